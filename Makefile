@@ -1,0 +1,46 @@
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+export DATABASE_URL ?= sqlite+aiosqlite:///rltracker.db
+
+.PHONY: run test install install-test migrate eval bench lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --upgrade pip
+
+$(VENV)/.installed: $(BIN)/python pyproject.toml
+	$(BIN)/pip install -e .
+	touch $@
+
+$(VENV)/.installed-test: $(BIN)/python pyproject.toml
+	$(BIN)/pip install -e '.[test]'
+	touch $(VENV)/.installed $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+migrate: install
+	$(BIN)/rltracker migrate
+
+run: install migrate
+	$(BIN)/rltracker serve --dev --port $(PORT)
+
+test: install-test
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+eval: install
+	$(BIN)/python benchmarks/evaluate.py
+
+bench: install
+	$(BIN)/python benchmarks/webhook_throughput.py
+	$(BIN)/python benchmarks/matching.py
+	$(BIN)/python benchmarks/analyze_throughput.py
+	$(BIN)/python benchmarks/sync_cost.py
+
+lint: install-test
+	$(BIN)/ruff check bot analyzers tests benchmarks migrations
+
+clean:
+	rm -rf $(VENV) rltracker.db

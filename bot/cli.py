@@ -1,0 +1,86 @@
+"""The `rltracker` command. Each subcommand's work lives in the module that owns it; this file
+only parses arguments and imports that module when the subcommand runs (start-up stays fast)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# subcommand -> "module:function"; the function takes the parsed namespace, returns an exit code.
+COMMANDS = {
+    "serve": "bot.server:serve_command",
+    "migrate": "bot.store.migrate:migrate_command",
+    "analyze": "bot.analyze_command:analyze_command",
+    "replay": "bot.replay:replay_command",
+    "sync": "bot.sync:sync_command",
+    "report": "bot.report:report_command",
+    "rules": "bot.rules_command:rules_command",
+    "stats": "bot.stats:stats_command",
+    "papers": "bot.papers:papers_command",
+    "preview": "bot.preview:preview_command",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rltracker", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("serve", help="run the web app, the inbox worker and the scheduler")
+    p.add_argument("--host", default="0.0.0.0")
+    p.add_argument("--port", type=int, default=None, help="default: $PORT or 8000")
+    p.add_argument("--dev", action="store_true", help="random webhook secret, dry-run")
+    p.add_argument("--no-scheduler", action="store_true", help="do not run the nightly jobs")
+    p.add_argument("--no-worker", action="store_true", help="accept deliveries, do not process")
+
+    sub.add_parser("migrate", help="alembic upgrade head on DATABASE_URL")
+
+    p = sub.add_parser("analyze", help="thread records in, analysis records out (JSON lines)")
+    p.add_argument("input", help="thread records (JSON lines), - for stdin")
+    p.add_argument("--papers", help="extra paper pool (JSON lines)")
+    p.add_argument("-o", "--output", default="-", help="analysis records, - for stdout")
+
+    p = sub.add_parser("replay", help="send payload files as signed deliveries")
+    p.add_argument("paths", nargs="+", help="payload files or folders of them")
+    p.add_argument("--url", required=True)
+    p.add_argument("--secret", default=None, help="default: $GITHUB_WEBHOOK_SECRET")
+    p.add_argument("--event", default=None, help="default: the folder name of each file")
+
+    p = sub.add_parser("sync", help="GraphQL backfill or incremental refresh")
+    p.add_argument("--repo", action="append", default=[], metavar="OWNER/NAME")
+    p.add_argument("--full", action="store_true", help="ignore stored cursors")
+
+    p = sub.add_parser("report", help="the proposal-status report, Markdown and HTML")
+    p.add_argument("--out", default=None, help="folder to write report files into")
+    p.add_argument("--date", default=None, help="report date YYYY-MM-DD (default today, UTC)")
+
+    p = sub.add_parser("rules", help="contribution-rule summary of a framework or folder")
+    p.add_argument("target", help="framework name (verl, trl, ...) or a folder path")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("stats", help="counts, as in GET /api/stats")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("papers", help="the paper pool")
+    papers_sub = p.add_subparsers(dest="papers_command", required=True)
+    pi = papers_sub.add_parser("import", help="add papers from arXiv metadata or paper records")
+    pi.add_argument("file", help="JSON lines; - for stdin")
+    pf = papers_sub.add_parser("fetch", help="read new listings from the arXiv API")
+    pf.add_argument("--category", action="append", default=[])
+
+    p = sub.add_parser("preview", help="dry-run over a repository's last 30 days of issues")
+    p.add_argument("repo", metavar="OWNER/NAME")
+    p.add_argument("--days", type=int, default=30)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    module_name, _, func_name = COMMANDS[args.command].partition(":")
+    func = getattr(importlib.import_module(module_name), func_name)
+    return int(func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""What happens after a thread changed (webhook or sync): analyse it, store the findings, and
+let `actions` decide whether to act. One entry point so both paths behave the same."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.store.models import Analysis, Thread
+from bot.store.threads import load_comments, thread_record
+
+
+async def analyse_and_store(session: AsyncSession, thread: Thread) -> dict[str, Any]:
+    """Run the analyzers on a stored thread and upsert its Analysis row; returns the analysis."""
+    from analyzers.analyze import ANALYZER_VERSION, analyze_thread
+
+    record = thread_record(thread, await load_comments(session, thread))
+    result = analyze_thread(record)
+    row = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
+    if row is None:
+        row = Analysis(thread_id=thread.id)
+        session.add(row)
+    failure = result.get("failure") or {}
+    proposal = result.get("proposal") or {}
+    papers = result.get("papers") or []
+    row.analyzer_version = ANALYZER_VERSION
+    row.result = result
+    row.is_failure_report = bool(failure.get("is_failure_report"))
+    row.failure_category = failure.get("category")
+    row.is_proposal = bool(proposal.get("is_proposal"))
+    row.review_state = (result.get("review") or {}).get("state")
+    row.methods = sorted({p["method"] for p in papers if p.get("method")})
+    row.arxiv_ids = sorted({p["arxiv_id"] for p in papers if p.get("arxiv_id")})
+    await session.flush()
+    return result
+
+
+async def thread_changed(
+    ctx: Any, session: AsyncSession, thread: Thread, *, trigger: str, payload: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Called by webhook handlers and sync after a thread or its comments were written."""
+    return await analyse_and_store(session, thread)

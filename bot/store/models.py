@@ -1,0 +1,253 @@
+"""The database schema. Changed only together with a migration in migrations/versions/."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from bot.store.types import UTCDateTime, utcnow
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# BigInteger ids autoincrement on PostgreSQL; SQLite only autoincrements INTEGER PRIMARY KEY.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {datetime: UTCDateTime, dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Installation(Base):
+    __tablename__ = "installations"
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    account: Mapped[str] = mapped_column(String(255))
+    account_type: Mapped[str | None] = mapped_column(String(32))
+    suspended: Mapped[bool] = mapped_column(Boolean, default=False)
+    deleted: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class Repository(Base):
+    __tablename__ = "repositories"
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    full_name: Mapped[str] = mapped_column(String(255), unique=True)  # canonical owner/name
+    github_id: Mapped[int | None] = mapped_column(BigInteger, unique=True)
+    framework: Mapped[str | None] = mapped_column(String(32))  # catalog framework id
+    installation_id: Mapped[int | None] = mapped_column(
+        ForeignKey("installations.id", ondelete="SET NULL")
+    )
+    default_branch: Mapped[str | None] = mapped_column(String(255))
+    config: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # parsed .github/rltracker.yml
+    config_error: Mapped[str | None] = mapped_column(Text)
+    config_fetched_at: Mapped[datetime | None]
+    comments_paused: Mapped[bool] = mapped_column(Boolean, default=False)
+    paused_reason: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class Thread(Base):
+    """An issue, pull request or discussion. Keyed by canonical repository name and number."""
+
+    __tablename__ = "threads"
+    __table_args__ = (UniqueConstraint("repo", "number", name="uq_threads_repo_number"),)
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    repo: Mapped[str] = mapped_column(String(255), index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(16))  # issue | pull_request | discussion
+    github_id: Mapped[int | None] = mapped_column(BigInteger)
+    node_id: Mapped[str | None] = mapped_column(String(64))
+    title: Mapped[str] = mapped_column(Text, default="")
+    body: Mapped[str | None] = mapped_column(Text)
+    author: Mapped[str | None] = mapped_column(String(255))
+    author_association: Mapped[str | None] = mapped_column(String(32))
+    author_is_bot: Mapped[bool | None] = mapped_column(Boolean)
+    state: Mapped[str] = mapped_column(String(16), default="open")  # open | closed | merged
+    state_reason: Mapped[str | None] = mapped_column(String(32))
+    closed_by: Mapped[str | None] = mapped_column(String(255))
+    labels: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    assignees: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    url: Mapped[str | None] = mapped_column(Text)
+    complete: Mapped[bool] = mapped_column(Boolean, default=True)
+    muted: Mapped[bool] = mapped_column(Boolean, default=False)  # /rltracker ignore or stop
+    created_at: Mapped[datetime | None]
+    updated_at: Mapped[datetime | None]
+    closed_at: Mapped[datetime | None]
+    stored_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+    comments: Mapped[list[Comment]] = relationship(
+        back_populates="thread", order_by="Comment.created_at", cascade="all, delete-orphan"
+    )
+
+
+class Comment(Base):
+    """A comment, review, review comment or discussion comment, keyed by GitHub kind and id."""
+
+    __tablename__ = "comments"
+    __table_args__ = (UniqueConstraint("kind", "github_id", name="uq_comments_kind_github_id"),)
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    thread_id: Mapped[int] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(16))  # comment | review | review_comment
+    github_id: Mapped[int] = mapped_column(BigInteger)
+    node_id: Mapped[str | None] = mapped_column(String(64))
+    author: Mapped[str | None] = mapped_column(String(255))
+    author_association: Mapped[str | None] = mapped_column(String(32))
+    author_is_bot: Mapped[bool | None] = mapped_column(Boolean)
+    body: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime | None]
+    updated_at: Mapped[datetime | None]
+    thread: Mapped[Thread] = relationship(back_populates="comments")
+
+
+class Delivery(Base):
+    """The webhook inbox. `id` gives arrival order; `delivery_id` is GitHub's X-GitHub-Delivery."""
+
+    __tablename__ = "deliveries"
+    __table_args__ = (Index("ix_deliveries_status_id", "status", "id"),)
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    delivery_id: Mapped[str] = mapped_column(String(64), unique=True)
+    event: Mapped[str] = mapped_column(String(64))
+    action: Mapped[str | None] = mapped_column(String(64))
+    repo: Mapped[str | None] = mapped_column(String(255))
+    installation_id: Mapped[int | None] = mapped_column(BigInteger)
+    payload: Mapped[str] = mapped_column(Text)  # the raw JSON body as received
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    # pending | processing | done | failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    received_at: Mapped[datetime] = mapped_column(default=utcnow)
+    next_attempt_at: Mapped[datetime | None]
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+    claimed_by: Mapped[str | None] = mapped_column(String(128))
+
+
+class Analysis(Base):
+    """The latest findings for a thread (contract `analysis` shape), with the analyzer version."""
+
+    __tablename__ = "analyses"
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    thread_id: Mapped[int] = mapped_column(
+        ForeignKey("threads.id", ondelete="CASCADE"), unique=True
+    )
+    analyzer_version: Mapped[str] = mapped_column(String(32))
+    result: Mapped[dict[str, Any]] = mapped_column(JSON)
+    is_failure_report: Mapped[bool] = mapped_column(Boolean, default=False)
+    failure_category: Mapped[str | None] = mapped_column(String(64), index=True)
+    is_proposal: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
+    review_state: Mapped[str | None] = mapped_column(String(32))
+    methods: Mapped[list[Any]] = mapped_column(JSON, default=list)  # catalog method ids linked
+    arxiv_ids: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    analyzed_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class Action(Base):
+    """What the app posted, would have posted (dry run), failed to post, or chose not to post.
+
+    `dedupe_key` is set for actions that must happen at most once (one failure comment per
+    thread, one report comment per night); the unique index makes a second insert fail, which
+    is what stops two workers or a redelivery from posting twice.
+    """
+
+    __tablename__ = "actions"
+    __table_args__ = (Index("ix_actions_repo_number", "repo", "number"),)
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    repo: Mapped[str] = mapped_column(String(255))
+    number: Mapped[int | None] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(32))  # failure_comment | rule_summary | command | report | label | config
+    status: Mapped[str] = mapped_column(String(16))  # posted | dry_run | failed | skipped | pending
+    dedupe_key: Mapped[str | None] = mapped_column(String(255), unique=True)
+    body: Mapped[str | None] = mapped_column(Text)
+    reason: Mapped[str | None] = mapped_column(Text)
+    details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    language: Mapped[str | None] = mapped_column(String(8))
+    comment_id: Mapped[int | None] = mapped_column(BigInteger)
+    comment_node_id: Mapped[str | None] = mapped_column(String(64))
+    reactions_up: Mapped[int] = mapped_column(Integer, default=0)
+    reactions_down: Mapped[int] = mapped_column(Integer, default=0)
+    is_minimized: Mapped[bool] = mapped_column(Boolean, default=False)
+    minimized_reason: Mapped[str | None] = mapped_column(String(64))
+    comment_deleted: Mapped[bool] = mapped_column(Boolean, default=False)
+    frozen: Mapped[bool] = mapped_column(Boolean, default=False)  # a maintainer replied after it
+    delivery_id: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class SyncCursor(Base):
+    __tablename__ = "sync_cursors"
+    __table_args__ = (UniqueConstraint("repo", "kind", name="uq_sync_cursors_repo_kind"),)
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    repo: Mapped[str] = mapped_column(String(255))
+    kind: Mapped[str] = mapped_column(String(16))  # issue | pull_request | discussion
+    cursor: Mapped[str | None] = mapped_column(Text)  # GraphQL endCursor of the running pass
+    updated_since: Mapped[datetime | None]  # newest updatedAt fully stored
+    full_done: Mapped[bool] = mapped_column(Boolean, default=False)
+    last_run_at: Mapped[datetime | None]
+
+
+class Paper(Base):
+    """The paper pool matched in addition to the catalog."""
+
+    __tablename__ = "papers"
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    arxiv_id: Mapped[str | None] = mapped_column(String(32), unique=True)
+    title: Mapped[str] = mapped_column(Text)
+    aliases: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    method: Mapped[str | None] = mapped_column(String(64))
+    first_public: Mapped[str | None] = mapped_column(String(10))
+    categories: Mapped[str | None] = mapped_column(String(255))
+    source: Mapped[str | None] = mapped_column(String(32))
+    added_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ContributionRules(Base):
+    """Contribution files of a repository, fetched through the contents API, and their summary."""
+
+    __tablename__ = "contribution_rules"
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    repo: Mapped[str] = mapped_column(String(255), unique=True)
+    files: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    summary: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    fetched_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class JobRun(Base):
+    __tablename__ = "job_runs"
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64))
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None]
+    outcome: Mapped[str] = mapped_column(String(16), default="running")  # running | ok | failed | skipped
+    counts: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    error: Mapped[str | None] = mapped_column(Text)
+
+
+class Report(Base):
+    __tablename__ = "reports"
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    date: Mapped[str] = mapped_column(String(10), unique=True)  # YYYY-MM-DD
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    markdown: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

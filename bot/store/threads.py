@@ -1,0 +1,148 @@
+"""Thread and comment records in and out of the database.
+
+A *thread record* is the contract shape of ../shared/contracts/README.md (`thread`), plus the
+optional keys `github_id`, `node_id`, `updated_at`, `assignees`. Webhook handlers and the
+GraphQL sync both write through `upsert_thread` / `upsert_comment`, so the two paths give
+identical rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.store.models import Comment, Thread
+from bot.store.types import format_datetime, parse_datetime
+
+THREAD_FIELDS = (
+    "kind", "github_id", "node_id", "title", "body", "author", "author_association",
+    "author_is_bot", "state", "state_reason", "closed_by", "labels", "assignees", "url",
+    "complete",
+)
+THREAD_TIMES = ("created_at", "updated_at", "closed_at")
+COMMENT_FIELDS = ("node_id", "author", "author_association", "author_is_bot", "body")
+COMMENT_TIMES = ("created_at", "updated_at")
+
+
+def _blank_to_none(value: Any) -> Any:
+    # GraphQL gives "" where REST and webhooks give null.
+    return None if value == "" else value
+
+
+async def get_thread(session: AsyncSession, repo: str, number: int) -> Thread | None:
+    return await session.scalar(
+        select(Thread).where(func.lower(Thread.repo) == repo.lower(), Thread.number == number)
+    )
+
+
+async def upsert_thread(session: AsyncSession, record: dict[str, Any]) -> Thread:
+    """Insert or update a thread from a record; keys absent from the record are left alone."""
+    thread = await get_thread(session, record["repo"], int(record["number"]))
+    if thread is None:
+        thread = Thread(repo=record["repo"], number=int(record["number"]), kind=record["kind"])
+        session.add(thread)
+    for key in THREAD_FIELDS:
+        if key in record:
+            value = record[key]
+            if key in ("state_reason", "closed_by", "author_association", "body"):
+                value = _blank_to_none(value)
+            if key in ("labels", "assignees"):
+                value = list(value or [])
+            if key == "title":
+                value = value or ""
+            if key == "complete" and value is None:
+                continue
+            setattr(thread, key, value)
+    for key in THREAD_TIMES:
+        if key in record:
+            setattr(thread, key, parse_datetime(record[key]))
+    await session.flush()
+    return thread
+
+
+async def upsert_comment(session: AsyncSession, thread: Thread, record: dict[str, Any]) -> Comment:
+    """Insert or update a comment keyed by (kind, github_id)."""
+    kind = record.get("kind") or "comment"
+    github_id = int(record["github_id"])
+    comment = await session.scalar(
+        select(Comment).where(Comment.kind == kind, Comment.github_id == github_id)
+    )
+    if comment is None:
+        comment = Comment(kind=kind, github_id=github_id, thread_id=thread.id)
+        session.add(comment)
+    comment.thread_id = thread.id
+    for key in COMMENT_FIELDS:
+        if key in record:
+            value = record[key]
+            if key == "author_association":
+                value = _blank_to_none(value)
+            if key == "body":
+                value = value or ""
+            setattr(comment, key, value)
+    for key in COMMENT_TIMES:
+        if key in record:
+            setattr(comment, key, parse_datetime(record[key]))
+    await session.flush()
+    return comment
+
+
+async def delete_comment(session: AsyncSession, kind: str, github_id: int) -> bool:
+    result = await session.execute(
+        delete(Comment).where(Comment.kind == kind, Comment.github_id == int(github_id))
+    )
+    return bool(result.rowcount)
+
+
+async def load_comments(session: AsyncSession, thread: Thread) -> list[Comment]:
+    rows = await session.scalars(
+        select(Comment)
+        .where(Comment.thread_id == thread.id)
+        .order_by(Comment.created_at, Comment.id)
+    )
+    return list(rows)
+
+
+def comment_record(comment: Comment) -> dict[str, Any]:
+    return {
+        "author": comment.author,
+        "author_association": comment.author_association,
+        "author_is_bot": comment.author_is_bot,
+        "created_at": format_datetime(comment.created_at),
+        "body": comment.body or "",
+        "kind": comment.kind,
+    }
+
+
+def thread_record(thread: Thread, comments: list[Comment]) -> dict[str, Any]:
+    """The contract `thread` shape of a stored thread."""
+    return {
+        "id": f"{thread.repo}#{thread.number}",
+        "repo": thread.repo,
+        "number": thread.number,
+        "kind": thread.kind,
+        "title": thread.title or "",
+        "body": thread.body,
+        "author": thread.author,
+        "author_association": thread.author_association,
+        "author_is_bot": thread.author_is_bot,
+        "state": thread.state,
+        "state_reason": thread.state_reason,
+        "closed_by": thread.closed_by,
+        "labels": list(thread.labels or []),
+        "assignees": list(thread.assignees or []),
+        "created_at": format_datetime(thread.created_at),
+        "updated_at": format_datetime(thread.updated_at),
+        "closed_at": format_datetime(thread.closed_at),
+        "url": thread.url,
+        "complete": thread.complete,
+        "comments": [comment_record(c) for c in comments],
+    }
+
+
+async def load_thread_record(session: AsyncSession, repo: str, number: int) -> dict[str, Any] | None:
+    thread = await get_thread(session, repo, number)
+    if thread is None:
+        return None
+    return thread_record(thread, await load_comments(session, thread))

@@ -1,0 +1,36 @@
+"""The schema comes from migrations and thread records round-trip through the store."""
+
+from __future__ import annotations
+
+from bot.context import AppContext
+from bot.store import migrate
+from bot.store.threads import load_thread_record, upsert_comment, upsert_thread
+
+
+async def test_migrated_database_is_at_head(ctx: AppContext) -> None:
+    assert migrate.head_revision() is not None
+    assert await migrate.is_up_to_date(ctx.engine)
+
+
+async def test_thread_record_round_trip(ctx: AppContext) -> None:
+    record = {
+        "repo": "huggingface/trl", "number": 7, "kind": "issue", "title": "Entropy collapses",
+        "body": "", "author": "alice", "author_association": "", "author_is_bot": False,
+        "state": "closed", "state_reason": "not_planned", "closed_by": "",
+        "labels": ["bug"], "created_at": "2025-05-01T10:00:00Z", "closed_at": "2025-05-03",
+    }
+    async with ctx.sessionmaker() as session:
+        thread = await upsert_thread(session, record)
+        await upsert_comment(session, thread, {
+            "github_id": 11, "kind": "comment", "author": "bob",
+            "author_association": "MEMBER", "body": "Thanks", "created_at": "2025-05-02T00:00:00Z",
+        })
+        await session.commit()
+    async with ctx.sessionmaker() as session:
+        out = await load_thread_record(session, "HuggingFace/TRL", 7)
+    assert out is not None
+    assert out["id"] == "huggingface/trl#7"
+    assert out["body"] is None and out["author_association"] is None and out["closed_by"] is None
+    assert out["closed_at"] == "2025-05-03T00:00:00Z"
+    assert [c["author"] for c in out["comments"]] == ["bob"]
+    assert out["comments"][0]["author_association"] == "MEMBER"

@@ -37,8 +37,22 @@ async def analyse_and_store(session: AsyncSession, thread: Thread) -> dict[str, 
     return result
 
 
+
 async def thread_changed(
-    ctx: Any, session: AsyncSession, thread: Thread, *, trigger: str, payload: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """Called by webhook handlers and sync after a thread or its comments were written."""
-    return await analyse_and_store(session, thread)
+    ctx: Any, repo: str, number: int, *, trigger: str, payload: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """Called by webhook handlers (after committing the records) and by sync.
+
+    Opens its own session: analyses the stored thread, stores the findings, and (in `actions`)
+    decides whether to act. `trigger` is "<event>.<action>" for webhooks, "sync" for sync,
+    "command" for /rltracker recheck.
+    """
+    from bot.store.threads import get_thread
+
+    async with ctx.sessionmaker() as session:
+        thread = await get_thread(session, repo, number)
+        if thread is None:
+            return None
+        result = await analyse_and_store(session, thread)
+        await session.commit()
+    return result

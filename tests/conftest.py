@@ -20,6 +20,8 @@ from bot.config import Settings
 from bot.context import AppContext
 from bot.store import migrate
 
+pytest_plugins = ["tests.fakegithub"]
+
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
 REQUIRE_POSTGRES = os.environ.get("RLTRACKER_REQUIRE_POSTGRES") == "1"
 

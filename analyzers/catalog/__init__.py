@@ -1,0 +1,311 @@
+"""The catalog: methods, failure kinds and frameworks, loaded once from the YAML beside this file.
+
+It is the single source the comments, pages and reports use, so it is validated at load
+time: a method naming an unknown failure kind or framework is an error, not a silent gap.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+CATALOG_DIR = Path(__file__).resolve().parent
+
+# The failure keys of the analysis contract, in contract order. Other kinds in
+# failures.yaml (length_bias) are things methods address, never a report's category.
+CONTRACT_FAILURE_KEYS: tuple[str, ...] = (
+    "entropy_collapse",
+    "entropy_explosion",
+    "collapse_or_divergence",
+    "rollout_training_mismatch",
+    "response_length_drift",
+    "stale_rollout_data",
+    "kl_growth",
+    "moe_instability",
+    "groups_without_signal",
+    "other_failure",
+)
+
+
+class CatalogError(ValueError):
+    """The catalog YAML is malformed or inconsistent."""
+
+
+@dataclass(frozen=True)
+class Framework:
+    id: str
+    name: str
+    repo: str
+    former_repos: list[str]
+    default_branch: str
+    verified_commit: str
+    config_style: str
+    verified_date: str | None = None
+
+    @property
+    def repos(self) -> list[str]:
+        return [self.repo, *self.former_repos]
+
+
+@dataclass(frozen=True)
+class FailureKind:
+    key: str
+    title: str
+    title_zh: str
+    description: str
+    description_zh: str
+
+    @property
+    def in_contract(self) -> bool:
+        return self.key in CONTRACT_FAILURE_KEYS
+
+
+@dataclass(frozen=True)
+class PaperRef:
+    arxiv_id: str | None
+    title: str
+
+
+@dataclass(frozen=True)
+class Caution:
+    text: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Option:
+    framework: str
+    name: str
+    set_by: str
+    keys: list[str]
+    value_hint: str | None
+    file: str
+    status: str
+    default: str | None = None
+    commit: str | None = None
+    note: str | None = None
+    first_commit: str | None = None
+
+    @property
+    def experimental(self) -> bool:
+        return "experimental" in self.status
+
+    @property
+    def is_builtin(self) -> bool:
+        """True when the method is always on (no switch to suggest)."""
+        return "not an option" in self.status or not self.keys
+
+
+@dataclass(frozen=True)
+class Method:
+    id: str
+    name: str
+    aliases: list[str]
+    papers: list[PaperRef]
+    first_public: str | None
+    failures: list[str]
+    cautions: list[Caution]
+    options: dict[str, list[Option]]
+    # Near relatives that are not this method (e.g. a switch that does something similar).
+    related: dict[str, list[Option]] = field(default_factory=dict)
+    note: str | None = None
+
+    def has(self, framework: str) -> bool:
+        return bool(self.options.get(framework))
+
+    @property
+    def arxiv_ids(self) -> list[str]:
+        return [p.arxiv_id for p in self.papers if p.arxiv_id]
+
+
+@dataclass(frozen=True)
+class Catalog:
+    frameworks: dict[str, Framework]
+    failures: dict[str, FailureKind]
+    methods: dict[str, Method]
+    _repo_index: dict[str, str] = field(repr=False, default_factory=dict)
+
+    def framework_for_repo(self, full_name: str) -> Framework | None:
+        fid = self._repo_index.get(full_name.strip().lower())
+        return self.frameworks[fid] if fid else None
+
+    def canonical_repo(self, full_name: str) -> str:
+        fw = self.framework_for_repo(full_name)
+        return fw.repo if fw else full_name
+
+    def methods_for_failure(self, key: str) -> list[Method]:
+        return [m for m in self.methods.values() if key in m.failures]
+
+    def method_for_arxiv(self, arxiv_id: str) -> list[Method]:
+        return [m for m in self.methods.values() if arxiv_id in m.arxiv_ids]
+
+    def options_for(self, framework: str) -> list[tuple[Method, Option]]:
+        return [(m, o) for m in self.methods.values() for o in m.options.get(framework, [])]
+
+
+def _require(d: Mapping[str, Any], key: str, where: str) -> Any:
+    if key not in d or d[key] is None:
+        raise CatalogError(f"{where}: missing required field {key!r}")
+    return d[key]
+
+
+def _str_list(value: Any, where: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CatalogError(f"{where}: expected a list of strings")
+    return list(value)
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _load_yaml(path: Path) -> dict[str, Any]:
+    with path.open(encoding="utf-8") as fh:
+        data = yaml.safe_load(fh)
+    if not isinstance(data, dict):
+        raise CatalogError(f"{path.name}: expected a mapping at top level")
+    return data
+
+
+def _build_options(
+    raw: Any, where: str, frameworks: Mapping[str, Framework]
+) -> dict[str, list[Option]]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise CatalogError(f"{where}: expected framework -> list of options")
+    out: dict[str, list[Option]] = {}
+    for fw_id, items in raw.items():
+        if fw_id not in frameworks:
+            raise CatalogError(f"{where}: unknown framework id {fw_id!r}")
+        opts = []
+        for i, o in enumerate(items or []):
+            w = f"{where}.{fw_id}[{i}]"
+            status = str(_require(o, "status", w))
+            if status.startswith("not found"):
+                # An option absent at the snapshot must never read as "this framework has it".
+                raise CatalogError(f"{w}: options must exist at the snapshot (status {status!r})")
+            opts.append(
+                Option(
+                    framework=fw_id,
+                    name=str(_require(o, "name", w)),
+                    set_by=str(_require(o, "set_by", w)),
+                    keys=_str_list(o.get("keys"), w + ".keys"),
+                    value_hint=_opt_str(o.get("value_hint")),
+                    file=str(_require(o, "file", w)),
+                    status=status,
+                    default=_opt_str(o.get("default")),
+                    commit=_opt_str(o.get("commit")) or frameworks[fw_id].verified_commit,
+                    note=_opt_str(o.get("note")),
+                    first_commit=_opt_str(o.get("first_commit")),
+                )
+            )
+        if opts:
+            out[fw_id] = opts
+    return out
+
+
+def load_catalog_from(directory: Path) -> Catalog:
+    """Load and validate the catalog in `directory` (uncached; tests use it on bad data)."""
+    fw_data = _load_yaml(directory / "frameworks.yaml").get("frameworks") or []
+    frameworks: dict[str, Framework] = {}
+    for i, f in enumerate(fw_data):
+        w = f"frameworks.yaml[{i}]"
+        fid = str(_require(f, "id", w))
+        if fid in frameworks:
+            raise CatalogError(f"{w}: duplicate framework id {fid!r}")
+        frameworks[fid] = Framework(
+            id=fid,
+            name=str(_require(f, "name", w)),
+            repo=str(_require(f, "repo", w)),
+            former_repos=_str_list(f.get("former_repos"), w),
+            default_branch=str(f.get("default_branch") or "main"),
+            verified_commit=str(_require(f, "verified_commit", w)),
+            config_style=str(f.get("config_style") or ""),
+            verified_date=_opt_str(f.get("verified_date")),
+        )
+    repo_index: dict[str, str] = {}
+    for fw in frameworks.values():
+        for r in fw.repos:
+            if r.lower() in repo_index:
+                raise CatalogError(f"repository {r!r} belongs to two frameworks")
+            repo_index[r.lower()] = fw.id
+
+    fail_data = _load_yaml(directory / "failures.yaml").get("failures") or {}
+    failures: dict[str, FailureKind] = {}
+    for key, f in fail_data.items():
+        w = f"failures.yaml:{key}"
+        failures[key] = FailureKind(
+            key=key,
+            title=str(_require(f, "title", w)),
+            title_zh=str(_require(f, "title_zh", w)),
+            description=str(_require(f, "description", w)),
+            description_zh=str(_require(f, "description_zh", w)),
+        )
+    missing = [k for k in CONTRACT_FAILURE_KEYS if k not in failures]
+    if missing:
+        raise CatalogError(f"failures.yaml: contract failure keys missing: {missing}")
+
+    meth_data = _load_yaml(directory / "methods.yaml").get("methods") or []
+    methods: dict[str, Method] = {}
+    for i, m in enumerate(meth_data):
+        mid = str(_require(m, "id", f"methods.yaml[{i}]"))
+        w = f"methods.yaml:{mid}"
+        if mid in methods:
+            raise CatalogError(f"{w}: duplicate method id")
+        fails = _str_list(m.get("failures"), w + ".failures")
+        for k in fails:
+            if k not in failures:
+                raise CatalogError(f"{w}: unknown failure key {k!r}")
+        papers = []
+        for p in m.get("papers") or []:
+            papers.append(
+                PaperRef(arxiv_id=_opt_str(p.get("arxiv_id")), title=str(_require(p, "title", w)))
+            )
+        cautions = [
+            Caution(text=str(_require(c, "text", w)), source=str(_require(c, "source", w)))
+            for c in m.get("cautions") or []
+        ]
+        methods[mid] = Method(
+            id=mid,
+            name=str(_require(m, "name", w)),
+            aliases=_str_list(m.get("aliases"), w + ".aliases"),
+            papers=papers,
+            first_public=_opt_str(m.get("first_public")),
+            failures=fails,
+            cautions=cautions,
+            options=_build_options(m.get("options"), w + ".options", frameworks),
+            related=_build_options(m.get("related"), w + ".related", frameworks),
+            note=_opt_str(m.get("note")),
+        )
+    return Catalog(
+        frameworks=frameworks, failures=failures, methods=methods, _repo_index=repo_index
+    )
+
+
+@functools.cache
+def load_catalog() -> Catalog:
+    """The project's catalog, loaded and validated once per process."""
+    return load_catalog_from(CATALOG_DIR)
+
+
+__all__ = [
+    "CONTRACT_FAILURE_KEYS",
+    "Catalog",
+    "CatalogError",
+    "Caution",
+    "FailureKind",
+    "Framework",
+    "Method",
+    "Option",
+    "PaperRef",
+    "load_catalog",
+    "load_catalog_from",
+]

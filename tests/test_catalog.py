@@ -131,6 +131,8 @@ def test_agrees_with_shared_catalog(shared_dir: Path) -> None:
     for m in src["methods"]:
         mine = cat.methods[m["id"]]
         assert sorted(mine.failures) == sorted(m["failures"]), m["id"]
+        # Same number of cautions, each with the same source (texts are our own words).
+        assert [c.source for c in mine.cautions] == [c["source"] for c in m.get("cautions") or []]
         for s in m["sources"]:
             if s.get("arxiv"):
                 assert s["arxiv"] in mine.arxiv_ids, (m["id"], s["arxiv"])

@@ -1,0 +1,111 @@
+"""Structured JSON logs: one object per line, one line per delivery outcome.
+
+Secrets never reach the output: fields whose names look secret are replaced, and every value
+registered with `register_secret` (webhook secret, tokens, private key) is scrubbed from
+messages and field values before the line is written.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from typing import Any
+
+DELIVERY_LOGGER = "rltracker.delivery"
+
+# Attributes every LogRecord has; anything else on a record came from `extra=`.
+_STANDARD = set(vars(logging.LogRecord("x", 0, "x", 0, "x", None, None))) | {
+    "message",
+    "asctime",
+    "taskName",
+}
+_SECRET_NAMES = ("secret", "token", "password", "authorization", "private_key", "signature", "jwt")
+_REDACTED = "[redacted]"
+_secrets: set[str] = set()
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a secret so it is scrubbed from every later log line (short values are ignored:
+    they would scrub ordinary words)."""
+    if value and len(value) >= 8:
+        _secrets.add(value)
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        for secret in _secrets:
+            if secret in value:
+                value = value.replace(secret, _REDACTED)
+        return value
+    if isinstance(value, dict):
+        return {k: _field(k, v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(v) for v in value]
+    return value
+
+
+def _field(name: str, value: Any) -> Any:
+    lowered = str(name).lower()
+    if any(part in lowered for part in _SECRET_NAMES):
+        return _REDACTED
+    return _scrub(value)
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": _scrub(record.getMessage()),
+        }
+        for key, value in record.__dict__.items():
+            if key not in _STANDARD and not key.startswith("_"):
+                out[key] = _field(key, value)
+        if record.exc_info:
+            out["exc"] = _scrub(self.formatException(record.exc_info))
+        return json.dumps(out, ensure_ascii=False, default=str)
+
+
+def configure_logging(level: str | int = "INFO", stream: Any = None) -> None:
+    """Route every logger through one JSON handler on stderr (idempotent)."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if getattr(handler, "_rltracker", False):
+            root.removeHandler(handler)
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    handler._rltracker = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(level)
+    # aiohttp's access log is one more line per request; the delivery line says more.
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+
+
+def log_delivery(
+    *,
+    delivery_id: str,
+    event: str,
+    action: str | None,
+    repo: str | None,
+    outcome: str,
+    level: int = logging.INFO,
+    **fields: Any,
+) -> None:
+    """The one line per delivery: its id, event, action, repository and outcome."""
+    logging.getLogger(DELIVERY_LOGGER).log(
+        level,
+        "delivery %s",
+        outcome,
+        extra={
+            "delivery": delivery_id,
+            "event": event,
+            "action": action,
+            "repo": repo,
+            "outcome": outcome,
+            **fields,
+        },
+    )

@@ -1,0 +1,95 @@
+"""Prometheus text exposition, written by hand: a handful of counters and one histogram do not
+need another dependency. Format: https://prometheus.io/docs/instrumenting/exposition_formats/
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Iterable
+
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _labels(pairs: Iterable[tuple[str, str]]) -> str:
+    inner = ",".join(f'{k}="{_escape(str(v))}"' for k, v in pairs)
+    return "{" + inner + "}" if inner else ""
+
+
+def _num(value: float) -> str:
+    return repr(float(value)) if isinstance(value, float) else str(value)
+
+
+class Metrics:
+    """Per-process figures. Gauges that live in the database are read at scrape time."""
+
+    def __init__(self) -> None:
+        # (status code) -> count
+        self.webhook_responses: dict[str, int] = defaultdict(int)
+        # (event) -> count of accepted deliveries
+        self.webhook_events: dict[str, int] = defaultdict(int)
+        self._bucket_counts = [0] * (len(LATENCY_BUCKETS) + 1)
+        self._latency_sum = 0.0
+        self._latency_count = 0
+
+    def observe_webhook(self, status: int, seconds: float, event: str | None = None) -> None:
+        self.webhook_responses[str(status)] += 1
+        if event is not None and status in (200, 202):
+            self.webhook_events[event[:64]] += 1
+        self._bucket_counts[bisect.bisect_left(LATENCY_BUCKETS, seconds)] += 1
+        self._latency_sum += seconds
+        self._latency_count += 1
+
+    def render(
+        self,
+        *,
+        deliveries: dict[str, int] | None = None,
+        worker: dict[str, int] | None = None,
+        inbox: dict[str, int] | None = None,
+        database_up: bool | None = None,
+    ) -> str:
+        out: list[str] = []
+
+        def family(name: str, kind: str, help_text: str) -> None:
+            out.append(f"# HELP {name} {help_text}")
+            out.append(f"# TYPE {name} {kind}")
+
+        family("rltracker_webhook_responses_total", "counter", "POST /webhook answers by status code")
+        for code, n in sorted(self.webhook_responses.items()):
+            out.append(f"rltracker_webhook_responses_total{_labels([('code', code)])} {n}")
+
+        family("rltracker_webhook_deliveries_total", "counter", "accepted deliveries by event")
+        for event, n in sorted(self.webhook_events.items()):
+            out.append(f"rltracker_webhook_deliveries_total{_labels([('event', event)])} {n}")
+
+        name = "rltracker_webhook_duration_seconds"
+        family(name, "histogram", "time from request to answer of POST /webhook")
+        cumulative = 0
+        for bound, n in zip(LATENCY_BUCKETS, self._bucket_counts, strict=False):
+            cumulative += n
+            out.append(f"{name}_bucket{_labels([('le', repr(bound))])} {cumulative}")
+        out.append(f"{name}_bucket{_labels([('le', '+Inf')])} {self._latency_count}")
+        out.append(f"{name}_sum {_num(self._latency_sum)}")
+        out.append(f"{name}_count {self._latency_count}")
+
+        if deliveries is not None:
+            family("rltracker_inbox_deliveries", "gauge", "stored deliveries by status")
+            for status, n in sorted(deliveries.items()):
+                out.append(f"rltracker_inbox_deliveries{_labels([('status', status)])} {n}")
+        if worker is not None:
+            family("rltracker_worker_outcomes_total", "counter", "deliveries handled by this process")
+            for outcome, n in sorted(worker.items()):
+                out.append(f"rltracker_worker_outcomes_total{_labels([('outcome', outcome)])} {n}")
+        if inbox is not None:
+            for key, n in sorted(inbox.items()):
+                metric = f"rltracker_inbox_{key}"
+                family(metric, "counter" if key.endswith("_total") else "gauge", f"inbox writer {key}")
+                out.append(f"{metric} {n}")
+        if database_up is not None:
+            family("rltracker_database_up", "gauge", "1 when the database answered the scrape")
+            out.append(f"rltracker_database_up {1 if database_up else 0}")
+        return "\n".join(out) + "\n"

@@ -1,0 +1,455 @@
+"""The one GitHub client of the app, on gidgethub's aiohttp API.
+
+- App JWT (RS256, PyJWT) with `iat` 60 s in the past for clock skew and `exp` 9 min ahead
+  (GitHub refuses more than 10 min); reused until 2 min before it expires.
+- Installation tokens cached until 5 min before `expires_at`; one refresh at a time per
+  installation (an asyncio.Lock each), so a burst of jobs makes one token request.
+- `GITHUB_API_URL` (settings.api_url) is the base of every call: GitHub Enterprise or the
+  test suite's fake server.
+- Retries with exponential backoff and jitter on 5xx, 429 and rate limits (403 with
+  `retry-after`, the secondary-limit message, or `x-ratelimit-remaining: 0`), honouring
+  `retry-after` and `x-ratelimit-reset`, bounded in attempts and in total wait. What still
+  fails raises gidgethub's exception, so the caller's job stays queued instead of being lost.
+  The retry loop wraps the HTTP transport, so REST and GraphQL get the same treatment.
+- ETag cache (gidgethub's `cache`) kept per installation: a 304 costs no rate limit.
+- Secrets never reach the logs: only method, path (without query) and status are logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import random
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+import gidgethub
+import gidgethub.aiohttp
+import jwt as pyjwt
+
+from bot.config import Settings
+from bot.store.types import parse_datetime
+
+log = logging.getLogger(__name__)
+
+USER_AGENT = "rltracker"
+JWT_BACKDATE = 60  # seconds: GitHub's clock may be ahead of ours
+JWT_AHEAD = 9 * 60  # seconds after now; exp - iat = 10 min, GitHub's maximum
+JWT_REUSE_MARGIN = 2 * 60  # mint a new JWT when less than this is left
+TOKEN_REFRESH_MARGIN = 5 * 60  # refresh installation tokens this long before they expire
+ETAG_CACHE_SIZE = 2000  # entries per installation
+SECONDARY_LIMIT_MARKERS = (b"secondary rate limit", b"abuse detection")
+IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+
+Credentials = Callable[[], Awaitable[tuple[str, str]]]  # -> ("jwt" | "token", value)
+SleepFn = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounds of the retry loop for one request."""
+
+    max_attempts: int = 5
+    max_total_wait: float = 120.0  # seconds slept across the retries of one request
+    max_single_wait: float = 60.0  # a longer retry-after / reset is not waited for
+    base_delay: float = 1.0
+    max_backoff: float = 30.0
+
+
+class LRUCache(MutableMapping[str, Any]):
+    """A bounded mapping for gidgethub's ETag cache: long-running processes stay small."""
+
+    def __init__(self, maxsize: int = ETAG_CACHE_SIZE) -> None:
+        self.maxsize = maxsize
+        self._data: OrderedDict[str, Any] = OrderedDict()
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._data[key]
+        self._data.move_to_end(key)
+        return value
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._data[key] = value
+        self._data.move_to_end(key)
+        while len(self._data) > self.maxsize:
+            self._data.popitem(last=False)
+
+    def __delitem__(self, key: str) -> None:
+        del self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def _safe_path(url: str) -> str:
+    """The path of a URL for logs: no query string (it could carry a secret)."""
+    return urlsplit(url).path or "/"
+
+
+def retry_reason(status: int, headers: Mapping[str, str], body: bytes) -> str | None:
+    """Why a response is worth retrying, or None when it is final."""
+    if status >= 500:
+        return "server_error"
+    if status == 429:
+        return "too_many_requests"
+    if status == 403:
+        if headers.get("retry-after") is not None:
+            return "secondary_rate_limit"
+        lowered = body[:4096].lower()
+        if any(marker in lowered for marker in SECONDARY_LIMIT_MARKERS):
+            return "secondary_rate_limit"
+        if headers.get("x-ratelimit-remaining") == "0":
+            return "rate_limit"
+    return None
+
+
+def _retry_after_seconds(value: str, now: float) -> float | None:
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - now)
+
+
+class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
+    """gidgethub's aiohttp API with credentials fetched per request and bounded retries."""
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        requester: str,
+        *,
+        base_url: str,
+        cache: MutableMapping[str, Any] | None,
+        credentials: Credentials | None,
+        policy: RetryPolicy,
+        sleep: SleepFn,
+        rand: Callable[[], float],
+        clock: Callable[[], float],
+        on_unauthorized: Callable[[], None] | None = None,
+    ) -> None:
+        super().__init__(session, requester, cache=cache, base_url=base_url)
+        self._credentials = credentials
+        self._policy = policy
+        self._sleep = sleep
+        self._rand = rand
+        self._clock = clock
+        self._on_unauthorized = on_unauthorized
+
+    async def sleep(self, seconds: float) -> None:
+        await self._sleep(seconds)
+
+    async def _make_request(  # type: ignore[override]
+        self,
+        method: str,
+        url: str,
+        url_vars: Any,
+        data: Any,
+        accept: str,
+        jwt: str | None = None,
+        oauth_token: str | None = None,
+        **kwargs: Any,
+    ) -> tuple[bytes, str | None, int]:
+        explicit = jwt is not None or oauth_token is not None
+        for second_try in (False, True):
+            if not explicit and self._credentials is not None:
+                kind, value = await self._credentials()
+                jwt, oauth_token = (value, None) if kind == "jwt" else (None, value)
+            try:
+                return await super()._make_request(
+                    method, url, url_vars, data, accept, jwt=jwt, oauth_token=oauth_token, **kwargs
+                )
+            except gidgethub.BadRequest as exc:
+                # A token revoked or expired early: drop it and try once with a fresh one.
+                if (
+                    exc.status_code == 401
+                    and not second_try
+                    and not explicit
+                    and self._on_unauthorized is not None
+                ):
+                    log.warning("GitHub 401 on %s %s; refreshing credentials", method, _safe_path(url))
+                    self._on_unauthorized()
+                    continue
+                raise
+        raise AssertionError("unreachable")
+
+    async def graphql(self, query: str, *, endpoint: str = "", **variables: Any) -> Any:
+        # gidgethub's graphql() sends self.oauth_token: set it from the current credentials.
+        if self._credentials is not None:
+            kind, value = await self._credentials()
+            if kind == "token":
+                self.oauth_token = value
+        return await super().graphql(query, endpoint=endpoint or self._graphql_endpoint(), **variables)
+
+    def _graphql_endpoint(self) -> str:
+        return self.base_url.rstrip("/") + "/graphql"
+
+    async def _request(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes = b""
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        policy = self._policy
+        waited = 0.0
+        attempt = 0
+        path = _safe_path(url)
+        while True:
+            attempt += 1
+            try:
+                status, resp_headers, data = await super()._request(method, url, headers, body)
+            except (TimeoutError, aiohttp.ClientError) as exc:
+                # A request that never reached GitHub is safe to repeat; others only if idempotent.
+                safe = isinstance(exc, aiohttp.ClientConnectorError) or method in IDEMPOTENT
+                delay = self._backoff(attempt)
+                if not safe or not self._within(policy, attempt, waited, delay):
+                    raise
+                log.warning(
+                    "GitHub %s %s failed (%s); retry %d in %.1fs",
+                    method, path, type(exc).__name__, attempt, delay,
+                )
+                await self._sleep(delay)
+                waited += delay
+                continue
+            log.debug("GitHub %s %s -> %d", method, path, status)
+            reason = retry_reason(status, resp_headers, data)
+            if reason is None:
+                return status, resp_headers, data
+            delay = self._delay(reason, resp_headers, attempt)
+            if not self._within(policy, attempt, waited, delay):
+                log.warning(
+                    "GitHub %s %s -> %d (%s); giving up after %d attempt(s), %.1fs waited",
+                    method, path, status, reason, attempt, waited,
+                )
+                return status, resp_headers, data
+            log.warning(
+                "GitHub %s %s -> %d (%s); retry %d in %.1fs",
+                method, path, status, reason, attempt, delay,
+            )
+            await self._sleep(delay)
+            waited += delay
+
+    @staticmethod
+    def _within(policy: RetryPolicy, attempt: int, waited: float, delay: float) -> bool:
+        return (
+            attempt < policy.max_attempts
+            and delay <= policy.max_single_wait
+            and waited + delay <= policy.max_total_wait
+        )
+
+    def _backoff(self, attempt: int) -> float:
+        # Exponential with "equal jitter": half fixed, half random, so clients spread out.
+        cap = min(self._policy.max_backoff, self._policy.base_delay * 2 ** (attempt - 1))
+        return cap / 2 + self._rand() * cap / 2
+
+    def _delay(self, reason: str, headers: Mapping[str, str], attempt: int) -> float:
+        now = self._clock()
+        retry_after = headers.get("retry-after")
+        if retry_after is not None:
+            seconds = _retry_after_seconds(retry_after, now)
+            if seconds is not None:
+                return seconds + self._rand()  # a little jitter past the server's hint
+        if headers.get("x-ratelimit-remaining") == "0" and headers.get("x-ratelimit-reset"):
+            try:
+                reset = float(headers["x-ratelimit-reset"])
+            except ValueError:
+                reset = now
+            return max(0.0, reset - now) + 1.0 + self._rand()
+        if reason == "secondary_rate_limit":
+            # GitHub: without retry-after, wait at least a minute, then exponentially longer.
+            return 60.0 * 2 ** (attempt - 1) + self._rand()
+        return self._backoff(attempt)
+
+
+@dataclass
+class _CachedToken:
+    token: str
+    expires_at: float  # epoch seconds
+
+
+class GitHubClient:
+    """One per process. `api()` hands out gidgethub APIs; they share session, tokens, caches."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        session: aiohttp.ClientSession | None = None,
+        *,
+        policy: RetryPolicy | None = None,
+        sleep: SleepFn = asyncio.sleep,
+        rand: Callable[[], float] = random.random,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.policy = policy or RetryPolicy()
+        self._session = session
+        self._owns_session = session is None
+        self._sleep = sleep
+        self._rand = rand
+        self._clock = clock
+        self._jwt: tuple[str, float] | None = None  # (token, exp)
+        self._tokens: dict[int, _CachedToken] = {}
+        self._locks: dict[int, asyncio.Lock] = {}
+        self._caches: dict[object, LRUCache] = {}
+        self._repo_installations: dict[str, int] = {}
+        self.token_refreshes = 0  # counted for tests and /metrics
+
+    # ------------------------------------------------------------------ plumbing
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
+            self._owns_session = True
+        return self._session
+
+    def _cache(self, key: object) -> LRUCache:
+        cache = self._caches.get(key)
+        if cache is None:
+            cache = self._caches[key] = LRUCache()
+        return cache
+
+    def _make_api(
+        self,
+        credentials: Credentials | None,
+        cache_key: object,
+        on_unauthorized: Callable[[], None] | None = None,
+    ) -> RetryingGitHubAPI:
+        return RetryingGitHubAPI(
+            self._get_session(),
+            USER_AGENT,
+            base_url=self.settings.api_url,
+            cache=self._cache(cache_key),
+            credentials=credentials,
+            policy=self.policy,
+            sleep=self._sleep,
+            rand=self._rand,
+            clock=self._clock,
+            on_unauthorized=on_unauthorized,
+        )
+
+    async def close(self) -> None:
+        if self._owns_session and self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = None
+
+    # ------------------------------------------------------------------ app JWT
+    def _private_key(self) -> str:
+        key = self.settings.private_key or ""
+        # Keys pasted into one-line environment variables arrive with literal "\n".
+        if "\\n" in key and "\n" not in key.strip():
+            key = key.replace("\\n", "\n")
+        return key
+
+    def app_jwt(self) -> str:
+        """A JWT for /app routes, reused while it has more than two minutes left."""
+        if not self.settings.has_app_credentials:
+            raise RuntimeError("GitHub App credentials (GITHUB_APP_ID, GITHUB_PRIVATE_KEY) are not set")
+        now = self._clock()
+        if self._jwt is not None and self._jwt[1] - now > JWT_REUSE_MARGIN:
+            return self._jwt[0]
+        app_id = str(self.settings.app_id)
+        issued = int(now) - JWT_BACKDATE
+        expires = int(now) + JWT_AHEAD
+        payload = {"iat": issued, "exp": expires, "iss": app_id}  # PyJWT requires a string
+        token = pyjwt.encode(payload, self._private_key(), algorithm="RS256")
+        self._jwt = (token, float(expires))
+        return token
+
+    async def app_api(self) -> RetryingGitHubAPI:
+        """An API authenticated as the app (JWT): /app/... routes only."""
+        self.app_jwt()  # fail early and clearly without credentials
+
+        async def credentials() -> tuple[str, str]:
+            return "jwt", self.app_jwt()
+
+        return self._make_api(credentials, "app")
+
+    # ------------------------------------------------------------------ installation tokens
+    def _fresh(self, cached: _CachedToken | None) -> bool:
+        return cached is not None and cached.expires_at - self._clock() > TOKEN_REFRESH_MARGIN
+
+    async def installation_token(self, installation_id: int) -> str:
+        iid = int(installation_id)
+        cached = self._tokens.get(iid)
+        if cached is not None and self._fresh(cached):
+            return cached.token
+        lock = self._locks.setdefault(iid, asyncio.Lock())
+        async with lock:
+            cached = self._tokens.get(iid)  # another task may have refreshed it meanwhile
+            if cached is not None and self._fresh(cached):
+                return cached.token
+            app = await self.app_api()
+            data = await app.post(
+                "/app/installations/{installation_id}/access_tokens",
+                {"installation_id": iid},
+                data=b"",
+            )
+            expires = parse_datetime(data.get("expires_at"))
+            expires_at = expires.timestamp() if expires else self._clock() + 3600
+            self._tokens[iid] = _CachedToken(data["token"], expires_at)
+            self.token_refreshes += 1
+            log.info("installation token refreshed for installation %d (expires %s)", iid, data.get("expires_at"))
+            return data["token"]
+
+    def invalidate_token(self, installation_id: int) -> None:
+        self._tokens.pop(int(installation_id), None)
+
+    # ------------------------------------------------------------------ public API
+    async def api(self, installation_id: int | None = None) -> RetryingGitHubAPI:
+        """Installation token if an id is given and app credentials exist, else GITHUB_TOKEN,
+        else anonymous. The token is fetched (and refreshed) per request, so a held API
+        object never goes stale."""
+        if installation_id is not None and self.settings.has_app_credentials:
+            iid = int(installation_id)
+
+            async def installation_credentials() -> tuple[str, str]:
+                return "token", await self.installation_token(iid)
+
+            return self._make_api(
+                installation_credentials, iid, on_unauthorized=lambda: self.invalidate_token(iid)
+            )
+        if self.settings.token:
+            token = self.settings.token
+
+            async def static_token() -> tuple[str, str]:
+                return "token", token
+
+            return self._make_api(static_token, "token")
+        return self._make_api(None, "anonymous")
+
+    async def graphql(
+        self, query: str, installation_id: int | None = None, **variables: Any
+    ) -> dict[str, Any]:
+        gh = await self.api(installation_id)
+        result: dict[str, Any] = await gh.graphql(
+            query, endpoint=self.settings.graphql_url, **variables
+        )
+        return result
+
+    async def installation_for_repo(self, full_name: str) -> int | None:
+        """The app's installation id on a repository (cached), None when not installed."""
+        key = full_name.lower()
+        if key in self._repo_installations:
+            return self._repo_installations[key]
+        if not self.settings.has_app_credentials:
+            return None
+        owner, _, name = full_name.partition("/")
+        app = await self.app_api()
+        try:
+            data = await app.getitem("/repos/{owner}/{name}/installation", {"owner": owner, "name": name})
+        except gidgethub.BadRequest as exc:
+            if exc.status_code == 404:
+                return None
+            raise
+        self._repo_installations[key] = int(data["id"])
+        return int(data["id"])

@@ -1,0 +1,164 @@
+"""GET /api/*, /healthz and /metrics through aiohttp's test client."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from bot.config import Settings
+from bot.context import AppContext
+from bot.replay import delivery_headers
+from bot.store.models import Action, Analysis, Delivery
+from bot.store.threads import upsert_comment, upsert_thread
+from bot.web import create_app
+
+ANALYSIS = {
+    "id": "Org/Repo#7",
+    "failure": {"is_failure_report": True, "category": "entropy_collapse",
+                "categories": ["entropy_collapse"], "confidence": 0.9},
+    "papers": [],
+    "proposal": {"is_proposal": False, "confidence": 0.1},
+    "review": {"state": "open_no_reply", "replied_from_other": False, "concerns": []},
+}
+
+
+@pytest.fixture
+async def client(ctx: AppContext) -> AsyncIterator[TestClient]:
+    async with TestClient(TestServer(create_app(ctx, worker=False))) as c:
+        yield c
+
+
+async def seed(ctx: AppContext) -> None:
+    async with ctx.sessionmaker() as s:
+        thread = await upsert_thread(s, {
+            "repo": "Org/Repo", "number": 7, "kind": "issue", "title": "Entropy <b>drops</b>",
+            "body": "entropy collapsed", "author": "alice", "state": "open",
+            "labels": ["bug"], "created_at": "2026-01-02T03:04:05Z",
+        })
+        await upsert_comment(s, thread, {"github_id": 11, "kind": "comment", "author": "bob",
+                                         "body": "same here", "created_at": "2026-01-03T00:00:00Z"})
+        await upsert_comment(s, thread, {"github_id": 12, "kind": "review", "author": "carol",
+                                         "body": "lgtm", "created_at": "2026-01-04T00:00:00Z"})
+        s.add(Analysis(thread_id=thread.id, analyzer_version="t1", result=ANALYSIS))
+        s.add_all([
+            Action(repo="Org/Repo", number=7, kind="failure_comment", status="dry_run",
+                   body="would post", dedupe_key="failure:Org/Repo#7"),
+            Action(repo="Org/Repo", number=8, kind="failure_comment", status="skipped",
+                   reason="paused"),
+            Action(repo="Other/Repo", number=1, kind="report", status="posted", body="r"),
+        ])
+        for n, status in enumerate(["pending", "processing", "done", "done", "failed"]):
+            s.add(Delivery(delivery_id=f"d{n}", event="issues", payload="{}", status=status))
+        await s.commit()
+
+
+async def test_thread_api_shape(client: TestClient, ctx: AppContext) -> None:
+    await seed(ctx)
+    resp = await client.get("/api/threads/Org/Repo/7")
+    assert resp.status == 200
+    data = await resp.json()
+    assert set(data) == {"thread", "analysis"}
+    thread = data["thread"]
+    assert thread["id"] == "Org/Repo#7" and thread["kind"] == "issue"
+    assert thread["title"] == "Entropy <b>drops</b>"  # JSON, not HTML: stored text as is
+    assert [c["author"] for c in thread["comments"]] == ["bob", "carol"]
+    assert [c["kind"] for c in thread["comments"]] == ["comment", "review"]
+    assert thread["created_at"] == "2026-01-02T03:04:05Z"
+    assert data["analysis"] == ANALYSIS
+    # repository names are matched without case, as GitHub does
+    assert (await client.get("/api/threads/org/repo/7")).status == 200
+
+
+@pytest.mark.parametrize("path", ["/api/threads/Org/Repo/99", "/api/threads/No/Such/1",
+                                  "/api/threads/Org/Repo/abc"])
+async def test_thread_api_404(client: TestClient, ctx: AppContext, path: str) -> None:
+    await seed(ctx)
+    resp = await client.get(path)
+    assert resp.status == 404
+    assert "error" in await resp.json()
+
+
+async def test_thread_without_analysis(client: TestClient, ctx: AppContext) -> None:
+    async with ctx.sessionmaker() as s:
+        await upsert_thread(s, {"repo": "a/b", "number": 1, "kind": "discussion", "title": "t",
+                                "body": None, "state": "open"})
+        await s.commit()
+    data = await (await client.get("/api/threads/a/b/1")).json()
+    assert data["analysis"] is None and data["thread"]["comments"] == []
+
+
+async def test_actions_api_lists_and_filters(client: TestClient, ctx: AppContext) -> None:
+    await seed(ctx)
+    everything = await (await client.get("/api/actions")).json()
+    assert len(everything) == 3
+    keys = {"repo", "number", "kind", "status", "body", "created_at", "reason"}
+    assert all(set(a) == keys for a in everything)
+    org = await (await client.get("/api/actions", params={"repo": "org/repo"})).json()
+    assert [(a["number"], a["status"]) for a in org] == [(7, "dry_run"), (8, "skipped")]
+    one = await (await client.get("/api/actions",
+                                  params={"repo": "Org/Repo", "number": "8"})).json()
+    assert one == [{**one[0], "kind": "failure_comment", "status": "skipped", "reason": "paused",
+                    "body": None}]
+    assert one[0]["created_at"].endswith("Z")
+    assert (await client.get("/api/actions", params={"number": "x"})).status == 400
+
+
+async def test_stats_api(client: TestClient, ctx: AppContext) -> None:
+    await seed(ctx)
+    data = await (await client.get("/api/stats")).json()
+    assert data == {
+        "deliveries": {"received": 5, "done": 2, "failed": 1, "pending": 2},
+        "threads": 1,
+        "comments": 2,
+    }
+
+
+async def test_healthz_ok(client: TestClient) -> None:
+    resp = await client.get("/healthz")
+    assert resp.status == 200
+    assert await resp.json() == {"status": "ok", "database": "ok"}
+
+
+@pytest.mark.parametrize("url_kind", ["sqlite", "postgres"])
+async def test_healthz_503_when_database_unreachable(tmp_path: Path, url_kind: str) -> None:
+    url = (f"sqlite+aiosqlite:///{tmp_path}/missing/dir/x.db" if url_kind == "sqlite"
+           else "postgresql+asyncpg://nobody:nothing@127.0.0.1:1/none")
+    bad = AppContext.create(Settings.from_env({}, database_url=url, webhook_secret="s"))
+    try:
+        async with TestClient(TestServer(create_app(bad, worker=False))) as c:
+            resp = await c.get("/healthz")
+            assert resp.status == 503
+            assert (await resp.json())["database"] != "ok"
+            # the webhook endpoint says so too instead of pretending it stored the delivery
+            body = b'{"zen": "z"}'
+            resp = await c.post("/webhook", data=body, headers=delivery_headers("ping", body, "s"))
+            assert resp.status == 503
+            metrics = await (await c.get("/metrics")).text()
+            assert "rltracker_database_up 0" in metrics
+    finally:
+        await bad.close()
+
+
+async def test_metrics_exposition(client: TestClient, ctx: AppContext) -> None:
+    body = b'{"zen": "z"}'
+    assert (await client.post("/webhook", data=body,
+                              headers=delivery_headers("ping", body, "test-secret"))).status == 202
+    assert (await client.post("/webhook", data=body, headers={"X-GitHub-Event": "ping"})
+            ).status == 401
+    resp = await client.get("/metrics")
+    assert resp.status == 200 and resp.content_type == "text/plain"
+    text = await resp.text()
+    assert 'rltracker_webhook_responses_total{code="202"} 1' in text
+    assert 'rltracker_webhook_responses_total{code="401"} 1' in text
+    assert 'rltracker_webhook_deliveries_total{event="ping"} 1' in text
+    assert 'rltracker_inbox_deliveries{status="pending"} 1' in text
+    assert "rltracker_webhook_duration_seconds_count 2" in text
+    assert 'rltracker_webhook_duration_seconds_bucket{le="+Inf"} 2' in text
+    assert "rltracker_database_up 1" in text
+    for line in text.splitlines():  # every sample line is "name{labels} value"
+        if not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            assert name and float(value) >= 0

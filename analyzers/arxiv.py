@@ -1,0 +1,228 @@
+"""arXiv identifiers in free text: every way people write them, and nothing that only looks like one.
+
+Recognised (each normalised to the bare id without version, each paper once, in order of
+first appearance):
+
+- new-style ids ``YYMM.NNNNN`` (five digits after the dot from 1501 on, four before; months
+  01-12, from 0704 on), with an optional ``v2`` version;
+- old-style ids ``archive/YYMMNNN`` and ``archive.XX/YYMMNNN`` for the pre-2007 archives;
+- links to arxiv.org (``abs``, ``pdf``, ``html``, also ``www.`` and ``export.``), alphaXiv,
+  Hugging Face papers pages, and DOIs ``10.48550/arXiv.<id>``;
+- ``arXiv:<id>``, ``arXiv <id>``, ``arxiv.<id>``.
+
+A bare new-style id with no such context is accepted only on a clean token boundary
+(not glued to letters, digits, dots, slashes, ``#`` ...) and not in a line of other decimal
+numbers, because version strings (``0.10.1``), dotted numbers (``2503.14476.1``), decimals
+(``1.2345``, ``2023.12345``), IP addresses and metric tables otherwise produce false links.
+
+Every pattern is a fixed-width scan or a bounded look at a small window, so the work stays
+linear in the length of the text, also on 64 KiB of digits and dots.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+
+# The pre-2007 archives that had their own identifier namespace.
+OLD_ARCHIVES: tuple[str, ...] = (
+    "acc-phys", "adap-org", "alg-geom", "ao-sci", "astro-ph", "atom-ph", "bayes-an",
+    "chao-dyn", "chem-ph", "cmp-lg", "comp-gas", "cond-mat", "cs", "dg-ga", "funct-an",
+    "gr-qc", "hep-ex", "hep-lat", "hep-ph", "hep-th", "math", "math-ph", "mtrl-th", "nlin",
+    "nucl-ex", "nucl-th", "patt-sol", "physics", "plasm-ph", "q-alg", "q-bio", "quant-ph",
+    "solv-int", "supr-con",
+)  # fmt: skip
+
+# One scan for everything id-shaped; context is judged per match afterwards.
+_NEW = r"(?P<new>\d{4}\.\d{4,5})"
+# Old style: a generic archive-shaped word checked against OLD_ARCHIVES afterwards (a
+# character class scans faster than a 34-way alternation tried at every position).
+_OLD = r"(?P<old>(?<![\w.\-])[A-Za-z]{2,8}(?:-[A-Za-z]{2,5})?(?:\.[A-Za-z]{2})?/\d{7})"
+_OLD_SET = frozenset(OLD_ARCHIVES)
+_TOKEN_RE = re.compile(rf"{_NEW}|{_OLD}", re.IGNORECASE)
+_VERSION_RE = re.compile(r"v\d{1,3}")
+
+# What may stand right before the id for it to count as an arXiv reference: the tail of a
+# link or prefix. Matched against a window of at most _WINDOW characters.
+_WINDOW = 48
+_CONTEXT_RE = re.compile(
+    r"(?:arxiv|alphaxiv|huggingface\.co/papers|hf\.co/papers|papers\.cool/arxiv|"
+    r"semanticscholar\.org/arxiv|10\.48550/arxiv)"
+    r"(?:\.org)?(?:/(?:abs|pdf|html|format|ps|overview|papers))?[ \t:/._-]{0,3}$",
+    re.IGNORECASE,
+)
+# Characters that glue a bare id to something else (a path, a version, a hash, a number).
+_LEFT_GLUE = frozenset(
+    "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.-/\\@#=+$%:^~"
+)
+_RIGHT_GLUE = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_%$")
+# Bounded quantifiers: an unbounded \\d+ would go quadratic on long digit runs.
+_DECIMAL_RE = re.compile(r"\d{1,12}\.\d{1,12}")
+_MAX_YEAR = 40  # new-style ids up to 40MM; far enough ahead, and rejects 2023.12345-style years
+
+
+@dataclass(frozen=True)
+class ArxivMention:
+    arxiv_id: str
+    start: int
+    end: int
+    # "link" (URL / DOI / alphaXiv / HF papers), "prefixed" (arXiv:...), or "bare"
+    form: str
+
+
+def valid_new_style(ident: str) -> bool:
+    """YYMM.NNNN(N) with a real month, from 0704 on, with the right number of digits."""
+    yymm, _, num = ident.partition(".")
+    if len(yymm) != 4 or not yymm.isdigit() or not num.isdigit():
+        return False
+    yy, mm = int(yymm[:2]), int(yymm[2:])
+    if not 1 <= mm <= 12 or yy < 7 or yy > _MAX_YEAR or (yy == 7 and mm < 4):
+        return False
+    return len(num) == (5 if int(yymm) >= 1501 else 4)
+
+
+def valid_old_style(ident: str) -> bool:
+    archive, _, num = ident.rpartition("/")
+    if archive.partition(".")[0].lower() not in _OLD_SET:
+        return False
+    if len(num) != 7 or not num.isdigit():
+        return False
+    yy, mm = int(num[:2]), int(num[2:4])
+    if not 1 <= mm <= 12:
+        return False
+    # Old-style ids ran from 1991 to March 2007.
+    return yy >= 91 or yy <= 7
+
+
+def _normalise_old(ident: str) -> str:
+    archive, _, num = ident.rpartition("/")
+    name, dot, sub = archive.partition(".")
+    return f"{name.lower()}{dot}{sub.upper()}/{num}" if dot else f"{name.lower()}/{num}"
+
+
+def _skip_version(text: str, pos: int) -> int:
+    m = _VERSION_RE.match(text, pos)
+    return m.end() if m else pos
+
+
+def _number_starts(text: str) -> tuple[list[int], list[int]]:
+    """Start offsets of decimal numbers in `text`: (not arXiv ids, four-digit-era ids).
+    Five-digit-era ids are left out: they are almost never measurements."""
+    plain: list[int] = []
+    old: list[int] = []
+    for m in _DECIMAL_RE.finditer(text):
+        tok = m.group(0)
+        if text.startswith("/", m.end()):
+            continue  # a DOI prefix (10.48550/) or a path, not a measurement
+        if valid_new_style(tok):
+            if len(tok) == 9:
+                old.append(m.start())
+            continue
+        plain.append(m.start())
+    return plain, old
+
+
+def _count(starts: list[int], lo: int, hi: int) -> int:
+    return bisect.bisect_left(starts, hi) - bisect.bisect_left(starts, lo)
+
+
+def _numeric_line(text: str, numbers: tuple[list[int], list[int]], start: int, end: int) -> bool:
+    """True when the line around [start, end) (at most 200 characters each way) reads as a
+    metrics table or log line: two other plain decimals, or one plus a 1203.4567-style number
+    (which is more often a value than a 2012 paper)."""
+    lo = max(0, start - 200)
+    nl = text.rfind("\n", lo, start)
+    ls = nl + 1 if nl >= 0 else lo
+    le = text.find("\n", end, end + 200)
+    if le < 0:
+        le = min(len(text), end + 200)
+    plain, old = numbers
+    n_plain = _count(plain, ls, le) - _count(plain, start, end)
+    n_old = _count(old, ls, le) - _count(old, start, end)
+    return n_plain >= 2 or (n_plain >= 1 and n_plain + n_old >= 2)
+
+
+def find_arxiv_mentions(text: str | None) -> list[ArxivMention]:
+    """Every arXiv reference in `text`, in order, with position and form (duplicates kept)."""
+    if not text:
+        return []
+    out: list[ArxivMention] = []
+    numbers: tuple[list[int], list[int]] | None = None  # computed for the first bare id only
+    for m in _TOKEN_RE.finditer(text):
+        start = m.start()
+        window = text[max(0, start - _WINDOW) : start]
+        ctx = _CONTEXT_RE.search(window)
+        if m.group("new"):
+            ident = m.group("new")
+            if not valid_new_style(ident):
+                continue
+            end = _skip_version(text, m.end())
+            after = text[end : end + 2]
+            # 2503.14476.1 or 2503.144761 are something else; ".pdf" after a link is fine.
+            if after[:1] in _RIGHT_GLUE or (after[:1] == "." and after[1:2].isdigit()):
+                continue
+            if after[:1] == "-" and after[1:2].isdigit():
+                continue
+            if ctx:
+                form = "link" if "/" in ctx.group(0) else "prefixed"
+                out.append(ArxivMention(ident, start, end, form))
+                continue
+            left = text[start - 1] if start else ""
+            if left and left in _LEFT_GLUE:
+                continue
+            if numbers is None:
+                numbers = _number_starts(text)
+            if _numeric_line(text, numbers, start, end):
+                continue
+            out.append(ArxivMention(ident, start, end, "bare"))
+        else:
+            ident = m.group("old")
+            if not valid_old_style(ident):
+                continue
+            end = _skip_version(text, m.end())
+            if text[end : end + 1] in _RIGHT_GLUE and end < len(text):
+                continue
+            out.append(ArxivMention(_normalise_old(ident), start, end, "link" if ctx else "bare"))
+    return out
+
+
+def find_arxiv_ids(text: str | None) -> list[str]:
+    """arXiv ids in `text`: ordered by first appearance, unique, versions dropped."""
+    seen: dict[str, None] = {}
+    for mention in find_arxiv_mentions(text):
+        seen.setdefault(mention.arxiv_id, None)
+    return list(seen)
+
+
+_LINK_KINDS = (
+    ("alphaxiv.org", "alphaxiv"),
+    ("huggingface.co/papers", "huggingface"),
+    ("hf.co/papers", "huggingface"),
+    ("10.48550/", "doi"),
+    ("arxiv.org", "arxiv"),
+)
+
+
+def classify_link(url: str) -> tuple[str, str] | None:
+    """(kind, arxiv_id) for a URL that points at an arXiv paper, else None.
+
+    kind is "arxiv", "alphaxiv", "huggingface" or "doi"."""
+    low = url.lower()
+    for needle, kind in _LINK_KINDS:
+        if needle in low:
+            ids = find_arxiv_ids(url)
+            if ids:
+                return kind, ids[0]
+            return None
+    return None
+
+
+__all__ = [
+    "ArxivMention",
+    "classify_link",
+    "find_arxiv_ids",
+    "find_arxiv_mentions",
+    "valid_new_style",
+    "valid_old_style",
+]

@@ -1,0 +1,192 @@
+"""arXiv identifiers: every written form found once, look-alikes rejected, linear on hostile text."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analyzers.arxiv import (
+    classify_link,
+    find_arxiv_ids,
+    find_arxiv_mentions,
+    valid_new_style,
+    valid_old_style,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The DAPO paper 2503.14476 adds clip-higher.", ["2503.14476"]),
+        ("see 2503.14476v2", ["2503.14476"]),
+        ("arXiv:2503.14476", ["2503.14476"]),
+        ("arXiv: 2503.14476v3", ["2503.14476"]),
+        ("(arXiv 2507.18071)", ["2507.18071"]),
+        ("arxiv.2507.18071", ["2507.18071"]),
+        ("https://arxiv.org/abs/2503.14476", ["2503.14476"]),
+        ("https://arxiv.org/pdf/1707.06347.pdf", ["1707.06347"]),
+        ("https://arxiv.org/pdf/2510.11370v1", ["2510.11370"]),
+        ("https://arxiv.org/html/2501.03262v1 and more", ["2501.03262"]),
+        ("https://www.arxiv.org/abs/2508.09726", ["2508.09726"]),
+        ("http://export.arxiv.org/abs/2503.14476", ["2503.14476"]),
+        ("https://www.alphaxiv.org/abs/2507.18071", ["2507.18071"]),
+        ("https://www.alphaxiv.org/overview/2507.18071v2", ["2507.18071"]),
+        ("[SAPO](https://huggingface.co/papers/2511.20347)", ["2511.20347"]),
+        ("doi: 10.48550/arXiv.2503.14476", ["2503.14476"]),
+        ("https://doi.org/10.48550/ARXIV.2503.14476", ["2503.14476"]),
+        ("Adam (1412.6980) is old.", ["1412.6980"]),
+        ("old style cs/0112017 and math.GT/0309136", ["cs/0112017", "math.GT/0309136"]),
+        ("https://arxiv.org/abs/hep-th/9901001v2", ["hep-th/9901001"]),
+        ("论文 2503.14476 提出了 clip-higher", ["2503.14476"]),
+        ("论文2503.14476提出了", ["2503.14476"]),
+        ("Papers: 2503.14476, 2507.18071, 2506.13585.", ["2503.14476", "2507.18071", "2506.13585"]),
+        ("eprint={2503.14476},", ["2503.14476"]),
+        ("**2503.14476**", ["2503.14476"]),
+    ],
+)
+def test_forms_are_found(text: str, expected: list[str]) -> None:
+    assert find_arxiv_ids(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "vllm 0.10.1 with torch 2.7.1",
+        "version 2503.14476.1",
+        "build 12503.14476",
+        "2503.144761",
+        "decimals 1.2345 and 2023.12345 and 3.14159",
+        "server at 192.168.1.1 and 10.0.0.12",
+        "see PR #2503 and issue 1447",
+        "dated 2025.03.18 or 2025-03-18",
+        "v2503.14476",
+        "step 1300.12 loss 0.5 reward 1203.4567 kl 1104.1234",
+        "| 1203.4567 | 1104.1234 | 0.25 |",
+        "path/2503.14476",
+        "commit abc2503.14476",
+        "month 13: 2513.12345",
+        "too early 0612.1234",
+        "wrong digits 2503.1447",
+        "src/0112017",
+        "cs/0113017",
+        "https://github.com/org/repo/pull/2503",
+        "x=2503.14476",
+    ],
+)
+def test_look_alikes_are_rejected(text: str) -> None:
+    assert find_arxiv_ids(text) == []
+
+
+def test_each_paper_once_in_order_of_first_appearance() -> None:
+    text = (
+        "GSPO https://arxiv.org/abs/2507.18071v1, DAPO arXiv:2503.14476, "
+        "again [2507.18071](https://arxiv.org/pdf/2507.18071v2)"
+    )
+    assert find_arxiv_ids(text) == ["2507.18071", "2503.14476"]
+    forms = [m.form for m in find_arxiv_mentions(text)]
+    assert forms[:2] == ["link", "prefixed"]
+
+
+def test_validity_rules() -> None:
+    assert valid_new_style("0704.0001")
+    assert valid_new_style("1412.6980")
+    assert not valid_new_style("1412.69801")
+    assert valid_new_style("1501.00001")
+    assert not valid_new_style("1501.0001")
+    assert not valid_new_style("2500.12345")
+    assert valid_old_style("cs/0112017")
+    assert not valid_old_style("xx/0112017")
+
+
+def test_classify_link() -> None:
+    assert classify_link("https://arxiv.org/abs/2503.14476v2") == ("arxiv", "2503.14476")
+    assert classify_link("https://www.alphaxiv.org/abs/2503.14476") == ("alphaxiv", "2503.14476")
+    assert classify_link("https://huggingface.co/papers/2511.20347") == (
+        "huggingface",
+        "2511.20347",
+    )
+    assert classify_link("https://doi.org/10.48550/arXiv.2503.14476") == ("doi", "2503.14476")
+    assert classify_link("https://github.com/verl-project/verl/pull/2503") is None
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "1" * 65536,
+        "1." * 32768,
+        "2503." * 13107,
+        "2503.14476 " * 5957,
+        "[(" * 32768,
+        "熵" * 65536,
+        "arxiv.org/abs/" * 4681,
+        "cs/" * 21845,
+        ("1111 " * 80 + "2503.14476\n") * 160,
+    ],
+)
+def test_linear_on_hostile_input(hostile: str) -> None:
+    # A generous guard against quadratic behaviour, not a speed claim (see benchmarks/).
+    t0 = time.perf_counter()
+    find_arxiv_ids(hostile)
+    assert time.perf_counter() - t0 < 2.0
+
+
+@st.composite
+def new_style_ids(draw: st.DrawFn) -> str:
+    yy = draw(st.integers(min_value=7, max_value=30))
+    mm = draw(st.integers(min_value=4 if yy == 7 else 1, max_value=12))
+    yymm = f"{yy:02d}{mm:02d}"
+    width = 5 if int(yymm) >= 1501 else 4
+    num = draw(st.integers(min_value=1, max_value=10**width - 1))
+    return f"{yymm}.{num:0{width}d}"
+
+
+_FORMS = [
+    "{id}",
+    "{id}v{v}",
+    "arXiv:{id}",
+    "arXiv:{id}v{v}",
+    "https://arxiv.org/abs/{id}v{v}",
+    "https://arxiv.org/pdf/{id}.pdf",
+    "https://www.alphaxiv.org/abs/{id}",
+    "https://huggingface.co/papers/{id}",
+    "10.48550/arXiv.{id}",
+    "[paper](https://arxiv.org/abs/{id})",
+]
+_noise = st.text(
+    alphabet=st.sampled_from(list("abcdefghij klmnop,;!?()\n熵坍塌训练")), max_size=40
+).map(lambda s: s.strip(".-"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    ids=st.lists(new_style_ids(), min_size=1, max_size=4, unique=True),
+    forms=st.lists(st.sampled_from(_FORMS), min_size=4, max_size=4),
+    version=st.integers(min_value=1, max_value=12),
+    noise=st.lists(_noise, min_size=5, max_size=5),
+)
+def test_generated_ids_in_noise_are_found(
+    ids: list[str], forms: list[str], version: int, noise: list[str]
+) -> None:
+    parts = [noise[0]]
+    for i, ident in enumerate(ids):
+        parts.append(forms[i].format(id=ident, v=version))
+        parts.append(noise[i + 1])
+    text = " ".join(parts)
+    assert find_arxiv_ids(text) == ids
+
+
+@settings(max_examples=100, deadline=None)
+@given(ident=new_style_ids(), version=st.integers(min_value=1, max_value=99))
+def test_versions_normalise(ident: str, version: int) -> None:
+    assert find_arxiv_ids(f"{ident}v{version}") == [ident]
+    assert find_arxiv_ids(f"arXiv:{ident}v{version} and {ident}") == [ident]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("0123456789.")), max_size=60))
+def test_digit_soup_only_yields_valid_ids(text: str) -> None:
+    for ident in find_arxiv_ids(text):
+        assert valid_new_style(ident)

@@ -1,0 +1,666 @@
+"""Review state of a thread and the concerns others raised in it (contract `review`).
+
+    review_thread(thread) -> {"state": ..., "replied_from_other": bool, "concerns": [...]}
+
+The state comes from the thread's own fields first (merged; open; closed_by; state_reason;
+labels) and, where GitHub does not say who closed it or why, from what people wrote:
+
+- merged: a merged pull request.
+- open_no_reply / open_replied: open, and whether a human other than the proposer replied.
+- closed_by_author: the proposer closed it (closed_by == author, or, with the closer unknown,
+  the proposer says so in a comment or in the edited opening post).
+- lapsed: closed by a bot, closed with a stale label, or the closing comment says the thread
+  went stale / saw no activity.
+- redirected: closed by someone else who points elsewhere (another repository, a recipe or
+  examples folder, trl.experimental, a plugin, a feature that already covers it).
+- declined: closed by someone else with a stated reason against it.
+- closed_other: closed otherwise (done, duplicate, answered, or no reason known).
+
+Bots never count, neither as replies nor as activity: `author_is_bot`, `[bot]` logins, known
+automation logins, and text only automation writes (stale sweeps, CLA / CI reports, the app's
+own marker). Missing optional keys mean "not known": closed_by missing is not "closed by
+someone else", author missing is not "the commenter is someone else" (we cannot tell, so a
+human comment counts as a reply but can never be the proposer closing).
+
+Concerns are found with spaCy token matchers over lemmas, sentence by sentence, in what people
+other than the proposer wrote, code blocks and quoted lines (`> `, usually the proposer's
+words) removed; Chinese through substring tables. The vocabularies live in
+review_patterns.yaml beside this file. Everything is linear in the text: line scans, spaCy's
+tokenizer, Matcher patterns with bounded optional gaps, and plain `str.find`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+STATES = (
+    "merged",
+    "open_no_reply",
+    "open_replied",
+    "declined",
+    "redirected",
+    "lapsed",
+    "closed_by_author",
+    "closed_other",
+)
+CONCERNS = (
+    "design_or_interface",
+    "tests_or_docs",
+    "maintenance_burden",
+    "evidence",
+    "placement",
+    "demand",
+    "already_covered",
+    "other",
+)
+# Concerns that, in a thread closed by someone else, mean "this belongs / already is elsewhere".
+_POINTER_CONCERNS = ("placement", "already_covered")
+
+_PATTERNS_FILE = Path(__file__).with_name("review_patterns.yaml")
+_MAX_CHARS = 65_536  # contract cap per body; anything longer is cut so work stays bounded
+
+# --- configuration ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Rules:
+    bot_logins: frozenset[str]
+    bot_suffixes: tuple[str, ...]
+    automation_sub: tuple[str, ...]
+    stale_labels_sub: tuple[str, ...]
+    decline_labels_sub: tuple[str, ...]
+    # label -> substrings (lower case); labels are signal names and "c:<concern>"
+    sub: dict[str, tuple[str, ...]]
+    veto_sub: dict[str, tuple[str, ...]]
+    matchers: _KeyedMatchers  # labels as above plus "veto:<concern>"
+
+
+# Words too common to file a pattern under (see _KeyedMatchers): function words and the
+# generic verbs most requests are made of.
+_COMMON = frozenset(
+    "be not to in a an the you we i it this that have do for of with on can will would could "
+    "should no any more as by at or and but if so what there than add use make get go work "
+    "see find show need provide run keep put move one other our your my".split()
+)
+
+
+class _KeyedMatchers:
+    """spaCy Matchers grouped by one required word of each pattern.
+
+    One Matcher holding every pattern tests every pattern at every token, and each call walks
+    the whole text. Here each pattern is filed under its rarest required word, and only the
+    sentences that contain that word are handed to that small matcher: the same matches for a
+    fraction of the work (most sentences contain no key word at all)."""
+
+    def __init__(self, vocab: Any) -> None:
+        from spacy.matcher import Matcher
+
+        self._vocab = vocab
+        self._new = Matcher
+        # (attr name, hash of the word) -> matcher
+        self.by_key: dict[tuple[str, int], Any] = {}
+
+    def add(self, label: str, patterns: list[list[dict[str, Any]]]) -> None:
+        for pattern in patterns:
+            attr, keys = _key_of(pattern)
+            for key in keys:
+                hkey = (attr, self._vocab.strings.add(key))
+                matcher = self.by_key.get(hkey)
+                if matcher is None:
+                    matcher = self.by_key[hkey] = self._new(self._vocab)
+                matcher.add(label, [pattern])
+
+
+def _key_of(pattern: list[dict[str, Any]]) -> tuple[str, list[str]]:
+    best: tuple[tuple[int, int], str, list[str]] | None = None
+    for spec in pattern:
+        if spec.get("OP") == "?":
+            continue
+        for attr in ("LEMMA", "LOWER"):
+            value = spec.get(attr)
+            if value is None:
+                continue
+            alts = list(value["IN"]) if isinstance(value, dict) else [value]
+            score = (sum(a in _COMMON for a in alts), len(alts))
+            if best is None or score < best[0]:
+                best = (score, attr, alts)
+    if best is None:
+        raise ValueError(f"pattern needs a required word: {pattern!r}")
+    return best[1], best[2]
+
+
+@lru_cache(maxsize=1)
+def _rules() -> _Rules:
+    data = yaml.safe_load(_PATTERNS_FILE.read_text(encoding="utf-8"))
+    matchers = _KeyedMatchers(_nlp().vocab)
+    sub: dict[str, tuple[str, ...]] = {}
+    veto_sub: dict[str, tuple[str, ...]] = {}
+
+    def add(label: str, spec: Mapping[str, Any]) -> None:
+        patterns = [_compile(p) for p in spec.get("en") or []]
+        if patterns:
+            matchers.add(label, patterns)
+        sub[label] = tuple(s.lower() for s in spec.get("sub") or [])
+        veto_sub[label] = tuple(s.lower() for s in spec.get("veto") or [])
+        veto_en = [_compile(p) for p in spec.get("veto_en") or []]
+        if veto_en:
+            matchers.add("veto:" + label, veto_en)
+
+    for name, spec in (data.get("signals") or {}).items():
+        add(name, spec)
+    for name, spec in (data.get("concerns") or {}).items():
+        if name not in CONCERNS:
+            raise ValueError(f"unknown concern kind in review_patterns.yaml: {name}")
+        add("c:" + name, spec)
+    bots = data.get("bots") or {}
+    return _Rules(
+        bot_logins=frozenset(x.lower() for x in bots.get("logins") or []),
+        bot_suffixes=tuple(x.lower() for x in bots.get("login_suffixes") or []),
+        automation_sub=tuple(x.lower() for x in bots.get("automation_sub") or []),
+        stale_labels_sub=tuple(x.lower() for x in data.get("stale_labels_sub") or []),
+        decline_labels_sub=tuple(x.lower() for x in data.get("decline_labels_sub") or []),
+        sub=sub,
+        veto_sub=veto_sub,
+        matchers=matchers,
+    )
+
+
+@lru_cache(maxsize=1)
+def _nlp() -> Any:
+    """The shared blank English pipeline (analyzers.nlp); a local equivalent if it is absent."""
+    try:
+        from analyzers.nlp import nlp
+
+        return nlp()
+    except ImportError:  # pragma: no cover - only before analyzers/nlp.py existed
+        import spacy
+        from spacy.lookups import load_lookups
+
+        table = load_lookups("en", ["lemma_lookup"]).get_table("lemma_lookup")
+        pipeline = spacy.blank("en")
+        pipeline.add_pipe("sentencizer")
+
+        def lower_lemmas(doc: Any) -> Any:
+            for token in doc:
+                token.lemma_ = table.get(token.lower_, token.lower_)
+            return doc
+
+        from spacy.language import Language
+
+        Language.component("rlt_review_lower_lemmatizer", func=lower_lemmas)
+        pipeline.add_pipe("rlt_review_lower_lemmatizer")
+        return pipeline
+
+
+def _lemma(word: str) -> str:
+    low = word.lower()
+    doc = _nlp()(low)
+    return doc[0].lemma_ if len(doc) == 1 else low
+
+
+def _compile(pattern: str) -> list[dict[str, Any]]:
+    """One line of the YAML token language (see the header of review_patterns.yaml)."""
+    tokens: list[dict[str, Any]] = []
+    for raw in pattern.split():
+        if raw in ("_", "_?"):
+            # Gaps skip words only: never punctuation, never a line break.
+            spec: dict[str, Any] = {"IS_PUNCT": False, "IS_SPACE": False}
+            if raw == "_?":
+                spec["OP"] = "?"
+            tokens.append(spec)
+            continue
+        if raw in ("#punct", "#punct?"):
+            tokens.append(
+                {"IS_PUNCT": True, "OP": "?"} if raw.endswith("?") else {"IS_PUNCT": True}
+            )
+            continue
+        if raw == "~?":
+            tokens.append({"IS_SPACE": False, "OP": "?"})
+            continue
+        if raw == "#end":
+            tokens.append({"IS_SENT_END": True})
+            continue
+        optional = len(raw) > 1 and raw.endswith("?")
+        word = raw[:-1] if optional else raw
+        if word.startswith("=") and len(word) > 1:
+            alts = sorted({w.lower() for w in word[1:].split("|") if w})
+            spec = {"LOWER": alts[0]} if len(alts) == 1 else {"LOWER": {"IN": alts}}
+        else:
+            alts = sorted({_lemma(w) for w in word.split("|") if w})
+            spec = {"LEMMA": alts[0]} if len(alts) == 1 else {"LEMMA": {"IN": alts}}
+        if optional:
+            spec["OP"] = "?"
+        tokens.append(spec)
+    if not tokens:
+        raise ValueError(f"empty pattern in review_patterns.yaml: {pattern!r}")
+    return tokens
+
+
+# --- who wrote what ----------------------------------------------------------------------------
+
+# A review comment rendered as text starts with the file it is on ("path/to/file.py:123").
+_PATH_LINE = re.compile(r"[\w.\-/]{1,300}\.[A-Za-z0-9]{1,12}(?::\d{1,7})?")
+# Inside such a rendering, each reply is introduced by "**login**:" or "**login** (author):".
+_SPEAKER = re.compile(r"\*\*([A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?)\*\*( \(author\))?:")
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})\s*([\w-]*)")
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_URL = re.compile(r"https?://\S{1,2000}")
+_INWORD_HYPHEN = re.compile(r"(?<=[A-Za-z])-(?=[A-Za-z])")
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_CJK_SENT = re.compile(r"[。！？；!?;\n]")
+
+
+@dataclass
+class _Segment:
+    """One person's words: a comment, or one reply inside a rendered review thread."""
+
+    login: str | None
+    is_author: bool
+    is_bot: bool
+    prose: str  # code blocks, quotes and HTML comments removed
+    raw: str
+    path: str | None = None  # file a review comment is on
+    suggestion: bool = False  # carries a ```suggestion block
+    index: int = 0  # position in the thread, in time order
+
+
+def _norm_login(login: Any) -> str | None:
+    if not isinstance(login, str) or not login.strip():
+        return None
+    return login.strip().lower()
+
+
+def _is_bot_login(login: str | None, rules: _Rules) -> bool:
+    if login is None:
+        return False
+    if login in rules.bot_logins:
+        return True
+    return any(login.endswith(s) for s in rules.bot_suffixes)
+
+
+def _looks_automated(text: str, rules: _Rules) -> bool:
+    low = text[:4000].lower()  # signatures sit at the top; keeps the check cheap
+    return any(s in low for s in rules.automation_sub)
+
+
+def _prose(text: str) -> tuple[str, bool]:
+    """Text people wrote: fenced blocks, quoted lines and HTML comments dropped (line scan,
+    linear). Also reports whether a ```suggestion block was present."""
+    if "<!--" in text:
+        text = _HTML_COMMENT.sub(" ", text)
+    out: list[str] = []
+    fence: str | None = None
+    suggestion = False
+    for line in text.split("\n"):
+        if fence is not None:
+            stripped = line.strip()
+            if stripped.startswith(fence) and not stripped.strip(fence[0]):
+                fence = None
+            continue
+        m = _FENCE.match(line)
+        if m:
+            fence = m.group(1)
+            if m.group(2).lower() == "suggestion":
+                suggestion = True
+            continue
+        if line.lstrip().startswith(">"):
+            continue  # quoted: usually the proposer's words, answered below
+        if line.strip() == "[parent comment not available]":
+            continue
+        out.append(line)
+    return "\n".join(out), suggestion
+
+
+def _segments(thread: Mapping[str, Any], rules: _Rules) -> list[_Segment]:
+    author = _norm_login(thread.get("author"))
+    segs: list[_Segment] = []
+    for index, comment in enumerate(thread.get("comments") or []):
+        if not isinstance(comment, Mapping):
+            continue
+        body = comment.get("body")
+        body = body[:_MAX_CHARS] if isinstance(body, str) else ""
+        login = _norm_login(comment.get("author"))
+        flagged = comment.get("author_is_bot") is True
+        path = comment.get("path") if isinstance(comment.get("path"), str) else None
+        first, _, rest = body.partition("\n")
+        if path is None and _PATH_LINE.fullmatch(first.strip()):
+            path = first.strip()
+            body = rest
+        parts = _split_speakers(body) if path is not None or " (author):" in body else []
+        if not parts:
+            parts = [(None, False, body)]
+        for who, marked_author, text in parts:
+            seg_login = _norm_login(who) if who is not None else login
+            is_author = marked_author or (author is not None and seg_login == author)
+            bot = (
+                (flagged and (who is None or seg_login == login))
+                or _is_bot_login(seg_login, rules)
+                or _looks_automated(text, rules)
+            )
+            prose, suggestion = _prose(text)
+            segs.append(_Segment(seg_login, is_author, bot, prose, text, path, suggestion, index))
+    return segs
+
+
+def _split_speakers(body: str) -> list[tuple[str | None, bool, str]]:
+    """Split a rendered review thread on "**login**:" / "**login** (author):" lines."""
+    parts: list[tuple[str | None, bool, str]] = []
+    current: tuple[str | None, bool] = (None, False)
+    buf: list[str] = []
+    for line in body.split("\n"):
+        m = _SPEAKER.fullmatch(line.strip())
+        if m:
+            if any(x.strip() for x in buf):
+                parts.append((current[0], current[1], "\n".join(buf)))
+            current = (m.group(1), bool(m.group(2)))
+            buf = []
+        else:
+            buf.append(line)
+    if any(x.strip() for x in buf):
+        parts.append((current[0], current[1], "\n".join(buf)))
+    return parts
+
+
+# --- matching ----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Found:
+    """Signals and concerns found in one segment."""
+
+    signals: set[str] = field(default_factory=set)
+    concerns: set[str] = field(default_factory=set)
+
+
+def _clean(prose: str) -> str:
+    """URLs replaced, backticks dropped, in-word hyphens split ("out-of-scope" -> "out of
+    scope"), so patterns see words."""
+    prose = _URL.sub(" URL ", prose)
+    prose = prose.replace("`", "")
+    return _INWORD_HYPHEN.sub(" ", prose)
+
+
+def _scan(prose: str, rules: _Rules) -> _Found:
+    """Signals and concerns of one person's prose. Units are sentences, also cut at line
+    breaks (bullet lists carry no full stops)."""
+    from spacy.attrs import IS_SPACE, LEMMA, LOWER, SENT_START
+
+    found = _Found()
+    text = _clean(prose).strip()
+    if not text:
+        return found
+    doc = _nlp()(text)
+    by_key = rules.matchers.by_key
+    # One pass over integer arrays (no Token objects): unit boundaries and, per unit, the
+    # key words it holds.
+    bounds: list[int] = [0]
+    keys_of_unit: list[set[tuple[str, int]]] = [set()]
+    prev_newline = False
+    for i, (lemma, lower, sent_start, space) in enumerate(
+        doc.to_array([LEMMA, LOWER, SENT_START, IS_SPACE]).tolist()
+    ):
+        if i > 0 and (sent_start == 1 or prev_newline):
+            bounds.append(i)
+            keys_of_unit.append(set())
+        prev_newline = bool(space) and "\n" in doc[i].text
+        if ("LEMMA", lemma) in by_key:
+            keys_of_unit[-1].add(("LEMMA", lemma))
+        if ("LOWER", lower) in by_key:
+            keys_of_unit[-1].add(("LOWER", lower))
+    bounds.append(len(doc))
+    strings = doc.vocab.strings
+    low_text = text.lower()
+    present = {}
+    for label, subs in rules.sub.items():
+        hit = tuple(s for s in subs if s in low_text)
+        if hit:
+            present[label] = hit
+    vetoes = any(v in low_text for vs in rules.veto_sub.values() for v in vs)
+    for u, keys in enumerate(keys_of_unit):
+        if not keys and not present:
+            continue
+        span = doc[bounds[u] : bounds[u + 1]]
+        labels: set[str] = set()
+        for key in keys:
+            labels.update(strings[mid] for mid, _, _ in by_key[key](span))
+        low = span.text.lower() if present or vetoes else ""
+        if present:
+            pieces = _CJK_SENT.split(low) if _CJK.search(low) else [low]
+            for label, subs in present.items():
+                if any(s in piece for piece in pieces for s in subs):
+                    labels.add(label)
+        if labels:
+            _apply_sentence(labels, low if vetoes else "", rules, found)
+    return found
+
+
+def _apply_sentence(labels: set[str], low: str, rules: _Rules, found: _Found) -> None:
+    kept = set()
+    for label in labels:
+        if label.startswith("veto:"):
+            continue
+        if "veto:" + label in labels or any(v in low for v in rules.veto_sub.get(label, ())):
+            continue
+        kept.add(label)
+    concerns = {x[2:] for x in kept if x.startswith("c:")}
+    if len(concerns) > 1:
+        concerns.discard("other")  # "other" is the fallback for sentences nothing else explains
+    found.concerns |= concerns
+    found.signals |= {x for x in kept if not x.startswith("c:")}
+
+
+# --- the decision ------------------------------------------------------------------------------
+
+
+@dataclass
+class ReviewExplanation:
+    state: str
+    replied_from_other: bool
+    concerns: list[str]
+    reasons: list[str]  # short machine-readable notes on how the state was reached
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "state": self.state,
+            "replied_from_other": self.replied_from_other,
+            "concerns": list(self.concerns),
+        }
+
+
+def review_thread(thread: Mapping[str, Any]) -> dict[str, Any]:
+    """Contract `review` for one thread record."""
+    return explain_review(thread).as_dict()
+
+
+def explain_review(thread: Mapping[str, Any]) -> ReviewExplanation:
+    """review_thread plus the reasons behind the state (for benchmarks and debugging)."""
+    rules = _rules()
+    author = _norm_login(thread.get("author"))
+    segs = _segments(thread, rules)
+    reasons: list[str] = []
+
+    others = [s for s in segs if not s.is_author and not s.is_bot]
+    replied = any(_counts_as_reply(s) for s in others)
+
+    scans: dict[int, _Found] = {}
+
+    def scan(seg: _Segment) -> _Found:
+        key = id(seg)
+        if key not in scans:
+            scans[key] = _scan(seg.prose, rules)
+        return scans[key]
+
+    concerns: set[str] = set()
+    for seg in others:
+        found = scan(seg)
+        concerns |= found.concerns
+        concerns |= _review_comment_concerns(seg, found)
+
+    state = _state(thread, author, segs, others, concerns, scan, rules, reasons)
+    ordered = [c for c in CONCERNS if c in concerns]
+    return ReviewExplanation(state, replied, ordered, reasons)
+
+
+def _counts_as_reply(seg: _Segment) -> bool:
+    return bool(seg.prose.strip()) or seg.suggestion or bool(seg.raw.strip())
+
+
+def _review_comment_concerns(seg: _Segment, found: _Found) -> set[str]:
+    """A reviewer's remark on a changed file is itself a concern about that file: docs and
+    tests files give tests_or_docs, code files design_or_interface, when the remark asks for
+    a change (words beyond a thank-you, or a suggestion block)."""
+    if seg.path is None:
+        return set()
+    words = len(seg.prose.split())
+    if not seg.suggestion and words < 8:
+        return set()
+    low = seg.path.lower()
+    if low.endswith((".md", ".rst", ".txt", ".ipynb")) or low.startswith(("docs/", "doc/")):
+        return {"tests_or_docs"}
+    if "/tests/" in "/" + low or low.split("/")[-1].startswith("test_"):
+        return {"tests_or_docs"} if words >= 8 else set()
+    return {"design_or_interface"} if not found.concerns else set()
+
+
+def _labels(thread: Mapping[str, Any]) -> list[str]:
+    labels = thread.get("labels")
+    if not isinstance(labels, list):
+        return []
+    out = []
+    for item in labels:
+        name = item.get("name") if isinstance(item, Mapping) else item
+        if isinstance(name, str):
+            out.append(name.lower())
+    return out
+
+
+def _state(
+    thread: Mapping[str, Any],
+    author: str | None,
+    segs: Sequence[_Segment],
+    others: Sequence[_Segment],
+    concerns: set[str],
+    scan: Any,
+    rules: _Rules,
+    reasons: list[str],
+) -> str:
+    state = str(thread.get("state") or "").lower()
+    if state == "merged" or thread.get("merged") is True or thread.get("merged_at"):
+        reasons.append("merged")
+        return "merged"
+    if state != "closed":
+        replied = any(_counts_as_reply(s) for s in others)
+        return "open_replied" if replied else "open_no_reply"
+
+    labels = _labels(thread)
+    state_reason = thread.get("state_reason")
+    state_reason = state_reason.lower() if isinstance(state_reason, str) else None
+    closed_by = _norm_login(thread.get("closed_by"))
+
+    # Who closed it, when GitHub says so.
+    if closed_by is not None:
+        if author is not None and closed_by == author:
+            reasons.append("closed_by==author")
+            return "closed_by_author"
+        if _is_bot_login(closed_by, rules):
+            reasons.append("closed_by_bot")
+            return "lapsed"
+
+    if state_reason in (None, "not_planned") and any(
+        s in lab for lab in labels for s in rules.stale_labels_sub
+    ):
+        reasons.append("stale_label")
+        return "lapsed"
+
+    # Closer unknown: the proposer saying they close it (latest word of theirs), or the
+    # opening post edited to say so.
+    last_other_closing = _last_index(others, lambda s: bool(scan(s).signals & {"closing", "lapse"}))
+    if closed_by is None and author is not None:
+        for seg in reversed(segs):
+            if seg.is_author and not seg.is_bot and "author_close" in scan(seg).signals:
+                if seg.index >= last_other_closing:
+                    reasons.append("author_comment_close")
+                    return "closed_by_author"
+                break
+        if last_other_closing < 0 and "author_close" in _scan(_body_prose(thread), rules).signals:
+            reasons.append("author_body_close")
+            return "closed_by_author"
+
+    # Lapsed: the most recent word from anyone but the proposer (bots that say nothing about
+    # inactivity skipped) says it went stale, or a stale sweep ran after the last human reply.
+    last_human = max((s.index for s in others), default=-1)
+    for seg in reversed(segs):
+        if seg.is_author:
+            continue
+        signals = scan(seg).signals
+        if seg.is_bot and "lapse" not in signals and not _looks_stale_sweep(seg, rules):
+            continue
+        if "lapse" in signals or (seg.is_bot and seg.index >= last_human):
+            reasons.append("lapse_comment" if not seg.is_bot else "stale_bot")
+            return "lapsed"
+        break
+
+    pointer = concerns & set(_POINTER_CONCERNS)
+    declined = _declined(others, scan, rules, reasons)
+    if any(s in lab for lab in labels for s in rules.decline_labels_sub):
+        reasons.append("decline_label")
+        declined = True
+    if pointer:
+        # Someone other than the proposer pointed elsewhere in a thread that was closed (not by
+        # the proposer, as far as we know, and not for inactivity): the pointer is the answer.
+        reasons.append("pointer:" + ",".join(sorted(pointer)))
+        return "redirected"
+    if declined:
+        return "declined"
+    return "closed_other"
+
+
+def _looks_stale_sweep(seg: _Segment, rules: _Rules) -> bool:
+    return "lapse" in _scan(seg.raw[:4000], rules).signals
+
+
+def _last_index(segs: Iterable[_Segment], pred: Any) -> int:
+    last = -1
+    for seg in segs:
+        if pred(seg):
+            last = seg.index
+    return last
+
+
+def _body_prose(thread: Mapping[str, Any]) -> str:
+    body = thread.get("body")
+    if not isinstance(body, str):
+        return ""
+    # The proposer's closing note is usually the last thing they added to the post.
+    prose, _ = _prose(body[:_MAX_CHARS])
+    lines = [line for line in prose.split("\n") if line.strip()]
+    return "\n".join(lines[-6:])
+
+
+def _declined(others: Sequence[_Segment], scan: Any, rules: _Rules, reasons: list[str]) -> bool:
+    strong = weak = open_ = False
+    closing_with_reason = False
+    for seg in others:
+        found = scan(seg)
+        strong |= "decline_strong" in found.signals
+        weak |= "decline_weak" in found.signals
+        open_ |= "openness" in found.signals
+        if "closing" in found.signals and found.concerns:
+            closing_with_reason = True
+    if strong:
+        reasons.append("decline_strong")
+        return True
+    if closing_with_reason:
+        reasons.append("closing_with_reason")
+        return True
+    if weak and not open_:
+        reasons.append("decline_weak")
+        return True
+    return False

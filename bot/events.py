@@ -1,5 +1,186 @@
+"""Webhook handlers for threads and their comments: payload -> stored records -> analysis.
+
+One handler per event (issues, pull_request, discussion, issue_comment, pull_request_review,
+pull_request_review_comment, discussion_comment), every action. Each delivery is applied in
+one transaction (records, edits, deletions, transfers, the repository row), committed, and
+then handed to `bot.pipeline.thread_changed`, which analyses the stored thread and lets
+`actions` decide whether to act.
+
+Ordering guards, because GitHub does not promise delivery order and redeliveries repeat old
+payloads: a payload whose `updated_at` is older than the stored one does not overwrite the
+thread or comment; a merged pull request never goes back to "closed"; deletions always apply.
+"""
+
 from __future__ import annotations
 
-from gidgethub.routing import Router
+import logging
+from collections.abc import Mapping
+from typing import Any
 
+from gidgethub import sansio
+from gidgethub.routing import Router
+from sqlalchemy import delete, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.installations import canonical_repo, ensure_installation, upsert_repository
+from bot.normalize import Change, PayloadError, Transfer, change_from_payload
+from bot.store.models import Comment, Thread
+from bot.store.threads import delete_comment, get_thread, upsert_comment, upsert_thread
+from bot.store.types import parse_datetime
+
+log = logging.getLogger(__name__)
 router = Router()
+
+EVENTS = (
+    "issues",
+    "pull_request",
+    "discussion",
+    "issue_comment",
+    "pull_request_review",
+    "pull_request_review_comment",
+    "discussion_comment",
+)
+TRANSACTION_ATTEMPTS = 3  # a concurrent worker inserting the same thread: retry the delivery
+
+
+def _older(record_time: str | None, stored: Any) -> bool:
+    """True when the payload describes an older version than the stored row."""
+    new = parse_datetime(record_time) if record_time else None
+    return new is not None and stored is not None and new < stored
+
+
+async def _store_thread(
+    session: AsyncSession, record: dict[str, Any], *, opened: bool
+) -> Thread:
+    existing = await get_thread(session, record["repo"], record["number"])
+    record = dict(record)
+    if existing is None:
+        # Only a thread seen from its first event is known in full; others wait for sync.
+        record["complete"] = bool(opened)
+        return await upsert_thread(session, record)
+    record.pop("complete", None)
+    if _older(record.get("updated_at"), existing.updated_at):
+        return existing  # a late or repeated delivery: keep the newer stored state
+    if existing.state == "merged" and record.get("state") in ("open", "closed"):
+        record.pop("state")  # the issue-shaped view of a PR may not know it was merged
+    if existing.kind != record.get("kind", existing.kind) and existing.kind == "pull_request":
+        record["kind"] = existing.kind
+    return await upsert_thread(session, record)
+
+
+async def _store_comment(session: AsyncSession, thread: Thread, record: dict[str, Any]) -> None:
+    existing = await session.scalar(
+        select(Comment).where(Comment.kind == record["kind"], Comment.github_id == record["github_id"])
+    )
+    if existing is not None and _older(record.get("updated_at"), existing.updated_at):
+        return
+    await upsert_comment(session, thread, record)
+
+
+async def _move_thread(session: AsyncSession, transfer: Transfer) -> Thread:
+    """Apply a transfer: the stored thread (with its comments, which GitHub moves too) goes to
+    its new repository and number; if the new place is already stored, comments join it."""
+    new = transfer.new
+    old = await get_thread(session, transfer.old_repo, transfer.old_number)
+    target = await get_thread(session, new["repo"], new["number"])
+    if old is not None and target is None:
+        old.repo, old.number = new["repo"], int(new["number"])
+        await session.flush()
+        return await upsert_thread(session, new)
+    if target is None:
+        record = dict(new)
+        record["complete"] = False  # its history is elsewhere
+        return await upsert_thread(session, record)
+    if old is not None and old.id != target.id:
+        await session.execute(
+            update(Comment).where(Comment.thread_id == old.id).values(thread_id=target.id)
+        )
+        await session.execute(delete(Thread).where(Thread.id == old.id))
+        target.complete = bool(target.complete and old.complete)
+    return await upsert_thread(session, new)
+
+
+async def _repository(session: AsyncSession, payload: Mapping[str, Any], repo: str) -> None:
+    data = payload.get("repository")
+    if not isinstance(data, Mapping):
+        return
+    installation = payload.get("installation")
+    iid = installation.get("id") if isinstance(installation, Mapping) else None
+    if isinstance(iid, int):
+        await ensure_installation(session, iid, data.get("owner") if isinstance(data.get("owner"), Mapping) else None)
+    else:
+        iid = None
+    await upsert_repository(
+        session,
+        repo,
+        github_id=data.get("id") if isinstance(data.get("id"), int) else None,
+        installation_id=iid,
+        default_branch=data.get("default_branch") if isinstance(data.get("default_branch"), str) else None,
+    )
+
+
+async def apply_change(session: AsyncSession, change: Change, payload: Mapping[str, Any]) -> tuple[str, int]:
+    """Write one delivery's change; returns the (repo, number) whose thread changed."""
+    await _repository(session, payload, change.repo)
+    if change.transfer is not None and change.thread is None:
+        # `transferred` at the old place: the thread now lives at the new one.
+        moved = await _move_thread(session, change.transfer)
+        return moved.repo, moved.number
+    if change.transfer is not None:
+        # `opened` at the new place of a transferred thread.
+        moved = await _move_thread(session, change.transfer)
+        if change.thread is not None:
+            await _store_thread(session, change.thread, opened=False)
+        return moved.repo, moved.number
+    if change.delete_thread:
+        thread = await get_thread(session, change.repo, change.number)
+        if thread is not None:
+            # Comments and analysis go with it (ON DELETE CASCADE).
+            await session.execute(delete(Thread).where(Thread.id == thread.id))
+        return change.repo, change.number
+    assert change.thread is not None
+    thread = await _store_thread(session, change.thread, opened=change.opened)
+    if change.delete_comment is not None:
+        kind, github_id = change.delete_comment
+        await delete_comment(session, kind, github_id)
+    if change.comment is not None:
+        await _store_comment(session, thread, change.comment)
+    return thread.repo, thread.number
+
+
+async def handle(event_name: str, payload: Mapping[str, Any], ctx: Any) -> tuple[str, int]:
+    """Store what a thread/comment delivery says, commit, then run the pipeline."""
+    change = change_from_payload(event_name, payload, canonical_repo)
+    for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
+        try:
+            async with ctx.sessionmaker() as session:
+                repo, number = await apply_change(session, change, payload)
+                await session.commit()
+            break
+        except IntegrityError:
+            # Another worker inserted the same thread or comment at the same moment; the
+            # retry sees its row and updates it.
+            if attempt == TRANSACTION_ATTEMPTS:
+                raise
+            log.info("retrying %s.%s after a concurrent insert", event_name, change.action)
+    from bot import pipeline
+
+    await pipeline.thread_changed(
+        ctx, repo, number, trigger=f"{event_name}.{change.action}", payload=dict(payload)
+    )
+    return repo, number
+
+
+def _make_handler(event_name: str) -> Any:
+    async def handler(event: sansio.Event, ctx: Any) -> None:
+        if not isinstance(event.data, Mapping):
+            raise PayloadError(f"{event_name}: payload is not an object")
+        await handle(event_name, event.data, ctx)
+
+    handler.__name__ = f"on_{event_name}"
+    return handler
+
+
+for _name in EVENTS:
+    router.add(_make_handler(_name), _name)

@@ -1,5 +1,212 @@
+"""Installation events keep the Installation and Repository tables right.
+
+`installation` (created, deleted, suspend, unsuspend, new_permissions_accepted),
+`installation_repositories` (added, removed) and `installation_target` (renamed). Repository
+rows are keyed by canonical name (former names map to current ones through the catalog) and
+carry the catalog framework id when the repository is one of the seven.
+"""
+
 from __future__ import annotations
 
-from gidgethub.routing import Router
+import logging
+from collections.abc import Mapping
+from typing import Any
 
+from gidgethub import sansio
+from gidgethub.routing import Router
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.normalize import PayloadError
+from bot.store.models import Installation, Repository
+
+log = logging.getLogger(__name__)
 router = Router()
+
+
+# ------------------------------------------------------------------------------ repository identity
+def canonical_repo(full_name: str) -> str:
+    """Former name -> current name through the catalog; unchanged when unknown or no catalog."""
+    try:
+        from analyzers.catalog import load_catalog
+
+        return load_catalog().canonical_repo(full_name)
+    except ImportError:
+        return full_name
+
+
+def framework_for(full_name: str) -> str | None:
+    try:
+        from analyzers.catalog import load_catalog
+
+        framework = load_catalog().framework_for_repo(full_name)
+    except ImportError:
+        return None
+    return framework.id if framework is not None else None
+
+
+async def ensure_installation(
+    session: AsyncSession, installation_id: int, account: Mapping[str, Any] | None = None
+) -> Installation:
+    """The Installation row, created from what is known when the app was installed before
+    this database existed (webhooks then name an installation we never saw created)."""
+    inst = await session.get(Installation, int(installation_id))
+    if inst is None:
+        inst = Installation(
+            id=int(installation_id),
+            account=str((account or {}).get("login") or ""),
+            account_type=(account or {}).get("type"),
+            suspended=False,
+            deleted=False,
+        )
+        session.add(inst)
+        await session.flush()
+    return inst
+
+
+async def upsert_repository(
+    session: AsyncSession,
+    full_name: str,
+    *,
+    github_id: int | None = None,
+    installation_id: int | None = None,
+    default_branch: str | None = None,
+) -> Repository:
+    """Insert or update a repository row; keyed by GitHub id when known (renames keep it),
+    else by canonical name (case-insensitive)."""
+    name = canonical_repo(full_name)
+    repo: Repository | None = None
+    if github_id is not None:
+        repo = await session.scalar(select(Repository).where(Repository.github_id == int(github_id)))
+    if repo is None:
+        repo = await session.scalar(
+            select(Repository).where(func.lower(Repository.full_name) == name.lower())
+        )
+    if repo is None:
+        repo = Repository(full_name=name)
+        session.add(repo)
+    elif repo.full_name != name:
+        clash = await session.scalar(
+            select(Repository).where(func.lower(Repository.full_name) == name.lower())
+        )
+        if clash is None or clash is repo:
+            repo.full_name = name
+    if github_id is not None and repo.github_id is None:
+        repo.github_id = int(github_id)
+    if installation_id is not None:
+        repo.installation_id = int(installation_id)
+    if default_branch:
+        repo.default_branch = default_branch
+    repo.framework = framework_for(name) or repo.framework
+    await session.flush()
+    return repo
+
+
+# ------------------------------------------------------------------------------ handlers
+def _installation(payload: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+    inst = payload.get("installation")
+    if not isinstance(inst, Mapping) or not isinstance(inst.get("id"), int):
+        raise PayloadError(f"{where}: payload has no installation.id")
+    return inst
+
+
+def _repositories(payload: Mapping[str, Any], key: str, where: str) -> list[Mapping[str, Any]]:
+    repos = payload.get(key) or []
+    if not isinstance(repos, list):
+        raise PayloadError(f"{where}: {key} is not a list")
+    out = []
+    for repo in repos:
+        if not isinstance(repo, Mapping) or not isinstance(repo.get("full_name"), str):
+            raise PayloadError(f"{where}: a repository in {key} has no full_name")
+        out.append(repo)
+    return out
+
+
+async def _upsert_installation(session: AsyncSession, data: Mapping[str, Any]) -> Installation:
+    account = data.get("account") if isinstance(data.get("account"), Mapping) else {}
+    inst = await ensure_installation(session, data["id"], account)
+    if account.get("login"):
+        inst.account = str(account["login"])
+    inst.account_type = account.get("type") or data.get("target_type") or inst.account_type
+    if "suspended_at" in data:
+        inst.suspended = bool(data.get("suspended_at"))
+    inst.deleted = False
+    return inst
+
+
+def _forget_token(ctx: Any, installation_id: int) -> None:
+    github = getattr(ctx, "github", None)
+    if github is not None and hasattr(github, "invalidate_token"):
+        github.invalidate_token(installation_id)
+
+
+async def handle_installation(payload: Mapping[str, Any], ctx: Any) -> None:
+    action = payload.get("action")
+    where = f"installation.{action}"
+    data = _installation(payload, where)
+    iid = int(data["id"])
+    async with ctx.sessionmaker() as session:
+        inst = await _upsert_installation(session, data)
+        if action == "deleted":
+            inst.deleted = True
+            await session.execute(
+                update(Repository).where(Repository.installation_id == iid).values(installation_id=None)
+            )
+        elif action == "suspend":
+            inst.suspended = True
+        elif action == "unsuspend":
+            inst.suspended = False
+        if action in ("created", "new_permissions_accepted", "unsuspend"):
+            for repo in _repositories(payload, "repositories", where):
+                await upsert_repository(
+                    session, repo["full_name"], github_id=repo.get("id"), installation_id=iid
+                )
+        await session.commit()
+    if action in ("deleted", "suspend", "new_permissions_accepted"):
+        _forget_token(ctx, iid)  # its token is dead or lacks the new permissions
+    log.info("installation %s %s", iid, action)
+
+
+async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any) -> None:
+    action = payload.get("action")
+    where = f"installation_repositories.{action}"
+    data = _installation(payload, where)
+    iid = int(data["id"])
+    added = _repositories(payload, "repositories_added", where)
+    removed = _repositories(payload, "repositories_removed", where)
+    async with ctx.sessionmaker() as session:
+        await _upsert_installation(session, data)
+        for repo in added:
+            await upsert_repository(session, repo["full_name"], github_id=repo.get("id"), installation_id=iid)
+        for repo in removed:
+            row = await upsert_repository(session, repo["full_name"], github_id=repo.get("id"))
+            if row.installation_id == iid:
+                row.installation_id = None
+        await session.commit()
+    log.info("installation %s: %d repositories added, %d removed", iid, len(added), len(removed))
+
+
+async def handle_installation_target(payload: Mapping[str, Any], ctx: Any) -> None:
+    """The account the app is installed on was renamed."""
+    data = _installation(payload, f"installation_target.{payload.get('action')}")
+    account = payload.get("account")
+    async with ctx.sessionmaker() as session:
+        inst = await ensure_installation(session, data["id"], account if isinstance(account, Mapping) else None)
+        if isinstance(account, Mapping) and account.get("login"):
+            inst.account = str(account["login"])
+        await session.commit()
+
+
+@router.register("installation")
+async def on_installation(event: sansio.Event, ctx: Any) -> None:
+    await handle_installation(event.data, ctx)
+
+
+@router.register("installation_repositories")
+async def on_installation_repositories(event: sansio.Event, ctx: Any) -> None:
+    await handle_installation_repositories(event.data, ctx)
+
+
+@router.register("installation_target")
+async def on_installation_target(event: sansio.Event, ctx: Any) -> None:
+    await handle_installation_target(event.data, ctx)

@@ -1,0 +1,404 @@
+"""Contribution-rule summaries: what a project asks of contributors, from its CONTRIBUTING file,
+PR and issue templates, agent guides, workflows, CODEOWNERS and rulesets.
+
+`summarize_rules(files)` takes `{repository path: text}` and returns facts, each with a topic, a
+short statement in our own words, the source file and the evidence (the sentence that matched).
+Sentence rules are data (analyzers/rules_patterns.yaml): groups of phrases matched with spaCy's
+PhraseMatcher (and token patterns with the Matcher); a rule fires on a segment when every group
+has a hit. Structural facts (stale workflows, CODEOWNERS, rulesets, forms) come from
+analyzers/rules_structured.py. Known facts that no file states (repository layout, history) can
+be added per framework from analyzers/rules_observed.yaml (`framework=`).
+
+`format_rules_markdown(summary, lang)` renders the summary for a GitHub comment or the CLI: only
+our statements and file names, never the files' own text beyond short code names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from analyzers import rules_structured as structured
+from analyzers.rules_text import (
+    Segment,
+    file_kind,
+    form_segments,
+    front_matter,
+    load_yaml,
+    markdown_segments,
+    match_form,
+)
+
+RULES_VERSION = "1"
+HERE = Path(__file__).resolve().parent
+PATTERNS_FILE = HERE / "rules_patterns.yaml"
+OBSERVED_FILE = HERE / "rules_observed.yaml"
+MAX_EVIDENCE = 200
+KIND_ORDER = {"contributing": 0, "pr_template": 1, "governance": 2, "issue_template": 3,
+              "issue_config": 3, "discussion_template": 4, "doc": 5, "agents": 6}
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+_MENTION = re.compile(r"@(?=[\w-])")
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    topic: str
+    groups: tuple[tuple[str, ...], ...]  # phrase keys per group (all groups must hit)
+    none: tuple[str, ...]
+    section: tuple[str, ...]
+    kinds: tuple[str, ...]
+    segment_kinds: tuple[str, ...]
+    unless: tuple[str, ...]
+    extract: tuple[tuple[str, re.Pattern[str]], ...]
+    extract_all: tuple[tuple[str, re.Pattern[str]], ...]
+    statement: str
+    fallback: str | None
+    statement_zh: str | None
+    strength: str
+    collect: bool
+    collect_value: str
+    prefer_combined: bool
+
+
+@dataclass
+class Table:
+    topics: dict[str, dict[str, str]]
+    core: tuple[str, ...]
+    rules: list[Rule]
+    phrase_matcher: Any
+    token_matcher: Any
+    signatures: list[dict[str, Any]]
+    texts: dict[str, dict[str, str]]
+
+
+def _nlp() -> Any:
+    try:
+        from analyzers.nlp import nlp
+    except ImportError:  # pragma: no cover - until the shared pipeline exists
+        from analyzers.rules_text import _fallback_nlp as nlp
+    return nlp()
+
+
+@lru_cache(maxsize=1)
+def table() -> Table:
+    """The rule table, compiled once: one PhraseMatcher and one Matcher for all rules."""
+    from spacy.matcher import Matcher, PhraseMatcher
+
+    data = yaml.safe_load(PATTERNS_FILE.read_text(encoding="utf-8"))
+    pipe = _nlp()
+    phrases = PhraseMatcher(pipe.vocab, attr="LOWER")
+    tokens = Matcher(pipe.vocab)
+    keys: dict[str, str] = {}  # phrase text or pattern repr -> matcher key
+
+    def key_for(entry: Any) -> str:
+        if isinstance(entry, str):
+            norm = entry.lower().strip()
+            if norm not in keys:
+                keys[norm] = f"p{len(keys)}"
+                phrases.add(keys[norm], [pipe.make_doc(match_form(norm))])
+            return keys[norm]
+        rep = repr(entry)
+        if rep not in keys:
+            keys[rep] = f"t{len(keys)}"
+            tokens.add(keys[rep], [entry])
+        return keys[rep]
+
+    rules = []
+    for raw in data["rules"]:
+        rules.append(Rule(
+            id=raw["id"],
+            topic=raw["topic"],
+            groups=tuple(tuple(key_for(e) for e in group) for group in raw["all"]),
+            none=tuple(key_for(e) for e in raw.get("none", [])),
+            section=tuple(s.lower() for s in raw.get("section", [])),
+            kinds=tuple(raw.get("kinds", [])),
+            segment_kinds=tuple(raw.get("segments", [])),
+            unless=tuple(raw.get("unless", [])),
+            extract=tuple((k, re.compile(v, re.I)) for k, v in (raw.get("extract") or {}).items()),
+            extract_all=tuple(
+                (k, re.compile(v, re.I)) for k, v in (raw.get("extract_all") or {}).items()
+            ),
+            statement=raw["statement"],
+            fallback=raw.get("fallback"),
+            statement_zh=raw.get("statement_zh"),
+            strength=raw.get("strength", "rule"),
+            collect=bool(raw.get("collect", False)),
+            collect_value=str(raw.get("collect_value", "")),
+            prefer_combined=raw.get("prefer") == "combined",
+        ))
+    return Table(
+        topics=data["topics"],
+        core=tuple(data["core_topics"]),
+        rules=rules,
+        phrase_matcher=phrases,
+        token_matcher=tokens,
+        signatures=data.get("workflow_signatures", []),
+        texts=data["texts"],
+    )
+
+
+@lru_cache(maxsize=1)
+def observed_facts() -> dict[str, list[dict[str, Any]]]:
+    data = yaml.safe_load(OBSERVED_FILE.read_text(encoding="utf-8")) or {}
+    return {k: list(v or []) for k, v in data.items()}
+
+
+# --- segmentation of every file -----------------------------------------------------------
+
+
+def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
+    out: list[Segment] = []
+    for path, text in files.items():
+        kind = kinds[path]
+        if kind in ("workflow", "codeowners", "ruleset"):
+            continue
+        if path.lower().endswith((".yml", ".yaml")):
+            data = load_yaml(text)
+            if kind == "issue_config" and isinstance(data, dict):
+                for link in data.get("contact_links") or []:
+                    if isinstance(link, dict) and isinstance(link.get("about"), str):
+                        out += markdown_segments(link["about"], path)
+            else:
+                out += form_segments(data, path)
+            continue
+        meta, body = front_matter(text) if kind == "issue_template" else ({}, text)
+        for key in ("name", "about"):
+            if isinstance(meta.get(key), str):
+                out += markdown_segments(meta[key], path)
+        out += markdown_segments(body, path)
+    return out
+
+
+def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
+    """The rule's statement with its placeholders filled from the segment, or None."""
+    values: dict[str, str] = {}
+    codes = [c.replace("`", "") for c in seg.codes if c.strip()]
+    if codes:
+        values["code"] = f"`{codes[0]}`"
+        # A bare placeholder such as `{type}` names a slot, not a value: not listed.
+        listed = [c for c in dict.fromkeys(codes) if not (c.startswith("{") and c.endswith("}"))]
+        if listed:
+            values["codes"] = ", ".join(f"`{c}`" for c in listed)
+    if seg.head:
+        values["head"] = seg.head
+    for name, pattern in rule.extract:
+        m = pattern.search(seg.text[:2000])
+        if m:
+            values[name] = m.group(1)
+    for name, pattern in rule.extract_all:
+        found = list(dict.fromkeys(pattern.findall(seg.text[:2000])))
+        if found:
+            values[name] = ", ".join(f"`{x}`" for x in found[:10])
+            values[f"_all_{name}"] = "\n".join(found)
+    for primary, template in ((True, rule.statement), (False, rule.fallback)):
+        if template is None:
+            continue
+        needed = _PLACEHOLDER.findall(template)
+        if all(n in values or n == "items" for n in needed):
+            values["_primary"] = "1" if primary else ""
+            return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template), values
+    return None
+
+
+def _evidence(seg: Segment) -> str:
+    text = seg.text
+    return text if len(text) <= MAX_EVIDENCE else text[: MAX_EVIDENCE - 1] + "…"
+
+
+def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any]]:
+    tab = table()
+    pipe = _nlp()
+    strings = pipe.vocab.strings
+    hits_by_rule: dict[str, list[tuple[Segment, str, dict[str, str]]]] = {}
+    docs = pipe.tokenizer.pipe(match_form(s.text) for s in segments)
+    for seg, doc in zip(segments, docs, strict=True):
+        found = {strings[m] for m, _, _ in tab.phrase_matcher(doc)}
+        if len(tab.token_matcher):
+            found |= {strings[m] for m, _, _ in tab.token_matcher(doc)}
+        if not found:
+            continue
+        for rule in tab.rules:
+            if rule.kinds and kinds.get(seg.file) not in rule.kinds:
+                continue
+            if rule.segment_kinds and seg.kind not in rule.segment_kinds:
+                continue
+            if rule.section and not any(s in seg.section for s in rule.section):
+                continue
+            if any(k in found for k in rule.none):
+                continue
+            if all(any(k in found for k in group) for group in rule.groups):
+                filled = _fill(rule, seg)
+                if filled is not None:
+                    hits_by_rule.setdefault(rule.id, []).append((seg, *filled))
+    facts: list[dict[str, Any]] = []
+    fired = set(hits_by_rule)
+    for rule in tab.rules:
+        hits = hits_by_rule.get(rule.id)
+        if not hits or any(u in fired for u in rule.unless):
+            continue
+        sources = list(dict.fromkeys(seg.file for seg, _, _ in hits))
+        if rule.collect:
+            # One fact listing every match: the extracted value, else the head, else the text.
+            key = f"_all_{rule.collect_value}"
+            if any(key in v for _, _, v in hits):
+                found = [x for _, _, v in hits for x in v.get(key, "").split("\n") if x]
+                joined = ", ".join(f"`{x}`" for x in dict.fromkeys(found))
+            else:
+                items = list(dict.fromkeys(
+                    values.get(rule.collect_value, "") or seg.head or seg.text
+                    for seg, _, values in hits
+                    if not rule.collect_value or values.get(rule.collect_value)
+                ))
+                joined = "; ".join(items[:8])
+            statement = rule.statement.replace("{items}", joined)
+        else:
+            # Prefer a segment that filled the full statement over one that needed the fallback.
+            # With `prefer: combined`, a "lead: items" segment (the whole list) wins ties.
+            hits.sort(key=lambda h: (
+                not h[2].get("_primary"),
+                rule.prefer_combined and h[0].kind != "combined",
+            ))
+            statement = hits[0][1]
+        facts.append({
+            "topic": rule.topic,
+            "rule": rule.id,
+            "statement": statement,
+            "statement_zh": rule.statement_zh if rule.statement_zh and "{" not in rule.statement_zh else None,
+            "strength": rule.strength,
+            "source": sources[0],
+            "sources": sources,
+            "evidence": _evidence(hits[0][0]),
+            "observed": False,
+        })
+    return facts
+
+
+def _structural(files: Mapping[str, str], kinds: dict[str, str]) -> list[dict[str, Any]]:
+    tab = table()
+    facts: list[dict[str, Any]] = []
+    names = structured.template_names(dict(files), kinds)
+    for path, text in files.items():
+        kind = kinds[path]
+        if kind == "workflow":
+            facts += structured.workflow_facts(text, path, tab.signatures)
+        elif kind == "codeowners":
+            facts += structured.codeowners_facts(text, path)
+        elif kind == "ruleset":
+            facts += structured.ruleset_facts(text, path)
+        elif kind == "issue_config":
+            facts += structured.issue_config_facts(text, path, names)
+        elif kind in ("issue_template", "discussion_template") and path.lower().endswith(
+            (".yml", ".yaml")
+        ):
+            facts += structured.form_facts(load_yaml(text), path, kind)
+        elif kind in ("contributing", "governance"):
+            pointer = structured.pointer_fact(text, path)
+            if pointer:
+                facts.append(pointer)
+    if not any(k == "contributing" for k in kinds.values()):
+        facts.append({"topic": "general", "rule": "no_contributing",
+                      "statement": tab.texts["no_contributing"]["en"], "source": "",
+                      "evidence": ""})
+    if not any(k == "issue_config" for k in kinds.values()) and names:
+        facts.append({"topic": "templates", "rule": "forms",
+                      "statement": "Issue templates: " + ", ".join(names) + ".",
+                      "source": next(p for p, k in kinds.items() if k == "issue_template"),
+                      "evidence": ""})
+    # Two stale facts (a caller workflow and the reusable one it calls) say the same thing.
+    if any(f["rule"] == "stale_workflow" for f in facts):
+        facts = [f for f in facts if f["rule"] != "stale_reusable"]
+    for fact in facts:
+        fact.setdefault("statement_zh", None)
+        fact.setdefault("strength", "rule")
+        fact.setdefault("sources", [fact["source"]] if fact["source"] else [])
+        fact.setdefault("observed", False)
+    return facts
+
+
+def summarize_rules(files: Mapping[str, str], framework: str | None = None) -> dict[str, Any]:
+    """Facts of the contribution files `files` ({repository path: text}).
+
+    With `framework` (a catalog framework id), the curated observations for that framework are
+    added, marked `observed: true` (facts of the repository layout or history, not of a file).
+    """
+    kinds = {path: file_kind(path) for path, text in files.items() if isinstance(text, str)}
+    # The main guide first, so a fact stated in several files cites CONTRIBUTING.
+    files = {p: files[p] for p in sorted(kinds, key=lambda p: (KIND_ORDER.get(kinds[p], 9), p))}
+    tab = table()
+    facts = _structural(files, kinds) + _match(_segments(files, kinds), kinds)
+    if framework:
+        for obs in observed_facts().get(framework, []):
+            facts.append({
+                "topic": obs["topic"], "rule": "observed", "statement": obs["statement"],
+                "statement_zh": None, "strength": obs.get("strength", "rule"),
+                "source": obs.get("source", ""), "sources": [obs.get("source", "")],
+                "evidence": "", "observed": True,
+            })
+    order = {t: i for i, t in enumerate(tab.topics)}
+    facts.sort(key=lambda f: order.get(f["topic"], len(order)))
+    stated = {f["topic"] for f in facts if f["strength"] == "rule"}
+    return {
+        "version": RULES_VERSION,
+        "framework": framework,
+        "files": sorted(files),
+        "facts": facts,
+        "not_stated": [t for t in tab.core if t not in stated],
+    }
+
+
+# --- rendering ------------------------------------------------------------------------------
+
+
+def _safe(text: str) -> str:
+    """No @-mentions outside code spans when posted on GitHub."""
+    parts = text.split("`")
+    for i in range(0, len(parts), 2):
+        parts[i] = _MENTION.sub("@\u200b", parts[i])
+    return "`".join(parts)
+
+
+def format_rules_markdown(
+    summary: Mapping[str, Any],
+    lang: str = "en",
+    topics: list[str] | None = None,
+    max_per_topic: int | None = None,
+    heading: bool = True,
+) -> str:
+    """The summary as Markdown: a heading per topic, one bullet per fact with its source file,
+    then the core topics no file speaks about. Only our statements and file names appear."""
+    tab = table()
+    zh = lang == "zh"
+    lines: list[str] = []
+    if heading:
+        title = tab.texts["title"]["zh" if zh else "en"]
+        who = summary.get("framework") or ""
+        lines.append(f"### {title}{f' — {who}' if who else ''}")
+        lines.append("")
+    by_topic: dict[str, list[Mapping[str, Any]]] = {}
+    for fact in summary.get("facts", []):
+        if topics is None or fact["topic"] in topics:
+            by_topic.setdefault(fact["topic"], []).append(fact)
+    for topic, meta in tab.topics.items():
+        facts = by_topic.get(topic)
+        if not facts:
+            continue
+        lines.append(f"**{meta['zh'] if zh else meta['en']}**")
+        for fact in facts[: max_per_topic or None]:
+            text = (fact.get("statement_zh") if zh else None) or fact["statement"]
+            src = fact.get("source") or ""
+            note = tab.texts["observed"]["zh" if zh else "en"] if fact.get("observed") else ""
+            where = f" ({src.replace('`', '')}{note})" if src else (f" ({note.strip(', ')})" if note else "")
+            lines.append(f"- {_safe(text)}{_safe(where)}")
+        lines.append("")
+    missing = [t for t in summary.get("not_stated", []) if topics is None or t in topics]
+    if missing:
+        names = ", ".join(tab.topics[t]["zh" if zh else "en"].lower() for t in missing)
+        lines.append(tab.texts["not_stated"]["zh" if zh else "en"].format(topics=names))
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,317 @@
+"""Contribution files cut into matchable segments: sentences, list items, table rows, code lines.
+
+Used by analyzers/rules.py. Pure: text in, segments out. Every step is line-based with bounded
+regexes, so a 64 KiB file costs linear time.
+
+A segment keeps the plain text (Markdown markup removed, code spans kept as their content so
+phrases like `paper_index.md` still match), the code spans on their own (statements quote them),
+the nearest heading (rules can require a section) and a *head* (the bold lead of a list item or
+the first cell of a table row). A line ending in ":" followed by a list, and a list item with
+nested items, also yield one *combined* segment (lead plus items), because rules are often
+written as "PR descriptions must include:" followed by the items.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+import yaml
+
+MAX_CHARS = 65_536
+MAX_CODE_SPAN = 80  # longer code spans are not quoted (they would be pasted text, not a name)
+MAX_COMBINED_ITEMS = 10
+
+_LINK = re.compile(r"!?\[([^\]\n]{0,300})\]\([^)\s]{0,600}\)")
+_TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,200}>")
+_HTML_COMMENT_MARK = re.compile(r"<!--|-->")
+_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*)$")
+_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?(.*)$")
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+_BOLD_LEAD = re.compile(r"^\*\*([^*\n]{1,120})\*\*:?\s*")
+_TABLE_SEP = re.compile(r"^[\s|:\-]+$")
+_ADMONITION = re.compile(r"^\[!\w+\]\s*")
+
+
+@dataclass
+class Segment:
+    text: str  # plain text used for matching
+    file: str
+    kind: str  # sentence | item | row | heading | code | combined | field
+    section: str = ""  # nearest heading, lower case
+    codes: list[str] = field(default_factory=list)
+    head: str = ""
+    indent: int = 0
+    children: list[Segment] = field(default_factory=list)
+
+    @property
+    def lower(self) -> str:
+        return self.text.lower()
+
+
+def file_kind(path: str) -> str:
+    """What a contribution file is, from its repository path."""
+    p = path.lower()
+    name = PurePosixPath(p).name
+    if name in {"agents.md", "claude.md", "gemini.md", "copilot-instructions.md", ".cursorrules"}:
+        return "agents"
+    if "pull_request_template" in p:
+        return "pr_template"
+    if "issue_template/config.y" in p:
+        return "issue_config"
+    if "issue_template" in p:
+        return "issue_template"
+    if "discussion_template" in p:
+        return "discussion_template"
+    if "/workflows/" in f"/{p}" and name.endswith((".yml", ".yaml")):
+        return "workflow"
+    if name == "codeowners":
+        return "codeowners"
+    if name.endswith(".json") and ("ruleset" in name or "branch" in name):
+        return "ruleset"
+    if "contributing" in p:
+        return "contributing"
+    if "governance" in p:
+        return "governance"
+    if name.endswith((".yml", ".yaml")):
+        return "yaml"
+    return "doc"
+
+
+def inline(text: str) -> tuple[str, list[str]]:
+    """Markdown inline markup removed; returns (plain text, code spans).
+
+    Code spans are cut out first so that `<id>` or `[x](y)` inside them stay as written."""
+    codes: list[str] = []
+    parts = text.split("`") if "`" in text else [text]
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        if i % 2 == 1 and i < len(parts) - 1:  # inside a code span
+            span = part.strip()
+            if span and len(span) <= MAX_CODE_SPAN:
+                codes.append(span)
+            out.append(part)
+            continue
+        if "<!--" in part or "-->" in part:
+            part = _HTML_COMMENT_MARK.sub(" ", part)
+        if "[" in part:
+            part = _LINK.sub(r"\1", part)
+        if "<" in part:
+            part = _TAG.sub(" ", part)
+        out.append(part.replace("**", "").replace("__", " ").replace("\\", ""))
+    return " ".join("".join(out).split()), codes
+
+
+_JOINER = re.compile(r"(?<=\w)[./](?=\w)|(?<!\S)/(?=\w)")
+
+
+def match_form(text: str) -> str:
+    """Text as the matchers see it: dotted and slashed names split ("trl.experimental" ->
+    "trl . experimental"), so a phrase matches a part of a module path or file name. Patterns
+    go through the same function."""
+    return _JOINER.sub(lambda m: f" {m.group(0)} ", text)
+
+
+def _split_sentences(text: str) -> list[str]:
+    if len(text) < 80 or ". " not in text:
+        return [text]
+    try:
+        from analyzers.nlp import nlp  # the failure helper's shared pipeline
+    except ImportError:  # pragma: no cover - fallback while nlp.py is absent
+        nlp = _fallback_nlp
+    return [s.text.strip() for s in nlp()(text).sents if s.text.strip()]
+
+
+_FALLBACK: list[Any] = []
+
+
+def _fallback_nlp() -> Any:  # pragma: no cover
+    if not _FALLBACK:
+        import spacy
+
+        pipe = spacy.blank("en")
+        pipe.add_pipe("sentencizer")
+        _FALLBACK.append(pipe)
+    return _FALLBACK[0]
+
+
+def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
+    """Segments of a Markdown text (or of a plain text: it is Markdown without markup)."""
+    text = (text or "")[:MAX_CHARS]
+    segments: list[Segment] = []
+    para: list[str] = []
+    fence: str | None = None
+    items: list[Segment] = []  # open list items, by indent (for nesting)
+    lead: Segment | None = None  # a paragraph ending in ":" that the next list belongs to
+
+    def flush() -> None:
+        nonlocal lead
+        if not para:
+            return
+        plain, codes = inline(" ".join(para))
+        para.clear()
+        if not plain:
+            return
+        sentences = _split_sentences(plain)
+        last: Segment | None = None
+        for sentence in sentences:
+            last = Segment(sentence, file, "sentence", section, _codes_in(sentence, codes))
+            segments.append(last)
+        lead = last if last is not None and last.text.endswith(":") else None
+
+    for raw in text.split("\n"):
+        line = raw.rstrip()
+        if fence is not None:
+            if line.strip().startswith(fence):
+                fence = None
+            elif line.strip():
+                code = line.strip()
+                segments.append(Segment(code, file, "code", section, [code[:MAX_CODE_SPAN]]))
+            continue
+        m = _FENCE.match(line)
+        if m:
+            flush()
+            fence = m.group(1)[:3]
+            continue
+        stripped = line.strip()
+        if not stripped:
+            flush()
+            continue
+        h = _HEADING.match(line)
+        if h:
+            flush()
+            plain, codes = inline(h.group(2).strip("# "))
+            section = plain.lower()
+            segments.append(Segment(plain, file, "heading", section, codes))
+            items.clear()
+            lead = None
+            continue
+        while stripped.startswith(">"):
+            stripped = stripped[1:].strip()
+        stripped = _ADMONITION.sub("", stripped)
+        if not stripped:
+            continue
+        if stripped.startswith("|"):
+            flush()
+            if _TABLE_SEP.match(stripped):
+                continue
+            cells = [c.strip() for c in stripped.strip("|").split("|")]
+            plains = [inline(c) for c in cells]
+            row_text = " — ".join(p for p, _ in plains if p)
+            row_codes = [c for _, cs in plains for c in cs]
+            head = plains[0][0] if plains else ""
+            segments.append(Segment(row_text, file, "row", section, row_codes, head=head))
+            continue
+        im = _ITEM.match(line)
+        if im and not stripped.startswith("**") and not _TABLE_SEP.match(stripped):
+            flush()
+            indent = len(im.group(1).expandtabs(4))
+            body = im.group(2)
+            bm = _BOLD_LEAD.match(body)
+            head = inline(bm.group(1))[0].rstrip(":") if bm else ""
+            plain, codes = inline(body)
+            seg = Segment(plain, file, "item", section, codes, head=head, indent=indent)
+            while items and items[-1].indent >= indent:
+                items.pop()
+            if items:
+                items[-1].children.append(seg)
+            elif lead is not None:
+                lead.children.append(seg)
+            items.append(seg)
+            segments.append(seg)
+            continue
+        if items and raw[:1] in (" ", "\t") and not para:
+            # continuation line of the last list item
+            plain, codes = inline(stripped)
+            items[-1].text = f"{items[-1].text} {plain}".strip()
+            items[-1].codes.extend(codes)
+            continue
+        if items and not para:
+            items.clear()
+            lead = None
+        para.append(stripped)
+    flush()
+    combined = _combined(segments)
+    return [part for seg in segments for part in _split_long(seg)] + combined
+
+
+def _split_long(seg: Segment) -> list[Segment]:
+    """A list item holding several sentences is matched sentence by sentence (a rule needs
+    its phrases close together); the first sentence keeps the item's head."""
+    if seg.kind != "item" or len(seg.text) < 160:
+        return [seg]
+    sentences = _split_sentences(seg.text)
+    if len(sentences) < 2:
+        return [seg]
+    out = []
+    for i, sentence in enumerate(sentences):
+        out.append(Segment(sentence, seg.file, "item" if i == 0 else "sentence", seg.section,
+                           _codes_in(sentence, seg.codes), head=seg.head if i == 0 else ""))
+    return out
+
+
+def _codes_in(sentence: str, codes: list[str]) -> list[str]:
+    return [c for c in codes if c in sentence]
+
+
+def _combined(segments: list[Segment]) -> list[Segment]:
+    out: list[Segment] = []
+    for seg in segments:
+        if not seg.children:
+            continue
+        kids = seg.children[:MAX_COMBINED_ITEMS]
+        text = seg.text.rstrip(":.") + ": " + "; ".join(k.text.rstrip(".;") for k in kids)
+        codes = seg.codes + [c for k in kids for c in k.codes]
+        out.append(Segment(text, seg.file, "combined", seg.section, codes, head=seg.head))
+    return out
+
+
+# --- YAML forms and configs ------------------------------------------------------------------
+
+
+def load_yaml(text: str) -> Any:
+    try:
+        return yaml.safe_load(text[:MAX_CHARS])
+    except (yaml.YAMLError, RecursionError):  # deeply nested flow collections overflow PyYAML
+        return None
+
+
+def form_segments(data: Any, file: str) -> list[Segment]:
+    """Segments of an issue / discussion form: descriptions, values and option labels."""
+    segments: list[Segment] = []
+    if not isinstance(data, dict):
+        return segments
+    for key in ("name", "description", "title"):
+        if isinstance(data.get(key), str):
+            segments += markdown_segments(data[key], file)
+    for element in data.get("body") or []:
+        if not isinstance(element, dict):
+            continue
+        attrs = element.get("attributes") or {}
+        if not isinstance(attrs, dict):
+            continue
+        label = str(attrs.get("label") or "")
+        section = inline(label)[0].lower()
+        for key in ("description", "value"):
+            if isinstance(attrs.get(key), str):
+                segments += markdown_segments(attrs[key], file, section)
+        for option in attrs.get("options") or []:
+            text = option.get("label") if isinstance(option, dict) else option
+            if isinstance(text, str):
+                plain, codes = inline(text)
+                segments.append(Segment(plain, file, "item", section, codes))
+    return segments
+
+
+def front_matter(text: str) -> tuple[dict[str, Any], str]:
+    """YAML front matter of a Markdown issue template, and the rest of the text."""
+    if not text.startswith("---"):
+        return {}, text
+    end = text.find("\n---", 3)
+    if end < 0:
+        return {}, text
+    data = load_yaml(text[3:end])
+    rest = text[end + 4 :]
+    return (data if isinstance(data, dict) else {}), rest

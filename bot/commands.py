@@ -1,5 +1,262 @@
+"""`/rltracker ...` commands in issue, pull-request and discussion comments.
+
+    /rltracker recheck            re-read the config and re-run the analysis and the decision
+    /rltracker ignore             no more comments from the app on this thread
+    /rltracker stop               minimise the app's comment(s) here and mute the thread
+    /rltracker methods <failure>  reply with the methods for that failure in this framework
+    /rltracker rules              reply with this framework's contribution-rule summary
+
+Only the thread's author or a maintainer (author_association OWNER, MEMBER, COLLABORATOR) may
+use them; anyone else gets no answer (a skipped action records why). Bots, and the app's own
+comments, are ignored without a record. Each command comment is handled once: its Action
+row's dedupe key carries the comment id, so a redelivery does not answer twice.
+"""
+
 from __future__ import annotations
 
+import logging
+from typing import Any
+
+from gidgethub import sansio
 from gidgethub.routing import Router
+from sqlalchemy import select, update
+
+from bot.actions import (
+    MAINTAINERS,
+    claim,
+    failure_key,
+    post_reply,
+    record_once,
+    record_skip,
+    rules_key,
+    rules_markdown,
+)
+from bot.comment_render import is_app_comment, methods_reply, rules_reply
+from bot.store.models import Action
+from bot.store.types import utcnow
+
+log = logging.getLogger(__name__)
 
 router = Router()
+
+PREFIX = "/rltracker"
+COMMANDS = ("recheck", "ignore", "stop", "methods", "rules")
+MINIMIZE_MUTATION = """
+mutation($id: ID!, $classifier: ReportedContentClassifiers!) {
+  minimizeComment(input: {subjectId: $id, classifier: $classifier}) {
+    minimizedComment { isMinimized minimizedReason }
+  }
+}
+"""
+ADD_DISCUSSION_COMMENT = """
+mutation($id: ID!, $body: String!) {
+  addDiscussionComment(input: {discussionId: $id, body: $body}) { comment { id databaseId } }
+}
+"""
+
+
+def parse_command(body: str | None) -> tuple[str, list[str]] | None:
+    """The first `/rltracker <word> [args]` line of a comment, as (word, args)."""
+    for line in (body or "")[:65536].splitlines()[:50]:
+        words = line.strip().split()
+        if not words or words[0].lower() != PREFIX:
+            continue
+        if len(words) == 1:
+            return "", []
+        return words[1].lower(), words[2:8]
+    return None
+
+
+def resolve_failure(text: str) -> str | None:
+    """A failure kind from a key (`entropy_collapse`, `entropy-collapse`) or its title."""
+    from analyzers.catalog import load_catalog
+
+    cat = load_catalog()
+    wanted = text.strip().lower().replace("-", "_").replace(" ", "_")
+    if wanted in cat.failures:
+        return wanted
+    for key, kind in cat.failures.items():
+        if wanted in (kind.title.lower().replace(" ", "_"), kind.title_zh):
+            return key
+    return None
+
+
+def _is_bot(user: dict[str, Any]) -> bool:
+    return user.get("type") == "Bot" or str(user.get("login") or "").endswith("[bot]")
+
+
+async def _react(ctx: Any, repo: str, comment_id: int, installation_id: int | None) -> None:
+    """A 👍 on the command: quiet acknowledgement, no extra comment."""
+    if ctx.settings.dry_run or ctx.github is None or installation_id is None:
+        return
+    try:
+        gh = await ctx.github.api(installation_id)
+        await gh.post(f"/repos/{repo}/issues/comments/{comment_id}/reactions", data={"content": "+1"})
+    except Exception:
+        log.warning("could not react to %s comment %s", repo, comment_id, exc_info=True)
+
+
+async def _mute(ctx: Any, repo: str, number: int) -> None:
+    from bot.store.threads import get_thread
+
+    async with ctx.sessionmaker() as session:
+        thread = await get_thread(session, repo, number)
+        if thread is not None:
+            thread.muted = True
+            await session.commit()
+
+
+async def _minimize(ctx: Any, repo: str, number: int, installation_id: int | None) -> list[str]:
+    """Minimise the app's comments on the thread (GraphQL minimizeComment, OUTDATED)."""
+    done: list[str] = []
+    async with ctx.sessionmaker() as session:
+        rows = list(await session.scalars(
+            select(Action).where(Action.dedupe_key.in_([failure_key(repo, number), rules_key(repo, number)]))
+        ))
+    for action in rows:
+        if action.status != "posted" or not action.comment_node_id or action.is_minimized:
+            continue
+        if not (ctx.settings.dry_run or ctx.github is None):
+            await ctx.github.graphql(
+                MINIMIZE_MUTATION, installation_id=installation_id,
+                id=action.comment_node_id, classifier="OUTDATED",
+            )
+        async with ctx.sessionmaker() as session:
+            await session.execute(
+                update(Action).where(Action.id == action.id)
+                .values(is_minimized=True, minimized_reason="OUTDATED", frozen=True, updated_at=utcnow())
+            )
+            await session.commit()
+        done.append(action.kind)
+    return done
+
+
+async def handle_command(event: sansio.Event, ctx: Any) -> str:
+    """Handle one comment event; returns what happened (for logs and tests)."""
+    data = event.data
+    comment = data.get("comment") or {}
+    body = comment.get("body") or ""
+    parsed = parse_command(body)
+    if parsed is None:
+        return "no_command"
+    user = comment.get("user") or {}
+    if _is_bot(user) or is_app_comment(body):
+        return "ignored_bot"
+    thread_data = data.get("issue") or data.get("discussion") or {}
+    if not thread_data or "number" not in thread_data:
+        raise ValueError("comment payload without issue/discussion number")
+    from analyzers.catalog import load_catalog
+
+    repo = load_catalog().canonical_repo((data.get("repository") or {}).get("full_name") or "")
+    number = int(thread_data["number"])
+    installation_id = (data.get("installation") or {}).get("id")
+    comment_id = int(comment.get("id") or 0)
+    word, args = parsed
+    key = f"{repo}#{number}:command:{comment_id}"
+    login = user.get("login")
+    author = (thread_data.get("user") or {}).get("login")
+    association = (comment.get("author_association") or "").upper()
+    if login != author and association not in MAINTAINERS:
+        await record_skip(ctx, repo, number, "command", f"not_allowed:{comment_id}",
+                          "only the thread's author or a maintainer may use /rltracker commands",
+                          command=word)
+        return "not_allowed"
+    if word not in COMMANDS:
+        await record_skip(ctx, repo, number, "command", f"unknown:{comment_id}",
+                          "unknown /rltracker command", command=word[:20])
+        return "unknown"
+    discussion_id = (data.get("discussion") or {}).get("node_id")
+    if word in ("methods", "rules"):
+        return await _reply_command(ctx, repo, number, installation_id, word, args, key, discussion_id)
+    # recheck / ignore / stop: once per command comment, acknowledged with a reaction
+    from bot.store.threads import get_thread
+
+    async with ctx.sessionmaker() as session:
+        thread = await get_thread(session, repo, number)
+    recorded = await record_once(
+        ctx, repo=repo, number=number, kind="command",
+        status="dry_run" if ctx.settings.dry_run else "posted", dedupe_key=key,
+        reason=f"/rltracker {word}", details={"command": word, "by": "author" if login == author else "maintainer"},
+    )
+    if not recorded:
+        return "duplicate"
+    if word == "recheck":
+        if thread is None:
+            return "unknown_thread"
+        from bot.pipeline import thread_changed
+
+        await thread_changed(ctx, repo, number, trigger="command", payload=data)
+    elif word == "ignore":
+        await _mute(ctx, repo, number)
+    elif word == "stop":
+        await _mute(ctx, repo, number)
+        await _minimize(ctx, repo, number, installation_id)
+    if comment_id and not discussion_id:
+        await _react(ctx, repo, comment_id, installation_id)
+    return word
+
+
+async def _reply_command(
+    ctx: Any, repo: str, number: int, installation_id: int | None, word: str, args: list[str],
+    key: str, discussion_id: str | None,
+) -> str:
+    from analyzers.catalog import load_catalog
+    from analyzers.language import detect_language
+    from bot.store.threads import get_thread
+
+    async with ctx.sessionmaker() as session:
+        thread = await get_thread(session, repo, number)
+        lang = detect_language(thread.title, thread.body) if thread else "en"
+    fw = load_catalog().framework_for_repo(repo)
+    public = ctx.settings.public_url
+    if word == "methods":
+        failure = resolve_failure(" ".join(args)) if args else None
+        body = methods_reply(failure or " ".join(args)[:40] or "?", fw.id if fw else None, lang, public)
+    else:
+        body = rules_reply(await rules_markdown(ctx, repo, lang), fw.id if fw else None, lang, public)
+    if discussion_id:
+        return await _reply_in_discussion(ctx, repo, number, installation_id, body, key, discussion_id)
+    return await post_reply(ctx, repo, number, installation_id, body, dedupe_key=key,
+                            details={"command": word})
+
+
+async def _reply_in_discussion(
+    ctx: Any, repo: str, number: int, installation_id: int | None, body: str, key: str,
+    discussion_id: str,
+) -> str:
+    from bot.actions import Situation, _finish, _repository_row
+
+    async with ctx.sessionmaker() as session:
+        row = await _repository_row(session, repo, installation_id)
+        await session.commit()
+    sit = Situation(repo=repo, number=number, record={}, repo_id=row.id, installation_id=installation_id,
+                    framework=None, paused=False, paused_reason=None, muted=False, existing=None)
+    state, action_id = await claim(ctx, sit, kind="command", dedupe_key=key, budget=None)
+    if state != "claimed" or action_id is None:
+        return "owned"
+    if ctx.settings.dry_run or ctx.github is None:
+        await _finish(ctx, action_id, status="dry_run", body=body)
+        return "dry_run"
+    try:
+        result = await ctx.github.graphql(ADD_DISCUSSION_COMMENT, installation_id=installation_id,
+                                          id=discussion_id, body=body)
+    except Exception as exc:
+        await _finish(ctx, action_id, status="failed", dedupe_key=None, reason=str(exc)[:500])
+        raise
+    node = ((result or {}).get("addDiscussionComment") or {}).get("comment") or {}
+    await _finish(ctx, action_id, status="posted", body=body, comment_node_id=node.get("id"),
+                  comment_id=node.get("databaseId"))
+    return "posted"
+
+
+@router.register("issue_comment", action="created")
+async def on_issue_comment(event: sansio.Event, ctx: Any) -> None:
+    await handle_command(event, ctx)
+
+
+@router.register("discussion_comment", action="created")
+async def on_discussion_comment(event: sansio.Event, ctx: Any) -> None:
+    await handle_command(event, ctx)
+
+
+__all__ = ["handle_command", "parse_command", "resolve_failure", "router"]

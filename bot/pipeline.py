@@ -47,12 +47,29 @@ async def thread_changed(
     decides whether to act. `trigger` is "<event>.<action>" for webhooks, "sync" for sync,
     "command" for /rltracker recheck.
     """
+    from sqlalchemy.exc import IntegrityError
+
     from bot.store.threads import get_thread
 
-    async with ctx.sessionmaker() as session:
-        thread = await get_thread(session, repo, number)
-        if thread is None:
-            return None
-        result = await analyse_and_store(session, thread)
-        await session.commit()
+    result: dict[str, Any] | None = None
+    for attempt in range(2):
+        async with ctx.sessionmaker() as session:
+            thread = await get_thread(session, repo, number)
+            if thread is None:
+                return None
+            repo = thread.repo  # canonical spelling from here on
+            try:
+                result = await analyse_and_store(session, thread)
+                await session.commit()
+                break
+            except IntegrityError:
+                # Two runs on the same new thread both inserted its Analysis row; the loser
+                # retries once and finds the row to update.
+                await session.rollback()
+                if attempt:
+                    raise
+    # Decide whether to act (comment, reply, or record why not); see bot/actions.py.
+    from bot.actions import act
+
+    await act(ctx, repo, number, trigger=trigger, payload=payload, analysis=result)
     return result

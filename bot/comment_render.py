@@ -1,0 +1,382 @@
+"""What the app says, composed from the catalog and the analysis only, rendered from
+templates/comments/ in English or Chinese.
+
+Nothing the reporter wrote is pasted: the comment is built from catalog data (method names,
+exact settings, cautions, commits), the analyzer's short evidence labels (filtered to a safe
+alphabet) and, for settings the reporter already has, the option key and a value that passes
+a strict numeric/identifier check. Catalog text is escaped as Markdown, and anything that
+GitHub would turn into a mention or a cross-reference (`@user`, `owner/repo#12`, `#12`) is
+put in a code span so the comment never pings people or other repositories.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.templating import markdown_env
+
+FAILURE_MARKER = "<!-- rltracker:failure-comment -->"
+RULES_MARKER = "<!-- rltracker:rule-summary -->"
+REPLY_MARKER = "<!-- rltracker:reply -->"
+MARKERS = (FAILURE_MARKER, RULES_MARKER, REPLY_MARKER)
+MAX_METHODS = 3
+MAX_ELSEWHERE = 3
+MAX_CAUTION = 220
+
+_REF = re.compile(r"@[A-Za-z0-9][A-Za-z0-9-]{0,38}|[\w.-]{1,100}/[\w.-]{1,100}#\d{1,9}|#\d{1,9}")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#!])")
+_SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.+\- ]{1,40}$")
+_SAFE_LABEL = re.compile(r"^[\w .:/+=<>\-\u4e00-\u9fff]{1,48}$")
+
+
+def code_span(text: str) -> str:
+    """`text` as an inline code span, whatever backticks it holds."""
+    text = " ".join(str(text).split())
+    longest = run = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def md_text(text: str) -> str:
+    """Plain catalog text as inert Markdown: specials escaped, mentions/references in code."""
+    text = " ".join(str(text).split())
+    out: list[str] = []
+    pos = 0
+    for m in _REF.finditer(text):
+        out.append(_MD_SPECIAL.sub(r"\\\1", text[pos : m.start()]))
+        out.append(code_span(m.group(0)))
+        pos = m.end()
+    out.append(_MD_SPECIAL.sub(r"\\\1", text[pos:]))
+    return "".join(out)
+
+
+def setting_md(set_by: str) -> str:
+    """The catalog's exact setting: the command/override in code, a trailing remark as text."""
+    set_by = " ".join(set_by.split())
+    head, sep, rest = set_by.partition(" (")
+    if sep and rest.endswith(")") and head:
+        return f"{code_span(head)} ({md_text(rest[:-1])})"
+    return code_span(set_by)
+
+
+def first_sentence(text: str, limit: int = MAX_CAUTION) -> str:
+    text = " ".join(text.split())
+    for stop in (". ", "; "):
+        idx = text.find(stop)
+        if 0 < idx < limit:
+            return text[: idx + 1].rstrip(";") + ("" if stop == ". " else ".")
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    return text[: cut if cut > 0 else limit] + " …"
+
+
+def safe_value(value: Any) -> str | None:
+    """A reporter's value shown back only when it is a plain number, word or short list."""
+    text = str(value or "").strip()
+    return text if _SAFE_VALUE.match(text) else None
+
+
+def safe_labels(labels: Any) -> list[str]:
+    out: list[str] = []
+    for item in labels or []:
+        if isinstance(item, str) and _SAFE_LABEL.match(item.strip()) and item.strip() not in out:
+            out.append(item.strip())
+    return out[:6]
+
+
+def confidence_words(confidence: float, lang: str) -> str:
+    if lang == "zh":
+        return "很可能" if confidence >= 0.9 else ("可能" if confidence >= 0.75 else "或许")
+    return "very likely" if confidence >= 0.9 else ("likely" if confidence >= 0.75 else "possibly")
+
+
+@dataclass
+class Suggestion:
+    method_id: str
+    name: str
+    url: str
+    setting: str  # Markdown
+    caution: str | None  # Markdown
+    option_name: str
+    commit: str | None
+    file: str
+
+
+@dataclass
+class FailureComment:
+    body: str
+    lang: str
+    category: str
+    suggested: list[str]
+    already_set: list[str]
+    elsewhere: list[str]
+    declined: list[str]
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def _pick_caution(method: Any, framework: Any) -> str | None:
+    cautions = list(method.cautions or [])
+    if not cautions:
+        return None
+    names = {framework.id.lower(), framework.name.lower()}
+    for caution in cautions:
+        low = caution.text.lower()
+        if any(n in low for n in names):
+            return md_text(first_sentence(caution.text))
+    # Cautions about another framework's quirk do not help this reporter.
+    others = {
+        n.lower() for fid, fw in _catalog().frameworks.items() if fid != framework.id
+        for n in (fw.id, fw.name)
+    }
+    for caution in cautions:
+        low = caution.text.lower()
+        if not any(n in low for n in others):
+            return md_text(first_sentence(caution.text))
+    return None
+
+
+def short_name(name: str) -> str:
+    """A method's name without its parenthesised gloss (the tracker page has the long form)."""
+    head = name.split(" (", 1)[0].strip()
+    return head or name
+
+
+def short_file(file: str) -> str:
+    """The first path of the catalog's file note."""
+    head = file.split(" (", 1)[0].split(";", 1)[0].strip()
+    return head or file
+
+
+def _catalog() -> Any:
+    from analyzers.catalog import load_catalog
+
+    return load_catalog()
+
+
+def _suggestable(method: Any, framework_id: str) -> Any | None:
+    """The option to suggest for `method` in this framework, or None (absent or built in)."""
+    options = [o for o in method.options.get(framework_id, []) if not o.is_builtin]
+    if not options:
+        return None
+    options.sort(key=lambda o: (o.experimental, "example config" in o.status, "submodule" in o.status))
+    return options[0]
+
+
+def compose_failure_comment(
+    analysis: dict[str, Any],
+    framework_id: str,
+    *,
+    setup: dict[str, Any] | None,
+    lang: str,
+    public_url: str,
+    declined: set[str] | frozenset[str] = frozenset(),
+) -> FailureComment | None:
+    """The comment for a failure report, or None when there is nothing worth saying (no
+    method this framework has for the failure that is not already set or declined)."""
+    cat = _catalog()
+    failure = analysis.get("failure") or {}
+    category = failure.get("category")
+    kind = cat.failures.get(category) if category else None
+    framework = cat.frameworks.get(framework_id)
+    if kind is None or framework is None:
+        return None
+    setup_options = (setup or {}).get("options") or {}
+    suggestions: list[Suggestion] = []
+    already: list[dict[str, Any]] = []
+    elsewhere: list[dict[str, Any]] = []
+    declined_hit: list[str] = []
+    methods = cat.methods_for_failure(category)
+    # Methods whose first listed failure is this one are the most direct answers.
+    methods.sort(key=lambda m: m.failures.index(category) if category in m.failures else 99)
+    for method in methods:
+        if method.id in declined:
+            declined_hit.append(method.id)
+            continue
+        url = f"{public_url}/methods/{method.id}"
+        found = setup_options.get(method.id)
+        if found and found.get("enabled"):
+            already.append(
+                {"id": method.id, "name": md_text(short_name(method.name)), "url": url,
+                 "key": code_span(found.get("key") or found.get("option") or method.id),
+                 "value": safe_value(found.get("value"))}
+            )
+            continue
+        option = _suggestable(method, framework_id)
+        if option is not None:
+            suggestions.append(
+                Suggestion(
+                    method_id=method.id, name=md_text(short_name(method.name)), url=url,
+                    setting=setting_md(option.set_by), caution=_pick_caution(method, framework),
+                    option_name=option.name, commit=option.commit, file=option.file,
+                )
+            )
+        elif not method.options.get(framework_id):
+            others = [cat.frameworks[f].name for f in method.options if f in cat.frameworks]
+            if others:
+                elsewhere.append({"id": method.id, "name": md_text(short_name(method.name)), "url": url,
+                                  "frameworks": ", ".join(md_text(o) for o in others[:4])})
+    if not suggestions:
+        return None
+    shown = suggestions[:MAX_METHODS]
+    confidence = float(failure.get("confidence") or 0.0)
+    context = {
+        "marker": FAILURE_MARKER,
+        "kind_title": md_text(kind.title_zh if lang == "zh" else kind.title),
+        "kind_url": f"{public_url}/failures/{kind.key}",
+        "sure": confidence_words(confidence, lang),
+        "confidence": f"{confidence:.2f}",
+        "methods": shown,
+        "already": already[:3],
+        "elsewhere": elsewhere[:MAX_ELSEWHERE],
+        "framework": md_text(framework.name),
+        "evidence": [code_span(e) for e in safe_labels(failure.get("evidence"))],
+        "verified": [
+            {"name": s.name, "option": code_span(s.option_name), "file": code_span(short_file(s.file)),
+             "commit": code_span((s.commit or framework.verified_commit)[:10])}
+            for s in shown
+        ],
+    }
+    body = render(f"comments/failure.{lang}.md.j2", context)
+    return FailureComment(
+        body=body, lang=lang, category=category,
+        suggested=[s.method_id for s in shown],
+        already_set=[a["id"] for a in already],
+        elsewhere=[e["id"] for e in elsewhere[:MAX_ELSEWHERE]],
+        declined=declined_hit,
+        details={"confidence": confidence},
+    )
+
+
+def render(template: str, context: dict[str, Any]) -> str:
+    text = markdown_env().get_template(template).render(**context)
+    # Templates keep blank lines tidy; collapse runs left by skipped blocks.
+    lines = text.strip().splitlines()
+    out: list[str] = []
+    for line in lines:
+        if not line.strip() and out and not out[-1].strip():
+            continue
+        out.append(line.rstrip())
+    return "\n".join(out) + "\n"
+
+
+def withdrawn_comment(lang: str, public_url: str) -> str:
+    return render(f"comments/withdrawn.{lang}.md.j2", {"marker": FAILURE_MARKER, "public_url": public_url})
+
+
+def methods_reply(failure_key: str, framework_id: str | None, lang: str, public_url: str) -> str:
+    """Reply to `/rltracker methods <failure>`: every catalog method for it in this framework."""
+    cat = _catalog()
+    kind = cat.failures.get(failure_key)
+    rows_here: list[dict[str, Any]] = []
+    rows_elsewhere: list[dict[str, Any]] = []
+    framework = cat.frameworks.get(framework_id or "")
+    for method in cat.methods_for_failure(failure_key):
+        url = f"{public_url}/methods/{method.id}"
+        option = _suggestable(method, framework.id) if framework else None
+        if option is not None:
+            rows_here.append({"name": md_text(short_name(method.name)), "url": url, "setting": setting_md(option.set_by)})
+        else:
+            others = [cat.frameworks[f].name for f in method.options if f in cat.frameworks]
+            rows_elsewhere.append({"name": md_text(short_name(method.name)), "url": url,
+                                   "frameworks": ", ".join(md_text(o) for o in others[:4])})
+    return render(
+        f"comments/methods_reply.{lang}.md.j2",
+        {
+            "marker": REPLY_MARKER,
+            "known": kind is not None,
+            "kind_title": md_text((kind.title_zh if lang == "zh" else kind.title) if kind else failure_key),
+            "kind_url": f"{public_url}/failures/{failure_key}",
+            "framework": md_text(framework.name) if framework else None,
+            "here": rows_here[:8],
+            "elsewhere": rows_elsewhere[:6],
+            "kinds": [code_span(k) for k in cat.failures],
+        },
+    )
+
+
+STATE_WORDS = {
+    "en": {
+        "merged": "merged", "open_no_reply": "open, no reply yet", "open_replied": "open, discussed",
+        "declined": "declined", "redirected": "redirected elsewhere", "lapsed": "closed as inactive",
+        "closed_by_author": "closed by the proposer", "closed_other": "closed",
+    },
+    "zh": {
+        "merged": "已合并", "open_no_reply": "未关闭，暂无回复", "open_replied": "未关闭，已有讨论",
+        "declined": "被拒绝", "redirected": "被转到其他位置", "lapsed": "因不活跃关闭",
+        "closed_by_author": "提出者自行关闭", "closed_other": "已关闭",
+    },
+}
+
+
+def rule_summary_reply(
+    *,
+    rules_markdown: str | None,
+    framework_id: str | None,
+    earlier: list[dict[str, Any]],
+    lang: str,
+    public_url: str,
+) -> str:
+    """Reply to a method proposal: rules, what reviewers ask for, earlier proposals."""
+    cat = _catalog()
+    framework = cat.frameworks.get(framework_id or "")
+    words = STATE_WORDS.get(lang, STATE_WORDS["en"])
+    rows = []
+    for item in earlier[:8]:
+        fw = cat.frameworks.get(item.get("framework") or "")
+        rows.append(
+            {
+                "ref": code_span(f"{item['repo']}#{item['number']}"),
+                "framework": md_text(fw.name if fw else item["repo"]),
+                "state": md_text(words.get(item.get("state") or "", item.get("state") or "?")),
+                "url": f"{public_url}/methods/{item['method']}" if item.get("method") else f"{public_url}/proposals",
+                "method": md_text(short_name(cat.methods[item["method"]].name)) if item.get("method") in cat.methods else None,
+            }
+        )
+    return render(
+        f"comments/rule_summary.{lang}.md.j2",
+        {
+            "marker": RULES_MARKER,
+            "rules": rules_markdown,
+            "framework": md_text(framework.name) if framework else None,
+            "framework_url": f"{public_url}/frameworks/{framework.id}" if framework else f"{public_url}/",
+            "earlier": rows,
+            "public_url": public_url,
+        },
+    )
+
+
+def rules_reply(rules_markdown: str | None, framework_id: str | None, lang: str, public_url: str) -> str:
+    return rule_summary_reply(
+        rules_markdown=rules_markdown, framework_id=framework_id, earlier=[], lang=lang,
+        public_url=public_url,
+    ).replace(RULES_MARKER, REPLY_MARKER, 1)
+
+
+def visible_lines(body: str) -> list[str]:
+    """The lines a reader sees without opening <details>: markers and blank lines excluded."""
+    out: list[str] = []
+    depth = 0
+    for line in body.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("<details"):
+            depth += 1
+        if depth == 0 and stripped and not (stripped.startswith("<!--") and stripped.endswith("-->")):
+            out.append(line)
+        if stripped.endswith("</details>"):
+            depth = max(0, depth - 1)
+    return out
+
+
+def has_marker(body: str | None, marker: str = FAILURE_MARKER) -> bool:
+    return bool(body) and marker in body  # type: ignore[operator]
+
+
+def is_app_comment(body: str | None) -> bool:
+    return bool(body) and any(m in body for m in MARKERS)  # type: ignore[operator]

@@ -1,0 +1,259 @@
+"""Per-repository settings: `.github/rltracker.yml` on the installed repository's default branch.
+
+Read through the contents API with the installation's token, parsed with a safe YAML loader
+that also refuses aliases (an alias bomb in a 1 KiB file can expand to gigabytes), validated,
+and cached on the Repository row for `CONFIG_TTL` (the app is not subscribed to pushes;
+`/rltracker recheck` refetches at once). An invalid file never breaks anything: the defaults
+apply, the problem is logged and shows in `/api/actions` as a skipped action of kind "config".
+
+```yaml
+failure_comments: true     # comment on new training-failure reports
+rule_summaries: true       # reply to method proposals with the contribution rules
+min_confidence: 0.7        # 0..1, the failure analyzer's confidence needed to comment
+dry_run: false             # record what would be posted, post nothing
+daily_budget: 3            # comments per UTC day at most (0..50)
+labels:                    # labels to add with the comment, per failure kind
+  entropy_collapse: "training: entropy"
+ignore_labels: [bug, question]   # labels that do not count as "a maintainer labelled it"
+```
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+from dataclasses import asdict, dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import yaml
+from sqlalchemy import func, select
+
+from bot.store.models import Repository
+from bot.store.types import utcnow
+
+log = logging.getLogger(__name__)
+
+CONFIG_PATHS = (".github/rltracker.yml", ".github/rltracker.yaml")
+CONFIG_TTL = timedelta(minutes=10)
+MAX_CONFIG_BYTES = 16 * 1024
+DEFAULT_MIN_CONFIDENCE = 0.7
+DEFAULT_DAILY_BUDGET = 3
+
+
+@dataclass(frozen=True)
+class RepoConfig:
+    failure_comments: bool = True
+    rule_summaries: bool = True
+    min_confidence: float = DEFAULT_MIN_CONFIDENCE
+    dry_run: bool = False
+    daily_budget: int = DEFAULT_DAILY_BUDGET
+    labels: dict[str, str] = field(default_factory=dict)
+    ignore_labels: tuple[str, ...] = ()
+    source: str = "defaults"  # defaults | file | invalid
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ignore_labels"] = list(self.ignore_labels)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> RepoConfig:
+        if not data:
+            return cls()
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        if "ignore_labels" in known:
+            known["ignore_labels"] = tuple(known["ignore_labels"] or ())
+        return cls(**known)
+
+
+class ConfigError(ValueError):
+    pass
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """SafeLoader without anchors/aliases: nothing in a settings file needs them."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.YAMLError("YAML aliases are not allowed in .github/rltracker.yml")
+        return super().compose_node(parent, index)
+
+
+def _bool(data: dict[str, Any], key: str, problems: list[str]) -> bool | None:
+    if key not in data:
+        return None
+    value = data[key]
+    if isinstance(value, bool):
+        return value
+    problems.append(f"{key} must be true or false")
+    return None
+
+
+def validate_config(data: Any) -> RepoConfig:
+    """The validated config; raises ConfigError listing every problem found."""
+    if data is None:
+        return RepoConfig(source="file")
+    if not isinstance(data, dict):
+        raise ConfigError("the file must be a mapping of settings")
+    problems: list[str] = []
+    values: dict[str, Any] = {}
+    allowed = {
+        "failure_comments", "rule_summaries", "min_confidence", "dry_run", "daily_budget",
+        "labels", "ignore_labels",
+    }
+    unknown = sorted(str(k) for k in data if k not in allowed)
+    if unknown:
+        problems.append("unknown settings: " + ", ".join(unknown[:10]))
+    for key in ("failure_comments", "rule_summaries", "dry_run"):
+        value = _bool(data, key, problems)
+        if value is not None:
+            values[key] = value
+    if "min_confidence" in data:
+        value = data["min_confidence"]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            problems.append("min_confidence must be a number from 0 to 1")
+        else:
+            values["min_confidence"] = float(value)
+    if "daily_budget" in data:
+        value = data["daily_budget"]
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 50:
+            problems.append("daily_budget must be a whole number from 0 to 50")
+        else:
+            values["daily_budget"] = value
+    if "labels" in data:
+        labels = data["labels"]
+        if labels is None:
+            labels = {}
+        if not isinstance(labels, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and 0 < len(v) <= 50 for k, v in labels.items()
+        ):
+            problems.append("labels must map failure kinds to label names (at most 50 characters)")
+        else:
+            from analyzers.catalog import load_catalog
+
+            bad = sorted(k for k in labels if k not in load_catalog().failures)
+            if bad:
+                problems.append("labels: unknown failure kinds: " + ", ".join(bad[:10]))
+            else:
+                values["labels"] = dict(labels)
+    if "ignore_labels" in data:
+        ignore = data["ignore_labels"]
+        if ignore is None:
+            ignore = []
+        if not isinstance(ignore, list) or not all(isinstance(v, str) for v in ignore):
+            problems.append("ignore_labels must be a list of label names")
+        else:
+            values["ignore_labels"] = tuple(ignore)
+    if problems:
+        raise ConfigError("; ".join(problems))
+    return RepoConfig(source="file", **values)
+
+
+def parse_config_text(text: str) -> RepoConfig:
+    """YAML text to a validated config; raises ConfigError with a reason a maintainer can act on."""
+    if len(text.encode("utf-8")) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"the file is larger than {MAX_CONFIG_BYTES} bytes")
+    try:
+        data = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ConfigError(f"not valid YAML{where}") from exc
+    return validate_config(data)
+
+
+async def _fetch_file(ctx: Any, repo: str, installation_id: int | None) -> str | None:
+    """The config file's text, or None when the repository has none."""
+    from gidgethub import BadRequest
+
+    gh = await ctx.github.api(installation_id)
+    for path in CONFIG_PATHS:
+        try:
+            item = await gh.getitem(f"/repos/{repo}/contents/{path}")
+        except BadRequest as exc:
+            if getattr(exc, "status_code", None) == 404:
+                continue
+            raise
+        if not isinstance(item, dict) or item.get("type", "file") != "file":
+            raise ConfigError(f"{path} is not a file")
+        if item.get("size") and int(item["size"]) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"the file is larger than {MAX_CONFIG_BYTES} bytes")
+        content = item.get("content") or ""
+        try:
+            return base64.b64decode(content).decode("utf-8")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ConfigError("the file is not UTF-8 text") from exc
+    return None
+
+
+async def _repository(session: Any, repo: str) -> Repository | None:
+    return await session.scalar(
+        select(Repository).where(func.lower(Repository.full_name) == repo.lower())
+    )
+
+
+async def get_repo_config(
+    ctx: Any, repo: str, installation_id: int | None = None, *, refresh: bool = False
+) -> RepoConfig:
+    """The repository's settings, from the cache on its row when fresh, else from GitHub."""
+    now = utcnow()
+    async with ctx.sessionmaker() as session:
+        row = await _repository(session, repo)
+        if (
+            not refresh
+            and row is not None
+            and row.config_fetched_at is not None
+            and now - row.config_fetched_at < CONFIG_TTL
+        ):
+            if row.config_error:
+                return RepoConfig(source="invalid", error=row.config_error)
+            return RepoConfig.from_dict(row.config)
+    if ctx.github is None or installation_id is None:
+        return RepoConfig()  # nothing to read it with; not cached so a later install reads it
+    error: str | None = None
+    try:
+        text = await _fetch_file(ctx, repo, installation_id)
+        config = RepoConfig() if text is None else parse_config_text(text)
+    except ConfigError as exc:
+        error = str(exc)
+        config = RepoConfig(source="invalid", error=error)
+    async with ctx.sessionmaker() as session:
+        row = await _repository(session, repo)
+        if row is not None:
+            row.config = None if error else config.as_dict()
+            row.config_error = error
+            row.config_fetched_at = now
+            await session.commit()
+    if error:
+        log.warning("invalid .github/rltracker.yml in %s: %s (defaults apply)", repo, error)
+        from bot.actions import record_once
+
+        digest = hashlib.sha1(error.encode()).hexdigest()[:12]
+        await record_once(
+            ctx,
+            repo=repo,
+            number=None,
+            kind="config",
+            status="skipped",
+            reason=f"invalid .github/rltracker.yml, defaults apply: {error}",
+            dedupe_key=f"{repo}:config:{digest}",
+        )
+    return config
+
+
+def effective_dry_run(ctx: Any, config: RepoConfig) -> bool:
+    return bool(ctx.settings.dry_run or config.dry_run)
+
+
+__all__ = [
+    "CONFIG_TTL",
+    "ConfigError",
+    "RepoConfig",
+    "effective_dry_run",
+    "get_repo_config",
+    "parse_config_text",
+    "validate_config",
+]

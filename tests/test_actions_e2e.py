@@ -1,0 +1,472 @@
+"""The failure comment and the rule-summary reply, end to end against the fake GitHub server:
+app JWT -> installation token -> live issue read -> comment posted once; on SQLite and
+PostgreSQL (the `db_url` fixture behind `app_ctx`).
+
+The analysis is given to `bot.actions.act` the way `bot.pipeline.thread_changed` gives it
+(these tests must not depend on the failure analyzer's wording rules); the pipeline and
+router paths are exercised in tests/test_commands.py and at the end of this file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import gidgethub
+import pytest
+from sqlalchemy import select
+
+from bot.actions import act
+from bot.comment_render import FAILURE_MARKER, RULES_MARKER
+from bot.store.models import Action, Analysis, Installation, Repository, Thread
+from bot.store.threads import upsert_comment, upsert_thread
+
+VERL = "verl-project/verl"
+TRL = "huggingface/trl"
+INST = 4711
+
+FAILURE = {
+    "failure": {"is_failure_report": True, "category": "entropy_collapse",
+                "categories": ["entropy_collapse"], "confidence": 0.92,
+                "evidence": ["entropy falling", "reward plateau"]},
+    "papers": [],
+    "proposal": {"is_proposal": False, "confidence": 0.1},
+    "review": {"state": "open_no_reply", "replied_from_other": False, "concerns": []},
+}
+NOT_FAILURE = {
+    "failure": {"is_failure_report": False, "category": None, "categories": [], "confidence": 0.1},
+    "papers": [], "proposal": {"is_proposal": False, "confidence": 0.0},
+    "review": {"state": "open_no_reply", "replied_from_other": False, "concerns": []},
+}
+PROPOSAL = {
+    "failure": {"is_failure_report": False, "category": None, "categories": [], "confidence": 0.0},
+    "papers": [{"arxiv_id": "2507.18071", "title": "GSPO", "method": "gspo", "how": "arxiv_id", "score": 1.0}],
+    "proposal": {"is_proposal": True, "confidence": 0.9},
+    "review": {"state": "open_no_reply", "replied_from_other": False, "concerns": []},
+}
+SECRET_TEXT = "zebra-quokka-7731 my private run notes"
+BODY = f"Training entropy drops to 0.01 after 200 steps and reward stops improving. {SECRET_TEXT}"
+
+
+def iso(dt: datetime) -> str:
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+async def install(ctx: Any, fake: Any, repo: str = VERL, framework: str = "verl") -> None:
+    fake.add_installation(INST, repo.split("/")[0], repos=[repo])
+    async with ctx.sessionmaker() as s:
+        if await s.get(Installation, INST) is None:
+            s.add(Installation(id=INST, account=repo.split("/")[0]))
+            await s.flush()
+        s.add(Repository(full_name=repo, framework=framework, installation_id=INST))
+        await s.commit()
+
+
+async def open_issue(
+    ctx: Any, fake: Any, number: int, *, repo: str = VERL, title: str = "Entropy collapse in GRPO run",
+    body: str = BODY, user: str = "alice", labels: list[str] | None = None,
+    created_at: datetime | None = None, state: str = "open", kind: str = "issue",
+    author_is_bot: bool = False, association: str = "NONE",
+) -> dict[str, Any]:
+    created = created_at or datetime.now(UTC)
+    issue = fake.add_issue(repo, number, title, body, user, labels=labels, created_at=iso(created),
+                           state=state, pull_request=kind == "pull_request",
+                           author_association=association)
+    async with ctx.sessionmaker() as s:
+        await upsert_thread(s, {
+            "repo": repo, "number": number, "kind": kind, "title": title, "body": body,
+            "author": user, "author_association": association, "author_is_bot": author_is_bot,
+            "state": state, "labels": labels or [], "assignees": [], "created_at": iso(created),
+        })
+        await s.commit()
+    # a copy: the fake's issue keeps changing, the delivered payload does not
+    return {"action": "opened", "issue": copy.deepcopy(issue), "repository": fake.repo_json(repo),
+            "installation": {"id": INST}}
+
+
+def app_comments(fake: Any, repo: str, number: int, marker: str = FAILURE_MARKER) -> list[dict[str, Any]]:
+    return [c for c in fake.comments_of(repo, number) if marker in c["body"]]
+
+
+async def actions_of(ctx: Any, number: int | None = None, kind: str | None = None) -> list[Action]:
+    async with ctx.sessionmaker() as s:
+        q = select(Action).order_by(Action.id)
+        if number is not None:
+            q = q.where(Action.number == number)
+        if kind is not None:
+            q = q.where(Action.kind == kind)
+        return list(await s.scalars(q))
+
+
+async def test_posted_once_with_this_frameworks_options(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 1)
+    out = await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "posted"
+    posted = app_comments(fake_github, VERL, 1)
+    assert len(posted) == 1
+    body = posted[0]["body"]
+    assert "`actor_rollout_ref.actor.clip_ratio_high=0.28`" in body
+    assert "GRPOConfig" not in body  # not another framework's option
+    assert f"{app_ctx.settings.public_url}/methods/clip-higher" in body
+    assert SECRET_TEXT not in body and "0.01 after 200" not in body
+    assert posted[0]["user"]["type"] == "Bot"
+    # JWT for the token, the installation token for the repository calls
+    assert fake_github.requests("POST", r"/app/installations/\d+/access_tokens")[0].auth == "jwt"
+    post = fake_github.requests("POST", r"/repos/.*/issues/1/comments")
+    assert len(post) == 1 and post[0].auth == "installation"
+    [row] = await actions_of(app_ctx, 1, "failure_comment")
+    assert row.status == "posted" and row.comment_id == posted[0]["id"] and row.body == body
+    assert row.dedupe_key == f"{VERL}#1:failure_comment"
+
+    # Redelivery, the same delivery twice, and a recheck: still one comment.
+    for trigger in ("issues.opened", "issues.opened", "command"):
+        await act(app_ctx, VERL, 1, trigger=trigger, payload=payload, analysis=FAILURE)
+    assert len(app_comments(fake_github, VERL, 1)) == 1
+    assert len(fake_github.requests("POST", r"/repos/.*/issues/1/comments")) == 1
+
+
+async def test_trl_gets_trl_settings(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github, TRL, "trl")
+    payload = await open_issue(app_ctx, fake_github, 5, repo=TRL)
+    await act(app_ctx, TRL, 5, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    [comment] = app_comments(fake_github, TRL, 5)
+    assert "GRPOConfig(epsilon_high=0.28)" in comment["body"]
+    assert "actor_rollout_ref" not in comment["body"]
+
+
+async def test_two_concurrent_runs_post_one_comment(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 2)
+    results = await asyncio.gather(
+        *[act(app_ctx, VERL, 2, trigger="issues.opened", payload=payload, analysis=FAILURE) for _ in range(4)]
+    )
+    assert sorted(r["failure_comment"] for r in results).count("posted") == 1
+    assert len(app_comments(fake_github, VERL, 2)) == 1
+    rows = [a for a in await actions_of(app_ctx, 2, "failure_comment") if a.status != "skipped"]
+    assert len(rows) == 1
+
+
+async def test_edit_updates_the_comment_instead_of_posting(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 3)
+    await act(app_ctx, VERL, 3, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    [before] = app_comments(fake_github, VERL, 3)
+    assert "clip_ratio_high=0.28`" in before["body"]
+    # The reporter edits in their config: clip-higher is already on.
+    new_body = BODY + "\n```\nactor_rollout_ref.actor.clip_ratio_high=0.28\n```"
+    async with app_ctx.sessionmaker() as s:
+        await upsert_thread(s, {"repo": VERL, "number": 3, "kind": "issue", "body": new_body})
+        await s.commit()
+    out = await act(app_ctx, VERL, 3, trigger="issues.edited", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "updated"
+    [after] = app_comments(fake_github, VERL, 3)
+    assert after["id"] == before["id"]
+    assert "Already set in your config" in after["body"] and "`0.28`" in after["body"]
+    assert len(fake_github.requests("PATCH", r"/issues/comments/\d+")) == 1
+    # The same edit again changes nothing.
+    await act(app_ctx, VERL, 3, trigger="issues.edited", payload=payload, analysis=FAILURE)
+    assert len(fake_github.requests("PATCH", r"/issues/comments/\d+")) == 1
+    # An edit that no longer reads as a failure withdraws the suggestion (still one comment).
+    await act(app_ctx, VERL, 3, trigger="issues.edited", payload=payload, analysis=NOT_FAILURE)
+    [withdrawn] = app_comments(fake_github, VERL, 3)
+    assert "withdrawn" in withdrawn["body"]
+
+
+async def test_no_edits_after_a_maintainer_replied(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 4)
+    await act(app_ctx, VERL, 4, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    later = datetime.now(UTC) + timedelta(seconds=5)
+    async with app_ctx.sessionmaker() as s:
+        thread = await s.scalar(select(Thread).where(Thread.number == 4))
+        await upsert_comment(s, thread, {"github_id": 99, "author": "maint", "author_association": "MEMBER",
+                                         "body": "Try a lower learning rate.", "created_at": iso(later)})
+        await s.commit()
+    out = await act(app_ctx, VERL, 4, trigger="issue_comment.created", payload=payload, analysis=FAILURE)
+    assert out == {"failure_comment": "frozen"}
+    [row] = await actions_of(app_ctx, 4, "failure_comment")
+    assert row.frozen
+    out = await act(app_ctx, VERL, 4, trigger="issues.edited", payload=payload, analysis=NOT_FAILURE)
+    assert out["failure_comment"] == "frozen"
+    assert not fake_github.requests("PATCH")
+
+
+async def test_non_failure_issue_gets_nothing(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 6, title="How do I set the learning rate?")
+    await act(app_ctx, VERL, 6, trigger="issues.opened", payload=payload, analysis=NOT_FAILURE)
+    assert not fake_github.comments_of(VERL, 6)
+    [row] = await actions_of(app_ctx, 6)
+    assert row.status == "skipped" and "not a training-failure report" in row.reason
+
+
+async def test_config_file_turns_comments_off(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "failure_comments: false\n")
+    payload = await open_issue(app_ctx, fake_github, 7)
+    await act(app_ctx, VERL, 7, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert not fake_github.comments_of(VERL, 7)
+    [row] = await actions_of(app_ctx, 7)
+    assert row.status == "skipped" and "rltracker.yml" in row.reason
+    assert fake_github.requests("GET", r"/contents/\.github/rltracker\.yml")[0].auth == "installation"
+
+
+async def test_min_confidence_and_labels_from_config(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml",
+                         "min_confidence: 0.95\nlabels:\n  entropy_collapse: 'rl: entropy'\n")
+    payload = await open_issue(app_ctx, fake_github, 8)
+    await act(app_ctx, VERL, 8, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert not fake_github.comments_of(VERL, 8)
+    sure = {**FAILURE, "failure": {**FAILURE["failure"], "confidence": 0.97}}
+    payload = await open_issue(app_ctx, fake_github, 9)
+    await act(app_ctx, VERL, 9, trigger="issues.opened", payload=payload, analysis=sure)
+    assert len(app_comments(fake_github, VERL, 9)) == 1
+    assert {"name": "rl: entropy"} in fake_github.issue(VERL, 9)["labels"]
+
+
+async def test_invalid_config_uses_defaults_and_records_why(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "min_confidence: 7\nfailure_comments: [oops\n")
+    payload = await open_issue(app_ctx, fake_github, 10)
+    await act(app_ctx, VERL, 10, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert len(app_comments(fake_github, VERL, 10)) == 1  # defaults: comments on
+    config_rows = await actions_of(app_ctx, kind="config")
+    assert len(config_rows) == 1 and config_rows[0].status == "skipped"
+    assert "not valid YAML" in config_rows[0].reason
+
+
+async def test_chinese_issue_gets_chinese_comment(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 11, title="GRPO 训练中熵迅速下降",
+                               body="训练两百步之后熵降到接近零，奖励也不再上升，请问应该怎么调整？")
+    await act(app_ctx, VERL, 11, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    [comment] = app_comments(fake_github, VERL, 11)
+    assert "置信度" in comment["body"] and "Methods that address" not in comment["body"]
+    assert "`actor_rollout_ref.actor.clip_ratio_high=0.28`" in comment["body"]
+    assert "请问应该怎么调整" not in comment["body"]
+    [row] = await actions_of(app_ctx, 11, "failure_comment")
+    assert row.language == "zh"
+
+
+async def test_maintainer_reply_before_processing_means_no_comment(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 12)
+    # Processing lags: on GitHub a maintainer has replied; the stored thread does not know yet.
+    fake_github.add_comment(VERL, 12, "Looking into it.", user="maint", author_association="MEMBER")
+    out = await act(app_ctx, VERL, 12, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:maintainer_replied"
+    assert not app_comments(fake_github, VERL, 12)
+    rows = await actions_of(app_ctx, 12)
+    assert [r.status for r in rows] == ["skipped"] and rows[0].details["checked"] == "live"
+
+
+async def test_label_before_processing_means_no_comment(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 13, labels=["bug"])  # template label
+    fake_github.issue(VERL, 13)["labels"].append({"name": "needs-repro"})  # a maintainer's
+    out = await act(app_ctx, VERL, 13, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:labelled"
+    assert not fake_github.comments_of(VERL, 13)
+    # The template label alone does not count.
+    payload = await open_issue(app_ctx, fake_github, 14, labels=["bug"])
+    out = await act(app_ctx, VERL, 14, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "posted"
+
+
+async def test_stored_maintainer_reply_assignment_and_linked_pr(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 15)
+    async with app_ctx.sessionmaker() as s:
+        await upsert_thread(s, {"repo": VERL, "number": 15, "kind": "issue", "assignees": ["maint"]})
+        await s.commit()
+    out = await act(app_ctx, VERL, 15, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:assigned"
+    payload = await open_issue(app_ctx, fake_github, 16)
+    await open_issue(app_ctx, fake_github, 17, kind="pull_request", title="Fix entropy",
+                     body="Fixes #16 by raising clip_ratio_high")
+    out = await act(app_ctx, VERL, 16, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:linked_pr"
+    assert not app_comments(fake_github, VERL, 15) and not app_comments(fake_github, VERL, 16)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "code"),
+    [
+        ({"state": "closed"}, "closed"),
+        ({"user": "dependabot[bot]", "author_is_bot": True}, "bot_author"),
+        ({"created_at": datetime.now(UTC) - timedelta(hours=49)}, "too_old"),
+    ],
+)
+async def test_quiet_rules(app_ctx: Any, fake_github: Any, kwargs: dict[str, Any], code: str) -> None:
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 20, **kwargs)
+    out = await act(app_ctx, VERL, 20, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == f"skipped:{code}"
+    assert not fake_github.comments_of(VERL, 20)
+
+
+async def test_paused_and_muted_and_not_installed(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 21)
+    async with app_ctx.sessionmaker() as s:
+        thread = await s.scalar(select(Thread).where(Thread.number == 21))
+        thread.muted = True
+        await s.commit()
+    out = await act(app_ctx, VERL, 21, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:muted"
+    async with app_ctx.sessionmaker() as s:
+        repo = await s.scalar(select(Repository).where(Repository.full_name == VERL))
+        repo.comments_paused, repo.paused_reason = True, "2 of the last 10 comments were hidden"
+        await s.commit()
+    payload = await open_issue(app_ctx, fake_github, 22)
+    out = await act(app_ctx, VERL, 22, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:paused"
+    # A repository without the app installed: nothing at all, not even a record.
+    payload = await open_issue(app_ctx, fake_github, 23, repo="THUDM/slime")
+    payload.pop("installation")
+    assert await act(app_ctx, "THUDM/slime", 23, trigger="issues.opened", payload=payload, analysis=FAILURE) == {}
+    assert not fake_github.requests("POST", r"/repos/.*/comments")
+
+
+async def test_pull_request_gets_no_failure_comment(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 24, kind="pull_request")
+    await act(app_ctx, VERL, 24, trigger="pull_request.opened", payload=payload, analysis=FAILURE)
+    await act(app_ctx, VERL, 24, trigger="command", payload=payload, analysis=FAILURE)
+    assert not fake_github.comments_of(VERL, 24)
+
+
+async def test_daily_budget_holds(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    outcomes = []
+    for n in range(30, 35):
+        payload = await open_issue(app_ctx, fake_github, n)
+        outcomes.append((await act(app_ctx, VERL, n, trigger="issues.opened", payload=payload, analysis=FAILURE))["failure_comment"])
+    assert outcomes == ["posted"] * 3 + ["skipped:budget"] * 2
+    skipped = [a for a in await actions_of(app_ctx, kind="failure_comment") if a.status == "skipped"]
+    assert len(skipped) == 2 and all("budget of 3" in a.reason for a in skipped)
+
+
+async def test_budget_holds_under_concurrency(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    payloads = {n: await open_issue(app_ctx, fake_github, n) for n in range(40, 46)}
+    results = await asyncio.gather(*[
+        act(app_ctx, VERL, n, trigger="issues.opened", payload=p, analysis=FAILURE) for n, p in payloads.items()
+    ])
+    assert [r["failure_comment"] for r in results].count("posted") == 3
+    assert sum(len(app_comments(fake_github, VERL, n)) for n in payloads) == 3
+
+
+async def test_pasted_config_already_set(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    partly = BODY + "\n```bash\npython3 -m verl.trainer.main_ppo \\\n  actor_rollout_ref.actor.clip_ratio_high=0.28 \\\n  actor_rollout_ref.actor.entropy_coeff=0.001\n```"
+    payload = await open_issue(app_ctx, fake_github, 50, body=partly)
+    await act(app_ctx, VERL, 50, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    [comment] = app_comments(fake_github, VERL, 50)
+    body = comment["body"]
+    assert "Already set in your config" in body and "Clip-higher" in body.split("Already set")[1]
+    suggested = body.split("Already set")[0]
+    assert "clip_ratio_high=0.28" not in suggested and "entropy_coeff" not in suggested
+    # Everything verl has for entropy collapse already on: no comment at all.
+    everything = partly.replace(
+        "entropy_coeff=0.001",
+        "entropy_coeff=0.001 \\\n  actor_rollout_ref.actor.policy_loss.loss_mode=cispo",
+    ).replace("loss_mode=cispo", "loss_mode=cispo\n```\n```yaml\nx:\n  loss_mode: clip_cov\n")
+    # (loss_mode can take one value at a time; the declined-methods path covers the rest)
+    async with app_ctx.sessionmaker() as s:
+        t = await upsert_thread(s, {"repo": VERL, "number": 900, "kind": "issue", "title": "Add Clip-Cov",
+                                    "state": "closed", "comments": []})
+        s.add(Analysis(thread_id=t.id, analyzer_version="t", result={}, is_proposal=True,
+                       review_state="declined", methods=["clip-cov-kl-cov"]))
+        await s.commit()
+    payload = await open_issue(app_ctx, fake_github, 51, body=everything)
+    out = await act(app_ctx, VERL, 51, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:nothing_to_suggest"
+    assert not fake_github.comments_of(VERL, 51)
+
+
+async def test_declined_method_is_never_suggested(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    async with app_ctx.sessionmaker() as s:
+        t = await upsert_thread(s, {"repo": VERL, "number": 901, "kind": "issue", "title": "Add CISPO",
+                                    "state": "closed"})
+        s.add(Analysis(thread_id=t.id, analyzer_version="t", result={}, is_proposal=True,
+                       review_state="redirected", methods=["cispo"]))
+        await s.commit()
+    payload = await open_issue(app_ctx, fake_github, 52)
+    await act(app_ctx, VERL, 52, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    [comment] = app_comments(fake_github, VERL, 52)
+    assert "/methods/cispo" not in comment["body"]
+    [row] = await actions_of(app_ctx, 52, "failure_comment")
+    assert row.details["declined"] == ["cispo"]
+
+
+async def test_dry_run_records_without_posting(ctx: Any, fake_github: Any) -> None:
+    # `ctx` has no GitHub client and dry_run on: the decision is made, nothing is posted.
+    await install(ctx, fake_github)
+    payload = await open_issue(ctx, fake_github, 60)
+    out = await act(ctx, VERL, 60, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "dry_run"
+    [row] = await actions_of(ctx, 60)
+    assert row.status == "dry_run" and FAILURE_MARKER in row.body
+    assert not fake_github.comments_of(VERL, 60)
+    await act(ctx, VERL, 60, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert len(await actions_of(ctx, 60)) == 1
+
+
+async def test_dry_run_from_config(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "dry_run: true\n")
+    payload = await open_issue(app_ctx, fake_github, 61)
+    out = await act(app_ctx, VERL, 61, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "dry_run" and not fake_github.comments_of(VERL, 61)
+
+
+async def test_post_failure_releases_the_slot_for_the_retry(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 62)
+    fake_github.fail_next("POST", r"/issues/62/comments$", 422, times=1)
+    with pytest.raises(gidgethub.GitHubException):
+        await act(app_ctx, VERL, 62, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    out = await act(app_ctx, VERL, 62, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "posted"
+    assert len(app_comments(fake_github, VERL, 62)) == 1
+    statuses = sorted(a.status for a in await actions_of(app_ctx, 62))
+    assert statuses == ["failed", "posted"]
+
+
+async def test_existing_marker_comment_is_adopted_not_duplicated(app_ctx: Any, fake_github: Any) -> None:
+    # A crash after posting but before recording: the retry finds the comment by its marker.
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 63)
+    fake_github.add_comment(VERL, 63, FAILURE_MARKER + "\nold text", user="rltracker[bot]", user_type="Bot")
+    await act(app_ctx, VERL, 63, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    [comment] = app_comments(fake_github, VERL, 63)
+    assert "clip_ratio_high" in comment["body"]
+
+
+async def test_rule_summary_reply_once(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    async with app_ctx.sessionmaker() as s:
+        t = await upsert_thread(s, {"repo": TRL, "number": 300, "kind": "issue", "title": "GSPO support",
+                                    "state": "closed"})
+        s.add(Analysis(thread_id=t.id, analyzer_version="t", result={}, is_proposal=True,
+                       review_state="merged", methods=["gspo"], arxiv_ids=["2507.18071"]))
+        await s.commit()
+    payload = await open_issue(app_ctx, fake_github, 70, title="Add GSPO", body="Please add GSPO (arXiv 2507.18071).")
+    for _ in range(2):
+        await act(app_ctx, VERL, 70, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    replies = app_comments(fake_github, VERL, 70, RULES_MARKER)
+    assert len(replies) == 1
+    body = replies[0]["body"]
+    assert "`huggingface/trl#300`" in body and "merged" in body
+    assert "tests and documentation" in body
+    assert "Please add GSPO" not in body
+    # A maintainer's own proposal gets no rule summary.
+    payload = await open_issue(app_ctx, fake_github, 71, title="Add GSPO", association="MEMBER")
+    out = await act(app_ctx, VERL, 71, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert out["rule_summary"] == "skipped:maintainer_author"

@@ -1,0 +1,205 @@
+"""Contribution rules of a repository: its CONTRIBUTING file, templates, agent guides, CODEOWNERS
+and inactivity workflows read through the contents API, summarised by analyzers.rules, and
+cached in the `contribution_rules` table (one row per repository, refreshed nightly).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import re
+from datetime import timedelta
+from typing import Any
+
+from gidgethub import BadRequest, GitHubException
+from sqlalchemy import func, select
+
+from analyzers.rules import format_rules_markdown, summarize_rules
+from bot.context import AppContext
+from bot.store.models import ContributionRules, Repository
+from bot.store.types import utcnow
+
+__all__ = ["format_rules_markdown", "rules_for_repo", "refresh_all", "fetch_rule_files",
+           "MAX_AGE"]
+
+log = logging.getLogger(__name__)
+
+MAX_AGE = timedelta(hours=26)  # nightly refresh plus slack
+MAX_FILE_BYTES = 256 * 1024
+# Single files, by repository path (first existing spelling of each wins).
+FILES = (
+    "CONTRIBUTING.md", ".github/CONTRIBUTING.md", "docs/CONTRIBUTING.md", "CONTRIBUTING.rst",
+    "GOVERNANCE.md", "AGENTS.md", "CLAUDE.md", ".ai/AGENTS.md",
+    ".github/PULL_REQUEST_TEMPLATE.md", ".github/pull_request_template.md",
+    "PULL_REQUEST_TEMPLATE.md", ".github/CODEOWNERS", "CODEOWNERS",
+)
+# Folders whose files are all read (issue and discussion templates), or filtered (workflows).
+FOLDERS = (".github/ISSUE_TEMPLATE", ".github/DISCUSSION_TEMPLATE", ".github/workflows")
+WORKFLOW_NAMES = re.compile(r"stale|inactive|title|semantic|dco|pre-?commit|lint|copyright", re.I)
+_POINTER = re.compile(r"github\.com/([\w.-]{1,100})/([\w.-]{1,100})/blob/[\w.-]{1,100}/([\w./-]{1,200})")
+
+
+class _Fetcher:
+    def __init__(self, api: Any) -> None:
+        self.api = api
+        self.calls = 0
+
+    async def get(self, repo: str, path: str) -> Any:
+        self.calls += 1
+        try:
+            return await self.api.getitem(f"/repos/{repo}/contents/{path}")
+        except BadRequest as exc:  # 404 (absent) and other 4xx: the file is simply not there
+            if getattr(exc, "status_code", None) and int(exc.status_code) >= 500:
+                raise
+            return None
+
+    async def text(self, repo: str, path: str) -> str | None:
+        data = await self.get(repo, path)
+        if not isinstance(data, dict) or data.get("type") != "file":
+            return None
+        if int(data.get("size") or 0) > MAX_FILE_BYTES:
+            return None
+        raw = data.get("content") or ""
+        try:
+            return base64.b64decode(raw).decode("utf-8", errors="replace")
+        except ValueError:
+            return None
+
+
+async def fetch_rule_files(api: Any, repo: str) -> dict[str, str]:
+    """{repository path: text} of the contribution files of `repo` (contents API)."""
+    fetch = _Fetcher(api)
+    files: dict[str, str] = {}
+    seen_kinds: set[str] = set()
+    for path in FILES:
+        # One CONTRIBUTING / PR template / CODEOWNERS: later spellings are fallbacks.
+        family = path.rsplit("/", 1)[-1].lower().split(".")[0]
+        if family in seen_kinds and family in {"contributing", "pull_request_template", "codeowners"}:
+            continue
+        text = await fetch.text(repo, path)
+        if text is not None:
+            files[path] = text
+            seen_kinds.add(family)
+    for folder in FOLDERS:
+        listing = await fetch.get(repo, folder)
+        if not isinstance(listing, list):
+            continue
+        for entry in listing[:40]:
+            if not isinstance(entry, dict) or entry.get("type") != "file":
+                continue
+            name = str(entry.get("name") or "")
+            if folder.endswith("workflows") and not WORKFLOW_NAMES.search(name):
+                continue
+            text = await fetch.text(repo, f"{folder}/{name}")
+            if text is not None:
+                files[f"{folder}/{name}"] = text
+    # A stub CONTRIBUTING / GOVERNANCE that points to another repository: follow it once.
+    for path in [p for p in files if p.upper().endswith(("CONTRIBUTING.MD", "GOVERNANCE.MD"))]:
+        text = files[path]
+        m = _POINTER.search(text) if len(text) < 600 else None
+        if m and f"{m.group(1)}/{m.group(2)}".lower() != repo.lower():
+            other = f"{m.group(1)}/{m.group(2)}"
+            linked = await fetch.text(other, m.group(3))
+            if linked is not None:
+                files[f"{other}/{m.group(3)}"] = linked
+    return files
+
+
+def _framework_id(repo: str) -> str | None:
+    try:
+        from analyzers.catalog import load_catalog
+
+        framework = load_catalog().framework_for_repo(repo)
+    except Exception:  # noqa: BLE001 - the catalog is optional for the summary
+        return None
+    return framework.id if framework else None
+
+
+def _canonical(repo: str) -> str:
+    try:
+        from analyzers.catalog import load_catalog
+
+        return load_catalog().canonical_repo(repo)
+    except Exception:  # noqa: BLE001
+        return repo
+
+
+async def _installation_id(ctx: AppContext, repo: str) -> int | None:
+    async with ctx.sessionmaker() as session:
+        return await session.scalar(
+            select(Repository.installation_id).where(func.lower(Repository.full_name) == repo.lower())
+        )
+
+
+async def cached_rules(ctx: AppContext, repo: str) -> ContributionRules | None:
+    async with ctx.sessionmaker() as session:
+        return await session.scalar(
+            select(ContributionRules).where(func.lower(ContributionRules.repo) == repo.lower())
+        )
+
+
+async def store_rules(ctx: AppContext, repo: str, files: dict[str, str],
+                      summary: dict[str, Any]) -> None:
+    async with ctx.sessionmaker() as session, session.begin():
+        row = await session.scalar(
+            select(ContributionRules).where(func.lower(ContributionRules.repo) == repo.lower())
+        )
+        if row is None:
+            row = ContributionRules(repo=repo)
+            session.add(row)
+        row.files = files
+        row.summary = summary
+        row.fetched_at = utcnow()
+
+
+async def rules_for_repo(ctx: AppContext, repo: str, *, refresh: bool = False,
+                         max_age: timedelta = MAX_AGE) -> dict[str, Any]:
+    """The rule summary of `repo`: from the cache when fresh, else fetched and stored.
+
+    A failed fetch falls back to the cached summary however old it is; with no cache at all
+    the error propagates (the caller decides whether to skip its comment)."""
+    repo = _canonical(repo)
+    row = await cached_rules(ctx, repo)
+    if row is not None and not refresh and utcnow() - row.fetched_at <= max_age:
+        return dict(row.summary)
+    if ctx.github is None:
+        if row is not None:
+            return dict(row.summary)
+        raise RuntimeError("no GitHub client to fetch contribution rules")
+    try:
+        api = await ctx.github.api(await _installation_id(ctx, repo))
+        files = await fetch_rule_files(api, repo)
+    except (GitHubException, OSError) as exc:
+        if row is not None:
+            log.warning("contribution rules of %s not refreshed (%s); using the cache", repo, exc)
+            return dict(row.summary)
+        raise
+    summary = summarize_rules(files, framework=_framework_id(repo))
+    summary["repo"] = repo
+    await store_rules(ctx, repo, files, summary)
+    return summary
+
+
+async def refresh_all(ctx: AppContext) -> dict[str, int]:
+    """Nightly: refresh the rules of the seven frameworks and of every installed repository."""
+    repos: list[str] = []
+    try:
+        from analyzers.catalog import load_catalog
+
+        repos += [f.repo for f in load_catalog().frameworks.values()]
+    except Exception as exc:  # noqa: BLE001
+        log.warning("catalog unavailable for the rules refresh: %s", exc)
+    async with ctx.sessionmaker() as session:
+        installed = await session.scalars(
+            select(Repository.full_name).where(Repository.installation_id.is_not(None))
+        )
+        repos += list(installed)
+    counts = {"refreshed": 0, "failed": 0}
+    for repo in dict.fromkeys(_canonical(r) for r in repos):
+        try:
+            await rules_for_repo(ctx, repo, refresh=True)
+            counts["refreshed"] += 1
+        except Exception as exc:  # noqa: BLE001 - one repository must not stop the others
+            log.warning("contribution rules of %s failed: %s", repo, exc)
+            counts["failed"] += 1
+    return counts

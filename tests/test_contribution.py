@@ -1,0 +1,154 @@
+"""Contribution rules read through the contents API of the fake GitHub server, cached in the
+contribution_rules table (SQLite and PostgreSQL), refreshed, and followed across a pointer."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select
+
+from bot.contribution import format_rules_markdown, refresh_all, rules_for_repo
+from bot.store.models import ContributionRules, Repository
+from bot.store.types import utcnow
+
+REPO = "acme/widgets"
+
+CONTRIBUTING = """\
+# Contributing
+
+Please open an issue before you start work on a new feature.
+
+* Make sure all tests pass before opening a pull request.
+* Every commit must be signed off (`git commit -s`); we require the DCO.
+"""
+PR_TEMPLATE = "## Checklist\n\n- [ ] Did you update the documentation with your changes?\n"
+BUG_FORM = """\
+name: Bug report
+body:
+  - type: textarea
+    attributes:
+      label: Reproduction
+    validations:
+      required: true
+"""
+STALE = """\
+on:
+  schedule:
+    - cron: '0 1 * * *'
+jobs:
+  stale:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/stale@v9
+        with:
+          days-before-stale: 45
+          days-before-close: 5
+"""
+
+
+def _seed(fake, repo: str = REPO) -> None:
+    fake.set_file(repo, "CONTRIBUTING.md", CONTRIBUTING)
+    fake.set_file(repo, ".github/PULL_REQUEST_TEMPLATE.md", PR_TEMPLATE)
+    fake.set_file(repo, ".github/ISSUE_TEMPLATE/bug.yml", BUG_FORM)
+    fake.set_file(repo, ".github/workflows/stale.yml", STALE)
+    fake.set_file(repo, ".github/workflows/build.yml", "on: push\njobs: {}\n")
+    fake.set_file(repo, ".github/CODEOWNERS", "* @acme/core\n")
+
+
+async def test_rules_fetched_summarised_and_cached(app_ctx, fake_github) -> None:
+    _seed(fake_github)
+    summary = await rules_for_repo(app_ctx, REPO)
+    rules = {f["rule"]: f for f in summary["facts"]}
+    assert {"issue_first", "tests_pass", "signoff_required", "docs_update", "stale_workflow",
+            "codeowners", "form_required"} <= set(rules)
+    assert rules["stale_workflow"]["source"] == ".github/workflows/stale.yml"
+    assert "after 45 days" in rules["stale_workflow"]["statement"]
+    assert summary["repo"] == REPO and summary["framework"] is None
+    # Only workflows whose names say what they do are read.
+    fetched = {c.path for c in fake_github.requests("GET", r"/contents/")}
+    assert f"/repos/{REPO}/contents/.github/workflows/stale.yml" in fetched
+    assert f"/repos/{REPO}/contents/.github/workflows/build.yml" not in fetched
+
+    async with app_ctx.sessionmaker() as session:
+        row = await session.scalar(select(ContributionRules).where(ContributionRules.repo == REPO))
+    assert row is not None and "CONTRIBUTING.md" in row.files and row.summary["facts"]
+
+    # Fresh cache: no request at all.
+    before = len(fake_github.calls)
+    again = await rules_for_repo(app_ctx, REPO)
+    assert len(fake_github.calls) == before and again["facts"] == summary["facts"]
+
+    # A refresh sees the new text.
+    fake_github.set_file(REPO, "CONTRIBUTING.md", CONTRIBUTING + "\nAll contributors must sign "
+                         "our Contributor License Agreement (CLA).\n")
+    refreshed = await rules_for_repo(app_ctx, REPO, refresh=True)
+    assert "cla_required" in {f["rule"] for f in refreshed["facts"]}
+
+    md = format_rules_markdown(refreshed)
+    assert "`@acme/core`" in md and "CLA" in md
+
+
+async def test_stale_cache_refetched_and_failed_fetch_keeps_cache(app_ctx, fake_github) -> None:
+    _seed(fake_github)
+    first = await rules_for_repo(app_ctx, REPO)
+    async with app_ctx.sessionmaker() as session, session.begin():
+        row = await session.scalar(select(ContributionRules))
+        row.fetched_at = utcnow() - timedelta(days=3)
+    # GitHub down (repeated 502s beyond the retry bound): the old summary is served.
+    fake_github.fail_next("GET", r"/contents/", 502, times=1000)
+    kept = await rules_for_repo(app_ctx, REPO)
+    assert kept["facts"] == first["facts"]
+
+
+async def test_pointer_to_another_repository_is_followed(app_ctx, fake_github) -> None:
+    fake_github.set_file(REPO, "CONTRIBUTING.md",
+                         "See https://github.com/acme/community/blob/main/CONTRIBUTING.md\n")
+    fake_github.set_file("acme/community", "CONTRIBUTING.md",
+                         "Every pull request needs at least two approvals from maintainers.\n")
+    summary = await rules_for_repo(app_ctx, REPO)
+    rules = {f["rule"]: f for f in summary["facts"]}
+    assert rules["rules_elsewhere"]["statement"].endswith("acme/community.")
+    assert rules["review_approvals"]["source"] == "acme/community/CONTRIBUTING.md"
+
+
+async def test_framework_repository_gets_observations_and_canonical_name(app_ctx, fake_github) -> None:
+    # Asked under verl's former name: stored under the current one, with verl's observations.
+    fake_github.set_file("verl-project/verl", "CONTRIBUTING.md", CONTRIBUTING)
+    summary = await rules_for_repo(app_ctx, "volcengine/verl")
+    assert summary["repo"] == "verl-project/verl" and summary["framework"] == "verl"
+    assert any(f["observed"] and "verl-recipe" in f["statement"] for f in summary["facts"])
+
+
+async def test_refresh_all_covers_frameworks_and_installed_repositories(app_ctx, fake_github) -> None:
+    _seed(fake_github)
+    fake_github.add_installation(91, "acme", repos=[REPO])
+    async with app_ctx.sessionmaker() as session, session.begin():
+        from bot.store.models import Installation
+
+        session.add(Installation(id=91, account="acme"))
+        await session.flush()
+        session.add(Repository(full_name=REPO, installation_id=91))
+    counts = await refresh_all(app_ctx)
+    assert counts == {"refreshed": 8, "failed": 0}  # seven frameworks + the installed one
+    async with app_ctx.sessionmaker() as session:
+        repos = set(await session.scalars(select(ContributionRules.repo)))
+    assert REPO in repos and "huggingface/trl" in repos
+    # The installed repository was read with its installation token.
+    calls = fake_github.requests("GET", rf"/repos/{REPO}/contents/CONTRIBUTING.md")
+    assert calls and calls[-1].auth == "installation"
+    # Frameworks with no files on the fake still get a summary that says so.
+    async with app_ctx.sessionmaker() as session:
+        trl = await session.scalar(
+            select(ContributionRules).where(ContributionRules.repo == "huggingface/trl"))
+    assert [f["rule"] for f in trl.summary["facts"] if not f["observed"]] == ["no_contributing"]
+
+
+@pytest.mark.parametrize("target", ["verl"])
+async def test_cli_uses_database_cache_first(app_ctx, fake_github, target: str) -> None:
+    from bot.rules_command import _from_database
+
+    fake_github.set_file("verl-project/verl", "CONTRIBUTING.md", CONTRIBUTING)
+    stored = await rules_for_repo(app_ctx, "verl-project/verl")
+    cached = await _from_database(app_ctx.settings, "verl-project/verl")
+    assert cached is not None and cached["facts"] == stored["facts"]

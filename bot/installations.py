@@ -122,7 +122,9 @@ def _repositories(payload: Mapping[str, Any], key: str, where: str) -> list[Mapp
     return out
 
 
-async def _upsert_installation(session: AsyncSession, data: Mapping[str, Any]) -> Installation:
+async def _upsert_installation(
+    session: AsyncSession, data: Mapping[str, Any], *, alive: bool = True
+) -> Installation:
     account = data.get("account") if isinstance(data.get("account"), Mapping) else {}
     inst = await ensure_installation(session, data["id"], account)
     if account.get("login"):
@@ -130,7 +132,8 @@ async def _upsert_installation(session: AsyncSession, data: Mapping[str, Any]) -
     inst.account_type = account.get("type") or data.get("target_type") or inst.account_type
     if "suspended_at" in data:
         inst.suspended = bool(data.get("suspended_at"))
-    inst.deleted = False
+    if alive:  # a reinstall brings a deleted installation back
+        inst.deleted = False
     return inst
 
 
@@ -175,7 +178,7 @@ async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any)
     added = _repositories(payload, "repositories_added", where)
     removed = _repositories(payload, "repositories_removed", where)
     async with ctx.sessionmaker() as session:
-        await _upsert_installation(session, data)
+        await _upsert_installation(session, data, alive=bool(added))
         for repo in added:
             await upsert_repository(session, repo["full_name"], github_id=repo.get("id"), installation_id=iid)
         for repo in removed:

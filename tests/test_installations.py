@@ -1,0 +1,171 @@
+"""bot.installations: installation events keep the Installation and Repository tables right."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gidgethub import sansio
+from sqlalchemy import select
+
+from bot import installations
+from bot.normalize import PayloadError
+from bot.store.models import Installation, Repository
+
+
+async def dispatch(ctx: Any, event: str, payload: dict[str, Any]) -> None:
+    await installations.router.dispatch(
+        sansio.Event(payload, event=event, delivery_id=str(uuid.uuid4())), ctx
+    )
+
+
+def load(shared: Path, name: str) -> dict[str, Any]:
+    return json.loads((shared / "fixtures" / "webhooks" / name).read_text())
+
+
+async def rows(ctx: Any) -> tuple[dict[int, Installation], dict[str, Repository]]:
+    async with ctx.sessionmaker() as session:
+        insts = {i.id: i for i in await session.scalars(select(Installation))}
+        repos = {r.full_name: r for r in await session.scalars(select(Repository))}
+    return insts, repos
+
+
+def payload(action: str, iid: int = 31, account: str = "verl-project", **extra: Any) -> dict[str, Any]:
+    return {
+        "action": action,
+        "installation": {"id": iid, "account": {"login": account, "type": "Organization"},
+                         "target_type": "Organization", "suspended_at": None},
+        "sender": {"login": "admin", "type": "User"},
+        **extra,
+    }
+
+
+async def test_every_shared_installation_payload(ctx: Any, shared_dir: Path):
+    base = shared_dir / "fixtures" / "webhooks"
+    files = sorted((base / "installation").glob("*.json")) + sorted(
+        (base / "installation_repositories").glob("*.json")
+    )
+    assert len(files) == 8
+    for path in files:
+        await dispatch(ctx, path.parent.name, json.loads(path.read_text()))
+    insts, repos = await rows(ctx)
+    assert insts[957387].account == "Codertocat" and insts[957387].account_type == "User"
+    assert insts[957387].deleted is False
+    assert insts[2].deleted is True
+    assert insts[16598467].suspended is False  # suspend, then unsuspend
+    assert repos["Codertocat/Hello-World"].installation_id == 957387
+    assert repos["Codertocat/Space"].installation_id == 957387  # added
+    assert repos["octocat/Hello-World"].installation_id is None  # removed / deleted
+
+
+async def test_created_then_suspend_unsuspend_delete(ctx: Any, shared_dir: Path):
+    await dispatch(ctx, "installation", load(shared_dir, "installation/created.json"))
+    insts, repos = await rows(ctx)
+    assert insts[957387].suspended is False
+    assert repos["Codertocat/Hello-World"].github_id == 186853002
+
+    suspend = load(shared_dir, "installation/created.json")
+    suspend["action"] = "suspend"
+    suspend["installation"]["suspended_at"] = "2025-01-01T00:00:00Z"
+    await dispatch(ctx, "installation", suspend)
+    assert (await rows(ctx))[0][957387].suspended is True
+    suspend["action"] = "unsuspend"
+    suspend["installation"]["suspended_at"] = None
+    await dispatch(ctx, "installation", suspend)
+    assert (await rows(ctx))[0][957387].suspended is False
+
+    deleted = load(shared_dir, "installation/created.json")
+    deleted["action"] = "deleted"
+    await dispatch(ctx, "installation", deleted)
+    insts, repos = await rows(ctx)
+    assert insts[957387].deleted is True
+    assert repos["Codertocat/Hello-World"].installation_id is None
+    # Reinstalled later: the same rows come back to life.
+    await dispatch(ctx, "installation", load(shared_dir, "installation/created.json"))
+    insts, repos = await rows(ctx)
+    assert insts[957387].deleted is False
+    assert repos["Codertocat/Hello-World"].installation_id == 957387
+    assert len(repos) == 1
+
+
+async def test_framework_and_canonical_names_from_the_catalog(ctx: Any):
+    await dispatch(ctx, "installation", payload("created", repositories=[
+        {"id": 1, "full_name": "volcengine/verl"},
+        {"id": 2, "full_name": "inclusionAI/AReaL"},
+        {"id": 3, "full_name": "verl-project/verl-recipes"},
+    ]))
+    _, repos = await rows(ctx)
+    assert repos["verl-project/verl"].framework == "verl"
+    assert repos["areal-project/AReaL"].framework == "areal"
+    assert repos["verl-project/verl-recipes"].framework is None
+    assert {r.installation_id for r in repos.values()} == {31}
+
+
+async def test_repositories_added_and_removed(ctx: Any):
+    await dispatch(ctx, "installation_repositories", payload(
+        "added", repositories_added=[{"id": 10, "full_name": "THUDM/slime"}], repositories_removed=[]))
+    await dispatch(ctx, "installation_repositories", payload(
+        "added", iid=32, account="alibaba",
+        repositories_added=[{"id": 11, "full_name": "alibaba/ROLL"}], repositories_removed=[]))
+    # Removing slime from installation 32 (which never had it) leaves installation 31's link.
+    await dispatch(ctx, "installation_repositories", payload(
+        "removed", iid=32, account="alibaba",
+        repositories_added=[], repositories_removed=[{"id": 10, "full_name": "THUDM/slime"}]))
+    _, repos = await rows(ctx)
+    assert repos["THUDM/slime"].installation_id == 31
+    assert repos["alibaba/ROLL"].installation_id == 32 and repos["alibaba/ROLL"].framework == "roll"
+    await dispatch(ctx, "installation_repositories", payload(
+        "removed", repositories_added=[], repositories_removed=[{"id": 10, "full_name": "THUDM/slime"}]))
+    _, repos = await rows(ctx)
+    assert repos["THUDM/slime"].installation_id is None
+
+
+async def test_renamed_repository_keeps_its_row(ctx: Any):
+    await dispatch(ctx, "installation_repositories", payload(
+        "added", repositories_added=[{"id": 10, "full_name": "someone/old-name"}], repositories_removed=[]))
+    await dispatch(ctx, "installation_repositories", payload(
+        "added", repositories_added=[{"id": 10, "full_name": "someone/new-name"}], repositories_removed=[]))
+    _, repos = await rows(ctx)
+    assert list(repos) == ["someone/new-name"]
+
+
+async def test_account_renamed(ctx: Any):
+    await dispatch(ctx, "installation", payload("created", repositories=[]))
+    await dispatch(ctx, "installation_target", {
+        "action": "renamed", "installation": {"id": 31},
+        "account": {"login": "verl-org", "type": "Organization"},
+        "changes": {"login": {"from": "verl-project"}}, "target_type": "Organization",
+    })
+    insts, _ = await rows(ctx)
+    assert insts[31].account == "verl-org"
+
+
+@pytest.mark.parametrize(
+    "event, body",
+    [
+        ("installation", {"action": "created"}),
+        ("installation", {"action": "created", "installation": {"id": "31"}}),
+        ("installation_repositories", {"action": "added", "installation": {"id": 31},
+                                       "repositories_added": [{"id": 1}]}),
+    ],
+)
+async def test_incomplete_payloads_raise(ctx: Any, event: str, body: dict[str, Any]):
+    with pytest.raises(PayloadError):
+        await dispatch(ctx, event, body)
+    insts, repos = await rows(ctx)
+    assert insts == {} and repos == {}
+
+
+async def test_suspend_drops_the_cached_token(app_ctx: Any, fake_github: Any):
+    """A suspended installation's token is dead: the next use fetches a new one."""
+    fake_github.add_installation(31, "verl-project", ["verl-project/verl"])
+    await app_ctx.github.installation_token(31)
+    await app_ctx.github.installation_token(31)
+    assert len(fake_github.requests("POST", r"/access_tokens$")) == 1
+    await dispatch(app_ctx, "installation", payload("suspend"))
+    await dispatch(app_ctx, "installation", payload("unsuspend"))
+    await app_ctx.github.installation_token(31)
+    assert len(fake_github.requests("POST", r"/access_tokens$")) == 2

@@ -1,0 +1,232 @@
+"""Shared text machinery for the analyzers: one cached blank English spaCy pipeline, sentence
+splitting, Matcher / PhraseMatcher builders fed from data tables, plain substring tables for
+Chinese, and a Markdown splitter that separates prose from code blocks and logs.
+
+Why a blank pipeline: no model download, start-up in well under a second, and tokenisation is
+linear in the input. The lemmatizer is a lookup table (spacy-lookups-data) applied to the
+lower-cased token, so "Collapsed", "collapses" and "collapsing" all become "collapse" (spaCy's
+own lookup mode keys on the exact text, which misses capitalised words at sentence start).
+
+Chinese: spaCy's blank "zh" needs jieba or pkuseg for word segmentation. We avoid that: CJK
+phrases are matched as exact substrings (`SubstringTable`), which is linear and exact because
+Chinese phrases carry no inflection.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from spacy.language import Language
+from spacy.matcher import Matcher, PhraseMatcher
+from spacy.tokens import Doc
+
+# Bodies are capped at 64 KiB by the contract; longer input is cut so every caller stays bounded.
+MAX_CHARS = 65_536
+
+
+@lru_cache(maxsize=1)
+def _lemma_table() -> Any:
+    """spaCy's English lookup table (a spacy.lookups.Table, keyed by string hash)."""
+    from spacy.lookups import load_lookups
+
+    return load_lookups("en", ["lemma_lookup"]).get_table("lemma_lookup")
+
+
+@Language.component("rlt_lower_lemmatizer")
+def _lower_lemmatizer(doc: Doc) -> Doc:
+    table = _lemma_table()
+    for token in doc:
+        low = token.lower_
+        token.lemma_ = table.get(low, low)
+    return doc
+
+
+@lru_cache(maxsize=1)
+def nlp() -> Language:
+    """The shared pipeline: tokenizer, sentencizer, lower-case lookup lemmatizer."""
+    import spacy
+
+    pipeline = spacy.blank("en")
+    pipeline.add_pipe("sentencizer")
+    pipeline.add_pipe("rlt_lower_lemmatizer")
+    _lemma_table()  # load now: start-up cost, not the first thread's
+    # Long pasted logs would otherwise hit spaCy's max_length guard (1,000,000 chars); our own
+    # cap is far below it, so keep the default.
+    return pipeline
+
+
+# spaCy's tokenizer peels prefixes/suffixes off each whitespace-free chunk one at a time, which
+# is quadratic on hostile chunks ("[[[[...", "1.1.1...": 10,000 brackets took 23 s). Natural
+# language never has 80-character words, so long runs get a space every 80 characters.
+_LONG_RUN = re.compile(r"\S{80}")
+
+
+def _bounded(text: str | None) -> str:
+    text = (text or "")[:MAX_CHARS]
+    return _LONG_RUN.sub(r"\g<0> ", text)
+
+
+def doc(text: str | None) -> Doc:
+    """Run the whole pipeline on `text` (cut to MAX_CHARS, long runs broken up)."""
+    return nlp()(_bounded(text))
+
+
+def sentences(text: str | None) -> list[str]:
+    """Sentences of `text`, stripped, empty ones dropped."""
+    return [s.text.strip() for s in doc(text).sents if s.text.strip()]
+
+
+def _pattern_docs(phrases: Iterable[str], attr: str) -> list[Doc]:
+    pipe = nlp()
+    if attr == "LEMMA":
+        return list(pipe.pipe(phrases))
+    return [pipe.make_doc(p) for p in phrases]
+
+
+def phrase_matcher(table: Mapping[str, Iterable[str]], attr: str = "LEMMA") -> PhraseMatcher:
+    """A PhraseMatcher with one rule per key of `table` (key -> phrases).
+
+    attr="LEMMA" matches inflected forms ("collapsed" for "collapse"); "LOWER" matches words
+    exactly, ignoring case."""
+    matcher = PhraseMatcher(nlp().vocab, attr=attr)
+    for label, phrases in table.items():
+        docs = _pattern_docs([p for p in phrases if p and p.strip()], attr)
+        if docs:
+            matcher.add(label, docs)
+    return matcher
+
+
+def token_matcher(table: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]]) -> Matcher:
+    """A Matcher with one rule per key of `table` (key -> list of token patterns)."""
+    matcher = Matcher(nlp().vocab)
+    for label, patterns in table.items():
+        if patterns:
+            matcher.add(label, [list(p) for p in patterns])
+    return matcher
+
+
+@dataclass(frozen=True)
+class Hit:
+    label: str
+    text: str
+    start: int  # token index (spaCy) or character offset (SubstringTable)
+
+
+def matches(matcher: Matcher | PhraseMatcher, document: Doc) -> list[Hit]:
+    """Every match of `matcher` in `document`, in text order, as (label, matched text)."""
+    strings = document.vocab.strings
+    return [
+        Hit(strings[match_id], document[start:end].text, start)
+        for match_id, start, end in sorted(matcher(document), key=lambda m: (m[1], m[2]))
+    ]
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK.search(text) is not None
+
+
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+class SubstringTable:
+    """Exact, case-insensitive substring lookup for phrases that need no tokenizer (Chinese,
+    or fixed English strings). Cost is one C-level `str.find` per phrase: linear in the text."""
+
+    def __init__(self, table: Mapping[str, Iterable[str]]) -> None:
+        self._entries: list[tuple[str, str]] = [
+            (label, phrase.lower())
+            for label, phrases in table.items()
+            for phrase in phrases
+            if phrase and phrase.strip()
+        ]
+
+    def find(self, text: str, lowered: bool = False) -> list[Hit]:
+        hay = text if lowered else text.lower()
+        hits = []
+        for label, phrase in self._entries:
+            pos = hay.find(phrase)
+            if pos >= 0:
+                hits.append(Hit(label, phrase, pos))
+        hits.sort(key=lambda h: h.start)
+        return hits
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+# --- Markdown: prose versus code / logs / template comments -------------------------------
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_INLINE_CODE = re.compile(r"`[^`\n]{1,400}`")
+
+
+def _drop_html_comments(text: str) -> str:
+    """Remove <!-- ... --> with str.find (a regex would rescan the tail from every unclosed
+    opener: quadratic). An unclosed comment runs to the end, as in a browser."""
+    out: list[str] = []
+    pos = 0
+    while True:
+        start = text.find("<!--", pos)
+        if start < 0:
+            out.append(text[pos:])
+            break
+        out.append(text[pos:start])
+        end = text.find("-->", start + 4)
+        if end < 0:
+            break
+        out.append(" ")
+        pos = end + 3
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class SplitText:
+    prose: str  # what people wrote, code blocks and HTML comments removed
+    code: str  # fenced / indented blocks: pasted logs, configs, tracebacks
+
+
+def split_markdown(text: str | None, keep_inline_code: bool = True) -> SplitText:
+    """Separate prose from code. Line-based and linear: fenced blocks (``` or ~~~, closed by
+    the same fence or by the end of the text), 4-space-indented blocks after a blank line, and
+    HTML comments (issue templates put their instructions there)."""
+    text = (text or "")[:MAX_CHARS]
+    if "<!--" in text:
+        text = _drop_html_comments(text)
+    prose: list[str] = []
+    code: list[str] = []
+    fence: str | None = None
+    prev_blank = True
+    in_indented = False
+    for line in text.split("\n"):
+        if fence is not None:
+            stripped = line.strip()
+            if stripped.startswith(fence) and stripped.strip(fence[0]) == "":
+                fence = None
+            else:
+                code.append(line)
+            continue
+        m = _FENCE.match(line)
+        if m:
+            fence = m.group(1)
+            in_indented = False
+            continue
+        if (line.startswith("    ") or line.startswith("\t")) and (prev_blank or in_indented):
+            in_indented = True
+            code.append(line)
+            continue
+        in_indented = False
+        prev_blank = not line.strip()
+        prose.append(line)
+    prose_text = "\n".join(prose)
+    if not keep_inline_code:
+        prose_text = _INLINE_CODE.sub(" ", prose_text)
+    return SplitText(prose_text, "\n".join(code))
+
+
+def strip_code(text: str | None) -> str:
+    """Prose only (see split_markdown)."""
+    return split_markdown(text).prose

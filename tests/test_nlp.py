@@ -1,0 +1,66 @@
+"""analyzers.nlp: the shared blank spaCy pipeline and its helpers (owner: analyzers helper)."""
+
+from __future__ import annotations
+
+import time
+
+from analyzers import nlp
+
+
+def test_pipeline_lemmatises_lower_case_offline() -> None:
+    lemmas = [t.lemma_ for t in nlp.doc("Collapsed entropy. Rewards were dropping")]
+    assert lemmas[:1] == ["collapse"]
+    assert "reward" in lemmas and "drop" in lemmas
+
+
+def test_sentences_split_on_punctuation() -> None:
+    assert nlp.sentences("Entropy fell at step 10. Then reward rose!  Why?") == [
+        "Entropy fell at step 10.",
+        "Then reward rose!",
+        "Why?",
+    ]
+    assert nlp.sentences(None) == []
+
+
+def test_phrase_matcher_matches_inflections() -> None:
+    matcher = nlp.phrase_matcher({"collapse": ["entropy collapse"], "drop": ["reward drop"]})
+    hits = nlp.matches(matcher, nlp.doc("The Entropy collapsed, then rewards dropped."))
+    assert [(h.label, h.text) for h in hits] == [
+        ("collapse", "Entropy collapsed"),
+        ("drop", "rewards dropped"),
+    ]
+
+
+def test_token_matcher_from_data() -> None:
+    matcher = nlp.token_matcher({"kl_up": [[{"LOWER": "kl"}, {"LEMMA": {"IN": ["grow", "rise"]}}]]})
+    hits = nlp.matches(matcher, nlp.doc("Our KL grows every step"))
+    assert [h.label for h in hits] == ["kl_up"]
+
+
+def test_substring_table_for_chinese() -> None:
+    table = nlp.SubstringTable({"entropy_collapse": ["熵坍塌", "熵崩溃"], "mismatch": ["训推不一致"]})
+    hits = table.find("训练过程中出现熵崩溃，并且训推不一致")
+    assert [h.label for h in hits] == ["entropy_collapse", "mismatch"]
+    assert nlp.has_cjk("熵") and not nlp.has_cjk("entropy")
+
+
+def test_split_markdown_separates_code_and_template_comments() -> None:
+    text = (
+        "Entropy goes down.\n```\nTraceback (most recent call last):\n```\n"
+        "<!-- Describe the bug -->after\n\n    indented log line\nback to prose"
+    )
+    split = nlp.split_markdown(text)
+    assert "Traceback" in split.code and "Traceback" not in split.prose
+    assert "Describe the bug" not in split.prose
+    assert "indented log line" in split.code
+    assert "back to prose" in split.prose
+    # an unclosed fence swallows the rest as code, linearly
+    assert nlp.split_markdown("a\n```\nlog\nlog").code == "log\nlog"
+
+
+def test_hostile_inputs_are_bounded() -> None:
+    for body in ("1." * 40_000, "[" * 70_000, "熵" * 70_000, "<!--" * 20_000, "```\n" * 20_000):
+        start = time.perf_counter()
+        nlp.split_markdown(body)
+        nlp.doc(body)
+        assert time.perf_counter() - start < 5.0  # generous guard; figures live in benchmarks

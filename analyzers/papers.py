@@ -1,0 +1,657 @@
+"""Link a thread to the papers it cites: by arXiv identifier, by title, or by method name.
+
+The pool is the project's catalog plus, optionally, a paper pool (contract `paper` dicts;
+tens of thousands in production). `PaperIndex.build` indexes it once:
+
+- arXiv id -> paper;
+- titles: an inverted index from each title's rarest tokens to the title, so a thread only
+  ever looks at the few titles that share rare words with it; candidates are then verified
+  with rapidfuzz on token windows aligned to where those words occur;
+- method names and aliases: first token -> alias token sequences, matched on the thread's
+  token stream with case and boundary rules (acronyms such as GRPO, PPO, TIS only in exact
+  case, never inside identifiers, paths or URLs; config-key spellings never count).
+
+`link_papers` returns contract `papers` entries, each paper once, strongest evidence first
+(arxiv_id > title > method_name). Text comes from title, body and human comments with code
+blocks, inline code, HTML comments and template boilerplate removed; arXiv links inside code
+blocks still count, bare numbers there do not.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from rapidfuzz import fuzz
+
+from analyzers.arxiv import find_arxiv_mentions
+from analyzers.text import strip_code, strip_html_comments, strip_inline_code, visible_text
+
+# Tokens: ASCII words (with a trailing ++ as in REINFORCE++). CJK text separates tokens.
+_TOKEN_RE = re.compile(r"[A-Za-z0-9]+(?:\+\+)?")
+
+# Words too common in paper titles to identify one. Rarity in the pool decides the rest.
+TITLE_STOPWORDS: frozenset[str] = frozenset(
+    """a an the of for with via on in to and by from is are at as its it be or not no
+    towards toward using use learning reinforcement language model models large llm llms
+    policy optimization optimisation training train trained approach method methods
+    based efficient effective simple scalable scaling study analysis improving improved
+    better beyond through than what when how why can do does your you we our all one
+    new deep neural network networks reasoning""".split()
+)
+
+# Aliases that name a general technique rather than one paper's method; they never link by
+# themselves (a failure report saying "KL loss" does not cite Ziegler et al.).
+GENERIC_ALIASES: frozenset[str] = frozenset(
+    s.lower()
+    for s in (
+        "KL loss", "entropy loss", "KL penalty", "reference KL", "target KL", "KL controller",
+        "KL regularization", "in-reward KL", "adaptive KL controller", "entropy regularization",
+        "entropy regularisation", "entropy bonus", "decoupled loss", "decoupled mode",
+        "token-mean", "rollout correction", "adaptive entropy", "target entropy",
+        "overlong penalty", "off-policy masking", "soft gating", "keep routing",
+        "k3", "low-variance KL", "GAE", "importance sampling", "max staleness",
+        "staleness threshold", "freshness control", "unbiased KL", "geometric masking",
+        "entropy mechanism", "process supervision", "temperature-controlled gate",
+        "global token normalisation", "group-normalized advantage", "leave-one-out baseline",
+        "clipped surrogate objective", "LoRA", "group filtering", "dynamic filtering",
+        "sequence-level importance sampling", "sequence-level importance ratio",
+    )
+)  # fmt: skip
+
+_SCORE_METHOD_EXACT = 0.9  # a multi-word name or a distinctive single word
+_SCORE_METHOD_ACRONYM = 0.8  # a short acronym in exact case
+_TITLE_MIN_SCORE = 90.0  # rapidfuzz ratio for a fuzzy title
+_TITLE_KEYS = 3  # rarest tokens of a title that go in the inverted index
+
+
+@dataclass
+class Paper:
+    key: str  # arxiv id, or "title:<normalised title>"
+    arxiv_id: str | None
+    title: str
+    method: str | None
+    first_public: str | None
+    aliases: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Alias:
+    squashed: str  # letters and digits only, as written (for case-sensitive aliases)
+    ntokens: int
+    case_sensitive: bool
+    papers: list[tuple[int, str | None]]  # (paper, method); several = ambiguous
+    score: float
+    from_catalog: bool
+
+
+@dataclass(frozen=True)
+class _Title:
+    paper: int
+    tokens: tuple[str, ...]
+    text: str  # tokens joined by one space
+    keys: tuple[str, ...]
+    need: int  # how many keys a thread must contain to make this a candidate
+
+
+@dataclass(frozen=True)
+class _Token:
+    text: str
+    low: str
+    start: int
+    end: int
+
+
+_TRAILING_NOTE_RE = re.compile(r"\s\([^()]{0,80}\)\s*$")
+
+
+def _title_for_matching(title: str) -> str:
+    """Drop a trailing note such as "(blog post, Liu et al.)": readers never write it."""
+    return _TRAILING_NOTE_RE.sub("", title)
+
+
+def normalise_title(title: str) -> str:
+    return " ".join(t.lower() for t in _TOKEN_RE.findall(_title_for_matching(title)))
+
+
+def _stem(tok: str) -> str:
+    """Plural and singular meet ("anchors" / "anchor") for candidate lookup only."""
+    if len(tok) > 4 and tok.endswith("s") and not tok.endswith("ss"):
+        return tok[:-1]
+    return tok
+
+
+def _tokens(text: str) -> list[_Token]:
+    return [
+        _Token(m.group(0), m.group(0).lower(), m.start(), m.end()) for m in _TOKEN_RE.finditer(text)
+    ]
+
+
+def _split_method_name(name: str) -> list[str]:
+    """'Clip-Cov / KL-Cov (covariance-based ...)' -> ['Clip-Cov', 'KL-Cov']."""
+    base = name.split("(", 1)[0]
+    return [p.strip() for p in base.split(" / ") if p.strip()]
+
+
+def _identifier_like(alias: str) -> bool:
+    """Config keys and flags (clip_ratio_high, use-opsm, seq-mask-tis) are not names."""
+    if any(c in alias for c in "_=<>()[]{}") or alias.startswith("-"):
+        return True
+    if " " not in alias and alias == alias.lower():
+        parts = alias.split("-")
+        if len(parts) >= 3 or parts[0] in {"use", "enable", "disable"}:
+            return True
+    return False
+
+
+def _squash(text: str) -> str:
+    return "".join(_TOKEN_RE.findall(text))
+
+
+@functools.cache
+def english_words() -> frozenset[str]:
+    """Base forms of English words (spaCy's lookup data), to keep acronyms that are also
+    words (SPIN, PRIME, APEX) to their exact case. Empty when the data is not installed."""
+    import gzip
+    import importlib.resources
+    import json
+
+    try:
+        ref = importlib.resources.files("spacy_lookups_data") / "data" / "en_lemma_index.json.gz"
+        with ref.open("rb") as fh:
+            data = json.loads(gzip.decompress(fh.read()))
+    except (ModuleNotFoundError, FileNotFoundError, OSError, ValueError):
+        return frozenset()
+    return frozenset(w for words in data.values() for w in words if w.isalpha())
+
+
+def _case_free_ok(word: str) -> bool:
+    """May this acronym-like name match in any case? Only when lower-casing it cannot turn
+    it into an ordinary word."""
+    low = word.lower()
+    words = english_words()
+    return len(word) >= 4 and bool(words) and low not in words
+
+
+def _alias_rules(alias: str) -> tuple[bool, float] | None:
+    """(case_sensitive, score) for an alias, or None when it must never link as prose."""
+    a = alias.strip()
+    if not a or a.lower() in GENERIC_ALIASES or _identifier_like(a):
+        return None
+    toks = _TOKEN_RE.findall(a)
+    if not toks:
+        return None
+    if " " in a and len(toks) > 1:
+        return False, _SCORE_METHOD_EXACT  # a phrase: any case
+    word = "".join(toks)
+    upper = sum(c.isupper() for c in word)
+    if upper >= 2 or any(c.isdigit() for c in word):
+        # Acronym-like (GRPO, ReMax, M2PO, R3). Three letters or fewer (PPO, TIS, MIS, R3)
+        # only in exact case; longer ones are distinctive enough in any case ("grpo loss").
+        letters = sum(c.isalnum() for c in word)
+        return not _case_free_ok(word), (
+            _SCORE_METHOD_ACRONYM if letters <= 5 else _SCORE_METHOD_EXACT
+        )
+    if len(word) <= 5:
+        return None  # short lower-case words are too ambiguous
+    return False, _SCORE_METHOD_EXACT
+
+
+def _code_value_alias(alias: str) -> bool:
+    """A name that, alone in inline code, names the method: a config value (dr_grpo,
+    geo_mean, clip_cov) or an acronym written as one (`cispo`, `sapo`)."""
+    a = alias.strip()
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+){0,3}", a) or len(a) < 4:
+        return False
+    return a.lower() not in english_words()
+
+
+class PaperIndex:
+    """The catalog plus a paper pool, indexed once for linking."""
+
+    def __init__(self) -> None:
+        self.papers: list[Paper] = []
+        self._by_key: dict[str, int] = {}
+        self._by_arxiv: dict[str, int] = {}
+        self._aliases: dict[str, list[_Alias]] = {}  # lower squashed form -> aliases
+        self._alias_seen: dict[tuple[str, bool], _Alias] = {}
+        self._adding_catalog = False
+        self._code_values: dict[str, tuple[int, str | None]] = {}
+        self._config_keys: set[str] = set()
+        self._max_alias_tokens = 1
+        self._titles: list[_Title] = []
+        self._title_exact: dict[str, int] = {}
+        self._postings: dict[str, list[int]] = {}
+
+    # ---- building -------------------------------------------------------------------
+    @classmethod
+    def build(
+        cls, papers: Iterable[dict[str, Any]] = (), *, include_catalog: bool = True
+    ) -> PaperIndex:
+        """Index the catalog's papers and method names plus `papers` (contract paper dicts)."""
+        idx = cls()
+        if include_catalog:
+            idx._add_catalog()
+        for p in papers:
+            idx._add_paper(p)
+        idx._finish()
+        return idx
+
+    def _add_catalog(self) -> None:
+        from analyzers.catalog import load_catalog
+
+        self._adding_catalog = True
+        cat = load_catalog()
+        for m in cat.methods.values():
+            for opts in m.options.values():
+                for o in opts:
+                    self._config_keys.update(k.lstrip("-").split(".")[-1].lower() for k in o.keys)
+        for m in cat.methods.values():
+            first: int | None = None
+            for ref in m.papers:
+                i = self._add_paper(
+                    {
+                        "arxiv_id": ref.arxiv_id,
+                        "title": ref.title,
+                        "method": m.id,
+                        "first_public": m.first_public,
+                    }
+                )
+                if first is None:
+                    first = i
+            if first is None:
+                continue
+            names = _split_method_name(m.name) + list(m.aliases)
+            for name in names:
+                self._add_alias(name, first, m.id)
+        self._adding_catalog = False
+
+    def _add_paper(self, p: dict[str, Any]) -> int:
+        arxiv_id = (p.get("arxiv_id") or None) and str(p["arxiv_id"]).strip()
+        title = str(p.get("title") or "").strip()
+        norm = normalise_title(title)
+        key = arxiv_id or f"title:{norm}"
+        i = self._by_key.get(key)
+        if i is None and norm and norm in self._title_exact:
+            i = self._title_exact[norm]
+        if i is None:
+            i = len(self.papers)
+            self.papers.append(
+                Paper(
+                    key,
+                    arxiv_id,
+                    title,
+                    p.get("method"),
+                    p.get("first_public"),
+                    list(p.get("aliases") or []),
+                )
+            )
+            self._by_key[key] = i
+            if arxiv_id:
+                self._by_arxiv[arxiv_id] = i
+            if norm:
+                self._title_exact.setdefault(norm, i)
+        else:
+            paper = self.papers[i]
+            if not paper.title and title:
+                paper.title = title
+            if paper.method is None and p.get("method"):
+                paper.method = p.get("method")
+            if arxiv_id and not paper.arxiv_id:
+                paper.arxiv_id = arxiv_id
+                self._by_arxiv[arxiv_id] = i
+            paper.aliases.extend(a for a in p.get("aliases") or [] if a not in paper.aliases)
+        for alias in p.get("aliases") or []:
+            self._add_alias(str(alias), i, self.papers[i].method)
+        return i
+
+    def _add_alias(self, alias: str, paper: int, method: str | None) -> None:
+        a = alias.strip()
+        low = a.lower()
+        if _code_value_alias(a) and low not in self._config_keys:
+            self._code_values.setdefault(low, (paper, method))
+        rules = _alias_rules(a)
+        if rules is None:
+            return
+        case_sensitive, score = rules
+        squashed = _squash(a)
+        sig = (squashed if case_sensitive else squashed.lower(), case_sensitive)
+        old = self._alias_seen.get(sig)
+        if old is not None:
+            # The catalog owns its names; among pool papers a shared name is ambiguous
+            # (TPO is two different papers) and links only where the thread settles it.
+            if not old.from_catalog and all(p != paper for p, _ in old.papers):
+                old.papers.append((paper, method))
+            return
+        ntok = len(_TOKEN_RE.findall(a))
+        self._max_alias_tokens = max(self._max_alias_tokens, ntok + 1)
+        al = _Alias(squashed, ntok, case_sensitive, [(paper, method)], score, self._adding_catalog)
+        self._alias_seen[sig] = al
+        self._aliases.setdefault(squashed.lower(), []).append(al)
+
+    def _finish(self) -> None:
+        # Document frequency of title tokens decides which tokens are rare enough to index.
+        df: dict[str, int] = {}
+        toks_by_paper: list[tuple[str, ...]] = []
+        for p in self.papers:
+            toks = tuple(t.lower() for t in _TOKEN_RE.findall(_title_for_matching(p.title)))
+            toks_by_paper.append(toks)
+            for t in set(toks):
+                df[t] = df.get(t, 0) + 1
+        df_stem: dict[str, int] = {}
+        for t, n in df.items():
+            df_stem[_stem(t)] = df_stem.get(_stem(t), 0) + n
+        df = df_stem
+        for i, toks in enumerate(toks_by_paper):
+            content = [
+                _stem(t) for t in dict.fromkeys(toks) if t not in TITLE_STOPWORDS and len(t) > 1
+            ]
+            content = list(dict.fromkeys(content))
+            if len(toks) < 3 or not content:
+                continue  # too short to find by title; aliases cover names like "REINFORCE++"
+            content.sort(key=lambda t: (df[t], -len(t)))
+            keys = tuple(content[:_TITLE_KEYS])
+            need = 1 if len(keys) == 1 else 2
+            t = _Title(i, toks, " ".join(toks), keys, need)
+            ti = len(self._titles)
+            self._titles.append(t)
+            for k in keys:
+                self._postings.setdefault(k, []).append(ti)
+
+    # ---- lookups --------------------------------------------------------------------
+    def paper_for_arxiv(self, arxiv_id: str) -> Paper | None:
+        i = self._by_arxiv.get(arxiv_id)
+        return self.papers[i] if i is not None else None
+
+    def __len__(self) -> int:
+        return len(self.papers)
+
+    def match_titles(self, toks: list[_Token]) -> Iterator[tuple[int, float]]:
+        """(paper index, rapidfuzz score 0-100) for titles written in the token stream."""
+        if not toks or not self._titles:
+            return
+        lows = [t.low for t in toks]
+        positions: dict[str, list[int]] = {}
+        for pos, w in enumerate(lows):
+            w = _stem(w)
+            if w in self._postings:
+                positions.setdefault(w, []).append(pos)
+        hits: dict[int, int] = {}
+        for w in positions:
+            for ti in self._postings[w]:
+                hits[ti] = hits.get(ti, 0) + 1
+        for ti, n in hits.items():
+            title = self._titles[ti]
+            if n < title.need:
+                continue
+            best = self._verify_title(title, lows, positions)
+            if best >= _TITLE_MIN_SCORE:
+                yield title.paper, best
+
+    @staticmethod
+    def _verify_title(title: _Title, lows: list[str], positions: dict[str, list[int]]) -> float:
+        n = len(title.tokens)
+        best = 0.0
+        tried: set[tuple[int, int]] = set()
+        stems = [_stem(t) for t in title.tokens]
+        for k in title.keys:
+            offset = stems.index(k)
+            for pos in positions.get(k, [])[:8]:
+                start0 = pos - offset
+                for a in (start0 - 1, start0, start0 + 1):
+                    for b in (a + n - 1, a + n, a + n + 1):
+                        if a < 0 or b > len(lows) or b <= a or (a, b) in tried:
+                            continue
+                        tried.add((a, b))
+                        score = fuzz.ratio(title.text, " ".join(lows[a:b]))
+                        if score > best:
+                            best = score
+                            if best >= 100.0:
+                                return best
+        return best
+
+    def match_aliases(
+        self, text: str, toks: list[_Token], *, code: bool = False
+    ) -> Iterator[tuple[_Alias, int]]:
+        """(alias, start offset) for method names written in `text` (tokens of `text`).
+
+        Names are compared with spaces, hyphens and dots squashed out ("Dr. GRPO", "Dr.GRPO",
+        "Re-max"), longest first. With `code`, only exact-case acronyms of four or more
+        characters count (a comment "# use SAPO loss" in a diff)."""
+        i = 0
+        n = len(toks)
+        while i < n:
+            matched = 0
+            # Longest span first; spans grow only over tight gaps.
+            spans = [toks[i].text]
+            j = i
+            while len(spans) < self._max_alias_tokens and j + 1 < n and _tight(text, toks, j, 2):
+                spans.append(spans[-1] + toks[j + 1].text)
+                j += 1
+            for L in range(len(spans), 0, -1):
+                sq = spans[L - 1]
+                cands = self._aliases.get(sq.lower())
+                if not cands:
+                    continue
+                for al in cands:
+                    if (al.case_sensitive or code) and sq != al.squashed:
+                        continue
+                    if code and (al.ntokens != 1 or len(sq) < 4 or sq.lower() == sq):
+                        continue
+                    if not _clean_boundary(
+                        text, toks[i].start, toks[i + L - 1].end, al.case_sensitive
+                    ):
+                        continue
+                    yield al, toks[i].start
+                    matched = L
+                    break
+                if matched:
+                    break
+            i += matched or 1
+
+    def match_code_values(self, text: str) -> Iterator[tuple[int, str | None, int]]:
+        """(paper, method, offset) for inline code spans that hold just a method's value
+        name (`dr_grpo`, `cispo`)."""
+        for m in _CODE_SPAN_RE.finditer(text):
+            val = m.group(1).strip().strip("'\"").lower()
+            hit = self._code_values.get(val)
+            if hit:
+                yield hit[0], hit[1], m.start()
+
+
+_CODE_SPAN_RE = re.compile(r"`([^`\n]{1,40})`")
+
+
+def _tight(text: str, toks: list[_Token], i: int, length: int) -> bool:
+    """Tokens of a multi-token name are separated only by spaces, hyphens or dots."""
+    for j in range(i, i + length - 1):
+        gap = text[toks[j].end : toks[j + 1].start]
+        if len(gap) > 3 or any(c not in " -.\u00a0" for c in gap):
+            return False
+    return True
+
+
+_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _clean_boundary(text: str, start: int, end: int, strict: bool) -> bool:
+    """Not part of an identifier, a path, a URL or a file name."""
+    before = text[start - 1] if start else " "
+    after = text[end] if end < len(text) else " "
+    if before in _ID_CHARS or after in _ID_CHARS:
+        return False
+    if before in "\\.=$@#" or after in "\\=":
+        return False
+    if after == "." and end + 1 < len(text) and text[end + 1] in _ID_CHARS:
+        return False  # grpo.py, GRPO.loss
+    if strict and before == "-":
+        return False  # DeepSeek-R3 is not the R3 method
+    # The whitespace-delimited word holding the match: a URL or path is not prose.
+    ws = start
+    lo = max(0, start - 200)
+    while ws > lo and not text[ws - 1].isspace():
+        ws -= 1
+    we = end
+    hi = min(len(text), end + 200)
+    while we < hi and not text[we].isspace():
+        we += 1
+    word = text[ws:we].strip("()[]<>*_`'\",;:!?.")
+    if "://" in word:
+        return False
+    if "/" in word:
+        # "PPO/GRPO" names two methods; "recipe/dapo" or "examples/grpo" is a path.
+        parts = word.split("/")
+        return len(parts) <= 3 and all(
+            p and any(c.isupper() for c in p) and "." not in p for p in parts
+        )
+    return True
+
+
+@functools.cache
+def catalog_index() -> PaperIndex:
+    """The catalog alone, indexed once per process."""
+    return PaperIndex.build(())
+
+
+# ---- threads ----------------------------------------------------------------------------
+def _is_bot_comment(c: dict[str, Any]) -> bool:
+    if c.get("author_is_bot"):
+        return True
+    author = str(c.get("author") or "")
+    body = c.get("body") or ""
+    return author.endswith("[bot]") or "<!-- rltracker:" in body
+
+
+def thread_texts(thread: dict[str, Any]) -> list[str]:
+    """Title, opening post and human comments, in order."""
+    texts = [str(thread.get("title") or ""), str(thread.get("body") or "")]
+    for c in thread.get("comments") or []:
+        if isinstance(c, dict) and not _is_bot_comment(c):
+            texts.append(str(c.get("body") or ""))
+    return [t for t in texts if t]
+
+
+def _code_only(raw: str) -> str:
+    """The lines of `raw` that visible_text drops (code, template lines), for link search."""
+    kept = strip_code(raw).split("\n")
+    lines = raw.split("\n")
+    return "\n".join(
+        line if k == "" and line.strip() else "" for line, k in zip(lines, kept, strict=False)
+    )
+
+
+_HOW_RANK = {"arxiv_id": 0, "title": 1, "method_name": 2}
+_TITLE_TAGS_RE = re.compile(r"^\s{0,4}(?:\[[^\]\n]{1,40}\]\s{0,4}){1,4}")
+
+
+def link_papers(thread: dict[str, Any], pool: PaperIndex | None = None) -> list[dict[str, Any]]:
+    """Contract `papers` entries for `thread`: every paper it cites or names, once each."""
+    index = pool if pool is not None else catalog_index()
+    found: dict[str, dict[str, Any]] = {}
+    order: dict[str, tuple[int, int]] = {}  # key -> (text number, offset) of first evidence
+
+    def add(key: str, entry: dict[str, Any], where: tuple[int, int]) -> None:
+        old = found.get(key)
+        if old is None:
+            found[key] = entry
+            order[key] = where
+            return
+        if _HOW_RANK[entry["how"]] < _HOW_RANK[old["how"]] or (
+            entry["how"] == old["how"] and entry["score"] > old["score"]
+        ):
+            if old.get("method") and not entry.get("method"):
+                entry["method"] = old["method"]
+            found[key] = entry
+        elif not old.get("method") and entry.get("method"):
+            old["method"] = entry["method"]
+        order[key] = min(order[key], where)
+
+    for ti, raw in enumerate(thread_texts(thread)):
+        if ti == 0:
+            # "[GRPO] Add X": a leading tag names the component touched, not a citation.
+            raw = _TITLE_TAGS_RE.sub("", raw)
+        raw = strip_html_comments(raw.replace("\r\n", "\n"))
+        prose = visible_text(raw)
+        # arXiv ids: any form in prose; in code blocks only links and arXiv: prefixes.
+        mentions = [(m, True) for m in find_arxiv_mentions(prose)]
+        if "```" in raw or "~~~" in raw or "\n    " in raw:
+            mentions += [
+                (m, False) for m in find_arxiv_mentions(_code_only(raw)) if m.form != "bare"
+            ]
+        for m, _ in mentions:
+            paper = index.paper_for_arxiv(m.arxiv_id)
+            entry = {
+                "arxiv_id": m.arxiv_id,
+                "title": paper.title if paper else "",
+                "method": paper.method if paper else None,
+                "how": "arxiv_id",
+                "score": 1.0,
+            }
+            add(paper.key if paper else m.arxiv_id, entry, (ti, m.start))
+        text = strip_inline_code(prose)
+        toks = _tokens(text)
+        for pi, score in index.match_titles(toks):
+            paper = index.papers[pi]
+            add(
+                paper.key,
+                {
+                    "arxiv_id": paper.arxiv_id,
+                    "title": paper.title,
+                    "method": paper.method,
+                    "how": "title",
+                    "score": round(score / 100.0, 3),
+                },
+                (ti, 0),
+            )
+        hits = list(index.match_aliases(text, toks))
+        code = _code_only(raw) if ("```" in raw or "~~~" in raw or "\n    " in raw) else ""
+        if code:
+            hits += index.match_aliases(code, _tokens(code), code=True)
+        for pi, method, start in index.match_code_values(prose):
+            paper = index.papers[pi]
+            add(
+                paper.key,
+                {
+                    "arxiv_id": paper.arxiv_id,
+                    "title": paper.title,
+                    "method": method or paper.method,
+                    "how": "method_name",
+                    "score": _SCORE_METHOD_ACRONYM,
+                },
+                (ti, start),
+            )
+        for al, start in hits:
+            owners = al.papers
+            if len(owners) > 1:
+                owners = [o for o in owners if index.papers[o[0]].key in found]
+                if len(owners) != 1:
+                    continue
+            pi, method = owners[0]
+            paper = index.papers[pi]
+            add(
+                paper.key,
+                {
+                    "arxiv_id": paper.arxiv_id,
+                    "title": paper.title,
+                    "method": method or paper.method,
+                    "how": "method_name",
+                    "score": al.score,
+                },
+                (ti, start),
+            )
+    keys = sorted(found, key=lambda k: (_HOW_RANK[found[k]["how"]], order[k]))
+    return [found[k] for k in keys]
+
+
+__all__ = [
+    "GENERIC_ALIASES",
+    "Paper",
+    "PaperIndex",
+    "catalog_index",
+    "link_papers",
+    "normalise_title",
+    "thread_texts",
+]

@@ -1,0 +1,311 @@
+"""Paper links (arXiv id, title, method name) and the visible-prose extraction they rely on."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from analyzers.papers import PaperIndex, catalog_index, link_papers, normalise_title
+from analyzers.text import strip_code, strip_html_comments, visible_text
+
+
+def thread(title: str, body: str = "", comments: list[Any] | None = None) -> dict[str, Any]:
+    return {
+        "id": "o/r#1",
+        "repo": "o/r",
+        "number": 1,
+        "kind": "issue",
+        "title": title,
+        "body": body,
+        "state": "open",
+        "comments": [
+            c if isinstance(c, dict) else {"author": "u", "body": c} for c in comments or []
+        ],
+    }
+
+
+def links(t: dict[str, Any], pool: PaperIndex | None = None) -> dict[str, dict[str, Any]]:
+    return {(p["arxiv_id"] or p["title"]): p for p in link_papers(t, pool)}
+
+
+POOL = [
+    {
+        "arxiv_id": "2601.00001",
+        "title": "Spectral Entropy Anchors for Stable Policy Gradients",
+        "aliases": ["SEA-PG"],
+        "method": None,
+        "first_public": "2026-01-01",
+    },
+    {
+        "arxiv_id": None,
+        "title": "Notes on Variance-Reduced Baselines in Grouped Rollouts",
+        "aliases": [],
+        "method": None,
+        "first_public": None,
+    },
+    {
+        "arxiv_id": "2405.99901",
+        "title": "Triple Alpha Preference",
+        "aliases": ["TAP"],
+        "method": None,
+    },
+    {"arxiv_id": "2604.99902", "title": "Target Anchor Policy", "aliases": ["TAP"], "method": None},
+]
+
+
+@pytest.fixture(scope="module")
+def pool() -> PaperIndex:
+    return PaperIndex.build(POOL)
+
+
+# ---- visible text ------------------------------------------------------------------------
+def test_visible_text_drops_code_comments_and_template() -> None:
+    body = (
+        "### System Info\n\n- trl 0.19\n<!-- Please describe GSPO here -->\n"
+        "### Reproduction\n\n```python\nGRPOConfig(loss_type='dapo')\n```\n\n"
+        "- [x] I searched existing issues\nEntropy drops when training with CISPO.\n\n"
+        "    indented = 'code DAPO'\n\nafter\n~~~\nunclosed GSPO\n"
+    )
+    out = visible_text(body)
+    assert "CISPO" in out and "trl 0.19" in out and "after" in out
+    for gone in ("System Info", "Reproduction", "GSPO", "dapo", "DAPO", "searched"):
+        assert gone not in out
+    assert out.count("\n") == body.count("\n")  # line structure kept
+
+
+def test_list_continuation_is_not_code() -> None:
+    body = "1. first item\n\n    continuation mentions GSPO\n"
+    assert "GSPO" in strip_code(body)
+
+
+def test_unclosed_html_comment_hides_the_rest() -> None:
+    assert strip_html_comments("a <!-- b\nc") == "a "
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "```\n" * 16000,
+        "<!--" * 16000,
+        "    x\n" * 10000,
+        "# a\n" * 16000,
+        "`" * 65536,
+        "- [ ] " * 10000,
+    ],
+)
+def test_visible_text_is_linear(hostile: str) -> None:
+    t0 = time.perf_counter()
+    visible_text(hostile)
+    assert time.perf_counter() - t0 < 2.0
+
+
+# ---- arXiv ids -----------------------------------------------------------------------------
+def test_known_arxiv_id_gets_title_and_method() -> None:
+    got = links(thread("Support the DAPO trick", "Paper: https://arxiv.org/abs/2503.14476v2"))
+    p = got["2503.14476"]
+    assert p["how"] == "arxiv_id" and p["score"] == 1.0
+    assert p["title"].startswith("DAPO") and p["method"] == "clip-higher"
+
+
+def test_unknown_arxiv_id_is_kept_without_title() -> None:
+    got = links(thread("New idea", "see arXiv:2611.04321 for details"))
+    assert got["2611.04321"] == {
+        "arxiv_id": "2611.04321",
+        "title": "",
+        "method": None,
+        "how": "arxiv_id",
+        "score": 1.0,
+    }
+
+
+def test_arxiv_link_in_code_block_counts_but_bare_number_does_not() -> None:
+    body = "```\n# from https://arxiv.org/abs/2507.18071\nthroughput 2503.14476 tokens\n```"
+    got = links(thread("logs", body))
+    assert "2507.18071" in got and "2503.14476" not in got
+
+
+def test_each_paper_once_with_strongest_evidence() -> None:
+    t = thread(
+        "Add GSPO",
+        "GSPO (Group Sequence Policy Optimization) from https://arxiv.org/abs/2507.18071",
+        ["GSPO again, arXiv:2507.18071"],
+    )
+    got = link_papers(t)
+    gspo = [p for p in got if p["arxiv_id"] == "2507.18071"]
+    assert len(gspo) == 1 and gspo[0]["how"] == "arxiv_id" and gspo[0]["method"] == "gspo"
+
+
+# ---- titles --------------------------------------------------------------------------------
+def test_exact_title(pool: PaperIndex) -> None:
+    got = links(
+        thread("Proposal", 'Implements "Spectral Entropy Anchors for Stable Policy Gradients".'),
+        pool,
+    )
+    assert got["2601.00001"]["how"] == "title" and got["2601.00001"]["score"] == 1.0
+
+
+def test_fuzzy_title(pool: PaperIndex) -> None:
+    body = "Based on the paper Spectral Entropy Anchor for Stable Policy Gradient (ICML)."
+    p = links(thread("Proposal", body), pool)["2601.00001"]
+    assert p["how"] == "title" and 0.9 <= p["score"] < 1.0
+
+
+def test_title_without_arxiv_id(pool: PaperIndex) -> None:
+    got = link_papers(
+        thread("Idea", "We follow Notes on Variance-Reduced Baselines in Grouped Rollouts."), pool
+    )
+    assert [(p["arxiv_id"], p["how"]) for p in got] == [(None, "title")]
+
+
+def test_title_words_scattered_do_not_link(pool: PaperIndex) -> None:
+    body = "Entropy is spectral here; anchors are stable and gradients explode in policy training."
+    assert "2601.00001" not in links(thread("Question", body), pool)
+
+
+def test_catalog_title_with_note_matches_in_a_url() -> None:
+    body = "See https://example.notion.site/When-Speed-Kills-Stability-Demystifying-RL-Collapse-from-the-Training-Inference-Mismatch-2712"
+    got = link_papers(thread("mismatch", body))
+    assert any(p["method"] == "masked-importance-sampling" and p["how"] == "title" for p in got)
+
+
+# ---- method names --------------------------------------------------------------------------
+def test_acronym_in_prose_links_to_catalog_paper() -> None:
+    p = links(thread("Support CISPO?", "Would be great to have it."))["2506.13585"]
+    assert p["how"] == "method_name" and p["method"] == "cispo"
+
+
+def test_longer_acronyms_match_in_any_case_short_ones_only_exact() -> None:
+    assert "2402.03300" in links(thread("feat: dual-clip in grpo loss"))
+    assert "1707.06347" not in links(thread("the ppo loss is off"))
+    assert "1707.06347" in links(thread("the PPO loss is off"))
+
+
+def test_names_inside_identifiers_paths_and_urls_do_not_link() -> None:
+    body = (
+        "I run examples/grpo_trainer.py with GRPOConfig and recipe/dapo, "
+        "see https://github.com/org/GSPO-impl and grpo.py; DeepSeek-R3 too."
+    )
+    assert links(thread("crash", body)) == {}
+
+
+def test_slash_separated_names_link_both() -> None:
+    got = links(thread("Soft gates instead of hard clipping in GRPO/GSPO"))
+    assert {"2402.03300", "2507.18071"} <= set(got)
+
+
+def test_spelling_variants_of_a_name() -> None:
+    assert "2310.10505" in links(thread("Implement Re-max"))
+    assert "2503.20783" in links(thread("Support Dr.GRPO"))
+    assert "2503.20783" in links(thread("Support Dr. GRPO"))
+
+
+def test_longest_name_wins() -> None:
+    got = links(thread("Dr. GRPO loss"))
+    assert "2503.20783" in got and "2402.03300" not in got
+
+
+def test_acronym_that_is_an_english_word_needs_exact_case(pool: PaperIndex) -> None:
+    # TAP is ambiguous in the pool and "tap" is a word: neither links.
+    assert links(thread("tap the config", "then TAP it"), pool) == {}
+
+
+def test_ambiguous_name_settled_by_the_thread(pool: PaperIndex) -> None:
+    got = links(thread("Add TAP", "TAP as in https://arxiv.org/abs/2604.99902"), pool)
+    assert set(got) == {"2604.99902"}
+
+
+def test_config_keys_are_not_method_names_but_values_in_code_are() -> None:
+    body = "I set `clip_ratio_high` and `use_kl_loss` in my config."
+    assert links(thread("config", body)) == {}
+    got = links(thread("loss types", "Every `loss_type` (`dr_grpo`, `cispo`) divides by length."))
+    assert {"2503.20783", "2506.13585"} <= set(got)
+
+
+def test_generic_technique_words_do_not_link() -> None:
+    body = "The KL loss and the entropy loss both grow; importance sampling is on."
+    assert links(thread("KL grows", body)) == {}
+
+
+def test_leading_title_tag_is_not_a_citation() -> None:
+    got = links(thread("[GRPO] Add a replay buffer"))
+    assert "2402.03300" not in got
+
+
+def test_bot_comments_are_ignored() -> None:
+    t = thread(
+        "entropy collapse",
+        "entropy goes to zero",
+        [
+            {
+                "author": "rltracker[bot]",
+                "author_is_bot": True,
+                "body": "Try CISPO (arXiv:2506.13585)",
+            },
+            {"author": "x", "body": "<!-- rltracker:failure-comment --> GSPO"},
+        ],
+    )
+    assert link_papers(t) == []
+
+
+def test_chinese_thread() -> None:
+    got = links(
+        thread("请求支持GSPO算法", "论文 https://arxiv.org/abs/2507.18071 提出了序列级重要性采样。")
+    )
+    assert got["2507.18071"]["how"] == "arxiv_id"
+
+
+def test_index_includes_catalog_and_merges_pool() -> None:
+    idx = PaperIndex.build(
+        [
+            {
+                "arxiv_id": "2503.14476",
+                "title": "DAPO: An Open-Source LLM Reinforcement Learning System at Scale",
+                "aliases": ["DAPO"],
+            }
+        ]
+    )
+    assert len(idx) == len(catalog_index())
+    assert idx.paper_for_arxiv("2503.14476").method == "clip-higher"
+    assert normalise_title("DAPO: An Open-Source LLM (blog post)") == "dapo an open source llm"
+
+
+def test_linking_is_linear_on_hostile_text() -> None:
+    for hostile in ["GRPO " * 13000, "Dr." * 20000, "a-" * 32000, "熵坍塌" * 20000, "`x` " * 16000]:
+        t0 = time.perf_counter()
+        link_papers(thread("t", hostile))
+        assert time.perf_counter() - t0 < 3.0
+
+
+# ---- shared dev set ------------------------------------------------------------------------
+def test_dev_set_arxiv_links_and_names(shared_dir: Path) -> None:
+    """arXiv ids: precision and recall >= 0.98; names/titles of pool papers: recall >= 0.85."""
+    pool = PaperIndex.build(
+        json.loads(line)
+        for line in (shared_dir / "eval" / "papers.jsonl").read_text(encoding="utf-8").splitlines()
+    )
+    tp = fp = fn = 0
+    named = named_hit = 0
+    for line in (
+        (shared_dir / "eval" / "dev" / "threads.jsonl").read_text(encoding="utf-8").splitlines()
+    ):
+        row = json.loads(line)
+        gold = row["labels"].get("papers")
+        if gold is None:
+            continue
+        got = link_papers(row, pool)
+        got_ids = {p["arxiv_id"] for p in got if p["how"] == "arxiv_id"}
+        gold_ids = {g["arxiv_id"] for g in gold if g["how"] == "arxiv_id" and g["arxiv_id"]}
+        tp += len(got_ids & gold_ids)
+        fp += len(got_ids - gold_ids)
+        fn += len(gold_ids - got_ids)
+        all_ids = {p["arxiv_id"] for p in got if p["arxiv_id"]}
+        for g in gold:
+            if g["how"] != "arxiv_id" and g["arxiv_id"] and pool.paper_for_arxiv(g["arxiv_id"]):
+                named += 1
+                named_hit += g["arxiv_id"] in all_ids
+    assert tp / (tp + fp) >= 0.98 and tp / (tp + fn) >= 0.98
+    assert named_hit / named >= 0.85

@@ -163,6 +163,11 @@ def thread_from_issue(
     pr = issue.get("pull_request")
     kind = "pull_request" if isinstance(pr, Mapping) else "issue"
     record = _common(issue, repo, kind, "issue")
+    if kind == "pull_request":
+        # The issue-shaped view of a PR carries the *issue's* ids; the PR's (which the
+        # pull_request events and GraphQL use) differ, so leave the stored ones alone.
+        record.pop("github_id", None)
+        record.pop("node_id", None)
     if "state" in issue:
         state = "closed" if issue.get("state") == "closed" else "open"
         if kind == "pull_request" and pr.get("merged_at"):  # type: ignore[union-attr]

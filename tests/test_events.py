@@ -228,11 +228,14 @@ async def test_pull_request_merge_review_and_review_comments(ctx: Any):
     assert (stored["state"], stored["closed_by"]) == ("merged", "maintainer")
     # An issue_comment's issue-shaped PR says only "closed": the merge is kept.
     issue_view = {**issue(number=8, minute=8, state="closed", closed_at=stamp(7)),
-                  "pull_request": {"url": "x"}}
+                  "id": 99999, "node_id": "I_issue_view", "pull_request": {"url": "x"}}
     await dispatch(ctx, "issue_comment", envelope("created", issue=issue_view,
                                                   comment=comment(72, "Thanks!", minute=8)))
     stored = await record(ctx, REPO, 8)
     assert stored["state"] == "merged" and len(stored["comments"]) == 3
+    async with ctx.sessionmaker() as session:
+        thread = await get_thread(session, REPO, 8)
+    assert (thread.github_id, thread.node_id) == (1008, "I_8")  # the PR's ids, kept
     await dispatch(ctx, "pull_request_review_comment", envelope("deleted", pull_request=merged, comment=rc))
     assert [c["kind"] for c in (await record(ctx, REPO, 8))["comments"]] == ["review", "comment"]
 

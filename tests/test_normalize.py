@@ -156,6 +156,7 @@ def test_comment_on_pull_request_is_a_pull_request_thread(shared_dir: Path):
     payload["issue"]["state"] = "closed"
     record = thread_from_payload("issue_comment", payload)
     assert record["kind"] == "pull_request" and record["state"] == "merged"
+    assert "github_id" not in record and "node_id" not in record  # the issue's, not the PR's
     payload["issue"]["pull_request"] = {"url": "x"}
     assert thread_from_payload("issue_comment", payload)["state"] == "closed"
     # A comment event describes the thread, it does not close it: no closed_by from sender.

@@ -28,7 +28,7 @@ MAX_CAUTION = 220
 _REF = re.compile(r"@[A-Za-z0-9][A-Za-z0-9-]{0,38}|[\w.-]{1,100}/[\w.-]{1,100}#\d{1,9}|#\d{1,9}")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#!])")
 _SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.+\- ]{1,40}$")
-_SAFE_LABEL = re.compile(r"^[\w .:/+=<>\-\u4e00-\u9fff]{1,48}$")
+_SAFE_LABEL = re.compile(r"^[\w .:/+=\-\u4e00-\u9fff]{1,48}$")
 
 
 def code_span(text: str) -> str:

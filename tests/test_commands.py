@@ -1,0 +1,145 @@
+"""`/rltracker` commands through the real gidgethub Router, against the fake GitHub server."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from gidgethub import sansio
+from sqlalchemy import select
+
+from bot.actions import act
+from bot.commands import parse_command, resolve_failure
+from bot.commands import router as commands_router
+from bot.comment_render import FAILURE_MARKER, REPLY_MARKER
+from bot.store.models import Action, Analysis, Thread
+from tests.test_actions_e2e import FAILURE, INST, VERL, install, open_issue
+
+_ids = itertools.count(9000)
+
+
+def comment_event(body: str, *, user: str = "alice", association: str = "NONE", number: int = 1,
+                  opener: str = "alice", user_type: str = "User", comment_id: int | None = None) -> sansio.Event:
+    data = {
+        "action": "created",
+        "issue": {"number": number, "user": {"login": opener, "type": "User"}, "title": "t", "state": "open"},
+        "comment": {"id": comment_id or next(_ids), "node_id": "IC_x", "body": body,
+                    "user": {"login": user, "type": user_type}, "author_association": association},
+        "repository": {"full_name": VERL},
+        "installation": {"id": INST},
+    }
+    return sansio.Event(data, event="issue_comment", delivery_id=f"d-{next(_ids)}")
+
+
+async def actions(ctx: Any, kind: str | None = None) -> list[Action]:
+    async with ctx.sessionmaker() as s:
+        q = select(Action).order_by(Action.id)
+        if kind:
+            q = q.where(Action.kind == kind)
+        return list(await s.scalars(q))
+
+
+def test_parse_command() -> None:
+    assert parse_command("/rltracker ignore") == ("ignore", [])
+    assert parse_command("Thanks!\n  /rltracker methods entropy collapse") == ("methods", ["entropy", "collapse"])
+    assert parse_command("/rltrackerx ignore") is None
+    assert parse_command("please run `/rltracker ignore`") is None
+    assert resolve_failure("entropy-collapse") == "entropy_collapse"
+    assert resolve_failure("KL_GROWTH") == "kl_growth"
+    assert resolve_failure("nonsense") is None
+
+
+async def test_ignore_by_author_mutes_and_acknowledges(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 1)
+    cid = fake_github.add_comment(VERL, 1, "/rltracker ignore", user="alice")["id"]
+    event = comment_event("/rltracker ignore", comment_id=cid)
+    await commands_router.dispatch(event, app_ctx)
+    await commands_router.dispatch(event, app_ctx)  # redelivery: handled once
+    async with app_ctx.sessionmaker() as s:
+        assert (await s.scalar(select(Thread).where(Thread.number == 1))).muted
+    assert len(fake_github.requests("POST", rf"/issues/comments/{cid}/reactions")) == 1
+    assert [a.status for a in await actions(app_ctx, "command")] == ["posted"]
+    out = await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:muted"
+    assert not fake_github.comments_of(VERL, 1)[1:]
+
+
+async def test_strangers_and_bots_get_nothing(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 2)
+    await commands_router.dispatch(comment_event("/rltracker ignore", user="mallory", number=2), app_ctx)
+    await commands_router.dispatch(
+        comment_event("/rltracker methods kl_growth", user="ci[bot]", user_type="Bot", number=2), app_ctx
+    )
+    [row] = await actions(app_ctx)
+    assert row.status == "skipped" and "author or a maintainer" in row.reason
+    async with app_ctx.sessionmaker() as s:
+        assert not (await s.scalar(select(Thread).where(Thread.number == 2))).muted
+    assert not fake_github.comments_of(VERL, 2)
+    assert not fake_github.requests("POST", r"/reactions")
+
+
+async def test_methods_reply_once_per_command(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 3)
+    event = comment_event("/rltracker methods kl-growth", user="maint", association="MEMBER", number=3)
+    await commands_router.dispatch(event, app_ctx)
+    await commands_router.dispatch(event, app_ctx)
+    replies = [c for c in fake_github.comments_of(VERL, 3) if REPLY_MARKER in c["body"]]
+    assert len(replies) == 1
+    assert "actor_rollout_ref.actor.use_kl_loss=True" in replies[0]["body"]
+    assert "/failures/kl_growth" in replies[0]["body"]
+
+
+async def test_stop_minimises_the_comment_and_mutes(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 4)
+    await act(app_ctx, VERL, 4, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    [posted] = [c for c in fake_github.comments_of(VERL, 4) if FAILURE_MARKER in c["body"]]
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    def graphql(query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        seen.append((query, variables))
+        return {"data": {"minimizeComment": {"minimizedComment": {"isMinimized": True, "minimizedReason": "outdated"}}}}
+
+    fake_github.graphql_handler = graphql
+    await commands_router.dispatch(comment_event("/rltracker stop", number=4), app_ctx)
+    assert len(seen) == 1
+    assert "minimizeComment" in seen[0][0]
+    assert seen[0][1] == {"id": posted["node_id"], "classifier": "OUTDATED"}
+    assert fake_github.requests("POST", "/graphql")[0].auth == "installation"
+    [row] = [a for a in await actions(app_ctx, "failure_comment")]
+    assert row.is_minimized and row.minimized_reason == "OUTDATED"
+    async with app_ctx.sessionmaker() as s:
+        assert (await s.scalar(select(Thread).where(Thread.number == 4))).muted
+
+
+async def test_recheck_reruns_the_pipeline(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 5)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "failure_comments: true\n")
+    await commands_router.dispatch(comment_event("/rltracker recheck", number=5), app_ctx)
+    async with app_ctx.sessionmaker() as s:
+        thread = await s.scalar(select(Thread).where(Thread.number == 5))
+        assert await s.scalar(select(Analysis).where(Analysis.thread_id == thread.id)) is not None
+    # the config was (re)read for the recheck
+    assert fake_github.requests("GET", r"/contents/\.github/rltracker\.yml")
+    assert [a.reason for a in await actions(app_ctx, "command")] == ["/rltracker recheck"]
+
+
+async def test_rules_reply(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 6)
+    await commands_router.dispatch(comment_event("/rltracker rules", number=6), app_ctx)
+    replies = [c for c in fake_github.comments_of(VERL, 6) if REPLY_MARKER in c["body"]]
+    assert len(replies) == 1 and "Contributing a method to verl" in replies[0]["body"]
+
+
+async def test_commands_in_dry_run(ctx: Any, fake_github: Any) -> None:
+    await install(ctx, fake_github)
+    await open_issue(ctx, fake_github, 7)
+    await commands_router.dispatch(comment_event("/rltracker methods entropy_collapse", number=7), ctx)
+    [row] = await actions(ctx)
+    assert row.status == "dry_run" and REPLY_MARKER in row.body
+    assert not fake_github.requests("POST")

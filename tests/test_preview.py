@@ -1,0 +1,59 @@
+"""Preview: what the app would have said on a repository's last 30 days, never posted."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+from sqlalchemy import select
+
+from bot.preview import compute_preview, render_markdown, run_preview
+from bot.preview import setup as preview_setup
+from bot.store.models import Action, Analysis, Thread
+from bot.store.threads import upsert_thread
+from tests.test_actions_e2e import FAILURE, NOT_FAILURE, VERL, install, iso
+
+
+async def store(ctx: Any, number: int, analysis: dict, *, title: str, days_ago: float = 1) -> None:
+    async with ctx.sessionmaker() as s:
+        t = await upsert_thread(s, {
+            "repo": VERL, "number": number, "kind": "issue", "title": title,
+            "body": "entropy falls", "state": "open",
+            "created_at": iso(datetime.now(UTC) - timedelta(days=days_ago)),
+        })
+        s.add(Analysis(thread_id=t.id, analyzer_version="t", result=analysis,
+                       is_failure_report=analysis["failure"]["is_failure_report"]))
+        await s.commit()
+
+
+async def test_preview_page_and_command(ctx: Any, fake_github: Any) -> None:
+    await install(ctx, fake_github)
+    await store(ctx, 1, FAILURE, title="<script>alert(1)</script> entropy")
+    await store(ctx, 2, NOT_FAILURE, title="docs typo")
+    await store(ctx, 3, FAILURE, title="too old", days_ago=40)
+    preview = await compute_preview(ctx, VERL)
+    assert [c["number"] for c in preview["comments"]] == [1]
+    assert [s["number"] for s in preview["skipped"]] == [2]
+    assert "actor_rollout_ref.actor.clip_ratio_high" in render_markdown(preview)
+
+    from bot.web import CTX
+
+    app = web.Application()
+    app[CTX] = ctx
+    preview_setup(app)
+    async with TestClient(TestServer(app)) as client:
+        resp = await client.get(f"/repos/{VERL}/preview")
+        assert resp.status == 200
+        html = await resp.text()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert" not in html
+    assert "clip_ratio_high" in html and "not a training-failure report" in html
+
+    await run_preview(ctx, VERL)
+    await run_preview(ctx, VERL)
+    async with ctx.sessionmaker() as s:
+        rows = list(await s.scalars(select(Action).where(Action.kind == "preview")))
+        assert len(rows) == 1 and rows[0].status == "dry_run" and rows[0].number == 1
+        assert (await s.scalar(select(Thread).where(Thread.number == 1))) is not None
+    assert not fake_github.requests("POST")

@@ -1,0 +1,90 @@
+"""`.github/rltracker.yml`: parsing, validation, caching, and invalid files never breaking anything."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from bot.repo_config import ConfigError, RepoConfig, get_repo_config, parse_config_text
+from bot.store.models import Action, Repository
+from tests.test_actions_e2e import INST, VERL, install
+
+
+def test_valid_file() -> None:
+    c = parse_config_text(
+        "failure_comments: false\nrule_summaries: true\nmin_confidence: 0.85\ndry_run: true\n"
+        "daily_budget: 5\nlabels:\n  entropy_collapse: 'rl: entropy'\nignore_labels: [bug, question]\n"
+    )
+    assert c == RepoConfig(failure_comments=False, rule_summaries=True, min_confidence=0.85,
+                           dry_run=True, daily_budget=5, labels={"entropy_collapse": "rl: entropy"},
+                           ignore_labels=("bug", "question"), source="file")
+    assert parse_config_text("") == RepoConfig(source="file")
+    assert RepoConfig.from_dict(c.as_dict()) == c
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("failure_comments: [oops\n", "not valid YAML"),
+        ("- a\n- b\n", "mapping"),
+        ("min_confidence: 2\n", "min_confidence"),
+        ("min_confidence: yes\n", "min_confidence"),
+        ("failure_comments: 'no'\n", "failure_comments"),
+        ("labels: {no_such_kind: x}\n", "unknown failure kinds"),
+        ("ignore_labels: bug\n", "ignore_labels"),
+        ("failure_coments: false\n", "unknown settings: failure_coments"),
+        ("a: &x [1]\nb: *x\n", "not valid YAML"),  # aliases refused
+        ("daily_budget: 1000\n", "daily_budget"),
+        ("x: !!python/object:os.system {}\n", "not valid YAML"),
+    ],
+)
+def test_invalid_files(text: str, problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem):
+        parse_config_text(text)
+
+
+def test_alias_bomb_is_refused_fast() -> None:
+    bomb = "a: &a ['x','x','x','x','x','x','x','x','x']\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)},*{chr(97 + i)},*{chr(97 + i)},*{chr(97 + i)}]\n" for i in range(9)
+    )
+    with pytest.raises(ConfigError):
+        parse_config_text(bomb)
+
+
+async def test_fetched_cached_and_refreshed(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "min_confidence: 0.9\n")
+    c = await get_repo_config(app_ctx, VERL, INST)
+    assert c.min_confidence == 0.9 and c.source == "file"
+    fake_github.set_file(VERL, ".github/rltracker.yml", "min_confidence: 0.5\n")
+    assert (await get_repo_config(app_ctx, VERL, INST)).min_confidence == 0.9  # cached (TTL)
+    assert len(fake_github.requests("GET", r"/contents/")) == 1
+    assert (await get_repo_config(app_ctx, VERL, INST, refresh=True)).min_confidence == 0.5
+    async with app_ctx.sessionmaker() as s:
+        row = await s.scalar(select(Repository).where(Repository.full_name == VERL))
+        assert row.config["min_confidence"] == 0.5 and row.config_fetched_at is not None
+
+
+async def test_missing_file_means_defaults(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    assert await get_repo_config(app_ctx, VERL, INST) == RepoConfig()
+
+
+async def test_invalid_file_defaults_and_one_skipped_action(app_ctx: Any, fake_github: Any, caplog: Any) -> None:
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "min_confidence: 3\n")
+    for _ in range(2):
+        c = await get_repo_config(app_ctx, VERL, INST, refresh=True)
+        assert c.source == "invalid" and c.failure_comments and c.min_confidence == 0.7
+    async with app_ctx.sessionmaker() as s:
+        rows = list(await s.scalars(select(Action).where(Action.kind == "config")))
+    assert len(rows) == 1 and rows[0].status == "skipped" and "min_confidence" in rows[0].reason
+    assert "invalid .github/rltracker.yml" in caplog.text
+
+
+async def test_no_file_on_either_path_means_defaults(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    fake_github.fail_next("GET", r"/contents/", 404, times=2)
+    assert (await get_repo_config(app_ctx, VERL, INST)).source == "defaults"

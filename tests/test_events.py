@@ -341,3 +341,17 @@ async def test_same_delivery_twice_is_idempotent(ctx: Any):
     await dispatch(ctx, "issue_comment", copy.deepcopy(payload))
     assert await count(ctx, Thread) == 1 and await count(ctx, Comment) == 1
     assert await count(ctx, Analysis) == 1
+
+
+async def test_concurrent_deliveries_for_a_new_thread(ctx: Any):
+    """Several workers see comments on the same unknown thread at once: one thread, all
+    comments (a losing insert is retried and then updates the winner's row)."""
+    import asyncio
+
+    payloads = [
+        envelope("created", issue=issue(number=70, minute=1), comment=comment(700 + i, f"c{i}"))
+        for i in range(6)
+    ]
+    await asyncio.gather(*(dispatch(ctx, "issue_comment", p) for p in payloads))
+    assert await count(ctx, Thread) == 1 and await count(ctx, Repository) == 1
+    assert await count(ctx, Comment) == 6

@@ -262,7 +262,7 @@ def live_record(issue: dict[str, Any], comments: list[dict[str, Any]], stored: d
     record = dict(stored)
     user = issue.get("user") or {}
     record["state"] = "open" if issue.get("state") == "open" else "closed"
-    record["kind"] = "pull_request" if issue.get("pull_request") else stored.get("kind", "issue")
+    record["kind"] = "pull_request" if issue.get("pull_request") is not None else stored.get("kind", "issue")
     record["labels"] = [
         (lab.get("name") if isinstance(lab, dict) else str(lab)) for lab in issue.get("labels") or []
     ]

@@ -83,6 +83,7 @@ def configure_logging(level: str | int = "INFO", stream: Any = None) -> None:
     root.setLevel(level)
     # aiohttp's access log is one more line per request; the delivery line says more.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # revision checks at start-up
 
 
 def log_delivery(

@@ -35,7 +35,7 @@ from typing import Any
 
 from gidgethub import sansio
 from gidgethub.routing import Router
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, bindparam, or_, select, update
 
 from bot.logs import log_delivery
 from bot.store.models import Delivery
@@ -51,6 +51,51 @@ PERMANENT_ERRORS: tuple[type[BaseException], ...] = (
     ValueError,
     AttributeError,
 )
+
+
+def _build_statements() -> tuple[Any, Any]:
+    """The claim and lease-extension statements, built once (SQLAlchemy caches their SQL)."""
+    t = Delivery.__table__
+    now = bindparam("now", type_=t.c.started_at.type)
+    takeable = or_(
+        and_(t.c.status == "pending", or_(t.c.next_attempt_at.is_(None), t.c.next_attempt_at <= now)),
+        and_(t.c.status == "processing", t.c.next_attempt_at <= now),  # lease ran out
+    )
+    oldest = (
+        select(t.c.id)
+        .where(takeable)
+        .order_by(t.c.id)
+        .limit(1)
+        .with_for_update(skip_locked=True)  # PostgreSQL; SQLite renders nothing
+        .scalar_subquery()
+    )
+    claim = (
+        update(t)
+        .where(t.c.id == oldest)
+        .values(
+            status="processing",
+            claimed_by=bindparam("me"),
+            attempts=t.c.attempts + 1,
+            started_at=now,
+            next_attempt_at=bindparam("lease_end", type_=t.c.next_attempt_at.type),
+        )
+        .returning(
+            t.c.id, t.c.delivery_id, t.c.event, t.c.action, t.c.repo, t.c.payload, t.c.attempts
+        )
+    )
+    extend = (
+        update(t)
+        .where(
+            t.c.id == bindparam("row_id"),
+            t.c.claimed_by == bindparam("me"),
+            t.c.status == "processing",
+        )
+        .values(next_attempt_at=bindparam("lease_end", type_=t.c.next_attempt_at.type))
+    )
+    return claim, extend
+
+
+_CLAIM, _EXTEND = _build_statements()
 
 
 def default_backoff(attempt: int) -> float:
@@ -104,6 +149,7 @@ class Worker:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
+        self._next: Claimed | None = None  # claimed together with the previous row's finish
         self.counts = {"done": 0, "failed": 0, "retry": 0, "lost": 0}
 
     @property
@@ -158,54 +204,54 @@ class Worker:
                 await asyncio.wait_for(self._wake.wait(), timeout=self.poll_seconds)
             except TimeoutError:
                 pass
+        await self.release_next()
+
+    async def release_next(self) -> None:
+        """Give back a row claimed for the next step but not started (on stop)."""
+        claimed, self._next = self._next, None
+        if claimed is None:
+            return
+        t = self.table
+        async with self.ctx.engine.begin() as conn:
+            await conn.execute(
+                update(t)
+                .where(t.c.id == claimed.id, t.c.claimed_by == self.worker_id,
+                       t.c.status == "processing")
+                .values(status="pending", attempts=t.c.attempts - 1, next_attempt_at=None,
+                        claimed_by=None)
+            )
 
     async def run_until_idle(self, limit: int = 100_000) -> int:
-        """Process takeable rows until none is left (tests, `rltracker` one-shot use)."""
+        """Process takeable rows until none is left (tests, one-shot use)."""
         count = 0
-        while count < limit and await self.process_one():
+        while count < limit and await self.process_one(claim_next=count + 1 < limit):
             count += 1
         return count
 
     # -- one row -------------------------------------------------------------------------
     async def claim(self) -> Claimed | None:
-        t = self.table
-        now = utcnow()
-        takeable = or_(
-            and_(
-                t.c.status == "pending",
-                or_(t.c.next_attempt_at.is_(None), t.c.next_attempt_at <= now),
-            ),
-            and_(t.c.status == "processing", t.c.next_attempt_at <= now),  # lease ran out
-        )
-        oldest = (
-            select(t.c.id)
-            .where(takeable)
-            .order_by(t.c.id)
-            .limit(1)
-            .with_for_update(skip_locked=True)
-            .scalar_subquery()
-        )
-        stmt = (
-            update(t)
-            .where(t.c.id == oldest)
-            .values(
-                status="processing",
-                claimed_by=self.worker_id,
-                attempts=t.c.attempts + 1,
-                started_at=now,
-                next_attempt_at=now + timedelta(seconds=self.lease),
-            )
-            .returning(
-                t.c.id, t.c.delivery_id, t.c.event, t.c.action, t.c.repo, t.c.payload, t.c.attempts
-            )
-        )
         async with self.ctx.engine.begin() as conn:
-            row = (await conn.execute(stmt)).first()
+            return await self._claim_in(conn)
+
+    async def _claim_in(self, conn: Any) -> Claimed | None:
+        now = utcnow()
+        row = (
+            await conn.execute(
+                _CLAIM,
+                {"now": now, "me": self.worker_id, "lease_end": now + timedelta(seconds=self.lease)},
+            )
+        ).first()
         return Claimed(*row) if row is not None else None
 
-    async def process_one(self) -> bool:
-        """Claim and handle the oldest takeable row; False when there was none."""
-        claimed = await self.claim()
+    async def process_one(self, *, claim_next: bool = True) -> bool:
+        """Handle the oldest takeable row; False when there was none.
+
+        The write that finishes a row and the claim of the next one share one transaction
+        (half the commits); the finish is still committed before the next handler starts.
+        """
+        claimed, self._next = self._next, None
+        if claimed is None:
+            claimed = await self.claim()
         if claimed is None:
             return False
         heartbeat = asyncio.get_running_loop().create_task(self._heartbeat(claimed.id))
@@ -223,31 +269,30 @@ class Worker:
             error = exc
         finally:
             heartbeat.cancel()
+        claim_next = claim_next and not self._stopping
         if error is None:
-            await self._finish(claimed, "done")
+            await self._finish(claimed, claim_next)
         else:
-            await self._failed(claimed, error)
+            await self._failed(claimed, error, claim_next)
         return True
 
     async def _heartbeat(self, row_id: int) -> None:
-        t = self.table
         while True:
             await asyncio.sleep(self.lease / 3)
             try:
                 async with self.ctx.engine.begin() as conn:
                     await conn.execute(
-                        update(t)
-                        .where(
-                            t.c.id == row_id,
-                            t.c.claimed_by == self.worker_id,
-                            t.c.status == "processing",
-                        )
-                        .values(next_attempt_at=utcnow() + timedelta(seconds=self.lease))
+                        _EXTEND,
+                        {"row_id": row_id, "me": self.worker_id,
+                         "lease_end": utcnow() + timedelta(seconds=self.lease)},
                     )
             except Exception:  # noqa: BLE001 - a missed beat only risks the lease
                 log.warning("lease heartbeat failed for row %s", row_id)
 
-    async def _update_fenced(self, claimed: Claimed, **values: Any) -> bool:
+    async def _update_fenced(self, claimed: Claimed, claim_next: bool, **values: Any
+                             ) -> bool:
+        """Write the row's outcome only if we still own it; optionally claim the next row in
+        the same transaction (kept in self._next)."""
         t = self.table
         async with self.ctx.engine.begin() as conn:
             result = await conn.execute(
@@ -259,6 +304,8 @@ class Worker:
                 )
                 .values(**values)
             )
+            if claim_next:
+                self._next = await self._claim_in(conn)
         return bool(result.rowcount)
 
     def _log(self, claimed: Claimed, outcome: str, level: int = logging.INFO, **extra: Any) -> None:
@@ -274,9 +321,10 @@ class Worker:
             **extra,
         )
 
-    async def _finish(self, claimed: Claimed, status: str) -> None:
+    async def _finish(self, claimed: Claimed, claim_next: bool) -> None:
         ok = await self._update_fenced(
-            claimed, status=status, finished_at=utcnow(), next_attempt_at=None, last_error=None
+            claimed, claim_next,
+            status="done", finished_at=utcnow(), next_attempt_at=None, last_error=None,
         )
         if ok:
             self.counts["done"] += 1
@@ -285,7 +333,7 @@ class Worker:
             self.counts["lost"] += 1
             self._log(claimed, "lease_lost", logging.WARNING)
 
-    async def _failed(self, claimed: Claimed, error: BaseException) -> None:
+    async def _failed(self, claimed: Claimed, error: BaseException, claim_next: bool) -> None:
         reason = f"{type(error).__name__}: {error}"
         if isinstance(error, KeyError):
             reason = f"payload is missing field {error}"
@@ -294,6 +342,7 @@ class Worker:
         if permanent or claimed.attempts >= self.max_attempts:
             ok = await self._update_fenced(
                 claimed,
+                claim_next,
                 status="failed",
                 finished_at=utcnow(),
                 next_attempt_at=None,
@@ -304,6 +353,7 @@ class Worker:
             delay = max(0.0, self.backoff(claimed.attempts))
             ok = await self._update_fenced(
                 claimed,
+                claim_next,
                 status="pending",
                 next_attempt_at=utcnow() + timedelta(seconds=delay),
                 last_error=f"{reason}\n{detail}",

@@ -1,7 +1,215 @@
+"""The tracker site: server-rendered pages (Jinja2, autoescaped, no scripts) and their JSON
+twins under /api/.
+
+Pages: /, /methods/{id}, /failures/{key}, /frameworks/{name}, /proposals (?framework, ?state,
+?paper), /repos/. JSON: /api/methods[/{id}], /api/failures[/{key}], /api/frameworks[/{name}],
+/api/proposals, /api/repos, /api/export.json, /api/export.csv. Unknown ids answer 404.
+
+Every response carries a Content-Security-Policy that allows no script at all, so even a
+title that slipped past escaping could not run; the templates escape everything anyway.
+"""
+
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 
+from bot import site_data as data
+from bot.templating import html_env
+
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+       "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
+           "Referrer-Policy": "no-referrer"}
+STATE_LABELS = {
+    "merged": "merged", "open_no_reply": "open, no reply", "open_replied": "open, replied",
+    "declined": "declined", "redirected": "redirected", "lapsed": "lapsed (stale / inactive)",
+    "closed_by_author": "closed by author", "closed_other": "closed (other)", "unknown": "unknown",
+}
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _ctx(request: web.Request) -> Any:
+    from bot.web import CTX  # the app key the foundation's create_app stores the context under
+
+    try:
+        return request.app[CTX]
+    except KeyError:  # an app built without bot.web (tests of this module alone)
+        return request.app["ctx"]
+
+
+def _rule_topics() -> dict[str, dict[str, str]]:
+    from analyzers.rules import table
+
+    return table().topics
+
+
+def render(template: str, status: int = 200, **context: Any) -> web.Response:
+    env = html_env()
+    env.globals.setdefault("state_labels", STATE_LABELS)
+    body = env.get_template(f"site/{template}").render(**context)
+    return web.Response(text=body, status=status, content_type="text/html", charset="utf-8",
+                        headers=HEADERS)
+
+
+def not_found(what: str) -> web.Response:
+    return render("not_found.html", status=404, what=what)
+
+
+def json_response(value: Any, status: int = 200) -> web.Response:
+    return web.json_response(value, status=status, headers=HEADERS)
+
+
+def _filters(request: web.Request) -> tuple[dict[str, str | None], str | None]:
+    """framework / state / paper from the query string, and an error for unknown values."""
+    q = request.query
+    framework = (q.get("framework") or "").strip() or None
+    state = (q.get("state") or "").strip() or None
+    paper = (q.get("paper") or "").strip()[:64] or None
+    empty: dict[str, str | None] = {"framework": None, "state": None, "paper": None}
+    if framework and framework not in data.catalog().frameworks:
+        return empty, f"unknown framework: {framework}"
+    if state and state not in data.REVIEW_STATES:
+        return empty, f"unknown state: {state}"
+    return {"framework": framework, "state": state, "paper": paper}, None
+
+
+async def _session_call(request: web.Request, fn: Callable[..., Awaitable[Any]], *args: Any,
+                        **kwargs: Any) -> Any:
+    async with _ctx(request).sessionmaker() as session:
+        return await fn(session, *args, **kwargs)
+
+
+# --- pages -----------------------------------------------------------------------------------
+
+
+async def index(request: web.Request) -> web.Response:
+    return render("index.html", **await _session_call(request, data.index_data))
+
+
+async def method_page(request: web.Request) -> web.Response:
+    found = await _session_call(request, data.method_data, request.match_info["id"])
+    if found is None:
+        return not_found("method")
+    return render("method.html", m=found, frameworks=data.catalog().frameworks)
+
+
+async def failure_page(request: web.Request) -> web.Response:
+    found = await _session_call(request, data.failure_data, request.match_info["key"])
+    if found is None:
+        return not_found("failure kind")
+    return render("failure.html", d=found, frameworks=data.catalog().frameworks)
+
+
+async def framework_page(request: web.Request) -> web.Response:
+    found = await _session_call(request, data.framework_data, request.match_info["name"])
+    if found is None:
+        return not_found("framework")
+    return render("framework.html", d=found, topics=_rule_topics(),
+                  frameworks=data.catalog().frameworks)
+
+
+async def proposals_page(request: web.Request) -> web.Response:
+    filters, error = _filters(request)
+    rows = [] if error else await _session_call(request, data.thread_rows, proposals=True,
+                                                limit=1000, **filters)
+    return render("proposals.html", status=400 if error else 200, rows=rows, error=error,
+                  filters=filters, frameworks=data.catalog().frameworks,
+                  states=data.REVIEW_STATES)
+
+
+async def repos_page(request: web.Request) -> web.Response:
+    return render("repos.html", repos=await _session_call(request, data.reception))
+
+
+# --- JSON ------------------------------------------------------------------------------------
+
+
+async def api_methods(request: web.Request) -> web.Response:
+    cat = data.catalog()
+    return json_response([data.method_dict(m, list(cat.frameworks)) for m in cat.methods.values()])
+
+
+async def api_method(request: web.Request) -> web.Response:
+    found = await _session_call(request, data.method_data, request.match_info["id"])
+    return json_response(found) if found else json_response({"error": "no such method"}, 404)
+
+
+async def api_failures(request: web.Request) -> web.Response:
+    cat = data.catalog()
+    return json_response([
+        dict(data.failure_dict(f), methods=[m.id for m in cat.methods_for_failure(f.key)])
+        for f in cat.failures.values()
+    ])
+
+
+async def api_failure(request: web.Request) -> web.Response:
+    found = await _session_call(request, data.failure_data, request.match_info["key"])
+    return json_response(found) if found else json_response({"error": "no such failure kind"}, 404)
+
+
+async def api_frameworks(request: web.Request) -> web.Response:
+    return json_response((await _session_call(request, data.index_data))["frameworks"])
+
+
+async def api_framework(request: web.Request) -> web.Response:
+    found = await _session_call(request, data.framework_data, request.match_info["name"])
+    return json_response(found) if found else json_response({"error": "no such framework"}, 404)
+
+
+async def api_proposals(request: web.Request) -> web.Response:
+    filters, error = _filters(request)
+    if error:
+        return json_response({"error": error}, 400)
+    return json_response(await _session_call(request, data.thread_rows, proposals=True,
+                                             limit=data.MAX_ROWS, **filters))
+
+
+async def api_repos(request: web.Request) -> web.Response:
+    return json_response(await _session_call(request, data.reception))
+
+
+async def api_export_json(request: web.Request) -> web.Response:
+    from bot.exports import export_data
+
+    body = await _session_call(request, export_data)
+    response = json_response(body)
+    response.headers["Content-Disposition"] = 'attachment; filename="rltracker-export.json"'
+    return response
+
+
+async def api_export_csv(request: web.Request) -> web.Response:
+    from bot.exports import export_data, to_csv
+
+    body = await _session_call(request, export_data)
+    return web.Response(
+        text=to_csv(body["threads"]), content_type="text/csv", charset="utf-8",
+        headers={**HEADERS, "Content-Disposition": 'attachment; filename="rltracker-export.csv"'},
+    )
+
 
 def setup(app: web.Application) -> None:
-    """Adds this module's routes to the app."""
+    """Adds the tracker pages and their JSON routes to the app."""
+    routes: list[tuple[str, Handler]] = [
+        ("/", index),
+        ("/methods/{id}", method_page),
+        ("/failures/{key}", failure_page),
+        ("/frameworks/{name}", framework_page),
+        ("/proposals", proposals_page),
+        ("/repos/", repos_page),
+        ("/api/methods", api_methods),
+        ("/api/methods/{id}", api_method),
+        ("/api/failures", api_failures),
+        ("/api/failures/{key}", api_failure),
+        ("/api/frameworks", api_frameworks),
+        ("/api/frameworks/{name}", api_framework),
+        ("/api/proposals", api_proposals),
+        ("/api/repos", api_repos),
+        ("/api/export.json", api_export_json),
+        ("/api/export.csv", api_export_csv),
+    ]
+    for path, handler in routes:
+        app.router.add_get(path, handler)

@@ -1,0 +1,270 @@
+"""What the tracker pages and their JSON twins show, assembled from the catalog and the
+Thread / Analysis / Action / Repository / ContributionRules tables.
+
+Every function returns plain dicts and lists (JSON-ready); bot/site.py renders them as HTML or
+JSON, bot/exports.py writes them as files. Thread text never goes further than its title, and
+the HTML templates escape it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from sqlalchemy import Text, case, cast, func, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.store.models import Action, Analysis, ContributionRules, Repository, Thread
+from bot.store.types import format_datetime
+
+REVIEW_STATES = ("merged", "open_no_reply", "open_replied", "declined", "redirected", "lapsed",
+                 "closed_by_author", "closed_other")
+COMMENT_KINDS = ("failure_comment", "rule_summary")
+MAX_ROWS = 2000
+
+
+def catalog() -> Any:
+    from analyzers.catalog import load_catalog
+
+    return load_catalog()
+
+
+def framework_of(repo: str) -> str | None:
+    fw = catalog().framework_for_repo(repo)
+    return fw.id if fw else None
+
+
+def _like_json(column: Any, value: str) -> Any:
+    """`value` is one element of a JSON list column: a text match on the serialised list
+    (the same on SQLite and PostgreSQL), with LIKE wildcards escaped."""
+    safe = value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return cast(column, Text).like(f'%"{safe}"%', escape="\\")
+
+
+def _thread_columns() -> list[Any]:
+    return [Thread.repo, Thread.number, Thread.kind, Thread.title, Thread.state,
+            Thread.created_at, Thread.closed_at, Analysis.is_failure_report,
+            Analysis.failure_category, Analysis.is_proposal, Analysis.review_state,
+            Analysis.methods, Analysis.arxiv_ids, Analysis.result]
+
+
+def _row(r: Any) -> dict[str, Any]:
+    result = r.result or {}
+    failure = result.get("failure") or {}
+    return {
+        "repo": r.repo,
+        "number": r.number,
+        "kind": r.kind,
+        "title": r.title or "",
+        "state": r.state,
+        "url": thread_url(r.repo, r.number, r.kind),
+        "created_at": format_datetime(r.created_at),
+        "closed_at": format_datetime(r.closed_at),
+        "framework": framework_of(r.repo),
+        "is_failure_report": bool(r.is_failure_report),
+        "failure_category": r.failure_category,
+        "failure_confidence": failure.get("confidence"),
+        "is_proposal": bool(r.is_proposal),
+        "review_state": r.review_state,
+        "methods": list(r.methods or []),
+        "arxiv_ids": list(r.arxiv_ids or []),
+    }
+
+
+def thread_url(repo: str, number: int, kind: str) -> str:
+    """Built from the stored name and number, never taken from a payload."""
+    path = {"pull_request": "pull", "discussion": "discussions"}.get(kind, "issues")
+    return f"https://github.com/{repo}/{path}/{int(number)}"
+
+
+def _framework_repos(framework: str) -> list[str]:
+    fw = catalog().frameworks.get(framework)
+    return [r.lower() for r in fw.repos] if fw else []
+
+
+async def thread_rows(session: AsyncSession, *, proposals: bool | None = None,
+                      failures: bool | None = None, framework: str | None = None,
+                      state: str | None = None, paper: str | None = None,
+                      method: str | None = None, category: str | None = None,
+                      newest_first: bool = True, limit: int = MAX_ROWS) -> list[dict[str, Any]]:
+    query = select(*_thread_columns()).join(Analysis, Analysis.thread_id == Thread.id)
+    if proposals is not None:
+        query = query.where(Analysis.is_proposal.is_(proposals))
+    if failures is not None:
+        query = query.where(Analysis.is_failure_report.is_(failures))
+    if framework:
+        query = query.where(func.lower(Thread.repo).in_(_framework_repos(framework) or ["-"]))
+    if state:
+        query = query.where(Analysis.review_state == state)
+    if category:
+        query = query.where(Analysis.failure_category == category)
+    if method:
+        query = query.where(_like_json(Analysis.methods, method))
+    if paper:
+        # An arXiv id, or a catalog method id (its papers count too).
+        terms = [_like_json(Analysis.arxiv_ids, paper), _like_json(Analysis.methods, paper)]
+        for m in catalog().method_for_arxiv(paper):
+            terms.append(_like_json(Analysis.methods, m.id))
+        query = query.where(or_(*terms))
+    order = Thread.created_at.desc() if newest_first else Thread.created_at
+    query = query.order_by(order, Thread.id.desc()).limit(limit)
+    return [_row(r) for r in (await session.execute(query)).all()]
+
+
+async def proposal_counts(session: AsyncSession) -> dict[str, dict[str, int]]:
+    """framework id -> review state -> number of tracked proposals."""
+    rows = await session.execute(
+        select(Thread.repo, Analysis.review_state, func.count())
+        .join(Analysis, Analysis.thread_id == Thread.id)
+        .where(Analysis.is_proposal.is_(True))
+        .group_by(Thread.repo, Analysis.review_state)
+    )
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for repo, state, n in rows.all():
+        counts[framework_of(repo) or "other"][state or "unknown"] += int(n)
+    return {fid: dict(c) for fid, c in counts.items()}
+
+
+async def reception(session: AsyncSession, repos: list[str] | None = None) -> list[dict[str, Any]]:
+    """Per installed repository: the app's comments and how they were received."""
+    query = select(Repository).where(Repository.installation_id.is_not(None))
+    if repos is not None:
+        query = query.where(func.lower(Repository.full_name).in_([r.lower() for r in repos] or ["-"]))
+    repositories = list(await session.scalars(query.order_by(Repository.full_name)))
+    if not repositories:
+        return []
+    hidden = case((or_(Action.is_minimized.is_(True), Action.comment_deleted.is_(True)), 1), else_=0)
+    rows = await session.execute(
+        select(func.lower(Action.repo), func.count(), func.coalesce(func.sum(Action.reactions_up), 0),
+               func.coalesce(func.sum(Action.reactions_down), 0), func.coalesce(func.sum(hidden), 0))
+        .where(Action.status == "posted", Action.kind.in_(COMMENT_KINDS))
+        .group_by(func.lower(Action.repo))
+    )
+    stats = {repo: (int(n), int(up), int(down), int(h)) for repo, n, up, down, h in rows.all()}
+    out = []
+    for r in repositories:
+        n, up, down, h = stats.get(r.full_name.lower(), (0, 0, 0, 0))
+        out.append({
+            "repo": r.full_name,
+            "framework": r.framework or framework_of(r.full_name),
+            "comments_posted": n,
+            "thumbs_up": up,
+            "thumbs_down": down,
+            "hidden_or_deleted": h,
+            "paused": bool(r.comments_paused),
+            "paused_reason": r.paused_reason,
+        })
+    return out
+
+
+async def rules_of(session: AsyncSession, repo: str) -> dict[str, Any] | None:
+    row = await session.scalar(
+        select(ContributionRules).where(func.lower(ContributionRules.repo) == repo.lower())
+    )
+    if row is None:
+        return None
+    summary = dict(row.summary or {})
+    summary["fetched_at"] = format_datetime(row.fetched_at)
+    return summary
+
+
+# --- catalog views ---------------------------------------------------------------------------
+
+
+def option_dict(o: Any) -> dict[str, Any]:
+    return {"name": o.name, "set_by": o.set_by, "keys": list(o.keys), "value_hint": o.value_hint,
+            "file": o.file, "status": o.status, "default": o.default, "commit": o.commit,
+            "note": o.note}
+
+
+def method_dict(m: Any, frameworks: list[str]) -> dict[str, Any]:
+    return {
+        "id": m.id,
+        "name": m.name,
+        "aliases": list(m.aliases),
+        "papers": [{"arxiv_id": p.arxiv_id, "title": p.title,
+                    "url": f"https://arxiv.org/abs/{p.arxiv_id}" if p.arxiv_id else None}
+                   for p in m.papers],
+        "first_public": m.first_public,
+        "failures": list(m.failures),
+        "cautions": [{"text": c.text, "source": c.source} for c in m.cautions],
+        "frameworks": {fid: [option_dict(o) for o in m.options.get(fid, [])] for fid in frameworks},
+    }
+
+
+def failure_dict(f: Any) -> dict[str, Any]:
+    return {"key": f.key, "title": f.title, "title_zh": f.title_zh,
+            "description": f.description, "description_zh": f.description_zh}
+
+
+def framework_dict(fw: Any) -> dict[str, Any]:
+    return {"id": fw.id, "name": fw.name, "repo": fw.repo, "former_repos": list(fw.former_repos),
+            "default_branch": fw.default_branch, "verified_commit": fw.verified_commit}
+
+
+async def index_data(session: AsyncSession) -> dict[str, Any]:
+    cat = catalog()
+    counts = await proposal_counts(session)
+    return {
+        "frameworks": [
+            dict(framework_dict(fw), proposals=counts.get(fid, {}),
+                 proposals_total=sum(counts.get(fid, {}).values()),
+                 methods=sum(1 for m in cat.methods.values() if m.has(fid)))
+            for fid, fw in cat.frameworks.items()
+        ],
+        "states": list(REVIEW_STATES),
+        "recent_failures": await thread_rows(session, failures=True, limit=15),
+        "methods": [{"id": m.id, "name": m.name} for m in cat.methods.values()],
+        "failures": [failure_dict(f) for f in cat.failures.values()],
+    }
+
+
+async def method_data(session: AsyncSession, method_id: str) -> dict[str, Any] | None:
+    cat = catalog()
+    m = cat.methods.get(method_id)
+    if m is None:
+        return None
+    data = method_dict(m, list(cat.frameworks))
+    data["failure_titles"] = {k: cat.failures[k].title for k in m.failures if k in cat.failures}
+    data["threads"] = await thread_rows(session, method=m.id, limit=100)
+    return data
+
+
+async def failure_data(session: AsyncSession, key: str) -> dict[str, Any] | None:
+    cat = catalog()
+    f = cat.failures.get(key)
+    if f is None:
+        return None
+    frameworks = list(cat.frameworks)
+    return {
+        "failure": failure_dict(f),
+        "methods": [method_dict(m, frameworks) for m in cat.methods_for_failure(key)],
+        "recent_reports": await thread_rows(session, failures=True, category=key, limit=30),
+    }
+
+
+async def framework_data(session: AsyncSession, name: str) -> dict[str, Any] | None:
+    cat = catalog()
+    fw = cat.frameworks.get(name)
+    if fw is None:
+        return None
+    proposals = await thread_rows(session, proposals=True, framework=name, limit=500)
+    by_state: dict[str, list[dict[str, Any]]] = {s: [] for s in REVIEW_STATES}
+    for p in proposals:
+        by_state.setdefault(p["review_state"] or "unknown", []).append(p)
+    installed = await reception(session)
+    return {
+        "framework": framework_dict(fw),
+        "rules": await rules_of(session, fw.repo),
+        "proposals_by_state": {s: rows for s, rows in by_state.items() if rows},
+        "proposal_counts": {s: len(rows) for s, rows in by_state.items() if rows},
+        "methods_present": [
+            {"id": m.id, "name": m.name, "options": [option_dict(o) for o in m.options[name]]}
+            for m in cat.methods.values() if m.has(name)
+        ],
+        "methods_missing": [
+            {"id": m.id, "name": m.name, "elsewhere": [f for f in cat.frameworks if m.has(f)]}
+            for m in cat.methods.values() if not m.has(name)
+        ],
+        "reception": [r for r in installed if r["framework"] == name],
+    }

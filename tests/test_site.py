@@ -1,0 +1,235 @@
+"""The tracker site over real HTTP (aiohttp TestServer) on a seeded database, SQLite and
+PostgreSQL: pages, JSON twins, filters, 404s, reception counts and the paused notice, and
+hostile thread titles staying text."""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from analyzers.rules import summarize_rules
+from bot.store.models import (
+    Action,
+    Analysis,
+    ContributionRules,
+    Installation,
+    Repository,
+)
+from bot.store.threads import upsert_thread
+
+HOSTILE_TITLE = '<script>alert("t")</script><img src=x onerror=alert(1)> GSPO & "quotes"'
+HOSTILE_BODY = "<iframe src=javascript:alert(2)></iframe><b>bold</b>"
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+METHODS = {101: ["gspo"], 102: ["gspo"], 7: ["cispo"]}  # catalog methods each thread names
+
+
+def _analysis(*, failure: str | None = None, proposal: bool = False, state: str = "open_no_reply",
+              methods: list[str] | None = None, arxiv: list[str] | None = None) -> dict[str, Any]:
+    return {
+        "failure": {"is_failure_report": failure is not None, "category": failure,
+                    "categories": [failure] if failure else [], "confidence": 0.9 if failure else 0.1},
+        "papers": [{"arxiv_id": a, "title": "", "method": None, "how": "arxiv_id", "score": 1.0}
+                   for a in (arxiv or [])],
+        "proposal": {"is_proposal": proposal, "confidence": 0.9 if proposal else 0.1},
+        "review": {"state": state, "replied_from_other": False, "concerns": []},
+    }
+
+
+THREADS: list[tuple[dict[str, Any], dict[str, Any]]] = [
+    ({"repo": "verl-project/verl", "number": 101, "kind": "issue", "title": "Support GSPO",
+      "state": "closed", "state_reason": "completed"},
+     _analysis(proposal=True, state="merged", methods=["gspo"], arxiv=["2507.18071"])),
+    ({"repo": "verl-project/verl", "number": 102, "kind": "pull_request", "title": HOSTILE_TITLE,
+      "body": HOSTILE_BODY, "state": "open"},
+     _analysis(proposal=True, state="open_no_reply", methods=["gspo"], arxiv=["2507.18071"])),
+    ({"repo": "huggingface/trl", "number": 7, "kind": "issue", "title": "Add CISPO loss",
+      "state": "closed"},
+     _analysis(proposal=True, state="declined", methods=["cispo"])),
+    ({"repo": "huggingface/trl", "number": 8, "kind": "issue",
+      "title": "Entropy collapses after 200 steps", "state": "open"},
+     _analysis(failure="entropy_collapse")),
+    ({"repo": "THUDM/slime", "number": 9, "kind": "issue", "title": "KL keeps growing",
+      "state": "open"},
+     _analysis(failure="kl_growth")),
+]
+
+
+async def seed(ctx: Any) -> None:
+    """Threads with analyses, an installed repository with posted comments (two hidden, more 👎
+    than 👍, paused), and verl's contribution rules."""
+    async with ctx.sessionmaker() as session, session.begin():
+        for i, (record, result) in enumerate(THREADS):
+            record = dict(record, created_at=(NOW - timedelta(days=i)).isoformat())
+            thread = await upsert_thread(session, record)
+            session.add(Analysis(
+                thread_id=thread.id, analyzer_version="test", result=result,
+                is_failure_report=result["failure"]["is_failure_report"],
+                failure_category=result["failure"]["category"],
+                is_proposal=result["proposal"]["is_proposal"],
+                review_state=result["review"]["state"],
+                methods=METHODS.get(record["number"], []),
+                arxiv_ids=[p["arxiv_id"] for p in result["papers"]],
+            ))
+        session.add(Installation(id=5, account="huggingface"))
+        await session.flush()
+        session.add(Repository(full_name="huggingface/trl", framework="trl", installation_id=5,
+                               comments_paused=True,
+                               paused_reason="2 of the last 10 comments were hidden."))
+        for n, (up, down, minimized, deleted) in enumerate(
+            [(1, 0, False, False), (0, 2, True, False), (0, 1, False, True), (1, 0, False, False)]
+        ):
+            session.add(Action(repo="huggingface/trl", number=100 + n, kind="failure_comment",
+                               status="posted", dedupe_key=f"fc:{n}", reactions_up=up,
+                               reactions_down=down, is_minimized=minimized,
+                               comment_deleted=deleted, body="…"))
+        session.add(Action(repo="huggingface/trl", number=200, kind="failure_comment",
+                           status="dry_run", dedupe_key="dry", body="…"))
+        summary = summarize_rules({
+            "CONTRIBUTING.md": "Every commit must be signed off (`git commit -s`); sign-off is "
+                               "required.\n\nPlease open an issue before you start work on a "
+                               "new feature.\n"}, framework="verl")
+        session.add(ContributionRules(repo="verl-project/verl", files={}, summary=summary))
+
+
+@pytest.fixture
+async def client(ctx) -> Any:
+    from bot.web import create_app
+
+    await seed(ctx)
+    app = create_app(ctx, worker=False)
+    async with TestClient(TestServer(app)) as c:
+        yield c
+
+
+async def _text(client: TestClient, path: str, status: int = 200) -> str:
+    resp = await client.get(path)
+    assert resp.status == status, (path, resp.status)
+    if status == 200 and resp.content_type == "text/html":
+        assert "script-src" not in resp.headers["Content-Security-Policy"]
+        assert "default-src 'none'" in resp.headers["Content-Security-Policy"]
+    return await resp.text()
+
+
+async def _json(client: TestClient, path: str, status: int = 200) -> Any:
+    resp = await client.get(path)
+    assert resp.status == status, (path, resp.status)
+    return await resp.json()
+
+
+async def test_index_lists_frameworks_counts_and_recent_failures(client) -> None:
+    html = await _text(client, "/")
+    for name in ("verl", "TRL", "OpenRLHF", "NeMo-RL", "ROLL", "slime", "AReaL"):
+        assert name in html
+    assert "merged: 1" in html and "declined: 1" in html and "open, no reply: 1" in html
+    assert "Entropy collapses after 200 steps" in html and "KL keeps growing" in html
+    assert 'href="/failures/entropy_collapse"' in html
+    assert '<meta name="viewport"' in html and "<script" not in html
+
+
+async def test_hostile_title_is_escaped_everywhere(client) -> None:
+    for path in ("/", "/methods/gspo", "/frameworks/verl", "/proposals", "/proposals?paper=gspo"):
+        html = await _text(client, path)
+        assert "<script>alert" not in html and "<img src=x" not in html and "<iframe" not in html
+        if path != "/":
+            assert "&lt;script&gt;alert(&#34;t&#34;)&lt;/script&gt;" in html
+    data = await _json(client, "/api/proposals?framework=verl&state=open_no_reply")
+    assert [p["title"] for p in data] == [HOSTILE_TITLE]  # JSON keeps the text as text
+
+
+async def test_method_page_papers_options_missing_cautions_threads(client) -> None:
+    html = await _text(client, "/methods/clip-higher")
+    assert 'href="https://arxiv.org/abs/2503.14476"' in html
+    assert "actor_rollout_ref.actor.clip_ratio_high" in html  # verl's option
+    assert "GRPOConfig(epsilon_high=0.28)" in html  # TRL's option
+    assert 'href="/failures/entropy_collapse"' in html
+    html = await _text(client, "/methods/gspo")
+    assert "Support GSPO" in html
+    from analyzers.catalog import load_catalog
+
+    lacking = [fw.name for fid, fw in load_catalog().frameworks.items()
+               if not load_catalog().methods["gspo"].has(fid)]
+    for name in lacking:
+        assert f"missing: {name} has no option for this" in html
+    data = await _json(client, "/api/methods/gspo")
+    assert {t["number"] for t in data["threads"]} == {101, 102}
+    assert set(data["frameworks"]) == {"verl", "trl", "openrlhf", "nemo-rl", "roll", "slime", "areal"}
+    methods = await _json(client, "/api/methods")
+    assert any(m["id"] == "clip-higher" for m in methods)
+
+
+async def test_failure_page_methods_and_reports(client) -> None:
+    html = await _text(client, "/failures/entropy_collapse")
+    assert 'href="/methods/clip-higher"' in html and "Entropy collapses after 200 steps" in html
+    assert "KL keeps growing" not in html
+    data = await _json(client, "/api/failures/entropy_collapse")
+    assert any(m["id"] == "clip-higher" for m in data["methods"])
+    assert [r["number"] for r in data["recent_reports"]] == [8]
+    listing = await _json(client, "/api/failures")
+    assert {"entropy_collapse", "kl_growth"} <= {f["key"] for f in listing}
+
+
+async def test_framework_page_rules_proposals_methods_and_reception(client) -> None:
+    html = await _text(client, "/frameworks/verl")
+    assert "Contribution rules" in html and "Signed-off-by" in html
+    assert "verl-recipe" in html  # verl's curated observation
+    assert "merged: 1" in html and "Support GSPO" in html
+    assert "Methods it has" in html and "Methods it lacks" in html
+    assert "not installed" in html
+    trl = await _text(client, "/frameworks/trl")
+    assert "Comments paused on huggingface/trl" in trl
+    assert "2 of the last 10 comments were hidden." in trl
+    assert "Not fetched yet" in trl
+    data = await _json(client, "/api/frameworks/trl")
+    assert data["reception"] == [{
+        "repo": "huggingface/trl", "framework": "trl", "comments_posted": 4, "thumbs_up": 2,
+        "thumbs_down": 3, "hidden_or_deleted": 2, "paused": True,
+        "paused_reason": "2 of the last 10 comments were hidden.",
+    }]
+    assert data["proposal_counts"] == {"declined": 1}
+    assert any(m["id"] == "clip-higher" for m in data["methods_present"])
+    repos = await _text(client, "/repos/")
+    assert "huggingface/trl" in repos and "paused" in repos
+    assert (await _json(client, "/api/repos"))[0]["comments_posted"] == 4
+    frameworks = await _json(client, "/api/frameworks")
+    assert {f["id"] for f in frameworks} >= {"verl", "areal"}
+
+
+async def test_proposals_filters(client) -> None:
+    assert len(await _json(client, "/api/proposals")) == 3
+    assert [p["number"] for p in await _json(client, "/api/proposals?framework=trl")] == [7]
+    assert [p["number"] for p in await _json(client, "/api/proposals?state=merged")] == [101]
+    by_paper = await _json(client, "/api/proposals?paper=2507.18071")
+    assert sorted(p["number"] for p in by_paper) == [101, 102]
+    assert [p["number"] for p in await _json(client, "/api/proposals?paper=cispo")] == [7]
+    assert await _json(client, "/api/proposals?paper=9999.99999") == []
+    assert await _json(client, "/api/proposals?paper=%25") == []  # LIKE wildcard is literal
+    html = await _text(client, "/proposals?framework=trl&state=declined")
+    assert "Add CISPO loss" in html and "Support GSPO" not in html
+    assert '<option value="trl" selected>' in html
+    await _json(client, "/api/proposals?state=bogus", status=400)
+    assert "unknown framework" in await _text(client, "/proposals?framework=nope", status=400)
+
+
+async def test_unknown_ids_are_404(client) -> None:
+    for path in ("/methods/nope", "/failures/nope", "/frameworks/nope"):
+        assert "Not found" in await _text(client, path, status=404)
+    for path in ("/api/methods/nope", "/api/failures/nope", "/api/frameworks/nope"):
+        assert "error" in await _json(client, path, status=404)
+
+
+async def test_exports(client) -> None:
+    data = await _json(client, "/api/export.json")
+    assert [t["number"] for t in data["threads"]][:1] == [9]  # oldest first
+    assert len(data["threads"]) == 5 and data["reception"][0]["repo"] == "huggingface/trl"
+    resp = await client.get("/api/export.csv")
+    assert resp.status == 200 and resp.content_type == "text/csv"
+    rows = list(csv.DictReader(io.StringIO(await resp.text())))
+    assert [r["number"] for r in rows] == ["9", "8", "7", "102", "101"]
+    hostile = next(r for r in rows if r["number"] == "102")
+    assert hostile["title"] == HOSTILE_TITLE and hostile["methods"] == "gspo"
+    assert hostile["is_proposal"] == "true" and hostile["framework"] == "verl"

@@ -390,12 +390,24 @@ def option_enabled(value: str, value_hint: str | None, default: str | None) -> b
     return value.lower().replace("-", "_") == hint.lower().replace("-", "_")
 
 
+SECONDARY_STATUS = ("submodule", "example config", "example plug-in", "related")
+
+
+def _secondary(status: str) -> bool:
+    return any(word in status for word in SECONDARY_STATUS)
+
+
 def _option_table(framework: str) -> dict[str, list[tuple[Any, Any]]]:
     from analyzers.catalog import load_catalog
 
     table: dict[str, list[tuple[Any, Any]]] = {}
     for method in load_catalog().methods.values():
-        for option in method.options.get(framework, []):
+        options = method.options.get(framework, [])
+        primary = [o for o in options if not _secondary(o.status)]
+        # A recipe, an example config or a related switch lists keys it *sets* (a recipe's
+        # clip_ratio_low=0.2); one of them alone does not mean the method is on, so they are
+        # matched only when the framework has no switch of its own for the method.
+        for option in primary or options:
             for key in option.keys:
                 table.setdefault(_norm_key(key), []).append((method, option))
     return table

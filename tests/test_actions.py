@@ -123,3 +123,21 @@ async def test_router_chain_failure_issue(app_ctx: Any, fake_github: Any) -> Non
     await router.dispatch(event, app_ctx)  # the same delivery again
     posted = [c for c in fake_github.comments_of(VERL, 102) if FAILURE_MARKER in c["body"]]
     assert len(posted) == 1
+
+
+async def test_concurrent_pipeline_runs_store_one_analysis_and_one_decision(app_ctx: Any, fake_github: Any) -> None:
+    import asyncio
+
+    from bot.pipeline import thread_changed
+    from tests.test_actions_e2e import open_issue
+
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 103, title="Question about batch size", body="Which value?")
+    await asyncio.gather(*[
+        thread_changed(app_ctx, VERL, 103, trigger="issues.opened", payload=payload) for _ in range(3)
+    ])
+    async with app_ctx.sessionmaker() as s:
+        assert len(list(await s.scalars(select(Analysis)))) == 1
+        rows = list(await s.scalars(select(Action).where(Action.number == 103)))
+    assert len(rows) == 1 and rows[0].status == "skipped"
+    assert not fake_github.comments_of(VERL, 103)

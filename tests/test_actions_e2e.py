@@ -470,3 +470,12 @@ async def test_rule_summary_reply_once(app_ctx: Any, fake_github: Any) -> None:
     payload = await open_issue(app_ctx, fake_github, 71, title="Add GSPO", association="MEMBER")
     out = await act(app_ctx, VERL, 71, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
     assert out["rule_summary"] == "skipped:maintainer_author"
+
+
+async def test_rule_summary_on_a_pull_request(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 72, kind="pull_request", title="Implement GSPO loss")
+    out = await act(app_ctx, VERL, 72, trigger="pull_request.opened", payload=payload, analysis=PROPOSAL)
+    assert out == {"rule_summary": "posted"}
+    assert len(app_comments(fake_github, VERL, 72, RULES_MARKER)) == 1
+    assert not app_comments(fake_github, VERL, 72)  # and no failure comment on a PR

@@ -143,3 +143,25 @@ async def test_commands_in_dry_run(ctx: Any, fake_github: Any) -> None:
     [row] = await actions(ctx)
     assert row.status == "dry_run" and REPLY_MARKER in row.body
     assert not fake_github.requests("POST")
+
+
+async def test_methods_reply_in_a_discussion(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    seen: list[dict[str, Any]] = []
+
+    def graphql(query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        seen.append(variables)
+        return {"data": {"addDiscussionComment": {"comment": {"id": "DC_1", "databaseId": 77}}}}
+
+    fake_github.graphql_handler = graphql
+    data = {
+        "action": "created",
+        "discussion": {"number": 8, "node_id": "D_8", "user": {"login": "alice"}},
+        "comment": {"id": 5555, "body": "/rltracker methods entropy_collapse",
+                    "user": {"login": "alice", "type": "User"}, "author_association": "NONE"},
+        "repository": {"full_name": VERL}, "installation": {"id": INST},
+    }
+    await commands_router.dispatch(sansio.Event(data, event="discussion_comment", delivery_id="dd"), app_ctx)
+    assert seen and seen[0]["id"] == "D_8" and REPLY_MARKER in seen[0]["body"]
+    [row] = await actions(app_ctx, "command")
+    assert row.status == "posted" and row.comment_node_id == "DC_1"

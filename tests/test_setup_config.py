@@ -161,3 +161,9 @@ def test_pathological_input_stays_linear() -> None:
         extract_pairs(body)
         parse_setup(body, "verl")
     print(f"\nparse_setup on 6 x 64 KiB pathological bodies: {time.perf_counter() - start:.3f}s")
+
+
+def test_recipe_keys_alone_do_not_mean_the_method_is_on() -> None:
+    # verl's DAPO recipe sets clip_ratio_low=0.2, the symmetric default: clip-higher is not on.
+    r = parse_setup("actor_rollout_ref.actor.clip_ratio_low=0.2", "verl")
+    assert not enabled(r, "clip-higher")

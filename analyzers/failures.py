@@ -1,0 +1,451 @@
+"""Is this opening post a training-failure report, and which kind?
+
+Reads the title and the opening post only (later comments restate, guess and argue). The
+vocabulary lives in failure_patterns.yaml; this module only scores it:
+
+1. Positive evidence per category, from the prose (code blocks, HTML comments and template
+   boilerplate removed; `snake_case` read as words):
+   - a phrase that names the failure ("entropy collapse", 熵坍塌),
+   - a metric and what it did, close together in one sentence ("the KL keeps growing"),
+     skipped when negated ("entropy does not drop") and discounted when the sentence talks
+     about preventing it ("to avoid entropy collapse" is a method pitch, not a report),
+   - a metric printed in a pasted log that moved a lot (entropy 0.6 -> 0.01).
+   Title hits weigh more. Generic kinds are discounted so that a specific kind wins.
+2. Negative evidence: what else the post is (feature request, crash, OOM, install problem,
+   how-to question, docs, speed). Some title markers settle it outright ("[Feature request]",
+   "OOM", "install").
+3. confidence = logistic(positive - negative); below the threshold the analyzer abstains: a
+   wrong comment on a maintainer's issue costs more than a missed one.
+
+Everything is linear in the text: spaCy tokenisation (long runs broken up by analyzers.nlp),
+PhraseMatcher, one pass over matches, `str.find` for Chinese, bounded regexes for logs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from analyzers import nlp
+
+PATTERNS_FILE = Path(__file__).with_name("failure_patterns.yaml")
+
+CATEGORIES: tuple[str, ...] = (
+    "entropy_collapse",
+    "entropy_explosion",
+    "collapse_or_divergence",
+    "rollout_training_mismatch",
+    "response_length_drift",
+    "stale_rollout_data",
+    "kl_growth",
+    "moe_instability",
+    "groups_without_signal",
+    "other_failure",
+)
+# Ties go to the more specific kind (earlier here).
+_PRIORITY = {
+    c: i
+    for i, c in enumerate(
+        (
+            "moe_instability",
+            "rollout_training_mismatch",
+            "groups_without_signal",
+            "entropy_collapse",
+            "entropy_explosion",
+            "kl_growth",
+            "response_length_drift",
+            "stale_rollout_data",
+            "collapse_or_divergence",
+            "other_failure",
+        )
+    )
+}
+
+# Prose beyond this is nearly always pasted output; the verdict is made by then.
+MAX_PROSE = 12_000
+MAX_TITLE = 400
+_NEGATIONS = frozenset({"not", "n't", "never", "no", "without", "nor"})
+_PREVENTION = frozenset(
+    {
+        "prevent", "avoid", "mitigate", "alleviate", "address", "fix", "solve", "tackle",
+        "combat", "counter", "reduce", "handle", "against", "mitigation", "stabilize",
+        "stabilise", "control", "monitor", "detect", "detection", "track",
+    }
+)  # fmt: skip
+
+
+@dataclass
+class _Category:
+    key: str
+    weight: float
+    zh_phrases: list[str]
+    zh_subjects: list[str]
+    zh_changes: list[str]
+    context: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Negative:
+    key: str
+    hard_title: re.Pattern[str] | None
+    title: re.Pattern[str] | None
+    title_start: tuple[str, ...]
+    prose: re.Pattern[str] | None
+    code: re.Pattern[str] | None
+    title_weight: float
+    weight: float
+    code_weight: float
+
+
+@dataclass
+class _Rules:
+    window: int
+    zh_window: int
+    threshold: float
+    categories: dict[str, _Category]
+    matcher: Any  # PhraseMatcher, labels "<category>|P", "|S", "|C", "|X" (context)
+    negatives: list[_Negative]
+    observation_zh: list[str]
+    observation_weight: float
+    log_min_points: int
+    log_weight: float
+    log_rules: list[dict[str, Any]]
+
+
+def _term_regex(terms: Iterable[str]) -> re.Pattern[str] | None:
+    """One alternation of literal terms, lower-case. ASCII-word ends get word boundaries
+    (so "hang" does not fire inside "change"); CJK and punctuation ends match as they are.
+    Literal alternatives only: linear in the text times the number of terms."""
+    parts = []
+    for term in sorted({t.lower() for t in terms if t}, key=len, reverse=True):
+        esc = re.escape(term)
+        if term[0].isascii() and term[0].isalnum():
+            esc = r"(?<![a-z0-9])" + esc
+        if term[-1].isascii() and term[-1].isalnum():
+            esc = esc + r"(?![a-z0-9])"
+        parts.append(esc)
+    return re.compile("|".join(parts)) if parts else None
+
+
+def _lemma_phrase(phrase: str) -> str:
+    # Pattern phrases are written in lemma form already; only normalise snake_case.
+    return phrase.replace("_", " ").lower()
+
+
+@lru_cache(maxsize=1)
+def _rules() -> _Rules:
+    data = yaml.safe_load(PATTERNS_FILE.read_text(encoding="utf-8"))
+    table: dict[str, list[str]] = {}
+    categories: dict[str, _Category] = {}
+    for key, spec in data["categories"].items():
+        if key not in CATEGORIES:
+            raise ValueError(f"failure_patterns.yaml: unknown category {key!r}")
+        categories[key] = _Category(
+            key=key,
+            weight=float(spec.get("weight", 1.0)),
+            zh_phrases=[p.lower() for p in spec.get("zh_phrases", [])],
+            zh_subjects=[p.lower() for p in spec.get("zh_subjects", [])],
+            zh_changes=[p.lower() for p in spec.get("zh_changes", [])],
+            context=[p.lower() for p in spec.get("context", [])],
+        )
+        for tag, name in (("P", "phrases"), ("S", "subjects"), ("C", "changes"), ("X", "context")):
+            phrases = [_lemma_phrase(p) for p in spec.get(name, [])]
+            if phrases:
+                table[f"{key}|{tag}"] = phrases
+    negatives = []
+    for key, spec in data["negatives"].items():
+        negatives.append(
+            _Negative(
+                key=key,
+                hard_title=_term_regex(spec.get("hard_title", [])),
+                title=_term_regex(spec.get("title", [])),
+                title_start=tuple(s.lower() for s in spec.get("title_start", [])),
+                prose=_term_regex(spec.get("prose", [])),
+                code=_term_regex(spec.get("code", [])),
+                title_weight=float(spec.get("title_weight", 1.0)),
+                weight=float(spec.get("weight", 0.3)),
+                code_weight=float(spec.get("code_weight", 0.0)),
+            )
+        )
+    obs = data["observation"]
+    table["_obs|O"] = [_lemma_phrase(p) for p in obs["phrases"]]
+    logs = data["log_metrics"]
+    return _Rules(
+        window=int(data.get("window", 8)),
+        zh_window=int(data.get("zh_window", 12)),
+        threshold=float(data.get("threshold", 0.5)),
+        categories=categories,
+        matcher=nlp.phrase_matcher(table, attr="LEMMA"),
+        negatives=negatives,
+        observation_zh=[p.lower() for p in obs.get("zh", [])],
+        observation_weight=float(obs.get("weight", 0.25)),
+        log_min_points=int(logs.get("min_points", 3)),
+        log_weight=float(logs.get("weight", 0.9)),
+        log_rules=list(logs.get("rules", [])),
+    )
+
+
+@dataclass
+class _Evidence:
+    scores: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    phrases: list[str] = field(default_factory=list)
+    context: set[str] = field(default_factory=set)
+    observed: bool = False
+
+    def add(self, category: str, weight: float, text: str) -> None:
+        self.scores[category].append(weight)
+        if len(self.phrases) < 12:
+            short = " ".join(text.split())[:60]
+            if short and short not in self.phrases:
+                self.phrases.append(short)
+
+
+def _prepare(text: str) -> str:
+    # snake_case metric names read as words: old_log_prob -> old log prob.
+    return text.replace("_", " ")
+
+
+def _english(text: str, in_title: bool, rules: _Rules, ev: _Evidence) -> None:
+    document = nlp.doc(text)
+    hits = rules.matcher(document)
+    if not hits:
+        return
+    strings = document.vocab.strings
+    # Sentence index per token, so pairs never cross a sentence boundary.
+    sent_of: dict[int, int] = {}
+    for i, sent in enumerate(document.sents):
+        for t in range(sent.start, sent.end):
+            sent_of[t] = i
+    lemmas = [t.lemma_ for t in document]
+    by_cat: dict[str, dict[str, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
+    for match_id, start, end in hits:
+        cat, _, tag = strings[match_id].partition("|")
+        by_cat[cat][tag].append((start, end))
+    phrase_w, pair_w = (1.5, 1.2) if in_title else (1.0, 0.8)
+    window = 10_000 if in_title else rules.window
+
+    def damp(start: int) -> float:
+        # "to avoid entropy collapse", "monitor KL growth": about a remedy, not a report.
+        lo = max(0, start - 4)
+        if any(lemmas[i] in _PREVENTION for i in range(lo, start)):
+            return 0.35
+        return 1.0
+
+    for cat, tags in by_cat.items():
+        if cat == "_obs":
+            ev.observed = True
+            continue
+        if cat == "moe_instability" and "X" in tags:
+            ev.context.add("moe")
+        for start, end in tags.get("P", []):
+            ev.add(cat, phrase_w * damp(start), document[start:end].text)
+        subjects = tags.get("S", [])
+        changes = tags.get("C", [])
+        if not subjects or not changes:
+            continue
+        used = 0
+        for cs, ce in changes:
+            if used >= 3:
+                break
+            negated = any(lemmas[i] in _NEGATIONS for i in range(max(0, cs - 2), cs))
+            if negated and cat != "other_failure":
+                continue
+            for ss, se in subjects:
+                if sent_of.get(ss) != sent_of.get(cs) or (ss < ce and cs < se):
+                    continue  # other sentence, or the same words
+                gap = cs - se if ss < cs else ss - ce
+                if 0 <= gap <= window:
+                    lo, hi = min(ss, cs), max(se, ce)
+                    ev.add(cat, pair_w * damp(min(ss, cs)), document[lo:hi].text)
+                    used += 1
+                    break
+
+
+def _chinese(text: str, in_title: bool, rules: _Rules, ev: _Evidence) -> None:
+    low = text.lower()
+    phrase_w, pair_w = (1.5, 1.2) if in_title else (1.0, 0.8)
+    window = 10_000 if in_title else rules.zh_window
+    # Specific kinds first; their phrases are blanked so a generic kind cannot re-use the same
+    # characters ("熵坍塌" must not also read as 训练…坍塌).
+    for cat in sorted(rules.categories.values(), key=lambda c: _PRIORITY[c.key]):
+        if cat.context and any(c in low for c in cat.context):
+            ev.context.add("moe")
+        found = False
+        for phrase in cat.zh_phrases:
+            if phrase in low:
+                ev.add(cat.key, phrase_w, phrase)
+                low = low.replace(phrase, " " * len(phrase))
+                found = True
+        if found:
+            continue
+        # subject then change within the window: first few occurrences of each only.
+        for subj in cat.zh_subjects:
+            pos = low.find(subj)
+            tries = 0
+            while pos >= 0 and tries < 8 and not found:
+                tail = low[pos + len(subj) : pos + len(subj) + window]
+                for change in cat.zh_changes:
+                    if change in tail:
+                        ev.add(cat.key, pair_w, subj + "…" + change)
+                        found = True
+                        break
+                pos = low.find(subj, pos + 1)
+                tries += 1
+            if found:
+                break
+
+
+_LOG_VALUE = {
+    # Bounded repetitions: no backtracking across more than a few dozen characters.
+    "entropy": re.compile(r"entropy[\w/.\-]{0,30}['\"]?\s{0,3}[:=]\s{0,3}(-?\d{1,6}(?:\.\d{1,8})?(?:e-?\d{1,3})?)"),
+    "kl": re.compile(r"(?<![a-z])kl[\w/.\-]{0,30}['\"]?\s{0,3}[:=]\s{0,3}(-?\d{1,6}(?:\.\d{1,8})?(?:e-?\d{1,3})?)"),
+    "response_length": re.compile(r"response[ _]?length[\w/.\-]{0,30}['\"]?\s{0,3}[:=]\s{0,3}(\d{1,7}(?:\.\d{1,8})?)"),
+    "grad_norm": re.compile(r"grad[ _]?norm[\w/.\-]{0,30}['\"]?\s{0,3}[:=]\s{0,3}(-?\d{1,9}(?:\.\d{1,8})?(?:e\+?-?\d{1,3})?)"),
+}
+_NAN_LOSS = re.compile(r"(?:loss|grad[ _]?norm)[\w/.\-]{0,30}['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?:nan|inf)\b")
+
+
+def _logs(code: str, rules: _Rules, ev: _Evidence) -> None:
+    if not code:
+        return
+    low = code.lower()[: nlp.MAX_CHARS]
+    series: dict[str, list[float]] = {}
+    for metric, rx in _LOG_VALUE.items():
+        values = []
+        for m in rx.finditer(low):
+            try:
+                values.append(float(m.group(1)))
+            except ValueError:
+                continue
+            if len(values) >= 2000:
+                break
+        series[metric] = values
+    for rule in rules.log_rules:
+        values = series.get(rule["metric"], [])
+        if len(values) < rules.log_min_points:
+            continue
+        first, last = abs(values[0]), abs(values[-1])
+        factor = float(rule["factor"])
+        moved = (
+            first > 0 and last <= first * factor
+            if rule["direction"] == "down"
+            else last >= max(first, 1e-6) * factor
+        )
+        if moved:
+            ev.add(rule["category"], rules.log_weight, f"{rule['metric']} {first:g} -> {last:g} in log")
+    if _NAN_LOSS.search(low):
+        ev.add("collapse_or_divergence", rules.log_weight, "nan loss in log")
+
+
+def _negatives(title: str, prose: str, code: str, rules: _Rules) -> tuple[float, str | None, list[str]]:
+    """Total negative weight, the name of a class settled by a hard title marker, and cues."""
+    t, p, c = title.lower(), prose.lower(), code.lower()
+    total = 0.0
+    cues: list[str] = []
+    for neg in rules.negatives:
+        if neg.hard_title is not None:
+            m = neg.hard_title.search(t)
+            if m:
+                return 10.0, neg.key, [f"{neg.key}: {m.group(0).strip()}"]
+        score = 0.0
+        if neg.title_start and t.lstrip(" [(#*").startswith(neg.title_start):
+            score += neg.title_weight
+            cues.append(f"{neg.key}: title")
+        elif neg.title is not None and (m := neg.title.search(t)):
+            score += neg.title_weight
+            cues.append(f"{neg.key}: {m.group(0).strip()}")
+        if neg.prose is not None:
+            n = 0
+            for m in neg.prose.finditer(p):
+                n += 1
+                if n == 1:
+                    cues.append(f"{neg.key}: {m.group(0).strip()}")
+                if n >= 2:
+                    break
+            score += neg.weight * n
+        if neg.code is not None and c and neg.code.search(c):
+            score += neg.code_weight
+            cues.append(f"{neg.key}: in code")
+        total += score
+    return total, None, cues
+
+
+def _category_score(weights: list[float]) -> float:
+    ws = sorted(weights, reverse=True)
+    # The best hit counts fully, further hits add a little: repetition is weak evidence.
+    return ws[0] + 0.3 * sum(ws[1:4])
+
+
+def _confidence(margin: float) -> float:
+    return 1.0 / (1.0 + math.exp(-3.0 * (margin - 0.8)))
+
+
+def classify_failure(title: str | None, body: str | None, kind: str | None = None) -> dict[str, Any]:
+    """Contract `failure` shape plus "evidence": short phrases that matched (for logs and
+    debugging; they are thread text, so never put them in a comment unescaped).
+
+    `kind` (issue / pull_request / discussion) is optional: pull requests change code and
+    are never reports."""
+    rules = _rules()
+    title = (title or "")[:MAX_TITLE]
+    split = nlp.split_markdown(body)
+    raw_prose = split.prose[:MAX_PROSE]
+    from analyzers.text import visible_text  # the shared template-boilerplate stripper
+
+    prose = visible_text(raw_prose)
+    result: dict[str, Any] = {
+        "is_failure_report": False,
+        "category": None,
+        "categories": [],
+        "confidence": 0.0,
+        "evidence": [],
+    }
+    if kind == "pull_request":
+        return result
+
+    ev = _Evidence()
+    _english(_prepare(title), True, rules, ev)
+    if prose.strip():
+        _english(_prepare(prose), False, rules, ev)
+    if nlp.has_cjk(title) or nlp.has_cjk(prose):
+        _chinese(title, True, rules, ev)
+        _chinese(prose, False, rules, ev)
+    _logs(split.code, rules, ev)
+
+    scores: dict[str, float] = {}
+    for cat, weights in ev.scores.items():
+        scores[cat] = _category_score(weights) * rules.categories[cat].weight
+    if "moe" in ev.context and "rollout_training_mismatch" in scores:
+        scores["moe_instability"] = max(
+            scores.get("moe_instability", 0.0), scores["rollout_training_mismatch"] * 1.1
+        )
+    negative, hard, cues = _negatives(title, raw_prose, split.code, rules)
+    if not scores:
+        result["evidence"] = cues[:6]
+        return result
+
+    ranked = sorted(scores, key=lambda c: (-scores[c], _PRIORITY[c]))
+    top = ranked[0]
+    positive = scores[top] + 0.15 * sum(scores[c] for c in ranked[1:3])
+    if ev.observed or any(z in prose for z in rules.observation_zh):
+        positive += rules.observation_weight
+    confidence = 0.0 if hard else _confidence(positive - negative)
+    result["confidence"] = round(confidence, 3)
+    result["evidence"] = (ev.phrases + cues)[:12]
+    if confidence >= rules.threshold:
+        result["is_failure_report"] = True
+        result["category"] = top
+        result["categories"] = [c for c in ranked if scores[c] >= 0.5 * scores[top]][:4]
+    return result
+
+
+def threshold() -> float:
+    return _rules().threshold

@@ -1,0 +1,179 @@
+"""Does a thread propose or request adding a training method to the framework?
+
+A proposal is an issue asking for a paper's method, or a pull request implementing one. A
+question, bug report or docs change that only mentions a method is not. Two things must be
+present (vocabulary in proposal_patterns.yaml):
+
+- a request or an addition: request words in the title ("support", "add", "implement",
+  "feat:"), request sentences in the opening post ("this PR adds", "do you have any plans"),
+  or, for a pull request, simply adding code that is not a fix/docs/chore;
+- a method: a paper linked by arXiv id or title, a catalog method name, a method-like name in
+  the title (an acronym ending in PO, REINFORCE++, ...) or method vocabulary ("loss",
+  "algorithm", "advantage estimator").
+
+Questions, bug titles and infrastructure requests (hardware, engines, modalities) count
+against it. Only the title and opening post are read: a proposal is what the opener asked.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from analyzers import nlp
+
+PATTERNS_FILE = Path(__file__).with_name("proposal_patterns.yaml")
+MAX_TEXT = 12_000
+
+# Acronym method names: GRPO, CISPO, DAPO, GSPO, DPOP, VAPO; not "PO" alone.
+_PO_ACRONYM = re.compile(r"(?<![A-Za-z0-9])[A-Z][A-Za-z0-9-]{0,10}PO[A-Z]?(?![A-Za-z0-9])")
+# A CamelCase or all-caps name inside the title next to a request word ("Implement Re-max").
+_NAMEISH = re.compile(r"(?<![A-Za-z0-9])[A-Z][A-Za-z]{0,3}[A-Z][A-Za-z0-9+-]{0,12}(?![A-Za-z0-9])")
+_COMMON_CAPS = frozenset(
+    """GPU GPUS CUDA NCCL TPU NPU AWS API LLM LLMS VLM FSDP OOM PR PRS CI CPU RAM HF TRL VLLM
+    SGLANG ROLL NEMO RL RLHF NVIDIA README YAML JSON PPO SFT LORA QLORA MOE AMD ROCM DDP ZERO
+    FP8 FP16 BF16 URL UI WIP RFC FAQ TODO""".split()
+)
+
+
+def _term_regex(terms: Iterable[str]) -> re.Pattern[str] | None:
+    parts = []
+    for term in sorted({t.lower() for t in terms if t}, key=len, reverse=True):
+        esc = re.escape(term)
+        if term[0].isascii() and term[0].isalnum():
+            esc = r"(?<![a-z0-9])" + esc
+        if term[-1].isascii() and term[-1].isalnum():
+            esc = esc + r"(?![a-z0-9])"
+        parts.append(esc)
+    return re.compile("|".join(parts)) if parts else None
+
+
+@dataclass(frozen=True)
+class _Rules:
+    threshold: float
+    request_title: re.Pattern[str]
+    pr_maintenance_title: re.Pattern[str]
+    request_body: re.Pattern[str]
+    method_words: re.Pattern[str]
+    infrastructure: re.Pattern[str]
+    question_title: tuple[str, ...]
+    bug_title: re.Pattern[str]
+    method_name_words: re.Pattern[str]
+
+
+@lru_cache(maxsize=1)
+def _rules() -> _Rules:
+    data = yaml.safe_load(PATTERNS_FILE.read_text(encoding="utf-8"))
+
+    def rx(key: str) -> re.Pattern[str]:
+        compiled = _term_regex(str(t) for t in data[key])
+        if compiled is None:
+            raise ValueError(f"proposal_patterns.yaml: {key} is empty")
+        return compiled
+
+    return _Rules(
+        threshold=float(data.get("threshold", 0.5)),
+        request_title=rx("request_title"),
+        pr_maintenance_title=rx("pr_maintenance_title"),
+        request_body=rx("request_body"),
+        method_words=rx("method_words"),
+        infrastructure=rx("infrastructure"),
+        question_title=tuple(str(t).lower() for t in data["question_title"]),
+        bug_title=rx("bug_title"),
+        method_name_words=rx("method_name_words"),
+    )
+
+
+def _method_names_in_title(title: str) -> int:
+    n = len(_PO_ACRONYM.findall(title))
+    for m in _NAMEISH.finditer(title):
+        word = m.group(0)
+        if word.upper().rstrip("S") not in _COMMON_CAPS and not _PO_ACRONYM.fullmatch(word):
+            n += 1
+    return n
+
+
+def _logistic(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def proposal_score(thread: dict[str, Any], papers: list[dict[str, Any]]) -> tuple[float, list[str]]:
+    """Raw score (log-odds) and the cues behind it."""
+    rules = _rules()
+    title = str(thread.get("title") or "")[:400]
+    tl = title.lower()
+    body = nlp.split_markdown(str(thread.get("body") or "")[: nlp.MAX_CHARS]).prose[:MAX_TEXT]
+    bl = body.lower()
+    is_pr = thread.get("kind") == "pull_request"
+    cues: list[str] = []
+    score = -2.0
+
+    # --- the method side ---------------------------------------------------------------
+    method = 0.0
+    strong_papers = [p for p in papers if p.get("how") in ("arxiv_id", "title")]
+    named = [p for p in papers if p.get("how") == "method_name"]
+    if strong_papers:
+        method += 1.6
+        cues.append("paper linked")
+    if named:
+        method += 1.0
+        cues.append("method named")
+    title_names = _method_names_in_title(title)
+    if rules.method_name_words.search(tl) or title_names:
+        method += 1.0
+        cues.append("method-like name in title")
+    if rules.method_words.search(tl):
+        method += 0.6
+        cues.append("method word in title")
+    elif rules.method_words.search(bl[:3000]):
+        method += 0.3
+    method = min(method, 2.6)
+    score += method
+
+    # --- the request side --------------------------------------------------------------
+    request = 0.0
+    if rules.request_title.search(tl):
+        request += 1.3
+        cues.append("request in title")
+    if rules.request_body.search(bl):
+        request += 0.9
+        cues.append("request in body")
+    if is_pr:
+        maintenance = rules.pr_maintenance_title.search(tl)
+        if maintenance and not rules.request_title.search(tl):
+            request -= 1.0
+            cues.append("maintenance PR")
+        else:
+            request += 0.8  # a PR adds code: an addition unless it says it repairs
+    score += min(request, 2.4)
+
+    # --- what it is instead -------------------------------------------------------------
+    stripped = tl.lstrip(" [(#*")
+    if stripped.startswith(rules.question_title) or any(
+        q in tl for q in rules.question_title if q.startswith("[") or q.endswith(":")
+    ):
+        score -= 1.4
+        cues.append("question")
+    if rules.bug_title.search(tl) and not rules.request_title.search(tl):
+        score -= 1.2
+        cues.append("bug")
+    if rules.infrastructure.search(tl) and not (strong_papers or title_names):
+        score -= 1.2
+        cues.append("infrastructure")
+    if method == 0.0:
+        score -= 1.5
+    return score, cues
+
+
+def classify_proposal(thread: dict[str, Any], papers: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Contract `proposal`: {"is_proposal", "confidence"}."""
+    score, _ = proposal_score(thread, list(papers or []))
+    confidence = _logistic(score)
+    return {"is_proposal": confidence >= _rules().threshold, "confidence": round(confidence, 3)}

@@ -1,0 +1,87 @@
+"""Headless Chromium for page tests (fixture `chromium`).
+
+Finds Debian's /usr/bin/chromium (or chromium / chromium-browser / google-chrome on PATH) and
+runs it once per call: `--dump-dom URL` prints the DOM after parsing (so what a browser made of
+the page, not the bytes the server sent) and `--screenshot` writes a PNG. Each run gets its own
+profile folder and no network services (no component updates, sync or QUIC).
+
+Skips the test when no browser is installed, unless RLTRACKER_REQUIRE_CHROMIUM=1 (CI), which
+turns the skip into a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome")
+RUN_TIMEOUT = 90.0  # seconds: a hung browser fails the test instead of hanging the suite
+BASE_FLAGS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio",
+)
+
+
+def find_chromium() -> str | None:
+    for candidate in CANDIDATES:
+        found = candidate if os.path.isabs(candidate) and os.access(candidate, os.X_OK) \
+            else shutil.which(candidate)
+        if found:
+            return found
+    return None
+
+
+@dataclass
+class Chromium:
+    executable: str
+    workdir: Path
+    runs: int = 0
+
+    def _flags(self) -> list[str]:
+        self.runs += 1
+        profile = self.workdir / f"profile-{self.runs}"
+        profile.mkdir(parents=True, exist_ok=True)
+        return [self.executable, *BASE_FLAGS, f"--user-data-dir={profile}"]
+
+    async def _run(self, args: list[str]) -> str:
+        proc = await asyncio.create_subprocess_exec(
+            *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), RUN_TIMEOUT)
+        except TimeoutError as exc:
+            proc.kill()
+            await proc.wait()
+            raise AssertionError(f"chromium did not finish within {RUN_TIMEOUT}s: {args[-1]}") from exc
+        if proc.returncode != 0:
+            raise AssertionError(f"chromium exited {proc.returncode}: {err.decode()[-2000:]}")
+        return out.decode("utf-8", errors="replace")
+
+    async def dump_dom(self, url: str) -> str:
+        """The serialised DOM of `url` after the browser parsed it."""
+        return await self._run([*self._flags(), "--dump-dom", url])
+
+    async def screenshot(self, url: str, path: Path, width: int = 390, height: int = 1400) -> Path:
+        """A PNG of `url` at a phone-sized window (390 px wide by default)."""
+        await self._run([*self._flags(), f"--window-size={width},{height}",
+                         f"--screenshot={path}", url])
+        if not await asyncio.to_thread(path.is_file):
+            raise AssertionError(f"chromium wrote no screenshot for {url}")
+        return path
+
+
+@pytest.fixture
+def chromium(tmp_path: Path) -> Iterator[Chromium]:
+    executable = find_chromium()
+    if executable is None:
+        if os.environ.get("RLTRACKER_REQUIRE_CHROMIUM") == "1":
+            pytest.fail("RLTRACKER_REQUIRE_CHROMIUM=1 but no chromium executable was found")
+        pytest.skip("headless Chromium is not installed")
+    yield Chromium(executable, tmp_path / "chromium")

@@ -1,0 +1,82 @@
+"""The tracker pages in headless Chromium, served by the real app on a real port (SQLite):
+every page renders, and a thread whose title carries HTML and <script> stays inert text."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestServer
+
+from tests.browser import Chromium, chromium  # noqa: F401  (fixture)
+from tests.test_site import HOSTILE_TITLE, seed
+
+pytestmark = pytest.mark.chromium
+
+PAGES = {
+    "/": "RL post-training framework tracker",
+    "/methods/clip-higher": "Clip-higher",
+    "/failures/entropy_collapse": "Methods that address it",
+    "/frameworks/verl": "Contribution rules",
+    "/frameworks/trl": "Comments paused on huggingface/trl",
+    "/proposals": "Proposals",
+    "/proposals?framework=verl&state=open_no_reply": "1 proposal.",
+    "/repos/": "Installed repositories",
+    "/methods/nope": "Not found",
+}
+
+
+@pytest.fixture(params=["sqlite"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path) -> str:
+    """SQLite is enough here: the pages' data paths run on both backends in test_site.py."""
+    import shutil
+
+    target = tmp_path / "browser.db"
+    shutil.copy(sqlite_template, target)
+    return f"sqlite+aiosqlite:///{target}"
+
+
+@pytest.fixture
+async def server(ctx) -> Any:
+    from bot.web import create_app
+
+    await seed(ctx)
+    srv = TestServer(create_app(ctx, worker=False), host="127.0.0.1")
+    await srv.start_server()
+    try:
+        yield srv
+    finally:
+        await srv.close()
+
+
+def _url(server: TestServer, path: str) -> str:
+    return f"http://127.0.0.1:{server.port}{path}"
+
+
+async def test_pages_render_in_chromium(server, chromium: Chromium) -> None:  # noqa: F811
+    for path, expected in PAGES.items():
+        dom = await chromium.dump_dom(_url(server, path))
+        assert expected in dom, path
+        assert "</main>" in dom and "<footer>" in dom, path
+
+
+async def test_hostile_thread_stays_inert_text(server, chromium: Chromium) -> None:  # noqa: F811
+    for path in ("/proposals", "/frameworks/verl", "/methods/gspo"):
+        dom = await chromium.dump_dom(_url(server, path))
+        # No element was created from the title: the only <img>/<iframe>/<script> would be
+        # injected ones, and the page itself has none.
+        assert not re.search(r"<(script|iframe|img)\b", dom, re.I), path
+        # The text is there, shown as text (serialised with &lt; escapes).
+        assert "&lt;script&gt;alert(\"t\")&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;" in dom
+        assert "GSPO &amp; \"quotes\"" in dom
+    assert HOSTILE_TITLE.startswith("<script>")
+
+
+async def test_phone_screenshot(server, chromium: Chromium, tmp_path: Path) -> None:  # noqa: F811
+    out = Path(os.environ.get("RLTRACKER_SCREENSHOT_DIR", tmp_path)) / "framework-trl.png"
+    shot = await chromium.screenshot(_url(server, "/frameworks/trl"), out)
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000

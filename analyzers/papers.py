@@ -65,7 +65,7 @@ GENERIC_ALIASES: frozenset[str] = frozenset(
 _SCORE_METHOD_EXACT = 0.9  # a multi-word name or a distinctive single word
 _SCORE_METHOD_ACRONYM = 0.8  # a short acronym in exact case
 _TITLE_MIN_SCORE = 90.0  # rapidfuzz ratio for a fuzzy title
-_TITLE_KEYS = 3  # rarest tokens of a title that go in the inverted index
+_TITLE_KEYS = 4  # rarest features (words, word pairs) of a title in the inverted index
 
 
 @dataclass
@@ -94,15 +94,28 @@ class _Title:
     tokens: tuple[str, ...]
     text: str  # tokens joined by one space
     keys: tuple[str, ...]
+    offsets: tuple[int, ...]  # index in `tokens` where each key starts
+    covers: tuple[tuple[int, ...], ...]  # indices in `tokens` of the words of each key
     need: int  # how many keys a thread must contain to make this a candidate
 
 
-@dataclass(frozen=True)
-class _Token:
-    text: str
-    low: str
-    start: int
-    end: int
+class _Toks:
+    """The tokens of a text as parallel lists (cheaper than one object per token)."""
+
+    __slots__ = ("words", "lows", "starts", "ends")
+
+    def __init__(self, text: str) -> None:
+        self.words: list[str] = []
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        for m in _TOKEN_RE.finditer(text):
+            self.words.append(m.group(0))
+            self.starts.append(m.start())
+            self.ends.append(m.end())
+        self.lows = [w.lower() for w in self.words]
+
+    def __len__(self) -> int:
+        return len(self.words)
 
 
 _TRAILING_NOTE_RE = re.compile(r"\s\([^()]{0,80}\)\s*$")
@@ -119,15 +132,13 @@ def normalise_title(title: str) -> str:
 
 def _stem(tok: str) -> str:
     """Plural and singular meet ("anchors" / "anchor") for candidate lookup only."""
-    if len(tok) > 4 and tok.endswith("s") and not tok.endswith("ss"):
+    if len(tok) > 4 and tok[-1] == "s" and tok[-2] != "s":
         return tok[:-1]
     return tok
 
 
-def _tokens(text: str) -> list[_Token]:
-    return [
-        _Token(m.group(0), m.group(0).lower(), m.start(), m.end()) for m in _TOKEN_RE.finditer(text)
-    ]
+def _tokens(text: str) -> _Toks:
+    return _Toks(text)
 
 
 def _split_method_name(name: str) -> list[str]:
@@ -333,29 +344,44 @@ class PaperIndex:
         self._aliases.setdefault(squashed.lower(), []).append(al)
 
     def _finish(self) -> None:
-        # Document frequency of title tokens decides which tokens are rare enough to index.
+        # Features of a title: its content words (stemmed) and adjacent content-word pairs.
+        # The rarest few across the pool are its keys; a thread must contain two of them
+        # before rapidfuzz looks at the title at all.
+        per_title: list[tuple[tuple[str, ...], dict[str, int]]] = []
         df: dict[str, int] = {}
-        toks_by_paper: list[tuple[str, ...]] = []
         for p in self.papers:
             toks = tuple(t.lower() for t in _TOKEN_RE.findall(_title_for_matching(p.title)))
-            toks_by_paper.append(toks)
-            for t in set(toks):
-                df[t] = df.get(t, 0) + 1
-        df_stem: dict[str, int] = {}
-        for t, n in df.items():
-            df_stem[_stem(t)] = df_stem.get(_stem(t), 0) + n
-        df = df_stem
-        for i, toks in enumerate(toks_by_paper):
-            content = [
-                _stem(t) for t in dict.fromkeys(toks) if t not in TITLE_STOPWORDS and len(t) > 1
-            ]
-            content = list(dict.fromkeys(content))
-            if len(toks) < 3 or not content:
+            feats = _features(toks)
+            per_title.append((toks, feats))
+            for f in feats:
+                df[f] = df.get(f, 0) + 1
+        for i, (toks, feats) in enumerate(per_title):
+            if len(toks) < 3 or not feats:
                 continue  # too short to find by title; aliases cover names like "REINFORCE++"
-            content.sort(key=lambda t: (df[t], -len(t)))
-            keys = tuple(content[:_TITLE_KEYS])
+            ranked = sorted(feats, key=lambda f: (df[f], -len(f)))
+            # Rarest first; a key nested in another (a word inside a chosen pair) adds no
+            # evidence, so it is skipped.
+            keys_l: list[str] = []
+            chosen: list[set[int]] = []
+            for f in ranked:
+                cover = set(feats[f])
+                if any(cover <= c or c <= cover for c in chosen):
+                    continue
+                keys_l.append(f)
+                chosen.append(cover)
+                if len(keys_l) == _TITLE_KEYS:
+                    break
+            keys = tuple(keys_l)
             need = 1 if len(keys) == 1 else 2
-            t = _Title(i, toks, " ".join(toks), keys, need)
+            t = _Title(
+                i,
+                toks,
+                " ".join(toks),
+                keys,
+                tuple(feats[k][0] for k in keys),
+                tuple(feats[k] for k in keys),
+                need,
+            )
             ti = len(self._titles)
             self._titles.append(t)
             for k in keys:
@@ -369,52 +395,43 @@ class PaperIndex:
     def __len__(self) -> int:
         return len(self.papers)
 
-    def match_titles(self, toks: list[_Token]) -> Iterator[tuple[int, float]]:
+    def match_titles(self, toks: _Toks) -> Iterator[tuple[int, float]]:
         """(paper index, rapidfuzz score 0-100) for titles written in the token stream."""
-        if not toks or not self._titles:
+        if not len(toks) or not self._titles:
             return
-        lows = [t.low for t in toks]
+        lows = toks.lows
         positions: dict[str, list[int]] = {}
+        postings = self._postings
+        stop = TITLE_STOPWORDS
+        prev_w = ""
+        prev_pos = -1
         for pos, w in enumerate(lows):
-            w = _stem(w)
-            if w in self._postings:
+            if w in stop or len(w) < 2:
+                continue
+            if len(w) > 4 and w[-1] == "s" and w[-2] != "s":
+                w = w[:-1]  # _stem, inlined: this loop runs for every token of every thread
+            if w in postings:
                 positions.setdefault(w, []).append(pos)
+            if prev_pos >= 0:
+                pair = prev_w + " " + w
+                if pair in postings:
+                    positions.setdefault(pair, []).append(prev_pos)
+            prev_w = w
+            prev_pos = pos
         hits: dict[int, int] = {}
-        for w in positions:
-            for ti in self._postings[w]:
+        for f in positions:
+            for ti in postings[f]:
                 hits[ti] = hits.get(ti, 0) + 1
         for ti, n in hits.items():
             title = self._titles[ti]
-            if n < title.need:
+            if n < title.need or (title.need > 1 and not _aligned(title, positions)):
                 continue
-            best = self._verify_title(title, lows, positions)
+            best = _verify_title(title, lows, positions)
             if best >= _TITLE_MIN_SCORE:
                 yield title.paper, best
 
-    @staticmethod
-    def _verify_title(title: _Title, lows: list[str], positions: dict[str, list[int]]) -> float:
-        n = len(title.tokens)
-        best = 0.0
-        tried: set[tuple[int, int]] = set()
-        stems = [_stem(t) for t in title.tokens]
-        for k in title.keys:
-            offset = stems.index(k)
-            for pos in positions.get(k, [])[:8]:
-                start0 = pos - offset
-                for a in (start0 - 1, start0, start0 + 1):
-                    for b in (a + n - 1, a + n, a + n + 1):
-                        if a < 0 or b > len(lows) or b <= a or (a, b) in tried:
-                            continue
-                        tried.add((a, b))
-                        score = fuzz.ratio(title.text, " ".join(lows[a:b]))
-                        if score > best:
-                            best = score
-                            if best >= 100.0:
-                                return best
-        return best
-
     def match_aliases(
-        self, text: str, toks: list[_Token], *, code: bool = False
+        self, text: str, toks: _Toks, *, code: bool = False
     ) -> Iterator[tuple[_Alias, int]]:
         """(alias, start offset) for method names written in `text` (tokens of `text`).
 
@@ -426,10 +443,10 @@ class PaperIndex:
         while i < n:
             matched = 0
             # Longest span first; spans grow only over tight gaps.
-            spans = [toks[i].text]
+            spans = [toks.words[i]]
             j = i
             while len(spans) < self._max_alias_tokens and j + 1 < n and _tight(text, toks, j, 2):
-                spans.append(spans[-1] + toks[j + 1].text)
+                spans.append(spans[-1] + toks.words[j + 1])
                 j += 1
             for L in range(len(spans), 0, -1):
                 sq = spans[L - 1]
@@ -442,10 +459,10 @@ class PaperIndex:
                     if code and (al.ntokens != 1 or len(sq) < 4 or sq.lower() == sq):
                         continue
                     if not _clean_boundary(
-                        text, toks[i].start, toks[i + L - 1].end, al.case_sensitive
+                        text, toks.starts[i], toks.ends[i + L - 1], al.case_sensitive
                     ):
                         continue
-                    yield al, toks[i].start
+                    yield al, toks.starts[i]
                     matched = L
                     break
                 if matched:
@@ -465,10 +482,69 @@ class PaperIndex:
 _CODE_SPAN_RE = re.compile(r"`([^`\n]{1,40})`")
 
 
-def _tight(text: str, toks: list[_Token], i: int, length: int) -> bool:
+def _features(toks: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
+    """Content words (stemmed) and adjacent content-word pairs of a title -> the token
+    indices they cover (the first is where the feature starts)."""
+    feats: dict[str, tuple[int, ...]] = {}
+    prev: tuple[str, int] | None = None
+    for i, t in enumerate(toks):
+        if t in TITLE_STOPWORDS or len(t) < 2:
+            continue
+        w = _stem(t)
+        feats.setdefault(w, (i,))
+        if prev is not None:
+            feats.setdefault(prev[0] + " " + w, (prev[1], i))
+        prev = (w, i)
+    return feats
+
+
+def _aligned(title: _Title, positions: dict[str, list[int]]) -> bool:
+    """Two keys, neither nested in the other, occur where the title would put them (within
+    two tokens): the words are written as one title, not scattered over the thread."""
+    starts: list[tuple[int, int]] = []
+    for ki, (k, offset) in enumerate(zip(title.keys, title.offsets, strict=True)):
+        for pos in positions.get(k, ())[:16]:
+            starts.append((pos - offset, ki))
+    if len(starts) < 2:
+        return False
+    starts.sort()
+    covers = title.covers
+    for i, (s1, k1) in enumerate(starts):
+        for s2, k2 in starts[i + 1 : i + 6]:
+            if s2 - s1 > 2:
+                break
+            if k1 != k2:
+                c1, c2 = set(covers[k1]), set(covers[k2])
+                if not (c1 <= c2 or c2 <= c1):
+                    return True
+    return False
+
+
+def _verify_title(title: _Title, lows: list[str], positions: dict[str, list[int]]) -> float:
+    """Best rapidfuzz ratio between the title and token windows aligned on its keys."""
+    n = len(title.tokens)
+    best = 0.0
+    tried: set[tuple[int, int]] = set()
+    for k, offset in zip(title.keys, title.offsets, strict=True):
+        for pos in positions.get(k, [])[:8]:
+            start0 = pos - offset
+            for a in (start0 - 1, start0, start0 + 1):
+                for b in (a + n - 1, a + n, a + n + 1):
+                    if a < 0 or b > len(lows) or b <= a or (a, b) in tried:
+                        continue
+                    tried.add((a, b))
+                    score = fuzz.ratio(title.text, " ".join(lows[a:b]), score_cutoff=best)
+                    if score > best:
+                        best = score
+                        if best >= 100.0:
+                            return best
+    return best
+
+
+def _tight(text: str, toks: _Toks, i: int, length: int) -> bool:
     """Tokens of a multi-token name are separated only by spaces, hyphens or dots."""
     for j in range(i, i + length - 1):
-        gap = text[toks[j].end : toks[j + 1].start]
+        gap = text[toks.ends[j] : toks.starts[j + 1]]
         if len(gap) > 3 or any(c not in " -.\u00a0" for c in gap):
             return False
     return True

@@ -1,0 +1,271 @@
+"""Title matching on a large paper pool: the project's index against a full rapidfuzz scan.
+
+Builds a seeded pool of realistic, generated paper titles (word lists; titles share the
+common vocabulary of the field, as real ones do), threads that cite some of them by their
+exact or slightly altered title inside filler prose written from the same vocabulary, and
+threads that cite nothing. Prints:
+
+- per-thread time of `link_papers` with the index, and of `rapidfuzz.process.extractOne`
+  over the whole pool (measured on a sample of threads), and their ratio (goal >= 200x);
+- recall of cited titles (goal >= 0.98) and the false-link rate (goal <= 1%): wrong links
+  over all links made, and the share of non-citing threads that got any link.
+
+Measured, not asserted. Usage: python benchmarks/matching.py [--pool 100000] [--threads 600]
+[--baseline-sample 20] [--seed 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rapidfuzz import fuzz, process  # noqa: E402
+
+from analyzers.papers import PaperIndex, link_papers  # noqa: E402
+
+ADJ = """adaptive robust scalable efficient stable sparse dense hierarchical contrastive causal
+implicit explicit latent variational bayesian probabilistic asynchronous distributed federated
+multimodal multilingual compositional modular recurrent convolutional generative discriminative
+self-supervised semi-supervised unsupervised offline online off-policy on-policy model-based
+model-free curriculum differentiable lightweight interpretable faithful calibrated uncertain
+verifiable trustworthy grounded long-context low-rank quantized mixed-precision regularized
+decoupled preference-aligned reward-guided value-guided entropy-regularized group-relative
+token-level sequence-level step-level process-supervised outcome-supervised iterative
+bootstrapped amortized annealed tempered structured continual lifelong meta equivariant
+graph-based retrieval-augmented tool-augmented agentic reflective deliberative""".split()
+
+NOUN = """transformers agents critics rewards policies baselines estimators gradients advantages
+verifiers tokenizers embeddings representations attention routers experts adapters prompts
+demonstrations rollouts trajectories returns values priors posteriors objectives losses
+penalties constraints bounds kernels features circuits heads layers modules planners
+retrievers memories caches schedules curricula samplers filters buffers replays ensembles
+distillation alignment exploration exploitation generalization calibration decoding search
+inference reasoning planning feedback supervision pretraining finetuning quantization pruning
+compression sparsity routing clipping normalization regularization""".split()
+
+DOMAIN = """mathematical reasoning, code generation, theorem proving, dialogue systems, machine
+translation, question answering, text summarization, instruction following, visual question
+answering, robotic manipulation, autonomous driving, protein design, molecule generation,
+program synthesis, web navigation, tool use, chain-of-thought reasoning, long-horizon
+planning, multi-turn conversation, speech recognition, image captioning, video understanding,
+recommendation, information retrieval, formal verification, symbolic regression, game playing,
+embodied navigation, software engineering, scientific discovery, medical diagnosis, legal
+reasoning, financial forecasting, multi-agent coordination, safe exploration, red teaming,
+jailbreak defense, hallucination detection, fact verification, data selection""".replace(
+    "\n", " "
+).split(", ")
+
+VERB = """Rethinking Revisiting Understanding Scaling Improving Stabilizing Accelerating Unifying
+Learning Towards Beyond Demystifying Taming Bridging Mitigating Reducing Boosting Enhancing
+Characterizing Benchmarking Exploring Leveraging Harnessing Decoupling Aligning Distilling
+Compressing Controlling Calibrating Measuring Explaining""".split()
+
+SYLL = "ka ro mi te su na vo li ze pa qu xi do re fa lu gi ho ne bi tra spe clo gra".split()
+
+
+def _acronym(rng: random.Random) -> str:
+    return "".join(
+        rng.choice("ABCDEFGHIJKLMNOPRSTUVWXYZ") for _ in range(rng.randint(3, 5))
+    ) + rng.choice(["", "", "", "-2", "++", "-R1"])
+
+
+def _coined(rng: random.Random) -> str:
+    return "".join(rng.choice(SYLL) for _ in range(rng.randint(2, 3))).capitalize()
+
+
+def make_title(rng: random.Random) -> str:
+    a, b = rng.sample(ADJ, 2)
+    n1, n2 = rng.sample(NOUN, 2)
+    d = rng.choice(DOMAIN)
+    v = rng.choice(VERB)
+    forms = [
+        f"{v} {a.capitalize()} {n1.capitalize()} for {d.title()}",
+        f"{_acronym(rng)}: {a.capitalize()} {n1.capitalize()} with {b.capitalize()} {n2.capitalize()}",
+        f"{_coined(rng)}: {v} {n1.capitalize()} in {d.title()}",
+        f"{a.capitalize()} {n1} and {b} {n2} for {d}",
+        f"{v} {n1.capitalize()}: {a.capitalize()} {n2.capitalize()} via {_coined(rng)} {rng.choice(NOUN).capitalize()}",
+        f"On the {n1.capitalize()} of {a.capitalize()} {n2.capitalize()} in {d.title()}",
+        f"{_coined(rng)}-{_coined(rng)}: {a.capitalize()} {b.capitalize()} {n1.capitalize()}",
+    ]
+    return rng.choice(forms)
+
+
+FILLER = [
+    "We observe that {a} {n} behave differently when the batch size grows.",
+    "The {n} look fine for the first hundred steps, then {a} {n2} start to drift.",
+    "I tried {a} {n} on {d} but the reward curve stays flat.",
+    "Would it make sense to add {a} {n} to the trainer, similar to existing {n2}?",
+    "Our setup uses {a} {n2} and {b} {n} with eight GPUs.",
+    "This is related to {d}, where {a} {n} were reported to help.",
+    "Thanks for the quick reply, I will test {b} {n2} tomorrow.",
+    "Maybe the issue is in how {n} interact with {a} {n2}.",
+]
+
+
+def filler(rng: random.Random, k: int) -> str:
+    out = []
+    for _ in range(k):
+        a, b = rng.sample(ADJ, 2)
+        n, n2 = rng.sample(NOUN, 2)
+        out.append(rng.choice(FILLER).format(a=a, b=b, n=n, n2=n2, d=rng.choice(DOMAIN)))
+    return " ".join(out)
+
+
+def alter(title: str, rng: random.Random) -> str:
+    """A slightly altered title, the way people retype one."""
+    kind = rng.choice(["lower", "plural", "typo", "drop_word", "punct", "exact"])
+    words = title.split()
+    if kind == "lower":
+        return title.lower()
+    if kind == "plural":
+        i = rng.randrange(len(words))
+        w = words[i]
+        words[i] = w[:-1] if w.endswith("s") and len(w) > 4 else w + "s"
+        return " ".join(words)
+    if kind == "typo":
+        i = rng.randrange(len(words))
+        w = words[i]
+        if len(w) > 4:
+            j = rng.randrange(1, len(w) - 1)
+            w = w[:j] + w[j + 1] + w[j] + w[j + 2 :]
+        words[i] = w
+        return " ".join(words)
+    if kind == "drop_word" and len(words) > 6:
+        small = [
+            i
+            for i, w in enumerate(words)
+            if w.lower() in {"for", "with", "in", "of", "and", "via", "the"}
+        ]
+        if small:
+            del words[rng.choice(small)]
+            return " ".join(words)
+    if kind == "punct":
+        return title.replace(":", " -").replace("-", " ")
+    return title
+
+
+def make_threads(
+    titles: list[str], n: int, rng: random.Random
+) -> list[tuple[dict[str, Any], int | None]]:
+    out = []
+    for i in range(n):
+        cited: int | None = None
+        body = filler(rng, rng.randint(4, 12))
+        if i % 3 != 2:  # two thirds cite a paper
+            cited = rng.randrange(len(titles))
+            t = titles[cited] if i % 3 == 0 else alter(titles[cited], rng)
+            quote = rng.choice(
+                ['"{}"', "*{}*", "{}", "the paper {}", "[{}](https://example.org/p)"]
+            ).format(t)
+            body = body + f" This follows {quote}. " + filler(rng, rng.randint(1, 4))
+        thread = {
+            "id": f"bench/repo#{i}",
+            "repo": "bench/repo",
+            "number": i,
+            "kind": "issue",
+            "title": filler(rng, 1)[:80],
+            "body": body,
+            "state": "open",
+            "comments": [
+                {"author": "u", "body": filler(rng, rng.randint(1, 5))}
+                for _ in range(rng.randint(0, 3))
+            ],
+        }
+        out.append((thread, cited))
+    return out
+
+
+def thread_text(thread: dict[str, Any]) -> str:
+    return "\n".join([thread["title"], thread["body"], *(c["body"] for c in thread["comments"])])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--pool", type=int, default=100_000)
+    ap.add_argument("--threads", type=int, default=600)
+    ap.add_argument("--baseline-sample", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=7)
+    args = ap.parse_args(argv)
+
+    rng = random.Random(args.seed)
+    seen: set[str] = set()
+    titles: list[str] = []
+    while len(titles) < args.pool:
+        t = make_title(rng)
+        if t.lower() not in seen:
+            seen.add(t.lower())
+            titles.append(t)
+    # No arXiv ids: the benchmark is about titles, keyed by their normalised text.
+    pool = [{"arxiv_id": None, "title": t, "aliases": [], "method": None} for t in titles]
+
+    t0 = time.perf_counter()
+    index = PaperIndex.build(pool, include_catalog=False)
+    build_s = time.perf_counter() - t0
+    threads = make_threads(titles, args.threads, rng)
+
+    # Index: every thread.
+    times = []
+    tp = fn = wrong = links_made = noncite_with_link = noncite = 0
+    for thread, cited in threads:
+        t0 = time.perf_counter()
+        got = link_papers(thread, index)
+        times.append(time.perf_counter() - t0)
+        got_titles = [p["title"] for p in got if p["how"] == "title"]
+        links_made += len(got_titles)
+        if cited is None:
+            noncite += 1
+            noncite_with_link += bool(got_titles)
+            wrong += len(got_titles)
+        else:
+            ok = titles[cited] in got_titles
+            tp += ok
+            fn += not ok
+            wrong += len([t for t in got_titles if t != titles[cited]])
+
+    # Baseline: rapidfuzz over the whole pool, on a sample of threads.
+    sample = threads[: args.baseline_sample]
+    base_times = []
+    base_hits = 0
+    base_cited = 0
+    for thread, cited in sample:
+        text = thread_text(thread).lower()
+        t0 = time.perf_counter()
+        best = process.extractOne(
+            text, titles, scorer=fuzz.partial_ratio, processor=str.lower, score_cutoff=90
+        )
+        base_times.append(time.perf_counter() - t0)
+        if cited is not None:
+            base_cited += 1
+            base_hits += bool(best and best[2] == cited)
+
+    ours = statistics.mean(times)
+    base = statistics.mean(base_times)
+    cited_n = tp + fn
+    print(f"pool: {len(titles):,} generated titles; index built in {build_s:.2f} s")
+    print(
+        f"threads: {len(threads)} ({cited_n} citing, {noncite} not citing); baseline sample {len(sample)}"
+    )
+    print(f"index per thread: mean {ours * 1000:.2f} ms, median {statistics.median(times) * 1000:.2f} ms, "
+          f"p99 {sorted(times)[int(0.99 * (len(times) - 1))] * 1000:.2f} ms")  # fmt: skip
+    print(
+        f"rapidfuzz extractOne(partial_ratio) over the pool per thread: mean {base * 1000:.1f} ms"
+    )
+    print(f"speed ratio: {base / ours:.0f}x (goal >= 200x)")
+    print(f"recall: {tp}/{cited_n} = {tp / max(1, cited_n):.3f} (goal >= 0.98); "
+          f"baseline top-1 recall on its sample: {base_hits}/{base_cited}")  # fmt: skip
+    print(f"false links: {wrong}/{max(1, links_made)} links = {wrong / max(1, links_made):.2%} (goal <= 1%); "
+          f"non-citing threads with a link: {noncite_with_link}/{noncite}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

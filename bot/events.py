@@ -101,28 +101,43 @@ async def _move_thread(session: AsyncSession, transfer: Transfer) -> Thread:
     return await upsert_thread(session, new)
 
 
-async def _repository(session: AsyncSession, payload: Mapping[str, Any], repo: str) -> None:
+async def _repository(
+    session: AsyncSession, payload: Mapping[str, Any], repo: str, seen: set[tuple[Any, ...]] | None
+) -> tuple[Any, ...] | None:
+    """Upsert the repository (and installation) rows; returns the key written, None if skipped.
+
+    `seen` holds keys this process already wrote: every delivery names its repository, and
+    re-writing identical rows would cost three queries per delivery for nothing."""
     data = payload.get("repository")
     if not isinstance(data, Mapping):
-        return
+        return None
     installation = payload.get("installation")
     iid = installation.get("id") if isinstance(installation, Mapping) else None
-    if isinstance(iid, int):
-        await ensure_installation(session, iid, data.get("owner") if isinstance(data.get("owner"), Mapping) else None)
-    else:
-        iid = None
+    iid = iid if isinstance(iid, int) else None
+    github_id = data.get("id") if isinstance(data.get("id"), int) else None
+    branch = data.get("default_branch") if isinstance(data.get("default_branch"), str) else None
+    key = (repo, github_id, iid, branch)
+    if seen is not None and key in seen:
+        return None
+    if iid is not None:
+        owner = data.get("owner")
+        await ensure_installation(session, iid, owner if isinstance(owner, Mapping) else None)
     await upsert_repository(
-        session,
-        repo,
-        github_id=data.get("id") if isinstance(data.get("id"), int) else None,
-        installation_id=iid,
-        default_branch=data.get("default_branch") if isinstance(data.get("default_branch"), str) else None,
+        session, repo, github_id=github_id, installation_id=iid, default_branch=branch
     )
+    return key
 
 
-async def apply_change(session: AsyncSession, change: Change, payload: Mapping[str, Any]) -> tuple[str, int]:
+async def apply_change(
+    session: AsyncSession,
+    change: Change,
+    payload: Mapping[str, Any],
+    seen: set[tuple[Any, ...]] | None = None,
+) -> tuple[str, int]:
     """Write one delivery's change; returns the (repo, number) whose thread changed."""
-    await _repository(session, payload, change.repo)
+    written = await _repository(session, payload, change.repo, seen)
+    if written is not None:
+        session.info.setdefault("repository_keys", []).append(written)
     if change.transfer is not None and change.thread is None:
         # `transferred` at the old place: the thread now lives at the new one.
         moved = await _move_thread(session, change.transfer)
@@ -152,11 +167,14 @@ async def apply_change(session: AsyncSession, change: Change, payload: Mapping[s
 async def handle(event_name: str, payload: Mapping[str, Any], ctx: Any) -> tuple[str, int]:
     """Store what a thread/comment delivery says, commit, then run the pipeline."""
     change = change_from_payload(event_name, payload, canonical_repo)
+    seen = _seen_repositories(ctx)
     for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
         try:
             async with ctx.sessionmaker() as session:
-                repo, number = await apply_change(session, change, payload)
+                repo, number = await apply_change(session, change, payload, seen)
                 await session.commit()
+                # Remembered only once committed: a rolled-back write is written again.
+                seen.update(session.info.get("repository_keys", []))
             break
         except IntegrityError:
             # Another worker inserted the same thread or comment at the same moment; the
@@ -170,6 +188,16 @@ async def handle(event_name: str, payload: Mapping[str, Any], ctx: Any) -> tuple
         ctx, repo, number, trigger=f"{event_name}.{change.action}", payload=dict(payload)
     )
     return repo, number
+
+
+def _seen_repositories(ctx: Any) -> set[tuple[Any, ...]]:
+    extras = getattr(ctx, "extras", None)
+    if not isinstance(extras, dict):
+        return set()
+    seen = extras.setdefault("events.repositories_written", set())
+    if len(seen) > 10_000:  # only a handful of repositories in practice; stay bounded anyway
+        seen.clear()
+    return seen
 
 
 def _make_handler(event_name: str) -> Any:

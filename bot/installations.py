@@ -137,6 +137,14 @@ async def _upsert_installation(
     return inst
 
 
+def _forget_written_repositories(ctx: Any) -> None:
+    """bot.events skips repository rows it already wrote; after an installation change they
+    must be written again."""
+    extras = getattr(ctx, "extras", None)
+    if isinstance(extras, dict):
+        extras.pop("events.repositories_written", None)
+
+
 def _forget_token(ctx: Any, installation_id: int) -> None:
     github = getattr(ctx, "github", None)
     if github is not None and hasattr(github, "invalidate_token"):
@@ -165,6 +173,7 @@ async def handle_installation(payload: Mapping[str, Any], ctx: Any) -> None:
                     session, repo["full_name"], github_id=repo.get("id"), installation_id=iid
                 )
         await session.commit()
+    _forget_written_repositories(ctx)
     if action in ("deleted", "suspend", "new_permissions_accepted"):
         _forget_token(ctx, iid)  # its token is dead or lacks the new permissions
     log.info("installation %s %s", iid, action)
@@ -186,6 +195,7 @@ async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any)
             if row.installation_id == iid:
                 row.installation_id = None
         await session.commit()
+    _forget_written_repositories(ctx)
     log.info("installation %s: %d repositories added, %d removed", iid, len(added), len(removed))
 
 

@@ -355,3 +355,26 @@ async def test_concurrent_deliveries_for_a_new_thread(ctx: Any):
     await asyncio.gather(*(dispatch(ctx, "issue_comment", p) for p in payloads))
     assert await count(ctx, Thread) == 1 and await count(ctx, Repository) == 1
     assert await count(ctx, Comment) == 6
+
+
+async def test_repository_link_rewritten_after_installation_changes(ctx: Any):
+    """Repository rows written once per process are written again after an installation
+    event changed them."""
+    from bot import installations
+
+    async def repo_row() -> Repository:
+        async with ctx.sessionmaker() as session:
+            return await session.scalar(select(Repository))
+
+    await dispatch(ctx, "issues", envelope("opened", issue=issue(number=80)))
+    assert (await repo_row()).installation_id == 77
+    inst = {"id": 77, "account": {"login": "verl-project", "type": "Organization"}}
+    await installations.router.dispatch(sansio.Event(
+        {"action": "deleted", "installation": inst, "repositories": []},
+        event="installation", delivery_id="d1"), ctx)
+    assert (await repo_row()).installation_id is None
+    await installations.router.dispatch(sansio.Event(
+        {"action": "created", "installation": inst, "repositories": []},
+        event="installation", delivery_id="d2"), ctx)
+    await dispatch(ctx, "issues", envelope("edited", issue=issue(number=80, minute=2)))
+    assert (await repo_row()).installation_id == 77

@@ -641,7 +641,15 @@ async def update_failure_comment(
 # --- the rule-summary reply ----------------------------------------------------------------
 
 
-async def rules_markdown(ctx: Any, repo: str, lang: str) -> str | None:
+# What a method proposer needs first, in this order (the rules helper's topic keys).
+PROPOSAL_TOPICS = (
+    "issue-first", "algorithms", "tests", "docs", "paper", "sign-off", "lint", "pr-title", "ai-policy",
+)
+
+
+async def rules_markdown(
+    ctx: Any, repo: str, lang: str, topics: tuple[str, ...] | None = PROPOSAL_TOPICS
+) -> str | None:
     """The framework's contribution-rule summary as Markdown (rules helper), or None."""
     try:
         from bot import contribution
@@ -652,7 +660,11 @@ async def rules_markdown(ctx: Any, repo: str, lang: str) -> str | None:
         formatter = getattr(contribution, "format_rules_markdown", None)
         if formatter is None:
             from analyzers.rules import format_rules_markdown as formatter  # type: ignore[no-redef]
-        text = formatter(summary, lang=lang)
+        try:
+            text = formatter(summary, lang=lang, topics=list(topics) if topics else None,
+                             max_per_topic=2 if topics else None, heading=False)
+        except TypeError:  # an older formatter without the selection arguments
+            text = formatter(summary, lang=lang)
     except Exception:
         log.warning("no contribution-rule summary for %s", repo, exc_info=True)
         return None

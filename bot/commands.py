@@ -213,7 +213,7 @@ async def _reply_command(
         failure = resolve_failure(" ".join(args)) if args else None
         body = methods_reply(failure or " ".join(args)[:40] or "?", fw.id if fw else None, lang, public)
     else:
-        body = rules_reply(await rules_markdown(ctx, repo, lang), fw.id if fw else None, lang, public)
+        body = rules_reply(await rules_markdown(ctx, repo, lang, topics=None), fw.id if fw else None, lang, public)
     if discussion_id:
         return await _reply_in_discussion(ctx, repo, number, installation_id, body, key, discussion_id)
     return await post_reply(ctx, repo, number, installation_id, body, dedupe_key=key,

@@ -24,6 +24,7 @@ MARKERS = (FAILURE_MARKER, RULES_MARKER, REPLY_MARKER)
 MAX_METHODS = 3
 MAX_ELSEWHERE = 3
 MAX_CAUTION = 220
+MAX_EARLIER = 4
 
 _REF = re.compile(r"@[A-Za-z0-9][A-Za-z0-9-]{0,38}|[\w.-]{1,100}/[\w.-]{1,100}#\d{1,9}|#\d{1,9}")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#!])")
@@ -328,7 +329,7 @@ def rule_summary_reply(
     framework = cat.frameworks.get(framework_id or "")
     words = STATE_WORDS.get(lang, STATE_WORDS["en"])
     rows = []
-    for item in earlier[:8]:
+    for item in earlier[:MAX_EARLIER]:
         fw = cat.frameworks.get(item.get("framework") or "")
         rows.append(
             {
@@ -347,6 +348,7 @@ def rule_summary_reply(
             "framework": md_text(framework.name) if framework else None,
             "framework_url": f"{public_url}/frameworks/{framework.id}" if framework else f"{public_url}/",
             "earlier": rows,
+            "more": max(0, len(earlier) - MAX_EARLIER),
             "public_url": public_url,
         },
     )

@@ -119,3 +119,23 @@ def test_markdown_helpers() -> None:
     )
     assert setting_md("a.b=1 (with c=2)") == "`a.b=1` (with c=2)"
     assert setting_md("x_y=<cap>") == "`x_y=<cap>`"
+
+
+def test_rule_summary_with_each_frameworks_real_rules(shared_dir) -> None:
+    from analyzers.rules import format_rules_markdown, summarize_rules
+    from bot.actions import PROPOSAL_TOPICS
+
+    for fid in FRAMEWORKS:
+        folder = shared_dir / "data" / "frameworks" / fid
+        files = {p.name.replace("__", "/"): p.read_text() for p in folder.iterdir()
+                 if p.is_file() and p.name != "SOURCE.txt"}
+        summary = summarize_rules(files, framework=fid)
+        for lang in ("en", "zh"):
+            rules = format_rules_markdown(summary, lang=lang, topics=list(PROPOSAL_TOPICS),
+                                          max_per_topic=2, heading=False)
+            earlier = [{"repo": "huggingface/trl", "number": n, "framework": "trl", "state": "lapsed",
+                        "method": "gspo"} for n in range(7)]
+            body = rule_summary_reply(rules_markdown=rules, framework_id=fid, earlier=earlier,
+                                      lang=lang, public_url=PUBLIC)
+            check_markdown(body)
+            assert "<details>" in body and rules.strip().splitlines()[0] in body

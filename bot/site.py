@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
+from markupsafe import Markup, escape
 
 from bot import site_data as data
 from bot.templating import html_env
@@ -47,9 +48,20 @@ def _rule_topics() -> dict[str, dict[str, str]]:
     return table().topics
 
 
+def code_spans(text: str | None) -> Markup:
+    """Our rule statements mark names with backticks: each part is escaped, and the parts
+    between backticks become <code> elements. Nothing else is interpreted."""
+    parts = str(text or "").split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: show it as it is
+        return escape(text or "")
+    out = [escape(p) if i % 2 == 0 else Markup("<code>%s</code>") % p for i, p in enumerate(parts)]
+    return Markup("").join(out)
+
+
 def render(template: str, status: int = 200, **context: Any) -> web.Response:
     env = html_env()
     env.globals.setdefault("state_labels", STATE_LABELS)
+    env.filters.setdefault("code_spans", code_spans)
     body = env.get_template(f"site/{template}").render(**context)
     return web.Response(text=body, status=status, content_type="text/html", charset="utf-8",
                         headers=HEADERS)

@@ -175,7 +175,7 @@ async def test_failure_page_methods_and_reports(client) -> None:
 
 async def test_framework_page_rules_proposals_methods_and_reception(client) -> None:
     html = await _text(client, "/frameworks/verl")
-    assert "Contribution rules" in html and "Signed-off-by" in html
+    assert "Contribution rules" in html and "<code>Signed-off-by</code>" in html
     assert "verl-recipe" in html  # verl's curated observation
     assert "merged: 1" in html and "Support GSPO" in html
     assert "Methods it has" in html and "Methods it lacks" in html
@@ -233,3 +233,11 @@ async def test_exports(client) -> None:
     hostile = next(r for r in rows if r["number"] == "102")
     assert hostile["title"] == HOSTILE_TITLE and hostile["methods"] == "gspo"
     assert hostile["is_proposal"] == "true" and hostile["framework"] == "verl"
+
+
+def test_code_spans_filter_escapes_everything_else() -> None:
+    from bot.site import code_spans
+
+    assert str(code_spans("Run `a<b>` then <i>x</i>")) == (
+        "Run <code>a&lt;b&gt;</code> then &lt;i&gt;x&lt;/i&gt;")
+    assert str(code_spans("odd ` tick <b>")) == "odd ` tick &lt;b&gt;"

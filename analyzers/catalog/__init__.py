@@ -69,6 +69,7 @@ class FailureKind:
 class PaperRef:
     arxiv_id: str | None
     title: str
+    source: str | None = None  # for sources that are not papers, e.g. "blog post, Yao et al."
 
 
 @dataclass(frozen=True)
@@ -267,7 +268,11 @@ def load_catalog_from(directory: Path) -> Catalog:
         papers = []
         for p in m.get("papers") or []:
             papers.append(
-                PaperRef(arxiv_id=_opt_str(p.get("arxiv_id")), title=str(_require(p, "title", w)))
+                PaperRef(
+                    arxiv_id=_opt_str(p.get("arxiv_id")),
+                    title=str(_require(p, "title", w)),
+                    source=_opt_str(p.get("source")),
+                )
             )
         cautions = [
             Caution(text=str(_require(c, "text", w)), source=str(_require(c, "source", w)))

@@ -36,6 +36,10 @@ from analyzers.rules_text import (
 )
 
 RULES_VERSION = "1"
+# The topics a researcher proposing a method needs (for a short comment:
+# format_rules_markdown(summary, lang, topics=PROPOSAL_TOPICS, max_per_topic=3)).
+PROPOSAL_TOPICS = ["general", "scope", "issue-first", "tests", "docs", "lint", "sign-off",
+                   "pr-title", "algorithms", "paper", "review", "ci", "ai-policy"]
 HERE = Path(__file__).resolve().parent
 PATTERNS_FILE = HERE / "rules_patterns.yaml"
 OBSERVED_FILE = HERE / "rules_observed.yaml"
@@ -207,6 +211,15 @@ def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
     return None
 
 
+def _fill_zh(template: str | None, values: dict[str, str]) -> str | None:
+    """The Chinese statement with the same values, or None (the English one is used)."""
+    if not template:
+        return None
+    if not all(n in values for n in _PLACEHOLDER.findall(template)):
+        return None
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+
+
 def _evidence(seg: Segment) -> str:
     text = seg.text
     return text if len(text) <= MAX_EVIDENCE else text[: MAX_EVIDENCE - 1] + "…"
@@ -258,6 +271,7 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 ))
                 joined = "; ".join(items[:8])
             statement = rule.statement.replace("{items}", joined)
+            zh = rule.statement_zh.replace("{items}", joined) if rule.statement_zh else None
         else:
             # Prefer a segment that filled the full statement over one that needed the fallback.
             # With `prefer: combined`, a "lead: items" segment (the whole list) wins ties.
@@ -266,11 +280,12 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 rule.prefer_combined and h[0].kind != "combined",
             ))
             statement = hits[0][1]
+            zh = _fill_zh(rule.statement_zh, hits[0][2]) if hits[0][2].get("_primary") else None
         facts.append({
             "topic": rule.topic,
             "rule": rule.id,
             "statement": statement,
-            "statement_zh": rule.statement_zh if rule.statement_zh and "{" not in rule.statement_zh else None,
+            "statement_zh": zh,
             "strength": rule.strength,
             "source": sources[0],
             "sources": sources,
@@ -390,6 +405,8 @@ def format_rules_markdown(
         if not facts:
             continue
         lines.append(f"**{meta['zh'] if zh else meta['en']}**")
+        # Stated rules before hints, so a short rendering keeps the rules.
+        facts = sorted(facts, key=lambda f: f.get("strength") == "hint")
         for fact in facts[: max_per_topic or None]:
             text = (fact.get("statement_zh") if zh else None) or fact["statement"]
             src = fact.get("source") or ""

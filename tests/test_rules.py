@@ -430,6 +430,16 @@ def test_markdown_rendering_never_mentions_people_and_speaks_chinese() -> None:
     assert short.count("\n- ") + short.startswith("- ") == 1
 
 
+def test_chinese_statements_fill_the_same_values(shared_dir: Path) -> None:
+    summary = summary_for(str(shared_dir / "data" / "frameworks" / "trl"))
+    zh = format_rules_markdown(summary, lang="zh", topics=rules.PROPOSAL_TOPICS, max_per_topic=2)
+    assert "论文索引（`paper_index.md`）" in zh  # placeholder filled in Chinese too
+    assert "**先讨论**" in zh and "Not stated" not in zh
+    # Hints come after stated rules: the two tests lines shown are rules.
+    tests_block = zh.split("**测试**")[1].split("**")[0]
+    assert "PR template asks" not in tests_block
+
+
 def test_segments_keep_code_spans_heads_and_lists() -> None:
     text = (
         "## Checklist\n\nPR descriptions must include:\n\n- Why it is new\n- `pytest -q` output\n\n"

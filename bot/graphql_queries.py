@@ -1,0 +1,242 @@
+"""Every GraphQL document the project sends to GitHub, and the builders that compose them.
+
+Why builders and not one fixed query: one request carries many *slots* at once, so a sync of
+seven repositories costs about one request per hundred threads. A slot is either a page of
+one (repository, kind) stream, ordered by `updatedAt` descending, or the continuation of one
+long connection (the comments of a thread with more than fit nested, the reviews of a pull
+request, ...). Each slot gets its own alias and its own variables.
+
+tests/test_graphql_schema.py validates `example_documents()` (every shape a builder can
+produce) against GitHub's public schema with graphql-core.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+# How many children are fetched nested inside a page of threads. Larger means fewer
+# continuation requests but bigger responses; most threads in these repositories have fewer
+# than 30 comments.
+NESTED_COMMENTS = 40
+NESTED_REVIEWS = 20
+NESTED_REVIEW_COMMENTS = 20
+NESTED_REPLIES = 10
+PAGE_MAX = 100  # GitHub's limit for `first`
+
+RATE_LIMIT = "rateLimit { cost remaining resetAt limit }"
+
+FRAGMENTS: dict[str, str] = {
+    "ActorFields": "fragment ActorFields on Actor { __typename login }",
+    "PageFields": "fragment PageFields on PageInfo { hasNextPage endCursor }",
+    "CommentFields": """
+fragment CommentFields on IssueComment {
+  id databaseId body createdAt updatedAt authorAssociation
+  author { ...ActorFields }
+}""",
+    "ReviewCommentFields": """
+fragment ReviewCommentFields on PullRequestReviewComment {
+  id databaseId body createdAt updatedAt authorAssociation
+  author { ...ActorFields }
+}""",
+    "ReviewFields": """
+fragment ReviewFields on PullRequestReview {
+  id databaseId body state createdAt submittedAt updatedAt authorAssociation
+  author { ...ActorFields }
+  comments(first: $nestedReviewComments) {
+    pageInfo { ...PageFields }
+    nodes { ...ReviewCommentFields }
+  }
+}""",
+    "DiscussionCommentFields": """
+fragment DiscussionCommentFields on DiscussionComment {
+  id databaseId body createdAt updatedAt authorAssociation deletedAt
+  author { ...ActorFields }
+}""",
+    "DiscussionCommentWithReplies": """
+fragment DiscussionCommentWithReplies on DiscussionComment {
+  ...DiscussionCommentFields
+  replies(first: $nestedReplies) {
+    pageInfo { ...PageFields }
+    nodes { ...DiscussionCommentFields }
+  }
+}""",
+    "IssueFields": """
+fragment IssueFields on Issue {
+  __typename id databaseId number title body url state stateReason
+  createdAt updatedAt closedAt authorAssociation
+  author { ...ActorFields }
+  labels(first: 50) { nodes { name } }
+  assignees(first: 20) { nodes { login } }
+  timelineItems(itemTypes: [CLOSED_EVENT], last: 1) {
+    nodes { ... on ClosedEvent { actor { ...ActorFields } } }
+  }
+  comments(first: $nestedComments) {
+    pageInfo { ...PageFields }
+    nodes { ...CommentFields }
+  }
+}""",
+    "PullRequestFields": """
+fragment PullRequestFields on PullRequest {
+  __typename id databaseId number title body url state merged
+  createdAt updatedAt closedAt mergedAt authorAssociation
+  author { ...ActorFields }
+  mergedBy { ...ActorFields }
+  labels(first: 50) { nodes { name } }
+  assignees(first: 20) { nodes { login } }
+  timelineItems(itemTypes: [CLOSED_EVENT], last: 1) {
+    nodes { ... on ClosedEvent { actor { ...ActorFields } } }
+  }
+  comments(first: $nestedComments) {
+    pageInfo { ...PageFields }
+    nodes { ...CommentFields }
+  }
+  reviews(first: $nestedReviews) {
+    pageInfo { ...PageFields }
+    nodes { ...ReviewFields }
+  }
+}""",
+    "DiscussionFields": """
+fragment DiscussionFields on Discussion {
+  __typename id databaseId number title body url closed stateReason
+  createdAt updatedAt closedAt authorAssociation
+  author { ...ActorFields }
+  labels(first: 50) { nodes { name } }
+  comments(first: $nestedComments) {
+    pageInfo { ...PageFields }
+    nodes { ...DiscussionCommentWithReplies }
+  }
+}""",
+}
+
+# Which fragment each stream kind selects, and the repository connection it pages.
+STREAMS: dict[str, tuple[str, str]] = {
+    "issue": ("issues", "IssueFields"),
+    "pull_request": ("pullRequests", "PullRequestFields"),
+    "discussion": ("discussions", "DiscussionFields"),
+}
+
+# Continuations: (GraphQL type of the parent node, connection field) -> child fragment.
+CONTINUATIONS: dict[tuple[str, str], str] = {
+    ("Issue", "comments"): "CommentFields",
+    ("PullRequest", "comments"): "CommentFields",
+    ("PullRequest", "reviews"): "ReviewFields",
+    ("PullRequestReview", "comments"): "ReviewCommentFields",
+    ("Discussion", "comments"): "DiscussionCommentWithReplies",
+    ("DiscussionComment", "replies"): "DiscussionCommentFields",
+}
+
+_SPREAD = re.compile(r"\.\.\.([A-Z][A-Za-z]*)")
+
+
+def _with_fragments(body: str) -> str:
+    """Appends exactly the fragments the body uses, transitively (GraphQL rejects unused ones)."""
+    needed: list[str] = []
+    todo = _SPREAD.findall(body)
+    while todo:
+        name = todo.pop()
+        if name in needed or name not in FRAGMENTS:
+            continue
+        needed.append(name)
+        todo.extend(_SPREAD.findall(FRAGMENTS[name]))
+    return body + "\n" + "\n".join(FRAGMENTS[n].strip() for n in sorted(needed))
+
+
+@dataclass(frozen=True)
+class StreamSlot:
+    owner: str
+    name: str
+    kind: str  # issue | pull_request | discussion
+    first: int
+    after: str | None
+
+
+@dataclass(frozen=True)
+class ContinuationSlot:
+    node_id: str
+    typename: str  # Issue | PullRequest | PullRequestReview | Discussion | DiscussionComment
+    field: str  # comments | reviews | replies
+    after: str | None
+
+
+def _uses(body: str, var: str) -> bool:
+    return re.search(r"\$" + var + r"\b", body) is not None
+
+
+def build_sync_query(
+    streams: list[StreamSlot], continuations: list[ContinuationSlot]
+) -> tuple[str, dict[str, Any]]:
+    """One request: stream pages aliased s0.., continuations aliased c0.. ; returns (doc, vars)."""
+    decls: list[str] = []
+    parts: list[str] = [RATE_LIMIT]
+    variables: dict[str, Any] = {}
+    for i, slot in enumerate(streams):
+        field, fragment = STREAMS[slot.kind]
+        decls += [f"$o{i}: String!", f"$n{i}: String!", f"$f{i}: Int!", f"$a{i}: String"]
+        variables.update({f"o{i}": slot.owner, f"n{i}": slot.name, f"f{i}": slot.first,
+                          f"a{i}": slot.after})
+        parts.append(
+            f"s{i}: repository(owner: $o{i}, name: $n{i}) {{ {field}(first: $f{i}, after: $a{i}, "
+            "orderBy: {field: UPDATED_AT, direction: DESC}) { totalCount pageInfo { ...PageFields } "
+            f"nodes {{ ...{fragment} }} }} }}"
+        )
+    for j, slot in enumerate(continuations):
+        fragment = CONTINUATIONS[(slot.typename, slot.field)]
+        decls += [f"$id{j}: ID!", f"$c{j}: String"]
+        variables.update({f"id{j}": slot.node_id, f"c{j}": slot.after})
+        parts.append(
+            f"c{j}: node(id: $id{j}) {{ __typename ... on {slot.typename} {{ "
+            f"{slot.field}(first: {PAGE_MAX}, after: $c{j}) {{ pageInfo {{ ...PageFields }} "
+            f"nodes {{ ...{fragment} }} }} }} }}"
+        )
+    body_parts = "\n  ".join(parts)
+    # Nested sizes are declared only when a selected fragment uses them.
+    nested = {
+        "nestedComments": NESTED_COMMENTS,
+        "nestedReviews": NESTED_REVIEWS,
+        "nestedReviewComments": NESTED_REVIEW_COMMENTS,
+        "nestedReplies": NESTED_REPLIES,
+    }
+    doc_without_decls = _with_fragments("{\n  " + body_parts + "\n}")
+    for var, value in nested.items():
+        if _uses(doc_without_decls, var):
+            decls.append(f"${var}: Int!")
+            variables[var] = value
+    header = "query Sync(" + ", ".join(decls) + ")" if decls else "query Sync"
+    return _with_fragments(header + " {\n  " + body_parts + "\n}"), variables
+
+
+RECEPTION_QUERY = """
+query Reception($ids: [ID!]!) {
+  rateLimit { cost remaining resetAt limit }
+  nodes(ids: $ids) {
+    __typename
+    id
+    ... on Minimizable { isMinimized minimizedReason }
+    ... on Reactable {
+      up: reactions(content: THUMBS_UP) { totalCount }
+      down: reactions(content: THUMBS_DOWN) { totalCount }
+    }
+  }
+}
+""".strip()
+
+RATE_LIMIT_QUERY = "query RateLimit { " + RATE_LIMIT + " }"
+
+
+def example_documents() -> list[tuple[str, str]]:
+    """(name, document) for every query shape the project sends; the schema test checks them."""
+    docs = [("reception", RECEPTION_QUERY), ("rate_limit", RATE_LIMIT_QUERY)]
+    for kind in STREAMS:
+        doc, _ = build_sync_query([StreamSlot("o", "n", kind, 100, None)], [])
+        docs.append((f"stream:{kind}", doc))
+    for typename, field in CONTINUATIONS:
+        doc, _ = build_sync_query([], [ContinuationSlot("X", typename, field, "c")])
+        docs.append((f"continuation:{typename}.{field}", doc))
+    mixed, _ = build_sync_query(
+        [StreamSlot("o", "n", k, 10, "x") for k in STREAMS],
+        [ContinuationSlot("X", t, f, None) for t, f in CONTINUATIONS],
+    )
+    docs.append(("mixed", mixed))
+    return docs

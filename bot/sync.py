@@ -1,0 +1,721 @@
+"""GraphQL backfill and incremental refresh of the tracked repositories.
+
+How the cost stays low (goal: at most 0.02 requests per thread for a backfill, and a refresh
+that costs about one request when few threads changed):
+
+- Work is split into *streams*, one per (repository, kind); every stream pages its
+  repository's issues, pull requests or discussions ordered by `updatedAt` descending.
+- One request carries many slots (bot.graphql_queries.build_sync_query): up to
+  THREADS_PER_REQUEST threads from as many streams as fit, each thread with its first
+  comments, reviews and replies nested, plus up to CONTINUATIONS_PER_REQUEST continuations of
+  long connections (comments of a thread that did not fit nested) from earlier pages.
+- A backfill remembers the newest `updatedAt` it saw when it started (the high-water mark);
+  a thread updated while the backfill runs moves ahead of the cursor and is picked up by the
+  next refresh, which pages from the newest thread down to the stored mark and stops there.
+
+Crash safety: a thread is written only once all of its continuations arrived, and a stream's
+cursor (SyncCursor.cursor) moves past a page only when every thread of that page is written,
+in the same transaction. A crash re-fetches at most the pages in flight.
+
+Records are the webhook path's: bots get the `[bot]` suffix REST uses, "" becomes None, and
+everything is written through bot.store.threads.upsert_thread / upsert_comment, then analysed
+through bot.pipeline.thread_changed(trigger="sync").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, func, insert, select
+
+from bot.graphql_queries import (
+    PAGE_MAX,
+    ContinuationSlot,
+    StreamSlot,
+    build_sync_query,
+)
+from bot.store.models import Comment, Repository, SyncCursor, Thread
+from bot.store.threads import (
+    COMMENT_FIELDS,
+    COMMENT_TIMES,
+    upsert_comment,
+    upsert_thread,
+)
+from bot.store.types import parse_datetime, utcnow
+
+log = logging.getLogger(__name__)
+
+KINDS = ("issue", "pull_request", "discussion")
+THREADS_PER_REQUEST = 100
+CONTINUATIONS_PER_REQUEST = 25
+INCREMENTAL_PROBE = 5  # threads asked per stream in the first request of a refresh
+RATE_LIMIT_RESERVE = 100  # points left for webhooks and comments; below it, wait for reset
+GRAPHQL_ATTEMPTS = 4  # tries of one request that answers with GraphQL errors
+
+SleepFn = Callable[[float], Awaitable[None]]
+
+
+class SyncError(RuntimeError):
+    pass
+
+
+# ---------------------------------------------------------------------------- records
+def actor_login(node: dict[str, Any] | None) -> tuple[str | None, bool | None]:
+    """GraphQL actor -> (login as REST spells it, is_bot).
+
+    GraphQL names bots without the `[bot]` suffix REST and webhooks use; a deleted account is
+    null in GraphQL and "ghost" in REST.
+    """
+    if node is None:
+        return "ghost", False
+    login = node.get("login") or None
+    is_bot = node.get("__typename") == "Bot"
+    if login and is_bot and not login.endswith("[bot]"):
+        login += "[bot]"
+    try:  # the webhook path's rule, when its module is there
+        from bot.normalize import is_bot_login
+
+        is_bot = bool(is_bot_login(login, node.get("__typename")))
+    except ImportError:  # pragma: no cover - before bot.normalize exists
+        is_bot = is_bot or bool(login and login.endswith("[bot]"))
+    return login, is_bot
+
+
+def _lower(value: str | None) -> str | None:
+    return value.lower() if value else None
+
+
+def _closer(node: dict[str, Any]) -> dict[str, Any] | None:
+    items = ((node.get("timelineItems") or {}).get("nodes")) or []
+    for item in reversed(items):
+        if item and "actor" in item:
+            return item["actor"] or {"__typename": "User", "login": None}
+    return None
+
+
+def thread_from_node(node: dict[str, Any], repo: str) -> dict[str, Any]:
+    """A GraphQL Issue / PullRequest / Discussion -> thread record (contract shape, no comments)."""
+    typename = node["__typename"]
+    kind = {"Issue": "issue", "PullRequest": "pull_request", "Discussion": "discussion"}[typename]
+    author, author_is_bot = actor_login(node.get("author"))
+    closed_by: str | None = None
+    state_reason: str | None = None
+    if kind == "issue":
+        state = "closed" if node["state"] == "CLOSED" else "open"
+        state_reason = _lower(node.get("stateReason"))
+        closer = _closer(node)
+    elif kind == "pull_request":
+        state = "merged" if node.get("merged") else ("closed" if node["state"] == "CLOSED" else "open")
+        closer = _closer(node) or (node.get("mergedBy") if node.get("merged") else None)
+    else:
+        state = "closed" if node.get("closed") else "open"
+        state_reason = _lower(node.get("stateReason"))
+        closer = None  # discussions have no timeline in GraphQL
+    if state != "open" and closer is not None:
+        closed_by = actor_login(closer)[0] if closer.get("login") else None
+    return {
+        "id": f"{repo}#{node['number']}",
+        "repo": repo,
+        "number": int(node["number"]),
+        "kind": kind,
+        "github_id": node.get("databaseId"),
+        "node_id": node.get("id"),
+        "title": node.get("title") or "",
+        "body": node.get("body") or None,
+        "author": author,
+        "author_association": node.get("authorAssociation") or None,
+        "author_is_bot": author_is_bot,
+        "state": state,
+        "state_reason": state_reason,
+        "closed_by": closed_by,
+        "labels": [n["name"] for n in ((node.get("labels") or {}).get("nodes") or []) if n],
+        "assignees": [n["login"] for n in ((node.get("assignees") or {}).get("nodes") or []) if n],
+        "created_at": node.get("createdAt"),
+        "updated_at": node.get("updatedAt"),
+        "closed_at": node.get("closedAt") or None,
+        "url": node.get("url"),
+        "complete": True,
+    }
+
+
+COMMENT_KINDS = {
+    "IssueComment": "comment",
+    "DiscussionComment": "comment",
+    "PullRequestReview": "review",
+    "PullRequestReviewComment": "review_comment",
+}
+
+
+def comment_from_node(node: dict[str, Any], typename: str) -> dict[str, Any] | None:
+    """A GraphQL comment-like node -> comment record; None for what webhooks never store."""
+    if typename == "PullRequestReview" and node.get("state") == "PENDING":
+        return None  # a draft review is visible only to its author
+    if node.get("deletedAt"):
+        return None
+    author, is_bot = actor_login(node.get("author"))
+    created = node.get("submittedAt") or node.get("createdAt") if typename == "PullRequestReview" else node.get("createdAt")
+    return {
+        "kind": COMMENT_KINDS[typename],
+        "github_id": node["databaseId"],
+        "node_id": node.get("id"),
+        "author": author,
+        "author_association": node.get("authorAssociation") or None,
+        "author_is_bot": is_bot,
+        "body": node.get("body") or "",
+        "created_at": created,
+        "updated_at": node.get("updatedAt"),
+    }
+
+
+def new_comment_values(thread_id: int, record: dict[str, Any]) -> dict[str, Any]:
+    """Column values of a new comment row, set field by field as upsert_comment sets them.
+
+    A backfill inserts tens of thousands of comments; upsert_comment's select-then-flush per
+    comment made that minutes long, so new rows are inserted in one executemany per batch.
+    Existing rows still go through upsert_comment.
+    """
+    row: dict[str, Any] = {"kind": record.get("kind") or "comment",
+                           "github_id": int(record["github_id"]), "thread_id": thread_id}
+    for key in COMMENT_FIELDS:
+        value = record.get(key)
+        if key == "author_association":
+            value = value or None
+        if key == "body":
+            value = value or ""
+        row[key] = value
+    for key in COMMENT_TIMES:
+        row[key] = parse_datetime(record.get(key))
+    return row
+
+
+# ---------------------------------------------------------------------------- state
+@dataclass
+class Stream:
+    repo: str
+    kind: str
+    installation_id: int | None
+    after: str | None
+    backfill: bool
+    stop_at: datetime | None  # refresh: threads older than this are known
+    high_water: datetime | None
+    done: bool = False
+    total: int | None = None
+    fetched: int = 0
+    requests: int = 0
+    pages: deque[tuple[str | None, set[str]]] = field(default_factory=deque)
+    committed: str | None = None
+    cursor_dirty: bool = False
+    failed: str | None = None
+    closed: bool = False  # final cursor state written
+    at_mark: set[int] = field(default_factory=set)  # stored threads updated at stop_at
+
+    @property
+    def owner_name(self) -> tuple[str, str]:
+        owner, _, name = self.repo.partition("/")
+        return owner, name
+
+    def want(self) -> int:
+        if self.backfill:
+            if self.total is None:
+                return 0  # sized by the caller when totals are unknown
+            return max(10, min(PAGE_MAX, self.total - self.fetched))
+        # A refresh starts small and grows while it keeps finding changed threads.
+        return min(PAGE_MAX, INCREMENTAL_PROBE * (4 ** self.requests))
+
+
+@dataclass
+class PendingThread:
+    key: str
+    record: dict[str, Any]
+    stream: Stream
+    comments: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    open: int = 0  # continuations still to come
+
+
+@dataclass
+class Continuation:
+    slot: ContinuationSlot
+    thread_key: str
+    child_type: str  # GraphQL type of the connection's nodes
+
+
+@dataclass
+class SyncStats:
+    requests: int = 0
+    threads: int = 0  # threads written
+    changed: int = 0  # threads new or updated (analysed again)
+    comments: int = 0
+    continuations: int = 0
+    graphql_errors: int = 0
+    waited_for_rate_limit: float = 0.0
+    repos: dict[str, int] = field(default_factory=dict)
+    failed_streams: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests, "threads": self.threads, "changed": self.changed,
+            "comments": self.comments, "continuations": self.continuations,
+            "graphql_errors": self.graphql_errors,
+            "waited_for_rate_limit": round(self.waited_for_rate_limit, 1),
+            "repos": dict(self.repos), "failed_streams": list(self.failed_streams),
+        }
+
+
+class Progress:
+    """A rich progress bar on a terminal, plain log lines otherwise."""
+
+    def __init__(self, enabled: bool | None = None) -> None:
+        self.tty = sys.stderr.isatty() if enabled is None else enabled
+        self._bar: Any = None
+        self._task: Any = None
+        self._last_logged = 0
+
+    def start(self, total: int | None) -> None:
+        if self.tty:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            self._bar = Progress(TextColumn("sync"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[info]}"), transient=False)
+            self._bar.start()
+            self._task = self._bar.add_task("sync", total=total, info="")
+
+    def update(self, done: int, total: int | None, stats: SyncStats) -> None:
+        info = f"{stats.requests} requests, {stats.changed} changed"
+        if self._bar is not None:
+            self._bar.update(self._task, completed=done, total=total, info=info)
+        elif done - self._last_logged >= 500 or (total and done >= total):
+            self._last_logged = done
+            log.info("sync: %d/%s threads, %s", done, total if total else "?", info)
+
+    def stop(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+# ---------------------------------------------------------------------------- the sync
+def default_repos() -> list[str]:
+    from analyzers.catalog import load_catalog
+
+    return [fw.repo for fw in load_catalog().frameworks.values()]
+
+
+def canonical(repo: str) -> str:
+    try:
+        from analyzers.catalog import load_catalog
+
+        return load_catalog().canonical_repo(repo)
+    except Exception:  # noqa: BLE001 - a catalog problem must not stop an explicit --repo
+        return repo
+
+
+class Syncer:
+    def __init__(
+        self,
+        ctx: Any,
+        repos: Iterable[str] | None = None,
+        *,
+        full: bool = False,
+        sleep: SleepFn = asyncio.sleep,
+        progress: Progress | None = None,
+        analyse: bool = True,
+        max_requests: int | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.repos = [canonical(r) for r in (repos or default_repos())]
+        self.full = full
+        self.sleep = sleep
+        self.progress = progress or Progress(enabled=False)
+        self.analyse = analyse
+        self.max_requests = max_requests  # stop early (tests simulate a crash with it)
+        self.stats = SyncStats()
+        self.streams: list[Stream] = []
+        self.pending: dict[str, PendingThread] = {}
+        self.continuations: deque[Continuation] = deque()
+        self._new_rows: list[dict[str, Any]] = []  # comment rows to insert at the next flush
+
+    # ------------------------------------------------------------------ set-up
+    async def _load_streams(self) -> None:
+        async with self.ctx.sessionmaker() as session:
+            for repo in self.repos:
+                installation_id = None
+                row = await session.scalar(select(Repository).where(Repository.full_name == repo))
+                if row is None:
+                    row = Repository(full_name=repo, framework=_framework_of(repo))
+                    session.add(row)
+                elif self.ctx.settings.has_app_credentials:
+                    installation_id = row.installation_id
+                for kind in KINDS:
+                    cur = await session.scalar(
+                        select(SyncCursor).where(SyncCursor.repo == repo, SyncCursor.kind == kind)
+                    )
+                    if cur is None:
+                        cur = SyncCursor(repo=repo, kind=kind, full_done=False)
+                        session.add(cur)
+                    if self.full:
+                        cur.full_done, cur.cursor, cur.updated_since = False, None, None
+                    if cur.full_done and cur.updated_since is not None:
+                        stream = Stream(repo, kind, installation_id, None, False,
+                                        cur.updated_since, None)
+                        # Threads stored with exactly the mark's time need no fetch; another
+                        # thread updated within the same second still does.
+                        stream.at_mark = set(await session.scalars(select(Thread.number).where(
+                            Thread.repo == repo, Thread.kind == kind,
+                            Thread.updated_at == cur.updated_since)))
+                    else:
+                        # A backfill, resumed from its cursor when one is stored.
+                        stream = Stream(repo, kind, installation_id, cur.cursor, True, None,
+                                        cur.updated_since if cur.cursor else None)
+                        stream.committed = cur.cursor
+                    self.streams.append(stream)
+            await session.commit()
+
+    # ------------------------------------------------------------------ requests
+    def _plan(self, installation_id: int | None) -> tuple[list[Stream], list[StreamSlot], list[Continuation]]:
+        conts: list[Continuation] = []
+        kept: deque[Continuation] = deque()
+        while self.continuations:
+            c = self.continuations.popleft()
+            inst = self.pending[c.thread_key].stream.installation_id
+            if inst == installation_id and len(conts) < CONTINUATIONS_PER_REQUEST:
+                conts.append(c)
+            else:
+                kept.append(c)
+        self.continuations = kept
+        active = [s for s in self.streams if not s.done and s.installation_id == installation_id]
+        streams: list[Stream] = []
+        slots: list[StreamSlot] = []
+        budget = THREADS_PER_REQUEST
+        # Streams not yet asked share one request: it tells the backfills their totals and
+        # ends most refreshes at once.
+        fresh = [s for s in active if s.requests == 0]
+        share = max(1, budget // max(1, len(fresh)))
+        # Streams already under way first, so their pages finish and cursors move on.
+        for s in sorted(active, key=lambda s: (s.requests == 0, s.repo, s.kind)):
+            want = min(share, s.want() or share) if s.requests == 0 else s.want()
+            take = min(want, budget)
+            if take <= 0:
+                break
+            budget -= take
+            owner, name = s.owner_name
+            streams.append(s)
+            slots.append(StreamSlot(owner, name, s.kind, take, s.after))
+        return streams, slots, conts
+
+    async def _request(self, query: str, variables: dict[str, Any], installation_id: int | None) -> dict[str, Any]:
+        import gidgethub
+
+        last: Exception | None = None
+        for attempt in range(GRAPHQL_ATTEMPTS):
+            if self.max_requests is not None and self.stats.requests >= self.max_requests:
+                raise SyncError("request budget used up")
+            self.stats.requests += 1
+            try:
+                return await self.ctx.github.graphql(query, installation_id=installation_id, **variables)
+            except gidgethub.GraphQLException as exc:
+                response = exc.response if isinstance(exc.response, dict) else {}
+                data = response.get("data")
+                if data:
+                    # Partial answer: some slots failed (e.g. a repository renamed or gone);
+                    # the caller handles the aliases that came back null.
+                    self.stats.graphql_errors += 1
+                    log.warning("sync: GraphQL errors in a partial answer: %s", _messages(response))
+                    data["__errors__"] = response.get("errors") or []
+                    return data
+                self.stats.graphql_errors += 1
+                last = exc
+                log.warning("sync: GraphQL error (attempt %d): %s", attempt + 1, exc)
+                await self.sleep(min(60.0, 2.0 ** attempt))
+        raise SyncError(f"GraphQL request failed {GRAPHQL_ATTEMPTS} times: {last}")
+
+    async def _pace(self, rate: dict[str, Any] | None) -> None:
+        """Waits for the reset when the points left would eat into the reserve."""
+        if not rate:
+            return
+        remaining = int(rate.get("remaining") or 0)
+        cost = int(rate.get("cost") or 1)
+        if remaining - cost >= RATE_LIMIT_RESERVE:
+            return
+        reset = parse_datetime(rate.get("resetAt"))
+        wait = max(1.0, (reset - utcnow()).total_seconds() + 1) if reset else 60.0
+        log.warning("sync: %d GraphQL points left, waiting %.0f s for the reset", remaining, wait)
+        self.stats.waited_for_rate_limit += wait
+        await self.sleep(wait)
+
+    # ------------------------------------------------------------------ answers
+    def _add_children(self, pt: PendingThread, typename: str, conn: dict[str, Any] | None,
+                      parent_id: str, parent_type: str, field_name: str) -> None:
+        """Collects a connection's nodes (and nested ones) and queues what did not fit."""
+        if not conn:
+            return
+        for node in conn.get("nodes") or []:
+            if not node:
+                continue
+            record = comment_from_node(node, typename)
+            if record is not None:
+                pt.comments[(record["kind"], int(record["github_id"]))] = record
+            if typename == "PullRequestReview":
+                self._add_children(pt, "PullRequestReviewComment", node.get("comments"),
+                                   node["id"], "PullRequestReview", "comments")
+            elif typename == "DiscussionComment" and "replies" in node:
+                self._add_children(pt, "DiscussionComment", node.get("replies"),
+                                   node["id"], "DiscussionComment", "replies")
+        info = conn.get("pageInfo") or {}
+        if info.get("hasNextPage"):
+            pt.open += 1
+            self.continuations.append(Continuation(
+                ContinuationSlot(parent_id, parent_type, field_name, info.get("endCursor")),
+                pt.key, typename))
+
+    def _take_thread(self, stream: Stream, node: dict[str, Any]) -> PendingThread:
+        record = thread_from_node(node, stream.repo)
+        key = f"{stream.repo}#{record['number']}"
+        pt = PendingThread(key, record, stream)
+        self.pending[key] = pt
+        typename = node["__typename"]
+        child = "DiscussionComment" if typename == "Discussion" else "IssueComment"
+        self._add_children(pt, child, node.get("comments"), node["id"], typename, "comments")
+        if typename == "PullRequest":
+            self._add_children(pt, "PullRequestReview", node.get("reviews"), node["id"],
+                               typename, "reviews")
+        return pt
+
+    def _take_page(self, stream: Stream, conn: dict[str, Any] | None) -> None:
+        stream.requests += 1
+        if conn is None:
+            stream.done = True
+            stream.failed = "not found"
+            self.stats.failed_streams.append(f"{stream.repo}:{stream.kind}")
+            return
+        stream.total = conn.get("totalCount")
+        nodes = [n for n in conn.get("nodes") or [] if n]
+        keys: set[str] = set()
+        reached_known = False
+        for node in nodes:
+            updated = parse_datetime(node.get("updatedAt"))
+            if stream.high_water is None and stream.after is None:
+                stream.high_water = updated  # the newest thread: this pass's mark
+            if stream.stop_at is not None and updated is not None:
+                if updated < stream.stop_at:
+                    reached_known = True
+                    break
+                if updated == stream.stop_at and int(node["number"]) in stream.at_mark:
+                    continue
+            keys.add(self._take_thread(stream, node).key)
+        stream.fetched += len(keys)
+        info = conn.get("pageInfo") or {}
+        cursor = info.get("endCursor") or stream.after
+        stream.after = cursor
+        stream.pages.append((cursor, keys))
+        if reached_known or not info.get("hasNextPage"):
+            stream.done = True
+        if stream.backfill and stream.fetched == len(keys):
+            stream.cursor_dirty = True  # the pass's high-water mark must be stored now
+
+    def _take_continuation(self, cont: Continuation, node: dict[str, Any] | None) -> None:
+        pt = self.pending[cont.thread_key]
+        pt.open -= 1
+        self.stats.continuations += 1
+        if node is None:
+            return  # the parent vanished meanwhile; the next refresh sees the new state
+        self._add_children(pt, cont.child_type, node.get(cont.slot.field), cont.slot.node_id,
+                           cont.slot.typename, cont.slot.field)
+
+    # ------------------------------------------------------------------ writing
+    async def _flush(self) -> None:
+        """Writes finished threads and moves cursors past fully written pages, in one commit."""
+        finished = [pt for pt in self.pending.values() if pt.open == 0]
+        if not finished and not any(s.cursor_dirty or (s.done and not s.closed) for s in self.streams):
+            return
+        changed: list[tuple[str, int]] = []
+        async with self.ctx.sessionmaker() as session:
+            known = await self._stored_comments(session, finished)
+            threads = await self._stored_threads(session, finished)
+            for pt in finished:
+                if await self._write_thread(session, pt, known, threads):
+                    changed.append((pt.record["repo"], pt.record["number"]))
+                del self.pending[pt.key]
+                for _cursor, keys in pt.stream.pages:
+                    keys.discard(pt.key)
+            if self._new_rows:
+                self.stats.comments += len(self._new_rows)
+                await session.execute(insert(Comment), self._new_rows)
+                self._new_rows = []
+            for s in self.streams:
+                await self._store_cursor(session, s)
+            await session.commit()
+        self.stats.threads += len(finished)
+        self.stats.changed += len(changed)
+        for pt in finished:
+            self.stats.repos[pt.record["repo"]] = self.stats.repos.get(pt.record["repo"], 0) + 1
+        if self.analyse:
+            from bot.pipeline import thread_changed
+
+            for repo, number in changed:
+                await thread_changed(self.ctx, repo, number, trigger="sync")
+
+    @staticmethod
+    async def _stored_threads(session: Any, threads: list[PendingThread]) -> dict[tuple[str, int], Thread]:
+        by_repo: dict[str, list[int]] = {}
+        for pt in threads:
+            by_repo.setdefault(pt.record["repo"], []).append(pt.record["number"])
+        found: dict[tuple[str, int], Thread] = {}
+        for repo, numbers in by_repo.items():
+            for i in range(0, len(numbers), 500):
+                rows = await session.scalars(select(Thread).where(
+                    func.lower(Thread.repo) == repo.lower(), Thread.number.in_(numbers[i:i + 500])))
+                found.update({(t.repo.lower(), t.number): t for t in rows})
+        return found
+
+    @staticmethod
+    async def _stored_comments(session: Any, threads: list[PendingThread]) -> dict[tuple[str, int], Comment]:
+        """The stored rows of every fetched comment, in a few queries instead of one each."""
+        ids = sorted({gid for pt in threads for (_kind, gid) in pt.comments})
+        known: dict[tuple[str, int], Comment] = {}
+        for i in range(0, len(ids), 500):
+            rows = await session.scalars(select(Comment).where(Comment.github_id.in_(ids[i:i + 500])))
+            known.update({(c.kind, int(c.github_id)): c for c in rows})
+        return known
+
+    async def _write_thread(self, session: Any, pt: PendingThread,
+                            known: dict[tuple[str, int], Comment],
+                            threads: dict[tuple[str, int], Thread]) -> bool:
+        record = pt.record
+        existing = threads.get((record["repo"].lower(), record["number"]))
+        before = existing.updated_at if existing is not None else None
+        stored: dict[tuple[str, int], Comment] = {}
+        if existing is not None:
+            rows = await session.scalars(select(Comment).where(Comment.thread_id == existing.id))
+            stored = {(c.kind, int(c.github_id)): c for c in rows}
+        thread = await upsert_thread(session, record)
+        for key, comment in pt.comments.items():
+            old = known.get(key) or stored.get(key)
+            if old is None:
+                self._new_rows.append(new_comment_values(thread.id, comment))
+                continue
+            if old.thread_id == thread.id and old.updated_at == parse_datetime(comment.get("updated_at")) \
+                    and (old.body or "") == comment["body"]:
+                continue  # unchanged: no write
+            await upsert_comment(session, thread, comment)
+            self.stats.comments += 1
+        gone = [c.id for key, c in stored.items() if key not in pt.comments]
+        if gone:
+            # Deleted on GitHub while no webhook told us (or the app is not installed there).
+            await session.execute(delete(Comment).where(Comment.id.in_(gone)))
+        return existing is None or before != thread.updated_at or bool(gone)
+
+    async def _store_cursor(self, session: Any, s: Stream) -> None:
+        if s.closed:
+            return
+        while s.pages and not s.pages[0][1]:
+            s.committed = s.pages.popleft()[0]
+            s.cursor_dirty = True
+        finished = s.done and not s.pages and not any(
+            pt.stream is s for pt in self.pending.values())
+        if not (s.cursor_dirty or finished):
+            return
+        cur = await session.scalar(
+            select(SyncCursor).where(SyncCursor.repo == s.repo, SyncCursor.kind == s.kind))
+        if cur is None:
+            cur = SyncCursor(repo=s.repo, kind=s.kind)
+            session.add(cur)
+        if s.backfill:
+            cur.cursor = s.committed
+            cur.updated_since = s.high_water
+        if finished:
+            s.closed = True
+        if finished and not s.failed:
+            cur.full_done = True if s.backfill else cur.full_done
+            cur.cursor = None
+            if s.high_water is not None and (cur.updated_since is None or s.high_water > cur.updated_since):
+                cur.updated_since = s.high_water
+            cur.last_run_at = utcnow()
+        s.cursor_dirty = False
+
+    # ------------------------------------------------------------------ main loop
+    async def run(self) -> SyncStats:
+        if self.ctx.github is None:
+            raise SyncError("no GitHub client (ctx.github is None)")
+        await self._load_streams()
+        self.progress.start(None)
+        try:
+            for installation_id in dict.fromkeys(s.installation_id for s in self.streams):
+                await self._run_group(installation_id)
+        finally:
+            self.progress.stop()
+        return self.stats
+
+    async def _run_group(self, installation_id: int | None) -> None:
+        while True:
+            streams, slots, conts = self._plan(installation_id)
+            if not slots and not conts:
+                break
+            query, variables = build_sync_query(slots, [c.slot for c in conts])
+            data = await self._request(query, variables, installation_id)
+            for i, stream in enumerate(streams):
+                repo_data = data.get(f"s{i}")
+                field_name = {"issue": "issues", "pull_request": "pullRequests",
+                              "discussion": "discussions"}[stream.kind]
+                self._take_page(stream, repo_data.get(field_name) if repo_data else None)
+            for j, cont in enumerate(conts):
+                self._take_continuation(cont, data.get(f"c{j}"))
+            await self._flush()
+            total = sum(s.total or 0 for s in self.streams if s.backfill) or None
+            self.progress.update(self.stats.threads, total, self.stats)
+            await self._pace(data.get("rateLimit"))
+
+
+def _messages(response: dict[str, Any]) -> str:
+    return "; ".join(str(e.get("message")) for e in (response.get("errors") or [])[:3])
+
+
+def _framework_of(repo: str) -> str | None:
+    try:
+        from analyzers.catalog import load_catalog
+
+        fw = load_catalog().framework_for_repo(repo)
+        return fw.id if fw else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+async def sync(ctx: Any, repos: Iterable[str] | None = None, *, full: bool = False,
+               sleep: SleepFn = asyncio.sleep, progress: Progress | None = None,
+               analyse: bool = True, max_requests: int | None = None) -> SyncStats:
+    """Backfill (first run, or --full) or refresh (afterwards) the given or default repos."""
+    syncer = Syncer(ctx, repos, full=full, sleep=sleep, progress=progress, analyse=analyse,
+                    max_requests=max_requests)
+    return await syncer.run()
+
+
+def sync_command(args: Any) -> int:
+    """`rltracker sync [--repo OWNER/NAME]... [--full]`."""
+    import json
+
+    from bot.config import Settings
+    from bot.context import AppContext
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+
+    async def main() -> int:
+        from bot.github import GitHubClient
+
+        ctx = AppContext.create(Settings.from_env())
+        ctx.github = GitHubClient(ctx.settings)
+        try:
+            stats = await sync(ctx, args.repo or None, full=args.full, progress=Progress())
+        except SyncError as exc:
+            print(f"sync stopped: {exc} (cursors are stored; run again to resume)", file=sys.stderr)
+            return 1
+        finally:
+            await ctx.close()
+        print(json.dumps(stats.as_dict(), indent=2))
+        return 0 if not stats.failed_streams else 2
+
+    return asyncio.run(main())

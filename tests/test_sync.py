@@ -1,0 +1,185 @@
+"""GraphQL sync against the fake GitHub server answering from GitHub's real schema."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from bot.context import AppContext
+from bot.store.models import Analysis, Comment, SyncCursor, Thread
+from bot.store.threads import load_thread_record
+from bot.sync import SyncError, sync
+from tests.fake_graphql import REPOS, FakeData, FakeGraphQL
+from tests.fakegithub import no_sleep
+
+THREADS_PER_REPO = 80  # 560 threads; every 40th has 250 comments, some PRs 45 reviews
+
+
+@pytest.fixture
+def schema_path(shared_dir: Path) -> Path:
+    return shared_dir / "fixtures" / "github-api" / "schema.graphql"
+
+
+@pytest.fixture
+def world(fake_github: Any, schema_path: Path) -> tuple[FakeData, FakeGraphQL]:
+    data = FakeData.generate(THREADS_PER_REPO, seed=7)
+    responder = FakeGraphQL(data, schema_path)
+    fake_github.graphql_handler = responder
+    return data, responder
+
+
+@pytest.fixture
+async def sync_ctx(settings: Any, fake_github: Any) -> AsyncIterator[AppContext]:
+    from bot.github import GitHubClient
+
+    s = dataclasses.replace(settings, api_url=fake_github.url, token=fake_github.user_token)
+    ctx = AppContext.create(s)
+    ctx.github = GitHubClient(s, sleep=no_sleep)
+    yield ctx
+    await ctx.close()
+
+
+def graphql_calls(fake: Any) -> int:
+    return len(fake.requests("POST", r"^/graphql$"))
+
+
+async def count(ctx: AppContext, model: Any) -> int:
+    async with ctx.sessionmaker() as session:
+        return int(await session.scalar(select(func.count()).select_from(model)) or 0)
+
+
+async def assert_matches(ctx: AppContext, data: FakeData) -> None:
+    """Every thread and comment of the fake is stored, with the fake's values."""
+    threads = data.all_threads()
+    assert await count(ctx, Thread) == len(threads)
+    assert await count(ctx, Comment) == sum(data.comment_count(t) for t in threads)
+    async with ctx.sessionmaker() as session:
+        for t in threads[::37]:
+            record = await load_thread_record(session, t["_repo"], t["number"])
+            assert record is not None
+            assert record["title"] == t["title"]
+            assert len(record["comments"]) == data.comment_count(t)
+            assert record["updated_at"] == t["updatedAt"]
+
+
+async def test_backfill_stores_every_thread_and_comment(sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
+    data, _ = world
+    stats = await sync(sync_ctx, sleep=no_sleep, analyse=False)
+    await assert_matches(sync_ctx, data)
+    requests = graphql_calls(fake_github)
+    threads = len(data.all_threads())
+    assert stats.requests == requests
+    assert requests / threads <= 0.02, f"{requests} requests for {threads} threads"
+    # Every stream is marked done with its high-water mark.
+    async with sync_ctx.sessionmaker() as session:
+        cursors = list(await session.scalars(select(SyncCursor)))
+    assert len(cursors) == 3 * len(REPOS)
+    assert all(c.full_done and c.cursor is None and c.updated_since for c in cursors)
+
+
+async def test_records_match_the_rest_spelling(sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
+    data, _ = world
+    repo = "huggingface/trl"
+    bot_issue = data.add_thread(repo, "issue", n_comments=0, closed=True, body="")
+    bot_issue["author"] = {"__typename": "Bot", "login": "github-actions"}
+    merged = data.add_thread(repo, "pull_request", n_comments=1, closed=False)
+    merged.update(state="MERGED", merged=True, mergedAt=merged["updatedAt"],
+                  closedAt=merged["updatedAt"], mergedBy={"__typename": "User", "login": "eve"})
+    merged["_closer"] = {"__typename": "User", "login": "eve"}
+    await sync(sync_ctx, [repo], sleep=no_sleep)
+    async with sync_ctx.sessionmaker() as session:
+        rec = await load_thread_record(session, repo, bot_issue["number"])
+        pr = await load_thread_record(session, repo, merged["number"])
+    assert rec["author"] == "github-actions[bot]" and rec["author_is_bot"] is True
+    assert rec["body"] is None  # GraphQL "" is REST's null
+    assert rec["state"] == "closed" and rec["state_reason"] == bot_issue["stateReason"].lower()
+    assert rec["closed_by"] == bot_issue["_closer"]["login"]
+    assert pr["state"] == "merged" and pr["closed_by"] == "eve"
+    # Sync analyses what it stored, through the same pipeline as webhooks.
+    assert await count(sync_ctx, Analysis) == THREADS_PER_REPO + 2
+    assert rec["kind"] == "issue" and pr["kind"] == "pull_request"
+
+
+async def test_refresh_after_a_few_changes_costs_a_handful(sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
+    data, _ = world
+    await sync(sync_ctx, sleep=no_sleep, analyse=False)
+    before = graphql_calls(fake_github)
+    long_issue = next(t for t in data.all_threads() if t["_kind"] == "issue" and len(t["_comments"]) > 100)
+    data.touch(long_issue["_repo"], "issue", long_issue["number"], new_comments=3)
+    data.touch("huggingface/trl", "pull_request", data.repos["huggingface/trl"]["pull_request"][0]["number"], title="renamed")
+    first_disc = data.repos["alibaba/ROLL"]["discussion"][0]
+    data.touch("alibaba/ROLL", "discussion", first_disc["number"], new_comments=1)
+    victim = next(t for t in data.repos["THUDM/slime"]["issue"] if t["_comments"])
+    data.delete_comment("THUDM/slime", "issue", victim["number"])
+    new = data.add_thread("NVIDIA-NeMo/RL", "issue", n_comments=2, closed=False)
+    stats = await sync(sync_ctx, sleep=no_sleep, analyse=False)
+    used = graphql_calls(fake_github) - before
+    # One request finds all five changes; the 253-comment thread then needs three more
+    # round trips for its comments (100 per page, one page after the other).
+    assert used <= 5, f"refresh used {used} requests"
+    assert stats.changed == 5
+    await assert_matches(sync_ctx, data)
+    async with sync_ctx.sessionmaker() as session:
+        rec = await load_thread_record(session, "NVIDIA-NeMo/RL", new["number"])
+    assert rec is not None and len(rec["comments"]) == 2
+    # Nothing changed: one request for all seven repositories.
+    before = graphql_calls(fake_github)
+    stats = await sync(sync_ctx, sleep=no_sleep, analyse=False)
+    assert graphql_calls(fake_github) - before == 1 and stats.changed == 0
+
+
+async def test_injected_failures_finish_with_nothing_missing(sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
+    data, responder = world
+    fake_github.fail_next("POST", r"^/graphql$", 502, times=2)
+    fake_github.secondary_rate_limit("POST", r"^/graphql$", retry_after=1)
+    fake_github.fail_next("POST", r"^/graphql$", 429, headers={"retry-after": "1"})
+    responder.inject_errors(2)
+    stats = await sync(sync_ctx, sleep=no_sleep, analyse=False)
+    assert stats.graphql_errors == 2
+    await assert_matches(sync_ctx, data)
+
+
+async def test_crash_mid_backfill_resumes_from_cursors(sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
+    data, _ = world
+    with pytest.raises(SyncError):
+        await sync(sync_ctx, sleep=no_sleep, max_requests=4, analyse=False)
+    async with sync_ctx.sessionmaker() as session:
+        cursors = list(await session.scalars(select(SyncCursor)))
+    assert any(c.cursor for c in cursors), "progress was kept"
+    partial = await count(sync_ctx, Thread)
+    assert 0 < partial < len(data.all_threads())
+    # A thread changes while the sync is down: it moved ahead of the cursor, and the next
+    # refresh (after the resumed backfill) still gets it.
+    stale = data.repos["OpenRLHF/OpenRLHF"]["issue"][-1]
+    data.touch("OpenRLHF/OpenRLHF", "issue", stale["number"], new_comments=2)
+    first = graphql_calls(fake_github)
+    await sync(sync_ctx, sleep=no_sleep, analyse=False)
+    resumed = graphql_calls(fake_github) - first
+    assert first + resumed <= 0.02 * len(data.all_threads()) + 3
+    await sync(sync_ctx, sleep=no_sleep, analyse=False)
+    await assert_matches(sync_ctx, data)
+
+
+async def test_paces_itself_on_the_rate_limit(sync_ctx: AppContext, fake_github: Any, schema_path: Path) -> None:
+    data = FakeData.generate(30, seed=3, long_every=0)
+    responder = FakeGraphQL(data, schema_path, rate_limit=103)
+    fake_github.graphql_handler = responder
+    waits: list[float] = []
+
+    async def record_sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    await sync(sync_ctx, sleep=record_sleep, analyse=False)
+    assert waits and all(w > 60 for w in waits)  # waited for the reset an hour ahead
+    await assert_matches(sync_ctx, data)
+
+
+async def test_unknown_repository_is_reported_not_fatal(sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
+    stats = await sync(sync_ctx, ["huggingface/trl", "nobody/nothing"], sleep=no_sleep, analyse=False)
+    assert sorted(stats.failed_streams) == ["nobody/nothing:discussion", "nobody/nothing:issue", "nobody/nothing:pull_request"]
+    assert stats.repos["huggingface/trl"] == THREADS_PER_REPO

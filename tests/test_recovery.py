@@ -1,0 +1,51 @@
+"""Missed-delivery recovery against the fake GitHub server's app hook deliveries."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from bot.recovery import recover_deliveries
+from bot.store.models import Delivery
+from bot.store.types import format_datetime, utcnow
+
+
+def _ago(**kwargs: float) -> str:
+    return format_datetime(utcnow() - timedelta(**kwargs)) or ""
+
+
+async def test_redelivers_failed_deliveries_missing_from_the_inbox(app_ctx: Any, fake_github: Any) -> None:
+    fake = fake_github
+    old = fake.add_delivery("issues", "opened", status_code=502, delivered_at=_ago(days=4), guid="old")
+    lost = fake.add_delivery("issues", "opened", status_code=502, delivered_at=_ago(hours=5), guid="lost")
+    fake.add_delivery("issue_comment", "created", status_code=500, delivered_at=_ago(hours=4), guid="stored")
+    fake.add_delivery("issues", "closed", status_code=504, delivered_at=_ago(hours=3), guid="healed")
+    fake.add_delivery("issues", "closed", status_code=202, delivered_at=_ago(hours=2), guid="healed", redelivery=True)
+    fake.add_delivery("issues", "edited", status_code=500, delivered_at=_ago(hours=3), guid="hopeless")
+    for i in range(3):
+        fake.add_delivery("issues", "edited", status_code=500, delivered_at=_ago(hours=2, minutes=i), guid="hopeless", redelivery=True)
+    # Enough successful ones that the listing spans several pages.
+    for i in range(230):
+        fake.add_delivery("issues", "labeled", status_code=202, delivered_at=_ago(minutes=100 - i * 0.1))
+    async with app_ctx.sessionmaker() as session:
+        session.add(Delivery(delivery_id="stored", event="issue_comment", payload="{}"))
+        await session.commit()
+
+    stats = await recover_deliveries(app_ctx)
+
+    assert fake.redeliveries == [lost["id"]]
+    assert old["id"] not in fake.redeliveries
+    assert stats.in_inbox == 1 and stats.gave_up == 1 and stats.errors == 0
+    listing = fake.requests("GET", r"^/app/hook/deliveries$")
+    assert len(listing) >= 3 and all(c.auth == "jwt" for c in listing)
+    assert all(c.auth == "jwt" for c in fake.requests("POST", r"/attempts$"))
+
+
+async def test_survives_errors_and_needs_app_credentials(app_ctx: Any, ctx: Any, fake_github: Any) -> None:
+    fake_github.add_delivery("issues", "opened", status_code=502, delivered_at=_ago(hours=1), guid="a")
+    fake_github.fail_next("GET", r"^/app/hook/deliveries$", 502)
+    fake_github.fail_next("POST", r"/attempts$", 422, times=10)
+    stats = await recover_deliveries(app_ctx)
+    assert stats.errors == 1 and not fake_github.redeliveries
+    # Without app credentials (the plain ctx) there is nothing to list.
+    assert (await recover_deliveries(ctx)).listed == 0

@@ -86,7 +86,7 @@ def synthetic_stream(threads: int, comments: int) -> list[tuple[str, dict[str, A
 
 
 async def bench_events(threads: int, comments: int) -> None:
-    from bot.store.db import make_engine  # noqa: F401  (the engine settings the app uses)
+    from sqlalchemy import event as sa_event
 
     with tempfile.TemporaryDirectory() as tmp:
         stream = synthetic_stream(threads, comments)
@@ -94,6 +94,12 @@ async def bench_events(threads: int, comments: int) -> None:
             url = f"sqlite+aiosqlite:///{tmp}/{label.replace(' ', '_')}.db"
             await asyncio.to_thread(migrate.upgrade, url)
             ctx = AppContext.create(Settings.from_env({}, database_url=url, dry_run=True))
+            statements = [0]
+
+            def count(*_args: Any, _statements: list[int] = statements) -> None:
+                _statements[0] += 1
+
+            sa_event.listen(ctx.engine.sync_engine, "before_cursor_execute", count)
             latencies: list[float] = []
             seen: set[tuple[Any, ...]] = set()
             start = time.perf_counter()
@@ -113,6 +119,7 @@ async def bench_events(threads: int, comments: int) -> None:
             print(
                 f"events, {label}: {len(stream) / elapsed:,.0f} deliveries/s, "
                 f"p50 {statistics.median(latencies) * 1000:.1f} ms, p99 {pct(latencies, 0.99) * 1000:.1f} ms "
+                f"{statements[0] / len(stream):.1f} SQL statements/delivery "
                 f"({len(stream)} deliveries, {threads} threads, SQLite)"
             )
 

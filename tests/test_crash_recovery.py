@@ -196,13 +196,18 @@ async def wait_drained(database_url: str, expected: int, attempts: int = 1200) -
         await engine.dispose()
 
 
-def done_lines(*processes: ServeProcess) -> Counter[str]:
-    counts: Counter[str] = Counter()
+def outcomes(*processes: ServeProcess) -> dict[str, list[str]]:
+    """delivery id -> the outcomes its attempts logged (done, retry, failed, lease_lost)."""
+    found: dict[str, list[str]] = {}
     for process in processes:
         for line in process.log_lines():
-            if line.get("logger") == "rltracker.delivery" and line.get("outcome") == "done":
-                counts[line["delivery"]] += 1
-    return counts
+            if line.get("logger") == "rltracker.delivery" and "attempt" in line:
+                found.setdefault(line["delivery"], []).append(line["outcome"])
+    return found
+
+
+def done_lines(*processes: ServeProcess) -> Counter[str]:
+    return Counter({d: o.count("done") for d, o in outcomes(*processes).items() if "done" in o})
 
 
 def shared_or_none() -> Path | None:
@@ -246,14 +251,15 @@ async def test_sigkill_mid_stream_loses_and_doubles_nothing(db_url: str, tmp_pat
     assert set(by_id) == answered
     statuses = Counter(r.status for r in rows)
     assert statuses == {"done": n}, statuses
-    interrupted = [r for r in rows if r.attempts != 1]
+    logged = outcomes(server)
+    assert all(o.count("done") <= 1 for o in logged.values())
+    assert not any("lease_lost" in o or "failed" in o for o in logged.values())
+    # Every claim is a logged attempt (a handler error is logged as "retry"), except the one
+    # row the worker had in hand when it was killed: claimed, never finished, claimed again.
+    interrupted = [r for r in rows if r.attempts != len(logged.get(r.delivery_id, []))]
     assert len(interrupted) <= 1, [(r.delivery_id, r.attempts) for r in interrupted]
-    assert all(r.attempts == 2 for r in interrupted)
-    lines = done_lines(server)
-    assert max(lines.values()) == 1, [d for d, c in lines.items() if c > 1]
-    # the second run's log covers at least every delivery it finished
-    assert len(lines) >= n - 1
+    retried = sum(o.count("retry") for o in logged.values())
     print(f"\ncrash test ({db_url.split(':')[0]}): {n} deliveries, "
           f"{sum(1 for s in first.values() if s == 0)} without answer at the kill, "
           f"{sum(1 for s in second.values() if s == 200)} of those already stored, "
-          f"{len(interrupted)} row(s) interrupted mid-handler")
+          f"{len(interrupted)} row(s) interrupted mid-handler, {retried} handler retries")

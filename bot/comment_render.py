@@ -84,7 +84,41 @@ def safe_value(value: Any) -> str | None:
     return text if _SAFE_VALUE.match(text) else None
 
 
+# The analyzer's evidence is the spans of the post that matched, i.e. the reporter's words.
+# They are never shown: the comment names which of these fixed cue terms the spans contain.
+CUE_TERMS: tuple[tuple[str, str], ...] = (
+    ("entropy", "entropy"), ("collapse", "collapse"), ("explod", "explosion"),
+    ("diverg", "divergence"), ("nan", "NaN"), ("plateau", "plateau"), ("reward", "reward"),
+    ("kl", "KL"), ("length", "response length"), ("truncat", "truncation"),
+    ("repetit", "repetition"), ("gibberish", "gibberish"), ("mismatch", "mismatch"),
+    ("logprob", "log-probs"), ("log prob", "log-probs"), ("log-prob", "log-probs"),
+    ("off-policy", "off-policy"), ("stale", "staleness"), ("async", "asynchronous rollout"),
+    ("moe", "MoE"), ("router", "routing"), ("routing", "routing"), ("expert", "experts"),
+    ("zero advantage", "zero advantage"), ("same reward", "identical rewards"),
+    ("grad norm", "gradient norm"), ("grad_norm", "gradient norm"), ("loss", "loss"),
+    ("熵", "熵"), ("崩", "崩溃"), ("爆炸", "爆炸"), ("发散", "发散"), ("奖励", "奖励"),
+    ("长度", "长度"), ("训推", "训推不一致"), ("不一致", "不一致"), ("重复", "重复"),
+    ("下降", "下降"), ("上升", "上升"),
+)
+
+
+def evidence_labels(evidence: Any) -> list[str]:
+    """Fixed cue terms found in the analyzer's evidence spans (never the spans themselves)."""
+    out: list[str] = []
+    for item in evidence or []:
+        if not isinstance(item, str):
+            continue
+        low = item[:500].lower()
+        for needle, label in CUE_TERMS:
+            if needle in low and label not in out:
+                if needle in ("nan", "kl", "moe") and not re.search(rf"\b{needle}\b", low):
+                    continue  # short cues only as whole words ("kl" in "weekly" is not KL)
+                out.append(label)
+    return out[:8]
+
+
 def safe_labels(labels: Any) -> list[str]:
+    """Kept for callers that pass their own labels: short, safe-alphabet strings only."""
     out: list[str] = []
     for item in labels or []:
         if isinstance(item, str) and _SAFE_LABEL.match(item.strip()) and item.strip() not in out:
@@ -237,7 +271,7 @@ def compose_failure_comment(
         "already": already[:3],
         "elsewhere": elsewhere[:MAX_ELSEWHERE],
         "framework": md_text(framework.name),
-        "evidence": [code_span(e) for e in safe_labels(failure.get("evidence"))],
+        "evidence": [code_span(e) for e in evidence_labels(failure.get("evidence"))],
         "verified": [
             {"name": s.name, "option": code_span(s.option_name), "file": code_span(short_file(s.file)),
              "commit": code_span((s.commit or framework.verified_commit)[:10])}

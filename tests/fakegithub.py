@@ -59,7 +59,8 @@ Extension API (for other helpers' tests; keep additions here small)
   ``match`` is the ``re.Match`` of the path (use named groups).
 - ``fake.fail_next(method, path_regex, status, times=1, headers=None, body=None)``: the next
   ``times`` matching requests get ``status`` (``method`` ``"*"`` matches any). Use
-  ``fake.secondary_rate_limit(...)`` / ``fake.rate_limited(...)`` for the usual shapes.
+  ``fake.secondary_rate_limit(...)`` / ``fake.rate_limited(...)`` for the usual shapes, and
+  ``fake.disconnect_next(method, path_regex)`` to drop the connection without an answer.
 """
 
 from __future__ import annotations
@@ -207,6 +208,11 @@ class FakeGitHub:
         self._failures.append(
             _Failure(method.upper(), re.compile(path_regex), status, times, dict(headers or {}), body)
         )
+
+    def disconnect_next(self, method: str, path_regex: str, times: int = 1) -> None:
+        """The next `times` matching requests get their connection closed with no answer
+        (the client sees ServerDisconnectedError): was the request processed or not?"""
+        self.fail_next(method, path_regex, 0, times)
 
     def secondary_rate_limit(
         self, method: str, path_regex: str, times: int = 1, retry_after: int | None = 60
@@ -422,6 +428,10 @@ class FakeGitHub:
         for failure in self._failures:
             if failure.times > 0 and failure.method in ("*", request.method) and failure.pattern.search(path):
                 failure.times -= 1
+                if failure.status == 0:
+                    assert request.transport is not None
+                    request.transport.close()
+                    return web.Response(status=499)  # never reaches the client
                 return web.json_response(failure.body, status=failure.status, headers=failure.headers)
         if auth.error:
             return self._error(401, auth.error)

@@ -242,6 +242,22 @@ async def test_connection_errors_retried_then_raised(client_settings: Settings):
         await c.close()
 
 
+async def test_dropped_connections_retried_only_when_safe(
+    client: GitHubClient, installed: FakeGitHub, sleeper: RecordingSleep
+):
+    gh = await client.api(7)
+    installed.disconnect_next("GET", r"/issues/1$")
+    assert (await gh.getitem("/repos/verl-project/verl/issues/1"))["number"] == 1
+    # Retried (by aiohttp itself on a reused keep-alive connection, or by the client).
+    assert len(installed.requests("GET", r"/issues/1$")) == 2
+    # A POST that may have reached GitHub is not repeated: no risk of a double comment.
+    installed.disconnect_next("POST", r"/issues/1/comments$")
+    with pytest.raises(Exception) as info:
+        await gh.post("/repos/verl-project/verl/issues/1/comments", data={"body": "once"})
+    assert "Disconnected" in type(info.value).__name__
+    assert len(installed.requests("POST", r"/issues/1/comments$")) == 1
+
+
 async def test_revoked_token_is_replaced_once(client: GitHubClient, installed: FakeGitHub):
     gh = await client.api(7)
     await gh.getitem("/repos/verl-project/verl/issues/1")

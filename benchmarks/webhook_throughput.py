@@ -1,0 +1,201 @@
+"""POST /webhook throughput and latency: rltracker's endpoint (signature check + group-commit
+store in SQLite) next to a bare aiohttp + gidgethub handler that only verifies and answers 202,
+measured with the same client in the same run.
+
+    .venv/bin/python benchmarks/webhook_throughput.py [--requests 4000] [--concurrency 32]
+        [--worker]
+
+Each server runs in its own process; the client (aiohttp, `--concurrency` connections) runs in
+this one. Prints deliveries/s, p50 and p99 of each, and the ratio (goal: >= 0.30, p99 <= 50 ms).
+Afterwards it checks that every delivery sent to rltracker is in the database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import hmac
+import json
+import multiprocessing
+import socket
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SECRET = "benchmark-secret"
+EXAMPLE = ROOT.parent / "shared" / "fixtures" / "webhooks" / "issues" / "opened.json"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run_bare(port: int) -> None:
+    from aiohttp import web
+    from gidgethub import ValidationFailure, sansio
+
+    async def webhook(request: web.Request) -> web.Response:
+        body = await request.read()
+        try:
+            event = sansio.Event.from_http(request.headers, body, secret=SECRET)
+        except ValidationFailure:
+            return web.Response(status=401)
+        return web.json_response({"delivery": event.delivery_id}, status=202)
+
+    async def healthz(request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"})
+
+    app = web.Application(client_max_size=25 * 1024 * 1024)
+    app.router.add_post("/webhook", webhook)
+    app.router.add_get("/healthz", healthz)
+    web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None)
+
+
+def run_rltracker(port: int, database_url: str, worker: bool) -> None:
+    from aiohttp import web
+
+    from bot.config import Settings
+    from bot.context import AppContext
+    from bot.logs import configure_logging
+    from bot.web import create_app
+
+    configure_logging("ERROR")
+    settings = Settings.from_env({}, database_url=database_url, webhook_secret=SECRET)
+    ctx = AppContext.create(settings)
+    app = create_app(ctx, worker=worker)
+    web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None)
+
+
+def payload() -> bytes:
+    if EXAMPLE.is_file():
+        return EXAMPLE.read_bytes()
+    return json.dumps({"action": "opened", "issue": {"number": 1, "body": "x" * 6000},
+                       "repository": {"full_name": "o/r"}}).encode()
+
+
+async def wait_ready(url: str) -> None:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as session:
+        for _ in range(600):
+            try:
+                async with session.get(url + "/healthz") as resp:
+                    if resp.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.05)
+    raise RuntimeError(f"{url} never became ready")
+
+
+async def load(url: str, requests: int, concurrency: int, body: bytes) -> tuple[float, list[float]]:
+    """Send `requests` signed deliveries over `concurrency` connections; (seconds, latencies)."""
+    import aiohttp
+
+    signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    latencies: list[float] = []
+    remaining = requests
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def client() -> None:
+            nonlocal remaining
+            while remaining > 0:
+                remaining -= 1
+                headers = {"Content-Type": "application/json", "X-GitHub-Event": "issues",
+                           "X-GitHub-Delivery": str(uuid.uuid4()),
+                           "X-Hub-Signature-256": signature,
+                           "User-Agent": "GitHub-Hookshot/bench"}
+                started = time.perf_counter()
+                async with session.post(url + "/webhook", data=body, headers=headers) as resp:
+                    await resp.read()
+                    if resp.status != 202:
+                        raise RuntimeError(f"unexpected status {resp.status}")
+                latencies.append(time.perf_counter() - started)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(client() for _ in range(concurrency)))
+        return time.perf_counter() - started, latencies
+
+
+def p(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=1000)[int(q * 1000) - 1] if len(values) > 1 else values[0]
+
+
+async def measure(name: str, url: str, args: argparse.Namespace, body: bytes) -> dict[str, float]:
+    await wait_ready(url)
+    await load(url, min(500, args.requests), args.concurrency, body)  # warm-up
+    seconds, latencies = await load(url, args.requests, args.concurrency, body)
+    result = {"rate": args.requests / seconds, "p50": p(latencies, 0.5) * 1000,
+              "p99": p(latencies, 0.99) * 1000}
+    print(f"{name:<34} {result['rate']:8.0f} deliveries/s   p50 {result['p50']:6.1f} ms   "
+          f"p99 {result['p99']:6.1f} ms", flush=True)
+    return result
+
+
+async def count_rows(database_url: str) -> int:
+    from sqlalchemy import func, select
+
+    from bot.store.db import make_engine
+    from bot.store.models import Delivery
+
+    engine = make_engine(database_url)
+    async with engine.connect() as conn:
+        n = await conn.scalar(select(func.count()).select_from(Delivery.__table__))
+    await engine.dispose()
+    return int(n or 0)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=4000)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--worker", action="store_true",
+                        help="also run the inbox worker in the rltracker process")
+    args = parser.parse_args()
+
+    from bot.store import migrate
+
+    tmp = Path(tempfile.mkdtemp(prefix="rlt-bench-"))
+    database_url = f"sqlite+aiosqlite:///{tmp / 'bench.db'}"
+    migrate.upgrade(database_url)
+    body = payload()
+    print(f"payload {len(body)} bytes, {args.requests} requests, {args.concurrency} connections, "
+          f"SQLite (WAL) at {tmp}, worker {'on' if args.worker else 'off'}", flush=True)
+
+    spawn = multiprocessing.get_context("spawn")
+    bare_port, app_port = free_port(), free_port()
+    bare = spawn.Process(target=run_bare, args=(bare_port,), daemon=True)
+    app = spawn.Process(target=run_rltracker, args=(app_port, database_url, args.worker),
+                        daemon=True)
+    bare.start()
+    app.start()
+    try:
+        baseline = asyncio.run(measure("bare aiohttp+gidgethub (verify, 202)",
+                                       f"http://127.0.0.1:{bare_port}", args, body))
+        ours = asyncio.run(measure("rltracker POST /webhook (stored)",
+                                   f"http://127.0.0.1:{app_port}", args, body))
+    finally:
+        bare.terminate()
+        app.terminate()
+        bare.join()
+        app.join()
+    stored = asyncio.run(count_rows(database_url))
+    sent = args.requests + min(500, args.requests)
+    ratio = ours["rate"] / baseline["rate"]
+    print(f"ratio {ratio:.2f} of the bare handler (goal >= 0.30); p99 {ours['p99']:.1f} ms "
+          f"(goal <= 50 ms); stored {stored}/{sent} deliveries")
+    return 0 if stored == sent else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -10,6 +10,8 @@
   `retry-after`, the secondary-limit message, or `x-ratelimit-remaining: 0`), honouring
   `retry-after` and `x-ratelimit-reset`, bounded in attempts and in total wait. What still
   fails raises gidgethub's exception, so the caller's job stays queued instead of being lost.
+  A POST that creates something (a comment) is not repeated after a 5xx: it may have been
+  created, and the job's own retry checks for it first instead of posting twice.
   The retry loop wraps the HTTP transport, so REST and GraphQL get the same treatment.
 - ETag cache (gidgethub's `cache`) kept per installation: a 304 costs no rate limit.
 - Secrets never reach the logs: only method, path (without query) and status are logged.
@@ -21,6 +23,7 @@ import asyncio
 import email.utils
 import logging
 import random
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
@@ -46,6 +49,10 @@ TOKEN_REFRESH_MARGIN = 5 * 60  # refresh installation tokens this long before th
 ETAG_CACHE_SIZE = 2000  # entries per installation
 SECONDARY_LIMIT_MARKERS = (b"secondary rate limit", b"abuse detection")
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+# POSTs that create something: after a 5xx GitHub may have created it anyway, so repeating the
+# request could post a second comment. They are not retried on 5xx (rate-limit answers, which
+# mean "not processed", still are); the caller's job retries after checking what exists.
+CREATING_POST = re.compile(r"/(?:comments|issues|pulls|reviews|replies|discussions)/?$")
 
 Credentials = Callable[[], Awaitable[tuple[str, str]]]  # -> ("jwt" | "token", value)
 SleepFn = Callable[[float], Awaitable[None]]
@@ -225,6 +232,9 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
             log.debug("GitHub %s %s -> %d", method, path, status)
             reason = retry_reason(status, resp_headers, data)
             if reason is None:
+                return status, resp_headers, data
+            if reason == "server_error" and method == "POST" and CREATING_POST.search(path):
+                log.warning("GitHub %s %s -> %d; not repeated (it may have been created)", method, path, status)
                 return status, resp_headers, data
             delay = self._delay(reason, resp_headers, attempt)
             if not self._within(policy, attempt, waited, delay):

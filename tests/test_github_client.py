@@ -142,6 +142,20 @@ async def test_backoff_has_jitter(client_settings: Settings, installed: FakeGitH
         await c.close()
 
 
+async def test_creating_post_not_repeated_after_server_error(
+    client: GitHubClient, installed: FakeGitHub, sleeper: RecordingSleep
+):
+    gh = await client.api(7)
+    installed.fail_next("POST", r"/issues/1/comments$", 502)
+    with pytest.raises(gidgethub.GitHubBroken):
+        await gh.post("/repos/verl-project/verl/issues/1/comments", data={"body": "once"})
+    assert len(installed.requests("POST", r"/comments$")) == 1 and sleeper.delays == []
+    # Idempotent POSTs (labels, GraphQL) are retried.
+    installed.fail_next("POST", r"/issues/1/labels$", 502)
+    await gh.post("/repos/verl-project/verl/issues/1/labels", data={"labels": ["rl"]})
+    assert len(installed.requests("POST", r"/labels$")) == 2
+
+
 async def test_429_honours_retry_after(client: GitHubClient, installed: FakeGitHub, sleeper: RecordingSleep):
     installed.fail_next("POST", r"/comments$", 429, headers={"retry-after": "7"})
     gh = await client.api(7)

@@ -344,6 +344,7 @@ class FakeGraphQL:
         self.requests = 0
         self._errors_to_inject = 0
         self.documents: list[str] = []
+        self._not_found: list[tuple[int, str]] = []
 
     def inject_errors(self, times: int = 1) -> None:
         self._errors_to_inject += times
@@ -391,9 +392,15 @@ class FakeGraphQL:
         return {
             "repository": self._repository,
             "node": lambda info=None, id="", **_: self.data.nodes.get(id),
-            "nodes": lambda info=None, ids=(), **_: [self.data.nodes.get(i) for i in ids],
+            "nodes": self._nodes,
             "rateLimit": self._rate_limit,
         }
+
+    def _nodes(self, info: Any = None, ids: Any = (), **_: Any) -> list[Any]:
+        # GitHub answers null for an id that no longer resolves, plus a NOT_FOUND error.
+        found = [self.data.nodes.get(i) for i in ids]
+        self._not_found += [(n, i) for n, (i, f) in enumerate(zip(ids, found, strict=True)) if f is None]
+        return found
 
     @staticmethod
     def _resolve_field(source: Any, info: Any, **args: Any) -> Any:
@@ -412,6 +419,7 @@ class FakeGraphQL:
             self._errors_to_inject -= 1
             return {"data": None, "errors": [{"type": "SERVICE_UNAVAILABLE", "message": "Something went wrong while executing your query. This may be the result of a timeout."}]}
         self.remaining = max(0, self.remaining - 1)
+        self._not_found: list[tuple[int, str]] = []
         result = graphql.graphql_sync(
             self.schema, query, root_value=self._root(), variable_values=variables or {},
             field_resolver=self._resolve_field,
@@ -419,4 +427,8 @@ class FakeGraphQL:
         out: dict[str, Any] = {"data": result.data}
         if result.errors:
             out["errors"] = [{"message": e.message, "path": e.path} for e in result.errors]
+        for index, node_id in self._not_found:
+            out.setdefault("errors", []).append({
+                "type": "NOT_FOUND", "path": ["nodes", index],
+                "message": f"Could not resolve to a node with the global id of '{node_id}'"})
         return out

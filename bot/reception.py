@@ -1,0 +1,124 @@
+"""How the app's comments were received, and pausing a repository that does not want them.
+
+Nightly, for every comment the app posted in other people's repositories (Action rows with a
+comment_node_id), one GraphQL `nodes(ids: [...])` request per hundred comments reads 👍 and 👎
+counts and whether the comment was minimised (and why); a node that no longer resolves is a
+deleted comment. The counts are stored on the Action rows (the tracker site shows them).
+
+A repository is paused (Repository.comments_paused, with the reason) when, among its last
+PAUSE_WINDOW comments, PAUSE_HIDDEN or more were hidden or deleted, or 👎 outnumber 👍.
+Pausing is sticky: the numbers that caused it do not go away by themselves, so un-pausing is
+a maintainer's decision (the repository's config), not the job's.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+
+from bot.graphql_queries import RECEPTION_QUERY
+from bot.store.models import Action, Repository
+from bot.store.types import utcnow
+
+log = logging.getLogger(__name__)
+
+PAUSE_WINDOW = 10
+PAUSE_HIDDEN = 2
+CHUNK = 100  # ids per nodes() request: GitHub's maximum
+OWN_KINDS = ("failure_comment", "rule_summary")  # comments in other people's repositories
+
+
+@dataclass
+class ReceptionStats:
+    comments: int = 0
+    requests: int = 0
+    minimized: int = 0
+    deleted: int = 0
+    paused: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"comments": self.comments, "requests": self.requests, "minimized": self.minimized,
+                "deleted": self.deleted, "paused": list(self.paused)}
+
+
+def pause_reason(actions: list[Action]) -> str | None:
+    """Why a repository's recent reception calls for a pause, or None. Newest first."""
+    recent = actions[:PAUSE_WINDOW]
+    hidden = sum(1 for a in recent if a.is_minimized or a.comment_deleted)
+    up = sum(a.reactions_up or 0 for a in recent)
+    down = sum(a.reactions_down or 0 for a in recent)
+    if hidden >= PAUSE_HIDDEN:
+        return f"{hidden} of the app's last {len(recent)} comments were hidden or deleted"
+    if down > up:
+        return f"👎 outnumber 👍 on the app's last {len(recent)} comments ({down} to {up})"
+    return None
+
+
+async def _read_nodes(ctx: Any, ids: list[str], installation_id: int | None) -> list[Any]:
+    import gidgethub
+
+    try:
+        data = await ctx.github.graphql(RECEPTION_QUERY, installation_id=installation_id, ids=ids)
+    except gidgethub.GraphQLException as exc:
+        # A deleted comment makes GitHub answer null for it plus a NOT_FOUND error; the other
+        # nodes are still in `data`.
+        response = exc.response if isinstance(exc.response, dict) else {}
+        data = response.get("data")
+        if not data:
+            raise
+    return list(data.get("nodes") or [None] * len(ids))
+
+
+async def refresh_reception(ctx: Any) -> ReceptionStats:
+    stats = ReceptionStats()
+    if ctx.github is None:
+        return stats
+    async with ctx.sessionmaker() as session:
+        actions = list(await session.scalars(
+            select(Action).where(Action.comment_node_id.is_not(None), Action.status == "posted",
+                                 Action.kind.in_(OWN_KINDS), Action.comment_deleted.is_(False))))
+        repos = {r.full_name.lower(): r for r in await session.scalars(select(Repository))}
+        by_installation: dict[int | None, list[Action]] = defaultdict(list)
+        for action in actions:
+            repo = repos.get(action.repo.lower())
+            installation = repo.installation_id if repo is not None and ctx.settings.has_app_credentials else None
+            by_installation[installation].append(action)
+        for installation_id, group in by_installation.items():
+            for i in range(0, len(group), CHUNK):
+                chunk = group[i:i + CHUNK]
+                nodes = await _read_nodes(ctx, [a.comment_node_id or "" for a in chunk], installation_id)
+                stats.requests += 1
+                for action, node in zip(chunk, nodes, strict=False):
+                    stats.comments += 1
+                    if node is None:
+                        action.comment_deleted = True
+                        stats.deleted += 1
+                        continue
+                    action.is_minimized = bool(node.get("isMinimized"))
+                    action.minimized_reason = (node.get("minimizedReason") or None) if action.is_minimized else None
+                    action.reactions_up = int((node.get("up") or {}).get("totalCount") or 0)
+                    action.reactions_down = int((node.get("down") or {}).get("totalCount") or 0)
+                    stats.minimized += int(action.is_minimized)
+        await session.flush()
+        # The pause check over every repository the app has commented in.
+        recent: dict[str, list[Action]] = defaultdict(list)
+        for action in await session.scalars(
+                select(Action).where(Action.comment_node_id.is_not(None), Action.status == "posted",
+                                     Action.kind.in_(OWN_KINDS))
+                .order_by(Action.created_at.desc(), Action.id.desc())):
+            recent[action.repo.lower()].append(action)
+        for key, repo_actions in recent.items():
+            reason = pause_reason(repo_actions)
+            repo = repos.get(key)
+            if reason is None or repo is None or repo.comments_paused:
+                continue
+            repo.comments_paused = True
+            repo.paused_reason = f"{reason} (paused {utcnow().date().isoformat()})"
+            stats.paused.append(repo.full_name)
+            log.warning("reception: pausing comments in %s: %s", repo.full_name, reason)
+        await session.commit()
+    return stats

@@ -1,0 +1,95 @@
+"""Reading the reception of the app's comments and pausing repositories that do not want them."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from bot.context import AppContext
+from bot.reception import refresh_reception
+from bot.store.models import Action, Repository
+from bot.store.types import utcnow
+from tests.fake_graphql import FakeData, FakeGraphQL
+from tests.fakegithub import no_sleep
+
+
+@pytest.fixture
+async def rctx(settings: Any, fake_github: Any, shared_dir: Path) -> AsyncIterator[tuple[AppContext, FakeData]]:
+    from bot.github import GitHubClient
+
+    data = FakeData()
+    fake_github.graphql_handler = FakeGraphQL(data, shared_dir / "fixtures" / "github-api" / "schema.graphql")
+    s = dataclasses.replace(settings, api_url=fake_github.url, token=fake_github.user_token)
+    ctx = AppContext.create(s)
+    ctx.github = GitHubClient(s, sleep=no_sleep)
+    yield ctx, data
+    await ctx.close()
+
+
+async def _post(ctx: AppContext, data: FakeData, repo: str, n: int, *, up: int = 0, down: int = 0,
+                minimized: str | None = None, deleted: bool = False, kind: str = "failure_comment") -> str:
+    node = data._comment("IssueComment", utcnow())
+    node["reactions_up"], node["reactions_down"] = up, down
+    if minimized:
+        node["isMinimized"], node["minimizedReason"] = True, minimized
+    if deleted:
+        data.nodes.pop(node["id"])
+    async with ctx.sessionmaker() as session:
+        session.add(Action(repo=repo, number=n, kind=kind, status="posted", body="…",
+                           comment_id=node["databaseId"], comment_node_id=node["id"],
+                           created_at=utcnow() - timedelta(minutes=100 - n)))
+        await session.commit()
+    return node["id"]
+
+
+async def _repos(ctx: AppContext, *names: str) -> None:
+    async with ctx.sessionmaker() as session:
+        session.add_all(Repository(full_name=n) for n in names)
+        await session.commit()
+
+
+async def test_reads_reactions_minimised_and_deleted(rctx: Any, fake_github: Any) -> None:
+    ctx, data = rctx
+    await _repos(ctx, "a/hidden", "b/fine", "c/disliked")
+    for n in range(1, 11):
+        await _post(ctx, data, "a/hidden", n, up=1, minimized="OFF_TOPIC" if n in (3, 9) else None)
+    await _post(ctx, data, "b/fine", 1, up=2, down=1)
+    await _post(ctx, data, "b/fine", 2, deleted=True)
+    await _post(ctx, data, "c/disliked", 1, up=1, down=2)
+    await _post(ctx, data, "c/disliked", 2, down=1)
+    # The app's report comment on its own tracking issue is not judged.
+    await _post(ctx, data, "b/fine", 3, down=5, kind="report")
+
+    stats = await refresh_reception(ctx)
+
+    assert stats.comments == 14 and stats.requests == 1 and stats.deleted == 1 and stats.minimized == 2
+    assert sorted(stats.paused) == ["a/hidden", "c/disliked"]
+    async with ctx.sessionmaker() as session:
+        repos = {r.full_name: r for r in await session.scalars(select(Repository))}
+        actions = list(await session.scalars(select(Action).where(Action.repo == "b/fine").order_by(Action.number)))
+    assert repos["a/hidden"].comments_paused and "2 of the app's last 10" in (repos["a/hidden"].paused_reason or "")
+    assert repos["c/disliked"].comments_paused and "👎" in (repos["c/disliked"].paused_reason or "")
+    assert not repos["b/fine"].comments_paused
+    assert (actions[0].reactions_up, actions[0].reactions_down, actions[0].comment_deleted) == (2, 1, False)
+    assert actions[1].comment_deleted is True
+    assert actions[2].reactions_down == 0  # not read
+    # One GraphQL request for all of them, with the nodes(ids:) query.
+    assert len(fake_github.requests("POST", r"^/graphql$")) == 1
+
+
+async def test_only_the_last_ten_count(rctx: Any) -> None:
+    ctx, data = rctx
+    await _repos(ctx, "d/recovered")
+    # Two old hidden comments, then ten well-received ones: no pause.
+    await _post(ctx, data, "d/recovered", 1, minimized="SPAM")
+    await _post(ctx, data, "d/recovered", 2, minimized="SPAM")
+    for n in range(3, 13):
+        await _post(ctx, data, "d/recovered", n, up=1)
+    stats = await refresh_reception(ctx)
+    assert stats.paused == []

@@ -58,3 +58,24 @@ async def test_preview_page_and_command(ctx: Any, fake_github: Any) -> None:
         assert len(rows) == 1 and rows[0].status == "dry_run" and rows[0].number == 1
         assert (await s.scalar(select(Thread).where(Thread.number == 1))) is not None
     assert not fake_github.requests("POST")
+
+
+def test_preview_command_prints_and_stores(db_url: str, monkeypatch: Any, capsys: Any) -> None:
+    import asyncio
+
+    from bot.cli import main
+    from bot.config import Settings
+    from bot.context import AppContext
+
+    async def seed() -> None:
+        ctx = AppContext.create(Settings.from_env({}, database_url=db_url))
+        try:
+            await store(ctx, 7, FAILURE, title="entropy")
+        finally:
+            await ctx.close()
+
+    asyncio.run(seed())
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    assert main(["preview", "volcengine/verl"]) == 0  # a former name resolves
+    out = capsys.readouterr().out
+    assert "verl-project/verl" in out and "## #7" in out and "clip_ratio_high" in out

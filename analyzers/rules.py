@@ -80,6 +80,7 @@ class Table:
     token_matcher: Any
     signatures: list[dict[str, Any]]
     texts: dict[str, dict[str, str]]
+    by_first_key: dict[str, list[int]]  # matcher key -> rules whose first group holds it
 
 
 def _nlp() -> Any:
@@ -137,7 +138,12 @@ def table() -> Table:
             collect_value=str(raw.get("collect_value", "")),
             prefer_combined=raw.get("prefer") == "combined",
         ))
+    by_first_key: dict[str, list[int]] = {}
+    for i, rule in enumerate(rules):
+        for key in rule.groups[0]:
+            by_first_key.setdefault(key, []).append(i)
     return Table(
+        by_first_key=by_first_key,
         topics=data["topics"],
         core=tuple(data["core_topics"]),
         rules=rules,
@@ -237,7 +243,9 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
             found |= {strings[m] for m, _, _ in tab.token_matcher(doc)}
         if not found:
             continue
-        for rule in tab.rules:
+        # Only rules whose first group has a hit can fire: look those up instead of all.
+        candidates = sorted({i for k in found for i in tab.by_first_key.get(k, ())})
+        for rule in (tab.rules[i] for i in candidates):
             if rule.kinds and kinds.get(seg.file) not in rule.kinds:
                 continue
             if rule.segment_kinds and seg.kind not in rule.segment_kinds:

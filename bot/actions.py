@@ -624,8 +624,17 @@ async def update_failure_comment(
     else:
         details["withdrawn"] = True
     if action.status == "posted" and action.comment_id and not effective_dry_run(ctx, config):
+        from gidgethub import BadRequest
+
         gh = await _gh(ctx, sit.installation_id)
-        await gh.patch(f"/repos/{sit.repo}/issues/comments/{action.comment_id}", data={"body": body})
+        try:
+            await gh.patch(f"/repos/{sit.repo}/issues/comments/{action.comment_id}", data={"body": body})
+        except BadRequest as exc:
+            if exc.status_code != 404:
+                raise
+            # Someone deleted our comment: that is an answer, not an error. Never re-post.
+            await _finish(ctx, action.id, comment_deleted=True, frozen=True)
+            return "deleted"
     # Only the row whose body we read is updated: a concurrent edit does not resurrect old text.
     async with ctx.sessionmaker() as session:
         await session.execute(
@@ -788,12 +797,18 @@ async def act(
     config = await get_repo_config(
         ctx, sit.repo, sit.installation_id, refresh=trigger == "command"
     )
-    if sit.existing is not None and sit.existing.status in ("posted", "dry_run", "pending"):
+    existing = sit.existing
+    stale = (
+        existing is not None and existing.status == "pending"
+        and existing.updated_at < utcnow() - STALE_PENDING
+    )
+    if existing is not None and not stale and existing.status in ("posted", "dry_run", "pending"):
         if trigger in EDIT_TRIGGERS:
             outcome["failure_comment"] = await update_failure_comment(ctx, sit, analysis, config)
         else:
             outcome["failure_comment"] = "owned"
     elif trigger in NEW_TRIGGERS and sit.record.get("kind") in ("issue", "pull_request"):
+        # (a stale pending claim left by a crashed worker is taken over inside `claim`)
         outcome["failure_comment"] = await failure_comment(
             ctx, sit, analysis, config, trigger=trigger, payload=payload
         )

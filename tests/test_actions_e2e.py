@@ -479,3 +479,41 @@ async def test_rule_summary_on_a_pull_request(app_ctx: Any, fake_github: Any) ->
     assert out == {"rule_summary": "posted"}
     assert len(app_comments(fake_github, VERL, 72, RULES_MARKER)) == 1
     assert not app_comments(fake_github, VERL, 72)  # and no failure comment on a PR
+
+
+async def test_deleted_comment_is_not_reposted_on_edit(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 64)
+    await act(app_ctx, VERL, 64, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    [comment] = app_comments(fake_github, VERL, 64)
+    del fake_github.comments[comment["id"]]  # a maintainer deleted it
+    out = await act(app_ctx, VERL, 64, trigger="issues.edited", payload=payload, analysis=NOT_FAILURE)
+    assert out["failure_comment"] == "deleted"
+    [row] = await actions_of(app_ctx, 64, "failure_comment")
+    assert row.comment_deleted and row.frozen
+    await act(app_ctx, VERL, 64, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert not fake_github.comments_of(VERL, 64)
+
+
+async def test_stale_pending_claim_is_taken_over(app_ctx: Any, fake_github: Any) -> None:
+    # A worker crashed after claiming: the slot is taken over after ten minutes, not lost.
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 65)
+    old = datetime.now(UTC) - timedelta(minutes=20)
+    async with app_ctx.sessionmaker() as s:
+        s.add(Action(repo=VERL, number=65, kind="failure_comment", status="pending",
+                     dedupe_key=f"{VERL}#65:failure_comment", created_at=old, updated_at=old))
+        await s.commit()
+    out = await act(app_ctx, VERL, 65, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "posted"
+    assert len(app_comments(fake_github, VERL, 65)) == 1
+    [row] = await actions_of(app_ctx, 65, "failure_comment")
+    assert row.status == "posted"
+    # a fresh pending claim (another worker busy posting) is left alone
+    async with app_ctx.sessionmaker() as s:
+        s.add(Action(repo=VERL, number=66, kind="failure_comment", status="pending",
+                     dedupe_key=f"{VERL}#66:failure_comment"))
+        await s.commit()
+    payload = await open_issue(app_ctx, fake_github, 66)
+    out = await act(app_ctx, VERL, 66, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "owned" and not fake_github.comments_of(VERL, 66)

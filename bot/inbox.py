@@ -186,7 +186,13 @@ class Inbox:
                 continue
             batch = self._queue[: self.max_batch]
             del self._queue[: self.max_batch]
-            await self._commit(batch)
+            try:
+                await self._commit(batch)
+            except Exception as exc:  # noqa: BLE001 - never leave a request waiting forever
+                log.exception("inbox writer error")
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
 
     async def _commit(self, batch: list[tuple[InboxRow, asyncio.Future[str]]]) -> None:
         rows = [r for r, _ in batch]
@@ -212,4 +218,7 @@ class Inbox:
                 future.set_result(outcome)
         if any(o != DUPLICATE for o in outcomes):
             for callback in self._listeners:
-                callback()
+                try:
+                    callback()
+                except Exception:  # noqa: BLE001 - a listener must not undo a commit
+                    log.exception("inbox listener failed")

@@ -258,3 +258,46 @@ async def test_documented_vector_through_http(ctx: AppContext, shared_dir: Path)
         headers["X-Hub-Signature-256"] = headers["X-Hub-Signature-256"][:-1] + "8"
         resp = await c.post("/webhook", data=b"Hello, World!", headers=headers)
         assert resp.status == 401
+
+
+async def test_concurrent_requests_share_commits(client: TestClient, ctx: AppContext) -> None:
+    """Group commit: 64 concurrent deliveries are stored in fewer transactions than rows,
+    and each answer comes after the commit holding its row."""
+    import asyncio
+
+    from bot.web import INBOX
+
+    inbox = client.app[INBOX]
+    before = inbox.commits
+    bodies = [json.dumps({"n": n}).encode() for n in range(64)]
+    results = await asyncio.gather(*(post(client, "ping", b) for b in bodies))
+    assert all(status == 202 for status, _ in results)
+    assert await delivery_count(ctx) == 64
+    assert inbox.commits - before < 64
+    assert inbox.rows_committed == 64
+
+
+async def test_one_bad_row_does_not_fail_its_batch(ctx: AppContext) -> None:
+    import asyncio
+
+    from bot.inbox import STORED, Inbox, InboxRow
+
+    inbox = Inbox(ctx.engine)
+    inbox.start()
+    rows = [InboxRow(delivery_id=f"ok-{n}", event="ping", action=None, repo=None,
+                     installation_id=None, payload="{}") for n in range(9)]
+    # PostgreSQL enforces VARCHAR(64) on the event name; SQLite does not
+    rows.insert(4, InboxRow(delivery_id="bad", event="e" * 100, action=None, repo=None,
+                            installation_id=None, payload="{}"))
+    try:
+        results = await asyncio.gather(*(inbox.submit(r) for r in rows), return_exceptions=True)
+    finally:
+        await inbox.close()
+    good = [r for row, r in zip(rows, results, strict=True) if row.delivery_id != "bad"]
+    assert good == [STORED] * 9
+    bad = results[4]
+    if ctx.engine.dialect.name == "postgresql":
+        assert isinstance(bad, Exception)
+        assert await delivery_count(ctx) == 9
+    else:
+        assert bad == STORED

@@ -100,19 +100,21 @@ class _Title:
 
 
 class _Toks:
-    """The tokens of a text as parallel lists (cheaper than one object per token)."""
+    """The tokens of a text: words, lower-case words, and their match objects for offsets
+    (cheaper than one object per token; offsets are needed only where a name matches)."""
 
-    __slots__ = ("words", "lows", "starts", "ends")
+    __slots__ = ("words", "lows", "_ms")
 
     def __init__(self, text: str) -> None:
-        self.words: list[str] = []
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-        for m in _TOKEN_RE.finditer(text):
-            self.words.append(m.group(0))
-            self.starts.append(m.start())
-            self.ends.append(m.end())
+        self._ms = list(_TOKEN_RE.finditer(text))
+        self.words: list[str] = [m.group() for m in self._ms]
         self.lows = [w.lower() for w in self.words]
+
+    def start(self, i: int) -> int:
+        return self._ms[i].start()
+
+    def end(self, i: int) -> int:
+        return self._ms[i].end()
 
     def __len__(self) -> int:
         return len(self.words)
@@ -228,6 +230,7 @@ class PaperIndex:
         self._by_key: dict[str, int] = {}
         self._by_arxiv: dict[str, int] = {}
         self._aliases: dict[str, list[_Alias]] = {}  # lower squashed form -> aliases
+        self._alias_prefixes: set[str] = set()  # every prefix of every lower squashed form
         self._alias_seen: dict[tuple[str, bool], _Alias] = {}
         self._adding_catalog = False
         self._code_values: dict[str, tuple[int, str | None]] = {}
@@ -341,7 +344,9 @@ class PaperIndex:
         self._max_alias_tokens = max(self._max_alias_tokens, ntok + 1)
         al = _Alias(squashed, ntok, case_sensitive, [(paper, method)], score, self._adding_catalog)
         self._alias_seen[sig] = al
-        self._aliases.setdefault(squashed.lower(), []).append(al)
+        low_sq = squashed.lower()
+        self._aliases.setdefault(low_sq, []).append(al)
+        self._alias_prefixes.update(low_sq[:k] for k in range(1, len(low_sq) + 1))
 
     def _finish(self) -> None:
         # Features of a title: its content words (stemmed) and adjacent content-word pairs.
@@ -355,6 +360,7 @@ class PaperIndex:
             per_title.append((toks, feats))
             for f in feats:
                 df[f] = df.get(f, 0) + 1
+        common = max(50, len(self.papers) // 1000)
         for i, (toks, feats) in enumerate(per_title):
             if len(toks) < 3 or not feats:
                 continue  # too short to find by title; aliases cover names like "REINFORCE++"
@@ -364,6 +370,8 @@ class PaperIndex:
             keys_l: list[str] = []
             chosen: list[set[int]] = []
             for f in ranked:
+                if df[f] > common and len(keys_l) >= 2:
+                    break  # a common feature would make every thread that uses it scan a long list
                 cover = set(feats[f])
                 if any(cover <= c or c <= cover for c in chosen):
                     continue
@@ -422,13 +430,25 @@ class PaperIndex:
         for f in positions:
             for ti in postings[f]:
                 hits[ti] = hits.get(ti, 0) + 1
+        found: list[tuple[float, int, int, int, int]] = []
         for ti, n in hits.items():
             title = self._titles[ti]
-            if n < title.need or (title.need > 1 and not _aligned(title, positions)):
+            if n < title.need:
                 continue
-            best = _verify_title(title, lows, positions)
-            if best >= _TITLE_MIN_SCORE:
-                yield title.paper, best
+            starts = _aligned_starts(title, positions)
+            if not starts:
+                continue
+            score, a, b = _verify_title(title, lows, starts)
+            if score >= _TITLE_MIN_SCORE:
+                found.append((score, len(title.tokens), a, b, title.paper))
+        # Near-identical titles match the same words; only the best one there counts.
+        found.sort(key=lambda f: (-f[0], -f[1]))
+        taken: list[tuple[int, int]] = []
+        for score, _n, a, b, paper in found:
+            if any(a < tb and ta < b for ta, tb in taken):
+                continue
+            taken.append((a, b))
+            yield paper, score
 
     def match_aliases(
         self, text: str, toks: _Toks, *, code: bool = False
@@ -438,15 +458,26 @@ class PaperIndex:
         Names are compared with spaces, hyphens and dots squashed out ("Dr. GRPO", "Dr.GRPO",
         "Re-max"), longest first. With `code`, only exact-case acronyms of four or more
         characters count (a comment "# use SAPO loss" in a diff)."""
+        prefixes = self._alias_prefixes
+        words, lows = toks.words, toks.lows
         i = 0
         n = len(toks)
         while i < n:
+            if lows[i] not in prefixes:
+                i += 1  # the common case: no name starts with this word
+                continue
             matched = 0
-            # Longest span first; spans grow only over tight gaps.
-            spans = [toks.words[i]]
+            # Spans grow over tight gaps while they still spell the start of some name;
+            # the longest span that is a whole name wins.
+            spans = [words[i]]
+            low = lows[i]
             j = i
-            while len(spans) < self._max_alias_tokens and j + 1 < n and _tight(text, toks, j, 2):
-                spans.append(spans[-1] + toks.words[j + 1])
+            while len(spans) < self._max_alias_tokens and j + 1 < n:
+                nxt = low + lows[j + 1]
+                if nxt not in prefixes or not _tight(text, toks, j, 2):
+                    break
+                low = nxt
+                spans.append(spans[-1] + words[j + 1])
                 j += 1
             for L in range(len(spans), 0, -1):
                 sq = spans[L - 1]
@@ -459,10 +490,10 @@ class PaperIndex:
                     if code and (al.ntokens != 1 or len(sq) < 4 or sq.lower() == sq):
                         continue
                     if not _clean_boundary(
-                        text, toks.starts[i], toks.ends[i + L - 1], al.case_sensitive
+                        text, toks.start(i), toks.end(i + L - 1), al.case_sensitive
                     ):
                         continue
-                    yield al, toks.starts[i]
+                    yield al, toks.start(i)
                     matched = L
                     break
                 if matched:
@@ -498,17 +529,21 @@ def _features(toks: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
     return feats
 
 
-def _aligned(title: _Title, positions: dict[str, list[int]]) -> bool:
-    """Two keys, neither nested in the other, occur where the title would put them (within
-    two tokens): the words are written as one title, not scattered over the thread."""
+def _aligned_starts(title: _Title, positions: dict[str, list[int]]) -> list[int]:
+    """Where the title may start in the token stream: places where two of its keys, neither
+    nested in the other, occur as the title would put them (within two tokens), i.e. the
+    words are written as one title, not scattered over the thread. At most three places."""
     starts: list[tuple[int, int]] = []
     for ki, (k, offset) in enumerate(zip(title.keys, title.offsets, strict=True)):
         for pos in positions.get(k, ())[:16]:
             starts.append((pos - offset, ki))
+    if title.need == 1:
+        return sorted({st for st, _ in starts})[:3]
     if len(starts) < 2:
-        return False
+        return []
     starts.sort()
     covers = title.covers
+    found: list[int] = []
     for i, (s1, k1) in enumerate(starts):
         for s2, k2 in starts[i + 1 : i + 6]:
             if s2 - s1 > 2:
@@ -516,35 +551,41 @@ def _aligned(title: _Title, positions: dict[str, list[int]]) -> bool:
             if k1 != k2:
                 c1, c2 = set(covers[k1]), set(covers[k2])
                 if not (c1 <= c2 or c2 <= c1):
-                    return True
-    return False
+                    if not found or s1 - found[-1] > 2:
+                        found.append(s1)
+                    break
+        if len(found) == 3:
+            break
+    return found
 
 
-def _verify_title(title: _Title, lows: list[str], positions: dict[str, list[int]]) -> float:
-    """Best rapidfuzz ratio between the title and token windows aligned on its keys."""
+def _verify_title(title: _Title, lows: list[str], starts: list[int]) -> tuple[float, int, int]:
+    """(best rapidfuzz score, start, end) of the title against the text around `starts`.
+
+    One partial_ratio over a window two tokens wider on each side absorbs small shifts
+    (a dropped or added word); a window shorter than the title (end of text) gets a plain
+    ratio, so a fragment never scores as the whole title."""
     n = len(title.tokens)
-    best = 0.0
-    tried: set[tuple[int, int]] = set()
-    for k, offset in zip(title.keys, title.offsets, strict=True):
-        for pos in positions.get(k, [])[:8]:
-            start0 = pos - offset
-            for a in (start0 - 1, start0, start0 + 1):
-                for b in (a + n - 1, a + n, a + n + 1):
-                    if a < 0 or b > len(lows) or b <= a or (a, b) in tried:
-                        continue
-                    tried.add((a, b))
-                    score = fuzz.ratio(title.text, " ".join(lows[a:b]), score_cutoff=best)
-                    if score > best:
-                        best = score
-                        if best >= 100.0:
-                            return best
+    best = (0.0, 0, 0)
+    for st in starts:
+        a = max(0, st - 2)
+        b = min(len(lows), st + n + 2)
+        window = " ".join(lows[a:b])
+        if len(window) >= len(title.text):
+            score = fuzz.partial_ratio(title.text, window, score_cutoff=_TITLE_MIN_SCORE)
+        else:
+            score = fuzz.ratio(title.text, window, score_cutoff=_TITLE_MIN_SCORE)
+        if score > best[0]:
+            best = (score, max(0, st), max(0, st) + n)
+            if score >= 100.0:
+                break
     return best
 
 
 def _tight(text: str, toks: _Toks, i: int, length: int) -> bool:
     """Tokens of a multi-token name are separated only by spaces, hyphens or dots."""
     for j in range(i, i + length - 1):
-        gap = text[toks.ends[j] : toks.starts[j + 1]]
+        gap = text[toks.end(j) : toks.start(j + 1)]
         if len(gap) > 3 or any(c not in " -.\u00a0" for c in gap):
             return False
     return True

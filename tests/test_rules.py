@@ -356,6 +356,17 @@ def test_unrelated_project_gets_a_sensible_summary() -> None:
     assert "Not stated in the files read: where new methods go, ci, stale automation." in markdown
 
 
+def test_benchmarking_advice_is_not_a_bug_report_rule() -> None:
+    text = ("# Contributing\n\n1. If you've added code that should be tested, add tests.\n"
+            "2. Ensure the test suite passes.\n\n## Benchmarking\n\nRun each benchmark over "
+            "multiple trials and random seeds on a quiet machine, and fix the docker image "
+            "you measure in so the error occurs the same way.\n")
+    summary = summarize_rules({"CONTRIBUTING.md": text})
+    rule_ids = {f["rule"] for f in summary["facts"]}
+    assert {"tests_add", "tests_pass"} <= rule_ids
+    assert not rule_ids & {"seeds", "docker_image"}  # those are issue-template rules
+
+
 def test_empty_or_unhelpful_files_give_not_stated_for_every_core_topic() -> None:
     summary = summarize_rules({"CONTRIBUTING.md": "# Contributing\n\nThank you! We love PRs.\n"})
     assert summary["facts"] == []

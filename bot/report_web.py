@@ -1,7 +1,72 @@
+"""The nightly reports on the tracker site: GET /reports/ (list) and /reports/{date}."""
+
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from aiohttp import web
+from sqlalchemy import select
+
+from bot.store.models import Report
+
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def _ctx(request: web.Request) -> Any:
+    from bot.web import CTX  # the key bot.web.create_app stores the context under
+
+    try:
+        return request.app[CTX]
+    except KeyError:  # an app built without bot.web
+        return request.app["ctx"]
+
+
+def _html(text: str, status: int = 200) -> web.Response:
+    return web.Response(text=text, status=status, content_type="text/html", charset="utf-8")
+
+
+async def reports_index(request: web.Request) -> web.Response:
+    from bot.report import CHANGE_TITLES
+    from bot.templating import html_env
+
+    async with _ctx(request).sessionmaker() as session:
+        rows = list(await session.scalars(select(Report).order_by(Report.date.desc())))
+    reports = [{"date": r.date, "baseline": (r.data or {}).get("baseline", False),
+                "totals": (r.data or {}).get("totals", {})} for r in rows]
+    return _html(html_env().get_template("reports/list.html.j2").render(reports=reports, titles=CHANGE_TITLES))
+
+
+async def report_page(request: web.Request) -> web.Response:
+    from bot.report import render_html
+    from bot.templating import html_env
+
+    day = request.match_info["date"]
+    row = None
+    if _DATE.match(day):
+        async with _ctx(request).sessionmaker() as session:
+            row = await session.scalar(select(Report).where(Report.date == day))
+    if row is None:
+        try:
+            page = html_env().get_template("site/not_found.html").render(what="report")
+        except Exception:  # noqa: BLE001 - the site's template may expect other names
+            page = f"<!doctype html><title>Not found</title><p>No report for {day!s:.10}.</p>"
+        return _html(page, status=404)
+    return _html(render_html(row.data))
+
+
+async def report_markdown(request: web.Request) -> web.Response:
+    day = request.match_info["date"]
+    async with _ctx(request).sessionmaker() as session:
+        row = await session.scalar(select(Report).where(Report.date == day)) if _DATE.match(day) else None
+    if row is None:
+        raise web.HTTPNotFound()
+    return web.Response(text=row.markdown, content_type="text/markdown", charset="utf-8")
 
 
 def setup(app: web.Application) -> None:
     """Adds this module's routes to the app."""
+    app.router.add_get("/reports/", reports_index)
+    app.router.add_get("/reports", reports_index)
+    app.router.add_get("/reports/{date}.md", report_markdown)
+    app.router.add_get("/reports/{date}", report_page)

@@ -1,0 +1,338 @@
+"""The nightly proposal-status report: what changed since the previous report, per framework.
+
+How "what changed" is known: every report stores a snapshot of the state of each tracked
+thread (proposal or failure report) in its data; the next report diffs the current state
+against the previous report's snapshot. A first report (no previous one) is a baseline: it
+gives the standing numbers and lists no changes.
+
+Nothing written by people on GitHub goes into the Markdown that is posted: it names threads
+by `owner/repo#N` links, methods and papers from the catalog and paper pool, and numbers.
+The HTML page may show thread titles (escaped by the template).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import statistics
+import sys
+from collections import defaultdict
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from bot.store.models import Action, Analysis, Comment, Report, Repository, Thread
+from bot.store.types import utcnow
+
+log = logging.getLogger(__name__)
+
+STATES = ["open_no_reply", "open_replied", "merged", "declined", "redirected", "lapsed",
+          "closed_by_author", "closed_other"]
+CHANGE_KINDS = ["new_proposals", "first_replies", "concerns_raised", "declined_or_redirected",
+                "lapsed", "merged"]
+CHANGE_TITLES = {
+    "new_proposals": "New proposals", "first_replies": "First replies",
+    "concerns_raised": "Concerns raised", "declined_or_redirected": "Declined or redirected",
+    "lapsed": "Lapsed", "merged": "Merged",
+}
+
+
+def _frameworks() -> dict[str, Any]:
+    from analyzers.catalog import load_catalog
+
+    return dict(load_catalog().frameworks)
+
+
+def _framework_of(repo: str) -> str | None:
+    from analyzers.catalog import load_catalog
+
+    fw = load_catalog().framework_for_repo(repo)
+    return fw.id if fw else None
+
+
+def _days(delta: timedelta) -> float:
+    return round(delta.total_seconds() / 86400, 1)
+
+
+async def _first_replies(session: Any, threads: dict[int, Thread]) -> dict[int, datetime]:
+    """Time of the first comment by someone other than the opener (bots excluded)."""
+    first: dict[int, datetime] = {}
+    ids = list(threads)
+    for i in range(0, len(ids), 500):
+        rows = await session.execute(
+            select(Comment.thread_id, Comment.author, Comment.author_is_bot, Comment.created_at)
+            .where(Comment.thread_id.in_(ids[i:i + 500])))
+        for thread_id, author, is_bot, created in rows:
+            opener = threads[thread_id].author
+            if created is None or is_bot or (author or "").endswith("[bot]") or author == opener:
+                continue
+            if thread_id not in first or created < first[thread_id]:
+                first[thread_id] = created
+    return first
+
+
+async def collect_state(ctx: Any, now: datetime) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """The snapshot (thread key -> state) and the facts the report shows beside the changes."""
+    snapshot: dict[str, dict[str, Any]] = {}
+    extra: dict[str, Any] = {"titles": {}, "urls": {}}
+    async with ctx.sessionmaker() as session:
+        rows = (await session.execute(
+            select(Thread, Analysis).join(Analysis, Analysis.thread_id == Thread.id)
+            .where((Analysis.is_proposal.is_(True)) | (Analysis.is_failure_report.is_(True)))
+        )).all()
+        threads = {t.id: t for t, _ in rows}
+        replies = await _first_replies(session, {i: t for i, t in threads.items()})
+        paused = [{"repo": r.full_name, "reason": r.paused_reason or ""}
+                  for r in await session.scalars(
+                      select(Repository).where(Repository.comments_paused.is_(True))
+                      .order_by(Repository.full_name))]
+    for thread, analysis in rows:
+        framework = _framework_of(thread.repo)
+        if framework is None:
+            continue
+        key = f"{thread.repo}#{thread.number}"
+        result = analysis.result or {}
+        review = result.get("review") or {}
+        first_reply = replies.get(thread.id)
+        snapshot[key] = {
+            "framework": framework,
+            "repo": thread.repo,
+            "number": thread.number,
+            "kind": thread.kind,
+            "is_proposal": bool(analysis.is_proposal),
+            "is_failure": bool(analysis.is_failure_report),
+            "category": analysis.failure_category,
+            "state": analysis.review_state or "open_no_reply",
+            "replied": bool(review.get("replied_from_other")) or first_reply is not None,
+            "concerns": sorted(review.get("concerns") or []),
+            "methods": list(analysis.methods or []),
+            "arxiv_ids": list(analysis.arxiv_ids or []),
+            "created_at": thread.created_at.isoformat() if thread.created_at else None,
+            "first_reply_days": _days(first_reply - thread.created_at)
+            if first_reply and thread.created_at else None,
+        }
+        extra["titles"][key] = thread.title or ""
+        extra["urls"][key] = thread.url or f"https://github.com/{thread.repo}/issues/{thread.number}"
+    extra["paused"] = paused
+    return snapshot, extra
+
+
+def diff(previous: dict[str, dict[str, Any]] | None, current: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Changes between two snapshots, per change kind; proposals only."""
+    changes: dict[str, list[dict[str, Any]]] = {k: [] for k in CHANGE_KINDS}
+    if previous is None:
+        return changes
+    for key in sorted(current, key=_sort_key):
+        now = current[key]
+        if not now["is_proposal"]:
+            continue
+        before = previous.get(key)
+        item = {"key": key, "framework": now["framework"], "state": now["state"],
+                "methods": now["methods"], "arxiv_ids": now["arxiv_ids"]}
+        if before is None or not before.get("is_proposal"):
+            changes["new_proposals"].append(item)
+            before = None
+        if now["replied"] and not (before or {}).get("replied") and before is not None:
+            changes["first_replies"].append({**item, "days": now["first_reply_days"]})
+        new_concerns = sorted(set(now["concerns"]) - set((before or {}).get("concerns") or []))
+        if new_concerns and before is not None:
+            changes["concerns_raised"].append({**item, "concerns": new_concerns})
+        moved = before is None or before.get("state") != now["state"]
+        if moved and now["state"] in ("declined", "redirected"):
+            changes["declined_or_redirected"].append(item)
+        if moved and now["state"] in ("lapsed", "merged"):
+            changes[now["state"]].append(item)
+    return changes
+
+
+def _sort_key(key: str) -> tuple[str, int]:
+    repo, _, number = key.rpartition("#")
+    return repo.lower(), int(number) if number.isdigit() else 0
+
+
+async def build_report(ctx: Any, day: date | None = None) -> dict[str, Any]:
+    """The report data for `day` (default today, UTC), diffed against the previous report."""
+    now = utcnow()
+    day = day or now.date()
+    snapshot, extra = await collect_state(ctx, now)
+    async with ctx.sessionmaker() as session:
+        previous = await session.scalar(
+            select(Report).where(Report.date < day.isoformat()).order_by(Report.date.desc()).limit(1))
+        prev_snapshot = (previous.data or {}).get("snapshot") if previous is not None else None
+        prev_date = previous.date if previous is not None else None
+    changes = diff(prev_snapshot, snapshot)
+    day_end = datetime.combine(day, datetime.min.time(), UTC) + timedelta(days=1)
+    day_start = day_end - timedelta(days=1)
+    frameworks = _frameworks()
+    per_fw: dict[str, Any] = {}
+    for fid, fw in frameworks.items():
+        mine = {k: v for k, v in snapshot.items() if v["framework"] == fid}
+        proposals = {k: v for k, v in mine.items() if v["is_proposal"]}
+        by_state = {s: sum(1 for v in proposals.values() if v["state"] == s) for s in STATES}
+        waiting = sorted(
+            ({"key": k, "days": _days(day_end - datetime.fromisoformat(v["created_at"]))}
+             for k, v in proposals.items()
+             if v["state"] == "open_no_reply" and not v["replied"] and v["created_at"]),
+            key=lambda w: (-w["days"], _sort_key(w["key"])))
+        failures: dict[str, list[str]] = defaultdict(list)
+        for k, v in sorted(mine.items(), key=lambda kv: _sort_key(kv[0])):
+            created = datetime.fromisoformat(v["created_at"]) if v["created_at"] else None
+            if v["is_failure"] and created and day_start <= created < day_end:
+                failures[v["category"] or "other_failure"].append(k)
+        reply_days = [v["first_reply_days"] for v in proposals.values() if v["first_reply_days"] is not None]
+        per_fw[fid] = {
+            "name": fw.name, "repo": fw.repo,
+            "changes": {kind: [c for c in items if c["framework"] == fid] for kind, items in changes.items()},
+            "by_state": by_state, "proposals": len(proposals), "waiting": waiting,
+            "failures_today": dict(sorted(failures.items())),
+            "median_first_reply_days": round(statistics.median(reply_days), 1) if reply_days else None,
+            "replied": len(reply_days),
+        }
+    return {
+        "date": day.isoformat(), "previous": prev_date, "baseline": prev_snapshot is None,
+        "generated_at": now.isoformat(), "frameworks": per_fw, "paused": extra["paused"],
+        "totals": {kind: len(items) for kind, items in changes.items()},
+        "snapshot": snapshot, "titles": extra["titles"], "urls": extra["urls"],
+    }
+
+
+def render_markdown(data: dict[str, Any]) -> str:
+    from bot.templating import markdown_env
+
+    return markdown_env().get_template("reports/report.md.j2").render(
+        data=data, titles=CHANGE_TITLES, kinds=CHANGE_KINDS, states=STATES)
+
+
+def chart(data: dict[str, Any]) -> dict[str, Any]:
+    """Geometry of the report's SVG chart: stacked proposal states per framework, and median
+    days to first reply; numbers only, so the template draws it without any untrusted text."""
+    rows = []
+    widest = max([sum(fw["by_state"].values()) for fw in data["frameworks"].values()] + [1])
+    longest = max([fw["median_first_reply_days"] or 0 for fw in data["frameworks"].values()] + [1])
+    for i, (fid, fw) in enumerate(data["frameworks"].items()):
+        x = 0.0
+        segments = []
+        for s in STATES:
+            n = fw["by_state"].get(s, 0)
+            if n:
+                w = 300.0 * n / widest
+                segments.append({"state": s, "x": round(x, 1), "w": round(w, 1), "n": n})
+                x += w
+        reply = fw["median_first_reply_days"]
+        rows.append({"id": fid, "y": 30 + i * 28, "segments": segments, "total": sum(fw["by_state"].values()),
+                     "reply": reply, "reply_w": round(150.0 * (reply or 0) / longest, 1)})
+    return {"rows": rows, "height": 30 + len(rows) * 28 + 40, "states": STATES}
+
+
+def render_html(data: dict[str, Any]) -> str:
+    from bot.templating import html_env
+
+    return html_env().get_template("reports/report.html.j2").render(
+        data=data, titles=CHANGE_TITLES, kinds=CHANGE_KINDS, states=STATES, chart=chart(data))
+
+
+async def store_report(ctx: Any, data: dict[str, Any], markdown: str) -> Report:
+    async with ctx.sessionmaker() as session:
+        row = await session.scalar(select(Report).where(Report.date == data["date"]))
+        if row is None:
+            row = Report(date=data["date"], data=data, markdown=markdown)
+            session.add(row)
+        else:  # the same night built again: replace
+            row.data, row.markdown, row.created_at = data, markdown, utcnow()
+        await session.commit()
+        return row
+
+
+async def post_report(ctx: Any, day: str, markdown: str) -> str:
+    """Posts the night's report on settings.report_issue: edits the app's own comment for that
+    night, or adds one; never two for one night (Action dedupe_key "report:{date}")."""
+    target = ctx.settings.report_issue
+    if not target:
+        return "no_issue"
+    repo, _, number_text = target.partition("#")
+    number = int(number_text)
+    key = f"report:{day}"
+    from sqlalchemy.exc import IntegrityError
+
+    async with ctx.sessionmaker() as session:
+        action = await session.scalar(select(Action).where(Action.dedupe_key == key))
+        if action is None:
+            action = Action(repo=repo, number=number, kind="report", status="pending", dedupe_key=key)
+            session.add(action)
+            try:
+                await session.commit()
+            except IntegrityError:  # another replica took it: it posts
+                await session.rollback()
+                return "owned"
+        action_id, comment_id = action.id, action.comment_id
+    if ctx.settings.dry_run or ctx.github is None:
+        status, values = "dry_run", {}
+    else:
+        installation = await ctx.github.installation_for_repo(repo)
+        gh = await ctx.github.api(installation)
+        owner, name = repo.split("/", 1)
+        if comment_id:
+            await gh.patch(f"/repos/{owner}/{name}/issues/comments/{comment_id}", data={"body": markdown})
+            values = {}
+        else:
+            posted = await gh.post(f"/repos/{owner}/{name}/issues/{number}/comments", data={"body": markdown})
+            values = {"comment_id": posted.get("id"), "comment_node_id": posted.get("node_id")}
+        status = "posted"
+    async with ctx.sessionmaker() as session:
+        row = await session.get(Action, action_id)
+        assert row is not None
+        row.status, row.body = status, markdown
+        for k, v in values.items():
+            setattr(row, k, v)
+        await session.commit()
+    return "edited" if comment_id and status == "posted" else status
+
+
+async def run_report(ctx: Any, day: date | None = None, out: Path | None = None) -> dict[str, Any]:
+    data = await build_report(ctx, day)
+    markdown = render_markdown(data)
+    await store_report(ctx, data, markdown)
+    if out is not None:
+        html = render_html(data)
+        await asyncio.to_thread(_write_files, out, data["date"], markdown, html)
+    try:
+        outcome = await post_report(ctx, data["date"], markdown)
+    except Exception as exc:  # noqa: BLE001 - a failed post leaves the stored report usable
+        log.warning("report: posting failed: %s", exc)
+        outcome = "failed"
+    return {"date": data["date"], "posted": outcome, "totals": data["totals"],
+            "baseline": data["baseline"]}
+
+
+def _write_files(out: Path, day: str, markdown: str, html: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"report-{day}.md").write_text(markdown, encoding="utf-8")
+    (out / f"report-{day}.html").write_text(html, encoding="utf-8")
+
+
+def report_command(args: Any) -> int:
+    """`rltracker report [--out DIR] [--date YYYY-MM-DD]`."""
+    from bot.config import Settings
+    from bot.context import AppContext
+
+    day = date.fromisoformat(args.date) if getattr(args, "date", None) else None
+    out = Path(args.out) if args.out else None
+
+    async def main() -> dict[str, Any]:
+        ctx = AppContext.create(Settings.from_env())
+        if ctx.settings.has_app_credentials or ctx.settings.token:
+            from bot.github import GitHubClient
+
+            ctx.github = GitHubClient(ctx.settings)
+        try:
+            return await run_report(ctx, day, out)
+        finally:
+            await ctx.close()
+
+    summary = asyncio.run(main())
+    json.dump(summary, sys.stdout)
+    sys.stdout.write("\n")
+    return 0

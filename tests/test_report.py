@@ -1,0 +1,158 @@
+"""The nightly proposal-status report: a night with known changes lists exactly those."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from markdown_it import MarkdownIt
+from sqlalchemy import select
+
+from bot.report import build_report, render_html, render_markdown, run_report
+from bot.store.models import Action, Analysis, Comment, Report, Repository, Thread
+
+DAY1 = date(2026, 11, 30)
+DAY2 = date(2026, 12, 1)
+
+
+def at(day: date, hour: int = 12) -> datetime:
+    return datetime(day.year, day.month, day.day, hour, tzinfo=UTC)
+
+
+async def seed(ctx: Any, repo: str, number: int, *, created: datetime, proposal: bool = True,
+               failure: str | None = None, state: str = "open_no_reply", concerns: list[str] | None = None,
+               replied: bool = False, arxiv: list[str] | None = None, methods: list[str] | None = None,
+               title: str = "A title") -> None:
+    async with ctx.sessionmaker() as session:
+        thread = await session.scalar(select(Thread).where(Thread.repo == repo, Thread.number == number))
+        if thread is None:
+            thread = Thread(repo=repo, number=number, kind="issue", title=title, author="proposer",
+                            created_at=created, url=f"https://github.com/{repo}/issues/{number}")
+            session.add(thread)
+            await session.flush()
+        analysis = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
+        if analysis is None:
+            analysis = Analysis(thread_id=thread.id, analyzer_version="test", result={})
+            session.add(analysis)
+        analysis.result = {"review": {"state": state, "replied_from_other": replied, "concerns": concerns or []}}
+        analysis.is_proposal = proposal
+        analysis.is_failure_report = failure is not None
+        analysis.failure_category = failure
+        analysis.review_state = state
+        analysis.arxiv_ids = arxiv or []
+        analysis.methods = methods or []
+        await session.commit()
+
+
+async def reply(ctx: Any, repo: str, number: int, when: datetime, gid: int) -> None:
+    async with ctx.sessionmaker() as session:
+        thread = await session.scalar(select(Thread).where(Thread.repo == repo, Thread.number == number))
+        session.add(Comment(thread_id=thread.id, kind="comment", github_id=gid, author="maintainer",
+                            body="…", created_at=when))
+        await session.commit()
+
+
+V, T, OR = "verl-project/verl", "huggingface/trl", "OpenRLHF/OpenRLHF"
+
+
+async def night_one(ctx: Any) -> None:
+    base = at(DAY1) - timedelta(days=10)
+    await seed(ctx, V, 1, created=base)  # will get a first reply
+    await seed(ctx, V, 2, created=base)  # will be declined
+    await seed(ctx, V, 3, created=base, state="open_replied", replied=True)  # will get a concern
+    await seed(ctx, T, 10, created=base)  # will be merged
+    await seed(ctx, T, 11, created=base)  # will lapse
+    await seed(ctx, T, 12, created=base - timedelta(days=5))  # stays waiting
+    await seed(ctx, OR, 5, created=base, state="redirected", replied=True)  # unchanged
+    await seed(ctx, OR, 6, created=at(DAY1, 3), proposal=False, failure="entropy_collapse")
+
+
+async def night_two(ctx: Any) -> None:
+    await reply(ctx, V, 1, at(DAY2, 9), 9001)
+    await seed(ctx, V, 1, created=at(DAY1), state="open_replied", replied=True)
+    await seed(ctx, V, 2, created=at(DAY1), state="declined", replied=True, concerns=["demand"])
+    await seed(ctx, V, 3, created=at(DAY1), state="open_replied", replied=True, concerns=["evidence"])
+    await seed(ctx, T, 10, created=at(DAY1), state="merged", replied=True)
+    await seed(ctx, T, 11, created=at(DAY1), state="lapsed")
+    await seed(ctx, T, 13, created=at(DAY2, 1), arxiv=["2503.14476"], methods=["clip-higher"],
+               title="<script>alert(1)</script> add DAPO")  # new
+    await seed(ctx, V, 20, created=at(DAY2, 5), proposal=False, failure="kl_growth")
+    await seed(ctx, V, 21, created=at(DAY2, 6), proposal=False, failure="kl_growth")
+    await seed(ctx, V, 22, created=at(DAY1, 6), proposal=False, failure="entropy_collapse")  # yesterday's
+    async with ctx.sessionmaker() as session:
+        session.add(Repository(full_name="THUDM/slime", comments_paused=True,
+                               paused_reason="2 of the app's last 10 comments were hidden or deleted"))
+        await session.commit()
+
+
+def keys(report: dict[str, Any], fw: str, kind: str) -> list[str]:
+    return [c["key"] for c in report["frameworks"][fw]["changes"][kind]]
+
+
+async def test_a_night_with_known_changes_lists_exactly_those(ctx: Any) -> None:
+    await night_one(ctx)
+    first = await run_report(ctx, DAY1)
+    assert first["baseline"] is True and sum(first["totals"].values()) == 0
+    await night_two(ctx)
+    await run_report(ctx, DAY2)
+    async with ctx.sessionmaker() as session:
+        row = await session.scalar(select(Report).where(Report.date == DAY2.isoformat()))
+    data = row.data
+    assert data["previous"] == DAY1.isoformat() and not data["baseline"]
+    # The decline of #2 was its first reply too; #10 was merged by the maintainer who replied.
+    assert keys(data, "verl", "first_replies") == [f"{V}#1", f"{V}#2"]
+    assert keys(data, "verl", "declined_or_redirected") == [f"{V}#2"]
+    assert keys(data, "verl", "concerns_raised") == [f"{V}#2", f"{V}#3"]
+    assert data["frameworks"]["verl"]["changes"]["concerns_raised"][1]["concerns"] == ["evidence"]
+    assert keys(data, "trl", "merged") == [f"{T}#10"]
+    assert keys(data, "trl", "lapsed") == [f"{T}#11"]
+    assert keys(data, "trl", "new_proposals") == [f"{T}#13"]
+    assert data["frameworks"]["trl"]["changes"]["new_proposals"][0]["arxiv_ids"] == ["2503.14476"]
+    assert keys(data, "trl", "first_replies") == [f"{T}#10"]
+    assert data["totals"] == {"new_proposals": 1, "first_replies": 3, "concerns_raised": 2,
+                              "declined_or_redirected": 1, "lapsed": 1, "merged": 1}
+    assert all(not any(fw["changes"].values()) for fid, fw in data["frameworks"].items() if fid not in ("verl", "trl"))
+    # Waiting for any reply, longest first, with how long.
+    waiting = data["frameworks"]["trl"]["waiting"]
+    assert [w["key"] for w in waiting] == [f"{T}#12", f"{T}#13"] and waiting[0]["days"] == 16.5  # until the end of the report day
+    assert data["frameworks"]["verl"]["failures_today"] == {"kl_growth": [f"{V}#20", f"{V}#21"]}
+    assert data["frameworks"]["verl"]["median_first_reply_days"] is not None
+    assert data["paused"] == [{"repo": "THUDM/slime", "reason": "2 of the app's last 10 comments were hidden or deleted"}]
+
+    markdown = row.markdown
+    assert "<script>" not in markdown and "add DAPO" not in markdown  # no GitHub text posted
+    assert "[arXiv:2503.14476](https://arxiv.org/abs/2503.14476)" in markdown
+    tokens = MarkdownIt().parse(markdown)
+    links = [t.attrGet("href") for tok in tokens if tok.children for t in tok.children if t.type == "link_open"]
+    assert f"https://github.com/{T}/issues/13" in links
+    html = render_html(data)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>" not in html
+
+
+async def test_report_is_one_comment_per_night_edited_when_rebuilt(app_ctx: Any, fake_github: Any) -> None:
+    fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
+    fake_github.add_issue("tracker-org/tracker", 1, title="Nightly reports")
+    ctx = app_ctx
+    ctx.settings = dataclasses.replace(ctx.settings, report_issue="tracker-org/tracker#1")
+    await night_one(ctx)
+    assert (await run_report(ctx, DAY1))["posted"] == "posted"
+    assert (await run_report(ctx, DAY1))["posted"] == "edited"
+    assert (await run_report(ctx, DAY2))["posted"] == "posted"
+    comments = fake_github.comments_of("tracker-org/tracker", 1)
+    assert len(comments) == 2
+    assert DAY1.isoformat() in comments[0]["body"] and DAY2.isoformat() in comments[1]["body"]
+    assert len(fake_github.requests("PATCH", r"/issues/comments/\d+$")) == 1
+    async with ctx.sessionmaker() as session:
+        actions = list(await session.scalars(select(Action).where(Action.kind == "report")))
+    assert sorted(a.dedupe_key for a in actions) == [f"report:{DAY1}", f"report:{DAY2}"]
+    assert all(a.status == "posted" and a.comment_id for a in actions)
+
+
+async def test_dry_run_records_without_posting(ctx: Any, fake_github: Any) -> None:
+    ctx.settings = dataclasses.replace(ctx.settings, report_issue="tracker-org/tracker#1")
+    await night_one(ctx)
+    assert (await run_report(ctx, DAY1))["posted"] == "dry_run"
+    data = await build_report(ctx, DAY1)
+    assert render_markdown(data).startswith("<!-- rltracker:report:")
+    assert not fake_github.requests("POST")

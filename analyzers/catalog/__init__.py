@@ -167,9 +167,13 @@ def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+# libyaml's loader when present: the pure-Python one takes seconds on methods.yaml.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _load_yaml(path: Path) -> dict[str, Any]:
     with path.open(encoding="utf-8") as fh:
-        data = yaml.safe_load(fh)
+        data = yaml.load(fh, Loader=_Loader)  # noqa: S506 - a safe loader either way
     if not isinstance(data, dict):
         raise CatalogError(f"{path.name}: expected a mapping at top level")
     return data

@@ -1,8 +1,261 @@
+"""The nightly job, on APScheduler 3 (AsyncIOScheduler in the `serve` process).
+
+The job (cron `settings.nightly_cron`, default 03:00 UTC) runs, each step on its own so one
+failing step does not stop the others: GraphQL sync, re-analysis of threads whose analysis is
+missing or from an older analyzer version, recovery of missed deliveries, reception of the
+app's comments, contribution rules refresh, optional arXiv listings, and the report. Each run
+is a JobRun row (start, end, outcome, counts per step).
+
+Several replicas on PostgreSQL: the run holds `pg_try_advisory_lock(NIGHTLY_LOCK)` on its own
+connection for its whole length; a replica that does not get the lock records a `skipped`
+run and leaves. SQLite means one process; an asyncio lock stops overlapping runs there.
+
+A run missed while the service was down: APScheduler's misfire grace covers short pauses of
+a running process; at start, a one-off job compares the last cron fire time with the last
+finished run and runs the job at once when that fire time has no run.
+"""
+
 from __future__ import annotations
 
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from sqlalchemy import select, text
+
+from bot.store.db import is_postgres
+from bot.store.models import JobRun
+from bot.store.types import utcnow
+
+log = logging.getLogger(__name__)
+
+JOB_NAME = "nightly"
+NIGHTLY_LOCK = 0x726C_7472  # "rltr": the advisory lock key of the nightly job
+MISFIRE_GRACE = 6 * 3600  # seconds: a run late by less than this still runs
+REANALYSE_BATCH = 200
+
+Step = Callable[[Any], Awaitable[Any]]
+
+
+# ---------------------------------------------------------------------------- steps
+async def step_sync(ctx: Any) -> Any:
+    if ctx.github is None:
+        return "skipped: no GitHub client"
+    from bot.sync import sync
+
+    stats = await sync(ctx)
+    return stats.as_dict()
+
+
+async def step_reanalyse(ctx: Any) -> Any:
+    """Threads never analysed or analysed by an older analyzer version. Findings only: acting
+    on old threads is not the nightly job's business (the quiet rules would refuse anyway)."""
+    from analyzers.analyze import ANALYZER_VERSION
+    from bot.pipeline import analyse_and_store
+    from bot.store.models import Analysis, Thread
+
+    done = 0
+    while True:
+        async with ctx.sessionmaker() as session:
+            threads = list(await session.scalars(
+                select(Thread).outerjoin(Analysis, Analysis.thread_id == Thread.id)
+                .where((Analysis.id.is_(None)) | (Analysis.analyzer_version != ANALYZER_VERSION))
+                .order_by(Thread.id).limit(REANALYSE_BATCH)))
+            if not threads:
+                return {"reanalysed": done, "version": ANALYZER_VERSION}
+            for thread in threads:
+                await analyse_and_store(session, thread)
+            await session.commit()
+            done += len(threads)
+
+
+async def step_recovery(ctx: Any) -> Any:
+    from bot.recovery import recover_deliveries
+
+    return (await recover_deliveries(ctx)).as_dict()
+
+
+async def step_reception(ctx: Any) -> Any:
+    if ctx.github is None:
+        return "skipped: no GitHub client"
+    from bot.reception import refresh_reception
+
+    return (await refresh_reception(ctx)).as_dict()
+
+
+async def step_rules(ctx: Any) -> Any:
+    if ctx.github is None:
+        return "skipped: no GitHub client"
+    from bot.contribution import refresh_all
+
+    return await refresh_all(ctx)
+
+
+async def step_papers(ctx: Any) -> Any:
+    if os.environ.get("RLTRACKER_FETCH_PAPERS") != "1":
+        return "skipped: RLTRACKER_FETCH_PAPERS is not 1"
+    from bot.papers import fetch_new_papers
+
+    return (await fetch_new_papers(ctx)).as_dict()
+
+
+async def step_report(ctx: Any) -> Any:
+    from bot.report import run_report
+
+    return await run_report(ctx)
+
+
+STEPS: list[tuple[str, Step]] = [
+    ("sync", step_sync),
+    ("reanalyse", step_reanalyse),
+    ("recovery", step_recovery),
+    ("reception", step_reception),
+    ("rules", step_rules),
+    ("papers", step_papers),
+    ("report", step_report),  # last: it reports what the steps before brought in
+]
+
+
+# ---------------------------------------------------------------------------- locking
+class _Lock:
+    """The run-once lock: a PostgreSQL advisory lock, or a per-process asyncio lock."""
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+        self.conn: Any = None
+        self.local: asyncio.Lock | None = None
+
+    async def acquire(self) -> bool:
+        if is_postgres(self.ctx.settings.database_url):
+            self.conn = await self.ctx.engine.connect()
+            got = await self.conn.scalar(text("SELECT pg_try_advisory_lock(:k)"), {"k": NIGHTLY_LOCK})
+            await self.conn.commit()  # the session-level lock outlives the transaction
+            if not got:
+                await self.conn.close()
+                self.conn = None
+            return bool(got)
+        self.local = self.ctx.extras.setdefault("nightly_lock", asyncio.Lock())
+        if self.local.locked():
+            return False
+        await self.local.acquire()
+        return True
+
+    async def release(self) -> None:
+        if self.conn is not None:
+            try:
+                await self.conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": NIGHTLY_LOCK})
+                await self.conn.commit()
+            finally:
+                await self.conn.close()
+                self.conn = None
+        elif self.local is not None and self.local.locked():
+            self.local.release()
+
+
+# ---------------------------------------------------------------------------- the job
+async def _record(ctx: Any, run_id: int | None, **values: Any) -> int:
+    async with ctx.sessionmaker() as session:
+        if run_id is None:
+            row = JobRun(name=JOB_NAME, **values)
+            session.add(row)
+        else:
+            row = await session.get(JobRun, run_id)
+            for k, v in values.items():
+                setattr(row, k, v)
+        await session.commit()
+        return int(row.id)
+
+
+async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None) -> dict[str, Any]:
+    """One nightly run (or a `skipped` record when another replica holds the lock)."""
+    lock = _Lock(ctx)
+    if not await lock.acquire():
+        log.info("nightly: another replica is running it")
+        now = utcnow()
+        await _record(ctx, None, started_at=now, finished_at=now, outcome="skipped",
+                      counts={"reason": "another replica holds the lock"})
+        return {"outcome": "skipped"}
+    try:
+        run_id = await _record(ctx, None, started_at=utcnow(), outcome="running", counts={})
+        counts: dict[str, Any] = {}
+        errors: list[str] = []
+        for name, step in steps or STEPS:
+            try:
+                counts[name] = await step(ctx)
+            except Exception as exc:  # noqa: BLE001 - one failing step must not stop the others
+                log.exception("nightly: step %s failed", name)
+                counts[name] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+                errors.append(name)
+        outcome = "failed" if errors else "ok"
+        await _record(ctx, run_id, finished_at=utcnow(), outcome=outcome, counts=_jsonable(counts),
+                      error=("steps failed: " + ", ".join(errors)) if errors else None)
+        log.info("nightly: %s %s", outcome, counts)
+        return {"outcome": outcome, "counts": counts, "run_id": run_id}
+    finally:
+        await lock.release()
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return str(value)
+
+
+# ---------------------------------------------------------------------------- schedule
+def nightly_trigger(ctx: Any) -> Any:
+    from apscheduler.triggers.cron import CronTrigger
+
+    return CronTrigger.from_crontab(ctx.settings.nightly_cron, timezone=UTC)
+
+
+def last_fire_time(trigger: Any, now: datetime) -> datetime | None:
+    """The latest time at or before `now` the trigger fired (looking back up to 8 days)."""
+    fire = trigger.get_next_fire_time(None, now - timedelta(days=8))
+    last = None
+    while fire is not None and fire <= now:
+        last = fire
+        fire = trigger.get_next_fire_time(fire, fire + timedelta(seconds=1))
+    return last
+
+
+async def missed_run(ctx: Any, now: datetime | None = None) -> bool:
+    """True when the last scheduled time has no run that started after it."""
+    now = now or utcnow()
+    fire = last_fire_time(nightly_trigger(ctx), now)
+    if fire is None:
+        return False
+    async with ctx.sessionmaker() as session:
+        last = await session.scalar(
+            select(JobRun.started_at).where(JobRun.name == JOB_NAME,
+                                            JobRun.outcome.in_(("ok", "failed", "running")))
+            .order_by(JobRun.started_at.desc()).limit(1))
+    return last is None or last < fire
+
+
+async def catch_up(ctx: Any) -> dict[str, Any] | None:
+    """At start: run the nightly job now if its last scheduled time passed without a run."""
+    if await missed_run(ctx):
+        log.info("nightly: the last scheduled run was missed; running it now")
+        return await nightly_job(ctx)
+    return None
 
 
 def create_scheduler(ctx: Any) -> Any:
-    """Returns the started-later AsyncIOScheduler with the nightly jobs, or None."""
-    return None
+    """The AsyncIOScheduler with the nightly job and a one-off catch-up check (start it in a
+    running event loop)."""
+    from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+    scheduler = AsyncIOScheduler(timezone=UTC)
+    scheduler.add_job(nightly_job, nightly_trigger(ctx), args=[ctx], id=JOB_NAME,
+                      name="nightly sync, analysis and report", misfire_grace_time=MISFIRE_GRACE,
+                      coalesce=True, max_instances=1, replace_existing=True)
+    scheduler.add_job(catch_up, "date", run_date=utcnow() + timedelta(seconds=5), args=[ctx],
+                      id="nightly-catch-up", misfire_grace_time=MISFIRE_GRACE)
+    return scheduler

@@ -1,0 +1,141 @@
+"""The nightly job: every step, recorded runs, run-once locking, catching up a missed run."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select, text
+
+from bot.context import AppContext
+from bot.scheduler import (
+    NIGHTLY_LOCK,
+    catch_up,
+    create_scheduler,
+    last_fire_time,
+    missed_run,
+    nightly_job,
+    nightly_trigger,
+)
+from bot.store.db import is_postgres
+from bot.store.models import Analysis, JobRun, Report, Thread
+from tests.fake_graphql import FakeData, FakeGraphQL
+from tests.fakegithub import no_sleep
+
+
+@pytest.fixture
+async def nctx(settings: Any, fake_github: Any, shared_dir: Path) -> AsyncIterator[AppContext]:
+    from bot.github import GitHubClient
+
+    data = FakeData.generate(6, seed=5, long_every=0)
+    fake_github.graphql_handler = FakeGraphQL(data, shared_dir / "fixtures" / "github-api" / "schema.graphql")
+    s = dataclasses.replace(settings, api_url=fake_github.url, token=fake_github.user_token)
+    ctx = AppContext.create(s)
+    ctx.github = GitHubClient(s, sleep=no_sleep)
+    ctx.extras["data"] = data
+    yield ctx
+    await ctx.close()
+
+
+async def runs(ctx: AppContext) -> list[JobRun]:
+    async with ctx.sessionmaker() as session:
+        return list(await session.scalars(select(JobRun).order_by(JobRun.id)))
+
+
+async def test_nightly_job_runs_every_step_and_records_it(nctx: AppContext) -> None:
+    async with nctx.sessionmaker() as session:
+        stale = Thread(repo="someone/else", number=1, kind="issue", title="old")
+        fresh = Thread(repo="someone/else", number=2, kind="issue", title="never analysed")
+        session.add_all([stale, fresh])
+        await session.flush()
+        session.add(Analysis(thread_id=stale.id, analyzer_version="an-old-version", result={}))
+        await session.commit()
+    result = await nightly_job(nctx)
+    [run] = await runs(nctx)
+    assert run.outcome in ("ok", "failed") and run.finished_at and run.finished_at >= run.started_at
+    counts = run.counts
+    assert set(counts) == {"sync", "reanalyse", "recovery", "reception", "rules", "papers", "report"}
+    assert counts["sync"]["threads"] == len(nctx.extras["data"].all_threads())
+    assert counts["reanalyse"]["reanalysed"] == 2  # sync analysed what it stored itself
+    assert counts["report"]["date"] == datetime.now(UTC).date().isoformat()
+    assert result["outcome"] == run.outcome
+    async with nctx.sessionmaker() as session:
+        assert await session.scalar(select(Report)) is not None
+        versions = set(await session.scalars(select(Analysis.analyzer_version)))
+    assert "an-old-version" not in versions
+
+
+async def test_a_failing_step_does_not_stop_the_others(ctx: AppContext) -> None:
+    seen: list[str] = []
+
+    async def boom(_: Any) -> None:
+        raise RuntimeError("step broke")
+
+    async def fine(_: Any) -> dict[str, int]:
+        seen.append("fine")
+        return {"n": 1}
+
+    result = await nightly_job(ctx, steps=[("boom", boom), ("fine", fine)])
+    assert result["outcome"] == "failed" and seen == ["fine"]
+    [run] = await runs(ctx)
+    assert run.counts["boom"] == {"error": "RuntimeError: step broke"} and run.counts["fine"] == {"n": 1}
+    assert run.error == "steps failed: boom"
+
+
+async def test_runs_once_while_another_replica_holds_the_lock(ctx: AppContext) -> None:
+    async def step(_: Any) -> str:
+        return "ran"
+
+    if is_postgres(ctx.settings.database_url):
+        other = AppContext.create(ctx.settings)  # a second replica on the same database
+        conn = await other.engine.connect()
+        assert await conn.scalar(text("SELECT pg_try_advisory_lock(:k)"), {"k": NIGHTLY_LOCK})
+        try:
+            assert (await nightly_job(ctx, steps=[("s", step)]))["outcome"] == "skipped"
+        finally:
+            await conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": NIGHTLY_LOCK})
+            await conn.close()
+            await other.close()
+    else:
+        import asyncio
+
+        lock = ctx.extras.setdefault("nightly_lock", asyncio.Lock())
+        await lock.acquire()
+        try:
+            assert (await nightly_job(ctx, steps=[("s", step)]))["outcome"] == "skipped"
+        finally:
+            lock.release()
+    assert (await nightly_job(ctx, steps=[("s", step)]))["outcome"] == "ok"
+    assert [r.outcome for r in await runs(ctx)] == ["skipped", "ok"]
+
+
+async def test_a_missed_run_runs_at_start(ctx: AppContext) -> None:
+    now = datetime.now(UTC)
+    assert await missed_run(ctx, now)  # never ran
+    result = await catch_up(ctx)  # no GitHub client: the GitHub steps skip, the report is built
+    assert result is not None and result["outcome"] == "ok"
+    assert not await missed_run(ctx)
+    assert await catch_up(ctx) is None
+    # A run that started before the last 03:00 does not count for it.
+    fire = last_fire_time(nightly_trigger(ctx), now)
+    assert fire is not None and (fire.hour, fire.minute) == (3, 0) and fire <= now
+    async with ctx.sessionmaker() as session:
+        for row in await session.scalars(select(JobRun)):
+            row.started_at = fire - timedelta(minutes=1)
+        await session.commit()
+    assert await missed_run(ctx, now)
+
+
+def test_scheduler_has_the_nightly_job(settings: Any) -> None:
+    ctx = AppContext.create(dataclasses.replace(settings, nightly_cron="30 2 * * *"))
+    scheduler = create_scheduler(ctx)
+    jobs = {j.id: j for j in scheduler.get_jobs()}
+    nightly = jobs["nightly"]
+    assert nightly.misfire_grace_time >= 3600 and nightly.coalesce
+    fields = {f.name: str(f) for f in nightly.trigger.fields}
+    assert (fields["hour"], fields["minute"]) == ("2", "30")
+    assert "nightly-catch-up" in jobs

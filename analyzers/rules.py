@@ -48,6 +48,13 @@ KIND_ORDER = {"contributing": 0, "pr_template": 1, "governance": 2, "issue_templ
               "issue_config": 3, "discussion_template": 4, "doc": 5, "agents": 6}
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _MENTION = re.compile(r"@(?=[\w-])")
+_MARKUP = re.compile(r"[<>\[\]`*_|#\\]")
+
+
+def plain(text: str) -> str:
+    """A short phrase taken from a file (a table cell, a bold lead, an extracted value) made
+    inert for Markdown and HTML: markup characters dropped."""
+    return " ".join(_MARKUP.sub(" ", text).split())[:120]
 
 
 @dataclass(frozen=True)
@@ -197,13 +204,13 @@ def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
         if listed:
             values["codes"] = ", ".join(f"`{c}`" for c in listed)
     if seg.head:
-        values["head"] = seg.head
+        values["head"] = plain(seg.head)
     for name, pattern in rule.extract:
         m = pattern.search(seg.text[:2000])
-        if m:
-            values[name] = m.group(1)
+        if m and plain(m.group(1)):
+            values[name] = plain(m.group(1))
     for name, pattern in rule.extract_all:
-        found = list(dict.fromkeys(pattern.findall(seg.text[:2000])))
+        found = list(dict.fromkeys(x.replace("`", "") for x in pattern.findall(seg.text[:2000])))
         if found:
             values[name] = ", ".join(f"`{x}`" for x in found[:10])
             values[f"_all_{name}"] = "\n".join(found)
@@ -273,7 +280,7 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 joined = ", ".join(f"`{x}`" for x in dict.fromkeys(found))
             else:
                 items = list(dict.fromkeys(
-                    values.get(rule.collect_value, "") or seg.head or seg.text
+                    values.get(rule.collect_value, "") or plain(seg.head or seg.text)
                     for seg, _, values in hits
                     if not rule.collect_value or values.get(rule.collect_value)
                 ))

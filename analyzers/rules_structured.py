@@ -24,8 +24,13 @@ def _fact(topic: str, rule: str, statement: str, source: str, evidence: str = ""
             "evidence": evidence[:200]}
 
 
+def _words(text: str) -> str:
+    """Third-party labels reduced to words and simple punctuation (inert in Markdown)."""
+    return "".join(ch for ch in text if ch.isalnum() or ch in " -/'(),.?&").strip()[:80]
+
+
 def _owner(handle: str) -> str:
-    return f"`{handle}`"  # code span: no @-mention when the summary is posted on GitHub
+    return f"`{handle.replace('`', '')}`"  # code span: no @-mention when the summary is posted on GitHub
 
 
 # --- workflows -------------------------------------------------------------------------------
@@ -178,7 +183,7 @@ def codeowners_facts(text: str, source: str) -> list[dict[str, Any]]:
         key=lambda po: rank(po[0]),
     )
     if notable:
-        shown = [f"{path} ({', '.join(_owner(o) for o in owners[:2])}"
+        shown = [f"`{path.replace('`', '')}` ({', '.join(_owner(o) for o in owners[:2])}"
                  f"{', …' if len(owners) > 2 else ''})" for path, owners in notable[:4]]
         bits.append("For example " + "; ".join(shown) + ".")
     return [_fact("review", "codeowners", " ".join(bits), source)]
@@ -260,7 +265,7 @@ def form_facts(data: Any, source: str, kind: str) -> list[dict[str, Any]]:
                         reads_guide = True
             continue
         if isinstance(valid, dict) and valid.get("required") and attrs.get("label"):
-            required.append(inline(str(attrs["label"]))[0])
+            required.append(_words(inline(str(attrs["label"]))[0]))
             for text in (attrs.get("description"), attrs.get("placeholder")):
                 for code in inline(str(text or ""))[1]:
                     if _COMMAND.match(code) and code not in commands:

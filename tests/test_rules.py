@@ -451,6 +451,21 @@ def test_chinese_statements_fill_the_same_values(shared_dir: Path) -> None:
     assert "PR template asks" not in tests_block
 
 
+def test_phrases_taken_from_files_are_inert_markdown() -> None:
+    text = ("## What is outside our scope\n\n| Category | Reason |\n|---|---|\n"
+            "| **<img src=x> refactors** | e.g. *large* [rewrites](http://x) |\n\n"
+            "Line length: 99 characters.\n")
+    form = yaml.safe_dump({"name": "Bug <b>", "body": [
+        {"type": "input", "attributes": {"label": "Ver*sion* <i>"}, "validations": {"required": True}}]})
+    summary = summarize_rules({"CONTRIBUTING.md": text, ".github/ISSUE_TEMPLATE/b.yml": form,
+                               "CODEOWNERS": "/algorithms/`x` @a\n"})
+    by_rule = {f["rule"]: f["statement"] for f in summary["facts"]}
+    assert by_rule["scope_out"] == "Out of scope: refactors."  # the tag is dropped as markup
+    assert "<" not in by_rule["form_required"] and "*" not in by_rule["form_required"]
+    assert "`/algorithms/x`" in by_rule["codeowners"]
+    assert by_rule["line_length"] == "Maximum line length: 99 characters."
+
+
 def test_segments_keep_code_spans_heads_and_lists() -> None:
     text = (
         "## Checklist\n\nPR descriptions must include:\n\n- Why it is new\n- `pytest -q` output\n\n"

@@ -688,7 +688,11 @@ async def rule_summary(
     if not (analysis.get("proposal") or {}).get("is_proposal"):
         return "not_proposal"
     reason: tuple[str, str] | None = None
-    if not config.rule_summaries:
+    if (analysis.get("failure") or {}).get("is_failure_report"):
+        # A report of a run going wrong that names a method is not a proposal to add one;
+        # it gets the failure comment (if anything), never two comments.
+        reason = ("failure_report", "a training-failure report, not a method proposal")
+    elif not config.rule_summaries:
         reason = ("config_off", "rule summaries are turned off in .github/rltracker.yml")
     elif sit.paused:
         reason = ("paused", "comments are paused for this repository")

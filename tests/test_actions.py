@@ -166,3 +166,27 @@ async def test_router_chain_chinese_report_with_config(app_ctx: Any, fake_github
     suggested = text.split("你的配置中已开启")[0]
     assert "clip_ratio_high" not in suggested
     assert "请问应该怎么调整" not in text
+
+
+async def test_concurrent_pipeline_runs_on_a_failure_report_post_one_comment(app_ctx: Any, fake_github: Any) -> None:
+    import asyncio
+
+    from bot.pipeline import thread_changed
+    from tests.test_actions_e2e import open_issue
+
+    await install(app_ctx, fake_github)
+    payload = await open_issue(
+        app_ctx, fake_github, 105, title="Entropy collapse during GRPO training",
+        body="Policy entropy collapses to almost zero after 150 steps and the reward plateaus. "
+             "Training keeps running without errors, but the model stops exploring.",
+    )
+    results = await asyncio.gather(*[
+        thread_changed(app_ctx, VERL, 105, trigger="issues.opened", payload=payload) for _ in range(3)
+    ])
+    if not results[0]["failure"]["is_failure_report"]:
+        pytest.skip("the failure analyzer does not (yet) recognise this report")
+    posted = [c for c in fake_github.comments_of(VERL, 105) if FAILURE_MARKER in c["body"]]
+    assert len(posted) == 1
+    async with app_ctx.sessionmaker() as s:
+        rows = list(await s.scalars(select(Action).where(Action.number == 105)))
+    assert [(r.kind, r.status) for r in rows if r.kind == "failure_comment"] == [("failure_comment", "posted")]

@@ -41,6 +41,7 @@ from bot.graphql_queries import (
     StreamSlot,
     build_sync_query,
 )
+from bot.normalize import is_bot_login
 from bot.store.models import Comment, Repository, SyncCursor, Thread
 from bot.store.threads import (
     COMMENT_FIELDS,
@@ -79,13 +80,7 @@ def actor_login(node: dict[str, Any] | None) -> tuple[str | None, bool | None]:
     is_bot = node.get("__typename") == "Bot"
     if login and is_bot and not login.endswith("[bot]"):
         login += "[bot]"
-    try:  # the webhook path's rule, when its module is there
-        from bot.normalize import is_bot_login
-
-        is_bot = bool(is_bot_login(login, node.get("__typename")))
-    except ImportError:  # pragma: no cover - before bot.normalize exists
-        is_bot = is_bot or bool(login and login.endswith("[bot]"))
-    return login, is_bot
+    return login, is_bot_login(login, node.get("__typename"))
 
 
 def _lower(value: str | None) -> str | None:
@@ -160,8 +155,7 @@ def comment_from_node(node: dict[str, Any], typename: str) -> dict[str, Any] | N
     if node.get("deletedAt"):
         return None
     author, is_bot = actor_login(node.get("author"))
-    created = node.get("submittedAt") or node.get("createdAt") if typename == "PullRequestReview" else node.get("createdAt")
-    return {
+    record = {
         "kind": COMMENT_KINDS[typename],
         "github_id": node["databaseId"],
         "node_id": node.get("id"),
@@ -169,9 +163,14 @@ def comment_from_node(node: dict[str, Any], typename: str) -> dict[str, Any] | N
         "author_association": node.get("authorAssociation") or None,
         "author_is_bot": is_bot,
         "body": node.get("body") or "",
-        "created_at": created,
+        "created_at": node.get("createdAt"),
         "updated_at": node.get("updatedAt"),
     }
+    if typename == "PullRequestReview":
+        # As the webhook path stores reviews: submitted_at is the time, there is no updated_at.
+        record["created_at"] = node.get("submittedAt") or node.get("createdAt")
+        del record["updated_at"]
+    return record
 
 
 def new_comment_values(thread_id: int, record: dict[str, Any]) -> dict[str, Any]:
@@ -191,7 +190,7 @@ def new_comment_values(thread_id: int, record: dict[str, Any]) -> dict[str, Any]
             value = value or ""
         row[key] = value
     for key in COMMENT_TIMES:
-        row[key] = parse_datetime(record.get(key))
+        row[key] = parse_datetime(record.get(key))  # absent (a review's updated_at) is None
     return row
 
 
@@ -599,8 +598,8 @@ class Syncer:
             if old is None:
                 self._new_rows.append(new_comment_values(thread.id, comment))
                 continue
-            if old.thread_id == thread.id and old.updated_at == parse_datetime(comment.get("updated_at")) \
-                    and (old.body or "") == comment["body"]:
+            same_time = "updated_at" not in comment or old.updated_at == parse_datetime(comment["updated_at"])
+            if old.thread_id == thread.id and same_time and (old.body or "") == comment["body"]:
                 continue  # unchanged: no write
             await upsert_comment(session, thread, comment)
             self.stats.comments += 1

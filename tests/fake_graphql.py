@@ -432,3 +432,71 @@ class FakeGraphQL:
                 "type": "NOT_FOUND", "path": ["nodes", index],
                 "message": f"Could not resolve to a node with the global id of '{node_id}'"})
         return out
+
+
+# ---------------------------------------------------------------------------- REST shapes
+# The same data as REST and webhooks show it: for the test that both paths store identical
+# rows, and for the benchmark's plain REST walk.
+def rest_user(actor: dict[str, Any] | None) -> dict[str, Any]:
+    if actor is None:
+        return {"login": "ghost", "type": "User"}
+    if actor.get("__typename") == "Bot":
+        return {"login": actor["login"] + "[bot]", "type": "Bot"}
+    return {"login": actor["login"], "type": "User"}
+
+
+def _rest_common(t: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": t["databaseId"], "node_id": t["id"], "number": t["number"], "title": t["title"],
+        "body": t["body"] or None, "user": rest_user(t["author"]),
+        "author_association": t["authorAssociation"],
+        "labels": [{"name": x["name"]} for x in t["_labels"]],
+        "assignees": [{"login": a["login"]} for a in t["_assignees"]],
+        "created_at": t["createdAt"], "updated_at": t["updatedAt"], "closed_at": t["closedAt"],
+        "html_url": t["url"],
+    }
+
+
+def rest_issue(t: dict[str, Any]) -> dict[str, Any]:
+    """An issue (or the issue view of a pull request) as GET /repos/{o}/{r}/issues lists it."""
+    out = _rest_common(t)
+    out["state"] = "open" if t["state"] == "OPEN" else "closed"
+    out["state_reason"] = (t.get("stateReason") or "").lower() or None
+    if t["_kind"] == "pull_request":
+        out["id"] = t["databaseId"] + 500_000_000  # the issue view has its own ids
+        out["node_id"] = "I_" + t["id"]
+        out["pull_request"] = {"merged_at": t.get("mergedAt")}
+        out.pop("state_reason")
+    return out
+
+
+def rest_pull(t: dict[str, Any]) -> dict[str, Any]:
+    out = _rest_common(t)
+    out["state"] = "open" if t["state"] == "OPEN" else "closed"
+    out["merged"] = bool(t.get("merged"))
+    out["merged_at"] = t.get("mergedAt")
+    out["merged_by"] = rest_user(t["mergedBy"]) if t.get("mergedBy") else None
+    return out
+
+
+def rest_discussion(t: dict[str, Any]) -> dict[str, Any]:
+    out = _rest_common(t)
+    out.pop("assignees")
+    out["state"] = "closed" if t["closed"] else "open"
+    out["state_reason"] = (t.get("stateReason") or "").lower() or None
+    return out
+
+
+def rest_comment(node: dict[str, Any], parent_id: int | None = None) -> dict[str, Any]:
+    out = {"id": node["databaseId"], "node_id": node["id"], "user": rest_user(node["author"]),
+           "author_association": node["authorAssociation"], "body": node["body"],
+           "created_at": node["createdAt"], "updated_at": node["updatedAt"]}
+    if parent_id is not None:
+        out["parent_id"] = parent_id
+    return out
+
+
+def rest_review(node: dict[str, Any]) -> dict[str, Any]:
+    return {"id": node["databaseId"], "node_id": node["id"], "user": rest_user(node["author"]),
+            "author_association": node["authorAssociation"], "body": node["body"] or None,
+            "state": node["state"], "submitted_at": node["submittedAt"]}

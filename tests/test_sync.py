@@ -183,3 +183,79 @@ async def test_unknown_repository_is_reported_not_fatal(sync_ctx: AppContext, fa
     stats = await sync(sync_ctx, ["huggingface/trl", "nobody/nothing"], sleep=no_sleep, analyse=False)
     assert sorted(stats.failed_streams) == ["nobody/nothing:discussion", "nobody/nothing:issue", "nobody/nothing:pull_request"]
     assert stats.repos["huggingface/trl"] == THREADS_PER_REPO
+
+
+async def test_sync_and_webhook_paths_store_identical_rows(sync_ctx: AppContext, fake_github: Any, schema_path: Path) -> None:
+    """The same threads written from GraphQL (sync) and from REST-shaped webhook payloads
+    (bot.normalize, as bot.events does) give the same rows, column by column."""
+    from bot import normalize
+    from bot.store.threads import get_thread, upsert_comment, upsert_thread
+    from tests.fake_graphql import (
+        rest_comment,
+        rest_discussion,
+        rest_issue,
+        rest_pull,
+        rest_review,
+        rest_user,
+    )
+
+    repo = "THUDM/slime"
+    data = FakeData(rng=__import__("random").Random(11))
+    issue = data.add_thread(repo, "issue", n_comments=3, closed=True)
+    issue["_comments"][0]["author"] = {"__typename": "Bot", "login": "github-actions"}
+    issue["_comments"][1]["author"] = None  # a deleted account
+    pr = data.add_thread(repo, "pull_request", n_comments=2, n_reviews=2, closed=False)
+    data.close(pr)
+    disc = data.add_thread(repo, "discussion", n_comments=4, closed=True)
+    opened = data.add_thread(repo, "issue", n_comments=0, closed=False, body="")
+    fake_github.graphql_handler = FakeGraphQL(data, schema_path)
+    await sync(sync_ctx, [repo], sleep=no_sleep, analyse=False)
+
+    async def rows(number: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        async with sync_ctx.sessionmaker() as session:
+            thread = await get_thread(session, repo, number)
+            assert thread is not None
+            comments = sorted((c for c in await session.scalars(select(Comment).where(Comment.thread_id == thread.id))),
+                              key=lambda c: (c.kind, c.github_id))
+            t = {k: getattr(thread, k) for k in Thread.__table__.columns.keys() if k not in ("id", "stored_at")}
+            cs = [{k: getattr(c, k) for k in Comment.__table__.columns.keys() if k not in ("id", "thread_id")}
+                  for c in comments]
+            return t, cs
+
+    from_sync = {t["number"]: await rows(t["number"]) for t in (issue, pr, disc, opened)}
+
+    async def webhook(t: dict[str, Any]) -> None:
+        closer = rest_user(t["_closer"]) if t["_closer"] else None
+        action = "closed" if (t.get("closedAt")) else "opened"
+        kind = t["_kind"]
+        if kind == "issue":
+            record = normalize.thread_from_issue(rest_issue(t), repo, action=action, sender=closer)
+        elif kind == "pull_request":
+            record = normalize.thread_from_pull_request(rest_pull(t), repo, action=action, sender=closer)
+        else:
+            record = normalize.thread_from_discussion(rest_discussion(t), repo, action=action, sender={"login": "x", "type": "User"})
+            record["closed_by"] = None  # GraphQL has no discussion timeline: not known on either path
+        comments = []
+        for c in t["_comments"]:
+            if kind == "discussion":
+                comments.append(normalize.comment_from_discussion_comment(rest_comment(c)))
+                comments += [normalize.comment_from_discussion_comment(rest_comment(r, c["databaseId"])) for r in c["_replies"]]
+            else:
+                comments.append(normalize.comment_from_issue_comment(rest_comment(c)))
+        for r in t["_reviews"]:
+            comments.append(normalize.comment_from_review(rest_review(r)))
+            comments += [normalize.comment_from_review_comment(rest_comment(rc)) for rc in r["_comments"]]
+        async with sync_ctx.sessionmaker() as session:
+            old = await get_thread(session, repo, t["number"])
+            await session.delete(old)
+            await session.flush()
+            thread = await upsert_thread(session, record)
+            for c in comments:
+                await upsert_comment(session, thread, c)
+            await session.commit()
+
+    for t in (issue, pr, disc, opened):
+        await webhook(t)
+        assert await rows(t["number"]) == from_sync[t["number"]], t["_kind"]
+    authors = {c["author"] for c in from_sync[issue["number"]][1]}
+    assert "github-actions[bot]" in authors and "ghost" in authors

@@ -33,6 +33,8 @@ State model (all public attributes; repository names are matched case-insensitiv
   ``comments_of(repo, n)``; ``fake.comments`` (id -> comment dict; each carries
   ``_repo``/``_number`` bookkeeping keys that are not served).
 - ``set_file(repo, path, text)``: served base64 by the contents API (folders list too).
+- ``add_reaction(repo, ("comment", id) | ("issue", number), content, user)``; ``fake.reactions``.
+- ``repo_json(full_name)``, ``user(login)``: the JSON shapes the fake serves.
 - ``add_delivery(event, action=..., status_code=..., ...)``: app hook deliveries;
   ``fake.redeliveries`` lists delivery ids whose redelivery was requested.
 - ``fake.graphql_handler = fn(query, variables) -> dict`` (sync or async): answers

@@ -80,7 +80,14 @@ def _filters(request: web.Request) -> tuple[dict[str, str | None], str | None]:
     q = request.query
     framework = (q.get("framework") or "").strip() or None
     state = (q.get("state") or "").strip() or None
-    paper = (q.get("paper") or "").strip()[:64] or None
+    paper = (q.get("paper") or "").strip()[:200] or None
+    if paper:
+        # "arXiv:2503.14476", an arxiv.org or alphaxiv link, or a bare id: the id; else a
+        # catalog method id as typed.
+        from analyzers.arxiv import find_arxiv_ids
+
+        ids = find_arxiv_ids(paper)
+        paper = ids[0] if ids else paper[:64]
     empty: dict[str, str | None] = {"framework": None, "state": None, "paper": None}
     if framework and framework not in data.catalog().frameworks:
         return empty, f"unknown framework: {framework}"

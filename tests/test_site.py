@@ -206,6 +206,8 @@ async def test_proposals_filters(client) -> None:
     by_paper = await _json(client, "/api/proposals?paper=2507.18071")
     assert sorted(p["number"] for p in by_paper) == [101, 102]
     assert [p["number"] for p in await _json(client, "/api/proposals?paper=cispo")] == [7]
+    by_link = await _json(client, "/api/proposals?paper=https://arxiv.org/abs/2507.18071v2")
+    assert sorted(p["number"] for p in by_link) == [101, 102]
     assert await _json(client, "/api/proposals?paper=9999.99999") == []
     assert await _json(client, "/api/proposals?paper=%25") == []  # LIKE wildcard is literal
     html = await _text(client, "/proposals?framework=trl&state=declined")

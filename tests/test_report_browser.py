@@ -1,0 +1,79 @@
+"""The report pages render in headless Chromium: list, report page, and its SVG chart."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from bot import report_web
+from bot.report import run_report
+from tests.browser import chromium  # noqa: F401 - the fixture
+from tests.test_report import DAY1, DAY2, night_one, night_two
+
+
+@pytest.fixture
+async def served(ctx: Any) -> AsyncIterator[str]:
+    from bot.web import CTX
+
+    app = web.Application()
+    app[CTX] = ctx
+    report_web.setup(app)
+    server = TestServer(app, host="127.0.0.1", port=0)
+    await server.start_server()
+    try:
+        yield str(server.make_url("")).rstrip("/")
+    finally:
+        await server.close()
+
+
+async def seed_two_nights(ctx: Any) -> None:
+    await night_one(ctx)
+    await run_report(ctx, DAY1)
+    await night_two(ctx)
+    await run_report(ctx, DAY2)
+
+
+async def test_report_routes(ctx: Any) -> None:
+    from bot.web import CTX
+
+    await seed_two_nights(ctx)
+    app = web.Application()
+    app[CTX] = ctx
+    report_web.setup(app)
+    async with TestClient(TestServer(app)) as client:
+        listing = await client.get("/reports/")
+        assert listing.status == 200
+        body = await listing.text()
+        assert body.index(DAY2.isoformat()) < body.index(DAY1.isoformat())  # newest first
+        page = await client.get(f"/reports/{DAY2.isoformat()}")
+        assert page.status == 200 and "<svg" in await page.text()
+        md = await client.get(f"/reports/{DAY2.isoformat()}.md")
+        assert md.status == 200 and "Proposal status" in await md.text()
+        assert (await client.get("/reports/2020-01-01")).status == 404
+        assert (await client.get("/reports/nonsense")).status == 404
+
+
+async def test_report_page_and_chart_render_in_chromium(served: str, ctx: Any, chromium: Any, tmp_path: Path) -> None:  # noqa: F811
+    if not ctx.settings.database_url.startswith("sqlite"):
+        pytest.skip("one backend is enough for the browser")
+    await seed_two_nights(ctx)
+    dom = await chromium.dump_dom(f"{served}/reports/{DAY2.isoformat()}")
+    # The chart: one row per framework, bars per state, reply bars where replies exist.
+    assert re.search(r'<svg[^>]*id="chart"', dom)
+    assert len(re.findall(r'<g class="row"', dom)) == 7
+    assert 'data-state="merged"' in dom and 'data-state="open_no_reply"' in dom
+    assert '<rect class="reply"' in dom
+    # The changes, and a hostile title kept as text.
+    assert 'data-key="huggingface/trl#13"' in dom
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom and "<script>alert" not in dom
+    assert 'id="paused"' in dom
+    listing = await chromium.dump_dom(f"{served}/reports/")
+    assert f'href="/reports/{DAY2.isoformat()}"' in listing
+    shot = await chromium.screenshot(f"{served}/reports/{DAY2.isoformat()}", tmp_path / "report.png", width=800, height=1600)
+    assert shot.stat().st_size > 10_000

@@ -31,6 +31,7 @@ def main() -> None:
     from analyzers.catalog import load_catalog
     from analyzers.language import detect_language
     from analyzers.setup_config import parse_setup
+    from bot.actions import MAINTAINERS
     from bot.comment_render import compose_failure_comment, visible_lines
 
     cat = load_catalog()
@@ -59,6 +60,13 @@ def main() -> None:
             counts["threads_with_methods_on"] += 1
         if setup["versions"]:
             counts["threads_with_versions"] += 1
+        labels = row.get("labels") or {}
+        proposal = (analysis["proposal"]["is_proposal"] and not failure["is_failure_report"]
+                    and analysis["proposal"]["confidence"] >= 0.7)
+        if proposal and (row.get("author_association") or "").upper() not in MAINTAINERS:
+            counts["rule_summaries"] += 1
+            counts["rule_summaries_on_gold_proposals"] += bool(labels.get("is_proposal"))
+        counts["gold_proposals"] += bool(labels.get("is_proposal"))
         if not (failure["is_failure_report"] and failure["confidence"] >= 0.7 and fw):
             continue
         lang = detect_language(row.get("title"), row.get("body"))

@@ -9,7 +9,7 @@ apply, the problem is logged and shows in `/api/actions` as a skipped action of 
 ```yaml
 failure_comments: true     # comment on new training-failure reports
 rule_summaries: true       # reply to method proposals with the contribution rules
-min_confidence: 0.7        # 0..1, the failure analyzer's confidence needed to comment
+min_confidence: 0.7        # 0..1, analyzer confidence needed to comment or reply
 dry_run: false             # record what would be posted, post nothing
 daily_budget: 3            # comments per UTC day at most (0..50)
 labels:                    # labels to add with the comment, per failure kind

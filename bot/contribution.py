@@ -67,8 +67,27 @@ class _Fetcher:
 
 
 async def fetch_rule_files(api: Any, repo: str) -> dict[str, str]:
-    """{repository path: text} of the contribution files of `repo` (contents API)."""
+    """{repository path: text} of the contribution files of `repo` (contents API).
+
+    Folders are listed first (the root, then only the folders that exist), so absent files
+    cost no request: a typical repository needs 3 listings plus one request per file."""
     fetch = _Fetcher(api)
+    listings: dict[str, dict[str, dict[str, Any]] | None] = {}
+
+    async def listing(folder: str) -> dict[str, dict[str, Any]] | None:
+        """lower-case name -> entry of `folder`, or None when it does not exist."""
+        if folder not in listings:
+            parent, _, name = folder.rpartition("/")
+            if folder and (await listing(parent) or {}).get(name.lower(), {}).get("type") != "dir":
+                listings[folder] = None
+            else:
+                data = await fetch.get(repo, folder)
+                listings[folder] = (
+                    {str(e.get("name", "")).lower(): e for e in data if isinstance(e, dict)}
+                    if isinstance(data, list) else None
+                )
+        return listings[folder]
+
     files: dict[str, str] = {}
     seen_kinds: set[str] = set()
     for path in FILES:
@@ -76,16 +95,19 @@ async def fetch_rule_files(api: Any, repo: str) -> dict[str, str]:
         family = path.rsplit("/", 1)[-1].lower().split(".")[0]
         if family in seen_kinds and family in {"contributing", "pull_request_template", "codeowners"}:
             continue
-        text = await fetch.text(repo, path)
+        folder, _, name = path.rpartition("/")
+        entry = (await listing(folder) or {}).get(name.lower())
+        if not entry or entry.get("type") != "file":
+            continue
+        real = f"{folder}/{entry['name']}" if folder else str(entry["name"])
+        text = await fetch.text(repo, real)
         if text is not None:
-            files[path] = text
+            files[real] = text
             seen_kinds.add(family)
     for folder in FOLDERS:
-        listing = await fetch.get(repo, folder)
-        if not isinstance(listing, list):
-            continue
-        for entry in listing[:40]:
-            if not isinstance(entry, dict) or entry.get("type") != "file":
+        entries = await listing(folder)
+        for entry in list((entries or {}).values())[:40]:
+            if entry.get("type") != "file":
                 continue
             name = str(entry.get("name") or "")
             if folder.endswith("workflows") and not WORKFLOW_NAMES.search(name):

@@ -69,6 +69,9 @@ async def test_rules_fetched_summarised_and_cached(app_ctx, fake_github) -> None
     fetched = {c.path for c in fake_github.requests("GET", r"/contents/")}
     assert f"/repos/{REPO}/contents/.github/workflows/stale.yml" in fetched
     assert f"/repos/{REPO}/contents/.github/workflows/build.yml" not in fetched
+    # Folders are listed first: absent files cost no request (no 404s at all).
+    assert f"/repos/{REPO}/contents/AGENTS.md" not in fetched
+    assert all(c.status == 200 for c in fake_github.requests("GET", r"/contents"))
 
     async with app_ctx.sessionmaker() as session:
         row = await session.scalar(select(ContributionRules).where(ContributionRules.repo == REPO))

@@ -72,6 +72,8 @@ async def test_rules_fetched_summarised_and_cached(app_ctx, fake_github) -> None
     # Folders are listed first: absent files cost no request (no 404s at all).
     assert f"/repos/{REPO}/contents/AGENTS.md" not in fetched
     assert all(c.status == 200 for c in fake_github.requests("GET", r"/contents"))
+    # 4 listings (root, .github, ISSUE_TEMPLATE, workflows) + 5 files.
+    assert len(fake_github.requests("GET", r"/contents")) == 9
 
     async with app_ctx.sessionmaker() as session:
         row = await session.scalar(select(ContributionRules).where(ContributionRules.repo == REPO))

@@ -66,6 +66,7 @@ _SCORE_METHOD_EXACT = 0.9  # a multi-word name or a distinctive single word
 _SCORE_METHOD_ACRONYM = 0.8  # a short acronym in exact case
 _TITLE_MIN_SCORE = 90.0  # rapidfuzz ratio for a fuzzy title
 _TITLE_KEYS = 4  # rarest features (words, word pairs) of a title in the inverted index
+_SOLO_MAX_DF = 2  # a word in at most this many titles is a candidate trigger by itself
 
 
 @dataclass
@@ -96,7 +97,12 @@ class _Title:
     keys: tuple[str, ...]
     offsets: tuple[int, ...]  # index in `tokens` where each key starts
     covers: tuple[tuple[int, ...], ...]  # indices in `tokens` of the words of each key
-    need: int  # how many keys a thread must contain to make this a candidate
+    need: int
+    # Rare single words (coined names such as "Bika") with their offsets: one of them alone
+    # makes the title a candidate, so a typo in another word cannot hide the title.
+    solo: tuple[
+        tuple[str, int], ...
+    ] = ()  # how many keys a thread must contain to make this a candidate
 
 
 class _Toks:
@@ -239,6 +245,7 @@ class PaperIndex:
         self._titles: list[_Title] = []
         self._title_exact: dict[str, int] = {}
         self._postings: dict[str, list[int]] = {}
+        self._solo_postings: dict[str, list[int]] = {}
 
     # ---- building -------------------------------------------------------------------
     @classmethod
@@ -381,6 +388,11 @@ class PaperIndex:
                     break
             keys = tuple(keys_l)
             need = 1 if len(keys) == 1 else 2
+            solo = tuple(
+                (f, feats[f][0])
+                for f in ranked[:8]
+                if " " not in f and len(f) >= 4 and df[f] <= _SOLO_MAX_DF and f not in keys
+            )[:2]
             t = _Title(
                 i,
                 toks,
@@ -389,11 +401,14 @@ class PaperIndex:
                 tuple(feats[k][0] for k in keys),
                 tuple(feats[k] for k in keys),
                 need,
+                solo,
             )
             ti = len(self._titles)
             self._titles.append(t)
             for k in keys:
                 self._postings.setdefault(k, []).append(ti)
+            for f, _ in solo:
+                self._solo_postings.setdefault(f, []).append(ti)
 
     # ---- lookups --------------------------------------------------------------------
     def paper_for_arxiv(self, arxiv_id: str) -> Paper | None:
@@ -410,9 +425,11 @@ class PaperIndex:
         lows = toks.lows
         positions: dict[str, list[int]] = {}
         postings = self._postings
+        solo_postings = self._solo_postings
+        solo_pos: dict[str, list[int]] = {}
         stop = TITLE_STOPWORDS
-        prev_w = ""
-        prev_pos = -1
+        prev_w = prev2_w = ""
+        prev_pos = prev2_pos = -1
         for pos, w in enumerate(lows):
             if w in stop or len(w) < 2:
                 continue
@@ -420,22 +437,42 @@ class PaperIndex:
                 w = w[:-1]  # _stem, inlined: this loop runs for every token of every thread
             if w in postings:
                 positions.setdefault(w, []).append(pos)
+            if w in solo_postings:
+                solo_pos.setdefault(w, []).append(pos)
             if prev_pos >= 0:
                 pair = prev_w + " " + w
                 if pair in postings:
                     positions.setdefault(pair, []).append(prev_pos)
-            prev_w = w
-            prev_pos = pos
+                if prev2_pos >= 0:
+                    skip = prev2_w + " _ " + w
+                    if skip in postings:
+                        positions.setdefault(skip, []).append(prev2_pos)
+            prev2_w, prev2_pos = prev_w, prev_pos
+            prev_w, prev_pos = w, pos
         hits: dict[int, int] = {}
+        rare: dict[int, list[str]] = {}  # title -> its keys found that few titles share
         for f in positions:
-            for ti in postings[f]:
+            plist = postings[f]
+            for ti in plist:
                 hits[ti] = hits.get(ti, 0) + 1
+            if len(plist) <= _SOLO_MAX_DF:
+                for ti in plist:
+                    rare.setdefault(ti, []).append(f)
+        for f in solo_pos:
+            for ti in solo_postings[f]:
+                rare.setdefault(ti, []).append(f)
         found: list[tuple[float, int, int, int, int]] = []
-        for ti, n in hits.items():
+        for ti in hits.keys() | rare.keys():
             title = self._titles[ti]
-            if n < title.need:
-                continue
-            starts = _aligned_starts(title, positions)
+            starts = _aligned_starts(title, positions) if hits.get(ti, 0) >= title.need else []
+            # One rare key or rare word is enough to look: a typo may have removed the rest.
+            for f in rare.get(ti, ()):
+                if f in title.keys:
+                    offset = title.offsets[title.keys.index(f)]
+                    starts.extend(p - offset for p in positions[f][:4])
+                else:
+                    offset = dict(title.solo)[f]
+                    starts.extend(p - offset for p in solo_pos[f][:4])
             if not starts:
                 continue
             score, a, b = _verify_title(title, lows, starts)
@@ -514,10 +551,12 @@ _CODE_SPAN_RE = re.compile(r"`([^`\n]{1,40})`")
 
 
 def _features(toks: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
-    """Content words (stemmed) and adjacent content-word pairs of a title -> the token
+    """Content words (stemmed), adjacent content-word pairs ("a b") and pairs that skip one
+    content word ("a _ c", which survive a typo in the middle word) of a title -> the token
     indices they cover (the first is where the feature starts)."""
     feats: dict[str, tuple[int, ...]] = {}
     prev: tuple[str, int] | None = None
+    prev2: tuple[str, int] | None = None
     for i, t in enumerate(toks):
         if t in TITLE_STOPWORDS or len(t) < 2:
             continue
@@ -525,6 +564,9 @@ def _features(toks: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
         feats.setdefault(w, (i,))
         if prev is not None:
             feats.setdefault(prev[0] + " " + w, (prev[1], i))
+        if prev2 is not None:
+            feats.setdefault(prev2[0] + " _ " + w, (prev2[1], i))
+        prev2 = prev
         prev = (w, i)
     return feats
 

@@ -18,6 +18,7 @@ import hashlib
 import hmac
 import json
 import multiprocessing
+import os
 import socket
 import statistics
 import sys
@@ -127,18 +128,32 @@ async def load(url: str, requests: int, concurrency: int, body: bytes) -> tuple[
         return time.perf_counter() - started, latencies
 
 
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU time of a process (Linux /proc), 0 elsewhere. CPU per delivery does not
+    depend on what else the machine is doing, unlike deliveries/s and latency."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def p(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=1000)[int(q * 1000) - 1] if len(values) > 1 else values[0]
 
 
-async def measure(name: str, url: str, args: argparse.Namespace, body: bytes) -> dict[str, float]:
+async def measure(name: str, url: str, args: argparse.Namespace, body: bytes,
+                  pid: int | None) -> dict[str, float]:
     await wait_ready(url)
     await load(url, min(500, args.requests), args.concurrency, body)  # warm-up
+    cpu_before = cpu_seconds(pid)
     seconds, latencies = await load(url, args.requests, args.concurrency, body)
+    cpu = cpu_seconds(pid) - cpu_before
     result = {"rate": args.requests / seconds, "p50": p(latencies, 0.5) * 1000,
-              "p99": p(latencies, 0.99) * 1000}
-    print(f"{name:<34} {result['rate']:8.0f} deliveries/s   p50 {result['p50']:6.1f} ms   "
-          f"p99 {result['p99']:6.1f} ms", flush=True)
+              "p99": p(latencies, 0.99) * 1000, "cpu_ms": cpu * 1000 / args.requests}
+    print(f"{name:<36} {result['rate']:6.0f} deliveries/s   p50 {result['p50']:6.1f} ms   "
+          f"p99 {result['p99']:6.1f} ms   server CPU {result['cpu_ms']:.2f} ms/delivery",
+          flush=True)
     return result
 
 
@@ -181,9 +196,9 @@ def main() -> int:
     app.start()
     try:
         baseline = asyncio.run(measure("bare aiohttp+gidgethub (verify, 202)",
-                                       f"http://127.0.0.1:{bare_port}", args, body))
+                                       f"http://127.0.0.1:{bare_port}", args, body, bare.pid))
         ours = asyncio.run(measure("rltracker POST /webhook (stored)",
-                                   f"http://127.0.0.1:{app_port}", args, body))
+                                   f"http://127.0.0.1:{app_port}", args, body, app.pid))
     finally:
         bare.terminate()
         app.terminate()
@@ -194,6 +209,14 @@ def main() -> int:
     ratio = ours["rate"] / baseline["rate"]
     print(f"ratio {ratio:.2f} of the bare handler (goal >= 0.30); p99 {ours['p99']:.1f} ms "
           f"(goal <= 50 ms); stored {stored}/{sent} deliveries")
+    if baseline["cpu_ms"] and ours["cpu_ms"]:
+        print(f"server CPU per delivery: {ours['cpu_ms'] / baseline['cpu_ms']:.2f}x the bare "
+              f"handler's (CPU-bound ceiling on one free core: bare "
+              f"{1000 / baseline['cpu_ms']:.0f}/s, rltracker {1000 / ours['cpu_ms']:.0f}/s)")
+    try:
+        print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    except OSError:
+        pass
     return 0 if stored == sent else 1
 
 

@@ -301,3 +301,21 @@ async def test_one_bad_row_does_not_fail_its_batch(ctx: AppContext) -> None:
         assert await delivery_count(ctx) == 9
     else:
         assert bad == STORED
+
+
+async def test_insert_race_with_another_replica_is_a_duplicate(ctx: AppContext) -> None:
+    """The id another replica stored between our SELECT and INSERT: ON CONFLICT DO NOTHING
+    skips it, RETURNING tells which rows went in, and the batch still commits."""
+    from bot.inbox import InboxRow, _insert_ignoring_duplicates
+
+    def row(d: str) -> dict:
+        return InboxRow(delivery_id=d, event="ping", action=None, repo=None,
+                        installation_id=None, payload="{}").values()
+
+    async with ctx.engine.begin() as conn:
+        await conn.execute(_insert_ignoring_duplicates(conn.dialect.name), [row("taken")])
+    async with ctx.engine.begin() as conn:
+        result = await conn.execute(_insert_ignoring_duplicates(conn.dialect.name),
+                                    [row("new-1"), row("taken"), row("new-2")])
+        assert sorted(result.scalars().all()) == ["new-1", "new-2"]
+    assert await delivery_count(ctx) == 3

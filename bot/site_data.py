@@ -8,6 +8,7 @@ the HTML templates escape it.
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter, defaultdict
 from typing import Any
 
@@ -157,12 +158,36 @@ async def reception(session: AsyncSession, repos: list[str] | None = None) -> li
     return out
 
 
+_SNAPSHOTS: dict[str, dict[str, Any] | None] = {}
+
+
+def _snapshot_rules(framework: str) -> dict[str, Any] | None:
+    """Development fallback: the framework's snapshot in ../shared, summarised once."""
+    if framework not in _SNAPSHOTS:
+        from analyzers.rules import summarize_rules
+        from bot.rules_command import SHARED_FRAMEWORKS, load_folder
+
+        folder = SHARED_FRAMEWORKS / framework
+        summary = None
+        if folder.is_dir():
+            summary = summarize_rules(load_folder(folder), framework=framework)
+            summary["source"] = "snapshot"
+            summary["fetched_at"] = None
+        _SNAPSHOTS[framework] = summary
+    return _SNAPSHOTS[framework]
+
+
 async def rules_of(session: AsyncSession, repo: str) -> dict[str, Any] | None:
+    """The stored summary of `repo`; for a framework with none stored yet, the snapshot in
+    ../shared when this checkout has it (development), else None."""
     row = await session.scalar(
         select(ContributionRules).where(func.lower(ContributionRules.repo) == repo.lower())
     )
     if row is None:
-        return None
+        framework = framework_of(repo)
+        if framework is None:
+            return None
+        return await asyncio.to_thread(_snapshot_rules, framework)
     summary = dict(row.summary or {})
     summary["fetched_at"] = format_datetime(row.fetched_at)
     return summary

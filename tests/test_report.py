@@ -156,3 +156,23 @@ async def test_dry_run_records_without_posting(ctx: Any, fake_github: Any) -> No
     data = await build_report(ctx, DAY1)
     assert render_markdown(data).startswith("<!-- rltracker:report:")
     assert not fake_github.requests("POST")
+
+
+async def test_report_command_writes_markdown_and_html(db_url: str, ctx: Any, tmp_path: Any) -> None:
+    import asyncio
+    import json
+    import os
+    import sys
+
+    await night_one(ctx)
+    env = {**os.environ, "DATABASE_URL": db_url}
+    for key in ("GITHUB_APP_ID", "GITHUB_TOKEN", "RLTRACKER_REPORT_ISSUE"):
+        env.pop(key, None)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "report", "--out", str(tmp_path), "--date", DAY1.isoformat(),
+        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()[-2000:]
+    assert json.loads(out)["date"] == DAY1.isoformat()
+    assert (tmp_path / f"report-{DAY1}.md").read_text().startswith("<!-- rltracker:report:")
+    assert "<svg" in (tmp_path / f"report-{DAY1}.html").read_text()

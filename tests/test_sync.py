@@ -259,3 +259,23 @@ async def test_sync_and_webhook_paths_store_identical_rows(sync_ctx: AppContext,
         assert await rows(t["number"]) == from_sync[t["number"]], t["_kind"]
     authors = {c["author"] for c in from_sync[issue["number"]][1]}
     assert "github-actions[bot]" in authors and "ghost" in authors
+
+
+async def test_sync_command_line(db_url: str, fake_github: Any, world: Any) -> None:
+    """`rltracker sync --repo ...` as a process, with GITHUB_TOKEN, against the fake server."""
+    import asyncio
+    import json
+    import os
+    import sys
+
+    env = {**os.environ, "DATABASE_URL": db_url, "GITHUB_API_URL": fake_github.url,
+           "GITHUB_TOKEN": fake_github.user_token}
+    env.pop("GITHUB_APP_ID", None)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "sync", "--repo", "HuggingFace/TRL", env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()[-2000:]
+    stats = json.loads(out)
+    assert stats["repos"] == {"huggingface/trl": THREADS_PER_REPO}  # canonical name from the catalog
+    assert all(c.token == fake_github.user_token for c in fake_github.requests("POST", r"^/graphql$"))

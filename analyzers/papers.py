@@ -288,6 +288,13 @@ class PaperIndex:
             names = _split_method_name(m.name) + list(m.aliases)
             for name in names:
                 self._add_alias(name, first, m.id)
+        # A paper known by the short name before its title's colon ("DAPO: An Open-Source
+        # ...") is cited by that name; framework names (AReaL) are not citations.
+        framework_names = {f.name.lower() for f in cat.frameworks.values()} | set(cat.frameworks)
+        for i, paper in enumerate(list(self.papers)):
+            short = paper.title.split(":", 1)[0].strip() if ":" in paper.title else ""
+            if _SHORT_NAME_RE.fullmatch(short) and short.lower() not in framework_names:
+                self._add_alias(short, i, paper.method)
         self._adding_catalog = False
 
     def _add_paper(self, p: dict[str, Any]) -> int:
@@ -547,6 +554,7 @@ class PaperIndex:
                 yield hit[0], hit[1], m.start()
 
 
+_SHORT_NAME_RE = re.compile(r"[A-Z][A-Za-z0-9]{1,15}(?:-[A-Za-z0-9.]{1,8})?")
 _CODE_SPAN_RE = re.compile(r"`([^`\n]{1,40})`")
 
 

@@ -251,6 +251,17 @@ def test_bot_comments_are_ignored() -> None:
     assert link_papers(t) == []
 
 
+def test_short_name_before_title_colon_links_but_framework_names_do_not() -> None:
+    got = links(thread("Support DAPO", "As in MiniMax-M1, and we run AReaL."))
+    assert got["2503.14476"]["how"] == "method_name" and "2506.13585" in got
+    assert "2505.24298" not in got  # the AReaL paper: a framework name is not a citation
+
+
+def test_names_next_to_chinese_text() -> None:
+    got = links(thread("使用GRPO训练时熵坍塌", "我们尝试了GSPO算法"))
+    assert {"2402.03300", "2507.18071"} <= set(got)
+
+
 def test_chinese_thread() -> None:
     got = links(
         thread("请求支持GSPO算法", "论文 https://arxiv.org/abs/2507.18071 提出了序列级重要性采样。")

@@ -266,8 +266,10 @@ def _combined(segments: list[Segment]) -> list[Segment]:
         if not seg.children:
             continue
         kids = seg.children[:MAX_COMBINED_ITEMS]
-        text = seg.text.rstrip(":.") + ": " + "; ".join(k.text.rstrip(".;") for k in kids)
-        codes = seg.codes + [c for k in kids for c in k.codes]
+        # The lead is the sentence that introduces the list (the last one of a long item).
+        lead = _split_sentences(seg.text)[-1] if len(seg.text) >= 160 else seg.text
+        text = lead.rstrip(":.") + ": " + "; ".join(k.text.rstrip(".;") for k in kids)
+        codes = _codes_in(lead, seg.codes) + [c for k in kids for c in k.codes]
         out.append(Segment(text, seg.file, "combined", seg.section, codes, head=seg.head))
     return out
 

@@ -12,7 +12,8 @@ run and leaves. SQLite means one process; an asyncio lock stops overlapping runs
 
 A run missed while the service was down: APScheduler's misfire grace covers short pauses of
 a running process; at start, a one-off job compares the last cron fire time with the last
-finished run and runs the job at once when that fire time has no run.
+run and runs the job at once when that fire time has no run (a fresh installation, with no
+run at all, waits for its first scheduled time).
 """
 
 from __future__ import annotations
@@ -41,9 +42,14 @@ Step = Callable[[Any], Awaitable[Any]]
 
 
 # ---------------------------------------------------------------------------- steps
+def _can_read_github(ctx: Any) -> bool:
+    # GitHub's GraphQL API refuses anonymous clients: a token or the app is needed.
+    return ctx.github is not None and (ctx.settings.has_app_credentials or bool(ctx.settings.token))
+
+
 async def step_sync(ctx: Any) -> Any:
-    if ctx.github is None:
-        return "skipped: no GitHub client"
+    if not _can_read_github(ctx):
+        return "skipped: no GITHUB_TOKEN or app credentials"
     from bot.sync import sync
 
     stats = await sync(ctx)
@@ -79,8 +85,8 @@ async def step_recovery(ctx: Any) -> Any:
 
 
 async def step_reception(ctx: Any) -> Any:
-    if ctx.github is None:
-        return "skipped: no GitHub client"
+    if not _can_read_github(ctx):
+        return "skipped: no GITHUB_TOKEN or app credentials"
     from bot.reception import refresh_reception
 
     return (await refresh_reception(ctx)).as_dict()
@@ -226,7 +232,10 @@ def last_fire_time(trigger: Any, now: datetime) -> datetime | None:
 
 
 async def missed_run(ctx: Any, now: datetime | None = None) -> bool:
-    """True when the last scheduled time has no run that started after it."""
+    """True when the last scheduled time has no run that started after it.
+
+    Only for a service that ran the job before: a fresh installation (no run recorded) waits
+    for its first scheduled time instead of starting a sync the moment it boots."""
     now = now or utcnow()
     fire = last_fire_time(nightly_trigger(ctx), now)
     if fire is None:
@@ -236,7 +245,7 @@ async def missed_run(ctx: Any, now: datetime | None = None) -> bool:
             select(JobRun.started_at).where(JobRun.name == JOB_NAME,
                                             JobRun.outcome.in_(("ok", "failed", "running")))
             .order_by(JobRun.started_at.desc()).limit(1))
-    return last is None or last < fire
+    return last is not None and last < fire
 
 
 async def catch_up(ctx: Any) -> dict[str, Any] | None:

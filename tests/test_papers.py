@@ -320,3 +320,32 @@ def test_dev_set_arxiv_links_and_names(shared_dir: Path) -> None:
                 named_hit += g["arxiv_id"] in all_ids
     assert tp / (tp + fp) >= 0.98 and tp / (tp + fn) >= 0.98
     assert named_hit / named >= 0.85
+
+
+# ---- contract shape on generated text ------------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_PIECES = [
+    "GRPO", "grpo", "PPO", "ppo", "Dr. GRPO", "dr_grpo", "`cispo`", "recipe/dapo", "DAPO",
+    "arXiv:2503.14476v2", "https://arxiv.org/abs/2507.18071", "2506.13585", "1.2345",
+    "Group Sequence Policy Optimization", "KL loss", "熵坍塌", "```\nGSPO\n```", "<!-- SAPO -->",
+    "### System Info", "- [x] CISPO", "[TIS]", "TIS", "IcePop", "icepop", "\n", " ", ",", "/",
+]  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.sampled_from(_PIECES), max_size=30), st.lists(st.sampled_from(_PIECES), max_size=10)
+)
+def test_output_keeps_the_contract_shape(body: list[str], comment: list[str]) -> None:
+    got = link_papers(thread(" ".join(body[:3]), " ".join(body), [" ".join(comment)]))
+    seen = set()
+    for p in got:
+        assert set(p) == {"arxiv_id", "title", "method", "how", "score"}
+        assert p["how"] in {"arxiv_id", "title", "method_name"}
+        assert 0.0 < p["score"] <= 1.0
+        assert isinstance(p["title"], str)
+        key = p["arxiv_id"] or p["title"]
+        assert key not in seen
+        seen.add(key)

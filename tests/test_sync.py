@@ -279,3 +279,30 @@ async def test_sync_command_line(db_url: str, fake_github: Any, world: Any) -> N
     stats = json.loads(out)
     assert stats["repos"] == {"huggingface/trl": THREADS_PER_REPO}  # canonical name from the catalog
     assert all(c.token == fake_github.user_token for c in fake_github.requests("POST", r"^/graphql$"))
+
+
+async def test_installation_token_where_installed_else_github_token(app_settings: Any, fake_github: Any, world: Any) -> None:
+    from bot.github import GitHubClient
+    from bot.store.models import Installation, Repository
+
+    fake_github.add_installation(55, "huggingface", repos=["huggingface/trl"])
+    s = dataclasses.replace(app_settings, token=fake_github.user_token)
+    ctx = AppContext.create(s)
+    ctx.github = GitHubClient(s, sleep=no_sleep)
+    try:
+        async with ctx.sessionmaker() as session:
+            session.add(Installation(id=55, account="huggingface"))
+            await session.flush()
+            session.add(Repository(full_name="huggingface/trl", installation_id=55))
+            await session.commit()
+        stats = await sync(ctx, ["huggingface/trl", "alibaba/ROLL"], sleep=no_sleep, analyse=False)
+    finally:
+        await ctx.close()
+    assert stats.repos == {"huggingface/trl": THREADS_PER_REPO, "alibaba/ROLL": THREADS_PER_REPO}
+    calls = fake_github.requests("POST", r"^/graphql$")
+    by_auth = {(c.auth, c.installation_id) for c in calls}
+    assert by_auth == {("installation", 55), ("token", None)}
+    # Installed and not installed repositories never share a request.
+    for c in calls:
+        owners = {v for k, v in (c.json.get("variables") or {}).items() if k.startswith("o")}
+        assert owners in ({"huggingface"}, {"alibaba"}, set())

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -366,19 +367,18 @@ class PaperIndex:
         # Features of a title: its content words (stemmed) and adjacent content-word pairs.
         # The rarest few across the pool are its keys; a thread must contain two of them
         # before rapidfuzz looks at the title at all.
-        per_title: list[tuple[tuple[str, ...], dict[str, int]]] = []
-        df: dict[str, int] = {}
+        per_title: list[tuple[tuple[str, ...], dict[str, tuple[int, ...]]]] = []
+        df: Counter[str] = Counter()
         for p in self.papers:
-            toks = tuple(t.lower() for t in _TOKEN_RE.findall(_title_for_matching(p.title)))
+            toks = tuple(normalise_title(p.title).split())
             feats = _features(toks)
             per_title.append((toks, feats))
-            for f in feats:
-                df[f] = df.get(f, 0) + 1
+            df.update(feats.keys())
         common = max(50, len(self.papers) // 1000)
         for i, (toks, feats) in enumerate(per_title):
             if len(toks) < 3 or not feats:
                 continue  # too short to find by title; aliases cover names like "REINFORCE++"
-            ranked = sorted(feats, key=lambda f: (df[f], -len(f)))
+            ranked = sorted(feats, key=lambda f: df[f] * 256 - len(f))  # rarest, then longest
             # Rarest first; a key nested in another (a word inside a chosen pair) adds no
             # evidence, so it is skipped.
             keys_l: list[str] = []

@@ -32,6 +32,7 @@ tokenizer, Matcher patterns with bounded optional gaps, and plain `str.find`.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -65,6 +66,10 @@ _POINTER_CONCERNS = ("placement", "already_covered")
 
 _PATTERNS_FILE = Path(__file__).with_name("review_patterns.yaml")
 _MAX_CHARS = 65_536  # contract cap per body; anything longer is cut so work stays bounded
+# Prose matched per person's comment, and per thread: concerns are stated in words people
+# write, not in 60 KiB pastes, and the caps keep hostile input to a bounded cost.
+_SCAN_CHARS = 16_384
+_THREAD_SCAN_CHARS = 262_144
 
 # --- configuration ---------------------------------------------------------------------------
 
@@ -83,11 +88,12 @@ class _Rules:
 
 
 # Words too common to file a pattern under (see _KeyedMatchers): function words and the
-# generic verbs most requests are made of.
+# generic verbs most requests are made of (as lemmas: "more" is "much", "better" is "good").
 _COMMON = frozenset(
     "be not to in a an the you we i it this that have do for of with on can will would could "
-    "should no any more as by at or and but if so what there than add use make get go work "
-    "see find show need provide run keep put move one other our your my".split()
+    "should no any much as by at or and but if so what there than add use make get go work "
+    "see find show need provide run keep put move one other our your my out good well new "
+    "long let how many few same only still from right 3".split()
 )
 
 
@@ -119,7 +125,9 @@ class _KeyedMatchers:
 
 
 def _key_of(pattern: list[dict[str, Any]]) -> tuple[str, list[str]]:
-    best: tuple[tuple[int, int], str, list[str]] | None = None
+    """The required token to file a pattern under: fewest common words among its
+    alternatives, then fewest alternatives, then the longest word."""
+    best: tuple[tuple[float, int, int], str, list[str]] | None = None
     for spec in pattern:
         if spec.get("OP") == "?":
             continue
@@ -128,7 +136,8 @@ def _key_of(pattern: list[dict[str, Any]]) -> tuple[str, list[str]]:
             if value is None:
                 continue
             alts = list(value["IN"]) if isinstance(value, dict) else [value]
-            score = (sum(a in _COMMON for a in alts), len(alts))
+            common = sum(a in _COMMON for a in alts) / len(alts)
+            score = (common, len(alts), -min(len(a) for a in alts))
             if best is None or score < best[0]:
                 best = (score, attr, alts)
     if best is None:
@@ -269,6 +278,7 @@ class _Segment:
     path: str | None = None  # file a review comment is on
     suggestion: bool = False  # carries a ```suggestion block
     index: int = 0  # position in the thread, in time order
+    review: bool = False  # a submitted pull-request review (an approval may have no text)
 
 
 def _norm_login(login: Any) -> str | None:
@@ -345,7 +355,10 @@ def _segments(thread: Mapping[str, Any], rules: _Rules) -> list[_Segment]:
                 or _looks_automated(text, rules)
             )
             prose, suggestion = _prose(text)
-            segs.append(_Segment(seg_login, is_author, bot, prose, text, path, suggestion, index))
+            review = comment.get("kind") == "review" and comment.get("review_state") != "pending"
+            segs.append(
+                _Segment(seg_login, is_author, bot, prose, text, path, suggestion, index, review)
+            )
     return segs
 
 
@@ -381,10 +394,21 @@ class _Found:
 
 def _clean(prose: str) -> str:
     """URLs replaced, backticks dropped, in-word hyphens split ("out-of-scope" -> "out of
-    scope"), so patterns see words."""
+    scope"), so patterns see words. Runs without spaces longer than any word are cut into
+    pieces: spaCy's tokenizer peels prefixes and suffixes off a run one at a time, which is
+    quadratic in the run's length ("[[[[((((..." over 64 KiB would take minutes)."""
     prose = _URL.sub(" URL ", prose)
     prose = prose.replace("`", "")
-    return _INWORD_HYPHEN.sub(" ", prose)
+    prose = _INWORD_HYPHEN.sub(" ", prose)
+    return _LONG_RUN.sub(_cut_run, prose)
+
+
+_LONG_RUN = re.compile(r"[^\s]{64,}")
+
+
+def _cut_run(m: re.Match[str]) -> str:
+    run = m.group(0)
+    return " ".join(run[i : i + 32] for i in range(0, len(run), 32))
 
 
 def _scan(prose: str, rules: _Rules) -> _Found:
@@ -393,7 +417,7 @@ def _scan(prose: str, rules: _Rules) -> _Found:
     from spacy.attrs import IS_SPACE, LEMMA, LOWER, SENT_START
 
     found = _Found()
-    text = _clean(prose).strip()
+    text = _clean(prose[:_SCAN_CHARS]).strip()
     if not text:
         return found
     doc = _nlp()(text)
@@ -423,14 +447,30 @@ def _scan(prose: str, rules: _Rules) -> _Found:
         if hit:
             present[label] = hit
     vetoes = any(v in low_text for vs in rules.veto_sub.values() for v in vs)
+    # A key word found in a few sentences: match those sentences only. Found in many (long
+    # comments): one pass over the whole text, each match filed under its sentence.
+    units_with: dict[tuple[str, int], list[int]] = {}
     for u, keys in enumerate(keys_of_unit):
-        if not keys and not present:
-            continue
-        span = doc[bounds[u] : bounds[u + 1]]
-        labels: set[str] = set()
         for key in keys:
-            labels.update(strings[mid] for mid, _, _ in by_key[key](span))
-        low = span.text.lower() if present or vetoes else ""
+            units_with.setdefault(key, []).append(u)
+    labels_of: list[set[str]] = [set() for _ in keys_of_unit]
+    for key, units in units_with.items():
+        matcher = by_key[key]
+        if len(units) <= 4:
+            for u in units:
+                span = doc[bounds[u] : bounds[u + 1]]
+                labels_of[u].update(strings[mid] for mid, _, _ in matcher(span))
+        else:
+            wanted = set(units)
+            for mid, start, _end in matcher(doc):
+                u = bisect_right(bounds, start) - 1
+                if u in wanted:
+                    labels_of[u].add(strings[mid])
+    for u in range(len(keys_of_unit)):
+        labels = labels_of[u]
+        if not labels and not present:
+            continue
+        low = doc[bounds[u] : bounds[u + 1]].text.lower() if present or vetoes else ""
         if present:
             pieces = _CJK_SENT.split(low) if _CJK.search(low) else [low]
             for label, subs in present.items():
@@ -490,11 +530,14 @@ def explain_review(thread: Mapping[str, Any]) -> ReviewExplanation:
     replied = any(_counts_as_reply(s) for s in others)
 
     scans: dict[int, _Found] = {}
+    budget = [_THREAD_SCAN_CHARS]
 
     def scan(seg: _Segment) -> _Found:
         key = id(seg)
         if key not in scans:
-            scans[key] = _scan(seg.prose, rules)
+            prose = seg.prose[: max(0, budget[0])]
+            budget[0] -= min(len(seg.prose), _SCAN_CHARS)
+            scans[key] = _scan(prose, rules)
         return scans[key]
 
     concerns: set[str] = set()
@@ -509,7 +552,9 @@ def explain_review(thread: Mapping[str, Any]) -> ReviewExplanation:
 
 
 def _counts_as_reply(seg: _Segment) -> bool:
-    return bool(seg.prose.strip()) or seg.suggestion or bool(seg.raw.strip())
+    # Any words (even only a quote or code), a suggestion, or a submitted review such as a bare
+    # approval: someone other than the proposer engaged.
+    return bool(seg.raw.strip()) or seg.suggestion or seg.review
 
 
 def _review_comment_concerns(seg: _Segment, found: _Found) -> set[str]:

@@ -169,7 +169,9 @@ def find_arxiv_mentions(text: str | None) -> list[ArxivMention]:
                 out.append(ArxivMention(ident, start, end, form))
                 continue
             left = text[start - 1] if start else ""
-            if left and left in _LEFT_GLUE:
+            # "paper:2503.14476" is a label and an id; "12:2503.1234" or "x.2503.14476" is not.
+            labelled = left == ":" and start >= 2 and text[start - 2].isalpha()
+            if left and left in _LEFT_GLUE and not labelled:
                 continue
             if numbers is None:
                 numbers = _number_starts(text)

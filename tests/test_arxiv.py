@@ -45,6 +45,7 @@ from analyzers.arxiv import (
         ("Papers: 2503.14476, 2507.18071, 2506.13585.", ["2503.14476", "2507.18071", "2506.13585"]),
         ("eprint={2503.14476},", ["2503.14476"]),
         ("**2503.14476**", ["2503.14476"]),
+        ("paper:2503.14476", ["2503.14476"]),
     ],
 )
 def test_forms_are_found(text: str, expected: list[str]) -> None:
@@ -74,6 +75,7 @@ def test_forms_are_found(text: str, expected: list[str]) -> None:
         "cs/0113017",
         "https://github.com/org/repo/pull/2503",
         "x=2503.14476",
+        "at 12:2503.1234",
     ],
 )
 def test_look_alikes_are_rejected(text: str) -> None:

@@ -75,7 +75,7 @@ def test_forms_are_found(text: str, expected: list[str]) -> None:
         "cs/0113017",
         "https://github.com/org/repo/pull/2503",
         "x=2503.14476",
-        "at 12:2503.1234",
+        "at 12:1203.4567",
     ],
 )
 def test_look_alikes_are_rejected(text: str) -> None:

@@ -4,12 +4,17 @@ The pool is the project's catalog plus, optionally, a paper pool (contract `pape
 tens of thousands in production). `PaperIndex.build` indexes it once:
 
 - arXiv id -> paper;
-- titles: an inverted index from each title's rarest tokens to the title, so a thread only
-  ever looks at the few titles that share rare words with it; candidates are then verified
-  with rapidfuzz on token windows aligned to where those words occur;
-- method names and aliases: first token -> alias token sequences, matched on the thread's
-  token stream with case and boundary rules (acronyms such as GRPO, PPO, TIS only in exact
-  case, never inside identifiers, paths or URLs; config-key spellings never count).
+- titles: an inverted index from each title's rarest features (content words, adjacent
+  word pairs, pairs that skip one word) to the title. A title becomes a candidate only when
+  two of its keys occur in the thread where the title would put them (or one very rare key
+  occurs), so a thread looks at a handful of titles, never the pool; each candidate gets one
+  rapidfuzz check on a token window around that place, and where near-identical titles match
+  the same words only the best one counts;
+- method names and aliases, squashed ("Dr. GRPO" = "Dr.GRPO"), found by a prefix-pruned
+  scan of the thread's tokens with case and boundary rules: acronyms of three letters or
+  fewer (PPO, TIS) and acronyms that are English words (SPIN) only in exact case, longer
+  ones (GRPO) in any case; never inside identifiers, paths or URLs; config-key spellings
+  never count, config values alone in inline code do.
 
 `link_papers` returns contract `papers` entries, each paper once, strongest evidence first
 (arxiv_id > title > method_name). Text comes from title, body and human comments with code

@@ -18,11 +18,26 @@ from tests.test_report import DAY1, DAY2, night_one, night_two
 
 
 @pytest.fixture
-async def served(ctx: Any) -> AsyncIterator[str]:
+async def sqlite_ctx(sqlite_template: Path, tmp_path: Path) -> AsyncIterator[Any]:
+    """The browser tests run on SQLite only: the pages are the same on both databases."""
+    import shutil
+
+    from bot.config import Settings
+    from bot.context import AppContext
+
+    target = tmp_path / "browser.db"
+    shutil.copy(sqlite_template, target)
+    context = AppContext.create(Settings.from_env({}, database_url=f"sqlite+aiosqlite:///{target}"))
+    yield context
+    await context.close()
+
+
+@pytest.fixture
+async def served(sqlite_ctx: Any) -> AsyncIterator[str]:
     from bot.web import CTX
 
     app = web.Application()
-    app[CTX] = ctx
+    app[CTX] = sqlite_ctx
     report_web.setup(app)
     server = TestServer(app, host="127.0.0.1", port=0)
     await server.start_server()
@@ -59,10 +74,8 @@ async def test_report_routes(ctx: Any) -> None:
         assert (await client.get("/reports/nonsense")).status == 404
 
 
-async def test_report_page_and_chart_render_in_chromium(served: str, ctx: Any, chromium: Any, tmp_path: Path) -> None:  # noqa: F811
-    if not ctx.settings.database_url.startswith("sqlite"):
-        pytest.skip("one backend is enough for the browser")
-    await seed_two_nights(ctx)
+async def test_report_page_and_chart_render_in_chromium(served: str, sqlite_ctx: Any, chromium: Any, tmp_path: Path) -> None:  # noqa: F811
+    await seed_two_nights(sqlite_ctx)
     dom = await chromium.dump_dom(f"{served}/reports/{DAY2.isoformat()}")
     # The chart: one row per framework, bars per state, reply bars where replies exist.
     assert re.search(r'<svg[^>]*id="chart"', dom)

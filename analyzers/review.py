@@ -61,8 +61,6 @@ CONCERNS = (
     "already_covered",
     "other",
 )
-# Concerns that, in a thread closed by someone else, mean "this belongs / already is elsewhere".
-_POINTER_CONCERNS = ("placement", "already_covered")
 
 _PATTERNS_FILE = Path(__file__).with_name("review_patterns.yaml")
 _MAX_CHARS = 65_536  # contract cap per body; anything longer is cut so work stays bounded
@@ -652,7 +650,9 @@ def _state(
             return "lapsed"
         break
 
-    pointer = concerns & set(_POINTER_CONCERNS)
+    pointer = concerns & {"already_covered"}
+    if any("redirect" in scan(s).signals for s in others):
+        pointer.add("placement")
     declined = _declined(others, scan, rules, reasons)
     if any(s in lab for lab in labels for s in rules.decline_labels_sub):
         reasons.append("decline_label")
@@ -695,7 +695,8 @@ def _declined(others: Sequence[_Segment], scan: Any, rules: _Rules, reasons: lis
     for seg in others:
         found = scan(seg)
         strong |= "decline_strong" in found.signals
-        weak |= "decline_weak" in found.signals
+        # "We don't support that (yet)" is a refusal only with a reason beside it.
+        weak |= "decline_weak" in found.signals and bool(found.concerns)
         open_ |= "openness" in found.signals
         if "closing" in found.signals and found.concerns:
             closing_with_reason = True

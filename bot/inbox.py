@@ -90,52 +90,43 @@ def _insert_ignoring_duplicates(dialect: str) -> Any:
 
 
 async def store_rows(conn: AsyncConnection, rows: list[InboxRow]) -> list[str]:
-    """Store a batch inside the caller's transaction; returns one outcome per row, in order."""
+    """Store a batch inside the caller's transaction; returns one outcome per row, in order.
+
+    The common case (all ids new) costs one statement: the INSERT. Only ids it skipped are
+    looked up, to tell a duplicate from a failed delivery that is being redelivered.
+    """
     table = Delivery.__table__
-    ids = list({r.delivery_id for r in rows})
-    existing: dict[str, str] = {}
-    if ids:
-        result = await conn.execute(
-            select(table.c.delivery_id, table.c.status).where(table.c.delivery_id.in_(ids))
-        )
-        existing = {d: s for d, s in result.all()}
-
-    outcomes: list[str] = []
-    to_insert: list[InboxRow] = []
-    requeue: list[str] = []
-    seen: set[str] = set()
+    first: dict[str, InboxRow] = {}
     for row in rows:
-        if row.delivery_id in seen:
-            outcomes.append(DUPLICATE)
-            continue
-        seen.add(row.delivery_id)
-        status = existing.get(row.delivery_id)
-        if status is None:
-            outcomes.append(STORED)
-            to_insert.append(row)
-        elif status == "failed":
-            # GitHub's "redeliver" button: a delivery that failed gets a fresh set of attempts.
-            outcomes.append(REQUEUED)
-            requeue.append(row.delivery_id)
-        else:
-            outcomes.append(DUPLICATE)
-
-    if requeue:
+        first.setdefault(row.delivery_id, row)  # repeats inside the batch: the first one counts
+    stmt = _insert_ignoring_duplicates(conn.dialect.name)
+    result = await conn.execute(stmt, [r.values() for r in first.values()])
+    inserted = set(result.scalars().all())
+    skipped = [d for d in first if d not in inserted]
+    requeued: set[str] = set()
+    if skipped:
+        failed = select(table.c.delivery_id).where(
+            table.c.delivery_id.in_(skipped), table.c.status == "failed"
+        )
+        requeued = set((await conn.execute(failed)).scalars().all())
+    if requeued:
+        # GitHub's "Redeliver": a delivery whose processing failed gets a fresh set of attempts.
         await conn.execute(
             update(table)
-            .where(table.c.delivery_id.in_(requeue), table.c.status == "failed")
+            .where(table.c.delivery_id.in_(requeued), table.c.status == "failed")
             .values(status="pending", attempts=0, next_attempt_at=None, claimed_by=None)
         )
-    if to_insert:
-        stmt = _insert_ignoring_duplicates(conn.dialect.name)
-        result = await conn.execute(stmt, [r.values() for r in to_insert])
-        inserted = set(result.scalars().all())
-        lost = {r.delivery_id for r in to_insert} - inserted
-        if lost:  # another replica stored the same id between our SELECT and INSERT
-            outcomes = [
-                DUPLICATE if (o == STORED and r.delivery_id in lost) else o
-                for r, o in zip(rows, outcomes, strict=True)
-            ]
+    outcomes: list[str] = []
+    for row in rows:
+        owner = first.get(row.delivery_id)
+        if owner is not row:
+            outcomes.append(DUPLICATE)
+        elif row.delivery_id in inserted:
+            outcomes.append(STORED)
+        elif row.delivery_id in requeued:
+            outcomes.append(REQUEUED)
+        else:
+            outcomes.append(DUPLICATE)
     return outcomes
 
 
@@ -151,6 +142,7 @@ class Inbox:
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._listeners: list[Callable[[], None]] = []
+        self._conn: AsyncConnection | None = None  # the writer's own connection, kept open
         # figures for /metrics
         self.commits = 0
         self.rows_committed = 0
@@ -190,6 +182,7 @@ class Inbox:
         while True:
             if not self._queue:
                 if self._closing:
+                    await self._drop_connection()
                     return
                 self._wakeup.clear()
                 await self._wakeup.wait()
@@ -204,13 +197,26 @@ class Inbox:
                     if not future.done():
                         future.set_exception(exc)
 
+    async def _drop_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                await conn.close()
+            except Exception:  # noqa: BLE001 - it is being thrown away
+                log.debug("closing the inbox connection failed", exc_info=True)
+
     async def _commit(self, batch: list[tuple[InboxRow, asyncio.Future[str]]]) -> None:
         rows = [r for r, _ in batch]
         try:
-            async with self.engine.begin() as conn:
-                outcomes = await store_rows(conn, rows)
+            # One connection held across batches: no pool checkout and reset per commit
+            # (with aiosqlite every such step is a hop to its thread).
+            if self._conn is None:
+                self._conn = await self.engine.connect()
+            async with self._conn.begin():
+                outcomes = await store_rows(self._conn, rows)
         except Exception as exc:  # noqa: BLE001 - isolate the bad row, fail only it
             self.errors += 1
+            await self._drop_connection()  # it may be broken (database restarted)
             if len(batch) > 1:
                 log.warning("inbox batch of %d failed (%s); storing rows one by one", len(batch), exc)
                 for item in batch:

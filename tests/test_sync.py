@@ -306,3 +306,34 @@ async def test_installation_token_where_installed_else_github_token(app_settings
     for c in calls:
         owners = {v for k, v in (c.json.get("variables") or {}).items() if k.startswith("o")}
         assert owners in ({"huggingface"}, {"alibaba"}, set())
+
+
+@pytest.mark.slow
+async def test_thousands_of_threads(sqlite_template: Path, tmp_path: Path, fake_github: Any, schema_path: Path) -> None:
+    """The scale of the issue's check: 2,100 threads over seven repositories, every 40th with
+    250 comments, some pull requests with 45 reviews (SQLite only: the scale is the point)."""
+    import shutil
+
+    from bot.config import Settings
+    from bot.github import GitHubClient
+
+    data = FakeData.generate(300, seed=2)
+    fake_github.graphql_handler = FakeGraphQL(data, schema_path)
+    shutil.copy(sqlite_template, tmp_path / "big.db")
+    s = Settings.from_env({}, database_url=f"sqlite+aiosqlite:///{tmp_path / 'big.db'}",
+                          api_url=fake_github.url, token=fake_github.user_token)
+    ctx = AppContext.create(s)
+    ctx.github = GitHubClient(s, sleep=no_sleep)
+    try:
+        await sync(ctx, sleep=no_sleep, analyse=False)
+        backfill = graphql_calls(fake_github)
+        threads = data.all_threads()
+        assert len(threads) == 2100 and backfill / len(threads) <= 0.02
+        assert await count(ctx, Thread) == len(threads)
+        assert await count(ctx, Comment) == sum(data.comment_count(t) for t in threads)
+        for t in threads[::300]:
+            data.touch(t["_repo"], t["_kind"], t["number"], new_comments=1)
+        stats = await sync(ctx, sleep=no_sleep, analyse=False)
+        assert stats.changed == 7 and graphql_calls(fake_github) - backfill <= 5
+    finally:
+        await ctx.close()

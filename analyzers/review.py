@@ -156,6 +156,12 @@ def _rules() -> _Rules:
             matchers.add(label, patterns)
         sub[label] = tuple(s.lower() for s in spec.get("sub") or [])
         veto_sub[label] = tuple(s.lower() for s in spec.get("veto") or [])
+        weak = [_compile(p) for p in spec.get("weak_en") or []]
+        if weak:
+            matchers.add("w" + label, weak)
+        if spec.get("weak_sub"):
+            sub["w" + label] = tuple(s.lower() for s in spec["weak_sub"])
+            veto_sub["w" + label] = veto_sub[label]
         veto_en = [_compile(p) for p in spec.get("veto_en") or []]
         if veto_en:
             matchers.add("veto:" + label, veto_en)
@@ -388,6 +394,18 @@ class _Found:
 
     signals: set[str] = field(default_factory=set)
     concerns: set[str] = field(default_factory=set)
+    weak: set[str] = field(default_factory=set)  # concerns in words that need context
+
+    def settle(self) -> _Found:
+        """Weak concerns count in a comment that also refuses, closes, points elsewhere or
+        states a concern plainly."""
+        if self.weak and (self.concerns or self.signals & _WEAK_CONTEXT):
+            self.concerns |= self.weak
+        self.weak = set()
+        return self
+
+
+_WEAK_CONTEXT = frozenset({"decline_strong", "closing", "redirect"})
 
 
 def _clean(prose: str) -> str:
@@ -476,7 +494,7 @@ def _scan(prose: str, rules: _Rules) -> _Found:
                     labels.add(label)
         if labels:
             _apply_sentence(labels, low if vetoes else "", rules, found)
-    return found
+    return found.settle()
 
 
 def _apply_sentence(labels: set[str], low: str, rules: _Rules, found: _Found) -> None:
@@ -491,7 +509,8 @@ def _apply_sentence(labels: set[str], low: str, rules: _Rules, found: _Found) ->
     if len(concerns) > 1:
         concerns.discard("other")  # "other" is the fallback for sentences nothing else explains
     found.concerns |= concerns
-    found.signals |= {x for x in kept if not x.startswith("c:")}
+    found.weak |= {x[3:] for x in kept if x.startswith("wc:")}
+    found.signals |= {x for x in kept if not x.startswith(("c:", "wc:"))}
 
 
 # --- the decision ------------------------------------------------------------------------------

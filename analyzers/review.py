@@ -570,8 +570,15 @@ def explain_review(thread: Mapping[str, Any]) -> ReviewExplanation:
 
 def _counts_as_reply(seg: _Segment) -> bool:
     # Any words (even only a quote or code), a suggestion, or a submitted review such as a bare
-    # approval: someone other than the proposer engaged.
-    return bool(seg.raw.strip()) or seg.suggestion or seg.review
+    # approval: someone other than the proposer engaged. Lines that are only commands to CI
+    # ("/ok to test", "/retest", "/gemini review") talk to a machine, not to the proposer.
+    if seg.suggestion or seg.review:
+        return True
+    lines = [line.strip() for line in seg.raw.split("\n") if line.strip()]
+    return any(not _COMMAND.fullmatch(line) for line in lines)
+
+
+_COMMAND = re.compile(r"/[a-z][\w-]{0,30}(?: [^\s]{1,80}){0,4}", re.I)
 
 
 def _review_comment_concerns(seg: _Segment, found: _Found) -> set[str]:

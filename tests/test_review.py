@@ -259,6 +259,45 @@ def test_bare_approval_review_counts_as_reply() -> None:
     assert got["state"] == "open_replied"
 
 
+def test_ci_commands_and_doc_builder_are_not_replies() -> None:
+    comments = [
+        c("maint", "/ok to test 3f2a9c1"),
+        c(
+            "HuggingFaceDocBuilderDev",
+            "The docs for this PR live here. All your documentation changes will be reflected on that endpoint.",
+        ),
+    ]
+    got = review_thread(thread(comments, state="open", kind="pull_request"))
+    assert got == {"state": "open_no_reply", "replied_from_other": False, "concerns": []}
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Try a higher clip ratio; in our runs it is more stable than the default.",
+        "The 70B model does not fit on 8 GPUs with this setting; please enable offload.",
+        "FP16 does not work well with this model, please use bf16 instead.",
+        "We reject samples whose ratio exceeds the threshold before the update.",
+        "The gradient direction is dominated by a few long responses.",
+        "We use a prioritized replay buffer, and staleness is bounded.",
+        "Setting use_kl_loss=True did not help in my case.",
+        "This should work with the latest version. Closing, feel free to reopen if it persists.",
+        "8 GPUs are enough.",
+        "This can be done with the existing `loss_agg_mode` option.",
+        "The license of the dataset allows research use only.",
+    ],
+)
+def test_technical_answers_raise_no_concern_and_no_refusal(answer: str) -> None:
+    got = review_thread(thread([c("maint", answer)]))
+    assert got == {"state": "closed_other", "replied_from_other": True, "concerns": []}
+
+
+def test_weak_phrasing_counts_beside_a_refusal() -> None:
+    body = "We won't add DeepSpeed back: it uses more memory and is slower than FSDP here."
+    got = review_thread(thread([c("maint", body)]))
+    assert got["state"] == "declined" and got["concerns"] == ["evidence"]
+
+
 # --- concerns -------------------------------------------------------------------------------
 
 

@@ -89,6 +89,7 @@ class Paper:
 class _Alias:
     squashed: str  # letters and digits only, as written (for case-sensitive aliases)
     ntokens: int
+    nwords: int  # whitespace-separated words: "SPPO" is one, so "'s PPO" is not it
     case_sensitive: bool
     papers: list[tuple[int, str | None]]  # (paper, method); several = ambiguous
     score: float
@@ -362,7 +363,15 @@ class PaperIndex:
             return
         ntok = len(_TOKEN_RE.findall(a))
         self._max_alias_tokens = max(self._max_alias_tokens, ntok + 1)
-        al = _Alias(squashed, ntok, case_sensitive, [(paper, method)], score, self._adding_catalog)
+        al = _Alias(
+            squashed,
+            ntok,
+            len(a.split()),
+            case_sensitive,
+            [(paper, method)],
+            score,
+            self._adding_catalog,
+        )
         self._alias_seen[sig] = al
         low_sq = squashed.lower()
         self._aliases.setdefault(low_sq, []).append(al)
@@ -538,6 +547,8 @@ class PaperIndex:
                         continue
                     if code and (al.ntokens != 1 or len(sq) < 4 or sq.lower() == sq):
                         continue
+                    if L > al.nwords and _spaced(text, toks, i, L) > al.nwords - 1:
+                        continue
                     if not _clean_boundary(
                         text, toks.start(i), toks.end(i + L - 1), al.case_sensitive
                     ):
@@ -637,6 +648,15 @@ def _verify_title(title: _Title, lows: list[str], starts: list[int]) -> tuple[fl
     return best
 
 
+def _spaced(text: str, toks: _Toks, i: int, length: int) -> int:
+    """How many of the gaps between tokens i .. i+length-1 hold whitespace."""
+    return sum(
+        1
+        for j in range(i, i + length - 1)
+        if any(c.isspace() for c in text[toks.end(j) : toks.start(j + 1)])
+    )
+
+
 def _tight(text: str, toks: _Toks, i: int, length: int) -> bool:
     """Tokens of a multi-token name are separated only by spaces, hyphens or dots."""
     for j in range(i, i + length - 1):
@@ -716,7 +736,10 @@ def _code_only(raw: str) -> str:
 
 
 _HOW_RANK = {"arxiv_id": 0, "title": 1, "method_name": 2}
-_TITLE_TAGS_RE = re.compile(r"^\s{0,4}(?:\[[^\]\n]{1,40}\]\s{0,4}){1,4}")
+# "[GRPO] ..." tags and conventional-commit scopes "fix(grpo): ..." name the component.
+_TITLE_TAGS_RE = re.compile(
+    r"^\s{0,4}(?:(?:\[[^\]\n]{1,40}\]\s{0,4}){1,4}|[A-Za-z]{2,12}\([^)\n]{1,40}\)!?:\s{0,4})"
+)
 
 
 def link_papers(thread: dict[str, Any], pool: PaperIndex | None = None) -> list[dict[str, Any]]:

@@ -231,8 +231,22 @@ def test_generic_technique_words_do_not_link() -> None:
 
 
 def test_leading_title_tag_is_not_a_citation() -> None:
-    got = links(thread("[GRPO] Add a replay buffer"))
-    assert "2402.03300" not in got
+    assert "2402.03300" not in links(thread("[GRPO] Add a replay buffer"))
+    assert "2402.03300" not in links(thread("fix(grpo): correct an import"))
+
+
+def test_one_word_name_is_not_assembled_across_a_space() -> None:
+    idx = PaperIndex.build(
+        [
+            {
+                "arxiv_id": "2405.00675",
+                "title": "Self-Play Preference Optimization",
+                "aliases": ["SPPO"],
+            }
+        ]
+    )
+    got = links(thread("Hooks for OpenRLHF's PPO trainer"), idx)
+    assert "2405.00675" not in got and "1707.06347" in got
 
 
 def test_bot_comments_are_ignored() -> None:

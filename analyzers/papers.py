@@ -681,6 +681,12 @@ def _clean_boundary(text: str, start: int, end: int, strict: bool) -> bool:
         return False  # grpo.py, GRPO.loss
     if strict and before == "-":
         return False  # DeepSeek-R3 is not the R3 method
+    if (
+        after == "-"
+        and end + 1 < len(text)
+        and (text[end + 1].isdigit() or text[end + 1].isupper())
+    ):
+        return False  # DAPO-17K-Math, DeepSeek-R1-Distill-Qwen: a dataset or model name
     # The whitespace-delimited word holding the match: a URL or path is not prose.
     ws = start
     lo = max(0, start - 200)

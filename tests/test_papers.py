@@ -192,6 +192,11 @@ def test_names_inside_identifiers_paths_and_urls_do_not_link() -> None:
     assert links(thread("crash", body)) == {}
 
 
+def test_dataset_and_model_names_built_on_a_method_name_do_not_link() -> None:
+    assert "2503.14476" not in links(thread("Trained on DAPO-17K-Math"))
+    assert "2507.18071" in links(thread("A GSPO-style loss"))
+
+
 def test_slash_separated_names_link_both() -> None:
     got = links(thread("Soft gates instead of hard clipping in GRPO/GSPO"))
     assert {"2402.03300", "2507.18071"} <= set(got)

@@ -506,6 +506,8 @@ def _apply_sentence(labels: set[str], low: str, rules: _Rules, found: _Found) ->
             continue
         kept.add(label)
     concerns = {x[2:] for x in kept if x.startswith("c:")}
+    if "redirect" in kept:
+        concerns.add("placement")  # a named destination is a placement concern
     if len(concerns) > 1:
         concerns.discard("other")  # "other" is the fallback for sentences nothing else explains
     found.concerns |= concerns
@@ -675,6 +677,15 @@ def _state(
             reasons.append("lapse_comment" if not seg.is_bot else "stale_bot")
             return "lapsed"
         break
+
+    # A question whether it is still alive, never answered by the proposer, then closed.
+    pings = {"ping", "ping_pr"} if thread.get("kind") == "pull_request" else {"ping"}
+    last_ping = _last_index(others, lambda s: bool(scan(s).signals & pings))
+    if last_ping >= 0 and not any(s.is_author and s.index > last_ping for s in segs):
+        later = [s for s in others if s.index > last_ping]
+        if all(len(s.prose.split()) < 12 and not scan(s).concerns for s in later):
+            reasons.append("unanswered_ping")
+            return "lapsed"
 
     pointer = concerns & {"already_covered"}
     if any("redirect" in scan(s).signals for s in others):

@@ -198,6 +198,38 @@ def test_redirected_to_an_existing_feature() -> None:
     assert got["state"] == "redirected" and got["concerns"] == ["already_covered"]
 
 
+def test_lapsed_when_a_still_working_question_goes_unanswered() -> None:
+    comments = [c("maint", "@alice are you still working on this?"), c("maint", "Closing.")]
+    got = review_thread(thread(comments, kind="pull_request"))
+    assert got["state"] == "lapsed"
+    # The proposer answered: not lapsed.
+    comments.insert(1, c("alice", "Yes, pushing the fix tomorrow."))
+    assert review_thread(thread(comments, kind="pull_request"))["state"] == "closed_other"
+
+
+def test_other_users_asking_for_updates_on_an_issue_is_not_inactivity() -> None:
+    comments = [c("bob", "Any update on this? I would love to use it.")]
+    assert review_thread(thread(comments))["state"] == "closed_other"
+
+
+def test_declined_in_other_words() -> None:
+    for body in (
+        "Thanks for the suggestion, but I don't think this is something we want in the library.",
+        "Closing this as not planned.",
+        "这个不在我们的计划内，感谢。",
+    ):
+        assert review_thread(thread([c("maint", body)]))["state"] == "declined", body
+
+
+def test_redirected_to_a_recipe_in_other_words() -> None:
+    for body in (
+        "Would you consider contributing this to the recipe folder instead?",
+        "可以放到 examples 里面作为示例。",
+    ):
+        got = review_thread(thread([c("maint", body)], kind="pull_request"))
+        assert got["state"] == "redirected" and got["concerns"] == ["placement"], body
+
+
 def test_closed_by_author_from_closed_by() -> None:
     got = review_thread(thread([c("maint", "Looks interesting.")], closed_by="Alice"))
     assert got["state"] == "closed_by_author"

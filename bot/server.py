@@ -53,19 +53,20 @@ def _github_client(settings: Settings) -> Any:
 async def serve(settings: Settings, host: str, port: int, *, worker: bool = True,
                 scheduler: bool = True, ready: asyncio.Event | None = None) -> int:
     from bot.context import AppContext
-    from bot.store.migrate import head_revision, is_up_to_date
+    from bot.store.migrate import current_revision, head_revision
     from bot.web import create_app
 
     ctx = AppContext.create(settings)
     try:
         try:
-            up_to_date = await is_up_to_date(ctx.engine)
+            current = await current_revision(ctx.engine)
         except Exception as exc:  # noqa: BLE001 - unreachable or unreadable database
-            return _fail(f"cannot read the database ({type(exc).__name__}: {exc})")
-        if not up_to_date:
+            return _fail(f"cannot read the database ({type(exc).__name__})")
+        head = head_revision()
+        if current != head:
             return _fail(
-                f"the database is behind the migrations (head is {head_revision()}); "
-                "run `rltracker migrate` first"
+                f"the database is behind the migrations (it is at {current or 'no revision'}, "
+                f"this code needs {head}); run `rltracker migrate` first"
             )
         ctx.github = _github_client(settings)
         app = create_app(ctx, worker=worker)

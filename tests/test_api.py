@@ -162,3 +162,18 @@ async def test_metrics_exposition(client: TestClient, ctx: AppContext) -> None:
         if not line.startswith("#"):
             name, _, value = line.rpartition(" ")
             assert name and float(value) >= 0
+
+
+async def test_former_repository_name_finds_the_thread(client: TestClient, ctx: AppContext
+                                                       ) -> None:
+    async with ctx.sessionmaker() as s:
+        await upsert_thread(s, {"repo": "verl-project/verl", "number": 5, "kind": "issue",
+                                "title": "t", "body": "b", "state": "open"})
+        s.add(Action(repo="verl-project/verl", number=5, kind="failure_comment",
+                     status="dry_run", body="x"))
+        await s.commit()
+    resp = await client.get("/api/threads/volcengine/verl/5")
+    assert resp.status == 200
+    assert (await resp.json())["thread"]["repo"] == "verl-project/verl"
+    actions = await (await client.get("/api/actions", params={"repo": "volcengine/verl"})).json()
+    assert [a["number"] for a in actions] == [5]

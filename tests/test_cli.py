@@ -64,7 +64,7 @@ async def test_serve_dev_prints_secret_and_serves(tmp_path: Path, sqlite_templat
     err = tmp_path / "stderr.txt"
     with out.open("wb") as stdout, err.open("wb") as stderr:
         proc = subprocess.Popen(  # noqa: ASYNC220 - starting it does not block
-            [str(RLTRACKER), "serve", "--dev", "--host", "127.0.0.1", "--no-scheduler"],
+            [str(RLTRACKER), "serve", "--dev", "--host", "127.0.0.1"],  # as `make run` does
             env={**CLEAN_ENV, "DATABASE_URL": f"sqlite+aiosqlite:///{db}", "PORT": str(port),
                  "GITHUB_API_URL": "http://127.0.0.1:9"},
             stdout=stdout, stderr=stderr)
@@ -91,6 +91,13 @@ async def test_serve_dev_prints_secret_and_serves(tmp_path: Path, sqlite_templat
                        "X-GitHub-Delivery": "dev-1", "X-Hub-Signature-256": signature}
             async with session.post(base + "/webhook", data=body, headers=headers) as resp:
                 assert resp.status == 202
+            for _ in range(600):  # the in-process worker takes it (bounded poll)
+                async with session.get(base + "/api/stats") as resp:
+                    stats = await resp.json()
+                if stats["deliveries"]["done"] == 1:
+                    break
+                await asyncio.sleep(0.05)
+            assert stats["deliveries"] == {"received": 1, "done": 1, "failed": 0, "pending": 0}
             async with session.get(base + "/") as resp:
                 assert resp.status == 200
         assert secret not in err.read_text()  # printed once on stdout, never logged

@@ -99,8 +99,9 @@ _CLAIM, _EXTEND = _build_statements()
 
 
 def default_backoff(attempt: int) -> float:
-    """Seconds before attempt `attempt + 1`: 2, 4, 8, 16 ... capped at 10 minutes, +-25% jitter."""
-    base = min(600.0, 2.0**attempt)
+    """Seconds before attempt `attempt + 1`: 5, 20, 80, 320 (+-25% jitter), so five attempts
+    span about seven minutes: long enough to ride out a short GitHub outage."""
+    base = min(3600.0, 5.0 * 4.0 ** max(0, attempt - 1))
     return base * random.uniform(0.75, 1.25)
 
 

@@ -170,3 +170,37 @@ def test_logs_are_json_and_scrub_secrets() -> None:
         "delivery": "d1", "event": "issues", "action": "opened", "repo": "o/r", "outcome": "done"}
     assert line["token"] == "[redacted]"
     assert "ghs_supersecrettoken123" not in stream.getvalue()
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_app_manifest_is_least_privilege() -> None:
+    import yaml
+
+    manifest = yaml.safe_load((ROOT / "app.yaml").read_text())
+    assert manifest["name"] and manifest["url"]
+    assert manifest["hook_attributes"]["url"].endswith("/webhook")
+    assert manifest["default_events"] == [
+        "issues", "issue_comment", "pull_request", "pull_request_review",
+        "pull_request_review_comment", "discussion", "discussion_comment"]
+    assert manifest["default_permissions"] == {
+        "metadata": "read", "contents": "read", "issues": "write",
+        "pull_requests": "write", "discussions": "write"}
+
+
+def test_dockerfile_runs_migrations_as_non_root_with_healthcheck() -> None:
+    text = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"^FROM python:3\.11-slim", text, re.M)
+    users = re.findall(r"^USER (\S+)", text, re.M)
+    assert users and users[-1] not in ("root", "0")
+    assert re.search(r"^HEALTHCHECK .*\n?.*/healthz", text, re.M)
+    assert "rltracker migrate && exec rltracker serve" in text
+
+
+def test_readme_links_and_quick_start() -> None:
+    text = (ROOT / "README.md").read_text()
+    assert "make run" in text and "make test" in text
+    for target in re.findall(r"\]\((docs/[^)]+)\)", text):
+        assert (ROOT / target).is_file(), target
+    assert "PyGithub" in text

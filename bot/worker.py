@@ -98,6 +98,18 @@ def _build_statements() -> tuple[Any, Any]:
 _CLAIM, _EXTEND = _build_statements()
 
 
+def _without_nul(value: Any) -> Any:
+    """GitHub text may carry U+0000, which PostgreSQL text columns refuse: every handler would
+    fail on it, so it becomes U+FFFD (the replacement character) before dispatch."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_nul(v) for v in value]
+    return value
+
+
 def default_backoff(attempt: int) -> float:
     """Seconds before attempt `attempt + 1`: 5, 20, 80, 320 (+-25% jitter), so five attempts
     span about seven minutes: long enough to ride out a short GitHub outage."""
@@ -259,6 +271,8 @@ class Worker:
         error: BaseException | None = None
         try:
             data = json.loads(claimed.payload)
+            if "\\u0000" in claimed.payload:  # cheap test first: almost never true
+                data = _without_nul(data)
             if not isinstance(data, dict):
                 raise ValueError("payload is not a JSON object")
             event = sansio.Event(data, event=claimed.event, delivery_id=claimed.delivery_id)

@@ -244,3 +244,28 @@ async def test_real_router_handles_every_shared_payload(ctx: AppContext, shared_
     failed = {r.event + "/" + (r.action or ""): r.last_error for r in rows.values()
               if r.status != "done"}
     assert failed == {}
+
+
+async def test_nul_characters_do_not_fail_the_handlers(ctx: AppContext, shared_dir: Path) -> None:
+    """U+0000 in an issue (PostgreSQL text refuses it) reaches handlers as U+FFFD."""
+    import json
+
+    payload = json.loads((shared_dir / "fixtures" / "webhooks" / "issues" / "opened.json")
+                         .read_text())
+    payload["issue"]["title"] = "nul \u0000 title"
+    payload["issue"]["body"] = "before\u0000after"
+    seen: list[Any] = []
+    router = Router()
+
+    @router.register("issues")
+    async def record(event: Any, ctx_: Any) -> None:
+        seen.append(event.data["issue"]["body"])
+
+    await store(ctx, ("issues", json.dumps(payload)))
+    await Worker(ctx, router, backoff=no_wait, max_attempts=1).run_until_idle()
+    assert seen == ["before\ufffdafter"]
+    # and the app's own handlers store it on both databases
+    await store(ctx, ("issues", json.dumps(payload)))
+    await Worker(ctx, backoff=no_wait, max_attempts=1).run_until_idle()
+    rows = await rows_by_id(ctx)
+    assert [r.status for r in rows.values()] == ["done", "done"], [r.last_error for r in rows.values()]

@@ -23,10 +23,10 @@ PhraseMatcher, one pass over matches, `str.find` for Chinese, bounded regexes fo
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -95,11 +95,11 @@ class _Category:
 @dataclass
 class _Negative:
     key: str
-    hard_title: re.Pattern[str] | None
-    title: re.Pattern[str] | None
+    hard_title: nlp.TermSet
+    title: nlp.TermSet
     title_start: tuple[str, ...]
-    prose: re.Pattern[str] | None
-    code: re.Pattern[str] | None
+    prose: nlp.TermSet
+    code: nlp.TermSet
     title_weight: float
     weight: float
     code_weight: float
@@ -118,21 +118,6 @@ class _Rules:
     log_min_points: int
     log_weight: float
     log_rules: list[dict[str, Any]]
-
-
-def _term_regex(terms: Iterable[str]) -> re.Pattern[str] | None:
-    """One alternation of literal terms, lower-case. ASCII-word ends get word boundaries
-    (so "hang" does not fire inside "change"); CJK and punctuation ends match as they are.
-    Literal alternatives only: linear in the text times the number of terms."""
-    parts = []
-    for term in sorted({t.lower() for t in terms if t}, key=len, reverse=True):
-        esc = re.escape(term)
-        if term[0].isascii() and term[0].isalnum():
-            esc = r"(?<![a-z0-9])" + esc
-        if term[-1].isascii() and term[-1].isalnum():
-            esc = esc + r"(?![a-z0-9])"
-        parts.append(esc)
-    return re.compile("|".join(parts)) if parts else None
 
 
 def _lemma_phrase(phrase: str) -> str:
@@ -165,11 +150,11 @@ def _rules() -> _Rules:
         negatives.append(
             _Negative(
                 key=key,
-                hard_title=_term_regex(spec.get("hard_title", [])),
-                title=_term_regex(spec.get("title", [])),
+                hard_title=nlp.TermSet(spec.get("hard_title", [])),
+                title=nlp.TermSet(spec.get("title", [])),
                 title_start=tuple(s.lower() for s in spec.get("title_start", [])),
-                prose=_term_regex(spec.get("prose", [])),
-                code=_term_regex(spec.get("code", [])),
+                prose=nlp.TermSet(spec.get("prose", [])),
+                code=nlp.TermSet(spec.get("code", [])),
                 title_weight=float(spec.get("title_weight", 1.0)),
                 weight=float(spec.get("weight", 0.3)),
                 code_weight=float(spec.get("code_weight", 0.0)),
@@ -219,12 +204,14 @@ def _english(text: str, in_title: bool, rules: _Rules, ev: _Evidence) -> None:
     if not hits:
         return
     strings = document.vocab.strings
-    # Sentence index per token, so pairs never cross a sentence boundary.
-    sent_of: dict[int, int] = {}
-    for i, sent in enumerate(document.sents):
-        for t in range(sent.start, sent.end):
-            sent_of[t] = i
-    lemmas = [t.lemma_ for t in document]
+    # Sentence starts, so pairs never cross a sentence boundary (bisect per lookup).
+    starts = [sent.start for sent in document.sents]
+
+    def sent_of(i: int) -> int:
+        return bisect.bisect_right(starts, i)
+
+    def lemma(i: int) -> str:
+        return document[i].lemma_
     by_cat: dict[str, dict[str, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
     for match_id, start, end in hits:
         cat, _, tag = strings[match_id].partition("|")
@@ -235,7 +222,7 @@ def _english(text: str, in_title: bool, rules: _Rules, ev: _Evidence) -> None:
     def damp(start: int) -> float:
         # "to avoid entropy collapse", "monitor KL growth": about a remedy, not a report.
         lo = max(0, start - 4)
-        if any(lemmas[i] in _PREVENTION for i in range(lo, start)):
+        if any(lemma(i) in _PREVENTION for i in range(lo, start)):
             return 0.35
         return 1.0
 
@@ -255,11 +242,11 @@ def _english(text: str, in_title: bool, rules: _Rules, ev: _Evidence) -> None:
         for cs, ce in changes:
             if used >= 3:
                 break
-            negated = any(lemmas[i] in _NEGATIONS for i in range(max(0, cs - 2), cs))
+            negated = any(lemma(i) in _NEGATIONS for i in range(max(0, cs - 2), cs))
             if negated and cat != "other_failure":
                 continue
             for ss, se in subjects:
-                if sent_of.get(ss) != sent_of.get(cs) or (ss < ce and cs < se):
+                if sent_of(ss) != sent_of(cs) or (ss < ce and cs < se):
                     continue  # other sentence, or the same words
                 gap = cs - se if ss < cs else ss - ce
                 if 0 <= gap <= window:
@@ -351,27 +338,22 @@ def _negatives(title: str, prose: str, code: str, rules: _Rules) -> tuple[float,
     total = 0.0
     cues: list[str] = []
     for neg in rules.negatives:
-        if neg.hard_title is not None:
-            m = neg.hard_title.search(t)
-            if m:
-                return 10.0, neg.key, [f"{neg.key}: {m.group(0).strip()}"]
+        hard = neg.hard_title.search(t) if neg.hard_title else None
+        if hard:
+            return 10.0, neg.key, [f"{neg.key}: {hard.strip()}"]
         score = 0.0
         if neg.title_start and t.lstrip(" [(#*").startswith(neg.title_start):
             score += neg.title_weight
             cues.append(f"{neg.key}: title")
-        elif neg.title is not None and (m := neg.title.search(t)):
+        elif neg.title and (term := neg.title.search(t)):
             score += neg.title_weight
-            cues.append(f"{neg.key}: {m.group(0).strip()}")
-        if neg.prose is not None:
-            n = 0
-            for m in neg.prose.finditer(p):
-                n += 1
-                if n == 1:
-                    cues.append(f"{neg.key}: {m.group(0).strip()}")
-                if n >= 2:
-                    break
+            cues.append(f"{neg.key}: {term.strip()}")
+        if neg.prose:
+            n, term = neg.prose.count(p, 2)
+            if n:
+                cues.append(f"{neg.key}: {(term or '').strip()}")
             score += neg.weight * n
-        if neg.code is not None and c and neg.code.search(c):
+        if neg.code and c and neg.code.search(c):
             score += neg.code_weight
             cues.append(f"{neg.key}: in code")
         total += score

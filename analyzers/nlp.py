@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+import numpy
+from spacy.attrs import LEMMA, LOWER
 from spacy.language import Language
 from spacy.matcher import Matcher, PhraseMatcher
 from spacy.tokens import Doc
@@ -36,12 +38,28 @@ def _lemma_table() -> Any:
     return load_lookups("en", ["lemma_lookup"]).get_table("lemma_lookup")
 
 
+# lower-case hash -> lemma hash; filled as words are first seen (bounded by the vocabulary).
+_LEMMA_OF: dict[int, int] = {}
+
+
 @Language.component("rlt_lower_lemmatizer")
 def _lower_lemmatizer(doc: Doc) -> Doc:
+    if not len(doc):
+        return doc
     table = _lemma_table()
-    for token in doc:
-        low = token.lower_
-        token.lemma_ = table.get(low, low)
+    strings = doc.vocab.strings
+    lowers = doc.to_array([LOWER]).reshape(-1)
+    out = []
+    cache = _LEMMA_OF
+    for h in lowers.tolist():
+        lemma = cache.get(h)
+        if lemma is None:
+            low = strings[h]
+            lemma = strings.add(table.get(low, low))
+            if len(cache) < 500_000:
+                cache[h] = lemma
+        out.append(lemma)
+    doc.from_array([LEMMA], numpy.asarray(out, dtype="uint64").reshape(-1, 1))
     return doc
 
 
@@ -230,3 +248,52 @@ def split_markdown(text: str | None, keep_inline_code: bool = True) -> SplitText
 def strip_code(text: str | None) -> str:
     """Prose only (see split_markdown)."""
     return split_markdown(text).prose
+
+
+class TermSet:
+    """Literal terms found with `str.find` (C speed; a regex alternation of many literals
+    tries every alternative at every position). Terms whose ends are ASCII letters or digits
+    only match as whole words ("hang" is not found in "change"); CJK terms match anywhere.
+    Texts are expected lower-case; terms are lower-cased here."""
+
+    def __init__(self, terms: Iterable[str]) -> None:
+        self.terms: list[tuple[str, bool, bool]] = [
+            (t, t[0].isascii() and t[0].isalnum(), t[-1].isascii() and t[-1].isalnum())
+            for t in sorted({str(x).lower() for x in terms if x and str(x).strip()}, key=len, reverse=True)
+        ]
+
+    def _hits(self, text: str, term: str, left: bool, right: bool, limit: int) -> Iterable[int]:
+        pos = text.find(term)
+        n = len(term)
+        found = 0
+        while pos >= 0 and found < limit:
+            ok = not (left and pos > 0 and (text[pos - 1].isascii() and text[pos - 1].isalnum()))
+            end = pos + n
+            if ok and right and end < len(text) and text[end].isascii() and text[end].isalnum():
+                ok = False
+            if ok:
+                found += 1
+                yield pos
+            pos = text.find(term, pos + 1)
+
+    def search(self, text: str) -> str | None:
+        """The first term (longest terms tried first) found in `text`, or None."""
+        for term, left, right in self.terms:
+            for _ in self._hits(text, term, left, right, 1):
+                return term
+        return None
+
+    def count(self, text: str, limit: int = 2) -> tuple[int, str | None]:
+        """How many hits (up to `limit`, over all terms) and the first term found."""
+        total = 0
+        first = None
+        for term, left, right in self.terms:
+            for _ in self._hits(text, term, left, right, limit - total):
+                total += 1
+                first = first or term
+            if total >= limit:
+                break
+        return total, first
+
+    def __bool__(self) -> bool:
+        return bool(self.terms)

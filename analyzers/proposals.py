@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -43,40 +42,28 @@ _COMMON_CAPS = frozenset(
 )
 
 
-def _term_regex(terms: Iterable[str]) -> re.Pattern[str] | None:
-    parts = []
-    for term in sorted({t.lower() for t in terms if t}, key=len, reverse=True):
-        esc = re.escape(term)
-        if term[0].isascii() and term[0].isalnum():
-            esc = r"(?<![a-z0-9])" + esc
-        if term[-1].isascii() and term[-1].isalnum():
-            esc = esc + r"(?![a-z0-9])"
-        parts.append(esc)
-    return re.compile("|".join(parts)) if parts else None
-
-
 @dataclass(frozen=True)
 class _Rules:
     threshold: float
-    request_title: re.Pattern[str]
-    pr_maintenance_title: re.Pattern[str]
-    request_body: re.Pattern[str]
-    method_words: re.Pattern[str]
-    infrastructure: re.Pattern[str]
+    request_title: nlp.TermSet
+    pr_maintenance_title: nlp.TermSet
+    request_body: nlp.TermSet
+    method_words: nlp.TermSet
+    infrastructure: nlp.TermSet
     question_title: tuple[str, ...]
-    bug_title: re.Pattern[str]
-    method_name_words: re.Pattern[str]
+    bug_title: nlp.TermSet
+    method_name_words: nlp.TermSet
 
 
 @lru_cache(maxsize=1)
 def _rules() -> _Rules:
     data = yaml.safe_load(PATTERNS_FILE.read_text(encoding="utf-8"))
 
-    def rx(key: str) -> re.Pattern[str]:
-        compiled = _term_regex(str(t) for t in data[key])
-        if compiled is None:
+    def rx(key: str) -> nlp.TermSet:
+        terms = nlp.TermSet(str(t) for t in data[key])
+        if not terms:
             raise ValueError(f"proposal_patterns.yaml: {key} is empty")
-        return compiled
+        return terms
 
     return _Rules(
         threshold=float(data.get("threshold", 0.5)),

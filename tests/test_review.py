@@ -479,3 +479,754 @@ def test_dev_set_goals(shared_dir: Path) -> None:
     assert state_ok / len(rows) >= 0.90
     assert reply_ok / len(rows) >= 0.95
     assert f1 >= 0.75
+
+
+# --- phrasing regression table (sentences written for these tests) -------------------
+
+_CASES = [
+    (
+        "issue",
+        "closed",
+        [
+            (
+                "m",
+                "Thanks for the PR! After discussing with the team, we've decided not to merge this since the gains are marginal.",
+            )
+        ],
+        "declined",
+        ["evidence"],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "I don't think we want to add another trainer for this. Closing.")],
+        "declined",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "This doesn't align with our roadmap, sorry.")],
+        "declined",
+        ["other"],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "Sorry, this is out of scope for this library.")],
+        "declined",
+        ["placement"],
+    ),
+    ("issue", "closed", [("m", "Closing as won't fix.")], "declined", []),
+    ("issue", "closed", [("m", "We have no plans to support Windows.")], "declined", []),
+    (
+        "issue",
+        "closed",
+        [("m", "I'm going to close this as we already have the dapo loss type which covers this.")],
+        "redirected",
+        ["already_covered"],
+    ),
+    ("issue", "closed", [("m", "Let's move this discussion to #123.")], "closed_other", []),
+    (
+        "issue",
+        "closed",
+        [("m", "This should go in a separate package, e.g. as a plugin.")],
+        "redirected",
+        ["placement"],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "Feel free to host it in your own repo and we'll link to it from the docs.")],
+        "redirected",
+        ["placement"],
+    ),
+    (
+        "issue",
+        "closed",
+        [
+            (
+                "stale-bot",
+                "This issue is stale because it has been open 30 days with no activity. Remove stale label or comment or this will be closed in 7 days.",
+            ),
+            (
+                "stale-bot",
+                "This issue was closed because it has been stalled for 7 days with no activity.",
+            ),
+        ],
+        "lapsed",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "Closing since there hasn't been any activity for a while. Feel free to reopen.")],
+        "lapsed",
+        [],
+    ),
+    ("issue", "closed", [("alice", "Superseded by #456")], "closed_by_author", []),
+    ("issue", "closed", [("m", "Superseded by #456")], "closed_other", []),
+    (
+        "pull_request",
+        "closed",
+        [("m", "Thanks! This was merged as part of #789.")],
+        "closed_other",
+        [],
+    ),
+    (
+        "issue",
+        "merged",
+        [
+            ("m", "Can you add a test for the new loss type?"),
+            ("m", "nit: rename this to use_cispo"),
+        ],
+        "merged",
+        ["design_or_interface", "tests_or_docs"],
+    ),
+    (
+        "issue",
+        "open",
+        [("m", "Could you also document the new flag in the config docs?")],
+        "open_replied",
+        ["tests_or_docs"],
+    ),
+    ("issue", "merged", [("m", "LGTM, thanks!")], "merged", []),
+    (
+        "issue",
+        "open",
+        [("m", "Could you share some wandb logs comparing with the baseline?")],
+        "open_replied",
+        ["evidence"],
+    ),
+    (
+        "issue",
+        "open",
+        [("m", "This adds a lot of complexity to the trainer.")],
+        "open_replied",
+        ["design_or_interface"],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "这个PR我们不会合并，建议放到 recipe 里。")],
+        "redirected",
+        ["placement"],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "感谢贡献，这个功能已经有了，可以直接用现有参数。")],
+        "redirected",
+        ["already_covered"],
+    ),
+    ("issue", "open", [("m", "能否提供实验结果？")], "open_replied", ["evidence"]),
+    ("issue", "closed", [("m", "长时间无回复，先关闭了。")], "lapsed", []),
+    ("issue", "open", [("m", "@pramodith could you take a look?")], "open_replied", []),
+    (
+        "issue",
+        "closed",
+        [
+            (
+                "m",
+                "I'd suggest not adding this to core; however you could publish it as a separate package.",
+            )
+        ],
+        "redirected",
+        ["placement"],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "How do I set the learning rate?"), ("alice", "Thanks, that works!")],
+        "closed_other",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [
+            (
+                "m",
+                "You can set `actor.clip_ratio_high` to 0.28 in the config; see the DAPO recipe.",
+            ),
+            ("alice", "thanks"),
+        ],
+        "closed_other",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "Hi, this model is not supported by vLLM 0.8, please upgrade.")],
+        "closed_other",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [
+            (
+                "m",
+                "The value model is not needed because we use group baselines; we found it didn't help much.",
+            )
+        ],
+        "closed_other",
+        [],
+    ),
+    (
+        "issue",
+        "merged",
+        [
+            ("m", "Thanks for your contribution. Could you please resolve the conflicts?"),
+            ("alice", "Done"),
+        ],
+        "merged",
+        [],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [
+            (
+                "m",
+                "Hi, since the OpenEnv integration changed a lot, this PR has become outdated. Closing for now; happy to review a fresh one.",
+            )
+        ],
+        "lapsed",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [
+            ("m", "Hi @alice, is this still being worked on?"),
+            ("m2", "Closing due to lack of response."),
+        ],
+        "lapsed",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [
+            (
+                "m",
+                "We will not support this: the method is very similar to GRPO which is already supported.",
+            )
+        ],
+        "redirected",
+        ["already_covered"],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "I'm not convinced this improves anything; the reported gains are within noise.")],
+        "declined",
+        ["evidence"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [
+            (
+                "m",
+                "Thanks, but we are moving all new algorithms to the recipe directory. Please reopen the PR there.",
+            )
+        ],
+        "redirected",
+        ["placement"],
+    ),
+    (
+        "issue",
+        "open",
+        [
+            (
+                "m",
+                "Do we really need a new trainer class? Could this be a loss_type option in the existing trainer instead?",
+            )
+        ],
+        "open_replied",
+        ["design_or_interface"],
+    ),
+    (
+        "issue",
+        "open",
+        [("m", "This breaks backward compatibility for users of the old config key.")],
+        "open_replied",
+        ["design_or_interface"],
+    ),
+    (
+        "issue",
+        "open",
+        [("m", "CI is failing, please fix the tests.")],
+        "open_replied",
+        ["tests_or_docs"],
+    ),
+    (
+        "issue",
+        "closed",
+        [
+            (
+                "m",
+                "Thanks for the suggestion, but I don't think this is something we want in the library.",
+            )
+        ],
+        "declined",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "It doesn't make sense to add this to the core trainer.")],
+        "declined",
+        [],
+    ),
+    ("issue", "closed", [("m", "Closing this as not planned.")], "declined", []),
+    (
+        "pull_request",
+        "closed",
+        [("m", "Would you consider contributing this to the recipe folder instead?")],
+        "redirected",
+        ["placement"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [("m", "Please open this PR against the verl-recipe repo.")],
+        "redirected",
+        ["placement"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [("m", "This PR has been open for a long time without updates; closing.")],
+        "lapsed",
+        [],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [("m", "@alice are you still working on this?"), ("m", "Closing.")],
+        "lapsed",
+        [],
+    ),
+    ("issue", "closed", [("u", "Any update on this? I would love to use it.")], "closed_other", []),
+    ("issue", "closed", [("m", "这个不在我们的计划内，感谢。")], "declined", []),
+    (
+        "pull_request",
+        "closed",
+        [("m", "可以放到 examples 里面作为示例。")],
+        "redirected",
+        ["placement"],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "There is an open PR for this in #99, let's continue there.")],
+        "closed_other",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "Implemented in #120, closing. Thanks for the request!")],
+        "closed_other",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "We already have this via `use_dynamic_sampling`; see the docs.")],
+        "redirected",
+        ["already_covered"],
+    ),
+    (
+        "pull_request",
+        "merged",
+        [
+            (
+                "m",
+                "Hi, thanks for the contribution! Can you add a unit test that covers the new branch?",
+            ),
+            ("alice", "Added."),
+            ("m", "LGTM"),
+        ],
+        "merged",
+        ["tests_or_docs"],
+    ),
+    (
+        "pull_request",
+        "open",
+        [
+            (
+                "m",
+                "I'm a bit worried about adding yet another config option for this; could it reuse the existing `clip_ratio` knobs?",
+            )
+        ],
+        "open_replied",
+        ["design_or_interface"],
+    ),
+    (
+        "issue",
+        "open",
+        [("m", "How does this compare with GRPO on GSM8K? Some numbers would help us decide.")],
+        "open_replied",
+        ["evidence"],
+    ),
+    (
+        "issue",
+        "open",
+        [("m", "Is there much demand for this? We haven't seen other requests.")],
+        "open_replied",
+        ["demand"],
+    ),
+    (
+        "issue",
+        "open",
+        [
+            (
+                "m",
+                "We'd need someone to maintain this going forward; we don't have capacity right now.",
+            )
+        ],
+        "open_replied",
+        ["maintenance_burden"],
+    ),
+    ("issue", "open", [("m", "请问有对比实验吗？")], "open_replied", ["evidence"]),
+    ("issue", "open", [("m", "这个和现有的 DAPO 实现有什么区别？")], "open_replied", []),
+    (
+        "pull_request",
+        "open",
+        [("m", "代码风格请跑一下 pre-commit。")],
+        "open_replied",
+        ["tests_or_docs"],
+    ),
+    ("pull_request", "closed", [("alice", "Closing in favor of #77.")], "closed_by_author", []),
+    (
+        "pull_request",
+        "closed",
+        [("alice", "I no longer have time to work on this, sorry.")],
+        "closed_by_author",
+        [],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [
+            (
+                "github-actions[bot]",
+                "This PR is stale because it has been open 45 days with no activity.",
+            ),
+            (
+                "github-actions[bot]",
+                "This PR was closed because it has been stalled for 10 days with no activity.",
+            ),
+        ],
+        "lapsed",
+        [],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [
+            (
+                "m",
+                "Thanks. Since this overlaps heavily with the existing GSPO implementation, we'll close it.",
+            )
+        ],
+        "redirected",
+        ["already_covered"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [
+            (
+                "m",
+                "Hey! Thanks a lot for this. I'm not sure this is the right place for it, the core trainer is meant to stay minimal. Maybe a community example?",
+            )
+        ],
+        "redirected",
+        ["placement"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [
+            (
+                "m",
+                "Unfortunately we can't accept this PR as is: the change touches too many files and would make future refactors painful.",
+            )
+        ],
+        "declined",
+        ["maintenance_burden"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [
+            (
+                "m",
+                "I ran your branch and the reward curve looks identical to the baseline, so I don't see a reason to merge.",
+            )
+        ],
+        "declined",
+        ["evidence"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [("m", "We decided to implement this differently in #501, closing in favor of that.")],
+        "closed_other",
+        [],
+    ),
+    ("pull_request", "closed", [("m", "Thank you! merged via #888")], "closed_other", []),
+    (
+        "pull_request",
+        "open",
+        [
+            (
+                "m",
+                "Hi, the contribution guide asks to open an issue first to discuss new algorithms. Could you open one?",
+            )
+        ],
+        "open_replied",
+        [],
+    ),
+    (
+        "pull_request",
+        "open",
+        [("m", "Let me know when you've addressed the comments above and I'll take another look.")],
+        "open_replied",
+        [],
+    ),
+    (
+        "pull_request",
+        "merged",
+        [
+            (
+                "m",
+                "Looks good overall. Two nits: please move the helper to utils and add type hints.",
+            )
+        ],
+        "merged",
+        ["design_or_interface"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [
+            ("bot[bot]", "Stale pull request message"),
+            ("m", "Closing, superseded by the new loss API in #700."),
+        ],
+        "closed_other",
+        [],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [("alice", "Sorry, I don't have bandwidth to finish this. Closing for now.")],
+        "closed_by_author",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [
+            (
+                "m",
+                'As far as I can tell this is equivalent to setting `loss_type="bnpo"`, which is already supported. Closing, but feel free to reopen if I missed something.',
+            )
+        ],
+        "redirected",
+        ["already_covered"],
+    ),
+    (
+        "issue",
+        "closed",
+        [
+            (
+                "m",
+                "This has come up before; we'd rather keep the trainer small and let users subclass it for variants like this.",
+            )
+        ],
+        "declined",
+        ["design_or_interface"],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "We are unlikely to add support for TPUs in the near future.")],
+        "declined",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "这个需求我们内部讨论过，暂时不会支持，后续有计划会通知。")],
+        "declined",
+        [],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [("m", "建议把这个算法做成插件的形式，主仓库不直接集成。")],
+        "redirected",
+        ["placement"],
+    ),
+    (
+        "pull_request",
+        "open",
+        [("m", "请问这个改动有在多机上测过吗？")],
+        "open_replied",
+        ["evidence"],
+    ),
+    (
+        "pull_request",
+        "open",
+        [("m", "感谢PR！麻烦补充一下单测，另外 README 里也加一下说明。")],
+        "open_replied",
+        ["tests_or_docs"],
+    ),
+    (
+        "issue",
+        "open",
+        [("u", "+1, would love this feature"), ("u2", "Same here!")],
+        "open_replied",
+        [],
+    ),
+    (
+        "issue",
+        "open",
+        [("m", "I think this is a great idea, happy to review a PR.")],
+        "open_replied",
+        [],
+    ),
+    (
+        "issue",
+        "open",
+        [
+            (
+                "m",
+                "Not sure about this one; the paper's gains come mostly from the data, not the loss.",
+            )
+        ],
+        "open_replied",
+        ["evidence"],
+    ),
+]
+
+_CONCERN_SENTENCES = [
+    (
+        "design_or_interface",
+        "Rather than a boolean flag, I'd prefer a `loss_type` value so users pick one objective.",
+    ),
+    (
+        "design_or_interface",
+        "This couples the rollout worker to the trainer, which we try hard to avoid.",
+    ),
+    (
+        "design_or_interface",
+        "Can we make this a generic hook instead of special-casing GSPO inside compute_loss?",
+    ),
+    (
+        "design_or_interface",
+        "The new argument name is confusing; maybe call it `importance_sampling_level`.",
+    ),
+    (
+        "design_or_interface",
+        "I'd keep the public API unchanged and put this behind the existing `advantage_estimator` switch.",
+    ),
+    ("tests_or_docs", "Please add a test for the new estimator in tests/trainer."),
+    ("tests_or_docs", "The docstring for this argument is missing."),
+    ("tests_or_docs", "Could you update the README table of supported algorithms?"),
+    ("tests_or_docs", "Can you include an example script so people can reproduce it?"),
+    ("tests_or_docs", "Tests are failing on the CPU runner, can you take a look?"),
+    (
+        "maintenance_burden",
+        "Every new trainer is one more thing we need to keep working across versions.",
+    ),
+    ("maintenance_burden", "We're a small team and cannot take on maintaining this integration."),
+    ("maintenance_burden", "This will be hard to keep in sync with upstream vLLM."),
+    ("evidence", "Have you run this at scale? I'd like to see some ablations before merging."),
+    (
+        "evidence",
+        "Without experiments showing an improvement over the baseline, it's hard to justify.",
+    ),
+    ("evidence", "The paper only reports results on a 1.5B model, which is not very convincing."),
+    ("evidence", "Can you show reward curves comparing this against GRPO?"),
+    ("placement", "This is better suited for a third-party extension than the main package."),
+    ("placement", "I think this belongs in the examples directory rather than the library."),
+    ("placement", "Could you publish it as a separate pip package?"),
+    ("demand", "I'm not sure many users need this."),
+    ("demand", "Let's wait and see if more people ask for it."),
+    ("demand", "Only one person has asked for this so far."),
+    ("already_covered", "You can already get the same behaviour by setting `beta=0`."),
+    ("already_covered", "This is already possible with the current reward manager."),
+    ("already_covered", "We already ship an implementation of this under a different name."),
+    ("other", "We're focusing on the 1.0 release right now, so this has to wait."),
+    ("other", "This isn't a priority for us at the moment."),
+    ("design_or_interface", "这个实现耦合太重了，能否解耦一下？"),
+    ("tests_or_docs", "能补一下文档吗？"),
+    ("evidence", "这个方法在大模型上有效果吗？有没有实验？"),
+    ("maintenance_burden", "我们人力有限，暂时没法维护这个后端。"),
+    ("placement", "建议单独开一个仓库来维护。"),
+    ("already_covered", "这个功能已经有了，可以直接用。"),
+    ("demand", "目前没有看到太多需求。"),
+    ("other", "这个不是我们当前的重点方向。"),
+]
+
+_ANSWERS = [
+    "You can try increasing clip_ratio_high to 0.28; in our runs it is more stable than the default and the entropy stays higher.",
+    "This is expected: with one PPO epoch the ratio is always 1, so clipping has no effect. See the docs for details.",
+    "Can you share your full config and the wandb curves? It is hard to tell what is going on without logs.",
+    "The 70B model does not fit on 8 GPUs with this setting; please enable parameter offload or use more nodes.",
+    "FP16 does not work well with this model, please use bf16 instead.",
+    "We reject samples whose ratio exceeds the threshold, which is the rejection sampling step described in the paper.",
+    "The gradient direction is dominated by a few long responses, which is why we normalise by token count.",
+    "We use a prioritized replay buffer here, and staleness is bounded by max_staleness.",
+    "The rollout data is stale by one step when async mode is on; that is by design.",
+    "I have the same problem. Setting use_kl_loss=True did not help in my case.",
+    "Thanks, upgrading vLLM to 0.8.3 fixed it for me!",
+    "This was fixed in #1234, please pull the latest main.",
+    "Hi, this should work with the latest version. Closing, feel free to reopen if the problem persists.",
+    "Could you try with a smaller learning rate? 1e-6 is usually enough.",
+    "The memory usage is comparable to FSDP, so it should be fine.",
+    "We found that the critic did not contribute much, so we removed it in v0.2.",
+    "You can replace the reward function with your own by passing custom_reward_function.path.",
+    "It is the same as what the paper calls token-level loss aggregation.",
+    "Our focus on long-context training means sequence packing is always on.",
+    "The license of the dataset allows research use only.",
+    "8 GPUs are enough.",
+    "There is no need to set this flag; it's on by default.",
+    "This can be done with the existing `loss_agg_mode` option.",
+]
+
+
+@pytest.mark.parametrize(("kind", "state", "comments", "want_state", "want_concerns"), _CASES)
+def test_phrasing_table_states_and_concerns(
+    kind: str,
+    state: str,
+    comments: list[tuple[str, str]],
+    want_state: str,
+    want_concerns: list[str],
+) -> None:
+    record = thread(
+        [c(a, b, **({"author_is_bot": True} if a.endswith("bot") else {})) for a, b in comments],
+        state=state,
+        kind=kind,
+    )
+    got = review_thread(record)
+    assert (got["state"], got["concerns"]) == (want_state, want_concerns)
+
+
+@pytest.mark.parametrize(("kind", "sentence"), _CONCERN_SENTENCES)
+def test_phrasing_table_concern_sentences(kind: str, sentence: str) -> None:
+    got = review_thread(thread([c("maint", sentence)], state="open", kind="pull_request"))
+    assert got["concerns"] == [kind]
+
+
+@pytest.mark.parametrize("answer", _ANSWERS)
+def test_phrasing_table_technical_answers(answer: str) -> None:
+    got = review_thread(thread([c("maint", answer)]))
+    assert (got["state"], got["concerns"]) == ("closed_other", [])

@@ -259,7 +259,11 @@ def _compile(pattern: str) -> list[dict[str, Any]]:
 # --- who wrote what ----------------------------------------------------------------------------
 
 # A review comment rendered as text starts with the file it is on ("path/to/file.py:123").
-_PATH_LINE = re.compile(r"[\w.\-/]{1,300}\.[A-Za-z0-9]{1,12}(?::\d{1,7})?")
+# A directory part or a line number is required, so "v0.2.1" or "config.yaml" alone are not.
+_PATH_LINE = re.compile(
+    r"(?:[\w.\-]{1,100}/){1,20}[\w.\-]{1,100}\.[A-Za-z]\w{0,11}(?::\d{1,7})?"
+    r"|[\w.\-]{1,100}\.[A-Za-z]\w{0,11}:\d{1,7}"
+)
 # Inside such a rendering, each reply is introduced by "**login**:" or "**login** (author):".
 _SPEAKER = re.compile(r"\*\*([A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?)\*\*( \(author\))?:")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})\s*([\w-]*)")
@@ -344,7 +348,7 @@ def _segments(thread: Mapping[str, Any], rules: _Rules) -> list[_Segment]:
         flagged = comment.get("author_is_bot") is True
         path = comment.get("path") if isinstance(comment.get("path"), str) else None
         first, _, rest = body.partition("\n")
-        if path is None and _PATH_LINE.fullmatch(first.strip()):
+        if path is None and len(first) <= 400 and _PATH_LINE.fullmatch(first.strip()):
             path = first.strip()
             body = rest
         parts = _split_speakers(body) if path is not None or " (author):" in body else []

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from analyzers.review import CONCERNS, STATES, explain_review, review_thread
 
@@ -456,6 +458,27 @@ def test_large_hostile_comments_finish_quickly(chunk: str) -> None:
     t0 = time.perf_counter()
     review_thread(record)
     assert time.perf_counter() - t0 < 5.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["alice", "maint", "stale[bot]", None, "bob"]),
+            st.text(max_size=300),
+        ),
+        max_size=5,
+    ),
+    st.sampled_from(["open", "closed", "merged"]),
+    st.one_of(st.none(), st.text(max_size=200)),
+)
+def test_any_text_gives_a_valid_review(
+    comments: list[tuple[str | None, str]], state: str, body: str | None
+) -> None:
+    got = review_thread(thread([c(a, b) for a, b in comments], state=state, body=body))
+    assert got["state"] in STATES
+    assert got["concerns"] == [k for k in CONCERNS if k in got["concerns"]]
+    assert isinstance(got["replied_from_other"], bool)
 
 
 # --- the shared dev set (skips without ../shared) ------------------------------------------

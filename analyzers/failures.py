@@ -120,9 +120,12 @@ class _Rules:
     log_rules: list[dict[str, Any]]
 
 
+_JOINERS = str.maketrans({"_": " ", "/": " ", "-": " "})
+
+
 def _lemma_phrase(phrase: str) -> str:
-    # Pattern phrases are written in lemma form already; only normalise snake_case.
-    return phrase.replace("_", " ").lower()
+    # Pattern phrases are written in lemma form already; joiners read as spaces, as in text.
+    return phrase.translate(_JOINERS).lower()
 
 
 @lru_cache(maxsize=1)
@@ -183,7 +186,7 @@ class _Evidence:
     scores: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     phrases: list[str] = field(default_factory=list)
     context: set[str] = field(default_factory=set)
-    observed: bool = False
+    observed: int = 0  # distinct narrative cues ("I noticed", "during training")
 
     def add(self, category: str, weight: float, text: str) -> None:
         self.scores[category].append(weight)
@@ -194,8 +197,9 @@ class _Evidence:
 
 
 def _prepare(text: str) -> str:
-    # snake_case metric names read as words: old_log_prob -> old log prob.
-    return text.replace("_", " ")
+    # snake_case, paths and hyphens read as words: old_log_prob -> old log prob,
+    # train/inference -> train inference, training-inference -> training inference.
+    return text.translate(_JOINERS)
 
 
 def _english(text: str, in_title: bool, rules: _Rules, ev: _Evidence) -> None:
@@ -228,7 +232,7 @@ def _english(text: str, in_title: bool, rules: _Rules, ev: _Evidence) -> None:
 
     for cat, tags in by_cat.items():
         if cat == "_obs":
-            ev.observed = True
+            ev.observed += len({lemma(i) for start, _ in tags.get("O", []) for i in (start,)})
             continue
         if cat == "moe_instability" and "X" in tags:
             ev.context.add("moe")
@@ -417,8 +421,9 @@ def classify_failure(title: str | None, body: str | None, kind: str | None = Non
     ranked = sorted(scores, key=lambda c: (-scores[c], _PRIORITY[c]))
     top = ranked[0]
     positive = scores[top] + 0.15 * sum(scores[c] for c in ranked[1:3])
-    if ev.observed or any(z in prose for z in rules.observation_zh):
-        positive += rules.observation_weight
+    observed = ev.observed + sum(1 for z in rules.observation_zh if z in prose)
+    # A post telling what happened in a run reads as a report; two cues are plenty.
+    positive += rules.observation_weight * min(observed, 2)
     confidence = 0.0 if hard else _confidence(positive - negative)
     result["confidence"] = round(confidence, 3)
     result["evidence"] = (ev.phrases + cues)[:12]

@@ -82,7 +82,9 @@ def _method_names_in_title(title: str) -> int:
     n = len(_PO_ACRONYM.findall(title))
     for m in _NAMEISH.finditer(title):
         word = m.group(0)
-        if word.upper().rstrip("S") not in _COMMON_CAPS and not _PO_ACRONYM.fullmatch(word):
+        up = word.upper()
+        plural_of = up[:-1] if up.endswith("S") else up  # GPUs -> GPU
+        if up not in _COMMON_CAPS and plural_of not in _COMMON_CAPS and not _PO_ACRONYM.fullmatch(word):
             n += 1
     return n
 
@@ -149,9 +151,9 @@ def proposal_score(thread: dict[str, Any], papers: list[dict[str, Any]]) -> tupl
         score -= 1.4
         cues.append("question")
     if rules.bug_title.search(tl) and not rules.request_title.search(tl):
-        score -= 1.2
+        score -= 1.6
         cues.append("bug")
-    if rules.infrastructure.search(tl) and not (strong_papers or title_names):
+    if rules.infrastructure.search(tl) and not strong_papers:
         score -= 1.2
         cues.append("infrastructure")
     if method == 0.0:

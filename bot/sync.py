@@ -58,13 +58,18 @@ THREADS_PER_REQUEST = 100
 CONTINUATIONS_PER_REQUEST = 25
 INCREMENTAL_PROBE = 5  # threads asked per stream in the first request of a refresh
 RATE_LIMIT_RESERVE = 100  # points left for webhooks and comments; below it, wait for reset
-GRAPHQL_ATTEMPTS = 4  # tries of one request that answers with GraphQL errors
+GRAPHQL_ATTEMPTS = 4  # consecutive requests answered with GraphQL errors before giving up
+MIN_THREADS_PER_REQUEST = 10
 
 SleepFn = Callable[[float], Awaitable[None]]
 
 
 class SyncError(RuntimeError):
     pass
+
+
+class _Transient(Exception):
+    """A request answered with GraphQL errors and no data: retried smaller."""
 
 
 # ---------------------------------------------------------------------------- records
@@ -338,6 +343,8 @@ class Syncer:
         self.pending: dict[str, PendingThread] = {}
         self.continuations: deque[Continuation] = deque()
         self._new_rows: list[dict[str, Any]] = []  # comment rows to insert at the next flush
+        self.thread_budget = THREADS_PER_REQUEST  # halved after an error, restored after success
+        self.continuation_budget = CONTINUATIONS_PER_REQUEST
 
     # ------------------------------------------------------------------ set-up
     async def _load_streams(self) -> None:
@@ -382,7 +389,7 @@ class Syncer:
         while self.continuations:
             c = self.continuations.popleft()
             inst = self.pending[c.thread_key].stream.installation_id
-            if inst == installation_id and len(conts) < CONTINUATIONS_PER_REQUEST:
+            if inst == installation_id and len(conts) < self.continuation_budget:
                 conts.append(c)
             else:
                 kept.append(c)
@@ -390,7 +397,7 @@ class Syncer:
         active = [s for s in self.streams if not s.done and s.installation_id == installation_id]
         streams: list[Stream] = []
         slots: list[StreamSlot] = []
-        budget = THREADS_PER_REQUEST
+        budget = self.thread_budget
         # Streams not yet asked share one request: it tells the backfills their totals and
         # ends most refreshes at once.
         fresh = [s for s in active if s.requests == 0]
@@ -410,28 +417,22 @@ class Syncer:
     async def _request(self, query: str, variables: dict[str, Any], installation_id: int | None) -> dict[str, Any]:
         import gidgethub
 
-        last: Exception | None = None
-        for attempt in range(GRAPHQL_ATTEMPTS):
-            if self.max_requests is not None and self.stats.requests >= self.max_requests:
-                raise SyncError("request budget used up")
-            self.stats.requests += 1
-            try:
-                return await self.ctx.github.graphql(query, installation_id=installation_id, **variables)
-            except gidgethub.GraphQLException as exc:
-                response = exc.response if isinstance(exc.response, dict) else {}
-                data = response.get("data")
-                if data:
-                    # Partial answer: some slots failed (e.g. a repository renamed or gone);
-                    # the caller handles the aliases that came back null.
-                    self.stats.graphql_errors += 1
-                    log.warning("sync: GraphQL errors in a partial answer: %s", _messages(response))
-                    data["__errors__"] = response.get("errors") or []
-                    return data
-                self.stats.graphql_errors += 1
-                last = exc
-                log.warning("sync: GraphQL error (attempt %d): %s", attempt + 1, exc)
-                await self.sleep(min(60.0, 2.0 ** attempt))
-        raise SyncError(f"GraphQL request failed {GRAPHQL_ATTEMPTS} times: {last}")
+        if self.max_requests is not None and self.stats.requests >= self.max_requests:
+            raise SyncError("request budget used up")
+        self.stats.requests += 1
+        try:
+            return await self.ctx.github.graphql(query, installation_id=installation_id, **variables)
+        except gidgethub.GraphQLException as exc:
+            self.stats.graphql_errors += 1
+            response = exc.response if isinstance(exc.response, dict) else {}
+            data = response.get("data")
+            if data:
+                # Partial answer: some slots failed (e.g. a repository renamed or gone);
+                # the caller handles the aliases that came back null.
+                log.warning("sync: GraphQL errors in a partial answer: %s", _messages(response))
+                return data
+            log.warning("sync: GraphQL error: %s", exc)
+            raise _Transient(str(exc)) from exc
 
     async def _pace(self, rate: dict[str, Any] | None) -> None:
         """Waits for the reset when the points left would eat into the reserve."""
@@ -651,12 +652,28 @@ class Syncer:
         return self.stats
 
     async def _run_group(self, installation_id: int | None) -> None:
+        failures = 0
         while True:
             streams, slots, conts = self._plan(installation_id)
             if not slots and not conts:
                 break
             query, variables = build_sync_query(slots, [c.slot for c in conts])
-            data = await self._request(query, variables, installation_id)
+            try:
+                data = await self._request(query, variables, installation_id)
+            except _Transient as exc:
+                failures += 1
+                self.continuations.extendleft(reversed(conts))  # nothing was taken
+                if failures >= GRAPHQL_ATTEMPTS:
+                    raise SyncError(f"GraphQL request failed {failures} times: {exc}") from exc
+                # GitHub's errors without data are mostly timeouts of heavy queries: ask for
+                # half as much until a request succeeds again.
+                self.thread_budget = max(MIN_THREADS_PER_REQUEST, self.thread_budget // 2)
+                self.continuation_budget = max(1, self.continuation_budget // 2)
+                await self.sleep(min(60.0, 2.0 ** failures))
+                continue
+            failures = 0
+            self.thread_budget = min(THREADS_PER_REQUEST, self.thread_budget * 2)
+            self.continuation_budget = min(CONTINUATIONS_PER_REQUEST, self.continuation_budget * 2)
             for i, stream in enumerate(streams):
                 repo_data = data.get(f"s{i}")
                 field_name = {"issue": "issues", "pull_request": "pullRequests",

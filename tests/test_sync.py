@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -141,6 +142,21 @@ async def test_injected_failures_finish_with_nothing_missing(sync_ctx: AppContex
     responder.inject_errors(2)
     stats = await sync(sync_ctx, sleep=no_sleep, analyse=False)
     assert stats.graphql_errors == 2
+    await assert_matches(sync_ctx, data)
+    # After two errors without data (GitHub's timeouts) the next request asked for a quarter.
+    sizes = [sum(v for k, v in (c.json.get("variables") or {}).items() if re.fullmatch(r"f\d+", k))
+             for c in fake_github.requests("POST", r"^/graphql$")]
+    assert 0 < min(s for s in sizes if s) <= 25
+
+
+async def test_persistent_errors_stop_and_the_next_run_resumes(sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
+    data, responder = world
+    with pytest.raises(SyncError):  # a first run cut short
+        await sync(sync_ctx, ["huggingface/trl"], sleep=no_sleep, analyse=False, max_requests=2)
+    responder.inject_errors(4)
+    with pytest.raises(SyncError):
+        await sync(sync_ctx, sleep=no_sleep, analyse=False)
+    await sync(sync_ctx, sleep=no_sleep, analyse=False)
     await assert_matches(sync_ctx, data)
 
 

@@ -509,6 +509,110 @@ def test_dev_set_goals(shared_dir: Path) -> None:
 _CASES = [
     (
         "issue",
+        "open",
+        [("u", "+1"), ("u2", "also interested"), ("m", "It's on our roadmap, PRs welcome!")],
+        "open_replied",
+        [],
+    ),
+    (
+        "pull_request",
+        "merged",
+        [("m", "Thanks! Could you add a test?"), ("alice", "done"), ("m", "LGTM")],
+        "merged",
+        ["tests_or_docs"],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "Yes, see the docs: https://example.org/docs/x")],
+        "closed_other",
+        [],
+    ),
+    ("issue", "closed", [("m", "This is a duplicate of #12")], "closed_other", []),
+    ("issue", "open", [("m", "cc @bob")], "open_replied", []),
+    (
+        "pull_request",
+        "open",
+        [("m", "Could you rebase on main? There are conflicts.")],
+        "open_replied",
+        [],
+    ),
+    ("pull_request", "closed", [("m", "已合入，感谢")], "closed_other", []),
+    (
+        "issue",
+        "closed",
+        [("m", "Fixed by #42. Note that this only works with vLLM>=0.8.")],
+        "closed_other",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "We recommend using the `dr_grpo` loss type instead, which handles this. Closing.")],
+        "redirected",
+        ["already_covered"],
+    ),
+    (
+        "pull_request",
+        "merged",
+        [
+            (
+                "m",
+                "Great work! One question: why is the advantage normalised per token here? I'd expect per sequence.",
+            ),
+            ("alice", "Because the paper does it that way, see eq. 3."),
+            ("m", "Makes sense, thanks."),
+        ],
+        "merged",
+        [],
+    ),
+    (
+        "pull_request",
+        "open",
+        [
+            (
+                "m",
+                "The loss looks right to me. Have you compared against the reference implementation? A quick plot would be great.",
+            )
+        ],
+        "open_replied",
+        ["evidence"],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "I'll close this since the discussion moved to the RFC in #300.")],
+        "closed_other",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [
+            (
+                "m",
+                "Thanks for reporting. This happens because the rollout and training engines use different kernels; enable TIS to correct it.",
+            )
+        ],
+        "closed_other",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "你好，这个问题在最新版本已经修复了，请更新后再试。")],
+        "closed_other",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "这个可以通过设置 use_kl_loss=True 实现，已经支持了。")],
+        "redirected",
+        ["already_covered"],
+    ),
+    (
+        "issue",
         "closed",
         [
             (

@@ -550,7 +550,7 @@ def explain_review(thread: Mapping[str, Any]) -> ReviewExplanation:
     reasons: list[str] = []
 
     others = [s for s in segs if not s.is_author and not s.is_bot]
-    replied = any(_counts_as_reply(s) for s in others)
+    replied = any(_counts_as_reply(s) for s in others) or _bot_saw_reply(segs, author, rules)
 
     scans: dict[int, _Found] = {}
     budget = [_THREAD_SCAN_CHARS]
@@ -585,6 +585,22 @@ def _counts_as_reply(seg: _Segment) -> bool:
 
 
 _COMMAND = re.compile(r"/[a-z][\w-]{0,30}(?: [^\s]{1,80}){0,4}", re.I)
+
+
+# Sweep bots report the last human activity they saw ("... (comment by `someone`)"); on a
+# partial thread that is the only trace of replies we were not given.
+_SWEEP_SAW = re.compile(r"(?:comment|reply|review) by `?@?([A-Za-z0-9][A-Za-z0-9-]{0,38})`?", re.I)
+
+
+def _bot_saw_reply(segs: Sequence[_Segment], author: str | None, rules: _Rules) -> bool:
+    for seg in segs:
+        if not seg.is_bot:
+            continue
+        for m in _SWEEP_SAW.finditer(seg.raw[:4000]):
+            login = m.group(1).lower()
+            if login != author and not _is_bot_login(login, rules):
+                return True
+    return False
 
 
 def _review_comment_concerns(seg: _Segment, found: _Found) -> set[str]:
@@ -631,7 +647,7 @@ def _state(
         reasons.append("merged")
         return "merged"
     if state != "closed":
-        replied = any(_counts_as_reply(s) for s in others)
+        replied = any(_counts_as_reply(s) for s in others) or _bot_saw_reply(segs, author, rules)
         return "open_replied" if replied else "open_no_reply"
 
     labels = _labels(thread)

@@ -130,6 +130,19 @@ def test_stale_bot_after_a_human_reply_is_still_lapsed() -> None:
     assert got["concerns"] == ["evidence"]
 
 
+def test_a_sweep_bot_reporting_an_earlier_human_reply_counts_on_partial_threads() -> None:
+    sweep = c(
+        "sweeper",
+        "Scheduled cleanup: the last public activity was a comment by `carol` over six "
+        "months ago, so this issue is closed as stale.",
+        author_is_bot=True,
+    )
+    got = review_thread(thread([sweep], complete=False))
+    assert got == {"state": "lapsed", "replied_from_other": True, "concerns": []}
+    own = dict(sweep, body=sweep["body"].replace("carol", "alice"))
+    assert review_thread(thread([own]))["replied_from_other"] is False
+
+
 def test_lapsed_from_stale_label_and_not_planned() -> None:
     got = review_thread(thread(state_reason="not_planned", labels=["Stale"]))
     assert got["state"] == "lapsed"

@@ -64,3 +64,17 @@ def test_hostile_inputs_are_bounded() -> None:
         nlp.split_markdown(body)
         nlp.doc(body)
         assert time.perf_counter() - start < 5.0  # generous guard; figures live in benchmarks
+
+
+def test_term_set_word_boundaries_and_cjk() -> None:
+    terms = nlp.TermSet(["hang", "out of memory", "报错", "c++"])
+    assert terms.search("the job hangs") is None  # "hang" is not the word "hangs"
+    assert terms.search("it will hang forever") == "hang"
+    assert terms.search("please change it") is None
+    assert terms.search("cuda out of memory.") == "out of memory"
+    assert terms.search("运行时报错了") == "报错"
+    assert terms.count("hang, hang, hang", limit=2) == (2, "hang")
+    assert not nlp.TermSet([])
+    start = time.perf_counter()
+    terms.count("hang" * 20_000 + " hang", limit=5)
+    assert time.perf_counter() - start < 5.0

@@ -15,7 +15,7 @@ from analyzers.papers import PaperIndex, link_papers
 from analyzers.proposals import classify_proposal
 from analyzers.review import review_thread
 
-ANALYZER_VERSION = "2026.12.02-3"
+ANALYZER_VERSION = "2026.12.02-4"
 
 _KINDS = frozenset({"issue", "pull_request", "discussion"})
 
@@ -51,8 +51,8 @@ def normalise_thread(thread: dict[str, Any]) -> dict[str, Any]:
 def analyze_thread(thread: dict[str, Any], pool: PaperIndex | None = None) -> dict[str, Any]:
     """Contract analysis of `thread`; `pool` is a PaperIndex built once (None: catalog only)."""
     t = normalise_thread(thread)
+    # Kept whole: "evidence" (matched spans) lets the comment name the cue terms it saw.
     failure = classify_failure(t["title"], t["body"], kind=t["kind"])
-    failure.pop("evidence", None)
     papers = link_papers(t, pool)
     proposal = classify_proposal(t, papers)
     review = review_thread(t)

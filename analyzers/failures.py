@@ -375,8 +375,9 @@ def _confidence(margin: float) -> float:
 
 
 def classify_failure(title: str | None, body: str | None, kind: str | None = None) -> dict[str, Any]:
-    """Contract `failure` shape plus "evidence": short phrases that matched (for logs and
-    debugging; they are thread text, so never put them in a comment unescaped).
+    """Contract `failure` shape plus "evidence" (short spans of the post that matched a
+    failure cue) and "counter_evidence" (which non-report classes were seen and where). Both
+    hold thread text: never put them into a comment or page unescaped.
 
     `kind` (issue / pull_request / discussion) is optional: pull requests change code and
     are never reports."""
@@ -393,6 +394,7 @@ def classify_failure(title: str | None, body: str | None, kind: str | None = Non
         "categories": [],
         "confidence": 0.0,
         "evidence": [],
+        "counter_evidence": [],
     }
     if kind == "pull_request":
         return result
@@ -414,8 +416,8 @@ def classify_failure(title: str | None, body: str | None, kind: str | None = Non
             scores.get("moe_instability", 0.0), scores["rollout_training_mismatch"] * 1.1
         )
     negative, hard, cues = _negatives(title, raw_prose, split.code, rules)
+    result["counter_evidence"] = cues[:6]
     if not scores:
-        result["evidence"] = cues[:6]
         return result
 
     ranked = sorted(scores, key=lambda c: (-scores[c], _PRIORITY[c]))
@@ -426,7 +428,7 @@ def classify_failure(title: str | None, body: str | None, kind: str | None = Non
     positive += rules.observation_weight * min(observed, 2)
     confidence = 0.0 if hard else _confidence(positive - negative)
     result["confidence"] = round(confidence, 3)
-    result["evidence"] = (ev.phrases + cues)[:12]
+    result["evidence"] = ev.phrases[:12]
     if confidence >= rules.threshold:
         result["is_failure_report"] = True
         result["category"] = top

@@ -20,7 +20,8 @@ CONCERNS = {"design_or_interface", "tests_or_docs", "maintenance_burden", "evide
 def check_shape(a: dict) -> None:
     assert set(a) >= {"id", "failure", "papers", "proposal", "review"}
     f = a["failure"]
-    assert set(f) == {"is_failure_report", "category", "categories", "confidence"}
+    assert set(f) == {"is_failure_report", "category", "categories", "confidence", "evidence",
+                      "counter_evidence"}
     assert f["category"] is None or f["category"] in CATEGORIES
     assert all(c in CATEGORIES for c in f["categories"])
     assert 0.0 <= f["confidence"] <= 1.0

@@ -100,6 +100,12 @@ def test_non_reports_are_not_flagged(title: str, body: str) -> None:
     assert result["category"] is None and result["categories"] == []
 
 
+def test_counter_evidence_names_the_other_class() -> None:
+    result = classify_failure("[Feature request] entropy bonus", "Add an entropy bonus.")
+    assert any(c.startswith("feature_request") for c in result["counter_evidence"])
+    assert all(not e.startswith("feature_request") for e in result["evidence"])
+
+
 def test_pull_requests_are_never_reports() -> None:
     result = classify_failure("Fix entropy collapse in GRPO", "Entropy collapsed, this fixes it.",
                               kind="pull_request")
@@ -131,10 +137,8 @@ def test_code_blocks_are_not_prose_but_logs_count() -> None:
 def test_none_and_empty_inputs() -> None:
     for title, body in ((None, None), ("", ""), ("x", None)):
         result = classify_failure(title, body)
-        assert result == {
-            "is_failure_report": False, "category": None, "categories": [], "confidence": 0.0,
-            "evidence": [],
-        } or not result["is_failure_report"]
+        assert not result["is_failure_report"] and result["category"] is None
+        assert result["evidence"] == [] and result["confidence"] == 0.0
 
 
 @pytest.mark.parametrize(

@@ -83,6 +83,8 @@ class _Rules:
     sub: dict[str, tuple[str, ...]]
     veto_sub: dict[str, tuple[str, ...]]
     matchers: _KeyedMatchers  # labels as above plus "veto:<concern>"
+    # label -> (words, words): one of each in the same Chinese sentence
+    pairs: dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]]
 
 
 # Words too common to file a pattern under (see _KeyedMatchers): function words and the
@@ -149,6 +151,7 @@ def _rules() -> _Rules:
     matchers = _KeyedMatchers(_nlp().vocab)
     sub: dict[str, tuple[str, ...]] = {}
     veto_sub: dict[str, tuple[str, ...]] = {}
+    pairs: dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]] = {}
 
     def add(label: str, spec: Mapping[str, Any]) -> None:
         patterns = [_compile(p) for p in spec.get("en") or []]
@@ -159,6 +162,10 @@ def _rules() -> _Rules:
         weak = [_compile(p) for p in spec.get("weak_en") or []]
         if weak:
             matchers.add("w" + label, weak)
+        for first, second in spec.get("zh_pairs") or []:
+            pairs.setdefault(label, []).append(
+                (tuple(x.lower() for x in first), tuple(x.lower() for x in second))
+            )
         if spec.get("weak_sub"):
             sub["w" + label] = tuple(s.lower() for s in spec["weak_sub"])
             veto_sub["w" + label] = veto_sub[label]
@@ -182,6 +189,7 @@ def _rules() -> _Rules:
         sub=sub,
         veto_sub=veto_sub,
         matchers=matchers,
+        pairs=pairs,
     )
 
 
@@ -401,9 +409,9 @@ class _Found:
     weak: set[str] = field(default_factory=set)  # concerns in words that need context
 
     def settle(self) -> _Found:
-        """Weak concerns count in a comment that also refuses, closes, points elsewhere or
-        states a concern plainly."""
-        if self.weak and (self.concerns or self.signals & _WEAK_CONTEXT):
+        """Weak concerns count in a comment that also refuses, closes or points elsewhere (or
+        that states the same concern plainly, where they add nothing)."""
+        if self.weak and self.signals & _WEAK_CONTEXT:
             self.concerns |= self.weak
         self.weak = set()
         return self
@@ -418,7 +426,7 @@ def _clean(prose: str) -> str:
     pieces: spaCy's tokenizer peels prefixes and suffixes off a run one at a time, which is
     quadratic in the run's length ("[[[[((((..." over 64 KiB would take minutes)."""
     prose = _URL.sub(" URL ", prose)
-    prose = prose.replace("`", "")
+    prose = prose.replace("`", "").replace("/", " / ")
     prose = _INWORD_HYPHEN.sub(" ", prose)
     return _LONG_RUN.sub(_cut_run, prose)
 
@@ -467,6 +475,7 @@ def _scan(prose: str, rules: _Rules) -> _Found:
         if hit:
             present[label] = hit
     vetoes = any(v in low_text for vs in rules.veto_sub.values() for v in vs)
+    cjk = bool(rules.pairs) and _CJK.search(text) is not None
     # A key word found in a few sentences: match those sentences only. Found in many (long
     # comments): one pass over the whole text, each match filed under its sentence.
     units_with: dict[tuple[str, int], list[int]] = {}
@@ -488,14 +497,22 @@ def _scan(prose: str, rules: _Rules) -> _Found:
                     labels_of[u].add(strings[mid])
     for u in range(len(keys_of_unit)):
         labels = labels_of[u]
-        if not labels and not present:
+        if not labels and not present and not cjk:
             continue
-        low = doc[bounds[u] : bounds[u + 1]].text.lower() if present or vetoes else ""
+        low = doc[bounds[u] : bounds[u + 1]].text.lower() if present or vetoes or cjk else ""
         if present:
             pieces = _CJK_SENT.split(low) if _CJK.search(low) else [low]
             for label, subs in present.items():
                 if any(s in piece for piece in pieces for s in subs):
                     labels.add(label)
+        if rules.pairs and _CJK.search(low):
+            for piece in _CJK_SENT.split(low):
+                for label, pairs in rules.pairs.items():
+                    if any(
+                        any(a in piece for a in first) and any(b in piece for b in second)
+                        for first, second in pairs
+                    ):
+                        labels.add(label)
         if labels:
             _apply_sentence(labels, low if vetoes else "", rules, found)
     return found.settle()

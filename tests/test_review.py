@@ -521,6 +521,193 @@ def test_dev_set_goals(shared_dir: Path) -> None:
 
 _CASES = [
     (
+        "pull_request",
+        "closed",
+        [
+            (
+                "m",
+                "Thanks for the effort! However, this algorithm is quite niche and we don't think it justifies the extra code in the main trainer.",
+            )
+        ],
+        "declined",
+        ["demand", "evidence"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [
+            (
+                "m",
+                "Hi, we've moved all experimental algorithms to the `recipe/` directory. Could you port your changes there?",
+            )
+        ],
+        "redirected",
+        ["placement"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [
+            (
+                "m",
+                "We've decided to freeze new features in the v1 trainer; please target the new API instead.",
+            )
+        ],
+        "declined",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [
+            (
+                "github-actions[bot]",
+                "This issue has been automatically marked as stale because it has not had recent activity. It will be closed if no further activity occurs. Thank you for your contributions.",
+            )
+        ],
+        "lapsed",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [("alice", "Closing since I found the answer in the docs.")],
+        "closed_by_author",
+        [],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [("m", "@alice friendly ping: any progress here?"), ("m", "Closing due to no response.")],
+        "lapsed",
+        [],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [
+            (
+                "m",
+                "Sorry for the delay. Unfortunately this doesn't fit the design of the rollout manager and would require a bigger refactor than we can review now.",
+            )
+        ],
+        "declined",
+        ["design_or_interface", "maintenance_burden"],
+    ),
+    (
+        "pull_request",
+        "merged",
+        [
+            ("m", "Nice! Can you also add a section to docs/algorithms.md and a small unit test?"),
+            ("alice", "Added both."),
+            ("m", "Thanks, merging."),
+        ],
+        "merged",
+        ["tests_or_docs"],
+    ),
+    (
+        "issue",
+        "open",
+        [
+            (
+                "m",
+                "Interesting paper. Do you have numbers on Qwen3 as well? The reported gains are on a single model family.",
+            )
+        ],
+        "open_replied",
+        ["evidence"],
+    ),
+    (
+        "pull_request",
+        "open",
+        [
+            (
+                "m",
+                "I'd rather not add a new top-level flag for this; can it be a value of `adv_estimator`?",
+            )
+        ],
+        "open_replied",
+        ["design_or_interface"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [("m", "感谢贡献！这个功能和已有的 DAPO 动态采样重复了，建议直接使用现有实现。")],
+        "redirected",
+        ["already_covered"],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "目前团队精力有限，这个后端暂时不考虑支持。")],
+        "declined",
+        ["maintenance_burden"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [("m", "这个属于实验性功能，建议放到 recipe 下面。")],
+        "redirected",
+        ["placement"],
+    ),
+    (
+        "pull_request",
+        "open",
+        [("m", "可以先提供一下 wandb 曲线吗？")],
+        "open_replied",
+        ["evidence"],
+    ),
+    (
+        "issue",
+        "closed",
+        [
+            ("m", "Hi! Which version are you using? Please share the full log."),
+            ("alice", "0.4.1, log attached"),
+            ("m", "Thanks, this is fixed on main."),
+        ],
+        "closed_other",
+        [],
+    ),
+    (
+        "pull_request",
+        "merged",
+        [("m", "Hey, thanks! This looks great, merging once CI passes.")],
+        "merged",
+        [],
+    ),
+    ("pull_request", "open", [("m", "/gemini review")], "open_no_reply", []),
+    (
+        "pull_request",
+        "open",
+        [
+            (
+                "coderabbitai[bot]",
+                "Walkthrough: this PR adds a new loss. Consider adding unit tests for edge cases.",
+            )
+        ],
+        "open_no_reply",
+        [],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [
+            (
+                "m",
+                "We already support GSPO via `importance_sampling_level='sequence'`, so closing as duplicate.",
+            )
+        ],
+        "redirected",
+        ["already_covered"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [("m", "Closing as inactive. Feel free to reopen with updated results.")],
+        "lapsed",
+        [],
+    ),
+    (
         "issue",
         "open",
         [("u", "+1"), ("u2", "also interested"), ("m", "It's on our roadmap, PRs welcome!")],
@@ -1352,7 +1539,10 @@ def test_phrasing_table_states_and_concerns(
     want_concerns: list[str],
 ) -> None:
     record = thread(
-        [c(a, b, **({"author_is_bot": True} if a.endswith("bot") else {})) for a, b in comments],
+        [
+            c(a, b, **({"author_is_bot": True} if a.endswith(("bot", "bot]")) else {}))
+            for a, b in comments
+        ],
         state=state,
         kind=kind,
     )

@@ -1547,7 +1547,8 @@ def test_phrasing_table_states_and_concerns(
         kind=kind,
     )
     got = review_thread(record)
-    assert (got["state"], got["concerns"]) == (want_state, want_concerns)
+    want = [k for k in CONCERNS if k in want_concerns]
+    assert (got["state"], got["concerns"]) == (want_state, want)
 
 
 @pytest.mark.parametrize(("kind", "sentence"), _CONCERN_SENTENCES)

@@ -78,6 +78,14 @@ def _rules() -> _Rules:
     )
 
 
+# Conventional-commit and bracket prefixes that say what kind of change a title is.
+_CONVENTIONAL = re.compile(
+    r"^\s{0,3}(?:\[[^\]\n]{1,30}\]\s{0,3}){0,3}"
+    r"(feat|feature|algo|recipe|fix|bugfix|hotfix|docs?|chore|test|tests|ci|refactor|style|"
+    r"build|perf|revert|misc)(?:\([^)\n]{0,40}\))?!?\s{0,3}:"
+)
+
+
 def _method_names_in_title(title: str) -> int:
     n = len(_PO_ACRONYM.findall(title))
     for m in _NAMEISH.finditer(title):
@@ -134,13 +142,23 @@ def proposal_score(thread: dict[str, Any], papers: list[dict[str, Any]]) -> tupl
     if rules.request_body.search(bl):
         request += 0.9
         cues.append("request in body")
-    if is_pr:
+    prefix = _CONVENTIONAL.match(tl)
+    if prefix and prefix.group(1) not in ("feat", "feature", "algo", "recipe"):
+        # "docs: add GSPO to the list", "fix(grpo): ...": the author says what kind of change
+        request = -1.5
+        cues.append(f"{prefix.group(1)} change")
+    elif is_pr:
         maintenance = rules.pr_maintenance_title.search(tl)
         if maintenance and not rules.request_title.search(tl):
             request -= 1.0
             cues.append("maintenance PR")
         else:
             request += 0.8  # a PR adds code: an addition unless it says it repairs
+    elif request <= 0 and not strong_papers:
+        # An issue that asks for nothing is a report or a question; one that names a method
+        # and links its paper ("Reinforce++" + the arXiv link) is a request by itself.
+        request = -1.0
+        cues.append("no request")
     score += min(request, 2.4)
 
     # --- what it is instead -------------------------------------------------------------
@@ -154,7 +172,7 @@ def proposal_score(thread: dict[str, Any], papers: list[dict[str, Any]]) -> tupl
         score -= 1.6
         cues.append("bug")
     if rules.infrastructure.search(tl) and not strong_papers:
-        score -= 1.2
+        score -= 1.6
         cues.append("infrastructure")
     if method == 0.0:
         score -= 1.5

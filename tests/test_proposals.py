@@ -25,6 +25,9 @@ PROPOSALS = [
     (thread("[Feature] Soft clipping algorithm", "I propose adding this algorithm, see the paper."), PAPER),
     (thread("问下会支持GRPO么？", "如题"), []),
     (thread("Add dynamic sampling to the GRPO trainer", "As described in the DAPO paper.", "pull_request"), PAPER),
+    # a bare method name with its paper linked is a request by itself
+    (thread("Reinforce++", "https://arxiv.org/abs/2501.03262"), [dict(PAPER[0], arxiv_id="2501.03262")]),
+    (thread("[recipe] feat: add a new recipe", "From https://arxiv.org/abs/2503.14476", "pull_request"), PAPER),
 ]  # fmt: skip
 
 NOT_PROPOSALS = [
@@ -35,6 +38,11 @@ NOT_PROPOSALS = [
     (thread("GRPO crashes with NaN loss", "Training GRPO gives an error."), NAMED),
     (thread("请问支持多模态模型吗？", "请问是否支持多模态？"), []),
     (thread("Training is slow", None), []),
+    # a failure report that names a method asks for nothing
+    (thread("GRPO reward is always 0", "My reward is 0 at every step."), NAMED),
+    # the author labels the change: docs, not a method
+    (thread("docs: add GSPO to the algorithm list", "Docs only.", "pull_request"), NAMED),
+    (thread("Add support for SGLang 0.5", "Bump the engine.", "pull_request"), []),
 ]  # fmt: skip
 
 

@@ -391,6 +391,13 @@ def test_each_concern_kind_in_chinese(body: str, kind: str) -> None:
     assert concerns_of(body) == [kind]
 
 
+@pytest.mark.parametrize(
+    "answer", ["请参考文档。", "请检查数据", "这个有单元测试覆盖", "输出重复了"]
+)
+def test_chinese_answers_raise_no_concern(answer: str) -> None:
+    assert concerns_of(answer) == []
+
+
 def test_chinese_decline_and_redirect() -> None:
     declined = review_thread(thread([c("maint", "暂时不支持，目前主要开发方向是推理。")]))
     assert declined["state"] == "declined" and declined["concerns"] == ["other"]

@@ -40,6 +40,9 @@ def _lemma_table() -> Any:
 
 # lower-case hash -> lemma hash; filled as words are first seen (bounded by the vocabulary).
 _LEMMA_OF: dict[int, int] = {}
+# The lookup table knows "does" as the plural of "doe" and splits "can't" into "ca" + "n't";
+# function words matter to negation and phrase patterns, so they are fixed here.
+_LEMMA_OVERRIDES = {"does": "do", "doe": "do", "ca": "can", "wo": "will", "n't": "not", "sha": "shall"}
 
 
 @Language.component("rlt_lower_lemmatizer")
@@ -55,7 +58,7 @@ def _lower_lemmatizer(doc: Doc) -> Doc:
         lemma = cache.get(h)
         if lemma is None:
             low = strings[h]
-            lemma = strings.add(table.get(low, low))
+            lemma = strings.add(_LEMMA_OVERRIDES.get(low) or table.get(low, low))
             if len(cache) < 500_000:
                 cache[h] = lemma
         out.append(lemma)

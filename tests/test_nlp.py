@@ -13,6 +13,13 @@ def test_pipeline_lemmatises_lower_case_offline() -> None:
     assert "reward" in lemmas and "drop" in lemmas
 
 
+def test_function_word_lemmas_fixed() -> None:
+    # spaCy's table reads "does" as the plural of "doe" and splits "can't" into "ca" + "n't"
+    assert [t.lemma_ for t in nlp.doc("It doesn't, can't, won't")] == [
+        "it", "do", "not", ",", "can", "not", ",", "will", "not",
+    ]
+
+
 def test_sentences_split_on_punctuation() -> None:
     assert nlp.sentences("Entropy fell at step 10. Then reward rose!  Why?") == [
         "Entropy fell at step 10.",

@@ -632,9 +632,21 @@ def _review_comment_concerns(seg: _Segment, found: _Found) -> set[str]:
     low = seg.path.lower()
     if low.endswith((".md", ".rst", ".txt", ".ipynb")) or low.startswith(("docs/", "doc/")):
         return {"tests_or_docs"}
+    asks = seg.suggestion or (_ASKS.search(seg.prose) is not None and not _NIT.search(seg.prose))
+    if not asks:
+        return set()
     if "/tests/" in "/" + low or low.split("/")[-1].startswith("test_"):
-        return {"tests_or_docs"} if words >= 8 else set()
+        return {"tests_or_docs"}
     return {"design_or_interface"} if not found.concerns else set()
+
+
+# A remark that asks for a change, versus praise or a typo fix.
+_ASKS = re.compile(
+    r"\?|\b(?:should|could|would|please|suggest|instead|consider|avoid|remove|rename|move|"
+    r"why|maybe|can we|let's|better|prefer|needs?|add|check|gat(?:e|ing)|guard)\b",
+    re.I,
+)
+_NIT = re.compile(r"\b(?:typo|spelling|grammar|misspell\w*)\b", re.I)
 
 
 def _labels(thread: Mapping[str, Any]) -> list[str]:

@@ -437,6 +437,16 @@ def test_rendered_review_thread_splits_speakers() -> None:
     assert review_thread(thread([c("alice", own)], state="open"))["concerns"] == []
 
 
+def test_review_praise_or_typo_fix_on_code_is_no_concern() -> None:
+    for remark in (
+        "Thanks for the fix! This looks good to me now, merging soon.",
+        "Small typo in this comment: advantage is spelled wrong here.",
+    ):
+        body = f"pkg/loss.py:10\n```diff\n+ x\n```\n**maint**:\n{remark}\n"
+        got = review_thread(thread([c("maint", body)], state="merged", kind="pull_request"))
+        assert got["concerns"] == [], remark
+
+
 def test_review_comment_on_docs_is_a_docs_concern() -> None:
     body = "docs/guide.md\n```suggestion\nUse the new option to turn it on.\n```"
     got = review_thread(thread([c("maint", body)], state="open", kind="pull_request"))

@@ -94,6 +94,26 @@ def main(argv: list[str] | None = None) -> int:
     for g in STATES:
         print(f"{g:>16} " + " ".join(f"{confusion[(g, p_)]:>8}" for p_ in STATES))
     print(f"time per thread: {elapsed / n * 1000:.3f} ms ({n / elapsed:.0f} threads/s, one core)")
+    per = []
+    for row in rows:
+        t0 = time.perf_counter()
+        explain_review(row)
+        per.append((time.perf_counter() - t0) * 1000)
+    per.sort()
+    print(f"  median {per[n // 2]:.3f} ms, p90 {per[int(n * 0.9)]:.3f} ms, max {per[-1]:.3f} ms")
+    # Hostile input: one 64 KiB comment from someone else and one from the proposer.
+    for chunk in ("[[((", "please add tests and docs. ", "测试文档已经支持", "1.2.3.4 "):
+        body = (chunk * (65_536 // len(chunk) + 1))[:65_536]
+        record = {
+            "state": "closed",
+            "author": "a",
+            "body": body,
+            "comments": [{"author": "b", "body": body}, {"author": "a", "body": body}],
+        }
+        t0 = time.perf_counter()
+        explain_review(record)
+        ms = (time.perf_counter() - t0) * 1000
+        print(f"  hostile 64 KiB x3 of {chunk[:12]!r}: {ms:.0f} ms")
     if args.wrong:
         print("wrong:")
         for line in wrong:

@@ -364,6 +364,26 @@ def _negatives(title: str, prose: str, code: str, rules: _Rules) -> tuple[float,
     return total, None, cues
 
 
+# Unfenced configs and command lines ("actor.entropy_coeff=0 \\", "--use_kl_loss",
+# "kl_coef: 0.001", "export X=1") are not sentences about the run. Bounded, per line.
+_CONFIG_LINE = re.compile(
+    r"^\s{0,12}(?:"
+    r"(?:export\s{1,4})?[+\w.\-\[\]'\"]{1,120}=\S{0,200}(?:\s{1,4}\\)?"  # key=value [\\]
+    r"|--?[\w\-.]{1,80}(?:[ =]\S{0,200})?(?:\s{1,4}\\)?"  # --flag [value] [\\]
+    r"|[\w.\-]{1,80}:\s{0,4}[^\s:]{0,120}"  # yaml key: value
+    r"|[\w.\-]{1,80}\s{1,40}\d[\w.\-+]{0,40}"  # "torch   2.6.0" version tables
+    r")\s{0,4}$"
+)
+
+
+def _drop_config_lines(text: str) -> tuple[str, str]:
+    prose: list[str] = []
+    config: list[str] = []
+    for line in text.split("\n"):
+        (config if len(line) <= 400 and _CONFIG_LINE.match(line) else prose).append(line)
+    return "\n".join(prose), "\n".join(config)
+
+
 def _category_score(weights: list[float]) -> float:
     ws = sorted(weights, reverse=True)
     # The best hit counts fully, further hits add a little: repetition is weak evidence.
@@ -387,7 +407,7 @@ def classify_failure(title: str | None, body: str | None, kind: str | None = Non
     raw_prose = split.prose[:MAX_PROSE]
     from analyzers.text import visible_text  # the shared template-boilerplate stripper
 
-    prose = visible_text(raw_prose)
+    prose, config_lines = _drop_config_lines(visible_text(raw_prose))
     result: dict[str, Any] = {
         "is_failure_report": False,
         "category": None,
@@ -406,7 +426,7 @@ def classify_failure(title: str | None, body: str | None, kind: str | None = Non
     if nlp.has_cjk(title) or nlp.has_cjk(prose):
         _chinese(title, True, rules, ev)
         _chinese(prose, False, rules, ev)
-    _logs(split.code, rules, ev)
+    _logs(split.code + "\n" + config_lines, rules, ev)
 
     scores: dict[str, float] = {}
     for cat, weights in ev.scores.items():

@@ -134,6 +134,18 @@ def test_code_blocks_are_not_prose_but_logs_count() -> None:
     assert result["is_failure_report"] and result["category"] == "entropy_collapse"
 
 
+def test_unfenced_config_lines_are_not_prose() -> None:
+    body = (
+        "My script:\n"
+        "    actor_rollout_ref.actor.entropy_coeff=0 \\\n"
+        "--use_kl_loss \\\n"
+        "kl_loss_type: low_var_kl\n"
+        "data.truncation='error'\n"
+        "max_response_length: 8192\n"
+    )
+    assert not classify_failure("My GRPO run", body)["is_failure_report"]
+
+
 def test_none_and_empty_inputs() -> None:
     for title, body in ((None, None), ("", ""), ("x", None)):
         result = classify_failure(title, body)

@@ -205,6 +205,9 @@ class Worker:
     async def _run(self) -> None:
         await self.recover()
         while not self._stopping:
+            # Cleared BEFORE looking for work: a commit that lands while we look sets it
+            # again, so its wake-up is not lost.
+            self._wake.clear()
             try:
                 worked = await self.process_one()
             except Exception:  # database down: wait for the next wake-up or poll, go on
@@ -212,7 +215,6 @@ class Worker:
                 worked = False
             if worked:
                 continue
-            self._wake.clear()
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout=self.poll_seconds)
             except TimeoutError:

@@ -120,3 +120,27 @@ def test_dev_threads_analyse_to_contract_shape(shared_dir: Path) -> None:
             correct += a["failure"]["is_failure_report"] == labels["is_failure_report"]
     # A loose floor against regressions; the real figures come from `make eval`.
     assert correct / total >= 0.75
+
+
+# --- property: any text, any shape of optional keys -> a contract analysis, no exception ----
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_PIECES = list("ab .,:-_/[](){}<>`#*=\n熵坍塌训推kl0123456789") + [
+    "entropy ", "GRPO ", "```\n", "<!--", "-->", "arXiv:2503.14476 ", "drops to 0 ", "nan ",
+]  # fmt: skip
+_TEXT = st.lists(st.sampled_from(_PIECES), max_size=120).map("".join)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    title=st.one_of(st.none(), _TEXT),
+    body=st.one_of(st.none(), _TEXT),
+    kind=st.sampled_from(["issue", "pull_request", "discussion", None, "other"]),
+    comments=st.lists(st.fixed_dictionaries({"author": st.one_of(st.none(), st.sampled_from(["a", "b", "x[bot]"])),
+                                             "body": st.one_of(st.none(), _TEXT)}), max_size=3),
+)  # fmt: skip
+def test_any_thread_gives_a_contract_analysis(title, body, kind, comments) -> None:
+    thread = {"id": "o/r#1", "repo": "o/r", "number": 1, "kind": kind, "title": title,
+              "body": body, "state": "open", "author": "a", "comments": comments}  # fmt: skip
+    check_shape(analyze_thread(thread))

@@ -242,6 +242,9 @@ def _compile(pattern: str) -> list[dict[str, Any]]:
                 {"IS_PUNCT": True, "OP": "?"} if raw.endswith("?") else {"IS_PUNCT": True}
             )
             continue
+        if raw == "#q":
+            tokens.append({"LOWER": "?"})
+            continue
         if raw == "~?":
             tokens.append({"IS_SPACE": False, "OP": "?"})
             continue
@@ -732,7 +735,9 @@ def _state(
     last_ping = _last_index(others, lambda s: bool(scan(s).signals & pings))
     if last_ping >= 0 and not any(s.is_author and s.index > last_ping for s in segs):
         later = [s for s in others if s.index > last_ping]
-        if all(len(s.prose.split()) < 12 and not scan(s).concerns for s in later):
+        if all(
+            scan(s).signals & {"closing", "lapse"} and not _FIXED.search(s.prose) for s in later
+        ):
             reasons.append("unanswered_ping")
             return "lapsed"
 
@@ -751,6 +756,10 @@ def _state(
     if declined:
         return "declined"
     return "closed_other"
+
+
+# Closing because the work was done elsewhere, not because nobody answered.
+_FIXED = re.compile(r"\b(?:fix|fixed|fixes|resolved|merged|landed|done|implemented)\b|#\d", re.I)
 
 
 def _looks_stale_sweep(seg: _Segment, rules: _Rules) -> bool:

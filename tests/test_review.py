@@ -539,6 +539,110 @@ def test_dev_set_goals(shared_dir: Path) -> None:
 _CASES = [
     (
         "pull_request",
+        "merged",
+        [
+            (
+                "m",
+                "verl/trainer/ppo/core_algos.py:120\n```diff\n+ code\n```\n**m**:\nShould this be computed before the mask is applied? Otherwise padded tokens leak into the mean.\n\n**alice** (author):\nGood point, fixed.\n",
+            )
+        ],
+        "merged",
+        ["design_or_interface"],
+    ),
+    (
+        "pull_request",
+        "open",
+        [
+            (
+                "m",
+                "docs/algo/grpo.md\n```diff\n+ code\n```\n**m**:\nPlease mention the default value of the new flag here.\n",
+            )
+        ],
+        "open_replied",
+        ["tests_or_docs"],
+    ),
+    (
+        "pull_request",
+        "open",
+        [
+            (
+                "m",
+                "tests/test_loss.py:55\n```diff\n+ code\n```\n**m**:\nThis test only checks the shape; could you also assert the values against a reference?\n",
+            )
+        ],
+        "open_replied",
+        ["tests_or_docs"],
+    ),
+    (
+        "pull_request",
+        "open",
+        [
+            (
+                "alice",
+                "src/x.py:3\n```diff\n+ code\n```\n**alice**:\nNote for reviewers: this mirrors the upstream code.\n",
+            )
+        ],
+        "open_no_reply",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [
+            (
+                "m",
+                "> Could we support multimodal models?\n\nNot at the moment, sorry. Our current focus is text-only reasoning.",
+            )
+        ],
+        "declined",
+        ["other"],
+    ),
+    (
+        "issue",
+        "open",
+        [("m", "> I think this is already supported\n\nNo, it isn't. Happy to review a PR.")],
+        "open_replied",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [
+            ("stale[bot]", "This issue has been automatically marked as stale."),
+            ("bob", "Still relevant for us!"),
+            ("m", "Fixed in v0.5."),
+        ],
+        "closed_other",
+        [],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [("m", "感谢！不过这个方法在我们的实验里效果一般，暂时不合入。")],
+        "declined",
+        ["evidence"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [("m", "这个 PR 很久没有更新了，先关闭，如有需要可以重新打开。")],
+        "lapsed",
+        [],
+    ),
+    (
+        "pull_request",
+        "open",
+        [
+            (
+                "m",
+                "This looks like a good candidate for `trl.experimental`. Would you be up for moving it there?",
+            )
+        ],
+        "open_replied",
+        ["placement"],
+    ),
+    (
+        "pull_request",
         "closed",
         [
             (
@@ -1578,3 +1682,46 @@ def test_phrasing_table_concern_sentences(kind: str, sentence: str) -> None:
 def test_phrasing_table_technical_answers(answer: str) -> None:
     got = review_thread(thread([c("maint", answer)]))
     assert (got["state"], got["concerns"]) == ("closed_other", [])
+
+
+@pytest.mark.parametrize(
+    ("kind", "state", "comments", "extra", "want_state", "want_concerns"),
+    [
+        (
+            "pull_request",
+            "closed",
+            [("m", "Thanks for the PR! Closing as this was fixed in #55.")],
+            {"closed_by": "m"},
+            "closed_other",
+            [],
+        ),
+        ("issue", "closed", [], {"closed_by": "alice"}, "closed_by_author", []),
+        (
+            "issue",
+            "closed",
+            [("m", "Duplicate of #10")],
+            {"state_reason": "duplicate"},
+            "closed_other",
+            [],
+        ),
+        (
+            "issue",
+            "closed",
+            [],
+            {"state_reason": "not_planned", "labels": ["wontfix"]},
+            "declined",
+            [],
+        ),
+        ("issue", "closed", [], {"state_reason": "completed"}, "closed_other", []),
+    ],
+)
+def test_phrasing_table_with_thread_fields(
+    kind: str,
+    state: str,
+    comments: list[tuple[str, str]],
+    extra: dict[str, Any],
+    want_state: str,
+    want_concerns: list[str],
+) -> None:
+    got = review_thread(thread([c(a, b) for a, b in comments], state=state, kind=kind, **extra))
+    assert (got["state"], got["concerns"]) == (want_state, want_concerns)

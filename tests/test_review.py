@@ -538,6 +538,128 @@ def test_dev_set_goals(shared_dir: Path) -> None:
 
 _CASES = [
     (
+        "issue",
+        "closed",
+        [
+            (
+                "m",
+                "Hey @alice, sorry for the slow reply. We've been discussing this internally and, while the idea is neat, we'd prefer not to grow the number of loss variants further. The existing `dapo` and `dr_grpo` options already cover most of this. Closing for now, but thanks a lot!",
+            )
+        ],
+        "redirected",
+        ["already_covered", "design_or_interface"],
+    ),
+    (
+        "pull_request",
+        "open",
+        [
+            (
+                "m",
+                "Hi! Thanks for the contribution. Before we review this, could you share a training run (wandb) on a standard benchmark like GSM8K showing the effect?",
+            )
+        ],
+        "open_replied",
+        ["evidence"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [("m", "I'm closing this PR because the branch has diverged too much from main.")],
+        "lapsed",
+        [],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [
+            (
+                "m",
+                "Let's not add this to the trainer itself; a custom reward function is the intended extension point for this kind of logic.",
+            )
+        ],
+        "redirected",
+        ["placement"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [
+            (
+                "m",
+                "This would add a hard dependency on a package that isn't actively maintained, which we'd like to avoid.",
+            )
+        ],
+        "declined",
+        ["maintenance_burden"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [("m", "We discussed it, and we think this should live in your own fork for now.")],
+        "redirected",
+        ["placement"],
+    ),
+    (
+        "issue",
+        "open",
+        [("m", "Cool idea! Is there a paper or any published results for this?")],
+        "open_replied",
+        ["evidence"],
+    ),
+    (
+        "issue",
+        "open",
+        [("m", "Thank you for your interest! We are working on it and it will be released soon.")],
+        "open_replied",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "This feature is now supported in v0.4, see the release notes.")],
+        "closed_other",
+        [],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [
+            ("m", "@alice gentle reminder: CI is red on this PR."),
+            ("stale[bot]", "This PR has been automatically closed due to inactivity."),
+        ],
+        "lapsed",
+        ["tests_or_docs"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [("m", "我们内部评估后决定不合并这个功能，感谢贡献。")],
+        "declined",
+        [],
+    ),
+    (
+        "issue",
+        "open",
+        [("m", "请问这个方法和 GRPO 相比有什么优势？有实验数据支撑吗？")],
+        "open_replied",
+        ["evidence"],
+    ),
+    (
+        "pull_request",
+        "open",
+        [("m", "这个改动会影响现有接口，建议保持向后兼容。")],
+        "open_replied",
+        ["design_or_interface"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [("m", "很好的工作！建议作为一个独立的 recipe 提交。")],
+        "redirected",
+        ["placement"],
+    ),
+    ("issue", "closed", [("alice", "I opened this by accident, sorry!")], "closed_by_author", []),
+    (
         "pull_request",
         "merged",
         [

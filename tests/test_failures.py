@@ -51,6 +51,10 @@ POSITIVE = [
      "I trained for two epochs and the task reward does not increase at all; here is my wandb "
      "curve.", "other_failure"),
     ("无法复现论文中的效果", "按照脚本训练后，准确率下降，reward不涨。", "other_failure"),
+    ("Low diversity in rollouts", "After 100 steps all samples are identical.", "entropy_collapse"),
+    ("回复越来越短", "训练过程中回复越来越短。", "response_length_drift"),
+    ("Reward doesn't increase", "I trained for 500 steps with the default recipe.", "other_failure"),
+    ("token_mult_prob_error keeps increasing", "It passes 1.1 after 300 steps.", "rollout_training_mismatch"),
 ]  # fmt: skip
 
 NEGATIVE = [
@@ -74,6 +78,12 @@ NEGATIVE = [
     # plain discussion that mentions metrics
     ("Question about the entropy loss in GRPO",
      "The original GRPO loss has no entropy term; why is entropy_coeff 0.001 by default?"),
+    # metric names, settings and remedies are not reports
+    ("What does token_mult_prob_error mean?", "I see it in the logs."),
+    ("输出长度的配置在哪里", "想修改输出长度"),
+    ("怎么避免熵坍塌？", "有什么推荐的参数"),
+    ("Train only on high entropy tokens", "The paper keeps the top 20% high-entropy tokens."),
+    ("Where is the entropy computed?", "I cannot find the code."),
 ]  # fmt: skip
 
 

@@ -9,8 +9,8 @@ labels) and, where GitHub does not say who closed it or why, from what people wr
 - open_no_reply / open_replied: open, and whether a human other than the proposer replied.
 - closed_by_author: the proposer closed it (closed_by == author, or, with the closer unknown,
   the proposer says so in a comment or in the edited opening post).
-- lapsed: closed by a bot, closed with a stale label, or the closing comment says the thread
-  went stale / saw no activity.
+- lapsed: closed by a bot, closed with a stale label, the closing comment says the thread
+  went stale / saw no activity, or a "still working on this?" went unanswered by the proposer.
 - redirected: closed by someone else who points elsewhere (another repository, a recipe or
   examples folder, trl.experimental, a plugin, a feature that already covers it).
 - declined: closed by someone else with a stated reason against it.
@@ -24,9 +24,15 @@ human comment counts as a reply but can never be the proposer closing).
 
 Concerns are found with spaCy token matchers over lemmas, sentence by sentence, in what people
 other than the proposer wrote, code blocks and quoted lines (`> `, usually the proposer's
-words) removed; Chinese through substring tables. The vocabularies live in
-review_patterns.yaml beside this file. Everything is linear in the text: line scans, spaCy's
-tokenizer, Matcher patterns with bounded optional gaps, and plain `str.find`.
+words) removed; Chinese through substring tables and request+topic word pairs. Phrasings that
+are as often plain technical advice ("X is slower than Y") are "weak": they count only in a
+comment that also refuses, closes or points elsewhere. A reviewer's remark on a changed file
+(review threads rendered as "path:line" + "**login**:" replies, or a comment with a `path`
+key) that asks for a change is a docs/tests or design concern by the file it is on.
+The vocabularies live in review_patterns.yaml beside this file. Everything is linear in the
+text: line scans, spaCy's tokenizer, Matcher patterns with bounded optional gaps, and plain
+`str.find`; prose matched per comment and per thread is capped (_SCAN_CHARS,
+_THREAD_SCAN_CHARS) so hostile input costs a bounded, small amount.
 """
 
 from __future__ import annotations

@@ -82,6 +82,13 @@ _PREVENTION = frozenset(
 )  # fmt: skip
 
 
+_SETTING_WORDS = frozenset(
+    {
+        "coef", "coeff", "coefficient", "weight", "bonus", "term", "penalty", "target",
+        "regularization", "regularisation", "limit", "threshold", "budget", "schedule", "clip",
+        "config", "setting", "parameter", "param", "cap", "max", "estimator", "type",
+    }
+)  # fmt: skip
 _ZH_PREVENTION = ("避免", "防止", "缓解", "抑制", "应对", "减轻", "预防", "解决")
 
 
@@ -241,7 +248,12 @@ def _english(text: str, in_title: bool, rules: _Rules, ev: _Evidence) -> None:
             ev.context.add("moe")
         for start, end in tags.get("P", []):
             ev.add(cat, phrase_w * damp(start), document[start:end].text)
-        subjects = tags.get("S", [])
+        # "entropy coeff", "kl penalty", "length limit" name a setting, not the metric:
+        # turning a knob up is not the metric going up.
+        subjects = [
+            (ss, se) for ss, se in tags.get("S", [])
+            if se >= len(document) or lemma(se) not in _SETTING_WORDS
+        ]  # fmt: skip
         changes = tags.get("C", [])
         if not subjects or not changes:
             continue

@@ -84,6 +84,8 @@ NEGATIVE = [
     ("怎么避免熵坍塌？", "有什么推荐的参数"),
     ("Train only on high entropy tokens", "The paper keeps the top 20% high-entropy tokens."),
     ("Where is the entropy computed?", "I cannot find the code."),
+    # turning a knob up is not the metric going up
+    ("Tuning GRPO", "I increased the entropy coeff to 0.01 and raised the kl penalty."),
 ]  # fmt: skip
 
 

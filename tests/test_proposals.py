@@ -28,6 +28,8 @@ PROPOSALS = [
     # a bare method name with its paper linked is a request by itself
     (thread("Reinforce++", "https://arxiv.org/abs/2501.03262"), [dict(PAPER[0], arxiv_id="2501.03262")]),
     (thread("[recipe] feat: add a new recipe", "From https://arxiv.org/abs/2503.14476", "pull_request"), PAPER),
+    (thread("Would you consider adding VAPO?", ""), []),
+    (thread("能不能加上DAPO的动态采样", ""), []),
 ]  # fmt: skip
 
 NOT_PROPOSALS = [
@@ -43,6 +45,7 @@ NOT_PROPOSALS = [
     # the author labels the change: docs, not a method
     (thread("docs: add GSPO to the algorithm list", "Docs only.", "pull_request"), NAMED),
     (thread("Add support for SGLang 0.5", "Bump the engine.", "pull_request"), []),
+    (thread("Can we have a Docker image for CUDA 12.8?", ""), []),
 ]  # fmt: skip
 
 

@@ -422,6 +422,9 @@ class _Found:
         that states the same concern plainly, where they add nothing)."""
         if self.weak and self.signals & _WEAK_CONTEXT:
             self.concerns |= self.weak
+        if "wredirect" in self.signals and self.signals & _WEAK_CONTEXT:
+            self.signals.add("redirect")
+            self.concerns.add("placement")
         self.weak = set()
         return self
 

@@ -538,6 +538,102 @@ def test_dev_set_goals(shared_dir: Path) -> None:
 
 _CASES = [
     (
+        "pull_request",
+        "closed",
+        [("m", "Thanks, we've merged a similar change in #123.")],
+        "closed_other",
+        [],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [("m", "Cherry-picked into release-0.4 and main. Thanks!")],
+        "closed_other",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [("alice", "Moving this to a discussion instead: #456")],
+        "closed_by_author",
+        [],
+    ),
+    ("issue", "closed", [("m", "Converted to a discussion.")], "closed_other", []),
+    (
+        "issue",
+        "closed",
+        [
+            (
+                "m",
+                "Hi, can you say more about the use case? What problem does this solve that the current options don't?",
+            ),
+            ("m", "Closing because there was no reply."),
+        ],
+        "lapsed",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [
+            (
+                "m",
+                "We won't be adding Megatron support to this trainer; for large-scale training please use NeMo-RL or verl.",
+            )
+        ],
+        "redirected",
+        ["placement"],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "I think this is out of scope for the library, sorry.")],
+        "declined",
+        ["placement"],
+    ),
+    (
+        "pull_request",
+        "open",
+        [("m", "The PR is too large to review. Could you split it into smaller PRs?")],
+        "open_replied",
+        ["design_or_interface"],
+    ),
+    (
+        "pull_request",
+        "open",
+        [("m", "Please run `make style` and fix the failing tests.")],
+        "open_replied",
+        ["tests_or_docs"],
+    ),
+    (
+        "issue",
+        "open",
+        [("u", "Is anyone working on this? I'd be happy to help.")],
+        "open_replied",
+        [],
+    ),
+    ("issue", "closed", [("m", "Closing as completed via #800.")], "closed_other", []),
+    (
+        "pull_request",
+        "open",
+        [("alice", "Hi @m, any feedback?"), ("alice", "Ping")],
+        "open_no_reply",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [
+            (
+                "m",
+                "This seems to be an issue with your environment rather than the library. Closing.",
+            )
+        ],
+        "closed_other",
+        [],
+    ),
+    ("issue", "closed", [("m", "不好意思，这个方向我们暂时不打算投入。")], "declined", []),
+    (
         "issue",
         "closed",
         [

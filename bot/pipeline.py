@@ -5,19 +5,49 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.store.models import Analysis, Thread
+from bot.store.models import Analysis, Paper, Thread
 from bot.store.threads import load_comments, thread_record
 
+POOL_CACHE_KEY = "paper_pool"
 
-async def analyse_and_store(session: AsyncSession, thread: Thread) -> dict[str, Any]:
-    """Run the analyzers on a stored thread and upsert its Analysis row; returns the analysis."""
+
+async def paper_pool(session: AsyncSession, cache: dict[str, Any] | None) -> Any:
+    """The PaperIndex of the catalog plus the Paper table, built once per process and rebuilt
+    only when the table changed (its row count or newest addition differ from the cached ones).
+    None when the table is empty: the analyzers then use their cached catalog-only index."""
+    from analyzers.papers import PaperIndex
+
+    count, newest = (await session.execute(select(func.count(Paper.id), func.max(Paper.id)))).one()
+    if not count:
+        return None
+    key = (count, newest)
+    cached = (cache or {}).get(POOL_CACHE_KEY)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    rows = await session.scalars(select(Paper))
+    index = PaperIndex.build(
+        {"arxiv_id": p.arxiv_id, "title": p.title, "aliases": list(p.aliases or []),
+         "method": p.method, "first_public": p.first_public}
+        for p in rows
+    )
+    if cache is not None:
+        cache[POOL_CACHE_KEY] = (key, index)
+    return index
+
+
+async def analyse_and_store(
+    session: AsyncSession, thread: Thread, cache: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Run the analyzers on a stored thread and upsert its Analysis row; returns the analysis.
+
+    `cache` is the process's ctx.extras: it keeps the paper pool's index between calls."""
     from analyzers.analyze import ANALYZER_VERSION, analyze_thread
 
     record = thread_record(thread, await load_comments(session, thread))
-    result = analyze_thread(record)
+    result = analyze_thread(record, await paper_pool(session, cache))
     row = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
     if row is None:
         row = Analysis(thread_id=thread.id)
@@ -59,7 +89,7 @@ async def thread_changed(
                 return None
             repo = thread.repo  # canonical spelling from here on
             try:
-                result = await analyse_and_store(session, thread)
+                result = await analyse_and_store(session, thread, ctx.extras)
                 await session.commit()
                 break
             except IntegrityError:

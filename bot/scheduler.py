@@ -73,7 +73,7 @@ async def step_reanalyse(ctx: Any) -> Any:
             if not threads:
                 return {"reanalysed": done, "version": ANALYZER_VERSION}
             for thread in threads:
-                await analyse_and_store(session, thread)
+                await analyse_and_store(session, thread, ctx.extras)
             await session.commit()
             done += len(threads)
 

@@ -34,3 +34,32 @@ async def test_thread_record_round_trip(ctx: AppContext) -> None:
     assert out["closed_at"] == "2025-05-03T00:00:00Z"
     assert [c["author"] for c in out["comments"]] == ["bob"]
     assert out["comments"][0]["author_association"] == "MEMBER"
+
+
+async def test_pipeline_matches_the_stored_paper_pool(ctx: AppContext) -> None:
+    """A paper imported into the pool links by title in the next analysis, and the pool's
+    index is rebuilt only when the table changes."""
+    from bot.pipeline import POOL_CACHE_KEY, thread_changed
+    from bot.store.models import Paper
+
+    title = "Quantile Ratio Clipping for Stable Policy Optimisation of Reasoning Models"
+    async with ctx.sessionmaker() as session:
+        await upsert_thread(session, {
+            "repo": "someone/elsewhere", "number": 3, "kind": "issue", "state": "open",
+            "title": "Support this method", "body": f'Could you add "{title}"? It looks useful.',
+        })
+        await session.commit()
+    first = await thread_changed(ctx, "someone/elsewhere", 3, trigger="sync")
+    assert first is not None
+    assert all(p["title"] != title for p in first["papers"])
+
+    async with ctx.sessionmaker() as session:
+        session.add(Paper(arxiv_id="2611.00001", title=title, aliases=[], source="test"))
+        await session.commit()
+    second = await thread_changed(ctx, "someone/elsewhere", 3, trigger="sync")
+    assert second is not None
+    linked = [p for p in second["papers"] if p["arxiv_id"] == "2611.00001"]
+    assert linked and linked[0]["how"] == "title"
+    index = ctx.extras[POOL_CACHE_KEY][1]
+    await thread_changed(ctx, "someone/elsewhere", 3, trigger="sync")
+    assert ctx.extras[POOL_CACHE_KEY][1] is index

@@ -802,7 +802,7 @@ def _declined(others: Sequence[_Segment], scan: Any, rules: _Rules, reasons: lis
         # "We don't support that (yet)" is a refusal only with a reason beside it.
         weak |= "decline_weak" in found.signals and bool(found.concerns)
         open_ |= "openness" in found.signals
-        if "closing" in found.signals and found.concerns:
+        if "closing" in found.signals and found.concerns and "obsolete" not in found.signals:
             closing_with_reason = True
     if strong:
         reasons.append("decline_strong")

@@ -538,6 +538,111 @@ def test_dev_set_goals(shared_dir: Path) -> None:
 
 _CASES = [
     (
+        "issue",
+        "closed",
+        [
+            (
+                "m",
+                "Thanks for opening this! We looked into it and the gains reported in the paper are small and within seed variance in our reproduction, so we won't pursue it for now.",
+            )
+        ],
+        "declined",
+        ["evidence"],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", 'Hey! This landed in #2345 as `loss_type="cispo"`. Closing as done.')],
+        "closed_other",
+        [],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [
+            (
+                "m",
+                "Sorry, we don't accept new trainers in core anymore. You can publish it on the Hub as a community trainer and we're happy to link it.",
+            )
+        ],
+        "redirected",
+        ["placement"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [
+            (
+                "m",
+                "I'd suggest opening this against the examples folder; the core API shouldn't depend on the environment package.",
+            )
+        ],
+        "redirected",
+        ["design_or_interface", "placement"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [
+            ("m", "Is this still relevant after #900?"),
+            ("alice", "Yes, still needed for multi-turn."),
+            ("m", "OK, let's keep it then."),
+            ("m", "Closing as the multi-turn refactor made this obsolete."),
+        ],
+        "closed_other",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [
+            (
+                "m",
+                "Thanks for the detailed report. We can't reproduce this on main; please reopen with a minimal script if it still happens.",
+            )
+        ],
+        "closed_other",
+        [],
+    ),
+    (
+        "pull_request",
+        "open",
+        [
+            (
+                "m",
+                "This needs a design doc first: how does it interact with async rollouts and partial rollouts?",
+            )
+        ],
+        "open_replied",
+        ["design_or_interface"],
+    ),
+    (
+        "pull_request",
+        "merged",
+        [
+            (
+                "m",
+                "Could you add a doc page under docs/algo and a test in tests/special_e2e? Otherwise LGTM.",
+            )
+        ],
+        "merged",
+        ["tests_or_docs"],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "暂时没有人力支持这个，欢迎社区贡献 PR。")],
+        "declined",
+        ["maintenance_burden"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [("m", "这个功能建议在你自己的 fork 里实现。")],
+        "redirected",
+        ["placement"],
+    ),
+    (
         "pull_request",
         "closed",
         [("m", "Thanks, we've merged a similar change in #123.")],

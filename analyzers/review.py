@@ -226,8 +226,15 @@ def _nlp() -> Any:
         return pipeline
 
 
+# The lookup table maps a few function words to lemmas that collide with others ("as" -> "a",
+# "'s" -> "have"); patterns and texts both get these instead.
+_LEMMA_FIXES = {"as": "as", "'s": "be", "\u2019s": "be"}
+
+
 def _lemma(word: str) -> str:
     low = word.lower()
+    if low in _LEMMA_FIXES:
+        return _LEMMA_FIXES[low]
     doc = _nlp()(low)
     return doc[0].lemma_ if len(doc) == 1 else low
 
@@ -451,6 +458,11 @@ def _cut_run(m: re.Match[str]) -> str:
     return " ".join(run[i : i + 32] for i in range(0, len(run), 32))
 
 
+@lru_cache(maxsize=1)
+def _lemma_fix_hashes(vocab: Any) -> dict[int, str]:
+    return {vocab.strings.add(k): v for k, v in _LEMMA_FIXES.items()}
+
+
 def _scan(prose: str, rules: _Rules) -> _Found:
     """Signals and concerns of one person's prose. Units are sentences, also cut at line
     breaks (bullet lists carry no full stops)."""
@@ -462,6 +474,7 @@ def _scan(prose: str, rules: _Rules) -> _Found:
         return found
     doc = _nlp()(text)
     by_key = rules.matchers.by_key
+    fixes = _lemma_fix_hashes(doc.vocab)
     # One pass over integer arrays (no Token objects): unit boundaries and, per unit, the
     # key words it holds.
     bounds: list[int] = [0]
@@ -474,6 +487,9 @@ def _scan(prose: str, rules: _Rules) -> _Found:
             bounds.append(i)
             keys_of_unit.append(set())
         prev_newline = bool(space) and "\n" in doc[i].text
+        if lower in fixes:
+            doc[i].lemma_ = fixes[lower]
+            lemma = doc.vocab.strings[fixes[lower]]
         if ("LEMMA", lemma) in by_key:
             keys_of_unit[-1].add(("LEMMA", lemma))
         if ("LOWER", lower) in by_key:

@@ -211,8 +211,10 @@ async def get_repo_config(
             if row.config_error:
                 return RepoConfig(source="invalid", error=row.config_error)
             return RepoConfig.from_dict(row.config)
-    if ctx.github is None or installation_id is None:
-        return RepoConfig()  # nothing to read it with; not cached so a later install reads it
+    if ctx.github is None or installation_id is None or not ctx.settings.has_app_credentials:
+        # Nothing to read it with (an installation's files need the app's own token); not
+        # cached, so the first read after credentials are configured fetches it.
+        return RepoConfig()
     error: str | None = None
     try:
         text = await _fetch_file(ctx, repo, installation_id)

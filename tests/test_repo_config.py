@@ -88,3 +88,21 @@ async def test_no_file_on_either_path_means_defaults(app_ctx: Any, fake_github: 
     await install(app_ctx, fake_github)
     fake_github.fail_next("GET", r"/contents/", 404, times=2)
     assert (await get_repo_config(app_ctx, VERL, INST)).source == "defaults"
+
+
+async def test_without_app_credentials_nothing_is_fetched(
+    ctx: Any, settings: Any, fake_github: Any
+) -> None:
+    """Dev mode (`serve --dev`, no app credentials): an installation id in a payload is not
+    enough to read the installation's files, so defaults apply and GitHub is not called."""
+    from bot.github import GitHubClient
+
+    ctx.github = GitHubClient(
+        settings.__class__.from_env({}, database_url=settings.database_url, api_url=fake_github.url)
+    )
+    try:
+        assert await get_repo_config(ctx, VERL, INST) == RepoConfig()
+    finally:
+        await ctx.github.close()
+        ctx.github = None
+    assert not [c for c in fake_github.calls if "/contents/" in c.path]

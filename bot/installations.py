@@ -4,6 +4,11 @@
 `installation_repositories` (added, removed) and `installation_target` (renamed). Repository
 rows are keyed by canonical name (former names map to current ones through the catalog) and
 carry the catalog framework id when the repository is one of the seven.
+
+Once `installation.created` or `installation_repositories.added` is committed, the tracked
+repositories among those added get their preview (issue #6, "Preview before comments"): a
+background task started here fetches their recent issues and stores what the app would have
+said (bot.preview.preview_on_install; tests and shutdown await it with wait_background).
 """
 
 from __future__ import annotations
@@ -145,6 +150,19 @@ def _forget_written_repositories(ctx: Any) -> None:
         extras.pop("events.repositories_written", None)
 
 
+async def _start_preview(ctx: Any, repos: list[Mapping[str, Any]]) -> None:
+    """Hand the added repositories to the preview (a background task when it must sync); a
+    problem there is logged, never a reason to retry the delivery (its rows are committed)."""
+    if not repos:
+        return
+    try:
+        from bot.preview import preview_on_install
+
+        await preview_on_install(ctx, [str(r["full_name"]) for r in repos])
+    except Exception:  # noqa: BLE001
+        log.exception("installation preview failed")
+
+
 def _forget_token(ctx: Any, installation_id: int) -> None:
     github = getattr(ctx, "github", None)
     if github is not None and hasattr(github, "invalidate_token"):
@@ -167,8 +185,10 @@ async def handle_installation(payload: Mapping[str, Any], ctx: Any) -> None:
             inst.suspended = True
         elif action == "unsuspend":
             inst.suspended = False
+        repos: list[Mapping[str, Any]] = []
         if action in ("created", "new_permissions_accepted", "unsuspend"):
-            for repo in _repositories(payload, "repositories", where):
+            repos = _repositories(payload, "repositories", where)
+            for repo in repos:
                 await upsert_repository(
                     session, repo["full_name"], github_id=repo.get("id"), installation_id=iid
                 )
@@ -177,6 +197,8 @@ async def handle_installation(payload: Mapping[str, Any], ctx: Any) -> None:
     if action in ("deleted", "suspend", "new_permissions_accepted"):
         _forget_token(ctx, iid)  # its token is dead or lacks the new permissions
     log.info("installation %s %s", iid, action)
+    if action == "created":
+        await _start_preview(ctx, repos)
 
 
 async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any) -> None:
@@ -197,6 +219,8 @@ async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any)
         await session.commit()
     _forget_written_repositories(ctx)
     log.info("installation %s: %d repositories added, %d removed", iid, len(added), len(removed))
+    if action == "added":
+        await _start_preview(ctx, added)
 
 
 async def handle_installation_target(payload: Mapping[str, Any], ctx: Any) -> None:

@@ -4,8 +4,12 @@
 - `GET /repos/{owner}/{name}/preview`: the HTML page (autoescaped; issue titles are shown as
   text, the would-be comments as preformatted text).
 - `rltracker preview OWNER/NAME [--days N]`: prints the same as Markdown and stores it.
-- `run_preview(ctx, repo)`: for the installation handler (or the integrator) to call when the
-  app is installed; stores one `preview` action per issue that would get a comment.
+- `run_preview(ctx, repo)`: stores one `preview` action per issue that would get a comment.
+- `preview_on_install(ctx, repos)`: what the installation handlers call once their rows are
+  committed: `start_install_preview` starts a background task that fetches each tracked
+  repository's issues of the window (`sync_recent_issues`) and runs `run_preview`, recorded
+  as a JobRun "install_preview"; `wait_background(ctx)` awaits such tasks (tests, graceful
+  shutdown). Without a GitHub client only the preview of stored issues runs, inline.
 
 The decision is the one the app makes when an issue is opened (failure analysis, confidence,
 the repository's config, bots, pull requests), judged as at opening time: later maintainer
@@ -17,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -25,11 +31,16 @@ from sqlalchemy import func, select
 
 from bot.actions import compose_for, declined_methods, record_once
 from bot.repo_config import RepoConfig
-from bot.store.models import Action, Analysis, Repository, Thread
+from bot.store.models import Action, Analysis, JobRun, Repository, Thread
 from bot.store.threads import load_comments, thread_record
 from bot.store.types import format_datetime, utcnow
 
 DEFAULT_DAYS = 30
+INSTALL_SYNC_MAX_REQUESTS = 20  # ~2,000 issues of one month: more than any of the seven gets
+BACKGROUND_KEY = "background_tasks"  # ctx.extras: set of running asyncio tasks
+RUNNING_KEY = "install_preview.running"  # ctx.extras: repositories a task is working on
+
+log = logging.getLogger(__name__)
 
 
 async def compute_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict[str, Any]:
@@ -112,6 +123,184 @@ async def run_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict[str
     return preview
 
 
+# ------------------------------------------------------------------------- on installation
+async def sync_recent_issues(ctx: Any, repo: str, *, days: int = DEFAULT_DAYS,
+                             max_requests: int | None = INSTALL_SYNC_MAX_REQUESTS) -> Any:
+    """Fetch the repository's issues updated in the last `days` days (so every issue opened in
+    the window) through the GraphQL sync, without touching its cursors; returns SyncStats.
+
+    A plain bounded `sync` would not do: a first sync is a backfill of all three kinds, and
+    cutting it by a request budget says nothing about which issues it reached. This pass
+    pages issues newest-updated first and stops at the window's start, like a refresh with
+    its mark set there. It never writes SyncCursor rows, so the regular backfill and refresh
+    go on exactly as if it had not run (threads it stored are just found unchanged).
+    Raises bot.sync.SyncError when `max_requests` runs out (what was fetched is stored).
+    """
+    from bot.sync import Stream, Syncer
+
+    since = utcnow() - timedelta(days=days)
+
+    class RecentIssues(Syncer):
+        async def _load_streams(self) -> None:
+            name = self.repos[0]
+            async with self.ctx.sessionmaker() as session:
+                row = await session.scalar(
+                    select(Repository).where(func.lower(Repository.full_name) == name.lower()))
+            # As Syncer does: an installation token only when the app can mint one.
+            iid = row.installation_id if row is not None and self.ctx.settings.has_app_credentials else None
+            self.streams.append(Stream(name, "issue", iid, None, False, since, None))
+
+        async def _store_cursor(self, session: Any, s: Stream) -> None:
+            return None  # this pass is not part of the backfill/refresh bookkeeping
+
+    return await RecentIssues(ctx, [repo], max_requests=max_requests).run()
+
+
+def _tracked(repos: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(canonical names of the repositories among the seven, the others as given). Elsewhere
+    the app never speaks, so a preview would have nothing to show and a sync be wasted."""
+    from analyzers.catalog import load_catalog
+
+    cat = load_catalog()
+    tracked: list[str] = []
+    others: list[str] = []
+    for name in repos:
+        if cat.framework_for_repo(name) is None:
+            others.append(name)
+        elif cat.canonical_repo(name).lower() not in {r.lower() for r in tracked}:
+            tracked.append(cat.canonical_repo(name))
+    return tracked, others
+
+
+async def _job_row(ctx: Any, run_id: int | None, **values: Any) -> int:
+    async with ctx.sessionmaker() as session:
+        if run_id is None:
+            row = JobRun(name="install_preview", **values)
+            session.add(row)
+        else:
+            row = await session.get(JobRun, run_id)
+            for key, value in values.items():
+                setattr(row, key, value)
+        await session.commit()
+        return int(row.id)
+
+
+async def install_preview(ctx: Any, repos: list[str], *, days: int = DEFAULT_DAYS,
+                          skipped: list[str] | None = None) -> dict[str, Any]:
+    """Sync (when a GitHub client is there) then preview each repository; one JobRun row.
+    A failing repository is logged and recorded; the others still run."""
+    started = utcnow()
+    run_id = await _job_row(ctx, None, started_at=started, outcome="running",
+                            counts={"repos": repos, "skipped": skipped or []})
+    per_repo: dict[str, dict[str, Any]] = {}
+    errors: list[str] = []
+    try:
+        for repo in repos:
+            item: dict[str, Any] = per_repo.setdefault(repo, {})
+            if ctx.github is None:
+                item["sync"] = "skipped: no GitHub client"
+            else:
+                from bot.sync import SyncError
+
+                try:
+                    stats = await sync_recent_issues(ctx, repo, days=days)
+                    item.update(sync="ok", requests=stats.requests, threads=stats.threads)
+                except SyncError as exc:  # budget used up: preview what was stored
+                    log.warning("install preview: sync of %s stopped: %s", repo, exc)
+                    item["sync"] = f"incomplete: {exc}"[:200]
+                except Exception as exc:  # noqa: BLE001 - one repository must not stop the rest
+                    log.exception("install preview: sync of %s failed", repo)
+                    item["sync"] = f"failed: {type(exc).__name__}"
+                    errors.append(f"{repo} sync: {type(exc).__name__}: {exc}"[:300])
+            try:
+                preview = await run_preview(ctx, repo, days)
+                item.update(issues=preview["total"], would_comment=len(preview["comments"]))
+            except Exception as exc:  # noqa: BLE001
+                log.exception("install preview: preview of %s failed", repo)
+                item["preview"] = f"failed: {type(exc).__name__}"
+                errors.append(f"{repo} preview: {type(exc).__name__}: {exc}"[:300])
+    except asyncio.CancelledError:  # shutdown: leave an honest row behind, then stop
+        try:
+            await _job_row(ctx, run_id, finished_at=utcnow(), outcome="failed",
+                           counts={"repos": per_repo, "skipped": skipped or []},
+                           error="cancelled (shutdown)")
+        except Exception:  # noqa: BLE001 - the database may be gone already
+            log.warning("install preview: could not record the cancellation")
+        raise
+    counts = {"repos": per_repo, "skipped": skipped or [],
+              "would_comment": sum(i.get("would_comment", 0) for i in per_repo.values())}
+    await _job_row(ctx, run_id, finished_at=utcnow(), outcome="failed" if errors else "ok",
+                   counts=counts, error="; ".join(errors)[:2000] if errors else None)
+    log.info("install preview: %s", counts)
+    return counts
+
+
+def start_install_preview(ctx: Any, repos: Iterable[str], *, days: int = DEFAULT_DAYS
+                          ) -> asyncio.Task[Any] | None:
+    """Start `install_preview` in the background for the tracked ones among `repos`.
+
+    Called by the installation handlers after their commit; the task outlives the handler
+    (a sync takes many requests) and is kept in ctx.extras so it is not garbage-collected
+    and `wait_background` can await it. A repository already being previewed by an earlier
+    task (a redelivered event) is left to that task. Returns the task, or None when there
+    was nothing to do.
+    """
+    tracked, skipped = _tracked(repos)
+    running: set[str] = ctx.extras.setdefault(RUNNING_KEY, set())
+    todo = [r for r in tracked if r.lower() not in running]
+    if not todo:
+        return None
+    running.update(r.lower() for r in todo)
+
+    async def job() -> None:
+        try:
+            await install_preview(ctx, todo, days=days, skipped=skipped)
+        except Exception:  # noqa: BLE001 - a background task has no one to raise to
+            log.exception("install preview of %s failed", ", ".join(todo))
+
+    def done(task: asyncio.Task[Any]) -> None:
+        # A callback, not `finally`: a task cancelled before it first ran never enters job().
+        tasks.discard(task)
+        running.difference_update(r.lower() for r in todo)
+
+    task = asyncio.get_running_loop().create_task(job(), name="install-preview")
+    tasks: set[asyncio.Task[Any]] = ctx.extras.setdefault(BACKGROUND_KEY, set())
+    tasks.add(task)
+    task.add_done_callback(done)
+    return task
+
+
+async def preview_on_install(ctx: Any, repos: Iterable[str]) -> None:
+    """What the installation handlers call after their commit. With a GitHub client the
+    preview needs a sync (many requests, maybe a rate-limit wait): a background task. Without
+    one there is nothing to fetch and the preview of stored issues is a few queries: it runs
+    here, so no task outlives the handler for nothing."""
+    if ctx.github is not None:
+        start_install_preview(ctx, repos)
+        return
+    tracked, skipped = _tracked(repos)
+    if tracked:
+        await install_preview(ctx, tracked, skipped=skipped)
+
+
+async def wait_background(ctx: Any, grace: float | None = None) -> int:
+    """Await the background tasks in ctx.extras (tests; graceful shutdown). With a grace (s),
+    the ones still running after it are cancelled: what their sync stored stays, and their
+    JobRun row says "cancelled" (`rltracker preview OWNER/NAME` redoes the preview).
+    Returns how many were awaited."""
+    tasks: set[asyncio.Task[Any]] = ctx.extras.get(BACKGROUND_KEY) or set()
+    pending = {t for t in tasks if not t.done()}
+    if not pending:
+        return 0
+    _done, late = await asyncio.wait(pending, timeout=grace)
+    for task in late:
+        log.warning("background task %s still running at shutdown: cancelled", task.get_name())
+        task.cancel()
+    if late:
+        await asyncio.gather(*late, return_exceptions=True)
+    return len(pending)
+
+
 def render_html(preview: dict[str, Any]) -> str:
     from bot.templating import html_env
 
@@ -168,4 +357,8 @@ def preview_command(args: argparse.Namespace) -> int:
     return asyncio.run(main())
 
 
-__all__ = ["compute_preview", "preview_command", "render_html", "render_markdown", "run_preview", "setup"]
+__all__ = [
+    "compute_preview", "install_preview", "preview_command", "render_html", "render_markdown",
+    "preview_on_install", "run_preview", "setup", "start_install_preview", "sync_recent_issues",
+    "wait_background",
+]

@@ -17,6 +17,7 @@ from bot.config import Settings
 from bot.logs import configure_logging, register_secret
 
 log = logging.getLogger(__name__)
+SHUTDOWN_GRACE = 10.0  # seconds background tasks get to finish before they are cancelled
 
 
 def _fail(message: str) -> int:
@@ -98,6 +99,9 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
         if sched is not None:
             sched.shutdown(wait=False)
         await runner.cleanup()
+        from bot.preview import wait_background
+
+        await wait_background(ctx, grace=SHUTDOWN_GRACE)  # e.g. an installation preview
         return 0
     finally:
         await ctx.close()

@@ -538,6 +538,142 @@ def test_dev_set_goals(shared_dir: Path) -> None:
 
 _CASES = [
     (
+        "pull_request",
+        "closed",
+        [
+            (
+                "m",
+                "Appreciate the PR, but we're trying to keep the number of trainers small. This seems better suited as a standalone project built on top of the library.",
+            )
+        ],
+        "redirected",
+        ["design_or_interface", "placement"],
+    ),
+    (
+        "issue",
+        "closed",
+        [
+            (
+                "m",
+                "We tried a similar idea last year and saw no measurable difference, so I'm inclined to close this.",
+            )
+        ],
+        "declined",
+        ["evidence"],
+    ),
+    (
+        "pull_request",
+        "open",
+        [
+            (
+                "m",
+                "Hi @alice, thanks! Could you fix the lint errors and add a short entry to the changelog?",
+            )
+        ],
+        "open_replied",
+        ["tests_or_docs"],
+    ),
+    ("pull_request", "merged", [("m", "This is great, thank you! Merging.")], "merged", []),
+    (
+        "issue",
+        "closed",
+        [
+            (
+                "m",
+                "Closing this one since it has been open for more than six months with no activity. Feel free to reopen.",
+            )
+        ],
+        "lapsed",
+        [],
+    ),
+    (
+        "issue",
+        "closed",
+        [("alice", "Never mind, I figured out it was a config issue on my side.")],
+        "closed_by_author",
+        [],
+    ),
+    (
+        "issue",
+        "open",
+        [("m", "We'll keep this open to see if others are interested.")],
+        "open_replied",
+        ["demand"],
+    ),
+    (
+        "pull_request",
+        "open",
+        [
+            (
+                "m",
+                "The implementation duplicates a lot of the GRPO trainer code; could you instead extend GRPOTrainer?",
+            )
+        ],
+        "open_replied",
+        ["design_or_interface"],
+    ),
+    (
+        "issue",
+        "closed",
+        [("m", "你好，这个功能在 v0.3 已经支持，参考文档 xxx。")],
+        "redirected",
+        ["already_covered"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [("m", "这个 PR 改动太大，我们暂时没有精力 review，先关闭了。")],
+        "declined",
+        ["maintenance_burden"],
+    ),
+    (
+        "pull_request",
+        "open",
+        [("m", "麻烦提供一下和 baseline 的对比实验结果。")],
+        "open_replied",
+        ["evidence"],
+    ),
+    (
+        "issue",
+        "open",
+        [
+            ("u", "I'd love this too!"),
+            ("m", "Thanks all, we'll look into it after the next release."),
+        ],
+        "open_replied",
+        ["other"],
+    ),
+    (
+        "pull_request",
+        "closed",
+        [
+            (
+                "m",
+                "This overlaps with #321 which is further along; let's consolidate there. Closing.",
+            )
+        ],
+        "closed_other",
+        [],
+    ),
+    (
+        "pull_request",
+        "open",
+        [("m", "I don't think the added complexity is worth it for a 0.5% gain.")],
+        "open_replied",
+        ["design_or_interface", "evidence"],
+    ),
+    (
+        "issue",
+        "closed",
+        [
+            ("stale[bot]", "This issue has been marked stale due to 60 days of inactivity."),
+            ("alice", "bump"),
+            ("stale[bot]", "Closed due to inactivity."),
+        ],
+        "lapsed",
+        [],
+    ),
+    (
         "issue",
         "closed",
         [

@@ -185,6 +185,17 @@ async def _job_row(ctx: Any, run_id: int | None, **values: Any) -> int:
         return int(row.id)
 
 
+async def _fetch_config(ctx: Any, repo: str) -> str:
+    """Read the repository's config afresh onto its row (where compute_preview looks);
+    returns its source: defaults, file or invalid."""
+    from bot.repo_config import get_repo_config
+
+    async with ctx.sessionmaker() as session:
+        row = await session.scalar(select(Repository).where(func.lower(Repository.full_name) == repo.lower()))
+        iid = row.installation_id if row is not None else None
+    return (await get_repo_config(ctx, repo, iid, refresh=True)).source
+
+
 async def install_preview(ctx: Any, repos: list[str], *, days: int = DEFAULT_DAYS,
                           skipped: list[str] | None = None) -> dict[str, Any]:
     """Sync (when a GitHub client is there) then preview each repository; one JobRun row.
@@ -212,6 +223,11 @@ async def install_preview(ctx: Any, repos: list[str], *, days: int = DEFAULT_DAY
                     log.exception("install preview: sync of %s failed", repo)
                     item["sync"] = f"failed: {type(exc).__name__}"
                     errors.append(f"{repo} sync: {type(exc).__name__}: {exc}"[:300])
+                try:  # so the preview honours .github/rltracker.yml (comments off, threshold)
+                    item["config"] = await _fetch_config(ctx, repo)
+                except Exception as exc:  # noqa: BLE001 - the defaults then apply
+                    log.exception("install preview: config of %s failed", repo)
+                    item["config"] = f"failed: {type(exc).__name__}"
             try:
                 preview = await run_preview(ctx, repo, days)
                 item.update(issues=preview["total"], would_comment=len(preview["comments"]))

@@ -115,11 +115,51 @@ async def test_installation_created_previews_recent_issues(
     assert run.counts["skipped"] == ["Codertocat/Hello-World"]
     verl = run.counts["repos"][VERL]
     assert verl["sync"] == "ok" and verl["threads"] == 3 and verl["requests"] == len(graphql)
+    assert verl["config"] == "defaults"  # no .github/rltracker.yml on the fake
     assert verl["issues"] == 2 and verl["would_comment"] == 1 and run.counts["would_comment"] == 1
 
     # The repository rows the handler wrote are there (the preview ran after their commit).
     [repo] = await rows(app_ctx, Repository, Repository.full_name == VERL)
     assert repo.installation_id == INST and repo.framework == "verl"
+
+
+async def test_the_preview_honours_the_repository_config(
+    app_ctx: Any, fake_github: Any, verl_world: dict[str, Any], shared_dir: Path
+) -> None:
+    """Maintainers who turned comments off in .github/rltracker.yml see no would-be comment."""
+    fake_github.set_file(VERL, ".github/rltracker.yml", "failure_comments: false\n")
+    await deliver(app_ctx, "installation", created_payload(shared_dir))
+    assert await wait_background(app_ctx) == 1
+    assert await rows(app_ctx, Action, Action.kind == "preview") == []
+    [run] = await rows(app_ctx, JobRun, JobRun.name == "install_preview")
+    assert run.outcome == "ok" and run.counts["repos"][VERL]["config"] == "file"
+    assert run.counts["repos"][VERL]["issues"] == 2 and run.counts["would_comment"] == 0
+    [call] = fake_github.requests("GET", r"/contents/\.github/rltracker\.yml")
+    assert call.auth == "installation"
+
+
+async def test_through_the_webhook_and_the_inbox_worker(
+    app_ctx: Any, fake_github: Any, verl_world: dict[str, Any], shared_dir: Path
+) -> None:
+    """As in production: the webhook only stores the delivery; the worker's handler starts
+    the preview after its commit."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from bot.replay import delivery_headers
+    from bot.web import create_app
+    from bot.worker import Worker
+
+    body = json.dumps(created_payload(shared_dir)).encode()
+    async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
+        resp = await client.post("/webhook", data=body,
+                                 headers=delivery_headers("installation", body, "test-secret"))
+        assert resp.status == 202
+        assert not app_ctx.extras.get("background_tasks")  # nothing started by the request
+    assert await Worker(app_ctx, backoff=lambda attempt: 0.0).run_until_idle() == 1
+    assert await wait_background(app_ctx) == 1
+    previews = await rows(app_ctx, Action, Action.kind == "preview")
+    assert [(a.number, a.status) for a in previews] == [(verl_world["failure"]["number"], "dry_run")]
+    assert writes(fake_github) == []
 
 
 async def test_repositories_added_without_github_previews_stored_issues(ctx: Any) -> None:

@@ -64,6 +64,13 @@ async def test_every_shared_payload_is_accepted(client: TestClient, ctx: AppCont
                   and p.parent.name == "issues")
     assert opened.action == "opened" and opened.repo == "Codertocat/Hello-World"
     assert opened.status == "pending" and opened.attempts == 0
+    from datetime import timedelta
+
+    from bot.store.types import utcnow
+
+    # the same column formats whichever writer stored it (SQLite writes through sqlite3)
+    assert utcnow() - timedelta(minutes=5) < opened.received_at <= utcnow()
+    assert opened.installation_id is None and opened.next_attempt_at is None
     assert json.loads(opened.payload)["issue"]["number"] == 1
 
 

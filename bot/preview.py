@@ -202,7 +202,7 @@ async def install_preview(ctx: Any, repos: list[str], *, days: int = DEFAULT_DAY
     A failing repository is logged and recorded; the others still run."""
     started = utcnow()
     run_id = await _job_row(ctx, None, started_at=started, outcome="running",
-                            counts={"repos": repos, "skipped": skipped or []})
+                            counts={"repos": {r: {} for r in repos}, "skipped": skipped or []})
     per_repo: dict[str, dict[str, Any]] = {}
     errors: list[str] = []
     try:

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
+from collections.abc import Container
+from typing import NamedTuple
 
 # The pre-2007 archives that had their own identifier namespace.
 OLD_ARCHIVES: tuple[str, ...] = (
@@ -41,17 +42,26 @@ _NEW = r"(?P<new>\d{4}\.\d{4,5})"
 _OLD = r"(?P<old>(?<![\w.\-])[A-Za-z]{2,8}(?:-[A-Za-z]{2,5})?(?:\.[A-Za-z]{2})?/\d{7})"
 _OLD_SET = frozenset(OLD_ARCHIVES)
 _TOKEN_RE = re.compile(rf"{_NEW}|{_OLD}", re.IGNORECASE)
+_NEW_ONLY_RE = re.compile(_NEW)  # for text without "/", where no old-style id can occur
 _VERSION_RE = re.compile(r"v\d{1,3}")
 
 # What may stand right before the id for it to count as an arXiv reference: the tail of a
-# link or prefix. Matched against a window of at most _WINDOW characters.
+# link or prefix. Matched against a window of at most _WINDOW characters, and only when
+# the last _HINT characters hold "xiv" or "papers" (every context ends with one of them,
+# followed by at most ".org", a 9-character path and 3 separators).
 _WINDOW = 48
+_HINT = 24
 _CONTEXT_RE = re.compile(
     r"(?:arxiv|alphaxiv|huggingface\.co/papers|hf\.co/papers|papers\.cool/arxiv|"
     r"semanticscholar\.org/arxiv|10\.48550/arxiv)"
     r"(?:\.org)?(?:/(?:abs|pdf|html|format|ps|overview|papers))?[ \t:/._-]{0,3}$",
     re.IGNORECASE,
 )
+# The same contexts found in one pass over a lower-cased ASCII text: a token has context
+# when one of these ends exactly where it starts. Separators are never letters or digits,
+# so the greedy match ends where the anchored one would; one scan beats thousands of window
+# searches on 64 KiB of links.
+_CONTEXT_SCAN_RE = re.compile(_CONTEXT_RE.pattern.removesuffix("$"))
 # Characters that glue a bare id to something else (a path, a version, a hash, a number).
 _LEFT_GLUE = frozenset(
     "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.-/\\@#=+$%:^~"
@@ -62,8 +72,8 @@ _DECIMAL_RE = re.compile(r"\d{1,12}\.\d{1,12}")
 _MAX_YEAR = 40  # new-style ids up to 40MM; far enough ahead, and rejects 2023.12345-style years
 
 
-@dataclass(frozen=True)
-class ArxivMention:
+class ArxivMention(NamedTuple):
+    # A named tuple, not a dataclass: 64 KiB of ids makes thousands, and tuples are cheap.
     arxiv_id: str
     start: int
     end: int
@@ -71,8 +81,30 @@ class ArxivMention:
     form: str
 
 
+def _yymm_table() -> tuple[frozenset[str], frozenset[str]]:
+    """(months with four-digit numbers, months with five-digit numbers) as "YYMM"."""
+    four: set[str] = set()
+    five: set[str] = set()
+    for yy in range(7, _MAX_YEAR + 1):
+        for mm in range(1, 13):
+            if yy == 7 and mm < 4:
+                continue
+            yymm = f"{yy:02d}{mm:02d}"
+            (five if int(yymm) >= 1501 else four).add(yymm)
+    return frozenset(four), frozenset(five)
+
+
+_YYMM4, _YYMM5 = _yymm_table()
+
+
 def valid_new_style(ident: str) -> bool:
     """YYMM.NNNN(N) with a real month, from 0704 on, with the right number of digits."""
+    if ident.isascii():
+        # Table lookup: this runs for every decimal number of a 64 KiB body.
+        n = len(ident)
+        if (n != 9 and n != 10) or ident[4] != "." or not ident[5:].isdigit():
+            return False
+        return ident[:4] in (_YYMM5 if n == 10 else _YYMM4)
     yymm, _, num = ident.partition(".")
     if len(yymm) != 4 or not yymm.isdigit() or not num.isdigit():
         return False
@@ -131,42 +163,104 @@ def _numeric_line(text: str, numbers: tuple[list[int], list[int]], start: int, e
     """True when the line around [start, end) (at most 200 characters each way) reads as a
     metrics table or log line: two other plain decimals, or one plus a 1203.4567-style number
     (which is more often a value than a 2012 paper)."""
+    plain, old = numbers
+    # Both rules need a plain decimal nearby; 64 KiB of ids has none, so one bisect ends it.
     lo = max(0, start - 200)
+    k = bisect.bisect_left(plain, lo)
+    if k == len(plain) or plain[k] >= end + 200:
+        return False
     nl = text.rfind("\n", lo, start)
     ls = nl + 1 if nl >= 0 else lo
     le = text.find("\n", end, end + 200)
     if le < 0:
         le = min(len(text), end + 200)
-    plain, old = numbers
     n_plain = _count(plain, ls, le) - _count(plain, start, end)
-    n_old = _count(old, ls, le) - _count(old, start, end)
-    return n_plain >= 2 or (n_plain >= 1 and n_plain + n_old >= 2)
+    if n_plain != 1:
+        return n_plain >= 2
+    return _count(old, ls, le) - _count(old, start, end) >= 1
 
 
-def find_arxiv_mentions(text: str | None) -> list[ArxivMention]:
-    """Every arXiv reference in `text`, in order, with position and form (duplicates kept)."""
+class _Contexts:
+    """The link or prefix ("arxiv.org/abs/", "arXiv:") that ends at an offset of one text."""
+
+    __slots__ = ("text", "ends")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        # ASCII text: one scan (lower() keeps offsets). Other text: a look per token.
+        self.ends: dict[int, bool] | None = None
+        if text.isascii():
+            self.ends = {}
+            for m in _CONTEXT_SCAN_RE.finditer(text.lower()):
+                end = m.end()
+                self.ends.setdefault(end, "/" in m.group(0))
+                if text.startswith("\n", end):
+                    # The anchored pattern's "$" also matches before a final newline, so
+                    # "arXiv:" at the end of a line prefixes an id on the next.
+                    self.ends.setdefault(end + 1, "/" in m.group(0))
+
+    def form(self, start: int) -> str | None:
+        """The form of a token at `start`: "link", "prefixed", or None (no context)."""
+        if self.ends is not None:
+            link = self.ends.get(start)
+            return None if link is None else ("link" if link else "prefixed")
+        tail = self.text[max(0, start - _HINT) : start]
+        if tail.isascii():
+            # Every context ends in "xiv" or "papers" plus at most 16 characters.
+            low = tail.lower()
+            if "xiv" not in low and "papers" not in low:
+                return None
+        ctx = _CONTEXT_RE.search(self.text[max(0, start - _WINDOW) : start])
+        if ctx is None:
+            return None
+        return "link" if "/" in ctx.group(0) else "prefixed"
+
+
+def find_arxiv_mentions(
+    text: str | None,
+    *,
+    unique: bool = False,
+    bare: bool = True,
+    skip: Container[str] = (),
+) -> list[ArxivMention]:
+    """Every arXiv reference in `text`, in order, with position and form.
+
+    Duplicates are kept unless `unique` (then only the first mention of each id, which
+    spares the per-mention checks on text that repeats one id thousands of times); `bare`
+    False leaves out bare ids (no link or prefix); ids in `skip` (found before, in another
+    text) are left out."""
     if not text:
         return []
     out: list[ArxivMention] = []
     numbers: tuple[list[int], list[int]] | None = None  # computed for the first bare id only
-    for m in _TOKEN_RE.finditer(text):
+    contexts: _Contexts | None = None  # built at the first id-shaped token
+    emitted: set[str] = set()  # raw tokens already returned (with `unique`)
+    scan = _TOKEN_RE if "/" in text else _NEW_ONLY_RE
+    for m in scan.finditer(text):
+        raw = m.group(0)
+        if (unique and raw in emitted) or raw in skip:
+            continue
         start = m.start()
-        window = text[max(0, start - _WINDOW) : start]
-        ctx = _CONTEXT_RE.search(window)
         if m.group("new"):
-            ident = m.group("new")
-            if not valid_new_style(ident):
+            if not valid_new_style(raw):
                 continue
-            end = _skip_version(text, m.end())
+            end = m.end()
+            if text[end : end + 1] == "v":
+                end = _skip_version(text, end)
             after = text[end : end + 2]
             # 2503.14476.1 or 2503.144761 are something else; ".pdf" after a link is fine.
             if after[:1] in _RIGHT_GLUE or (after[:1] == "." and after[1:2].isdigit()):
                 continue
             if after[:1] == "-" and after[1:2].isdigit():
                 continue
-            if ctx:
-                form = "link" if "/" in ctx.group(0) else "prefixed"
-                out.append(ArxivMention(ident, start, end, form))
+            if contexts is None:
+                contexts = _Contexts(text)
+            form = contexts.form(start)
+            if form is not None:
+                out.append(ArxivMention(raw, start, end, form))
+                emitted.add(raw)
+                continue
+            if not bare:
                 continue
             left = text[start - 1] if start else ""
             # "paper:2503.14476" is a label and an id; "12:2503.1234" or "x.2503.14476" is not.
@@ -177,22 +271,31 @@ def find_arxiv_mentions(text: str | None) -> list[ArxivMention]:
                 numbers = _number_starts(text)
             if _numeric_line(text, numbers, start, end):
                 continue
-            out.append(ArxivMention(ident, start, end, "bare"))
+            out.append(ArxivMention(raw, start, end, "bare"))
+            emitted.add(raw)
         else:
-            ident = m.group("old")
-            if not valid_old_style(ident):
+            if not valid_old_style(raw):
                 continue
             end = _skip_version(text, m.end())
             if text[end : end + 1] in _RIGHT_GLUE and end < len(text):
                 continue
-            out.append(ArxivMention(_normalise_old(ident), start, end, "link" if ctx else "bare"))
+            if contexts is None:
+                contexts = _Contexts(text)
+            form = "bare" if contexts.form(start) is None else "link"
+            if form == "bare" and not bare:
+                continue
+            ident = _normalise_old(raw)
+            if ident in skip:
+                continue
+            out.append(ArxivMention(ident, start, end, form))
+            emitted.add(raw)
     return out
 
 
 def find_arxiv_ids(text: str | None) -> list[str]:
     """arXiv ids in `text`: ordered by first appearance, unique, versions dropped."""
     seen: dict[str, None] = {}
-    for mention in find_arxiv_mentions(text):
+    for mention in find_arxiv_mentions(text, unique=True):
         seen.setdefault(mention.arxiv_id, None)
     return list(seen)
 

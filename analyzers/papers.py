@@ -25,6 +25,7 @@ blocks still count, bare numbers there do not.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -38,6 +39,7 @@ from analyzers.text import strip_code, strip_html_comments, strip_inline_code, v
 
 # Tokens: ASCII words (with a trailing ++ as in REINFORCE++). CJK text separates tokens.
 _TOKEN_RE = re.compile(r"[A-Za-z0-9]+(?:\+\+)?")
+_TOKEN_SPLIT_RE = re.compile(f"({_TOKEN_RE.pattern})")
 
 # Words too common in paper titles to identify one. Rarity in the pool decides the rest.
 TITLE_STOPWORDS: frozenset[str] = frozenset(
@@ -113,21 +115,31 @@ class _Title:
 
 
 class _Toks:
-    """The tokens of a text: words, lower-case words, and their match objects for offsets
-    (cheaper than one object per token; offsets are needed only where a name matches)."""
+    """The tokens of a text: words, lower-case words, and their offsets (one C-level split
+    gives all three: 64 KiB of text makes tens of thousands of tokens)."""
 
-    __slots__ = ("words", "lows", "_ms")
+    __slots__ = ("words", "lows", "starts", "ends")
 
     def __init__(self, text: str) -> None:
-        self._ms = list(_TOKEN_RE.finditer(text))
-        self.words: list[str] = [m.group() for m in self._ms]
-        self.lows = [w.lower() for w in self.words]
+        # [gap, token, gap, token, ..., gap]: the same tokens finditer would find.
+        parts = _TOKEN_SPLIT_RE.split(text)
+        self.words: list[str] = parts[1::2]
+        bounds = list(itertools.accumulate(map(len, parts)))
+        self.starts: list[int] = bounds[0:-1:2]
+        self.ends: list[int] = bounds[1::2]
+        # Tokens are ASCII letters, digits and "+": one lower() over the joined words is
+        # the same as one per word, and much cheaper.
+        self.lows: list[str] = "\n".join(self.words).lower().split("\n") if self.words else []
+
+    def offsets(self) -> tuple[list[int], list[int]]:
+        """(start offsets, end offsets) of the tokens."""
+        return self.starts, self.ends
 
     def start(self, i: int) -> int:
-        return self._ms[i].start()
+        return self.starts[i]
 
     def end(self, i: int) -> int:
-        return self._ms[i].end()
+        return self.ends[i]
 
     def __len__(self) -> int:
         return len(self.words)
@@ -518,13 +530,21 @@ class PaperIndex:
         characters count (a comment "# use SAPO loss" in a diff)."""
         prefixes = self._alias_prefixes
         words, lows = toks.words, toks.lows
+        slashes = "/" in text  # without one, no match can sit in a path or URL
+        # Without a "/", what is decided at a token depends only on the characters from the
+        # one before it to two after its longest span, so 64 KiB of one phrase repeated is
+        # decided once per distinct stretch (key: at text start?, cut at text end?, chars).
+        memo: dict[tuple[bool, bool, str], tuple[_Alias, int] | None] | None = (
+            None if slashes else {}
+        )
+        tlen = len(text)
+        starts, ends = toks.starts, toks.ends
         i = 0
         n = len(toks)
         while i < n:
             if lows[i] not in prefixes:
                 i += 1  # the common case: no name starts with this word
                 continue
-            matched = 0
             # Spans grow over tight gaps while they still spell the start of some name;
             # the longest span that is a whole name wins.
             spans = [words[i]]
@@ -537,6 +557,19 @@ class PaperIndex:
                 low = nxt
                 spans.append(spans[-1] + words[j + 1])
                 j += 1
+            key: tuple[bool, bool, str] | None = None
+            if memo is not None:
+                st, e = starts[i], ends[j] + 2
+                key = (st == 0, e > tlen, text[st - 1 if st else 0 : e])
+                if key in memo:
+                    hit = memo[key]
+                    if hit is None:
+                        i += 1
+                    else:
+                        yield hit[0], st
+                        i += hit[1]
+                    continue
+            decided: tuple[_Alias, int] | None = None
             for L in range(len(spans), 0, -1):
                 sq = spans[L - 1]
                 cands = self._aliases.get(sq.lower())
@@ -550,15 +583,20 @@ class PaperIndex:
                     if L > al.nwords and _spaced(text, toks, i, L) > al.nwords - 1:
                         continue
                     if not _clean_boundary(
-                        text, toks.start(i), toks.end(i + L - 1), al.case_sensitive
+                        text, starts[i], ends[i + L - 1], al.case_sensitive, slashes
                     ):
                         continue
-                    yield al, toks.start(i)
-                    matched = L
+                    decided = (al, L)
                     break
-                if matched:
+                if decided:
                     break
-            i += matched or 1
+            if memo is not None and key is not None:
+                memo[key] = decided
+            if decided is None:
+                i += 1
+            else:
+                yield decided[0], starts[i]
+                i += decided[1]
 
     def match_code_values(self, text: str) -> Iterator[tuple[int, str | None, int]]:
         """(paper, method, offset) for inline code spans that hold just a method's value
@@ -669,8 +707,9 @@ def _tight(text: str, toks: _Toks, i: int, length: int) -> bool:
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
-def _clean_boundary(text: str, start: int, end: int, strict: bool) -> bool:
-    """Not part of an identifier, a path, a URL or a file name."""
+def _clean_boundary(text: str, start: int, end: int, strict: bool, slashes: bool = True) -> bool:
+    """Not part of an identifier, a path, a URL or a file name (`slashes`: whether the
+    text has a "/" at all; without one the path and URL checks are skipped)."""
     before = text[start - 1] if start else " "
     after = text[end] if end < len(text) else " "
     if before in _ID_CHARS or after in _ID_CHARS:
@@ -687,16 +726,21 @@ def _clean_boundary(text: str, start: int, end: int, strict: bool) -> bool:
         and (text[end + 1].isdigit() or text[end + 1].isupper())
     ):
         return False  # DAPO-17K-Math, DeepSeek-R1-Distill-Qwen: a dataset or model name
-    # The whitespace-delimited word holding the match: a URL or path is not prose.
-    ws = start
-    lo = max(0, start - 200)
-    while ws > lo and not text[ws - 1].isspace():
-        ws -= 1
-    we = end
-    hi = min(len(text), end + 200)
-    while we < hi and not text[we].isspace():
-        we += 1
-    word = text[ws:we].strip("()[]<>*_`'\",;:!?.")
+    if not slashes:
+        return True
+    # The whitespace-delimited word holding the match (at most 200 characters each way):
+    # a URL or path is not prose. split/rsplit find its ends in C.
+    left = text[max(0, start - 200) : start]
+    if left and not left[-1].isspace():
+        left = left.rsplit(None, 1)[-1]
+    else:
+        left = ""
+    right = text[end : end + 200]
+    if right and not right[0].isspace():
+        right = right.split(None, 1)[0]
+    else:
+        right = ""
+    word = (left + text[start:end] + right).strip("()[]<>*_`'\",;:!?.")
     if "://" in word:
         return False
     if "/" in word:
@@ -770,19 +814,30 @@ def link_papers(thread: dict[str, Any], pool: PaperIndex | None = None) -> list[
             old["method"] = entry["method"]
         order[key] = min(order[key], where)
 
+    # Evidence already added: a later identical hit (same id, same name, same code value)
+    # changes nothing, because its entry is the same and the earliest place wins; skipping
+    # it keeps 64 KiB of one repeated name or id cheap. Places are offsets in the prose or
+    # in the code of one text, so a code hit may still come before a prose hit there.
+    done: set[object] = set()  # arXiv ids and code values from earlier texts or places
+    alias_done: dict[int, tuple[int, bool]] = {}  # id(alias) -> (text, in code?) of first use
+
     for ti, raw in enumerate(thread_texts(thread)):
         if ti == 0:
             # "[GRPO] Add X": a leading tag names the component touched, not a citation.
             raw = _TITLE_TAGS_RE.sub("", raw)
         raw = strip_html_comments(raw.replace("\r\n", "\n"))
         prose = visible_text(raw)
-        # arXiv ids: any form in prose; in code blocks only links and arXiv: prefixes.
-        mentions = [(m, True) for m in find_arxiv_mentions(prose)]
-        if "```" in raw or "~~~" in raw or "\n    " in raw:
-            mentions += [
-                (m, False) for m in find_arxiv_mentions(_code_only(raw)) if m.form != "bare"
-            ]
-        for m, _ in mentions:
+        code = _code_only(raw) if ("```" in raw or "~~~" in raw or "\n    " in raw) else ""
+        # arXiv ids: any form in prose; in code blocks only links and arXiv: prefixes. The
+        # first mention of an id in each text is the one that counts (its entry is the same
+        # every time and the earliest place wins), so repeats are not even checked.
+        mentions = find_arxiv_mentions(prose, unique=True, skip=done)
+        if code:
+            mentions += find_arxiv_mentions(code, unique=True, bare=False, skip=done)
+        # Ids of earlier texts are skipped inside find_arxiv_mentions; an id both in the
+        # prose and in the code of this text is seen twice (its earliest place is kept).
+        for m in mentions:
+            done.add(m.arxiv_id)
             paper = index.paper_for_arxiv(m.arxiv_id)
             entry = {
                 "arxiv_id": m.arxiv_id,
@@ -808,10 +863,13 @@ def link_papers(thread: dict[str, Any], pool: PaperIndex | None = None) -> list[
                 (ti, 0),
             )
         hits = list(index.match_aliases(text, toks))
-        code = _code_only(raw) if ("```" in raw or "~~~" in raw or "\n    " in raw) else ""
+        n_prose_hits = len(hits)
         if code:
             hits += index.match_aliases(code, _tokens(code), code=True)
         for pi, method, start in index.match_code_values(prose):
+            if (pi, method) in done:
+                continue
+            done.add((pi, method))
             paper = index.papers[pi]
             add(
                 paper.key,
@@ -824,12 +882,19 @@ def link_papers(thread: dict[str, Any], pool: PaperIndex | None = None) -> list[
                 },
                 (ti, start),
             )
-        for al, start in hits:
+        for k, (al, start) in enumerate(hits):
+            place = (ti, k >= n_prose_hits)
+            first = alias_done.get(id(al))
+            if first is not None and (first[0] < ti or first == place):
+                continue
             owners = al.papers
             if len(owners) > 1:
+                # Resolved by a paper already found; `found` only grows, so once resolved
+                # a later hit resolves the same way (or not at all).
                 owners = [o for o in owners if index.papers[o[0]].key in found]
                 if len(owners) != 1:
                     continue
+            alias_done[id(al)] = place
             pi, method = owners[0]
             paper = index.papers[pi]
             add(

@@ -131,6 +131,9 @@ def is_template_line(line: str) -> bool:
 
 def strip_code(text: str) -> str:
     """Drop fenced and indented code blocks (lines become empty, so line numbers hold)."""
+    if "`" not in text and "~" not in text and "\n    " not in text and "\n\t" not in text:
+        if not text.startswith(("    ", "\t")):
+            return text  # no fence and no indented line: nothing to drop
     lines = text.split("\n")
     out: list[str] = []
     fence: tuple[str, int] | None = None
@@ -184,7 +187,14 @@ def visible_text(text: str | None, *, drop_inline_code: bool = False) -> str:
         return ""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = strip_code(strip_html_comments(text))
-    lines = [("" if is_template_line(line) else line) for line in text.split("\n")]
+    # One check per distinct line: a hostile body repeats the same line thousands of times.
+    template: dict[str, bool] = {"": False}
+    lines: list[str] = []
+    for line in text.split("\n"):
+        t = template.get(line)
+        if t is None:
+            t = template[line] = is_template_line(line)
+        lines.append("" if t else line)
     out = "\n".join(lines)
     return strip_inline_code(out) if drop_inline_code else out
 

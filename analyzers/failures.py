@@ -35,21 +35,11 @@ from typing import Any
 import yaml
 
 from analyzers import nlp
+from analyzers.catalog import CONTRACT_FAILURE_KEYS
 
 PATTERNS_FILE = Path(__file__).with_name("failure_patterns.yaml")
 
-CATEGORIES: tuple[str, ...] = (
-    "entropy_collapse",
-    "entropy_explosion",
-    "collapse_or_divergence",
-    "rollout_training_mismatch",
-    "response_length_drift",
-    "stale_rollout_data",
-    "kl_growth",
-    "moe_instability",
-    "groups_without_signal",
-    "other_failure",
-)
+CATEGORIES: tuple[str, ...] = CONTRACT_FAILURE_KEYS
 # Ties go to the more specific kind (earlier here).
 _PRIORITY = {
     c: i

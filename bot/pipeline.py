@@ -3,6 +3,8 @@ let `actions` decide whether to act. One entry point so both paths behave the sa
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sqlalchemy import func, select
@@ -12,6 +14,20 @@ from bot.store.models import Analysis, Paper, Thread
 from bot.store.threads import load_comments, thread_record
 
 POOL_CACHE_KEY = "paper_pool"
+
+# The analyzers are CPU-bound and synchronous. Run on the event loop they would stall
+# /webhook answers and the worker's lease heartbeat for the length of each analysis; one
+# dedicated thread keeps the loop responsive, and being a single thread it never runs two
+# analyses at once (the spaCy pipeline and the caches are shared, process-wide objects).
+_ANALYSIS_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rltracker-analysis")
+
+
+async def run_analysis(record: dict[str, Any], pool: Any = None) -> dict[str, Any]:
+    """analyze_thread off the event loop, on the process's one analysis thread."""
+    from analyzers.analyze import analyze_thread
+
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(_ANALYSIS_THREAD, analyze_thread, record, pool)
 
 
 async def paper_pool(session: AsyncSession, cache: dict[str, Any] | None) -> Any:
@@ -27,11 +43,14 @@ async def paper_pool(session: AsyncSession, cache: dict[str, Any] | None) -> Any
     cached = (cache or {}).get(POOL_CACHE_KEY)
     if cached is not None and cached[0] == key:
         return cached[1]
-    rows = await session.scalars(select(Paper))
-    index = PaperIndex.build(
+    papers = [
         {"arxiv_id": p.arxiv_id, "title": p.title, "aliases": list(p.aliases or []),
          "method": p.method, "first_public": p.first_public}
-        for p in rows
+        for p in await session.scalars(select(Paper))
+    ]
+    # Seconds of CPU for a large pool: built on the analysis thread, not the event loop.
+    index = await asyncio.get_running_loop().run_in_executor(
+        _ANALYSIS_THREAD, PaperIndex.build, papers
     )
     if cache is not None:
         cache[POOL_CACHE_KEY] = (key, index)
@@ -44,10 +63,10 @@ async def analyse_and_store(
     """Run the analyzers on a stored thread and upsert its Analysis row; returns the analysis.
 
     `cache` is the process's ctx.extras: it keeps the paper pool's index between calls."""
-    from analyzers.analyze import ANALYZER_VERSION, analyze_thread
+    from analyzers.analyze import ANALYZER_VERSION
 
     record = thread_record(thread, await load_comments(session, thread))
-    result = analyze_thread(record, await paper_pool(session, cache))
+    result = await run_analysis(record, await paper_pool(session, cache))
     row = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
     if row is None:
         row = Analysis(thread_id=thread.id)

@@ -70,9 +70,9 @@ async def compute_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict
     for thread, record in records:
         analysis = analyses.get(thread.id)
         if analysis is None:
-            from analyzers.analyze import analyze_thread
+            from bot.pipeline import run_analysis
 
-            analysis = analyze_thread(record)
+            analysis = await run_analysis(record)
         failure = analysis.get("failure") or {}
         url = thread.url or f"https://github.com/{repo}/issues/{thread.number}"
         base = {"number": thread.number, "title": thread.title or "", "url": url}

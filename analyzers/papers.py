@@ -531,12 +531,14 @@ class PaperIndex:
         prefixes = self._alias_prefixes
         words, lows = toks.words, toks.lows
         slashes = "/" in text  # without one, no match can sit in a path or URL
-        # Without a "/", what is decided at a token depends only on the characters from the
-        # one before it to two after its longest span, so 64 KiB of one phrase repeated is
-        # decided once per distinct stretch (key: at text start?, cut at text end?, chars).
-        memo: dict[tuple[bool, bool, str], tuple[_Alias, int] | None] | None = (
-            None if slashes else {}
-        )
+        # What is decided at a token depends only on the characters from the one before it
+        # to `window` after it (longer spans cannot spell a name), except where a "/" makes
+        # the whitespace-delimited word around a match matter. So 64 KiB of one phrase over
+        # and over is decided once per distinct stretch; key: (at text start?, window cut by
+        # the text end?, the characters).
+        longest = max(map(len, prefixes), default=0)
+        window = 2 * longest + 3 * self._max_alias_tokens + 8
+        memo: dict[tuple[bool, bool, str], tuple[_Alias, int] | None] = {}
         tlen = len(text)
         starts, ends = toks.starts, toks.ends
         i = 0
@@ -544,6 +546,16 @@ class PaperIndex:
         while i < n:
             if lows[i] not in prefixes:
                 i += 1  # the common case: no name starts with this word
+                continue
+            st = starts[i]
+            key = (st == 0, st + window > tlen, text[st - 1 if st else 0 : st + window])
+            if key in memo:
+                hit = memo[key]
+                if hit is None:
+                    i += 1
+                else:
+                    yield hit[0], st
+                    i += hit[1]
                 continue
             # Spans grow over tight gaps while they still spell the start of some name;
             # the longest span that is a whole name wins.
@@ -557,19 +569,8 @@ class PaperIndex:
                 low = nxt
                 spans.append(spans[-1] + words[j + 1])
                 j += 1
-            key: tuple[bool, bool, str] | None = None
-            if memo is not None:
-                st, e = starts[i], ends[j] + 2
-                key = (st == 0, e > tlen, text[st - 1 if st else 0 : e])
-                if key in memo:
-                    hit = memo[key]
-                    if hit is None:
-                        i += 1
-                    else:
-                        yield hit[0], st
-                        i += hit[1]
-                    continue
             decided: tuple[_Alias, int] | None = None
+            far = False  # the decision looked at the word around the match (paths, URLs)
             for L in range(len(spans), 0, -1):
                 sq = spans[L - 1]
                 cands = self._aliases.get(sq.lower())
@@ -582,20 +583,19 @@ class PaperIndex:
                         continue
                     if L > al.nwords and _spaced(text, toks, i, L) > al.nwords - 1:
                         continue
-                    if not _clean_boundary(
-                        text, starts[i], ends[i + L - 1], al.case_sensitive, slashes
-                    ):
+                    far = far or slashes
+                    if not _clean_boundary(text, st, ends[i + L - 1], al.case_sensitive, slashes):
                         continue
                     decided = (al, L)
                     break
                 if decided:
                     break
-            if memo is not None and key is not None:
+            if not far:
                 memo[key] = decided
             if decided is None:
                 i += 1
             else:
-                yield decided[0], starts[i]
+                yield decided[0], st
                 i += decided[1]
 
     def match_code_values(self, text: str) -> Iterator[tuple[int, str | None, int]]:

@@ -9,6 +9,7 @@ of hostile input stays linear.
 
 from __future__ import annotations
 
+import functools
 import re
 
 # Headings that issue and PR templates of these repositories (and GitHub's defaults) put in
@@ -66,6 +67,7 @@ _HEADING_WORDS_RE = re.compile(r"[^\w\s'&?-]+")
 _CHECKBOX_RE = re.compile(r"^\s{0,8}(?:[-*+]|\d{1,3}[.)])\s{1,4}\[[ xX]\]")
 _LIST_ITEM_RE = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,9}[.)])\s")
 _INLINE_CODE_RE = re.compile(r"`[^`\n]{0,2000}`")
+_UNSEEN: tuple[str, int] = ("", -1)  # marks a line not looked at yet
 
 
 def strip_html_comments(text: str) -> str:
@@ -129,26 +131,31 @@ def is_template_line(line: str) -> bool:
     return low.startswith(TEMPLATE_LINES)
 
 
+@functools.lru_cache(maxsize=8)
 def strip_code(text: str) -> str:
-    """Drop fenced and indented code blocks (lines become empty, so line numbers hold)."""
+    """Drop fenced and indented code blocks (lines become empty, so line numbers hold).
+
+    Cached: the paper linker asks for the prose and for the code of the same body."""
     if "`" not in text and "~" not in text and "\n    " not in text and "\n\t" not in text:
         if not text.startswith(("    ", "\t")):
             return text  # no fence and no indented line: nothing to drop
     lines = text.split("\n")
     out: list[str] = []
+    fences: dict[str, tuple[str, int] | None] = {}  # per distinct line: bodies repeat lines
     fence: tuple[str, int] | None = None
     prev_blank = True
     in_list = False
     in_indented = False
     for line in lines:
+        f = fences.get(line, _UNSEEN)
+        if f is _UNSEEN:
+            f = fences[line] = _fence(line)
         if fence is not None:
-            f = _fence(line)
             if f and f[0] == fence[0] and f[1] >= fence[1] and not line.strip()[f[1] :].strip():
                 fence = None
             out.append("")
             prev_blank = False
             continue
-        f = _fence(line)
         if f:
             fence = f
             out.append("")

@@ -265,6 +265,7 @@ class PaperIndex:
         self._title_exact: dict[str, int] = {}
         self._postings: dict[str, list[int]] = {}
         self._solo_postings: dict[str, list[int]] = {}
+        self._title_vocab: frozenset[str] = frozenset()
 
     # ---- building -------------------------------------------------------------------
     @classmethod
@@ -442,6 +443,11 @@ class PaperIndex:
                 self._postings.setdefault(k, []).append(ti)
             for f, _ in solo:
                 self._solo_postings.setdefault(f, []).append(ti)
+        # Every word that is, or is part of, a key: a thread word outside it cannot form
+        # one, so the scan skips its lookups (most words of a long body).
+        self._title_vocab = frozenset(
+            w for k in self._postings for w in k.split(" ") if w != "_"
+        ) | frozenset(self._solo_postings)
 
     # ---- lookups --------------------------------------------------------------------
     def paper_for_arxiv(self, arxiv_id: str) -> Paper | None:
@@ -461,25 +467,33 @@ class PaperIndex:
         solo_postings = self._solo_postings
         solo_pos: dict[str, list[int]] = {}
         stop = TITLE_STOPWORDS
-        prev_w = prev2_w = ""
+        vocab = self._title_vocab
+        # The previous two content words; None for a word in no key (no key can use it,
+        # but it still separates its neighbours).
+        prev_w: str | None = None
+        prev2_w: str | None = None
         prev_pos = prev2_pos = -1
         for pos, w in enumerate(lows):
             if w in stop or len(w) < 2:
                 continue
             if len(w) > 4 and w[-1] == "s" and w[-2] != "s":
                 w = w[:-1]  # _stem, inlined: this loop runs for every token of every thread
+            if w not in vocab:
+                prev2_w, prev2_pos = prev_w, prev_pos
+                prev_w = None
+                continue
             if w in postings:
                 positions.setdefault(w, []).append(pos)
             if w in solo_postings:
                 solo_pos.setdefault(w, []).append(pos)
-            if prev_pos >= 0:
+            if prev_w is not None:
                 pair = prev_w + " " + w
                 if pair in postings:
                     positions.setdefault(pair, []).append(prev_pos)
-                if prev2_pos >= 0:
-                    skip = prev2_w + " _ " + w
-                    if skip in postings:
-                        positions.setdefault(skip, []).append(prev2_pos)
+            if prev2_w is not None:
+                skip = prev2_w + " _ " + w
+                if skip in postings:
+                    positions.setdefault(skip, []).append(prev2_pos)
             prev2_w, prev2_pos = prev_w, prev_pos
             prev_w, prev_pos = w, pos
         hits: dict[int, int] = {}

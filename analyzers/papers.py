@@ -535,13 +535,15 @@ class PaperIndex:
             yield paper, score
 
     def match_aliases(
-        self, text: str, toks: _Toks, *, code: bool = False
+        self, text: str, toks: _Toks, *, code: bool = False, repeats: bool = True
     ) -> Iterator[tuple[_Alias, int]]:
         """(alias, start offset) for method names written in `text` (tokens of `text`).
 
         Names are compared with spaces, hyphens and dots squashed out ("Dr. GRPO", "Dr.GRPO",
         "Re-max"), longest first. With `code`, only exact-case acronyms of four or more
-        characters count (a comment "# use SAPO loss" in a diff)."""
+        characters count (a comment "# use SAPO loss" in a diff). Without `repeats`, a
+        name of a single paper is reported at its first place only (the words it covers
+        are still consumed, so what follows matches the same)."""
         prefixes = self._alias_prefixes
         words, lows = toks.words, toks.lows
         slashes = "/" in text  # without one, no match can sit in a path or URL
@@ -553,6 +555,9 @@ class PaperIndex:
         longest = max(map(len, prefixes), default=0)
         window = 2 * longest + 3 * self._max_alias_tokens + 8
         memo: dict[tuple[bool, bool, str], tuple[_Alias, int] | None] = {}
+        # Names of one paper already reported (without `repeats`); a name shared by several
+        # papers is always reported, as which one it means may depend on what came before.
+        reported: set[int] = set()
         tlen = len(text)
         starts, ends = toks.starts, toks.ends
         i = 0
@@ -568,7 +573,10 @@ class PaperIndex:
                 if hit is None:
                     i += 1
                 else:
-                    yield hit[0], st
+                    if repeats or id(hit[0]) not in reported:
+                        if len(hit[0].papers) == 1:
+                            reported.add(id(hit[0]))
+                        yield hit[0], st
                     i += hit[1]
                 continue
             # Spans grow over tight gaps while they still spell the start of some name;
@@ -609,7 +617,10 @@ class PaperIndex:
             if decided is None:
                 i += 1
             else:
-                yield decided[0], st
+                if repeats or id(decided[0]) not in reported:
+                    if len(decided[0].papers) == 1:
+                        reported.add(id(decided[0]))
+                    yield decided[0], st
                 i += decided[1]
 
     def match_code_values(self, text: str) -> Iterator[tuple[int, str | None, int]]:
@@ -876,10 +887,10 @@ def link_papers(thread: dict[str, Any], pool: PaperIndex | None = None) -> list[
                 },
                 (ti, 0),
             )
-        hits = list(index.match_aliases(text, toks))
+        hits = list(index.match_aliases(text, toks, repeats=False))
         n_prose_hits = len(hits)
         if code:
-            hits += index.match_aliases(code, _tokens(code), code=True)
+            hits += index.match_aliases(code, _tokens(code), code=True, repeats=False)
         for pi, method, start in index.match_code_values(prose):
             if (pi, method) in done:
                 continue

@@ -210,6 +210,7 @@ class SplitText:
     code: str  # fenced / indented blocks: pasted logs, configs, tracebacks
 
 
+@lru_cache(maxsize=8)  # failures and proposals both split the same opening post
 def split_markdown(text: str | None, keep_inline_code: bool = True) -> SplitText:
     """Separate prose from code. Line-based and linear: fenced blocks (``` or ~~~, closed by
     the same fence or by the end of the text), 4-space-indented blocks after a blank line, and
@@ -223,6 +224,12 @@ def split_markdown(text: str | None, keep_inline_code: bool = True) -> SplitText
     prev_blank = True
     in_indented = False
     for line in text.split("\n"):
+        if not line and fence is None:
+            # An empty line: prose, ends an indented block (64 KiB of newlines stays cheap).
+            in_indented = False
+            prev_blank = True
+            prose.append(line)
+            continue
         if fence is not None:
             stripped = line.strip()
             if stripped.startswith(fence) and stripped.strip(fence[0]) == "":

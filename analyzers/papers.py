@@ -545,6 +545,7 @@ class PaperIndex:
         name of a single paper is reported at its first place only (the words it covers
         are still consumed, so what follows matches the same)."""
         prefixes = self._alias_prefixes
+        aliases = self._aliases
         words, lows = toks.words, toks.lows
         slashes = "/" in text  # without one, no match can sit in a path or URL
         # What is decided at a token depends only on the characters from the one before it
@@ -563,8 +564,12 @@ class PaperIndex:
         i = 0
         n = len(toks)
         while i < n:
-            if lows[i] not in prefixes:
+            w = lows[i]
+            if w not in prefixes:
                 i += 1  # the common case: no name starts with this word
+                continue
+            if w not in aliases and (i + 1 == n or w + lows[i + 1] not in prefixes):
+                i += 1  # starts a name but is none, and the next word does not continue it
                 continue
             st = starts[i]
             key = (st == 0, st + window > tlen, text[st - 1 if st else 0 : st + window])

@@ -26,6 +26,8 @@ from spacy.language import Language
 from spacy.matcher import Matcher, PhraseMatcher
 from spacy.tokens import Doc
 
+from analyzers.text import strip_html_comments
+
 # Bodies are capped at 64 KiB by the contract; longer input is cut so every caller stays bounded.
 MAX_CHARS = 65_536
 
@@ -185,24 +187,6 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _INLINE_CODE = re.compile(r"`[^`\n]{1,400}`")
 
 
-def _drop_html_comments(text: str) -> str:
-    """Remove <!-- ... --> with str.find (a regex would rescan the tail from every unclosed
-    opener: quadratic). An unclosed comment runs to the end, as in a browser."""
-    out: list[str] = []
-    pos = 0
-    while True:
-        start = text.find("<!--", pos)
-        if start < 0:
-            out.append(text[pos:])
-            break
-        out.append(text[pos:start])
-        end = text.find("-->", start + 4)
-        if end < 0:
-            break
-        out.append(" ")
-        pos = end + 3
-    return "".join(out)
-
 
 @dataclass(frozen=True)
 class SplitText:
@@ -217,7 +201,7 @@ def split_markdown(text: str | None, keep_inline_code: bool = True) -> SplitText
     HTML comments (issue templates put their instructions there)."""
     text = (text or "")[:MAX_CHARS]
     if "<!--" in text:
-        text = _drop_html_comments(text)
+        text = strip_html_comments(text)
     prose: list[str] = []
     code: list[str] = []
     fence: str | None = None

@@ -47,6 +47,8 @@ from typing import Any
 
 import yaml
 
+from analyzers.text import strip_html_comments
+
 STATES = (
     "merged",
     "open_no_reply",
@@ -291,7 +293,6 @@ _PATH_LINE = re.compile(
 # Inside such a rendering, each reply is introduced by "**login**:" or "**login** (author):".
 _SPEAKER = re.compile(r"\*\*([A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?)\*\*( \(author\))?:")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})\s*([\w-]*)")
-_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _URL = re.compile(r"https?://\S{1,2000}")
 _INWORD_HYPHEN = re.compile(r"(?<=[A-Za-z])-(?=[A-Za-z])")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
@@ -336,7 +337,7 @@ def _prose(text: str) -> tuple[str, bool]:
     """Text people wrote: fenced blocks, quoted lines and HTML comments dropped (line scan,
     linear). Also reports whether a ```suggestion block was present."""
     if "<!--" in text:
-        text = _HTML_COMMENT.sub(" ", text)
+        text = strip_html_comments(text)
     out: list[str] = []
     fence: str | None = None
     suggestion = False

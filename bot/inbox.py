@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -227,6 +228,7 @@ class Inbox:
         self.engine = engine
         self.max_batch = max_batch
         self._queue: list[tuple[InboxRow, asyncio.Future[str]]] = []
+        self.last_submit = 0.0  # time.monotonic() of the latest delivery handed in
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
@@ -262,9 +264,15 @@ class Inbox:
     def queued(self) -> int:
         return len(self._queue)
 
+    def busy(self, window: float) -> bool:
+        """Deliveries are arriving: one is waiting for its commit, or one came in the last
+        `window` seconds. The worker defers to this so answers to GitHub come first."""
+        return bool(self._queue) or time.monotonic() - self.last_submit < window
+
     async def submit(self, row: InboxRow) -> str:
         if self._task is None or self._closing:
             raise RuntimeError("inbox is not running")
+        self.last_submit = time.monotonic()
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._queue.append((row, future))
         self._wakeup.set()

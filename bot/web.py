@@ -295,7 +295,7 @@ def create_app(ctx: Any, *, worker: bool = True, worker_options: dict[str, Any] 
     if worker:
         from bot.worker import Worker
 
-        w = Worker(ctx, **(worker_options or {}))
+        w = Worker(ctx, intake=inbox, **(worker_options or {}))
         app[WORKER] = w
         ctx.extras["worker"] = w
         inbox.add_listener(w.wake)

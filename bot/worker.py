@@ -143,6 +143,9 @@ class Worker:
         lease_seconds: float | None = None,
         poll_seconds: float = 2.0,
         backoff: Callable[[int], float] = default_backoff,
+        intake: Any = None,
+        intake_window: float = 0.02,
+        max_defer: float = 1.0,
     ) -> None:
         if router is None:
             from bot.routers import router as default_router
@@ -159,6 +162,10 @@ class Worker:
         )
         self.poll_seconds = poll_seconds
         self.backoff = backoff
+        # The inbox (bot.inbox.Inbox) of this process, when the worker shares it with /webhook.
+        self.intake = intake
+        self.intake_window = intake_window
+        self.max_defer = max_defer
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -204,10 +211,14 @@ class Worker:
 
     async def _run(self) -> None:
         await self.recover()
+        from bot.pipeline import warm_up
+
+        await warm_up()
         while not self._stopping:
             # Cleared BEFORE looking for work: a commit that lands while we look sets it
             # again, so its wake-up is not lost.
             self._wake.clear()
+            await self.yield_to_intake()
             try:
                 worked = await self.process_one()
             except Exception:  # database down: wait for the next wake-up or poll, go on
@@ -220,6 +231,21 @@ class Worker:
             except TimeoutError:
                 pass
         await self.release_next()
+
+    async def yield_to_intake(self) -> bool:
+        """While deliveries are arriving in this process, wait for a lull before the next
+        row: handlers and analyses share the CPU (and the GIL) with /webhook, and answering
+        GitHub comes first. Waits at most `max_defer`, so a steady stream is still worked
+        through. Returns whether it had to wait."""
+        intake = self.intake
+        if intake is None or not intake.busy(self.intake_window):
+            return False
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.max_defer
+        # A lull is the absence of arrivals for a while, not an event: it is polled.
+        while not self._stopping and loop.time() < deadline and intake.busy(self.intake_window):  # noqa: ASYNC110
+            await asyncio.sleep(min(self.intake_window, deadline - loop.time()))
+        return True
 
     async def release_next(self) -> None:
         """Give back a row claimed for the next step but not started (on stop)."""

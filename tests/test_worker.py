@@ -271,3 +271,28 @@ async def test_nul_characters_do_not_fail_the_handlers(ctx: AppContext, shared_d
     await Worker(ctx, backoff=no_wait, max_attempts=1).run_until_idle()
     rows = await rows_by_id(ctx)
     assert [r.status for r in rows.values()] == ["done", "done"], [r.last_error for r in rows.values()]
+
+
+async def test_worker_defers_to_arriving_deliveries_but_never_starves(ctx: AppContext) -> None:
+    """Answering GitHub comes first: while the inbox of this process is taking deliveries the
+    worker waits for a lull before its next row, but only up to `max_defer`, so a steady
+    stream is still worked through."""
+    inbox = Inbox(ctx.engine)
+    inbox.start()
+    seen: list[str] = []
+    try:
+        idle = Worker(ctx, recording_router(seen), intake=inbox, intake_window=0.05)
+        assert not await idle.yield_to_intake()  # nothing arriving: no wait at all
+
+        delivery = str(uuid.uuid4())
+        await inbox.submit(InboxRow(delivery_id=delivery, event="test", action=None, repo=None,
+                                    installation_id=None, payload='{"n": "1"}'))
+        # A window far longer than the test: the inbox stays "busy" throughout, and the
+        # bound on deferring is what lets the worker go on.
+        busy = Worker(ctx, recording_router(seen), intake=inbox, intake_window=3600.0,
+                      max_defer=0.05)
+        assert await busy.yield_to_intake()
+        assert await busy.process_one()
+    finally:
+        await inbox.close()
+    assert seen == [delivery]

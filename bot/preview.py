@@ -31,7 +31,8 @@ from sqlalchemy import func, select
 
 from bot.actions import compose_for, declined_methods, record_once
 from bot.repo_config import RepoConfig
-from bot.store.models import Action, Analysis, JobRun, Repository, Thread
+from bot.store.jobs import record_job_run
+from bot.store.models import Action, Analysis, Repository, Thread
 from bot.store.threads import load_comments, thread_record
 from bot.store.types import format_datetime, utcnow
 
@@ -172,18 +173,6 @@ def _tracked(repos: Iterable[str]) -> tuple[list[str], list[str]]:
     return tracked, others
 
 
-async def _job_row(ctx: Any, run_id: int | None, **values: Any) -> int:
-    async with ctx.sessionmaker() as session:
-        if run_id is None:
-            row = JobRun(name="install_preview", **values)
-            session.add(row)
-        else:
-            row = await session.get(JobRun, run_id)
-            for key, value in values.items():
-                setattr(row, key, value)
-        await session.commit()
-        return int(row.id)
-
 
 async def _fetch_config(ctx: Any, repo: str) -> str:
     """Read the repository's config afresh onto its row (where compute_preview looks);
@@ -201,7 +190,7 @@ async def install_preview(ctx: Any, repos: list[str], *, days: int = DEFAULT_DAY
     """Sync (when a GitHub client is there) then preview each repository; one JobRun row.
     A failing repository is logged and recorded; the others still run."""
     started = utcnow()
-    run_id = await _job_row(ctx, None, started_at=started, outcome="running",
+    run_id = await record_job_run(ctx, "install_preview", None, started_at=started, outcome="running",
                             counts={"repos": {r: {} for r in repos}, "skipped": skipped or []})
     per_repo: dict[str, dict[str, Any]] = {}
     errors: list[str] = []
@@ -237,7 +226,7 @@ async def install_preview(ctx: Any, repos: list[str], *, days: int = DEFAULT_DAY
                 errors.append(f"{repo} preview: {type(exc).__name__}: {exc}"[:300])
     except asyncio.CancelledError:  # shutdown: leave an honest row behind, then stop
         try:
-            await _job_row(ctx, run_id, finished_at=utcnow(), outcome="failed",
+            await record_job_run(ctx, "install_preview", run_id, finished_at=utcnow(), outcome="failed",
                            counts={"repos": per_repo, "skipped": skipped or []},
                            error="cancelled (shutdown)")
         except Exception:  # noqa: BLE001 - the database may be gone already
@@ -245,7 +234,7 @@ async def install_preview(ctx: Any, repos: list[str], *, days: int = DEFAULT_DAY
         raise
     counts = {"repos": per_repo, "skipped": skipped or [],
               "would_comment": sum(i.get("would_comment", 0) for i in per_repo.values())}
-    await _job_row(ctx, run_id, finished_at=utcnow(), outcome="failed" if errors else "ok",
+    await record_job_run(ctx, "install_preview", run_id, finished_at=utcnow(), outcome="failed" if errors else "ok",
                    counts=counts, error="; ".join(errors)[:2000] if errors else None)
     log.info("install preview: %s", counts)
     return counts

@@ -28,6 +28,7 @@ from typing import Any
 from sqlalchemy import select, text
 
 from bot.store.db import is_postgres
+from bot.store.jobs import record_job_run
 from bot.store.models import JobRun
 from bot.store.types import utcnow
 
@@ -162,17 +163,7 @@ class _Lock:
 
 
 # ---------------------------------------------------------------------------- the job
-async def _record(ctx: Any, run_id: int | None, **values: Any) -> int:
-    async with ctx.sessionmaker() as session:
-        if run_id is None:
-            row = JobRun(name=JOB_NAME, **values)
-            session.add(row)
-        else:
-            row = await session.get(JobRun, run_id)
-            for k, v in values.items():
-                setattr(row, k, v)
-        await session.commit()
-        return int(row.id)
+
 
 
 async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None) -> dict[str, Any]:
@@ -181,11 +172,11 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None) 
     if not await lock.acquire():
         log.info("nightly: another replica is running it")
         now = utcnow()
-        await _record(ctx, None, started_at=now, finished_at=now, outcome="skipped",
+        await record_job_run(ctx, JOB_NAME, None, started_at=now, finished_at=now, outcome="skipped",
                       counts={"reason": "another replica holds the lock"})
         return {"outcome": "skipped"}
     try:
-        run_id = await _record(ctx, None, started_at=utcnow(), outcome="running", counts={})
+        run_id = await record_job_run(ctx, JOB_NAME, None, started_at=utcnow(), outcome="running", counts={})
         counts: dict[str, Any] = {}
         errors: list[str] = []
         for name, step in steps or STEPS:
@@ -196,7 +187,7 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None) 
                 counts[name] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
                 errors.append(name)
         outcome = "failed" if errors else "ok"
-        await _record(ctx, run_id, finished_at=utcnow(), outcome=outcome, counts=_jsonable(counts),
+        await record_job_run(ctx, JOB_NAME, run_id, finished_at=utcnow(), outcome=outcome, counts=_jsonable(counts),
                       error=("steps failed: " + ", ".join(errors)) if errors else None)
         log.info("nightly: %s %s", outcome, counts)
         return {"outcome": outcome, "counts": counts, "run_id": run_id}

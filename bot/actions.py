@@ -411,6 +411,24 @@ async def claim(
             return "owned", None
 
 
+async def claim_within_budget(
+    ctx: Any, sit: Situation, config: Any, *, kind: str, dedupe_key: str, **fields: Any
+) -> tuple[str, int | None]:
+    """Claim a once-only comment under the repository's daily budget: ("claimed", id), or
+    ("owned", None) when another run holds it, or ("skipped:budget", None) with the skip
+    recorded."""
+    state, action_id = await claim(
+        ctx, sit, kind=kind, dedupe_key=dedupe_key, budget=config.daily_budget, **fields
+    )
+    if state == "budget":
+        await record_skip(ctx, sit.repo, sit.number, kind, "budget",
+                          f"daily comment budget of {config.daily_budget} reached")
+        return "skipped:budget", None
+    if state == "owned" or action_id is None:
+        return "owned", None
+    return "claimed", action_id
+
+
 async def _finish(ctx: Any, action_id: int, **values: Any) -> None:
     async with ctx.sessionmaker() as session:
         values.setdefault("updated_at", utcnow())
@@ -540,18 +558,12 @@ async def failure_comment(
         "elsewhere": composed.elsewhere, "declined": composed.declined, "trigger": trigger,
     }
     delivery_id = (payload or {}).get("_delivery_id")
-    state, action_id = await claim(
-        ctx, sit, kind="failure_comment", dedupe_key=failure_key(repo, number),
-        budget=config.daily_budget, language=composed.lang, details=details,
-        delivery_id=delivery_id,
+    outcome, action_id = await claim_within_budget(
+        ctx, sit, config, kind="failure_comment", dedupe_key=failure_key(repo, number),
+        language=composed.lang, details=details, delivery_id=delivery_id,
     )
-    if state == "owned":
-        return "owned"
-    if state == "budget":
-        await record_skip(ctx, repo, number, "failure_comment", "budget",
-                          f"daily comment budget of {config.daily_budget} reached")
-        return "skipped:budget"
-    assert action_id is not None
+    if action_id is None:
+        return outcome
     if effective_dry_run(ctx, config) or ctx.github is None or sit.installation_id is None:
         await _finish(ctx, action_id, status="dry_run", body=composed.body)
         return "dry_run"
@@ -717,17 +729,11 @@ async def rule_summary(
     from analyzers.language import detect_language
 
     lang = detect_language(record.get("title"), record.get("body"))
-    state, action_id = await claim(
-        ctx, sit, kind="rule_summary", dedupe_key=rules_key(repo, number),
-        budget=config.daily_budget, language=lang,
+    outcome, action_id = await claim_within_budget(
+        ctx, sit, config, kind="rule_summary", dedupe_key=rules_key(repo, number), language=lang,
     )
-    if state == "owned":
-        return "owned"
-    if state == "budget":
-        await record_skip(ctx, repo, number, "rule_summary", "budget",
-                          f"daily comment budget of {config.daily_budget} reached")
-        return "skipped:budget"
-    assert action_id is not None
+    if action_id is None:
+        return outcome
     try:
         methods = sorted({p["method"] for p in analysis.get("papers") or [] if p.get("method")})
         arxiv = sorted({p["arxiv_id"] for p in analysis.get("papers") or [] if p.get("arxiv_id")})

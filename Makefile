@@ -28,6 +28,7 @@ run: install migrate
 	$(BIN)/rltracker serve --dev --port $(PORT)
 
 test: install-test
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 eval: install
@@ -41,6 +42,7 @@ bench: install
 
 lint: install-test
 	$(BIN)/ruff check bot analyzers tests benchmarks migrations
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) rltracker.db

@@ -31,8 +31,8 @@ def main() -> None:
     from analyzers.catalog import load_catalog
     from analyzers.language import detect_language
     from analyzers.setup_config import parse_setup
-    from bot.actions import MAINTAINERS
-    from bot.comment_render import compose_failure_comment, visible_lines
+    from bot.speaking.quiet import MAINTAINERS
+    from bot.speaking.render import compose_failure_comment, visible_lines
 
     cat = load_catalog()
     rows = [json.loads(line) for line in args.threads.open(encoding="utf-8") if line.strip()]

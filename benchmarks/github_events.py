@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/github_events.py [--threads 150] [--comments 3] [--requests 300]
 
 Prints:
-1. normalisation: payloads per second through bot.normalize.change_from_payload over every
+1. normalisation: payloads per second through bot.webhooks.normalize.change_from_payload over every
    example in ../shared/fixtures/webhooks (thread and comment events);
 2. event handling on a fresh migrated SQLite file, one delivery at a time as the worker does:
    deliveries per second and p50/p99 latency for storage only (events.apply_change + commit)
@@ -28,11 +28,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bot import events  # noqa: E402
 from bot.config import Settings  # noqa: E402
 from bot.context import AppContext  # noqa: E402
-from bot.normalize import COMMENT_EVENTS, THREAD_EVENTS, change_from_payload  # noqa: E402
 from bot.store import migrate  # noqa: E402
+from bot.webhooks import events  # noqa: E402
+from bot.webhooks.normalize import COMMENT_EVENTS, THREAD_EVENTS, change_from_payload  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "fixtures" / "webhooks"
 
@@ -127,7 +127,7 @@ async def bench_events(threads: int, comments: int) -> None:
 async def bench_client(requests: int) -> None:
     import aiohttp
 
-    from bot.github import GitHubClient
+    from bot.github.client import GitHubClient
     from tests.fakegithub import FakeGitHub, no_sleep, rsa_key_pair
 
     fake = FakeGitHub()

@@ -28,7 +28,7 @@ PAGES = ["/", "/methods/clip-higher", "/failures/entropy_collapse", "/frameworks
 
 def bench_rules() -> None:
     from analyzers import rules
-    from bot.rules_command import SHARED_FRAMEWORKS, load_folder
+    from bot.speaking.contribution import SHARED_FRAMEWORKS, load_folder
 
     folders = sorted(p for p in SHARED_FRAMEWORKS.glob("*") if p.is_dir())
     if not folders:
@@ -57,11 +57,11 @@ def bench_rules() -> None:
 async def bench_site(n_threads: int, n_requests: int) -> None:
     from aiohttp.test_utils import TestClient, TestServer
 
+    from bot.app import create_app
     from bot.config import Settings
     from bot.context import AppContext
     from bot.store import migrate
     from bot.store.models import Analysis, Thread
-    from bot.web import create_app
 
     repos = ["verl-project/verl", "huggingface/trl", "OpenRLHF/OpenRLHF", "NVIDIA-NeMo/RL",
              "alibaba/ROLL", "THUDM/slime", "areal-project/AReaL"]

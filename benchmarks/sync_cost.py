@@ -113,9 +113,9 @@ async def rest_walk(client: Any, data: FakeData, since: str | None = None) -> in
 async def main(threads_per_repo: int, changed: int) -> None:
     from bot.config import Settings
     from bot.context import AppContext
-    from bot.github import GitHubClient
+    from bot.github.client import GitHubClient
+    from bot.github.sync import sync
     from bot.store import migrate
-    from bot.sync import sync
 
     data = FakeData.generate(threads_per_repo, seed=1)
     threads = data.all_threads()
@@ -136,7 +136,7 @@ async def main(threads_per_repo: int, changed: int) -> None:
                 return len(fake.requests("POST", r"^/graphql$"))
 
             t0 = time.perf_counter()
-            stats = await sync(ctx, sleep=no_sleep, analyse=False)
+            stats = await sync(ctx, sleep=no_sleep)
             backfill_s = time.perf_counter() - t0
             backfill = graphql_calls()
 
@@ -145,7 +145,7 @@ async def main(threads_per_repo: int, changed: int) -> None:
             for t in touched:
                 data.touch(t["_repo"], t["_kind"], t["number"], new_comments=1)
             t0 = time.perf_counter()
-            await sync(ctx, sleep=no_sleep, analyse=False)
+            await sync(ctx, sleep=no_sleep)
             refresh_s = time.perf_counter() - t0
             refresh = graphql_calls() - backfill
 

@@ -64,10 +64,10 @@ def run_bare(port: int) -> None:
 def run_rltracker(port: int, database_url: str, worker: bool) -> None:
     from aiohttp import web
 
+    from bot.app import create_app
     from bot.config import Settings
     from bot.context import AppContext
     from bot.logs import configure_logging
-    from bot.web import create_app
 
     configure_logging("ERROR")
     settings = Settings.from_env({}, database_url=database_url, webhook_secret=SECRET)

@@ -51,9 +51,12 @@ def _can_read_github(ctx: Any) -> bool:
 async def step_sync(ctx: Any) -> Any:
     if not _can_read_github(ctx):
         return "skipped: no GITHUB_TOKEN or app credentials"
-    from bot.sync import sync
+    from functools import partial
 
-    stats = await sync(ctx)
+    from bot.github.sync import sync
+    from bot.pipeline import sync_changed
+
+    stats = await sync(ctx, on_changed=partial(sync_changed, ctx))
     return stats.as_dict()
 
 
@@ -80,7 +83,7 @@ async def step_reanalyse(ctx: Any) -> Any:
 
 
 async def step_recovery(ctx: Any) -> Any:
-    from bot.recovery import recover_deliveries
+    from bot.github.recovery import recover_deliveries
 
     return (await recover_deliveries(ctx)).as_dict()
 
@@ -88,7 +91,7 @@ async def step_recovery(ctx: Any) -> Any:
 async def step_reception(ctx: Any) -> Any:
     if not _can_read_github(ctx):
         return "skipped: no GITHUB_TOKEN or app credentials"
-    from bot.reception import refresh_reception
+    from bot.speaking.reception import refresh_reception
 
     return (await refresh_reception(ctx)).as_dict()
 
@@ -96,7 +99,7 @@ async def step_reception(ctx: Any) -> Any:
 async def step_rules(ctx: Any) -> Any:
     if ctx.github is None:
         return "skipped: no GitHub client"
-    from bot.contribution import refresh_all
+    from bot.speaking.contribution import refresh_all
 
     return await refresh_all(ctx)
 
@@ -104,13 +107,13 @@ async def step_rules(ctx: Any) -> Any:
 async def step_papers(ctx: Any) -> Any:
     if os.environ.get("RLTRACKER_FETCH_PAPERS") != "1":
         return "skipped: RLTRACKER_FETCH_PAPERS is not 1"
-    from bot.papers import fetch_new_papers
+    from bot.github.papers import fetch_new_papers
 
     return (await fetch_new_papers(ctx)).as_dict()
 
 
 async def step_report(ctx: Any) -> Any:
-    from bot.report import run_report
+    from bot.site.report import run_report
 
     return await run_report(ctx)
 

@@ -45,7 +45,7 @@ def settings_for_serve(dev: bool, env: dict[str, str] | None = None) -> tuple[Se
 
 def _github_client(settings: Settings) -> Any:
     try:
-        from bot.github import GitHubClient
+        from bot.github.client import GitHubClient
     except ImportError:  # the client module is not there yet: run without GitHub access
         return None
     return GitHubClient(settings)
@@ -53,9 +53,9 @@ def _github_client(settings: Settings) -> Any:
 
 async def serve(settings: Settings, host: str, port: int, *, worker: bool = True,
                 scheduler: bool = True, ready: asyncio.Event | None = None) -> int:
+    from bot.app import create_app
     from bot.context import AppContext
     from bot.store.migrate import current_revision, head_revision
-    from bot.web import create_app
 
     ctx = AppContext.create(settings)
     try:
@@ -99,7 +99,7 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
         if sched is not None:
             sched.shutdown(wait=False)
         await runner.cleanup()
-        from bot.preview import wait_background
+        from bot.speaking.preview import wait_background
 
         await wait_background(ctx, grace=SHUTDOWN_GRACE)  # e.g. an installation preview
         return 0

@@ -1,7 +1,7 @@
 """The in-process fake GitHub server shared by all tests (fixture `fake_github`).
 
 One fake for the whole suite: a real aiohttp server on 127.0.0.1 (random port) that speaks
-enough of GitHub's REST and GraphQL API for the app's own client (`bot.github.GitHubClient`)
+enough of GitHub's REST and GraphQL API for the app's own client (`bot.github.client.GitHubClient`)
 to run unchanged against it. Tests point the client at it through `GITHUB_API_URL`
 (fixture `app_settings`).
 
@@ -898,7 +898,7 @@ def app_settings(settings: Any, fake_github: FakeGitHub) -> Any:
 
 @pytest.fixture
 async def github_client(app_settings: Any) -> AsyncIterator[Any]:
-    from bot.github import GitHubClient
+    from bot.github.client import GitHubClient
 
     client = GitHubClient(app_settings, sleep=_no_sleep)
     try:

@@ -12,9 +12,9 @@ import pytest
 from gidgethub import sansio
 from sqlalchemy import select
 
-from bot.actions import live_record, maintainer_replies, quiet_reason
-from bot.comment_render import FAILURE_MARKER
-from bot.repo_config import RepoConfig
+from bot.speaking.quiet import live_record, maintainer_replies, quiet_reason
+from bot.speaking.render import FAILURE_MARKER
+from bot.speaking.repo_config import RepoConfig
 from bot.store.models import Action, Analysis
 from tests.test_actions_e2e import INST, VERL, install, iso
 
@@ -93,7 +93,7 @@ def opened_payload(fake: Any, number: int, title: str, body: str) -> dict[str, A
 
 
 async def test_router_chain_non_failure_issue(app_ctx: Any, fake_github: Any) -> None:
-    from bot.routers import router
+    from bot.webhooks.routers import router
 
     await install(app_ctx, fake_github)
     payload = opened_payload(fake_github, 101, "Docs: typo in the quickstart", "The word 'teh' should be 'the'.")
@@ -106,7 +106,7 @@ async def test_router_chain_non_failure_issue(app_ctx: Any, fake_github: Any) ->
 
 
 async def test_router_chain_failure_issue(app_ctx: Any, fake_github: Any) -> None:
-    from bot.routers import router
+    from bot.webhooks.routers import router
 
     await install(app_ctx, fake_github)
     payload = opened_payload(
@@ -146,7 +146,7 @@ async def test_concurrent_pipeline_runs_store_one_analysis_and_one_decision(app_
 async def test_router_chain_chinese_report_with_config(app_ctx: Any, fake_github: Any) -> None:
     """A Chinese report pasting a verl script with clip-higher already on: a Chinese comment
     that names the setting as already on and does not suggest it."""
-    from bot.routers import router
+    from bot.webhooks.routers import router
 
     await install(app_ctx, fake_github)
     body = (

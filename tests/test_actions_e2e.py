@@ -18,8 +18,8 @@ import gidgethub
 import pytest
 from sqlalchemy import select
 
-from bot.actions import act
-from bot.comment_render import FAILURE_MARKER, RULES_MARKER
+from bot.speaking.decide import act
+from bot.speaking.render import FAILURE_MARKER, RULES_MARKER
 from bot.store.models import Action, Analysis, Installation, Repository, Thread
 from bot.store.threads import upsert_comment, upsert_thread
 

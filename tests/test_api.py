@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from bot.app import create_app
 from bot.config import Settings
 from bot.context import AppContext
-from bot.replay import delivery_headers
 from bot.store.models import Action, Analysis, Delivery
 from bot.store.threads import upsert_comment, upsert_thread
-from bot.web import create_app
+from bot.webhooks.replay import delivery_headers
 
 ANALYSIS = {
     "id": "Org/Repo#7",

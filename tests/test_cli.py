@@ -20,10 +20,10 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from sqlalchemy import select
 
+from bot.app import create_app
 from bot.cli import main
 from bot.context import AppContext
 from bot.store.models import Delivery
-from bot.web import create_app
 from tests.test_crash_recovery import RLTRACKER, free_port
 
 CLEAN_ENV = {k: v for k, v in os.environ.items()

@@ -8,11 +8,11 @@ from typing import Any
 from gidgethub import sansio
 from sqlalchemy import select
 
-from bot.actions import act
-from bot.commands import parse_command, resolve_failure
-from bot.commands import router as commands_router
-from bot.comment_render import FAILURE_MARKER, REPLY_MARKER
+from bot.speaking.decide import act
+from bot.speaking.render import FAILURE_MARKER, REPLY_MARKER
 from bot.store.models import Action, Analysis, Thread
+from bot.webhooks.commands import parse_command, resolve_failure
+from bot.webhooks.commands import router as commands_router
 from tests.test_actions_e2e import FAILURE, INST, VERL, install, open_issue
 
 _ids = itertools.count(9000)

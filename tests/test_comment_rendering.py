@@ -9,7 +9,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from analyzers.catalog import load_catalog
-from bot.comment_render import (
+from bot.speaking.render import (
     FAILURE_MARKER,
     code_span,
     compose_failure_comment,
@@ -123,7 +123,7 @@ def test_markdown_helpers() -> None:
 
 def test_rule_summary_with_each_frameworks_real_rules(shared_dir) -> None:
     from analyzers.rules import format_rules_markdown, summarize_rules
-    from bot.actions import PROPOSAL_TOPICS
+    from bot.speaking.rule_summary import PROPOSAL_TOPICS
 
     for fid in FRAMEWORKS:
         folder = shared_dir / "data" / "frameworks" / fid

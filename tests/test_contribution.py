@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select
 
-from bot.contribution import format_rules_markdown, refresh_all, rules_for_repo
+from bot.speaking.contribution import format_rules_markdown, refresh_all, rules_for_repo
 from bot.store.models import ContributionRules, Repository
 from bot.store.types import utcnow
 
@@ -151,7 +151,7 @@ async def test_refresh_all_covers_frameworks_and_installed_repositories(app_ctx,
 
 @pytest.mark.parametrize("target", ["verl"])
 async def test_cli_uses_database_cache_first(app_ctx, fake_github, target: str) -> None:
-    from bot.rules_command import _from_database
+    from bot.cli.rules import _from_database
 
     fake_github.set_file("verl-project/verl", "CONTRIBUTING.md", CONTRIBUTING)
     stored = await rules_for_repo(app_ctx, "verl-project/verl")

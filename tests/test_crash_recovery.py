@@ -32,9 +32,9 @@ import aiohttp
 import pytest
 from sqlalchemy import select
 
-from bot.replay import delivery_headers
 from bot.store.db import make_engine
 from bot.store.models import Delivery
+from bot.webhooks.replay import delivery_headers
 
 ROOT = Path(__file__).resolve().parent.parent
 RLTRACKER = Path(sys.executable).parent / "rltracker"

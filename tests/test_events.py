@@ -1,4 +1,4 @@
-"""bot.events: real payloads through the gidgethub Router into SQLite and PostgreSQL."""
+"""bot.webhooks.events: real payloads through the gidgethub Router into SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import pytest
 from gidgethub import sansio
 from sqlalchemy import delete, func, select
 
-from bot import events
-from bot.normalize import COMMENT_EVENTS, THREAD_EVENTS, PayloadError
 from bot.store.models import Analysis, Comment, Installation, Repository, Thread
 from bot.store.threads import get_thread, load_thread_record
 from bot.store.types import parse_datetime
+from bot.webhooks import events
+from bot.webhooks.normalize import COMMENT_EVENTS, THREAD_EVENTS, PayloadError
 
 REPO = "verl-project/verl"
 
@@ -360,7 +360,7 @@ async def test_concurrent_deliveries_for_a_new_thread(ctx: Any):
 async def test_repository_link_rewritten_after_installation_changes(ctx: Any):
     """Repository rows written once per process are written again after an installation
     event changed them."""
-    from bot import installations
+    from bot.webhooks import installations
 
     async def repo_row() -> Repository:
         async with ctx.sessionmaker() as session:

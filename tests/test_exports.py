@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from bot.exports import CSV_COLUMNS, to_csv
+from bot.site.exports import CSV_COLUMNS, to_csv
 
 
 def _row(**over: object) -> dict[str, object]:

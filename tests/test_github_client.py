@@ -12,7 +12,7 @@ import jwt as pyjwt
 import pytest
 
 from bot.config import Settings
-from bot.github import GitHubClient, RetryPolicy, retry_reason
+from bot.github.client import GitHubClient, RetryPolicy, retry_reason
 from tests.fakegithub import FakeGitHub, rsa_key_pair
 
 REPO = "verl-project/verl"

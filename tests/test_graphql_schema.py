@@ -9,7 +9,7 @@ import pytest
 
 graphql = pytest.importorskip("graphql")
 
-from bot import graphql_queries  # noqa: E402
+from bot.github import queries as graphql_queries  # noqa: E402
 
 
 @cache
@@ -60,7 +60,7 @@ def test_module_document_validates(shared_dir: Path, name: str, document: str) -
 
 def test_known_senders_are_collected() -> None:
     names = {n for n, _ in _module_documents()}
-    assert "bot.graphql_queries.RECEPTION_QUERY" in names
+    assert "bot.github.queries.RECEPTION_QUERY" in names
 
 
 def test_builder_declares_only_used_variables(shared_dir: Path) -> None:

@@ -19,10 +19,10 @@ import pytest
 from gidgethub import sansio
 from sqlalchemy import select
 
-from bot.preview import start_install_preview, wait_background
-from bot.routers import router
+from bot.speaking.preview import start_install_preview, wait_background
 from bot.store.models import Action, JobRun, Repository, SyncCursor, Thread
 from bot.store.threads import upsert_thread
+from bot.webhooks.routers import router
 from tests.fake_graphql import FakeData, FakeGraphQL
 
 VERL = "verl-project/verl"
@@ -145,9 +145,9 @@ async def test_through_the_webhook_and_the_inbox_worker(
     the preview after its commit."""
     from aiohttp.test_utils import TestClient, TestServer
 
-    from bot.replay import delivery_headers
-    from bot.web import create_app
-    from bot.worker import Worker
+    from bot.app import create_app
+    from bot.webhooks.replay import delivery_headers
+    from bot.webhooks.worker import Worker
 
     body = json.dumps(created_payload(shared_dir)).encode()
     async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:

@@ -1,4 +1,4 @@
-"""bot.installations: installation events keep the Installation and Repository tables right."""
+"""bot.webhooks.installations: installation events keep the Installation and Repository tables right."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from gidgethub import sansio
 from sqlalchemy import select
 
-from bot import installations
-from bot.normalize import PayloadError
 from bot.store.models import Installation, Repository
+from bot.webhooks import installations
+from bot.webhooks.normalize import PayloadError
 
 
 async def dispatch(ctx: Any, event: str, payload: dict[str, Any]) -> None:

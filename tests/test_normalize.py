@@ -1,4 +1,4 @@
-"""bot.normalize: webhook payloads -> records, on every shared example and on short payloads."""
+"""bot.webhooks.normalize: webhook payloads -> records, on every shared example and on short payloads."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.normalize import (
+from bot.webhooks.normalize import (
     COMMENT_EVENTS,
     THREAD_EVENTS,
     PayloadError,
@@ -272,7 +272,7 @@ def test_comment_without_id_raises(shared_dir: Path):
 
 def test_webhook_and_graphql_records_agree():
     """The sync path (GraphQL nodes) and the webhook path give the same stored fields."""
-    from bot.sync import comment_from_node, thread_from_node
+    from bot.github.sync import comment_from_node, thread_from_node
 
     node = {
         "__typename": "Issue", "id": "I_10", "databaseId": 10, "number": 5,

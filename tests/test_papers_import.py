@@ -11,7 +11,13 @@ from aiohttp import web
 from sqlalchemy import select
 
 from bot.cli import main
-from bot.papers import bare_arxiv_id, fetch_new_papers, parse_atom, read_json_lines, upsert_papers
+from bot.github.papers import (
+    bare_arxiv_id,
+    fetch_new_papers,
+    parse_atom,
+    read_json_lines,
+    upsert_papers,
+)
 from bot.store.models import Paper
 from bot.store.types import utcnow
 from tests.fakegithub import no_sleep

@@ -9,8 +9,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from sqlalchemy import select
 
-from bot.preview import compute_preview, render_markdown, run_preview
-from bot.preview import setup as preview_setup
+from bot.site.preview_pages import setup as preview_setup
+from bot.speaking.preview import compute_preview, render_markdown, run_preview
 from bot.store.models import Action, Analysis, Thread
 from bot.store.threads import upsert_thread
 from tests.test_actions_e2e import FAILURE, NOT_FAILURE, VERL, install, iso
@@ -38,7 +38,7 @@ async def test_preview_page_and_command(ctx: Any, fake_github: Any) -> None:
     assert [s["number"] for s in preview["skipped"]] == [2]
     assert "actor_rollout_ref.actor.clip_ratio_high" in render_markdown(preview)
 
-    from bot.web import CTX
+    from bot.context import CTX
 
     app = web.Application()
     app[CTX] = ctx

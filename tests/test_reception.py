@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select
 
 from bot.context import AppContext
-from bot.reception import refresh_reception
+from bot.speaking.reception import refresh_reception
 from bot.store.models import Action, Repository
 from bot.store.types import utcnow
 from tests.fake_graphql import FakeData, FakeGraphQL
@@ -21,7 +21,7 @@ from tests.fakegithub import no_sleep
 
 @pytest.fixture
 async def rctx(settings: Any, fake_github: Any, shared_dir: Path) -> AsyncIterator[tuple[AppContext, FakeData]]:
-    from bot.github import GitHubClient
+    from bot.github.client import GitHubClient
 
     data = FakeData()
     fake_github.graphql_handler = FakeGraphQL(data, shared_dir / "fixtures" / "github-api" / "schema.graphql")

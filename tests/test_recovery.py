@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from bot.recovery import recover_deliveries
+from bot.github.recovery import recover_deliveries
 from bot.store.models import Delivery
 from bot.store.types import format_datetime, utcnow
 

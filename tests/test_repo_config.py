@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from bot.repo_config import ConfigError, RepoConfig, get_repo_config, parse_config_text
+from bot.speaking.repo_config import ConfigError, RepoConfig, get_repo_config, parse_config_text
 from bot.store.models import Action, Repository
 from tests.test_actions_e2e import INST, VERL, install
 
@@ -95,7 +95,7 @@ async def test_without_app_credentials_nothing_is_fetched(
 ) -> None:
     """Dev mode (`serve --dev`, no app credentials): an installation id in a payload is not
     enough to read the installation's files, so defaults apply and GitHub is not called."""
-    from bot.github import GitHubClient
+    from bot.github.client import GitHubClient
 
     ctx.github = GitHubClient(
         settings.__class__.from_env({}, database_url=settings.database_url, api_url=fake_github.url)

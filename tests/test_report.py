@@ -9,7 +9,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 from sqlalchemy import select
 
-from bot.report import build_report, render_html, render_markdown, run_report
+from bot.site.report import build_report, render_html, render_markdown, run_report
 from bot.store.models import Action, Analysis, Comment, Report, Repository, Thread
 
 DAY1 = date(2026, 11, 30)

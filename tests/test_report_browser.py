@@ -11,8 +11,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from bot import report_web
-from bot.report import run_report
+from bot.site import report_pages as report_web
+from bot.site.report import run_report
 from tests.browser import chromium  # noqa: F401 - the fixture
 from tests.test_report import DAY1, DAY2, night_one, night_two
 
@@ -34,7 +34,7 @@ async def sqlite_ctx(sqlite_template: Path, tmp_path: Path) -> AsyncIterator[Any
 
 @pytest.fixture
 async def served(sqlite_ctx: Any) -> AsyncIterator[str]:
-    from bot.web import CTX
+    from bot.context import CTX
 
     app = web.Application()
     app[CTX] = sqlite_ctx
@@ -55,7 +55,7 @@ async def seed_two_nights(ctx: Any) -> None:
 
 
 async def test_report_routes(ctx: Any) -> None:
-    from bot.web import CTX
+    from bot.context import CTX
 
     await seed_two_nights(ctx)
     app = web.Application()

@@ -14,7 +14,8 @@ import yaml
 from analyzers import rules
 from analyzers.rules import format_rules_markdown, summarize_rules
 from analyzers.rules_text import file_kind, markdown_segments
-from bot.rules_command import load_folder, summary_for
+from bot.cli.rules import summary_for
+from bot.speaking.contribution import load_folder
 
 # framework -> [(topic, [key phrases, any of which the statement must contain (lower case)])]
 EXPECTED: dict[str, list[tuple[str, list[str]]]] = {
@@ -278,8 +279,8 @@ def test_snapshot_paths_are_repository_paths(shared_dir: Path) -> None:
 
 def test_rules_command_by_framework_name_uses_snapshot(shared_dir: Path, tmp_path: Path,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from bot.cli.rules import rules_command
     from bot.config import Settings
-    from bot.rules_command import rules_command
 
     settings = Settings.from_env({}, database_url=f"sqlite+aiosqlite:///{tmp_path}/none.db")
     summary = summary_for("trl", settings=settings, shared=shared_dir / "data" / "frameworks")

@@ -29,7 +29,7 @@ from tests.fakegithub import no_sleep
 
 @pytest.fixture
 async def nctx(settings: Any, fake_github: Any, shared_dir: Path) -> AsyncIterator[AppContext]:
-    from bot.github import GitHubClient
+    from bot.github.client import GitHubClient
 
     data = FakeData.generate(6, seed=5, long_every=0)
     fake_github.graphql_handler = FakeGraphQL(data, shared_dir / "fixtures" / "github-api" / "schema.graphql")

@@ -98,7 +98,7 @@ async def seed(ctx: Any) -> None:
 
 @pytest.fixture
 async def client(ctx) -> Any:
-    from bot.web import create_app
+    from bot.app import create_app
 
     await seed(ctx)
     app = create_app(ctx, worker=False)
@@ -184,7 +184,7 @@ async def test_framework_page_rules_proposals_methods_and_reception(client) -> N
     assert "Comments paused on huggingface/trl" in trl
     assert "2 of the last 10 comments were hidden." in trl
     # No stored rules for TRL: the development snapshot (../shared) stands in when present.
-    from bot.rules_command import SHARED_FRAMEWORKS
+    from bot.speaking.contribution import SHARED_FRAMEWORKS
 
     if (SHARED_FRAMEWORKS / "trl").is_dir():
         assert "From the development snapshot" in trl and "paper_index.md" in trl
@@ -244,7 +244,7 @@ async def test_exports(client) -> None:
 
 
 def test_code_spans_filter_escapes_everything_else() -> None:
-    from bot.site import code_spans
+    from bot.site.pages import code_spans
 
     assert str(code_spans("Run `a<b>` then <i>x</i>")) == (
         "Run <code>a&lt;b&gt;</code> then &lt;i&gt;x&lt;/i&gt;")

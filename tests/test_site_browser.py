@@ -41,7 +41,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path
 
 @pytest.fixture
 async def server(ctx) -> Any:
-    from bot.web import create_app
+    from bot.app import create_app
 
     await seed(ctx)
     srv = TestServer(create_app(ctx, worker=False), host="127.0.0.1")

@@ -39,7 +39,8 @@ async def test_thread_record_round_trip(ctx: AppContext) -> None:
 async def test_pipeline_matches_the_stored_paper_pool(ctx: AppContext) -> None:
     """A paper imported into the pool links by title in the next analysis, and the pool's
     index is rebuilt only when the table changes."""
-    from bot.pipeline import POOL_CACHE_KEY, thread_changed
+    from bot.analysis import POOL_CACHE_KEY
+    from bot.pipeline import thread_changed
     from bot.store.models import Paper
 
     title = "Quantile Ratio Clipping for Stable Policy Optimisation of Reasoning Models"

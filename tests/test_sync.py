@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +13,10 @@ import pytest
 from sqlalchemy import func, select
 
 from bot.context import AppContext
+from bot.github.sync import SyncError, sync
+from bot.pipeline import sync_changed
 from bot.store.models import Analysis, Comment, SyncCursor, Thread
 from bot.store.threads import load_thread_record
-from bot.sync import SyncError, sync
 from tests.fake_graphql import REPOS, FakeData, FakeGraphQL
 from tests.fakegithub import no_sleep
 
@@ -36,7 +38,7 @@ def world(fake_github: Any, schema_path: Path) -> tuple[FakeData, FakeGraphQL]:
 
 @pytest.fixture
 async def sync_ctx(settings: Any, fake_github: Any) -> AsyncIterator[AppContext]:
-    from bot.github import GitHubClient
+    from bot.github.client import GitHubClient
 
     s = dataclasses.replace(settings, api_url=fake_github.url, token=fake_github.user_token)
     ctx = AppContext.create(s)
@@ -70,7 +72,7 @@ async def assert_matches(ctx: AppContext, data: FakeData) -> None:
 
 async def test_backfill_stores_every_thread_and_comment(sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
     data, _ = world
-    stats = await sync(sync_ctx, sleep=no_sleep, analyse=False)
+    stats = await sync(sync_ctx, sleep=no_sleep)
     await assert_matches(sync_ctx, data)
     requests = graphql_calls(fake_github)
     threads = len(data.all_threads())
@@ -92,7 +94,7 @@ async def test_records_match_the_rest_spelling(sync_ctx: AppContext, fake_github
     merged.update(state="MERGED", merged=True, mergedAt=merged["updatedAt"],
                   closedAt=merged["updatedAt"], mergedBy={"__typename": "User", "login": "eve"})
     merged["_closer"] = {"__typename": "User", "login": "eve"}
-    await sync(sync_ctx, [repo], sleep=no_sleep)
+    await sync(sync_ctx, [repo], sleep=no_sleep, on_changed=partial(sync_changed, sync_ctx))
     async with sync_ctx.sessionmaker() as session:
         rec = await load_thread_record(session, repo, bot_issue["number"])
         pr = await load_thread_record(session, repo, merged["number"])
@@ -108,7 +110,7 @@ async def test_records_match_the_rest_spelling(sync_ctx: AppContext, fake_github
 
 async def test_refresh_after_a_few_changes_costs_a_handful(sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
     data, _ = world
-    await sync(sync_ctx, sleep=no_sleep, analyse=False)
+    await sync(sync_ctx, sleep=no_sleep)
     before = graphql_calls(fake_github)
     long_issue = next(t for t in data.all_threads() if t["_kind"] == "issue" and len(t["_comments"]) > 100)
     data.touch(long_issue["_repo"], "issue", long_issue["number"], new_comments=3)
@@ -118,7 +120,7 @@ async def test_refresh_after_a_few_changes_costs_a_handful(sync_ctx: AppContext,
     victim = next(t for t in data.repos["THUDM/slime"]["issue"] if t["_comments"])
     data.delete_comment("THUDM/slime", "issue", victim["number"])
     new = data.add_thread("NVIDIA-NeMo/RL", "issue", n_comments=2, closed=False)
-    stats = await sync(sync_ctx, sleep=no_sleep, analyse=False)
+    stats = await sync(sync_ctx, sleep=no_sleep)
     used = graphql_calls(fake_github) - before
     # One request finds all five changes; the 253-comment thread then needs three more
     # round trips for its comments (100 per page, one page after the other).
@@ -130,7 +132,7 @@ async def test_refresh_after_a_few_changes_costs_a_handful(sync_ctx: AppContext,
     assert rec is not None and len(rec["comments"]) == 2
     # Nothing changed: one request for all seven repositories.
     before = graphql_calls(fake_github)
-    stats = await sync(sync_ctx, sleep=no_sleep, analyse=False)
+    stats = await sync(sync_ctx, sleep=no_sleep)
     assert graphql_calls(fake_github) - before == 1 and stats.changed == 0
 
 
@@ -140,7 +142,7 @@ async def test_injected_failures_finish_with_nothing_missing(sync_ctx: AppContex
     fake_github.secondary_rate_limit("POST", r"^/graphql$", retry_after=1)
     fake_github.fail_next("POST", r"^/graphql$", 429, headers={"retry-after": "1"})
     responder.inject_errors(2)
-    stats = await sync(sync_ctx, sleep=no_sleep, analyse=False)
+    stats = await sync(sync_ctx, sleep=no_sleep)
     assert stats.graphql_errors == 2
     await assert_matches(sync_ctx, data)
     # After two errors without data (GitHub's timeouts) the next request asked for a quarter.
@@ -152,18 +154,18 @@ async def test_injected_failures_finish_with_nothing_missing(sync_ctx: AppContex
 async def test_persistent_errors_stop_and_the_next_run_resumes(sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
     data, responder = world
     with pytest.raises(SyncError):  # a first run cut short
-        await sync(sync_ctx, ["huggingface/trl"], sleep=no_sleep, analyse=False, max_requests=2)
+        await sync(sync_ctx, ["huggingface/trl"], sleep=no_sleep, max_requests=2)
     responder.inject_errors(4)
     with pytest.raises(SyncError):
-        await sync(sync_ctx, sleep=no_sleep, analyse=False)
-    await sync(sync_ctx, sleep=no_sleep, analyse=False)
+        await sync(sync_ctx, sleep=no_sleep)
+    await sync(sync_ctx, sleep=no_sleep)
     await assert_matches(sync_ctx, data)
 
 
 async def test_crash_mid_backfill_resumes_from_cursors(sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
     data, _ = world
     with pytest.raises(SyncError):
-        await sync(sync_ctx, sleep=no_sleep, max_requests=4, analyse=False)
+        await sync(sync_ctx, sleep=no_sleep, max_requests=4)
     async with sync_ctx.sessionmaker() as session:
         cursors = list(await session.scalars(select(SyncCursor)))
     assert any(c.cursor for c in cursors), "progress was kept"
@@ -174,10 +176,10 @@ async def test_crash_mid_backfill_resumes_from_cursors(sync_ctx: AppContext, fak
     stale = data.repos["OpenRLHF/OpenRLHF"]["issue"][-1]
     data.touch("OpenRLHF/OpenRLHF", "issue", stale["number"], new_comments=2)
     first = graphql_calls(fake_github)
-    await sync(sync_ctx, sleep=no_sleep, analyse=False)
+    await sync(sync_ctx, sleep=no_sleep)
     resumed = graphql_calls(fake_github) - first
     assert first + resumed <= 0.02 * len(data.all_threads()) + 3
-    await sync(sync_ctx, sleep=no_sleep, analyse=False)
+    await sync(sync_ctx, sleep=no_sleep)
     await assert_matches(sync_ctx, data)
 
 
@@ -190,22 +192,22 @@ async def test_paces_itself_on_the_rate_limit(sync_ctx: AppContext, fake_github:
     async def record_sleep(seconds: float) -> None:
         waits.append(seconds)
 
-    await sync(sync_ctx, sleep=record_sleep, analyse=False)
+    await sync(sync_ctx, sleep=record_sleep)
     assert waits and all(w > 60 for w in waits)  # waited for the reset an hour ahead
     await assert_matches(sync_ctx, data)
 
 
 async def test_unknown_repository_is_reported_not_fatal(sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
-    stats = await sync(sync_ctx, ["huggingface/trl", "nobody/nothing"], sleep=no_sleep, analyse=False)
+    stats = await sync(sync_ctx, ["huggingface/trl", "nobody/nothing"], sleep=no_sleep)
     assert sorted(stats.failed_streams) == ["nobody/nothing:discussion", "nobody/nothing:issue", "nobody/nothing:pull_request"]
     assert stats.repos["huggingface/trl"] == THREADS_PER_REPO
 
 
 async def test_sync_and_webhook_paths_store_identical_rows(sync_ctx: AppContext, fake_github: Any, schema_path: Path) -> None:
     """The same threads written from GraphQL (sync) and from REST-shaped webhook payloads
-    (bot.normalize, as bot.events does) give the same rows, column by column."""
-    from bot import normalize
+    (bot.webhooks.normalize, as bot.webhooks.events does) give the same rows, column by column."""
     from bot.store.threads import get_thread, upsert_comment, upsert_thread
+    from bot.webhooks import normalize
     from tests.fake_graphql import (
         rest_comment,
         rest_discussion,
@@ -225,7 +227,7 @@ async def test_sync_and_webhook_paths_store_identical_rows(sync_ctx: AppContext,
     disc = data.add_thread(repo, "discussion", n_comments=4, closed=True)
     opened = data.add_thread(repo, "issue", n_comments=0, closed=False, body="")
     fake_github.graphql_handler = FakeGraphQL(data, schema_path)
-    await sync(sync_ctx, [repo], sleep=no_sleep, analyse=False)
+    await sync(sync_ctx, [repo], sleep=no_sleep)
 
     async def rows(number: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         async with sync_ctx.sessionmaker() as session:
@@ -298,7 +300,7 @@ async def test_sync_command_line(db_url: str, fake_github: Any, world: Any) -> N
 
 
 async def test_installation_token_where_installed_else_github_token(app_settings: Any, fake_github: Any, world: Any) -> None:
-    from bot.github import GitHubClient
+    from bot.github.client import GitHubClient
     from bot.store.models import Installation, Repository
 
     fake_github.add_installation(55, "huggingface", repos=["huggingface/trl"])
@@ -311,7 +313,7 @@ async def test_installation_token_where_installed_else_github_token(app_settings
             await session.flush()
             session.add(Repository(full_name="huggingface/trl", installation_id=55))
             await session.commit()
-        stats = await sync(ctx, ["huggingface/trl", "alibaba/ROLL"], sleep=no_sleep, analyse=False)
+        stats = await sync(ctx, ["huggingface/trl", "alibaba/ROLL"], sleep=no_sleep)
     finally:
         await ctx.close()
     assert stats.repos == {"huggingface/trl": THREADS_PER_REPO, "alibaba/ROLL": THREADS_PER_REPO}
@@ -331,7 +333,7 @@ async def test_thousands_of_threads(sqlite_template: Path, tmp_path: Path, fake_
     import shutil
 
     from bot.config import Settings
-    from bot.github import GitHubClient
+    from bot.github.client import GitHubClient
 
     data = FakeData.generate(300, seed=2)
     fake_github.graphql_handler = FakeGraphQL(data, schema_path)
@@ -341,7 +343,7 @@ async def test_thousands_of_threads(sqlite_template: Path, tmp_path: Path, fake_
     ctx = AppContext.create(s)
     ctx.github = GitHubClient(s, sleep=no_sleep)
     try:
-        await sync(ctx, sleep=no_sleep, analyse=False)
+        await sync(ctx, sleep=no_sleep)
         backfill = graphql_calls(fake_github)
         threads = data.all_threads()
         assert len(threads) == 2100 and backfill / len(threads) <= 0.02
@@ -349,7 +351,7 @@ async def test_thousands_of_threads(sqlite_template: Path, tmp_path: Path, fake_
         assert await count(ctx, Comment) == sum(data.comment_count(t) for t in threads)
         for t in threads[::300]:
             data.touch(t["_repo"], t["_kind"], t["number"], new_comments=1)
-        stats = await sync(ctx, sleep=no_sleep, analyse=False)
+        stats = await sync(ctx, sleep=no_sleep)
         assert stats.changed == 7 and graphql_calls(fake_github) - backfill <= 5
     finally:
         await ctx.close()

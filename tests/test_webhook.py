@@ -16,10 +16,10 @@ from aiohttp.test_utils import TestClient, TestServer
 from gidgethub import sansio
 from sqlalchemy import func, select
 
+from bot.app import create_app
 from bot.context import AppContext
-from bot.replay import delivery_headers, sign
 from bot.store.models import Delivery
-from bot.web import create_app
+from bot.webhooks.replay import delivery_headers, sign
 
 SECRET = "test-secret"
 
@@ -272,7 +272,7 @@ async def test_concurrent_requests_share_commits(client: TestClient, ctx: AppCon
     and each answer comes after the commit holding its row."""
     import asyncio
 
-    from bot.web import INBOX
+    from bot.context import INBOX
 
     inbox = client.app[INBOX]
     before = inbox.commits
@@ -287,7 +287,7 @@ async def test_concurrent_requests_share_commits(client: TestClient, ctx: AppCon
 async def test_one_bad_row_does_not_fail_its_batch(ctx: AppContext) -> None:
     import asyncio
 
-    from bot.inbox import STORED, Inbox, InboxRow
+    from bot.webhooks.inbox import STORED, Inbox, InboxRow
 
     inbox = Inbox(ctx.engine)
     inbox.start()
@@ -313,7 +313,7 @@ async def test_one_bad_row_does_not_fail_its_batch(ctx: AppContext) -> None:
 async def test_insert_race_with_another_replica_is_a_duplicate(ctx: AppContext) -> None:
     """The id another replica stored between our SELECT and INSERT: ON CONFLICT DO NOTHING
     skips it, RETURNING tells which rows went in, and the batch still commits."""
-    from bot.inbox import InboxRow, _insert_ignoring_duplicates
+    from bot.webhooks.inbox import InboxRow, _insert_ignoring_duplicates
 
     def row(d: str) -> dict:
         return InboxRow(delivery_id=d, event="ping", action=None, repo=None,

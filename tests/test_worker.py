@@ -18,13 +18,13 @@ from aiohttp.test_utils import TestClient, TestServer
 from gidgethub.routing import Router
 from sqlalchemy import select, update
 
+from bot.app import create_app
 from bot.context import AppContext
-from bot.inbox import Inbox, InboxRow
-from bot.replay import delivery_headers
 from bot.store.models import Delivery
 from bot.store.types import utcnow
-from bot.web import create_app
-from bot.worker import Worker
+from bot.webhooks.inbox import Inbox, InboxRow
+from bot.webhooks.replay import delivery_headers
+from bot.webhooks.worker import Worker
 
 
 def no_wait(attempt: int) -> float:

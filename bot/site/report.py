@@ -324,7 +324,7 @@ def report_command(args: Any) -> int:
     async def main() -> dict[str, Any]:
         ctx = AppContext.create(Settings.from_env())
         if ctx.settings.has_app_credentials or ctx.settings.token:
-            from bot.github import GitHubClient
+            from bot.github.client import GitHubClient
 
             ctx.github = GitHubClient(ctx.settings)
         try:

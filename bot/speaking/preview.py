@@ -26,11 +26,12 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
-from aiohttp import web
 from sqlalchemy import func, select
 
-from bot.actions import compose_for, declined_methods, record_once
-from bot.repo_config import RepoConfig
+from bot.speaking.failure_comment import compose_for
+from bot.speaking.records import record_once
+from bot.speaking.repo_config import RepoConfig
+from bot.speaking.situation import declined_methods
 from bot.store.jobs import record_job_run
 from bot.store.models import Action, Analysis, Repository, Thread
 from bot.store.threads import load_comments, thread_record
@@ -71,7 +72,7 @@ async def compute_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict
     for thread, record in records:
         analysis = analyses.get(thread.id)
         if analysis is None:
-            from bot.pipeline import run_analysis
+            from bot.analysis import run_analysis
 
             analysis = await run_analysis(record)
         failure = analysis.get("failure") or {}
@@ -135,9 +136,9 @@ async def sync_recent_issues(ctx: Any, repo: str, *, days: int = DEFAULT_DAYS,
     pages issues newest-updated first and stops at the window's start, like a refresh with
     its mark set there. It never writes SyncCursor rows, so the regular backfill and refresh
     go on exactly as if it had not run (threads it stored are just found unchanged).
-    Raises bot.sync.SyncError when `max_requests` runs out (what was fetched is stored).
+    Raises bot.github.sync.SyncError when `max_requests` runs out (what was fetched is stored).
     """
-    from bot.sync import Stream, Syncer
+    from bot.github.sync import Stream, Syncer
 
     since = utcnow() - timedelta(days=days)
 
@@ -177,7 +178,7 @@ def _tracked(repos: Iterable[str]) -> tuple[list[str], list[str]]:
 async def _fetch_config(ctx: Any, repo: str) -> str:
     """Read the repository's config afresh onto its row (where compute_preview looks);
     returns its source: defaults, file or invalid."""
-    from bot.repo_config import get_repo_config
+    from bot.speaking.repo_config import get_repo_config
 
     async with ctx.sessionmaker() as session:
         row = await session.scalar(select(Repository).where(func.lower(Repository.full_name) == repo.lower()))
@@ -200,7 +201,7 @@ async def install_preview(ctx: Any, repos: list[str], *, days: int = DEFAULT_DAY
             if ctx.github is None:
                 item["sync"] = "skipped: no GitHub client"
             else:
-                from bot.sync import SyncError
+                from bot.github.sync import SyncError
 
                 try:
                     stats = await sync_recent_issues(ctx, repo, days=days)
@@ -306,12 +307,6 @@ async def wait_background(ctx: Any, grace: float | None = None) -> int:
     return len(pending)
 
 
-def render_html(preview: dict[str, Any]) -> str:
-    from bot.templating import html_env
-
-    return html_env().get_template("preview/preview.html").render(**preview)
-
-
 def render_markdown(preview: dict[str, Any]) -> str:
     lines = [f"# rltracker preview: {preview['repo']} (last {preview['days']} days, dry run)", ""]
     lines.append(f"{len(preview['comments'])} of {preview['total']} issues would get a comment.")
@@ -321,29 +316,6 @@ def render_markdown(preview: dict[str, Any]) -> str:
         lines += ["", "## No comment", ""]
         lines += [f"- #{s['number']}: {s['reason']}" for s in preview["skipped"]]
     return "\n".join(lines) + "\n"
-
-
-async def _preview_page(request: web.Request) -> web.Response:
-    from bot.web import CTX
-
-    ctx = request.app[CTX]
-    repo = f"{request.match_info['owner']}/{request.match_info['name']}"
-    try:
-        days = max(1, min(int(request.query.get("days", DEFAULT_DAYS)), 90))
-    except ValueError:
-        days = DEFAULT_DAYS
-    preview = await compute_preview(ctx, repo, days)
-    # The page shows other people's titles: no script may run, whatever slips through.
-    headers = {
-        "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'",
-        "X-Content-Type-Options": "nosniff",
-    }
-    return web.Response(text=render_html(preview), content_type="text/html", headers=headers)
-
-
-def setup(app: web.Application) -> None:
-    """Adds GET /repos/{owner}/{name}/preview."""
-    app.router.add_get("/repos/{owner}/{name}/preview", _preview_page)
 
 
 def preview_command(args: argparse.Namespace) -> int:
@@ -363,7 +335,7 @@ def preview_command(args: argparse.Namespace) -> int:
 
 
 __all__ = [
-    "compute_preview", "install_preview", "preview_command", "render_html", "render_markdown",
-    "preview_on_install", "run_preview", "setup", "start_install_preview", "sync_recent_issues",
+    "compute_preview", "install_preview", "preview_command", "render_markdown",
+    "preview_on_install", "run_preview", "start_install_preview", "sync_recent_issues",
     "wait_background",
 ]

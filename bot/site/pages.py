@@ -17,7 +17,8 @@ from typing import Any
 from aiohttp import web
 from markupsafe import Markup, escape
 
-from bot import site_data as data
+from bot.context import app_context
+from bot.site import data
 from bot.templating import html_env
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
@@ -32,14 +33,6 @@ STATE_LABELS = {
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-
-def _ctx(request: web.Request) -> Any:
-    from bot.web import CTX  # the app key the foundation's create_app stores the context under
-
-    try:
-        return request.app[CTX]
-    except KeyError:  # an app built without bot.web (tests of this module alone)
-        return request.app["ctx"]
 
 
 def _rule_topics() -> dict[str, dict[str, str]]:
@@ -98,7 +91,7 @@ def _filters(request: web.Request) -> tuple[dict[str, str | None], str | None]:
 
 async def _session_call(request: web.Request, fn: Callable[..., Awaitable[Any]], *args: Any,
                         **kwargs: Any) -> Any:
-    async with _ctx(request).sessionmaker() as session:
+    async with app_context(request).sessionmaker() as session:
         return await fn(session, *args, **kwargs)
 
 
@@ -192,7 +185,7 @@ async def api_repos(request: web.Request) -> web.Response:
 
 
 async def api_export_json(request: web.Request) -> web.Response:
-    from bot.exports import export_data
+    from bot.site.exports import export_data
 
     body = await _session_call(request, export_data)
     response = json_response(body)
@@ -201,7 +194,7 @@ async def api_export_json(request: web.Request) -> web.Response:
 
 
 async def api_export_csv(request: web.Request) -> web.Response:
-    from bot.exports import export_data, to_csv
+    from bot.site.exports import export_data, to_csv
 
     body = await _session_call(request, export_data)
     return web.Response(

@@ -12,14 +12,14 @@ from collections.abc import Sequence
 COMMANDS = {
     "serve": "bot.server:serve_command",
     "migrate": "bot.store.migrate:migrate_command",
-    "analyze": "bot.analyze_command:analyze_command",
-    "replay": "bot.replay:replay_command",
-    "sync": "bot.sync:sync_command",
-    "report": "bot.report:report_command",
-    "rules": "bot.rules_command:rules_command",
-    "stats": "bot.stats:stats_command",
-    "papers": "bot.papers:papers_command",
-    "preview": "bot.preview:preview_command",
+    "analyze": "bot.cli.analyze:analyze_command",
+    "replay": "bot.webhooks.replay:replay_command",
+    "sync": "bot.cli.sync:sync_command",
+    "report": "bot.site.report:report_command",
+    "rules": "bot.cli.rules:rules_command",
+    "stats": "bot.site.stats:stats_command",
+    "papers": "bot.github.papers:papers_command",
+    "preview": "bot.speaking.preview:preview_command",
 }
 
 

@@ -165,7 +165,7 @@ def _snapshot_rules(framework: str) -> dict[str, Any] | None:
     """Development fallback: the framework's snapshot in ../shared, summarised once."""
     if framework not in _SNAPSHOTS:
         from analyzers.rules import summarize_rules
-        from bot.rules_command import SHARED_FRAMEWORKS, load_folder
+        from bot.speaking.contribution import SHARED_FRAMEWORKS, load_folder
 
         folder = SHARED_FRAMEWORKS / framework
         summary = None

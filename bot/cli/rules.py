@@ -16,51 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from analyzers.rules import format_rules_markdown, summarize_rules
-from analyzers.rules_text import file_kind
-from bot.config import PROJECT_ROOT, Settings
-
-SHARED_FRAMEWORKS = PROJECT_ROOT.parent / "shared" / "data" / "frameworks"
-MAX_FILE_BYTES = 256 * 1024
-SKIP_DIRS = {".git", "node_modules", ".venv", "__pycache__"}
-# Files of a real checkout that are read besides the kinds file_kind() recognises.
-EXTRA_NAMES = {"agents.md", "claude.md", "governance.md"}
-
-
-def _source_map(folder: Path) -> dict[str, str]:
-    """copy name -> repository path, from a snapshot's SOURCE.txt ("copy <- path" lines).
-    A path claimed by two copies (files of two repositories) is not used for either."""
-    source = folder / "SOURCE.txt"
-    if not source.is_file():
-        return {}
-    pairs = []
-    for line in source.read_text(encoding="utf-8", errors="replace").splitlines():
-        if "<-" in line:
-            copy, _, path = line.partition("<-")
-            pairs.append((copy.strip(), path.strip()))
-    counts: dict[str, int] = {}
-    for _, path in pairs:
-        counts[path] = counts.get(path, 0) + 1
-    return {copy: path for copy, path in pairs if copy and path and counts[path] == 1}
-
-
-def load_folder(folder: Path) -> dict[str, str]:
-    """{repository path: text} of the contribution files in `folder`."""
-    mapping = _source_map(folder)
-    snapshot = bool(mapping) or any("__" in p.name for p in folder.iterdir())
-    files: dict[str, str] = {}
-    for path in sorted(folder.rglob("*")):
-        rel_parts = path.relative_to(folder).parts
-        if not path.is_file() or SKIP_DIRS.intersection(rel_parts) or path.name == "SOURCE.txt":
-            continue
-        if path.stat().st_size > MAX_FILE_BYTES:
-            continue
-        rel = "/".join(rel_parts)
-        repo_path = mapping.get(rel) or rel.replace("__", "/")
-        kind = file_kind(repo_path)
-        if not snapshot and kind in ("doc", "yaml") and path.name.lower() not in EXTRA_NAMES:
-            continue  # a checkout: only contribution files, not every document
-        files[repo_path] = path.read_text(encoding="utf-8", errors="replace")
-    return files
+from bot.config import Settings
+from bot.speaking.contribution import SHARED_FRAMEWORKS, load_folder
 
 
 def framework_ids() -> dict[str, str]:
@@ -74,7 +31,7 @@ async def _from_database(settings: Settings, repo: str) -> dict[str, Any] | None
     from sqlalchemy.exc import SQLAlchemyError
 
     from bot.context import AppContext
-    from bot.contribution import cached_rules
+    from bot.speaking.contribution import cached_rules
 
     ctx = AppContext.create(settings)
     try:
@@ -88,8 +45,8 @@ async def _from_database(settings: Settings, repo: str) -> dict[str, Any] | None
 
 async def _from_api(settings: Settings, repo: str) -> dict[str, Any]:
     from bot.context import AppContext
-    from bot.contribution import rules_for_repo
-    from bot.github import GitHubClient
+    from bot.github.client import GitHubClient
+    from bot.speaking.contribution import rules_for_repo
 
     ctx = AppContext.create(settings)
     ctx.github = GitHubClient(settings)

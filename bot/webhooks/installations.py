@@ -8,7 +8,7 @@ carry the catalog framework id when the repository is one of the seven.
 Once `installation.created` or `installation_repositories.added` is committed, the tracked
 repositories among those added get their preview (issue #6, "Preview before comments"): a
 background task started here fetches their recent issues and stores what the app would have
-said (bot.preview.preview_on_install; tests and shutdown await it with wait_background).
+said (bot.speaking.preview.preview_on_install; tests and shutdown await it with wait_background).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from gidgethub.routing import Router
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.normalize import PayloadError
 from bot.store.models import Installation, Repository
+from bot.webhooks.normalize import PayloadError
 
 log = logging.getLogger(__name__)
 router = Router()
@@ -143,7 +143,7 @@ async def _upsert_installation(
 
 
 def _forget_written_repositories(ctx: Any) -> None:
-    """bot.events skips repository rows it already wrote; after an installation change they
+    """bot.webhooks.events skips repository rows it already wrote; after an installation change they
     must be written again."""
     extras = getattr(ctx, "extras", None)
     if isinstance(extras, dict):
@@ -156,7 +156,7 @@ async def _start_preview(ctx: Any, repos: list[Mapping[str, Any]]) -> None:
     if not repos:
         return
     try:
-        from bot.preview import preview_on_install
+        from bot.speaking.preview import preview_on_install
 
         await preview_on_install(ctx, [str(r["full_name"]) for r in repos])
     except Exception:  # noqa: BLE001

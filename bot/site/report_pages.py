@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from aiohttp import web
 from sqlalchemy import select
 
+from bot.context import app_context
 from bot.store.models import Report
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
-
-def _ctx(request: web.Request) -> Any:
-    from bot.web import CTX  # the key bot.web.create_app stores the context under
-
-    try:
-        return request.app[CTX]
-    except KeyError:  # an app built without bot.web
-        return request.app["ctx"]
 
 
 def _html(text: str, status: int = 200) -> web.Response:
@@ -27,10 +19,10 @@ def _html(text: str, status: int = 200) -> web.Response:
 
 
 async def reports_index(request: web.Request) -> web.Response:
-    from bot.report import CHANGE_TITLES
+    from bot.site.report import CHANGE_TITLES
     from bot.templating import html_env
 
-    async with _ctx(request).sessionmaker() as session:
+    async with app_context(request).sessionmaker() as session:
         rows = list(await session.scalars(select(Report).order_by(Report.date.desc())))
     reports = [{"date": r.date, "baseline": (r.data or {}).get("baseline", False),
                 "totals": (r.data or {}).get("totals", {})} for r in rows]
@@ -38,13 +30,13 @@ async def reports_index(request: web.Request) -> web.Response:
 
 
 async def report_page(request: web.Request) -> web.Response:
-    from bot.report import render_html
+    from bot.site.report import render_html
     from bot.templating import html_env
 
     day = request.match_info["date"]
     row = None
     if _DATE.match(day):
-        async with _ctx(request).sessionmaker() as session:
+        async with app_context(request).sessionmaker() as session:
             row = await session.scalar(select(Report).where(Report.date == day))
     if row is None:
         try:
@@ -57,7 +49,7 @@ async def report_page(request: web.Request) -> web.Response:
 
 async def report_markdown(request: web.Request) -> web.Response:
     day = request.match_info["date"]
-    async with _ctx(request).sessionmaker() as session:
+    async with app_context(request).sessionmaker() as session:
         row = await session.scalar(select(Report).where(Report.date == day)) if _DATE.match(day) else None
     if row is None:
         raise web.HTTPNotFound()

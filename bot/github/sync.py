@@ -5,7 +5,7 @@ that costs about one request when few threads changed):
 
 - Work is split into *streams*, one per (repository, kind); every stream pages its
   repository's issues, pull requests or discussions ordered by `updatedAt` descending.
-- One request carries many slots (bot.graphql_queries.build_sync_query): up to
+- One request carries many slots (bot.github.queries.build_sync_query): up to
   THREADS_PER_REQUEST threads from as many streams as fit, each thread with its first
   comments, reviews and replies nested, plus up to CONTINUATIONS_PER_REQUEST continuations of
   long connections (comments of a thread that did not fit nested) from earlier pages.
@@ -35,13 +35,12 @@ from typing import Any
 
 from sqlalchemy import delete, func, insert, select
 
-from bot.graphql_queries import (
+from bot.github.queries import (
     PAGE_MAX,
     ContinuationSlot,
     StreamSlot,
     build_sync_query,
 )
-from bot.normalize import is_bot_login
 from bot.store.models import Comment, Repository, SyncCursor, Thread
 from bot.store.threads import (
     COMMENT_FIELDS,
@@ -49,7 +48,7 @@ from bot.store.threads import (
     upsert_comment,
     upsert_thread,
 )
-from bot.store.types import parse_datetime, utcnow
+from bot.store.types import is_bot_login, parse_datetime, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +61,7 @@ GRAPHQL_ATTEMPTS = 4  # consecutive requests answered with GraphQL errors before
 MIN_THREADS_PER_REQUEST = 10
 
 SleepFn = Callable[[float], Awaitable[None]]
+ChangedFn = Callable[[str, int], Awaitable[object]]
 
 
 class SyncError(RuntimeError):
@@ -328,7 +328,7 @@ class Syncer:
         full: bool = False,
         sleep: SleepFn = asyncio.sleep,
         progress: Progress | None = None,
-        analyse: bool = True,
+        on_changed: ChangedFn | None = None,
         max_requests: int | None = None,
     ) -> None:
         self.ctx = ctx
@@ -336,7 +336,7 @@ class Syncer:
         self.full = full
         self.sleep = sleep
         self.progress = progress or Progress(enabled=False)
-        self.analyse = analyse
+        self.on_changed = on_changed  # e.g. the pipeline: analyse and decide
         self.max_requests = max_requests  # stop early (tests simulate a crash with it)
         self.stats = SyncStats()
         self.streams: list[Stream] = []
@@ -554,11 +554,9 @@ class Syncer:
         self.stats.changed += len(changed)
         for pt in finished:
             self.stats.repos[pt.record["repo"]] = self.stats.repos.get(pt.record["repo"], 0) + 1
-        if self.analyse:
-            from bot.pipeline import thread_changed
-
+        if self.on_changed is not None:
             for repo, number in changed:
-                await thread_changed(self.ctx, repo, number, trigger="sync")
+                await self.on_changed(repo, number)
 
     @staticmethod
     async def _stored_threads(session: Any, threads: list[PendingThread]) -> dict[tuple[str, int], Thread]:
@@ -703,35 +701,10 @@ def _framework_of(repo: str) -> str | None:
 
 async def sync(ctx: Any, repos: Iterable[str] | None = None, *, full: bool = False,
                sleep: SleepFn = asyncio.sleep, progress: Progress | None = None,
-               analyse: bool = True, max_requests: int | None = None) -> SyncStats:
-    """Backfill (first run, or --full) or refresh (afterwards) the given or default repos."""
-    syncer = Syncer(ctx, repos, full=full, sleep=sleep, progress=progress, analyse=analyse,
+               on_changed: ChangedFn | None = None, max_requests: int | None = None) -> SyncStats:
+    """Backfill (first run, or --full) or refresh (afterwards) the given or default repos;
+    `on_changed(repo, number)` is awaited for every thread that changed (the pipeline, when
+    the caller wants analyses: this layer does not import it)."""
+    syncer = Syncer(ctx, repos, full=full, sleep=sleep, progress=progress, on_changed=on_changed,
                     max_requests=max_requests)
     return await syncer.run()
-
-
-def sync_command(args: Any) -> int:
-    """`rltracker sync [--repo OWNER/NAME]... [--full]`."""
-    import json
-
-    from bot.config import Settings
-    from bot.context import AppContext
-
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-
-    async def main() -> int:
-        from bot.github import GitHubClient
-
-        ctx = AppContext.create(Settings.from_env())
-        ctx.github = GitHubClient(ctx.settings)
-        try:
-            stats = await sync(ctx, args.repo or None, full=args.full, progress=Progress())
-        except SyncError as exc:
-            print(f"sync stopped: {exc} (cursors are stored; run again to resume)", file=sys.stderr)
-            return 1
-        finally:
-            await ctx.close()
-        print(json.dumps(stats.as_dict(), indent=2))
-        return 0 if not stats.failed_streams else 2
-
-    return asyncio.run(main())

@@ -231,7 +231,7 @@ async def get_repo_config(
             await session.commit()
     if error:
         log.warning("invalid .github/rltracker.yml in %s: %s (defaults apply)", repo, error)
-        from bot.actions import record_once
+        from bot.speaking.records import record_once
 
         digest = hashlib.sha1(error.encode()).hexdigest()[:12]
         await record_once(

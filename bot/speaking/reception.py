@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.graphql_queries import RECEPTION_QUERY
+from bot.github.queries import RECEPTION_QUERY
 from bot.store.models import Action, Repository
 from bot.store.types import utcnow
 

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from gidgethub.routing import Router
 
-from bot import commands, events, installations
+from bot.webhooks import commands, events, installations
 
 router = Router(events.router, installations.router, commands.router)

@@ -3,7 +3,7 @@
 Records have the contract `thread` / comment shape of ../shared/contracts/README.md plus
 `github_id`, `node_id`, `updated_at`, `assignees`, and a few extra keys that storage ignores
 (`draft`, `merged_by`, `answered`, `answer_chosen_by`, `category`, `review_state`,
-`parent_id`). Rules shared with the GraphQL sync (bot.sync), so both paths give identical
+`parent_id`). Rules shared with the GraphQL sync (bot.github.sync), so both paths give identical
 rows:
 
 - a key is present only when the payload carries the field: `bot.store.threads.upsert_thread`
@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.store.types import format_datetime, parse_datetime
+from bot.store.types import format_datetime, is_bot_login, parse_datetime
 
 THREAD_EVENTS = {"issues": "issue", "pull_request": "pull_request", "discussion": "discussion"}
 COMMENT_EVENTS = {
@@ -45,13 +45,6 @@ class PayloadError(ValueError):
 
 
 # ------------------------------------------------------------------------------ small helpers
-def is_bot_login(login: str | None, typename: str | None = None) -> bool:
-    """A bot account: GitHub's type "Bot" (REST `type`, GraphQL `__typename`) or a `[bot]` login."""
-    if typename == "Bot":
-        return True
-    return bool(login) and str(login).lower().endswith("[bot]")
-
-
 def blank_to_none(value: Any) -> Any:
     return None if value == "" else value
 

@@ -148,7 +148,7 @@ class Worker:
         max_defer: float = 1.0,
     ) -> None:
         if router is None:
-            from bot.routers import router as default_router
+            from bot.webhooks.routers import router as default_router
 
             router = default_router
         self.ctx = ctx
@@ -162,7 +162,7 @@ class Worker:
         )
         self.poll_seconds = poll_seconds
         self.backoff = backoff
-        # The inbox (bot.inbox.Inbox) of this process, when the worker shares it with /webhook.
+        # The inbox (bot.webhooks.inbox.Inbox) of this process, when the worker shares it with /webhook.
         self.intake = intake
         self.intake_window = intake_window
         self.max_defer = max_defer
@@ -211,7 +211,7 @@ class Worker:
 
     async def _run(self) -> None:
         await self.recover()
-        from bot.pipeline import warm_up
+        from bot.analysis import warm_up
 
         await warm_up()
         while not self._stopping:
@@ -314,7 +314,7 @@ class Worker:
             heartbeat.cancel()
         claim_next = claim_next and not self._stopping
         if error is None:
-            await self._finish(claimed, claim_next)
+            await self.finish(claimed, claim_next)
         else:
             await self._failed(claimed, error, claim_next)
         return True
@@ -364,7 +364,7 @@ class Worker:
             **extra,
         )
 
-    async def _finish(self, claimed: Claimed, claim_next: bool) -> None:
+    async def finish(self, claimed: Claimed, claim_next: bool) -> None:
         ok = await self._update_fenced(
             claimed, claim_next,
             status="done", finished_at=utcnow(), next_attempt_at=None, last_error=None,

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.site_data import reception, thread_rows
+from bot.site.data import reception, thread_rows
 from bot.store.types import format_datetime, utcnow
 
 EXPORT_LIMIT = 200_000

@@ -21,17 +21,13 @@ from gidgethub import sansio
 from gidgethub.routing import Router
 from sqlalchemy import select, update
 
-from bot.actions import (
-    MAINTAINERS,
-    claim,
-    failure_key,
-    post_reply,
-    record_once,
-    record_skip,
-    rules_key,
-    rules_markdown,
-)
-from bot.comment_render import is_app_comment, methods_reply, rules_reply
+from bot.speaking.claims import claim
+from bot.speaking.posting import post_reply
+from bot.speaking.quiet import MAINTAINERS
+from bot.speaking.records import record_once, record_skip
+from bot.speaking.render import is_app_comment, methods_reply, rules_reply
+from bot.speaking.rule_summary import rules_markdown
+from bot.speaking.situation import failure_key, rules_key
 from bot.store.models import Action
 from bot.store.types import utcnow
 
@@ -224,10 +220,11 @@ async def _reply_in_discussion(
     ctx: Any, repo: str, number: int, installation_id: int | None, body: str, key: str,
     discussion_id: str,
 ) -> str:
-    from bot.actions import Situation, _finish, _repository_row
+    from bot.speaking.claims import finish
+    from bot.speaking.situation import Situation, repository_row
 
     async with ctx.sessionmaker() as session:
-        row = await _repository_row(session, repo, installation_id)
+        row = await repository_row(session, repo, installation_id)
         await session.commit()
     sit = Situation(repo=repo, number=number, record={}, repo_id=row.id, installation_id=installation_id,
                     framework=None, paused=False, paused_reason=None, muted=False, existing=None)
@@ -235,16 +232,16 @@ async def _reply_in_discussion(
     if state != "claimed" or action_id is None:
         return "owned"
     if ctx.settings.dry_run or ctx.github is None:
-        await _finish(ctx, action_id, status="dry_run", body=body)
+        await finish(ctx, action_id, status="dry_run", body=body)
         return "dry_run"
     try:
         result = await ctx.github.graphql(ADD_DISCUSSION_COMMENT, installation_id=installation_id,
                                           id=discussion_id, body=body)
     except Exception as exc:
-        await _finish(ctx, action_id, status="failed", dedupe_key=None, reason=str(exc)[:500])
+        await finish(ctx, action_id, status="failed", dedupe_key=None, reason=str(exc)[:500])
         raise
     node = ((result or {}).get("addDiscussionComment") or {}).get("comment") or {}
-    await _finish(ctx, action_id, status="posted", body=body, comment_node_id=node.get("id"),
+    await finish(ctx, action_id, status="posted", body=body, comment_node_id=node.get("id"),
                   comment_id=node.get("databaseId"))
     return "posted"
 

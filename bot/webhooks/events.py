@@ -23,11 +23,11 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.installations import canonical_repo, ensure_installation, upsert_repository
-from bot.normalize import Change, PayloadError, Transfer, change_from_payload
 from bot.store.models import Comment, Thread
 from bot.store.threads import delete_comment, get_thread, upsert_comment, upsert_thread
 from bot.store.types import parse_datetime
+from bot.webhooks.installations import canonical_repo, ensure_installation, upsert_repository
+from bot.webhooks.normalize import Change, PayloadError, Transfer, change_from_payload
 
 log = logging.getLogger(__name__)
 router = Router()

@@ -1,0 +1,40 @@
+"""`rltracker sync [--repo OWNER/NAME]... [--full]`: backfill or refresh, then analyse what changed."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from functools import partial
+from typing import Any
+
+from bot.github.sync import Progress, SyncError, sync
+from bot.pipeline import sync_changed
+
+
+def sync_command(args: Any) -> int:
+    """`rltracker sync [--repo OWNER/NAME]... [--full]`."""
+    import json
+
+    from bot.config import Settings
+    from bot.context import AppContext
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+
+    async def main() -> int:
+        from bot.github.client import GitHubClient
+
+        ctx = AppContext.create(Settings.from_env())
+        ctx.github = GitHubClient(ctx.settings)
+        try:
+            stats = await sync(ctx, args.repo or None, full=args.full, progress=Progress(),
+                               on_changed=partial(sync_changed, ctx))
+        except SyncError as exc:
+            print(f"sync stopped: {exc} (cursors are stored; run again to resume)", file=sys.stderr)
+            return 1
+        finally:
+            await ctx.close()
+        print(json.dumps(stats.as_dict(), indent=2))
+        return 0 if not stats.failed_streams else 2
+
+    return asyncio.run(main())

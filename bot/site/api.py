@@ -1,0 +1,149 @@
+"""Operational and JSON routes: /healthz, /metrics, /api/threads, /api/actions, /api/stats."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiohttp import web
+from sqlalchemy import func, select, text
+
+from bot.context import CTX, INBOX, METRICS, WORKER
+
+HEALTH_TIMEOUT = 5.0
+
+
+def _json_error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+async def _database_ok(ctx: Any) -> bool:
+    async def ping() -> None:
+        async with ctx.engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+
+    try:
+        await asyncio.wait_for(ping(), timeout=HEALTH_TIMEOUT)
+        return True
+    except Exception:  # noqa: BLE001 - any failure means "not reachable"
+        return False
+
+
+async def healthz(request: web.Request) -> web.Response:
+    if await _database_ok(request.app[CTX]):
+        return web.json_response({"status": "ok", "database": "ok"})
+    return web.json_response({"status": "error", "database": "unreachable"}, status=503)
+
+
+async def metrics_view(request: web.Request) -> web.Response:
+    from bot.site.stats import delivery_counts
+
+    app = request.app
+    ctx = app[CTX]
+    deliveries: dict[str, int] | None
+    try:
+        deliveries = await asyncio.wait_for(delivery_counts(ctx.engine), timeout=HEALTH_TIMEOUT)
+        database_up = True
+    except Exception:  # noqa: BLE001 - the scrape still answers, with database_up 0
+        deliveries, database_up = None, False
+    worker = app.get(WORKER)
+    inbox = app[INBOX]
+    body = app[METRICS].render(
+        deliveries=deliveries,
+        worker=dict(worker.counts) if worker is not None else None,
+        inbox={
+            "commits_total": inbox.commits,
+            "rows_total": inbox.rows_committed,
+            "errors_total": inbox.errors,
+            "queued": inbox.queued,
+        },
+        database_up=database_up,
+    )
+    return web.Response(text=body, content_type="text/plain", charset="utf-8",
+                        headers={"X-Content-Type-Options": "nosniff"})
+
+
+def _canonical_repo(full_name: str) -> str:
+    """Former repository names (volcengine/verl) map to the current one, as threads are
+    stored under it; unknown names are returned unchanged."""
+    try:
+        from analyzers.catalog import load_catalog
+
+        return load_catalog().canonical_repo(full_name)
+    except Exception:  # noqa: BLE001 - no catalog: the name as given
+        return full_name
+
+
+async def api_thread(request: web.Request) -> web.Response:
+    from bot.store.models import Analysis
+    from bot.store.threads import get_thread, load_comments, thread_record
+
+    ctx = request.app[CTX]
+    owner, name = request.match_info["owner"], request.match_info["repo"]
+    try:
+        number = int(request.match_info["number"])
+    except ValueError:
+        return _json_error(404, "no such thread")
+    async with ctx.sessionmaker() as session:
+        thread = await get_thread(session, f"{owner}/{name}", number)
+        if thread is None and _canonical_repo(f"{owner}/{name}").lower() != f"{owner}/{name}".lower():
+            thread = await get_thread(session, _canonical_repo(f"{owner}/{name}"), number)
+        if thread is None:
+            return _json_error(404, "no such thread")
+        record = thread_record(thread, await load_comments(session, thread))
+        analysis = await session.scalar(
+            select(Analysis.result).where(Analysis.thread_id == thread.id)
+        )
+    return web.json_response({"thread": record, "analysis": analysis})
+
+
+async def api_actions(request: web.Request) -> web.Response:
+    from bot.store.models import Action
+    from bot.store.types import format_datetime
+
+    ctx = request.app[CTX]
+    query = select(Action).order_by(Action.created_at, Action.id)
+    repo = request.query.get("repo")
+    if repo:
+        names = {repo.lower(), _canonical_repo(repo).lower()}
+        query = query.where(func.lower(Action.repo).in_(names))
+    number = request.query.get("number")
+    if number:
+        try:
+            query = query.where(Action.number == int(number))
+        except ValueError:
+            return _json_error(400, "number must be an integer")
+    try:
+        limit = min(5000, max(1, int(request.query.get("limit", "1000"))))
+    except ValueError:
+        return _json_error(400, "limit must be an integer")
+    async with ctx.sessionmaker() as session:
+        rows = list(await session.scalars(query.limit(limit)))
+    return web.json_response(
+        [
+            {
+                "repo": a.repo,
+                "number": a.number,
+                "kind": a.kind,
+                "status": a.status,
+                "body": a.body,
+                "created_at": format_datetime(a.created_at),
+                "reason": a.reason,
+            }
+            for a in rows
+        ]
+    )
+
+
+async def api_stats(request: web.Request) -> web.Response:
+    from bot.site.stats import collect_stats
+
+    return web.json_response(await collect_stats(request.app[CTX].engine))
+
+
+def setup(app: web.Application) -> None:
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics_view)
+    app.router.add_get("/api/threads/{owner}/{repo}/{number}", api_thread)
+    app.router.add_get("/api/actions", api_actions)
+    app.router.add_get("/api/stats", api_stats)

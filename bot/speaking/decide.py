@@ -1,0 +1,62 @@
+"""TODO decide"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from bot.speaking.claims import STALE_PENDING
+from bot.speaking.failure_comment import (
+    failure_comment,
+    freeze_if_maintainer_replied,
+    update_failure_comment,
+)
+from bot.speaking.quiet import COMMENT_TRIGGERS, EDIT_TRIGGERS, NEW_TRIGGERS, PROPOSAL_TRIGGERS
+from bot.speaking.repo_config import get_repo_config
+from bot.speaking.rule_summary import rule_summary
+from bot.speaking.situation import load_situation
+from bot.store.types import utcnow
+
+log = logging.getLogger(__name__)
+
+
+
+async def act(
+    ctx: Any, repo: str, number: int, *, trigger: str, payload: dict[str, Any] | None = None,
+    analysis: dict[str, Any] | None = None,
+) -> dict[str, str]:
+    """What the pipeline calls after storing the analysis. Returns {kind: outcome}."""
+    interesting = NEW_TRIGGERS | EDIT_TRIGGERS | PROPOSAL_TRIGGERS | COMMENT_TRIGGERS
+    if trigger not in interesting or analysis is None:
+        return {}
+    sit = await load_situation(ctx, repo, number, payload)
+    if sit is None or sit.installation_id is None:
+        return {}  # not installed: the app only tracks, it never speaks there
+    outcome: dict[str, str] = {}
+    if trigger in COMMENT_TRIGGERS:
+        if await freeze_if_maintainer_replied(ctx, sit):
+            outcome["failure_comment"] = "frozen"
+        return outcome
+    config = await get_repo_config(
+        ctx, sit.repo, sit.installation_id, refresh=trigger == "command"
+    )
+    existing = sit.existing
+    stale = (
+        existing is not None and existing.status == "pending"
+        and existing.updated_at < utcnow() - STALE_PENDING
+    )
+    if existing is not None and not stale and existing.status in ("posted", "dry_run", "pending"):
+        if trigger in EDIT_TRIGGERS:
+            outcome["failure_comment"] = await update_failure_comment(ctx, sit, analysis, config)
+        else:
+            outcome["failure_comment"] = "owned"
+    elif trigger in NEW_TRIGGERS and sit.record.get("kind") in ("issue", "pull_request"):
+        # (a stale pending claim left by a crashed worker is taken over inside `claim`)
+        outcome["failure_comment"] = await failure_comment(
+            ctx, sit, analysis, config, trigger=trigger, payload=payload
+        )
+    if trigger in PROPOSAL_TRIGGERS:
+        outcome["rule_summary"] = await rule_summary(
+            ctx, sit, analysis, config, trigger=trigger, payload=payload
+        )
+    return outcome

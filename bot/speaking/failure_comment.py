@@ -1,0 +1,201 @@
+"""TODO failure_comment"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from sqlalchemy import and_, update
+
+from bot.speaking.claims import claim_within_budget, finish, release
+from bot.speaking.posting import installation_gh, live_issue, own_comment, post_or_adopt
+from bot.speaking.quiet import NEW_TRIGGERS, live_record, maintainer_replies, quiet_reason
+from bot.speaking.records import record_skip
+from bot.speaking.render import (
+    FAILURE_MARKER,
+    FailureComment,
+    compose_failure_comment,
+    withdrawn_comment,
+)
+from bot.speaking.repo_config import RepoConfig, effective_dry_run
+from bot.speaking.situation import Situation, declined_methods, failure_key, linked_pull_request
+from bot.store.models import Action
+from bot.store.types import utcnow
+
+log = logging.getLogger(__name__)
+
+
+
+def _failure_of(analysis: dict[str, Any]) -> dict[str, Any]:
+    return analysis.get("failure") or {}
+
+
+def _is_confident_failure(analysis: dict[str, Any], config: RepoConfig) -> tuple[bool, str, str]:
+    failure = _failure_of(analysis)
+    if not failure.get("is_failure_report"):
+        return False, "not_failure", "not a training-failure report"
+    confidence = float(failure.get("confidence") or 0.0)
+    if confidence < config.min_confidence:
+        return False, "low_confidence", (
+            f"failure confidence {confidence:.2f} below min_confidence {config.min_confidence:.2f}"
+        )
+    return True, "", ""
+
+
+def compose_for(
+    record: dict[str, Any], analysis: dict[str, Any], framework: str, *, public_url: str,
+    declined: set[str],
+) -> FailureComment | None:
+    from analyzers.language import detect_language
+    from analyzers.setup_config import parse_setup
+
+    lang = detect_language(record.get("title"), record.get("body"))
+    setup = parse_setup(record.get("body") or "", framework)
+    return compose_failure_comment(
+        analysis, framework, setup=setup, lang=lang, public_url=public_url, declined=declined
+    )
+
+
+async def failure_comment(
+    ctx: Any, sit: Situation, analysis: dict[str, Any], config: RepoConfig, *, trigger: str,
+    payload: dict[str, Any] | None,
+) -> str:
+    """Decide and act for the failure comment; returns what happened (for logs and tests)."""
+    repo, number = sit.repo, sit.number
+    ok, code, reason = _is_confident_failure(analysis, config)
+    if not ok:
+        if trigger in NEW_TRIGGERS and sit.record.get("kind") == "issue":
+            await record_skip(ctx, repo, number, "failure_comment", code, reason)
+        return "skipped:" + code
+    if sit.framework is None:
+        await record_skip(ctx, repo, number, "failure_comment", "unknown_framework",
+                          "the repository is not one of the tracked frameworks")
+        return "skipped:unknown_framework"
+    opened_labels: set[str] = set()
+    if trigger == "issues.opened":
+        opened_labels = {
+            (lab.get("name") if isinstance(lab, dict) else str(lab))
+            for lab in ((payload or {}).get("issue") or {}).get("labels") or []
+        }
+    now = utcnow()
+    quiet = quiet_reason(
+        sit.record, config=config, trigger=trigger, now=now, ignore_labels=opened_labels,
+        linked_pr=await linked_pull_request(ctx, repo, number) if trigger != "command" else None,
+        paused=sit.paused, paused_reason=sit.paused_reason, muted=sit.muted,
+    )
+    if quiet:
+        await record_skip(ctx, repo, number, "failure_comment", *quiet)
+        return "skipped:" + quiet[0]
+    declined = await declined_methods(ctx, repo)
+    composed = compose_for(sit.record, analysis, sit.framework, public_url=ctx.settings.public_url,
+                           declined=declined)
+    if composed is None:
+        await record_skip(ctx, repo, number, "failure_comment", "nothing_to_suggest",
+                          "every method this framework has for the failure is already set, "
+                          "declined here, or absent")
+        return "skipped:nothing_to_suggest"
+    details = {
+        "category": composed.category, "confidence": composed.details.get("confidence"),
+        "suggested": composed.suggested, "already_set": composed.already_set,
+        "elsewhere": composed.elsewhere, "declined": composed.declined, "trigger": trigger,
+    }
+    delivery_id = (payload or {}).get("_delivery_id")
+    outcome, action_id = await claim_within_budget(
+        ctx, sit, config, kind="failure_comment", dedupe_key=failure_key(repo, number),
+        language=composed.lang, details=details, delivery_id=delivery_id,
+    )
+    if action_id is None:
+        return outcome
+    if effective_dry_run(ctx, config) or ctx.github is None or sit.installation_id is None:
+        await finish(ctx, action_id, status="dry_run", body=composed.body)
+        return "dry_run"
+    try:
+        gh = await installation_gh(ctx, sit.installation_id)
+        issue, comments = await live_issue(gh, repo, number)
+        live = live_record(issue, comments, sit.record)
+        own = own_comment(comments, FAILURE_MARKER)
+        quiet = None if own else quiet_reason(
+            live, config=config, trigger=trigger, now=now, ignore_labels=opened_labels,
+            paused=sit.paused, muted=sit.muted,
+        )
+        if quiet:
+            await release(ctx, action_id)
+            await record_skip(ctx, repo, number, "failure_comment", *quiet, checked="live")
+            return "skipped:" + quiet[0]
+        posted = await post_or_adopt(gh, repo, number, composed.body, FAILURE_MARKER, comments)
+        await finish(
+            ctx, action_id, status="posted", body=composed.body,
+            comment_id=posted.get("id"), comment_node_id=posted.get("node_id"),
+        )
+    except Exception as exc:
+        # Give the slot back so the worker's retry can post; the failure stays visible.
+        await finish(ctx, action_id, status="failed", dedupe_key=None, reason=f"{type(exc).__name__}: {exc}"[:500])
+        raise
+    label = config.labels.get(composed.category)
+    if label:
+        try:
+            await gh.post(f"/repos/{repo}/issues/{number}/labels", data={"labels": [label]})
+        except Exception:  # a missing label permission must not undo the comment
+            log.warning("could not add label %r to %s#%s", label, repo, number, exc_info=True)
+    return "posted"
+
+
+async def freeze_if_maintainer_replied(ctx: Any, sit: Situation) -> bool:
+    action = sit.existing
+    if action is None or action.frozen or action.status not in ("posted", "dry_run"):
+        return bool(action and action.frozen)
+    if maintainer_replies(sit.record, after=action.created_at):
+        await finish(ctx, action.id, frozen=True)
+        return True
+    return False
+
+
+async def update_failure_comment(
+    ctx: Any, sit: Situation, analysis: dict[str, Any], config: RepoConfig
+) -> str:
+    """An edit of the issue: rewrite our comment when the finding changed (not once frozen)."""
+    action = sit.existing
+    assert action is not None
+    if action.status not in ("posted", "dry_run"):
+        return "unchanged"
+    if await freeze_if_maintainer_replied(ctx, sit):
+        return "frozen"
+    lang = action.language or "en"
+    ok, _, _ = _is_confident_failure(analysis, config)
+    composed = None
+    if ok and sit.framework:
+        composed = compose_for(sit.record, analysis, sit.framework,
+                               public_url=ctx.settings.public_url,
+                               declined=await declined_methods(ctx, sit.repo))
+    body = composed.body if composed else withdrawn_comment(lang, ctx.settings.public_url)
+    if body == action.body:
+        return "unchanged"
+    details = dict(action.details or {})
+    details["edits"] = int(details.get("edits", 0)) + 1
+    if composed:
+        details.update(category=composed.category, suggested=composed.suggested,
+                       already_set=composed.already_set)
+    else:
+        details["withdrawn"] = True
+    if action.status == "posted" and action.comment_id and not effective_dry_run(ctx, config):
+        from gidgethub import BadRequest
+
+        gh = await installation_gh(ctx, sit.installation_id)
+        try:
+            await gh.patch(f"/repos/{sit.repo}/issues/comments/{action.comment_id}", data={"body": body})
+        except BadRequest as exc:
+            if exc.status_code != 404:
+                raise
+            # Someone deleted our comment: that is an answer, not an error. Never re-post.
+            await finish(ctx, action.id, comment_deleted=True, frozen=True)
+            return "deleted"
+    # Only the row whose body we read is updated: a concurrent edit does not resurrect old text.
+    async with ctx.sessionmaker() as session:
+        await session.execute(
+            update(Action)
+            .where(and_(Action.id == action.id, Action.body == action.body))
+            .values(body=body, details=details, language=composed.lang if composed else lang,
+                    updated_at=utcnow())
+        )
+        await session.commit()
+    return "updated"

@@ -1,0 +1,75 @@
+"""TODO posting"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from bot.speaking.claims import claim, finish
+from bot.speaking.situation import Situation, repository_row
+
+log = logging.getLogger(__name__)
+
+
+
+async def installation_gh(ctx: Any, installation_id: int | None) -> Any:
+    if ctx.github is None:
+        raise RuntimeError("no GitHub client configured")
+    return await ctx.github.api(installation_id)
+
+
+async def live_issue(gh: Any, repo: str, number: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    issue = await gh.getitem(f"/repos/{repo}/issues/{number}")
+    comments = [c async for c in gh.getiter(f"/repos/{repo}/issues/{number}/comments")]
+    return issue, comments
+
+
+def own_comment(comments: list[dict[str, Any]], marker: str) -> dict[str, Any] | None:
+    for c in comments:
+        user = c.get("user") or {}
+        if marker in (c.get("body") or "") and (user.get("type") == "Bot" or str(user.get("login", "")).endswith("[bot]")):
+            return c
+    return None
+
+
+async def post_or_adopt(
+    gh: Any, repo: str, number: int, body: str, marker: str, comments: list[dict[str, Any]] | None
+) -> dict[str, Any]:
+    """Post `body`, or edit our comment already there (found by its marker)."""
+    if comments is None:
+        comments = [c async for c in gh.getiter(f"/repos/{repo}/issues/{number}/comments")]
+    own = own_comment(comments, marker)
+    if own is not None:
+        if (own.get("body") or "") != body:
+            own = await gh.patch(f"/repos/{repo}/issues/comments/{own['id']}", data={"body": body})
+        return own
+    return await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
+
+async def post_reply(
+    ctx: Any, repo: str, number: int, installation_id: int | None, body: str, *,
+    dedupe_key: str, kind: str = "command", details: dict[str, Any] | None = None,
+) -> str:
+    """A reply to a command, once per command comment (dedupe_key carries its id)."""
+    async with ctx.sessionmaker() as session:
+        row = await repository_row(session, repo, installation_id)
+        repo_id = row.id
+        await session.commit()
+    sit = Situation(repo=repo, number=number, record={}, repo_id=repo_id,
+                    installation_id=installation_id, framework=None, paused=False,
+                    paused_reason=None, muted=False, existing=None)
+    state, action_id = await claim(ctx, sit, kind=kind, dedupe_key=dedupe_key, budget=None,
+                                   details=details)
+    if state != "claimed" or action_id is None:
+        return "owned"
+    if ctx.settings.dry_run or ctx.github is None or installation_id is None:
+        await finish(ctx, action_id, status="dry_run", body=body)
+        return "dry_run"
+    try:
+        gh = await installation_gh(ctx, installation_id)
+        posted = await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
+    except Exception as exc:
+        await finish(ctx, action_id, status="failed", dedupe_key=None, reason=f"{type(exc).__name__}: {exc}"[:500])
+        raise
+    await finish(ctx, action_id, status="posted", body=body, comment_id=posted.get("id"),
+                  comment_node_id=posted.get("node_id"))
+    return "posted"

@@ -1,0 +1,131 @@
+"""TODO quiet"""
+
+from __future__ import annotations
+
+import logging
+import re
+from datetime import datetime, timedelta
+from typing import Any
+
+from bot.speaking.render import (
+    is_app_comment,
+)
+from bot.speaking.repo_config import RepoConfig
+from bot.store.types import parse_datetime
+
+log = logging.getLogger(__name__)
+
+# What triggered a decision: "<event>.<action>" of a webhook, or "command" (/rltracker recheck).
+NEW_TRIGGERS = frozenset({"issues.opened", "command"})
+EDIT_TRIGGERS = frozenset({"issues.edited"})
+PROPOSAL_TRIGGERS = frozenset({"issues.opened", "pull_request.opened"})
+COMMENT_TRIGGERS = frozenset({"issue_comment.created", "issue_comment.edited"})
+MAINTAINERS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+MAX_AGE = timedelta(hours=48)
+COMMAND_PREFIX = "/rltracker"
+
+
+def is_command(body: str | None) -> bool:
+    return (body or "").lstrip().lower().startswith(COMMAND_PREFIX)
+
+
+def maintainer_replies(record: dict[str, Any], after: datetime | None = None) -> list[dict[str, Any]]:
+    """Comments by maintainers other than the opener (commands and the app's own excluded)."""
+    out = []
+    for c in record.get("comments") or []:
+        if (c.get("author_association") or "").upper() not in MAINTAINERS:
+            continue
+        if c.get("author_is_bot") or (c.get("author") or "").endswith("[bot]"):
+            continue
+        if c.get("author") and c.get("author") == record.get("author"):
+            continue
+        body = c.get("body") or ""
+        if is_command(body) or is_app_comment(body):
+            continue
+        if after is not None:
+            created = parse_datetime(c.get("created_at"))
+            if created is None or created <= after:
+                continue
+        out.append(c)
+    return out
+
+
+def issue_ref(number: int) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w/&])#{number}(?!\d)")
+
+
+def quiet_reason(
+    record: dict[str, Any],
+    *,
+    config: RepoConfig,
+    trigger: str,
+    now: datetime,
+    ignore_labels: set[str] | frozenset[str] = frozenset(),
+    linked_pr: int | None = None,
+    paused: bool = False,
+    paused_reason: str | None = None,
+    muted: bool = False,
+) -> tuple[str, str] | None:
+    """(code, reason) when the app must stay quiet on this issue; None when it may speak.
+
+    `command` (a /rltracker recheck by the author or a maintainer) lifts the rules about
+    maintainers being on it and about age: someone asked.
+    """
+    if not config.failure_comments:
+        return "config_off", "failure comments are turned off in .github/rltracker.yml"
+    if paused:
+        return "paused", "comments are paused for this repository" + (
+            f" ({paused_reason})" if paused_reason else ""
+        )
+    if muted:
+        return "muted", "the thread was muted with /rltracker ignore or stop"
+    if record.get("kind") != "issue":
+        return "not_issue", "only issues get failure comments (not pull requests or discussions)"
+    if record.get("state") != "open":
+        return "closed", "the issue is closed"
+    if record.get("author_is_bot") or (record.get("author") or "").endswith("[bot]"):
+        return "bot_author", "the issue was opened by a bot"
+    if trigger == "command":
+        return None
+    if maintainer_replies(record):
+        return "maintainer_replied", "a maintainer has already replied"
+    if record.get("assignees"):
+        return "assigned", "the issue is already assigned"
+    ignored = {label.lower() for label in ignore_labels} | {
+        label.lower() for label in config.ignore_labels
+    } | {label.lower() for label in config.labels.values()}
+    labels = [label for label in record.get("labels") or [] if label.lower() not in ignored]
+    if labels:
+        return "labelled", "the issue is already labelled (" + ", ".join(sorted(labels))[:200] + ")"
+    if linked_pr is not None:
+        return "linked_pr", f"a linked pull request (#{linked_pr}) addresses it"
+    created = parse_datetime(record.get("created_at"))
+    if created is not None and now - created > MAX_AGE:
+        return "too_old", "the issue was opened more than 48 hours before processing"
+    return None
+
+
+def live_record(issue: dict[str, Any], comments: list[dict[str, Any]], stored: dict[str, Any]) -> dict[str, Any]:
+    """The stored record with the live issue's state, labels, assignees and comments."""
+    record = dict(stored)
+    user = issue.get("user") or {}
+    record["state"] = "open" if issue.get("state") == "open" else "closed"
+    record["kind"] = "pull_request" if issue.get("pull_request") is not None else stored.get("kind", "issue")
+    record["labels"] = [
+        (lab.get("name") if isinstance(lab, dict) else str(lab)) for lab in issue.get("labels") or []
+    ]
+    record["assignees"] = [a.get("login") for a in issue.get("assignees") or [] if isinstance(a, dict)]
+    if user.get("login"):
+        record["author"] = user.get("login")
+        record["author_is_bot"] = user.get("type") == "Bot" or str(user.get("login")).endswith("[bot]")
+    record["comments"] = [
+        {
+            "author": (c.get("user") or {}).get("login"),
+            "author_association": c.get("author_association"),
+            "author_is_bot": (c.get("user") or {}).get("type") == "Bot",
+            "created_at": c.get("created_at"),
+            "body": c.get("body") or "",
+        }
+        for c in comments
+    ]
+    return record

@@ -1,0 +1,118 @@
+"""TODO rule_summary"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from bot.speaking.claims import claim_within_budget, finish
+from bot.speaking.posting import installation_gh, post_or_adopt
+from bot.speaking.quiet import MAINTAINERS
+from bot.speaking.records import record_skip
+from bot.speaking.render import (
+    RULES_MARKER,
+    rule_summary_reply,
+)
+from bot.speaking.repo_config import RepoConfig, effective_dry_run
+from bot.speaking.situation import Situation, earlier_proposals, rules_key
+from bot.store.threads import get_thread
+
+log = logging.getLogger(__name__)
+
+
+
+# What a method proposer needs first, in this order (the rules helper's topic keys).
+PROPOSAL_TOPICS = (
+    "issue-first", "algorithms", "tests", "docs", "paper", "sign-off", "lint", "pr-title", "ai-policy",
+)
+
+
+async def rules_markdown(
+    ctx: Any, repo: str, lang: str, topics: tuple[str, ...] | None = PROPOSAL_TOPICS
+) -> str | None:
+    """The framework's contribution-rule summary as Markdown (rules helper), or None."""
+    try:
+        from bot.speaking import contribution
+    except ImportError:
+        return None
+    try:
+        summary = await contribution.rules_for_repo(ctx, repo)
+        formatter = getattr(contribution, "format_rules_markdown", None)
+        if formatter is None:
+            from analyzers.rules import format_rules_markdown as formatter  # type: ignore[no-redef]
+        try:
+            text = formatter(summary, lang=lang, topics=list(topics) if topics else None,
+                             max_per_topic=2 if topics else None, heading=False)
+        except TypeError:  # an older formatter without the selection arguments
+            text = formatter(summary, lang=lang)
+    except Exception:
+        log.warning("no contribution-rule summary for %s", repo, exc_info=True)
+        return None
+    return text.strip() or None
+
+
+async def rule_summary(
+    ctx: Any, sit: Situation, analysis: dict[str, Any], config: RepoConfig, *, trigger: str,
+    payload: dict[str, Any] | None,
+) -> str:
+    repo, number, record = sit.repo, sit.number, sit.record
+    proposal = analysis.get("proposal") or {}
+    if not proposal.get("is_proposal"):
+        return "not_proposal"
+    reason: tuple[str, str] | None = None
+    confidence = float(proposal.get("confidence") or 0.0)
+    if confidence < config.min_confidence:
+        # Same bar as failure comments. On the dev threads it takes the share of replies
+        # that go to real proposals from 0.80 to 0.89 (benchmarks/comment_decisions.py).
+        reason = ("low_confidence", f"proposal confidence {confidence:.2f} below min_confidence "
+                  f"{config.min_confidence:.2f}")
+    elif (analysis.get("failure") or {}).get("is_failure_report"):
+        # A report of a run going wrong that names a method is not a proposal to add one;
+        # it gets the failure comment (if anything), never two comments.
+        reason = ("failure_report", "a training-failure report, not a method proposal")
+    elif not config.rule_summaries:
+        reason = ("config_off", "rule summaries are turned off in .github/rltracker.yml")
+    elif sit.paused:
+        reason = ("paused", "comments are paused for this repository")
+    elif sit.muted:
+        reason = ("muted", "the thread was muted with /rltracker ignore or stop")
+    elif record.get("state") != "open":
+        reason = ("closed", "the thread is closed")
+    elif record.get("author_is_bot"):
+        reason = ("bot_author", "opened by a bot")
+    elif (record.get("author_association") or "").upper() in MAINTAINERS:
+        reason = ("maintainer_author", "opened by a maintainer, who knows the rules")
+    if reason:
+        await record_skip(ctx, repo, number, "rule_summary", *reason)
+        return "skipped:" + reason[0]
+    from analyzers.language import detect_language
+
+    lang = detect_language(record.get("title"), record.get("body"))
+    outcome, action_id = await claim_within_budget(
+        ctx, sit, config, kind="rule_summary", dedupe_key=rules_key(repo, number), language=lang,
+    )
+    if action_id is None:
+        return outcome
+    try:
+        methods = sorted({p["method"] for p in analysis.get("papers") or [] if p.get("method")})
+        arxiv = sorted({p["arxiv_id"] for p in analysis.get("papers") or [] if p.get("arxiv_id")})
+        async with ctx.sessionmaker() as session:
+            thread = await get_thread(session, repo, number)
+            thread_id = thread.id if thread else None
+        earlier = await earlier_proposals(ctx, thread_id, methods, arxiv)
+        body = rule_summary_reply(
+            rules_markdown=await rules_markdown(ctx, repo, lang), framework_id=sit.framework,
+            earlier=earlier, lang=lang, public_url=ctx.settings.public_url,
+        )
+        details = {"methods": methods, "arxiv_ids": arxiv, "earlier": len(earlier), "trigger": trigger}
+        if effective_dry_run(ctx, config) or ctx.github is None or sit.installation_id is None:
+            await finish(ctx, action_id, status="dry_run", body=body, details=details)
+            return "dry_run"
+        gh = await installation_gh(ctx, sit.installation_id)
+        posted = await post_or_adopt(gh, repo, number, body, RULES_MARKER, None)
+        await finish(ctx, action_id, status="posted", body=body, details=details,
+                      comment_id=posted.get("id"), comment_node_id=posted.get("node_id"))
+    except Exception as exc:
+        await finish(ctx, action_id, status="failed", dedupe_key=None, reason=f"{type(exc).__name__}: {exc}"[:500])
+        raise
+    return "posted"

@@ -1,0 +1,165 @@
+"""TODO situation"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+
+from bot.speaking.quiet import issue_ref
+from bot.store.models import Action, Analysis, Repository, Thread
+from bot.store.threads import get_thread, load_comments, thread_record
+
+log = logging.getLogger(__name__)
+
+DECLINED_STATES = ("declined", "redirected")
+
+def failure_key(repo: str, number: int) -> str:
+    return f"{repo}#{number}:failure_comment"
+
+
+def rules_key(repo: str, number: int) -> str:
+    return f"{repo}#{number}:rule_summary"
+
+
+@dataclass
+class Situation:
+    repo: str
+    number: int
+    record: dict[str, Any]
+    repo_id: int
+    installation_id: int | None
+    framework: str | None
+    paused: bool
+    paused_reason: str | None
+    muted: bool
+    existing: Action | None  # the failure comment action, if one owns the slot
+
+
+def installation_from(payload: dict[str, Any] | None) -> int | None:
+    inst = (payload or {}).get("installation") or {}
+    try:
+        return int(inst["id"]) if inst.get("id") is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+async def repository_row(session: Any, repo: str, installation_id: int | None) -> Repository:
+    row = await session.scalar(
+        select(Repository).where(func.lower(Repository.full_name) == repo.lower())
+    )
+    if row is None:
+        from analyzers.catalog import load_catalog
+
+        fw = load_catalog().framework_for_repo(repo)
+        row = Repository(full_name=repo, framework=fw.id if fw else None)
+        session.add(row)
+        try:
+            await session.flush()
+        except IntegrityError:  # created concurrently by the event handler
+            await session.rollback()
+            row = await session.scalar(
+                select(Repository).where(func.lower(Repository.full_name) == repo.lower())
+            )
+            assert row is not None
+    return row
+
+
+async def load_situation(
+    ctx: Any, repo: str, number: int, payload: dict[str, Any] | None
+) -> Situation | None:
+    async with ctx.sessionmaker() as session:
+        thread = await get_thread(session, repo, number)
+        if thread is None:
+            return None
+        repo = thread.repo
+        record = thread_record(thread, await load_comments(session, thread))
+        row = await repository_row(session, repo, None)
+        installation_id = row.installation_id
+        if installation_id is None:
+            installation_id = installation_from(payload)
+        framework = row.framework
+        if framework is None:
+            from analyzers.catalog import load_catalog
+
+            fw = load_catalog().framework_for_repo(repo)
+            framework = fw.id if fw else None
+        existing = await session.scalar(
+            select(Action).where(Action.dedupe_key == failure_key(repo, number))
+        )
+        situation = Situation(
+            repo=repo, number=number, record=record, repo_id=row.id,
+            installation_id=installation_id, framework=framework,
+            paused=bool(row.comments_paused), paused_reason=row.paused_reason,
+            muted=bool(thread.muted), existing=existing,
+        )
+        await session.commit()
+    return situation
+
+async def declined_methods(ctx: Any, repo: str) -> set[str]:
+    """Methods whose proposals this repository's maintainers declined or redirected."""
+    async with ctx.sessionmaker() as session:
+        rows = await session.scalars(
+            select(Analysis.methods)
+            .join(Thread, Thread.id == Analysis.thread_id)
+            .where(
+                func.lower(Thread.repo) == repo.lower(),
+                Analysis.is_proposal.is_(True),
+                Analysis.review_state.in_(DECLINED_STATES),
+            )
+        )
+        return {m for methods in rows for m in (methods or [])}
+
+
+async def linked_pull_request(ctx: Any, repo: str, number: int) -> int | None:
+    """A stored open or merged pull request in this repository that references the issue."""
+    pattern = issue_ref(number)
+    async with ctx.sessionmaker() as session:
+        rows = await session.execute(
+            select(Thread.number, Thread.title, Thread.body).where(
+                func.lower(Thread.repo) == repo.lower(),
+                Thread.kind == "pull_request",
+                Thread.state != "closed",
+                Thread.body.contains(f"#{number}") | Thread.title.contains(f"#{number}"),
+            )
+        )
+        for pr_number, title, body in rows:
+            if pattern.search(title or "") or pattern.search((body or "")[:65536]):
+                return int(pr_number)
+    return None
+
+
+async def earlier_proposals(ctx: Any, thread_id: int | None, methods: list[str], arxiv_ids: list[str]) -> list[dict[str, Any]]:
+    """Earlier proposals of the same paper or method, in all seven frameworks."""
+    if not methods and not arxiv_ids:
+        return []
+    from analyzers.catalog import load_catalog
+
+    cat = load_catalog()
+    wanted_m, wanted_a = set(methods), set(arxiv_ids)
+    out: list[dict[str, Any]] = []
+    async with ctx.sessionmaker() as session:
+        rows = await session.execute(
+            select(Thread.id, Thread.repo, Thread.number, Thread.created_at, Analysis.methods,
+                   Analysis.arxiv_ids, Analysis.review_state)
+            .join(Analysis, Analysis.thread_id == Thread.id)
+            .where(Analysis.is_proposal.is_(True))
+        )
+        for tid, repo, number, created, t_methods, t_arxiv, state in rows:
+            if tid == thread_id:
+                continue
+            shared_m = wanted_m & set(t_methods or [])
+            shared_a = wanted_a & set(t_arxiv or [])
+            if not shared_m and not shared_a:
+                continue
+            fw = cat.framework_for_repo(repo)
+            out.append({
+                "repo": repo, "number": number, "framework": fw.id if fw else None,
+                "state": state, "method": sorted(shared_m)[0] if shared_m else None,
+                "created_at": created,
+            })
+    out.sort(key=lambda e: (e["created_at"] is None, e["created_at"]), reverse=False)
+    return out

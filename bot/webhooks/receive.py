@@ -1,0 +1,150 @@
+"""POST /webhook: the one route GitHub calls.
+
+The webhook handler does only what must happen before GitHub's 10-second timeout: size
+limit, signature, decoding, and storing the delivery in the inbox (group commit, bot/inbox.py).
+No GitHub call and no analysis happens inside a request; the worker does those later.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import urllib.parse
+from typing import Any
+
+from aiohttp import web
+from gidgethub import ValidationFailure, sansio
+
+from bot.config import WEBHOOK_BODY_LIMIT
+from bot.context import CTX, INBOX, METRICS
+from bot.logs import log_delivery
+from bot.webhooks.inbox import DUPLICATE, InboxRow
+
+log = logging.getLogger(__name__)
+
+
+
+def _json_error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+def _decode_payload(content_type: str, charset: str | None, body: bytes) -> tuple[Any, str]:
+    """(decoded data, JSON text to store). Raises ValueError on anything undecodable."""
+    encoding = charset or "utf-8"
+    if content_type == "application/json":
+        payload_text = body.decode(encoding)
+        return json.loads(payload_text), payload_text
+    if content_type == "application/x-www-form-urlencoded":
+        form = urllib.parse.parse_qs(body.decode(encoding), strict_parsing=False)
+        values = form.get("payload")
+        if not values:
+            raise ValueError("form body has no payload field")
+        payload_text = values[0]
+        return json.loads(payload_text), payload_text
+    raise ValueError(f"unsupported content type {content_type!r}")
+
+
+def _str_field(data: dict[str, Any], key: str, limit: int) -> str | None:
+    value = data.get(key)
+    return value[:limit] if isinstance(value, str) else None
+
+
+def _repo_of(data: dict[str, Any]) -> str | None:
+    repo = data.get("repository")
+    if isinstance(repo, dict) and isinstance(repo.get("full_name"), str):
+        return repo["full_name"][:255]
+    return None
+
+
+def _installation_of(data: dict[str, Any]) -> int | None:
+    inst = data.get("installation")
+    if isinstance(inst, dict) and isinstance(inst.get("id"), int) and not isinstance(
+        inst.get("id"), bool
+    ):
+        return inst["id"]
+    return None
+
+
+async def webhook(request: web.Request) -> web.Response:
+    started = time.perf_counter()
+    app = request.app
+    metrics = app[METRICS]
+    event_name = request.headers.get("X-GitHub-Event")
+    response = await _webhook(request, event_name)
+    metrics.observe_webhook(response.status, time.perf_counter() - started, event_name)
+    return response
+
+
+async def _webhook(request: web.Request, event_name: str | None) -> web.Response:
+    app = request.app
+    ctx = app[CTX]
+    delivery_id = request.headers.get("X-GitHub-Delivery")
+
+    def reject(status: int, reason: str) -> web.Response:
+        log_delivery(
+            delivery_id=(delivery_id or "")[:64],
+            event=(event_name or "")[:64],
+            action=None,
+            repo=None,
+            outcome=f"rejected_{status}",
+            level=logging.WARNING,
+            reason=reason,
+        )
+        return _json_error(status, reason)
+
+    if request.content_length is not None and request.content_length > WEBHOOK_BODY_LIMIT:
+        return reject(413, "body over the 25 MiB limit")
+    try:
+        body = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        return reject(413, "body over the 25 MiB limit")
+
+    # Only the SHA-256 header counts: the SHA-1 one is legacy and too weak to trust alone.
+    signature = request.headers.get("X-Hub-Signature-256")
+    secret = ctx.settings.webhook_secret
+    if not secret:
+        return reject(401, "no webhook secret configured")
+    if not signature or not signature.startswith("sha256="):
+        return reject(401, "missing or malformed X-Hub-Signature-256")
+    try:
+        sansio.validate_event(body, signature=signature, secret=secret)  # constant-time compare
+    except ValidationFailure:
+        return reject(401, "signature does not match")
+
+    if not event_name or len(event_name) > 64:
+        return reject(400, "missing or invalid X-GitHub-Event")
+    if not delivery_id or len(delivery_id) > 64:
+        return reject(400, "missing or invalid X-GitHub-Delivery")
+    try:
+        data, payload_text = _decode_payload(request.content_type, request.charset, body)
+    except (ValueError, LookupError) as exc:  # bad JSON, bad UTF-8, unknown charset, no payload=
+        return reject(400, f"body is not a JSON payload: {type(exc).__name__}")
+    if not isinstance(data, dict):
+        return reject(400, "payload is not a JSON object")
+    if "\x00" in payload_text:  # PostgreSQL text cannot hold NUL; JSON never needs a raw one
+        return reject(400, "payload contains a NUL character")
+
+    row = InboxRow(
+        delivery_id=delivery_id,
+        event=event_name,
+        action=_str_field(data, "action", 64),
+        repo=_repo_of(data),
+        installation_id=_installation_of(data),
+        payload=payload_text,
+    )
+    try:
+        outcome = await app[INBOX].submit(row)
+    except Exception as exc:  # noqa: BLE001 - GitHub retries nothing by itself; say 503 clearly
+        log.error("could not store delivery %s: %s", delivery_id, type(exc).__name__)
+        return _json_error(503, "could not store the delivery")
+    if outcome == DUPLICATE:
+        log_delivery(
+            delivery_id=delivery_id,
+            event=event_name,
+            action=row.action,
+            repo=row.repo,
+            outcome="duplicate",
+        )
+        return web.json_response({"status": "duplicate", "delivery": delivery_id}, status=200)
+    return web.json_response({"status": outcome, "delivery": delivery_id}, status=202)

@@ -1,4 +1,12 @@
-"""TODO claims"""
+"""The once-only slot of a spontaneous comment, and the daily budget.
+
+An Action row with a unique `dedupe_key` ("{repo}#{number}:failure_comment") is inserted as
+`pending` BEFORE anything is posted, in a transaction that first takes a per-repository
+write lock (a no-op UPDATE of the repository row: a row lock on PostgreSQL, the write lock on
+SQLite), so the budget is counted and the slot claimed atomically. A second worker, a
+redelivery or a concurrent run finds the row (or hits the unique index) and does nothing; a
+pending claim older than STALE_PENDING was left by a crash and is taken over.
+"""
 
 from __future__ import annotations
 

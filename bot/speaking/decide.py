@@ -1,4 +1,12 @@
-"""TODO decide"""
+"""Decides what the app says in other people's repositories, and says it at most once.
+
+`act` is called by `bot.pipeline.thread_changed` after the analysis is stored. Two
+spontaneous comments exist: the failure comment (`failure_comment`) and the rule-summary
+reply (`rule_summary`). Everything else the app posts answers a command
+(bot/webhooks/commands.py) through `posting.post_reply`. Every decision not to comment is
+recorded as a `skipped` action with the reason (`records`); `/api/actions` shows them. The
+app never closes, locks or marks anything stale.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""TODO failure_comment"""
+"""The failure comment: the methods that address a training-failure report, with the option
+that turns each on in this framework. Posted once per issue on a confident report; updated
+when the issue is edited (until a maintainer replies); withdrawn when it stops being one."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""TODO posting"""
+"""Posting on GitHub: read the thread live, find our own earlier comment by its hidden marker
+and edit it instead of posting twice, and replies to commands (`post_reply`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,10 @@
-"""TODO quiet"""
+"""When the app stays quiet: pure rules over the live thread (no I/O).
+
+A maintainer already answered, the issue is old, closed, locked, assigned or labelled as
+handled, a pull request already links it, the author is a bot, the repository's config turns
+it off... `quiet_reason` returns the reason, or None to go ahead. Also the trigger names the
+decision is made for.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""TODO rule_summary"""
+"""The rule-summary reply to a method proposal: the framework's contribution rules a proposer
+needs first, and earlier proposals of the same or similar methods."""
 
 from __future__ import annotations
 

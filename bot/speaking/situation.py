@@ -1,4 +1,6 @@
-"""TODO situation"""
+"""The situation of a thread when the app decides: the stored record, its repository row
+(installation, framework, pause), our existing failure-comment action, and the database
+questions a decision asks (declined methods, a linked pull request, earlier proposals)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,21 @@
-"""Settings read from the environment, once, into one immutable object."""
+"""Settings read from the environment, once, into one immutable object, and checked there.
+
+`Settings.from_env` checks every variable it reads (`check_env`) before anything else runs:
+a value the program cannot use stops the command with a `SettingError`, which `rltracker`
+prints as one line (the variable, its value unless it is a secret, what is expected) and
+exit status 2. `UserError` is the wider family: failures the user can act on, printed as one
+line instead of a traceback.
+"""
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES_DIR = PROJECT_ROOT / "templates"
@@ -13,11 +24,272 @@ ALEMBIC_INI = PROJECT_ROOT / "alembic.ini"
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///rltracker.db"
 DEFAULT_API_URL = "https://api.github.com"
+DEFAULT_PORT = 8000
+DEFAULT_WORKER_LEASE = 120.0
 WEBHOOK_BODY_LIMIT = 25 * 1024 * 1024
+
+SQLITE_PREFIX = "sqlite+aiosqlite://"
+POSTGRES_PREFIX = "postgresql+asyncpg://"
+SUPPORTED_DATABASES = (
+    "expected sqlite+aiosqlite:///PATH or postgresql+asyncpg://USER:PASSWORD@HOST[:PORT]/NAME "
+    "(sqlite:///, postgresql:// and postgres:// are read as these)"
+)
+# URL scheme as written -> the driver the app runs on (SQLAlchemy's plain names pick drivers
+# that are not installed: pysqlite is sync, psycopg2 is absent).
+_DATABASE_SCHEMES = {
+    "sqlite": "sqlite+aiosqlite",
+    "sqlite+aiosqlite": "sqlite+aiosqlite",
+    "postgresql": "postgresql+asyncpg",
+    "postgres": "postgresql+asyncpg",
+    "postgresql+asyncpg": "postgresql+asyncpg",
+}
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_REPORT_ISSUE = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+#[0-9]+")
+_URL_PASSWORD = re.compile(r"(://[^/?#@:]*:)[^/?#@]*@")
+_SHOWN_LENGTH = 80
+
+
+class UserError(Exception):
+    """A failure the user can act on: `rltracker` prints `rltracker COMMAND: <message>`, one
+    line and no traceback (unless --debug), and exits with `exit_code`."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+
+class SettingError(UserError):
+    """A setting or argument whose value cannot be used. Exit status 2, as for usage errors.
+    `name` is the variable (DATABASE_URL) or flag (--port); a secret's value is never shown."""
+
+    def __init__(self, name: str, value: str | None, expected: str, *, secret: bool = False) -> None:
+        super().__init__(f"{describe_value(name, value, secret=secret)}: {expected}", exit_code=2)
+        self.name = name
+
+
+def describe_value(name: str, value: str | None, *, secret: bool = False) -> str:
+    """`NAME='value'` (or `--flag 'value'`), on one line, shortened; secrets only by name."""
+    if secret:
+        return f"{name} (value not shown)"
+    if value is None or value == "":
+        return f"{name} is not set"
+    text = value if value.isprintable() else value.encode("unicode_escape").decode("ascii")
+    if len(text) > _SHOWN_LENGTH:
+        text = text[: _SHOWN_LENGTH - 1] + "…"
+    return f"{name} {shlex.quote(text)}" if name.startswith("-") else f"{name}={shlex.quote(text)}"
+
+
+def redact_url(url: str) -> str:
+    """The URL with its password replaced by ***: database URLs are shown in messages."""
+    return _URL_PASSWORD.sub(r"\1***@", url)
+
+
+def normalise_database_url(url: str) -> str:
+    """`sqlite:///x` and `postgresql://`/`postgres://` with the drivers the app runs on;
+    anything else unchanged (check_database_url says what is wrong with it)."""
+    scheme, sep, rest = url.partition("://")
+    driver = _DATABASE_SCHEMES.get(scheme.lower()) if sep else None
+    return f"{driver}://{rest}" if driver else url
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL, or None (in-memory, or not SQLite)."""
+    url = normalise_database_url(url)
+    if not url.startswith(SQLITE_PREFIX):
+        return None
+    path = url[len(SQLITE_PREFIX):].partition("?")[0]
+    if not path.startswith("/") or path in ("/", "/:memory:"):
+        return None  # sqlite+aiosqlite:// or :memory:
+    return Path(path[1:])
+
+
+def unescape_pem(key: str) -> str:
+    """Keys pasted into one-line environment variables arrive with literal "\\n"."""
+    if "\\n" in key and "\n" not in key.strip():
+        return key.replace("\\n", "\n")
+    return key
+
+
+def parse_port(text: str | int) -> int:
+    """A TCP port number; ValueError saying what is expected otherwise."""
+    try:
+        port = int(str(text).strip())
+    except ValueError:
+        port = 0
+    if not 1 <= port <= 65535:
+        raise ValueError("expected a port number from 1 to 65535")
+    return port
 
 
 def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in {"1", "true", "yes", "on"}
+    return (value or "").strip().lower() in _TRUE
+
+
+# ---------------------------------------------------------------------------- checks
+def check_database_url(url: str, *, creating: bool = False) -> None:
+    """DATABASE_URL names a supported database and a SQLite file can be opened; `creating`
+    (`rltracker migrate`): the file, and its folder, can be created."""
+    shown = redact_url(url)
+    normal = normalise_database_url(url)
+    if normal.startswith(POSTGRES_PREFIX):
+        try:
+            urlsplit(normal).port  # noqa: B018 - parsing it raises on a bad port
+        except ValueError:
+            raise SettingError("DATABASE_URL", shown,
+                               "the port is not a number; " + SUPPORTED_DATABASES) from None
+        return
+    if not normal.startswith(SQLITE_PREFIX):
+        raise SettingError("DATABASE_URL", shown, SUPPORTED_DATABASES)
+    path = sqlite_path(normal)
+    if path is None:
+        return
+    where = os.path.abspath(path)
+    if path.is_dir():
+        raise SettingError("DATABASE_URL", shown, f"{where} is a folder; expected a SQLite file path")
+    if path.exists():
+        if not os.access(path, os.R_OK | os.W_OK):
+            raise SettingError("DATABASE_URL", shown, f"{where} cannot be read and written by this user")
+        return
+    folder = ancestor = path.parent
+    if not creating and not folder.is_dir():
+        raise SettingError("DATABASE_URL", shown, f"the folder {os.path.abspath(folder)} does not "
+                           "exist; `rltracker migrate` creates it and the database")
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise SettingError("DATABASE_URL", shown, f"the folder {os.path.abspath(folder)} cannot be "
+                           f"created: {os.path.abspath(ancestor)} is a file")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        missing = "" if ancestor == folder else f" does not exist and {os.path.abspath(ancestor)}"
+        raise SettingError("DATABASE_URL", shown, f"the folder {os.path.abspath(folder)}{missing} "
+                           "is not writable by this user (SQLite creates its file there)")
+
+
+def _check_pem(name: str, value: str | None, pem: str) -> None:
+    """`value` is the path for GITHUB_PRIVATE_KEY_PATH, None for the key text (never shown)."""
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    expected = (("the file holds no" if value else "expected the") + " GitHub App's RSA private "
+                "key in PEM form (-----BEGIN RSA PRIVATE KEY----- ...), unencrypted")
+    secret = value is None
+    try:
+        key = load_pem_private_key(unescape_pem(pem).strip().encode("utf-8"), password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        raise SettingError(name, value, expected, secret=secret) from None
+    if not isinstance(key, RSAPrivateKey):
+        kind = type(key).__name__.removesuffix("PrivateKey").lstrip("_")
+        raise SettingError(name, value, f"{expected}; this key is {kind}", secret=secret)
+
+
+def read_private_key(env: Mapping[str, str]) -> str | None:
+    """GITHUB_PRIVATE_KEY, else the file at GITHUB_PRIVATE_KEY_PATH (SettingError if unreadable)."""
+    key = env.get("GITHUB_PRIVATE_KEY")
+    key_path = env.get("GITHUB_PRIVATE_KEY_PATH")
+    if key or not key_path:
+        return key or None
+    try:
+        return Path(key_path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or "not a text file"
+        raise SettingError("GITHUB_PRIVATE_KEY_PATH", key_path,
+                           f"cannot read it ({reason}); expected the path of the app's .pem file") from None
+
+
+def _check_app_credentials(env: Mapping[str, str]) -> None:
+    key = read_private_key(env)
+    app_id = (env.get("GITHUB_APP_ID") or "").strip()
+    if key:
+        if env.get("GITHUB_PRIVATE_KEY"):
+            _check_pem("GITHUB_PRIVATE_KEY", None, key)
+        else:
+            _check_pem("GITHUB_PRIVATE_KEY_PATH", env.get("GITHUB_PRIVATE_KEY_PATH"), key)
+        if not app_id:
+            raise SettingError("GITHUB_APP_ID", None, "the app's numeric id is needed with its "
+                               "private key (GITHUB_PRIVATE_KEY or GITHUB_PRIVATE_KEY_PATH)")
+    elif app_id:
+        raise SettingError("GITHUB_PRIVATE_KEY", None, f"the app's private key is needed with "
+                           f"GITHUB_APP_ID={app_id}: set GITHUB_PRIVATE_KEY (PEM text) or "
+                           "GITHUB_PRIVATE_KEY_PATH (a .pem file)")
+    if app_id and not app_id.isdigit():
+        raise SettingError("GITHUB_APP_ID", app_id, "expected the app's numeric id (App settings, About)")
+
+
+def _check_http_url(env: Mapping[str, str], name: str) -> None:
+    value = env.get(name)
+    if not value:
+        return
+    parts = urlsplit(value)
+    try:
+        parts.port  # noqa: B018 - parsing it raises on a bad port
+    except ValueError:
+        parts = parts._replace(netloc="")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SettingError(name, value, "expected an http:// or https:// URL")
+
+
+def _check_cron(env: Mapping[str, str]) -> None:
+    value = env.get("RLTRACKER_NIGHTLY_CRON")
+    if not value:
+        return
+    from datetime import UTC
+
+    from apscheduler.triggers.cron import CronTrigger
+
+    try:
+        CronTrigger.from_crontab(value, timezone=UTC)
+    except ValueError as exc:
+        raise SettingError("RLTRACKER_NIGHTLY_CRON", value,
+                           f"not a crontab line ({exc}); expected 5 fields, minute hour day "
+                           "month weekday, e.g. '0 3 * * *'") from None
+
+
+def _check_number(env: Mapping[str, str], name: str) -> None:
+    value = env.get(name)
+    if not value:
+        return
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if not number > 0 or number == float("inf"):
+        raise SettingError(name, value, "expected a number of seconds greater than 0")
+
+
+def _check_choice(env: Mapping[str, str], name: str, allowed: set[str] | tuple[str, ...],
+                  expected: str) -> None:
+    value = env.get(name)
+    if value is not None and value.strip().lower() not in {a.lower() for a in allowed}:
+        raise SettingError(name, value, expected)
+
+
+def check_env(env: Mapping[str, str], *, creating_database: bool = False) -> None:
+    """Raise a SettingError for the first variable whose value cannot be used."""
+    check_database_url(env.get("DATABASE_URL") or DEFAULT_DATABASE_URL, creating=creating_database)
+    _check_app_credentials(env)
+    for name in ("GITHUB_API_URL", "RLTRACKER_PUBLIC_URL", "RLTRACKER_ARXIV_API_URL"):
+        _check_http_url(env, name)
+    _check_cron(env)
+    if env.get("PORT"):
+        try:
+            parse_port(env["PORT"])
+        except ValueError as exc:
+            raise SettingError("PORT", env["PORT"], str(exc)) from None
+    _check_number(env, "RLTRACKER_WORKER_LEASE")
+    report_issue = env.get("RLTRACKER_REPORT_ISSUE")
+    if report_issue and not _REPORT_ISSUE.fullmatch(report_issue.strip()):
+        raise SettingError("RLTRACKER_REPORT_ISSUE", report_issue,
+                           "expected OWNER/REPO#NUMBER, the issue the nightly report is posted on")
+    _check_choice(env, "RLTRACKER_DRY_RUN", _TRUE | _FALSE, "expected 1 or 0 (or true/false, yes/no, on/off)")
+    _check_choice(env, "RLTRACKER_FETCH_PAPERS", {"0", "1", ""}, "expected 1 (fetch arXiv listings nightly) or 0")
+    level = env.get("RLTRACKER_LOG_LEVEL")
+    if level is not None and level not in _LOG_LEVELS:
+        raise SettingError("RLTRACKER_LOG_LEVEL", level, "expected " + ", ".join(_LOG_LEVELS[:-1])
+                           + " or " + _LOG_LEVELS[-1])
 
 
 @dataclass(frozen=True)
@@ -32,6 +304,8 @@ class Settings:
     public_url: str = "http://localhost:8000"
     nightly_cron: str = "0 3 * * *"
     report_issue: str | None = None  # "owner/repo#N": where the nightly report is posted
+    port: int = DEFAULT_PORT  # of `rltracker serve`; --port wins
+    worker_lease: float = DEFAULT_WORKER_LEASE  # seconds an inbox row stays claimed without a heartbeat
 
     @property
     def graphql_url(self) -> str:
@@ -42,17 +316,18 @@ class Settings:
         return bool(self.app_id and self.private_key)
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> Settings:
+    def from_env(cls, env: Mapping[str, str] | None = None, *, creating_database: bool = False,
+                 **overrides: object) -> Settings:
+        """Settings from `env` (default os.environ), checked first (`check_env`): a bad value
+        raises SettingError. `overrides` (tests, --dev) are taken as given."""
         env = dict(os.environ if env is None else env)
-        key = env.get("GITHUB_PRIVATE_KEY")
-        key_path = env.get("GITHUB_PRIVATE_KEY_PATH")
-        if not key and key_path:
-            key = Path(key_path).read_text()
-        app_id = env.get("GITHUB_APP_ID") or None
+        check_env(env, creating_database=creating_database)
+        key = read_private_key(env)
+        app_id = (env.get("GITHUB_APP_ID") or "").strip() or None
         # Without app credentials nothing can be posted: dry-run is forced.
         dry_run = _truthy(env.get("RLTRACKER_DRY_RUN")) or not (app_id and key)
         values: dict[str, object] = dict(
-            database_url=env.get("DATABASE_URL") or DEFAULT_DATABASE_URL,
+            database_url=normalise_database_url(env.get("DATABASE_URL") or DEFAULT_DATABASE_URL),
             webhook_secret=env.get("GITHUB_WEBHOOK_SECRET") or None,
             app_id=app_id,
             private_key=key or None,
@@ -61,7 +336,9 @@ class Settings:
             dry_run=dry_run,
             public_url=(env.get("RLTRACKER_PUBLIC_URL") or "http://localhost:8000").rstrip("/"),
             nightly_cron=env.get("RLTRACKER_NIGHTLY_CRON") or "0 3 * * *",
-            report_issue=env.get("RLTRACKER_REPORT_ISSUE") or None,
+            report_issue=(env.get("RLTRACKER_REPORT_ISSUE") or "").strip() or None,
+            port=parse_port(env["PORT"]) if env.get("PORT") else DEFAULT_PORT,
+            worker_lease=float(env.get("RLTRACKER_WORKER_LEASE") or DEFAULT_WORKER_LEASE),
         )
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]

@@ -13,7 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.config import Settings
+from bot.config import Settings, UserError
 from bot.logs import configure_logging, register_secret
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,13 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
         site = web.TCPSite(runner, host, port, backlog=1024)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:  # taken, or not ours to bind: one line, not a traceback
+            await runner.cleanup()
+            reason = os.strerror(exc.errno) if exc.errno else str(exc)
+            raise UserError(f"cannot listen on {host}:{port} ({reason}); "
+                            "stop the process using it or choose another --port / PORT") from exc
         print(f"rltracker serving on http://{host}:{port}", flush=True)
         sched = None
         if scheduler:
@@ -108,15 +114,15 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
 
 
 def serve_command(args: Any) -> int:
-    configure_logging(os.environ.get("RLTRACKER_LOG_LEVEL", "INFO"))
-    try:
+    try:  # checked before anything starts (bot.config.check_env): a bad value is one line
         settings, generated = settings_for_serve(bool(getattr(args, "dev", False)))
     except ValueError as exc:
         return _fail(str(exc))
+    configure_logging(os.environ.get("RLTRACKER_LOG_LEVEL", "INFO"))
     register_secret(settings.webhook_secret)
     register_secret(settings.token)
     register_secret(settings.private_key)
-    port = args.port if getattr(args, "port", None) else int(os.environ.get("PORT", "8000"))
+    port = args.port if getattr(args, "port", None) else settings.port
     host = getattr(args, "host", None) or "0.0.0.0"
     if generated is not None:
         # Printed on purpose (stdout, not the logs): the developer needs it to sign deliveries.

@@ -1,12 +1,16 @@
 """The `rltracker` command. Each subcommand's work lives in the module that owns it; this file
-only parses arguments and imports that module when the subcommand runs (start-up stays fast)."""
+only parses arguments and imports that module when the subcommand runs (start-up stays fast).
+A failure the user can act on is one line on stderr (bot.cli.errors); --debug adds tracebacks."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+
+from bot.config import parse_port
 
 # subcommand -> "module:function"; the function takes the parsed namespace, returns an exit code.
 COMMANDS = {
@@ -23,13 +27,37 @@ COMMANDS = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line too: what is wrong and where the help is, not the usage text."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+def _port(text: str) -> int:
+    try:
+        return parse_port(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
+
+
+def _add_debug_flag(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
+    """--debug before or after the subcommand (the subcommand's parser must not reset it)."""
+    parser.add_argument("--debug", action="store_true", default=False if top else argparse.SUPPRESS,
+                        help="print the traceback of a failure (also RLTRACKER_LOG_LEVEL=DEBUG)")
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                _add_debug_flag(child)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rltracker", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="rltracker", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("serve", help="run the web app, the inbox worker and the scheduler")
     p.add_argument("--host", default="0.0.0.0")
-    p.add_argument("--port", type=int, default=None, help="default: $PORT or 8000")
+    p.add_argument("--port", type=_port, default=None, help="default: $PORT or 8000")
     p.add_argument("--dev", action="store_true", help="random webhook secret, dry-run")
     p.add_argument("--no-scheduler", action="store_true", help="do not run the nightly jobs")
     p.add_argument("--no-worker", action="store_true", help="accept deliveries, do not process")
@@ -72,14 +100,24 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("preview", help="dry-run over a repository's last 30 days of issues")
     p.add_argument("repo", metavar="OWNER/NAME")
     p.add_argument("--days", type=int, default=30)
+    _add_debug_flag(parser, top=True)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     module_name, _, func_name = COMMANDS[args.command].partition(":")
-    func = getattr(importlib.import_module(module_name), func_name)
-    return int(func(args) or 0)
+    try:
+        func = getattr(importlib.import_module(module_name), func_name)
+        return int(func(args) or 0)
+    except KeyboardInterrupt:
+        print(f"rltracker {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - known failures get one line, bugs their traceback
+        from bot.cli.errors import report_failure
+
+        debug = args.debug or os.environ.get("RLTRACKER_LOG_LEVEL") == "DEBUG"
+        return report_failure(args.command, exc, debug=debug)
 
 
 if __name__ == "__main__":

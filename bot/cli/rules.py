@@ -51,6 +51,7 @@ async def _from_api(settings: Settings, repo: str) -> dict[str, Any]:
     ctx = AppContext.create(settings)
     ctx.github = GitHubClient(settings)
     try:
+        await ctx.github.check_access()
         return await rules_for_repo(ctx, repo, refresh=True)
     finally:
         await ctx.close()

@@ -16,17 +16,22 @@ def sync_command(args: Any) -> int:
     """`rltracker sync [--repo OWNER/NAME]... [--full]`."""
     import json
 
-    from bot.config import Settings
+    from bot.config import SettingError, Settings
     from bot.context import AppContext
 
+    settings = Settings.from_env()
+    if not (settings.has_app_credentials or settings.token):
+        raise SettingError("GITHUB_TOKEN", None, "sync reads GitHub's GraphQL API, which refuses "
+                           "anonymous clients: set GITHUB_TOKEN, or GITHUB_APP_ID and the app's key")
     logging.basicConfig(level=logging.INFO, format="%(message)s")
 
     async def main() -> int:
         from bot.github.client import GitHubClient
 
-        ctx = AppContext.create(Settings.from_env())
+        ctx = AppContext.create(settings)
         ctx.github = GitHubClient(ctx.settings)
         try:
+            await ctx.github.check_access()
             stats = await sync(ctx, args.repo or None, full=args.full, progress=Progress(),
                                on_changed=partial(sync_changed, ctx))
         except SyncError as exc:

@@ -36,7 +36,7 @@ import gidgethub
 import gidgethub.aiohttp
 import jwt as pyjwt
 
-from bot.config import Settings
+from bot.config import Settings, unescape_pem
 from bot.store.types import parse_datetime
 
 log = logging.getLogger(__name__)
@@ -333,6 +333,7 @@ class GitHubClient:
         credentials: Credentials | None,
         cache_key: object,
         on_unauthorized: Callable[[], None] | None = None,
+        policy: RetryPolicy | None = None,
     ) -> RetryingGitHubAPI:
         return RetryingGitHubAPI(
             self._get_session(),
@@ -340,7 +341,7 @@ class GitHubClient:
             base_url=self.settings.api_url,
             cache=self._cache(cache_key),
             credentials=credentials,
-            policy=self.policy,
+            policy=policy or self.policy,
             sleep=self._sleep,
             rand=self._rand,
             clock=self._clock,
@@ -354,11 +355,7 @@ class GitHubClient:
 
     # ------------------------------------------------------------------ app JWT
     def _private_key(self) -> str:
-        key = self.settings.private_key or ""
-        # Keys pasted into one-line environment variables arrive with literal "\n".
-        if "\\n" in key and "\n" not in key.strip():
-            key = key.replace("\\n", "\n")
-        return key
+        return unescape_pem(self.settings.private_key or "")
 
     def app_jwt(self) -> str:
         """A JWT for /app routes, reused while it has more than two minutes left."""
@@ -436,6 +433,33 @@ class GitHubClient:
 
             return self._make_api(static_token, "token")
         return self._make_api(None, "anonymous")
+
+    async def check_access(self) -> None:
+        """One request before a command's work, not retried: GitHub unreachable (aiohttp's
+        ClientConnectorError) or refusing the credentials (gidgethub's BadRequest, 401) raises
+        at once instead of after a run of retries. Any other answer (a GitHub Enterprise
+        without /rate_limit answers 404) lets the work start and meet it with its retries."""
+        once = RetryPolicy(max_attempts=1)
+        if self.settings.has_app_credentials:
+            async def app_credentials() -> tuple[str, str]:
+                return "jwt", self.app_jwt()
+
+            gh, path = self._make_api(app_credentials, "check", policy=once), "/app"
+        else:
+            token = self.settings.token
+
+            async def static_token() -> tuple[str, str]:
+                return "token", token or ""
+
+            gh = self._make_api(static_token if token else None, "check", policy=once)
+            path = "/rate_limit"  # costs no rate limit
+        try:
+            await gh.getitem(path)
+        except gidgethub.BadRequest as exc:
+            if exc.status_code == 401:
+                raise
+        except gidgethub.GitHubException:
+            pass
 
     async def graphql(
         self, query: str, installation_id: int | None = None, **variables: Any

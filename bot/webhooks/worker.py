@@ -155,11 +155,7 @@ class Worker:
         self.router = router
         self.worker_id = worker_id or make_worker_id()
         self.max_attempts = max_attempts
-        self.lease = float(
-            lease_seconds
-            if lease_seconds is not None
-            else os.environ.get("RLTRACKER_WORKER_LEASE", "120")
-        )
+        self.lease = float(lease_seconds if lease_seconds is not None else ctx.settings.worker_lease)
         self.poll_seconds = poll_seconds
         self.backoff = backoff
         # The inbox (bot.webhooks.inbox.Inbox) of this process, when the worker shares it with /webhook.

@@ -1,0 +1,175 @@
+"""What `rltracker` prints when a command fails.
+
+A failure the user can act on is one line, `rltracker COMMAND: <what, where, what to do>`, and a
+non-zero exit: a `UserError` (a bad setting or argument is a `SettingError`, exit 2) or one of
+the library errors below that mean the same (the database refuses the connection, GitHub is
+unreachable or refuses the credentials, a file cannot be read, the port is taken). Anything
+else is a bug: its traceback is printed, with a line asking to report it. `--debug` (or
+RLTRACKER_LOG_LEVEL=DEBUG) prints the traceback of the known failures too.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+import traceback
+from collections.abc import Iterator
+from typing import TextIO
+from urllib.parse import urlsplit
+
+from bot.config import (
+    DEFAULT_API_URL,
+    DEFAULT_DATABASE_URL,
+    UserError,
+    describe_value,
+    normalise_database_url,
+    redact_url,
+    sqlite_path,
+)
+
+# Files of the libraries that talk to the database: an OSError raised inside them (asyncpg
+# raises ConnectionRefusedError as it is) is the database being unreachable.
+_DATABASE_LIBRARIES = ("/asyncpg/", "/sqlalchemy/", "/aiosqlite/", "/alembic/")
+# PostgreSQL SQLSTATE classes of a refused session: connection exception, invalid
+# authorization, unknown database, too many connections, server starting or shutting down.
+_REFUSED_SQLSTATES = ("08", "28", "3D", "53", "57P")
+
+
+def _first_line(text: object) -> str:
+    lines = str(text).strip().splitlines()
+    return lines[0].strip() if lines else ""
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _raised_in_database_library(exc: BaseException) -> bool:
+    frames = traceback.extract_tb(exc.__traceback__)
+    return any(part in frame.filename for frame in frames for part in _DATABASE_LIBRARIES)
+
+
+def _database_url() -> str:
+    return normalise_database_url(os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL)
+
+
+def _database_subject() -> str:
+    return describe_value("DATABASE_URL", redact_url(_database_url()))
+
+
+def _sqlstate(exc: BaseException) -> str | None:
+    for link in _chain(exc):
+        state = getattr(link, "sqlstate", None)
+        if isinstance(state, str):
+            return state
+    return None
+
+
+def _database_failure(exc: BaseException) -> str | None:
+    from sqlalchemy import exc as sa
+
+    subject = _database_subject()
+    if isinstance(exc, sa.DBAPIError):
+        detail = _first_line(exc.orig)
+        if isinstance(exc, sa.OperationalError | sa.ProgrammingError) and "no such table" in detail:
+            return f"{subject}: the database has no tables ({detail}); run `rltracker migrate` first"
+        if _sqlstate(exc) == "42P01":  # PostgreSQL: undefined table
+            return f"{subject}: the database has no tables ({detail}); run `rltracker migrate` first"
+        path = sqlite_path(_database_url())
+        if path is not None and isinstance(exc, sa.OperationalError | sa.DatabaseError):
+            hint = ""
+            if not path.parent.is_dir():
+                hint = f"; its folder {os.path.abspath(path.parent)} does not exist: `rltracker migrate` creates it"
+            return f"{subject}: cannot open the SQLite database ({detail}){hint}"
+        state = _sqlstate(exc)
+        if isinstance(exc, sa.OperationalError | sa.InterfaceError) or (
+            state is not None and state.startswith(_REFUSED_SQLSTATES)
+        ):
+            return f"{subject}: PostgreSQL refused the connection ({detail})"
+        return None
+    if isinstance(exc, OSError | TimeoutError) and _raised_in_database_library(exc):
+        reason = _first_line(exc) or "timed out"
+        return f"{subject}: cannot connect ({reason}); is the database server running there?"
+    return None
+
+
+def _github_subject() -> str:
+    return describe_value("GITHUB_API_URL", os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL)
+
+
+def _credentials_in_use() -> str:
+    if os.environ.get("GITHUB_APP_ID"):
+        return "check GITHUB_APP_ID and the app's private key"
+    if os.environ.get("GITHUB_TOKEN"):
+        return "check GITHUB_TOKEN (expired or revoked?)"
+    return "set GITHUB_TOKEN or the app's credentials (GITHUB_APP_ID and GITHUB_PRIVATE_KEY)"
+
+
+def _is_github_host(host: str | None, port: int | None) -> bool:
+    api = urlsplit(os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL)
+    api_port = api.port or (443 if api.scheme == "https" else 80)
+    return host == api.hostname and (port is None or port == api_port)
+
+
+def _http_failure(exc: BaseException) -> str | None:
+    import aiohttp
+    import gidgethub
+
+    if isinstance(exc, gidgethub.GraphQLAuthorizationFailure):
+        response = exc.response if isinstance(exc.response, dict) else {}
+        detail = _first_line(response.get("message") or "Unauthorized")
+        return f"GitHub ({_github_subject()}) answered 401 ({detail}); {_credentials_in_use()}"
+    if isinstance(exc, gidgethub.RateLimitExceeded):
+        return f"GitHub ({_github_subject()}) says the rate limit is used up ({_first_line(exc)}); try again later"
+    if isinstance(exc, gidgethub.BadRequest) and int(exc.status_code) == 401:
+        detail = _first_line(exc) or "Unauthorized"
+        return f"GitHub ({_github_subject()}) answered 401 ({detail}); {_credentials_in_use()}"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        reason = _first_line(exc.os_error.strerror or exc.os_error) or "connection failed"
+        if _is_github_host(exc.host, exc.port):
+            return f"{_github_subject()}: cannot connect ({reason}); is GitHub reachable from here?"
+        return f"cannot connect to {exc.host}:{exc.port} ({reason})"
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return f"{exc.request_info.real_url} answered {exc.status} {exc.message}"
+    return None
+
+
+def _file_failure(exc: BaseException) -> str | None:
+    if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
+        return f"{_first_line(exc)}; stop the process using the port or choose another --port / PORT"
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror or _first_line(exc)}"
+    return None
+
+
+def explain(exc: BaseException) -> tuple[str, int] | None:
+    """(one line, exit status) for a failure the user can act on; None for anything else."""
+    if isinstance(exc, UserError):
+        return exc.message, exc.exit_code
+    for describe, status in ((_http_failure, 1), (_database_failure, 1), (_file_failure, 2)):
+        message = describe(exc)
+        if message is not None:
+            return message, status
+    return None
+
+
+def report_failure(command: str, exc: BaseException, *, debug: bool, err: TextIO | None = None) -> int:
+    """Print the failure of `rltracker COMMAND` and return the exit status."""
+    err = err or sys.stderr
+    known = explain(exc)
+    if known is None:
+        traceback.print_exception(exc, file=err)
+        print(f"rltracker {command}: unexpected {type(exc).__name__}: this is a bug; please report "
+              "it with the traceback above", file=err, flush=True)
+        return 1
+    message, status = known
+    if debug:
+        traceback.print_exception(exc, file=err)
+    print(f"rltracker {command}: " + " ".join(message.split()), file=err, flush=True)
+    return status

@@ -1,0 +1,393 @@
+"""A bad setting or argument, or a failure the user can act on, is one line on stderr and a
+non-zero exit, never a traceback (issue 14). Each row of the issue's table runs `rltracker` as a
+real process; the timeouts are hang guards, not speed assertions."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.cli.errors import explain, report_failure
+from bot.config import (
+    SettingError,
+    Settings,
+    UserError,
+    check_env,
+    describe_value,
+    normalise_database_url,
+    redact_url,
+    sqlite_path,
+)
+from tests.conftest import postgres_admin_urls
+from tests.fakegithub import FakeGitHub, rsa_key_pair
+from tests.test_crash_recovery import free_port
+
+HANG_GUARD = 60  # seconds; each of these commands ends long before
+CLEAN_ENV = {k: v for k, v in os.environ.items()
+             if not k.startswith(("GITHUB_", "DATABASE_URL", "RLTRACKER_", "PORT"))}
+PEM, _PUBLIC = rsa_key_pair()
+
+
+def rltracker(*args: str, env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "bot.cli", *args], env={**CLEAN_ENV, **env},
+                          cwd=cwd, text=True, capture_output=True, timeout=HANG_GUARD)
+
+
+def one_line(result: subprocess.CompletedProcess[str], command: str, status: int, *names: str) -> str:
+    """The single stderr line of a failed command; it names every one of `names`."""
+    assert result.returncode == status, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    line = lines[0]
+    assert line.startswith(f"rltracker {command}: "), line
+    for name in names:
+        assert name in line, (name, line)
+    return line
+
+
+@pytest.fixture
+def migrated_db(tmp_path: Path, sqlite_template: Path) -> str:
+    db = tmp_path / "ok.db"
+    shutil.copy(sqlite_template, db)
+    return f"sqlite+aiosqlite:///{db}"
+
+
+# ----------------------------------------------------------------- the issue's table
+def test_replay_of_a_missing_path(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-payload.json"
+    result = rltracker("replay", str(missing), "--url", "http://127.0.0.1:9/webhook",
+                       "--secret", "s", env={})
+    one_line(result, "replay", 2, str(missing), "No such file")
+
+
+def test_unsupported_database_url_names_the_supported_forms() -> None:
+    result = rltracker("migrate", env={"DATABASE_URL": "mysql://rl:hunter2-secret@db.example/rl"})
+    line = one_line(result, "migrate", 2, "DATABASE_URL", "mysql://",
+                    "sqlite+aiosqlite:///", "postgresql+asyncpg://")
+    assert "hunter2-secret" not in result.stderr + result.stdout and "rl:***@" in line
+
+
+def test_migrate_creates_a_missing_sqlite_folder(tmp_path: Path) -> None:
+    db = tmp_path / "new" / "nested" / "rl.db"
+    result = rltracker("migrate", env={"DATABASE_URL": f"sqlite:///{db}"})  # plain sqlite:/// too
+    assert result.returncode == 0, result.stderr
+    assert db.is_file()
+    stats = rltracker("stats", "--json", env={"DATABASE_URL": f"sqlite+aiosqlite:///{db}"})
+    assert stats.returncode == 0, stats.stderr
+
+
+def test_sqlite_folder_that_cannot_be_created(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    result = rltracker("migrate", env={"DATABASE_URL": f"sqlite+aiosqlite:///{blocker}/sub/rl.db"})
+    one_line(result, "migrate", 2, "DATABASE_URL", f"{blocker} is a file")
+    assert not (tmp_path / "a-file" / "sub").exists()
+
+
+def test_sqlite_folder_missing_for_a_command_that_only_reads(tmp_path: Path) -> None:
+    folder = tmp_path / "not-yet"
+    result = rltracker("stats", env={"DATABASE_URL": f"sqlite+aiosqlite:///{folder}/rl.db"})
+    one_line(result, "stats", 2, "DATABASE_URL", str(folder), "rltracker migrate")
+    assert not folder.exists()  # reading does not create it
+
+
+def test_private_key_path_to_no_file(tmp_path: Path, migrated_db: str) -> None:
+    missing = tmp_path / "app.pem"
+    result = rltracker("serve", "--port", str(free_port()),
+                       env={"DATABASE_URL": migrated_db, "GITHUB_WEBHOOK_SECRET": "whsecret-1",
+                            "GITHUB_APP_ID": "4242", "GITHUB_PRIVATE_KEY_PATH": str(missing)})
+    one_line(result, "serve", 2, "GITHUB_PRIVATE_KEY_PATH", str(missing), "No such file")
+
+
+def test_private_key_that_is_not_a_pem_does_not_serve(migrated_db: str) -> None:
+    not_a_key = "MIIEpAIBAAKCAQEA-this-is-no-key-but-looks-secret"
+    result = rltracker("serve", "--port", str(free_port()),
+                       env={"DATABASE_URL": migrated_db, "GITHUB_WEBHOOK_SECRET": "whsecret-1",
+                            "GITHUB_APP_ID": "4242", "GITHUB_PRIVATE_KEY": not_a_key})
+    one_line(result, "serve", 2, "GITHUB_PRIVATE_KEY", "PEM")
+    assert "serving" not in result.stdout
+    assert not_a_key not in result.stderr + result.stdout
+    assert "MIIE" not in result.stderr
+
+
+def test_a_valid_key_is_never_shown_when_something_else_is_wrong(tmp_path: Path) -> None:
+    """The key is fine, the app id is not: the line names the id, the key text stays out."""
+    result = rltracker("migrate", env={"DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/x.db",
+                                       "GITHUB_APP_ID": "my-app", "GITHUB_PRIVATE_KEY": PEM,
+                                       "GITHUB_TOKEN": "ghp_tokenvalue123456"})
+    one_line(result, "migrate", 2, "GITHUB_APP_ID", "my-app", "numeric")
+    body = PEM.splitlines()[1]
+    assert body not in result.stderr + result.stdout
+    assert "ghp_tokenvalue123456" not in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize("port", ["70000", "0", "http"])
+def test_serve_port_out_of_range(port: str, migrated_db: str) -> None:
+    result = rltracker("serve", "--port", port,
+                       env={"DATABASE_URL": migrated_db, "GITHUB_WEBHOOK_SECRET": "whsecret-1"})
+    one_line(result, "serve", 2, "--port", port, "1 to 65535")
+
+
+def test_port_variable_out_of_range(migrated_db: str) -> None:
+    result = rltracker("serve", env={"DATABASE_URL": migrated_db, "PORT": "99999",
+                                     "GITHUB_WEBHOOK_SECRET": "whsecret-1"})
+    one_line(result, "serve", 2, "PORT=99999", "1 to 65535")
+
+
+def test_serve_on_a_port_in_use(migrated_db: str) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = rltracker("serve", "--host", "127.0.0.1", "--port", str(port), "--no-scheduler",
+                           env={"DATABASE_URL": migrated_db, "GITHUB_WEBHOOK_SECRET": "whsecret-1"})
+    one_line(result, "serve", 1, f"127.0.0.1:{port}", "already in use", "--port")
+
+
+def test_nightly_cron_that_is_not_a_crontab_line(migrated_db: str) -> None:
+    result = rltracker("serve", "--port", str(free_port()),
+                       env={"DATABASE_URL": migrated_db, "GITHUB_WEBHOOK_SECRET": "whsecret-1",
+                            "RLTRACKER_NIGHTLY_CRON": "99 * *"})
+    one_line(result, "serve", 2, "RLTRACKER_NIGHTLY_CRON='99 * *'", "0 3 * * *")
+
+
+def test_sync_with_github_unreachable(migrated_db: str) -> None:
+    api = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    result = rltracker("sync", "--repo", "volcengine/verl",
+                       env={"DATABASE_URL": migrated_db, "GITHUB_API_URL": api,
+                            "GITHUB_TOKEN": "ghp_unreachable_token"})
+    one_line(result, "sync", 1, "GITHUB_API_URL", api, "cannot connect")
+    assert "ghp_unreachable_token" not in result.stderr
+
+
+async def test_sync_with_github_answering_401(migrated_db: str, fake_github: FakeGitHub) -> None:
+    token = "ghp_revoked_token_value"  # the fake knows only fake_github.user_token
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "sync", "--repo", "volcengine/verl",
+        env={**CLEAN_ENV, "DATABASE_URL": migrated_db, "GITHUB_API_URL": fake_github.url,
+             "GITHUB_TOKEN": token},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), HANG_GUARD)
+    result = subprocess.CompletedProcess(["sync"], proc.returncode or 0, out.decode(), err.decode())
+    one_line(result, "sync", 1, "401", "Bad credentials", "GITHUB_TOKEN")
+    assert token not in result.stderr + result.stdout
+    assert len(fake_github.calls) == 1  # one check, no retries, no GraphQL with a refused token
+
+
+def test_sync_without_any_github_credentials(migrated_db: str) -> None:
+    result = rltracker("sync", env={"DATABASE_URL": migrated_db})
+    one_line(result, "sync", 2, "GITHUB_TOKEN", "GITHUB_APP_ID")
+
+
+# ----------------------------------------------------------------- database at runtime
+def test_postgresql_refusing_connections() -> None:
+    url = f"postgresql://rltracker:pw-not-shown@127.0.0.1:{free_port()}/rltracker"
+    result = rltracker("migrate", env={"DATABASE_URL": url})
+    one_line(result, "migrate", 1, "DATABASE_URL", "postgresql+asyncpg://rltracker:***@", "cannot connect")
+    assert "pw-not-shown" not in result.stderr
+
+
+@pytest.mark.postgres
+def test_postgresql_refusing_the_password() -> None:
+    urls = postgres_admin_urls()
+    if not urls:
+        pytest.skip("no TEST_DATABASE_URLS")
+    head, _, host = urls[0].rpartition("@")
+    user = head.split("://", 1)[1].split(":", 1)[0]
+    url = f"postgresql+asyncpg://{user}:certainly-wrong-pw@{host}"
+    result = rltracker("stats", env={"DATABASE_URL": url})
+    one_line(result, "stats", 1, "DATABASE_URL", "password authentication failed")
+    assert "certainly-wrong-pw" not in result.stderr
+
+
+def test_sqlite_database_not_migrated(tmp_path: Path) -> None:
+    result = rltracker("stats", env={"DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/empty.db"})
+    one_line(result, "stats", 1, "DATABASE_URL", "rltracker migrate")
+
+
+def test_sqlite_file_that_is_not_a_database(tmp_path: Path) -> None:
+    db = tmp_path / "notes.db"
+    db.write_text("these are notes, not a database\n" * 100)
+    result = rltracker("stats", env={"DATABASE_URL": f"sqlite+aiosqlite:///{db}"})
+    one_line(result, "stats", 1, "DATABASE_URL", "cannot open the SQLite database")
+
+
+# ----------------------------------------------------------------- --debug, usage errors
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_debug_adds_the_traceback(tmp_path: Path, where: str) -> None:
+    missing = str(tmp_path / "gone.json")
+    replay = ["replay", missing, "--url", "http://127.0.0.1:9/webhook", "--secret", "s"]
+    args = ["--debug", *replay] if where == "before" else [*replay, "--debug"]
+    result = rltracker(*args, env={})
+    assert result.returncode == 2
+    assert "Traceback" in result.stderr and "FileNotFoundError" in result.stderr
+    assert result.stderr.splitlines()[-1] == f"rltracker replay: {missing}: No such file or directory"
+
+
+def test_log_level_debug_adds_the_traceback(tmp_path: Path) -> None:
+    result = rltracker("replay", str(tmp_path / "gone.json"), "--url", "http://127.0.0.1:9/",
+                       "--secret", "s", env={"RLTRACKER_LOG_LEVEL": "DEBUG"})
+    assert result.returncode == 2 and "Traceback" in result.stderr
+
+
+def test_usage_error_is_one_line() -> None:
+    result = rltracker("replay", env={})
+    one_line(result, "replay", 2, "--url", "rltracker replay --help")
+
+
+# ----------------------------------------------------------------- the check, unit by unit
+def _error(env: dict[str, str], **kwargs: bool) -> SettingError:
+    with pytest.raises(SettingError) as caught:
+        check_env(env, **kwargs)
+    assert caught.value.exit_code == 2
+    assert "\n" not in caught.value.message
+    return caught.value
+
+
+def test_defaults_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    check_env({})
+    assert Settings.from_env({}).port == 8000
+
+
+@pytest.mark.parametrize("url,normal", [
+    ("sqlite:///rl.db", "sqlite+aiosqlite:///rl.db"),
+    ("postgres://u:p@h/db", "postgresql+asyncpg://u:p@h/db"),
+    ("postgresql://u:p@h:5432/db", "postgresql+asyncpg://u:p@h:5432/db"),
+    ("postgresql+asyncpg://u:p@h/db", "postgresql+asyncpg://u:p@h/db"),
+    ("mysql://u:p@h/db", "mysql://u:p@h/db"),
+])
+def test_database_url_forms(url: str, normal: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert normalise_database_url(url) == normal
+    if normal.startswith("mysql"):
+        assert _error({"DATABASE_URL": url}).name == "DATABASE_URL"
+    else:
+        assert Settings.from_env({"DATABASE_URL": url}).database_url == normal
+
+
+@pytest.mark.parametrize("url", [
+    "postgresql+psycopg://u:p@h/db", "sqlite+pysqlite:///x.db", "rltracker.db",
+    "postgresql+asyncpg://u:p@h:port/db",
+])
+def test_database_urls_refused(url: str) -> None:
+    assert _error({"DATABASE_URL": url}).name == "DATABASE_URL"
+
+
+def test_sqlite_paths(tmp_path: Path) -> None:
+    assert sqlite_path("sqlite+aiosqlite:///rel/x.db") == Path("rel/x.db")
+    assert sqlite_path("sqlite+aiosqlite:////abs/x.db?mode=rwc") == Path("/abs/x.db")
+    assert sqlite_path("sqlite+aiosqlite:///:memory:") is None
+    assert sqlite_path("sqlite+aiosqlite://") is None
+    assert sqlite_path("postgresql+asyncpg://u@h/db") is None
+    folder = tmp_path / "a-folder.db"
+    folder.mkdir()
+    assert "is a folder" in _error({"DATABASE_URL": f"sqlite:///{folder}"}).message
+    missing = f"sqlite:///{tmp_path}/later/x.db"
+    assert "rltracker migrate" in _error({"DATABASE_URL": missing}).message
+    check_env({"DATABASE_URL": missing}, creating_database=True)
+
+
+def test_private_key_checks(tmp_path: Path) -> None:
+    one_line_key = PEM.replace("\n", "\\n")  # as pasted into a one-line variable
+    check_env({"GITHUB_APP_ID": "4242", "GITHUB_PRIVATE_KEY": one_line_key})
+    key_file = tmp_path / "app.pem"
+    key_file.write_text(PEM)
+    settings = Settings.from_env({"GITHUB_APP_ID": " 4242 ", "GITHUB_PRIVATE_KEY_PATH": str(key_file)})
+    assert settings.has_app_credentials and settings.app_id == "4242"
+
+    no_id = _error({"GITHUB_PRIVATE_KEY": PEM})
+    assert no_id.name == "GITHUB_APP_ID" and "BEGIN" not in no_id.message
+    assert _error({"GITHUB_APP_ID": "4242"}).name == "GITHUB_PRIVATE_KEY"
+    truncated = PEM[: len(PEM) // 2]
+    bad = _error({"GITHUB_APP_ID": "4242", "GITHUB_PRIVATE_KEY": truncated})
+    assert "value not shown" in bad.message and truncated.splitlines()[1] not in bad.message
+    key_file.write_text("hello")
+    assert str(key_file) in _error({"GITHUB_APP_ID": "1", "GITHUB_PRIVATE_KEY_PATH": str(key_file)}).message
+
+
+def test_a_key_that_is_not_rsa() -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    ec_pem = ec.generate_private_key(ec.SECP256R1()).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()).decode()
+    error = _error({"GITHUB_APP_ID": "1", "GITHUB_PRIVATE_KEY": ec_pem})
+    assert "RSA" in error.message and "this key is EC" in error.message
+
+
+@pytest.mark.parametrize("name,value", [
+    ("RLTRACKER_NIGHTLY_CRON", "0 25 * * *"),
+    ("RLTRACKER_NIGHTLY_CRON", "every night"),
+    ("PORT", "0"),
+    ("PORT", "eighty"),
+    ("RLTRACKER_WORKER_LEASE", "-5"),
+    ("RLTRACKER_WORKER_LEASE", "two minutes"),
+    ("RLTRACKER_WORKER_LEASE", "nan"),
+    ("GITHUB_API_URL", "api.github.com"),
+    ("RLTRACKER_PUBLIC_URL", "ftp://tracker.example"),
+    ("RLTRACKER_REPORT_ISSUE", "owner/repo"),
+    ("RLTRACKER_DRY_RUN", "maybe"),
+    ("RLTRACKER_FETCH_PAPERS", "yes please"),
+    ("RLTRACKER_LOG_LEVEL", "verbose"),
+])
+def test_bad_values_name_the_variable_and_value(name: str, value: str) -> None:
+    error = _error({name: value})
+    assert error.name == name
+    assert error.message.startswith(f"{name}=") and value.split()[0] in error.message
+
+
+@pytest.mark.parametrize("name,value", [
+    ("RLTRACKER_NIGHTLY_CRON", "30 2 * * 1-5"),
+    ("PORT", "65535"),
+    ("RLTRACKER_WORKER_LEASE", "2.5"),
+    ("GITHUB_API_URL", "https://ghe.example/api/v3"),
+    ("RLTRACKER_REPORT_ISSUE", "owner/repo#12"),
+    ("RLTRACKER_DRY_RUN", "TRUE"),
+    ("RLTRACKER_FETCH_PAPERS", "1"),
+    ("RLTRACKER_LOG_LEVEL", "WARNING"),
+])
+def test_good_values_pass(name: str, value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    check_env({name: value})
+
+
+def test_settings_carry_the_checked_numbers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    settings = Settings.from_env({"PORT": "8123", "RLTRACKER_WORKER_LEASE": "7.5"})
+    assert (settings.port, settings.worker_lease) == (8123, 7.5)
+
+
+def test_values_are_shown_on_one_line_and_secrets_not_at_all() -> None:
+    assert describe_value("X", "a\nb") == "X='a\\nb'"
+    assert describe_value("--port", "70000") == "--port 70000"
+    assert len(describe_value("X", "y" * 500)) < 100
+    assert describe_value("GITHUB_PRIVATE_KEY", "secret", secret=True) == "GITHUB_PRIVATE_KEY (value not shown)"
+    assert redact_url("postgresql+asyncpg://user:p%40ss@host:5432/db") == "postgresql+asyncpg://user:***@host:5432/db"
+    assert redact_url("sqlite+aiosqlite:///x.db") == "sqlite+aiosqlite:///x.db"
+
+
+def test_known_failures_and_bugs_are_told_apart() -> None:
+    assert explain(UserError("x", 3)) == ("x", 3)
+    err = io.StringIO()
+    try:
+        raise KeyError("a bug")
+    except KeyError as exc:
+        assert explain(exc) is None
+        assert report_failure("stats", exc, debug=False, err=err) == 1
+    text = err.getvalue()
+    assert "Traceback" in text and "KeyError" in text
+    assert text.splitlines()[-1].startswith("rltracker stats: unexpected KeyError: this is a bug")
+    err = io.StringIO()
+    assert report_failure("serve", UserError("two\nlines", 1), debug=False, err=err) == 1
+    assert err.getvalue() == "rltracker serve: two lines\n"

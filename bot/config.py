@@ -129,9 +129,10 @@ def _truthy(value: str | None) -> bool:
 
 
 # ---------------------------------------------------------------------------- checks
-def check_database_url(url: str, *, creating: bool = False) -> None:
-    """DATABASE_URL names a supported database and a SQLite file can be opened; `creating`
-    (`rltracker migrate`): the file, and its folder, can be created."""
+def check_database_url(url: str, *, may_be_absent: bool = False) -> None:
+    """DATABASE_URL names a supported database and a SQLite file can be opened. With
+    `may_be_absent` (`migrate` creates the database, `rules` skips a missing one) a missing
+    folder is accepted when it can be created."""
     shown = redact_url(url)
     normal = normalise_database_url(url)
     if normal.startswith(POSTGRES_PREFIX):
@@ -154,7 +155,7 @@ def check_database_url(url: str, *, creating: bool = False) -> None:
             raise SettingError("DATABASE_URL", shown, f"{where} cannot be read and written by this user")
         return
     folder = ancestor = path.parent
-    if not creating and not folder.is_dir():
+    if not may_be_absent and not folder.is_dir():
         raise SettingError("DATABASE_URL", shown, f"the folder {os.path.abspath(folder)} does not "
                            "exist; `rltracker migrate` creates it and the database")
     while not ancestor.exists() and ancestor != ancestor.parent:
@@ -267,9 +268,10 @@ def _check_choice(env: Mapping[str, str], name: str, allowed: set[str] | tuple[s
         raise SettingError(name, value, expected)
 
 
-def check_env(env: Mapping[str, str], *, creating_database: bool = False) -> None:
+def check_env(env: Mapping[str, str], *, database_may_be_absent: bool = False) -> None:
     """Raise a SettingError for the first variable whose value cannot be used."""
-    check_database_url(env.get("DATABASE_URL") or DEFAULT_DATABASE_URL, creating=creating_database)
+    check_database_url(env.get("DATABASE_URL") or DEFAULT_DATABASE_URL,
+                       may_be_absent=database_may_be_absent)
     _check_app_credentials(env)
     for name in ("GITHUB_API_URL", "RLTRACKER_PUBLIC_URL", "RLTRACKER_ARXIV_API_URL"):
         _check_http_url(env, name)
@@ -316,12 +318,12 @@ class Settings:
         return bool(self.app_id and self.private_key)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, *, creating_database: bool = False,
+    def from_env(cls, env: Mapping[str, str] | None = None, *, database_may_be_absent: bool = False,
                  **overrides: object) -> Settings:
         """Settings from `env` (default os.environ), checked first (`check_env`): a bad value
         raises SettingError. `overrides` (tests, --dev) are taken as given."""
         env = dict(os.environ if env is None else env)
-        check_env(env, creating_database=creating_database)
+        check_env(env, database_may_be_absent=database_may_be_absent)
         key = read_private_key(env)
         app_id = (env.get("GITHUB_APP_ID") or "").strip() or None
         # Without app credentials nothing can be posted: dry-run is forced.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import errno
 import logging
 import os
 import secrets
@@ -23,6 +24,18 @@ SHUTDOWN_GRACE = 10.0  # seconds background tasks get to finish before they are 
 def _fail(message: str) -> int:
     print(f"rltracker serve: {message}", file=sys.stderr, flush=True)
     return 2
+
+
+def _bind_failure(host: str, port: int, exc: OSError) -> str:
+    # asyncio's strerror repeats the address; a host that does not resolve has errno < 0
+    reason = os.strerror(exc.errno) if exc.errno and exc.errno > 0 else exc.strerror or str(exc)
+    if exc.errno == errno.EADDRINUSE:
+        hint = "another process listens there: stop it or choose another --port / PORT"
+    elif exc.errno == errno.EACCES:
+        hint = "ports below 1024 need privileges: choose another --port / PORT"
+    else:
+        hint = "check --host"
+    return f"cannot listen on {host}:{port} ({reason}); {hint}"
 
 
 def settings_for_serve(dev: bool, env: dict[str, str] | None = None) -> tuple[Settings, str | None]:
@@ -76,11 +89,9 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
         site = web.TCPSite(runner, host, port, backlog=1024)
         try:
             await site.start()
-        except OSError as exc:  # taken, or not ours to bind: one line, not a traceback
+        except OSError as exc:  # taken, not ours to bind, or no such host: one line
             await runner.cleanup()
-            reason = os.strerror(exc.errno) if exc.errno else str(exc)
-            raise UserError(f"cannot listen on {host}:{port} ({reason}); "
-                            "stop the process using it or choose another --port / PORT") from exc
+            raise UserError(_bind_failure(host, port, exc)) from exc
         print(f"rltracker serving on http://{host}:{port}", flush=True)
         sched = None
         if scheduler:

@@ -294,7 +294,7 @@ def test_sqlite_paths(tmp_path: Path) -> None:
     assert "is a folder" in _error({"DATABASE_URL": f"sqlite:///{folder}"}).message
     missing = f"sqlite:///{tmp_path}/later/x.db"
     assert "rltracker migrate" in _error({"DATABASE_URL": missing}).message
-    check_env({"DATABASE_URL": missing}, creating_database=True)
+    check_env({"DATABASE_URL": missing}, database_may_be_absent=True)
 
 
 def test_private_key_checks(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from datetime import date
 
 from bot.config import parse_port
 
@@ -39,6 +40,14 @@ def _port(text: str) -> int:
         return parse_port(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
+
+
+def _iso_date(text: str) -> str:
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a date YYYY-MM-DD") from None
+    return text
 
 
 def _add_debug_flag(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
@@ -81,7 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="the proposal-status report, Markdown and HTML")
     p.add_argument("--out", default=None, help="folder to write report files into")
-    p.add_argument("--date", default=None, help="report date YYYY-MM-DD (default today, UTC)")
+    p.add_argument("--date", type=_iso_date, default=None,
+                   help="report date YYYY-MM-DD (default today, UTC)")
 
     p = sub.add_parser("rules", help="contribution-rule summary of a framework or folder")
     p.add_argument("target", help="framework name (verl, trl, ...) or a folder path")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzers.rules import format_rules_markdown, summarize_rules
-from bot.config import Settings
+from bot.config import Settings, sqlite_path
 from bot.speaking.contribution import SHARED_FRAMEWORKS, load_folder
 
 
@@ -70,11 +70,11 @@ def summary_for(target: str, settings: Settings | None = None,
         raise SystemExit(
             f"unknown framework or folder: {target} (frameworks: {', '.join(frameworks)})"
         )
-    settings = settings or Settings.from_env()
+    settings = settings or Settings.from_env(database_may_be_absent=True)
     repo = frameworks[target]
-    url = settings.database_url
     # An absent SQLite file means no cache: do not create an empty database just to look.
-    no_db = url.startswith("sqlite") and not Path(url.split("///", 1)[-1]).is_file()
+    db_file = sqlite_path(settings.database_url)
+    no_db = db_file is not None and not db_file.is_file()
     cached = None if no_db else asyncio.run(_from_database(settings, repo))
     if cached is not None:
         cached["source"] = "database"

@@ -43,7 +43,7 @@ async def is_up_to_date(engine: AsyncEngine) -> bool:
 def migrate_command(args: object) -> int:
     from bot.config import Settings, sqlite_path
 
-    settings = Settings.from_env(creating_database=True)
+    settings = Settings.from_env(database_may_be_absent=True)
     path = sqlite_path(settings.database_url)
     if path is not None:  # checked: it can be created (SQLite itself creates only the file)
         path.parent.mkdir(parents=True, exist_ok=True)

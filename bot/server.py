@@ -72,10 +72,7 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
 
     ctx = AppContext.create(settings)
     try:
-        try:
-            current = await current_revision(ctx.engine)
-        except Exception as exc:  # noqa: BLE001 - unreachable or unreadable database
-            return _fail(f"cannot read the database ({type(exc).__name__})")
+        current = await current_revision(ctx.engine)  # unreachable: one line (bot.cli.errors)
         head = head_revision()
         if current != head:
             return _fail(

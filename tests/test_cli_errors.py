@@ -189,10 +189,11 @@ def test_sync_without_any_github_credentials(migrated_db: str) -> None:
 
 
 # ----------------------------------------------------------------- database at runtime
-def test_postgresql_refusing_connections() -> None:
+@pytest.mark.parametrize("command", ["migrate", "serve", "stats"])
+def test_postgresql_refusing_connections(command: str) -> None:
     url = f"postgresql://rltracker:pw-not-shown@127.0.0.1:{free_port()}/rltracker"
-    result = rltracker("migrate", env={"DATABASE_URL": url})
-    one_line(result, "migrate", 1, "DATABASE_URL", "postgresql+asyncpg://rltracker:***@", "cannot connect")
+    result = rltracker(command, env={"DATABASE_URL": url, "GITHUB_WEBHOOK_SECRET": "whsecret-1"})
+    one_line(result, command, 1, "DATABASE_URL", "postgresql+asyncpg://rltracker:***@", "cannot connect")
     assert "pw-not-shown" not in result.stderr
 
 

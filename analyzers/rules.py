@@ -33,6 +33,7 @@ from analyzers.rules_text import (
     load_yaml,
     markdown_segments,
     match_form,
+    repository_path,
 )
 
 RULES_VERSION = "1"
@@ -76,6 +77,11 @@ class Rule:
     collect: bool
     collect_value: str
     prefer_combined: bool
+    directive: bool  # only sentences that ask for something (modal, imperative, checklist)
+    codes_match: re.Pattern[str] | None  # only code spans like this fill {code} / {codes}
+    collect_codes: bool  # collect: one fact listing the matching code spans of every hit
+    collect_format: str  # collect: each hit rendered with this template (e.g. "{label} in {code}")
+    collect_plain: bool  # collect: values listed as plain lower-case words, not code spans
 
 
 @dataclass
@@ -88,6 +94,10 @@ class Table:
     signatures: list[dict[str, Any]]
     texts: dict[str, dict[str, str]]
     by_first_key: dict[str, list[int]]  # matcher key -> rules whose first group holds it
+    modal: re.Pattern[str]  # words that make a sentence a request ("must", "please", ...)
+    imperative: frozenset[str]  # verbs that make a sentence starting with them a request
+    lead_adverbs: frozenset[str]  # "always", "never", ...: the verb after them counts
+    conditions: frozenset[str]  # "if", "when", ...: the request follows the first comma
 
 
 def _nlp() -> Any:
@@ -144,12 +154,25 @@ def table() -> Table:
             collect=bool(raw.get("collect", False)),
             collect_value=str(raw.get("collect_value", "")),
             prefer_combined=raw.get("prefer") == "combined",
+            directive=bool(raw.get("directive", False)),
+            codes_match=re.compile(raw["codes_match"], re.I) if raw.get("codes_match") else None,
+            collect_codes=bool(raw.get("collect_codes", False)),
+            collect_format=str(raw.get("collect_format", "")),
+            collect_plain=bool(raw.get("collect_plain", False)),
         ))
     by_first_key: dict[str, list[int]] = {}
     for i, rule in enumerate(rules):
         for key in rule.groups[0]:
             by_first_key.setdefault(key, []).append(i)
+    cues = data["directive"]
+    modal = re.compile(r"\b(?:" + "|".join(
+        re.escape(m).replace(r"\ ", r"\s{1,3}") for m in sorted(cues["modal"], key=len, reverse=True)
+    ) + r")\b")
     return Table(
+        modal=modal,
+        imperative=frozenset(cues["imperative"]),
+        lead_adverbs=frozenset(cues.get("lead_adverbs", [])),
+        conditions=frozenset(cues.get("conditions", [])),
         by_first_key=by_first_key,
         topics=data["topics"],
         core=tuple(data["core_topics"]),
@@ -193,10 +216,56 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
     return out
 
 
+_LEAD_NOISE = re.compile(r"^[^A-Za-z]{0,12}(?:\((?:optional|required)\)\s{0,3})?", re.I)
+_CLAUSE = re.compile(r"[.;!?]\s+|:\s+(?=[A-Za-z])")
+MAX_COMMAND = 60
+MAX_COMMANDS = 3
+
+
+def is_directive(seg: Segment, kind: str) -> bool:
+    """A segment that asks something of contributors: a modal or request word ("must",
+    "should", "please", "make sure", "we require"), a sentence that starts with an imperative
+    verb ("Add tests ..."), or an item of a PR template's checklist (boxes and "Did you ...?"
+    questions alike). Descriptions ("We use pytest.") are not requests."""
+    if kind == "pr_template" and (seg.checkbox or (seg.kind == "item" and seg.text.endswith("?"))):
+        return True
+    low = seg.text[:600].lower()
+    tab = table()
+    if tab.modal.search(low):
+        return True
+    # Any sentence of the segment may be the request ("No benchmarks in tests/. Put them ...").
+    for clause in _CLAUSE.split(low)[:8]:
+        clause = _LEAD_NOISE.sub("", clause)
+        if clause.split(" ", 1)[0] in tab.conditions and "," in clause:
+            clause = clause.split(",", 1)[1].strip()
+        words = clause.split(" ", 3)
+        while len(words) > 1 and words[0].strip(",") in tab.lead_adverbs:
+            words = words[1:]
+        if words and words[0].strip(":,.") in tab.imperative:
+            return True
+    return False
+
+
+def _command(code: str) -> str:
+    """A command from a code line or span, without a shell prompt, cut at a word boundary."""
+    code = code.strip()
+    if code.startswith("$ "):
+        code = code[2:].strip()
+    if " #" in code:  # a shell comment after the command
+        code = code.split(" #", 1)[0].rstrip()
+    if len(code) > MAX_COMMAND:
+        code = code[:MAX_COMMAND].rsplit(" ", 1)[0] + " …"
+    return code
+
+
 def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
     """The rule's statement with its placeholders filled from the segment, or None."""
     values: dict[str, str] = {}
     codes = [c.replace("`", "") for c in seg.codes if c.strip()]
+    if rule.codes_match is not None:
+        codes = [_command(c) for c in codes if rule.codes_match.search(_command(c))]
+        if rule.collect_codes and codes:
+            values["_codes"] = "\n".join(codes)
     if codes:
         values["code"] = f"`{codes[0]}`"
         # A bare placeholder such as `{type}` names a slot, not a value: not listed.
@@ -240,6 +309,7 @@ def _evidence(seg: Segment) -> str:
 
 def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any]]:
     tab = table()
+    directive: dict[int, bool] = {}  # per segment, computed when a directive rule asks
     pipe = _nlp()
     strings = pipe.vocab.strings
     hits_by_rule: dict[str, list[tuple[Segment, str, dict[str, str]]]] = {}
@@ -261,6 +331,11 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 continue
             if any(k in found for k in rule.none):
                 continue
+            if rule.directive:
+                if id(seg) not in directive:
+                    directive[id(seg)] = is_directive(seg, kinds.get(seg.file, ""))
+                if not directive[id(seg)]:
+                    continue
             if all(any(k in found for k in group) for group in rule.groups):
                 filled = _fill(rule, seg)
                 if filled is not None:
@@ -269,15 +344,36 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
     fired = set(hits_by_rule)
     for rule in tab.rules:
         hits = hits_by_rule.get(rule.id)
+        if hits and rule.collect_codes:  # only the segments that gave a matching code count
+            hits = [h for h in hits if h[2].get("_codes")]
         if not hits or any(u in fired for u in rule.unless):
             continue
         sources = list(dict.fromkeys(seg.file for seg, _, _ in hits))
-        if rule.collect:
+        if rule.collect_codes:
+            found = [x for _, _, v in hits for x in v.get("_codes", "").split("\n") if x]
+            if not found:
+                continue
+            joined = ", ".join(f"`{x}`" for x in list(dict.fromkeys(found))[:MAX_COMMANDS])
+            statement = rule.statement.replace("{items}", joined)
+            zh = rule.statement_zh.replace("{items}", joined) if rule.statement_zh else None
+        elif rule.collect:
             # One fact listing every match: the extracted value, else the head, else the text.
             key = f"_all_{rule.collect_value}"
-            if any(key in v for _, _, v in hits):
+            if rule.collect_format:
+                items = list(dict.fromkeys(
+                    _PLACEHOLDER.sub(lambda m, v=values: v.get(m.group(1), ""), rule.collect_format)
+                    for _, _, values in hits
+                    if all(n in values for n in _PLACEHOLDER.findall(rule.collect_format))
+                ))
+                if not items:
+                    continue
+                joined = "; ".join(items[:8])
+            elif any(key in v for _, _, v in hits):
                 found = [x for _, _, v in hits for x in v.get(key, "").split("\n") if x]
-                joined = ", ".join(f"`{x}`" for x in dict.fromkeys(found))
+                if rule.collect_plain:
+                    joined = ", ".join(dict.fromkeys(plain(x).lower() for x in found))
+                else:
+                    joined = ", ".join(f"`{x}`" for x in dict.fromkeys(found))
             else:
                 items = list(dict.fromkeys(
                     values.get(rule.collect_value, "") or plain(seg.head or seg.text)
@@ -285,6 +381,8 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                     if not rule.collect_value or values.get(rule.collect_value)
                 ))
                 joined = "; ".join(items[:8])
+            if not joined:
+                continue  # every hit lacked the value to list: nothing to state
             statement = rule.statement.replace("{items}", joined)
             zh = rule.statement_zh.replace("{items}", joined) if rule.statement_zh else None
         else:
@@ -358,6 +456,7 @@ def summarize_rules(files: Mapping[str, str], framework: str | None = None) -> d
     With `framework` (a catalog framework id), the curated observations for that framework are
     added, marked `observed: true` (facts of the repository layout or history, not of a file).
     """
+    files = {repository_path(p): t for p, t in files.items()}
     kinds = {path: file_kind(path) for path, text in files.items() if isinstance(text, str)}
     # The main guide first, so a fact stated in several files cites CONTRIBUTING.
     files = {p: files[p] for p in sorted(kinds, key=lambda p: (KIND_ORDER.get(kinds[p], 9), p))}

@@ -29,7 +29,7 @@ _LINK = re.compile(r"!?\[([^\]\n]{0,300})\]\([^)\s]{0,600}\)")
 _TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,200}>")
 _HTML_COMMENT_MARK = re.compile(r"<!--|-->")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*)$")
-_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?(.*)$")
+_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+(\[[ xX]\]\s+)?(.*)$")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 _BOLD_LEAD = re.compile(r"^\*\*([^*\n]{1,120})\*\*:?\s*")
 _TABLE_SEP = re.compile(r"^[\s|:\-]+$")
@@ -46,10 +46,19 @@ class Segment:
     head: str = ""
     indent: int = 0
     children: list[Segment] = field(default_factory=list)
+    checkbox: bool = False  # a "- [ ] ..." task-list item (a checklist entry of a template)
 
     @property
     def lower(self) -> str:
         return self.text.lower()
+
+
+_REVISION = re.compile(r"\s+@\s*[0-9a-f]{7,40}\s*$")
+
+
+def repository_path(path: str) -> str:
+    """A snapshot's path without the " @ <commit>" a SOURCE.txt line may append to it."""
+    return _REVISION.sub("", path) if "@" in path else path
 
 
 def file_kind(path: str) -> str:
@@ -212,11 +221,12 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
         if im and not stripped.startswith("**") and not _TABLE_SEP.match(stripped):
             flush()
             indent = len(im.group(1).expandtabs(4))
-            body = im.group(2)
+            body = im.group(3)
             bm = _BOLD_LEAD.match(body)
             head = inline(bm.group(1))[0].rstrip(":") if bm else ""
             plain, codes = inline(body)
-            seg = Segment(plain, file, "item", section, codes, head=head, indent=indent)
+            seg = Segment(plain, file, "item", section, codes, head=head, indent=indent,
+                          checkbox=bool(im.group(2)))
             while items and items[-1].indent >= indent:
                 items.pop()
             if items:

@@ -341,11 +341,13 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 if filled is not None:
                     hits_by_rule.setdefault(rule.id, []).append((seg, *filled))
     facts: list[dict[str, Any]] = []
-    fired = set(hits_by_rule)
+    for rule in tab.rules:
+        if rule.collect_codes and rule.id in hits_by_rule:
+            # Only the segments that gave a matching code count (a rule without one is silent).
+            hits_by_rule[rule.id] = [h for h in hits_by_rule[rule.id] if h[2].get("_codes")]
+    fired = {rule_id for rule_id, hits in hits_by_rule.items() if hits}
     for rule in tab.rules:
         hits = hits_by_rule.get(rule.id)
-        if hits and rule.collect_codes:  # only the segments that gave a matching code count
-            hits = [h for h in hits if h[2].get("_codes")]
         if not hits or any(u in fired for u in rule.unless):
             continue
         sources = list(dict.fromkeys(seg.file for seg, _, _ in hits))
@@ -416,6 +418,8 @@ def _structural(files: Mapping[str, str], kinds: dict[str, str]) -> list[dict[st
         kind = kinds[path]
         if kind == "workflow":
             facts += structured.workflow_facts(text, path, tab.signatures)
+        elif kind == "yaml" and path.lower().rsplit("/", 1)[-1] in ("stale.yml", "stale.yaml"):
+            facts += structured.probot_stale_facts(text, path)
         elif kind == "codeowners":
             facts += structured.codeowners_facts(text, path)
         elif kind == "ruleset":

@@ -124,6 +124,23 @@ def workflow_facts(text: str, source: str, signatures: list[dict[str, Any]]) -> 
 _SCRIPT = re.compile(r"[\w./-]{0,80}\.(?:py|sh|js|ts|rb)\b")
 
 
+def probot_stale_facts(text: str, source: str) -> list[dict[str, Any]]:
+    """The Probot stale app's config (.github/stale.yml): days before stale and close."""
+    data = load_yaml(text)
+    if not isinstance(data, dict) or "daysUntilStale" not in data:
+        return []
+    params = {"days-before-stale": data.get("daysUntilStale"),
+              "days-before-close": data.get("daysUntilClose")}
+    exempt = data.get("exemptLabels")
+    if isinstance(exempt, list):
+        params["exempt-issue-labels"] = ",".join(str(x) for x in exempt)
+    fact = _stale_fact(params, None, source)
+    fact["statement"] = fact["statement"].replace("A stale job runs (actions/stale).",
+                                                  "The stale bot (Probot) is configured.")
+    fact["rule"] = "stale_probot"
+    return [fact]
+
+
 def _looks_stale(source: str, data: dict[str, Any]) -> bool:
     name = f"{source} {data.get('name', '')}".lower()
     return "stale" in name or "inactive" in name

@@ -45,6 +45,7 @@ HERE = Path(__file__).resolve().parent
 PATTERNS_FILE = HERE / "rules_patterns.yaml"
 OBSERVED_FILE = HERE / "rules_observed.yaml"
 MAX_EVIDENCE = 200
+MAX_CITED = 3  # files named after a rule in the rendered summary
 KIND_ORDER = {"contributing": 0, "pr_template": 1, "governance": 2, "issue_template": 3,
               "issue_config": 3, "discussion_template": 4, "doc": 5, "agents": 6}
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -346,11 +347,19 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
             # Only the segments that gave a matching code count (a rule without one is silent).
             hits_by_rule[rule.id] = [h for h in hits_by_rule[rule.id] if h[2].get("_codes")]
     fired = {rule_id for rule_id, hits in hits_by_rule.items() if hits}
+    # A rule made redundant by another (`unless`) still says where the rule is written: its
+    # files are cited by the rule that speaks for it.
+    also_in: dict[str, list[str]] = {}
+    for rule in tab.rules:
+        suppressor = next((u for u in rule.unless if u in fired), None)
+        if suppressor and hits_by_rule.get(rule.id):
+            also_in.setdefault(suppressor, []).extend(seg.file for seg, _, _ in hits_by_rule[rule.id])
     for rule in tab.rules:
         hits = hits_by_rule.get(rule.id)
         if not hits or any(u in fired for u in rule.unless):
             continue
-        sources = list(dict.fromkeys(seg.file for seg, _, _ in hits))
+        sources = list(dict.fromkeys(
+            [seg.file for seg, _, _ in hits] + also_in.get(rule.id, [])))
         if rule.collect_codes:
             found = [x for _, _, v in hits for x in v.get("_codes", "").split("\n") if x]
             if not found:
@@ -527,7 +536,10 @@ def format_rules_markdown(
         facts = sorted(facts, key=lambda f: f.get("strength") == "hint")
         for fact in facts[: max_per_topic or None]:
             text = (fact.get("statement_zh") if zh else None) or fact["statement"]
-            src = fact.get("source") or ""
+            # Every file that states the rule (up to MAX_CITED), the main one first.
+            cited = [fact.get("source") or ""] + [
+                s for s in fact.get("sources") or [] if s and s != fact.get("source")]
+            src = "; ".join(c for c in cited[:MAX_CITED] if c)
             note = tab.texts["observed"]["zh" if zh else "en"] if fact.get("observed") else ""
             where = f" ({src.replace('`', '')}{note})" if src else (f" ({note.strip(', ')})" if note else "")
             lines.append(f"- {_safe(text)}{_safe(where)}")

@@ -31,13 +31,22 @@ RULES_DEV = ROOT.parent / "shared" / "eval" / "rules-dev"
 GOAL = 0.85
 
 
-def summary_lines(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    """(line, cited file) per fact, as format_rules_markdown renders it."""
-    out = []
+def summary_lines(summary: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """(line, cited files) per fact: the bullets format_rules_markdown renders."""
+    from analyzers.rules import format_rules_markdown
+
+    rendered = format_rules_markdown(summary, heading=False).split("\n")
+    bullets = [line[2:] for line in rendered if line.startswith("- ")]
+    ordered = []  # the facts in rendering order (by topic, rules before hints)
+    by_topic: dict[str, list[dict[str, Any]]] = {}
     for fact in summary["facts"]:
-        src = fact.get("source") or ""
-        out.append((f"{fact['statement']} ({src})" if src else fact["statement"], src))
-    return out
+        by_topic.setdefault(fact["topic"], []).append(fact)
+    from analyzers.rules import table
+
+    for topic in table().topics:
+        ordered += sorted(by_topic.get(topic, []), key=lambda f: f.get("strength") == "hint")
+    return [(line, [s for s in [f.get("source")] + list(f.get("sources") or []) if s])
+            for line, f in zip(bullets, ordered, strict=True)]
 
 
 def copy_to_repo_path(folder: Path) -> dict[str, str]:
@@ -57,7 +66,7 @@ def score_project(summary: dict[str, Any], facts: list[dict[str, Any]],
             if hits:
                 stated.append(fact["topic"])
                 want = copies.get(fact.get("source", ""), fact.get("source", ""))
-                if any(src == want for _, src in hits):
+                if any(want in srcs for _, srcs in hits):
                     stated_cited.append(fact["topic"])
             else:
                 missed.append(fact["topic"])

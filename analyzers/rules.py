@@ -416,7 +416,21 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
             "evidence": _evidence(hits[0][0]),
             "observed": False,
         })
-    return facts
+    return _merge_same_statements(facts)
+
+
+def _merge_same_statements(facts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Two rules that say the same thing (the same statement on the same topic) become one
+    fact citing the files of both."""
+    kept: dict[tuple[str, str], dict[str, Any]] = {}
+    for fact in facts:
+        key = (fact["topic"], fact["statement"])
+        first = kept.get(key)
+        if first is None:
+            kept[key] = fact
+        else:
+            first["sources"] = list(dict.fromkeys(first["sources"] + fact["sources"]))
+    return list(kept.values())
 
 
 def _structural(files: Mapping[str, str], kinds: dict[str, str]) -> list[dict[str, Any]]:

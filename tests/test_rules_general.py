@@ -249,3 +249,30 @@ def test_rules_dev_projects_reach_the_goal(shared_dir: Path) -> None:
     for name, r in results.items():
         assert len(r["stated"]) >= evaluate_rules.GOAL * r["expected"], (name, r["missed"])
         assert r["invented"] == [], (name, r["invented"])
+
+
+def test_pr_template_checklist_items_are_requests() -> None:
+    template = (
+        "## Checklist\n\n- [ ] Tests added or updated\n- [ ] Docs updated\n"
+        "- [ ] Changelog updated\n- [ ] I ran `./scripts/format.sh` and `pytest tests/`\n"
+        "- [ ] My commits are signed off (`git commit -s`)\n"
+        "- [ ] This change was discussed in an issue before I started\n"
+    )
+    summary = summarize_rules({".github/PULL_REQUEST_TEMPLATE.md": template})
+    by_rule = _rules(summary)
+    assert {"tests_new_code", "docs_generic", "changelog_update", "signoff_checklist",
+            "issue_discussed_checklist"} <= set(by_rule)
+    assert "`./scripts/format.sh`" in by_rule["lint_command"]["statement"]
+    assert "`pytest tests/`" in by_rule["tests_command"]["statement"]
+    # The same words in a guide's description are not a checklist.
+    described = summarize_rules({"CONTRIBUTING.md": "Our commits are signed off by the bot.\n"})
+    assert "signoff_checklist" not in _rules(described)
+
+
+def test_one_rule_in_two_files_is_one_fact_citing_both() -> None:
+    guide = "# Contributing\n\n## Documentation\n\nAdd docs for your feature in `docs/`.\n"
+    agents = "# Agents\n\nAlways add docs for your feature in `docs/`.\n"
+    summary = summarize_rules({"CONTRIBUTING.md": guide, "AGENTS.md": agents})
+    docs = [f for f in summary["facts"] if f["topic"] == "docs"]
+    assert len(docs) == 1 and docs[0]["sources"] == ["CONTRIBUTING.md", "AGENTS.md"]
+    assert "(CONTRIBUTING.md; AGENTS.md)" in format_rules_markdown(summary)

@@ -276,3 +276,20 @@ def test_one_rule_in_two_files_is_one_fact_citing_both() -> None:
     docs = [f for f in summary["facts"] if f["topic"] == "docs"]
     assert len(docs) == 1 and docs[0]["sources"] == ["CONTRIBUTING.md", "AGENTS.md"]
     assert "(CONTRIBUTING.md; AGENTS.md)" in format_rules_markdown(summary)
+
+
+def test_a_guide_that_only_describes_the_project_states_no_rule() -> None:
+    text = """\
+# Contributing to Frobnicator
+
+Frobnicator ships with 2,000 unit tests and integration tests that run nightly on our
+cluster. Our documentation is built with Sphinx. The CHANGELOG is generated at release time.
+
+We track bugs in GitHub issues; issues that get no answer are not closed automatically.
+Reviews are done by whoever has time. Results of our benchmarks are published on the website,
+comparing Frobnicator with other libraries. Several maintainers use Copilot in their editors.
+"""
+    summary = summarize_rules({"CONTRIBUTING.md": text})
+    assert summary["facts"] == []
+    assert summary["not_stated"] == ["tests", "docs", "lint", "sign-off", "issue-first",
+                                     "algorithms", "review", "ci", "stale"]

@@ -34,6 +34,7 @@ _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 _BOLD_LEAD = re.compile(r"^\*\*([^*\n]{1,120})\*\*:?\s*")
 _TABLE_SEP = re.compile(r"^[\s|:\-]+$")
 _ADMONITION = re.compile(r"^\[!\w+\]\s*")
+_UNDERLINE = re.compile(r"^ {0,3}(?:={3,}|-{3,}|~{3,}|\^{3,}|\*{3,}|\+{3,})\s*$")
 
 
 @dataclass
@@ -95,6 +96,8 @@ def inline(text: str) -> tuple[str, list[str]]:
 
     Code spans are cut out first so that `<id>` or `[x](y)` inside them stay as written."""
     codes: list[str] = []
+    if "``" in text:  # reStructuredText literals (``pytest``) are code spans too
+        text = text.replace("``", "`")
     parts = text.split("`") if "`" in text else [text]
     out: list[str] = []
     for i, part in enumerate(parts):
@@ -183,6 +186,14 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
                 code = line.strip()
                 segments.append(Segment(code, file, "code", section, [code[:MAX_CODE_SPAN]]))
             continue
+        if len(para) == 1 and _UNDERLINE.match(line):
+            # A setext (Markdown) or reStructuredText heading: the one line above, underlined.
+            plain, codes = inline(para.pop().strip("# "))
+            section = plain.lower()
+            segments.append(Segment(plain, file, "heading", section, codes))
+            items.clear()
+            lead = None
+            continue
         m = _FENCE.match(line)
         if m:
             flush()
@@ -191,6 +202,11 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
         stripped = line.strip()
         if not stripped:
             flush()
+            continue
+        if not para and not items and raw.startswith(("    ", "\t")):
+            # An indented block outside a list and after a blank line: code (Markdown, and the
+            # literal blocks of reStructuredText).
+            segments.append(Segment(stripped, file, "code", section, [stripped[:MAX_CODE_SPAN]]))
             continue
         h = _HEADING.match(line)
         if h:

@@ -293,3 +293,23 @@ comparing Frobnicator with other libraries. Several maintainers use Copilot in t
     assert summary["facts"] == []
     assert summary["not_stated"] == ["tests", "docs", "lint", "sign-off", "issue-first",
                                      "algorithms", "review", "ci", "stale"]
+
+
+def test_underlined_headings_and_indented_code_of_rst_and_markdown() -> None:
+    text = ("Contributing\n============\n\nTesting\n-------\n\n"
+            "Every change needs coverage. Run ``pytest`` before you push:\n\n"
+            "    pytest tests/\n\nDocumentation\n~~~~~~~~~~~~~\n\n"
+            "Please add a page for each new estimator.\n")
+    summary = summarize_rules({"CONTRIBUTING.rst": text})
+    by_rule = _rules(summary)
+    assert by_rule["tests_section"]["statement"] == "New or changed code needs tests."
+    assert by_rule["tests_command"]["statement"] == "Tests run with `pytest`, `pytest tests/`."
+    assert "docs_section" in by_rule
+
+
+def test_a_test_plan_field_in_a_pr_template_is_a_question_not_a_rule() -> None:
+    template = ("## How has this been tested?\n\n"
+                "<!-- Please describe in detail how you tested your changes. -->\n")
+    by_rule = _rules(summarize_rules({".github/PULL_REQUEST_TEMPLATE.md": template}))
+    assert by_rule["tests_how_tested"]["strength"] == "hint"
+    assert not {"tests_section", "tests_new_code", "tests_add"} & set(by_rule)

@@ -313,3 +313,18 @@ def test_a_test_plan_field_in_a_pr_template_is_a_question_not_a_rule() -> None:
     by_rule = _rules(summarize_rules({".github/PULL_REQUEST_TEMPLATE.md": template}))
     assert by_rule["tests_how_tested"]["strength"] == "hint"
     assert not {"tests_section", "tests_new_code", "tests_add"} & set(by_rule)
+
+
+def test_other_wordings_of_issue_first_review_placement_and_examples() -> None:
+    text = ("# Contributing\n\nPlease discuss major changes in an issue before opening a PR.\n\n"
+            "Two approvals are required to merge a pull request.\n\n"
+            "New algorithms should be added under `src/rlkit/algorithms/`.\n\n"
+            "Add an example script to `examples/` that shows the new feature.\n\n"
+            "If you report a bug, provide a minimal example that reproduces it.\n")
+    by_rule = _rules(summarize_rules({"CONTRIBUTING.md": text}))
+    assert by_rule["issue_first_general"]["topic"] == "issue-first"
+    assert by_rule["review_required"]["topic"] == "review"
+    assert "`src/rlkit/algorithms/`" in by_rule["place_paths_declarative"]["statement"]
+    assert by_rule["examples_add"]["statement"] == "Add an example for the change (in `examples/`)."
+    bug_only = summarize_rules({"CONTRIBUTING.md": text.split("\n\n")[-1]})
+    assert "examples_add" not in _rules(bug_only)  # an example that reproduces a bug

@@ -328,3 +328,12 @@ def test_other_wordings_of_issue_first_review_placement_and_examples() -> None:
     assert by_rule["examples_add"]["statement"] == "Add an example for the change (in `examples/`)."
     bug_only = summarize_rules({"CONTRIBUTING.md": text.split("\n\n")[-1]})
     assert "examples_add" not in _rules(bug_only)  # an example that reproduces a bug
+
+
+def test_probot_stale_config() -> None:
+    config = "daysUntilStale: 45\ndaysUntilClose: 7\nexemptLabels:\n  - pinned\n  - security\n"
+    by_rule = _rules(summarize_rules({".github/stale.yml": config}))
+    statement = by_rule["stale_probot"]["statement"]
+    assert statement.startswith("The stale bot (Probot) is configured.")
+    assert "after 45 days" in statement and "closed 7 days later" in statement
+    assert "`pinned`, `security`" in statement

@@ -45,6 +45,7 @@ HERE = Path(__file__).resolve().parent
 PATTERNS_FILE = HERE / "rules_patterns.yaml"
 OBSERVED_FILE = HERE / "rules_observed.yaml"
 MAX_EVIDENCE = 200
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # a safe loader either way
 MAX_CITED = 3  # files named after a rule in the rendered summary
 KIND_ORDER = {"contributing": 0, "pr_template": 1, "governance": 2, "issue_template": 3,
               "issue_config": 3, "discussion_template": 4, "doc": 5, "agents": 6}
@@ -114,7 +115,8 @@ def table() -> Table:
     """The rule table, compiled once: one PhraseMatcher and one Matcher for all rules."""
     from spacy.matcher import Matcher, PhraseMatcher
 
-    data = yaml.safe_load(PATTERNS_FILE.read_text(encoding="utf-8"))
+    # libyaml when present: the table is read on the first call, ~10x faster than pure Python.
+    data = yaml.load(PATTERNS_FILE.read_text(encoding="utf-8"), Loader=YAML_LOADER)  # noqa: S506
     pipe = _nlp()
     phrases = PhraseMatcher(pipe.vocab, attr="LOWER")
     tokens = Matcher(pipe.vocab)
@@ -187,7 +189,7 @@ def table() -> Table:
 
 @lru_cache(maxsize=1)
 def observed_facts() -> dict[str, list[dict[str, Any]]]:
-    data = yaml.safe_load(OBSERVED_FILE.read_text(encoding="utf-8")) or {}
+    data = yaml.load(OBSERVED_FILE.read_text(encoding="utf-8"), Loader=YAML_LOADER) or {}  # noqa: S506
     return {k: list(v or []) for k, v in data.items()}
 
 

@@ -225,6 +225,15 @@ MAX_COMMAND = 60
 MAX_COMMANDS = 3
 
 
+_NON_WORD = re.compile(r"[^\w\s'-]")
+
+
+@lru_cache(maxsize=256)
+def _heading_words(section: str) -> str:
+    """A heading as " word word ...": punctuation ("Tests/Docs", "(AI)") becomes a space."""
+    return " " + _NON_WORD.sub(" ", section)
+
+
 def is_directive(seg: Segment, kind: str) -> bool:
     """A segment that asks something of contributors: a modal or request word ("must",
     "should", "please", "make sure", "we require"), a sentence that starts with an imperative
@@ -330,7 +339,10 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 continue
             if rule.segment_kinds and seg.kind not in rule.segment_kinds:
                 continue
-            if rule.section and not any(s in seg.section for s in rule.section):
+            # A section word matches at the start of a heading word ("test" in "Testing",
+            # not in "Latest").
+            if rule.section and not any(f" {s}" in _heading_words(seg.section)
+                                        for s in rule.section):
                 continue
             if any(k in found for k in rule.none):
                 continue

@@ -337,3 +337,10 @@ def test_probot_stale_config() -> None:
     assert statement.startswith("The stale bot (Probot) is configured.")
     assert "after 45 days" in statement and "closed 7 days later" in statement
     assert "`pinned`, `security`" in statement
+
+
+def test_section_words_match_whole_heading_words() -> None:
+    latest = "# Guide\n\n## Latest changes\n\nEvery new feature is announced on the blog.\n"
+    assert "tests_section" not in _rules(summarize_rules({"CONTRIBUTING.md": latest}))
+    slashed = "# Guide\n\n## Tests/Docs\n\nEvery new feature must be covered.\n"
+    assert "tests_section" in _rules(summarize_rules({"CONTRIBUTING.md": slashed}))

@@ -161,10 +161,15 @@ def _tick_step(span: int) -> int:
     return 1460
 
 
+def _label(name: str) -> str:
+    short = name.split(" (")[0]
+    return short if len(short) <= 40 else short[:39] + "…"
+
+
 def timeline(study: dict[str, Any], frameworks: list[str]) -> dict[str, Any]:
     """Geometry of the SVG timeline: one row per study method, one mark per landing with a
     date, x = days from the method's first public version. Numbers and catalog ids only."""
-    label_w, plot_w, row_h, top = 200, 560, 24, 34
+    label_w, plot_w, row_h, top = 270, 600, 24, 40
     marks = [x for x in study["landings"] if x["days"] is not None
              and (not x["detected"] or x.get("in_study"))]
     low = min([0] + [x["days"] for x in marks])
@@ -180,7 +185,9 @@ def timeline(study: dict[str, Any], frameworks: list[str]) -> dict[str, Any]:
 
     index = {m["method"]: i for i, m in enumerate(study["methods"])}
     fw_index = {f: i for i, f in enumerate(frameworks)}
-    rows = [{"method": m["method"], "name": m["name"], "first_public": m["first_public"],
+    # The label is the name without its parenthesised gloss; the full name is the row's title.
+    rows = [{"method": m["method"], "name": m["name"], "label": _label(m["name"]),
+             "first_public": m["first_public"],
              "y": top + i * row_h + row_h / 2, "landed": len(m["frameworks"])}
             for i, m in enumerate(study["methods"])]
     drawn = []
@@ -191,7 +198,7 @@ def timeline(study: dict[str, Any], frameworks: list[str]) -> dict[str, Any]:
         f = fw_index.get(x["framework"], 0)
         drawn.append({**x, "cx": x_of(x["days"]), "cy": rows[i]["y"] + (f - 3) * 2,
                       "colour": COLOURS[f % len(COLOURS)]})
-    height = top + len(rows) * row_h + 40
+    height = top + len(rows) * row_h + 58
     return {
         "width": label_w + plot_w + 20, "height": height, "label_w": label_w,
         "plot_top": top - 8, "plot_bottom": top + len(rows) * row_h,
@@ -199,7 +206,8 @@ def timeline(study: dict[str, Any], frameworks: list[str]) -> dict[str, Any]:
         "ticks": [{"x": x_of(d), "days": d} for d in range(low, high + 1, step)],
         "rows": rows, "marks": drawn,
         "legend": [{"framework": f, "colour": COLOURS[i % len(COLOURS)],
-                    "x": label_w + i * 80} for i, f in enumerate(frameworks)],
+                    "x": label_w + i * 85} for i, f in enumerate(frameworks)],
+        "legend_y": height - 34,
     }
 
 

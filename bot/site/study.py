@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.context import app_context
@@ -48,7 +48,7 @@ async def _threads(session: AsyncSession) -> tuple[list[Any], dict[str, dict[str
     rows = (await session.execute(
         select(Thread.repo, Thread.number, Thread.kind, Thread.state, Thread.title,
                Thread.closed_at, Analysis.is_proposal, Analysis.review_state, Analysis.methods,
-               Analysis.result)
+               Analysis.result["review"].label("review"))  # not the whole result: papers are long
         .join(Analysis, Analysis.thread_id == Thread.id)
         .where(Analysis.is_proposal.is_(True))
     )).all()
@@ -56,7 +56,7 @@ async def _threads(session: AsyncSession) -> tuple[list[Any], dict[str, dict[str
     for r in rows:
         if data.framework_of(r.repo) is None:
             continue
-        review = (r.result or {}).get("review") or {}
+        review = r.review or {}
         record = StudyThread(
             repo=r.repo, number=int(r.number), kind=r.kind, state=r.state,
             is_proposal=bool(r.is_proposal), review_state=r.review_state,
@@ -214,9 +214,27 @@ def timeline(study: dict[str, Any], frameworks: list[str]) -> dict[str, Any]:
 # --- pages -----------------------------------------------------------------------------------
 
 
+async def _freshness(session: AsyncSession) -> tuple[Any, ...]:
+    """Changes whenever a thread, an analysis or the nightly record does (one cheap query)."""
+    threads = (await session.execute(select(func.count(Thread.id), func.max(Thread.stored_at)))).one()
+    analyses = (await session.execute(
+        select(func.count(Analysis.id), func.max(Analysis.analyzed_at)))).one()
+    run = await session.scalar(select(func.max(JobRun.id)).where(JobRun.name == JOB_NAME))
+    return (*threads, *analyses, run)
+
+
 async def _study(request: web.Request) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    async with app_context(request).sessionmaker() as session:
-        return await build_study(session)
+    """The study for a page: computed again only when the stored data changed (a few thousand
+    proposals take most of a second to load), so the set pages behind its links are cheap."""
+    ctx = app_context(request)
+    async with ctx.sessionmaker() as session:
+        stamp = await _freshness(session)
+        cached = ctx.extras.get("study_cache")
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        built = await build_study(session)
+    ctx.extras["study_cache"] = (stamp, built)
+    return built
 
 
 async def study_page(request: web.Request) -> web.Response:

@@ -271,8 +271,11 @@ async def test_empty_database_says_how_sections_get_filled(client: TestClient) -
 
 
 async def test_page_and_json_with_stored_proposals(ctx: AppContext, client: TestClient) -> None:
+    before = await (await client.get("/api/study")).json()
+    assert before["proposals_stored"] == 0
     await seed_threads(ctx)
-    data = await (await client.get("/api/study")).json()
+    data = await (await client.get("/api/study")).json()  # not the study computed before
+    assert data["proposals_stored"] == 4
     assert data["frameworks"]["verl"]["proposals"] == {"all": 3, "open": 1, "declined": 2, "lapsed": 0}
     assert data["review_records"]["requests"]["threads"] == 2
     assert data["review_records"]["unmerged_prs"]["concerns"]["evidence"] == 1
@@ -286,6 +289,7 @@ async def test_page_and_json_with_stored_proposals(ctx: AppContext, client: Test
     assert 'id="detected-table"' in html and 'href="/threads/OpenRLHF/OpenRLHF/77"' in html
     assert "GITHUB_TOKEN" not in html
     assert 'class="mark detected"' in html
+    assert "2025-08 <span class=\"small muted\">(month only: from 2025-08-01)</span>" in html  # TIS
     # Every number links to its set; each set page lists what the number counts.
     links = re.findall(r'<a class="num" href="(/study/sets/[^"]+)">(-?[\d.]+)</a>', html)
     assert len(links) >= 7 * 8 + 3 * 11

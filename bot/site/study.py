@@ -242,7 +242,8 @@ async def study_page(request: web.Request) -> web.Response:
     cat = data.catalog()
     frameworks = list(cat.frameworks)
     return render("study.html", s=study, chart=timeline(study, frameworks),
-                  frameworks=cat.frameworks, methods=cat.methods)
+                  frameworks=cat.frameworks, methods=cat.methods,
+                  published={m["method"]: m for m in study["methods"]})
 
 
 async def api_study(request: web.Request) -> web.Response:

@@ -362,6 +362,17 @@ async def test_nightly_sync_makes_a_merged_pr_a_detected_landing_once(nctx: AppC
     assert landing["date"] == merged_at[:10] and landing["detected_at"]
     assert f"`cispo` in [{key}](https://github.com/OpenRLHF/OpenRLHF/pull/{pr['number']})" in report.markdown
     assert "New landings" in report.markdown
+    from bot.site.report import render_html
+
+    html = render_html(report.data)
+    assert f'<li data-method="cispo"><a href="/methods/cispo">cispo</a> in <a href="/threads/OpenRLHF/OpenRLHF/{pr["number"]}">' in html
+    from bot.app import create_app
+
+    async with TestClient(TestServer(create_app(nctx, worker=False))) as client:
+        page = await (await client.get("/study")).text()
+    detected = re.search(r'<table id="detected-table">.*?</table>', page, re.S)
+    assert detected is not None and f'href="/threads/OpenRLHF/OpenRLHF/{pr["number"]}"' in detected.group(0)
+    assert landing["detected_at"] in detected.group(0)  # first seen by the nightly job
 
     # A second night: the same landing, recorded once; the next day's report does not list it again.
     second = await nightly_job(nctx)

@@ -33,6 +33,7 @@ test: install-test
 
 eval: install
 	$(BIN)/python benchmarks/evaluate.py
+	$(BIN)/python benchmarks/evaluate_rules.py
 
 bench: install
 	$(BIN)/python benchmarks/webhook_throughput.py

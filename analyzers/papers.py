@@ -856,7 +856,7 @@ def link_papers(thread: dict[str, Any], pool: PaperIndex | None = None) -> list[
             # "[GRPO] Add X": a leading tag names the component touched, not a citation.
             raw = _TITLE_TAGS_RE.sub("", raw)
         raw = strip_html_comments(raw.replace("\r\n", "\n"))
-        prose = visible_text(raw)
+        prose = visible_text(raw, keep_task_items=True)
         code = _code_only(raw) if ("```" in raw or "~~~" in raw or "\n    " in raw) else ""
         # arXiv ids: any form in prose; in code blocks only links and arXiv: prefixes. The
         # first mention of an id in each text is the one that counts (its entry is the same

@@ -33,6 +33,7 @@ from analyzers.rules_text import (
     load_yaml,
     markdown_segments,
     match_form,
+    repository_path,
 )
 
 RULES_VERSION = "1"
@@ -44,6 +45,8 @@ HERE = Path(__file__).resolve().parent
 PATTERNS_FILE = HERE / "rules_patterns.yaml"
 OBSERVED_FILE = HERE / "rules_observed.yaml"
 MAX_EVIDENCE = 200
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # a safe loader either way
+MAX_CITED = 3  # files named after a rule in the rendered summary
 KIND_ORDER = {"contributing": 0, "pr_template": 1, "governance": 2, "issue_template": 3,
               "issue_config": 3, "discussion_template": 4, "doc": 5, "agents": 6}
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -76,6 +79,11 @@ class Rule:
     collect: bool
     collect_value: str
     prefer_combined: bool
+    directive: bool  # only sentences that ask for something (modal, imperative, checklist)
+    codes_match: re.Pattern[str] | None  # only code spans like this fill {code} / {codes}
+    collect_codes: bool  # collect: one fact listing the matching code spans of every hit
+    collect_format: str  # collect: each hit rendered with this template (e.g. "{label} in {code}")
+    collect_plain: bool  # collect: values listed as plain lower-case words, not code spans
 
 
 @dataclass
@@ -88,6 +96,10 @@ class Table:
     signatures: list[dict[str, Any]]
     texts: dict[str, dict[str, str]]
     by_first_key: dict[str, list[int]]  # matcher key -> rules whose first group holds it
+    modal: re.Pattern[str]  # words that make a sentence a request ("must", "please", ...)
+    imperative: frozenset[str]  # verbs that make a sentence starting with them a request
+    lead_adverbs: frozenset[str]  # "always", "never", ...: the verb after them counts
+    conditions: frozenset[str]  # "if", "when", ...: the request follows the first comma
 
 
 def _nlp() -> Any:
@@ -103,7 +115,8 @@ def table() -> Table:
     """The rule table, compiled once: one PhraseMatcher and one Matcher for all rules."""
     from spacy.matcher import Matcher, PhraseMatcher
 
-    data = yaml.safe_load(PATTERNS_FILE.read_text(encoding="utf-8"))
+    # libyaml when present: the table is read on the first call, ~10x faster than pure Python.
+    data = yaml.load(PATTERNS_FILE.read_text(encoding="utf-8"), Loader=YAML_LOADER)  # noqa: S506
     pipe = _nlp()
     phrases = PhraseMatcher(pipe.vocab, attr="LOWER")
     tokens = Matcher(pipe.vocab)
@@ -144,12 +157,25 @@ def table() -> Table:
             collect=bool(raw.get("collect", False)),
             collect_value=str(raw.get("collect_value", "")),
             prefer_combined=raw.get("prefer") == "combined",
+            directive=bool(raw.get("directive", False)),
+            codes_match=re.compile(raw["codes_match"], re.I) if raw.get("codes_match") else None,
+            collect_codes=bool(raw.get("collect_codes", False)),
+            collect_format=str(raw.get("collect_format", "")),
+            collect_plain=bool(raw.get("collect_plain", False)),
         ))
     by_first_key: dict[str, list[int]] = {}
     for i, rule in enumerate(rules):
         for key in rule.groups[0]:
             by_first_key.setdefault(key, []).append(i)
+    cues = data["directive"]
+    modal = re.compile(r"\b(?:" + "|".join(
+        re.escape(m).replace(r"\ ", r"\s{1,3}") for m in sorted(cues["modal"], key=len, reverse=True)
+    ) + r")\b")
     return Table(
+        modal=modal,
+        imperative=frozenset(cues["imperative"]),
+        lead_adverbs=frozenset(cues.get("lead_adverbs", [])),
+        conditions=frozenset(cues.get("conditions", [])),
         by_first_key=by_first_key,
         topics=data["topics"],
         core=tuple(data["core_topics"]),
@@ -163,7 +189,7 @@ def table() -> Table:
 
 @lru_cache(maxsize=1)
 def observed_facts() -> dict[str, list[dict[str, Any]]]:
-    data = yaml.safe_load(OBSERVED_FILE.read_text(encoding="utf-8")) or {}
+    data = yaml.load(OBSERVED_FILE.read_text(encoding="utf-8"), Loader=YAML_LOADER) or {}  # noqa: S506
     return {k: list(v or []) for k, v in data.items()}
 
 
@@ -193,10 +219,65 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
     return out
 
 
+_LEAD_NOISE = re.compile(r"^[^A-Za-z]{0,12}(?:\((?:optional|required)\)\s{0,3})?", re.I)
+_CLAUSE = re.compile(r"[.;!?]\s+|:\s+(?=[A-Za-z])")
+MAX_COMMAND = 60
+MAX_COMMANDS = 3
+
+
+_NON_WORD = re.compile(r"[^\w\s'-]")
+
+
+@lru_cache(maxsize=256)
+def _heading_words(section: str) -> str:
+    """A heading as " word word ...": punctuation ("Tests/Docs", "(AI)") becomes a space."""
+    return " " + _NON_WORD.sub(" ", section)
+
+
+def is_directive(seg: Segment, kind: str) -> bool:
+    """A segment that asks something of contributors: a modal or request word ("must",
+    "should", "please", "make sure", "we require"), a sentence that starts with an imperative
+    verb ("Add tests ..."), or an item of a PR template's checklist (boxes and "Did you ...?"
+    questions alike). Descriptions ("We use pytest.") are not requests."""
+    if kind == "pr_template" and (seg.checkbox or (seg.kind == "item" and seg.text.endswith("?"))):
+        return True
+    low = seg.text[:600].lower()
+    tab = table()
+    if tab.modal.search(low):
+        return True
+    # Any sentence of the segment may be the request ("No benchmarks in tests/. Put them ...").
+    for clause in _CLAUSE.split(low)[:8]:
+        clause = _LEAD_NOISE.sub("", clause)
+        if clause.split(" ", 1)[0] in tab.conditions and "," in clause:
+            clause = clause.split(",", 1)[1].strip()
+        words = clause.split(" ", 3)
+        while len(words) > 1 and words[0].strip(",") in tab.lead_adverbs:
+            words = words[1:]
+        if words and words[0].strip(":,.") in tab.imperative:
+            return True
+    return False
+
+
+def _command(code: str) -> str:
+    """A command from a code line or span, without a shell prompt, cut at a word boundary."""
+    code = code.strip()
+    if code.startswith("$ "):
+        code = code[2:].strip()
+    if " #" in code:  # a shell comment after the command
+        code = code.split(" #", 1)[0].rstrip()
+    if len(code) > MAX_COMMAND:
+        code = code[:MAX_COMMAND].rsplit(" ", 1)[0] + " …"
+    return code
+
+
 def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
     """The rule's statement with its placeholders filled from the segment, or None."""
     values: dict[str, str] = {}
     codes = [c.replace("`", "") for c in seg.codes if c.strip()]
+    if rule.codes_match is not None:
+        codes = [_command(c) for c in codes if rule.codes_match.search(_command(c))]
+        if rule.collect_codes and codes:
+            values["_codes"] = "\n".join(codes)
     if codes:
         values["code"] = f"`{codes[0]}`"
         # A bare placeholder such as `{type}` names a slot, not a value: not listed.
@@ -240,6 +321,7 @@ def _evidence(seg: Segment) -> str:
 
 def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any]]:
     tab = table()
+    directive: dict[int, bool] = {}  # per segment, computed when a directive rule asks
     pipe = _nlp()
     strings = pipe.vocab.strings
     hits_by_rule: dict[str, list[tuple[Segment, str, dict[str, str]]]] = {}
@@ -257,27 +339,66 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 continue
             if rule.segment_kinds and seg.kind not in rule.segment_kinds:
                 continue
-            if rule.section and not any(s in seg.section for s in rule.section):
+            # A section word matches at the start of a heading word ("test" in "Testing",
+            # not in "Latest").
+            if rule.section and not any(f" {s}" in _heading_words(seg.section)
+                                        for s in rule.section):
                 continue
             if any(k in found for k in rule.none):
                 continue
+            if rule.directive:
+                if id(seg) not in directive:
+                    directive[id(seg)] = is_directive(seg, kinds.get(seg.file, ""))
+                if not directive[id(seg)]:
+                    continue
             if all(any(k in found for k in group) for group in rule.groups):
                 filled = _fill(rule, seg)
                 if filled is not None:
                     hits_by_rule.setdefault(rule.id, []).append((seg, *filled))
     facts: list[dict[str, Any]] = []
-    fired = set(hits_by_rule)
+    for rule in tab.rules:
+        if rule.collect_codes and rule.id in hits_by_rule:
+            # Only the segments that gave a matching code count (a rule without one is silent).
+            hits_by_rule[rule.id] = [h for h in hits_by_rule[rule.id] if h[2].get("_codes")]
+    fired = {rule_id for rule_id, hits in hits_by_rule.items() if hits}
+    # A rule made redundant by another (`unless`) still says where the rule is written: its
+    # files are cited by the rule that speaks for it.
+    also_in: dict[str, list[str]] = {}
+    for rule in tab.rules:
+        suppressor = next((u for u in rule.unless if u in fired), None)
+        if suppressor and hits_by_rule.get(rule.id):
+            also_in.setdefault(suppressor, []).extend(seg.file for seg, _, _ in hits_by_rule[rule.id])
     for rule in tab.rules:
         hits = hits_by_rule.get(rule.id)
         if not hits or any(u in fired for u in rule.unless):
             continue
-        sources = list(dict.fromkeys(seg.file for seg, _, _ in hits))
-        if rule.collect:
+        sources = list(dict.fromkeys(
+            [seg.file for seg, _, _ in hits] + also_in.get(rule.id, [])))
+        if rule.collect_codes:
+            found = [x for _, _, v in hits for x in v.get("_codes", "").split("\n") if x]
+            if not found:
+                continue
+            joined = ", ".join(f"`{x}`" for x in list(dict.fromkeys(found))[:MAX_COMMANDS])
+            statement = rule.statement.replace("{items}", joined)
+            zh = rule.statement_zh.replace("{items}", joined) if rule.statement_zh else None
+        elif rule.collect:
             # One fact listing every match: the extracted value, else the head, else the text.
             key = f"_all_{rule.collect_value}"
-            if any(key in v for _, _, v in hits):
+            if rule.collect_format:
+                items = list(dict.fromkeys(
+                    _PLACEHOLDER.sub(lambda m, v=values: v.get(m.group(1), ""), rule.collect_format)
+                    for _, _, values in hits
+                    if all(n in values for n in _PLACEHOLDER.findall(rule.collect_format))
+                ))
+                if not items:
+                    continue
+                joined = "; ".join(items[:8])
+            elif any(key in v for _, _, v in hits):
                 found = [x for _, _, v in hits for x in v.get(key, "").split("\n") if x]
-                joined = ", ".join(f"`{x}`" for x in dict.fromkeys(found))
+                if rule.collect_plain:
+                    joined = ", ".join(dict.fromkeys(plain(x).lower() for x in found))
+                else:
+                    joined = ", ".join(f"`{x}`" for x in dict.fromkeys(found))
             else:
                 items = list(dict.fromkeys(
                     values.get(rule.collect_value, "") or plain(seg.head or seg.text)
@@ -285,6 +406,8 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                     if not rule.collect_value or values.get(rule.collect_value)
                 ))
                 joined = "; ".join(items[:8])
+            if not joined:
+                continue  # every hit lacked the value to list: nothing to state
             statement = rule.statement.replace("{items}", joined)
             zh = rule.statement_zh.replace("{items}", joined) if rule.statement_zh else None
         else:
@@ -307,7 +430,21 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
             "evidence": _evidence(hits[0][0]),
             "observed": False,
         })
-    return facts
+    return _merge_same_statements(facts)
+
+
+def _merge_same_statements(facts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Two rules that say the same thing (the same statement on the same topic) become one
+    fact citing the files of both."""
+    kept: dict[tuple[str, str], dict[str, Any]] = {}
+    for fact in facts:
+        key = (fact["topic"], fact["statement"])
+        first = kept.get(key)
+        if first is None:
+            kept[key] = fact
+        else:
+            first["sources"] = list(dict.fromkeys(first["sources"] + fact["sources"]))
+    return list(kept.values())
 
 
 def _structural(files: Mapping[str, str], kinds: dict[str, str]) -> list[dict[str, Any]]:
@@ -318,6 +455,8 @@ def _structural(files: Mapping[str, str], kinds: dict[str, str]) -> list[dict[st
         kind = kinds[path]
         if kind == "workflow":
             facts += structured.workflow_facts(text, path, tab.signatures)
+        elif kind == "yaml" and path.lower().rsplit("/", 1)[-1] in ("stale.yml", "stale.yaml"):
+            facts += structured.probot_stale_facts(text, path)
         elif kind == "codeowners":
             facts += structured.codeowners_facts(text, path)
         elif kind == "ruleset":
@@ -358,6 +497,7 @@ def summarize_rules(files: Mapping[str, str], framework: str | None = None) -> d
     With `framework` (a catalog framework id), the curated observations for that framework are
     added, marked `observed: true` (facts of the repository layout or history, not of a file).
     """
+    files = {repository_path(p): t for p, t in files.items()}
     kinds = {path: file_kind(path) for path, text in files.items() if isinstance(text, str)}
     # The main guide first, so a fact stated in several files cites CONTRIBUTING.
     files = {p: files[p] for p in sorted(kinds, key=lambda p: (KIND_ORDER.get(kinds[p], 9), p))}
@@ -424,7 +564,10 @@ def format_rules_markdown(
         facts = sorted(facts, key=lambda f: f.get("strength") == "hint")
         for fact in facts[: max_per_topic or None]:
             text = (fact.get("statement_zh") if zh else None) or fact["statement"]
-            src = fact.get("source") or ""
+            # Every file that states the rule (up to MAX_CITED), the main one first.
+            cited = [fact.get("source") or ""] + [
+                s for s in fact.get("sources") or [] if s and s != fact.get("source")]
+            src = "; ".join(c for c in cited[:MAX_CITED] if c)
             note = tab.texts["observed"]["zh" if zh else "en"] if fact.get("observed") else ""
             where = f" ({src.replace('`', '')}{note})" if src else (f" ({note.strip(', ')})" if note else "")
             lines.append(f"- {_safe(text)}{_safe(where)}")

@@ -41,9 +41,10 @@ def _on(data: dict[str, Any]) -> Any:
     return data.get("on", data.get(True))
 
 
-def _cron_words(on: Any) -> str:
-    if not isinstance(on, dict):
-        return ""
+def _cron_words(on: Any) -> str | None:
+    """"daily" / "weekly" / "" for another schedule; None when the workflow has no schedule."""
+    if not isinstance(on, dict) or not on.get("schedule"):
+        return None
     for entry in on.get("schedule") or []:
         cron = str(entry.get("cron", "")) if isinstance(entry, dict) else ""
         fields = cron.split()
@@ -103,6 +104,16 @@ def workflow_facts(text: str, source: str, signatures: list[dict[str, Any]]) -> 
             "stale", "stale_reusable",
             f"An inactivity workflow calls the shared workflow `{reusable[0]}` to mark and close "
             "stale issues and PRs.", source))
+    elif not stale_found and _looks_stale(source, data) and _cron_words(on) is not None:
+        # A scheduled job of its own (a script, a bot) rather than actions/stale: its timings
+        # live in code we do not read, so only what the workflow itself shows is stated.
+        scripts = [m.group(0) for r in runs for m in [_SCRIPT.search(r)] if m]
+        what = f" runs `{scripts[0]}`" if scripts else " runs"
+        cadence = _cron_words(on)
+        facts.append(_fact(
+            "stale", "stale_script",
+            f"A {cadence + ' ' if cadence else 'scheduled '}inactivity workflow (stale bot){what} "
+            "to handle stale issues or PRs.", source))
     blob = "\n".join(runs + uses_all + [str(data.get("name") or ""), source]).lower()
     for sig in signatures:
         if any(str(needle).lower() in blob for needle in sig["contains"]):
@@ -110,12 +121,32 @@ def workflow_facts(text: str, source: str, signatures: list[dict[str, Any]]) -> 
     return facts
 
 
+_SCRIPT = re.compile(r"[\w./-]{0,80}\.(?:py|sh|js|ts|rb)\b")
+
+
+def probot_stale_facts(text: str, source: str) -> list[dict[str, Any]]:
+    """The Probot stale app's config (.github/stale.yml): days before stale and close."""
+    data = load_yaml(text)
+    if not isinstance(data, dict) or "daysUntilStale" not in data:
+        return []
+    params = {"days-before-stale": data.get("daysUntilStale"),
+              "days-before-close": data.get("daysUntilClose")}
+    exempt = data.get("exemptLabels")
+    if isinstance(exempt, list):
+        params["exempt-issue-labels"] = ",".join(str(x) for x in exempt)
+    fact = _stale_fact(params, None, source)
+    fact["statement"] = fact["statement"].replace("A stale job runs (actions/stale).",
+                                                  "The stale bot (Probot) is configured.")
+    fact["rule"] = "stale_probot"
+    return [fact]
+
+
 def _looks_stale(source: str, data: dict[str, Any]) -> bool:
     name = f"{source} {data.get('name', '')}".lower()
     return "stale" in name or "inactive" in name
 
 
-def _stale_fact(p: dict[str, Any], cadence: str, source: str) -> dict[str, Any]:
+def _stale_fact(p: dict[str, Any], cadence: str | None, source: str) -> dict[str, Any]:
     def get(*keys: str) -> Any:
         for key in keys:
             if p.get(key) is not None:

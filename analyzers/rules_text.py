@@ -29,11 +29,12 @@ _LINK = re.compile(r"!?\[([^\]\n]{0,300})\]\([^)\s]{0,600}\)")
 _TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,200}>")
 _HTML_COMMENT_MARK = re.compile(r"<!--|-->")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*)$")
-_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?(.*)$")
+_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+(\[[ xX]\]\s+)?(.*)$")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 _BOLD_LEAD = re.compile(r"^\*\*([^*\n]{1,120})\*\*:?\s*")
 _TABLE_SEP = re.compile(r"^[\s|:\-]+$")
 _ADMONITION = re.compile(r"^\[!\w+\]\s*")
+_UNDERLINE = re.compile(r"^ {0,3}(?:={3,}|-{3,}|~{3,}|\^{3,}|\*{3,}|\+{3,})\s*$")
 
 
 @dataclass
@@ -46,10 +47,19 @@ class Segment:
     head: str = ""
     indent: int = 0
     children: list[Segment] = field(default_factory=list)
+    checkbox: bool = False  # a "- [ ] ..." task-list item (a checklist entry of a template)
 
     @property
     def lower(self) -> str:
         return self.text.lower()
+
+
+_REVISION = re.compile(r"\s+@\s*[0-9a-f]{7,40}\s*$")
+
+
+def repository_path(path: str) -> str:
+    """A snapshot's path without the " @ <commit>" a SOURCE.txt line may append to it."""
+    return _REVISION.sub("", path) if "@" in path else path
 
 
 def file_kind(path: str) -> str:
@@ -86,6 +96,8 @@ def inline(text: str) -> tuple[str, list[str]]:
 
     Code spans are cut out first so that `<id>` or `[x](y)` inside them stay as written."""
     codes: list[str] = []
+    if "``" in text:  # reStructuredText literals (``pytest``) are code spans too
+        text = text.replace("``", "`")
     parts = text.split("`") if "`" in text else [text]
     out: list[str] = []
     for i, part in enumerate(parts):
@@ -174,6 +186,14 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
                 code = line.strip()
                 segments.append(Segment(code, file, "code", section, [code[:MAX_CODE_SPAN]]))
             continue
+        if len(para) == 1 and _UNDERLINE.match(line):
+            # A setext (Markdown) or reStructuredText heading: the one line above, underlined.
+            plain, codes = inline(para.pop().strip("# "))
+            section = plain.lower()
+            segments.append(Segment(plain, file, "heading", section, codes))
+            items.clear()
+            lead = None
+            continue
         m = _FENCE.match(line)
         if m:
             flush()
@@ -182,6 +202,11 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
         stripped = line.strip()
         if not stripped:
             flush()
+            continue
+        if not para and not items and raw.startswith(("    ", "\t")):
+            # An indented block outside a list and after a blank line: code (Markdown, and the
+            # literal blocks of reStructuredText).
+            segments.append(Segment(stripped, file, "code", section, [stripped[:MAX_CODE_SPAN]]))
             continue
         h = _HEADING.match(line)
         if h:
@@ -212,11 +237,12 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
         if im and not stripped.startswith("**") and not _TABLE_SEP.match(stripped):
             flush()
             indent = len(im.group(1).expandtabs(4))
-            body = im.group(2)
+            body = im.group(3)
             bm = _BOLD_LEAD.match(body)
             head = inline(bm.group(1))[0].rstrip(":") if bm else ""
             plain, codes = inline(body)
-            seg = Segment(plain, file, "item", section, codes, head=head, indent=indent)
+            seg = Segment(plain, file, "item", section, codes, head=head, indent=indent,
+                          checkbox=bool(im.group(2)))
             while items and items[-1].indent >= indent:
                 items.pop()
             if items:

@@ -119,10 +119,16 @@ def _normalise_heading(line: str) -> str | None:
     return " ".join(s.split())
 
 
-def is_template_line(line: str) -> bool:
-    """A heading or sentence that an issue/PR template supplies, or a checkbox item."""
-    if _CHECKBOX_RE.match(line):
-        return True
+def is_template_line(line: str, *, checkboxes: bool = True) -> bool:
+    """A heading or sentence that an issue/PR template supplies, or a checkbox item.
+
+    With `checkboxes=False` a task-list item counts only when its own text (after the box) is
+    a template sentence: a poster's "- [x] Method (link)" is a list item like any other."""
+    box = _CHECKBOX_RE.match(line)
+    if box:
+        if checkboxes:
+            return True
+        line = line[box.end() :]
     h = _normalise_heading(line)
     if h is not None and (h in TEMPLATE_HEADINGS or not h):
         return True
@@ -187,9 +193,15 @@ def strip_inline_code(text: str) -> str:
     return _INLINE_CODE_RE.sub(" ", text)
 
 
-def visible_text(text: str | None, *, drop_inline_code: bool = False) -> str:
+def visible_text(
+    text: str | None, *, drop_inline_code: bool = False, keep_task_items: bool = False
+) -> str:
     """The prose of a Markdown body: no HTML comments, code blocks, template headings,
-    template sentences or checkbox lines. Line structure is kept (removed lines are empty)."""
+    template sentences or checkbox lines. Line structure is kept (removed lines are empty).
+
+    `keep_task_items`: task-list items stay unless their text is a template sentence (paper
+    links and method names are cited in task lists; issue-form checkboxes are not prose for
+    the failure and proposal readers, which keep the default)."""
     if not text:
         return ""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -200,7 +212,7 @@ def visible_text(text: str | None, *, drop_inline_code: bool = False) -> str:
     for line in text.split("\n"):
         t = template.get(line)
         if t is None:
-            t = template[line] = is_template_line(line)
+            t = template[line] = is_template_line(line, checkboxes=not keep_task_items)
         lines.append("" if t else line)
     out = "\n".join(lines)
     return strip_inline_code(out) if drop_inline_code else out

@@ -3,7 +3,7 @@
 The job (cron `settings.nightly_cron`, default 03:00 UTC) runs, each step on its own so one
 failing step does not stop the others: GraphQL sync, re-analysis of threads whose analysis is
 missing or from an older analyzer version, recovery of missed deliveries, reception of the
-app's comments, contribution rules refresh, optional arXiv listings, and the report. Each run
+app's comments, contribution rules refresh, optional arXiv listings, the study (bot.site.study) and the report. Each run
 is a JobRun row (start, end, outcome, counts per step).
 
 Several replicas on PostgreSQL: the run holds `pg_try_advisory_lock(NIGHTLY_LOCK)` on its own
@@ -112,6 +112,12 @@ async def step_papers(ctx: Any) -> Any:
     return (await fetch_new_papers(ctx)).as_dict()
 
 
+async def step_study(ctx: Any) -> Any:
+    from bot.site.study import refresh_study
+
+    return await refresh_study(ctx)
+
+
 async def step_report(ctx: Any) -> Any:
     from bot.site.report import run_report
 
@@ -125,6 +131,7 @@ STEPS: list[tuple[str, Step]] = [
     ("reception", step_reception),
     ("rules", step_rules),
     ("papers", step_papers),
+    ("study", step_study),  # after sync and re-analysis; before the report, which lists its new landings
     ("report", step_report),  # last: it reports what the steps before brought in
 ]
 

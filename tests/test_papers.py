@@ -103,6 +103,31 @@ def test_visible_text_is_linear(hostile: str) -> None:
     assert time.perf_counter() - t0 < 2.0
 
 
+def test_task_list_items_are_prose_for_papers_but_template_boxes_are_not() -> None:
+    body = "- [x] I searched existing issues\n- [ ] Did you write any new necessary tests?\n"
+    out = visible_text(body, keep_task_items=True)
+    assert "I searched existing issues" in out and "necessary tests" not in out
+    assert visible_text(body).strip() == ""  # the failure and proposal readers: unchanged
+
+
+def test_paper_links_and_method_names_in_a_task_list() -> None:
+    body = (
+        "Methods in this PR:\n\n"
+        "- [x] Clip-higher (https://huggingface.co/papers/2503.14476)\n"
+        "- [ ] Sequence-level ratios, arXiv:2507.18071\n"
+        "* [X] CISPO\n"
+        "- [ ] Did you write any new necessary tests?\n"
+        "<!-- - [ ] https://arxiv.org/abs/2402.03300 -->\n"
+        "```\n- [x] https://arxiv.org/abs/2501.12948 in code is a link, still found\n```\n"
+    )
+    got = links(thread("Add methods", body))
+    assert {"2503.14476", "2507.18071"} <= set(got)
+    assert got["2503.14476"]["how"] == "arxiv_id"
+    assert any((p["method"] or "").lower() == "cispo" or "CISPO" in p["title"]
+               for p in got.values())
+    assert "2402.03300" not in got  # HTML comments stay skipped
+
+
 # ---- arXiv ids -----------------------------------------------------------------------------
 def test_known_arxiv_id_gets_title_and_method() -> None:
     got = links(thread("Support the DAPO trick", "Paper: https://arxiv.org/abs/2503.14476v2"))

@@ -76,7 +76,7 @@ EXPECTED: dict[str, list[tuple[str, list[str]]]] = {
         ("algorithms", ["main code must stay stable"]),
         ("algorithms", ["less likely to be implemented"]),
         ("issue-first", ["link the paper"]),
-        ("issue-first", ["discussed or approved"]),
+        ("issue-first", ["discussed (or agreed) in an issue"]),
         ("review", ["closed without review"]),
         ("review", ["first-time contributors must fill"]),
         ("review", ["20 characters"]),

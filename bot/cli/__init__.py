@@ -25,6 +25,7 @@ COMMANDS = {
     "stats": "bot.site.stats:stats_command",
     "papers": "bot.github.papers:papers_command",
     "preview": "bot.speaking.preview:preview_command",
+    "study": "bot.site.study:study_command",
 }
 
 
@@ -110,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("preview", help="dry-run over a repository's last 30 days of issues")
     p.add_argument("repo", metavar="OWNER/NAME")
     p.add_argument("--days", type=int, default=30)
+
+    p = sub.add_parser("study", help="the study: landings, per framework, review records")
+    p.add_argument("--json", action="store_true")
     _add_debug_flag(parser, top=True)
     return parser
 

@@ -1,5 +1,9 @@
 """The nightly proposal-status report: what changed since the previous report, per framework.
 
+New landings: merged method pull requests the nightly study step (bot.site.study) first
+recorded as detected landings after the previous report was built (all it recorded, for a
+first report).
+
 How "what changed" is known: every report stores a snapshot of the state of each tracked
 thread (proposal or failure report) in its data; the next report diffs the current state
 against the previous report's snapshot. A first report (no previous one) is a baseline: it
@@ -24,6 +28,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from bot.site.study import detected_since
 from bot.store.models import Action, Analysis, Comment, Report, Repository, Thread
 from bot.store.types import utcnow
 
@@ -163,6 +168,7 @@ async def build_report(ctx: Any, day: date | None = None) -> dict[str, Any]:
             select(Report).where(Report.date < day.isoformat()).order_by(Report.date.desc()).limit(1))
         prev_snapshot = (previous.data or {}).get("snapshot") if previous is not None else None
         prev_date = previous.date if previous is not None else None
+        new_landings = await detected_since(session, previous.created_at if previous is not None else None)
     changes = diff(prev_snapshot, snapshot)
     day_end = datetime.combine(day, datetime.min.time(), UTC) + timedelta(days=1)
     day_start = day_end - timedelta(days=1)
@@ -190,11 +196,13 @@ async def build_report(ctx: Any, day: date | None = None) -> dict[str, Any]:
             "failures_today": dict(sorted(failures.items())),
             "median_first_reply_days": round(statistics.median(reply_days), 1) if reply_days else None,
             "replied": len(reply_days),
+            "new_landings": [x for x in new_landings if x["framework"] == fid],
         }
     return {
         "date": day.isoformat(), "previous": prev_date, "baseline": prev_snapshot is None,
         "generated_at": now.isoformat(), "frameworks": per_fw, "paused": extra["paused"],
         "totals": {kind: len(items) for kind, items in changes.items()},
+        "new_landings": len(new_landings),
         "snapshot": snapshot, "titles": extra["titles"], "urls": extra["urls"],
     }
 
@@ -304,7 +312,7 @@ async def run_report(ctx: Any, day: date | None = None, out: Path | None = None)
         log.warning("report: posting failed: %s", exc)
         outcome = "failed"
     return {"date": data["date"], "posted": outcome, "totals": data["totals"],
-            "baseline": data["baseline"]}
+            "new_landings": data["new_landings"], "baseline": data["baseline"]}
 
 
 def _write_files(out: Path, day: str, markdown: str, html: str) -> None:

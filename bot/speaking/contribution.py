@@ -34,11 +34,11 @@ FILES = (
     "CONTRIBUTING.md", ".github/CONTRIBUTING.md", "docs/CONTRIBUTING.md", "CONTRIBUTING.rst",
     "GOVERNANCE.md", "AGENTS.md", "CLAUDE.md", ".ai/AGENTS.md",
     ".github/PULL_REQUEST_TEMPLATE.md", ".github/pull_request_template.md",
-    "PULL_REQUEST_TEMPLATE.md", ".github/CODEOWNERS", "CODEOWNERS",
+    "PULL_REQUEST_TEMPLATE.md", ".github/CODEOWNERS", "CODEOWNERS", ".github/stale.yml",
 )
 # Folders whose files are all read (issue and discussion templates), or filtered (workflows).
 FOLDERS = (".github/ISSUE_TEMPLATE", ".github/DISCUSSION_TEMPLATE", ".github/workflows")
-WORKFLOW_NAMES = re.compile(r"stale|inactive|title|semantic|dco|pre-?commit|lint|copyright", re.I)
+WORKFLOW_NAMES = re.compile(r"stale|inactive|title|semantic|dco|cla|pre-?commit|lint|copyright", re.I)
 _POINTER = re.compile(r"github\.com/([\w.-]{1,100})/([\w.-]{1,100})/blob/[\w.-]{1,100}/([\w./-]{1,200})")
 
 

@@ -1,0 +1,335 @@
+"""The study, live: GET /study, /study/sets/{name}, /api/study, `rltracker study`, and the
+nightly step that records it.
+
+The numbers are computed by analyzers.study from the catalog and the stored proposals (their
+analyses give the review state, the replies and the concerns). Pages and the API compute them
+on each request, so they follow the catalog and the database at once. The nightly step
+(`refresh_study`) stores each run's result as a JobRun named "study": that record is what
+remembers when each detected landing was first seen, so a merged pull request becomes a
+detected landing once, and the nightly report lists it as new once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import sys
+from datetime import datetime
+from typing import Any
+
+from aiohttp import web
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.context import app_context
+from bot.site import data
+from bot.site.pages import json_response, not_found, render
+from bot.store.models import Analysis, JobRun, Thread
+from bot.store.types import format_datetime, utcnow
+
+JOB_NAME = "study"
+HOW_TO_FILL = ("No proposals are stored yet. They come in with `rltracker sync` (set "
+               "GITHUB_TOKEN, or the app's credentials) or, once the GitHub App is installed "
+               "on a framework's repository, with its webhooks; the nightly job keeps them "
+               "current.")
+# Okabe-Ito colours, one per framework, in catalog order (distinct for colour-blind readers).
+COLOURS = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000")
+METHOD_SET_PREFIXES = ("landed", "first", "dated", "detected")
+
+
+# --- data ------------------------------------------------------------------------------------
+
+
+async def _threads(session: AsyncSession) -> tuple[list[Any], dict[str, dict[str, Any]]]:
+    """The stored proposals as study records, and per thread key what a list of them shows."""
+    from analyzers.study import StudyThread
+
+    rows = (await session.execute(
+        select(Thread.repo, Thread.number, Thread.kind, Thread.state, Thread.title,
+               Thread.closed_at, Analysis.is_proposal, Analysis.review_state, Analysis.methods,
+               Analysis.result["review"].label("review"))  # not the whole result: papers are long
+        .join(Analysis, Analysis.thread_id == Thread.id)
+        .where(Analysis.is_proposal.is_(True))
+    )).all()
+    records, shown = [], {}
+    for r in rows:
+        if data.framework_of(r.repo) is None:
+            continue
+        review = r.review or {}
+        record = StudyThread(
+            repo=r.repo, number=int(r.number), kind=r.kind, state=r.state,
+            is_proposal=bool(r.is_proposal), review_state=r.review_state,
+            methods=tuple(r.methods or ()),
+            replied_from_other=bool(review.get("replied_from_other")),
+            concerns=tuple(review.get("concerns") or ()),
+            closed_at=format_datetime(r.closed_at),
+        )
+        records.append(record)
+        shown[record.key] = {
+            "key": record.key, "repo": r.repo, "number": int(r.number), "kind": r.kind,
+            "title": r.title or "", "review_state": r.review_state,
+            "page": f"/threads/{r.repo}/{int(r.number)}",
+            "url": data.thread_url(r.repo, int(r.number), r.kind),
+        }
+    return records, shown
+
+
+async def _latest_stored(session: AsyncSession) -> JobRun | None:
+    return await session.scalar(
+        select(JobRun).where(JobRun.name == JOB_NAME, JobRun.outcome == "ok")
+        .order_by(JobRun.id.desc()).limit(1))
+
+
+def _seen(stored: JobRun | None) -> dict[str, str]:
+    """method@framework -> when the nightly job first recorded that detected landing."""
+    landings = ((stored.counts or {}).get("landings") or []) if stored is not None else []
+    return {f"{x['method']}@{x['framework']}": x["detected_at"]
+            for x in landings if x.get("detected") and x.get("detected_at")}
+
+
+async def build_study(session: AsyncSession) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The study computed now, and the shown fields of every thread it counts."""
+    from analyzers.study import compute_study
+
+    records, shown = await _threads(session)
+    stored = await _latest_stored(session)
+    study = await asyncio.to_thread(compute_study, data.catalog(), records, _seen(stored))
+    study["computed_at"] = format_datetime(utcnow())
+    study["recorded_at"] = format_datetime(stored.finished_at) if stored is not None else None
+    study["how_to_fill"] = None if study["proposals_stored"] else HOW_TO_FILL
+    for x in study["landings"]:
+        if x["detected"]:
+            pr = shown.get(x["pull_request"], {})
+            x["pull_request_url"] = pr.get("url")
+            x["pull_request_page"] = pr.get("page")
+    return study, shown
+
+
+def _compact(study: dict[str, Any]) -> dict[str, Any]:
+    """What a run records: the numbers and landings, not the member lists behind the links."""
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k != "sets"}
+        return value
+
+    return {k: strip(v) for k, v in study.items()
+            if k in ("frameworks", "landings", "review_records", "proposals_stored",
+                     "computed_at")}
+
+
+async def refresh_study(ctx: Any) -> dict[str, Any]:
+    """The nightly step: compute the study, date the detected landings first seen now, and
+    record the run (JobRun "study", the numbers in `counts`)."""
+    from bot.store.jobs import record_job_run
+
+    started = utcnow()
+    async with ctx.sessionmaker() as session:
+        study, _ = await build_study(session)
+    now = format_datetime(started)
+    new = []
+    for x in study["landings"]:
+        if x["detected"] and not x.get("detected_at"):
+            x["detected_at"] = now
+            new.append(f"{x['method']}@{x['framework']}")
+    await record_job_run(ctx, JOB_NAME, None, started_at=started, finished_at=utcnow(),
+                         outcome="ok", counts=_compact(study))
+    return {"landings": sum(1 for x in study["landings"] if not x["detected"]),
+            "detected": sum(1 for x in study["landings"] if x["detected"]),
+            "new_detected": new, "proposals": study["proposals_stored"]}
+
+
+async def detected_since(session: AsyncSession, since: datetime | None) -> list[dict[str, Any]]:
+    """Detected landings the nightly job first recorded after `since` (all when None), from
+    its latest record; for the nightly report."""
+    stored = await _latest_stored(session)
+    if stored is None:
+        return []
+    cutoff = format_datetime(since) if since is not None else None
+    return [dict(x) for x in (stored.counts or {}).get("landings") or []
+            if x.get("detected") and x.get("detected_at")
+            and (cutoff is None or x["detected_at"] > cutoff)]
+
+
+# --- the timeline ----------------------------------------------------------------------------
+
+
+def _tick_step(span: int) -> int:
+    for step in (30, 60, 90, 180, 365, 730):
+        if span / step <= 8:
+            return step
+    return 1460
+
+
+def _label(name: str) -> str:
+    short = name.split(" (")[0]
+    return short if len(short) <= 40 else short[:39] + "…"
+
+
+def timeline(study: dict[str, Any], frameworks: list[str]) -> dict[str, Any]:
+    """Geometry of the SVG timeline: one row per study method, one mark per landing with a
+    date, x = days from the method's first public version. Numbers and catalog ids only."""
+    label_w, plot_w, row_h, top = 270, 600, 24, 40
+    marks = [x for x in study["landings"] if x["days"] is not None
+             and (not x["detected"] or x.get("in_study"))]
+    low = min([0] + [x["days"] for x in marks])
+    high = max([30] + [x["days"] for x in marks])
+    span = high - low
+    step = _tick_step(span)
+    low = step * math.floor(low / step)
+    high = step * math.ceil(high / step)
+    span = max(high - low, 1)
+
+    def x_of(days: int) -> float:
+        return round(label_w + plot_w * (days - low) / span, 1)
+
+    index = {m["method"]: i for i, m in enumerate(study["methods"])}
+    fw_index = {f: i for i, f in enumerate(frameworks)}
+    # The label is the name without its parenthesised gloss; the full name is the row's title.
+    rows = [{"method": m["method"], "name": m["name"], "label": _label(m["name"]),
+             "first_public": m["first_public"],
+             "y": top + i * row_h + row_h / 2, "landed": len(m["frameworks"])}
+            for i, m in enumerate(study["methods"])]
+    drawn = []
+    for x in marks:
+        i = index.get(x["method"])
+        if i is None:
+            continue
+        f = fw_index.get(x["framework"], 0)
+        drawn.append({**x, "cx": x_of(x["days"]), "cy": rows[i]["y"] + (f - 3) * 2,
+                      "colour": COLOURS[f % len(COLOURS)]})
+    height = top + len(rows) * row_h + 58
+    return {
+        "width": label_w + plot_w + 20, "height": height, "label_w": label_w,
+        "plot_top": top - 8, "plot_bottom": top + len(rows) * row_h,
+        "zero": x_of(0), "left": x_of(low),
+        "ticks": [{"x": x_of(d), "days": d} for d in range(low, high + 1, step)],
+        "rows": rows, "marks": drawn,
+        "legend": [{"framework": f, "colour": COLOURS[i % len(COLOURS)],
+                    "x": label_w + i * 85} for i, f in enumerate(frameworks)],
+        "legend_y": height - 34,
+    }
+
+
+# --- pages -----------------------------------------------------------------------------------
+
+
+async def _freshness(session: AsyncSession) -> tuple[Any, ...]:
+    """Changes whenever a thread, an analysis or the nightly record does (one cheap query)."""
+    threads = (await session.execute(select(func.count(Thread.id), func.max(Thread.stored_at)))).one()
+    analyses = (await session.execute(
+        select(func.count(Analysis.id), func.max(Analysis.analyzed_at)))).one()
+    run = await session.scalar(select(func.max(JobRun.id)).where(JobRun.name == JOB_NAME))
+    return (*threads, *analyses, run)
+
+
+async def _study(request: web.Request) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The study for a page: computed again only when the stored data changed (a few thousand
+    proposals take most of a second to load), so the set pages behind its links are cheap."""
+    ctx = app_context(request)
+    async with ctx.sessionmaker() as session:
+        stamp = await _freshness(session)
+        cached = ctx.extras.get("study_cache")
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        built = await build_study(session)
+    ctx.extras["study_cache"] = (stamp, built)
+    return built
+
+
+async def study_page(request: web.Request) -> web.Response:
+    study, _ = await _study(request)
+    cat = data.catalog()
+    frameworks = list(cat.frameworks)
+    return render("study.html", s=study, chart=timeline(study, frameworks),
+                  frameworks=cat.frameworks, methods=cat.methods,
+                  published={m["method"]: m for m in study["methods"]})
+
+
+async def api_study(request: web.Request) -> web.Response:
+    study, _ = await _study(request)
+    return json_response(study)
+
+
+def _set_title(name: str, frameworks: dict[str, Any]) -> str:
+    parts = name.split(".")
+    fw = frameworks.get(parts[1]).name if len(parts) > 1 and parts[1] in frameworks else ""
+    if parts[0] == "landed":
+        return f"Study methods landed in {fw}"
+    if parts[0] == "first":
+        return f"Study methods that landed first in {fw}"
+    if parts[0] == "dated":
+        return f"Dated landings in {fw} (the median is taken over these)"
+    if parts[0] == "detected":
+        return f"Detected landings in {fw} (merged pull requests, not yet in the catalog)"
+    if parts[0] == "proposals":
+        return f"{fw} proposals for methods no framework carries: {parts[2]}"
+    if parts[0] == "review":
+        group = {"merged_prs": "Merged method pull requests",
+                 "unmerged_prs": "Unmerged method pull requests",
+                 "requests": "Method requests (issues)"}.get(parts[1], parts[1])
+        what = parts[2] if len(parts) == 3 else f"concern: {parts[3].replace('_', ' ')}"
+        return f"{group}: {what.replace('_', ' ')}"
+    return name
+
+
+async def set_page(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    study, shown = await _study(request)
+    members = study["sets"].get(name)
+    if members is None:
+        return not_found("study set")
+    cat = data.catalog()
+    kind = "methods" if name.split(".")[0] in METHOD_SET_PREFIXES else "threads"
+    framework = name.split(".")[1] if kind == "methods" else None
+    rows: list[dict[str, Any]] = []
+    if kind == "methods":
+        by_key = {(x["method"], x["framework"], x["detected"]): x for x in study["landings"]}
+        detected = name.startswith("detected.")
+        for mid in members:
+            landing = by_key.get((mid, framework, detected), {})
+            rows.append({"method": mid, "name": cat.methods[mid].name, **landing})
+    else:
+        rows = [shown[k] for k in members if k in shown]
+    return render("study_set.html", name=name, title=_set_title(name, cat.frameworks),
+                  kind=kind, rows=rows, frameworks=cat.frameworks)
+
+
+def setup(app: web.Application) -> None:
+    """Adds the study's page, its member lists and its JSON twin."""
+    app.router.add_get("/study", study_page)
+    app.router.add_get("/study/sets/{name}", set_page)
+    app.router.add_get("/api/study", api_study)
+
+
+# --- command ---------------------------------------------------------------------------------
+
+
+def study_command(args: Any) -> int:
+    """`rltracker study [--json]`: the study from the catalog and the database, as /api/study."""
+    from bot.config import Settings
+    from bot.context import AppContext
+
+    async def run() -> dict[str, Any]:
+        ctx = AppContext.create(Settings.from_env())
+        try:
+            async with ctx.sessionmaker() as session:
+                return (await build_study(session))[0]
+        finally:
+            await ctx.close()
+
+    study = asyncio.run(run())
+    if getattr(args, "json", False):
+        json.dump(study, sys.stdout, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return 0
+    out = [f"{'framework':10} methods first median  proposals all/open/declined/lapsed  detected"]
+    for fid, fw in study["frameworks"].items():
+        p = fw["proposals"]
+        median = "-" if fw["median_days"] is None else fw["median_days"]
+        out.append(f"{fid:10} {fw['methods']:7} {fw['first_anywhere']:5} {median!s:>6}  "
+                   f"{p['all']}/{p['open']}/{p['declined']}/{p['lapsed']:<27} {fw['detected']}")
+    if study["how_to_fill"]:
+        out.append(study["how_to_fill"])
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0

@@ -38,6 +38,18 @@ def _bind_failure(host: str, port: int, exc: OSError) -> str:
     return f"cannot listen on {host}:{port} ({reason}); {hint}"
 
 
+async def _check_address(host: str, port: int) -> None:
+    """Bind the address once and let it go, so that a taken port (or a host that is not this
+    machine's) is told before the start-up work; if it is taken in between, the real bind
+    reports it the same way."""
+    try:
+        probe = await asyncio.get_running_loop().create_server(asyncio.Protocol, host, port)
+    except OSError as exc:
+        raise UserError(_bind_failure(host, port, exc)) from exc
+    probe.close()
+    await probe.wait_closed()
+
+
 def settings_for_serve(dev: bool, env: dict[str, str] | None = None) -> tuple[Settings, str | None]:
     """Settings from the environment; in dev mode a random secret (returned to be printed) and
     dry-run. Raises SystemExit-worthy ValueError when a secret is required but missing."""
@@ -66,6 +78,7 @@ def _github_client(settings: Settings) -> Any:
 
 async def serve(settings: Settings, host: str, port: int, *, worker: bool = True,
                 scheduler: bool = True, ready: asyncio.Event | None = None) -> int:
+    await _check_address(host, port)
     from bot.app import create_app
     from bot.context import AppContext
     from bot.store.migrate import current_revision, head_revision

@@ -320,3 +320,20 @@ async def test_every_empty_section_says_what_fills_it(ctx: AppContext, token: st
                 assert "A GitHub token is set: run <code>rltracker sync</code>" in html, path
         html = await (await client.get("/frameworks/verl")).text()
         assert "The app is not installed on verl-project/verl. Once the GitHub App is installed" in html
+
+
+def test_fresh_moves_every_timestamp_by_one_offset() -> None:
+    from datetime import UTC, datetime
+
+    from bot.webhooks.replay import freshened
+
+    bodies = [p.read_bytes() for p in sorted(EXAMPLES.rglob("*.json"))] + [b"not json"]
+    now = datetime(2031, 5, 1, 12, 0, tzinfo=UTC)
+    moved = freshened(bodies, now)
+    assert moved[-1] == b"not json"
+    review = json.loads(moved[-2])  # pull_request_review/submitted.concern.json: the newest
+    assert review["review"]["submitted_at"] == "2031-05-01T12:00:00Z"
+    before, after = json.loads(bodies[2]), json.loads(moved[2])  # issues/opened.failure-en.json
+    assert after["issue"]["created_at"] == "2031-05-01T05:09:47Z"  # 6 h 50 min 13 s earlier, as written
+    assert before["issue"]["created_at"] == "2026-11-30T09:12:44Z"
+    assert after["issue"]["body"] == before["issue"]["body"] and after["installation"] == before["installation"]

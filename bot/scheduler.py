@@ -30,8 +30,9 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 
+from bot.github.sync import Progress
 from bot.store.db import is_postgres
 from bot.store.jobs import FIRST_BACKFILL, record_job_run
 from bot.store.models import JobRun
@@ -215,19 +216,17 @@ def _jsonable(value: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------- first run
-class _BackfillProgress:
+class _BackfillProgress(Progress):
     """The sync's progress (threads written of the repositories' total) copied into the
     backfill's JobRun row, at most once a second, for the front page to show."""
 
     def __init__(self, ctx: Any, run_id: int) -> None:
+        super().__init__(enabled=False)
         self.ctx = ctx
         self.run_id = run_id
         self.counts: dict[str, Any] = {}
         self._writing: asyncio.Task[Any] | None = None
         self._last = 0.0
-
-    def start(self, total: int | None) -> None:
-        pass
 
     def update(self, done: int, total: int | None, stats: Any) -> None:
         self.counts = {"threads": done, "total": total, "requests": stats.requests}
@@ -236,9 +235,6 @@ class _BackfillProgress:
             self._last = now
             self._writing = asyncio.create_task(
                 record_job_run(self.ctx, FIRST_BACKFILL, self.run_id, counts=dict(self.counts)))
-
-    def stop(self) -> None:
-        pass
 
     async def written(self) -> None:
         """Wait for a progress write in flight (so it cannot overwrite the final counts)."""
@@ -249,8 +245,6 @@ class _BackfillProgress:
 async def needs_first_backfill(ctx: Any) -> bool:
     """With a token or the app's credentials: the database holds no thread yet, or the last
     first backfill did not finish (the process stopped; the stored cursors resume it)."""
-    from sqlalchemy import func
-
     from bot.store.models import SyncCursor, Thread
 
     if not _can_read_github(ctx):
@@ -290,7 +284,7 @@ async def first_backfill(ctx: Any) -> dict[str, Any]:
         from bot.pipeline import sync_changed
 
         log.info("first backfill: started")
-        stats = await sync(ctx, on_changed=partial(sync_changed, ctx), progress=progress)  # type: ignore[arg-type]
+        stats = await sync(ctx, on_changed=partial(sync_changed, ctx), progress=progress)
         await progress.written()
         counts = _jsonable(dict(stats.as_dict(), total=progress.counts.get("total")))
         await record_job_run(ctx, FIRST_BACKFILL, run_id, finished_at=utcnow(), outcome="ok",

@@ -320,6 +320,8 @@ async def test_every_empty_section_says_what_fills_it(ctx: AppContext, token: st
                 assert "A GitHub token is set: run <code>rltracker sync</code>" in html, path
         html = await (await client.get("/frameworks/verl")).text()
         assert "The app is not installed on verl-project/verl. Once the GitHub App is installed" in html
+        html = await (await client.get("/reports/")).text()
+        assert "<code>rltracker report</code> builds today's at once" in html and "rltracker sync" in html
 
 
 def test_fresh_moves_every_timestamp_by_one_offset() -> None:

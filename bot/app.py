@@ -10,7 +10,7 @@ from aiohttp import web
 from bot.config import WEBHOOK_BODY_LIMIT
 from bot.context import CTX, INBOX, METRICS, WORKER
 from bot.metrics import Metrics
-from bot.site import api, pages, preview_pages, report_pages, study
+from bot.site import api, pages, preview_pages, report_pages, study, threads
 from bot.webhooks.inbox import Inbox
 from bot.webhooks.receive import webhook
 from bot.webhooks.worker import Worker
@@ -51,4 +51,5 @@ def create_app(ctx: Any, *, worker: bool = True, worker_options: dict[str, Any] 
     report_pages.setup(app)
     preview_pages.setup(app)
     study.setup(app)
+    threads.setup(app)
     return app

@@ -14,6 +14,11 @@ A run missed while the service was down: APScheduler's misfire grace covers shor
 a running process; at start, a one-off job compares the last cron fire time with the last
 run and runs the job at once when that fire time has no run (a fresh installation, with no
 run at all, waits for its first scheduled time).
+
+The first start with a token and an empty database does not wait for the night:
+`start_first_backfill` runs the sync step at once in the background (JobRun
+`first_backfill`, its progress shown on the front page); interrupted, the next start resumes
+it from the stored cursors.
 """
 
 from __future__ import annotations
@@ -25,10 +30,11 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 
+from bot.github.sync import Progress
 from bot.store.db import is_postgres
-from bot.store.jobs import record_job_run
+from bot.store.jobs import FIRST_BACKFILL, record_job_run
 from bot.store.models import JobRun
 from bot.store.types import utcnow
 
@@ -44,8 +50,9 @@ Step = Callable[[Any], Awaitable[Any]]
 
 # ---------------------------------------------------------------------------- steps
 def _can_read_github(ctx: Any) -> bool:
-    # GitHub's GraphQL API refuses anonymous clients: a token or the app is needed.
-    return ctx.github is not None and (ctx.settings.has_app_credentials or bool(ctx.settings.token))
+    from bot.site.progress import can_read_github
+
+    return ctx.github is not None and can_read_github(ctx.settings)
 
 
 async def step_sync(ctx: Any) -> Any:
@@ -213,6 +220,108 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, str | int | float | bool) or value is None:
         return value
     return str(value)
+
+
+# ---------------------------------------------------------------------------- first run
+class _BackfillProgress(Progress):
+    """The sync's progress (threads written of the repositories' total) copied into the
+    backfill's JobRun row, at most once a second, for the front page to show."""
+
+    def __init__(self, ctx: Any, run_id: int) -> None:
+        super().__init__(enabled=False)
+        self.ctx = ctx
+        self.run_id = run_id
+        self.counts: dict[str, Any] = {}
+        self._writing: asyncio.Task[Any] | None = None
+        self._last = 0.0
+
+    def update(self, done: int, total: int | None, stats: Any) -> None:
+        self.counts = {"threads": done, "total": total, "requests": stats.requests}
+        now = asyncio.get_running_loop().time()
+        if (self._writing is None or self._writing.done()) and now - self._last >= 1.0:
+            self._last = now
+            self._writing = asyncio.create_task(
+                record_job_run(self.ctx, FIRST_BACKFILL, self.run_id, counts=dict(self.counts)))
+
+    async def written(self) -> None:
+        """Wait for a progress write in flight (so it cannot overwrite the final counts)."""
+        if self._writing is not None:
+            await asyncio.gather(self._writing, return_exceptions=True)
+
+
+async def needs_first_backfill(ctx: Any) -> bool:
+    """With a token or the app's credentials: the database holds no thread yet, or the last
+    first backfill did not finish (the process stopped; the stored cursors resume it)."""
+    from bot.store.models import SyncCursor, Thread
+
+    if not _can_read_github(ctx):
+        return False
+    async with ctx.sessionmaker() as session:
+        if not await session.scalar(select(Thread.id).limit(1)):
+            return True
+        last = await session.scalar(select(JobRun.outcome).where(JobRun.name == FIRST_BACKFILL)
+                                    .order_by(JobRun.started_at.desc(), JobRun.id.desc()).limit(1))
+        unfinished = await session.scalar(select(func.count()).select_from(SyncCursor)
+                                          .where(SyncCursor.full_done.is_(False)))
+    return last is not None and last != "ok" and bool(unfinished)
+
+
+async def first_backfill(ctx: Any) -> dict[str, Any]:
+    """The nightly job's sync step as the first backfill of the tracked repositories, recorded
+    as a JobRun `first_backfill` (running, then ok / failed / cancelled) with its progress.
+    Runs under the nightly job's lock, so the two never sync at the same time."""
+    lock = _Lock(ctx)
+    if not await lock.acquire():
+        log.info("first backfill: the nightly job is running; it syncs instead")
+        return {"outcome": "skipped"}
+    run_id: int | None = None
+    progress: _BackfillProgress | None = None
+    try:
+        async with ctx.sessionmaker() as session:  # a run left "running" by a stopped process
+            for row in await session.scalars(select(JobRun).where(
+                    JobRun.name == FIRST_BACKFILL, JobRun.outcome == "running")):
+                row.outcome, row.finished_at, row.error = "cancelled", utcnow(), "the process stopped"
+            await session.commit()
+        run_id = await record_job_run(ctx, FIRST_BACKFILL, None, started_at=utcnow(),
+                                      outcome="running", counts={})
+        progress = _BackfillProgress(ctx, run_id)
+        from functools import partial
+
+        from bot.github.sync import sync
+        from bot.pipeline import sync_changed
+
+        log.info("first backfill: started")
+        stats = await sync(ctx, on_changed=partial(sync_changed, ctx), progress=progress)
+        await progress.written()
+        counts = _jsonable(dict(stats.as_dict(), total=progress.counts.get("total")))
+        await record_job_run(ctx, FIRST_BACKFILL, run_id, finished_at=utcnow(), outcome="ok",
+                             counts=counts)
+        log.info("first backfill: done %s", counts)
+        return {"outcome": "ok", "counts": counts}
+    except asyncio.CancelledError:
+        if progress is not None:
+            await progress.written()
+        if run_id is not None:
+            await record_job_run(ctx, FIRST_BACKFILL, run_id, finished_at=utcnow(),
+                                 outcome="cancelled", error="stopped; the next start resumes it")
+        raise
+    except Exception as exc:  # noqa: BLE001 - recorded; the next start or the nightly job resumes
+        log.exception("first backfill failed")
+        if progress is not None:
+            await progress.written()
+        if run_id is not None:
+            await record_job_run(ctx, FIRST_BACKFILL, run_id, finished_at=utcnow(), outcome="failed",
+                                 error=f"{type(exc).__name__}: {exc}"[:500])
+        return {"outcome": "failed"}
+    finally:
+        await lock.release()
+
+
+async def start_first_backfill(ctx: Any) -> asyncio.Task[Any] | None:
+    """`rltracker serve`'s first start: the backfill as a background task when it is needed."""
+    if not await needs_first_backfill(ctx):
+        return None
+    return asyncio.create_task(first_backfill(ctx), name="first-backfill")
 
 
 # ---------------------------------------------------------------------------- schedule

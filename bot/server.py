@@ -77,7 +77,8 @@ def _github_client(settings: Settings) -> Any:
 
 
 async def serve(settings: Settings, host: str, port: int, *, worker: bool = True,
-                scheduler: bool = True, ready: asyncio.Event | None = None) -> int:
+                scheduler: bool = True, backfill: bool = True,
+                ready: asyncio.Event | None = None) -> int:
     await _check_address(host, port)
     from bot.app import create_app
     from bot.context import AppContext
@@ -110,6 +111,9 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
             sched = create_scheduler(ctx)
             if sched is not None:
                 sched.start()
+        from bot.scheduler import start_first_backfill  # first start with a token: sync now
+
+        first_backfill = await start_first_backfill(ctx) if backfill else None
         log.info("serving", extra={"host": host, "port": port, "dry_run": settings.dry_run,
                                    "worker": worker, "scheduler": sched is not None})
         stop = asyncio.Event()
@@ -125,6 +129,9 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
         log.info("stopping")
         if sched is not None:
             sched.shutdown(wait=False)
+        if first_backfill is not None:  # the stored cursors resume it at the next start
+            first_backfill.cancel()
+            await asyncio.gather(first_backfill, return_exceptions=True)
         await runner.cleanup()
         from bot.speaking.preview import wait_background
 
@@ -155,5 +162,6 @@ def serve_command(args: Any) -> int:
             port,
             worker=not getattr(args, "no_worker", False),
             scheduler=not getattr(args, "no_scheduler", False),
+            backfill=not getattr(args, "no_backfill", False),
         )
     )

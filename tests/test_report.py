@@ -128,6 +128,9 @@ async def test_a_night_with_known_changes_lists_exactly_those(ctx: Any) -> None:
     assert f"https://github.com/{T}/issues/13" in links
     html = render_html(data)
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>" not in html
+    # The HTML report links each thread to its tracker page, and to GitHub beside it.
+    assert f'href="/threads/{T}/13"' in html and f'href="/threads/{T}/12"' in html
+    assert f'href="/threads/{V}/20"' in html and f'href="https://github.com/{T}/issues/13"' in html
 
 
 async def test_report_is_one_comment_per_night_edited_when_rebuilt(app_ctx: Any, fake_github: Any) -> None:

@@ -13,6 +13,7 @@ from aiohttp.test_utils import TestServer
 
 from tests.browser import Chromium, chromium  # noqa: F401  (fixture)
 from tests.test_site import HOSTILE_TITLE, seed
+from tests.test_thread_page import seed_actions
 
 pytestmark = pytest.mark.chromium
 
@@ -26,6 +27,8 @@ PAGES = {
     "/proposals?framework=verl&state=open_no_reply": "1 proposal.",
     "/repos/": "Installed repositories",
     "/methods/nope": "Not found",
+    "/threads/huggingface/trl/8": "Failure comment: would have posted (dry run)",
+    "/threads/verl-project/verl/999": "No such thread",
 }
 
 
@@ -44,6 +47,7 @@ async def server(ctx) -> Any:
     from bot.app import create_app
 
     await seed(ctx)
+    await seed_actions(ctx)
     srv = TestServer(create_app(ctx, worker=False), host="127.0.0.1")
     await srv.start_server()
     try:
@@ -64,7 +68,7 @@ async def test_pages_render_in_chromium(server, chromium: Chromium) -> None:  # 
 
 
 async def test_hostile_thread_stays_inert_text(server, chromium: Chromium) -> None:  # noqa: F811
-    for path in ("/proposals", "/frameworks/verl", "/methods/gspo"):
+    for path in ("/proposals", "/frameworks/verl", "/methods/gspo", "/threads/verl-project/verl/102"):
         dom = await chromium.dump_dom(_url(server, path))
         # No element was created from the title: the only <img>/<iframe>/<script> would be
         # injected ones, and the page itself has none.
@@ -73,6 +77,11 @@ async def test_hostile_thread_stays_inert_text(server, chromium: Chromium) -> No
         assert "&lt;script&gt;alert(\"t\")&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;" in dom
         assert "GSPO &amp; \"quotes\"" in dom
     assert HOSTILE_TITLE.startswith("<script>")
+    # A comment body on the thread page: its Markdown became elements, its raw HTML did not.
+    dom = await chromium.dump_dom(_url(server, "/threads/huggingface/trl/8"))
+    assert not re.search(r"<(script|iframe|img)\b", dom, re.I)
+    assert "&lt;script&gt;alert(3)&lt;/script&gt;" in dom and 'href="javascript:' not in dom
+    assert "<strong>Very likely" in dom and "<details><summary>Why</summary>" in dom
 
 
 async def test_phone_screenshot(server, chromium: Chromium, tmp_path: Path) -> None:  # noqa: F811

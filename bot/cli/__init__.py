@@ -71,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dev", action="store_true", help="random webhook secret, dry-run")
     p.add_argument("--no-scheduler", action="store_true", help="do not run the nightly jobs")
     p.add_argument("--no-worker", action="store_true", help="accept deliveries, do not process")
+    p.add_argument("--no-backfill", action="store_true",
+                   help="do not start the first backfill (with a token and an empty database)")
 
     sub.add_parser("migrate", help="alembic upgrade head on DATABASE_URL")
 
@@ -84,6 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--url", required=True)
     p.add_argument("--secret", default=None, help="default: $GITHUB_WEBHOOK_SECRET")
     p.add_argument("--event", default=None, help="default: the folder name of each file")
+    p.add_argument("--fresh", action="store_true",
+                   help="move all timestamps forward together so the newest is now")
 
     p = sub.add_parser("sync", help="GraphQL backfill or incremental refresh")
     p.add_argument("--repo", action="append", default=[], metavar="OWNER/NAME")

@@ -19,6 +19,7 @@ from markupsafe import Markup, escape
 
 from bot.context import app_context
 from bot.site import data
+from bot.site.progress import backfill_progress, tracking_state
 from bot.templating import html_env
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
@@ -95,32 +96,40 @@ async def _session_call(request: web.Request, fn: Callable[..., Awaitable[Any]],
         return await fn(session, *args, **kwargs)
 
 
+async def render_page(request: web.Request, template: str, status: int = 200,
+                      **context: Any) -> web.Response:
+    """`render` for pages with lists that may be empty: they say what would fill them."""
+    tracking = await _session_call(request, tracking_state, app_context(request).settings)
+    return render(template, status, tracking=tracking, **context)
+
+
 # --- pages -----------------------------------------------------------------------------------
 
 
 async def index(request: web.Request) -> web.Response:
-    return render("index.html", **await _session_call(request, data.index_data))
+    return await render_page(request, "index.html", backfill=await _session_call(request, backfill_progress),
+                             **await _session_call(request, data.index_data))
 
 
 async def method_page(request: web.Request) -> web.Response:
     found = await _session_call(request, data.method_data, request.match_info["id"])
     if found is None:
         return not_found("method")
-    return render("method.html", m=found, frameworks=data.catalog().frameworks)
+    return await render_page(request, "method.html", m=found, frameworks=data.catalog().frameworks)
 
 
 async def failure_page(request: web.Request) -> web.Response:
     found = await _session_call(request, data.failure_data, request.match_info["key"])
     if found is None:
         return not_found("failure kind")
-    return render("failure.html", d=found, frameworks=data.catalog().frameworks)
+    return await render_page(request, "failure.html", d=found, frameworks=data.catalog().frameworks)
 
 
 async def framework_page(request: web.Request) -> web.Response:
     found = await _session_call(request, data.framework_data, request.match_info["name"])
     if found is None:
         return not_found("framework")
-    return render("framework.html", d=found, topics=_rule_topics(),
+    return await render_page(request, "framework.html", d=found, topics=_rule_topics(),
                   frameworks=data.catalog().frameworks)
 
 
@@ -128,13 +137,13 @@ async def proposals_page(request: web.Request) -> web.Response:
     filters, error = _filters(request)
     rows = [] if error else await _session_call(request, data.thread_rows, proposals=True,
                                                 limit=1000, **filters)
-    return render("proposals.html", status=400 if error else 200, rows=rows, error=error,
+    return await render_page(request, "proposals.html", status=400 if error else 200, rows=rows, error=error,
                   filters=filters, frameworks=data.catalog().frameworks,
                   states=data.REVIEW_STATES)
 
 
 async def repos_page(request: web.Request) -> web.Response:
-    return render("repos.html", repos=await _session_call(request, data.reception))
+    return await render_page(request, "repos.html", repos=await _session_call(request, data.reception))
 
 
 # --- JSON ------------------------------------------------------------------------------------

@@ -6,6 +6,8 @@ from typing import Any
 
 from bot.store.models import JobRun
 
+FIRST_BACKFILL = "first_backfill"  # `rltracker serve`'s first sync of the tracked repositories
+
 
 async def record_job_run(ctx: Any, name: str, run_id: int | None, **values: Any) -> int:
     """Create the run's row (run_id None) or update it; returns its id."""

@@ -5,15 +5,21 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import json
 import os
+import re
 import sys
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 USER_AGENT = "GitHub-Hookshot/rltracker-replay"
+# GitHub's timestamp spelling in webhook payloads ("2026-11-30T09:12:44Z"), a whole string.
+TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
 def sign(secret: str, body: bytes) -> str:
@@ -42,14 +48,58 @@ def payload_files(paths: list[str]) -> Iterator[Path]:
             yield path
 
 
-async def replay(paths: list[str], url: str, secret: str, event: str | None = None
-                 ) -> list[tuple[Path, int | str]]:
+def _timestamps(value: Any) -> Iterator[datetime]:
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _timestamps(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _timestamps(v)
+    elif isinstance(value, str) and TIMESTAMP.fullmatch(value):
+        yield datetime.strptime(value, TIME_FORMAT).replace(tzinfo=UTC)
+
+
+def _shifted(value: Any, by: timedelta) -> Any:
+    if isinstance(value, dict):
+        return {k: _shifted(v, by) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shifted(v, by) for v in value]
+    if isinstance(value, str) and TIMESTAMP.fullmatch(value):
+        moved = datetime.strptime(value, TIME_FORMAT).replace(tzinfo=UTC) + by
+        return moved.strftime(TIME_FORMAT)
+    return value
+
+
+def freshened(bodies: list[bytes], now: datetime | None = None) -> list[bytes]:
+    """The payloads with every timestamp moved forward by one common offset, so that the
+    newest timestamp of all of them is `now`: the deliveries keep their order and spacing
+    but look as recent as when they were written (the app stays quiet on issues opened
+    more than 48 hours before it processes them). Files that are not JSON pass unchanged."""
+    decoded: list[Any] = []
+    for body in bodies:
+        try:
+            decoded.append(json.loads(body))
+        except ValueError:
+            decoded.append(None)
+    newest = max((t for d in decoded if d is not None for t in _timestamps(d)), default=None)
+    if newest is None:
+        return bodies
+    by = (now or datetime.now(UTC)).replace(microsecond=0) - newest
+    return [body if d is None else json.dumps(_shifted(d, by), ensure_ascii=False).encode("utf-8")
+            for body, d in zip(bodies, decoded, strict=True)]
+
+
+async def replay(paths: list[str], url: str, secret: str, event: str | None = None,
+                 *, fresh: bool = False) -> list[tuple[Path, int | str]]:
     import aiohttp
 
     results: list[tuple[Path, int | str]] = []
+    files = list(payload_files(paths))
+    bodies = [path.read_bytes() for path in files]
+    if fresh:
+        bodies = freshened(bodies)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
-        for path in payload_files(paths):
-            body = path.read_bytes()
+        for path, body in zip(files, bodies, strict=True):
             name = event or path.parent.name
             try:
                 async with session.post(url, data=body,
@@ -66,7 +116,8 @@ def replay_command(args: Any) -> int:
     if not secret:
         print("rltracker replay: give --secret or set GITHUB_WEBHOOK_SECRET", file=sys.stderr)
         return 2
-    results = asyncio.run(replay(list(args.paths), args.url, secret, args.event))
+    results = asyncio.run(replay(list(args.paths), args.url, secret, args.event,
+                                 fresh=bool(getattr(args, "fresh", False))))
     if not results:
         print("rltracker replay: no payload files found", file=sys.stderr)
         return 2

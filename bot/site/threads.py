@@ -1,0 +1,138 @@
+"""The thread page, `GET /threads/{owner}/{repo}/{number}`: what the app knows about one thread.
+
+Its analysis (failure kind with confidence and the cue words, linked papers, proposal state
+and concerns), what the app posted or would have posted (the Action rows, with their bodies)
+and why it stayed quiet when it did (the recorded skip reasons), with links to GitHub and to
+the catalog pages. Unknown threads answer the 404 page.
+
+Text from GitHub (title, labels, author) is autoescaped by the template. Action bodies are the
+app's own Markdown; they are rendered with markdown-it with raw HTML turned off (so any HTML
+in them shows as text) and its link validation (no `javascript:` links). Afterwards the
+escaped spellings of the few attribute-less tags our comment templates use (`<details>`,
+`<summary>`, `<sub>`) become tags again: no attribute can come with them, so nothing else
+is let through.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from aiohttp import web
+from markupsafe import Markup
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from analyzers.text import strip_html_comments
+from bot.context import app_context
+from bot.site import data
+from bot.site.pages import not_found, render
+from bot.store.models import Action, Analysis, Repository
+from bot.store.threads import get_thread
+from bot.store.types import format_datetime
+
+ACTION_KINDS = {"failure_comment": "Failure comment", "rule_summary": "Contribution-rule summary",
+                "command": "Reply to a command", "report": "Nightly report", "label": "Label",
+                "config": "Repository config"}
+# The tags of templates/comments/*.j2 that GitHub renders, escaped by markdown-it: restored.
+COMMENT_TAGS = {f"&lt;{slash}{tag}&gt;": f"<{slash}{tag}>"
+                for tag in ("details", "summary", "sub") for slash in ("", "/")}
+ACTION_STATUSES = {"posted": "posted", "dry_run": "would have posted (dry run)",
+                   "skipped": "stayed quiet", "failed": "failed", "pending": "in progress"}
+
+
+@cache
+def _markdown() -> Any:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).enable("table")
+
+
+def comment_html(body: str | None) -> Markup:
+    """An action body (the app's Markdown) as HTML: raw HTML stays text except COMMENT_TAGS,
+    the hidden marker goes."""
+    html = _markdown().render(strip_html_comments(body or "").strip())
+    for escaped, tag in COMMENT_TAGS.items():
+        html = html.replace(escaped, tag)
+    return Markup(html)
+
+
+async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dict[str, Any] | None:
+    thread = await get_thread(session, repo, number)
+    if thread is None:
+        canonical = data.catalog().canonical_repo(repo)
+        if canonical.lower() != repo.lower():
+            thread = await get_thread(session, canonical, number)
+    if thread is None:
+        return None
+    cat = data.catalog()
+    analysis = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
+    actions = list(await session.scalars(
+        select(Action).where(func.lower(Action.repo) == thread.repo.lower(),
+                             Action.number == thread.number)
+        .order_by(Action.created_at, Action.id)))
+    installed = await session.scalar(
+        select(Repository.installation_id).where(func.lower(Repository.full_name) == thread.repo.lower()))
+    framework = data.framework_of(thread.repo)
+    result: dict[str, Any] = (analysis.result if analysis is not None else None) or {}
+    failure = result.get("failure") or {}
+    category = failure.get("category")
+    papers = []
+    for p in result.get("papers") or []:
+        method = cat.methods.get(p.get("method") or "")
+        papers.append({"arxiv_id": p.get("arxiv_id"), "title": p.get("title") or "",
+                       "method": method.id if method else None,
+                       "method_name": method.name if method else None})
+    return {
+        "thread": {
+            "repo": thread.repo, "number": thread.number, "kind": thread.kind,
+            "title": thread.title or "", "state": thread.state, "state_reason": thread.state_reason,
+            "author": thread.author, "labels": list(thread.labels or []),
+            "created_at": format_datetime(thread.created_at),
+            "closed_at": format_datetime(thread.closed_at),
+            "url": data.thread_url(thread.repo, thread.number, thread.kind),
+            "framework": framework,
+            "framework_name": cat.frameworks[framework].name if framework else None,
+        },
+        "analysed": analysis is not None,
+        "analyzer_version": analysis.analyzer_version if analysis is not None else None,
+        "failure": {
+            "is_failure_report": bool(failure.get("is_failure_report")),
+            "category": category,
+            "title": cat.failures[category].title if category in cat.failures else category,
+            "confidence": failure.get("confidence"),
+            "cues": list(dict.fromkeys(str(e) for e in failure.get("evidence") or []))[:12],
+        },
+        "papers": papers,
+        "proposal": {
+            "is_proposal": bool((result.get("proposal") or {}).get("is_proposal")),
+            "confidence": (result.get("proposal") or {}).get("confidence"),
+            "state": (result.get("review") or {}).get("state"),
+            "concerns": list((result.get("review") or {}).get("concerns") or []),
+        },
+        "actions": [{
+            "kind": a.kind, "kind_label": ACTION_KINDS.get(a.kind, a.kind.replace("_", " ")),
+            "status": a.status, "status_label": ACTION_STATUSES.get(a.status, a.status),
+            "body": a.body, "reason": a.reason, "language": a.language,
+            "created_at": format_datetime(a.created_at),
+        } for a in actions],
+        "installed": installed is not None,
+    }
+
+
+async def thread_page(request: web.Request) -> web.Response:
+    repo = f"{request.match_info['owner']}/{request.match_info['repo']}"
+    try:
+        number = int(request.match_info["number"])
+    except ValueError:
+        return not_found("thread")
+    async with app_context(request).sessionmaker() as session:
+        found = await thread_page_data(session, repo, number)
+    if found is None:
+        return not_found("thread")
+    return render("thread.html", d=found, comment_html=comment_html)
+
+
+def setup(app: web.Application) -> None:
+    """Adds the thread page to the app."""
+    app.router.add_get("/threads/{owner}/{repo}/{number}", thread_page)

@@ -1,0 +1,115 @@
+"""The thread page, GET /threads/{owner}/{repo}/{number}, over real HTTP on the seeded site
+database (SQLite and PostgreSQL): analysis, actions with their bodies and skip reasons, links,
+404, and GitHub's text kept as text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp.test_utils import TestClient, TestServer
+
+from bot.store.models import Action, Installation, Repository
+from tests.test_site import seed
+
+# The app's own Markdown, plus what must never become markup: raw HTML and a javascript: link.
+COMMENT = ("<!-- rltracker:failure-comment -->\n**Very likely [Entropy collapse]"
+           "(http://localhost:8000/failures/entropy_collapse)**. Try `epsilon_high=0.28`.\n\n"
+           "<details><summary>Why</summary>\n\n- cue words\n\n</details>\n\n"
+           "<script>alert(3)</script> [x](javascript:alert(4)) <sub onclick=alert(5)>s</sub>\n")
+
+
+async def seed_actions(ctx: Any) -> None:
+    """trl#8 (a failure report, seeded by test_site) got a dry-run comment and a skip."""
+    async with ctx.sessionmaker() as session, session.begin():
+        session.add(Action(repo="huggingface/trl", number=8, kind="failure_comment",
+                           status="dry_run", dedupe_key="t8", body=COMMENT, language="en"))
+        session.add(Action(repo="huggingface/trl", number=8, kind="rule_summary", status="skipped",
+                           dedupe_key="t8s", reason="a training-failure report, not a method proposal",
+                           details={"code": "failure_report"}))
+
+
+async def _client(ctx: Any) -> TestClient:
+    from bot.app import create_app
+
+    await seed(ctx)
+    await seed_actions(ctx)
+    client = TestClient(TestServer(create_app(ctx, worker=False)))
+    await client.start_server()
+    return client
+
+
+async def _page(client: TestClient, path: str, status: int = 200) -> str:
+    resp = await client.get(path)
+    assert resp.status == status, (path, resp.status)
+    assert "script-src" not in resp.headers["Content-Security-Policy"]
+    return await resp.text()
+
+
+async def test_failure_thread_shows_analysis_comment_and_skip_reason(ctx) -> None:
+    client = await _client(ctx)
+    try:
+        html = await _page(client, "/threads/huggingface/trl/8")
+    finally:
+        await client.close()
+    assert "Entropy collapses after 200 steps" in html
+    assert 'href="/failures/entropy_collapse"' in html and "confidence 0.90" in html
+    assert 'href="https://github.com/huggingface/trl/issues/8"' in html
+    assert 'href="/frameworks/trl"' in html
+    assert "Failure comment: would have posted (dry run)" in html
+    assert "<strong>Very likely <a href=\"http://localhost:8000/failures/entropy_collapse\">" in html
+    assert "<code>epsilon_high=0.28</code>" in html
+    assert "<details><summary>Why</summary>" in html  # the comment templates' own tags
+    assert "rltracker:failure-comment" not in html
+    # Raw HTML in a body stays text; the javascript: link is not a link.
+    assert "<script>alert(3)" not in html and "&lt;script&gt;alert(3)&lt;/script&gt;" in html
+    assert "onclick=alert(5)>" not in html and 'href="javascript:' not in html
+    assert "Contribution-rule summary: stayed quiet" in html
+    assert "Why: a training-failure report, not a method proposal" in html
+
+
+async def test_proposal_thread_state_papers_and_hostile_title(ctx) -> None:
+    client = await _client(ctx)
+    try:
+        html = await _page(client, "/threads/verl-project/verl/102")
+        merged = await _page(client, "/threads/verl-project/verl/101")
+        former = await _page(client, "/threads/volcengine/verl/101")  # verl's former name
+        missing = await _page(client, "/threads/verl-project/verl/424242", status=404)
+        bad = await _page(client, "/threads/verl-project/verl/abc", status=404)
+    finally:
+        await client.close()
+    assert "<script>alert" not in html and "<img src=x" not in html and "<iframe" not in html
+    assert "&lt;script&gt;alert(&#34;t&#34;)&lt;/script&gt;" in html
+    assert 'href="https://github.com/verl-project/verl/pull/102"' in html
+    assert "open, no reply" in html and 'href="https://arxiv.org/abs/2507.18071"' in html
+    assert "merged" in merged and "Support GSPO" in merged
+    assert "Support GSPO" in former
+    assert "No such thread" in missing and "No such thread" in bad
+    # Not installed on verl: nothing was said, and the page says why.
+    assert "the app is not installed on verl-project/verl" in html
+
+
+async def test_installed_repository_without_actions_says_when_the_app_decides(ctx) -> None:
+    client = await _client(ctx)
+    try:
+        async with ctx.sessionmaker() as session, session.begin():
+            session.add(Installation(id=6, account="THUDM"))
+            await session.flush()
+            session.add(Repository(full_name="THUDM/slime", framework="slime", installation_id=6))
+        html = await _page(client, "/threads/THUDM/slime/9")
+    finally:
+        await client.close()
+    assert "Nothing yet: the app decides when an issue or pull request is opened or edited" in html
+
+
+async def test_lists_link_to_the_thread_page(ctx) -> None:
+    client = await _client(ctx)
+    try:
+        pages = {path: await _page(client, path) for path in
+                 ("/", "/proposals", "/methods/gspo", "/failures/entropy_collapse", "/frameworks/verl")}
+    finally:
+        await client.close()
+    assert 'href="/threads/huggingface/trl/8"' in pages["/"]
+    assert 'href="/threads/verl-project/verl/101"' in pages["/proposals"]
+    assert 'href="/threads/verl-project/verl/102"' in pages["/methods/gspo"]
+    assert 'href="/threads/huggingface/trl/8"' in pages["/failures/entropy_collapse"]
+    assert 'href="/threads/verl-project/verl/101"' in pages["/frameworks/verl"]

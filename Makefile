@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 export DATABASE_URL ?= sqlite+aiosqlite:///rltracker.db
 
-.PHONY: run test install install-test migrate eval bench lint clean
+.PHONY: run test install install-test migrate train eval bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,9 @@ run: install migrate
 test: install-test
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
+train: install
+	$(BIN)/python -m training
+
 eval: install
 	$(BIN)/python benchmarks/evaluate.py
 
@@ -40,7 +43,7 @@ bench: install
 	$(BIN)/python benchmarks/sync_cost.py
 
 lint: install-test
-	$(BIN)/ruff check bot analyzers tests benchmarks migrations
+	$(BIN)/ruff check bot analyzers training tests benchmarks migrations
 
 clean:
 	rm -rf $(VENV) rltracker.db

@@ -1,21 +1,26 @@
 """Is this opening post a training-failure report, and which kind?
 
 Reads the title and the opening post only (later comments restate, guess and argue). The
-vocabulary lives in failure_patterns.yaml; this module only scores it:
+vocabulary lives in failure_patterns.yaml; this module turns it into FEATURES, and two linear
+models fitted on labelled threads (`make train`, analyzers/models/failure*.json) decide how
+much each counts:
 
-1. Positive evidence per category, from the prose (code blocks, HTML comments and template
-   boilerplate removed; `snake_case` read as words):
-   - a phrase that names the failure ("entropy collapse", 熵坍塌),
-   - a metric and what it did, close together in one sentence ("the KL keeps growing"),
-     skipped when negated ("entropy does not drop") and discounted when the sentence talks
-     about preventing it ("to avoid entropy collapse" is a method pitch, not a report),
-   - a metric printed in a pasted log that moved a lot (entropy 0.6 -> 0.01).
-   Title hits weigh more. Generic kinds are discounted so that a specific kind wins.
-2. Negative evidence: what else the post is (feature request, crash, OOM, install problem,
-   how-to question, docs, speed). Some title markers settle it outright ("[Feature request]",
-   "OOM", "install").
-3. confidence = logistic(positive - negative); below the threshold the analyzer abstains: a
-   wrong comment on a maintainer's issue costs more than a missed one.
+1. Lexicon features, from the prose (code blocks, HTML comments and template boilerplate
+   removed; `snake_case` read as words), title and body apart:
+   - per category: a phrase that names the failure ("entropy collapse", 熵坍塌); a metric and
+     what it did close together in one sentence ("the KL keeps growing"), negated ("entropy
+     does not drop") or about a remedy ("to avoid entropy collapse") counted apart; a metric
+     in a pasted log that moved a lot (entropy 0.6 -> 0.01);
+   - the symptom grammar: any metric class with any move class in ordinary words ("the reward
+     does not grow" = reward|flat, "length keeps shrinking" = length|down, "loss is 0" =
+     loss|bad_value, output of one repeated character), in English and Chinese;
+   - what else the post may be (feature request, crash, OOM, install, question, docs, speed);
+   - narrative cues ("I noticed", "during training"), screenshots, pasted code, thread kind.
+2. Hashed lemma 1-2-grams of title and prose, CJK character 1-3-grams (analyzers.learned).
+3. confidence = P(report) from the binary model; `is_failure_report` when it reaches the
+   model's decision threshold (best grouped-CV F1); the app comments only from `threshold()`
+   (grouped-CV precision >= 0.90): a wrong comment on a maintainer's issue costs more than
+   a missed one. The kind is the multiclass model's most probable category.
 
 Everything is linear in the text: spaCy tokenisation (long runs broken up by analyzers.nlp),
 PhraseMatcher, one pass over matches, `str.find` for Chinese, bounded regexes for logs.
@@ -85,7 +90,6 @@ _ZH_PREVENTION = ("避免", "防止", "缓解", "抑制", "应对", "减轻", "�
 @dataclass
 class _Category:
     key: str
-    weight: float
     zh_phrases: list[str]
     zh_subjects: list[str]
     zh_changes: list[str]
@@ -100,24 +104,21 @@ class _Negative:
     title_start: tuple[str, ...]
     prose: nlp.TermSet
     code: nlp.TermSet
-    title_weight: float
-    weight: float
-    code_weight: float
 
 
 @dataclass
 class _Rules:
     window: int
     zh_window: int
-    threshold: float
     categories: dict[str, _Category]
     matcher: Any  # PhraseMatcher, labels "<category>|P", "|S", "|C", "|X" (context)
     negatives: list[_Negative]
     observation_zh: list[str]
-    observation_weight: float
     log_min_points: int
-    log_weight: float
     log_rules: list[dict[str, Any]]
+    symptoms: Any  # PhraseMatcher, labels "m|<metric class>" and "v|<move class>"
+    zh_metrics: list[tuple[str, str]]  # (term, metric class), longest terms first
+    zh_moves: list[tuple[str, str]]  # (term, move class), `flat` first, longest first
 
 
 _JOINERS = str.maketrans({"_": " ", "/": " ", "-": " "})
@@ -138,7 +139,6 @@ def _rules() -> _Rules:
             raise ValueError(f"failure_patterns.yaml: unknown category {key!r}")
         categories[key] = _Category(
             key=key,
-            weight=float(spec.get("weight", 1.0)),
             zh_phrases=[p.lower() for p in spec.get("zh_phrases", [])],
             zh_subjects=[p.lower() for p in spec.get("zh_subjects", [])],
             zh_changes=[p.lower() for p in spec.get("zh_changes", [])],
@@ -158,26 +158,32 @@ def _rules() -> _Rules:
                 title_start=tuple(s.lower() for s in spec.get("title_start", [])),
                 prose=nlp.TermSet(spec.get("prose", [])),
                 code=nlp.TermSet(spec.get("code", [])),
-                title_weight=float(spec.get("title_weight", 1.0)),
-                weight=float(spec.get("weight", 0.3)),
-                code_weight=float(spec.get("code_weight", 0.0)),
             )
         )
     obs = data["observation"]
     table["_obs|O"] = [_lemma_phrase(p) for p in obs["phrases"]]
     logs = data["log_metrics"]
+    sym = data["symptoms"]
+    sym_table = {f"m|{k}": [_lemma_phrase(p) for p in v] for k, v in sym["metrics"].items()}
+    sym_table.update({f"v|{k}": [_lemma_phrase(p) for p in v] for k, v in sym["moves"].items()})
+
+    def zh_terms(table: dict[str, list[str]]) -> list[tuple[str, str]]:
+        pairs = [(str(t).lower(), k) for k, ts in table.items() for t in ts]
+        # `flat` first: 不上升 must read as flat before 上升 reads as up.
+        return sorted(pairs, key=lambda p: (0 if p[1] == "flat" else 1, -len(p[0])))
+
     return _Rules(
         window=int(data.get("window", 8)),
         zh_window=int(data.get("zh_window", 12)),
-        threshold=float(data.get("threshold", 0.5)),
         categories=categories,
         matcher=nlp.phrase_matcher(table, attr="LEMMA"),
         negatives=negatives,
         observation_zh=[p.lower() for p in obs.get("zh", [])],
-        observation_weight=float(obs.get("weight", 0.25)),
         log_min_points=int(logs.get("min_points", 3)),
-        log_weight=float(logs.get("weight", 0.9)),
         log_rules=list(logs.get("rules", [])),
+        symptoms=nlp.phrase_matcher(sym_table, attr="LEMMA"),
+        zh_metrics=zh_terms(sym["zh_metrics"]),
+        zh_moves=zh_terms(sym["zh_moves"]),
     )
 
 
@@ -193,6 +199,9 @@ class _Evidence:
     def add(self, category: str, cue: str, text: str, weight: float = 1.0) -> None:
         self.counts[f"{category}|{cue}"] += weight
         self.counts[f"any|{cue}"] += weight
+        self.note(text)
+
+    def note(self, text: str) -> None:
         if len(self.phrases) < 12:
             short = " ".join(text.split())[:60]
             if short and short not in self.phrases:
@@ -223,6 +232,7 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> list[str]:
     """Lexicon cues of one text ("t" title, "b" body) into `ev`; returns its lemma tokens."""
     document = nlp.doc(text)
     tokens = _tokens(document)
+    _symptoms(document, where, rules, ev)
     hits = rules.matcher(document)
     if not hits:
         return tokens
@@ -285,8 +295,85 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> list[str]:
     return tokens
 
 
+_FLAT_WHEN_NEGATED = frozenset({"up", "down"})
+MAX_SYMPTOM_HITS = 400  # matches read per text: a hostile body repeating metric words stays cheap
+
+
+def _symptoms(document: Any, where: str, rules: _Rules, ev: _Evidence) -> None:
+    """Metric + move pairs of the symptom grammar ("the reward stays flat", "length keeps
+    shrinking", "loss is 0"), nearest metric to each move in the same sentence."""
+    hits = rules.symptoms(document)[:MAX_SYMPTOM_HITS]
+    if not hits:
+        return
+    strings = document.vocab.strings
+    metrics: list[tuple[int, int, str]] = []
+    moves: list[tuple[int, int, str]] = []
+    for match_id, start, end in hits:
+        kind, _, cls = strings[match_id].partition("|")
+        (metrics if kind == "m" else moves).append((start, end, cls))
+    if not metrics or not moves:
+        return
+    starts = [sent.start for sent in document.sents]
+    window = 10_000 if where == "t" else 8
+    seen: set[str] = set()
+    for ms, me, move in moves:
+        sent = bisect.bisect_right(starts, ms)
+        best: tuple[int, str, int, int] | None = None
+        for ss, se, metric in metrics:
+            if (ss < me and ms < se) or bisect.bisect_right(starts, ss) != sent:
+                continue
+            gap = ms - se if ss < ms else ss - me
+            # The subject usually comes first ("the reward drops"): a metric after the move
+            # ("drop in reward") wins only when clearly nearer.
+            rank = gap if ss < ms else gap + 3
+            if 0 <= gap <= window and (best is None or rank < best[0]):
+                best = (rank, metric, ss, se)
+        if best is None:
+            continue
+        lemmas = {document[i].lemma_ for i in range(max(0, ms - 3), ms)}
+        if move in _FLAT_WHEN_NEGATED and (lemmas & _NEGATIONS or "long" in lemmas):
+            move = "flat"  # "does not increase", "no longer grows"
+        name = f"{best[1]}|{move}"
+        ev.counts[f"{where}sym:{name}"] += 1.0
+        ev.counts[f"{where}sym:any|{move}"] += 1.0
+        if name not in seen:
+            seen.add(name)
+            lo, hi = min(ms, best[2]), max(me, best[3])
+            ev.note(document[lo:hi].text)
+
+
+_ZH_NEGATORS = ("不", "没", "未")
+
+
+def _zh_symptoms(low: str, where: str, rules: _Rules, ev: _Evidence) -> None:
+    """The symptom grammar in Chinese: a metric term, then a move term within the window."""
+    window = 10_000 if where == "t" else rules.zh_window
+    seen: set[str] = set()
+    for term, metric in rules.zh_metrics:
+        pos = low.find(term)
+        tries = 0
+        while pos >= 0 and tries < 8:
+            tail = low[pos + len(term) : pos + len(term) + min(window, 40)]
+            for move_term, move in rules.zh_moves:
+                at = tail.find(move_term)
+                if at < 0:
+                    continue
+                if move in _FLAT_WHEN_NEGATED and at > 0 and tail[at - 1] in _ZH_NEGATORS:
+                    move = "flat"
+                name = f"{metric}|{move}"
+                if name not in seen:
+                    seen.add(name)
+                    ev.counts[f"{where}sym:{name}"] += 1.0
+                    ev.counts[f"{where}sym:any|{move}"] += 1.0
+                    ev.note(term + "…" + move_term)
+                break
+            pos = low.find(term, pos + 1)
+            tries += 1
+
+
 def _chinese(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
     low = text.lower()[: nlp.MAX_CHARS]
+    _zh_symptoms(low, where, rules, ev)
     window = 10_000 if where == "t" else rules.zh_window
     # Specific kinds first; their phrases are blanked so a generic kind cannot re-use the same
     # characters ("熵坍塌" must not also read as 训练…坍塌).
@@ -411,6 +498,33 @@ def _drop_config_lines(text: str) -> tuple[str, str]:
     return "\n".join(prose), "\n".join(config)
 
 
+# One character (not Markdown or table punctuation) eight times in a row.
+_REPEATED_CHAR = re.compile(r"([^\s\-=_*#~`.|+/\\<>()\[\]{}:0-9a-zA-Z])\1{7}")
+
+
+_POSITIVE_CUES = frozenset({"phrase", "pair", "zh_phrase", "zh_pair"})
+
+
+def _summarise(ev: _Evidence, feats: learned.Features) -> None:
+    """Per category, how many kinds of positive cue it got ("ev:<category>"; a title cue
+    counts twice), and which category leads ("top:<category>", ties to the more specific
+    kind): few labelled threads per kind, so the kind model needs a compact view."""
+    strength: dict[str, float] = defaultdict(float)
+    for name, n in ev.counts.items():
+        cat, _, cue = name.partition("|")
+        if cat not in _PRIORITY or n <= 0:
+            continue
+        if cue == "log":
+            strength[cat] += 1.0
+        elif cue[1:] in _POSITIVE_CUES:
+            strength[cat] += 2.0 if cue[0] == "t" else 1.0
+    for cat, value in strength.items():
+        feats.add(f"ev:{cat}", value)
+    if strength:
+        top = min(strength, key=lambda c: (-strength[c], _PRIORITY[c]))
+        feats.add(f"top:{top}")
+
+
 @dataclass
 class FailureFeatures:
     """What the models read about one opening post, and the spans worth quoting."""
@@ -439,6 +553,7 @@ def failure_features(title: str | None, body: str | None, kind: str | None = Non
     _logs(split.code + "\n" + config_lines, rules, ev)
     for name, n in ev.counts.items():
         feats.add(name, min(n, 3.0))
+    _summarise(ev, feats)
     observed = ev.observed + sum(1 for z in rules.observation_zh if z in prose)
     feats.add("observed", min(observed, 3))
     if "moe" in ev.context:
@@ -448,6 +563,13 @@ def failure_features(title: str | None, body: str | None, kind: str | None = Non
         feats.add(f"kind:{kind}")
     if split.code.strip():
         feats.add("has_code")
+    # Screenshots of curves: "a curve showing the symptom is a report".
+    images = raw_prose.count("<img") + raw_prose.count("![")
+    if images:
+        feats.add("images", min(images, 4))
+    # Output degenerating into one repeated character ("!!!!!!!!", "的的的的的的的的").
+    if _REPEATED_CHAR.search(title) or _REPEATED_CHAR.search(raw_prose) or _REPEATED_CHAR.search(split.code):
+        feats.add("repeated_char")
     feats.add_tokens("t", title_tokens)
     feats.add_tokens("w", prose_tokens)
     feats.add_grams("tc", learned.cjk_grams(title))
@@ -513,6 +635,9 @@ def classify_failure(
 
 
 def threshold() -> float:
-    """The abstain threshold on `confidence`: chosen by `make train` where grouped
-    cross-validated precision stays >= 0.90."""
-    return failure_models().report.threshold
+    """The abstain threshold for failure COMMENTS on `confidence`: chosen by `make train`
+    where grouped cross-validated precision stays >= 0.90. (`is_failure_report` uses the
+    model's decision threshold, the grouped-CV F1 optimum, which is lower: pages and reports
+    may count a report the app would not comment on.)"""
+    report = failure_models().report
+    return report.thresholds.get("comment", report.threshold)

@@ -12,11 +12,13 @@ How an analyzer uses it (the fitting half lives in `training/`, never imported h
     p = model.probability(feats.vector())               # binary: P(positive)
     probs = kind_model.probabilities(feats.vector())    # multiclass: {class: P}
     model.threshold                                      # chosen from data at training time
+    model.thresholds["comment"]                          # further named thresholds, if any
 
-Features are a plain `dict[str, float]`: lexicon names as given, hashed n-grams as
-"h<bucket>" (bucket = crc32("<namespace>:<n-gram>") mod `buckets`, stable across processes
-and Python versions). Hashed values are sublinear counts (1 + log n), scaled so that all hashed
-values of one thread have unit L2 norm: long and short posts weigh alike. Input text is cut to
+Features are a plain `dict[str, float]`: lexicon names as given (no "#" in them), hashed
+n-grams as "<namespace>#<bucket>" (bucket = crc32("<namespace>:<n-gram>") mod `buckets`,
+stable across processes and Python versions). Hashed values are sublinear counts (1 + log n),
+scaled so that each namespace has unit L2 norm: long and short posts weigh alike, and a long
+body does not drown the title. Input text is cut to
 `MAX_TEXT` characters and at most `MAX_TOKENS` tokens are read, so a 64 KiB hostile body costs
 a bounded number of features and one linear pass.
 
@@ -91,16 +93,17 @@ class Features:
 
     buckets: int = BUCKETS
     named: dict[str, float] = field(default_factory=dict)
-    hashed: dict[int, float] = field(default_factory=dict)
+    hashed: dict[str, dict[int, float]] = field(default_factory=dict)  # namespace -> counts
 
     def add(self, name: str, value: float = 1.0) -> None:
         if value:
             self.named[name] = self.named.get(name, 0.0) + float(value)
 
     def add_grams(self, namespace: str, grams: Iterable[str]) -> None:
+        counts = self.hashed.setdefault(namespace, {})
         for g in grams:
             b = bucket(namespace, g, self.buckets)
-            self.hashed[b] = self.hashed.get(b, 0.0) + 1.0
+            counts[b] = counts.get(b, 0.0) + 1.0
 
     def add_tokens(self, namespace: str, tokens: list[str], ngrams: tuple[int, ...] = (1, 2)) -> None:
         """Word n-grams of an already tokenised text (e.g. lemmas from analyzers.nlp)."""
@@ -117,13 +120,15 @@ class Features:
 
     def vector(self) -> dict[str, float]:
         """The final sparse vector: named features as given, hashed ones sublinear and
-        L2-normalised together."""
+        L2-normalised per namespace."""
         out = dict(self.named)
-        if self.hashed:
-            scaled = {b: 1.0 + math.log(n) for b, n in self.hashed.items()}
+        for namespace, counts in self.hashed.items():
+            if not counts:
+                continue
+            scaled = {b: 1.0 + math.log(n) for b, n in counts.items()}
             norm = math.sqrt(sum(v * v for v in scaled.values()))
             for b, v in scaled.items():
-                out[f"h{b}"] = v / norm
+                out[f"{namespace}#{b}"] = v / norm
         return out
 
 
@@ -143,9 +148,11 @@ class LinearModel:
     classes: list[str]  # binary: ["0", "1"]; multiclass: the class names
     weights: dict[str, dict[str, float]]  # class -> feature -> weight (binary: only "1")
     bias: dict[str, float]
-    threshold: float = 0.5
+    threshold: float = 0.5  # the decision threshold (binary: positive when P >= it)
     buckets: int = BUCKETS
     meta: dict[str, Any] = field(default_factory=dict)
+    # Further named thresholds chosen from data (e.g. "comment": where precision >= 0.90).
+    thresholds: dict[str, float] = field(default_factory=dict)
 
     @property
     def binary(self) -> bool:
@@ -173,7 +180,7 @@ class LinearModel:
     def contributions(self, x: Mapping[str, float], cls: str = "1", named_only: bool = True) -> list[tuple[str, float]]:
         """Features that pushed towards `cls`, largest first (for explaining a verdict)."""
         w = self.weights.get(cls, {})
-        items = [(k, v * w.get(k, 0.0)) for k, v in x.items() if not (named_only and k.startswith("h"))]
+        items = [(k, v * w.get(k, 0.0)) for k, v in x.items() if not (named_only and "#" in k)]
         return sorted((i for i in items if i[1]), key=lambda i: -abs(i[1]))
 
     def to_json(self) -> dict[str, Any]:
@@ -182,6 +189,7 @@ class LinearModel:
             "classes": self.classes,
             "buckets": self.buckets,
             "threshold": self.threshold,
+            "thresholds": self.thresholds,
             "bias": self.bias,
             "weights": {c: dict(sorted(w.items())) for c, w in self.weights.items()},
             "meta": self.meta,
@@ -197,6 +205,7 @@ class LinearModel:
             threshold=float(data.get("threshold", 0.5)),
             buckets=int(data.get("buckets", BUCKETS)),
             meta=dict(data.get("meta") or {}),
+            thresholds={str(k): float(v) for k, v in (data.get("thresholds") or {}).items()},
         )
 
     def save(self, path: Path) -> None:

@@ -135,4 +135,19 @@ def choose_threshold(
     return math.floor(best * 1e4) / 1e4 if best is not None else default
 
 
-__all__ = ["choose_threshold", "fit_linear", "prf"]
+def best_f1_threshold(scores: Sequence[float], gold: Sequence[bool], step: float = 0.05) -> float:
+    """The threshold on a coarse grid (multiples of `step`: a fine one would fit the noise of
+    a few hundred scores) with the highest F1 of "score >= threshold"."""
+    best_t, best_f = 0.5, -1.0
+    for k in range(1, int(round(1 / step))):
+        t = round(k * step, 4)
+        tp = sum(1 for s, g in zip(scores, gold, strict=True) if s >= t and g)
+        fp = sum(1 for s, g in zip(scores, gold, strict=True) if s >= t and not g)
+        fn = sum(1 for s, g in zip(scores, gold, strict=True) if s < t and g)
+        f = prf(tp, fp, fn)[2]
+        if f > best_f:
+            best_t, best_f = t, f
+    return best_t
+
+
+__all__ = ["best_f1_threshold", "choose_threshold", "fit_linear", "prf"]

@@ -95,6 +95,11 @@ class _Rules:
     matchers: _KeyedMatchers  # labels as above plus "veto:<concern>"
     # label -> (words, words): one of each in the same Chinese sentence
     pairs: dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]]
+    # concern kind -> (lemma hashes, lemma hashes): a request word and a topic word in the
+    # same English sentence ("could you add a few details to the docstrings"). A feature only:
+    # the fitted concern model decides what such a pair is worth.
+    en_pairs: dict[str, list[tuple[frozenset[int], frozenset[int]]]]
+    pair_words: frozenset[int]  # every word of en_pairs, to collect per sentence
 
 
 # Words too common to file a pattern under (see _KeyedMatchers): function words and the
@@ -162,6 +167,13 @@ def _rules() -> _Rules:
     sub: dict[str, tuple[str, ...]] = {}
     veto_sub: dict[str, tuple[str, ...]] = {}
     pairs: dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]] = {}
+    en_pairs: dict[str, list[tuple[frozenset[int], frozenset[int]]]] = {}
+    strings = _nlp().vocab.strings
+
+    def lemma_hashes(words: list[str]) -> frozenset[int]:
+        return frozenset(strings.add(_lemma(w)) for w in words) | frozenset(
+            strings.add(w.lower()) for w in words
+        )
 
     def add(label: str, spec: Mapping[str, Any]) -> None:
         patterns = [_compile(p) for p in spec.get("en") or []]
@@ -189,6 +201,8 @@ def _rules() -> _Rules:
         if name not in CONCERNS:
             raise ValueError(f"unknown concern kind in review_patterns.yaml: {name}")
         add("c:" + name, spec)
+        for first, second in spec.get("en_pairs") or []:
+            en_pairs.setdefault(name, []).append((lemma_hashes(first), lemma_hashes(second)))
     bots = data.get("bots") or {}
     return _Rules(
         bot_logins=frozenset(x.lower() for x in bots.get("logins") or []),
@@ -200,6 +214,8 @@ def _rules() -> _Rules:
         veto_sub=veto_sub,
         matchers=matchers,
         pairs=pairs,
+        en_pairs=en_pairs,
+        pair_words=frozenset(h for ps in en_pairs.values() for a, b in ps for h in a | b),
     )
 
 
@@ -427,6 +443,7 @@ class _Found:
     concerns: set[str] = field(default_factory=set)
     weak: set[str] = field(default_factory=set)  # concerns in words that need context
     weak_seen: set[str] = field(default_factory=set)  # every weak hit, kept as a feature
+    paired: set[str] = field(default_factory=set)  # kinds with a request+topic word pair
 
     def settle(self) -> _Found:
         """Weak concerns count in a comment that also refuses, closes or points elsewhere (or
@@ -484,6 +501,8 @@ def _scan(prose: str, rules: _Rules) -> _Found:
     # key words it holds.
     bounds: list[int] = [0]
     keys_of_unit: list[set[tuple[str, int]]] = [set()]
+    pair_words = rules.pair_words
+    words_of_unit: list[set[int]] = [set()]
     prev_newline = False
     for i, (lemma, lower, sent_start, space) in enumerate(
         doc.to_array([LEMMA, LOWER, SENT_START, IS_SPACE]).tolist()
@@ -491,6 +510,7 @@ def _scan(prose: str, rules: _Rules) -> _Found:
         if i > 0 and (sent_start == 1 or prev_newline):
             bounds.append(i)
             keys_of_unit.append(set())
+            words_of_unit.append(set())
         prev_newline = bool(space) and "\n" in doc[i].text
         if lower in fixes:
             doc[i].lemma_ = fixes[lower]
@@ -499,7 +519,17 @@ def _scan(prose: str, rules: _Rules) -> _Found:
             keys_of_unit[-1].add(("LEMMA", lemma))
         if ("LOWER", lower) in by_key:
             keys_of_unit[-1].add(("LOWER", lower))
+        if lemma in pair_words:
+            words_of_unit[-1].add(lemma)
+        if lower in pair_words:
+            words_of_unit[-1].add(lower)
     bounds.append(len(doc))
+    for words in words_of_unit:
+        if len(words) < 2:
+            continue
+        for kind, pairs in rules.en_pairs.items():
+            if any(words & first and words & second for first, second in pairs):
+                found.paired.add(kind)
     strings = doc.vocab.strings
     low_text = text.lower()
     present = {}
@@ -692,6 +722,7 @@ def _concern_features(
     f: dict[str, float] = {}
     strong: Counter[str] = Counter()
     weak: Counter[str] = Counter()
+    paired: Counter[str] = Counter()
     on_file: Counter[str] = Counter()
     signals: Counter[str] = Counter()
     asks = code = docs = tests = suggestions = questions = words = 0
@@ -699,6 +730,7 @@ def _concern_features(
         found = scan(seg)
         strong.update(found.concerns)
         weak.update(found.weak_seen - found.concerns)
+        paired.update(found.paired)
         on_file.update(file_kinds)
         signals.update(found.signals)
         n = len(seg.prose.split())
@@ -722,6 +754,7 @@ def _concern_features(
     for kind in CONCERNS:
         f["strong:" + kind] = _capped(strong[kind])
         f["weak:" + kind] = _capped(weak[kind])
+        f["pair:" + kind] = _capped(paired[kind])
         f["file:" + kind] = _capped(on_file[kind])
         f["proposer:" + kind] = float(kind in said)
     for name in ("decline_strong", "decline_weak", "redirect", "closing", "openness", "obsolete"):
@@ -805,7 +838,7 @@ def review_models() -> ReviewModels:
 # Feature families that belong to one concern kind ("strong:evidence"): in the row of that
 # kind they appear both shared across kinds ("strong") and for the kind ("evidence|strong"),
 # so rare kinds borrow how much a strong-word hit is worth from the frequent ones.
-_OWN_FAMILIES = ("strong", "weak", "file", "proposer")
+_OWN_FAMILIES = ("strong", "weak", "pair", "file", "proposer")
 
 
 def text_vector(text: str) -> dict[str, float]:

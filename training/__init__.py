@@ -26,7 +26,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-TRAINERS: tuple[str, ...] = ("training.failure", "training.review")
+TRAINERS: tuple[str, ...] = ("training.failure", "training.review", "training.proposal")
 SEED = 20261202
 
 

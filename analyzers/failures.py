@@ -201,6 +201,12 @@ class _Evidence:
         self.counts[f"any|{cue}"] += weight
         self.note(text)
 
+    def symptom(self, where: str, name: str, move: str) -> None:
+        # Title and body apart, and pooled: a pair seen only in bodies still counts in a title.
+        for prefix in (f"{where}sym", "sym"):
+            self.counts[f"{prefix}:{name}"] += 1.0
+            self.counts[f"{prefix}:any|{move}"] += 1.0
+
     def note(self, text: str) -> None:
         if len(self.phrases) < 12:
             short = " ".join(text.split())[:60]
@@ -214,24 +220,10 @@ def _prepare(text: str) -> str:
     return text.translate(_JOINERS)
 
 
-def _tokens(document: Any) -> list[str]:
-    """Lemmas of the words (numbers folded to "0" / "<num>") for the hashed n-grams."""
-    out: list[str] = []
-    for tok in document:
-        if tok.is_alpha:
-            out.append(tok.lemma_)
-        elif tok.like_num:
-            text = tok.text
-            out.append("0" if text.strip("0.") == "" else "<num>")
-        if len(out) >= learned.MAX_TOKENS:
-            break
-    return out
-
-
 def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> list[str]:
-    """Lexicon cues of one text ("t" title, "b" body) into `ev`; returns its lemma tokens."""
+    """Lexicon cues of one text ("t" title, "b" body) into `ev`; returns its word tokens."""
     document = nlp.doc(text)
-    tokens = _tokens(document)
+    tokens = learned.word_tokens(text)
     _symptoms(document, where, rules, ev)
     hits = rules.matcher(document)
     if not hits:
@@ -295,7 +287,9 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> list[str]:
     return tokens
 
 
-_FLAT_WHEN_NEGATED = frozenset({"up", "down"})
+# A negated rise or fall is its own move: "the reward does not increase" (reward|not_up) is a
+# symptom, "the entropy does not drop" (entropy|not_down) is a healthy run.
+_NEGATABLE = frozenset({"up", "down"})
 MAX_SYMPTOM_HITS = 400  # matches read per text: a hostile body repeating metric words stays cheap
 
 
@@ -331,11 +325,10 @@ def _symptoms(document: Any, where: str, rules: _Rules, ev: _Evidence) -> None:
         if best is None:
             continue
         lemmas = {document[i].lemma_ for i in range(max(0, ms - 3), ms)}
-        if move in _FLAT_WHEN_NEGATED and (lemmas & _NEGATIONS or "long" in lemmas):
-            move = "flat"  # "does not increase", "no longer grows"
+        if move in _NEGATABLE and (lemmas & _NEGATIONS or "long" in lemmas):
+            move = "not_" + move  # "does not increase", "no longer grows", "does not drop"
         name = f"{best[1]}|{move}"
-        ev.counts[f"{where}sym:{name}"] += 1.0
-        ev.counts[f"{where}sym:any|{move}"] += 1.0
+        ev.symptom(where, name, move)
         if name not in seen:
             seen.add(name)
             lo, hi = min(ms, best[2]), max(me, best[3])
@@ -358,13 +351,12 @@ def _zh_symptoms(low: str, where: str, rules: _Rules, ev: _Evidence) -> None:
                 at = tail.find(move_term)
                 if at < 0:
                     continue
-                if move in _FLAT_WHEN_NEGATED and at > 0 and tail[at - 1] in _ZH_NEGATORS:
-                    move = "flat"
+                if move in _NEGATABLE and at > 0 and tail[at - 1] in _ZH_NEGATORS:
+                    move = "not_" + move
                 name = f"{metric}|{move}"
                 if name not in seen:
                     seen.add(name)
-                    ev.counts[f"{where}sym:{name}"] += 1.0
-                    ev.counts[f"{where}sym:any|{move}"] += 1.0
+                    ev.symptom(where, name, move)
                     ev.note(term + "…" + move_term)
                 break
             pos = low.find(term, pos + 1)
@@ -568,7 +560,8 @@ def failure_features(title: str | None, body: str | None, kind: str | None = Non
     if images:
         feats.add("images", min(images, 4))
     # Output degenerating into one repeated character ("!!!!!!!!", "的的的的的的的的").
-    if _REPEATED_CHAR.search(title) or _REPEATED_CHAR.search(raw_prose) or _REPEATED_CHAR.search(split.code):
+    # Prose only: pasted logs repeat characters in progress bars.
+    if _REPEATED_CHAR.search(title) or _REPEATED_CHAR.search(prose):
         feats.add("repeated_char")
     feats.add_tokens("t", title_tokens)
     feats.add_tokens("w", prose_tokens)

@@ -54,6 +54,7 @@ _WORD = re.compile(r"[a-z][a-z']{0,39}|\d{1,12}(?:\.\d{1,12})?")
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{1,400}")
 
 
+@lru_cache(maxsize=1 << 17)  # words repeat across threads; the cache is bounded
 def bucket(namespace: str, gram: str, buckets: int = BUCKETS) -> int:
     """Stable hash bucket of an n-gram in a namespace."""
     return zlib.crc32(f"{namespace}:{gram}".encode()) % buckets
@@ -153,25 +154,44 @@ class LinearModel:
     meta: dict[str, Any] = field(default_factory=dict)
     # Further named thresholds chosen from data (e.g. "comment": where precision >= 0.90).
     thresholds: dict[str, float] = field(default_factory=dict)
+    # feature -> [(class, weight)], built on first use; weights are not changed after that.
+    _table: dict[str, list[tuple[str, float]]] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def binary(self) -> bool:
         return self.classes == ["0", "1"]
 
-    def _score(self, cls: str, x: Mapping[str, float]) -> float:
-        w = self.weights.get(cls, {})
-        return self.bias.get(cls, 0.0) + sum(v * w.get(k, 0.0) for k, v in x.items())
+    def _scores(self, x: Mapping[str, float]) -> dict[str, float]:
+        """All classes' scores in one pass over `x` (feature -> per-class weights)."""
+        table = self._by_feature()
+        out = {c: self.bias.get(c, 0.0) for c in self.weights}
+        for k, v in x.items():
+            row = table.get(k)
+            if row is not None:
+                for c, w in row:
+                    out[c] += v * w
+        return out
+
+    def _by_feature(self) -> dict[str, list[tuple[str, float]]]:
+        if self._table is None:
+            table: dict[str, list[tuple[str, float]]] = {}
+            for c, w in self.weights.items():
+                for k, wk in w.items():
+                    table.setdefault(k, []).append((c, wk))
+            self._table = table
+        return self._table
 
     def probability(self, x: Mapping[str, float]) -> float:
         """Binary models: P(positive | x)."""
-        return _sigmoid(self._score("1", x))
+        return _sigmoid(self._scores(x).get("1", self.bias.get("1", 0.0)))
 
     def probabilities(self, x: Mapping[str, float]) -> dict[str, float]:
         """Multiclass models: softmax over the classes."""
         if self.binary:
             p = self.probability(x)
             return {"0": 1.0 - p, "1": p}
-        scores = {c: self._score(c, x) for c in self.classes}
+        known = self._scores(x)
+        scores = {c: known.get(c, self.bias.get(c, 0.0)) for c in self.classes}
         top = max(scores.values())
         exps = {c: math.exp(s - top) for c, s in scores.items()}
         total = sum(exps.values())

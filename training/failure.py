@@ -53,7 +53,7 @@ def _features(e: Example) -> FailureFeatures:
 
 # The kind model sees a compact view: ~150 reports over ten kinds cannot weigh every word of
 # the body. Category evidence, the symptom grammar, context cues and the title's n-grams.
-_KIND_PREFIXES = ("ev:", "top:", "tsym:", "bsym:", "context:", "repeated_char", "log:", "t#", "tc#")
+_KIND_PREFIXES = ("ev:", "top:", "sym:", "tsym:", "bsym:", "context:", "repeated_char", "log:", "t#", "tc#")
 
 
 def kind_view(vector: dict[str, float]) -> dict[str, float]:

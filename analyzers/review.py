@@ -751,10 +751,11 @@ def _concern_features(
         if seg.is_author and not seg.is_bot:
             found = scan(seg)
             said |= found.concerns | found.weak_seen
+    # Present or not: one clear sentence is the usual way a concern is raised.
     for kind in CONCERNS:
-        f["strong:" + kind] = _capped(strong[kind])
-        f["weak:" + kind] = _capped(weak[kind])
-        f["pair:" + kind] = _capped(paired[kind])
+        f["strong:" + kind] = float(strong[kind] > 0)
+        f["weak:" + kind] = float(weak[kind] > 0)
+        f["pair:" + kind] = float(paired[kind] > 0)
         f["file:" + kind] = _capped(on_file[kind])
         f["proposer:" + kind] = float(kind in said)
     for name in ("decline_strong", "decline_weak", "redirect", "closing", "openness", "obsolete"):

@@ -243,6 +243,10 @@ def run(examples: list[Example], seed: int = SEED, sealed: bool = False) -> Run:
             f"{rules.concern_prf()[2]:.3f} ({rules.counts()}); fitted (grouped CV) state "
             f"{model.state_accuracy:.3f}, concern F1 {model.concern_prf()[2]:.3f} ({model.counts()})"
         )
+        rep.lines.append(
+            "  per kind, rules alone / fitted: "
+            + ", ".join(f"{k} {rules.concern_prf(k)[2]:.2f}/{model.concern_prf(k)[2]:.2f}" for k in CONCERNS)
+        )
     hard = sum(not _evidence(e).exact for e in cv_rows)
     rep.lines.append(
         f"{len(cv_rows)} threads scored in CV ({len(fw_rows)} from the seven frameworks; {hard} closed "

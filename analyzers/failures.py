@@ -351,7 +351,8 @@ def _zh_symptoms(low: str, where: str, rules: _Rules, ev: _Evidence) -> None:
                 at = tail.find(move_term)
                 if at < 0:
                     continue
-                if move in _NEGATABLE and at > 0 and tail[at - 1] in _ZH_NEGATORS:
+                # 不上升 / 不再上升 / 没有上升: a negator just before the move
+                if move in _NEGATABLE and any(ch in _ZH_NEGATORS for ch in tail[max(0, at - 3) : at]):
                     move = "not_" + move
                 name = f"{metric}|{move}"
                 if name not in seen:

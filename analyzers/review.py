@@ -725,7 +725,7 @@ def _concern_features(
     paired: Counter[str] = Counter()
     on_file: Counter[str] = Counter()
     signals: Counter[str] = Counter()
-    asks = code = docs = tests = suggestions = questions = words = 0
+    asks = code = docs = tests = suggestions = questions = words = code_asks = 0
     for seg, file_kinds in zip(others, by_file, strict=True):
         found = scan(seg)
         strong.update(found.concerns)
@@ -746,6 +746,9 @@ def _concern_features(
                 tests += 1
             else:
                 code += 1
+                # A short remark on a changed line that asks for something ("remove these
+                # lines", "can we use X?"): too short for the phrase lists, not for the model.
+                code_asks += seg.suggestion or bool(_ASKS.search(seg.prose) or _IMPERATIVE.match(seg.prose))
     said: set[str] = set()
     for seg in segs:
         if seg.is_author and not seg.is_bot:
@@ -765,6 +768,7 @@ def _concern_features(
     f["asks"] = _capped(asks, 4)
     f["questions"] = _capped(questions)
     f["remarks_code"] = _capped(code, 4)
+    f["remarks_code_asking"] = _capped(code_asks, 3)
     f["remarks_docs"] = _capped(docs)
     f["remarks_tests"] = _capped(tests)
     f["suggestions"] = _capped(suggestions)
@@ -967,6 +971,11 @@ def _review_comment_concerns(seg: _Segment, found: _Found) -> set[str]:
 _ASKS = re.compile(
     r"\?|\b(?:should|could|would|please|suggest|instead|consider|avoid|remove|rename|move|"
     r"why|maybe|can we|let's|better|prefer|needs?|add|check|gat(?:e|ing)|guard)\b",
+    re.I,
+)
+_IMPERATIVE = re.compile(
+    r"\s*(?:remove|rename|move|use|drop|delete|revert|replace|avoid|split|add|put|make|keep|"
+    r"change|do not|don't|pls|please)\b",
     re.I,
 )
 _NIT = re.compile(r"\b(?:typo|spelling|grammar|misspell\w*)\b", re.I)

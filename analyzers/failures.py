@@ -29,6 +29,7 @@ PhraseMatcher, one pass over matches, `str.find` for Chinese, bounded regexes fo
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -491,6 +492,11 @@ def _drop_config_lines(text: str) -> tuple[str, str]:
     return "\n".join(prose), "\n".join(config)
 
 
+_STEPS = re.compile(
+    r"(?i)\b(?:after|at|around|about|within|from|until|by|before|over|first|last)\s{1,3}(?:global\s)?"
+    r"(?:step\s{0,2}\d{1,7}|\d{1,7}\s{0,2}(?:k\s)?(?:steps?|iterations?|iters?|epochs?|updates?))"
+    r"|\d{1,7}\s{0,2}(?:个)?(?:step|steps|步|轮|个epoch|epoch)"
+)
 # One character (not Markdown or table punctuation) eight times in a row.
 _REPEATED_CHAR = re.compile(r"([^\s\-=_*#~`.|+/\\<>()\[\]{}:0-9a-zA-Z])\1{7}")
 
@@ -549,6 +555,17 @@ def failure_features(title: str | None, body: str | None, kind: str | None = Non
     _summarise(ev, feats)
     observed = ev.observed + sum(1 for z in rules.observation_zh if z in prose)
     feats.add("observed", min(observed, 3))
+    # A run being described: "after 200 steps", "at step 50", "训练到300步". Together with a
+    # symptom it is what a report is (a linear model cannot form the AND itself).
+    steps = len(list(itertools.islice(_STEPS.finditer(title + "\n" + prose), 3)))
+    feats.add("steps", steps)
+    run = steps > 0 or observed > 0
+    symptom = any(k.startswith("sym:") and not k.startswith("sym:any") for k in ev.counts)
+    cue = any(k.partition("|")[0] in _PRIORITY for k in ev.counts)
+    if run and symptom:
+        feats.add("run_and_symptom")
+    if run and cue:
+        feats.add("run_and_category_cue")
     if "moe" in ev.context:
         feats.add("context:moe")
     cues = _negatives(title, raw_prose, split.code, rules, feats)

@@ -133,7 +133,7 @@ class Features:
         return out
 
 
-def _sigmoid(z: float) -> float:
+def sigmoid(z: float) -> float:
     if z >= 0:
         return 1.0 / (1.0 + math.exp(-z))
     e = math.exp(z)
@@ -183,7 +183,7 @@ class LinearModel:
 
     def probability(self, x: Mapping[str, float]) -> float:
         """Binary models: P(positive | x)."""
-        return _sigmoid(self._scores(x).get("1", self.bias.get("1", 0.0)))
+        return sigmoid(self._scores(x).get("1", self.bias.get("1", 0.0)))
 
     def probabilities(self, x: Mapping[str, float]) -> dict[str, float]:
         """Multiclass models: softmax over the classes."""
@@ -255,5 +255,6 @@ __all__ = [
     "bucket",
     "cjk_grams",
     "load_model",
+    "sigmoid",
     "word_tokens",
 ]

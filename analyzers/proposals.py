@@ -195,7 +195,7 @@ def proposal_features(thread: dict[str, Any], papers: list[dict[str, Any]]) -> P
 
 
 # Opening-post prose read for n-grams: the request is stated near the top.
-_BODY_WORDS_CHARS = 3_000
+_BODY_WORDS_CHARS = 800
 
 
 def proposal_model() -> learned.LinearModel:

@@ -625,7 +625,7 @@ def review_thread(thread: Mapping[str, Any]) -> dict[str, Any]:
 # States a structural fact decides (GitHub says it, or a bot closed it): no model overrides.
 _EXACT_REASONS = frozenset({"merged", "closed_by==author", "closed_by_bot", "stale_label"})
 # Other-human text handed to the n-gram features, per thread: enough for any review.
-_TEXT_CHARS = 6_000
+_TEXT_CHARS = 2_000
 
 
 @dataclass
@@ -829,7 +829,7 @@ class ReviewModels:
     # only when meta["use"] says grouped CV found it better than the rules' own answer
     state: learned.LinearModel
     # binary, one row per (thread, concern kind): is this kind raised? Thresholds per kind
-    # in meta["thresholds"] (the model's own threshold for kinds without one).
+    # in `thresholds` (the model's own threshold for kinds without one).
     concerns: learned.LinearModel
 
 
@@ -878,13 +878,42 @@ def state_vector(ev: ReviewEvidence) -> dict[str, float]:
 
 
 def concern_probabilities(ev: ReviewEvidence, model: learned.LinearModel) -> dict[str, float]:
+    """model.probability(concern_vector(ev, kind, text)) for every kind, without building the
+    eight crossed vectors: the text's hashed n-grams are looked up in per-kind weight maps."""
     text = text_vector(ev.others_text)
-    return {k: model.probability(concern_vector(ev, k, text)) for k in CONCERNS}
+    by_kind = _weights_by_kind(model)
+    out: dict[str, float] = {}
+    for kind in CONCERNS:
+        named = concern_vector(ev, kind, {})
+        own = by_kind.get(kind, {})
+        z = model.bias.get("1", 0.0) + sum(v * by_kind[""].get(k, 0.0) for k, v in named.items())
+        z += sum(v * own.get(k, 0.0) for k, v in text.items())
+        out[kind] = learned.sigmoid(z)
+    return out
+
+
+# id(model) -> (model, {kind: {feature without the "kind|" prefix: weight}, "": all weights})
+_SPLIT_WEIGHTS: dict[int, tuple[learned.LinearModel, dict[str, dict[str, float]]]] = {}
+
+
+def _weights_by_kind(model: learned.LinearModel) -> dict[str, dict[str, float]]:
+    hit = _SPLIT_WEIGHTS.get(id(model))
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    weights = model.weights.get("1", {})
+    split: dict[str, dict[str, float]] = {"": weights}
+    for name, w in weights.items():
+        kind, bar, rest = name.partition("|")
+        if bar and "#" in rest:
+            split.setdefault(kind, {})[rest] = w
+    if len(_SPLIT_WEIGHTS) > 16:  # per-fold models in cross-validation: keep it bounded
+        _SPLIT_WEIGHTS.clear()
+    _SPLIT_WEIGHTS[id(model)] = (model, split)
+    return split
 
 
 def concern_thresholds(model: learned.LinearModel) -> dict[str, float]:
-    chosen = model.meta.get("thresholds") or {}
-    return {k: float(chosen.get(k, model.threshold)) for k in CONCERNS}
+    return {k: float(model.thresholds.get(k, model.threshold)) for k in CONCERNS}
 
 
 @dataclass

@@ -25,6 +25,7 @@ from analyzers.review import (
     CONCERNS,
     STATES,
     ReviewModels,
+    concern_probabilities,
     concern_vector,
     explain_review,
     review_evidence,
@@ -565,7 +566,7 @@ def _concern_model(thresholds: dict[str, float]) -> LinearModel:
     # A strong-word hit of any kind is worth +6 over a bias of -3: p = 0.95 with, 0.05 without.
     return LinearModel(
         "review_concerns", ["0", "1"], {"1": {"strong": 6.0}}, {"1": -3.0},
-        threshold=0.5, meta={"thresholds": thresholds},
+        threshold=0.5, thresholds=thresholds,
     )  # fmt: skip
 
 
@@ -609,6 +610,24 @@ def test_concern_rows_share_the_lexicon_family_across_kinds() -> None:
     assert any(k.startswith("demand|o#") for k in demand)
     evidence = concern_vector(ev, "evidence", text)
     assert "strong" not in evidence and not any(k.startswith("demand|") for k in evidence)
+
+
+def test_fast_concern_scores_equal_the_crossed_vectors_the_model_was_fitted_on() -> None:
+    record = thread(
+        [
+            c("maint", "Could you rename this flag and add a docstring? Any benchmark results?"),
+            c("bob", "pkg/loss.py:12\n**bob**:\nremove these lines"),
+            c("maint", "这个已经支持了，请补充文档。"),
+        ],
+        state="open",
+        kind="pull_request",
+    )
+    ev = review_evidence(record)
+    model = review_models().concerns
+    text = text_vector(ev.others_text)
+    fast = concern_probabilities(ev, model)
+    for kind in CONCERNS:
+        assert fast[kind] == pytest.approx(model.probability(concern_vector(ev, kind, text)), abs=1e-9)
 
 
 def test_proposers_own_words_are_a_feature_not_a_concern() -> None:

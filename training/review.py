@@ -208,7 +208,7 @@ def run(examples: list[Example], seed: int = SEED, sealed: bool = False) -> Run:
     models = fit_models(fit_rows, seed)
     models.state.meta["use"] = use_state_model
     models.concerns.threshold = common
-    models.concerns.meta["thresholds"] = own
+    models.concerns.thresholds = dict(own)
     fit_preds = {e.id: predict(models, e) for e in fit_rows}
     cv7, cv_all, fitted = score(fw_rows, cv_preds, thresholds), score(cv_rows, cv_preds, thresholds), score(fit_rows, fit_preds, thresholds)
     sealed_scores = None
@@ -307,7 +307,7 @@ def train(examples: list[Example], *, data_hash: str, seed: int = SEED) -> list[
     paths = []
     for model, hyper in ((result.models.state, {"C": C_STATE}), (result.models.concerns, {"C": C_CONCERNS})):
         model.meta = {
-            **{k: v for k, v in model.meta.items() if k in ("thresholds", "use")},
+            **{k: v for k, v in model.meta.items() if k == "use"},
             "training_data_sha256": data_hash,
             "analyzer_version": ANALYZER_VERSION,
             "seed": seed,

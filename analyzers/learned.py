@@ -54,9 +54,8 @@ _WORD = re.compile(r"[a-z][a-z']{0,39}|\d{1,12}(?:\.\d{1,12})?")
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{1,400}")
 
 
-@lru_cache(maxsize=1 << 17)  # words repeat across threads; the cache is bounded
 def bucket(namespace: str, gram: str, buckets: int = BUCKETS) -> int:
-    """Stable hash bucket of an n-gram in a namespace."""
+    """Stable hash bucket of an n-gram in a namespace: crc32("<namespace>:<gram>")."""
     return zlib.crc32(f"{namespace}:{gram}".encode()) % buckets
 
 
@@ -102,8 +101,10 @@ class Features:
 
     def add_grams(self, namespace: str, grams: Iterable[str]) -> None:
         counts = self.hashed.setdefault(namespace, {})
+        crc32, size = zlib.crc32, self.buckets
+        start = crc32(f"{namespace}:".encode())  # crc32 continues over the gram: = bucket()
         for g in grams:
-            b = bucket(namespace, g, self.buckets)
+            b = crc32(g.encode(), start) % size
             counts[b] = counts.get(b, 0.0) + 1.0
 
     def add_tokens(self, namespace: str, tokens: list[str], ngrams: tuple[int, ...] = (1, 2)) -> None:

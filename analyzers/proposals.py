@@ -13,6 +13,11 @@ present (vocabulary in proposal_patterns.yaml):
 
 Questions, bug titles and infrastructure requests (hardware, engines, modalities) count
 against it. Only the title and opening post are read: a proposal is what the opener asked.
+
+The cues and their hand-set sum (`proposal_score`) are features of a fitted logistic
+regression (analyzers/models/proposal.json, `make train`, training/proposal.py) that also
+reads the title's and the opening post's n-grams; its threshold comes from grouped
+cross-validation.
 """
 
 from __future__ import annotations

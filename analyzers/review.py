@@ -29,7 +29,16 @@ are as often plain technical advice ("X is slower than Y") are "weak": they coun
 comment that also refuses, closes or points elsewhere. A reviewer's remark on a changed file
 (review threads rendered as "path:line" + "**login**:" replies, or a comment with a `path`
 key) that asks for a change is a docs/tests or design concern by the file it is on.
-The vocabularies live in review_patterns.yaml beside this file. Everything is linear in the
+The vocabularies live in review_patterns.yaml beside this file.
+
+What the rules read is evidence, not the verdict (`review_evidence`): fitted models
+(analyzers/models/review_*.json, `make train`, training/review.py) weigh it. A closed thread no
+structural fact decides (merged, open, closed_by, a bot or stale label closing it) gets its
+state from a multiclass model over the rules' answer, reasons and signals, when grouped
+cross-validation found that model better than the rules alone (`meta.use`). Concerns come
+from one binary model over (thread, kind) rows: the kind's strong, weak and paired phrase
+hits, remarks on changed files, the proposer's answers, the review's shape and others'
+n-grams; thresholds per kind from cross-validated probabilities. Everything is linear in the
 text: line scans, spaCy's tokenizer, Matcher patterns with bounded optional gaps, and plain
 `str.find`; prose matched per comment and per thread is capped (_SCAN_CHARS,
 _THREAD_SCAN_CHARS) so hostile input costs a bounded, small amount.

@@ -112,12 +112,11 @@ class _Rules:
     window: int
     zh_window: int
     categories: dict[str, _Category]
-    matcher: Any  # PhraseMatcher, labels "<category>|P", "|S", "|C", "|X" (context)
+    matcher: Any  # PhraseMatcher: "<category>|P", "|S", "|C", "|X" (context), "~m|", "~v|"
     negatives: list[_Negative]
     observation_zh: list[str]
     log_min_points: int
     log_rules: list[dict[str, Any]]
-    symptoms: Any  # PhraseMatcher, labels "m|<metric class>" and "v|<move class>"
     zh_metrics: list[tuple[str, str]]  # (term, metric class), longest terms first
     zh_moves: list[tuple[str, str]]  # (term, move class), `flat` first, longest first
 
@@ -165,8 +164,9 @@ def _rules() -> _Rules:
     table["_obs|O"] = [_lemma_phrase(p) for p in obs["phrases"]]
     logs = data["log_metrics"]
     sym = data["symptoms"]
-    sym_table = {f"m|{k}": [_lemma_phrase(p) for p in v] for k, v in sym["metrics"].items()}
-    sym_table.update({f"v|{k}": [_lemma_phrase(p) for p in v] for k, v in sym["moves"].items()})
+    # The symptom grammar shares the one matcher pass: labels "~m|<metric>", "~v|<move>".
+    table.update({f"~m|{k}": [_lemma_phrase(p) for p in v] for k, v in sym["metrics"].items()})
+    table.update({f"~v|{k}": [_lemma_phrase(p) for p in v] for k, v in sym["moves"].items()})
 
     def zh_terms(table: dict[str, list[str]]) -> list[tuple[str, str]]:
         pairs = [(str(t).lower(), k) for k, ts in table.items() for t in ts]
@@ -182,7 +182,6 @@ def _rules() -> _Rules:
         observation_zh=[p.lower() for p in obs.get("zh", [])],
         log_min_points=int(logs.get("min_points", 3)),
         log_rules=list(logs.get("rules", [])),
-        symptoms=nlp.phrase_matcher(sym_table, attr="LEMMA"),
         zh_metrics=zh_terms(sym["zh_metrics"]),
         zh_moves=zh_terms(sym["zh_moves"]),
     )
@@ -225,13 +224,18 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> list[str]:
     """Lexicon cues of one text ("t" title, "b" body) into `ev`; returns its word tokens."""
     document = nlp.doc(text)
     tokens = learned.word_tokens(text)
-    _symptoms(document, where, rules, ev)
-    hits = rules.matcher(document)
-    if not hits:
+    found = rules.matcher(document)
+    if not found:
         return tokens
     strings = document.vocab.strings
+    hits, symptom_hits = [], []
+    for hit in found:
+        (symptom_hits if strings[hit[0]][0] == "~" else hits).append(hit)
     # Sentence starts, so pairs never cross a sentence boundary (bisect per lookup).
     starts = [sent.start for sent in document.sents]
+    _symptoms(document, symptom_hits, starts, where, ev)
+    if not hits:
+        return tokens
 
     def sent_of(i: int) -> int:
         return bisect.bisect_right(starts, i)
@@ -294,21 +298,17 @@ _NEGATABLE = frozenset({"up", "down"})
 MAX_SYMPTOM_HITS = 400  # matches read per text: a hostile body repeating metric words stays cheap
 
 
-def _symptoms(document: Any, where: str, rules: _Rules, ev: _Evidence) -> None:
+def _symptoms(document: Any, hits: list[Any], starts: list[int], where: str, ev: _Evidence) -> None:
     """Metric + move pairs of the symptom grammar ("the reward stays flat", "length keeps
     shrinking", "loss is 0"), nearest metric to each move in the same sentence."""
-    hits = rules.symptoms(document)[:MAX_SYMPTOM_HITS]
-    if not hits:
-        return
     strings = document.vocab.strings
     metrics: list[tuple[int, int, str]] = []
     moves: list[tuple[int, int, str]] = []
-    for match_id, start, end in hits:
+    for match_id, start, end in hits[:MAX_SYMPTOM_HITS]:
         kind, _, cls = strings[match_id].partition("|")
-        (metrics if kind == "m" else moves).append((start, end, cls))
+        (metrics if kind == "~m" else moves).append((start, end, cls))
     if not metrics or not moves:
         return
-    starts = [sent.start for sent in document.sents]
     window = 10_000 if where == "t" else 8
     seen: set[str] = set()
     for ms, me, move in moves:

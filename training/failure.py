@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzers.failures import FailureFeatures, FailureModels, classify_failure, failure_features
-from analyzers.learned import MODELS_DIR, LinearModel
+from analyzers.learned import MODELS_DIR
 from training import SEED
 from training.cv import cross_val_predict
 from training.data import Example
@@ -229,8 +229,3 @@ def train(examples: list[Example], *, data_hash: str, seed: int = SEED) -> list[
         paths.append(path)
     return paths
 
-
-def load_shipped() -> tuple[LinearModel | None, LinearModel | None]:
-    from analyzers.learned import load_model
-
-    return load_model("failure"), load_model("failure_kind")

@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 export DATABASE_URL ?= sqlite+aiosqlite:///rltracker.db
 
-.PHONY: run test install install-test migrate eval bench lint clean
+.PHONY: run test install install-test migrate train eval bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,10 @@ test: install-test
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
-eval: install
+train: install-test
+	$(BIN)/python -m training
+
+eval: install-test
 	$(BIN)/python benchmarks/evaluate.py
 	$(BIN)/python benchmarks/evaluate_rules.py
 
@@ -42,7 +45,7 @@ bench: install
 	$(BIN)/python benchmarks/sync_cost.py
 
 lint: install-test
-	$(BIN)/ruff check bot analyzers tests benchmarks migrations
+	$(BIN)/ruff check bot analyzers training tests benchmarks migrations
 	$(BIN)/lint-imports
 
 clean:

@@ -13,11 +13,15 @@ present (vocabulary in proposal_patterns.yaml):
 
 Questions, bug titles and infrastructure requests (hardware, engines, modalities) count
 against it. Only the title and opening post are read: a proposal is what the opener asked.
+
+The cues and their hand-set sum (`proposal_score`) are features of a fitted logistic
+regression (analyzers/models/proposal.json, `make train`, training/proposal.py) that also
+reads the title's and the opening post's n-grams; its threshold comes from grouped
+cross-validation.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -26,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from analyzers import nlp
+from analyzers import learned, nlp
 
 PATTERNS_FILE = Path(__file__).with_name("proposal_patterns.yaml")
 MAX_TEXT = 12_000
@@ -44,7 +48,6 @@ _COMMON_CAPS = frozenset(
 
 @dataclass(frozen=True)
 class _Rules:
-    threshold: float
     request_title: nlp.TermSet
     pr_maintenance_title: nlp.TermSet
     request_body: nlp.TermSet
@@ -66,7 +69,6 @@ def _rules() -> _Rules:
         return terms
 
     return _Rules(
-        threshold=float(data.get("threshold", 0.5)),
         request_title=rx("request_title"),
         pr_maintenance_title=rx("pr_maintenance_title"),
         request_body=rx("request_body"),
@@ -95,10 +97,6 @@ def _method_names_in_title(title: str) -> int:
         if up not in _COMMON_CAPS and plural_of not in _COMMON_CAPS and not _PO_ACRONYM.fullmatch(word):
             n += 1
     return n
-
-
-def _logistic(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-x))
 
 
 def proposal_score(thread: dict[str, Any], papers: list[dict[str, Any]]) -> tuple[float, list[str]]:
@@ -179,8 +177,47 @@ def proposal_score(thread: dict[str, Any], papers: list[dict[str, Any]]) -> tupl
     return score, cues
 
 
-def classify_proposal(thread: dict[str, Any], papers: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Contract `proposal`: {"is_proposal", "confidence"}."""
-    score, _ = proposal_score(thread, list(papers or []))
-    confidence = _logistic(score)
-    return {"is_proposal": confidence >= _rules().threshold, "confidence": round(confidence, 3)}
+@dataclass(frozen=True)
+class ProposalFeatures:
+    vector: dict[str, float]
+    rule_score: float  # the hand-set log-odds above: a baseline and one feature among others
+
+
+def proposal_features(thread: dict[str, Any], papers: list[dict[str, Any]]) -> ProposalFeatures:
+    """The cues above as named features (their hand-set sum too), and the title's and opening
+    post's words: the fitted model (training/proposal.py) decides what each is worth."""
+    score, cues = proposal_score(thread, papers)
+    feats = learned.Features()
+    for cue in cues:
+        feats.add("cue:" + cue)
+    feats.add("rule_score", score / 4.0)
+    feats.add("pull_request", float(thread.get("kind") == "pull_request"))
+    title = str(thread.get("title") or "")[:400]
+    feats.add_text("t", title)
+    body = nlp.split_markdown(str(thread.get("body") or "")[: nlp.MAX_CHARS]).prose[:_BODY_WORDS_CHARS]
+    feats.add_text("b", body)
+    return ProposalFeatures(feats.vector(), score)
+
+
+# Opening-post prose read for n-grams: the request is stated near the top.
+_BODY_WORDS_CHARS = 800
+
+
+def proposal_model() -> learned.LinearModel:
+    """The shipped model (analyzers/models/proposal.json, written by `make train`)."""
+    model = learned.load_model("proposal")
+    if model is None:
+        raise FileNotFoundError("analyzers/models/proposal.json missing: run `make train`")
+    return model
+
+
+def classify_proposal(
+    thread: dict[str, Any],
+    papers: list[dict[str, Any]] | None = None,
+    model: learned.LinearModel | None = None,
+) -> dict[str, Any]:
+    """Contract `proposal`: {"is_proposal", "confidence"}. `model` defaults to the shipped
+    one; cross-validation passes per-fold models."""
+    model = model or proposal_model()
+    confidence = model.probability(proposal_features(thread, list(papers or [])).vector)
+    return {"is_proposal": confidence >= model.threshold, "confidence": round(confidence, 3)}

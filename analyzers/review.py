@@ -29,7 +29,15 @@ are as often plain technical advice ("X is slower than Y") are "weak": they coun
 comment that also refuses, closes or points elsewhere. A reviewer's remark on a changed file
 (review threads rendered as "path:line" + "**login**:" replies, or a comment with a `path`
 key) that asks for a change is a docs/tests or design concern by the file it is on.
-The vocabularies live in review_patterns.yaml beside this file. Everything is linear in the
+The vocabularies live in review_patterns.yaml beside this file.
+
+What the rules read is evidence, not the verdict (`review_evidence`): fitted models
+(analyzers/models/review_*.json, `make train`, training/review.py) weigh it. A closed thread no
+structural fact decides (merged, open, closed_by, a bot or stale label closing it) gets its
+state from a multiclass model over the rules' answer, reasons and signals, when grouped
+cross-validation found that model better than the rules alone (`meta.use`). Concerns come
+from one binary model over (thread, kind) rows: the kind's strong, weak and paired phrase
+hits, remarks on changed files, the review's shape and others' n-grams; thresholds per kind from cross-validated probabilities. Everything is linear in the
 text: line scans, spaCy's tokenizer, Matcher patterns with bounded optional gaps, and plain
 `str.find`; prose matched per comment and per thread is capped (_SCAN_CHARS,
 _THREAD_SCAN_CHARS) so hostile input costs a bounded, small amount.
@@ -39,6 +47,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -47,6 +56,7 @@ from typing import Any
 
 import yaml
 
+from analyzers import learned
 from analyzers.text import strip_html_comments
 
 STATES = (
@@ -93,6 +103,11 @@ class _Rules:
     matchers: _KeyedMatchers  # labels as above plus "veto:<concern>"
     # label -> (words, words): one of each in the same Chinese sentence
     pairs: dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]]
+    # concern kind -> (lemma hashes, lemma hashes): a request word and a topic word in the
+    # same English sentence ("could you add a few details to the docstrings"). A feature only:
+    # the fitted concern model decides what such a pair is worth.
+    en_pairs: dict[str, list[tuple[frozenset[int], frozenset[int]]]]
+    pair_words: frozenset[int]  # every word of en_pairs, to collect per sentence
 
 
 # Words too common to file a pattern under (see _KeyedMatchers): function words and the
@@ -160,6 +175,13 @@ def _rules() -> _Rules:
     sub: dict[str, tuple[str, ...]] = {}
     veto_sub: dict[str, tuple[str, ...]] = {}
     pairs: dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]] = {}
+    en_pairs: dict[str, list[tuple[frozenset[int], frozenset[int]]]] = {}
+    strings = _nlp().vocab.strings
+
+    def lemma_hashes(words: list[str]) -> frozenset[int]:
+        return frozenset(strings.add(_lemma(w)) for w in words) | frozenset(
+            strings.add(w.lower()) for w in words
+        )
 
     def add(label: str, spec: Mapping[str, Any]) -> None:
         patterns = [_compile(p) for p in spec.get("en") or []]
@@ -187,6 +209,8 @@ def _rules() -> _Rules:
         if name not in CONCERNS:
             raise ValueError(f"unknown concern kind in review_patterns.yaml: {name}")
         add("c:" + name, spec)
+        for first, second in spec.get("en_pairs") or []:
+            en_pairs.setdefault(name, []).append((lemma_hashes(first), lemma_hashes(second)))
     bots = data.get("bots") or {}
     return _Rules(
         bot_logins=frozenset(x.lower() for x in bots.get("logins") or []),
@@ -198,6 +222,8 @@ def _rules() -> _Rules:
         veto_sub=veto_sub,
         matchers=matchers,
         pairs=pairs,
+        en_pairs=en_pairs,
+        pair_words=frozenset(h for ps in en_pairs.values() for a, b in ps for h in a | b),
     )
 
 
@@ -424,10 +450,13 @@ class _Found:
     signals: set[str] = field(default_factory=set)
     concerns: set[str] = field(default_factory=set)
     weak: set[str] = field(default_factory=set)  # concerns in words that need context
+    weak_seen: set[str] = field(default_factory=set)  # every weak hit, kept as a feature
+    paired: set[str] = field(default_factory=set)  # kinds with a request+topic word pair
 
     def settle(self) -> _Found:
         """Weak concerns count in a comment that also refuses, closes or points elsewhere (or
         that states the same concern plainly, where they add nothing)."""
+        self.weak_seen = set(self.weak)
         if self.weak and self.signals & _WEAK_CONTEXT:
             self.concerns |= self.weak
         if "wredirect" in self.signals and self.signals & _WEAK_CONTEXT:
@@ -480,6 +509,8 @@ def _scan(prose: str, rules: _Rules) -> _Found:
     # key words it holds.
     bounds: list[int] = [0]
     keys_of_unit: list[set[tuple[str, int]]] = [set()]
+    pair_words = rules.pair_words
+    words_of_unit: list[set[int]] = [set()]
     prev_newline = False
     for i, (lemma, lower, sent_start, space) in enumerate(
         doc.to_array([LEMMA, LOWER, SENT_START, IS_SPACE]).tolist()
@@ -487,6 +518,7 @@ def _scan(prose: str, rules: _Rules) -> _Found:
         if i > 0 and (sent_start == 1 or prev_newline):
             bounds.append(i)
             keys_of_unit.append(set())
+            words_of_unit.append(set())
         prev_newline = bool(space) and "\n" in doc[i].text
         if lower in fixes:
             doc[i].lemma_ = fixes[lower]
@@ -495,7 +527,17 @@ def _scan(prose: str, rules: _Rules) -> _Found:
             keys_of_unit[-1].add(("LEMMA", lemma))
         if ("LOWER", lower) in by_key:
             keys_of_unit[-1].add(("LOWER", lower))
+        if lemma in pair_words:
+            words_of_unit[-1].add(lemma)
+        if lower in pair_words:
+            words_of_unit[-1].add(lower)
     bounds.append(len(doc))
+    for words in words_of_unit:
+        if len(words) < 2:
+            continue
+        for kind, pairs in rules.en_pairs.items():
+            if any(words & first and words & second for first, second in pairs):
+                found.paired.add(kind)
     strings = doc.vocab.strings
     low_text = text.lower()
     present = {}
@@ -588,8 +630,29 @@ def review_thread(thread: Mapping[str, Any]) -> dict[str, Any]:
     return explain_review(thread).as_dict()
 
 
-def explain_review(thread: Mapping[str, Any]) -> ReviewExplanation:
-    """review_thread plus the reasons behind the state (for benchmarks and debugging)."""
+# States a structural fact decides (GitHub says it, or a bot closed it): no model overrides.
+_EXACT_REASONS = frozenset({"merged", "closed_by==author", "closed_by_bot", "stale_label"})
+# Other-human text handed to the n-gram features, per thread: enough for any review.
+_TEXT_CHARS = 2_000
+
+
+@dataclass
+class ReviewEvidence:
+    """What the rules read in a thread: the state the rules reach, whether a structural fact
+    decided it, and the named features and texts the fitted models weigh (analyzers.learned
+    turns them into vectors; training/review.py fits on them)."""
+
+    rule_state: str
+    exact: bool
+    replied: bool
+    rule_concerns: set[str]
+    reasons: list[str]
+    concern_features: dict[str, float]
+    state_features: dict[str, float]
+    others_text: str  # prose of humans other than the proposer, capped
+
+
+def review_evidence(thread: Mapping[str, Any]) -> ReviewEvidence:
     rules = _rules()
     author = _norm_login(thread.get("author"))
     segs = _segments(thread, rules)
@@ -610,14 +673,281 @@ def explain_review(thread: Mapping[str, Any]) -> ReviewExplanation:
         return scans[key]
 
     concerns: set[str] = set()
+    by_file: list[set[str]] = []
     for seg in others:
         found = scan(seg)
         concerns |= found.concerns
-        concerns |= _review_comment_concerns(seg, found)
+        on_file = _review_comment_concerns(seg, found)
+        by_file.append(on_file)
+        concerns |= on_file
 
     state = _state(thread, author, segs, others, concerns, scan, rules, reasons)
-    ordered = [c for c in CONCERNS if c in concerns]
-    return ReviewExplanation(state, replied, ordered, reasons)
+    exact = state in ("merged", "open_no_reply", "open_replied") or bool(
+        reasons and reasons[0] in _EXACT_REASONS
+    )
+    concern_features = _concern_features(thread, segs, others, by_file, scan)
+    state_features = (
+        {} if exact else _state_features(thread, segs, others, concerns, scan, state, reasons)
+    )
+    return ReviewEvidence(
+        rule_state=state,
+        exact=exact,
+        replied=replied,
+        rule_concerns=concerns,
+        reasons=reasons,
+        concern_features=concern_features,
+        state_features=state_features,
+        others_text=_joined((s.prose for s in others), _TEXT_CHARS),
+    )
+
+
+def _joined(texts: Iterable[str], cap: int) -> str:
+    out: list[str] = []
+    left = cap
+    for text in texts:
+        if left <= 0:
+            break
+        piece = text[:left]
+        out.append(piece)
+        left -= len(piece) + 1
+    return "\n".join(out)
+
+
+def _capped(n: int, cap: int = 3) -> float:
+    return min(n, cap) / cap
+
+
+def _concern_features(
+    thread: Mapping[str, Any],
+    segs: Sequence[_Segment],
+    others: Sequence[_Segment],
+    by_file: Sequence[set[str]],
+    scan: Any,
+) -> dict[str, float]:
+    """Per concern kind: whether other people's comments state it in strong words, in weak
+    words, in a request+topic pair, or by a remark on a changed file; and the shape of the
+    review around it. (The proposer's own words were tried as a feature: no gain in grouped
+    CV, and scanning them cost a fifth of the review's time.)"""
+    f: dict[str, float] = {}
+    strong: Counter[str] = Counter()
+    weak: Counter[str] = Counter()
+    paired: Counter[str] = Counter()
+    on_file: Counter[str] = Counter()
+    signals: Counter[str] = Counter()
+    asks = code = docs = tests = suggestions = questions = words = code_asks = 0
+    for seg, file_kinds in zip(others, by_file, strict=True):
+        found = scan(seg)
+        strong.update(found.concerns)
+        weak.update(found.weak_seen - found.concerns)
+        paired.update(found.paired)
+        on_file.update(file_kinds)
+        signals.update(found.signals)
+        n = len(seg.prose.split())
+        words += n
+        questions += "?" in seg.prose or "？" in seg.prose
+        asks += n >= 3 and _ASKS.search(seg.prose) is not None and not _NIT.search(seg.prose)
+        suggestions += seg.suggestion
+        if seg.path is not None and (n >= 2 or seg.suggestion):
+            low = seg.path.lower()
+            if low.endswith((".md", ".rst", ".txt", ".ipynb")) or low.startswith(("docs/", "doc/")):
+                docs += 1
+            elif "/tests/" in "/" + low or low.split("/")[-1].startswith("test_"):
+                tests += 1
+            else:
+                code += 1
+                # A short remark on a changed line that asks for something ("remove these
+                # lines", "can we use X?"): too short for the phrase lists, not for the model.
+                code_asks += seg.suggestion or bool(_ASKS.search(seg.prose) or _IMPERATIVE.match(seg.prose))
+    # Present or not: one clear sentence is the usual way a concern is raised.
+    for kind in CONCERNS:
+        f["strong:" + kind] = float(strong[kind] > 0)
+        f["weak:" + kind] = float(weak[kind] > 0)
+        f["pair:" + kind] = float(paired[kind] > 0)
+        f["file:" + kind] = _capped(on_file[kind])
+    for name in ("decline_strong", "decline_weak", "redirect", "closing", "openness", "obsolete"):
+        f["signal:" + name] = float(signals[name] > 0)
+    f["others"] = _capped(len(others), 6)
+    f["other_words"] = min(words, 600) / 600
+    f["asks"] = _capped(asks, 4)
+    f["questions"] = _capped(questions)
+    f["remarks_code"] = _capped(code, 4)
+    f["remarks_code_asking"] = _capped(code_asks, 3)
+    f["remarks_docs"] = _capped(docs)
+    f["remarks_tests"] = _capped(tests)
+    f["suggestions"] = _capped(suggestions)
+    f["pull_request"] = float(thread.get("kind") == "pull_request")
+    state = str(thread.get("state") or "").lower()
+    f["merged"] = float(state == "merged")
+    f["closed"] = float(state == "closed")
+    return f
+
+
+def _state_features(
+    thread: Mapping[str, Any],
+    segs: Sequence[_Segment],
+    others: Sequence[_Segment],
+    concerns: set[str],
+    scan: Any,
+    rule_state: str,
+    reasons: list[str],
+) -> dict[str, float]:
+    """For a closed thread no structural fact decides: the rules' answer and why, the signals
+    in what others and the proposer wrote (anywhere, and in the last word of each), who spoke
+    last, and what concerns were raised."""
+    f: dict[str, float] = {"rule:" + rule_state: 1.0}
+    for reason in reasons:
+        f["why:" + reason.split(":")[0]] = 1.0
+    for seg in others:
+        for name in scan(seg).signals:
+            f["others:" + name] = 1.0
+    last_other = next((s for s in reversed(segs) if not s.is_author and not s.is_bot), None)
+    if last_other is not None:
+        for name in scan(last_other).signals:
+            f["last_other:" + name] = 1.0
+        if _FIXED.search(last_other.prose):
+            f["last_other:fixed"] = 1.0
+    for seg in segs:
+        if seg.is_author and not seg.is_bot:
+            for name in scan(seg).signals:
+                f["proposer:" + name] = 1.0
+    if segs:
+        last = segs[-1]
+        f["last:" + ("bot" if last.is_bot else "proposer" if last.is_author else "other")] = 1.0
+    else:
+        f["last:none"] = 1.0
+    f["bots"] = float(any(s.is_bot for s in segs))
+    f["others"] = _capped(len(others), 6)
+    f["no_other"] = float(not others)
+    f["pull_request"] = float(thread.get("kind") == "pull_request")
+    for kind in concerns:
+        f["concern:" + kind] = 1.0
+    return f
+
+
+@dataclass(frozen=True)
+class ReviewModels:
+    """The fitted models (analyzers/models/review_*.json, written by `make train`)."""
+
+    # multiclass over the closed states, for closed threads no structural fact decides; used
+    # only when meta["use"] says grouped CV found it better than the rules' own answer
+    state: learned.LinearModel
+    # binary, one row per (thread, concern kind): is this kind raised? Thresholds per kind
+    # in `thresholds` (the model's own threshold for kinds without one).
+    concerns: learned.LinearModel
+
+
+def review_models() -> ReviewModels:
+    state, concerns = learned.load_model("review_state"), learned.load_model("review_concerns")
+    if state is None or concerns is None:
+        raise FileNotFoundError("analyzers/models/review_*.json missing: run `make train`")
+    return ReviewModels(state, concerns)
+
+
+# Feature families that belong to one concern kind ("strong:evidence"): in the row of that
+# kind they appear both shared across kinds ("strong") and for the kind ("evidence|strong"),
+# so rare kinds borrow how much a strong-word hit is worth from the frequent ones.
+_OWN_FAMILIES = ("strong", "weak", "pair", "file")
+
+
+def text_vector(text: str) -> dict[str, float]:
+    feats = learned.Features()
+    feats.add_text("o", text)
+    return feats.vector()
+
+
+def concern_vector(ev: ReviewEvidence, kind: str, text: Mapping[str, float]) -> dict[str, float]:
+    """The row of one concern kind: its own lexicon hits (shared and per kind), the thread's
+    shape and the others' words, both crossed with the kind."""
+    x: dict[str, float] = {kind + "|bias": 1.0}
+    for name, value in ev.concern_features.items():
+        if not value:
+            continue
+        family, _, of = name.partition(":")
+        if family in _OWN_FAMILIES:
+            if of == kind:
+                x[family] = value
+                x[f"{kind}|{family}"] = value
+        else:
+            x[f"{kind}|{name}"] = value
+    for name, value in text.items():
+        x[f"{kind}|{name}"] = value
+    return x
+
+
+def state_vector(ev: ReviewEvidence) -> dict[str, float]:
+    # Named features only: with a few dozen hard closed threads, n-grams of the last words
+    # lowered grouped-CV accuracy (they memorise repositories' phrasing).
+    return dict(ev.state_features)
+
+
+def concern_probabilities(ev: ReviewEvidence, model: learned.LinearModel) -> dict[str, float]:
+    """model.probability(concern_vector(ev, kind, text)) for every kind, without building the
+    eight crossed vectors: the text's hashed n-grams are looked up in per-kind weight maps."""
+    text = text_vector(ev.others_text)
+    by_kind = _weights_by_kind(model)
+    out: dict[str, float] = {}
+    for kind in CONCERNS:
+        named = concern_vector(ev, kind, {})
+        own = by_kind.get(kind, {})
+        z = model.bias.get("1", 0.0) + sum(v * by_kind[""].get(k, 0.0) for k, v in named.items())
+        z += sum(v * own.get(k, 0.0) for k, v in text.items())
+        out[kind] = learned.sigmoid(z)
+    return out
+
+
+# id(model) -> (model, {kind: {feature without the "kind|" prefix: weight}, "": all weights})
+_SPLIT_WEIGHTS: dict[int, tuple[learned.LinearModel, dict[str, dict[str, float]]]] = {}
+
+
+def _weights_by_kind(model: learned.LinearModel) -> dict[str, dict[str, float]]:
+    hit = _SPLIT_WEIGHTS.get(id(model))
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    weights = model.weights.get("1", {})
+    split: dict[str, dict[str, float]] = {"": weights}
+    for name, w in weights.items():
+        kind, bar, rest = name.partition("|")
+        if bar and "#" in rest:
+            split.setdefault(kind, {})[rest] = w
+    if len(_SPLIT_WEIGHTS) > 16:  # per-fold models in cross-validation: keep it bounded
+        _SPLIT_WEIGHTS.clear()
+    _SPLIT_WEIGHTS[id(model)] = (model, split)
+    return split
+
+
+def concern_thresholds(model: learned.LinearModel) -> dict[str, float]:
+    return {k: float(model.thresholds.get(k, model.threshold)) for k in CONCERNS}
+
+
+@dataclass
+class ReviewScores:
+    """The decision before concern thresholds are applied (cross-validation reads this)."""
+
+    state: str
+    replied: bool
+    concern_probabilities: dict[str, float]
+    reasons: list[str]
+
+
+def review_scores(thread: Mapping[str, Any], models: ReviewModels | None = None) -> ReviewScores:
+    """`models` defaults to the shipped ones; cross-validation passes per-fold models."""
+    models = models or review_models()
+    ev = review_evidence(thread)
+    state, reasons = ev.rule_state, list(ev.reasons)
+    if not ev.exact and models.state.meta.get("use", True):
+        probs = models.state.probabilities(state_vector(ev))
+        state = max(STATES, key=lambda s: (probs.get(s, 0.0), s == ev.rule_state))
+        reasons.append(f"model:{state}")
+    return ReviewScores(state, ev.replied, concern_probabilities(ev, models.concerns), reasons)
+
+
+def explain_review(thread: Mapping[str, Any], models: ReviewModels | None = None) -> ReviewExplanation:
+    """review_thread plus the reasons behind the state (for benchmarks and debugging)."""
+    models = models or review_models()
+    scores = review_scores(thread, models)
+    limits = concern_thresholds(models.concerns)
+    ordered = [k for k in CONCERNS if scores.concern_probabilities[k] >= limits[k]]
+    return ReviewExplanation(scores.state, scores.replied, ordered, scores.reasons)
 
 
 def _counts_as_reply(seg: _Segment) -> bool:
@@ -673,6 +1003,11 @@ def _review_comment_concerns(seg: _Segment, found: _Found) -> set[str]:
 _ASKS = re.compile(
     r"\?|\b(?:should|could|would|please|suggest|instead|consider|avoid|remove|rename|move|"
     r"why|maybe|can we|let's|better|prefer|needs?|add|check|gat(?:e|ing)|guard)\b",
+    re.I,
+)
+_IMPERATIVE = re.compile(
+    r"\s*(?:remove|rename|move|use|drop|delete|revert|replace|avoid|split|add|put|make|keep|"
+    r"change|do not|don't|pls|please)\b",
     re.I,
 )
 _NIT = re.compile(r"\b(?:typo|spelling|grammar|misspell\w*)\b", re.I)

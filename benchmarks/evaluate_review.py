@@ -6,6 +6,10 @@ Prints review-state accuracy with the confusion, reply-detection accuracy, conce
 recall / F1 (micro over (thread, concern) pairs, and per kind), the time per thread, and with
 --wrong the threads it got wrong with the reasons behind each decision (ids and labels only,
 never the texts). Threads without review labels are skipped.
+
+The review analyzer is fitted on ../shared/eval/{train,dev} (training/review.py): on those
+files this prints fitted figures, useful for reading reasons, NOT a result. The figures to
+steer by are grouped cross-validated: `make eval` (benchmarks/evaluate.py --only review).
 """
 
 from __future__ import annotations

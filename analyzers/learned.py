@@ -1,0 +1,261 @@
+"""Fitted linear models over lexicon features and hashed n-grams: the run-time half.
+
+How an analyzer uses it (the fitting half lives in `training/`, never imported here):
+
+    from analyzers import learned
+
+    feats = learned.Features()
+    feats.add("lex:entropy_collapse|pair", 2)          # named lexicon features (any float)
+    feats.add_text("t", title)                          # hashed word 1-2-grams (+ CJK char n-grams)
+    feats.add_text("w", prose)                          # ... per namespace (title, body, ...)
+    model = learned.load_model("failure")               # analyzers/models/failure.json, cached
+    p = model.probability(feats.vector())               # binary: P(positive)
+    probs = kind_model.probabilities(feats.vector())    # multiclass: {class: P}
+    model.threshold                                      # chosen from data at training time
+    model.thresholds["comment"]                          # further named thresholds, if any
+
+Features are a plain `dict[str, float]`: lexicon names as given (no "#" in them), hashed
+n-grams as "<namespace>#<bucket>" (bucket = crc32("<namespace>:<n-gram>") mod `buckets`,
+stable across processes and Python versions). Hashed values are sublinear counts (1 + log n),
+scaled so that each namespace has unit L2 norm: long and short posts weigh alike, and a long
+body does not drown the title. Input text is cut to
+`MAX_TEXT` characters and at most `MAX_TOKENS` tokens are read, so a 64 KiB hostile body costs
+a bounded number of features and one linear pass.
+
+Model files (`analyzers/models/<name>.json`) hold the featurizer settings, sparse weights,
+bias(es), threshold(s) and metadata (training data sha256, grouped-CV and fitted figures,
+analyzer version, seed). They contain no thread text: hashed buckets and weights only.
+Pass a `LinearModel` explicitly (as cross-validation does with per-fold models) to score
+through the very same analyzer code.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import zlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+MODELS_DIR = Path(__file__).with_name("models")
+
+BUCKETS = 1 << 18
+MAX_TEXT = 20_000  # characters of one namespace's text read for n-grams
+MAX_TOKENS = 4_000  # word tokens read per namespace
+MAX_CJK_CHARS = 4_000  # CJK characters read per namespace
+
+# Words: ASCII letters (with an inner apostrophe), or numbers. Zero stays "0" ("reward is 0"
+# matters), other numbers read as "<num>".
+_WORD = re.compile(r"[a-z][a-z']{0,39}|\d{1,12}(?:\.\d{1,12})?")
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{1,400}")
+
+
+def bucket(namespace: str, gram: str, buckets: int = BUCKETS) -> int:
+    """Stable hash bucket of an n-gram in a namespace: crc32("<namespace>:<gram>")."""
+    return zlib.crc32(f"{namespace}:{gram}".encode()) % buckets
+
+
+def word_tokens(text: str) -> list[str]:
+    """Lower-cased word tokens of `text` (bounded); numbers folded to "0" / "<num>"."""
+    out: list[str] = []
+    for m in _WORD.finditer(text[:MAX_TEXT].lower()):
+        tok = m.group(0)
+        if tok[0].isdigit():
+            tok = "0" if float(tok) == 0 else "<num>"
+        out.append(tok)
+        if len(out) >= MAX_TOKENS:
+            break
+    return out
+
+
+def cjk_grams(text: str, sizes: tuple[int, ...] = (1, 2, 3)) -> list[str]:
+    """Character n-grams of the CJK runs in `text` (bounded): Chinese carries meaning in
+    characters, and no word segmenter is needed."""
+    grams: list[str] = []
+    seen = 0
+    for m in _CJK_RUN.finditer(text[:MAX_TEXT]):
+        run = m.group(0)[: MAX_CJK_CHARS - seen]
+        seen += len(run)
+        for n in sizes:
+            grams.extend(run[i : i + n] for i in range(len(run) - n + 1))
+        if seen >= MAX_CJK_CHARS:
+            break
+    return grams
+
+
+@dataclass
+class Features:
+    """A feature vector under construction: named features plus hashed n-gram counts."""
+
+    buckets: int = BUCKETS
+    named: dict[str, float] = field(default_factory=dict)
+    hashed: dict[str, dict[int, float]] = field(default_factory=dict)  # namespace -> counts
+
+    def add(self, name: str, value: float = 1.0) -> None:
+        if value:
+            self.named[name] = self.named.get(name, 0.0) + float(value)
+
+    def add_grams(self, namespace: str, grams: Iterable[str]) -> None:
+        counts = self.hashed.setdefault(namespace, {})
+        crc32, size = zlib.crc32, self.buckets
+        start = crc32(f"{namespace}:".encode())  # crc32 continues over the gram: = bucket()
+        for g in grams:
+            b = crc32(g.encode(), start) % size
+            counts[b] = counts.get(b, 0.0) + 1.0
+
+    def add_tokens(self, namespace: str, tokens: list[str], ngrams: tuple[int, ...] = (1, 2)) -> None:
+        """Word n-grams of an already tokenised text (e.g. lemmas from analyzers.nlp)."""
+        tokens = tokens[:MAX_TOKENS]
+        for n in ngrams:
+            self.add_grams(namespace, (" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)))
+
+    def add_text(self, namespace: str, text: str | None, ngrams: tuple[int, ...] = (1, 2)) -> None:
+        """Word n-grams (regex tokens) and CJK character 1-3-grams of `text`."""
+        if not text:
+            return
+        self.add_tokens(namespace, word_tokens(text), ngrams)
+        self.add_grams(namespace + "c", cjk_grams(text))
+
+    def vector(self) -> dict[str, float]:
+        """The final sparse vector: named features as given, hashed ones sublinear and
+        L2-normalised per namespace."""
+        out = dict(self.named)
+        for namespace, counts in self.hashed.items():
+            if not counts:
+                continue
+            scaled = {b: 1.0 + math.log(n) for b, n in counts.items()}
+            norm = math.sqrt(sum(v * v for v in scaled.values()))
+            for b, v in scaled.items():
+                out[f"{namespace}#{b}"] = v / norm
+        return out
+
+
+def sigmoid(z: float) -> float:
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+@dataclass
+class LinearModel:
+    """A binary (one weight map, sigmoid) or multiclass (one weight map per class, softmax)
+    linear model over sparse feature dicts."""
+
+    name: str
+    classes: list[str]  # binary: ["0", "1"]; multiclass: the class names
+    weights: dict[str, dict[str, float]]  # class -> feature -> weight (binary: only "1")
+    bias: dict[str, float]
+    threshold: float = 0.5  # the decision threshold (binary: positive when P >= it)
+    buckets: int = BUCKETS
+    meta: dict[str, Any] = field(default_factory=dict)
+    # Further named thresholds chosen from data (e.g. "comment": where precision >= 0.90).
+    thresholds: dict[str, float] = field(default_factory=dict)
+    # feature -> [(class, weight)], built on first use; weights are not changed after that.
+    _table: dict[str, list[tuple[str, float]]] | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def binary(self) -> bool:
+        return self.classes == ["0", "1"]
+
+    def _scores(self, x: Mapping[str, float]) -> dict[str, float]:
+        """All classes' scores in one pass over `x` (feature -> per-class weights)."""
+        table = self._by_feature()
+        out = {c: self.bias.get(c, 0.0) for c in self.weights}
+        for k, v in x.items():
+            row = table.get(k)
+            if row is not None:
+                for c, w in row:
+                    out[c] += v * w
+        return out
+
+    def _by_feature(self) -> dict[str, list[tuple[str, float]]]:
+        if self._table is None:
+            table: dict[str, list[tuple[str, float]]] = {}
+            for c, w in self.weights.items():
+                for k, wk in w.items():
+                    table.setdefault(k, []).append((c, wk))
+            self._table = table
+        return self._table
+
+    def probability(self, x: Mapping[str, float]) -> float:
+        """Binary models: P(positive | x)."""
+        return sigmoid(self._scores(x).get("1", self.bias.get("1", 0.0)))
+
+    def probabilities(self, x: Mapping[str, float]) -> dict[str, float]:
+        """Multiclass models: softmax over the classes."""
+        if self.binary:
+            p = self.probability(x)
+            return {"0": 1.0 - p, "1": p}
+        known = self._scores(x)
+        scores = {c: known.get(c, self.bias.get(c, 0.0)) for c in self.classes}
+        top = max(scores.values())
+        exps = {c: math.exp(s - top) for c, s in scores.items()}
+        total = sum(exps.values())
+        return {c: e / total for c, e in exps.items()}
+
+    def contributions(self, x: Mapping[str, float], cls: str = "1", named_only: bool = True) -> list[tuple[str, float]]:
+        """Features that pushed towards `cls`, largest first (for explaining a verdict)."""
+        w = self.weights.get(cls, {})
+        items = [(k, v * w.get(k, 0.0)) for k, v in x.items() if not (named_only and "#" in k)]
+        return sorted((i for i in items if i[1]), key=lambda i: -abs(i[1]))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "classes": self.classes,
+            "buckets": self.buckets,
+            "threshold": self.threshold,
+            "thresholds": self.thresholds,
+            "bias": self.bias,
+            "weights": {c: dict(sorted(w.items())) for c, w in self.weights.items()},
+            "meta": self.meta,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LinearModel:
+        return cls(
+            name=str(data["name"]),
+            classes=[str(c) for c in data["classes"]],
+            weights={str(c): {str(k): float(v) for k, v in w.items()} for c, w in data["weights"].items()},
+            bias={str(c): float(b) for c, b in data["bias"].items()},
+            threshold=float(data.get("threshold", 0.5)),
+            buckets=int(data.get("buckets", BUCKETS)),
+            meta=dict(data.get("meta") or {}),
+            thresholds={str(k): float(v) for k, v in (data.get("thresholds") or {}).items()},
+        )
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_json(), sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: Path) -> LinearModel:
+        return cls.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+
+@lru_cache(maxsize=32)
+def load_model(name: str) -> LinearModel | None:
+    """The shipped model `analyzers/models/<name>.json`, loaded once per process; None when
+    it has not been trained (analyzers then fall back to their lexicon-only behaviour)."""
+    path = MODELS_DIR / f"{name}.json"
+    if not path.exists():
+        return None
+    return LinearModel.load(path)
+
+
+__all__ = [
+    "BUCKETS",
+    "Features",
+    "LinearModel",
+    "MODELS_DIR",
+    "bucket",
+    "cjk_grams",
+    "load_model",
+    "sigmoid",
+    "word_tokens",
+]

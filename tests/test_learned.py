@@ -1,0 +1,228 @@
+"""analyzers.learned (features, linear models) and training/ (data split, grouped folds,
+fitting, thresholds). Every thread and row here is synthetic, written for this test."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from analyzers import learned
+from analyzers.learned import Features, LinearModel, bucket, cjk_grams, load_model, word_tokens
+from training.cv import cross_val_predict, grouped_folds
+from training.data import (
+    FRAMEWORKS,
+    RELATED,
+    Example,
+    canonical_repo,
+    group_of,
+    is_sealed,
+    load_examples,
+    make_example,
+)
+from training.fit import best_f1_threshold, choose_threshold, fit_linear
+
+
+def _vector(title: str, body: str) -> dict[str, float]:
+    f = Features()
+    f.add("lex:pair", 2)
+    f.add_text("t", title)
+    f.add_text("w", body)
+    return f.vector()
+
+
+# --- features -----------------------------------------------------------------------------
+
+
+def test_hash_buckets_are_stable_across_processes() -> None:
+    # crc32 is fixed by zlib: the same n-gram lands in the same bucket in every process and
+    # Python version (hash() would not), so shipped weights stay valid.
+    assert bucket("w", "reward") == 817327628 % learned.BUCKETS == 224780
+    assert bucket("w", "reward") != bucket("t", "reward")
+
+
+def test_featurizer_is_deterministic() -> None:
+    a = _vector("Reward does not grow", "The reward stays at 0.2; 奖励一直不涨。")
+    b = _vector("Reward does not grow", "The reward stays at 0.2; 奖励一直不涨。")
+    assert a == b
+    assert a["lex:pair"] == 2.0
+    # hashed values are unit L2 per namespace
+    for ns in ("t", "w", "wc"):
+        norm = math.sqrt(sum(v * v for k, v in a.items() if k.startswith(ns + "#")))
+        assert norm == pytest.approx(1.0)
+
+
+def test_word_tokens_fold_numbers_and_lowercase() -> None:
+    assert word_tokens("Reward is 0, KL is 0.35 and loss is 00.0") == [
+        "reward", "is", "0", "kl", "is", "<num>", "and", "loss", "is", "0",
+    ]  # fmt: skip
+
+
+def test_cjk_character_ngrams() -> None:
+    grams = cjk_grams("reward一直不涨")
+    assert {"一", "一直", "一直不", "不涨"} <= set(grams)
+    assert "reward" not in grams
+
+
+def test_hostile_body_gives_a_bounded_number_of_features() -> None:
+    body = ("entropy collapse 熵坍塌 " * 4000)[: 64 * 1024]
+    distinct = "".join(f"w{i} " for i in range(20000))[: 64 * 1024]
+    for text in (body, distinct, "9" * 65536, "熵" * 65536):
+        f = Features()
+        f.add_text("w", text)
+        vec = f.vector()
+        # words: at most MAX_TOKENS unigrams + bigrams; CJK: 3 gram sizes over MAX_CJK_CHARS
+        assert len(vec) <= 2 * learned.MAX_TOKENS + 3 * learned.MAX_CJK_CHARS
+
+
+# --- models ---------------------------------------------------------------------------------
+
+
+def test_binary_model_round_trip(tmp_path: Path) -> None:
+    model = LinearModel(
+        "demo", ["0", "1"], {"1": {"lex:pair": 1.5, "t#12": -0.5}}, {"1": -1.0},
+        threshold=0.4, thresholds={"comment": 0.7}, meta={"seed": 1},
+    )  # fmt: skip
+    path = tmp_path / "demo.json"
+    model.save(path)
+    loaded = LinearModel.load(path)
+    x = {"lex:pair": 2.0, "t#12": 1.0, "unknown": 5.0}
+    assert loaded.probability(x) == pytest.approx(1 / (1 + math.exp(-(2 * 1.5 - 0.5 - 1.0))))
+    assert loaded.probability(x) == model.probability(x)
+    assert (loaded.threshold, loaded.thresholds, loaded.meta) == (0.4, {"comment": 0.7}, {"seed": 1})
+    assert json.loads(path.read_text())["weights"]["1"] == {"lex:pair": 1.5, "t#12": -0.5}
+
+
+def test_multiclass_probabilities_sum_to_one() -> None:
+    model = LinearModel("k", ["a", "b", "c"], {"a": {"x": 2.0}, "b": {"y": 1.0}, "c": {}},
+                        {"a": 0.0, "b": 0.0, "c": 0.5})  # fmt: skip
+    probs = model.probabilities({"x": 1.0})
+    assert sum(probs.values()) == pytest.approx(1.0)
+    assert max(probs, key=probs.__getitem__) == "a"
+    assert model.contributions({"x": 1.0, "t#3": 1.0}, "a") == [("x", 2.0)]
+
+
+def _toy_rows() -> tuple[list[dict[str, float]], list[bool]]:
+    texts = [
+        ("reward does not grow", True), ("reward stays flat", True), ("loss becomes nan", True),
+        ("reward drops to zero", True), ("please add a feature", False),
+        ("install fails with pip", False), ("how do I set the option", False),
+        ("add support for a model", False),
+    ] * 3  # fmt: skip
+    return [_vector(t, t) for t, _ in texts], [y for _, y in texts]
+
+
+def test_fit_is_reproducible_and_separates_toy_data() -> None:
+    X, y = _toy_rows()
+    a = fit_linear(X, y, "toy", C=10.0, seed=3)
+    b = fit_linear(X, y, "toy", C=10.0, seed=3)
+    assert a.to_json() == b.to_json()
+    assert a.probability(_vector("reward does not grow", "")) > 0.5
+    assert a.probability(_vector("please add a feature", "")) < 0.5
+    # no text in the model: named features and hashed buckets only
+    assert all(k == "lex:pair" or re.fullmatch(r"[a-z]+#\d+", k) for k in a.weights["1"])
+
+
+def test_multiclass_fit() -> None:
+    X = [_vector(t, "") for t in ("kl grows", "kl explodes", "entropy drops", "entropy collapses",
+                                  "length grows", "length explodes")] * 2  # fmt: skip
+    y = ["kl", "kl", "entropy", "entropy", "length", "length"] * 2
+    model = fit_linear(X, y, "kind", C=10.0, min_df=1)
+    assert model.classes == ["entropy", "kl", "length"]
+    probs = model.probabilities(_vector("kl explodes", ""))
+    assert max(probs, key=probs.__getitem__) == "kl"
+
+
+def test_thresholds_from_scores() -> None:
+    scores = [0.95, 0.9, 0.85, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2]
+    gold = [True, True, True, True, False, True, False, True, False, False]
+    # precision >= 0.9 holds down to 0.8 (4/4) but not at 0.7 (4/5) nor 0.4 (6/8)
+    assert choose_threshold(scores, gold, 0.9) == 0.8
+    assert choose_threshold(scores, [False] * 10, 0.9, default=0.5) == 0.5
+    t = best_f1_threshold(scores, gold)
+    assert 0.35 <= t <= 0.4  # all six positives at precision 6/8
+
+
+# --- data split and folds -------------------------------------------------------------------
+
+
+def test_repositories_groups_and_sealed_share() -> None:
+    assert canonical_repo("volcengine/verl") == "verl-project/verl"
+    assert canonical_repo("inclusionAI/AReaL") == "areal-project/AReaL"
+    assert group_of("volcengine/verl") == "verl-project/verl"
+    assert group_of("hiyouga/EasyR1") == RELATED
+    sealed = sum(is_sealed(f"o/r#{i}") for i in range(4000))
+    assert 0.12 * 4000 < sealed < 0.18 * 4000
+    assert is_sealed("o/r#7") == is_sealed("o/r#7")
+
+
+def _synthetic_examples() -> list[Example]:
+    repos = list(FRAMEWORKS) + ["volcengine/verl", "a/one", "a/two", "b/three", "c/four", "d/five"]
+    rows = []
+    for r, repo in enumerate(repos):
+        for i in range(12):
+            rows.append(make_example({"id": f"{repo}#{i}", "repo": repo, "title": "t", "body": "b",
+                                      "labels": {"is_failure_report": (i + r) % 2 == 0}}))  # fmt: skip
+    return rows
+
+
+def test_grouped_folds_never_leak() -> None:
+    examples = _synthetic_examples()
+    folds = grouped_folds(examples, related_folds=3)
+    sealed = {e.id for e in examples if e.sealed}
+    assert sealed, "the synthetic set must contain sealed ids for this test to mean anything"
+    assert [f.name for f in folds[:7]] == list(FRAMEWORKS)
+    tested: list[str] = []
+    for fold in folds:
+        train_ids = {e.id for e in fold.train}
+        test_ids = {e.id for e in fold.test}
+        assert not train_ids & test_ids
+        assert not (train_ids | test_ids) & sealed
+        if fold.framework:
+            # a framework's threads (aliases included) are never in its own training fold
+            assert {e.group for e in fold.test} == {fold.name}
+            assert all(e.group != fold.name for e in fold.train)
+        else:
+            # related projects are held out whole: a repository is never split
+            assert not {e.repo for e in fold.train} & {e.repo for e in fold.test}
+        tested.extend(test_ids)
+    assert sorted(tested) == sorted(e.id for e in examples if not e.sealed)  # each once
+
+
+def test_cross_val_predict_only_fits_on_the_training_fold() -> None:
+    examples = _synthetic_examples()
+
+    def fit(train: list[Example]) -> set[str]:
+        return {e.id for e in train}
+
+    preds, fold_of = cross_val_predict(examples, fit, lambda seen, e: e.id in seen, related_folds=2)
+    assert preds and not any(preds.values())
+    assert set(fold_of) == set(preds)
+
+
+def test_shared_data_loads_with_sealed_slice(shared_dir: Path) -> None:
+    examples = load_examples(shared_dir)
+    assert len({e.id for e in examples}) == len(examples)
+    share = sum(e.sealed for e in examples) / len(examples)
+    assert 0.08 < share < 0.22
+    assert {e.group for e in examples} <= set(FRAMEWORKS) | {RELATED}
+
+
+# --- the shipped model files ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["failure", "failure_kind"])
+def test_shipped_models_carry_their_provenance(name: str) -> None:
+    model = load_model(name)
+    assert model is not None, "run `make train`"
+    meta = model.meta
+    assert re.fullmatch(r"[0-9a-f]{64}", meta["training_data_sha256"])
+    assert meta["analyzer_version"] and isinstance(meta["seed"], int)
+    assert "grouped_cv_frameworks" in meta["figures"] and "fitted" in meta["figures"]
+    # hashed buckets and lexicon feature names only: no text from the threads
+    for weights in model.weights.values():
+        for key in weights:
+            assert re.fullmatch(r"[a-z]+#\d+|[a-z_:]+(\|[a-z_]+)?|[a-z_]+:[a-z_]+\|[a-z_]+", key), key

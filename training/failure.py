@@ -1,0 +1,231 @@
+"""Trainer for the failure-report analyzer: one binary model (report or not) and one
+multiclass model (which kind), both over `analyzers.failures.failure_features`.
+
+Cross-validation scores every held-out thread through `classify_failure` itself with the
+fold's models, so what is measured is the analyzer as it runs. Two thresholds are chosen on
+the pooled grouped-CV confidences (all folds):
+- the decision threshold (`is_failure_report`): the best F1 on a 0.05 grid;
+- the comment threshold (`failures.threshold()`): the lowest confidence at which precision is
+  still >= 0.90, so that the app's comments are right nine times in ten.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from analyzers.failures import FailureFeatures, FailureModels, classify_failure, failure_features
+from analyzers.learned import MODELS_DIR
+from training import SEED
+from training.cv import cross_val_predict
+from training.data import Example
+from training.fit import best_f1_threshold, choose_threshold, fit_linear, prf
+from training.report import FieldReport, Measure
+
+NAME = "failure"
+MIN_PRECISION = 0.90
+C_REPORT = 0.1
+C_KIND = 1.0
+MIN_DF = 2
+
+
+def labelled(examples: list[Example]) -> list[Example]:
+    return [e for e in examples if "is_failure_report" in e.labels]
+
+
+def _gold(e: Example) -> tuple[bool, str | None]:
+    gold = bool(e.labels["is_failure_report"])
+    return gold, (e.labels.get("category") if gold else None)
+
+
+_FEATURES: dict[str, FailureFeatures] = {}
+
+
+def _features(e: Example) -> FailureFeatures:
+    f = _FEATURES.get(e.id)
+    if f is None:
+        t = e.thread
+        f = _FEATURES[e.id] = failure_features(t.get("title"), t.get("body"), t.get("kind"))
+    return f
+
+
+# The kind model sees a compact view: ~150 reports over ten kinds cannot weigh every word of
+# the body. Category evidence, the symptom grammar, context cues and the title's n-grams.
+_KIND_PREFIXES = ("ev:", "top:", "sym:", "tsym:", "bsym:", "context:", "repeated_char", "log:", "t#", "tc#")
+
+
+def kind_view(vector: dict[str, float]) -> dict[str, float]:
+    return {k: v for k, v in vector.items() if k.startswith(_KIND_PREFIXES) and "sym:any|" not in k}
+
+
+def fit_models(train: list[Example], seed: int = SEED) -> FailureModels:
+    # Pull requests are never reports at run time (classify_failure), so they are not fitted
+    # on; they are still scored (a labelled report that is a pull request counts as missed).
+    rows = [e for e in labelled(train) if e.thread.get("kind") != "pull_request"]
+    report = fit_linear(
+        [_features(e).vector for e in rows], [_gold(e)[0] for e in rows], "failure",
+        C=C_REPORT, seed=seed, min_df=MIN_DF, class_weight="balanced",
+    )  # fmt: skip
+    reports = [e for e in rows if _gold(e)[0] and _gold(e)[1]]
+    kind = fit_linear(
+        [kind_view(_features(e).vector) for e in reports], [_gold(e)[1] for e in reports], "failure_kind",
+        C=C_KIND, seed=seed, min_df=MIN_DF, class_weight=None,
+    )  # fmt: skip
+    # Threshold 0 while measuring: the kind is then always predicted, and the chosen
+    # threshold is applied afterwards to the pooled confidences.
+    report.threshold = 0.0
+    return FailureModels(report, kind)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    confidence: float
+    category: str | None
+
+
+def predict(models: FailureModels, e: Example) -> Prediction:
+    t = e.thread
+    out = classify_failure(t.get("title"), t.get("body"), t.get("kind"), models=models)
+    return Prediction(float(out["confidence"]), out["category"])
+
+
+@dataclass
+class Scores:
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    kind_ok: int = 0
+
+    @property
+    def f1(self) -> float:
+        return prf(self.tp, self.fp, self.fn)[2]
+
+    @property
+    def kind_accuracy(self) -> float:
+        return self.kind_ok / self.tp if self.tp else 1.0
+
+    def note(self) -> str:
+        p, r, _ = prf(self.tp, self.fp, self.fn)
+        return f"P {p:.3f} R {r:.3f} (tp {self.tp}, fp {self.fp}, fn {self.fn})"
+
+
+def score(rows: list[Example], preds: dict[str, Prediction], threshold: float) -> Scores:
+    s = Scores()
+    for e in rows:
+        gold, gcat = _gold(e)
+        p = preds[e.id]
+        pred = p.confidence >= threshold
+        s.tp += gold and pred
+        s.fp += pred and not gold
+        s.fn += gold and not pred
+        s.kind_ok += gold and pred and p.category == gcat
+    return s
+
+
+@dataclass
+class Run:
+    models: FailureModels  # fitted on every non-sealed labelled thread, threshold set
+    report: FieldReport
+    figures: dict[str, Any]
+
+
+def run(examples: list[Example], seed: int = SEED, sealed: bool = False) -> Run:
+    rows = labelled(examples)
+    cv_preds, fold_of = cross_val_predict(rows, lambda tr: fit_models(tr, seed), predict)
+    cv_rows = [e for e in rows if e.id in cv_preds]
+    fw_rows = [e for e in cv_rows if not fold_of[e.id].startswith("related")]
+    cv_conf = [cv_preds[e.id].confidence for e in cv_rows]
+    cv_gold = [_gold(e)[0] for e in cv_rows]
+    threshold = best_f1_threshold(cv_conf, cv_gold)
+    comment_threshold = max(threshold, choose_threshold(cv_conf, cv_gold, MIN_PRECISION))
+    fit_rows = [e for e in rows if not e.sealed]
+    models = fit_models(fit_rows, seed)
+    models.report.threshold = threshold
+    models.report.thresholds = {"comment": comment_threshold}
+    fit_preds = {e.id: predict(models, e) for e in fit_rows}
+    cv7, cv_all, fitted = (score(fw_rows, cv_preds, threshold), score(cv_rows, cv_preds, threshold),
+                           score(fit_rows, fit_preds, threshold))  # fmt: skip
+    c7, c_all = score(fw_rows, cv_preds, comment_threshold), score(cv_rows, cv_preds, comment_threshold)
+    sealed_scores = sealed_comment = None
+    if sealed:
+        sealed_rows = [e for e in rows if e.sealed]
+        sealed_preds = {e.id: predict(models, e) for e in sealed_rows}
+        sealed_scores = score(sealed_rows, sealed_preds, threshold)
+        sealed_comment = score(sealed_rows, sealed_preds, comment_threshold)
+
+    rep = FieldReport("failure reports (analyzers/failures.py)")
+    rep.measures.append(Measure(
+        "failure report F1", cv7.f1, cv_all.f1, fitted.f1, sealed_scores.f1 if sealed_scores else None,
+        note=f"cv7 {cv7.note()}; cv_all {cv_all.note()}" + (f"; sealed {sealed_scores.note()}" if sealed_scores else ""),
+    ))  # fmt: skip
+    rep.measures.append(Measure(
+        "failure kind accuracy", cv7.kind_accuracy, cv_all.kind_accuracy, fitted.kind_accuracy,
+        sealed_scores.kind_accuracy if sealed_scores else None,
+        note=f"on detected reports: cv7 {cv7.kind_ok}/{cv7.tp}, cv_all {cv_all.kind_ok}/{cv_all.tp}",
+    ))  # fmt: skip
+    rep.measures.append(Measure(
+        "comment precision", prf(c7.tp, c7.fp, c7.fn)[0], prf(c_all.tp, c_all.fp, c_all.fn)[0], None,
+        prf(sealed_comment.tp, sealed_comment.fp, sealed_comment.fn)[0] if sealed_comment else None,
+        note=f"at the comment threshold: cv7 {c7.note()}; cv_all {c_all.note()}"
+        + (f"; sealed {sealed_comment.note()}" if sealed_comment else ""),
+    ))  # fmt: skip
+    rep.lines.append(
+        f"decision threshold {threshold:.2f} (best grouped-CV F1, all folds); comment threshold "
+        f"{comment_threshold:.4f} (lowest confidence where grouped-CV precision >= {MIN_PRECISION:.2f}); "
+        f"{len(cv_rows)} threads scored in CV ({len(fw_rows)} from the seven frameworks), "
+        f"{len(rows) - len(fit_rows)} sealed"
+    )
+    confusion: Counter[tuple[str, str]] = Counter()
+    for e in cv_rows:
+        gold, gcat = _gold(e)
+        p = cv_preds[e.id]
+        pred = p.confidence >= threshold
+        got = p.category if pred else None
+        confusion[(gcat or "no", got or "no")] += 1
+        if gold != pred or (gold and got != gcat):
+            rep.wrong.append(
+                f"{e.id} [{fold_of[e.id]}]: gold {gcat or 'no (' + str(e.labels.get('other_kind')) + ')'}"
+                f" got {got or 'no'} (conf {p.confidence:.3f})"
+            )
+    rep.lines.append("kind confusion in grouped CV (gold -> got: n), errors only:")
+    rep.lines.extend(
+        f"  {g:<26} -> {p:<26} {n}" for (g, p), n in sorted(confusion.items()) if g != p
+    )
+    figures = {
+        "threshold": threshold,
+        "comment_threshold": comment_threshold,
+        "min_precision": MIN_PRECISION,
+        "comment_grouped_cv_all": c_all.note(),
+        "grouped_cv_frameworks": {"f1": round(cv7.f1, 4), "kind_accuracy": round(cv7.kind_accuracy, 4), "counts": cv7.note()},
+        "grouped_cv_all": {"f1": round(cv_all.f1, 4), "kind_accuracy": round(cv_all.kind_accuracy, 4), "counts": cv_all.note()},
+        "fitted": {"f1": round(fitted.f1, 4), "kind_accuracy": round(fitted.kind_accuracy, 4), "counts": fitted.note()},
+    }
+    return Run(models, rep, figures)
+
+
+def evaluate(examples: list[Example], *, sealed: bool = False) -> FieldReport:
+    return run(examples, sealed=sealed).report
+
+
+def train(examples: list[Example], *, data_hash: str, seed: int = SEED) -> list[Path]:
+    from analyzers.analyze import ANALYZER_VERSION
+
+    result = run(examples, seed=seed)
+    paths = []
+    for model, hyper in ((result.models.report, {"C": C_REPORT}), (result.models.kind, {"C": C_KIND})):
+        model.meta = {
+            "training_data_sha256": data_hash,
+            "analyzer_version": ANALYZER_VERSION,
+            "seed": seed,
+            "min_df": MIN_DF,
+            **hyper,
+            "figures": result.figures,
+            "labelled_threads": len(labelled(examples)),
+        }
+        path = MODELS_DIR / f"{model.name}.json"
+        model.save(path)
+        paths.append(path)
+    return paths
+

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from analyzers.failures import threshold
 from bot.speaking.repo_config import ConfigError, RepoConfig, get_repo_config, parse_config_text
 from bot.store.models import Action, Repository
 from tests.test_actions_e2e import INST, VERL, install
@@ -77,7 +78,8 @@ async def test_invalid_file_defaults_and_one_skipped_action(app_ctx: Any, fake_g
     fake_github.set_file(VERL, ".github/rltracker.yml", "min_confidence: 3\n")
     for _ in range(2):
         c = await get_repo_config(app_ctx, VERL, INST, refresh=True)
-        assert c.source == "invalid" and c.failure_comments and c.min_confidence == 0.7
+        assert c.source == "invalid" and c.failure_comments and c.min_confidence is None
+        assert c.failure_bar() == threshold() and c.proposal_bar() == 0.7
     async with app_ctx.sessionmaker() as s:
         rows = list(await s.scalars(select(Action).where(Action.kind == "config")))
     assert len(rows) == 1 and rows[0].status == "skipped" and "min_confidence" in rows[0].reason

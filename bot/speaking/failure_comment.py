@@ -37,10 +37,9 @@ def _is_confident_failure(analysis: dict[str, Any], config: RepoConfig) -> tuple
     if not failure.get("is_failure_report"):
         return False, "not_failure", "not a training-failure report"
     confidence = float(failure.get("confidence") or 0.0)
-    if confidence < config.min_confidence:
-        return False, "low_confidence", (
-            f"failure confidence {confidence:.2f} below min_confidence {config.min_confidence:.2f}"
-        )
+    bar = config.failure_bar()
+    if confidence < bar:
+        return False, "low_confidence", f"failure confidence {confidence:.2f} below {bar:.2f}"
     return True, "", ""
 
 

@@ -81,8 +81,8 @@ async def compute_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict
         reason = None
         if not failure.get("is_failure_report"):
             reason = "not a training-failure report"
-        elif float(failure.get("confidence") or 0) < config.min_confidence:
-            reason = f"confidence {float(failure.get('confidence') or 0):.2f} below {config.min_confidence:.2f}"
+        elif float(failure.get("confidence") or 0) < config.failure_bar():
+            reason = f"confidence {float(failure.get('confidence') or 0):.2f} below {config.failure_bar():.2f}"
         elif not config.failure_comments:
             reason = "failure comments are off in .github/rltracker.yml"
         elif record.get("author_is_bot"):
@@ -102,7 +102,7 @@ async def compute_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict
         skipped.append({**base, "reason": reason})
     return {
         "repo": repo, "framework": fw.name if fw else None, "days": days, "total": len(records),
-        "comments": comments, "skipped": skipped, "config": config, "budget": config.daily_budget,
+        "comments": comments, "skipped": skipped, "config": config, "failure_bar": config.failure_bar(), "budget": config.daily_budget,
         "paused": bool(row.comments_paused) if row is not None else False,
         "paused_reason": row.paused_reason if row is not None else None,
         "generated_at": format_datetime(utcnow()),

@@ -62,11 +62,11 @@ async def rule_summary(
         return "not_proposal"
     reason: tuple[str, str] | None = None
     confidence = float(proposal.get("confidence") or 0.0)
-    if confidence < config.min_confidence:
-        # Same bar as failure comments. On the dev threads it takes the share of replies
-        # that go to real proposals from 0.80 to 0.89 (benchmarks/comment_decisions.py).
-        reason = ("low_confidence", f"proposal confidence {confidence:.2f} below min_confidence "
-                  f"{config.min_confidence:.2f}")
+    bar = config.proposal_bar()
+    if confidence < bar:
+        # On the dev threads a bar of 0.7 took the share of replies that go to real
+        # proposals from 0.80 to 0.89 (benchmarks/comment_decisions.py).
+        reason = ("low_confidence", f"proposal confidence {confidence:.2f} below {bar:.2f}")
     elif (analysis.get("failure") or {}).get("is_failure_report"):
         # A report of a run going wrong that names a method is not a proposal to add one;
         # it gets the failure comment (if anything), never two comments.

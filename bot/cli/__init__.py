@@ -39,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("analyze", help="thread records in, analysis records out (JSON lines)")
     p.add_argument("input", help="thread records (JSON lines), - for stdin")
     p.add_argument("--papers", help="extra paper pool (JSON lines)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="build the pool's index, neither read nor save it in the cache")
     p.add_argument("-o", "--output", default="-", help="analysis records, - for stdout")
 
     p = sub.add_parser("replay", help="send payload files as signed deliveries")

@@ -263,6 +263,7 @@ class PaperIndex:
         self._config_keys: set[str] = set()
         self._max_alias_tokens = 1
         self._titles: list[_Title] = []
+        self._title_need = bytearray()  # keys a thread must hold of each title: 1 or 2
         self._title_exact: dict[str, int] = {}
         self._postings: dict[str, list[int]] = {}
         self._solo_postings: dict[str, list[int]] = {}
@@ -410,6 +411,7 @@ class PaperIndex:
             df.update(feats.keys())
         self._df = df
         self._titles = []
+        self._title_need = bytearray()
         self._postings = {}
         self._solo_postings = {}
         common = max(50, len(self.papers) // 1000)
@@ -419,6 +421,7 @@ class PaperIndex:
                 continue
             ti = len(self._titles)
             self._titles.append(t)
+            self._title_need.append(t.need)
             for k in t.keys:
                 self._postings.setdefault(k, []).append(ti)
             for f, _ in t.solo:
@@ -475,6 +478,7 @@ class PaperIndex:
             if t == old:
                 continue
             self._titles[ti] = t
+            self._title_need[ti] = t.need
             for k in old.keys:
                 self._postings[k].remove(ti)
                 if not self._postings[k]:
@@ -493,6 +497,7 @@ class PaperIndex:
                 continue
             ti = len(self._titles)
             self._titles.append(t)
+            self._title_need.append(t.need)
             for k in t.keys:
                 self._postings.setdefault(k, []).append(ti)
             for f, _ in t.solo:
@@ -515,7 +520,7 @@ class PaperIndex:
         idx = cls()
         (keys, arxiv_ids, titles, methods, firsts, paper_aliases, idx._by_arxiv, aliases,
          code_values, config_keys, idx._max_alias_tokens, t_paper, t_text, t_keys, t_places,
-         t_solo, idx._postings, idx._solo_postings, vocab) = lookup
+         t_solo, need, idx._postings, idx._solo_postings, vocab) = lookup
         idx.papers = _Lazy(  # type: ignore[assignment]
             len(keys),
             lambda i: Paper(keys[i], arxiv_ids[i], titles[i], methods[i], firsts[i],
@@ -526,6 +531,7 @@ class PaperIndex:
             lambda i: _title_from(t_paper[i], t_text[i], t_keys[i], t_places[i], t_solo[i]),
         )
         idx._titles.texts = t_text
+        idx._title_need = bytearray(need)
         for sq, ntok, nwords, cs, owners, score, from_cat in aliases:
             al = _Alias(sq, ntok, nwords, cs, [tuple(o) for o in owners], score, from_cat)
             low_sq = sq.lower()
@@ -549,6 +555,7 @@ class PaperIndex:
             self._code_values, sorted(self._config_keys), self._max_alias_tokens,
             [t.paper for t in ts], [t.text for t in ts], ["\t".join(t.keys) for t in ts],
             [_places(t) for t in ts], ["\t".join(f for f, _ in t.solo) for t in ts],
+            bytes(self._title_need),
             self._postings, self._solo_postings,
             sorted(self._title_vocab),
         )
@@ -643,7 +650,10 @@ class PaperIndex:
             for ti in solo_postings[f]:
                 rare.setdefault(ti, []).append(f)
         found: list[tuple[float, int, int, int, int]] = []
+        need = self._title_need
         for ti in hits.keys() | rare.keys():
+            if ti not in rare and hits[ti] < need[ti]:
+                continue  # one key of two: not a candidate (and its title is not even read)
             title = self._titles[ti]
             starts = _aligned_starts(title, positions) if hits.get(ti, 0) >= title.need else []
             # One rare key or rare word is enough to look: a typo may have removed the rest.

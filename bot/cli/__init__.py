@@ -33,6 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dev", action="store_true", help="random webhook secret, dry-run")
     p.add_argument("--no-scheduler", action="store_true", help="do not run the nightly jobs")
     p.add_argument("--no-worker", action="store_true", help="accept deliveries, do not process")
+    p.add_argument("--workers", type=int, default=0, metavar="N",
+                   help="run the inbox worker in N processes beside the web process "
+                        "(default 0: inside it; SQLite takes 1)")
 
     sub.add_parser("migrate", help="alembic upgrade head on DATABASE_URL")
 

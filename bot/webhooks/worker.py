@@ -408,3 +408,43 @@ class Worker:
         else:
             self.counts["lost"] += 1
             self._log(claimed, "lease_lost", logging.WARNING)
+
+
+# -- a worker process beside the web process ------------------------------------------------
+async def run_worker(ctx: Any, stop: asyncio.Event, *, poll_seconds: float = 0.25) -> Worker:
+    """Drain the inbox of `ctx` until `stop` is set, then finish the row in hand. Used by a
+    process that only works (`rltracker serve --workers N`): the web process that stores
+    the deliveries cannot wake it, so it looks for new rows every `poll_seconds` when idle."""
+    worker = Worker(ctx, poll_seconds=poll_seconds)
+    worker.start()
+    await stop.wait()
+    await worker.stop()
+    return worker
+
+
+def worker_process_main(settings: Any, make_github: Callable[[Any], Any] | None = None,
+                        log_level: str = "INFO") -> None:
+    """Entry point of a worker process (spawned, so it shares no state with its parent). It
+    loads the analyzers and the saved paper index once, then works until SIGTERM or SIGINT;
+    leases, fencing and recovery are the Worker's, as in the web process."""
+    import signal
+
+    from bot.context import AppContext
+    from bot.logs import configure_logging
+
+    configure_logging(log_level)
+
+    async def main() -> None:
+        ctx = AppContext.create(settings)
+        if make_github is not None:
+            ctx.github = make_github(settings)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            await run_worker(ctx, stop)
+        finally:
+            await ctx.close()
+
+    asyncio.run(main())

@@ -61,7 +61,8 @@ def load_pool(path: str, *, use_cache: bool = True) -> Any:
     from bot.config import cache_dir
 
     if path == "-":
-        data = sys.stdin.buffer.read()
+        stdin = sys.stdin
+        data = stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read().encode()
     else:
         with open(path, "rb") as fh:
             data = fh.read()

@@ -211,9 +211,14 @@ class Worker:
 
     async def _run(self) -> None:
         await self.recover()
-        from bot.analysis import warm_up
+        from bot.analysis import paper_pool, warm_up
 
         await warm_up()
+        try:  # the stored pool's index (read from its saved file), before the first row
+            async with self.ctx.sessionmaker() as session:
+                await paper_pool(session, self.ctx.extras)
+        except Exception:  # noqa: BLE001 - the first analysis loads it then
+            log.warning("could not load the paper pool's index at start", exc_info=True)
         while not self._stopping:
             # Cleared BEFORE looking for work: a commit that lands while we look sets it
             # again, so its wake-up is not lost.

@@ -414,9 +414,15 @@ class PaperIndex:
         self._title_need = bytearray()
         self._postings = {}
         self._solo_postings = {}
-        common = max(50, len(self.papers) // 1000)
+        self._append_titles(per_title, max(50, len(self.papers) // 1000))
+
+    def _append_titles(
+        self, per_title: list[tuple[int, tuple[str, ...], dict[str, tuple[int, ...]]]],
+        common: int,
+    ) -> None:
+        """Key these titles (paper, tokens, features) and add them after the others."""
         for i, toks, feats in per_title:
-            t = _key_title(i, toks, feats, df, common)
+            t = _key_title(i, toks, feats, self._df, common)
             if t is None:
                 continue
             ti = len(self._titles)
@@ -491,18 +497,7 @@ class PaperIndex:
                 bisect.insort(self._postings.setdefault(k, []), ti)
             for f, _ in t.solo:
                 bisect.insort(self._solo_postings.setdefault(f, []), ti)
-        for i, toks, feats in new_titles:
-            t = _key_title(i, toks, feats, df, common)
-            if t is None:
-                continue
-            ti = len(self._titles)
-            self._titles.append(t)
-            self._title_need.append(t.need)
-            for k in t.keys:
-                self._postings.setdefault(k, []).append(ti)
-            for f, _ in t.solo:
-                self._solo_postings.setdefault(f, []).append(ti)
-        self._finish_vocab()
+        self._append_titles(new_titles, common)
 
     # ---- one read from disk -----------------------------------------------------------
     def dumps(self) -> bytes:

@@ -15,6 +15,7 @@ import logging
 import marshal
 import os
 import tempfile
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -129,20 +130,19 @@ def _index_for_rows(
     from analyzers.papers import PaperIndex
 
     digests = _rows_digests(rows)
-    if cached is not None:
-        n, digest, index = cached
+
+    def known() -> Iterator[tuple[int, str, PaperIndex]]:
+        if cached is not None:
+            yield cached
+        saved = _read_pool_file(path) if path is not None else None  # read only if needed
+        if saved is not None:
+            yield saved
+
+    for n, digest, index in known():
         if n <= len(rows) and digests[n] == digest:
             if n < len(rows):
                 index.add_papers(_paper_dict(r) for r in rows[n:])
             return index, digests[-1], n < len(rows)
-    if path is not None:
-        saved = _read_pool_file(path)
-        if saved is not None:
-            n, digest, index = saved
-            if n <= len(rows) and digests[n] == digest:
-                if n < len(rows):
-                    index.add_papers(_paper_dict(r) for r in rows[n:])
-                return index, digests[-1], n < len(rows)
     return PaperIndex.build(_paper_dict(r) for r in rows), digests[-1], True
 
 

@@ -24,11 +24,12 @@ blocks still count, bare numbers there do not.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -262,10 +263,16 @@ class PaperIndex:
         self._config_keys: set[str] = set()
         self._max_alias_tokens = 1
         self._titles: list[_Title] = []
+        self._title_need = bytearray()  # keys a thread must hold of each title: 1 or 2
         self._title_exact: dict[str, int] = {}
         self._postings: dict[str, list[int]] = {}
         self._solo_postings: dict[str, list[int]] = {}
         self._title_vocab: frozenset[str] = frozenset()
+        self._df: Counter[str] = Counter()  # titles per feature, for adding titles later
+        # A loaded index keeps what only adding needs (key and title lookups, feature
+        # counts) unread until something is added.
+        self._pending_build: bytes | None = None
+        self._title_filled = False  # set when a merge gives a known paper its first title
 
     # ---- building -------------------------------------------------------------------
     @classmethod
@@ -346,6 +353,7 @@ class PaperIndex:
             paper = self.papers[i]
             if not paper.title and title:
                 paper.title = title
+                self._title_filled = True
             if paper.method is None and p.get("method"):
                 paper.method = p.get("method")
             if arxiv_id and not paper.arxiv_id:
@@ -394,60 +402,188 @@ class PaperIndex:
         # Features of a title: its content words (stemmed) and adjacent content-word pairs.
         # The rarest few across the pool are its keys; a thread must contain two of them
         # before rapidfuzz looks at the title at all.
-        per_title: list[tuple[tuple[str, ...], dict[str, tuple[int, ...]]]] = []
+        per_title: list[tuple[int, tuple[str, ...], dict[str, tuple[int, ...]]]] = []
         df: Counter[str] = Counter()
-        for p in self.papers:
+        for i, p in enumerate(self.papers):
             toks = tuple(normalise_title(p.title).split())
             feats = _features(toks)
-            per_title.append((toks, feats))
+            per_title.append((i, toks, feats))
             df.update(feats.keys())
-        common = max(50, len(self.papers) // 1000)
-        for i, (toks, feats) in enumerate(per_title):
-            if len(toks) < 3 or not feats:
-                continue  # too short to find by title; aliases cover names like "REINFORCE++"
-            ranked = sorted(feats, key=lambda f: df[f] * 256 - len(f))  # rarest, then longest
-            # Rarest first; a key nested in another (a word inside a chosen pair) adds no
-            # evidence, so it is skipped.
-            keys_l: list[str] = []
-            chosen: list[set[int]] = []
-            for f in ranked:
-                if df[f] > common and len(keys_l) >= 2:
-                    break  # a common feature would make every thread that uses it scan a long list
-                cover = set(feats[f])
-                if any(cover <= c or c <= cover for c in chosen):
-                    continue
-                keys_l.append(f)
-                chosen.append(cover)
-                if len(keys_l) == _TITLE_KEYS:
-                    break
-            keys = tuple(keys_l)
-            need = 1 if len(keys) == 1 else 2
-            solo = tuple(
-                (f, feats[f][0])
-                for f in ranked[:8]
-                if " " not in f and len(f) >= 4 and df[f] <= _SOLO_MAX_DF and f not in keys
-            )[:2]
-            t = _Title(
-                i,
-                toks,
-                " ".join(toks),
-                keys,
-                tuple(feats[k][0] for k in keys),
-                tuple(feats[k] for k in keys),
-                need,
-                solo,
-            )
+        self._df = df
+        self._titles = []
+        self._title_need = bytearray()
+        self._postings = {}
+        self._solo_postings = {}
+        self._append_titles(per_title, max(50, len(self.papers) // 1000))
+
+    def _append_titles(
+        self, per_title: list[tuple[int, tuple[str, ...], dict[str, tuple[int, ...]]]],
+        common: int,
+    ) -> None:
+        """Key these titles (paper, tokens, features) and add them after the others."""
+        for i, toks, feats in per_title:
+            t = _key_title(i, toks, feats, self._df, common)
+            if t is None:
+                continue
             ti = len(self._titles)
             self._titles.append(t)
-            for k in keys:
+            self._title_need.append(t.need)
+            for k in t.keys:
                 self._postings.setdefault(k, []).append(ti)
-            for f, _ in solo:
+            for f, _ in t.solo:
                 self._solo_postings.setdefault(f, []).append(ti)
+        self._finish_vocab()
+
+    def _finish_vocab(self) -> None:
         # Every word that is, or is part of, a key: a thread word outside it cannot form
         # one, so the scan skips its lookups (most words of a long body).
         self._title_vocab = frozenset(
             w for k in self._postings for w in k.split(" ") if w != "_"
         ) | frozenset(self._solo_postings)
+
+    # ---- adding to a built index ------------------------------------------------------
+    def add_papers(self, papers: Iterable[dict[str, Any]]) -> None:
+        """Add pool papers to a built index; the result equals building from scratch with
+        them appended. Only titles sharing a feature with a new title are keyed again
+        (their rarest features may have changed), not the whole pool."""
+        self._materialise()
+        old_n = len(self.papers)
+        self._title_filled = False
+        for p in papers:
+            self._add_paper(p)
+        if self._title_filled:
+            self._finish()  # a merge gave a known paper a title: its place in order moved
+            return
+        df = self._df
+        changed: set[str] = set()
+        new_titles: list[tuple[int, tuple[str, ...], dict[str, tuple[int, ...]]]] = []
+        for i in range(old_n, len(self.papers)):
+            toks = tuple(normalise_title(self.papers[i].title).split())
+            feats = _features(toks)
+            new_titles.append((i, toks, feats))
+            df.update(feats.keys())
+            changed.update(feats)
+        if not new_titles:
+            return
+        common = max(50, len(self.papers) // 1000)
+        if common != max(50, old_n // 1000):
+            self._finish()  # the threshold for a common feature moved: every title may change
+            return
+        # Titles holding a changed feature: every feature's words are content words of
+        # the title, so the titles of those words are a superset.
+        changed_words = {w for f in changed for w in f.split(" ") if w != "_"}
+        affected = [
+            ti
+            for ti, text in enumerate(self._title_texts())
+            if any(_stem(x) in changed_words for x in text.split(" "))
+        ]
+        for ti in affected:
+            old = self._titles[ti]
+            t = _key_title(old.paper, old.tokens, _features(old.tokens), df, common)
+            assert t is not None  # its tokens and features did not change
+            if t == old:
+                continue
+            self._titles[ti] = t
+            self._title_need[ti] = t.need
+            for k in old.keys:
+                self._postings[k].remove(ti)
+                if not self._postings[k]:
+                    del self._postings[k]
+            for f, _ in old.solo:
+                self._solo_postings[f].remove(ti)
+                if not self._solo_postings[f]:
+                    del self._solo_postings[f]
+            for k in t.keys:
+                bisect.insort(self._postings.setdefault(k, []), ti)
+            for f, _ in t.solo:
+                bisect.insort(self._solo_postings.setdefault(f, []), ti)
+        self._append_titles(new_titles, common)
+
+    # ---- one read from disk -----------------------------------------------------------
+    def dumps(self) -> bytes:
+        """The index as bytes for `loads`: a header naming the format and `index_tag()`,
+        then marshalled columns (lists of strings and numbers: one C-level read)."""
+        self._materialise()
+        return _dump_state(self._lookup_state(), self._build_state())
+
+    @classmethod
+    def loads(cls, data: bytes) -> PaperIndex:
+        """The index saved by `dumps`. ValueError when the bytes are not one, or were made
+        by another format or another version of the analyzers or catalog: never trusted
+        blindly. Titles and papers become objects only when a thread touches them."""
+        lookup, build = _load_state(data)
+        idx = cls()
+        (keys, arxiv_ids, titles, methods, firsts, paper_aliases, idx._by_arxiv, aliases,
+         code_values, config_keys, idx._max_alias_tokens, t_paper, t_text, t_keys, t_places,
+         t_solo, need, idx._postings, idx._solo_postings, vocab) = lookup
+        idx.papers = _Lazy(  # type: ignore[assignment]
+            len(keys),
+            lambda i: Paper(keys[i], arxiv_ids[i], titles[i], methods[i], firsts[i],
+                            list(paper_aliases[i])),
+        )
+        idx._titles = _Lazy(  # type: ignore[assignment]
+            len(t_paper),
+            lambda i: _title_from(t_paper[i], t_text[i], t_keys[i], t_places[i], t_solo[i]),
+        )
+        idx._titles.texts = t_text
+        idx._title_need = bytearray(need)
+        for sq, ntok, nwords, cs, owners, score, from_cat in aliases:
+            al = _Alias(sq, ntok, nwords, cs, [tuple(o) for o in owners], score, from_cat)
+            low_sq = sq.lower()
+            idx._alias_seen[(sq if cs else low_sq, cs)] = al
+            idx._aliases.setdefault(low_sq, []).append(al)
+            idx._alias_prefixes.update(low_sq[:k] for k in range(1, len(low_sq) + 1))
+        idx._code_values = {k: tuple(v) for k, v in code_values.items()}  # type: ignore[misc]
+        idx._config_keys = set(config_keys)
+        idx._title_vocab = frozenset(vocab)
+        idx._pending_build = build  # unread bytes until something is added
+        return idx
+
+    def _lookup_state(self) -> tuple[Any, ...]:
+        ps, ts = self.papers, self._titles
+        return (
+            [p.key for p in ps], [p.arxiv_id for p in ps], [p.title for p in ps],
+            [p.method for p in ps], [p.first_public for p in ps], [p.aliases for p in ps],
+            self._by_arxiv,
+            [(a.squashed, a.ntokens, a.nwords, a.case_sensitive, a.papers, a.score,
+              a.from_catalog) for a in self._alias_seen.values()],
+            self._code_values, sorted(self._config_keys), self._max_alias_tokens,
+            [t.paper for t in ts], [t.text for t in ts], ["\t".join(t.keys) for t in ts],
+            [_places(t) for t in ts], ["\t".join(f for f, _ in t.solo) for t in ts],
+            bytes(self._title_need),
+            self._postings, self._solo_postings,
+            sorted(self._title_vocab),
+        )
+
+    def _build_state(self) -> tuple[Any, ...]:
+        return (self._by_key, self._title_exact, dict(self._df))
+
+    def _title_texts(self) -> Sequence[str]:
+        titles = self._titles
+        if isinstance(titles, _Lazy) and titles.texts is not None:
+            return titles.texts  # saved titles are not made into objects to be read
+        return [t.text for t in titles]
+
+    def _materialise(self) -> None:
+        """Turn a loaded index into a plain one, as `build` makes (before adding to it)."""
+        if self._pending_build is None:
+            return
+        self._by_key, self._title_exact, df = _load_build_state(self._pending_build)
+        self._df = Counter(df)
+        self._pending_build = None
+
+    def __eq__(self, other: object) -> bool:
+        """Same papers, names and title keys: links every thread the same way."""
+        if not isinstance(other, PaperIndex):
+            return NotImplemented
+        self._materialise()
+        other._materialise()
+        return (
+            _canonical(self._lookup_state()) == _canonical(other._lookup_state())
+            and _canonical(self._build_state()) == _canonical(other._build_state())
+        )
+
+    __hash__ = None  # type: ignore[assignment]
 
     # ---- lookups --------------------------------------------------------------------
     def paper_for_arxiv(self, arxiv_id: str) -> Paper | None:
@@ -509,7 +645,10 @@ class PaperIndex:
             for ti in solo_postings[f]:
                 rare.setdefault(ti, []).append(f)
         found: list[tuple[float, int, int, int, int]] = []
+        need = self._title_need
         for ti in hits.keys() | rare.keys():
+            if ti not in rare and hits[ti] < need[ti]:
+                continue  # one key of two: not a candidate (and its title is not even read)
             title = self._titles[ti]
             starts = _aligned_starts(title, positions) if hits.get(ti, 0) >= title.need else []
             # One rare key or rare word is enough to look: a typo may have removed the rest.
@@ -663,6 +802,50 @@ def _features(toks: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
     return feats
 
 
+def _key_title(
+    paper: int,
+    toks: tuple[str, ...],
+    feats: dict[str, tuple[int, ...]],
+    df: Counter[str],
+    common: int,
+) -> _Title | None:
+    """A title with its keys: its rarest features in the pool (`df`), or None when it is too
+    short to find by title (aliases cover names like "REINFORCE++")."""
+    if len(toks) < 3 or not feats:
+        return None
+    ranked = sorted(feats, key=lambda f: df[f] * 256 - len(f))  # rarest, then longest
+    # Rarest first; a key nested in another (a word inside a chosen pair) adds no
+    # evidence, so it is skipped.
+    keys_l: list[str] = []
+    chosen: list[set[int]] = []
+    for f in ranked:
+        if df[f] > common and len(keys_l) >= 2:
+            break  # a common feature would make every thread that uses it scan a long list
+        cover = set(feats[f])
+        if any(cover <= c or c <= cover for c in chosen):
+            continue
+        keys_l.append(f)
+        chosen.append(cover)
+        if len(keys_l) == _TITLE_KEYS:
+            break
+    keys = tuple(keys_l)
+    solo = tuple(
+        (f, feats[f][0])
+        for f in ranked[:8]
+        if " " not in f and len(f) >= 4 and df[f] <= _SOLO_MAX_DF and f not in keys
+    )[:2]
+    return _Title(
+        paper,
+        toks,
+        " ".join(toks),
+        keys,
+        tuple(feats[k][0] for k in keys),
+        tuple(feats[k] for k in keys),
+        1 if len(keys) == 1 else 2,
+        solo,
+    )
+
+
 def _aligned_starts(title: _Title, positions: dict[str, list[int]]) -> list[int]:
     """Where the title may start in the token stream: places where two of its keys, neither
     nested in the other, occur as the title would put them (within two tokens), i.e. the
@@ -780,6 +963,158 @@ def _clean_boundary(text: str, start: int, end: int, strict: bool, slashes: bool
             p and any(c.isupper() for c in p) and "." not in p for p in parts
         )
     return True
+
+
+# ---- the index on disk ------------------------------------------------------------------
+# Bumped when the saved layout or the way titles are keyed changes.
+INDEX_FORMAT = 1
+_MAGIC = b"rltracker-paper-index\n"
+
+
+@functools.cache
+def index_tag() -> str:
+    """What a saved index depends on besides the pool: the format, the analyzers' version and
+    the catalog's files (the index holds the catalog's papers and names)."""
+    import hashlib
+
+    from analyzers.analyze import ANALYZER_VERSION
+    from analyzers.catalog import CATALOG_DIR
+
+    digest = hashlib.sha256()
+    for path in sorted(CATALOG_DIR.glob("*.yaml")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return f"{INDEX_FORMAT}:{ANALYZER_VERSION}:{digest.hexdigest()[:16]}"
+
+
+def _dump_state(lookup: tuple[Any, ...], build: tuple[Any, ...]) -> bytes:
+    import hashlib
+    import marshal
+
+    # Version 2: no back-references, twice as fast to write and as fast to read.
+    body = marshal.dumps((lookup, marshal.dumps(build, 2)), 2)
+    head = _MAGIC + index_tag().encode() + b"\n" + hashlib.sha256(body).hexdigest().encode()
+    return head + b"\n" + body
+
+
+def _unmarshal(data: bytes) -> Any:
+    """marshal.loads without the cyclic collector: hundreds of thousands of new lists would
+    trigger it over and over (it triples the time), and marshalled data holds no cycles."""
+    import gc
+    import marshal
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return marshal.loads(data)
+    except (EOFError, ValueError, TypeError) as exc:
+        raise ValueError(f"the saved index is damaged ({exc})") from None
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _load_state(data: bytes) -> tuple[tuple[Any, ...], bytes]:
+    """(lookup state, the build state still marshalled)."""
+    import hashlib
+
+    if not data.startswith(_MAGIC):
+        raise ValueError("not a saved paper index")
+    parts = data[len(_MAGIC) :].split(b"\n", 2)
+    if len(parts) != 3:
+        raise ValueError("the saved index is damaged")
+    tag, digest, body = parts
+    if tag.decode(errors="replace") != index_tag():
+        raise ValueError("saved by another version of the index or the analyzers")
+    if hashlib.sha256(body).hexdigest().encode() != digest:
+        raise ValueError("the saved index is damaged")
+    state = _unmarshal(body)
+    if not (isinstance(state, tuple) and len(state) == 2 and isinstance(state[1], bytes)):
+        raise ValueError("the saved index is damaged")
+    return state[0], state[1]
+
+
+def _load_build_state(data: bytes) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    by_key, title_exact, df = _unmarshal(data)
+    return by_key, title_exact, df
+
+
+def _places(title: _Title) -> bytes | None:
+    """The token indices of a title's keys and solo words as bytes: each key's covers,
+    prefixed by their count, then each solo word's offset. None for a title too long for
+    bytes (it is keyed again from its features when read)."""
+    out = []
+    for cover in title.covers:
+        out.append(len(cover))
+        out.extend(cover)
+    out.extend(offset for _, offset in title.solo)
+    return bytes(out) if max(out, default=0) < 256 else None
+
+
+def _title_from(paper: int, text: str, keys: str, places: bytes | None, solo: str) -> _Title:
+    """A saved title as `_key_title` made it."""
+    toks = tuple(text.split(" "))
+    key_t = tuple(keys.split("\t")) if keys else ()
+    solo_t = tuple(solo.split("\t")) if solo else ()
+    if places is None:
+        feats = _features(toks)
+        covers = tuple(feats[k] for k in key_t)
+        solo_offsets = tuple(feats[f][0] for f in solo_t)
+    else:
+        covers_l: list[tuple[int, ...]] = []
+        j = 0
+        for _ in key_t:
+            n = places[j]
+            covers_l.append(tuple(places[j + 1 : j + 1 + n]))
+            j += 1 + n
+        covers = tuple(covers_l)
+        solo_offsets = tuple(places[j:])
+    return _Title(
+        paper,
+        toks,
+        text,
+        key_t,
+        tuple(c[0] for c in covers),
+        covers,
+        1 if len(key_t) == 1 else 2,
+        tuple(zip(solo_t, solo_offsets, strict=True)),
+    )
+
+
+class _Lazy(Sequence[Any]):
+    """A list whose items are made on first use (a thread touches a handful of 100,000)."""
+
+    __slots__ = ("_items", "_make", "texts")
+
+    def __init__(self, n: int, make: Callable[[int], Any]) -> None:
+        self._items: list[Any] = [None] * n
+        self._make = make
+        self.texts: list[str] | None = None  # titles: their texts, read without making them
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, i: Any) -> Any:
+        item = self._items[i]
+        if item is None:
+            item = self._items[i] = self._make(i)
+        return item
+
+    def __setitem__(self, i: int, item: Any) -> None:
+        self._items[i] = item
+
+    def append(self, item: Any) -> None:
+        self._items.append(item)
+        if self.texts is not None:
+            self.texts.append(item.text)
+
+
+def _canonical(value: Any) -> Any:
+    """Tuples and lists compare alike (marshal keeps one, building makes the other)."""
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _canonical(v) for k, v in value.items()}
+    return value
 
 
 @functools.cache
@@ -944,9 +1279,11 @@ def link_papers(thread: dict[str, Any], pool: PaperIndex | None = None) -> list[
 
 __all__ = [
     "GENERIC_ALIASES",
+    "INDEX_FORMAT",
     "Paper",
     "PaperIndex",
     "catalog_index",
+    "index_tag",
     "link_papers",
     "normalise_title",
     "thread_texts",

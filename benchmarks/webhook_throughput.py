@@ -3,11 +3,16 @@ store in SQLite) next to a bare aiohttp + gidgethub handler that only verifies a
 measured with the same client in the same run.
 
     .venv/bin/python benchmarks/webhook_throughput.py [--requests 4000] [--concurrency 32]
-        [--worker]
+        [--worker] [--worker-processes N] [--drain N]
 
 Each server runs in its own process; the client (aiohttp, `--concurrency` connections) runs in
 this one. Prints deliveries/s, p50 and p99 of each, and the ratio (goal: >= 0.30, p99 <= 50 ms).
-Afterwards it checks that every delivery sent to rltracker is in the database.
+With `--worker` the inbox worker runs inside the web process (the default `serve`); with
+`--worker-processes N` it runs in N processes of its own (`serve --workers N`) and the web
+process only answers. Afterwards it checks that every delivery sent to rltracker is in the
+database, and how many the worker finished meanwhile. `--drain N`
+then measures how fast the worker drains a backlog of N stored deliveries of real payload
+shapes (benchmarks/drain.py: SQLite with one worker process, PostgreSQL with one and two).
 """
 
 from __future__ import annotations
@@ -59,6 +64,12 @@ def run_bare(port: int) -> None:
     app.router.add_post("/webhook", webhook)
     app.router.add_get("/healthz", healthz)
     web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None)
+
+
+def _settings(database_url: str) -> object:
+    from bot.config import Settings
+
+    return Settings.from_env({}, database_url=database_url, webhook_secret=SECRET, dry_run=True)
 
 
 def run_rltracker(port: int, database_url: str, worker: bool) -> None:
@@ -157,15 +168,19 @@ async def measure(name: str, url: str, args: argparse.Namespace, body: bytes,
     return result
 
 
-async def count_rows(database_url: str) -> int:
+async def count_rows(database_url: str, status: str | None = None) -> int:
     from sqlalchemy import func, select
 
     from bot.store.db import make_engine
     from bot.store.models import Delivery
 
     engine = make_engine(database_url)
+    t = Delivery.__table__
+    query = select(func.count()).select_from(t)
+    if status is not None:
+        query = query.where(t.c.status == status)
     async with engine.connect() as conn:
-        n = await conn.scalar(select(func.count()).select_from(Delivery.__table__))
+        n = await conn.scalar(query)
     await engine.dispose()
     return int(n or 0)
 
@@ -176,6 +191,10 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--worker", action="store_true",
                         help="also run the inbox worker in the rltracker process")
+    parser.add_argument("--worker-processes", type=int, default=0, metavar="N",
+                        help="run the inbox worker in N processes beside the web process")
+    parser.add_argument("--drain", type=int, default=0, metavar="N",
+                        help="then time the worker draining N stored deliveries")
     args = parser.parse_args()
 
     from bot.store import migrate
@@ -184,16 +203,26 @@ def main() -> int:
     database_url = f"sqlite+aiosqlite:///{tmp / 'bench.db'}"
     migrate.upgrade(database_url)
     body = payload()
+    where = (f"in {args.worker_processes} process(es) of its own" if args.worker_processes
+             else "in the web process" if args.worker else "off")
     print(f"payload {len(body)} bytes, {args.requests} requests, {args.concurrency} connections, "
-          f"SQLite (WAL) at {tmp}, worker {'on' if args.worker else 'off'}", flush=True)
+          f"SQLite (WAL) at {tmp}, worker {where}", flush=True)
 
     spawn = multiprocessing.get_context("spawn")
     bare_port, app_port = free_port(), free_port()
     bare = spawn.Process(target=run_bare, args=(bare_port,), daemon=True)
-    app = spawn.Process(target=run_rltracker, args=(app_port, database_url, args.worker),
+    app = spawn.Process(target=run_rltracker,
+                        args=(app_port, database_url, args.worker and not args.worker_processes),
                         daemon=True)
+    from bot.webhooks.worker import worker_process_main
+
+    workers = [spawn.Process(target=worker_process_main,
+                             args=(_settings(database_url), None, "ERROR"), daemon=True)
+               for _ in range(args.worker_processes)]
     bare.start()
     app.start()
+    for w in workers:
+        w.start()
     try:
         baseline = asyncio.run(measure("bare aiohttp+gidgethub (verify, 202)",
                                        f"http://127.0.0.1:{bare_port}", args, body, bare.pid))
@@ -202,9 +231,14 @@ def main() -> int:
     finally:
         bare.terminate()
         app.terminate()
-        bare.join()
-        app.join()
+        for w in workers:
+            w.terminate()
+        for proc in (bare, app, *workers):
+            proc.join()
     stored = asyncio.run(count_rows(database_url))
+    if args.worker or args.worker_processes:
+        done = asyncio.run(count_rows(database_url, status="done"))
+        print(f"the worker finished {done} of them while the load ran", flush=True)
     sent = args.requests + min(500, args.requests)
     ratio = ours["rate"] / baseline["rate"]
     print(f"ratio {ratio:.2f} of the bare handler (goal >= 0.30); p99 {ours['p99']:.1f} ms "
@@ -217,6 +251,11 @@ def main() -> int:
         print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     except OSError:
         pass
+    if args.drain:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        import drain
+
+        drain.main(["--deliveries", str(args.drain)])
     return 0 if stored == sent else 1
 
 

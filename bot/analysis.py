@@ -1,19 +1,31 @@
 """Running the analyzers for the app: off the event loop, with the stored paper pool.
 
-Owns the process's analysis thread and the PaperIndex cache of the Paper table. Imports the
-store and analyzers only, so both the pipeline and what speaks (the install preview) use it.
+Owns the process's analysis thread, the PaperIndex cache of the Paper table and the saved
+paper indexes (files in the cache directory, read in one go at start instead of rebuilt).
+Imports the store and analyzers only, so both the pipeline and what speaks (the install
+preview) use it; the database modules are imported where used, so `rltracker analyze`
+(which only needs the saved-index files) starts without them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import logging
+import marshal
+import os
+import tempfile
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncSession
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.store.models import Paper
+    from analyzers.papers import PaperIndex
+
+log = logging.getLogger(__name__)
 
 POOL_CACHE_KEY = "paper_pool"
 
@@ -47,11 +59,122 @@ async def run_analysis(record: dict[str, Any], pool: Any = None) -> dict[str, An
     return await loop.run_in_executor(_ANALYSIS_THREAD, analyze_thread, record, pool)
 
 
-async def paper_pool(session: AsyncSession, cache: dict[str, Any] | None) -> Any:
-    """The PaperIndex of the catalog plus the Paper table, built once per process and rebuilt
-    only when the table changed (its row count or newest addition differ from the cached ones).
-    None when the table is empty: the analyzers then use their cached catalog-only index."""
+# ---- saved indexes -------------------------------------------------------------------------
+def read_saved_index(path: Path, header: bytes = b"") -> PaperIndex | None:
+    """The index saved at `path` after `header`, or None when there is none, or it is damaged
+    or was saved by another version (then it is rebuilt and saved over)."""
     from analyzers.papers import PaperIndex
+
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if not data.startswith(header):
+        return None
+    try:
+        return PaperIndex.loads(data[len(header):])
+    except ValueError as exc:
+        log.warning("saved paper index %s not used: %s", path, exc)
+        return None
+
+
+def save_index(path: Path, index: PaperIndex, header: bytes = b"") -> None:
+    """Write `header` + the index, atomically (a reader sees the old file or the new one).
+    A cache that cannot be written only costs the next start a rebuild."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(header)
+                fh.write(index.dumps())
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as exc:
+        log.warning("could not save the paper index to %s: %s", path, exc)
+
+
+# ---- the Paper table's index ---------------------------------------------------------------
+def _pool_file(database_url: str) -> Path:
+    from bot.config import cache_dir
+
+    name = hashlib.sha256(database_url.encode()).hexdigest()[:24]
+    return cache_dir() / f"paper-pool-{name}.idx"
+
+
+def _rows_digests(rows: list[tuple[Any, ...]]) -> list[str]:
+    """digests[n]: the digest of the first n rows (in id order): an index built from them is
+    reused for a table they still start, and only the rows after them are added."""
+    h = hashlib.sha256()
+    out = [h.hexdigest()]
+    for row in rows:
+        h.update(marshal.dumps(row))
+        out.append(h.hexdigest())
+    return out
+
+
+def _paper_dict(row: tuple[Any, ...]) -> dict[str, Any]:
+    _id, arxiv_id, title, aliases, method, first_public = row
+    return {"arxiv_id": arxiv_id, "title": title, "aliases": list(aliases or []),
+            "method": method, "first_public": first_public}
+
+
+def _index_for_rows(
+    rows: list[tuple[Any, ...]], cached: tuple[int, str, PaperIndex] | None, path: Path | None
+) -> tuple[PaperIndex, str, bool]:
+    """(index of `rows`, its digest, whether it was built or added to). Reuses, in order: the
+    in-memory index, the saved file, each when `rows` starts with the rows it was built from
+    (then only the rest are added); else builds from scratch."""
+    from analyzers.papers import PaperIndex
+
+    digests = _rows_digests(rows)
+
+    def known() -> Iterator[tuple[int, str, PaperIndex]]:
+        if cached is not None:
+            yield cached
+        saved = _read_pool_file(path) if path is not None else None  # read only if needed
+        if saved is not None:
+            yield saved
+
+    for n, digest, index in known():
+        if n <= len(rows) and digests[n] == digest:
+            if n < len(rows):
+                index.add_papers(_paper_dict(r) for r in rows[n:])
+            return index, digests[-1], n < len(rows)
+    return PaperIndex.build(_paper_dict(r) for r in rows), digests[-1], True
+
+
+def _read_pool_file(path: Path) -> tuple[int, str, PaperIndex] | None:
+    try:
+        with path.open("rb") as fh:
+            first = fh.readline()
+    except OSError:
+        return None
+    try:
+        n_s, digest = first.decode().split()
+        n = int(n_s)
+    except ValueError:
+        return None
+    index = read_saved_index(path, first)
+    return None if index is None else (n, digest, index)
+
+
+def _pool_header(n: int, digest: str) -> bytes:
+    return f"{n} {digest}\n".encode()
+
+
+async def paper_pool(session: AsyncSession, cache: dict[str, Any] | None) -> Any:
+    """The PaperIndex of the catalog plus the Paper table. Per process: kept in `cache` and
+    looked at again only when the table's row count or newest id changed. Across processes:
+    saved in the cache directory, keyed by the database and checked against a digest of the
+    rows, so a process that starts reads it instead of building it (seconds of CPU for
+    100,000 papers), and papers added since (sync, import) are added to it, not rebuilt.
+    None when the table is empty: the analyzers then use their cached catalog-only index."""
+    from sqlalchemy import func, select
+
+    from bot.store.models import Paper
 
     count, newest = (await session.execute(select(func.count(Paper.id), func.max(Paper.id)))).one()
     if not count:
@@ -60,15 +183,26 @@ async def paper_pool(session: AsyncSession, cache: dict[str, Any] | None) -> Any
     cached = (cache or {}).get(POOL_CACHE_KEY)
     if cached is not None and cached[0] == key:
         return cached[1]
-    papers = [
-        {"arxiv_id": p.arxiv_id, "title": p.title, "aliases": list(p.aliases or []),
-         "method": p.method, "first_public": p.first_public}
-        for p in await session.scalars(select(Paper))
-    ]
-    # Seconds of CPU for a large pool: built on the analysis thread, not the event loop.
-    index = await asyncio.get_running_loop().run_in_executor(
-        _ANALYSIS_THREAD, PaperIndex.build, papers
+    rows = [tuple(r) for r in await session.execute(
+        select(Paper.id, Paper.arxiv_id, Paper.title, Paper.aliases, Paper.method,
+               Paper.first_public).order_by(Paper.id)
+    )]
+    engine = getattr(session.get_bind(), "engine", None)
+    url = engine.url.render_as_string(hide_password=True) if engine is not None else ":memory:"
+    path = _pool_file(url) if ":memory:" not in url else None
+    previous = cached[2] if cached is not None and len(cached) > 2 else None
+
+    def index_and_save() -> tuple[PaperIndex, str]:
+        index, digest, changed = _index_for_rows(rows, previous, path)
+        if changed and path is not None:
+            save_index(path, index, _pool_header(len(rows), digest))
+        return index, digest
+
+    # Seconds of CPU for a large pool: on the analysis thread, not the event loop (and never
+    # beside an analysis that reads the index being added to).
+    index, digest = await asyncio.get_running_loop().run_in_executor(
+        _ANALYSIS_THREAD, index_and_save
     )
     if cache is not None:
-        cache[POOL_CACHE_KEY] = (key, index)
+        cache[POOL_CACHE_KEY] = (key, index, (len(rows), digest, index))
     return index

@@ -344,3 +344,13 @@ class Settings:
         )
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]
+
+
+def cache_dir(env: dict[str, str] | None = None) -> Path:
+    """Where saved paper indexes live: $RLTRACKER_CACHE_DIR, else $XDG_CACHE_HOME/rltracker,
+    else ~/.cache/rltracker. Read at each call, so a test or a command can point it elsewhere."""
+    env = os.environ if env is None else env
+    if env.get("RLTRACKER_CACHE_DIR"):
+        return Path(env["RLTRACKER_CACHE_DIR"])
+    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "rltracker"

@@ -15,14 +15,17 @@ from bot.store.threads import load_comments, thread_record
 
 
 async def analyse_and_store(
-    session: AsyncSession, thread: Thread, cache: dict[str, Any] | None = None
+    session: AsyncSession, thread: Thread, cache: dict[str, Any] | None = None,
+    record: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run the analyzers on a stored thread and upsert its Analysis row; returns the analysis.
 
-    `cache` is the process's ctx.extras: it keeps the paper pool's index between calls."""
+    `cache` is the process's ctx.extras: it keeps the paper pool's index between calls.
+    `record`: the thread's record when the caller already loaded it."""
     from analyzers.analyze import ANALYZER_VERSION
 
-    record = thread_record(thread, await load_comments(session, thread))
+    if record is None:
+        record = thread_record(thread, await load_comments(session, thread))
     result = await run_analysis(record, await paper_pool(session, cache))
     row = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
     if row is None:
@@ -64,8 +67,9 @@ async def thread_changed(
             if thread is None:
                 return None
             repo = thread.repo  # canonical spelling from here on
+            record = thread_record(thread, await load_comments(session, thread))
             try:
-                result = await analyse_and_store(session, thread, ctx.extras)
+                result = await analyse_and_store(session, thread, ctx.extras, record)
                 await session.commit()
                 break
             except IntegrityError:
@@ -77,7 +81,9 @@ async def thread_changed(
     # Decide whether to act (comment, reply, or record why not).
     from bot.speaking.decide import act
 
-    await act(ctx, repo, number, trigger=trigger, payload=payload, analysis=result)
+    # The thread as just analysed: what decides does not load it a second time.
+    await act(ctx, repo, number, trigger=trigger, payload=payload, analysis=result,
+              thread=(thread, record))
     return result
 
 

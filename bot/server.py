@@ -76,9 +76,37 @@ def _github_client(settings: Settings) -> Any:
     return GitHubClient(settings)
 
 
+def _start_worker_processes(settings: Settings, count: int) -> list[Any]:
+    """`--workers N`: the inbox worker in N processes of their own (spawned), so analyses
+    and handlers never hold the web process's interpreter lock."""
+    import multiprocessing
+
+    from bot.webhooks.worker import worker_process_main
+
+    spawn = multiprocessing.get_context("spawn")
+    level = os.environ.get("RLTRACKER_LOG_LEVEL", "INFO")
+    procs = [spawn.Process(target=worker_process_main, args=(settings, _github_client, level),
+                           name=f"rltracker-worker-{k}") for k in range(count)]
+    for p in procs:
+        p.start()
+    return procs
+
+
+def _stop_worker_processes(procs: list[Any]) -> None:
+    """SIGTERM: each finishes the row in hand; one that does not within the grace is killed
+    (its row's lease runs out and another worker takes it)."""
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.join(SHUTDOWN_GRACE)
+        if p.is_alive():
+            p.kill()
+            p.join()
+
+
 async def serve(settings: Settings, host: str, port: int, *, worker: bool = True,
                 scheduler: bool = True, backfill: bool = True,
-                ready: asyncio.Event | None = None) -> int:
+                ready: asyncio.Event | None = None, worker_processes: int = 0) -> int:
     await _check_address(host, port)
     from bot.app import create_app
     from bot.context import AppContext
@@ -93,8 +121,10 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
                 f"the database is behind the migrations (it is at {current or 'no revision'}, "
                 f"this code needs {head}); run `rltracker migrate` first"
             )
+        if worker_processes and ctx.engine.dialect.name == "sqlite" and worker_processes > 1:
+            return _fail("SQLite takes one worker process (--workers 1); use PostgreSQL for more")
         ctx.github = _github_client(settings)
-        app = create_app(ctx, worker=worker)
+        app = create_app(ctx, worker=worker and not worker_processes)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
         site = web.TCPSite(runner, host, port, backlog=1024)
@@ -104,6 +134,7 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
             await runner.cleanup()
             raise UserError(_bind_failure(host, port, exc)) from exc
         print(f"rltracker serving on http://{host}:{port}", flush=True)
+        procs = _start_worker_processes(settings, worker_processes) if worker else []
         sched = None
         if scheduler:
             from bot.scheduler import create_scheduler
@@ -133,6 +164,7 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
             first_backfill.cancel()
             await asyncio.gather(first_backfill, return_exceptions=True)
         await runner.cleanup()
+        await asyncio.get_running_loop().run_in_executor(None, _stop_worker_processes, procs)
         from bot.speaking.preview import wait_background
 
         await wait_background(ctx, grace=SHUTDOWN_GRACE)  # e.g. an installation preview
@@ -163,5 +195,6 @@ def serve_command(args: Any) -> int:
             worker=not getattr(args, "no_worker", False),
             scheduler=not getattr(args, "no_scheduler", False),
             backfill=not getattr(args, "no_backfill", False),
+            worker_processes=int(getattr(args, "workers", 0) or 0),
         )
     )

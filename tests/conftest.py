@@ -26,6 +26,14 @@ SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
 REQUIRE_POSTGRES = os.environ.get("RLTRACKER_REQUIRE_POSTGRES") == "1"
 
 
+@pytest.fixture(autouse=True)
+def _cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Saved paper indexes go to a folder of the test's own, never the user's cache."""
+    path = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("RLTRACKER_CACHE_DIR", str(path))
+    return path
+
+
 def postgres_admin_urls() -> list[str]:
     return [u.strip() for u in os.environ.get("TEST_DATABASE_URLS", "").split(",") if u.strip()]
 

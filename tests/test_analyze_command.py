@@ -84,3 +84,63 @@ def test_stdin_to_stdout() -> None:
     assert proc.returncode == 0, proc.stderr
     rows = [json.loads(x) for x in proc.stdout.splitlines()]
     assert [r["id"] for r in rows] == ["o/r#1", "o/r#2"]
+
+
+# ---- the pool's index, saved in the cache directory ---------------------------------------
+POOL_LINES = [
+    {"arxiv_id": "2611.00001", "title": "Quantile Ratio Clipping for Stable Policy Optimisation",
+     "aliases": ["QRC"], "method": None},
+    {"arxiv_id": None, "title": "Grouped Verifier Rewards for Sparse Proof Search", "aliases": [],
+     "method": None},
+]  # fmt: skip
+CITING = {"id": "o/r#3", "repo": "o/r", "number": 3, "kind": "issue", "state": "open",
+          "title": "Support QRC", "comments": [],
+          "body": 'Could you add "Grouped Verifier Rewards for Sparse Proof Search"?'}  # fmt: skip
+
+
+def _saved_files(cache: Path) -> list[Path]:
+    return sorted(cache.glob("pool-file-*.idx"))
+
+
+def test_pool_index_is_saved_then_read_back_equal(tmp_path: Path, _cache_dir: Path) -> None:
+    from analyzers.papers import PaperIndex
+    from bot.cli.analyze import load_pool
+
+    pool = write_lines(tmp_path / "pool.jsonl", [json.dumps(p) for p in POOL_LINES])
+    built = load_pool(str(pool))
+    [saved] = _saved_files(_cache_dir)
+    assert PaperIndex.loads(saved.read_bytes()) == built
+    again = load_pool(str(pool))
+    assert again == built and again is not built
+    # Another pool file is another key.
+    write_lines(pool, [json.dumps(POOL_LINES[0])])
+    assert len(load_pool(str(pool))) < len(built)
+    assert len(_saved_files(_cache_dir)) == 2
+
+
+def test_damaged_saved_index_is_rebuilt_and_saved_again(tmp_path: Path, _cache_dir: Path) -> None:
+    from analyzers.papers import PaperIndex
+    from bot.cli.analyze import load_pool
+
+    pool = write_lines(tmp_path / "pool.jsonl", [json.dumps(p) for p in POOL_LINES])
+    built = load_pool(str(pool))
+    [saved] = _saved_files(_cache_dir)
+    saved.write_bytes(saved.read_bytes()[:200])
+    assert load_pool(str(pool)) == built
+    assert PaperIndex.loads(saved.read_bytes()) == built
+
+
+def test_analyze_with_and_without_the_cache_gives_the_same_records(
+    tmp_path: Path, _cache_dir: Path
+) -> None:
+    pool = write_lines(tmp_path / "pool.jsonl", [json.dumps(p) for p in POOL_LINES])
+    src = write_lines(tmp_path / "in.jsonl", [json.dumps(CITING), json.dumps(GOOD_1)])
+    outs = []
+    for i, flags in enumerate([["--no-cache"], [], []]):
+        out = tmp_path / f"out{i}.jsonl"
+        assert main(["analyze", *flags, "--papers", str(pool), str(src), "-o", str(out)]) == 0
+        outs.append(read_jsonl(out))
+        # --no-cache neither reads nor writes the cache; the runs after it write then read it.
+        assert len(_saved_files(_cache_dir)) == (0 if i == 0 else 1)
+    assert outs[0] == outs[1] == outs[2]
+    assert any(p["how"] == "title" for p in outs[0][0]["papers"])

@@ -393,3 +393,81 @@ def test_output_keeps_the_contract_shape(body: list[str], comment: list[str]) ->
         key = p["arxiv_id"] or p["title"]
         assert key not in seen
         seen.add(key)
+
+
+# ---- the index saved and added to ----------------------------------------------------------
+def _generated_pool(n: int, seed: int = 3) -> list[dict[str, Any]]:
+    """Titles sharing a small vocabulary, so adding some changes which features are rare."""
+    import random
+
+    rng = random.Random(seed)
+    adj = "sparse stable grouped implicit verified latent robust offline mixed tempered".split()
+    noun = "rewards critics rollouts baselines verifiers advantages tokens experts".split()
+    task = "math proofs code dialogue retrieval planning agents".split()
+    out, seen = [], set()
+    while len(out) < n:
+        a, b = rng.sample(adj, 2)
+        title = f"{a.title()} {rng.choice(noun).title()} with {b.title()} {rng.choice(noun).title()} for {rng.choice(task).title()}"
+        if title.lower() in seen:
+            continue
+        seen.add(title.lower())
+        out.append({"arxiv_id": f"2601.{len(out):05d}" if len(out) % 3 else None,
+                    "title": title, "aliases": [], "method": None})
+    return out
+
+
+def test_saved_index_reads_back_equal_and_links_the_same() -> None:
+    papers = POOL + _generated_pool(200)
+    built = PaperIndex.build(papers)
+    loaded = PaperIndex.loads(built.dumps())
+    thread = {"title": "Entropy", "body": f'We follow "{papers[-1]["title"]}" and TAP with GRPO.',
+              "comments": []}
+    assert link_papers(thread, loaded) == link_papers(thread, built)
+    assert any(p["title"] == papers[-1]["title"] for p in link_papers(thread, loaded))
+    assert loaded == built
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped", "not_an_index", "other_version"])
+def test_damaged_or_foreign_saved_index_is_refused(damage: str) -> None:
+    from analyzers.papers import index_tag
+
+    data = PaperIndex.build(_generated_pool(50)).dumps()
+    if damage == "truncated":
+        data = data[: len(data) // 2]
+    elif damage == "flipped":
+        data = data[:-10] + bytes([data[-10] ^ 0xFF]) + data[-9:]
+    elif damage == "not_an_index":
+        data = b'{"title": "a paper pool line"}\n'
+    else:
+        data = data.replace(index_tag().encode(), b"0:0000.00.00-0:0000000000000000", 1)
+    with pytest.raises(ValueError):
+        PaperIndex.loads(data)
+
+
+@pytest.mark.parametrize("saved", [False, True], ids=["in_memory", "read_back"])
+def test_adding_papers_equals_building_from_scratch(saved: bool) -> None:
+    papers = _generated_pool(400)
+    extra = [
+        *papers[360:],
+        {"arxiv_id": None, "title": papers[5]["title"].upper(), "aliases": ["SRV"], "method": None},
+        {"arxiv_id": "2601.00004", "title": "", "aliases": ["QRC-2"], "method": "qrc"},
+    ]
+    index = PaperIndex.build(papers[:360])
+    if saved:
+        index = PaperIndex.loads(index.dumps())
+    index.add_papers(extra)
+    full = PaperIndex.build(papers[:360] + extra)
+    assert index == full
+    # Some titles already there had to be keyed again for this to hold.
+    before = PaperIndex.build(papers[:360])
+    assert any(before._titles[i].keys != full._titles[i].keys for i in range(len(before._titles)))
+
+
+def test_a_merge_that_gives_a_paper_its_title_equals_a_rebuild() -> None:
+    papers = [{"arxiv_id": "2601.99999", "title": "", "aliases": ["ZQX"], "method": None},
+              *_generated_pool(60)]
+    filled = {"arxiv_id": "2601.99999", "title": "Grouped Zeta Rollouts for Sparse Verifiers",
+              "aliases": [], "method": None}
+    index = PaperIndex.loads(PaperIndex.build(papers).dumps())
+    index.add_papers([filled])
+    assert index == PaperIndex.build([*papers, filled])

@@ -64,3 +64,57 @@ async def test_pipeline_matches_the_stored_paper_pool(ctx: AppContext) -> None:
     index = ctx.extras[POOL_CACHE_KEY][1]
     await thread_changed(ctx, "someone/elsewhere", 3, trigger="sync")
     assert ctx.extras[POOL_CACHE_KEY][1] is index
+
+
+async def test_paper_pool_index_is_saved_read_by_a_new_process_and_added_to(
+    ctx: AppContext, _cache_dir: object
+) -> None:
+    """A process that starts reads the saved index of the Paper table; papers added since
+    (import, fetch) are added to it, and the result equals building from all rows."""
+    from pathlib import Path
+
+    from analyzers.papers import PaperIndex
+    from bot.analysis import POOL_CACHE_KEY, paper_pool
+    from bot.store.models import Paper
+
+    def rows(n: int, start: int = 0) -> list[Paper]:
+        return [Paper(arxiv_id=f"2612.{i:05d}", source="test", aliases=[],
+                      title=f"Tempered {w} Rollouts with Grouped {v} Baselines number {i}")
+                for i in range(start, start + n)
+                for w, v in [(["Sparse", "Implicit", "Latent"][i % 3], ["Verifier", "Critic"][i % 2])]]
+
+    async def as_dicts() -> list[dict[str, object]]:
+        async with ctx.sessionmaker() as session:
+            return [{"arxiv_id": p.arxiv_id, "title": p.title, "aliases": list(p.aliases or []),
+                     "method": p.method, "first_public": p.first_public}
+                    for p in await session.scalars(select(Paper).order_by(Paper.id))]
+
+    from sqlalchemy import select
+
+    async with ctx.sessionmaker() as session:
+        session.add_all(rows(40))
+        await session.commit()
+    process_one: dict[str, object] = {}
+    async with ctx.sessionmaker() as session:
+        first = await paper_pool(session, process_one)
+    [saved] = list(Path(str(_cache_dir)).glob("paper-pool-*.idx"))  # noqa: ASYNC240
+    written = saved.stat().st_mtime_ns
+    assert first == PaperIndex.build(await as_dicts())
+
+    async with ctx.sessionmaker() as session:  # a new process: an empty cache
+        second = await paper_pool(session, {})
+    assert second == first and second is not first
+    assert saved.stat().st_mtime_ns == written  # read, not written again
+
+    async with ctx.sessionmaker() as session:
+        session.add_all(rows(5, start=40))
+        await session.commit()
+    full = PaperIndex.build(await as_dicts())
+    async with ctx.sessionmaker() as session:  # the running process adds to its own index
+        again = await paper_pool(session, process_one)
+    assert again is first and again == full
+    async with ctx.sessionmaker() as session:  # and a new process reads the updated file
+        fresh = await paper_pool(session, {})
+    assert fresh == full
+    assert saved.read_bytes().startswith(b"45 ")
+    assert process_one[POOL_CACHE_KEY][1] is first

@@ -73,12 +73,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-worker", action="store_true", help="accept deliveries, do not process")
     p.add_argument("--no-backfill", action="store_true",
                    help="do not start the first backfill (with a token and an empty database)")
+    p.add_argument("--workers", type=int, default=0, metavar="N",
+                   help="run the inbox worker in N processes beside the web process "
+                        "(default 0: inside it; SQLite takes 1)")
 
     sub.add_parser("migrate", help="alembic upgrade head on DATABASE_URL")
 
     p = sub.add_parser("analyze", help="thread records in, analysis records out (JSON lines)")
     p.add_argument("input", help="thread records (JSON lines), - for stdin")
     p.add_argument("--papers", help="extra paper pool (JSON lines)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="build the pool's index, neither read nor save it in the cache")
     p.add_argument("-o", "--output", default="-", help="analysis records, - for stdout")
 
     p = sub.add_parser("replay", help="send payload files as signed deliveries")

@@ -2,7 +2,11 @@
 
 Thread records in (JSON lines, `-` for stdin), one analysis record out per thread, same
 order (`-o -`, the default, is stdout). `--papers` builds a PaperIndex once, matched in
-addition to the catalog.
+addition to the catalog, and saves it in the cache directory ($RLTRACKER_CACHE_DIR, else
+$XDG_CACHE_HOME/rltracker, else ~/.cache/rltracker) under a hash of the pool file and the
+index and analyzer versions: the next run with the same pool reads it in one go instead of
+building it again. A saved index that is damaged or of another version is rebuilt, never
+used. `--no-cache` neither reads nor writes it.
 
 Bad input lines: a line that is not JSON, or not a JSON object, gets an error record in its
 place, `{"id": <id if readable, else null>, "line": N, "error": "line N: ..."}`, and the
@@ -15,6 +19,8 @@ could not run at all (unreadable input or a bad paper pool, named with its line 
 from __future__ import annotations
 
 import argparse
+import gc
+import io
 import json
 import sys
 from collections.abc import Iterator
@@ -45,27 +51,48 @@ def _open_out(path: str) -> Iterator[TextIO]:
             yield fh
 
 
-def load_pool(path: str) -> Any:
-    """PaperIndex of a paper-pool file; PoolError names the first bad line."""
-    from analyzers.papers import PaperIndex
+def load_pool(path: str, *, use_cache: bool = True) -> Any:
+    """PaperIndex of a paper-pool file (read from the cache when saved there before);
+    PoolError names the first bad line."""
+    import hashlib
 
+    from analyzers.papers import PaperIndex, index_tag
+    from bot.analysis import read_saved_index, save_index
+    from bot.config import cache_dir
+
+    if path == "-":
+        stdin = sys.stdin
+        data = stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read().encode()
+    else:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    saved = None
+    if use_cache:
+        key = hashlib.sha256(index_tag().encode() + b"\0" + data).hexdigest()[:40]
+        saved = cache_dir() / f"pool-file-{key}.idx"
+        index = read_saved_index(saved)
+        if index is not None:
+            return index
     papers: list[dict[str, Any]] = []
-    with _open_in(path) as fh:
-        for number, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise PoolError(f"{path} line {number}: not valid JSON ({exc.msg})") from None
-            if not isinstance(record, dict) or not (
-                isinstance(record.get("title"), str) or record.get("arxiv_id") or record.get("aliases")
-            ):
-                raise PoolError(
-                    f"{path} line {number}: a paper is an object with a title, arxiv_id or aliases"
-                )
-            papers.append(record)
-    return PaperIndex.build(papers)
+    lines = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace")
+    for number, raw in enumerate(lines, 1):  # lines as reading the file would split them
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise PoolError(f"{path} line {number}: not valid JSON ({exc.msg})") from None
+        if not isinstance(record, dict) or not (
+            isinstance(record.get("title"), str) or record.get("arxiv_id") or record.get("aliases")
+        ):
+            raise PoolError(
+                f"{path} line {number}: a paper is an object with a title, arxiv_id or aliases"
+            )
+        papers.append(record)
+    index = PaperIndex.build(papers)
+    if saved is not None:
+        save_index(saved, index)
+    return index
 
 
 def analyze_lines(lines: Any, out: TextIO, pool: Any, err: TextIO) -> tuple[int, int]:
@@ -104,10 +131,13 @@ def analyze_command(args: argparse.Namespace) -> int:
     pool = None
     if getattr(args, "papers", None):
         try:
-            pool = load_pool(args.papers)
+            pool = load_pool(args.papers, use_cache=not getattr(args, "no_cache", False))
         except (OSError, PoolError) as exc:
             print(f"rltracker analyze: --papers {exc}", file=sys.stderr)
             return 2
+        # The index (hundreds of thousands of objects) lives until the command ends: kept
+        # out of the cyclic collector's reach, which would otherwise walk it again and again.
+        gc.freeze()
     try:
         with _open_in(args.input) as src, _open_out(args.output or "-") as out:
             _, bad = analyze_lines(src, out, pool, sys.stderr)

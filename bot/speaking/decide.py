@@ -31,13 +31,14 @@ log = logging.getLogger(__name__)
 
 async def act(
     ctx: Any, repo: str, number: int, *, trigger: str, payload: dict[str, Any] | None = None,
-    analysis: dict[str, Any] | None = None,
+    analysis: dict[str, Any] | None = None, thread: tuple[Any, dict[str, Any]] | None = None,
 ) -> dict[str, str]:
-    """What the pipeline calls after storing the analysis. Returns {kind: outcome}."""
+    """What the pipeline calls after storing the analysis. Returns {kind: outcome}.
+    `thread`: (Thread row, its record) when the caller has just loaded them."""
     interesting = NEW_TRIGGERS | EDIT_TRIGGERS | PROPOSAL_TRIGGERS | COMMENT_TRIGGERS
     if trigger not in interesting or analysis is None:
         return {}
-    sit = await load_situation(ctx, repo, number, payload)
+    sit = await load_situation(ctx, repo, number, payload, thread)
     if sit is None or sit.installation_id is None:
         return {}  # not installed: the app only tracks, it never speaks there
     outcome: dict[str, str] = {}

@@ -71,14 +71,19 @@ async def repository_row(session: Any, repo: str, installation_id: int | None) -
 
 
 async def load_situation(
-    ctx: Any, repo: str, number: int, payload: dict[str, Any] | None
+    ctx: Any, repo: str, number: int, payload: dict[str, Any] | None,
+    loaded: tuple[Any, dict[str, Any]] | None = None,
 ) -> Situation | None:
+    """`loaded`: (Thread row, its record) when the caller has just read them."""
     async with ctx.sessionmaker() as session:
-        thread = await get_thread(session, repo, number)
-        if thread is None:
-            return None
+        if loaded is not None:
+            thread, record = loaded
+        else:
+            thread = await get_thread(session, repo, number)
+            if thread is None:
+                return None
+            record = thread_record(thread, await load_comments(session, thread))
         repo = thread.repo
-        record = thread_record(thread, await load_comments(session, thread))
         row = await repository_row(session, repo, None)
         installation_id = row.installation_id
         if installation_id is None:

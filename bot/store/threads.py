@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.store.models import Comment, Thread
@@ -31,15 +31,32 @@ def _blank_to_none(value: Any) -> Any:
     return None if value == "" else value
 
 
+# The lookups every delivery makes, built once: building a statement costs more than
+# SQLite takes to run it.
+_THREAD_BY_NAME = select(Thread).where(
+    func.lower(Thread.repo) == bindparam("repo"), Thread.number == bindparam("number")
+)
+_COMMENTS_OF = (
+    select(Comment)
+    .where(Comment.thread_id == bindparam("thread_id"))
+    .order_by(Comment.created_at, Comment.id)
+)
+
+
 async def get_thread(session: AsyncSession, repo: str, number: int) -> Thread | None:
-    return await session.scalar(
-        select(Thread).where(func.lower(Thread.repo) == repo.lower(), Thread.number == number)
-    )
+    return await session.scalar(_THREAD_BY_NAME, {"repo": repo.lower(), "number": number})
 
 
-async def upsert_thread(session: AsyncSession, record: dict[str, Any]) -> Thread:
-    """Insert or update a thread from a record; keys absent from the record are left alone."""
-    thread = await get_thread(session, record["repo"], int(record["number"]))
+async def upsert_thread(
+    session: AsyncSession, record: dict[str, Any], *, looked_up: tuple[Thread | None] | None = None
+) -> Thread:
+    """Insert or update a thread from a record; keys absent from the record are left alone.
+    `looked_up`: (the stored thread or None,) when the caller has just looked it up in this
+    session, so it is not looked up twice."""
+    if looked_up is not None:
+        thread = looked_up[0]
+    else:
+        thread = await get_thread(session, record["repo"], int(record["number"]))
     if thread is None:
         thread = Thread(repo=record["repo"], number=int(record["number"]), kind=record["kind"])
         session.add(thread)
@@ -96,12 +113,7 @@ async def delete_comment(session: AsyncSession, kind: str, github_id: int) -> bo
 
 
 async def load_comments(session: AsyncSession, thread: Thread) -> list[Comment]:
-    rows = await session.scalars(
-        select(Comment)
-        .where(Comment.thread_id == thread.id)
-        .order_by(Comment.created_at, Comment.id)
-    )
-    return list(rows)
+    return list(await session.scalars(_COMMENTS_OF, {"thread_id": thread.id}))
 
 
 def comment_record(comment: Comment) -> dict[str, Any]:

@@ -58,7 +58,7 @@ async def _store_thread(
     if existing is None:
         # Only a thread seen from its first event is known in full; others wait for sync.
         record["complete"] = bool(opened)
-        return await upsert_thread(session, record)
+        return await upsert_thread(session, record, looked_up=(None,))
     record.pop("complete", None)
     if _older(record.get("updated_at"), existing.updated_at):
         return existing  # a late or repeated delivery: keep the newer stored state
@@ -66,7 +66,7 @@ async def _store_thread(
         record.pop("state")  # the issue-shaped view of a PR may not know it was merged
     if existing.kind != record.get("kind", existing.kind) and existing.kind == "pull_request":
         record["kind"] = existing.kind
-    return await upsert_thread(session, record)
+    return await upsert_thread(session, record, looked_up=(existing,))
 
 
 async def _store_comment(session: AsyncSession, thread: Thread, record: dict[str, Any]) -> None:

@@ -207,9 +207,14 @@ class Worker:
 
     async def _run(self) -> None:
         await self.recover()
-        from bot.analysis import warm_up
+        from bot.analysis import paper_pool, warm_up
 
         await warm_up()
+        try:  # the stored pool's index (read from its saved file), before the first row
+            async with self.ctx.sessionmaker() as session:
+                await paper_pool(session, self.ctx.extras)
+        except Exception:  # noqa: BLE001 - the first analysis loads it then
+            log.warning("could not load the paper pool's index at start", exc_info=True)
         while not self._stopping:
             # Cleared BEFORE looking for work: a commit that lands while we look sets it
             # again, so its wake-up is not lost.
@@ -404,3 +409,43 @@ class Worker:
         else:
             self.counts["lost"] += 1
             self._log(claimed, "lease_lost", logging.WARNING)
+
+
+# -- a worker process beside the web process ------------------------------------------------
+async def run_worker(ctx: Any, stop: asyncio.Event, *, poll_seconds: float = 0.25) -> Worker:
+    """Drain the inbox of `ctx` until `stop` is set, then finish the row in hand. Used by a
+    process that only works (`rltracker serve --workers N`): the web process that stores
+    the deliveries cannot wake it, so it looks for new rows every `poll_seconds` when idle."""
+    worker = Worker(ctx, poll_seconds=poll_seconds)
+    worker.start()
+    await stop.wait()
+    await worker.stop()
+    return worker
+
+
+def worker_process_main(settings: Any, make_github: Callable[[Any], Any] | None = None,
+                        log_level: str = "INFO") -> None:
+    """Entry point of a worker process (spawned, so it shares no state with its parent). It
+    loads the analyzers and the saved paper index once, then works until SIGTERM or SIGINT;
+    leases, fencing and recovery are the Worker's, as in the web process."""
+    import signal
+
+    from bot.context import AppContext
+    from bot.logs import configure_logging
+
+    configure_logging(log_level)
+
+    async def main() -> None:
+        ctx = AppContext.create(settings)
+        if make_github is not None:
+            ctx.github = make_github(settings)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            await run_worker(ctx, stop)
+        finally:
+            await ctx.close()
+
+    asyncio.run(main())

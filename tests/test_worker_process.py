@@ -1,0 +1,74 @@
+"""`rltracker serve --workers N`: the inbox worker in a process of its own.
+
+The process is spawned as serve spawns it (bot.webhooks.worker.worker_process_main), works the
+stored deliveries with the analyzers loaded there, and stops cleanly on SIGTERM; what it
+stores is what the web process's own worker would have stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from bot.config import Settings
+from bot.context import AppContext
+from bot.store.models import Analysis, Delivery, Thread
+from bot.store.threads import load_thread_record
+from bot.webhooks.worker import worker_process_main
+from tests.test_worker import store
+
+pytestmark = pytest.mark.slow
+
+
+async def _statuses(ctx: AppContext) -> list[str]:
+    async with ctx.sessionmaker() as s:
+        return list(await s.scalars(select(Delivery.status).order_by(Delivery.id)))
+
+
+async def test_worker_process_stores_what_the_analyzers_give_in_process(
+    ctx: AppContext, settings: Settings, shared_dir: Path
+) -> None:
+    from analyzers.analyze import analyze_thread
+
+    base = json.loads((shared_dir / "fixtures" / "webhooks" / "issues" / "opened.json")
+                      .read_text(encoding="utf-8"))
+    bodies = ["During GRPO training the entropy collapses to zero after 200 steps.",
+              "Could you add the loss of https://arxiv.org/abs/2506.13585 (CISPO)?"]
+    payloads = []
+    for k, body in enumerate(bodies):
+        p = json.loads(json.dumps(base))
+        p["issue"].update(number=900 + k, id=10**9 + k, title=f"Report {k}", body=body)
+        payloads.append(("issues", json.dumps(p)))
+    await store(ctx, *payloads)
+
+    proc = multiprocessing.get_context("spawn").Process(
+        target=worker_process_main, args=(settings, None, "ERROR"))
+    proc.start()
+    try:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 300  # start-up loads the analyzers; a shared machine is slow
+        # Another process's work: nothing in this one can signal it, so the table is polled.
+        while await _statuses(ctx) != ["done", "done"] and loop.time() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.2)
+    finally:
+        proc.terminate()  # SIGTERM: finish the row in hand, then exit
+        await loop.run_in_executor(None, proc.join, 60)
+    assert await _statuses(ctx) == ["done", "done"]
+    assert proc.exitcode == 0
+
+    async with ctx.sessionmaker() as s:
+        stored = {t.number: a.result for t, a in (await s.execute(
+            select(Thread, Analysis).join(Analysis, Analysis.thread_id == Thread.id))).all()}
+        records = {n: await load_thread_record(s, base["repository"]["full_name"], n)
+                   for n in (900, 901)}
+    assert set(stored) == {900, 901}
+    for number, record in records.items():
+        assert record is not None
+        assert stored[number] == json.loads(json.dumps(analyze_thread(record)))
+    assert stored[900]["failure"]["is_failure_report"]
+    assert any(p["arxiv_id"] == "2506.13585" for p in stored[901]["papers"])

@@ -137,6 +137,23 @@ def test_serve_port_out_of_range(port: str, migrated_db: str) -> None:
     one_line(result, "serve", 2, "--port", port, "1 to 65535")
 
 
+@pytest.mark.parametrize("workers", ["-1", "two"])
+def test_serve_workers_must_be_a_count(workers: str, migrated_db: str) -> None:
+    result = rltracker("serve", "--workers", workers,
+                       env={"DATABASE_URL": migrated_db, "GITHUB_WEBHOOK_SECRET": "whsecret-1"})
+    one_line(result, "serve", 2, "--workers", workers, "0 or more")
+
+
+def test_sqlite_takes_one_worker_process(migrated_db: str) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])
+    result = rltracker("serve", "--dev", "--workers", "2", "--host", "127.0.0.1", "--port", port,
+                       env={"DATABASE_URL": migrated_db})
+    assert result.returncode != 0 and "SQLite takes one worker process" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_port_variable_out_of_range(migrated_db: str) -> None:
     result = rltracker("serve", env={"DATABASE_URL": migrated_db, "PORT": "99999",
                                      "GITHUB_WEBHOOK_SECRET": "whsecret-1"})

@@ -43,6 +43,17 @@ def _port(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
 
 
+def _count(text: str) -> int:
+    """A whole number of things, 0 or more (--workers, --days)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number, 0 or more")
+    return value
+
+
 def _iso_date(text: str) -> str:
     try:
         date.fromisoformat(text)
@@ -73,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-worker", action="store_true", help="accept deliveries, do not process")
     p.add_argument("--no-backfill", action="store_true",
                    help="do not start the first backfill (with a token and an empty database)")
-    p.add_argument("--workers", type=int, default=0, metavar="N",
+    p.add_argument("--workers", type=_count, default=0, metavar="N",
                    help="run the inbox worker in N processes beside the web process "
                         "(default 0: inside it; SQLite takes 1)")
 
@@ -119,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("preview", help="dry-run over a repository's last 30 days of issues")
     p.add_argument("repo", metavar="OWNER/NAME")
-    p.add_argument("--days", type=int, default=30)
+    p.add_argument("--days", type=_count, default=30)
 
     p = sub.add_parser("study", help="the study: landings, per framework, review records")
     p.add_argument("--json", action="store_true")

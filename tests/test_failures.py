@@ -16,8 +16,10 @@ from analyzers.failures import (
     classify_failure,
     failure_features,
     failure_models,
+    rank_kinds,
     threshold,
 )
+from analyzers.learned import LinearModel
 
 POSITIVE = [
     # (title, body, category)
@@ -236,6 +238,42 @@ def test_unfenced_config_lines_are_not_prose() -> None:
         "max_response_length: 8192\n"
     )
     assert not classify_failure("My GRPO run", body)["is_failure_report"]
+
+
+def _speaker(title: str, body: str) -> set[str]:
+    return {k for k in failure_features(title, body).vector if k.startswith("speaker:")}
+
+
+def test_speaker_features_tell_an_own_run_from_a_pitch_a_question_and_a_code_analysis() -> None:
+    own = _speaker("Reward falls after a while",
+                   "I trained a 7B model with GRPO and after 300 steps the reward drops to zero.")
+    assert {"speaker:own_run", "speaker:own_run_and_cue", "speaker:own_run_and_run"} <= own
+    assert "speaker:pitch_only" not in own and "speaker:question_title" not in own
+    zh = _speaker("奖励下降", "我在训练Qwen的时候，训练到300步奖励突然下降。")
+    assert "speaker:own_run_and_cue" in zh
+    pitch = _speaker("A regulariser against entropy collapse",
+                     "We propose a new loss that keeps the entropy high; the paper is on arXiv.")
+    assert {"speaker:pitch", "speaker:pitch_only"} <= pitch and "speaker:own_run" not in pitch
+    question = _speaker("Why does the KL grow with this estimator?", "Is that expected? Which one is right?")
+    assert {"speaker:question_title", "speaker:question_not_own_run", "speaker:question_marks"} <= question
+    code = _speaker("Advantage std looks wrong",
+                    "See https://github.com/o/r/blob/main/algos.py#L120: the std is taken over the batch.")
+    assert "speaker:code_without_run" in code
+    assert "speaker:code_without_run" not in _speaker(
+        "Advantage std looks wrong", "After 200 steps the reward is flat; see algos.py line 120.")
+
+
+def test_the_lexicon_names_the_kind_when_the_kind_model_is_unsure() -> None:
+    features = failure_features("GRPO训练熵坍塌", "训练到100步熵降到0.01，奖励也不涨了。")
+    lead = next(k[4:] for k in features.vector if k.startswith("top:"))
+    assert lead == "entropy_collapse"
+    # A kind model with no opinion (every class at the same probability) defers to the lexicon.
+    unsure = LinearModel("kinds", sorted(CATEGORIES), {c: {} for c in CATEGORIES}, {c: 0.0 for c in CATEGORIES})
+    assert rank_kinds(features, unsure)[0][0] == "entropy_collapse"
+    # A sure one is not overruled.
+    sure = LinearModel("kinds", sorted(CATEGORIES), {c: {} for c in CATEGORIES},
+                       {c: (5.0 if c == "kl_growth" else 0.0) for c in CATEGORIES})
+    assert rank_kinds(features, sure)[0][0] == "kl_growth"
 
 
 def test_none_and_empty_inputs() -> None:

@@ -11,8 +11,10 @@ the pooled grouped-CV confidences (all folds):
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from analyzers.failures import FailureFeatures, FailureModels, classify_failure,
 from analyzers.learned import MODELS_DIR
 from training import SEED
 from training.cv import cross_val_predict
-from training.data import Example
+from training.data import Example, make_example
 from training.fit import best_f1_threshold, choose_threshold, fit_linear, prf
 from training.report import FieldReport, Measure
 
@@ -29,6 +31,19 @@ MIN_PRECISION = 0.90
 C_REPORT = 0.1
 C_KIND = 1.0
 MIN_DF = 2
+# Short threads written for the project (paraphrases of typical reports and of pitches,
+# questions and code analyses using a report's words, English and Chinese): fitted on in
+# every fold, never scored. Set to False to measure without them.
+SYNTHETIC = Path(__file__).with_name("synthetic_failures.jsonl")
+USE_SYNTHETIC = True
+
+
+@lru_cache(maxsize=1)
+def synthetic_examples() -> tuple[Example, ...]:
+    if not SYNTHETIC.exists():
+        return ()
+    with SYNTHETIC.open(encoding="utf-8") as fh:
+        return tuple(make_example(json.loads(line), "synthetic") for line in fh if line.strip())
 
 
 def labelled(examples: list[Example]) -> list[Example]:
@@ -63,12 +78,15 @@ def kind_view(vector: dict[str, float]) -> dict[str, float]:
 def fit_models(train: list[Example], seed: int = SEED) -> FailureModels:
     # Pull requests are never reports at run time (classify_failure), so they are not fitted
     # on; they are still scored (a labelled report that is a pull request counts as missed).
-    rows = [e for e in labelled(train) if e.thread.get("kind") != "pull_request"]
+    extra = list(synthetic_examples()) if USE_SYNTHETIC else []
+    rows = [e for e in labelled(train) + extra if e.thread.get("kind") != "pull_request"]
     report = fit_linear(
         [_features(e).vector for e in rows], [_gold(e)[0] for e in rows], "failure",
         C=C_REPORT, seed=seed, min_df=MIN_DF, class_weight="balanced",
     )  # fmt: skip
-    reports = [e for e in rows if _gold(e)[0] and _gold(e)[1]]
+    # The kind model is fitted on labelled threads only (synthetic ones lowered grouped-CV kind
+    # accuracy: a few paraphrases per kind outweigh the real reports of rare kinds).
+    reports = [e for e in rows if _gold(e)[0] and _gold(e)[1] and e.split != "synthetic"]
     kind = fit_linear(
         [kind_view(_features(e).vector) for e in reports], [_gold(e)[1] for e in reports], "failure_kind",
         C=C_KIND, seed=seed, min_df=MIN_DF, class_weight=None,
@@ -138,7 +156,7 @@ def run(examples: list[Example], seed: int = SEED, sealed: bool = False) -> Run:
     fw_rows = [e for e in cv_rows if not fold_of[e.id].startswith("related")]
     cv_conf = [cv_preds[e.id].confidence for e in cv_rows]
     cv_gold = [_gold(e)[0] for e in cv_rows]
-    threshold = best_f1_threshold(cv_conf, cv_gold)
+    threshold = best_f1_threshold(cv_conf, cv_gold, smooth=True)
     comment_threshold = max(threshold, choose_threshold(cv_conf, cv_gold, MIN_PRECISION))
     fit_rows = [e for e in rows if not e.sealed]
     models = fit_models(fit_rows, seed)

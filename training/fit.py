@@ -135,16 +135,24 @@ def choose_threshold(
     return math.floor(best * 1e4) / 1e4 if best is not None else default
 
 
-def best_f1_threshold(scores: Sequence[float], gold: Sequence[bool], step: float = 0.05) -> float:
+def best_f1_threshold(
+    scores: Sequence[float], gold: Sequence[bool], step: float = 0.05, smooth: bool = False
+) -> float:
     """The threshold on a coarse grid (multiples of `step`: a fine one would fit the noise of
-    a few hundred scores) with the highest F1 of "score >= threshold"."""
-    best_t, best_f = 0.5, -1.0
-    for k in range(1, int(round(1 / step))):
-        t = round(k * step, 4)
+    a few hundred scores) with the highest F1 of "score >= threshold". `smooth`: the highest
+    mean F1 over the grid point and its two neighbours, so that a flat optimum is not decided
+    by one or two threads at its edge."""
+    grid = [round(k * step, 4) for k in range(1, int(round(1 / step)))]
+    f1s = []
+    for t in grid:
         tp = sum(1 for s, g in zip(scores, gold, strict=True) if s >= t and g)
         fp = sum(1 for s, g in zip(scores, gold, strict=True) if s >= t and not g)
         fn = sum(1 for s, g in zip(scores, gold, strict=True) if s < t and g)
-        f = prf(tp, fp, fn)[2]
+        f1s.append(prf(tp, fp, fn)[2])
+    if smooth:
+        f1s = [sum(f1s[max(i - 1, 0) : i + 2]) / len(f1s[max(i - 1, 0) : i + 2]) for i in range(len(f1s))]
+    best_t, best_f = 0.5, -1.0
+    for t, f in zip(grid, f1s, strict=True):
         if f > best_f:
             best_t, best_f = t, f
     return best_t

@@ -35,6 +35,7 @@ import json
 import math
 import re
 import zlib
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -59,17 +60,21 @@ def bucket(namespace: str, gram: str, buckets: int = BUCKETS) -> int:
     return zlib.crc32(f"{namespace}:{gram}".encode()) % buckets
 
 
+# Tokens that start with a letter are words as they stand; the others are numbers, folded.
+_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyz")
+
+
+@lru_cache(maxsize=4096)
+def _number_token(tok: str) -> str:
+    return "0" if float(tok) == 0 else "<num>"
+
+
 def word_tokens(text: str) -> list[str]:
     """Lower-cased word tokens of `text` (bounded); numbers folded to "0" / "<num>"."""
-    out: list[str] = []
-    for m in _WORD.finditer(text[:MAX_TEXT].lower()):
-        tok = m.group(0)
-        if tok[0].isdigit():
-            tok = "0" if float(tok) == 0 else "<num>"
-        out.append(tok)
-        if len(out) >= MAX_TOKENS:
-            break
-    return out
+    tokens = _WORD.findall(text[:MAX_TEXT].lower())
+    del tokens[MAX_TOKENS:]
+    letters = _LETTERS
+    return [t if t[0] in letters else _number_token(t) for t in tokens]
 
 
 def cjk_grams(text: str, sizes: tuple[int, ...] = (1, 2, 3)) -> list[str]:
@@ -87,31 +92,78 @@ def cjk_grams(text: str, sizes: tuple[int, ...] = (1, 2, 3)) -> list[str]:
     return grams
 
 
+# Feature key ("<namespace>#<bucket>") of each n-gram seen, per (namespace, buckets): a dict
+# lookup instead of encoding, hashing and formatting every n-gram of every thread. Unigrams
+# are keyed by their string, bigrams by the (word, word) pair, so a bigram string is built only
+# the first time it is seen. Bounded: a table is emptied when it grows past _KEY_CACHE_SIZE.
+_KEY_CACHE_SIZE = 200_000
+_GRAM_KEYS: dict[tuple[str, int], dict[str, str]] = {}
+_PAIR_KEYS: dict[tuple[str, int], dict[tuple[str, str], str]] = {}
+
+
+def _table(tables: dict[tuple[str, int], dict[Any, str]], namespace: str, buckets: int) -> dict[Any, str]:
+    table = tables.get((namespace, buckets))
+    if table is None or len(table) > _KEY_CACHE_SIZE:
+        table = tables[(namespace, buckets)] = {}
+    return table
+
+
 @dataclass
 class Features:
     """A feature vector under construction: named features plus hashed n-gram counts."""
 
     buckets: int = BUCKETS
     named: dict[str, float] = field(default_factory=dict)
-    hashed: dict[str, dict[int, float]] = field(default_factory=dict)  # namespace -> counts
+    # namespace -> {"<namespace>#<bucket>": count}, in order of first occurrence
+    hashed: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def add(self, name: str, value: float = 1.0) -> None:
         if value:
             self.named[name] = self.named.get(name, 0.0) + float(value)
 
-    def add_grams(self, namespace: str, grams: Iterable[str]) -> None:
+    def _count(self, namespace: str, keys: list[str]) -> None:
         counts = self.hashed.setdefault(namespace, {})
-        crc32, size = zlib.crc32, self.buckets
-        start = crc32(f"{namespace}:".encode())  # crc32 continues over the gram: = bucket()
-        for g in grams:
-            b = crc32(g.encode(), start) % size
-            counts[b] = counts.get(b, 0.0) + 1.0
+        for key, n in Counter(keys).items():
+            counts[key] = counts.get(key, 0.0) + n
+
+    def _key_of(self, namespace: str, gram: str) -> str:
+        return f"{namespace}#{bucket(namespace, gram, self.buckets)}"
+
+    def add_grams(self, namespace: str, grams: Iterable[str]) -> None:
+        grams = list(grams)
+        table = _table(_GRAM_KEYS, namespace, self.buckets)
+        keys = list(map(table.get, grams))
+        if None in keys:
+            for i, key in enumerate(keys):
+                if key is None:
+                    keys[i] = table[grams[i]] = self._key_of(namespace, grams[i])
+        self._count(namespace, keys)  # type: ignore[arg-type]
 
     def add_tokens(self, namespace: str, tokens: list[str], ngrams: tuple[int, ...] = (1, 2)) -> None:
         """Word n-grams of an already tokenised text (e.g. lemmas from analyzers.nlp)."""
         tokens = tokens[:MAX_TOKENS]
+        keys: list[str] = []
         for n in ngrams:
-            self.add_grams(namespace, (" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)))
+            if n == 1:
+                table = _table(_GRAM_KEYS, namespace, self.buckets)
+                found = list(map(table.get, tokens))
+                if None in found:
+                    for i, key in enumerate(found):
+                        if key is None:
+                            found[i] = table[tokens[i]] = self._key_of(namespace, tokens[i])
+            elif n == 2:
+                pairs = list(zip(tokens, tokens[1:], strict=False))
+                pair_table = _table(_PAIR_KEYS, namespace, self.buckets)
+                found = list(map(pair_table.get, pairs))
+                if None in found:
+                    for i, key in enumerate(found):
+                        if key is None:
+                            found[i] = pair_table[pairs[i]] = self._key_of(namespace, " ".join(pairs[i]))
+            else:
+                grams = [" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+                found = [self._key_of(namespace, g) for g in grams]
+            keys.extend(found)  # type: ignore[arg-type]
+        self._count(namespace, keys)
 
     def add_text(self, namespace: str, text: str | None, ngrams: tuple[int, ...] = (1, 2)) -> None:
         """Word n-grams (regex tokens) and CJK character 1-3-grams of `text`."""
@@ -124,13 +176,13 @@ class Features:
         """The final sparse vector: named features as given, hashed ones sublinear and
         L2-normalised per namespace."""
         out = dict(self.named)
-        for namespace, counts in self.hashed.items():
+        log = math.log
+        for counts in self.hashed.values():
             if not counts:
                 continue
-            scaled = {b: 1.0 + math.log(n) for b, n in counts.items()}
-            norm = math.sqrt(sum(v * v for v in scaled.values()))
-            for b, v in scaled.items():
-                out[f"{namespace}#{b}"] = v / norm
+            scaled = [1.0 if n == 1 else 1.0 + log(n) for n in counts.values()]
+            norm = math.sqrt(sum(v * v for v in scaled))
+            out.update(zip(counts, [v / norm for v in scaled], strict=True))
         return out
 
 

@@ -226,3 +226,56 @@ def test_shipped_models_carry_their_provenance(name: str) -> None:
     for weights in model.weights.values():
         for key in weights:
             assert re.fullmatch(r"[a-z]+#\d+|[a-z_:]+(\|[a-z_]+)?|[a-z_]+:[a-z_]+\|[a-z_]+", key), key
+
+
+def _plain_vector(namespaces: list[tuple[str, list[str]]]) -> dict[str, float]:
+    # The featurizer written out the slow way: crc32 per n-gram, counts, 1 + log n, unit L2.
+    out: dict[str, float] = {}
+    for namespace, grams in namespaces:
+        counts: dict[int, float] = {}
+        for g in grams:
+            b = bucket(namespace, g)
+            counts[b] = counts.get(b, 0.0) + 1.0
+        if not counts:
+            continue
+        scaled = {b: 1.0 + math.log(n) for b, n in counts.items()}
+        norm = math.sqrt(sum(v * v for v in scaled.values()))
+        out.update((f"{namespace}#{b}", v / norm) for b, v in scaled.items())
+    return out
+
+
+def _plain_tokens(text: str) -> list[str]:
+    out = []
+    for m in re.finditer(r"[a-z][a-z']{0,39}|\d{1,12}(?:\.\d{1,12})?", text[: learned.MAX_TEXT].lower()):
+        tok = m.group(0)
+        out.append(("0" if float(tok) == 0 else "<num>") if tok[0].isdigit() else tok)
+    return out[: learned.MAX_TOKENS]
+
+
+@pytest.mark.parametrize(
+    "title,body",
+    [
+        ("Reward does not grow", "The reward stays at 0.2 and the reward stays; 奖励一直不涨。奖励"),
+        ("", "loss loss loss is 0.0 then 3 then ٣ and １２ steps"),
+        ("entropy " * 3000, ("entropy collapse 熵坍塌 " * 4000)[: 64 * 1024]),
+    ],
+)
+def test_cached_featurizer_equals_the_plain_one(title: str, body: str) -> None:
+    # The n-gram -> feature key caches must give the very same vector, key order included
+    # (model scores are float sums in that order); twice, so the second pass reads the caches.
+    for _ in range(2):
+        got = _vector(title, body)
+        t, w = _plain_tokens(title), _plain_tokens(body)
+        assert word_tokens(body) == w
+        expected = {"lex:pair": 2.0}
+        expected.update(
+            _plain_vector(
+                [
+                    ("t", t + [f"{a} {b}" for a, b in zip(t, t[1:], strict=False)]),
+                    ("tc", cjk_grams(title)),
+                    ("w", w + [f"{a} {b}" for a, b in zip(w, w[1:], strict=False)]),
+                    ("wc", cjk_grams(body)),
+                ]
+            )
+        )
+        assert list(got.items()) == list(expected.items())

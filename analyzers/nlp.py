@@ -273,8 +273,10 @@ class TermSet:
     def search(self, text: str) -> str | None:
         """The first term (longest terms tried first) found in `text`, or None."""
         for term, left, right in self.terms:
-            for _ in self._hits(text, term, left, right, 1):
-                return term
+            # `in` first: most terms are absent, and a generator per term costs more.
+            if term in text:
+                for _ in self._hits(text, term, left, right, 1):
+                    return term
         return None
 
     def count(self, text: str, limit: int = 2) -> tuple[int, str | None]:
@@ -282,6 +284,8 @@ class TermSet:
         total = 0
         first = None
         for term, left, right in self.terms:
+            if term not in text:
+                continue
             for _ in self._hits(text, term, left, right, limit - total):
                 total += 1
                 first = first or term

@@ -81,6 +81,11 @@ def test_term_set_word_boundaries_and_cjk() -> None:
     assert terms.search("cuda out of memory.") == "out of memory"
     assert terms.search("运行时报错了") == "报错"
     assert terms.count("hang, hang, hang", limit=2) == (2, "hang")
+    # Absent terms are skipped before the boundary scan; counts and the first term are those
+    # of the full scan (longest term first, limits over all terms, no hits at limit 0).
+    assert terms.count("please change it, hang on: out of memory", limit=3) == (2, "out of memory")
+    assert terms.count("hang on, c++ code; c++", limit=2) == (2, "hang")
+    assert terms.count("hang", limit=0) == (0, None)
     assert not nlp.TermSet([])
     start = time.perf_counter()
     terms.count("hang" * 20_000 + " hang", limit=5)

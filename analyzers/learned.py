@@ -38,7 +38,9 @@ import zlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, reduce
+from itertools import compress, repeat
+from operator import add, is_not, mul
 from pathlib import Path
 from typing import Any
 
@@ -218,11 +220,13 @@ class LinearModel:
         """All classes' scores in one pass over `x` (feature -> per-class weights)."""
         table = self._by_feature()
         out = {c: self.bias.get(c, 0.0) for c in self.weights}
-        for k, v in x.items():
-            row = table.get(k)
-            if row is not None:
-                for c, w in row:
-                    out[c] += v * w
+        # Most features have no weight: find the rows in C, loop in Python over hits only
+        # (in the order of `x`, so the sums are the same floats).
+        rows = list(map(table.get, x))
+        hit = list(map(is_not, rows, repeat(None)))
+        for v, row in zip(compress(x.values(), hit), compress(rows, hit), strict=True):
+            for c, w in row:
+                out[c] += v * w
         return out
 
     def _by_feature(self) -> dict[str, list[tuple[str, float]]]:
@@ -236,7 +240,15 @@ class LinearModel:
 
     def probability(self, x: Mapping[str, float]) -> float:
         """Binary models: P(positive | x)."""
-        return sigmoid(self._scores(x).get("1", self.bias.get("1", 0.0)))
+        weights = self.weights.get("1")
+        if weights is None or len(self.weights) != 1:
+            return sigmoid(self._scores(x).get("1", self.bias.get("1", 0.0)))
+        # One weight map: bias + v1*w1 + v2*w2 + ... left to right over the features of `x`
+        # that have a weight, as _scores adds them, without a Python step per feature.
+        ws = list(map(weights.get, x))
+        hit = list(map(is_not, ws, repeat(None)))
+        terms = map(mul, compress(x.values(), hit), compress(ws, hit))
+        return sigmoid(reduce(add, terms, self.bias.get("1", 0.0)))
 
     def probabilities(self, x: Mapping[str, float]) -> dict[str, float]:
         """Multiclass models: softmax over the classes."""

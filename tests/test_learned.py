@@ -279,3 +279,25 @@ def test_cached_featurizer_equals_the_plain_one(title: str, body: str) -> None:
             )
         )
         assert list(got.items()) == list(expected.items())
+
+
+def test_model_scores_equal_the_plain_left_to_right_sums() -> None:
+    # probability() and _scores() skip features without weight in C; the plain path adds
+    # every weighted feature in the order of x, starting from the bias: same floats.
+    x = _vector("Entropy collapses after 200 steps", "the entropy collapse, then reward 0.3 " * 7)
+    x["lex:other"] = 0.7
+    weights = {k: (i % 7 - 3) / 3.1 for i, k in enumerate(x) if i % 3}
+    weights["absent"] = 9.0
+    binary = LinearModel("b", ["0", "1"], {"1": weights}, {"1": -0.37})
+    plain = -0.37
+    for k, v in x.items():
+        if k in weights:
+            plain += v * weights[k]
+    assert binary.probability(x) == learned.sigmoid(plain)
+    multi = LinearModel("m", ["a", "b"], {"a": weights, "b": {k: -w for k, w in weights.items()}}, {"a": 0.1})
+    expected = {"a": 0.1, "b": 0.0}
+    for k, v in x.items():
+        for c in ("a", "b"):
+            if k in multi.weights[c]:
+                expected[c] += v * multi.weights[c][k]
+    assert multi._scores(x) == expected

@@ -54,9 +54,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from analyzers import learned
+from analyzers.nlp import load_patterns
 from analyzers.text import strip_html_comments
 
 STATES = (
@@ -170,7 +169,7 @@ def _key_of(pattern: list[dict[str, Any]]) -> tuple[str, list[str]]:
 
 @lru_cache(maxsize=1)
 def _rules() -> _Rules:
-    data = yaml.safe_load(_PATTERNS_FILE.read_text(encoding="utf-8"))
+    data = load_patterns(_PATTERNS_FILE)
     matchers = _KeyedMatchers(_nlp().vocab)
     sub: dict[str, tuple[str, ...]] = {}
     veto_sub: dict[str, tuple[str, ...]] = {}

@@ -90,3 +90,15 @@ def test_term_set_word_boundaries_and_cjk() -> None:
     start = time.perf_counter()
     terms.count("hang" * 20_000 + " hang", limit=5)
     assert time.perf_counter() - start < 5.0
+
+
+def test_pattern_files_load_as_safe_load_reads_them() -> None:
+    # load_patterns uses libyaml's C loader when present: the data must be what the pure
+    # Python safe loader gives, for every vocabulary file of the analyzers.
+    import yaml
+
+    from analyzers import failures, proposals, review
+
+    for path in (failures.PATTERNS_FILE, proposals.PATTERNS_FILE, review._PATTERNS_FILE):
+        fast, plain = nlp.load_patterns(path), yaml.safe_load(path.read_text(encoding="utf-8"))
+        assert fast == plain and repr(fast) == repr(plain)  # types and key order too

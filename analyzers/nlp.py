@@ -65,17 +65,20 @@ def _lower_lemmatizer(doc: Doc) -> Doc:
         return doc
     table = _lemma_table()
     strings = doc.vocab.strings
-    lowers = doc.to_array([LOWER]).reshape(-1)
-    out = []
+    lowers = doc.to_array([LOWER]).reshape(-1).tolist()
     cache = _LEMMA_OF
-    for h in lowers.tolist():
-        lemma = cache.get(h)
-        if lemma is None:
-            low = strings[h]
-            lemma = strings.add(_LEMMA_OVERRIDES.get(low) or table.get(low, low))
-            if len(cache) < 500_000:
-                cache[h] = lemma
-        out.append(lemma)
+    out = list(map(cache.get, lowers))  # known words looked up in C; new ones below
+    if None in out:
+        for i, lemma in enumerate(out):
+            if lemma is None:
+                h = lowers[i]
+                lemma = cache.get(h)  # an earlier token of this doc may have filled it
+                if lemma is None:
+                    low = strings[h]
+                    lemma = strings.add(_LEMMA_OVERRIDES.get(low) or table.get(low, low))
+                    if len(cache) < 500_000:
+                        cache[h] = lemma
+                out[i] = lemma
     doc.from_array([LEMMA], numpy.asarray(out, dtype="uint64").reshape(-1, 1))
     return doc
 

@@ -102,3 +102,13 @@ def test_pattern_files_load_as_safe_load_reads_them() -> None:
     for path in (failures.PATTERNS_FILE, proposals.PATTERNS_FILE, review._PATTERNS_FILE):
         fast, plain = nlp.load_patterns(path), yaml.safe_load(path.read_text(encoding="utf-8"))
         assert fast == plain and repr(fast) == repr(plain)  # types and key order too
+
+
+def test_lemmas_are_the_same_for_new_and_known_words() -> None:
+    # Lemmas of words never seen before are computed and cached within the doc; a word that
+    # repeats in the same doc, and the same text again, read the cache: same lemmas.
+    text = "Qwzlrxes collapsed, qwzlrxes Collapsed; it does collapse. Qwzlrxes"
+    first = [t.lemma_ for t in nlp.doc(text)]
+    assert first == [t.lemma_ for t in nlp.doc(text)]
+    assert first[0] == first[3] == first[-1] == "qwzlrxes"
+    assert first[1] == first[4] == first[8] == "collapse" and first[7] == "do"

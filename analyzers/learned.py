@@ -128,18 +128,26 @@ class Features:
         for key, n in Counter(keys).items():
             counts[key] = counts.get(key, 0.0) + n
 
-    def _key_of(self, namespace: str, gram: str) -> str:
-        return f"{namespace}#{bucket(namespace, gram, self.buckets)}"
-
-    def add_grams(self, namespace: str, grams: Iterable[str]) -> None:
-        grams = list(grams)
-        table = _table(_GRAM_KEYS, namespace, self.buckets)
-        keys = list(map(table.get, grams))
+    def _keys(
+        self, namespace: str, items: list[Any], tables: dict[tuple[str, int], dict[Any, str]], gram_of: Any
+    ) -> list[str]:
+        """Feature keys of n-grams (`items`: strings, or word pairs with `gram_of` joining
+        them), from the cache; the n-grams not seen yet are hashed once and cached."""
+        table = _table(tables, namespace, self.buckets)
+        keys = list(map(table.get, items))
         if None in keys:
             for i, key in enumerate(keys):
                 if key is None:
-                    keys[i] = table[grams[i]] = self._key_of(namespace, grams[i])
-        self._count(namespace, keys)  # type: ignore[arg-type]
+                    item = items[i]
+                    key = table.get(item)  # an earlier item of this list may have filled it
+                    if key is None:
+                        gram = gram_of(item)
+                        key = table[item] = f"{namespace}#{bucket(namespace, gram, self.buckets)}"
+                    keys[i] = key
+        return keys
+
+    def add_grams(self, namespace: str, grams: Iterable[str]) -> None:
+        self._count(namespace, self._keys(namespace, list(grams), _GRAM_KEYS, str))
 
     def add_tokens(self, namespace: str, tokens: list[str], ngrams: tuple[int, ...] = (1, 2)) -> None:
         """Word n-grams of an already tokenised text (e.g. lemmas from analyzers.nlp)."""
@@ -147,24 +155,13 @@ class Features:
         keys: list[str] = []
         for n in ngrams:
             if n == 1:
-                table = _table(_GRAM_KEYS, namespace, self.buckets)
-                found = list(map(table.get, tokens))
-                if None in found:
-                    for i, key in enumerate(found):
-                        if key is None:
-                            found[i] = table[tokens[i]] = self._key_of(namespace, tokens[i])
+                keys += self._keys(namespace, tokens, _GRAM_KEYS, str)
             elif n == 2:
                 pairs = list(zip(tokens, tokens[1:], strict=False))
-                pair_table = _table(_PAIR_KEYS, namespace, self.buckets)
-                found = list(map(pair_table.get, pairs))
-                if None in found:
-                    for i, key in enumerate(found):
-                        if key is None:
-                            found[i] = pair_table[pairs[i]] = self._key_of(namespace, " ".join(pairs[i]))
+                keys += self._keys(namespace, pairs, _PAIR_KEYS, " ".join)
             else:
                 grams = [" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
-                found = [self._key_of(namespace, g) for g in grams]
-            keys.extend(found)  # type: ignore[arg-type]
+                keys += self._keys(namespace, grams, _GRAM_KEYS, str)
         self._count(namespace, keys)
 
     def add_text(self, namespace: str, text: str | None, ngrams: tuple[int, ...] = (1, 2)) -> None:

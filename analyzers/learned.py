@@ -36,15 +36,17 @@ import math
 import re
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache, reduce
 from itertools import compress, repeat
 from operator import add, is_not, mul
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 MODELS_DIR = Path(__file__).with_name("models")
+K = TypeVar("K")
+V = TypeVar("V")
 
 BUCKETS = 1 << 18
 MAX_TEXT = 20_000  # characters of one namespace's text read for n-grams
@@ -94,20 +96,32 @@ def cjk_grams(text: str, sizes: tuple[int, ...] = (1, 2, 3)) -> list[str]:
     return grams
 
 
+def cached_map(items: list[K], cache: dict[K, V], compute: Callable[[K], V], limit: int) -> list[V]:
+    """[compute(x) for x in items] through `cache`: cached items are found in C, the others
+    computed once each (a repeat within `items` reads the cache) and cached while the cache
+    holds fewer than `limit` entries. `compute` must be a pure function of the item."""
+    out: list[Any] = list(map(cache.get, items))
+    if None in out:
+        for i, value in enumerate(out):
+            if value is None:
+                item = items[i]
+                value = cache.get(item)
+                if value is None:
+                    value = compute(item)
+                    if len(cache) < limit:
+                        cache[item] = value
+                out[i] = value
+    return out
+
+
 # Feature key ("<namespace>#<bucket>") of each n-gram seen, per (namespace, buckets): a dict
 # lookup instead of encoding, hashing and formatting every n-gram of every thread. Unigrams
 # are keyed by their string, bigrams by the (word, word) pair, so a bigram string is built only
-# the first time it is seen. Bounded: a table is emptied when it grows past _KEY_CACHE_SIZE.
+# the first time it is seen. Bounded: past _KEY_CACHE_SIZE entries new n-grams are hashed
+# every time (a 64 KiB body of distinct words costs the same as before the cache).
 _KEY_CACHE_SIZE = 200_000
 _GRAM_KEYS: dict[tuple[str, int], dict[str, str]] = {}
 _PAIR_KEYS: dict[tuple[str, int], dict[tuple[str, str], str]] = {}
-
-
-def _table(tables: dict[tuple[str, int], dict[Any, str]], namespace: str, buckets: int) -> dict[Any, str]:
-    table = tables.get((namespace, buckets))
-    if table is None or len(table) > _KEY_CACHE_SIZE:
-        table = tables[(namespace, buckets)] = {}
-    return table
 
 
 @dataclass
@@ -132,19 +146,14 @@ class Features:
         self, namespace: str, items: list[Any], tables: dict[tuple[str, int], dict[Any, str]], gram_of: Any
     ) -> list[str]:
         """Feature keys of n-grams (`items`: strings, or word pairs with `gram_of` joining
-        them), from the cache; the n-grams not seen yet are hashed once and cached."""
-        table = _table(tables, namespace, self.buckets)
-        keys = list(map(table.get, items))
-        if None in keys:
-            for i, key in enumerate(keys):
-                if key is None:
-                    item = items[i]
-                    key = table.get(item)  # an earlier item of this list may have filled it
-                    if key is None:
-                        gram = gram_of(item)
-                        key = table[item] = f"{namespace}#{bucket(namespace, gram, self.buckets)}"
-                    keys[i] = key
-        return keys
+        them), through the cache of the namespace."""
+        size = self.buckets
+
+        def key_of(item: Any) -> str:
+            return f"{namespace}#{bucket(namespace, gram_of(item), size)}"
+
+        table = tables.setdefault((namespace, size), {})
+        return cached_map(items, table, key_of, _KEY_CACHE_SIZE)
 
     def add_grams(self, namespace: str, grams: Iterable[str]) -> None:
         self._count(namespace, self._keys(namespace, list(grams), _GRAM_KEYS, str))
@@ -315,6 +324,7 @@ __all__ = [
     "LinearModel",
     "MODELS_DIR",
     "bucket",
+    "cached_map",
     "cjk_grams",
     "load_model",
     "sigmoid",

@@ -28,6 +28,7 @@ from spacy.language import Language
 from spacy.matcher import Matcher, PhraseMatcher
 from spacy.tokens import Doc
 
+from analyzers.learned import cached_map
 from analyzers.text import strip_html_comments
 
 # libyaml's C loader when present: the pattern files load in ~15 ms instead of ~220 ms of
@@ -66,19 +67,12 @@ def _lower_lemmatizer(doc: Doc) -> Doc:
     table = _lemma_table()
     strings = doc.vocab.strings
     lowers = doc.to_array([LOWER]).reshape(-1).tolist()
-    cache = _LEMMA_OF
-    out = list(map(cache.get, lowers))  # known words looked up in C; new ones below
-    if None in out:
-        for i, lemma in enumerate(out):
-            if lemma is None:
-                h = lowers[i]
-                lemma = cache.get(h)  # an earlier token of this doc may have filled it
-                if lemma is None:
-                    low = strings[h]
-                    lemma = strings.add(_LEMMA_OVERRIDES.get(low) or table.get(low, low))
-                    if len(cache) < 500_000:
-                        cache[h] = lemma
-                out[i] = lemma
+
+    def lemma_of(h: int) -> int:
+        low = strings[h]
+        return strings.add(_LEMMA_OVERRIDES.get(low) or table.get(low, low))
+
+    out = cached_map(lowers, _LEMMA_OF, lemma_of, 500_000)
     doc.from_array([LEMMA], numpy.asarray(out, dtype="uint64").reshape(-1, 1))
     return doc
 

@@ -301,3 +301,18 @@ def test_model_scores_equal_the_plain_left_to_right_sums() -> None:
             if k in multi.weights[c]:
                 expected[c] += v * multi.weights[c][k]
     assert multi._scores(x) == expected
+
+
+def test_cached_map_computes_each_new_item_once_and_stays_bounded() -> None:
+    calls: list[str] = []
+
+    def upper(x: str) -> str:
+        calls.append(x)
+        return x.upper()
+
+    cache: dict[str, str] = {"a": "A"}
+    assert learned.cached_map(["a", "b", "b", "c", "b"], cache, upper, limit=2) == ["A", "B", "B", "C", "B"]
+    # "b" computed once (then read from the cache), "c" computed but not kept: the cache is full
+    assert calls == ["b", "c"] and cache == {"a": "A", "b": "B"}
+    assert learned.cached_map(["c", "c"], cache, upper, limit=2) == ["C", "C"]
+    assert calls == ["b", "c", "c", "c"]

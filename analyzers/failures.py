@@ -37,8 +37,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from analyzers import learned, nlp
 from analyzers.catalog import CONTRACT_FAILURE_KEYS
 from analyzers.text import visible_text
@@ -133,7 +131,7 @@ def _lemma_phrase(phrase: str) -> str:
 
 @lru_cache(maxsize=1)
 def _rules() -> _Rules:
-    data = yaml.safe_load(PATTERNS_FILE.read_text(encoding="utf-8"))
+    data = nlp.load_patterns(PATTERNS_FILE)
     table: dict[str, list[str]] = {}
     categories: dict[str, _Category] = {}
     for key, spec in data["categories"].items():

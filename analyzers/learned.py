@@ -35,13 +35,18 @@ import json
 import math
 import re
 import zlib
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, reduce
+from itertools import compress, repeat
+from operator import add, is_not, mul
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 MODELS_DIR = Path(__file__).with_name("models")
+K = TypeVar("K")
+V = TypeVar("V")
 
 BUCKETS = 1 << 18
 MAX_TEXT = 20_000  # characters of one namespace's text read for n-grams
@@ -59,17 +64,21 @@ def bucket(namespace: str, gram: str, buckets: int = BUCKETS) -> int:
     return zlib.crc32(f"{namespace}:{gram}".encode()) % buckets
 
 
+# Tokens that start with a letter are words as they stand; the others are numbers, folded.
+_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyz")
+
+
+@lru_cache(maxsize=4096)
+def _number_token(tok: str) -> str:
+    return "0" if float(tok) == 0 else "<num>"
+
+
 def word_tokens(text: str) -> list[str]:
     """Lower-cased word tokens of `text` (bounded); numbers folded to "0" / "<num>"."""
-    out: list[str] = []
-    for m in _WORD.finditer(text[:MAX_TEXT].lower()):
-        tok = m.group(0)
-        if tok[0].isdigit():
-            tok = "0" if float(tok) == 0 else "<num>"
-        out.append(tok)
-        if len(out) >= MAX_TOKENS:
-            break
-    return out
+    tokens = _WORD.findall(text[:MAX_TEXT].lower())
+    del tokens[MAX_TOKENS:]
+    letters = _LETTERS
+    return [t if t[0] in letters else _number_token(t) for t in tokens]
 
 
 def cjk_grams(text: str, sizes: tuple[int, ...] = (1, 2, 3)) -> list[str]:
@@ -87,31 +96,82 @@ def cjk_grams(text: str, sizes: tuple[int, ...] = (1, 2, 3)) -> list[str]:
     return grams
 
 
+def cached_map(items: list[K], cache: dict[K, V], compute: Callable[[K], V], limit: int) -> list[V]:
+    """[compute(x) for x in items] through `cache`: cached items are found in C, the others
+    computed once each (a repeat within `items` reads the cache) and cached while the cache
+    holds fewer than `limit` entries. `compute` must be a pure function of the item."""
+    out: list[Any] = list(map(cache.get, items))
+    if None in out:
+        for i, value in enumerate(out):
+            if value is None:
+                item = items[i]
+                value = cache.get(item)
+                if value is None:
+                    value = compute(item)
+                    if len(cache) < limit:
+                        cache[item] = value
+                out[i] = value
+    return out
+
+
+# Feature key ("<namespace>#<bucket>") of each n-gram seen, per (namespace, buckets): a dict
+# lookup instead of encoding, hashing and formatting every n-gram of every thread. Unigrams
+# are keyed by their string, bigrams by the (word, word) pair, so a bigram string is built only
+# the first time it is seen. Bounded: past _KEY_CACHE_SIZE entries new n-grams are hashed
+# every time (a 64 KiB body of distinct words costs the same as before the cache).
+_KEY_CACHE_SIZE = 200_000
+_GRAM_KEYS: dict[tuple[str, int], dict[str, str]] = {}
+_PAIR_KEYS: dict[tuple[str, int], dict[tuple[str, str], str]] = {}
+
+
 @dataclass
 class Features:
     """A feature vector under construction: named features plus hashed n-gram counts."""
 
     buckets: int = BUCKETS
     named: dict[str, float] = field(default_factory=dict)
-    hashed: dict[str, dict[int, float]] = field(default_factory=dict)  # namespace -> counts
+    # namespace -> {"<namespace>#<bucket>": count}, in order of first occurrence
+    hashed: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def add(self, name: str, value: float = 1.0) -> None:
         if value:
             self.named[name] = self.named.get(name, 0.0) + float(value)
 
-    def add_grams(self, namespace: str, grams: Iterable[str]) -> None:
+    def _count(self, namespace: str, keys: list[str]) -> None:
         counts = self.hashed.setdefault(namespace, {})
-        crc32, size = zlib.crc32, self.buckets
-        start = crc32(f"{namespace}:".encode())  # crc32 continues over the gram: = bucket()
-        for g in grams:
-            b = crc32(g.encode(), start) % size
-            counts[b] = counts.get(b, 0.0) + 1.0
+        for key, n in Counter(keys).items():
+            counts[key] = counts.get(key, 0.0) + n
+
+    def _keys(
+        self, namespace: str, items: list[Any], tables: dict[tuple[str, int], dict[Any, str]], gram_of: Any
+    ) -> list[str]:
+        """Feature keys of n-grams (`items`: strings, or word pairs with `gram_of` joining
+        them), through the cache of the namespace."""
+        size = self.buckets
+
+        def key_of(item: Any) -> str:
+            return f"{namespace}#{bucket(namespace, gram_of(item), size)}"
+
+        table = tables.setdefault((namespace, size), {})
+        return cached_map(items, table, key_of, _KEY_CACHE_SIZE)
+
+    def add_grams(self, namespace: str, grams: Iterable[str]) -> None:
+        self._count(namespace, self._keys(namespace, list(grams), _GRAM_KEYS, str))
 
     def add_tokens(self, namespace: str, tokens: list[str], ngrams: tuple[int, ...] = (1, 2)) -> None:
         """Word n-grams of an already tokenised text (e.g. lemmas from analyzers.nlp)."""
         tokens = tokens[:MAX_TOKENS]
+        keys: list[str] = []
         for n in ngrams:
-            self.add_grams(namespace, (" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)))
+            if n == 1:
+                keys += self._keys(namespace, tokens, _GRAM_KEYS, str)
+            elif n == 2:
+                pairs = list(zip(tokens, tokens[1:], strict=False))
+                keys += self._keys(namespace, pairs, _PAIR_KEYS, " ".join)
+            else:
+                grams = [" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+                keys += self._keys(namespace, grams, _GRAM_KEYS, str)
+        self._count(namespace, keys)
 
     def add_text(self, namespace: str, text: str | None, ngrams: tuple[int, ...] = (1, 2)) -> None:
         """Word n-grams (regex tokens) and CJK character 1-3-grams of `text`."""
@@ -124,13 +184,13 @@ class Features:
         """The final sparse vector: named features as given, hashed ones sublinear and
         L2-normalised per namespace."""
         out = dict(self.named)
-        for namespace, counts in self.hashed.items():
+        log = math.log
+        for counts in self.hashed.values():
             if not counts:
                 continue
-            scaled = {b: 1.0 + math.log(n) for b, n in counts.items()}
-            norm = math.sqrt(sum(v * v for v in scaled.values()))
-            for b, v in scaled.items():
-                out[f"{namespace}#{b}"] = v / norm
+            scaled = [1.0 if n == 1 else 1.0 + log(n) for n in counts.values()]
+            norm = math.sqrt(sum(v * v for v in scaled))
+            out.update(zip(counts, [v / norm for v in scaled], strict=True))
         return out
 
 
@@ -166,11 +226,13 @@ class LinearModel:
         """All classes' scores in one pass over `x` (feature -> per-class weights)."""
         table = self._by_feature()
         out = {c: self.bias.get(c, 0.0) for c in self.weights}
-        for k, v in x.items():
-            row = table.get(k)
-            if row is not None:
-                for c, w in row:
-                    out[c] += v * w
+        # Most features have no weight: find the rows in C, loop in Python over hits only
+        # (in the order of `x`, so the sums are the same floats).
+        rows = list(map(table.get, x))
+        hit = list(map(is_not, rows, repeat(None)))
+        for v, row in zip(compress(x.values(), hit), compress(rows, hit), strict=True):
+            for c, w in row:
+                out[c] += v * w
         return out
 
     def _by_feature(self) -> dict[str, list[tuple[str, float]]]:
@@ -184,7 +246,15 @@ class LinearModel:
 
     def probability(self, x: Mapping[str, float]) -> float:
         """Binary models: P(positive | x)."""
-        return sigmoid(self._scores(x).get("1", self.bias.get("1", 0.0)))
+        weights = self.weights.get("1")
+        if weights is None or len(self.weights) != 1:
+            return sigmoid(self._scores(x).get("1", self.bias.get("1", 0.0)))
+        # One weight map: bias + v1*w1 + v2*w2 + ... left to right over the features of `x`
+        # that have a weight, as _scores adds them, without a Python step per feature.
+        ws = list(map(weights.get, x))
+        hit = list(map(is_not, ws, repeat(None)))
+        terms = map(mul, compress(x.values(), hit), compress(ws, hit))
+        return sigmoid(reduce(add, terms, self.bias.get("1", 0.0)))
 
     def probabilities(self, x: Mapping[str, float]) -> dict[str, float]:
         """Multiclass models: softmax over the classes."""
@@ -254,6 +324,7 @@ __all__ = [
     "LinearModel",
     "MODELS_DIR",
     "bucket",
+    "cached_map",
     "cjk_grams",
     "load_model",
     "sigmoid",

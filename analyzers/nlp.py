@@ -18,15 +18,28 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy
+import yaml
 from spacy.attrs import LEMMA, LOWER
 from spacy.language import Language
 from spacy.matcher import Matcher, PhraseMatcher
 from spacy.tokens import Doc
 
+from analyzers.learned import cached_map
 from analyzers.text import strip_html_comments
+
+# libyaml's C loader when present: the pattern files load in ~15 ms instead of ~220 ms of
+# start-up, to the same data. A safe loader either way.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_patterns(path: Path) -> Any:
+    """A vocabulary file (YAML) shipped beside an analyzer: what yaml.safe_load gives."""
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)  # noqa: S506
+
 
 # Bodies are capped at 64 KiB by the contract; longer input is cut so every caller stays bounded.
 MAX_CHARS = 65_536
@@ -53,17 +66,13 @@ def _lower_lemmatizer(doc: Doc) -> Doc:
         return doc
     table = _lemma_table()
     strings = doc.vocab.strings
-    lowers = doc.to_array([LOWER]).reshape(-1)
-    out = []
-    cache = _LEMMA_OF
-    for h in lowers.tolist():
-        lemma = cache.get(h)
-        if lemma is None:
-            low = strings[h]
-            lemma = strings.add(_LEMMA_OVERRIDES.get(low) or table.get(low, low))
-            if len(cache) < 500_000:
-                cache[h] = lemma
-        out.append(lemma)
+    lowers = doc.to_array([LOWER]).reshape(-1).tolist()
+
+    def lemma_of(h: int) -> int:
+        low = strings[h]
+        return strings.add(_LEMMA_OVERRIDES.get(low) or table.get(low, low))
+
+    out = cached_map(lowers, _LEMMA_OF, lemma_of, 500_000)
     doc.from_array([LEMMA], numpy.asarray(out, dtype="uint64").reshape(-1, 1))
     return doc
 
@@ -273,8 +282,10 @@ class TermSet:
     def search(self, text: str) -> str | None:
         """The first term (longest terms tried first) found in `text`, or None."""
         for term, left, right in self.terms:
-            for _ in self._hits(text, term, left, right, 1):
-                return term
+            # `in` first: most terms are absent, and a generator per term costs more.
+            if term in text:
+                for _ in self._hits(text, term, left, right, 1):
+                    return term
         return None
 
     def count(self, text: str, limit: int = 2) -> tuple[int, str | None]:
@@ -282,6 +293,8 @@ class TermSet:
         total = 0
         first = None
         for term, left, right in self.terms:
+            if term not in text:
+                continue
             for _ in self._hits(text, term, left, right, limit - total):
                 total += 1
                 first = first or term

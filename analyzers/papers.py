@@ -257,6 +257,7 @@ class PaperIndex:
         self._by_arxiv: dict[str, int] = {}
         self._aliases: dict[str, list[_Alias]] = {}  # lower squashed form -> aliases
         self._alias_prefixes: set[str] = set()  # every prefix of every lower squashed form
+        self._longest_alias = 0  # = the longest of those prefixes (read per text part)
         self._alias_seen: dict[tuple[str, bool], _Alias] = {}
         self._adding_catalog = False
         self._code_values: dict[str, tuple[int, str | None]] = {}
@@ -397,6 +398,7 @@ class PaperIndex:
         low_sq = squashed.lower()
         self._aliases.setdefault(low_sq, []).append(al)
         self._alias_prefixes.update(low_sq[:k] for k in range(1, len(low_sq) + 1))
+        self._longest_alias = max(self._longest_alias, len(low_sq))
 
     def _finish(self) -> None:
         # Features of a title: its content words (stemmed) and adjacent content-word pairs.
@@ -692,7 +694,7 @@ class PaperIndex:
         # the whitespace-delimited word around a match matter. So 64 KiB of one phrase over
         # and over is decided once per distinct stretch; key: (at text start?, window cut by
         # the text end?, the characters).
-        longest = max(map(len, prefixes), default=0)
+        longest = self._longest_alias
         window = 2 * longest + 3 * self._max_alias_tokens + 8
         memo: dict[tuple[bool, bool, str], tuple[_Alias, int] | None] = {}
         # Names of one paper already reported (without `repeats`); a name shared by several

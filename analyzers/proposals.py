@@ -28,8 +28,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from analyzers import learned, nlp
 
 PATTERNS_FILE = Path(__file__).with_name("proposal_patterns.yaml")
@@ -60,7 +58,7 @@ class _Rules:
 
 @lru_cache(maxsize=1)
 def _rules() -> _Rules:
-    data = yaml.safe_load(PATTERNS_FILE.read_text(encoding="utf-8"))
+    data = nlp.load_patterns(PATTERNS_FILE)
 
     def rx(key: str) -> nlp.TermSet:
         terms = nlp.TermSet(str(t) for t in data[key])

@@ -54,9 +54,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from analyzers import learned
+from analyzers.nlp import load_patterns
 from analyzers.text import strip_html_comments
 
 STATES = (
@@ -170,7 +169,7 @@ def _key_of(pattern: list[dict[str, Any]]) -> tuple[str, list[str]]:
 
 @lru_cache(maxsize=1)
 def _rules() -> _Rules:
-    data = yaml.safe_load(_PATTERNS_FILE.read_text(encoding="utf-8"))
+    data = load_patterns(_PATTERNS_FILE)
     matchers = _KeyedMatchers(_nlp().vocab)
     sub: dict[str, tuple[str, ...]] = {}
     veto_sub: dict[str, tuple[str, ...]] = {}
@@ -882,37 +881,49 @@ def state_vector(ev: ReviewEvidence) -> dict[str, float]:
 
 def concern_probabilities(ev: ReviewEvidence, model: learned.LinearModel) -> dict[str, float]:
     """model.probability(concern_vector(ev, kind, text)) for every kind, without building the
-    eight crossed vectors: the text's hashed n-grams are looked up in per-kind weight maps."""
+    eight crossed vectors: the text's hashed n-grams are looked up once, in a table of their
+    per-kind weights. Each kind's text terms are summed in the text's order, as the crossed
+    vector would be (absent weights add exactly nothing)."""
     text = text_vector(ev.others_text)
-    by_kind = _weights_by_kind(model)
+    by_kind, by_feature = _weights_by_kind(model)
+    terms: dict[str, list[float]] = {kind: [] for kind in CONCERNS}
+    for k, v in text.items():
+        row = by_feature.get(k)
+        if row is not None:
+            for kind, w in row:
+                terms[kind].append(v * w)
     out: dict[str, float] = {}
     for kind in CONCERNS:
         named = concern_vector(ev, kind, {})
-        own = by_kind.get(kind, {})
         z = model.bias.get("1", 0.0) + sum(v * by_kind[""].get(k, 0.0) for k, v in named.items())
-        z += sum(v * own.get(k, 0.0) for k, v in text.items())
+        z += sum(terms[kind])
         out[kind] = learned.sigmoid(z)
     return out
 
 
-# id(model) -> (model, {kind: {feature without the "kind|" prefix: weight}, "": all weights})
-_SPLIT_WEIGHTS: dict[int, tuple[learned.LinearModel, dict[str, dict[str, float]]]] = {}
+_KindWeights = tuple[dict[str, dict[str, float]], dict[str, list[tuple[str, float]]]]
+# id(model) -> (model, ({kind: {feature without the "kind|" prefix: weight}, "": all weights},
+# {hashed feature: [(kind, weight) of the concern kinds]}))
+_SPLIT_WEIGHTS: dict[int, tuple[learned.LinearModel, _KindWeights]] = {}
 
 
-def _weights_by_kind(model: learned.LinearModel) -> dict[str, dict[str, float]]:
+def _weights_by_kind(model: learned.LinearModel) -> _KindWeights:
     hit = _SPLIT_WEIGHTS.get(id(model))
     if hit is not None and hit[0] is model:
         return hit[1]
     weights = model.weights.get("1", {})
     split: dict[str, dict[str, float]] = {"": weights}
+    by_feature: dict[str, list[tuple[str, float]]] = {}
     for name, w in weights.items():
         kind, bar, rest = name.partition("|")
         if bar and "#" in rest:
             split.setdefault(kind, {})[rest] = w
+            if kind in CONCERNS and w:
+                by_feature.setdefault(rest, []).append((kind, w))
     if len(_SPLIT_WEIGHTS) > 16:  # per-fold models in cross-validation: keep it bounded
         _SPLIT_WEIGHTS.clear()
-    _SPLIT_WEIGHTS[id(model)] = (model, split)
-    return split
+    _SPLIT_WEIGHTS[id(model)] = (model, (split, by_feature))
+    return split, by_feature
 
 
 def concern_thresholds(model: learned.LinearModel) -> dict[str, float]:

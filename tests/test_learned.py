@@ -226,3 +226,93 @@ def test_shipped_models_carry_their_provenance(name: str) -> None:
     for weights in model.weights.values():
         for key in weights:
             assert re.fullmatch(r"[a-z]+#\d+|[a-z_:]+(\|[a-z_]+)?|[a-z_]+:[a-z_]+\|[a-z_]+", key), key
+
+
+def _plain_vector(namespaces: list[tuple[str, list[str]]]) -> dict[str, float]:
+    # The featurizer written out the slow way: crc32 per n-gram, counts, 1 + log n, unit L2.
+    out: dict[str, float] = {}
+    for namespace, grams in namespaces:
+        counts: dict[int, float] = {}
+        for g in grams:
+            b = bucket(namespace, g)
+            counts[b] = counts.get(b, 0.0) + 1.0
+        if not counts:
+            continue
+        scaled = {b: 1.0 + math.log(n) for b, n in counts.items()}
+        norm = math.sqrt(sum(v * v for v in scaled.values()))
+        out.update((f"{namespace}#{b}", v / norm) for b, v in scaled.items())
+    return out
+
+
+def _plain_tokens(text: str) -> list[str]:
+    out = []
+    for m in re.finditer(r"[a-z][a-z']{0,39}|\d{1,12}(?:\.\d{1,12})?", text[: learned.MAX_TEXT].lower()):
+        tok = m.group(0)
+        out.append(("0" if float(tok) == 0 else "<num>") if tok[0].isdigit() else tok)
+    return out[: learned.MAX_TOKENS]
+
+
+@pytest.mark.parametrize(
+    "title,body",
+    [
+        ("Reward does not grow", "The reward stays at 0.2 and the reward stays; 奖励一直不涨。奖励"),
+        ("", "loss loss loss is 0.0 then 3 then ٣ and １２ steps"),
+        ("entropy " * 3000, ("entropy collapse 熵坍塌 " * 4000)[: 64 * 1024]),
+    ],
+)
+def test_cached_featurizer_equals_the_plain_one(title: str, body: str) -> None:
+    # The n-gram -> feature key caches must give the very same vector, key order included
+    # (model scores are float sums in that order); twice, so the second pass reads the caches.
+    for _ in range(2):
+        got = _vector(title, body)
+        t, w = _plain_tokens(title), _plain_tokens(body)
+        assert word_tokens(body) == w
+        expected = {"lex:pair": 2.0}
+        expected.update(
+            _plain_vector(
+                [
+                    ("t", t + [f"{a} {b}" for a, b in zip(t, t[1:], strict=False)]),
+                    ("tc", cjk_grams(title)),
+                    ("w", w + [f"{a} {b}" for a, b in zip(w, w[1:], strict=False)]),
+                    ("wc", cjk_grams(body)),
+                ]
+            )
+        )
+        assert list(got.items()) == list(expected.items())
+
+
+def test_model_scores_equal_the_plain_left_to_right_sums() -> None:
+    # probability() and _scores() skip features without weight in C; the plain path adds
+    # every weighted feature in the order of x, starting from the bias: same floats.
+    x = _vector("Entropy collapses after 200 steps", "the entropy collapse, then reward 0.3 " * 7)
+    x["lex:other"] = 0.7
+    weights = {k: (i % 7 - 3) / 3.1 for i, k in enumerate(x) if i % 3}
+    weights["absent"] = 9.0
+    binary = LinearModel("b", ["0", "1"], {"1": weights}, {"1": -0.37})
+    plain = -0.37
+    for k, v in x.items():
+        if k in weights:
+            plain += v * weights[k]
+    assert binary.probability(x) == learned.sigmoid(plain)
+    multi = LinearModel("m", ["a", "b"], {"a": weights, "b": {k: -w for k, w in weights.items()}}, {"a": 0.1})
+    expected = {"a": 0.1, "b": 0.0}
+    for k, v in x.items():
+        for c in ("a", "b"):
+            if k in multi.weights[c]:
+                expected[c] += v * multi.weights[c][k]
+    assert multi._scores(x) == expected
+
+
+def test_cached_map_computes_each_new_item_once_and_stays_bounded() -> None:
+    calls: list[str] = []
+
+    def upper(x: str) -> str:
+        calls.append(x)
+        return x.upper()
+
+    cache: dict[str, str] = {"a": "A"}
+    assert learned.cached_map(["a", "b", "b", "c", "b"], cache, upper, limit=2) == ["A", "B", "B", "C", "B"]
+    # "b" computed once (then read from the cache), "c" computed but not kept: the cache is full
+    assert calls == ["b", "c"] and cache == {"a": "A", "b": "B"}
+    assert learned.cached_map(["c", "c"], cache, upper, limit=2) == ["C", "C"]
+    assert calls == ["b", "c", "c", "c"]

@@ -81,7 +81,34 @@ def test_term_set_word_boundaries_and_cjk() -> None:
     assert terms.search("cuda out of memory.") == "out of memory"
     assert terms.search("运行时报错了") == "报错"
     assert terms.count("hang, hang, hang", limit=2) == (2, "hang")
+    # Absent terms are skipped before the boundary scan; counts and the first term are those
+    # of the full scan (longest term first, limits over all terms, no hits at limit 0).
+    assert terms.count("please change it, hang on: out of memory", limit=3) == (2, "out of memory")
+    assert terms.count("hang on, c++ code; c++", limit=2) == (2, "hang")
+    assert terms.count("hang", limit=0) == (0, None)
     assert not nlp.TermSet([])
     start = time.perf_counter()
     terms.count("hang" * 20_000 + " hang", limit=5)
     assert time.perf_counter() - start < 5.0
+
+
+def test_pattern_files_load_as_safe_load_reads_them() -> None:
+    # load_patterns uses libyaml's C loader when present: the data must be what the pure
+    # Python safe loader gives, for every vocabulary file of the analyzers.
+    import yaml
+
+    from analyzers import failures, proposals, review
+
+    for path in (failures.PATTERNS_FILE, proposals.PATTERNS_FILE, review._PATTERNS_FILE):
+        fast, plain = nlp.load_patterns(path), yaml.safe_load(path.read_text(encoding="utf-8"))
+        assert fast == plain and repr(fast) == repr(plain)  # types and key order too
+
+
+def test_lemmas_are_the_same_for_new_and_known_words() -> None:
+    # Lemmas of words never seen before are computed and cached within the doc; a word that
+    # repeats in the same doc, and the same text again, read the cache: same lemmas.
+    text = "Qwzlrxes collapsed, qwzlrxes Collapsed; it does collapse. Qwzlrxes"
+    first = [t.lemma_ for t in nlp.doc(text)]
+    assert first == [t.lemma_ for t in nlp.doc(text)]
+    assert first[0] == first[3] == first[-1] == "qwzlrxes"
+    assert first[1] == first[4] == first[8] == "collapse" and first[7] == "do"

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzers.learned import LinearModel
+from analyzers.learned import LinearModel, sigmoid
 from analyzers.review import (
     CONCERNS,
     STATES,
@@ -628,6 +628,29 @@ def test_fast_concern_scores_equal_the_crossed_vectors_the_model_was_fitted_on()
     fast = concern_probabilities(ev, model)
     for kind in CONCERNS:
         assert fast[kind] == pytest.approx(model.probability(concern_vector(ev, kind, text)), abs=1e-9)
+
+
+def test_concern_scores_by_feature_table_equal_the_per_kind_sums_exactly() -> None:
+    # The plain path: per kind, sum every text feature times the kind's own weight (0.0 when
+    # absent). The table path skips absent weights and must give the very same floats.
+    record = thread(
+        [
+            c("maint", "Could you add unit tests and docs? Do you have benchmark results?"),
+            c("bob", "This adds maintenance burden; please keep the interface unchanged."),
+            c("maint", "这个已经支持了，请补充文档。"),
+        ],
+        state="open",
+    )
+    ev = review_evidence(record)
+    model = review_models().concerns
+    weights = model.weights["1"]
+    text = text_vector(ev.others_text)
+    fast = concern_probabilities(ev, model)
+    for kind in CONCERNS:
+        named = concern_vector(ev, kind, {})
+        z = model.bias.get("1", 0.0) + sum(v * weights.get(k, 0.0) for k, v in named.items())
+        z += sum(v * weights.get(f"{kind}|{k}", 0.0) for k, v in text.items())
+        assert fast[kind] == sigmoid(z)
 
 
 def test_proposers_own_words_are_no_concern() -> None:

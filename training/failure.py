@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from analyzers.failures import FailureFeatures, FailureModels, classify_failure, failure_features
-from analyzers.learned import MODELS_DIR
 from training import SEED
 from training.cv import cross_val_predict
 from training.data import Example, make_example
-from training.fit import best_f1_threshold, choose_threshold, fit_linear, prf
+from training.fit import best_f1_threshold, choose_threshold, fit_linear, prf, write_models
 from training.report import FieldReport, Measure
 
 NAME = "failure"
@@ -228,22 +227,10 @@ def evaluate(examples: list[Example], *, sealed: bool = False) -> FieldReport:
 
 
 def train(examples: list[Example], *, data_hash: str, seed: int = SEED) -> list[Path]:
-    from analyzers.analyze import ANALYZER_VERSION
-
     result = run(examples, seed=seed)
-    paths = []
-    for model, hyper in ((result.models.report, {"C": C_REPORT}), (result.models.kind, {"C": C_KIND})):
-        model.meta = {
-            "training_data_sha256": data_hash,
-            "analyzer_version": ANALYZER_VERSION,
-            "seed": seed,
-            "min_df": MIN_DF,
-            **hyper,
-            "figures": result.figures,
-            "labelled_threads": len(labelled(examples)),
-        }
-        path = MODELS_DIR / f"{model.name}.json"
-        model.save(path)
-        paths.append(path)
-    return paths
+    return write_models(
+        ((result.models.report, {"C": C_REPORT}), (result.models.kind, {"C": C_KIND})),
+        data_hash=data_hash, seed=seed, min_df=MIN_DF, figures=result.figures,
+        labelled_threads=len(labelled(examples)),
+    )
 

@@ -159,3 +159,31 @@ def best_f1_threshold(
 
 
 __all__ = ["best_f1_threshold", "choose_threshold", "fit_linear", "prf"]
+
+
+def write_models(
+    models: Sequence[tuple[LinearModel, Mapping[str, Any]]], *, data_hash: str, seed: int,
+    min_df: int, figures: Mapping[str, Any], labelled_threads: int,
+) -> list[Any]:
+    """Save each fitted model beside the analyzers with what makes it reproducible and judged:
+    the training data's hash, the analyzer version, seed and hyper-parameters, the figures.
+    A model's own `use` switch (set by its trainer) is kept."""
+    from analyzers.analyze import ANALYZER_VERSION
+    from analyzers.learned import MODELS_DIR
+
+    paths = []
+    for model, hyper in models:
+        model.meta = {
+            **{k: v for k, v in model.meta.items() if k == "use"},
+            "training_data_sha256": data_hash,
+            "analyzer_version": ANALYZER_VERSION,
+            "seed": seed,
+            "min_df": min_df,
+            **hyper,
+            "figures": dict(figures),
+            "labelled_threads": labelled_threads,
+        }
+        path = MODELS_DIR / f"{model.name}.json"
+        model.save(path)
+        paths.append(path)
+    return paths

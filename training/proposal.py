@@ -13,13 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from analyzers.learned import MODELS_DIR, LinearModel
+from analyzers.learned import LinearModel
 from analyzers.papers import link_papers
 from analyzers.proposals import ProposalFeatures, classify_proposal, proposal_features
 from training import SEED
 from training.cv import cross_val_predict
 from training.data import Example
-from training.fit import fit_linear, prf
+from training.fit import fit_linear, prf, write_models
 from training.report import FieldReport, Measure
 
 NAME = "proposal"
@@ -141,18 +141,6 @@ def evaluate(examples: list[Example], *, sealed: bool = False) -> FieldReport:
 
 
 def train(examples: list[Example], *, data_hash: str, seed: int = SEED) -> list[Path]:
-    from analyzers.analyze import ANALYZER_VERSION
-
     model, _, figures = run(examples, seed=seed)
-    model.meta = {
-        "training_data_sha256": data_hash,
-        "analyzer_version": ANALYZER_VERSION,
-        "seed": seed,
-        "min_df": MIN_DF,
-        "C": C,
-        "figures": figures,
-        "labelled_threads": len(labelled(examples)),
-    }
-    path = MODELS_DIR / "proposal.json"
-    model.save(path)
-    return [path]
+    return write_models(((model, {"C": C}),), data_hash=data_hash, seed=seed, min_df=MIN_DF,
+                        figures=figures, labelled_threads=len(labelled(examples)))

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analyzers.learned import MODELS_DIR, LinearModel
+from analyzers.learned import LinearModel
 from analyzers.review import (
     CONCERNS,
     ReviewEvidence,
@@ -38,7 +38,7 @@ from analyzers.review import (
 from training import SEED
 from training.cv import cross_val_predict
 from training.data import Example
-from training.fit import fit_linear, prf
+from training.fit import fit_linear, prf, write_models
 from training.report import FieldReport, Measure
 
 NAME = "review"
@@ -301,25 +301,12 @@ def evaluate(examples: list[Example], *, sealed: bool = False) -> FieldReport:
 
 
 def train(examples: list[Example], *, data_hash: str, seed: int = SEED) -> list[Path]:
-    from analyzers.analyze import ANALYZER_VERSION
-
     result = run(examples, seed=seed)
-    paths = []
-    for model, hyper in ((result.models.state, {"C": C_STATE}), (result.models.concerns, {"C": C_CONCERNS})):
-        model.meta = {
-            **{k: v for k, v in model.meta.items() if k == "use"},
-            "training_data_sha256": data_hash,
-            "analyzer_version": ANALYZER_VERSION,
-            "seed": seed,
-            "min_df": MIN_DF,
-            **hyper,
-            "figures": result.figures,
-            "labelled_threads": len(labelled(examples)),
-        }
-        path = MODELS_DIR / f"{model.name}.json"
-        model.save(path)
-        paths.append(path)
-    return paths
+    return write_models(
+        ((result.models.state, {"C": C_STATE}), (result.models.concerns, {"C": C_CONCERNS})),
+        data_hash=data_hash, seed=seed, min_df=MIN_DF, figures=result.figures,
+        labelled_threads=len(labelled(examples)),
+    )
 
 
 def load_shipped() -> tuple[LinearModel | None, LinearModel | None]:

@@ -157,3 +157,27 @@ async def test_cli_uses_database_cache_first(app_ctx, fake_github, target: str) 
     stored = await rules_for_repo(app_ctx, "verl-project/verl")
     cached = await _from_database(app_ctx.settings, "verl-project/verl")
     assert cached is not None and cached["facts"] == stored["facts"]
+
+
+async def test_without_credentials_github_is_not_called(settings, fake_github, shared_dir) -> None:
+    """Dev mode (no app credentials, no token): a rule summary comes from the cache or this
+    checkout's development snapshot; GitHub is never asked (a demo must not wait on it)."""
+    import dataclasses
+
+    from bot.context import AppContext
+    from bot.github.client import GitHubClient
+
+    bare = dataclasses.replace(settings, api_url=fake_github.url, app_id=None, private_key=None,
+                               token=None)
+    ctx = AppContext.create(bare)
+    ctx.github = GitHubClient(bare)
+    try:
+        _seed(fake_github, "huggingface/trl")
+        summary = await rules_for_repo(ctx, "huggingface/trl")
+        assert summary["source"] == "snapshot" and summary["facts"]
+        with pytest.raises(RuntimeError, match="no GitHub credentials"):
+            await rules_for_repo(ctx, REPO)  # not a framework: no snapshot either
+        assert fake_github.calls == []
+    finally:
+        await ctx.github.close()
+        await ctx.close()

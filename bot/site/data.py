@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import Text, case, cast, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.speaking.contribution import snapshot_rules
 from bot.store.models import Action, Analysis, ContributionRules, Repository, Thread
 from bot.store.types import format_datetime
 
@@ -158,25 +159,6 @@ async def reception(session: AsyncSession, repos: list[str] | None = None) -> li
     return out
 
 
-_SNAPSHOTS: dict[str, dict[str, Any] | None] = {}
-
-
-def _snapshot_rules(framework: str) -> dict[str, Any] | None:
-    """Development fallback: the framework's snapshot in ../shared, summarised once."""
-    if framework not in _SNAPSHOTS:
-        from analyzers.rules import summarize_rules
-        from bot.speaking.contribution import SHARED_FRAMEWORKS, load_folder
-
-        folder = SHARED_FRAMEWORKS / framework
-        summary = None
-        if folder.is_dir():
-            summary = summarize_rules(load_folder(folder), framework=framework)
-            summary["source"] = "snapshot"
-            summary["fetched_at"] = None
-        _SNAPSHOTS[framework] = summary
-    return _SNAPSHOTS[framework]
-
-
 async def rules_of(session: AsyncSession, repo: str) -> dict[str, Any] | None:
     """The stored summary of `repo`; for a framework with none stored yet, the snapshot in
     ../shared when this checkout has it (development), else None."""
@@ -187,7 +169,7 @@ async def rules_of(session: AsyncSession, repo: str) -> dict[str, Any] | None:
         framework = framework_of(repo)
         if framework is None:
             return None
-        return await asyncio.to_thread(_snapshot_rules, framework)
+        return await asyncio.to_thread(snapshot_rules, framework)
     summary = dict(row.summary or {})
     summary["fetched_at"] = format_datetime(row.fetched_at)
     return summary

@@ -5,6 +5,7 @@ cached in the `contribution_rules` table (one row per repository, refreshed nigh
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 import re
@@ -220,6 +221,22 @@ async def store_rules(ctx: AppContext, repo: str, files: dict[str, str],
         row.fetched_at = utcnow()
 
 
+_SNAPSHOTS: dict[str, dict[str, Any] | None] = {}
+
+
+def snapshot_rules(framework: str) -> dict[str, Any] | None:
+    """Development fallback: the framework's snapshot in ../shared, summarised once."""
+    if framework not in _SNAPSHOTS:
+        folder = SHARED_FRAMEWORKS / framework
+        summary = None
+        if folder.is_dir():
+            summary = summarize_rules(load_folder(folder), framework=framework)
+            summary["source"] = "snapshot"
+            summary["fetched_at"] = None
+        _SNAPSHOTS[framework] = summary
+    return _SNAPSHOTS[framework]
+
+
 async def rules_for_repo(ctx: AppContext, repo: str, *, refresh: bool = False,
                          max_age: timedelta = MAX_AGE) -> dict[str, Any]:
     """The rule summary of `repo`: from the cache when fresh, else fetched and stored.
@@ -230,10 +247,16 @@ async def rules_for_repo(ctx: AppContext, repo: str, *, refresh: bool = False,
     row = await cached_rules(ctx, repo)
     if row is not None and not refresh and utcnow() - row.fetched_at <= max_age:
         return dict(row.summary)
-    if ctx.github is None:
+    if ctx.github is None or not (ctx.settings.has_app_credentials or ctx.settings.token):
+        # No credentials (dev mode, a demo replay): GitHub is not called, as for the
+        # repository config; the cache, else this checkout's development snapshot.
         if row is not None:
             return dict(row.summary)
-        raise RuntimeError("no GitHub client to fetch contribution rules")
+        framework = _framework_id(repo)
+        summary = await asyncio.to_thread(snapshot_rules, framework) if framework else None
+        if summary is not None:
+            return dict(summary)
+        raise RuntimeError("no GitHub credentials to fetch contribution rules")
     try:
         api = await ctx.github.api(await _installation_id(ctx, repo))
         files = await fetch_rule_files(api, repo)

@@ -89,6 +89,15 @@ def postgres_template() -> Iterator[str | None]:
     asyncio.run(_pg_execute(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
+@pytest.fixture
+def sqlite_db_url(tmp_path: Path, sqlite_template: Path) -> str:
+    """A freshly migrated SQLite database URL only (browser tests: the data paths they show
+    run on both backends in their own modules)."""
+    target = tmp_path / "sqlite-only.db"
+    shutil.copy(sqlite_template, target)
+    return f"sqlite+aiosqlite:///{target}"
+
+
 @pytest.fixture(params=database_backends())
 def db_url(
     request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path

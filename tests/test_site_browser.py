@@ -32,14 +32,10 @@ PAGES = {
 }
 
 
-@pytest.fixture(params=["sqlite"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path) -> str:
+@pytest.fixture
+def db_url(sqlite_db_url: str) -> str:
     """SQLite is enough here: the pages' data paths run on both backends in test_site.py."""
-    import shutil
-
-    target = tmp_path / "browser.db"
-    shutil.copy(sqlite_template, target)
-    return f"sqlite+aiosqlite:///{target}"
+    return sqlite_db_url
 
 
 @pytest.fixture

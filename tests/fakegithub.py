@@ -77,6 +77,7 @@ import json
 import re
 import secrets
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -921,5 +922,22 @@ async def app_ctx(app_settings: Any, github_client: Any) -> AsyncIterator[Any]:
         await context.close()
 
 
+@asynccontextmanager
+async def token_context(settings: Any, fake: FakeGitHub) -> AsyncIterator[Any]:
+    """An AppContext on the test database that reads the fake with a plain token, as sync,
+    reception and the nightly job do without app credentials."""
+    from bot.context import AppContext
+    from bot.github.client import GitHubClient
+
+    s = dataclasses.replace(settings, api_url=fake.url, token=fake.user_token)
+    context = AppContext.create(s)
+    context.github = GitHubClient(s, sleep=_no_sleep)
+    try:
+        yield context
+    finally:
+        await context.close()
+
+
 no_sleep = _no_sleep
-__all__ = ["FakeGitHub", "Call", "Token", "no_sleep", "rsa_key_pair", "SECONDARY_LIMIT_MESSAGE"]
+__all__ = ["FakeGitHub", "Call", "Token", "no_sleep", "rsa_key_pair", "token_context",
+           "SECONDARY_LIMIT_MESSAGE"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -16,20 +15,15 @@ from bot.speaking.reception import refresh_reception
 from bot.store.models import Action, Repository
 from bot.store.types import utcnow
 from tests.fake_graphql import FakeData, FakeGraphQL
-from tests.fakegithub import no_sleep
+from tests.fakegithub import token_context
 
 
 @pytest.fixture
 async def rctx(settings: Any, fake_github: Any, shared_dir: Path) -> AsyncIterator[tuple[AppContext, FakeData]]:
-    from bot.github.client import GitHubClient
-
     data = FakeData()
     fake_github.graphql_handler = FakeGraphQL(data, shared_dir / "fixtures" / "github-api" / "schema.graphql")
-    s = dataclasses.replace(settings, api_url=fake_github.url, token=fake_github.user_token)
-    ctx = AppContext.create(s)
-    ctx.github = GitHubClient(s, sleep=no_sleep)
-    yield ctx, data
-    await ctx.close()
+    async with token_context(settings, fake_github) as ctx:
+        yield ctx, data
 
 
 async def _post(ctx: AppContext, data: FakeData, repo: str, n: int, *, up: int = 0, down: int = 0,

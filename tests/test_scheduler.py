@@ -24,21 +24,16 @@ from bot.scheduler import (
 from bot.store.db import is_postgres
 from bot.store.models import Analysis, JobRun, Report, Thread
 from tests.fake_graphql import FakeData, FakeGraphQL
-from tests.fakegithub import no_sleep
+from tests.fakegithub import token_context
 
 
 @pytest.fixture
 async def nctx(settings: Any, fake_github: Any, shared_dir: Path) -> AsyncIterator[AppContext]:
-    from bot.github.client import GitHubClient
-
     data = FakeData.generate(6, seed=5, long_every=0)
     fake_github.graphql_handler = FakeGraphQL(data, shared_dir / "fixtures" / "github-api" / "schema.graphql")
-    s = dataclasses.replace(settings, api_url=fake_github.url, token=fake_github.user_token)
-    ctx = AppContext.create(s)
-    ctx.github = GitHubClient(s, sleep=no_sleep)
-    ctx.extras["data"] = data
-    yield ctx
-    await ctx.close()
+    async with token_context(settings, fake_github) as ctx:
+        ctx.extras["data"] = data
+        yield ctx
 
 
 async def runs(ctx: AppContext) -> list[JobRun]:

@@ -5,7 +5,6 @@ once); `rltracker study --json`."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import shutil
@@ -321,18 +320,14 @@ async def test_study_command_prints_the_json(ctx: AppContext, monkeypatch: pytes
 
 @pytest.fixture
 async def nctx(settings: Any, fake_github: Any, shared_dir: Path) -> AsyncIterator[AppContext]:
-    from bot.github.client import GitHubClient
     from tests.fake_graphql import FakeData, FakeGraphQL
-    from tests.fakegithub import no_sleep
+    from tests.fakegithub import token_context
 
     data = FakeData.generate(3, seed=7, long_every=0)
     fake_github.graphql_handler = FakeGraphQL(data, shared_dir / "fixtures" / "github-api" / "schema.graphql")
-    s = dataclasses.replace(settings, api_url=fake_github.url, token=fake_github.user_token)
-    ctx = AppContext.create(s)
-    ctx.github = GitHubClient(s, sleep=no_sleep)
-    ctx.extras["data"] = data
-    yield ctx
-    await ctx.close()
+    async with token_context(settings, fake_github) as ctx:
+        ctx.extras["data"] = data
+        yield ctx
 
 
 async def test_nightly_sync_makes_a_merged_pr_a_detected_landing_once(nctx: AppContext) -> None:

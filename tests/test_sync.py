@@ -18,7 +18,7 @@ from bot.pipeline import sync_changed
 from bot.store.models import Analysis, Comment, SyncCursor, Thread
 from bot.store.threads import load_thread_record
 from tests.fake_graphql import REPOS, FakeData, FakeGraphQL
-from tests.fakegithub import no_sleep
+from tests.fakegithub import no_sleep, token_context
 
 THREADS_PER_REPO = 80  # 560 threads; every 40th has 250 comments, some PRs 45 reviews
 
@@ -38,13 +38,8 @@ def world(fake_github: Any, schema_path: Path) -> tuple[FakeData, FakeGraphQL]:
 
 @pytest.fixture
 async def sync_ctx(settings: Any, fake_github: Any) -> AsyncIterator[AppContext]:
-    from bot.github.client import GitHubClient
-
-    s = dataclasses.replace(settings, api_url=fake_github.url, token=fake_github.user_token)
-    ctx = AppContext.create(s)
-    ctx.github = GitHubClient(s, sleep=no_sleep)
-    yield ctx
-    await ctx.close()
+    async with token_context(settings, fake_github) as ctx:
+        yield ctx
 
 
 def graphql_calls(fake: Any) -> int:

@@ -305,6 +305,18 @@ def load_catalog() -> Catalog:
     return load_catalog_from(CATALOG_DIR)
 
 
+def canonical_repo(full_name: str) -> str:
+    """A repository's current name (`volcengine/verl` -> `verl-project/verl`) in the project's
+    catalog; any other name unchanged."""
+    return load_catalog().canonical_repo(full_name)
+
+
+def framework_id(full_name: str) -> str | None:
+    """The id of the tracked framework `full_name` (current or former name) is, else None."""
+    framework = load_catalog().framework_for_repo(full_name)
+    return framework.id if framework is not None else None
+
+
 __all__ = [
     "CONTRACT_FAILURE_KEYS",
     "Catalog",
@@ -315,6 +327,8 @@ __all__ = [
     "Method",
     "Option",
     "PaperRef",
+    "canonical_repo",
+    "framework_id",
     "load_catalog",
     "load_catalog_from",
 ]

@@ -35,6 +35,7 @@ from typing import Any
 
 from sqlalchemy import delete, func, insert, select
 
+from analyzers.catalog import canonical_repo, framework_id
 from bot.github.queries import (
     PAGE_MAX,
     ContinuationSlot,
@@ -310,15 +311,6 @@ def default_repos() -> list[str]:
     return [fw.repo for fw in load_catalog().frameworks.values()]
 
 
-def canonical(repo: str) -> str:
-    try:
-        from analyzers.catalog import load_catalog
-
-        return load_catalog().canonical_repo(repo)
-    except Exception:  # noqa: BLE001 - a catalog problem must not stop an explicit --repo
-        return repo
-
-
 class Syncer:
     def __init__(
         self,
@@ -332,7 +324,7 @@ class Syncer:
         max_requests: int | None = None,
     ) -> None:
         self.ctx = ctx
-        self.repos = [canonical(r) for r in (repos or default_repos())]
+        self.repos = [canonical_repo(r) for r in (repos or default_repos())]
         self.full = full
         self.sleep = sleep
         self.progress = progress or Progress(enabled=False)
@@ -353,7 +345,7 @@ class Syncer:
                 installation_id = None
                 row = await session.scalar(select(Repository).where(Repository.full_name == repo))
                 if row is None:
-                    row = Repository(full_name=repo, framework=_framework_of(repo))
+                    row = Repository(full_name=repo, framework=framework_id(repo))
                     session.add(row)
                 elif self.ctx.settings.has_app_credentials:
                     installation_id = row.installation_id
@@ -687,16 +679,6 @@ class Syncer:
 
 def _messages(response: dict[str, Any]) -> str:
     return "; ".join(str(e.get("message")) for e in (response.get("errors") or [])[:3])
-
-
-def _framework_of(repo: str) -> str | None:
-    try:
-        from analyzers.catalog import load_catalog
-
-        fw = load_catalog().framework_for_repo(repo)
-        return fw.id if fw else None
-    except Exception:  # noqa: BLE001
-        return None
 
 
 async def sync(ctx: Any, repos: Iterable[str] | None = None, *, full: bool = False,

@@ -8,6 +8,7 @@ from typing import Any
 from aiohttp import web
 from sqlalchemy import func, select, text
 
+from analyzers.catalog import canonical_repo
 from bot.context import CTX, INBOX, METRICS, WORKER
 
 HEALTH_TIMEOUT = 5.0
@@ -63,17 +64,6 @@ async def metrics_view(request: web.Request) -> web.Response:
                         headers={"X-Content-Type-Options": "nosniff"})
 
 
-def _canonical_repo(full_name: str) -> str:
-    """Former repository names (volcengine/verl) map to the current one, as threads are
-    stored under it; unknown names are returned unchanged."""
-    try:
-        from analyzers.catalog import load_catalog
-
-        return load_catalog().canonical_repo(full_name)
-    except Exception:  # noqa: BLE001 - no catalog: the name as given
-        return full_name
-
-
 async def api_thread(request: web.Request) -> web.Response:
     from bot.store.models import Analysis
     from bot.store.threads import get_thread, load_comments, thread_record
@@ -86,8 +76,8 @@ async def api_thread(request: web.Request) -> web.Response:
         return _json_error(404, "no such thread")
     async with ctx.sessionmaker() as session:
         thread = await get_thread(session, f"{owner}/{name}", number)
-        if thread is None and _canonical_repo(f"{owner}/{name}").lower() != f"{owner}/{name}".lower():
-            thread = await get_thread(session, _canonical_repo(f"{owner}/{name}"), number)
+        if thread is None and canonical_repo(f"{owner}/{name}").lower() != f"{owner}/{name}".lower():
+            thread = await get_thread(session, canonical_repo(f"{owner}/{name}"), number)
         if thread is None:
             return _json_error(404, "no such thread")
         record = thread_record(thread, await load_comments(session, thread))
@@ -105,7 +95,7 @@ async def api_actions(request: web.Request) -> web.Response:
     query = select(Action).order_by(Action.created_at, Action.id)
     repo = request.query.get("repo")
     if repo:
-        names = {repo.lower(), _canonical_repo(repo).lower()}
+        names = {repo.lower(), canonical_repo(repo).lower()}
         query = query.where(func.lower(Action.repo).in_(names))
     number = request.query.get("number")
     if number:

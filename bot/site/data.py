@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import Text, case, cast, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from analyzers.catalog import framework_id
 from bot.speaking.contribution import snapshot_rules
 from bot.store.models import Action, Analysis, ContributionRules, Repository, Thread
 from bot.store.types import format_datetime
@@ -29,11 +30,6 @@ def catalog() -> Any:
     from analyzers.catalog import load_catalog
 
     return load_catalog()
-
-
-def framework_of(repo: str) -> str | None:
-    fw = catalog().framework_for_repo(repo)
-    return fw.id if fw else None
 
 
 def _like_json(column: Any, value: str) -> Any:
@@ -62,7 +58,7 @@ def _row(r: Any) -> dict[str, Any]:
         "url": thread_url(r.repo, r.number, r.kind),
         "created_at": format_datetime(r.created_at),
         "closed_at": format_datetime(r.closed_at),
-        "framework": framework_of(r.repo),
+        "framework": framework_id(r.repo),
         "is_failure_report": bool(r.is_failure_report),
         "failure_category": r.failure_category,
         "failure_confidence": failure.get("confidence"),
@@ -123,7 +119,7 @@ async def proposal_counts(session: AsyncSession) -> dict[str, dict[str, int]]:
     )
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for repo, state, n in rows.all():
-        counts[framework_of(repo) or "other"][state or "unknown"] += int(n)
+        counts[framework_id(repo) or "other"][state or "unknown"] += int(n)
     return {fid: dict(c) for fid, c in counts.items()}
 
 
@@ -148,7 +144,7 @@ async def reception(session: AsyncSession, repos: list[str] | None = None) -> li
         n, up, down, h = stats.get(r.full_name.lower(), (0, 0, 0, 0))
         out.append({
             "repo": r.full_name,
-            "framework": r.framework or framework_of(r.full_name),
+            "framework": r.framework or framework_id(r.full_name),
             "comments_posted": n,
             "thumbs_up": up,
             "thumbs_down": down,
@@ -166,7 +162,7 @@ async def rules_of(session: AsyncSession, repo: str) -> dict[str, Any] | None:
         select(ContributionRules).where(func.lower(ContributionRules.repo) == repo.lower())
     )
     if row is None:
-        framework = framework_of(repo)
+        framework = framework_id(repo)
         if framework is None:
             return None
         return await asyncio.to_thread(snapshot_rules, framework)

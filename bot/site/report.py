@@ -28,6 +28,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from analyzers.catalog import framework_id
 from bot.site.study import detected_since
 from bot.store.models import Action, Analysis, Comment, Report, Repository, Thread
 from bot.store.types import utcnow
@@ -49,13 +50,6 @@ def _frameworks() -> dict[str, Any]:
     from analyzers.catalog import load_catalog
 
     return dict(load_catalog().frameworks)
-
-
-def _framework_of(repo: str) -> str | None:
-    from analyzers.catalog import load_catalog
-
-    fw = load_catalog().framework_for_repo(repo)
-    return fw.id if fw else None
 
 
 def _days(delta: timedelta) -> float:
@@ -95,7 +89,7 @@ async def collect_state(ctx: Any, now: datetime) -> tuple[dict[str, dict[str, An
                       select(Repository).where(Repository.comments_paused.is_(True))
                       .order_by(Repository.full_name))]
     for thread, analysis in rows:
-        framework = _framework_of(thread.repo)
+        framework = framework_id(thread.repo)
         if framework is None:
             continue
         key = f"{thread.repo}#{thread.number}"

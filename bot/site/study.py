@@ -22,6 +22,7 @@ from aiohttp import web
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from analyzers.catalog import framework_id
 from bot.context import app_context
 from bot.site import data
 from bot.site.pages import json_response, not_found, render
@@ -54,7 +55,7 @@ async def _threads(session: AsyncSession) -> tuple[list[Any], dict[str, dict[str
     )).all()
     records, shown = [], {}
     for r in rows:
-        if data.framework_of(r.repo) is None:
+        if framework_id(r.repo) is None:
             continue
         review = r.review or {}
         record = StudyThread(

@@ -23,6 +23,7 @@ from markupsafe import Markup
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from analyzers.catalog import framework_id
 from analyzers.text import strip_html_comments
 from bot.context import app_context
 from bot.site import data
@@ -73,7 +74,7 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
         .order_by(Action.created_at, Action.id)))
     installed = await session.scalar(
         select(Repository.installation_id).where(func.lower(Repository.full_name) == thread.repo.lower()))
-    framework = data.framework_of(thread.repo)
+    framework = framework_id(thread.repo)
     result: dict[str, Any] = (analysis.result if analysis is not None else None) or {}
     failure = result.get("failure") or {}
     category = failure.get("category")

@@ -16,6 +16,7 @@ from typing import Any
 from gidgethub import BadRequest, GitHubException
 from sqlalchemy import func, select
 
+from analyzers.catalog import canonical_repo, framework_id
 from analyzers.rules import format_rules_markdown, summarize_rules
 from analyzers.rules_text import file_kind
 from bot.config import PROJECT_ROOT
@@ -174,25 +175,6 @@ def load_folder(folder: Path) -> dict[str, str]:
     return files
 
 
-def _framework_id(repo: str) -> str | None:
-    try:
-        from analyzers.catalog import load_catalog
-
-        framework = load_catalog().framework_for_repo(repo)
-    except Exception:  # noqa: BLE001 - the catalog is optional for the summary
-        return None
-    return framework.id if framework else None
-
-
-def _canonical(repo: str) -> str:
-    try:
-        from analyzers.catalog import load_catalog
-
-        return load_catalog().canonical_repo(repo)
-    except Exception:  # noqa: BLE001
-        return repo
-
-
 async def _installation_id(ctx: AppContext, repo: str) -> int | None:
     async with ctx.sessionmaker() as session:
         return await session.scalar(
@@ -243,7 +225,7 @@ async def rules_for_repo(ctx: AppContext, repo: str, *, refresh: bool = False,
 
     A failed fetch falls back to the cached summary however old it is; with no cache at all
     the error propagates (the caller decides whether to skip its comment)."""
-    repo = _canonical(repo)
+    repo = canonical_repo(repo)
     row = await cached_rules(ctx, repo)
     if row is not None and not refresh and utcnow() - row.fetched_at <= max_age:
         return dict(row.summary)
@@ -252,7 +234,7 @@ async def rules_for_repo(ctx: AppContext, repo: str, *, refresh: bool = False,
         # repository config; the cache, else this checkout's development snapshot.
         if row is not None:
             return dict(row.summary)
-        framework = _framework_id(repo)
+        framework = framework_id(repo)
         summary = await asyncio.to_thread(snapshot_rules, framework) if framework else None
         if summary is not None:
             return dict(summary)
@@ -265,7 +247,7 @@ async def rules_for_repo(ctx: AppContext, repo: str, *, refresh: bool = False,
             log.warning("contribution rules of %s not refreshed (%s); using the cache", repo, exc)
             return dict(row.summary)
         raise
-    summary = summarize_rules(files, framework=_framework_id(repo))
+    summary = summarize_rules(files, framework=framework_id(repo))
     summary["repo"] = repo
     await store_rules(ctx, repo, files, summary)
     return summary
@@ -286,7 +268,7 @@ async def refresh_all(ctx: AppContext) -> dict[str, int]:
         )
         repos += list(installed)
     counts = {"refreshed": 0, "failed": 0}
-    for repo in dict.fromkeys(_canonical(r) for r in repos):
+    for repo in dict.fromkeys(canonical_repo(r) for r in repos):
         try:
             await rules_for_repo(ctx, repo, refresh=True)
             counts["refreshed"] += 1

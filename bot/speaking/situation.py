@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
+from analyzers.catalog import framework_id
 from bot.speaking.quiet import issue_ref
 from bot.store.models import Action, Analysis, Repository, Thread
 from bot.store.threads import get_thread, load_comments, thread_record
@@ -54,10 +55,7 @@ async def repository_row(session: Any, repo: str, installation_id: int | None) -
         select(Repository).where(func.lower(Repository.full_name) == repo.lower())
     )
     if row is None:
-        from analyzers.catalog import load_catalog
-
-        fw = load_catalog().framework_for_repo(repo)
-        row = Repository(full_name=repo, framework=fw.id if fw else None)
+        row = Repository(full_name=repo, framework=framework_id(repo))
         session.add(row)
         try:
             await session.flush()
@@ -88,12 +86,7 @@ async def load_situation(
         installation_id = row.installation_id
         if installation_id is None:
             installation_id = installation_from(payload)
-        framework = row.framework
-        if framework is None:
-            from analyzers.catalog import load_catalog
-
-            fw = load_catalog().framework_for_repo(repo)
-            framework = fw.id if fw else None
+        framework = row.framework or framework_id(repo)
         existing = await session.scalar(
             select(Action).where(Action.dedupe_key == failure_key(repo, number))
         )

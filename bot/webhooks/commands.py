@@ -21,6 +21,7 @@ from gidgethub import sansio
 from gidgethub.routing import Router
 from sqlalchemy import select, update
 
+from analyzers.catalog import canonical_repo, framework_id
 from bot.speaking.claims import claim
 from bot.speaking.posting import post_reply
 from bot.speaking.quiet import MAINTAINERS
@@ -141,9 +142,7 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     thread_data = data.get("issue") or data.get("discussion") or {}
     if not thread_data or "number" not in thread_data:
         raise ValueError("comment payload without issue/discussion number")
-    from analyzers.catalog import load_catalog
-
-    repo = load_catalog().canonical_repo((data.get("repository") or {}).get("full_name") or "")
+    repo = canonical_repo((data.get("repository") or {}).get("full_name") or "")
     number = int(thread_data["number"])
     installation_id = (data.get("installation") or {}).get("id")
     comment_id = int(comment.get("id") or 0)
@@ -196,20 +195,19 @@ async def _reply_command(
     ctx: Any, repo: str, number: int, installation_id: int | None, word: str, args: list[str],
     key: str, discussion_id: str | None,
 ) -> str:
-    from analyzers.catalog import load_catalog
     from analyzers.language import detect_language
     from bot.store.threads import get_thread
 
     async with ctx.sessionmaker() as session:
         thread = await get_thread(session, repo, number)
         lang = detect_language(thread.title, thread.body) if thread else "en"
-    fw = load_catalog().framework_for_repo(repo)
+    framework = framework_id(repo)
     public = ctx.settings.public_url
     if word == "methods":
         failure = resolve_failure(" ".join(args)) if args else None
-        body = methods_reply(failure or " ".join(args)[:40] or "?", fw.id if fw else None, lang, public)
+        body = methods_reply(failure or " ".join(args)[:40] or "?", framework, lang, public)
     else:
-        body = rules_reply(await rules_markdown(ctx, repo, lang, topics=None), fw.id if fw else None, lang, public)
+        body = rules_reply(await rules_markdown(ctx, repo, lang, topics=None), framework, lang, public)
     if discussion_id:
         return await _reply_in_discussion(ctx, repo, number, installation_id, body, key, discussion_id)
     return await post_reply(ctx, repo, number, installation_id, body, dedupe_key=key,

@@ -22,6 +22,7 @@ from gidgethub.routing import Router
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from analyzers.catalog import canonical_repo, framework_id
 from bot.store.models import Installation, Repository
 from bot.webhooks.normalize import PayloadError
 
@@ -30,24 +31,6 @@ router = Router()
 
 
 # ------------------------------------------------------------------------------ repository identity
-def canonical_repo(full_name: str) -> str:
-    """Former name -> current name through the catalog; unchanged when unknown or no catalog."""
-    try:
-        from analyzers.catalog import load_catalog
-
-        return load_catalog().canonical_repo(full_name)
-    except ImportError:
-        return full_name
-
-
-def framework_for(full_name: str) -> str | None:
-    try:
-        from analyzers.catalog import load_catalog
-
-        framework = load_catalog().framework_for_repo(full_name)
-    except ImportError:
-        return None
-    return framework.id if framework is not None else None
 
 
 async def ensure_installation(
@@ -102,7 +85,7 @@ async def upsert_repository(
         repo.installation_id = int(installation_id)
     if default_branch:
         repo.default_branch = default_branch
-    repo.framework = framework_for(name) or repo.framework
+    repo.framework = framework_id(name) or repo.framework
     await session.flush()
     return repo
 

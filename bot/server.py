@@ -69,10 +69,8 @@ def settings_for_serve(dev: bool, env: dict[str, str] | None = None) -> tuple[Se
 
 
 def _github_client(settings: Settings) -> Any:
-    try:
-        from bot.github.client import GitHubClient
-    except ImportError:  # the client module is not there yet: run without GitHub access
-        return None
+    from bot.github.client import GitHubClient
+
     return GitHubClient(settings)
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from analyzers.rules import format_rules_markdown
+from bot.speaking import contribution
 from bot.speaking.claims import claim_within_budget, finish
 from bot.speaking.posting import installation_gh, post_or_adopt
 from bot.speaking.quiet import MAINTAINERS
@@ -31,24 +33,15 @@ PROPOSAL_TOPICS = (
 async def rules_markdown(
     ctx: Any, repo: str, lang: str, topics: tuple[str, ...] | None = PROPOSAL_TOPICS
 ) -> str | None:
-    """The framework's contribution-rule summary as Markdown (rules helper), or None."""
-    try:
-        from bot.speaking import contribution
-    except ImportError:
-        return None
+    """The framework's contribution-rule summary as Markdown, or None when it cannot be had
+    (no cache, no snapshot, GitHub unreachable)."""
     try:
         summary = await contribution.rules_for_repo(ctx, repo)
-        formatter = getattr(contribution, "format_rules_markdown", None)
-        if formatter is None:
-            from analyzers.rules import format_rules_markdown as formatter  # type: ignore[no-redef]
-        try:
-            text = formatter(summary, lang=lang, topics=list(topics) if topics else None,
-                             max_per_topic=2 if topics else None, heading=False)
-        except TypeError:  # an older formatter without the selection arguments
-            text = formatter(summary, lang=lang)
     except Exception:
         log.warning("no contribution-rule summary for %s", repo, exc_info=True)
         return None
+    text = format_rules_markdown(summary, lang=lang, topics=list(topics) if topics else None,
+                                 max_per_topic=2 if topics else None, heading=False)
     return text.strip() or None
 
 

@@ -14,9 +14,11 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -85,3 +87,18 @@ def chromium(tmp_path: Path) -> Iterator[Chromium]:
             pytest.fail("RLTRACKER_REQUIRE_CHROMIUM=1 but no chromium executable was found")
         pytest.skip("headless Chromium is not installed")
     yield Chromium(executable, tmp_path / "chromium")
+
+
+@asynccontextmanager
+async def serving(ctx: Any) -> AsyncIterator[Any]:
+    """The whole web app on `ctx` (no inbox worker) on a local port, for the browser to load."""
+    from aiohttp.test_utils import TestServer
+
+    from bot.app import create_app
+
+    server = TestServer(create_app(ctx, worker=False), host="127.0.0.1")
+    await server.start_server()
+    try:
+        yield server
+    finally:
+        await server.close()

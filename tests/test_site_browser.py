@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestServer
 
-from tests.browser import Chromium, chromium  # noqa: F401  (fixture)
+from tests.browser import Chromium, chromium, serving  # noqa: F401  (fixture)
 from tests.test_site import HOSTILE_TITLE, seed
 from tests.test_thread_page import seed_actions
 
@@ -40,16 +40,10 @@ def db_url(sqlite_db_url: str) -> str:
 
 @pytest.fixture
 async def server(ctx) -> Any:
-    from bot.app import create_app
-
     await seed(ctx)
     await seed_actions(ctx)
-    srv = TestServer(create_app(ctx, worker=False), host="127.0.0.1")
-    await srv.start_server()
-    try:
+    async with serving(ctx) as srv:
         yield srv
-    finally:
-        await srv.close()
 
 
 def _url(server: TestServer, path: str) -> str:

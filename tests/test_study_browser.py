@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
-from tests.browser import Chromium, chromium  # noqa: F401  (fixture)
+from tests.browser import Chromium, chromium, serving  # noqa: F401  (fixture)
 from tests.test_study import seed_threads
 
 pytestmark = pytest.mark.chromium
@@ -28,15 +28,9 @@ def db_url(sqlite_db_url: str) -> str:
 
 @pytest.fixture
 async def server(ctx) -> Any:
-    from bot.app import create_app
-
     await seed_threads(ctx)
-    srv = TestServer(create_app(ctx, worker=False), host="127.0.0.1")
-    await srv.start_server()
-    try:
+    async with serving(ctx) as srv:
         yield srv
-    finally:
-        await srv.close()
 
 
 async def test_study_page_in_chromium(server: TestServer, chromium: Chromium) -> None:  # noqa: F811

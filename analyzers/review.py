@@ -107,6 +107,12 @@ class _Rules:
     # the fitted concern model decides what such a pair is worth.
     en_pairs: dict[str, list[tuple[frozenset[int], frozenset[int]]]]
     pair_words: frozenset[int]  # every word of en_pairs, to collect per sentence
+    # A sentence that asks for something ("could you ...?", "please ...", "let's ...", "maybe
+    # ...", an imperative first word) and names one of a kind's request_topics: a feature of
+    # that kind ("req:<kind>"), whatever the request verb.
+    topics: dict[str, frozenset[int]]
+    ask_words: frozenset[int]  # a request anywhere in the sentence (as is a question mark)
+    ask_imperatives: frozenset[int]  # a request as the sentence's first (or second) word
 
 
 # Words too common to file a pattern under (see _KeyedMatchers): function words and the
@@ -175,6 +181,7 @@ def _rules() -> _Rules:
     veto_sub: dict[str, tuple[str, ...]] = {}
     pairs: dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]] = {}
     en_pairs: dict[str, list[tuple[frozenset[int], frozenset[int]]]] = {}
+    topics: dict[str, frozenset[int]] = {}
     strings = _nlp().vocab.strings
 
     def lemma_hashes(words: list[str]) -> frozenset[int]:
@@ -210,7 +217,10 @@ def _rules() -> _Rules:
         add("c:" + name, spec)
         for first, second in spec.get("en_pairs") or []:
             en_pairs.setdefault(name, []).append((lemma_hashes(first), lemma_hashes(second)))
+        if spec.get("request_topics"):
+            topics[name] = lemma_hashes(spec["request_topics"])
     bots = data.get("bots") or {}
+    asks = data.get("requests") or {}
     return _Rules(
         bot_logins=frozenset(x.lower() for x in bots.get("logins") or []),
         bot_suffixes=tuple(x.lower() for x in bots.get("login_suffixes") or []),
@@ -222,7 +232,11 @@ def _rules() -> _Rules:
         matchers=matchers,
         pairs=pairs,
         en_pairs=en_pairs,
-        pair_words=frozenset(h for ps in en_pairs.values() for a, b in ps for h in a | b),
+        pair_words=frozenset(h for ps in en_pairs.values() for a, b in ps for h in a | b)
+        | frozenset(h for words in topics.values() for h in words),
+        topics=topics,
+        ask_words=lemma_hashes(asks.get("anywhere") or []),
+        ask_imperatives=lemma_hashes(asks.get("imperative") or []),
     )
 
 
@@ -451,6 +465,8 @@ class _Found:
     weak: set[str] = field(default_factory=set)  # concerns in words that need context
     weak_seen: set[str] = field(default_factory=set)  # every weak hit, kept as a feature
     paired: set[str] = field(default_factory=set)  # kinds with a request+topic word pair
+    requested: set[str] = field(default_factory=set)  # kinds named in a request sentence
+    code_requests: int = 0  # request sentences that name a code identifier
 
     def settle(self) -> _Found:
         """Weak concerns count in a comment that also refuses, closes or points elsewhere (or
@@ -480,6 +496,8 @@ def _clean(prose: str) -> str:
 
 
 _LONG_RUN = re.compile(r"[^\s]{64,}")
+# A name from the code: snake_case, CamelCase with an inner capital, or a call "name()".
+_IDENTIFIER = re.compile(r"\b[A-Za-z]\w{0,60}_\w|\b[A-Za-z]{1,40}[a-z][A-Z]|\b\w{1,60}\(\)")
 
 
 def _cut_run(m: re.Match[str]) -> str:
@@ -510,6 +528,10 @@ def _scan(prose: str, rules: _Rules) -> _Found:
     keys_of_unit: list[set[tuple[str, int]]] = [set()]
     pair_words = rules.pair_words
     words_of_unit: list[set[int]] = [set()]
+    # Per unit: whether it asks for something (a request word, a question mark, an imperative).
+    ask_words, imperatives = rules.ask_words, rules.ask_imperatives
+    qmarks = frozenset(doc.vocab.strings.add(q) for q in ("?", "\uff1f"))
+    asks_of_unit: list[bool] = [False]
     prev_newline = False
     for i, (lemma, lower, sent_start, space) in enumerate(
         doc.to_array([LEMMA, LOWER, SENT_START, IS_SPACE]).tolist()
@@ -518,6 +540,12 @@ def _scan(prose: str, rules: _Rules) -> _Found:
             bounds.append(i)
             keys_of_unit.append(set())
             words_of_unit.append(set())
+            asks_of_unit.append(False)
+        if not asks_of_unit[-1] and (
+            lemma in ask_words or lower in ask_words or lower in qmarks
+            or (i - bounds[-1] <= 1 and lemma in imperatives)
+        ):  # fmt: skip
+            asks_of_unit[-1] = True
         prev_newline = bool(space) and "\n" in doc[i].text
         if lower in fixes:
             doc[i].lemma_ = fixes[lower]
@@ -531,7 +559,11 @@ def _scan(prose: str, rules: _Rules) -> _Found:
         if lower in pair_words:
             words_of_unit[-1].add(lower)
     bounds.append(len(doc))
-    for words in words_of_unit:
+    for u, (words, asks) in enumerate(zip(words_of_unit, asks_of_unit, strict=True)):
+        if asks and words:
+            found.requested.update(k for k, topic in rules.topics.items() if words & topic)
+        if asks and _IDENTIFIER.search(doc[bounds[u] : bounds[u + 1]].text):
+            found.code_requests += 1
         if len(words) < 2:
             continue
         for kind, pairs in rules.en_pairs.items():
@@ -731,6 +763,8 @@ def _concern_features(
     strong: Counter[str] = Counter()
     weak: Counter[str] = Counter()
     paired: Counter[str] = Counter()
+    requested: Counter[str] = Counter()
+    code_requests = 0
     on_file: Counter[str] = Counter()
     signals: Counter[str] = Counter()
     asks = code = docs = tests = suggestions = questions = words = code_asks = 0
@@ -739,6 +773,8 @@ def _concern_features(
         strong.update(found.concerns)
         weak.update(found.weak_seen - found.concerns)
         paired.update(found.paired)
+        requested.update(found.requested)
+        code_requests += found.code_requests
         on_file.update(file_kinds)
         signals.update(found.signals)
         n = len(seg.prose.split())
@@ -762,12 +798,14 @@ def _concern_features(
         f["strong:" + kind] = float(strong[kind] > 0)
         f["weak:" + kind] = float(weak[kind] > 0)
         f["pair:" + kind] = float(paired[kind] > 0)
+        f["req:" + kind] = float(requested[kind] > 0)
         f["file:" + kind] = _capped(on_file[kind])
     for name in ("decline_strong", "decline_weak", "redirect", "closing", "openness", "obsolete"):
         f["signal:" + name] = float(signals[name] > 0)
     f["others"] = _capped(len(others), 6)
     f["other_words"] = min(words, 600) / 600
     f["asks"] = _capped(asks, 4)
+    f["asks_code"] = _capped(code_requests)
     f["questions"] = _capped(questions)
     f["remarks_code"] = _capped(code, 4)
     f["remarks_code_asking"] = _capped(code_asks, 3)
@@ -845,7 +883,7 @@ def review_models() -> ReviewModels:
 # Feature families that belong to one concern kind ("strong:evidence"): in the row of that
 # kind they appear both shared across kinds ("strong") and for the kind ("evidence|strong"),
 # so rare kinds borrow how much a strong-word hit is worth from the frequent ones.
-_OWN_FAMILIES = ("strong", "weak", "pair", "file")
+OWN_FAMILIES = ("strong", "weak", "pair", "req", "file")
 
 
 def text_vector(text: str) -> dict[str, float]:
@@ -862,7 +900,7 @@ def concern_vector(ev: ReviewEvidence, kind: str, text: Mapping[str, float]) -> 
         if not value:
             continue
         family, _, of = name.partition(":")
-        if family in _OWN_FAMILIES:
+        if family in OWN_FAMILIES:
             if of == kind:
                 x[family] = value
                 x[f"{kind}|{family}"] = value
@@ -884,8 +922,9 @@ def concern_probabilities(ev: ReviewEvidence, model: learned.LinearModel) -> dic
     eight crossed vectors: the text's hashed n-grams are looked up once, in a table of their
     per-kind weights. Each kind's text terms are summed in the text's order, as the crossed
     vector would be (absent weights add exactly nothing)."""
-    text = text_vector(ev.others_text)
     by_kind, by_feature = _weights_by_kind(model)
+    # A model fitted without the others' n-grams has no weight for them: skip the hashing.
+    text = text_vector(ev.others_text) if by_feature else {}
     terms: dict[str, list[float]] = {kind: [] for kind in CONCERNS}
     for k, v in text.items():
         row = by_feature.get(k)

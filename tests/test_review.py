@@ -481,6 +481,45 @@ def test_review_comment_on_docs_is_a_docs_concern() -> None:
     assert got["concerns"] == ["tests_or_docs"]
 
 
+def _features(*comments: dict[str, Any]) -> dict[str, float]:
+    return review_evidence(thread(list(comments), state="open", kind="pull_request")).concern_features
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        ("Maybe add a warning when this parameter is set but unused.", "design_or_interface"),
+        ("Could we get a docstring for this?", "tests_or_docs"),
+        ("- mention it in the tutorial", "tests_or_docs"),
+        ("I'd like to see a small experiment before we merge.", "evidence"),
+        ("Let's reuse the existing one.", "already_covered"),
+    ],
+)
+def test_a_request_sentence_naming_a_topic_is_a_feature_of_its_kind(body: str, kind: str) -> None:
+    feats = _features(c("maint", body))
+    assert feats["req:" + kind] == 1.0
+    assert [k for k in CONCERNS if feats["req:" + k]] == [kind]
+
+
+def test_statements_and_the_proposers_requests_are_no_request_features() -> None:
+    statement = _features(c("maint", "The docs and the tests look great."))
+    assert not any(statement["req:" + k] for k in CONCERNS)
+    own = _features(c("alice", "Could you review the docs? Maybe add a test later."))
+    assert not any(own["req:" + k] for k in CONCERNS)
+
+
+def test_a_placement_word_in_a_request_is_no_request_feature() -> None:
+    # "add an example" asks for something here, not for moving it elsewhere
+    feats = _features(c("maint", "Could you add an example to the package?"))
+    assert feats["req:placement"] == 0.0 and feats["req:tests_or_docs"] == 1.0
+
+
+def test_requests_naming_code_are_counted() -> None:
+    assert _features(c("maint", "Can we rename use_k3_estimator to kl_estimator_type?"))["asks_code"] > 0
+    assert _features(c("maint", "Please call reset_cache() first."))["asks_code"] > 0
+    assert _features(c("maint", "The use_k3_estimator flag works."))["asks_code"] == 0.0
+
+
 def test_concern_order_is_canonical() -> None:
     body = (
         "Please add docs. Do you have benchmark results? It adds a new config option that is "
@@ -713,11 +752,11 @@ _CASES = [
         [
             (
                 "m",
-                "Hi @alice, thanks! Could you fix the lint errors and add a short entry to the changelog?",
+                "Hi @alice, thanks! Could you fix the lint errors? Please also add a changelog entry.",
             )
         ],
         "open_replied",
-        ["tests_or_docs"],
+        ["tests_or_docs", "other"],
     ),
     ("pull_request", "merged", [("m", "This is great, thank you! Merging.")], "merged", []),
     (
@@ -1111,7 +1150,7 @@ _CASES = [
             ("stale[bot]", "This PR has been automatically closed due to inactivity."),
         ],
         "lapsed",
-        ["tests_or_docs"],
+        ["other"],
     ),
     (
         "pull_request",
@@ -1952,7 +1991,7 @@ _CASES = [
         "open",
         [("m", "代码风格请跑一下 pre-commit。")],
         "open_replied",
-        ["tests_or_docs"],
+        ["other"],
     ),
     ("pull_request", "closed", [("alice", "Closing in favor of #77.")], "closed_by_author", []),
     (
@@ -2194,7 +2233,8 @@ _CONCERN_SENTENCES = [
     ("tests_or_docs", "The docstring for this argument is missing."),
     ("tests_or_docs", "Could you update the README table of supported algorithms?"),
     ("tests_or_docs", "Can you include an example script so people can reproduce it?"),
-    ("tests_or_docs", "Tests are failing on the CPU runner, can you take a look?"),
+    ("other", "Tests are failing on the CPU runner, can you take a look?"),
+    ("other", "Could you run pre-commit to fix the formatting?"),
     (
         "maintenance_burden",
         "Every new trainer is one more thing we need to keep working across versions.",

@@ -84,6 +84,22 @@ def test_review_run_reports_grouped_cv_without_texts(examples: list[Example]) ->
     assert set(result.figures) >= {"grouped_cv_frameworks", "grouped_cv_all", "fitted", "concern_thresholds"}
 
 
+def test_rare_kinds_are_fitted_without_the_reviews_shape(examples: list[Example]) -> None:
+    # evidence has 9 positives here, fewer than MIN_POSITIVES_FOR_OWN_THRESHOLD: no kind is shaped
+    assert review_trainer.shaped_kinds(examples) == frozenset()
+    ev = review_trainer._evidence(examples[0])
+    plain = review_trainer.concern_row(ev, "evidence", shaped=False)
+    full = review_trainer.concern_row(ev, "evidence", shaped=True)
+    assert full["evidence|others"] > 0 and "evidence|others" not in plain
+    assert plain["evidence|bias"] == 1.0 and plain["strong"] == full["strong"] == 1.0
+    assert set(plain) < set(full)
+    # a model fitted on plain rows scores the analyzer's full rows the same way
+    models = review_trainer.fit_models([e for e in examples if not e.sealed], shaped=frozenset())
+    assert not any("|others" in k for k in models.concerns.weights["1"])
+    many = [e for e in examples for _ in range(2)]
+    assert review_trainer.shaped_kinds(many) == frozenset({"evidence"})
+
+
 def test_concern_thresholds_from_pooled_probabilities() -> None:
     from analyzers.review import ReviewScores
 

@@ -106,15 +106,23 @@ def test_concern_thresholds_from_pooled_probabilities() -> None:
     def example(i: int, gold: list[str]) -> Example:
         return make_example(_row("o/r", i, "x", "open", {"review_state": "open_replied", "concerns": gold}))
 
-    rows = [example(i, ["evidence"] if i < 20 else []) for i in range(40)]
+    # evidence: 20 positives at 0.8; demand: 4 positives at 0.4; the rest 0.1 (all negative)
+    rows = [example(i, ["evidence"] if i < 20 else ["demand"] if i < 24 else []) for i in range(40)]
+
+    def probability(i: int, kind: str) -> float:
+        if kind == "evidence" and i < 20:
+            return 0.8
+        return 0.4 if kind == "demand" and 20 <= i < 24 else 0.1
+
     preds = {
-        e.id: ReviewScores("open_replied", True, {k: (0.7 if k == "evidence" and i < 20 else 0.1) for k in review_trainer.CONCERNS}, [])
+        e.id: ReviewScores("open_replied", True, {k: probability(i, k) for k in review_trainer.CONCERNS}, [])
         for i, e in enumerate(rows)
     }  # fmt: skip
     common, own = review_trainer.choose_thresholds(rows, preds)
-    assert 0.1 < own["evidence"] <= 0.7  # separates the two groups, its own: 20 positives
-    assert 0.1 < common <= 0.7
-    assert "design_or_interface" not in own  # no positives: the common threshold applies
+    assert 0.1 < own["evidence"] <= 0.8  # separates the two groups, its own: 20 positives
+    assert set(own) == {"evidence"}  # demand (4 positives) and the rest use the common one
+    # chosen on the kinds it applies to, where demand's positives sit at 0.4
+    assert 0.1 < common <= 0.4
 
 
 def test_proposal_trainer_fits_and_scores_through_classify_proposal() -> None:

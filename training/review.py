@@ -188,15 +188,16 @@ def _best_threshold(pairs: list[tuple[float, bool]]) -> float:
 
 
 def choose_thresholds(rows: list[Example], preds: dict[str, ReviewScores]) -> tuple[float, dict[str, float]]:
-    """One threshold over every kind, and one per kind with enough positives."""
-    pooled = [(preds[e.id].concern_probabilities[k], k in _gold_concerns(e)) for e in rows for k in CONCERNS]
-    common = _best_threshold(pooled)
+    """One threshold per kind with enough positives, and one common threshold chosen on the
+    other kinds together (the kinds it applies to; every kind when all have their own)."""
     own: dict[str, float] = {}
     for k in CONCERNS:
         pairs = [(preds[e.id].concern_probabilities[k], k in _gold_concerns(e)) for e in rows]
         if sum(g for _, g in pairs) >= MIN_POSITIVES_FOR_OWN_THRESHOLD:
             own[k] = _best_threshold(pairs)
-    return common, own
+    rest = [k for k in CONCERNS if k not in own] or list(CONCERNS)
+    pooled = [(preds[e.id].concern_probabilities[k], k in _gold_concerns(e)) for e in rows for k in rest]
+    return _best_threshold(pooled), own
 
 
 @dataclass

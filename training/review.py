@@ -272,7 +272,7 @@ def run(examples: list[Example], seed: int = SEED, sealed: bool = False) -> Run:
     hard = sum(not _evidence(e).exact for e in cv_rows)
     rep.lines.append(
         f"{len(cv_rows)} threads scored in CV ({len(fw_rows)} from the seven frameworks; {hard} closed "
-        f"threads decided by the state model), {len(rows) - len(fit_rows)} sealed"
+        f"threads no structural fact decides), {len(rows) - len(fit_rows)} sealed"
     )
     confusion: Counter[tuple[str, str]] = Counter()
     for e in cv_rows:

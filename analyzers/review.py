@@ -37,10 +37,12 @@ structural fact decides (merged, open, closed_by, a bot or stale label closing i
 state from a multiclass model over the rules' answer, reasons and signals, when grouped
 cross-validation found that model better than the rules alone (`meta.use`). Concerns come
 from one binary model over (thread, kind) rows: the kind's strong, weak and paired phrase
-hits, remarks on changed files, the review's shape and others' n-grams; thresholds per kind from cross-validated probabilities. Everything is linear in the
-text: line scans, spaCy's tokenizer, Matcher patterns with bounded optional gaps, and plain
-`str.find`; prose matched per comment and per thread is capped (_SCAN_CHARS,
-_THREAD_SCAN_CHARS) so hostile input costs a bounded, small amount.
+hits, request sentences naming its topic, remarks on changed files, the review's shape (and
+the others' n-grams, when a model carries weights for them); thresholds per kind from
+cross-validated probabilities. Everything is linear in the text: line scans, spaCy's
+tokenizer, Matcher patterns with bounded optional gaps, and plain `str.find`; prose matched
+per comment and per thread is capped (_SCAN_CHARS, _THREAD_SCAN_CHARS) so hostile input
+costs a bounded, small amount.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ much each counts:
      in a pasted log that moved a lot (entropy 0.6 -> 0.01);
    - the symptom grammar: any metric class with any move class in ordinary words ("the reward
      does not grow" = reward|flat, "length keeps shrinking" = length|down, "loss is 0" =
-     loss|bad_value, output of one repeated character), in English and Chinese;
+     loss|zero, output of one repeated character), in English and Chinese;
    - what else the post may be (feature request, crash, OOM, install, question, docs, speed);
    - narrative cues ("I noticed", "during training"), screenshots, pasted code, thread kind.
 2. Hashed lemma 1-2-grams of title and prose, CJK character 1-3-grams (analyzers.learned).
@@ -203,8 +203,13 @@ class _Evidence:
 
     def symptom(self, where: str, name: str, move: str) -> None:
         # Title and body apart, and pooled: a pair seen only in bodies still counts in a title.
+        # A wrong value also counts as the pooled class "bad_value": the kinds of wrong value
+        # tell kinds apart, the pooled class carries the evidence that a value is wrong.
+        metric = name.partition("|")[0]
+        names = [name, f"{metric}|bad_value"] if move in _BAD_VALUES else [name]
         for prefix in (f"{where}sym", "sym"):
-            self.counts[f"{prefix}:{name}"] += 1.0
+            for n in names:
+                self.counts[f"{prefix}:{n}"] += 1.0
             self.counts[f"{prefix}:any|{move}"] += 1.0
 
     def note(self, text: str) -> None:
@@ -295,6 +300,7 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> list[str]:
 # A negated rise or fall is its own move: "the reward does not increase" (reward|not_up) is a
 # symptom, "the entropy does not drop" (entropy|not_down) is a healthy run.
 _NEGATABLE = frozenset({"up", "down"})
+_BAD_VALUES = frozenset({"nan", "zero", "negative", "large", "wrong"})  # move classes of a wrong value
 MAX_SYMPTOM_HITS = 400  # matches read per text: a hostile body repeating metric words stays cheap
 
 
@@ -569,6 +575,110 @@ def _speaker(title: str, prose: str, run: bool, failure_cue: bool, feats: learne
         feats.add("speaker:question_marks", marks)
 
 
+# What the post is about, sentence by sentence (GUIDELINES' borderline calls), as named
+# features "about:<what>": each is a class of situation shared by many threads, and the
+# conjunctions with a symptom are given because a linear model cannot form an AND.
+_SENTENCE_END = re.compile(r"(?<!\d)[.!?;](?!\d)|[。！？；\n]")
+MAX_SENTENCES = 300
+MAX_SENTENCE = 500
+# Garbled or repeated output present from the start or without training is an inference bug.
+_FROM_START = re.compile(
+    r"(?i)\b(?:from|at|since)\s{1,3}(?:the\s{1,3})?(?:step\s{0,2}0|(?:very\s{1,3})?(?:beginning|start|first\s{1,3}step))\b"
+    r"|\bstep\s{0,2}0\b|\bbefore\s{1,3}(?:any\s{1,3})?training\b|\bwithout\s{1,3}(?:any\s{1,3})?training\b|\buntrained\b"
+    r"|\bbase\s{1,3}model\s{1,3}(?:also|already|itself|too)\b|\bfirst\s{1,3}(?:rollout|generation|inference)\b"
+    r"|一开始|刚开始|从头|第0步|第一步|训练前|没有训练|未训练|第一次推理|第一次的推理"
+)
+_CONVERSION = re.compile(
+    r"(?i)\bconver(?:t|ted|ting|sion)\b|\bmodel\s{0,3}merger\b|\bmerg(?:e|ed|ing)\s{1,3}(?:the\s{1,3})?(?:lora|weights?|checkpoints?|adapters?)\b"
+    r"|\bafter\s{1,3}(?:saving|loading|merging|exporting)\b|\b(?:at|during|for|in)\s{1,3}inference\b"
+    r"|\bwhen\s{1,3}(?:i\s{1,3})?(?:run|do|doing|running)\s{1,3}inference\b|\bdeploy(?:ed|ing|ment)?\b"
+    r"|转换|合并权重|合并后|导出|推理时|部署"
+)
+# A hang is not a run behaving badly: "stuck in compute_log_prob", "hangs for an hour".
+_LATER = re.compile(
+    r"(?i)\b(?:after|until)\s{1,3}(?:a\s{1,3})?(?:\d{1,7}|a\s{1,3}few|some|several|certain(?:\s{1,3}number\s{1,3}of)?|many|more)\s{1,3}(?:\w{1,12}\s{1,3})?(?:steps?|iterations?|iters?|epochs?|updates?)\b"
+    r"|\blater\s{1,3}(?:stages?|phases?|in\s{1,3}training)\b|\bas\s{1,3}(?:the\s{1,3})?training\s{1,3}(?:goes\s{1,3}on|proceeds|progresses|continues)\b"
+    r"|\bgradually\b|\bsuddenly\b|\bover\s{1,3}time\b|\beventually\b"
+    r"|后期|一段时间后|逐渐|慢慢|突然|越来越|之后"
+)
+_DEGENERATE = re.compile(
+    r"(?i)\b(?:garbl\w{0,4}|gibberish|nonsense|meaningless|repeat\w{0,4}|repetit\w{0,5}|degenerat\w{0,5}|corrupt\w{0,4})\b"
+    r"|乱码|重复|复读|胡言乱语|([!?！？。的])\1{5}"
+)
+_HANG = re.compile(
+    r"(?i)\b(?:hang|hangs|hanging|hung|freezes?|freezing|froze|frozen|deadlocks?|no\s{1,3}progress)\b"
+    r"|\bstuck\s{1,3}(?:in|on|when|while|during|for|forever|after\s{1,3}(?:loading|init)|at\s{1,3}(?:the\s{1,3})?(?:step|iter|first|beginning|start|init|\w{1,30}ing\b))"
+    r"|卡住|卡在|卡死|不动了|没有反应"
+)
+_DURATION = re.compile(r"(?i)\b(?:\d{1,4}\s{0,2}|half\s{1,3}an\s{1,3}|an\s{1,3}|several\s{1,3})(?:min|mins|minutes?|hours?|hrs?)\b|分钟|小时")
+# A question about what a metric means, how it is computed, or whether a value is normal.
+_MEANING = re.compile(
+    r"(?i)\bwhat\s{1,3}(?:does|do|is|are)\b.{0,60}\bmean\b|\bmeaning\s{1,3}of\b|\bhow\s{1,3}(?:is|are|to|do\s{1,3}you|should\s{1,3}i)\s{1,3}.{0,40}"
+    r"\b(?:computed|calculated|compute|calculate|interpret|interpreted|understand|defined)\b"
+    r"|\bis\s{1,3}(?:this|it|that)\s{1,3}(?:normal|expected|reasonable|ok|okay|correct|right|a\s{1,3}good\s{1,3}sign(?:al)?)\b"
+    r"|\b(?:normal|expected)\s{1,3}(?:behavior|behaviour|phenomenon)\b"
+    r"|正常吗|是否正常|正常么|这正常|什么意思|含义|怎么计算|如何计算|怎么理解|如何理解"
+)
+# A Python exception named in the title or prose ("ActorDiedError", "NCCLException"): a crash.
+_EXCEPTION_NAME = re.compile(r"\b[A-Z][A-Za-z]{0,40}(?:Error|Exception)\b")
+_TRAIN = re.compile(r"(?i)\btrain(?:ing)?\b|训练")
+_EVAL = re.compile(r"(?i)\b(?:eval|evaluation|evaluate|test|testing|val|validation|benchmark|held[\s-]{0,2}out)\b|评测|测试|验证|评估")
+_UP = re.compile(r"(?i)\b(?:increas\w{0,3}|ris(?:e|es|ing)|rose|grow\w{0,3}|improv\w{0,3}|go(?:es)?\s{1,3}up|went\s{1,3}up|higher|better)\b|上升|提升|增加|提高|上涨|变好")
+_DOWN = re.compile(r"(?i)\b(?:decreas\w{0,3}|drop\w{0,3}|declin\w{0,3}|fall\w{0,3}|fell|degrad\w{0,3}|worse|lower|go(?:es)?\s{1,3}down|went\s{1,3}down)\b|下降|降低|变差|变低|下滑")
+# Every sample of a group scoring the same: no learning signal (groups_without_signal).
+_GROUP = re.compile(r"(?i)\bgroups?\b|\ball\s{1,3}(?:the\s{1,3})?(?:samples|responses|completions|rollouts|generations|answers)\b|\bevery\s{1,3}(?:sample|response|completion|rollout)\b|组内|全对|全错|每组")
+_SAME = re.compile(r"(?i)\b(?:same|identical|equal|zero|0|all\s{1,3}correct|all\s{1,3}wrong)\b|相同|一样|为0|全对|全错")
+_SCORE = re.compile(r"(?i)\b(?:rewards?|scores?|advantages?|std|variance)\b|奖励|分数|优势|方差")
+
+
+def _sentences(text: str) -> list[str]:
+    out = []
+    for part in itertools.islice(_SENTENCE_END.split(text), MAX_SENTENCES):
+        part = part.strip()
+        if part:
+            out.append(part[:MAX_SENTENCE])
+    return out
+
+
+def _situation(title: str, prose: str, symptom: bool, feats: learned.Features) -> None:
+    """Inference bug, hang, meaning question, train-vs-eval, groups of equal scores."""
+    text = title + "\n" + prose
+    sentences = _sentences(text)
+    # Garbled or repeated output: at inference / from the start (an inference bug), or
+    # appearing as training goes on (a report). Read per sentence: "normal at the
+    # beginning, but after 200 steps it repeats" is the second.
+    for s in sentences:
+        if not _DEGENERATE.search(s):
+            continue
+        if _LATER.search(s):
+            feats.add("about:degenerate_later_in_training")
+        elif _FROM_START.search(s) or _CONVERSION.search(s):
+            feats.add("about:degenerate_at_inference")
+    if _EXCEPTION_NAME.search(title):
+        feats.add("about:exception_in_title")
+    elif any(_EXCEPTION_NAME.search(s) for s in sentences):
+        feats.add("about:exception_in_prose")
+    hang = sum(1 for s in sentences if _HANG.search(s))
+    if hang:
+        feats.add("about:hang", min(hang, 3))
+        if any(_DURATION.search(s) for s in sentences):
+            feats.add("about:hang_for_time")
+        if not symptom:
+            feats.add("about:hang_without_symptom")
+    meaning = sum(1 for s in sentences if _MEANING.search(s))
+    if meaning:
+        feats.add("about:meaning_question", min(meaning, 3))
+        feats.add("about:meaning_question_and_symptom" if symptom else "about:meaning_question_no_symptom")
+    for s in sentences:
+        if _TRAIN.search(s) and _EVAL.search(s) and _UP.search(s) and _DOWN.search(s):
+            feats.add("about:train_vs_eval")
+            break
+    for s in sentences:
+        if _GROUP.search(s) and _SAME.search(s) and _SCORE.search(s):
+            feats.add("about:group_same_score")
+            break
+
+
 @dataclass
 class FailureFeatures:
     """What the models read about one opening post, and the spans worth quoting."""
@@ -627,6 +737,7 @@ def failure_features(title: str | None, body: str | None, kind: str | None = Non
     # Prose only: pasted logs repeat characters in progress bars.
     if _REPEATED_CHAR.search(title) or _REPEATED_CHAR.search(prose):
         feats.add("repeated_char")
+    _situation(title, prose, symptom, feats)
     feats.add_tokens("t", title_tokens)
     feats.add_tokens("w", prose_tokens)
     feats.add_grams("tc", learned.cjk_grams(title))

@@ -68,11 +68,16 @@ def _features(e: Example) -> FailureFeatures:
 
 # The kind model sees a compact view: ~150 reports over ten kinds cannot weigh every word of
 # the body. Category evidence, the symptom grammar, context cues and the title's n-grams.
-_KIND_PREFIXES = ("ev:", "top:", "sym:", "tsym:", "bsym:", "context:", "repeated_char", "log:", "t#", "tc#")
+_KIND_PREFIXES = ("ev:", "top:", "sym:", "tsym:", "bsym:", "context:", "repeated_char", "log:", "t#", "tc#", "about:train_vs_eval", "about:group_same_score")
+
+
+# Wrong values as one pooled class, except those that name a kind: NaN (divergence), exactly
+# zero (no signal) and negative (an impossible value).
+_KIND_DROP = ("sym:any|", "|large", "|wrong")
 
 
 def kind_view(vector: dict[str, float]) -> dict[str, float]:
-    return {k: v for k, v in vector.items() if k.startswith(_KIND_PREFIXES) and "sym:any|" not in k}
+    return {k: v for k, v in vector.items() if k.startswith(_KIND_PREFIXES) and not any(d in k for d in _KIND_DROP)}
 
 
 def fit_models(train: list[Example], seed: int = SEED) -> FailureModels:

@@ -578,7 +578,7 @@ def _speaker(title: str, prose: str, run: bool, failure_cue: bool, feats: learne
 # What the post is about, sentence by sentence (GUIDELINES' borderline calls), as named
 # features "about:<what>": each is a class of situation shared by many threads, and the
 # conjunctions with a symptom are given because a linear model cannot form an AND.
-_SENTENCE_END = re.compile(r"(?<!\d)[.!?;](?!\d)|[。！？；\n]")
+_SENTENCE_END = re.compile(r"[.!?;](?=\s|$)|[。！？；\n]")  # not in 0.5, model_merger.sh
 MAX_SENTENCES = 300
 MAX_SENTENCE = 500
 # Garbled or repeated output present from the start or without training is an inference bug.
@@ -665,6 +665,11 @@ def _situation(title: str, prose: str, symptom: bool, feats: learned.Features) -
             feats.add("about:hang_for_time")
         if not symptom:
             feats.add("about:hang_without_symptom")
+    # "A question about a curve that shows a symptom is a report; one that shows healthy
+    # curves is not": asking is evidence only together with what is shown.
+    head = text[:MAX_SPEAKER_TEXT]
+    if "?" in head or "？" in head:
+        feats.add("about:asks_with_symptom" if symptom else "about:asks_without_symptom")
     meaning = sum(1 for s in sentences if _MEANING.search(s))
     if meaning:
         feats.add("about:meaning_question", min(meaning, 3))

@@ -171,6 +171,20 @@ def test_symptom_grammar_reads_ordinary_words() -> None:
     assert sym("", "The reward function is defined in reward.py.") == set()
 
 
+def test_wrong_values_are_told_apart_and_pooled() -> None:
+    def sym(body: str) -> set[str]:
+        return {k for k in failure_features("", body).vector if k.startswith("sym:") and not k.startswith("sym:any")}
+
+    assert {"sym:kl|negative", "sym:kl|bad_value"} <= sym("The KL is negative after step 20.")
+    assert {"sym:loss|zero", "sym:loss|bad_value"} <= sym("The loss is 0 at every step.")
+    assert {"sym:loss|nan", "sym:loss|bad_value"} <= sym("The policy loss becomes nan.")
+    assert {"sym:grad|zero"} <= sym("The grad norm stays at zero.")
+    assert {"sym:kl|negative"} <= sym("kl散度为负")
+    # "error" names a crash, not a wrong value
+    assert not any(k.endswith("|bad_value") for k in sym("The training error shows up when I launch it."))
+    assert not any(k.endswith("|bad_value") for k in sym("训练出现错误"))
+
+
 def test_decision_and_comment_thresholds_come_from_the_model_file() -> None:
     report = failure_models().report
     assert 0.0 < report.threshold <= threshold() < 1.0
@@ -263,6 +277,42 @@ def test_speaker_features_tell_an_own_run_from_a_pitch_a_question_and_a_code_ana
         "Advantage std looks wrong", "After 200 steps the reward is flat; see algos.py line 120.")
 
 
+def _about(title: str, body: str) -> set[str]:
+    return {k for k in failure_features(title, body).vector if k.startswith("about:")}
+
+
+def test_garbled_output_at_inference_is_told_from_garbled_output_later_in_training() -> None:
+    inference = _about("Garbled answers", "Before any training step the rollouts are already garbled text.")
+    assert "about:degenerate_at_inference" in inference
+    converted = _about("Answers repeat",
+                       "After I convert the checkpoint with model_merger.sh the model repeats the question.")
+    assert "about:degenerate_at_inference" in converted
+    later = _about("Garbled answers",
+                   "The answers look normal at the beginning, but after 300 steps they turn into gibberish.")
+    assert "about:degenerate_later_in_training" in later and "about:degenerate_at_inference" not in later
+    assert "about:degenerate_at_inference" in _about("推理乱码", "还没开始训练，第一次推理就全是乱码。")
+
+
+def test_hangs_meaning_questions_and_exceptions_are_named() -> None:
+    hang = _about("Training hangs at step 3", "No logs for 2 hours and no error, GPU utilisation is 0.")
+    assert {"about:hang", "about:hang_for_time"} <= hang
+    assert "about:hang" not in _about("Reward is stuck at 0.2", "The reward is stuck at 0.2 for 500 steps.")
+    meaning = _about("pg_clipfrac", "My curves look fine. What does pg_clipfrac mean?")
+    assert {"about:meaning_question", "about:meaning_question_no_symptom", "about:asks_without_symptom"} <= meaning
+    asks = _about("Reward drops", "After 200 steps the reward drops to zero. Is this normal?")
+    assert {"about:asks_with_symptom", "about:meaning_question_and_symptom"} <= asks
+    assert "about:exception_in_title" in _about("ActorDiedError when starting the trainer", "See the log.")
+
+
+def test_train_versus_eval_and_groups_scoring_alike() -> None:
+    assert "about:train_vs_eval" in _about(
+        "Strange results", "The training reward keeps increasing but the validation accuracy goes down.")
+    assert "about:train_vs_eval" not in _about("Reward", "The training reward keeps increasing.")
+    assert "about:group_same_score" in _about(
+        "No signal", "In most groups all responses get the same reward, so nothing is learned.")
+    assert "about:group_same_score" in _about("优势为0", "组内回答全对或者全错，奖励都一样。")
+
+
 def test_the_lexicon_names_the_kind_when_the_kind_model_is_unsure() -> None:
     features = failure_features("GRPO训练熵坍塌", "训练到100步熵降到0.01，奖励也不涨了。")
     lead = next(k[4:] for k in features.vector if k.startswith("top:"))
@@ -287,8 +337,10 @@ def test_none_and_empty_inputs() -> None:
 @pytest.mark.parametrize(
     "body",
     ["9" * 65536, "." * 65536, "[" * 65536, "(" * 32768 + ")" * 32768, "熵" * 65536,
-     "entropy " * 8192, "<!--" * 16384, "```\n" * 16384, "entropy: 1." * 5000, "熵下降" * 20000],
-    ids=["digits", "dots", "brackets", "parens", "cjk", "words", "comments", "fences", "log", "zh-pairs"],
+     "entropy " * 8192, "<!--" * 16384, "```\n" * 16384, "entropy: 1." * 5000, "熵下降" * 20000,
+     "stuck at the " * 5000, "after 1 " * 8000 + "garbled", "what does the " * 5000 + "mean", "! " * 32768],
+    ids=["digits", "dots", "brackets", "parens", "cjk", "words", "comments", "fences", "log", "zh-pairs",
+         "hang", "later", "meaning", "sentences"],
 )  # fmt: skip
 def test_hostile_bodies_stay_fast(body: str) -> None:
     start = time.perf_counter()

@@ -300,6 +300,10 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> list[str]:
 # A negated rise or fall is its own move: "the reward does not increase" (reward|not_up) is a
 # symptom, "the entropy does not drop" (entropy|not_down) is a healthy run.
 _NEGATABLE = frozenset({"up", "down"})
+# Moves that describe a run going as it should.
+_HEALTHY = frozenset(
+    {"reward|up", "reward|not_down", "loss|down", "loss|not_up", "kl|not_up", "entropy|not_down", "grad|not_up"}
+)
 _BAD_VALUES = frozenset({"nan", "zero", "negative", "large", "wrong"})  # move classes of a wrong value
 MAX_SYMPTOM_HITS = 400  # matches read per text: a hostile body repeating metric words stays cheap
 
@@ -722,6 +726,15 @@ def failure_features(title: str | None, body: str | None, kind: str | None = Non
     run = steps > 0 or observed > 0
     symptom = any(k.startswith("sym:") and not k.startswith("sym:any") for k in ev.counts)
     cue = any(k.partition("|")[0] in _PRIORITY for k in ev.counts)
+    unhealthy = any(k.startswith("sym:") and not k.startswith("sym:any") and k[4:] not in _HEALTHY for k in ev.counts)
+    named = any(
+        cat in _PRIORITY and (how == "log" or how[1:] in _POSITIVE_CUES)
+        for cat, _, how in (k.partition("|") for k in ev.counts)
+    )  # a category named, not negated nor about a remedy
+    if not unhealthy and not named:
+        # Nothing in the post names a metric misbehaving (at most a healthy move, "the KL
+        # does not grow"): screenshots and "my run" alone are what crashes and questions have too.
+        feats.add("no_failure_cue")
     if run and symptom:
         feats.add("run_and_symptom")
     if run and cue:

@@ -304,6 +304,16 @@ def test_hangs_meaning_questions_and_exceptions_are_named() -> None:
     assert "about:exception_in_title" in _about("ActorDiedError when starting the trainer", "See the log.")
 
 
+def test_a_post_that_names_no_metric_misbehaving_says_so() -> None:
+    def flag(title: str, body: str) -> bool:
+        return "no_failure_cue" in failure_features(title, body).vector
+
+    assert flag("Loading weights is slow", "My run takes 30 minutes to load the checkpoint.\n\n![img](a.png)")
+    assert flag("Run summary", "The entropy does not drop and the KL does not grow.")  # healthy moves only
+    assert not flag("Reward drops", "After 200 steps the reward drops to zero.")
+    assert not flag("熵坍塌", "训练到100步熵坍塌了。")
+
+
 def test_train_versus_eval_and_groups_scoring_alike() -> None:
     assert "about:train_vs_eval" in _about(
         "Strange results", "The training reward keeps increasing but the validation accuracy goes down.")

@@ -629,6 +629,11 @@ _TRAIN = re.compile(r"(?i)\btrain(?:ing)?\b|训练")
 _EVAL = re.compile(r"(?i)\b(?:eval|evaluation|evaluate|test|testing|val|validation|benchmark|held[\s-]{0,2}out)\b|评测|测试|验证|评估")
 _UP = re.compile(r"(?i)\b(?:increas\w{0,3}|ris(?:e|es|ing)|rose|grow\w{0,3}|improv\w{0,3}|go(?:es)?\s{1,3}up|went\s{1,3}up|higher|better)\b|上升|提升|增加|提高|上涨|变好")
 _DOWN = re.compile(r"(?i)\b(?:decreas\w{0,3}|drop\w{0,3}|declin\w{0,3}|fall\w{0,3}|fell|degrad\w{0,3}|worse|lower|go(?:es)?\s{1,3}down|went\s{1,3}down)\b|下降|降低|变差|变低|下滑")
+# A failure verb with no metric named ("it suddenly collapsed", "the run diverged", 训崩了).
+_FAILURE_VERB = re.compile(
+    r"(?i)\b(?:collaps\w{0,5}|diverg\w{0,5}|blow(?:s|ed|n|ing)?\s{1,3}up|blew\s{1,3}up|explod\w{0,3}|degenerat\w{0,5})\b"
+    r"|崩溃|崩了|训崩|坍塌|发散"
+)
 # Every sample of a group scoring the same: no learning signal (groups_without_signal).
 _GROUP = re.compile(r"(?i)\bgroups?\b|\ball\s{1,3}(?:the\s{1,3})?(?:samples|responses|completions|rollouts|generations|answers)\b|\bevery\s{1,3}(?:sample|response|completion|rollout)\b|组内|全对|全错|每组")
 _SAME = re.compile(r"(?i)\b(?:same|identical|equal|zero|0|all\s{1,3}correct|all\s{1,3}wrong)\b|相同|一样|为0|全对|全错")
@@ -662,6 +667,9 @@ def _situation(title: str, prose: str, symptom: bool, feats: learned.Features) -
         feats.add("about:exception_in_title")
     elif any(_EXCEPTION_NAME.search(s) for s in sentences):
         feats.add("about:exception_in_prose")
+    verbs = sum(1 for s in sentences if _FAILURE_VERB.search(s))
+    if verbs:
+        feats.add("about:failure_verb", min(verbs, 3))
     hang = sum(1 for s in sentences if _HANG.search(s))
     if hang:
         feats.add("about:hang", min(hang, 3))

@@ -301,6 +301,8 @@ def test_hangs_meaning_questions_and_exceptions_are_named() -> None:
     assert {"about:meaning_question", "about:meaning_question_no_symptom", "about:asks_without_symptom"} <= meaning
     asks = _about("Reward drops", "After 200 steps the reward drops to zero. Is this normal?")
     assert {"about:asks_with_symptom", "about:meaning_question_and_symptom"} <= asks
+    assert "about:failure_verb" in _about("Training collapsion", "Around step 600 it suddenly collapsed.")
+    assert "about:failure_verb" in _about("训练问题", "跑到300步就训崩了。")
     assert "about:exception_in_title" in _about("ActorDiedError when starting the trainer", "See the log.")
 
 

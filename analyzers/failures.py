@@ -13,7 +13,13 @@ much each counts:
      in a pasted log that moved a lot (entropy 0.6 -> 0.01);
    - the symptom grammar: any metric class with any move class in ordinary words ("the reward
      does not grow" = reward|flat, "length keeps shrinking" = length|down, "loss is 0" =
-     loss|zero, output of one repeated character), in English and Chinese;
+     loss|zero, "KL is negative" = kl|negative; every wrong value also as the pooled
+     `bad_value`), output of one repeated character, in English and Chinese;
+   - the GUIDELINES' borderline calls, sentence by sentence ("about:*"): garbled output at
+     inference or from step 0 vs appearing later in training, hangs, questions about what a
+     metric means, asking with or without a symptom shown, exception names, training up while
+     evaluation goes down, every sample of a group scoring alike, a failure verb with no
+     metric; and "no_failure_cue" when nothing names a metric misbehaving;
    - what else the post may be (feature request, crash, OOM, install, question, docs, speed);
    - narrative cues ("I noticed", "during training"), screenshots, pasted code, thread kind.
 2. Hashed lemma 1-2-grams of title and prose, CJK character 1-3-grams (analyzers.learned).

@@ -591,6 +591,7 @@ def _speaker(title: str, prose: str, run: bool, failure_cue: bool, feats: learne
 _SENTENCE_END = re.compile(r"[.!?;](?=\s|$)|[。！？；\n]")  # not in 0.5, model_merger.sh
 MAX_SENTENCES = 300
 MAX_SENTENCE = 500
+MAX_ANCHORS = 20  # sentences read again per anchor pattern
 # Garbled or repeated output present from the start or without training is an inference bug.
 _FROM_START = re.compile(
     r"(?i)\b(?:from|at|since)\s{1,3}(?:the\s{1,3})?(?:step\s{0,2}0|(?:very\s{1,3})?(?:beginning|start|first\s{1,3}step))\b"
@@ -646,60 +647,90 @@ _SAME = re.compile(r"(?i)\b(?:same|identical|equal|zero|0|all\s{1,3}correct|all\
 _SCORE = re.compile(r"(?i)\b(?:rewards?|scores?|advantages?|std|variance)\b|奖励|分数|优势|方差")
 
 
-def _sentences(text: str) -> list[str]:
-    out = []
-    for part in itertools.islice(_SENTENCE_END.split(text), MAX_SENTENCES):
-        part = part.strip()
-        if part:
-            out.append(part[:MAX_SENTENCE])
-    return out
+_GATES: dict[re.Pattern[str], tuple[str, ...]] = {
+    _DEGENERATE: ("garbl", "gibberish", "nonsense", "meaningless", "repeat", "repetit", "degenerat", "corrupt",
+                  "乱码", "重复", "复读", "胡言乱语", "!!!!!!", "??????", "！！！！！！", "？？？？？？", "。。。。。。",
+                  "的的的的的的"),
+    _FAILURE_VERB: ("collaps", "diverg", "blow", "blew", "explod", "degenerat", "崩", "坍塌", "发散"),
+    _HANG: ("hang", "hung", "freez", "froze", "deadlock", "progress", "stuck", "卡", "不动", "没有反应"),
+    _MEANING: ("mean", "normal", "expected", "interpret", "comput", "calculat", "understand", "defined",
+               "reasonable", "ok", "correct", "right", "good sign", "正常", "意思", "含义", "计算", "理解"),
+    _EVAL: ("eval", "test", "val", "benchmark", "held", "评测", "测试", "验证", "评估"),
+    _GROUP: ("group", "all", "every", "组内", "全对", "全错", "每组"),
+}  # fmt: skip
+
+
+class _Sentences:
+    """Sentence boundaries of a text, to read a cue together with what else its sentence
+    says. Cues are found with one pass of each pattern over the whole text (not a pass per
+    sentence); only the sentences around the first few anchors are read again."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.low = text.lower()
+        self.starts = [0] + [m.end() for m in itertools.islice(_SENTENCE_END.finditer(text), MAX_SENTENCES)]
+
+    def may_hold(self, pattern: re.Pattern[str]) -> bool:
+        # A substring every match contains: most posts skip most patterns at C speed.
+        return any(key in self.low for key in _GATES[pattern])
+
+    def around(self, pos: int) -> str:
+        """The sentence holding `pos`, at most MAX_SENTENCE characters around it."""
+        i = bisect.bisect_right(self.starts, pos) - 1
+        start = max(self.starts[i], pos - MAX_SENTENCE // 2)
+        end = self.starts[i + 1] if i + 1 < len(self.starts) else len(self.text)
+        return self.text[start : min(end, pos + MAX_SENTENCE // 2)]
+
+    def with_anchor(self, anchor: re.Pattern[str], limit: int = MAX_ANCHORS) -> list[str]:
+        if not self.may_hold(anchor):
+            return []
+        return [self.around(m.start()) for m in itertools.islice(anchor.finditer(self.text), limit)]
+
+    def count(self, pattern: re.Pattern[str], cap: int = 3) -> int:
+        if not self.may_hold(pattern):
+            return 0
+        return len(list(itertools.islice(pattern.finditer(self.text), cap)))
 
 
 def _situation(title: str, prose: str, symptom: bool, feats: learned.Features) -> None:
     """Inference bug, hang, meaning question, train-vs-eval, groups of equal scores."""
-    text = title + "\n" + prose
-    sentences = _sentences(text)
+    text = title + "\n" + prose[:MAX_SPEAKER_TEXT]  # the situation is told up front
+    sentences = _Sentences(text)
     # Garbled or repeated output: at inference / from the start (an inference bug), or
     # appearing as training goes on (a report). Read per sentence: "normal at the
     # beginning, but after 200 steps it repeats" is the second.
-    for s in sentences:
-        if not _DEGENERATE.search(s):
-            continue
+    for s in sentences.with_anchor(_DEGENERATE):
         if _LATER.search(s):
             feats.add("about:degenerate_later_in_training")
         elif _FROM_START.search(s) or _CONVERSION.search(s):
             feats.add("about:degenerate_at_inference")
-    if _EXCEPTION_NAME.search(title):
-        feats.add("about:exception_in_title")
-    elif any(_EXCEPTION_NAME.search(s) for s in sentences):
-        feats.add("about:exception_in_prose")
-    verbs = sum(1 for s in sentences if _FAILURE_VERB.search(s))
+    if "error" in sentences.low or "exception" in sentences.low:
+        if _EXCEPTION_NAME.search(title):
+            feats.add("about:exception_in_title")
+        elif _EXCEPTION_NAME.search(text):
+            feats.add("about:exception_in_prose")
+    verbs = sentences.count(_FAILURE_VERB)
     if verbs:
-        feats.add("about:failure_verb", min(verbs, 3))
-    hang = sum(1 for s in sentences if _HANG.search(s))
+        feats.add("about:failure_verb", verbs)
+    hang = sentences.count(_HANG)
     if hang:
-        feats.add("about:hang", min(hang, 3))
-        if any(_DURATION.search(s) for s in sentences):
+        feats.add("about:hang", hang)
+        if _DURATION.search(text):
             feats.add("about:hang_for_time")
         if not symptom:
             feats.add("about:hang_without_symptom")
     # "A question about a curve that shows a symptom is a report; one that shows healthy
     # curves is not": asking is evidence only together with what is shown.
-    head = text[:MAX_SPEAKER_TEXT]
-    if "?" in head or "？" in head:
+    if "?" in text or "？" in text:
         feats.add("about:asks_with_symptom" if symptom else "about:asks_without_symptom")
-    meaning = sum(1 for s in sentences if _MEANING.search(s))
+    meaning = sentences.count(_MEANING)
     if meaning:
-        feats.add("about:meaning_question", min(meaning, 3))
+        feats.add("about:meaning_question", meaning)
         feats.add("about:meaning_question_and_symptom" if symptom else "about:meaning_question_no_symptom")
-    for s in sentences:
-        if _TRAIN.search(s) and _EVAL.search(s) and _UP.search(s) and _DOWN.search(s):
-            feats.add("about:train_vs_eval")
-            break
-    for s in sentences:
-        if _GROUP.search(s) and _SAME.search(s) and _SCORE.search(s):
-            feats.add("about:group_same_score")
-            break
+    if any(_TRAIN.search(s) and _UP.search(s) and _DOWN.search(s) for s in sentences.with_anchor(_EVAL)):
+        feats.add("about:train_vs_eval")
+    if any(_SAME.search(s) and _SCORE.search(s) for s in sentences.with_anchor(_GROUP)):
+        feats.add("about:group_same_score")
 
 
 @dataclass

@@ -29,7 +29,6 @@ PhraseMatcher, one pass over matches, `str.find` for Chinese, bounded regexes fo
 from __future__ import annotations
 
 import bisect
-import itertools
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -492,22 +491,22 @@ def _drop_config_lines(text: str) -> tuple[str, str]:
     return "\n".join(prose), "\n".join(config)
 
 
-_STEPS = re.compile(
-    r"(?i)\b(?:after|at|around|about|within|from|until|by|before|over|first|last)\s{1,3}(?:global\s)?"
+_STEPS = nlp.CaselessPattern(
+    r"\b(?:after|at|around|about|within|from|until|by|before|over|first|last)\s{1,3}(?:global\s)?"
     r"(?:step\s{0,2}\d{1,7}|\d{1,7}\s{0,2}(?:k\s)?(?:steps?|iterations?|iters?|epochs?|updates?))"
     r"|\d{1,7}\s{0,2}(?:个)?(?:step|steps|步|轮|个epoch|epoch)"
 )
 # Who speaks about whose run: a reporter describes their own training ("my run", "I trained",
 # "we are training", 我的训练); a pitch or a paper describes a method ("we propose", "this PR
 # adds", "our method", an arXiv link); a code analysis points at source lines without a run.
-_OWN_RUN = re.compile(
-    r"(?i)\b(?:my|our)\s{1,3}(?:own\s{1,3})?(?:run|runs|training|experiments?|job|model|policy|reward|loss|curves?)\b"
+_OWN_RUN = nlp.CaselessPattern(
+    r"\b(?:my|our)\s{1,3}(?:own\s{1,3})?(?:run|runs|training|experiments?|job|model|policy|reward|loss|curves?)\b"
     r"|\b(?:i|we)(?:'m|'ve| am| are| have| had| was| were)?\s{1,3}(?:also\s{1,3})?"
     r"(?:train|trained|training|run|ran|running|fine-?tun(?:e|ed|ing)|launch(?:ed)?|tried|trying|use|used|using)\b"
     r"|我的(?:训练|实验|模型|奖励|曲线)|我(?:们)?(?:在|正在|用|使用|尝试)?(?:训练|跑|微调|复现)"
 )
-_PITCH = re.compile(
-    r"(?i)\b(?:we|i)\s{1,3}(?:propose|introduce|present)\b|\bthis\s{1,3}(?:pr|pull request|paper|work)\s{1,3}"
+_PITCH = nlp.CaselessPattern(
+    r"\b(?:we|i)\s{1,3}(?:propose|introduce|present)\b|\bthis\s{1,3}(?:pr|pull request|paper|work)\s{1,3}"
     r"(?:adds?|introduces?|implements?|proposes?|presents?)\b|\bour\s{1,3}(?:method|approach|paper|algorithm)\b"
     r"|arxiv\.org/|\barxiv\b|\bpaper\b|论文|我们提出"
 )
@@ -545,8 +544,9 @@ def _speaker(title: str, prose: str, run: bool, failure_cue: bool, feats: learne
     """Report or pitch/question/code analysis: whose run the post is about, and how it asks.
     The conjunctions matter: a linear model cannot form "own run AND symptom" itself."""
     head = prose[:MAX_SPEAKER_TEXT]
-    own = len(list(itertools.islice(_OWN_RUN.finditer(title + "\n" + head), 3)))
-    pitch = len(list(itertools.islice(_PITCH.finditer(title + "\n" + head), 3)))
+    opening = title + "\n" + head
+    own = _OWN_RUN.count(opening, 3)
+    pitch = _PITCH.count(opening, 3)
     if own:
         feats.add("speaker:own_run", own)
         if failure_cue:
@@ -602,7 +602,7 @@ def failure_features(title: str | None, body: str | None, kind: str | None = Non
     feats.add("observed", min(observed, 3))
     # A run being described: "after 200 steps", "at step 50", "训练到300步". Together with a
     # symptom it is what a report is (a linear model cannot form the AND itself).
-    steps = len(list(itertools.islice(_STEPS.finditer(title + "\n" + prose), 3)))
+    steps = _STEPS.count(title + "\n" + prose, 3)
     feats.add("steps", steps)
     run = steps > 0 or observed > 0
     symptom = any(k.startswith("sym:") and not k.startswith("sym:any") for k in ev.counts)

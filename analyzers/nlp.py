@@ -14,6 +14,7 @@ Chinese phrases carry no inflection.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -251,6 +252,36 @@ def split_markdown(text: str | None, keep_inline_code: bool = True) -> SplitText
 def strip_code(text: str | None) -> str:
     """Prose only (see split_markdown)."""
     return split_markdown(text).prose
+
+
+# Characters that re's IGNORECASE matches to an ASCII letter while str.lower() does not map
+# them to that letter (or changes their length): "İ" (U+0130), "ı", "ſ", the Kelvin sign.
+_FOLD_SPECIAL = ("\u0130", "\u0131", "\u017f", "\u212a")
+
+
+class CaselessPattern:
+    """A case-insensitive regular expression that runs on lower-cased text when it may.
+
+    IGNORECASE makes re compare every character case-folded, at every position it tries:
+    several times slower than matching the lower-cased text with the same pattern. Both give
+    the same matches when the pattern's letters are lower case and the text holds none of
+    _FOLD_SPECIAL (lower() then keeps every character's length and word/space class, and
+    maps exactly the characters IGNORECASE would equate with an ASCII letter to it); other
+    texts are matched the slow way, with IGNORECASE."""
+
+    def __init__(self, pattern: str) -> None:
+        if any(c.isascii() and c.isupper() for c in re.sub(r"\\.", "", pattern)):
+            raise ValueError(f"write the pattern in lower case: {pattern!r}")
+        self.ignorecase = re.compile(pattern, re.IGNORECASE)
+        self.lowered = re.compile(pattern)
+
+    def count(self, text: str, limit: int) -> int:
+        """How many matches finditer gives, up to `limit`."""
+        if text.isascii() or not any(c in text for c in _FOLD_SPECIAL):
+            found = self.lowered.finditer(text.lower())
+        else:
+            found = self.ignorecase.finditer(text)
+        return len(list(itertools.islice(found, limit)))
 
 
 class TermSet:

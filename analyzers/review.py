@@ -885,7 +885,7 @@ def concern_probabilities(ev: ReviewEvidence, model: learned.LinearModel) -> dic
     per-kind weights. Each kind's text terms are summed in the text's order, as the crossed
     vector would be (absent weights add exactly nothing)."""
     text = text_vector(ev.others_text)
-    by_kind, by_feature = _weights_by_kind(model)
+    _, by_feature = _weights_by_kind(model)
     terms: dict[str, list[float]] = {kind: [] for kind in CONCERNS}
     for k, v in text.items():
         row = by_feature.get(k)
@@ -893,12 +893,56 @@ def concern_probabilities(ev: ReviewEvidence, model: learned.LinearModel) -> dic
             for kind, w in row:
                 terms[kind].append(v * w)
     out: dict[str, float] = {}
+    bias = model.bias.get("1", 0.0)
+    named_weights = _named_weights(model)
+    features = [(name, value) for name, value in ev.concern_features.items() if value]
     for kind in CONCERNS:
-        named = concern_vector(ev, kind, {})
-        z = model.bias.get("1", 0.0) + sum(v * by_kind[""].get(k, 0.0) for k, v in named.items())
+        # The terms of concern_vector(ev, kind, {}) that have a weight, in its order (a term
+        # without weight adds exactly 0.0, which changes no sum).
+        weights_of = named_weights[kind]
+        named = list(weights_of.get("|bias", ()))
+        for name, value in features:
+            ws = weights_of.get(name)
+            if ws is None:
+                ws = weights_of[name] = _named_feature_weights(model, kind, name)
+            named += [value * w for w in ws]
+        z = bias + sum(named)
         z += sum(terms[kind])
         out[kind] = learned.sigmoid(z)
     return out
+
+
+# id(model) -> (model, {kind: {concern feature name: its weights in the kind's row}})
+_NAMED_WEIGHTS: dict[int, tuple[learned.LinearModel, dict[str, dict[str, tuple[float, ...]]]]] = {}
+
+
+def _named_weights(model: learned.LinearModel) -> dict[str, dict[str, tuple[float, ...]]]:
+    """Per concern kind, the weights concern_vector's row gives each named feature (filled as
+    names are seen), and "|bias" for the kind's own bias feature when it has a weight."""
+    hit = _NAMED_WEIGHTS.get(id(model))
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    weights = model.weights.get("1", {})
+    table: dict[str, dict[str, tuple[float, ...]]] = {kind: {} for kind in CONCERNS}
+    for kind in CONCERNS:
+        if kind + "|bias" in weights:
+            table[kind]["|bias"] = (weights[kind + "|bias"],)
+    if len(_NAMED_WEIGHTS) > 16:  # per-fold models in cross-validation: keep it bounded
+        _NAMED_WEIGHTS.clear()
+    _NAMED_WEIGHTS[id(model)] = (model, table)
+    return table
+
+
+def _named_feature_weights(model: learned.LinearModel, kind: str, name: str) -> tuple[float, ...]:
+    """The weights of the keys concern_vector makes of feature `name` in the row of `kind`,
+    in its order; keys without weight left out."""
+    weights = model.weights.get("1", {})
+    family, _, of = name.partition(":")
+    if family in _OWN_FAMILIES:
+        keys = [family, f"{kind}|{family}"] if of == kind else []
+    else:
+        keys = [f"{kind}|{name}"]
+    return tuple(weights[k] for k in keys if k in weights)
 
 
 _KindWeights = tuple[dict[str, dict[str, float]], dict[str, list[tuple[str, float]]]]

@@ -51,6 +51,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import compress, repeat
+from operator import is_not
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +109,10 @@ class _Rules:
     # the fitted concern model decides what such a pair is worth.
     en_pairs: dict[str, list[tuple[frozenset[int], frozenset[int]]]]
     pair_words: frozenset[int]  # every word of en_pairs, to collect per sentence
+    # `sub` as two parallel tuples (label of each substring, the substrings), in its order,
+    # and every veto substring: tried in C over a text
+    sub_flat: tuple[tuple[str, ...], tuple[str, ...]]
+    veto_flat: tuple[str, ...]
 
 
 # Words too common to file a pattern under (see _KeyedMatchers): function words and the
@@ -223,6 +229,11 @@ def _rules() -> _Rules:
         pairs=pairs,
         en_pairs=en_pairs,
         pair_words=frozenset(h for ps in en_pairs.values() for a, b in ps for h in a | b),
+        sub_flat=(
+            tuple(label for label, subs in sub.items() for _ in subs),
+            tuple(s for subs in sub.values() for s in subs),
+        ),
+        veto_flat=tuple(v for vs in veto_sub.values() for v in vs),
     )
 
 
@@ -539,12 +550,14 @@ def _scan(prose: str, rules: _Rules) -> _Found:
                 found.paired.add(kind)
     strings = doc.vocab.strings
     low_text = text.lower()
-    present = {}
-    for label, subs in rules.sub.items():
-        hit = tuple(s for s in subs if s in low_text)
-        if hit:
-            present[label] = hit
-    vetoes = any(v in low_text for vs in rules.veto_sub.values() for v in vs)
+    # Every substring of every label tried in C; the labels of those found, in table order.
+    present: dict[str, tuple[str, ...]] = {}
+    sub_labels, sub_strings = rules.sub_flat
+    found_subs = list(map(low_text.__contains__, sub_strings))
+    if any(found_subs):
+        for label, sub in zip(compress(sub_labels, found_subs), compress(sub_strings, found_subs), strict=True):
+            present[label] = present.get(label, ()) + (sub,)
+    vetoes = any(map(low_text.__contains__, rules.veto_flat))
     cjk = bool(rules.pairs) and _CJK.search(text) is not None
     # A key word found in a few sentences: match those sentences only. Found in many (long
     # comments): one pass over the whole text, each match filed under its sentence.
@@ -887,11 +900,12 @@ def concern_probabilities(ev: ReviewEvidence, model: learned.LinearModel) -> dic
     text = text_vector(ev.others_text)
     _, by_feature = _weights_by_kind(model)
     terms: dict[str, list[float]] = {kind: [] for kind in CONCERNS}
-    for k, v in text.items():
-        row = by_feature.get(k)
-        if row is not None:
-            for kind, w in row:
-                terms[kind].append(v * w)
+    # Most n-grams have no weight: their rows are looked up in C, the loop sees the hits only.
+    rows = list(map(by_feature.get, text))
+    hit = list(map(is_not, rows, repeat(None)))
+    for v, row in zip(compress(text.values(), hit), compress(rows, hit), strict=True):
+        for kind, w in row:
+            terms[kind].append(v * w)
     out: dict[str, float] = {}
     bias = model.bias.get("1", 0.0)
     named_weights = _named_weights(model)

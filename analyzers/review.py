@@ -52,7 +52,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import compress, repeat
-from operator import is_not
+from operator import is_not, mul
 from pathlib import Path
 from typing import Any
 
@@ -898,14 +898,18 @@ def concern_probabilities(ev: ReviewEvidence, model: learned.LinearModel) -> dic
     per-kind weights. Each kind's text terms are summed in the text's order, as the crossed
     vector would be (absent weights add exactly nothing)."""
     text = text_vector(ev.others_text)
-    _, by_feature = _weights_by_kind(model)
-    terms: dict[str, list[float]] = {kind: [] for kind in CONCERNS}
-    # Most n-grams have no weight: their rows are looked up in C, the loop sees the hits only.
-    rows = list(map(by_feature.get, text))
-    hit = list(map(is_not, rows, repeat(None)))
-    for v, row in zip(compress(text.values(), hit), compress(rows, hit), strict=True):
-        for kind, w in row:
-            terms[kind].append(v * w)
+    text_weights, by_feature = _weights_by_kind(model)
+    # Most n-grams have no weight for any kind: they are dropped in C first; then per kind,
+    # the products of the rest with that kind's weights, in the text's order, summed in C.
+    keys = list(text)
+    hit = list(map(by_feature.__contains__, keys))
+    weighted = list(compress(keys, hit))
+    values = list(compress(text.values(), hit))
+    text_sums: dict[str, float] = {}
+    for kind in CONCERNS:
+        ws = list(map(text_weights[kind].get, weighted))
+        has = list(map(is_not, ws, repeat(None)))
+        text_sums[kind] = sum(map(mul, compress(values, has), compress(ws, has)))
     out: dict[str, float] = {}
     bias = model.bias.get("1", 0.0)
     named_weights = _named_weights(model)
@@ -921,7 +925,7 @@ def concern_probabilities(ev: ReviewEvidence, model: learned.LinearModel) -> dic
                 ws = weights_of[name] = _named_feature_weights(model, kind, name)
             named += [value * w for w in ws]
         z = bias + sum(named)
-        z += sum(terms[kind])
+        z += text_sums[kind]
         out[kind] = learned.sigmoid(z)
     return out
 
@@ -959,9 +963,9 @@ def _named_feature_weights(model: learned.LinearModel, kind: str, name: str) -> 
     return tuple(weights[k] for k in keys if k in weights)
 
 
-_KindWeights = tuple[dict[str, dict[str, float]], dict[str, list[tuple[str, float]]]]
-# id(model) -> (model, ({kind: {feature without the "kind|" prefix: weight}, "": all weights},
-# {hashed feature: [(kind, weight) of the concern kinds]}))
+_KindWeights = tuple[dict[str, dict[str, float]], frozenset[str]]
+# id(model) -> (model, ({concern kind: {hashed feature without the "kind|" prefix: its
+# non-zero weight}}, every hashed feature with a non-zero weight for some concern kind))
 _SPLIT_WEIGHTS: dict[int, tuple[learned.LinearModel, _KindWeights]] = {}
 
 
@@ -970,18 +974,16 @@ def _weights_by_kind(model: learned.LinearModel) -> _KindWeights:
     if hit is not None and hit[0] is model:
         return hit[1]
     weights = model.weights.get("1", {})
-    split: dict[str, dict[str, float]] = {"": weights}
-    by_feature: dict[str, list[tuple[str, float]]] = {}
+    by_kind: dict[str, dict[str, float]] = {kind: {} for kind in CONCERNS}
     for name, w in weights.items():
         kind, bar, rest = name.partition("|")
-        if bar and "#" in rest:
-            split.setdefault(kind, {})[rest] = w
-            if kind in CONCERNS and w:
-                by_feature.setdefault(rest, []).append((kind, w))
+        if bar and "#" in rest and kind in by_kind and w:
+            by_kind[kind][rest] = w
+    weighted = frozenset(k for ws in by_kind.values() for k in ws)
     if len(_SPLIT_WEIGHTS) > 16:  # per-fold models in cross-validation: keep it bounded
         _SPLIT_WEIGHTS.clear()
-    _SPLIT_WEIGHTS[id(model)] = (model, (split, by_feature))
-    return split, by_feature
+    _SPLIT_WEIGHTS[id(model)] = (model, (by_kind, weighted))
+    return by_kind, weighted
 
 
 def concern_thresholds(model: learned.LinearModel) -> dict[str, float]:

@@ -491,24 +491,43 @@ def _drop_config_lines(text: str) -> tuple[str, str]:
     return "\n".join(prose), "\n".join(config)
 
 
+# Each alternative with literals one of which any match of it contains (see CaselessPattern).
 _STEPS = nlp.CaselessPattern(
-    r"\b(?:after|at|around|about|within|from|until|by|before|over|first|last)\s{1,3}(?:global\s)?"
-    r"(?:step\s{0,2}\d{1,7}|\d{1,7}\s{0,2}(?:k\s)?(?:steps?|iterations?|iters?|epochs?|updates?))"
-    r"|\d{1,7}\s{0,2}(?:个)?(?:step|steps|步|轮|个epoch|epoch)"
+    (
+        r"\b(?:after|at|around|about|within|from|until|by|before|over|first|last)\s{1,3}(?:global\s)?"
+        r"(?:step\s{0,2}\d{1,7}|\d{1,7}\s{0,2}(?:k\s)?(?:steps?|iterations?|iters?|epochs?|updates?))",
+        ("step", "iter", "epoch", "update"),
+    ),
+    (r"\d{1,7}\s{0,2}(?:个)?(?:step|steps|步|轮|个epoch|epoch)", ("step", "步", "轮", "epoch")),
 )
 # Who speaks about whose run: a reporter describes their own training ("my run", "I trained",
 # "we are training", 我的训练); a pitch or a paper describes a method ("we propose", "this PR
 # adds", "our method", an arXiv link); a code analysis points at source lines without a run.
 _OWN_RUN = nlp.CaselessPattern(
-    r"\b(?:my|our)\s{1,3}(?:own\s{1,3})?(?:run|runs|training|experiments?|job|model|policy|reward|loss|curves?)\b"
-    r"|\b(?:i|we)(?:'m|'ve| am| are| have| had| was| were)?\s{1,3}(?:also\s{1,3})?"
-    r"(?:train|trained|training|run|ran|running|fine-?tun(?:e|ed|ing)|launch(?:ed)?|tried|trying|use|used|using)\b"
-    r"|我的(?:训练|实验|模型|奖励|曲线)|我(?:们)?(?:在|正在|用|使用|尝试)?(?:训练|跑|微调|复现)"
+    (
+        r"\b(?:my|our)\s{1,3}(?:own\s{1,3})?(?:run|runs|training|experiments?|job|model|policy|reward|loss|curves?)\b",
+        ("my", "our"),
+    ),
+    (
+        r"\b(?:i|we)(?:'m|'ve| am| are| have| had| was| were)?\s{1,3}(?:also\s{1,3})?"
+        r"(?:train|trained|training|run|ran|running|fine-?tun(?:e|ed|ing)|launch(?:ed)?|tried|trying|use|used|using)\b",
+        ("train", "run", "ran", "fine", "launch", "tried", "trying", "use", "using"),
+    ),
+    (r"我的(?:训练|实验|模型|奖励|曲线)", ("我的",)),
+    (r"我(?:们)?(?:在|正在|用|使用|尝试)?(?:训练|跑|微调|复现)", ("我",)),
 )
 _PITCH = nlp.CaselessPattern(
-    r"\b(?:we|i)\s{1,3}(?:propose|introduce|present)\b|\bthis\s{1,3}(?:pr|pull request|paper|work)\s{1,3}"
-    r"(?:adds?|introduces?|implements?|proposes?|presents?)\b|\bour\s{1,3}(?:method|approach|paper|algorithm)\b"
-    r"|arxiv\.org/|\barxiv\b|\bpaper\b|论文|我们提出"
+    (r"\b(?:we|i)\s{1,3}(?:propose|introduce|present)\b", ("propose", "introduce", "present")),
+    (
+        r"\bthis\s{1,3}(?:pr|pull request|paper|work)\s{1,3}(?:adds?|introduces?|implements?|proposes?|presents?)\b",
+        ("add", "introduce", "implement", "propose", "present"),
+    ),
+    (r"\bour\s{1,3}(?:method|approach|paper|algorithm)\b", ("method", "approach", "paper", "algorithm")),
+    (r"arxiv\.org/", ("arxiv.org/",)),
+    (r"\barxiv\b", ("arxiv",)),
+    (r"\bpaper\b", ("paper",)),
+    (r"论文", ("论文",)),
+    (r"我们提出", ("我们提出",)),
 )
 _CODE_ANALYSIS = re.compile(r"(?i)github\.com/[\w.\-]{1,80}/[\w.\-]{1,80}/blob/|#L\d{1,6}\b|\bline\s{1,3}\d{1,6}\b")
 _QUESTION_TITLE = re.compile(r"(?i)^\W{0,4}(?:\[[^\]]{0,30}\]\s{0,3})?(?:why|how|what|which|is|are|does|do|can|could|should|would|whether)\b|为什么|为何|是否|请问|吗")

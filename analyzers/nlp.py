@@ -260,25 +260,43 @@ _FOLD_SPECIAL = ("\u0130", "\u0131", "\u017f", "\u212a")
 
 
 class CaselessPattern:
-    """A case-insensitive regular expression that runs on lower-cased text when it may.
+    """A case-insensitive alternation of regular expressions, made cheap to count.
 
-    IGNORECASE makes re compare every character case-folded, at every position it tries:
-    several times slower than matching the lower-cased text with the same pattern. Both give
-    the same matches when the pattern's letters are lower case and the text holds none of
-    _FOLD_SPECIAL (lower() then keeps every character's length and word/space class, and
-    maps exactly the characters IGNORECASE would equate with an ASCII letter to it); other
-    texts are matched the slow way, with IGNORECASE."""
+    IGNORECASE makes re compare every character case-folded, at every position it tries,
+    and every alternative is tried at every position. So: (1) the lower-cased text is
+    matched without IGNORECASE, which gives the same matches when the pattern's letters
+    are lower case and the text holds none of _FOLD_SPECIAL (lower() then keeps every
+    character's length and word/space class, and maps exactly the characters IGNORECASE
+    equates with an ASCII letter to it); other texts are matched the slow way. (2) Each
+    alternative names literals one of which any match of it contains; an alternative whose
+    literals are all absent from the text cannot match there, so leaving it out of the
+    alternation changes no match (the others keep their order)."""
 
-    def __init__(self, pattern: str) -> None:
-        if any(c.isascii() and c.isupper() for c in re.sub(r"\\.", "", pattern)):
-            raise ValueError(f"write the pattern in lower case: {pattern!r}")
-        self.ignorecase = re.compile(pattern, re.IGNORECASE)
-        self.lowered = re.compile(pattern)
+    def __init__(self, *alternatives: tuple[str, tuple[str, ...]]) -> None:
+        for pattern, needs in alternatives:
+            if any(c.isascii() and c.isupper() for c in re.sub(r"\\.", "", pattern) + "".join(needs)):
+                raise ValueError(f"write the pattern and its literals in lower case: {pattern!r}")
+        self.alternatives = alternatives
+        self.ignorecase = re.compile("|".join(p for p, _ in alternatives), re.IGNORECASE)
+        self._pruned: dict[tuple[int, ...], re.Pattern[str] | None] = {}
+
+    def _lowered(self, low: str) -> re.Pattern[str] | None:
+        """The alternation of the alternatives that can match in `low` (None: none can)."""
+        keep = tuple(i for i, (_, needs) in enumerate(self.alternatives) if any(n in low for n in needs))
+        rx = self._pruned.get(keep, self)  # `self`: not compiled yet
+        if rx is self:
+            rx = re.compile("|".join(self.alternatives[i][0] for i in keep)) if keep else None
+            self._pruned[keep] = rx
+        return rx  # type: ignore[return-value]
 
     def count(self, text: str, limit: int) -> int:
         """How many matches finditer gives, up to `limit`."""
         if text.isascii() or not any(c in text for c in _FOLD_SPECIAL):
-            found = self.lowered.finditer(text.lower())
+            low = text.lower()
+            rx = self._lowered(low)
+            if rx is None:
+                return 0
+            found = rx.finditer(low)
         else:
             found = self.ignorecase.finditer(text)
         return len(list(itertools.islice(found, limit)))

@@ -52,7 +52,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import compress, repeat
-from operator import is_not, mul
+from operator import is_not, mul, or_
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +112,9 @@ class _Rules:
     # `sub` as two parallel tuples (label of each substring, the substrings), in its order,
     # and every veto substring: tried in C over a text
     sub_flat: tuple[tuple[str, ...], tuple[str, ...]]
+    # the key words of `matchers` by attribute: hashes of lemmas, of lower-case forms
+    lemma_keys: frozenset[int]
+    lower_keys: frozenset[int]
     veto_flat: tuple[str, ...]
 
 
@@ -234,6 +237,8 @@ def _rules() -> _Rules:
             tuple(s for subs in sub.values() for s in subs),
         ),
         veto_flat=tuple(v for vs in veto_sub.values() for v in vs),
+        lemma_keys=frozenset(h for attr, h in matchers.by_key if attr == "LEMMA"),
+        lower_keys=frozenset(h for attr, h in matchers.by_key if attr == "LOWER"),
     )
 
 
@@ -515,33 +520,39 @@ def _scan(prose: str, rules: _Rules) -> _Found:
     doc = _nlp()(text)
     by_key = rules.matchers.by_key
     fixes = _lemma_fix_hashes(doc.vocab)
-    # One pass over integer arrays (no Token objects): unit boundaries and, per unit, the
-    # key words it holds.
-    bounds: list[int] = [0]
-    keys_of_unit: list[set[tuple[str, int]]] = [set()]
+    # Integer arrays, no Token objects: unit boundaries and, per unit, the key words it holds;
+    # the Python loops visit only the tokens that matter (key words, pair words, line breaks).
+    strings = doc.vocab.strings
+    lemmas, lowers, sent_starts, spaces = doc.to_array([LEMMA, LOWER, SENT_START, IS_SPACE]).T.tolist()
+    n = len(lemmas)
+    for i in compress(range(n), map(fixes.__contains__, lowers)):
+        doc[i].lemma_ = fixes[lowers[i]]
+        lemmas[i] = strings[fixes[lowers[i]]]
+    # A unit starts at a sentence start and after a whitespace token holding a line break.
+    cuts = set(compress(range(n), map((1).__eq__, sent_starts)))
+    cuts.update(i + 1 for i in compress(range(n), spaces) if "\n" in strings[lowers[i]])
+    cuts.discard(0)
+    bounds: list[int] = [0, *sorted(c for c in cuts if c < n)]
+    keys_of_unit: list[set[tuple[str, int]]] = [set() for _ in bounds]
+    words_of_unit: list[set[int]] = [set() for _ in bounds]
+    lemma_keys, lower_keys = rules.lemma_keys, rules.lower_keys
     pair_words = rules.pair_words
-    words_of_unit: list[set[int]] = [set()]
-    prev_newline = False
-    for i, (lemma, lower, sent_start, space) in enumerate(
-        doc.to_array([LEMMA, LOWER, SENT_START, IS_SPACE]).tolist()
-    ):
-        if i > 0 and (sent_start == 1 or prev_newline):
-            bounds.append(i)
-            keys_of_unit.append(set())
-            words_of_unit.append(set())
-        prev_newline = bool(space) and "\n" in doc[i].text
-        if lower in fixes:
-            doc[i].lemma_ = fixes[lower]
-            lemma = doc.vocab.strings[fixes[lower]]
-        if ("LEMMA", lemma) in by_key:
-            keys_of_unit[-1].add(("LEMMA", lemma))
-        if ("LOWER", lower) in by_key:
-            keys_of_unit[-1].add(("LOWER", lower))
-        if lemma in pair_words:
-            words_of_unit[-1].add(lemma)
-        if lower in pair_words:
-            words_of_unit[-1].add(lower)
-    bounds.append(len(doc))
+    # In token order, lemma before lower case: the sets fill in the order they always did.
+    wanted = map(or_, map(lemma_keys.__contains__, lemmas), map(lower_keys.__contains__, lowers))
+    for i in compress(range(n), wanted):
+        keys = keys_of_unit[bisect_right(bounds, i) - 1]
+        if lemmas[i] in lemma_keys:
+            keys.add(("LEMMA", lemmas[i]))
+        if lowers[i] in lower_keys:
+            keys.add(("LOWER", lowers[i]))
+    paired = map(or_, map(pair_words.__contains__, lemmas), map(pair_words.__contains__, lowers))
+    for i in compress(range(n), paired):
+        words = words_of_unit[bisect_right(bounds, i) - 1]
+        if lemmas[i] in pair_words:
+            words.add(lemmas[i])
+        if lowers[i] in pair_words:
+            words.add(lowers[i])
+    bounds.append(n)
     for words in words_of_unit:
         if len(words) < 2:
             continue

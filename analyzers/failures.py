@@ -529,7 +529,11 @@ _PITCH = nlp.CaselessPattern(
     (r"论文", ("论文",)),
     (r"我们提出", ("我们提出",)),
 )
-_CODE_ANALYSIS = re.compile(r"(?i)github\.com/[\w.\-]{1,80}/[\w.\-]{1,80}/blob/|#L\d{1,6}\b|\bline\s{1,3}\d{1,6}\b")
+_CODE_ANALYSIS = nlp.CaselessPattern(
+    (r"github\.com/[\w.\-]{1,80}/[\w.\-]{1,80}/blob/", ("github.com/",)),
+    (r"#l\d{1,6}\b", ("#l",)),
+    (r"\bline\s{1,3}\d{1,6}\b", ("line",)),
+)
 _QUESTION_TITLE = re.compile(r"(?i)^\W{0,4}(?:\[[^\]]{0,30}\]\s{0,3})?(?:why|how|what|which|is|are|does|do|can|could|should|would|whether)\b|为什么|为何|是否|请问|吗")
 
 # One character (not Markdown or table punctuation) eight times in a row.
@@ -576,7 +580,7 @@ def _speaker(title: str, prose: str, run: bool, failure_cue: bool, feats: learne
         feats.add("speaker:pitch", pitch)
         if not own:
             feats.add("speaker:pitch_only")
-    if _CODE_ANALYSIS.search(head) and not run:
+    if _CODE_ANALYSIS.count(head, 1) and not run:
         feats.add("speaker:code_without_run")
     question_title = "?" in title or "？" in title or bool(_QUESTION_TITLE.search(title))
     if question_title:

@@ -279,10 +279,13 @@ class CaselessPattern:
         self.alternatives = alternatives
         self.ignorecase = re.compile("|".join(p for p, _ in alternatives), re.IGNORECASE)
         self._pruned: dict[tuple[int, ...], re.Pattern[str] | None] = {}
+        # Every literal, with the alternative it belongs to: looked for in C, in one map.
+        self._needs = tuple(n for _, needs in alternatives for n in needs)
+        self._owner = tuple(i for i, (_, needs) in enumerate(alternatives) for _ in needs)
 
     def _lowered(self, low: str) -> re.Pattern[str] | None:
         """The alternation of the alternatives that can match in `low` (None: none can)."""
-        keep = tuple(i for i, (_, needs) in enumerate(self.alternatives) if any(n in low for n in needs))
+        keep = tuple(sorted(set(itertools.compress(self._owner, map(low.__contains__, self._needs)))))
         rx = self._pruned.get(keep, self)  # `self`: not compiled yet
         if rx is self:
             rx = re.compile("|".join(self.alternatives[i][0] for i in keep)) if keep else None

@@ -126,7 +126,7 @@ _PIECES = [
     "arXiv.org/abs/1", "ARXIV", "paper", "papers", "My run", "we are training", "I've also tried",
     "Fine-tuned", "after 200 steps", "AT STEP 5", "over 3k iterations", "30 epochs", "300步",
     "论文", "我们提出", "我的训练", "我们在训练", "İ", "ı", "ſ", "\u212a", "K", "_", "-", " ", "\n",
-    "x", "use", "our", "add", "step", "9",
+    "x", "use", "our", "add", "step", "9", "github.com/o/r/blob/main/a.py#L12", "#l3", "Line  40",
 ]
 
 
@@ -134,7 +134,7 @@ _PIECES = [
 @given(st.lists(st.sampled_from(_PIECES), max_size=40))
 def test_caseless_count_equals_ignorecase_finditer(pieces: list[str]) -> None:
     text = "".join(pieces)
-    for pattern in (failures._PITCH, failures._OWN_RUN, failures._STEPS):
+    for pattern in (failures._PITCH, failures._OWN_RUN, failures._STEPS, failures._CODE_ANALYSIS):
         for limit in (1, 3):
             expected = len(list(islice(pattern.ignorecase.finditer(text), limit)))
             assert pattern.count(text, limit) == expected, (pattern.ignorecase.pattern, text)

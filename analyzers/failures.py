@@ -508,26 +508,49 @@ def _drop_config_lines(text: str) -> tuple[str, str]:
     return "\n".join(prose), "\n".join(config)
 
 
-_STEPS = re.compile(
-    r"(?i)\b(?:after|at|around|about|within|from|until|by|before|over|first|last)\s{1,3}(?:global\s)?"
-    r"(?:step\s{0,2}\d{1,7}|\d{1,7}\s{0,2}(?:k\s)?(?:steps?|iterations?|iters?|epochs?|updates?))"
-    r"|\d{1,7}\s{0,2}(?:个)?(?:step|steps|步|轮|个epoch|epoch)"
+# Each alternative with literals one of which any match of it contains (see CaselessPattern).
+_STEPS = nlp.CaselessPattern(
+    (
+        r"\b(?:after|at|around|about|within|from|until|by|before|over|first|last)\s{1,3}(?:global\s)?"
+        r"(?:step\s{0,2}\d{1,7}|\d{1,7}\s{0,2}(?:k\s)?(?:steps?|iterations?|iters?|epochs?|updates?))",
+        ("step", "iter", "epoch", "update"),
+    ),
+    (r"\d{1,7}\s{0,2}(?:个)?(?:step|steps|步|轮|个epoch|epoch)", ("step", "步", "轮", "epoch")),
 )
 # Who speaks about whose run: a reporter describes their own training ("my run", "I trained",
 # "we are training", 我的训练); a pitch or a paper describes a method ("we propose", "this PR
 # adds", "our method", an arXiv link); a code analysis points at source lines without a run.
-_OWN_RUN = re.compile(
-    r"(?i)\b(?:my|our)\s{1,3}(?:own\s{1,3})?(?:run|runs|training|experiments?|job|model|policy|reward|loss|curves?)\b"
-    r"|\b(?:i|we)(?:'m|'ve| am| are| have| had| was| were)?\s{1,3}(?:also\s{1,3})?"
-    r"(?:train|trained|training|run|ran|running|fine-?tun(?:e|ed|ing)|launch(?:ed)?|tried|trying|use|used|using)\b"
-    r"|我的(?:训练|实验|模型|奖励|曲线)|我(?:们)?(?:在|正在|用|使用|尝试)?(?:训练|跑|微调|复现)"
+_OWN_RUN = nlp.CaselessPattern(
+    (
+        r"\b(?:my|our)\s{1,3}(?:own\s{1,3})?(?:run|runs|training|experiments?|job|model|policy|reward|loss|curves?)\b",
+        ("my", "our"),
+    ),
+    (
+        r"\b(?:i|we)(?:'m|'ve| am| are| have| had| was| were)?\s{1,3}(?:also\s{1,3})?"
+        r"(?:train|trained|training|run|ran|running|fine-?tun(?:e|ed|ing)|launch(?:ed)?|tried|trying|use|used|using)\b",
+        ("train", "run", "ran", "fine", "launch", "tried", "trying", "use", "using"),
+    ),
+    (r"我的(?:训练|实验|模型|奖励|曲线)", ("我的",)),
+    (r"我(?:们)?(?:在|正在|用|使用|尝试)?(?:训练|跑|微调|复现)", ("我",)),
 )
-_PITCH = re.compile(
-    r"(?i)\b(?:we|i)\s{1,3}(?:propose|introduce|present)\b|\bthis\s{1,3}(?:pr|pull request|paper|work)\s{1,3}"
-    r"(?:adds?|introduces?|implements?|proposes?|presents?)\b|\bour\s{1,3}(?:method|approach|paper|algorithm)\b"
-    r"|arxiv\.org/|\barxiv\b|\bpaper\b|论文|我们提出"
+_PITCH = nlp.CaselessPattern(
+    (r"\b(?:we|i)\s{1,3}(?:propose|introduce|present)\b", ("propose", "introduce", "present")),
+    (
+        r"\bthis\s{1,3}(?:pr|pull request|paper|work)\s{1,3}(?:adds?|introduces?|implements?|proposes?|presents?)\b",
+        ("add", "introduce", "implement", "propose", "present"),
+    ),
+    (r"\bour\s{1,3}(?:method|approach|paper|algorithm)\b", ("method", "approach", "paper", "algorithm")),
+    (r"arxiv\.org/", ("arxiv.org/",)),
+    (r"\barxiv\b", ("arxiv",)),
+    (r"\bpaper\b", ("paper",)),
+    (r"论文", ("论文",)),
+    (r"我们提出", ("我们提出",)),
 )
-_CODE_ANALYSIS = re.compile(r"(?i)github\.com/[\w.\-]{1,80}/[\w.\-]{1,80}/blob/|#L\d{1,6}\b|\bline\s{1,3}\d{1,6}\b")
+_CODE_ANALYSIS = nlp.CaselessPattern(
+    (r"github\.com/[\w.\-]{1,80}/[\w.\-]{1,80}/blob/", ("github.com/",)),
+    (r"#l\d{1,6}\b", ("#l",)),
+    (r"\bline\s{1,3}\d{1,6}\b", ("line",)),
+)
 _QUESTION_TITLE = re.compile(r"(?i)^\W{0,4}(?:\[[^\]]{0,30}\]\s{0,3})?(?:why|how|what|which|is|are|does|do|can|could|should|would|whether)\b|为什么|为何|是否|请问|吗")
 
 # One character (not Markdown or table punctuation) eight times in a row.
@@ -561,8 +584,9 @@ def _speaker(title: str, prose: str, run: bool, failure_cue: bool, feats: learne
     """Report or pitch/question/code analysis: whose run the post is about, and how it asks.
     The conjunctions matter: a linear model cannot form "own run AND symptom" itself."""
     head = prose[:MAX_SPEAKER_TEXT]
-    own = len(list(itertools.islice(_OWN_RUN.finditer(title + "\n" + head), 3)))
-    pitch = len(list(itertools.islice(_PITCH.finditer(title + "\n" + head), 3)))
+    opening = title + "\n" + head
+    own = _OWN_RUN.count(opening, 3)
+    pitch = _PITCH.count(opening, 3)
     if own:
         feats.add("speaker:own_run", own)
         if failure_cue:
@@ -573,7 +597,7 @@ def _speaker(title: str, prose: str, run: bool, failure_cue: bool, feats: learne
         feats.add("speaker:pitch", pitch)
         if not own:
             feats.add("speaker:pitch_only")
-    if _CODE_ANALYSIS.search(head) and not run:
+    if _CODE_ANALYSIS.count(head, 1) and not run:
         feats.add("speaker:code_without_run")
     question_title = "?" in title or "？" in title or bool(_QUESTION_TITLE.search(title))
     if question_title:
@@ -766,7 +790,7 @@ def failure_features(title: str | None, body: str | None, kind: str | None = Non
     feats.add("observed", min(observed, 3))
     # A run being described: "after 200 steps", "at step 50", "训练到300步". Together with a
     # symptom it is what a report is (a linear model cannot form the AND itself).
-    steps = len(list(itertools.islice(_STEPS.finditer(title + "\n" + prose), 3)))
+    steps = _STEPS.count(title + "\n" + prose, 3)
     feats.add("steps", steps)
     run = steps > 0 or observed > 0
     symptom = any(k.startswith("sym:") and not k.startswith("sym:any") for k in ev.counts)

@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache, reduce
 from itertools import compress, repeat
-from operator import add, is_not, mul
+from operator import add, is_not, mul, truediv
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -138,8 +138,13 @@ class Features:
             self.named[name] = self.named.get(name, 0.0) + float(value)
 
     def _count(self, namespace: str, keys: list[str]) -> None:
-        counts = self.hashed.setdefault(namespace, {})
-        for key, n in Counter(keys).items():
+        counts = self.hashed.get(namespace)
+        found = Counter(keys)  # in order of first occurrence
+        if not counts:
+            # The usual case, a namespace added once: its counts as they come, in C.
+            self.hashed[namespace] = dict(zip(found, map(float, found.values()), strict=True))
+            return
+        for key, n in found.items():
             counts[key] = counts.get(key, 0.0) + n
 
     def _keys(
@@ -184,14 +189,22 @@ class Features:
         """The final sparse vector: named features as given, hashed ones sublinear and
         L2-normalised per namespace."""
         out = dict(self.named)
-        log = math.log
         for counts in self.hashed.values():
             if not counts:
                 continue
-            scaled = [1.0 if n == 1 else 1.0 + log(n) for n in counts.values()]
-            norm = math.sqrt(sum(v * v for v in scaled))
-            out.update(zip(counts, [v / norm for v in scaled], strict=True))
+            scaled = list(map(_SUBLINEAR.get, counts.values()))
+            if None in scaled:  # a count beyond the table
+                scaled = [1.0 + math.log(n) if v is None else v for n, v in zip(counts.values(), scaled, strict=True)]
+            # The same floats as sum(v * v for v in scaled) and v / norm, without a Python
+            # step per value.
+            norm = math.sqrt(sum(map(mul, scaled, scaled)))
+            out.update(zip(counts, map(truediv, scaled, repeat(norm)), strict=True))
         return out
+
+
+# 1 + log(n) of the counts up to this many, computed once (the same floats as computing them).
+_SUBLINEAR_TABLE = 4096
+_SUBLINEAR: dict[float, float] = {1.0: 1.0} | {float(n): 1.0 + math.log(float(n)) for n in range(2, _SUBLINEAR_TABLE)}
 
 
 def sigmoid(z: float) -> float:

@@ -14,6 +14,7 @@ Chinese phrases carry no inflection.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -251,6 +252,57 @@ def split_markdown(text: str | None, keep_inline_code: bool = True) -> SplitText
 def strip_code(text: str | None) -> str:
     """Prose only (see split_markdown)."""
     return split_markdown(text).prose
+
+
+# Characters that re's IGNORECASE matches to an ASCII letter while str.lower() does not map
+# them to that letter (or changes their length): "İ" (U+0130), "ı", "ſ", the Kelvin sign.
+_FOLD_SPECIAL = ("\u0130", "\u0131", "\u017f", "\u212a")
+
+
+class CaselessPattern:
+    """A case-insensitive alternation of regular expressions, made cheap to count.
+
+    IGNORECASE makes re compare every character case-folded, at every position it tries,
+    and every alternative is tried at every position. So: (1) the lower-cased text is
+    matched without IGNORECASE, which gives the same matches when the pattern's letters
+    are lower case and the text holds none of _FOLD_SPECIAL (lower() then keeps every
+    character's length and word/space class, and maps exactly the characters IGNORECASE
+    equates with an ASCII letter to it); other texts are matched the slow way. (2) Each
+    alternative names literals one of which any match of it contains; an alternative whose
+    literals are all absent from the text cannot match there, so leaving it out of the
+    alternation changes no match (the others keep their order)."""
+
+    def __init__(self, *alternatives: tuple[str, tuple[str, ...]]) -> None:
+        for pattern, needs in alternatives:
+            if any(c.isascii() and c.isupper() for c in re.sub(r"\\.", "", pattern) + "".join(needs)):
+                raise ValueError(f"write the pattern and its literals in lower case: {pattern!r}")
+        self.alternatives = alternatives
+        self.ignorecase = re.compile("|".join(p for p, _ in alternatives), re.IGNORECASE)
+        self._pruned: dict[tuple[int, ...], re.Pattern[str] | None] = {}
+        # Every literal, with the alternative it belongs to: looked for in C, in one map.
+        self._needs = tuple(n for _, needs in alternatives for n in needs)
+        self._owner = tuple(i for i, (_, needs) in enumerate(alternatives) for _ in needs)
+
+    def _lowered(self, low: str) -> re.Pattern[str] | None:
+        """The alternation of the alternatives that can match in `low` (None: none can)."""
+        keep = tuple(sorted(set(itertools.compress(self._owner, map(low.__contains__, self._needs)))))
+        rx = self._pruned.get(keep, self)  # `self`: not compiled yet
+        if rx is self:
+            rx = re.compile("|".join(self.alternatives[i][0] for i in keep)) if keep else None
+            self._pruned[keep] = rx
+        return rx  # type: ignore[return-value]
+
+    def count(self, text: str, limit: int) -> int:
+        """How many matches finditer gives, up to `limit`."""
+        if text.isascii() or not any(c in text for c in _FOLD_SPECIAL):
+            low = text.lower()
+            rx = self._lowered(low)
+            if rx is None:
+                return 0
+            found = rx.finditer(low)
+        else:
+            found = self.ignorecase.finditer(text)
+        return len(list(itertools.islice(found, limit)))
 
 
 class TermSet:

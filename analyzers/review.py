@@ -53,6 +53,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import compress, repeat
+from operator import is_not, mul, or_
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +117,13 @@ class _Rules:
     topics: dict[str, frozenset[int]]
     ask_words: frozenset[int]  # a request anywhere in the sentence (as is a question mark)
     ask_imperatives: frozenset[int]  # a request as the sentence's first (or second) word
+    # `sub` as two parallel tuples (label of each substring, the substrings), in its order,
+    # and every veto substring: tried in C over a text
+    sub_flat: tuple[tuple[str, ...], tuple[str, ...]]
+    # the key words of `matchers` by attribute: hashes of lemmas, of lower-case forms
+    lemma_keys: frozenset[int]
+    lower_keys: frozenset[int]
+    veto_flat: tuple[str, ...]
 
 
 # Words too common to file a pattern under (see _KeyedMatchers): function words and the
@@ -239,6 +248,13 @@ def _rules() -> _Rules:
         topics=topics,
         ask_words=lemma_hashes(asks.get("anywhere") or []),
         ask_imperatives=lemma_hashes(asks.get("imperative") or []),
+        sub_flat=(
+            tuple(label for label, subs in sub.items() for _ in subs),
+            tuple(s for subs in sub.values() for s in subs),
+        ),
+        veto_flat=tuple(v for vs in veto_sub.values() for v in vs),
+        lemma_keys=frozenset(h for attr, h in matchers.by_key if attr == "LEMMA"),
+        lower_keys=frozenset(h for attr, h in matchers.by_key if attr == "LOWER"),
     )
 
 
@@ -524,43 +540,52 @@ def _scan(prose: str, rules: _Rules) -> _Found:
     doc = _nlp()(text)
     by_key = rules.matchers.by_key
     fixes = _lemma_fix_hashes(doc.vocab)
-    # One pass over integer arrays (no Token objects): unit boundaries and, per unit, the
-    # key words it holds.
-    bounds: list[int] = [0]
-    keys_of_unit: list[set[tuple[str, int]]] = [set()]
+    # Integer arrays, no Token objects: unit boundaries and, per unit, the key words it holds;
+    # the Python loops visit only the tokens that matter (key words, pair words, line breaks).
+    strings = doc.vocab.strings
+    lemmas, lowers, sent_starts, spaces = doc.to_array([LEMMA, LOWER, SENT_START, IS_SPACE]).T.tolist()
+    n = len(lemmas)
+    raw_lemmas = list(lemmas)  # requests are read from spaCy's own lemmas
+    for i in compress(range(n), map(fixes.__contains__, lowers)):
+        doc[i].lemma_ = fixes[lowers[i]]
+        lemmas[i] = strings[fixes[lowers[i]]]
+    # A unit starts at a sentence start and after a whitespace token holding a line break.
+    cuts = set(compress(range(n), map((1).__eq__, sent_starts)))
+    cuts.update(i + 1 for i in compress(range(n), spaces) if "\n" in strings[lowers[i]])
+    cuts.discard(0)
+    bounds: list[int] = [0, *sorted(c for c in cuts if c < n)]
+    keys_of_unit: list[set[tuple[str, int]]] = [set() for _ in bounds]
+    words_of_unit: list[set[int]] = [set() for _ in bounds]
+    lemma_keys, lower_keys = rules.lemma_keys, rules.lower_keys
     pair_words = rules.pair_words
-    words_of_unit: list[set[int]] = [set()]
-    # Per unit: whether it asks for something (a request word, a question mark, an imperative).
+    # In token order, lemma before lower case: the sets fill in the order they always did.
+    wanted = map(or_, map(lemma_keys.__contains__, lemmas), map(lower_keys.__contains__, lowers))
+    for i in compress(range(n), wanted):
+        keys = keys_of_unit[bisect_right(bounds, i) - 1]
+        if lemmas[i] in lemma_keys:
+            keys.add(("LEMMA", lemmas[i]))
+        if lowers[i] in lower_keys:
+            keys.add(("LOWER", lowers[i]))
+    paired = map(or_, map(pair_words.__contains__, lemmas), map(pair_words.__contains__, lowers))
+    for i in compress(range(n), paired):
+        words = words_of_unit[bisect_right(bounds, i) - 1]
+        if lemmas[i] in pair_words:
+            words.add(lemmas[i])
+        if lowers[i] in pair_words:
+            words.add(lowers[i])
+    bounds.append(n)
+    # A unit asks for something: a request word or a question mark anywhere in it, or a
+    # request verb as its first or second word (the lemma as spaCy gave it, before the fixes).
     ask_words, imperatives = rules.ask_words, rules.ask_imperatives
-    qmarks = frozenset(doc.vocab.strings.add(q) for q in ("?", "\uff1f"))
-    asks_of_unit: list[bool] = [False]
-    prev_newline = False
-    for i, (lemma, lower, sent_start, space) in enumerate(
-        doc.to_array([LEMMA, LOWER, SENT_START, IS_SPACE]).tolist()
-    ):
-        if i > 0 and (sent_start == 1 or prev_newline):
-            bounds.append(i)
-            keys_of_unit.append(set())
-            words_of_unit.append(set())
-            asks_of_unit.append(False)
-        if not asks_of_unit[-1] and (
-            lemma in ask_words or lower in ask_words or lower in qmarks
-            or (i - bounds[-1] <= 1 and lemma in imperatives)
-        ):  # fmt: skip
-            asks_of_unit[-1] = True
-        prev_newline = bool(space) and "\n" in doc[i].text
-        if lower in fixes:
-            doc[i].lemma_ = fixes[lower]
-            lemma = doc.vocab.strings[fixes[lower]]
-        if ("LEMMA", lemma) in by_key:
-            keys_of_unit[-1].add(("LEMMA", lemma))
-        if ("LOWER", lower) in by_key:
-            keys_of_unit[-1].add(("LOWER", lower))
-        if lemma in pair_words:
-            words_of_unit[-1].add(lemma)
-        if lower in pair_words:
-            words_of_unit[-1].add(lower)
-    bounds.append(len(doc))
+    asks_anywhere = ask_words | frozenset(strings.add(q) for q in ("?", "\uff1f"))
+    asks_of_unit = [False] * len(words_of_unit)
+    asking = map(or_, map(ask_words.__contains__, raw_lemmas), map(asks_anywhere.__contains__, lowers))
+    for i in compress(range(n), asking):
+        asks_of_unit[bisect_right(bounds, i) - 1] = True
+    for u in range(len(words_of_unit)):
+        first_two = raw_lemmas[bounds[u] : min(bounds[u] + 2, bounds[u + 1])]
+        if not asks_of_unit[u] and any(h in imperatives for h in first_two):
+            asks_of_unit[u] = True
     for u, (words, asks) in enumerate(zip(words_of_unit, asks_of_unit, strict=True)):
         if asks and words:
             found.requested.update(k for k, topic in rules.topics.items() if words & topic)
@@ -573,12 +598,14 @@ def _scan(prose: str, rules: _Rules) -> _Found:
                 found.paired.add(kind)
     strings = doc.vocab.strings
     low_text = text.lower()
-    present = {}
-    for label, subs in rules.sub.items():
-        hit = tuple(s for s in subs if s in low_text)
-        if hit:
-            present[label] = hit
-    vetoes = any(v in low_text for vs in rules.veto_sub.values() for v in vs)
+    # Every substring of every label tried in C; the labels of those found, in table order.
+    present: dict[str, tuple[str, ...]] = {}
+    sub_labels, sub_strings = rules.sub_flat
+    found_subs = list(map(low_text.__contains__, sub_strings))
+    if any(found_subs):
+        for label, sub in zip(compress(sub_labels, found_subs), compress(sub_strings, found_subs), strict=True):
+            present[label] = present.get(label, ()) + (sub,)
+    vetoes = any(map(low_text.__contains__, rules.veto_flat))
     cjk = bool(rules.pairs) and _CJK.search(text) is not None
     # A key word found in a few sentences: match those sentences only. Found in many (long
     # comments): one pass over the whole text, each match filed under its sentence.
@@ -924,27 +951,76 @@ def concern_probabilities(ev: ReviewEvidence, model: learned.LinearModel) -> dic
     eight crossed vectors: the text's hashed n-grams are looked up once, in a table of their
     per-kind weights. Each kind's text terms are summed in the text's order, as the crossed
     vector would be (absent weights add exactly nothing)."""
-    by_kind, by_feature = _weights_by_kind(model)
+    text_weights, by_feature = _weights_by_kind(model)
     # A model fitted without the others' n-grams has no weight for them: skip the hashing.
     text = text_vector(ev.others_text) if by_feature else {}
-    terms: dict[str, list[float]] = {kind: [] for kind in CONCERNS}
-    for k, v in text.items():
-        row = by_feature.get(k)
-        if row is not None:
-            for kind, w in row:
-                terms[kind].append(v * w)
-    out: dict[str, float] = {}
+    # Most n-grams have no weight for any kind: they are dropped in C first; then per kind,
+    # the products of the rest with that kind's weights, in the text's order, summed in C.
+    keys = list(text)
+    hit = list(map(by_feature.__contains__, keys))
+    weighted = list(compress(keys, hit))
+    values = list(compress(text.values(), hit))
+    text_sums: dict[str, float] = {}
     for kind in CONCERNS:
-        named = concern_vector(ev, kind, {})
-        z = model.bias.get("1", 0.0) + sum(v * by_kind[""].get(k, 0.0) for k, v in named.items())
-        z += sum(terms[kind])
+        ws = list(map(text_weights[kind].get, weighted))
+        has = list(map(is_not, ws, repeat(None)))
+        text_sums[kind] = sum(map(mul, compress(values, has), compress(ws, has)))
+    out: dict[str, float] = {}
+    bias = model.bias.get("1", 0.0)
+    named_weights = _named_weights(model)
+    features = [(name, value) for name, value in ev.concern_features.items() if value]
+    for kind in CONCERNS:
+        # The terms of concern_vector(ev, kind, {}) that have a weight, in its order (a term
+        # without weight adds exactly 0.0, which changes no sum).
+        weights_of = named_weights[kind]
+        named = list(weights_of.get("|bias", ()))
+        for name, value in features:
+            ws = weights_of.get(name)
+            if ws is None:
+                ws = weights_of[name] = _named_feature_weights(model, kind, name)
+            named += [value * w for w in ws]
+        z = bias + sum(named)
+        z += text_sums[kind]
         out[kind] = learned.sigmoid(z)
     return out
 
 
-_KindWeights = tuple[dict[str, dict[str, float]], dict[str, list[tuple[str, float]]]]
-# id(model) -> (model, ({kind: {feature without the "kind|" prefix: weight}, "": all weights},
-# {hashed feature: [(kind, weight) of the concern kinds]}))
+# id(model) -> (model, {kind: {concern feature name: its weights in the kind's row}})
+_NAMED_WEIGHTS: dict[int, tuple[learned.LinearModel, dict[str, dict[str, tuple[float, ...]]]]] = {}
+
+
+def _named_weights(model: learned.LinearModel) -> dict[str, dict[str, tuple[float, ...]]]:
+    """Per concern kind, the weights concern_vector's row gives each named feature (filled as
+    names are seen), and "|bias" for the kind's own bias feature when it has a weight."""
+    hit = _NAMED_WEIGHTS.get(id(model))
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    weights = model.weights.get("1", {})
+    table: dict[str, dict[str, tuple[float, ...]]] = {kind: {} for kind in CONCERNS}
+    for kind in CONCERNS:
+        if kind + "|bias" in weights:
+            table[kind]["|bias"] = (weights[kind + "|bias"],)
+    if len(_NAMED_WEIGHTS) > 16:  # per-fold models in cross-validation: keep it bounded
+        _NAMED_WEIGHTS.clear()
+    _NAMED_WEIGHTS[id(model)] = (model, table)
+    return table
+
+
+def _named_feature_weights(model: learned.LinearModel, kind: str, name: str) -> tuple[float, ...]:
+    """The weights of the keys concern_vector makes of feature `name` in the row of `kind`,
+    in its order; keys without weight left out."""
+    weights = model.weights.get("1", {})
+    family, _, of = name.partition(":")
+    if family in OWN_FAMILIES:
+        keys = [family, f"{kind}|{family}"] if of == kind else []
+    else:
+        keys = [f"{kind}|{name}"]
+    return tuple(weights[k] for k in keys if k in weights)
+
+
+_KindWeights = tuple[dict[str, dict[str, float]], frozenset[str]]
+# id(model) -> (model, ({concern kind: {hashed feature without the "kind|" prefix: its
+# non-zero weight}}, every hashed feature with a non-zero weight for some concern kind))
 _SPLIT_WEIGHTS: dict[int, tuple[learned.LinearModel, _KindWeights]] = {}
 
 
@@ -953,18 +1029,16 @@ def _weights_by_kind(model: learned.LinearModel) -> _KindWeights:
     if hit is not None and hit[0] is model:
         return hit[1]
     weights = model.weights.get("1", {})
-    split: dict[str, dict[str, float]] = {"": weights}
-    by_feature: dict[str, list[tuple[str, float]]] = {}
+    by_kind: dict[str, dict[str, float]] = {kind: {} for kind in CONCERNS}
     for name, w in weights.items():
         kind, bar, rest = name.partition("|")
-        if bar and "#" in rest:
-            split.setdefault(kind, {})[rest] = w
-            if kind in CONCERNS and w:
-                by_feature.setdefault(rest, []).append((kind, w))
+        if bar and "#" in rest and kind in by_kind and w:
+            by_kind[kind][rest] = w
+    weighted = frozenset(k for ws in by_kind.values() for k in ws)
     if len(_SPLIT_WEIGHTS) > 16:  # per-fold models in cross-validation: keep it bounded
         _SPLIT_WEIGHTS.clear()
-    _SPLIT_WEIGHTS[id(model)] = (model, (split, by_feature))
-    return split, by_feature
+    _SPLIT_WEIGHTS[id(model)] = (model, (by_kind, weighted))
+    return by_kind, weighted
 
 
 def concern_thresholds(model: learned.LinearModel) -> dict[str, float]:

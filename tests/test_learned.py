@@ -281,6 +281,21 @@ def test_cached_featurizer_equals_the_plain_one(title: str, body: str) -> None:
         assert list(got.items()) == list(expected.items())
 
 
+def test_vector_scales_counts_beyond_its_table_as_the_formula_does() -> None:
+    # Counts past the precomputed 1 + log(n) table take the formula; a namespace added twice
+    # adds its counts; key order is first occurrence.
+    feats = Features()
+    feats.add_grams("x", ["a"] * 5000 + ["b"] * 3 + ["c"])
+    feats.add_grams("x", ["c", "d"])
+    got = feats.vector()
+    counts = {"a": 5000, "b": 3, "c": 2, "d": 1}
+    keys = {g: f"x#{bucket('x', g)}" for g in counts}
+    assert len(set(keys.values())) == len(keys)  # no two of these share a bucket
+    scaled = {g: 1.0 + math.log(n) for g, n in counts.items()}
+    norm = math.sqrt(sum(v * v for v in scaled.values()))
+    assert list(got.items()) == [(keys[g], scaled[g] / norm) for g in counts]
+
+
 def test_model_scores_equal_the_plain_left_to_right_sums() -> None:
     # probability() and _scores() skip features without weight in C; the plain path adds
     # every weighted feature in the order of x, starting from the bias: same floats.

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import time
+from itertools import islice
 
-from analyzers import nlp
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analyzers import failures, nlp
 
 
 def test_pipeline_lemmatises_lower_case_offline() -> None:
@@ -112,3 +117,31 @@ def test_lemmas_are_the_same_for_new_and_known_words() -> None:
     assert first == [t.lemma_ for t in nlp.doc(text)]
     assert first[0] == first[3] == first[-1] == "qwzlrxes"
     assert first[1] == first[4] == first[8] == "collapse" and first[7] == "do"
+
+
+# --- CaselessPattern: the fast count is the count IGNORECASE gives ---------------------------
+
+_PIECES = [
+    "We propose", "i INTRODUCE", "this PR adds", "This paper presents", "our Method", "OUR approach",
+    "arXiv.org/abs/1", "ARXIV", "paper", "papers", "My run", "we are training", "I've also tried",
+    "Fine-tuned", "after 200 steps", "AT STEP 5", "over 3k iterations", "30 epochs", "300步",
+    "论文", "我们提出", "我的训练", "我们在训练", "İ", "ı", "ſ", "\u212a", "K", "_", "-", " ", "\n",
+    "x", "use", "our", "add", "step", "9", "github.com/o/r/blob/main/a.py#L12", "#l3", "Line  40",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=40))
+def test_caseless_count_equals_ignorecase_finditer(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    for pattern in (failures._PITCH, failures._OWN_RUN, failures._STEPS, failures._CODE_ANALYSIS):
+        for limit in (1, 3):
+            expected = len(list(islice(pattern.ignorecase.finditer(text), limit)))
+            assert pattern.count(text, limit) == expected, (pattern.ignorecase.pattern, text)
+
+
+def test_caseless_pattern_refuses_upper_case_letters() -> None:
+    with pytest.raises(ValueError):
+        nlp.CaselessPattern((r"\bGRPO\b", ("grpo",)))
+    with pytest.raises(ValueError):
+        nlp.CaselessPattern((r"\bgrpo\b", ("GRPO",)))

@@ -150,13 +150,14 @@ def work(url: str, ready: Any, go: Any, profile: str | None) -> None:
     from bot.config import Settings
     from bot.context import AppContext
     from bot.logs import configure_logging
-    from bot.webhooks.worker import Worker
+    from bot.webhooks.worker import PROCESS_BATCH, Worker
 
     configure_logging("ERROR")
 
     async def main() -> None:
         ctx = AppContext.create(Settings.from_env({}, database_url=url, dry_run=True))
-        worker = Worker(ctx, lease_seconds=120)
+        # as `serve --workers N` runs it (bot.webhooks.worker.run_worker)
+        worker = Worker(ctx, lease_seconds=120, batch_size=PROCESS_BATCH)
         from bot.analysis import warm_up
 
         await warm_up()

@@ -59,6 +59,18 @@ async def run_analysis(record: dict[str, Any], pool: Any = None) -> dict[str, An
     return await loop.run_in_executor(_ANALYSIS_THREAD, analyze_thread, record, pool)
 
 
+async def run_analyses(records: list[dict[str, Any]], pool: Any = None) -> list[dict[str, Any]]:
+    """analyze_thread of each record, in ONE hop to the analysis thread (a worker's batch)."""
+    from analyzers.analyze import analyze_thread
+
+    def analyse_all() -> list[dict[str, Any]]:
+        return [analyze_thread(record, pool) for record in records]
+
+    if not records:
+        return []
+    return await asyncio.get_running_loop().run_in_executor(_ANALYSIS_THREAD, analyse_all)
+
+
 # ---- saved indexes -------------------------------------------------------------------------
 def read_saved_index(path: Path, header: bytes = b"") -> PaperIndex | None:
     """The index saved at `path` after `header`, or None when there is none, or it is damaged

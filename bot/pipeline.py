@@ -1,36 +1,24 @@
 """What happens after a thread changed (webhook, sync or command): analyse it, store the
 findings, and let bot.speaking decide whether to act. One entry point so every path behaves
-the same. The analyses themselves run in bot.analysis, off the event loop."""
+the same (`thread_changed`, and `threads_changed` for the worker's batches). The analyses
+themselves run in bot.analysis, off the event loop."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.analysis import paper_pool, run_analysis
-from bot.store.models import Analysis, Thread
+from bot.analysis import paper_pool, run_analyses, run_analysis
+from bot.store.models import Analysis, Comment, Thread
 from bot.store.threads import load_comments, thread_record
 
 
-async def analyse_and_store(
-    session: AsyncSession, thread: Thread, cache: dict[str, Any] | None = None,
-    record: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Run the analyzers on a stored thread and upsert its Analysis row; returns the analysis.
-
-    `cache` is the process's ctx.extras: it keeps the paper pool's index between calls.
-    `record`: the thread's record when the caller already loaded it."""
+def _fill_analysis(row: Analysis, result: dict[str, Any]) -> None:
     from analyzers.analyze import ANALYZER_VERSION
 
-    if record is None:
-        record = thread_record(thread, await load_comments(session, thread))
-    result = await run_analysis(record, await paper_pool(session, cache))
-    row = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
-    if row is None:
-        row = Analysis(thread_id=thread.id)
-        session.add(row)
     failure = result.get("failure") or {}
     proposal = result.get("proposal") or {}
     papers = result.get("papers") or []
@@ -42,9 +30,26 @@ async def analyse_and_store(
     row.review_state = (result.get("review") or {}).get("state")
     row.methods = sorted({p["method"] for p in papers if p.get("method")})
     row.arxiv_ids = sorted({p["arxiv_id"] for p in papers if p.get("arxiv_id")})
+
+
+async def analyse_and_store(
+    session: AsyncSession, thread: Thread, cache: dict[str, Any] | None = None,
+    record: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Run the analyzers on a stored thread and upsert its Analysis row; returns the analysis.
+
+    `cache` is the process's ctx.extras: it keeps the paper pool's index between calls.
+    `record`: the thread's record when the caller already loaded it."""
+    if record is None:
+        record = thread_record(thread, await load_comments(session, thread))
+    result = await run_analysis(record, await paper_pool(session, cache))
+    row = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
+    if row is None:
+        row = Analysis(thread_id=thread.id)
+        session.add(row)
+    _fill_analysis(row, result)
     await session.flush()
     return result
-
 
 
 async def thread_changed(
@@ -85,6 +90,96 @@ async def thread_changed(
     await act(ctx, repo, number, trigger=trigger, payload=payload, analysis=result,
               thread=(thread, record))
     return result
+
+
+@dataclass(frozen=True)
+class ThreadChange:
+    """One delivery's change to a thread, for `threads_changed`."""
+
+    repo: str
+    number: int
+    trigger: str
+    payload: dict[str, Any] | None = None
+
+
+# The batch's reads, built once: threads by name, their comments, their analyses.
+_THREADS_NAMED = select(Thread).where(
+    func.lower(Thread.repo).in_(bindparam("repos", expanding=True)),
+    Thread.number.in_(bindparam("numbers", expanding=True)),
+)
+_COMMENTS_OF_THREADS = (
+    select(Comment)
+    .where(Comment.thread_id.in_(bindparam("thread_ids", expanding=True)))
+    .order_by(Comment.thread_id, Comment.created_at, Comment.id)
+)
+_ANALYSES_OF_THREADS = select(Analysis).where(
+    Analysis.thread_id.in_(bindparam("thread_ids", expanding=True))
+)
+
+
+async def threads_changed(ctx: Any, changes: list[ThreadChange]) -> list[BaseException | None]:
+    """Several changes at once (the worker's batches), as `thread_changed` for each but with
+    the shared work done once: each distinct thread is analysed once, on its stored state
+    after all the changes (as if they had arrived before it was looked at), and the findings
+    of all of them are stored in one transaction; then each change is decided on (`act`) in
+    order. Raises when that shared step fails (nothing of it is stored: the caller handles
+    each change alone); returns per change None or the exception its decision raised, which
+    does not stop the decisions of the others."""
+    from sqlalchemy.exc import IntegrityError
+
+    keys = {(c.repo.lower(), c.number) for c in changes}
+    found: dict[tuple[str, int], tuple[Thread, dict[str, Any], dict[str, Any]]] = {}
+    if keys:
+        for attempt in range(2):
+            async with ctx.sessionmaker() as session:
+                threads = [t for t in await session.scalars(_THREADS_NAMED, {
+                    "repos": sorted({r for r, _ in keys}), "numbers": sorted({n for _, n in keys}),
+                }) if (t.repo.lower(), t.number) in keys]
+                ids = [t.id for t in threads]
+                comments: dict[int, list[Comment]] = {i: [] for i in ids}
+                analyses: dict[int, Analysis] = {}
+                if ids:
+                    for c in await session.scalars(_COMMENTS_OF_THREADS, {"thread_ids": ids}):
+                        comments[c.thread_id].append(c)
+                    for row in await session.scalars(_ANALYSES_OF_THREADS, {"thread_ids": ids}):
+                        analyses[row.thread_id] = row
+                records = [thread_record(t, comments[t.id]) for t in threads]
+                pool = await paper_pool(session, ctx.extras) if threads else None
+                results = await run_analyses(records, pool)
+                for thread, record, result in zip(threads, records, results, strict=True):
+                    row = analyses.get(thread.id)
+                    if row is None:
+                        row = Analysis(thread_id=thread.id)
+                        session.add(row)
+                    _fill_analysis(row, result)
+                    found[(thread.repo.lower(), thread.number)] = (thread, record, result)
+                try:
+                    await session.commit()
+                    break
+                except IntegrityError:
+                    # Another worker inserted the Analysis row of one of these threads: once
+                    # more, finding it to update.
+                    await session.rollback()
+                    found.clear()
+                    if attempt:
+                        raise
+    from bot.speaking.decide import act
+
+    outcomes: list[BaseException | None] = []
+    for change in changes:
+        hit = found.get((change.repo.lower(), change.number))
+        if hit is None:  # deleted (or never stored): nothing to decide
+            outcomes.append(None)
+            continue
+        thread, record, result = hit
+        try:
+            await act(ctx, thread.repo, thread.number, trigger=change.trigger,
+                      payload=change.payload, analysis=result, thread=(thread, record))
+        except Exception as exc:  # noqa: BLE001 - this change fails alone
+            outcomes.append(exc)
+        else:
+            outcomes.append(None)
+    return outcomes
 
 
 async def sync_changed(ctx: Any, repo: str, number: int) -> None:

@@ -190,6 +190,41 @@ async def handle(event_name: str, payload: Mapping[str, Any], ctx: Any) -> tuple
     return repo, number
 
 
+async def handle_batch(events: list[sansio.Event], ctx: Any) -> list[BaseException | None]:
+    """Several thread deliveries at once (a run of the worker's batch), with the effect of
+    `handle` on each in order: the records of all of them written in ONE transaction, then
+    `bot.pipeline.threads_changed` (each changed thread analysed once, each delivery decided
+    on). Returns per delivery None or the exception that failed it alone (an unreadable
+    payload, its decision). Raises when the shared transaction or analysis fails: nothing of
+    it is kept, and the worker handles each delivery alone."""
+    from bot import pipeline
+
+    outcomes: list[BaseException | None] = [None] * len(events)
+    readable: list[tuple[int, str, Change, Mapping[str, Any]]] = []
+    for k, event in enumerate(events):
+        try:
+            if not isinstance(event.data, Mapping):
+                raise PayloadError(f"{event.event}: payload is not an object")
+            change = change_from_payload(event.event, event.data, canonical_repo)
+        except Exception as exc:  # noqa: BLE001 - as `handle` would raise for this one alone
+            outcomes[k] = exc
+            continue
+        readable.append((k, event.event, change, event.data))
+    seen = _seen_repositories(ctx)
+    changed: list[pipeline.ThreadChange] = []
+    async with ctx.sessionmaker() as session:
+        for _, name, change, payload in readable:
+            repo, number = await apply_change(session, change, payload, seen)
+            changed.append(pipeline.ThreadChange(
+                repo, number, trigger=f"{name}.{change.action}", payload=dict(payload)))
+        await session.commit()
+        seen.update(session.info.get("repository_keys", []))
+    decided = await pipeline.threads_changed(ctx, changed)
+    for (k, *_), outcome in zip(readable, decided, strict=True):
+        outcomes[k] = outcome
+    return outcomes
+
+
 def _seen_repositories(ctx: Any) -> set[tuple[Any, ...]]:
     extras = getattr(ctx, "extras", None)
     if not isinstance(extras, dict):

@@ -127,7 +127,12 @@ async def threads_changed(ctx: Any, changes: list[ThreadChange]) -> list[BaseExc
     does not stop the decisions of the others."""
     from sqlalchemy.exc import IntegrityError
 
+    from bot.speaking.decide import act
+    from bot.speaking.records import skips_written_together
+    from bot.speaking.situation import Prefetched, prefetch
+
     keys = {(c.repo.lower(), c.number) for c in changes}
+    prefetched = Prefetched()
     found: dict[tuple[str, int], tuple[Thread, dict[str, Any], dict[str, Any]]] = {}
     if keys:
         for attempt in range(2):
@@ -153,6 +158,7 @@ async def threads_changed(ctx: Any, changes: list[ThreadChange]) -> list[BaseExc
                         session.add(row)
                     _fill_analysis(row, result)
                     found[(thread.repo.lower(), thread.number)] = (thread, record, result)
+                prefetched = await prefetch(session, [(t.repo, t.number) for t in threads])
                 try:
                     await session.commit()
                     break
@@ -163,22 +169,22 @@ async def threads_changed(ctx: Any, changes: list[ThreadChange]) -> list[BaseExc
                     found.clear()
                     if attempt:
                         raise
-    from bot.speaking.decide import act
-
     outcomes: list[BaseException | None] = []
-    for change in changes:
-        hit = found.get((change.repo.lower(), change.number))
-        if hit is None:  # deleted (or never stored): nothing to decide
-            outcomes.append(None)
-            continue
-        thread, record, result = hit
-        try:
-            await act(ctx, thread.repo, thread.number, trigger=change.trigger,
-                      payload=change.payload, analysis=result, thread=(thread, record))
-        except Exception as exc:  # noqa: BLE001 - this change fails alone
-            outcomes.append(exc)
-        else:
-            outcomes.append(None)
+    async with skips_written_together(ctx):
+        for change in changes:
+            hit = found.get((change.repo.lower(), change.number))
+            if hit is None:  # deleted (or never stored): nothing to decide
+                outcomes.append(None)
+                continue
+            thread, record, result = hit
+            try:
+                await act(ctx, thread.repo, thread.number, trigger=change.trigger,
+                          payload=change.payload, analysis=result, thread=(thread, record),
+                          prefetched=prefetched)
+            except Exception as exc:  # noqa: BLE001 - this change fails alone
+                outcomes.append(exc)
+            else:
+                outcomes.append(None)
     return outcomes
 
 

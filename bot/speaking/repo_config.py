@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
+from contextlib import AsyncExitStack
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -211,12 +212,16 @@ async def _repository(session: Any, repo: str) -> Repository | None:
 
 
 async def get_repo_config(
-    ctx: Any, repo: str, installation_id: int | None = None, *, refresh: bool = False
+    ctx: Any, repo: str, installation_id: int | None = None, *, refresh: bool = False,
+    row: Repository | None = None,
 ) -> RepoConfig:
-    """The repository's settings, from the cache on its row when fresh, else from GitHub."""
+    """The repository's settings, from the cache on its row when fresh, else from GitHub.
+    `row`: the repository row when the caller has just read it."""
     now = utcnow()
-    async with ctx.sessionmaker() as session:
-        row = await _repository(session, repo)
+    async with AsyncExitStack() as stack:
+        if row is None:
+            session = await stack.enter_async_context(ctx.sessionmaker())
+            row = await _repository(session, repo)
         if (
             not refresh
             and row is not None

@@ -379,7 +379,7 @@ class Worker:
     def _batchable(self, claimed: Claimed, event: sansio.Event | BaseException) -> bool:
         # A retried row is handled alone: whatever made it fail cannot fail others again.
         return (self.batch is not None and claimed.attempts == 1
-                and isinstance(event, sansio.Event) and event.event in self.batch.events)
+                and isinstance(event, sansio.Event) and self.batch.takes(event))
 
     async def _handle(self, batch: list[Claimed]) -> list[BaseException | None]:
         """Each row's outcome (None: done). Runs of consecutive rows the batch handler takes

@@ -8,28 +8,36 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import bindparam, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.analysis import paper_pool, run_analyses, run_analysis
 from bot.store.models import Analysis, Comment, Thread
-from bot.store.threads import load_comments, thread_record
+from bot.store.threads import get_threads, load_comments, thread_record
 
 
-def _fill_analysis(row: Analysis, result: dict[str, Any]) -> None:
+def _analysis_values(result: dict[str, Any]) -> dict[str, Any]:
+    """The Analysis row's columns for an analysis result."""
     from analyzers.analyze import ANALYZER_VERSION
 
     failure = result.get("failure") or {}
     proposal = result.get("proposal") or {}
     papers = result.get("papers") or []
-    row.analyzer_version = ANALYZER_VERSION
-    row.result = result
-    row.is_failure_report = bool(failure.get("is_failure_report"))
-    row.failure_category = failure.get("category")
-    row.is_proposal = bool(proposal.get("is_proposal"))
-    row.review_state = (result.get("review") or {}).get("state")
-    row.methods = sorted({p["method"] for p in papers if p.get("method")})
-    row.arxiv_ids = sorted({p["arxiv_id"] for p in papers if p.get("arxiv_id")})
+    return {
+        "analyzer_version": ANALYZER_VERSION,
+        "result": result,
+        "is_failure_report": bool(failure.get("is_failure_report")),
+        "failure_category": failure.get("category"),
+        "is_proposal": bool(proposal.get("is_proposal")),
+        "review_state": (result.get("review") or {}).get("state"),
+        "methods": sorted({p["method"] for p in papers if p.get("method")}),
+        "arxiv_ids": sorted({p["arxiv_id"] for p in papers if p.get("arxiv_id")}),
+    }
+
+
+def _fill_analysis(row: Analysis, result: dict[str, Any]) -> None:
+    for column, value in _analysis_values(result).items():
+        setattr(row, column, value)
 
 
 async def analyse_and_store(
@@ -102,11 +110,7 @@ class ThreadChange:
     payload: dict[str, Any] | None = None
 
 
-# The batch's reads, built once: threads by name, their comments, their analyses.
-_THREADS_NAMED = select(Thread).where(
-    func.lower(Thread.repo).in_(bindparam("repos", expanding=True)),
-    Thread.number.in_(bindparam("numbers", expanding=True)),
-)
+# The batch's reads, built once: the comments of its threads, their analyses.
 _COMMENTS_OF_THREADS = (
     select(Comment)
     .where(Comment.thread_id.in_(bindparam("thread_ids", expanding=True)))
@@ -137,9 +141,7 @@ async def threads_changed(ctx: Any, changes: list[ThreadChange]) -> list[BaseExc
     if keys:
         for attempt in range(2):
             async with ctx.sessionmaker() as session:
-                threads = [t for t in await session.scalars(_THREADS_NAMED, {
-                    "repos": sorted({r for r, _ in keys}), "numbers": sorted({n for _, n in keys}),
-                }) if (t.repo.lower(), t.number) in keys]
+                threads = [t for t in (await get_threads(session, keys)).values() if t is not None]
                 ids = [t.id for t in threads]
                 comments: dict[int, list[Comment]] = {i: [] for i in ids}
                 analyses: dict[int, Analysis] = {}
@@ -151,13 +153,16 @@ async def threads_changed(ctx: Any, changes: list[ThreadChange]) -> list[BaseExc
                 records = [thread_record(t, comments[t.id]) for t in threads]
                 pool = await paper_pool(session, ctx.extras) if threads else None
                 results = await run_analyses(records, pool)
+                new: list[dict[str, Any]] = []
                 for thread, record, result in zip(threads, records, results, strict=True):
                     row = analyses.get(thread.id)
                     if row is None:
-                        row = Analysis(thread_id=thread.id)
-                        session.add(row)
-                    _fill_analysis(row, result)
+                        new.append({"thread_id": thread.id, **_analysis_values(result)})
+                    else:
+                        _fill_analysis(row, result)
                     found[(thread.repo.lower(), thread.number)] = (thread, record, result)
+                if new:  # one statement for all (the ORM inserts them one by one)
+                    await session.execute(insert(Analysis.__table__), new)
                 prefetched = await prefetch(session, [(t.repo, t.number) for t in threads])
                 try:
                     await session.commit()

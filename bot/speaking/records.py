@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from bot.store.models import Action
@@ -79,8 +79,10 @@ async def _record_all(ctx: Any, rows: list[dict[str, Any]]) -> None:
         by_key.setdefault(fields["dedupe_key"], fields)  # the first reason recorded counts
     async with ctx.sessionmaker() as session:
         present = set(await session.scalars(_KEYS_PRESENT, {"keys": list(by_key)}))
-        session.add_all(Action(**f) for k, f in by_key.items() if k not in present)
+        new = [f for k, f in by_key.items() if k not in present]
         try:
+            if new:  # one statement for all (the ORM inserts them one by one)
+                await session.execute(insert(Action.__table__), new)
             await session.commit()
             return
         except IntegrityError:  # another worker recorded one of them meanwhile

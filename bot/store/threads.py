@@ -43,8 +43,43 @@ _COMMENTS_OF = (
 )
 
 
+_THREADS_NAMED = select(Thread).where(
+    func.lower(Thread.repo).in_(bindparam("repos", expanding=True)),
+    Thread.number.in_(bindparam("numbers", expanding=True)),
+)
+_COMMENTS_WITH_IDS = select(Comment).where(
+    Comment.github_id.in_(bindparam("github_ids", expanding=True)))
+
+
 async def get_thread(session: AsyncSession, repo: str, number: int) -> Thread | None:
     return await session.scalar(_THREAD_BY_NAME, {"repo": repo.lower(), "number": number})
+
+
+async def get_threads(session: AsyncSession, keys: set[tuple[str, int]]
+                      ) -> dict[tuple[str, int], Thread | None]:
+    """Several threads in one query: (lower-case repo, number) -> thread, or None when not
+    stored (every key is in the result)."""
+    found: dict[tuple[str, int], Thread | None] = dict.fromkeys(keys)
+    if keys:
+        for thread in await session.scalars(_THREADS_NAMED, {
+            "repos": sorted({r for r, _ in keys}), "numbers": sorted({n for _, n in keys}),
+        }):
+            key = (thread.repo.lower(), thread.number)
+            if key in found:
+                found[key] = thread
+    return found
+
+
+async def get_comments(session: AsyncSession, keys: set[tuple[str, int]]
+                       ) -> dict[tuple[str, int], Comment | None]:
+    """Several comments in one query: (kind, github_id) -> comment, or None when not stored."""
+    found: dict[tuple[str, int], Comment | None] = dict.fromkeys(keys)
+    if keys:
+        for comment in await session.scalars(_COMMENTS_WITH_IDS,
+                                             {"github_ids": sorted({g for _, g in keys})}):
+            if (comment.kind, comment.github_id) in found:
+                found[(comment.kind, comment.github_id)] = comment
+    return found
 
 
 async def upsert_thread(
@@ -79,13 +114,20 @@ async def upsert_thread(
     return thread
 
 
-async def upsert_comment(session: AsyncSession, thread: Thread, record: dict[str, Any]) -> Comment:
-    """Insert or update a comment keyed by (kind, github_id)."""
+async def upsert_comment(
+    session: AsyncSession, thread: Thread, record: dict[str, Any], *,
+    looked_up: tuple[Comment | None] | None = None,
+) -> Comment:
+    """Insert or update a comment keyed by (kind, github_id). `looked_up`: (the stored comment
+    or None,) when the caller has just looked it up in this session."""
     kind = record.get("kind") or "comment"
     github_id = int(record["github_id"])
-    comment = await session.scalar(
-        select(Comment).where(Comment.kind == kind, Comment.github_id == github_id)
-    )
+    if looked_up is not None:
+        comment = looked_up[0]
+    else:
+        comment = await session.scalar(
+            select(Comment).where(Comment.kind == kind, Comment.github_id == github_id)
+        )
     if comment is None:
         comment = Comment(kind=kind, github_id=github_id, thread_id=thread.id)
         session.add(comment)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from gidgethub import sansio
@@ -24,7 +25,14 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.store.models import Comment, Thread
-from bot.store.threads import delete_comment, get_thread, upsert_comment, upsert_thread
+from bot.store.threads import (
+    delete_comment,
+    get_comments,
+    get_thread,
+    get_threads,
+    upsert_comment,
+    upsert_thread,
+)
 from bot.store.types import parse_datetime
 from bot.webhooks.installations import canonical_repo, ensure_installation, upsert_repository
 from bot.webhooks.normalize import Change, PayloadError, Transfer, change_from_payload
@@ -50,11 +58,37 @@ def _older(record_time: str | None, stored: Any) -> bool:
     return new is not None and stored is not None and new < stored
 
 
+@dataclass
+class LookedUp:
+    """The threads and comments a batch's session holds, looked up together before its
+    deliveries are applied (and those they create): a key absent here is read from the
+    database. Forgotten after a deletion or a transfer, which move rows under these keys."""
+
+    threads: dict[tuple[str, int], Thread | None] = field(default_factory=dict)
+    comments: dict[tuple[str, int], Comment | None] = field(default_factory=dict)
+
+    def forget(self) -> None:
+        self.threads.clear()
+        self.comments.clear()
+
+
 async def _store_thread(
-    session: AsyncSession, record: dict[str, Any], *, opened: bool
+    session: AsyncSession, record: dict[str, Any], *, opened: bool,
+    looked: LookedUp | None = None,
 ) -> Thread:
-    existing = await get_thread(session, record["repo"], record["number"])
-    record = dict(record)
+    key = (str(record["repo"]).lower(), int(record["number"]))
+    if looked is not None and key in looked.threads:
+        existing = looked.threads[key]
+    else:
+        existing = await get_thread(session, record["repo"], record["number"])
+    thread = await _write_thread(session, dict(record), existing, opened=opened)
+    if looked is not None:
+        looked.threads[key] = thread
+    return thread
+
+
+async def _write_thread(session: AsyncSession, record: dict[str, Any], existing: Thread | None,
+                        *, opened: bool) -> Thread:
     if existing is None:
         # Only a thread seen from its first event is known in full; others wait for sync.
         record["complete"] = bool(opened)
@@ -69,13 +103,24 @@ async def _store_thread(
     return await upsert_thread(session, record, looked_up=(existing,))
 
 
-async def _store_comment(session: AsyncSession, thread: Thread, record: dict[str, Any]) -> None:
-    existing = await session.scalar(
-        select(Comment).where(Comment.kind == record["kind"], Comment.github_id == record["github_id"])
-    )
+def _comment_key(record: dict[str, Any]) -> tuple[str, int]:
+    return (record.get("kind") or "comment", int(record["github_id"]))
+
+
+async def _store_comment(session: AsyncSession, thread: Thread, record: dict[str, Any],
+                         looked: LookedUp | None = None) -> None:
+    key = _comment_key(record)
+    if looked is not None and key in looked.comments:
+        existing = looked.comments[key]
+    else:
+        existing = await session.scalar(
+            select(Comment).where(Comment.kind == key[0], Comment.github_id == key[1])
+        )
     if existing is not None and _older(record.get("updated_at"), existing.updated_at):
         return
-    await upsert_comment(session, thread, record)
+    comment = await upsert_comment(session, thread, record, looked_up=(existing,))
+    if looked is not None:
+        looked.comments[key] = comment
 
 
 async def _move_thread(session: AsyncSession, transfer: Transfer) -> Thread:
@@ -133,11 +178,16 @@ async def apply_change(
     change: Change,
     payload: Mapping[str, Any],
     seen: set[tuple[Any, ...]] | None = None,
+    looked: LookedUp | None = None,
 ) -> tuple[str, int]:
-    """Write one delivery's change; returns the (repo, number) whose thread changed."""
+    """Write one delivery's change; returns the (repo, number) whose thread changed.
+    `looked`: the threads and comments the caller's session already looked up (a batch)."""
     written = await _repository(session, payload, change.repo, seen)
     if written is not None:
         session.info.setdefault("repository_keys", []).append(written)
+    if looked is not None and (change.transfer is not None or change.delete_thread):
+        looked.forget()
+        looked = None
     if change.transfer is not None and change.thread is None:
         # `transferred` at the old place: the thread now lives at the new one.
         moved = await _move_thread(session, change.transfer)
@@ -155,12 +205,14 @@ async def apply_change(
             await session.execute(delete(Thread).where(Thread.id == thread.id))
         return change.repo, change.number
     assert change.thread is not None
-    thread = await _store_thread(session, change.thread, opened=change.opened)
+    thread = await _store_thread(session, change.thread, opened=change.opened, looked=looked)
     if change.delete_comment is not None:
         kind, github_id = change.delete_comment
         await delete_comment(session, kind, github_id)
+        if looked is not None:
+            looked.comments[(kind, int(github_id))] = None
     if change.comment is not None:
-        await _store_comment(session, thread, change.comment)
+        await _store_comment(session, thread, change.comment, looked)
     return thread.repo, thread.number
 
 
@@ -213,8 +265,15 @@ async def handle_batch(events: list[sansio.Event], ctx: Any) -> list[BaseExcepti
     seen = _seen_repositories(ctx)
     changed: list[pipeline.ThreadChange] = []
     async with ctx.sessionmaker() as session:
+        looked = LookedUp(
+            threads=await get_threads(session, {
+                (str(c.thread["repo"]).lower(), int(c.thread["number"]))
+                for _, _, c, _ in readable if c.thread is not None}),
+            comments=await get_comments(session, {
+                _comment_key(c.comment) for _, _, c, _ in readable if c.comment is not None}),
+        )
         for _, name, change, payload in readable:
-            repo, number = await apply_change(session, change, payload, seen)
+            repo, number = await apply_change(session, change, payload, seen, looked)
             changed.append(pipeline.ThreadChange(
                 repo, number, trigger=f"{name}.{change.action}", payload=dict(payload)))
         await session.commit()

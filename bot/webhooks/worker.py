@@ -172,15 +172,17 @@ class Worker:
         intake_window: float = 0.02,
         max_defer: float = 1.0,
         batch_size: int = 1,
+        batch: Any = None,
     ) -> None:
-        # bot.webhooks.routers.BatchHandling of the app's own router; none for another router
-        self.batch: Any = None
+        # How rows are handled together (bot.webhooks.routers.BatchHandling): the app's own
+        # with the app's own router; with another router, none unless given.
+        self.batch = batch
         if router is None:
             from bot.webhooks.routers import batch_handling
             from bot.webhooks.routers import router as default_router
 
             router = default_router
-            self.batch = batch_handling
+            self.batch = batch or batch_handling
         self.ctx = ctx
         self.router = router
         self.worker_id = worker_id or make_worker_id()

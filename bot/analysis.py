@@ -177,6 +177,20 @@ def _pool_header(n: int, digest: str) -> bytes:
     return f"{n} {digest}\n".encode()
 
 
+_POOL_KEY: list[Any] = []
+
+
+def _pool_key_statement() -> Any:
+    """SELECT count(id), max(id) FROM papers, built once (a worker asks it for every batch)."""
+    if not _POOL_KEY:
+        from sqlalchemy import func, select
+
+        from bot.store.models import Paper
+
+        _POOL_KEY.append(select(func.count(Paper.id), func.max(Paper.id)))
+    return _POOL_KEY[0]
+
+
 async def paper_pool(session: AsyncSession, cache: dict[str, Any] | None) -> Any:
     """The PaperIndex of the catalog plus the Paper table. Per process: kept in `cache` and
     looked at again only when the table's row count or newest id changed. Across processes:
@@ -184,11 +198,11 @@ async def paper_pool(session: AsyncSession, cache: dict[str, Any] | None) -> Any
     rows, so a process that starts reads it instead of building it (seconds of CPU for
     100,000 papers), and papers added since (sync, import) are added to it, not rebuilt.
     None when the table is empty: the analyzers then use their cached catalog-only index."""
-    from sqlalchemy import func, select
+    from sqlalchemy import select
 
     from bot.store.models import Paper
 
-    count, newest = (await session.execute(select(func.count(Paper.id), func.max(Paper.id)))).one()
+    count, newest = (await session.execute(_pool_key_statement())).one()
     if not count:
         return None
     key = (count, newest)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, select
+from sqlalchemy import bindparam, delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.store.models import Comment, Thread
@@ -95,6 +95,15 @@ async def upsert_thread(
     if thread is None:
         thread = Thread(repo=record["repo"], number=int(record["number"]), kind=record["kind"])
         session.add(thread)
+    for key, value in thread_values(record).items():
+        setattr(thread, key, value)
+    await session.flush()
+    return thread
+
+
+def thread_values(record: dict[str, Any]) -> dict[str, Any]:
+    """The columns a thread record sets (keys absent from it are left alone)."""
+    values: dict[str, Any] = {}
     for key in THREAD_FIELDS:
         if key in record:
             value = record[key]
@@ -106,12 +115,41 @@ async def upsert_thread(
                 value = value or ""
             if key == "complete" and value is None:
                 continue
-            setattr(thread, key, value)
+            values[key] = value
     for key in THREAD_TIMES:
         if key in record:
-            setattr(thread, key, parse_datetime(record[key]))
-    await session.flush()
-    return thread
+            values[key] = parse_datetime(record[key])
+    return values
+
+
+def comment_values(record: dict[str, Any]) -> dict[str, Any]:
+    """The columns a comment record sets (keys absent from it are left alone)."""
+    values: dict[str, Any] = {}
+    for key in COMMENT_FIELDS:
+        if key in record:
+            value = record[key]
+            if key == "author_association":
+                value = _blank_to_none(value)
+            if key == "body":
+                value = value or ""
+            values[key] = value
+    for key in COMMENT_TIMES:
+        if key in record:
+            values[key] = parse_datetime(record[key])
+    return values
+
+
+async def insert_new(session: AsyncSession, model: type[Thread] | type[Comment],
+                     rows: list[dict[str, Any]]) -> None:
+    """INSERT rows known to be new, as few statements as there are column sets (Core
+    executemany: the ORM inserts them one by one). The caller reads them back if it needs
+    them; a row stored meanwhile by someone else raises IntegrityError."""
+    by_columns: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        by_columns.setdefault(tuple(sorted(row)), []).append(row)
+    table = model.__table__
+    for group in by_columns.values():
+        await session.execute(insert(table), group)
 
 
 async def upsert_comment(
@@ -132,17 +170,8 @@ async def upsert_comment(
         comment = Comment(kind=kind, github_id=github_id, thread_id=thread.id)
         session.add(comment)
     comment.thread_id = thread.id
-    for key in COMMENT_FIELDS:
-        if key in record:
-            value = record[key]
-            if key == "author_association":
-                value = _blank_to_none(value)
-            if key == "body":
-                value = value or ""
-            setattr(comment, key, value)
-    for key in COMMENT_TIMES:
-        if key in record:
-            setattr(comment, key, parse_datetime(record[key]))
+    for key, value in comment_values(record).items():
+        setattr(comment, key, value)
     await session.flush()
     return comment
 

@@ -26,10 +26,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.store.models import Comment, Thread
 from bot.store.threads import (
+    comment_values,
     delete_comment,
     get_comments,
     get_thread,
     get_threads,
+    insert_new,
+    thread_values,
     upsert_comment,
     upsert_thread,
 )
@@ -173,6 +176,42 @@ async def _repository(
     return key
 
 
+async def _insert_new(session: AsyncSession, changes: list[Change], looked: LookedUp) -> None:
+    """The threads and comments a batch's deliveries create, inserted in one statement each,
+    as the first delivery naming each would write it (applying that delivery afterwards
+    changes nothing), then read back into `looked`. Only deliveries before the batch's first
+    deletion or transfer count: those move rows under the keys looked up."""
+    threads: dict[tuple[str, int], dict[str, Any]] = {}
+    comments: dict[tuple[str, int], tuple[tuple[str, int], dict[str, Any]]] = {}
+    for change in changes:
+        if change.transfer is not None or change.delete_thread or change.delete_comment:
+            break
+        if change.thread is None:
+            continue
+        record = change.thread
+        key = (str(record["repo"]).lower(), int(record["number"]))
+        if key in looked.threads and looked.threads[key] is None and key not in threads:
+            threads[key] = {"repo": record["repo"], "number": int(record["number"]),
+                            "kind": record["kind"],
+                            **thread_values({**record, "complete": bool(change.opened)})}
+        if change.comment is not None:
+            ck = _comment_key(change.comment)
+            if ck in looked.comments and looked.comments[ck] is None and ck not in comments:
+                comments[ck] = (key, change.comment)
+    if threads:
+        await insert_new(session, Thread, list(threads.values()))
+        looked.threads.update(await get_threads(session, set(threads)))
+    rows = []
+    for ck, (key, record) in comments.items():
+        thread = looked.threads.get(key)
+        if thread is not None:
+            rows.append({"kind": ck[0], "github_id": ck[1], "thread_id": thread.id,
+                         **comment_values(record)})
+    if rows:
+        await insert_new(session, Comment, rows)
+        looked.comments.update(await get_comments(session, {(r["kind"], r["github_id"]) for r in rows}))
+
+
 async def apply_change(
     session: AsyncSession,
     change: Change,
@@ -272,6 +311,7 @@ async def handle_batch(events: list[sansio.Event], ctx: Any) -> list[BaseExcepti
             comments=await get_comments(session, {
                 _comment_key(c.comment) for _, _, c, _ in readable if c.comment is not None}),
         )
+        await _insert_new(session, [c for _, _, c, _ in readable], looked)
         for _, name, change, payload in readable:
             repo, number = await apply_change(session, change, payload, seen, looked)
             changed.append(pipeline.ThreadChange(

@@ -14,7 +14,8 @@ deliveries/s per database and worker count, and the rows not done (must be 0).
 SQLite runs one worker process only: it is the one-process deployment (rows left
 `processing` are taken back at start, which only one process may do). PostgreSQL runs each
 count in `--workers` (TEST_DATABASE_URLS or --postgres gives the admin URL; skipped without).
-The machine may be shared: the CPU seconds of the workers are printed beside the rates.
+The machine may be shared: the CPU seconds the workers spent draining (all their threads,
+start-up not counted) are printed beside the rates.
 """
 
 from __future__ import annotations
@@ -145,8 +146,9 @@ async def outcome_counts(url: str) -> dict[str, int]:
     return {s: int(c) for s, c in rows}
 
 
-def work(url: str, ready: Any, go: Any, profile: str | None) -> None:
-    """One worker process: load everything, wait for the start, drain, report CPU."""
+def work(url: str, ready: Any, go: Any, profile: str | None, cpu: Any) -> None:
+    """One worker process: load everything, wait for the start, drain, report the CPU
+    seconds the drain took (all its threads; start-up not counted) in `cpu`."""
     from bot.config import Settings
     from bot.context import AppContext
     from bot.logs import configure_logging
@@ -165,12 +167,14 @@ def work(url: str, ready: Any, go: Any, profile: str | None) -> None:
             await worker.recover()
         ready.set()
         go.wait()
+        start = time.process_time()
         if profile:
             import cProfile
 
             prof = cProfile.Profile()
             prof.enable()
         await worker.run_until_idle()
+        cpu.value = time.process_time() - start
         if profile:
             prof.disable()
             prof.dump_stats(profile)
@@ -184,26 +188,19 @@ def drain(url: str, workers: int, profile: str | None) -> tuple[float, float]:
     spawn = multiprocessing.get_context("spawn")
     go = spawn.Event()
     readies = [spawn.Event() for _ in range(workers)]
+    cpus = [spawn.Value("d", 0.0) for _ in range(workers)]
     procs = [spawn.Process(target=work, args=(url, readies[k], go,
-                                              f"{profile}.{k}" if profile else None))
+                                              f"{profile}.{k}" if profile else None, cpus[k]))
              for k in range(workers)]  # fmt: skip
     for p in procs:
         p.start()
     for r in readies:
         r.wait()
-    cpu0 = _children_cpu()
     t0 = time.perf_counter()
     go.set()
     for p in procs:
         p.join()
-    return time.perf_counter() - t0, _children_cpu() - cpu0
-
-
-def _children_cpu() -> float:
-    import resource
-
-    u = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return u.ru_utime + u.ru_stime
+    return time.perf_counter() - t0, sum(c.value for c in cpus)
 
 
 async def fresh_postgres(admin_url: str) -> str:

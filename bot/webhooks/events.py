@@ -303,21 +303,32 @@ async def handle_batch(events: list[sansio.Event], ctx: Any) -> list[BaseExcepti
         readable.append((k, event.event, change, event.data))
     seen = _seen_repositories(ctx)
     changed: list[pipeline.ThreadChange] = []
-    async with ctx.sessionmaker() as session:
-        looked = LookedUp(
-            threads=await get_threads(session, {
-                (str(c.thread["repo"]).lower(), int(c.thread["number"]))
-                for _, _, c, _ in readable if c.thread is not None}),
-            comments=await get_comments(session, {
-                _comment_key(c.comment) for _, _, c, _ in readable if c.comment is not None}),
-        )
-        await _insert_new(session, [c for _, _, c, _ in readable], looked)
-        for _, name, change, payload in readable:
-            repo, number = await apply_change(session, change, payload, seen, looked)
-            changed.append(pipeline.ThreadChange(
-                repo, number, trigger=f"{name}.{change.action}", payload=dict(payload)))
-        await session.commit()
-        seen.update(session.info.get("repository_keys", []))
+    for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
+        changed = []
+        try:
+            async with ctx.sessionmaker() as session:
+                looked = LookedUp(
+                    threads=await get_threads(session, {
+                        (str(c.thread["repo"]).lower(), int(c.thread["number"]))
+                        for _, _, c, _ in readable if c.thread is not None}),
+                    comments=await get_comments(session, {
+                        _comment_key(c.comment) for _, _, c, _ in readable
+                        if c.comment is not None}),
+                )
+                await _insert_new(session, [c for _, _, c, _ in readable], looked)
+                for _, name, change, payload in readable:
+                    repo, number = await apply_change(session, change, payload, seen, looked)
+                    changed.append(pipeline.ThreadChange(
+                        repo, number, trigger=f"{name}.{change.action}", payload=dict(payload)))
+                await session.commit()
+                seen.update(session.info.get("repository_keys", []))
+            break
+        except IntegrityError:
+            # Another worker stored one of these threads or comments meanwhile (it was not
+            # committed when we looked): once more, finding it.
+            if attempt == TRANSACTION_ATTEMPTS:
+                raise
+            log.info("retrying a batch of %d deliveries after a concurrent insert", len(events))
     decided = await pipeline.threads_changed(ctx, changed)
     for (k, *_), outcome in zip(readable, decided, strict=True):
         outcomes[k] = outcome

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, insert, select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.analysis import paper_pool, run_analyses, run_analysis
@@ -116,21 +116,35 @@ _COMMENTS_OF_THREADS = (
     .where(Comment.thread_id.in_(bindparam("thread_ids", expanding=True)))
     .order_by(Comment.thread_id, Comment.created_at, Comment.id)
 )
-_ANALYSES_OF_THREADS = select(Analysis).where(
-    Analysis.thread_id.in_(bindparam("thread_ids", expanding=True))
-)
+_ANALYSES_UPSERTS: dict[str, Any] = {}
+
+
+def _analyses_upsert(dialect: str) -> Any:
+    """INSERT INTO analyses ... ON CONFLICT (thread_id) DO UPDATE, built once per dialect
+    (run as an executemany, one row per distinct thread)."""
+    stmt = _ANALYSES_UPSERTS.get(dialect)
+    if stmt is None:
+        if dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as dialect_insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert as dialect_insert
+        table = Analysis.__table__
+        base = dialect_insert(table)
+        columns = [c.name for c in table.columns if c.name not in ("id", "thread_id")]
+        stmt = base.on_conflict_do_update(
+            index_elements=["thread_id"], set_={c: base.excluded[c] for c in columns})
+        _ANALYSES_UPSERTS[dialect] = stmt
+    return stmt
 
 
 async def threads_changed(ctx: Any, changes: list[ThreadChange]) -> list[BaseException | None]:
     """Several changes at once (the worker's batches), as `thread_changed` for each but with
     the shared work done once: each distinct thread is analysed once, on its stored state
     after all the changes (as if they had arrived before it was looked at), and the findings
-    of all of them are stored in one transaction; then each change is decided on (`act`) in
+    of all of them are stored in one statement (an upsert); then each change is decided on (`act`) in
     order. Raises when that shared step fails (nothing of it is stored: the caller handles
     each change alone); returns per change None or the exception its decision raised, which
     does not stop the decisions of the others."""
-    from sqlalchemy.exc import IntegrityError
-
     from bot.speaking.decide import act
     from bot.speaking.records import skips_written_together
     from bot.speaking.situation import Prefetched, prefetch
@@ -139,41 +153,24 @@ async def threads_changed(ctx: Any, changes: list[ThreadChange]) -> list[BaseExc
     prefetched = Prefetched()
     found: dict[tuple[str, int], tuple[Thread, dict[str, Any], dict[str, Any]]] = {}
     if keys:
-        for attempt in range(2):
-            async with ctx.sessionmaker() as session:
-                threads = [t for t in (await get_threads(session, keys)).values() if t is not None]
-                ids = [t.id for t in threads]
-                comments: dict[int, list[Comment]] = {i: [] for i in ids}
-                analyses: dict[int, Analysis] = {}
-                if ids:
-                    for c in await session.scalars(_COMMENTS_OF_THREADS, {"thread_ids": ids}):
-                        comments[c.thread_id].append(c)
-                    for row in await session.scalars(_ANALYSES_OF_THREADS, {"thread_ids": ids}):
-                        analyses[row.thread_id] = row
-                records = [thread_record(t, comments[t.id]) for t in threads]
-                pool = await paper_pool(session, ctx.extras) if threads else None
-                results = await run_analyses(records, pool)
-                new: list[dict[str, Any]] = []
-                for thread, record, result in zip(threads, records, results, strict=True):
-                    row = analyses.get(thread.id)
-                    if row is None:
-                        new.append({"thread_id": thread.id, **_analysis_values(result)})
-                    else:
-                        _fill_analysis(row, result)
-                    found[(thread.repo.lower(), thread.number)] = (thread, record, result)
-                if new:  # one statement for all (the ORM inserts them one by one)
-                    await session.execute(insert(Analysis.__table__), new)
-                prefetched = await prefetch(session, [(t.repo, t.number) for t in threads])
-                try:
-                    await session.commit()
-                    break
-                except IntegrityError:
-                    # Another worker inserted the Analysis row of one of these threads: once
-                    # more, finding it to update.
-                    await session.rollback()
-                    found.clear()
-                    if attempt:
-                        raise
+        async with ctx.sessionmaker() as session:
+            threads = [t for t in (await get_threads(session, keys)).values() if t is not None]
+            ids = [t.id for t in threads]
+            comments: dict[int, list[Comment]] = {i: [] for i in ids}
+            if ids:
+                for c in await session.scalars(_COMMENTS_OF_THREADS, {"thread_ids": ids}):
+                    comments[c.thread_id].append(c)
+            records = [thread_record(t, comments[t.id]) for t in threads]
+            pool = await paper_pool(session, ctx.extras) if threads else None
+            results = await run_analyses(records, pool)
+            rows: list[dict[str, Any]] = []
+            for thread, record, result in zip(threads, records, results, strict=True):
+                rows.append({"thread_id": thread.id, **_analysis_values(result)})
+                found[(thread.repo.lower(), thread.number)] = (thread, record, result)
+            if rows:  # one statement for all: a concurrent insert of one is updated, not an error
+                await session.execute(_analyses_upsert(ctx.engine.dialect.name), rows)
+            prefetched = await prefetch(session, [(t.repo, t.number) for t in threads])
+            await session.commit()
     outcomes: list[BaseException | None] = []
     async with skips_written_together(ctx):
         for change in changes:

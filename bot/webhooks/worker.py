@@ -48,7 +48,7 @@ MAX_ATTEMPTS = 5
 # their claim, their records' transaction, one analysis per thread and their finish; a kill
 # leaves at most this many rows claimed, each taken again (and handled again, idempotently)
 # once its lease ends or, on SQLite, at the next start.
-PROCESS_BATCH = 32
+PROCESS_BATCH = 64
 PERMANENT_ERRORS: tuple[type[BaseException], ...] = (
     KeyError,
     IndexError,

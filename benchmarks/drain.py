@@ -146,6 +146,29 @@ async def outcome_counts(url: str) -> dict[str, int]:
     return {s: int(c) for s, c in rows}
 
 
+async def analysis_alone(url: str) -> tuple[float, int]:
+    """(CPU seconds per thread, threads) of analyze_thread over the threads the drain stored,
+    in this process, the analyzers loaded first: the share of a delivery's cost that is the
+    analysis itself (the drain analyses about one thread per delivery)."""
+    from sqlalchemy import select
+
+    from analyzers.analyze import analyze_thread
+    from bot.store.db import make_engine, make_sessionmaker
+    from bot.store.models import Thread
+    from bot.store.threads import load_comments, thread_record
+
+    engine = make_engine(url)
+    async with make_sessionmaker(engine)() as session:
+        records = [thread_record(t, await load_comments(session, t))
+                   for t in await session.scalars(select(Thread))]
+    await engine.dispose()
+    analyze_thread(records[0])
+    start = time.process_time()
+    for record in records:
+        analyze_thread(record)
+    return (time.process_time() - start) / max(1, len(records)), len(records)
+
+
 def work(url: str, ready: Any, go: Any, profile: str | None, cpu: Any) -> None:
     """One worker process: load everything, wait for the start, drain, report the CPU
     seconds the drain took (all its threads; start-up not counted) in `cpu`."""
@@ -247,7 +270,11 @@ def main(argv: list[str] | None = None) -> int:
           f"dry-run; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     if not args.no_sqlite:
         tmp = Path(tempfile.mkdtemp(prefix="rlt-drain-"))
-        run_one("SQLite", f"sqlite+aiosqlite:///{tmp / 'drain.db'}", backlog, 1, args.profile)
+        url = f"sqlite+aiosqlite:///{tmp / 'drain.db'}"
+        run_one("SQLite", url, backlog, 1, args.profile)
+        per_thread, threads = asyncio.run(analysis_alone(url))
+        print(f"{'analysis alone':<30} {per_thread * 1000:.2f} ms of CPU per thread "
+              f"({threads:,} stored threads; about one analysis per delivery)", flush=True)
     admin = args.postgres or (os.environ.get("TEST_DATABASE_URLS", "").split(",")[0].strip() or None)
     if admin:
         for w in args.workers:

@@ -49,20 +49,19 @@ def backlog(shared_dir: Path, first: int = 100) -> list[tuple[str, str]]:
     now = utcnow()
     out: list[tuple[str, str]] = []
     texts = [FAILURE, QUESTION, PROPOSAL]
+    def issue(name: str, k: int, title: str, body: str, updated: int) -> None:
+        p = _shape(shared_dir, f"issues/{name}.json")
+        p["issue"].update(number=first + k, id=10**9 + first + k, title=title, body=body,
+                          created_at=format_datetime(now - timedelta(minutes=30 - k)),
+                          updated_at=format_datetime(now - timedelta(minutes=updated)))
+        out.append(("issues", json.dumps(p)))
+
     for k in range(6):
-        p = _shape(shared_dir, "issues/opened.json")
-        stamp = format_datetime(now - timedelta(minutes=30 - k))
         body = texts[k % 3].format(n=first + k)
-        p["issue"].update(number=first + k, id=10**9 + first + k, title=f"Issue {k}: {body[:30]}",
-                          body=body, created_at=stamp, updated_at=stamp)
-        out.append(("issues", json.dumps(p)))
+        issue("opened", k, f"Issue {k}: {body[:30]}", body, updated=30 - k)
     for k in (0, 2):
-        p = _shape(shared_dir, "issues/edited.json")
-        stamp = format_datetime(now - timedelta(minutes=10 - k))
         body = texts[k % 3].format(n=first + k) + " (edited: same run, more steps)"
-        p["issue"].update(number=first + k, id=10**9 + first + k, title=f"Issue {k} edited",
-                          body=body, created_at=stamp, updated_at=stamp)
-        out.append(("issues", json.dumps(p)))
+        issue("edited", k, f"Issue {k} edited", body, updated=10 - k)
     for k in (1, 3):
         p = _shape(shared_dir, "issue_comment/created.json")
         stamp = format_datetime(now - timedelta(minutes=5 - k))

@@ -14,9 +14,9 @@ thread or comment; a merged pull request never goes back to "closed"; deletions 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from gidgethub import sansio
 from gidgethub.routing import Router
@@ -53,6 +53,7 @@ EVENTS = (
     "discussion_comment",
 )
 TRANSACTION_ATTEMPTS = 3  # a concurrent worker inserting the same thread: retry the delivery
+T = TypeVar("T")
 
 
 def _older(record_time: str | None, stored: Any) -> bool:
@@ -258,21 +259,11 @@ async def apply_change(
 async def handle(event_name: str, payload: Mapping[str, Any], ctx: Any) -> tuple[str, int]:
     """Store what a thread/comment delivery says, commit, then run the pipeline."""
     change = change_from_payload(event_name, payload, canonical_repo)
-    seen = _seen_repositories(ctx)
-    for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
-        try:
-            async with ctx.sessionmaker() as session:
-                repo, number = await apply_change(session, change, payload, seen)
-                await session.commit()
-                # Remembered only once committed: a rolled-back write is written again.
-                seen.update(session.info.get("repository_keys", []))
-            break
-        except IntegrityError:
-            # Another worker inserted the same thread or comment at the same moment; the
-            # retry sees its row and updates it.
-            if attempt == TRANSACTION_ATTEMPTS:
-                raise
-            log.info("retrying %s.%s after a concurrent insert", event_name, change.action)
+
+    async def write(session: AsyncSession, seen: set[tuple[Any, ...]]) -> tuple[str, int]:
+        return await apply_change(session, change, payload, seen)
+
+    repo, number = await _committed(ctx, write, f"{event_name}.{change.action}")
     from bot import pipeline
 
     await pipeline.thread_changed(
@@ -301,38 +292,51 @@ async def handle_batch(events: list[sansio.Event], ctx: Any) -> list[BaseExcepti
             outcomes[k] = exc
             continue
         readable.append((k, event.event, change, event.data))
-    seen = _seen_repositories(ctx)
-    changed: list[pipeline.ThreadChange] = []
-    for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
+
+    async def write_all(session: AsyncSession, seen: set[tuple[Any, ...]]
+                        ) -> list[pipeline.ThreadChange]:
+        looked = LookedUp(
+            threads=await get_threads(session, {
+                (str(c.thread["repo"]).lower(), int(c.thread["number"]))
+                for _, _, c, _ in readable if c.thread is not None}),
+            comments=await get_comments(session, {
+                _comment_key(c.comment) for _, _, c, _ in readable if c.comment is not None}),
+        )
+        await _insert_new(session, [c for _, _, c, _ in readable], looked)
         changed = []
-        try:
-            async with ctx.sessionmaker() as session:
-                looked = LookedUp(
-                    threads=await get_threads(session, {
-                        (str(c.thread["repo"]).lower(), int(c.thread["number"]))
-                        for _, _, c, _ in readable if c.thread is not None}),
-                    comments=await get_comments(session, {
-                        _comment_key(c.comment) for _, _, c, _ in readable
-                        if c.comment is not None}),
-                )
-                await _insert_new(session, [c for _, _, c, _ in readable], looked)
-                for _, name, change, payload in readable:
-                    repo, number = await apply_change(session, change, payload, seen, looked)
-                    changed.append(pipeline.ThreadChange(
-                        repo, number, trigger=f"{name}.{change.action}", payload=dict(payload)))
-                await session.commit()
-                seen.update(session.info.get("repository_keys", []))
-            break
-        except IntegrityError:
-            # Another worker stored one of these threads or comments meanwhile (it was not
-            # committed when we looked): once more, finding it.
-            if attempt == TRANSACTION_ATTEMPTS:
-                raise
-            log.info("retrying a batch of %d deliveries after a concurrent insert", len(events))
+        for _, name, change, payload in readable:
+            repo, number = await apply_change(session, change, payload, seen, looked)
+            changed.append(pipeline.ThreadChange(
+                repo, number, trigger=f"{name}.{change.action}", payload=dict(payload)))
+        return changed
+
+    changed = await _committed(ctx, write_all, f"a batch of {len(events)} deliveries")
     decided = await pipeline.threads_changed(ctx, changed)
     for (k, *_), outcome in zip(readable, decided, strict=True):
         outcomes[k] = outcome
     return outcomes
+
+
+async def _committed(
+    ctx: Any, write: Callable[[AsyncSession, set[tuple[Any, ...]]], Awaitable[T]], what: str
+) -> T:
+    """`write(session, repositories already written)` in a transaction of its own, committed;
+    once more when another worker inserted the same thread or comment at the same moment
+    (IntegrityError): the retry sees its row and updates it."""
+    seen = _seen_repositories(ctx)
+    for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
+        try:
+            async with ctx.sessionmaker() as session:
+                result = await write(session, seen)
+                await session.commit()
+                # Remembered only once committed: a rolled-back write is written again.
+                seen.update(session.info.get("repository_keys", []))
+            return result
+        except IntegrityError:
+            if attempt == TRANSACTION_ATTEMPTS:
+                raise
+            log.info("retrying %s after a concurrent insert", what)
+    raise AssertionError("unreachable")
 
 
 def _seen_repositories(ctx: Any) -> set[tuple[Any, ...]]:

@@ -83,11 +83,14 @@ async def get_comments(session: AsyncSession, keys: set[tuple[str, int]]
 
 
 async def upsert_thread(
-    session: AsyncSession, record: dict[str, Any], *, looked_up: tuple[Thread | None] | None = None
+    session: AsyncSession, record: dict[str, Any], *, looked_up: tuple[Thread | None] | None = None,
+    flush: bool = True,
 ) -> Thread:
     """Insert or update a thread from a record; keys absent from the record are left alone.
     `looked_up`: (the stored thread or None,) when the caller has just looked it up in this
-    session, so it is not looked up twice."""
+    session, so it is not looked up twice. `flush=False` leaves an update of a stored thread
+    to the next flush (a batch's commit writes its updates together); a new one is flushed
+    anyway (its id is needed)."""
     if looked_up is not None:
         thread = looked_up[0]
     else:
@@ -97,7 +100,8 @@ async def upsert_thread(
         session.add(thread)
     for key, value in thread_values(record).items():
         setattr(thread, key, value)
-    await session.flush()
+    if flush or thread.id is None:
+        await session.flush()
     return thread
 
 
@@ -154,10 +158,11 @@ async def insert_new(session: AsyncSession, model: type[Thread] | type[Comment],
 
 async def upsert_comment(
     session: AsyncSession, thread: Thread, record: dict[str, Any], *,
-    looked_up: tuple[Comment | None] | None = None,
+    looked_up: tuple[Comment | None] | None = None, flush: bool = True,
 ) -> Comment:
     """Insert or update a comment keyed by (kind, github_id). `looked_up`: (the stored comment
-    or None,) when the caller has just looked it up in this session."""
+    or None,) when the caller has just looked it up in this session; `flush` as for
+    `upsert_thread`."""
     kind = record.get("kind") or "comment"
     github_id = int(record["github_id"])
     if looked_up is not None:
@@ -172,7 +177,8 @@ async def upsert_comment(
     comment.thread_id = thread.id
     for key, value in comment_values(record).items():
         setattr(comment, key, value)
-    await session.flush()
+    if flush or comment.id is None:
+        await session.flush()
     return comment
 
 

@@ -85,14 +85,15 @@ async def _store_thread(
         existing = looked.threads[key]
     else:
         existing = await get_thread(session, record["repo"], record["number"])
-    thread = await _write_thread(session, dict(record), existing, opened=opened)
+    thread = await _write_thread(session, dict(record), existing, opened=opened,
+                                 flush=looked is None)
     if looked is not None:
         looked.threads[key] = thread
     return thread
 
 
 async def _write_thread(session: AsyncSession, record: dict[str, Any], existing: Thread | None,
-                        *, opened: bool) -> Thread:
+                        *, opened: bool, flush: bool = True) -> Thread:
     if existing is None:
         # Only a thread seen from its first event is known in full; others wait for sync.
         record["complete"] = bool(opened)
@@ -104,7 +105,7 @@ async def _write_thread(session: AsyncSession, record: dict[str, Any], existing:
         record.pop("state")  # the issue-shaped view of a PR may not know it was merged
     if existing.kind != record.get("kind", existing.kind) and existing.kind == "pull_request":
         record["kind"] = existing.kind
-    return await upsert_thread(session, record, looked_up=(existing,))
+    return await upsert_thread(session, record, looked_up=(existing,), flush=flush)
 
 
 def _comment_key(record: dict[str, Any]) -> tuple[str, int]:
@@ -122,7 +123,8 @@ async def _store_comment(session: AsyncSession, thread: Thread, record: dict[str
         )
     if existing is not None and _older(record.get("updated_at"), existing.updated_at):
         return
-    comment = await upsert_comment(session, thread, record, looked_up=(existing,))
+    comment = await upsert_comment(session, thread, record, looked_up=(existing,),
+                                   flush=looked is None)
     if looked is not None:
         looked.comments[key] = comment
 

@@ -16,6 +16,17 @@ Failures. Exceptions that retrying cannot fix (a payload missing a field: KeyErr
 ValueError, ...) fail the row at once with the reason; anything else is retried with
 exponential backoff and jitter (`next_attempt_at`) up to `max_attempts`, then failed. Either
 way the worker goes on with the next row.
+
+Batches (`batch_size`, PROCESS_BATCH in a worker process; 1 in the web process). The oldest
+`batch_size` takeable rows are claimed in one statement (`... WHERE id IN (SELECT ... LIMIT n
+FOR UPDATE SKIP LOCKED)`) and finished in one fenced statement, in the transaction that claims
+the next batch; the heartbeat extends them all. Runs of consecutive rows the router's batch
+handling takes (thread events on their first attempt, bot.webhooks.routers) are handled
+together: one transaction for their records, one analysis per thread, their decisions in
+order (bot.webhooks.events.handle_batch). Every row still gets its own outcome: a row whose
+own part fails is retried or failed alone; when the shared part fails, each row of the run is
+handled alone through the router, so a poison row cannot fail the others; a retried row is
+always handled alone.
 """
 
 from __future__ import annotations

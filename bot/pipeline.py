@@ -168,6 +168,7 @@ async def threads_changed(ctx: Any, changes: list[ThreadChange]) -> list[BaseExc
                 rows.append({"thread_id": thread.id, **_analysis_values(result)})
                 found[(thread.repo.lower(), thread.number)] = (thread, record, result)
             if rows:  # one statement for all: a concurrent insert of one is updated, not an error
+                rows.sort(key=lambda r: r["thread_id"])  # two workers lock rows in one order
                 await session.execute(_analyses_upsert(ctx.engine.dialect.name), rows)
             prefetched = await prefetch(session, [(t.repo, t.number) for t in threads])
             await session.commit()

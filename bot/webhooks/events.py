@@ -201,11 +201,11 @@ async def _insert_new(session: AsyncSession, changes: list[Change], looked: Look
             ck = _comment_key(change.comment)
             if ck in looked.comments and looked.comments[ck] is None and ck not in comments:
                 comments[ck] = (key, change.comment)
-    if threads:
-        await insert_new(session, Thread, list(threads.values()))
+    if threads:  # in key order: two workers inserting the same threads wait, not deadlock
+        await insert_new(session, Thread, [threads[k] for k in sorted(threads)])
         looked.threads.update(await get_threads(session, set(threads)))
     rows = []
-    for ck, (key, record) in comments.items():
+    for ck, (key, record) in sorted(comments.items()):
         thread = looked.threads.get(key)
         if thread is not None:
             rows.append({"kind": ck[0], "github_id": ck[1], "thread_id": thread.id,

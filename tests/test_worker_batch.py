@@ -262,3 +262,28 @@ async def test_rows_claimed_for_the_next_batch_go_back_on_stop(ctx: AppContext) 
     assert await Worker(ctx, recording_router(seen), backoff=no_wait).run_until_idle() == 3
     assert seen == ids
 
+
+
+async def test_a_batch_cut_off_is_taken_again_and_leaves_the_same(ctx: AppContext,
+                                                                    shared_dir: Path) -> None:
+    """A worker process killed with a batch claimed: its rows are taken again (at the next
+    start on SQLite, once their lease is over on PostgreSQL) and handled again, and what is
+    stored is what one by one stores."""
+    deliveries = backlog(shared_dir)
+    await store(ctx, *deliveries)
+    assert await Worker(ctx, backoff=no_wait, max_attempts=1).run_until_idle() == len(deliveries)
+    one_by_one = await outcome(ctx, 100)
+    await forget_everything(ctx)
+
+    ids = await store(ctx, *deliveries)
+    # lease of 0 s: the rows it holds are free for another worker as soon as it stops
+    killed = Worker(ctx, backoff=no_wait, max_attempts=1, batch_size=4, lease_seconds=0)
+    assert await killed.process_one()  # its first batch done, the second claimed: then "killed"
+    survivor = Worker(ctx, backoff=no_wait, max_attempts=1, batch_size=4)
+    await survivor.recover()
+    assert await survivor.run_until_idle() == len(deliveries) - 4
+    rows = await rows_by_id(ctx)
+    assert [rows[i].attempts for i in ids] == [1] * 4 + [2] * 4 + [1] * (len(ids) - 8)
+    assert all(r.status == "done" and r.claimed_by == survivor.worker_id
+               for r in rows.values() if r.delivery_id not in ids[:4])
+    assert await outcome(ctx, 100) == one_by_one

@@ -238,6 +238,16 @@ async def fresh_postgres(admin_url: str) -> str:
     return admin_url.rpartition("/")[0] + "/" + name
 
 
+async def drop_postgres(admin_url: str, url: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(admin_url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{url.rpartition("/")[2]}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
 def run_one(label: str, url: str, backlog: list[Any], workers: int, profile: str | None) -> None:
     from bot.store import migrate
 
@@ -279,7 +289,10 @@ def main(argv: list[str] | None = None) -> int:
     if admin:
         for w in args.workers:
             url = asyncio.run(fresh_postgres(admin))
-            run_one("PostgreSQL", url, backlog, w, args.profile)
+            try:
+                run_one("PostgreSQL", url, backlog, w, args.profile)
+            finally:
+                asyncio.run(drop_postgres(admin, url))
     else:
         print("PostgreSQL: no admin URL (TEST_DATABASE_URLS or --postgres); not measured")
     return 0

@@ -14,7 +14,8 @@ deliveries/s per database and worker count, and the rows not done (must be 0).
 SQLite runs one worker process only: it is the one-process deployment (rows left
 `processing` are taken back at start, which only one process may do). PostgreSQL runs each
 count in `--workers` (TEST_DATABASE_URLS or --postgres gives the admin URL; skipped without).
-The machine may be shared: the CPU seconds of the workers are printed beside the rates.
+The machine may be shared: the CPU seconds the workers spent draining (all their threads,
+start-up not counted) are printed beside the rates.
 """
 
 from __future__ import annotations
@@ -145,18 +146,43 @@ async def outcome_counts(url: str) -> dict[str, int]:
     return {s: int(c) for s, c in rows}
 
 
-def work(url: str, ready: Any, go: Any, profile: str | None) -> None:
-    """One worker process: load everything, wait for the start, drain, report CPU."""
+async def analysis_alone(url: str) -> tuple[float, int]:
+    """(CPU seconds per thread, threads) of analyze_thread over the threads the drain stored,
+    in this process, the analyzers loaded first: the share of a delivery's cost that is the
+    analysis itself (the drain analyses about one thread per delivery)."""
+    from sqlalchemy import select
+
+    from analyzers.analyze import analyze_thread
+    from bot.store.db import make_engine, make_sessionmaker
+    from bot.store.models import Thread
+    from bot.store.threads import load_comments, thread_record
+
+    engine = make_engine(url)
+    async with make_sessionmaker(engine)() as session:
+        records = [thread_record(t, await load_comments(session, t))
+                   for t in await session.scalars(select(Thread))]
+    await engine.dispose()
+    analyze_thread(records[0])
+    start = time.process_time()
+    for record in records:
+        analyze_thread(record)
+    return (time.process_time() - start) / max(1, len(records)), len(records)
+
+
+def work(url: str, ready: Any, go: Any, profile: str | None, cpu: Any) -> None:
+    """One worker process: load everything, wait for the start, drain, report the CPU
+    seconds the drain took (all its threads; start-up not counted) in `cpu`."""
     from bot.config import Settings
     from bot.context import AppContext
     from bot.logs import configure_logging
-    from bot.webhooks.worker import Worker
+    from bot.webhooks.worker import PROCESS_BATCH, Worker
 
     configure_logging("ERROR")
 
     async def main() -> None:
         ctx = AppContext.create(Settings.from_env({}, database_url=url, dry_run=True))
-        worker = Worker(ctx, lease_seconds=120)
+        # as `serve --workers N` runs it (bot.webhooks.worker.run_worker)
+        worker = Worker(ctx, lease_seconds=120, batch_size=PROCESS_BATCH)
         from bot.analysis import warm_up
 
         await warm_up()
@@ -164,12 +190,14 @@ def work(url: str, ready: Any, go: Any, profile: str | None) -> None:
             await worker.recover()
         ready.set()
         go.wait()
+        start = time.process_time()
         if profile:
             import cProfile
 
             prof = cProfile.Profile()
             prof.enable()
         await worker.run_until_idle()
+        cpu.value = time.process_time() - start
         if profile:
             prof.disable()
             prof.dump_stats(profile)
@@ -183,26 +211,19 @@ def drain(url: str, workers: int, profile: str | None) -> tuple[float, float]:
     spawn = multiprocessing.get_context("spawn")
     go = spawn.Event()
     readies = [spawn.Event() for _ in range(workers)]
+    cpus = [spawn.Value("d", 0.0) for _ in range(workers)]
     procs = [spawn.Process(target=work, args=(url, readies[k], go,
-                                              f"{profile}.{k}" if profile else None))
+                                              f"{profile}.{k}" if profile else None, cpus[k]))
              for k in range(workers)]  # fmt: skip
     for p in procs:
         p.start()
     for r in readies:
         r.wait()
-    cpu0 = _children_cpu()
     t0 = time.perf_counter()
     go.set()
     for p in procs:
         p.join()
-    return time.perf_counter() - t0, _children_cpu() - cpu0
-
-
-def _children_cpu() -> float:
-    import resource
-
-    u = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return u.ru_utime + u.ru_stime
+    return time.perf_counter() - t0, sum(c.value for c in cpus)
 
 
 async def fresh_postgres(admin_url: str) -> str:
@@ -215,6 +236,16 @@ async def fresh_postgres(admin_url: str) -> str:
     finally:
         await conn.close()
     return admin_url.rpartition("/")[0] + "/" + name
+
+
+async def drop_postgres(admin_url: str, url: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(admin_url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{url.rpartition("/")[2]}" WITH (FORCE)')
+    finally:
+        await conn.close()
 
 
 def run_one(label: str, url: str, backlog: list[Any], workers: int, profile: str | None) -> None:
@@ -249,12 +280,19 @@ def main(argv: list[str] | None = None) -> int:
           f"dry-run; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     if not args.no_sqlite:
         tmp = Path(tempfile.mkdtemp(prefix="rlt-drain-"))
-        run_one("SQLite", f"sqlite+aiosqlite:///{tmp / 'drain.db'}", backlog, 1, args.profile)
+        url = f"sqlite+aiosqlite:///{tmp / 'drain.db'}"
+        run_one("SQLite", url, backlog, 1, args.profile)
+        per_thread, threads = asyncio.run(analysis_alone(url))
+        print(f"{'analysis alone':<30} {per_thread * 1000:.2f} ms of CPU per thread "
+              f"({threads:,} stored threads; about one analysis per delivery)", flush=True)
     admin = args.postgres or (os.environ.get("TEST_DATABASE_URLS", "").split(",")[0].strip() or None)
     if admin:
         for w in args.workers:
             url = asyncio.run(fresh_postgres(admin))
-            run_one("PostgreSQL", url, backlog, w, args.profile)
+            try:
+                run_one("PostgreSQL", url, backlog, w, args.profile)
+            finally:
+                asyncio.run(drop_postgres(admin, url))
     else:
         print("PostgreSQL: no admin URL (TEST_DATABASE_URLS or --postgres); not measured")
     return 0

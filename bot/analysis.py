@@ -59,6 +59,18 @@ async def run_analysis(record: dict[str, Any], pool: Any = None) -> dict[str, An
     return await loop.run_in_executor(_ANALYSIS_THREAD, analyze_thread, record, pool)
 
 
+async def run_analyses(records: list[dict[str, Any]], pool: Any = None) -> list[dict[str, Any]]:
+    """analyze_thread of each record, in ONE hop to the analysis thread (a worker's batch)."""
+    from analyzers.analyze import analyze_thread
+
+    def analyse_all() -> list[dict[str, Any]]:
+        return [analyze_thread(record, pool) for record in records]
+
+    if not records:
+        return []
+    return await asyncio.get_running_loop().run_in_executor(_ANALYSIS_THREAD, analyse_all)
+
+
 # ---- saved indexes -------------------------------------------------------------------------
 def read_saved_index(path: Path, header: bytes = b"") -> PaperIndex | None:
     """The index saved at `path` after `header`, or None when there is none, or it is damaged
@@ -165,6 +177,20 @@ def _pool_header(n: int, digest: str) -> bytes:
     return f"{n} {digest}\n".encode()
 
 
+_POOL_KEY: list[Any] = []
+
+
+def _pool_key_statement() -> Any:
+    """SELECT count(id), max(id) FROM papers, built once (a worker asks it for every batch)."""
+    if not _POOL_KEY:
+        from sqlalchemy import func, select
+
+        from bot.store.models import Paper
+
+        _POOL_KEY.append(select(func.count(Paper.id), func.max(Paper.id)))
+    return _POOL_KEY[0]
+
+
 async def paper_pool(session: AsyncSession, cache: dict[str, Any] | None) -> Any:
     """The PaperIndex of the catalog plus the Paper table. Per process: kept in `cache` and
     looked at again only when the table's row count or newest id changed. Across processes:
@@ -172,11 +198,11 @@ async def paper_pool(session: AsyncSession, cache: dict[str, Any] | None) -> Any
     rows, so a process that starts reads it instead of building it (seconds of CPU for
     100,000 papers), and papers added since (sync, import) are added to it, not rebuilt.
     None when the table is empty: the analyzers then use their cached catalog-only index."""
-    from sqlalchemy import func, select
+    from sqlalchemy import select
 
     from bot.store.models import Paper
 
-    count, newest = (await session.execute(select(func.count(Paper.id), func.max(Paper.id)))).one()
+    count, newest = (await session.execute(_pool_key_statement())).one()
     if not count:
         return None
     key = (count, newest)

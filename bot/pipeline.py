@@ -1,17 +1,43 @@
 """What happens after a thread changed (webhook, sync or command): analyse it, store the
 findings, and let bot.speaking decide whether to act. One entry point so every path behaves
-the same. The analyses themselves run in bot.analysis, off the event loop."""
+the same (`thread_changed`, and `threads_changed` for the worker's batches). The analyses
+themselves run in bot.analysis, off the event loop."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.analysis import paper_pool, run_analysis
-from bot.store.models import Analysis, Thread
-from bot.store.threads import load_comments, thread_record
+from bot.analysis import paper_pool, run_analyses, run_analysis
+from bot.store.models import Analysis, Comment, Thread
+from bot.store.threads import get_threads, load_comments, thread_record
+
+
+def _analysis_values(result: dict[str, Any]) -> dict[str, Any]:
+    """The Analysis row's columns for an analysis result."""
+    from analyzers.analyze import ANALYZER_VERSION
+
+    failure = result.get("failure") or {}
+    proposal = result.get("proposal") or {}
+    papers = result.get("papers") or []
+    return {
+        "analyzer_version": ANALYZER_VERSION,
+        "result": result,
+        "is_failure_report": bool(failure.get("is_failure_report")),
+        "failure_category": failure.get("category"),
+        "is_proposal": bool(proposal.get("is_proposal")),
+        "review_state": (result.get("review") or {}).get("state"),
+        "methods": sorted({p["method"] for p in papers if p.get("method")}),
+        "arxiv_ids": sorted({p["arxiv_id"] for p in papers if p.get("arxiv_id")}),
+    }
+
+
+def _fill_analysis(row: Analysis, result: dict[str, Any]) -> None:
+    for column, value in _analysis_values(result).items():
+        setattr(row, column, value)
 
 
 async def analyse_and_store(
@@ -22,8 +48,6 @@ async def analyse_and_store(
 
     `cache` is the process's ctx.extras: it keeps the paper pool's index between calls.
     `record`: the thread's record when the caller already loaded it."""
-    from analyzers.analyze import ANALYZER_VERSION
-
     if record is None:
         record = thread_record(thread, await load_comments(session, thread))
     result = await run_analysis(record, await paper_pool(session, cache))
@@ -31,20 +55,9 @@ async def analyse_and_store(
     if row is None:
         row = Analysis(thread_id=thread.id)
         session.add(row)
-    failure = result.get("failure") or {}
-    proposal = result.get("proposal") or {}
-    papers = result.get("papers") or []
-    row.analyzer_version = ANALYZER_VERSION
-    row.result = result
-    row.is_failure_report = bool(failure.get("is_failure_report"))
-    row.failure_category = failure.get("category")
-    row.is_proposal = bool(proposal.get("is_proposal"))
-    row.review_state = (result.get("review") or {}).get("state")
-    row.methods = sorted({p["method"] for p in papers if p.get("method")})
-    row.arxiv_ids = sorted({p["arxiv_id"] for p in papers if p.get("arxiv_id")})
+    _fill_analysis(row, result)
     await session.flush()
     return result
-
 
 
 async def thread_changed(
@@ -85,6 +98,97 @@ async def thread_changed(
     await act(ctx, repo, number, trigger=trigger, payload=payload, analysis=result,
               thread=(thread, record))
     return result
+
+
+@dataclass(frozen=True)
+class ThreadChange:
+    """One delivery's change to a thread, for `threads_changed`."""
+
+    repo: str
+    number: int
+    trigger: str
+    payload: dict[str, Any] | None = None
+
+
+# The batch's reads, built once: the comments of its threads, their analyses.
+_COMMENTS_OF_THREADS = (
+    select(Comment)
+    .where(Comment.thread_id.in_(bindparam("thread_ids", expanding=True)))
+    .order_by(Comment.thread_id, Comment.created_at, Comment.id)
+)
+_ANALYSES_UPSERTS: dict[str, Any] = {}
+
+
+def _analyses_upsert(dialect: str) -> Any:
+    """INSERT INTO analyses ... ON CONFLICT (thread_id) DO UPDATE, built once per dialect
+    (run as an executemany, one row per distinct thread)."""
+    stmt = _ANALYSES_UPSERTS.get(dialect)
+    if stmt is None:
+        if dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as dialect_insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert as dialect_insert
+        table = Analysis.__table__
+        base = dialect_insert(table)
+        columns = [c.name for c in table.columns if c.name not in ("id", "thread_id")]
+        stmt = base.on_conflict_do_update(
+            index_elements=["thread_id"], set_={c: base.excluded[c] for c in columns})
+        _ANALYSES_UPSERTS[dialect] = stmt
+    return stmt
+
+
+async def threads_changed(ctx: Any, changes: list[ThreadChange]) -> list[BaseException | None]:
+    """Several changes at once (the worker's batches), as `thread_changed` for each but with
+    the shared work done once: each distinct thread is analysed once, on its stored state
+    after all the changes (as if they had arrived before it was looked at), and the findings
+    of all of them are stored in one statement (an upsert); then each change is decided on (`act`) in
+    order. Raises when that shared step fails (nothing of it is stored: the caller handles
+    each change alone); returns per change None or the exception its decision raised, which
+    does not stop the decisions of the others."""
+    from bot.speaking.decide import act
+    from bot.speaking.records import skips_written_together
+    from bot.speaking.situation import Prefetched, prefetch
+
+    keys = {(c.repo.lower(), c.number) for c in changes}
+    prefetched = Prefetched()
+    found: dict[tuple[str, int], tuple[Thread, dict[str, Any], dict[str, Any]]] = {}
+    if keys:
+        async with ctx.sessionmaker() as session:
+            threads = [t for t in (await get_threads(session, keys)).values() if t is not None]
+            ids = [t.id for t in threads]
+            comments: dict[int, list[Comment]] = {i: [] for i in ids}
+            if ids:
+                for c in await session.scalars(_COMMENTS_OF_THREADS, {"thread_ids": ids}):
+                    comments[c.thread_id].append(c)
+            records = [thread_record(t, comments[t.id]) for t in threads]
+            pool = await paper_pool(session, ctx.extras) if threads else None
+            results = await run_analyses(records, pool)
+            rows: list[dict[str, Any]] = []
+            for thread, record, result in zip(threads, records, results, strict=True):
+                rows.append({"thread_id": thread.id, **_analysis_values(result)})
+                found[(thread.repo.lower(), thread.number)] = (thread, record, result)
+            if rows:  # one statement for all: a concurrent insert of one is updated, not an error
+                rows.sort(key=lambda r: r["thread_id"])  # two workers lock rows in one order
+                await session.execute(_analyses_upsert(ctx.engine.dialect.name), rows)
+            prefetched = await prefetch(session, [(t.repo, t.number) for t in threads])
+            await session.commit()
+    outcomes: list[BaseException | None] = []
+    async with skips_written_together(ctx):
+        for change in changes:
+            hit = found.get((change.repo.lower(), change.number))
+            if hit is None:  # deleted (or never stored): nothing to decide
+                outcomes.append(None)
+                continue
+            thread, record, result = hit
+            try:
+                await act(ctx, thread.repo, thread.number, trigger=change.trigger,
+                          payload=change.payload, analysis=result, thread=(thread, record),
+                          prefetched=prefetched)
+            except Exception as exc:  # noqa: BLE001 - this change fails alone
+                outcomes.append(exc)
+            else:
+                outcomes.append(None)
+    return outcomes
 
 
 async def sync_changed(ctx: Any, repo: str, number: int) -> None:

@@ -22,7 +22,7 @@ from bot.speaking.failure_comment import (
 from bot.speaking.quiet import COMMENT_TRIGGERS, EDIT_TRIGGERS, NEW_TRIGGERS, PROPOSAL_TRIGGERS
 from bot.speaking.repo_config import get_repo_config
 from bot.speaking.rule_summary import rule_summary
-from bot.speaking.situation import load_situation
+from bot.speaking.situation import Prefetched, load_situation
 from bot.store.types import utcnow
 
 log = logging.getLogger(__name__)
@@ -32,13 +32,15 @@ log = logging.getLogger(__name__)
 async def act(
     ctx: Any, repo: str, number: int, *, trigger: str, payload: dict[str, Any] | None = None,
     analysis: dict[str, Any] | None = None, thread: tuple[Any, dict[str, Any]] | None = None,
+    prefetched: Prefetched | None = None,
 ) -> dict[str, str]:
     """What the pipeline calls after storing the analysis. Returns {kind: outcome}.
-    `thread`: (Thread row, its record) when the caller has just loaded them."""
+    `thread`: (Thread row, its record) when the caller has just loaded them; `prefetched`:
+    what a batch of decisions read for all of them."""
     interesting = NEW_TRIGGERS | EDIT_TRIGGERS | PROPOSAL_TRIGGERS | COMMENT_TRIGGERS
     if trigger not in interesting or analysis is None:
         return {}
-    sit = await load_situation(ctx, repo, number, payload, thread)
+    sit = await load_situation(ctx, repo, number, payload, thread, prefetched)
     if sit is None or sit.installation_id is None:
         return {}  # not installed: the app only tracks, it never speaks there
     outcome: dict[str, str] = {}
@@ -47,7 +49,7 @@ async def act(
             outcome["failure_comment"] = "frozen"
         return outcome
     config = await get_repo_config(
-        ctx, sit.repo, sit.installation_id, refresh=trigger == "command"
+        ctx, sit.repo, sit.installation_id, refresh=trigger == "command", row=sit.repository
     )
     existing = sit.existing
     stale = (

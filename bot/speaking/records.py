@@ -1,21 +1,32 @@
 """The record of what the app did and did not do on a thread: one Action row per decision.
 
 `record_once` inserts an Action unless its `dedupe_key` exists (the unique index settles
-races); `record_skip` records why the app stayed quiet, once per thread and reason. Imports
-only the store, so every speaking module (and repository config) can record.
+races); `record_skip` records why the app stayed quiet, once per thread and reason. Inside
+`skips_written_together` (the worker's batch of decisions) the skips are collected and
+written at its end in one transaction instead of one each. Imports only the store, so every
+speaking module (and repository config) can record.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from bot.store.models import Action
 
 log = logging.getLogger(__name__)
+
+# The skips of the decisions running inside `skips_written_together` (None outside it).
+_COLLECTED_SKIPS: ContextVar[list[dict[str, Any]] | None] = ContextVar(
+    "rltracker_collected_skips", default=None)
+_KEYS_PRESENT = select(Action.dedupe_key).where(
+    Action.dedupe_key.in_(bindparam("keys", expanding=True)))
 
 
 async def record_once(ctx: Any, **fields: Any) -> bool:
@@ -37,7 +48,45 @@ async def record_skip(
     ctx: Any, repo: str, number: int | None, kind: str, code: str, reason: str, **extra: Any
 ) -> None:
     log.info("skip %s %s#%s: %s", kind, repo, number, reason)
-    await record_once(
-        ctx, repo=repo, number=number, kind=kind, status="skipped", reason=reason,
-        dedupe_key=f"{repo}#{number}:{kind}:skip:{code}", details={"code": code, **extra},
-    )
+    fields = {"repo": repo, "number": number, "kind": kind, "status": "skipped",
+              "reason": reason, "dedupe_key": f"{repo}#{number}:{kind}:skip:{code}",
+              "details": {"code": code, **extra}}
+    collected = _COLLECTED_SKIPS.get()
+    if collected is not None:
+        collected.append(fields)
+        return
+    await record_once(ctx, **fields)
+
+
+@asynccontextmanager
+async def skips_written_together(ctx: Any) -> AsyncIterator[None]:
+    """`record_skip` calls inside it are written when it ends, in one transaction, each still
+    at most once per dedupe key. Skips are records, not claims: nothing decides on them, so
+    writing them a little later changes no decision. Not written if the block raises."""
+    collected: list[dict[str, Any]] = []
+    token = _COLLECTED_SKIPS.set(collected)
+    try:
+        yield
+    finally:
+        _COLLECTED_SKIPS.reset(token)
+    if collected:
+        await _record_all(ctx, collected)
+
+
+async def _record_all(ctx: Any, rows: list[dict[str, Any]]) -> None:
+    by_key = {}
+    for fields in rows:
+        by_key.setdefault(fields["dedupe_key"], fields)  # the first reason recorded counts
+    async with ctx.sessionmaker() as session:
+        present = set(await session.scalars(_KEYS_PRESENT, {"keys": list(by_key)}))
+        new = [f for k, f in by_key.items() if k not in present]
+        try:
+            if new:  # one statement for all (the ORM inserts them one by one)
+                await session.execute(insert(Action.__table__), new)
+            await session.commit()
+            return
+        except IntegrityError:  # another worker recorded one of them meanwhile
+            await session.rollback()
+    for key, fields in by_key.items():
+        if key not in present:
+            await record_once(ctx, **fields)

@@ -211,21 +211,24 @@ async def _repository(session: Any, repo: str) -> Repository | None:
 
 
 async def get_repo_config(
-    ctx: Any, repo: str, installation_id: int | None = None, *, refresh: bool = False
+    ctx: Any, repo: str, installation_id: int | None = None, *, refresh: bool = False,
+    row: Repository | None = None,
 ) -> RepoConfig:
-    """The repository's settings, from the cache on its row when fresh, else from GitHub."""
+    """The repository's settings, from the cache on its row when fresh, else from GitHub.
+    `row`: the repository row when the caller has just read it."""
     now = utcnow()
-    async with ctx.sessionmaker() as session:
-        row = await _repository(session, repo)
-        if (
-            not refresh
-            and row is not None
-            and row.config_fetched_at is not None
-            and now - row.config_fetched_at < CONFIG_TTL
-        ):
-            if row.config_error:
-                return RepoConfig(source="invalid", error=row.config_error)
-            return RepoConfig.from_dict(row.config)
+    if row is None:
+        async with ctx.sessionmaker() as session:
+            row = await _repository(session, repo)
+    if (
+        not refresh
+        and row is not None
+        and row.config_fetched_at is not None
+        and now - row.config_fetched_at < CONFIG_TTL
+    ):
+        if row.config_error:
+            return RepoConfig(source="invalid", error=row.config_error)
+        return RepoConfig.from_dict(row.config)
     if ctx.github is None or installation_id is None or not ctx.settings.has_app_credentials:
         # Nothing to read it with (an installation's files need the app's own token); not
         # cached, so the first read after credentials are configured fetches it.

@@ -5,10 +5,10 @@ questions a decision asks (declined methods, a linked pull request, earlier prop
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.exc import IntegrityError
 
 from analyzers.catalog import framework_id
@@ -40,6 +40,38 @@ class Situation:
     paused_reason: str | None
     muted: bool
     existing: Action | None  # the failure comment action, if one owns the slot
+    repository: Repository | None = None  # the row read for it (its cached config)
+
+
+@dataclass
+class Prefetched:
+    """What the decisions of a batch (bot.pipeline.threads_changed) read, fetched once for
+    all of them: the repository rows, and the failure-comment actions of its threads. An
+    action is used by the first decision on its thread only: that decision may claim the
+    slot, so a later one on the same thread reads it again."""
+
+    repositories: dict[str, Repository] = field(default_factory=dict)  # lower-case name ->
+    actions: dict[str, Action | None] = field(default_factory=dict)  # dedupe key -> (None: none)
+
+
+_REPOSITORIES_NAMED = select(Repository).where(
+    func.lower(Repository.full_name).in_(bindparam("names", expanding=True)))
+_ACTIONS_KEYED = select(Action).where(Action.dedupe_key.in_(bindparam("keys", expanding=True)))
+
+
+async def prefetch(session: Any, threads: list[tuple[str, int]]) -> Prefetched:
+    """The repository rows and failure-comment actions of (repo, number) threads."""
+    names = sorted({repo.lower() for repo, _ in threads})
+    keys = sorted({failure_key(repo, number) for repo, number in threads})
+    found = Prefetched()
+    if not threads:
+        return found
+    for row in await session.scalars(_REPOSITORIES_NAMED, {"names": names}):
+        found.repositories[row.full_name.lower()] = row
+    found.actions = dict.fromkeys(keys)
+    for action in await session.scalars(_ACTIONS_KEYED, {"keys": keys}):
+        found.actions[action.dedupe_key] = action
+    return found
 
 
 def installation_from(payload: dict[str, Any] | None) -> int | None:
@@ -68,11 +100,31 @@ async def repository_row(session: Any, repo: str, installation_id: int | None) -
     return row
 
 
+def _situation(thread: Any, number: int, record: dict[str, Any], row: Repository,
+               payload: dict[str, Any] | None, existing: Action | None) -> Situation:
+    installation_id = row.installation_id
+    if installation_id is None:
+        installation_id = installation_from(payload)
+    return Situation(
+        repo=thread.repo, number=number, record=record, repo_id=row.id,
+        installation_id=installation_id, framework=row.framework or framework_id(thread.repo),
+        paused=bool(row.comments_paused), paused_reason=row.paused_reason,
+        muted=bool(thread.muted), existing=existing, repository=row,
+    )
+
+
 async def load_situation(
     ctx: Any, repo: str, number: int, payload: dict[str, Any] | None,
-    loaded: tuple[Any, dict[str, Any]] | None = None,
+    loaded: tuple[Any, dict[str, Any]] | None = None, prefetched: Prefetched | None = None,
 ) -> Situation | None:
-    """`loaded`: (Thread row, its record) when the caller has just read them."""
+    """`loaded`: (Thread row, its record) when the caller has just read them; `prefetched`:
+    what a batch read for all its decisions (used when it holds this thread's)."""
+    if loaded is not None and prefetched is not None:
+        thread, record = loaded
+        row = prefetched.repositories.get(thread.repo.lower())
+        key = failure_key(thread.repo, number)
+        if row is not None and key in prefetched.actions:
+            return _situation(thread, number, record, row, payload, prefetched.actions.pop(key))
     async with ctx.sessionmaker() as session:
         if loaded is not None:
             thread, record = loaded
@@ -81,21 +133,11 @@ async def load_situation(
             if thread is None:
                 return None
             record = thread_record(thread, await load_comments(session, thread))
-        repo = thread.repo
-        row = await repository_row(session, repo, None)
-        installation_id = row.installation_id
-        if installation_id is None:
-            installation_id = installation_from(payload)
-        framework = row.framework or framework_id(repo)
+        row = await repository_row(session, thread.repo, None)
         existing = await session.scalar(
-            select(Action).where(Action.dedupe_key == failure_key(repo, number))
+            select(Action).where(Action.dedupe_key == failure_key(thread.repo, number))
         )
-        situation = Situation(
-            repo=repo, number=number, record=record, repo_id=row.id,
-            installation_id=installation_id, framework=framework,
-            paused=bool(row.comments_paused), paused_reason=row.paused_reason,
-            muted=bool(thread.muted), existing=existing,
-        )
+        situation = _situation(thread, number, record, row, payload, existing)
         await session.commit()
     return situation
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, select
+from sqlalchemy import bindparam, delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.store.models import Comment, Thread
@@ -43,16 +43,54 @@ _COMMENTS_OF = (
 )
 
 
+_THREADS_NAMED = select(Thread).where(
+    func.lower(Thread.repo).in_(bindparam("repos", expanding=True)),
+    Thread.number.in_(bindparam("numbers", expanding=True)),
+)
+_COMMENTS_WITH_IDS = select(Comment).where(
+    Comment.github_id.in_(bindparam("github_ids", expanding=True)))
+
+
 async def get_thread(session: AsyncSession, repo: str, number: int) -> Thread | None:
     return await session.scalar(_THREAD_BY_NAME, {"repo": repo.lower(), "number": number})
 
 
+async def get_threads(session: AsyncSession, keys: set[tuple[str, int]]
+                      ) -> dict[tuple[str, int], Thread | None]:
+    """Several threads in one query: (lower-case repo, number) -> thread, or None when not
+    stored (every key is in the result)."""
+    found: dict[tuple[str, int], Thread | None] = dict.fromkeys(keys)
+    if keys:
+        for thread in await session.scalars(_THREADS_NAMED, {
+            "repos": sorted({r for r, _ in keys}), "numbers": sorted({n for _, n in keys}),
+        }):
+            key = (thread.repo.lower(), thread.number)
+            if key in found:
+                found[key] = thread
+    return found
+
+
+async def get_comments(session: AsyncSession, keys: set[tuple[str, int]]
+                       ) -> dict[tuple[str, int], Comment | None]:
+    """Several comments in one query: (kind, github_id) -> comment, or None when not stored."""
+    found: dict[tuple[str, int], Comment | None] = dict.fromkeys(keys)
+    if keys:
+        for comment in await session.scalars(_COMMENTS_WITH_IDS,
+                                             {"github_ids": sorted({g for _, g in keys})}):
+            if (comment.kind, comment.github_id) in found:
+                found[(comment.kind, comment.github_id)] = comment
+    return found
+
+
 async def upsert_thread(
-    session: AsyncSession, record: dict[str, Any], *, looked_up: tuple[Thread | None] | None = None
+    session: AsyncSession, record: dict[str, Any], *, looked_up: tuple[Thread | None] | None = None,
+    flush: bool = True,
 ) -> Thread:
     """Insert or update a thread from a record; keys absent from the record are left alone.
     `looked_up`: (the stored thread or None,) when the caller has just looked it up in this
-    session, so it is not looked up twice."""
+    session, so it is not looked up twice. `flush=False` leaves an update of a stored thread
+    to the next flush (a batch's commit writes its updates together); a new one is flushed
+    anyway (its id is needed)."""
     if looked_up is not None:
         thread = looked_up[0]
     else:
@@ -60,6 +98,16 @@ async def upsert_thread(
     if thread is None:
         thread = Thread(repo=record["repo"], number=int(record["number"]), kind=record["kind"])
         session.add(thread)
+    for key, value in thread_values(record).items():
+        setattr(thread, key, value)
+    if flush or thread.id is None:
+        await session.flush()
+    return thread
+
+
+def thread_values(record: dict[str, Any]) -> dict[str, Any]:
+    """The columns a thread record sets (keys absent from it are left alone)."""
+    values: dict[str, Any] = {}
     for key in THREAD_FIELDS:
         if key in record:
             value = record[key]
@@ -71,25 +119,16 @@ async def upsert_thread(
                 value = value or ""
             if key == "complete" and value is None:
                 continue
-            setattr(thread, key, value)
+            values[key] = value
     for key in THREAD_TIMES:
         if key in record:
-            setattr(thread, key, parse_datetime(record[key]))
-    await session.flush()
-    return thread
+            values[key] = parse_datetime(record[key])
+    return values
 
 
-async def upsert_comment(session: AsyncSession, thread: Thread, record: dict[str, Any]) -> Comment:
-    """Insert or update a comment keyed by (kind, github_id)."""
-    kind = record.get("kind") or "comment"
-    github_id = int(record["github_id"])
-    comment = await session.scalar(
-        select(Comment).where(Comment.kind == kind, Comment.github_id == github_id)
-    )
-    if comment is None:
-        comment = Comment(kind=kind, github_id=github_id, thread_id=thread.id)
-        session.add(comment)
-    comment.thread_id = thread.id
+def comment_values(record: dict[str, Any]) -> dict[str, Any]:
+    """The columns a comment record sets (keys absent from it are left alone)."""
+    values: dict[str, Any] = {}
     for key in COMMENT_FIELDS:
         if key in record:
             value = record[key]
@@ -97,11 +136,49 @@ async def upsert_comment(session: AsyncSession, thread: Thread, record: dict[str
                 value = _blank_to_none(value)
             if key == "body":
                 value = value or ""
-            setattr(comment, key, value)
+            values[key] = value
     for key in COMMENT_TIMES:
         if key in record:
-            setattr(comment, key, parse_datetime(record[key]))
-    await session.flush()
+            values[key] = parse_datetime(record[key])
+    return values
+
+
+async def insert_new(session: AsyncSession, model: type[Thread] | type[Comment],
+                     rows: list[dict[str, Any]]) -> None:
+    """INSERT rows known to be new, as few statements as there are column sets (Core
+    executemany: the ORM inserts them one by one). The caller reads them back if it needs
+    them; a row stored meanwhile by someone else raises IntegrityError."""
+    by_columns: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        by_columns.setdefault(tuple(sorted(row)), []).append(row)
+    table = model.__table__
+    for group in by_columns.values():
+        await session.execute(insert(table), group)
+
+
+async def upsert_comment(
+    session: AsyncSession, thread: Thread, record: dict[str, Any], *,
+    looked_up: tuple[Comment | None] | None = None, flush: bool = True,
+) -> Comment:
+    """Insert or update a comment keyed by (kind, github_id). `looked_up`: (the stored comment
+    or None,) when the caller has just looked it up in this session; `flush` as for
+    `upsert_thread`."""
+    kind = record.get("kind") or "comment"
+    github_id = int(record["github_id"])
+    if looked_up is not None:
+        comment = looked_up[0]
+    else:
+        comment = await session.scalar(
+            select(Comment).where(Comment.kind == kind, Comment.github_id == github_id)
+        )
+    if comment is None:
+        comment = Comment(kind=kind, github_id=github_id, thread_id=thread.id)
+        session.add(comment)
+    comment.thread_id = thread.id
+    for key, value in comment_values(record).items():
+        setattr(comment, key, value)
+    if flush or comment.id is None:
+        await session.flush()
     return comment
 
 

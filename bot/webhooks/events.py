@@ -14,8 +14,9 @@ thread or comment; a merged pull request never goes back to "closed"; deletions 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from gidgethub import sansio
 from gidgethub.routing import Router
@@ -24,7 +25,17 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.store.models import Comment, Thread
-from bot.store.threads import delete_comment, get_thread, upsert_comment, upsert_thread
+from bot.store.threads import (
+    comment_values,
+    delete_comment,
+    get_comments,
+    get_thread,
+    get_threads,
+    insert_new,
+    thread_values,
+    upsert_comment,
+    upsert_thread,
+)
 from bot.store.types import parse_datetime
 from bot.webhooks.installations import canonical_repo, ensure_installation, upsert_repository
 from bot.webhooks.normalize import Change, PayloadError, Transfer, change_from_payload
@@ -42,6 +53,7 @@ EVENTS = (
     "discussion_comment",
 )
 TRANSACTION_ATTEMPTS = 3  # a concurrent worker inserting the same thread: retry the delivery
+T = TypeVar("T")
 
 
 def _older(record_time: str | None, stored: Any) -> bool:
@@ -50,11 +62,38 @@ def _older(record_time: str | None, stored: Any) -> bool:
     return new is not None and stored is not None and new < stored
 
 
+@dataclass
+class LookedUp:
+    """The threads and comments a batch's session holds, looked up together before its
+    deliveries are applied (and those they create): a key absent here is read from the
+    database. Forgotten after a deletion or a transfer, which move rows under these keys."""
+
+    threads: dict[tuple[str, int], Thread | None] = field(default_factory=dict)
+    comments: dict[tuple[str, int], Comment | None] = field(default_factory=dict)
+
+    def forget(self) -> None:
+        self.threads.clear()
+        self.comments.clear()
+
+
 async def _store_thread(
-    session: AsyncSession, record: dict[str, Any], *, opened: bool
+    session: AsyncSession, record: dict[str, Any], *, opened: bool,
+    looked: LookedUp | None = None,
 ) -> Thread:
-    existing = await get_thread(session, record["repo"], record["number"])
-    record = dict(record)
+    key = (str(record["repo"]).lower(), int(record["number"]))
+    if looked is not None and key in looked.threads:
+        existing = looked.threads[key]
+    else:
+        existing = await get_thread(session, record["repo"], record["number"])
+    thread = await _write_thread(session, dict(record), existing, opened=opened,
+                                 flush=looked is None)
+    if looked is not None:
+        looked.threads[key] = thread
+    return thread
+
+
+async def _write_thread(session: AsyncSession, record: dict[str, Any], existing: Thread | None,
+                        *, opened: bool, flush: bool = True) -> Thread:
     if existing is None:
         # Only a thread seen from its first event is known in full; others wait for sync.
         record["complete"] = bool(opened)
@@ -66,16 +105,28 @@ async def _store_thread(
         record.pop("state")  # the issue-shaped view of a PR may not know it was merged
     if existing.kind != record.get("kind", existing.kind) and existing.kind == "pull_request":
         record["kind"] = existing.kind
-    return await upsert_thread(session, record, looked_up=(existing,))
+    return await upsert_thread(session, record, looked_up=(existing,), flush=flush)
 
 
-async def _store_comment(session: AsyncSession, thread: Thread, record: dict[str, Any]) -> None:
-    existing = await session.scalar(
-        select(Comment).where(Comment.kind == record["kind"], Comment.github_id == record["github_id"])
-    )
+def _comment_key(record: dict[str, Any]) -> tuple[str, int]:
+    return (record.get("kind") or "comment", int(record["github_id"]))
+
+
+async def _store_comment(session: AsyncSession, thread: Thread, record: dict[str, Any],
+                         looked: LookedUp | None = None) -> None:
+    key = _comment_key(record)
+    if looked is not None and key in looked.comments:
+        existing = looked.comments[key]
+    else:
+        existing = await session.scalar(
+            select(Comment).where(Comment.kind == key[0], Comment.github_id == key[1])
+        )
     if existing is not None and _older(record.get("updated_at"), existing.updated_at):
         return
-    await upsert_comment(session, thread, record)
+    comment = await upsert_comment(session, thread, record, looked_up=(existing,),
+                                   flush=looked is None)
+    if looked is not None:
+        looked.comments[key] = comment
 
 
 async def _move_thread(session: AsyncSession, transfer: Transfer) -> Thread:
@@ -128,16 +179,57 @@ async def _repository(
     return key
 
 
+async def _insert_new(session: AsyncSession, changes: list[Change], looked: LookedUp) -> None:
+    """The threads and comments a batch's deliveries create, inserted in one statement each,
+    as the first delivery naming each would write it (applying that delivery afterwards
+    changes nothing), then read back into `looked`. Only deliveries before the batch's first
+    deletion or transfer count: those move rows under the keys looked up."""
+    threads: dict[tuple[str, int], dict[str, Any]] = {}
+    comments: dict[tuple[str, int], tuple[tuple[str, int], dict[str, Any]]] = {}
+    for change in changes:
+        if change.transfer is not None or change.delete_thread or change.delete_comment:
+            break
+        if change.thread is None:
+            continue
+        record = change.thread
+        key = (str(record["repo"]).lower(), int(record["number"]))
+        if key in looked.threads and looked.threads[key] is None and key not in threads:
+            threads[key] = {"repo": record["repo"], "number": int(record["number"]),
+                            "kind": record["kind"],
+                            **thread_values({**record, "complete": bool(change.opened)})}
+        if change.comment is not None:
+            ck = _comment_key(change.comment)
+            if ck in looked.comments and looked.comments[ck] is None and ck not in comments:
+                comments[ck] = (key, change.comment)
+    if threads:  # in key order: two workers inserting the same threads wait, not deadlock
+        await insert_new(session, Thread, [threads[k] for k in sorted(threads)])
+        looked.threads.update(await get_threads(session, set(threads)))
+    rows = []
+    for ck, (key, record) in sorted(comments.items()):
+        thread = looked.threads.get(key)
+        if thread is not None:
+            rows.append({"kind": ck[0], "github_id": ck[1], "thread_id": thread.id,
+                         **comment_values(record)})
+    if rows:
+        await insert_new(session, Comment, rows)
+        looked.comments.update(await get_comments(session, {(r["kind"], r["github_id"]) for r in rows}))
+
+
 async def apply_change(
     session: AsyncSession,
     change: Change,
     payload: Mapping[str, Any],
     seen: set[tuple[Any, ...]] | None = None,
+    looked: LookedUp | None = None,
 ) -> tuple[str, int]:
-    """Write one delivery's change; returns the (repo, number) whose thread changed."""
+    """Write one delivery's change; returns the (repo, number) whose thread changed.
+    `looked`: the threads and comments the caller's session already looked up (a batch)."""
     written = await _repository(session, payload, change.repo, seen)
     if written is not None:
         session.info.setdefault("repository_keys", []).append(written)
+    if looked is not None and (change.transfer is not None or change.delete_thread):
+        looked.forget()
+        looked = None
     if change.transfer is not None and change.thread is None:
         # `transferred` at the old place: the thread now lives at the new one.
         moved = await _move_thread(session, change.transfer)
@@ -155,39 +247,98 @@ async def apply_change(
             await session.execute(delete(Thread).where(Thread.id == thread.id))
         return change.repo, change.number
     assert change.thread is not None
-    thread = await _store_thread(session, change.thread, opened=change.opened)
+    thread = await _store_thread(session, change.thread, opened=change.opened, looked=looked)
     if change.delete_comment is not None:
         kind, github_id = change.delete_comment
         await delete_comment(session, kind, github_id)
+        if looked is not None:
+            looked.comments[(kind, int(github_id))] = None
     if change.comment is not None:
-        await _store_comment(session, thread, change.comment)
+        await _store_comment(session, thread, change.comment, looked)
     return thread.repo, thread.number
 
 
 async def handle(event_name: str, payload: Mapping[str, Any], ctx: Any) -> tuple[str, int]:
     """Store what a thread/comment delivery says, commit, then run the pipeline."""
     change = change_from_payload(event_name, payload, canonical_repo)
-    seen = _seen_repositories(ctx)
-    for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
-        try:
-            async with ctx.sessionmaker() as session:
-                repo, number = await apply_change(session, change, payload, seen)
-                await session.commit()
-                # Remembered only once committed: a rolled-back write is written again.
-                seen.update(session.info.get("repository_keys", []))
-            break
-        except IntegrityError:
-            # Another worker inserted the same thread or comment at the same moment; the
-            # retry sees its row and updates it.
-            if attempt == TRANSACTION_ATTEMPTS:
-                raise
-            log.info("retrying %s.%s after a concurrent insert", event_name, change.action)
+
+    async def write(session: AsyncSession, seen: set[tuple[Any, ...]]) -> tuple[str, int]:
+        return await apply_change(session, change, payload, seen)
+
+    repo, number = await _committed(ctx, write, f"{event_name}.{change.action}")
     from bot import pipeline
 
     await pipeline.thread_changed(
         ctx, repo, number, trigger=f"{event_name}.{change.action}", payload=dict(payload)
     )
     return repo, number
+
+
+async def handle_batch(events: list[sansio.Event], ctx: Any) -> list[BaseException | None]:
+    """Several thread deliveries at once (a run of the worker's batch), with the effect of
+    `handle` on each in order: the records of all of them written in ONE transaction, then
+    `bot.pipeline.threads_changed` (each changed thread analysed once, each delivery decided
+    on). Returns per delivery None or the exception that failed it alone (an unreadable
+    payload, its decision). Raises when the shared transaction or analysis fails: nothing of
+    it is kept, and the worker handles each delivery alone."""
+    from bot import pipeline
+
+    outcomes: list[BaseException | None] = [None] * len(events)
+    readable: list[tuple[int, str, Change, Mapping[str, Any]]] = []
+    for k, event in enumerate(events):
+        try:
+            if not isinstance(event.data, Mapping):
+                raise PayloadError(f"{event.event}: payload is not an object")
+            change = change_from_payload(event.event, event.data, canonical_repo)
+        except Exception as exc:  # noqa: BLE001 - as `handle` would raise for this one alone
+            outcomes[k] = exc
+            continue
+        readable.append((k, event.event, change, event.data))
+
+    async def write_all(session: AsyncSession, seen: set[tuple[Any, ...]]
+                        ) -> list[pipeline.ThreadChange]:
+        looked = LookedUp(
+            threads=await get_threads(session, {
+                (str(c.thread["repo"]).lower(), int(c.thread["number"]))
+                for _, _, c, _ in readable if c.thread is not None}),
+            comments=await get_comments(session, {
+                _comment_key(c.comment) for _, _, c, _ in readable if c.comment is not None}),
+        )
+        await _insert_new(session, [c for _, _, c, _ in readable], looked)
+        changed = []
+        for _, name, change, payload in readable:
+            repo, number = await apply_change(session, change, payload, seen, looked)
+            changed.append(pipeline.ThreadChange(
+                repo, number, trigger=f"{name}.{change.action}", payload=dict(payload)))
+        return changed
+
+    changed = await _committed(ctx, write_all, f"a batch of {len(events)} deliveries")
+    decided = await pipeline.threads_changed(ctx, changed)
+    for (k, *_), outcome in zip(readable, decided, strict=True):
+        outcomes[k] = outcome
+    return outcomes
+
+
+async def _committed(
+    ctx: Any, write: Callable[[AsyncSession, set[tuple[Any, ...]]], Awaitable[T]], what: str
+) -> T:
+    """`write(session, repositories already written)` in a transaction of its own, committed;
+    once more when another worker inserted the same thread or comment at the same moment
+    (IntegrityError): the retry sees its row and updates it."""
+    seen = _seen_repositories(ctx)
+    for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
+        try:
+            async with ctx.sessionmaker() as session:
+                result = await write(session, seen)
+                await session.commit()
+                # Remembered only once committed: a rolled-back write is written again.
+                seen.update(session.info.get("repository_keys", []))
+            return result
+        except IntegrityError:
+            if attempt == TRANSACTION_ATTEMPTS:
+                raise
+            log.info("retrying %s after a concurrent insert", what)
+    raise AssertionError("unreachable")
 
 
 def _seen_repositories(ctx: Any) -> set[tuple[Any, ...]]:

@@ -2,8 +2,40 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
 from gidgethub.routing import Router
 
 from bot.webhooks import commands, events, installations
 
 router = Router(events.router, installations.router, commands.router)
+
+
+@dataclass(frozen=True)
+class BatchHandling:
+    """How the worker handles several deliveries together: `handle(events, ctx)` takes a run
+    of deliveries that `takes` and returns one outcome per delivery (None or
+    the exception that failed it); `rest` holds the handlers of the same events that still
+    run per delivery, after it (same order as `router` dispatches them)."""
+
+    takes: Callable[[Any], bool]
+    handle: Callable[[list[Any], Any], Awaitable[list[BaseException | None]]]
+    rest: Router
+
+
+def _thread_event_without_command(event: Any) -> bool:
+    """Thread events, except comments holding a /rltracker command: a command acts on what
+    the deliveries before it did, so it runs alone, in its place."""
+    if event.event not in events.EVENTS:
+        return False
+    comment = event.data.get("comment") if isinstance(event.data, Mapping) else None
+    return not (isinstance(comment, Mapping) and commands.parse_command(comment.get("body")))
+
+
+batch_handling = BatchHandling(
+    takes=_thread_event_without_command,
+    handle=events.handle_batch,
+    rest=Router(installations.router, commands.router),
+)

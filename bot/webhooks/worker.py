@@ -16,6 +16,17 @@ Failures. Exceptions that retrying cannot fix (a payload missing a field: KeyErr
 ValueError, ...) fail the row at once with the reason; anything else is retried with
 exponential backoff and jitter (`next_attempt_at`) up to `max_attempts`, then failed. Either
 way the worker goes on with the next row.
+
+Batches (`batch_size`, PROCESS_BATCH in a worker process; 1 in the web process). The oldest
+`batch_size` takeable rows are claimed in one statement (`... WHERE id IN (SELECT ... LIMIT n
+FOR UPDATE SKIP LOCKED)`) and finished in one fenced statement, in the transaction that claims
+the next batch; the heartbeat extends them all. Runs of consecutive rows the router's batch
+handling takes (thread events on their first attempt, bot.webhooks.routers) are handled
+together: one transaction for their records, one analysis per thread, their decisions in
+order (bot.webhooks.events.handle_batch). Every row still gets its own outcome: a row whose
+own part fails is retried or failed alone; when the shared part fails, each row of the run is
+handled alone through the router, so a poison row cannot fail the others; a retried row is
+always handled alone.
 """
 
 from __future__ import annotations
@@ -44,6 +55,11 @@ from bot.store.types import utcnow
 log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 5
+# Rows a worker process (`serve --workers N`) claims and handles at once. A batch's rows share
+# their claim, their records' transaction, one analysis per thread and their finish; a kill
+# leaves at most this many rows claimed, each taken again (and handled again, idempotently)
+# once its lease ends or, on SQLite, at the next start.
+PROCESS_BATCH = 64
 PERMANENT_ERRORS: tuple[type[BaseException], ...] = (
     KeyError,
     IndexError,
@@ -53,49 +69,69 @@ PERMANENT_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-def _build_statements() -> tuple[Any, Any]:
-    """The claim and lease-extension statements, built once (SQLAlchemy caches their SQL)."""
-    t = Delivery.__table__
-    now = bindparam("now", type_=t.c.started_at.type)
-    takeable = or_(
+def _takeable(t: Any, now: Any) -> Any:
+    return or_(
         and_(t.c.status == "pending", or_(t.c.next_attempt_at.is_(None), t.c.next_attempt_at <= now)),
         and_(t.c.status == "processing", t.c.next_attempt_at <= now),  # lease ran out
     )
-    oldest = (
-        select(t.c.id)
-        .where(takeable)
-        .order_by(t.c.id)
-        .limit(1)
-        .with_for_update(skip_locked=True)  # PostgreSQL; SQLite renders nothing
-        .scalar_subquery()
-    )
-    claim = (
-        update(t)
-        .where(t.c.id == oldest)
-        .values(
-            status="processing",
-            claimed_by=bindparam("me"),
-            attempts=t.c.attempts + 1,
-            started_at=now,
-            next_attempt_at=bindparam("lease_end", type_=t.c.next_attempt_at.type),
-        )
-        .returning(
-            t.c.id, t.c.delivery_id, t.c.event, t.c.action, t.c.repo, t.c.payload, t.c.attempts
-        )
-    )
-    extend = (
-        update(t)
-        .where(
-            t.c.id == bindparam("row_id"),
-            t.c.claimed_by == bindparam("me"),
-            t.c.status == "processing",
-        )
-        .values(next_attempt_at=bindparam("lease_end", type_=t.c.next_attempt_at.type))
-    )
-    return claim, extend
 
 
-_CLAIM, _EXTEND = _build_statements()
+_CLAIMS: dict[int, Any] = {}
+
+
+def _claim_statement(limit: int) -> Any:
+    """The claim of the `limit` oldest takeable rows, built once per size (SQLAlchemy caches
+    its SQL): UPDATE ... WHERE id IN (SELECT ... ORDER BY id LIMIT n FOR UPDATE SKIP LOCKED)
+    RETURNING ..."""
+    claim = _CLAIMS.get(limit)
+    if claim is None:
+        t = Delivery.__table__
+        now = bindparam("now", type_=t.c.started_at.type)
+        oldest = (
+            select(t.c.id)
+            .where(_takeable(t, now))
+            .order_by(t.c.id)
+            .limit(limit)
+            .with_for_update(skip_locked=True)  # PostgreSQL; SQLite renders nothing
+        )
+        target = t.c.id == oldest.scalar_subquery() if limit == 1 else t.c.id.in_(oldest)
+        claim = (
+            update(t)
+            .where(target)
+            .values(
+                status="processing",
+                claimed_by=bindparam("me"),
+                attempts=t.c.attempts + 1,
+                started_at=now,
+                next_attempt_at=bindparam("lease_end", type_=t.c.next_attempt_at.type),
+            )
+            .returning(
+                t.c.id, t.c.delivery_id, t.c.event, t.c.action, t.c.repo, t.c.payload, t.c.attempts
+            )
+        )
+        _CLAIMS[limit] = claim
+    return claim
+
+
+def _build_statements() -> tuple[Any, Any]:
+    """The lease extension and the fenced finish of a batch, built once."""
+    t = Delivery.__table__
+    ids = bindparam("row_ids", expanding=True)
+    mine = and_(t.c.id.in_(ids), t.c.claimed_by == bindparam("me"), t.c.status == "processing")
+    extend = update(t).where(mine).values(
+        next_attempt_at=bindparam("lease_end", type_=t.c.next_attempt_at.type)
+    )
+    finish = (
+        update(t)
+        .where(mine)
+        .values(status="done", finished_at=bindparam("now", type_=t.c.finished_at.type),
+                next_attempt_at=None, last_error=None)
+        .returning(t.c.id)
+    )
+    return extend, finish
+
+
+_EXTEND, _FINISH = _build_statements()
 
 
 def _without_nul(value: Any) -> Any:
@@ -146,11 +182,18 @@ class Worker:
         intake: Any = None,
         intake_window: float = 0.02,
         max_defer: float = 1.0,
+        batch_size: int = 1,
+        batch: Any = None,
     ) -> None:
+        # How rows are handled together (bot.webhooks.routers.BatchHandling): the app's own
+        # with the app's own router; with another router, none unless given.
+        self.batch = batch
         if router is None:
+            from bot.webhooks.routers import batch_handling
             from bot.webhooks.routers import router as default_router
 
             router = default_router
+            self.batch = batch or batch_handling
         self.ctx = ctx
         self.router = router
         self.worker_id = worker_id or make_worker_id()
@@ -162,10 +205,13 @@ class Worker:
         self.intake = intake
         self.intake_window = intake_window
         self.max_defer = max_defer
+        # Rows claimed, handled and finished together (see `process_one`). 1 in the web
+        # process: a batch would hold its event loop for the length of all its rows.
+        self.batch_size = max(1, int(batch_size))
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
-        self._next: Claimed | None = None  # claimed together with the previous row's finish
+        self._next: list[Claimed] = []  # claimed together with the previous batch's finish
         self.counts = {"done": 0, "failed": 0, "retry": 0, "lost": 0}
 
     @property
@@ -198,7 +244,7 @@ class Worker:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="inbox-worker")
 
     async def stop(self) -> None:
-        """Finish the row in hand, then stop."""
+        """Finish the rows in hand, then stop."""
         self._stopping = True
         self._wake.set()
         if self._task is not None:
@@ -249,15 +295,15 @@ class Worker:
         return True
 
     async def release_next(self) -> None:
-        """Give back a row claimed for the next step but not started (on stop)."""
-        claimed, self._next = self._next, None
-        if claimed is None:
+        """Give back rows claimed for the next step but not started (on stop)."""
+        claimed, self._next = self._next, []
+        if not claimed:
             return
         t = self.table
         async with self.ctx.engine.begin() as conn:
             await conn.execute(
                 update(t)
-                .where(t.c.id == claimed.id, t.c.claimed_by == self.worker_id,
+                .where(t.c.id.in_([c.id for c in claimed]), t.c.claimed_by == self.worker_id,
                        t.c.status == "processing")
                 .values(status="pending", attempts=t.c.attempts - 1, next_attempt_at=None,
                         claimed_by=None)
@@ -266,91 +312,203 @@ class Worker:
     async def run_until_idle(self, limit: int = 100_000) -> int:
         """Process takeable rows until none is left (tests, one-shot use)."""
         count = 0
-        while count < limit and await self.process_one(claim_next=count + 1 < limit):
-            count += 1
+        while count < limit:
+            handled = await self._process(min(self.batch_size, limit - count),
+                                          limit=limit - count)
+            if not handled:
+                break
+            count += handled
         return count
 
-    # -- one row -------------------------------------------------------------------------
+    # -- a batch of rows -----------------------------------------------------------------
     async def claim(self) -> Claimed | None:
         async with self.ctx.engine.begin() as conn:
-            return await self._claim_in(conn)
+            rows = await self._claim_in(conn, 1)
+        return rows[0] if rows else None
 
-    async def _claim_in(self, conn: Any) -> Claimed | None:
+    async def _claim_in(self, conn: Any, limit: int) -> list[Claimed]:
         now = utcnow()
-        row = (
+        rows = (
             await conn.execute(
-                _CLAIM,
+                _claim_statement(limit),
                 {"now": now, "me": self.worker_id, "lease_end": now + timedelta(seconds=self.lease)},
             )
-        ).first()
-        return Claimed(*row) if row is not None else None
+        ).all()
+        return sorted((Claimed(*row) for row in rows), key=lambda c: c.id)  # arrival order
 
     async def process_one(self, *, claim_next: bool = True) -> bool:
-        """Handle the oldest takeable row; False when there was none.
+        """Handle the oldest takeable rows (up to `batch_size`); False when there was none."""
+        return bool(await self._process(self.batch_size, limit=None if claim_next else 0))
 
-        The write that finishes a row and the claim of the next one share one transaction
-        (half the commits); the finish is still committed before the next handler starts.
+    async def _process(self, size: int, *, limit: int | None) -> int:
+        """Claim (or take the rows claimed with the last finish), handle, finish; returns the
+        number of rows handled. `limit`: rows this call may still take, this batch included
+        (None: no limit).
+
+        The write that finishes a batch and the claim of the next one share one transaction
+        (half the commits); the finish is still committed before the next handlers start.
+        Each row gets its own outcome: a row that fails is recorded alone (retried later on
+        its own, see `_handle`) and never undoes its batch-mates' work.
         """
-        claimed, self._next = self._next, None
-        if claimed is None:
-            claimed = await self.claim()
-        if claimed is None:
-            return False
-        heartbeat = asyncio.get_running_loop().create_task(self._heartbeat(claimed.id))
-        error: BaseException | None = None
+        batch, self._next = self._next, []
+        if not batch:
+            async with self.ctx.engine.begin() as conn:
+                batch = await self._claim_in(conn, size)
+        if not batch:
+            return 0
+        heartbeat = asyncio.get_running_loop().create_task(self._heartbeat([c.id for c in batch]))
         try:
-            data = json.loads(claimed.payload)
-            if "\\u0000" in claimed.payload:  # cheap test first: almost never true
-                data = _without_nul(data)
-            if not isinstance(data, dict):
-                raise ValueError("payload is not a JSON object")
-            event = sansio.Event(data, event=claimed.event, delivery_id=claimed.delivery_id)
-            await self.router.dispatch(event, self.ctx)
+            errors = await self._handle(batch)
         except asyncio.CancelledError:
             heartbeat.cancel()
             raise
-        except Exception as exc:  # noqa: BLE001 - every handler failure is recorded on the row
-            error = exc
         finally:
             heartbeat.cancel()
-        claim_next = claim_next and not self._stopping
-        if error is None:
-            await self.finish(claimed, claim_next)
-        else:
-            await self._failed(claimed, error, claim_next)
-        return True
+        more = self.batch_size if limit is None else min(self.batch_size, limit - len(batch))
+        if self._stopping:
+            more = 0
+        await self._record(batch, errors, more)
+        return len(batch)
 
-    async def _heartbeat(self, row_id: int) -> None:
+    def _event(self, claimed: Claimed) -> sansio.Event:
+        data = json.loads(claimed.payload)
+        if "\\u0000" in claimed.payload:  # cheap test first: almost never true
+            data = _without_nul(data)
+        if not isinstance(data, dict):
+            raise ValueError("payload is not a JSON object")
+        return sansio.Event(data, event=claimed.event, delivery_id=claimed.delivery_id)
+
+    async def _dispatch(self, claimed: Claimed, event: sansio.Event | None = None
+                        ) -> BaseException | None:
+        """One row through the whole router; the exception it raised, if any."""
+        try:
+            await self.router.dispatch(event or self._event(claimed), self.ctx)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every handler failure is recorded on the row
+            return exc
+        return None
+
+    def _batchable(self, claimed: Claimed, event: sansio.Event | BaseException) -> bool:
+        # A retried row is handled alone: whatever made it fail cannot fail others again.
+        return (self.batch is not None and claimed.attempts == 1
+                and isinstance(event, sansio.Event) and self.batch.takes(event))
+
+    async def _handle(self, batch: list[Claimed]) -> list[BaseException | None]:
+        """Each row's outcome (None: done). Runs of consecutive rows the batch handler takes
+        (thread events on their first attempt) are handled together; other rows one by one
+        through the router, in arrival order."""
+        events: list[sansio.Event | BaseException] = []
+        for claimed in batch:
+            try:
+                events.append(self._event(claimed))
+            except Exception as exc:  # noqa: BLE001 - an unreadable payload fails its row only
+                events.append(exc)
+        errors: list[BaseException | None] = [None] * len(batch)
+        k = 0
+        while k < len(batch):
+            run = k
+            while run < len(batch) and self._batchable(batch[run], events[run]):
+                run += 1
+            if run - k >= 2:
+                await self._handle_together(batch, events, errors, range(k, run))
+                k = run
+                continue
+            event = events[k]
+            errors[k] = event if isinstance(event, BaseException) else await self._dispatch(
+                batch[k], event)
+            k += 1
+        return errors
+
+    async def _handle_together(self, batch: list[Claimed], events: list[Any],
+                               errors: list[BaseException | None], run: range) -> None:
+        assert self.batch is not None
+        group = [events[k] for k in run]
+        try:
+            outcomes = await self.batch.handle(group, self.ctx)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the shared part failed: each row alone
+            log.warning("a batch of %d deliveries failed (%s: %s); handling them one by one",
+                        len(group), type(exc).__name__, exc)
+            for k in run:
+                errors[k] = await self._dispatch(batch[k], events[k])
+            return
+        for k, outcome in zip(run, outcomes, strict=True):
+            if outcome is not None:
+                errors[k] = outcome
+                continue
+            try:  # the handlers of other routers for the same event (commands), per row
+                await self.batch.rest.dispatch(events[k], self.ctx)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                errors[k] = exc
+
+    async def _heartbeat(self, row_ids: list[int]) -> None:
         while True:
             await asyncio.sleep(self.lease / 3)
             try:
                 async with self.ctx.engine.begin() as conn:
                     await conn.execute(
                         _EXTEND,
-                        {"row_id": row_id, "me": self.worker_id,
+                        {"row_ids": row_ids, "me": self.worker_id,
                          "lease_end": utcnow() + timedelta(seconds=self.lease)},
                     )
             except Exception:  # noqa: BLE001 - a missed beat only risks the lease
-                log.warning("lease heartbeat failed for row %s", row_id)
+                log.warning("lease heartbeat failed for rows %s", row_ids[:10])
 
-    async def _update_fenced(self, claimed: Claimed, claim_next: bool, **values: Any
-                             ) -> bool:
-        """Write the row's outcome only if we still own it; optionally claim the next row in
-        the same transaction (kept in self._next)."""
+    def _failure(self, claimed: Claimed, error: BaseException) -> tuple[str, str, dict[str, Any]]:
+        """(outcome, reason, the row's values) of a failed attempt."""
+        reason = f"{type(error).__name__}: {error}"
+        if isinstance(error, KeyError):
+            reason = f"payload is missing field {error}"
+        permanent = isinstance(error, PERMANENT_ERRORS)
+        detail = "".join(traceback.format_exception(error))[-4000:]
+        if permanent or claimed.attempts >= self.max_attempts:
+            return "failed", reason, {"status": "failed", "finished_at": utcnow(),
+                                      "next_attempt_at": None, "last_error": f"{reason}\n{detail}"}
+        delay = max(0.0, self.backoff(claimed.attempts))
+        return "retry", reason, {"status": "pending",
+                                 "next_attempt_at": utcnow() + timedelta(seconds=delay),
+                                 "last_error": f"{reason}\n{detail}"}
+
+    async def _record(self, batch: list[Claimed], errors: list[BaseException | None],
+                      claim_next: int) -> None:
+        """Write every row's outcome, fenced (only rows we still own), in one transaction
+        that also claims the next batch (kept in self._next)."""
         t = self.table
+        done = [c.id for c, e in zip(batch, errors, strict=True) if e is None]
+        failures = {c.id: self._failure(c, e) for c, e in zip(batch, errors, strict=True)
+                    if e is not None}
+        written: set[int] = set()
         async with self.ctx.engine.begin() as conn:
-            result = await conn.execute(
-                update(t)
-                .where(
-                    t.c.id == claimed.id,
-                    t.c.claimed_by == self.worker_id,
-                    t.c.status == "processing",
+            if done:
+                result = await conn.execute(
+                    _FINISH, {"row_ids": done, "me": self.worker_id, "now": utcnow()})
+                written.update(result.scalars().all())
+            for row_id, (_, _, values) in failures.items():
+                result = await conn.execute(
+                    update(t)
+                    .where(t.c.id == row_id, t.c.claimed_by == self.worker_id,
+                           t.c.status == "processing")
+                    .values(**values)
                 )
-                .values(**values)
-            )
-            if claim_next:
-                self._next = await self._claim_in(conn)
-        return bool(result.rowcount)
+                if result.rowcount:
+                    written.add(row_id)
+            if claim_next > 0:
+                self._next = await self._claim_in(conn, claim_next)
+        for claimed in batch:
+            if claimed.id not in written:
+                self.counts["lost"] += 1
+                self._log(claimed, "lease_lost", logging.WARNING)
+            elif claimed.id in failures:
+                outcome, reason, _ = failures[claimed.id]
+                self.counts[outcome] += 1
+                self._log(claimed, outcome, logging.WARNING, error=reason[:500])
+            else:
+                self.counts["done"] += 1
+                self._log(claimed, "done")
 
     def _log(self, claimed: Claimed, outcome: str, level: int = logging.INFO, **extra: Any) -> None:
         log_delivery(
@@ -365,58 +523,13 @@ class Worker:
             **extra,
         )
 
-    async def finish(self, claimed: Claimed, claim_next: bool) -> None:
-        ok = await self._update_fenced(
-            claimed, claim_next,
-            status="done", finished_at=utcnow(), next_attempt_at=None, last_error=None,
-        )
-        if ok:
-            self.counts["done"] += 1
-            self._log(claimed, "done")
-        else:
-            self.counts["lost"] += 1
-            self._log(claimed, "lease_lost", logging.WARNING)
-
-    async def _failed(self, claimed: Claimed, error: BaseException, claim_next: bool) -> None:
-        reason = f"{type(error).__name__}: {error}"
-        if isinstance(error, KeyError):
-            reason = f"payload is missing field {error}"
-        permanent = isinstance(error, PERMANENT_ERRORS)
-        detail = "".join(traceback.format_exception(error))[-4000:]
-        if permanent or claimed.attempts >= self.max_attempts:
-            ok = await self._update_fenced(
-                claimed,
-                claim_next,
-                status="failed",
-                finished_at=utcnow(),
-                next_attempt_at=None,
-                last_error=f"{reason}\n{detail}",
-            )
-            outcome = "failed"
-        else:
-            delay = max(0.0, self.backoff(claimed.attempts))
-            ok = await self._update_fenced(
-                claimed,
-                claim_next,
-                status="pending",
-                next_attempt_at=utcnow() + timedelta(seconds=delay),
-                last_error=f"{reason}\n{detail}",
-            )
-            outcome = "retry"
-        if ok:
-            self.counts[outcome] += 1
-            self._log(claimed, outcome, logging.WARNING, error=reason[:500])
-        else:
-            self.counts["lost"] += 1
-            self._log(claimed, "lease_lost", logging.WARNING)
-
 
 # -- a worker process beside the web process ------------------------------------------------
 async def run_worker(ctx: Any, stop: asyncio.Event, *, poll_seconds: float = 0.25) -> Worker:
     """Drain the inbox of `ctx` until `stop` is set, then finish the row in hand. Used by a
     process that only works (`rltracker serve --workers N`): the web process that stores
     the deliveries cannot wake it, so it looks for new rows every `poll_seconds` when idle."""
-    worker = Worker(ctx, poll_seconds=poll_seconds)
+    worker = Worker(ctx, poll_seconds=poll_seconds, batch_size=PROCESS_BATCH)
     worker.start()
     await stop.wait()
     await worker.stop()

@@ -27,6 +27,7 @@ import yaml
 from spacy.attrs import LEMMA, LOWER
 from spacy.language import Language
 from spacy.matcher import Matcher, PhraseMatcher
+from spacy.tokenizer import Tokenizer
 from spacy.tokens import Doc
 
 from analyzers.learned import cached_map
@@ -78,12 +79,70 @@ def _lower_lemmatizer(doc: Doc) -> Doc:
     return doc
 
 
+# The tokenizer's affix and URL expressions, remembered per string. spaCy caches the tokens
+# of a whitespace-free chunk, but never those of a chunk in which a special case was found
+# on the way ("it's,", "(e.g.", "don't."): such chunks, common in English, go through the
+# prefix, suffix and infix expressions again every time they are seen, and the suffix
+# expression is a long alternation. The answers depend on the string alone, so remembering
+# them changes no token (tested on every text the analyzers tokenize in the labelled threads).
+_MEMO_ENTRIES = 50_000  # per expression; past it, strings are looked up as before
+_MEMO_LENGTH = 80  # longer strings (rare: text is cut into runs of 80) are not kept
+
+
+def _remembered(search: Any) -> Any:
+    if search is None:
+        return None
+    answers: dict[str, Any] = {}
+
+    def remembered(string: str) -> Any:
+        found = answers.get(string, answers)
+        if found is answers:
+            found = search(string)
+            if len(answers) < _MEMO_ENTRIES and len(string) <= _MEMO_LENGTH:
+                answers[string] = found
+        return found
+
+    return remembered
+
+
+def _remembered_all(finditer: Any) -> Any:
+    if finditer is None:
+        return None
+    answers: dict[str, tuple[Any, ...]] = {}
+
+    def remembered(string: str) -> Any:
+        found = answers.get(string)
+        if found is None:
+            found = tuple(finditer(string))
+            if len(answers) < _MEMO_ENTRIES and len(string) <= _MEMO_LENGTH:
+                answers[string] = found
+        return iter(found)
+
+    return remembered
+
+
+def _remembering_tokenizer(tokenizer: Tokenizer) -> Tokenizer:
+    """The same tokenizer (special cases, expressions, heuristics) with the expressions
+    remembered per string."""
+    return Tokenizer(
+        tokenizer.vocab,
+        rules=tokenizer.rules,
+        prefix_search=_remembered(tokenizer.prefix_search),
+        suffix_search=_remembered(tokenizer.suffix_search),
+        infix_finditer=_remembered_all(tokenizer.infix_finditer),
+        token_match=_remembered(tokenizer.token_match),
+        url_match=_remembered(tokenizer.url_match),
+        faster_heuristics=tokenizer.faster_heuristics,
+    )
+
+
 @lru_cache(maxsize=1)
 def nlp() -> Language:
     """The shared pipeline: tokenizer, sentencizer, lower-case lookup lemmatizer."""
     import spacy
 
     pipeline = spacy.blank("en")
+    pipeline.tokenizer = _remembering_tokenizer(pipeline.tokenizer)
     pipeline.add_pipe("sentencizer")
     pipeline.add_pipe("rlt_lower_lemmatizer")
     _lemma_table()  # load now: start-up cost, not the first thread's

@@ -29,6 +29,7 @@ from spacy.language import Language
 from spacy.matcher import Matcher, PhraseMatcher
 from spacy.tokenizer import Tokenizer
 from spacy.tokens import Doc
+from spacy.util import registry
 
 from analyzers.learned import cached_map
 from analyzers.text import strip_html_comments
@@ -121,19 +122,31 @@ def _remembered_all(finditer: Any) -> Any:
     return remembered
 
 
-def _remembering_tokenizer(tokenizer: Tokenizer) -> Tokenizer:
-    """The same tokenizer (special cases, expressions, heuristics) with the expressions
-    remembered per string."""
-    return Tokenizer(
-        tokenizer.vocab,
-        rules=tokenizer.rules,
-        prefix_search=_remembered(tokenizer.prefix_search),
-        suffix_search=_remembered(tokenizer.suffix_search),
-        infix_finditer=_remembered_all(tokenizer.infix_finditer),
-        token_match=_remembered(tokenizer.token_match),
-        url_match=_remembered(tokenizer.url_match),
-        faster_heuristics=tokenizer.faster_heuristics,
-    )
+def _remembering_tokenizer() -> Any:
+    """spaCy's default tokenizer factory ("spacy.Tokenizer.v1": the language's special
+    cases, affix expressions and URL matchers), built once with the expressions remembered
+    per string. (Replacing the expressions of a built tokenizer would load its special cases
+    again, ~0.1 s of start-up for each one replaced.)"""
+    from spacy import util
+
+    def make(pipeline: Language) -> Tokenizer:
+        defaults = pipeline.Defaults
+        prefixes, suffixes, infixes = defaults.prefixes, defaults.suffixes, defaults.infixes
+        return Tokenizer(
+            pipeline.vocab,
+            rules=defaults.tokenizer_exceptions,
+            prefix_search=_remembered(util.compile_prefix_regex(prefixes).search if prefixes else None),
+            suffix_search=_remembered(util.compile_suffix_regex(suffixes).search if suffixes else None),
+            infix_finditer=_remembered_all(util.compile_infix_regex(infixes).finditer if infixes else None),
+            token_match=_remembered(defaults.token_match),
+            url_match=_remembered(defaults.url_match),
+        )
+
+    return make
+
+
+_TOKENIZER = "rltracker.RememberingTokenizer.v1"
+registry.tokenizers.register(_TOKENIZER, func=_remembering_tokenizer)
 
 
 @lru_cache(maxsize=1)
@@ -141,8 +154,7 @@ def nlp() -> Language:
     """The shared pipeline: tokenizer, sentencizer, lower-case lookup lemmatizer."""
     import spacy
 
-    pipeline = spacy.blank("en")
-    pipeline.tokenizer = _remembering_tokenizer(pipeline.tokenizer)
+    pipeline = spacy.blank("en", config={"nlp": {"tokenizer": {"@tokenizers": _TOKENIZER}}})
     pipeline.add_pipe("sentencizer")
     pipeline.add_pipe("rlt_lower_lemmatizer")
     _lemma_table()  # load now: start-up cost, not the first thread's

@@ -42,7 +42,8 @@ _NEW = r"(?P<new>\d{4}\.\d{4,5})"
 _OLD = r"(?P<old>(?<![\w.\-])[A-Za-z]{2,8}(?:-[A-Za-z]{2,5})?(?:\.[A-Za-z]{2})?/\d{7})"
 _OLD_SET = frozenset(OLD_ARCHIVES)
 _TOKEN_RE = re.compile(rf"{_NEW}|{_OLD}", re.IGNORECASE)
-_NEW_ONLY_RE = re.compile(_NEW)  # for text without "/", where no old-style id can occur
+_NEW_ONLY_RE = re.compile(_NEW)  # for text where no old-style id can occur:
+_OLD_TAIL_RE = re.compile(r"/\d{7}")  # what every old-style id ends with
 _VERSION_RE = re.compile(r"v\d{1,3}")
 
 # What may stand right before the id for it to count as an arXiv reference: the tail of a
@@ -235,7 +236,7 @@ def find_arxiv_mentions(
     numbers: tuple[list[int], list[int]] | None = None  # computed for the first bare id only
     contexts: _Contexts | None = None  # built at the first id-shaped token
     emitted: set[str] = set()  # raw tokens already returned (with `unique`)
-    scan = _TOKEN_RE if "/" in text else _NEW_ONLY_RE
+    scan = _TOKEN_RE if "/" in text and _OLD_TAIL_RE.search(text) else _NEW_ONLY_RE
     for m in scan.finditer(text):
         raw = m.group(0)
         if (unique and raw in emitted) or raw in skip:

@@ -85,6 +85,8 @@ def cjk_grams(text: str, sizes: tuple[int, ...] = (1, 2, 3)) -> list[str]:
     """Character n-grams of the CJK runs in `text` (bounded): Chinese carries meaning in
     characters, and no word segmenter is needed."""
     grams: list[str] = []
+    if text.isascii():
+        return grams  # no CJK character, checked in C
     seen = 0
     for m in _CJK_RUN.finditer(text[:MAX_TEXT]):
         run = m.group(0)[: MAX_CJK_CHARS - seen]

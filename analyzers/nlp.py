@@ -27,7 +27,9 @@ import yaml
 from spacy.attrs import LEMMA, LOWER
 from spacy.language import Language
 from spacy.matcher import Matcher, PhraseMatcher
+from spacy.tokenizer import Tokenizer
 from spacy.tokens import Doc
+from spacy.util import registry
 
 from analyzers.learned import cached_map
 from analyzers.text import strip_html_comments
@@ -78,12 +80,81 @@ def _lower_lemmatizer(doc: Doc) -> Doc:
     return doc
 
 
+# The tokenizer's affix and URL expressions, remembered per string. spaCy caches the tokens
+# of a whitespace-free chunk, but never those of a chunk in which a special case was found
+# on the way ("it's,", "(e.g.", "don't."): such chunks, common in English, go through the
+# prefix, suffix and infix expressions again every time they are seen, and the suffix
+# expression is a long alternation. The answers depend on the string alone, so remembering
+# them changes no token (tested on every text the analyzers tokenize in the labelled threads).
+_MEMO_ENTRIES = 50_000  # per expression; past it, strings are looked up as before
+_MEMO_LENGTH = 80  # longer strings (rare: text is cut into runs of 80) are not kept
+
+
+def _remembered(search: Any) -> Any:
+    if search is None:
+        return None
+    answers: dict[str, Any] = {}
+
+    def remembered(string: str) -> Any:
+        found = answers.get(string, answers)
+        if found is answers:
+            found = search(string)
+            if len(answers) < _MEMO_ENTRIES and len(string) <= _MEMO_LENGTH:
+                answers[string] = found
+        return found
+
+    return remembered
+
+
+def _remembered_all(finditer: Any) -> Any:
+    if finditer is None:
+        return None
+    answers: dict[str, tuple[Any, ...]] = {}
+
+    def remembered(string: str) -> Any:
+        found = answers.get(string)
+        if found is None:
+            found = tuple(finditer(string))
+            if len(answers) < _MEMO_ENTRIES and len(string) <= _MEMO_LENGTH:
+                answers[string] = found
+        return iter(found)
+
+    return remembered
+
+
+def _remembering_tokenizer() -> Any:
+    """spaCy's default tokenizer factory ("spacy.Tokenizer.v1": the language's special
+    cases, affix expressions and URL matchers), built once with the expressions remembered
+    per string. (Replacing the expressions of a built tokenizer would load its special cases
+    again, ~0.1 s of start-up for each one replaced.)"""
+    from spacy import util
+
+    def make(pipeline: Language) -> Tokenizer:
+        defaults = pipeline.Defaults
+        prefixes, suffixes, infixes = defaults.prefixes, defaults.suffixes, defaults.infixes
+        return Tokenizer(
+            pipeline.vocab,
+            rules=defaults.tokenizer_exceptions,
+            prefix_search=_remembered(util.compile_prefix_regex(prefixes).search if prefixes else None),
+            suffix_search=_remembered(util.compile_suffix_regex(suffixes).search if suffixes else None),
+            infix_finditer=_remembered_all(util.compile_infix_regex(infixes).finditer if infixes else None),
+            token_match=_remembered(defaults.token_match),
+            url_match=_remembered(defaults.url_match),
+        )
+
+    return make
+
+
+_TOKENIZER = "rltracker.RememberingTokenizer.v1"
+registry.tokenizers.register(_TOKENIZER, func=_remembering_tokenizer)
+
+
 @lru_cache(maxsize=1)
 def nlp() -> Language:
     """The shared pipeline: tokenizer, sentencizer, lower-case lookup lemmatizer."""
     import spacy
 
-    pipeline = spacy.blank("en")
+    pipeline = spacy.blank("en", config={"nlp": {"tokenizer": {"@tokenizers": _TOKENIZER}}})
     pipeline.add_pipe("sentencizer")
     pipeline.add_pipe("rlt_lower_lemmatizer")
     _lemma_table()  # load now: start-up cost, not the first thread's

@@ -507,9 +507,13 @@ def _clean(prose: str) -> str:
     scope"), so patterns see words. Runs without spaces longer than any word are cut into
     pieces: spaCy's tokenizer peels prefixes and suffixes off a run one at a time, which is
     quadratic in the run's length ("[[[[((((..." over 64 KiB would take minutes)."""
-    prose = _URL.sub(" URL ", prose)
+    # Each substitution only where its pattern can match at all (a URL holds "://", an
+    # in-word hyphen a "-").
+    if "://" in prose:
+        prose = _URL.sub(" URL ", prose)
     prose = prose.replace("`", "").replace("/", " / ")
-    prose = _INWORD_HYPHEN.sub(" ", prose)
+    if "-" in prose:
+        prose = _INWORD_HYPHEN.sub(" ", prose)
     return _LONG_RUN.sub(_cut_run, prose)
 
 

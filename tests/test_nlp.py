@@ -145,3 +145,26 @@ def test_caseless_pattern_refuses_upper_case_letters() -> None:
         nlp.CaselessPattern((r"\bGRPO\b", ("grpo",)))
     with pytest.raises(ValueError):
         nlp.CaselessPattern((r"\bgrpo\b", ("GRPO",)))
+
+
+def test_remembering_tokenizer_gives_spacys_tokens() -> None:
+    # The shared pipeline's tokenizer remembers its affix and URL expressions per string; a
+    # fresh blank English tokenizer must give the same tokens, twice over (the second pass
+    # reads what the first remembered).
+    import spacy
+
+    plain = spacy.blank("en").tokenizer
+    texts = [
+        "It's broken, isn't it? (e.g. the KL's value) don't... I'm sure: it's 3.5x slower!",
+        "See https://arxiv.org/abs/2503.14476v2, or www.example.com/a-b_c?x=1; e-mail a@b.co.",
+        '"Entropy-collapse" after ~200 steps -- reward=0.0, loss: nan; [GRPO] (DAPO-style) etc.',
+        "can't won't shouldn't y'all 'cause o'clock U.S. a.m. 10km 5kg $3.50 #42 @user :) <3",
+        "熵坍塌了，reward一直为0。It's fine (really).",
+    ]
+    for _ in range(2):
+        for text in texts:
+            ours = nlp.nlp().tokenizer(text)
+            theirs = plain(text)
+            assert [(t.text, t.whitespace_, t.norm_) for t in ours] == [
+                (t.text, t.whitespace_, t.norm_) for t in theirs
+            ]

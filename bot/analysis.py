@@ -36,19 +36,20 @@ POOL_CACHE_KEY = "paper_pool"
 _ANALYSIS_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rltracker-analysis")
 
 
-def _load_analyzers() -> None:
+def load_analyzers(pool: PaperIndex | None = None) -> None:
     """Import the analyzers and load what they load lazily (catalog, spaCy pipeline, pattern
-    tables, the catalog's paper index) by analysing one tiny thread."""
+    tables, the catalog's paper index, and `pool`'s) by analysing one tiny thread."""
     from analyzers.analyze import analyze_thread
 
     analyze_thread({"id": "warm/up#0", "repo": "warm/up", "number": 0, "kind": "issue",
-                    "title": "warm-up", "body": "warm-up", "state": "open", "comments": []})
+                    "title": "warm-up", "body": "warm-up", "state": "open", "comments": []},
+                   pool)
 
 
 async def warm_up() -> None:
     """Pay the analyzers' start-up cost (1-2 s) on the analysis thread, once, so the first
     delivery does not pay it on the event loop (imports there would stall /webhook)."""
-    await asyncio.get_running_loop().run_in_executor(_ANALYSIS_THREAD, _load_analyzers)
+    await asyncio.get_running_loop().run_in_executor(_ANALYSIS_THREAD, load_analyzers)
 
 
 async def run_analysis(record: dict[str, Any], pool: Any = None) -> dict[str, Any]:

@@ -144,3 +144,76 @@ def test_analyze_with_and_without_the_cache_gives_the_same_records(
         assert len(_saved_files(_cache_dir)) == (0 if i == 0 else 1)
     assert outs[0] == outs[1] == outs[2]
     assert any(p["how"] == "title" for p in outs[0][0]["papers"])
+
+
+# ---- --jobs N: the same bytes from N processes ---------------------------------------------
+def _many_lines() -> list[str]:
+    """150 short threads (three chunks of work) with bad and blank lines among them."""
+    lines = []
+    for i in range(150):
+        if i % 41 == 7:
+            lines.append("{not json")
+        elif i % 53 == 11:
+            lines.append('["a", "list"]')
+        elif i % 37 == 4:
+            lines.append("   ")
+        elif i % 3 == 0:
+            lines.append(json.dumps(dict(CITING, id=f"o/r#{i}", number=i)))
+        else:
+            thread = GOOD_1 if i % 2 else GOOD_2
+            lines.append(json.dumps(dict(thread, id=f"o/r#{i}", number=i,
+                                         title=f"{thread['title']} ({i})")))
+    return lines
+
+
+def _run_cli(args: list[str], tmp_path: Path, stdin: str | None = None
+             ) -> subprocess.CompletedProcess[str]:
+    import os
+
+    env = {**os.environ, "RLTRACKER_CACHE_DIR": str(tmp_path / "cache")}
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "analyze", *args], input=stdin, capture_output=True,
+        text=True, timeout=300, cwd=Path(__file__).resolve().parent.parent, env=env,
+    )  # fmt: skip
+
+
+def test_jobs_2_writes_the_same_bytes_as_one_process(tmp_path: Path) -> None:
+    pool = write_lines(tmp_path / "pool.jsonl", [json.dumps(p) for p in POOL_LINES])
+    src = write_lines(tmp_path / "in.jsonl", _many_lines())
+    runs = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"out{jobs}.jsonl"
+        proc = _run_cli(["--jobs", jobs, "--papers", str(pool), str(src), "-o", str(out)],
+                        tmp_path)
+        runs.append((proc.returncode, proc.stderr, out.read_bytes()))
+    assert runs[0] == runs[1]
+    code, err, out_bytes = runs[0]
+    assert code == 1
+    rows = [json.loads(x) for x in out_bytes.decode().splitlines()]
+    assert len(rows) == sum(1 for x in _many_lines() if x.strip())
+    bad = [r for r in rows if "error" in r]
+    bad_numbers = [n for n, x in enumerate(_many_lines(), 1) if x.strip()[:2] in ("{n", "[\"")]
+    assert [r["line"] for r in bad] == bad_numbers and len(bad_numbers) == 7
+    assert [line.split(":")[1] for line in err.splitlines()] == [f" line {n}" for n in bad_numbers]
+    assert all(r["id"] is None for r in bad)
+    assert rows[-1]["id"] == "o/r#149"
+    # The pool is used by the workers too.
+    assert any(p.get("how") == "title" for p in rows[0]["papers"])
+
+
+def test_jobs_2_on_stdin_to_stdout(tmp_path: Path) -> None:
+    data = "\n".join(x for x in _many_lines() if x.strip().startswith("{\"")) + "\n\n"
+    one, two = (_run_cli(["--jobs", jobs, "-"], tmp_path, stdin=data) for jobs in ("1", "2"))
+    assert one.returncode == two.returncode == 0, two.stderr
+    assert two.stdout == one.stdout and two.stderr == one.stderr == ""
+    assert len(two.stdout.splitlines()) == data.count("\n") - 1
+
+
+@pytest.mark.parametrize("bad", ["-1", "two", "1.5"])
+def test_bad_jobs_count_is_one_line_and_exit_2(tmp_path: Path, bad: str) -> None:
+    src = write_lines(tmp_path / "in.jsonl", [json.dumps(GOOD_1)])
+    proc = _run_cli([f"--jobs={bad}", str(src)], tmp_path)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    [line] = proc.stderr.splitlines()
+    assert "--jobs" in line and repr(bad) in line

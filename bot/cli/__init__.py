@@ -44,7 +44,7 @@ def _port(text: str) -> int:
 
 
 def _count(text: str) -> int:
-    """A whole number of things, 0 or more (--workers, --days)."""
+    """A whole number of things, 0 or more (--workers, --jobs, --days)."""
     try:
         value = int(text)
     except ValueError:
@@ -96,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true",
                    help="build the pool's index, neither read nor save it in the cache")
     p.add_argument("-o", "--output", default="-", help="analysis records, - for stdout")
+    p.add_argument("--jobs", type=_count, default=1, metavar="N",
+                   help="analyse in N processes, same output in the same order "
+                        "(default 1; 0: one per CPU; needs fork, i.e. Linux)")
 
     p = sub.add_parser("replay", help="send payload files as signed deliveries")
     p.add_argument("paths", nargs="+", help="payload files or folders of them")

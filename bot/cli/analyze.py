@@ -8,6 +8,13 @@ index and analyzer versions: the next run with the same pool reads it in one go 
 building it again. A saved index that is damaged or of another version is rebuilt, never
 used. `--no-cache` neither reads nor writes it.
 
+`--jobs N` (default 1; 0: one per CPU) analyses in N processes and writes exactly what one
+process writes, in the same order. The analyzers and the pool's index are loaded once, then
+the workers are forked and share them copy-on-write; the parent reads the input, hands out
+chunks of 64 records (a few per worker in flight, so memory stays bounded) and writes the
+results in input order as they arrive. Fork is Linux's; elsewhere the command says so on
+stderr and runs in one process (spawned workers would each load everything again).
+
 Bad input lines: a line that is not JSON, or not a JSON object, gets an error record in its
 place, `{"id": <id if readable, else null>, "line": N, "error": "line N: ..."}`, and the
 same message on stderr; every other line is still analysed, so nothing is lost and output
@@ -30,6 +37,10 @@ from typing import Any, TextIO
 
 class PoolError(Exception):
     pass
+
+
+class WorkerDied(Exception):
+    """A --jobs worker process ended without answering (killed, out of memory)."""
 
 
 @contextmanager
@@ -95,36 +106,118 @@ def load_pool(path: str, *, use_cache: bool = True) -> Any:
     return index
 
 
-def analyze_lines(lines: Any, out: TextIO, pool: Any, err: TextIO) -> tuple[int, int]:
-    """Analyse each JSON line of `lines` into `out`. Returns (records written, bad lines)."""
+def _analyze_line(number: int, raw: str, pool: Any) -> tuple[str, str | None]:
+    """(output line, error message or None) of input line `number`, a non-blank line."""
     from analyzers.analyze import analyze_thread
 
-    written = bad = 0
-    for number, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
-        record: Any = None
-        problem: str | None = None
+    record: Any = None
+    problem: str | None = None
+    try:
+        record = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        problem = f"not valid JSON ({exc.msg} at column {exc.colno})"
+    if problem is None and not isinstance(record, dict):
+        problem = f"a thread record must be a JSON object, got {type(record).__name__}"
+    if problem is None:
         try:
-            record = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            problem = f"not valid JSON ({exc.msg} at column {exc.colno})"
-        if problem is None and not isinstance(record, dict):
-            problem = f"a thread record must be a JSON object, got {type(record).__name__}"
-        if problem is None:
-            try:
-                result = analyze_thread(record, pool)
-            except Exception as exc:  # an analyzer bug must not lose the other records
-                problem = f"analysis failed: {type(exc).__name__}: {exc}"
-        if problem is not None:
+            result = analyze_thread(record, pool)
+        except Exception as exc:  # an analyzer bug must not lose the other records
+            problem = f"analysis failed: {type(exc).__name__}: {exc}"
+    message = None
+    if problem is not None:
+        message = f"line {number}: {problem}"
+        rid = record.get("id") if isinstance(record, dict) else None
+        result = {"id": rid if isinstance(rid, str) else None, "line": number, "error": message}
+    return json.dumps(result, ensure_ascii=False) + "\n", message
+
+
+def _numbered_chunks(lines: Any, size: int) -> Iterator[list[tuple[int, str]]]:
+    """The non-blank lines of `lines` with their 1-based line numbers, `size` at a time."""
+    chunk: list[tuple[int, str]] = []
+    for number, raw in enumerate(lines, 1):
+        if raw.strip():
+            chunk.append((number, raw))
+            if len(chunk) == size:
+                yield chunk
+                chunk = []
+    if chunk:
+        yield chunk
+
+
+_CHUNK = 64  # records per --jobs task: enough that the hop to a worker costs little
+
+# The pool of a --jobs run, set in the parent before it forks: the workers inherit it (pages
+# shared copy-on-write) instead of each receiving a pickled copy.
+_FORKED_POOL: Any = None
+
+
+def _analyze_chunk(chunk: list[tuple[int, str]]) -> list[tuple[str, str | None]]:
+    return [_analyze_line(number, raw, _FORKED_POOL) for number, raw in chunk]
+
+
+def _analyzed_in_processes(lines: Any, pool: Any, jobs: int) -> Iterator[tuple[str, str | None]]:
+    """_analyze_line of each non-blank line, in input order, computed by `jobs` forked
+    processes. At most a few chunks per process are in flight, so memory stays bounded
+    however long the input is, and results are written as they come."""
+    import multiprocessing
+    from collections import deque
+    from concurrent.futures import Future, ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    from bot.analysis import load_analyzers
+
+    global _FORKED_POOL
+    load_analyzers(pool)  # once, here: the workers start with everything loaded
+    _FORKED_POOL = pool
+    gc.freeze()  # objects loaded so far stay out of the collector: their pages stay shared
+    in_flight: deque[Future[list[tuple[str, str | None]]]] = deque()
+    try:
+        # concurrent.futures rather than multiprocessing.Pool: a worker that dies (killed,
+        # out of memory) fails the run (BrokenProcessPool) instead of hanging it.
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as workers:
+            for chunk in _numbered_chunks(lines, _CHUNK):
+                in_flight.append(workers.submit(_analyze_chunk, chunk))
+                if len(in_flight) >= 4 * jobs:
+                    yield from in_flight.popleft().result()
+            while in_flight:
+                yield from in_flight.popleft().result()
+    except BrokenProcessPool as exc:
+        raise WorkerDied(str(exc)) from None
+    finally:
+        _FORKED_POOL = None
+
+
+def analyze_lines(lines: Any, out: TextIO, pool: Any, err: TextIO, jobs: int = 1
+                  ) -> tuple[int, int]:
+    """Analyse each JSON line of `lines` into `out`, in `jobs` processes when more than 1.
+    Returns (records written, bad lines)."""
+    if jobs > 1:
+        analyzed: Iterator[tuple[str, str | None]] = _analyzed_in_processes(lines, pool, jobs)
+    else:
+        analyzed = (_analyze_line(number, raw, pool)
+                    for number, raw in enumerate(lines, 1) if raw.strip())
+    written = bad = 0
+    for line, message in analyzed:
+        if message is not None:
             bad += 1
-            message = f"line {number}: {problem}"
             print(f"rltracker analyze: {message}", file=err)
-            rid = record.get("id") if isinstance(record, dict) else None
-            result = {"id": rid if isinstance(rid, str) else None, "line": number, "error": message}
-        out.write(json.dumps(result, ensure_ascii=False) + "\n")
+        out.write(line)
         written += 1
     return written, bad
+
+
+def job_count(requested: int) -> tuple[int, str | None]:
+    """(processes to use, a note for stderr or None) for --jobs `requested` (0: one per CPU).
+    Workers are forked so they share the loaded analyzers and index; where fork does not
+    exist (Windows) or is not safe (macOS) the command runs in one process and says so."""
+    import multiprocessing
+    import os
+
+    jobs = requested or os.cpu_count() or 1
+    if jobs > 1 and (sys.platform != "linux"
+                     or "fork" not in multiprocessing.get_all_start_methods()):
+        return 1, f"--jobs {requested}: worker processes need fork (Linux); running in one process"
+    return jobs, None
 
 
 def analyze_command(args: argparse.Namespace) -> int:
@@ -138,10 +231,17 @@ def analyze_command(args: argparse.Namespace) -> int:
         # The index (hundreds of thousands of objects) lives until the command ends: kept
         # out of the cyclic collector's reach, which would otherwise walk it again and again.
         gc.freeze()
+    jobs, note = job_count(getattr(args, "jobs", 1))
+    if note:
+        print(f"rltracker analyze: {note}", file=sys.stderr)
     try:
         with _open_in(args.input) as src, _open_out(args.output or "-") as out:
-            _, bad = analyze_lines(src, out, pool, sys.stderr)
+            _, bad = analyze_lines(src, out, pool, sys.stderr, jobs)
     except OSError as exc:
         print(f"rltracker analyze: {exc}", file=sys.stderr)
+        return 2
+    except WorkerDied as exc:
+        print(f"rltracker analyze: a worker process died ({exc}); output is incomplete",
+              file=sys.stderr)
         return 2
     return 1 if bad else 0

@@ -12,8 +12,10 @@ threads that cite nothing. Prints:
 
 Then the same measurement as a user runs it: the whole `rltracker analyze --papers POOL
 THREADS` command (a new process: start-up, reading the pool, every analyzer on every thread)
-per thread against extractOne per thread, twice: first with an empty cache directory (the
-index is built and saved), then again (the saved index is read). The machine is shared and
+per thread against extractOne per thread (one process), three times: first with an empty
+cache directory (the index is built and saved), then again (the saved index is read), then
+again with `--jobs 2` (the analysis spread over 2 processes; its CPU time is summed over
+them, so its CPU ratio is not better than one process's). The machine is shared and
 noisy: the ratios compare figures taken in the same run, and CPU time is printed beside
 wall time.
 
@@ -292,16 +294,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _run_command(pool_path: Path, threads_path: Path, out_path: Path, cache: Path
-                 ) -> tuple[float, float]:
-    """(wall seconds, CPU seconds) of one `rltracker analyze --papers` process."""
+def _run_command(pool_path: Path, threads_path: Path, out_path: Path, cache: Path,
+                 jobs: int = 1) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of it and its workers) of one `rltracker analyze --papers`
+    command."""
     env = {**os.environ, "RLTRACKER_CACHE_DIR": str(cache),
            "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "bot.cli", "analyze", "--papers", str(pool_path),
-         str(threads_path), "-o", str(out_path)],
+         str(threads_path), "-o", str(out_path), "--jobs", str(jobs)],
         check=True, env=env,
     )
     wall = time.perf_counter() - t0
@@ -318,15 +321,27 @@ def whole_command(pool: list[dict[str, Any]], threads: list[tuple[dict[str, Any]
         pool_path.write_text("".join(json.dumps(p) + "\n" for p in pool), encoding="utf-8")
         threads_path.write_text("".join(json.dumps(t) + "\n" for t, _ in threads), encoding="utf-8")
         n = len(threads)
-        print(f"\nwhole command: rltracker analyze --papers POOL THREADS, {n:,} threads, "
+        print("\nload average (1, 5, 15 min) before the command runs: "
+              + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+        print(f"whole command: rltracker analyze --papers POOL THREADS, {n:,} threads, "
               f"{len(pool):,} papers, start-up included (extractOne per thread from above)")
-        for label in ("first run, empty cache (index built and saved)",
-                      "second run, saved index read"):
-            wall, cpu = _run_command(pool_path, threads_path, out_path, d / "cache")
+        one_process = None
+        for label, jobs in (("first run, empty cache (index built and saved)", 1),
+                            ("second run, saved index read", 1),
+                            ("third run, saved index read, --jobs 2 (2 processes)", 2)):
+            wall, cpu = _run_command(pool_path, threads_path, out_path, d / "cache", jobs)
             recall = _command_recall(out_path, threads, titles)
+            same = ""
+            if jobs == 1:
+                one_process = out_path.read_bytes()
+            else:
+                same = "; same bytes as one process: " + (
+                    "yes" if out_path.read_bytes() == one_process else "NO")
             print(f"  {label}: {wall:.2f} s ({cpu:.2f} s CPU), {wall / n * 1000:.2f} ms per thread; "
                   f"speed-up {base / (wall / n):.0f}x wall, {cpu_base / (cpu / n):.0f}x CPU "
-                  f"(goal >= 200x); title recall {recall:.3f}")
+                  f"(goal >= 200x); title recall {recall:.3f}{same}")
+        print("  load average (1, 5, 15 min) after the runs: "
+              + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 
 def _command_recall(out_path: Path, threads: list[tuple[dict[str, Any], int | None]],

@@ -217,3 +217,47 @@ def test_bad_jobs_count_is_one_line_and_exit_2(tmp_path: Path, bad: str) -> None
     assert proc.stdout == ""
     [line] = proc.stderr.splitlines()
     assert "--jobs" in line and repr(bad) in line
+
+
+def _worker_pids(pid: int) -> list[int]:
+    """Children of `pid` forked from it (same command line): its --jobs workers."""
+    proc = Path(f"/proc/{pid}")
+    children = (proc / "task" / str(pid) / "children").read_text().split()
+    cmdline = (proc / "cmdline").read_bytes()
+    return [int(c) for c in children
+            if Path(f"/proc/{c}/cmdline").exists()
+            and Path(f"/proc/{c}/cmdline").read_bytes() == cmdline]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="--jobs forks on Linux only")
+def test_a_worker_that_dies_fails_the_command_with_one_line(tmp_path: Path) -> None:
+    import os
+    import signal
+    import time
+
+    env = {**os.environ, "RLTRACKER_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "analyze", "--jobs", "2", "-"], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        cwd=Path(__file__).resolve().parent.parent,
+    )  # fmt: skip
+    assert proc.stdin is not None
+    try:
+        # One chunk of records makes the command fork its workers; stdin stays open meanwhile.
+        proc.stdin.write((json.dumps(GOOD_1) + "\n") * 64)
+        proc.stdin.flush()
+        deadline = time.monotonic() + 120  # waiting for the workers to exist, not timing them
+        while len(workers := _worker_pids(proc.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(workers) == 2
+        os.kill(workers[0], signal.SIGKILL)
+        proc.stdin.write((json.dumps(GOOD_2) + "\n") * 200)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 2
+    [line] = err.splitlines()
+    assert line.startswith("rltracker analyze: a worker process died")
+    assert len(out.splitlines()) < 264  # the run stopped: no record after the loss is passed off

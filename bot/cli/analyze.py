@@ -20,7 +20,8 @@ place, `{"id": <id if readable, else null>, "line": N, "error": "line N: ..."}`,
 same message on stderr; every other line is still analysed, so nothing is lost and output
 line K still answers input record K. Blank lines are not records and are skipped. The exit
 status is 0 when every line was analysed, 1 when some lines were bad, 2 when the command
-could not run at all (unreadable input or a bad paper pool, named with its line number).
+could not run at all (unreadable input or a bad paper pool, named with its line number) or
+stopped (a --jobs worker process died: the output is incomplete).
 """
 
 from __future__ import annotations

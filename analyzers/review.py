@@ -925,20 +925,23 @@ def text_vector(text: str) -> dict[str, float]:
     return feats.vector()
 
 
+def _concern_keys(kind: str, name: str) -> tuple[str, ...]:
+    """The keys feature `name` becomes in the row of concern `kind`: a kind's own family
+    ("strong:evidence") shared and per kind in its own row only; anything else per kind."""
+    family, _, of = name.partition(":")
+    if family in OWN_FAMILIES:
+        return (family, f"{kind}|{family}") if of == kind else ()
+    return (f"{kind}|{name}",)
+
+
 def concern_vector(ev: ReviewEvidence, kind: str, text: Mapping[str, float]) -> dict[str, float]:
     """The row of one concern kind: its own lexicon hits (shared and per kind), the thread's
     shape and the others' words, both crossed with the kind."""
     x: dict[str, float] = {kind + "|bias": 1.0}
     for name, value in ev.concern_features.items():
-        if not value:
-            continue
-        family, _, of = name.partition(":")
-        if family in OWN_FAMILIES:
-            if of == kind:
-                x[family] = value
-                x[f"{kind}|{family}"] = value
-        else:
-            x[f"{kind}|{name}"] = value
+        if value:
+            for key in _concern_keys(kind, name):
+                x[key] = value
     for name, value in text.items():
         x[f"{kind}|{name}"] = value
     return x
@@ -1014,12 +1017,7 @@ def _named_feature_weights(model: learned.LinearModel, kind: str, name: str) -> 
     """The weights of the keys concern_vector makes of feature `name` in the row of `kind`,
     in its order; keys without weight left out."""
     weights = model.weights.get("1", {})
-    family, _, of = name.partition(":")
-    if family in OWN_FAMILIES:
-        keys = [family, f"{kind}|{family}"] if of == kind else []
-    else:
-        keys = [f"{kind}|{name}"]
-    return tuple(weights[k] for k in keys if k in weights)
+    return tuple(weights[k] for k in _concern_keys(kind, name) if k in weights)
 
 
 _KindWeights = tuple[dict[str, dict[str, float]], frozenset[str]]

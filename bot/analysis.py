@@ -17,6 +17,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -178,18 +179,14 @@ def _pool_header(n: int, digest: str) -> bytes:
     return f"{n} {digest}\n".encode()
 
 
-_POOL_KEY: list[Any] = []
-
-
+@cache
 def _pool_key_statement() -> Any:
     """SELECT count(id), max(id) FROM papers, built once (a worker asks it for every batch)."""
-    if not _POOL_KEY:
-        from sqlalchemy import func, select
+    from sqlalchemy import func, select
 
-        from bot.store.models import Paper
+    from bot.store.models import Paper
 
-        _POOL_KEY.append(select(func.count(Paper.id), func.max(Paper.id)))
-    return _POOL_KEY[0]
+    return select(func.count(Paper.id), func.max(Paper.id))
 
 
 async def paper_pool(session: AsyncSession, cache: dict[str, Any] | None) -> Any:

@@ -6,12 +6,14 @@ themselves run in bot.analysis, off the event loop."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.analysis import paper_pool, run_analyses, run_analysis
+from bot.store.db import dialect_insert
 from bot.store.models import Analysis, Comment, Thread
 from bot.store.threads import get_threads, load_comments, thread_record
 
@@ -116,25 +118,14 @@ _COMMENTS_OF_THREADS = (
     .where(Comment.thread_id.in_(bindparam("thread_ids", expanding=True)))
     .order_by(Comment.thread_id, Comment.created_at, Comment.id)
 )
-_ANALYSES_UPSERTS: dict[str, Any] = {}
-
-
+@cache
 def _analyses_upsert(dialect: str) -> Any:
     """INSERT INTO analyses ... ON CONFLICT (thread_id) DO UPDATE, built once per dialect
     (run as an executemany, one row per distinct thread)."""
-    stmt = _ANALYSES_UPSERTS.get(dialect)
-    if stmt is None:
-        if dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert as dialect_insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert as dialect_insert
-        table = Analysis.__table__
-        base = dialect_insert(table)
-        columns = [c.name for c in table.columns if c.name not in ("id", "thread_id")]
-        stmt = base.on_conflict_do_update(
-            index_elements=["thread_id"], set_={c: base.excluded[c] for c in columns})
-        _ANALYSES_UPSERTS[dialect] = stmt
-    return stmt
+    table = Analysis.__table__
+    base = dialect_insert(dialect)(table)
+    columns = [c.name for c in table.columns if c.name not in ("id", "thread_id")]
+    return base.on_conflict_do_update(index_elements=["thread_id"], set_={c: base.excluded[c] for c in columns})
 
 
 async def threads_changed(ctx: Any, changes: list[ThreadChange]) -> list[BaseException | None]:

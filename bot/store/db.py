@@ -21,6 +21,18 @@ def is_postgres(url: str) -> bool:
     return url.startswith("postgresql")
 
 
+def dialect_insert(dialect: str) -> Any:
+    """The INSERT construct of `dialect` ("postgresql" or "sqlite"), the one that knows
+    ON CONFLICT: build a statement once per dialect with it and keep it."""
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    elif dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert
+    else:  # pragma: no cover - only the two supported databases
+        raise RuntimeError(f"unsupported database dialect {dialect!r}")
+    return insert
+
+
 def make_engine(url: str, **kwargs: Any) -> AsyncEngine:
     if is_sqlite(url):
         engine = create_async_engine(url, connect_args={"timeout": 30}, **kwargs)

@@ -26,11 +26,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from bot.store.db import dialect_insert
 from bot.store.models import Delivery
 from bot.store.types import utcnow
 
@@ -67,29 +69,17 @@ class InboxRow:
         }
 
 
-_INSERTS: dict[str, Any] = {}
-
-
+@cache
 def _insert_ignoring_duplicates(dialect: str) -> Any:
     """INSERT ... ON CONFLICT (delivery_id) DO NOTHING RETURNING delivery_id, built once per
     dialect and run as an executemany: one cached statement instead of compiling a new
     multi-row VALUES for every batch size (that compile was most of the writer's CPU)."""
-    stmt = _INSERTS.get(dialect)
-    if stmt is None:
-        table = Delivery.__table__
-        if dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert
-        elif dialect == "sqlite":
-            from sqlalchemy.dialects.sqlite import insert
-        else:  # pragma: no cover - only the two supported databases
-            raise RuntimeError(f"unsupported database dialect {dialect!r}")
-        stmt = (
-            insert(table)
-            .on_conflict_do_nothing(index_elements=["delivery_id"])
-            .returning(table.c.delivery_id)
-        )
-        _INSERTS[dialect] = stmt
-    return stmt
+    table = Delivery.__table__
+    return (
+        dialect_insert(dialect)(table)
+        .on_conflict_do_nothing(index_elements=["delivery_id"])
+        .returning(table.c.delivery_id)
+    )
 
 
 async def store_rows(conn: AsyncConnection, rows: list[InboxRow]) -> list[str]:

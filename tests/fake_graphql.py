@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import base64
 import random
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -500,3 +501,15 @@ def rest_review(node: dict[str, Any]) -> dict[str, Any]:
     return {"id": node["databaseId"], "node_id": node["id"], "user": rest_user(node["author"]),
             "author_association": node["authorAssociation"], "body": node["body"] or None,
             "state": node["state"], "submitted_at": node["submittedAt"]}
+
+
+@asynccontextmanager
+async def graphql_context(settings: Any, fake_github: Any, shared_dir: Path, data: FakeData) -> AsyncIterator[Any]:
+    """An AppContext reading the fake GitHub with a plain token, its GraphQL answered from
+    `data` against GitHub's schema; `data` is also in ctx.extras["data"]."""
+    from tests.fakegithub import token_context
+
+    fake_github.graphql_handler = FakeGraphQL(data, shared_dir / "fixtures" / "github-api" / "schema.graphql")
+    async with token_context(settings, fake_github) as ctx:
+        ctx.extras["data"] = data
+        yield ctx

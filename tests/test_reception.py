@@ -14,15 +14,13 @@ from bot.context import AppContext
 from bot.speaking.reception import refresh_reception
 from bot.store.models import Action, Repository
 from bot.store.types import utcnow
-from tests.fake_graphql import FakeData, FakeGraphQL
-from tests.fakegithub import token_context
+from tests.fake_graphql import FakeData, graphql_context
 
 
 @pytest.fixture
 async def rctx(settings: Any, fake_github: Any, shared_dir: Path) -> AsyncIterator[tuple[AppContext, FakeData]]:
     data = FakeData()
-    fake_github.graphql_handler = FakeGraphQL(data, shared_dir / "fixtures" / "github-api" / "schema.graphql")
-    async with token_context(settings, fake_github) as ctx:
+    async with graphql_context(settings, fake_github, shared_dir, data) as ctx:
         yield ctx, data
 
 

@@ -23,16 +23,12 @@ from bot.scheduler import (
 )
 from bot.store.db import is_postgres
 from bot.store.models import Analysis, JobRun, Report, Thread
-from tests.fake_graphql import FakeData, FakeGraphQL
-from tests.fakegithub import token_context
+from tests.fake_graphql import FakeData, graphql_context
 
 
 @pytest.fixture
 async def nctx(settings: Any, fake_github: Any, shared_dir: Path) -> AsyncIterator[AppContext]:
-    data = FakeData.generate(6, seed=5, long_every=0)
-    fake_github.graphql_handler = FakeGraphQL(data, shared_dir / "fixtures" / "github-api" / "schema.graphql")
-    async with token_context(settings, fake_github) as ctx:
-        ctx.extras["data"] = data
+    async with graphql_context(settings, fake_github, shared_dir, FakeData.generate(6, seed=5, long_every=0)) as ctx:
         yield ctx
 
 

@@ -320,13 +320,9 @@ async def test_study_command_prints_the_json(ctx: AppContext, monkeypatch: pytes
 
 @pytest.fixture
 async def nctx(settings: Any, fake_github: Any, shared_dir: Path) -> AsyncIterator[AppContext]:
-    from tests.fake_graphql import FakeData, FakeGraphQL
-    from tests.fakegithub import token_context
+    from tests.fake_graphql import FakeData, graphql_context
 
-    data = FakeData.generate(3, seed=7, long_every=0)
-    fake_github.graphql_handler = FakeGraphQL(data, shared_dir / "fixtures" / "github-api" / "schema.graphql")
-    async with token_context(settings, fake_github) as ctx:
-        ctx.extras["data"] = data
+    async with graphql_context(settings, fake_github, shared_dir, FakeData.generate(3, seed=7, long_every=0)) as ctx:
         yield ctx
 
 

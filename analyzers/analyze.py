@@ -15,7 +15,7 @@ from analyzers.papers import PaperIndex, link_papers
 from analyzers.proposals import classify_proposal
 from analyzers.review import review_thread
 
-ANALYZER_VERSION = "2026.12.02-31"
+ANALYZER_VERSION = "2026.12.03-32"
 
 _KINDS = frozenset({"issue", "pull_request", "discussion"})
 
@@ -52,7 +52,7 @@ def analyze_thread(thread: dict[str, Any], pool: PaperIndex | None = None) -> di
     """Contract analysis of `thread`; `pool` is a PaperIndex built once (None: catalog only)."""
     t = normalise_thread(thread)
     # Kept whole: "evidence" (matched spans) lets the comment name the cue terms it saw.
-    failure = classify_failure(t["title"], t["body"], kind=t["kind"])
+    failure = classify_failure(t["title"], t["body"], kind=t["kind"], author=t.get("author"), comments=t["comments"])
     papers = link_papers(t, pool)
     proposal = classify_proposal(t, papers)
     review = review_thread(t)

@@ -1,6 +1,7 @@
 """Is this opening post a training-failure report, and which kind?
 
-Reads the title and the opening post only (later comments restate, guess and argue). The
+Reads the title and the opening post; later comments only as two small feature families
+(the reporter's follow-ups, other people's replies), since they restate, guess and argue. The
 vocabulary lives in failure_patterns.yaml; this module turns it into FEATURES, and two linear
 models fitted on labelled threads (`make train`, analyzers/models/failure*.json) decide how
 much each counts:
@@ -757,6 +758,42 @@ def _situation(title: str, prose: str, symptom: bool, feats: learned.Features) -
         feats.add("about:group_same_score")
 
 
+# Who speaks after the opening post: the reporter's own follow-ups (curves and logs posted
+# later, "still the same after 500 steps") and other people's replies ("this is expected", a
+# usage answer, a fix) as two feature families, "reporter:" and "others:", read with the same
+# lexicon as the post. A thread with no replies yet (as when the app decides to comment) gets none of them
+# and reads exactly as its opening post (grouped CV: "nobody replied" markers weighed against
+# every newly opened issue and lowered the opening posts' F1).
+MAX_FOLLOW_UP = 1_000  # characters read per family (grouped CV: 1,000 as good as 2,000-12,000; 500 lower)
+_FOLLOW_UP_FAMILIES = ("sym:", "ev:", "about:", "no_failure_cue", "images", "log:", "neg:", "run_and", "observed", "steps")
+
+
+def follow_up_features(author: str | None, comments: list[dict[str, Any]] | None) -> dict[str, float]:
+    """Named features of the reporter's later comments ("reporter:") and of other people's
+    ("others:"); bots are skipped. Bounded: at most MAX_FOLLOW_UP characters per family."""
+    texts: dict[str, list[str]] = {"reporter": [], "others": []}
+    sizes = {"reporter": 0, "others": 0}
+    for c in comments or ():
+        if c.get("author_is_bot"):
+            continue
+        who = "reporter" if author is not None and c.get("author") == author else "others"
+        if sizes[who] < MAX_FOLLOW_UP:
+            text = str(c.get("body") or "")[: MAX_FOLLOW_UP - sizes[who]]
+            texts[who].append(text)
+            sizes[who] += len(text) + 2
+        elif min(sizes.values()) >= MAX_FOLLOW_UP:
+            break
+    out: dict[str, float] = {}
+    for who, parts in texts.items():
+        text = "\n\n".join(parts)[:MAX_FOLLOW_UP]
+        if not text.strip():
+            continue
+        for name, value in _post_features(None, text, grams=False).vector.items():
+            if name.startswith(_FOLLOW_UP_FAMILIES) and not name.startswith("sym:any"):
+                out[f"{who}:{name}"] = value
+    return out
+
+
 @dataclass
 class FailureFeatures:
     """What the models read about one opening post, and the spans worth quoting."""
@@ -767,9 +804,20 @@ class FailureFeatures:
     moe_context: bool
 
 
-def failure_features(title: str | None, body: str | None, kind: str | None = None) -> FailureFeatures:
+def failure_features(
+    title: str | None, body: str | None, kind: str | None = None,
+    author: str | None = None, comments: list[dict[str, Any]] | None = None,
+) -> FailureFeatures:  # fmt: skip
     """Named lexicon features (per category and cue, negative classes, narrative cues, logs)
-    plus hashed lemma 1-2-grams of title and prose and CJK character n-grams."""
+    plus hashed lemma 1-2-grams of title and prose and CJK character n-grams, and the
+    follow-up families of the later comments (`follow_up_features`)."""
+    post = _post_features(title, body, kind)
+    post.vector.update(follow_up_features(author, comments))
+    return post
+
+
+def _post_features(title: str | None, body: str | None, kind: str | None = None, grams: bool = True) -> FailureFeatures:
+    """The opening post's features (see failure_features); `grams`: with the hashed n-grams."""
     rules = _rules()
     title = (title or "")[:MAX_TITLE]
     split = nlp.split_markdown(body)
@@ -777,7 +825,7 @@ def failure_features(title: str | None, body: str | None, kind: str | None = Non
     prose, config_lines = _drop_config_lines(visible_text(raw_prose))
     feats = learned.Features()
     ev = _Evidence()
-    title_tokens = _english(_prepare(title), "t", rules, ev)
+    title_tokens = _english(_prepare(title), "t", rules, ev) if title else []
     prose_tokens = _english(_prepare(prose), "b", rules, ev) if prose.strip() else []
     if nlp.has_cjk(title) or nlp.has_cjk(prose):
         _chinese(title, "t", rules, ev)
@@ -825,10 +873,11 @@ def failure_features(title: str | None, body: str | None, kind: str | None = Non
     if _REPEATED_CHAR.search(title) or _REPEATED_CHAR.search(prose):
         feats.add("repeated_char")
     _situation(title, prose, symptom, feats)
-    feats.add_tokens("t", title_tokens)
-    feats.add_tokens("w", prose_tokens)
-    feats.add_grams("tc", learned.cjk_grams(title))
-    feats.add_grams("wc", learned.cjk_grams(prose))
+    if grams:
+        feats.add_tokens("t", title_tokens)
+        feats.add_tokens("w", prose_tokens)
+        feats.add_grams("tc", learned.cjk_grams(title))
+        feats.add_grams("wc", learned.cjk_grams(prose))
     return FailureFeatures(feats.vector(), ev.phrases[:12], cues[:6], "moe" in ev.context)
 
 
@@ -860,19 +909,26 @@ def rank_kinds(features: FailureFeatures, model: learned.LinearModel) -> list[tu
     lead = next((k[4:] for k in features.vector if k.startswith("top:")), None)
     if lead in probs and ranked[0][1] < KIND_MODEL_SURE and ranked[0][0] != lead:
         ranked = [(lead, ranked[0][1])] + [(c, p) for c, p in ranked if c != lead]
+    # Every sample of a group scoring alike is what the guidelines call a group without signal,
+    # whatever metric the post names first ("rewards and loss are 0": no advantage to learn from).
+    if "about:group_same_score" in features.vector and ranked[0][0] != "groups_without_signal" and "groups_without_signal" in probs:
+        ranked = [("groups_without_signal", ranked[0][1])] + [(c, p) for c, p in ranked if c != "groups_without_signal"]
     return ranked
 
 
 def classify_failure(
-    title: str | None, body: str | None, kind: str | None = None, models: FailureModels | None = None
+    title: str | None, body: str | None, kind: str | None = None, models: FailureModels | None = None,
+    author: str | None = None, comments: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Contract `failure` shape plus "evidence" (short spans of the post that matched a
     failure cue) and "counter_evidence" (which non-report classes were seen and where). Both
     hold thread text: never put them into a comment or page unescaped.
 
     `kind` (issue / pull_request / discussion) is optional: pull requests are never reports,
-    discussions are read as a feature. `models` defaults to the shipped ones;
-    cross-validation passes per-fold models."""
+    discussions are read as a feature. `author` and `comments` (the thread's author and its
+    later comments, contract shape) feed the follow-up features; without them the thread reads
+    as its opening post alone. `models` defaults to the shipped ones; cross-validation
+    passes per-fold models."""
     models = models or failure_models()
     result: dict[str, Any] = {
         "is_failure_report": False,
@@ -887,7 +943,7 @@ def classify_failure(
         # labelled) are not what a failure comment answers, and words alone do not tell them
         # apart (grouped-CV AUC on pull requests 0.49).
         return result
-    features = failure_features(title, body, kind)
+    features = failure_features(title, body, kind, author, comments)
     confidence = models.report.probability(features.vector)
     result["confidence"] = round(confidence, 3)
     result["evidence"] = features.evidence

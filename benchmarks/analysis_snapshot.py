@@ -59,7 +59,7 @@ def _record(thread: dict[str, Any], pool: Any = None) -> str:
 
     result = analyze_thread(thread, pool)
     t = normalise_thread(thread)
-    ff = failures.failure_features(t["title"], t["body"], t["kind"])
+    ff = failures.failure_features(t["title"], t["body"], t["kind"], t.get("author"), t["comments"])
     fm = failures.failure_models()
     pf = proposals.proposal_features(t, result["papers"])
     ev = review.review_evidence(t)

@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     for t in threads:
         nt = normalise_thread(t)
         s = time.perf_counter()
-        failures.classify_failure(nt["title"], nt["body"], kind=nt["kind"])
+        failures.classify_failure(nt["title"], nt["body"], kind=nt["kind"], author=nt.get("author"), comments=nt["comments"])
         parts["failure"] += time.perf_counter() - s
         s = time.perf_counter()
         papers = link_papers(nt, pool)

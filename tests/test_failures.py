@@ -13,9 +13,11 @@ import pytest
 
 from analyzers.failures import (
     CATEGORIES,
+    MAX_FOLLOW_UP,
     classify_failure,
     failure_features,
     failure_models,
+    follow_up_features,
     rank_kinds,
     threshold,
 )
@@ -336,6 +338,49 @@ def test_the_lexicon_names_the_kind_when_the_kind_model_is_unsure() -> None:
     sure = LinearModel("kinds", sorted(CATEGORIES), {c: {} for c in CATEGORIES},
                        {c: (5.0 if c == "kl_growth" else 0.0) for c in CATEGORIES})
     assert rank_kinds(features, sure)[0][0] == "kl_growth"
+
+
+def test_follow_ups_are_read_per_speaker_and_an_unanswered_thread_reads_as_its_post() -> None:
+    title, body = "Reward stays flat", "I trained GRPO for 300 steps and the reward does not grow."
+    comments = [
+        {"author": "reporter", "body": "After 600 steps the entropy drops to 0.01 and the reward is still flat."},
+        {"author": "maintainer", "body": "Is this normal? What does your config look like?"},
+        {"author": "stale-bot", "author_is_bot": True, "body": "The KL keeps growing and the loss is NaN."},
+    ]
+    follow = follow_up_features("reporter", comments)
+    assert "reporter:sym:reward|flat" in follow and "reporter:sym:entropy|down" in follow
+    assert "others:about:meaning_question" in follow
+    assert not any("kl|" in k or "nan" in k for k in follow)  # bots never count
+    assert not any(k.startswith(("reporter:", "others:")) and "#" in k for k in follow)  # no n-grams
+    # No replies yet (as when the app decides to comment): exactly the opening post's features.
+    assert follow_up_features("reporter", []) == {} == follow_up_features(None, None)
+    alone = failure_features(title, body).vector
+    assert failure_features(title, body, "issue", "reporter", []).vector == alone
+    whole = failure_features(title, body, "issue", "reporter", comments).vector
+    assert {k: v for k, v in whole.items() if not k.startswith(("reporter:", "others:"))} == alone
+    # Without an author every human reply is someone else's.
+    assert all(k.startswith("others:") for k in follow_up_features(None, comments))
+
+
+def test_follow_ups_read_a_bounded_prefix() -> None:
+    # A 64 KiB reply reads like its first MAX_FOLLOW_UP characters, however many replies follow.
+    long = "The reward does not grow. " * 2600
+    many = [{"author": "someone", "body": long}] * 200
+    assert follow_up_features("op", many) == follow_up_features("op", [{"author": "someone", "body": long[:MAX_FOLLOW_UP]}])
+    start = time.perf_counter()
+    classify_failure("Reward stays flat", "My run.", author="op", comments=many)
+    assert time.perf_counter() - start < 5.0  # generous guard; figures in benchmarks/
+
+
+def test_groups_scoring_alike_name_the_kind() -> None:
+    # GUIDELINES: groups with zero advantage are groups_without_signal, even when the post's
+    # first words are "reward and loss are 0" and the kind model is sure of a collapse.
+    sure = LinearModel("kinds", sorted(CATEGORIES), {c: {} for c in CATEGORIES},
+                       {c: (5.0 if c == "collapse_or_divergence" else 0.0) for c in CATEGORIES})
+    alike = failure_features("Reward and loss are 0", "In every group all responses get the same reward of 0.")
+    assert rank_kinds(alike, sure)[0][0] == "groups_without_signal"
+    other = failure_features("Reward and loss are 0", "The reward is 0 and the loss is 0 from step 10 on.")
+    assert rank_kinds(other, sure)[0][0] == "collapse_or_divergence"
 
 
 def test_none_and_empty_inputs() -> None:

@@ -64,7 +64,7 @@ def _features(e: Example) -> FailureFeatures:
     f = _FEATURES.get(e.id)
     if f is None:
         t = e.thread
-        f = _FEATURES[e.id] = failure_features(t.get("title"), t.get("body"), t.get("kind"))
+        f = _FEATURES[e.id] = failure_features(t.get("title"), t.get("body"), t.get("kind"), t.get("author"), t.get("comments"))
     return f
 
 
@@ -109,12 +109,15 @@ def fit_models(train: list[Example], seed: int = SEED) -> FailureModels:
 class Prediction:
     confidence: float
     category: str | None
+    opened: float  # the confidence on the opening post alone, no replies yet (when the app comments)
 
 
 def predict(models: FailureModels, e: Example) -> Prediction:
     t = e.thread
-    out = classify_failure(t.get("title"), t.get("body"), t.get("kind"), models=models)
-    return Prediction(float(out["confidence"]), out["category"])
+    args = (t.get("title"), t.get("body"), t.get("kind"))
+    out = classify_failure(*args, models=models, author=t.get("author"), comments=t.get("comments"))
+    opened = classify_failure(*args, models=models)["confidence"]
+    return Prediction(float(out["confidence"]), out["category"], float(opened))
 
 
 @dataclass
@@ -137,12 +140,13 @@ class Scores:
         return f"P {p:.3f} R {r:.3f} (tp {self.tp}, fp {self.fp}, fn {self.fn})"
 
 
-def score(rows: list[Example], preds: dict[str, Prediction], threshold: float) -> Scores:
+def score(rows: list[Example], preds: dict[str, Prediction], threshold: float, view: str = "confidence") -> Scores:
+    """`view` "opened": the opening post alone, as when the app decides to comment."""
     s = Scores()
     for e in rows:
         gold, gcat = _gold(e)
         p = preds[e.id]
-        pred = p.confidence >= threshold
+        pred = getattr(p, view) >= threshold
         s.tp += gold and pred
         s.fp += pred and not gold
         s.fn += gold and not pred
@@ -166,11 +170,14 @@ def run(examples: list[Example], seed: int = SEED, sealed: bool = False) -> Run:
     cv_gold = [_gold(e)[0] for e in cv_rows]
     threshold = best_f1_threshold(cv_conf, cv_gold, smooth=True)
     # Precision >= MIN_PRECISION both pooled over every fold and on the seven frameworks' folds
-    # alone (the repositories the app comments on).
-    fw_conf = [cv_preds[e.id].confidence for e in fw_rows]
+    # alone (the repositories the app comments on), on the whole threads and on their opening
+    # posts alone (the app comments when an issue is opened, before anyone replied).
     fw_gold = [_gold(e)[0] for e in fw_rows]
-    comment_threshold = max(threshold, choose_threshold(cv_conf, cv_gold, MIN_PRECISION),
-                            choose_threshold(fw_conf, fw_gold, MIN_PRECISION))
+    comment_threshold = max(
+        threshold,
+        *(choose_threshold([getattr(cv_preds[e.id], view) for e in subset], gold, MIN_PRECISION)
+          for view in ("confidence", "opened") for subset, gold in ((cv_rows, cv_gold), (fw_rows, fw_gold))),
+    )  # fmt: skip
     fit_rows = [e for e in rows if not e.sealed]
     models = fit_models(fit_rows, seed)
     models.report.threshold = threshold
@@ -202,6 +209,13 @@ def run(examples: list[Example], seed: int = SEED, sealed: bool = False) -> Run:
         note=f"at the comment threshold: cv7 {c7.note()}; cv_all {c_all.note()}"
         + (f"; sealed {sealed_comment.note()}" if sealed_comment else ""),
     ))  # fmt: skip
+    o7, o_all = score(fw_rows, cv_preds, threshold, "opened"), score(cv_rows, cv_preds, threshold, "opened")
+    oc7, oc_all = (score(fw_rows, cv_preds, comment_threshold, "opened"),
+                   score(cv_rows, cv_preds, comment_threshold, "opened"))  # fmt: skip
+    rep.lines.append(
+        f"opening posts alone (no replies yet, as when the app comments): F1 cv7 {o7.f1:.3f} {o7.note()}, "
+        f"all {o_all.f1:.3f} {o_all.note()}; at the comment threshold cv7 {oc7.note()}, all {oc_all.note()}"
+    )
     rep.lines.append(
         f"decision threshold {threshold:.2f} (best grouped-CV F1, all folds); comment threshold "
         f"{comment_threshold:.4f} (lowest confidence where grouped-CV precision >= {MIN_PRECISION:.2f}); "
@@ -229,6 +243,8 @@ def run(examples: list[Example], seed: int = SEED, sealed: bool = False) -> Run:
         "comment_threshold": comment_threshold,
         "min_precision": MIN_PRECISION,
         "comment_grouped_cv_all": c_all.note(),
+        "opening_posts_grouped_cv": {"f1_frameworks": round(o7.f1, 4), "f1_all": round(o_all.f1, 4),
+                                     "comment_frameworks": oc7.note(), "comment_all": oc_all.note()},
         "grouped_cv_frameworks": {"f1": round(cv7.f1, 4), "kind_accuracy": round(cv7.kind_accuracy, 4), "counts": cv7.note()},
         "grouped_cv_all": {"f1": round(cv_all.f1, 4), "kind_accuracy": round(cv_all.kind_accuracy, 4), "counts": cv_all.note()},
         "fitted": {"f1": round(fitted.f1, 4), "kind_accuracy": round(fitted.kind_accuracy, 4), "counts": fitted.note()},

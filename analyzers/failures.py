@@ -552,6 +552,15 @@ _CODE_ANALYSIS = nlp.CaselessPattern(
     (r"#l\d{1,6}\b", ("#l",)),
     (r"\bline\s{1,3}\d{1,6}\b", ("line",)),
 )
+# A preference-optimisation run (DPO and its kin): its "rewards" are implicit (rewards/chosen,
+# rewards/rejected) and the labels read their odd moves as other failures, not as an RL reward
+# collapsing; the kind model learns a prior from it (training/failure.py, KIND_PRIOR_FAMILIES).
+_PREFERENCE = nlp.CaselessPattern(
+    (r"\b(?:dpo|kto|orpo|simpo|ipo)\b", ("dpo", "kto", "orpo", "simpo", "ipo")),
+    (r"preference\s{1,3}optimi[sz]ation", ("preference",)),
+    (r"rewards/(?:chosen|rejected)", ("rewards/",)),
+    (r"\bchosen\b.{0,20}\brejected\b", ("chosen",)),
+)
 _QUESTION_TITLE = re.compile(r"(?i)^\W{0,4}(?:\[[^\]]{0,30}\]\s{0,3})?(?:why|how|what|which|is|are|does|do|can|could|should|would|whether)\b|为什么|为何|是否|请问|吗")
 
 # One character (not Markdown or table punctuation) eight times in a row.
@@ -858,6 +867,8 @@ def _post_features(title: str | None, body: str | None, kind: str | None = None,
         feats.add("run_and_category_cue")
     if "moe" in ev.context:
         feats.add("context:moe")
+    if _PREFERENCE.count(title + "\n" + raw_prose[:MAX_SPEAKER_TEXT], 1):
+        feats.add("context:preference")
     cues = _negatives(title, raw_prose, split.code, rules, feats)
     if kind in ("pull_request", "discussion"):
         feats.add(f"kind:{kind}")
@@ -913,6 +924,13 @@ def rank_kinds(features: FailureFeatures, model: learned.LinearModel) -> list[tu
     # whatever metric the post names first ("rewards and loss are 0": no advantage to learn from).
     if "about:group_same_score" in features.vector and ranked[0][0] != "groups_without_signal" and "groups_without_signal" in probs:
         ranked = [("groups_without_signal", ranked[0][1])] + [(c, p) for c, p in ranked if c != "groups_without_signal"]
+    # A context whose labelled reports mostly share one kind (learned by `make train`, stored
+    # in the model file: a preference-optimisation run -> other_failure) names that kind.
+    for family, prior in model.meta.get("kind_priors", {}).items():
+        if family in features.vector and prior in probs:
+            if ranked[0][0] != prior:
+                ranked = [(prior, ranked[0][1])] + [(c, p) for c, p in ranked if c != prior]
+            break
     return ranked
 
 

@@ -383,6 +383,21 @@ def test_groups_scoring_alike_name_the_kind() -> None:
     assert rank_kinds(other, sure)[0][0] == "collapse_or_divergence"
 
 
+def test_a_context_prior_learned_by_training_names_the_kind() -> None:
+    dpo = failure_features("DPO: rewards/chosen keeps decreasing", "During DPO training the chosen rewards drop every step.")
+    assert "context:preference" in dpo.vector
+    assert "context:preference" not in failure_features("GRPO reward drops", "The reward drops every step.").vector
+    sure = LinearModel("kinds", sorted(CATEGORIES), {c: {} for c in CATEGORIES},
+                       {c: (5.0 if c == "collapse_or_divergence" else 0.0) for c in CATEGORIES},
+                       meta={"kind_priors": {"context:preference": "other_failure"}})
+    assert rank_kinds(dpo, sure)[0][0] == "other_failure"
+    grpo = failure_features("GRPO reward drops", "The reward drops every step.")
+    assert rank_kinds(grpo, sure)[0][0] == "collapse_or_divergence"
+    # The shipped kind model's priors name known contexts and kinds only.
+    for family, kind in failure_models().kind.meta.get("kind_priors", {}).items():
+        assert family.startswith(("context:", "about:")) and kind in CATEGORIES
+
+
 def test_none_and_empty_inputs() -> None:
     for title, body in ((None, None), ("", ""), ("x", None)):
         result = classify_failure(title, body)

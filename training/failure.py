@@ -79,6 +79,26 @@ _KIND_PREFIXES = ("ev:", "top:", "sym:", "tsym:", "bsym:", "context:", "repeated
 _KIND_DROP = ("sym:any|", "|large", "|wrong")
 
 
+# Contexts that may carry a kind prior: when at least KIND_PRIOR_MIN of the fitted reports in
+# the context share one kind at KIND_PRIOR_SHARE or more, the context names that kind
+# (analyzers.failures.rank_kinds). Learned from each fold's training threads in CV.
+KIND_PRIOR_FAMILIES = ("context:preference",)
+KIND_PRIOR_MIN = 3
+KIND_PRIOR_SHARE = 0.5
+
+
+def kind_priors(reports: list[Example]) -> dict[str, str]:
+    priors: dict[str, str] = {}
+    for family in KIND_PRIOR_FAMILIES:
+        kinds = Counter(_gold(e)[1] for e in reports if family in _features(e).vector)
+        n = sum(kinds.values())
+        if n >= KIND_PRIOR_MIN:
+            kind, top = min(kinds.items(), key=lambda kv: (-kv[1], kv[0]))
+            if kind and top / n >= KIND_PRIOR_SHARE:
+                priors[family] = kind
+    return priors
+
+
 def kind_view(vector: dict[str, float]) -> dict[str, float]:
     return {k: v for k, v in vector.items() if k.startswith(_KIND_PREFIXES) and not any(d in k for d in _KIND_DROP)}
 
@@ -99,6 +119,7 @@ def fit_models(train: list[Example], seed: int = SEED) -> FailureModels:
         [kind_view(_features(e).vector) for e in reports], [_gold(e)[1] for e in reports], "failure_kind",
         C=C_KIND, seed=seed, min_df=MIN_DF, class_weight=None,
     )  # fmt: skip
+    kind.meta["kind_priors"] = kind_priors(reports)
     # Threshold 0 while measuring: the kind is then always predicted, and the chosen
     # threshold is applied afterwards to the pooled confidences.
     report.threshold = 0.0

@@ -167,14 +167,14 @@ def write_models(
 ) -> list[Any]:
     """Save each fitted model beside the analyzers with what makes it reproducible and judged:
     the training data's hash, the analyzer version, seed and hyper-parameters, the figures.
-    A model's own `use` switch (set by its trainer) is kept."""
+    A model's own `use` switch and `kind_priors` (set by its trainer) are kept."""
     from analyzers.analyze import ANALYZER_VERSION
     from analyzers.learned import MODELS_DIR
 
     paths = []
     for model, hyper in models:
         model.meta = {
-            **{k: v for k, v in model.meta.items() if k == "use"},
+            **{k: v for k, v in model.meta.items() if k in ("use", "kind_priors")},
             "training_data_sha256": data_hash,
             "analyzer_version": ANALYZER_VERSION,
             "seed": seed,

@@ -342,6 +342,9 @@ def _symptoms(document: Any, hits: list[Any], starts: list[int], where: str, ev:
                 best = (rank, metric, ss, se)
         if best is None:
             continue
+        lo = min(ms, best[2])
+        if any(document[i].lemma_ in _PREVENTION for i in range(max(0, lo - 4), lo)):
+            continue  # "to avoid the reward collapsing": about a remedy, not a symptom
         lemmas = {document[i].lemma_ for i in range(max(0, ms - 3), ms)}
         if move in _NEGATABLE and (lemmas & _NEGATIONS or "long" in lemmas):
             move = "not_" + move  # "does not increase", "no longer grows", "does not drop"
@@ -364,6 +367,10 @@ def _zh_symptoms(low: str, where: str, rules: _Rules, ev: _Evidence) -> None:
         pos = low.find(term)
         tries = 0
         while pos >= 0 and tries < 8:
+            if any(w in low[max(0, pos - 6) : pos] for w in _ZH_PREVENTION):
+                pos = low.find(term, pos + 1)  # 避免熵下降 "avoid the entropy dropping": a remedy
+                tries += 1
+                continue
             tail = low[pos + len(term) : pos + len(term) + min(window, 40)]
             for move_term, move in rules.zh_moves:
                 at = tail.find(move_term)
@@ -675,6 +682,7 @@ _FAILURE_VERB = re.compile(
     r"(?i)\b(?:collaps\w{0,5}|diverg\w{0,5}|blow(?:s|ed|n|ing)?\s{1,3}up|blew\s{1,3}up|explod\w{0,3}|degenerat\w{0,5})\b"
     r"|崩溃|崩了|训崩|坍塌|发散"
 )
+_REMEDY_BEFORE = re.compile(r"(?i)\b(?:avoid|prevent|mitigat|alleviat|stabili[sz]|against|reduc|combat|tackl)|避免|防止|缓解|抑制|预防|解决")
 # Every sample of a group scoring the same: no learning signal (groups_without_signal).
 _GROUP = re.compile(r"(?i)\bgroups?\b|\ball\s{1,3}(?:the\s{1,3})?(?:samples|responses|completions|rollouts|generations|answers)\b|\bevery\s{1,3}(?:sample|response|completion|rollout)\b|组内|全对|全错|每组")
 _SAME = re.compile(r"(?i)\b(?:same|identical|equal|zero|0|all\s{1,3}correct|all\s{1,3}wrong)\b|相同|一样|为0|全对|全错")
@@ -744,6 +752,10 @@ def _situation(title: str, prose: str, symptom: bool, feats: learned.Features) -
         elif _EXCEPTION_NAME.search(text):
             feats.add("about:exception_in_prose")
     verbs = sentences.count(_FAILURE_VERB)
+    if verbs and _REMEDY_BEFORE.search(text):
+        # "how to avoid the collapse", 避免熵坍塌: a failure verb about a remedy does not count
+        verbs = sum(1 for m in itertools.islice(_FAILURE_VERB.finditer(text), 3)
+                    if not _REMEDY_BEFORE.search(text, max(0, m.start() - 24), m.start()))  # fmt: skip
     if verbs:
         feats.add("about:failure_verb", verbs)
     hang = sentences.count(_HANG)

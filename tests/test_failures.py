@@ -398,6 +398,17 @@ def test_a_context_prior_learned_by_training_names_the_kind() -> None:
         assert family.startswith(("context:", "about:")) and kind in CATEGORIES
 
 
+def test_a_remedy_is_not_a_symptom() -> None:
+    # "to avoid the entropy dropping" / 避免熵下降 / "how to prevent a collapse" ask for a remedy.
+    remedy = failure_features("Tuning", "Which settings help to avoid the entropy dropping too fast?").vector
+    assert not any(k.startswith("sym:entropy") for k in remedy)
+    assert "sym:entropy|down" in failure_features("Tuning", "The entropy drops too fast.").vector
+    assert not any(k.startswith("sym:entropy") for k in failure_features("参数", "如何避免熵下降？").vector)
+    assert "sym:entropy|down" in failure_features("参数", "训练时熵下降很快。").vector
+    assert "about:failure_verb" not in failure_features("How to prevent a collapse?", "Any advice?").vector
+    assert "about:failure_verb" in failure_features("The run collapsed", "After 200 steps it collapsed.").vector
+
+
 def test_none_and_empty_inputs() -> None:
     for title, body in ((None, None), ("", ""), ("x", None)):
         result = classify_failure(title, body)

@@ -13,6 +13,7 @@ the pooled grouped-CV confidences (all folds):
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
@@ -105,28 +106,29 @@ def kind_view(vector: dict[str, float]) -> dict[str, float]:
 
 # The guidelines' borderline calls (`about:*`: inference bugs, hangs, meaning questions,
 # asking with or without a symptom ...) are few per thread and rare in the data: at C 0.1 the
-# penalty keeps them near zero. Fitting them at twice their value halves their penalty (the
-# stored weights are multiplied back, so the analyzer reads the features as they are).
-# Nested grouped CV (1 / 2 / 3 chosen inside each fold's training threads) picked 2 or 3 in
-# 9 of 11 folds.
-REPORT_SCALE = {"about:": 2.0}
+# penalty keeps them near zero. Fitting them at `scale` times their value divides their
+# penalty by scale**2 (the stored weights are multiplied back, so the analyzer reads the
+# features as they are). `run` chooses the scale like the decision threshold: the best
+# pooled grouped-CV F1 over every fold.
+SITUATION_PREFIX = "about:"
+SITUATION_SCALES = (1.0, 2.0, 3.0)
 
 
-def _scale(vector: dict[str, float]) -> dict[str, float]:
-    return {k: v * next((f for p, f in REPORT_SCALE.items() if k.startswith(p)), 1.0) for k, v in vector.items()}
+def _scale(vector: dict[str, float], scale: float) -> dict[str, float]:
+    return {k: v * scale if k.startswith(SITUATION_PREFIX) else v for k, v in vector.items()}
 
 
-def fit_models(train: list[Example], seed: int = SEED) -> FailureModels:
+def fit_models(train: list[Example], seed: int = SEED, scale: float = 1.0) -> FailureModels:
     # Pull requests are never reports at run time (classify_failure), so they are not fitted
     # on; they are still scored (a labelled report that is a pull request counts as missed).
     extra = list(synthetic_examples()) if USE_SYNTHETIC else []
     rows = [e for e in labelled(train) + extra if e.thread.get("kind") != "pull_request"]
     report = fit_linear(
-        [_scale(_features(e).vector) for e in rows], [_gold(e)[0] for e in rows], "failure",
+        [_scale(_features(e).vector, scale) for e in rows], [_gold(e)[0] for e in rows], "failure",
         C=C_REPORT, seed=seed, min_df=MIN_DF, class_weight="balanced",
     )  # fmt: skip
     for weights in report.weights.values():
-        for k, w in _scale(weights).items():
+        for k, w in _scale(weights, scale).items():
             weights[k] = round(w, 5)
     # The kind model is fitted on labelled threads only (synthetic ones lowered grouped-CV kind
     # accuracy: a few paraphrases per kind outweigh the real reports of rare kinds).
@@ -198,9 +200,34 @@ class Run:
     figures: dict[str, Any]
 
 
+def _joint_threshold(views: list[tuple[list[float], list[bool]]], start: float) -> float:
+    """The lowest threshold from `start` up at which precision is >= MIN_PRECISION in every
+    view at once (precision is not monotone in the threshold: one view's lowest threshold can
+    leave another just below the goal)."""
+    def ok(t: float) -> bool:
+        return all(prf(sum(c >= t and g for c, g in zip(cs, gs, strict=True)),
+                       sum(c >= t and not g for c, g in zip(cs, gs, strict=True)), 0)[0] >= MIN_PRECISION
+                   for cs, gs in views)  # fmt: skip
+
+    candidates = sorted({c for cs, _ in views for c in cs if c > start})
+    t = start
+    for nxt in candidates:
+        if ok(t):
+            break
+        t = math.floor(nxt * 1e4) / 1e4
+    return t
+
+
 def run(examples: list[Example], seed: int = SEED, sealed: bool = False) -> Run:
     rows = labelled(examples)
-    cv_preds, fold_of = cross_val_predict(rows, lambda tr: fit_models(tr, seed), predict)
+    by_scale: dict[float, tuple[float, dict[str, Prediction], dict[str, str]]] = {}
+    for scale in SITUATION_SCALES:
+        preds, folds = cross_val_predict(rows, lambda tr, scale=scale: fit_models(tr, seed, scale), predict)
+        scored = [e for e in rows if e.id in preds]
+        conf, gold = [preds[e.id].confidence for e in scored], [_gold(e)[0] for e in scored]
+        by_scale[scale] = (score(scored, preds, best_f1_threshold(conf, gold, smooth=True)).f1, preds, folds)
+    scale = max(SITUATION_SCALES, key=lambda k: (round(by_scale[k][0], 6), -k))  # ties: the smaller
+    _, cv_preds, fold_of = by_scale[scale]
     cv_rows = [e for e in rows if e.id in cv_preds]
     fw_rows = [e for e in cv_rows if not fold_of[e.id].startswith("related")]
     cv_conf = [cv_preds[e.id].confidence for e in cv_rows]
@@ -210,13 +237,12 @@ def run(examples: list[Example], seed: int = SEED, sealed: bool = False) -> Run:
     # alone (the repositories the app comments on), on the whole threads and on their opening
     # posts alone (the app comments when an issue is opened, before anyone replied).
     fw_gold = [_gold(e)[0] for e in fw_rows]
-    comment_threshold = max(
-        threshold,
-        *(choose_threshold([getattr(cv_preds[e.id], view) for e in subset], gold, MIN_PRECISION)
-          for view in ("confidence", "opened") for subset, gold in ((cv_rows, cv_gold), (fw_rows, fw_gold))),
-    )  # fmt: skip
+    views = [([getattr(cv_preds[e.id], view) for e in subset], gold)
+             for view in ("confidence", "opened") for subset, gold in ((cv_rows, cv_gold), (fw_rows, fw_gold))]  # fmt: skip
+    comment_threshold = _joint_threshold(views, max(threshold, *(choose_threshold(c, g, MIN_PRECISION) for c, g in views)))
     fit_rows = [e for e in rows if not e.sealed]
-    models = fit_models(fit_rows, seed)
+    models = fit_models(fit_rows, seed, scale)
+    models.report.meta["situation_scale"] = scale
     models.report.threshold = threshold
     models.report.thresholds = {"comment": comment_threshold}
     fit_preds = {e.id: predict(models, e) for e in fit_rows}
@@ -275,7 +301,13 @@ def run(examples: list[Example], seed: int = SEED, sealed: bool = False) -> Run:
     rep.lines.extend(
         f"  {g:<26} -> {p:<26} {n}" for (g, p), n in sorted(confusion.items()) if g != p
     )
+    rep.lines.append(
+        f"`about:*` fitted at x{scale:g} (best pooled grouped-CV F1 of "
+        + ", ".join(f"x{k:g} {by_scale[k][0]:.3f}" for k in SITUATION_SCALES) + ")"
+    )
     figures = {
+        "situation_scale": scale,
+        "situation_scale_f1": {f"{k:g}": round(by_scale[k][0], 4) for k in SITUATION_SCALES},
         "threshold": threshold,
         "comment_threshold": comment_threshold,
         "min_precision": MIN_PRECISION,
@@ -296,7 +328,8 @@ def evaluate(examples: list[Example], *, sealed: bool = False) -> FieldReport:
 def train(examples: list[Example], *, data_hash: str, seed: int = SEED) -> list[Path]:
     result = run(examples, seed=seed)
     return write_models(
-        ((result.models.report, {"C": C_REPORT, "fitted_scale": REPORT_SCALE}), (result.models.kind, {"C": C_KIND})),
+        ((result.models.report, {"C": C_REPORT, "situation_scale": result.figures["situation_scale"]}),
+         (result.models.kind, {"C": C_KIND})),  # fmt: skip
         data_hash=data_hash, seed=seed, min_df=MIN_DF, figures=result.figures,
         labelled_threads=len(labelled(examples)),
     )

@@ -149,6 +149,21 @@ def test_thresholds_from_scores() -> None:
 # --- data split and folds -------------------------------------------------------------------
 
 
+def test_comment_threshold_holds_in_every_view_at_once() -> None:
+    from training.failure import _joint_threshold
+
+    # View A alone allows 0.5 (4 of 4 right from there); view B at 0.5 is 4 right of 5 (0.8),
+    # reaches 0.90 only from 0.7 on. The joint threshold is the lowest where both hold.
+    a = ([0.9, 0.8, 0.6, 0.5, 0.2], [True, True, True, True, False])
+    b = ([0.9, 0.8, 0.7, 0.6, 0.5], [True, True, True, False, True])
+    assert _joint_threshold([a], 0.5) == 0.5
+    t = _joint_threshold([a, b], 0.5)
+    assert t == 0.7
+    for scores, gold in (a, b):
+        hits = [g for s, g in zip(scores, gold, strict=True) if s >= t]
+        assert sum(hits) / len(hits) >= 0.9
+
+
 def test_repositories_groups_and_sealed_share() -> None:
     assert canonical_repo("volcengine/verl") == "verl-project/verl"
     assert canonical_repo("inclusionAI/AReaL") == "areal-project/AReaL"

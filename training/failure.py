@@ -2,12 +2,14 @@
 multiclass model (which kind), both over `analyzers.failures.failure_features`.
 
 Cross-validation scores every held-out thread through `classify_failure` itself with the
-fold's models, so what is measured is the analyzer as it runs. Two thresholds are chosen on
-the pooled grouped-CV confidences (all folds):
+fold's models, so what is measured is the analyzer as it runs. Chosen on the pooled
+grouped-CV confidences (all folds):
+- the scale of the `about:*` situations while fitting (SITUATION_SCALES): the best F1;
 - the decision threshold (`is_failure_report`): the best F1 on a 0.05 grid;
 - the comment threshold (`failures.threshold()`): the lowest confidence at which grouped-CV
-  precision is still >= 0.90, pooled and on the seven frameworks' folds alone, so that the
-  app's comments are right nine times in ten where it comments.
+  precision is >= 0.90 at once pooled and on the seven frameworks' folds alone, on whole
+  threads and on opening posts alone (when the app comments), so that the app's comments are
+  right nine times in ten where it comments.
 """
 
 from __future__ import annotations

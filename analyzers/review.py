@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzers import learned
-from analyzers.nlp import load_patterns
+from analyzers.nlp import lemma_of_lower, load_patterns
 from analyzers.text import strip_html_comments
 
 STATES = (
@@ -290,12 +290,15 @@ def _nlp() -> Any:
 _LEMMA_FIXES = {"as": "as", "'s": "be", "\u2019s": "be"}
 
 
+@lru_cache(maxsize=None)  # the patterns name ~800 distinct words ~2,400 times
 def _lemma(word: str) -> str:
+    """The lemma the pipeline gives `word` alone (itself when it is several tokens)."""
     low = word.lower()
     if low in _LEMMA_FIXES:
         return _LEMMA_FIXES[low]
-    doc = _nlp()(low)
-    return doc[0].lemma_ if len(doc) == 1 else low
+    # The tokenizer alone says whether it is one token: the pipeline's other steps split
+    # nothing, and its lemma is lemma_of_lower of the token's lower-case form, `low`.
+    return lemma_of_lower(low) if len(_nlp().make_doc(low)) == 1 else low
 
 
 def _compile(pattern: str) -> list[dict[str, Any]]:

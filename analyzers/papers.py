@@ -1021,10 +1021,14 @@ def _load_state(data: bytes) -> tuple[tuple[Any, ...], bytes]:
 
     if not data.startswith(_MAGIC):
         raise ValueError("not a saved paper index")
-    parts = data[len(_MAGIC) :].split(b"\n", 2)
-    if len(parts) != 3:
+    # The body (tens of MB) is read through a view: slicing or splitting the bytes would
+    # copy it, twice (~80 ms for 100,000 papers).
+    tag_end = data.find(b"\n", len(_MAGIC))
+    digest_end = data.find(b"\n", tag_end + 1) if tag_end >= 0 else -1
+    if digest_end < 0:
         raise ValueError("the saved index is damaged")
-    tag, digest, body = parts
+    tag, digest = data[len(_MAGIC) : tag_end], data[tag_end + 1 : digest_end]
+    body = memoryview(data)[digest_end + 1 :]
     if tag.decode(errors="replace") != index_tag():
         raise ValueError("saved by another version of the index or the analyzers")
     if hashlib.sha256(body).hexdigest().encode() != digest:

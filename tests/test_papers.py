@@ -427,13 +427,19 @@ def test_saved_index_reads_back_equal_and_links_the_same() -> None:
     assert loaded == built
 
 
-@pytest.mark.parametrize("damage", ["truncated", "flipped", "not_an_index", "other_version"])
+@pytest.mark.parametrize("damage", ["truncated", "flipped", "not_an_index", "other_version",
+                                    "header_cut", "body_missing"])
 def test_damaged_or_foreign_saved_index_is_refused(damage: str) -> None:
-    from analyzers.papers import index_tag
+    from analyzers.papers import _MAGIC, index_tag
 
     data = PaperIndex.build(_generated_pool(50)).dumps()
+    digest_end = data.index(b"\n", data.index(b"\n", len(_MAGIC)) + 1)
     if damage == "truncated":
         data = data[: len(data) // 2]
+    elif damage == "header_cut":  # the tag line, then nothing: no digest line
+        data = data[: data.index(b"\n", len(_MAGIC)) + 20]
+    elif damage == "body_missing":
+        data = data[: digest_end + 1]
     elif damage == "flipped":
         data = data[:-10] + bytes([data[-10] ^ 0xFF]) + data[-9:]
     elif damage == "not_an_index":

@@ -159,7 +159,9 @@ class _KeyedMatchers:
                 hkey = (attr, self._vocab.strings.add(key))
                 matcher = self.by_key.get(hkey)
                 if matcher is None:
-                    matcher = self.by_key[hkey] = self._new(self._vocab)
+                    # Unvalidated: spaCy's schema check of each pattern is ~30 ms of start-up;
+                    # the shipped patterns are checked with it by a test instead.
+                    matcher = self.by_key[hkey] = self._new(self._vocab, validate=False)
                 matcher.add(label, [pattern])
 
 

@@ -188,3 +188,15 @@ def test_lemma_table_answers_as_spacys_lookups_table() -> None:
 def test_lemma_of_lower_is_the_pipelines_lemma() -> None:
     words = ["collapsed", "rewards", "does", "ca", "n't", "was", "better", "qwzlrxes", "data"]
     assert [nlp.lemma_of_lower(w) for w in words] == [t.lemma_ for t in nlp.doc(" ".join(words))]
+
+
+def test_shared_pipeline_is_blank_english_plus_our_steps() -> None:
+    # Built with English(create_tokenizer=...) rather than spacy.blank's config: the same
+    # language, limits and tokenizer rules, then the sentencizer and the lemmatizer.
+    import spacy
+
+    plain, ours = spacy.blank("en"), nlp.nlp()
+    assert ours.lang == plain.lang == "en" and ours.max_length == plain.max_length
+    assert ours.pipe_names == ["sentencizer", "rlt_lower_lemmatizer"]
+    assert type(ours.tokenizer) is type(plain.tokenizer)
+    assert ours.tokenizer.rules == plain.tokenizer.rules

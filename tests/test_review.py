@@ -2400,3 +2400,22 @@ def test_pattern_words_get_the_lemma_the_pipeline_gives_them_alone() -> None:
         whole = nlp.nlp()(low)
         expected = whole[0].lemma_ if len(whole) == 1 else low
         assert review._lemma(word) == review._LEMMA_FIXES.get(low, expected), word
+
+
+def test_every_shipped_pattern_passes_spacys_validation() -> None:
+    # The review matchers are built without spaCy's pattern validation (start-up cost):
+    # every pattern of the file must pass it, so nothing is lost by skipping it there.
+    from spacy.matcher import Matcher
+
+    from analyzers import nlp, review
+
+    data = nlp.load_patterns(review._PATTERNS_FILE)
+    vocab = nlp.nlp().vocab
+    checked = 0
+    for group in ("signals", "concerns"):
+        for name, spec in (data.get(group) or {}).items():
+            for field_name in ("en", "weak_en", "veto_en"):
+                for line in spec.get(field_name) or []:
+                    Matcher(vocab, validate=True).add(f"{name}.{field_name}", [review._compile(line)])
+                    checked += 1
+    assert checked > 300

@@ -80,7 +80,9 @@ def load_pool(path: str, *, use_cache: bool = True) -> Any:
             data = fh.read()
     saved = None
     if use_cache:
-        key = hashlib.sha256(index_tag().encode() + b"\0" + data).hexdigest()[:40]
+        digest = hashlib.sha256(index_tag().encode() + b"\0")
+        digest.update(data)  # the same key as hashing them joined, without copying the file
+        key = digest.hexdigest()[:40]
         saved = cache_dir() / f"pool-file-{key}.idx"
         index = read_saved_index(saved)
         if index is not None:

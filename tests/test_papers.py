@@ -477,3 +477,22 @@ def test_a_merge_that_gives_a_paper_its_title_equals_a_rebuild() -> None:
     index = PaperIndex.loads(PaperIndex.build(papers).dumps())
     index.add_papers([filled])
     assert index == PaperIndex.build([*papers, filled])
+
+
+@pytest.mark.parametrize("collector_on", [True, False])
+def test_building_and_reading_leave_the_collector_as_they_found_it(collector_on: bool) -> None:
+    # Both pause the cyclic collector while they make their objects, then restore it.
+    import gc
+
+    was = gc.isenabled()
+    (gc.enable if collector_on else gc.disable)()
+    try:
+        built = PaperIndex.build(_generated_pool(30))
+        assert gc.isenabled() is collector_on
+        assert PaperIndex.loads(built.dumps()) == built
+        assert gc.isenabled() is collector_on
+        with pytest.raises(ValueError):
+            PaperIndex.loads(built.dumps()[:-100])
+        assert gc.isenabled() is collector_on
+    finally:
+        (gc.enable if was else gc.disable)()

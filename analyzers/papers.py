@@ -451,6 +451,10 @@ class PaperIndex:
         """Add pool papers to a built index; the result equals building from scratch with
         them appended. Only titles sharing a feature with a new title are keyed again
         (their rarest features may have changed), not the whole pool."""
+        with _collector_paused():
+            self._add_papers(papers)
+
+    def _add_papers(self, papers: Iterable[dict[str, Any]]) -> None:
         self._materialise()
         old_n = len(self.papers)
         self._title_filled = False

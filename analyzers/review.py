@@ -52,14 +52,14 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from itertools import compress, repeat
 from operator import is_not, mul, or_
 from pathlib import Path
 from typing import Any
 
 from analyzers import learned
-from analyzers.nlp import load_patterns
+from analyzers.nlp import lemma_of_lower, load_patterns
 from analyzers.text import strip_html_comments
 
 STATES = (
@@ -159,7 +159,9 @@ class _KeyedMatchers:
                 hkey = (attr, self._vocab.strings.add(key))
                 matcher = self.by_key.get(hkey)
                 if matcher is None:
-                    matcher = self.by_key[hkey] = self._new(self._vocab)
+                    # Unvalidated: spaCy's schema check of each pattern is ~30 ms of start-up;
+                    # the shipped patterns are checked with it by a test instead.
+                    matcher = self.by_key[hkey] = self._new(self._vocab, validate=False)
                 matcher.add(label, [pattern])
 
 
@@ -290,12 +292,15 @@ def _nlp() -> Any:
 _LEMMA_FIXES = {"as": "as", "'s": "be", "\u2019s": "be"}
 
 
+@cache  # the patterns name ~800 distinct words ~2,400 times
 def _lemma(word: str) -> str:
+    """The lemma the pipeline gives `word` alone (itself when it is several tokens)."""
     low = word.lower()
     if low in _LEMMA_FIXES:
         return _LEMMA_FIXES[low]
-    doc = _nlp()(low)
-    return doc[0].lemma_ if len(doc) == 1 else low
+    # The tokenizer alone says whether it is one token: the pipeline's other steps split
+    # nothing, and its lemma is lemma_of_lower of the token's lower-case form, `low`.
+    return lemma_of_lower(low) if len(_nlp().make_doc(low)) == 1 else low
 
 
 def _compile(pattern: str) -> list[dict[str, Any]]:

@@ -9,13 +9,12 @@ preview) use it; the database modules are imported where used, so `rltracker ana
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import marshal
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
@@ -37,6 +36,13 @@ POOL_CACHE_KEY = "paper_pool"
 _ANALYSIS_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rltracker-analysis")
 
 
+def _on_analysis_thread(fn: Callable[..., Any], *args: Any) -> Awaitable[Any]:
+    """`fn(*args)` on the analysis thread, awaited from the running event loop."""
+    import asyncio  # here: `rltracker analyze` imports this module and needs no event loop
+
+    return asyncio.get_running_loop().run_in_executor(_ANALYSIS_THREAD, fn, *args)
+
+
 def load_analyzers(pool: PaperIndex | None = None) -> None:
     """Import the analyzers and load what they load lazily (catalog, spaCy pipeline, pattern
     tables, the catalog's paper index, and `pool`'s) by analysing one tiny thread."""
@@ -50,15 +56,14 @@ def load_analyzers(pool: PaperIndex | None = None) -> None:
 async def warm_up() -> None:
     """Pay the analyzers' start-up cost (1-2 s) on the analysis thread, once, so the first
     delivery does not pay it on the event loop (imports there would stall /webhook)."""
-    await asyncio.get_running_loop().run_in_executor(_ANALYSIS_THREAD, load_analyzers)
+    await _on_analysis_thread(load_analyzers)
 
 
 async def run_analysis(record: dict[str, Any], pool: Any = None) -> dict[str, Any]:
     """analyze_thread off the event loop, on the process's one analysis thread."""
     from analyzers.analyze import analyze_thread
 
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_ANALYSIS_THREAD, analyze_thread, record, pool)
+    return await _on_analysis_thread(analyze_thread, record, pool)
 
 
 async def run_analyses(records: list[dict[str, Any]], pool: Any = None) -> list[dict[str, Any]]:
@@ -70,7 +75,7 @@ async def run_analyses(records: list[dict[str, Any]], pool: Any = None) -> list[
 
     if not records:
         return []
-    return await asyncio.get_running_loop().run_in_executor(_ANALYSIS_THREAD, analyse_all)
+    return await _on_analysis_thread(analyse_all)
 
 
 # ---- saved indexes -------------------------------------------------------------------------
@@ -224,9 +229,7 @@ async def paper_pool(session: AsyncSession, cache: dict[str, Any] | None) -> Any
 
     # Seconds of CPU for a large pool: on the analysis thread, not the event loop (and never
     # beside an analysis that reads the index being added to).
-    index, digest = await asyncio.get_running_loop().run_in_executor(
-        _ANALYSIS_THREAD, index_and_save
-    )
+    index, digest = await _on_analysis_thread(index_and_save)
     if cache is not None:
         cache[POOL_CACHE_KEY] = (key, index, (len(rows), digest, index))
     return index

@@ -261,3 +261,37 @@ def test_a_worker_that_dies_fails_the_command_with_one_line(tmp_path: Path) -> N
     [line] = err.splitlines()
     assert line.startswith("rltracker analyze: a worker process died")
     assert len(out.splitlines()) < 264  # the run stopped: no record after the loss is passed off
+
+
+# ---- --jobs not given: one process per CPU for a large input file ---------------------------
+
+def test_jobs_not_given_depends_on_the_input_file_size(tmp_path: Path) -> None:
+    from bot.cli.analyze import AUTO_JOBS_BYTES, _cpus, job_count
+
+    small = write_lines(tmp_path / "small.jsonl", [json.dumps(GOOD_1)])
+    large = tmp_path / "large.jsonl"
+    large.write_text(json.dumps(GOOD_1) + "\n" + " " * AUTO_JOBS_BYTES + "\n", encoding="utf-8")
+    forks = sys.platform.startswith("linux")
+    assert job_count(None, str(small)) == (1, None)
+    assert job_count(None, str(large)) == ((_cpus() if forks else 1), None)
+    assert job_count(None, "-") == (1, None)  # stdin: its length is not known in advance
+    assert job_count(None, str(tmp_path / "missing.jsonl")) == (1, None)
+    # Asked for explicitly, as before: --jobs 1 is always one process, 0 one per CPU.
+    assert job_count(1, str(large)) == (1, None)
+    assert job_count(0, str(small))[0] == (_cpus() if forks else 1)
+    assert job_count(3, str(small))[0] == (3 if forks else 1)
+
+
+def test_a_large_input_without_jobs_writes_what_one_process_writes(tmp_path: Path) -> None:
+    from bot.cli.analyze import AUTO_JOBS_BYTES
+
+    # Blank lines are not records: they make the file large without making the test slow.
+    padding = [" " * 1000] * (AUTO_JOBS_BYTES // 1000 + 1)
+    src = write_lines(tmp_path / "in.jsonl", _many_lines()[:90] + padding + _many_lines()[90:])
+    runs = []
+    for args in (["--jobs", "1"], []):
+        out = tmp_path / f"out{len(args)}.jsonl"
+        proc = _run_cli([*args, str(src), "-o", str(out)], tmp_path)
+        runs.append((proc.returncode, proc.stderr, out.read_bytes()))
+    assert runs[0] == runs[1]
+    assert runs[0][0] == 1 and len(runs[0][2].splitlines()) == sum(1 for x in _many_lines() if x.strip())

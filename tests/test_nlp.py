@@ -168,3 +168,35 @@ def test_remembering_tokenizer_gives_spacys_tokens() -> None:
             assert [(t.text, t.whitespace_, t.norm_) for t in ours] == [
                 (t.text, t.whitespace_, t.norm_) for t in theirs
             ]
+
+
+def test_lemma_table_answers_as_spacys_lookups_table() -> None:
+    # The pipeline reads spacy-lookups-data's lemma table as a plain dict; spaCy's own
+    # loader gives a Table keyed by string hash: every word must get the same lemma, and a
+    # word outside the table the default.
+    from spacy.lookups import load_lookups
+
+    table = load_lookups("en", ["lemma_lookup"]).get_table("lemma_lookup")
+    ours = nlp._lemma_table()
+    assert len(ours) == len(table) > 40_000
+    for word, lemma in ours.items():
+        assert table.get(word) == lemma, word
+    for word in ("qwzlrxes", "grpo", "", "NOUN", "collapsed", "Collapsed"):
+        assert ours.get(word, word) == table.get(word, word)
+
+
+def test_lemma_of_lower_is_the_pipelines_lemma() -> None:
+    words = ["collapsed", "rewards", "does", "ca", "n't", "was", "better", "qwzlrxes", "data"]
+    assert [nlp.lemma_of_lower(w) for w in words] == [t.lemma_ for t in nlp.doc(" ".join(words))]
+
+
+def test_shared_pipeline_is_blank_english_plus_our_steps() -> None:
+    # Built with English(create_tokenizer=...) rather than spacy.blank's config: the same
+    # language, limits and tokenizer rules, then the sentencizer and the lemmatizer.
+    import spacy
+
+    plain, ours = spacy.blank("en"), nlp.nlp()
+    assert ours.lang == plain.lang == "en" and ours.max_length == plain.max_length
+    assert ours.pipe_names == ["sentencizer", "rlt_lower_lemmatizer"]
+    assert type(ours.tokenizer) is type(plain.tokenizer)
+    assert ours.tokenizer.rules == plain.tokenizer.rules

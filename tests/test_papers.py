@@ -427,13 +427,19 @@ def test_saved_index_reads_back_equal_and_links_the_same() -> None:
     assert loaded == built
 
 
-@pytest.mark.parametrize("damage", ["truncated", "flipped", "not_an_index", "other_version"])
+@pytest.mark.parametrize("damage", ["truncated", "flipped", "not_an_index", "other_version",
+                                    "header_cut", "body_missing"])
 def test_damaged_or_foreign_saved_index_is_refused(damage: str) -> None:
-    from analyzers.papers import index_tag
+    from analyzers.papers import _MAGIC, index_tag
 
     data = PaperIndex.build(_generated_pool(50)).dumps()
+    digest_end = data.index(b"\n", data.index(b"\n", len(_MAGIC)) + 1)
     if damage == "truncated":
         data = data[: len(data) // 2]
+    elif damage == "header_cut":  # the tag line, then nothing: no digest line
+        data = data[: data.index(b"\n", len(_MAGIC)) + 20]
+    elif damage == "body_missing":
+        data = data[: digest_end + 1]
     elif damage == "flipped":
         data = data[:-10] + bytes([data[-10] ^ 0xFF]) + data[-9:]
     elif damage == "not_an_index":
@@ -471,3 +477,22 @@ def test_a_merge_that_gives_a_paper_its_title_equals_a_rebuild() -> None:
     index = PaperIndex.loads(PaperIndex.build(papers).dumps())
     index.add_papers([filled])
     assert index == PaperIndex.build([*papers, filled])
+
+
+@pytest.mark.parametrize("collector_on", [True, False])
+def test_building_and_reading_leave_the_collector_as_they_found_it(collector_on: bool) -> None:
+    # Both pause the cyclic collector while they make their objects, then restore it.
+    import gc
+
+    was = gc.isenabled()
+    (gc.enable if collector_on else gc.disable)()
+    try:
+        built = PaperIndex.build(_generated_pool(30))
+        assert gc.isenabled() is collector_on
+        assert PaperIndex.loads(built.dumps()) == built
+        assert gc.isenabled() is collector_on
+        with pytest.raises(ValueError):
+            PaperIndex.loads(built.dumps()[:-100])
+        assert gc.isenabled() is collector_on
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -2370,3 +2370,52 @@ def test_phrasing_table_with_thread_fields(
 ) -> None:
     got = rules_reading(thread([c(a, b) for a, b in comments], state=state, kind=kind, **extra))
     assert (got["state"], got["concerns"]) == (want_state, want_concerns)
+
+
+def test_pattern_words_get_the_lemma_the_pipeline_gives_them_alone() -> None:
+    # The review patterns' words are lemmatised with the tokenizer and the lemma table
+    # (start-up cost), not by running the whole pipeline on each word: for every word the
+    # pattern file names, the same lemma as the pipeline gives the word alone.
+    from analyzers import nlp, review
+
+    data = nlp.load_patterns(review._PATTERNS_FILE)
+    words: set[str] = set()
+
+    def collect(value: Any) -> None:
+        if isinstance(value, str):
+            for raw in value.split():
+                if raw[0] not in "#_~=":
+                    words.update(w for w in raw.rstrip("?").split("|") if w)
+        elif isinstance(value, dict):
+            for item in value.values():
+                collect(item)
+        elif isinstance(value, list):
+            for item in value:
+                collect(item)
+
+    collect(data)
+    assert len(words) > 500
+    for word in sorted(words | {"it's", "can't", "e.g.", "As", "'s"}):
+        low = word.lower()
+        whole = nlp.nlp()(low)
+        expected = whole[0].lemma_ if len(whole) == 1 else low
+        assert review._lemma(word) == review._LEMMA_FIXES.get(low, expected), word
+
+
+def test_every_shipped_pattern_passes_spacys_validation() -> None:
+    # The review matchers are built without spaCy's pattern validation (start-up cost):
+    # every pattern of the file must pass it, so nothing is lost by skipping it there.
+    from spacy.matcher import Matcher
+
+    from analyzers import nlp, review
+
+    data = nlp.load_patterns(review._PATTERNS_FILE)
+    vocab = nlp.nlp().vocab
+    checked = 0
+    for group in ("signals", "concerns"):
+        for name, spec in (data.get(group) or {}).items():
+            for field_name in ("en", "weak_en", "veto_en"):
+                for line in spec.get(field_name) or []:
+                    Matcher(vocab, validate=True).add(f"{name}.{field_name}", [review._compile(line)])
+                    checked += 1
+    assert checked > 300

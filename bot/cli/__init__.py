@@ -96,9 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true",
                    help="build the pool's index, neither read nor save it in the cache")
     p.add_argument("-o", "--output", default="-", help="analysis records, - for stdout")
-    p.add_argument("--jobs", type=_count, default=1, metavar="N",
-                   help="analyse in N processes, same output in the same order "
-                        "(default 1; 0: one per CPU; needs fork, i.e. Linux)")
+    p.add_argument("--jobs", type=_count, default=None, metavar="N",
+                   help="analyse in N processes, same output in the same order (0: one per "
+                        "CPU; default: one per CPU for an input file of 1 MiB or more, else 1; "
+                        "needs fork, i.e. Linux)")
 
     p = sub.add_parser("replay", help="send payload files as signed deliveries")
     p.add_argument("paths", nargs="+", help="payload files or folders of them")

@@ -206,8 +206,9 @@ class SqliteBatchWriter:
             time.sleep(self.BUSY_POLL_SECONDS)
 
     def _after_commit(self, stored_bytes: int) -> None:
-        """Start a checkpoint on the other thread once enough was stored since the last one
-        (at most one at a time; the writer never waits for it)."""
+        """Once CHECKPOINT_BYTES were stored since the last checkpoint (and none is running):
+        start one on the other thread (the writer does not wait for it), or, when the last
+        one found the WAL past WAL_CATCH_UP_BYTES, queue the catch-up on this thread."""
         self._stored_since_checkpoint += stored_bytes
         if self._stored_since_checkpoint < self.CHECKPOINT_BYTES:
             return

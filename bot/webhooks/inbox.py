@@ -201,7 +201,8 @@ class SqliteBatchWriter:
                 conn.execute("BEGIN IMMEDIATE")
                 return
             except sqlite3.OperationalError as exc:
-                if (getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_BUSY
+                code = getattr(exc, "sqlite_errorcode", None)  # extended: BUSY_RECOVERY too
+                if (code is None or code & 0xFF != sqlite3.SQLITE_BUSY
                         or time.monotonic() >= deadline):
                     raise
             time.sleep(self.BUSY_POLL_SECONDS)

@@ -158,10 +158,12 @@ async def threads_changed(ctx: Any, changes: list[ThreadChange]) -> list[BaseExc
             for thread, record, result in zip(threads, records, results, strict=True):
                 rows.append({"thread_id": thread.id, **_analysis_values(result)})
                 found[(thread.repo.lower(), thread.number)] = (thread, record, result)
+            # Read before the upsert: on SQLite its write lock is held from the first write to
+            # the commit, and /webhook's group commit waits for it (docs/performance.md).
+            prefetched = await prefetch(session, [(t.repo, t.number) for t in threads])
             if rows:  # one statement for all: a concurrent insert of one is updated, not an error
                 rows.sort(key=lambda r: r["thread_id"])  # two workers lock rows in one order
                 await session.execute(_analyses_upsert(ctx.engine.dialect.name), rows)
-            prefetched = await prefetch(session, [(t.repo, t.number) for t in threads])
             await session.commit()
     outcomes: list[BaseException | None] = []
     async with skips_written_together(ctx):

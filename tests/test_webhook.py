@@ -326,3 +326,36 @@ async def test_insert_race_with_another_replica_is_a_duplicate(ctx: AppContext) 
                                     [row("new-1"), row("taken"), row("new-2")])
         assert sorted(result.scalars().all()) == ["new-1", "new-2"]
     assert await delivery_count(ctx) == 3
+
+
+async def test_sqlite_group_commit_waits_out_another_writer(sqlite_db_url: str) -> None:
+    """The SQLite writer does not use SQLite's busy handler (busy_timeout=0 on its
+    connection): while another process holds the write lock its BEGIN IMMEDIATE is tried
+    again, and the row is stored once the lock is released, not refused."""
+    import asyncio
+    import sqlite3
+
+    from bot.store.db import make_engine
+    from bot.webhooks.inbox import STORED, Inbox, InboxRow
+
+    engine = make_engine(sqlite_db_url)
+    inbox = Inbox(engine)
+    inbox.start()
+    other = sqlite3.connect(engine.url.database, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # a worker's write transaction
+    try:
+        task = asyncio.ensure_future(inbox.submit(InboxRow(
+            delivery_id="waited", event="ping", action=None, repo=None, installation_id=None,
+            payload="{}")))
+        done, _ = await asyncio.wait({task}, timeout=0.3)  # room to try (and fail) to begin
+        assert not done  # neither stored while the lock is held nor given up
+        other.execute("COMMIT")
+        assert await task == STORED
+    finally:
+        other.close()
+        await inbox.close()
+        await engine.dispose()
+    check = sqlite3.connect(engine.url.database)
+    assert check.execute("SELECT status FROM deliveries WHERE delivery_id = 'waited'"
+                         ).fetchall() == [("pending",)]
+    check.close()

@@ -124,7 +124,11 @@ class Delivery(Base):
     """The webhook inbox. `id` gives arrival order; `delivery_id` is GitHub's X-GitHub-Delivery."""
 
     __tablename__ = "deliveries"
-    __table_args__ = (Index("ix_deliveries_status_id", "status", "id"),)
+    __table_args__ = (
+        Index("ix_deliveries_status_id", "status", "id"),
+        # the worker's claim (status, and when a row is due) without reading the rows
+        Index("ix_deliveries_status_next_attempt", "status", "next_attempt_at"),
+    )
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     delivery_id: Mapped[str] = mapped_column(String(64), unique=True)
     event: Mapped[str] = mapped_column(String(64))

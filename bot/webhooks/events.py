@@ -168,8 +168,8 @@ async def _repository(
     github_id = data.get("id") if isinstance(data.get("id"), int) else None
     branch = data.get("default_branch") if isinstance(data.get("default_branch"), str) else None
     key = (repo, github_id, iid, branch)
-    if seen is not None and key in seen:
-        return None
+    if seen is not None and (key in seen or key in session.info.get("repository_keys", ())):
+        return None  # written by this process, or earlier in this transaction (a batch)
     if iid is not None:
         owner = data.get("owner")
         await ensure_installation(session, iid, owner if isinstance(owner, Mapping) else None)

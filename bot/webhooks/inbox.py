@@ -23,7 +23,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -132,13 +132,42 @@ class SqliteBatchWriter:
     connection: through aiosqlite every statement, fetch and commit is its own hop to its
     thread, and those hops (and the GIL hand-overs they cost) were most of the price of a
     stored delivery. Same SQL semantics and the same column formats as SQLAlchemy writes
-    (datetimes go through the column type's own SQLite bind processor)."""
+    (datetimes go through the column type's own SQLite bind processor).
+
+    Two things keep a group's commit off the slow paths SQLite takes by default (measured in
+    docs/performance.md, "Where the goals stand"), because every request of the group, and
+    every request queued behind it, waits for that commit:
+    - Checkpoints. By default the connection whose commit brings the WAL past 1,000 pages
+      copies the WAL back into the database and syncs both before its COMMIT returns (20-160
+      ms). This connection does not checkpoint on commit (wal_autocheckpoint=0); a second
+      thread with its own connection runs a PASSIVE checkpoint (it waits for no reader or
+      writer) after each CHECKPOINT_BYTES stored, while the writer goes on committing. The
+      WAL starts again from its beginning only when a write begins with every frame copied,
+      which commits landing during those checkpoints can prevent for as long as deliveries
+      keep coming without a pause: once the WAL holds WAL_CATCH_UP_BYTES, the writer's
+      thread takes the next checkpoint itself (RESTART), between two groups (after the
+      first one's answers went out), so the next write starts the WAL again. That bounds
+      the file at about 300 MB (reused afterwards, as SQLite does by default; cutting it
+      back, journal_size_limit, stalled the next commit 270 ms) at the price of one such
+      pause (about 160 ms) per 256 MB of WAL, where SQLite's own way pauses (20-160 ms)
+      every 4 MB. Without a flood the WAL starts again by itself after a checkpoint.
+    - Waiting for the write lock while another process (a worker) writes. SQLite's busy
+      handler sleeps 1, 2, 5, 10, 15, 20, 25, 25, 25, 50 ... ms between tries, so a lock held
+      for 20 ms is taken after 33 and one held for 35 after 53. This connection does not use
+      it (busy_timeout=0): BEGIN IMMEDIATE is tried again every BUSY_POLL_SECONDS, up to the
+      same 30 s, and the group takes the lock within half a millisecond of its release.
+    """
 
     _INSERT = (
         "INSERT INTO deliveries (delivery_id, event, action, repo, installation_id, payload, "
         "status, attempts, received_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?) "
         "ON CONFLICT (delivery_id) DO NOTHING RETURNING delivery_id"
     )
+    BUSY_SECONDS = 30.0  # as busy_timeout=30000 on the engine's connections
+    BUSY_POLL_SECONDS = 0.0005
+    CHECKPOINT_BYTES = 4 * 1024 * 1024  # SQLite's own default: 1,000 pages of 4 KiB
+    WAL_CATCH_UP_BYTES = 64 * CHECKPOINT_BYTES  # a 4,500-delivery burst stays under it
+    CATCH_UP_WAIT_MS = 200
 
     def __init__(self, path: str, dialect: Any) -> None:
         self.path = path
@@ -146,13 +175,90 @@ class SqliteBatchWriter:
         self._datetime = column_type.dialect_impl(dialect).bind_processor(dialect)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inbox-sqlite")
         self._conn: sqlite3.Connection | None = None
+        self._checkpointer = ThreadPoolExecutor(max_workers=1,
+                                                thread_name_prefix="inbox-checkpoint")
+        self._checkpoint_conn: sqlite3.Connection | None = None
+        self._checkpoint: Future[None] | None = None  # the one in flight, if any
+        self._stored_since_checkpoint = 0  # payload bytes: about what the WAL grew by
+        self._catch_up_due = False  # set by the checkpointer: the WAL is not restarting
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON",
                        "busy_timeout=30000"):
             conn.execute(f"PRAGMA {pragma}")
+        # After the set-up above (which may wait like any connection): see the class docstring.
+        conn.execute("PRAGMA wal_autocheckpoint=0")
+        conn.execute("PRAGMA busy_timeout=0")
         return conn
+
+    def _begin(self, conn: sqlite3.Connection) -> None:
+        """BEGIN IMMEDIATE, tried again every BUSY_POLL_SECONDS while another connection holds
+        the write lock (SQLITE_BUSY), for up to BUSY_SECONDS."""
+        deadline = time.monotonic() + self.BUSY_SECONDS
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                code = getattr(exc, "sqlite_errorcode", None)  # extended: BUSY_RECOVERY too
+                if (code is None or code & 0xFF != sqlite3.SQLITE_BUSY
+                        or time.monotonic() >= deadline):
+                    raise
+            time.sleep(self.BUSY_POLL_SECONDS)
+
+    def _after_commit(self, stored_bytes: int) -> None:
+        """Once CHECKPOINT_BYTES were stored since the last checkpoint (and none is running):
+        start one on the other thread (the writer does not wait for it), or, when the last
+        one found the WAL past WAL_CATCH_UP_BYTES, queue the catch-up on this thread."""
+        self._stored_since_checkpoint += stored_bytes
+        if self._stored_since_checkpoint < self.CHECKPOINT_BYTES:
+            return
+        if self._checkpoint is not None and not self._checkpoint.done():
+            return
+        self._stored_since_checkpoint = 0
+        if self._catch_up_due:
+            self._catch_up_due = False
+            self._executor.submit(self._catch_up)  # runs before the next group's store
+        else:
+            self._checkpoint = self._checkpointer.submit(self._run_checkpoint)
+
+    def _catch_up(self) -> None:
+        """The checkpoint, on the writer's thread between two groups, in RESTART mode: it
+        takes the write lock (no frame can land while it copies) and waits for readers to
+        leave the WAL, so the next write starts it again. It may wait for a worker's
+        transaction or reader up to CATCH_UP_WAIT_MS; past that it gives up and a later
+        catch-up tries again."""
+        conn = self._conn
+        if conn is None:
+            return
+        try:
+            conn.execute(f"PRAGMA busy_timeout={self.CATCH_UP_WAIT_MS}")
+            try:
+                conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
+            finally:
+                conn.execute("PRAGMA busy_timeout=0")
+        except sqlite3.Error as exc:
+            log.warning("inbox checkpoint failed: %s", exc)
+
+    def _run_checkpoint(self) -> None:
+        try:
+            conn = self._checkpoint_conn
+            if conn is None:
+                conn = self._checkpoint_conn = sqlite3.connect(self.path, timeout=30,
+                                                               isolation_level=None)
+            page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+            _, wal_frames, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            if wal_frames * page_size > self.WAL_CATCH_UP_BYTES:
+                self._catch_up_due = True
+        except sqlite3.Error as exc:  # the next one, or any other connection's, catches up
+            log.warning("inbox checkpoint failed: %s", exc)
+            self._close_checkpoint_conn()
+
+    def _close_checkpoint_conn(self) -> None:
+        conn, self._checkpoint_conn = self._checkpoint_conn, None
+        if conn is not None:
+            conn.close()
 
     def _store(self, rows: list[InboxRow]) -> list[str]:
         first: dict[str, InboxRow] = {}
@@ -162,7 +268,7 @@ class SqliteBatchWriter:
             self._conn = self._connect()
         conn = self._conn
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            self._begin(conn)
             inserted: set[str] = set()
             for r in first.values():
                 cursor = conn.execute(self._INSERT, (
@@ -188,6 +294,7 @@ class SqliteBatchWriter:
         except BaseException:
             self._discard()
             raise
+        self._after_commit(sum(len(r.payload) for r in first.values()))
         return _outcomes(rows, first, inserted, requeued)
 
     def _discard(self) -> None:
@@ -203,11 +310,17 @@ class SqliteBatchWriter:
         return await asyncio.get_running_loop().run_in_executor(self._executor, self._store, rows)
 
     async def close(self) -> None:
-        executor = self._executor
-        await asyncio.get_running_loop().run_in_executor(executor, self._discard)
+        loop = asyncio.get_running_loop()
+        executor, checkpointer = self._executor, self._checkpointer
+        await loop.run_in_executor(executor, self._discard)
+        await loop.run_in_executor(checkpointer, self._close_checkpoint_conn)  # after any in flight
         executor.shutdown(wait=False)
-        # a later batch (the inbox started again) gets a fresh thread
+        checkpointer.shutdown(wait=False)
+        # a later batch (the inbox started again) gets fresh threads
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inbox-sqlite")
+        self._checkpointer = ThreadPoolExecutor(max_workers=1,
+                                                thread_name_prefix="inbox-checkpoint")
+        self._checkpoint = None
 
 
 class Inbox:

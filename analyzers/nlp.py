@@ -334,6 +334,32 @@ def strip_code(text: str | None) -> str:
 _FOLD_SPECIAL = ("\u0130", "\u0131", "\u017f", "\u212a")
 
 
+def lowered_matches_alike(text: str) -> bool:
+    """Whether a pattern whose letters are lower case finds, without IGNORECASE, in
+    `text.lower()` what it finds with IGNORECASE in `text`, at the same offsets: true unless
+    the text holds one of _FOLD_SPECIAL (see CaselessPattern)."""
+    return text.isascii() or not any(c in text for c in _FOLD_SPECIAL)
+
+
+def _lower_case_only(pattern: str, literals: Iterable[str] = ()) -> None:
+    if any(c.isascii() and c.isupper() for c in re.sub(r"\\.", "", pattern) + "".join(literals)):
+        raise ValueError(f"write the pattern and its literals in lower case: {pattern!r}")
+
+
+@lru_cache(maxsize=64)
+def without_ignorecase(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    """`pattern` (case-insensitive, written in lower case) without IGNORECASE: for texts where
+    `lowered_matches_alike`, the same matches over the lower-cased text, found without
+    folding every character's case at every position tried."""
+    if not pattern.flags & re.IGNORECASE:
+        raise ValueError(f"not a case-insensitive pattern: {pattern.pattern!r}")
+    source = pattern.pattern.removeprefix("(?i)")
+    _lower_case_only(source)
+    if "(?i" in source:
+        raise ValueError(f"IGNORECASE inside the pattern: {pattern.pattern!r}")
+    return re.compile(source, pattern.flags & ~re.IGNORECASE)
+
+
 class CaselessPattern:
     """A case-insensitive alternation of regular expressions, made cheap to count.
 
@@ -349,8 +375,7 @@ class CaselessPattern:
 
     def __init__(self, *alternatives: tuple[str, tuple[str, ...]]) -> None:
         for pattern, needs in alternatives:
-            if any(c.isascii() and c.isupper() for c in re.sub(r"\\.", "", pattern) + "".join(needs)):
-                raise ValueError(f"write the pattern and its literals in lower case: {pattern!r}")
+            _lower_case_only(pattern, needs)
         self.alternatives = alternatives
         self.ignorecase = re.compile("|".join(p for p, _ in alternatives), re.IGNORECASE)
         self._pruned: dict[tuple[int, ...], re.Pattern[str] | None] = {}
@@ -369,7 +394,7 @@ class CaselessPattern:
 
     def count(self, text: str, limit: int) -> int:
         """How many matches finditer gives, up to `limit`."""
-        if text.isascii() or not any(c in text for c in _FOLD_SPECIAL):
+        if lowered_matches_alike(text):
             low = text.lower()
             rx = self._lowered(low)
             if rx is None:

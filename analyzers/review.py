@@ -151,6 +151,10 @@ class _KeyedMatchers:
         self._new = Matcher
         # (attr name, hash of the word) -> matcher
         self.by_key: dict[tuple[str, int], Any] = {}
+        # (attr name, hash of the word) -> per pattern of its matcher, the words each of the
+        # pattern's required tokens may be: (True for a lemma / False for a lower-case form,
+        # their hashes). A text lacking every word of one of them holds no match of it.
+        self.needs: dict[tuple[str, int], set[tuple[tuple[bool, frozenset[int]], ...]]] = {}
 
     def add(self, label: str, patterns: list[list[dict[str, Any]]]) -> None:
         for pattern in patterns:
@@ -163,6 +167,25 @@ class _KeyedMatchers:
                     # the shipped patterns are checked with it by a test instead.
                     matcher = self.by_key[hkey] = self._new(self._vocab, validate=False)
                 matcher.add(label, [pattern])
+                self.needs.setdefault(hkey, set()).add(self._required(pattern))
+
+    def _required(self, pattern: list[dict[str, Any]]) -> tuple[tuple[bool, frozenset[int]], ...]:
+        required = []
+        for spec in pattern:
+            for attr in ("LEMMA", "LOWER"):
+                value = spec.get(attr)
+                if value is not None and spec.get("OP") is None:
+                    words = value["IN"] if isinstance(value, dict) else [value]
+                    required.append((attr == "LEMMA", frozenset(map(self._vocab.strings.add, words))))
+        return tuple(required)
+
+    def may_match(self, key: tuple[str, int], lemmas: set[int], lowers: set[int]) -> bool:
+        """Whether the matcher of `key` can find anything in a span of these lemmas and
+        lower-case forms (False: every pattern lacks a required word there)."""
+        return any(
+            all(not words.isdisjoint(lemmas if lemma else lowers) for lemma, words in required)
+            for required in self.needs[key]
+        )
 
 
 def _key_of(pattern: list[dict[str, Any]]) -> tuple[str, list[str]]:
@@ -623,13 +646,23 @@ def _scan(prose: str, rules: _Rules) -> _Found:
         for key in keys:
             units_with.setdefault(key, []).append(u)
     labels_of: list[set[str]] = [set() for _ in keys_of_unit]
+    # Per unit its lemmas and lower-case forms, to skip the matchers that cannot match there.
+    words_in: dict[int, tuple[set[int], set[int]]] = {}
     for key, units in units_with.items():
         matcher = by_key[key]
         if len(units) <= 4:
             for u in units:
+                if u not in words_in:
+                    words_in[u] = (set(lemmas[bounds[u] : bounds[u + 1]]), set(lowers[bounds[u] : bounds[u + 1]]))
+                if not rules.matchers.may_match(key, *words_in[u]):
+                    continue
                 span = doc[bounds[u] : bounds[u + 1]]
                 labels_of[u].update(strings[mid] for mid, _, _ in matcher(span))
         else:
+            if -1 not in words_in:  # the whole text's
+                words_in[-1] = (set(lemmas), set(lowers))
+            if not rules.matchers.may_match(key, *words_in[-1]):
+                continue
             wanted = set(units)
             for mid, start, _end in matcher(doc):
                 u = bisect_right(bounds, start) - 1

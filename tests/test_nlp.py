@@ -200,3 +200,39 @@ def test_shared_pipeline_is_blank_english_plus_our_steps() -> None:
     assert ours.pipe_names == ["sentencizer", "rlt_lower_lemmatizer"]
     assert type(ours.tokenizer) is type(plain.tokenizer)
     assert ours.tokenizer.rules == plain.tokenizer.rules
+
+
+# --- without_ignorecase: the failure anchors over the lower-cased text -----------------------
+
+_ANCHOR_PIECES = [
+    "What does", "it MEAN", "Is this Normal", "is it OK", "Expected Behavior", "meaning of",
+    "How is", "it Computed", "Hang", "HANGS", "Stuck at step", "stuck in", "No progress",
+    "Collapsed", "Blew up", "DIVERGED", "Garbled", "Repeating", "!!!!!!", "的的的的的的",
+    "Evaluation", "held-out", "Val", "Groups", "all the Samples", "Every Rollout", "正常吗",
+    "卡住", "崩了", "评测", "组内", "İ", "ı", "ſ", "\u212a", "K", "É", "_", "-", ".", " ", "  ", "\n", "x",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_ANCHOR_PIECES), max_size=40))
+def test_anchor_matches_without_ignorecase_are_the_ignorecase_matches(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    alike = nlp.lowered_matches_alike(text)
+    assert alike == (not any(c in text for c in "\u0130\u0131\u017f\u212a"))
+    if not alike:
+        return
+    low = text.lower()
+    assert len(low) == len(text)
+    for pattern in failures._GATES:
+        fast = [m.span() for m in nlp.without_ignorecase(pattern).finditer(low)]
+        assert fast == [m.span() for m in pattern.finditer(text)], (pattern.pattern, text)
+
+
+def test_without_ignorecase_refuses_what_it_cannot_lower() -> None:
+    import re
+
+    with pytest.raises(ValueError):
+        nlp.without_ignorecase(re.compile(r"(?i)\bGRPO\b"))
+    with pytest.raises(ValueError):
+        nlp.without_ignorecase(re.compile(r"\bgrpo\b"))  # not case-insensitive to begin with
+    assert nlp.without_ignorecase(re.compile(r"(?i)\bgrpo\b")).pattern == r"\bgrpo\b"

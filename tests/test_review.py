@@ -2419,3 +2419,45 @@ def test_every_shipped_pattern_passes_spacys_validation() -> None:
                     Matcher(vocab, validate=True).add(f"{name}.{field_name}", [review._compile(line)])
                     checked += 1
     assert checked > 300
+
+
+# --- matchers skipped where they cannot match ------------------------------------------------
+
+
+def _texts_and_matches(texts: list[str]) -> int:
+    """Asserts, for every key word's matcher and every text, that a matcher finding anything
+    is one `may_match` lets run; returns how many (text, matcher) pairs found something."""
+    from spacy.attrs import LEMMA, LOWER
+
+    from analyzers import review
+
+    rules = review._rules()
+    found = 0
+    for text in texts:
+        doc = review._nlp()(review._clean(text))
+        lemmas, lowers = (set(column) for column in doc.to_array([LEMMA, LOWER]).T.tolist())
+        for key, matcher in rules.matchers.by_key.items():
+            if matcher(doc):
+                found += 1
+                assert rules.matchers.may_match(key, lemmas, lowers), (key, text)
+    return found
+
+
+def test_a_matcher_that_would_match_is_never_skipped() -> None:
+    texts = [
+        "This is out of scope for this repo, please open it in the recipes repository instead.",
+        "Could you add a unit test and some docs? Also the naming is inconsistent.",
+        "We won't merge this: it is too slow and the results do not reproduce.",
+        "Closing as stale. Feel free to reopen.",
+    ]
+    assert _texts_and_matches(texts) > 0
+
+
+def test_matchers_skipped_on_real_comments_find_nothing(shared_dir: Path) -> None:
+    import json
+
+    texts = []
+    for line in (shared_dir / "eval" / "dev" / "threads.jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            texts += [str(c.get("body") or "")[:4000] for c in json.loads(line).get("comments") or []]
+    assert _texts_and_matches(texts[:300]) > 50

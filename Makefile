@@ -40,7 +40,8 @@ eval: install-test
 
 bench: install
 	$(BIN)/python benchmarks/webhook_throughput.py
-	$(BIN)/python benchmarks/webhook_throughput.py --worker --drain 10000
+	$(BIN)/python benchmarks/webhook_throughput.py --worker
+	$(BIN)/python benchmarks/webhook_throughput.py --worker-processes 1 --drain 10000
 	$(BIN)/python benchmarks/matching.py
 	$(BIN)/python benchmarks/analyze_throughput.py
 	$(BIN)/python benchmarks/sync_cost.py

@@ -154,29 +154,32 @@ async def _move_thread(session: AsyncSession, transfer: Transfer) -> Thread:
 
 async def _repository(
     session: AsyncSession, payload: Mapping[str, Any], repo: str, seen: set[tuple[Any, ...]] | None
-) -> tuple[Any, ...] | None:
-    """Upsert the repository (and installation) rows; returns the key written, None if skipped.
+) -> None:
+    """Upsert the repository (and installation) rows, unless `seen` or this transaction
+    already holds the same key; the keys a transaction writes are kept in its
+    session.info["repository_keys"] (added to `seen` once it commits).
 
     `seen` holds keys this process already wrote: every delivery names its repository, and
     re-writing identical rows would cost three queries per delivery for nothing."""
     data = payload.get("repository")
     if not isinstance(data, Mapping):
-        return None
+        return
     installation = payload.get("installation")
     iid = installation.get("id") if isinstance(installation, Mapping) else None
     iid = iid if isinstance(iid, int) else None
     github_id = data.get("id") if isinstance(data.get("id"), int) else None
     branch = data.get("default_branch") if isinstance(data.get("default_branch"), str) else None
     key = (repo, github_id, iid, branch)
-    if seen is not None and (key in seen or key in session.info.get("repository_keys", ())):
-        return None  # written by this process, or earlier in this transaction (a batch)
+    written: set[tuple[Any, ...]] = session.info.setdefault("repository_keys", set())
+    if seen is not None and (key in seen or key in written):
+        return  # written by this process, or earlier in this transaction (a batch)
     if iid is not None:
         owner = data.get("owner")
         await ensure_installation(session, iid, owner if isinstance(owner, Mapping) else None)
     await upsert_repository(
         session, repo, github_id=github_id, installation_id=iid, default_branch=branch
     )
-    return key
+    written.add(key)
 
 
 async def _insert_new(session: AsyncSession, changes: list[Change], looked: LookedUp) -> None:
@@ -224,9 +227,7 @@ async def apply_change(
 ) -> tuple[str, int]:
     """Write one delivery's change; returns the (repo, number) whose thread changed.
     `looked`: the threads and comments the caller's session already looked up (a batch)."""
-    written = await _repository(session, payload, change.repo, seen)
-    if written is not None:
-        session.info.setdefault("repository_keys", []).append(written)
+    await _repository(session, payload, change.repo, seen)
     if looked is not None and (change.transfer is not None or change.delete_thread):
         looked.forget()
         looked = None
@@ -332,7 +333,7 @@ async def _committed(
                 result = await write(session, seen)
                 await session.commit()
                 # Remembered only once committed: a rolled-back write is written again.
-                seen.update(session.info.get("repository_keys", []))
+                seen.update(session.info.get("repository_keys", ()))
             return result
         except IntegrityError:
             if attempt == TRANSACTION_ATTEMPTS:

@@ -39,7 +39,7 @@ import bisect
 import itertools
 import re
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -94,6 +94,17 @@ _SETTING_WORDS = frozenset(
     }
 )  # fmt: skip
 _ZH_PREVENTION = ("避免", "防止", "缓解", "抑制", "应对", "减轻", "预防", "解决")
+
+
+def _after_remedy_word(lemma: Callable[[int], str], start: int) -> bool:
+    """Whether one of the four tokens before `start` is a remedy word ("to avoid entropy
+    collapse", "monitor KL growth"): the words after it are about a remedy, not a report."""
+    return any(lemma(i) in _PREVENTION for i in range(max(0, start - 4), start))
+
+
+def _zh_after_remedy_word(low: str, pos: int) -> bool:
+    """The same for Chinese text, over the six characters before `pos` (避免熵坍塌)."""
+    return any(w in low[max(0, pos - 6) : pos] for w in _ZH_PREVENTION)
 
 
 @dataclass
@@ -262,10 +273,6 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> list[str]:
         by_cat[cat][tag].append((start, end))
     window = 10_000 if where == "t" else rules.window
 
-    def remedy(start: int) -> bool:
-        # "to avoid entropy collapse", "monitor KL growth": about a remedy, not a report.
-        return any(lemma(i) in _PREVENTION for i in range(max(0, start - 4), start))
-
     for cat, tags in by_cat.items():
         if cat == "_obs":
             ev.observed += len({lemma(start) for start, _ in tags.get("O", [])})
@@ -273,7 +280,7 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> list[str]:
         if cat == "moe_instability" and "X" in tags:
             ev.context.add("moe")
         for start, end in tags.get("P", []):
-            cue = "remedy" if remedy(start) else "phrase"
+            cue = "remedy" if _after_remedy_word(lemma, start) else "phrase"
             ev.add(cat, f"{where}{cue}", document[start:end].text)
         # "entropy coeff", "kl penalty", "length limit" name a setting, not the metric:
         # turning a knob up is not the metric going up.
@@ -298,7 +305,7 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> list[str]:
                     if negated:
                         cue = "negpair"  # "entropy does not drop" (or "reward does not go up")
                     else:
-                        cue = "remedy" if remedy(lo) else "pair"
+                        cue = "remedy" if _after_remedy_word(lemma, lo) else "pair"
                     ev.add(cat, f"{where}{cue}", document[lo:hi].text)
                     used += 1
                     break
@@ -344,7 +351,7 @@ def _symptoms(document: Any, hits: list[Any], starts: list[int], where: str, ev:
         if best is None:
             continue
         lo = min(ms, best[2])
-        if any(document[i].lemma_ in _PREVENTION for i in range(max(0, lo - 4), lo)):
+        if _after_remedy_word(lambda i: document[i].lemma_, lo):
             continue  # "to avoid the reward collapsing": about a remedy, not a symptom
         lemmas = {document[i].lemma_ for i in range(max(0, ms - 3), ms)}
         if move in _NEGATABLE and (lemmas & _NEGATIONS or "long" in lemmas):
@@ -368,7 +375,7 @@ def _zh_symptoms(low: str, where: str, rules: _Rules, ev: _Evidence) -> None:
         pos = low.find(term)
         tries = 0
         while pos >= 0 and tries < 8:
-            if any(w in low[max(0, pos - 6) : pos] for w in _ZH_PREVENTION):
+            if _zh_after_remedy_word(low, pos):
                 pos = low.find(term, pos + 1)  # 避免熵下降 "avoid the entropy dropping": a remedy
                 tries += 1
                 continue
@@ -404,7 +411,7 @@ def _chinese(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
             pos = low.find(phrase)
             if pos >= 0:
                 # 避免熵坍塌 "avoid entropy collapse": about a remedy, not a report
-                remedy = any(w in low[max(0, pos - 6) : pos] for w in _ZH_PREVENTION)
+                remedy = _zh_after_remedy_word(low, pos)
                 ev.add(cat.key, f"{where}{'zh_remedy' if remedy else 'zh_phrase'}", phrase)
                 low = low.replace(phrase, " " * len(phrase))
                 found = True
@@ -939,20 +946,26 @@ def rank_kinds(features: FailureFeatures, model: learned.LinearModel) -> list[tu
     # named by their own words more reliably than by ~150 fitted reports (grouped CV, all
     # folds: 81 vs 78 of 115 detected reports right).
     lead = next((k[4:] for k in features.vector if k.startswith("top:")), None)
-    if lead in probs and ranked[0][1] < KIND_MODEL_SURE and ranked[0][0] != lead:
-        ranked = [(lead, ranked[0][1])] + [(c, p) for c, p in ranked if c != lead]
+    if lead in probs and ranked[0][1] < KIND_MODEL_SURE:
+        ranked = _first(lead, ranked)
     # Every sample of a group scoring alike is what the guidelines call a group without signal,
     # whatever metric the post names first ("rewards and loss are 0": no advantage to learn from).
-    if "about:group_same_score" in features.vector and ranked[0][0] != "groups_without_signal" and "groups_without_signal" in probs:
-        ranked = [("groups_without_signal", ranked[0][1])] + [(c, p) for c, p in ranked if c != "groups_without_signal"]
+    if "about:group_same_score" in features.vector and "groups_without_signal" in probs:
+        ranked = _first("groups_without_signal", ranked)
     # A context whose labelled reports mostly share one kind (learned by `make train`, stored
     # in the model file: a preference-optimisation run -> other_failure) names that kind.
     for family, prior in model.meta.get("kind_priors", {}).items():
         if family in features.vector and prior in probs:
-            if ranked[0][0] != prior:
-                ranked = [(prior, ranked[0][1])] + [(c, p) for c, p in ranked if c != prior]
+            ranked = _first(prior, ranked)
             break
     return ranked
+
+
+def _first(kind: str, ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """`ranked` with `kind` named first, at the leading probability (unchanged if it leads)."""
+    if ranked[0][0] == kind:
+        return ranked
+    return [(kind, ranked[0][1])] + [(c, p) for c, p in ranked if c != kind]
 
 
 def classify_failure(

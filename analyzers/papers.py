@@ -284,7 +284,7 @@ class PaperIndex:
     ) -> PaperIndex:
         """Index the catalog's papers and method names plus `papers` (contract paper dicts)."""
         idx = cls()
-        with _collector_paused():  # ~1 s of 5 for 100,000 papers (see _collector_paused)
+        with collector_paused():  # ~1 s of 5 for 100,000 papers (see collector_paused)
             if include_catalog:
                 idx._add_catalog()
             for p in papers:
@@ -451,7 +451,7 @@ class PaperIndex:
         """Add pool papers to a built index; the result equals building from scratch with
         them appended. Only titles sharing a feature with a new title are keyed again
         (their rarest features may have changed), not the whole pool."""
-        with _collector_paused():
+        with collector_paused():
             self._add_papers(papers)
 
     def _add_papers(self, papers: Iterable[dict[str, Any]]) -> None:
@@ -1006,7 +1006,7 @@ def _dump_state(lookup: tuple[Any, ...], build: tuple[Any, ...]) -> bytes:
 
 
 @contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """The cyclic collector off while an index is built or read: its hundreds of thousands of
     new objects (lists, tuples, dicts, no cycles among them) would set it off over and over,
     each time walking every object alive (it triples the time of reading a saved index)."""
@@ -1023,7 +1023,7 @@ def _unmarshal(data: bytes) -> Any:
     """marshal.loads without the cyclic collector (marshalled data holds no cycles)."""
     import marshal
 
-    with _collector_paused():
+    with collector_paused():
         try:
             return marshal.loads(data)
         except (EOFError, ValueError, TypeError) as exc:

@@ -171,7 +171,10 @@ def _analyzed_in_processes(lines: Any, pool: Any, jobs: int) -> Iterator[tuple[s
     from bot.analysis import load_analyzers
 
     global _FORKED_POOL
-    load_analyzers(pool)  # once, here: the workers start with everything loaded
+    # Before forking, so the workers start with everything loaded (analyze_command has
+    # loaded and frozen it already: then both are a tiny thread's analysis and a no-op;
+    # other callers of analyze_lines may not have).
+    load_analyzers(pool)
     _FORKED_POOL = pool
     gc.freeze()  # objects loaded so far stay out of the collector: their pages stay shared
     in_flight: deque[Future[list[tuple[str, str | None]]]] = deque()
@@ -255,12 +258,11 @@ def _collector_off() -> Iterator[None]:
     the collections of the analysis that follows do not walk it either. The little cyclic
     garbage start-up leaves (~2,000 objects with a 100,000-paper pool) is frozen with it:
     collecting it first would walk everything once more (~0.1 s)."""
-    gc.disable()
-    try:
+    from analyzers.papers import collector_paused
+
+    with collector_paused():
         yield
         gc.freeze()
-    finally:
-        gc.enable()
 
 
 def analyze_command(args: argparse.Namespace) -> int:

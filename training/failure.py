@@ -244,7 +244,6 @@ def run(examples: list[Example], seed: int = SEED, sealed: bool = False) -> Run:
     comment_threshold = _joint_threshold(views, max(threshold, *(choose_threshold(c, g, MIN_PRECISION) for c, g in views)))
     fit_rows = [e for e in rows if not e.sealed]
     models = fit_models(fit_rows, seed, scale)
-    models.report.meta["situation_scale"] = scale
     models.report.threshold = threshold
     models.report.thresholds = {"comment": comment_threshold}
     fit_preds = {e.id: predict(models, e) for e in fit_rows}

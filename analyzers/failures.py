@@ -967,6 +967,16 @@ def rank_kinds(features: FailureFeatures, model: learned.LinearModel) -> list[tu
     # whatever metric the post names first ("rewards and loss are 0": no advantage to learn from).
     if "about:group_same_score" in features.vector and "groups_without_signal" in probs:
         ranked = _first("groups_without_signal", ranked)
+    # A loss or advantage of exactly zero as the title's symptom: no advantage to learn from
+    # (the guidelines' "groups with zero advantage"; a zero loss in passing in the body, e.g.
+    # under another precision setting, is not the post's symptom).
+    if ("tsym:loss|zero" in features.vector or "tsym:advantage|zero" in features.vector) and "groups_without_signal" in probs:
+        ranked = _first("groups_without_signal", ranked)
+    # Training (or its reward) rising while evaluation or the output's quality falls: the reward
+    # neither collapses nor stalls, it rewards the wrong thing (reward hacking, overfitting),
+    # which none of the named kinds is: other_failure.
+    if "about:train_vs_eval" in features.vector and "other_failure" in probs:
+        ranked = _first("other_failure", ranked)
     # A context whose labelled reports mostly share one kind (learned by `make train`, stored
     # in the model file: a preference-optimisation run -> other_failure) names that kind.
     for family, prior in model.meta.get("kind_priors", {}).items():

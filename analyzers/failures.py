@@ -682,9 +682,13 @@ _MEANING = re.compile(
 # A Python exception named in the title or prose ("ActorDiedError", "NCCLException"): a crash.
 _EXCEPTION_NAME = re.compile(r"\b[A-Z][A-Za-z]{0,40}(?:Error|Exception)\b")
 _TRAIN = re.compile(r"(?i)\btrain(?:ing)?\b|训练")
-_EVAL = re.compile(r"(?i)\b(?:eval|evaluation|evaluate|test|testing|val|validation|benchmark|held[\s-]{0,2}out)\b|评测|测试|验证|评估")
-_UP = re.compile(r"(?i)\b(?:increas\w{0,3}|ris(?:e|es|ing)|rose|grow\w{0,3}|improv\w{0,3}|go(?:es)?\s{1,3}up|went\s{1,3}up|higher|better)\b|上升|提升|增加|提高|上涨|变好")
-_DOWN = re.compile(r"(?i)\b(?:decreas\w{0,3}|drop\w{0,3}|declin\w{0,3}|fall\w{0,3}|fell|degrad\w{0,3}|worse|lower|go(?:es)?\s{1,3}down|went\s{1,3}down)\b|下降|降低|变差|变低|下滑")
+# What training is not: evaluation, or the output's quality as a reader judges it.
+_EVAL = re.compile(r"(?i)\b(?:eval|evaluation|evaluate|test|testing|val|validation|benchmark|held[\s-]{0,2}out|quality)\b|评测|测试|验证|评估|质量")
+_REWARD_WORD = re.compile(r"(?i)\b(?:rewards?|returns?)\b|奖励")
+# Clauses of a sentence: "the training reward rises, but the evaluation score drops".
+_CLAUSE = re.compile(r"(?i)[,，、:：]|\b(?:but|while|whereas|although|though|yet)\b|但|而|却")
+_UP = re.compile(r"(?i)\b(?:increas\w{0,3}|ris(?:e|es|ing)|rose|grow\w{0,3}|improv\w{0,3}|go(?:es|ing)?\s{1,3}up|went\s{1,3}up|higher|better)\b|上升|提升|增加|提高|上涨|变好")
+_DOWN = re.compile(r"(?i)\b(?:decreas\w{0,3}|drop\w{0,3}|declin\w{0,3}|fall\w{0,3}|fell|degrad\w{0,3}|worse|lower|go(?:es|ing)?\s{1,3}down|went\s{1,3}down)\b|下降|降低|变差|变低|下滑")
 # A failure verb with no metric named ("it suddenly collapsed", "the run diverged", 训崩了).
 _FAILURE_VERB = re.compile(
     r"(?i)\b(?:collaps\w{0,5}|diverg\w{0,5}|blow(?:s|ed|n|ing)?\s{1,3}up|blew\s{1,3}up|explod\w{0,3}|degenerat\w{0,5})\b"
@@ -705,7 +709,7 @@ _GATES: dict[re.Pattern[str], tuple[str, ...]] = {
     _HANG: ("hang", "hung", "freez", "froze", "deadlock", "progress", "stuck", "卡", "不动", "没有反应"),
     _MEANING: ("mean", "normal", "expected", "interpret", "comput", "calculat", "understand", "defined",
                "reasonable", "ok", "correct", "right", "good sign", "正常", "意思", "含义", "计算", "理解"),
-    _EVAL: ("eval", "test", "val", "benchmark", "held", "评测", "测试", "验证", "评估"),
+    _EVAL: ("eval", "test", "val", "benchmark", "held", "quality", "评测", "测试", "验证", "评估", "质量"),
     _GROUP: ("group", "all", "every", "组内", "全对", "全错", "每组"),
 }  # fmt: skip
 
@@ -750,6 +754,17 @@ class _Sentences:
         return len(list(itertools.islice(self._finditer(pattern), cap)))
 
 
+def _train_up_eval_down(sentence: str) -> bool:
+    """Training (or its reward) rising in one clause and evaluation (or the output's quality)
+    falling in another: what training optimises is not what is wanted (reward hacking,
+    overfitting). Per clause, so that "the grad norm rises, train and test reward drop" (a
+    collapse) is not read as one."""
+    clauses = _CLAUSE.split(sentence)
+    rising = any((_TRAIN.search(c) or _REWARD_WORD.search(c)) and _UP.search(c)
+                 and not _EVAL.search(c) and not _DOWN.search(c) for c in clauses)  # fmt: skip
+    return rising and any(_EVAL.search(c) and _DOWN.search(c) and not _TRAIN.search(c) and not _UP.search(c) for c in clauses)
+
+
 def _situation(title: str, prose: str, symptom: bool, feats: learned.Features) -> None:
     """Inference bug, hang, meaning question, train-vs-eval, groups of equal scores."""
     text = title + "\n" + prose[:MAX_SPEAKER_TEXT]  # the situation is told up front
@@ -789,7 +804,7 @@ def _situation(title: str, prose: str, symptom: bool, feats: learned.Features) -
     if meaning:
         feats.add("about:meaning_question", meaning)
         feats.add("about:meaning_question_and_symptom" if symptom else "about:meaning_question_no_symptom")
-    if any(_TRAIN.search(s) and _UP.search(s) and _DOWN.search(s) for s in sentences.with_anchor(_EVAL)):
+    if any(_train_up_eval_down(s) for s in sentences.with_anchor(_EVAL)):
         feats.add("about:train_vs_eval")
     if any(_SAME.search(s) and _SCORE.search(s) for s in sentences.with_anchor(_GROUP)):
         feats.add("about:group_same_score")
@@ -952,6 +967,16 @@ def rank_kinds(features: FailureFeatures, model: learned.LinearModel) -> list[tu
     # whatever metric the post names first ("rewards and loss are 0": no advantage to learn from).
     if "about:group_same_score" in features.vector and "groups_without_signal" in probs:
         ranked = _first("groups_without_signal", ranked)
+    # A loss or advantage of exactly zero as the title's symptom: no advantage to learn from
+    # (the guidelines' "groups with zero advantage"; a zero loss in passing in the body, e.g.
+    # under another precision setting, is not the post's symptom).
+    if ("tsym:loss|zero" in features.vector or "tsym:advantage|zero" in features.vector) and "groups_without_signal" in probs:
+        ranked = _first("groups_without_signal", ranked)
+    # Training (or its reward) rising while evaluation or the output's quality falls: the reward
+    # neither collapses nor stalls, it rewards the wrong thing (reward hacking, overfitting),
+    # which none of the named kinds is: other_failure.
+    if "about:train_vs_eval" in features.vector and "other_failure" in probs:
+        ranked = _first("other_failure", ranked)
     # A context whose labelled reports mostly share one kind (learned by `make train`, stored
     # in the model file: a preference-optimisation run -> other_failure) names that kind.
     for family, prior in model.meta.get("kind_priors", {}).items():

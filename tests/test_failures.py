@@ -379,8 +379,39 @@ def test_groups_scoring_alike_name_the_kind() -> None:
                        {c: (5.0 if c == "collapse_or_divergence" else 0.0) for c in CATEGORIES})
     alike = failure_features("Reward and loss are 0", "In every group all responses get the same reward of 0.")
     assert rank_kinds(alike, sure)[0][0] == "groups_without_signal"
-    other = failure_features("Reward and loss are 0", "The reward is 0 and the loss is 0 from step 10 on.")
+    # A reward stuck at 0 with no group scoring alike and no zero loss named: the model decides.
+    other = failure_features("Reward drops to 0", "The reward is 0 from step 10 on.")
     assert rank_kinds(other, sure)[0][0] == "collapse_or_divergence"
+
+
+def test_a_zero_loss_in_the_title_names_groups_without_signal() -> None:
+    # A loss (or advantage) of exactly 0 as the post's symptom: no advantage to learn from.
+    sure = LinearModel("kinds", sorted(CATEGORIES), {c: {} for c in CATEGORIES},
+                       {c: (5.0 if c == "collapse_or_divergence" else 0.0) for c in CATEGORIES})
+    for title, body in (("GRPO loss is always 0", "From the first step on the loss stays at 0."),
+                        ("GRPO的loss一直是0", "跑了200步，loss一直没有变化。")):
+        assert rank_kinds(failure_features(title, body), sure)[0][0] == "groups_without_signal", title
+    # A zero loss in passing, under another setting, is not the post's symptom.
+    nan = failure_features("PPO loss becomes NaN", "With fp16 the loss stayed at 0; with bf16 it becomes NaN after 50 steps.")
+    assert rank_kinds(nan, sure)[0][0] == "collapse_or_divergence"
+
+
+def test_training_up_while_evaluation_goes_down_names_other_failure() -> None:
+    rising = (
+        ("Train reward rises, eval score falls", "After 300 steps the training reward keeps increasing while the validation accuracy is declining."),
+        ("Rewards up, answers worse", "The reward keeps going up but the quality of the answers is going down."),
+        ("训练奖励上升", "训练集奖励一直上升，但测试集准确率下降。"),
+    )
+    sure = LinearModel("kinds", sorted(CATEGORIES), {c: {} for c in CATEGORIES},
+                       {c: (5.0 if c == "collapse_or_divergence" else 0.0) for c in CATEGORIES})
+    for title, body in rising:
+        features = failure_features(title, body)
+        assert "about:train_vs_eval" in features.vector, body
+        assert rank_kinds(features, sure)[0][0] == "other_failure", body
+    # Read per clause: the grad norm rising while train and test reward both drop is a collapse.
+    both = failure_features("Collapse at step 400", "At step 400 the grad norm rises sharply, the train and test reward drop to 0.")
+    assert "about:train_vs_eval" not in both.vector
+    assert rank_kinds(both, sure)[0][0] == "collapse_or_divergence"
 
 
 def test_a_context_prior_learned_by_training_names_the_kind() -> None:

@@ -2461,3 +2461,24 @@ def test_matchers_skipped_on_real_comments_find_nothing(shared_dir: Path) -> Non
         if line.strip():
             texts += [str(c.get("body") or "")[:4000] for c in json.loads(line).get("comments") or []]
     assert _texts_and_matches(texts[:300]) > 50
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        ("Could you add a few details to the docstrings?", "tests_or_docs"),
+        ("Maybe rename these kwargs.", "design_or_interface"),
+        ("Please write unittests for the new loss.", "tests_or_docs"),
+    ],
+)
+def test_plurals_the_lemma_table_does_not_know_match_their_word(body: str, kind: str) -> None:
+    # "docstrings", "kwargs", "unittests" are not in spaCy's lookup table: they stay as they
+    # are, and would miss the patterns' "docstring", "kwarg", "unittest".
+    feats = _features(c("maint", body))
+    assert [k for k in CONCERNS if feats["req:" + k]] == [kind]
+    assert [k for k in CONCERNS if feats["pair:" + k]] == [kind]
+
+
+def test_a_plural_the_lemma_table_does_not_know_matches_a_phrase_pattern() -> None:
+    assert concerns_of("Please add docstrings.") == ["tests_or_docs"]
+    assert concerns_of("The docstrings are missing.") == ["tests_or_docs"]

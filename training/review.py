@@ -165,12 +165,15 @@ def score(rows: list[Example], preds: dict[str, ReviewScores], thresholds: dict[
         if e.labels.get("replied_from_other") is not None:
             s.reply_n += 1
             s.reply_ok += p.replied == bool(e.labels["replied_from_other"])
-        gold, got = _gold_concerns(e), concerns_at(p, thresholds)
-        for k in CONCERNS:
-            s.tp[k] += k in gold and k in got
-            s.fp[k] += k in got and k not in gold
-            s.fn[k] += k in gold and k not in got
+        _count_concerns(s, _gold_concerns(e), concerns_at(p, thresholds))
     return s
+
+
+def _count_concerns(s: Scores, gold: set[str], got: set[str]) -> None:
+    for k in CONCERNS:
+        s.tp[k] += k in gold and k in got
+        s.fp[k] += k in got and k not in gold
+        s.fn[k] += k in gold and k not in got
 
 
 def _best_threshold(pairs: list[tuple[float, bool]]) -> float:
@@ -218,13 +221,10 @@ def nested_concern_sets(
 
 
 def _score_sets(rows: list[Example], got: dict[str, set[str]]) -> Scores:
+    """Concern counts of `rows` for the given concern sets (state and replies not scored)."""
     s = Scores()
     for e in rows:
-        gold = _gold_concerns(e)
-        for k in CONCERNS:
-            s.tp[k] += k in gold and k in got[e.id]
-            s.fp[k] += k in got[e.id] and k not in gold
-            s.fn[k] += k in gold and k not in got[e.id]
+        _count_concerns(s, _gold_concerns(e), got[e.id])
     return s
 
 
@@ -238,6 +238,7 @@ class Run:
 def run(examples: list[Example], seed: int = SEED, sealed: bool = False) -> Run:
     rows = labelled(examples)
     shaped = shaped_kinds(rows)
+
     def fit(tr: list[Example]) -> ReviewModels:
         return fit_models(tr, seed, shaped)
 

@@ -221,8 +221,10 @@ def _rules() -> _Rules:
     strings = _nlp().vocab.strings
 
     def lemma_hashes(words: list[str]) -> frozenset[int]:
-        return frozenset(strings.add(_lemma(w)) for w in words) | frozenset(
-            strings.add(w.lower()) for w in words
+        return (
+            frozenset(strings.add(_lemma(w)) for w in words)
+            | frozenset(strings.add(w.lower()) for w in words)
+            | frozenset(strings.add(p) for w in words for p in _unknown_plural(w))
         )
 
     def add(label: str, spec: Mapping[str, Any]) -> None:
@@ -326,6 +328,27 @@ def _lemma(word: str) -> str:
     return lemma_of_lower(low) if len(_nlp().make_doc(low)) == 1 else low
 
 
+_CONSONANT_Y = re.compile(r"[^aeiou]y")
+
+
+@cache
+def _unknown_plural(word: str) -> tuple[str, ...]:
+    """The plural (or third-person) form of a base word that the lemma table does not know,
+    as a form to match besides the lemma: the lookup lemmatiser leaves "docstrings", "kwargs",
+    "configs", "callbacks", "refactors" as they are, so a pattern word "docstring" would never
+    meet its plural. Empty for short words and for words whose plural the table knows."""
+    low = word.lower()
+    if len(low) < 4 or not low.isalpha() or _lemma(low) != low:
+        return ()
+    if _CONSONANT_Y.search(low[-2:]):
+        plural = low[:-1] + "ies"
+    elif low.endswith(("s", "x", "z", "ch", "sh")):
+        plural = low + "es"
+    else:
+        plural = low + "s"
+    return (plural,) if _lemma(plural) == plural else ()
+
+
 def _compile(pattern: str) -> list[dict[str, Any]]:
     """One line of the YAML token language (see the header of review_patterns.yaml)."""
     tokens: list[dict[str, Any]] = []
@@ -357,7 +380,7 @@ def _compile(pattern: str) -> list[dict[str, Any]]:
             alts = sorted({w.lower() for w in word[1:].split("|") if w})
             spec = {"LOWER": alts[0]} if len(alts) == 1 else {"LOWER": {"IN": alts}}
         else:
-            alts = sorted({_lemma(w) for w in word.split("|") if w})
+            alts = sorted({form for w in word.split("|") if w for form in (_lemma(w), *_unknown_plural(w))})
             spec = {"LEMMA": alts[0]} if len(alts) == 1 else {"LEMMA": {"IN": alts}}
         if optional:
             spec["OP"] = "?"

@@ -2461,3 +2461,53 @@ def test_matchers_skipped_on_real_comments_find_nothing(shared_dir: Path) -> Non
         if line.strip():
             texts += [str(c.get("body") or "")[:4000] for c in json.loads(line).get("comments") or []]
     assert _texts_and_matches(texts[:300]) > 50
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        ("Could you add a few details to the docstrings?", "tests_or_docs"),
+        ("Maybe rename these kwargs.", "design_or_interface"),
+        ("Please write unittests for the new loss.", "tests_or_docs"),
+    ],
+)
+def test_plurals_the_lemma_table_does_not_know_match_their_word(body: str, kind: str) -> None:
+    # "docstrings", "kwargs", "unittests" are not in spaCy's lookup table: they stay as they
+    # are, and would miss the patterns' "docstring", "kwarg", "unittest".
+    feats = _features(c("maint", body))
+    assert [k for k in CONCERNS if feats["req:" + k]] == [kind]
+    assert [k for k in CONCERNS if feats["pair:" + k]] == [kind]
+
+
+def test_a_plural_the_lemma_table_does_not_know_matches_a_phrase_pattern() -> None:
+    assert concerns_of("Please add docstrings.") == ["tests_or_docs"]
+    assert concerns_of("The docstrings are missing.") == ["tests_or_docs"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "Thanks, but this is a rather narrow use case for the library.",
+        "As far as I know this loss is not commonly used in practice.",
+        "The method doesn't seem to have been widely adopted since the paper came out.",
+        "It is rarely used outside the original paper.",
+    ],
+)
+def test_how_widely_a_method_is_used_is_a_demand_concern(body: str) -> None:
+    assert concerns_of(body) == ["demand"]
+
+
+def test_a_method_said_to_be_widely_used_is_no_demand_concern() -> None:
+    assert concerns_of("This loss is widely used and easy to add.") == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "Before merging we would like to see parity with the reference implementation.",
+        "Could you check numerical parity against the original code?",
+        "We need a public dataset to validate the implementation.",
+    ],
+)
+def test_checking_against_a_reference_is_an_evidence_concern(body: str) -> None:
+    assert concerns_of(body) == ["evidence"]

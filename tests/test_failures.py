@@ -434,9 +434,10 @@ def test_none_and_empty_inputs() -> None:
     ["9" * 65536, "." * 65536, "[" * 65536, "(" * 32768 + ")" * 32768, "熵" * 65536,
      "entropy " * 8192, "<!--" * 16384, "```\n" * 16384, "entropy: 1." * 5000, "熵下降" * 20000,
      "stuck at the " * 5000, "after 1 " * 8000 + "garbled", "what does the " * 5000 + "mean", "! " * 32768,
-     "garbled after 3 steps " * 3000, "the eval reward of every group " * 2000],
+     "garbled after 3 steps " * 3000, "the eval reward of every group " * 2000,
+     "normal fine healthy " * 3500 + "until", "正常" * 30000 + "然后"],
     ids=["digits", "dots", "brackets", "parens", "cjk", "words", "comments", "fences", "log", "zh-pairs",
-         "hang", "later", "meaning", "sentences", "anchors", "gated"],
+         "hang", "later", "meaning", "sentences", "anchors", "gated", "normal-then", "zh-normal-then"],
 )  # fmt: skip
 def test_hostile_bodies_stay_fast(body: str) -> None:
     start = time.perf_counter()

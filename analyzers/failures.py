@@ -682,8 +682,9 @@ _MEANING = re.compile(
     r"|正常吗|是否正常|正常么|这正常|什么意思|含义|怎么计算|如何计算|怎么理解|如何理解"
 )
 # A run that went well at first: "normal at the beginning, but after 300 steps ...", "proceeded
-# normally up to step 600, after which it suddenly collapsed", 前期正常，之后... Followed by a
-# later-in-training cue (_LATER) in the same sentence, it tells a run going bad over time.
+# normally up to step 600, after which it suddenly collapsed", 前期正常，然后... Followed in the
+# same sentence by "until / then / after which" (_THEN) or a later-in-training cue (_LATER), it
+# tells a run going bad over time (features only: no label or weight is set here).
 _FINE = re.compile(r"(?i)\b(?:normal|normally|healthy|as\s{1,3}expected)\b|\bfine\b(?![\s-]{0,2}tun)|正常")
 _THEN = re.compile(r"(?i)\b(?:until|then|after\s{1,3}which|but\s{1,3}after)\b|然后|后来|直到|但是?(?:在|到)?.{0,6}步")
 # A Python exception named in the title or prose ("ActorDiedError", "NCCLException"): a crash.

@@ -534,8 +534,9 @@ _STEPS = nlp.CaselessPattern(
     (r"\d{1,7}\s{0,2}(?:个)?(?:step|steps|步|轮|个epoch|epoch)", ("step", "步", "轮", "epoch")),
 )
 # Who speaks about whose run: a reporter describes their own training ("my run", "I trained",
-# "we are training", 我的训练); a pitch or a paper describes a method ("we propose", "this PR
-# adds", "our method", an arXiv link); a code analysis points at source lines without a run.
+# "we are training", 我的训练; "I tried to understand the code" is reading, not a run); a pitch
+# or a paper describes a method ("we propose", "this PR adds", "our method", an arXiv link); a
+# code analysis points at source lines without a run.
 _OWN_RUN = nlp.CaselessPattern(
     (
         r"\b(?:my|our)\s{1,3}(?:own\s{1,3})?(?:run|runs|training|experiments?|job|model|policy|reward|loss|curves?)\b",
@@ -543,7 +544,8 @@ _OWN_RUN = nlp.CaselessPattern(
     ),
     (
         r"\b(?:i|we)(?:'m|'ve| am| are| have| had| was| were)?\s{1,3}(?:also\s{1,3})?"
-        r"(?:train|trained|training|run|ran|running|fine-?tun(?:e|ed|ing)|launch(?:ed)?|tried|trying|use|used|using)\b",
+        r"(?:train|trained|training|run|ran|running|fine-?tun(?:e|ed|ing)|launch(?:ed)?|use|used|using"
+        r"|(?:tried|trying)(?!\s{1,3}to\s{1,3}(?:understand|figure|learn|read)\b))\b",
         ("train", "run", "ran", "fine", "launch", "tried", "trying", "use", "using"),
     ),
     (r"我的(?:训练|实验|模型|奖励|曲线)", ("我的",)),
@@ -679,6 +681,12 @@ _MEANING = re.compile(
     r"|\b(?:normal|expected)\s{1,3}(?:behavior|behaviour|phenomenon)\b"
     r"|正常吗|是否正常|正常么|这正常|什么意思|含义|怎么计算|如何计算|怎么理解|如何理解"
 )
+# A run that went well at first: "normal at the beginning, but after 300 steps ...", "proceeded
+# normally up to step 600, after which it suddenly collapsed", 前期正常，然后... Followed in the
+# same sentence by "until / then / after which" (_THEN) or a later-in-training cue (_LATER), it
+# tells a run going bad over time (features only: no label or weight is set here).
+_FINE = re.compile(r"(?i)\b(?:normal|normally|healthy|as\s{1,3}expected)\b|\bfine\b(?![\s-]{0,2}tun)|正常")
+_THEN = re.compile(r"(?i)\b(?:until|then|after\s{1,3}which|but\s{1,3}after)\b|然后|后来|直到|但是?(?:在|到)?.{0,6}步")
 # A Python exception named in the title or prose ("ActorDiedError", "NCCLException"): a crash.
 _EXCEPTION_NAME = re.compile(r"\b[A-Z][A-Za-z]{0,40}(?:Error|Exception)\b")
 _TRAIN = re.compile(r"(?i)\btrain(?:ing)?\b|训练")
@@ -711,6 +719,7 @@ _GATES: dict[re.Pattern[str], tuple[str, ...]] = {
                "reasonable", "ok", "correct", "right", "good sign", "正常", "意思", "含义", "计算", "理解"),
     _EVAL: ("eval", "test", "val", "benchmark", "held", "quality", "评测", "测试", "验证", "评估", "质量"),
     _GROUP: ("group", "all", "every", "组内", "全对", "全错", "每组"),
+    _FINE: ("normal", "healthy", "expected", "fine", "正常"),
 }  # fmt: skip
 
 
@@ -777,6 +786,11 @@ def _situation(title: str, prose: str, symptom: bool, feats: learned.Features) -
             feats.add("about:degenerate_later_in_training")
         elif _FROM_START.search(s) or _CONVERSION.search(s):
             feats.add("about:degenerate_at_inference")
+    for s in sentences.with_anchor(_FINE):
+        fine = _FINE.search(s)
+        if fine and (_THEN.search(s, fine.end()) or _LATER.search(s, fine.end())):
+            feats.add("about:normal_then_changed")
+            break
     if "error" in sentences.low or "exception" in sentences.low:
         if _EXCEPTION_NAME.search(title):
             feats.add("about:exception_in_title")

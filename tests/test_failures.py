@@ -272,6 +272,10 @@ def test_speaker_features_tell_an_own_run_from_a_pitch_a_question_and_a_code_ana
     assert {"speaker:pitch", "speaker:pitch_only"} <= pitch and "speaker:own_run" not in pitch
     question = _speaker("Why does the KL grow with this estimator?", "Is that expected? Which one is right?")
     assert {"speaker:question_title", "speaker:question_not_own_run", "speaker:question_marks"} <= question
+    # Reading the code is not running it: 3 labelled questions, none a report, said "I tried to understand".
+    reading = _speaker("What does this metric mean?", "I am trying to understand how the clip ratio is computed.")
+    assert "speaker:own_run" not in reading
+    assert "speaker:own_run" in _speaker("Reward is flat", "I tried to train a 7B model with GRPO.")
     code = _speaker("Advantage std looks wrong",
                     "See https://github.com/o/r/blob/main/algos.py#L120: the std is taken over the batch.")
     assert "speaker:code_without_run" in code
@@ -293,6 +297,14 @@ def test_garbled_output_at_inference_is_told_from_garbled_output_later_in_traini
                    "The answers look normal at the beginning, but after 300 steps they turn into gibberish.")
     assert "about:degenerate_later_in_training" in later and "about:degenerate_at_inference" not in later
     assert "about:degenerate_at_inference" in _about("推理乱码", "还没开始训练，第一次推理就全是乱码。")
+
+
+def test_a_run_that_went_well_at_first_and_then_changed_is_named() -> None:
+    later = "about:normal_then_changed"
+    assert later in _about("Training collapsed", "The run proceeded normally up to step 600, after which it suddenly collapsed.")
+    assert later in _about("回答变成感叹号", "训练前期一切正常，然后突然所有回答都变成了感叹号。")
+    assert later not in _about("Reward curve", "The reward curve looks normal and the answers are fine.")
+    assert later not in _about("Fine-tuning question", "I am fine-tuning Qwen, then I evaluate it on GSM8K.")
 
 
 def test_hangs_meaning_questions_and_exceptions_are_named() -> None:
@@ -453,9 +465,10 @@ def test_none_and_empty_inputs() -> None:
     ["9" * 65536, "." * 65536, "[" * 65536, "(" * 32768 + ")" * 32768, "熵" * 65536,
      "entropy " * 8192, "<!--" * 16384, "```\n" * 16384, "entropy: 1." * 5000, "熵下降" * 20000,
      "stuck at the " * 5000, "after 1 " * 8000 + "garbled", "what does the " * 5000 + "mean", "! " * 32768,
-     "garbled after 3 steps " * 3000, "the eval reward of every group " * 2000],
+     "garbled after 3 steps " * 3000, "the eval reward of every group " * 2000,
+     "normal fine healthy " * 3500 + "until", "正常" * 30000 + "然后"],
     ids=["digits", "dots", "brackets", "parens", "cjk", "words", "comments", "fences", "log", "zh-pairs",
-         "hang", "later", "meaning", "sentences", "anchors", "gated"],
+         "hang", "later", "meaning", "sentences", "anchors", "gated", "normal-then", "zh-normal-then"],
 )  # fmt: skip
 def test_hostile_bodies_stay_fast(body: str) -> None:
     start = time.perf_counter()

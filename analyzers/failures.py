@@ -977,14 +977,12 @@ def rank_kinds(features: FailureFeatures, model: learned.LinearModel) -> list[tu
     lead = next((k[4:] for k in features.vector if k.startswith("top:")), None)
     if lead in probs and ranked[0][1] < KIND_MODEL_SURE:
         ranked = _first(lead, ranked)
-    # Every sample of a group scoring alike is what the guidelines call a group without signal,
-    # whatever metric the post names first ("rewards and loss are 0": no advantage to learn from).
-    if "about:group_same_score" in features.vector and "groups_without_signal" in probs:
-        ranked = _first("groups_without_signal", ranked)
-    # A loss or advantage of exactly zero as the title's symptom: no advantage to learn from
-    # (the guidelines' "groups with zero advantage"; a zero loss in passing in the body, e.g.
-    # under another precision setting, is not the post's symptom).
-    if ("tsym:loss|zero" in features.vector or "tsym:advantage|zero" in features.vector) and "groups_without_signal" in probs:
+    # What the guidelines call a group without signal ("groups with zero advantage"), whatever
+    # metric the post names first: every sample of a group scoring alike ("rewards and loss are
+    # 0"), or a loss or advantage of exactly zero as the title's symptom (a zero loss in passing
+    # in the body, e.g. under another precision setting, is not the post's symptom).
+    no_signal = ("about:group_same_score", "tsym:loss|zero", "tsym:advantage|zero")
+    if "groups_without_signal" in probs and any(f in features.vector for f in no_signal):
         ranked = _first("groups_without_signal", ranked)
     # Training (or its reward) rising while evaluation or the output's quality falls: the reward
     # neither collapses nor stalls, it rewards the wrong thing (reward hacking, overfitting),

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy
 import yaml
-from spacy.attrs import LEMMA, LOWER
+from spacy.attrs import IS_PUNCT, LEMMA, LOWER, ORTH, SENT_START
 from spacy.language import Language
 from spacy.matcher import Matcher, PhraseMatcher
 from spacy.tokenizer import Tokenizer
@@ -82,6 +82,46 @@ def _lower_lemmatizer(doc: Doc) -> Doc:
 
     out = cached_map(lowers, _LEMMA_OF, lemma_of, 500_000)
     doc.from_array([LEMMA], numpy.asarray(out, dtype="uint64").reshape(-1, 1))
+    return doc
+
+
+@lru_cache(maxsize=1)
+def _sentence_final() -> frozenset[int]:
+    """Hashes of the characters spaCy's Sentencizer ends a sentence on (its defaults)."""
+    from spacy.pipeline import Sentencizer
+
+    strings = nlp().vocab.strings
+    return frozenset(strings.add(c) for c in Sentencizer.default_punct_chars)
+
+
+_NOT_SENT_START = numpy.iinfo(numpy.uint64).max  # -1, as a uint64 array holds it
+
+
+@Language.component("rlt_sentencizer")
+def _sentencizer(doc: Doc) -> Doc:
+    """spaCy's Sentencizer rule on a new Doc, read from the token arrays: a sentence starts at
+    the first token and at the first token after a sentence-final character ("." "?" "。")
+    that is neither punctuation nor another such character. (spaCy's component makes a Token
+    object per token to read the same; the flags it sets are the same, tested.)"""
+    n = len(doc)
+    if not n:
+        return doc
+    orths, puncts = doc.to_array([ORTH, IS_PUNCT]).T.tolist()
+    final = _sentence_final()
+    ends = list(map(final.__contains__, orths))
+    flags = numpy.full(n, _NOT_SENT_START, dtype="uint64")
+    flags[0] = 1
+    if True in ends:
+        j = 0
+        for i in itertools.compress(range(n), ends):
+            if i < j:
+                continue  # in the punctuation that follows an earlier end
+            j = i + 1
+            while j < n and (ends[j] or puncts[j]):
+                j += 1
+            if j < n:
+                flags[j] = 1
+    doc.from_array([SENT_START], flags)
     return doc
 
 
@@ -159,7 +199,7 @@ def nlp() -> Language:
     # the constructor directly: spacy.blank would first resolve and validate a whole config
     # to find it (~20 ms of start-up).
     pipeline = English(create_tokenizer=_remembering_tokenizer())
-    pipeline.add_pipe("sentencizer")
+    pipeline.add_pipe("rlt_sentencizer", name="sentencizer")
     pipeline.add_pipe("rlt_lower_lemmatizer")
     _lemma_table()  # load now: start-up cost, not the first thread's
     # Long pasted logs would otherwise hit spaCy's max_length guard (1,000,000 chars); our own
@@ -178,14 +218,34 @@ def _bounded(text: str | None) -> str:
     return _LONG_RUN.sub(r"\g<0> ", text)
 
 
+def annotate(text: str) -> Doc:
+    """nlp()(text), calling the tokenizer and each component directly: Language.__call__'s
+    checks and error handling cost about as much as the sentencizer on a short text."""
+    pipeline = nlp()
+    document = pipeline.tokenizer(text)
+    for _, component in pipeline.pipeline:
+        document = component(document)
+    return document
+
+
 def doc(text: str | None) -> Doc:
     """Run the whole pipeline on `text` (cut to MAX_CHARS, long runs broken up)."""
-    return nlp()(_bounded(text))
+    return annotate(_bounded(text))
 
 
 def sentences(text: str | None) -> list[str]:
     """Sentences of `text`, stripped, empty ones dropped."""
     return [s.text.strip() for s in doc(text).sents if s.text.strip()]
+
+
+def sentence_starts(document: Doc) -> list[int]:
+    """The first token of each sentence, [s.start for s in document.sents], read from the
+    token array (no Span object made per sentence)."""
+    if not len(document):
+        return []
+    flags = document.to_array(SENT_START)
+    flags[0] = 1  # doc.sents starts its first sentence at token 0 whatever the flag says
+    return numpy.flatnonzero(flags == 1).tolist()
 
 
 def _pattern_docs(phrases: Iterable[str], attr: str) -> list[Doc]:

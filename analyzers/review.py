@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzers import learned
-from analyzers.nlp import lemma_of_lower, load_patterns
+from analyzers.nlp import annotate, lemma_of_lower, load_patterns
 from analyzers.text import strip_html_comments
 
 STATES = (
@@ -569,7 +569,7 @@ def _scan(prose: str, rules: _Rules) -> _Found:
     text = _clean(prose[:_SCAN_CHARS]).strip()
     if not text:
         return found
-    doc = _nlp()(text)
+    doc = annotate(text)  # _nlp()(text), without Language.__call__'s per-call overhead
     by_key = rules.matchers.by_key
     fixes = _lemma_fix_hashes(doc.vocab)
     # Integer arrays, no Token objects: unit boundaries and, per unit, the key words it holds;

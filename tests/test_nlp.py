@@ -170,6 +170,31 @@ def test_remembering_tokenizer_gives_spacys_tokens() -> None:
             ]
 
 
+_SENTENCE_PIECES = [
+    "Entropy fell", ".", "!", "?", "...", "?!", "。", "！", "？", "．", "‼", "\"", "'", ")", "(", "]",
+    "-", ":", ";", ",", " ", "  ", "\n", "\n\n", "\t", "e.g.", "U.S.", "3.5", "it's", "reward",
+    "熵坍塌", "https://x.org/a.b", "*", "`", "'s",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_SENTENCE_PIECES), max_size=30))
+def test_sentence_starts_are_spacys_sentencizer(pieces: list[str]) -> None:
+    # The shared pipeline's sentencizer reads spaCy's rule from the token arrays: the same
+    # flags on every token as spaCy's own Sentencizer, and the same sentences.
+    from spacy.attrs import SENT_START
+    from spacy.pipeline import Sentencizer
+
+    text = "".join(pieces)
+    ours = nlp.nlp().get_pipe("sentencizer")(nlp.nlp().make_doc(text))
+    theirs = Sentencizer()(nlp.nlp().make_doc(text))
+    assert ours.to_array(SENT_START).tolist() == theirs.to_array(SENT_START).tolist()
+    assert [s.start for s in ours.sents] == [s.start for s in theirs.sents] == nlp.sentence_starts(ours)
+    whole, direct = nlp.nlp()(text), nlp.annotate(text)
+    assert [s.start for s in whole.sents] == nlp.sentence_starts(direct)
+    assert [t.lemma_ for t in whole] == [t.lemma_ for t in direct]
+
+
 def test_lemma_table_answers_as_spacys_lookups_table() -> None:
     # The pipeline reads spacy-lookups-data's lemma table as a plain dict; spaCy's own
     # loader gives a Table keyed by string hash: every word must get the same lemma, and a

@@ -722,7 +722,7 @@ class _Sentences:
 
     def _finditer(self, pattern: re.Pattern[str]) -> Iterator[re.Match[str]]:
         if self.caseless and pattern.flags & re.IGNORECASE:
-            return nlp.without_ignorecase(pattern).finditer(self.low)
+            return nlp.lowered_finditer(pattern, self.low)
         return pattern.finditer(self.text)
 
     @cached_property

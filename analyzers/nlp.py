@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -418,6 +418,116 @@ def without_ignorecase(pattern: re.Pattern[str]) -> re.Pattern[str]:
     if "(?i" in source:
         raise ValueError(f"IGNORECASE inside the pattern: {pattern.pattern!r}")
     return re.compile(source, pattern.flags & ~re.IGNORECASE)
+
+
+def _alternatives(source: str) -> list[str]:
+    """The top-level alternatives of a regular expression's source ("a|b(c|d)" -> "a",
+    "b(c|d)"): a `|` outside groups, character classes and escapes."""
+    parts: list[str] = []
+    depth = start = i = 0
+    in_class = False
+    while i < len(source):
+        c = source[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            i += 1 + (source[i + 1 : i + 2] == "^")
+            i += source[i : i + 1] == "]"  # a "]" first in a class is a literal
+            continue
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and not depth:
+            parts.append(source[start:i])
+            start = i + 1
+        i += 1
+    parts.append(source[start:])
+    return parts
+
+
+def _contained(items: Any) -> frozenset[str] | None:
+    """Strings one of which every match of a parsed expression (re._parser items) contains:
+    the longest run of literals, or the choices of a group of alternatives (None: none known)."""
+    from re import _constants as sre  # type: ignore[attr-defined]
+
+    best: frozenset[str] | None = None
+
+    def consider(choices: frozenset[str] | None) -> None:
+        nonlocal best
+        # Longer strings are rarer; on a tie the later (the pattern's distinctive words
+        # usually come after its function words: "is ... normal", "what ... mean").
+        if choices and all(choices) and (best is None or min(map(len, choices)) >= min(map(len, best))):
+            best = choices
+
+    run: list[str] = []
+    for op, av in items:
+        if op is sre.LITERAL:
+            run.append(chr(av))
+            continue
+        if op is sre.AT:
+            continue  # zero-width: the literals on both sides are adjacent in the text
+        consider(frozenset({"".join(run)}))
+        run = []
+        if op is sre.SUBPATTERN:
+            consider(_contained(av[-1]))
+        elif op is sre.BRANCH:
+            choices = [_contained(alt) for alt in av[1]]
+            if all(c is not None for c in choices):
+                consider(frozenset().union(*choices))  # type: ignore[arg-type]
+        elif op is sre.IN and all(o is sre.LITERAL for o, _ in av):
+            consider(frozenset(chr(v) for _, v in av))
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT) and av[0] >= 1:
+            consider(_contained(av[2]))
+    consider(frozenset({"".join(run)}))
+    return best
+
+
+class _LoweredAlternation:
+    """A pattern without IGNORECASE (without_ignorecase) as its top-level alternatives, each
+    with strings one of which any match of it contains (found by parsing it). An alternative
+    none of whose strings is in the text cannot match there, and leaving it out of the
+    alternation changes no match (the others keep their order): most texts leave one or two
+    of a dozen alternatives to try at every position. A pattern with numbered groups is tried
+    whole (a back-reference counts groups)."""
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        from re import _parser  # type: ignore[attr-defined]
+
+        self.pattern = pattern
+        self.alternatives = _alternatives(pattern.pattern)
+        numbered = pattern.groups > 0
+        self.needs = [
+            None if numbered else _contained(_parser.parse(alt, pattern.flags)) for alt in self.alternatives
+        ]
+        self._pruned: dict[tuple[int, ...], re.Pattern[str] | None] = {}
+
+    def finditer(self, low: str) -> Iterator[re.Match[str]]:
+        keep = tuple(i for i, needs in enumerate(self.needs) if needs is None or any(n in low for n in needs))
+        rx = self._pruned.get(keep, self)  # `self`: not compiled yet
+        if rx is self:
+            if len(keep) == len(self.alternatives):
+                rx = self.pattern
+            else:
+                rx = re.compile("|".join(self.alternatives[i] for i in keep), self.pattern.flags) if keep else None
+            if len(self._pruned) < 256:
+                self._pruned[keep] = rx
+        return iter(()) if rx is None else rx.finditer(low)  # type: ignore[union-attr]
+
+
+@lru_cache(maxsize=64)
+def _lowered_alternation(pattern: re.Pattern[str]) -> _LoweredAlternation:
+    return _LoweredAlternation(without_ignorecase(pattern))
+
+
+def lowered_finditer(pattern: re.Pattern[str], low: str) -> Iterator[re.Match[str]]:
+    """without_ignorecase(pattern).finditer(low), trying only the top-level alternatives that
+    can match in `low` (the same matches)."""
+    return _lowered_alternation(pattern).finditer(low)
 
 
 class CaselessPattern:

@@ -249,8 +249,30 @@ def test_anchor_matches_without_ignorecase_are_the_ignorecase_matches(pieces: li
     low = text.lower()
     assert len(low) == len(text)
     for pattern in failures._GATES:
+        expected = [m.span() for m in pattern.finditer(text)]
         fast = [m.span() for m in nlp.without_ignorecase(pattern).finditer(low)]
-        assert fast == [m.span() for m in pattern.finditer(text)], (pattern.pattern, text)
+        assert fast == expected, (pattern.pattern, text)
+        # Only the alternatives whose strings are in the text: the same matches.
+        assert [m.span() for m in nlp.lowered_finditer(pattern, low)] == expected, (pattern.pattern, text)
+
+
+def test_lowered_alternation_splits_top_level_alternatives_and_finds_their_strings() -> None:
+    import re
+
+    assert nlp._alternatives(r"a|b(c|d)|[|]|[]|]|\\|x|(?:e|f)g") == ["a", "b(c|d)", "[|]", "[]|]", r"\\", "x", "(?:e|f)g"]
+    pattern = re.compile(r"(?i)\bwhat\s{1,3}is\b.{0,9}\bmean\b|\bhang(?:s|ing)?\b|\d{1,3}\s?steps?|x{2,}|正常吗")
+    alternation = nlp._lowered_alternation(pattern)
+    assert [sorted(n) if n else None for n in alternation.needs] == [
+        ["mean"], ["hang"], ["step"], ["x"], ["正常吗"],
+    ]
+    low = "it hangs after 30 steps; what is it, what is the mean? xx 正常吗"
+    assert [m.group() for m in nlp.lowered_finditer(pattern, low)] == [
+        m.group() for m in pattern.finditer(low)
+    ] == ["hangs", "30 steps", "what is the mean", "xx", "正常吗"]
+    assert [m.group() for m in nlp.lowered_finditer(pattern, "the 2 steps hang")] == ["2 steps", "hang"]
+    assert list(nlp.lowered_finditer(pattern, "nothing here")) == []
+    # A back-reference counts groups: such a pattern is tried whole.
+    assert nlp._lowered_alternation(re.compile(r"(?i)ab|(c)\1")).needs == [None, None]
 
 
 def test_without_ignorecase_refuses_what_it_cannot_lower() -> None:

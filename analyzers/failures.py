@@ -246,7 +246,7 @@ def _prepare(text: str) -> str:
 
 def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
     """Lexicon cues of one text ("t" title, "b" body) into `ev`."""
-    document = nlp.doc(text)
+    document = nlp.lemmatized(text)  # sentences found (nlp.sentence_starts) only when a cue is
     found = rules.matcher(document)
     if not found:
         return

@@ -97,20 +97,20 @@ def _sentence_final() -> frozenset[int]:
 _NOT_SENT_START = numpy.iinfo(numpy.uint64).max  # -1, as a uint64 array holds it
 
 
-@Language.component("rlt_sentencizer")
-def _sentencizer(doc: Doc) -> Doc:
-    """spaCy's Sentencizer rule on a new Doc, read from the token arrays: a sentence starts at
-    the first token and at the first token after a sentence-final character ("." "?" "。")
-    that is neither punctuation nor another such character. (spaCy's component makes a Token
-    object per token to read the same; the flags it sets are the same, tested.)"""
-    n = len(doc)
+def sentence_starts(document: Doc) -> list[int]:
+    """The first token of each sentence as the pipeline's sentencizer splits `document`
+    ([s.start for s in doc(text).sents]), found from the token arrays: `document` needs no
+    sentence flags (a `lemmatized` one has none) and no Span object is made per sentence.
+    spaCy's Sentencizer rule: a sentence starts at the first token and at the first token
+    after a sentence-final character ("." "?" "。") that is neither punctuation nor another
+    such character."""
+    n = len(document)
     if not n:
-        return doc
-    orths, puncts = doc.to_array([ORTH, IS_PUNCT]).T.tolist()
+        return []
+    orths, puncts = document.to_array([ORTH, IS_PUNCT]).T.tolist()
     final = _sentence_final()
     ends = list(map(final.__contains__, orths))
-    flags = numpy.full(n, _NOT_SENT_START, dtype="uint64")
-    flags[0] = 1
+    starts = [0]
     if True in ends:
         j = 0
         for i in itertools.compress(range(n), ends):
@@ -120,8 +120,18 @@ def _sentencizer(doc: Doc) -> Doc:
             while j < n and (ends[j] or puncts[j]):
                 j += 1
             if j < n:
-                flags[j] = 1
-    doc.from_array([SENT_START], flags)
+                starts.append(j)
+    return starts
+
+
+@Language.component("rlt_sentencizer")
+def _sentencizer(doc: Doc) -> Doc:
+    """The sentence flags of a new Doc, at sentence_starts (spaCy's Sentencizer makes a Token
+    object per token to find the same; the flags it sets are the same, tested)."""
+    if len(doc):
+        flags = numpy.full(len(doc), _NOT_SENT_START, dtype="uint64")
+        flags[sentence_starts(doc)] = 1
+        doc.from_array([SENT_START], flags)
     return doc
 
 
@@ -218,14 +228,24 @@ def _bounded(text: str | None) -> str:
     return _LONG_RUN.sub(r"\g<0> ", text)
 
 
+@lru_cache(maxsize=1)
+def _components() -> tuple[Any, ...]:
+    return tuple(component for _, component in nlp().pipeline)
+
+
 def annotate(text: str) -> Doc:
     """nlp()(text), calling the tokenizer and each component directly: Language.__call__'s
     checks and error handling cost about as much as the sentencizer on a short text."""
-    pipeline = nlp()
-    document = pipeline.tokenizer(text)
-    for _, component in pipeline.pipeline:
+    document = nlp().tokenizer(text)
+    for component in _components():
         document = component(document)
     return document
+
+
+def lemmatized(text: str | None) -> Doc:
+    """doc(text) without the sentence flags (sentence_starts finds them when they are needed):
+    the tokens and their lemmas."""
+    return _lower_lemmatizer(nlp().tokenizer(_bounded(text)))
 
 
 def doc(text: str | None) -> Doc:
@@ -236,16 +256,6 @@ def doc(text: str | None) -> Doc:
 def sentences(text: str | None) -> list[str]:
     """Sentences of `text`, stripped, empty ones dropped."""
     return [s.text.strip() for s in doc(text).sents if s.text.strip()]
-
-
-def sentence_starts(document: Doc) -> list[int]:
-    """The first token of each sentence, [s.start for s in document.sents], read from the
-    token array (no Span object made per sentence)."""
-    if not len(document):
-        return []
-    flags = document.to_array(SENT_START)
-    flags[0] = 1  # doc.sents starts its first sentence at token 0 whatever the flag says
-    return numpy.flatnonzero(flags == 1).tolist()
 
 
 def _pattern_docs(phrases: Iterable[str], attr: str) -> list[Doc]:
@@ -501,13 +511,21 @@ class _LoweredAlternation:
         self.pattern = pattern
         self.alternatives = _alternatives(pattern.pattern)
         numbered = pattern.groups > 0
-        self.needs = [
-            None if numbered else _contained(_parser.parse(alt, pattern.flags)) for alt in self.alternatives
-        ]
+        contained = [None if numbered else _contained(_parser.parse(alt, pattern.flags)) for alt in self.alternatives]
+        self.needs = [None if c is None else tuple(sorted(c)) for c in contained]
         self._pruned: dict[tuple[int, ...], re.Pattern[str] | None] = {}
 
     def finditer(self, low: str) -> Iterator[re.Match[str]]:
-        keep = tuple(i for i, needs in enumerate(self.needs) if needs is None or any(n in low for n in needs))
+        kept: list[int] = []
+        for i, needs in enumerate(self.needs):
+            if needs is None:
+                kept.append(i)
+                continue
+            for n in needs:
+                if n in low:
+                    kept.append(i)
+                    break
+        keep = tuple(kept)
         rx = self._pruned.get(keep, self)  # `self`: not compiled yet
         if rx is self:
             if len(keep) == len(self.alternatives):
@@ -603,6 +621,8 @@ class TermSet:
 
     def search(self, text: str) -> str | None:
         """The first term (longest terms tried first) found in `text`, or None."""
+        if not text:
+            return None  # (a follow-up has no title)
         for term, left, right in self.terms:
             # `in` first: most terms are absent, and a generator per term costs more.
             if term in text:
@@ -614,6 +634,8 @@ class TermSet:
         """How many hits (up to `limit`, over all terms) and the first term found."""
         total = 0
         first = None
+        if not text:
+            return total, first
         for term, left, right in self.terms:
             if term not in text:
                 continue

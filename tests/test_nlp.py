@@ -193,6 +193,10 @@ def test_sentence_starts_are_spacys_sentencizer(pieces: list[str]) -> None:
     whole, direct = nlp.nlp()(text), nlp.annotate(text)
     assert [s.start for s in whole.sents] == nlp.sentence_starts(direct)
     assert [t.lemma_ for t in whole] == [t.lemma_ for t in direct]
+    # Without sentence flags (the failure reader's docs): the same tokens, lemmas, sentences.
+    bounded, bare = nlp.doc(text), nlp.lemmatized(text)
+    assert [(t.text, t.lemma_) for t in bounded] == [(t.text, t.lemma_) for t in bare]
+    assert [s.start for s in bounded.sents] == nlp.sentence_starts(bare)
 
 
 def test_lemma_table_answers_as_spacys_lookups_table() -> None:

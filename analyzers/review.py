@@ -182,10 +182,13 @@ class _KeyedMatchers:
     def may_match(self, key: tuple[str, int], lemmas: set[int], lowers: set[int]) -> bool:
         """Whether the matcher of `key` can find anything in a span of these lemmas and
         lower-case forms (False: every pattern lacks a required word there)."""
-        return any(
-            all(not words.isdisjoint(lemmas if lemma else lowers) for lemma, words in required)
-            for required in self.needs[key]
-        )
+        for required in self.needs[key]:  # (loops, not generators: called per sentence)
+            for lemma, words in required:
+                if words.isdisjoint(lemmas if lemma else lowers):
+                    break
+            else:
+                return True
+        return False
 
 
 def _key_of(pattern: list[dict[str, Any]]) -> tuple[str, list[str]]:

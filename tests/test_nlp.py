@@ -78,6 +78,44 @@ def test_hostile_inputs_are_bounded() -> None:
         assert time.perf_counter() - start < 5.0  # generous guard; figures live in benchmarks
 
 
+_TERMS = ["hang", "out of memory", "报错", "c++", "oom", "a-b", "x.y", "-x", "nan loss", "z"]
+_TERM_PIECES = [*_TERMS, "hangs", "change", "of", "out", "memory", "c", "+", "-", ".", " ", "_", "1",
+                "报", "错", "a", "b", "x", "y", "é", "zz", "\n"]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_TERM_PIECES), max_size=25), st.integers(min_value=0, max_value=4))
+def test_term_set_finds_what_a_scan_of_every_term_finds(pieces: list[str], limit: int) -> None:
+    # The whole-word lookup that rules terms out is only a shortcut: the first term and the
+    # counts are those of trying every term with str.find and checking its boundaries.
+    text = "".join(pieces)
+    terms = nlp.TermSet(_TERMS)
+
+    def hits(term: str, left: bool, right: bool) -> list[int]:
+        found = []
+        for pos in range(len(text)):
+            end = pos + len(term)
+            if not text.startswith(term, pos):
+                continue
+            if left and pos > 0 and text[pos - 1].isascii() and text[pos - 1].isalnum():
+                continue
+            if right and end < len(text) and text[end].isascii() and text[end].isalnum():
+                continue
+            found.append(pos)
+        return found
+
+    every = [(term, hits(term, left, right)) for term, left, right in terms.terms]
+    assert terms.search(text) == next((term for term, found in every if found), None)
+    total, first = 0, None
+    for term, found in every:
+        for _ in found[: limit - total]:
+            total += 1
+            first = first or term
+        if total >= limit:
+            break
+    assert terms.count(text, limit) == (total, first)
+
+
 def test_term_set_word_boundaries_and_cjk() -> None:
     terms = nlp.TermSet(["hang", "out of memory", "报错", "c++"])
     assert terms.search("the job hangs") is None  # "hang" is not the word "hangs"

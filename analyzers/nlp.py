@@ -304,7 +304,7 @@ def matches(matcher: Matcher | PhraseMatcher, document: Doc) -> list[Hit]:
 
 
 def has_cjk(text: str) -> bool:
-    return _CJK.search(text) is not None
+    return not text.isascii() and _CJK.search(text) is not None  # isascii: one C pass, no regex
 
 
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
@@ -593,38 +593,16 @@ class CaselessPattern:
         return len(list(itertools.islice(found, limit)))
 
 
-_ASCII_WORD = re.compile(r"[0-9A-Za-z]+")
-_LAST_ASCII_WORD = re.compile(r"[0-9A-Za-z]+$")
-
-
-@lru_cache(maxsize=32)  # a text is looked up by a dozen term sets in a row
-def _ascii_words(text: str) -> frozenset[str]:
-    """The maximal runs of ASCII letters and digits in `text`."""
-    return frozenset(_ASCII_WORD.findall(text))
-
-
 class TermSet:
     """Literal terms found with `str.find` (C speed; a regex alternation of many literals
     tries every alternative at every position). Terms whose ends are ASCII letters or digits
     only match as whole words ("hang" is not found in "change"); CJK terms match anywhere.
-    Texts are expected lower-case; terms are lower-cased here.
-
-    A term can match as a whole word only where the ASCII word it starts (ends) with is a
-    whole ASCII word of the text: one set lookup rules most terms out before `str.find`
-    scans the text for them (each scan costs about a nanosecond per character)."""
+    Texts are expected lower-case; terms are lower-cased here."""
 
     def __init__(self, terms: Iterable[str]) -> None:
         self.terms: list[tuple[str, bool, bool]] = [
             (t, t[0].isascii() and t[0].isalnum(), t[-1].isascii() and t[-1].isalnum())
             for t in sorted({str(x).lower() for x in terms if x and str(x).strip()}, key=len, reverse=True)
-        ]
-        # Per term, its first / last ASCII word when it matches only at a word's start / end.
-        self._words: list[tuple[str | None, str | None]] = [
-            (
-                _ASCII_WORD.match(t).group() if left else None,  # type: ignore[union-attr]
-                _LAST_ASCII_WORD.search(t).group() if right else None,  # type: ignore[union-attr]
-            )
-            for t, left, right in self.terms
         ]
 
     def _hits(self, text: str, term: str, left: bool, right: bool, limit: int) -> Iterable[int]:
@@ -645,10 +623,9 @@ class TermSet:
         """The first term (longest terms tried first) found in `text`, or None."""
         if not text:
             return None  # (a follow-up has no title)
-        words = _ascii_words(text)
-        for (term, left, right), (first, last) in zip(self.terms, self._words, strict=True):
+        for term, left, right in self.terms:
             # `in` first: most terms are absent, and a generator per term costs more.
-            if (first is None or first in words) and (last is None or last in words) and term in text:
+            if term in text:
                 for _ in self._hits(text, term, left, right, 1):
                     return term
         return None
@@ -659,10 +636,7 @@ class TermSet:
         first = None
         if not text:
             return total, first
-        words = _ascii_words(text)
-        for (term, left, right), (head, tail) in zip(self.terms, self._words, strict=True):
-            if (head is not None and head not in words) or (tail is not None and tail not in words):
-                continue
+        for term, left, right in self.terms:
             if term not in text:
                 continue
             for _ in self._hits(text, term, left, right, limit - total):

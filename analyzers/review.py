@@ -59,7 +59,14 @@ from pathlib import Path
 from typing import Any
 
 from analyzers import learned
-from analyzers.nlp import annotate, lemma_of_lower, load_patterns
+from analyzers.nlp import (
+    annotate,
+    has_cjk,
+    lemma_of_lower,
+    load_patterns,
+    lowered_finditer,
+    lowered_matches_alike,
+)
 from analyzers.text import strip_html_comments
 
 STATES = (
@@ -383,7 +390,6 @@ _SPEAKER = re.compile(r"\*\*([A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?)\*\*( \(a
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})\s*([\w-]*)")
 _URL = re.compile(r"https?://\S{1,2000}")
 _INWORD_HYPHEN = re.compile(r"(?<=[A-Za-z])-(?=[A-Za-z])")
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _CJK_SENT = re.compile(r"[。！？；!?;\n]")
 
 
@@ -641,7 +647,7 @@ def _scan(prose: str, rules: _Rules) -> _Found:
         for label, sub in zip(compress(sub_labels, found_subs), compress(sub_strings, found_subs), strict=True):
             present[label] = present.get(label, ()) + (sub,)
     vetoes = any(map(low_text.__contains__, rules.veto_flat))
-    cjk = bool(rules.pairs) and _CJK.search(text) is not None
+    cjk = bool(rules.pairs) and has_cjk(text)
     # A key word found in a few sentences: match those sentences only. Found in many (long
     # comments): one pass over the whole text, each match filed under its sentence.
     units_with: dict[tuple[str, int], list[int]] = {}
@@ -677,11 +683,11 @@ def _scan(prose: str, rules: _Rules) -> _Found:
             continue
         low = doc[bounds[u] : bounds[u + 1]].text.lower() if present or vetoes or cjk else ""
         if present:
-            pieces = _CJK_SENT.split(low) if _CJK.search(low) else [low]
+            pieces = _CJK_SENT.split(low) if has_cjk(low) else [low]
             for label, subs in present.items():
                 if any(s in piece for piece in pieces for s in subs):
                     labels.add(label)
-        if rules.pairs and _CJK.search(low):
+        if rules.pairs and has_cjk(low):
             for piece in _CJK_SENT.split(low):
                 for label, pairs in rules.pairs.items():
                     if any(
@@ -854,7 +860,7 @@ def _concern_features(
         n = len(seg.prose.split())
         words += n
         questions += "?" in seg.prose or "？" in seg.prose
-        asks += n >= 3 and _ASKS.search(seg.prose) is not None and not _NIT.search(seg.prose)
+        asks += n >= 3 and _asks(seg.prose) and not _NIT.search(seg.prose)
         suggestions += seg.suggestion
         if seg.path is not None and (n >= 2 or seg.suggestion):
             low = seg.path.lower()
@@ -866,7 +872,7 @@ def _concern_features(
                 code += 1
                 # A short remark on a changed line that asks for something ("remove these
                 # lines", "can we use X?"): too short for the phrase lists, not for the model.
-                code_asks += seg.suggestion or bool(_ASKS.search(seg.prose) or _IMPERATIVE.match(seg.prose))
+                code_asks += seg.suggestion or _asks(seg.prose) or _IMPERATIVE.match(seg.prose) is not None
     # Present or not: one clear sentence is the usual way a concern is raised.
     for kind in CONCERNS:
         f["strong:" + kind] = float(strong[kind] > 0)
@@ -1160,7 +1166,7 @@ def _review_comment_concerns(seg: _Segment, found: _Found) -> set[str]:
     low = seg.path.lower()
     if low.endswith((".md", ".rst", ".txt", ".ipynb")) or low.startswith(("docs/", "doc/")):
         return {"tests_or_docs"}
-    asks = seg.suggestion or (_ASKS.search(seg.prose) is not None and not _NIT.search(seg.prose))
+    asks = seg.suggestion or (_asks(seg.prose) and not _NIT.search(seg.prose))
     if not asks:
         return set()
     if "/tests/" in "/" + low or low.split("/")[-1].startswith("test_"):
@@ -1174,6 +1180,17 @@ _ASKS = re.compile(
     r"why|maybe|can we|let's|better|prefer|needs?|add|check|gat(?:e|ing)|guard)\b",
     re.I,
 )
+
+
+@lru_cache(maxsize=64)  # a remark on a file is asked about twice
+def _asks(prose: str) -> bool:
+    """_ASKS.search(prose) is not None, matched over the lower-cased prose without case
+    folding where that finds the same (analyzers.nlp.lowered_matches_alike)."""
+    if lowered_matches_alike(prose):
+        return next(lowered_finditer(_ASKS, prose.lower()), None) is not None
+    return _ASKS.search(prose) is not None
+
+
 _IMPERATIVE = re.compile(
     r"\s*(?:remove|rename|move|use|drop|delete|revert|replace|avoid|split|add|put|make|keep|"
     r"change|do not|don't|pls|please)\b",

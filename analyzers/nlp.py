@@ -497,49 +497,55 @@ def _contained(items: Any) -> frozenset[str] | None:
     return best
 
 
-class _LoweredAlternation:
-    """A pattern without IGNORECASE (without_ignorecase) as its top-level alternatives, each
-    with strings one of which any match of it contains (found by parsing it). An alternative
-    none of whose strings is in the text cannot match there, and leaving it out of the
-    alternation changes no match (the others keep their order): most texts leave one or two
-    of a dozen alternatives to try at every position. A pattern with numbered groups is tried
-    whole (a back-reference counts groups)."""
+class _Alternation:
+    """Top-level alternatives of a regular expression matched without IGNORECASE over
+    lower-cased text, each with strings one of which any match of it contains (None: not
+    known, always tried). An alternative none of whose strings is in the text cannot match
+    there, and leaving it out of the alternation changes no match (the others keep their
+    order): most texts leave one or two of a dozen alternatives to try at every position."""
 
-    def __init__(self, pattern: re.Pattern[str]) -> None:
-        from re import _parser  # type: ignore[attr-defined]
-
-        self.pattern = pattern
-        self.alternatives = _alternatives(pattern.pattern)
-        numbered = pattern.groups > 0
-        contained = [None if numbered else _contained(_parser.parse(alt, pattern.flags)) for alt in self.alternatives]
-        self.needs = [None if c is None else tuple(sorted(c)) for c in contained]
+    def __init__(self, alternatives: Sequence[str], needs: Sequence[Sequence[str] | None], flags: int = 0) -> None:
+        self.alternatives = list(alternatives)
+        self.needs = [None if n is None else tuple(n) for n in needs]
+        self.flags = flags
         self._pruned: dict[tuple[int, ...], re.Pattern[str] | None] = {}
 
-    def finditer(self, low: str) -> Iterator[re.Match[str]]:
+    def pruned(self, low: str) -> re.Pattern[str] | None:
+        """The alternation of the alternatives that can match in `low` (None: none can)."""
         kept: list[int] = []
         for i, needs in enumerate(self.needs):
             if needs is None:
                 kept.append(i)
                 continue
-            for n in needs:
+            for n in needs:  # (a loop: stops at the first string found)
                 if n in low:
                     kept.append(i)
                     break
         keep = tuple(kept)
         rx = self._pruned.get(keep, self)  # `self`: not compiled yet
         if rx is self:
-            if len(keep) == len(self.alternatives):
-                rx = self.pattern
-            else:
-                rx = re.compile("|".join(self.alternatives[i] for i in keep), self.pattern.flags) if keep else None
+            rx = re.compile("|".join(self.alternatives[i] for i in keep), self.flags) if keep else None
             if len(self._pruned) < 256:
                 self._pruned[keep] = rx
-        return iter(()) if rx is None else rx.finditer(low)  # type: ignore[union-attr]
+        return rx  # type: ignore[return-value]
+
+    def finditer(self, low: str) -> Iterator[re.Match[str]]:
+        rx = self.pruned(low)
+        return iter(()) if rx is None else rx.finditer(low)
 
 
 @lru_cache(maxsize=64)
-def _lowered_alternation(pattern: re.Pattern[str]) -> _LoweredAlternation:
-    return _LoweredAlternation(without_ignorecase(pattern))
+def _lowered_alternation(pattern: re.Pattern[str]) -> _Alternation:
+    """without_ignorecase(pattern) as an _Alternation, the strings of each alternative found
+    by parsing it. A pattern with numbered groups is tried whole (a back-reference counts
+    groups)."""
+    from re import _parser  # type: ignore[attr-defined]
+
+    lowered = without_ignorecase(pattern)
+    alternatives = _alternatives(lowered.pattern)
+    numbered = lowered.groups > 0
+    contained = [None if numbered else _contained(_parser.parse(alt, lowered.flags)) for alt in alternatives]
+    return _Alternation(alternatives, [None if c is None else sorted(c) for c in contained], lowered.flags)
 
 
 def lowered_finditer(pattern: re.Pattern[str], low: str) -> Iterator[re.Match[str]]:
@@ -564,30 +570,13 @@ class CaselessPattern:
     def __init__(self, *alternatives: tuple[str, tuple[str, ...]]) -> None:
         for pattern, needs in alternatives:
             _lower_case_only(pattern, needs)
-        self.alternatives = alternatives
         self.ignorecase = re.compile("|".join(p for p, _ in alternatives), re.IGNORECASE)
-        self._pruned: dict[tuple[int, ...], re.Pattern[str] | None] = {}
-        # Every literal, with the alternative it belongs to: looked for in C, in one map.
-        self._needs = tuple(n for _, needs in alternatives for n in needs)
-        self._owner = tuple(i for i, (_, needs) in enumerate(alternatives) for _ in needs)
-
-    def _lowered(self, low: str) -> re.Pattern[str] | None:
-        """The alternation of the alternatives that can match in `low` (None: none can)."""
-        keep = tuple(sorted(set(itertools.compress(self._owner, map(low.__contains__, self._needs)))))
-        rx = self._pruned.get(keep, self)  # `self`: not compiled yet
-        if rx is self:
-            rx = re.compile("|".join(self.alternatives[i][0] for i in keep)) if keep else None
-            self._pruned[keep] = rx
-        return rx  # type: ignore[return-value]
+        self._lowered = _Alternation([p for p, _ in alternatives], [needs for _, needs in alternatives])
 
     def count(self, text: str, limit: int) -> int:
         """How many matches finditer gives, up to `limit`."""
         if lowered_matches_alike(text):
-            low = text.lower()
-            rx = self._lowered(low)
-            if rx is None:
-                return 0
-            found = rx.finditer(low)
+            found = self._lowered.finditer(text.lower())
         else:
             found = self.ignorecase.finditer(text)
         return len(list(itertools.islice(found, limit)))

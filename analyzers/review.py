@@ -1182,7 +1182,7 @@ _ASKS = re.compile(
 )
 
 
-@lru_cache(maxsize=64)  # a remark on a file is asked about twice
+@lru_cache(maxsize=16)  # a remark on a file is asked about twice
 def _asks(prose: str) -> bool:
     """_ASKS.search(prose) is not None, matched over the lower-cased prose without case
     folding where that finds the same (analyzers.nlp.lowered_matches_alike)."""

@@ -145,36 +145,29 @@ _MEMO_ENTRIES = 50_000  # per expression; past it, strings are looked up as befo
 _MEMO_LENGTH = 80  # longer strings (rare: text is cut into runs of 80) are not kept
 
 
-def _remembered(search: Any) -> Any:
-    if search is None:
-        return None
-    answers: dict[str, Any] = {}
+class _Memo(dict):  # type: ignore[type-arg]
+    """The answers of `compute` per string, kept as they are first asked for (up to
+    _MEMO_ENTRIES strings of up to _MEMO_LENGTH characters). The tokenizer calls the memo's
+    __getitem__: a string seen before is answered in C, without a Python call."""
 
-    def remembered(string: str) -> Any:
-        found = answers.get(string, answers)
-        if found is answers:
-            found = search(string)
-            if len(answers) < _MEMO_ENTRIES and len(string) <= _MEMO_LENGTH:
-                answers[string] = found
+    def __init__(self, compute: Any) -> None:
+        super().__init__()
+        self._compute = compute
+
+    def __missing__(self, string: str) -> Any:
+        found = self._compute(string)
+        if len(self) < _MEMO_ENTRIES and len(string) <= _MEMO_LENGTH:
+            self[string] = found
         return found
 
-    return remembered
+
+def _remembered(search: Any) -> Any:
+    return None if search is None else _Memo(search).__getitem__
 
 
 def _remembered_all(finditer: Any) -> Any:
-    if finditer is None:
-        return None
-    answers: dict[str, tuple[Any, ...]] = {}
-
-    def remembered(string: str) -> Any:
-        found = answers.get(string)
-        if found is None:
-            found = tuple(finditer(string))
-            if len(answers) < _MEMO_ENTRIES and len(string) <= _MEMO_LENGTH:
-                answers[string] = found
-        return iter(found)
-
-    return remembered
+    # The matches as a tuple: the tokenizer reads them through list() (Tokenizer.find_infix).
+    return None if finditer is None else _Memo(lambda string: tuple(finditer(string))).__getitem__
 
 
 def _remembering_tokenizer() -> Any:

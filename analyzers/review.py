@@ -572,7 +572,7 @@ def _lemma_fix_hashes(vocab: Any) -> dict[int, str]:
 def _scan(prose: str, rules: _Rules) -> _Found:
     """Signals and concerns of one person's prose. Units are sentences, also cut at line
     breaks (bullet lists carry no full stops)."""
-    from spacy.attrs import IS_SPACE, LEMMA, LOWER, SENT_START
+    from spacy.attrs import IDX, IS_SPACE, LEMMA, LENGTH, LOWER, SENT_START
 
     found = _Found()
     text = _clean(prose[:_SCAN_CHARS]).strip()
@@ -584,7 +584,9 @@ def _scan(prose: str, rules: _Rules) -> _Found:
     # Integer arrays, no Token objects: unit boundaries and, per unit, the key words it holds;
     # the Python loops visit only the tokens that matter (key words, pair words, line breaks).
     strings = doc.vocab.strings
-    lemmas, lowers, sent_starts, spaces = doc.to_array([LEMMA, LOWER, SENT_START, IS_SPACE]).T.tolist()
+    lemmas, lowers, sent_starts, spaces, offsets, lengths = doc.to_array(
+        [LEMMA, LOWER, SENT_START, IS_SPACE, IDX, LENGTH]
+    ).T.tolist()
     n = len(lemmas)
     raw_lemmas = list(lemmas)  # requests are read from spaCy's own lemmas
     for i in compress(range(n), map(fixes.__contains__, lowers)):
@@ -615,6 +617,12 @@ def _scan(prose: str, rules: _Rules) -> _Found:
         if lowers[i] in pair_words:
             words.add(lowers[i])
     bounds.append(n)
+
+    def unit_text(u: int) -> str:
+        # doc[bounds[u] : bounds[u + 1]].text, from the token offsets (no Span made per unit)
+        last = bounds[u + 1] - 1
+        return text[offsets[bounds[u]] : offsets[last] + lengths[last]]
+
     # A unit asks for something: a request word or a question mark anywhere in it, or a
     # request verb as its first or second word (the lemma as spaCy gave it, before the fixes).
     ask_words, imperatives = rules.ask_words, rules.ask_imperatives
@@ -630,7 +638,7 @@ def _scan(prose: str, rules: _Rules) -> _Found:
     for u, (words, asks) in enumerate(zip(words_of_unit, asks_of_unit, strict=True)):
         if asks and words:
             found.requested.update(k for k, topic in rules.topics.items() if words & topic)
-        if asks and _IDENTIFIER.search(doc[bounds[u] : bounds[u + 1]].text):
+        if asks and _IDENTIFIER.search(unit_text(u)):
             found.code_requests += 1
         if len(words) < 2:
             continue
@@ -681,7 +689,7 @@ def _scan(prose: str, rules: _Rules) -> _Found:
         labels = labels_of[u]
         if not labels and not present and not cjk:
             continue
-        low = doc[bounds[u] : bounds[u + 1]].text.lower() if present or vetoes or cjk else ""
+        low = unit_text(u).lower() if present or vetoes or cjk else ""
         if present:
             pieces = _CJK_SENT.split(low) if has_cjk(low) else [low]
             for label, subs in present.items():

@@ -863,8 +863,8 @@ def _post_features(title: str | None, body: str | None, kind: str | None = None,
     """The opening post's features (see failure_features); `grams`: with the hashed n-grams.
     Without them (a follow-up) only the families follow_up_features keeps are computed."""
 
-    def wanted(family: str) -> bool:
-        return grams or family.startswith(_FOLLOW_UP_FAMILIES)
+    def wanted(family: str) -> bool:  # a kept family holds, or is held in, `family`
+        return grams or family.startswith(_FOLLOW_UP_FAMILIES) or any(f.startswith(family) for f in _FOLLOW_UP_FAMILIES)
 
     rules = _rules()
     title = (title or "")[:MAX_TITLE]

@@ -569,6 +569,27 @@ def _lemma_fix_hashes(vocab: Any) -> dict[int, str]:
     return {vocab.strings.add(k): v for k, v in _LEMMA_FIXES.items()}
 
 
+# id(substrings) -> (substrings, positions of the ASCII ones)
+_ASCII_AT: dict[int, tuple[tuple[str, ...], tuple[int, ...]]] = {}
+
+
+def _substrings_in(low: str, substrings: tuple[str, ...]) -> list[bool]:
+    """[s in low for s in substrings]. Most of the table is Chinese: an ASCII text is only
+    searched for the ASCII ones (the others cannot be in it)."""
+    if not low.isascii():
+        return list(map(low.__contains__, substrings))
+    known = _ASCII_AT.get(id(substrings))
+    if known is None or known[0] is not substrings:
+        if len(_ASCII_AT) > 16:  # pattern tables rebuilt (tests): keep it bounded
+            _ASCII_AT.clear()
+        known = _ASCII_AT[id(substrings)] = (substrings, tuple(i for i, x in enumerate(substrings) if x.isascii()))
+    found = [False] * len(substrings)
+    for i in known[1]:
+        if substrings[i] in low:
+            found[i] = True
+    return found
+
+
 def _scan(prose: str, rules: _Rules) -> _Found:
     """Signals and concerns of one person's prose. Units are sentences, also cut at line
     breaks (bullet lists carry no full stops)."""
@@ -650,7 +671,7 @@ def _scan(prose: str, rules: _Rules) -> _Found:
     # Every substring of every label tried in C; the labels of those found, in table order.
     present: dict[str, tuple[str, ...]] = {}
     sub_labels, sub_strings = rules.sub_flat
-    found_subs = list(map(low_text.__contains__, sub_strings))
+    found_subs = _substrings_in(low_text, sub_strings)
     if any(found_subs):
         for label, sub in zip(compress(sub_labels, found_subs), compress(sub_strings, found_subs), strict=True):
             present[label] = present.get(label, ()) + (sub,)

@@ -54,7 +54,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from itertools import compress, repeat
-from operator import is_not, mul, or_
+from operator import eq, is_not, mul, or_
 from pathlib import Path
 from typing import Any
 
@@ -614,7 +614,7 @@ def _scan(prose: str, rules: _Rules) -> _Found:
         doc[i].lemma_ = fixes[lowers[i]]
         lemmas[i] = strings[fixes[lowers[i]]]
     # A unit starts at a sentence start and after a whitespace token holding a line break.
-    cuts = set(compress(range(n), map((1).__eq__, sent_starts)))
+    cuts = set(compress(range(n), map(eq, sent_starts, repeat(1))))
     cuts.update(i + 1 for i in compress(range(n), spaces) if "\n" in strings[lowers[i]])
     cuts.discard(0)
     bounds: list[int] = [0, *sorted(c for c in cuts if c < n)]

@@ -70,6 +70,20 @@ def lemma_of_lower(low: str) -> str:
     return _LEMMA_OVERRIDES.get(low) or _lemma_table().get(low, low)
 
 
+@lru_cache(maxsize=1)
+def _lower_forms() -> dict[str, frozenset[str]]:
+    forms: dict[str, set[str]] = {}
+    for low in itertools.chain(_lemma_table(), _LEMMA_OVERRIDES):
+        forms.setdefault(lemma_of_lower(low), set()).add(low)
+    return {lemma: frozenset(words) for lemma, words in forms.items()}
+
+
+def lower_forms(lemma: str) -> frozenset[str]:
+    """Every lower-case form of a token the pipeline gives the lemma `lemma`: the words
+    lemma_of_lower maps to it (a word the table does not know is its own lemma)."""
+    return _lower_forms().get(lemma, frozenset()) | {lemma}
+
+
 @Language.component("rlt_lower_lemmatizer")
 def _lower_lemmatizer(doc: Doc) -> Doc:
     if not len(doc):

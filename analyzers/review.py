@@ -64,6 +64,7 @@ from analyzers.nlp import (
     has_cjk,
     lemma_of_lower,
     load_patterns,
+    lower_forms,
     lowered_finditer,
     lowered_matches_alike,
 )
@@ -162,10 +163,14 @@ class _KeyedMatchers:
         # pattern's required tokens may be: (True for a lemma / False for a lower-case form,
         # their hashes). A text lacking every word of one of them holds no match of it.
         self.needs: dict[tuple[str, int], set[tuple[tuple[bool, frozenset[int]], ...]]] = {}
+        # label -> the key (attr name, words) of each of its patterns: a text holding none
+        # of a label's key words is never handed to a matcher of that label.
+        self.keys_of: dict[str, list[tuple[str, list[str]]]] = {}
 
     def add(self, label: str, patterns: list[list[dict[str, Any]]]) -> None:
         for pattern in patterns:
             attr, keys = _key_of(pattern)
+            self.keys_of.setdefault(label, []).append((attr, keys))
             for key in keys:
                 hkey = (attr, self._vocab.strings.add(key))
                 matcher = self.by_key.get(hkey)
@@ -1288,7 +1293,7 @@ def _state(
                     reasons.append("author_comment_close")
                     return "closed_by_author"
                 break
-        if last_other_closing < 0 and "author_close" in _scan(_body_prose(thread), rules).signals:
+        if last_other_closing < 0 and _raises("author_close", _body_prose(thread), rules):
             reasons.append("author_body_close")
             return "closed_by_author"
 
@@ -1339,7 +1344,46 @@ _FIXED = re.compile(r"\b(?:fix|fixed|fixes|resolved|merged|landed|done|implement
 
 
 def _looks_stale_sweep(seg: _Segment, rules: _Rules) -> bool:
-    return "lapse" in _scan(seg.raw[:4000], rules).signals
+    return _raises("lapse", seg.raw[:4000], rules)
+
+
+def _raises(label: str, prose: str, rules: _Rules) -> bool:
+    """label in _scan(prose, rules).signals, without the scan when the text holds none of the
+    strings the label needs (_label_strings): a closing note is rare in an opening post."""
+    needs = _label_strings(label, rules)
+    if needs is not None:
+        text = _clean(prose[:_SCAN_CHARS]).strip()
+        if not has_cjk(text):  # (Chinese word pairs are not in the strings)
+            low = text.lower()
+            if not any(s in low for s in needs):
+                return False
+    return label in _scan(prose, rules).signals
+
+
+# (id(rules), label) -> (rules, the label's strings)
+_LABEL_STRINGS: dict[tuple[int, str], tuple[_Rules, tuple[str, ...] | None]] = {}
+
+
+def _label_strings(label: str, rules: _Rules) -> tuple[str, ...] | None:
+    """Strings one of which the lower-cased cleaned text (_clean) holds whenever _scan finds
+    `label` there: its substrings, and every lower-case form of the key word of each of its
+    patterns (a LEMMA key by all the words lemmatised to it, with _LEMMA_FIXES). None when
+    not known (a Greek sigma lower-cases by context, so its forms are not looked for)."""
+    hit = _LABEL_STRINGS.get((id(rules), label))
+    if hit is not None and hit[0] is rules:
+        return hit[1]
+    strings = set(rules.sub.get(label, ()))
+    for attr, words in rules.matchers.keys_of.get(label, ()):
+        for word in words:
+            if attr == "LOWER":
+                strings.add(word)
+            else:
+                strings |= lower_forms(word) | {low for low, lemma in _LEMMA_FIXES.items() if lemma == word}
+    found = None if any("\u03c3" in s or "\u03c2" in s for s in strings) else tuple(sorted(strings))
+    if len(_LABEL_STRINGS) > 16:
+        _LABEL_STRINGS.clear()
+    _LABEL_STRINGS[(id(rules), label)] = (rules, found)
+    return found
 
 
 def _last_index(segs: Iterable[_Segment], pred: Any) -> int:

@@ -326,3 +326,11 @@ def test_without_ignorecase_refuses_what_it_cannot_lower() -> None:
     with pytest.raises(ValueError):
         nlp.without_ignorecase(re.compile(r"\bgrpo\b"))  # not case-insensitive to begin with
     assert nlp.without_ignorecase(re.compile(r"(?i)\bgrpo\b")).pattern == r"\bgrpo\b"
+
+
+def test_lower_forms_are_every_word_lemmatised_so() -> None:
+    forms = nlp.lower_forms("close")
+    assert {"close", "closed", "closes", "closing"} <= forms
+    assert all(nlp.lemma_of_lower(w) == "close" for w in forms)
+    assert nlp.lower_forms("do") >= {"does", "did", "doing"}  # "does" by the override
+    assert nlp.lower_forms("qwzlrx") == {"qwzlrx"}  # unknown words are their own lemma

@@ -2461,3 +2461,30 @@ def test_matchers_skipped_on_real_comments_find_nothing(shared_dir: Path) -> Non
         if line.strip():
             texts += [str(c.get("body") or "")[:4000] for c in json.loads(line).get("comments") or []]
     assert _texts_and_matches(texts[:300]) > 50
+
+
+def test_a_signal_is_only_looked_for_in_texts_holding_its_strings(shared_dir: Path) -> None:
+    # _raises skips the scan of a text that holds none of the strings a signal needs: on the
+    # labelled opening posts and comments it answers as the scan does, and skips most scans.
+    import json
+
+    from analyzers import review
+
+    rules = review._rules()
+    texts = []
+    for split in ("train", "dev"):
+        for line in (shared_dir / "eval" / split / "threads.jsonl").read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                thread = json.loads(line)
+                texts += [review._body_prose(thread), str(thread.get("body") or "")]
+                texts += [str(c.get("body") or "") for c in thread.get("comments") or []]
+    skipped = 0
+    for text in texts[:1500]:
+        for label in ("author_close", "lapse"):
+            assert review._raises(label, text, rules) == (label in review._scan(text, rules).signals)
+            needs = review._label_strings(label, rules)
+            assert needs is not None
+            skipped += not any(s in review._clean(text[:16_384]).strip().lower() for s in needs)
+    assert skipped > 1000  # of 3,000 scans
+    assert review._raises("author_close", "Oops, I opened this by mistake. Closing.", rules)
+    assert not review._raises("author_close", "Thanks for the quick reply!", rules)

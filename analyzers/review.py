@@ -163,14 +163,14 @@ class _KeyedMatchers:
         # pattern's required tokens may be: (True for a lemma / False for a lower-case form,
         # their hashes). A text lacking every word of one of them holds no match of it.
         self.needs: dict[tuple[str, int], set[tuple[tuple[bool, frozenset[int]], ...]]] = {}
-        # label -> the key (attr name, words) of each of its patterns: a text holding none
-        # of a label's key words is never handed to a matcher of that label.
-        self.keys_of: dict[str, list[tuple[str, list[str]]]] = {}
+        # label -> per pattern, the (attr name, words) of each of its required tokens: a
+        # pattern matches only where each of them is one of its words.
+        self.required_of: dict[str, list[list[tuple[str, list[str]]]]] = {}
 
     def add(self, label: str, patterns: list[list[dict[str, Any]]]) -> None:
         for pattern in patterns:
             attr, keys = _key_of(pattern)
-            self.keys_of.setdefault(label, []).append((attr, keys))
+            self.required_of.setdefault(label, []).append(_required_words(pattern))
             for key in keys:
                 hkey = (attr, self._vocab.strings.add(key))
                 matcher = self.by_key.get(hkey)
@@ -182,14 +182,8 @@ class _KeyedMatchers:
                 self.needs.setdefault(hkey, set()).add(self._required(pattern))
 
     def _required(self, pattern: list[dict[str, Any]]) -> tuple[tuple[bool, frozenset[int]], ...]:
-        required = []
-        for spec in pattern:
-            for attr in ("LEMMA", "LOWER"):
-                value = spec.get(attr)
-                if value is not None and spec.get("OP") is None:
-                    words = value["IN"] if isinstance(value, dict) else [value]
-                    required.append((attr == "LEMMA", frozenset(map(self._vocab.strings.add, words))))
-        return tuple(required)
+        add = self._vocab.strings.add
+        return tuple((attr == "LEMMA", frozenset(map(add, words))) for attr, words in _required_words(pattern))
 
     def may_match(self, key: tuple[str, int], lemmas: set[int], lowers: set[int]) -> bool:
         """Whether the matcher of `key` can find anything in a span of these lemmas and
@@ -201,6 +195,17 @@ class _KeyedMatchers:
             else:
                 return True
         return False
+
+
+def _required_words(pattern: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    """(attr name, words) of each token of `pattern` that must be present (no OP)."""
+    required = []
+    for spec in pattern:
+        for attr in ("LEMMA", "LOWER"):
+            value = spec.get(attr)
+            if value is not None and spec.get("OP") is None:
+                required.append((attr, list(value["IN"]) if isinstance(value, dict) else [value]))
+    return required
 
 
 def _key_of(pattern: list[dict[str, Any]]) -> tuple[str, list[str]]:
@@ -1348,41 +1353,55 @@ def _looks_stale_sweep(seg: _Segment, rules: _Rules) -> bool:
 
 
 def _raises(label: str, prose: str, rules: _Rules) -> bool:
-    """label in _scan(prose, rules).signals, without the scan when the text holds none of the
-    strings the label needs (_label_strings): a closing note is rare in an opening post."""
-    needs = _label_strings(label, rules)
+    """label in _scan(prose, rules).signals, without the scan when the text cannot hold it
+    (_may_raise): a closing note is rare in an opening post."""
+    needs = _label_needs(label, rules)
     if needs is not None:
         text = _clean(prose[:_SCAN_CHARS]).strip()
-        if not has_cjk(text):  # (Chinese word pairs are not in the strings)
-            low = text.lower()
-            if not any(s in low for s in needs):
-                return False
+        if not has_cjk(text) and not _may_raise(text.lower(), *needs):  # (no Chinese pairs)
+            return False
     return label in _scan(prose, rules).signals
 
 
-# (id(rules), label) -> (rules, the label's strings)
-_LABEL_STRINGS: dict[tuple[int, str], tuple[_Rules, tuple[str, ...] | None]] = {}
+def _may_raise(low: str, substrings: tuple[str, ...], patterns: tuple[tuple[tuple[str, ...], ...], ...]) -> bool:
+    if any(s in low for s in substrings):
+        return True
+    # A pattern: every required token present, one of its lower-case forms each.
+    return any(all(any(f in low for f in forms) for forms in pattern) for pattern in patterns)
 
 
-def _label_strings(label: str, rules: _Rules) -> tuple[str, ...] | None:
-    """Strings one of which the lower-cased cleaned text (_clean) holds whenever _scan finds
-    `label` there: its substrings, and every lower-case form of the key word of each of its
-    patterns (a LEMMA key by all the words lemmatised to it, with _LEMMA_FIXES). None when
-    not known (a Greek sigma lower-cases by context, so its forms are not looked for)."""
-    hit = _LABEL_STRINGS.get((id(rules), label))
+_Needs = tuple[tuple[str, ...], tuple[tuple[tuple[str, ...], ...], ...]]
+# (id(rules), label) -> (rules, the label's needs)
+_LABEL_NEEDS: dict[tuple[int, str], tuple[_Rules, _Needs | None]] = {}
+
+
+def _label_needs(label: str, rules: _Rules) -> _Needs | None:
+    """What the lower-cased cleaned text (_clean) holds whenever _scan finds `label` there: one
+    of its substrings, or for one of its patterns every required token, as one of the
+    lower-case forms of its words (a LEMMA by every word lemmatised to it, _LEMMA_FIXES too).
+    None when not known (a Greek sigma lower-cases by context, so its forms are not looked
+    for)."""
+    hit = _LABEL_NEEDS.get((id(rules), label))
     if hit is not None and hit[0] is rules:
         return hit[1]
-    strings = set(rules.sub.get(label, ()))
-    for attr, words in rules.matchers.keys_of.get(label, ()):
-        for word in words:
-            if attr == "LOWER":
-                strings.add(word)
-            else:
-                strings |= lower_forms(word) | {low for low, lemma in _LEMMA_FIXES.items() if lemma == word}
-    found = None if any("\u03c3" in s or "\u03c2" in s for s in strings) else tuple(sorted(strings))
-    if len(_LABEL_STRINGS) > 16:
-        _LABEL_STRINGS.clear()
-    _LABEL_STRINGS[(id(rules), label)] = (rules, found)
+    patterns = []
+    for required in rules.matchers.required_of.get(label, ()):
+        tokens = []
+        for attr, words in required:
+            forms: set[str] = set()
+            for word in words:
+                if attr == "LOWER":
+                    forms.add(word)
+                else:
+                    forms |= lower_forms(word) | {low for low, lemma in _LEMMA_FIXES.items() if lemma == word}
+            tokens.append(tuple(sorted(forms)))
+        patterns.append(tuple(tokens))
+    needs = (tuple(rules.sub.get(label, ())), tuple(patterns))
+    every = [*needs[0], *(f for p in patterns for forms in p for f in forms)]
+    found = None if any("\u03c3" in s or "\u03c2" in s for s in every) else needs
+    if len(_LABEL_NEEDS) > 16:
+        _LABEL_NEEDS.clear()
+    _LABEL_NEEDS[(id(rules), label)] = (rules, found)
     return found
 
 

@@ -70,18 +70,15 @@ def lemma_of_lower(low: str) -> str:
     return _LEMMA_OVERRIDES.get(low) or _lemma_table().get(low, low)
 
 
-@lru_cache(maxsize=1)
-def _lower_forms() -> dict[str, frozenset[str]]:
-    forms: dict[str, set[str]] = {}
-    for low in itertools.chain(_lemma_table(), _LEMMA_OVERRIDES):
-        forms.setdefault(lemma_of_lower(low), set()).add(low)
+def lower_forms(lemmas: Iterable[str]) -> dict[str, frozenset[str]]:
+    """For each of `lemmas`, every lower-case form of a token the pipeline gives that lemma:
+    the words lemma_of_lower maps to it (a word the table does not know is its own lemma).
+    One pass over the table for all of them."""
+    forms: dict[str, set[str]] = {lemma: {lemma} for lemma in lemmas}
+    for low, lemma in itertools.chain(_lemma_table().items(), _LEMMA_OVERRIDES.items()):
+        if lemma in forms and lemma_of_lower(low) == lemma:
+            forms[lemma].add(low)
     return {lemma: frozenset(words) for lemma, words in forms.items()}
-
-
-def lower_forms(lemma: str) -> frozenset[str]:
-    """Every lower-case form of a token the pipeline gives the lemma `lemma`: the words
-    lemma_of_lower maps to it (a word the table does not know is its own lemma)."""
-    return _lower_forms().get(lemma, frozenset()) | {lemma}
 
 
 @Language.component("rlt_lower_lemmatizer")

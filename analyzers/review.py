@@ -1384,8 +1384,10 @@ def _label_needs(label: str, rules: _Rules) -> _Needs | None:
     hit = _LABEL_NEEDS.get((id(rules), label))
     if hit is not None and hit[0] is rules:
         return hit[1]
+    of_label = rules.matchers.required_of.get(label, [])
+    lemma_forms = lower_forms(w for required in of_label for attr, words in required if attr == "LEMMA" for w in words)
     patterns = []
-    for required in rules.matchers.required_of.get(label, ()):
+    for required in of_label:
         tokens = []
         for attr, words in required:
             forms: set[str] = set()
@@ -1393,7 +1395,7 @@ def _label_needs(label: str, rules: _Rules) -> _Needs | None:
                 if attr == "LOWER":
                     forms.add(word)
                 else:
-                    forms |= lower_forms(word) | {low for low, lemma in _LEMMA_FIXES.items() if lemma == word}
+                    forms |= lemma_forms[word] | {low for low, lemma in _LEMMA_FIXES.items() if lemma == word}
             tokens.append(tuple(sorted(forms)))
         patterns.append(tuple(tokens))
     needs = (tuple(rules.sub.get(label, ())), tuple(patterns))

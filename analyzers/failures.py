@@ -41,7 +41,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -244,22 +244,21 @@ def _prepare(text: str) -> str:
     return text.translate(_JOINERS)
 
 
-def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> list[str]:
-    """Lexicon cues of one text ("t" title, "b" body) into `ev`; returns its word tokens."""
-    document = nlp.doc(text)
-    tokens = learned.word_tokens(text)
+def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
+    """Lexicon cues of one text ("t" title, "b" body) into `ev`."""
+    document = nlp.lemmatized(text)  # sentences found (nlp.sentence_starts) only when a cue is
     found = rules.matcher(document)
     if not found:
-        return tokens
+        return
     strings = document.vocab.strings
     hits, symptom_hits = [], []
     for hit in found:
         (symptom_hits if strings[hit[0]][0] == "~" else hits).append(hit)
     # Sentence starts, so pairs never cross a sentence boundary (bisect per lookup).
-    starts = [sent.start for sent in document.sents]
+    starts = nlp.sentence_starts(document)
     _symptoms(document, symptom_hits, starts, where, ev)
     if not hits:
-        return tokens
+        return
 
     def sent_of(i: int) -> int:
         return bisect.bisect_right(starts, i)
@@ -309,7 +308,6 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> list[str]:
                     ev.add(cat, f"{where}{cue}", document[lo:hi].text)
                     used += 1
                     break
-    return tokens
 
 
 # A negated rise or fall is its own move: "the reward does not increase" (reward|not_up) is a
@@ -731,19 +729,27 @@ class _Sentences:
     def __init__(self, text: str) -> None:
         self.text = text
         self.low = text.lower()
-        self.starts = [0] + [m.end() for m in itertools.islice(_SENTENCE_END.finditer(text), MAX_SENTENCES)]
         # The anchors' matches, at the same offsets, over the lower-cased text without
         # IGNORECASE when that finds the same (nlp.without_ignorecase): cheaper to scan.
         self.caseless = nlp.lowered_matches_alike(text)
 
     def _finditer(self, pattern: re.Pattern[str]) -> Iterator[re.Match[str]]:
         if self.caseless and pattern.flags & re.IGNORECASE:
-            return nlp.without_ignorecase(pattern).finditer(self.low)
+            return nlp.lowered_finditer(pattern, self.low)
         return pattern.finditer(self.text)
+
+    @cached_property
+    def starts(self) -> list[int]:
+        # Found when an anchor is: most texts have none.
+        return [0] + [m.end() for m in itertools.islice(_SENTENCE_END.finditer(self.text), MAX_SENTENCES)]
 
     def may_hold(self, pattern: re.Pattern[str]) -> bool:
         # A substring every match contains: most posts skip most patterns at C speed.
-        return any(key in self.low for key in _GATES[pattern])
+        low = self.low
+        for key in _GATES[pattern]:
+            if key in low:
+                return True
+        return False
 
     def around(self, pos: int) -> str:
         """The sentence holding `pos`, at most MAX_SENTENCE characters around it."""
@@ -883,7 +889,12 @@ def failure_features(
 
 
 def _post_features(title: str | None, body: str | None, kind: str | None = None, grams: bool = True) -> FailureFeatures:
-    """The opening post's features (see failure_features); `grams`: with the hashed n-grams."""
+    """The opening post's features (see failure_features); `grams`: with the hashed n-grams.
+    Without them (a follow-up) only the families follow_up_features keeps are computed."""
+
+    def wanted(family: str) -> bool:  # a kept family holds, or is held in, `family`
+        return grams or family.startswith(_FOLLOW_UP_FAMILIES) or any(f.startswith(family) for f in _FOLLOW_UP_FAMILIES)
+
     rules = _rules()
     title = (title or "")[:MAX_TITLE]
     split = nlp.split_markdown(body)
@@ -891,8 +902,10 @@ def _post_features(title: str | None, body: str | None, kind: str | None = None,
     prose, config_lines = _drop_config_lines(visible_text(raw_prose))
     feats = learned.Features()
     ev = _Evidence()
-    title_tokens = _english(_prepare(title), "t", rules, ev) if title else []
-    prose_tokens = _english(_prepare(prose), "b", rules, ev) if prose.strip() else []
+    if title:
+        _english(_prepare(title), "t", rules, ev)
+    if prose.strip():
+        _english(_prepare(prose), "b", rules, ev)
     if nlp.has_cjk(title) or nlp.has_cjk(prose):
         _chinese(title, "t", rules, ev)
         _chinese(prose, "b", rules, ev)
@@ -924,26 +937,28 @@ def _post_features(title: str | None, body: str | None, kind: str | None = None,
         feats.add("run_and_category_cue")
     if "moe" in ev.context:
         feats.add("context:moe")
-    if _PREFERENCE.count(title + "\n" + raw_prose[:MAX_SPEAKER_TEXT], 1):
+    if wanted("context:") and _PREFERENCE.count(title + "\n" + raw_prose[:MAX_SPEAKER_TEXT], 1):
         feats.add("context:preference")
     cues = _negatives(title, raw_prose, split.code, rules, feats)
     if kind in ("pull_request", "discussion"):
         feats.add(f"kind:{kind}")
     if split.code.strip():
         feats.add("has_code")
-    _speaker(title, raw_prose, run, symptom or cue, feats)
+    if wanted("speaker:"):
+        _speaker(title, raw_prose, run, symptom or cue, feats)
     # Screenshots of curves: "a curve showing the symptom is a report".
     images = raw_prose.count("<img") + raw_prose.count("![")
     if images:
         feats.add("images", min(images, 4))
     # Output degenerating into one repeated character ("!!!!!!!!", "的的的的的的的的").
     # Prose only: pasted logs repeat characters in progress bars.
-    if _REPEATED_CHAR.search(title) or _REPEATED_CHAR.search(prose):
+    if wanted("repeated_char") and (_REPEATED_CHAR.search(title) or _REPEATED_CHAR.search(prose)):
         feats.add("repeated_char")
     _situation(title, prose, symptom, feats)
     if grams:
-        feats.add_tokens("t", title_tokens)
-        feats.add_tokens("w", prose_tokens)
+        # The joiners _prepare turns into spaces are never part of a word token.
+        feats.add_tokens("t", learned.word_tokens(title) if title else [])
+        feats.add_tokens("w", learned.word_tokens(prose) if prose.strip() else [])
         feats.add_grams("tc", learned.cjk_grams(title))
         feats.add_grams("wc", learned.cjk_grams(prose))
     return FailureFeatures(feats.vector(), ev.phrases[:12], cues[:6], "moe" in ev.context)

@@ -103,7 +103,7 @@ def cached_map(items: list[K], cache: dict[K, V], compute: Callable[[K], V], lim
     computed once each (a repeat within `items` reads the cache) and cached while the cache
     holds fewer than `limit` entries. `compute` must be a pure function of the item."""
     out: list[Any] = list(map(cache.get, items))
-    if None in out:
+    if not all(out):  # (cheaper than `None in out`; a falsy value is only looked at again)
         for i, value in enumerate(out):
             if value is None:
                 item = items[i]
@@ -194,9 +194,10 @@ class Features:
         for counts in self.hashed.values():
             if not counts:
                 continue
-            scaled = list(map(_SUBLINEAR.get, counts.values()))
-            if None in scaled:  # a count beyond the table
-                scaled = [1.0 + math.log(n) if v is None else v for n, v in zip(counts.values(), scaled, strict=True)]
+            try:
+                scaled = list(map(_SUBLINEAR.__getitem__, counts.values()))
+            except KeyError:  # a count beyond the table
+                scaled = [1.0 + math.log(n) if (v := _SUBLINEAR.get(n)) is None else v for n in counts.values()]
             # The same floats as sum(v * v for v in scaled) and v / norm, without a Python
             # step per value.
             norm = math.sqrt(sum(map(mul, scaled, scaled)))

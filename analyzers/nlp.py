@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy
 import yaml
-from spacy.attrs import LEMMA, LOWER
+from spacy.attrs import IS_PUNCT, LEMMA, LOWER, ORTH, SENT_START
 from spacy.language import Language
 from spacy.matcher import Matcher, PhraseMatcher
 from spacy.tokenizer import Tokenizer
@@ -70,6 +70,17 @@ def lemma_of_lower(low: str) -> str:
     return _LEMMA_OVERRIDES.get(low) or _lemma_table().get(low, low)
 
 
+def lower_forms(lemmas: Iterable[str]) -> dict[str, frozenset[str]]:
+    """For each of `lemmas`, every lower-case form of a token the pipeline gives that lemma:
+    the words lemma_of_lower maps to it (a word the table does not know is its own lemma).
+    One pass over the table for all of them."""
+    forms: dict[str, set[str]] = {lemma: {lemma} for lemma in lemmas}
+    for low, lemma in itertools.chain(_lemma_table().items(), _LEMMA_OVERRIDES.items()):
+        if lemma in forms and lemma_of_lower(low) == lemma:
+            forms[lemma].add(low)
+    return {lemma: frozenset(words) for lemma, words in forms.items()}
+
+
 @Language.component("rlt_lower_lemmatizer")
 def _lower_lemmatizer(doc: Doc) -> Doc:
     if not len(doc):
@@ -85,6 +96,56 @@ def _lower_lemmatizer(doc: Doc) -> Doc:
     return doc
 
 
+@lru_cache(maxsize=1)
+def _sentence_final() -> frozenset[int]:
+    """Hashes of the characters spaCy's Sentencizer ends a sentence on (its defaults)."""
+    from spacy.pipeline import Sentencizer
+
+    strings = nlp().vocab.strings
+    return frozenset(strings.add(c) for c in Sentencizer.default_punct_chars)
+
+
+_NOT_SENT_START = numpy.iinfo(numpy.uint64).max  # -1, as a uint64 array holds it
+
+
+def sentence_starts(document: Doc) -> list[int]:
+    """The first token of each sentence as the pipeline's sentencizer splits `document`
+    ([s.start for s in doc(text).sents]), found from the token arrays: `document` needs no
+    sentence flags (a `lemmatized` one has none) and no Span object is made per sentence.
+    spaCy's Sentencizer rule: a sentence starts at the first token and at the first token
+    after a sentence-final character ("." "?" "。") that is neither punctuation nor another
+    such character."""
+    n = len(document)
+    if not n:
+        return []
+    orths, puncts = document.to_array([ORTH, IS_PUNCT]).T.tolist()
+    final = _sentence_final()
+    ends = list(map(final.__contains__, orths))
+    starts = [0]
+    if True in ends:
+        j = 0
+        for i in itertools.compress(range(n), ends):
+            if i < j:
+                continue  # in the punctuation that follows an earlier end
+            j = i + 1
+            while j < n and (ends[j] or puncts[j]):
+                j += 1
+            if j < n:
+                starts.append(j)
+    return starts
+
+
+@Language.component("rlt_sentencizer")
+def _sentencizer(doc: Doc) -> Doc:
+    """The sentence flags of a new Doc, at sentence_starts (spaCy's Sentencizer makes a Token
+    object per token to find the same; the flags it sets are the same, tested)."""
+    if len(doc):
+        flags = numpy.full(len(doc), _NOT_SENT_START, dtype="uint64")
+        flags[sentence_starts(doc)] = 1
+        doc.from_array([SENT_START], flags)
+    return doc
+
+
 # The tokenizer's affix and URL expressions, remembered per string. spaCy caches the tokens
 # of a whitespace-free chunk, but never those of a chunk in which a special case was found
 # on the way ("it's,", "(e.g.", "don't."): such chunks, common in English, go through the
@@ -95,36 +156,29 @@ _MEMO_ENTRIES = 50_000  # per expression; past it, strings are looked up as befo
 _MEMO_LENGTH = 80  # longer strings (rare: text is cut into runs of 80) are not kept
 
 
-def _remembered(search: Any) -> Any:
-    if search is None:
-        return None
-    answers: dict[str, Any] = {}
+class _Memo(dict):  # type: ignore[type-arg]
+    """The answers of `compute` per string, kept as they are first asked for (up to
+    _MEMO_ENTRIES strings of up to _MEMO_LENGTH characters). The tokenizer calls the memo's
+    __getitem__: a string seen before is answered in C, without a Python call."""
 
-    def remembered(string: str) -> Any:
-        found = answers.get(string, answers)
-        if found is answers:
-            found = search(string)
-            if len(answers) < _MEMO_ENTRIES and len(string) <= _MEMO_LENGTH:
-                answers[string] = found
+    def __init__(self, compute: Any) -> None:
+        super().__init__()
+        self._compute = compute
+
+    def __missing__(self, string: str) -> Any:
+        found = self._compute(string)
+        if len(self) < _MEMO_ENTRIES and len(string) <= _MEMO_LENGTH:
+            self[string] = found
         return found
 
-    return remembered
+
+def _remembered(search: Any) -> Any:
+    return None if search is None else _Memo(search).__getitem__
 
 
 def _remembered_all(finditer: Any) -> Any:
-    if finditer is None:
-        return None
-    answers: dict[str, tuple[Any, ...]] = {}
-
-    def remembered(string: str) -> Any:
-        found = answers.get(string)
-        if found is None:
-            found = tuple(finditer(string))
-            if len(answers) < _MEMO_ENTRIES and len(string) <= _MEMO_LENGTH:
-                answers[string] = found
-        return iter(found)
-
-    return remembered
+    # The matches as a tuple: the tokenizer reads them through list() (Tokenizer.find_infix).
+    return None if finditer is None else _Memo(lambda string: tuple(finditer(string))).__getitem__
 
 
 def _remembering_tokenizer() -> Any:
@@ -159,7 +213,7 @@ def nlp() -> Language:
     # the constructor directly: spacy.blank would first resolve and validate a whole config
     # to find it (~20 ms of start-up).
     pipeline = English(create_tokenizer=_remembering_tokenizer())
-    pipeline.add_pipe("sentencizer")
+    pipeline.add_pipe("rlt_sentencizer", name="sentencizer")
     pipeline.add_pipe("rlt_lower_lemmatizer")
     _lemma_table()  # load now: start-up cost, not the first thread's
     # Long pasted logs would otherwise hit spaCy's max_length guard (1,000,000 chars); our own
@@ -175,12 +229,32 @@ _LONG_RUN = re.compile(r"\S{80}")
 
 def _bounded(text: str | None) -> str:
     text = (text or "")[:MAX_CHARS]
-    return _LONG_RUN.sub(r"\g<0> ", text)
+    return _LONG_RUN.sub(r"\g<0> ", text) if len(text) >= 80 else text
+
+
+@lru_cache(maxsize=1)
+def _components() -> tuple[Any, ...]:
+    return tuple(component for _, component in nlp().pipeline)
+
+
+def annotate(text: str) -> Doc:
+    """nlp()(text), calling the tokenizer and each component directly: Language.__call__'s
+    checks and error handling cost about as much as the sentencizer on a short text."""
+    document = nlp().tokenizer(text)
+    for component in _components():
+        document = component(document)
+    return document
+
+
+def lemmatized(text: str | None) -> Doc:
+    """doc(text) without the sentence flags (sentence_starts finds them when they are needed):
+    the tokens and their lemmas."""
+    return _lower_lemmatizer(nlp().tokenizer(_bounded(text)))
 
 
 def doc(text: str | None) -> Doc:
     """Run the whole pipeline on `text` (cut to MAX_CHARS, long runs broken up)."""
-    return nlp()(_bounded(text))
+    return annotate(_bounded(text))
 
 
 def sentences(text: str | None) -> list[str]:
@@ -234,7 +308,7 @@ def matches(matcher: Matcher | PhraseMatcher, document: Doc) -> list[Hit]:
 
 
 def has_cjk(text: str) -> bool:
-    return _CJK.search(text) is not None
+    return not text.isascii() and _CJK.search(text) is not None  # isascii: one C pass, no regex
 
 
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
@@ -360,6 +434,130 @@ def without_ignorecase(pattern: re.Pattern[str]) -> re.Pattern[str]:
     return re.compile(source, pattern.flags & ~re.IGNORECASE)
 
 
+def _alternatives(source: str) -> list[str]:
+    """The top-level alternatives of a regular expression's source ("a|b(c|d)" -> "a",
+    "b(c|d)"): a `|` outside groups, character classes and escapes."""
+    parts: list[str] = []
+    depth = start = i = 0
+    in_class = False
+    while i < len(source):
+        c = source[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            i += 1 + (source[i + 1 : i + 2] == "^")
+            i += source[i : i + 1] == "]"  # a "]" first in a class is a literal
+            continue
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and not depth:
+            parts.append(source[start:i])
+            start = i + 1
+        i += 1
+    parts.append(source[start:])
+    return parts
+
+
+def _contained(items: Any) -> frozenset[str] | None:
+    """Strings one of which every match of a parsed expression (re._parser items) contains:
+    the longest run of literals, or the choices of a group of alternatives (None: none known)."""
+    from re import _constants as sre  # type: ignore[attr-defined]
+
+    best: frozenset[str] | None = None
+
+    def consider(choices: frozenset[str] | None) -> None:
+        nonlocal best
+        # Longer strings are rarer; on a tie the later (the pattern's distinctive words
+        # usually come after its function words: "is ... normal", "what ... mean").
+        if choices and all(choices) and (best is None or min(map(len, choices)) >= min(map(len, best))):
+            best = choices
+
+    run: list[str] = []
+    for op, av in items:
+        if op is sre.LITERAL:
+            run.append(chr(av))
+            continue
+        if op is sre.AT:
+            continue  # zero-width: the literals on both sides are adjacent in the text
+        consider(frozenset({"".join(run)}))
+        run = []
+        if op is sre.SUBPATTERN:
+            consider(_contained(av[-1]))
+        elif op is sre.BRANCH:
+            choices = [_contained(alt) for alt in av[1]]
+            if all(c is not None for c in choices):
+                consider(frozenset().union(*choices))  # type: ignore[arg-type]
+        elif op is sre.IN and all(o is sre.LITERAL for o, _ in av):
+            consider(frozenset(chr(v) for _, v in av))
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT) and av[0] >= 1:
+            consider(_contained(av[2]))
+    consider(frozenset({"".join(run)}))
+    return best
+
+
+class _Alternation:
+    """Top-level alternatives of a regular expression matched without IGNORECASE over
+    lower-cased text, each with strings one of which any match of it contains (None: not
+    known, always tried). An alternative none of whose strings is in the text cannot match
+    there, and leaving it out of the alternation changes no match (the others keep their
+    order): most texts leave one or two of a dozen alternatives to try at every position."""
+
+    def __init__(self, alternatives: Sequence[str], needs: Sequence[Sequence[str] | None], flags: int = 0) -> None:
+        self.alternatives = list(alternatives)
+        self.needs = [None if n is None else tuple(n) for n in needs]
+        self.flags = flags
+        self._pruned: dict[tuple[int, ...], re.Pattern[str] | None] = {}
+
+    def pruned(self, low: str) -> re.Pattern[str] | None:
+        """The alternation of the alternatives that can match in `low` (None: none can)."""
+        kept: list[int] = []
+        for i, needs in enumerate(self.needs):
+            if needs is None:
+                kept.append(i)
+                continue
+            for n in needs:  # (a loop: stops at the first string found)
+                if n in low:
+                    kept.append(i)
+                    break
+        keep = tuple(kept)
+        rx = self._pruned.get(keep, self)  # `self`: not compiled yet
+        if rx is self:
+            rx = re.compile("|".join(self.alternatives[i] for i in keep), self.flags) if keep else None
+            if len(self._pruned) < 256:
+                self._pruned[keep] = rx
+        return rx  # type: ignore[return-value]
+
+    def finditer(self, low: str) -> Iterator[re.Match[str]]:
+        rx = self.pruned(low)
+        return iter(()) if rx is None else rx.finditer(low)
+
+
+@lru_cache(maxsize=64)
+def _lowered_alternation(pattern: re.Pattern[str]) -> _Alternation:
+    """without_ignorecase(pattern) as an _Alternation, the strings of each alternative found
+    by parsing it. A pattern with numbered groups is tried whole (a back-reference counts
+    groups)."""
+    from re import _parser  # type: ignore[attr-defined]
+
+    lowered = without_ignorecase(pattern)
+    alternatives = _alternatives(lowered.pattern)
+    numbered = lowered.groups > 0
+    contained = [None if numbered else _contained(_parser.parse(alt, lowered.flags)) for alt in alternatives]
+    return _Alternation(alternatives, [None if c is None else sorted(c) for c in contained], lowered.flags)
+
+
+def lowered_finditer(pattern: re.Pattern[str], low: str) -> Iterator[re.Match[str]]:
+    """without_ignorecase(pattern).finditer(low), trying only the top-level alternatives that
+    can match in `low` (the same matches)."""
+    return _lowered_alternation(pattern).finditer(low)
+
+
 class CaselessPattern:
     """A case-insensitive alternation of regular expressions, made cheap to count.
 
@@ -376,30 +574,13 @@ class CaselessPattern:
     def __init__(self, *alternatives: tuple[str, tuple[str, ...]]) -> None:
         for pattern, needs in alternatives:
             _lower_case_only(pattern, needs)
-        self.alternatives = alternatives
         self.ignorecase = re.compile("|".join(p for p, _ in alternatives), re.IGNORECASE)
-        self._pruned: dict[tuple[int, ...], re.Pattern[str] | None] = {}
-        # Every literal, with the alternative it belongs to: looked for in C, in one map.
-        self._needs = tuple(n for _, needs in alternatives for n in needs)
-        self._owner = tuple(i for i, (_, needs) in enumerate(alternatives) for _ in needs)
-
-    def _lowered(self, low: str) -> re.Pattern[str] | None:
-        """The alternation of the alternatives that can match in `low` (None: none can)."""
-        keep = tuple(sorted(set(itertools.compress(self._owner, map(low.__contains__, self._needs)))))
-        rx = self._pruned.get(keep, self)  # `self`: not compiled yet
-        if rx is self:
-            rx = re.compile("|".join(self.alternatives[i][0] for i in keep)) if keep else None
-            self._pruned[keep] = rx
-        return rx  # type: ignore[return-value]
+        self._lowered = _Alternation([p for p, _ in alternatives], [needs for _, needs in alternatives])
 
     def count(self, text: str, limit: int) -> int:
         """How many matches finditer gives, up to `limit`."""
         if lowered_matches_alike(text):
-            low = text.lower()
-            rx = self._lowered(low)
-            if rx is None:
-                return 0
-            found = rx.finditer(low)
+            found = self._lowered.finditer(text.lower())
         else:
             found = self.ignorecase.finditer(text)
         return len(list(itertools.islice(found, limit)))
@@ -433,6 +614,8 @@ class TermSet:
 
     def search(self, text: str) -> str | None:
         """The first term (longest terms tried first) found in `text`, or None."""
+        if not text:
+            return None  # (a follow-up has no title)
         for term, left, right in self.terms:
             # `in` first: most terms are absent, and a generator per term costs more.
             if term in text:
@@ -444,6 +627,8 @@ class TermSet:
         """How many hits (up to `limit`, over all terms) and the first term found."""
         total = 0
         first = None
+        if not text:
+            return total, first
         for term, left, right in self.terms:
             if term not in text:
                 continue

@@ -132,7 +132,8 @@ def proposal_score(thread: dict[str, Any], papers: list[dict[str, Any]]) -> tupl
 
     # --- the request side --------------------------------------------------------------
     request = 0.0
-    if rules.request_title.search(tl):
+    title_request = rules.request_title.search(tl)  # read three times below
+    if title_request:
         request += 1.3
         cues.append("request in title")
     if rules.request_body.search(bl):
@@ -145,7 +146,7 @@ def proposal_score(thread: dict[str, Any], papers: list[dict[str, Any]]) -> tupl
         cues.append(f"{prefix.group(1)} change")
     elif is_pr:
         maintenance = rules.pr_maintenance_title.search(tl)
-        if maintenance and not rules.request_title.search(tl):
+        if maintenance and not title_request:
             request -= 1.0
             cues.append("maintenance PR")
         else:
@@ -164,7 +165,7 @@ def proposal_score(thread: dict[str, Any], papers: list[dict[str, Any]]) -> tupl
     ):
         score -= 1.4
         cues.append("question")
-    if rules.bug_title.search(tl) and not rules.request_title.search(tl):
+    if rules.bug_title.search(tl) and not title_request:
         score -= 1.6
         cues.append("bug")
     if rules.infrastructure.search(tl) and not strong_papers:

@@ -54,12 +54,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from itertools import compress, repeat
-from operator import is_not, mul, or_
+from operator import eq, is_not, mul, or_
 from pathlib import Path
 from typing import Any
 
 from analyzers import learned
-from analyzers.nlp import lemma_of_lower, load_patterns
+from analyzers.nlp import (
+    annotate,
+    has_cjk,
+    lemma_of_lower,
+    load_patterns,
+    lower_forms,
+    lowered_finditer,
+    lowered_matches_alike,
+)
 from analyzers.text import strip_html_comments
 
 STATES = (
@@ -155,10 +163,14 @@ class _KeyedMatchers:
         # pattern's required tokens may be: (True for a lemma / False for a lower-case form,
         # their hashes). A text lacking every word of one of them holds no match of it.
         self.needs: dict[tuple[str, int], set[tuple[tuple[bool, frozenset[int]], ...]]] = {}
+        # label -> per pattern, the (attr name, words) of each of its required tokens: a
+        # pattern matches only where each of them is one of its words.
+        self.required_of: dict[str, list[list[tuple[str, list[str]]]]] = {}
 
     def add(self, label: str, patterns: list[list[dict[str, Any]]]) -> None:
         for pattern in patterns:
             attr, keys = _key_of(pattern)
+            self.required_of.setdefault(label, []).append(_required_words(pattern))
             for key in keys:
                 hkey = (attr, self._vocab.strings.add(key))
                 matcher = self.by_key.get(hkey)
@@ -170,22 +182,30 @@ class _KeyedMatchers:
                 self.needs.setdefault(hkey, set()).add(self._required(pattern))
 
     def _required(self, pattern: list[dict[str, Any]]) -> tuple[tuple[bool, frozenset[int]], ...]:
-        required = []
-        for spec in pattern:
-            for attr in ("LEMMA", "LOWER"):
-                value = spec.get(attr)
-                if value is not None and spec.get("OP") is None:
-                    words = value["IN"] if isinstance(value, dict) else [value]
-                    required.append((attr == "LEMMA", frozenset(map(self._vocab.strings.add, words))))
-        return tuple(required)
+        add = self._vocab.strings.add
+        return tuple((attr == "LEMMA", frozenset(map(add, words))) for attr, words in _required_words(pattern))
 
     def may_match(self, key: tuple[str, int], lemmas: set[int], lowers: set[int]) -> bool:
         """Whether the matcher of `key` can find anything in a span of these lemmas and
         lower-case forms (False: every pattern lacks a required word there)."""
-        return any(
-            all(not words.isdisjoint(lemmas if lemma else lowers) for lemma, words in required)
-            for required in self.needs[key]
-        )
+        for required in self.needs[key]:  # (loops, not generators: called per sentence)
+            for lemma, words in required:
+                if words.isdisjoint(lemmas if lemma else lowers):
+                    break
+            else:
+                return True
+        return False
+
+
+def _required_words(pattern: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    """(attr name, words) of each token of `pattern` that must be present (no OP)."""
+    required = []
+    for spec in pattern:
+        for attr in ("LEMMA", "LOWER"):
+            value = spec.get(attr)
+            if value is not None and spec.get("OP") is None:
+                required.append((attr, list(value["IN"]) if isinstance(value, dict) else [value]))
+    return required
 
 
 def _key_of(pattern: list[dict[str, Any]]) -> tuple[str, list[str]]:
@@ -403,7 +423,6 @@ _SPEAKER = re.compile(r"\*\*([A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?)\*\*( \(a
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})\s*([\w-]*)")
 _URL = re.compile(r"https?://\S{1,2000}")
 _INWORD_HYPHEN = re.compile(r"(?<=[A-Za-z])-(?=[A-Za-z])")
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _CJK_SENT = re.compile(r"[。！？；!?;\n]")
 
 
@@ -583,29 +602,52 @@ def _lemma_fix_hashes(vocab: Any) -> dict[int, str]:
     return {vocab.strings.add(k): v for k, v in _LEMMA_FIXES.items()}
 
 
+# id(substrings) -> (substrings, positions of the ASCII ones)
+_ASCII_AT: dict[int, tuple[tuple[str, ...], tuple[int, ...]]] = {}
+
+
+def _substrings_in(low: str, substrings: tuple[str, ...]) -> list[bool]:
+    """[s in low for s in substrings]. Most of the table is Chinese: an ASCII text is only
+    searched for the ASCII ones (the others cannot be in it)."""
+    if not low.isascii():
+        return list(map(low.__contains__, substrings))
+    known = _ASCII_AT.get(id(substrings))
+    if known is None or known[0] is not substrings:
+        if len(_ASCII_AT) > 16:  # pattern tables rebuilt (tests): keep it bounded
+            _ASCII_AT.clear()
+        known = _ASCII_AT[id(substrings)] = (substrings, tuple(i for i, x in enumerate(substrings) if x.isascii()))
+    found = [False] * len(substrings)
+    for i in known[1]:
+        if substrings[i] in low:
+            found[i] = True
+    return found
+
+
 def _scan(prose: str, rules: _Rules) -> _Found:
     """Signals and concerns of one person's prose. Units are sentences, also cut at line
     breaks (bullet lists carry no full stops)."""
-    from spacy.attrs import IS_SPACE, LEMMA, LOWER, SENT_START
+    from spacy.attrs import IDX, IS_SPACE, LEMMA, LENGTH, LOWER, SENT_START
 
     found = _Found()
     text = _clean(prose[:_SCAN_CHARS]).strip()
     if not text:
         return found
-    doc = _nlp()(text)
+    doc = annotate(text)  # _nlp()(text), without Language.__call__'s per-call overhead
     by_key = rules.matchers.by_key
     fixes = _lemma_fix_hashes(doc.vocab)
     # Integer arrays, no Token objects: unit boundaries and, per unit, the key words it holds;
     # the Python loops visit only the tokens that matter (key words, pair words, line breaks).
     strings = doc.vocab.strings
-    lemmas, lowers, sent_starts, spaces = doc.to_array([LEMMA, LOWER, SENT_START, IS_SPACE]).T.tolist()
+    lemmas, lowers, sent_starts, spaces, offsets, lengths = doc.to_array(
+        [LEMMA, LOWER, SENT_START, IS_SPACE, IDX, LENGTH]
+    ).T.tolist()
     n = len(lemmas)
     raw_lemmas = list(lemmas)  # requests are read from spaCy's own lemmas
     for i in compress(range(n), map(fixes.__contains__, lowers)):
         doc[i].lemma_ = fixes[lowers[i]]
         lemmas[i] = strings[fixes[lowers[i]]]
     # A unit starts at a sentence start and after a whitespace token holding a line break.
-    cuts = set(compress(range(n), map((1).__eq__, sent_starts)))
+    cuts = set(compress(range(n), map(eq, sent_starts, repeat(1))))
     cuts.update(i + 1 for i in compress(range(n), spaces) if "\n" in strings[lowers[i]])
     cuts.discard(0)
     bounds: list[int] = [0, *sorted(c for c in cuts if c < n)]
@@ -629,6 +671,12 @@ def _scan(prose: str, rules: _Rules) -> _Found:
         if lowers[i] in pair_words:
             words.add(lowers[i])
     bounds.append(n)
+
+    def unit_text(u: int) -> str:
+        # doc[bounds[u] : bounds[u + 1]].text, from the token offsets (no Span made per unit)
+        last = bounds[u + 1] - 1
+        return text[offsets[bounds[u]] : offsets[last] + lengths[last]]
+
     # A unit asks for something: a request word or a question mark anywhere in it, or a
     # request verb as its first or second word (the lemma as spaCy gave it, before the fixes).
     ask_words, imperatives = rules.ask_words, rules.ask_imperatives
@@ -644,7 +692,7 @@ def _scan(prose: str, rules: _Rules) -> _Found:
     for u, (words, asks) in enumerate(zip(words_of_unit, asks_of_unit, strict=True)):
         if asks and words:
             found.requested.update(k for k, topic in rules.topics.items() if words & topic)
-        if asks and _IDENTIFIER.search(doc[bounds[u] : bounds[u + 1]].text):
+        if asks and _IDENTIFIER.search(unit_text(u)):
             found.code_requests += 1
         if len(words) < 2:
             continue
@@ -656,12 +704,12 @@ def _scan(prose: str, rules: _Rules) -> _Found:
     # Every substring of every label tried in C; the labels of those found, in table order.
     present: dict[str, tuple[str, ...]] = {}
     sub_labels, sub_strings = rules.sub_flat
-    found_subs = list(map(low_text.__contains__, sub_strings))
+    found_subs = _substrings_in(low_text, sub_strings)
     if any(found_subs):
         for label, sub in zip(compress(sub_labels, found_subs), compress(sub_strings, found_subs), strict=True):
             present[label] = present.get(label, ()) + (sub,)
     vetoes = any(map(low_text.__contains__, rules.veto_flat))
-    cjk = bool(rules.pairs) and _CJK.search(text) is not None
+    cjk = bool(rules.pairs) and has_cjk(text)
     # A key word found in a few sentences: match those sentences only. Found in many (long
     # comments): one pass over the whole text, each match filed under its sentence.
     units_with: dict[tuple[str, int], list[int]] = {}
@@ -695,13 +743,13 @@ def _scan(prose: str, rules: _Rules) -> _Found:
         labels = labels_of[u]
         if not labels and not present and not cjk:
             continue
-        low = doc[bounds[u] : bounds[u + 1]].text.lower() if present or vetoes or cjk else ""
+        low = unit_text(u).lower() if present or vetoes or cjk else ""
         if present:
-            pieces = _CJK_SENT.split(low) if _CJK.search(low) else [low]
+            pieces = _CJK_SENT.split(low) if has_cjk(low) else [low]
             for label, subs in present.items():
                 if any(s in piece for piece in pieces for s in subs):
                     labels.add(label)
-        if rules.pairs and _CJK.search(low):
+        if rules.pairs and has_cjk(low):
             for piece in _CJK_SENT.split(low):
                 for label, pairs in rules.pairs.items():
                     if any(
@@ -874,7 +922,7 @@ def _concern_features(
         n = len(seg.prose.split())
         words += n
         questions += "?" in seg.prose or "？" in seg.prose
-        asks += n >= 3 and _ASKS.search(seg.prose) is not None and not _NIT.search(seg.prose)
+        asks += n >= 3 and _asks(seg.prose) and not _NIT.search(seg.prose)
         suggestions += seg.suggestion
         if seg.path is not None and (n >= 2 or seg.suggestion):
             low = seg.path.lower()
@@ -886,7 +934,7 @@ def _concern_features(
                 code += 1
                 # A short remark on a changed line that asks for something ("remove these
                 # lines", "can we use X?"): too short for the phrase lists, not for the model.
-                code_asks += seg.suggestion or bool(_ASKS.search(seg.prose) or _IMPERATIVE.match(seg.prose))
+                code_asks += seg.suggestion or _asks(seg.prose) or _IMPERATIVE.match(seg.prose) is not None
     # Present or not: one clear sentence is the usual way a concern is raised.
     for kind in CONCERNS:
         f["strong:" + kind] = float(strong[kind] > 0)
@@ -1180,7 +1228,7 @@ def _review_comment_concerns(seg: _Segment, found: _Found) -> set[str]:
     low = seg.path.lower()
     if low.endswith((".md", ".rst", ".txt", ".ipynb")) or low.startswith(("docs/", "doc/")):
         return {"tests_or_docs"}
-    asks = seg.suggestion or (_ASKS.search(seg.prose) is not None and not _NIT.search(seg.prose))
+    asks = seg.suggestion or (_asks(seg.prose) and not _NIT.search(seg.prose))
     if not asks:
         return set()
     if "/tests/" in "/" + low or low.split("/")[-1].startswith("test_"):
@@ -1194,6 +1242,17 @@ _ASKS = re.compile(
     r"why|maybe|can we|let's|better|prefer|needs?|add|check|gat(?:e|ing)|guard)\b",
     re.I,
 )
+
+
+@lru_cache(maxsize=16)  # a remark on a file is asked about twice
+def _asks(prose: str) -> bool:
+    """_ASKS.search(prose) is not None, matched over the lower-cased prose without case
+    folding where that finds the same (analyzers.nlp.lowered_matches_alike)."""
+    if lowered_matches_alike(prose):
+        return next(lowered_finditer(_ASKS, prose.lower()), None) is not None
+    return _ASKS.search(prose) is not None
+
+
 _IMPERATIVE = re.compile(
     r"\s*(?:remove|rename|move|use|drop|delete|revert|replace|avoid|split|add|put|make|keep|"
     r"change|do not|don't|pls|please)\b",
@@ -1262,7 +1321,7 @@ def _state(
                     reasons.append("author_comment_close")
                     return "closed_by_author"
                 break
-        if last_other_closing < 0 and "author_close" in _scan(_body_prose(thread), rules).signals:
+        if last_other_closing < 0 and _raises("author_close", _body_prose(thread), rules):
             reasons.append("author_body_close")
             return "closed_by_author"
 
@@ -1313,7 +1372,62 @@ _FIXED = re.compile(r"\b(?:fix|fixed|fixes|resolved|merged|landed|done|implement
 
 
 def _looks_stale_sweep(seg: _Segment, rules: _Rules) -> bool:
-    return "lapse" in _scan(seg.raw[:4000], rules).signals
+    return _raises("lapse", seg.raw[:4000], rules)
+
+
+def _raises(label: str, prose: str, rules: _Rules) -> bool:
+    """label in _scan(prose, rules).signals, without the scan when the text cannot hold it
+    (_may_raise): a closing note is rare in an opening post."""
+    needs = _label_needs(label, rules)
+    if needs is not None:
+        text = _clean(prose[:_SCAN_CHARS]).strip()
+        if not has_cjk(text) and not _may_raise(text.lower(), *needs):  # (no Chinese pairs)
+            return False
+    return label in _scan(prose, rules).signals
+
+
+def _may_raise(low: str, substrings: tuple[str, ...], patterns: tuple[tuple[tuple[str, ...], ...], ...]) -> bool:
+    if any(s in low for s in substrings):
+        return True
+    # A pattern: every required token present, one of its lower-case forms each.
+    return any(all(any(f in low for f in forms) for forms in pattern) for pattern in patterns)
+
+
+_Needs = tuple[tuple[str, ...], tuple[tuple[tuple[str, ...], ...], ...]]
+# (id(rules), label) -> (rules, the label's needs)
+_LABEL_NEEDS: dict[tuple[int, str], tuple[_Rules, _Needs | None]] = {}
+
+
+def _label_needs(label: str, rules: _Rules) -> _Needs | None:
+    """What the lower-cased cleaned text (_clean) holds whenever _scan finds `label` there: one
+    of its substrings, or for one of its patterns every required token, as one of the
+    lower-case forms of its words (a LEMMA by every word lemmatised to it, _LEMMA_FIXES too).
+    None when not known (a Greek sigma lower-cases by context, so its forms are not looked
+    for)."""
+    hit = _LABEL_NEEDS.get((id(rules), label))
+    if hit is not None and hit[0] is rules:
+        return hit[1]
+    of_label = rules.matchers.required_of.get(label, [])
+    lemma_forms = lower_forms(w for required in of_label for attr, words in required if attr == "LEMMA" for w in words)
+    patterns = []
+    for required in of_label:
+        tokens = []
+        for attr, words in required:
+            forms: set[str] = set()
+            for word in words:
+                if attr == "LOWER":
+                    forms.add(word)
+                else:
+                    forms |= lemma_forms[word] | {low for low, lemma in _LEMMA_FIXES.items() if lemma == word}
+            tokens.append(tuple(sorted(forms)))
+        patterns.append(tuple(tokens))
+    needs = (tuple(rules.sub.get(label, ())), tuple(patterns))
+    every = [*needs[0], *(f for p in patterns for forms in p for f in forms)]
+    found = None if any("\u03c3" in s or "\u03c2" in s for s in every) else needs
+    if len(_LABEL_NEEDS) > 16:
+        _LABEL_NEEDS.clear()
+    _LABEL_NEEDS[(id(rules), label)] = (rules, found)
+    return found
 
 
 def _last_index(segs: Iterable[_Segment], pred: Any) -> int:

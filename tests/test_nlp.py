@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzers import failures, nlp
+from analyzers import failures, nlp, review
 
 
 def test_pipeline_lemmatises_lower_case_offline() -> None:
@@ -76,6 +76,44 @@ def test_hostile_inputs_are_bounded() -> None:
         nlp.split_markdown(body)
         nlp.doc(body)
         assert time.perf_counter() - start < 5.0  # generous guard; figures live in benchmarks
+
+
+_TERMS = ["hang", "out of memory", "报错", "c++", "oom", "a-b", "x.y", "-x", "nan loss", "z"]
+_TERM_PIECES = [*_TERMS, "hangs", "change", "of", "out", "memory", "c", "+", "-", ".", " ", "_", "1",
+                "报", "错", "a", "b", "x", "y", "é", "zz", "\n"]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_TERM_PIECES), max_size=25), st.integers(min_value=0, max_value=4))
+def test_term_set_finds_what_a_scan_of_every_term_finds(pieces: list[str], limit: int) -> None:
+    # The first term and the counts are those of trying every term at every position and
+    # checking its boundaries.
+    text = "".join(pieces)
+    terms = nlp.TermSet(_TERMS)
+
+    def hits(term: str, left: bool, right: bool) -> list[int]:
+        found = []
+        for pos in range(len(text)):
+            end = pos + len(term)
+            if not text.startswith(term, pos):
+                continue
+            if left and pos > 0 and text[pos - 1].isascii() and text[pos - 1].isalnum():
+                continue
+            if right and end < len(text) and text[end].isascii() and text[end].isalnum():
+                continue
+            found.append(pos)
+        return found
+
+    every = [(term, hits(term, left, right)) for term, left, right in terms.terms]
+    assert terms.search(text) == next((term for term, found in every if found), None)
+    total, first = 0, None
+    for term, found in every:
+        for _ in found[: limit - total]:
+            total += 1
+            first = first or term
+        if total >= limit:
+            break
+    assert terms.count(text, limit) == (total, first)
 
 
 def test_term_set_word_boundaries_and_cjk() -> None:
@@ -170,6 +208,35 @@ def test_remembering_tokenizer_gives_spacys_tokens() -> None:
             ]
 
 
+_SENTENCE_PIECES = [
+    "Entropy fell", ".", "!", "?", "...", "?!", "。", "！", "？", "．", "‼", "\"", "'", ")", "(", "]",
+    "-", ":", ";", ",", " ", "  ", "\n", "\n\n", "\t", "e.g.", "U.S.", "3.5", "it's", "reward",
+    "熵坍塌", "https://x.org/a.b", "*", "`", "'s",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_SENTENCE_PIECES), max_size=30))
+def test_sentence_starts_are_spacys_sentencizer(pieces: list[str]) -> None:
+    # The shared pipeline's sentencizer reads spaCy's rule from the token arrays: the same
+    # flags on every token as spaCy's own Sentencizer, and the same sentences.
+    from spacy.attrs import SENT_START
+    from spacy.pipeline import Sentencizer
+
+    text = "".join(pieces)
+    ours = nlp.nlp().get_pipe("sentencizer")(nlp.nlp().make_doc(text))
+    theirs = Sentencizer()(nlp.nlp().make_doc(text))
+    assert ours.to_array(SENT_START).tolist() == theirs.to_array(SENT_START).tolist()
+    assert [s.start for s in ours.sents] == [s.start for s in theirs.sents] == nlp.sentence_starts(ours)
+    whole, direct = nlp.nlp()(text), nlp.annotate(text)
+    assert [s.start for s in whole.sents] == nlp.sentence_starts(direct)
+    assert [t.lemma_ for t in whole] == [t.lemma_ for t in direct]
+    # Without sentence flags (the failure reader's docs): the same tokens, lemmas, sentences.
+    bounded, bare = nlp.doc(text), nlp.lemmatized(text)
+    assert [(t.text, t.lemma_) for t in bounded] == [(t.text, t.lemma_) for t in bare]
+    assert [s.start for s in bounded.sents] == nlp.sentence_starts(bare)
+
+
 def test_lemma_table_answers_as_spacys_lookups_table() -> None:
     # The pipeline reads spacy-lookups-data's lemma table as a plain dict; spaCy's own
     # loader gives a Table keyed by string hash: every word must get the same lemma, and a
@@ -210,6 +277,7 @@ _ANCHOR_PIECES = [
     "Collapsed", "Blew up", "DIVERGED", "Garbled", "Repeating", "!!!!!!", "的的的的的的",
     "Evaluation", "held-out", "Val", "Groups", "all the Samples", "Every Rollout", "正常吗",
     "卡住", "崩了", "评测", "组内", "İ", "ı", "ſ", "\u212a", "K", "É", "_", "-", ".", " ", "  ", "\n", "x",
+    "Should", "Can we", "LET'S", "?", "Gating", "needs", "address",
 ]
 
 
@@ -223,9 +291,31 @@ def test_anchor_matches_without_ignorecase_are_the_ignorecase_matches(pieces: li
         return
     low = text.lower()
     assert len(low) == len(text)
-    for pattern in failures._GATES:
+    for pattern in (*failures._GATES, review._ASKS):
+        expected = [m.span() for m in pattern.finditer(text)]
         fast = [m.span() for m in nlp.without_ignorecase(pattern).finditer(low)]
-        assert fast == [m.span() for m in pattern.finditer(text)], (pattern.pattern, text)
+        assert fast == expected, (pattern.pattern, text)
+        # Only the alternatives whose strings are in the text: the same matches.
+        assert [m.span() for m in nlp.lowered_finditer(pattern, low)] == expected, (pattern.pattern, text)
+
+
+def test_lowered_alternation_splits_top_level_alternatives_and_finds_their_strings() -> None:
+    import re
+
+    assert nlp._alternatives(r"a|b(c|d)|[|]|[]|]|\\|x|(?:e|f)g") == ["a", "b(c|d)", "[|]", "[]|]", r"\\", "x", "(?:e|f)g"]
+    pattern = re.compile(r"(?i)\bwhat\s{1,3}is\b.{0,9}\bmean\b|\bhang(?:s|ing)?\b|\d{1,3}\s?steps?|x{2,}|正常吗")
+    alternation = nlp._lowered_alternation(pattern)
+    assert [sorted(n) if n else None for n in alternation.needs] == [
+        ["mean"], ["hang"], ["step"], ["x"], ["正常吗"],
+    ]
+    low = "it hangs after 30 steps; what is it, what is the mean? xx 正常吗"
+    assert [m.group() for m in nlp.lowered_finditer(pattern, low)] == [
+        m.group() for m in pattern.finditer(low)
+    ] == ["hangs", "30 steps", "what is the mean", "xx", "正常吗"]
+    assert [m.group() for m in nlp.lowered_finditer(pattern, "the 2 steps hang")] == ["2 steps", "hang"]
+    assert list(nlp.lowered_finditer(pattern, "nothing here")) == []
+    # A back-reference counts groups: such a pattern is tried whole.
+    assert nlp._lowered_alternation(re.compile(r"(?i)ab|(c)\1")).needs == [None, None]
 
 
 def test_without_ignorecase_refuses_what_it_cannot_lower() -> None:
@@ -236,3 +326,11 @@ def test_without_ignorecase_refuses_what_it_cannot_lower() -> None:
     with pytest.raises(ValueError):
         nlp.without_ignorecase(re.compile(r"\bgrpo\b"))  # not case-insensitive to begin with
     assert nlp.without_ignorecase(re.compile(r"(?i)\bgrpo\b")).pattern == r"\bgrpo\b"
+
+
+def test_lower_forms_are_every_word_lemmatised_so() -> None:
+    forms = nlp.lower_forms(["close", "do", "qwzlrx"])
+    assert {"close", "closed", "closes", "closing"} <= forms["close"]
+    assert all(nlp.lemma_of_lower(w) == lemma for lemma, words in forms.items() for w in words)
+    assert forms["do"] >= {"does", "did", "doing"}  # "does" by the override
+    assert forms["qwzlrx"] == {"qwzlrx"}  # unknown words are their own lemma

@@ -2511,3 +2511,30 @@ def test_a_method_said_to_be_widely_used_is_no_demand_concern() -> None:
 )
 def test_checking_against_a_reference_is_an_evidence_concern(body: str) -> None:
     assert concerns_of(body) == ["evidence"]
+
+
+def test_a_signal_is_only_looked_for_in_texts_holding_its_strings(shared_dir: Path) -> None:
+    # _raises skips the scan of a text that holds none of the strings a signal needs: on the
+    # labelled opening posts and comments it answers as the scan does, and skips most scans.
+    import json
+
+    from analyzers import review
+
+    rules = review._rules()
+    texts = []
+    for split in ("train", "dev"):
+        for line in (shared_dir / "eval" / split / "threads.jsonl").read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                thread = json.loads(line)
+                texts += [review._body_prose(thread), str(thread.get("body") or "")]
+                texts += [str(c.get("body") or "") for c in thread.get("comments") or []]
+    skipped = 0
+    for text in texts[:1500]:
+        for label in ("author_close", "lapse"):
+            assert review._raises(label, text, rules) == (label in review._scan(text, rules).signals)
+            needs = review._label_needs(label, rules)
+            assert needs is not None
+            skipped += not review._may_raise(review._clean(text[:16_384]).strip().lower(), *needs)
+    assert skipped > 2000  # of 3,000 scans
+    assert review._raises("author_close", "Oops, I opened this by mistake. Closing.", rules)
+    assert not review._raises("author_close", "Thanks for the quick reply!", rules)

@@ -935,15 +935,16 @@ def _concern_features(
                 # A short remark on a changed line that asks for something ("remove these
                 # lines", "can we use X?"): too short for the phrase lists, not for the model.
                 code_asks += seg.suggestion or _asks(seg.prose) or _IMPERATIVE.match(seg.prose) is not None
-    # Present or not: one clear sentence is the usual way a concern is raised.
+    # Present or not: one clear sentence is the usual way a concern is raised. (`get`: most
+    # kinds are absent, and a Counter answers a missing key with a Python call.)
     for kind in CONCERNS:
-        f["strong:" + kind] = float(strong[kind] > 0)
-        f["weak:" + kind] = float(weak[kind] > 0)
-        f["pair:" + kind] = float(paired[kind] > 0)
-        f["req:" + kind] = float(requested[kind] > 0)
-        f["file:" + kind] = _capped(on_file[kind])
+        f["strong:" + kind] = float(strong.get(kind, 0) > 0)
+        f["weak:" + kind] = float(weak.get(kind, 0) > 0)
+        f["pair:" + kind] = float(paired.get(kind, 0) > 0)
+        f["req:" + kind] = float(requested.get(kind, 0) > 0)
+        f["file:" + kind] = _capped(on_file.get(kind, 0))
     for name in ("decline_strong", "decline_weak", "redirect", "closing", "openness", "obsolete"):
-        f["signal:" + name] = float(signals[name] > 0)
+        f["signal:" + name] = float(signals.get(name, 0) > 0)
     f["others"] = _capped(len(others), 6)
     f["other_words"] = min(words, 600) / 600
     f["asks"] = _capped(asks, 4)

@@ -63,6 +63,12 @@ TEMPLATE_LINES: tuple[str, ...] = (
     "did you write any new necessary tests",
 )
 
+# A line whose first character (ASCII) opens no checkbox, heading or list marker and whose
+# first two characters (lower-cased) begin no template sentence is not a template line:
+# most lines are answered from these two sets alone.
+_TEMPLATE_LINE_MARKS = frozenset("#*-+>.)0123456789")
+_TEMPLATE_LINE_PREFIXES = frozenset(t[:2] for t in TEMPLATE_LINES)
+
 _HEADING_WORDS_RE = re.compile(r"[^\w\s'&?-]+")
 _CHECKBOX_RE = re.compile(r"^\s{0,8}(?:[-*+]|\d{1,3}[.)])\s{1,4}\[[ xX]\]")
 _LIST_ITEM_RE = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,9}[.)])\s")
@@ -124,6 +130,18 @@ def is_template_line(line: str, *, checkboxes: bool = True) -> bool:
 
     With `checkboxes=False` a task-list item counts only when its own text (after the box) is
     a template sentence: a poster's "- [x] Method (link)" is a list item like any other."""
+    s = line.lstrip()
+    if not s:
+        return False
+    # An ASCII first character outside the marks is not stripped below and lower-cases to
+    # itself alone, so a template sentence would have to begin with these two characters.
+    first = s[0]
+    if (
+        first.isascii()
+        and first not in _TEMPLATE_LINE_MARKS
+        and s[:2].lower()[:2] not in _TEMPLATE_LINE_PREFIXES
+    ):
+        return False
     box = _CHECKBOX_RE.match(line)
     if box:
         if checkboxes:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from analyzers.papers import PaperIndex, catalog_index, link_papers, normalise_title
-from analyzers.text import strip_code, strip_html_comments, visible_text
+from analyzers.text import is_template_line, strip_code, strip_html_comments, visible_text
 
 
 def thread(title: str, body: str = "", comments: list[Any] | None = None) -> dict[str, Any]:
@@ -75,6 +75,26 @@ def test_visible_text_drops_code_comments_and_template() -> None:
     for gone in ("System Info", "Reproduction", "GSPO", "dapo", "DAPO", "searched"):
         assert gone not in out
     assert out.count("\n") == body.count("\n")  # line structure kept
+
+
+@pytest.mark.parametrize(
+    ("line", "template"),
+    [
+        ("A clear and concise description of what the bug is.", True),
+        ("  Please describe the problem", True),
+        ("\tIf you have code snippets, paste them", True),
+        ("> 1. Steps to reproduce the behavior:", True),
+        ("**Expected behavior**", True),
+        ("\u3000## Environment", True),
+        ("Thanks, a clear and concise description of the bug.", False),
+        ("| a clear and concise description of | x |", False),
+        ("\u0130f you have code snippets", False),  # "İf": lower-cases to "i̇f", not "if"
+        ("The run collapses after 100 steps.", False),
+    ],
+)
+def test_template_lines_are_found_whatever_their_first_letters(line: str, template: bool) -> None:
+    assert is_template_line(line) is template
+    assert is_template_line(line, checkboxes=False) is template
 
 
 def test_list_continuation_is_not_code() -> None:

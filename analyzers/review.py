@@ -101,6 +101,11 @@ _THREAD_SCAN_CHARS = 262_144
 # --- configuration ---------------------------------------------------------------------------
 
 
+# What a text holds whenever a label is found in it: one of its substrings, or for one of its
+# patterns every required token as one of its lower-case forms (_label_needs).
+_Needs = tuple[tuple[str, ...], tuple[tuple[tuple[str, ...], ...], ...]]
+
+
 @dataclass(frozen=True)
 class _Rules:
     bot_logins: frozenset[str]
@@ -128,10 +133,15 @@ class _Rules:
     # `sub` as two parallel tuples (label of each substring, the substrings), in its order,
     # and every veto substring: tried in C over a text
     sub_flat: tuple[tuple[str, ...], tuple[str, ...]]
+    # positions in sub_flat's substrings of the ASCII ones (most are Chinese): all an ASCII
+    # text can hold
+    sub_ascii: tuple[int, ...]
     # the key words of `matchers` by attribute: hashes of lemmas, of lower-case forms
     lemma_keys: frozenset[int]
     lower_keys: frozenset[int]
     veto_flat: tuple[str, ...]
+    # label -> what a text holds whenever _scan finds the label (_label_needs), filled as asked
+    label_needs: dict[str, _Needs | None] = field(default_factory=dict)
 
 
 # Words too common to file a pattern under (see _KeyedMatchers): function words and the
@@ -299,6 +309,7 @@ def _rules() -> _Rules:
             tuple(label for label, subs in sub.items() for _ in subs),
             tuple(s for subs in sub.values() for s in subs),
         ),
+        sub_ascii=tuple(i for i, s in enumerate(s for subs in sub.values() for s in subs) if s.isascii()),
         veto_flat=tuple(v for vs in veto_sub.values() for v in vs),
         lemma_keys=frozenset(h for attr, h in matchers.by_key if attr == "LEMMA"),
         lower_keys=frozenset(h for attr, h in matchers.by_key if attr == "LOWER"),
@@ -602,22 +613,13 @@ def _lemma_fix_hashes(vocab: Any) -> dict[int, str]:
     return {vocab.strings.add(k): v for k, v in _LEMMA_FIXES.items()}
 
 
-# id(substrings) -> (substrings, positions of the ASCII ones)
-_ASCII_AT: dict[int, tuple[tuple[str, ...], tuple[int, ...]]] = {}
-
-
-def _substrings_in(low: str, substrings: tuple[str, ...]) -> list[bool]:
+def _substrings_in(low: str, substrings: tuple[str, ...], ascii_at: tuple[int, ...]) -> list[bool]:
     """[s in low for s in substrings]. Most of the table is Chinese: an ASCII text is only
-    searched for the ASCII ones (the others cannot be in it)."""
+    searched for the ASCII ones, at `ascii_at` (the others cannot be in it)."""
     if not low.isascii():
         return list(map(low.__contains__, substrings))
-    known = _ASCII_AT.get(id(substrings))
-    if known is None or known[0] is not substrings:
-        if len(_ASCII_AT) > 16:  # pattern tables rebuilt (tests): keep it bounded
-            _ASCII_AT.clear()
-        known = _ASCII_AT[id(substrings)] = (substrings, tuple(i for i, x in enumerate(substrings) if x.isascii()))
     found = [False] * len(substrings)
-    for i in known[1]:
+    for i in ascii_at:
         if substrings[i] in low:
             found[i] = True
     return found
@@ -704,7 +706,7 @@ def _scan(prose: str, rules: _Rules) -> _Found:
     # Every substring of every label tried in C; the labels of those found, in table order.
     present: dict[str, tuple[str, ...]] = {}
     sub_labels, sub_strings = rules.sub_flat
-    found_subs = _substrings_in(low_text, sub_strings)
+    found_subs = _substrings_in(low_text, sub_strings, rules.sub_ascii)
     if any(found_subs):
         for label, sub in zip(compress(sub_labels, found_subs), compress(sub_strings, found_subs), strict=True):
             present[label] = present.get(label, ()) + (sub,)
@@ -1394,20 +1396,14 @@ def _may_raise(low: str, substrings: tuple[str, ...], patterns: tuple[tuple[tupl
     return any(all(any(f in low for f in forms) for forms in pattern) for pattern in patterns)
 
 
-_Needs = tuple[tuple[str, ...], tuple[tuple[tuple[str, ...], ...], ...]]
-# (id(rules), label) -> (rules, the label's needs)
-_LABEL_NEEDS: dict[tuple[int, str], tuple[_Rules, _Needs | None]] = {}
-
-
 def _label_needs(label: str, rules: _Rules) -> _Needs | None:
     """What the lower-cased cleaned text (_clean) holds whenever _scan finds `label` there: one
     of its substrings, or for one of its patterns every required token, as one of the
     lower-case forms of its words (a LEMMA by every word lemmatised to it, _LEMMA_FIXES too).
     None when not known (a Greek sigma lower-cases by context, so its forms are not looked
     for)."""
-    hit = _LABEL_NEEDS.get((id(rules), label))
-    if hit is not None and hit[0] is rules:
-        return hit[1]
+    if label in rules.label_needs:
+        return rules.label_needs[label]
     of_label = rules.matchers.required_of.get(label, [])
     lemma_forms = lower_forms(w for required in of_label for attr, words in required if attr == "LEMMA" for w in words)
     patterns = []
@@ -1425,9 +1421,7 @@ def _label_needs(label: str, rules: _Rules) -> _Needs | None:
     needs = (tuple(rules.sub.get(label, ())), tuple(patterns))
     every = [*needs[0], *(f for p in patterns for forms in p for f in forms)]
     found = None if any("\u03c3" in s or "\u03c2" in s for s in every) else needs
-    if len(_LABEL_NEEDS) > 16:
-        _LABEL_NEEDS.clear()
-    _LABEL_NEEDS[(id(rules), label)] = (rules, found)
+    rules.label_needs[label] = found
     return found
 
 

@@ -992,6 +992,8 @@ def rank_kinds(features: FailureFeatures, model: learned.LinearModel) -> list[tu
     lead = next((k[4:] for k in features.vector if k.startswith("top:")), None)
     if lead in probs and ranked[0][1] < KIND_MODEL_SURE:
         ranked = _first(lead, ranked)
+    if ranked[0][0] == "collapse_or_divergence":
+        ranked = _named_cause_first(features, probs, ranked)
     # What the guidelines call a group without signal ("groups with zero advantage"), whatever
     # metric the post names first: every sample of a group scoring alike ("rewards and loss are
     # 0"), or a loss or advantage of exactly zero as the title's symptom (a zero loss in passing
@@ -1011,6 +1013,28 @@ def rank_kinds(features: FailureFeatures, model: learned.LinearModel) -> list[tu
             ranked = _first(prior, ranked)
             break
     return ranked
+
+
+# Kinds that name a cause of a collapse rather than what misbehaves.
+_CAUSE_KINDS = ("stale_rollout_data", "moe_instability", "rollout_training_mismatch")
+
+
+def _named_cause_first(
+    features: FailureFeatures, probs: dict[str, float], ranked: list[tuple[str, float]]
+) -> list[tuple[str, float]]:
+    """collapse_or_divergence is a collapse whose cause is not named (GUIDELINES.md): when the
+    lexicon names a cause kind (`ev:<kind>`: stale rollouts, MoE routing, rollout/training
+    mismatch), that kind is first. Those kinds have 0-12 labelled reports, so the fitted model
+    rarely outweighs the collapse words ("the reward collapses", "unstable") that come with
+    them; the strongest named cause wins (then the more probable), read as MoE instability in
+    a mixture-of-experts run like the model's own mismatch evidence."""
+    named = [(features.vector.get(f"ev:{k}", 0.0), probs.get(k, 0.0), k) for k in _CAUSE_KINDS if k in probs]
+    strength, _, kind = max(named, default=(0.0, 0.0, ""))
+    if strength <= 0:
+        return ranked
+    if kind == "rollout_training_mismatch" and features.moe_context and "moe_instability" in probs:
+        kind = "moe_instability"
+    return _first(kind, ranked)
 
 
 def _first(kind: str, ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:

@@ -56,14 +56,21 @@ POSITIVE = [
     ("token_mult_prob_error keeps increasing", "It passes 1.1 after 300 steps.", "rollout_training_mismatch"),
 ]  # fmt: skip
 
-# Reports whose kind has too few labelled threads for the kind model to be sure (3 stale
-# rollouts, 1 MoE, and "all rewards are 0" is labelled either groups_without_signal or
-# collapse_or_divergence): detection is pinned, the kind is only offered among the categories.
-REPORTS_OF_RARE_KINDS = [
+# Reports of kinds with next to no labelled threads. A named cause (stale rollouts, MoE
+# routing) is the kind, however much of a collapse the words also describe (GUIDELINES:
+# collapse_or_divergence is a collapse whose cause is not named).
+REPORTS_OF_NAMED_CAUSES = [
     ("Training degrades with stale rollouts in async mode",
-     "With fully async rollout the staleness gets too large and training becomes unstable."),
+     "With fully async rollout the staleness gets too large and training becomes unstable.",
+     "stale_rollout_data"),
     ("Router collapse when training a MoE model",
-     "Training Qwen3-30B-A3B, the routing becomes unstable and a few experts take all tokens."),
+     "Training Qwen3-30B-A3B, the routing becomes unstable and a few experts take all tokens.",
+     "moe_instability"),
+]  # fmt: skip
+
+# "All rewards are 0" is labelled either groups_without_signal or collapse_or_divergence:
+# detection is pinned, the kind is only offered among the categories.
+REPORTS_OF_RARE_KINDS = [
     ("All rewards are 0 from the very first step",
      "Every rollout gets reward 0, so the advantage is zero for every group and nothing learns."),
     ("reward一直为0", "训练开始后所有样本的reward都是0，advantage全为0。"),
@@ -140,7 +147,14 @@ def test_reports_are_recognised_with_their_kind(title: str, body: str, category:
     assert result["evidence"]
 
 
-@pytest.mark.parametrize("title,body", REPORTS_OF_RARE_KINDS, ids=["stale", "moe", "zero-en", "zero-zh"])
+@pytest.mark.parametrize("title,body,category", REPORTS_OF_NAMED_CAUSES, ids=["stale", "moe"])
+def test_a_named_cause_is_the_kind(title: str, body: str, category: str) -> None:
+    result = classify_failure(title, body)
+    assert result["is_failure_report"], result
+    assert result["category"] == category, result
+
+
+@pytest.mark.parametrize("title,body", REPORTS_OF_RARE_KINDS, ids=["zero-en", "zero-zh"])
 def test_reports_of_rare_kinds_are_recognised(title: str, body: str) -> None:
     result = classify_failure(title, body)
     assert result["is_failure_report"], result
@@ -394,6 +408,24 @@ def test_groups_scoring_alike_name_the_kind() -> None:
     # A reward stuck at 0 with no group scoring alike and no zero loss named: the model decides.
     other = failure_features("Reward drops to 0", "The reward is 0 from step 10 on.")
     assert rank_kinds(other, sure)[0][0] == "collapse_or_divergence"
+
+
+def test_a_named_cause_outranks_a_collapse_the_kind_model_is_sure_of() -> None:
+    sure = LinearModel("kinds", sorted(CATEGORIES), {c: {} for c in CATEGORIES},
+                       {c: (5.0 if c == "collapse_or_divergence" else 0.0) for c in CATEGORIES})  # fmt: skip
+    stale = failure_features("Reward collapses with stale rollouts", "The rollouts are stale and the reward collapses.")
+    assert stale.vector.get("ev:stale_rollout_data") and stale.vector.get("ev:collapse_or_divergence")
+    assert rank_kinds(stale, sure)[0][0] == "stale_rollout_data"
+    # Rollout/training mismatch in a mixture-of-experts run reads as MoE instability.
+    moe = failure_features("Training collapses on Qwen3-30B-A3B", "There is a logprob mismatch between vLLM and the trainer.")
+    assert moe.moe_context and moe.vector.get("ev:rollout_training_mismatch")
+    assert rank_kinds(moe, sure)[0][0] == "moe_instability"
+    # No cause named: the collapse stands; a sure specific kind is not touched either.
+    plain = failure_features("Reward collapses", "After 300 steps the reward collapses to 0.")
+    assert rank_kinds(plain, sure)[0][0] == "collapse_or_divergence"
+    sure_kl = LinearModel("kinds", sorted(CATEGORIES), {c: {} for c in CATEGORIES},
+                          {c: (5.0 if c == "kl_growth" else 0.0) for c in CATEGORIES})  # fmt: skip
+    assert rank_kinds(stale, sure_kl)[0][0] == "kl_growth"
 
 
 def test_a_zero_loss_in_the_title_names_groups_without_signal() -> None:

@@ -66,6 +66,10 @@ REPORTS_OF_NAMED_CAUSES = [
     ("Router collapse when training a MoE model",
      "Training Qwen3-30B-A3B, the routing becomes unstable and a few experts take all tokens.",
      "moe_instability"),
+    ("异步模式下过期数据太多，训练崩了", "异步训练时很多样本来自旧策略，策略滞后越来越严重，训练到300步奖励突然下降。",
+     "stale_rollout_data"),
+    ("MoE训练中路由不一致导致训练不稳定", "推理和训练时选中的专家不一样，路由不一致，训练到150步后loss开始震荡，奖励下降。",
+     "moe_instability"),
 ]  # fmt: skip
 
 # "All rewards are 0" is labelled either groups_without_signal or collapse_or_divergence:
@@ -147,7 +151,7 @@ def test_reports_are_recognised_with_their_kind(title: str, body: str, category:
     assert result["evidence"]
 
 
-@pytest.mark.parametrize("title,body,category", REPORTS_OF_NAMED_CAUSES, ids=["stale", "moe"])
+@pytest.mark.parametrize("title,body,category", REPORTS_OF_NAMED_CAUSES, ids=["stale", "moe", "stale-zh", "moe-zh"])
 def test_a_named_cause_is_the_kind(title: str, body: str, category: str) -> None:
     result = classify_failure(title, body)
     assert result["is_failure_report"], result

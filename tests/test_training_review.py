@@ -82,6 +82,21 @@ def test_review_run_reports_grouped_cv_without_texts(examples: list[Example]) ->
         assert text not in printed
     assert isinstance(result.models.state.meta["use"], bool)
     assert set(result.figures) >= {"grouped_cv_frameworks", "grouped_cv_all", "fitted", "concern_thresholds"}
+    ranking = result.figures["concern_average_precision"]
+    assert set(ranking) == {"cv7", "cv_all", "train-file"}
+    assert all(0.0 <= v <= 1.0 for v in ranking.values())
+
+
+def test_average_precision_ranks_before_any_threshold() -> None:
+    ap = review_trainer.average_precision
+    # positives ranked 1st and 3rd: (1/1 + 2/3) / 2
+    assert ap([(0.9, True), (0.8, False), (0.7, True), (0.1, False)]) == pytest.approx(5 / 6)
+    # the same ranking at other probabilities gives the same figure: no threshold involved
+    assert ap([(0.3, True), (0.2, False), (0.15, True), (0.01, False)]) == pytest.approx(5 / 6)
+    # tied pairs enter together: a positive tied with a negative counts at precision 1/2
+    assert ap([(0.5, True), (0.5, False)]) == pytest.approx(0.5)
+    assert ap([(0.5, True), (0.4, False)]) == pytest.approx(1.0)
+    assert ap([(0.2, False)]) == 1.0  # no positives: nothing to rank
 
 
 def test_rare_kinds_are_fitted_without_the_reviews_shape(examples: list[Example]) -> None:

@@ -679,6 +679,7 @@ _MEANING = re.compile(
     r"|\b(?:normal|expected)\s{1,3}(?:behavior|behaviour|phenomenon)\b"
     r"|正常吗|是否正常|正常么|这正常|什么意思|含义|怎么计算|如何计算|怎么理解|如何理解"
 )
+_BEHAVIOUR_WORDS = ("behavior", "behaviour", "phenomenon")  # the match's last word: see _meaning_questions
 # A run that went well at first: "normal at the beginning, but after 300 steps ...", "proceeded
 # normally up to step 600, after which it suddenly collapsed", 前期正常，然后... Followed in the
 # same sentence by "until / then / after which" (_THEN) or a later-in-training cue (_LATER), it
@@ -780,6 +781,22 @@ def _train_up_eval_down(sentence: str) -> bool:
     return rising and any(_EVAL.search(c) and _DOWN.search(c) and not _TRAIN.search(c) and not _UP.search(c) for c in clauses)
 
 
+def _meaning_questions(sentences: _Sentences, cap: int = 3) -> int:
+    """Questions about what a metric means or whether a value is normal. "Expected behavior"
+    counts only in a sentence that asks: as a bug template's heading ("### Expected behavior")
+    or a statement ("this matches the expected behavior") it is no question."""
+    if not sentences.may_hold(_MEANING):
+        return 0
+    n = 0
+    for m in itertools.islice(sentences._finditer(_MEANING), 2 * cap):
+        if m.group().endswith(_BEHAVIOUR_WORDS) and not any(q in sentences.around(m.start()) for q in "?？"):
+            continue
+        n += 1
+        if n >= cap:
+            break
+    return n
+
+
 def _situation(title: str, prose: str, symptom: bool, feats: learned.Features) -> None:
     """Inference bug, hang, meaning question, train-vs-eval, groups of equal scores."""
     text = title + "\n" + prose[:MAX_SPEAKER_TEXT]  # the situation is told up front
@@ -820,7 +837,7 @@ def _situation(title: str, prose: str, symptom: bool, feats: learned.Features) -
     # curves is not": asking is evidence only together with what is shown.
     if "?" in text or "？" in text:
         feats.add("about:asks_with_symptom" if symptom else "about:asks_without_symptom")
-    meaning = sentences.count(_MEANING)
+    meaning = _meaning_questions(sentences)
     if meaning:
         feats.add("about:meaning_question", meaning)
         feats.add("about:meaning_question_and_symptom" if symptom else "about:meaning_question_no_symptom")

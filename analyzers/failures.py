@@ -567,6 +567,19 @@ _CODE_ANALYSIS = nlp.CaselessPattern(
     (r"#l\d{1,6}\b", ("#l",)),
     (r"\bline\s{1,3}\d{1,6}\b", ("line",)),
 )
+# Asking how or why a method is done, rather than telling what a run did: "how did you keep
+# the KL that small", "why not just use a KL term", "the role of the critique", 如何确定 ...
+# ("how to fix / solve / avoid this" asks for a fix of what happened: not this).
+_ASKS_HOW = nlp.CaselessPattern(
+    (
+        r"\bhow\s{1,3}(?:did|do|does|would|could|can|should)\s{1,3}(?:you|they|we|the\s{1,3}authors?)\b"
+        r"(?!\s{1,3}(?:fix|solve|resolve|avoid|prevent|deal|handle|debug|get\s{1,3}rid))",
+        ("how",),
+    ),
+    (r"\bwhy\s{1,3}(?:do|did|does|would)\s{1,3}(?:you|they|the\s{1,3}authors?)\b|\bwhy\s{1,3}not\b", ("why",)),
+    (r"\bthe\s{1,3}(?:role|purpose|intuition|motivation|rationale)\s{1,3}of\b", ("role", "purpose", "intuition", "motivation", "rationale")),
+    (r"为什么要|为何要|如何确定|怎么确定", ("为什么要", "为何要", "如何确定", "怎么确定")),
+)
 # A preference-optimisation run (DPO and its kin): its "rewards" are implicit (rewards/chosen,
 # rewards/rejected) and the labels read their odd moves as other failures, not as an RL reward
 # collapsing; the kind model learns a prior from it (training/failure.py, KIND_PRIOR_FAMILIES).
@@ -629,6 +642,10 @@ def _speaker(title: str, prose: str, run: bool, failure_cue: bool, feats: learne
         feats.add("speaker:question_title")
         if not own:
             feats.add("speaker:question_not_own_run")
+    if _ASKS_HOW.count(opening, 1):
+        # Named with the guidelines' borderline calls (a question about what a method or an
+        # option does is no report), so it is fitted at their scale (training/failure.py).
+        feats.add("about:asks_how")
     marks = min(head.count("?") + head.count("？"), 3)
     if marks:
         feats.add("speaker:question_marks", marks)

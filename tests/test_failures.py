@@ -320,6 +320,22 @@ def test_hangs_meaning_questions_and_exceptions_are_named() -> None:
     assert "about:exception_in_title" in _about("ActorDiedError when starting the trainer", "See the log.")
 
 
+def test_expected_behaviour_is_a_meaning_question_only_when_asked() -> None:
+    assert "about:meaning_question" in _about("Entropy", "The entropy rises. Is this expected behavior?")
+    heading = _about("Reward is flat", "### Expected behavior\nThe reward should grow.\n### Actual\nIt stays flat.")
+    assert "about:meaning_question" not in heading
+    stated = _about("Entropy", "In my run the entropy decreases, which matches the expected behavior of PPO.")
+    assert "about:meaning_question" not in stated
+
+
+def test_asking_how_a_method_is_done_is_told_from_asking_for_a_fix() -> None:
+    assert "about:asks_how" in _about("KL scale", "How did you keep the KL divergence that small during training?")
+    assert "about:asks_how" in _about("About RL", "Why not just train with a KL term from the start?")
+    assert "about:asks_how" in _about("训练曲线", "如何确定当前训练是否稳定？")
+    assert "about:asks_how" not in _about("Reward drops", "After 200 steps the reward drops. How do we fix this?")
+    assert "about:asks_how" not in _about("Reward drops", "After 200 steps the reward drops to zero.")
+
+
 def test_a_post_that_names_no_metric_misbehaving_says_so() -> None:
     def flag(title: str, body: str) -> bool:
         return "no_failure_cue" in failure_features(title, body).vector

@@ -642,13 +642,13 @@ def _speaker(title: str, prose: str, run: bool, failure_cue: bool, feats: learne
         feats.add("speaker:question_title")
         if not own:
             feats.add("speaker:question_not_own_run")
-    if _ASKS_HOW.count(opening, 1):
-        # Named with the guidelines' borderline calls (a question about what a method or an
-        # option does is no report), so it is fitted at their scale (training/failure.py).
-        feats.add("about:asks_how")
     marks = min(head.count("?") + head.count("？"), 3)
     if marks:
         feats.add("speaker:question_marks", marks)
+    if (marks or question_title) and _ASKS_HOW.count(opening, 1):
+        # Named with the guidelines' borderline calls (a question about what a method or an
+        # option does is no report), so it is fitted at their scale (training/failure.py).
+        feats.add("about:asks_how")
 
 
 # What the post is about, sentence by sentence (GUIDELINES' borderline calls), as named

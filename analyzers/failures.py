@@ -685,7 +685,7 @@ _DEGENERATE = re.compile(
 _HANG = re.compile(
     r"(?i)\b(?:hang|hangs|hanging|hung|freezes?|freezing|froze|frozen|deadlocks?|no\s{1,3}progress)\b"
     r"|\bstuck\s{1,3}(?:in|on|when|while|during|for|forever|after\s{1,3}(?:loading|init)|at\s{1,3}(?:the\s{1,3})?(?:step|iter|first|beginning|start|init|\w{1,30}ing\b))"
-    r"|卡住|卡在|卡死|不动了|没有反应"
+    r"|卡住|卡在(?!\s{0,2}-?\d)|卡死|不动了|没有反应"
 )
 _DURATION = re.compile(r"(?i)\b(?:\d{1,4}\s{0,2}|half\s{1,3}an\s{1,3}|an\s{1,3}|several\s{1,3})(?:min|mins|minutes?|hours?|hrs?)\b|分钟|小时")
 # A question about what a metric means, how it is computed, or whether a value is normal.

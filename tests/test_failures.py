@@ -311,6 +311,8 @@ def test_hangs_meaning_questions_and_exceptions_are_named() -> None:
     hang = _about("Training hangs at step 3", "No logs for 2 hours and no error, GPU utilisation is 0.")
     assert {"about:hang", "about:hang_for_time"} <= hang
     assert "about:hang" not in _about("Reward is stuck at 0.2", "The reward is stuck at 0.2 for 500 steps.")
+    assert "about:hang" not in _about("奖励卡在0.5", "从第20步开始奖励一直卡在0.5，没有变化。")  # a value stuck, not a hang
+    assert "about:hang" in _about("训练卡在第3步", "训练卡在rollout阶段不动了，没有报错。")
     meaning = _about("pg_clipfrac", "My curves look fine. What does pg_clipfrac mean?")
     assert {"about:meaning_question", "about:meaning_question_no_symptom", "about:asks_without_symptom"} <= meaning
     asks = _about("Reward drops", "After 200 steps the reward drops to zero. Is this normal?")

@@ -567,6 +567,19 @@ _CODE_ANALYSIS = nlp.CaselessPattern(
     (r"#l\d{1,6}\b", ("#l",)),
     (r"\bline\s{1,3}\d{1,6}\b", ("line",)),
 )
+# Asking how or why a method is done, rather than telling what a run did: "how did you keep
+# the KL that small", "why not just use a KL term", "the role of the critique", 如何确定 ...
+# ("how to fix / solve / avoid this" asks for a fix of what happened: not this).
+_ASKS_HOW = nlp.CaselessPattern(
+    (
+        r"\bhow\s{1,3}(?:did|do|does|would|could|can|should)\s{1,3}(?:you|they|we|the\s{1,3}authors?)\b"
+        r"(?!\s{1,3}(?:fix|solve|resolve|avoid|prevent|deal|handle|debug|get\s{1,3}rid))",
+        ("how",),
+    ),
+    (r"\bwhy\s{1,3}(?:do|did|does|would)\s{1,3}(?:you|they|the\s{1,3}authors?)\b|\bwhy\s{1,3}not\b", ("why",)),
+    (r"\bthe\s{1,3}(?:role|purpose|intuition|motivation|rationale)\s{1,3}of\b", ("role", "purpose", "intuition", "motivation", "rationale")),
+    (r"为什么要|为何要|如何确定|怎么确定", ("为什么要", "为何要", "如何确定", "怎么确定")),
+)
 # A preference-optimisation run (DPO and its kin): its "rewards" are implicit (rewards/chosen,
 # rewards/rejected) and the labels read their odd moves as other failures, not as an RL reward
 # collapsing; the kind model learns a prior from it (training/failure.py, KIND_PRIOR_FAMILIES).
@@ -632,6 +645,10 @@ def _speaker(title: str, prose: str, run: bool, failure_cue: bool, feats: learne
     marks = min(head.count("?") + head.count("？"), 3)
     if marks:
         feats.add("speaker:question_marks", marks)
+    if (marks or question_title) and _ASKS_HOW.count(opening, 1):
+        # Named with the guidelines' borderline calls (a question about what a method or an
+        # option does is no report), so it is fitted at their scale (training/failure.py).
+        feats.add("about:asks_how")
 
 
 # What the post is about, sentence by sentence (GUIDELINES' borderline calls), as named
@@ -668,7 +685,7 @@ _DEGENERATE = re.compile(
 _HANG = re.compile(
     r"(?i)\b(?:hang|hangs|hanging|hung|freezes?|freezing|froze|frozen|deadlocks?|no\s{1,3}progress)\b"
     r"|\bstuck\s{1,3}(?:in|on|when|while|during|for|forever|after\s{1,3}(?:loading|init)|at\s{1,3}(?:the\s{1,3})?(?:step|iter|first|beginning|start|init|\w{1,30}ing\b))"
-    r"|卡住|卡在|卡死|不动了|没有反应"
+    r"|卡住|卡在(?!\s{0,2}-?\d)|卡死|不动了|没有反应"
 )
 _DURATION = re.compile(r"(?i)\b(?:\d{1,4}\s{0,2}|half\s{1,3}an\s{1,3}|an\s{1,3}|several\s{1,3})(?:min|mins|minutes?|hours?|hrs?)\b|分钟|小时")
 # A question about what a metric means, how it is computed, or whether a value is normal.
@@ -679,6 +696,7 @@ _MEANING = re.compile(
     r"|\b(?:normal|expected)\s{1,3}(?:behavior|behaviour|phenomenon)\b"
     r"|正常吗|是否正常|正常么|这正常|什么意思|含义|怎么计算|如何计算|怎么理解|如何理解"
 )
+_BEHAVIOUR_WORDS = ("behavior", "behaviour", "phenomenon")  # the match's last word: see _meaning_questions
 # A run that went well at first: "normal at the beginning, but after 300 steps ...", "proceeded
 # normally up to step 600, after which it suddenly collapsed", 前期正常，然后... Followed in the
 # same sentence by "until / then / after which" (_THEN) or a later-in-training cue (_LATER), it
@@ -780,6 +798,22 @@ def _train_up_eval_down(sentence: str) -> bool:
     return rising and any(_EVAL.search(c) and _DOWN.search(c) and not _TRAIN.search(c) and not _UP.search(c) for c in clauses)
 
 
+def _meaning_questions(sentences: _Sentences, cap: int = 3) -> int:
+    """Questions about what a metric means or whether a value is normal. "Expected behavior"
+    counts only in a sentence that asks: as a bug template's heading ("### Expected behavior")
+    or a statement ("this matches the expected behavior") it is no question."""
+    if not sentences.may_hold(_MEANING):
+        return 0
+    n = 0
+    for m in itertools.islice(sentences._finditer(_MEANING), 2 * cap):
+        if m.group().endswith(_BEHAVIOUR_WORDS) and not any(q in sentences.around(m.start()) for q in "?？"):
+            continue
+        n += 1
+        if n >= cap:
+            break
+    return n
+
+
 def _situation(title: str, prose: str, symptom: bool, feats: learned.Features) -> None:
     """Inference bug, hang, meaning question, train-vs-eval, groups of equal scores."""
     text = title + "\n" + prose[:MAX_SPEAKER_TEXT]  # the situation is told up front
@@ -820,7 +854,7 @@ def _situation(title: str, prose: str, symptom: bool, feats: learned.Features) -
     # curves is not": asking is evidence only together with what is shown.
     if "?" in text or "？" in text:
         feats.add("about:asks_with_symptom" if symptom else "about:asks_without_symptom")
-    meaning = sentences.count(_MEANING)
+    meaning = _meaning_questions(sentences)
     if meaning:
         feats.add("about:meaning_question", meaning)
         feats.add("about:meaning_question_and_symptom" if symptom else "about:meaning_question_no_symptom")

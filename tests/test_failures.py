@@ -329,6 +329,8 @@ def test_hangs_meaning_questions_and_exceptions_are_named() -> None:
     hang = _about("Training hangs at step 3", "No logs for 2 hours and no error, GPU utilisation is 0.")
     assert {"about:hang", "about:hang_for_time"} <= hang
     assert "about:hang" not in _about("Reward is stuck at 0.2", "The reward is stuck at 0.2 for 500 steps.")
+    assert "about:hang" not in _about("奖励卡在0.5", "从第20步开始奖励一直卡在0.5，没有变化。")  # a value stuck, not a hang
+    assert "about:hang" in _about("训练卡在第3步", "训练卡在rollout阶段不动了，没有报错。")
     meaning = _about("pg_clipfrac", "My curves look fine. What does pg_clipfrac mean?")
     assert {"about:meaning_question", "about:meaning_question_no_symptom", "about:asks_without_symptom"} <= meaning
     asks = _about("Reward drops", "After 200 steps the reward drops to zero. Is this normal?")
@@ -336,6 +338,22 @@ def test_hangs_meaning_questions_and_exceptions_are_named() -> None:
     assert "about:failure_verb" in _about("Training collapsion", "Around step 600 it suddenly collapsed.")
     assert "about:failure_verb" in _about("训练问题", "跑到300步就训崩了。")
     assert "about:exception_in_title" in _about("ActorDiedError when starting the trainer", "See the log.")
+
+
+def test_expected_behaviour_is_a_meaning_question_only_when_asked() -> None:
+    assert "about:meaning_question" in _about("Entropy", "The entropy rises. Is this expected behavior?")
+    heading = _about("Reward is flat", "### Expected behavior\nThe reward should grow.\n### Actual\nIt stays flat.")
+    assert "about:meaning_question" not in heading
+    stated = _about("Entropy", "In my run the entropy decreases, which matches the expected behavior of PPO.")
+    assert "about:meaning_question" not in stated
+
+
+def test_asking_how_a_method_is_done_is_told_from_asking_for_a_fix() -> None:
+    assert "about:asks_how" in _about("KL scale", "How did you keep the KL divergence that small during training?")
+    assert "about:asks_how" in _about("About RL", "Why not just train with a KL term from the start?")
+    assert "about:asks_how" in _about("训练曲线", "如何确定当前训练是否稳定？")
+    assert "about:asks_how" not in _about("Reward drops", "After 200 steps the reward drops. How do we fix this?")
+    assert "about:asks_how" not in _about("Reward drops", "After 200 steps the reward drops to zero.")
 
 
 def test_a_post_that_names_no_metric_misbehaving_says_so() -> None:

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sklearn.metrics import average_precision_score
+
 from analyzers.learned import LinearModel
 from analyzers.review import (
     CONCERNS,
@@ -221,26 +223,12 @@ def nested_concern_sets(
 
 
 def average_precision(pairs: list[tuple[float, bool]]) -> float:
-    """Average precision of (probability, gold) pairs ranked by probability: the mean, over
-    the positives, of the precision among the pairs scored at least as high (tied pairs enter
-    together). Threshold-free: it moves when a change ranks positives higher even where no
-    threshold is crossed, and does not move when only a threshold does."""
-    positives = sum(g for _, g in pairs)
-    if not positives:
-        return 1.0
-    ranked = sorted(pairs, key=lambda pg: -pg[0])
-    total = tp = seen = 0
-    i = 0
-    while i < len(ranked):
-        j = i
-        while j < len(ranked) and ranked[j][0] == ranked[i][0]:
-            j += 1
-        hits = sum(g for _, g in ranked[i:j])
-        tp += hits
-        seen = j
-        total += hits * tp / seen
-        i = j
-    return total / positives
+    """Average precision of (probability, gold) pairs ranked by probability (scikit-learn's:
+    tied pairs enter together). Threshold-free: it moves when a change ranks positives higher
+    even where no threshold is crossed, and does not move when only a threshold does."""
+    if not any(g for _, g in pairs):
+        return 1.0  # nothing to rank
+    return float(average_precision_score([g for _, g in pairs], [p for p, _ in pairs]))
 
 
 def _concern_pairs(rows: list[Example], preds: dict[str, ReviewScores]) -> list[tuple[float, bool]]:

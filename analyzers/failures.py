@@ -42,7 +42,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from operator import or_
+from itertools import repeat
+from operator import contains, or_
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -158,7 +159,7 @@ def _in_text(text: str, items: list[T], terms: list[str]) -> Iterator[T]:
     """The items (in their order) whose term (`terms[i]` for `items[i]`) is in `text`. The
     Chinese lexicon has hundreds of terms and a post holds few of them: the `in` tests run in
     one C loop, and only the terms found take a Python step."""
-    return itertools.compress(items, map(text.__contains__, terms))
+    return itertools.compress(items, map(contains, repeat(text), terms))
 
 
 _JOINERS = str.maketrans({"_": " ", "/": " ", "-": " "})
@@ -429,7 +430,7 @@ def _chinese(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
         # Tested in `low` as it stands here: a phrase blanked out by an earlier one of this
         # loop is then not found by `find`, as before. Blanking adds only spaces, so only a
         # phrase holding a space could appear through it: those are always tried.
-        present = map(or_, cat.zh_phrases_spaced, map(low.__contains__, cat.zh_phrases))
+        present = map(or_, cat.zh_phrases_spaced, map(contains, repeat(low), cat.zh_phrases))
         for phrase in itertools.compress(cat.zh_phrases, present):
             pos = low.find(phrase)
             if pos >= 0:

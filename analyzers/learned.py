@@ -207,8 +207,10 @@ class Features:
 
 
 # 1 + log(n) of the counts up to this many, computed once (the same floats as computing them).
+# Keyed by int, as the counts are: a count up to 256 is then found by identity (small ints are
+# one object each), without comparing an int with a float key.
 _SUBLINEAR_TABLE = 4096
-_SUBLINEAR: dict[float, float] = {1.0: 1.0} | {float(n): 1.0 + math.log(float(n)) for n in range(2, _SUBLINEAR_TABLE)}
+_SUBLINEAR: dict[int, float] = {1: 1.0} | {n: 1.0 + math.log(float(n)) for n in range(2, _SUBLINEAR_TABLE)}
 
 
 def sigmoid(z: float) -> float:

@@ -144,7 +144,7 @@ class Features:
         found = Counter(keys)  # in order of first occurrence
         if not counts:
             # The usual case, a namespace added once: its counts as they come, in C. (Counts
-            # stay integers: vector() reads 1 + log(n) of an int as of the same float.)
+            # stay integers: vector() finds the same 1 + log(n) for 3 as it did for 3.0.)
             self.hashed[namespace] = found
             return
         for key, n in found.items():

@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache, reduce
 from itertools import compress, repeat
-from operator import add, is_not, mul, truediv
+from operator import add, mul, truediv
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -133,7 +133,7 @@ class Features:
     buckets: int = BUCKETS
     named: dict[str, float] = field(default_factory=dict)
     # namespace -> {"<namespace>#<bucket>": count}, in order of first occurrence
-    hashed: dict[str, dict[str, float]] = field(default_factory=dict)
+    hashed: dict[str, Counter[str]] = field(default_factory=dict)
 
     def add(self, name: str, value: float = 1.0) -> None:
         if value:
@@ -143,11 +143,12 @@ class Features:
         counts = self.hashed.get(namespace)
         found = Counter(keys)  # in order of first occurrence
         if not counts:
-            # The usual case, a namespace added once: its counts as they come, in C.
-            self.hashed[namespace] = dict(zip(found, map(float, found.values()), strict=True))
+            # The usual case, a namespace added once: its counts as they come, in C. (Counts
+            # stay integers: vector() finds the same 1 + log(n) for 3 as it did for 3.0.)
+            self.hashed[namespace] = found
             return
         for key, n in found.items():
-            counts[key] = counts.get(key, 0.0) + n
+            counts[key] = counts.get(key, 0) + n
 
     def _keys(
         self, namespace: str, items: list[Any], tables: dict[tuple[str, int], dict[Any, str]], gram_of: Any
@@ -206,8 +207,10 @@ class Features:
 
 
 # 1 + log(n) of the counts up to this many, computed once (the same floats as computing them).
+# Keyed by int, as the counts are: a count up to 256 is then found by identity (small ints are
+# one object each), without comparing an int with a float key.
 _SUBLINEAR_TABLE = 4096
-_SUBLINEAR: dict[float, float] = {1.0: 1.0} | {float(n): 1.0 + math.log(float(n)) for n in range(2, _SUBLINEAR_TABLE)}
+_SUBLINEAR: dict[int, float] = {1: 1.0} | {n: 1.0 + math.log(float(n)) for n in range(2, _SUBLINEAR_TABLE)}
 
 
 def sigmoid(z: float) -> float:
@@ -244,9 +247,9 @@ class LinearModel:
         out = {c: self.bias.get(c, 0.0) for c in self.weights}
         # Most features have no weight: find the rows in C, loop in Python over hits only
         # (in the order of `x`, so the sums are the same floats).
+        # (A row is a non-empty list: truthy exactly where the feature has weights.)
         rows = list(map(table.get, x))
-        hit = list(map(is_not, rows, repeat(None)))
-        for v, row in zip(compress(x.values(), hit), compress(rows, hit), strict=True):
+        for v, row in zip(compress(x.values(), rows), filter(None, rows), strict=True):
             for c, w in row:
                 out[c] += v * w
         return out
@@ -266,10 +269,12 @@ class LinearModel:
         if weights is None or len(self.weights) != 1:
             return sigmoid(self._scores(x).get("1", self.bias.get("1", 0.0)))
         # One weight map: bias + v1*w1 + v2*w2 + ... left to right over the features of `x`
-        # that have a weight, as _scores adds them, without a Python step per feature.
+        # that have a weight, as _scores adds them, without a Python step per feature. Only
+        # non-zero weights are taken (compress and filter keep the truthy ones, in step): a
+        # weight of 0.0 adds a zero, which leaves a sum as it is (or turns -0.0 into 0.0,
+        # the same sigmoid).
         ws = list(map(weights.get, x))
-        hit = list(map(is_not, ws, repeat(None)))
-        terms = map(mul, compress(x.values(), hit), compress(ws, hit))
+        terms = map(mul, compress(x.values(), ws), filter(None, ws))
         return sigmoid(reduce(add, terms, self.bias.get("1", 0.0)))
 
     def probabilities(self, x: Mapping[str, float]) -> dict[str, float]:

@@ -225,11 +225,17 @@ def nlp() -> Language:
 # is quadratic on hostile chunks ("[[[[...", "1.1.1...": 10,000 brackets took 23 s). Natural
 # language never has 80-character words, so long runs get a space every 80 characters.
 _LONG_RUN = re.compile(r"\S{80}")
+# The start of such a run: at the text's start or after a space. Looking for it first is
+# linear (inside a word the look-behind fails at once), where _LONG_RUN tries 80 characters
+# from every position of every word; most texts hold no long run and are left as they are.
+_LONG_RUN_START = re.compile(r"(?<!\S)\S{80}")
 
 
 def _bounded(text: str | None) -> str:
     text = (text or "")[:MAX_CHARS]
-    return _LONG_RUN.sub(r"\g<0> ", text) if len(text) >= 80 else text
+    if len(text) < 80 or _LONG_RUN_START.search(text) is None:
+        return text
+    return _LONG_RUN.sub(r"\g<0> ", text)
 
 
 @lru_cache(maxsize=1)

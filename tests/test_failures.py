@@ -10,7 +10,10 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from analyzers import failures
 from analyzers.failures import (
     CATEGORIES,
     MAX_FOLLOW_UP,
@@ -528,3 +531,76 @@ def test_hostile_bodies_stay_fast(body: str) -> None:
     start = time.perf_counter()
     classify_failure("Entropy collapse " * 50, body)
     assert time.perf_counter() - start < 5.0  # generous guard; figures in benchmarks/
+
+
+# --- Chinese lexicon: terms tried only where present, the same evidence ----------------------
+
+
+def _plain_chinese(text: str, where: str, rules: failures._Rules, ev: failures._Evidence) -> None:
+    """failures._chinese with every term tried in turn (what the `in` pre-tests must equal)."""
+    low = text.lower()
+    window = 10_000 if where == "t" else rules.zh_window
+    seen: set[str] = set()
+    for term, metric in rules.zh_metrics:
+        pos, tries = low.find(term), 0
+        while pos >= 0 and tries < 8:
+            if failures._zh_after_remedy_word(low, pos):
+                pos, tries = low.find(term, pos + 1), tries + 1
+                continue
+            tail = low[pos + len(term) : pos + len(term) + min(window, 40)]
+            for move_term, move in rules.zh_moves:
+                at = tail.find(move_term)
+                if at < 0:
+                    continue
+                if move in failures._NEGATABLE and any(ch in failures._ZH_NEGATORS for ch in tail[max(0, at - 3) : at]):
+                    move = "not_" + move
+                if f"{metric}|{move}" not in seen:
+                    seen.add(f"{metric}|{move}")
+                    ev.symptom(where, f"{metric}|{move}", move)
+                    ev.note(term + "…" + move_term)
+                break
+            pos, tries = low.find(term, pos + 1), tries + 1
+    for cat in sorted(rules.categories.values(), key=lambda c: failures._PRIORITY[c.key]):
+        if cat.context and any(c in low for c in cat.context):
+            ev.context.add("moe")
+        found = False
+        for phrase in cat.zh_phrases:
+            pos = low.find(phrase)
+            if pos >= 0:
+                remedy = failures._zh_after_remedy_word(low, pos)
+                ev.add(cat.key, f"{where}{'zh_remedy' if remedy else 'zh_phrase'}", phrase)
+                low = low.replace(phrase, " " * len(phrase))
+                found = True
+        if found:
+            continue
+        for subj in cat.zh_subjects:
+            pos, tries = low.find(subj), 0
+            while pos >= 0 and tries < 8 and not found:
+                tail = low[pos + len(subj) : pos + len(subj) + window]
+                for change in cat.zh_changes:
+                    if change in tail:
+                        ev.add(cat.key, f"{where}zh_pair", subj + "…" + change)
+                        found = True
+                        break
+                pos, tries = low.find(subj, pos + 1), tries + 1
+            if found:
+                break
+
+
+def _zh_pieces() -> list[str]:
+    rules = failures._rules()
+    terms = [t for t, _ in rules.zh_metrics] + [t for t, _ in rules.zh_moves]
+    for cat in rules.categories.values():
+        terms += cat.zh_phrases + cat.zh_subjects + cat.zh_changes
+    return sorted(set(terms)) + ["避免", "不", "没有", "训练", "，", "。", " ", "a", "MoE", "的"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_zh_pieces()), max_size=30), st.sampled_from(["t", "b"]))
+def test_chinese_evidence_equals_trying_every_term(pieces: list[str], where: str) -> None:
+    text = "".join(pieces)
+    rules = failures._rules()
+    fast, plain = failures._Evidence(), failures._Evidence()
+    failures._chinese(text, where, rules, fast)
+    _plain_chinese(text, where, rules, plain)
+    assert (dict(fast.counts), fast.phrases, fast.context) == (dict(plain.counts), plain.phrases, plain.context)

@@ -334,3 +334,19 @@ def test_lower_forms_are_every_word_lemmatised_so() -> None:
     assert all(nlp.lemma_of_lower(w) == lemma for lemma, words in forms.items() for w in words)
     assert forms["do"] >= {"does", "did", "doing"}  # "does" by the override
     assert forms["qwzlrx"] == {"qwzlrx"}  # unknown words are their own lemma
+
+
+# --- long runs: found by where they start, broken up as before --------------------------------
+
+_RUN_PIECES = ["a" * 20, "b" * 63, "c" * 79, "[" * 17, "熵" * 30, "x", " ", "\n", "\t", "\u3000", ".", "é"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_RUN_PIECES), max_size=12))
+def test_long_runs_are_broken_where_the_plain_substitution_breaks_them(pieces: list[str]) -> None:
+    # The look-behind pre-check only decides whether to substitute: a text with a run of 80
+    # (review: 64) non-space characters anywhere is cut as before, any other is left as it is.
+    text = "".join(pieces)
+    assert nlp._bounded(text) == nlp._LONG_RUN.sub(r"\g<0> ", text)
+    prose = text.replace("`", "").replace("/", " / ")
+    assert review._clean(text) == review._LONG_RUN.sub(review._cut_run, review._INWORD_HYPHEN.sub(" ", prose))

@@ -776,7 +776,7 @@ class _Sentences:
         # IGNORECASE when that finds the same (nlp.without_ignorecase): cheaper to scan.
         self.caseless = nlp.lowered_matches_alike(text)
 
-    def _finditer(self, pattern: re.Pattern[str]) -> Iterator[re.Match[str]]:
+    def finditer(self, pattern: re.Pattern[str]) -> Iterator[re.Match[str]]:
         if self.caseless and pattern.flags & re.IGNORECASE:
             return nlp.lowered_finditer(pattern, self.low)
         return pattern.finditer(self.text)
@@ -804,12 +804,12 @@ class _Sentences:
     def with_anchor(self, anchor: re.Pattern[str], limit: int = MAX_ANCHORS) -> list[str]:
         if not self.may_hold(anchor):
             return []
-        return [self.around(m.start()) for m in itertools.islice(self._finditer(anchor), limit)]
+        return [self.around(m.start()) for m in itertools.islice(self.finditer(anchor), limit)]
 
     def count(self, pattern: re.Pattern[str], cap: int = 3) -> int:
         if not self.may_hold(pattern):
             return 0
-        return len(list(itertools.islice(self._finditer(pattern), cap)))
+        return len(list(itertools.islice(self.finditer(pattern), cap)))
 
 
 def _train_up_eval_down(sentence: str) -> bool:
@@ -830,7 +830,7 @@ def _meaning_questions(sentences: _Sentences, cap: int = 3) -> int:
     if not sentences.may_hold(_MEANING):
         return 0
     n = 0
-    for m in itertools.islice(sentences._finditer(_MEANING), 2 * cap):
+    for m in itertools.islice(sentences.finditer(_MEANING), 2 * cap):
         if m.group().endswith(_BEHAVIOUR_WORDS) and not any(q in sentences.around(m.start()) for q in "?？"):
             continue
         n += 1

@@ -44,6 +44,10 @@ _OLD_SET = frozenset(OLD_ARCHIVES)
 _TOKEN_RE = re.compile(rf"{_NEW}|{_OLD}", re.IGNORECASE)
 _NEW_ONLY_RE = re.compile(_NEW)  # for text where no old-style id can occur:
 _OLD_TAIL_RE = re.compile(r"/\d{7}")  # what every old-style id ends with
+# What every new-style id holds. Searched first: `re` finds a literal first character (the
+# dot) fast, while `\d{4}` gives it nothing to skip ahead to, so _NEW_ONLY_RE tries every
+# position of the text; most texts have no dot before four digits at all.
+_NEW_TAIL_RE = re.compile(r"\.\d{4}")
 _VERSION_RE = re.compile(r"v\d{1,3}")
 
 # What may stand right before the id for it to count as an arXiv reference: the tail of a
@@ -237,6 +241,8 @@ def find_arxiv_mentions(
     contexts: _Contexts | None = None  # built at the first id-shaped token
     emitted: set[str] = set()  # raw tokens already returned (with `unique`)
     scan = _TOKEN_RE if "/" in text and _OLD_TAIL_RE.search(text) else _NEW_ONLY_RE
+    if scan is _NEW_ONLY_RE and not _NEW_TAIL_RE.search(text):
+        return out  # no new-style id can be there either
     for m in scan.finditer(text):
         raw = m.group(0)
         if (unique and raw in emitted) or raw in skip:

@@ -585,6 +585,7 @@ class PaperIndex:
             idx._alias_seen[(sq if cs else low_sq, cs)] = al
             idx._aliases.setdefault(low_sq, []).append(al)
             idx._alias_prefixes.update(low_sq[:k] for k in range(1, len(low_sq) + 1))
+            idx._longest_alias = max(idx._longest_alias, len(low_sq))
         idx._code_values = {k: tuple(v) for k, v in code_values.items()}  # type: ignore[misc]
         idx._config_keys = set(config_keys)
         idx._title_vocab = frozenset(vocab)

@@ -580,3 +580,17 @@ def test_title_key_places_are_those_of_reading_every_token(lows: list[str]) -> N
     got = _KEYED_POOL._key_places(lows)
     assert got == _key_places_reading_every_token(_KEYED_POOL, lows)
     assert [list(d) for d in got] == [list(d) for d in _key_places_reading_every_token(_KEYED_POOL, lows)]
+
+
+def test_a_loaded_index_finds_long_names_where_the_built_one_does() -> None:
+    """The name scan remembers its decision per stretch of text as long as the longest name;
+    a loaded index must know that length too, or a near miss ("... Policy Optimizer") is
+    remembered for the name written out in full a little further on."""
+    built = PaperIndex.build([])
+    loaded = PaperIndex.loads(built.dumps())
+    body = (
+        "x Clipped Importance Sampling Weight Policy Optimizer, and Clipped Importance "
+        "Sampling Weight Policy Optimization."
+    )
+    assert [p["method"] for p in link_papers(thread("x", body), built)] == ["cispo"]
+    assert link_papers(thread("x", body), loaded) == link_papers(thread("x", body), built)

@@ -29,6 +29,7 @@ import contextlib
 import functools
 import gc
 import itertools
+import operator
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -117,9 +118,9 @@ class _Title:
     ] = ()  # how many keys a thread must contain to make this a candidate
 
 
-# Every byte that is not an ASCII letter, digit or "+" becomes a space: splitting the result
-# on whitespace gives the runs of those characters, all in C. (Text is first encoded with
-# each non-ASCII character as one "?", so no byte of it survives.)
+# Every byte that is not an ASCII letter, digit or "+" becomes a space. Text is first
+# encoded with each non-ASCII character as one "?", so the result is as long as the text,
+# holds the tokens' characters at their places, and spaces everywhere else.
 _TOKEN_BYTES = bytes(
     c if chr(c).isascii() and (chr(c).isalnum() or chr(c) == "+") else ord(" ") for c in range(256)
 )
@@ -130,31 +131,44 @@ class _Toks:
     thousands of tokens, so both come from C-level splits), and their offsets, found only
     when a method name's candidate needs them."""
 
-    __slots__ = ("text", "words", "lows", "_offsets")
+    __slots__ = ("text", "token_chars", "words", "lows", "_offsets")
 
     def __init__(self, text: str) -> None:
         self.text = text
-        # The runs of letters, digits and "+" hold every token and nothing else: a token
+        # The text with every character that can be in no token made a space (same length).
+        # Its runs of letters, digits and "+" hold every token and nothing else: a token
         # never crosses another character, and where a run has a "+" the expression
         # decides which "++" ends a token ("REINFORCE++", not "a+b"). The same tokens as
         # _TOKEN_RE.findall(text) (tested).
-        runs = text.encode("ascii", "replace").translate(_TOKEN_BYTES).decode("ascii").split()
+        self.token_chars = text.encode("ascii", "replace").translate(_TOKEN_BYTES).decode("ascii")
+        words = self.token_chars.split()
         if "+" in text:
-            runs = [tok for run in runs for tok in (_TOKEN_RE.findall(run) if "+" in run else (run,))]
-        self.words: list[str] = runs
+            words = [tok for run in words for tok in (_TOKEN_RE.findall(run) if "+" in run else (run,))]
+        self.words: list[str] = words
         # Tokens are ASCII letters, digits and "+": one lower() over the joined words is
         # the same as one per word, and much cheaper.
-        self.lows: list[str] = "\n".join(runs).lower().split("\n") if runs else []
+        self.lows: list[str] = "\n".join(words).lower().split("\n") if words else []
         self._offsets: tuple[list[int], list[int]] | None = None
 
     def offsets(self) -> tuple[list[int], list[int]]:
-        """(start offsets, end offsets) of the tokens, from one C-level split made the
-        first time they are asked for."""
+        """(start offsets, end offsets) of the tokens, made in C the first time they are
+        asked for."""
         if self._offsets is None:
-            # [gap, token, gap, token, ..., gap]: the same tokens as findall.
-            parts = _TOKEN_SPLIT_RE.split(self.text)
-            bounds = list(itertools.accumulate(map(len, parts)))
-            self._offsets = (bounds[0:-1:2], bounds[1::2])
+            if "+" in self.text:
+                # [gap, token, gap, token, ..., gap]: the same tokens as findall.
+                parts = _TOKEN_SPLIT_RE.split(self.text)
+                bounds = list(itertools.accumulate(map(len, parts)))
+                self._offsets = (bounds[0:-1:2], bounds[1::2])
+            else:
+                # Split on single spaces, each token is a non-empty piece (no "+": every
+                # run is one token), and a piece starts one character after the end of
+                # the one before it.
+                pieces = self.token_chars.split(" ")
+                piece_starts = itertools.accumulate(
+                    map(operator.add, map(len, pieces), itertools.repeat(1)), initial=0
+                )
+                starts = list(itertools.compress(piece_starts, pieces))
+                self._offsets = (starts, list(map(operator.add, starts, map(len, self.words))))
         return self._offsets
 
     def start(self, i: int) -> int:

@@ -36,7 +36,9 @@ OLD_ARCHIVES: tuple[str, ...] = (
 )  # fmt: skip
 
 # One scan for everything id-shaped; context is judged per match afterwards.
-_NEW = r"(?P<new>\d{4}\.\d{4,5})"
+# Four \d rather than \d{4}: a pattern that begins with a character class lets re skip
+# ahead to the next digit, one that begins with a repeat makes it try every position.
+_NEW = r"(?P<new>\d\d\d\d\.\d{4,5})"
 # Old style: a generic archive-shaped word checked against OLD_ARCHIVES afterwards (a
 # character class scans faster than a 34-way alternation tried at every position).
 _OLD = r"(?P<old>(?<![\w.\-])[A-Za-z]{2,8}(?:-[A-Za-z]{2,5})?(?:\.[A-Za-z]{2})?/\d{7})"
@@ -44,6 +46,9 @@ _OLD_SET = frozenset(OLD_ARCHIVES)
 _TOKEN_RE = re.compile(rf"{_NEW}|{_OLD}", re.IGNORECASE)
 _NEW_ONLY_RE = re.compile(_NEW)  # for text where no old-style id can occur:
 _OLD_TAIL_RE = re.compile(r"/\d{7}")  # what every old-style id ends with
+# What every new-style id holds. Searched first: `re` skips ahead to a literal first
+# character (the dot) faster than to a digit, and most texts have no dot before four digits.
+_NEW_TAIL_RE = re.compile(r"\.\d{4}")
 _VERSION_RE = re.compile(r"v\d{1,3}")
 
 # What may stand right before the id for it to count as an arXiv reference: the tail of a
@@ -237,6 +242,8 @@ def find_arxiv_mentions(
     contexts: _Contexts | None = None  # built at the first id-shaped token
     emitted: set[str] = set()  # raw tokens already returned (with `unique`)
     scan = _TOKEN_RE if "/" in text and _OLD_TAIL_RE.search(text) else _NEW_ONLY_RE
+    if scan is _NEW_ONLY_RE and not _NEW_TAIL_RE.search(text):
+        return out  # no new-style id can be there either
     for m in scan.finditer(text):
         raw = m.group(0)
         if (unique and raw in emitted) or raw in skip:

@@ -186,7 +186,9 @@ class Features:
         if not text:
             return
         self.add_tokens(namespace, word_tokens(text), ngrams)
-        self.add_grams(namespace + "c", cjk_grams(text))
+        grams = cjk_grams(text)
+        if grams:  # most text has no CJK: an empty namespace would add no feature anyway
+            self.add_grams(namespace + "c", grams)
 
     def vector(self) -> dict[str, float]:
         """The final sparse vector: named features as given, hashed ones sublinear and

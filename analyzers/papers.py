@@ -29,6 +29,7 @@ import contextlib
 import functools
 import gc
 import itertools
+import operator
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -117,32 +118,64 @@ class _Title:
     ] = ()  # how many keys a thread must contain to make this a candidate
 
 
-class _Toks:
-    """The tokens of a text: words, lower-case words, and their offsets (one C-level split
-    gives all three: 64 KiB of text makes tens of thousands of tokens)."""
+# Every byte that is not an ASCII letter, digit or "+" becomes a space. Text is first
+# encoded with each non-ASCII character as one "?", so the result is as long as the text,
+# holds the tokens' characters at their places, and spaces everywhere else.
+_TOKEN_BYTES = bytes(
+    c if chr(c).isascii() and (chr(c).isalnum() or chr(c) == "+") else ord(" ") for c in range(256)
+)
 
-    __slots__ = ("words", "lows", "starts", "ends")
+
+class _Toks:
+    """The tokens of a text: words and lower-case words (64 KiB of text makes tens of
+    thousands of tokens, so both come from C-level splits), and their offsets, found only
+    when a method name's candidate needs them."""
+
+    __slots__ = ("text", "token_chars", "words", "lows", "_offsets")
 
     def __init__(self, text: str) -> None:
-        # [gap, token, gap, token, ..., gap]: the same tokens finditer would find.
-        parts = _TOKEN_SPLIT_RE.split(text)
-        self.words: list[str] = parts[1::2]
-        bounds = list(itertools.accumulate(map(len, parts)))
-        self.starts: list[int] = bounds[0:-1:2]
-        self.ends: list[int] = bounds[1::2]
+        self.text = text
+        # The text with every character that can be in no token made a space (same length).
+        # Its runs of letters, digits and "+" hold every token and nothing else: a token
+        # never crosses another character, and where a run has a "+" the expression
+        # decides which "++" ends a token ("REINFORCE++", not "a+b"). The same tokens as
+        # _TOKEN_RE.findall(text) (tested).
+        self.token_chars = text.encode("ascii", "replace").translate(_TOKEN_BYTES).decode("ascii")
+        words = self.token_chars.split()
+        if "+" in text:
+            words = [tok for run in words for tok in (_TOKEN_RE.findall(run) if "+" in run else (run,))]
+        self.words: list[str] = words
         # Tokens are ASCII letters, digits and "+": one lower() over the joined words is
         # the same as one per word, and much cheaper.
-        self.lows: list[str] = "\n".join(self.words).lower().split("\n") if self.words else []
+        self.lows: list[str] = "\n".join(words).lower().split("\n") if words else []
+        self._offsets: tuple[list[int], list[int]] | None = None
 
     def offsets(self) -> tuple[list[int], list[int]]:
-        """(start offsets, end offsets) of the tokens."""
-        return self.starts, self.ends
+        """(start offsets, end offsets) of the tokens, made in C the first time they are
+        asked for."""
+        if self._offsets is None:
+            if "+" in self.text:
+                # [gap, token, gap, token, ..., gap]: the same tokens as findall.
+                parts = _TOKEN_SPLIT_RE.split(self.text)
+                bounds = list(itertools.accumulate(map(len, parts)))
+                self._offsets = (bounds[0:-1:2], bounds[1::2])
+            else:
+                # Split on single spaces, each token is a non-empty piece (no "+": every
+                # run is one token), and a piece starts one character after the end of
+                # the one before it.
+                pieces = self.token_chars.split(" ")
+                piece_starts = itertools.accumulate(
+                    map(operator.add, map(len, pieces), itertools.repeat(1)), initial=0
+                )
+                starts = list(itertools.compress(piece_starts, pieces))
+                self._offsets = (starts, list(map(operator.add, starts, map(len, self.words))))
+        return self._offsets
 
     def start(self, i: int) -> int:
-        return self.starts[i]
+        return self.offsets()[0][i]
 
     def end(self, i: int) -> int:
-        return self.ends[i]
+        return self.offsets()[1][i]
 
     def __len__(self) -> int:
         return len(self.words)
@@ -165,6 +198,15 @@ def _stem(tok: str) -> str:
     if len(tok) > 4 and tok[-1] == "s" and tok[-2] != "s":
         return tok[:-1]
     return tok
+
+
+def _content_word_before(lows: list[str], pos: int) -> int:
+    """Position of the last token before `pos` that is not a stopword or a single character
+    (-1: none), as the title scan counts words."""
+    pos -= 1
+    while pos >= 0 and (lows[pos] in TITLE_STOPWORDS or len(lows[pos]) < 2):
+        pos -= 1
+    return pos
 
 
 def _tokens(text: str) -> _Toks:
@@ -271,6 +313,7 @@ class PaperIndex:
         self._postings: dict[str, list[int]] = {}
         self._solo_postings: dict[str, list[int]] = {}
         self._title_vocab: frozenset[str] = frozenset()
+        self._key_words: dict[str, str] | None = None  # made from _title_vocab when used
         self._df: Counter[str] = Counter()  # titles per feature, for adding titles later
         # A loaded index keeps what only adding needs (key and title lookups, feature
         # counts) unread until something is added.
@@ -445,6 +488,20 @@ class PaperIndex:
         self._title_vocab = frozenset(
             w for k in self._postings for w in k.split(" ") if w != "_"
         ) | frozenset(self._solo_postings)
+        self._key_words = None
+
+    def _title_key_words(self) -> dict[str, str]:
+        """Lower-case token -> stem, for every token the title scan reads as a word of some
+        key: not a stopword, two characters or more, its stem in `_title_vocab`. Made from
+        the vocabulary once (a stem is reached only from itself and itself + "s")."""
+        if self._key_words is None:
+            self._key_words = {
+                word: stem
+                for stem in self._title_vocab
+                for word in (stem, stem + "s")
+                if word not in TITLE_STOPWORDS and len(word) >= 2 and _stem(word) == stem
+            }
+        return self._key_words
 
     # ---- adding to a built index ------------------------------------------------------
     def add_papers(self, papers: Iterable[dict[str, Any]]) -> None:
@@ -542,6 +599,7 @@ class PaperIndex:
             idx._alias_seen[(sq if cs else low_sq, cs)] = al
             idx._aliases.setdefault(low_sq, []).append(al)
             idx._alias_prefixes.update(low_sq[:k] for k in range(1, len(low_sq) + 1))
+            idx._longest_alias = max(idx._longest_alias, len(low_sq))
         idx._code_values = {k: tuple(v) for k, v in code_values.items()}  # type: ignore[misc]
         idx._config_keys = set(config_keys)
         idx._title_vocab = frozenset(vocab)
@@ -602,45 +660,54 @@ class PaperIndex:
     def __len__(self) -> int:
         return len(self.papers)
 
+    def _key_places(self, lows: list[str]) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+        """Where the thread's lower-case tokens hold title keys (key -> token positions where
+        it starts) and solo words (word -> positions), each key in order of its first place.
+
+        Keys are read from the content words: stopwords and single characters are passed
+        over as if absent, the rest stemmed; a word outside every key separates its
+        neighbours (no pair spans it). Only the key words are visited, picked out in C (a
+        thread holds few); each looks back for the two content words before it, for its
+        pairs ("a b") and pairs over one word ("a _ c")."""
+        positions: dict[str, list[int]] = {}
+        solo_pos: dict[str, list[int]] = {}
+        key_words = self._title_key_words()
+        if key_words.keys().isdisjoint(lows):
+            return positions, solo_pos
+        postings = self._postings
+        solo_postings = self._solo_postings
+        for pos in itertools.compress(range(len(lows)), map(key_words.__contains__, lows)):
+            w = key_words[lows[pos]]
+            if w in postings:
+                positions.setdefault(w, []).append(pos)
+            if w in solo_postings:
+                solo_pos.setdefault(w, []).append(pos)
+            prev_pos = _content_word_before(lows, pos)
+            if prev_pos < 0:
+                continue
+            prev_w = key_words.get(lows[prev_pos])
+            if prev_w is not None:
+                pair = prev_w + " " + w
+                if pair in postings:
+                    positions.setdefault(pair, []).append(prev_pos)
+            prev2_pos = _content_word_before(lows, prev_pos)
+            prev2_w = key_words.get(lows[prev2_pos]) if prev2_pos >= 0 else None
+            if prev2_w is not None:
+                skip = prev2_w + " _ " + w
+                if skip in postings:
+                    positions.setdefault(skip, []).append(prev2_pos)
+        return positions, solo_pos
+
     def match_titles(self, toks: _Toks) -> Iterator[tuple[int, float]]:
         """(paper index, rapidfuzz score 0-100) for titles written in the token stream."""
         if not len(toks) or not self._titles:
             return
         lows = toks.lows
-        positions: dict[str, list[int]] = {}
+        positions, solo_pos = self._key_places(lows)
+        if not positions and not solo_pos:
+            return
         postings = self._postings
         solo_postings = self._solo_postings
-        solo_pos: dict[str, list[int]] = {}
-        stop = TITLE_STOPWORDS
-        vocab = self._title_vocab
-        # The previous two content words; None for a word in no key (no key can use it,
-        # but it still separates its neighbours).
-        prev_w: str | None = None
-        prev2_w: str | None = None
-        prev_pos = prev2_pos = -1
-        for pos, w in enumerate(lows):
-            if w in stop or len(w) < 2:
-                continue
-            if len(w) > 4 and w[-1] == "s" and w[-2] != "s":
-                w = w[:-1]  # _stem, inlined: this loop runs for every token of every thread
-            if w not in vocab:
-                prev2_w, prev2_pos = prev_w, prev_pos
-                prev_w = None
-                continue
-            if w in postings:
-                positions.setdefault(w, []).append(pos)
-            if w in solo_postings:
-                solo_pos.setdefault(w, []).append(pos)
-            if prev_w is not None:
-                pair = prev_w + " " + w
-                if pair in postings:
-                    positions.setdefault(pair, []).append(prev_pos)
-            if prev2_w is not None:
-                skip = prev2_w + " _ " + w
-                if skip in postings:
-                    positions.setdefault(skip, []).append(prev2_pos)
-            prev2_w, prev2_pos = prev_w, prev_pos
-            prev_w, prev_pos = w, pos
         hits: dict[int, int] = {}
         rare: dict[int, list[str]] = {}  # title -> its keys found that few titles share
         for f in positions:
@@ -708,29 +775,31 @@ class PaperIndex:
         # papers is always reported, as which one it means may depend on what came before.
         reported: set[int] = set()
         tlen = len(text)
-        starts, ends = toks.starts, toks.ends
-        i = 0
         n = len(toks)
-        while i < n:
+        # Most words start no name: the ones that do are picked out in C, and only they are
+        # visited (in order; those inside a name already matched are passed over).
+        maybe_starts = itertools.compress(range(n), map(prefixes.__contains__, lows))
+        offsets: tuple[list[int], list[int]] | None = None  # made at the first candidate
+        after_match = 0  # the first token not consumed by a name reported before
+        for i in maybe_starts:
+            if i < after_match:
+                continue
             w = lows[i]
-            if w not in prefixes:
-                i += 1  # the common case: no name starts with this word
-                continue
             if w not in aliases and (i + 1 == n or w + lows[i + 1] not in prefixes):
-                i += 1  # starts a name but is none, and the next word does not continue it
-                continue
+                continue  # starts a name but is none, and the next word does not continue it
+            if offsets is None:
+                offsets = toks.offsets()
+            starts, ends = offsets
             st = starts[i]
             key = (st == 0, st + window > tlen, text[st - 1 if st else 0 : st + window])
             if key in memo:
                 hit = memo[key]
-                if hit is None:
-                    i += 1
-                else:
+                if hit is not None:
                     if repeats or id(hit[0]) not in reported:
                         if len(hit[0].papers) == 1:
                             reported.add(id(hit[0]))
                         yield hit[0], st
-                    i += hit[1]
+                    after_match = i + hit[1]
                 continue
             # Spans grow over tight gaps while they still spell the start of some name;
             # the longest span that is a whole name wins.
@@ -767,14 +836,12 @@ class PaperIndex:
                     break
             if not far:
                 memo[key] = decided
-            if decided is None:
-                i += 1
-            else:
+            if decided is not None:
                 if repeats or id(decided[0]) not in reported:
                     if len(decided[0].papers) == 1:
                         reported.add(id(decided[0]))
                     yield decided[0], st
-                i += decided[1]
+                after_match = i + decided[1]
 
     def match_code_values(self, text: str) -> Iterator[tuple[int, str | None, int]]:
         """(paper, method, offset) for inline code spans that hold just a method's value

@@ -192,3 +192,15 @@ def test_versions_normalise(ident: str, version: int) -> None:
 def test_digit_soup_only_yields_valid_ids(text: str) -> None:
     for ident in find_arxiv_ids(text):
         assert valid_new_style(ident)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("0123456789. a/v") + ["٣", "０"]), max_size=40))
+def test_text_without_a_dot_before_four_digits_has_no_new_style_id(text: str) -> None:
+    """find_arxiv_mentions skips the id scan of such text: nothing it would find is lost."""
+    from analyzers.arxiv import _NEW_ONLY_RE, _NEW_TAIL_RE
+
+    if _NEW_ONLY_RE.search(text):
+        assert _NEW_TAIL_RE.search(text)
+    else:
+        assert not [m for m in find_arxiv_mentions(text) if "/" not in m.arxiv_id]

@@ -516,3 +516,81 @@ def test_building_and_reading_leave_the_collector_as_they_found_it(collector_on:
         assert gc.isenabled() is collector_on
     finally:
         (gc.enable if was else gc.disable)()
+
+
+# ---- the linker's C-level scans against their plain definitions ----------------------------
+from analyzers.papers import _TOKEN_RE, TITLE_STOPWORDS, _stem, _tokens  # noqa: E402
+
+_TOKEN_CHARS = list("aZz09+ -./_`\n\t") + ["熵", "é", "\u212a", "\u0130", "\ud800", "\u00a0"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(alphabet=st.sampled_from(_TOKEN_CHARS), max_size=60), st.text(max_size=60)))
+def test_tokens_are_the_token_expressions_matches(text: str) -> None:
+    """Words from the C-level split, offsets made on demand: the same as finditer."""
+    toks = _tokens(text)
+    matches = list(_TOKEN_RE.finditer(text))
+    assert toks.words == [m.group(0) for m in matches]
+    assert toks.lows == [m.group(0).lower() for m in matches]
+    assert toks.offsets() == ([m.start() for m in matches], [m.end() for m in matches])
+    assert len(toks) == len(matches)
+
+
+def _key_places_reading_every_token(
+    index: PaperIndex, lows: list[str]
+) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+    """The title scan as first written: every token read in order."""
+    positions: dict[str, list[int]] = {}
+    solo_pos: dict[str, list[int]] = {}
+    prev_w: str | None = None
+    prev2_w: str | None = None
+    prev_pos = prev2_pos = -1
+    for pos, w in enumerate(lows):
+        if w in TITLE_STOPWORDS or len(w) < 2:
+            continue
+        w = _stem(w)
+        if w not in index._title_vocab:
+            prev2_w, prev2_pos = prev_w, prev_pos
+            prev_w = None
+            continue
+        if w in index._postings:
+            positions.setdefault(w, []).append(pos)
+        if w in index._solo_postings:
+            solo_pos.setdefault(w, []).append(pos)
+        if prev_w is not None and prev_w + " " + w in index._postings:
+            positions.setdefault(prev_w + " " + w, []).append(prev_pos)
+        if prev2_w is not None and prev2_w + " _ " + w in index._postings:
+            positions.setdefault(prev2_w + " _ " + w, []).append(prev2_pos)
+        prev2_w, prev2_pos = prev_w, prev_pos
+        prev_w, prev_pos = w, pos
+    return positions, solo_pos
+
+
+_KEYED_POOL = PaperIndex.build(POOL + _generated_pool(60))
+_TITLE_WORDS = sorted({w for p in POOL + _generated_pool(60) for w in normalise_title(p["title"]).split()})
+_SCAN_WORDS = (
+    _TITLE_WORDS + [w + "s" for w in _TITLE_WORDS] + [w[:-1] for w in _TITLE_WORDS]
+    + ["the", "of", "policy", "trains", "train", "a", "x", "7", "grpo", "reward", "unrelated"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_SCAN_WORDS), max_size=40))
+def test_title_key_places_are_those_of_reading_every_token(lows: list[str]) -> None:
+    got = _KEYED_POOL._key_places(lows)
+    assert got == _key_places_reading_every_token(_KEYED_POOL, lows)
+    assert [list(d) for d in got] == [list(d) for d in _key_places_reading_every_token(_KEYED_POOL, lows)]
+
+
+def test_a_loaded_index_finds_long_names_where_the_built_one_does() -> None:
+    """The name scan remembers its decision per stretch of text as long as the longest name;
+    a loaded index must know that length too, or a near miss ("... Policy Optimizer") is
+    remembered for the name written out in full a little further on."""
+    built = PaperIndex.build([])
+    loaded = PaperIndex.loads(built.dumps())
+    body = (
+        "x Clipped Importance Sampling Weight Policy Optimizer, and Clipped Importance "
+        "Sampling Weight Policy Optimization."
+    )
+    assert [p["method"] for p in link_papers(thread("x", body), built)] == ["cispo"]
+    assert link_papers(thread("x", body), loaded) == link_papers(thread("x", body), built)

@@ -595,15 +595,15 @@ def _clean(prose: str) -> str:
     prose = prose.replace("`", "").replace("/", " / ")
     if "-" in prose:
         prose = _INWORD_HYPHEN.sub(" ", prose)
-    if _LONG_RUN_START.search(prose) is None:
-        return prose
     return _LONG_RUN.sub(_cut_run, prose)
 
 
-_LONG_RUN = re.compile(r"[^\s]{64,}")
-# Where a long run starts (the text's start or after a space): found in one linear pass, where
-# _LONG_RUN tries every position of every word; most comments hold none.
-_LONG_RUN_START = re.compile(r"(?<!\S)\S{64}")
+# A run of 64 or more characters without a space, matched whole from where it starts (the
+# text's start or after a space: the same matches as without the look-behind, since a greedy
+# run can only match from its first character). The look-behind makes the scan linear: inside
+# a word it fails at once, where the run alone would be tried from every position of every
+# word. Most comments hold no run, and sub then returns the text as it is.
+_LONG_RUN = re.compile(r"(?<!\S)\S{64,}")
 # A name from the code: snake_case, CamelCase with an inner capital, or a call "name()".
 _IDENTIFIER = re.compile(r"\b[A-Za-z]\w{0,60}_\w|\b[A-Za-z]{1,40}[a-z][A-Z]|\b\w{1,60}\(\)")
 

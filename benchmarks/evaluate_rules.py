@@ -1,7 +1,11 @@
 """Measured, not asserted: contribution-rule summaries of projects the extractor was not written
 for (../shared/eval/rules-dev/, skipped when absent).
 
-    .venv/bin/python benchmarks/evaluate_rules.py [--verbose]
+    .venv/bin/python benchmarks/evaluate_rules.py [--verbose] [FOLDER ...]
+
+Without FOLDER it scores both corpora: rules-dev (third-party, the one the extractor was
+developed on) and benchmarks/rules_written/ (nine fictional projects written for this
+benchmark before the extractor was run on them: the held-out check of how it generalises).
 
 Every project folder holds copies of its contribution files (SOURCE.txt maps copy names to
 repository paths) and expected.json lists its facts: `states: true` with a regex that a correct
@@ -28,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 RULES_DEV = ROOT.parent / "shared" / "eval" / "rules-dev"
+RULES_WRITTEN = ROOT / "benchmarks" / "rules_written"
 GOAL = 0.85
 
 
@@ -91,18 +96,13 @@ def evaluate(folder: Path = RULES_DEV) -> dict[str, dict[str, Any]]:
     return results
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--verbose", action="store_true", help="print each summary")
-    args = parser.parse_args()
-    if not (RULES_DEV / "expected.json").is_file():
-        print("rules-dev: ../shared/eval/rules-dev absent, skipped")
-        return 0
+def report(folder: Path, verbose: bool) -> None:
     t0 = time.perf_counter()
-    results = evaluate()
+    results = evaluate(folder)
     elapsed = time.perf_counter() - t0
     total = stated = cited = invented = 0
     below = []
+    print(f"== {folder}")
     print(f"{'project':24s} stated/expected  cited  invented  missed")
     for name, r in results.items():
         n, s, c = r["expected"], len(r["stated"]), len(r["stated_cited"])
@@ -113,13 +113,26 @@ def main() -> int:
         print(f"{name:24s} {s:3d}/{n:<3d} {s / n:5.0%}  {c:3d}    {inv:9s} {', '.join(r['missed']) or '-'}")
         for topic, line in r["invented"]:
             print(f"    invented {topic}: {line[:160]}")
-        if args.verbose:
+        if verbose:
             from analyzers.rules import format_rules_markdown
 
             print(format_rules_markdown(r["summary"]))
     print(f"{'all':24s} {stated:3d}/{total:<3d} {stated / total:5.0%}  {cited:3d}    {invented} invented")
     print(f"projects below {GOAL:.0%} or inventing: {', '.join(below) or 'none'}")
     print(f"time: {elapsed:.2f} s for {len(results)} projects (spaCy start-up included)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--verbose", action="store_true", help="print each summary")
+    parser.add_argument("folders", nargs="*", type=Path,
+                        help="corpora to score (default: rules-dev and benchmarks/rules_written)")
+    args = parser.parse_args()
+    for folder in args.folders or [RULES_DEV, RULES_WRITTEN]:
+        if not (folder / "expected.json").is_file():
+            print(f"{folder}: no expected.json, skipped")
+            continue
+        report(folder, args.verbose)
     return 0
 
 

@@ -97,6 +97,7 @@ class Table:
     texts: dict[str, dict[str, str]]
     by_first_key: dict[str, list[int]]  # matcher key -> rules whose first group holds it
     modal: re.Pattern[str]  # words that make a sentence a request ("must", "please", ...)
+    waived: re.Pattern[str]  # words that say a thing is not asked ("you do not need to", ...)
     imperative: frozenset[str]  # verbs that make a sentence starting with them a request
     lead_adverbs: frozenset[str]  # "always", "never", ...: the verb after them counts
     conditions: frozenset[str]  # "if", "when", ...: the request follows the first comma
@@ -171,8 +172,12 @@ def table() -> Table:
     modal = re.compile(r"\b(?:" + "|".join(
         re.escape(m).replace(r"\ ", r"\s{1,3}") for m in sorted(cues["modal"], key=len, reverse=True)
     ) + r")\b")
+    waived = re.compile(r"(?:^|\W)(?:" + "|".join(
+        re.escape(m).replace(r"\ ", r"\s{1,3}") for m in sorted(cues["waived"], key=len, reverse=True)
+    ) + r")(?:\W|$)")
     return Table(
         modal=modal,
+        waived=waived,
         imperative=frozenset(cues["imperative"]),
         lead_adverbs=frozenset(cues.get("lead_adverbs", [])),
         conditions=frozenset(cues.get("conditions", [])),
@@ -258,6 +263,27 @@ def is_directive(seg: Segment, kind: str) -> bool:
     return False
 
 
+# Where one clause ends and the next begins, so "Using AI tools is fine; you do not have to
+# disclose it" waives only the disclosure.
+CLAUSE_BREAKS = frozenset({".", ";", ":", "!", "?", ",", "but", "however", "although", "though",
+                           "whereas", "except"})
+
+
+def waived_clauses(doc: Any) -> list[int]:
+    """Per token of a matched segment, the clause index when that clause says the thing is
+    not asked ("you do not need to sign a CLA", "signing off is optional"), else -1."""
+    tab = table()
+    clause_of: list[int] = []
+    texts: list[list[str]] = [[]]
+    for token in doc:
+        if token.lower_ in CLAUSE_BREAKS and texts[-1]:
+            texts.append([])
+        clause_of.append(len(texts) - 1)
+        texts[-1].append(token.text_with_ws.lower())  # "don't" is two tokens: keep the text
+    waived = {i for i, words in enumerate(texts) if tab.waived.search("".join(words))}
+    return [c if c in waived else -1 for c in clause_of]
+
+
 def _command(code: str) -> str:
     """A command from a code line or span, without a shell prompt, cut at a word boundary."""
     code = code.strip()
@@ -327,11 +353,13 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
     hits_by_rule: dict[str, list[tuple[Segment, str, dict[str, str]]]] = {}
     docs = pipe.tokenizer.pipe(match_form(s.text) for s in segments)
     for seg, doc in zip(segments, docs, strict=True):
-        found = {strings[m] for m, _, _ in tab.phrase_matcher(doc)}
+        matches = tab.phrase_matcher(doc)
         if len(tab.token_matcher):
-            found |= {strings[m] for m, _, _ in tab.token_matcher(doc)}
-        if not found:
+            matches += tab.token_matcher(doc)
+        if not matches:
             continue
+        found = {strings[m] for m, _, _ in matches}
+        waived: list[int] | None = None  # computed when a rule is about to fire
         # Only rules whose first group has a hit can fire: look those up instead of all.
         candidates = sorted({i for k in found for i in tab.by_first_key.get(k, ())})
         for rule in (tab.rules[i] for i in candidates):
@@ -352,6 +380,10 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 if not directive[id(seg)]:
                     continue
             if all(any(k in found for k in group) for group in rule.groups):
+                if waived is None:
+                    waived = waived_clauses(doc) if tab.waived.search(doc.text.lower()) else []
+                if waived and _group_waived(rule, matches, waived, strings):
+                    continue
                 filled = _fill(rule, seg)
                 if filled is not None:
                     hits_by_rule.setdefault(rule.id, []).append((seg, *filled))
@@ -431,6 +463,17 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
             "observed": False,
         })
     return _merge_same_statements(facts)
+
+
+def _group_waived(rule: Rule, matches: list[tuple[int, int, int]], waived: list[int],
+                  strings: Any) -> bool:
+    """True when every hit of one of the rule's groups lies in a clause that says the thing
+    is not asked: "You don't need to update the docs" states no docs rule."""
+    for group in rule.groups:
+        keys = set(group)
+        if all(waived[start] >= 0 for m, start, _ in matches if strings[m] in keys):
+            return True
+    return False
 
 
 def _merge_same_statements(facts: list[dict[str, Any]]) -> list[dict[str, Any]]:

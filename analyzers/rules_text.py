@@ -24,6 +24,7 @@ import yaml
 MAX_CHARS = 65_536
 MAX_CODE_SPAN = 80  # longer code spans are not quoted (they would be pasted text, not a name)
 MAX_COMBINED_ITEMS = 10
+MAX_LABEL_WORDS = 4  # a bold paragraph lead this short is a label, not a bold sentence
 
 _LINK = re.compile(r"!?\[([^\]\n]{0,300})\]\([^)\s]{0,600}\)")
 _TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,200}>")
@@ -178,14 +179,21 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
             return
         if para[-1].endswith("::") and not block:
             block = "code"  # reStructuredText: "... as follows::" introduces a literal block
-        plain, codes = inline(" ".join(para))
+        joined = " ".join(para)
+        plain, codes = inline(joined)
         para.clear()
         if not plain:
             return
+        # A paragraph led by a short bold label ("**Tests.** Anything that ...") is a small
+        # section of its own: the label counts as a heading word for its sentences.
+        where = section
+        bm = _BOLD_LEAD.match(joined)
+        if bm and len(bm.group(1).split()) <= MAX_LABEL_WORDS:
+            where = f"{section} / {inline(bm.group(1))[0].lower().rstrip(':.')}".strip(" /")
         sentences = _split_sentences(plain)
         last: Segment | None = None
         for sentence in sentences:
-            last = Segment(sentence, file, "sentence", section, _codes_in(sentence, codes))
+            last = Segment(sentence, file, "sentence", where, _codes_in(sentence, codes))
             segments.append(last)
         lead = last if last is not None and last.text.endswith(":") else None
 

@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 RULES_DEV = ROOT.parent / "shared" / "eval" / "rules-dev"
 RULES_WRITTEN = ROOT / "benchmarks" / "rules_written"
+RULES_WRITTEN_B = ROOT / "benchmarks" / "rules_written_b"
 GOAL = 0.85
 
 
@@ -128,7 +129,7 @@ def main() -> int:
     parser.add_argument("folders", nargs="*", type=Path,
                         help="corpora to score (default: rules-dev and benchmarks/rules_written)")
     args = parser.parse_args()
-    for folder in args.folders or [RULES_DEV, RULES_WRITTEN]:
+    for folder in args.folders or [RULES_DEV, RULES_WRITTEN, RULES_WRITTEN_B]:
         if not (folder / "expected.json").is_file():
             print(f"{folder}: no expected.json, skipped")
             continue

@@ -101,6 +101,7 @@ class Table:
     imperative: frozenset[str]  # verbs that make a sentence starting with them a request
     lead_adverbs: frozenset[str]  # "always", "never", ...: the verb after them counts
     conditions: frozenset[str]  # "if", "when", ...: the request follows the first comma
+    checklist_sections: tuple[str, ...]  # headings whose list items are requests
 
 
 def _nlp() -> Any:
@@ -181,6 +182,7 @@ def table() -> Table:
         imperative=frozenset(cues["imperative"]),
         lead_adverbs=frozenset(cues.get("lead_adverbs", [])),
         conditions=frozenset(cues.get("conditions", [])),
+        checklist_sections=tuple(cues.get("sections", [])),
         by_first_key=by_first_key,
         topics=data["topics"],
         core=tuple(data["core_topics"]),
@@ -246,8 +248,11 @@ def is_directive(seg: Segment, kind: str) -> bool:
     questions alike). Descriptions ("We use pytest.") are not requests."""
     if kind == "pr_template" and (seg.checkbox or (seg.kind == "item" and seg.text.endswith("?"))):
         return True
-    low = seg.text[:600].lower()
     tab = table()
+    if seg.kind in ("item", "combined") and seg.section and any(
+            f" {w}" in _heading_words(seg.section) for w in tab.checklist_sections):
+        return True  # an item of a checklist or requirements section
+    low = seg.text[:600].lower()
     if tab.modal.search(low):
         return True
     # Any sentence of the segment may be the request ("No benchmarks in tests/. Put them ...").

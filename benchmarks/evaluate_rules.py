@@ -3,9 +3,10 @@ for (../shared/eval/rules-dev/, skipped when absent).
 
     .venv/bin/python benchmarks/evaluate_rules.py [--verbose] [FOLDER ...]
 
-Without FOLDER it scores both corpora: rules-dev (third-party, the one the extractor was
-developed on) and benchmarks/rules_written/ (nine fictional projects written for this
-benchmark before the extractor was run on them: the held-out check of how it generalises).
+Without FOLDER it scores every corpus: rules-dev (third-party, the one the extractor was
+developed on) and the written sets benchmarks/rules_written*/ (fictional projects written for
+this benchmark, each committed before the extractor was run on it; the first score of each set
+is the held-out check of how the extractor generalises, docs/analyzers.md lists them).
 
 Every project folder holds copies of its contribution files (SOURCE.txt maps copy names to
 repository paths) and expected.json lists its facts: `states: true` with a regex that a correct
@@ -33,7 +34,8 @@ sys.path.insert(0, str(ROOT))
 
 RULES_DEV = ROOT.parent / "shared" / "eval" / "rules-dev"
 RULES_WRITTEN = ROOT / "benchmarks" / "rules_written"
-RULES_WRITTEN_B = ROOT / "benchmarks" / "rules_written_b"
+# Set A, then sets B and C, each written before the extractor was run on it (see their READMEs).
+WRITTEN_SETS = sorted((ROOT / "benchmarks").glob("rules_written*"))
 GOAL = 0.85
 
 
@@ -129,7 +131,7 @@ def main() -> int:
     parser.add_argument("folders", nargs="*", type=Path,
                         help="corpora to score (default: rules-dev and benchmarks/rules_written)")
     args = parser.parse_args()
-    for folder in args.folders or [RULES_DEV, RULES_WRITTEN, RULES_WRITTEN_B]:
+    for folder in args.folders or [RULES_DEV, *WRITTEN_SETS]:
         if not (folder / "expected.json").is_file():
             print(f"{folder}: no expected.json, skipped")
             continue

@@ -235,6 +235,108 @@ Commit messages follow Conventional Commits (`feat:`, `fix:`).
     assert "Conventional Commits" in statements
 
 
+# --- sections, checklists and normative wordings without a modal ------------------------------
+
+
+def test_a_bold_lead_paragraph_is_a_small_section() -> None:
+    text = ("# Contributing\n\n## The longer version\n\n**Docs.** If you add an option, describe "
+            "it in its field.\n")
+    segments = markdown_segments(text, "CONTRIBUTING.md")
+    sentence = next(s for s in segments if s.text.startswith("Docs."))
+    assert sentence.section == "the longer version / docs"
+    assert _rules({"CONTRIBUTING.md": text})["docs_section"]["topic"] == "docs"
+    # A long bold sentence is not a label.
+    bold = "# Contributing\n\n**You must fill in the template when you open a pull request.** Thanks.\n"
+    assert all("/" not in s.section for s in markdown_segments(bold, "CONTRIBUTING.md"))
+
+
+def test_items_under_a_checklist_heading_are_requests() -> None:
+    text = """\
+# Contributing
+
+## Checklist for a new pipeline
+
+- a changelog fragment in `changelog.d/`
+- every commit signed off (`git commit -s`)
+- FID on the validation set, compared with the reference implementation
+
+## Our history
+
+- a changelog fragment was added in 2023
+"""
+    by_rule = _rules({"CONTRIBUTING.md": text})
+    assert by_rule["changelog_update"]["statement"] == "Add an entry to the changelog (`changelog.d/`)."
+    assert by_rule["signoff_directive"]["topic"] == "sign-off"
+    assert "results_compare" in by_rule
+    history = "# Contributing\n\n## Our history\n\n- a changelog fragment was added in 2023\n"
+    assert "changelog_update" not in _rules({"CONTRIBUTING.md": history})
+
+
+def test_normative_wordings_without_a_modal() -> None:
+    files = {"CONTRIBUTING.md": """\
+# Contributing
+
+Every environment ships with a test that steps it a thousand times.
+
+All submissions go through review before they are merged.
+
+Issues labelled `needs-info` are closed automatically when the reporter has not answered for 14 days.
+
+Every contribution has to be covered by a Contributor License Agreement.
+"""}
+    by_rule = _rules(files)
+    assert by_rule["tests_come_with"]["topic"] == "tests"
+    assert by_rule["review_required"]["topic"] == "review"
+    assert by_rule["no_response_close"]["topic"] == "stale"
+    assert by_rule["cla_required"]["topic"] == "sign-off"
+
+
+def test_inflected_verbs_of_checklist_items() -> None:
+    template = """\
+## Checklist
+
+- [ ] I added a line to `CHANGES.md`
+- [ ] If an LLM wrote part of this PR, I marked those parts in the description
+- [ ] Learning curves attached for new algorithms
+"""
+    by_rule = _rules({".github/PULL_REQUEST_TEMPLATE.md": template})
+    assert "`CHANGES.md`" in by_rule["changelog_update"]["statement"]
+    assert by_rule["ai_disclose_general"]["topic"] == "ai-policy"
+    assert by_rule["results_share"]["statement"] == "Share evaluation results in the PR (Learning curves)."
+
+
+def test_reproducing_published_results_is_about_what_is_contributed() -> None:
+    rule = ("# Contributing\n\nPut new algorithms in `algos/` and add a recipe that reproduces a "
+            "published number.\n")
+    assert _rules({"CONTRIBUTING.md": rule})["results_reproduce"]["topic"] == "results"
+    users = ("# Contributing\n\nPolicies you train should reproduce the results of the original "
+             "paper within one point.\n")
+    assert "results_reproduce" not in _rules({"CONTRIBUTING.md": users})
+
+
+def test_descriptions_of_ml_work_are_not_rules() -> None:
+    text = """\
+# Contributing
+
+Reward models score LLM outputs; samples with a low reward are rejected.
+
+Generated code from the model is executed in a sandbox, and programs that time out are rejected.
+
+Our data pipeline uses ChatGPT-generated prompts; you are responsible for the license of your data.
+
+Memory usage is logged before and after each step.
+
+Evaluation results on GSM8K are reported in the paper.
+"""
+    assert summarize_rules({"CONTRIBUTING.md": text})["facts"] == []
+
+
+def test_paths_with_a_name_placeholder_count_as_paths() -> None:
+    text = "# Contributing\n\nNew environments live in `envs/<name>.py`.\n"
+    statement = _rules({"CONTRIBUTING.md": text})["place_paths_declarative"]["statement"]
+    assert "`envs/<name>.py`" in statement
+
+
 # --- the written held-out corpus --------------------------------------------------------------
 
 
@@ -247,12 +349,14 @@ def _evaluate_rules_module() -> Any:
     return module
 
 
-def test_written_corpus_reaches_the_goal_and_invents_nothing() -> None:
+def test_written_corpora_reach_the_goal_and_invent_nothing() -> None:
     evaluate_rules = _evaluate_rules_module()
-    results = evaluate_rules.evaluate(evaluate_rules.RULES_WRITTEN)
-    assert len(results) >= 9
-    stated = sum(len(r["stated"]) for r in results.values())
-    expected = sum(r["expected"] for r in results.values())
-    assert stated >= evaluate_rules.GOAL * expected
-    for name, r in results.items():
-        assert r["invented"] == [], name
+    assert len(evaluate_rules.WRITTEN_SETS) >= 3
+    for folder in evaluate_rules.WRITTEN_SETS:
+        results = evaluate_rules.evaluate(folder)
+        assert len(results) >= 6
+        stated = sum(len(r["stated"]) for r in results.values())
+        expected = sum(r["expected"] for r in results.values())
+        assert stated >= evaluate_rules.GOAL * expected, folder.name
+        for name, r in results.items():
+            assert r["invented"] == [], (folder.name, name)

@@ -227,7 +227,9 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
 
 
 _LEAD_NOISE = re.compile(r"^[^A-Za-z]{0,12}(?:\((?:optional|required)\)\s{0,3})?", re.I)
-_CLAUSE = re.compile(r"[.;!?]\s+|:\s+(?=[A-Za-z])")
+# Clause ends for finding an imperative; ", so" and ", then" start a request after a reason
+# ("The changelog is built from titles, so prefix the title with ...").
+_CLAUSE = re.compile(r"[.;!?]\s+|:\s+(?=[A-Za-z])|,\s(?:so|then)\s")
 MAX_COMMAND = 60
 MAX_COMMANDS = 3
 
@@ -274,6 +276,9 @@ CLAUSE_BREAKS = frozenset({".", ";", ":", "!", "?", ",", "but", "however", "alth
                            "whereas", "except"})
 
 
+CONDITIONAL = frozenset({"if", "when", "whenever", "once", "unless"})
+
+
 def waived_clauses(doc: Any) -> list[int]:
     """Per token of a matched segment, the clause index when that clause says the thing is
     not asked ("you do not need to sign a CLA", "signing off is optional"), else -1."""
@@ -285,7 +290,9 @@ def waived_clauses(doc: Any) -> list[int]:
             texts.append([])
         clause_of.append(len(texts) - 1)
         texts[-1].append(token.text_with_ws.lower())  # "don't" is two tokens: keep the text
-    waived = {i for i, words in enumerate(texts) if tab.waived.search("".join(words))}
+    # A condition ("If there is no activity for 60 days, ...") states no waiver.
+    waived = {i for i, words in enumerate(texts)
+              if words[0].strip() not in CONDITIONAL and tab.waived.search("".join(words))}
     return [c if c in waived else -1 for c in clause_of]
 
 

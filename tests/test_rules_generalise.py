@@ -337,6 +337,47 @@ def test_paths_with_a_name_placeholder_count_as_paths() -> None:
     assert "`envs/<name>.py`" in statement
 
 
+def test_a_condition_is_not_a_waiver_but_we_do_not_have_is() -> None:
+    stale = ("# Contributing\n\nIf there is no activity on a pull request for 60 days, our bot "
+             "closes it.\n")
+    assert _rules({"CONTRIBUTING.md": stale})["stale_text"]["topic"] == "stale"
+    none = ("# Contributing\n\nWe don't have a changelog to update, and you don't need to sign "
+            "off your commits.\n")
+    assert summarize_rules({"CONTRIBUTING.md": none})["facts"] == []
+
+
+def test_requirement_said_of_the_code_and_claiming_an_issue() -> None:
+    text = """\
+# Contributing
+
+Every change to the scheduler needs a test.
+
+Find an issue and leave a comment saying you would like to work on it; a maintainer assigns it to you.
+
+A pull request can be merged once two maintainers have approved it.
+
+Anything that adds a public API goes through an RFC.
+"""
+    by_rule = _rules({"AGENTS.md": text})
+    assert by_rule["tests_add"]["topic"] == "tests"
+    assert by_rule["issue_claim"]["topic"] == "issue-first"
+    assert by_rule["review_merge_after_approval"]["topic"] == "review"
+    assert by_rule["issue_rfc"]["topic"] == "issue-first"
+
+
+def test_a_request_after_so_and_a_changelog_made_from_titles() -> None:
+    text = ("# Contributing\n\nThe changelog is generated from pull request titles, so prefix the "
+            "title with `[FIX]` or `[ENH]`.\n")
+    by_rule = _rules({"CONTRIBUTING.md": text})
+    assert by_rule["changelog_from_titles"]["topic"] == "docs"
+    assert "`[FIX]`" in by_rule["pr_title_general"]["statement"]
+
+
+def test_placement_in_a_table_row() -> None:
+    text = "# Contributing\n\n| Do | Don't |\n|---|---|\n| Put new algorithms in `pkg/algos/` | Push to main |\n"
+    assert "`pkg/algos/`" in _rules({"CONTRIBUTING.md": text})["place_paths"]["statement"]
+
+
 # --- the written held-out corpus --------------------------------------------------------------
 
 

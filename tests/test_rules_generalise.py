@@ -378,6 +378,19 @@ def test_placement_in_a_table_row() -> None:
     assert "`pkg/algos/`" in _rules({"CONTRIBUTING.md": text})["place_paths"]["statement"]
 
 
+def test_lint_sessions_are_not_test_commands_and_nothing_closed_is_not_stale() -> None:
+    text = """\
+# Developer guide
+
+Run `tox -e lint`, `nox -s format` and `tox -e py311` before pushing.
+
+Issues without activity for 120 days get a label from a bot; nothing is closed automatically.
+"""
+    by_rule = _rules({"docs/developer_guide.md": text})
+    assert by_rule["tests_command"]["statement"] == "Tests run with `tox -e py311`."
+    assert "stale_text" not in by_rule
+
+
 # --- the written held-out corpus --------------------------------------------------------------
 
 
@@ -390,14 +403,17 @@ def _evaluate_rules_module() -> Any:
     return module
 
 
-def test_written_corpora_reach_the_goal_and_invent_nothing() -> None:
+def test_written_corpora_invent_nothing_and_the_developed_ones_reach_the_goal() -> None:
+    """The held-out set's recall is measured (benchmarks/evaluate_rules.py), not asserted:
+    asserting it would be tuning on it. Inventing nothing holds for every set."""
     evaluate_rules = _evaluate_rules_module()
-    assert len(evaluate_rules.WRITTEN_SETS) >= 3
+    assert len(evaluate_rules.WRITTEN_SETS) >= 5
     for folder in evaluate_rules.WRITTEN_SETS:
         results = evaluate_rules.evaluate(folder)
         assert len(results) >= 6
-        stated = sum(len(r["stated"]) for r in results.values())
-        expected = sum(r["expected"] for r in results.values())
-        assert stated >= evaluate_rules.GOAL * expected, folder.name
         for name, r in results.items():
             assert r["invented"] == [], (folder.name, name)
+        if folder.name in evaluate_rules.DEVELOPED_ON:
+            stated = sum(len(r["stated"]) for r in results.values())
+            expected = sum(r["expected"] for r in results.values())
+            assert stated >= evaluate_rules.GOAL * expected, folder.name

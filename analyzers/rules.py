@@ -36,7 +36,7 @@ from analyzers.rules_text import (
     repository_path,
 )
 
-RULES_VERSION = "1"
+RULES_VERSION = "2"  # 2: reads rST/admonitions, waived clauses, the written-corpus rules (rules6)
 # The topics a researcher proposing a method needs (for a short comment:
 # format_rules_markdown(summary, lang, topics=PROPOSAL_TOPICS, max_per_topic=3)).
 PROPOSAL_TOPICS = ["general", "scope", "issue-first", "tests", "docs", "lint", "sign-off",

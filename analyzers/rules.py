@@ -36,7 +36,7 @@ from analyzers.rules_text import (
     repository_path,
 )
 
-RULES_VERSION = "1"
+RULES_VERSION = "2"  # 2: reads rST/admonitions, waived clauses, the written-corpus rules (rules6)
 # The topics a researcher proposing a method needs (for a short comment:
 # format_rules_markdown(summary, lang, topics=PROPOSAL_TOPICS, max_per_topic=3)).
 PROPOSAL_TOPICS = ["general", "scope", "issue-first", "tests", "docs", "lint", "sign-off",
@@ -97,9 +97,11 @@ class Table:
     texts: dict[str, dict[str, str]]
     by_first_key: dict[str, list[int]]  # matcher key -> rules whose first group holds it
     modal: re.Pattern[str]  # words that make a sentence a request ("must", "please", ...)
+    waived: re.Pattern[str]  # words that say a thing is not asked ("you do not need to", ...)
     imperative: frozenset[str]  # verbs that make a sentence starting with them a request
     lead_adverbs: frozenset[str]  # "always", "never", ...: the verb after them counts
     conditions: frozenset[str]  # "if", "when", ...: the request follows the first comma
+    checklist_sections: tuple[str, ...]  # headings whose list items are requests
 
 
 def _nlp() -> Any:
@@ -171,11 +173,16 @@ def table() -> Table:
     modal = re.compile(r"\b(?:" + "|".join(
         re.escape(m).replace(r"\ ", r"\s{1,3}") for m in sorted(cues["modal"], key=len, reverse=True)
     ) + r")\b")
+    waived = re.compile(r"(?:^|\W)(?:" + "|".join(
+        re.escape(m).replace(r"\ ", r"\s{1,3}") for m in sorted(cues["waived"], key=len, reverse=True)
+    ) + r")(?:\W|$)")
     return Table(
         modal=modal,
+        waived=waived,
         imperative=frozenset(cues["imperative"]),
         lead_adverbs=frozenset(cues.get("lead_adverbs", [])),
         conditions=frozenset(cues.get("conditions", [])),
+        checklist_sections=tuple(cues.get("sections", [])),
         by_first_key=by_first_key,
         topics=data["topics"],
         core=tuple(data["core_topics"]),
@@ -220,7 +227,9 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
 
 
 _LEAD_NOISE = re.compile(r"^[^A-Za-z]{0,12}(?:\((?:optional|required)\)\s{0,3})?", re.I)
-_CLAUSE = re.compile(r"[.;!?]\s+|:\s+(?=[A-Za-z])")
+# Clause ends for finding an imperative; ", so" and ", then" start a request after a reason
+# ("The changelog is built from titles, so prefix the title with ...").
+_CLAUSE = re.compile(r"[.;!?]\s+|:\s+(?=[A-Za-z])|,\s(?:so|then)\s")
 MAX_COMMAND = 60
 MAX_COMMANDS = 3
 
@@ -241,8 +250,11 @@ def is_directive(seg: Segment, kind: str) -> bool:
     questions alike). Descriptions ("We use pytest.") are not requests."""
     if kind == "pr_template" and (seg.checkbox or (seg.kind == "item" and seg.text.endswith("?"))):
         return True
-    low = seg.text[:600].lower()
     tab = table()
+    if seg.kind in ("item", "combined") and seg.section and any(
+            f" {w}" in _heading_words(seg.section) for w in tab.checklist_sections):
+        return True  # an item of a checklist or requirements section
+    low = seg.text[:600].lower()
     if tab.modal.search(low):
         return True
     # Any sentence of the segment may be the request ("No benchmarks in tests/. Put them ...").
@@ -256,6 +268,32 @@ def is_directive(seg: Segment, kind: str) -> bool:
         if words and words[0].strip(":,.") in tab.imperative:
             return True
     return False
+
+
+# Where one clause ends and the next begins, so "Using AI tools is fine; you do not have to
+# disclose it" waives only the disclosure.
+CLAUSE_BREAKS = frozenset({".", ";", ":", "!", "?", ",", "but", "however", "although", "though",
+                           "whereas", "except"})
+
+
+CONDITIONAL = frozenset({"if", "when", "whenever", "once", "unless"})
+
+
+def waived_clauses(doc: Any) -> list[int]:
+    """Per token of a matched segment, the clause index when that clause says the thing is
+    not asked ("you do not need to sign a CLA", "signing off is optional"), else -1."""
+    tab = table()
+    clause_of: list[int] = []
+    texts: list[list[str]] = [[]]
+    for token in doc:
+        if token.lower_ in CLAUSE_BREAKS and texts[-1]:
+            texts.append([])
+        clause_of.append(len(texts) - 1)
+        texts[-1].append(token.text_with_ws.lower())  # "don't" is two tokens: keep the text
+    # A condition ("If there is no activity for 60 days, ...") states no waiver.
+    waived = {i for i, words in enumerate(texts)
+              if words[0].strip() not in CONDITIONAL and tab.waived.search("".join(words))}
+    return [c if c in waived else -1 for c in clause_of]
 
 
 def _command(code: str) -> str:
@@ -327,11 +365,13 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
     hits_by_rule: dict[str, list[tuple[Segment, str, dict[str, str]]]] = {}
     docs = pipe.tokenizer.pipe(match_form(s.text) for s in segments)
     for seg, doc in zip(segments, docs, strict=True):
-        found = {strings[m] for m, _, _ in tab.phrase_matcher(doc)}
+        matches = tab.phrase_matcher(doc)
         if len(tab.token_matcher):
-            found |= {strings[m] for m, _, _ in tab.token_matcher(doc)}
-        if not found:
+            matches += tab.token_matcher(doc)
+        if not matches:
             continue
+        found = {strings[m] for m, _, _ in matches}
+        waived: list[int] | None = None  # computed when a rule is about to fire
         # Only rules whose first group has a hit can fire: look those up instead of all.
         candidates = sorted({i for k in found for i in tab.by_first_key.get(k, ())})
         for rule in (tab.rules[i] for i in candidates):
@@ -352,6 +392,10 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 if not directive[id(seg)]:
                     continue
             if all(any(k in found for k in group) for group in rule.groups):
+                if waived is None:
+                    waived = waived_clauses(doc) if tab.waived.search(doc.text.lower()) else []
+                if waived and _group_waived(rule, matches, waived, strings):
+                    continue
                 filled = _fill(rule, seg)
                 if filled is not None:
                     hits_by_rule.setdefault(rule.id, []).append((seg, *filled))
@@ -431,6 +475,17 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
             "observed": False,
         })
     return _merge_same_statements(facts)
+
+
+def _group_waived(rule: Rule, matches: list[tuple[int, int, int]], waived: list[int],
+                  strings: Any) -> bool:
+    """True when every hit of one of the rule's groups lies in a clause that says the thing
+    is not asked: "You don't need to update the docs" states no docs rule."""
+    for group in rule.groups:
+        keys = set(group)
+        if all(waived[start] >= 0 for m, start, _ in matches if strings[m] in keys):
+            return True
+    return False
 
 
 def _merge_same_statements(facts: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ import yaml
 MAX_CHARS = 65_536
 MAX_CODE_SPAN = 80  # longer code spans are not quoted (they would be pasted text, not a name)
 MAX_COMBINED_ITEMS = 10
+MAX_LABEL_WORDS = 4  # a bold paragraph lead this short is a label, not a bold sentence
 
 _LINK = re.compile(r"!?\[([^\]\n]{0,300})\]\([^)\s]{0,600}\)")
 _TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,200}>")
@@ -35,6 +36,16 @@ _BOLD_LEAD = re.compile(r"^\*\*([^*\n]{1,120})\*\*:?\s*")
 _TABLE_SEP = re.compile(r"^[\s|:\-]+$")
 _ADMONITION = re.compile(r"^\[!\w+\]\s*")
 _UNDERLINE = re.compile(r"^ {0,3}(?:={3,}|-{3,}|~{3,}|\^{3,}|\*{3,}|\+{3,})\s*$")
+# reStructuredText admonitions (".. note::") and MkDocs ones ("!!! warning"): the indented
+# block under them is prose (often the rule itself), not a code block.
+_PROSE_BLOCK = re.compile(
+    r"^\s{0,3}(?:\.\.\s{1,3}(?:note|important|warning|tip|hint|attention|caution|danger|error"
+    r"|admonition|seealso)::|(?:!!!|\?\?\?\+?)\s{1,3}[\w-]{1,30})(.{0,300})$", re.I)
+# Any other reStructuredText directive (".. code-block:: bash", ".. toctree::"): its indented
+# body is code or options.
+_RST_DIRECTIVE = re.compile(r"^\s{0,3}\.\.\s{1,3}[\w:-]{1,40}::")
+# A border of a reStructuredText simple table: runs of "=" separated by spaces.
+_RST_TABLE_BORDER = re.compile(r"^ {0,3}={2,}(?: +={2,})+\s*$")
 
 
 @dataclass
@@ -163,22 +174,50 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
     lead: Segment | None = None  # a paragraph ending in ":" that the next list belongs to
 
     def flush() -> None:
-        nonlocal lead
+        nonlocal lead, block
         if not para:
             return
-        plain, codes = inline(" ".join(para))
+        if para[-1].endswith("::") and not block:
+            block = "code"  # reStructuredText: "... as follows::" introduces a literal block
+        joined = " ".join(para)
+        plain, codes = inline(joined)
         para.clear()
         if not plain:
             return
+        # A paragraph led by a short bold label ("**Tests.** Anything that ...") is a small
+        # section of its own: the label counts as a heading word for its sentences.
+        where = section
+        bm = _BOLD_LEAD.match(joined)
+        if bm and len(bm.group(1).split()) <= MAX_LABEL_WORDS:
+            where = f"{section} / {inline(bm.group(1))[0].lower().rstrip(':.')}".strip(" /")
         sentences = _split_sentences(plain)
         last: Segment | None = None
         for sentence in sentences:
-            last = Segment(sentence, file, "sentence", section, _codes_in(sentence, codes))
+            last = Segment(sentence, file, "sentence", where, _codes_in(sentence, codes))
             segments.append(last)
         lead = last if last is not None and last.text.endswith(":") else None
 
+    block = ""  # "prose" / "code": inside the indented body of an admonition / directive
+    table_columns: list[int] | None = None  # column starts inside an rST simple table
     for raw in text.split("\n"):
         line = raw.rstrip()
+        if fence is None and _RST_TABLE_BORDER.match(line):
+            # A border opens (or continues) the table; the blank line after it ends the table.
+            flush()
+            table_columns = [m.start() for m in re.finditer(r"=+", line)]
+            continue
+        if table_columns is not None:
+            if not line.strip():
+                table_columns = None
+                continue
+            bounds = table_columns[1:] + [len(line)]
+            cells = [line[start:end].strip() for start, end in zip(table_columns, bounds, strict=True)]
+            plains = [inline(c) for c in cells if c]
+            row_text = " — ".join(p for p, _ in plains if p)
+            head = plains[0][0] if plains else ""
+            segments.append(Segment(row_text, file, "row", section,
+                                    [c for _, cs in plains for c in cs], head=head))
+            continue
         if fence is not None:
             if line.strip().startswith(fence):
                 fence = None
@@ -203,7 +242,21 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
         if not stripped:
             flush()
             continue
-        if not para and not items and raw.startswith(("    ", "\t")):
+        if block and raw[:1] not in (" ", "\t"):
+            block = ""  # the directive's indented body has ended
+        pm = _PROSE_BLOCK.match(line)
+        if pm or _RST_DIRECTIVE.match(line):
+            flush()
+            items.clear()
+            block = "prose" if pm else "code"
+            rest = pm.group(1).strip() if pm else ""
+            if rest and not rest.startswith('"'):  # ".. note:: text" (a quoted one is a title)
+                para.append(rest)
+            continue
+        if block == "code":
+            segments.append(Segment(stripped, file, "code", section, [stripped[:MAX_CODE_SPAN]]))
+            continue
+        if not para and not items and not block and raw.startswith(("    ", "\t")):
             # An indented block outside a list and after a blank line: code (Markdown, and the
             # literal blocks of reStructuredText).
             segments.append(Segment(stripped, file, "code", section, [stripped[:MAX_CODE_SPAN]]))

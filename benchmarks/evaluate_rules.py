@@ -4,7 +4,7 @@ for (../shared/eval/rules-dev/, skipped when absent).
     .venv/bin/python benchmarks/evaluate_rules.py [--verbose] [FOLDER ...]
 
 Without FOLDER it scores every corpus: rules-dev (third-party, the one the extractor was
-developed on) and the written sets benchmarks/rules_written*/ (fictional projects written for
+developed on) and the written sets benchmarks/rules_written/*/ (fictional projects written for
 this benchmark, each committed before the extractor was run on it; the first score of each set
 is the held-out check of how the extractor generalises, docs/analyzers.md lists them).
 
@@ -34,12 +34,11 @@ sys.path.insert(0, str(ROOT))
 
 RULES_DEV = ROOT.parent / "shared" / "eval" / "rules-dev"
 RULES_WRITTEN = ROOT / "benchmarks" / "rules_written"
-# Set A, then sets B and C, each written before the extractor was run on it (see their READMEs).
-WRITTEN_SETS = sorted((ROOT / "benchmarks").glob("rules_written*"))
+# Sets a, b, c, ..., each written before the extractor was run on it (see their READMEs).
+WRITTEN_SETS = sorted(path for path in RULES_WRITTEN.iterdir() if (path / "expected.json").is_file())
 # The sets the extractor was changed from after their first score (development sets); any
 # other set is held out: scored, never tuned on (its misses are left for the next round).
-DEVELOPED_ON = frozenset({"rules-dev", "rules_written", "rules_written_b", "rules_written_c",
-                          "rules_written_d"})
+DEVELOPED_ON = frozenset({"rules-dev", "a", "b", "c", "d"})
 GOAL = 0.85
 
 
@@ -134,7 +133,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--verbose", action="store_true", help="print each summary")
     parser.add_argument("folders", nargs="*", type=Path,
-                        help="corpora to score (default: rules-dev and benchmarks/rules_written)")
+                        help="corpora to score (default: rules-dev and every set in benchmarks/rules_written/)")
     args = parser.parse_args()
     for folder in args.folders or [RULES_DEV, *WRITTEN_SETS]:
         if not (folder / "expected.json").is_file():

@@ -10,6 +10,7 @@ from sqlalchemy import func, select, text
 
 from analyzers.catalog import canonical_repo
 from bot.context import CTX, INBOX, METRICS, WORKER
+from bot.store.types import MAX_THREAD_NUMBER, parse_thread_number
 
 HEALTH_TIMEOUT = 5.0
 
@@ -70,9 +71,8 @@ async def api_thread(request: web.Request) -> web.Response:
 
     ctx = request.app[CTX]
     owner, name = request.match_info["owner"], request.match_info["repo"]
-    try:
-        number = int(request.match_info["number"])
-    except ValueError:
+    number = parse_thread_number(request.match_info["number"])
+    if number is None:
         return _json_error(404, "no such thread")
     async with ctx.sessionmaker() as session:
         thread = await get_thread(session, f"{owner}/{name}", number)
@@ -99,10 +99,9 @@ async def api_actions(request: web.Request) -> web.Response:
         query = query.where(func.lower(Action.repo).in_(names))
     number = request.query.get("number")
     if number:
-        try:
-            query = query.where(Action.number == int(number))
-        except ValueError:
-            return _json_error(400, "number must be an integer")
+        if parse_thread_number(number) is None:
+            return _json_error(400, f"number must be a whole number from 1 to {MAX_THREAD_NUMBER}")
+        query = query.where(Action.number == int(number))
     try:
         limit = min(5000, max(1, int(request.query.get("limit", "1000"))))
     except ValueError:

@@ -49,6 +49,19 @@ def test_parse_command() -> None:
     assert resolve_failure("nonsense") is None
 
 
+def test_every_failure_title_names_its_kind_in_a_command() -> None:
+    """`/rltracker methods <failure>` takes a key or a title, in English or Chinese, as the
+    failure pages show them (some Chinese titles hold a space or Latin letters: `KL 持续增大`)."""
+    from analyzers.catalog import load_catalog
+
+    for key, kind in load_catalog().failures.items():
+        for title in (kind.title, kind.title_zh, key.replace("_", "-")):
+            if not title:
+                continue
+            word, args = parse_command(f"/rltracker methods {title}")
+            assert word == "methods" and resolve_failure(" ".join(args)) == key, (key, title)
+
+
 async def test_ignore_by_author_mutes_and_acknowledges(app_ctx: Any, fake_github: Any) -> None:
     await install(app_ctx, fake_github)
     payload = await open_issue(app_ctx, fake_github, 1)

@@ -64,16 +64,23 @@ def parse_command(body: str | None) -> tuple[str, list[str]] | None:
     return None
 
 
+def _failure_name(text: str) -> str:
+    """A failure key or title as typed, in the one spelling keys use (`Entropy-collapse`,
+    `entropy collapse` -> `entropy_collapse`; `KL 持续增大` -> `kl_持续增大`)."""
+    return "_".join(text.lower().replace("-", " ").split())
+
+
 def resolve_failure(text: str) -> str | None:
-    """A failure kind from a key (`entropy_collapse`, `entropy-collapse`) or its title."""
+    """A failure kind from a key (`entropy_collapse`, `entropy-collapse`) or its title, in
+    English or Chinese."""
     from analyzers.catalog import load_catalog
 
     cat = load_catalog()
-    wanted = text.strip().lower().replace("-", "_").replace(" ", "_")
+    wanted = _failure_name(text)
     if wanted in cat.failures:
         return wanted
     for key, kind in cat.failures.items():
-        if wanted in (kind.title.lower().replace(" ", "_"), kind.title_zh):
+        if wanted in (_failure_name(kind.title), _failure_name(kind.title_zh or "")):
             return key
     return None
 

@@ -158,6 +158,20 @@ async def test_commands_in_dry_run(ctx: Any, fake_github: Any) -> None:
     assert not fake_github.requests("POST")
 
 
+async def test_commands_in_a_repository_whose_config_says_dry_run(app_ctx: Any, fake_github: Any) -> None:
+    """`dry_run: true` in .github/rltracker.yml: "record what would be posted, post nothing"
+    holds for command replies and acknowledgements too, not only for spontaneous comments."""
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "dry_run: true\n")
+    await open_issue(app_ctx, fake_github, 9)
+    for body in ("/rltracker methods entropy_collapse", "/rltracker rules", "/rltracker ignore"):
+        await commands_router.dispatch(comment_event(body, number=9), app_ctx)
+    assert [(a.status, a.details.get("command")) for a in await actions(app_ctx, "command")] == [
+        ("dry_run", "methods"), ("dry_run", "rules"), ("dry_run", "ignore")]
+    assert REPLY_MARKER in (await actions(app_ctx, "command"))[0].body
+    assert not fake_github.requests("POST", r"/repos/")  # no comment, no reaction
+
+
 async def test_methods_reply_in_a_discussion(app_ctx: Any, fake_github: Any) -> None:
     await install(app_ctx, fake_github)
     seen: list[dict[str, Any]] = []

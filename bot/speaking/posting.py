@@ -49,8 +49,10 @@ async def post_or_adopt(
 async def post_reply(
     ctx: Any, repo: str, number: int, installation_id: int | None, body: str, *,
     dedupe_key: str, kind: str = "command", details: dict[str, Any] | None = None,
+    dry_run: bool = False,
 ) -> str:
-    """A reply to a command, once per command comment (dedupe_key carries its id)."""
+    """A reply to a command, once per command comment (dedupe_key carries its id); recorded,
+    not posted, in dry run (the app's, or `dry_run` of the repository's config)."""
     async with ctx.sessionmaker() as session:
         row = await repository_row(session, repo, installation_id)
         repo_id = row.id
@@ -62,7 +64,7 @@ async def post_reply(
                                    details=details)
     if state != "claimed" or action_id is None:
         return "owned"
-    if ctx.settings.dry_run or ctx.github is None or installation_id is None:
+    if dry_run or ctx.settings.dry_run or ctx.github is None or installation_id is None:
         await finish(ctx, action_id, status="dry_run", body=body)
         return "dry_run"
     try:

@@ -13,7 +13,7 @@ from bot.speaking.render import FAILURE_MARKER, REPLY_MARKER
 from bot.store.models import Action, Analysis, Thread
 from bot.webhooks.commands import parse_command, resolve_failure
 from bot.webhooks.commands import router as commands_router
-from tests.test_actions_e2e import FAILURE, INST, VERL, install, open_issue
+from tests.test_actions_e2e import FAILURE, INST, NOT_FAILURE, VERL, install, open_issue
 
 _ids = itertools.count(9000)
 
@@ -103,6 +103,21 @@ async def test_methods_reply_once_per_command(app_ctx: Any, fake_github: Any) ->
     assert len(replies) == 1
     assert "actor_rollout_ref.actor.use_kl_loss=True" in replies[0]["body"]
     assert "/failures/kl_growth" in replies[0]["body"]
+
+
+async def test_ignore_also_stops_edits_of_the_comment(app_ctx: Any, fake_github: Any) -> None:
+    """After `/rltracker ignore` ("no more comments from the app on this thread") an edit of
+    the issue leaves the app's comment as it is: no rewrite, no withdrawal."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 10)
+    await act(app_ctx, VERL, 10, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    [posted] = [c for c in fake_github.comments_of(VERL, 10) if FAILURE_MARKER in c["body"]]
+    await commands_router.dispatch(comment_event("/rltracker ignore", number=10), app_ctx)
+    out = await act(app_ctx, VERL, 10, trigger="issues.edited", payload=payload, analysis=NOT_FAILURE)
+    assert out["failure_comment"] == "muted"
+    assert not fake_github.requests("PATCH")
+    [still] = [c for c in fake_github.comments_of(VERL, 10) if FAILURE_MARKER in c["body"]]
+    assert still["body"] == posted["body"]
 
 
 async def test_stop_minimises_the_comment_and_mutes(app_ctx: Any, fake_github: Any) -> None:

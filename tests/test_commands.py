@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import gidgethub
+import pytest
 from gidgethub import sansio
 from sqlalchemy import select
 
@@ -118,6 +120,31 @@ async def test_ignore_also_stops_edits_of_the_comment(app_ctx: Any, fake_github:
     assert not fake_github.requests("PATCH")
     [still] = [c for c in fake_github.comments_of(VERL, 10) if FAILURE_MARKER in c["body"]]
     assert still["body"] == posted["body"]
+
+
+async def test_reply_whose_answer_was_lost_is_not_posted_twice(app_ctx: Any, fake_github: Any) -> None:
+    """GitHub creates the reply but answers 502: the worker runs the delivery again, and the
+    retry finds the reply by its hidden marker instead of posting a second one."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 11)
+    lost: list[int] = []
+
+    @fake_github.route("POST", r"/repos/[^/]+/[^/]+/issues/11/comments")
+    def created_then_502(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        comment = fake.add_comment(VERL, 11, body["body"], "rltracker[bot]", "Bot")
+        if not lost:
+            lost.append(comment["id"])
+            return 502, {"message": "Server Error"}
+        return 201, {k: v for k, v in comment.items() if not k.startswith("_")}
+
+    event = comment_event("/rltracker methods entropy_collapse", number=11)
+    with pytest.raises(gidgethub.GitHubException):
+        await commands_router.dispatch(event, app_ctx)
+    await commands_router.dispatch(event, app_ctx)  # the worker's retry
+    replies = [c for c in fake_github.comments_of(VERL, 11) if REPLY_MARKER in c["body"]]
+    assert [c["id"] for c in replies] == lost
+    [row] = [a for a in await actions(app_ctx, "command") if a.status == "posted"]
+    assert row.comment_id == lost[0]
 
 
 async def test_stop_minimises_the_comment_and_mutes(app_ctx: Any, fake_github: Any) -> None:

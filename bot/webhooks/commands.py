@@ -175,7 +175,7 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
     if word in ("methods", "rules"):
         return await _reply_command(ctx, repo, number, installation_id, word, args, key,
-                                    discussion_id, dry_run)
+                                    discussion_id, dry_run, comment_id)
     # recheck / ignore / stop: once per command comment, acknowledged with a reaction
     from bot.store.threads import get_thread
 
@@ -206,7 +206,7 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
 
 async def _reply_command(
     ctx: Any, repo: str, number: int, installation_id: int | None, word: str, args: list[str],
-    key: str, discussion_id: str | None, dry_run: bool,
+    key: str, discussion_id: str | None, dry_run: bool, comment_id: int,
 ) -> str:
     from analyzers.language import detect_language
     from bot.store.threads import get_thread
@@ -225,7 +225,8 @@ async def _reply_command(
         return await _reply_in_discussion(ctx, repo, number, installation_id, body, key,
                                           discussion_id, dry_run)
     return await post_reply(ctx, repo, number, installation_id, body, dedupe_key=key,
-                            details={"command": word}, dry_run=dry_run)
+                            details={"command": word}, dry_run=dry_run,
+                            marker=f"<!-- rltracker:reply-to:{comment_id} -->")
 
 
 async def _reply_in_discussion(

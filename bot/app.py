@@ -3,6 +3,7 @@ routes and the tracker pages (bot.site), and the inbox writer and worker started
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -16,11 +17,22 @@ from bot.webhooks.receive import webhook
 from bot.webhooks.worker import Worker
 
 
+@web.middleware
+async def refuse_nul(request: web.Request,
+                     handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                     ) -> web.StreamResponse:
+    """A NUL character in the path or the query (%00) answers 400 before any route sees it:
+    PostgreSQL text cannot hold one, so a lookup with it would fail as a 500."""
+    if "\x00" in request.path or any("\x00" in k or "\x00" in v for k, v in request.query.items()):
+        return web.json_response({"error": "the URL contains a NUL character (%00)"}, status=400)
+    return await handler(request)
+
+
 def create_app(ctx: Any, *, worker: bool = True, worker_options: dict[str, Any] | None = None
                ) -> web.Application:
     """The whole web app. With `worker=True` the inbox worker runs inside it (started and
     stopped with the app); the inbox writer always does, since /webhook needs it."""
-    app = web.Application(client_max_size=WEBHOOK_BODY_LIMIT)
+    app = web.Application(client_max_size=WEBHOOK_BODY_LIMIT, middlewares=[refuse_nul])
     app[CTX] = ctx
     app[METRICS] = Metrics()
     inbox = Inbox(ctx.engine)

@@ -294,6 +294,11 @@ def check_env(env: Mapping[str, str], *, database_may_be_absent: bool = False) -
                            + " or " + _LOG_LEVELS[-1])
 
 
+def local_url(port: int) -> str:
+    """RLTRACKER_PUBLIC_URL's default: the tracker served on this machine, on `port`."""
+    return f"http://localhost:{port}"
+
+
 @dataclass(frozen=True)
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
@@ -328,6 +333,7 @@ class Settings:
         app_id = (env.get("GITHUB_APP_ID") or "").strip() or None
         # Without app credentials nothing can be posted: dry-run is forced.
         dry_run = _truthy(env.get("RLTRACKER_DRY_RUN")) or not (app_id and key)
+        port = parse_port(env["PORT"]) if env.get("PORT") else DEFAULT_PORT
         values: dict[str, object] = dict(
             database_url=normalise_database_url(env.get("DATABASE_URL") or DEFAULT_DATABASE_URL),
             webhook_secret=env.get("GITHUB_WEBHOOK_SECRET") or None,
@@ -336,10 +342,10 @@ class Settings:
             token=env.get("GITHUB_TOKEN") or None,
             api_url=(env.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"),
             dry_run=dry_run,
-            public_url=(env.get("RLTRACKER_PUBLIC_URL") or "http://localhost:8000").rstrip("/"),
+            public_url=(env.get("RLTRACKER_PUBLIC_URL") or local_url(port)).rstrip("/"),
             nightly_cron=env.get("RLTRACKER_NIGHTLY_CRON") or "0 3 * * *",
             report_issue=(env.get("RLTRACKER_REPORT_ISSUE") or "").strip() or None,
-            port=parse_port(env["PORT"]) if env.get("PORT") else DEFAULT_PORT,
+            port=port,
             worker_lease=float(env.get("RLTRACKER_WORKER_LEASE") or DEFAULT_WORKER_LEASE),
         )
         values.update(overrides)

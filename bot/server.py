@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.config import Settings, UserError
+from bot.config import Settings, UserError, local_url
 from bot.logs import configure_logging, register_secret
 
 log = logging.getLogger(__name__)
@@ -181,6 +181,9 @@ def serve_command(args: Any) -> int:
     register_secret(settings.token)
     register_secret(settings.private_key)
     port = args.port if getattr(args, "port", None) else settings.port
+    if not os.environ.get("RLTRACKER_PUBLIC_URL"):
+        # Links in comments and pages lead to this server: on --port, not PORT or 8000.
+        settings = dataclasses.replace(settings, public_url=local_url(port))
     host = getattr(args, "host", None) or "0.0.0.0"
     if generated is not None:
         # Printed on purpose (stdout, not the logs): the developer needs it to sign deliveries.

@@ -2,7 +2,8 @@
 
 Finds Debian's /usr/bin/chromium (or chromium / chromium-browser / google-chrome on PATH) and
 runs it once per call: `--dump-dom URL` prints the DOM after parsing (so what a browser made of
-the page, not the bytes the server sent) and `--screenshot` writes a PNG. Each run gets its own
+the page, not the bytes the server sent) and `--screenshot` writes a PNG; `page_widths`
+measures the laid-out pages through chromedriver. Each run gets its own
 profile folder and no network services (no component updates, sync or QUIC).
 
 Skips the test when no browser is installed, unless RLTRACKER_REQUIRE_CHROMIUM=1 (CI), which
@@ -77,6 +78,61 @@ class Chromium:
         if not await asyncio.to_thread(path.is_file):
             raise AssertionError(f"chromium wrote no screenshot for {url}")
         return path
+
+
+    async def page_widths(self, urls: list[str], width: int = 390) -> dict[str, tuple[int, int]]:
+        """url -> (the page's scroll width, the window's width) at a phone-sized window: a
+        page wider than its window scrolls sideways. Measured through chromedriver (W3C
+        WebDriver): the pages themselves run no script (their CSP forbids it), the driver's
+        evaluation is not subject to it."""
+        driver = shutil.which("chromedriver")
+        if driver is None:
+            if os.environ.get("RLTRACKER_REQUIRE_CHROMIUM") == "1":
+                pytest.fail("RLTRACKER_REQUIRE_CHROMIUM=1 but chromedriver was not found")
+            pytest.skip("chromedriver is not installed")
+        import socket
+
+        import aiohttp
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        proc = await asyncio.create_subprocess_exec(
+            driver, f"--port={port}", stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL)
+        base = f"http://127.0.0.1:{port}"
+        widths: dict[str, tuple[int, int]] = {}
+        try:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=RUN_TIMEOUT)) as http:
+                for _ in range(200):  # the driver answers /status once it listens
+                    try:
+                        async with http.get(f"{base}/status") as r:
+                            if r.status == 200:
+                                break
+                    except aiohttp.ClientConnectionError:
+                        await asyncio.sleep(0.05)
+                flags = [*self._flags()[1:], f"--window-size={width},1200"]
+                caps = {"capabilities": {"alwaysMatch": {"goog:chromeOptions": {
+                    "binary": self.executable, "args": flags}}}}
+                async with http.post(f"{base}/session", json=caps) as r:
+                    session = f"{base}/session/{(await r.json())['value']['sessionId']}"
+                try:
+                    for url in urls:
+                        async with http.post(f"{session}/url", json={"url": url}) as r:
+                            assert r.status == 200, await r.text()
+                        script = ("return [document.documentElement.scrollWidth,"
+                                  " document.documentElement.clientWidth]")
+                        async with http.post(f"{session}/execute/sync",
+                                             json={"script": script, "args": []}) as r:
+                            scroll, client = (await r.json())["value"]
+                        widths[url] = (int(scroll), int(client))
+                finally:
+                    async with http.delete(session):
+                        pass
+        finally:
+            proc.terminate()
+            await proc.wait()
+        return widths
 
 
 @pytest.fixture

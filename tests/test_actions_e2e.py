@@ -20,6 +20,7 @@ from sqlalchemy import select
 
 from bot.speaking.decide import act
 from bot.speaking.render import FAILURE_MARKER, RULES_MARKER
+from bot.speaking.repo_config import get_repo_config
 from bot.store.models import Action, Analysis, Installation, Repository, Thread
 from bot.store.threads import upsert_comment, upsert_thread
 
@@ -237,6 +238,26 @@ async def test_invalid_config_uses_defaults_and_records_why(app_ctx: Any, fake_g
     config_rows = await actions_of(app_ctx, kind="config")
     assert len(config_rows) == 1 and config_rows[0].status == "skipped"
     assert "not valid YAML" in config_rows[0].reason
+
+
+async def test_opt_out_holds_when_another_setting_is_invalid(app_ctx: Any, fake_github: Any) -> None:
+    """A repository that turned comments off stays off when a typo elsewhere in the file makes
+    it invalid (`min_confidence: 80` meant as a percentage): the other settings take their
+    defaults, the opt-outs it states are kept, and the problem is recorded as usual."""
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml",
+                         "failure_comments: false\ndry_run: true\nmin_confidence: 80\n")
+    for number in (12, 13):  # the second decision reads the cached config
+        payload = await open_issue(app_ctx, fake_github, number)
+        await act(app_ctx, VERL, number, trigger="issues.opened", payload=payload, analysis=FAILURE)
+        assert not fake_github.comments_of(VERL, number)
+        [row] = await actions_of(app_ctx, number)
+        assert row.status == "skipped" and "turned off" in row.reason
+    [config_row] = await actions_of(app_ctx, kind="config")
+    assert "min_confidence" in config_row.reason
+    config = await get_repo_config(app_ctx, VERL, INST)
+    assert (config.source, config.failure_comments, config.dry_run) == ("invalid", False, True)
+    assert config.min_confidence is None and config.rule_summaries  # the rest: defaults
 
 
 async def test_chinese_issue_gets_chinese_comment(app_ctx: Any, fake_github: Any) -> None:

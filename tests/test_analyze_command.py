@@ -37,6 +37,26 @@ def test_files_in_and_out_same_order(tmp_path: Path) -> None:
     assert all("error" not in r for r in rows)
 
 
+def test_files_saved_by_windows_tools_are_read(tmp_path: Path) -> None:
+    """A UTF-8 byte-order mark and CRLF line ends (Notepad, PowerShell's Out-File) are not part
+    of any record: the first thread and the pool's first paper are read like the others."""
+    bom_crlf = "\ufeff" + "\r\n".join([json.dumps(GOOD_1), "", json.dumps(GOOD_2)]) + "\r\n"
+    src = tmp_path / "in.jsonl"
+    src.write_text(bom_crlf, encoding="utf-8", newline="")
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text("\ufeff" + json.dumps(
+        {"arxiv_id": "2999.00001", "title": "Frobnicated Widget Policy Optimization for Teapots",
+         "aliases": [], "method": None, "first_public": None}) + "\r\n", encoding="utf-8", newline="")
+    t = dict(GOOD_1, body='We implement "Frobnicated Widget Policy Optimization for Teapots".')
+    src2 = tmp_path / "in2.jsonl"
+    src2.write_text("\ufeff" + json.dumps(t) + "\r\n", encoding="utf-8", newline="")
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", str(src), "-o", str(out)]) == 0
+    assert [r["id"] for r in read_jsonl(out)] == ["o/r#1", "o/r#2"]
+    assert main(["analyze", "--papers", str(pool), str(src2), "-o", str(out)]) == 0
+    assert any(p["arxiv_id"] == "2999.00001" for p in read_jsonl(out)[0]["papers"])
+
+
 def test_bad_lines_get_error_records_and_nothing_is_lost(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = write_lines(
         tmp_path / "in.jsonl",

@@ -106,6 +106,23 @@ async def test_actions_api_lists_and_filters(client: TestClient, ctx: AppContext
     assert (await client.get("/api/actions", params={"number": "x"})).status == 400
 
 
+async def test_actions_api_reaches_the_newest_past_the_first_page(client: TestClient,
+                                                                    ctx: AppContext) -> None:
+    """Oldest first, 1,000 by default: the total says there are more, and `offset` reaches the
+    newest (a skipped decision per new issue fills the first 1,000 within months)."""
+    async with ctx.sessionmaker() as s:
+        s.add_all([Action(repo="Org/Repo", number=n, kind="failure_comment", status="skipped",
+                          reason="not a training-failure report") for n in range(1, 1006)])
+        await s.commit()
+    first = await client.get("/api/actions")
+    assert first.headers["X-Total-Count"] == "1005" and len(await first.json()) == 1000
+    rest = await client.get("/api/actions", params={"offset": "1000"})
+    assert [a["number"] for a in await rest.json()] == [1001, 1002, 1003, 1004, 1005]
+    one = await client.get("/api/actions", params={"number": "1005"})
+    assert one.headers["X-Total-Count"] == "1"
+    assert (await client.get("/api/actions", params={"offset": "-1"})).status == 400
+
+
 async def test_stats_api(client: TestClient, ctx: AppContext) -> None:
     await seed(ctx)
     data = await (await client.get("/api/stats")).json()

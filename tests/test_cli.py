@@ -35,6 +35,15 @@ def run_cli(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.
                           capture_output=True, timeout=timeout)
 
 
+def test_help_says_what_the_command_is() -> None:
+    result = run_cli("--help", env={})
+    assert result.returncode == 0
+    # the description is whole sentences (it was the first line of a docstring, cut mid-sentence)
+    described = result.stdout.split("positional arguments")[0]
+    assert "rltracker" in described and not described.rstrip().endswith(("this file", ";", ","))
+    assert "GitHub App" in described
+
+
 def test_serve_refuses_without_webhook_secret(tmp_path: Path, sqlite_template: Path) -> None:
     db = tmp_path / "x.db"
     shutil.copy(sqlite_template, db)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import gidgethub
+import pytest
 from gidgethub import sansio
 from sqlalchemy import select
 
@@ -13,7 +15,7 @@ from bot.speaking.render import FAILURE_MARKER, REPLY_MARKER
 from bot.store.models import Action, Analysis, Thread
 from bot.webhooks.commands import parse_command, resolve_failure
 from bot.webhooks.commands import router as commands_router
-from tests.test_actions_e2e import FAILURE, INST, VERL, install, open_issue
+from tests.test_actions_e2e import FAILURE, INST, NOT_FAILURE, VERL, install, open_issue
 
 _ids = itertools.count(9000)
 
@@ -47,6 +49,19 @@ def test_parse_command() -> None:
     assert resolve_failure("entropy-collapse") == "entropy_collapse"
     assert resolve_failure("KL_GROWTH") == "kl_growth"
     assert resolve_failure("nonsense") is None
+
+
+def test_every_failure_title_names_its_kind_in_a_command() -> None:
+    """`/rltracker methods <failure>` takes a key or a title, in English or Chinese, as the
+    failure pages show them (some Chinese titles hold a space or Latin letters: `KL 持续增大`)."""
+    from analyzers.catalog import load_catalog
+
+    for key, kind in load_catalog().failures.items():
+        for title in (kind.title, kind.title_zh, key.replace("_", "-")):
+            if not title:
+                continue
+            word, args = parse_command(f"/rltracker methods {title}")
+            assert word == "methods" and resolve_failure(" ".join(args)) == key, (key, title)
 
 
 async def test_ignore_by_author_mutes_and_acknowledges(app_ctx: Any, fake_github: Any) -> None:
@@ -90,6 +105,46 @@ async def test_methods_reply_once_per_command(app_ctx: Any, fake_github: Any) ->
     assert len(replies) == 1
     assert "actor_rollout_ref.actor.use_kl_loss=True" in replies[0]["body"]
     assert "/failures/kl_growth" in replies[0]["body"]
+
+
+async def test_ignore_also_stops_edits_of_the_comment(app_ctx: Any, fake_github: Any) -> None:
+    """After `/rltracker ignore` ("no more comments from the app on this thread") an edit of
+    the issue leaves the app's comment as it is: no rewrite, no withdrawal."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 10)
+    await act(app_ctx, VERL, 10, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    [posted] = [c for c in fake_github.comments_of(VERL, 10) if FAILURE_MARKER in c["body"]]
+    await commands_router.dispatch(comment_event("/rltracker ignore", number=10), app_ctx)
+    out = await act(app_ctx, VERL, 10, trigger="issues.edited", payload=payload, analysis=NOT_FAILURE)
+    assert out["failure_comment"] == "muted"
+    assert not fake_github.requests("PATCH")
+    [still] = [c for c in fake_github.comments_of(VERL, 10) if FAILURE_MARKER in c["body"]]
+    assert still["body"] == posted["body"]
+
+
+async def test_reply_whose_answer_was_lost_is_not_posted_twice(app_ctx: Any, fake_github: Any) -> None:
+    """GitHub creates the reply but answers 502: the worker runs the delivery again, and the
+    retry finds the reply by its hidden marker instead of posting a second one."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 11)
+    lost: list[int] = []
+
+    @fake_github.route("POST", r"/repos/[^/]+/[^/]+/issues/11/comments")
+    def created_then_502(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        comment = fake.add_comment(VERL, 11, body["body"], "rltracker[bot]", "Bot")
+        if not lost:
+            lost.append(comment["id"])
+            return 502, {"message": "Server Error"}
+        return 201, {k: v for k, v in comment.items() if not k.startswith("_")}
+
+    event = comment_event("/rltracker methods entropy_collapse", number=11)
+    with pytest.raises(gidgethub.GitHubException):
+        await commands_router.dispatch(event, app_ctx)
+    await commands_router.dispatch(event, app_ctx)  # the worker's retry
+    replies = [c for c in fake_github.comments_of(VERL, 11) if REPLY_MARKER in c["body"]]
+    assert [c["id"] for c in replies] == lost
+    [row] = [a for a in await actions(app_ctx, "command") if a.status == "posted"]
+    assert row.comment_id == lost[0]
 
 
 async def test_stop_minimises_the_comment_and_mutes(app_ctx: Any, fake_github: Any) -> None:
@@ -143,6 +198,20 @@ async def test_commands_in_dry_run(ctx: Any, fake_github: Any) -> None:
     [row] = await actions(ctx)
     assert row.status == "dry_run" and REPLY_MARKER in row.body
     assert not fake_github.requests("POST")
+
+
+async def test_commands_in_a_repository_whose_config_says_dry_run(app_ctx: Any, fake_github: Any) -> None:
+    """`dry_run: true` in .github/rltracker.yml: "record what would be posted, post nothing"
+    holds for command replies and acknowledgements too, not only for spontaneous comments."""
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "dry_run: true\n")
+    await open_issue(app_ctx, fake_github, 9)
+    for body in ("/rltracker methods entropy_collapse", "/rltracker rules", "/rltracker ignore"):
+        await commands_router.dispatch(comment_event(body, number=9), app_ctx)
+    assert [(a.status, a.details.get("command")) for a in await actions(app_ctx, "command")] == [
+        ("dry_run", "methods"), ("dry_run", "rules"), ("dry_run", "ignore")]
+    assert REPLY_MARKER in (await actions(app_ctx, "command"))[0].body
+    assert not fake_github.requests("POST", r"/repos/")  # no comment, no reaction
 
 
 async def test_methods_reply_in_a_discussion(app_ctx: Any, fake_github: Any) -> None:

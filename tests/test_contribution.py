@@ -106,6 +106,26 @@ async def test_stale_cache_refetched_and_failed_fetch_keeps_cache(app_ctx, fake_
     assert kept["facts"] == first["facts"]
 
 
+@pytest.mark.parametrize("refusal", ["forbidden", "rate_limited"])
+async def test_refused_refresh_keeps_the_stored_rules(app_ctx, fake_github, refusal: str) -> None:
+    """A 403 (the installation lost `contents: read`, or the rate limit outlasts the retries)
+    says nothing about the files: the stored summary stays and is served, instead of being
+    replaced by one that says the repository has no CONTRIBUTING file."""
+    _seed(fake_github)
+    first = await rules_for_repo(app_ctx, REPO)
+    assert any(f["rule"] == "signoff_required" for f in first["facts"])
+    if refusal == "forbidden":
+        fake_github.fail_next("GET", r"/contents/", 403, times=1000,
+                              body={"message": "Resource not accessible by integration"})
+    else:
+        fake_github.rate_limited("GET", r"/contents/", reset_in=3600, times=1000)
+    kept = await rules_for_repo(app_ctx, REPO, refresh=True)
+    assert kept["facts"] == first["facts"]
+    async with app_ctx.sessionmaker() as session:
+        stored = await session.scalar(select(ContributionRules))
+    assert stored.summary["facts"] == first["facts"]
+
+
 async def test_pointer_to_another_repository_is_followed(app_ctx, fake_github) -> None:
     fake_github.set_file(REPO, "CONTRIBUTING.md",
                          "See https://github.com/acme/community/blob/main/CONTRIBUTING.md\n")

@@ -157,6 +157,8 @@ async def test_readme_demo_replays_the_examples(serve_factory: Any, fake_github:
     assert en["status"] == zh["status"] == "dry_run"
     assert "Entropy collapse" in en["body"] and "actor_rollout_ref.actor.clip_ratio_high" in en["body"]
     assert "熵坍塌" in zh["body"] and "--eps-clip-high" in zh["body"]
+    # links in what it would post lead to this server (RLTRACKER_PUBLIC_URL unset: --port)
+    assert f"(http://localhost:{server.port}/failures/entropy_collapse)" in en["body"]
     summary = by_thread[("huggingface/trl", 4630, "rule_summary")]
     assert summary["status"] == "dry_run" and "TRL" in summary["body"]
     quiet = by_thread[("huggingface/trl", 4630, "failure_comment")]

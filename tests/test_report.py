@@ -152,6 +152,29 @@ async def test_report_is_one_comment_per_night_edited_when_rebuilt(app_ctx: Any,
     assert all(a.status == "posted" and a.comment_id for a in actions)
 
 
+async def test_a_post_whose_answer_was_lost_is_adopted_not_repeated(app_ctx: Any, fake_github: Any) -> None:
+    """GitHub created the night's comment but its answer never came back (the claim stayed
+    pending, no comment id): the next run of that night finds the comment by its marker and
+    edits it, as the failure comment does, instead of posting a second one."""
+    fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
+    fake_github.add_issue("tracker-org/tracker", 1, title="Nightly reports")
+    ctx = app_ctx
+    ctx.settings = dataclasses.replace(ctx.settings, report_issue="tracker-org/tracker#1")
+    await night_one(ctx)
+    fake_github.add_comment("tracker-org/tracker", 1, f"<!-- rltracker:report:{DAY1} -->\nhalf",
+                            user="rltracker[bot]", user_type="Bot")
+    async with ctx.sessionmaker() as session:
+        session.add(Action(repo="tracker-org/tracker", number=1, kind="report", status="pending",
+                           dedupe_key=f"report:{DAY1}"))
+        await session.commit()
+    assert (await run_report(ctx, DAY1))["posted"] in ("posted", "edited")
+    [comment] = fake_github.comments_of("tracker-org/tracker", 1)
+    assert "Proposal status" in comment["body"]
+    async with ctx.sessionmaker() as session:
+        [action] = list(await session.scalars(select(Action).where(Action.kind == "report")))
+    assert action.status == "posted" and action.comment_id == comment["id"]
+
+
 async def test_dry_run_records_without_posting(ctx: Any, fake_github: Any) -> None:
     ctx.settings = dataclasses.replace(ctx.settings, report_issue="tracker-org/tracker#1")
     await night_one(ctx)

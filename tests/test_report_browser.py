@@ -72,6 +72,11 @@ async def test_report_routes(ctx: Any) -> None:
         assert md.status == 200 and "Proposal status" in await md.text()
         assert (await client.get("/reports/2020-01-01")).status == 404
         assert (await client.get("/reports/nonsense")).status == 404
+        # thread titles are shown: the pages allow no script, like every tracker page
+        for response in (listing, page, md, await client.get("/reports/2020-01-01")):
+            policy = response.headers.get("Content-Security-Policy", "")
+            assert "default-src 'none'" in policy and "script-src" not in policy, response.url
+            assert response.headers.get("X-Content-Type-Options") == "nosniff"
 
 
 async def test_report_page_and_chart_render_in_chromium(served: str, sqlite_ctx: Any, chromium: Any, tmp_path: Path) -> None:  # noqa: F811

@@ -205,6 +205,24 @@ async def test_framework_page_rules_proposals_methods_and_reception(client) -> N
     assert {f["id"] for f in frameworks} >= {"verl", "areal"}
 
 
+async def test_framework_page_shows_rules_stored_by_an_older_extractor(client, ctx) -> None:
+    """Stored summaries are refreshed nightly: until then a topic the extractor no longer has
+    (renamed or dropped in a release) must not turn the framework page into a 500."""
+    from sqlalchemy import select
+
+    async with ctx.sessionmaker() as session, session.begin():
+        row = await session.scalar(select(ContributionRules))
+        summary = dict(row.summary)
+        summary["facts"] = [*summary["facts"], {
+            "topic": "retired_topic", "rule": "old_rule", "statement": "An `old` rule.",
+            "source": "CONTRIBUTING.md", "observed": False}]
+        summary["not_stated"] = ["another_retired_topic", "tests"]
+        row.summary = summary
+    html = await _text(client, "/frameworks/verl")
+    assert "An <code>old</code> rule." in html
+    assert "another retired topic" in html and "tests" in html
+
+
 async def test_proposals_filters(client) -> None:
     assert len(await _json(client, "/api/proposals")) == 3
     assert [p["number"] for p in await _json(client, "/api/proposals?framework=trl")] == [7]

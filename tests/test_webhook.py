@@ -214,6 +214,19 @@ async def test_form_encoded_body_is_accepted(client: TestClient, ctx: AppContext
     assert (await client.post("/webhook", data=body, headers=headers)).status == 400
 
 
+async def test_nul_in_the_indexed_fields_is_stored_not_refused(client: TestClient,
+                                                               ctx: AppContext) -> None:
+    """U+0000 in `action` or `repository.full_name` (PostgreSQL text refuses it): the delivery
+    is stored with U+FFFD in those columns and its payload as sent, not answered 503 and lost."""
+    payload = {"action": "opened\u0000", "repository": {"full_name": "o/r\u0000x"}}
+    status, _ = await post(client, "issues", json.dumps(payload).encode())
+    assert status == 202
+    async with ctx.sessionmaker() as s:
+        row = await s.scalar(select(Delivery))
+    assert (row.action, row.repo) == ("opened\ufffd", "o/r\ufffdx")
+    assert json.loads(row.payload) == payload
+
+
 async def test_unknown_event_is_stored(client: TestClient, ctx: AppContext) -> None:
     status, _ = await post(client, "some_future_event", b'{"action": "happened"}')
     assert status == 202

@@ -13,6 +13,9 @@ from datetime import date
 
 from bot.config import parse_port
 
+DESCRIPTION = ("rltracker: a GitHub App and tracker that links the issues, pull requests and "
+               "discussions of seven RL post-training frameworks to research papers, answers "
+               "training-failure reports with methods and options, and serves tracker pages.")
 # subcommand -> "module:function"; the function takes the parsed namespace, returns an exit code.
 COMMANDS = {
     "serve": "bot.server:serve_command",
@@ -73,7 +76,7 @@ def _add_debug_flag(parser: argparse.ArgumentParser, *, top: bool = False) -> No
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="rltracker", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="rltracker", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("serve", help="run the web app, the inbox worker and the scheduler")

@@ -89,7 +89,7 @@ def load_pool(path: str, *, use_cache: bool = True) -> Any:
         if index is not None:
             return index
     papers: list[dict[str, Any]] = []
-    lines = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace")
+    lines = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", errors="replace")
     for number, raw in enumerate(lines, 1):  # lines as reading the file would split them
         if not raw.strip():
             continue
@@ -116,6 +116,8 @@ def _analyze_line(number: int, raw: str, pool: Any) -> tuple[str, str | None]:
 
     record: Any = None
     problem: str | None = None
+    if number == 1:  # a UTF-8 byte-order mark (files saved by Windows tools) is no record's
+        raw = raw.removeprefix("\ufeff")
     try:
         record = json.loads(raw)
     except json.JSONDecodeError as exc:

@@ -10,6 +10,7 @@ from sqlalchemy import func, select, text
 
 from analyzers.catalog import canonical_repo
 from bot.context import CTX, INBOX, METRICS, WORKER
+from bot.store.types import MAX_THREAD_NUMBER, parse_thread_number
 
 HEALTH_TIMEOUT = 5.0
 
@@ -70,9 +71,8 @@ async def api_thread(request: web.Request) -> web.Response:
 
     ctx = request.app[CTX]
     owner, name = request.match_info["owner"], request.match_info["repo"]
-    try:
-        number = int(request.match_info["number"])
-    except ValueError:
+    number = parse_thread_number(request.match_info["number"])
+    if number is None:
         return _json_error(404, "no such thread")
     async with ctx.sessionmaker() as session:
         thread = await get_thread(session, f"{owner}/{name}", number)
@@ -88,27 +88,34 @@ async def api_thread(request: web.Request) -> web.Response:
 
 
 async def api_actions(request: web.Request) -> web.Response:
+    """What the app posted or would have posted, and why it stayed quiet: oldest first,
+    `limit` (1,000 by default, at most 5,000) after `offset`; X-Total-Count counts them all."""
     from bot.store.models import Action
     from bot.store.types import format_datetime
 
     ctx = request.app[CTX]
-    query = select(Action).order_by(Action.created_at, Action.id)
+    conditions = []
     repo = request.query.get("repo")
     if repo:
         names = {repo.lower(), canonical_repo(repo).lower()}
-        query = query.where(func.lower(Action.repo).in_(names))
+        conditions.append(func.lower(Action.repo).in_(names))
     number = request.query.get("number")
     if number:
-        try:
-            query = query.where(Action.number == int(number))
-        except ValueError:
-            return _json_error(400, "number must be an integer")
+        if parse_thread_number(number) is None:
+            return _json_error(400, f"number must be a whole number from 1 to {MAX_THREAD_NUMBER}")
+        conditions.append(Action.number == int(number))
     try:
         limit = min(5000, max(1, int(request.query.get("limit", "1000"))))
+        offset = min(int(request.query.get("offset", "0")), 2**62)  # beyond: past every row
     except ValueError:
-        return _json_error(400, "limit must be an integer")
+        return _json_error(400, "limit and offset must be whole numbers")
+    if offset < 0:
+        return _json_error(400, "offset must be 0 or more")
     async with ctx.sessionmaker() as session:
-        rows = list(await session.scalars(query.limit(limit)))
+        total = await session.scalar(select(func.count()).select_from(Action).where(*conditions))
+        rows = list(await session.scalars(
+            select(Action).where(*conditions).order_by(Action.created_at, Action.id)
+            .offset(offset).limit(limit)))
     return web.json_response(
         [
             {
@@ -121,7 +128,8 @@ async def api_actions(request: web.Request) -> web.Response:
                 "reason": a.reason,
             }
             for a in rows
-        ]
+        ],
+        headers={"X-Total-Count": str(total or 0)},
     )
 
 

@@ -24,6 +24,7 @@ REVIEW_STATES = ("merged", "open_no_reply", "open_replied", "declined", "redirec
                  "closed_by_author", "closed_other")
 COMMENT_KINDS = ("failure_comment", "rule_summary")
 MAX_ROWS = 2000
+LIST_ROWS = 100  # threads listed per section of a page (the newest; counts are of all)
 
 
 def catalog() -> Any:
@@ -80,12 +81,11 @@ def _framework_repos(framework: str) -> list[str]:
     return [r.lower() for r in fw.repos] if fw else []
 
 
-async def thread_rows(session: AsyncSession, *, proposals: bool | None = None,
-                      failures: bool | None = None, framework: str | None = None,
-                      state: str | None = None, paper: str | None = None,
-                      method: str | None = None, category: str | None = None,
-                      newest_first: bool = True, limit: int = MAX_ROWS) -> list[dict[str, Any]]:
-    query = select(*_thread_columns()).join(Analysis, Analysis.thread_id == Thread.id)
+def _thread_filters(query: Any, *, proposals: bool | None = None, failures: bool | None = None,
+                    framework: str | None = None, state: str | None = None,
+                    paper: str | None = None, method: str | None = None,
+                    category: str | None = None) -> Any:
+    """`query` (over Thread joined with Analysis) narrowed to the threads the filters name."""
     if proposals is not None:
         query = query.where(Analysis.is_proposal.is_(proposals))
     if failures is not None:
@@ -104,9 +104,26 @@ async def thread_rows(session: AsyncSession, *, proposals: bool | None = None,
         for m in catalog().method_for_arxiv(paper):
             terms.append(_like_json(Analysis.methods, m.id))
         query = query.where(or_(*terms))
+    return query
+
+
+async def thread_rows(session: AsyncSession, *, newest_first: bool = True, limit: int = MAX_ROWS,
+                      offset: int = 0, **filters: Any) -> list[dict[str, Any]]:
+    """Summaries of the threads `filters` (see `_thread_filters`) name, newest first, the
+    `limit` after the first `offset`."""
+    query = _thread_filters(
+        select(*_thread_columns()).join(Analysis, Analysis.thread_id == Thread.id), **filters)
     order = Thread.created_at.desc() if newest_first else Thread.created_at
-    query = query.order_by(order, Thread.id.desc()).limit(limit)
+    query = query.order_by(order, Thread.id.desc()).offset(offset).limit(limit)
     return [_row(r) for r in (await session.execute(query)).all()]
+
+
+async def count_threads(session: AsyncSession, **filters: Any) -> int:
+    """How many threads `thread_rows` with the same filters would list without a limit."""
+    query = _thread_filters(
+        select(func.count()).select_from(Thread).join(Analysis, Analysis.thread_id == Thread.id),
+        **filters)
+    return int(await session.scalar(query) or 0)
 
 
 async def proposal_counts(session: AsyncSession) -> dict[str, dict[str, int]]:
@@ -229,7 +246,8 @@ async def method_data(session: AsyncSession, method_id: str) -> dict[str, Any] |
         return None
     data = method_dict(m, list(cat.frameworks))
     data["failure_titles"] = {k: cat.failures[k].title for k in m.failures if k in cat.failures}
-    data["threads"] = await thread_rows(session, method=m.id, limit=100)
+    data["threads"] = await thread_rows(session, method=m.id, limit=LIST_ROWS)
+    data["threads_total"] = await count_threads(session, method=m.id)
     return data
 
 
@@ -243,6 +261,7 @@ async def failure_data(session: AsyncSession, key: str) -> dict[str, Any] | None
         "failure": failure_dict(f),
         "methods": [method_dict(m, frameworks) for m in cat.methods_for_failure(key)],
         "recent_reports": await thread_rows(session, failures=True, category=key, limit=30),
+        "reports_total": await count_threads(session, failures=True, category=key),
     }
 
 
@@ -251,16 +270,20 @@ async def framework_data(session: AsyncSession, name: str) -> dict[str, Any] | N
     fw = cat.frameworks.get(name)
     if fw is None:
         return None
-    proposals = await thread_rows(session, proposals=True, framework=name, limit=500)
-    by_state: dict[str, list[dict[str, Any]]] = {s: [] for s in REVIEW_STATES}
-    for p in proposals:
-        by_state.setdefault(p["review_state"] or "unknown", []).append(p)
+    # The counts are of every tracked proposal; the lists show the newest LIST_ROWS of each
+    # state (the page links to /proposals for the rest).
+    counts = (await proposal_counts(session)).get(name, {})
+    by_state = {
+        state: await thread_rows(session, proposals=True, framework=name, state=state,
+                                 limit=LIST_ROWS)
+        for state in REVIEW_STATES if counts.get(state)
+    }
     installed = await reception(session)
     return {
         "framework": framework_dict(fw),
         "rules": await rules_of(session, fw.repo),
-        "proposals_by_state": {s: rows for s, rows in by_state.items() if rows},
-        "proposal_counts": {s: len(rows) for s, rows in by_state.items() if rows},
+        "proposals_by_state": by_state,
+        "proposal_counts": {s: counts[s] for s in [*REVIEW_STATES, "unknown"] if counts.get(s)},
         "methods_present": [
             {"id": m.id, "name": m.name, "options": [option_dict(o) for o in m.options[name]]}
             for m in cat.methods.values() if m.has(name)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import urlencode
 
 from aiohttp import web
 from markupsafe import Markup, escape
@@ -33,6 +34,7 @@ STATE_LABELS = {
 }
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+PROPOSALS_PAGE = 500  # rows per page of /proposals
 
 
 
@@ -133,13 +135,41 @@ async def framework_page(request: web.Request) -> web.Response:
                   frameworks=data.catalog().frameworks)
 
 
+def _whole_number(request: web.Request, name: str, default: int) -> int | None:
+    """A query parameter that must be a whole number (0 or more), else None."""
+    text = request.query.get(name, "").strip()
+    if not text:
+        return default
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 10 else None
+
+
 async def proposals_page(request: web.Request) -> web.Response:
     filters, error = _filters(request)
-    rows = [] if error else await _session_call(request, data.thread_rows, proposals=True,
-                                                limit=1000, **filters)
-    return await render_page(request, "proposals.html", status=400 if error else 200, rows=rows, error=error,
-                  filters=filters, frameworks=data.catalog().frameworks,
-                  states=data.REVIEW_STATES)
+    page = _whole_number(request, "page", 1)
+    if not error and not page:
+        error = "page must be a whole number from 1"
+    context = {"filters": filters, "frameworks": data.catalog().frameworks,
+               "states": data.REVIEW_STATES}
+    if error or not page:
+        return await render_page(request, "proposals.html", status=400, rows=[], error=error,
+                                 pages=None, **context)
+    offset = (page - 1) * PROPOSALS_PAGE
+    total = await _session_call(request, data.count_threads, proposals=True, **filters)
+    rows = await _session_call(request, data.thread_rows, proposals=True, limit=PROPOSALS_PAGE,
+                               offset=offset, **filters)
+    pages = {"total": total, "first": offset + 1, "last": offset + len(rows),
+             "previous": _page_url(filters, page - 1) if page > 1 else None,
+             "next": _page_url(filters, page + 1) if offset + len(rows) < total else None}
+    return await render_page(request, "proposals.html", rows=rows, error=None, pages=pages,
+                             **context)
+
+
+def _page_url(filters: dict[str, str | None], page: int) -> str:
+    """/proposals with the same filters, on another page."""
+    query = {k: v for k, v in filters.items() if v}
+    if page > 1:
+        query["page"] = str(page)
+    return "/proposals" + ("?" + urlencode(query) if query else "")
 
 
 async def repos_page(request: web.Request) -> web.Response:
@@ -182,11 +212,22 @@ async def api_framework(request: web.Request) -> web.Response:
 
 
 async def api_proposals(request: web.Request) -> web.Response:
+    """The proposals the filters name, newest first: `limit` (at most MAX_ROWS, the default)
+    after `offset`; the X-Total-Count header counts them all."""
     filters, error = _filters(request)
+    offset = _whole_number(request, "offset", 0)
+    limit = _whole_number(request, "limit", data.MAX_ROWS)
+    if not error and (offset is None or not limit):
+        error = "offset must be a whole number from 0, limit one from 1"
     if error:
         return json_response({"error": error}, 400)
-    return json_response(await _session_call(request, data.thread_rows, proposals=True,
-                                             limit=data.MAX_ROWS, **filters))
+    assert offset is not None and limit is not None
+    total = await _session_call(request, data.count_threads, proposals=True, **filters)
+    rows = await _session_call(request, data.thread_rows, proposals=True,
+                               limit=min(limit, data.MAX_ROWS), offset=offset, **filters)
+    response = json_response(rows)
+    response.headers["X-Total-Count"] = str(total)
+    return response
 
 
 async def api_repos(request: web.Request) -> web.Response:

@@ -280,7 +280,12 @@ async def post_report(ctx: Any, day: str, markdown: str) -> str:
             await gh.patch(f"/repos/{owner}/{name}/issues/comments/{comment_id}", data={"body": markdown})
             values = {}
         else:
-            posted = await gh.post(f"/repos/{owner}/{name}/issues/{number}/comments", data={"body": markdown})
+            # The night's comment may be there already (posted, its answer lost): found by
+            # the template's marker and edited, never posted twice.
+            from bot.speaking.posting import post_or_adopt
+
+            posted = await post_or_adopt(gh, repo, number, markdown,
+                                         f"<!-- rltracker:report:{day} -->", None)
             values = {"comment_id": posted.get("id"), "comment_node_id": posted.get("node_id")}
         status = "posted"
     async with ctx.sessionmaker() as session:

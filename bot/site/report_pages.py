@@ -8,6 +8,7 @@ from aiohttp import web
 from sqlalchemy import select
 
 from bot.context import app_context
+from bot.site.pages import HEADERS
 from bot.store.models import Report
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -15,7 +16,9 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 def _html(text: str, status: int = 200) -> web.Response:
-    return web.Response(text=text, status=status, content_type="text/html", charset="utf-8")
+    # The pages show thread titles: the tracker pages' headers (no script may run).
+    return web.Response(text=text, status=status, content_type="text/html", charset="utf-8",
+                        headers=HEADERS)
 
 
 async def reports_index(request: web.Request) -> web.Response:
@@ -53,7 +56,8 @@ async def report_markdown(request: web.Request) -> web.Response:
         row = await session.scalar(select(Report).where(Report.date == day)) if _DATE.match(day) else None
     if row is None:
         raise web.HTTPNotFound()
-    return web.Response(text=row.markdown, content_type="text/markdown", charset="utf-8")
+    return web.Response(text=row.markdown, content_type="text/markdown", charset="utf-8",
+                        headers=HEADERS)
 
 
 def setup(app: web.Application) -> None:

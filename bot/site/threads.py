@@ -30,7 +30,7 @@ from bot.site import data
 from bot.site.pages import not_found, render
 from bot.store.models import Action, Analysis, Repository
 from bot.store.threads import get_thread
-from bot.store.types import format_datetime
+from bot.store.types import format_datetime, parse_thread_number
 
 ACTION_KINDS = {"failure_comment": "Failure comment", "rule_summary": "Contribution-rule summary",
                 "command": "Reply to a command", "report": "Nightly report", "label": "Label",
@@ -123,9 +123,8 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
 
 async def thread_page(request: web.Request) -> web.Response:
     repo = f"{request.match_info['owner']}/{request.match_info['repo']}"
-    try:
-        number = int(request.match_info["number"])
-    except ValueError:
+    number = parse_thread_number(request.match_info["number"])
+    if number is None:
         return not_found("thread")
     async with app_context(request).sessionmaker() as session:
         found = await thread_page_data(session, repo, number)

@@ -53,8 +53,11 @@ class _Fetcher:
         self.calls += 1
         try:
             return await self.api.getitem(f"/repos/{repo}/contents/{path}")
-        except BadRequest as exc:  # 404 (absent) and other 4xx: the file is simply not there
-            if getattr(exc, "status_code", None) and int(exc.status_code) >= 500:
+        except BadRequest as exc:
+            # Only a 404 says the file is not there. A 403 (no `contents` permission, a rate
+            # limit that outlasted the retries) says nothing about it: raised, so the stored
+            # summary is kept instead of being replaced by one of no files.
+            if int(getattr(exc, "status_code", 0) or 0) != 404:
                 raise
             return None
 

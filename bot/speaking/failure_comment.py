@@ -154,11 +154,14 @@ async def freeze_if_maintainer_replied(ctx: Any, sit: Situation) -> bool:
 async def update_failure_comment(
     ctx: Any, sit: Situation, analysis: dict[str, Any], config: RepoConfig
 ) -> str:
-    """An edit of the issue: rewrite our comment when the finding changed (not once frozen)."""
+    """An edit of the issue: rewrite our comment when the finding changed (not once frozen,
+    nor on a thread muted with /rltracker ignore or stop)."""
     action = sit.existing
     assert action is not None
     if action.status not in ("posted", "dry_run"):
         return "unchanged"
+    if sit.muted:
+        return "muted"
     if await freeze_if_maintainer_replied(ctx, sit):
         return "frozen"
     lang = action.language or "en"

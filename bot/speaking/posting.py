@@ -49,8 +49,14 @@ async def post_or_adopt(
 async def post_reply(
     ctx: Any, repo: str, number: int, installation_id: int | None, body: str, *,
     dedupe_key: str, kind: str = "command", details: dict[str, Any] | None = None,
+    dry_run: bool = False, marker: str | None = None,
 ) -> str:
-    """A reply to a command, once per command comment (dedupe_key carries its id)."""
+    """A reply to a command, once per command comment (dedupe_key carries its id); recorded,
+    not posted, in dry run (the app's, or `dry_run` of the repository's config). `marker`:
+    a hidden line naming this command, added to the body; a retry finds a reply GitHub
+    created without answering (a 5xx, a lost connection) by it instead of posting again."""
+    if marker:
+        body = f"{body.rstrip()}\n{marker}\n"
     async with ctx.sessionmaker() as session:
         row = await repository_row(session, repo, installation_id)
         repo_id = row.id
@@ -62,12 +68,15 @@ async def post_reply(
                                    details=details)
     if state != "claimed" or action_id is None:
         return "owned"
-    if ctx.settings.dry_run or ctx.github is None or installation_id is None:
+    if dry_run or ctx.settings.dry_run or ctx.github is None or installation_id is None:
         await finish(ctx, action_id, status="dry_run", body=body)
         return "dry_run"
     try:
         gh = await installation_gh(ctx, installation_id)
-        posted = await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
+        if marker:
+            posted = await post_or_adopt(gh, repo, number, body, marker, None)
+        else:
+            posted = await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
     except Exception as exc:
         await finish(ctx, action_id, status="failed", dedupe_key=None, reason=f"{type(exc).__name__}: {exc}"[:500])
         raise

@@ -54,7 +54,7 @@ async def compute_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict
     since = utcnow() - timedelta(days=days)
     async with ctx.sessionmaker() as session:
         row = await session.scalar(select(Repository).where(func.lower(Repository.full_name) == repo.lower()))
-        config = RepoConfig.from_dict(row.config) if row is not None and not row.config_error else RepoConfig()
+        config = RepoConfig.from_dict(row.config) if row is not None else RepoConfig()
         threads = list(await session.scalars(
             select(Thread).where(
                 func.lower(Thread.repo) == repo.lower(), Thread.kind == "issue", Thread.created_at >= since,

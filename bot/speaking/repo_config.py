@@ -4,7 +4,8 @@ Read through the contents API with the installation's token, parsed with a safe 
 that also refuses aliases (an alias bomb in a 1 KiB file can expand to gigabytes), validated,
 and cached on the Repository row for `CONFIG_TTL` (the app is not subscribed to pushes;
 `/rltracker recheck` refetches at once). An invalid file never breaks anything: the defaults
-apply, the problem is logged and shows in `/api/actions` as a skipped action of kind "config".
+apply (except the opt-outs it validly states: see ConfigError), the problem is logged and
+shows in `/api/actions` as a skipped action of kind "config".
 
 ```yaml
 failure_comments: true     # comment on new training-failure reports
@@ -25,7 +26,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
@@ -85,7 +86,13 @@ class RepoConfig:
 
 
 class ConfigError(ValueError):
-    pass
+    """An invalid file. `opt_outs`: the settings it validly states that make the app quieter
+    (`failure_comments: false`, `rule_summaries: false`, `dry_run: true`); they hold even so,
+    so a typo elsewhere never turns on what the repository turned off."""
+
+    def __init__(self, message: str, opt_outs: dict[str, bool] | None = None) -> None:
+        super().__init__(message)
+        self.opt_outs = dict(opt_outs or {})
 
 
 class _NoAliasLoader(yaml.SafeLoader):
@@ -163,7 +170,9 @@ def validate_config(data: Any) -> RepoConfig:
         else:
             values["ignore_labels"] = tuple(ignore)
     if problems:
-        raise ConfigError("; ".join(problems))
+        quiet = {"failure_comments": False, "rule_summaries": False, "dry_run": True}
+        raise ConfigError("; ".join(problems),
+                          {k: v for k, v in quiet.items() if values.get(k) is v})
     return RepoConfig(source="file", **values)
 
 
@@ -227,7 +236,7 @@ async def get_repo_config(
         and now - row.config_fetched_at < CONFIG_TTL
     ):
         if row.config_error:
-            return RepoConfig(source="invalid", error=row.config_error)
+            return replace(RepoConfig.from_dict(row.config), source="invalid", error=row.config_error)
         return RepoConfig.from_dict(row.config)
     if ctx.github is None or installation_id is None or not ctx.settings.has_app_credentials:
         # Nothing to read it with (an installation's files need the app's own token); not
@@ -239,11 +248,11 @@ async def get_repo_config(
         config = RepoConfig() if text is None else parse_config_text(text)
     except ConfigError as exc:
         error = str(exc)
-        config = RepoConfig(source="invalid", error=error)
+        config = RepoConfig(source="invalid", error=error, **exc.opt_outs)
     async with ctx.sessionmaker() as session:
         row = await _repository(session, repo)
         if row is not None:
-            row.config = None if error else config.as_dict()
+            row.config = config.as_dict()
             row.config_error = error
             row.config_fetched_at = now
             await session.commit()

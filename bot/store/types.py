@@ -7,9 +7,22 @@ from datetime import UTC, datetime
 from sqlalchemy import DateTime
 from sqlalchemy.types import TypeDecorator
 
+# Thread numbers are INTEGER columns: 32 bits on PostgreSQL (GitHub's numbers stay far below).
+MAX_THREAD_NUMBER = 2**31 - 1
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def parse_thread_number(text: str) -> int | None:
+    """A thread number typed into a URL: a whole number from 1 to MAX_THREAD_NUMBER, else None
+    (no thread has it, and a database would refuse to compare a column with it)."""
+    text = text.strip()
+    if not text.isascii() or not text.isdigit() or len(text) > 10:
+        return None
+    number = int(text)
+    return number if 1 <= number <= MAX_THREAD_NUMBER else None
 
 
 class UTCDateTime(TypeDecorator[datetime]):

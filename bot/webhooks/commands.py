@@ -27,6 +27,7 @@ from bot.speaking.posting import post_reply
 from bot.speaking.quiet import MAINTAINERS
 from bot.speaking.records import record_once, record_skip
 from bot.speaking.render import is_app_comment, methods_reply, rules_reply
+from bot.speaking.repo_config import effective_dry_run, get_repo_config
 from bot.speaking.rule_summary import rules_markdown
 from bot.speaking.situation import failure_key, rules_key
 from bot.store.models import Action
@@ -64,16 +65,23 @@ def parse_command(body: str | None) -> tuple[str, list[str]] | None:
     return None
 
 
+def _failure_name(text: str) -> str:
+    """A failure key or title as typed, in the one spelling keys use (`Entropy-collapse`,
+    `entropy collapse` -> `entropy_collapse`; `KL 持续增大` -> `kl_持续增大`)."""
+    return "_".join(text.lower().replace("-", " ").split())
+
+
 def resolve_failure(text: str) -> str | None:
-    """A failure kind from a key (`entropy_collapse`, `entropy-collapse`) or its title."""
+    """A failure kind from a key (`entropy_collapse`, `entropy-collapse`) or its title, in
+    English or Chinese."""
     from analyzers.catalog import load_catalog
 
     cat = load_catalog()
-    wanted = text.strip().lower().replace("-", "_").replace(" ", "_")
+    wanted = _failure_name(text)
     if wanted in cat.failures:
         return wanted
     for key, kind in cat.failures.items():
-        if wanted in (kind.title.lower().replace(" ", "_"), kind.title_zh):
+        if wanted in (_failure_name(kind.title), _failure_name(kind.title_zh or "")):
             return key
     return None
 
@@ -82,9 +90,10 @@ def _is_bot(user: dict[str, Any]) -> bool:
     return user.get("type") == "Bot" or str(user.get("login") or "").endswith("[bot]")
 
 
-async def _react(ctx: Any, repo: str, comment_id: int, installation_id: int | None) -> None:
+async def _react(ctx: Any, repo: str, comment_id: int, installation_id: int | None,
+                 dry_run: bool) -> None:
     """A 👍 on the command: quiet acknowledgement, no extra comment."""
-    if ctx.settings.dry_run or ctx.github is None or installation_id is None:
+    if dry_run or ctx.github is None or installation_id is None:
         return
     try:
         gh = await ctx.github.api(installation_id)
@@ -103,7 +112,8 @@ async def _mute(ctx: Any, repo: str, number: int) -> None:
             await session.commit()
 
 
-async def _minimize(ctx: Any, repo: str, number: int, installation_id: int | None) -> list[str]:
+async def _minimize(ctx: Any, repo: str, number: int, installation_id: int | None,
+                    dry_run: bool) -> list[str]:
     """Minimise the app's comments on the thread (GraphQL minimizeComment, OUTDATED)."""
     done: list[str] = []
     async with ctx.sessionmaker() as session:
@@ -113,7 +123,7 @@ async def _minimize(ctx: Any, repo: str, number: int, installation_id: int | Non
     for action in rows:
         if action.status != "posted" or not action.comment_node_id or action.is_minimized:
             continue
-        if not (ctx.settings.dry_run or ctx.github is None):
+        if not (dry_run or ctx.github is None):
             await ctx.github.graphql(
                 MINIMIZE_MUTATION, installation_id=installation_id,
                 id=action.comment_node_id, classifier="OUTDATED",
@@ -161,8 +171,11 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
                           "unknown /rltracker command", command=word[:20])
         return "unknown"
     discussion_id = (data.get("discussion") or {}).get("node_id")
+    # "dry_run: true" in the repository's config holds for commands as for comments.
+    dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
     if word in ("methods", "rules"):
-        return await _reply_command(ctx, repo, number, installation_id, word, args, key, discussion_id)
+        return await _reply_command(ctx, repo, number, installation_id, word, args, key,
+                                    discussion_id, dry_run, comment_id)
     # recheck / ignore / stop: once per command comment, acknowledged with a reaction
     from bot.store.threads import get_thread
 
@@ -170,7 +183,7 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         thread = await get_thread(session, repo, number)
     recorded = await record_once(
         ctx, repo=repo, number=number, kind="command",
-        status="dry_run" if ctx.settings.dry_run else "posted", dedupe_key=key,
+        status="dry_run" if dry_run else "posted", dedupe_key=key,
         reason=f"/rltracker {word}", details={"command": word, "by": "author" if login == author else "maintainer"},
     )
     if not recorded:
@@ -185,15 +198,15 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         await _mute(ctx, repo, number)
     elif word == "stop":
         await _mute(ctx, repo, number)
-        await _minimize(ctx, repo, number, installation_id)
+        await _minimize(ctx, repo, number, installation_id, dry_run)
     if comment_id and not discussion_id:
-        await _react(ctx, repo, comment_id, installation_id)
+        await _react(ctx, repo, comment_id, installation_id, dry_run)
     return word
 
 
 async def _reply_command(
     ctx: Any, repo: str, number: int, installation_id: int | None, word: str, args: list[str],
-    key: str, discussion_id: str | None,
+    key: str, discussion_id: str | None, dry_run: bool, comment_id: int,
 ) -> str:
     from analyzers.language import detect_language
     from bot.store.threads import get_thread
@@ -209,14 +222,16 @@ async def _reply_command(
     else:
         body = rules_reply(await rules_markdown(ctx, repo, lang, topics=None), framework, lang, public)
     if discussion_id:
-        return await _reply_in_discussion(ctx, repo, number, installation_id, body, key, discussion_id)
+        return await _reply_in_discussion(ctx, repo, number, installation_id, body, key,
+                                          discussion_id, dry_run)
     return await post_reply(ctx, repo, number, installation_id, body, dedupe_key=key,
-                            details={"command": word})
+                            details={"command": word}, dry_run=dry_run,
+                            marker=f"<!-- rltracker:reply-to:{comment_id} -->")
 
 
 async def _reply_in_discussion(
     ctx: Any, repo: str, number: int, installation_id: int | None, body: str, key: str,
-    discussion_id: str,
+    discussion_id: str, dry_run: bool,
 ) -> str:
     from bot.speaking.claims import finish
     from bot.speaking.situation import Situation, repository_row
@@ -229,7 +244,7 @@ async def _reply_in_discussion(
     state, action_id = await claim(ctx, sit, kind="command", dedupe_key=key, budget=None)
     if state != "claimed" or action_id is None:
         return "owned"
-    if ctx.settings.dry_run or ctx.github is None:
+    if dry_run or ctx.github is None:
         await finish(ctx, action_id, status="dry_run", body=body)
         return "dry_run"
     try:

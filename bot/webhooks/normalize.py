@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.store.types import format_datetime, is_bot_login, parse_datetime
+from bot.store.types import MAX_THREAD_NUMBER, format_datetime, is_bot_login, parse_datetime
 
 THREAD_EVENTS = {"issues": "issue", "pull_request": "pull_request", "discussion": "discussion"}
 COMMENT_EVENTS = {
@@ -97,6 +97,14 @@ def _require_int(obj: Mapping[str, Any], key: str, where: str) -> int:
         raise PayloadError(f"{where}: {key!r} is not a number") from exc
 
 
+def _require_number(obj: Mapping[str, Any], where: str) -> int:
+    """A thread number: a whole number GitHub could give (and the INTEGER column can hold)."""
+    number = _require_int(obj, "number", where)
+    if not 1 <= number <= MAX_THREAD_NUMBER:
+        raise PayloadError(f"{where}: 'number' {number} is not a thread number")
+    return number
+
+
 def repo_full_name(payload: Mapping[str, Any], where: str = "payload") -> str:
     repo = payload.get("repository")
     name = repo.get("full_name") if isinstance(repo, Mapping) else None
@@ -107,7 +115,7 @@ def repo_full_name(payload: Mapping[str, Any], where: str = "payload") -> str:
 
 # ------------------------------------------------------------------------------ threads
 def _common(obj: Mapping[str, Any], repo: str, kind: str, where: str) -> dict[str, Any]:
-    number = _require_int(obj, "number", where)
+    number = _require_number(obj, where)
     record: dict[str, Any] = {"id": f"{repo}#{number}", "repo": repo, "number": number, "kind": kind}
     if "id" in obj:
         record["github_id"] = obj.get("id")
@@ -371,6 +379,6 @@ def change_from_payload(
     side = _transfer_side(payload, f"old_{obj_key}", "old_repository", where)
     if side is not None:  # "opened" at the new place of a transferred issue
         obj, old_repo = side
-        change.transfer = Transfer(canon(old_repo), _require_int(obj, "number", where), thread)
+        change.transfer = Transfer(canon(old_repo), _require_number(obj, where), thread)
         change.opened = False  # it has a history: comments came along
     return change

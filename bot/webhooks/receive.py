@@ -45,16 +45,19 @@ def _decode_payload(content_type: str, charset: str | None, body: bytes) -> tupl
     raise ValueError(f"unsupported content type {content_type!r}")
 
 
+def _column_text(value: Any, limit: int) -> str | None:
+    """A payload string for an inbox column: cut to the column, U+0000 as U+FFFD (PostgreSQL
+    text cannot hold it; the stored payload keeps the original)."""
+    return value[:limit].replace("\x00", "\ufffd") if isinstance(value, str) else None
+
+
 def _str_field(data: dict[str, Any], key: str, limit: int) -> str | None:
-    value = data.get(key)
-    return value[:limit] if isinstance(value, str) else None
+    return _column_text(data.get(key), limit)
 
 
 def _repo_of(data: dict[str, Any]) -> str | None:
     repo = data.get("repository")
-    if isinstance(repo, dict) and isinstance(repo.get("full_name"), str):
-        return repo["full_name"][:255]
-    return None
+    return _column_text(repo.get("full_name"), 255) if isinstance(repo, dict) else None
 
 
 def _installation_of(data: dict[str, Any]) -> int | None:

@@ -1,0 +1,54 @@
+"""The tracker is readable on a phone: no page is wider than a 390 px window, whatever GitHub
+text it shows (a title that is one 2,000-character word, CJK without spaces), the longest
+catalog names, or the report's chart. Laid out by headless Chromium (SQLite only: the pages
+are the same on both databases)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.site.report import run_report
+from tests.browser import chromium, serving  # noqa: F401 - the fixture
+from tests.test_report import seed
+
+LONG_WORD = "A" * 2000
+CJK = "训练两百步之后熵降到接近零奖励也不再上升" * 20
+VERL = "verl-project/verl"
+
+
+@pytest.fixture
+async def sqlite_ctx(sqlite_template: Path, tmp_path: Path) -> AsyncIterator[Any]:
+    from bot.config import Settings
+    from bot.context import AppContext
+
+    target = tmp_path / "phone.db"
+    shutil.copy(sqlite_template, target)
+    context = AppContext.create(Settings.from_env({}, database_url=f"sqlite+aiosqlite:///{target}"))
+    yield context
+    await context.close()
+
+
+async def test_no_page_is_wider_than_a_phone(sqlite_ctx: Any, chromium: Any) -> None:  # noqa: F811
+    now = datetime.now(UTC)
+    day_before = now - timedelta(days=1)
+    await seed(sqlite_ctx, VERL, 1, created=day_before - timedelta(days=3), title="A proposal")
+    await run_report(sqlite_ctx, day_before.date())
+    await seed(sqlite_ctx, VERL, 2, created=now - timedelta(hours=2),
+               title=f"<b>{LONG_WORD}</b> entropy collapse")
+    await seed(sqlite_ctx, VERL, 3, created=now - timedelta(hours=1), title=CJK,
+               failure="entropy_collapse", proposal=False)
+    await run_report(sqlite_ctx, now.date())
+    pages = ["/", "/proposals", "/frameworks/verl", "/failures/entropy_collapse",
+             "/methods/masked-importance-sampling", f"/threads/{VERL}/2", f"/threads/{VERL}/3",
+             "/reports/", f"/reports/{now.date().isoformat()}", "/study"]
+    async with serving(sqlite_ctx) as server:
+        base = f"http://127.0.0.1:{server.port}"
+        widths = await chromium.page_widths([base + p for p in pages])
+    too_wide = {url.removeprefix(base): w for url, w in widths.items() if w[0] > w[1]}
+    assert too_wide == {}, "pages wider than the window (scroll width, window width)"

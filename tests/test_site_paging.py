@@ -1,0 +1,130 @@
+"""Long lists on the tracker site, SQLite and PostgreSQL: a full backfill tracks thousands of
+proposals, so /proposals pages through all of them, and every count (the proposals page, a
+framework's proposals by state, a method's threads, a failure's reports) counts every tracked
+thread, not the ones a page happens to list."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from bot.app import create_app
+from bot.context import AppContext
+from bot.store.models import Analysis, Thread
+
+START = datetime(2025, 6, 1, tzinfo=UTC)
+VERL_OPEN = 1203  # more than one page of /proposals, and more than a framework page lists
+VERL_MERGED = 2
+TRL_REPORTS = 45
+
+
+def _analysis(*, proposal: bool, state: str, failure: str | None) -> dict[str, Any]:
+    return {
+        "failure": {"is_failure_report": failure is not None, "category": failure,
+                    "categories": [failure] if failure else [], "confidence": 0.9},
+        "papers": [],
+        "proposal": {"is_proposal": proposal, "confidence": 0.9},
+        "review": {"state": state, "replied_from_other": False, "concerns": []},
+    }
+
+
+async def _seed(ctx: AppContext) -> None:
+    rows: list[tuple[str, int, str, bool, str | None]] = (
+        [("verl-project/verl", n, "open_no_reply", True, None) for n in range(1, VERL_OPEN + 1)]
+        + [("verl-project/verl", 5000 + n, "merged", True, None) for n in range(VERL_MERGED)]
+        + [("huggingface/trl", n, "open_no_reply", False, "entropy_collapse")
+           for n in range(1, TRL_REPORTS + 1)]
+    )
+    async with ctx.sessionmaker() as s, s.begin():
+        threads = [Thread(repo=repo, number=n, kind="issue", title=f"{repo} thread {n}",
+                          state="open", created_at=START + timedelta(minutes=i))
+                   for i, (repo, n, *_) in enumerate(rows)]
+        s.add_all(threads)
+        await s.flush()
+        s.add_all([
+            Analysis(thread_id=t.id, analyzer_version="test",
+                     result=_analysis(proposal=proposal, state=state, failure=failure),
+                     is_failure_report=failure is not None, failure_category=failure,
+                     is_proposal=proposal, review_state=state,
+                     methods=["gspo"] if proposal else [], arxiv_ids=[])
+            for t, (_, _, state, proposal, failure) in zip(threads, rows, strict=True)
+        ])
+
+
+@pytest.fixture
+async def client(ctx: AppContext) -> AsyncIterator[TestClient]:
+    await _seed(ctx)
+    async with TestClient(TestServer(create_app(ctx, worker=False))) as c:
+        yield c
+
+
+async def _html(client: TestClient, path: str, status: int = 200) -> str:
+    resp = await client.get(path)
+    assert resp.status == status, (path, resp.status)
+    return await resp.text()
+
+
+def _threads_listed(html: str) -> list[str]:
+    return re.findall(r'<a href="/threads/([^"]+)">', html)
+
+
+def _next_page(html: str) -> str | None:
+    found = re.search(r'<a rel="next" href="([^"]+)">', html)
+    return found.group(1).replace("&amp;", "&") if found else None
+
+
+async def test_proposals_page_counts_them_all_and_pages_through_every_one(client) -> None:
+    total = VERL_OPEN + VERL_MERGED
+    first = await _html(client, "/proposals")
+    assert f"{total:,} proposals" in first
+    seen: list[str] = []
+    path: str | None = "/proposals"
+    while path is not None:
+        html = await _html(client, path)
+        seen += _threads_listed(html)
+        path = _next_page(html)
+        assert len(seen) <= total  # a next link only while some are left
+    assert len(seen) == len(set(seen)) == total
+    # the filters stay on every page
+    filtered = await _html(client, "/proposals?framework=verl&state=open_no_reply")
+    assert f"{VERL_OPEN:,} proposals" in filtered
+    assert "framework=verl" in (_next_page(filtered) or "") and "state=open_no_reply" in (_next_page(filtered) or "")
+    await _html(client, "/proposals?page=0", status=400)
+    await _html(client, "/proposals?page=x", status=400)
+
+
+async def test_api_proposals_offset_limit_and_total(client) -> None:
+    total = VERL_OPEN + VERL_MERGED
+    resp = await client.get("/api/proposals?framework=verl&limit=300&offset=1000")
+    assert resp.status == 200 and resp.headers["X-Total-Count"] == str(total)
+    page = await resp.json()
+    assert len(page) == 205
+    everything = await (await client.get("/api/proposals")).json()
+    assert len(everything) == total  # under the row limit: every one, as before
+    assert [p["number"] for p in page] == [p["number"] for p in everything[1000:]]
+    assert (await client.get("/api/proposals?offset=-1")).status == 400
+    assert (await client.get("/api/proposals?limit=0")).status == 400
+
+
+async def test_framework_page_counts_every_proposal_by_state(client) -> None:
+    data = await (await client.get("/api/frameworks/verl")).json()
+    assert data["proposal_counts"] == {"open_no_reply": VERL_OPEN, "merged": VERL_MERGED}
+    html = await _html(client, "/frameworks/verl")
+    assert f"open, no reply: {VERL_OPEN}<" in html and f"merged: {VERL_MERGED}<" in html
+    assert f"of {VERL_OPEN:,}" in html  # the list is the newest few, and says so
+    assert 'href="/proposals?framework=verl&amp;state=open_no_reply"' in html
+    index = await _html(client, "/")
+    assert f"open, no reply: {VERL_OPEN}<" in index  # the front page agrees
+
+
+async def test_method_and_failure_pages_say_how_many_there_are(client) -> None:
+    method = await _html(client, "/methods/gspo")
+    assert f"of {VERL_OPEN + VERL_MERGED:,}" in method
+    assert (await (await client.get("/api/methods/gspo")).json())["threads_total"] == VERL_OPEN + VERL_MERGED
+    failure = await _html(client, "/failures/entropy_collapse")
+    assert f"of {TRL_REPORTS:,} reports" in failure

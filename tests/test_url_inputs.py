@@ -1,0 +1,62 @@
+"""Whatever a browser, a crawler or a script puts in a URL gets an answer, never a 500: thread
+numbers no database column can hold and NUL characters (which PostgreSQL text refuses), on
+every page and API route that reads them, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from bot.app import create_app
+from bot.context import AppContext
+from bot.store.models import Action
+from bot.store.threads import upsert_thread
+
+BEYOND_INT32 = "3000000000"  # fits SQLite's 64-bit integers, not PostgreSQL's INTEGER
+BEYOND_INT64 = "99999999999999999999999"
+
+
+@pytest.fixture
+async def client(ctx: AppContext) -> AsyncIterator[TestClient]:
+    async with ctx.sessionmaker() as s:
+        await upsert_thread(s, {"repo": "verl-project/verl", "number": 7, "kind": "issue",
+                                "title": "Entropy drops", "body": None, "state": "open"})
+        s.add(Action(repo="verl-project/verl", number=7, kind="failure_comment", status="skipped",
+                     reason="not a training-failure report"))
+        await s.commit()
+    async with TestClient(TestServer(create_app(ctx, worker=False))) as c:
+        yield c
+
+
+@pytest.mark.parametrize("number", [BEYOND_INT32, BEYOND_INT64, "0", "-3"])
+async def test_thread_numbers_no_thread_can_have_are_404(client: TestClient, number: str) -> None:
+    page = await client.get(f"/threads/verl-project/verl/{number}")
+    assert page.status == 404 and "Not found" in await page.text()
+    api = await client.get(f"/api/threads/verl-project/verl/{number}")
+    assert api.status == 404 and "error" in await api.json()
+    # the stored thread still answers
+    assert (await client.get("/threads/verl-project/verl/7")).status == 200
+
+
+@pytest.mark.parametrize("number", [BEYOND_INT32, BEYOND_INT64])
+async def test_actions_filter_with_an_impossible_number_is_a_clear_400(client: TestClient,
+                                                                      number: str) -> None:
+    resp = await client.get(f"/api/actions?number={number}")
+    assert resp.status == 400
+    assert "number" in (await resp.json())["error"]
+    ok = await client.get("/api/actions?number=7")
+    assert ok.status == 200 and [a["number"] for a in await ok.json()] == [7]
+
+
+@pytest.mark.parametrize("path", [
+    "/threads/verl%00/verl/7", "/api/threads/verl%00/verl/7", "/api/actions?repo=a%00b",
+    "/proposals?paper=%00", "/api/proposals?paper=x%00y", "/repos/a%00/b/preview",
+    "/methods/clip%00higher", "/study/sets/x%00",
+])
+async def test_nul_in_the_url_is_a_clear_400(client: TestClient, path: str) -> None:
+    resp = await client.get(path)
+    assert resp.status == 400, (path, resp.status)
+    assert "NUL" in await resp.text()
+    assert (await client.get("/proposals")).status == 200

@@ -627,7 +627,9 @@ def format_rules_markdown(
             where = f" ({src.replace('`', '')}{note})" if src else (f" ({note.strip(', ')})" if note else "")
             lines.append(f"- {_safe(text)}{_safe(where)}")
         lines.append("")
-    missing = [t for t in summary.get("not_stated", []) if topics is None or t in topics]
+    # A summary stored by an earlier release may name a topic the table no longer has: the
+    # next refresh drops it; until then it is left out here rather than failing the render.
+    missing = [t for t in summary.get("not_stated", []) if t in tab.topics and (topics is None or t in topics)]
     if missing:
         names = ", ".join(tab.topics[t]["zh" if zh else "en"].lower() for t in missing)
         lines.append(tab.texts["not_stated"]["zh" if zh else "en"].format(topics=names))

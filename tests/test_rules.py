@@ -525,3 +525,15 @@ def test_long_hostile_input_stays_bounded() -> None:
     elapsed = time.perf_counter() - start
     print(f"hostile 64 KiB summary: {elapsed:.2f}s, {len(summary['facts'])} facts")
     assert isinstance(summary["facts"], list)
+
+
+def test_a_stored_summary_naming_a_retired_topic_still_renders() -> None:
+    # Stored summaries are refreshed nightly: one written by an earlier release may name a
+    # topic the table no longer has, and the rule reply must still carry its rules.
+    stored = {"framework": "verl", "not_stated": ["retired_topic", "tests"],
+              "facts": [{"topic": "retired_topic", "statement": "Old rule.", "source": "A.md"},
+                        {"topic": "sign-off", "statement": "Sign off commits.", "source": "B.md"}]}
+    text = format_rules_markdown(stored)
+    assert "Sign off commits. (B.md)" in text
+    assert "Old rule" not in text and "retired" not in text
+    assert "tests" in text.split("\n")[-2].lower()  # the core topic no file states is still listed

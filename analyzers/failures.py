@@ -762,6 +762,35 @@ _GATES: dict[re.Pattern[str], tuple[str, ...]] = {
     _GROUP: ("group", "all", "every", "组内", "全对", "全错", "每组"),
     _FINE: ("normal", "healthy", "expected", "fine", "正常"),
 }  # fmt: skip
+# Keyed by id: hashing a compiled pattern hashes its whole code (0.4-1.6 µs for these).
+_GATE_KEYS: dict[int, tuple[str, ...]] = {id(pattern): keys for pattern, keys in _GATES.items()}
+
+# The re.ASCII twin of each pattern above. On text that is ASCII and holds none of the four
+# control characters "\x1c".."\x1f" (Unicode's \s counts them as space, ASCII's does not), a
+# pattern and its twin find the same matches at the same offsets: \w, \b, \d, \s and
+# IGNORECASE agree on every other ASCII character, and the pattern's non-ASCII literals match
+# nothing there either way. The twin's tests skip the Unicode tables (a `\b` costs four table
+# look-ups per character tried; re tries every position of a pattern led by one): most posts
+# and comments are ASCII. Looked up by id, as _GATE_KEYS.
+_CONTROL_SPACES = ("\x1c", "\x1d", "\x1e", "\x1f")
+_ASCII_TWINS_OF = (
+    _SENTENCE_END, _FROM_START, _CONVERSION, _LATER, _DEGENERATE, _HANG, _DURATION, _MEANING, _FINE, _THEN,
+    _EXCEPTION_NAME, _TRAIN, _EVAL, _REWARD_WORD, _CLAUSE, _UP, _DOWN, _FAILURE_VERB, _REMEDY_BEFORE, _GROUP,
+    _SAME, _SCORE,
+)  # fmt: skip
+_ASCII_TWINS: dict[int, re.Pattern[str]] = {
+    id(pattern): re.compile(pattern.pattern, (pattern.flags & ~re.UNICODE) | re.ASCII) for pattern in _ASCII_TWINS_OF
+}
+
+
+def _ascii_alike(text: str) -> bool:
+    """Whether every pattern's re.ASCII twin finds in `text` what the pattern finds."""
+    return text.isascii() and not any(c in text for c in _CONTROL_SPACES)
+
+
+def _twin(pattern: re.Pattern[str], ascii: bool) -> re.Pattern[str]:
+    """`pattern`'s re.ASCII twin for text that is _ascii_alike (`ascii`), else `pattern`."""
+    return _ASCII_TWINS[id(pattern)] if ascii else pattern
 
 
 class _Sentences:
@@ -775,8 +804,15 @@ class _Sentences:
         # The anchors' matches, at the same offsets, over the lower-cased text without
         # IGNORECASE when that finds the same (nlp.without_ignorecase): cheaper to scan.
         self.caseless = nlp.lowered_matches_alike(text)
+        self.ascii = _ascii_alike(text)
+
+    def rx(self, pattern: re.Pattern[str]) -> re.Pattern[str]:
+        """`pattern`, or its re.ASCII twin when that finds the same in this text and its
+        sentences (see _twin)."""
+        return _twin(pattern, self.ascii)
 
     def finditer(self, pattern: re.Pattern[str]) -> Iterator[re.Match[str]]:
+        pattern = self.rx(pattern)
         if self.caseless and pattern.flags & re.IGNORECASE:
             return nlp.lowered_finditer(pattern, self.low)
         return pattern.finditer(self.text)
@@ -784,12 +820,12 @@ class _Sentences:
     @cached_property
     def starts(self) -> list[int]:
         # Found when an anchor is: most texts have none.
-        return [0] + [m.end() for m in itertools.islice(_SENTENCE_END.finditer(self.text), MAX_SENTENCES)]
+        return [0] + [m.end() for m in itertools.islice(self.rx(_SENTENCE_END).finditer(self.text), MAX_SENTENCES)]
 
     def may_hold(self, pattern: re.Pattern[str]) -> bool:
         # A substring every match contains: most posts skip most patterns at C speed.
         low = self.low
-        for key in _GATES[pattern]:
+        for key in _GATE_KEYS[id(pattern)]:
             if key in low:
                 return True
         return False
@@ -812,15 +848,16 @@ class _Sentences:
         return len(list(itertools.islice(self.finditer(pattern), cap)))
 
 
-def _train_up_eval_down(sentence: str) -> bool:
+def _train_up_eval_down(sentence: str, ascii: bool) -> bool:
     """Training (or its reward) rising in one clause and evaluation (or the output's quality)
     falling in another: what training optimises is not what is wanted (reward hacking,
     overfitting). Per clause, so that "the grad norm rises, train and test reward drop" (a
-    collapse) is not read as one."""
-    clauses = _CLAUSE.split(sentence)
-    rising = any((_TRAIN.search(c) or _REWARD_WORD.search(c)) and _UP.search(c)
-                 and not _EVAL.search(c) and not _DOWN.search(c) for c in clauses)  # fmt: skip
-    return rising and any(_EVAL.search(c) and _DOWN.search(c) and not _TRAIN.search(c) and not _UP.search(c) for c in clauses)
+    collapse) is not read as one. (`ascii`: the sentence is _ascii_alike.)"""
+    train, reward, up, down, evaluation = (_twin(p, ascii) for p in (_TRAIN, _REWARD_WORD, _UP, _DOWN, _EVAL))
+    clauses = _twin(_CLAUSE, ascii).split(sentence)
+    rising = any((train.search(c) or reward.search(c)) and up.search(c)
+                 and not evaluation.search(c) and not down.search(c) for c in clauses)  # fmt: skip
+    return rising and any(evaluation.search(c) and down.search(c) and not train.search(c) and not up.search(c) for c in clauses)
 
 
 def _meaning_questions(sentences: _Sentences, cap: int = 3) -> int:
@@ -846,32 +883,33 @@ def _situation(title: str, prose: str, symptom: bool, feats: learned.Features) -
     # Garbled or repeated output: at inference / from the start (an inference bug), or
     # appearing as training goes on (a report). Read per sentence: "normal at the
     # beginning, but after 200 steps it repeats" is the second.
+    rx = sentences.rx
     for s in sentences.with_anchor(_DEGENERATE):
-        if _LATER.search(s):
+        if rx(_LATER).search(s):
             feats.add("about:degenerate_later_in_training")
-        elif _FROM_START.search(s) or _CONVERSION.search(s):
+        elif rx(_FROM_START).search(s) or rx(_CONVERSION).search(s):
             feats.add("about:degenerate_at_inference")
     for s in sentences.with_anchor(_FINE):
-        fine = _FINE.search(s)
-        if fine and (_THEN.search(s, fine.end()) or _LATER.search(s, fine.end())):
+        fine = rx(_FINE).search(s)
+        if fine and (rx(_THEN).search(s, fine.end()) or rx(_LATER).search(s, fine.end())):
             feats.add("about:normal_then_changed")
             break
     if "error" in sentences.low or "exception" in sentences.low:
-        if _EXCEPTION_NAME.search(title):
+        if rx(_EXCEPTION_NAME).search(title):
             feats.add("about:exception_in_title")
-        elif _EXCEPTION_NAME.search(text):
+        elif rx(_EXCEPTION_NAME).search(text):
             feats.add("about:exception_in_prose")
     verbs = sentences.count(_FAILURE_VERB)
-    if verbs and _REMEDY_BEFORE.search(text):
+    if verbs and rx(_REMEDY_BEFORE).search(text):
         # "how to avoid the collapse", 避免熵坍塌: a failure verb about a remedy does not count
-        verbs = sum(1 for m in itertools.islice(_FAILURE_VERB.finditer(text), 3)
-                    if not _REMEDY_BEFORE.search(text, max(0, m.start() - 24), m.start()))  # fmt: skip
+        verbs = sum(1 for m in itertools.islice(rx(_FAILURE_VERB).finditer(text), 3)
+                    if not rx(_REMEDY_BEFORE).search(text, max(0, m.start() - 24), m.start()))  # fmt: skip
     if verbs:
         feats.add("about:failure_verb", verbs)
     hang = sentences.count(_HANG)
     if hang:
         feats.add("about:hang", hang)
-        if _DURATION.search(text):
+        if rx(_DURATION).search(text):
             feats.add("about:hang_for_time")
         if not symptom:
             feats.add("about:hang_without_symptom")
@@ -883,9 +921,9 @@ def _situation(title: str, prose: str, symptom: bool, feats: learned.Features) -
     if meaning:
         feats.add("about:meaning_question", meaning)
         feats.add("about:meaning_question_and_symptom" if symptom else "about:meaning_question_no_symptom")
-    if any(_train_up_eval_down(s) for s in sentences.with_anchor(_EVAL)):
+    if any(_train_up_eval_down(s, sentences.ascii) for s in sentences.with_anchor(_EVAL)):
         feats.add("about:train_vs_eval")
-    if any(_SAME.search(s) and _SCORE.search(s) for s in sentences.with_anchor(_GROUP)):
+    if any(rx(_SAME).search(s) and rx(_SCORE).search(s) for s in sentences.with_anchor(_GROUP)):
         feats.add("about:group_same_score")
 
 

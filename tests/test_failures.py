@@ -604,3 +604,35 @@ def test_chinese_evidence_equals_trying_every_term(pieces: list[str], where: str
     failures._chinese(text, where, rules, fast)
     _plain_chinese(text, where, rules, plain)
     assert (dict(fast.counts), fast.phrases, fast.context) == (dict(plain.counts), plain.phrases, plain.context)
+
+
+# --- re.ASCII twins: the same matches on text that is ASCII-alike ----------------------------
+
+
+def _twin_pieces() -> list[str]:
+    # Words of the situation patterns in both cases, digits, spaces of every ASCII kind,
+    # punctuation and Chinese (a non-ASCII text must keep the Unicode pattern).
+    words = ["after", "200", "steps", "Garbled", "repeat", "normal", "then", "until", "stuck", "in", "hangs",
+             "5", "minutes", "what", "does", "the", "mean", "is", "this", "expected", "behavior", "eval",
+             "test", "reward", "rises", "drops", "but", "train", "training", "group", "all", "samples",
+             "same", "zero", "0", "collapsed", "to", "avoid", "ValueError", "RuntimeException", "_", "é"]
+    return words + [w.upper() for w in words] + [" ", "  ", "\n", "\t", ".", "?", ",", ":", "-", "'", "正常", "\x1c", "\x1f"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_twin_pieces()), max_size=40))
+def test_ascii_twins_find_what_the_patterns_find(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    ascii = failures._ascii_alike(text)
+    for pattern in failures._ASCII_TWINS_OF:
+        twin = failures._twin(pattern, ascii)
+        assert (twin is not pattern) == ascii
+        assert [m.span() for m in twin.finditer(text)] == [m.span() for m in pattern.finditer(text)]
+        assert twin.split(text) == pattern.split(text)
+
+
+def test_the_control_spaces_keep_the_unicode_patterns() -> None:
+    # Unicode's \s holds "\x1c".."\x1f", ASCII's does not: such a text is not ASCII-alike.
+    text = "repeat\x1cafter 3 steps"
+    assert text.isascii() and not failures._ascii_alike(text)
+    assert failures._SENTENCE_END.search("end.\x1c") and not failures._twin(failures._SENTENCE_END, True).search("end.\x1c")

@@ -162,12 +162,17 @@ def _in_text(text: str, items: list[T], terms: list[str]) -> Iterator[T]:
     return itertools.compress(items, map(contains, repeat(text), terms))
 
 
-_JOINERS = str.maketrans({"_": " ", "/": " ", "-": " "})
+def _prepare(text: str) -> str:
+    # snake_case, paths and hyphens read as words: old_log_prob -> old log prob,
+    # train/inference -> train inference, training-inference -> training inference.
+    # (Three replaces, each a C pass over the text: str.translate with a table looks every
+    # character up in it, ~30x slower on posts.)
+    return text.replace("_", " ").replace("/", " ").replace("-", " ")
 
 
 def _lemma_phrase(phrase: str) -> str:
     # Pattern phrases are written in lemma form already; joiners read as spaces, as in text.
-    return phrase.translate(_JOINERS).lower()
+    return _prepare(phrase).lower()
 
 
 @lru_cache(maxsize=1)
@@ -258,12 +263,6 @@ class _Evidence:
             short = " ".join(text.split())[:60]
             if short and short not in self.phrases:
                 self.phrases.append(short)
-
-
-def _prepare(text: str) -> str:
-    # snake_case, paths and hyphens read as words: old_log_prob -> old log prob,
-    # train/inference -> train inference, training-inference -> training inference.
-    return text.translate(_JOINERS)
 
 
 def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:

@@ -636,3 +636,10 @@ def test_the_control_spaces_keep_the_unicode_patterns() -> None:
     text = "repeat\x1cafter 3 steps"
     assert text.isascii() and not failures._ascii_alike(text)
     assert failures._SENTENCE_END.search("end.\x1c") and not failures._twin(failures._SENTENCE_END, True).search("end.\x1c")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab _/-–\n熵", max_size=40))
+def test_joiners_read_as_spaces(text: str) -> None:
+    # What a translation table mapping each joiner to a space gives (the replaces are faster).
+    assert failures._prepare(text) == text.translate(str.maketrans({"_": " ", "/": " ", "-": " "}))

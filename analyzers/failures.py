@@ -275,9 +275,9 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
     hits, symptom_hits = [], []
     for hit in found:
         (symptom_hits if strings[hit[0]][0] == "~" else hits).append(hit)
-    # Sentence starts, so pairs never cross a sentence boundary (bisect per lookup).
-    starts = nlp.sentence_starts(document)
-    _symptoms(document, symptom_hits, starts, where, ev)
+    # Sentence starts, so pairs never cross a sentence boundary (bisect per lookup): found
+    # only for a text holding a pair to test (about half of those with a cue hold none).
+    starts = _symptoms(document, symptom_hits, where, ev)
     if not hits:
         return
 
@@ -311,6 +311,8 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
         changes = tags.get("C", [])
         if not subjects or not changes:
             continue
+        if starts is None:
+            starts = nlp.sentence_starts(document)
         used = 0
         for cs, ce in changes:
             if used >= 3:
@@ -342,9 +344,10 @@ _BAD_VALUES = frozenset({"nan", "zero", "negative", "large", "wrong"})  # move c
 MAX_SYMPTOM_HITS = 400  # matches read per text: a hostile body repeating metric words stays cheap
 
 
-def _symptoms(document: Any, hits: list[Any], starts: list[int], where: str, ev: _Evidence) -> None:
+def _symptoms(document: Any, hits: list[Any], where: str, ev: _Evidence) -> list[int] | None:
     """Metric + move pairs of the symptom grammar ("the reward stays flat", "length keeps
-    shrinking", "loss is 0"), nearest metric to each move in the same sentence."""
+    shrinking", "loss is 0"), nearest metric to each move in the same sentence. Returns the
+    document's sentence starts if it needed them (None: no metric and move to pair)."""
     strings = document.vocab.strings
     metrics: list[tuple[int, int, str]] = []
     moves: list[tuple[int, int, str]] = []
@@ -352,7 +355,8 @@ def _symptoms(document: Any, hits: list[Any], starts: list[int], where: str, ev:
         kind, _, cls = strings[match_id].partition("|")
         (metrics if kind == "~m" else moves).append((start, end, cls))
     if not metrics or not moves:
-        return
+        return None
+    starts = nlp.sentence_starts(document)
     window = 10_000 if where == "t" else 8
     seen: set[str] = set()
     for ms, me, move in moves:
@@ -381,6 +385,7 @@ def _symptoms(document: Any, hits: list[Any], starts: list[int], where: str, ev:
             seen.add(name)
             lo, hi = min(ms, best[2]), max(me, best[3])
             ev.note(document[lo:hi].text)
+    return starts
 
 
 _ZH_NEGATORS = ("不", "没", "未")

@@ -39,7 +39,7 @@ import bisect
 import itertools
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from itertools import repeat
@@ -99,10 +99,11 @@ _SETTING_WORDS = frozenset(
 _ZH_PREVENTION = ("避免", "防止", "缓解", "抑制", "应对", "减轻", "预防", "解决")
 
 
-def _after_remedy_word(lemma: Callable[[int], str], start: int) -> bool:
-    """Whether one of the four tokens before `start` is a remedy word ("to avoid entropy
-    collapse", "monitor KL growth"): the words after it are about a remedy, not a report."""
-    return any(lemma(i) in _PREVENTION for i in range(max(0, start - 4), start))
+def _after_remedy_word(lemmas: list[int], start: int, rules: _Rules) -> bool:
+    """Whether one of the four tokens before `start` (`lemmas`: a document's lemma ids) is a
+    remedy word ("to avoid entropy collapse", "monitor KL growth"): the words after it are
+    about a remedy, not a report."""
+    return not rules.lemma_ids.prevention.isdisjoint(lemmas[max(0, start - 4) : start])
 
 
 def _zh_after_remedy_word(low: str, pos: int) -> bool:
@@ -133,12 +134,28 @@ class _Negative:
     code: nlp.TermSet
 
 
+@dataclass(frozen=True)
+class _LemmaIds:
+    """Lemma ids (spaCy's string hashes, as a Doc's LEMMA array holds them) of the words read
+    around a cue: comparing ints from one array per document instead of making a Token and
+    decoding its lemma per look."""
+
+    prevention: frozenset[int]
+    negations: frozenset[int]
+    settings: frozenset[int]
+    long: int
+
+
 @dataclass
 class _Rules:
     window: int
     zh_window: int
     categories: dict[str, _Category]
     matcher: Any  # PhraseMatcher: "<category>|P", "|S", "|C", "|X" (context), "~m|", "~v|"
+    # match id -> the label split at "|" ("<category>", "P"), ("~m", "<metric>"): a dict look-up
+    # per match instead of decoding the label from the StringStore twice.
+    labels: dict[int, tuple[str, str]]
+    lemma_ids: _LemmaIds
     negatives: list[_Negative]
     observation_zh: list[str]
     log_min_points: int
@@ -219,11 +236,19 @@ def _rules() -> _Rules:
         # `flat` first: 不上升 must read as flat before 上升 reads as up.
         return sorted(pairs, key=lambda p: (0 if p[1] == "flat" else 1, -len(p[0])))
 
+    matcher = nlp.phrase_matcher(table, attr="LEMMA")
+    strings = matcher.vocab.strings
+
+    def ids(words: frozenset[str]) -> frozenset[int]:
+        return frozenset(map(strings.add, words))
+
     return _Rules(
         window=int(data.get("window", 8)),
         zh_window=int(data.get("zh_window", 12)),
         categories=categories,
-        matcher=nlp.phrase_matcher(table, attr="LEMMA"),
+        matcher=matcher,
+        labels={strings.add(label): (cat, tag) for label in table for cat, _, tag in [label.partition("|")]},
+        lemma_ids=_LemmaIds(ids(_PREVENTION), ids(_NEGATIONS), ids(_SETTING_WORDS), strings.add("long")),
         negatives=negatives,
         observation_zh=[p.lower() for p in obs.get("zh", [])],
         log_min_points=int(logs.get("min_points", 3)),
@@ -271,42 +296,41 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
     found = rules.matcher(document)
     if not found:
         return
-    strings = document.vocab.strings
+    labels = rules.labels
     hits, symptom_hits = [], []
     for hit in found:
-        (symptom_hits if strings[hit[0]][0] == "~" else hits).append(hit)
+        (symptom_hits if labels[hit[0]][0][0] == "~" else hits).append(hit)
+    lemmas: list[int] = document.to_array("LEMMA").tolist()
     # Sentence starts, so pairs never cross a sentence boundary (bisect per lookup): found
     # only for a text holding a pair to test (about half of those with a cue hold none).
-    starts = _symptoms(document, symptom_hits, where, ev)
+    starts = _symptoms(document, lemmas, symptom_hits, where, rules, ev)
     if not hits:
         return
 
     def sent_of(i: int) -> int:
         return bisect.bisect_right(starts, i)
 
-    def lemma(i: int) -> str:
-        return document[i].lemma_
-
     by_cat: dict[str, dict[str, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
     for match_id, start, end in hits:
-        cat, _, tag = strings[match_id].partition("|")
+        cat, tag = labels[match_id]
         by_cat[cat][tag].append((start, end))
     window = 10_000 if where == "t" else rules.window
+    ids = rules.lemma_ids
 
     for cat, tags in by_cat.items():
         if cat == "_obs":
-            ev.observed += len({lemma(start) for start, _ in tags.get("O", [])})
+            ev.observed += len({lemmas[start] for start, _ in tags.get("O", [])})
             continue
         if cat == "moe_instability" and "X" in tags:
             ev.context.add("moe")
         for start, end in tags.get("P", []):
-            cue = "remedy" if _after_remedy_word(lemma, start) else "phrase"
+            cue = "remedy" if _after_remedy_word(lemmas, start, rules) else "phrase"
             ev.add(cat, f"{where}{cue}", document[start:end].text)
         # "entropy coeff", "kl penalty", "length limit" name a setting, not the metric:
         # turning a knob up is not the metric going up.
         subjects = [
             (ss, se) for ss, se in tags.get("S", [])
-            if se >= len(document) or lemma(se) not in _SETTING_WORDS
+            if se >= len(lemmas) or lemmas[se] not in ids.settings
         ]  # fmt: skip
         changes = tags.get("C", [])
         if not subjects or not changes:
@@ -317,7 +341,7 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
         for cs, ce in changes:
             if used >= 3:
                 break
-            negated = any(lemma(i) in _NEGATIONS for i in range(max(0, cs - 2), cs))
+            negated = not ids.negations.isdisjoint(lemmas[max(0, cs - 2) : cs])
             for ss, se in subjects:
                 if sent_of(ss) != sent_of(cs) or (ss < ce and cs < se):
                     continue  # other sentence, or the same words
@@ -327,7 +351,7 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
                     if negated:
                         cue = "negpair"  # "entropy does not drop" (or "reward does not go up")
                     else:
-                        cue = "remedy" if _after_remedy_word(lemma, lo) else "pair"
+                        cue = "remedy" if _after_remedy_word(lemmas, lo, rules) else "pair"
                     ev.add(cat, f"{where}{cue}", document[lo:hi].text)
                     used += 1
                     break
@@ -344,15 +368,17 @@ _BAD_VALUES = frozenset({"nan", "zero", "negative", "large", "wrong"})  # move c
 MAX_SYMPTOM_HITS = 400  # matches read per text: a hostile body repeating metric words stays cheap
 
 
-def _symptoms(document: Any, hits: list[Any], where: str, ev: _Evidence) -> list[int] | None:
+def _symptoms(
+    document: Any, lemmas: list[int], hits: list[Any], where: str, rules: _Rules, ev: _Evidence
+) -> list[int] | None:
     """Metric + move pairs of the symptom grammar ("the reward stays flat", "length keeps
-    shrinking", "loss is 0"), nearest metric to each move in the same sentence. Returns the
-    document's sentence starts if it needed them (None: no metric and move to pair)."""
-    strings = document.vocab.strings
+    shrinking", "loss is 0"), nearest metric to each move in the same sentence (`lemmas`: the
+    document's lemma ids). Returns the document's sentence starts if it needed them (None: no
+    metric and move to pair)."""
     metrics: list[tuple[int, int, str]] = []
     moves: list[tuple[int, int, str]] = []
     for match_id, start, end in hits[:MAX_SYMPTOM_HITS]:
-        kind, _, cls = strings[match_id].partition("|")
+        kind, cls = rules.labels[match_id]
         (metrics if kind == "~m" else moves).append((start, end, cls))
     if not metrics or not moves:
         return None
@@ -374,10 +400,11 @@ def _symptoms(document: Any, hits: list[Any], where: str, ev: _Evidence) -> list
         if best is None:
             continue
         lo = min(ms, best[2])
-        if _after_remedy_word(lambda i: document[i].lemma_, lo):
+        if _after_remedy_word(lemmas, lo, rules):
             continue  # "to avoid the reward collapsing": about a remedy, not a symptom
-        lemmas = {document[i].lemma_ for i in range(max(0, ms - 3), ms)}
-        if move in _NEGATABLE and (lemmas & _NEGATIONS or "long" in lemmas):
+        before = lemmas[max(0, ms - 3) : ms]
+        ids = rules.lemma_ids
+        if move in _NEGATABLE and (not ids.negations.isdisjoint(before) or ids.long in before):
             move = "not_" + move  # "does not increase", "no longer grows", "does not drop"
         name = f"{best[1]}|{move}"
         ev.symptom(where, name, move)

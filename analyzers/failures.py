@@ -39,7 +39,7 @@ import bisect
 import itertools
 import re
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from itertools import repeat
@@ -290,6 +290,22 @@ class _Evidence:
                 self.phrases.append(short)
 
 
+def _span_texts(document: Any, text: str) -> Callable[[int, int], str]:
+    """document[start:end].text, sliced from `text` by the tokens' character offsets when the
+    document holds `text` as it stands (a Span and its text make a Token per token; the
+    slice is the same string). nlp.lemmatized cuts text past nlp.MAX_CHARS and breaks up long
+    runs with spaces: such a document is read through its Spans, as before."""
+    last = document[-1]
+    if len(text) > nlp.MAX_CHARS or last.idx + len(last.text_with_ws) != len(text):
+        return lambda start, end: document[start:end].text
+
+    def span_text(start: int, end: int) -> str:
+        end_token = document[end - 1]
+        return text[document[start].idx : end_token.idx + len(end_token)]
+
+    return span_text
+
+
 def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
     """Lexicon cues of one text ("t" title, "b" body) into `ev`."""
     document = nlp.lemmatized(text)  # sentences found (nlp.sentence_starts) only when a cue is
@@ -301,9 +317,10 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
     for hit in found:
         (symptom_hits if labels[hit[0]][0][0] == "~" else hits).append(hit)
     lemmas: list[int] = document.to_array("LEMMA").tolist()
+    span_text = _span_texts(document, text)
     # Sentence starts, so pairs never cross a sentence boundary (bisect per lookup): found
     # only for a text holding a pair to test (about half of those with a cue hold none).
-    starts = _symptoms(document, lemmas, symptom_hits, where, rules, ev)
+    starts = _symptoms(document, lemmas, span_text, symptom_hits, where, rules, ev)
     if not hits:
         return
 
@@ -325,7 +342,7 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
             ev.context.add("moe")
         for start, end in tags.get("P", []):
             cue = "remedy" if _after_remedy_word(lemmas, start, rules) else "phrase"
-            ev.add(cat, f"{where}{cue}", document[start:end].text)
+            ev.add(cat, f"{where}{cue}", span_text(start, end))
         # "entropy coeff", "kl penalty", "length limit" name a setting, not the metric:
         # turning a knob up is not the metric going up.
         subjects = [
@@ -352,7 +369,7 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
                         cue = "negpair"  # "entropy does not drop" (or "reward does not go up")
                     else:
                         cue = "remedy" if _after_remedy_word(lemmas, lo, rules) else "pair"
-                    ev.add(cat, f"{where}{cue}", document[lo:hi].text)
+                    ev.add(cat, f"{where}{cue}", span_text(lo, hi))
                     used += 1
                     break
 
@@ -369,11 +386,12 @@ MAX_SYMPTOM_HITS = 400  # matches read per text: a hostile body repeating metric
 
 
 def _symptoms(
-    document: Any, lemmas: list[int], hits: list[Any], where: str, rules: _Rules, ev: _Evidence
-) -> list[int] | None:
+    document: Any, lemmas: list[int], span_text: Callable[[int, int], str], hits: list[Any], where: str,
+    rules: _Rules, ev: _Evidence,
+) -> list[int] | None:  # fmt: skip
     """Metric + move pairs of the symptom grammar ("the reward stays flat", "length keeps
     shrinking", "loss is 0"), nearest metric to each move in the same sentence (`lemmas`: the
-    document's lemma ids). Returns the document's sentence starts if it needed them (None: no
+    document's lemma ids; `span_text`: see _span_texts). Returns the document's sentence starts if it needed them (None: no
     metric and move to pair)."""
     metrics: list[tuple[int, int, str]] = []
     moves: list[tuple[int, int, str]] = []
@@ -411,7 +429,7 @@ def _symptoms(
         if name not in seen:
             seen.add(name)
             lo, hi = min(ms, best[2]), max(me, best[3])
-            ev.note(document[lo:hi].text)
+            ev.note(span_text(lo, hi))
     return starts
 
 

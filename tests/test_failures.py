@@ -643,3 +643,20 @@ def test_the_control_spaces_keep_the_unicode_patterns() -> None:
 def test_joiners_read_as_spaces(text: str) -> None:
     # What a translation table mapping each joiner to a space gives (the replaces are faster).
     assert failures._prepare(text) == text.translate(str.maketrans({"_": " ", "/": " ", "-": " "}))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["The entropy  collapses.\n\nThen the KL  keeps growing ", "x" * 200 + " entropy drops", "é and 熵坍塌 ",
+     "reward drops " * 2000],
+    ids=["plain", "long-run", "non-ascii", "past-max-chars"],
+)  # fmt: skip
+def test_span_texts_are_the_spans_text(text: str) -> None:
+    # Sliced from the text by offsets where the document holds the text unchanged; through
+    # Spans where nlp.lemmatized changed it (a long run broken up, text past MAX_CHARS cut).
+    document = failures.nlp.lemmatized(text)
+    span_text = failures._span_texts(document, text)
+    n = len(document)
+    for start in range(0, n, max(1, n // 40)):
+        for end in (start + 1, min(n, start + 3), min(n, start + 30)):
+            assert span_text(start, end) == document[start:end].text

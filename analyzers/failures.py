@@ -391,8 +391,8 @@ def _symptoms(
 ) -> list[int] | None:  # fmt: skip
     """Metric + move pairs of the symptom grammar ("the reward stays flat", "length keeps
     shrinking", "loss is 0"), nearest metric to each move in the same sentence (`lemmas`: the
-    document's lemma ids; `span_text`: see _span_texts). Returns the document's sentence starts if it needed them (None: no
-    metric and move to pair)."""
+    document's lemma ids; `span_text`: see _span_texts). Returns the document's sentence
+    starts if it needed them (None: no metric and move to pair)."""
     metrics: list[tuple[int, int, str]] = []
     moves: list[tuple[int, int, str]] = []
     for match_id, start, end in hits[:MAX_SYMPTOM_HITS]:

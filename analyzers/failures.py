@@ -513,6 +513,10 @@ _LOG_VALUE = {
     "response_length": re.compile(r"response[ _]?length[\w/.\-]{0,30}['\"]?\s{0,3}[:=]\s{0,3}(\d{1,7}(?:\.\d{1,8})?)"),
     "grad_norm": re.compile(r"grad[ _]?norm[\w/.\-]{0,30}['\"]?\s{0,3}[:=]\s{0,3}(-?\d{1,9}(?:\.\d{1,8})?(?:e\+?-?\d{1,3})?)"),
 }
+# A string every match of each _LOG_VALUE pattern holds: a text without it is not scanned (the
+# look-behind that leads the KL pattern leaves re no literal to skip ahead to, so it would try
+# every position of every pasted log).
+_LOG_KEYS = {"entropy": "entropy", "kl": "kl", "response_length": "length", "grad_norm": "norm"}
 _NAN_LOSS = re.compile(r"(?:loss|grad[ _]?norm)[\w/.\-]{0,30}['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?:nan|inf)\b")
 
 
@@ -523,7 +527,7 @@ def _logs(code: str, rules: _Rules, ev: _Evidence) -> None:
     series: dict[str, list[float]] = {}
     for metric, rx in _LOG_VALUE.items():
         values = []
-        for m in rx.finditer(low):
+        for m in rx.finditer(low) if _LOG_KEYS[metric] in low else ():
             try:
                 values.append(float(m.group(1)))
             except ValueError:

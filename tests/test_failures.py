@@ -660,3 +660,14 @@ def test_span_texts_are_the_spans_text(text: str) -> None:
     for start in range(0, n, max(1, n // 40)):
         for end in (start + 1, min(n, start + 3), min(n, start + 30)):
             assert span_text(start, end) == document[start:end].text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["entropy", "kl", "actor/kl_loss", "response_length", "response length", "grad_norm",
+                                 "grad norm", "_mean", ": ", "=", " ", "0.5", "-1e-3", "12", "\n", "'"]), max_size=25))  # fmt: skip
+def test_every_log_match_holds_its_key(pieces: list[str]) -> None:
+    # A log text without the key string is not scanned for that metric: every match holds it.
+    text = "".join(pieces)
+    for metric, pattern in failures._LOG_VALUE.items():
+        for m in pattern.finditer(text):
+            assert failures._LOG_KEYS[metric] in m.group(0)

@@ -99,10 +99,11 @@ _SETTING_WORDS = frozenset(
 _ZH_PREVENTION = ("避免", "防止", "缓解", "抑制", "应对", "减轻", "预防", "解决")
 
 
-def _after_remedy_word(lemma: Callable[[int], str], start: int) -> bool:
-    """Whether one of the four tokens before `start` is a remedy word ("to avoid entropy
-    collapse", "monitor KL growth"): the words after it are about a remedy, not a report."""
-    return any(lemma(i) in _PREVENTION for i in range(max(0, start - 4), start))
+def _after_remedy_word(lemmas: list[int], start: int, rules: _Rules) -> bool:
+    """Whether one of the four tokens before `start` (`lemmas`: a document's lemma ids) is a
+    remedy word ("to avoid entropy collapse", "monitor KL growth"): the words after it are
+    about a remedy, not a report."""
+    return not rules.lemma_ids.prevention.isdisjoint(lemmas[max(0, start - 4) : start])
 
 
 def _zh_after_remedy_word(low: str, pos: int) -> bool:
@@ -133,12 +134,28 @@ class _Negative:
     code: nlp.TermSet
 
 
+@dataclass(frozen=True)
+class _LemmaIds:
+    """Lemma ids (spaCy's string hashes, as a Doc's LEMMA array holds them) of the words read
+    around a cue: comparing ints from one array per document instead of making a Token and
+    decoding its lemma per look."""
+
+    prevention: frozenset[int]
+    negations: frozenset[int]
+    settings: frozenset[int]
+    long: int
+
+
 @dataclass
 class _Rules:
     window: int
     zh_window: int
     categories: dict[str, _Category]
     matcher: Any  # PhraseMatcher: "<category>|P", "|S", "|C", "|X" (context), "~m|", "~v|"
+    # match id -> the label split at "|" ("<category>", "P"), ("~m", "<metric>"): a dict look-up
+    # per match instead of decoding the label from the StringStore twice.
+    labels: dict[int, tuple[str, str]]
+    lemma_ids: _LemmaIds
     negatives: list[_Negative]
     observation_zh: list[str]
     log_min_points: int
@@ -162,12 +179,17 @@ def _in_text(text: str, items: list[T], terms: list[str]) -> Iterator[T]:
     return itertools.compress(items, map(contains, repeat(text), terms))
 
 
-_JOINERS = str.maketrans({"_": " ", "/": " ", "-": " "})
+def _prepare(text: str) -> str:
+    # snake_case, paths and hyphens read as words: old_log_prob -> old log prob,
+    # train/inference -> train inference, training-inference -> training inference.
+    # (Three replaces, each a C pass over the text: str.translate with a table looks every
+    # character up in it, ~30x slower on posts.)
+    return text.replace("_", " ").replace("/", " ").replace("-", " ")
 
 
 def _lemma_phrase(phrase: str) -> str:
     # Pattern phrases are written in lemma form already; joiners read as spaces, as in text.
-    return phrase.translate(_JOINERS).lower()
+    return _prepare(phrase).lower()
 
 
 @lru_cache(maxsize=1)
@@ -214,11 +236,19 @@ def _rules() -> _Rules:
         # `flat` first: 不上升 must read as flat before 上升 reads as up.
         return sorted(pairs, key=lambda p: (0 if p[1] == "flat" else 1, -len(p[0])))
 
+    matcher = nlp.phrase_matcher(table, attr="LEMMA")
+    strings = matcher.vocab.strings
+
+    def ids(words: frozenset[str]) -> frozenset[int]:
+        return frozenset(map(strings.add, words))
+
     return _Rules(
         window=int(data.get("window", 8)),
         zh_window=int(data.get("zh_window", 12)),
         categories=categories,
-        matcher=nlp.phrase_matcher(table, attr="LEMMA"),
+        matcher=matcher,
+        labels={strings.add(label): (cat, tag) for label in table for cat, _, tag in [label.partition("|")]},
+        lemma_ids=_LemmaIds(ids(_PREVENTION), ids(_NEGATIONS), ids(_SETTING_WORDS), strings.add("long")),
         negatives=negatives,
         observation_zh=[p.lower() for p in obs.get("zh", [])],
         log_min_points=int(logs.get("min_points", 3)),
@@ -260,10 +290,20 @@ class _Evidence:
                 self.phrases.append(short)
 
 
-def _prepare(text: str) -> str:
-    # snake_case, paths and hyphens read as words: old_log_prob -> old log prob,
-    # train/inference -> train inference, training-inference -> training inference.
-    return text.translate(_JOINERS)
+def _span_texts(document: Any, text: str) -> Callable[[int, int], str]:
+    """document[start:end].text, sliced from `text` by the tokens' character offsets when the
+    document holds `text` as it stands (a Span and its text make a Token per token; the
+    slice is the same string). nlp.lemmatized cuts text past nlp.MAX_CHARS and breaks up long
+    runs with spaces: such a document is read through its Spans, as before."""
+    last = document[-1]
+    if len(text) > nlp.MAX_CHARS or last.idx + len(last.text_with_ws) != len(text):
+        return lambda start, end: document[start:end].text
+
+    def span_text(start: int, end: int) -> str:
+        end_token = document[end - 1]
+        return text[document[start].idx : end_token.idx + len(end_token)]
+
+    return span_text
 
 
 def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
@@ -272,51 +312,53 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
     found = rules.matcher(document)
     if not found:
         return
-    strings = document.vocab.strings
+    labels = rules.labels
     hits, symptom_hits = [], []
     for hit in found:
-        (symptom_hits if strings[hit[0]][0] == "~" else hits).append(hit)
-    # Sentence starts, so pairs never cross a sentence boundary (bisect per lookup).
-    starts = nlp.sentence_starts(document)
-    _symptoms(document, symptom_hits, starts, where, ev)
+        (symptom_hits if labels[hit[0]][0][0] == "~" else hits).append(hit)
+    lemmas: list[int] = document.to_array("LEMMA").tolist()
+    span_text = _span_texts(document, text)
+    # Sentence starts, so pairs never cross a sentence boundary (bisect per lookup): found
+    # only for a text holding a pair to test (about half of those with a cue hold none).
+    starts = _symptoms(document, lemmas, span_text, symptom_hits, where, rules, ev)
     if not hits:
         return
 
     def sent_of(i: int) -> int:
         return bisect.bisect_right(starts, i)
 
-    def lemma(i: int) -> str:
-        return document[i].lemma_
-
     by_cat: dict[str, dict[str, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
     for match_id, start, end in hits:
-        cat, _, tag = strings[match_id].partition("|")
+        cat, tag = labels[match_id]
         by_cat[cat][tag].append((start, end))
     window = 10_000 if where == "t" else rules.window
+    ids = rules.lemma_ids
 
     for cat, tags in by_cat.items():
         if cat == "_obs":
-            ev.observed += len({lemma(start) for start, _ in tags.get("O", [])})
+            ev.observed += len({lemmas[start] for start, _ in tags.get("O", [])})
             continue
         if cat == "moe_instability" and "X" in tags:
             ev.context.add("moe")
         for start, end in tags.get("P", []):
-            cue = "remedy" if _after_remedy_word(lemma, start) else "phrase"
-            ev.add(cat, f"{where}{cue}", document[start:end].text)
+            cue = "remedy" if _after_remedy_word(lemmas, start, rules) else "phrase"
+            ev.add(cat, f"{where}{cue}", span_text(start, end))
         # "entropy coeff", "kl penalty", "length limit" name a setting, not the metric:
         # turning a knob up is not the metric going up.
         subjects = [
             (ss, se) for ss, se in tags.get("S", [])
-            if se >= len(document) or lemma(se) not in _SETTING_WORDS
+            if se >= len(lemmas) or lemmas[se] not in ids.settings
         ]  # fmt: skip
         changes = tags.get("C", [])
         if not subjects or not changes:
             continue
+        if starts is None:
+            starts = nlp.sentence_starts(document)
         used = 0
         for cs, ce in changes:
             if used >= 3:
                 break
-            negated = any(lemma(i) in _NEGATIONS for i in range(max(0, cs - 2), cs))
+            negated = not ids.negations.isdisjoint(lemmas[max(0, cs - 2) : cs])
             for ss, se in subjects:
                 if sent_of(ss) != sent_of(cs) or (ss < ce and cs < se):
                     continue  # other sentence, or the same words
@@ -326,8 +368,8 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
                     if negated:
                         cue = "negpair"  # "entropy does not drop" (or "reward does not go up")
                     else:
-                        cue = "remedy" if _after_remedy_word(lemma, lo) else "pair"
-                    ev.add(cat, f"{where}{cue}", document[lo:hi].text)
+                        cue = "remedy" if _after_remedy_word(lemmas, lo, rules) else "pair"
+                    ev.add(cat, f"{where}{cue}", span_text(lo, hi))
                     used += 1
                     break
 
@@ -343,17 +385,22 @@ _BAD_VALUES = frozenset({"nan", "zero", "negative", "large", "wrong"})  # move c
 MAX_SYMPTOM_HITS = 400  # matches read per text: a hostile body repeating metric words stays cheap
 
 
-def _symptoms(document: Any, hits: list[Any], starts: list[int], where: str, ev: _Evidence) -> None:
+def _symptoms(
+    document: Any, lemmas: list[int], span_text: Callable[[int, int], str], hits: list[Any], where: str,
+    rules: _Rules, ev: _Evidence,
+) -> list[int] | None:  # fmt: skip
     """Metric + move pairs of the symptom grammar ("the reward stays flat", "length keeps
-    shrinking", "loss is 0"), nearest metric to each move in the same sentence."""
-    strings = document.vocab.strings
+    shrinking", "loss is 0"), nearest metric to each move in the same sentence (`lemmas`: the
+    document's lemma ids; `span_text`: see _span_texts). Returns the document's sentence
+    starts if it needed them (None: no metric and move to pair)."""
     metrics: list[tuple[int, int, str]] = []
     moves: list[tuple[int, int, str]] = []
     for match_id, start, end in hits[:MAX_SYMPTOM_HITS]:
-        kind, _, cls = strings[match_id].partition("|")
+        kind, cls = rules.labels[match_id]
         (metrics if kind == "~m" else moves).append((start, end, cls))
     if not metrics or not moves:
-        return
+        return None
+    starts = nlp.sentence_starts(document)
     window = 10_000 if where == "t" else 8
     seen: set[str] = set()
     for ms, me, move in moves:
@@ -371,17 +418,19 @@ def _symptoms(document: Any, hits: list[Any], starts: list[int], where: str, ev:
         if best is None:
             continue
         lo = min(ms, best[2])
-        if _after_remedy_word(lambda i: document[i].lemma_, lo):
+        if _after_remedy_word(lemmas, lo, rules):
             continue  # "to avoid the reward collapsing": about a remedy, not a symptom
-        lemmas = {document[i].lemma_ for i in range(max(0, ms - 3), ms)}
-        if move in _NEGATABLE and (lemmas & _NEGATIONS or "long" in lemmas):
+        before = lemmas[max(0, ms - 3) : ms]
+        ids = rules.lemma_ids
+        if move in _NEGATABLE and (not ids.negations.isdisjoint(before) or ids.long in before):
             move = "not_" + move  # "does not increase", "no longer grows", "does not drop"
         name = f"{best[1]}|{move}"
         ev.symptom(where, name, move)
         if name not in seen:
             seen.add(name)
             lo, hi = min(ms, best[2]), max(me, best[3])
-            ev.note(document[lo:hi].text)
+            ev.note(span_text(lo, hi))
+    return starts
 
 
 _ZH_NEGATORS = ("不", "没", "未")
@@ -464,6 +513,10 @@ _LOG_VALUE = {
     "response_length": re.compile(r"response[ _]?length[\w/.\-]{0,30}['\"]?\s{0,3}[:=]\s{0,3}(\d{1,7}(?:\.\d{1,8})?)"),
     "grad_norm": re.compile(r"grad[ _]?norm[\w/.\-]{0,30}['\"]?\s{0,3}[:=]\s{0,3}(-?\d{1,9}(?:\.\d{1,8})?(?:e\+?-?\d{1,3})?)"),
 }
+# A string every match of each _LOG_VALUE pattern holds: a text without it is not scanned (the
+# look-behind that leads the KL pattern leaves re no literal to skip ahead to, so it would try
+# every position of every pasted log).
+_LOG_KEYS = {"entropy": "entropy", "kl": "kl", "response_length": "length", "grad_norm": "norm"}
 _NAN_LOSS = re.compile(r"(?:loss|grad[ _]?norm)[\w/.\-]{0,30}['\"]?\s{0,3}[:=]\s{0,3}['\"]?(?:nan|inf)\b")
 
 
@@ -474,7 +527,7 @@ def _logs(code: str, rules: _Rules, ev: _Evidence) -> None:
     series: dict[str, list[float]] = {}
     for metric, rx in _LOG_VALUE.items():
         values = []
-        for m in rx.finditer(low):
+        for m in rx.finditer(low) if _LOG_KEYS[metric] in low else ():
             try:
                 values.append(float(m.group(1)))
             except ValueError:
@@ -762,6 +815,35 @@ _GATES: dict[re.Pattern[str], tuple[str, ...]] = {
     _GROUP: ("group", "all", "every", "组内", "全对", "全错", "每组"),
     _FINE: ("normal", "healthy", "expected", "fine", "正常"),
 }  # fmt: skip
+# Keyed by id: hashing a compiled pattern hashes its whole code (0.4-1.6 µs for these).
+_GATE_KEYS: dict[int, tuple[str, ...]] = {id(pattern): keys for pattern, keys in _GATES.items()}
+
+# The re.ASCII twin of each pattern above. On text that is ASCII and holds none of the four
+# control characters "\x1c".."\x1f" (Unicode's \s counts them as space, ASCII's does not), a
+# pattern and its twin find the same matches at the same offsets: \w, \b, \d, \s and
+# IGNORECASE agree on every other ASCII character, and the pattern's non-ASCII literals match
+# nothing there either way. The twin's tests skip the Unicode tables (a `\b` costs four table
+# look-ups per character tried; re tries every position of a pattern led by one): most posts
+# and comments are ASCII. Looked up by id, as _GATE_KEYS.
+_CONTROL_SPACES = ("\x1c", "\x1d", "\x1e", "\x1f")
+_ASCII_TWINS_OF = (
+    _SENTENCE_END, _FROM_START, _CONVERSION, _LATER, _DEGENERATE, _HANG, _DURATION, _MEANING, _FINE, _THEN,
+    _EXCEPTION_NAME, _TRAIN, _EVAL, _REWARD_WORD, _CLAUSE, _UP, _DOWN, _FAILURE_VERB, _REMEDY_BEFORE, _GROUP,
+    _SAME, _SCORE,
+)  # fmt: skip
+_ASCII_TWINS: dict[int, re.Pattern[str]] = {
+    id(pattern): re.compile(pattern.pattern, (pattern.flags & ~re.UNICODE) | re.ASCII) for pattern in _ASCII_TWINS_OF
+}
+
+
+def _ascii_alike(text: str) -> bool:
+    """Whether every pattern's re.ASCII twin finds in `text` what the pattern finds."""
+    return text.isascii() and not any(c in text for c in _CONTROL_SPACES)
+
+
+def _twin(pattern: re.Pattern[str], ascii: bool) -> re.Pattern[str]:
+    """`pattern`'s re.ASCII twin for text that is _ascii_alike (`ascii`), else `pattern`."""
+    return _ASCII_TWINS[id(pattern)] if ascii else pattern
 
 
 class _Sentences:
@@ -775,8 +857,15 @@ class _Sentences:
         # The anchors' matches, at the same offsets, over the lower-cased text without
         # IGNORECASE when that finds the same (nlp.without_ignorecase): cheaper to scan.
         self.caseless = nlp.lowered_matches_alike(text)
+        self.ascii = _ascii_alike(text)
+
+    def rx(self, pattern: re.Pattern[str]) -> re.Pattern[str]:
+        """`pattern`, or its re.ASCII twin when that finds the same in this text and its
+        sentences (see _twin)."""
+        return _twin(pattern, self.ascii)
 
     def finditer(self, pattern: re.Pattern[str]) -> Iterator[re.Match[str]]:
+        pattern = self.rx(pattern)
         if self.caseless and pattern.flags & re.IGNORECASE:
             return nlp.lowered_finditer(pattern, self.low)
         return pattern.finditer(self.text)
@@ -784,12 +873,12 @@ class _Sentences:
     @cached_property
     def starts(self) -> list[int]:
         # Found when an anchor is: most texts have none.
-        return [0] + [m.end() for m in itertools.islice(_SENTENCE_END.finditer(self.text), MAX_SENTENCES)]
+        return [0] + [m.end() for m in itertools.islice(self.rx(_SENTENCE_END).finditer(self.text), MAX_SENTENCES)]
 
     def may_hold(self, pattern: re.Pattern[str]) -> bool:
         # A substring every match contains: most posts skip most patterns at C speed.
         low = self.low
-        for key in _GATES[pattern]:
+        for key in _GATE_KEYS[id(pattern)]:
             if key in low:
                 return True
         return False
@@ -812,15 +901,16 @@ class _Sentences:
         return len(list(itertools.islice(self.finditer(pattern), cap)))
 
 
-def _train_up_eval_down(sentence: str) -> bool:
+def _train_up_eval_down(sentence: str, ascii: bool) -> bool:
     """Training (or its reward) rising in one clause and evaluation (or the output's quality)
     falling in another: what training optimises is not what is wanted (reward hacking,
     overfitting). Per clause, so that "the grad norm rises, train and test reward drop" (a
-    collapse) is not read as one."""
-    clauses = _CLAUSE.split(sentence)
-    rising = any((_TRAIN.search(c) or _REWARD_WORD.search(c)) and _UP.search(c)
-                 and not _EVAL.search(c) and not _DOWN.search(c) for c in clauses)  # fmt: skip
-    return rising and any(_EVAL.search(c) and _DOWN.search(c) and not _TRAIN.search(c) and not _UP.search(c) for c in clauses)
+    collapse) is not read as one. (`ascii`: the sentence is _ascii_alike.)"""
+    train, reward, up, down, evaluation = (_twin(p, ascii) for p in (_TRAIN, _REWARD_WORD, _UP, _DOWN, _EVAL))
+    clauses = _twin(_CLAUSE, ascii).split(sentence)
+    rising = any((train.search(c) or reward.search(c)) and up.search(c)
+                 and not evaluation.search(c) and not down.search(c) for c in clauses)  # fmt: skip
+    return rising and any(evaluation.search(c) and down.search(c) and not train.search(c) and not up.search(c) for c in clauses)
 
 
 def _meaning_questions(sentences: _Sentences, cap: int = 3) -> int:
@@ -846,32 +936,33 @@ def _situation(title: str, prose: str, symptom: bool, feats: learned.Features) -
     # Garbled or repeated output: at inference / from the start (an inference bug), or
     # appearing as training goes on (a report). Read per sentence: "normal at the
     # beginning, but after 200 steps it repeats" is the second.
+    rx = sentences.rx
     for s in sentences.with_anchor(_DEGENERATE):
-        if _LATER.search(s):
+        if rx(_LATER).search(s):
             feats.add("about:degenerate_later_in_training")
-        elif _FROM_START.search(s) or _CONVERSION.search(s):
+        elif rx(_FROM_START).search(s) or rx(_CONVERSION).search(s):
             feats.add("about:degenerate_at_inference")
     for s in sentences.with_anchor(_FINE):
-        fine = _FINE.search(s)
-        if fine and (_THEN.search(s, fine.end()) or _LATER.search(s, fine.end())):
+        fine = rx(_FINE).search(s)
+        if fine and (rx(_THEN).search(s, fine.end()) or rx(_LATER).search(s, fine.end())):
             feats.add("about:normal_then_changed")
             break
     if "error" in sentences.low or "exception" in sentences.low:
-        if _EXCEPTION_NAME.search(title):
+        if rx(_EXCEPTION_NAME).search(title):
             feats.add("about:exception_in_title")
-        elif _EXCEPTION_NAME.search(text):
+        elif rx(_EXCEPTION_NAME).search(text):
             feats.add("about:exception_in_prose")
     verbs = sentences.count(_FAILURE_VERB)
-    if verbs and _REMEDY_BEFORE.search(text):
+    if verbs and rx(_REMEDY_BEFORE).search(text):
         # "how to avoid the collapse", 避免熵坍塌: a failure verb about a remedy does not count
-        verbs = sum(1 for m in itertools.islice(_FAILURE_VERB.finditer(text), 3)
-                    if not _REMEDY_BEFORE.search(text, max(0, m.start() - 24), m.start()))  # fmt: skip
+        verbs = sum(1 for m in itertools.islice(rx(_FAILURE_VERB).finditer(text), 3)
+                    if not rx(_REMEDY_BEFORE).search(text, max(0, m.start() - 24), m.start()))  # fmt: skip
     if verbs:
         feats.add("about:failure_verb", verbs)
     hang = sentences.count(_HANG)
     if hang:
         feats.add("about:hang", hang)
-        if _DURATION.search(text):
+        if rx(_DURATION).search(text):
             feats.add("about:hang_for_time")
         if not symptom:
             feats.add("about:hang_without_symptom")
@@ -883,9 +974,9 @@ def _situation(title: str, prose: str, symptom: bool, feats: learned.Features) -
     if meaning:
         feats.add("about:meaning_question", meaning)
         feats.add("about:meaning_question_and_symptom" if symptom else "about:meaning_question_no_symptom")
-    if any(_train_up_eval_down(s) for s in sentences.with_anchor(_EVAL)):
+    if any(_train_up_eval_down(s, sentences.ascii) for s in sentences.with_anchor(_EVAL)):
         feats.add("about:train_vs_eval")
-    if any(_SAME.search(s) and _SCORE.search(s) for s in sentences.with_anchor(_GROUP)):
+    if any(rx(_SAME).search(s) and rx(_SCORE).search(s) for s in sentences.with_anchor(_GROUP)):
         feats.add("about:group_same_score")
 
 

@@ -68,17 +68,29 @@ def bucket(namespace: str, gram: str, buckets: int = BUCKETS) -> int:
 _LETTERS = frozenset("abcdefghijklmnopqrstuvwxyz")
 
 
-@lru_cache(maxsize=4096)
-def _number_token(tok: str) -> str:
-    return "0" if float(tok) == 0 else "<num>"
+class _Folded(dict[str, str]):
+    """Each token as a feature reads it: a word as it stands, a number folded to "0" or
+    "<num>". Tokens seen before are answered by the dict in C (map over __getitem__), without a
+    Python step per token; the others are folded once and kept while fewer than `_FOLDED_SIZE`
+    are (past that, folded on every sight: still one pass). The value kept for a word is the
+    string first seen, so later look-ups of its n-gram keys hash nothing new."""
+
+    def __missing__(self, tok: str) -> str:
+        folded = tok if tok[0] in _LETTERS else ("0" if float(tok) == 0 else "<num>")
+        if len(self) < _FOLDED_SIZE:
+            self[tok] = folded
+        return folded
+
+
+_FOLDED_SIZE = 200_000
+_FOLDED = _Folded()
 
 
 def word_tokens(text: str) -> list[str]:
     """Lower-cased word tokens of `text` (bounded); numbers folded to "0" / "<num>"."""
     tokens = _WORD.findall(text[:MAX_TEXT].lower())
     del tokens[MAX_TOKENS:]
-    letters = _LETTERS
-    return [t if t[0] in letters else _number_token(t) for t in tokens]
+    return list(map(_FOLDED.__getitem__, tokens))
 
 
 def cjk_grams(text: str, sizes: tuple[int, ...] = (1, 2, 3)) -> list[str]:

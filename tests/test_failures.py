@@ -604,3 +604,70 @@ def test_chinese_evidence_equals_trying_every_term(pieces: list[str], where: str
     failures._chinese(text, where, rules, fast)
     _plain_chinese(text, where, rules, plain)
     assert (dict(fast.counts), fast.phrases, fast.context) == (dict(plain.counts), plain.phrases, plain.context)
+
+
+# --- re.ASCII twins: the same matches on text that is ASCII-alike ----------------------------
+
+
+def _twin_pieces() -> list[str]:
+    # Words of the situation patterns in both cases, digits, spaces of every ASCII kind,
+    # punctuation and Chinese (a non-ASCII text must keep the Unicode pattern).
+    words = ["after", "200", "steps", "Garbled", "repeat", "normal", "then", "until", "stuck", "in", "hangs",
+             "5", "minutes", "what", "does", "the", "mean", "is", "this", "expected", "behavior", "eval",
+             "test", "reward", "rises", "drops", "but", "train", "training", "group", "all", "samples",
+             "same", "zero", "0", "collapsed", "to", "avoid", "ValueError", "RuntimeException", "_", "é"]
+    return words + [w.upper() for w in words] + [" ", "  ", "\n", "\t", ".", "?", ",", ":", "-", "'", "正常", "\x1c", "\x1f"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_twin_pieces()), max_size=40))
+def test_ascii_twins_find_what_the_patterns_find(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    ascii = failures._ascii_alike(text)
+    for pattern in failures._ASCII_TWINS_OF:
+        twin = failures._twin(pattern, ascii)
+        assert (twin is not pattern) == ascii
+        assert [m.span() for m in twin.finditer(text)] == [m.span() for m in pattern.finditer(text)]
+        assert twin.split(text) == pattern.split(text)
+
+
+def test_the_control_spaces_keep_the_unicode_patterns() -> None:
+    # Unicode's \s holds "\x1c".."\x1f", ASCII's does not: such a text is not ASCII-alike.
+    text = "repeat\x1cafter 3 steps"
+    assert text.isascii() and not failures._ascii_alike(text)
+    assert failures._SENTENCE_END.search("end.\x1c") and not failures._twin(failures._SENTENCE_END, True).search("end.\x1c")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab _/-–\n熵", max_size=40))
+def test_joiners_read_as_spaces(text: str) -> None:
+    # What a translation table mapping each joiner to a space gives (the replaces are faster).
+    assert failures._prepare(text) == text.translate(str.maketrans({"_": " ", "/": " ", "-": " "}))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["The entropy  collapses.\n\nThen the KL  keeps growing ", "x" * 200 + " entropy drops", "é and 熵坍塌 ",
+     "reward drops " * 2000],
+    ids=["plain", "long-run", "non-ascii", "past-max-chars"],
+)  # fmt: skip
+def test_span_texts_are_the_spans_text(text: str) -> None:
+    # Sliced from the text by offsets where the document holds the text unchanged; through
+    # Spans where nlp.lemmatized changed it (a long run broken up, text past MAX_CHARS cut).
+    document = failures.nlp.lemmatized(text)
+    span_text = failures._span_texts(document, text)
+    n = len(document)
+    for start in range(0, n, max(1, n // 40)):
+        for end in (start + 1, min(n, start + 3), min(n, start + 30)):
+            assert span_text(start, end) == document[start:end].text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["entropy", "kl", "actor/kl_loss", "response_length", "response length", "grad_norm",
+                                 "grad norm", "_mean", ": ", "=", " ", "0.5", "-1e-3", "12", "\n", "'"]), max_size=25))  # fmt: skip
+def test_every_log_match_holds_its_key(pieces: list[str]) -> None:
+    # A log text without the key string is not scanned for that metric: every match holds it.
+    text = "".join(pieces)
+    for metric, pattern in failures._LOG_VALUE.items():
+        for m in pattern.finditer(text):
+            assert failures._LOG_KEYS[metric] in m.group(0)

@@ -1550,8 +1550,20 @@ def _raises(label: str, prose: str, rules: _Rules) -> bool:
 def _may_raise(low: str, substrings: tuple[str, ...], patterns: tuple[tuple[tuple[str, ...], ...], ...]) -> bool:
     if any(s in low for s in substrings):
         return True
-    # A pattern: every required token present, one of its lower-case forms each.
-    return any(all(any(f in low for f in forms) for forms in pattern) for pattern in patterns)
+    # A pattern: every required token present, one of its lower-case forms each. Each
+    # token's forms are looked for once: most patterns of a signal share a token ("close",
+    # "this"), and the substring searches are the whole cost.
+    present: dict[tuple[str, ...], bool] = {}
+    for pattern in patterns:
+        for forms in pattern:
+            hit = present.get(forms)
+            if hit is None:
+                hit = present[forms] = any(f in low for f in forms)
+            if not hit:
+                break
+        else:
+            return True
+    return False
 
 
 def _label_needs(label: str, rules: _Rules) -> _Needs | None:
@@ -1565,19 +1577,23 @@ def _label_needs(label: str, rules: _Rules) -> _Needs | None:
     of_label = rules.matchers.required_of.get(label, [])
     lemma_forms = lower_forms(w for required in of_label for attr, words in required if attr == "LEMMA" for w in words)
     patterns = []
+    every: list[str] = list(rules.sub.get(label, ()))
     for required in of_label:
         tokens = []
-        for attr, words in required:
+        # The rarest tokens first (as _key_of ranks them): most patterns are ruled out by
+        # their first token, and the substring searches are the cost.
+        for attr, words in sorted(required, key=lambda aw: (sum(w in _COMMON for w in aw[1]) / len(aw[1]), len(aw[1]))):
             forms: set[str] = set()
             for word in words:
                 if attr == "LOWER":
                     forms.add(word)
                 else:
                     forms |= lemma_forms[word] | {low for low, lemma in _LEMMA_FIXES.items() if lemma == word}
-            tokens.append(tuple(sorted(forms)))
+            every += forms
+            # A form holding another form of the token is in the text only where that one is.
+            tokens.append(tuple(sorted(f for f in forms if not any(g != f and g in f for g in forms))))
         patterns.append(tuple(tokens))
     needs = (tuple(rules.sub.get(label, ())), tuple(patterns))
-    every = [*needs[0], *(f for p in patterns for forms in p for f in forms)]
     found = None if any("\u03c3" in s or "\u03c2" in s for s in every) else needs
     rules.label_needs[label] = found
     return found

@@ -1062,23 +1062,25 @@ def _concern_features(
     review around it. (The proposer's own words were tried as a feature: no gain in grouped
     CV, and scanning them cost a fifth of the review's time.)"""
     f: dict[str, float] = {}
-    strong: Counter[str] = Counter()
-    weak: Counter[str] = Counter()
-    paired: Counter[str] = Counter()
-    requested: Counter[str] = Counter()
+    # Sets where only presence is read (Counter.update is a Python call per comment).
+    strong: set[str] = set()
+    weak: set[str] = set()
+    paired: set[str] = set()
+    requested: set[str] = set()
     code_requests = 0
     on_file: Counter[str] = Counter()
-    signals: Counter[str] = Counter()
+    signals: set[str] = set()
     asks = code = docs = tests = suggestions = questions = words = code_asks = 0
     for seg, file_kinds in zip(others, by_file, strict=True):
         found = scan(seg)
-        strong.update(found.concerns)
-        weak.update(found.weak_seen - found.concerns)
-        paired.update(found.paired)
-        requested.update(found.requested)
+        strong |= found.concerns
+        weak |= found.weak_seen - found.concerns
+        paired |= found.paired
+        requested |= found.requested
         code_requests += found.code_requests
-        on_file.update(file_kinds)
-        signals.update(found.signals)
+        if file_kinds:
+            on_file.update(file_kinds)
+        signals |= found.signals
         n = len(seg.prose.split())
         words += n
         questions += "?" in seg.prose or "？" in seg.prose
@@ -1098,13 +1100,13 @@ def _concern_features(
     # Present or not: one clear sentence is the usual way a concern is raised. (`get`: most
     # kinds are absent, and a Counter answers a missing key with a Python call.)
     for kind in CONCERNS:
-        f["strong:" + kind] = float(strong.get(kind, 0) > 0)
-        f["weak:" + kind] = float(weak.get(kind, 0) > 0)
-        f["pair:" + kind] = float(paired.get(kind, 0) > 0)
-        f["req:" + kind] = float(requested.get(kind, 0) > 0)
+        f["strong:" + kind] = float(kind in strong)
+        f["weak:" + kind] = float(kind in weak)
+        f["pair:" + kind] = float(kind in paired)
+        f["req:" + kind] = float(kind in requested)
         f["file:" + kind] = _capped(on_file.get(kind, 0))
     for name in ("decline_strong", "decline_weak", "redirect", "closing", "openness", "obsolete"):
-        f["signal:" + name] = float(signals.get(name, 0) > 0)
+        f["signal:" + name] = float(name in signals)
     f["others"] = _capped(len(others), 6)
     f["other_words"] = min(words, 600) / 600
     f["asks"] = _capped(asks, 4)

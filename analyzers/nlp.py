@@ -81,17 +81,22 @@ def lower_forms(lemmas: Iterable[str]) -> dict[str, frozenset[str]]:
     return {lemma: frozenset(words) for lemma, words in forms.items()}
 
 
-@Language.component("rlt_lower_lemmatizer")
-def _lower_lemmatizer(doc: Doc) -> Doc:
-    if not len(doc):
-        return doc
-    strings = doc.vocab.strings
-    lowers = doc.to_array([LOWER]).reshape(-1).tolist()
+def lemma_hashes(lowers: list[int]) -> list[int]:
+    """The lemma (hash) the pipeline gives each token whose lower-case form has these hashes:
+    what rlt_lower_lemmatizer sets, for a caller that reads integer arrays anyway."""
+    strings = nlp().vocab.strings
 
     def lemma_of(h: int) -> int:
         return strings.add(lemma_of_lower(strings[h]))
 
-    out = cached_map(lowers, _LEMMA_OF, lemma_of, 500_000)
+    return cached_map(lowers, _LEMMA_OF, lemma_of, 500_000)
+
+
+@Language.component("rlt_lower_lemmatizer")
+def _lower_lemmatizer(doc: Doc) -> Doc:
+    if not len(doc):
+        return doc
+    out = lemma_hashes(doc.to_array([LOWER]).reshape(-1).tolist())
     doc.from_array([LEMMA], numpy.asarray(out, dtype="uint64").reshape(-1, 1))
     return doc
 
@@ -115,10 +120,18 @@ def sentence_starts(document: Doc) -> list[int]:
     spaCy's Sentencizer rule: a sentence starts at the first token and at the first token
     after a sentence-final character ("." "?" "。") that is neither punctuation nor another
     such character."""
-    n = len(document)
-    if not n:
+    if not len(document):
         return []
     orths, puncts = document.to_array([ORTH, IS_PUNCT]).T.tolist()
+    return sentence_starts_of(orths, puncts)
+
+
+def sentence_starts_of(orths: list[int], puncts: list[int]) -> list[int]:
+    """sentence_starts of a document whose tokens have these ORTH hashes and IS_PUNCT flags
+    (for a caller that reads those arrays anyway); [] for no tokens."""
+    n = len(orths)
+    if not n:
+        return []
     final = _sentence_final()
     ends = list(map(final.__contains__, orths))
     starts = [0]

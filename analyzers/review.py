@@ -50,23 +50,26 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from itertools import compress, repeat
-from operator import eq, is_not, mul, or_
+from operator import is_not, mul, or_
 from pathlib import Path
 from typing import Any
 
+import numpy
+
 from analyzers import learned
 from analyzers.nlp import (
-    annotate,
     has_cjk,
+    lemma_hashes,
     lemma_of_lower,
     load_patterns,
     lower_forms,
     lowered_finditer,
     lowered_matches_alike,
+    sentence_starts_of,
 )
 from analyzers.text import strip_html_comments
 
@@ -176,11 +179,15 @@ class _KeyedMatchers:
         # label -> per pattern, the (attr name, words) of each of its required tokens: a
         # pattern matches only where each of them is one of its words.
         self.required_of: dict[str, list[list[tuple[str, list[str]]]]] = {}
+        # (attr name, hash of the word) -> (label, pattern as _find tests it) of each pattern
+        # of its matcher, in the matcher's order
+        self.tests: dict[tuple[str, int], list[tuple[str, _TokenPattern]]] = {}
 
     def add(self, label: str, patterns: list[list[dict[str, Any]]]) -> None:
         for pattern in patterns:
             attr, keys = _key_of(pattern)
             self.required_of.setdefault(label, []).append(_required_words(pattern))
+            tests = _TokenPattern.of(pattern, self._vocab.strings.add)
             for key in keys:
                 hkey = (attr, self._vocab.strings.add(key))
                 matcher = self.by_key.get(hkey)
@@ -190,6 +197,20 @@ class _KeyedMatchers:
                     matcher = self.by_key[hkey] = self._new(self._vocab, validate=False)
                 matcher.add(label, [pattern])
                 self.needs.setdefault(hkey, set()).add(self._required(pattern))
+                self.tests.setdefault(hkey, []).append((label, tests))
+
+    def find(self, key: tuple[str, int], columns: _Columns, lo: int, hi: int, every: bool) -> dict[str, list[int]]:
+        """label -> where matches of the matcher of `key` start among tokens lo..hi-1 (the
+        first only, unless `every`): the labels and starts spaCy's Matcher finds there, over
+        the span of those tokens (each match inside it), read from integer columns."""
+        found: dict[str, list[int]] = {}
+        for label, pattern in self.tests[key]:
+            if not every and label in found:
+                continue
+            starts = pattern.starts(columns, lo, hi, every)
+            if starts:
+                found.setdefault(label, []).extend(starts)
+        return found
 
     def _required(self, pattern: list[dict[str, Any]]) -> tuple[tuple[bool, frozenset[int]], ...]:
         add = self._vocab.strings.add
@@ -205,6 +226,109 @@ class _KeyedMatchers:
             else:
                 return True
         return False
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """A document's tokens as the review patterns test them: lemma and lower-case form
+    hashes (the lemma fixes applied), punctuation and space flags."""
+
+    lemmas: list[int]
+    lowers: list[int]
+    puncts: list[int]
+    spaces: list[int]
+
+    def holds(self, test: tuple[int, frozenset[int], bool], i: int) -> bool:
+        what, words, _ = test
+        if what == _T_LEMMA:
+            return self.lemmas[i] in words
+        if what == _T_LOWER:
+            return self.lowers[i] in words
+        if what == _T_WORD:
+            return not self.puncts[i] and not self.spaces[i]
+        if what == _T_PUNCT:
+            return bool(self.puncts[i])
+        return not self.spaces[i]  # _T_NOT_SPACE
+
+
+# What a pattern token asks of a token: its lemma / lower-case form is one of the token's
+# words; a word (neither punctuation nor space); punctuation; anything but a space.
+_T_LEMMA, _T_LOWER, _T_WORD, _T_PUNCT, _T_NOT_SPACE = range(5)
+
+
+@dataclass(frozen=True)
+class _TokenPattern:
+    """One Matcher pattern of the review's token language (_compile), matched over integer
+    columns instead of by spaCy's Matcher, which makes a Python Token object per token it
+    visits (twice) and calls a Python predicate per token for each {"IN": [...]}: most of a
+    review scan's cost. Each token of the pattern is matched once (required) or at most once
+    ("OP": "?"); a match is every alignment spaCy's Matcher finds with these quantifiers (its
+    states explore both branches of each optional token), so the starts found are its
+    starts (tested against it on generated and labelled texts)."""
+
+    tests: tuple[tuple[int, frozenset[int], bool], ...]  # (what, words, optional) per token
+    # The tests that can take a match's first token: up to the first required one.
+    lead: tuple[tuple[int, frozenset[int], bool], ...]
+
+    @classmethod
+    def of(cls, pattern: list[dict[str, Any]], add: Callable[[str], int]) -> _TokenPattern:
+        tests = tuple(_token_test(spec, add) for spec in pattern)
+        first = next(i for i, test in enumerate(tests) if not test[2])  # _key_of: one exists
+        return cls(tests, tests[: first + 1])
+
+    def starts(self, columns: _Columns, lo: int, hi: int, every: bool) -> list[int]:
+        """Where matches inside tokens lo..hi-1 start (the first one only, unless `every`)."""
+        tests = self.tests
+        m = len(tests)
+        if len(self.lead) == 1 and self.lead[0][0] in (_T_LEMMA, _T_LOWER):
+            what, words, _ = self.lead[0]
+            column = columns.lemmas if what == _T_LEMMA else columns.lowers
+            candidates: Iterable[int] = compress(range(lo, hi), map(words.__contains__, column[lo:hi]))
+        else:
+            candidates = [s for s in range(lo, hi) if any(columns.holds(t, s) for t in self.lead)]
+        holds = columns.holds
+        out: list[int] = []
+        for start in candidates:
+            # Depth first over (pattern token, text token); a required token always follows,
+            # so reaching the end has taken the start token at least.
+            stack = [(0, start)]
+            while stack:
+                j, i = stack.pop()
+                if j == m:
+                    out.append(start)
+                    break
+                test = tests[j]
+                if test[2]:
+                    stack.append((j + 1, i))
+                if i < hi and holds(test, i):
+                    stack.append((j + 1, i + 1))
+            if out and not every:
+                break
+        return out
+
+
+def _token_test(spec: dict[str, Any], add: Callable[[str], int]) -> tuple[int, frozenset[int], bool]:
+    """(what, words, optional) of one token of a _compile pattern."""
+    op = spec.get("OP")
+    if op not in (None, "?"):
+        raise ValueError(f"unsupported operator in a review pattern: {spec!r}")
+    rest = {k: v for k, v in spec.items() if k != "OP"}
+    optional = op == "?"
+    if len(rest) == 1 and next(iter(rest)) in ("LEMMA", "LOWER"):
+        attr, value = next(iter(rest.items()))
+        if isinstance(value, dict):
+            if set(value) != {"IN"}:
+                raise ValueError(f"unsupported token in a review pattern: {spec!r}")
+            value = value["IN"]
+        words = frozenset(map(add, [value] if isinstance(value, str) else value))
+        return (_T_LEMMA if attr == "LEMMA" else _T_LOWER), words, optional
+    if rest == {"IS_PUNCT": False, "IS_SPACE": False}:
+        return _T_WORD, frozenset(), optional
+    if rest == {"IS_PUNCT": True}:
+        return _T_PUNCT, frozenset(), optional
+    if rest == {"IS_SPACE": False}:
+        return _T_NOT_SPACE, frozenset(), optional
+    raise ValueError(f"unsupported token in a review pattern: {spec!r}")
 
 
 def _required_words(pattern: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
@@ -633,28 +757,41 @@ def _substrings_in(low: str, substrings: tuple[str, ...], ascii_at: tuple[int, .
 def _scan(prose: str, rules: _Rules) -> _Found:
     """Signals and concerns of one person's prose. Units are sentences, also cut at line
     breaks (bullet lists carry no full stops)."""
-    from spacy.attrs import IDX, IS_SPACE, LEMMA, LENGTH, LOWER, SENT_START
+    from spacy.attrs import IDX, IS_PUNCT, IS_SPACE, LEMMA, LENGTH, LOWER, ORTH
 
     found = _Found()
     text = _clean(prose[:_SCAN_CHARS]).strip()
     if not text:
         return found
-    doc = annotate(text)  # _nlp()(text), without Language.__call__'s per-call overhead
+    # The tokens alone: sentence starts and lemmas are computed here from the token arrays
+    # (what the pipeline's sentencizer and lemmatizer would set), and the patterns are
+    # matched over those arrays (_TokenPattern), so no Token object is made.
+    doc = _nlp().tokenizer(text)
     by_key = rules.matchers.by_key
     fixes = _lemma_fix_hashes(doc.vocab)
     # Integer arrays, no Token objects: unit boundaries and, per unit, the key words it holds;
     # the Python loops visit only the tokens that matter (key words, pair words, line breaks).
     strings = doc.vocab.strings
-    lemmas, lowers, sent_starts, spaces, offsets, lengths = doc.to_array(
-        [LEMMA, LOWER, SENT_START, IS_SPACE, IDX, LENGTH]
+    lowers, orths, puncts, spaces, offsets, lengths = doc.to_array(
+        [LOWER, ORTH, IS_PUNCT, IS_SPACE, IDX, LENGTH]
     ).T.tolist()
-    n = len(lemmas)
-    raw_lemmas = list(lemmas)  # requests are read from spaCy's own lemmas
+    n = len(lowers)
+    raw_lemmas = lemma_hashes(lowers)  # requests are read from spaCy's own lemmas
+    lemmas = list(raw_lemmas)
     for i in compress(range(n), map(fixes.__contains__, lowers)):
-        doc[i].lemma_ = fixes[lowers[i]]
         lemmas[i] = strings[fixes[lowers[i]]]
+    columns = _Columns(lemmas, lowers, puncts, spaces)
+    annotated = False  # the doc's LEMMA column set from `lemmas` (for spaCy's Matcher)
+
+    def lemmatized_doc() -> Any:
+        nonlocal annotated
+        if not annotated:
+            doc.from_array([LEMMA], numpy.asarray(lemmas, dtype="uint64").reshape(-1, 1))
+            annotated = True
+        return doc
+
     # A unit starts at a sentence start and after a whitespace token holding a line break.
-    cuts = set(compress(range(n), map(eq, sent_starts, repeat(1))))
+    cuts = set(sentence_starts_of(orths, puncts))
     cuts.update(i + 1 for i in compress(range(n), spaces) if "\n" in strings[lowers[i]])
     cuts.discard(0)
     bounds: list[int] = [0, *sorted(c for c in cuts if c < n)]
@@ -726,26 +863,42 @@ def _scan(prose: str, rules: _Rules) -> _Found:
     labels_of: list[set[str]] = [set() for _ in keys_of_unit]
     # Per unit its lemmas and lower-case forms, to skip the matchers that cannot match there.
     words_in: dict[int, tuple[set[int], set[int]]] = {}
+    # Labels are added to a unit's set in the order spaCy's Matcher lists them; where one
+    # call finds several labels for a unit, spaCy's Matcher itself is asked for that order
+    # (a set's iteration order can depend on the order of insertion).
     for key, units in units_with.items():
-        matcher = by_key[key]
         if len(units) <= 4:
             for u in units:
                 if u not in words_in:
                     words_in[u] = (set(lemmas[bounds[u] : bounds[u + 1]]), set(lowers[bounds[u] : bounds[u + 1]]))
                 if not rules.matchers.may_match(key, *words_in[u]):
                     continue
-                span = doc[bounds[u] : bounds[u + 1]]
-                labels_of[u].update(strings[mid] for mid, _, _ in matcher(span))
+                labels = rules.matchers.find(key, columns, bounds[u], bounds[u + 1], False)
+                if len(labels) > 1:
+                    span = lemmatized_doc()[bounds[u] : bounds[u + 1]]
+                    labels_of[u].update(strings[mid] for mid, _, _ in by_key[key](span))
+                else:
+                    labels_of[u].update(labels)
         else:
             if -1 not in words_in:  # the whole text's
                 words_in[-1] = (set(lemmas), set(lowers))
             if not rules.matchers.may_match(key, *words_in[-1]):
                 continue
             wanted = set(units)
-            for mid, start, _end in matcher(doc):
-                u = bisect_right(bounds, start) - 1
-                if u in wanted:
-                    labels_of[u].add(strings[mid])
+            in_unit: dict[int, set[str]] = {}
+            for label, starts in rules.matchers.find(key, columns, 0, n, True).items():
+                for start in starts:
+                    u = bisect_right(bounds, start) - 1
+                    if u in wanted:
+                        in_unit.setdefault(u, set()).add(label)
+            if any(len(labels) > 1 for labels in in_unit.values()):
+                for mid, start, _end in by_key[key](lemmatized_doc()):
+                    u = bisect_right(bounds, start) - 1
+                    if u in wanted:
+                        labels_of[u].add(strings[mid])
+            else:
+                for u, labels in in_unit.items():
+                    labels_of[u].update(labels)
     for u in range(len(keys_of_unit)):
         labels = labels_of[u]
         if not labels and not present and not cjk:
@@ -909,23 +1062,25 @@ def _concern_features(
     review around it. (The proposer's own words were tried as a feature: no gain in grouped
     CV, and scanning them cost a fifth of the review's time.)"""
     f: dict[str, float] = {}
-    strong: Counter[str] = Counter()
-    weak: Counter[str] = Counter()
-    paired: Counter[str] = Counter()
-    requested: Counter[str] = Counter()
+    # Sets where only presence is read (Counter.update is a Python call per comment).
+    strong: set[str] = set()
+    weak: set[str] = set()
+    paired: set[str] = set()
+    requested: set[str] = set()
     code_requests = 0
     on_file: Counter[str] = Counter()
-    signals: Counter[str] = Counter()
+    signals: set[str] = set()
     asks = code = docs = tests = suggestions = questions = words = code_asks = 0
     for seg, file_kinds in zip(others, by_file, strict=True):
         found = scan(seg)
-        strong.update(found.concerns)
-        weak.update(found.weak_seen - found.concerns)
-        paired.update(found.paired)
-        requested.update(found.requested)
+        strong |= found.concerns
+        weak |= found.weak_seen - found.concerns
+        paired |= found.paired
+        requested |= found.requested
         code_requests += found.code_requests
-        on_file.update(file_kinds)
-        signals.update(found.signals)
+        if file_kinds:
+            on_file.update(file_kinds)
+        signals |= found.signals
         n = len(seg.prose.split())
         words += n
         questions += "?" in seg.prose or "？" in seg.prose
@@ -945,13 +1100,13 @@ def _concern_features(
     # Present or not: one clear sentence is the usual way a concern is raised. (`get`: most
     # kinds are absent, and a Counter answers a missing key with a Python call.)
     for kind in CONCERNS:
-        f["strong:" + kind] = float(strong.get(kind, 0) > 0)
-        f["weak:" + kind] = float(weak.get(kind, 0) > 0)
-        f["pair:" + kind] = float(paired.get(kind, 0) > 0)
-        f["req:" + kind] = float(requested.get(kind, 0) > 0)
+        f["strong:" + kind] = float(kind in strong)
+        f["weak:" + kind] = float(kind in weak)
+        f["pair:" + kind] = float(kind in paired)
+        f["req:" + kind] = float(kind in requested)
         f["file:" + kind] = _capped(on_file.get(kind, 0))
     for name in ("decline_strong", "decline_weak", "redirect", "closing", "openness", "obsolete"):
-        f["signal:" + name] = float(signals.get(name, 0) > 0)
+        f["signal:" + name] = float(name in signals)
     f["others"] = _capped(len(others), 6)
     f["other_words"] = min(words, 600) / 600
     f["asks"] = _capped(asks, 4)
@@ -1397,8 +1552,20 @@ def _raises(label: str, prose: str, rules: _Rules) -> bool:
 def _may_raise(low: str, substrings: tuple[str, ...], patterns: tuple[tuple[tuple[str, ...], ...], ...]) -> bool:
     if any(s in low for s in substrings):
         return True
-    # A pattern: every required token present, one of its lower-case forms each.
-    return any(all(any(f in low for f in forms) for forms in pattern) for pattern in patterns)
+    # A pattern: every required token present, one of its lower-case forms each. Each
+    # token's forms are looked for once: most patterns of a signal share a token ("close",
+    # "this"), and the substring searches are the whole cost.
+    present: dict[tuple[str, ...], bool] = {}
+    for pattern in patterns:
+        for forms in pattern:
+            hit = present.get(forms)
+            if hit is None:
+                hit = present[forms] = any(f in low for f in forms)
+            if not hit:
+                break
+        else:
+            return True
+    return False
 
 
 def _label_needs(label: str, rules: _Rules) -> _Needs | None:
@@ -1412,19 +1579,23 @@ def _label_needs(label: str, rules: _Rules) -> _Needs | None:
     of_label = rules.matchers.required_of.get(label, [])
     lemma_forms = lower_forms(w for required in of_label for attr, words in required if attr == "LEMMA" for w in words)
     patterns = []
+    every: list[str] = list(rules.sub.get(label, ()))
     for required in of_label:
         tokens = []
-        for attr, words in required:
+        # The rarest tokens first (as _key_of ranks them): most patterns are ruled out by
+        # their first token, and the substring searches are the cost.
+        for attr, words in sorted(required, key=lambda aw: (sum(w in _COMMON for w in aw[1]) / len(aw[1]), len(aw[1]))):
             forms: set[str] = set()
             for word in words:
                 if attr == "LOWER":
                     forms.add(word)
                 else:
                     forms |= lemma_forms[word] | {low for low, lemma in _LEMMA_FIXES.items() if lemma == word}
-            tokens.append(tuple(sorted(forms)))
+            every += forms
+            # A form holding another form of the token is in the text only where that one is.
+            tokens.append(tuple(sorted(f for f in forms if not any(g != f and g in f for g in forms))))
         patterns.append(tuple(tokens))
     needs = (tuple(rules.sub.get(label, ())), tuple(patterns))
-    every = [*needs[0], *(f for p in patterns for forms in p for f in forms)]
     found = None if any("\u03c3" in s or "\u03c2" in s for s in every) else needs
     rules.label_needs[label] = found
     return found

@@ -2538,3 +2538,137 @@ def test_a_signal_is_only_looked_for_in_texts_holding_its_strings(shared_dir: Pa
     assert skipped > 2000  # of 3,000 scans
     assert review._raises("author_close", "Oops, I opened this by mistake. Closing.", rules)
     assert not review._raises("author_close", "Thanks for the quick reply!", rules)
+
+
+# --- the patterns matched over integer columns, against spaCy's Matcher ----------------------
+
+
+def _columns_and_spacy_doc(text: str) -> tuple[Any, Any]:
+    """The review's columns of `text` and a spaCy doc with the same lemmas (fixes applied)."""
+    from spacy.attrs import IS_PUNCT, IS_SPACE, LEMMA, LOWER
+
+    from analyzers import review
+
+    doc = review._nlp()(review._clean(text))
+    for token in doc:
+        if token.lower_ in review._LEMMA_FIXES:
+            token.lemma_ = review._LEMMA_FIXES[token.lower_]
+    lemmas, lowers, puncts, spaces = doc.to_array([LEMMA, LOWER, IS_PUNCT, IS_SPACE]).T.tolist()
+    return review._Columns(lemmas, lowers, puncts, spaces), doc
+
+
+def _assert_same_matches(text: str) -> int:
+    """For every key word's patterns: the (label, start) pairs over the whole text, and the
+    labels over each sentence, as spaCy's Matcher finds them. Returns how many were found."""
+    from analyzers import review
+
+    rules = review._rules()
+    columns, doc = _columns_and_spacy_doc(text)
+    strings = doc.vocab.strings
+    spans = [(s.start, s.end) for s in doc.sents]
+    found = 0
+    for key, matcher in rules.matchers.by_key.items():
+        theirs = {(strings[mid], start) for mid, start, _ in matcher(doc)}
+        ours = rules.matchers.find(key, columns, 0, len(doc), True)
+        assert {(label, s) for label, starts in ours.items() for s in starts} == theirs, (key, text)
+        found += len(theirs)
+        for lo, hi in spans:
+            labels = {strings[mid] for mid, _, _ in matcher(doc[lo:hi])}
+            assert set(rules.matchers.find(key, columns, lo, hi, False)) == labels, (key, text, lo)
+    return found
+
+
+def test_patterns_match_where_spacys_matcher_does() -> None:
+    texts = [
+        "This is out of scope for this repo, please open it in the recipes repository instead.",
+        "Could you add a unit test and some docs? Also the naming is inconsistent.",
+        "We won't merge this: it is too slow and the results do not reproduce.",
+        "Closing as stale. Feel free to reopen.\n- please add tests\n- and docs",
+        "I'm closing this since it's been a while. Is this still being worked on?",
+        "not sure this belongs here; maybe a plugin would be better, or trl.experimental?",
+    ]
+    assert sum(_assert_same_matches(text) for text in texts) > 10
+
+
+def test_patterns_match_where_spacys_matcher_does_on_real_comments(shared_dir: Path) -> None:
+    import json
+
+    texts = []
+    for line in (shared_dir / "eval" / "dev" / "threads.jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            texts += [str(c.get("body") or "")[:2000] for c in json.loads(line).get("comments") or []]
+    assert sum(_assert_same_matches(text) for text in texts[:120]) > 50
+
+
+def _pattern_vocabulary() -> list[str]:
+    from analyzers import nlp, review
+
+    data = nlp.load_patterns(review._PATTERNS_FILE)
+    words = set()
+    for group in ("signals", "concerns"):
+        for spec in (data.get(group) or {}).values():
+            for field_name in ("en", "weak_en", "veto_en"):
+                for line in spec.get(field_name) or []:
+                    for raw in line.split():
+                        words.update(w for w in raw.strip("=?").split("|") if w and not w.startswith(("#", "_", "~")))
+    return sorted(words)
+
+
+_PATTERN_WORDS = _pattern_vocabulary()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(_PATTERN_WORDS),
+            st.sampled_from([",", ".", "?", "!", "(", ")", ":", "'s", "n't", "\n", "-", "as", "the", "it"]),
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_patterns_match_where_spacys_matcher_does_on_generated_texts(words: list[str]) -> None:
+    _assert_same_matches(" ".join(words))
+
+
+def _pattern_lines() -> list[str]:
+    from analyzers import nlp, review
+
+    data = nlp.load_patterns(review._PATTERNS_FILE)
+    return [
+        line
+        for group in ("signals", "concerns")
+        for spec in (data.get(group) or {}).values()
+        for field_name in ("en", "weak_en", "veto_en")
+        for line in spec.get(field_name) or []
+    ]
+
+
+_PATTERN_LINES = _pattern_lines()
+_FILLERS = ["the", "it", "really", ",", ".", "?", "(", "\n", "'s", "n't", "as", "-"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_patterns_match_where_spacys_matcher_does_around_their_own_words(data: st.DataObject) -> None:
+    # Texts written from two patterns of the file (each token a word of its alternatives, an
+    # optional token taken or not, a gap filled or not), with words or punctuation between
+    # and around them: the optional branches and the gaps are exercised.
+    words: list[str] = []
+    for _ in range(2):
+        words += data.draw(st.lists(st.sampled_from(_FILLERS), max_size=3))
+        for raw in data.draw(st.sampled_from(_PATTERN_LINES)).split():
+            optional = len(raw) > 1 and raw.endswith("?")
+            if optional and not data.draw(st.booleans()):
+                continue
+            word = raw.rstrip("?") if len(raw) > 1 else raw
+            if word in ("_", "~"):
+                words.append(data.draw(st.sampled_from(_FILLERS)))
+            elif word == "#punct":
+                words.append(data.draw(st.sampled_from([",", ";", "(", "."])))
+            elif word == "#q":
+                words.append("?")
+            else:
+                words.append(data.draw(st.sampled_from([w for w in word.lstrip("=").split("|") if w])))
+    _assert_same_matches(" ".join(words))

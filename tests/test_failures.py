@@ -7,8 +7,6 @@ analyzers/models/: these tests pin what they must get right, not their exact sco
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,6 +23,7 @@ from analyzers.failures import (
     threshold,
 )
 from analyzers.learned import LinearModel
+from tests.work import assert_linear_work
 
 POSITIVE = [
     # (title, body, category)
@@ -418,9 +417,7 @@ def test_follow_ups_read_a_bounded_prefix() -> None:
     long = "The reward does not grow. " * 2600
     many = [{"author": "someone", "body": long}] * 200
     assert follow_up_features("op", many) == follow_up_features("op", [{"author": "someone", "body": long[:MAX_FOLLOW_UP]}])
-    start = time.perf_counter()
-    classify_failure("Reward stays flat", "My run.", author="op", comments=many)
-    assert time.perf_counter() - start < 5.0  # generous guard; figures in benchmarks/
+    assert_linear_work(lambda replies: classify_failure("Reward stays flat", "My run.", author="op", comments=replies), many)
 
 
 def test_groups_scoring_alike_name_the_kind() -> None:
@@ -527,10 +524,8 @@ def test_none_and_empty_inputs() -> None:
     ids=["digits", "dots", "brackets", "parens", "cjk", "words", "comments", "fences", "log", "zh-pairs",
          "hang", "later", "meaning", "sentences", "anchors", "gated", "normal-then", "zh-normal-then"],
 )  # fmt: skip
-def test_hostile_bodies_stay_fast(body: str) -> None:
-    start = time.perf_counter()
-    classify_failure("Entropy collapse " * 50, body)
-    assert time.perf_counter() - start < 5.0  # generous guard; figures in benchmarks/
+def test_hostile_bodies_grow_linearly(body: str) -> None:
+    assert_linear_work(lambda text: classify_failure("Entropy collapse " * 50, text), body)
 
 
 # --- Chinese lexicon: terms tried only where present, the same evidence ----------------------

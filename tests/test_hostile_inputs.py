@@ -9,13 +9,13 @@ scan without timing anything (the times are printed by `benchmarks/hostile_input
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from analyzers.analyze import analyze_thread
+from tests.work import assert_linear_work
 
 SIZE = 65536  # characters: CJK makes it 192 KiB of UTF-8, which is harsher, not milder
 
@@ -113,34 +113,13 @@ def warm() -> None:
 
 
 
-def _python_calls(body: str) -> int:
-    """Python-level function calls the whole analysis makes on `body`: a count of work that does
-    not depend on how busy the machine is (wall time lives in benchmarks/hostile_inputs.py)."""
-    calls = 0
-
-    def count(frame: Any, event: str, arg: Any) -> None:
-        nonlocal calls
-        if event == "call":
-            calls += 1
-
-    sys.setprofile(count)
-    try:
-        result = analyze_thread(hostile_thread(body))
-    finally:
-        sys.setprofile(None)
-    assert result["analyzer_version"]
-    return calls
-
-
 @pytest.mark.parametrize("name", sorted(hostile_cases()))
 def test_hostile_body_work_grows_linearly(name: str, warm: None) -> None:
     """Four times the text costs at most about four times the work (quadratic scans would cost
     sixteen): the analysis of a quarter of the body is the yardstick."""
     body = hostile_cases()[name]
     assert len(body) >= SIZE - 16
-    quarter = _python_calls(body[: SIZE // 4])
-    whole = _python_calls(body)
-    assert whole <= 6 * quarter + 20_000, f"{name}: {quarter} calls for 16 KiB, {whole} for 64 KiB"
+    assert_linear_work(lambda text: analyze_thread(hostile_thread(text))["analyzer_version"], body)
 
 
 def test_many_distinct_ids_are_all_linked() -> None:

@@ -571,10 +571,21 @@ def _lowered_alternation(pattern: re.Pattern[str]) -> _Alternation:
     return _Alternation(alternatives, [None if c is None else sorted(c) for c in contained], lowered.flags)
 
 
+# pattern's id -> (pattern, its _lowered_alternation). Looked up by id: the lru_cache's key
+# hashes a compiled pattern, which hashes its whole code (0.4-1.6 µs, ~8 calls per post). The
+# pattern is kept in the entry, so its id cannot be reused while the entry exists.
+_ALTERNATION_OF: dict[int, tuple[re.Pattern[str], _Alternation]] = {}
+
+
 def lowered_finditer(pattern: re.Pattern[str], low: str) -> Iterator[re.Match[str]]:
     """without_ignorecase(pattern).finditer(low), trying only the top-level alternatives that
     can match in `low` (the same matches)."""
-    return _lowered_alternation(pattern).finditer(low)
+    entry = _ALTERNATION_OF.get(id(pattern))
+    if entry is None or entry[0] is not pattern:
+        entry = (pattern, _lowered_alternation(pattern))
+        if len(_ALTERNATION_OF) < 256:  # the analyzers' own patterns; a caller's extra ones are not kept
+            _ALTERNATION_OF[id(pattern)] = entry
+    return entry[1].finditer(low)
 
 
 class CaselessPattern:
@@ -614,7 +625,9 @@ class TermSet:
     def __init__(self, terms: Iterable[str]) -> None:
         self.terms: list[tuple[str, bool, bool]] = [
             (t, t[0].isascii() and t[0].isalnum(), t[-1].isascii() and t[-1].isalnum())
-            for t in sorted({str(x).lower() for x in terms if x and str(x).strip()}, key=len, reverse=True)
+            # longest first; equal lengths in alphabetical order, so that which term is reported
+            # does not depend on the set's (hash-seeded) order
+            for t in sorted({str(x).lower() for x in terms if x and str(x).strip()}, key=lambda t: (-len(t), t))
         ]
 
     def _hits(self, text: str, term: str, left: bool, right: bool, limit: int) -> Iterable[int]:

@@ -347,3 +347,13 @@ def test_long_runs_are_broken_where_the_plain_substitution_breaks_them(pieces: l
     prose = text.replace("`", "").replace("/", " / ")
     assert review._clean(text) == review._LONG_RUN.sub(review._cut_run, review._INWORD_HYPHEN.sub(" ", prose))
 
+
+
+def test_term_set_reports_the_same_term_whatever_the_hash_seed() -> None:
+    # Equal-length terms are tried in alphabetical order: which one is reported as evidence
+    # must not depend on a set's order (PYTHONHASHSEED), or `rltracker analyze` would give
+    # different records for the same thread from one run to the next.
+    terms = nlp.TermSet(["feature", "request", "support", "add"])
+    assert terms.search("feature request: add support") == "feature"
+    assert terms.count("request a feature", limit=2) == (2, "feature")
+    assert [t for t, _, _ in nlp.TermSet(["bb", "aa", "ccc", "a"]).terms] == ["ccc", "aa", "bb", "a"]

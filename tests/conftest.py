@@ -98,6 +98,14 @@ def sqlite_db_url(tmp_path: Path, sqlite_template: Path) -> str:
     return f"sqlite+aiosqlite:///{target}"
 
 
+@pytest.fixture
+async def sqlite_ctx(sqlite_db_url: str) -> AsyncIterator[AppContext]:
+    """An app context on a freshly migrated SQLite database only (browser tests)."""
+    context = AppContext.create(Settings.from_env({}, database_url=sqlite_db_url))
+    yield context
+    await context.close()
+
+
 @pytest.fixture(params=database_backends())
 def db_url(
     request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path

@@ -5,13 +5,8 @@ are the same on both databases)."""
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from bot.site.report import run_report
 from tests.browser import chromium, serving  # noqa: F401 - the fixture
@@ -20,18 +15,6 @@ from tests.test_report import seed
 LONG_WORD = "A" * 2000
 CJK = "训练两百步之后熵降到接近零奖励也不再上升" * 20
 VERL = "verl-project/verl"
-
-
-@pytest.fixture
-async def sqlite_ctx(sqlite_template: Path, tmp_path: Path) -> AsyncIterator[Any]:
-    from bot.config import Settings
-    from bot.context import AppContext
-
-    target = tmp_path / "phone.db"
-    shutil.copy(sqlite_template, target)
-    context = AppContext.create(Settings.from_env({}, database_url=f"sqlite+aiosqlite:///{target}"))
-    yield context
-    await context.close()
 
 
 async def test_no_page_is_wider_than_a_phone(sqlite_ctx: Any, chromium: Any) -> None:  # noqa: F811

@@ -18,21 +18,6 @@ from tests.test_report import DAY1, DAY2, night_one, night_two
 
 
 @pytest.fixture
-async def sqlite_ctx(sqlite_template: Path, tmp_path: Path) -> AsyncIterator[Any]:
-    """The browser tests run on SQLite only: the pages are the same on both databases."""
-    import shutil
-
-    from bot.config import Settings
-    from bot.context import AppContext
-
-    target = tmp_path / "browser.db"
-    shutil.copy(sqlite_template, target)
-    context = AppContext.create(Settings.from_env({}, database_url=f"sqlite+aiosqlite:///{target}"))
-    yield context
-    await context.close()
-
-
-@pytest.fixture
 async def served(sqlite_ctx: Any) -> AsyncIterator[str]:
     from bot.context import CTX
 

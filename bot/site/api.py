@@ -10,7 +10,7 @@ from sqlalchemy import func, select, text
 
 from analyzers.catalog import canonical_repo
 from bot.context import CTX, INBOX, METRICS, WORKER
-from bot.store.types import MAX_THREAD_NUMBER, parse_thread_number
+from bot.store.types import MAX_THREAD_NUMBER, parse_count, parse_thread_number
 
 HEALTH_TIMEOUT = 5.0
 
@@ -104,13 +104,11 @@ async def api_actions(request: web.Request) -> web.Response:
         if parse_thread_number(number) is None:
             return _json_error(400, f"number must be a whole number from 1 to {MAX_THREAD_NUMBER}")
         conditions.append(Action.number == int(number))
-    try:
-        limit = min(5000, max(1, int(request.query.get("limit", "1000"))))
-        offset = min(int(request.query.get("offset", "0")), 2**62)  # beyond: past every row
-    except ValueError:
-        return _json_error(400, "limit and offset must be whole numbers")
-    if offset < 0:
-        return _json_error(400, "offset must be 0 or more")
+    limit = parse_count(request.query.get("limit"), 1000)
+    offset = parse_count(request.query.get("offset"), 0)
+    if limit is None or offset is None:
+        return _json_error(400, "limit and offset must be whole numbers from 0")
+    limit = min(5000, max(1, limit))
     async with ctx.sessionmaker() as session:
         total = await session.scalar(select(func.count()).select_from(Action).where(*conditions))
         rows = list(await session.scalars(

@@ -21,6 +21,7 @@ from markupsafe import Markup, escape
 from bot.context import app_context
 from bot.site import data
 from bot.site.progress import backfill_progress, tracking_state
+from bot.store.types import parse_count
 from bot.templating import html_env
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
@@ -135,17 +136,9 @@ async def framework_page(request: web.Request) -> web.Response:
                   frameworks=data.catalog().frameworks)
 
 
-def _whole_number(request: web.Request, name: str, default: int) -> int | None:
-    """A query parameter that must be a whole number (0 or more), else None."""
-    text = request.query.get(name, "").strip()
-    if not text:
-        return default
-    return int(text) if text.isascii() and text.isdigit() and len(text) < 10 else None
-
-
 async def proposals_page(request: web.Request) -> web.Response:
     filters, error = _filters(request)
-    page = _whole_number(request, "page", 1)
+    page = parse_count(request.query.get("page"), 1)
     if not error and not page:
         error = "page must be a whole number from 1"
     context = {"filters": filters, "frameworks": data.catalog().frameworks,
@@ -215,8 +208,8 @@ async def api_proposals(request: web.Request) -> web.Response:
     """The proposals the filters name, newest first: `limit` (at most MAX_ROWS, the default)
     after `offset`; the X-Total-Count header counts them all."""
     filters, error = _filters(request)
-    offset = _whole_number(request, "offset", 0)
-    limit = _whole_number(request, "limit", data.MAX_ROWS)
+    offset = parse_count(request.query.get("offset"), 0)
+    limit = parse_count(request.query.get("limit"), data.MAX_ROWS)
     if not error and (offset is None or not limit):
         error = "offset must be a whole number from 0, limit one from 1"
     if error:

@@ -25,6 +25,15 @@ def parse_thread_number(text: str) -> int | None:
     return number if 1 <= number <= MAX_THREAD_NUMBER else None
 
 
+def parse_count(text: str | None, default: int) -> int | None:
+    """A count typed into a URL (an offset, a limit, a page): a whole number from 0, `default`
+    when absent, else None. Nine digits at most: past them every offset is past every row."""
+    text = (text or "").strip()
+    if not text:
+        return default
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 10 else None
+
+
 class UTCDateTime(TypeDecorator[datetime]):
     """Stores aware datetimes; SQLite drops the zone, so it is put back on the way out."""
 

@@ -696,11 +696,13 @@ def _summarise(ev: _Evidence, feats: learned.Features) -> None:
         feats.add(f"top:{top}")
 
 
-def _speaker(title: str, prose: str, run: bool, failure_cue: bool, feats: learned.Features) -> None:
+def _speaker(
+    title: str, head: str, opening: nlp.CaselessText, run: bool, failure_cue: bool, feats: learned.Features
+) -> None:
     """Report or pitch/question/code analysis: whose run the post is about, and how it asks.
-    The conjunctions matter: a linear model cannot form "own run AND symptom" itself."""
-    head = prose[:MAX_SPEAKER_TEXT]
-    opening = title + "\n" + head
+    The conjunctions matter: a linear model cannot form "own run AND symptom" itself.
+    (`head`: the post's first MAX_SPEAKER_TEXT characters; `opening`: the title, a line
+    break and `head`.)"""
     own = _OWN_RUN.count(opening, 3)
     pitch = _PITCH.count(opening, 3)
     if own:
@@ -1076,15 +1078,19 @@ def _post_features(title: str | None, body: str | None, kind: str | None = None,
         feats.add("run_and_category_cue")
     if "moe" in ev.context:
         feats.add("context:moe")
-    if wanted("context:") and _PREFERENCE.count(title + "\n" + raw_prose[:MAX_SPEAKER_TEXT], 1):
+    head = raw_prose[:MAX_SPEAKER_TEXT]
+    # Lower-cased once for the four caseless patterns that read it (_PREFERENCE, _speaker's;
+    # a follow-up wants neither family).
+    opening = nlp.CaselessText.of(title + "\n" + head) if wanted("context:") or wanted("speaker:") else None
+    if opening is not None and wanted("context:") and _PREFERENCE.count(opening, 1):
         feats.add("context:preference")
     cues = _negatives(title, raw_prose, split.code, rules, feats)
     if kind in ("pull_request", "discussion"):
         feats.add(f"kind:{kind}")
     if split.code.strip():
         feats.add("has_code")
-    if wanted("speaker:"):
-        _speaker(title, raw_prose, run, symptom or cue, feats)
+    if opening is not None and wanted("speaker:"):
+        _speaker(title, head, opening, run, symptom or cue, feats)
     # Screenshots of curves: "a curve showing the symptom is a report".
     images = raw_prose.count("<img") + raw_prose.count("![")
     if images:

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy
 import yaml
@@ -630,13 +630,31 @@ class CaselessPattern:
         self.ignorecase = re.compile("|".join(p for p, _ in alternatives), re.IGNORECASE)
         self._lowered = _Alternation([p for p, _ in alternatives], [needs for _, needs in alternatives])
 
-    def count(self, text: str, limit: int) -> int:
-        """How many matches finditer gives, up to `limit`."""
-        if lowered_matches_alike(text):
-            found = self._lowered.finditer(text.lower(), ascii_alike(text))
+    def count(self, text: str | CaselessText, limit: int) -> int:
+        """How many matches finditer gives, up to `limit`. A text counted by several patterns
+        is best passed as one CaselessText (lower-cased and tested once)."""
+        if isinstance(text, str):
+            text = CaselessText.of(text)
+        if text.low is not None:
+            found = self._lowered.finditer(text.low, text.ascii)
         else:
-            found = self.ignorecase.finditer(text)
+            found = self.ignorecase.finditer(text.text)
         return len(list(itertools.islice(found, limit)))
+
+
+class CaselessText(NamedTuple):
+    """A text as CaselessPattern.count reads it: its lower-cased form when that gives the
+    same matches (lowered_matches_alike; else None) and whether it is ascii_alike. Made once
+    for a text that several patterns count (the failure analyzer's opening post: four)."""
+
+    text: str
+    low: str | None
+    ascii: bool
+
+    @classmethod
+    def of(cls, text: str) -> CaselessText:
+        alike = lowered_matches_alike(text)
+        return cls(text, text.lower() if alike else None, alike and ascii_alike(text))
 
 
 class TermSet:

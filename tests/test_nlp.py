@@ -177,6 +177,7 @@ def test_caseless_count_equals_ignorecase_finditer(pieces: list[str]) -> None:
         for limit in (1, 3):
             expected = len(list(islice(pattern.ignorecase.finditer(text), limit)))
             assert pattern.count(text, limit) == expected, (pattern.ignorecase.pattern, text)
+            assert pattern.count(nlp.CaselessText.of(text), limit) == expected, (pattern.ignorecase.pattern, text)
 
 
 def test_caseless_pattern_refuses_upper_case_letters() -> None:

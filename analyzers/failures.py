@@ -696,11 +696,13 @@ def _summarise(ev: _Evidence, feats: learned.Features) -> None:
         feats.add(f"top:{top}")
 
 
-def _speaker(title: str, prose: str, run: bool, failure_cue: bool, feats: learned.Features) -> None:
+def _speaker(
+    title: str, head: str, opening: nlp.CaselessText, run: bool, failure_cue: bool, feats: learned.Features
+) -> None:
     """Report or pitch/question/code analysis: whose run the post is about, and how it asks.
-    The conjunctions matter: a linear model cannot form "own run AND symptom" itself."""
-    head = prose[:MAX_SPEAKER_TEXT]
-    opening = title + "\n" + head
+    The conjunctions matter: a linear model cannot form "own run AND symptom" itself.
+    (`head`: the post's first MAX_SPEAKER_TEXT characters; `opening`: the title, a line
+    break and `head`.)"""
     own = _OWN_RUN.count(opening, 3)
     pitch = _PITCH.count(opening, 3)
     if own:
@@ -818,31 +820,20 @@ _GATES: dict[re.Pattern[str], tuple[str, ...]] = {
 # Keyed by id: hashing a compiled pattern hashes its whole code (0.4-1.6 µs for these).
 _GATE_KEYS: dict[int, tuple[str, ...]] = {id(pattern): keys for pattern, keys in _GATES.items()}
 
-# The re.ASCII twin of each pattern above. On text that is ASCII and holds none of the four
-# control characters "\x1c".."\x1f" (Unicode's \s counts them as space, ASCII's does not), a
-# pattern and its twin find the same matches at the same offsets: \w, \b, \d, \s and
-# IGNORECASE agree on every other ASCII character, and the pattern's non-ASCII literals match
-# nothing there either way. The twin's tests skip the Unicode tables (a `\b` costs four table
-# look-ups per character tried; re tries every position of a pattern led by one): most posts
-# and comments are ASCII. Looked up by id, as _GATE_KEYS.
-_CONTROL_SPACES = ("\x1c", "\x1d", "\x1e", "\x1f")
+# The re.ASCII twin of each pattern above: the same matches at the same offsets on text that
+# is nlp.ascii_alike, without the Unicode table look-ups a `\b` makes at every position tried
+# (re tries every position of a pattern led by one); most posts and comments are ASCII.
+# Looked up by id, as _GATE_KEYS.
 _ASCII_TWINS_OF = (
     _SENTENCE_END, _FROM_START, _CONVERSION, _LATER, _DEGENERATE, _HANG, _DURATION, _MEANING, _FINE, _THEN,
     _EXCEPTION_NAME, _TRAIN, _EVAL, _REWARD_WORD, _CLAUSE, _UP, _DOWN, _FAILURE_VERB, _REMEDY_BEFORE, _GROUP,
     _SAME, _SCORE,
 )  # fmt: skip
-_ASCII_TWINS: dict[int, re.Pattern[str]] = {
-    id(pattern): re.compile(pattern.pattern, (pattern.flags & ~re.UNICODE) | re.ASCII) for pattern in _ASCII_TWINS_OF
-}
-
-
-def _ascii_alike(text: str) -> bool:
-    """Whether every pattern's re.ASCII twin finds in `text` what the pattern finds."""
-    return text.isascii() and not any(c in text for c in _CONTROL_SPACES)
+_ASCII_TWINS: dict[int, re.Pattern[str]] = {id(pattern): nlp.ascii_twin(pattern) for pattern in _ASCII_TWINS_OF}
 
 
 def _twin(pattern: re.Pattern[str], ascii: bool) -> re.Pattern[str]:
-    """`pattern`'s re.ASCII twin for text that is _ascii_alike (`ascii`), else `pattern`."""
+    """`pattern`'s re.ASCII twin for text that is nlp.ascii_alike (`ascii`), else `pattern`."""
     return _ASCII_TWINS[id(pattern)] if ascii else pattern
 
 
@@ -857,7 +848,7 @@ class _Sentences:
         # The anchors' matches, at the same offsets, over the lower-cased text without
         # IGNORECASE when that finds the same (nlp.without_ignorecase): cheaper to scan.
         self.caseless = nlp.lowered_matches_alike(text)
-        self.ascii = _ascii_alike(text)
+        self.ascii = nlp.ascii_alike(text)
 
     def rx(self, pattern: re.Pattern[str]) -> re.Pattern[str]:
         """`pattern`, or its re.ASCII twin when that finds the same in this text and its
@@ -905,7 +896,7 @@ def _train_up_eval_down(sentence: str, ascii: bool) -> bool:
     """Training (or its reward) rising in one clause and evaluation (or the output's quality)
     falling in another: what training optimises is not what is wanted (reward hacking,
     overfitting). Per clause, so that "the grad norm rises, train and test reward drop" (a
-    collapse) is not read as one. (`ascii`: the sentence is _ascii_alike.)"""
+    collapse) is not read as one. (`ascii`: the sentence is nlp.ascii_alike.)"""
     train, reward, up, down, evaluation = (_twin(p, ascii) for p in (_TRAIN, _REWARD_WORD, _UP, _DOWN, _EVAL))
     clauses = _twin(_CLAUSE, ascii).split(sentence)
     rising = any((train.search(c) or reward.search(c)) and up.search(c)
@@ -1087,15 +1078,19 @@ def _post_features(title: str | None, body: str | None, kind: str | None = None,
         feats.add("run_and_category_cue")
     if "moe" in ev.context:
         feats.add("context:moe")
-    if wanted("context:") and _PREFERENCE.count(title + "\n" + raw_prose[:MAX_SPEAKER_TEXT], 1):
+    head = raw_prose[:MAX_SPEAKER_TEXT]
+    # Lower-cased once for the four caseless patterns that read it (_PREFERENCE, _speaker's;
+    # a follow-up wants neither family).
+    opening = nlp.CaselessText.of(title + "\n" + head) if wanted("context:") or wanted("speaker:") else None
+    if opening is not None and wanted("context:") and _PREFERENCE.count(opening, 1):
         feats.add("context:preference")
     cues = _negatives(title, raw_prose, split.code, rules, feats)
     if kind in ("pull_request", "discussion"):
         feats.add(f"kind:{kind}")
     if split.code.strip():
         feats.add("has_code")
-    if wanted("speaker:"):
-        _speaker(title, raw_prose, run, symptom or cue, feats)
+    if opening is not None and wanted("speaker:"):
+        _speaker(title, head, opening, run, symptom or cue, feats)
     # Screenshots of curves: "a curve showing the symptom is a report".
     images = raw_prose.count("<img") + raw_prose.count("![")
     if images:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzers import failures
+from analyzers import failures, nlp
 from analyzers.failures import (
     CATEGORIES,
     MAX_FOLLOW_UP,
@@ -618,7 +618,7 @@ def _twin_pieces() -> list[str]:
 @given(st.lists(st.sampled_from(_twin_pieces()), max_size=40))
 def test_ascii_twins_find_what_the_patterns_find(pieces: list[str]) -> None:
     text = "".join(pieces)
-    ascii = failures._ascii_alike(text)
+    ascii = nlp.ascii_alike(text)
     for pattern in failures._ASCII_TWINS_OF:
         twin = failures._twin(pattern, ascii)
         assert (twin is not pattern) == ascii
@@ -629,7 +629,7 @@ def test_ascii_twins_find_what_the_patterns_find(pieces: list[str]) -> None:
 def test_the_control_spaces_keep_the_unicode_patterns() -> None:
     # Unicode's \s holds "\x1c".."\x1f", ASCII's does not: such a text is not ASCII-alike.
     text = "repeat\x1cafter 3 steps"
-    assert text.isascii() and not failures._ascii_alike(text)
+    assert text.isascii() and not nlp.ascii_alike(text)
     assert failures._SENTENCE_END.search("end.\x1c") and not failures._twin(failures._SENTENCE_END, True).search("end.\x1c")
 
 

@@ -161,6 +161,8 @@ _PIECES = [
     "Fine-tuned", "after 200 steps", "AT STEP 5", "over 3k iterations", "30 epochs", "300步",
     "论文", "我们提出", "我的训练", "我们在训练", "İ", "ı", "ſ", "\u212a", "K", "_", "-", " ", "\n",
     "x", "use", "our", "add", "step", "9", "github.com/o/r/blob/main/a.py#L12", "#l3", "Line  40",
+    # ASCII text takes the re.ASCII alternation, unless it holds a control space (\x1c-\x1f)
+    "\x1c", "\x1f", "é", "3\x1esteps", "we\x1dare training",
 ]
 
 
@@ -168,10 +170,14 @@ _PIECES = [
 @given(st.lists(st.sampled_from(_PIECES), max_size=40))
 def test_caseless_count_equals_ignorecase_finditer(pieces: list[str]) -> None:
     text = "".join(pieces)
-    for pattern in (failures._PITCH, failures._OWN_RUN, failures._STEPS, failures._CODE_ANALYSIS):
+    for pattern in (
+        failures._PITCH, failures._OWN_RUN, failures._STEPS, failures._CODE_ANALYSIS, failures._ASKS_HOW,
+        failures._PREFERENCE,
+    ):  # fmt: skip
         for limit in (1, 3):
             expected = len(list(islice(pattern.ignorecase.finditer(text), limit)))
             assert pattern.count(text, limit) == expected, (pattern.ignorecase.pattern, text)
+            assert pattern.count(nlp.CaselessText.of(text), limit) == expected, (pattern.ignorecase.pattern, text)
 
 
 def test_caseless_pattern_refuses_upper_case_letters() -> None:

@@ -439,7 +439,7 @@ _CONTROL_SPACES = ("\x1c", "\x1d", "\x1e", "\x1f")
 
 
 def ascii_alike(text: str) -> bool:
-    """Whether a pattern compiled with re.ASCII finds in `text` what the same pattern finds
+    r"""Whether a pattern compiled with re.ASCII finds in `text` what the same pattern finds
     without it, at the same offsets: `text` is ASCII and holds none of _CONTROL_SPACES (\w,
     \b, \d, \s and IGNORECASE agree on every other ASCII character, and a pattern's
     non-ASCII literals match nothing there either way). The re.ASCII twin's tests skip the

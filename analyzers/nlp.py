@@ -578,7 +578,6 @@ class _Alternation:
         return iter(()) if rx is None else rx.finditer(low)
 
 
-@lru_cache(maxsize=64)
 def _lowered_alternation(pattern: re.Pattern[str]) -> _Alternation:
     """without_ignorecase(pattern) as an _Alternation, the strings of each alternative found
     by parsing it. A pattern with numbered groups is tried whole (a back-reference counts
@@ -592,9 +591,10 @@ def _lowered_alternation(pattern: re.Pattern[str]) -> _Alternation:
     return _Alternation(alternatives, [None if c is None else sorted(c) for c in contained], lowered.flags)
 
 
-# pattern's id -> (pattern, its _lowered_alternation). Looked up by id: the lru_cache's key
-# hashes a compiled pattern, which hashes its whole code (0.4-1.6 µs, ~8 calls per post). The
-# pattern is kept in the entry, so its id cannot be reused while the entry exists.
+# pattern's id -> (pattern, its _lowered_alternation): the one cache of them. Looked up by id:
+# an lru_cache's key would hash a compiled pattern, which hashes its whole code (0.4-1.6 µs,
+# ~8 calls per post). The pattern is kept in the entry, so its id cannot be reused while the
+# entry exists.
 _ALTERNATION_OF: dict[int, tuple[re.Pattern[str], _Alternation]] = {}
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.config import Settings, UserError, local_url
+from bot.config import Settings, UserError
 from bot.logs import configure_logging, register_secret
 
 log = logging.getLogger(__name__)
@@ -172,18 +172,20 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
 
 
 def serve_command(args: Any) -> int:
+    env = dict(os.environ)
+    if getattr(args, "port", None):
+        # --port is PORT for this run: the port served on, and the links in comments and pages
+        # when RLTRACKER_PUBLIC_URL does not say otherwise (Settings derives both from it).
+        env["PORT"] = str(args.port)
     try:  # checked before anything starts (bot.config.check_env): a bad value is one line
-        settings, generated = settings_for_serve(bool(getattr(args, "dev", False)))
+        settings, generated = settings_for_serve(bool(getattr(args, "dev", False)), env)
     except ValueError as exc:
         return _fail(str(exc))
     configure_logging(os.environ.get("RLTRACKER_LOG_LEVEL", "INFO"))
     register_secret(settings.webhook_secret)
     register_secret(settings.token)
     register_secret(settings.private_key)
-    port = args.port if getattr(args, "port", None) else settings.port
-    if not os.environ.get("RLTRACKER_PUBLIC_URL"):
-        # Links in comments and pages lead to this server: on --port, not PORT or 8000.
-        settings = dataclasses.replace(settings, public_url=local_url(port))
+    port = settings.port
     host = getattr(args, "host", None) or "0.0.0.0"
     if generated is not None:
         # Printed on purpose (stdout, not the logs): the developer needs it to sign deliveries.

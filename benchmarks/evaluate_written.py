@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 WRITTEN = ROOT / "benchmarks" / "threads_written"
+GRID = (0.45, 0.52, 0.6, 0.7)
 
 
 def load_set(name: str) -> list[Any]:
@@ -58,6 +59,13 @@ def score_set(name: str, quiet: bool = False) -> dict[str, float]:
     print(f"  at the comment threshold ({comment:.3f})  F1 {at_comment.f1:.3f}  {at_comment.note()}")
     print(f"  opening posts alone, comment threshold  F1 {opened.f1:.3f}  {opened.note()}")
     print(f"  kind accuracy on detected reports      {at_decision.kind_accuracy:.3f} ({at_decision.kind_ok}/{at_decision.tp})")
+    # Read from the same single scoring: how precision and recall would move with a stricter
+    # comment threshold (e.g. the nested grouped-CV one). Not for choosing it on this set.
+    grid = "  ".join(
+        f"{t:.2f}: P {prf(s.tp, s.fp, s.fn)[0]:.3f} R {prf(s.tp, s.fp, s.fn)[1]:.3f}"
+        for t in GRID for s in (score(rows, preds, t),)
+    )
+    print(f"  at other thresholds    {grid}")
 
     proposal_rows = [e for e in examples if "is_proposal" in e.labels]
     if proposal_rows:

@@ -651,7 +651,7 @@ _CODE_ANALYSIS = nlp.CaselessPattern(
 _ASKS_HOW = nlp.CaselessPattern(
     (
         r"\bhow\s{1,3}(?:did|do|does|would|could|can|should)\s{1,3}(?:you|they|we|the\s{1,3}authors?)\b"
-        r"(?!\s{1,3}(?:fix|solve|resolve|avoid|prevent|deal|handle|debug|get\s{1,3}rid))",
+        r"(?!\s{1,3}(?:usually\s{1,3}|typically\s{1,3}|normally\s{1,3}|best\s{1,3})?(?:fix|solve|resolve|avoid|prevent|deal|handle|debug|get\s{1,3}rid))",
         ("how",),
     ),
     (r"\bwhy\s{1,3}(?:do|did|does|would)\s{1,3}(?:you|they|the\s{1,3}authors?)\b|\bwhy\s{1,3}not\b", ("why",)),
@@ -765,7 +765,7 @@ _DEGENERATE = re.compile(
 _HANG = re.compile(
     r"(?i)\b(?:hang|hangs|hanging|hung|freezes?|freezing|froze|frozen|deadlocks?|no\s{1,3}progress)\b"
     r"|\bstuck\s{1,3}(?:in|on|when|while|during|for|forever|after\s{1,3}(?:loading|init)|at\s{1,3}(?:the\s{1,3})?(?:step|iter|first|beginning|start|init|\w{1,30}ing\b))"
-    r"|卡住|卡在(?!\s{0,2}-?\d)|卡死|不动了|没有反应"
+    r"|卡住|卡在(?!\s{0,2}-?\d)|卡死|(?<![\d%])不动了|没有反应"
 )
 _DURATION = re.compile(r"(?i)\b(?:\d{1,4}\s{0,2}|half\s{1,3}an\s{1,3}|an\s{1,3}|several\s{1,3})(?:min|mins|minutes?|hours?|hrs?)\b|分钟|小时")
 # A question about what a metric means, how it is computed, or whether a value is normal.
@@ -792,7 +792,7 @@ _REWARD_WORD = re.compile(r"(?i)\b(?:rewards?|returns?)\b|奖励")
 # Clauses of a sentence: "the training reward rises, but the evaluation score drops".
 _CLAUSE = re.compile(r"(?i)[,，、:：]|\b(?:but|while|whereas|although|though|yet)\b|但|而|却")
 _UP = re.compile(r"(?i)\b(?:increas\w{0,3}|ris(?:e|es|ing)|rose|grow\w{0,3}|improv\w{0,3}|go(?:es|ing)?\s{1,3}up|went\s{1,3}up|higher|better)\b|上升|提升|增加|提高|上涨|变好")
-_DOWN = re.compile(r"(?i)\b(?:decreas\w{0,3}|drop\w{0,3}|declin\w{0,3}|fall\w{0,3}|fell|degrad\w{0,3}|worse|lower|go(?:es|ing)?\s{1,3}down|went\s{1,3}down)\b|下降|降低|变差|变低|下滑")
+_DOWN = re.compile(r"(?i)\b(?:decreas\w{0,3}|drop\w{0,4}|declin\w{0,3}|fall\w{0,3}|fell|degrad\w{0,3}|worse|lower|go(?:es|ing)?\s{1,3}down|went\s{1,3}down)\b|下降|降低|变差|变低|下滑")
 # A failure verb with no metric named ("it suddenly collapsed", "the run diverged", 训崩了).
 _FAILURE_VERB = re.compile(
     r"(?i)\b(?:collaps\w{0,5}|diverg\w{0,5}|blow(?:s|ed|n|ing)?\s{1,3}up|blew\s{1,3}up|explod\w{0,3}|degenerat\w{0,5})\b"

@@ -6,8 +6,16 @@ import json
 from pathlib import Path
 
 from analyzers.failures import CATEGORIES
-from training.data import FRAMEWORKS, group_of
-from training.failure import WRITTEN, WRITTEN_FITTED, written_examples
+from training.data import (
+    FRAMEWORKS,
+    PROJECT_LABELLED,
+    SYNTHETIC_FAILURES,
+    SYNTHETIC_KINDS,
+    WRITTEN,
+    WRITTEN_FITTED,
+    group_of,
+)
+from training.failure import written_examples
 
 LABELS = {"is_failure_report", "category", "secondary", "other_kind", "is_proposal"}
 
@@ -40,3 +48,10 @@ def test_only_the_listed_sets_are_fitted_and_only_by_the_report_model() -> None:
     # read like the synthetic threads: the kind model leaves split "synthetic" out
     assert fitted and all(e.split == "synthetic" for e in fitted)
     assert {group_of(e.repo) for e in fitted} <= set(FRAMEWORKS)
+
+
+def test_every_project_file_fitted_on_is_in_the_training_data_hash() -> None:
+    # A model file's training_data_sha256 must change when any file it was fitted on changes.
+    fitted_on = {SYNTHETIC_FAILURES, SYNTHETIC_KINDS, *(WRITTEN / name / "threads.jsonl" for name in WRITTEN_FITTED)}
+    assert fitted_on <= set(PROJECT_LABELLED)
+    assert all(path.is_file() for path in PROJECT_LABELLED)

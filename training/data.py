@@ -22,6 +22,18 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 SPLITS = ("train", "dev")
 
+# Labelled threads the project wrote itself and fits on beside the shared files (see
+# training/failure.py for what each holds and which model fits it). They are hashed with the
+# shared files, so a model file's `training_data_sha256` names everything it was fitted on.
+SYNTHETIC_FAILURES = ROOT / "training" / "synthetic_failures.jsonl"
+SYNTHETIC_KINDS = ROOT / "training" / "synthetic_kinds.jsonl"
+WRITTEN = ROOT / "benchmarks" / "threads_written"
+# Sets of benchmarks/threads_written/ that are fitted on (so no longer held out: see their READMEs).
+WRITTEN_FITTED: tuple[str, ...] = ("a",)
+PROJECT_LABELLED: tuple[Path, ...] = (
+    SYNTHETIC_FAILURES, SYNTHETIC_KINDS, *(WRITTEN / name / "threads.jsonl" for name in WRITTEN_FITTED),
+)
+
 FRAMEWORKS: tuple[str, ...] = (
     "verl-project/verl",
     "huggingface/trl",
@@ -99,9 +111,10 @@ def load_examples(shared: Path | None = None) -> list[Example]:
 
 
 def data_sha256(shared: Path | None = None) -> str:
-    """sha256 over the labelled files, in order: recorded in every model file."""
+    """sha256 over the labelled files, in order, the shared ones then the project's own
+    (PROJECT_LABELLED): recorded in every model file."""
     h = hashlib.sha256()
-    for path in data_files(shared):
+    for path in (*data_files(shared), *PROJECT_LABELLED):
         h.update(path.read_bytes())
     return h.hexdigest()
 

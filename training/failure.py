@@ -25,7 +25,14 @@ from typing import Any
 from analyzers.failures import FailureFeatures, FailureModels, classify_failure, failure_features
 from training import SEED
 from training.cv import cross_val_predict
-from training.data import Example, make_example
+from training.data import (
+    SYNTHETIC_FAILURES,
+    SYNTHETIC_KINDS,
+    WRITTEN,
+    WRITTEN_FITTED,
+    Example,
+    make_example,
+)
 from training.fit import best_f1_threshold, choose_threshold, fit_linear, prf, write_models
 from training.report import FieldReport, Measure
 
@@ -38,24 +45,20 @@ MIN_DF = 2
 # questions and code analyses using a report's words; the GUIDELINES' borderline calls:
 # garbled output from step 0 or after conversion, hangs, meaning questions with healthy
 # curves, impossible values, training up while evaluation goes down; English and Chinese):
-# fitted on in every fold, never scored. Set to False to measure without them.
-SYNTHETIC = Path(__file__).with_name("synthetic_failures.jsonl")
+# fitted on in every fold, never scored (training.data.SYNTHETIC_FAILURES). Set to False to
+# measure without them.
 USE_SYNTHETIC = True
 
+# training.data.SYNTHETIC_KINDS: short reports written for the project from the guidelines'
+# definitions of the kinds with next to no labelled reports (stale rollouts 0 detected in
+# grouped CV, MoE 1, entropy collapse 1, groups without signal 6, rollout/training mismatch 12):
+# 15 threads, English and Chinese, fitted by the kind model only (not the report model), never
+# scored. Without them a textbook stale-rollout or MoE report is named collapse_or_divergence
+# (no fold has their words).
 
-# Short reports written for the project from the guidelines' definitions of the kinds with
-# next to no labelled reports (stale rollouts 0 detected in grouped CV, MoE 1, entropy collapse
-# 1, groups without signal 6, rollout/training mismatch 12): 15 threads, English and Chinese,
-# fitted by the kind model only (not the report model), never scored. Without them a textbook
-# stale-rollout or MoE report is named collapse_or_divergence (no fold has their words).
-SYNTHETIC_KINDS = Path(__file__).with_name("synthetic_kinds.jsonl")
-
-
-# Sets of benchmarks/threads_written/ (threads written for the project to measure how the
-# analyzers generalise) that are also fitted on, by the report model only, like the synthetic
-# threads: a set listed here is no longer held out (see its README).
-WRITTEN = Path(__file__).resolve().parent.parent / "benchmarks" / "threads_written"
-WRITTEN_FITTED: tuple[str, ...] = ("a",)
+# training.data.WRITTEN_FITTED: sets of benchmarks/threads_written/ (threads written for the
+# project to measure how the analyzers generalise) also fitted on, by the report model only,
+# like the synthetic threads.
 
 
 def _read_synthetic(path: Path) -> tuple[Example, ...]:
@@ -67,7 +70,7 @@ def _read_synthetic(path: Path) -> tuple[Example, ...]:
 
 @lru_cache(maxsize=1)
 def synthetic_examples() -> tuple[Example, ...]:
-    return _read_synthetic(SYNTHETIC)
+    return _read_synthetic(SYNTHETIC_FAILURES)
 
 
 @lru_cache(maxsize=1)

@@ -24,7 +24,8 @@ import yaml
 MAX_CHARS = 65_536
 MAX_CODE_SPAN = 80  # longer code spans are not quoted (they would be pasted text, not a name)
 MAX_COMBINED_ITEMS = 10
-MAX_LABEL_WORDS = 4  # a bold paragraph lead this short is a label, not a bold sentence
+MAX_LABEL_WORDS = 4
+MAX_LEAD_ITEM = 300  # longer items are read on their own, not joined to the lead  # a bold paragraph lead this short is a label, not a bold sentence
 
 _LINK = re.compile(r"!?\[([^\]\n]{0,300})\]\([^)\s]{0,600}\)")
 _TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,200}>")
@@ -41,6 +42,12 @@ _UNDERLINE = re.compile(r"^ {0,3}(?:={3,}|-{3,}|~{3,}|\^{3,}|\*{3,}|\+{3,})\s*$"
 _PROSE_BLOCK = re.compile(
     r"^\s{0,3}(?:\.\.\s{1,3}(?:note|important|warning|tip|hint|attention|caution|danger|error"
     r"|admonition|seealso)::|(?:!!!|\?\?\?\+?)\s{1,3}[\w-]{1,30})(.{0,300})$", re.I)
+# MyST (Sphinx Markdown) admonitions: ```{note} ... ``` or :::{warning} ... ::: fence prose, not
+# code; the closing fence ends them.
+_MYST_PROSE = re.compile(
+    r"^\s{0,3}(`{3,}|:{3,})\{(?:note|important|warning|tip|hint|attention|caution|danger|error"
+    r"|admonition|seealso)\}", re.I)
+_MYST_OPTION = re.compile(r"^:[\w-]{1,30}:")
 # Any other reStructuredText directive (".. code-block:: bash", ".. toctree::"): its indented
 # body is code or options.
 _RST_DIRECTIVE = re.compile(r"^\s{0,3}\.\.\s{1,3}[\w:-]{1,40}::")
@@ -52,7 +59,7 @@ _RST_TABLE_BORDER = re.compile(r"^ {0,3}={2,}(?: +={2,})+\s*$")
 class Segment:
     text: str  # plain text used for matching
     file: str
-    kind: str  # sentence | item | row | heading | code | combined | field
+    kind: str  # sentence | item | row | heading | code | combined | lead_item | field
     section: str = ""  # nearest heading, lower case
     codes: list[str] = field(default_factory=list)
     head: str = ""
@@ -65,6 +72,9 @@ class Segment:
         return self.text.lower()
 
 
+# A contribution guide by its path: CONTRIBUTING.md, docs/contribution_guide.md,
+# docs/contribute/..., a contributor guide; not a CONTRIBUTORS list of people.
+_CONTRIBUTION_GUIDE = re.compile(r"contribut(?!ors?\b)")
 _REVISION = re.compile(r"\s+@\s*[0-9a-f]{7,40}\s*$")
 
 
@@ -93,7 +103,7 @@ def file_kind(path: str) -> str:
         return "codeowners"
     if name.endswith(".json") and ("ruleset" in name or "branch" in name):
         return "ruleset"
-    if "contributing" in p:
+    if _CONTRIBUTION_GUIDE.search(p):
         return "contributing"
     if "governance" in p:
         return "governance"
@@ -170,6 +180,7 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
     segments: list[Segment] = []
     para: list[str] = []
     fence: str | None = None
+    prose_fence: str | None = None  # the fence of an open MyST admonition
     items: list[Segment] = []  # open list items, by indent (for nesting)
     lead: Segment | None = None  # a paragraph ending in ":" that the next list belongs to
 
@@ -233,6 +244,18 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
             items.clear()
             lead = None
             continue
+        if prose_fence is not None and line.strip() == prose_fence:
+            flush()
+            prose_fence = None
+            continue
+        mp = _MYST_PROSE.match(line) if prose_fence is None else None
+        if mp:
+            flush()
+            items.clear()
+            prose_fence = mp.group(1)
+            continue
+        if prose_fence is not None and _MYST_OPTION.match(line.strip()):
+            continue  # ":class: tip" and the like: options of the admonition
         m = _FENCE.match(line)
         if m:
             flush()
@@ -350,6 +373,16 @@ def _combined(segments: list[Segment]) -> list[Segment]:
         text = lead.rstrip(":.") + ": " + "; ".join(k.text.rstrip(".;") for k in kids)
         codes = _codes_in(lead, seg.codes) + [c for k in kids for c in k.codes]
         out.append(Segment(text, seg.file, "combined", seg.section, codes, head=seg.head))
+        if not lead.endswith(":"):
+            continue
+        # Each item also read as the lead's sentence ("The PR needs to include: ...; a
+        # tutorial page" -> "The PR needs to include a tutorial page"): the lead's verb
+        # then sits next to the item's noun, as in a sentence.
+        stem = lead.rstrip(":").rstrip()
+        for kid in kids:
+            if len(kid.text) <= MAX_LEAD_ITEM:
+                out.append(Segment(f"{stem} {kid.text}", seg.file, "lead_item", seg.section,
+                                   _codes_in(lead, seg.codes) + kid.codes, head=kid.head))
     return out
 
 

@@ -394,6 +394,65 @@ Issues without activity for 120 days get a label from a bot; nothing is closed a
 # --- the written held-out corpus --------------------------------------------------------------
 
 
+# --- rules7: structures of well-known ML projects' guides ---------------------------------------
+
+
+def test_myst_admonition_fences_are_prose_not_code() -> None:
+    md = """\
+# Contributing
+
+```{note}
+:class: margin
+If you plan a large change, open an issue for discussion first.
+```
+
+```bash
+pip install -e .
+```
+
+:::{important}
+Before you create a PR, make sure your code lints.
+:::
+"""
+    kinds = {s.text: s.kind for s in markdown_segments(md, "docs/contribution_guide.md")}
+    assert kinds["If you plan a large change, open an issue for discussion first."] == "sentence"
+    assert kinds["Before you create a PR, make sure your code lints."] == "sentence"
+    assert kinds["pip install -e ."] == "code"
+    assert not any(text.startswith(":class:") for text in kinds)
+    assert "issue-first" in _topics({"docs/contribution_guide.md": md})
+
+
+def test_a_contribution_guide_is_known_by_its_path() -> None:
+    from analyzers.rules_text import file_kind
+
+    assert file_kind("docs/en/notes/contribution_guide.md") == "contributing"
+    assert file_kind("doc/source/contribute/development.rst") == "contributing"
+    assert file_kind("docs/contributor_guide.md") == "contributing"
+    assert file_kind("CONTRIBUTORS.md") == "doc"  # a list of people, not a guide
+    summary = summarize_rules({"docs/contribution_guide.md": "Run `pytest` before you push.\n"})
+    assert "no_contributing" not in {f["rule"] for f in summary["facts"]}
+
+
+def test_each_item_is_read_with_the_lead_that_asks_for_it() -> None:
+    md = """\
+A pull request adding a feature needs to include:
+
+* unit tests for the new code,
+* a tutorial page under `docs/tutorials/`.
+"""
+    segments = markdown_segments(md, "CONTRIBUTING.md")
+    joined = [s for s in segments if s.kind == "lead_item"]
+    assert [s.text for s in joined][1] == (
+        "A pull request adding a feature needs to include a tutorial page under docs/tutorials/.")
+    assert joined[1].codes == ["docs/tutorials/"]
+    by_rule = _rules({"CONTRIBUTING.md": md})
+    assert by_rule["docs_request"]["statement"] == (
+        "Add or update the documentation with the change (in `docs/tutorials/`).")
+    # A lead that does not end in ":" introduces no items to join.
+    plain = "Our layout\n\n* a tutorial page under `docs/tutorials/`\n"
+    assert not [s for s in markdown_segments(plain, "CONTRIBUTING.md") if s.kind == "lead_item"]
+
+
 def _evaluate_rules_module() -> Any:
     spec = importlib.util.spec_from_file_location(
         "evaluate_rules", ROOT / "benchmarks" / "evaluate_rules.py")

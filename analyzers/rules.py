@@ -36,7 +36,7 @@ from analyzers.rules_text import (
     repository_path,
 )
 
-RULES_VERSION = "2"  # 2: reads rST/admonitions, waived clauses, the written-corpus rules (rules6)
+RULES_VERSION = "3"  # 3: MyST admonitions, lead + item segments, contributions sent elsewhere (rules7)
 # The topics a researcher proposing a method needs (for a short comment:
 # format_rules_markdown(summary, lang, topics=PROPOSAL_TOPICS, max_per_topic=3)).
 PROPOSAL_TOPICS = ["general", "scope", "issue-first", "tests", "docs", "lint", "sign-off",
@@ -73,7 +73,7 @@ class Rule:
     extract: tuple[tuple[str, re.Pattern[str]], ...]
     extract_all: tuple[tuple[str, re.Pattern[str]], ...]
     statement: str
-    fallback: str | None
+    fallback: tuple[str, ...]  # tried in order when the statement's placeholders have no value
     statement_zh: str | None
     strength: str
     collect: bool
@@ -153,7 +153,8 @@ def table() -> Table:
                 (k, re.compile(v, re.I)) for k, v in (raw.get("extract_all") or {}).items()
             ),
             statement=raw["statement"],
-            fallback=raw.get("fallback"),
+            fallback=tuple([raw["fallback"]] if isinstance(raw.get("fallback"), str)
+                           else raw.get("fallback") or ()),
             statement_zh=raw.get("statement_zh"),
             strength=raw.get("strength", "rule"),
             collect=bool(raw.get("collect", False)),
@@ -255,6 +256,10 @@ def is_directive(seg: Segment, kind: str) -> bool:
             f" {w}" in _heading_words(seg.section) for w in tab.checklist_sections):
         return True  # an item of a checklist or requirements section
     low = seg.text[:600].lower()
+    if tab.waived.search(low):
+        # "You do not need to add an entry" asks nothing: the modal inside a waiver is not
+        # a request (the rest of the sentence may still be one).
+        low = tab.waived.sub(" ", low)
     if tab.modal.search(low):
         return True
     # Any sentence of the segment may be the request ("No benchmarks in tests/. Put them ...").
@@ -333,9 +338,7 @@ def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
         if found:
             values[name] = ", ".join(f"`{x}`" for x in found[:10])
             values[f"_all_{name}"] = "\n".join(found)
-    for primary, template in ((True, rule.statement), (False, rule.fallback)):
-        if template is None:
-            continue
+    for primary, template in ((True, rule.statement), *((False, f) for f in rule.fallback)):
         needed = _PLACEHOLDER.findall(template)
         if all(n in values or n == "items" for n in needed):
             values["_primary"] = "1" if primary else ""

@@ -499,7 +499,9 @@ def test_pattern_table_is_well_formed() -> None:
         assert raw["all"] and all(group for group in raw["all"]), raw["id"]
         for other in raw.get("unless", []):
             assert other in ids, (raw["id"], other)
-        placeholders = set(rules._PLACEHOLDER.findall(raw["statement"])) - {"items"}
+        fallbacks = raw.get("fallback") or []
+        templates = [raw["statement"], *([fallbacks] if isinstance(fallbacks, str) else fallbacks)]
+        placeholders = {p for t in templates for p in rules._PLACEHOLDER.findall(t)} - {"items"}
         extracted = set(raw.get("extract", {})) | set(raw.get("extract_all", {}))
         if placeholders - extracted - {"code", "codes", "head"} == set():
             continue

@@ -453,6 +453,80 @@ A pull request adding a feature needs to include:
     assert not [s for s in markdown_segments(plain, "CONTRIBUTING.md") if s.kind == "lead_item"]
 
 
+def test_a_modal_inside_a_waiver_is_not_a_request() -> None:
+    from analyzers.rules import is_directive
+    from analyzers.rules_text import Segment
+
+    def request(text: str) -> bool:
+        return is_directive(Segment(text, "CONTRIBUTING.md", "sentence"), "contributing")
+
+    assert not request("Release notes are made from the PR titles, so you do not need to add an entry.")
+    assert request("You do not need to sign a CLA, but every PR must pass the linters.")
+    assert request("Add a changelog entry.")
+    md = "Release notes are written from the merged PR titles, so you do not need to add an entry.\n"
+    assert "pr-title" not in _topics({"CONTRIBUTING.md": md})
+
+
+def test_a_test_folder_is_not_where_new_methods_go() -> None:
+    md = ("Unit tests live under `tests/unit/`.\n\n"
+          "New model support lives in `pkg/models/<name>/`; kernels belong in `csrc/kernels/`.\n")
+    by_rule = _rules({"CONTRIBUTING.md": md})
+    assert by_rule["place_paths_declarative"]["statement"] == (
+        "The guide says where such code goes (paths named: `pkg/models/<name>/`, `csrc/kernels/`).")
+    only_tests = _rules({"CONTRIBUTING.md": "Unit tests live under `tests/unit/`.\n"})
+    assert "place_paths_declarative" not in only_tests
+
+
+def test_contributions_sent_to_another_place_and_a_refusal_is_no_step() -> None:
+    md = """\
+## How to add a dataset
+
+Datasets are no longer added to this repository. Share a new dataset on the Data Hub instead.
+Pull requests that add a loading script under `datasets/` will be closed.
+"""
+    by_rule = _rules({"CONTRIBUTING.md": md})
+    assert by_rule["place_elsewhere"]["statement"] == (
+        "Some contributions are not added to this repository: the guide sends them to the Data Hub instead.")
+    assert "adding_section" not in by_rule  # the refused folder is not a step
+    # Files hosted elsewhere are not contributions sent away; questions neither.
+    assert "place_elsewhere" not in _rules({"CONTRIBUTING.md": (
+        "Don't add images to the repository. Host them on the Hub instead.\n\n"
+        "Ask questions about models on the forum instead of opening a new issue in another repository.\n")})
+
+
+def test_issue_first_before_the_work_itself_and_ai_prs_not_accepted() -> None:
+    md = ("Please open an issue and wait for a maintainer's reply before any implementation "
+          "work on larger pull requests.\n")
+    assert "issue_first_general" in _rules({"CONTRIBUTING.md": md})
+    bug = "If you found a bug, open an issue before the pull request.\n"
+    assert "issue-first" not in _topics({"CONTRIBUTING.md": bug})
+    ai = "> [!IMPORTANT]\n> This project does **not** accept pull requests that are mostly AI-generated.\n"
+    assert "ai_restricted" in _rules({"CONTRIBUTING.md": ai})
+
+
+def test_a_check_that_a_measure_does_not_get_worse() -> None:
+    md = "- Verify that accuracy and throughput are not affected negatively (use `tools/bench.py`).\n"
+    assert _rules({"CONTRIBUTING.md": md})["results_no_regression"]["statement"] == (
+        "Check that the change does not make accuracy and throughput worse (measured with `tools/bench.py`).")
+    described = "Our nightly job reports throughput; it is not affected by your PR.\n"
+    assert "results_no_regression" not in _rules({"CONTRIBUTING.md": described})
+
+
+def test_a_new_benchmark_of_an_eval_suite_is_not_a_speed_change() -> None:
+    md = "- For new benchmarks: paste the score table and the paper's numbers.\n"
+    assert "results_perf" not in _rules({".github/pull_request_template.md": md})
+    speed = "- For speed changes: paste the throughput numbers before and after.\n"
+    assert "results_perf" in _rules({".github/pull_request_template.md": speed})
+
+
+def test_approvals_are_counted_as_written() -> None:
+    one = _rules({"CONTRIBUTING.md": "A PR needs at least one approval before merging.\n"})
+    assert one["review_approvals"]["statement"].startswith("Every PR needs at least one approval from")
+    two = _rules({"CONTRIBUTING.md": "A PR needs at least 2 approvals before merging.\n"})
+    assert two["review_approvals"]["statement"].startswith("Every PR needs at least 2 approvals from")
+    assert two["review_approvals"]["statement_zh"].startswith("每个 PR 合并前至少需要 2 位")
+
+
 def _evaluate_rules_module() -> Any:
     spec = importlib.util.spec_from_file_location(
         "evaluate_rules", ROOT / "benchmarks" / "evaluate_rules.py")

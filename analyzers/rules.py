@@ -102,6 +102,8 @@ class Table:
     lead_adverbs: frozenset[str]  # "always", "never", ...: the verb after them counts
     conditions: frozenset[str]  # "if", "when", ...: the request follows the first comma
     checklist_sections: tuple[str, ...]  # headings whose list items are requests
+    offers: re.Pattern[str]  # a list introduced as kinds of contribution ("ways you can help:")
+    question_starts: frozenset[str]  # "Do you want to add docs?" asks a question, not for a thing
 
 
 def _nlp() -> Any:
@@ -184,6 +186,10 @@ def table() -> Table:
         lead_adverbs=frozenset(cues.get("lead_adverbs", [])),
         conditions=frozenset(cues.get("conditions", [])),
         checklist_sections=tuple(cues.get("sections", [])),
+        offers=re.compile(r"\b(?:" + "|".join(
+            re.escape(m).replace(r"\ ", r"\s{1,3}") for m in sorted(cues["offers"], key=len, reverse=True)
+        ) + r")\b"),
+        question_starts=frozenset(cues["question_starts"]),
         by_first_key=by_first_key,
         topics=data["topics"],
         core=tuple(data["core_topics"]),
@@ -236,6 +242,7 @@ MAX_COMMANDS = 3
 
 
 _NON_WORD = re.compile(r"[^\w\s'-]")
+_LAST_SENTENCE = re.compile(r"[.!?]\s")  # a list's intro is the sentence just before it
 
 
 @lru_cache(maxsize=256)
@@ -252,6 +259,11 @@ def is_directive(seg: Segment, kind: str) -> bool:
     if kind == "pr_template" and (seg.checkbox or (seg.kind == "item" and seg.text.endswith("?"))):
         return True
     tab = table()
+    if seg.text.endswith("?") and seg.text.split(" ", 1)[0].lower() in tab.question_starts:
+        return False  # "Do you want to add documentation?": a question heading or FAQ entry
+    if seg.intro and seg.kind in ("item", "combined", "lead_item") and tab.offers.search(
+            _LAST_SENTENCE.split(seg.intro[-300:].lower())[-1]):
+        return False  # "Ways you can contribute:" lists kinds of help, not requests
     if seg.kind in ("item", "combined") and seg.section and any(
             f" {w}" in _heading_words(seg.section) for w in tab.checklist_sections):
         return True  # an item of a checklist or requirements section

@@ -33,6 +33,8 @@ _HTML_COMMENT_MARK = re.compile(r"<!--|-->")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*)$")
 _ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+(\[[ xX]\]\s+)?(.*)$")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+# A checklist written with ballot boxes ("☐ Make sure existing tests pass.<br>"): a task item.
+_BALLOT = re.compile(r"^(\s*)[☐☑☒□✅✔]\ufe0f?\s*(?=\S)")
 _BOLD_LEAD = re.compile(r"^\*\*([^*\n]{1,120})\*\*:?\s*")
 _TABLE_SEP = re.compile(r"^[\s|:\-]+$")
 _ADMONITION = re.compile(r"^\[!\w+\]\s*")
@@ -66,6 +68,7 @@ class Segment:
     indent: int = 0
     children: list[Segment] = field(default_factory=list)
     checkbox: bool = False  # a "- [ ] ..." task-list item (a checklist entry of a template)
+    intro: str = ""  # a list item: the sentence just before its list ("Ways you can help:")
 
     @property
     def lower(self) -> str:
@@ -184,8 +187,10 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
     items: list[Segment] = []  # open list items, by indent (for nesting)
     lead: Segment | None = None  # a paragraph ending in ":" that the next list belongs to
 
+    intro = ""  # the last sentence before the current list (its items' `intro`)
+
     def flush() -> None:
-        nonlocal lead, block
+        nonlocal lead, block, intro
         if not para:
             return
         if para[-1].endswith("::") and not block:
@@ -207,6 +212,7 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
             last = Segment(sentence, file, "sentence", where, _codes_in(sentence, codes))
             segments.append(last)
         lead = last if last is not None and last.text.endswith(":") else None
+        intro = last.text if last is not None else ""
 
     block = ""  # "prose" / "code": inside the indented body of an admonition / directive
     table_columns: list[int] | None = None  # column starts inside an rST simple table
@@ -243,6 +249,7 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
             segments.append(Segment(plain, file, "heading", section, codes))
             items.clear()
             lead = None
+            intro = ""
             continue
         if prose_fence is not None and line.strip() == prose_fence:
             flush()
@@ -292,6 +299,7 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
             segments.append(Segment(plain, file, "heading", section, codes))
             items.clear()
             lead = None
+            intro = ""
             continue
         while stripped.startswith(">"):
             stripped = stripped[1:].strip()
@@ -309,6 +317,8 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
             head = plains[0][0] if plains else ""
             segments.append(Segment(row_text, file, "row", section, row_codes, head=head))
             continue
+        if stripped[:1] in "☐☑☒□✅✔":
+            line = _BALLOT.sub(r"\1- [ ] ", line, count=1)
         im = _ITEM.match(line)
         if im and not stripped.startswith("**") and not _TABLE_SEP.match(stripped):
             flush()
@@ -318,7 +328,7 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
             head = inline(bm.group(1))[0].rstrip(":") if bm else ""
             plain, codes = inline(body)
             seg = Segment(plain, file, "item", section, codes, head=head, indent=indent,
-                          checkbox=bool(im.group(2)))
+                          checkbox=bool(im.group(2)), intro=intro)
             while items and items[-1].indent >= indent:
                 items.pop()
             if items:
@@ -372,7 +382,8 @@ def _combined(segments: list[Segment]) -> list[Segment]:
         lead = _split_sentences(seg.text)[-1] if len(seg.text) >= 160 else seg.text
         text = lead.rstrip(":.") + ": " + "; ".join(k.text.rstrip(".;") for k in kids)
         codes = _codes_in(lead, seg.codes) + [c for k in kids for c in k.codes]
-        out.append(Segment(text, seg.file, "combined", seg.section, codes, head=seg.head))
+        out.append(Segment(text, seg.file, "combined", seg.section, codes, head=seg.head,
+                           intro=lead))
         if not lead.endswith(":"):
             continue
         # Each item also read as the lead's sentence ("The PR needs to include: ...; a
@@ -382,7 +393,8 @@ def _combined(segments: list[Segment]) -> list[Segment]:
         for kid in kids:
             if len(kid.text) <= MAX_LEAD_ITEM:
                 out.append(Segment(f"{stem} {kid.text}", seg.file, "lead_item", seg.section,
-                                   _codes_in(lead, seg.codes) + kid.codes, head=kid.head))
+                                   _codes_in(lead, seg.codes) + kid.codes, head=kid.head,
+                                   intro=kid.intro))
     return out
 
 

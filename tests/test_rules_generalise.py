@@ -527,6 +527,47 @@ def test_approvals_are_counted_as_written() -> None:
     assert two["review_approvals"]["statement_zh"].startswith("每个 PR 合并前至少需要 2 位")
 
 
+def test_offers_of_kinds_of_help_and_questions_are_not_requests() -> None:
+    offers = """\
+# Contributing
+
+All kinds of contributions are welcome, including but not limited to the following.
+
+- Fix typos or bugs
+- Add documentation or translate it into other languages
+
+## Do you want to add documentation?
+
+We are glad to hear it.
+"""
+    assert "docs" not in _topics({"CONTRIBUTING.md": offers})
+    # The same item after a sentence that asks for it is a rule.
+    asked = "Every pull request must come with the following.\n\n- Add documentation for the new API\n"
+    assert "docs" in _topics({"CONTRIBUTING.md": asked})
+    # An offer earlier in the paragraph does not make a workflow's steps optional.
+    workflow = ("We welcome any useful contribution! Here's the workflow:\n\n"
+                "1. Please update the changelog with your change.\n")
+    assert "changelog_update" in _rules({"CONTRIBUTING.md": workflow})
+
+
+def test_a_ballot_box_checklist_is_a_checklist() -> None:
+    md = ("### Pull request checklist\n\n"
+          "☐ Make sure existing tests pass.<br>\n"
+          "☐ All public methods must have informative docstrings.<br>\n")
+    items = [s for s in markdown_segments(md, "CONTRIBUTING.md") if s.kind == "item"]
+    assert [s.text for s in items] == ["Make sure existing tests pass.",
+                                       "All public methods must have informative docstrings."]
+    assert all(s.checkbox for s in items)
+    assert "docstrings_required" in _rules({"CONTRIBUTING.md": md})
+
+
+def test_fixing_docs_one_notices_is_no_docs_rule_for_each_change() -> None:
+    md = "## Documentation\n\nWhen you notice outdated documentation, please update it.\n"
+    assert "docs" not in _topics({"CONTRIBUTING.md": md})
+    asked = "## Documentation\n\nWhen you change an API, please update its page.\n"
+    assert "docs" in _topics({"CONTRIBUTING.md": asked})
+
+
 def _evaluate_rules_module() -> Any:
     spec = importlib.util.spec_from_file_location(
         "evaluate_rules", ROOT / "benchmarks" / "evaluate_rules.py")

@@ -230,7 +230,19 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
             if isinstance(meta.get(key), str):
                 out += markdown_segments(meta[key], path)
         out += markdown_segments(body, path)
-    return out
+    # An item joined to its lead helps only when the lead asks for something ("The PR needs
+    # to include:"); other leads' items are read on their own and in the combined segment.
+    asks: dict[str, bool] = {}
+    kept = []
+    for seg in out:
+        if seg.kind == "lead_item":
+            if seg.intro not in asks:
+                asks[seg.intro] = is_directive(Segment(seg.intro, seg.file, "sentence"),
+                                               kinds.get(seg.file, ""))
+            if not asks[seg.intro]:
+                continue
+        kept.append(seg)
+    return kept
 
 
 _LEAD_NOISE = re.compile(r"^[^A-Za-z]{0,12}(?:\((?:optional|required)\)\s{0,3})?", re.I)

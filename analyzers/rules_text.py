@@ -394,7 +394,7 @@ def _combined(segments: list[Segment]) -> list[Segment]:
             if len(kid.text) <= MAX_LEAD_ITEM:
                 out.append(Segment(f"{stem} {kid.text}", seg.file, "lead_item", seg.section,
                                    _codes_in(lead, seg.codes) + kid.codes, head=kid.head,
-                                   intro=kid.intro))
+                                   intro=lead))
     return out
 
 

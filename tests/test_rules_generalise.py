@@ -448,7 +448,15 @@ A pull request adding a feature needs to include:
     by_rule = _rules({"CONTRIBUTING.md": md})
     assert by_rule["docs_request"]["statement"] == (
         "Add or update the documentation with the change (in `docs/tutorials/`).")
-    # A lead that does not end in ":" introduces no items to join.
+    # A lead that asks nothing keeps its items apart (reading them joined would cost time for
+    # nothing); a lead that does not end in ":" introduces no items to join.
+    from analyzers.rules import _segments
+
+    layout = "Our folders:\n\n* `docs/` for the tutorials\n"
+    assert not [s for s in _segments({"CONTRIBUTING.md": layout}, {"CONTRIBUTING.md": "contributing"})
+                if s.kind == "lead_item"]
+    assert [s for s in _segments({"CONTRIBUTING.md": md}, {"CONTRIBUTING.md": "contributing"})
+            if s.kind == "lead_item"]
     plain = "Our layout\n\n* a tutorial page under `docs/tutorials/`\n"
     assert not [s for s in markdown_segments(plain, "CONTRIBUTING.md") if s.kind == "lead_item"]
 

@@ -102,6 +102,7 @@ class Table:
     lead_adverbs: frozenset[str]  # "always", "never", ...: the verb after them counts
     conditions: frozenset[str]  # "if", "when", ...: the request follows the first comma
     checklist_sections: tuple[str, ...]  # headings whose list items are requests
+    template_table_sections: tuple[str, ...]  # a PR template's headings whose table rows are
     offers: re.Pattern[str]  # a list introduced as kinds of contribution ("ways you can help:")
     question_starts: frozenset[str]  # "Do you want to add docs?" asks a question, not for a thing
 
@@ -186,6 +187,7 @@ def table() -> Table:
         lead_adverbs=frozenset(cues.get("lead_adverbs", [])),
         conditions=frozenset(cues.get("conditions", [])),
         checklist_sections=tuple(cues.get("sections", [])),
+        template_table_sections=tuple(cues.get("template_table_sections", [])),
         offers=re.compile(r"\b(?:" + "|".join(
             re.escape(m).replace(r"\ ", r"\s{1,3}") for m in sorted(cues["offers"], key=len, reverse=True)
         ) + r")\b"),
@@ -271,6 +273,9 @@ def is_directive(seg: Segment, kind: str) -> bool:
     if kind == "pr_template" and (seg.checkbox or (seg.kind == "item" and seg.text.endswith("?"))):
         return True
     tab = table()
+    if kind == "pr_template" and seg.kind == "row" and seg.section and any(
+            f" {w}" in _heading_words(seg.section) for w in tab.template_table_sections):
+        return True  # a row of a PR template's "Checks" table is a checklist entry
     if seg.text.endswith("?") and seg.text.split(" ", 1)[0].lower() in tab.question_starts:
         return False  # "Do you want to add documentation?": a question heading or FAQ entry
     if seg.intro and seg.kind in ("item", "combined", "lead_item") and tab.offers.search(

@@ -576,6 +576,38 @@ def test_fixing_docs_one_notices_is_no_docs_rule_for_each_change() -> None:
     assert "docs" in _topics({"CONTRIBUTING.md": asked})
 
 
+def test_rows_of_a_pr_templates_checks_table_are_requests() -> None:
+    md = """\
+## Checks
+
+| Check | Done? |
+|---|---|
+| Added or updated unit tests | |
+| Updated the docs in `docs/` if behaviour changed | |
+| Benchmarked with `tools/speed.py` if the sampler changed (paste before/after) | |
+"""
+    by_rule = _rules({".github/pull_request_template.md": md})
+    assert {"tests_new_code", "docs_request", "results_perf"} <= set(by_rule)
+    # The same table in a guide describes, it does not ask.
+    assert "tests_new_code" not in _rules({"CONTRIBUTING.md": md})
+    # A PR template's table under another heading (a summary of the change) asks nothing.
+    summary = "## Summary\n\n| Added or updated unit tests | yes |\n|---|---|\n"
+    assert "tests_new_code" not in _rules({".github/pull_request_template.md": summary})
+
+
+def test_understanding_ai_code_closing_for_no_response_and_review_after_ci() -> None:
+    ai = "Contributors MAY use AI assistants, but MUST NOT submit code they do not understand.\n"
+    assert _rules({"CONTRIBUTING.md": ai})["ai_understand"]["statement"] == (
+        "Authors must understand the AI-assisted code they submit.")
+    close = "Reviewers MAY close pull requests that receive no response from the author for 30 days.\n"
+    assert _rules({"CONTRIBUTING.md": close})["no_response_close_manual"]["statement"] == (
+        "Maintainers may close issues or PRs that get no response from their author (after 30 days).")
+    ci = "CI runs the linters on every pull request; a PR with a red CI is not reviewed.\n"
+    assert "review_after_ci" in _rules({"CONTRIBUTING.md": ci})
+    wait = "If the PR is not reviewed within 7 days, ping the reviewer; CI checks run on every push.\n"
+    assert "review_after_ci" not in _rules({"CONTRIBUTING.md": wait})
+
+
 def _evaluate_rules_module() -> Any:
     spec = importlib.util.spec_from_file_location(
         "evaluate_rules", ROOT / "benchmarks" / "evaluate_rules.py")

@@ -84,6 +84,8 @@ class Rule:
     collect_codes: bool  # collect: one fact listing the matching code spans of every hit
     collect_format: str  # collect: each hit rendered with this template (e.g. "{label} in {code}")
     collect_plain: bool  # collect: values listed as plain lower-case words, not code spans
+    within: int  # > 0: a first-group hit is followed within this many tokens (no punctuation
+    # between) by a last-group hit ("must have informative docstrings")
 
 
 @dataclass
@@ -168,6 +170,7 @@ def table() -> Table:
             collect_codes=bool(raw.get("collect_codes", False)),
             collect_format=str(raw.get("collect_format", "")),
             collect_plain=bool(raw.get("collect_plain", False)),
+            within=int(raw.get("within", 0)),
         ))
     by_first_key: dict[str, list[int]] = {}
     for i, rule in enumerate(rules):
@@ -424,6 +427,8 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 if not directive[id(seg)]:
                     continue
             if all(any(k in found for k in group) for group in rule.groups):
+                if rule.within and not _near(rule, matches, doc, strings):
+                    continue
                 if waived is None:
                     waived = waived_clauses(doc) if tab.waived.search(doc.text.lower()) else []
                 if waived and _group_waived(rule, matches, waived, strings):
@@ -507,6 +512,17 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
             "observed": False,
         })
     return _merge_same_statements(facts)
+
+
+def _near(rule: Rule, matches: list[tuple[int, int, int]], doc: Any, strings: Any) -> bool:
+    """A hit of the rule's first group followed, within `rule.within` tokens and with no
+    punctuation between, by a hit of its last group."""
+    first, last = set(rule.groups[0]), set(rule.groups[-1])
+    ends = [end for m, _, end in matches if strings[m] in first]
+    starts = [start for m, start, _ in matches if strings[m] in last]
+    return any(0 <= start - end < rule.within
+               and not any(doc[i].is_punct for i in range(end, start))
+               for end in ends for start in starts)
 
 
 def _group_waived(rule: Rule, matches: list[tuple[int, int, int]], waived: list[int],

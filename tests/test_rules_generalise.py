@@ -566,7 +566,16 @@ def test_a_ballot_box_checklist_is_a_checklist() -> None:
     assert [s.text for s in items] == ["Make sure existing tests pass.",
                                        "All public methods must have informative docstrings."]
     assert all(s.checkbox for s in items)
-    assert "docstrings_required" in _rules({"CONTRIBUTING.md": md})
+    assert "docstrings_asked" in _rules({"CONTRIBUTING.md": md})
+
+
+def test_docstrings_asked_a_few_words_after_the_request() -> None:
+    # `within: 4`: the request first, the docstrings at most four tokens later, no punctuation.
+    assert "docstrings_asked" in _rules({"CONTRIBUTING.md": "New modules should have short docstrings.\n"})
+    for text in ("Docstrings should follow the Google style.\n",
+                 "You must run the linters; docstrings are checked too.\n",
+                 "New modules should be small and well tested and come with docstrings.\n"):
+        assert "docstrings_asked" not in _rules({"CONTRIBUTING.md": text}), text
 
 
 def test_fixing_docs_one_notices_is_no_docs_rule_for_each_change() -> None:

@@ -36,7 +36,7 @@ from analyzers.rules_text import (
     repository_path,
 )
 
-RULES_VERSION = "2"  # 2: reads rST/admonitions, waived clauses, the written-corpus rules (rules6)
+RULES_VERSION = "3"  # 3: MyST admonitions, lead + item segments, contributions sent elsewhere (rules7)
 # The topics a researcher proposing a method needs (for a short comment:
 # format_rules_markdown(summary, lang, topics=PROPOSAL_TOPICS, max_per_topic=3)).
 PROPOSAL_TOPICS = ["general", "scope", "issue-first", "tests", "docs", "lint", "sign-off",
@@ -73,7 +73,7 @@ class Rule:
     extract: tuple[tuple[str, re.Pattern[str]], ...]
     extract_all: tuple[tuple[str, re.Pattern[str]], ...]
     statement: str
-    fallback: str | None
+    fallback: tuple[str, ...]  # tried in order when the statement's placeholders have no value
     statement_zh: str | None
     strength: str
     collect: bool
@@ -84,6 +84,8 @@ class Rule:
     collect_codes: bool  # collect: one fact listing the matching code spans of every hit
     collect_format: str  # collect: each hit rendered with this template (e.g. "{label} in {code}")
     collect_plain: bool  # collect: values listed as plain lower-case words, not code spans
+    within: int  # > 0: a first-group hit is followed within this many tokens (no punctuation
+    # between) by a last-group hit ("must have informative docstrings")
 
 
 @dataclass
@@ -102,6 +104,9 @@ class Table:
     lead_adverbs: frozenset[str]  # "always", "never", ...: the verb after them counts
     conditions: frozenset[str]  # "if", "when", ...: the request follows the first comma
     checklist_sections: tuple[str, ...]  # headings whose list items are requests
+    template_table_sections: tuple[str, ...]  # a PR template's headings whose table rows are
+    offers: re.Pattern[str]  # a list introduced as kinds of contribution ("ways you can help:")
+    question_starts: frozenset[str]  # "Do you want to add docs?" asks a question, not for a thing
 
 
 def _nlp() -> Any:
@@ -153,7 +158,8 @@ def table() -> Table:
                 (k, re.compile(v, re.I)) for k, v in (raw.get("extract_all") or {}).items()
             ),
             statement=raw["statement"],
-            fallback=raw.get("fallback"),
+            fallback=tuple([raw["fallback"]] if isinstance(raw.get("fallback"), str)
+                           else raw.get("fallback") or ()),
             statement_zh=raw.get("statement_zh"),
             strength=raw.get("strength", "rule"),
             collect=bool(raw.get("collect", False)),
@@ -164,6 +170,7 @@ def table() -> Table:
             collect_codes=bool(raw.get("collect_codes", False)),
             collect_format=str(raw.get("collect_format", "")),
             collect_plain=bool(raw.get("collect_plain", False)),
+            within=int(raw.get("within", 0)),
         ))
     by_first_key: dict[str, list[int]] = {}
     for i, rule in enumerate(rules):
@@ -183,6 +190,11 @@ def table() -> Table:
         lead_adverbs=frozenset(cues.get("lead_adverbs", [])),
         conditions=frozenset(cues.get("conditions", [])),
         checklist_sections=tuple(cues.get("sections", [])),
+        template_table_sections=tuple(cues.get("template_table_sections", [])),
+        offers=re.compile(r"\b(?:" + "|".join(
+            re.escape(m).replace(r"\ ", r"\s{1,3}") for m in sorted(cues["offers"], key=len, reverse=True)
+        ) + r")\b"),
+        question_starts=frozenset(cues["question_starts"]),
         by_first_key=by_first_key,
         topics=data["topics"],
         core=tuple(data["core_topics"]),
@@ -223,7 +235,19 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
             if isinstance(meta.get(key), str):
                 out += markdown_segments(meta[key], path)
         out += markdown_segments(body, path)
-    return out
+    # An item joined to its lead helps only when the lead asks for something ("The PR needs
+    # to include:"); other leads' items are read on their own and in the combined segment.
+    asks: dict[str, bool] = {}
+    kept = []
+    for seg in out:
+        if seg.kind == "lead_item":
+            if seg.intro not in asks:
+                asks[seg.intro] = is_directive(Segment(seg.intro, seg.file, "sentence"),
+                                               kinds.get(seg.file, ""))
+            if not asks[seg.intro]:
+                continue
+        kept.append(seg)
+    return kept
 
 
 _LEAD_NOISE = re.compile(r"^[^A-Za-z]{0,12}(?:\((?:optional|required)\)\s{0,3})?", re.I)
@@ -235,6 +259,7 @@ MAX_COMMANDS = 3
 
 
 _NON_WORD = re.compile(r"[^\w\s'-]")
+_LAST_SENTENCE = re.compile(r"[.!?]\s")  # a list's intro is the sentence just before it
 
 
 @lru_cache(maxsize=256)
@@ -251,10 +276,22 @@ def is_directive(seg: Segment, kind: str) -> bool:
     if kind == "pr_template" and (seg.checkbox or (seg.kind == "item" and seg.text.endswith("?"))):
         return True
     tab = table()
+    if kind == "pr_template" and seg.kind == "row" and seg.section and any(
+            f" {w}" in _heading_words(seg.section) for w in tab.template_table_sections):
+        return True  # a row of a PR template's "Checks" table is a checklist entry
+    if seg.text.endswith("?") and seg.text.split(" ", 1)[0].lower() in tab.question_starts:
+        return False  # "Do you want to add documentation?": a question heading or FAQ entry
+    if seg.intro and seg.kind in ("item", "combined", "lead_item") and tab.offers.search(
+            _LAST_SENTENCE.split(seg.intro[-300:].lower())[-1]):
+        return False  # "Ways you can contribute:" lists kinds of help, not requests
     if seg.kind in ("item", "combined") and seg.section and any(
             f" {w}" in _heading_words(seg.section) for w in tab.checklist_sections):
         return True  # an item of a checklist or requirements section
     low = seg.text[:600].lower()
+    if tab.waived.search(low):
+        # "You do not need to add an entry" asks nothing: the modal inside a waiver is not
+        # a request (the rest of the sentence may still be one).
+        low = tab.waived.sub(" ", low)
     if tab.modal.search(low):
         return True
     # Any sentence of the segment may be the request ("No benchmarks in tests/. Put them ...").
@@ -333,9 +370,7 @@ def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
         if found:
             values[name] = ", ".join(f"`{x}`" for x in found[:10])
             values[f"_all_{name}"] = "\n".join(found)
-    for primary, template in ((True, rule.statement), (False, rule.fallback)):
-        if template is None:
-            continue
+    for primary, template in ((True, rule.statement), *((False, f) for f in rule.fallback)):
         needed = _PLACEHOLDER.findall(template)
         if all(n in values or n == "items" for n in needed):
             values["_primary"] = "1" if primary else ""
@@ -392,6 +427,8 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 if not directive[id(seg)]:
                     continue
             if all(any(k in found for k in group) for group in rule.groups):
+                if rule.within and not _near(rule, matches, doc, strings):
+                    continue
                 if waived is None:
                     waived = waived_clauses(doc) if tab.waived.search(doc.text.lower()) else []
                 if waived and _group_waived(rule, matches, waived, strings):
@@ -475,6 +512,17 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
             "observed": False,
         })
     return _merge_same_statements(facts)
+
+
+def _near(rule: Rule, matches: list[tuple[int, int, int]], doc: Any, strings: Any) -> bool:
+    """A hit of the rule's first group followed, within `rule.within` tokens and with no
+    punctuation between, by a hit of its last group."""
+    first, last = set(rule.groups[0]), set(rule.groups[-1])
+    ends = [end for m, _, end in matches if strings[m] in first]
+    starts = [start for m, start, _ in matches if strings[m] in last]
+    return any(0 <= start - end < rule.within
+               and not any(doc[i].is_punct for i in range(end, start))
+               for end in ends for start in starts)
 
 
 def _group_waived(rule: Rule, matches: list[tuple[int, int, int]], waived: list[int],

@@ -24,7 +24,8 @@ import yaml
 MAX_CHARS = 65_536
 MAX_CODE_SPAN = 80  # longer code spans are not quoted (they would be pasted text, not a name)
 MAX_COMBINED_ITEMS = 10
-MAX_LABEL_WORDS = 4  # a bold paragraph lead this short is a label, not a bold sentence
+MAX_LABEL_WORDS = 4
+MAX_LEAD_ITEM = 300  # longer items are read on their own, not joined to the lead  # a bold paragraph lead this short is a label, not a bold sentence
 
 _LINK = re.compile(r"!?\[([^\]\n]{0,300})\]\([^)\s]{0,600}\)")
 _TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,200}>")
@@ -32,6 +33,8 @@ _HTML_COMMENT_MARK = re.compile(r"<!--|-->")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*)$")
 _ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+(\[[ xX]\]\s+)?(.*)$")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+# A checklist written with ballot boxes ("☐ Make sure existing tests pass.<br>"): a task item.
+_BALLOT = re.compile(r"^(\s*)[☐☑☒□✅✔]\ufe0f?\s*(?=\S)")
 _BOLD_LEAD = re.compile(r"^\*\*([^*\n]{1,120})\*\*:?\s*")
 _TABLE_SEP = re.compile(r"^[\s|:\-]+$")
 _ADMONITION = re.compile(r"^\[!\w+\]\s*")
@@ -41,6 +44,12 @@ _UNDERLINE = re.compile(r"^ {0,3}(?:={3,}|-{3,}|~{3,}|\^{3,}|\*{3,}|\+{3,})\s*$"
 _PROSE_BLOCK = re.compile(
     r"^\s{0,3}(?:\.\.\s{1,3}(?:note|important|warning|tip|hint|attention|caution|danger|error"
     r"|admonition|seealso)::|(?:!!!|\?\?\?\+?)\s{1,3}[\w-]{1,30})(.{0,300})$", re.I)
+# MyST (Sphinx Markdown) admonitions: ```{note} ... ``` or :::{warning} ... ::: fence prose, not
+# code; the closing fence ends them.
+_MYST_PROSE = re.compile(
+    r"^\s{0,3}(`{3,}|:{3,})\{(?:note|important|warning|tip|hint|attention|caution|danger|error"
+    r"|admonition|seealso)\}", re.I)
+_MYST_OPTION = re.compile(r"^:[\w-]{1,30}:")
 # Any other reStructuredText directive (".. code-block:: bash", ".. toctree::"): its indented
 # body is code or options.
 _RST_DIRECTIVE = re.compile(r"^\s{0,3}\.\.\s{1,3}[\w:-]{1,40}::")
@@ -52,19 +61,23 @@ _RST_TABLE_BORDER = re.compile(r"^ {0,3}={2,}(?: +={2,})+\s*$")
 class Segment:
     text: str  # plain text used for matching
     file: str
-    kind: str  # sentence | item | row | heading | code | combined | field
+    kind: str  # sentence | item | row | heading | code | combined | lead_item | field
     section: str = ""  # nearest heading, lower case
     codes: list[str] = field(default_factory=list)
     head: str = ""
     indent: int = 0
     children: list[Segment] = field(default_factory=list)
     checkbox: bool = False  # a "- [ ] ..." task-list item (a checklist entry of a template)
+    intro: str = ""  # a list item: the sentence just before its list ("Ways you can help:")
 
     @property
     def lower(self) -> str:
         return self.text.lower()
 
 
+# A contribution guide by its path: CONTRIBUTING.md, docs/contribution_guide.md,
+# docs/contribute/..., a contributor guide; not a CONTRIBUTORS list of people.
+_CONTRIBUTION_GUIDE = re.compile(r"contribut(?!ors?\b)")
 _REVISION = re.compile(r"\s+@\s*[0-9a-f]{7,40}\s*$")
 
 
@@ -93,7 +106,7 @@ def file_kind(path: str) -> str:
         return "codeowners"
     if name.endswith(".json") and ("ruleset" in name or "branch" in name):
         return "ruleset"
-    if "contributing" in p:
+    if _CONTRIBUTION_GUIDE.search(p):
         return "contributing"
     if "governance" in p:
         return "governance"
@@ -170,11 +183,14 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
     segments: list[Segment] = []
     para: list[str] = []
     fence: str | None = None
+    prose_fence: str | None = None  # the fence of an open MyST admonition
     items: list[Segment] = []  # open list items, by indent (for nesting)
     lead: Segment | None = None  # a paragraph ending in ":" that the next list belongs to
 
+    intro = ""  # the last sentence before the current list (its items' `intro`)
+
     def flush() -> None:
-        nonlocal lead, block
+        nonlocal lead, block, intro
         if not para:
             return
         if para[-1].endswith("::") and not block:
@@ -196,6 +212,7 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
             last = Segment(sentence, file, "sentence", where, _codes_in(sentence, codes))
             segments.append(last)
         lead = last if last is not None and last.text.endswith(":") else None
+        intro = last.text if last is not None else ""
 
     block = ""  # "prose" / "code": inside the indented body of an admonition / directive
     table_columns: list[int] | None = None  # column starts inside an rST simple table
@@ -232,7 +249,20 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
             segments.append(Segment(plain, file, "heading", section, codes))
             items.clear()
             lead = None
+            intro = ""
             continue
+        if prose_fence is not None and line.strip() == prose_fence:
+            flush()
+            prose_fence = None
+            continue
+        mp = _MYST_PROSE.match(line) if prose_fence is None else None
+        if mp:
+            flush()
+            items.clear()
+            prose_fence = mp.group(1)
+            continue
+        if prose_fence is not None and _MYST_OPTION.match(line.strip()):
+            continue  # ":class: tip" and the like: options of the admonition
         m = _FENCE.match(line)
         if m:
             flush()
@@ -269,6 +299,7 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
             segments.append(Segment(plain, file, "heading", section, codes))
             items.clear()
             lead = None
+            intro = ""
             continue
         while stripped.startswith(">"):
             stripped = stripped[1:].strip()
@@ -286,6 +317,8 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
             head = plains[0][0] if plains else ""
             segments.append(Segment(row_text, file, "row", section, row_codes, head=head))
             continue
+        if stripped[:1] in "☐☑☒□✅✔":
+            line = _BALLOT.sub(r"\1- [ ] ", line, count=1)
         im = _ITEM.match(line)
         if im and not stripped.startswith("**") and not _TABLE_SEP.match(stripped):
             flush()
@@ -295,7 +328,7 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
             head = inline(bm.group(1))[0].rstrip(":") if bm else ""
             plain, codes = inline(body)
             seg = Segment(plain, file, "item", section, codes, head=head, indent=indent,
-                          checkbox=bool(im.group(2)))
+                          checkbox=bool(im.group(2)), intro=intro)
             while items and items[-1].indent >= indent:
                 items.pop()
             if items:
@@ -349,7 +382,19 @@ def _combined(segments: list[Segment]) -> list[Segment]:
         lead = _split_sentences(seg.text)[-1] if len(seg.text) >= 160 else seg.text
         text = lead.rstrip(":.") + ": " + "; ".join(k.text.rstrip(".;") for k in kids)
         codes = _codes_in(lead, seg.codes) + [c for k in kids for c in k.codes]
-        out.append(Segment(text, seg.file, "combined", seg.section, codes, head=seg.head))
+        out.append(Segment(text, seg.file, "combined", seg.section, codes, head=seg.head,
+                           intro=lead))
+        if not lead.endswith(":"):
+            continue
+        # Each item also read as the lead's sentence ("The PR needs to include: ...; a
+        # tutorial page" -> "The PR needs to include a tutorial page"): the lead's verb
+        # then sits next to the item's noun, as in a sentence.
+        stem = lead.rstrip(":").rstrip()
+        for kid in kids:
+            if len(kid.text) <= MAX_LEAD_ITEM:
+                out.append(Segment(f"{stem} {kid.text}", seg.file, "lead_item", seg.section,
+                                   _codes_in(lead, seg.codes) + kid.codes, head=kid.head,
+                                   intro=lead))
     return out
 
 

@@ -499,7 +499,9 @@ def test_pattern_table_is_well_formed() -> None:
         assert raw["all"] and all(group for group in raw["all"]), raw["id"]
         for other in raw.get("unless", []):
             assert other in ids, (raw["id"], other)
-        placeholders = set(rules._PLACEHOLDER.findall(raw["statement"])) - {"items"}
+        fallbacks = raw.get("fallback") or []
+        templates = [raw["statement"], *([fallbacks] if isinstance(fallbacks, str) else fallbacks)]
+        placeholders = {p for t in templates for p in rules._PLACEHOLDER.findall(t)} - {"items"}
         extracted = set(raw.get("extract", {})) | set(raw.get("extract_all", {}))
         if placeholders - extracted - {"code", "codes", "head"} == set():
             continue
@@ -519,6 +521,10 @@ def test_long_hostile_input_stays_bounded() -> None:
         ".github/workflows/stale.yml": "on: {" * 5000,
         ".github/ruleset.json": "{" * 60000,
         "CODEOWNERS": "* @a\n" * 10000,
+        # rules7 shapes: MyST fences never closed, ballot boxes, leads that ask with items
+        "docs/contribution_guide.md": ("```{note}\n" * 1500) + ("☐ ☐ a<br>\n" * 2000)
+        + ("You must include:\n- a\n- b\n" * 1500),
+        ".github/pull_request_template.md": "## Checks\n" + ("| a | b |\n" * 6000),
     }
     start = time.perf_counter()
     summary = summarize_rules(hostile)

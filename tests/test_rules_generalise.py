@@ -394,6 +394,229 @@ Issues without activity for 120 days get a label from a bot; nothing is closed a
 # --- the written held-out corpus --------------------------------------------------------------
 
 
+# --- rules7: structures of well-known ML projects' guides ---------------------------------------
+
+
+def test_myst_admonition_fences_are_prose_not_code() -> None:
+    md = """\
+# Contributing
+
+```{note}
+:class: margin
+If you plan a large change, open an issue for discussion first.
+```
+
+```bash
+pip install -e .
+```
+
+:::{important}
+Before you create a PR, make sure your code lints.
+:::
+"""
+    kinds = {s.text: s.kind for s in markdown_segments(md, "docs/contribution_guide.md")}
+    assert kinds["If you plan a large change, open an issue for discussion first."] == "sentence"
+    assert kinds["Before you create a PR, make sure your code lints."] == "sentence"
+    assert kinds["pip install -e ."] == "code"
+    assert not any(text.startswith(":class:") for text in kinds)
+    assert "issue-first" in _topics({"docs/contribution_guide.md": md})
+
+
+def test_a_contribution_guide_is_known_by_its_path() -> None:
+    from analyzers.rules_text import file_kind
+
+    assert file_kind("docs/en/notes/contribution_guide.md") == "contributing"
+    assert file_kind("doc/source/contribute/development.rst") == "contributing"
+    assert file_kind("docs/contributor_guide.md") == "contributing"
+    assert file_kind("CONTRIBUTORS.md") == "doc"  # a list of people, not a guide
+    summary = summarize_rules({"docs/contribution_guide.md": "Run `pytest` before you push.\n"})
+    assert "no_contributing" not in {f["rule"] for f in summary["facts"]}
+
+
+def test_each_item_is_read_with_the_lead_that_asks_for_it() -> None:
+    md = """\
+A pull request adding a feature needs to include:
+
+* unit tests for the new code,
+* a tutorial page under `docs/tutorials/`.
+"""
+    segments = markdown_segments(md, "CONTRIBUTING.md")
+    joined = [s for s in segments if s.kind == "lead_item"]
+    assert [s.text for s in joined][1] == (
+        "A pull request adding a feature needs to include a tutorial page under docs/tutorials/.")
+    assert joined[1].codes == ["docs/tutorials/"]
+    by_rule = _rules({"CONTRIBUTING.md": md})
+    assert by_rule["docs_request"]["statement"] == (
+        "Add or update the documentation with the change (in `docs/tutorials/`).")
+    # A lead that asks nothing keeps its items apart (reading them joined would cost time for
+    # nothing); a lead that does not end in ":" introduces no items to join.
+    from analyzers.rules import _segments
+
+    layout = "Our folders:\n\n* `docs/` for the tutorials\n"
+    assert not [s for s in _segments({"CONTRIBUTING.md": layout}, {"CONTRIBUTING.md": "contributing"})
+                if s.kind == "lead_item"]
+    assert [s for s in _segments({"CONTRIBUTING.md": md}, {"CONTRIBUTING.md": "contributing"})
+            if s.kind == "lead_item"]
+    plain = "Our layout\n\n* a tutorial page under `docs/tutorials/`\n"
+    assert not [s for s in markdown_segments(plain, "CONTRIBUTING.md") if s.kind == "lead_item"]
+
+
+def test_a_modal_inside_a_waiver_is_not_a_request() -> None:
+    from analyzers.rules import is_directive
+    from analyzers.rules_text import Segment
+
+    def request(text: str) -> bool:
+        return is_directive(Segment(text, "CONTRIBUTING.md", "sentence"), "contributing")
+
+    assert not request("Release notes are made from the PR titles, so you do not need to add an entry.")
+    assert request("You do not need to sign a CLA, but every PR must pass the linters.")
+    assert request("Add a changelog entry.")
+    md = "Release notes are written from the merged PR titles, so you do not need to add an entry.\n"
+    assert "pr-title" not in _topics({"CONTRIBUTING.md": md})
+
+
+def test_a_test_folder_is_not_where_new_methods_go() -> None:
+    md = ("Unit tests live under `tests/unit/`.\n\n"
+          "New model support lives in `pkg/models/<name>/`; kernels belong in `csrc/kernels/`.\n")
+    by_rule = _rules({"CONTRIBUTING.md": md})
+    assert by_rule["place_paths_declarative"]["statement"] == (
+        "The guide says where such code goes (paths named: `pkg/models/<name>/`, `csrc/kernels/`).")
+    only_tests = _rules({"CONTRIBUTING.md": "Unit tests live under `tests/unit/`.\n"})
+    assert "place_paths_declarative" not in only_tests
+
+
+def test_contributions_sent_to_another_place_and_a_refusal_is_no_step() -> None:
+    md = """\
+## How to add a dataset
+
+Datasets are no longer added to this repository. Share a new dataset on the Data Hub instead.
+Pull requests that add a loading script under `datasets/` will be closed.
+"""
+    by_rule = _rules({"CONTRIBUTING.md": md})
+    assert by_rule["place_elsewhere"]["statement"] == (
+        "Some contributions are not added to this repository: the guide sends them to the Data Hub instead.")
+    assert "adding_section" not in by_rule  # the refused folder is not a step
+    # Files hosted elsewhere are not contributions sent away; questions neither.
+    assert "place_elsewhere" not in _rules({"CONTRIBUTING.md": (
+        "Don't add images to the repository. Host them on the Hub instead.\n\n"
+        "Ask questions about models on the forum instead of opening a new issue in another repository.\n")})
+
+
+def test_issue_first_before_the_work_itself_and_ai_prs_not_accepted() -> None:
+    md = ("Please open an issue and wait for a maintainer's reply before any implementation "
+          "work on larger pull requests.\n")
+    assert "issue_first_general" in _rules({"CONTRIBUTING.md": md})
+    bug = "If you found a bug, open an issue before the pull request.\n"
+    assert "issue-first" not in _topics({"CONTRIBUTING.md": bug})
+    ai = "> [!IMPORTANT]\n> This project does **not** accept pull requests that are mostly AI-generated.\n"
+    assert "ai_restricted" in _rules({"CONTRIBUTING.md": ai})
+
+
+def test_a_check_that_a_measure_does_not_get_worse() -> None:
+    md = "- Verify that accuracy and throughput are not affected negatively (use `tools/bench.py`).\n"
+    assert _rules({"CONTRIBUTING.md": md})["results_no_regression"]["statement"] == (
+        "Check that the change does not make accuracy and throughput worse (measured with `tools/bench.py`).")
+    described = "Our nightly job reports throughput; it is not affected by your PR.\n"
+    assert "results_no_regression" not in _rules({"CONTRIBUTING.md": described})
+
+
+def test_a_new_benchmark_of_an_eval_suite_is_not_a_speed_change() -> None:
+    md = "- For new benchmarks: paste the score table and the paper's numbers.\n"
+    assert "results_perf" not in _rules({".github/pull_request_template.md": md})
+    speed = "- For speed changes: paste the throughput numbers before and after.\n"
+    assert "results_perf" in _rules({".github/pull_request_template.md": speed})
+
+
+def test_approvals_are_counted_as_written() -> None:
+    one = _rules({"CONTRIBUTING.md": "A PR needs at least one approval before merging.\n"})
+    assert one["review_approvals"]["statement"].startswith("Every PR needs at least one approval from")
+    two = _rules({"CONTRIBUTING.md": "A PR needs at least 2 approvals before merging.\n"})
+    assert two["review_approvals"]["statement"].startswith("Every PR needs at least 2 approvals from")
+    assert two["review_approvals"]["statement_zh"].startswith("每个 PR 合并前至少需要 2 位")
+
+
+def test_offers_of_kinds_of_help_and_questions_are_not_requests() -> None:
+    offers = """\
+# Contributing
+
+All kinds of contributions are welcome, including but not limited to the following.
+
+- Fix typos or bugs
+- Add documentation or translate it into other languages
+
+## Do you want to add documentation?
+
+We are glad to hear it.
+"""
+    assert "docs" not in _topics({"CONTRIBUTING.md": offers})
+    # The same item after a sentence that asks for it is a rule.
+    asked = "Every pull request must come with the following.\n\n- Add documentation for the new API\n"
+    assert "docs" in _topics({"CONTRIBUTING.md": asked})
+    # An offer earlier in the paragraph does not make a workflow's steps optional.
+    workflow = ("We welcome any useful contribution! Here's the workflow:\n\n"
+                "1. Please update the changelog with your change.\n")
+    assert "changelog_update" in _rules({"CONTRIBUTING.md": workflow})
+
+
+def test_a_ballot_box_checklist_is_a_checklist() -> None:
+    md = ("### Pull request checklist\n\n"
+          "☐ Make sure existing tests pass.<br>\n"
+          "☐ All public methods must have informative docstrings.<br>\n")
+    items = [s for s in markdown_segments(md, "CONTRIBUTING.md") if s.kind == "item"]
+    assert [s.text for s in items] == ["Make sure existing tests pass.",
+                                       "All public methods must have informative docstrings."]
+    assert all(s.checkbox for s in items)
+    assert "docstrings_asked" in _rules({"CONTRIBUTING.md": md})
+
+
+def test_docstrings_asked_a_few_words_after_the_request() -> None:
+    # `within: 4`: the request first, the docstrings at most four tokens later, no punctuation.
+    assert "docstrings_asked" in _rules({"CONTRIBUTING.md": "New modules should have short docstrings.\n"})
+    for text in ("Docstrings should follow the Google style.\n",
+                 "You must run the linters; docstrings are checked too.\n",
+                 "New modules should be small and well tested and come with docstrings.\n"):
+        assert "docstrings_asked" not in _rules({"CONTRIBUTING.md": text}), text
+
+
+def test_fixing_docs_one_notices_is_no_docs_rule_for_each_change() -> None:
+    md = "## Documentation\n\nWhen you notice outdated documentation, please update it.\n"
+    assert "docs" not in _topics({"CONTRIBUTING.md": md})
+    asked = "## Documentation\n\nWhen you change an API, please update its page.\n"
+    assert "docs" in _topics({"CONTRIBUTING.md": asked})
+
+
+def test_rows_of_a_pr_templates_checks_table_are_requests() -> None:
+    md = """\
+## Checks
+
+| Check | Done? |
+|---|---|
+| Added or updated unit tests | |
+| Updated the docs in `docs/` if behaviour changed | |
+| Benchmarked with `tools/speed.py` if the sampler changed (paste before/after) | |
+"""
+    by_rule = _rules({".github/pull_request_template.md": md})
+    assert {"tests_new_code", "docs_request", "results_perf"} <= set(by_rule)
+    # The same table in a guide describes, it does not ask.
+    assert "tests_new_code" not in _rules({"CONTRIBUTING.md": md})
+    # A PR template's table under another heading (a summary of the change) asks nothing.
+    summary = "## Summary\n\n| Added or updated unit tests | yes |\n|---|---|\n"
+    assert "tests_new_code" not in _rules({".github/pull_request_template.md": summary})
+
+
+def test_understanding_ai_code_closing_for_no_response_and_review_after_ci() -> None:
+    ai = "Contributors MAY use AI assistants, but MUST NOT submit code they do not understand.\n"
+    assert _rules({"CONTRIBUTING.md": ai})["ai_understand"]["statement"] == (
+        "Authors must understand the AI-assisted code they submit.")
+    close = "Reviewers MAY close pull requests that receive no response from the author for 30 days.\n"
+    assert _rules({"CONTRIBUTING.md": close})["no_response_close_manual"]["statement"] == (
+        "Maintainers may close issues or PRs that get no response from their author (after 30 days).")
+    ci = "CI runs the linters on every pull request; a PR with a red CI is not reviewed.\n"
+    assert "review_after_ci" in _rules({"CONTRIBUTING.md": ci})
+    wait = "If the PR is not reviewed within 7 days, ping the reviewer; CI checks run on every push.\n"
+    assert "review_after_ci" not in _rules({"CONTRIBUTING.md": wait})
+
+
 def _evaluate_rules_module() -> Any:
     spec = importlib.util.spec_from_file_location(
         "evaluate_rules", ROOT / "benchmarks" / "evaluate_rules.py")

@@ -1099,7 +1099,9 @@ def _post_features(title: str | None, body: str | None, kind: str | None = None,
     # Prose only: pasted logs repeat characters in progress bars.
     if wanted("repeated_char") and (_REPEATED_CHAR.search(title) or _REPEATED_CHAR.search(prose)):
         feats.add("repeated_char")
-    _situation(title, prose, symptom, feats)
+    # A question shows a symptom when a metric misbehaves or a category is named; a healthy
+    # move alone ("the reward rises, is this normal?") is a healthy curve asked about.
+    _situation(title, prose, unhealthy or named, feats)
     if grams:
         # The joiners _prepare turns into spaces are never part of a word token.
         feats.add_tokens("t", learned.word_tokens(title) if title else [])

@@ -52,7 +52,8 @@ USE_SYNTHETIC = True
 # training.data.SYNTHETIC_KINDS: short reports written for the project from the guidelines'
 # definitions of the kinds with next to no labelled reports (stale rollouts 0 detected in
 # grouped CV, MoE 1, entropy collapse 1, groups without signal 6, rollout/training mismatch 12):
-# 15 threads, English and Chinese, fitted by the kind model only (not the report model), never
+# 15 threads, English and Chinese (since -41 also six for log-prob mismatch metrics named and a
+# reward model exploited), fitted by the kind model only (not the report model), never
 # scored. Without them a textbook stale-rollout or MoE report is named collapse_or_divergence
 # (no fold has their words).
 

@@ -219,6 +219,8 @@ async def test_methods_reply_in_a_discussion(app_ctx: Any, fake_github: Any) -> 
     seen: list[dict[str, Any]] = []
 
     def graphql(query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        if "addDiscussionComment" not in query:
+            return {"data": {"node": {"comments": {"nodes": []}}}}
         seen.append(variables)
         return {"data": {"addDiscussionComment": {"comment": {"id": "DC_1", "databaseId": 77}}}}
 
@@ -234,3 +236,55 @@ async def test_methods_reply_in_a_discussion(app_ctx: Any, fake_github: Any) -> 
     assert seen and seen[0]["id"] == "D_8" and REPLY_MARKER in seen[0]["body"]
     [row] = await actions(app_ctx, "command")
     assert row.status == "posted" and row.comment_node_id == "DC_1"
+
+
+async def test_discussion_reply_whose_answer_was_lost_is_not_posted_twice(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """addDiscussionComment creates the reply but GitHub answers 502: neither the client's
+    retries nor the worker's retry of the delivery post it again; the retry finds it among
+    the discussion's latest comments by its hidden marker (GraphQL checked against GitHub's
+    schema)."""
+    import json
+
+    import graphql as gql
+
+    from tests.fake_graphql import load_github_schema
+
+    schema = load_github_schema(shared_dir / "fixtures" / "github-api" / "schema.graphql")
+    await install(app_ctx, fake_github)
+    posted: list[dict[str, Any]] = [  # someone else's comment, quoting a marker: not ours
+        {"id": "DC_0", "databaseId": 70, "viewerDidAuthor": False,
+         "body": "> <!-- rltracker:reply-to:5556 -->"}]
+
+    @fake_github.route("POST", r"/graphql")
+    def discussion_api(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        document = gql.parse(body["query"])
+        assert not gql.validate(schema, document)
+        variables = body.get("variables") or {}
+        if "addDiscussionComment" in body["query"]:
+            node = {"id": f"DC_{len(posted)}", "databaseId": 70 + len(posted),
+                    "viewerDidAuthor": True, "body": variables["body"]}
+            posted.append(node)
+            if len(posted) == 2:  # the first reply: created, but the answer is a 502
+                return 502, {"message": "Server Error"}
+            return {"data": {"addDiscussionComment": {"comment": {
+                "id": node["id"], "databaseId": node["databaseId"]}}}}
+        assert variables == {"id": "D_9"}
+        return {"data": {"node": {"comments": {"nodes": json.loads(json.dumps(posted))}}}}
+
+    data = {
+        "action": "created",
+        "discussion": {"number": 9, "node_id": "D_9", "user": {"login": "alice"}},
+        "comment": {"id": 5556, "body": "/rltracker methods entropy_collapse",
+                    "user": {"login": "alice", "type": "User"}, "author_association": "NONE"},
+        "repository": {"full_name": VERL}, "installation": {"id": INST},
+    }
+    event = sansio.Event(data, event="discussion_comment", delivery_id="dd-lost")
+    with pytest.raises(gidgethub.GitHubException):
+        await commands_router.dispatch(event, app_ctx)
+    await commands_router.dispatch(event, app_ctx)  # the worker's retry
+    replies = [n for n in posted if REPLY_MARKER in n["body"]]
+    assert len(replies) == 1 and "<!-- rltracker:reply-to:5556 -->" in replies[0]["body"]
+    assert len(fake_github.requests("POST", r"/graphql")) == 3  # look, post (502), look: found
+    [row] = [a for a in await actions(app_ctx, "command") if a.status == "posted"]
+    assert row.comment_node_id == replies[0]["id"] and row.comment_id == replies[0]["databaseId"]

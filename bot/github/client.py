@@ -10,8 +10,8 @@
   `retry-after`, the secondary-limit message, or `x-ratelimit-remaining: 0`), honouring
   `retry-after` and `x-ratelimit-reset`, bounded in attempts and in total wait. What still
   fails raises gidgethub's exception, so the caller's job stays queued instead of being lost.
-  A POST that creates something (a comment) is not repeated after a 5xx: it may have been
-  created, and the job's own retry checks for it first instead of posting twice.
+  A POST that creates something (a comment, by REST or by a GraphQL mutation such as
+  addDiscussionComment) is not repeated after a 5xx: it may have been created, and the job's own retry checks for it first instead of posting twice.
   The retry loop wraps the HTTP transport, so REST and GraphQL get the same treatment.
 - ETag cache (gidgethub's `cache`) kept per installation: a 304 costs no rate limit.
 - Secrets never reach the logs: only method, path (without query) and status are logged.
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import logging
 import random
 import re
@@ -53,6 +54,9 @@ IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 # request could post a second comment. They are not retried on 5xx (rate-limit answers, which
 # mean "not processed", still are); the caller's job retries after checking what exists.
 CREATING_POST = re.compile(r"/(?:comments|issues|pulls|reviews|replies|discussions)/?$")
+# The same for GraphQL: a mutation that adds or creates something (addDiscussionComment) is
+# not repeated after a 5xx. Others (minimizeComment) are idempotent and retried as usual.
+CREATING_MUTATION = re.compile(r"\s*mutation\b[^{]*\{\s*(?:add|create)[A-Z]")
 
 Credentials = Callable[[], Awaitable[tuple[str, str]]]  # -> ("jwt" | "token", value)
 SleepFn = Callable[[float], Awaitable[None]]
@@ -100,6 +104,19 @@ class LRUCache(MutableMapping[str, Any]):
 def _safe_path(url: str) -> str:
     """The path of a URL for logs: no query string (it could carry a secret)."""
     return urlsplit(url).path or "/"
+
+
+def _creates(path: str, body: bytes) -> bool:
+    """A POST that may have created something although GitHub answered 5xx."""
+    if CREATING_POST.search(path):
+        return True
+    if not path.endswith("/graphql"):
+        return False
+    try:
+        query = json.loads(body).get("query")
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(query, str) and CREATING_MUTATION.match(query) is not None
 
 
 def retry_reason(status: int, headers: Mapping[str, str], body: bytes) -> str | None:
@@ -233,7 +250,7 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
             reason = retry_reason(status, resp_headers, data)
             if reason is None:
                 return status, resp_headers, data
-            if reason == "server_error" and method == "POST" and CREATING_POST.search(path):
+            if reason == "server_error" and method == "POST" and _creates(path, body):
                 log.warning("GitHub %s %s -> %d; not repeated (it may have been created)", method, path, status)
                 return status, resp_headers, data
             delay = self._delay(reason, resp_headers, attempt)

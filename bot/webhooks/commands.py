@@ -51,6 +51,16 @@ mutation($id: ID!, $body: String!) {
   addDiscussionComment(input: {discussionId: $id, body: $body}) { comment { id databaseId } }
 }
 """
+# The discussion's latest top-level comments, where a reply GitHub created without answering
+# (a 5xx, a lost connection) is found by its marker; a command reply comes soon after its
+# command, so it is among the last hundred.
+LATEST_DISCUSSION_COMMENTS = """
+query($id: ID!) {
+  node(id: $id) {
+    ... on Discussion { comments(last: 100) { nodes { id databaseId body viewerDidAuthor } } }
+  }
+}
+"""
 
 
 def parse_command(body: str | None) -> tuple[str, list[str]] | None:
@@ -221,21 +231,25 @@ async def _reply_command(
         body = methods_reply(failure or " ".join(args)[:40] or "?", framework, lang, public)
     else:
         body = rules_reply(await rules_markdown(ctx, repo, lang, topics=None), framework, lang, public)
+    marker = f"<!-- rltracker:reply-to:{comment_id} -->"
     if discussion_id:
         return await _reply_in_discussion(ctx, repo, number, installation_id, body, key,
-                                          discussion_id, dry_run)
+                                          discussion_id, dry_run, marker)
     return await post_reply(ctx, repo, number, installation_id, body, dedupe_key=key,
-                            details={"command": word}, dry_run=dry_run,
-                            marker=f"<!-- rltracker:reply-to:{comment_id} -->")
+                            details={"command": word}, dry_run=dry_run, marker=marker)
 
 
 async def _reply_in_discussion(
     ctx: Any, repo: str, number: int, installation_id: int | None, body: str, key: str,
-    discussion_id: str, dry_run: bool,
+    discussion_id: str, dry_run: bool, marker: str,
 ) -> str:
+    """As `post_reply` for issues, through GraphQL: the body carries `marker`, and a reply
+    already in the discussion with it (created by an attempt whose answer was lost) is
+    adopted instead of posted again."""
     from bot.speaking.claims import finish
     from bot.speaking.situation import Situation, repository_row
 
+    body = f"{body.rstrip()}\n{marker}\n"
     async with ctx.sessionmaker() as session:
         row = await repository_row(session, repo, installation_id)
         await session.commit()
@@ -248,15 +262,28 @@ async def _reply_in_discussion(
         await finish(ctx, action_id, status="dry_run", body=body)
         return "dry_run"
     try:
-        result = await ctx.github.graphql(ADD_DISCUSSION_COMMENT, installation_id=installation_id,
-                                          id=discussion_id, body=body)
+        node = await _own_discussion_comment(ctx, installation_id, discussion_id, marker)
+        if node is None:
+            result = await ctx.github.graphql(ADD_DISCUSSION_COMMENT, installation_id=installation_id,
+                                              id=discussion_id, body=body)
+            node = ((result or {}).get("addDiscussionComment") or {}).get("comment") or {}
     except Exception as exc:
         await finish(ctx, action_id, status="failed", dedupe_key=None, reason=str(exc)[:500])
         raise
-    node = ((result or {}).get("addDiscussionComment") or {}).get("comment") or {}
     await finish(ctx, action_id, status="posted", body=body, comment_node_id=node.get("id"),
                   comment_id=node.get("databaseId"))
     return "posted"
+
+
+async def _own_discussion_comment(ctx: Any, installation_id: int | None, discussion_id: str,
+                                  marker: str) -> dict[str, Any] | None:
+    result = await ctx.github.graphql(LATEST_DISCUSSION_COMMENTS, installation_id=installation_id,
+                                      id=discussion_id)
+    nodes = ((((result or {}).get("node") or {}).get("comments") or {}).get("nodes")) or []
+    for node in nodes:
+        if node and node.get("viewerDidAuthor") and marker in (node.get("body") or ""):
+            return node
+    return None
 
 
 @router.register("issue_comment", action="created")

@@ -29,6 +29,7 @@ COMMANDS = {
     "papers": "bot.github.papers:papers_command",
     "preview": "bot.speaking.preview:preview_command",
     "study": "bot.site.study:study_command",
+    "deliveries": "bot.cli.deliveries:deliveries_command",
 }
 
 
@@ -138,6 +139,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("preview", help="dry-run over a repository's last 30 days of issues")
     p.add_argument("repo", metavar="OWNER/NAME")
     p.add_argument("--days", type=_count, default=30)
+
+    p = sub.add_parser("deliveries", help="webhook deliveries that failed, and re-queueing them")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--limit", type=_count, default=50, metavar="N", help="list at most N (default 50)")
+    deliveries_sub = p.add_subparsers(dest="deliveries_command")
+    pr = deliveries_sub.add_parser("retry", help="failed deliveries back to pending")
+    pr.add_argument("ids", nargs="*", metavar="DELIVERY_ID", help="X-GitHub-Delivery ids")
+    pr.add_argument("--all", action="store_true", help="every failed delivery")
 
     p = sub.add_parser("study", help="the study: landings, per framework, review records")
     p.add_argument("--json", action="store_true")

@@ -3,7 +3,9 @@ twins under /api/.
 
 Pages: /, /methods/{id}, /failures/{key}, /frameworks/{name}, /proposals (?framework, ?state,
 ?paper), /repos/. JSON: /api/methods[/{id}], /api/failures[/{key}], /api/frameworks[/{name}],
-/api/proposals, /api/repos, /api/export.json, /api/export.csv. Unknown ids answer 404.
+/api/proposals, /api/repos, /api/export.json, /api/export.csv. Unknown ids answer 404; an id
+written in another case or with `_` for `-` (`/frameworks/VERL`, `/failures/Entropy-Collapse`)
+answers 301 to its canonical URL.
 
 Every response carries a Content-Security-Policy that allows no script at all, so even a
 title that slipped past escaping could not run; the templates escape everything anyway.
@@ -11,7 +13,7 @@ title that slipped past escaping could not run; the templates escape everything 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
@@ -72,6 +74,56 @@ def json_response(value: Any, status: int = 200) -> web.Response:
     return web.json_response(value, status=status, headers=HEADERS)
 
 
+def _folded(text: str) -> str:
+    return "-".join(text.strip().lower().replace("_", " ").replace("-", " ").split())
+
+
+def canonical_id(text: str, ids: Iterable[str], names: Mapping[str, str] | None = None
+                 ) -> str | None:
+    """The id `text` means, as typed into a URL: any case, `-`, `_` or a space between words
+    (`VERL`, `NeMo_RL`, `Entropy-Collapse`), or a display name in `names` (id -> name)."""
+    wanted = _folded(text)
+    for key in ids:
+        if _folded(key) == wanted or (names and _folded(names.get(key, "")) == wanted):
+            return key
+    return None
+
+
+def moved_to(request: web.Request, key: str, found: str | None) -> web.Response | None:
+    """A 301 to the same route with `found`, the canonical spelling of the `key` segment
+    (old links and hand-typed URLs: /frameworks/VERL -> /frameworks/verl), or None."""
+    if found is None or found == request.match_info[key]:
+        return None
+    route = request.match_info.route.resource
+    assert route is not None
+    location = route.url_for(**{**request.match_info, key: found})
+    if request.query_string:
+        location = location.with_query(request.query_string)
+    return web.Response(status=301, headers={**HEADERS, "Location": str(location)})
+
+
+def _framework_moved(request: web.Request) -> web.Response | None:
+    frameworks = data.catalog().frameworks
+    if request.match_info["name"] in frameworks:
+        return None
+    names = {k: f.name for k, f in frameworks.items()}
+    return moved_to(request, "name", canonical_id(request.match_info["name"], frameworks, names))
+
+
+def _method_moved(request: web.Request) -> web.Response | None:
+    methods = data.catalog().methods
+    if request.match_info["id"] in methods:
+        return None
+    return moved_to(request, "id", canonical_id(request.match_info["id"], methods))
+
+
+def _failure_moved(request: web.Request) -> web.Response | None:
+    failures = data.catalog().failures
+    if request.match_info["key"] in failures:
+        return None
+    return moved_to(request, "key", canonical_id(request.match_info["key"], failures))
+
+
 def _filters(request: web.Request) -> tuple[dict[str, str | None], str | None]:
     """framework / state / paper from the query string, and an error for unknown values."""
     q = request.query
@@ -86,7 +138,11 @@ def _filters(request: web.Request) -> tuple[dict[str, str | None], str | None]:
         ids = find_arxiv_ids(paper)
         paper = ids[0] if ids else paper[:64]
     empty: dict[str, str | None] = {"framework": None, "state": None, "paper": None}
-    if framework and framework not in data.catalog().frameworks:
+    frameworks = data.catalog().frameworks
+    if framework and framework not in frameworks:
+        framework = canonical_id(framework, frameworks,
+                                 {k: f.name for k, f in frameworks.items()}) or framework
+    if framework and framework not in frameworks:
         return empty, f"unknown framework: {framework}"
     if state and state not in data.REVIEW_STATES:
         return empty, f"unknown state: {state}"
@@ -115,6 +171,8 @@ async def index(request: web.Request) -> web.Response:
 
 
 async def method_page(request: web.Request) -> web.Response:
+    if moved := _method_moved(request):
+        return moved
     found = await _session_call(request, data.method_data, request.match_info["id"])
     if found is None:
         return not_found("method")
@@ -122,6 +180,8 @@ async def method_page(request: web.Request) -> web.Response:
 
 
 async def failure_page(request: web.Request) -> web.Response:
+    if moved := _failure_moved(request):
+        return moved
     found = await _session_call(request, data.failure_data, request.match_info["key"])
     if found is None:
         return not_found("failure kind")
@@ -129,6 +189,8 @@ async def failure_page(request: web.Request) -> web.Response:
 
 
 async def framework_page(request: web.Request) -> web.Response:
+    if moved := _framework_moved(request):
+        return moved
     found = await _session_call(request, data.framework_data, request.match_info["name"])
     if found is None:
         return not_found("framework")
@@ -178,6 +240,8 @@ async def api_methods(request: web.Request) -> web.Response:
 
 
 async def api_method(request: web.Request) -> web.Response:
+    if moved := _method_moved(request):
+        return moved
     found = await _session_call(request, data.method_data, request.match_info["id"])
     return json_response(found) if found else json_response({"error": "no such method"}, 404)
 
@@ -191,6 +255,8 @@ async def api_failures(request: web.Request) -> web.Response:
 
 
 async def api_failure(request: web.Request) -> web.Response:
+    if moved := _failure_moved(request):
+        return moved
     found = await _session_call(request, data.failure_data, request.match_info["key"])
     return json_response(found) if found else json_response({"error": "no such failure kind"}, 404)
 
@@ -200,6 +266,8 @@ async def api_frameworks(request: web.Request) -> web.Response:
 
 
 async def api_framework(request: web.Request) -> web.Response:
+    if moved := _framework_moved(request):
+        return moved
     found = await _session_call(request, data.framework_data, request.match_info["name"])
     return json_response(found) if found else json_response({"error": "no such framework"}, 404)
 

@@ -174,8 +174,24 @@ async def linked_pull_request(ctx: Any, repo: str, number: int) -> int | None:
     return None
 
 
-async def earlier_proposals(ctx: Any, thread_id: int | None, methods: list[str], arxiv_ids: list[str]) -> list[dict[str, Any]]:
-    """Earlier proposals of the same paper or method, in all seven frameworks."""
+# Methods proposals build on rather than propose: "unlike GRPO", "on top of PPO with a KL
+# penalty". Matched on them, nearly every proposal was an "earlier proposal" of every other.
+BASELINE_METHODS = frozenset({"ppo", "grpo", "kl-penalty", "k3-kl"})
+
+
+def proposed_subjects(papers: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """(method ids, arXiv ids) a proposal is about: the papers it cites, without those of
+    baseline methods when it cites anything else."""
+    subjects = [p for p in papers if p.get("method") not in BASELINE_METHODS] or papers
+    return (sorted({p["method"] for p in subjects if p.get("method")}),
+            sorted({p["arxiv_id"] for p in subjects if p.get("arxiv_id")}))
+
+
+async def earlier_proposals(ctx: Any, thread_id: int | None, methods: list[str],
+                            arxiv_ids: list[str]) -> list[dict[str, Any]]:
+    """Proposals of the same paper or method in all seven frameworks, opened before this
+    thread, newest first (the list is cut to a few: the latest say most about where the
+    method stands). Only proposals: a thread that merely cites the paper is not one."""
     if not methods and not arxiv_ids:
         return []
     from analyzers.catalog import load_catalog
@@ -184,24 +200,27 @@ async def earlier_proposals(ctx: Any, thread_id: int | None, methods: list[str],
     wanted_m, wanted_a = set(methods), set(arxiv_ids)
     out: list[dict[str, Any]] = []
     async with ctx.sessionmaker() as session:
-        rows = await session.execute(
-            select(Thread.id, Thread.repo, Thread.number, Thread.created_at, Analysis.methods,
-                   Analysis.arxiv_ids, Analysis.review_state)
-            .join(Analysis, Analysis.thread_id == Thread.id)
-            .where(Analysis.is_proposal.is_(True))
-        )
-        for tid, repo, number, created, t_methods, t_arxiv, state in rows:
-            if tid == thread_id:
-                continue
+        query = (select(Thread.id, Thread.repo, Thread.number, Thread.kind, Thread.created_at,
+                        Analysis.methods, Analysis.arxiv_ids, Analysis.review_state)
+                 .join(Analysis, Analysis.thread_id == Thread.id)
+                 .where(Analysis.is_proposal.is_(True)))
+        if thread_id is not None:
+            query = query.where(Thread.id != thread_id)
+            opened = await session.scalar(select(Thread.created_at).where(Thread.id == thread_id))
+            if opened is not None:  # later ones are not "earlier" (an edit, a recheck)
+                query = query.where((Thread.created_at < opened) | Thread.created_at.is_(None))
+        for _, repo, number, kind, created, t_methods, t_arxiv, state in await session.execute(query):
             shared_m = wanted_m & set(t_methods or [])
             shared_a = wanted_a & set(t_arxiv or [])
             if not shared_m and not shared_a:
                 continue
             fw = cat.framework_for_repo(repo)
             out.append({
-                "repo": repo, "number": number, "framework": fw.id if fw else None,
+                "repo": repo, "number": number, "kind": kind, "framework": fw.id if fw else None,
                 "state": state, "method": sorted(shared_m)[0] if shared_m else None,
                 "created_at": created,
             })
-    out.sort(key=lambda e: (e["created_at"] is None, e["created_at"]), reverse=False)
+    # newest first; a thread of unknown date last
+    out.sort(key=lambda e: (e["created_at"] is not None, e["created_at"] or 0, e["number"]),
+             reverse=True)
     return out

@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 
 from analyzers.catalog import framework_id
 from bot.speaking.quiet import issue_ref
-from bot.store.models import Action, Analysis, Repository, Thread
+from bot.store.models import Action, Analysis, Installation, Repository, Thread
 from bot.store.threads import get_thread, load_comments, thread_record
 
 log = logging.getLogger(__name__)
@@ -52,11 +52,19 @@ class Prefetched:
 
     repositories: dict[str, Repository] = field(default_factory=dict)  # lower-case name ->
     actions: dict[str, Action | None] = field(default_factory=dict)  # dedupe key -> (None: none)
+    silenced: set[int] = field(default_factory=set)  # installations suspended or uninstalled
 
 
 _REPOSITORIES_NAMED = select(Repository).where(
     func.lower(Repository.full_name).in_(bindparam("names", expanding=True)))
 _ACTIONS_KEYED = select(Action).where(Action.dedupe_key.in_(bindparam("keys", expanding=True)))
+# Installations the app must not speak through: suspended (GitHub refuses their tokens) or
+# uninstalled. Deliveries queued before the event still arrive; they are tracked, not answered.
+_SILENCED = select(Installation.id).where(Installation.suspended.is_(True) | Installation.deleted.is_(True))
+
+
+async def silenced_installations(session: Any) -> set[int]:
+    return set(await session.scalars(_SILENCED))
 
 
 async def prefetch(session: Any, threads: list[tuple[str, int]]) -> Prefetched:
@@ -71,6 +79,7 @@ async def prefetch(session: Any, threads: list[tuple[str, int]]) -> Prefetched:
     found.actions = dict.fromkeys(keys)
     for action in await session.scalars(_ACTIONS_KEYED, {"keys": keys}):
         found.actions[action.dedupe_key] = action
+    found.silenced = await silenced_installations(session)
     return found
 
 
@@ -101,10 +110,13 @@ async def repository_row(session: Any, repo: str, installation_id: int | None) -
 
 
 def _situation(thread: Any, number: int, record: dict[str, Any], row: Repository,
-               payload: dict[str, Any] | None, existing: Action | None) -> Situation:
+               payload: dict[str, Any] | None, existing: Action | None,
+               silenced: set[int]) -> Situation:
     installation_id = row.installation_id
     if installation_id is None:
         installation_id = installation_from(payload)
+    if installation_id in silenced:
+        installation_id = None  # as if not installed: the app only tracks there
     return Situation(
         repo=thread.repo, number=number, record=record, repo_id=row.id,
         installation_id=installation_id, framework=row.framework or framework_id(thread.repo),
@@ -124,7 +136,8 @@ async def load_situation(
         row = prefetched.repositories.get(thread.repo.lower())
         key = failure_key(thread.repo, number)
         if row is not None and key in prefetched.actions:
-            return _situation(thread, number, record, row, payload, prefetched.actions.pop(key))
+            return _situation(thread, number, record, row, payload, prefetched.actions.pop(key),
+                              prefetched.silenced)
     async with ctx.sessionmaker() as session:
         if loaded is not None:
             thread, record = loaded
@@ -137,7 +150,8 @@ async def load_situation(
         existing = await session.scalar(
             select(Action).where(Action.dedupe_key == failure_key(thread.repo, number))
         )
-        situation = _situation(thread, number, record, row, payload, existing)
+        situation = _situation(thread, number, record, row, payload, existing,
+                               await silenced_installations(session))
         await session.commit()
     return situation
 

@@ -148,6 +148,13 @@ async def _minimize(ctx: Any, repo: str, number: int, installation_id: int | Non
     return done
 
 
+async def _silenced(ctx: Any, installation_id: int) -> bool:
+    from bot.speaking.situation import silenced_installations
+
+    async with ctx.sessionmaker() as session:
+        return installation_id in await silenced_installations(session)
+
+
 async def handle_command(event: sansio.Event, ctx: Any) -> str:
     """Handle one comment event; returns what happened (for logs and tests)."""
     data = event.data
@@ -181,6 +188,8 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
                           "unknown /rltracker command", command=word[:20])
         return "unknown"
     discussion_id = (data.get("discussion") or {}).get("node_id")
+    if installation_id is not None and await _silenced(ctx, int(installation_id)):
+        return "not_installed"  # suspended or uninstalled since the command was written
     # "dry_run: true" in the repository's config holds for commands as for comments.
     dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
     if word in ("methods", "rules"):

@@ -409,3 +409,15 @@ def test_known_failures_and_bugs_are_told_apart() -> None:
     err = io.StringIO()
     assert report_failure("serve", UserError("two\nlines", 1), debug=False, err=err) == 1
     assert err.getvalue() == "rltracker serve: two lines\n"
+
+
+def test_rules_takes_a_framework_in_any_case(tmp_path: Path, shared_dir: Path) -> None:
+    """`rltracker rules VERL` (or NeMo-RL, as the pages write it) was "unknown framework";
+    an unknown one is one line naming the command and the frameworks, exit 1."""
+    env = {"DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/absent.db", "GITHUB_API_URL": "http://127.0.0.1:9"}
+    for typed, repo in (("VERL", "verl-project/verl"), ("NeMo-RL", "NVIDIA-NeMo/RL")):
+        result = rltracker("rules", typed, "--json", env=env, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert f'"repo": "{repo}"' in result.stdout
+    one_line(rltracker("rules", "verlx", env=env, cwd=tmp_path), "rules", 1,
+             "unknown framework or folder: verlx", "nemo-rl")

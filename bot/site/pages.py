@@ -13,7 +13,7 @@ title that slipped past escaping could not run; the templates escape everything 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -23,7 +23,7 @@ from markupsafe import Markup, escape
 from bot.context import app_context
 from bot.site import data
 from bot.site.progress import backfill_progress, tracking_state
-from bot.store.types import parse_count
+from bot.store.types import canonical_id, parse_count
 from bot.templating import html_env
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
@@ -72,21 +72,6 @@ def not_found(what: str) -> web.Response:
 
 def json_response(value: Any, status: int = 200) -> web.Response:
     return web.json_response(value, status=status, headers=HEADERS)
-
-
-def _folded(text: str) -> str:
-    return "-".join(text.strip().lower().replace("_", " ").replace("-", " ").split())
-
-
-def canonical_id(text: str, ids: Iterable[str], names: Mapping[str, str] | None = None
-                 ) -> str | None:
-    """The id `text` means, as typed into a URL: any case, `-`, `_` or a space between words
-    (`VERL`, `NeMo_RL`, `Entropy-Collapse`), or a display name in `names` (id -> name)."""
-    wanted = _folded(text)
-    for key in ids:
-        if _folded(key) == wanted or (names and _folded(names.get(key, "")) == wanted):
-            return key
-    return None
 
 
 def moved_to(request: web.Request, key: str, found: str | None) -> web.Response | None:

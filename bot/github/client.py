@@ -149,6 +149,35 @@ def _retry_after_seconds(value: str, now: float) -> float | None:
     return max(0.0, when.timestamp() - now)
 
 
+MAX_RATE_LIMIT_WAIT = 3600.0  # a primary limit resets within the hour
+
+
+def rate_limit_wait(exc: BaseException, now: float | None = None) -> float | None:
+    """Seconds GitHub asked to wait, when `exc` is its rate-limit answer (429, or 403 with
+    `retry-after`, the secondary-limit message or no requests left) that the client's own
+    bounded retries gave up on; None for any other failure. A job retried sooner (the
+    worker's first backoff is 5 s) only meets the limit again, and GitHub may block an
+    integration that keeps doing so."""
+    if not isinstance(exc, gidgethub.HTTPException) or exc.status_code not in (403, 429):
+        return None
+    headers = {k.lower(): v for k, v in (getattr(exc, "headers", None) or {}).items()}
+    reason = retry_reason(int(exc.status_code), headers, str(exc).encode("utf-8", "replace"))
+    if reason is None:
+        return None
+    now = time.time() if now is None else now
+    wait: float | None = None
+    if headers.get("retry-after") is not None:
+        wait = _retry_after_seconds(headers["retry-after"], now)
+    if wait is None and headers.get("x-ratelimit-remaining") == "0":
+        try:
+            wait = float(headers.get("x-ratelimit-reset") or "") - now + 1.0
+        except ValueError:
+            wait = None
+    if wait is None:
+        wait = 60.0  # GitHub: without a hint, wait at least a minute
+    return min(MAX_RATE_LIMIT_WAIT, max(1.0, wait))
+
+
 class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
     """gidgethub's aiohttp API with credentials fetched per request and bounded retries."""
 

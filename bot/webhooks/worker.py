@@ -14,7 +14,9 @@ process, so rows left `processing` are put back to pending at start without wait
 
 Failures. Exceptions that retrying cannot fix (a payload missing a field: KeyError, TypeError,
 ValueError, ...) fail the row at once with the reason; anything else is retried with
-exponential backoff and jitter (`next_attempt_at`) up to `max_attempts`, then failed. Either
+exponential backoff and jitter (`next_attempt_at`) up to `max_attempts`, then failed (listed
+and re-queued by `rltracker deliveries`). A GitHub rate-limit answer the client gave up on
+puts the next attempt no earlier than GitHub asked (`retry-after`, the limit's reset). Either
 way the worker goes on with the next row.
 
 Batches (`batch_size`, PROCESS_BATCH in a worker process; 1 in the web process). The oldest
@@ -48,6 +50,7 @@ from gidgethub import sansio
 from gidgethub.routing import Router
 from sqlalchemy import and_, bindparam, or_, select, update
 
+from bot.github.client import rate_limit_wait
 from bot.logs import log_delivery
 from bot.store.models import Delivery
 from bot.store.types import utcnow
@@ -469,6 +472,9 @@ class Worker:
             return "failed", reason, {"status": "failed", "finished_at": utcnow(),
                                       "next_attempt_at": None, "last_error": f"{reason}\n{detail}"}
         delay = max(0.0, self.backoff(claimed.attempts))
+        wait = rate_limit_wait(error)
+        if wait is not None:  # not before GitHub's rate limit lets the job through
+            delay = max(delay, wait)
         return "retry", reason, {"status": "pending",
                                  "next_attempt_at": utcnow() + timedelta(seconds=delay),
                                  "last_error": f"{reason}\n{detail}"}

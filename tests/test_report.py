@@ -125,7 +125,13 @@ async def test_a_night_with_known_changes_lists_exactly_those(ctx: Any) -> None:
     assert "[arXiv:2503.14476](https://arxiv.org/abs/2503.14476)" in markdown
     tokens = MarkdownIt().parse(markdown)
     links = [t.attrGet("href") for tok in tokens if tok.children for t in tok.children if t.type == "link_open"]
-    assert f"https://github.com/{T}/issues/13" in links
+    # Threads link to the tracker, in code spans: a github.com link or a bare owner/repo#N in
+    # a comment writes "mentioned this" into each thread the report names, every night.
+    assert f"{ctx.settings.public_url}/threads/{T}/13" in links
+    assert f"{ctx.settings.public_url}/threads/{T}/12" in links  # waiting for a reply
+    assert not [link for link in links if "github.com" in link]
+    spans = [t.content for tok in tokens if tok.children for t in tok.children if t.type == "code_inline"]
+    assert f"{T}#13" in spans
     html = render_html(data)
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>" not in html
     # The HTML report links each thread to its tracker page, and to GitHub beside it.

@@ -201,11 +201,15 @@ async def build_report(ctx: Any, day: date | None = None) -> dict[str, Any]:
     }
 
 
-def render_markdown(data: dict[str, Any]) -> str:
+def render_markdown(data: dict[str, Any], public_url: str = "") -> str:
+    """The report as posted on GitHub. Threads link to their tracker pages under
+    `public_url`, not to github.com: a link to an issue of another repository, in a comment,
+    puts a "mentioned this" event into that thread, and the report names dozens a night."""
     from bot.templating import markdown_env
 
     return markdown_env().get_template("reports/report.md.j2").render(
-        data=data, titles=CHANGE_TITLES, kinds=CHANGE_KINDS, states=STATES)
+        data=data, titles=CHANGE_TITLES, kinds=CHANGE_KINDS, states=STATES,
+        public_url=public_url.rstrip("/"))
 
 
 def chart(data: dict[str, Any]) -> dict[str, Any]:
@@ -300,7 +304,7 @@ async def post_report(ctx: Any, day: str, markdown: str) -> str:
 
 async def run_report(ctx: Any, day: date | None = None, out: Path | None = None) -> dict[str, Any]:
     data = await build_report(ctx, day)
-    markdown = render_markdown(data)
+    markdown = render_markdown(data, ctx.settings.public_url)
     await store_report(ctx, data, markdown)
     if out is not None:
         html = render_html(data)

@@ -288,3 +288,16 @@ async def test_discussion_reply_whose_answer_was_lost_is_not_posted_twice(
     assert len(fake_github.requests("POST", r"/graphql")) == 3  # look, post (502), look: found
     [row] = [a for a in await actions(app_ctx, "command") if a.status == "posted"]
     assert row.comment_node_id == replies[0]["id"] and row.comment_id == replies[0]["databaseId"]
+
+
+async def test_a_long_thread_is_read_a_hundred_comments_a_page(app_ctx: Any, fake_github: Any) -> None:
+    """Looking for its own reply, the app read the thread's comments at GitHub's default 30
+    a page: 250 comments cost 9 requests (a 3,000-comment thread 100), each time."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 12)
+    for n in range(250):
+        fake_github.add_comment(VERL, 12, f"comment {n}")
+    await commands_router.dispatch(comment_event("/rltracker methods kl_growth", number=12), app_ctx)
+    pages = fake_github.requests("GET", r"/issues/12/comments$")
+    assert len(pages) == 3 and all(c.query.get("per_page") == "100" for c in pages)
+    assert len([c for c in fake_github.comments_of(VERL, 12) if REPLY_MARKER in c["body"]]) == 1

@@ -421,3 +421,13 @@ def test_rules_takes_a_framework_in_any_case(tmp_path: Path, shared_dir: Path) -
         assert f'"repo": "{repo}"' in result.stdout
     one_line(rltracker("rules", "verlx", env=env, cwd=tmp_path), "rules", 1,
              "unknown framework or folder: verlx", "nemo-rl")
+
+
+@pytest.mark.parametrize("command", [["sync", "--repo"], ["preview"]])
+def test_a_repository_that_is_not_owner_name_is_refused(command: list[str], migrated_db: str) -> None:
+    """`rltracker sync --repo notarepo` stored a Repository row and three sync cursors named
+    "notarepo" and asked GitHub for a repository with no name."""
+    env = {"DATABASE_URL": migrated_db, "GITHUB_TOKEN": "t", "GITHUB_API_URL": "http://127.0.0.1:9"}
+    for bad in ("notarepo", "a/b/c", "owner/"):
+        one_line(rltracker(*command, bad, env=env), command[0], 2,
+                 f"'{bad}': expected a repository as OWNER/NAME")

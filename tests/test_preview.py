@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from sqlalchemy import select
@@ -94,5 +95,7 @@ def test_preview_command_says_when_nothing_is_stored(db_url: str, monkeypatch: A
     assert ("rltracker preview: no thread of verl-project/verl is stored yet, so there is nothing "
             "to preview; fetch them first: rltracker sync --repo verl-project/verl") in err
     for bad in ("verl", "a/b/c", "/verl"):
-        assert main(["preview", bad]) == 2
+        with pytest.raises(SystemExit) as exit_status:
+            main(["preview", bad])
+        assert exit_status.value.code == 2
         assert "expected a repository as OWNER/NAME" in capsys.readouterr().err

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from datetime import date
@@ -56,6 +57,17 @@ def _count(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number, 0 or more")
     return value
+
+
+_REPO_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+
+
+def _repo_name(text: str) -> str:
+    """OWNER/NAME, as GitHub spells repositories (sync --repo, preview)."""
+    if not _REPO_NAME.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a repository as OWNER/NAME, "
+                                         "e.g. verl-project/verl")
+    return text.strip()
 
 
 def _iso_date(text: str) -> str:
@@ -114,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="move all timestamps forward together so the newest is now")
 
     p = sub.add_parser("sync", help="GraphQL backfill or incremental refresh")
-    p.add_argument("--repo", action="append", default=[], metavar="OWNER/NAME")
+    p.add_argument("--repo", action="append", default=[], metavar="OWNER/NAME", type=_repo_name)
     p.add_argument("--full", action="store_true", help="ignore stored cursors")
 
     p = sub.add_parser("report", help="the proposal-status report, Markdown and HTML")
@@ -137,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     pf.add_argument("--category", action="append", default=[])
 
     p = sub.add_parser("preview", help="dry-run over a repository's last 30 days of issues")
-    p.add_argument("repo", metavar="OWNER/NAME")
+    p.add_argument("repo", metavar="OWNER/NAME", type=_repo_name)
     p.add_argument("--days", type=_count, default=30)
 
     p = sub.add_parser("deliveries", help="webhook deliveries that failed, and re-queueing them")

@@ -321,28 +321,23 @@ def render_markdown(preview: dict[str, Any]) -> str:
 
 
 def preview_command(args: argparse.Namespace) -> int:
-    from bot.config import Settings, UserError
+    from bot.config import Settings
     from bot.context import AppContext
-
-    owner, _, name = args.repo.strip().partition("/")
-    if not owner or not name or "/" in name or " " in args.repo.strip():
-        raise UserError(f"{args.repo!r}: expected a repository as OWNER/NAME, e.g. verl-project/verl",
-                        exit_code=2)
 
     async def main() -> int:
         ctx = AppContext.create(Settings.from_env(dry_run=True))
         try:
             async with ctx.sessionmaker() as session:
                 stored = await session.scalar(select(Thread.id).where(
-                    func.lower(Thread.repo) == canonical_repo(args.repo.strip()).lower()).limit(1))
+                    func.lower(Thread.repo) == canonical_repo(args.repo).lower()).limit(1))
             if stored is None:
                 # "0 of 0 issues would get a comment" read as "nothing to say" when nothing
                 # was looked at: the preview reads stored issues only.
-                repo = canonical_repo(args.repo.strip())
+                repo = canonical_repo(args.repo)
                 print(f"rltracker preview: no thread of {repo} is stored yet, so there is nothing "
                       f"to preview; fetch them first: rltracker sync --repo {repo}", file=sys.stderr)
                 return 1
-            preview = await run_preview(ctx, args.repo.strip(), args.days)
+            preview = await run_preview(ctx, args.repo, args.days)
         finally:
             await ctx.close()
         print(render_markdown(preview), end="")

@@ -350,3 +350,24 @@ async def test_thousands_of_threads(sqlite_template: Path, tmp_path: Path, fake_
         assert stats.changed == 7 and graphql_calls(fake_github) - backfill <= 5
     finally:
         await ctx.close()
+
+
+async def test_an_installed_repository_typed_in_another_case_syncs_into_its_rows(
+        sync_ctx: AppContext, fake_github: Any, schema_path: Path) -> None:
+    """`rltracker sync --repo codertocat/hello-world` for an installed Codertocat/Hello-World
+    (a repository outside the catalog keeps GitHub's spelling) made a second Repository row
+    and three new cursors, and backfilled the whole repository again instead of refreshing."""
+    from bot.store.models import Repository
+
+    data = FakeData(repos={})
+    for _ in range(3):
+        data.add_thread("Codertocat/Hello-World", "issue", n_comments=1)
+    fake_github.graphql_handler = FakeGraphQL(data, schema_path)
+    await sync(sync_ctx, ["Codertocat/Hello-World"], sleep=no_sleep)
+    data.touch("Codertocat/Hello-World", "issue", 2, new_comments=1)
+    stats = await sync(sync_ctx, ["codertocat/hello-world"], sleep=no_sleep)
+    assert stats.threads == 1 and stats.repos == {"Codertocat/Hello-World": 1}  # a refresh
+    async with sync_ctx.sessionmaker() as session:
+        assert list(await session.scalars(select(Repository.full_name))) == ["Codertocat/Hello-World"]
+        assert {c.repo for c in await session.scalars(select(SyncCursor))} == {"Codertocat/Hello-World"}
+    assert await count(sync_ctx, Thread) == 3

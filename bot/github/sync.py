@@ -343,7 +343,12 @@ class Syncer:
         async with self.ctx.sessionmaker() as session:
             for repo in self.repos:
                 installation_id = None
-                row = await session.scalar(select(Repository).where(Repository.full_name == repo))
+                # The stored row's spelling: `--repo codertocat/hello-world` for an installed
+                # Codertocat/Hello-World made a second row and cursors, and a new backfill.
+                row = await session.scalar(select(Repository).where(
+                    func.lower(Repository.full_name) == repo.lower()))
+                if row is not None:
+                    repo = row.full_name
                 if row is None:
                     row = Repository(full_name=repo, framework=framework_id(repo))
                     session.add(row)

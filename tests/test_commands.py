@@ -170,6 +170,33 @@ async def test_stop_minimises_the_comment_and_mutes(app_ctx: Any, fake_github: A
         assert (await s.scalar(select(Thread).where(Thread.number == 4))).muted
 
 
+async def test_stop_whose_minimising_failed_is_done_by_the_retry(app_ctx: Any, fake_github: Any) -> None:
+    """GitHub answers minimizeComment with 502 past the client's retries: the delivery is
+    retried, and the retry minimises the comment. It found the command recorded already
+    ("duplicate") and did nothing, so the comment stayed visible for good."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 14)
+    await act(app_ctx, VERL, 14, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    [posted] = [c for c in fake_github.comments_of(VERL, 14) if FAILURE_MARKER in c["body"]]
+    minimised: list[str] = []
+
+    def graphql(query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        minimised.append(variables["id"])
+        return {"data": {"minimizeComment": {"minimizedComment": {"isMinimized": True, "minimizedReason": "outdated"}}}}
+
+    fake_github.graphql_handler = graphql
+    fake_github.fail_next("POST", r"^/graphql$", 502, times=app_ctx.github.policy.max_attempts)
+    event = comment_event("/rltracker stop", number=14)
+    with pytest.raises(gidgethub.GitHubException):
+        await commands_router.dispatch(event, app_ctx)
+    assert minimised == []
+    await commands_router.dispatch(event, app_ctx)  # the worker's retry
+    assert minimised == [posted["node_id"]]
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.is_minimized
+    assert [a.reason for a in await actions(app_ctx, "command")] == ["/rltracker stop"]
+
+
 async def test_recheck_reruns_the_pipeline(app_ctx: Any, fake_github: Any) -> None:
     await install(app_ctx, fake_github)
     await open_issue(app_ctx, fake_github, 5)

@@ -19,7 +19,7 @@ from typing import Any
 
 from gidgethub import sansio
 from gidgethub.routing import Router
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 from analyzers.catalog import canonical_repo, framework_id
 from bot.speaking.claims import claim
@@ -207,17 +207,26 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     )
     if not recorded:
         return "duplicate"
-    if word == "recheck":
-        if thread is None:
-            return "unknown_thread"
-        from bot.pipeline import thread_changed
+    try:
+        if word == "recheck":
+            if thread is None:
+                return "unknown_thread"
+            from bot.pipeline import thread_changed
 
-        await thread_changed(ctx, repo, number, trigger="command", payload=data)
-    elif word == "ignore":
-        await _mute(ctx, repo, number)
-    elif word == "stop":
-        await _mute(ctx, repo, number)
-        await _minimize(ctx, repo, number, installation_id, dry_run)
+            await thread_changed(ctx, repo, number, trigger="command", payload=data)
+        elif word == "ignore":
+            await _mute(ctx, repo, number)
+        elif word == "stop":
+            await _mute(ctx, repo, number)
+            await _minimize(ctx, repo, number, installation_id, dry_run)
+    except Exception:
+        # The work failed (GitHub 5xx on minimizeComment, the database): the delivery is
+        # retried, and the retry must do it, not find the command "already handled". The
+        # work itself is idempotent (muting, minimising what is not minimised, a recheck).
+        async with ctx.sessionmaker() as session:
+            await session.execute(delete(Action).where(Action.dedupe_key == key))
+            await session.commit()
+        raise
     if comment_id and not discussion_id:
         await _react(ctx, repo, comment_id, installation_id, dry_run)
     return word

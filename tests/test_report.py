@@ -181,6 +181,28 @@ async def test_a_post_whose_answer_was_lost_is_adopted_not_repeated(app_ctx: Any
     assert action.status == "posted" and action.comment_id == comment["id"]
 
 
+async def test_a_post_github_refuses_is_recorded_as_failed_and_posted_by_the_next_run(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The app is not installed where RLTRACKER_REPORT_ISSUE points (GitHub answers 401):
+    the night's action said "pending" (in progress) for good. Now it says failed, with the
+    reason, and a run after the installation posts that night's comment."""
+    fake_github.add_issue("tracker-org/tracker", 1, title="Nightly reports")
+    ctx = app_ctx
+    ctx.settings = dataclasses.replace(ctx.settings, report_issue="tracker-org/tracker#1")
+    await night_one(ctx)
+    assert (await run_report(ctx, DAY1))["posted"] == "failed"
+    async with ctx.sessionmaker() as session:
+        [action] = list(await session.scalars(select(Action).where(Action.kind == "report")))
+    assert action.status == "failed" and action.reason == "BadRequest: Requires authentication"
+    assert action.body and "Proposal status" in action.body
+    fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
+    assert (await run_report(ctx, DAY1))["posted"] == "posted"
+    [comment] = fake_github.comments_of("tracker-org/tracker", 1)
+    async with ctx.sessionmaker() as session:
+        [action] = list(await session.scalars(select(Action).where(Action.kind == "report")))
+    assert action.status == "posted" and action.comment_id == comment["id"]
+
+
 async def test_dry_run_records_without_posting(ctx: Any, fake_github: Any) -> None:
     ctx.settings = dataclasses.replace(ctx.settings, report_issue="tracker-org/tracker#1")
     await night_one(ctx)

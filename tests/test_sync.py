@@ -371,3 +371,30 @@ async def test_an_installed_repository_typed_in_another_case_syncs_into_its_rows
         assert list(await session.scalars(select(Repository.full_name))) == ["Codertocat/Hello-World"]
         assert {c.repo for c in await session.scalars(select(SyncCursor))} == {"Codertocat/Hello-World"}
     assert await count(sync_ctx, Thread) == 3
+
+
+async def test_repositories_the_credentials_cannot_read_do_not_stop_the_others(
+        app_settings: Any, fake_github: Any, world: Any) -> None:
+    """App credentials and no GITHUB_TOKEN, installed on TRL only: the other tracked
+    repositories have no token that reads them (GraphQL refuses anonymous clients, 401). That
+    401 ended the whole sync, and when such a repository came first in the catalog (verl
+    before trl) the installed repository was never synced by the nightly job at all."""
+    from bot.github.client import GitHubClient
+    from bot.store.models import Installation, Repository
+
+    fake_github.allow_anonymous = False
+    fake_github.add_installation(55, "huggingface", repos=["huggingface/trl"])
+    ctx = AppContext.create(app_settings)
+    ctx.github = GitHubClient(app_settings, sleep=no_sleep)
+    try:
+        async with ctx.sessionmaker() as session:
+            session.add(Installation(id=55, account="huggingface"))
+            await session.flush()
+            session.add(Repository(full_name="huggingface/trl", installation_id=55))
+            await session.commit()
+        stats = await sync(ctx, ["verl-project/verl", "huggingface/trl"], sleep=no_sleep)
+    finally:
+        await ctx.close()
+    assert stats.repos == {"huggingface/trl": THREADS_PER_REPO}
+    assert sorted(stats.failed_streams) == [
+        "verl-project/verl:discussion", "verl-project/verl:issue", "verl-project/verl:pull_request"]

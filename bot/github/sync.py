@@ -73,6 +73,11 @@ class _Transient(Exception):
     """A request answered with GraphQL errors and no data: retried smaller."""
 
 
+class _Refused(Exception):
+    """GitHub refuses the credentials of a group of streams (401: GraphQL takes no anonymous
+    client, a revoked token): retrying cannot help, the other groups go on."""
+
+
 # ---------------------------------------------------------------------------- records
 def actor_login(node: dict[str, Any] | None) -> tuple[str | None, bool | None]:
     """GraphQL actor -> (login as REST spells it, is_bot).
@@ -419,6 +424,8 @@ class Syncer:
         self.stats.requests += 1
         try:
             return await self.ctx.github.graphql(query, installation_id=installation_id, **variables)
+        except gidgethub.GraphQLAuthorizationFailure as exc:
+            raise _Refused(str(exc)) from exc
         except gidgethub.GraphQLException as exc:
             self.stats.graphql_errors += 1
             response = exc.response if isinstance(exc.response, dict) else {}
@@ -641,10 +648,28 @@ class Syncer:
         self.progress.start(None)
         try:
             for installation_id in dict.fromkeys(s.installation_id for s in self.streams):
-                await self._run_group(installation_id)
+                try:
+                    await self._run_group(installation_id)
+                except _Refused as exc:
+                    self._refused(installation_id, str(exc))
         finally:
             self.progress.stop()
         return self.stats
+
+    def _refused(self, installation_id: int | None, why: str) -> None:
+        what = (f"installation {installation_id}" if installation_id is not None
+                else "GITHUB_TOKEN" if self.ctx.settings.token else "no token (anonymous)")
+        for stream in self.streams:
+            if stream.installation_id == installation_id and not stream.done:
+                stream.done = True
+                stream.failed = f"refused: {why}"
+                self.stats.failed_streams.append(f"{stream.repo}:{stream.kind}")
+        self.continuations = deque(
+            c for c in self.continuations
+            if self.pending[c.thread_key].stream.installation_id != installation_id)
+        log.warning("sync: GitHub refused %s (%s); its repositories are skipped%s", what, why,
+                    "" if installation_id is not None or self.ctx.settings.token
+                    else ": set GITHUB_TOKEN to read the repositories the app is not installed on")
 
     async def _run_group(self, installation_id: int | None) -> None:
         failures = 0

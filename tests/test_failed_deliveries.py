@@ -125,3 +125,31 @@ async def test_a_rate_limited_delivery_waits_as_long_as_github_asks(
     assert await worker.run_until_idle() == 1 and worker.counts["done"] == 1
     [reply] = fake_github.comments_of(REPO, number)
     assert REPLY_MARKER in reply["body"]
+
+
+async def test_a_refusal_retrying_cannot_change_fails_at_once(
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
+    """GitHub refuses the reply for good (the issue is locked: 403, no rate limit): the
+    delivery was attempted five times over seven minutes, posting nothing each time. It now
+    fails at once with GitHub's reason, listed for `rltracker deliveries retry` once the
+    cause is gone."""
+    payload = json.loads((shared_dir / "fixtures" / "webhooks" / "issue_comment"
+                          / "created.with-installation.json").read_text())
+    payload["comment"]["body"] = "/rltracker methods entropy_collapse"
+    payload["installation"]["id"] = INST
+    await install(app_ctx, fake_github, repo=REPO, framework="verl")
+    fake_github.add_issue(REPO, payload["issue"]["number"], payload["issue"]["title"], "", "Codertocat")
+    fake_github.fail_next("POST", r"/issues/\d+/comments$", 403, times=10,
+                          body={"message": "Unable to create comment because issue is locked."})
+    body = json.dumps(payload).encode()
+    headers = delivery_headers("issue_comment", body, app_ctx.settings.webhook_secret, "dlv-locked")
+    async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
+        assert (await client.post("/webhook", data=body, headers=headers)).status == 202
+    worker = Worker(app_ctx, backoff=lambda attempt: 0.0)
+    assert await worker.run_until_idle() == 1
+    assert worker.counts == {"done": 0, "failed": 1, "retry": 0, "lost": 0}
+    async with app_ctx.sessionmaker() as s:
+        row = await s.scalar(select(Delivery).where(Delivery.delivery_id == "dlv-locked"))
+    assert row.status == "failed" and row.attempts == 1
+    assert "issue is locked" in (row.last_error or "")
+    assert len(fake_github.requests("POST", r"/issues/\d+/comments$")) == 1

@@ -133,6 +133,22 @@ def test_import_names_every_line_it_skips(db_url: str, tmp_path: Path, monkeypat
     assert papers["2501.00003"].first_public == "2025-01-02"
 
 
+def test_a_line_that_is_not_utf8_is_skipped_not_the_import(
+        db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """One Latin-1 byte in a pool file stopped the import with a traceback ("this is a bug"),
+    and the lines read before it, not yet committed, were lost."""
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(b'{"arxiv_id": "2501.00011", "title": "Before"}\r\n'
+                     b'{"arxiv_id": "2501.00012", "title": "Caf\xe9"}\n'
+                     b'{"arxiv_id": "2501.00013", "title": "After \xc3\xa9t\xc3\xa9"}\n')
+    assert main(["papers", "import", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"added": 2, "updated": 0, "unchanged": 0, "skipped": 1}
+    assert err == "rltracker papers import: line 2: not UTF-8 text (byte 41); skipped\n"
+
+
 async def test_large_import_is_batched(ctx: Any) -> None:
     lines = (json.dumps({"id": f"2501.{i:05d}", "title": f"Paper {i}", "categories": "cs.LG",
                          "versions": [], "update_date": "2025-01-02"}) for i in range(3000))

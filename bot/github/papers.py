@@ -143,17 +143,23 @@ def record_from_json(obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def read_json_lines(lines: Iterable[str], skipped: list[tuple[int, str]] | None = None
+def read_json_lines(lines: Iterable[str | bytes], skipped: list[tuple[int, str]] | None = None
                     ) -> Iterator[dict[str, Any]]:
-    """Paper values of each line; a line that cannot be one is appended to `skipped` as
-    (line number, reason) and the next is read. Blank lines are not records."""
-    for number, line in enumerate(lines, 1):
-        line = line.strip()
-        if number == 1:
-            line = line.removeprefix("\ufeff").strip()  # a byte-order mark (Windows tools)
-        if not line:
-            continue
+    """Paper values of each line (text, or bytes read from a file: a line that is not UTF-8
+    is skipped, not the whole import); a line that cannot be one is appended to `skipped`
+    as (line number, reason) and the next is read. Blank lines are not records."""
+    for number, raw in enumerate(lines, 1):
         try:
+            if isinstance(raw, bytes):
+                try:
+                    raw = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise SkippedLine(f"not UTF-8 text (byte {exc.start + 1})") from None
+            line = raw.strip()
+            if number == 1:
+                line = line.removeprefix("\ufeff").strip()  # a byte-order mark (Windows tools)
+            if not line:
+                continue
             try:
                 obj = json.loads(line)
             except ValueError as exc:
@@ -317,7 +323,7 @@ def papers_command(args: Any) -> int:
 
     skipped: list[tuple[int, str]] = []
 
-    async def main(lines: Iterable[str] | None) -> int:
+    async def main(lines: Iterable[bytes] | None) -> int:
         ctx = AppContext.create(Settings.from_env())
         try:
             if lines is not None:
@@ -339,6 +345,6 @@ def papers_command(args: Any) -> int:
     if args.papers_command != "import":
         return asyncio.run(main(None))
     if args.file == "-":
-        return asyncio.run(main(sys.stdin))
-    with open(args.file, encoding="utf-8") as fh:  # read as the import goes, not all at once
+        return asyncio.run(main(sys.stdin.buffer))
+    with open(args.file, "rb") as fh:  # read as the import goes, not all at once
         return asyncio.run(main(fh))

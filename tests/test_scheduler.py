@@ -128,6 +128,26 @@ async def test_a_missed_run_runs_at_start(ctx: AppContext) -> None:
     assert await missed_run(ctx, now)
 
 
+async def test_a_run_cut_short_by_a_stop_runs_again_at_start(ctx: AppContext) -> None:
+    """The process stopped during the night's run (a deploy at 03:05): its row stayed
+    "running" and counted as that night's run, so the start did not run it again and the
+    night had no sync and no report."""
+    now = datetime.now(UTC)
+    fire = last_fire_time(nightly_trigger(ctx), now)
+    assert fire is not None
+    async with ctx.sessionmaker() as session:
+        session.add(JobRun(name="nightly", outcome="ok", started_at=fire - timedelta(days=1),
+                           finished_at=fire - timedelta(days=1)))
+        session.add(JobRun(name="nightly", outcome="running", started_at=fire + timedelta(seconds=1)))
+        await session.commit()
+    result = await catch_up(ctx)
+    assert result is not None and result["outcome"] == "ok"
+    assert [r.outcome for r in await runs(ctx)] == ["ok", "cancelled", "ok"]
+    async with ctx.sessionmaker() as session:
+        assert await session.scalar(select(Report.id)) is not None  # the night's report
+    assert await catch_up(ctx) is None
+
+
 def test_scheduler_has_the_nightly_job(settings: Any) -> None:
     ctx = AppContext.create(dataclasses.replace(settings, nightly_cron="30 2 * * *"))
     scheduler = create_scheduler(ctx)

@@ -146,6 +146,24 @@ async def test_injected_failures_finish_with_nothing_missing(sync_ctx: AppContex
     assert 0 < min(s for s in sizes if s) <= 25
 
 
+@pytest.mark.parametrize("limit", ["secondary", "primary"])
+async def test_a_long_rate_limit_is_waited_out(sync_ctx: AppContext, fake_github: Any, world: Any,
+                                              limit: str) -> None:
+    """A rate limit longer than the client waits for itself (a secondary limit's retry-after
+    of 5 min; the hourly limit spent, reset in 20 min), answered four times in a row.
+    gidgethub drops a GraphQL error's headers, so the sync took it for a GraphQL error, asked
+    again after 2, 4 and 8 s (inside the limit) and stopped ("GraphQL request failed 4
+    times"); the first backfill ended there. Now each answer is waited out as GitHub asks."""
+    data, _ = world
+    if limit == "secondary":
+        fake_github.secondary_rate_limit("POST", r"^/graphql$", times=4, retry_after=300)
+    else:
+        fake_github.rate_limited("POST", r"^/graphql$", reset_in=1200, times=4)
+    stats = await sync(sync_ctx, sleep=no_sleep)
+    await assert_matches(sync_ctx, data)
+    assert stats.waited_for_rate_limit >= 4 * 290 and stats.graphql_errors == 0
+
+
 async def test_persistent_errors_stop_and_the_next_run_resumes(sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
     data, responder = world
     with pytest.raises(SyncError):  # a first run cut short

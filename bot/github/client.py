@@ -202,6 +202,8 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
         self._rand = rand
         self._clock = clock
         self._on_unauthorized = on_unauthorized
+        # The headers of the last rate-limit answer the retries gave up on (for graphql()).
+        self._rate_limited: Mapping[str, str] | None = None
 
     async def sleep(self, seconds: float) -> None:
         await self._sleep(seconds)
@@ -246,7 +248,20 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
             kind, value = await self._credentials()
             if kind == "token":
                 self.oauth_token = value
-        return await super().graphql(query, endpoint=endpoint or self._graphql_endpoint(), **variables)
+        self._rate_limited = None
+        try:
+            return await super().graphql(query, endpoint=endpoint or self._graphql_endpoint(),
+                                         **variables)
+        except gidgethub.BadGraphQLRequest as exc:
+            # gidgethub drops the headers of a GraphQL error: a rate limit the retries gave
+            # up on comes back as REST's would (BadRequest with them), so callers wait as
+            # long as GitHub asks (`rate_limit_wait`) instead of retrying at once.
+            if self._rate_limited is None or exc.status_code not in (403, 429):
+                raise
+            message = str((exc.response or {}).get("message") or "rate limited") \
+                if isinstance(exc.response, dict) else "rate limited"
+            raise gidgethub.BadRequest(exc.status_code, message,
+                                       headers=self._rate_limited) from exc
 
     def _graphql_endpoint(self) -> str:
         return self.base_url.rstrip("/") + "/graphql"
@@ -284,6 +299,8 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
                 return status, resp_headers, data
             delay = self._delay(reason, resp_headers, attempt)
             if not self._within(policy, attempt, waited, delay):
+                if reason != "server_error":
+                    self._rate_limited = resp_headers
                 log.warning(
                     "GitHub %s %s -> %d (%s); giving up after %d attempt(s), %.1fs waited",
                     method, path, status, reason, attempt, waited,

@@ -59,6 +59,7 @@ CONTINUATIONS_PER_REQUEST = 25
 INCREMENTAL_PROBE = 5  # threads asked per stream in the first request of a refresh
 RATE_LIMIT_RESERVE = 100  # points left for webhooks and comments; below it, wait for reset
 GRAPHQL_ATTEMPTS = 4  # consecutive requests answered with GraphQL errors before giving up
+RATE_LIMIT_WAITS = 5  # rate-limit answers waited out in a row before giving up
 MIN_THREADS_PER_REQUEST = 10
 
 SleepFn = Callable[[float], Awaitable[None]]
@@ -419,9 +420,28 @@ class Syncer:
     async def _request(self, query: str, variables: dict[str, Any], installation_id: int | None) -> dict[str, Any]:
         import gidgethub
 
-        if self.max_requests is not None and self.stats.requests >= self.max_requests:
-            raise SyncError("request budget used up")
-        self.stats.requests += 1
+        from bot.github.client import rate_limit_wait
+
+        for waits in range(RATE_LIMIT_WAITS + 1):
+            if self.max_requests is not None and self.stats.requests >= self.max_requests:
+                raise SyncError("request budget used up")
+            self.stats.requests += 1
+            try:
+                return await self._ask(query, variables, installation_id)
+            except gidgethub.BadRequest as exc:
+                # A rate limit longer than the client waits for itself (a secondary limit's
+                # retry-after of minutes): the sync is a background job, it waits as asked.
+                wait = rate_limit_wait(exc)
+                if wait is None or waits == RATE_LIMIT_WAITS:
+                    raise
+                log.warning("sync: rate limited by GitHub, waiting %.0f s", wait)
+                self.stats.waited_for_rate_limit += wait
+                await self.sleep(wait)
+        raise AssertionError("unreachable")
+
+    async def _ask(self, query: str, variables: dict[str, Any], installation_id: int | None) -> dict[str, Any]:
+        import gidgethub
+
         try:
             return await self.ctx.github.graphql(query, installation_id=installation_id, **variables)
         except gidgethub.GraphQLAuthorizationFailure as exc:

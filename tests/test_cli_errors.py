@@ -431,3 +431,13 @@ def test_a_repository_that_is_not_owner_name_is_refused(command: list[str], migr
     for bad in ("notarepo", "a/b/c", "owner/"):
         one_line(rltracker(*command, bad, env=env), command[0], 2,
                  f"'{bad}': expected a repository as OWNER/NAME")
+
+
+@pytest.mark.parametrize("url", ["notaurl", "ftp://host/webhook", "http://"])
+def test_replay_url_that_is_not_http(url: str, tmp_path: Path) -> None:
+    """Each payload file failed on its own ("error: InvalidUrlClientError") instead of one
+    line saying what --url must be."""
+    payload = tmp_path / "ping.json"
+    payload.write_text('{"zen": "z"}')
+    one_line(rltracker("replay", str(payload), "--url", url, "--secret", "s", env={}), "replay", 2,
+             f"'{url}': expected an http(s) URL")

@@ -70,6 +70,17 @@ def _repo_name(text: str) -> str:
     return text.strip()
 
 
+def _http_url(text: str) -> str:
+    """An http(s) URL with a host (replay --url): anything else failed once per file."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(text.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected an http(s) URL, e.g. "
+                                         "http://localhost:8000/webhook")
+    return text.strip()
+
+
 def _iso_date(text: str) -> str:
     try:
         date.fromisoformat(text)
@@ -119,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("replay", help="send payload files as signed deliveries")
     p.add_argument("paths", nargs="+", help="payload files or folders of them")
-    p.add_argument("--url", required=True)
+    p.add_argument("--url", required=True, type=_http_url)
     p.add_argument("--secret", default=None, help="default: $GITHUB_WEBHOOK_SECRET")
     p.add_argument("--event", default=None, help="default: the folder name of each file")
     p.add_argument("--fresh", action="store_true",

@@ -441,3 +441,17 @@ def test_replay_url_that_is_not_http(url: str, tmp_path: Path) -> None:
     payload.write_text('{"zen": "z"}')
     one_line(rltracker("replay", str(payload), "--url", url, "--secret", "s", env={}), "replay", 2,
              f"'{url}': expected an http(s) URL")
+
+
+def test_report_out_that_cannot_be_a_folder_stops_before_the_report(tmp_path: Path, migrated_db: str) -> None:
+    """`rltracker report --out FILE`: the report was built, stored (and posted) first, then
+    the command failed writing it; now it stops before anything is done."""
+    import sqlite3
+
+    taken = tmp_path / "a-file"
+    taken.write_text("")
+    one_line(rltracker("report", "--out", str(taken), env={"DATABASE_URL": migrated_db}),
+             "report", 2, str(taken))
+    db = migrated_db.removeprefix("sqlite+aiosqlite:///")
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM reports").fetchone() == (0,)

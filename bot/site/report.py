@@ -345,6 +345,8 @@ def report_command(args: Any) -> int:
 
     day = date.fromisoformat(args.date) if getattr(args, "date", None) else None
     out = Path(args.out) if args.out else None
+    if out is not None:  # before the report is built, stored and posted, not after
+        out.mkdir(parents=True, exist_ok=True)
 
     async def main() -> dict[str, Any]:
         ctx = AppContext.create(Settings.from_env())

@@ -295,10 +295,20 @@ async def first_backfill(ctx: Any) -> dict[str, Any]:
         stats = await sync(ctx, on_changed=partial(sync_changed, ctx), progress=progress)
         await progress.written()
         counts = _jsonable(dict(stats.as_dict(), total=progress.counts.get("total")))
-        await record_job_run(ctx, FIRST_BACKFILL, run_id, finished_at=utcnow(), outcome="ok",
-                             counts=counts)
-        log.info("first backfill: done %s", counts)
-        return {"outcome": "ok", "counts": counts}
+        # Repositories GitHub did not let it read (no token for them, or gone) are not
+        # backfilled: the front page says so, and the next start tries them again.
+        unread = sorted({name.rpartition(":")[0] for name in stats.failed_streams})
+        outcome = "failed" if unread else "ok"
+        error = None
+        if unread:
+            error = (f"GitHub did not let this service read {', '.join(unread)}"
+                     + ("" if ctx.settings.token else
+                        " (with app credentials only, the repositories the app is not installed"
+                        " on need GITHUB_TOKEN)"))
+        await record_job_run(ctx, FIRST_BACKFILL, run_id, finished_at=utcnow(), outcome=outcome,
+                             counts=counts, error=error)
+        log.info("first backfill: %s %s", outcome, counts)
+        return {"outcome": outcome, "counts": counts}
     except asyncio.CancelledError:
         if progress is not None:
             await progress.written()

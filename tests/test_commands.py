@@ -299,13 +299,13 @@ async def test_discussion_reply_whose_answer_was_lost_is_not_posted_twice(
         assert variables == {"id": "D_9"}
         return {"data": {"node": {"comments": {"nodes": json.loads(json.dumps(posted))}}}}
 
-    data = {
-        "action": "created",
-        "discussion": {"number": 9, "node_id": "D_9", "user": {"login": "alice"}},
-        "comment": {"id": 5556, "body": "/rltracker methods entropy_collapse",
-                    "user": {"login": "alice", "type": "User"}, "author_association": "NONE"},
-        "repository": {"full_name": VERL}, "installation": {"id": INST},
-    }
+    # GitHub's own discussion_comment payload, with a command in it, in an installed repository
+    data = json.loads((shared_dir / "fixtures" / "webhooks" / "discussion_comment" / "created.json").read_text())
+    data["comment"]["id"] = 5556
+    data["comment"]["body"] = "/rltracker methods entropy_collapse"
+    data["discussion"]["node_id"] = "D_9"
+    data["repository"]["full_name"] = VERL
+    data["installation"]["id"] = INST
     event = sansio.Event(data, event="discussion_comment", delivery_id="dd-lost")
     with pytest.raises(gidgethub.GitHubException):
         await commands_router.dispatch(event, app_ctx)

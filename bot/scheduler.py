@@ -13,7 +13,8 @@ run and leaves. SQLite means one process; an asyncio lock stops overlapping runs
 A run missed while the service was down: APScheduler's misfire grace covers short pauses of
 a running process; at start, a one-off job compares the last cron fire time with the last
 run and runs the job at once when that fire time has no run (a fresh installation, with no
-run at all, waits for its first scheduled time).
+run at all, waits for its first scheduled time). A run the process stopped in the middle of
+(left "running") is marked cancelled first, so it counts as missed.
 
 The first start with a token and an empty database does not wait for the night:
 `start_first_backfill` runs the sync step at once in the background (JobRun
@@ -294,10 +295,20 @@ async def first_backfill(ctx: Any) -> dict[str, Any]:
         stats = await sync(ctx, on_changed=partial(sync_changed, ctx), progress=progress)
         await progress.written()
         counts = _jsonable(dict(stats.as_dict(), total=progress.counts.get("total")))
-        await record_job_run(ctx, FIRST_BACKFILL, run_id, finished_at=utcnow(), outcome="ok",
-                             counts=counts)
-        log.info("first backfill: done %s", counts)
-        return {"outcome": "ok", "counts": counts}
+        # Repositories GitHub did not let it read (no token for them, or gone) are not
+        # backfilled: the front page says so, and the next start tries them again.
+        unread = sorted({name.rpartition(":")[0] for name in stats.failed_streams})
+        outcome = "failed" if unread else "ok"
+        error = None
+        if unread:
+            error = (f"GitHub did not let this service read {', '.join(unread)}"
+                     + ("" if ctx.settings.token else
+                        " (with app credentials only, the repositories the app is not installed"
+                        " on need GITHUB_TOKEN)"))
+        await record_job_run(ctx, FIRST_BACKFILL, run_id, finished_at=utcnow(), outcome=outcome,
+                             counts=counts, error=error)
+        log.info("first backfill: %s %s", outcome, counts)
+        return {"outcome": outcome, "counts": counts}
     except asyncio.CancelledError:
         if progress is not None:
             await progress.written()
@@ -358,8 +369,32 @@ async def missed_run(ctx: Any, now: datetime | None = None) -> bool:
     return last is not None and last < fire
 
 
+async def close_interrupted_runs(ctx: Any) -> int:
+    """Nightly runs left "running" by a process that stopped mid-run (a deploy or a crash at
+    03:05) become "cancelled", so the run they stood for counts as missed and `catch_up`
+    runs it again; they used to count as that night's run for good. Only when this process
+    gets the run-once lock: a run that holds it elsewhere is not interrupted."""
+    lock = _Lock(ctx)
+    if not await lock.acquire():
+        return 0
+    try:
+        async with ctx.sessionmaker() as session:
+            rows = list(await session.scalars(select(JobRun).where(
+                JobRun.name == JOB_NAME, JobRun.outcome == "running")))
+            for row in rows:
+                row.outcome, row.finished_at = "cancelled", utcnow()
+                row.error = "the process stopped during the run"
+            await session.commit()
+        return len(rows)
+    finally:
+        await lock.release()
+
+
 async def catch_up(ctx: Any) -> dict[str, Any] | None:
-    """At start: run the nightly job now if its last scheduled time passed without a run."""
+    """At start: run the nightly job now if its last scheduled time passed without a run
+    (a run the process stopped in the middle of does not count)."""
+    if await close_interrupted_runs(ctx):
+        log.info("nightly: a run was interrupted by a stop; it counts as missed")
     if await missed_run(ctx):
         log.info("nightly: the last scheduled run was missed; running it now")
         return await nightly_job(ctx)

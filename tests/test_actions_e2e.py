@@ -493,6 +493,47 @@ async def test_rule_summary_reply_once(app_ctx: Any, fake_github: Any) -> None:
     assert out["rule_summary"] == "skipped:maintainer_author"
 
 
+async def test_rule_summary_lists_earlier_proposals_of_the_method_newest_first(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The list a proposer reads: proposals (not threads citing the paper) of the method
+    proposed, opened before this one, newest first, each linked to its tracker page. It
+    listed the oldest first (cut to four, so the latest were the ones left out), threads
+    opened after this one, and every proposal that cited the GRPO or PPO it builds on."""
+    await install(app_ctx, fake_github)
+    now = datetime.now(UTC)
+    earlier = [  # (repo, number, days before now, is_proposal, state, methods, arXiv ids)
+        (TRL, 301, 400, True, "merged", ["gspo"], ["2507.18071"]),
+        ("OpenRLHF/OpenRLHF", 20, 90, True, "declined", ["grpo", "gspo"], ["2402.03300"]),
+        ("alibaba/ROLL", 5, 30, True, "open_replied", ["grpo"], ["2402.03300"]),   # GRPO only
+        ("THUDM/slime", 8, 20, False, "open_no_reply", ["gspo"], ["2507.18071"]),  # not a proposal
+        ("NVIDIA-NeMo/RL", 11, 10, True, "lapsed", [], ["2507.18071"]),           # by arXiv id
+        ("areal-project/AReaL", 9, -1, True, "open_no_reply", ["gspo"], []),      # opened later
+    ]
+    async with app_ctx.sessionmaker() as s:
+        for repo, number, days, is_proposal, state, methods, arxiv in earlier:
+            t = await upsert_thread(s, {"repo": repo, "number": number, "kind": "issue",
+                                        "title": "GSPO", "state": "open",
+                                        "created_at": iso(now - timedelta(days=days))})
+            s.add(Analysis(thread_id=t.id, analyzer_version="t", result={}, is_proposal=is_proposal,
+                           review_state=state, methods=methods, arxiv_ids=arxiv))
+        await s.commit()
+    analysis = copy.deepcopy(PROPOSAL)
+    analysis["papers"].append({"arxiv_id": "2402.03300", "title": "DeepSeekMath", "method": "grpo",
+                               "how": "method_name", "score": 1.0})
+    payload = await open_issue(app_ctx, fake_github, 73, title="Add GSPO",
+                               created_at=now - timedelta(hours=1))
+    out = await act(app_ctx, VERL, 73, trigger="issues.opened", payload=payload, analysis=analysis)
+    assert out["rule_summary"] == "posted"
+    [reply] = app_comments(fake_github, VERL, 73, RULES_MARKER)
+    listed = [line for line in reply["body"].splitlines() if line.startswith("- [`")]
+    public = app_ctx.settings.public_url
+    assert listed == [
+        f"- [`NVIDIA-NeMo/RL#11`]({public}/threads/NVIDIA-NeMo/RL/11) (NeMo-RL): closed as inactive",
+        f"- [`OpenRLHF/OpenRLHF#20`]({public}/threads/OpenRLHF/OpenRLHF/20) (OpenRLHF, [GSPO]({public}/methods/gspo)): declined",
+        f"- [`huggingface/trl#301`]({public}/threads/huggingface/trl/301) (TRL, [GSPO]({public}/methods/gspo)): merged",
+    ]
+
+
 async def test_rule_summary_on_a_pull_request(app_ctx: Any, fake_github: Any) -> None:
     await install(app_ctx, fake_github)
     payload = await open_issue(app_ctx, fake_github, 72, kind="pull_request", title="Implement GSPO loss")

@@ -136,7 +136,7 @@ async def test_stats_api(client: TestClient, ctx: AppContext) -> None:
 async def test_healthz_ok(client: TestClient) -> None:
     resp = await client.get("/healthz")
     assert resp.status == 200
-    assert await resp.json() == {"status": "ok", "database": "ok"}
+    assert await resp.json() == {"status": "ok", "database": "ok", "deliveries_failed": 0}
 
 
 @pytest.mark.parametrize("url_kind", ["sqlite", "postgres"])

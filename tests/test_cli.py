@@ -85,7 +85,8 @@ async def test_serve_dev_prints_secret_and_serves(tmp_path: Path, sqlite_templat
                 with contextlib.suppress(aiohttp.ClientError):
                     async with session.get(base + "/healthz") as resp:
                         if resp.status == 200:
-                            assert await resp.json() == {"status": "ok", "database": "ok"}
+                            assert await resp.json() == {"status": "ok", "database": "ok",
+                                                         "deliveries_failed": 0}
                             break
                 await asyncio.sleep(0.05)
             else:

@@ -409,3 +409,49 @@ def test_known_failures_and_bugs_are_told_apart() -> None:
     err = io.StringIO()
     assert report_failure("serve", UserError("two\nlines", 1), debug=False, err=err) == 1
     assert err.getvalue() == "rltracker serve: two lines\n"
+
+
+def test_rules_takes_a_framework_in_any_case(tmp_path: Path, shared_dir: Path) -> None:
+    """`rltracker rules VERL` (or NeMo-RL, as the pages write it) was "unknown framework";
+    an unknown one is one line naming the command and the frameworks, exit 1."""
+    env = {"DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/absent.db", "GITHUB_API_URL": "http://127.0.0.1:9"}
+    for typed, repo in (("VERL", "verl-project/verl"), ("NeMo-RL", "NVIDIA-NeMo/RL")):
+        result = rltracker("rules", typed, "--json", env=env, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert f'"repo": "{repo}"' in result.stdout
+    one_line(rltracker("rules", "verlx", env=env, cwd=tmp_path), "rules", 1,
+             "unknown framework or folder: verlx", "nemo-rl")
+
+
+@pytest.mark.parametrize("command", [["sync", "--repo"], ["preview"]])
+def test_a_repository_that_is_not_owner_name_is_refused(command: list[str], migrated_db: str) -> None:
+    """`rltracker sync --repo notarepo` stored a Repository row and three sync cursors named
+    "notarepo" and asked GitHub for a repository with no name."""
+    env = {"DATABASE_URL": migrated_db, "GITHUB_TOKEN": "t", "GITHUB_API_URL": "http://127.0.0.1:9"}
+    for bad in ("notarepo", "a/b/c", "owner/"):
+        one_line(rltracker(*command, bad, env=env), command[0], 2,
+                 f"'{bad}': expected a repository as OWNER/NAME")
+
+
+@pytest.mark.parametrize("url", ["notaurl", "ftp://host/webhook", "http://"])
+def test_replay_url_that_is_not_http(url: str, tmp_path: Path) -> None:
+    """Each payload file failed on its own ("error: InvalidUrlClientError") instead of one
+    line saying what --url must be."""
+    payload = tmp_path / "ping.json"
+    payload.write_text('{"zen": "z"}')
+    one_line(rltracker("replay", str(payload), "--url", url, "--secret", "s", env={}), "replay", 2,
+             f"'{url}': expected an http(s) URL")
+
+
+def test_report_out_that_cannot_be_a_folder_stops_before_the_report(tmp_path: Path, migrated_db: str) -> None:
+    """`rltracker report --out FILE`: the report was built, stored (and posted) first, then
+    the command failed writing it; now it stops before anything is done."""
+    import sqlite3
+
+    taken = tmp_path / "a-file"
+    taken.write_text("")
+    one_line(rltracker("report", "--out", str(taken), env={"DATABASE_URL": migrated_db}),
+             "report", 2, str(taken))
+    db = migrated_db.removeprefix("sqlite+aiosqlite:///")
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM reports").fetchone() == (0,)

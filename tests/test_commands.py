@@ -170,6 +170,33 @@ async def test_stop_minimises_the_comment_and_mutes(app_ctx: Any, fake_github: A
         assert (await s.scalar(select(Thread).where(Thread.number == 4))).muted
 
 
+async def test_stop_whose_minimising_failed_is_done_by_the_retry(app_ctx: Any, fake_github: Any) -> None:
+    """GitHub answers minimizeComment with 502 past the client's retries: the delivery is
+    retried, and the retry minimises the comment. It found the command recorded already
+    ("duplicate") and did nothing, so the comment stayed visible for good."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 14)
+    await act(app_ctx, VERL, 14, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    [posted] = [c for c in fake_github.comments_of(VERL, 14) if FAILURE_MARKER in c["body"]]
+    minimised: list[str] = []
+
+    def graphql(query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        minimised.append(variables["id"])
+        return {"data": {"minimizeComment": {"minimizedComment": {"isMinimized": True, "minimizedReason": "outdated"}}}}
+
+    fake_github.graphql_handler = graphql
+    fake_github.fail_next("POST", r"^/graphql$", 502, times=app_ctx.github.policy.max_attempts)
+    event = comment_event("/rltracker stop", number=14)
+    with pytest.raises(gidgethub.GitHubException):
+        await commands_router.dispatch(event, app_ctx)
+    assert minimised == []
+    await commands_router.dispatch(event, app_ctx)  # the worker's retry
+    assert minimised == [posted["node_id"]]
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.is_minimized
+    assert [a.reason for a in await actions(app_ctx, "command")] == ["/rltracker stop"]
+
+
 async def test_recheck_reruns_the_pipeline(app_ctx: Any, fake_github: Any) -> None:
     await install(app_ctx, fake_github)
     await open_issue(app_ctx, fake_github, 5)
@@ -219,6 +246,8 @@ async def test_methods_reply_in_a_discussion(app_ctx: Any, fake_github: Any) -> 
     seen: list[dict[str, Any]] = []
 
     def graphql(query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        if "addDiscussionComment" not in query:
+            return {"data": {"node": {"comments": {"nodes": []}}}}
         seen.append(variables)
         return {"data": {"addDiscussionComment": {"comment": {"id": "DC_1", "databaseId": 77}}}}
 
@@ -234,3 +263,68 @@ async def test_methods_reply_in_a_discussion(app_ctx: Any, fake_github: Any) -> 
     assert seen and seen[0]["id"] == "D_8" and REPLY_MARKER in seen[0]["body"]
     [row] = await actions(app_ctx, "command")
     assert row.status == "posted" and row.comment_node_id == "DC_1"
+
+
+async def test_discussion_reply_whose_answer_was_lost_is_not_posted_twice(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """addDiscussionComment creates the reply but GitHub answers 502: neither the client's
+    retries nor the worker's retry of the delivery post it again; the retry finds it among
+    the discussion's latest comments by its hidden marker (GraphQL checked against GitHub's
+    schema)."""
+    import json
+
+    import graphql as gql
+
+    from tests.fake_graphql import load_github_schema
+
+    schema = load_github_schema(shared_dir / "fixtures" / "github-api" / "schema.graphql")
+    await install(app_ctx, fake_github)
+    posted: list[dict[str, Any]] = [  # someone else's comment, quoting a marker: not ours
+        {"id": "DC_0", "databaseId": 70, "viewerDidAuthor": False,
+         "body": "> <!-- rltracker:reply-to:5556 -->"}]
+
+    @fake_github.route("POST", r"/graphql")
+    def discussion_api(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        document = gql.parse(body["query"])
+        assert not gql.validate(schema, document)
+        variables = body.get("variables") or {}
+        if "addDiscussionComment" in body["query"]:
+            node = {"id": f"DC_{len(posted)}", "databaseId": 70 + len(posted),
+                    "viewerDidAuthor": True, "body": variables["body"]}
+            posted.append(node)
+            if len(posted) == 2:  # the first reply: created, but the answer is a 502
+                return 502, {"message": "Server Error"}
+            return {"data": {"addDiscussionComment": {"comment": {
+                "id": node["id"], "databaseId": node["databaseId"]}}}}
+        assert variables == {"id": "D_9"}
+        return {"data": {"node": {"comments": {"nodes": json.loads(json.dumps(posted))}}}}
+
+    # GitHub's own discussion_comment payload, with a command in it, in an installed repository
+    data = json.loads((shared_dir / "fixtures" / "webhooks" / "discussion_comment" / "created.json").read_text())
+    data["comment"]["id"] = 5556
+    data["comment"]["body"] = "/rltracker methods entropy_collapse"
+    data["discussion"]["node_id"] = "D_9"
+    data["repository"]["full_name"] = VERL
+    data["installation"]["id"] = INST
+    event = sansio.Event(data, event="discussion_comment", delivery_id="dd-lost")
+    with pytest.raises(gidgethub.GitHubException):
+        await commands_router.dispatch(event, app_ctx)
+    await commands_router.dispatch(event, app_ctx)  # the worker's retry
+    replies = [n for n in posted if REPLY_MARKER in n["body"]]
+    assert len(replies) == 1 and "<!-- rltracker:reply-to:5556 -->" in replies[0]["body"]
+    assert len(fake_github.requests("POST", r"/graphql")) == 3  # look, post (502), look: found
+    [row] = [a for a in await actions(app_ctx, "command") if a.status == "posted"]
+    assert row.comment_node_id == replies[0]["id"] and row.comment_id == replies[0]["databaseId"]
+
+
+async def test_a_long_thread_is_read_a_hundred_comments_a_page(app_ctx: Any, fake_github: Any) -> None:
+    """Looking for its own reply, the app read the thread's comments at GitHub's default 30
+    a page: 250 comments cost 9 requests (a 3,000-comment thread 100), each time."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 12)
+    for n in range(250):
+        fake_github.add_comment(VERL, 12, f"comment {n}")
+    await commands_router.dispatch(comment_event("/rltracker methods kl_growth", number=12), app_ctx)
+    pages = fake_github.requests("GET", r"/issues/12/comments$")
+    assert len(pages) == 3 and all(c.query.get("per_page") == "100" for c in pages)
+    assert len([c for c in fake_github.comments_of(VERL, 12) if REPLY_MARKER in c["body"]]) == 1

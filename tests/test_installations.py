@@ -169,3 +169,38 @@ async def test_suspend_drops_the_cached_token(app_ctx: Any, fake_github: Any):
     await dispatch(app_ctx, "installation", payload("unsuspend"))
     await app_ctx.github.installation_token(31)
     assert len(fake_github.requests("POST", r"/access_tokens$")) == 2
+
+
+@pytest.mark.parametrize("action", ["suspend", "deleted"])
+async def test_no_comment_through_a_suspended_or_uninstalled_installation(
+        app_ctx: Any, fake_github: Any, action: str):
+    """Deliveries queued before a suspend or an uninstall are still processed: the app asked
+    GitHub for a token (refused: 403 for a suspended installation, 404 once deleted) and
+    failed each such delivery five times. Now it tracks the thread and stays quiet; after
+    `unsuspend` it speaks again."""
+    from bot.speaking.decide import act
+    from bot.webhooks.commands import handle_command
+    from tests.test_actions_e2e import FAILURE, INST, VERL, install, open_issue
+    from tests.test_commands import comment_event
+
+    await install(app_ctx, fake_github)
+    event = payload(action, iid=INST)
+    if action == "suspend":
+        event["installation"]["suspended_at"] = "2026-12-01T00:00:00Z"
+        fake_github.suspend_installation(INST)
+    else:
+        del fake_github.installations[INST]
+    await dispatch(app_ctx, "installation", event)
+    issue = await open_issue(app_ctx, fake_github, 41)
+    assert await act(app_ctx, VERL, 41, trigger="issues.opened", payload=issue, analysis=FAILURE) == {}
+    command = comment_event("/rltracker methods entropy_collapse", number=41)
+    assert await handle_command(command, app_ctx) == "not_installed"
+    assert not fake_github.requests("POST")  # no token asked for, nothing posted
+    if action == "deleted":
+        return
+    fake_github.installations[INST]["suspended_at"] = None
+    await dispatch(app_ctx, "installation", payload("unsuspend", iid=INST,
+                                                    repositories=[{"full_name": VERL, "id": 1}]))
+    out = await act(app_ctx, VERL, 41, trigger="issues.opened", payload=issue, analysis=FAILURE)
+    assert out["failure_comment"] == "posted"
+    assert await handle_command(command, app_ctx) == "posted"

@@ -56,10 +56,15 @@ def _write(path: Path, objects: list[Any], extra: str = "") -> Path:
 def test_import_command_both_formats_upserts(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("DATABASE_URL", db_url)
-    assert main(["papers", "import", str(_write(tmp_path / "a.jsonl", ARXIV_LINES, "{not json\n"))]) == 0
-    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == {"added": 2, "updated": 0, "unchanged": 0}
+    # the id that is not arXiv's and the line that is not JSON are named, the others imported
+    assert main(["papers", "import", str(_write(tmp_path / "a.jsonl", ARXIV_LINES, "{not json\n"))]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out.strip().splitlines()[-1]) == {"added": 2, "updated": 0, "unchanged": 0, "skipped": 2}
+    assert "line 3: id is not an arXiv identifier: 'not an id'; skipped" in err
+    assert "line 4: not valid JSON" in err
     assert main(["papers", "import", str(_write(tmp_path / "b.jsonl", CONTRACT_LINES))]) == 0
-    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == {"added": 1, "updated": 1, "unchanged": 0}
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == {
+        "added": 1, "updated": 1, "unchanged": 0, "skipped": 0}
     assert main(["papers", "import", str(tmp_path / "b.jsonl")]) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["unchanged"] == 2
 
@@ -75,6 +80,73 @@ async def test_records_are_stored_as_given(ctx: Any) -> None:
     assert dapo.categories == "cs.LG cs.CL"
     assert papers["hep-th/9901001"].first_public == "1999-01-04"
     assert papers[None].title == "A blog post without an arXiv id"
+
+
+def test_import_names_every_line_it_skips(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Lines that cannot be papers were dropped without a word (exit 0): each is named with
+    its reason on stderr, every other line is imported, and the exit status is 1. A field of
+    the wrong type or too long for its column used to stop the import (a traceback; on
+    PostgreSQL the batch with it was lost), and one alias given as a string became one alias
+    per letter."""
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    lines = [
+        {"arxiv_id": "2402.03300", "title": "DeepSeekMath", "aliases": "GRPO"},   # 1 kept
+        {"aliases": ["NoName"], "method": None},                                    # 2 nothing to key
+        {"title": 2402.03300},                                                      # 3 not a string
+        {"arxiv_id": "2501.00001", "title": "Long method", "method": "m" * 65},      # 4 column is 64
+        {"arxiv_id": "2501.00002", "title": "Bad date", "first_public": "spring"},  # 5
+        {"arxiv_id": "2501.00003", "title": "A timestamp", "first_public": "2025-01-02T10:00:00Z"},  # 6 kept
+        {"arxiv_id": "arXiv:nope", "title": "Bad id"},                              # 7
+        ["a", "list"],                                                              # 8
+        {"id": None, "title": "A paper record with an empty id"},                   # 9 kept
+    ]
+    path = tmp_path / "pool.jsonl"
+    path.write_text("\ufeff" + "\n".join(json.dumps(o) for o in lines) + "\n\n", encoding="utf-8")
+    assert main(["papers", "import", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"added": 3, "updated": 0, "unchanged": 0, "skipped": 6}
+    assert [line.split(":")[1].strip() for line in err.splitlines()] == [
+        "line 2", "line 3", "line 4", "line 5", "line 7", "line 8"]
+    assert "line 2: neither an arxiv_id nor a title; skipped" in err
+    assert "line 3: title is not a string" in err
+    assert "line 4: method is longer than 64 characters" in err
+    assert "line 5: first_public is not a date YYYY-MM-DD: 'spring'" in err
+    assert "line 8: not a JSON object" in err
+
+    async def stored() -> dict[str | None, Paper]:
+        from bot.config import Settings
+        from bot.context import AppContext
+
+        ctx = AppContext.create(Settings.from_env())
+        try:
+            async with ctx.sessionmaker() as session:
+                return {p.arxiv_id: p for p in await session.scalars(select(Paper))}
+        finally:
+            await ctx.close()
+
+    import asyncio
+
+    papers = asyncio.run(stored())
+    assert set(papers) == {"2402.03300", "2501.00003", None}
+    assert papers["2402.03300"].aliases == ["GRPO"]
+    assert papers["2501.00003"].first_public == "2025-01-02"
+
+
+def test_a_line_that_is_not_utf8_is_skipped_not_the_import(
+        db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """One Latin-1 byte in a pool file stopped the import with a traceback ("this is a bug"),
+    and the lines read before it, not yet committed, were lost."""
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(b'{"arxiv_id": "2501.00011", "title": "Before"}\r\n'
+                     b'{"arxiv_id": "2501.00012", "title": "Caf\xe9"}\n'
+                     b'{"arxiv_id": "2501.00013", "title": "After \xc3\xa9t\xc3\xa9"}\n')
+    assert main(["papers", "import", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"added": 2, "updated": 0, "unchanged": 0, "skipped": 1}
+    assert err == "rltracker papers import: line 2: not UTF-8 text (byte 41); skipped\n"
 
 
 async def test_large_import_is_batched(ctx: Any) -> None:

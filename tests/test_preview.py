@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from sqlalchemy import select
@@ -79,3 +80,22 @@ def test_preview_command_prints_and_stores(db_url: str, monkeypatch: Any, capsys
     assert main(["preview", "volcengine/verl"]) == 0  # a former name resolves
     out = capsys.readouterr().out
     assert "verl-project/verl" in out and "## #7" in out and "clip_ratio_high" in out
+
+
+def test_preview_command_says_when_nothing_is_stored(db_url: str, monkeypatch: Any, capsys: Any) -> None:
+    """An installer's first `rltracker preview` (nothing synced yet) printed "0 of 0 issues
+    would get a comment" and exit 0, which reads as "the app would stay quiet" when it looked
+    at nothing; a name that is not OWNER/NAME did the same."""
+    from bot.cli import main
+
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    assert main(["preview", "verl-project/verl"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert ("rltracker preview: no thread of verl-project/verl is stored yet, so there is nothing "
+            "to preview; fetch them first: rltracker sync --repo verl-project/verl") in err
+    for bad in ("verl", "a/b/c", "/verl"):
+        with pytest.raises(SystemExit) as exit_status:
+            main(["preview", bad])
+        assert exit_status.value.code == 2
+        assert "expected a repository as OWNER/NAME" in capsys.readouterr().err

@@ -125,7 +125,13 @@ async def test_a_night_with_known_changes_lists_exactly_those(ctx: Any) -> None:
     assert "[arXiv:2503.14476](https://arxiv.org/abs/2503.14476)" in markdown
     tokens = MarkdownIt().parse(markdown)
     links = [t.attrGet("href") for tok in tokens if tok.children for t in tok.children if t.type == "link_open"]
-    assert f"https://github.com/{T}/issues/13" in links
+    # Threads link to the tracker, in code spans: a github.com link or a bare owner/repo#N in
+    # a comment writes "mentioned this" into each thread the report names, every night.
+    assert f"{ctx.settings.public_url}/threads/{T}/13" in links
+    assert f"{ctx.settings.public_url}/threads/{T}/12" in links  # waiting for a reply
+    assert not [link for link in links if "github.com" in link]
+    spans = [t.content for tok in tokens if tok.children for t in tok.children if t.type == "code_inline"]
+    assert f"{T}#13" in spans
     html = render_html(data)
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>" not in html
     # The HTML report links each thread to its tracker page, and to GitHub beside it.
@@ -170,6 +176,28 @@ async def test_a_post_whose_answer_was_lost_is_adopted_not_repeated(app_ctx: Any
     assert (await run_report(ctx, DAY1))["posted"] in ("posted", "edited")
     [comment] = fake_github.comments_of("tracker-org/tracker", 1)
     assert "Proposal status" in comment["body"]
+    async with ctx.sessionmaker() as session:
+        [action] = list(await session.scalars(select(Action).where(Action.kind == "report")))
+    assert action.status == "posted" and action.comment_id == comment["id"]
+
+
+async def test_a_post_github_refuses_is_recorded_as_failed_and_posted_by_the_next_run(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The app is not installed where RLTRACKER_REPORT_ISSUE points (GitHub answers 401):
+    the night's action said "pending" (in progress) for good. Now it says failed, with the
+    reason, and a run after the installation posts that night's comment."""
+    fake_github.add_issue("tracker-org/tracker", 1, title="Nightly reports")
+    ctx = app_ctx
+    ctx.settings = dataclasses.replace(ctx.settings, report_issue="tracker-org/tracker#1")
+    await night_one(ctx)
+    assert (await run_report(ctx, DAY1))["posted"] == "failed"
+    async with ctx.sessionmaker() as session:
+        [action] = list(await session.scalars(select(Action).where(Action.kind == "report")))
+    assert action.status == "failed" and action.reason == "BadRequest: Requires authentication"
+    assert action.body and "Proposal status" in action.body
+    fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
+    assert (await run_report(ctx, DAY1))["posted"] == "posted"
+    [comment] = fake_github.comments_of("tracker-org/tracker", 1)
     async with ctx.sessionmaker() as session:
         [action] = list(await session.scalars(select(Action).where(Action.kind == "report")))
     assert action.status == "posted" and action.comment_id == comment["id"]

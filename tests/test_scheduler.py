@@ -128,6 +128,26 @@ async def test_a_missed_run_runs_at_start(ctx: AppContext) -> None:
     assert await missed_run(ctx, now)
 
 
+async def test_a_run_cut_short_by_a_stop_runs_again_at_start(ctx: AppContext) -> None:
+    """The process stopped during the night's run (a deploy at 03:05): its row stayed
+    "running" and counted as that night's run, so the start did not run it again and the
+    night had no sync and no report."""
+    now = datetime.now(UTC)
+    fire = last_fire_time(nightly_trigger(ctx), now)
+    assert fire is not None
+    async with ctx.sessionmaker() as session:
+        session.add(JobRun(name="nightly", outcome="ok", started_at=fire - timedelta(days=1),
+                           finished_at=fire - timedelta(days=1)))
+        session.add(JobRun(name="nightly", outcome="running", started_at=fire + timedelta(seconds=1)))
+        await session.commit()
+    result = await catch_up(ctx)
+    assert result is not None and result["outcome"] == "ok"
+    assert [r.outcome for r in await runs(ctx)] == ["ok", "cancelled", "ok"]
+    async with ctx.sessionmaker() as session:
+        assert await session.scalar(select(Report.id)) is not None  # the night's report
+    assert await catch_up(ctx) is None
+
+
 def test_scheduler_has_the_nightly_job(settings: Any) -> None:
     ctx = AppContext.create(dataclasses.replace(settings, nightly_cron="30 2 * * *"))
     scheduler = create_scheduler(ctx)
@@ -137,3 +157,38 @@ def test_scheduler_has_the_nightly_job(settings: Any) -> None:
     fields = {f.name: str(f) for f in nightly.trigger.fields}
     assert (fields["hour"], fields["minute"]) == ("2", "30")
     assert "nightly-catch-up" in jobs
+
+
+async def test_a_first_backfill_that_could_not_read_a_repository_says_so(
+        app_settings: Any, fake_github: Any, shared_dir: Path) -> None:
+    """App credentials only, installed on TRL: the other repositories cannot be read. The
+    backfill said "ok", the front page's progress section went away, and nothing told the
+    installer that six of the seven repositories were never read, nor that GITHUB_TOKEN is
+    what they need."""
+    from bot.github.client import GitHubClient
+    from bot.scheduler import first_backfill
+    from bot.site.progress import backfill_progress
+    from bot.store.models import Installation, Repository
+    from tests.fake_graphql import FakeGraphQL
+    from tests.fakegithub import no_sleep
+
+    fake_github.graphql_handler = FakeGraphQL(FakeData.generate(3, seed=5, long_every=0),
+                                              shared_dir / "fixtures" / "github-api" / "schema.graphql")
+    fake_github.allow_anonymous = False
+    fake_github.add_installation(55, "huggingface", repos=["huggingface/trl"])
+    ctx = AppContext.create(app_settings)
+    ctx.github = GitHubClient(app_settings, sleep=no_sleep)
+    try:
+        async with ctx.sessionmaker() as session:
+            session.add(Installation(id=55, account="huggingface"))
+            await session.flush()
+            session.add(Repository(full_name="huggingface/trl", installation_id=55))
+            await session.commit()
+        assert (await first_backfill(ctx))["outcome"] == "failed"
+        async with ctx.sessionmaker() as session:
+            progress = await backfill_progress(session)
+        assert progress is not None and progress["outcome"] == "failed"
+        assert "verl-project/verl" in progress["error"] and "GITHUB_TOKEN" in progress["error"]
+        assert "huggingface/trl" not in progress["left"] and "verl-project/verl" in progress["left"]
+    finally:
+        await ctx.close()

@@ -351,7 +351,10 @@ async def test_nightly_sync_makes_a_merged_pr_a_detected_landing_once(nctx: AppC
     [landing] = [x for x in study["landings"] if x["detected"]]
     assert (landing["method"], landing["framework"], landing["pull_request"]) == ("cispo", "openrlhf", key)
     assert landing["date"] == merged_at[:10] and landing["detected_at"]
-    assert f"`cispo` in [{key}](https://github.com/OpenRLHF/OpenRLHF/pull/{pr['number']})" in report.markdown
+    # the posted Markdown links the tracker's page, never GitHub (no "mentioned this" there)
+    public = nctx.settings.public_url
+    assert (f"`cispo` in [`{key}`]({public}/threads/OpenRLHF/OpenRLHF/{pr['number']})"
+            in report.markdown)
     assert "New landings" in report.markdown
     from bot.site.report import render_html
 

@@ -146,6 +146,24 @@ async def test_injected_failures_finish_with_nothing_missing(sync_ctx: AppContex
     assert 0 < min(s for s in sizes if s) <= 25
 
 
+@pytest.mark.parametrize("limit", ["secondary", "primary"])
+async def test_a_long_rate_limit_is_waited_out(sync_ctx: AppContext, fake_github: Any, world: Any,
+                                              limit: str) -> None:
+    """A rate limit longer than the client waits for itself (a secondary limit's retry-after
+    of 5 min; the hourly limit spent, reset in 20 min), answered four times in a row.
+    gidgethub drops a GraphQL error's headers, so the sync took it for a GraphQL error, asked
+    again after 2, 4 and 8 s (inside the limit) and stopped ("GraphQL request failed 4
+    times"); the first backfill ended there. Now each answer is waited out as GitHub asks."""
+    data, _ = world
+    if limit == "secondary":
+        fake_github.secondary_rate_limit("POST", r"^/graphql$", times=4, retry_after=300)
+    else:
+        fake_github.rate_limited("POST", r"^/graphql$", reset_in=1200, times=4)
+    stats = await sync(sync_ctx, sleep=no_sleep)
+    await assert_matches(sync_ctx, data)
+    assert stats.waited_for_rate_limit >= 4 * 290 and stats.graphql_errors == 0
+
+
 async def test_persistent_errors_stop_and_the_next_run_resumes(sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
     data, responder = world
     with pytest.raises(SyncError):  # a first run cut short
@@ -350,3 +368,51 @@ async def test_thousands_of_threads(sqlite_template: Path, tmp_path: Path, fake_
         assert stats.changed == 7 and graphql_calls(fake_github) - backfill <= 5
     finally:
         await ctx.close()
+
+
+async def test_an_installed_repository_typed_in_another_case_syncs_into_its_rows(
+        sync_ctx: AppContext, fake_github: Any, schema_path: Path) -> None:
+    """`rltracker sync --repo codertocat/hello-world` for an installed Codertocat/Hello-World
+    (a repository outside the catalog keeps GitHub's spelling) made a second Repository row
+    and three new cursors, and backfilled the whole repository again instead of refreshing."""
+    from bot.store.models import Repository
+
+    data = FakeData(repos={})
+    for _ in range(3):
+        data.add_thread("Codertocat/Hello-World", "issue", n_comments=1)
+    fake_github.graphql_handler = FakeGraphQL(data, schema_path)
+    await sync(sync_ctx, ["Codertocat/Hello-World"], sleep=no_sleep)
+    data.touch("Codertocat/Hello-World", "issue", 2, new_comments=1)
+    stats = await sync(sync_ctx, ["codertocat/hello-world"], sleep=no_sleep)
+    assert stats.threads == 1 and stats.repos == {"Codertocat/Hello-World": 1}  # a refresh
+    async with sync_ctx.sessionmaker() as session:
+        assert list(await session.scalars(select(Repository.full_name))) == ["Codertocat/Hello-World"]
+        assert {c.repo for c in await session.scalars(select(SyncCursor))} == {"Codertocat/Hello-World"}
+    assert await count(sync_ctx, Thread) == 3
+
+
+async def test_repositories_the_credentials_cannot_read_do_not_stop_the_others(
+        app_settings: Any, fake_github: Any, world: Any) -> None:
+    """App credentials and no GITHUB_TOKEN, installed on TRL only: the other tracked
+    repositories have no token that reads them (GraphQL refuses anonymous clients, 401). That
+    401 ended the whole sync, and when such a repository came first in the catalog (verl
+    before trl) the installed repository was never synced by the nightly job at all."""
+    from bot.github.client import GitHubClient
+    from bot.store.models import Installation, Repository
+
+    fake_github.allow_anonymous = False
+    fake_github.add_installation(55, "huggingface", repos=["huggingface/trl"])
+    ctx = AppContext.create(app_settings)
+    ctx.github = GitHubClient(app_settings, sleep=no_sleep)
+    try:
+        async with ctx.sessionmaker() as session:
+            session.add(Installation(id=55, account="huggingface"))
+            await session.flush()
+            session.add(Repository(full_name="huggingface/trl", installation_id=55))
+            await session.commit()
+        stats = await sync(ctx, ["verl-project/verl", "huggingface/trl"], sleep=no_sleep)
+    finally:
+        await ctx.close()
+    assert stats.repos == {"huggingface/trl": THREADS_PER_REPO}
+    assert sorted(stats.failed_streams) == [
+        "verl-project/verl:discussion", "verl-project/verl:issue", "verl-project/verl:pull_request"]

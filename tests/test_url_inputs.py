@@ -60,3 +60,37 @@ async def test_nul_in_the_url_is_a_clear_400(client: TestClient, path: str) -> N
     assert resp.status == 400, (path, resp.status)
     assert "NUL" in await resp.text()
     assert (await client.get("/proposals")).status == 200
+
+
+@pytest.mark.parametrize("typed,canonical", [
+    ("/frameworks/VERL", "/frameworks/verl"),
+    ("/frameworks/NeMo-RL", "/frameworks/nemo-rl"),
+    ("/frameworks/nemo_rl", "/frameworks/nemo-rl"),
+    ("/frameworks/AReaL?x=1", "/frameworks/areal?x=1"),
+    ("/methods/Clip-Higher", "/methods/clip-higher"),
+    ("/methods/DR_GRPO", "/methods/dr-grpo"),
+    ("/failures/Entropy-Collapse", "/failures/entropy_collapse"),
+    ("/api/frameworks/TRL", "/api/frameworks/trl"),
+    ("/api/methods/GSPO", "/api/methods/gspo"),
+    ("/api/failures/KL-Growth", "/api/failures/kl_growth"),
+])
+async def test_ids_in_another_spelling_redirect_to_the_canonical_url(
+        client: TestClient, typed: str, canonical: str) -> None:
+    """Hand-typed and old links (`/frameworks/VERL`) were 404: now 301 to the canonical URL,
+    which answers 200; an id no spelling matches stays 404."""
+    resp = await client.get(typed, allow_redirects=False)
+    assert resp.status == 301 and resp.headers["Location"] == canonical
+    assert (await client.get(canonical)).status == 200
+    assert (await client.get(typed)).status == 200  # followed
+
+
+@pytest.mark.parametrize("path", ["/frameworks/verlx", "/methods/clip", "/failures/entropy",
+                                  "/api/frameworks/v-e-r-l"])
+async def test_unknown_ids_stay_404(client: TestClient, path: str) -> None:
+    assert (await client.get(path, allow_redirects=False)).status == 404
+
+
+async def test_framework_filter_in_another_case(client: TestClient) -> None:
+    resp = await client.get("/api/proposals", params={"framework": "VERL"})
+    assert resp.status == 200
+    assert (await client.get("/proposals", params={"framework": "NeMo-RL"})).status == 200

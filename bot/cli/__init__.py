@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from datetime import date
@@ -29,6 +30,7 @@ COMMANDS = {
     "papers": "bot.github.papers:papers_command",
     "preview": "bot.speaking.preview:preview_command",
     "study": "bot.site.study:study_command",
+    "deliveries": "bot.cli.deliveries:deliveries_command",
 }
 
 
@@ -55,6 +57,28 @@ def _count(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number, 0 or more")
     return value
+
+
+_REPO_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+
+
+def _repo_name(text: str) -> str:
+    """OWNER/NAME, as GitHub spells repositories (sync --repo, preview)."""
+    if not _REPO_NAME.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a repository as OWNER/NAME, "
+                                         "e.g. verl-project/verl")
+    return text.strip()
+
+
+def _http_url(text: str) -> str:
+    """An http(s) URL with a host (replay --url): anything else failed once per file."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(text.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected an http(s) URL, e.g. "
+                                         "http://localhost:8000/webhook")
+    return text.strip()
 
 
 def _iso_date(text: str) -> str:
@@ -106,14 +130,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("replay", help="send payload files as signed deliveries")
     p.add_argument("paths", nargs="+", help="payload files or folders of them")
-    p.add_argument("--url", required=True)
+    p.add_argument("--url", required=True, type=_http_url)
     p.add_argument("--secret", default=None, help="default: $GITHUB_WEBHOOK_SECRET")
     p.add_argument("--event", default=None, help="default: the folder name of each file")
     p.add_argument("--fresh", action="store_true",
                    help="move all timestamps forward together so the newest is now")
 
     p = sub.add_parser("sync", help="GraphQL backfill or incremental refresh")
-    p.add_argument("--repo", action="append", default=[], metavar="OWNER/NAME")
+    p.add_argument("--repo", action="append", default=[], metavar="OWNER/NAME", type=_repo_name)
     p.add_argument("--full", action="store_true", help="ignore stored cursors")
 
     p = sub.add_parser("report", help="the proposal-status report, Markdown and HTML")
@@ -136,8 +160,16 @@ def build_parser() -> argparse.ArgumentParser:
     pf.add_argument("--category", action="append", default=[])
 
     p = sub.add_parser("preview", help="dry-run over a repository's last 30 days of issues")
-    p.add_argument("repo", metavar="OWNER/NAME")
+    p.add_argument("repo", metavar="OWNER/NAME", type=_repo_name)
     p.add_argument("--days", type=_count, default=30)
+
+    p = sub.add_parser("deliveries", help="webhook deliveries that failed, and re-queueing them")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--limit", type=_count, default=50, metavar="N", help="list at most N (default 50)")
+    deliveries_sub = p.add_subparsers(dest="deliveries_command")
+    pr = deliveries_sub.add_parser("retry", help="failed deliveries back to pending")
+    pr.add_argument("ids", nargs="*", metavar="DELIVERY_ID", help="X-GitHub-Delivery ids")
+    pr.add_argument("--all", action="store_true", help="every failed delivery")
 
     p = sub.add_parser("study", help="the study: landings, per framework, review records")
     p.add_argument("--json", action="store_true")

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from analyzers.rules import format_rules_markdown, summarize_rules
-from bot.config import Settings, sqlite_path
+from bot.config import Settings, UserError, sqlite_path
 from bot.speaking.contribution import SHARED_FRAMEWORKS, load_folder
+from bot.store.types import canonical_id
 
 
 def framework_ids() -> dict[str, str]:
@@ -61,13 +62,16 @@ def summary_for(target: str, settings: Settings | None = None,
                 shared: Path = SHARED_FRAMEWORKS) -> dict[str, Any]:
     path = Path(target)
     frameworks = framework_ids()
+    if target not in frameworks and not path.is_dir():
+        # `rltracker rules VERL`, `NeMo-RL`: the framework as the pages name it
+        target = canonical_id(target, frameworks) or target
     if target not in frameworks and path.is_dir():
         fid = path.resolve().name if path.resolve().name in frameworks else None
         summary = summarize_rules(load_folder(path), framework=fid)
         summary["source"] = "folder"
         return summary
     if target not in frameworks:
-        raise SystemExit(
+        raise UserError(
             f"unknown framework or folder: {target} (frameworks: {', '.join(frameworks)})"
         )
     settings = settings or Settings.from_env(database_may_be_absent=True)

@@ -10,8 +10,8 @@
   `retry-after`, the secondary-limit message, or `x-ratelimit-remaining: 0`), honouring
   `retry-after` and `x-ratelimit-reset`, bounded in attempts and in total wait. What still
   fails raises gidgethub's exception, so the caller's job stays queued instead of being lost.
-  A POST that creates something (a comment) is not repeated after a 5xx: it may have been
-  created, and the job's own retry checks for it first instead of posting twice.
+  A POST that creates something (a comment, by REST or by a GraphQL mutation such as
+  addDiscussionComment) is not repeated after a 5xx: it may have been created, and the job's own retry checks for it first instead of posting twice.
   The retry loop wraps the HTTP transport, so REST and GraphQL get the same treatment.
 - ETag cache (gidgethub's `cache`) kept per installation: a 304 costs no rate limit.
 - Secrets never reach the logs: only method, path (without query) and status are logged.
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import logging
 import random
 import re
@@ -53,6 +54,9 @@ IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 # request could post a second comment. They are not retried on 5xx (rate-limit answers, which
 # mean "not processed", still are); the caller's job retries after checking what exists.
 CREATING_POST = re.compile(r"/(?:comments|issues|pulls|reviews|replies|discussions)/?$")
+# The same for GraphQL: a mutation that adds or creates something (addDiscussionComment) is
+# not repeated after a 5xx. Others (minimizeComment) are idempotent and retried as usual.
+CREATING_MUTATION = re.compile(r"\s*mutation\b[^{]*\{\s*(?:add|create)[A-Z]")
 
 Credentials = Callable[[], Awaitable[tuple[str, str]]]  # -> ("jwt" | "token", value)
 SleepFn = Callable[[float], Awaitable[None]]
@@ -102,6 +106,19 @@ def _safe_path(url: str) -> str:
     return urlsplit(url).path or "/"
 
 
+def _creates(path: str, body: bytes) -> bool:
+    """A POST that may have created something although GitHub answered 5xx."""
+    if CREATING_POST.search(path):
+        return True
+    if not path.endswith("/graphql"):
+        return False
+    try:
+        query = json.loads(body).get("query")
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(query, str) and CREATING_MUTATION.match(query) is not None
+
+
 def retry_reason(status: int, headers: Mapping[str, str], body: bytes) -> str | None:
     """Why a response is worth retrying, or None when it is final."""
     if status >= 500:
@@ -132,6 +149,35 @@ def _retry_after_seconds(value: str, now: float) -> float | None:
     return max(0.0, when.timestamp() - now)
 
 
+MAX_RATE_LIMIT_WAIT = 3600.0  # a primary limit resets within the hour
+
+
+def rate_limit_wait(exc: BaseException, now: float | None = None) -> float | None:
+    """Seconds GitHub asked to wait, when `exc` is its rate-limit answer (429, or 403 with
+    `retry-after`, the secondary-limit message or no requests left) that the client's own
+    bounded retries gave up on; None for any other failure. A job retried sooner (the
+    worker's first backoff is 5 s) only meets the limit again, and GitHub may block an
+    integration that keeps doing so."""
+    if not isinstance(exc, gidgethub.HTTPException) or exc.status_code not in (403, 429):
+        return None
+    headers = {k.lower(): v for k, v in (getattr(exc, "headers", None) or {}).items()}
+    reason = retry_reason(int(exc.status_code), headers, str(exc).encode("utf-8", "replace"))
+    if reason is None:
+        return None
+    now = time.time() if now is None else now
+    wait: float | None = None
+    if headers.get("retry-after") is not None:
+        wait = _retry_after_seconds(headers["retry-after"], now)
+    if wait is None and headers.get("x-ratelimit-remaining") == "0":
+        try:
+            wait = float(headers.get("x-ratelimit-reset") or "") - now + 1.0
+        except ValueError:
+            wait = None
+    if wait is None:
+        wait = 60.0  # GitHub: without a hint, wait at least a minute
+    return min(MAX_RATE_LIMIT_WAIT, max(1.0, wait))
+
+
 class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
     """gidgethub's aiohttp API with credentials fetched per request and bounded retries."""
 
@@ -156,6 +202,8 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
         self._rand = rand
         self._clock = clock
         self._on_unauthorized = on_unauthorized
+        # The headers of the last rate-limit answer the retries gave up on (for graphql()).
+        self._rate_limited: Mapping[str, str] | None = None
 
     async def sleep(self, seconds: float) -> None:
         await self._sleep(seconds)
@@ -200,7 +248,20 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
             kind, value = await self._credentials()
             if kind == "token":
                 self.oauth_token = value
-        return await super().graphql(query, endpoint=endpoint or self._graphql_endpoint(), **variables)
+        self._rate_limited = None
+        try:
+            return await super().graphql(query, endpoint=endpoint or self._graphql_endpoint(),
+                                         **variables)
+        except gidgethub.BadGraphQLRequest as exc:
+            # gidgethub drops the headers of a GraphQL error: a rate limit the retries gave
+            # up on comes back as REST's would (BadRequest with them), so callers wait as
+            # long as GitHub asks (`rate_limit_wait`) instead of retrying at once.
+            if self._rate_limited is None or exc.status_code not in (403, 429):
+                raise
+            message = str((exc.response or {}).get("message") or "rate limited") \
+                if isinstance(exc.response, dict) else "rate limited"
+            raise gidgethub.BadRequest(exc.status_code, message,
+                                       headers=self._rate_limited) from exc
 
     def _graphql_endpoint(self) -> str:
         return self.base_url.rstrip("/") + "/graphql"
@@ -233,11 +294,13 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
             reason = retry_reason(status, resp_headers, data)
             if reason is None:
                 return status, resp_headers, data
-            if reason == "server_error" and method == "POST" and CREATING_POST.search(path):
+            if reason == "server_error" and method == "POST" and _creates(path, body):
                 log.warning("GitHub %s %s -> %d; not repeated (it may have been created)", method, path, status)
                 return status, resp_headers, data
             delay = self._delay(reason, resp_headers, attempt)
             if not self._within(policy, attempt, waited, delay):
+                if reason != "server_error":
+                    self._rate_limited = resp_headers
                 log.warning(
                     "GitHub %s %s -> %d (%s); giving up after %d attempt(s), %.1fs waited",
                     method, path, status, reason, attempt, waited,

@@ -3,7 +3,10 @@
 import: JSON lines, either arXiv's bulk metadata (`id`, `title`, `categories`, `versions`,
 `update_date`, ...) or the paper contract (`arxiv_id`, `title`, `aliases`, `method`,
 `first_public`). Upserted by arXiv id (papers without one, by title), in batches, so pools of
-tens of thousands of papers import in seconds.
+tens of thousands of papers import in seconds. A line that cannot be a paper (not JSON, no
+id and no title, an id that is not arXiv's, a field of the wrong type or too long for its
+column) is named with its reason on stderr and skipped; every other line is imported, and
+the exit status is 1 (0 when no line was skipped).
 
 fetch: new listings from the arXiv API (Atom XML, parsed with xml.etree) for the RL-relevant
 part of cs.LG, cs.CL and cs.AI, newest first, stopping at what is already stored. The base
@@ -41,6 +44,7 @@ PAGE_SIZE = 100
 MAX_PAGES = 10
 ARXIV_DELAY = 3.0
 BATCH = 1000
+MAX_SKIPS_SHOWN = 50  # lines named on stderr; the count covers them all
 ATOM = "{http://www.w3.org/2005/Atom}"
 ARXIV_NS = "{http://arxiv.org/schemas/atom}"
 
@@ -76,44 +80,99 @@ def _rfc2822_date(value: str | None) -> str | None:
         return None
 
 
-def record_from_json(obj: dict[str, Any]) -> dict[str, Any] | None:
-    """One JSON line -> paper values (contract keys + categories, source); None to skip."""
-    if "arxiv_id" in obj or ("title" in obj and "id" not in obj):
-        arxiv_id = bare_arxiv_id(obj.get("arxiv_id")) if obj.get("arxiv_id") else None
-        title = _clean_title(obj.get("title"))
-        if not title and not arxiv_id:
-            return None
-        return {
-            "arxiv_id": arxiv_id, "title": title, "aliases": list(obj.get("aliases") or []),
-            "method": obj.get("method"), "first_public": (obj.get("first_public") or None),
-            "categories": obj.get("categories"), "source": "contract",
-        }
-    arxiv_id = bare_arxiv_id(str(obj.get("id") or ""))
-    if arxiv_id is None:
+class SkippedLine(ValueError):
+    """A line of an import that cannot be a paper: the reason, for the user."""
+
+
+def _text(obj: dict[str, Any], key: str, limit: int | None = None) -> str | None:
+    value = obj.get(key)
+    if value is None or value == "":
         return None
+    if not isinstance(value, str):
+        raise SkippedLine(f"{key} is not a string")
+    if limit is not None and len(value) > limit:
+        raise SkippedLine(f"{key} is longer than {limit} characters")
+    return value
+
+
+def _first_public(value: str | None) -> str | None:
+    """A date YYYY-MM-DD (a longer ISO timestamp is cut to its date)."""
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(value.strip().replace("Z", "+00:00")).date().isoformat()
+    except ValueError:
+        raise SkippedLine(f"first_public is not a date YYYY-MM-DD: {value[:40]!r}") from None
+
+
+def record_from_json(obj: dict[str, Any]) -> dict[str, Any]:
+    """One JSON object -> paper values (contract keys + categories, source); raises
+    SkippedLine with the reason when it cannot be one."""
+    categories = _text(obj, "categories", 255)
+    if "arxiv_id" in obj or obj.get("id") in (None, ""):
+        given = _text(obj, "arxiv_id")
+        arxiv_id = bare_arxiv_id(given)
+        if given and arxiv_id is None:
+            raise SkippedLine(f"arxiv_id is not an arXiv identifier: {given[:40]!r}")
+        title = _clean_title(_text(obj, "title"))
+        if not title and not arxiv_id:
+            raise SkippedLine("neither an arxiv_id nor a title")
+        aliases = obj.get("aliases")
+        if isinstance(aliases, str):
+            aliases = [aliases]  # one alias written as a string
+        elif aliases is None:
+            aliases = []
+        if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+            raise SkippedLine("aliases is not a list of strings")
+        return {
+            "arxiv_id": arxiv_id, "title": title, "aliases": [a.strip() for a in aliases if a.strip()],
+            "method": _text(obj, "method", 64), "first_public": _first_public(_text(obj, "first_public")),
+            "categories": categories, "source": "contract",
+        }
+    given = obj["id"]
+    arxiv_id = bare_arxiv_id(str(given))
+    if arxiv_id is None:
+        raise SkippedLine(f"id is not an arXiv identifier: {str(given)[:40]!r}")
     versions = obj.get("versions") or []
-    first = _rfc2822_date(versions[0].get("created")) if versions and isinstance(versions[0], dict) else None
+    first = _rfc2822_date(versions[0].get("created")) if isinstance(versions, list) and versions \
+        and isinstance(versions[0], dict) else None
     return {
-        "arxiv_id": arxiv_id, "title": _clean_title(obj.get("title")), "aliases": [],
-        "method": None, "first_public": first or obj.get("update_date"),
-        "categories": (obj.get("categories") or None), "source": "arxiv-metadata",
+        "arxiv_id": arxiv_id, "title": _clean_title(_text(obj, "title")), "aliases": [],
+        "method": None, "first_public": first or _first_public(_text(obj, "update_date")),
+        "categories": categories, "source": "arxiv-metadata",
     }
 
 
-def read_json_lines(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
-    for number, line in enumerate(lines, 1):
-        line = line.strip()
-        if not line:
-            continue
+def read_json_lines(lines: Iterable[str | bytes], skipped: list[tuple[int, str]] | None = None
+                    ) -> Iterator[dict[str, Any]]:
+    """Paper values of each line (text, or bytes read from a file: a line that is not UTF-8
+    is skipped, not the whole import); a line that cannot be one is appended to `skipped`
+    as (line number, reason) and the next is read. Blank lines are not records."""
+    for number, raw in enumerate(lines, 1):
         try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            log.warning("papers: line %d is not JSON (%s); skipped", number, exc)
-            continue
-        if isinstance(obj, dict):
+            if isinstance(raw, bytes):
+                try:
+                    raw = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise SkippedLine(f"not UTF-8 text (byte {exc.start + 1})") from None
+            line = raw.strip()
+            if number == 1:
+                line = line.removeprefix("\ufeff").strip()  # a byte-order mark (Windows tools)
+            if not line:
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError as exc:
+                raise SkippedLine(f"not valid JSON ({getattr(exc, 'msg', exc)})") from None
+            if not isinstance(obj, dict):
+                raise SkippedLine("not a JSON object")
             record = record_from_json(obj)
-            if record is not None:
-                yield record
+        except SkippedLine as exc:
+            log.debug("papers: line %d skipped: %s", number, exc)
+            if skipped is not None:
+                skipped.append((number, str(exc)))
+            continue
+        yield record
 
 
 @dataclass
@@ -262,21 +321,30 @@ def papers_command(args: Any) -> int:
     from bot.config import Settings
     from bot.context import AppContext
 
-    async def main(lines: Iterable[str] | None) -> int:
+    skipped: list[tuple[int, str]] = []
+
+    async def main(lines: Iterable[bytes] | None) -> int:
         ctx = AppContext.create(Settings.from_env())
         try:
             if lines is not None:
-                stats = await upsert_papers(ctx, read_json_lines(lines))
+                stats = await upsert_papers(ctx, read_json_lines(lines, skipped))
             else:
                 stats = await fetch_new_papers(ctx, args.category or DEFAULT_CATEGORIES)
         finally:
             await ctx.close()
-        print(json.dumps(stats.as_dict()))
-        return 0
+        for number, reason in skipped[:MAX_SKIPS_SHOWN]:
+            print(f"rltracker papers import: line {number}: {reason}; skipped", file=sys.stderr)
+        if len(skipped) > MAX_SKIPS_SHOWN:
+            print(f"rltracker papers import: ... and {len(skipped) - MAX_SKIPS_SHOWN} more lines "
+                  "skipped", file=sys.stderr)
+        print(json.dumps({**stats.as_dict(), "skipped": len(skipped)} if lines is not None
+                         else stats.as_dict()))
+        # 1: every other line was imported, the skipped ones need a look (as `analyze`).
+        return 1 if skipped else 0
 
     if args.papers_command != "import":
         return asyncio.run(main(None))
     if args.file == "-":
-        return asyncio.run(main(sys.stdin))
-    with open(args.file, encoding="utf-8") as fh:  # read as the import goes, not all at once
+        return asyncio.run(main(sys.stdin.buffer))
+    with open(args.file, "rb") as fh:  # read as the import goes, not all at once
         return asyncio.run(main(fh))

@@ -59,6 +59,7 @@ CONTINUATIONS_PER_REQUEST = 25
 INCREMENTAL_PROBE = 5  # threads asked per stream in the first request of a refresh
 RATE_LIMIT_RESERVE = 100  # points left for webhooks and comments; below it, wait for reset
 GRAPHQL_ATTEMPTS = 4  # consecutive requests answered with GraphQL errors before giving up
+RATE_LIMIT_WAITS = 5  # rate-limit answers waited out in a row before giving up
 MIN_THREADS_PER_REQUEST = 10
 
 SleepFn = Callable[[float], Awaitable[None]]
@@ -71,6 +72,11 @@ class SyncError(RuntimeError):
 
 class _Transient(Exception):
     """A request answered with GraphQL errors and no data: retried smaller."""
+
+
+class _Refused(Exception):
+    """GitHub refuses the credentials of a group of streams (401: GraphQL takes no anonymous
+    client, a revoked token): retrying cannot help, the other groups go on."""
 
 
 # ---------------------------------------------------------------------------- records
@@ -343,7 +349,12 @@ class Syncer:
         async with self.ctx.sessionmaker() as session:
             for repo in self.repos:
                 installation_id = None
-                row = await session.scalar(select(Repository).where(Repository.full_name == repo))
+                # The stored row's spelling: `--repo codertocat/hello-world` for an installed
+                # Codertocat/Hello-World made a second row and cursors, and a new backfill.
+                row = await session.scalar(select(Repository).where(
+                    func.lower(Repository.full_name) == repo.lower()))
+                if row is not None:
+                    repo = row.full_name
                 if row is None:
                     row = Repository(full_name=repo, framework=framework_id(repo))
                     session.add(row)
@@ -409,11 +420,32 @@ class Syncer:
     async def _request(self, query: str, variables: dict[str, Any], installation_id: int | None) -> dict[str, Any]:
         import gidgethub
 
-        if self.max_requests is not None and self.stats.requests >= self.max_requests:
-            raise SyncError("request budget used up")
-        self.stats.requests += 1
+        from bot.github.client import rate_limit_wait
+
+        for waits in range(RATE_LIMIT_WAITS + 1):
+            if self.max_requests is not None and self.stats.requests >= self.max_requests:
+                raise SyncError("request budget used up")
+            self.stats.requests += 1
+            try:
+                return await self._ask(query, variables, installation_id)
+            except gidgethub.BadRequest as exc:
+                # A rate limit longer than the client waits for itself (a secondary limit's
+                # retry-after of minutes): the sync is a background job, it waits as asked.
+                wait = rate_limit_wait(exc)
+                if wait is None or waits == RATE_LIMIT_WAITS:
+                    raise
+                log.warning("sync: rate limited by GitHub, waiting %.0f s", wait)
+                self.stats.waited_for_rate_limit += wait
+                await self.sleep(wait)
+        raise AssertionError("unreachable")
+
+    async def _ask(self, query: str, variables: dict[str, Any], installation_id: int | None) -> dict[str, Any]:
+        import gidgethub
+
         try:
             return await self.ctx.github.graphql(query, installation_id=installation_id, **variables)
+        except gidgethub.GraphQLAuthorizationFailure as exc:
+            raise _Refused(str(exc)) from exc
         except gidgethub.GraphQLException as exc:
             self.stats.graphql_errors += 1
             response = exc.response if isinstance(exc.response, dict) else {}
@@ -636,10 +668,28 @@ class Syncer:
         self.progress.start(None)
         try:
             for installation_id in dict.fromkeys(s.installation_id for s in self.streams):
-                await self._run_group(installation_id)
+                try:
+                    await self._run_group(installation_id)
+                except _Refused as exc:
+                    self._refused(installation_id, str(exc))
         finally:
             self.progress.stop()
         return self.stats
+
+    def _refused(self, installation_id: int | None, why: str) -> None:
+        what = (f"installation {installation_id}" if installation_id is not None
+                else "GITHUB_TOKEN" if self.ctx.settings.token else "no token (anonymous)")
+        for stream in self.streams:
+            if stream.installation_id == installation_id and not stream.done:
+                stream.done = True
+                stream.failed = f"refused: {why}"
+                self.stats.failed_streams.append(f"{stream.repo}:{stream.kind}")
+        self.continuations = deque(
+            c for c in self.continuations
+            if self.pending[c.thread_key].stream.installation_id != installation_id)
+        log.warning("sync: GitHub refused %s (%s); its repositories are skipped%s", what, why,
+                    "" if installation_id is not None or self.ctx.settings.token
+                    else ": set GITHUB_TOKEN to read the repositories the app is not installed on")
 
     async def _run_group(self, installation_id: int | None) -> None:
         failures = 0

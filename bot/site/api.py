@@ -31,9 +31,27 @@ async def _database_ok(ctx: Any) -> bool:
         return False
 
 
+async def _failed_deliveries(ctx: Any) -> int | None:
+    """Deliveries whose processing failed for good (re-queued by `rltracker deliveries retry`)."""
+    from bot.store.models import Delivery
+
+    try:
+        async with ctx.engine.connect() as conn:
+            return int(await asyncio.wait_for(conn.scalar(
+                select(func.count()).select_from(Delivery).where(Delivery.status == "failed")),
+                timeout=HEALTH_TIMEOUT) or 0)
+    except Exception:  # noqa: BLE001 - the count is extra; reachability is decided above
+        return None
+
+
 async def healthz(request: web.Request) -> web.Response:
-    if await _database_ok(request.app[CTX]):
-        return web.json_response({"status": "ok", "database": "ok"})
+    ctx = request.app[CTX]
+    if await _database_ok(ctx):
+        body: dict[str, Any] = {"status": "ok", "database": "ok"}
+        failed = await _failed_deliveries(ctx)
+        if failed is not None:
+            body["deliveries_failed"] = failed
+        return web.json_response(body)
     return web.json_response({"status": "error", "database": "unreachable"}, status=503)
 
 

@@ -3,7 +3,9 @@ twins under /api/.
 
 Pages: /, /methods/{id}, /failures/{key}, /frameworks/{name}, /proposals (?framework, ?state,
 ?paper), /repos/. JSON: /api/methods[/{id}], /api/failures[/{key}], /api/frameworks[/{name}],
-/api/proposals, /api/repos, /api/export.json, /api/export.csv. Unknown ids answer 404.
+/api/proposals, /api/repos, /api/export.json, /api/export.csv. Unknown ids answer 404; an id
+written in another case or with `_` for `-` (`/frameworks/VERL`, `/failures/Entropy-Collapse`)
+answers 301 to its canonical URL.
 
 Every response carries a Content-Security-Policy that allows no script at all, so even a
 title that slipped past escaping could not run; the templates escape everything anyway.
@@ -21,7 +23,7 @@ from markupsafe import Markup, escape
 from bot.context import app_context
 from bot.site import data
 from bot.site.progress import backfill_progress, tracking_state
-from bot.store.types import parse_count
+from bot.store.types import canonical_id, parse_count
 from bot.templating import html_env
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
@@ -72,6 +74,41 @@ def json_response(value: Any, status: int = 200) -> web.Response:
     return web.json_response(value, status=status, headers=HEADERS)
 
 
+def moved_to(request: web.Request, key: str, found: str | None) -> web.Response | None:
+    """A 301 to the same route with `found`, the canonical spelling of the `key` segment
+    (old links and hand-typed URLs: /frameworks/VERL -> /frameworks/verl), or None."""
+    if found is None or found == request.match_info[key]:
+        return None
+    route = request.match_info.route.resource
+    assert route is not None
+    location = route.url_for(**{**request.match_info, key: found})
+    if request.query_string:
+        location = location.with_query(request.query_string)
+    return web.Response(status=301, headers={**HEADERS, "Location": str(location)})
+
+
+def _framework_moved(request: web.Request) -> web.Response | None:
+    frameworks = data.catalog().frameworks
+    if request.match_info["name"] in frameworks:
+        return None
+    names = {k: f.name for k, f in frameworks.items()}
+    return moved_to(request, "name", canonical_id(request.match_info["name"], frameworks, names))
+
+
+def _method_moved(request: web.Request) -> web.Response | None:
+    methods = data.catalog().methods
+    if request.match_info["id"] in methods:
+        return None
+    return moved_to(request, "id", canonical_id(request.match_info["id"], methods))
+
+
+def _failure_moved(request: web.Request) -> web.Response | None:
+    failures = data.catalog().failures
+    if request.match_info["key"] in failures:
+        return None
+    return moved_to(request, "key", canonical_id(request.match_info["key"], failures))
+
+
 def _filters(request: web.Request) -> tuple[dict[str, str | None], str | None]:
     """framework / state / paper from the query string, and an error for unknown values."""
     q = request.query
@@ -86,7 +123,11 @@ def _filters(request: web.Request) -> tuple[dict[str, str | None], str | None]:
         ids = find_arxiv_ids(paper)
         paper = ids[0] if ids else paper[:64]
     empty: dict[str, str | None] = {"framework": None, "state": None, "paper": None}
-    if framework and framework not in data.catalog().frameworks:
+    frameworks = data.catalog().frameworks
+    if framework and framework not in frameworks:
+        framework = canonical_id(framework, frameworks,
+                                 {k: f.name for k, f in frameworks.items()}) or framework
+    if framework and framework not in frameworks:
         return empty, f"unknown framework: {framework}"
     if state and state not in data.REVIEW_STATES:
         return empty, f"unknown state: {state}"
@@ -115,6 +156,8 @@ async def index(request: web.Request) -> web.Response:
 
 
 async def method_page(request: web.Request) -> web.Response:
+    if moved := _method_moved(request):
+        return moved
     found = await _session_call(request, data.method_data, request.match_info["id"])
     if found is None:
         return not_found("method")
@@ -122,6 +165,8 @@ async def method_page(request: web.Request) -> web.Response:
 
 
 async def failure_page(request: web.Request) -> web.Response:
+    if moved := _failure_moved(request):
+        return moved
     found = await _session_call(request, data.failure_data, request.match_info["key"])
     if found is None:
         return not_found("failure kind")
@@ -129,6 +174,8 @@ async def failure_page(request: web.Request) -> web.Response:
 
 
 async def framework_page(request: web.Request) -> web.Response:
+    if moved := _framework_moved(request):
+        return moved
     found = await _session_call(request, data.framework_data, request.match_info["name"])
     if found is None:
         return not_found("framework")
@@ -178,6 +225,8 @@ async def api_methods(request: web.Request) -> web.Response:
 
 
 async def api_method(request: web.Request) -> web.Response:
+    if moved := _method_moved(request):
+        return moved
     found = await _session_call(request, data.method_data, request.match_info["id"])
     return json_response(found) if found else json_response({"error": "no such method"}, 404)
 
@@ -191,6 +240,8 @@ async def api_failures(request: web.Request) -> web.Response:
 
 
 async def api_failure(request: web.Request) -> web.Response:
+    if moved := _failure_moved(request):
+        return moved
     found = await _session_call(request, data.failure_data, request.match_info["key"])
     return json_response(found) if found else json_response({"error": "no such failure kind"}, 404)
 
@@ -200,6 +251,8 @@ async def api_frameworks(request: web.Request) -> web.Response:
 
 
 async def api_framework(request: web.Request) -> web.Response:
+    if moved := _framework_moved(request):
+        return moved
     found = await _session_call(request, data.framework_data, request.match_info["name"])
     return json_response(found) if found else json_response({"error": "no such framework"}, 404)
 

@@ -201,11 +201,15 @@ async def build_report(ctx: Any, day: date | None = None) -> dict[str, Any]:
     }
 
 
-def render_markdown(data: dict[str, Any]) -> str:
+def render_markdown(data: dict[str, Any], public_url: str = "") -> str:
+    """The report as posted on GitHub. Threads link to their tracker pages under
+    `public_url`, not to github.com: a link to an issue of another repository, in a comment,
+    puts a "mentioned this" event into that thread, and the report names dozens a night."""
     from bot.templating import markdown_env
 
     return markdown_env().get_template("reports/report.md.j2").render(
-        data=data, titles=CHANGE_TITLES, kinds=CHANGE_KINDS, states=STATES)
+        data=data, titles=CHANGE_TITLES, kinds=CHANGE_KINDS, states=STATES,
+        public_url=public_url.rstrip("/"))
 
 
 def chart(data: dict[str, Any]) -> dict[str, Any]:
@@ -248,6 +252,22 @@ async def store_report(ctx: Any, data: dict[str, Any], markdown: str) -> Report:
         return row
 
 
+async def _post_on_github(ctx: Any, repo: str, number: int, day: str, markdown: str,
+                          comment_id: int | None) -> dict[str, Any]:
+    installation = await ctx.github.installation_for_repo(repo)
+    gh = await ctx.github.api(installation)
+    owner, name = repo.split("/", 1)
+    if comment_id:
+        await gh.patch(f"/repos/{owner}/{name}/issues/comments/{comment_id}", data={"body": markdown})
+        return {}
+    # The night's comment may be there already (posted, its answer lost): found by the
+    # template's marker and edited, never posted twice.
+    from bot.speaking.posting import post_or_adopt
+
+    posted = await post_or_adopt(gh, repo, number, markdown, f"<!-- rltracker:report:{day} -->", None)
+    return {"comment_id": posted.get("id"), "comment_node_id": posted.get("node_id")}
+
+
 async def post_report(ctx: Any, day: str, markdown: str) -> str:
     """Posts the night's report on settings.report_issue: edits the app's own comment for that
     night, or adds one; never two for one night (Action dedupe_key "report:{date}")."""
@@ -273,20 +293,18 @@ async def post_report(ctx: Any, day: str, markdown: str) -> str:
     if ctx.settings.dry_run or ctx.github is None:
         status, values = "dry_run", {}
     else:
-        installation = await ctx.github.installation_for_repo(repo)
-        gh = await ctx.github.api(installation)
-        owner, name = repo.split("/", 1)
-        if comment_id:
-            await gh.patch(f"/repos/{owner}/{name}/issues/comments/{comment_id}", data={"body": markdown})
-            values = {}
-        else:
-            # The night's comment may be there already (posted, its answer lost): found by
-            # the template's marker and edited, never posted twice.
-            from bot.speaking.posting import post_or_adopt
-
-            posted = await post_or_adopt(gh, repo, number, markdown,
-                                         f"<!-- rltracker:report:{day} -->", None)
-            values = {"comment_id": posted.get("id"), "comment_node_id": posted.get("node_id")}
+        try:
+            values = await _post_on_github(ctx, repo, number, day, markdown, comment_id)
+        except Exception as exc:
+            # Recorded as failed with the reason (it stayed "pending", shown as in progress
+            # for good); the night's run or `rltracker report --date` posts it again.
+            async with ctx.sessionmaker() as session:
+                row = await session.get(Action, action_id)
+                if row is not None:
+                    row.status, row.body = "failed", markdown
+                    row.reason = f"{type(exc).__name__}: {exc}"[:500]
+                    await session.commit()
+            raise
         status = "posted"
     async with ctx.sessionmaker() as session:
         row = await session.get(Action, action_id)
@@ -300,7 +318,7 @@ async def post_report(ctx: Any, day: str, markdown: str) -> str:
 
 async def run_report(ctx: Any, day: date | None = None, out: Path | None = None) -> dict[str, Any]:
     data = await build_report(ctx, day)
-    markdown = render_markdown(data)
+    markdown = render_markdown(data, ctx.settings.public_url)
     await store_report(ctx, data, markdown)
     if out is not None:
         html = render_html(data)
@@ -327,6 +345,8 @@ def report_command(args: Any) -> int:
 
     day = date.fromisoformat(args.date) if getattr(args, "date", None) else None
     out = Path(args.out) if args.out else None
+    if out is not None:  # before the report is built, stored and posted, not after
+        out.mkdir(parents=True, exist_ok=True)
 
     async def main() -> dict[str, Any]:
         ctx = AppContext.create(Settings.from_env())

@@ -12,6 +12,11 @@ from bot.speaking.situation import Situation, repository_row
 log = logging.getLogger(__name__)
 
 
+def comments_url(repo: str, number: int) -> str:
+    """An issue's comments, a hundred a page (GitHub's most): at its default of 30 a thread
+    of 3,000 comments cost a hundred requests each time the app looked for its own."""
+    return f"/repos/{repo}/issues/{number}/comments?per_page=100"
+
 
 async def installation_gh(ctx: Any, installation_id: int | None) -> Any:
     if ctx.github is None:
@@ -21,7 +26,7 @@ async def installation_gh(ctx: Any, installation_id: int | None) -> Any:
 
 async def live_issue(gh: Any, repo: str, number: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     issue = await gh.getitem(f"/repos/{repo}/issues/{number}")
-    comments = [c async for c in gh.getiter(f"/repos/{repo}/issues/{number}/comments")]
+    comments = [c async for c in gh.getiter(comments_url(repo, number))]
     return issue, comments
 
 
@@ -38,7 +43,7 @@ async def post_or_adopt(
 ) -> dict[str, Any]:
     """Post `body`, or edit our comment already there (found by its marker)."""
     if comments is None:
-        comments = [c async for c in gh.getiter(f"/repos/{repo}/issues/{number}/comments")]
+        comments = [c async for c in gh.getiter(comments_url(repo, number))]
     own = own_comment(comments, marker)
     if own is not None:
         if (own.get("body") or "") != body:

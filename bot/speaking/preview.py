@@ -22,12 +22,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import sys
 from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import func, select
 
+from analyzers.catalog import canonical_repo
 from bot.speaking.failure_comment import compose_for
 from bot.speaking.records import record_once
 from bot.speaking.repo_config import RepoConfig
@@ -325,6 +327,16 @@ def preview_command(args: argparse.Namespace) -> int:
     async def main() -> int:
         ctx = AppContext.create(Settings.from_env(dry_run=True))
         try:
+            async with ctx.sessionmaker() as session:
+                stored = await session.scalar(select(Thread.id).where(
+                    func.lower(Thread.repo) == canonical_repo(args.repo).lower()).limit(1))
+            if stored is None:
+                # "0 of 0 issues would get a comment" read as "nothing to say" when nothing
+                # was looked at: the preview reads stored issues only.
+                repo = canonical_repo(args.repo)
+                print(f"rltracker preview: no thread of {repo} is stored yet, so there is nothing "
+                      f"to preview; fetch them first: rltracker sync --repo {repo}", file=sys.stderr)
+                return 1
             preview = await run_preview(ctx, args.repo, args.days)
         finally:
             await ctx.close()

@@ -38,11 +38,12 @@ class ReceptionStats:
     requests: int = 0
     minimized: int = 0
     deleted: int = 0
+    unread: int = 0  # comments whose group GitHub would not read
     paused: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {"comments": self.comments, "requests": self.requests, "minimized": self.minimized,
-                "deleted": self.deleted, "paused": list(self.paused)}
+                "deleted": self.deleted, "unread": self.unread, "paused": list(self.paused)}
 
 
 def pause_reason(actions: list[Action]) -> str | None:
@@ -90,7 +91,17 @@ async def refresh_reception(ctx: Any) -> ReceptionStats:
         for installation_id, group in by_installation.items():
             for i in range(0, len(group), CHUNK):
                 chunk = group[i:i + CHUNK]
-                nodes = await _read_nodes(ctx, [a.comment_node_id or "" for a in chunk], installation_id)
+                try:
+                    nodes = await _read_nodes(ctx, [a.comment_node_id or "" for a in chunk],
+                                              installation_id)
+                except Exception as exc:  # noqa: BLE001 - one group's credentials, not the job
+                    # An installation deleted or suspended since (no token, 403/404), or no
+                    # GITHUB_TOKEN for repositories it left: the other groups and the pause
+                    # check still run (one such group failed the whole step, every night).
+                    log.warning("reception: cannot read %d comments (installation %s): %s",
+                                len(group) - i, installation_id, exc)
+                    stats.unread += len(group) - i
+                    break
                 stats.requests += 1
                 for action, node in zip(chunk, nodes, strict=False):
                     stats.comments += 1

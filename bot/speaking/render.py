@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 from bot.templating import markdown_env
 
@@ -379,9 +380,12 @@ def rule_summary_reply(
     rows = []
     for item in earlier[:MAX_EARLIER]:
         fw = cat.frameworks.get(item.get("framework") or "")
+        repo, number = str(item["repo"]), int(item["number"])
         rows.append(
             {
-                "ref": code_span(f"{item['repo']}#{item['number']}"),
+                # the tracker's page of the thread: a link to github.com would put a
+                # "mentioned this" event into every repository the list names
+                "ref": f"[{code_span(f'{repo}#{number}')}]({public_url}/threads/{quote(repo)}/{number})",
                 "framework": md_text(fw.name if fw else item["repo"]),
                 "state": md_text(words.get(item.get("state") or "", item.get("state") or "?")),
                 "url": f"{public_url}/methods/{item['method']}" if item.get("method") else f"{public_url}/proposals",

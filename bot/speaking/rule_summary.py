@@ -17,7 +17,7 @@ from bot.speaking.render import (
     rule_summary_reply,
 )
 from bot.speaking.repo_config import RepoConfig, effective_dry_run
-from bot.speaking.situation import Situation, earlier_proposals, rules_key
+from bot.speaking.situation import Situation, earlier_proposals, proposed_subjects, rules_key
 from bot.store.threads import get_thread
 
 log = logging.getLogger(__name__)
@@ -88,8 +88,7 @@ async def rule_summary(
     if action_id is None:
         return outcome
     try:
-        methods = sorted({p["method"] for p in analysis.get("papers") or [] if p.get("method")})
-        arxiv = sorted({p["arxiv_id"] for p in analysis.get("papers") or [] if p.get("arxiv_id")})
+        methods, arxiv = proposed_subjects(analysis.get("papers") or [])
         async with ctx.sessionmaker() as session:
             thread = await get_thread(session, repo, number)
             thread_id = thread.id if thread else None

@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 
 from analyzers.catalog import framework_id
 from bot.speaking.quiet import issue_ref
-from bot.store.models import Action, Analysis, Repository, Thread
+from bot.store.models import Action, Analysis, Installation, Repository, Thread
 from bot.store.threads import get_thread, load_comments, thread_record
 
 log = logging.getLogger(__name__)
@@ -52,11 +52,19 @@ class Prefetched:
 
     repositories: dict[str, Repository] = field(default_factory=dict)  # lower-case name ->
     actions: dict[str, Action | None] = field(default_factory=dict)  # dedupe key -> (None: none)
+    silenced: set[int] = field(default_factory=set)  # installations suspended or uninstalled
 
 
 _REPOSITORIES_NAMED = select(Repository).where(
     func.lower(Repository.full_name).in_(bindparam("names", expanding=True)))
 _ACTIONS_KEYED = select(Action).where(Action.dedupe_key.in_(bindparam("keys", expanding=True)))
+# Installations the app must not speak through: suspended (GitHub refuses their tokens) or
+# uninstalled. Deliveries queued before the event still arrive; they are tracked, not answered.
+_SILENCED = select(Installation.id).where(Installation.suspended.is_(True) | Installation.deleted.is_(True))
+
+
+async def silenced_installations(session: Any) -> set[int]:
+    return set(await session.scalars(_SILENCED))
 
 
 async def prefetch(session: Any, threads: list[tuple[str, int]]) -> Prefetched:
@@ -71,6 +79,7 @@ async def prefetch(session: Any, threads: list[tuple[str, int]]) -> Prefetched:
     found.actions = dict.fromkeys(keys)
     for action in await session.scalars(_ACTIONS_KEYED, {"keys": keys}):
         found.actions[action.dedupe_key] = action
+    found.silenced = await silenced_installations(session)
     return found
 
 
@@ -101,10 +110,13 @@ async def repository_row(session: Any, repo: str, installation_id: int | None) -
 
 
 def _situation(thread: Any, number: int, record: dict[str, Any], row: Repository,
-               payload: dict[str, Any] | None, existing: Action | None) -> Situation:
+               payload: dict[str, Any] | None, existing: Action | None,
+               silenced: set[int]) -> Situation:
     installation_id = row.installation_id
     if installation_id is None:
         installation_id = installation_from(payload)
+    if installation_id in silenced:
+        installation_id = None  # as if not installed: the app only tracks there
     return Situation(
         repo=thread.repo, number=number, record=record, repo_id=row.id,
         installation_id=installation_id, framework=row.framework or framework_id(thread.repo),
@@ -124,7 +136,8 @@ async def load_situation(
         row = prefetched.repositories.get(thread.repo.lower())
         key = failure_key(thread.repo, number)
         if row is not None and key in prefetched.actions:
-            return _situation(thread, number, record, row, payload, prefetched.actions.pop(key))
+            return _situation(thread, number, record, row, payload, prefetched.actions.pop(key),
+                              prefetched.silenced)
     async with ctx.sessionmaker() as session:
         if loaded is not None:
             thread, record = loaded
@@ -137,7 +150,8 @@ async def load_situation(
         existing = await session.scalar(
             select(Action).where(Action.dedupe_key == failure_key(thread.repo, number))
         )
-        situation = _situation(thread, number, record, row, payload, existing)
+        situation = _situation(thread, number, record, row, payload, existing,
+                               await silenced_installations(session))
         await session.commit()
     return situation
 
@@ -174,8 +188,24 @@ async def linked_pull_request(ctx: Any, repo: str, number: int) -> int | None:
     return None
 
 
-async def earlier_proposals(ctx: Any, thread_id: int | None, methods: list[str], arxiv_ids: list[str]) -> list[dict[str, Any]]:
-    """Earlier proposals of the same paper or method, in all seven frameworks."""
+# Methods proposals build on rather than propose: "unlike GRPO", "on top of PPO with a KL
+# penalty". Matched on them, nearly every proposal was an "earlier proposal" of every other.
+BASELINE_METHODS = frozenset({"ppo", "grpo", "kl-penalty", "k3-kl"})
+
+
+def proposed_subjects(papers: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """(method ids, arXiv ids) a proposal is about: the papers it cites, without those of
+    baseline methods when it cites anything else."""
+    subjects = [p for p in papers if p.get("method") not in BASELINE_METHODS] or papers
+    return (sorted({p["method"] for p in subjects if p.get("method")}),
+            sorted({p["arxiv_id"] for p in subjects if p.get("arxiv_id")}))
+
+
+async def earlier_proposals(ctx: Any, thread_id: int | None, methods: list[str],
+                            arxiv_ids: list[str]) -> list[dict[str, Any]]:
+    """Proposals of the same paper or method in all seven frameworks, opened before this
+    thread, newest first (the list is cut to a few: the latest say most about where the
+    method stands). Only proposals: a thread that merely cites the paper is not one."""
     if not methods and not arxiv_ids:
         return []
     from analyzers.catalog import load_catalog
@@ -184,24 +214,27 @@ async def earlier_proposals(ctx: Any, thread_id: int | None, methods: list[str],
     wanted_m, wanted_a = set(methods), set(arxiv_ids)
     out: list[dict[str, Any]] = []
     async with ctx.sessionmaker() as session:
-        rows = await session.execute(
-            select(Thread.id, Thread.repo, Thread.number, Thread.created_at, Analysis.methods,
-                   Analysis.arxiv_ids, Analysis.review_state)
-            .join(Analysis, Analysis.thread_id == Thread.id)
-            .where(Analysis.is_proposal.is_(True))
-        )
-        for tid, repo, number, created, t_methods, t_arxiv, state in rows:
-            if tid == thread_id:
-                continue
+        query = (select(Thread.id, Thread.repo, Thread.number, Thread.kind, Thread.created_at,
+                        Analysis.methods, Analysis.arxiv_ids, Analysis.review_state)
+                 .join(Analysis, Analysis.thread_id == Thread.id)
+                 .where(Analysis.is_proposal.is_(True)))
+        if thread_id is not None:
+            query = query.where(Thread.id != thread_id)
+            opened = await session.scalar(select(Thread.created_at).where(Thread.id == thread_id))
+            if opened is not None:  # later ones are not "earlier" (an edit, a recheck)
+                query = query.where((Thread.created_at < opened) | Thread.created_at.is_(None))
+        for _, repo, number, kind, created, t_methods, t_arxiv, state in await session.execute(query):
             shared_m = wanted_m & set(t_methods or [])
             shared_a = wanted_a & set(t_arxiv or [])
             if not shared_m and not shared_a:
                 continue
             fw = cat.framework_for_repo(repo)
             out.append({
-                "repo": repo, "number": number, "framework": fw.id if fw else None,
+                "repo": repo, "number": number, "kind": kind, "framework": fw.id if fw else None,
                 "state": state, "method": sorted(shared_m)[0] if shared_m else None,
                 "created_at": created,
             })
-    out.sort(key=lambda e: (e["created_at"] is None, e["created_at"]), reverse=False)
+    # newest first; a thread of unknown date last
+    out.sort(key=lambda e: (e["created_at"] is not None, e["created_at"] or 0, e["number"]),
+             reverse=True)
     return out

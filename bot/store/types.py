@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 
 from sqlalchemy import DateTime
@@ -53,6 +54,21 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value.astimezone(UTC)
+
+
+def _folded(text: str) -> str:
+    return "-".join(text.strip().lower().replace("_", " ").replace("-", " ").split())
+
+
+def canonical_id(text: str, ids: Iterable[str], names: Mapping[str, str] | None = None
+                 ) -> str | None:
+    """The id `text` means, as typed into a URL: any case, `-`, `_` or a space between words
+    (`VERL`, `NeMo_RL`, `Entropy-Collapse`), or a display name in `names` (id -> name)."""
+    wanted = _folded(text)
+    for key in ids:
+        if _folded(key) == wanted or (names and _folded(names.get(key, "")) == wanted):
+            return key
+    return None
 
 
 def parse_datetime(value: str | datetime | None) -> datetime | None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from gidgethub import sansio
 from gidgethub.routing import Router
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 from analyzers.catalog import canonical_repo, framework_id
 from bot.speaking.claims import claim
@@ -49,6 +49,16 @@ mutation($id: ID!, $classifier: ReportedContentClassifiers!) {
 ADD_DISCUSSION_COMMENT = """
 mutation($id: ID!, $body: String!) {
   addDiscussionComment(input: {discussionId: $id, body: $body}) { comment { id databaseId } }
+}
+"""
+# The discussion's latest top-level comments, where a reply GitHub created without answering
+# (a 5xx, a lost connection) is found by its marker; a command reply comes soon after its
+# command, so it is among the last hundred.
+LATEST_DISCUSSION_COMMENTS = """
+query($id: ID!) {
+  node(id: $id) {
+    ... on Discussion { comments(last: 100) { nodes { id databaseId body viewerDidAuthor } } }
+  }
 }
 """
 
@@ -138,6 +148,13 @@ async def _minimize(ctx: Any, repo: str, number: int, installation_id: int | Non
     return done
 
 
+async def _silenced(ctx: Any, installation_id: int) -> bool:
+    from bot.speaking.situation import silenced_installations
+
+    async with ctx.sessionmaker() as session:
+        return installation_id in await silenced_installations(session)
+
+
 async def handle_command(event: sansio.Event, ctx: Any) -> str:
     """Handle one comment event; returns what happened (for logs and tests)."""
     data = event.data
@@ -171,6 +188,8 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
                           "unknown /rltracker command", command=word[:20])
         return "unknown"
     discussion_id = (data.get("discussion") or {}).get("node_id")
+    if installation_id is not None and await _silenced(ctx, int(installation_id)):
+        return "not_installed"  # suspended or uninstalled since the command was written
     # "dry_run: true" in the repository's config holds for commands as for comments.
     dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
     if word in ("methods", "rules"):
@@ -188,17 +207,26 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     )
     if not recorded:
         return "duplicate"
-    if word == "recheck":
-        if thread is None:
-            return "unknown_thread"
-        from bot.pipeline import thread_changed
+    try:
+        if word == "recheck":
+            if thread is None:
+                return "unknown_thread"
+            from bot.pipeline import thread_changed
 
-        await thread_changed(ctx, repo, number, trigger="command", payload=data)
-    elif word == "ignore":
-        await _mute(ctx, repo, number)
-    elif word == "stop":
-        await _mute(ctx, repo, number)
-        await _minimize(ctx, repo, number, installation_id, dry_run)
+            await thread_changed(ctx, repo, number, trigger="command", payload=data)
+        elif word == "ignore":
+            await _mute(ctx, repo, number)
+        elif word == "stop":
+            await _mute(ctx, repo, number)
+            await _minimize(ctx, repo, number, installation_id, dry_run)
+    except Exception:
+        # The work failed (GitHub 5xx on minimizeComment, the database): the delivery is
+        # retried, and the retry must do it, not find the command "already handled". The
+        # work itself is idempotent (muting, minimising what is not minimised, a recheck).
+        async with ctx.sessionmaker() as session:
+            await session.execute(delete(Action).where(Action.dedupe_key == key))
+            await session.commit()
+        raise
     if comment_id and not discussion_id:
         await _react(ctx, repo, comment_id, installation_id, dry_run)
     return word
@@ -221,21 +249,25 @@ async def _reply_command(
         body = methods_reply(failure or " ".join(args)[:40] or "?", framework, lang, public)
     else:
         body = rules_reply(await rules_markdown(ctx, repo, lang, topics=None), framework, lang, public)
+    marker = f"<!-- rltracker:reply-to:{comment_id} -->"
     if discussion_id:
         return await _reply_in_discussion(ctx, repo, number, installation_id, body, key,
-                                          discussion_id, dry_run)
+                                          discussion_id, dry_run, marker)
     return await post_reply(ctx, repo, number, installation_id, body, dedupe_key=key,
-                            details={"command": word}, dry_run=dry_run,
-                            marker=f"<!-- rltracker:reply-to:{comment_id} -->")
+                            details={"command": word}, dry_run=dry_run, marker=marker)
 
 
 async def _reply_in_discussion(
     ctx: Any, repo: str, number: int, installation_id: int | None, body: str, key: str,
-    discussion_id: str, dry_run: bool,
+    discussion_id: str, dry_run: bool, marker: str,
 ) -> str:
+    """As `post_reply` for issues, through GraphQL: the body carries `marker`, and a reply
+    already in the discussion with it (created by an attempt whose answer was lost) is
+    adopted instead of posted again."""
     from bot.speaking.claims import finish
     from bot.speaking.situation import Situation, repository_row
 
+    body = f"{body.rstrip()}\n{marker}\n"
     async with ctx.sessionmaker() as session:
         row = await repository_row(session, repo, installation_id)
         await session.commit()
@@ -248,15 +280,28 @@ async def _reply_in_discussion(
         await finish(ctx, action_id, status="dry_run", body=body)
         return "dry_run"
     try:
-        result = await ctx.github.graphql(ADD_DISCUSSION_COMMENT, installation_id=installation_id,
-                                          id=discussion_id, body=body)
+        node = await _own_discussion_comment(ctx, installation_id, discussion_id, marker)
+        if node is None:
+            result = await ctx.github.graphql(ADD_DISCUSSION_COMMENT, installation_id=installation_id,
+                                              id=discussion_id, body=body)
+            node = ((result or {}).get("addDiscussionComment") or {}).get("comment") or {}
     except Exception as exc:
         await finish(ctx, action_id, status="failed", dedupe_key=None, reason=str(exc)[:500])
         raise
-    node = ((result or {}).get("addDiscussionComment") or {}).get("comment") or {}
     await finish(ctx, action_id, status="posted", body=body, comment_node_id=node.get("id"),
                   comment_id=node.get("databaseId"))
     return "posted"
+
+
+async def _own_discussion_comment(ctx: Any, installation_id: int | None, discussion_id: str,
+                                  marker: str) -> dict[str, Any] | None:
+    result = await ctx.github.graphql(LATEST_DISCUSSION_COMMENTS, installation_id=installation_id,
+                                      id=discussion_id)
+    nodes = ((((result or {}).get("node") or {}).get("comments") or {}).get("nodes")) or []
+    for node in nodes:
+        if node and node.get("viewerDidAuthor") and marker in (node.get("body") or ""):
+            return node
+    return None
 
 
 @router.register("issue_comment", action="created")

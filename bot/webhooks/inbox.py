@@ -104,12 +104,22 @@ async def store_rows(conn: AsyncConnection, rows: list[InboxRow]) -> list[str]:
         requeued = set((await conn.execute(failed)).scalars().all())
     if requeued:
         # GitHub's "Redeliver": a delivery whose processing failed gets a fresh set of attempts.
-        await conn.execute(
-            update(table)
-            .where(table.c.delivery_id.in_(requeued), table.c.status == "failed")
-            .values(status="pending", attempts=0, next_attempt_at=None, claimed_by=None)
-        )
+        await requeue_failed(conn, sorted(requeued))
     return _outcomes(rows, first, inserted, requeued)
+
+
+async def requeue_failed(conn: AsyncConnection, delivery_ids: list[str] | None) -> list[str]:
+    """Failed deliveries back to pending with a fresh set of attempts (GitHub's "Redeliver",
+    or `rltracker deliveries retry`); `None`: every failed one. Returns the ids re-queued.
+    The worker takes them at its next look (a running `serve` polls every few seconds)."""
+    table = Delivery.__table__
+    stmt = update(table).where(table.c.status == "failed")
+    if delivery_ids is not None:
+        stmt = stmt.where(table.c.delivery_id.in_(delivery_ids))
+    result = await conn.execute(
+        stmt.values(status="pending", attempts=0, next_attempt_at=None, claimed_by=None)
+        .returning(table.c.delivery_id))
+    return list(result.scalars().all())
 
 
 def _outcomes(rows: list[InboxRow], first: dict[str, InboxRow], inserted: set[str],

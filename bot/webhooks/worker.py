@@ -13,8 +13,11 @@ worker that lost its lease cannot mark a row another worker owns. On SQLite ther
 process, so rows left `processing` are put back to pending at start without waiting.
 
 Failures. Exceptions that retrying cannot fix (a payload missing a field: KeyError, TypeError,
-ValueError, ...) fail the row at once with the reason; anything else is retried with
-exponential backoff and jitter (`next_attempt_at`) up to `max_attempts`, then failed. Either
+ValueError, ...; a GitHub 4xx such as a locked issue's 403 or a deleted thread's 404) fail
+the row at once with the reason; anything else is retried with
+exponential backoff and jitter (`next_attempt_at`) up to `max_attempts`, then failed (listed
+and re-queued by `rltracker deliveries`). A GitHub rate-limit answer the client gave up on
+puts the next attempt no earlier than GitHub asked (`retry-after`, the limit's reset). Either
 way the worker goes on with the next row.
 
 Batches (`batch_size`, PROCESS_BATCH in a worker process; 1 in the web process). The oldest
@@ -44,10 +47,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import gidgethub
 from gidgethub import sansio
 from gidgethub.routing import Router
 from sqlalchemy import and_, bindparam, or_, select, update
 
+from bot.github.client import rate_limit_wait
 from bot.logs import log_delivery
 from bot.store.models import Delivery
 from bot.store.types import utcnow
@@ -67,6 +72,21 @@ PERMANENT_ERRORS: tuple[type[BaseException], ...] = (
     ValueError,
     AttributeError,
 )
+
+
+# GitHub's 4xx answers that the same request meets again however often it is retried: a locked
+# issue (403), a missing permission (403), a thread deleted meanwhile (404), issues turned off
+# (410), a refused body (422). 401 (credentials being fixed), 408, 409 and rate limits (403,
+# 429: bot.github.client.rate_limit_wait) are worth another attempt.
+RETRYABLE_CLIENT_ERRORS = frozenset({401, 408, 409, 429})
+
+
+def refused_for_good(error: BaseException) -> bool:
+    """A GitHub answer that retrying cannot change (the delivery fails at once, with it)."""
+    status = getattr(error, "status_code", None)
+    return (isinstance(error, gidgethub.BadRequest) and status is not None
+            and 400 <= int(status) < 500 and int(status) not in RETRYABLE_CLIENT_ERRORS
+            and rate_limit_wait(error) is None)
 
 
 def _takeable(t: Any, now: Any) -> Any:
@@ -463,12 +483,15 @@ class Worker:
         reason = f"{type(error).__name__}: {error}"
         if isinstance(error, KeyError):
             reason = f"payload is missing field {error}"
-        permanent = isinstance(error, PERMANENT_ERRORS)
+        permanent = isinstance(error, PERMANENT_ERRORS) or refused_for_good(error)
         detail = "".join(traceback.format_exception(error))[-4000:]
         if permanent or claimed.attempts >= self.max_attempts:
             return "failed", reason, {"status": "failed", "finished_at": utcnow(),
                                       "next_attempt_at": None, "last_error": f"{reason}\n{detail}"}
         delay = max(0.0, self.backoff(claimed.attempts))
+        wait = rate_limit_wait(error)
+        if wait is not None:  # not before GitHub's rate limit lets the job through
+            delay = max(delay, wait)
         return "retry", reason, {"status": "pending",
                                  "next_attempt_at": utcnow() + timedelta(seconds=delay),
                                  "last_error": f"{reason}\n{detail}"}

@@ -1,0 +1,90 @@
+"""`rltracker deliveries`: the webhook deliveries whose processing failed, and re-queueing them.
+
+A delivery the worker could not process fails for good after its attempts (about seven
+minutes of retries) or at once when the payload cannot be handled. GitHub saw a 202 and will
+not send it again, and the nightly recovery asks GitHub only for deliveries the inbox does
+not hold: a failed row stays failed until someone re-queues it. They are counted in
+`/metrics` (`rltracker_inbox_deliveries{status="failed"}`), `/healthz`
+(`deliveries_failed`) and `/api/stats`.
+
+    rltracker deliveries [--json] [--limit N]    the failed ones, newest first, with the error
+    rltracker deliveries retry ID... | --all     back to pending with fresh attempts
+
+Exit status: 0, or 1 when an id given to `retry` is not a failed delivery (named on stderr;
+the others are re-queued).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any
+
+from sqlalchemy import func, select
+
+from bot.store.models import Delivery
+from bot.webhooks.inbox import requeue_failed
+
+
+async def failed_deliveries(engine: Any, limit: int) -> tuple[int, list[dict[str, Any]]]:
+    """(how many failed, the newest `limit` of them)."""
+    t = Delivery.__table__
+    async with engine.connect() as conn:
+        total = await conn.scalar(select(func.count()).select_from(t).where(t.c.status == "failed"))
+        rows = (await conn.execute(
+            select(t.c.delivery_id, t.c.event, t.c.action, t.c.repo, t.c.attempts,
+                   t.c.received_at, t.c.finished_at, t.c.last_error)
+            .where(t.c.status == "failed").order_by(t.c.id.desc()).limit(limit))).all()
+    return int(total or 0), [
+        {"delivery_id": r.delivery_id, "event": r.event, "action": r.action, "repo": r.repo,
+         "attempts": r.attempts,
+         "received_at": r.received_at.isoformat() if r.received_at else None,
+         "failed_at": r.finished_at.isoformat() if r.finished_at else None,
+         "error": (r.last_error or "").split("\n", 1)[0][:300]}
+        for r in rows]
+
+
+async def retry_deliveries(engine: Any, delivery_ids: list[str] | None) -> list[str]:
+    async with engine.begin() as conn:
+        return await requeue_failed(conn, delivery_ids)
+
+
+def deliveries_command(args: Any) -> int:
+    from bot.config import Settings
+    from bot.store.db import make_engine
+
+    async def run() -> int:
+        engine = make_engine(Settings.from_env().database_url)
+        try:
+            if args.deliveries_command == "retry":
+                return await _retry(engine, args)
+            total, rows = await failed_deliveries(engine, args.limit)
+        finally:
+            await engine.dispose()
+        if args.json:
+            print(json.dumps({"failed": total, "deliveries": rows}, ensure_ascii=False))
+            return 0
+        for r in rows:
+            what = f"{r['event']}.{r['action']}" if r["action"] else r["event"]
+            print(f"{r['delivery_id']}\t{what}\t{r['repo'] or '-'}\t{r['failed_at'] or '-'}\t"
+                  f"attempts {r['attempts']}\t{r['error']}")
+        shown = f" (the newest {len(rows)} shown)" if len(rows) < total else ""
+        print(f"failed deliveries: {total}{shown}"
+              + ("; re-queue with `rltracker deliveries retry ID...` or `--all`" if total else ""))
+        return 0
+
+    async def _retry(engine: Any, args: Any) -> int:
+        if not args.all and not args.ids:
+            print("rltracker deliveries retry: give delivery ids or --all", file=sys.stderr)
+            return 2
+        wanted = None if args.all else list(dict.fromkeys(args.ids))
+        done = await retry_deliveries(engine, wanted)
+        missing = [] if wanted is None else [d for d in wanted if d not in set(done)]
+        for delivery_id in missing:
+            print(f"rltracker deliveries retry: {delivery_id}: no failed delivery with this id",
+                  file=sys.stderr)
+        print(f"re-queued: {len(done)}")
+        return 1 if missing else 0
+
+    return asyncio.run(run())

@@ -1,0 +1,155 @@
+"""A delivery still failing after the worker's retries: visible in /metrics, /healthz and
+`rltracker deliveries`, and re-queued by `rltracker deliveries retry` (GitHub saw a 202 and
+will not send it again; the nightly recovery only asks for deliveries the inbox lacks). A
+delivery GitHub rate-limits waits as long as GitHub asks before its next attempt.
+
+End to end: GitHub's own issue_comment payload through POST /webhook, the app's router and
+worker, the fake GitHub answering 502 to every attempt at the reply, the real command."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from sqlalchemy import select, update
+
+from bot.app import create_app
+from bot.cli import main
+from bot.speaking.render import REPLY_MARKER
+from bot.store.models import Delivery
+from bot.store.types import utcnow
+from bot.webhooks.replay import delivery_headers
+from bot.webhooks.worker import Worker
+from tests.test_actions_e2e import INST, install
+
+REPO = "Codertocat/Hello-World"
+
+
+async def test_a_delivery_failing_past_its_retries_is_shown_and_can_be_requeued(
+        app_ctx: Any, fake_github: Any, shared_dir: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    payload = json.loads((shared_dir / "fixtures" / "webhooks" / "issue_comment"
+                          / "created.with-installation.json").read_text())
+    payload["comment"]["body"] = "/rltracker methods entropy_collapse"
+    payload["installation"]["id"] = INST
+    await install(app_ctx, fake_github, repo=REPO, framework="verl")
+    fake_github.add_issue(REPO, payload["issue"]["number"], payload["issue"]["title"], "",
+                          payload["issue"]["user"]["login"])
+    # GitHub is down for longer than the worker's five attempts
+    fake_github.fail_next("POST", r"/issues/\d+/comments$", 502, times=5)
+    monkeypatch.setenv("DATABASE_URL", app_ctx.settings.database_url)
+
+    async def cli(*argv: str) -> tuple[int, str, str]:
+        code = await asyncio.to_thread(main, list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    body = json.dumps(payload).encode()
+    headers = delivery_headers("issue_comment", body, app_ctx.settings.webhook_secret, "dlv-1")
+    async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
+        assert (await client.post("/webhook", data=body, headers=headers)).status == 202
+        worker = Worker(app_ctx, backoff=lambda attempt: 0.0)
+        assert await worker.run_until_idle() == 5
+        assert worker.counts["failed"] == 1 and worker.counts["retry"] == 4
+        metrics = await (await client.get("/metrics")).text()
+        assert 'rltracker_inbox_deliveries{status="failed"} 1' in metrics
+        health = await client.get("/healthz")
+        assert health.status == 200  # the service is up; the failed delivery is counted
+        assert (await health.json()) == {"status": "ok", "database": "ok", "deliveries_failed": 1}
+
+        code, out, _ = await cli("deliveries", "--json")
+        listed = json.loads(out)
+        assert code == 0 and listed["failed"] == 1
+        [row] = listed["deliveries"]
+        assert (row["delivery_id"], row["event"], row["action"], row["repo"], row["attempts"]) == (
+            "dlv-1", "issue_comment", "created", REPO, 5)
+        assert "502" in row["error"]
+        code, out, _ = await cli("deliveries")
+        assert code == 0 and out.startswith("dlv-1\tissue_comment.created\tCodertocat/Hello-World\t")
+        assert "failed deliveries: 1; re-queue with" in out
+
+        # an id that is not a failed delivery is named, the others are re-queued
+        code, out, err = await cli("deliveries", "retry", "dlv-1", "no-such-id")
+        assert code == 1 and out.strip() == "re-queued: 1"
+        assert "no-such-id: no failed delivery with this id" in err
+        assert fake_github.comments_of(REPO, payload["issue"]["number"]) == []
+        assert await worker.run_until_idle() == 1  # GitHub is back
+        assert worker.counts["done"] == 1
+        [reply] = fake_github.comments_of(REPO, payload["issue"]["number"])
+        assert REPLY_MARKER in reply["body"]
+        assert (await (await client.get("/healthz")).json())["deliveries_failed"] == 0
+        code, out, _ = await cli("deliveries")
+        assert code == 0 and out.strip() == "failed deliveries: 0"
+        code, _, err = await cli("deliveries", "retry")
+        assert code == 2 and "give delivery ids or --all" in err
+
+
+@pytest.mark.parametrize("limit,wait", [("secondary", 120), ("primary", 1800)])
+async def test_a_rate_limited_delivery_waits_as_long_as_github_asks(
+        app_ctx: Any, fake_github: Any, shared_dir: Path, limit: str, wait: int) -> None:
+    """GitHub answers the reply with a rate limit longer than the client waits for itself
+    (a secondary limit with retry-after 120 s; the hourly limit spent, reset in 30 min). The
+    worker retried after its own backoff (5 s, 20 s, 80 s...), met the limit again each time
+    and could spend all five attempts inside it; now the next attempt is not before GitHub's
+    time, and then the reply goes out once."""
+    payload = json.loads((shared_dir / "fixtures" / "webhooks" / "issue_comment"
+                          / "created.with-installation.json").read_text())
+    payload["comment"]["body"] = "/rltracker methods entropy_collapse"
+    payload["installation"]["id"] = INST
+    number = payload["issue"]["number"]
+    await install(app_ctx, fake_github, repo=REPO, framework="verl")
+    fake_github.add_issue(REPO, number, payload["issue"]["title"], "", payload["issue"]["user"]["login"])
+    if limit == "secondary":
+        fake_github.secondary_rate_limit("POST", r"/issues/\d+/comments$", retry_after=wait)
+    else:
+        fake_github.rate_limited("POST", r"/issues/\d+/comments$", reset_in=wait)
+    body = json.dumps(payload).encode()
+    headers = delivery_headers("issue_comment", body, app_ctx.settings.webhook_secret, "dlv-rl")
+    async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
+        assert (await client.post("/webhook", data=body, headers=headers)).status == 202
+    worker = Worker(app_ctx, backoff=lambda attempt: 5.0)
+    before = utcnow()
+    assert await worker.run_until_idle() == 1 and worker.counts["retry"] == 1
+    assert await worker.run_until_idle() == 0  # not takeable before GitHub's time
+    async with app_ctx.sessionmaker() as s:
+        row = await s.scalar(select(Delivery).where(Delivery.delivery_id == "dlv-rl"))
+    assert row.status == "pending" and row.attempts == 1
+    assert wait - 5 <= (row.next_attempt_at - before).total_seconds() <= wait + 60
+    async with app_ctx.sessionmaker() as s:  # GitHub's time has come
+        await s.execute(update(Delivery).where(Delivery.id == row.id).values(next_attempt_at=before))
+        await s.commit()
+    assert await worker.run_until_idle() == 1 and worker.counts["done"] == 1
+    [reply] = fake_github.comments_of(REPO, number)
+    assert REPLY_MARKER in reply["body"]
+
+
+async def test_a_refusal_retrying_cannot_change_fails_at_once(
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
+    """GitHub refuses the reply for good (the issue is locked: 403, no rate limit): the
+    delivery was attempted five times over seven minutes, posting nothing each time. It now
+    fails at once with GitHub's reason, listed for `rltracker deliveries retry` once the
+    cause is gone."""
+    payload = json.loads((shared_dir / "fixtures" / "webhooks" / "issue_comment"
+                          / "created.with-installation.json").read_text())
+    payload["comment"]["body"] = "/rltracker methods entropy_collapse"
+    payload["installation"]["id"] = INST
+    await install(app_ctx, fake_github, repo=REPO, framework="verl")
+    fake_github.add_issue(REPO, payload["issue"]["number"], payload["issue"]["title"], "", "Codertocat")
+    fake_github.fail_next("POST", r"/issues/\d+/comments$", 403, times=10,
+                          body={"message": "Unable to create comment because issue is locked."})
+    body = json.dumps(payload).encode()
+    headers = delivery_headers("issue_comment", body, app_ctx.settings.webhook_secret, "dlv-locked")
+    async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
+        assert (await client.post("/webhook", data=body, headers=headers)).status == 202
+    worker = Worker(app_ctx, backoff=lambda attempt: 0.0)
+    assert await worker.run_until_idle() == 1
+    assert worker.counts == {"done": 0, "failed": 1, "retry": 0, "lost": 0}
+    async with app_ctx.sessionmaker() as s:
+        row = await s.scalar(select(Delivery).where(Delivery.delivery_id == "dlv-locked"))
+    assert row.status == "failed" and row.attempts == 1
+    assert "issue is locked" in (row.last_error or "")
+    assert len(fake_github.requests("POST", r"/issues/\d+/comments$")) == 1

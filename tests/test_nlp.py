@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from itertools import islice
 
 import pytest
@@ -363,3 +364,10 @@ def test_term_set_reports_the_same_term_whatever_the_hash_seed() -> None:
     assert terms.search("feature request: add support") == "feature"
     assert terms.count("request a feature", limit=2) == (2, "feature")
     assert [t for t, _, _ in nlp.TermSet(["bb", "aa", "ccc", "a"]).terms] == ["ccc", "aa", "bb", "a"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_RUN_PIECES + ["\x1c", "\u00a0", "\u2028"]), max_size=12), st.sampled_from([1, 64, 80]))
+def test_has_run_finds_what_a_search_for_the_run_finds(pieces: list[str], length: int) -> None:
+    text = "".join(pieces)
+    assert nlp.has_run(text, length) == (re.search(rf"\S{{{length}}}", text) is not None)

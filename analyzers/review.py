@@ -416,6 +416,7 @@ def _rules() -> _Rules:
             topics[name] = lemma_hashes(spec["request_topics"])
     bots = data.get("bots") or {}
     asks = data.get("requests") or {}
+    ask_words = lemma_hashes(asks.get("anywhere") or [])
     return _Rules(
         bot_logins=frozenset(x.lower() for x in bots.get("logins") or []),
         bot_suffixes=tuple(x.lower() for x in bots.get("login_suffixes") or []),
@@ -430,8 +431,8 @@ def _rules() -> _Rules:
         pair_words=frozenset(h for ps in en_pairs.values() for a, b in ps for h in a | b)
         | frozenset(h for words in topics.values() for h in words),
         topics=topics,
-        ask_words=lemma_hashes(asks.get("anywhere") or []),
-        asks_anywhere=lemma_hashes(asks.get("anywhere") or []) | frozenset(map(strings.add, ("?", "\uff1f"))),
+        ask_words=ask_words,
+        asks_anywhere=ask_words | frozenset(map(strings.add, ("?", "\uff1f"))),
         ask_imperatives=lemma_hashes(asks.get("imperative") or []),
         sub_flat=(
             tuple(label for label, subs in sub.items() for _ in subs),

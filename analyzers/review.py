@@ -59,10 +59,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy
+from spacy.attrs import IDX, IS_PUNCT, IS_SPACE, LEMMA, LENGTH, LOWER, ORTH
 
 from analyzers import learned
 from analyzers.nlp import (
     has_cjk,
+    has_run,
     lemma_hashes,
     lemma_of_lower,
     load_patterns,
@@ -133,6 +135,7 @@ class _Rules:
     topics: dict[str, frozenset[int]]
     ask_words: frozenset[int]  # a request anywhere in the sentence (as is a question mark)
     ask_imperatives: frozenset[int]  # a request as the sentence's first (or second) word
+    asks_anywhere: frozenset[int]  # ask_words and the lower-case forms "?" and "？"
     # `sub` as two parallel tuples (label of each substring, the substrings), in its order,
     # and every veto substring: tried in C over a text
     sub_flat: tuple[tuple[str, ...], tuple[str, ...]]
@@ -413,6 +416,7 @@ def _rules() -> _Rules:
             topics[name] = lemma_hashes(spec["request_topics"])
     bots = data.get("bots") or {}
     asks = data.get("requests") or {}
+    ask_words = lemma_hashes(asks.get("anywhere") or [])
     return _Rules(
         bot_logins=frozenset(x.lower() for x in bots.get("logins") or []),
         bot_suffixes=tuple(x.lower() for x in bots.get("login_suffixes") or []),
@@ -427,7 +431,8 @@ def _rules() -> _Rules:
         pair_words=frozenset(h for ps in en_pairs.values() for a, b in ps for h in a | b)
         | frozenset(h for words in topics.values() for h in words),
         topics=topics,
-        ask_words=lemma_hashes(asks.get("anywhere") or []),
+        ask_words=ask_words,
+        asks_anywhere=ask_words | frozenset(map(strings.add, ("?", "\uff1f"))),
         ask_imperatives=lemma_hashes(asks.get("imperative") or []),
         sub_flat=(
             tuple(label for label, subs in sub.items() for _ in subs),
@@ -557,7 +562,9 @@ _PATH_LINE = re.compile(
 _SPEAKER = re.compile(r"\*\*([A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?)\*\*( \(author\))?:")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})\s*([\w-]*)")
 _URL = re.compile(r"https?://\S{1,2000}")
-_INWORD_HYPHEN = re.compile(r"(?<=[A-Za-z])-(?=[A-Za-z])")
+# (The "-" first, the letter before it looked behind for: re skips ahead to each "-" in C,
+# where a pattern led by the look-behind is tried at every position. The same matches.)
+_INWORD_HYPHEN = re.compile(r"-(?<=[A-Za-z]-)(?=[A-Za-z])")
 _CJK_SENT = re.compile(r"[。！？；!?;\n]")
 
 
@@ -719,14 +726,14 @@ def _clean(prose: str) -> str:
     prose = prose.replace("`", "").replace("/", " / ")
     if "-" in prose:
         prose = _INWORD_HYPHEN.sub(" ", prose)
-    return _LONG_RUN.sub(_cut_run, prose)
+    return _LONG_RUN.sub(_cut_run, prose) if has_run(prose, 64) else prose
 
 
 # A run of 64 or more characters without a space, matched whole from where it starts (the
 # text's start or after a space: the same matches as without the look-behind, since a greedy
 # run can only match from its first character). The look-behind makes the scan linear: inside
 # a word it fails at once, where the run alone would be tried from every position of every
-# word. Most comments hold no run, and sub then returns the text as it is.
+# word. Most comments hold no run (nlp.has_run) and are not scanned at all.
 _LONG_RUN = re.compile(r"(?<!\S)\S{64,}")
 # A name from the code: snake_case, CamelCase with an inner capital, or a call "name()".
 _IDENTIFIER = re.compile(r"\b[A-Za-z]\w{0,60}_\w|\b[A-Za-z]{1,40}[a-z][A-Z]|\b\w{1,60}\(\)")
@@ -757,8 +764,6 @@ def _substrings_in(low: str, substrings: tuple[str, ...], ascii_at: tuple[int, .
 def _scan(prose: str, rules: _Rules) -> _Found:
     """Signals and concerns of one person's prose. Units are sentences, also cut at line
     breaks (bullet lists carry no full stops)."""
-    from spacy.attrs import IDX, IS_PUNCT, IS_SPACE, LEMMA, LENGTH, LOWER, ORTH
-
     found = _Found()
     text = _clean(prose[:_SCAN_CHARS]).strip()
     if not text:
@@ -823,8 +828,7 @@ def _scan(prose: str, rules: _Rules) -> _Found:
 
     # A unit asks for something: a request word or a question mark anywhere in it, or a
     # request verb as its first or second word (the lemma as spaCy gave it, before the fixes).
-    ask_words, imperatives = rules.ask_words, rules.ask_imperatives
-    asks_anywhere = ask_words | frozenset(strings.add(q) for q in ("?", "\uff1f"))
+    ask_words, imperatives, asks_anywhere = rules.ask_words, rules.ask_imperatives, rules.asks_anywhere
     asks_of_unit = [False] * len(words_of_unit)
     asking = map(or_, map(ask_words.__contains__, raw_lemmas), map(asks_anywhere.__contains__, lowers))
     for i in compress(range(n), asking):

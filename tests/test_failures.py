@@ -666,3 +666,16 @@ def test_every_log_match_holds_its_key(pieces: list[str]) -> None:
     for metric, pattern in failures._LOG_VALUE.items():
         for m in pattern.finditer(text):
             assert failures._LOG_KEYS[metric] in m.group(0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", ".", "!", "?", ";", "。", "！", "？", "；", "\n", " ", "\t", "\x1c", "0.5", "é", "x"]), max_size=30))
+def test_sentence_ends_are_those_of_the_plain_alternation(pieces: list[str]) -> None:
+    # _SENTENCE_END starts with one character class (re skips ahead to it): the same ends.
+    import re
+
+    text = "".join(pieces)
+    for flags in (0, re.ASCII):
+        plain = re.compile(r"[.!?;](?=\s|$)|[。！？；\n]", flags)
+        ends = re.compile(failures._SENTENCE_END.pattern, flags)
+        assert [m.span() for m in ends.finditer(text)] == [m.span() for m in plain.finditer(text)]

@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from analyzers import learned
 from analyzers.learned import Features, LinearModel, bucket, cjk_grams, load_model, word_tokens
@@ -346,3 +348,12 @@ def test_cached_map_computes_each_new_item_once_and_stays_bounded() -> None:
     assert calls == ["b", "c"] and cache == {"a": "A", "b": "B"}
     assert learned.cached_map(["c", "c"], cache, upper, limit=2) == ["C", "C"]
     assert calls == ["b", "c", "c", "c"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "z", "Q", "'", "0", "7", ".", " ", "-", "١", "１", "é", "熵", "a" * 45, "9" * 14]), max_size=30))
+def test_word_tokens_are_the_plain_expression_s_tokens(pieces: list[str]) -> None:
+    # learned._WORD starts with one character class (so re can skip to where a word starts);
+    # it must find the very tokens of the plain alternation, long runs and Unicode digits too.
+    text = "".join(pieces)
+    assert word_tokens(text) == _plain_tokens(text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from itertools import islice
 
 import pytest
@@ -363,3 +364,33 @@ def test_term_set_reports_the_same_term_whatever_the_hash_seed() -> None:
     assert terms.search("feature request: add support") == "feature"
     assert terms.count("request a feature", limit=2) == (2, "feature")
     assert [t for t, _, _ in nlp.TermSet(["bb", "aa", "ccc", "a"]).terms] == ["ccc", "aa", "bb", "a"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_RUN_PIECES + ["\x1c", "\u00a0", "\u2028"]), max_size=12), st.sampled_from([1, 64, 80]))
+def test_has_run_finds_what_a_search_for_the_run_finds(pieces: list[str], length: int) -> None:
+    text = "".join(pieces)
+    assert nlp.has_run(text, length) == (re.search(rf"\S{{{length}}}", text) is not None)
+
+
+_LED_SOURCES = [
+    r"\b(?:hang|hangs|hanging|hung|freezes?)\b|\bstuck\b", r"\bfoo\s|\bbar", r"卡住|\bx\w{0,3}",
+    r"\b(?:normal|expected)\s{1,3}(?:behavior|behaviour)\b", r"\b(?:a|ab|)c", r"(?:x|y)z|\bxy",
+    r"\bwhat\s{1,3}(?:does|is)\b.{0,9}\bmean\b|\bis\s{1,3}(?:this|it)\s{1,3}(?:ok|normal)\b", r"\d{1,3}\s?steps?|\bstep",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["hang", "hangs", "hung", "stuck", "foo", "bar", " ", "x", "y", "z", "ab", "c", "a",
+                                  "what", "does", "is", "it", "mean", "ok", "normal", "expected", "behaviour",
+                                  "卡住", "_", "-", "3", "steps", "step", "é", "\n"]), max_size=30))
+def test_literal_led_patterns_find_what_the_plain_ones_find(pieces: list[str]) -> None:
+    # nlp._literal_led writes each top-level alternative to start with a literal (so re can
+    # skip ahead): the same matches, at the same offsets, in ASCII and Unicode mode.
+    import re
+
+    text = "".join(pieces)
+    for source in _LED_SOURCES:
+        for flags in (0, re.ASCII):
+            led = nlp._literal_led(source, flags)
+            assert [m.span() for m in led.finditer(text)] == [m.span() for m in re.finditer(source, text, flags)], source

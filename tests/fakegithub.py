@@ -938,6 +938,20 @@ async def token_context(settings: Any, fake: FakeGitHub) -> AsyncIterator[Any]:
         await context.close()
 
 
+async def install_app(ctx: Any, fake: FakeGitHub, installation_id: int, account: str, repos: list[str]) -> None:
+    """The app installed on `repos` as an installation event leaves it: at the fake GitHub
+    (the installation's tokens read them) and in the app's database (an Installation row and
+    each Repository row pointing at it)."""
+    from bot.store.models import Installation, Repository
+
+    fake.add_installation(installation_id, account, repos=repos)
+    async with ctx.sessionmaker() as session:
+        session.add(Installation(id=installation_id, account=account))
+        await session.flush()
+        session.add_all([Repository(full_name=repo, installation_id=installation_id) for repo in repos])
+        await session.commit()
+
+
 no_sleep = _no_sleep
-__all__ = ["FakeGitHub", "Call", "Token", "no_sleep", "rsa_key_pair", "token_context",
+__all__ = ["FakeGitHub", "Call", "Token", "install_app", "no_sleep", "rsa_key_pair", "token_context",
            "SECONDARY_LIMIT_MESSAGE"]

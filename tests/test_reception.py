@@ -93,22 +93,19 @@ async def test_a_group_github_will_not_read_does_not_stop_the_others(
     reads it now) and is still installed on another. The refused group failed the whole
     reception step every night: no counts read and no repository paused anywhere."""
     from bot.github.client import GitHubClient
-    from bot.store.models import Installation
     from tests.fake_graphql import FakeGraphQL
-    from tests.fakegithub import no_sleep
+    from tests.fakegithub import install_app, no_sleep
 
     data = FakeData()
     fake_github.graphql_handler = FakeGraphQL(data, shared_dir / "fixtures" / "github-api" / "schema.graphql")
     fake_github.allow_anonymous = False
-    fake_github.add_installation(55, "a", repos=["a/hidden"])
     ctx = AppContext.create(app_settings)
     ctx.github = GitHubClient(app_settings, sleep=no_sleep)
     try:
         async with ctx.sessionmaker() as session:
-            session.add(Installation(id=55, account="a"))
-            await session.flush()
-            session.add_all([Repository(full_name="b/left"), Repository(full_name="a/hidden", installation_id=55)])
+            session.add(Repository(full_name="b/left"))
             await session.commit()
+        await install_app(ctx, fake_github, 55, "a", ["a/hidden"])
         await _post(ctx, data, "b/left", 1, up=1)
         for n in range(2, 12):
             await _post(ctx, data, "a/hidden", n, minimized="OFF_TOPIC" if n in (3, 9) else None)

@@ -168,22 +168,16 @@ async def test_a_first_backfill_that_could_not_read_a_repository_says_so(
     from bot.github.client import GitHubClient
     from bot.scheduler import first_backfill
     from bot.site.progress import backfill_progress
-    from bot.store.models import Installation, Repository
     from tests.fake_graphql import FakeGraphQL
-    from tests.fakegithub import no_sleep
+    from tests.fakegithub import install_app, no_sleep
 
     fake_github.graphql_handler = FakeGraphQL(FakeData.generate(3, seed=5, long_every=0),
                                               shared_dir / "fixtures" / "github-api" / "schema.graphql")
     fake_github.allow_anonymous = False
-    fake_github.add_installation(55, "huggingface", repos=["huggingface/trl"])
     ctx = AppContext.create(app_settings)
     ctx.github = GitHubClient(app_settings, sleep=no_sleep)
     try:
-        async with ctx.sessionmaker() as session:
-            session.add(Installation(id=55, account="huggingface"))
-            await session.flush()
-            session.add(Repository(full_name="huggingface/trl", installation_id=55))
-            await session.commit()
+        await install_app(ctx, fake_github, 55, "huggingface", ["huggingface/trl"])
         assert (await first_backfill(ctx))["outcome"] == "failed"
         async with ctx.sessionmaker() as session:
             progress = await backfill_progress(session)

@@ -18,7 +18,7 @@ from bot.pipeline import sync_changed
 from bot.store.models import Analysis, Comment, SyncCursor, Thread
 from bot.store.threads import load_thread_record
 from tests.fake_graphql import REPOS, FakeData, FakeGraphQL
-from tests.fakegithub import no_sleep, token_context
+from tests.fakegithub import install_app, no_sleep, token_context
 
 THREADS_PER_REPO = 80  # 560 threads; every 40th has 250 comments, some PRs 45 reviews
 
@@ -314,18 +314,12 @@ async def test_sync_command_line(db_url: str, fake_github: Any, world: Any) -> N
 
 async def test_installation_token_where_installed_else_github_token(app_settings: Any, fake_github: Any, world: Any) -> None:
     from bot.github.client import GitHubClient
-    from bot.store.models import Installation, Repository
 
-    fake_github.add_installation(55, "huggingface", repos=["huggingface/trl"])
     s = dataclasses.replace(app_settings, token=fake_github.user_token)
     ctx = AppContext.create(s)
     ctx.github = GitHubClient(s, sleep=no_sleep)
     try:
-        async with ctx.sessionmaker() as session:
-            session.add(Installation(id=55, account="huggingface"))
-            await session.flush()
-            session.add(Repository(full_name="huggingface/trl", installation_id=55))
-            await session.commit()
+        await install_app(ctx, fake_github, 55, "huggingface", ["huggingface/trl"])
         stats = await sync(ctx, ["huggingface/trl", "alibaba/ROLL"], sleep=no_sleep)
     finally:
         await ctx.close()
@@ -398,18 +392,12 @@ async def test_repositories_the_credentials_cannot_read_do_not_stop_the_others(
     401 ended the whole sync, and when such a repository came first in the catalog (verl
     before trl) the installed repository was never synced by the nightly job at all."""
     from bot.github.client import GitHubClient
-    from bot.store.models import Installation, Repository
 
     fake_github.allow_anonymous = False
-    fake_github.add_installation(55, "huggingface", repos=["huggingface/trl"])
     ctx = AppContext.create(app_settings)
     ctx.github = GitHubClient(app_settings, sleep=no_sleep)
     try:
-        async with ctx.sessionmaker() as session:
-            session.add(Installation(id=55, account="huggingface"))
-            await session.flush()
-            session.add(Repository(full_name="huggingface/trl", installation_id=55))
-            await session.commit()
+        await install_app(ctx, fake_github, 55, "huggingface", ["huggingface/trl"])
         stats = await sync(ctx, ["verl-project/verl", "huggingface/trl"], sleep=no_sleep)
     finally:
         await ctx.close()

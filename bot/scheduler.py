@@ -204,13 +204,25 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None) 
                 log.exception("nightly: step %s failed", name)
                 counts[name] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
                 errors.append(name)
-        outcome = "failed" if errors else "ok"
+        problems = [f"steps failed: {', '.join(errors)}"] if errors else []
+        # Repositories GitHub refused to the sync (no token for them, an installation gone)
+        # were not synced tonight: the run says which instead of "ok".
+        sync_counts = counts.get("sync")
+        refused = _refused_repos(sync_counts.get("failed_streams") if isinstance(sync_counts, dict) else None)
+        if refused:
+            problems.append(f"GitHub refused the sync of {', '.join(refused)}")
+        outcome = "failed" if errors else "partial" if refused else "ok"
         await record_job_run(ctx, JOB_NAME, run_id, finished_at=utcnow(), outcome=outcome, counts=_jsonable(counts),
-                      error=("steps failed: " + ", ".join(errors)) if errors else None)
+                      error="; ".join(problems) or None)
         log.info("nightly: %s %s", outcome, counts)
         return {"outcome": outcome, "counts": counts, "run_id": run_id}
     finally:
         await lock.release()
+
+
+def _refused_repos(failed_streams: Any) -> list[str]:
+    """The repositories of the sync's failed streams ("owner/name:kind")."""
+    return sorted({str(name).rpartition(":")[0] for name in failed_streams or ()})
 
 
 def _jsonable(value: Any) -> Any:
@@ -297,7 +309,7 @@ async def first_backfill(ctx: Any) -> dict[str, Any]:
         counts = _jsonable(dict(stats.as_dict(), total=progress.counts.get("total")))
         # Repositories GitHub did not let it read (no token for them, or gone) are not
         # backfilled: the front page says so, and the next start tries them again.
-        unread = sorted({name.rpartition(":")[0] for name in stats.failed_streams})
+        unread = _refused_repos(stats.failed_streams)
         outcome = "failed" if unread else "ok"
         error = None
         if unread:
@@ -364,7 +376,7 @@ async def missed_run(ctx: Any, now: datetime | None = None) -> bool:
     async with ctx.sessionmaker() as session:
         last = await session.scalar(
             select(JobRun.started_at).where(JobRun.name == JOB_NAME,
-                                            JobRun.outcome.in_(("ok", "failed", "running")))
+                                            JobRun.outcome.in_(("ok", "partial", "failed", "running")))
             .order_by(JobRun.started_at.desc()).limit(1))
     return last is not None and last < fire
 

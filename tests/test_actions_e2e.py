@@ -557,6 +557,24 @@ async def test_deleted_comment_is_not_reposted_on_edit(app_ctx: Any, fake_github
     assert not fake_github.comments_of(VERL, 64)
 
 
+async def test_a_maintainers_edit_of_the_comment_is_not_overwritten(app_ctx: Any, fake_github: Any) -> None:
+    """A maintainer corrected the app's failure comment on GitHub; a later edit of the issue
+    rewrote it with the app's text, their correction gone."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 65)
+    await act(app_ctx, VERL, 65, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    [comment] = app_comments(fake_github, VERL, 65)
+    edited = comment["body"] + "\n\nMaintainer: this is the known NCCL timeout, see #12."
+    fake_github.comments[comment["id"]]["body"] = edited
+    out = await act(app_ctx, VERL, 65, trigger="issues.edited", payload=payload, analysis=NOT_FAILURE)
+    assert out["failure_comment"] == "edited"
+    assert fake_github.comments[comment["id"]]["body"] == edited
+    [row] = await actions_of(app_ctx, 65, "failure_comment")
+    assert row.frozen and row.details.get("edited_on_github") and not row.comment_deleted
+    await act(app_ctx, VERL, 65, trigger="issues.edited", payload=payload, analysis=FAILURE)
+    assert fake_github.comments[comment["id"]]["body"] == edited
+
+
 async def test_stale_pending_claim_is_taken_over(app_ctx: Any, fake_github: Any) -> None:
     # A worker crashed after claiming: the slot is taken over after ten minutes, not lost.
     await install(app_ctx, fake_github)

@@ -186,3 +186,34 @@ async def test_a_first_backfill_that_could_not_read_a_repository_says_so(
         assert "huggingface/trl" not in progress["left"] and "verl-project/verl" in progress["left"]
     finally:
         await ctx.close()
+
+
+async def test_a_nightly_run_whose_sync_github_refused_in_part_says_so(
+        app_settings: Any, fake_github: Any, shared_dir: Path) -> None:
+    """App credentials only, installed on TRL: the nightly sync could not read the other
+    repositories, yet the run was recorded "ok". It is "partial" and names them; it still
+    counts as that night's run (no second run at the next start)."""
+    from bot.github.client import GitHubClient
+    from bot.scheduler import step_sync
+    from tests.fake_graphql import FakeGraphQL
+    from tests.fakegithub import install_app, no_sleep
+
+    fake_github.graphql_handler = FakeGraphQL(FakeData.generate(3, seed=5, long_every=0),
+                                              shared_dir / "fixtures" / "github-api" / "schema.graphql")
+    fake_github.allow_anonymous = False
+    ctx = AppContext.create(app_settings)
+    ctx.github = GitHubClient(app_settings, sleep=no_sleep)
+    try:
+        await install_app(ctx, fake_github, 55, "huggingface", ["huggingface/trl"])
+        result = await nightly_job(ctx, steps=[("sync", step_sync)])
+        assert result["outcome"] == "partial"
+        (run,) = await runs(ctx)
+        assert run.outcome == "partial" and run.finished_at is not None
+        assert "verl-project/verl" in run.error and "huggingface/trl" not in run.error
+        async with ctx.sessionmaker() as session:  # an earlier night's run
+            session.add(JobRun(name="nightly", outcome="ok", started_at=run.started_at - timedelta(days=2),
+                               finished_at=run.started_at - timedelta(days=2)))
+            await session.commit()
+        assert not await missed_run(ctx)
+    finally:
+        await ctx.close()

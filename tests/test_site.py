@@ -267,3 +267,13 @@ def test_code_spans_filter_escapes_everything_else() -> None:
     assert str(code_spans("Run `a<b>` then <i>x</i>")) == (
         "Run <code>a&lt;b&gt;</code> then &lt;i&gt;x&lt;/i&gt;")
     assert str(code_spans("odd ` tick <b>")) == "odd ` tick &lt;b&gt;"
+
+
+@pytest.mark.parametrize("typed", ["Merged", "MERGED", " merged "])
+async def test_a_state_in_another_case_is_the_state(client, typed: str) -> None:
+    """`?state=Merged` was a 400 naming the states; it is `merged`, on the API and the page."""
+    assert [p["number"] for p in await _json(client, f"/api/proposals?state={typed}")] == [101]
+    page = await client.get("/proposals", params={"state": typed})
+    assert page.status == 200 and "Support GSPO" in await page.text()
+    assert (await client.get("/api/proposals?state=open-no-reply")).status == 200
+    assert (await client.get("/api/proposals?state=mergedx")).status == 400

@@ -94,3 +94,15 @@ async def test_framework_filter_in_another_case(client: TestClient) -> None:
     resp = await client.get("/api/proposals", params={"framework": "VERL"})
     assert resp.status == 200
     assert (await client.get("/proposals", params={"framework": "NeMo-RL"})).status == 200
+
+
+@pytest.mark.parametrize("path,section", [
+    ("/frameworks/", "frameworks"), ("/methods/", "methods"), ("/failures/", "failures"),
+    ("/frameworks", "frameworks"), ("/methods", "methods"),
+])
+async def test_a_list_url_with_no_id_goes_to_the_front_pages_list(client: TestClient, path: str,
+                                                                   section: str) -> None:
+    resp = await client.get(path, allow_redirects=False)
+    assert resp.status == 302 and resp.headers["Location"] == f"/#{section}"
+    front = await client.get(path)
+    assert front.status == 200 and f'id="{section}"' in await front.text()

@@ -130,6 +130,8 @@ def _filters(request: web.Request) -> tuple[dict[str, str | None], str | None]:
     if framework and framework not in frameworks:
         return empty, f"unknown framework: {framework}"
     if state and state not in data.REVIEW_STATES:
+        state = canonical_id(state, data.REVIEW_STATES) or state  # Merged, open-no-reply
+    if state and state not in data.REVIEW_STATES:
         return empty, f"unknown state: {state}"
     return {"framework": framework, "state": state, "paper": paper}, None
 
@@ -210,6 +212,13 @@ def _page_url(filters: dict[str, str | None], page: int) -> str:
     if page > 1:
         query["page"] = str(page)
     return "/proposals" + ("?" + urlencode(query) if query else "")
+
+
+def _to_index_section(section: str) -> Handler:
+    """/frameworks/, /methods/ and /failures/ with no id: the front page lists them."""
+    async def handler(request: web.Request) -> web.Response:
+        raise web.HTTPFound(f"/#{section}")
+    return handler
 
 
 async def repos_page(request: web.Request) -> web.Response:
@@ -306,6 +315,8 @@ def setup(app: web.Application) -> None:
         ("/methods/{id}", method_page),
         ("/failures/{key}", failure_page),
         ("/frameworks/{name}", framework_page),
+        *((f"/{section}{slash}", _to_index_section(section))
+          for section in ("frameworks", "methods", "failures") for slash in ("", "/")),
         ("/proposals", proposals_page),
         ("/repos/", repos_page),
         ("/api/methods", api_methods),

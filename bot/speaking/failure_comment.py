@@ -185,8 +185,18 @@ async def update_failure_comment(
         from gidgethub import BadRequest
 
         gh = await installation_gh(ctx, sit.installation_id)
+        url = f"/repos/{sit.repo}/issues/comments/{action.comment_id}"
         try:
-            await gh.patch(f"/repos/{sit.repo}/issues/comments/{action.comment_id}", data={"body": body})
+            # Read it first: a maintainer may have edited our comment (corrected the category,
+            # added a link); their text is not ours to overwrite.
+            current = await gh.getitem(url)
+            if (current.get("body") or "") != action.body:
+                log.info("%s#%s: the failure comment was edited on GitHub; left as it is",
+                         sit.repo, sit.number)
+                await finish(ctx, action.id, frozen=True,
+                             details=dict(action.details or {}, edited_on_github=True))
+                return "edited"
+            await gh.patch(url, data={"body": body})
         except BadRequest as exc:
             if exc.status_code != 404:
                 raise

@@ -243,7 +243,7 @@ class JobRun(Base):
     name: Mapped[str] = mapped_column(String(64))
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None]
-    outcome: Mapped[str] = mapped_column(String(16), default="running")  # running | ok | failed | skipped
+    outcome: Mapped[str] = mapped_column(String(16), default="running")  # running | ok | partial | failed | skipped | cancelled
     counts: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     error: Mapped[str | None] = mapped_column(Text)
 

@@ -142,7 +142,6 @@ class _LemmaIds:
 
     prevention: frozenset[int]
     negations: frozenset[int]
-    pace: frozenset[int]  # one-word healthy pace adverbs ("slowly", "gradually")
     settings: frozenset[int]
     long: int
 
@@ -163,10 +162,6 @@ class _Rules:
     log_rules: list[dict[str, Any]]
     zh_metrics: list[tuple[str, str]]  # (term, metric class), longest terms first
     zh_moves: list[tuple[str, str]]  # (term, move class), `flat` first, longest first
-    pace_words: re.Pattern[str]  # healthy pace words, whole words, caseless
-    pace_zh: tuple[str, ...]
-    gain_words: re.Pattern[str]  # the run improving ("accuracy improves"), whole words, caseless
-    modest_factor: float
 
     @cached_property
     def zh_metric_terms(self) -> list[str]:
@@ -195,15 +190,6 @@ def _prepare(text: str) -> str:
 def _lemma_phrase(phrase: str) -> str:
     # Pattern phrases are written in lemma form already; joiners read as spaces, as in text.
     return _prepare(phrase).lower()
-
-
-def _word_alternation(words: list[str], cjk: tuple[str, ...] | list[str] = ()) -> re.Pattern[str]:
-    """Whole words (spaces as 1-3 spaces) or CJK terms, caseless: an alternation of literals,
-    linear in the text."""
-    english = [re.escape(w).replace(r"\ ", r"\s{1,3}") for w in words]
-    parts = [r"\b(?:" + "|".join(english) + r")\b"] if english else []
-    parts += [re.escape(w) for w in cjk]
-    return re.compile("(?i)" + "|".join(parts))
 
 
 @lru_cache(maxsize=1)
@@ -241,7 +227,6 @@ def _rules() -> _Rules:
     table["_obs|O"] = [_lemma_phrase(p) for p in obs["phrases"]]
     logs = data["log_metrics"]
     sym = data["symptoms"]
-    pace = data["healthy_pace"]
     # The symptom grammar shares the one matcher pass: labels "~m|<metric>", "~v|<move>".
     table.update({f"~m|{k}": [_lemma_phrase(p) for p in v] for k, v in sym["metrics"].items()})
     table.update({f"~v|{k}": [_lemma_phrase(p) for p in v] for k, v in sym["moves"].items()})
@@ -263,21 +248,13 @@ def _rules() -> _Rules:
         categories=categories,
         matcher=matcher,
         labels={strings.add(label): (cat, tag) for label in table for cat, _, tag in [label.partition("|")]},
-        lemma_ids=_LemmaIds(
-            ids(_PREVENTION), ids(_NEGATIONS), ids(frozenset(w for w in pace["words"] if " " not in w)),
-            ids(_SETTING_WORDS), strings.add("long"),
-        ),
+        lemma_ids=_LemmaIds(ids(_PREVENTION), ids(_NEGATIONS), ids(_SETTING_WORDS), strings.add("long")),
         negatives=negatives,
         observation_zh=[p.lower() for p in obs.get("zh", [])],
         log_min_points=int(logs.get("min_points", 3)),
         log_rules=list(logs.get("rules", [])),
         zh_metrics=zh_terms(sym["zh_metrics"]),
         zh_moves=zh_terms(sym["zh_moves"]),
-        # An alternation of literals between word boundaries: linear in the text.
-        pace_words=_word_alternation(pace["words"]),
-        pace_zh=tuple(pace.get("zh", [])),
-        gain_words=_word_alternation([w for w in pace["gains"] if w.isascii()], cjk=[w for w in pace["gains"] if not w.isascii()]),
-        modest_factor=float(pace.get("modest_factor", 2.0)),
     )
 
 
@@ -449,8 +426,6 @@ def _symptoms(
             move = "not_" + move  # "does not increase", "no longer grows", "does not drop"
         name = f"{best[1]}|{move}"
         ev.symptom(where, name, move)
-        if not ids.pace.isdisjoint(lemmas[max(0, ms - 3) : me + 2]):
-            ev.context.add("paced:" + name)  # "entropy slowly goes down", "grows gradually"
         if name not in seen:
             seen.add(name)
             lo, hi = min(ms, best[2]), max(me, best[3])
@@ -482,8 +457,6 @@ def _zh_symptoms(low: str, where: str, rules: _Rules, ev: _Evidence) -> None:
                 if move in _NEGATABLE and any(ch in _ZH_NEGATORS for ch in tail[max(0, at - 3) : at]):
                     move = "not_" + move
                 name = f"{metric}|{move}"
-                if any(w in tail[:at] for w in rules.pace_zh):
-                    ev.context.add("paced:" + name)  # 熵缓慢下降, 熵从1.0逐渐降到0.8
                 if name not in seen:
                     seen.add(name)
                     ev.symptom(where, name, move)
@@ -1060,42 +1033,6 @@ def failure_features(
     return post
 
 
-_NUMBER = r"(\d{1,7}(?:\.\d{1,7})?)"
-# "from 1.2 to 0.8", "from ~300 to about 500", 从1.0降到0.75: the two ends of a move.
-_FROM_TO = re.compile(
-    r"(?i)\bfrom\s{1,3}~?" + _NUMBER + r"\s{0,2}(?:tokens?\s{1,3})?to\s{1,3}(?:about\s{1,3}|around\s{1,3}|~)?" + _NUMBER
-    + r"|从\s{0,2}" + _NUMBER + r"[^\d\n]{0,4}?到\s{0,2}" + _NUMBER
-)  # fmt: skip
-MAX_FROM_TO = 8  # moves read per post
-
-
-def _healthy_pace(text: str, ev: _Evidence, rules: _Rules, feats: learned.Features) -> bool:
-    """Moves told at a healthy pace or size while the run improves: every misbehaving move of
-    the grammar is paced ("entropy slowly goes down", 熵缓慢下降) and the reward rises or the
-    run "improves" alongside. A from-to move within `modest_factor` ("from 1.2 to 0.8", not
-    "to 0.003" or "from 700 to 8192") is its own feature. Returns whether the moves are healthy."""
-    if "from" in text.lower() or "从" in text:
-        for m in itertools.islice(_FROM_TO.finditer(text), MAX_FROM_TO):
-            a, b = (float(g) for g in m.groups() if g is not None)
-            if a > 0 and b > 0 and max(a, b) / min(a, b) <= rules.modest_factor:
-                feats.add("pace:modest_move")
-                break
-    paced = {c[6:] for c in ev.context if c.startswith("paced:")}
-    if not paced:
-        return False
-    moves = {k[4:] for k in ev.counts if k.startswith("sym:") and not k.startswith("sym:any")}
-    unpaced_bad = {n for n in moves - paced if n not in _HEALTHY and not n.endswith("|bad_value")}
-    if unpaced_bad or any(n.endswith("|bad_value") for n in moves):
-        return False
-    gain = any(n in _HEALTHY for n in moves) or rules.gain_words.search(text) is not None
-    if gain:
-        feats.add("pace:healthy_with_gain")
-    return gain
-
-
-PACE_CLEARS_SYMPTOM = False  # experiment switch
-
-
 def _post_features(title: str | None, body: str | None, kind: str | None = None, grams: bool = True) -> FailureFeatures:
     """The opening post's features (see failure_features); `grams`: with the hashed n-grams.
     Without them (a follow-up) only the families follow_up_features keeps are computed."""
@@ -1131,9 +1068,6 @@ def _post_features(title: str | None, body: str | None, kind: str | None = None,
     symptom = any(k.startswith("sym:") and not k.startswith("sym:any") for k in ev.counts)
     cue = any(k.partition("|")[0] in _PRIORITY for k in ev.counts)
     unhealthy = any(k.startswith("sym:") and not k.startswith("sym:any") and k[4:] not in _HEALTHY for k in ev.counts)
-    healthy_pace = _healthy_pace(title + "\n" + prose, ev, rules, feats) if wanted("pace:") else False
-    if PACE_CLEARS_SYMPTOM and healthy_pace:
-        unhealthy = False  # entropy "slowly from 1.2 to 0.8" while the reward improves: healthy
     named = any(
         cat in _PRIORITY and (how == "log" or how[1:] in _POSITIVE_CUES)
         for cat, _, how in (k.partition("|") for k in ev.counts)

@@ -1018,7 +1018,7 @@ def review_evidence(thread: Mapping[str, Any]) -> ReviewEvidence:
         by_file.append(on_file)
         concerns |= on_file
 
-    state = _state(thread, author, segs, others, concerns, scan, rules, reasons)
+    state = _state(thread, author, segs, others, replied, concerns, scan, rules, reasons)
     exact = state in ("merged", "open_no_reply", "open_replied") or bool(
         reasons and reasons[0] in _EXACT_REASONS
     )
@@ -1445,17 +1445,18 @@ def _state(
     author: str | None,
     segs: Sequence[_Segment],
     others: Sequence[_Segment],
+    replied: bool,
     concerns: set[str],
     scan: Any,
     rules: _Rules,
     reasons: list[str],
 ) -> str:
+    """The rules' state; `replied` as review_evidence found it (computed once per thread)."""
     state = str(thread.get("state") or "").lower()
     if state == "merged" or thread.get("merged") is True or thread.get("merged_at"):
         reasons.append("merged")
         return "merged"
     if state != "closed":
-        replied = any(_counts_as_reply(s) for s in others) or _bot_saw_reply(segs, author, rules)
         return "open_replied" if replied else "open_no_reply"
 
     labels = _labels(thread)

@@ -439,7 +439,8 @@ def _rules() -> _Rules:
             tuple(s for subs in sub.values() for s in subs),
         ),
         sub_ascii=tuple(i for i, s in enumerate(s for subs in sub.values() for s in subs) if s.isascii()),
-        veto_flat=tuple(v for vs in veto_sub.values() for v in vs),
+        # Each veto once (labels share them): only whether any is present is asked.
+        veto_flat=tuple(dict.fromkeys(v for vs in veto_sub.values() for v in vs)),
         lemma_keys=frozenset(h for attr, h in matchers.by_key if attr == "LEMMA"),
         lower_keys=frozenset(h for attr, h in matchers.by_key if attr == "LOWER"),
     )
@@ -607,6 +608,10 @@ def _prose(text: str) -> tuple[str, bool]:
     linear). Also reports whether a ```suggestion block was present."""
     if "<!--" in text:
         text = strip_html_comments(text)
+    if ">" not in text and "```" not in text and "~~~" not in text and _NO_PARENT not in text:
+        # No line can be a quote, a fence or the placeholder (most comments): every line is
+        # kept, the text as it stands, without a Python step per line.
+        return text, False
     out: list[str] = []
     fence: str | None = None
     suggestion = False
@@ -624,10 +629,13 @@ def _prose(text: str) -> tuple[str, bool]:
             continue
         if line.lstrip().startswith(">"):
             continue  # quoted: usually the proposer's words, answered below
-        if line.strip() == "[parent comment not available]":
+        if line.strip() == _NO_PARENT:
             continue
         out.append(line)
     return "\n".join(out), suggestion
+
+
+_NO_PARENT = "[parent comment not available]"
 
 
 def _segments(thread: Mapping[str, Any], rules: _Rules) -> list[_Segment]:
@@ -1360,8 +1368,8 @@ def _counts_as_reply(seg: _Segment) -> bool:
     # ("/ok to test", "/retest", "/gemini review") talk to a machine, not to the proposer.
     if seg.suggestion or seg.review:
         return True
-    lines = [line.strip() for line in seg.raw.split("\n") if line.strip()]
-    return any(not _COMMAND.fullmatch(line) for line in lines)
+    # Line by line up to the first that is not a command (no list of every line made).
+    return any(not _COMMAND.fullmatch(line) for line in map(str.strip, seg.raw.split("\n")) if line)
 
 
 _COMMAND = re.compile(r"/[a-z][\w-]{0,30}(?: [^\s]{1,80}){0,4}", re.I)

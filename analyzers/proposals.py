@@ -97,12 +97,20 @@ def _method_names_in_title(title: str) -> int:
     return n
 
 
+def _title_and_prose(thread: dict[str, Any]) -> tuple[str, str]:
+    """The title (first 400 characters) and the opening post's prose (first MAX_TEXT)."""
+    title = str(thread.get("title") or "")[:400]
+    return title, nlp.split_markdown(str(thread.get("body") or "")[: nlp.MAX_CHARS]).prose[:MAX_TEXT]
+
+
 def proposal_score(thread: dict[str, Any], papers: list[dict[str, Any]]) -> tuple[float, list[str]]:
     """Raw score (log-odds) and the cues behind it."""
+    return _score(thread, papers, *_title_and_prose(thread))
+
+
+def _score(thread: dict[str, Any], papers: list[dict[str, Any]], title: str, body: str) -> tuple[float, list[str]]:
     rules = _rules()
-    title = str(thread.get("title") or "")[:400]
     tl = title.lower()
-    body = nlp.split_markdown(str(thread.get("body") or "")[: nlp.MAX_CHARS]).prose[:MAX_TEXT]
     bl = body.lower()
     is_pr = thread.get("kind") == "pull_request"
     cues: list[str] = []
@@ -165,10 +173,11 @@ def proposal_score(thread: dict[str, Any], papers: list[dict[str, Any]]) -> tupl
     ):
         score -= 1.4
         cues.append("question")
-    if rules.bug_title.search(tl) and not title_request:
+    # The flags first: a search their answer makes useless is not made.
+    if not title_request and rules.bug_title.search(tl):
         score -= 1.6
         cues.append("bug")
-    if rules.infrastructure.search(tl) and not strong_papers:
+    if not strong_papers and rules.infrastructure.search(tl):
         score -= 1.6
         cues.append("infrastructure")
     if method == 0.0:
@@ -185,16 +194,16 @@ class ProposalFeatures:
 def proposal_features(thread: dict[str, Any], papers: list[dict[str, Any]]) -> ProposalFeatures:
     """The cues above as named features (their hand-set sum too), and the title's and opening
     post's words: the fitted model (training/proposal.py) decides what each is worth."""
-    score, cues = proposal_score(thread, papers)
+    # The title and the prose made once for the rules and the n-grams.
+    title, prose = _title_and_prose(thread)
+    score, cues = _score(thread, papers, title, prose)
     feats = learned.Features()
     for cue in cues:
         feats.add("cue:" + cue)
     feats.add("rule_score", score / 4.0)
     feats.add("pull_request", float(thread.get("kind") == "pull_request"))
-    title = str(thread.get("title") or "")[:400]
     feats.add_text("t", title)
-    body = nlp.split_markdown(str(thread.get("body") or "")[: nlp.MAX_CHARS]).prose[:_BODY_WORDS_CHARS]
-    feats.add_text("b", body)
+    feats.add_text("b", prose[:_BODY_WORDS_CHARS])
     return ProposalFeatures(feats.vector(), score)
 
 

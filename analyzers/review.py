@@ -439,7 +439,8 @@ def _rules() -> _Rules:
             tuple(s for subs in sub.values() for s in subs),
         ),
         sub_ascii=tuple(i for i, s in enumerate(s for subs in sub.values() for s in subs) if s.isascii()),
-        veto_flat=tuple(v for vs in veto_sub.values() for v in vs),
+        # Each veto once (labels share them): only whether any is present is asked.
+        veto_flat=tuple(dict.fromkeys(v for vs in veto_sub.values() for v in vs)),
         lemma_keys=frozenset(h for attr, h in matchers.by_key if attr == "LEMMA"),
         lower_keys=frozenset(h for attr, h in matchers.by_key if attr == "LOWER"),
     )
@@ -607,6 +608,10 @@ def _prose(text: str) -> tuple[str, bool]:
     linear). Also reports whether a ```suggestion block was present."""
     if "<!--" in text:
         text = strip_html_comments(text)
+    if ">" not in text and "```" not in text and "~~~" not in text and _NO_PARENT not in text:
+        # No line can be a quote, a fence or the placeholder (most comments): every line is
+        # kept, the text as it stands, without a Python step per line.
+        return text, False
     out: list[str] = []
     fence: str | None = None
     suggestion = False
@@ -624,10 +629,13 @@ def _prose(text: str) -> tuple[str, bool]:
             continue
         if line.lstrip().startswith(">"):
             continue  # quoted: usually the proposer's words, answered below
-        if line.strip() == "[parent comment not available]":
+        if line.strip() == _NO_PARENT:
             continue
         out.append(line)
     return "\n".join(out), suggestion
+
+
+_NO_PARENT = "[parent comment not available]"
 
 
 def _segments(thread: Mapping[str, Any], rules: _Rules) -> list[_Segment]:
@@ -1018,7 +1026,7 @@ def review_evidence(thread: Mapping[str, Any]) -> ReviewEvidence:
         by_file.append(on_file)
         concerns |= on_file
 
-    state = _state(thread, author, segs, others, concerns, scan, rules, reasons)
+    state = _state(thread, author, segs, others, replied, concerns, scan, rules, reasons)
     exact = state in ("merged", "open_no_reply", "open_replied") or bool(
         reasons and reasons[0] in _EXACT_REASONS
     )
@@ -1360,8 +1368,8 @@ def _counts_as_reply(seg: _Segment) -> bool:
     # ("/ok to test", "/retest", "/gemini review") talk to a machine, not to the proposer.
     if seg.suggestion or seg.review:
         return True
-    lines = [line.strip() for line in seg.raw.split("\n") if line.strip()]
-    return any(not _COMMAND.fullmatch(line) for line in lines)
+    # Line by line up to the first that is not a command (no list of every line made).
+    return any(not _COMMAND.fullmatch(line) for line in map(str.strip, seg.raw.split("\n")) if line)
 
 
 _COMMAND = re.compile(r"/[a-z][\w-]{0,30}(?: [^\s]{1,80}){0,4}", re.I)
@@ -1445,17 +1453,18 @@ def _state(
     author: str | None,
     segs: Sequence[_Segment],
     others: Sequence[_Segment],
+    replied: bool,
     concerns: set[str],
     scan: Any,
     rules: _Rules,
     reasons: list[str],
 ) -> str:
+    """The rules' state; `replied` as review_evidence found it (computed once per thread)."""
     state = str(thread.get("state") or "").lower()
     if state == "merged" or thread.get("merged") is True or thread.get("merged_at"):
         reasons.append("merged")
         return "merged"
     if state != "closed":
-        replied = any(_counts_as_reply(s) for s in others) or _bot_saw_reply(segs, author, rules)
         return "open_replied" if replied else "open_no_reply"
 
     labels = _labels(thread)

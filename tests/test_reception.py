@@ -88,28 +88,23 @@ async def test_only_the_last_ten_count(rctx: Any) -> None:
 
 
 async def test_a_group_github_will_not_read_does_not_stop_the_others(
-        app_settings: Any, fake_github: Any, shared_dir: Path) -> None:
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
     """App credentials only; the app left one repository (its installation deleted: no token
     reads it now) and is still installed on another. The refused group failed the whole
     reception step every night: no counts read and no repository paused anywhere."""
-    from bot.github.client import GitHubClient
     from tests.fake_graphql import FakeGraphQL
-    from tests.fakegithub import install_app, no_sleep
+    from tests.fakegithub import install_app
 
     data = FakeData()
     fake_github.graphql_handler = FakeGraphQL(data, shared_dir / "fixtures" / "github-api" / "schema.graphql")
     fake_github.allow_anonymous = False
-    ctx = AppContext.create(app_settings)
-    ctx.github = GitHubClient(app_settings, sleep=no_sleep)
-    try:
-        async with ctx.sessionmaker() as session:
-            session.add(Repository(full_name="b/left"))
-            await session.commit()
-        await install_app(ctx, fake_github, 55, "a", ["a/hidden"])
-        await _post(ctx, data, "b/left", 1, up=1)
-        for n in range(2, 12):
-            await _post(ctx, data, "a/hidden", n, minimized="OFF_TOPIC" if n in (3, 9) else None)
-        stats = await refresh_reception(ctx)
-        assert stats.unread == 1 and stats.minimized == 2 and stats.paused == ["a/hidden"]
-    finally:
-        await ctx.close()
+    async with app_ctx.sessionmaker() as session:
+        session.add(Repository(full_name="b/left"))
+        await session.commit()
+    await install_app(app_ctx, fake_github, 55, "a", ["a/hidden"])
+    await _post(app_ctx, data, "b/left", 1, up=1)
+    for n in range(2, 12):
+        await _post(app_ctx, data, "a/hidden", n, minimized="OFF_TOPIC" if n in (3, 9) else None)
+    stats = await refresh_reception(app_ctx)
+    assert stats.unread == 1 and stats.minimized == 2 and stats.paused == ["a/hidden"]
+

@@ -160,60 +160,48 @@ def test_scheduler_has_the_nightly_job(settings: Any) -> None:
 
 
 async def test_a_first_backfill_that_could_not_read_a_repository_says_so(
-        app_settings: Any, fake_github: Any, shared_dir: Path) -> None:
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
     """App credentials only, installed on TRL: the other repositories cannot be read. The
     backfill said "ok", the front page's progress section went away, and nothing told the
     installer that six of the seven repositories were never read, nor that GITHUB_TOKEN is
     what they need."""
-    from bot.github.client import GitHubClient
     from bot.scheduler import first_backfill
     from bot.site.progress import backfill_progress
     from tests.fake_graphql import FakeGraphQL
-    from tests.fakegithub import install_app, no_sleep
+    from tests.fakegithub import install_app
 
     fake_github.graphql_handler = FakeGraphQL(FakeData.generate(3, seed=5, long_every=0),
                                               shared_dir / "fixtures" / "github-api" / "schema.graphql")
     fake_github.allow_anonymous = False
-    ctx = AppContext.create(app_settings)
-    ctx.github = GitHubClient(app_settings, sleep=no_sleep)
-    try:
-        await install_app(ctx, fake_github, 55, "huggingface", ["huggingface/trl"])
-        assert (await first_backfill(ctx))["outcome"] == "failed"
-        async with ctx.sessionmaker() as session:
-            progress = await backfill_progress(session)
-        assert progress is not None and progress["outcome"] == "failed"
-        assert "verl-project/verl" in progress["error"] and "GITHUB_TOKEN" in progress["error"]
-        assert "huggingface/trl" not in progress["left"] and "verl-project/verl" in progress["left"]
-    finally:
-        await ctx.close()
+    await install_app(app_ctx, fake_github, 55, "huggingface", ["huggingface/trl"])
+    assert (await first_backfill(app_ctx))["outcome"] == "failed"
+    async with app_ctx.sessionmaker() as session:
+        progress = await backfill_progress(session)
+    assert progress is not None and progress["outcome"] == "failed"
+    assert "verl-project/verl" in progress["error"] and "GITHUB_TOKEN" in progress["error"]
+    assert "huggingface/trl" not in progress["left"] and "verl-project/verl" in progress["left"]
 
 
 async def test_a_nightly_run_whose_sync_github_refused_in_part_says_so(
-        app_settings: Any, fake_github: Any, shared_dir: Path) -> None:
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
     """App credentials only, installed on TRL: the nightly sync could not read the other
     repositories, yet the run was recorded "ok". It is "partial" and names them; it still
     counts as that night's run (no second run at the next start)."""
-    from bot.github.client import GitHubClient
     from bot.scheduler import step_sync
     from tests.fake_graphql import FakeGraphQL
-    from tests.fakegithub import install_app, no_sleep
+    from tests.fakegithub import install_app
 
     fake_github.graphql_handler = FakeGraphQL(FakeData.generate(3, seed=5, long_every=0),
                                               shared_dir / "fixtures" / "github-api" / "schema.graphql")
     fake_github.allow_anonymous = False
-    ctx = AppContext.create(app_settings)
-    ctx.github = GitHubClient(app_settings, sleep=no_sleep)
-    try:
-        await install_app(ctx, fake_github, 55, "huggingface", ["huggingface/trl"])
-        result = await nightly_job(ctx, steps=[("sync", step_sync)])
-        assert result["outcome"] == "partial"
-        (run,) = await runs(ctx)
-        assert run.outcome == "partial" and run.finished_at is not None
-        assert "verl-project/verl" in run.error and "huggingface/trl" not in run.error
-        async with ctx.sessionmaker() as session:  # an earlier night's run
-            session.add(JobRun(name="nightly", outcome="ok", started_at=run.started_at - timedelta(days=2),
-                               finished_at=run.started_at - timedelta(days=2)))
-            await session.commit()
-        assert not await missed_run(ctx)
-    finally:
-        await ctx.close()
+    await install_app(app_ctx, fake_github, 55, "huggingface", ["huggingface/trl"])
+    result = await nightly_job(app_ctx, steps=[("sync", step_sync)])
+    assert result["outcome"] == "partial"
+    (run,) = await runs(app_ctx)
+    assert run.outcome == "partial" and run.finished_at is not None
+    assert "verl-project/verl" in run.error and "huggingface/trl" not in run.error
+    async with app_ctx.sessionmaker() as session:  # an earlier night's run
+        session.add(JobRun(name="nightly", outcome="ok", started_at=run.started_at - timedelta(days=2),
+                           finished_at=run.started_at - timedelta(days=2)))
+        await session.commit()
+    assert not await missed_run(app_ctx)

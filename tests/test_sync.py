@@ -386,21 +386,14 @@ async def test_an_installed_repository_typed_in_another_case_syncs_into_its_rows
 
 
 async def test_repositories_the_credentials_cannot_read_do_not_stop_the_others(
-        app_settings: Any, fake_github: Any, world: Any) -> None:
+        app_ctx: Any, fake_github: Any, world: Any) -> None:
     """App credentials and no GITHUB_TOKEN, installed on TRL only: the other tracked
     repositories have no token that reads them (GraphQL refuses anonymous clients, 401). That
     401 ended the whole sync, and when such a repository came first in the catalog (verl
     before trl) the installed repository was never synced by the nightly job at all."""
-    from bot.github.client import GitHubClient
-
     fake_github.allow_anonymous = False
-    ctx = AppContext.create(app_settings)
-    ctx.github = GitHubClient(app_settings, sleep=no_sleep)
-    try:
-        await install_app(ctx, fake_github, 55, "huggingface", ["huggingface/trl"])
-        stats = await sync(ctx, ["verl-project/verl", "huggingface/trl"], sleep=no_sleep)
-    finally:
-        await ctx.close()
+    await install_app(app_ctx, fake_github, 55, "huggingface", ["huggingface/trl"])
+    stats = await sync(app_ctx, ["verl-project/verl", "huggingface/trl"], sleep=no_sleep)
     assert stats.repos == {"huggingface/trl": THREADS_PER_REPO}
     assert sorted(stats.failed_streams) == [
         "verl-project/verl:discussion", "verl-project/verl:issue", "verl-project/verl:pull_request"]

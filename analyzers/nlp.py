@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -217,9 +218,26 @@ def _remembering_tokenizer() -> Any:
     return make
 
 
-@lru_cache(maxsize=1)
+_PIPELINE: list[Language] = []  # the one pipeline, once built
+_PIPELINE_LOCK = threading.Lock()
+
+
 def nlp() -> Language:
-    """The shared pipeline: tokenizer, sentencizer, lower-case lookup lemmatizer."""
+    """The shared pipeline: tokenizer, sentencizer, lower-case lookup lemmatizer.
+
+    Built once per process under a lock: the app's first calls can come from several threads
+    at once (a page summarising rules in a worker thread while the analysis starts), and
+    lru_cache does not serialise the first call, so each thread built its own pipeline. A
+    matcher compiled on one pipeline's vocabulary then met another's StringStore (KeyError
+    E018 on /frameworks/verl at start-up)."""
+    if not _PIPELINE:
+        with _PIPELINE_LOCK:
+            if not _PIPELINE:
+                _PIPELINE.append(_build_pipeline())
+    return _PIPELINE[0]
+
+
+def _build_pipeline() -> Language:
     from spacy.lang.en import English
 
     # What spacy.blank("en") makes, with the tokenizer built by the factory above, passed to

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from itertools import islice
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -394,3 +398,26 @@ def test_literal_led_patterns_find_what_the_plain_ones_find(pieces: list[str]) -
         for flags in (0, re.ASCII):
             led = nlp._literal_led(source, flags)
             assert [m.span() for m in led.finditer(text)] == [m.span() for m in re.finditer(source, text, flags)], source
+
+
+def test_threads_calling_nlp_first_at_once_share_one_pipeline() -> None:
+    """The app's first calls can come from several threads at once; each used to build its
+    own pipeline, and a matcher compiled on one met another's StringStore (KeyError E018).
+    A fresh interpreter, since this one has built the pipeline already."""
+    script = (
+        "import threading\n"
+        "from analyzers.nlp import nlp\n"
+        "barrier = threading.Barrier(4)\n"
+        "got = []\n"
+        "def run():\n"
+        "    barrier.wait()\n"
+        "    got.append(nlp())\n"
+        "threads = [threading.Thread(target=run) for _ in range(4)]\n"
+        "for t in threads: t.start()\n"
+        "for t in threads: t.join()\n"
+        "print(len(got), len({id(p) for p in got}))\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(root)}, check=True)
+    assert done.stdout.split() == ["4", "1"]

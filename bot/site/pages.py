@@ -13,7 +13,7 @@ title that slipped past escaping could not run; the templates escape everything 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
@@ -74,10 +74,19 @@ def json_response(value: Any, status: int = 200) -> web.Response:
     return web.json_response(value, status=status, headers=HEADERS)
 
 
-def moved_to(request: web.Request, key: str, found: str | None) -> web.Response | None:
-    """A 301 to the same route with `found`, the canonical spelling of the `key` segment
-    (old links and hand-typed URLs: /frameworks/VERL -> /frameworks/verl), or None."""
-    if found is None or found == request.match_info[key]:
+def _framework_names() -> dict[str, str]:
+    """Framework id -> display name: `NeMo-RL` as the pages write it finds `nemo-rl`."""
+    return {k: f.name for k, f in data.catalog().frameworks.items()}
+
+
+def moved_to(request: web.Request, key: str, ids: Mapping[str, Any],
+             names: Mapping[str, str] | None = None) -> web.Response | None:
+    """A 301 to the same route with the canonical spelling of the `key` segment when it is
+    not an id of `ids` but means one (old links and hand-typed URLs: /frameworks/VERL ->
+    /frameworks/verl), else None."""
+    typed = request.match_info[key]
+    found = None if typed in ids else canonical_id(typed, ids, names)
+    if found is None:
         return None
     route = request.match_info.route.resource
     assert route is not None
@@ -88,25 +97,15 @@ def moved_to(request: web.Request, key: str, found: str | None) -> web.Response 
 
 
 def _framework_moved(request: web.Request) -> web.Response | None:
-    frameworks = data.catalog().frameworks
-    if request.match_info["name"] in frameworks:
-        return None
-    names = {k: f.name for k, f in frameworks.items()}
-    return moved_to(request, "name", canonical_id(request.match_info["name"], frameworks, names))
+    return moved_to(request, "name", data.catalog().frameworks, _framework_names())
 
 
 def _method_moved(request: web.Request) -> web.Response | None:
-    methods = data.catalog().methods
-    if request.match_info["id"] in methods:
-        return None
-    return moved_to(request, "id", canonical_id(request.match_info["id"], methods))
+    return moved_to(request, "id", data.catalog().methods)
 
 
 def _failure_moved(request: web.Request) -> web.Response | None:
-    failures = data.catalog().failures
-    if request.match_info["key"] in failures:
-        return None
-    return moved_to(request, "key", canonical_id(request.match_info["key"], failures))
+    return moved_to(request, "key", data.catalog().failures)
 
 
 def _filters(request: web.Request) -> tuple[dict[str, str | None], str | None]:
@@ -125,8 +124,7 @@ def _filters(request: web.Request) -> tuple[dict[str, str | None], str | None]:
     empty: dict[str, str | None] = {"framework": None, "state": None, "paper": None}
     frameworks = data.catalog().frameworks
     if framework and framework not in frameworks:
-        framework = canonical_id(framework, frameworks,
-                                 {k: f.name for k, f in frameworks.items()}) or framework
+        framework = canonical_id(framework, frameworks, _framework_names()) or framework
     if framework and framework not in frameworks:
         return empty, f"unknown framework: {framework}"
     if state and state not in data.REVIEW_STATES:

@@ -30,9 +30,8 @@ SYNTHETIC_KINDS = ROOT / "training" / "synthetic_kinds.jsonl"
 WRITTEN = ROOT / "benchmarks" / "threads_written"
 # Sets of benchmarks/threads_written/ that are fitted on (so no longer held out: see their READMEs).
 WRITTEN_FITTED: tuple[str, ...] = ("a",)
-PROJECT_LABELLED: tuple[Path, ...] = (
-    SYNTHETIC_FAILURES, SYNTHETIC_KINDS, *(WRITTEN / name / "threads.jsonl" for name in WRITTEN_FITTED),
-)
+WRITTEN_FITTED_FILES: tuple[Path, ...] = tuple(WRITTEN / name / "threads.jsonl" for name in WRITTEN_FITTED)
+PROJECT_LABELLED: tuple[Path, ...] = (SYNTHETIC_FAILURES, SYNTHETIC_KINDS, *WRITTEN_FITTED_FILES)
 
 FRAMEWORKS: tuple[str, ...] = (
     "verl-project/verl",

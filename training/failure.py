@@ -28,8 +28,7 @@ from training.cv import cross_val_predict
 from training.data import (
     SYNTHETIC_FAILURES,
     SYNTHETIC_KINDS,
-    WRITTEN,
-    WRITTEN_FITTED,
+    WRITTEN_FITTED_FILES,
     Example,
     make_example,
 )
@@ -76,7 +75,7 @@ def synthetic_examples() -> tuple[Example, ...]:
 
 @lru_cache(maxsize=1)
 def written_examples() -> tuple[Example, ...]:
-    return tuple(e for name in WRITTEN_FITTED for e in _read_synthetic(WRITTEN / name / "threads.jsonl"))
+    return tuple(e for path in WRITTEN_FITTED_FILES for e in _read_synthetic(path))
 
 
 @lru_cache(maxsize=1)

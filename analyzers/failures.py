@@ -552,7 +552,7 @@ def _logs(code: str, rules: _Rules, ev: _Evidence) -> None:
             ev.add(rule["category"], "log", f"{rule['metric']} {first:g} -> {last:g} in log")
     if _NAN_LOSS.search(low):
         ev.add("collapse_or_divergence", "log", "nan loss in log")
-    if "std" in low or "var" in low:
+    if "std" in low or "zero" in low:
         _zero_std_groups(low, ev)
 
 
@@ -565,8 +565,8 @@ _ZERO_STD_SHARE = re.compile(r"zero[ _]?(?:std|var)\w{0,12}['\"]?\s{0,3}[:=]\s{0
 def _zero_std_groups(low: str, ev: _Evidence) -> None:
     """Most logged steps show groups without signal (reward std 0, or at least half of the
     groups at zero std): the guidelines' groups_without_signal, told by the log itself."""
-    stds = [float(m.group(1)) for m in itertools.islice(_REWARD_STD.finditer(low), 200)]
-    shares = [float(m.group(1)) for m in itertools.islice(_ZERO_STD_SHARE.finditer(low), 200)]
+    stds = [float(m.group(1)) for m in itertools.islice(_REWARD_STD.finditer(low), 200)] if "std" in low else []
+    shares = [float(m.group(1)) for m in itertools.islice(_ZERO_STD_SHARE.finditer(low), 200)] if "zero" in low else []
     if (stds and 2 * sum(s == 0 for s in stds) >= len(stds)) or (shares and sum(shares) >= 0.5 * len(shares)):
         ev.add("groups_without_signal", "log", "reward std 0 in log")
 

@@ -552,6 +552,23 @@ def _logs(code: str, rules: _Rules, ev: _Evidence) -> None:
             ev.add(rule["category"], "log", f"{rule['metric']} {first:g} -> {last:g} in log")
     if _NAN_LOSS.search(low):
         ev.add("collapse_or_divergence", "log", "nan loss in log")
+    if "std" in low or "zero" in low:
+        _zero_std_groups(low, ev)
+
+
+# Groups whose samples all score alike, as TRL-style logs print them: a reward std of exactly
+# 0, or the share of such groups (frac_reward_zero_std, zero_var_ratio, ...).
+_REWARD_STD = re.compile(r"reward[ _]?std['\"]?\s{0,3}[:=]\s{0,3}['\"]?(\d{1,6}(?:\.\d{1,8})?(?:e-?\d{1,3})?)")
+_ZERO_STD_SHARE = re.compile(r"zero[ _]?(?:std|var)\w{0,12}['\"]?\s{0,3}[:=]\s{0,3}['\"]?(\d(?:\.\d{1,8})?(?:e-?\d{1,3})?)")
+
+
+def _zero_std_groups(low: str, ev: _Evidence) -> None:
+    """Most logged steps show groups without signal (reward std 0, or at least half of the
+    groups at zero std): the guidelines' groups_without_signal, told by the log itself."""
+    stds = [float(m.group(1)) for m in itertools.islice(_REWARD_STD.finditer(low), 200)] if "std" in low else []
+    shares = [float(m.group(1)) for m in itertools.islice(_ZERO_STD_SHARE.finditer(low), 200)] if "zero" in low else []
+    if (stds and 2 * sum(s == 0 for s in stds) >= len(stds)) or (shares and sum(shares) >= 0.5 * len(shares)):
+        ev.add("groups_without_signal", "log", "reward std 0 in log")
 
 
 def _negatives(title: str, prose: str, code: str, rules: _Rules, feats: learned.Features) -> list[str]:
@@ -1149,7 +1166,7 @@ def rank_kinds(features: FailureFeatures, model: learned.LinearModel) -> list[tu
     # metric the post names first: every sample of a group scoring alike ("rewards and loss are
     # 0"), or a loss or advantage of exactly zero as the title's symptom (a zero loss in passing
     # in the body, e.g. under another precision setting, is not the post's symptom).
-    no_signal = ("about:group_same_score", "tsym:loss|zero", "tsym:advantage|zero")
+    no_signal = ("about:group_same_score", "tsym:loss|zero", "tsym:advantage|zero", "groups_without_signal|log")
     if "groups_without_signal" in probs and any(f in features.vector for f in no_signal):
         ranked = _first("groups_without_signal", ranked)
     # Training (or its reward) rising while evaluation or the output's quality falls: the reward

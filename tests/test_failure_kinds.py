@@ -1,0 +1,75 @@
+"""Failure KIND evidence (analyzers/failures.py, the kind rows of failure_patterns.yaml): short
+posts written for the project. Grouped-CV figures on the real threads are in benchmarks/."""
+
+from __future__ import annotations
+
+import pytest
+
+from analyzers.failures import CATEGORIES, failure_features, rank_kinds
+from analyzers.learned import LinearModel
+from tests.work import assert_linear_work
+
+
+def _sure_of(kind: str) -> LinearModel:
+    """A kind model that is sure of `kind` whatever the post says."""
+    return LinearModel("kinds", sorted(CATEGORIES), {c: {} for c in CATEGORIES},
+                       {c: (5.0 if c == kind else 0.0) for c in CATEGORIES})  # fmt: skip
+
+
+def _fenced(lines: list[str]) -> str:
+    return "My run:\n```\n" + "\n".join(lines) + "\n```"
+
+
+def test_a_log_of_groups_scoring_alike_names_groups_without_signal() -> None:
+    # GUIDELINES: groups with zero advantage. TRL-style logs print it as a reward std of 0 or
+    # as the share of groups at zero std; the kind model may be sure of a collapse.
+    zero_std = _fenced([f"{{'loss': 0.0, 'reward': 0.0, 'reward_std': 0.0, 'step': {i}}}" for i in range(3)])
+    share = _fenced(["{'loss': 0.0, 'reward': 0.97, 'frac_reward_zero_std': 0.9}"])
+    for body in (zero_std, share):
+        features = failure_features("Reward does not move", body)
+        assert features.vector.get("groups_without_signal|log") == 1.0, body
+        assert rank_kinds(features, _sure_of("collapse_or_divergence"))[0][0] == "groups_without_signal"
+    # Groups that do vary (most stds above 0, few groups at zero std): the model decides.
+    varied = _fenced([
+        "{'reward': 0.3, 'reward_std': 0.25, 'frac_reward_zero_std': 0.1}",
+        "{'reward': 0.3, 'reward_std': 0.0, 'frac_reward_zero_std': 0.2}",
+        "{'reward': 0.31, 'reward_std': 0.27, 'frac_reward_zero_std': 0.1}",
+    ])  # fmt: skip
+    features = failure_features("Reward does not move", varied)
+    assert "groups_without_signal|log" not in features.vector
+    assert rank_kinds(features, _sure_of("collapse_or_divergence"))[0][0] == "collapse_or_divergence"
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("The entropy loss keeps showing an upward trend.", "entropy_explosion"),
+        ("The kl loss shows an upward trend after step 200.", "kl_growth"),
+        ("The policy learned to exploit the reward model.", "other_failure"),
+        ("We see mode collapse after 200 steps.", "entropy_collapse"),
+        ("The model stopped exploring and every sample is the same.", "entropy_collapse"),
+        ("训练过程中熵一路走高。", "entropy_explosion"),
+        ("训练过程中熵持续走低。", "entropy_collapse"),
+        ("kl一直在涨，停不下来。", "kl_growth"),
+        ("模型学会了钻空子，奖励很高但回答没用。", "other_failure"),
+        ("专家负载失衡，loss出现尖峰。", "moe_instability"),
+    ],
+)
+def test_ordinary_wording_of_a_kind_is_evidence_for_it(text: str, kind: str) -> None:
+    assert failure_features("Training problem", text).vector.get(f"ev:{kind}"), text
+
+
+def test_a_remedy_knob_is_no_kl_growth() -> None:
+    # "increasing the KL penalty" is a setting changed, not the KL growing.
+    vector = failure_features("Entropy rises", "I tried increasing the KL penalty and lowering the lr.").vector
+    assert "ev:kl_growth" not in vector
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["```\n" + "reward_std: 0.0 " * 4000 + "\n```", "```\n" + "zero_std_ratio=1 " * 4000 + "\n```",
+     "```\n" + "reward_std" * 6000 + "\n```", "frac_reward_zero_std: 9" * 2500],
+    ids=["zero-stds", "shares", "keys", "unfenced"],
+)  # fmt: skip
+def test_zero_std_logs_grow_linearly(body: str) -> None:
+    assert_linear_work(lambda text: failure_features("Reward flat", text), body)

@@ -277,6 +277,11 @@ class _Evidence:
         # A wrong value also counts as the pooled class "bad_value": the kinds of wrong value
         # tell kinds apart, the pooled class carries the evidence that a value is wrong.
         metric = name.partition("|")[0]
+        if metric in _NOT_TRAINING_METRICS:
+            # read, but neither a symptom nor pooled with the moves of training metrics
+            for prefix in (f"{where}sym", "sym"):
+                self.counts[f"{prefix}:{name}"] += 1.0
+            return
         names = [name, f"{metric}|bad_value"] if move in _BAD_VALUES else [name]
         for prefix in (f"{where}sym", "sym"):
             for n in names:
@@ -382,6 +387,10 @@ _HEALTHY = frozenset(
     {"reward|up", "reward|not_down", "loss|down", "loss|not_up", "kl|not_up", "entropy|not_down", "grad|not_up"}
 )
 _BAD_VALUES = frozenset({"nan", "zero", "negative", "large", "wrong"})  # move classes of a wrong value
+# Metric classes of the grammar that are not training dynamics (how fast the run goes): their
+# moves are features of their own, never a symptom (_Evidence.symptom, _post_features).
+_NOT_TRAINING_METRICS = frozenset({"speed"})
+_NOT_SYMPTOM_KEYS = ("sym:any",) + tuple(f"sym:{m}|" for m in _NOT_TRAINING_METRICS)
 MAX_SYMPTOM_HITS = 400  # matches read per text: a hostile body repeating metric words stays cheap
 
 
@@ -1065,9 +1074,7 @@ def _post_features(title: str | None, body: str | None, kind: str | None = None,
     steps = _STEPS.count(title + "\n" + prose, 3)
     feats.add("steps", steps)
     run = steps > 0 or observed > 0
-    symptom = any(k.startswith("sym:") and not k.startswith("sym:any") for k in ev.counts)
-    cue = any(k.partition("|")[0] in _PRIORITY for k in ev.counts)
-    unhealthy = any(k.startswith("sym:") and not k.startswith("sym:any") and k[4:] not in _HEALTHY for k in ev.counts)
+    unhealthy = any(k.startswith("sym:") and not k.startswith(_NOT_SYMPTOM_KEYS) and k[4:] not in _HEALTHY for k in ev.counts)
     named = any(
         cat in _PRIORITY and (how == "log" or how[1:] in _POSITIVE_CUES)
         for cat, _, how in (k.partition("|") for k in ev.counts)
@@ -1076,9 +1083,12 @@ def _post_features(title: str | None, body: str | None, kind: str | None = None,
         # Nothing in the post names a metric misbehaving (at most a healthy move, "the KL
         # does not grow"): screenshots and "my run" alone are what crashes and questions have too.
         feats.add("no_failure_cue")
-    if run and symptom:
+    # A run told together with a metric misbehaving or a failure named is what a report is; a
+    # healthy move ("the reward rises") or a category cue that is negated or about a remedy is
+    # no symptom here either (as for asking, below).
+    if run and unhealthy:
         feats.add("run_and_symptom")
-    if run and cue:
+    if run and named:
         feats.add("run_and_category_cue")
     if "moe" in ev.context:
         feats.add("context:moe")
@@ -1094,7 +1104,7 @@ def _post_features(title: str | None, body: str | None, kind: str | None = None,
     if split.code.strip():
         feats.add("has_code")
     if opening is not None and wanted("speaker:"):
-        _speaker(title, head, opening, run, symptom or cue, feats)
+        _speaker(title, head, opening, run, unhealthy or named, feats)
     # Screenshots of curves: "a curve showing the symptom is a report".
     images = raw_prose.count("<img") + raw_prose.count("![")
     if images:

@@ -444,70 +444,6 @@ def _symptoms(
 
 _ZH_NEGATORS = ("不", "没", "未")
 
-# The reward improving: a healthy move that makes the moves of healthy learning read as such.
-_GAIN = frozenset({"reward|up", "reward|not_down"})
-# Moves that healthy learning makes by design (the policy sharpens, reasons longer, moves away
-# from the reference; an RL loss is noisy, may be negative, falls): next to a reward that
-# improves, and with nothing else wrong, they are a healthy curve (GUIDELINES: "a question
-# about a curve that shows healthy curves is not a report"), not symptoms.
-_SOFT = frozenset({"entropy|down", "length|up", "kl|up", "grad|down", "loss|down", "loss|unstable",
-                   "reward|unstable", "training|unstable", "loss|negative", "length|flat", "entropy|flat",
-                   "kl|down", "kl|flat", "output|up", "output|flat", "grad|flat"})
-# The reward or an evaluation improving, in words the move lists lack ("accuracy keeps improving",
-# 准确率在提升); not when negated ("does not improve", 没有提升).
-_IMPROVES = re.compile(
-    r"(?i)\b(?:rewards?|accuracy|acc|scores?|val\w{0,8}|eval\w{0,8}|performance|pass@\d{1,3}|win\s{1,3}rate)\b[^.?!\n]{0,40}?"
-    r"\b(?:improv\w{0,4}|gets?\s{1,3}better|getting\s{1,3}better)\b"
-    r"|(?:奖励|准确率|验证集|效果|分数|reward|acc)[^。！？\n]{0,12}?(?:提升|提高|变好)"
-)
-_IMPROVE_NEGATED = re.compile(r"(?i)\b(?:not|n't|no|never|without|hardly|barely)\b|不|没|未")
-_SOFT_KINDS = ("entropy_collapse", "response_length_drift", "kl_growth")
-_GAIN_BLOCK = re.compile(
-    r"(?i)\b(?:collaps\w{0,5}|diverg\w{0,5}|blow(?:s|ed|n|ing)?\s{1,3}up|blew\s{1,3}up|explod\w{0,3}|garbl\w{0,4}|gibberish"
-    r"|truncat\w{0,4}|cut\s{1,3}off|nan|inf|sudden\w{0,2}|spik\w{1,3}|surg\w{1,3}|identical|diversity|hack\w{0,3}"
-    r"|inflat\w{1,5}|max(?:imum)?\s{1,3}length|near\s{1,3}(?:zero|0)|too\s{1,3}(?:large|high|low|big)"
-    r"|fast|quick\w{0,2}|rapid\w{0,2}|sharp\w{0,2}|dramatic\w{0,4}|drastic\w{0,4}|steep\w{0,2}|abnormal\w{0,2})\b"
-    r"|崩|坍塌|发散|乱码|截断|突然|骤|暴|飙|触顶|过低|过大|过高|接近0(?![.\d])|趋近|降到0(?![.\d])|降为0(?![.\d])|多样性|急剧|迅速|快速|很快"
-    r"|(?:奖励|准确率|reward|acc|分数)[^。！？\n]{0,12}?(?:下降|降|掉|变差)"
-)
-
-
-def _healthy_with_gain(ev: _Evidence, text: str) -> int:
-    """When the reward improves and every other move the grammar read is one healthy learning
-    makes (_SOFT), with no failure named, no wrong value and no failure verb, those moves are
-    taken out of the symptom features (and the category pairs they made out of the category
-    evidence): returns how many were taken out (0: not such a post)."""
-    pairs = {k[4:] for k in ev.counts if k.startswith("sym:") and not k.startswith(_NOT_SYMPTOM_KEYS) and not k.endswith("|bad_value")}
-    soft = pairs & _SOFT
-    if not soft or not pairs <= (_SOFT | _HEALTHY):
-        return 0
-    if not pairs & _GAIN and not any(not _IMPROVE_NEGATED.search(m.group()) for m in itertools.islice(_IMPROVES.finditer(text), 5)):
-        return 0
-    for name in ev.counts:
-        cat, _, how = name.partition("|")
-        if cat in _PRIORITY and (how == "log" or (how[1:] in ("phrase", "zh_phrase") and cat not in _SOFT_KINDS)):
-            return 0  # a failure named (the soft kinds' phrases name a move: "length increase")
-    if _GAIN_BLOCK.search(text):
-        return 0
-    for name in list(ev.counts):
-        prefix, _, pair = name.partition(":")
-        if prefix in ("sym", "tsym", "bsym") and pair in soft:
-            n = ev.counts.pop(name)
-            any_key = f"{prefix}:any|{pair.partition('|')[2]}"
-            ev.counts[any_key] -= n
-            if ev.counts[any_key] <= 0:
-                del ev.counts[any_key]
-    for cat in _SOFT_KINDS:
-        for where in ("t", "b"):
-            for cue in ("pair", "zh_pair", "phrase", "zh_phrase"):
-                n = ev.counts.pop(f"{cat}|{where}{cue}", 0)
-                if n:
-                    ev.counts[f"any|{where}{cue}"] -= n
-                    if ev.counts[f"any|{where}{cue}"] <= 0:
-                        del ev.counts[f"any|{where}{cue}"]
-    return len(soft)
-
-
 
 def _zh_symptoms(low: str, where: str, rules: _Rules, ev: _Evidence) -> None:
     """The symptom grammar in Chinese: a metric term, then a move term within the window."""
@@ -1128,9 +1064,6 @@ def _post_features(title: str | None, body: str | None, kind: str | None = None,
         _chinese(title, "t", rules, ev)
         _chinese(prose, "b", rules, ev)
     _logs(split.code + "\n" + config_lines, rules, ev)
-    gain = _healthy_with_gain(ev, title + "\n" + prose)
-    if gain:
-        feats.add("about:moves_with_gain", gain)
     for name, n in ev.counts.items():
         feats.add(name, min(n, 3.0))
     _summarise(ev, feats)

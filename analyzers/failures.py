@@ -426,6 +426,8 @@ def _symptoms(
                 best = (rank, metric, ss, se)
         if best is None:
             continue
+        if move == "nan" and _in_error_message(document, starts, sent, span_text):
+            continue  # "RuntimeError: probability tensor contains nan": a crash's message, not a metric
         lo = min(ms, best[2])
         if _after_remedy_word(lemmas, lo, rules):
             continue  # "to avoid the reward collapsing": about a remedy, not a symptom
@@ -440,6 +442,16 @@ def _symptoms(
             lo, hi = min(ms, best[2]), max(me, best[3])
             ev.note(span_text(lo, hi))
     return starts
+
+
+# An exception's message ("ValueError: reward tensor contains NaN", "error: ... inf"): a crash
+# that stops the program (GUIDELINES: not a report), whatever value it names.
+_ERROR_MESSAGE = re.compile(r"\b[A-Z][A-Za-z]{0,40}(?:Error|Exception)\b|(?i:\berror\s{0,2}:|\btraceback\b)")
+
+
+def _in_error_message(document: Any, starts: list[int], sent: int, span_text: Callable[[int, int], str]) -> bool:
+    end = starts[sent] if sent < len(starts) else len(document)
+    return bool(_ERROR_MESSAGE.search(span_text(starts[sent - 1] if sent else 0, end)))
 
 
 _ZH_NEGATORS = ("不", "没", "未")

@@ -381,6 +381,16 @@ def test_how_fast_a_run_goes_is_read_but_is_no_symptom() -> None:
     assert "run_and_symptom" in both and "no_failure_cue" not in both
 
 
+def test_a_nan_in_an_exception_message_is_a_crash_not_a_metric() -> None:
+    def pairs(title: str, body: str) -> set[str]:
+        return {k for k in failure_features(title, body).vector if k.startswith("sym:")}
+
+    assert pairs("ValueError: reward tensor contains NaN", "The reward function returns None for some samples.") == set()
+    assert pairs("Crash", "At the first rollout it fails with RuntimeError: probability tensor contains inf or nan.") == set()
+    # a NaN loss told in its own sentence is still one, a crash after it notwithstanding
+    assert "sym:loss|nan" in pairs("Loss becomes NaN", "After 300 steps the loss becomes NaN. Then it stops with RuntimeError: CUDA error.")
+
+
 def test_a_run_with_healthy_moves_only_is_no_run_with_a_symptom() -> None:
     def conjunctions(title: str, body: str) -> set[str]:
         vector = failure_features(title, body).vector

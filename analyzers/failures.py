@@ -364,6 +364,8 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
             if used >= 3:
                 break
             negated = not ids.negations.isdisjoint(lemmas[max(0, cs - 2) : cs])
+            if span_text(cs, ce).lower() in ("nan", "inf") and _in_error_message(document, starts, sent_of(cs), span_text):
+                continue  # a crash's message (see _symptoms)
             for ss, se in subjects:
                 if sent_of(ss) != sent_of(cs) or (ss < ce and cs < se):
                     continue  # other sentence, or the same words

@@ -386,6 +386,8 @@ def test_a_nan_in_an_exception_message_is_a_crash_not_a_metric() -> None:
         return {k for k in failure_features(title, body).vector if k.startswith("sym:")}
 
     assert pairs("ValueError: reward tensor contains NaN", "The reward function returns None for some samples.") == set()
+    categories = failure_features("ValueError: reward tensor contains NaN", "It stops at once.").vector
+    assert "collapse_or_divergence|tpair" not in categories and "ev:collapse_or_divergence" not in categories
     assert pairs("Crash", "At the first rollout it fails with RuntimeError: probability tensor contains inf or nan.") == set()
     # a NaN loss told in its own sentence is still one, a crash after it notwithstanding
     assert "sym:loss|nan" in pairs("Loss becomes NaN", "After 300 steps the loss becomes NaN. Then it stops with RuntimeError: CUDA error.")

@@ -277,6 +277,11 @@ class _Evidence:
         # A wrong value also counts as the pooled class "bad_value": the kinds of wrong value
         # tell kinds apart, the pooled class carries the evidence that a value is wrong.
         metric = name.partition("|")[0]
+        if metric in _NOT_TRAINING_METRICS:
+            # read, but neither a symptom nor pooled with the moves of training metrics
+            for prefix in (f"{where}sym", "sym"):
+                self.counts[f"{prefix}:{name}"] += 1.0
+            return
         names = [name, f"{metric}|bad_value"] if move in _BAD_VALUES else [name]
         for prefix in (f"{where}sym", "sym"):
             for n in names:
@@ -359,6 +364,8 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
             if used >= 3:
                 break
             negated = not ids.negations.isdisjoint(lemmas[max(0, cs - 2) : cs])
+            if span_text(cs, ce).lower() in ("nan", "inf") and _in_error_message(document, starts, sent_of(cs), span_text):
+                continue  # a crash's message (see _symptoms)
             for ss, se in subjects:
                 if sent_of(ss) != sent_of(cs) or (ss < ce and cs < se):
                     continue  # other sentence, or the same words
@@ -382,6 +389,10 @@ _HEALTHY = frozenset(
     {"reward|up", "reward|not_down", "loss|down", "loss|not_up", "kl|not_up", "entropy|not_down", "grad|not_up"}
 )
 _BAD_VALUES = frozenset({"nan", "zero", "negative", "large", "wrong"})  # move classes of a wrong value
+# Metric classes of the grammar that are not training dynamics (how fast the run goes): their
+# moves are features of their own, never a symptom (_Evidence.symptom, _post_features).
+_NOT_TRAINING_METRICS = frozenset({"speed"})
+_NOT_SYMPTOM_KEYS = ("sym:any",) + tuple(f"sym:{m}|" for m in _NOT_TRAINING_METRICS)
 MAX_SYMPTOM_HITS = 400  # matches read per text: a hostile body repeating metric words stays cheap
 
 
@@ -417,6 +428,8 @@ def _symptoms(
                 best = (rank, metric, ss, se)
         if best is None:
             continue
+        if move == "nan" and _in_error_message(document, starts, sent, span_text):
+            continue  # "RuntimeError: probability tensor contains nan": a crash's message, not a metric
         lo = min(ms, best[2])
         if _after_remedy_word(lemmas, lo, rules):
             continue  # "to avoid the reward collapsing": about a remedy, not a symptom
@@ -431,6 +444,16 @@ def _symptoms(
             lo, hi = min(ms, best[2]), max(me, best[3])
             ev.note(span_text(lo, hi))
     return starts
+
+
+# An exception's message ("ValueError: reward tensor contains NaN", "error: ... inf"): a crash
+# that stops the program (GUIDELINES: not a report), whatever value it names.
+_ERROR_MESSAGE = re.compile(r"\b[A-Z][A-Za-z]{0,40}(?:Error|Exception)\b|(?i:\berror\s{0,2}:|\btraceback\b)")
+
+
+def _in_error_message(document: Any, starts: list[int], sent: int, span_text: Callable[[int, int], str]) -> bool:
+    end = starts[sent] if sent < len(starts) else len(document)
+    return bool(_ERROR_MESSAGE.search(span_text(starts[sent - 1] if sent else 0, end)))
 
 
 _ZH_NEGATORS = ("不", "没", "未")
@@ -1082,9 +1105,7 @@ def _post_features(title: str | None, body: str | None, kind: str | None = None,
     steps = _STEPS.count(title + "\n" + prose, 3)
     feats.add("steps", steps)
     run = steps > 0 or observed > 0
-    symptom = any(k.startswith("sym:") and not k.startswith("sym:any") for k in ev.counts)
-    cue = any(k.partition("|")[0] in _PRIORITY for k in ev.counts)
-    unhealthy = any(k.startswith("sym:") and not k.startswith("sym:any") and k[4:] not in _HEALTHY for k in ev.counts)
+    unhealthy = any(k.startswith("sym:") and not k.startswith(_NOT_SYMPTOM_KEYS) and k[4:] not in _HEALTHY for k in ev.counts)
     named = any(
         cat in _PRIORITY and (how == "log" or how[1:] in _POSITIVE_CUES)
         for cat, _, how in (k.partition("|") for k in ev.counts)
@@ -1093,9 +1114,12 @@ def _post_features(title: str | None, body: str | None, kind: str | None = None,
         # Nothing in the post names a metric misbehaving (at most a healthy move, "the KL
         # does not grow"): screenshots and "my run" alone are what crashes and questions have too.
         feats.add("no_failure_cue")
-    if run and symptom:
+    # A run told together with a metric misbehaving or a failure named is what a report is; a
+    # healthy move ("the reward rises") or a category cue that is negated or about a remedy is
+    # no symptom here either (as for asking, below).
+    if run and unhealthy:
         feats.add("run_and_symptom")
-    if run and cue:
+    if run and named:
         feats.add("run_and_category_cue")
     if "moe" in ev.context:
         feats.add("context:moe")
@@ -1111,7 +1135,7 @@ def _post_features(title: str | None, body: str | None, kind: str | None = None,
     if split.code.strip():
         feats.add("has_code")
     if opening is not None and wanted("speaker:"):
-        _speaker(title, head, opening, run, symptom or cue, feats)
+        _speaker(title, head, opening, run, unhealthy or named, feats)
     # Screenshots of curves: "a curve showing the symptom is a report".
     images = raw_prose.count("<img") + raw_prose.count("![")
     if images:

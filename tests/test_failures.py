@@ -368,6 +368,43 @@ def test_a_post_that_names_no_metric_misbehaving_says_so() -> None:
     assert not flag("熵坍塌", "训练到100步熵坍塌了。")
 
 
+def test_how_fast_a_run_goes_is_read_but_is_no_symptom() -> None:
+    vector = failure_features(
+        "Throughput halves with packing", "After 100 steps the tokens per second drop from 4k to 2k and the step time keeps increasing.",
+    ).vector  # fmt: skip
+    assert {"sym:speed|down", "sym:speed|up"} <= set(vector)
+    assert "no_failure_cue" in vector and "run_and_symptom" not in vector
+    assert not any(k.startswith("sym:any|") for k in vector)
+    assert "sym:speed|down" in failure_features("rollout 很慢", "rollout 阶段速度越来越慢，GPU 利用率下降。").vector
+    # a training metric next to it still counts
+    both = failure_features("Slow and broken", "After 100 steps the throughput drops and the reward drops to zero.").vector
+    assert "run_and_symptom" in both and "no_failure_cue" not in both
+
+
+def test_a_nan_in_an_exception_message_is_a_crash_not_a_metric() -> None:
+    def pairs(title: str, body: str) -> set[str]:
+        return {k for k in failure_features(title, body).vector if k.startswith("sym:")}
+
+    assert pairs("ValueError: reward tensor contains NaN", "The reward function returns None for some samples.") == set()
+    categories = failure_features("ValueError: reward tensor contains NaN", "It stops at once.").vector
+    assert "collapse_or_divergence|tpair" not in categories and "ev:collapse_or_divergence" not in categories
+    assert pairs("Crash", "At the first rollout it fails with RuntimeError: probability tensor contains inf or nan.") == set()
+    # a NaN loss told in its own sentence is still one, a crash after it notwithstanding
+    assert "sym:loss|nan" in pairs("Loss becomes NaN", "After 300 steps the loss becomes NaN. Then it stops with RuntimeError: CUDA error.")
+
+
+def test_a_run_with_healthy_moves_only_is_no_run_with_a_symptom() -> None:
+    def conjunctions(title: str, body: str) -> set[str]:
+        vector = failure_features(title, body).vector
+        return {k for k in ("run_and_symptom", "run_and_category_cue", "speaker:own_run_and_cue") if k in vector}
+
+    assert conjunctions("My run", "I trained for 300 steps and the reward rises steadily.") == set()
+    assert conjunctions("My run", "I trained for 300 steps and the KL does not grow.") == set()
+    assert {"run_and_symptom", "speaker:own_run_and_cue"} <= conjunctions(
+        "My run", "I trained for 300 steps and then the reward drops to zero.")
+    assert "run_and_category_cue" in conjunctions("My run", "I trained for 300 steps and saw an entropy collapse.")
+
+
 def test_train_versus_eval_and_groups_scoring_alike() -> None:
     assert "about:train_vs_eval" in _about(
         "Strange results", "The training reward keeps increasing but the validation accuracy goes down.")

@@ -113,8 +113,10 @@ def _situation(thread: Any, number: int, record: dict[str, Any], row: Repository
                payload: dict[str, Any] | None, existing: Action | None,
                silenced: set[int]) -> Situation:
     installation_id = row.installation_id
-    if installation_id is None:
+    if installation_id is None:  # a row written before its installation was known
         installation_id = installation_from(payload)
+        if installation_id == row.removed_installation_id:
+            installation_id = None  # removed from it: the delivery predates the removal
     if installation_id in silenced:
         installation_id = None  # as if not installed: the app only tracks there
     return Situation(

@@ -26,7 +26,7 @@ from typing import Any
 
 from gidgethub import sansio
 from gidgethub.routing import Router
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 
 from analyzers.catalog import canonical_repo, framework_id
 from bot.speaking.claims import claim
@@ -37,7 +37,7 @@ from bot.speaking.render import is_app_comment, methods_reply, rules_reply
 from bot.speaking.repo_config import effective_dry_run, get_repo_config
 from bot.speaking.rule_summary import rules_markdown
 from bot.speaking.situation import failure_key, rules_key
-from bot.store.models import Action
+from bot.store.models import Action, Repository
 from bot.store.types import utcnow
 
 log = logging.getLogger(__name__)
@@ -172,11 +172,18 @@ async def _answered(ctx: Any, key: str) -> bool:
         return await session.scalar(select(Action.id).where(Action.dedupe_key == key)) is not None
 
 
-async def _silenced(ctx: Any, installation_id: int) -> bool:
+async def _silenced(ctx: Any, repo: str, installation_id: int) -> bool:
+    """The app must not speak through this installation here: it is suspended or uninstalled,
+    or the repository was removed from it (the command was written before)."""
     from bot.speaking.situation import silenced_installations
 
     async with ctx.sessionmaker() as session:
-        return installation_id in await silenced_installations(session)
+        if installation_id in await silenced_installations(session):
+            return True
+        removed = await session.scalar(
+            select(Repository.removed_installation_id)
+            .where(func.lower(Repository.full_name) == repo.lower()))
+        return removed == installation_id
 
 
 async def handle_command(event: sansio.Event, ctx: Any) -> str:
@@ -219,8 +226,8 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
                           "unknown /rltracker command", command=word[:20])
         return "unknown"
     discussion_id = (data.get("discussion") or {}).get("node_id")
-    if installation_id is not None and await _silenced(ctx, int(installation_id)):
-        return "not_installed"  # suspended or uninstalled since the command was written
+    if installation_id is not None and await _silenced(ctx, repo, int(installation_id)):
+        return "not_installed"  # suspended, uninstalled or removed since it was written
     # "dry_run: true" in the repository's config holds for commands as for comments.
     dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
     if word in ("methods", "rules"):

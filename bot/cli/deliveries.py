@@ -1,7 +1,8 @@
 """`rltracker deliveries`: the webhook deliveries whose processing failed, and re-queueing them.
 
-A delivery the worker could not process fails for good after its attempts (about seven
-minutes of retries) or at once when the payload cannot be handled. GitHub saw a 202 and will
+A delivery the worker could not process fails for good after its attempts (about four and a
+half hours of retries when GitHub, the network or the database failed; seven minutes for an
+unexpected error) or at once when the payload cannot be handled or GitHub refused for good. GitHub saw a 202 and will
 not send it again, and the nightly recovery asks GitHub only for deliveries the inbox does
 not hold: a failed row stays failed until someone re-queues it. They are counted in
 `/metrics` (`rltracker_inbox_deliveries{status="failed"}`), `/healthz`

@@ -41,6 +41,7 @@ import json
 import logging
 import os
 import random
+import re
 import socket
 import traceback
 import uuid
@@ -59,7 +60,7 @@ from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, Opera
 from bot.github.client import rate_limit_wait
 from bot.logs import log_delivery
 from bot.store.models import Delivery
-from bot.store.types import utcnow
+from bot.store.types import storable_text, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -175,16 +176,22 @@ def _build_statements() -> tuple[Any, Any]:
 _EXTEND, _FINISH = _build_statements()
 
 
-def _without_nul(value: Any) -> Any:
-    """GitHub text may carry U+0000, which PostgreSQL text columns refuse: every handler would
-    fail on it, so it becomes U+FFFD (the replacement character) before dispatch."""
+def _storable(value: Any) -> Any:
+    """GitHub text may carry U+0000, which PostgreSQL text columns refuse, and a payload may
+    escape a lone surrogate ("\\ud800", valid JSON that no database can encode): every handler
+    would fail on them (the thread or comment lost), so they become U+FFFD (the replacement
+    character) before dispatch."""
     if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
+        return storable_text(value)
     if isinstance(value, dict):
-        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+        return {_storable(k): _storable(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_without_nul(v) for v in value]
+        return [_storable(v) for v in value]
     return value
+
+
+# In the raw payload: an escaped U+0000 or surrogate (a pair, which is fine, or a lone one).
+_ESCAPED_UNSTORABLE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 
 
 def default_backoff(attempt: int) -> float:
@@ -416,8 +423,8 @@ class Worker:
 
     def _event(self, claimed: Claimed) -> sansio.Event:
         data = json.loads(claimed.payload)
-        if "\\u0000" in claimed.payload:  # cheap test first: almost never true
-            data = _without_nul(data)
+        if "\\u" in claimed.payload and _ESCAPED_UNSTORABLE.search(claimed.payload):
+            data = _storable(data)  # the cheap test first: almost never true
         if not isinstance(data, dict):
             raise ValueError("payload is not a JSON object")
         return sansio.Event(data, event=claimed.event, delivery_id=claimed.delivery_id)

@@ -455,3 +455,26 @@ def test_report_out_that_cannot_be_a_folder_stops_before_the_report(tmp_path: Pa
     db = migrated_db.removeprefix("sqlite+aiosqlite:///")
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT count(*) FROM reports").fetchone() == (0,)
+
+
+async def test_report_github_refused_to_post_exits_1_naming_why(migrated_db: str,
+                                                                fake_github: FakeGitHub) -> None:
+    """The report was built and stored but GitHub refused the comment (the issue is locked):
+    the command printed its summary and exited 0, so a cron job never knew the night's report
+    was not posted. It exits 1 with one line naming the issue and GitHub's reason."""
+    fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
+    fake_github.add_issue("tracker-org/tracker", 1, title="Nightly reports")
+    fake_github.fail_next("POST", r"/issues/1/comments$", 403, times=5,
+                          body={"message": "Unable to create comment because issue is locked."})
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "report",
+        env={**CLEAN_ENV, "DATABASE_URL": migrated_db, "GITHUB_API_URL": fake_github.url,
+             "GITHUB_APP_ID": "4242", "GITHUB_PRIVATE_KEY": PEM,
+             "RLTRACKER_REPORT_ISSUE": "tracker-org/tracker#1"},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), HANG_GUARD)
+    result = subprocess.CompletedProcess(["report"], proc.returncode or 0, out.decode(), err.decode())
+    assert '"posted": "failed"' in result.stdout
+    one_line(result, "report", 1, "stored but could not be posted", "tracker-org/tracker#1",
+             "issue is locked")
+    assert fake_github.comments_of("tracker-org/tracker", 1) == []

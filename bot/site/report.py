@@ -323,13 +323,15 @@ async def run_report(ctx: Any, day: date | None = None, out: Path | None = None)
     if out is not None:
         html = render_html(data)
         await asyncio.to_thread(_write_files, out, data["date"], markdown, html)
+    error: dict[str, str] = {}
     try:
         outcome = await post_report(ctx, data["date"], markdown)
     except Exception as exc:  # noqa: BLE001 - a failed post leaves the stored report usable
-        log.warning("report: posting failed: %s", exc)
+        # Said by the caller: the nightly run's record (partial), the command's exit status.
         outcome = "failed"
+        error["error"] = f"{type(exc).__name__}: {exc}"[:300]
     return {"date": data["date"], "posted": outcome, "totals": data["totals"],
-            "new_landings": data["new_landings"], "baseline": data["baseline"]}
+            "new_landings": data["new_landings"], "baseline": data["baseline"], **error}
 
 
 def _write_files(out: Path, day: str, markdown: str, html: str) -> None:
@@ -348,8 +350,10 @@ def report_command(args: Any) -> int:
     if out is not None:  # before the report is built, stored and posted, not after
         out.mkdir(parents=True, exist_ok=True)
 
+    settings = Settings.from_env()
+
     async def main() -> dict[str, Any]:
-        ctx = AppContext.create(Settings.from_env())
+        ctx = AppContext.create(settings)
         if ctx.settings.has_app_credentials or ctx.settings.token:
             from bot.github.client import GitHubClient
 
@@ -362,4 +366,9 @@ def report_command(args: Any) -> int:
     summary = asyncio.run(main())
     json.dump(summary, sys.stdout)
     sys.stdout.write("\n")
+    if summary["posted"] == "failed":  # stored, not posted: a cron job must see it
+        print(f"rltracker report: the report of {summary['date']} is stored but could not be "
+              f"posted on {settings.report_issue} ({summary.get('error')}); run the command "
+              "again to post it", file=sys.stderr)
+        return 1
     return 0

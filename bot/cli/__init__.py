@@ -143,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="the proposal-status report, Markdown and HTML")
     p.add_argument("--out", default=None, help="folder to write report files into")
     p.add_argument("--date", type=_iso_date, default=None,
-                   help="report date YYYY-MM-DD (default today, UTC)")
+                   help="report date YYYY-MM-DD (default today, UTC); an earlier date writes "
+                        "and posts again the report stored that night")
 
     p = sub.add_parser("rules", help="contribution-rule summary of a framework or folder")
     p.add_argument("target", help="framework name (verl, trl, ...) or a folder path")

@@ -478,3 +478,16 @@ async def test_report_github_refused_to_post_exits_1_naming_why(migrated_db: str
     one_line(result, "report", 1, "stored but could not be posted", "tracker-org/tracker#1",
              "issue is locked")
     assert fake_github.comments_of("tracker-org/tracker", 1) == []
+
+
+def test_replay_to_a_url_nothing_listens_on_says_so_once(tmp_path: Path) -> None:
+    """`rltracker replay examples/` with `serve` not running printed one
+    "error: ClientConnectorError" line per file (the README's demo sends nine) and never
+    said what was wrong; it stops at the first with one line naming the URL."""
+    for name in ("a", "b", "c"):
+        (tmp_path / f"{name}.json").write_text('{"zen": "z"}')
+    result = rltracker("replay", str(tmp_path), "--url", "http://127.0.0.1:9/webhook",
+                       "--secret", "s", env={})
+    one_line(result, "replay", 1, "cannot connect to http://127.0.0.1:9/webhook",
+             "ConnectionRefusedError", "rltracker serve", "0 of 3 files sent")
+    assert result.stdout == ""

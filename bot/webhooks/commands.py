@@ -175,7 +175,7 @@ async def _answered(ctx: Any, key: str) -> bool:
 async def _silenced(ctx: Any, repo: str, installation_id: int) -> bool:
     """The app must not speak through this installation here: it is suspended or uninstalled,
     or the repository was removed from it (the command was written before)."""
-    from bot.speaking.situation import silenced_installations
+    from bot.store.installations import silenced_installations
 
     async with ctx.sessionmaker() as session:
         if installation_id in await silenced_installations(session):

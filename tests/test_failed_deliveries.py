@@ -76,7 +76,7 @@ async def test_a_delivery_failing_past_its_retries_is_shown_and_can_be_requeued(
         # an id that is not a failed delivery is named, the others are re-queued
         code, out, err = await cli("deliveries", "retry", "dlv-1", "no-such-id")
         assert code == 1 and out.strip() == "re-queued: 1"
-        assert "no-such-id: no failed delivery with this id" in err
+        assert "no-such-id: no failed delivery, nor one waiting for a retry, with this id" in err
         assert fake_github.comments_of(REPO, payload["issue"]["number"]) == []
         assert await worker.run_until_idle() == 1  # GitHub is back
         assert worker.counts["done"] == 1
@@ -187,3 +187,55 @@ async def test_a_github_outage_of_hours_is_ridden_out_without_a_hand(
     # the wait the attempts span: hours, not minutes, and bounded
     spans = [sum(default_backoff(a) for a in range(1, MAX_TRANSIENT_ATTEMPTS)) for _ in range(50)]
     assert all(3 * 3600 <= span <= 6 * 3600 for span in spans)
+
+
+async def test_a_delivery_waiting_for_its_retry_is_shown_and_can_be_attempted_now(
+        app_ctx: Any, fake_github: Any, shared_dir: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """With transient failures retried for hours, a delivery can wait an hour for its next
+    attempt; `rltracker deliveries` listed only failed ones, so it was invisible (and could
+    not be hurried once GitHub was back). It is listed with its error and next attempt, and
+    `retry` attempts it now, its attempts kept."""
+    payload = json.loads((shared_dir / "fixtures" / "webhooks" / "issue_comment"
+                          / "created.with-installation.json").read_text())
+    payload["comment"]["body"] = "/rltracker methods entropy_collapse"
+    payload["installation"]["id"] = INST
+    number = payload["issue"]["number"]
+    await install(app_ctx, fake_github, repo=REPO, framework="verl")
+    fake_github.add_issue(REPO, number, payload["issue"]["title"], "", payload["issue"]["user"]["login"])
+    fake_github.fail_next("POST", r"/issues/\d+/comments$", 503, times=1)
+    monkeypatch.setenv("DATABASE_URL", app_ctx.settings.database_url)
+
+    async def cli(*argv: str) -> tuple[int, str, str]:
+        code = await asyncio.to_thread(main, list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    body = json.dumps(payload).encode()
+    headers = delivery_headers("issue_comment", body, app_ctx.settings.webhook_secret, "dlv-wait")
+    async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
+        assert (await client.post("/webhook", data=body, headers=headers)).status == 202
+    worker = Worker(app_ctx, backoff=lambda attempt: 3600.0)
+    assert await worker.run_until_idle() == 1 and worker.counts["retry"] == 1
+    assert await worker.run_until_idle() == 0  # an hour away
+
+    code, out, _ = await cli("deliveries", "--json")
+    listed = json.loads(out)
+    assert code == 0 and listed["failed"] == 0 and listed["waiting"] == 1
+    [row] = listed["waiting_deliveries"]
+    assert (row["delivery_id"], row["attempts"]) == ("dlv-wait", 1) and "503" in row["error"]
+    assert row["next_attempt_at"] > utcnow().isoformat()
+    code, out, _ = await cli("deliveries")
+    assert "dlv-wait\tissue_comment.created\tCodertocat/Hello-World\tnext attempt " in out
+    assert "deliveries waiting for a retry: 1; attempt them now" in out
+
+    code, out, err = await cli("deliveries", "retry", "dlv-wait", "dlv-none")
+    assert code == 1 and out.strip() == "re-queued: 1"
+    assert "dlv-none: no failed delivery, nor one waiting for a retry, with this id" in err
+    assert await worker.run_until_idle() == 1 and worker.counts["done"] == 1
+    async with app_ctx.sessionmaker() as s:
+        row = await s.scalar(select(Delivery).where(Delivery.delivery_id == "dlv-wait"))
+    assert (row.status, row.attempts) == ("done", 2)
+    assert len(fake_github.comments_of(REPO, number)) == 1
+    code, out, _ = await cli("deliveries")
+    assert out.strip() == "failed deliveries: 0"

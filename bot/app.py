@@ -32,7 +32,7 @@ def create_app(ctx: Any, *, worker: bool = True, worker_options: dict[str, Any] 
                ) -> web.Application:
     """The whole web app. With `worker=True` the inbox worker runs inside it (started and
     stopped with the app); the inbox writer always does, since /webhook needs it."""
-    app = web.Application(client_max_size=WEBHOOK_BODY_LIMIT, middlewares=[refuse_nul])
+    app = web.Application(client_max_size=WEBHOOK_BODY_LIMIT, middlewares=[refuse_nul, api.json_errors])
     app[CTX] = ctx
     app[METRICS] = Metrics()
     inbox = Inbox(ctx.engine)

@@ -211,7 +211,14 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None) 
         refused = _refused_repos(sync_counts.get("failed_streams") if isinstance(sync_counts, dict) else None)
         if refused:
             problems.append(f"GitHub refused the sync of {', '.join(refused)}")
-        outcome = "failed" if errors else "partial" if refused else "ok"
+        # The report was built and stored but not posted where RLTRACKER_REPORT_ISSUE says
+        # (the run said "ok"): the reason is on its action, `rltracker report` posts it again.
+        report = counts.get("report")
+        unposted = isinstance(report, dict) and report.get("posted") == "failed"
+        if unposted:
+            problems.append(f"the report of {report.get('date')} could not be posted on "
+                            f"{ctx.settings.report_issue}: {report.get('error')}")
+        outcome = "failed" if errors else "partial" if refused or unposted else "ok"
         await record_job_run(ctx, JOB_NAME, run_id, finished_at=utcnow(), outcome=outcome, counts=_jsonable(counts),
                       error="; ".join(problems) or None)
         log.info("nightly: %s %s", outcome, counts)

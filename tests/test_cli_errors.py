@@ -455,3 +455,39 @@ def test_report_out_that_cannot_be_a_folder_stops_before_the_report(tmp_path: Pa
     db = migrated_db.removeprefix("sqlite+aiosqlite:///")
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT count(*) FROM reports").fetchone() == (0,)
+
+
+async def test_report_github_refused_to_post_exits_1_naming_why(migrated_db: str,
+                                                                fake_github: FakeGitHub) -> None:
+    """The report was built and stored but GitHub refused the comment (the issue is locked):
+    the command printed its summary and exited 0, so a cron job never knew the night's report
+    was not posted. It exits 1 with one line naming the issue and GitHub's reason."""
+    fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
+    fake_github.add_issue("tracker-org/tracker", 1, title="Nightly reports")
+    fake_github.fail_next("POST", r"/issues/1/comments$", 403, times=5,
+                          body={"message": "Unable to create comment because issue is locked."})
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "report",
+        env={**CLEAN_ENV, "DATABASE_URL": migrated_db, "GITHUB_API_URL": fake_github.url,
+             "GITHUB_APP_ID": "4242", "GITHUB_PRIVATE_KEY": PEM,
+             "RLTRACKER_REPORT_ISSUE": "tracker-org/tracker#1"},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), HANG_GUARD)
+    result = subprocess.CompletedProcess(["report"], proc.returncode or 0, out.decode(), err.decode())
+    assert '"posted": "failed"' in result.stdout
+    one_line(result, "report", 1, "stored but could not be posted", "tracker-org/tracker#1",
+             "issue is locked")
+    assert fake_github.comments_of("tracker-org/tracker", 1) == []
+
+
+def test_replay_to_a_url_nothing_listens_on_says_so_once(tmp_path: Path) -> None:
+    """`rltracker replay examples/` with `serve` not running printed one
+    "error: ClientConnectorError" line per file (the README's demo sends nine) and never
+    said what was wrong; it stops at the first with one line naming the URL."""
+    for name in ("a", "b", "c"):
+        (tmp_path / f"{name}.json").write_text('{"zen": "z"}')
+    result = rltracker("replay", str(tmp_path), "--url", "http://127.0.0.1:9/webhook",
+                       "--secret", "s", env={})
+    one_line(result, "replay", 1, "cannot connect to http://127.0.0.1:9/webhook",
+             "ConnectionRefusedError", "rltracker serve", "0 of 3 files sent")
+    assert result.stdout == ""

@@ -328,3 +328,83 @@ async def test_a_long_thread_is_read_a_hundred_comments_a_page(app_ctx: Any, fak
     pages = fake_github.requests("GET", r"/issues/12/comments$")
     assert len(pages) == 3 and all(c.query.get("per_page") == "100" for c in pages)
     assert len([c for c in fake_github.comments_of(VERL, 12) if REPLY_MARKER in c["body"]]) == 1
+
+
+async def test_an_edit_that_adds_a_command_is_answered_once(app_ctx: Any, fake_github: Any,
+                                                            shared_dir: Any) -> None:
+    """GitHub's issue_comment `edited` payload through POST /webhook and the worker. An edit
+    that adds a command (or makes a misspelt one right) was never answered: only `created`
+    comments were read. Now it is answered like a new comment; an edit that leaves the command
+    as it was is not a request, and a comment is still answered once at most."""
+    import json
+
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from bot.app import create_app
+    from bot.webhooks.replay import delivery_headers
+    from bot.webhooks.worker import Worker
+
+    repo = "Codertocat/Hello-World"
+    await install(app_ctx, fake_github, repo=repo, framework="verl")
+    edited = json.loads((shared_dir / "fixtures" / "webhooks" / "issue_comment" / "edited.json")
+                        .read_text())
+    number, cid = edited["issue"]["number"], edited["comment"]["id"]
+    fake_github.add_issue(repo, number, edited["issue"]["title"], "", "Codertocat")
+    edited["installation"] = {"id": INST}
+    worker = Worker(app_ctx, backoff=lambda attempt: 0.0)
+
+    def replies() -> list[dict[str, Any]]:
+        return [c for c in fake_github.comments_of(repo, number) if REPLY_MARKER in c["body"]]
+
+    async def edit(client: TestClient, before: str, after: str, delivery: str) -> None:
+        edited["changes"] = {"body": {"from": before}}
+        edited["comment"]["body"] = after
+        body = json.dumps(edited).encode()
+        headers = delivery_headers("issue_comment", body, app_ctx.settings.webhook_secret, delivery)
+        assert (await client.post("/webhook", data=body, headers=headers)).status == 202
+        assert await worker.run_until_idle() == 1
+
+    async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
+        # a typo in the command: an unknown command, recorded, not answered
+        await edit(client, "Entropy fell to 0.", "Entropy fell to 0.\n/rltracker metods kl_growth", "e1")
+        assert replies() == []
+        # made right: answered
+        await edit(client, "Entropy fell to 0.\n/rltracker metods kl_growth",
+                   "Entropy fell to 0.\n/rltracker methods kl_growth", "e2")
+        [reply] = replies()
+        assert f"<!-- rltracker:reply-to:{cid} -->" in reply["body"]
+        assert "/failures/kl_growth" in reply["body"]
+        # an edit elsewhere in the comment: the command is as it was, no request
+        await edit(client, "Entropy fell to 0.\n/rltracker methods kl_growth",
+                   "Entropy fell to 0.01.\n/rltracker methods kl_growth", "e3")
+        # the command changed after it was answered: not answered twice, the reason recorded
+        await edit(client, "Entropy fell to 0.01.\n/rltracker methods kl_growth",
+                   "Entropy fell to 0.01.\n/rltracker methods entropy_collapse", "e4")
+        assert replies() == [reply]
+    assert worker.counts["done"] == 4 and worker.counts["failed"] == 0
+    rows = await actions(app_ctx, "command")
+    assert [(a.status, (a.details or {}).get("code")) for a in rows] == [
+        ("skipped", f"unknown:{cid}"), ("posted", None),
+        ("skipped", f"edited_after_answer:{cid}")]
+    assert "write a new comment" in rows[-1].reason
+
+
+async def test_an_edit_that_keeps_a_command_written_before_the_install_is_not_a_request(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A comment written with a command before the app was installed, edited afterwards to
+    fix a typo elsewhere: the edit asks nothing, so nothing is posted or recorded."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 14)
+    event = comment_event("/rltracker methods kl_growth\nthanks!", number=14)
+    event.data.update(action="edited",
+                      changes={"body": {"from": "/rltracker methods kl_growth\nthanks"}})
+    await commands_router.dispatch(event, app_ctx)
+    assert replies_of(fake_github, 14) == [] and await actions(app_ctx) == []
+    # the same edit adding the command is a request
+    event.data["changes"] = {"body": {"from": "thanks"}}
+    await commands_router.dispatch(event, app_ctx)
+    assert len(replies_of(fake_github, 14)) == 1
+
+
+def replies_of(fake: Any, number: int) -> list[dict[str, Any]]:
+    return [c for c in fake.comments_of(VERL, number) if REPLY_MARKER in c["body"]]

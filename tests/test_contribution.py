@@ -201,3 +201,21 @@ async def test_without_credentials_github_is_not_called(settings, fake_github, s
     finally:
         await ctx.github.close()
         await ctx.close()
+
+
+async def test_a_suspended_installations_repository_is_read_without_it(app_ctx, fake_github) -> None:
+    """Its contribution files were fetched through the installation, whose token GitHub
+    refuses while it is suspended: no rules at all for a repository never read before (the
+    rule-summary command and the nightly refresh failed). They are read as for any other."""
+    from bot.store.models import Installation
+    from tests.fakegithub import install_app
+
+    _seed(fake_github)
+    await install_app(app_ctx, fake_github, 55, "acme", [REPO])
+    async with app_ctx.sessionmaker() as session:
+        (await session.get(Installation, 55)).suspended = True
+        await session.commit()
+    fake_github.suspend_installation(55)
+    summary = await rules_for_repo(app_ctx, REPO, refresh=True)
+    assert "signoff_required" in {f["rule"] for f in summary["facts"]}
+    assert not fake_github.requests("POST", r"/installations/55/access_tokens$")

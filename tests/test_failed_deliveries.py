@@ -1,4 +1,5 @@
-"""A delivery still failing after the worker's retries: visible in /metrics, /healthz and
+"""A delivery whose failure is transient (GitHub 5xx, a dropped connection) is retried for
+hours, within a bound. A delivery still failing after the worker's retries: visible in /metrics, /healthz and
 `rltracker deliveries`, and re-queued by `rltracker deliveries retry` (GitHub saw a 202 and
 will not send it again; the nightly recovery only asks for deliveries the inbox lacks). A
 delivery GitHub rate-limits waits as long as GitHub asks before its next attempt.
@@ -23,7 +24,7 @@ from bot.speaking.render import REPLY_MARKER
 from bot.store.models import Delivery
 from bot.store.types import utcnow
 from bot.webhooks.replay import delivery_headers
-from bot.webhooks.worker import Worker
+from bot.webhooks.worker import MAX_TRANSIENT_ATTEMPTS, Worker, default_backoff
 from tests.test_actions_e2e import INST, install
 
 REPO = "Codertocat/Hello-World"
@@ -39,8 +40,8 @@ async def test_a_delivery_failing_past_its_retries_is_shown_and_can_be_requeued(
     await install(app_ctx, fake_github, repo=REPO, framework="verl")
     fake_github.add_issue(REPO, payload["issue"]["number"], payload["issue"]["title"], "",
                           payload["issue"]["user"]["login"])
-    # GitHub is down for longer than the worker's five attempts
-    fake_github.fail_next("POST", r"/issues/\d+/comments$", 502, times=5)
+    # GitHub is down for longer than the worker's attempts
+    fake_github.fail_next("POST", r"/issues/\d+/comments$", 502, times=MAX_TRANSIENT_ATTEMPTS)
     monkeypatch.setenv("DATABASE_URL", app_ctx.settings.database_url)
 
     async def cli(*argv: str) -> tuple[int, str, str]:
@@ -53,8 +54,8 @@ async def test_a_delivery_failing_past_its_retries_is_shown_and_can_be_requeued(
     async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
         assert (await client.post("/webhook", data=body, headers=headers)).status == 202
         worker = Worker(app_ctx, backoff=lambda attempt: 0.0)
-        assert await worker.run_until_idle() == 5
-        assert worker.counts["failed"] == 1 and worker.counts["retry"] == 4
+        assert await worker.run_until_idle() == MAX_TRANSIENT_ATTEMPTS
+        assert worker.counts["failed"] == 1 and worker.counts["retry"] == MAX_TRANSIENT_ATTEMPTS - 1
         metrics = await (await client.get("/metrics")).text()
         assert 'rltracker_inbox_deliveries{status="failed"} 1' in metrics
         health = await client.get("/healthz")
@@ -66,7 +67,7 @@ async def test_a_delivery_failing_past_its_retries_is_shown_and_can_be_requeued(
         assert code == 0 and listed["failed"] == 1
         [row] = listed["deliveries"]
         assert (row["delivery_id"], row["event"], row["action"], row["repo"], row["attempts"]) == (
-            "dlv-1", "issue_comment", "created", REPO, 5)
+            "dlv-1", "issue_comment", "created", REPO, MAX_TRANSIENT_ATTEMPTS)
         assert "502" in row["error"]
         code, out, _ = await cli("deliveries")
         assert code == 0 and out.startswith("dlv-1\tissue_comment.created\tCodertocat/Hello-World\t")
@@ -75,7 +76,7 @@ async def test_a_delivery_failing_past_its_retries_is_shown_and_can_be_requeued(
         # an id that is not a failed delivery is named, the others are re-queued
         code, out, err = await cli("deliveries", "retry", "dlv-1", "no-such-id")
         assert code == 1 and out.strip() == "re-queued: 1"
-        assert "no-such-id: no failed delivery with this id" in err
+        assert "no-such-id: no failed delivery, nor one waiting for a retry, with this id" in err
         assert fake_github.comments_of(REPO, payload["issue"]["number"]) == []
         assert await worker.run_until_idle() == 1  # GitHub is back
         assert worker.counts["done"] == 1
@@ -153,3 +154,88 @@ async def test_a_refusal_retrying_cannot_change_fails_at_once(
     assert row.status == "failed" and row.attempts == 1
     assert "issue is locked" in (row.last_error or "")
     assert len(fake_github.requests("POST", r"/issues/\d+/comments$")) == 1
+
+
+async def test_a_github_outage_of_hours_is_ridden_out_without_a_hand(
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
+    """GitHub answers the reply 502 six times, then drops the connection twice: eight failed
+    attempts, past the five (about seven minutes) after which the delivery failed for good
+    and waited for someone to run `rltracker deliveries retry`. Transient failures are now
+    retried for about four and a half hours (a bounded number of times); the reply goes out
+    once GitHub is back, once."""
+    payload = json.loads((shared_dir / "fixtures" / "webhooks" / "issue_comment"
+                          / "created.with-installation.json").read_text())
+    payload["comment"]["body"] = "/rltracker methods entropy_collapse"
+    payload["installation"]["id"] = INST
+    number = payload["issue"]["number"]
+    await install(app_ctx, fake_github, repo=REPO, framework="verl")
+    fake_github.add_issue(REPO, number, payload["issue"]["title"], "", payload["issue"]["user"]["login"])
+    fake_github.fail_next("POST", r"/issues/\d+/comments$", 502, times=6)
+    fake_github.disconnect_next("POST", r"/issues/\d+/comments$", times=2)
+    body = json.dumps(payload).encode()
+    headers = delivery_headers("issue_comment", body, app_ctx.settings.webhook_secret, "dlv-out")
+    async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
+        assert (await client.post("/webhook", data=body, headers=headers)).status == 202
+    worker = Worker(app_ctx, backoff=lambda attempt: 0.0)
+    assert await worker.run_until_idle() == 9
+    assert worker.counts == {"done": 1, "failed": 0, "retry": 8, "lost": 0}
+    [reply] = fake_github.comments_of(REPO, number)
+    assert REPLY_MARKER in reply["body"]
+    async with app_ctx.sessionmaker() as s:
+        row = await s.scalar(select(Delivery).where(Delivery.delivery_id == "dlv-out"))
+    assert (row.status, row.attempts) == ("done", 9)
+    # the wait the attempts span: hours, not minutes, and bounded
+    spans = [sum(default_backoff(a) for a in range(1, MAX_TRANSIENT_ATTEMPTS)) for _ in range(50)]
+    assert all(3 * 3600 <= span <= 6 * 3600 for span in spans)
+
+
+async def test_a_delivery_waiting_for_its_retry_is_shown_and_can_be_attempted_now(
+        app_ctx: Any, fake_github: Any, shared_dir: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """With transient failures retried for hours, a delivery can wait an hour for its next
+    attempt; `rltracker deliveries` listed only failed ones, so it was invisible (and could
+    not be hurried once GitHub was back). It is listed with its error and next attempt, and
+    `retry` attempts it now, its attempts kept."""
+    payload = json.loads((shared_dir / "fixtures" / "webhooks" / "issue_comment"
+                          / "created.with-installation.json").read_text())
+    payload["comment"]["body"] = "/rltracker methods entropy_collapse"
+    payload["installation"]["id"] = INST
+    number = payload["issue"]["number"]
+    await install(app_ctx, fake_github, repo=REPO, framework="verl")
+    fake_github.add_issue(REPO, number, payload["issue"]["title"], "", payload["issue"]["user"]["login"])
+    fake_github.fail_next("POST", r"/issues/\d+/comments$", 503, times=1)
+    monkeypatch.setenv("DATABASE_URL", app_ctx.settings.database_url)
+
+    async def cli(*argv: str) -> tuple[int, str, str]:
+        code = await asyncio.to_thread(main, list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    body = json.dumps(payload).encode()
+    headers = delivery_headers("issue_comment", body, app_ctx.settings.webhook_secret, "dlv-wait")
+    async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
+        assert (await client.post("/webhook", data=body, headers=headers)).status == 202
+    worker = Worker(app_ctx, backoff=lambda attempt: 3600.0)
+    assert await worker.run_until_idle() == 1 and worker.counts["retry"] == 1
+    assert await worker.run_until_idle() == 0  # an hour away
+
+    code, out, _ = await cli("deliveries", "--json")
+    listed = json.loads(out)
+    assert code == 0 and listed["failed"] == 0 and listed["waiting"] == 1
+    [row] = listed["waiting_deliveries"]
+    assert (row["delivery_id"], row["attempts"]) == ("dlv-wait", 1) and "503" in row["error"]
+    assert row["next_attempt_at"] > utcnow().isoformat()
+    code, out, _ = await cli("deliveries")
+    assert "dlv-wait\tissue_comment.created\tCodertocat/Hello-World\tnext attempt " in out
+    assert "deliveries waiting for a retry: 1; attempt them now" in out
+
+    code, out, err = await cli("deliveries", "retry", "dlv-wait", "dlv-none")
+    assert code == 1 and out.strip() == "re-queued: 1"
+    assert "dlv-none: no failed delivery, nor one waiting for a retry, with this id" in err
+    assert await worker.run_until_idle() == 1 and worker.counts["done"] == 1
+    async with app_ctx.sessionmaker() as s:
+        row = await s.scalar(select(Delivery).where(Delivery.delivery_id == "dlv-wait"))
+    assert (row.status, row.attempts) == ("done", 2)
+    assert len(fake_github.comments_of(REPO, number)) == 1
+    code, out, _ = await cli("deliveries")
+    assert out.strip() == "failed deliveries: 0"

@@ -204,3 +204,99 @@ async def test_no_comment_through_a_suspended_or_uninstalled_installation(
     out = await act(app_ctx, VERL, 41, trigger="issues.opened", payload=issue, analysis=FAILURE)
     assert out["failure_comment"] == "posted"
     assert await handle_command(command, app_ctx) == "posted"
+
+
+async def test_a_repository_removed_from_an_active_installation_is_not_spoken_in(
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
+    """GitHub's installation_repositories `removed` payload, then deliveries of that
+    repository still naming the installation (queued before the removal, or redelivered
+    after it), through POST /webhook and the worker. The delivery put the installation back
+    on the repository row, so the app asked for the installation's token, tried to comment
+    (GitHub: 403 "Resource not accessible by integration") and failed the delivery, and the
+    nightly sync went through the installation. Now the thread is tracked, nothing is asked
+    of GitHub, and only `repositories_added` makes it installed again."""
+    from datetime import UTC, datetime
+
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from bot.app import create_app
+    from bot.speaking.render import FAILURE_MARKER
+    from bot.store.models import Thread
+    from bot.webhooks.replay import delivery_headers
+    from bot.webhooks.worker import Worker
+    from tests.test_actions_e2e import BODY, INST, VERL, install
+
+    await install(app_ctx, fake_github)
+    base = shared_dir / "fixtures" / "webhooks"
+    removed = load(shared_dir, "installation_repositories/removed.json")
+    removed["installation"]["id"] = INST
+    removed["repositories_removed"] = [{"id": 1, "full_name": VERL, "name": "verl"}]
+    fake_github.installations[INST]["repositories"] = []  # what GitHub now holds
+    opened = json.loads((base / "issues" / "opened.json").read_text())
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    opened["repository"].update(full_name=VERL, name="verl", id=1)
+    opened["installation"] = {"id": INST}
+    opened["issue"].update(number=51, title="Entropy collapse in GRPO run", body=BODY,
+                           created_at=now, updated_at=now)
+    fake_github.add_issue(VERL, 51, opened["issue"]["title"], BODY, opened["issue"]["user"]["login"],
+                          created_at=now)
+    comment = json.loads((base / "issue_comment" / "created.with-installation.json").read_text())
+    comment["repository"].update(full_name=VERL, name="verl", id=1)
+    comment["installation"]["id"] = INST
+    comment["issue"].update(number=51, user=opened["issue"]["user"])
+    comment["comment"].update(body="/rltracker methods entropy_collapse",
+                              user=opened["issue"]["user"])
+    worker = Worker(app_ctx, backoff=lambda attempt: 0.0)
+
+    async def deliver(client: TestClient, event: str, data: dict[str, Any], delivery: str) -> None:
+        body = json.dumps(data).encode()
+        headers = delivery_headers(event, body, app_ctx.settings.webhook_secret, delivery)
+        assert (await client.post("/webhook", data=body, headers=headers)).status == 202
+        assert await worker.run_until_idle() == 1
+
+    async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
+        await deliver(client, "installation_repositories", removed, "r1")
+        await deliver(client, "issues", opened, "o1")
+        await deliver(client, "issue_comment", comment, "c1")
+        assert worker.counts["done"] == 3 and worker.counts["failed"] == 0
+        assert not fake_github.requests("POST")  # no token asked for, nothing posted
+        _, repos = await rows(app_ctx)
+        assert repos[VERL].installation_id is None and repos[VERL].removed_installation_id == INST
+        async with app_ctx.sessionmaker() as s:  # tracked all the same
+            assert await s.scalar(select(Thread.title).where(Thread.number == 51)) == opened["issue"]["title"]
+
+        # added back: installed again, and the next delivery speaks
+        added = load(shared_dir, "installation_repositories/added.json")
+        added["installation"]["id"] = INST
+        added["repositories_added"] = [{"id": 1, "full_name": VERL, "name": "verl"}]
+        fake_github.installations[INST]["repositories"] = [VERL]
+        await deliver(client, "installation_repositories", added, "a1")
+        _, repos = await rows(app_ctx)
+        assert repos[VERL].installation_id == INST and repos[VERL].removed_installation_id is None
+        comment["comment"]["id"] += 1
+        await deliver(client, "issue_comment", comment, "c2")
+    assert worker.counts["failed"] == 0
+    posted = [c["body"] for c in fake_github.comments_of(VERL, 51)]
+    assert len(posted) == 1 and FAILURE_MARKER not in posted[0]  # the reply to the command
+
+
+async def test_a_repository_moved_to_another_installation_takes_it(ctx: Any) -> None:
+    """Removed from installation 31, the repository's deliveries through installation 32
+    (the repository moved to an account that has the app) make it installed there."""
+    await dispatch(ctx, "installation_repositories", payload(
+        "added", iid=31, repositories_added=[{"full_name": "verl-project/verl", "id": 5}]))
+    await dispatch(ctx, "installation_repositories", payload(
+        "removed", iid=31, repositories_removed=[{"full_name": "verl-project/verl", "id": 5}]))
+    async with ctx.sessionmaker() as session:
+        await installations.upsert_repository(session, "verl-project/verl", github_id=5,
+                                              installation_id=31)
+        await session.commit()
+    repo = (await rows(ctx))[1]["verl-project/verl"]
+    assert (repo.installation_id, repo.removed_installation_id) == (None, 31)
+    async with ctx.sessionmaker() as session:
+        await installations.ensure_installation(session, 32)
+        await installations.upsert_repository(session, "verl-project/verl", github_id=5,
+                                              installation_id=32)
+        await session.commit()
+    repo = (await rows(ctx))[1]["verl-project/verl"]
+    assert (repo.installation_id, repo.removed_installation_id) == (32, None)

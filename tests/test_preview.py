@@ -49,6 +49,13 @@ async def test_preview_page_and_command(ctx: Any, fake_github: Any) -> None:
         assert resp.status == 200
         html = await resp.text()
         assert "default-src 'none'" in resp.headers["Content-Security-Policy"]
+        # a days value that is not one was read as 30 without a word
+        for days in ("7d", "-3", "0", "x"):
+            bad = await client.get(f"/repos/{VERL}/preview", params={"days": days})
+            assert bad.status == 400, days
+            assert await bad.text() == "days must be a whole number from 1 to 90"
+        longer = await (await client.get(f"/repos/{VERL}/preview?days=45")).text()
+        assert "too old" in longer and "too old" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert" not in html
     assert "clip_ratio_high" in html and "not a training-failure report" in html
 

@@ -108,3 +108,34 @@ async def test_a_group_github_will_not_read_does_not_stop_the_others(
     stats = await refresh_reception(app_ctx)
     assert stats.unread == 1 and stats.minimized == 2 and stats.paused == ["a/hidden"]
 
+
+
+async def test_a_suspended_installations_comments_are_read_with_the_token(
+        app_settings: Any, fake_github: Any, shared_dir: Path) -> None:
+    """The app's comments in a repository whose installation is suspended were read through
+    the installation (its token refused): unread every night, so the repository could never
+    be paused however its people received them. They are read with GITHUB_TOKEN."""
+    import dataclasses
+
+    from bot.github.client import GitHubClient
+    from bot.store.models import Installation
+    from tests.fake_graphql import FakeGraphQL
+    from tests.fakegithub import install_app, no_sleep
+
+    data = FakeData()
+    fake_github.graphql_handler = FakeGraphQL(data, shared_dir / "fixtures" / "github-api" / "schema.graphql")
+    s = dataclasses.replace(app_settings, token=fake_github.user_token)
+    ctx = AppContext.create(s)
+    ctx.github = GitHubClient(s, sleep=no_sleep)
+    try:
+        await install_app(ctx, fake_github, 55, "a", ["a/hidden"])
+        async with ctx.sessionmaker() as session:
+            (await session.get(Installation, 55)).suspended = True
+            await session.commit()
+        fake_github.suspend_installation(55)
+        for n in range(2, 12):
+            await _post(ctx, data, "a/hidden", n, minimized="OFF_TOPIC" if n in (3, 9) else None)
+        stats = await refresh_reception(ctx)
+    finally:
+        await ctx.close()
+    assert stats.unread == 0 and stats.minimized == 2 and stats.paused == ["a/hidden"]

@@ -222,11 +222,62 @@ async def test_report_command_writes_markdown_and_html(db_url: str, ctx: Any, tm
     env = {**os.environ, "DATABASE_URL": db_url}
     for key in ("GITHUB_APP_ID", "GITHUB_TOKEN", "RLTRACKER_REPORT_ISSUE"):
         env.pop(key, None)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", "report", "--out", str(tmp_path), "--date", DAY1.isoformat(),
-        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await proc.communicate()
-    assert proc.returncode == 0, err.decode()[-2000:]
+
+    async def report(*args: str) -> tuple[int, str, str]:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot.cli", "report", *args,
+            env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await proc.communicate()
+        return proc.returncode or 0, out.decode(), err.decode()
+
+    today = datetime.now(UTC).date()
+    code, out, err = await report("--out", str(tmp_path))
+    assert code == 0, err[-2000:]
+    assert json.loads(out)["date"] == today.isoformat()
+    assert (tmp_path / f"report-{today}.md").read_text().startswith("<!-- rltracker:report:")
+    assert "<svg" in (tmp_path / f"report-{today}.html").read_text()
+
+
+async def test_a_past_date_writes_and_posts_that_nights_report_not_todays(
+        db_url: str, ctx: Any, tmp_path: Any) -> None:
+    """`rltracker report --date` of an earlier night (to post again a report GitHub refused)
+    rebuilt it from today's state under that night's date, over what was stored that night,
+    and would have edited that night's comment with it. It writes and posts the stored one;
+    a night with no report, or a day after today, cannot be built and says so."""
+    import asyncio
+    import json
+    import os
+    import sys
+
+    await night_one(ctx)
+    await run_report(ctx, DAY1)
+    async with ctx.sessionmaker() as session:
+        that_night = await session.scalar(select(Report).where(Report.date == DAY1.isoformat()))
+    await night_two(ctx)  # the state changed since
+    env = {**os.environ, "DATABASE_URL": db_url}
+    for key in ("GITHUB_APP_ID", "GITHUB_TOKEN", "RLTRACKER_REPORT_ISSUE"):
+        env.pop(key, None)
+
+    async def report(*args: str) -> tuple[int, str, str]:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot.cli", "report", *args,
+            env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await proc.communicate()
+        return proc.returncode or 0, out.decode(), err.decode()
+
+    code, out, err = await report("--date", DAY1.isoformat(), "--out", str(tmp_path))
+    assert code == 0, err[-2000:]
     assert json.loads(out)["date"] == DAY1.isoformat()
-    assert (tmp_path / f"report-{DAY1}.md").read_text().startswith("<!-- rltracker:report:")
-    assert "<svg" in (tmp_path / f"report-{DAY1}.html").read_text()
+    assert (tmp_path / f"report-{DAY1}.md").read_text() == that_night.markdown
+    async with ctx.sessionmaker() as session:
+        now_stored = await session.scalar(select(Report).where(Report.date == DAY1.isoformat()))
+    assert (now_stored.markdown, now_stored.data) == (that_night.markdown, that_night.data)
+    assert f"{T}#13" not in json.dumps(now_stored.data)  # opened on night two
+
+    code, _, err = await report("--date", DAY2.isoformat())
+    assert code == 2 and err.startswith(f"rltracker report: --date {DAY2}: no report was built")
+    tomorrow = datetime.now(UTC).date() + timedelta(days=1)
+    code, _, err = await report("--date", tomorrow.isoformat())
+    assert code == 2 and "cannot be built" in err and len(err.splitlines()) == 1
+    async with ctx.sessionmaker() as session:
+        assert [r.date for r in await session.scalars(select(Report))] == [DAY1.isoformat()]

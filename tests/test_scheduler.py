@@ -205,3 +205,23 @@ async def test_a_nightly_run_whose_sync_github_refused_in_part_says_so(
                            finished_at=run.started_at - timedelta(days=2)))
         await session.commit()
     assert not await missed_run(app_ctx)
+
+
+async def test_a_nightly_run_whose_report_github_refused_says_so(app_ctx: Any,
+                                                                 fake_github: Any) -> None:
+    """The report was stored but not posted on RLTRACKER_REPORT_ISSUE (the app is not
+    installed there: 401): the run was recorded "ok". It is "partial", with GitHub's reason."""
+    import dataclasses
+
+    from bot.scheduler import step_report
+
+    fake_github.add_issue("tracker-org/tracker", 1, title="Nightly reports")
+    app_ctx.settings = dataclasses.replace(app_ctx.settings, report_issue="tracker-org/tracker#1")
+    result = await nightly_job(app_ctx, steps=[("report", step_report)])
+    assert result["outcome"] == "partial"
+    (run,) = await runs(app_ctx)
+    assert run.outcome == "partial"
+    assert "could not be posted on tracker-org/tracker#1: BadRequest: Requires authentication" in run.error
+    fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
+    assert (await nightly_job(app_ctx, steps=[("report", step_report)]))["outcome"] == "ok"
+    assert len(fake_github.comments_of("tracker-org/tracker", 1)) == 1

@@ -96,6 +96,12 @@ async def test_proposals_page_counts_them_all_and_pages_through_every_one(client
     assert "framework=verl" in (_next_page(filtered) or "") and "state=open_no_reply" in (_next_page(filtered) or "")
     await _html(client, "/proposals?page=0", status=400)
     await _html(client, "/proposals?page=x", status=400)
+    # past the last page: it said "1,205 proposals. No tracked proposal matches." (200)
+    past = await _html(client, "/proposals?framework=verl&page=4", status=404)
+    assert "page 4 is past the last page of these proposals (3)" in past
+    assert "No tracked proposal matches" not in past and _threads_listed(past) == []
+    assert re.search(r'<a rel="prev" href="/proposals\?framework=verl&amp;page=3">', past)
+    assert len(_threads_listed(await _html(client, "/proposals?framework=verl&page=3"))) == total - 1000
 
 
 async def test_api_proposals_offset_limit_and_total(client) -> None:

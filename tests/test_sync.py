@@ -397,3 +397,48 @@ async def test_repositories_the_credentials_cannot_read_do_not_stop_the_others(
     assert stats.repos == {"huggingface/trl": THREADS_PER_REPO}
     assert sorted(stats.failed_streams) == [
         "verl-project/verl:discussion", "verl-project/verl:issue", "verl-project/verl:pull_request"]
+
+
+@pytest.mark.parametrize("action", ["suspend", "deleted"])
+async def test_a_suspended_or_uninstalled_installations_repositories_sync_with_the_token(
+        app_settings: Any, fake_github: Any, world: Any, shared_dir: Path, action: str) -> None:
+    """Suspended: its repository rows still named it, so the sync asked GitHub for its token
+    (refused) and TRL was not synced ("GitHub refused the sync", every night). Uninstalled:
+    a delivery queued before the uninstall linked TRL to the deleted installation again, with
+    the same result. Both are read with GITHUB_TOKEN now, and the late delivery links nothing."""
+    import json
+
+    from gidgethub import sansio
+
+    from bot.github.client import GitHubClient
+    from bot.store.models import Repository
+    from bot.webhooks.routers import router
+
+    s = dataclasses.replace(app_settings, token=fake_github.user_token)
+    ctx = AppContext.create(s)
+    ctx.github = GitHubClient(s, sleep=no_sleep)
+    base = shared_dir / "fixtures" / "webhooks"
+    try:
+        await install_app(ctx, fake_github, 55, "huggingface", ["huggingface/trl"])
+        event = json.loads((base / "installation" / "created.json").read_text())
+        event.update(action=action, repositories=[])
+        event["installation"].update(id=55, suspended_at="2026-12-01T00:00:00Z" if action == "suspend" else None)
+        if action == "suspend":
+            fake_github.suspend_installation(55)
+        else:
+            del fake_github.installations[55]
+        await router.dispatch(sansio.Event(event, event="installation", delivery_id="i1"), ctx)
+        late = json.loads((base / "issues" / "opened.json").read_text())
+        late["repository"].update(full_name="huggingface/trl", name="trl")
+        late["installation"] = {"id": 55}
+        late["issue"]["number"] = 9999
+        await router.dispatch(sansio.Event(late, event="issues", delivery_id="o1"), ctx)
+        async with ctx.sessionmaker() as session:
+            row = await session.scalar(select(Repository).where(Repository.full_name == "huggingface/trl"))
+        assert row.installation_id == (55 if action == "suspend" else None)
+        stats = await sync(ctx, ["huggingface/trl"], sleep=no_sleep)
+    finally:
+        await ctx.close()
+    assert stats.repos == {"huggingface/trl": THREADS_PER_REPO} and not stats.failed_streams
+    calls = fake_github.requests("POST", r"^/graphql$")
+    assert calls and {(c.auth, c.installation_id) for c in calls} == {("token", None)}

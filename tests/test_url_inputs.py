@@ -5,11 +5,13 @@ every page and API route that reads them, on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from bot.app import create_app
+from bot.config import Settings
 from bot.context import AppContext
 from bot.store.models import Action
 from bot.store.threads import upsert_thread
@@ -106,3 +108,45 @@ async def test_a_list_url_with_no_id_goes_to_the_front_pages_list(client: TestCl
     assert resp.status == 302 and resp.headers["Location"] == f"/#{section}"
     front = await client.get(path)
     assert front.status == 200 and f'id="{section}"' in await front.text()
+
+
+@pytest.mark.parametrize("method,path,status,message", [
+    ("GET", "/api/frameworks/", 404, "no such API route: /api/frameworks/; did you mean /api/frameworks?"),
+    ("GET", "/api/methods/", 404, "no such API route: /api/methods/; did you mean /api/methods?"),
+    ("GET", "/api/failures/", 404, "no such API route: /api/failures/; did you mean /api/failures?"),
+    ("GET", "/api/threads/verl-project/verl", 404, "no such API route: /api/threads/verl-project/verl"),
+    ("GET", "/api/nothing", 404, "no such API route: /api/nothing"),
+    ("POST", "/api/stats", 405, "POST is not allowed on /api/stats; use GET"),
+    ("DELETE", "/api/actions", 405, "DELETE is not allowed on /api/actions; use GET"),
+])
+async def test_every_api_error_is_json_with_a_clear_message(client: TestClient, method: str,
+                                                           path: str, status: int,
+                                                           message: str) -> None:
+    """aiohttp's own answers under /api/ (no such route, a method not allowed) were plain text
+    ("404: Not Found"): a script reading the API's `{"error": ...}` could not parse them."""
+    resp = await client.request(method, path, allow_redirects=False)
+    assert resp.status == status and resp.content_type == "application/json"
+    assert await resp.json() == {"error": message}
+    if status == 405:
+        assert "GET" in resp.headers["Allow"]
+    # pages keep their HTML answers
+    page = await client.get("/no-such-page")
+    assert page.status == 404 and page.content_type != "application/json"
+
+
+@pytest.mark.parametrize("url_kind", ["sqlite", "postgres"])
+async def test_api_routes_say_in_json_when_the_database_does_not_answer(tmp_path: Path,
+                                                                        url_kind: str) -> None:
+    url = (f"sqlite+aiosqlite:///{tmp_path}/missing/dir/x.db" if url_kind == "sqlite"
+           else "postgresql+asyncpg://nobody:nothing@127.0.0.1:1/none")
+    bad = AppContext.create(Settings.from_env({}, database_url=url, webhook_secret="s"))
+    try:
+        async with TestClient(TestServer(create_app(bad, worker=False))) as c:
+            for path in ("/api/stats", "/api/actions", "/api/proposals", "/api/repos",
+                         "/api/threads/verl-project/verl/7", "/api/frameworks/verl"):
+                resp = await c.get(path)
+                assert resp.status == 503 and resp.content_type == "application/json", path
+                assert await resp.json() == {
+                    "error": "the database did not answer; try again later"}
+    finally:
+        await bad.close()

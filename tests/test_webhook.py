@@ -372,3 +372,30 @@ async def test_sqlite_group_commit_waits_out_another_writer(sqlite_db_url: str) 
     assert check.execute("SELECT status FROM deliveries WHERE delivery_id = 'waited'"
                          ).fetchall() == [("pending",)]
     check.close()
+
+
+@pytest.mark.parametrize("body", [b"[" * 100_000 + b"]" * 100_000,
+                                  b'{"a": ' * 100_000 + b"1" + b"}" * 100_000],
+                         ids=["arrays", "objects"])
+async def test_json_nested_too_deeply_gets_400_not_500(client: TestClient, ctx: AppContext,
+                                                       body: bytes) -> None:
+    """Python's decoder gives up past about a thousand levels with RecursionError, which the
+    endpoint did not catch: aiohttp answered a text 500."""
+    status, answer = await post(client, "issues", body)
+    assert (status, answer["error"]) == (400, "body is not a JSON payload: nested too deeply")
+    assert await delivery_count(ctx) == 0
+
+
+async def test_fields_no_column_can_hold_are_stored_not_refused(client: TestClient,
+                                                                ctx: AppContext) -> None:
+    """A lone surrogate (valid JSON as "\\ud800", not encodable as UTF-8) in `action` or the
+    repository name, an installation id beyond 64 bits: the row could not be stored, and the
+    delivery was answered 503 ("could not store") and lost. Stored now, the payload as sent."""
+    body = (b'{"action": "opened\\ud800", "repository": {"full_name": "o/\\udc00r"}, '
+            b'"installation": {"id": 99999999999999999999999}}')
+    status, _ = await post(client, "issues", body)
+    assert status == 202
+    async with ctx.sessionmaker() as s:
+        row = await s.scalar(select(Delivery))
+    assert (row.action, row.repo, row.installation_id) == ("opened\ufffd", "o/\ufffdr", None)
+    assert row.payload == body.decode()

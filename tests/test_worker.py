@@ -296,3 +296,24 @@ async def test_worker_defers_to_arriving_deliveries_but_never_starves(ctx: AppCo
     finally:
         await inbox.close()
     assert seen == [delivery]
+
+
+async def test_lone_surrogates_do_not_fail_the_handlers(ctx: AppContext, shared_dir: Path) -> None:
+    """A payload escaping a lone surrogate ("\\ud800": valid JSON, not encodable as UTF-8) in
+    an issue's title and body: the app's handlers could store neither on SQLite nor on
+    PostgreSQL, so the delivery failed and the issue was lost. It is stored with U+FFFD."""
+    import json
+
+    from bot.store.models import Thread
+
+    payload = json.loads((shared_dir / "fixtures" / "webhooks" / "issues" / "opened.json")
+                         .read_text())
+    payload["issue"]["title"] = "Entropy \ud83d\ude00 drops \ud800"
+    payload["issue"]["body"] = "before\udfffafter"
+    await store(ctx, ("issues", json.dumps(payload)))
+    await Worker(ctx, backoff=no_wait, max_attempts=1).run_until_idle()
+    rows = await rows_by_id(ctx)
+    assert [r.status for r in rows.values()] == ["done"], [r.last_error for r in rows.values()]
+    async with ctx.sessionmaker() as s:
+        thread = await s.scalar(select(Thread))
+    assert (thread.title, thread.body) == ("Entropy \U0001F600 drops \ufffd", "before\ufffdafter")

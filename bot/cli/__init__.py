@@ -143,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="the proposal-status report, Markdown and HTML")
     p.add_argument("--out", default=None, help="folder to write report files into")
     p.add_argument("--date", type=_iso_date, default=None,
-                   help="report date YYYY-MM-DD (default today, UTC)")
+                   help="report date YYYY-MM-DD (default today, UTC); an earlier date writes "
+                        "and posts again the report stored that night")
 
     p = sub.add_parser("rules", help="contribution-rule summary of a framework or folder")
     p.add_argument("target", help="framework name (verl, trl, ...) or a folder path")
@@ -167,9 +168,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--limit", type=_count, default=50, metavar="N", help="list at most N (default 50)")
     deliveries_sub = p.add_subparsers(dest="deliveries_command")
-    pr = deliveries_sub.add_parser("retry", help="failed deliveries back to pending")
+    pr = deliveries_sub.add_parser("retry", help="failed deliveries back to pending, and "
+                                   "those waiting for a retry attempted now")
     pr.add_argument("ids", nargs="*", metavar="DELIVERY_ID", help="X-GitHub-Delivery ids")
-    pr.add_argument("--all", action="store_true", help="every failed delivery")
+    pr.add_argument("--all", action="store_true", help="every failed or waiting delivery")
 
     p = sub.add_parser("study", help="the study: landings, per framework, review records")
     p.add_argument("--json", action="store_true")

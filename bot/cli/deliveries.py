@@ -1,17 +1,24 @@
 """`rltracker deliveries`: the webhook deliveries whose processing failed, and re-queueing them.
 
-A delivery the worker could not process fails for good after its attempts (about seven
-minutes of retries) or at once when the payload cannot be handled. GitHub saw a 202 and will
+A delivery the worker could not process fails for good after its attempts (about four and a
+half hours of retries when GitHub, the network or the database failed; seven minutes for an
+unexpected error) or at once when the payload cannot be handled or GitHub refused for good. GitHub saw a 202 and will
 not send it again, and the nightly recovery asks GitHub only for deliveries the inbox does
 not hold: a failed row stays failed until someone re-queues it. They are counted in
 `/metrics` (`rltracker_inbox_deliveries{status="failed"}`), `/healthz`
 (`deliveries_failed`) and `/api/stats`.
 
-    rltracker deliveries [--json] [--limit N]    the failed ones, newest first, with the error
-    rltracker deliveries retry ID... | --all     back to pending with fresh attempts
+    rltracker deliveries [--json] [--limit N]    the failed ones, newest first, with the error,
+                                                 and those waiting for their next attempt
+    rltracker deliveries retry ID... | --all     failed ones back to pending with fresh
+                                                 attempts; waiting ones attempted now
 
-Exit status: 0, or 1 when an id given to `retry` is not a failed delivery (named on stderr;
-the others are re-queued).
+A transient failure (GitHub down) is retried for hours: while it waits, the delivery is
+listed as retrying, with its error and the time of its next attempt, and `retry` takes it
+now (the cause fixed, GitHub back) instead of at that time.
+
+Exit status: 0, or 1 when an id given to `retry` is neither failed nor waiting (named on
+stderr; the others are re-queued).
 """
 
 from __future__ import annotations
@@ -21,10 +28,15 @@ import json
 import sys
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from bot.store.models import Delivery
 from bot.webhooks.inbox import requeue_failed
+
+
+def _waiting(t: Any) -> Any:
+    """Pending rows that failed an attempt and wait for the next (backoff)."""
+    return (t.c.status == "pending") & t.c.last_error.is_not(None)
 
 
 async def failed_deliveries(engine: Any, limit: int) -> tuple[int, list[dict[str, Any]]]:
@@ -45,9 +57,34 @@ async def failed_deliveries(engine: Any, limit: int) -> tuple[int, list[dict[str
         for r in rows]
 
 
+async def waiting_deliveries(engine: Any, limit: int) -> tuple[int, list[dict[str, Any]]]:
+    """(how many wait for a retry, the `limit` due first)."""
+    t = Delivery.__table__
+    async with engine.connect() as conn:
+        total = await conn.scalar(select(func.count()).select_from(t).where(_waiting(t)))
+        rows = (await conn.execute(
+            select(t.c.delivery_id, t.c.event, t.c.action, t.c.repo, t.c.attempts,
+                   t.c.next_attempt_at, t.c.last_error)
+            .where(_waiting(t)).order_by(t.c.next_attempt_at, t.c.id).limit(limit))).all()
+    return int(total or 0), [
+        {"delivery_id": r.delivery_id, "event": r.event, "action": r.action, "repo": r.repo,
+         "attempts": r.attempts,
+         "next_attempt_at": r.next_attempt_at.isoformat() if r.next_attempt_at else None,
+         "error": (r.last_error or "").split("\n", 1)[0][:300]}
+        for r in rows]
+
+
 async def retry_deliveries(engine: Any, delivery_ids: list[str] | None) -> list[str]:
+    """Failed deliveries re-queued with fresh attempts, and deliveries waiting for a retry
+    made due now (their attempts kept); the ids of both."""
+    t = Delivery.__table__
     async with engine.begin() as conn:
-        return await requeue_failed(conn, delivery_ids)
+        stmt = update(t).where(_waiting(t))  # before the failed ones join them as pending
+        if delivery_ids is not None:
+            stmt = stmt.where(t.c.delivery_id.in_(delivery_ids))
+        result = await conn.execute(stmt.values(next_attempt_at=None).returning(t.c.delivery_id))
+        waiting = list(result.scalars().all())
+        return waiting + await requeue_failed(conn, delivery_ids)
 
 
 def deliveries_command(args: Any) -> int:
@@ -60,10 +97,12 @@ def deliveries_command(args: Any) -> int:
             if args.deliveries_command == "retry":
                 return await _retry(engine, args)
             total, rows = await failed_deliveries(engine, args.limit)
+            waiting, retrying = await waiting_deliveries(engine, args.limit)
         finally:
             await engine.dispose()
         if args.json:
-            print(json.dumps({"failed": total, "deliveries": rows}, ensure_ascii=False))
+            print(json.dumps({"failed": total, "deliveries": rows, "waiting": waiting,
+                              "waiting_deliveries": retrying}, ensure_ascii=False))
             return 0
         for r in rows:
             what = f"{r['event']}.{r['action']}" if r["action"] else r["event"]
@@ -72,6 +111,14 @@ def deliveries_command(args: Any) -> int:
         shown = f" (the newest {len(rows)} shown)" if len(rows) < total else ""
         print(f"failed deliveries: {total}{shown}"
               + ("; re-queue with `rltracker deliveries retry ID...` or `--all`" if total else ""))
+        if waiting:
+            for r in retrying:
+                what = f"{r['event']}.{r['action']}" if r["action"] else r["event"]
+                print(f"{r['delivery_id']}\t{what}\t{r['repo'] or '-'}\tnext attempt "
+                      f"{r['next_attempt_at'] or '-'}\tattempts {r['attempts']}\t{r['error']}")
+            shown = f" (the {len(retrying)} due first shown)" if len(retrying) < waiting else ""
+            print(f"deliveries waiting for a retry: {waiting}{shown}; attempt them now with "
+                  "`rltracker deliveries retry ID...` or `--all`")
         return 0
 
     async def _retry(engine: Any, args: Any) -> int:
@@ -82,8 +129,8 @@ def deliveries_command(args: Any) -> int:
         done = await retry_deliveries(engine, wanted)
         missing = [] if wanted is None else [d for d in wanted if d not in set(done)]
         for delivery_id in missing:
-            print(f"rltracker deliveries retry: {delivery_id}: no failed delivery with this id",
-                  file=sys.stderr)
+            print(f"rltracker deliveries retry: {delivery_id}: no failed delivery, nor one "
+                  "waiting for a retry, with this id", file=sys.stderr)
         print(f"re-queued: {len(done)}")
         return 1 if missing else 0
 

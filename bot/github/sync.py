@@ -42,6 +42,7 @@ from bot.github.queries import (
     StreamSlot,
     build_sync_query,
 )
+from bot.store.installations import silenced_installations
 from bot.store.models import Comment, Repository, SyncCursor, Thread
 from bot.store.threads import (
     COMMENT_FIELDS,
@@ -347,6 +348,7 @@ class Syncer:
     # ------------------------------------------------------------------ set-up
     async def _load_streams(self) -> None:
         async with self.ctx.sessionmaker() as session:
+            silenced = await silenced_installations(session)
             for repo in self.repos:
                 installation_id = None
                 # The stored row's spelling: `--repo codertocat/hello-world` for an installed
@@ -358,7 +360,9 @@ class Syncer:
                 if row is None:
                     row = Repository(full_name=repo, framework=framework_id(repo))
                     session.add(row)
-                elif self.ctx.settings.has_app_credentials:
+                elif self.ctx.settings.has_app_credentials and row.installation_id not in silenced:
+                    # (a suspended or uninstalled installation's token is refused: its
+                    # repositories are read as any other, with GITHUB_TOKEN)
                     installation_id = row.installation_id
                 for kind in KINDS:
                     cur = await session.scalar(

@@ -1,22 +1,75 @@
-"""Operational and JSON routes: /healthz, /metrics, /api/threads, /api/actions, /api/stats."""
+"""Operational and JSON routes: /healthz, /metrics, /api/threads, /api/actions, /api/stats;
+and `json_errors`, the middleware that gives every /api/ error the API's JSON shape."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 from sqlalchemy import func, select, text
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from analyzers.catalog import canonical_repo
 from bot.context import CTX, INBOX, METRICS, WORKER
 from bot.store.types import MAX_THREAD_NUMBER, parse_count, parse_thread_number
 
+log = logging.getLogger(__name__)
+
 HEALTH_TIMEOUT = 5.0
+API_PREFIX = "/api/"
 
 
 def _json_error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
+
+
+def _route_exists(app: web.Application, path: str) -> bool:
+    return any(r.canonical == path for r in app.router.resources())
+
+
+def _api_error_message(request: web.Request, error: web.HTTPException) -> str:
+    path = request.path[:200]
+    if error.status == 404:
+        listing = path.rstrip("/")
+        if listing != path and _route_exists(request.app, listing):
+            return f"no such API route: {path}; did you mean {listing}?"
+        return f"no such API route: {path}"
+    if error.status == 405:
+        return f"{request.method} is not allowed on {path}; use GET"
+    return error.reason
+
+
+@web.middleware
+async def json_errors(request: web.Request,
+                      handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                      ) -> web.StreamResponse:
+    """Errors of /api/ routes in the API's shape, `{"error": message}`: aiohttp's own answers
+    (no such route, a method not allowed) were plain text, and a handler's crash an HTML-less
+    text 500 that a script reading JSON could not parse. Other paths are left alone."""
+    if not request.path.startswith(API_PREFIX):
+        return await handler(request)
+    try:
+        return await handler(request)
+    except web.HTTPException as error:
+        if error.status < 400:
+            raise
+        response = _json_error(error.status, _api_error_message(request, error))
+        if "Allow" in error.headers:
+            response.headers["Allow"] = error.headers["Allow"]
+        return response
+    except asyncio.CancelledError:
+        raise
+    except (OSError, OperationalError, InterfaceError) as exc:
+        log.warning("%s %s: the database did not answer (%s)", request.method,
+                    request.path[:200], type(exc).__name__)
+        return _json_error(503, "the database did not answer; try again later")
+    except Exception:
+        log.exception("%s %s failed", request.method, request.path[:200])
+        return _json_error(500, "internal error: the request could not be answered "
+                                "(logged on the server)")
 
 
 async def _database_ok(ctx: Any) -> bool:

@@ -195,6 +195,15 @@ async def proposals_page(request: web.Request) -> web.Response:
                                  pages=None, **context)
     offset = (page - 1) * PROPOSALS_PAGE
     total = await _session_call(request, data.count_threads, proposals=True, **filters)
+    if page > 1 and offset >= total:
+        # Past the last page (an old link after a filter or the data changed): it said
+        # "N proposals. No tracked proposal matches." under a 200.
+        last = max(1, -(-total // PROPOSALS_PAGE))
+        pages = {"total": total, "first": 0, "last": 0,
+                 "previous": _page_url(filters, last), "next": None}
+        return await render_page(
+            request, "proposals.html", status=404, rows=[], pages=pages,
+            error=f"page {page} is past the last page of these proposals ({last})", **context)
     rows = await _session_call(request, data.thread_rows, proposals=True, limit=PROPOSALS_PAGE,
                                offset=offset, **filters)
     pages = {"total": total, "first": offset + 1, "last": offset + len(rows),

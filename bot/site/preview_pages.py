@@ -8,6 +8,7 @@ from aiohttp import web
 
 from bot.context import app_context
 from bot.speaking.preview import DEFAULT_DAYS, compute_preview
+from bot.store.types import parse_count
 
 
 def render_html(preview: dict[str, Any]) -> str:
@@ -16,19 +17,23 @@ def render_html(preview: dict[str, Any]) -> str:
     return html_env().get_template("preview/preview.html").render(**preview)
 
 
+MAX_DAYS = 90
+
+
 async def _preview_page(request: web.Request) -> web.Response:
     ctx = app_context(request)
     repo = f"{request.match_info['owner']}/{request.match_info['name']}"
-    try:
-        days = max(1, min(int(request.query.get("days", DEFAULT_DAYS)), 90))
-    except ValueError:
-        days = DEFAULT_DAYS
-    preview = await compute_preview(ctx, repo, days)
     # The page shows other people's titles: no script may run, whatever slips through.
     headers = {
         "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'",
         "X-Content-Type-Options": "nosniff",
     }
+    # ?days=7d or ?days=-3 showed the 30-day preview under a URL asking for something else.
+    days = parse_count(request.query.get("days"), DEFAULT_DAYS)
+    if not days:
+        return web.Response(status=400, headers=headers, content_type="text/plain",
+                            text=f"days must be a whole number from 1 to {MAX_DAYS}")
+    preview = await compute_preview(ctx, repo, min(days, MAX_DAYS))
     return web.Response(text=render_html(preview), content_type="text/html", headers=headers)
 
 

@@ -316,20 +316,35 @@ async def post_report(ctx: Any, day: str, markdown: str) -> str:
     return "edited" if comment_id and status == "posted" else status
 
 
-async def run_report(ctx: Any, day: date | None = None, out: Path | None = None) -> dict[str, Any]:
-    data = await build_report(ctx, day)
-    markdown = render_markdown(data, ctx.settings.public_url)
-    await store_report(ctx, data, markdown)
+async def run_report(ctx: Any, day: date | None = None, out: Path | None = None, *,
+                     stored: bool = False) -> dict[str, Any] | None:
+    """Build, store, write (`out`) and post the report of `day`. `stored`: the report stored
+    for `day` as it was built that night, written and posted again, not rebuilt (None when
+    there is none): a report shows the state when it is built, so rebuilding a past night's
+    put today's state under that night's date, over what was stored."""
+    if stored:
+        assert day is not None
+        async with ctx.sessionmaker() as session:
+            row = await session.scalar(select(Report).where(Report.date == day.isoformat()))
+        if row is None:
+            return None
+        data, markdown = row.data, row.markdown
+    else:
+        data = await build_report(ctx, day)
+        markdown = render_markdown(data, ctx.settings.public_url)
+        await store_report(ctx, data, markdown)
     if out is not None:
         html = render_html(data)
         await asyncio.to_thread(_write_files, out, data["date"], markdown, html)
+    error: dict[str, str] = {}
     try:
         outcome = await post_report(ctx, data["date"], markdown)
     except Exception as exc:  # noqa: BLE001 - a failed post leaves the stored report usable
-        log.warning("report: posting failed: %s", exc)
+        # Said by the caller: the nightly run's record (partial), the command's exit status.
         outcome = "failed"
+        error["error"] = f"{type(exc).__name__}: {exc}"[:300]
     return {"date": data["date"], "posted": outcome, "totals": data["totals"],
-            "new_landings": data["new_landings"], "baseline": data["baseline"]}
+            "new_landings": data["new_landings"], "baseline": data["baseline"], **error}
 
 
 def _write_files(out: Path, day: str, markdown: str, html: str) -> None:
@@ -344,22 +359,40 @@ def report_command(args: Any) -> int:
     from bot.context import AppContext
 
     day = date.fromisoformat(args.date) if getattr(args, "date", None) else None
+    today = utcnow().date()
+    if day is not None and day > today:
+        print(f"rltracker report: --date {day}: a report shows the state when it is built; "
+              f"one for a day after today ({today}, UTC) cannot be built", file=sys.stderr)
+        return 2
+    past = day is not None and day < today
     out = Path(args.out) if args.out else None
     if out is not None:  # before the report is built, stored and posted, not after
         out.mkdir(parents=True, exist_ok=True)
 
-    async def main() -> dict[str, Any]:
-        ctx = AppContext.create(Settings.from_env())
+    settings = Settings.from_env()
+
+    async def main() -> dict[str, Any] | None:
+        ctx = AppContext.create(settings)
         if ctx.settings.has_app_credentials or ctx.settings.token:
             from bot.github.client import GitHubClient
 
             ctx.github = GitHubClient(ctx.settings)
         try:
-            return await run_report(ctx, day, out)
+            return await run_report(ctx, day, out, stored=past)
         finally:
             await ctx.close()
 
     summary = asyncio.run(main())
+    if summary is None:
+        print(f"rltracker report: --date {day}: no report was built that day, and a past "
+              "night's cannot be built now (a report shows the state when it is built); "
+              "`rltracker report` builds today's", file=sys.stderr)
+        return 2
     json.dump(summary, sys.stdout)
     sys.stdout.write("\n")
+    if summary["posted"] == "failed":  # stored, not posted: a cron job must see it
+        print(f"rltracker report: the report of {summary['date']} is stored but could not be "
+              f"posted on {settings.report_issue} ({summary.get('error')}); run the command "
+              "again to post it", file=sys.stderr)
+        return 1
     return 0

@@ -21,6 +21,7 @@ from analyzers.rules import format_rules_markdown, summarize_rules
 from analyzers.rules_text import file_kind
 from bot.config import PROJECT_ROOT
 from bot.context import AppContext
+from bot.store.installations import silenced_installations
 from bot.store.models import ContributionRules, Repository
 from bot.store.types import utcnow
 
@@ -179,10 +180,15 @@ def load_folder(folder: Path) -> dict[str, str]:
 
 
 async def _installation_id(ctx: AppContext, repo: str) -> int | None:
+    """The installation to read `repo` through; None (GITHUB_TOKEN, or anonymously) when it
+    has none, or one suspended or uninstalled (its token is refused)."""
     async with ctx.sessionmaker() as session:
-        return await session.scalar(
+        installation_id = await session.scalar(
             select(Repository.installation_id).where(func.lower(Repository.full_name) == repo.lower())
         )
+        if installation_id in await silenced_installations(session):
+            return None
+        return installation_id
 
 
 async def cached_rules(ctx: AppContext, repo: str) -> ContributionRules | None:

@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy import select
 
 from bot.github.queries import RECEPTION_QUERY
+from bot.store.installations import silenced_installations
 from bot.store.models import Action, Repository
 from bot.store.types import utcnow
 
@@ -83,11 +84,13 @@ async def refresh_reception(ctx: Any) -> ReceptionStats:
             select(Action).where(Action.comment_node_id.is_not(None), Action.status == "posted",
                                  Action.kind.in_(OWN_KINDS), Action.comment_deleted.is_(False))))
         repos = {r.full_name.lower(): r for r in await session.scalars(select(Repository))}
+        # A suspended or uninstalled installation's token is refused: read those with the rest.
+        silenced = await silenced_installations(session)
         by_installation: dict[int | None, list[Action]] = defaultdict(list)
         for action in actions:
             repo = repos.get(action.repo.lower())
             installation = repo.installation_id if repo is not None and ctx.settings.has_app_credentials else None
-            by_installation[installation].append(action)
+            by_installation[None if installation in silenced else installation].append(action)
         for installation_id, group in by_installation.items():
             for i in range(0, len(group), CHUNK):
                 chunk = group[i:i + CHUNK]

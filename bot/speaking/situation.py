@@ -13,7 +13,8 @@ from sqlalchemy.exc import IntegrityError
 
 from analyzers.catalog import framework_id
 from bot.speaking.quiet import issue_ref
-from bot.store.models import Action, Analysis, Installation, Repository, Thread
+from bot.store.installations import silenced_installations
+from bot.store.models import Action, Analysis, Repository, Thread
 from bot.store.threads import get_thread, load_comments, thread_record
 
 log = logging.getLogger(__name__)
@@ -58,13 +59,6 @@ class Prefetched:
 _REPOSITORIES_NAMED = select(Repository).where(
     func.lower(Repository.full_name).in_(bindparam("names", expanding=True)))
 _ACTIONS_KEYED = select(Action).where(Action.dedupe_key.in_(bindparam("keys", expanding=True)))
-# Installations the app must not speak through: suspended (GitHub refuses their tokens) or
-# uninstalled. Deliveries queued before the event still arrive; they are tracked, not answered.
-_SILENCED = select(Installation.id).where(Installation.suspended.is_(True) | Installation.deleted.is_(True))
-
-
-async def silenced_installations(session: Any) -> set[int]:
-    return set(await session.scalars(_SILENCED))
 
 
 async def prefetch(session: Any, threads: list[tuple[str, int]]) -> Prefetched:
@@ -113,8 +107,10 @@ def _situation(thread: Any, number: int, record: dict[str, Any], row: Repository
                payload: dict[str, Any] | None, existing: Action | None,
                silenced: set[int]) -> Situation:
     installation_id = row.installation_id
-    if installation_id is None:
+    if installation_id is None:  # a row written before its installation was known
         installation_id = installation_from(payload)
+        if installation_id == row.removed_installation_id:
+            installation_id = None  # removed from it: the delivery predates the removal
     if installation_id in silenced:
         installation_id = None  # as if not installed: the app only tracks there
     return Situation(

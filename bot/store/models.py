@@ -58,6 +58,10 @@ class Repository(Base):
     installation_id: Mapped[int | None] = mapped_column(
         ForeignKey("installations.id", ondelete="SET NULL")
     )
+    # The installation this repository was removed from while it stays active: a delivery
+    # naming that installation (queued before, redelivered) does not make it installed
+    # again; only an installation event does.
+    removed_installation_id: Mapped[int | None] = mapped_column(BigInteger)
     default_branch: Mapped[str | None] = mapped_column(String(255))
     config: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # parsed .github/rltracker.yml
     config_error: Mapped[str | None] = mapped_column(Text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 
@@ -10,6 +11,16 @@ from sqlalchemy.types import TypeDecorator
 
 # Thread numbers are INTEGER columns: 32 bits on PostgreSQL (GitHub's numbers stay far below).
 MAX_THREAD_NUMBER = 2**31 - 1
+
+
+# What no database column can store: U+0000 (PostgreSQL text refuses it) and lone surrogates
+# (valid JSON as "\ud800", not encodable as UTF-8: SQLite and asyncpg both fail on them).
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable_text(text: str) -> str:
+    """`text` with every character no database can store replaced by U+FFFD."""
+    return UNSTORABLE.sub("\ufffd", text)
 
 
 def utcnow() -> datetime:

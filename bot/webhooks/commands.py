@@ -10,6 +10,13 @@ Only the thread's author or a maintainer (author_association OWNER, MEMBER, COLL
 use them; anyone else gets no answer (a skipped action records why). Bots, and the app's own
 comments, are ignored without a record. Each command comment is handled once: its Action
 row's dedupe key carries the comment id, so a redelivery does not answer twice.
+
+Edited comments: an edit that adds a command, or changes one (a misspelt `/rltracker metods`
+made right), is handled as a new comment's command would be. An edit that leaves the command
+as it was is not: the comment was answered already, or was written when the app could not
+answer it, and fixing a typo elsewhere in it is no request. A comment is still answered once
+at most: an edit that changes a command already answered records why nothing was posted
+(write a new comment to ask again).
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from typing import Any
 
 from gidgethub import sansio
 from gidgethub.routing import Router
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 
 from analyzers.catalog import canonical_repo, framework_id
 from bot.speaking.claims import claim
@@ -30,7 +37,7 @@ from bot.speaking.render import is_app_comment, methods_reply, rules_reply
 from bot.speaking.repo_config import effective_dry_run, get_repo_config
 from bot.speaking.rule_summary import rules_markdown
 from bot.speaking.situation import failure_key, rules_key
-from bot.store.models import Action
+from bot.store.models import Action, Repository
 from bot.store.types import utcnow
 
 log = logging.getLogger(__name__)
@@ -148,11 +155,35 @@ async def _minimize(ctx: Any, repo: str, number: int, installation_id: int | Non
     return done
 
 
-async def _silenced(ctx: Any, installation_id: int) -> bool:
-    from bot.speaking.situation import silenced_installations
+def _command_before_edit(data: dict[str, Any]) -> tuple[str, list[str]] | None | bool:
+    """The command of an edited comment's previous body (None: it had none); False when the
+    payload does not say what the body was."""
+    changes = data.get("changes")
+    before = changes.get("body") if isinstance(changes, dict) else None
+    if not isinstance(before, dict) or not isinstance(before.get("from"), str):
+        return False
+    return parse_command(before["from"])
+
+
+async def _answered(ctx: Any, key: str) -> bool:
+    """Whether the command comment with this dedupe key was handled (answered, acted on, or
+    being answered right now)."""
+    async with ctx.sessionmaker() as session:
+        return await session.scalar(select(Action.id).where(Action.dedupe_key == key)) is not None
+
+
+async def _silenced(ctx: Any, repo: str, installation_id: int) -> bool:
+    """The app must not speak through this installation here: it is suspended or uninstalled,
+    or the repository was removed from it (the command was written before)."""
+    from bot.store.installations import silenced_installations
 
     async with ctx.sessionmaker() as session:
-        return installation_id in await silenced_installations(session)
+        if installation_id in await silenced_installations(session):
+            return True
+        removed = await session.scalar(
+            select(Repository.removed_installation_id)
+            .where(func.lower(Repository.full_name) == repo.lower()))
+        return removed == installation_id
 
 
 async def handle_command(event: sansio.Event, ctx: Any) -> str:
@@ -163,6 +194,8 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     parsed = parse_command(body)
     if parsed is None:
         return "no_command"
+    if data.get("action") == "edited" and _command_before_edit(data) == parsed:
+        return "unchanged_command"
     user = comment.get("user") or {}
     if _is_bot(user) or is_app_comment(body):
         return "ignored_bot"
@@ -175,6 +208,11 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     comment_id = int(comment.get("id") or 0)
     word, args = parsed
     key = f"{repo}#{number}:command:{comment_id}"
+    if data.get("action") == "edited" and await _answered(ctx, key):
+        await record_skip(ctx, repo, number, "command", f"edited_after_answer:{comment_id}",
+                          "this comment's command was answered already; a comment is answered "
+                          "once: write a new comment to ask again", command=word[:20])
+        return "already_answered"
     login = user.get("login")
     author = (thread_data.get("user") or {}).get("login")
     association = (comment.get("author_association") or "").upper()
@@ -188,8 +226,8 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
                           "unknown /rltracker command", command=word[:20])
         return "unknown"
     discussion_id = (data.get("discussion") or {}).get("node_id")
-    if installation_id is not None and await _silenced(ctx, int(installation_id)):
-        return "not_installed"  # suspended or uninstalled since the command was written
+    if installation_id is not None and await _silenced(ctx, repo, int(installation_id)):
+        return "not_installed"  # suspended, uninstalled or removed since it was written
     # "dry_run: true" in the repository's config holds for commands as for comments.
     dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
     if word in ("methods", "rules"):
@@ -311,6 +349,16 @@ async def on_issue_comment(event: sansio.Event, ctx: Any) -> None:
 
 @router.register("discussion_comment", action="created")
 async def on_discussion_comment(event: sansio.Event, ctx: Any) -> None:
+    await handle_command(event, ctx)
+
+
+@router.register("issue_comment", action="edited")
+async def on_issue_comment_edited(event: sansio.Event, ctx: Any) -> None:
+    await handle_command(event, ctx)
+
+
+@router.register("discussion_comment", action="edited")
+async def on_discussion_comment_edited(event: sansio.Event, ctx: Any) -> None:
     await handle_command(event, ctx)
 
 

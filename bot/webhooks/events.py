@@ -175,7 +175,9 @@ async def _repository(
         return  # written by this process, or earlier in this transaction (a batch)
     if iid is not None:
         owner = data.get("owner")
-        await ensure_installation(session, iid, owner if isinstance(owner, Mapping) else None)
+        inst = await ensure_installation(session, iid, owner if isinstance(owner, Mapping) else None)
+        if inst.deleted:  # a delivery queued before the uninstall: the link is gone for good
+            iid = None
     await upsert_repository(
         session, repo, github_id=github_id, installation_id=iid, default_branch=branch
     )

@@ -59,9 +59,15 @@ async def upsert_repository(
     github_id: int | None = None,
     installation_id: int | None = None,
     default_branch: str | None = None,
+    installation_event: bool = False,
 ) -> Repository:
     """Insert or update a repository row; keyed by GitHub id when known (renames keep it),
-    else by canonical name (case-insensitive)."""
+    else by canonical name (case-insensitive).
+
+    `installation_id`: the installation the delivery came through; the row takes it, unless
+    the repository was removed from that installation (`removed_installation_id`) and the
+    delivery is not an installation event (`installation_event`): a delivery queued before
+    the removal, or redelivered after it, still names the installation."""
     name = canonical_repo(full_name)
     repo: Repository | None = None
     if github_id is not None:
@@ -81,8 +87,10 @@ async def upsert_repository(
             repo.full_name = name
     if github_id is not None and repo.github_id is None:
         repo.github_id = int(github_id)
-    if installation_id is not None:
+    if installation_id is not None and (
+            installation_event or repo.removed_installation_id != int(installation_id)):
         repo.installation_id = int(installation_id)
+        repo.removed_installation_id = None
     if default_branch:
         repo.default_branch = default_branch
     repo.framework = framework_id(name) or repo.framework
@@ -173,7 +181,8 @@ async def handle_installation(payload: Mapping[str, Any], ctx: Any) -> None:
             repos = _repositories(payload, "repositories", where)
             for repo in repos:
                 await upsert_repository(
-                    session, repo["full_name"], github_id=repo.get("id"), installation_id=iid
+                    session, repo["full_name"], github_id=repo.get("id"), installation_id=iid,
+                    installation_event=True,
                 )
         await session.commit()
     _forget_written_repositories(ctx)
@@ -194,11 +203,13 @@ async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any)
     async with ctx.sessionmaker() as session:
         await _upsert_installation(session, data, alive=bool(added))
         for repo in added:
-            await upsert_repository(session, repo["full_name"], github_id=repo.get("id"), installation_id=iid)
+            await upsert_repository(session, repo["full_name"], github_id=repo.get("id"),
+                                    installation_id=iid, installation_event=True)
         for repo in removed:
             row = await upsert_repository(session, repo["full_name"], github_id=repo.get("id"))
-            if row.installation_id == iid:
+            if row.installation_id in (iid, None):
                 row.installation_id = None
+                row.removed_installation_id = iid
         await session.commit()
     _forget_written_repositories(ctx)
     log.info("installation %s: %d repositories added, %d removed", iid, len(added), len(removed))

@@ -19,6 +19,7 @@ from gidgethub import ValidationFailure, sansio
 from bot.config import WEBHOOK_BODY_LIMIT
 from bot.context import CTX, INBOX, METRICS
 from bot.logs import log_delivery
+from bot.store.types import storable_text
 from bot.webhooks.inbox import DUPLICATE, InboxRow
 
 log = logging.getLogger(__name__)
@@ -46,9 +47,10 @@ def _decode_payload(content_type: str, charset: str | None, body: bytes) -> tupl
 
 
 def _column_text(value: Any, limit: int) -> str | None:
-    """A payload string for an inbox column: cut to the column, U+0000 as U+FFFD (PostgreSQL
-    text cannot hold it; the stored payload keeps the original)."""
-    return value[:limit].replace("\x00", "\ufffd") if isinstance(value, str) else None
+    """A payload string for an inbox column: cut to the column, U+0000 and lone surrogates
+    (`"\\ud800"` is valid JSON; no database can store the result) as U+FFFD; the stored
+    payload keeps the original."""
+    return storable_text(value[:limit]) if isinstance(value, str) else None
 
 
 def _str_field(data: dict[str, Any], key: str, limit: int) -> str | None:
@@ -61,11 +63,12 @@ def _repo_of(data: dict[str, Any]) -> str | None:
 
 
 def _installation_of(data: dict[str, Any]) -> int | None:
+    """The installation id for its column (a 64-bit integer), else None: a larger number made
+    the row unstorable and the delivery was answered 503 and lost."""
     inst = data.get("installation")
-    if isinstance(inst, dict) and isinstance(inst.get("id"), int) and not isinstance(
-        inst.get("id"), bool
-    ):
-        return inst["id"]
+    iid = inst.get("id") if isinstance(inst, dict) else None
+    if isinstance(iid, int) and not isinstance(iid, bool) and -(2**63) <= iid < 2**63:
+        return iid
     return None
 
 
@@ -123,6 +126,8 @@ async def _webhook(request: web.Request, event_name: str | None) -> web.Response
         data, payload_text = _decode_payload(request.content_type, request.charset, body)
     except (ValueError, LookupError) as exc:  # bad JSON, bad UTF-8, unknown charset, no payload=
         return reject(400, f"body is not a JSON payload: {type(exc).__name__}")
+    except RecursionError:  # [[[[...]]]] nested deeper than the decoder goes: was a 500
+        return reject(400, "body is not a JSON payload: nested too deeply")
     if not isinstance(data, dict):
         return reject(400, "payload is not a JSON object")
     if "\x00" in payload_text:  # PostgreSQL text cannot hold NUL; JSON never needs a raw one

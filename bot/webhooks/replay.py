@@ -106,7 +106,15 @@ async def replay(paths: list[str], url: str, secret: str, event: str | None = No
                                         headers=delivery_headers(name, body, secret)) as resp:
                     await resp.read()
                     results.append((path, resp.status))
-            except aiohttp.ClientError as exc:
+            except aiohttp.ClientConnectorError as exc:
+                # Nothing listens there: every other file would fail the same way, each with
+                # a line naming only the exception's class.
+                from bot.config import UserError
+
+                raise UserError(f"cannot connect to {url} ({type(exc.os_error).__name__}); is "
+                                f"`rltracker serve` running there? {len(results)} of "
+                                f"{len(files)} files sent") from exc
+            except (aiohttp.ClientError, TimeoutError) as exc:  # this one failed: go on
                 results.append((path, f"error: {type(exc).__name__}"))
     return results
 

@@ -14,11 +14,13 @@ process, so rows left `processing` are put back to pending at start without wait
 
 Failures. Exceptions that retrying cannot fix (a payload missing a field: KeyError, TypeError,
 ValueError, ...; a GitHub 4xx such as a locked issue's 403 or a deleted thread's 404) fail
-the row at once with the reason; anything else is retried with
-exponential backoff and jitter (`next_attempt_at`) up to `max_attempts`, then failed (listed
-and re-queued by `rltracker deliveries`). A GitHub rate-limit answer the client gave up on
-puts the next attempt no earlier than GitHub asked (`retry-after`, the limit's reset). Either
-way the worker goes on with the next row.
+the row at once with the reason. Transient ones (`transient`: GitHub's 5xx and rate limits,
+401/408/409/429, the network, the database connection) are retried with exponential backoff
+and jitter (`next_attempt_at`) up to `max_transient_attempts` (about four and a half hours:
+GitHub outages outlast minutes), anything else (most likely a bug) up to `max_attempts`
+(about seven minutes); then the row fails (listed and re-queued by `rltracker deliveries`).
+A GitHub rate-limit answer the client gave up on puts the next attempt no earlier than GitHub
+asked (`retry-after`, the limit's reset). Either way the worker goes on with the next row.
 
 Batches (`batch_size`, PROCESS_BATCH in a worker process; 1 in the web process). The oldest
 `batch_size` takeable rows are claimed in one statement (`... WHERE id IN (SELECT ... LIMIT n
@@ -39,6 +41,7 @@ import json
 import logging
 import os
 import random
+import re
 import socket
 import traceback
 import uuid
@@ -47,19 +50,25 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import aiohttp
 import gidgethub
 from gidgethub import sansio
 from gidgethub.routing import Router
 from sqlalchemy import and_, bindparam, or_, select, update
+from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
 
 from bot.github.client import rate_limit_wait
 from bot.logs import log_delivery
 from bot.store.models import Delivery
-from bot.store.types import utcnow
+from bot.store.types import storable_text, utcnow
 
 log = logging.getLogger(__name__)
 
-MAX_ATTEMPTS = 5
+MAX_ATTEMPTS = 5  # an unexpected error: 5, 20, 80, 320 s apart, about seven minutes
+# A transient one (`transient`): then 21 min and four hours apart, about four and a half hours
+# in all, so a GitHub outage of an afternoon does not leave deliveries failed for a person to
+# re-queue. Bounded all the same: a delivery is not retried forever.
+MAX_TRANSIENT_ATTEMPTS = 10
 # Rows a worker process (`serve --workers N`) claims and handles at once. A batch's rows share
 # their claim, their records' transaction, one analysis per thread and their finish; a kill
 # leaves at most this many rows claimed, each taken again (and handled again, idempotently)
@@ -87,6 +96,19 @@ def refused_for_good(error: BaseException) -> bool:
     return (isinstance(error, gidgethub.BadRequest) and status is not None
             and 400 <= int(status) < 500 and int(status) not in RETRYABLE_CLIENT_ERRORS
             and rate_limit_wait(error) is None)
+
+
+def transient(error: BaseException) -> bool:
+    """A failure the same attempt may well not meet later: GitHub's 5xx, a rate limit or
+    another answer worth retrying (401, 408, 409, 429), the network (a refused or dropped
+    connection, a timeout), the database's connection."""
+    if isinstance(error, gidgethub.GitHubBroken) or rate_limit_wait(error) is not None:
+        return True
+    if isinstance(error, gidgethub.BadRequest):
+        return int(error.status_code) in RETRYABLE_CLIENT_ERRORS
+    if isinstance(error, DBAPIError):
+        return error.connection_invalidated or isinstance(error, OperationalError | InterfaceError)
+    return isinstance(error, OSError | aiohttp.ClientError | DisconnectionError)
 
 
 def _takeable(t: Any, now: Any) -> Any:
@@ -154,21 +176,28 @@ def _build_statements() -> tuple[Any, Any]:
 _EXTEND, _FINISH = _build_statements()
 
 
-def _without_nul(value: Any) -> Any:
-    """GitHub text may carry U+0000, which PostgreSQL text columns refuse: every handler would
-    fail on it, so it becomes U+FFFD (the replacement character) before dispatch."""
+def _storable(value: Any) -> Any:
+    """GitHub text may carry U+0000, which PostgreSQL text columns refuse, and a payload may
+    escape a lone surrogate ("\\ud800", valid JSON that no database can encode): every handler
+    would fail on them (the thread or comment lost), so they become U+FFFD (the replacement
+    character) before dispatch."""
     if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
+        return storable_text(value)
     if isinstance(value, dict):
-        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+        return {_storable(k): _storable(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_without_nul(v) for v in value]
+        return [_storable(v) for v in value]
     return value
 
 
+# In the raw payload: an escaped U+0000 or surrogate (a pair, which is fine, or a lone one).
+_ESCAPED_UNSTORABLE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+
+
 def default_backoff(attempt: int) -> float:
-    """Seconds before attempt `attempt + 1`: 5, 20, 80, 320 (+-25% jitter), so five attempts
-    span about seven minutes: long enough to ride out a short GitHub outage."""
+    """Seconds before attempt `attempt + 1`: 5, 20, 80, 320, 1280, then an hour (+-25%
+    jitter): the first five attempts span about seven minutes (a short GitHub outage), the
+    ten a transient failure gets about four and a half hours."""
     base = min(3600.0, 5.0 * 4.0 ** max(0, attempt - 1))
     return base * random.uniform(0.75, 1.25)
 
@@ -196,6 +225,7 @@ class Worker:
         *,
         worker_id: str | None = None,
         max_attempts: int = MAX_ATTEMPTS,
+        max_transient_attempts: int = MAX_TRANSIENT_ATTEMPTS,
         lease_seconds: float | None = None,
         poll_seconds: float = 2.0,
         backoff: Callable[[int], float] = default_backoff,
@@ -218,6 +248,7 @@ class Worker:
         self.router = router
         self.worker_id = worker_id or make_worker_id()
         self.max_attempts = max_attempts
+        self.max_transient_attempts = max(max_attempts, max_transient_attempts)
         self.lease = float(lease_seconds if lease_seconds is not None else ctx.settings.worker_lease)
         self.poll_seconds = poll_seconds
         self.backoff = backoff
@@ -392,8 +423,8 @@ class Worker:
 
     def _event(self, claimed: Claimed) -> sansio.Event:
         data = json.loads(claimed.payload)
-        if "\\u0000" in claimed.payload:  # cheap test first: almost never true
-            data = _without_nul(data)
+        if "\\u" in claimed.payload and _ESCAPED_UNSTORABLE.search(claimed.payload):
+            data = _storable(data)  # the cheap test first: almost never true
         if not isinstance(data, dict):
             raise ValueError("payload is not a JSON object")
         return sansio.Event(data, event=claimed.event, delivery_id=claimed.delivery_id)
@@ -485,7 +516,8 @@ class Worker:
             reason = f"payload is missing field {error}"
         permanent = isinstance(error, PERMANENT_ERRORS) or refused_for_good(error)
         detail = "".join(traceback.format_exception(error))[-4000:]
-        if permanent or claimed.attempts >= self.max_attempts:
+        bound = self.max_transient_attempts if transient(error) else self.max_attempts
+        if permanent or claimed.attempts >= bound:
             return "failed", reason, {"status": "failed", "finished_at": utcnow(),
                                       "next_attempt_at": None, "last_error": f"{reason}\n{detail}"}
         delay = max(0.0, self.backoff(claimed.attempts))

@@ -198,24 +198,40 @@ def _remembered_all(finditer: Any) -> Any:
 def _remembering_tokenizer() -> Any:
     """spaCy's default tokenizer factory ("spacy.Tokenizer.v1": the language's special
     cases, affix expressions and URL matchers), built once with the expressions remembered
-    per string. (Replacing the expressions of a built tokenizer would load its special cases
-    again, ~0.1 s of start-up for each one replaced.)"""
+    per string and without special cases that change no token (_changing_rules).
+    (Replacing the expressions of a built tokenizer would load its special cases again,
+    ~0.1 s of start-up for each one replaced.)"""
     from spacy import util
 
     def make(pipeline: Language) -> Tokenizer:
         defaults = pipeline.Defaults
         prefixes, suffixes, infixes = defaults.prefixes, defaults.suffixes, defaults.infixes
-        return Tokenizer(
-            pipeline.vocab,
-            rules=defaults.tokenizer_exceptions,
-            prefix_search=_remembered(util.compile_prefix_regex(prefixes).search if prefixes else None),
-            suffix_search=_remembered(util.compile_suffix_regex(suffixes).search if suffixes else None),
-            infix_finditer=_remembered_all(util.compile_infix_regex(infixes).finditer if infixes else None),
-            token_match=_remembered(defaults.token_match),
-            url_match=_remembered(defaults.url_match),
-        )
+        expressions = {
+            "prefix_search": _remembered(util.compile_prefix_regex(prefixes).search if prefixes else None),
+            "suffix_search": _remembered(util.compile_suffix_regex(suffixes).search if suffixes else None),
+            "infix_finditer": _remembered_all(util.compile_infix_regex(infixes).finditer if infixes else None),
+            "token_match": _remembered(defaults.token_match),
+            "url_match": _remembered(defaults.url_match),
+        }
+        without_rules = Tokenizer(pipeline.vocab, rules={}, **expressions)
+        return Tokenizer(pipeline.vocab, rules=_changing_rules(defaults.tokenizer_exceptions, without_rules), **expressions)
 
     return make
+
+
+def _changing_rules(rules: Mapping[str, Any], without_rules: Tokenizer) -> dict[str, Any]:
+    """`rules` less the special cases of white space that give the one token the tokenizer
+    gives without them (" ", "\\t", "\\n"). Such a case changes no token but costs: spaCy
+    remembers no chunk of a text after the first special case it meets there (has_special,
+    spaCy #1250), so after the first line break every word of a text went through the affix
+    expressions again, in every text. A text's chunks are either all white space or hold
+    none, so a white-space string is only ever met as a whole chunk, never left over from
+    splitting affixes off a longer one: without its rule, it is the one token checked here."""
+    kept: dict[str, Any] = {}
+    for string, tokens in rules.items():
+        if not (string.isspace() and tokens == [{ORTH: string}] and [t.text for t in without_rules(string)] == [string]):
+            kept[string] = tokens
+    return kept
 
 
 _PIPELINE: list[Language] = []  # the one pipeline, once built

@@ -93,13 +93,22 @@ def lemma_hashes(lowers: list[int]) -> list[int]:
     return cached_map(lowers, _LEMMA_OF, lemma_of, 500_000)
 
 
+def doc_lemmas(document: Doc) -> list[int]:
+    """The lemma (hash) the pipeline gives each token of `document`, read from its lower-case
+    forms (not from the document's LEMMA column: it need not be set)."""
+    return lemma_hashes(document.to_array([LOWER]).reshape(-1).tolist()) if len(document) else []
+
+
+def set_lemmas(document: Doc, lemmas: list[int]) -> Doc:
+    """`document` with its LEMMA column set to `lemmas` (doc_lemmas: what the pipeline sets)."""
+    if lemmas:
+        document.from_array([LEMMA], numpy.asarray(lemmas, dtype="uint64").reshape(-1, 1))
+    return document
+
+
 @Language.component("rlt_lower_lemmatizer")
 def _lower_lemmatizer(doc: Doc) -> Doc:
-    if not len(doc):
-        return doc
-    out = lemma_hashes(doc.to_array([LOWER]).reshape(-1).tolist())
-    doc.from_array([LEMMA], numpy.asarray(out, dtype="uint64").reshape(-1, 1))
-    return doc
+    return set_lemmas(doc, doc_lemmas(doc))
 
 
 @lru_cache(maxsize=1)
@@ -306,7 +315,13 @@ def annotate(text: str) -> Doc:
 def lemmatized(text: str | None) -> Doc:
     """doc(text) without the sentence flags (sentence_starts finds them when they are needed):
     the tokens and their lemmas."""
-    return _lower_lemmatizer(nlp().tokenizer(_bounded(text)))
+    return _lower_lemmatizer(tokens(text))
+
+
+def tokens(text: str | None) -> Doc:
+    """The tokens of `text` as `lemmatized` makes them, without the lemmas (doc_lemmas and
+    set_lemmas add them, for a caller that reads them first)."""
+    return nlp().tokenizer(_bounded(text))
 
 
 def doc(text: str | None) -> Doc:

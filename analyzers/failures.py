@@ -239,7 +239,8 @@ def _rules() -> _Rules:
         # `flat` first: 不上升 must read as flat before 上升 reads as up.
         return sorted(pairs, key=lambda p: (0 if p[1] == "flat" else 1, -len(p[0])))
 
-    matcher = nlp.phrase_matcher(table, attr="LEMMA")
+    docs = nlp.pattern_docs(table, attr="LEMMA")
+    matcher = nlp.docs_matcher(docs, attr="LEMMA")
     strings = matcher.vocab.strings
 
     def ids(words: frozenset[str]) -> frozenset[int]:
@@ -251,12 +252,7 @@ def _rules() -> _Rules:
         categories=categories,
         matcher=matcher,
         labels={strings.add(label): (cat, tag) for label in table for cat, _, tag in [label.partition("|")]},
-        first_lemmas=frozenset(
-            nlp.doc_lemmas(document)[0]
-            for phrases in table.values()
-            for phrase in phrases
-            if len(document := nlp.tokens(phrase))
-        ),
+        first_lemmas=frozenset(d[0].lemma for label_docs in docs.values() for d in label_docs),
         lemma_ids=_LemmaIds(ids(_PREVENTION), ids(_NEGATIONS), ids(_SETTING_WORDS), strings.add("long")),
         negatives=negatives,
         observation_zh=[p.lower() for p in obs.get("zh", [])],

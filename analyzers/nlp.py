@@ -334,11 +334,16 @@ def sentences(text: str | None) -> list[str]:
     return [s.text.strip() for s in doc(text).sents if s.text.strip()]
 
 
-def _pattern_docs(phrases: Iterable[str], attr: str) -> list[Doc]:
+def pattern_docs(table: Mapping[str, Iterable[str]], attr: str = "LEMMA") -> dict[str, list[Doc]]:
+    """The docs phrase_matcher matches for each key of `table` (key -> phrases; blank phrases
+    and keys without a phrase left out): lemmatised for attr="LEMMA", tokens alone else."""
     pipe = nlp()
-    if attr == "LEMMA":
-        return list(pipe.pipe(phrases))
-    return [pipe.make_doc(p) for p in phrases]
+    docs: dict[str, list[Doc]] = {}
+    for label, phrases in table.items():
+        kept = [p for p in phrases if p and p.strip()]
+        if kept:
+            docs[label] = list(pipe.pipe(kept)) if attr == "LEMMA" else [pipe.make_doc(p) for p in kept]
+    return docs
 
 
 def phrase_matcher(table: Mapping[str, Iterable[str]], attr: str = "LEMMA") -> PhraseMatcher:
@@ -346,11 +351,14 @@ def phrase_matcher(table: Mapping[str, Iterable[str]], attr: str = "LEMMA") -> P
 
     attr="LEMMA" matches inflected forms ("collapsed" for "collapse"); "LOWER" matches words
     exactly, ignoring case."""
+    return docs_matcher(pattern_docs(table, attr), attr)
+
+
+def docs_matcher(docs: Mapping[str, list[Doc]], attr: str = "LEMMA") -> PhraseMatcher:
+    """phrase_matcher of a table whose pattern_docs are `docs` (for a caller that reads them too)."""
     matcher = PhraseMatcher(nlp().vocab, attr=attr)
-    for label, phrases in table.items():
-        docs = _pattern_docs([p for p in phrases if p and p.strip()], attr)
-        if docs:
-            matcher.add(label, docs)
+    for label, label_docs in docs.items():
+        matcher.add(label, label_docs)
     return matcher
 
 

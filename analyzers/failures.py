@@ -155,6 +155,9 @@ class _Rules:
     # match id -> the label split at "|" ("<category>", "P"), ("~m", "<metric>"): a dict look-up
     # per match instead of decoding the label from the StringStore twice.
     labels: dict[int, tuple[str, str]]
+    # lemma ids of the first word of every phrase of `matcher`: a text holding none of them
+    # holds no match
+    first_lemmas: frozenset[int]
     lemma_ids: _LemmaIds
     negatives: list[_Negative]
     observation_zh: list[str]
@@ -236,7 +239,8 @@ def _rules() -> _Rules:
         # `flat` first: 不上升 must read as flat before 上升 reads as up.
         return sorted(pairs, key=lambda p: (0 if p[1] == "flat" else 1, -len(p[0])))
 
-    matcher = nlp.phrase_matcher(table, attr="LEMMA")
+    docs = nlp.pattern_docs(table, attr="LEMMA")
+    matcher = nlp.docs_matcher(docs, attr="LEMMA")
     strings = matcher.vocab.strings
 
     def ids(words: frozenset[str]) -> frozenset[int]:
@@ -248,6 +252,7 @@ def _rules() -> _Rules:
         categories=categories,
         matcher=matcher,
         labels={strings.add(label): (cat, tag) for label in table for cat, _, tag in [label.partition("|")]},
+        first_lemmas=frozenset(d[0].lemma for label_docs in docs.values() for d in label_docs),
         lemma_ids=_LemmaIds(ids(_PREVENTION), ids(_NEGATIONS), ids(_SETTING_WORDS), strings.add("long")),
         negatives=negatives,
         observation_zh=[p.lower() for p in obs.get("zh", [])],
@@ -313,15 +318,17 @@ def _span_texts(document: Any, text: str) -> Callable[[int, int], str]:
 
 def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
     """Lexicon cues of one text ("t" title, "b" body) into `ev`."""
-    document = nlp.lemmatized(text)  # sentences found (nlp.sentence_starts) only when a cue is
-    found = rules.matcher(document)
+    document = nlp.tokens(text)  # sentences found (nlp.sentence_starts) only when a cue is
+    lemmas = nlp.doc_lemmas(document)
+    if rules.first_lemmas.isdisjoint(lemmas):
+        return  # no phrase starts at any token (a third of the texts): the matcher finds nothing
+    found = rules.matcher(nlp.set_lemmas(document, lemmas))
     if not found:
         return
     labels = rules.labels
     hits, symptom_hits = [], []
     for hit in found:
         (symptom_hits if labels[hit[0]][0][0] == "~" else hits).append(hit)
-    lemmas: list[int] = document.to_array("LEMMA").tolist()
     span_text = _span_texts(document, text)
     # Sentence starts, so pairs never cross a sentence boundary (bisect per lookup): found
     # only for a text holding a pair to test (about half of those with a cue hold none).

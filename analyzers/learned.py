@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 import zlib
 from collections import _count_elements  # type: ignore[attr-defined]  # Counter.update's C helper
 from collections.abc import Callable, Iterable, Mapping
@@ -177,7 +178,9 @@ class Features:
         size = self.buckets
 
         def key_of(item: Any) -> str:
-            return f"{namespace}#{bucket(namespace, gram_of(item), size)}"
+            # Interned, as the models' keys are (LinearModel.from_json): a weight is then
+            # found by identity, without comparing the strings' characters.
+            return sys.intern(f"{namespace}#{bucket(namespace, gram_of(item), size)}")
 
         table = tables.setdefault((namespace, size), {})
         return cached_map(items, table, key_of, _KEY_CACHE_SIZE)
@@ -333,7 +336,8 @@ class LinearModel:
         return cls(
             name=str(data["name"]),
             classes=[str(c) for c in data["classes"]],
-            weights={str(c): {str(k): float(v) for k, v in w.items()} for c, w in data["weights"].items()},
+            # Feature names interned, as Features makes its keys: looked up by identity.
+            weights={str(c): {sys.intern(str(k)): float(v) for k, v in w.items()} for c, w in data["weights"].items()},
             bias={str(c): float(b) for c, b in data["bias"].items()},
             threshold=float(data.get("threshold", 0.5)),
             buckets=int(data.get("buckets", BUCKETS)),

@@ -93,13 +93,22 @@ def lemma_hashes(lowers: list[int]) -> list[int]:
     return cached_map(lowers, _LEMMA_OF, lemma_of, 500_000)
 
 
+def doc_lemmas(document: Doc) -> list[int]:
+    """The lemma (hash) the pipeline gives each token of `document`, read from its lower-case
+    forms (not from the document's LEMMA column: it need not be set)."""
+    return lemma_hashes(document.to_array([LOWER]).reshape(-1).tolist()) if len(document) else []
+
+
+def set_lemmas(document: Doc, lemmas: list[int]) -> Doc:
+    """`document` with its LEMMA column set to `lemmas` (doc_lemmas: what the pipeline sets)."""
+    if lemmas:
+        document.from_array([LEMMA], numpy.asarray(lemmas, dtype="uint64").reshape(-1, 1))
+    return document
+
+
 @Language.component("rlt_lower_lemmatizer")
 def _lower_lemmatizer(doc: Doc) -> Doc:
-    if not len(doc):
-        return doc
-    out = lemma_hashes(doc.to_array([LOWER]).reshape(-1).tolist())
-    doc.from_array([LEMMA], numpy.asarray(out, dtype="uint64").reshape(-1, 1))
-    return doc
+    return set_lemmas(doc, doc_lemmas(doc))
 
 
 @lru_cache(maxsize=1)
@@ -198,24 +207,40 @@ def _remembered_all(finditer: Any) -> Any:
 def _remembering_tokenizer() -> Any:
     """spaCy's default tokenizer factory ("spacy.Tokenizer.v1": the language's special
     cases, affix expressions and URL matchers), built once with the expressions remembered
-    per string. (Replacing the expressions of a built tokenizer would load its special cases
-    again, ~0.1 s of start-up for each one replaced.)"""
+    per string and without special cases that change no token (_changing_rules).
+    (Replacing the expressions of a built tokenizer would load its special cases again,
+    ~0.1 s of start-up for each one replaced.)"""
     from spacy import util
 
     def make(pipeline: Language) -> Tokenizer:
         defaults = pipeline.Defaults
         prefixes, suffixes, infixes = defaults.prefixes, defaults.suffixes, defaults.infixes
-        return Tokenizer(
-            pipeline.vocab,
-            rules=defaults.tokenizer_exceptions,
-            prefix_search=_remembered(util.compile_prefix_regex(prefixes).search if prefixes else None),
-            suffix_search=_remembered(util.compile_suffix_regex(suffixes).search if suffixes else None),
-            infix_finditer=_remembered_all(util.compile_infix_regex(infixes).finditer if infixes else None),
-            token_match=_remembered(defaults.token_match),
-            url_match=_remembered(defaults.url_match),
-        )
+        expressions = {
+            "prefix_search": _remembered(util.compile_prefix_regex(prefixes).search if prefixes else None),
+            "suffix_search": _remembered(util.compile_suffix_regex(suffixes).search if suffixes else None),
+            "infix_finditer": _remembered_all(util.compile_infix_regex(infixes).finditer if infixes else None),
+            "token_match": _remembered(defaults.token_match),
+            "url_match": _remembered(defaults.url_match),
+        }
+        without_rules = Tokenizer(pipeline.vocab, rules={}, **expressions)
+        return Tokenizer(pipeline.vocab, rules=_changing_rules(defaults.tokenizer_exceptions, without_rules), **expressions)
 
     return make
+
+
+def _changing_rules(rules: Mapping[str, Any], without_rules: Tokenizer) -> dict[str, Any]:
+    """`rules` less the special cases of white space that give the one token the tokenizer
+    gives without them (" ", "\\t", "\\n"). Such a case changes no token but costs: spaCy
+    remembers no chunk of a text after the first special case it meets there (has_special,
+    spaCy #1250), so after the first line break every word of a text went through the affix
+    expressions again, in every text. A text's chunks are either all white space or hold
+    none, so a white-space string is only ever met as a whole chunk, never left over from
+    splitting affixes off a longer one: without its rule, it is the one token checked here."""
+    kept: dict[str, Any] = {}
+    for string, tokens in rules.items():
+        if not (string.isspace() and tokens == [{ORTH: string}] and [t.text for t in without_rules(string)] == [string]):
+            kept[string] = tokens
+    return kept
 
 
 _PIPELINE: list[Language] = []  # the one pipeline, once built
@@ -290,7 +315,13 @@ def annotate(text: str) -> Doc:
 def lemmatized(text: str | None) -> Doc:
     """doc(text) without the sentence flags (sentence_starts finds them when they are needed):
     the tokens and their lemmas."""
-    return _lower_lemmatizer(nlp().tokenizer(_bounded(text)))
+    return _lower_lemmatizer(tokens(text))
+
+
+def tokens(text: str | None) -> Doc:
+    """The tokens of `text` as `lemmatized` makes them, without the lemmas (doc_lemmas and
+    set_lemmas add them, for a caller that reads them first)."""
+    return nlp().tokenizer(_bounded(text))
 
 
 def doc(text: str | None) -> Doc:
@@ -303,11 +334,16 @@ def sentences(text: str | None) -> list[str]:
     return [s.text.strip() for s in doc(text).sents if s.text.strip()]
 
 
-def _pattern_docs(phrases: Iterable[str], attr: str) -> list[Doc]:
+def pattern_docs(table: Mapping[str, Iterable[str]], attr: str = "LEMMA") -> dict[str, list[Doc]]:
+    """The docs phrase_matcher matches for each key of `table` (key -> phrases; blank phrases
+    and keys without a phrase left out): lemmatised for attr="LEMMA", tokens alone else."""
     pipe = nlp()
-    if attr == "LEMMA":
-        return list(pipe.pipe(phrases))
-    return [pipe.make_doc(p) for p in phrases]
+    docs: dict[str, list[Doc]] = {}
+    for label, phrases in table.items():
+        kept = [p for p in phrases if p and p.strip()]
+        if kept:
+            docs[label] = list(pipe.pipe(kept)) if attr == "LEMMA" else [pipe.make_doc(p) for p in kept]
+    return docs
 
 
 def phrase_matcher(table: Mapping[str, Iterable[str]], attr: str = "LEMMA") -> PhraseMatcher:
@@ -315,11 +351,14 @@ def phrase_matcher(table: Mapping[str, Iterable[str]], attr: str = "LEMMA") -> P
 
     attr="LEMMA" matches inflected forms ("collapsed" for "collapse"); "LOWER" matches words
     exactly, ignoring case."""
+    return docs_matcher(pattern_docs(table, attr), attr)
+
+
+def docs_matcher(docs: Mapping[str, list[Doc]], attr: str = "LEMMA") -> PhraseMatcher:
+    """phrase_matcher of a table whose pattern_docs are `docs` (for a caller that reads them too)."""
     matcher = PhraseMatcher(nlp().vocab, attr=attr)
-    for label, phrases in table.items():
-        docs = _pattern_docs([p for p in phrases if p and p.strip()], attr)
-        if docs:
-            matcher.add(label, docs)
+    for label, label_docs in docs.items():
+        matcher.add(label, label_docs)
     return matcher
 
 

@@ -716,3 +716,28 @@ def test_sentence_ends_are_those_of_the_plain_alternation(pieces: list[str]) -> 
         plain = re.compile(r"[.!?;](?=\s|$)|[。！？；\n]", flags)
         ends = re.compile(failures._SENTENCE_END.pattern, flags)
         assert [m.span() for m in ends.finditer(text)] == [m.span() for m in plain.finditer(text)]
+
+
+def test_matcher_gate_lets_through_every_text_the_matcher_finds_something_in() -> None:
+    # _english runs the phrase matcher only on a text holding the first lemma of some phrase:
+    # every phrase of the vocabulary, inflected and in a sentence, passes the gate and is
+    # found; a text the gate stops holds no match.
+    rules = failures._rules()
+    for label_docs in nlp.pattern_docs({"x": ["entropy collapse", "reward go down", "kl"]}).values():
+        for d in label_docs:
+            assert d[0].lemma in rules.first_lemmas
+    for text in ("The entropy collapsed after 200 steps.", "KL keeps growing", "rewards went down"):
+        document = nlp.tokens(text)
+        lemmas = nlp.doc_lemmas(document)
+        assert not rules.first_lemmas.isdisjoint(lemmas)
+        assert rules.matcher(nlp.set_lemmas(document, lemmas))
+    for text in ("Thanks, merged!", "", "   "):
+        document = nlp.tokens(text)
+        lemmas = nlp.doc_lemmas(document)
+        assert rules.first_lemmas.isdisjoint(lemmas)
+        assert not rules.matcher(nlp.set_lemmas(document, lemmas))
+    assert nlp.doc_lemmas(nlp.tokens("")) == []
+    document = nlp.tokens("Rewards dropped")
+    assert [t.lemma_ for t in nlp.set_lemmas(document, nlp.doc_lemmas(document))] == [
+        t.lemma_ for t in nlp.lemmatized("Rewards dropped")
+    ] == ["reward", "drop"]

@@ -205,6 +205,7 @@ def test_remembering_tokenizer_gives_spacys_tokens() -> None:
         '"Entropy-collapse" after ~200 steps -- reward=0.0, loss: nan; [GRPO] (DAPO-style) etc.',
         "can't won't shouldn't y'all 'cause o'clock U.S. a.m. 10km 5kg $3.50 #42 @user :) <3",
         "熵坍塌了，reward一直为0。It's fine (really).",
+        "Line one\nC++ (o_O) it's\n\n  don't\tstop -_- 'quoted'\n\u2014 done\xa0now",
     ]
     for _ in range(2):
         for text in texts:
@@ -273,7 +274,28 @@ def test_shared_pipeline_is_blank_english_plus_our_steps() -> None:
     assert ours.lang == plain.lang == "en" and ours.max_length == plain.max_length
     assert ours.pipe_names == ["sentencizer", "rlt_lower_lemmatizer"]
     assert type(ours.tokenizer) is type(plain.tokenizer)
-    assert ours.tokenizer.rules == plain.tokenizer.rules
+    # spaCy's special cases, less those that change no token (the tokens: below)
+    dropped = set(plain.tokenizer.rules) - set(ours.tokenizer.rules)
+    assert dropped == {" ", "\t", "\n"}
+    assert {k: v for k, v in plain.tokenizer.rules.items() if k not in dropped} == ours.tokenizer.rules
+
+
+def test_special_cases_left_out_change_no_token() -> None:
+    # The white space the shared tokenizer has no special case for, between and around
+    # words, affixes and the special cases it keeps, tokenizes as spaCy's own tokenizer
+    # (with every special case) does.
+    import spacy
+
+    plain = spacy.blank("en").tokenizer
+    dropped = sorted(set(plain.rules) - set(nlp.nlp().tokenizer.rules))
+    for string in dropped:
+        for text in (
+            string, f"a{string}b", f"({string})", f'"x"{string}.', f"a {string}, b", f"x\n{string}\nit's{string}don't!",
+            f"{string} {string}  {string}{string}C++{string}\n\t e.g.{string}(a.m.)",
+        ):
+            for _ in range(2):  # the second pass reads what the first remembered
+                ours = [(t.text, t.whitespace_, t.norm_, t.idx) for t in nlp.nlp().tokenizer(text)]
+                assert ours == [(t.text, t.whitespace_, t.norm_, t.idx) for t in plain(text)], text
 
 
 # --- without_ignorecase: the failure anchors over the lower-cased text -----------------------

@@ -513,3 +513,13 @@ def test_a_standard_stream_closed_at_start_is_one_line_naming_it(
                             text=True, capture_output=True, timeout=HANG_GUARD)
     line = one_line(result, command[0], 2, stream, "closed")
     assert "bug" not in line
+
+
+@pytest.mark.parametrize("target", ["", "  "])
+def test_rules_of_an_empty_name_is_refused_not_the_current_folder(target: str, tmp_path: Path) -> None:
+    """`rltracker rules "$FRAMEWORK"` with the variable unset summarised the folder it ran in
+    (Path("") is "."), exit 0: a folder nobody named."""
+    (tmp_path / "CONTRIBUTING.md").write_text("Please add tests for every change.\n", encoding="utf-8")
+    result = rltracker("rules", target, env={}, cwd=tmp_path)
+    one_line(result, "rules", 1, "no framework or folder given", "verl")
+    assert result.stdout == ""

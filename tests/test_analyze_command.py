@@ -216,6 +216,30 @@ def test_bad_pool_exits_2_naming_the_line(tmp_path: Path, capsys: pytest.Capture
     assert "line 2" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("paper", "problem"), [
+    ({"title": "Frobnicated Widget Policy Optimization", "method": ["m"]},
+     "method must be a string or null, got a list"),
+    ({"title": "Frobnicated Widget Policy Optimization", "arxiv_id": 5},
+     "arxiv_id must be a string or null, got the number 5"),
+    ({"title": "Frobnicated Widget Policy Optimization", "aliases": "FWPO"},
+     'aliases must be a list of strings, got "FWPO"'),
+    ({"title": ["Frobnicated"], "arxiv_id": "2999.00001"}, "title must be a string or null, got a list"),
+    ({"title": "Frobnicated Widget Policy Optimization", "first_public": 2020},
+     "first_public must be a string or null, got the number 2020"),
+])
+def test_pool_paper_of_the_wrong_types_exits_2_naming_line_and_key(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], paper: dict, problem: str) -> None:
+    """A pool paper with a key of another type than the contract's was indexed as it was and
+    came out in the analysis records: `"arxiv_id": "5"`, `"method": ["m"]`, exit 0."""
+    pool = write_lines(tmp_path / "pool.jsonl", [json.dumps({"title": "fine"}), json.dumps(paper)])
+    t = dict(GOOD_2, body='We implement "Frobnicated Widget Policy Optimization".')
+    src = write_lines(tmp_path / "in.jsonl", [json.dumps(t)])
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", "--papers", str(pool), str(src), "-o", str(out)]) == 2
+    assert capsys.readouterr().err == f"rltracker analyze: --papers {pool} line 2: {problem}\n"
+    assert not out.exists() or out.read_text(encoding="utf-8") == ""
+
+
 def test_missing_input_exits_2(tmp_path: Path) -> None:
     assert main(["analyze", str(tmp_path / "absent.jsonl")]) == 2
 

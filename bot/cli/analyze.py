@@ -104,6 +104,8 @@ def load_pool(path: str, *, use_cache: bool = True) -> Any:
             raise PoolError(
                 f"{path} line {number}: a paper is an object with a title, arxiv_id or aliases"
             )
+        if problem := _keys_problem(record, _PAPER_KEYS, ""):
+            raise PoolError(f"{path} line {number}: {problem}")
         papers.append(record)
     index = PaperIndex.build(papers)
     if saved is not None:
@@ -122,6 +124,7 @@ _STR_OR_NULL = "a string or null"
 _BOOL = "true or false"
 _INT = "an integer"
 _LIST = "a list (may be empty)"
+_STR_LIST = "a list of strings"
 _THREAD_KEYS: tuple[tuple[str, bool, str | tuple[str, ...]], ...] = (
     ("id", True, _STR), ("repo", True, _STR), ("number", True, _INT),
     ("kind", True, ("issue", "pull_request", "discussion")), ("title", True, _STR),
@@ -138,6 +141,14 @@ _COMMENT_KEYS: tuple[tuple[str, bool, str | tuple[str, ...]], ...] = (
     ("kind", False, ("comment", "review", "review_comment")),
 )
 
+# The contract `paper` keys: a pool line holding one of another type was indexed as it was
+# and its values came out in the analysis records (`"arxiv_id": "5"`, `"method": ["m"]`).
+_PAPER_KEYS: tuple[tuple[str, bool, str | tuple[str, ...]], ...] = (
+    ("arxiv_id", False, _STR_OR_NULL), ("title", False, _STR_OR_NULL),
+    ("aliases", False, _STR_LIST), ("method", False, _STR_OR_NULL),
+    ("first_public", False, _STR_OR_NULL),
+)
+
 
 def _fits(value: Any, want: str | tuple[str, ...]) -> bool:
     if isinstance(want, tuple):
@@ -150,6 +161,8 @@ def _fits(value: Any, want: str | tuple[str, ...]) -> bool:
         return isinstance(value, bool)
     if want == _INT:
         return isinstance(value, int) and not isinstance(value, bool)
+    if want == _STR_LIST:
+        return isinstance(value, list) and all(isinstance(item, str) for item in value)
     return isinstance(value, list)  # _LIST
 
 

@@ -114,11 +114,12 @@ def test_objects_that_are_not_contract_threads_get_error_records(
 
 def test_optional_keys_absent_or_null_and_unknown_keys_are_accepted(tmp_path: Path) -> None:
     """Only what the contract requires is required: optional keys may be absent or null where
-    it allows, unknown keys are ignored, and `labels` holding something else than a list of
+    it allows (a comment's author and time too), unknown keys are ignored, and `labels` holding something else than a list of
     strings (the evaluation threads keep their gold labels there) is not refused."""
     t = dict(GOOD_1, author=None, state_reason=None, closed_at=None, extra={"x": [1]},
              labels={"is_failure_report": True},
-             comments=[{"author": None, "created_at": "2025-01-02", "body": "same here"}])
+             comments=[{"author": None, "created_at": "2025-01-02", "body": "same here"},
+                       {"body": "a comment whose author and time are not known"}])
     src = write_lines(tmp_path / "in.jsonl", [json.dumps(t)])
     out = tmp_path / "out.jsonl"
     assert main(["analyze", str(src), "-o", str(out)]) == 0
@@ -142,8 +143,8 @@ def test_every_json_line_is_analysed_or_refused_by_the_contract_check() -> None:
     text = st.text(max_size=60)
     null_or_text = st.none() | text
     comment = st.fixed_dictionaries(
-        {"author": null_or_text, "created_at": null_or_text, "body": text},
-        optional={"author_association": null_or_text, "author_is_bot": st.booleans(),
+        {"body": text},
+        optional={"author": null_or_text, "created_at": null_or_text, "author_association": null_or_text, "author_is_bot": st.booleans(),
                   "kind": st.sampled_from(["comment", "review", "review_comment"]),
                   "unknown": values})
     # Contract threads with any texts, optional and unknown keys, and any `labels`...

@@ -72,6 +72,132 @@ def test_bad_lines_get_error_records_and_nothing_is_lost(tmp_path: Path, capsys:
     assert "line 2" in err and "line 3" in err
 
 
+def test_objects_that_are_not_contract_threads_get_error_records(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """JSON objects missing the contract's required keys, or with a key of the wrong type, are
+    bad lines like non-JSON ones: an error record naming the line and the key, the message on
+    stderr, the other lines analysed, exit 1."""
+    bad = [
+        {"title": "Entropy collapses", "body": "it drops"},  # no id, repo, number, ...
+        dict(GOOD_1, comments="none"),
+        dict(GOOD_1, body=["During training"]),
+        dict(GOOD_1, number="1"),
+        dict(GOOD_1, kind="pr"),
+        dict(GOOD_1, comments=[{"author": "a", "created_at": None, "body": 7}]),
+        dict(GOOD_1, comments=["a comment"]),
+        {k: v for k, v in GOOD_1.items() if k != "comments"},
+    ]
+    src = write_lines(tmp_path / "in.jsonl",
+                      [json.dumps(GOOD_1)] + [json.dumps(b) for b in bad] + [json.dumps(GOOD_2)])
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", str(src), "-o", str(out)]) == 1
+    rows = read_jsonl(out)
+    assert len(rows) == len(bad) + 2
+    assert rows[0]["id"] == "o/r#1" and "error" not in rows[0]
+    assert rows[-1]["id"] == "o/r#2" and "error" not in rows[-1]
+    errors = [r["error"] for r in rows[1:-1]]
+    assert [r["line"] for r in rows[1:-1]] == list(range(2, len(bad) + 2))
+    assert [r["id"] for r in rows[1:-1]] == [None] + ["o/r#1"] * (len(bad) - 1)
+    assert errors == [
+        "line 2: missing required keys id, repo, number, kind, state, comments",
+        'line 3: comments must be a list (may be empty), got "none"',
+        "line 4: body must be a string or null, got a list",
+        'line 5: number must be an integer, got "1"',
+        'line 6: kind must be one of issue, pull_request, discussion, got "pr"',
+        "line 7: comment 1: body must be a string, got the number 7",
+        'line 8: comment 1 must be an object, got "a comment"',
+        "line 9: missing required key comments",
+    ]
+    err = capsys.readouterr().err
+    assert all(f"rltracker analyze: {e}" in err for e in errors)
+
+
+def test_optional_keys_absent_or_null_and_unknown_keys_are_accepted(tmp_path: Path) -> None:
+    """Only what the contract requires is required: optional keys may be absent or null where
+    it allows (a comment's author and time too), unknown keys are ignored, and `labels` holding something else than a list of
+    strings (the evaluation threads keep their gold labels there) is not refused."""
+    t = dict(GOOD_1, author=None, state_reason=None, closed_at=None, extra={"x": [1]},
+             labels={"is_failure_report": True},
+             comments=[{"author": None, "created_at": "2025-01-02", "body": "same here"},
+                       {"body": "a comment whose author and time are not known"}])
+    src = write_lines(tmp_path / "in.jsonl", [json.dumps(t)])
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", str(src), "-o", str(out)]) == 0
+    assert read_jsonl(out)[0]["id"] == "o/r#1"
+
+
+def test_every_json_line_is_analysed_or_refused_by_the_contract_check() -> None:
+    """Whatever JSON value a line holds, the command answers with an analysis or an error
+    record naming the line, never a traceback, and never by an analyzer failing on a shape
+    the contract check let through ("analysis failed")."""
+    import io
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from bot.cli.analyze import analyze_lines, thread_problem
+
+    scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+    values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
+                          | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=8)
+    text = st.text(max_size=60)
+    null_or_text = st.none() | text
+    comment = st.fixed_dictionaries(
+        {"body": text},
+        optional={"author": null_or_text, "created_at": null_or_text, "author_association": null_or_text, "author_is_bot": st.booleans(),
+                  "kind": st.sampled_from(["comment", "review", "review_comment"]),
+                  "unknown": values})
+    # Contract threads with any texts, optional and unknown keys, and any `labels`...
+    thread = st.fixed_dictionaries(
+        {"id": text, "repo": text, "number": st.integers(),
+         "kind": st.sampled_from(["issue", "pull_request", "discussion"]), "title": text,
+         "body": null_or_text, "state": st.sampled_from(["open", "closed", "merged"]),
+         "comments": st.lists(comment, max_size=3)},
+        optional={"author": null_or_text, "author_is_bot": st.booleans(), "labels": values,
+                  "created_at": null_or_text, "closed_at": null_or_text, "complete": st.booleans(),
+                  "state_reason": null_or_text, "url": text, "unknown": values})
+    # ...and the same with one key (of the thread or of its first comment) removed or set to
+    # any JSON value.
+    removed = object()
+
+    def changed(t: dict, key: str, value: object, in_comment: bool) -> dict:
+        target = dict(t["comments"][0]) if in_comment and t["comments"] else t
+        if value is removed:
+            target.pop(key, None)
+        else:
+            target[key] = value
+        if target is t:
+            return t
+        return dict(t, comments=[target, *t["comments"][1:]])
+
+    mutated = st.builds(
+        changed, thread.map(dict),
+        st.sampled_from(["id", "repo", "number", "kind", "title", "body", "state", "comments",
+                         "author", "created_at", "author_is_bot", "complete", "url"]),
+        values | st.just(removed), st.booleans())
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.lists(thread | mutated | values, min_size=1, max_size=3))
+    def check(records: list) -> None:
+        out, err = io.StringIO(), io.StringIO()
+        lines = [json.dumps(r) + "\n" for r in records]
+        written, bad = analyze_lines(lines, out, None, err)
+        # Split on "\n" only: a record may hold U+0085 or U+2028, which str.splitlines splits on.
+        rows = [json.loads(x) for x in out.getvalue().split("\n")[:-1]]
+        assert written == len(rows) == len(records)
+        for number, (record, row) in enumerate(zip(records, rows, strict=True), 1):
+            if "error" in row:
+                assert row["line"] == number and row["error"].startswith(f"line {number}: ")
+                assert "analysis failed" not in row["error"]
+            else:
+                assert isinstance(record, dict) and row["id"] == record["id"]
+            if isinstance(record, dict) and thread_problem(record) is None:
+                assert "error" not in row, row  # a contract thread is always analysed
+        assert bad == sum("error" in r for r in rows) == err.getvalue().count("\n")
+
+    check()
+
+
 def test_papers_pool_is_used(tmp_path: Path) -> None:
     pool = write_lines(tmp_path / "pool.jsonl", [json.dumps(
         {"arxiv_id": "2999.00001", "title": "Frobnicated Widget Policy Optimization for Teapots",
@@ -89,6 +215,30 @@ def test_bad_pool_exits_2_naming_the_line(tmp_path: Path, capsys: pytest.Capture
     src = write_lines(tmp_path / "in.jsonl", [json.dumps(GOOD_1)])
     assert main(["analyze", "--papers", str(pool), str(src), "-o", str(tmp_path / "o")]) == 2
     assert "line 2" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("paper", "problem"), [
+    ({"title": "Frobnicated Widget Policy Optimization", "method": ["m"]},
+     "method must be a string or null, got a list"),
+    ({"title": "Frobnicated Widget Policy Optimization", "arxiv_id": 5},
+     "arxiv_id must be a string or null, got the number 5"),
+    ({"title": "Frobnicated Widget Policy Optimization", "aliases": "FWPO"},
+     'aliases must be a list of strings, got "FWPO"'),
+    ({"title": ["Frobnicated"], "arxiv_id": "2999.00001"}, "title must be a string or null, got a list"),
+    ({"title": "Frobnicated Widget Policy Optimization", "first_public": 2020},
+     "first_public must be a string or null, got the number 2020"),
+])
+def test_pool_paper_of_the_wrong_types_exits_2_naming_line_and_key(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], paper: dict, problem: str) -> None:
+    """A pool paper with a key of another type than the contract's was indexed as it was and
+    came out in the analysis records: `"arxiv_id": "5"`, `"method": ["m"]`, exit 0."""
+    pool = write_lines(tmp_path / "pool.jsonl", [json.dumps({"title": "fine"}), json.dumps(paper)])
+    t = dict(GOOD_2, body='We implement "Frobnicated Widget Policy Optimization".')
+    src = write_lines(tmp_path / "in.jsonl", [json.dumps(t)])
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", "--papers", str(pool), str(src), "-o", str(out)]) == 2
+    assert capsys.readouterr().err == f"rltracker analyze: --papers {pool} line 2: {problem}\n"
+    assert not out.exists() or out.read_text(encoding="utf-8") == ""
 
 
 def test_missing_input_exits_2(tmp_path: Path) -> None:

@@ -123,6 +123,35 @@ async def test_actions_api_reaches_the_newest_past_the_first_page(client: TestCl
     assert (await client.get("/api/actions", params={"offset": "-1"})).status == 400
 
 
+@pytest.mark.parametrize("query", ["limit=0", "limit=-1", "limit=x", "limit=1.5", "limit=%C2%B2",
+                                   "offset=-1", "offset=x", "limit=0&offset=3",
+                                   "offset=" + "9" * 12])
+async def test_every_api_list_refuses_the_same_paging_values_alike(client: TestClient,
+                                                                   query: str) -> None:
+    """/api/actions read limit=0 (and -1's absence of rows) as 1 where /api/proposals answered
+    400: both read `limit` and `offset` through one rule (api_paging), the same 400 and message."""
+    answers = {}
+    for route in ("/api/actions", "/api/proposals"):
+        resp = await client.get(f"{route}?{query}")
+        assert resp.status == 400, (route, query)
+        answers[route] = (await resp.json())["error"]
+    assert answers["/api/actions"].startswith("limit must be a whole number from 1 (at most 5,000")
+    assert answers["/api/proposals"].startswith("limit must be a whole number from 1 (at most 2,000")
+    assert answers["/api/actions"].endswith("offset one from 0")
+    assert answers["/api/proposals"].endswith("offset one from 0")
+
+
+async def test_api_lists_take_limit_from_1_and_cap_it(client: TestClient, ctx: AppContext) -> None:
+    await seed(ctx)
+    one = await client.get("/api/actions", params={"limit": "1", "offset": "1"})
+    assert one.status == 200 and one.headers["X-Total-Count"] == "3"
+    assert len(await one.json()) == 1
+    for route in ("/api/actions", "/api/proposals"):
+        big = await client.get(route, params={"limit": "999999999"})  # above the cap: the cap
+        assert big.status == 200, route
+    assert len(await (await client.get("/api/actions", params={"limit": "999999999"})).json()) == 3
+
+
 async def test_stats_api(client: TestClient, ctx: AppContext) -> None:
     await seed(ctx)
     data = await (await client.get("/api/stats")).json()

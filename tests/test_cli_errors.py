@@ -491,3 +491,35 @@ def test_replay_to_a_url_nothing_listens_on_says_so_once(tmp_path: Path) -> None
     one_line(result, "replay", 1, "cannot connect to http://127.0.0.1:9/webhook",
              "ConnectionRefusedError", "rltracker serve", "0 of 3 files sent")
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize(("closed", "command", "stream"), [
+    ("<&-", ["analyze", "-"], "<stdin>"),
+    ("<&-", ["analyze", "--papers", "-", "ONE"], "<stdin>"),
+    (">&-", ["analyze", "ONE"], "<stdout>"),
+    (">&-", ["rules", "verl"], "<stdout>"),
+    ("<&-", ["papers", "import", "-"], "<stdin>"),
+])
+def test_a_standard_stream_closed_at_start_is_one_line_naming_it(
+        closed: str, command: list[str], stream: str, tmp_path: Path, migrated_db: str) -> None:
+    """Started with stdin or stdout closed (`<&-`, `>&-`, a daemon's spawn), `-` meant a stream
+    Python sets to None: an AttributeError/TypeError traceback reported as a bug, exit 1."""
+    one = tmp_path / "one.jsonl"
+    one.write_text('{"id": "o/r#1", "repo": "o/r", "number": 1, "kind": "issue", "title": "t", '
+                   '"body": null, "state": "open", "comments": []}\n', encoding="utf-8")
+    args = [str(one) if a == "ONE" else a for a in command]
+    result = subprocess.run(["sh", "-c", f'exec "$@" {closed}', "sh", sys.executable, "-m",
+                             "bot.cli", *args], env={**CLEAN_ENV, "DATABASE_URL": migrated_db},
+                            text=True, capture_output=True, timeout=HANG_GUARD)
+    line = one_line(result, command[0], 2, stream, "closed")
+    assert "bug" not in line
+
+
+@pytest.mark.parametrize("target", ["", "  "])
+def test_rules_of_an_empty_name_is_refused_not_the_current_folder(target: str, tmp_path: Path) -> None:
+    """`rltracker rules "$FRAMEWORK"` with the variable unset summarised the folder it ran in
+    (Path("") is "."), exit 0: a folder nobody named."""
+    (tmp_path / "CONTRIBUTING.md").write_text("Please add tests for every change.\n", encoding="utf-8")
+    result = rltracker("rules", target, env={}, cwd=tmp_path)
+    one_line(result, "rules", 1, "no framework or folder given", "verl")
+    assert result.stdout == ""

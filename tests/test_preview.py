@@ -106,3 +106,25 @@ def test_preview_command_says_when_nothing_is_stored(db_url: str, monkeypatch: A
             main(["preview", bad])
         assert exit_status.value.code == 2
         assert "expected a repository as OWNER/NAME" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("owner", ["nobody", "%C3%A9t%C3%A9", "x" * 2000, "%3Cscript%3E"])
+async def test_preview_page_of_a_repository_with_nothing_stored_is_a_404(ctx: Any, owner: str) -> None:
+    """/repos/{owner}/{name}/preview answered 200 "0 of 0 issues would get a comment" for any
+    name at all (a typo, a repository never synced), the answer `rltracker preview` stopped
+    giving: 404 saying nothing is stored, in plain text; a stored repository still previews."""
+    from bot.context import CTX
+
+    await store(ctx, 1, FAILURE, title="entropy collapse")
+    app = web.Application()
+    app[CTX] = ctx
+    preview_setup(app)
+    async with TestClient(TestServer(app)) as client:
+        resp = await client.get(f"/repos/{owner}/verl/preview")
+        assert resp.status == 404
+        assert resp.content_type == "text/plain"
+        text = await resp.text()
+        assert text.startswith("no thread of ") and text.endswith(
+            "/verl is stored, so there is nothing to preview")
+        assert (await client.get(f"/repos/{VERL}/preview")).status == 200
+        assert (await client.get(f"/repos/{VERL.upper()}/preview")).status == 200

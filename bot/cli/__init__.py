@@ -5,7 +5,9 @@ A failure the user can act on is one line on stderr (bot.cli.errors); --debug ad
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import io
 import os
 import re
 import sys
@@ -179,7 +181,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _ClosedStream(io.TextIOBase):
+    """Stands for a standard stream the process was started without (`<&-`, `>&-`: Python
+    sets it to None, and reading or writing it was an AttributeError and a traceback). Any
+    use raises the OSError of a closed descriptor, naming the stream, which the commands
+    report in one line like an unreadable file; `print` no longer drops output silently."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+    def _closed(self, *_: object) -> OSError:
+        return OSError(errno.EBADF, "Bad file descriptor (closed when the command started)",
+                       self.name)
+
+    def read(self, *_: object) -> str:
+        raise self._closed()
+
+    def readline(self, *_: object) -> str:  # type: ignore[override]
+        raise self._closed()
+
+    def __next__(self) -> str:
+        raise self._closed()
+
+    def write(self, *_: object) -> int:
+        raise self._closed()
+
+    @property
+    def buffer(self) -> io.BufferedIOBase:
+        raise self._closed()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    for attr, name in (("stdin", "<stdin>"), ("stdout", "<stdout>")):
+        if getattr(sys, attr) is None:
+            setattr(sys, attr, _ClosedStream(name))
     args = build_parser().parse_args(argv)
     module_name, _, func_name = COMMANDS[args.command].partition(":")
     try:

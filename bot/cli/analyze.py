@@ -16,8 +16,9 @@ chunks of 64 records (a few per worker in flight, so memory stays bounded) and w
 results in input order as they arrive. Fork is Linux's; elsewhere the command says so on
 stderr and runs in one process (spawned workers would each load everything again).
 
-Bad input lines: a line that is not JSON, or not a JSON object, gets an error record in its
-place, `{"id": <id if readable, else null>, "line": N, "error": "line N: ..."}`, and the
+Bad input lines: a line that is not JSON, not a JSON object, or an object that is not a
+contract thread (a required key missing, a key of the wrong type: `thread_problem`), gets an
+error record in its place, `{"id": <id if readable, else null>, "line": N, "error": "line N: ..."}`, and the
 same message on stderr; every other line is still analysed, so nothing is lost and output
 line K still answers input record K. Blank lines are not records and are skipped. The exit
 status is 0 when every line was analysed, 1 when some lines were bad, 2 when the command
@@ -103,11 +104,108 @@ def load_pool(path: str, *, use_cache: bool = True) -> Any:
             raise PoolError(
                 f"{path} line {number}: a paper is an object with a title, arxiv_id or aliases"
             )
+        if problem := _keys_problem(record, _PAPER_KEYS, ""):
+            raise PoolError(f"{path} line {number}: {problem}")
         papers.append(record)
     index = PaperIndex.build(papers)
     if saved is not None:
         save_index(saved, index)
     return index
+
+
+# The contract `thread` and `comment` keys (../shared/contracts/README.md), in its order:
+# (key, required, what the value must be: a type below or a tuple of the allowed strings).
+# Required keys must be present; any key present must hold its type (null only where the
+# type allows it). Unknown keys are ignored, as the contract says. `labels` is not checked:
+# the evaluation threads of ../shared/eval hold their gold labels (an object) under that key,
+# and the analyzers read only the strings of a list there, ignoring anything else. A comment's
+# `author` and `created_at` (nullable) may be absent too, read as not known: the contract marks
+# neither optional nor required, records written by hand (the project's own benchmarks) leave
+# them out, and the analyzers need neither.
+_STR = "a string"
+_STR_OR_NULL = "a string or null"
+_BOOL = "true or false"
+_INT = "an integer"
+_LIST = "a list (may be empty)"
+_STR_LIST = "a list of strings"
+_THREAD_KEYS: tuple[tuple[str, bool, str | tuple[str, ...]], ...] = (
+    ("id", True, _STR), ("repo", True, _STR), ("number", True, _INT),
+    ("kind", True, ("issue", "pull_request", "discussion")), ("title", True, _STR),
+    ("body", True, _STR_OR_NULL), ("author", False, _STR_OR_NULL),
+    ("author_association", False, _STR_OR_NULL), ("author_is_bot", False, _BOOL),
+    ("state", True, ("open", "closed", "merged")), ("state_reason", False, _STR_OR_NULL),
+    ("closed_by", False, _STR_OR_NULL),
+    ("created_at", False, _STR_OR_NULL), ("closed_at", False, _STR_OR_NULL),
+    ("url", False, _STR), ("complete", False, _BOOL), ("comments", True, _LIST),
+)
+_COMMENT_KEYS: tuple[tuple[str, bool, str | tuple[str, ...]], ...] = (
+    ("author", False, _STR_OR_NULL), ("author_association", False, _STR_OR_NULL),
+    ("author_is_bot", False, _BOOL), ("created_at", False, _STR_OR_NULL), ("body", True, _STR),
+    ("kind", False, ("comment", "review", "review_comment")),
+)
+
+# The contract `paper` keys: a pool line holding one of another type was indexed as it was
+# and its values came out in the analysis records (`"arxiv_id": "5"`, `"method": ["m"]`).
+_PAPER_KEYS: tuple[tuple[str, bool, str | tuple[str, ...]], ...] = (
+    ("arxiv_id", False, _STR_OR_NULL), ("title", False, _STR_OR_NULL),
+    ("aliases", False, _STR_LIST), ("method", False, _STR_OR_NULL),
+    ("first_public", False, _STR_OR_NULL),
+)
+
+
+def _fits(value: Any, want: str | tuple[str, ...]) -> bool:
+    if isinstance(want, tuple):
+        return isinstance(value, str) and value in want
+    if want == _STR:
+        return isinstance(value, str)
+    if want == _STR_OR_NULL:
+        return value is None or isinstance(value, str)
+    if want == _BOOL:
+        return isinstance(value, bool)
+    if want == _INT:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if want == _STR_LIST:
+        return isinstance(value, list) and all(isinstance(item, str) for item in value)
+    return isinstance(value, list)  # _LIST
+
+
+def _json_type(value: Any) -> str:
+    """A decoded JSON value as messages name it: its type, or the value when it is short."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, str):
+        return json.dumps(value[:40] + ("..." if len(value) > 40 else ""), ensure_ascii=False)
+    if isinstance(value, (int, float)):
+        return f"the number {value}" if len(repr(value)) <= 20 else "a number"
+    return "an object" if isinstance(value, dict) else "a list"
+
+
+def _keys_problem(record: dict[str, Any],
+                  keys: tuple[tuple[str, bool, str | tuple[str, ...]], ...], where: str
+                  ) -> str | None:
+    missing = [key for key, required, _ in keys if required and key not in record]
+    if missing:
+        return f"{where}missing required key{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+    for key, _, want in keys:
+        if key in record and not _fits(record[key], want):
+            wanted = f"one of {', '.join(want)}" if isinstance(want, tuple) else want
+            return f"{where}{key} must be {wanted}, got {_json_type(record[key])}"
+    return None
+
+
+def thread_problem(record: dict[str, Any]) -> str | None:
+    """What makes a decoded JSON object not a contract `thread` (the first problem, naming
+    the key, and the comment by its 1-based position), or None when it is one."""
+    problem = _keys_problem(record, _THREAD_KEYS, "")
+    if problem is not None:
+        return problem
+    for position, comment in enumerate(record["comments"], 1):
+        if not isinstance(comment, dict):
+            return f"comment {position} must be an object, got {_json_type(comment)}"
+        problem = _keys_problem(comment, _COMMENT_KEYS, f"comment {position}: ")
+        if problem is not None:
+            return problem
+    return None
 
 
 def _analyze_line(number: int, raw: str, pool: Any) -> tuple[str, str | None]:
@@ -124,6 +222,8 @@ def _analyze_line(number: int, raw: str, pool: Any) -> tuple[str, str | None]:
         problem = f"not valid JSON ({exc.msg} at column {exc.colno})"
     if problem is None and not isinstance(record, dict):
         problem = f"a thread record must be a JSON object, got {type(record).__name__}"
+    if problem is None:
+        problem = thread_problem(record)
     if problem is None:
         try:
             result = analyze_thread(record, pool)

@@ -60,8 +60,12 @@ async def _from_api(settings: Settings, repo: str) -> dict[str, Any]:
 
 def summary_for(target: str, settings: Settings | None = None,
                 shared: Path = SHARED_FRAMEWORKS) -> dict[str, Any]:
-    path = Path(target)
     frameworks = framework_ids()
+    if not target.strip():
+        # Path("") is the current folder: an empty name (an unset shell variable) summarised
+        # whatever folder the command ran in as if it had been asked for.
+        raise UserError(f"no framework or folder given (frameworks: {', '.join(frameworks)})")
+    path = Path(target)
     if target not in frameworks and not path.is_dir():
         # `rltracker rules VERL`, `NeMo-RL`: the framework as the pages name it
         target = canonical_id(target, frameworks) or target

@@ -1,11 +1,12 @@
 """Operational and JSON routes: /healthz, /metrics, /api/threads, /api/actions, /api/stats;
-and `json_errors`, the middleware that gives every /api/ error the API's JSON shape."""
+`json_errors`, the middleware that gives every /api/ error the API's JSON shape; and
+`api_paging`, how every /api/ list reads its `limit` and `offset`."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -136,6 +137,20 @@ async def metrics_view(request: web.Request) -> web.Response:
                         headers={"X-Content-Type-Options": "nosniff"})
 
 
+def api_paging(query: Mapping[str, str], *, default_limit: int, max_limit: int
+               ) -> tuple[int, int] | str:
+    """(limit, offset) of an /api/ list's query string, or the message of its 400. Every /api/
+    list pages alike: `offset` is a whole number from 0 (0 when absent), `limit` a whole
+    number from 1 (`default_limit` when absent); a limit above `max_limit` gets `max_limit`
+    rows (the list's X-Total-Count header says how many there are in all)."""
+    limit = parse_count(query.get("limit"), default_limit)
+    offset = parse_count(query.get("offset"), 0)
+    if not limit or offset is None:
+        return (f"limit must be a whole number from 1 (at most {max_limit:,} rows are "
+                "returned), offset one from 0")
+    return min(limit, max_limit), offset
+
+
 async def api_thread(request: web.Request) -> web.Response:
     from bot.store.models import Analysis
     from bot.store.threads import get_thread, load_comments, thread_record
@@ -175,11 +190,10 @@ async def api_actions(request: web.Request) -> web.Response:
         if parse_thread_number(number) is None:
             return _json_error(400, f"number must be a whole number from 1 to {MAX_THREAD_NUMBER}")
         conditions.append(Action.number == int(number))
-    limit = parse_count(request.query.get("limit"), 1000)
-    offset = parse_count(request.query.get("offset"), 0)
-    if limit is None or offset is None:
-        return _json_error(400, "limit and offset must be whole numbers from 0")
-    limit = min(5000, max(1, limit))
+    paging = api_paging(request.query, default_limit=1000, max_limit=5000)
+    if isinstance(paging, str):
+        return _json_error(400, paging)
+    limit, offset = paging
     async with ctx.sessionmaker() as session:
         total = await session.scalar(select(func.count()).select_from(Action).where(*conditions))
         rows = list(await session.scalars(

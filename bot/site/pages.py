@@ -22,6 +22,7 @@ from markupsafe import Markup, escape
 
 from bot.context import app_context
 from bot.site import data
+from bot.site.api import api_paging
 from bot.site.progress import backfill_progress, tracking_state
 from bot.store.types import canonical_id, parse_count
 from bot.templating import html_env
@@ -277,16 +278,13 @@ async def api_proposals(request: web.Request) -> web.Response:
     """The proposals the filters name, newest first: `limit` (at most MAX_ROWS, the default)
     after `offset`; the X-Total-Count header counts them all."""
     filters, error = _filters(request)
-    offset = parse_count(request.query.get("offset"), 0)
-    limit = parse_count(request.query.get("limit"), data.MAX_ROWS)
-    if not error and (offset is None or not limit):
-        error = "offset must be a whole number from 0, limit one from 1"
-    if error:
-        return json_response({"error": error}, 400)
-    assert offset is not None and limit is not None
+    paging = api_paging(request.query, default_limit=data.MAX_ROWS, max_limit=data.MAX_ROWS)
+    if error or isinstance(paging, str):
+        return json_response({"error": error or paging}, 400)
+    limit, offset = paging
     total = await _session_call(request, data.count_threads, proposals=True, **filters)
     rows = await _session_call(request, data.thread_rows, proposals=True,
-                               limit=min(limit, data.MAX_ROWS), offset=offset, **filters)
+                               limit=limit, offset=offset, **filters)
     response = json_response(rows)
     response.headers["X-Total-Count"] = str(total)
     return response

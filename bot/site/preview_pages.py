@@ -7,7 +7,7 @@ from typing import Any
 from aiohttp import web
 
 from bot.context import app_context
-from bot.speaking.preview import DEFAULT_DAYS, compute_preview
+from bot.speaking.preview import DEFAULT_DAYS, any_thread_stored, compute_preview
 from bot.store.types import parse_count
 
 
@@ -33,6 +33,11 @@ async def _preview_page(request: web.Request) -> web.Response:
     if not days:
         return web.Response(status=400, headers=headers, content_type="text/plain",
                             text=f"days must be a whole number from 1 to {MAX_DAYS}")
+    if not await any_thread_stored(ctx, repo):
+        # It said "0 of 0 issues would get a comment" (200) for any name, as `rltracker
+        # preview` did before it said so: a repository with nothing stored is not one to preview.
+        return web.Response(status=404, headers=headers, content_type="text/plain",
+                            text=f"no thread of {repo} is stored, so there is nothing to preview")
     preview = await compute_preview(ctx, repo, min(days, MAX_DAYS))
     return web.Response(text=render_html(preview), content_type="text/html", headers=headers)
 

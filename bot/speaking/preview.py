@@ -320,6 +320,14 @@ def render_markdown(preview: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+async def any_thread_stored(ctx: Any, repo: str) -> bool:
+    """Whether any thread of `repo` (any name GitHub redirects to it) is stored: the preview
+    reads stored issues only, so without one "0 of 0 issues" would be said about nothing."""
+    async with ctx.sessionmaker() as session:
+        return await session.scalar(select(Thread.id).where(
+            func.lower(Thread.repo) == canonical_repo(repo).lower()).limit(1)) is not None
+
+
 def preview_command(args: argparse.Namespace) -> int:
     from bot.config import Settings
     from bot.context import AppContext
@@ -327,10 +335,7 @@ def preview_command(args: argparse.Namespace) -> int:
     async def main() -> int:
         ctx = AppContext.create(Settings.from_env(dry_run=True))
         try:
-            async with ctx.sessionmaker() as session:
-                stored = await session.scalar(select(Thread.id).where(
-                    func.lower(Thread.repo) == canonical_repo(args.repo).lower()).limit(1))
-            if stored is None:
+            if not await any_thread_stored(ctx, args.repo):
                 # "0 of 0 issues would get a comment" read as "nothing to say" when nothing
                 # was looked at: the preview reads stored issues only.
                 repo = canonical_repo(args.repo)

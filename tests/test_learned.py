@@ -69,6 +69,17 @@ def test_cjk_character_ngrams() -> None:
     assert "reward" not in grams
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="训练奖励熵坍塌a ，。", max_size=40))
+def test_cjk_grams_are_every_run_slice_in_order(text: str) -> None:
+    # cjk_grams joins characters in C: the same grams, in the same order, as slicing each run.
+    expected: list[str] = []
+    for run in re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+", text):
+        for n in (1, 2, 3):
+            expected += [run[i : i + n] for i in range(len(run) - n + 1)]
+    assert cjk_grams(text) == expected
+
+
 def test_hostile_body_gives_a_bounded_number_of_features() -> None:
     body = ("entropy collapse 熵坍塌 " * 4000)[: 64 * 1024]
     distinct = "".join(f"w{i} " for i in range(20000))[: 64 * 1024]

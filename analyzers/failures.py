@@ -604,24 +604,26 @@ def _zero_std_groups(low: str, ev: _Evidence) -> None:
 def _negatives(title: str, prose: str, code: str, rules: _Rules, feats: learned.Features) -> list[str]:
     """What else the post may be, as named features "neg:<class>|<where>"; returns cues."""
     t, p, c = title.lower(), prose.lower(), code.lower()
+    # (`.terms`: an empty TermSet is skipped by a list's truth, read in C, not by a call of
+    # TermSet.__bool__ per class and text.)
     cues: list[str] = []
     for neg in rules.negatives:
-        hard = neg.hard_title.search(t) if neg.hard_title else None
+        hard = neg.hard_title.search(t) if neg.hard_title.terms else None
         if hard:
             feats.add(f"neg:{neg.key}|hard")
             cues.append(f"{neg.key}: {hard.strip()}")
         if neg.title_start and t.lstrip(" [(#*").startswith(neg.title_start):
             feats.add(f"neg:{neg.key}|title")
             cues.append(f"{neg.key}: title")
-        elif neg.title and (term := neg.title.search(t)):
+        elif neg.title.terms and (term := neg.title.search(t)):
             feats.add(f"neg:{neg.key}|title")
             cues.append(f"{neg.key}: {term.strip()}")
-        if neg.prose:
+        if neg.prose.terms:
             n, term = neg.prose.count(p, 3)
             if n:
                 feats.add(f"neg:{neg.key}|prose", n)
                 cues.append(f"{neg.key}: {(term or '').strip()}")
-        if neg.code and c and neg.code.search(c):
+        if neg.code.terms and c and neg.code.search(c):
             feats.add(f"neg:{neg.key}|code")
             cues.append(f"{neg.key}: in code")
     return cues

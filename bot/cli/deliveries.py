@@ -87,6 +87,12 @@ async def retry_deliveries(engine: Any, delivery_ids: list[str] | None) -> list[
         return waiting + await requeue_failed(conn, delivery_ids)
 
 
+def _delivery_line(r: dict[str, Any], when: Any) -> str:
+    """One delivery as the listing prints it: id, event.action, repository, `when`, attempts, error."""
+    what = f"{r['event']}.{r['action']}" if r["action"] else r["event"]
+    return f"{r['delivery_id']}\t{what}\t{r['repo'] or '-'}\t{when}\tattempts {r['attempts']}\t{r['error']}"
+
+
 def deliveries_command(args: Any) -> int:
     from bot.config import Settings
     from bot.store.db import make_engine
@@ -105,17 +111,13 @@ def deliveries_command(args: Any) -> int:
                               "waiting_deliveries": retrying}, ensure_ascii=False))
             return 0
         for r in rows:
-            what = f"{r['event']}.{r['action']}" if r["action"] else r["event"]
-            print(f"{r['delivery_id']}\t{what}\t{r['repo'] or '-'}\t{r['failed_at'] or '-'}\t"
-                  f"attempts {r['attempts']}\t{r['error']}")
+            print(_delivery_line(r, r["failed_at"] or "-"))
         shown = f" (the newest {len(rows)} shown)" if len(rows) < total else ""
         print(f"failed deliveries: {total}{shown}"
               + ("; re-queue with `rltracker deliveries retry ID...` or `--all`" if total else ""))
         if waiting:
             for r in retrying:
-                what = f"{r['event']}.{r['action']}" if r["action"] else r["event"]
-                print(f"{r['delivery_id']}\t{what}\t{r['repo'] or '-'}\tnext attempt "
-                      f"{r['next_attempt_at'] or '-'}\tattempts {r['attempts']}\t{r['error']}")
+                print(_delivery_line(r, f"next attempt {r['next_attempt_at'] or '-'}"))
             shown = f" (the {len(retrying)} due first shown)" if len(retrying) < waiting else ""
             print(f"deliveries waiting for a retry: {waiting}{shown}; attempt them now with "
                   "`rltracker deliveries retry ID...` or `--all`")

@@ -342,23 +342,13 @@ async def _own_discussion_comment(ctx: Any, installation_id: int | None, discuss
     return None
 
 
+# A command comes in a new comment or an edit of one (handle_command tells an edit that adds a
+# command from one that leaves it as it was).
 @router.register("issue_comment", action="created")
-async def on_issue_comment(event: sansio.Event, ctx: Any) -> None:
-    await handle_command(event, ctx)
-
-
-@router.register("discussion_comment", action="created")
-async def on_discussion_comment(event: sansio.Event, ctx: Any) -> None:
-    await handle_command(event, ctx)
-
-
 @router.register("issue_comment", action="edited")
-async def on_issue_comment_edited(event: sansio.Event, ctx: Any) -> None:
-    await handle_command(event, ctx)
-
-
+@router.register("discussion_comment", action="created")
 @router.register("discussion_comment", action="edited")
-async def on_discussion_comment_edited(event: sansio.Event, ctx: Any) -> None:
+async def on_comment(event: sansio.Event, ctx: Any) -> None:
     await handle_command(event, ctx)
 
 

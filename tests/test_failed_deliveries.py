@@ -30,9 +30,9 @@ from tests.test_actions_e2e import INST, install
 REPO = "Codertocat/Hello-World"
 
 
-async def test_a_delivery_failing_past_its_retries_is_shown_and_can_be_requeued(
-        app_ctx: Any, fake_github: Any, shared_dir: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+async def _command_comment(app_ctx: Any, fake_github: Any, shared_dir: Path) -> dict[str, Any]:
+    """GitHub's issue_comment payload carrying a command, its repository installed and its
+    issue at the fake GitHub."""
     payload = json.loads((shared_dir / "fixtures" / "webhooks" / "issue_comment"
                           / "created.with-installation.json").read_text())
     payload["comment"]["body"] = "/rltracker methods entropy_collapse"
@@ -40,14 +40,22 @@ async def test_a_delivery_failing_past_its_retries_is_shown_and_can_be_requeued(
     await install(app_ctx, fake_github, repo=REPO, framework="verl")
     fake_github.add_issue(REPO, payload["issue"]["number"], payload["issue"]["title"], "",
                           payload["issue"]["user"]["login"])
+    return payload
+
+
+async def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = await asyncio.to_thread(main, list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+async def test_a_delivery_failing_past_its_retries_is_shown_and_can_be_requeued(
+        app_ctx: Any, fake_github: Any, shared_dir: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    payload = await _command_comment(app_ctx, fake_github, shared_dir)
     # GitHub is down for longer than the worker's attempts
     fake_github.fail_next("POST", r"/issues/\d+/comments$", 502, times=MAX_TRANSIENT_ATTEMPTS)
     monkeypatch.setenv("DATABASE_URL", app_ctx.settings.database_url)
-
-    async def cli(*argv: str) -> tuple[int, str, str]:
-        code = await asyncio.to_thread(main, list(argv))
-        out, err = capsys.readouterr()
-        return code, out, err
 
     body = json.dumps(payload).encode()
     headers = delivery_headers("issue_comment", body, app_ctx.settings.webhook_secret, "dlv-1")
@@ -62,19 +70,19 @@ async def test_a_delivery_failing_past_its_retries_is_shown_and_can_be_requeued(
         assert health.status == 200  # the service is up; the failed delivery is counted
         assert (await health.json()) == {"status": "ok", "database": "ok", "deliveries_failed": 1}
 
-        code, out, _ = await cli("deliveries", "--json")
+        code, out, _ = await _cli(capsys, "deliveries", "--json")
         listed = json.loads(out)
         assert code == 0 and listed["failed"] == 1
         [row] = listed["deliveries"]
         assert (row["delivery_id"], row["event"], row["action"], row["repo"], row["attempts"]) == (
             "dlv-1", "issue_comment", "created", REPO, MAX_TRANSIENT_ATTEMPTS)
         assert "502" in row["error"]
-        code, out, _ = await cli("deliveries")
+        code, out, _ = await _cli(capsys, "deliveries")
         assert code == 0 and out.startswith("dlv-1\tissue_comment.created\tCodertocat/Hello-World\t")
         assert "failed deliveries: 1; re-queue with" in out
 
         # an id that is not a failed delivery is named, the others are re-queued
-        code, out, err = await cli("deliveries", "retry", "dlv-1", "no-such-id")
+        code, out, err = await _cli(capsys, "deliveries", "retry", "dlv-1", "no-such-id")
         assert code == 1 and out.strip() == "re-queued: 1"
         assert "no-such-id: no failed delivery, nor one waiting for a retry, with this id" in err
         assert fake_github.comments_of(REPO, payload["issue"]["number"]) == []
@@ -83,9 +91,9 @@ async def test_a_delivery_failing_past_its_retries_is_shown_and_can_be_requeued(
         [reply] = fake_github.comments_of(REPO, payload["issue"]["number"])
         assert REPLY_MARKER in reply["body"]
         assert (await (await client.get("/healthz")).json())["deliveries_failed"] == 0
-        code, out, _ = await cli("deliveries")
+        code, out, _ = await _cli(capsys, "deliveries")
         assert code == 0 and out.strip() == "failed deliveries: 0"
-        code, _, err = await cli("deliveries", "retry")
+        code, _, err = await _cli(capsys, "deliveries", "retry")
         assert code == 2 and "give delivery ids or --all" in err
 
 
@@ -97,13 +105,8 @@ async def test_a_rate_limited_delivery_waits_as_long_as_github_asks(
     worker retried after its own backoff (5 s, 20 s, 80 s...), met the limit again each time
     and could spend all five attempts inside it; now the next attempt is not before GitHub's
     time, and then the reply goes out once."""
-    payload = json.loads((shared_dir / "fixtures" / "webhooks" / "issue_comment"
-                          / "created.with-installation.json").read_text())
-    payload["comment"]["body"] = "/rltracker methods entropy_collapse"
-    payload["installation"]["id"] = INST
+    payload = await _command_comment(app_ctx, fake_github, shared_dir)
     number = payload["issue"]["number"]
-    await install(app_ctx, fake_github, repo=REPO, framework="verl")
-    fake_github.add_issue(REPO, number, payload["issue"]["title"], "", payload["issue"]["user"]["login"])
     if limit == "secondary":
         fake_github.secondary_rate_limit("POST", r"/issues/\d+/comments$", retry_after=wait)
     else:
@@ -134,12 +137,7 @@ async def test_a_refusal_retrying_cannot_change_fails_at_once(
     delivery was attempted five times over seven minutes, posting nothing each time. It now
     fails at once with GitHub's reason, listed for `rltracker deliveries retry` once the
     cause is gone."""
-    payload = json.loads((shared_dir / "fixtures" / "webhooks" / "issue_comment"
-                          / "created.with-installation.json").read_text())
-    payload["comment"]["body"] = "/rltracker methods entropy_collapse"
-    payload["installation"]["id"] = INST
-    await install(app_ctx, fake_github, repo=REPO, framework="verl")
-    fake_github.add_issue(REPO, payload["issue"]["number"], payload["issue"]["title"], "", "Codertocat")
+    payload = await _command_comment(app_ctx, fake_github, shared_dir)
     fake_github.fail_next("POST", r"/issues/\d+/comments$", 403, times=10,
                           body={"message": "Unable to create comment because issue is locked."})
     body = json.dumps(payload).encode()
@@ -163,13 +161,8 @@ async def test_a_github_outage_of_hours_is_ridden_out_without_a_hand(
     and waited for someone to run `rltracker deliveries retry`. Transient failures are now
     retried for about four and a half hours (a bounded number of times); the reply goes out
     once GitHub is back, once."""
-    payload = json.loads((shared_dir / "fixtures" / "webhooks" / "issue_comment"
-                          / "created.with-installation.json").read_text())
-    payload["comment"]["body"] = "/rltracker methods entropy_collapse"
-    payload["installation"]["id"] = INST
+    payload = await _command_comment(app_ctx, fake_github, shared_dir)
     number = payload["issue"]["number"]
-    await install(app_ctx, fake_github, repo=REPO, framework="verl")
-    fake_github.add_issue(REPO, number, payload["issue"]["title"], "", payload["issue"]["user"]["login"])
     fake_github.fail_next("POST", r"/issues/\d+/comments$", 502, times=6)
     fake_github.disconnect_next("POST", r"/issues/\d+/comments$", times=2)
     body = json.dumps(payload).encode()
@@ -196,20 +189,10 @@ async def test_a_delivery_waiting_for_its_retry_is_shown_and_can_be_attempted_no
     attempt; `rltracker deliveries` listed only failed ones, so it was invisible (and could
     not be hurried once GitHub was back). It is listed with its error and next attempt, and
     `retry` attempts it now, its attempts kept."""
-    payload = json.loads((shared_dir / "fixtures" / "webhooks" / "issue_comment"
-                          / "created.with-installation.json").read_text())
-    payload["comment"]["body"] = "/rltracker methods entropy_collapse"
-    payload["installation"]["id"] = INST
+    payload = await _command_comment(app_ctx, fake_github, shared_dir)
     number = payload["issue"]["number"]
-    await install(app_ctx, fake_github, repo=REPO, framework="verl")
-    fake_github.add_issue(REPO, number, payload["issue"]["title"], "", payload["issue"]["user"]["login"])
     fake_github.fail_next("POST", r"/issues/\d+/comments$", 503, times=1)
     monkeypatch.setenv("DATABASE_URL", app_ctx.settings.database_url)
-
-    async def cli(*argv: str) -> tuple[int, str, str]:
-        code = await asyncio.to_thread(main, list(argv))
-        out, err = capsys.readouterr()
-        return code, out, err
 
     body = json.dumps(payload).encode()
     headers = delivery_headers("issue_comment", body, app_ctx.settings.webhook_secret, "dlv-wait")
@@ -219,17 +202,17 @@ async def test_a_delivery_waiting_for_its_retry_is_shown_and_can_be_attempted_no
     assert await worker.run_until_idle() == 1 and worker.counts["retry"] == 1
     assert await worker.run_until_idle() == 0  # an hour away
 
-    code, out, _ = await cli("deliveries", "--json")
+    code, out, _ = await _cli(capsys, "deliveries", "--json")
     listed = json.loads(out)
     assert code == 0 and listed["failed"] == 0 and listed["waiting"] == 1
     [row] = listed["waiting_deliveries"]
     assert (row["delivery_id"], row["attempts"]) == ("dlv-wait", 1) and "503" in row["error"]
     assert row["next_attempt_at"] > utcnow().isoformat()
-    code, out, _ = await cli("deliveries")
+    code, out, _ = await _cli(capsys, "deliveries")
     assert "dlv-wait\tissue_comment.created\tCodertocat/Hello-World\tnext attempt " in out
     assert "deliveries waiting for a retry: 1; attempt them now" in out
 
-    code, out, err = await cli("deliveries", "retry", "dlv-wait", "dlv-none")
+    code, out, err = await _cli(capsys, "deliveries", "retry", "dlv-wait", "dlv-none")
     assert code == 1 and out.strip() == "re-queued: 1"
     assert "dlv-none: no failed delivery, nor one waiting for a retry, with this id" in err
     assert await worker.run_until_idle() == 1 and worker.counts["done"] == 1
@@ -237,5 +220,5 @@ async def test_a_delivery_waiting_for_its_retry_is_shown_and_can_be_attempted_no
         row = await s.scalar(select(Delivery).where(Delivery.delivery_id == "dlv-wait"))
     assert (row.status, row.attempts) == ("done", 2)
     assert len(fake_github.comments_of(REPO, number)) == 1
-    code, out, _ = await cli("deliveries")
+    code, out, _ = await _cli(capsys, "deliveries")
     assert out.strip() == "failed deliveries: 0"

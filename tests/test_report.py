@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import json
+import os
+import sys
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -212,26 +216,23 @@ async def test_dry_run_records_without_posting(ctx: Any, fake_github: Any) -> No
     assert not fake_github.requests("POST")
 
 
-async def test_report_command_writes_markdown_and_html(db_url: str, ctx: Any, tmp_path: Any) -> None:
-    import asyncio
-    import json
-    import os
-    import sys
-
-    await night_one(ctx)
+async def _report_cli(db_url: str, *args: str) -> tuple[int, str, str]:
+    """`rltracker report ARGS` in a subprocess on `db_url`, with no GitHub credentials and no
+    report issue set (exit status, stdout, stderr)."""
     env = {**os.environ, "DATABASE_URL": db_url}
     for key in ("GITHUB_APP_ID", "GITHUB_TOKEN", "RLTRACKER_REPORT_ISSUE"):
         env.pop(key, None)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "report", *args,
+        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    return proc.returncode or 0, out.decode(), err.decode()
 
-    async def report(*args: str) -> tuple[int, str, str]:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli", "report", *args,
-            env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await proc.communicate()
-        return proc.returncode or 0, out.decode(), err.decode()
 
+async def test_report_command_writes_markdown_and_html(db_url: str, ctx: Any, tmp_path: Any) -> None:
+    await night_one(ctx)
     today = datetime.now(UTC).date()
-    code, out, err = await report("--out", str(tmp_path))
+    code, out, err = await _report_cli(db_url, "--out", str(tmp_path))
     assert code == 0, err[-2000:]
     assert json.loads(out)["date"] == today.isoformat()
     assert (tmp_path / f"report-{today}.md").read_text().startswith("<!-- rltracker:report:")
@@ -244,28 +245,12 @@ async def test_a_past_date_writes_and_posts_that_nights_report_not_todays(
     rebuilt it from today's state under that night's date, over what was stored that night,
     and would have edited that night's comment with it. It writes and posts the stored one;
     a night with no report, or a day after today, cannot be built and says so."""
-    import asyncio
-    import json
-    import os
-    import sys
-
     await night_one(ctx)
     await run_report(ctx, DAY1)
     async with ctx.sessionmaker() as session:
         that_night = await session.scalar(select(Report).where(Report.date == DAY1.isoformat()))
     await night_two(ctx)  # the state changed since
-    env = {**os.environ, "DATABASE_URL": db_url}
-    for key in ("GITHUB_APP_ID", "GITHUB_TOKEN", "RLTRACKER_REPORT_ISSUE"):
-        env.pop(key, None)
-
-    async def report(*args: str) -> tuple[int, str, str]:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli", "report", *args,
-            env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await proc.communicate()
-        return proc.returncode or 0, out.decode(), err.decode()
-
-    code, out, err = await report("--date", DAY1.isoformat(), "--out", str(tmp_path))
+    code, out, err = await _report_cli(db_url, "--date", DAY1.isoformat(), "--out", str(tmp_path))
     assert code == 0, err[-2000:]
     assert json.loads(out)["date"] == DAY1.isoformat()
     assert (tmp_path / f"report-{DAY1}.md").read_text() == that_night.markdown
@@ -274,10 +259,10 @@ async def test_a_past_date_writes_and_posts_that_nights_report_not_todays(
     assert (now_stored.markdown, now_stored.data) == (that_night.markdown, that_night.data)
     assert f"{T}#13" not in json.dumps(now_stored.data)  # opened on night two
 
-    code, _, err = await report("--date", DAY2.isoformat())
+    code, _, err = await _report_cli(db_url, "--date", DAY2.isoformat())
     assert code == 2 and err.startswith(f"rltracker report: --date {DAY2}: no report was built")
     tomorrow = datetime.now(UTC).date() + timedelta(days=1)
-    code, _, err = await report("--date", tomorrow.isoformat())
+    code, _, err = await _report_cli(db_url, "--date", tomorrow.isoformat())
     assert code == 2 and "cannot be built" in err and len(err.splitlines()) == 1
     async with ctx.sessionmaker() as session:
         assert [r.date for r in await session.scalars(select(Report))] == [DAY1.isoformat()]

@@ -29,6 +29,16 @@ async def store(ctx: Any, number: int, analysis: dict, *, title: str, days_ago: 
         await s.commit()
 
 
+def _preview_app(ctx: Any) -> web.Application:
+    """An aiohttp app serving only the preview pages, on `ctx`."""
+    from bot.context import CTX
+
+    app = web.Application()
+    app[CTX] = ctx
+    preview_setup(app)
+    return app
+
+
 async def test_preview_page_and_command(ctx: Any, fake_github: Any) -> None:
     await install(ctx, fake_github)
     await store(ctx, 1, FAILURE, title="<script>alert(1)</script> entropy")
@@ -39,12 +49,7 @@ async def test_preview_page_and_command(ctx: Any, fake_github: Any) -> None:
     assert [s["number"] for s in preview["skipped"]] == [2]
     assert "actor_rollout_ref.actor.clip_ratio_high" in render_markdown(preview)
 
-    from bot.context import CTX
-
-    app = web.Application()
-    app[CTX] = ctx
-    preview_setup(app)
-    async with TestClient(TestServer(app)) as client:
+    async with TestClient(TestServer(_preview_app(ctx))) as client:
         resp = await client.get(f"/repos/{VERL}/preview")
         assert resp.status == 200
         html = await resp.text()
@@ -113,13 +118,8 @@ async def test_preview_page_of_a_repository_with_nothing_stored_is_a_404(ctx: An
     """/repos/{owner}/{name}/preview answered 200 "0 of 0 issues would get a comment" for any
     name at all (a typo, a repository never synced), the answer `rltracker preview` stopped
     giving: 404 saying nothing is stored, in plain text; a stored repository still previews."""
-    from bot.context import CTX
-
     await store(ctx, 1, FAILURE, title="entropy collapse")
-    app = web.Application()
-    app[CTX] = ctx
-    preview_setup(app)
-    async with TestClient(TestServer(app)) as client:
+    async with TestClient(TestServer(_preview_app(ctx))) as client:
         resp = await client.get(f"/repos/{owner}/verl/preview")
         assert resp.status == 404
         assert resp.content_type == "text/plain"

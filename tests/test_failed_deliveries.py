@@ -43,6 +43,13 @@ async def _command_comment(app_ctx: Any, fake_github: Any, shared_dir: Path) -> 
     return payload
 
 
+async def _received(client: TestClient, app_ctx: Any, payload: dict[str, Any], delivery_id: str) -> None:
+    """POST `payload` to /webhook as GitHub sends an issue_comment delivery; stored (202)."""
+    body = json.dumps(payload).encode()
+    headers = delivery_headers("issue_comment", body, app_ctx.settings.webhook_secret, delivery_id)
+    assert (await client.post("/webhook", data=body, headers=headers)).status == 202
+
+
 async def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = await asyncio.to_thread(main, list(argv))
     out, err = capsys.readouterr()
@@ -57,10 +64,8 @@ async def test_a_delivery_failing_past_its_retries_is_shown_and_can_be_requeued(
     fake_github.fail_next("POST", r"/issues/\d+/comments$", 502, times=MAX_TRANSIENT_ATTEMPTS)
     monkeypatch.setenv("DATABASE_URL", app_ctx.settings.database_url)
 
-    body = json.dumps(payload).encode()
-    headers = delivery_headers("issue_comment", body, app_ctx.settings.webhook_secret, "dlv-1")
     async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
-        assert (await client.post("/webhook", data=body, headers=headers)).status == 202
+        await _received(client, app_ctx, payload, "dlv-1")
         worker = Worker(app_ctx, backoff=lambda attempt: 0.0)
         assert await worker.run_until_idle() == MAX_TRANSIENT_ATTEMPTS
         assert worker.counts["failed"] == 1 and worker.counts["retry"] == MAX_TRANSIENT_ATTEMPTS - 1
@@ -111,10 +116,8 @@ async def test_a_rate_limited_delivery_waits_as_long_as_github_asks(
         fake_github.secondary_rate_limit("POST", r"/issues/\d+/comments$", retry_after=wait)
     else:
         fake_github.rate_limited("POST", r"/issues/\d+/comments$", reset_in=wait)
-    body = json.dumps(payload).encode()
-    headers = delivery_headers("issue_comment", body, app_ctx.settings.webhook_secret, "dlv-rl")
     async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
-        assert (await client.post("/webhook", data=body, headers=headers)).status == 202
+        await _received(client, app_ctx, payload, "dlv-rl")
     worker = Worker(app_ctx, backoff=lambda attempt: 5.0)
     before = utcnow()
     assert await worker.run_until_idle() == 1 and worker.counts["retry"] == 1
@@ -140,10 +143,8 @@ async def test_a_refusal_retrying_cannot_change_fails_at_once(
     payload = await _command_comment(app_ctx, fake_github, shared_dir)
     fake_github.fail_next("POST", r"/issues/\d+/comments$", 403, times=10,
                           body={"message": "Unable to create comment because issue is locked."})
-    body = json.dumps(payload).encode()
-    headers = delivery_headers("issue_comment", body, app_ctx.settings.webhook_secret, "dlv-locked")
     async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
-        assert (await client.post("/webhook", data=body, headers=headers)).status == 202
+        await _received(client, app_ctx, payload, "dlv-locked")
     worker = Worker(app_ctx, backoff=lambda attempt: 0.0)
     assert await worker.run_until_idle() == 1
     assert worker.counts == {"done": 0, "failed": 1, "retry": 0, "lost": 0}
@@ -165,10 +166,8 @@ async def test_a_github_outage_of_hours_is_ridden_out_without_a_hand(
     number = payload["issue"]["number"]
     fake_github.fail_next("POST", r"/issues/\d+/comments$", 502, times=6)
     fake_github.disconnect_next("POST", r"/issues/\d+/comments$", times=2)
-    body = json.dumps(payload).encode()
-    headers = delivery_headers("issue_comment", body, app_ctx.settings.webhook_secret, "dlv-out")
     async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
-        assert (await client.post("/webhook", data=body, headers=headers)).status == 202
+        await _received(client, app_ctx, payload, "dlv-out")
     worker = Worker(app_ctx, backoff=lambda attempt: 0.0)
     assert await worker.run_until_idle() == 9
     assert worker.counts == {"done": 1, "failed": 0, "retry": 8, "lost": 0}
@@ -194,10 +193,8 @@ async def test_a_delivery_waiting_for_its_retry_is_shown_and_can_be_attempted_no
     fake_github.fail_next("POST", r"/issues/\d+/comments$", 503, times=1)
     monkeypatch.setenv("DATABASE_URL", app_ctx.settings.database_url)
 
-    body = json.dumps(payload).encode()
-    headers = delivery_headers("issue_comment", body, app_ctx.settings.webhook_secret, "dlv-wait")
     async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
-        assert (await client.post("/webhook", data=body, headers=headers)).status == 202
+        await _received(client, app_ctx, payload, "dlv-wait")
     worker = Worker(app_ctx, backoff=lambda attempt: 3600.0)
     assert await worker.run_until_idle() == 1 and worker.counts["retry"] == 1
     assert await worker.run_until_idle() == 0  # an hour away

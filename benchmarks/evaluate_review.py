@@ -1,6 +1,6 @@
 """Measure analyzers.review on a labelled thread file (default ../shared/eval/dev/threads.jsonl).
 
-    .venv/bin/python benchmarks/evaluate_review.py [FILE] [--wrong] [--quiet]
+    .venv/bin/python benchmarks/evaluate_review.py [FILE | SET_DIR] [--wrong]
 
 Prints review-state accuracy with the confusion, reply-detection accuracy, concern precision /
 recall / F1 (micro over (thread, concern) pairs, and per kind), the time per thread, and with
@@ -38,11 +38,18 @@ def _prf(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("file", nargs="?", default=str(DEFAULT))
+    ap.add_argument(
+        "file", nargs="?", default=str(DEFAULT), help="a threads.jsonl file, or a set directory holding one"
+    )
     ap.add_argument("--wrong", action="store_true", help="list the threads it got wrong")
     args = ap.parse_args(argv)
 
-    rows = [json.loads(line) for line in Path(args.file).read_text(encoding="utf-8").splitlines()]
+    path = Path(args.file)
+    if path.is_dir():  # a written set's directory (benchmarks/review_written/<set>/)
+        path = path / "threads.jsonl"
+    if not path.is_file():
+        ap.error(f"no thread file at {path}")
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     rows = [r for r in rows if "review_state" in (r.get("labels") or {})]
     for row in rows:  # warm-up: patterns loaded, spaCy's vocabulary filled, as in a server
         explain_review(row)

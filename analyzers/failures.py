@@ -444,13 +444,25 @@ def _symptoms(
         ids = rules.lemma_ids
         if move in _NEGATABLE and (not ids.negations.isdisjoint(before) or ids.long in before):
             move = "not_" + move  # "does not increase", "no longer grows", "does not drop"
-        name = f"{best[1]}|{move}"
+        name = f"{_output_length(best[1], span_text(ms, me))}|{move}"
         ev.symptom(where, name, move)
         if name not in seen:
             seen.add(name)
             lo, hi = min(ms, best[2]), max(me, best[3])
             ev.note(span_text(lo, hi))
     return starts
+
+
+# Outputs that get shorter or longer ("the answers get shorter every epoch", 回答越来越短) are
+# the response length moving, however the post names the outputs.
+_LENGTH_MOVES = ("short", "long", "短", "变长", "越来越长", "越训越长")
+
+
+def _output_length(metric: str, move_text: str) -> str:
+    """`metric`, or "length" when the outputs move by a length word (see _LENGTH_MOVES)."""
+    if metric == "output" and any(w in move_text.lower() for w in _LENGTH_MOVES):
+        return "length"
+    return metric
 
 
 # An exception's message ("ValueError: reward tensor contains NaN", "error: ... inf"): a crash
@@ -486,7 +498,7 @@ def _zh_symptoms(low: str, where: str, rules: _Rules, ev: _Evidence) -> None:
                 # 不上升 / 不再上升 / 没有上升: a negator just before the move
                 if move in _NEGATABLE and any(ch in _ZH_NEGATORS for ch in tail[max(0, at - 3) : at]):
                     move = "not_" + move
-                name = f"{metric}|{move}"
+                name = f"{_output_length(metric, move_term)}|{move}"
                 if name not in seen:
                     seen.add(name)
                     ev.symptom(where, name, move)
@@ -854,7 +866,8 @@ _FAILURE_VERB = re.compile(
 _REMEDY_BEFORE = re.compile(r"(?i)\b(?:avoid|prevent|mitigat|alleviat|stabili[sz]|against|reduc|combat|tackl)|避免|防止|缓解|抑制|预防|解决")
 # Every sample of a group scoring the same: no learning signal (groups_without_signal).
 _GROUP = re.compile(r"(?i)\bgroups?\b|\ball\s{1,3}(?:the\s{1,3})?(?:samples|responses|completions|rollouts|generations|answers)\b|\bevery\s{1,3}(?:sample|response|completion|rollout)\b|组内|全对|全错|每组")
-_SAME = re.compile(r"(?i)\b(?:same|identical|equal|zero|0|all\s{1,3}correct|all\s{1,3}wrong)\b|相同|一样|为0|全对|全错")
+# A zero is "0", "0.0", "0.000", not the 0 of "0.25" or of "1.0" (a reward std of 0.25 is signal).
+_SAME = re.compile(r"(?i)\b(?:same|identical|equal|zero|all\s{1,3}correct|all\s{1,3}wrong)\b|(?<![\d.])\b0(?:\.0{1,8})?\b(?!\.?\d)|相同|一样|为0|全对|全错")
 _SCORE = re.compile(r"(?i)\b(?:rewards?|scores?|advantages?|std|variance)\b|奖励|分数|优势|方差")
 
 

@@ -414,6 +414,26 @@ def test_train_versus_eval_and_groups_scoring_alike() -> None:
     assert "about:group_same_score" in _about("优势为0", "组内回答全对或者全错，奖励都一样。")
 
 
+def test_a_decimal_is_no_zero_score_of_a_group() -> None:
+    # "0.25" and "1.0" are values, not a zero: groups whose reward std is 0.25 do have signal.
+    assert "about:group_same_score" not in _about(
+        "Reward flat at 0.3", "The reward_std is around 0.25 so the groups do have variance.")
+    assert "about:group_same_score" not in _about("Reward 1.0", "Each group reaches a mean reward of 1.0 quickly.")
+    assert "about:group_same_score" in _about("No signal", "In every group the reward std is 0.0 after step 100.")
+    assert "about:group_same_score" in _about("No signal", "The advantages of each group are 0.")
+
+
+def test_outputs_getting_shorter_or_longer_are_the_response_length() -> None:
+    def pairs(title: str, body: str) -> set[str]:
+        return {k for k in failure_features(title, body).vector if k.startswith("sym:") and not k.startswith("sym:any")}
+
+    assert "sym:length|down" in pairs("Answers get shorter every epoch", "")
+    assert "sym:length|up" in pairs("Completions get longer and longer after step 200", "")
+    assert "sym:length|down" in pairs("回答越来越短", "训练到200步以后模型只输出最终答案。")
+    assert "sym:output|down" in pairs("The outputs degrade after step 300", "")
+    assert not any(k.startswith("sym:length") for k in pairs("The outputs degrade after step 300", ""))
+
+
 def test_the_lexicon_names_the_kind_when_the_kind_model_is_unsure() -> None:
     features = failure_features("GRPO训练熵坍塌", "训练到100步熵降到0.01，奖励也不涨了。")
     lead = next(k[4:] for k in features.vector if k.startswith("top:"))

@@ -478,6 +478,11 @@ def _in_error_message(document: Any, starts: list[int], sent: int, span_text: Ca
 _ZH_NEGATORS = ("不", "没", "未")
 
 
+def _decimal_follows(text: str, end: int) -> bool:
+    """A term ending in 0 at `end` is the start of a number such as 0.5 or 05 (一直为0.5)."""
+    return text[end : end + 1].isdigit() or (text[end : end + 1] == "." and text[end + 1 : end + 2].isdigit())
+
+
 def _zh_symptoms(low: str, where: str, rules: _Rules, ev: _Evidence) -> None:
     """The symptom grammar in Chinese: a metric term, then a move term within the window."""
     window = 10_000 if where == "t" else rules.zh_window
@@ -495,6 +500,8 @@ def _zh_symptoms(low: str, where: str, rules: _Rules, ev: _Evidence) -> None:
                 at = tail.find(move_term)
                 if at < 0:
                     continue
+                if move == "zero" and _decimal_follows(tail, at + len(move_term)):
+                    continue  # 为0.5: a value, not a zero
                 # 不上升 / 不再上升 / 没有上升: a negator just before the move
                 if move in _NEGATABLE and any(ch in _ZH_NEGATORS for ch in tail[max(0, at - 3) : at]):
                     move = "not_" + move
@@ -539,6 +546,8 @@ def _chinese(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
             while pos >= 0 and tries < 8 and not found:
                 tail = low[pos + len(subj) : pos + len(subj) + window]
                 for change in _in_text(tail, cat.zh_changes, cat.zh_changes):
+                    if change.endswith("0") and _decimal_follows(tail, tail.find(change) + len(change)):
+                        continue  # 一直为0.3: a value, not a zero
                     ev.add(cat.key, f"{where}zh_pair", subj + "…" + change)
                     found = True
                     break
@@ -867,7 +876,7 @@ _REMEDY_BEFORE = re.compile(r"(?i)\b(?:avoid|prevent|mitigat|alleviat|stabili[sz
 # Every sample of a group scoring the same: no learning signal (groups_without_signal).
 _GROUP = re.compile(r"(?i)\bgroups?\b|\ball\s{1,3}(?:the\s{1,3})?(?:samples|responses|completions|rollouts|generations|answers)\b|\bevery\s{1,3}(?:sample|response|completion|rollout)\b|组内|全对|全错|每组")
 # A zero is "0", "0.0", "0.000", not the 0 of "0.25" or of "1.0" (a reward std of 0.25 is signal).
-_SAME = re.compile(r"(?i)\b(?:same|identical|equal|zero|all\s{1,3}correct|all\s{1,3}wrong)\b|(?<![\d.])\b0(?:\.0{1,8})?\b(?!\.?\d)|相同|一样|为0|全对|全错")
+_SAME = re.compile(r"(?i)\b(?:same|identical|equal|zero|all\s{1,3}correct|all\s{1,3}wrong)\b|(?<![\d.])\b0(?:\.0{1,8})?\b(?!\.?\d)|相同|一样|为0(?!\.?\d)|全对|全错")
 _SCORE = re.compile(r"(?i)\b(?:rewards?|scores?|advantages?|std|variance)\b|奖励|分数|优势|方差")
 
 

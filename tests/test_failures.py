@@ -421,6 +421,17 @@ def test_a_decimal_is_no_zero_score_of_a_group() -> None:
     assert "about:group_same_score" not in _about("Reward 1.0", "Each group reaches a mean reward of 1.0 quickly.")
     assert "about:group_same_score" in _about("No signal", "In every group the reward std is 0.0 after step 100.")
     assert "about:group_same_score" in _about("No signal", "The advantages of each group are 0.")
+    assert "about:group_same_score" not in _about("训练问题", "组内奖励为0.8左右。")
+    assert "about:group_same_score" in _about("训练问题", "组内奖励都为0。")
+
+
+def test_a_chinese_decimal_is_no_zero_value() -> None:
+    def read(body: str) -> set[str]:
+        return {k for k in failure_features("训练问题", body).vector if k.startswith(("sym:", "groups_without_signal|"))}
+
+    assert not any("zero" in k or k.startswith("groups") for k in read("优势一直为0.3左右。"))
+    assert "groups_without_signal|bzh_pair" in read("优势一直为0，模型学不到东西。")
+    assert "sym:reward|zero" not in read("奖励为0.5。")
 
 
 def test_outputs_getting_shorter_or_longer_are_the_response_length() -> None:

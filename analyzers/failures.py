@@ -183,11 +183,12 @@ def _in_text(text: str, items: list[T], terms: list[str]) -> Iterator[T]:
 
 
 def _prepare(text: str) -> str:
-    # snake_case, paths and hyphens read as words: old_log_prob -> old log prob,
-    # train/inference -> train inference, training-inference -> training inference.
+    # snake_case, paths, hyphens and settings read as words: old_log_prob -> old log prob,
+    # train/inference -> train inference, training-inference -> training inference,
+    # max_staleness=8 -> max staleness = 8 (spaCy keeps "staleness=8" one token).
     # (Three replaces, each a C pass over the text: str.translate with a table looks every
     # character up in it, ~30x slower on posts.)
-    return text.replace("_", " ").replace("/", " ").replace("-", " ")
+    return text.replace("_", " ").replace("/", " ").replace("-", " ").replace("=", " = ")
 
 
 def _lemma_phrase(phrase: str) -> str:

@@ -615,11 +615,14 @@ def _plain_chinese(text: str, where: str, rules: failures._Rules, ev: failures._
                 at = tail.find(move_term)
                 if at < 0:
                     continue
+                if move == "zero" and failures._decimal_follows(tail, at + len(move_term)):
+                    continue
                 if move in failures._NEGATABLE and any(ch in failures._ZH_NEGATORS for ch in tail[max(0, at - 3) : at]):
                     move = "not_" + move
-                if f"{metric}|{move}" not in seen:
-                    seen.add(f"{metric}|{move}")
-                    ev.symptom(where, f"{metric}|{move}", move)
+                name = f"{failures._output_length(metric, move_term)}|{move}"
+                if name not in seen:
+                    seen.add(name)
+                    ev.symptom(where, name, move)
                     ev.note(term + "…" + move_term)
                 break
             pos, tries = low.find(term, pos + 1), tries + 1
@@ -641,7 +644,9 @@ def _plain_chinese(text: str, where: str, rules: failures._Rules, ev: failures._
             while pos >= 0 and tries < 8 and not found:
                 tail = low[pos + len(subj) : pos + len(subj) + window]
                 for change in cat.zh_changes:
-                    if change in tail:
+                    if change in tail and not (
+                        change.endswith("0") and failures._decimal_follows(tail, tail.find(change) + len(change))
+                    ):
                         ev.add(cat.key, f"{where}zh_pair", subj + "…" + change)
                         found = True
                         break
@@ -772,3 +777,10 @@ def test_matcher_gate_lets_through_every_text_the_matcher_finds_something_in() -
     assert [t.lemma_ for t in nlp.set_lemmas(document, nlp.doc_lemmas(document))] == [
         t.lemma_ for t in nlp.lemmatized("Rewards dropped")
     ] == ["reward", "drop"]
+
+
+def test_a_setting_written_as_key_equals_value_is_read_as_words() -> None:
+    # "max_staleness=8" is the staleness setting: "=" joins no word (as "_" and "/" do not).
+    lead = {k for k in failure_features("max_staleness=8 makes training unstable", "").vector if k.startswith("top:")}
+    assert lead == {"top:stale_rollout_data"}
+    assert "ev:kl_growth" not in failure_features("kl_coef=0.5 increases nothing", "").vector

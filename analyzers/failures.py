@@ -1222,13 +1222,18 @@ def rank_kinds(features: FailureFeatures, model: learned.LinearModel) -> list[tu
     # metric the post names first: every sample of a group scoring alike ("rewards and loss are
     # 0"), or a loss or advantage of exactly zero as the title's symptom (a zero loss in passing
     # in the body, e.g. under another precision setting, is not the post's symptom).
+    # Both rules read the body; the title states the main symptom (GUIDELINES: `category` is the
+    # main symptom), so neither renames a specific kind the title alone names ("Entropy near
+    # zero by step 80 ... so the advantages are all zero": entropy collapse, its groups a
+    # consequence).
+    titled = _title_kind(features.vector)
     no_signal = ("about:group_same_score", "tsym:loss|zero", "tsym:advantage|zero", "groups_without_signal|log")
-    if "groups_without_signal" in probs and any(f in features.vector for f in no_signal):
+    if "groups_without_signal" in probs and any(f in features.vector for f in no_signal) and titled in (None, "groups_without_signal"):
         ranked = _first("groups_without_signal", ranked)
     # Training (or its reward) rising while evaluation or the output's quality falls: the reward
     # neither collapses nor stalls, it rewards the wrong thing (reward hacking, overfitting),
     # which none of the named kinds is: other_failure.
-    if "about:train_vs_eval" in features.vector and "other_failure" in probs:
+    if "about:train_vs_eval" in features.vector and "other_failure" in probs and titled in (None, "other_failure"):
         ranked = _first("other_failure", ranked)
     # A context whose labelled reports mostly share one kind (learned by `make train`, stored
     # in the model file: a preference-optimisation run -> other_failure) names that kind.
@@ -1237,6 +1242,20 @@ def rank_kinds(features: FailureFeatures, model: learned.LinearModel) -> list[tu
             ranked = _first(prior, ranked)
             break
     return ranked
+
+
+# Kinds that say what went wrong only in general terms (a collapse whose cause is not named; other).
+_GENERIC_KINDS = frozenset({"collapse_or_divergence", "other_failure"})
+
+
+def _title_kind(vector: dict[str, float]) -> str | None:
+    """The one specific kind the title names by its own cues (a phrase or a pair, not negated
+    nor about a remedy), if it names exactly one; None otherwise."""
+    named = {
+        cat for cat, _, cue in (k.partition("|") for k in vector)
+        if cue[:1] == "t" and cue[1:] in _POSITIVE_CUES and cat in _PRIORITY and cat not in _GENERIC_KINDS
+    }  # fmt: skip
+    return named.pop() if len(named) == 1 else None
 
 
 # Kinds that name a cause of a collapse rather than what misbehaves.

@@ -500,6 +500,21 @@ def test_groups_scoring_alike_name_the_kind() -> None:
     assert rank_kinds(other, sure)[0][0] == "collapse_or_divergence"
 
 
+def test_a_body_situation_does_not_rename_the_specific_kind_the_title_names() -> None:
+    # The title states the main symptom; groups scoring alike told in the body as its
+    # consequence leave it first (an entropy collapse whose samples all became identical).
+    sure = LinearModel("kinds", sorted(CATEGORIES), {c: {} for c in CATEGORIES},
+                       {c: (5.0 if c == "entropy_collapse" else 0.0) for c in CATEGORIES})  # fmt: skip
+    entropy = failure_features("Entropy collapse after 100 steps",
+                               "Every group now gets the same reward, so nothing is learned.")  # fmt: skip
+    assert "about:group_same_score" in entropy.vector
+    assert rank_kinds(entropy, sure)[0][0] == "entropy_collapse"
+    # A title that names only a collapse (a generic kind) is still renamed by the groups rule.
+    generic = failure_features("Training collapses after 100 steps",
+                               "Every group now gets the same reward, so nothing is learned.")  # fmt: skip
+    assert rank_kinds(generic, sure)[0][0] == "groups_without_signal"
+
+
 def test_a_named_cause_outranks_a_collapse_the_kind_model_is_sure_of() -> None:
     sure = LinearModel("kinds", sorted(CATEGORIES), {c: {} for c in CATEGORIES},
                        {c: (5.0 if c == "collapse_or_divergence" else 0.0) for c in CATEGORIES})  # fmt: skip

@@ -1248,14 +1248,18 @@ def rank_kinds(features: FailureFeatures, model: learned.LinearModel) -> list[tu
 _GENERIC_KINDS = frozenset({"collapse_or_divergence", "other_failure"})
 
 
+# Per specific kind, the names of its positive title cues ("entropy_collapse|tphrase", ...):
+# a few dict look-ups instead of a pass over every feature of the post.
+_TITLE_CUE_KEYS = tuple(
+    (cat, tuple(f"{cat}|t{cue}" for cue in sorted(_POSITIVE_CUES))) for cat in _PRIORITY if cat not in _GENERIC_KINDS
+)
+
+
 def _title_kind(vector: dict[str, float]) -> str | None:
     """The one specific kind the title names by its own cues (a phrase or a pair, not negated
     nor about a remedy), if it names exactly one; None otherwise."""
-    named = {
-        cat for cat, _, cue in (k.partition("|") for k in vector)
-        if cue[:1] == "t" and cue[1:] in _POSITIVE_CUES and cat in _PRIORITY and cat not in _GENERIC_KINDS
-    }  # fmt: skip
-    return named.pop() if len(named) == 1 else None
+    named = [cat for cat, keys in _TITLE_CUE_KEYS if any(k in vector for k in keys)]
+    return named[0] if len(named) == 1 else None
 
 
 # Kinds that name a cause of a collapse rather than what misbehaves.

@@ -183,11 +183,12 @@ def _in_text(text: str, items: list[T], terms: list[str]) -> Iterator[T]:
 
 
 def _prepare(text: str) -> str:
-    # snake_case, paths and hyphens read as words: old_log_prob -> old log prob,
-    # train/inference -> train inference, training-inference -> training inference.
+    # snake_case, paths, hyphens and settings read as words: old_log_prob -> old log prob,
+    # train/inference -> train inference, training-inference -> training inference,
+    # max_staleness=8 -> max staleness = 8 (spaCy keeps "staleness=8" one token).
     # (Three replaces, each a C pass over the text: str.translate with a table looks every
     # character up in it, ~30x slower on posts.)
-    return text.replace("_", " ").replace("/", " ").replace("-", " ")
+    return text.replace("_", " ").replace("/", " ").replace("-", " ").replace("=", " = ")
 
 
 def _lemma_phrase(phrase: str) -> str:
@@ -444,13 +445,25 @@ def _symptoms(
         ids = rules.lemma_ids
         if move in _NEGATABLE and (not ids.negations.isdisjoint(before) or ids.long in before):
             move = "not_" + move  # "does not increase", "no longer grows", "does not drop"
-        name = f"{best[1]}|{move}"
+        name = f"{_output_length(best[1], span_text(ms, me))}|{move}"
         ev.symptom(where, name, move)
         if name not in seen:
             seen.add(name)
             lo, hi = min(ms, best[2]), max(me, best[3])
             ev.note(span_text(lo, hi))
     return starts
+
+
+# Outputs that get shorter or longer ("the answers get shorter every epoch", 回答越来越短) are
+# the response length moving, however the post names the outputs.
+_LENGTH_MOVES = ("short", "long", "短", "变长", "越来越长", "越训越长")
+
+
+def _output_length(metric: str, move_text: str) -> str:
+    """`metric`, or "length" when the outputs move by a length word (see _LENGTH_MOVES)."""
+    if metric == "output" and any(w in move_text.lower() for w in _LENGTH_MOVES):
+        return "length"
+    return metric
 
 
 # An exception's message ("ValueError: reward tensor contains NaN", "error: ... inf"): a crash
@@ -464,6 +477,11 @@ def _in_error_message(document: Any, starts: list[int], sent: int, span_text: Ca
 
 
 _ZH_NEGATORS = ("不", "没", "未")
+
+
+def _decimal_follows(text: str, end: int) -> bool:
+    """A term ending in 0 at `end` is the start of a number such as 0.5 or 05 (一直为0.5)."""
+    return text[end : end + 1].isdigit() or (text[end : end + 1] == "." and text[end + 1 : end + 2].isdigit())
 
 
 def _zh_symptoms(low: str, where: str, rules: _Rules, ev: _Evidence) -> None:
@@ -483,10 +501,12 @@ def _zh_symptoms(low: str, where: str, rules: _Rules, ev: _Evidence) -> None:
                 at = tail.find(move_term)
                 if at < 0:
                     continue
+                if move == "zero" and _decimal_follows(tail, at + len(move_term)):
+                    continue  # 为0.5: a value, not a zero
                 # 不上升 / 不再上升 / 没有上升: a negator just before the move
                 if move in _NEGATABLE and any(ch in _ZH_NEGATORS for ch in tail[max(0, at - 3) : at]):
                     move = "not_" + move
-                name = f"{metric}|{move}"
+                name = f"{_output_length(metric, move_term)}|{move}"
                 if name not in seen:
                     seen.add(name)
                     ev.symptom(where, name, move)
@@ -527,6 +547,8 @@ def _chinese(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
             while pos >= 0 and tries < 8 and not found:
                 tail = low[pos + len(subj) : pos + len(subj) + window]
                 for change in _in_text(tail, cat.zh_changes, cat.zh_changes):
+                    if change.endswith("0") and _decimal_follows(tail, tail.find(change) + len(change)):
+                        continue  # 一直为0.3: a value, not a zero
                     ev.add(cat.key, f"{where}zh_pair", subj + "…" + change)
                     found = True
                     break
@@ -854,7 +876,8 @@ _FAILURE_VERB = re.compile(
 _REMEDY_BEFORE = re.compile(r"(?i)\b(?:avoid|prevent|mitigat|alleviat|stabili[sz]|against|reduc|combat|tackl)|避免|防止|缓解|抑制|预防|解决")
 # Every sample of a group scoring the same: no learning signal (groups_without_signal).
 _GROUP = re.compile(r"(?i)\bgroups?\b|\ball\s{1,3}(?:the\s{1,3})?(?:samples|responses|completions|rollouts|generations|answers)\b|\bevery\s{1,3}(?:sample|response|completion|rollout)\b|组内|全对|全错|每组")
-_SAME = re.compile(r"(?i)\b(?:same|identical|equal|zero|0|all\s{1,3}correct|all\s{1,3}wrong)\b|相同|一样|为0|全对|全错")
+# A zero is "0", "0.0", "0.000", not the 0 of "0.25" or of "1.0" (a reward std of 0.25 is signal).
+_SAME = re.compile(r"(?i)\b(?:same|identical|equal|zero|all\s{1,3}correct|all\s{1,3}wrong)\b|(?<![\d.])\b0(?:\.0{1,8})?\b(?!\.?\d)|相同|一样|为0(?!\.?\d)|全对|全错")
 _SCORE = re.compile(r"(?i)\b(?:rewards?|scores?|advantages?|std|variance)\b|奖励|分数|优势|方差")
 
 
@@ -1199,13 +1222,18 @@ def rank_kinds(features: FailureFeatures, model: learned.LinearModel) -> list[tu
     # metric the post names first: every sample of a group scoring alike ("rewards and loss are
     # 0"), or a loss or advantage of exactly zero as the title's symptom (a zero loss in passing
     # in the body, e.g. under another precision setting, is not the post's symptom).
+    # Both rules read the body; the title states the main symptom (GUIDELINES: `category` is the
+    # main symptom), so neither renames a specific kind the title alone names ("Entropy near
+    # zero by step 80 ... so the advantages are all zero": entropy collapse, its groups a
+    # consequence).
+    titled = _title_kind(features.vector)
     no_signal = ("about:group_same_score", "tsym:loss|zero", "tsym:advantage|zero", "groups_without_signal|log")
-    if "groups_without_signal" in probs and any(f in features.vector for f in no_signal):
+    if "groups_without_signal" in probs and any(f in features.vector for f in no_signal) and titled in (None, "groups_without_signal"):
         ranked = _first("groups_without_signal", ranked)
     # Training (or its reward) rising while evaluation or the output's quality falls: the reward
     # neither collapses nor stalls, it rewards the wrong thing (reward hacking, overfitting),
     # which none of the named kinds is: other_failure.
-    if "about:train_vs_eval" in features.vector and "other_failure" in probs:
+    if "about:train_vs_eval" in features.vector and "other_failure" in probs and titled in (None, "other_failure"):
         ranked = _first("other_failure", ranked)
     # A context whose labelled reports mostly share one kind (learned by `make train`, stored
     # in the model file: a preference-optimisation run -> other_failure) names that kind.
@@ -1214,6 +1242,24 @@ def rank_kinds(features: FailureFeatures, model: learned.LinearModel) -> list[tu
             ranked = _first(prior, ranked)
             break
     return ranked
+
+
+# Kinds that say what went wrong only in general terms (a collapse whose cause is not named; other).
+_GENERIC_KINDS = frozenset({"collapse_or_divergence", "other_failure"})
+
+
+# Per specific kind, the names of its positive title cues ("entropy_collapse|tphrase", ...):
+# a few dict look-ups instead of a pass over every feature of the post.
+_TITLE_CUE_KEYS = tuple(
+    (cat, tuple(f"{cat}|t{cue}" for cue in sorted(_POSITIVE_CUES))) for cat in _PRIORITY if cat not in _GENERIC_KINDS
+)
+
+
+def _title_kind(vector: dict[str, float]) -> str | None:
+    """The one specific kind the title names by its own cues (a phrase or a pair, not negated
+    nor about a remedy), if it names exactly one; None otherwise."""
+    named = [cat for cat, keys in _TITLE_CUE_KEYS if any(k in vector for k in keys)]
+    return named[0] if len(named) == 1 else None
 
 
 # Kinds that name a cause of a collapse rather than what misbehaves.

@@ -414,6 +414,37 @@ def test_train_versus_eval_and_groups_scoring_alike() -> None:
     assert "about:group_same_score" in _about("优势为0", "组内回答全对或者全错，奖励都一样。")
 
 
+def test_a_decimal_is_no_zero_score_of_a_group() -> None:
+    # "0.25" and "1.0" are values, not a zero: groups whose reward std is 0.25 do have signal.
+    assert "about:group_same_score" not in _about(
+        "Reward flat at 0.3", "The reward_std is around 0.25 so the groups do have variance.")
+    assert "about:group_same_score" not in _about("Reward 1.0", "Each group reaches a mean reward of 1.0 quickly.")
+    assert "about:group_same_score" in _about("No signal", "In every group the reward std is 0.0 after step 100.")
+    assert "about:group_same_score" in _about("No signal", "The advantages of each group are 0.")
+    assert "about:group_same_score" not in _about("训练问题", "组内奖励为0.8左右。")
+    assert "about:group_same_score" in _about("训练问题", "组内奖励都为0。")
+
+
+def test_a_chinese_decimal_is_no_zero_value() -> None:
+    def read(body: str) -> set[str]:
+        return {k for k in failure_features("训练问题", body).vector if k.startswith(("sym:", "groups_without_signal|"))}
+
+    assert not any("zero" in k or k.startswith("groups") for k in read("优势一直为0.3左右。"))
+    assert "groups_without_signal|bzh_pair" in read("优势一直为0，模型学不到东西。")
+    assert "sym:reward|zero" not in read("奖励为0.5。")
+
+
+def test_outputs_getting_shorter_or_longer_are_the_response_length() -> None:
+    def pairs(title: str, body: str) -> set[str]:
+        return {k for k in failure_features(title, body).vector if k.startswith("sym:") and not k.startswith("sym:any")}
+
+    assert "sym:length|down" in pairs("Answers get shorter every epoch", "")
+    assert "sym:length|up" in pairs("Completions get longer and longer after step 200", "")
+    assert "sym:length|down" in pairs("回答越来越短", "训练到200步以后模型只输出最终答案。")
+    assert "sym:output|down" in pairs("The outputs degrade after step 300", "")
+    assert not any(k.startswith("sym:length") for k in pairs("The outputs degrade after step 300", ""))
+
+
 def test_the_lexicon_names_the_kind_when_the_kind_model_is_unsure() -> None:
     features = failure_features("GRPO训练熵坍塌", "训练到100步熵降到0.01，奖励也不涨了。")
     lead = next(k[4:] for k in features.vector if k.startswith("top:"))
@@ -467,6 +498,21 @@ def test_groups_scoring_alike_name_the_kind() -> None:
     # A reward stuck at 0 with no group scoring alike and no zero loss named: the model decides.
     other = failure_features("Reward drops to 0", "The reward is 0 from step 10 on.")
     assert rank_kinds(other, sure)[0][0] == "collapse_or_divergence"
+
+
+def test_a_body_situation_does_not_rename_the_specific_kind_the_title_names() -> None:
+    # The title states the main symptom; groups scoring alike told in the body as its
+    # consequence leave it first (an entropy collapse whose samples all became identical).
+    sure = LinearModel("kinds", sorted(CATEGORIES), {c: {} for c in CATEGORIES},
+                       {c: (5.0 if c == "entropy_collapse" else 0.0) for c in CATEGORIES})  # fmt: skip
+    entropy = failure_features("Entropy collapse after 100 steps",
+                               "Every group now gets the same reward, so nothing is learned.")  # fmt: skip
+    assert "about:group_same_score" in entropy.vector
+    assert rank_kinds(entropy, sure)[0][0] == "entropy_collapse"
+    # A title that names only a collapse (a generic kind) is still renamed by the groups rule.
+    generic = failure_features("Training collapses after 100 steps",
+                               "Every group now gets the same reward, so nothing is learned.")  # fmt: skip
+    assert rank_kinds(generic, sure)[0][0] == "groups_without_signal"
 
 
 def test_a_named_cause_outranks_a_collapse_the_kind_model_is_sure_of() -> None:
@@ -584,11 +630,14 @@ def _plain_chinese(text: str, where: str, rules: failures._Rules, ev: failures._
                 at = tail.find(move_term)
                 if at < 0:
                     continue
+                if move == "zero" and failures._decimal_follows(tail, at + len(move_term)):
+                    continue
                 if move in failures._NEGATABLE and any(ch in failures._ZH_NEGATORS for ch in tail[max(0, at - 3) : at]):
                     move = "not_" + move
-                if f"{metric}|{move}" not in seen:
-                    seen.add(f"{metric}|{move}")
-                    ev.symptom(where, f"{metric}|{move}", move)
+                name = f"{failures._output_length(metric, move_term)}|{move}"
+                if name not in seen:
+                    seen.add(name)
+                    ev.symptom(where, name, move)
                     ev.note(term + "…" + move_term)
                 break
             pos, tries = low.find(term, pos + 1), tries + 1
@@ -610,7 +659,9 @@ def _plain_chinese(text: str, where: str, rules: failures._Rules, ev: failures._
             while pos >= 0 and tries < 8 and not found:
                 tail = low[pos + len(subj) : pos + len(subj) + window]
                 for change in cat.zh_changes:
-                    if change in tail:
+                    if change in tail and not (
+                        change.endswith("0") and failures._decimal_follows(tail, tail.find(change) + len(change))
+                    ):
                         ev.add(cat.key, f"{where}zh_pair", subj + "…" + change)
                         found = True
                         break
@@ -741,3 +792,10 @@ def test_matcher_gate_lets_through_every_text_the_matcher_finds_something_in() -
     assert [t.lemma_ for t in nlp.set_lemmas(document, nlp.doc_lemmas(document))] == [
         t.lemma_ for t in nlp.lemmatized("Rewards dropped")
     ] == ["reward", "drop"]
+
+
+def test_a_setting_written_as_key_equals_value_is_read_as_words() -> None:
+    # "max_staleness=8" is the staleness setting: "=" joins no word (as "_" and "/" do not).
+    lead = {k for k in failure_features("max_staleness=8 makes training unstable", "").vector if k.startswith("top:")}
+    assert lead == {"top:stale_rollout_data"}
+    assert "ev:kl_growth" not in failure_features("kl_coef=0.5 increases nothing", "").vector

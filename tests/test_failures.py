@@ -405,6 +405,25 @@ def test_a_run_with_healthy_moves_only_is_no_run_with_a_symptom() -> None:
     assert "run_and_category_cue" in conjunctions("My run", "I trained for 300 steps and saw an entropy collapse.")
 
 
+def test_grammar_reads_where_a_curve_starts_what_is_said_not_to_happen_and_the_nearest_move() -> None:
+    def pairs(title: str, body: str) -> set[str]:
+        return {k for k in failure_features(title, body).vector if k.startswith("sym:") and not k.startswith("sym:any")}
+
+    # a 0 a curve starts from is no wrong value; a 0 it ends at still is
+    assert "sym:kl|zero" not in pairs("KL", "The KL grows from 0 to 0.04 over 300 steps.")
+    assert "sym:kl|zero" not in pairs("KL", "KL 从 0 开始慢慢上升。")
+    assert "sym:loss|zero" in pairs("Loss", "After 100 steps the loss drops to 0.")
+    # a NaN, a spike or an instability said not to happen is no move
+    assert not {"sym:grad|unstable", "sym:loss|nan"} & pairs("Run", "There are no spikes in the grad norm and the loss has no NaN.")
+    assert "sym:grad|unstable" in pairs("Run", "The grad norm spikes every few steps.")
+    # trend words are moves
+    assert {"sym:entropy|down", "sym:kl|up"} <= pairs("Trends", "The entropy trends down and the KL shows an upward trend.")
+    # Chinese: the move nearest its metric, not the first of the list (熵 falls, the reward rises)
+    zh = pairs("熵缓慢下降,奖励稳步上升", "")
+    assert {"sym:entropy|down", "sym:reward|up"} <= zh and "sym:entropy|up" not in zh
+    assert "sym:reward|up" in pairs("准确率提高了", "")
+
+
 def test_healthy_moves_next_to_an_improving_reward_show_no_symptom() -> None:
     # GUIDELINES: a question over healthy curves is no report. Moves healthy learning makes
     # (entropy down, length up, KL up from 0, loss down) next to a reward that improves, with

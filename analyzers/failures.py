@@ -474,6 +474,7 @@ def _in_error_message(document: Any, starts: list[int], sent: int, span_text: Ca
 
 
 _ZH_NEGATORS = ("不", "没", "未")
+_ZH_ASKING = ("怎么", "如何", "怎样", "能否", "如何才能")
 
 # A question over a HEALTHY, moving curve is no report (GUIDELINES: "a question about a curve
 # ('is this normal?') that shows a symptom is a report; one that shows healthy curves is not";
@@ -587,7 +588,8 @@ def _zh_symptoms(low: str, where: str, rules: _Rules, ev: _Evidence) -> None:
                  for i, (move_term, move) in enumerate(_in_text(tail, rules.zh_moves, rules.zh_move_terms))),
                 default=None,
             )  # fmt: skip
-            if found is not None:
+            if found is not None and not any(w in tail[max(0, found[0] - 3) : found[0]] for w in _ZH_ASKING):
+                # (怎么提高吞吐 "how to raise the throughput": what the asker wants, not a move)
                 at, _, move_term, move = found
                 # 不上升 / 不再上升 / 没有上升: a negator just before the move
                 if move in _NEGATABLE and any(ch in _ZH_NEGATORS for ch in tail[max(0, at - 3) : at]):

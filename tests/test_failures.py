@@ -422,6 +422,7 @@ def test_grammar_reads_where_a_curve_starts_what_is_said_not_to_happen_and_the_n
     zh = pairs("熵缓慢下降,奖励稳步上升", "")
     assert {"sym:entropy|down", "sym:reward|up"} <= zh and "sym:entropy|up" not in zh
     assert "sym:reward|up" in pairs("准确率提高了", "")
+    assert not pairs("吞吐", "训练阶段正常。请问怎么提高吞吐？")  # what the asker wants is no move
 
 
 def test_healthy_moves_next_to_an_improving_reward_show_no_symptom() -> None:
@@ -657,6 +658,8 @@ def _plain_chinese(text: str, where: str, rules: failures._Rules, ev: failures._
             tail = low[pos + len(term) : pos + len(term) + min(window, 40)]
             hits = [(tail.find(t), i, t, m) for i, (t, m) in enumerate(rules.zh_moves) if tail.find(t) >= 0]
             for at, _, move_term, move in sorted(hits)[:1]:
+                if any(w in tail[max(0, at - 3) : at] for w in failures._ZH_ASKING):
+                    break
                 if move in failures._NEGATABLE and any(ch in failures._ZH_NEGATORS for ch in tail[max(0, at - 3) : at]):
                     move = "not_" + move
                 if f"{metric}|{move}" not in seen:

@@ -641,6 +641,20 @@ def test_hostile_bodies_grow_linearly(body: str) -> None:
     assert_linear_work(lambda text: classify_failure("Entropy collapse " * 50, text), body)
 
 
+@pytest.mark.parametrize(
+    "body",
+    ["from 1 to " * 6500, "1 -> " * 13000, "9" * 65536, "no " * 21000 + "spikes", "reward improves " * 4000,
+     "从1到" * 20000, "奖励" * 30000 + "提升", "at " * 21000 + "first"],
+    ids=["from-to", "arrows", "digits", "negations", "improves", "zh-from-to", "zh-improves", "at-first"],
+)  # fmt: skip
+def test_the_healthy_curve_reading_grows_linearly(body: str) -> None:
+    # A title the reading accepts (a soft move, the reward improving, nothing named wrong), so
+    # that every body is read by its patterns to the end.
+    title = "Entropy goes down while the reward goes up"
+    assert "no_failure_cue" in failure_features(title, "").vector
+    assert_linear_work(lambda text: classify_failure(title, text), body)
+
+
 # --- Chinese lexicon: terms tried only where present, the same evidence ----------------------
 
 

@@ -101,6 +101,7 @@ _SETTING_WORDS = frozenset(
 _NEGATED_AWAY = frozenset({"nan", "large", "wrong", "unstable", "degenerate"})
 # Words before a 0 that make it the value a curve starts at ("from 0", 从 0).
 _START_FROM = frozenset({"from", "从", "initially"})
+_BELOW = frozenset({"below", "under"})
 _ZH_PREVENTION = ("避免", "防止", "缓解", "抑制", "应对", "减轻", "预防", "解决")
 
 
@@ -150,6 +151,7 @@ class _LemmaIds:
     settings: frozenset[int]
     long: int
     start_from: frozenset[int]  # "from 0", "从 0": the value a curve starts at
+    below: frozenset[int]  # "below 0", "under zero": a negative value
 
 
 @dataclass
@@ -259,7 +261,7 @@ def _rules() -> _Rules:
         matcher=matcher,
         labels={strings.add(label): (cat, tag) for label in table for cat, _, tag in [label.partition("|")]},
         first_lemmas=frozenset(d[0].lemma for label_docs in docs.values() for d in label_docs),
-        lemma_ids=_LemmaIds(ids(_PREVENTION), ids(_NEGATIONS), ids(_SETTING_WORDS), strings.add("long"), ids(_START_FROM)),
+        lemma_ids=_LemmaIds(ids(_PREVENTION), ids(_NEGATIONS), ids(_SETTING_WORDS), strings.add("long"), ids(_START_FROM), ids(_BELOW)),
         negatives=negatives,
         observation_zh=[p.lower() for p in obs.get("zh", [])],
         log_min_points=int(logs.get("min_points", 3)),
@@ -450,6 +452,8 @@ def _symptoms(
         ids = rules.lemma_ids
         if move == "zero" and ms and lemmas[ms - 1] in ids.start_from:
             continue  # "grows from 0 to 0.05", 从 0 开始: where a curve starts, not a wrong value
+        if move == "zero" and ms and lemmas[ms - 1] in ids.below:
+            move = "negative"  # "the loss is below zero"
         if move in _NEGATED_AWAY and not ids.negations.isdisjoint(lemmas[max(0, ms - 2) : ms]):
             continue  # "no spikes", "without NaN", "not unstable": said not to happen
         if move in _NEGATABLE and (not ids.negations.isdisjoint(before) or ids.long in before):
@@ -511,7 +515,7 @@ _UNHEALTHY = re.compile(
     r"|truncat\w{0,4}|cut\s{1,3}off|nan|inf|sudden\w{0,2}|spik\w{1,3}|surg\w{1,3}|identical|diversity|hack\w{0,3}"
     r"|inflat\w{1,5}|max(?:imum)?\s{1,3}length|(?:near|almost|nearly|close\s{1,3}to)\s{1,3}(?:zero|0)|too\s{1,3}(?:large|high|low|big|fast)"
     r"|fast|quick\w{0,2}|rapid\w{0,2}|sharp\w{0,2}|dramatic\w{0,4}|drastic\w{0,4}|steep\w{0,2}|abnormal\w{0,2}"
-    r"|at\s{1,3}first|initially|anymore|no\s{1,3}longer)\b"
+    r"|at\s{1,3}first|initially|anymore|no\s{1,3}longer|exploit\w{0,4}|cheat\w{0,3}|shortcuts?)\b"
     r"|崩|坍塌|发散|乱码|截断|突然|骤|暴|飙|触顶|过低|过大|过高|接近0(?![.\d])|趋近|降到0(?![.\d])|降为0(?![.\d])|多样性|急剧|迅速|快速|很快"
     r"|一开始|起初|刚开始|不再"
     r"|(?:奖励|准确率|reward|acc|分数)[^。！？；，,\n]{0,12}?(?:下降|降|掉|变差)"
@@ -556,10 +560,15 @@ def _healthy_curve(ev: _Evidence, text: str) -> bool:
     pairs = {p for p in pairs if not p.startswith("training|") or p.partition("|")[2] not in named_moves}
     if not pairs & _SOFT or not pairs <= (_SOFT | _HEALTHY):
         return False
+    # A negative loss is other_failure's impossible value only for a loss that cannot be negative
+    # (DPO's, a KL): next to an improving reward with nothing else wrong it is the policy-gradient
+    # loss, advantage-weighted, which may be negative; its "negative loss" cue names no failure.
+    negative_pg_loss = "loss|negative" in pairs and not any(p.endswith("|negative") for p in pairs - {"loss|negative"})
     for name in ev.counts:
         cat, _, how = name.partition("|")
         if cat in _PRIORITY and (how == "log" or (how[1:] in ("phrase", "zh_phrase") and cat not in _SOFT_KINDS)):
-            return False  # a failure named (the soft kinds' phrases name a move: "length increase")
+            if not (negative_pg_loss and cat == "other_failure" and how != "log"):
+                return False  # a failure named (the soft kinds' phrases name a move: "length increase")
     gain = bool(pairs & _GAIN) or any(
         not _NEGATED.search(m.group()) for m in itertools.islice(_IMPROVES.finditer(text), 5)
     )  # fmt: skip

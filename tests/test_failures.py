@@ -413,6 +413,7 @@ def test_grammar_reads_where_a_curve_starts_what_is_said_not_to_happen_and_the_n
     assert "sym:kl|zero" not in pairs("KL", "The KL grows from 0 to 0.04 over 300 steps.")
     assert "sym:kl|zero" not in pairs("KL", "KL 从 0 开始慢慢上升。")
     assert "sym:loss|zero" in pairs("Loss", "After 100 steps the loss drops to 0.")
+    assert "sym:loss|negative" in pairs("Loss", "The loss is below zero.")
     # a NaN, a spike or an instability said not to happen is no move
     assert not {"sym:grad|unstable", "sym:loss|nan"} & pairs("Run", "There are no spikes in the grad norm and the loss has no NaN.")
     assert "sym:grad|unstable" in pairs("Run", "The grad norm spikes every few steps.")
@@ -442,6 +443,12 @@ def test_healthy_moves_next_to_an_improving_reward_show_no_symptom() -> None:
     assert "about:asks_without_symptom" in read("熵在下降", "训练300步，熵从0.8降到0.6，奖励在上升。这样可以吗？")
     # a negated severity word says nothing is wrong
     assert "no_failure_cue" in read("Curves", "The reward rises and the grad norm goes down, with no spikes at all.")
+    # a negative policy loss next to an improving reward is the advantage-weighted loss, no
+    # impossible value; a negative KL still is one, and so is a negative loss of a reward exploited
+    assert "no_failure_cue" in read("Negative loss", "The policy loss is below zero on most steps while the reward goes up. A bug?")
+    assert "no_failure_cue" not in read("Negative KL", "The KL is negative on most steps while the reward goes up. A bug?")
+    assert "no_failure_cue" not in read(
+        "Negative loss", "The loss is negative while the reward goes up: the policy exploits the format reward.")
 
 
 @pytest.mark.parametrize(

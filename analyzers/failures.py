@@ -20,7 +20,9 @@ much each counts:
      inference or from step 0 vs appearing later in training, hangs, questions about what a
      metric means, asking with or without a symptom shown, exception names, training up while
      evaluation goes down, every sample of a group scoring alike, a failure verb with no
-     metric; and "no_failure_cue" when nothing names a metric misbehaving;
+     metric; and "no_failure_cue" when nothing names a metric misbehaving; the moves of a
+     healthy curve (entropy down, length or KL up ...) next to an improving reward, with
+     nothing named wrong, show no symptom (_healthy_curve);
    - what else the post may be (feature request, crash, OOM, install, question, docs, speed);
    - narrative cues ("I noticed", "during training"), screenshots, pasted code, thread kind.
 2. Hashed lemma 1-2-grams of title and prose, CJK character 1-3-grams (analyzers.learned).

@@ -20,7 +20,9 @@ much each counts:
      inference or from step 0 vs appearing later in training, hangs, questions about what a
      metric means, asking with or without a symptom shown, exception names, training up while
      evaluation goes down, every sample of a group scoring alike, a failure verb with no
-     metric; and "no_failure_cue" when nothing names a metric misbehaving;
+     metric; and "no_failure_cue" when nothing names a metric misbehaving; the moves of a
+     healthy curve (entropy down, length or KL up ...) next to an improving reward, with
+     nothing named wrong, show no symptom (_healthy_curve);
    - what else the post may be (feature request, crash, OOM, install, question, docs, speed);
    - narrative cues ("I noticed", "during training"), screenshots, pasted code, thread kind.
 2. Hashed lemma 1-2-grams of title and prose, CJK character 1-3-grams (analyzers.learned).
@@ -96,6 +98,12 @@ _SETTING_WORDS = frozenset(
         "config", "setting", "parameter", "param", "cap", "max", "estimator", "type",
     }
 )  # fmt: skip
+# Moves that a negation just before takes away ("no spikes", "without any NaN"); a negated rise
+# or fall is a move of its own (_NEGATABLE).
+_NEGATED_AWAY = frozenset({"nan", "large", "wrong", "unstable", "degenerate"})
+# Words before a 0 that make it the value a curve starts at ("from 0", 从 0).
+_START_FROM = frozenset({"from", "从", "initially"})
+_BELOW = frozenset({"below", "under"})
 _ZH_PREVENTION = ("避免", "防止", "缓解", "抑制", "应对", "减轻", "预防", "解决")
 
 
@@ -144,6 +152,8 @@ class _LemmaIds:
     negations: frozenset[int]
     settings: frozenset[int]
     long: int
+    start_from: frozenset[int]  # "from 0", "从 0": the value a curve starts at
+    below: frozenset[int]  # "below 0", "under zero": a negative value
 
 
 @dataclass
@@ -254,7 +264,7 @@ def _rules() -> _Rules:
         matcher=matcher,
         labels={strings.add(label): (cat, tag) for label in table for cat, _, tag in [label.partition("|")]},
         first_lemmas=frozenset(d[0].lemma for label_docs in docs.values() for d in label_docs),
-        lemma_ids=_LemmaIds(ids(_PREVENTION), ids(_NEGATIONS), ids(_SETTING_WORDS), strings.add("long")),
+        lemma_ids=_LemmaIds(ids(_PREVENTION), ids(_NEGATIONS), ids(_SETTING_WORDS), strings.add("long"), ids(_START_FROM), ids(_BELOW)),
         negatives=negatives,
         observation_zh=[p.lower() for p in obs.get("zh", [])],
         log_min_points=int(logs.get("min_points", 3)),
@@ -443,6 +453,12 @@ def _symptoms(
             continue  # "to avoid the reward collapsing": about a remedy, not a symptom
         before = lemmas[max(0, ms - 3) : ms]
         ids = rules.lemma_ids
+        if move == "zero" and ms and lemmas[ms - 1] in ids.start_from:
+            continue  # "grows from 0 to 0.05", 从 0 开始: where a curve starts, not a wrong value
+        if move == "zero" and ms and lemmas[ms - 1] in ids.below:
+            move = "negative"  # "the loss is below zero"
+        if move in _NEGATED_AWAY and not ids.negations.isdisjoint(lemmas[max(0, ms - 2) : ms]):
+            continue  # "no spikes", "without NaN", "not unstable": said not to happen
         if move in _NEGATABLE and (not ids.negations.isdisjoint(before) or ids.long in before):
             move = "not_" + move  # "does not increase", "no longer grows", "does not drop"
         name = f"{_output_length(best[1], span_text(ms, me))}|{move}"
@@ -477,6 +493,103 @@ def _in_error_message(document: Any, starts: list[int], sent: int, span_text: Ca
 
 
 _ZH_NEGATORS = ("不", "没", "未")
+_ZH_ASKING = ("怎么", "如何", "怎样", "能否", "如何才能")
+
+# A question over a HEALTHY, moving curve is no report (GUIDELINES: "a question about a curve
+# ('is this normal?') that shows a symptom is a report; one that shows healthy curves is not";
+# a report states something going wrong). Healthy RL learning moves its curves by design: the
+# policy sharpens (entropy falls), answers grow longer, the policy moves away from the reference
+# (KL rises from 0), an RL loss falls, is noisy or negative. The grammar reads each such move
+# as a pair like a symptom's; what tells a healthy curve is the post's own account of it: the
+# reward or an evaluation improving alongside, and nothing named wrong (no other move, no wrong
+# value, no failure named, no failure or severity word, no tenfold move, no run that changed).
+# Such moves stay features (what moved, and how) but show no symptom: the post reads as what it
+# is, a question or a note with no symptom shown, weighed by what the labelled threads taught
+# the model about those (no feature of its own: no labelled thread is such a post, so grouped
+# CV could not weigh one). Without an improvement named, a falling entropy asked about may be a
+# collapse: it stays a symptom.
+_SOFT = frozenset({"entropy|down", "entropy|flat", "length|up", "length|flat", "kl|up", "kl|down", "kl|flat",
+                   "grad|down", "grad|flat", "loss|down", "loss|unstable", "loss|negative", "reward|unstable",
+                   "output|up", "output|flat"})  # fmt: skip
+_GAIN = frozenset({"reward|up", "reward|not_down"})  # the reward improving (read by the grammar)
+_SOFT_KINDS = ("entropy_collapse", "response_length_drift", "kl_growth")  # their phrases name a soft move
+# The reward or an evaluation improving in words the move lists lack ("accuracy keeps
+# improving", 准确率在提升); bounded to one clause.
+_IMPROVES = re.compile(
+    r"(?i)\b(?:rewards?|accuracy|acc|scores?|val\w{0,8}|eval\w{0,8}|performance|pass@\d{1,3}|win\s{1,3}rate)\b[^.?!;,\n]{0,40}?"
+    r"\b(?:improv\w{0,4}|gets?\s{1,3}better|getting\s{1,3}better)\b"
+    r"|(?:奖励|准确率|验证集|效果|分数|reward|acc)[^。！？；，,\n]{0,12}?(?:提升|提高|变好)"
+)
+_NEGATED = re.compile(r"(?i)\b(?:not|n't|no|never|without|hardly|barely)\b|不|没|未")
+# Whatever says the run is not healthy after all: a failure or severity word (collapse, NaN,
+# truncated, sudden, spike, too high, near zero, fast), a run that changed ("at first",
+# "anymore", 一开始), the reward or an evaluation falling within a clause. A word negated just
+# before it ("no spikes", "without any NaN") does not count.
+_UNHEALTHY = re.compile(
+    r"(?i)\b(?:collaps\w{0,5}|diverg\w{0,5}|blow(?:s|ed|n|ing)?\s{1,3}up|blew\s{1,3}up|explod\w{0,3}|garbl\w{0,4}|gibberish"
+    r"|truncat\w{0,4}|cut\s{1,3}off|nan|inf|sudden\w{0,2}|spik\w{1,3}|surg\w{1,3}|identical|diversity|hack\w{0,3}"
+    r"|inflat\w{1,5}|max(?:imum)?\s{1,3}length|(?:near|almost|nearly|close\s{1,3}to)\s{1,3}(?:zero|0)|too\s{1,3}(?:large|high|low|big|fast)"
+    r"|fast|quick\w{0,2}|rapid\w{0,2}|sharp\w{0,2}|dramatic\w{0,4}|drastic\w{0,4}|steep\w{0,2}|abnormal\w{0,2}"
+    r"|at\s{1,3}first|initially|anymore|no\s{1,3}longer|exploit\w{0,4}|cheat\w{0,3}|shortcuts?)\b"
+    r"|崩|坍塌|发散|乱码|截断|突然|骤|暴|飙|触顶|过低|过大|过高|接近0(?![.\d])|趋近|降到0(?![.\d])|降为0(?![.\d])|多样性|急剧|迅速|快速|很快"
+    r"|一开始|起初|刚开始|不再"
+    r"|(?:奖励|准确率|reward|acc|分数)[^。！？；，,\n]{0,12}?(?:下降|降|掉|变差)"
+)
+# A move by an order of magnitude or more ("from 0.6 to 0.01", "300 -> 8192", 从 1.2 降到 0.05):
+# not a healthy pace, whatever the words around it. A start at 0 has no factor.
+_FROM_TO = re.compile(
+    r"(?i)(?:\bfrom|从)\s{0,3}(-?\d{1,7}(?:\.\d{1,8})?)[^\d\n]{0,16}?(?:\bto|->|→|到)\s{0,3}(-?\d{1,7}(?:\.\d{1,8})?)"
+    r"|(-?\d{1,7}(?:\.\d{1,8})?)\s{0,3}(?:->|→|=>)\s{0,3}(-?\d{1,7}(?:\.\d{1,8})?)"
+)
+MAX_HEALTHY_FACTOR = 10.0
+
+
+def _moved_tenfold(text: str) -> bool:
+    """A from-to move in `text` by a factor of MAX_HEALTHY_FACTOR or more (first 20 read)."""
+    for m in itertools.islice(_FROM_TO.finditer(text), 20):
+        a, b = (float(g) for g in m.groups() if g is not None)
+        lo, hi = sorted((abs(a), abs(b)))
+        if lo > 0 and hi / lo >= MAX_HEALTHY_FACTOR:
+            return True
+    return False
+
+
+def _said_unhealthy(text: str) -> bool:
+    """A failure or severity word in `text` that no negation just before takes back."""
+    for m in itertools.islice(_UNHEALTHY.finditer(text), 20):
+        if not _NEGATED.search(text, max(0, m.start() - 8), m.start()):
+            return True
+    return False
+
+
+def _healthy_curve(ev: _Evidence, text: str) -> bool:
+    """Whether the post is over a healthy, moving curve (see _SOFT): every move the grammar
+    read is one healthy learning makes (at least one) or a healthy one, the reward or an
+    evaluation improves alongside, and nothing is named
+    wrong (no other move, no wrong value, no failure named, no failure or severity word, no
+    tenfold move). Its moves stay features (what moved, and how); they are no symptom."""
+    pairs = {k[4:] for k in ev.counts if k.startswith("sym:") and not k.startswith(_NOT_SYMPTOM_KEYS) and not k.endswith("|bad_value")}
+    # "training" is the generic subject: a move it shares with a metric named is that metric's
+    # ("训练300步，熵降到0.6", "the KL to the reference model grows"), not one of its own.
+    named_moves = {p.partition("|")[2] for p in pairs if not p.startswith("training|")}
+    pairs = {p for p in pairs if not p.startswith("training|") or p.partition("|")[2] not in named_moves}
+    if not pairs & _SOFT or not pairs <= (_SOFT | _HEALTHY):
+        return False
+    # A negative loss is other_failure's impossible value only for a loss that cannot be negative
+    # (DPO's, a KL): next to an improving reward with nothing else wrong it is the policy-gradient
+    # loss, advantage-weighted, which may be negative; its "negative loss" cue names no failure.
+    negative_pg_loss = "loss|negative" in pairs and not any(p.endswith("|negative") for p in pairs - {"loss|negative"})
+    for name in ev.counts:
+        cat, _, how = name.partition("|")
+        if cat in _PRIORITY and (how == "log" or (how[1:] in ("phrase", "zh_phrase") and cat not in _SOFT_KINDS)):
+            if not (negative_pg_loss and cat == "other_failure" and how != "log"):
+                return False  # a failure named (the soft kinds' phrases name a move: "length increase")
+    gain = bool(pairs & _GAIN) or any(
+        not _NEGATED.search(m.group()) for m in itertools.islice(_IMPROVES.finditer(text), 5)
+    )  # fmt: skip
+    if not gain:
+        return False
+    return not _said_unhealthy(text) and not _moved_tenfold(text)
 
 
 def _decimal_follows(text: str, end: int) -> bool:
@@ -497,12 +610,19 @@ def _zh_symptoms(low: str, where: str, rules: _Rules, ev: _Evidence) -> None:
                 tries += 1
                 continue
             tail = low[pos + len(term) : pos + len(term) + min(window, 40)]
-            for move_term, move in _in_text(tail, rules.zh_moves, rules.zh_move_terms):
-                at = tail.find(move_term)
-                if at < 0:
-                    continue
-                if move == "zero" and _decimal_follows(tail, at + len(move_term)):
-                    continue  # 为0.5: a value, not a zero
+            # The nearest move after the metric (熵缓慢下降,奖励稳步上升: the entropy falls); at
+            # one position the list's order decides (flat first: 不上升 before 上升). A 0 that
+            # starts a number (为0.5) is a value, not a zero.
+            found = min(
+                ((at, i, move_term, move)
+                 for i, (move_term, move) in enumerate(_in_text(tail, rules.zh_moves, rules.zh_move_terms))
+                 if (at := tail.find(move_term)) >= 0
+                 and not (move == "zero" and _decimal_follows(tail, at + len(move_term)))),
+                default=None,
+            )  # fmt: skip
+            if found is not None and not any(w in tail[max(0, found[0] - 3) : found[0]] for w in _ZH_ASKING):
+                # (怎么提高吞吐 "how to raise the throughput": what the asker wants, not a move)
+                at, _, move_term, move = found
                 # 不上升 / 不再上升 / 没有上升: a negator just before the move
                 if move in _NEGATABLE and any(ch in _ZH_NEGATORS for ch in tail[max(0, at - 3) : at]):
                     move = "not_" + move
@@ -511,7 +631,6 @@ def _zh_symptoms(low: str, where: str, rules: _Rules, ev: _Evidence) -> None:
                     seen.add(name)
                     ev.symptom(where, name, move)
                     ev.note(term + "…" + move_term)
-                break
             pos = low.find(term, pos + 1)
             tries += 1
 
@@ -1142,6 +1261,8 @@ def _post_features(title: str | None, body: str | None, kind: str | None = None,
         cat in _PRIORITY and (how == "log" or how[1:] in _POSITIVE_CUES)
         for cat, _, how in (k.partition("|") for k in ev.counts)
     )  # a category named, not negated nor about a remedy
+    if (unhealthy or named) and _healthy_curve(ev, title + "\n" + prose):
+        unhealthy = named = False  # healthy moves of a healthy curve: no symptom shown
     if not unhealthy and not named:
         # Nothing in the post names a metric misbehaving (at most a healthy move, "the KL
         # does not grow"): screenshots and "my run" alone are what crashes and questions have too.

@@ -405,6 +405,87 @@ def test_a_run_with_healthy_moves_only_is_no_run_with_a_symptom() -> None:
     assert "run_and_category_cue" in conjunctions("My run", "I trained for 300 steps and saw an entropy collapse.")
 
 
+def test_grammar_reads_where_a_curve_starts_what_is_said_not_to_happen_and_the_nearest_move() -> None:
+    def pairs(title: str, body: str) -> set[str]:
+        return {k for k in failure_features(title, body).vector if k.startswith("sym:") and not k.startswith("sym:any")}
+
+    # a 0 a curve starts from is no wrong value; a 0 it ends at still is
+    assert "sym:kl|zero" not in pairs("KL", "The KL grows from 0 to 0.04 over 300 steps.")
+    assert "sym:kl|zero" not in pairs("KL", "KL 从 0 开始慢慢上升。")
+    assert "sym:loss|zero" in pairs("Loss", "After 100 steps the loss drops to 0.")
+    assert "sym:loss|negative" in pairs("Loss", "The loss is below zero.")
+    # a NaN, a spike or an instability said not to happen is no move
+    assert not {"sym:grad|unstable", "sym:loss|nan"} & pairs("Run", "There are no spikes in the grad norm and the loss has no NaN.")
+    assert "sym:grad|unstable" in pairs("Run", "The grad norm spikes every few steps.")
+    # trend words are moves
+    assert {"sym:entropy|down", "sym:kl|up"} <= pairs("Trends", "The entropy trends down and the KL shows an upward trend.")
+    # Chinese: the move nearest its metric, not the first of the list (熵 falls, the reward rises)
+    zh = pairs("熵缓慢下降,奖励稳步上升", "")
+    assert {"sym:entropy|down", "sym:reward|up"} <= zh and "sym:entropy|up" not in zh
+    assert "sym:reward|up" in pairs("准确率提高了", "")
+    assert not pairs("吞吐", "训练阶段正常。请问怎么提高吞吐？")  # what the asker wants is no move
+
+
+def test_healthy_moves_next_to_an_improving_reward_show_no_symptom() -> None:
+    # GUIDELINES: a question over healthy curves is no report. Moves healthy learning makes
+    # (entropy down, length up, KL up from 0, loss down) next to a reward that improves, with
+    # nothing named wrong, are read (the pairs stay) but show no symptom.
+    def read(title: str, body: str) -> dict[str, float]:
+        return failure_features(title, body).vector
+
+    healthy = read("Entropy going down bit by bit, fine?",
+                   "Over 500 steps the entropy went from 0.9 to 0.7 while the reward rose from 0.3 to 0.5. Fine?")
+    assert "sym:entropy|down" in healthy and "sym:reward|up" in healthy
+    assert {"no_failure_cue", "about:asks_without_symptom"} <= set(healthy)
+    assert not {"run_and_symptom", "run_and_category_cue", "about:asks_with_symptom"} & set(healthy)
+    assert "about:asks_without_symptom" in read(
+        "Longer answers", "My answers got longer over 400 steps and the accuracy keeps improving. Should I add a length penalty?")
+    assert "about:asks_without_symptom" in read("熵在下降", "训练300步，熵从0.8降到0.6，奖励在上升。这样可以吗？")
+    # a negated severity word says nothing is wrong
+    assert "no_failure_cue" in read("Curves", "The reward rises and the grad norm goes down, with no spikes at all.")
+    # a negative policy loss next to an improving reward is the advantage-weighted loss, no
+    # impossible value; a negative KL still is one, and so is a negative loss of a reward exploited
+    assert "no_failure_cue" in read("Negative loss", "The policy loss is below zero on most steps while the reward goes up. A bug?")
+    assert "no_failure_cue" not in read("Negative KL", "The KL is negative on most steps while the reward goes up. A bug?")
+    assert "no_failure_cue" not in read(
+        "Negative loss", "The loss is negative while the reward goes up: the policy exploits the format reward.")
+
+
+@pytest.mark.parametrize(
+    "title, body",
+    [
+        # no improvement named: an entropy falling may be a collapse
+        ("Entropy going down, fine?", "Over 500 steps the entropy went from 0.9 to 0.7. Fine?"),
+        # a severity word, a tenfold move, a run that changed, a failure named, the reward falling
+        ("Entropy going down, fine?", "The entropy drops fast while the reward rises. Fine?"),
+        ("Entropy going down, fine?", "The entropy went from 0.9 to 0.02 while the reward rose. Fine?"),
+        ("KL going up, fine?", "The reward went up at first while the KL increased. Fine?"),
+        ("Length going up, fine?", "The reward rises and the length grows until it is truncated. Fine?"),
+        ("Entropy going down, fine?", "The reward rises, the entropy decreases and the loss becomes NaN. Fine?"),
+        ("熵在下降", "奖励上升，熵下降，准确率下降了。正常吗？"),
+    ],
+)  # fmt: skip
+def test_moves_with_anything_wrong_named_still_show_a_symptom(title: str, body: str) -> None:
+    vector = failure_features(title, body).vector
+    assert "about:asks_with_symptom" in vector and "no_failure_cue" not in vector
+
+
+def test_healthy_curve_questions_are_no_reports_and_their_unhealthy_twins_are() -> None:
+    for title, body in (
+        ("Is the entropy dropping a bit normal?",
+         "I train with GRPO for 600 steps: the entropy declines from 1.0 to 0.8 and the reward improves from 0.4 to 0.6. "
+         "Is this normal?"),
+        ("奖励在涨，熵缓慢降低，正常吗", "训练到400步，奖励从0.3上升到0.5，熵从0.9降到0.75。请问正常吗？"),
+    ):  # fmt: skip
+        result = classify_failure(title, body)
+        assert not result["is_failure_report"] and result["confidence"] < threshold(), title
+    twin = classify_failure(
+        "Is the entropy dropping normal?",
+        "I train with GRPO: after 60 steps the entropy collapses from 1.0 to 0.01 and the reward does not improve. Is this normal?",
+    )  # fmt: skip
+    assert twin["is_failure_report"]
+
+
 def test_train_versus_eval_and_groups_scoring_alike() -> None:
     assert "about:train_vs_eval" in _about(
         "Strange results", "The training reward keeps increasing but the validation accuracy goes down.")
@@ -603,12 +684,28 @@ def test_none_and_empty_inputs() -> None:
      "entropy " * 8192, "<!--" * 16384, "```\n" * 16384, "entropy: 1." * 5000, "熵下降" * 20000,
      "stuck at the " * 5000, "after 1 " * 8000 + "garbled", "what does the " * 5000 + "mean", "! " * 32768,
      "garbled after 3 steps " * 3000, "the eval reward of every group " * 2000,
-     "normal fine healthy " * 3500 + "until", "正常" * 30000 + "然后"],
+     "normal fine healthy " * 3500 + "until", "正常" * 30000 + "然后",
+     "the reward improves and the entropy drops from 1 to " * 1200, "奖励上升，熵从1降到" * 6000],
     ids=["digits", "dots", "brackets", "parens", "cjk", "words", "comments", "fences", "log", "zh-pairs",
-         "hang", "later", "meaning", "sentences", "anchors", "gated", "normal-then", "zh-normal-then"],
+         "hang", "later", "meaning", "sentences", "anchors", "gated", "normal-then", "zh-normal-then",
+         "healthy-curve", "zh-healthy-curve"],
 )  # fmt: skip
 def test_hostile_bodies_grow_linearly(body: str) -> None:
     assert_linear_work(lambda text: classify_failure("Entropy collapse " * 50, text), body)
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["from 1 to " * 6500, "1 -> " * 13000, "9" * 65536, "no " * 21000 + "spikes", "reward improves " * 4000,
+     "从1到" * 20000, "奖励" * 30000 + "提升", "at " * 21000 + "first"],
+    ids=["from-to", "arrows", "digits", "negations", "improves", "zh-from-to", "zh-improves", "at-first"],
+)  # fmt: skip
+def test_the_healthy_curve_reading_grows_linearly(body: str) -> None:
+    # A title the reading accepts (a soft move, the reward improving, nothing named wrong), so
+    # that every body is read by its patterns to the end.
+    title = "Entropy goes down while the reward goes up"
+    assert "no_failure_cue" in failure_features(title, "").vector
+    assert_linear_work(lambda text: classify_failure(title, text), body)
 
 
 # --- Chinese lexicon: terms tried only where present, the same evidence ----------------------
@@ -626,12 +723,14 @@ def _plain_chinese(text: str, where: str, rules: failures._Rules, ev: failures._
                 pos, tries = low.find(term, pos + 1), tries + 1
                 continue
             tail = low[pos + len(term) : pos + len(term) + min(window, 40)]
-            for move_term, move in rules.zh_moves:
-                at = tail.find(move_term)
-                if at < 0:
-                    continue
-                if move == "zero" and failures._decimal_follows(tail, at + len(move_term)):
-                    continue
+            hits = [
+                (at, i, t, m)
+                for i, (t, m) in enumerate(rules.zh_moves)
+                if (at := tail.find(t)) >= 0 and not (m == "zero" and failures._decimal_follows(tail, at + len(t)))
+            ]
+            for at, _, move_term, move in sorted(hits)[:1]:
+                if any(w in tail[max(0, at - 3) : at] for w in failures._ZH_ASKING):
+                    break
                 if move in failures._NEGATABLE and any(ch in failures._ZH_NEGATORS for ch in tail[max(0, at - 3) : at]):
                     move = "not_" + move
                 name = f"{failures._output_length(metric, move_term)}|{move}"

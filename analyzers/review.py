@@ -1070,8 +1070,8 @@ def _concern_features(
     scan: Any,
 ) -> dict[str, float]:
     """Per concern kind: whether other people's comments state it in strong words, in weak
-    words, in a request+topic pair, or by a remark on a changed file; and the shape of the
-    review around it. (The proposer's own words were tried as a feature: no gain in grouped
+    words, in a request+topic pair, or by a remark on a changed file, and whether they state
+    another kind in strong words; and the shape of the review around it. (The proposer's own words were tried as a feature: no gain in grouped
     CV, and scanning them cost a fifth of the review's time.)"""
     f: dict[str, float] = {}
     # Sets where only presence is read (Counter.update is a Python call per comment).
@@ -1113,6 +1113,9 @@ def _concern_features(
     # kinds are absent, and a Counter answers a missing key with a Python call.)
     for kind in CONCERNS:
         f["strong:" + kind] = float(kind in strong)
+        # Another kind stated in clear words: a request or topic word of this kind beside it
+        # is more often part of that concern than a second one ("other", the fallback, most).
+        f["strong_elsewhere:" + kind] = float(bool(strong) and strong != {kind})
         f["weak:" + kind] = float(kind in weak)
         f["pair:" + kind] = float(kind in paired)
         f["req:" + kind] = float(kind in requested)
@@ -1200,7 +1203,7 @@ def review_models() -> ReviewModels:
 # Feature families that belong to one concern kind ("strong:evidence"): in the row of that
 # kind they appear both shared across kinds ("strong") and for the kind ("evidence|strong"),
 # so rare kinds borrow how much a strong-word hit is worth from the frequent ones.
-OWN_FAMILIES = ("strong", "weak", "pair", "req", "file")
+OWN_FAMILIES = ("strong", "weak", "pair", "req", "file", "strong_elsewhere")
 
 
 def text_vector(text: str) -> dict[str, float]:

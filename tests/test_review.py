@@ -515,6 +515,26 @@ def test_a_placement_word_in_a_request_is_no_request_feature() -> None:
     assert feats["req:placement"] == 0.0 and feats["req:tests_or_docs"] == 1.0
 
 
+def test_a_kind_stated_in_strong_words_is_a_feature_of_every_other_kind() -> None:
+    # "any results" states evidence plainly; the formatting request beside it is read in the
+    # light of it (its row carries "strong_elsewhere"), evidence's own row does not.
+    feats = _features(c("maint", "Do you have any results for this? Please fix the formatting."))
+    assert feats["strong:evidence"] == 1.0
+    assert feats["strong_elsewhere:evidence"] == 0.0
+    assert all(feats["strong_elsewhere:" + k] == 1.0 for k in CONCERNS if k != "evidence")
+    ev = review_evidence(thread([c("maint", "Do you have any results for this?")], state="open"))
+    row = concern_vector(ev, "other", {})
+    assert row["strong_elsewhere"] == 1.0 and row["other|strong_elsewhere"] == 1.0
+    assert "strong_elsewhere" not in concern_vector(ev, "evidence", {})
+
+
+def test_no_strong_words_or_only_the_proposers_give_no_strong_elsewhere() -> None:
+    plain = _features(c("maint", "Could you fix the formatting?"))
+    assert not any(plain["strong_elsewhere:" + k] for k in CONCERNS)
+    own = _features(c("alice", "Do you have any results for this? I do, see the table."))
+    assert not any(own["strong_elsewhere:" + k] for k in CONCERNS)
+
+
 def test_requests_naming_code_are_counted() -> None:
     assert _features(c("maint", "Can we rename use_k3_estimator to kl_estimator_type?"))["asks_code"] > 0
     assert _features(c("maint", "Please call reset_cache() first."))["asks_code"] > 0

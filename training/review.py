@@ -7,8 +7,8 @@ structural fact decides, and the concerns others raised.
   Features: the rules' own answer and reasons, the signals in what others and the proposer
   wrote (anywhere and in their last words), who spoke last, and the last words' n-grams.
 - `review_concerns`: one binary model over rows (thread, concern kind): the kind's lexicon
-  hits from people other than the proposer (shared across kinds and per kind, so rare kinds
-  borrow strength) and, for kinds with enough positive threads in the data fitted, the
+  hits from people other than the proposer, and whether they stated another kind in strong
+  words (shared across kinds and per kind, so rare kinds borrow strength) and, for kinds with enough positive threads in the data fitted, the
   review's shape crossed with the kind. A rare kind's row is its bias and its lexicon hits
   only: weights for its shape fitted on a handful of threads lowered grouped-CV F1 (they
   learn which repository the few positives came from). The others' hashed n-grams are not

@@ -273,13 +273,13 @@ def _saved_files(cache: Path) -> list[Path]:
 
 
 def test_pool_index_is_saved_then_read_back_equal(tmp_path: Path, _cache_dir: Path) -> None:
-    from analyzers.papers import PaperIndex
-    from bot.cli.analyze import load_pool
+    from bot.analysis import read_saved_index
+    from bot.cli.analyze import POOL_CHECKS_HEADER, load_pool
 
     pool = write_lines(tmp_path / "pool.jsonl", [json.dumps(p) for p in POOL_LINES])
     built = load_pool(str(pool))
     [saved] = _saved_files(_cache_dir)
-    assert PaperIndex.loads(saved.read_bytes()) == built
+    assert read_saved_index(saved, POOL_CHECKS_HEADER) == built
     again = load_pool(str(pool))
     assert again == built and again is not built
     # Another pool file is another key.
@@ -289,15 +289,15 @@ def test_pool_index_is_saved_then_read_back_equal(tmp_path: Path, _cache_dir: Pa
 
 
 def test_damaged_saved_index_is_rebuilt_and_saved_again(tmp_path: Path, _cache_dir: Path) -> None:
-    from analyzers.papers import PaperIndex
-    from bot.cli.analyze import load_pool
+    from bot.analysis import read_saved_index
+    from bot.cli.analyze import POOL_CHECKS_HEADER, load_pool
 
     pool = write_lines(tmp_path / "pool.jsonl", [json.dumps(p) for p in POOL_LINES])
     built = load_pool(str(pool))
     [saved] = _saved_files(_cache_dir)
     saved.write_bytes(saved.read_bytes()[:200])
     assert load_pool(str(pool)) == built
-    assert PaperIndex.loads(saved.read_bytes()) == built
+    assert read_saved_index(saved, POOL_CHECKS_HEADER) == built
 
 
 def test_analyze_with_and_without_the_cache_gives_the_same_records(
@@ -465,3 +465,36 @@ def test_a_large_input_without_jobs_writes_what_one_process_writes(tmp_path: Pat
         runs.append((proc.returncode, proc.stderr, out.read_bytes()))
     assert runs[0] == runs[1]
     assert runs[0][0] == 1 and len(runs[0][2].splitlines()) == sum(1 for x in _many_lines() if x.strip())
+
+
+def test_a_pool_index_saved_before_a_check_existed_is_not_used(
+        tmp_path: Path, _cache_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An index saved by a version whose pool checks let a paper through (here one of a key
+    of the wrong type, refused since round five) was read from the cache, keyed by the pool
+    file and the analyzers only: the newer check never ran, the paper came out, exit 0."""
+    import hashlib
+
+    from analyzers.papers import PaperIndex, index_tag
+    from bot.analysis import save_index
+    from bot.cli.analyze import POOL_CHECKS_HEADER
+
+    wrong = {"title": "Frobnicated Widget Policy Optimization", "arxiv_id": 5}
+    pool = write_lines(tmp_path / "pool.jsonl", [json.dumps({"title": "fine"}), json.dumps(wrong)])
+    # What an earlier version saved for this pool: the same analyzers, no check of the types.
+    key = hashlib.sha256(index_tag().encode() + b"\0" + pool.read_bytes()).hexdigest()[:40]
+    save_index(_cache_dir / f"pool-file-{key}.idx", PaperIndex.build([{"title": "fine"}, wrong]))
+    t = dict(GOOD_2, body='We implement "Frobnicated Widget Policy Optimization".')
+    src = write_lines(tmp_path / "in.jsonl", [json.dumps(t)])
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", "--papers", str(pool), str(src), "-o", str(out)]) == 2
+    assert capsys.readouterr().err == (f"rltracker analyze: --papers {pool} line 2: "
+                                       "arxiv_id must be a string or null, got the number 5\n")
+    # A pool that passes is indexed again and saved in place of the earlier version's index.
+    write_lines(pool, [json.dumps(p) for p in POOL_LINES])
+    key = hashlib.sha256(index_tag().encode() + b"\0" + pool.read_bytes()).hexdigest()[:40]
+    stale = _cache_dir / f"pool-file-{key}.idx"
+    save_index(stale, PaperIndex.build([{"title": "Quantile Ratio Clipping"}]))
+    assert main(["analyze", "--papers", str(pool), str(write_lines(
+        tmp_path / "cite.jsonl", [json.dumps(CITING)])), "-o", str(out)]) == 0
+    assert any(p["how"] == "title" for p in read_jsonl(out)[0]["papers"])
+    assert len(_saved_files(_cache_dir)) == 2 and stale.read_bytes().startswith(POOL_CHECKS_HEADER)

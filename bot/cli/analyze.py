@@ -5,8 +5,8 @@ order (`-o -`, the default, is stdout). `--papers` builds a PaperIndex once, mat
 addition to the catalog, and saves it in the cache directory ($RLTRACKER_CACHE_DIR, else
 $XDG_CACHE_HOME/rltracker, else ~/.cache/rltracker) under a hash of the pool file and the
 index and analyzer versions: the next run with the same pool reads it in one go instead of
-building it again. A saved index that is damaged or of another version is rebuilt, never
-used. `--no-cache` neither reads nor writes it.
+building it again. A saved index that is damaged, of another version, or saved under other
+pool checks (POOL_CHECKS_VERSION) is rebuilt, never used. `--no-cache` neither reads nor writes it.
 
 `--jobs N` (0: one per CPU; not given: one per CPU when INPUT is a file of 1 MiB or more,
 else 1; `--jobs 1` always one process) analyses in N processes and writes exactly what one
@@ -40,6 +40,16 @@ from typing import Any, TextIO
 
 class PoolError(Exception):
     pass
+
+
+# The checks a pool line must pass before it is indexed (below, load_pool). A saved index is
+# keyed by the pool file and the analyzers (index_tag), not by these checks: an index saved
+# while they let a line through (a key of the wrong type, before round five) was read back
+# and the newer check never ran. Saved indexes start with this line; one saved under another
+# version (or none) is built again through the checks and saved over. Bump it whenever the
+# checks refuse something they accepted before.
+POOL_CHECKS_VERSION = 2
+POOL_CHECKS_HEADER = f"rltracker pool checks {POOL_CHECKS_VERSION}\n".encode()
 
 
 class WorkerDied(Exception):
@@ -86,7 +96,7 @@ def load_pool(path: str, *, use_cache: bool = True) -> Any:
         digest.update(data)  # the same key as hashing them joined, without copying the file
         key = digest.hexdigest()[:40]
         saved = cache_dir() / f"pool-file-{key}.idx"
-        index = read_saved_index(saved)
+        index = read_saved_index(saved, POOL_CHECKS_HEADER)
         if index is not None:
             return index
     papers: list[dict[str, Any]] = []
@@ -109,7 +119,7 @@ def load_pool(path: str, *, use_cache: bool = True) -> Any:
         papers.append(record)
     index = PaperIndex.build(papers)
     if saved is not None:
-        save_index(saved, index)
+        save_index(saved, index, POOL_CHECKS_HEADER)
     return index
 
 

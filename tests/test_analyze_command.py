@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -338,7 +339,6 @@ def _many_lines() -> list[str]:
 
 def _run_cli(args: list[str], tmp_path: Path, stdin: str | None = None
              ) -> subprocess.CompletedProcess[str]:
-    import os
 
     env = {**os.environ, "RLTRACKER_CACHE_DIR": str(tmp_path / "cache")}
     return subprocess.run(
@@ -401,7 +401,6 @@ def _worker_pids(pid: int) -> list[int]:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="--jobs forks on Linux only")
 def test_a_worker_that_dies_fails_the_command_with_one_line(tmp_path: Path) -> None:
-    import os
     import signal
     import time
 
@@ -498,3 +497,42 @@ def test_a_pool_index_saved_before_a_check_existed_is_not_used(
         tmp_path / "cite.jsonl", [json.dumps(CITING)])), "-o", str(out)]) == 0
     assert any(p["how"] == "title" for p in read_jsonl(out)[0]["papers"])
     assert len(_saved_files(_cache_dir)) == 2 and stale.read_bytes().startswith(POOL_CHECKS_HEADER)
+
+
+# ---- -o FILE: written only when the command has its records to write ---------------------
+def test_output_file_is_kept_when_the_input_cannot_be_read(tmp_path: Path) -> None:
+    """`analyze - -o FILE` started with stdin closed (cron, a daemon) emptied FILE, the
+    previous run's records, before finding there was nothing to read: exit 2, FILE lost."""
+    out = write_lines(tmp_path / "out.jsonl", ['{"id": "o/r#1", "earlier": "records"}'])
+    before = out.read_bytes()
+    env = {**os.environ, "RLTRACKER_CACHE_DIR": str(tmp_path / "cache")}
+    result = subprocess.run(["sh", "-c", 'exec "$@" <&-', "sh", sys.executable, "-m", "bot.cli",
+                             "analyze", "-", "-o", str(out)], env=env, text=True,
+                            capture_output=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert "<stdin>" in result.stderr
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]  # nothing left beside it
+
+
+def test_output_file_may_be_the_input_file(tmp_path: Path) -> None:
+    """`analyze data.jsonl -o data.jsonl` opened (emptied) the output before reading the
+    input: no record, exit 0, the threads gone."""
+    data = write_lines(tmp_path / "data.jsonl", [json.dumps(GOOD_1), json.dumps(GOOD_2)])
+    assert main(["analyze", str(data), "-o", str(data)]) == 0
+    rows = read_jsonl(data)
+    assert [r["id"] for r in rows] == ["o/r#1", "o/r#2"] and "failure" in rows[0]
+
+
+def test_output_file_keeps_its_permissions_and_an_empty_input_writes_it_empty(
+        tmp_path: Path) -> None:
+    out = write_lines(tmp_path / "out.jsonl", ["old"])
+    out.chmod(0o640)
+    link = tmp_path / "latest.jsonl"
+    link.symlink_to(out.name)
+    empty = write_lines(tmp_path / "empty.jsonl", [""])
+    assert main(["analyze", str(empty), "-o", str(link)]) == 0
+    assert link.is_symlink() and out.read_text(encoding="utf-8") == ""
+    assert out.stat().st_mode & 0o777 == 0o640
+    src = write_lines(tmp_path / "in.jsonl", [json.dumps(GOOD_1)])
+    assert main(["analyze", str(src), "-o", "/dev/null"]) == 0  # not a file: written as it is

@@ -23,7 +23,8 @@ same message on stderr; every other line is still analysed, so nothing is lost a
 line K still answers input record K. Blank lines are not records and are skipped. The exit
 status is 0 when every line was analysed, 1 when some lines were bad, 2 when the command
 could not run at all (unreadable input or a bad paper pool, named with its line number) or
-stopped (a --jobs worker process died: the output is incomplete).
+stopped (a --jobs worker process died: the output on stdout is incomplete). `-o FILE` is
+replaced only when the command ran through (exit 0 or 1): exit 2 leaves it as it was.
 """
 
 from __future__ import annotations
@@ -67,12 +68,45 @@ def _open_in(path: str) -> Iterator[TextIO]:
 
 @contextmanager
 def _open_out(path: str) -> Iterator[TextIO]:
+    """`-o FILE` written whole or not at all. Opened in place, FILE was emptied before the
+    input was read: with stdin closed (cron) the previous records were lost, exit 2, and
+    `analyze data.jsonl -o data.jsonl` read an emptied input. The records go to a new file
+    beside FILE that replaces it when the command ran through (exit 0 or 1); when it stopped
+    (input unreadable, a worker died, interrupted) FILE is as it was. A symbolic link keeps
+    pointing at the file written, and the file keeps its permissions. What is not a regular
+    file (/dev/null, a FIFO), or a folder no file can be made in, is written in place."""
+    import os
+    import secrets
+    import stat
+
     if path == "-":
         yield sys.stdout
         sys.stdout.flush()
-    else:
+        return
+    target = os.path.realpath(path)
+    try:
+        mode: int | None = os.stat(target).st_mode
+    except OSError:
+        mode = None
+    tmp = os.path.join(os.path.dirname(target),
+                       f".{os.path.basename(target)}.{secrets.token_hex(4)}.tmp")
+    try:
+        if mode is not None and not stat.S_ISREG(mode):
+            raise OSError("not a regular file")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
+    except OSError:
         with open(path, "w", encoding="utf-8") as fh:
             yield fh
+        return
+    try:
+        if mode is not None:
+            os.fchmod(fd, stat.S_IMODE(mode))
+        with open(fd, "w", encoding="utf-8") as fh:
+            yield fh
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def load_pool(path: str, *, use_cache: bool = True) -> Any:
@@ -400,7 +434,8 @@ def analyze_command(args: argparse.Namespace) -> int:
         print(f"rltracker analyze: {exc}", file=sys.stderr)
         return 2
     except WorkerDied as exc:
-        print(f"rltracker analyze: a worker process died ({exc}); output is incomplete",
-              file=sys.stderr)
+        lost = ("output is incomplete" if (args.output or "-") == "-"
+                else f"{args.output} is left as it was")
+        print(f"rltracker analyze: a worker process died ({exc}); {lost}", file=sys.stderr)
         return 2
     return 1 if bad else 0

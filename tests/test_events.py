@@ -12,7 +12,7 @@ import pytest
 from gidgethub import sansio
 from sqlalchemy import delete, func, select
 
-from bot.store.models import Analysis, Comment, Installation, Repository, Thread
+from bot.store.models import Analysis, Comment, Deletion, Installation, Repository, Thread
 from bot.store.threads import get_thread, load_thread_record
 from bot.store.types import parse_datetime
 from bot.webhooks import events
@@ -88,6 +88,7 @@ async def test_every_shared_payload_is_stored(ctx: Any, shared_dir: Path):
     for event, path in files:
         async with ctx.sessionmaker() as session:
             await session.execute(delete(Thread))
+            await session.execute(delete(Deletion))  # alone: a deletion before it is forgotten
             await session.commit()
         payload = json.loads(path.read_text())
         await dispatch(ctx, event, payload)
@@ -382,3 +383,50 @@ async def test_repository_link_rewritten_after_installation_changes(ctx: Any):
         event="installation", delivery_id="d2"), ctx)
     await dispatch(ctx, "issues", envelope("edited", issue=issue(number=80, minute=2)))
     assert (await repo_row()).installation_id == 77
+
+
+# ---- a deletion is final: late and repeated deliveries do not bring a thread or comment back --
+def _shared(shared_dir: Path, name: str, **issue_fields: Any) -> dict[str, Any]:
+    payload = json.loads((shared_dir / "fixtures" / "webhooks" / name).read_text())
+    obj = payload.get("issue") or payload.get("discussion")
+    obj.update(issue_fields)
+    return payload
+
+
+async def test_a_deleted_issue_or_comment_is_not_stored_again_by_a_late_delivery(
+        ctx: Any, shared_dir: Path):
+    """GitHub's payloads: a comment created then deleted (its author deleted a pasted token),
+    an issue deleted (spam). A delivery about them processed after the deletion (a retry of
+    one whose comment GitHub answered 5xx, GitHub's "Redeliver", an older event handled by
+    another replica) stored them again: the tracker page showed the deleted text, the issue
+    was analysed, and a comment on it was attempted (404)."""
+    hello = "Codertocat/Hello-World"
+    await dispatch(ctx, "issues", _shared(shared_dir, "issues/opened.json"))
+    await dispatch(ctx, "issue_comment", _shared(shared_dir, "issue_comment/created.json"))
+    assert len((await record(ctx, hello, 1))["comments"]) == 1
+    await dispatch(ctx, "issue_comment", _shared(shared_dir, "issue_comment/deleted.json"))
+    for late in ("issue_comment/created.json", "issue_comment/edited.json"):
+        await dispatch(ctx, "issue_comment", _shared(shared_dir, late))
+        assert (await record(ctx, hello, 1))["comments"] == [], late
+    # The issue deleted; its earlier events again, one by one and as a worker's batch.
+    await dispatch(ctx, "issues", _shared(shared_dir, "issues/deleted.json"))
+    late_events = [("issues", "issues/opened.json"), ("issues", "issues/edited.json"),
+                   ("issue_comment", "issue_comment/created.json")]
+    for event, name in late_events:
+        await dispatch(ctx, event, _shared(shared_dir, name))
+        assert await record(ctx, hello, 1) is None, name
+    outcomes = await events.handle_batch([
+        sansio.Event(_shared(shared_dir, name), event=event, delivery_id=str(uuid.uuid4()))
+        for event, name in late_events], ctx)
+    assert outcomes == [None, None, None]
+    assert (await count(ctx, Thread), await count(ctx, Comment)) == (0, 0)
+    # A discussion transferred away: an older edit at its former place does not recreate it.
+    await dispatch(ctx, "discussion", _shared(shared_dir, "discussion/transferred.json"))
+    await dispatch(ctx, "discussion", _shared(shared_dir, "discussion/edited.json"))
+    assert await record(ctx, hello, 4) is None
+    # A repository deleted and created again under its name numbers its issues from 1 again:
+    # an issue opened after the deleted one was is a new issue, stored.
+    await dispatch(ctx, "issues", _shared(shared_dir, "issues/opened.json",
+                                          created_at="2022-01-01T00:00:00Z",
+                                          updated_at="2022-01-01T00:00:00Z"))
+    assert (await record(ctx, hello, 1))["created_at"].startswith("2022-01-01")

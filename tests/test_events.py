@@ -12,7 +12,16 @@ import pytest
 from gidgethub import sansio
 from sqlalchemy import delete, func, select
 
-from bot.store.models import Analysis, Comment, Deletion, Installation, Repository, Thread
+from bot.store.models import (
+    Action,
+    Analysis,
+    Comment,
+    Deletion,
+    Installation,
+    Repository,
+    SyncCursor,
+    Thread,
+)
 from bot.store.threads import get_thread, load_thread_record
 from bot.store.types import parse_datetime
 from bot.webhooks import events
@@ -430,3 +439,38 @@ async def test_a_deleted_issue_or_comment_is_not_stored_again_by_a_late_delivery
                                           created_at="2022-01-01T00:00:00Z",
                                           updated_at="2022-01-01T00:00:00Z"))
     assert (await record(ctx, hello, 1))["created_at"].startswith("2022-01-01")
+
+
+# ---- a repository renamed (or moved to another owner): its threads go with it ------------
+@pytest.mark.parametrize("batched", [False, True], ids=["alone", "batch"])
+async def test_a_renamed_repository_keeps_its_threads_in_one_place(ctx: Any, batched: bool):
+    """GitHub keeps a repository's id through a rename or a transfer to another owner; its
+    deliveries name it by its new name. The issue stored under the old name stayed there
+    and the first delivery under the new name made a second, incomplete thread of it (the
+    tracker showed two halves, /threads/NEW/5 without the opening comments), and the app's
+    earlier comment on it, recorded under the old name, was not found by the new one."""
+    await dispatch(ctx, "issues", envelope("opened", repo="someone/old-name", issue=issue(5)))
+    await dispatch(ctx, "issue_comment", envelope(
+        "created", repo="someone/old-name", issue=issue(5, minute=1), comment=comment(40, "same here")))
+    async with ctx.sessionmaker() as session:
+        session.add(Action(repo="someone/old-name", number=5, kind="failure_comment",
+                           status="posted", dedupe_key="someone/old-name#5:failure_comment"))
+        session.add(SyncCursor(repo="someone/old-name", kind="issue", full_done=True))
+        await session.commit()
+    first_under_new_name = envelope(
+        "created", repo="someone/new-name", issue=issue(5, minute=2), comment=comment(41, "and me"))
+    if batched:  # a worker process's batch looks its threads up before writing any row
+        assert await events.handle_batch([sansio.Event(
+            first_under_new_name, event="issue_comment", delivery_id="d1")], ctx) == [None]
+    else:
+        await dispatch(ctx, "issue_comment", first_under_new_name)
+    assert await record(ctx, "someone/old-name", 5) is None
+    moved = await record(ctx, "someone/new-name", 5)
+    assert moved["complete"] is True and [c["body"] for c in moved["comments"]] == ["same here", "and me"]
+    async with ctx.sessionmaker() as session:
+        action = await session.scalar(select(Action).where(Action.status == "posted"))
+        cursor = await session.scalar(select(SyncCursor))
+        names = list(await session.scalars(select(Repository.full_name)))
+    assert (action.repo, action.dedupe_key) == ("someone/new-name", "someone/new-name#5:failure_comment")
+    assert cursor.repo == "someone/new-name" and names == ["someone/new-name"]
+    assert await count(ctx, Thread) == 1

@@ -356,6 +356,10 @@ async def handle_batch(events: list[sansio.Event], ctx: Any) -> list[BaseExcepti
 
     async def write_all(session: AsyncSession, seen: set[tuple[Any, ...]]
                         ) -> list[pipeline.ThreadChange]:
+        # Repository rows first: a renamed repository's threads move to its new name
+        # (installations.upsert_repository) before they are looked up under it.
+        for _, _, change, payload in readable:
+            await _repository(session, payload, change.repo, seen)
         grave_keys = {key for _, _, c, _ in readable for key in _grave_keys(c)}
         looked = LookedUp(
             threads=await get_threads(session, {

@@ -457,6 +457,8 @@ async def test_a_renamed_repository_keeps_its_threads_in_one_place(ctx: Any, bat
                            status="posted", dedupe_key="someone/old-name#5:failure_comment"))
         session.add(SyncCursor(repo="someone/old-name", kind="issue", full_done=True))
         await session.commit()
+    await dispatch(ctx, "issues", envelope("opened", repo="someone/old-name", issue=issue(6)))
+    await dispatch(ctx, "issues", envelope("deleted", repo="someone/old-name", issue=issue(6, minute=1)))
     first_under_new_name = envelope(
         "created", repo="someone/new-name", issue=issue(5, minute=2), comment=comment(41, "and me"))
     if batched:  # a worker process's batch looks its threads up before writing any row
@@ -473,4 +475,7 @@ async def test_a_renamed_repository_keeps_its_threads_in_one_place(ctx: Any, bat
         names = list(await session.scalars(select(Repository.full_name)))
     assert (action.repo, action.dedupe_key) == ("someone/new-name", "someone/new-name#5:failure_comment")
     assert cursor.repo == "someone/new-name" and names == ["someone/new-name"]
+    assert await count(ctx, Thread) == 1
+    # An issue deleted before the rename stays deleted under the new name.
+    await dispatch(ctx, "issues", envelope("edited", repo="someone/new-name", issue=issue(6)))
     assert await count(ctx, Thread) == 1

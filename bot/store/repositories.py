@@ -1,7 +1,7 @@
 """A repository's rows follow it when GitHub renames it or moves it to another owner.
 
-Threads, the app's actions (and their once-only keys), sync cursors and contribution rules
-are keyed by the repository's name; GitHub keeps the repository's id and sends its new name.
+Threads, the app's actions (and their once-only keys), sync cursors, contribution rules and
+the notes of deleted threads are keyed by the repository's name; GitHub keeps the repository's id and sends its new name.
 Left under the old name, the next delivery made a second thread of an issue already stored,
 and the app no longer found the comment it had posted there.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.store.models import Action, ContributionRules, SyncCursor, Thread
+from bot.store.models import Action, ContributionRules, Deletion, SyncCursor, Thread
 
 
 async def follow_rename(session: AsyncSession, old: str, new: str) -> None:
@@ -42,3 +42,15 @@ async def follow_rename(session: AsyncSession, old: str, new: str) -> None:
             select(ContributionRules.id).where(func.lower(ContributionRules.repo) == now)):
         await session.execute(update(ContributionRules).where(func.lower(ContributionRules.repo) == was)
                               .values(repo=new).execution_options(synchronize_session=False))
+    # Deleted threads stay deleted under the new name: "thread:issue:{repo}#{number}".
+    for family in ("issue", "discussion"):
+        prefix, moved = f"thread:{family}:{was}#", f"thread:{family}:{now}#"
+        graves = (await session.execute(select(Deletion.id, Deletion.key).where(
+            func.substr(Deletion.key, 1, len(prefix)) == prefix))).all()
+        taken_keys = set(await session.scalars(select(Deletion.key).where(
+            Deletion.key.in_([moved + g.key[len(prefix):] for g in graves]))))
+        for grave in graves:
+            key = moved + grave.key[len(prefix):]
+            if key not in taken_keys:
+                await session.execute(update(Deletion).where(Deletion.id == grave.id)
+                                      .values(key=key).execution_options(synchronize_session=False))

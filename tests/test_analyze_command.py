@@ -536,3 +536,15 @@ def test_output_file_keeps_its_permissions_and_an_empty_input_writes_it_empty(
     assert out.stat().st_mode & 0o777 == 0o640
     src = write_lines(tmp_path / "in.jsonl", [json.dumps(GOOD_1)])
     assert main(["analyze", str(src), "-o", "/dev/null"]) == 0  # not a file: written as it is
+
+
+def test_pool_and_input_both_from_stdin_is_refused(tmp_path: Path) -> None:
+    """`--papers - -`: the pool read all of stdin (thread records have titles, so they were
+    taken for papers), the input was then empty: no record, exit 0, nothing said."""
+    env = {**os.environ, "RLTRACKER_CACHE_DIR": str(tmp_path / "cache")}
+    result = subprocess.run([sys.executable, "-m", "bot.cli", "analyze", "--papers", "-", "-"],
+                            input=json.dumps(GOOD_1) + "\n", env=env, text=True,
+                            capture_output=True, timeout=120)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("rltracker analyze: ") and result.stderr.count("\n") == 1
+    assert "--papers -" in result.stderr and "stdin" in result.stderr

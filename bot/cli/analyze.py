@@ -415,6 +415,11 @@ def analyze_command(args: argparse.Namespace) -> int:
     from bot.analysis import load_analyzers
 
     pool = None
+    if getattr(args, "papers", None) == "-" and args.input == "-":
+        # The pool would read all of stdin and leave no thread to analyse: exit 0, no output.
+        print("rltracker analyze: --papers - and INPUT - both read stdin; give one of them "
+              "as a file", file=sys.stderr)
+        return 2
     if getattr(args, "papers", None):
         try:
             with _collector_off():

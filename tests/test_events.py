@@ -66,11 +66,16 @@ def issue(number: int = 5, minute: int = 0, **fields: Any) -> dict[str, Any]:
     return base
 
 
+# GitHub's repository ids: one repository keeps its id through renames (the "someone/..." names
+# of the rename test are one repository), another repository has another id.
+REPOSITORY_IDS = {"huggingface/trl": 9}
+
+
 def envelope(action: str, repo: str = REPO, sender: str = "alice", installation: int | None = 77,
              **objects: Any) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "action": action,
-        "repository": {"id": 555, "full_name": repo, "default_branch": "main",
+        "repository": {"id": REPOSITORY_IDS.get(repo, 555), "full_name": repo, "default_branch": "main",
                        "owner": user(repo.split("/")[0])},
         "sender": user(sender),
         **objects,

@@ -536,6 +536,10 @@ def test_output_file_keeps_its_permissions_and_an_empty_input_writes_it_empty(
     assert out.stat().st_mode & 0o777 == 0o640
     src = write_lines(tmp_path / "in.jsonl", [json.dumps(GOOD_1)])
     assert main(["analyze", str(src), "-o", "/dev/null"]) == 0  # not a file: written as it is
+    if os.geteuid() != 0:  # root writes any file
+        out.chmod(0o440)  # read-only: refused, not replaced behind the user's back
+        assert main(["analyze", str(src), "-o", str(out)]) == 2
+        assert out.read_text(encoding="utf-8") == ""
 
 
 def test_pool_and_input_both_from_stdin_is_refused(tmp_path: Path) -> None:

@@ -74,7 +74,8 @@ def _open_out(path: str) -> Iterator[TextIO]:
     beside FILE that replaces it when the command ran through (exit 0 or 1); when it stopped
     (input unreadable, a worker died, interrupted) FILE is as it was. A symbolic link keeps
     pointing at the file written, and the file keeps its permissions. What is not a regular
-    file (/dev/null, a FIFO), or a folder no file can be made in, is written in place."""
+    file (/dev/null, a FIFO), a file that may not be written (read-only: refused as before),
+    or a folder no file can be made in, is opened in place."""
     import os
     import secrets
     import stat
@@ -91,8 +92,8 @@ def _open_out(path: str) -> Iterator[TextIO]:
     tmp = os.path.join(os.path.dirname(target),
                        f".{os.path.basename(target)}.{secrets.token_hex(4)}.tmp")
     try:
-        if mode is not None and not stat.S_ISREG(mode):
-            raise OSError("not a regular file")
+        if mode is not None and not (stat.S_ISREG(mode) and os.access(target, os.W_OK)):
+            raise OSError("not a regular file, or one that may not be written: as it is")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
     except OSError:
         with open(path, "w", encoding="utf-8") as fh:

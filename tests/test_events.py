@@ -484,3 +484,34 @@ async def test_a_renamed_repository_keeps_its_threads_in_one_place(ctx: Any, bat
     # An issue deleted before the rename stays deleted under the new name.
     await dispatch(ctx, "issues", envelope("edited", repo="someone/new-name", issue=issue(6)))
     assert await count(ctx, Thread) == 1
+
+
+async def test_a_transferred_issue_keeps_its_one_failure_comment(ctx: Any):
+    """An issue answered on verl, transferred to TRL (GitHub moves the comment with it): the
+    app's once-only slot stayed at verl#5, a page that no longer exists, so at trl#301 the
+    app decided again and a second failure comment was recorded (live, it rewrote the moved
+    one for the new framework)."""
+    from datetime import timedelta
+
+    from bot.store.types import format_datetime, utcnow
+
+    def ago(minutes: int) -> str:
+        return format_datetime(utcnow() - timedelta(minutes=minutes))
+
+    body = ("Training with GRPO, the policy entropy collapses to near zero after 200 steps and "
+            "the reward plateaus.")
+    await dispatch(ctx, "issues", envelope("opened", issue=issue(
+        5, created_at=ago(10), updated_at=ago(10), body=body)))
+    new = issue(301, created_at=ago(10), updated_at=ago(7), body=body,
+                html_url="https://github.com/huggingface/trl/issues/301")
+    await dispatch(ctx, "issues", envelope(
+        "transferred", issue=issue(5, created_at=ago(10), updated_at=ago(8), body=body),
+        changes={"new_issue": new, "new_repository": {"id": 9, "full_name": "huggingface/trl"}}))
+    await dispatch(ctx, "issues", envelope(
+        "opened", repo="huggingface/trl", issue=new,
+        changes={"old_issue": issue(5), "old_repository": {"full_name": REPO}}))
+    async with ctx.sessionmaker() as session:
+        comments = list(await session.scalars(select(Action).where(
+            Action.kind == "failure_comment", Action.status.in_(("posted", "dry_run")))))
+    assert [(a.repo, a.number, a.dedupe_key) for a in comments] == [
+        ("huggingface/trl", 301, "huggingface/trl#301:failure_comment")]

@@ -1,4 +1,5 @@
-"""A repository's rows follow it when GitHub renames it or moves it to another owner.
+"""A repository's rows follow it when GitHub renames it or moves it to another owner, and a
+thread's actions follow it when GitHub transfers it.
 
 Threads, the app's actions (and their once-only keys), sync cursors, contribution rules and
 the notes of deleted threads are keyed by the repository's name; GitHub keeps the repository's id and sends its new name.
@@ -7,6 +8,8 @@ and the app no longer found the comment it had posted there.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -23,18 +26,7 @@ async def follow_rename(session: AsyncSession, old: str, new: str) -> None:
         update(Thread).where(func.lower(Thread.repo) == was, Thread.number.not_in(taken))
         .values(repo=new).execution_options(synchronize_session=False))
     # Once-only keys start with the name: "{repo}#{number}:failure_comment", "{repo}:config:..."
-    actions = (await session.execute(
-        select(Action.id, Action.dedupe_key).where(func.lower(Action.repo) == was))).all()
-    renamed = {row.id: new + row.dedupe_key[len(old):] for row in actions
-               if row.dedupe_key and row.dedupe_key.lower().startswith(was)
-               and row.dedupe_key[len(old):len(old) + 1] in ("#", ":")}
-    clashes = set(await session.scalars(
-        select(Action.dedupe_key).where(Action.dedupe_key.in_(sorted(renamed.values())))))
-    for row in actions:
-        key = renamed.get(row.id)
-        values = {"repo": new} if key is None or key in clashes else {"repo": new, "dedupe_key": key}
-        await session.execute(update(Action).where(Action.id == row.id).values(**values)
-                              .execution_options(synchronize_session=False))
+    await _move_actions(session, func.lower(Action.repo) == was, old, new, {"repo": new})
     if not await session.scalar(select(SyncCursor.id).where(func.lower(SyncCursor.repo) == now)):
         await session.execute(update(SyncCursor).where(func.lower(SyncCursor.repo) == was)
                               .values(repo=new).execution_options(synchronize_session=False))
@@ -54,3 +46,32 @@ async def follow_rename(session: AsyncSession, old: str, new: str) -> None:
             if key not in taken_keys:
                 await session.execute(update(Deletion).where(Deletion.id == grave.id)
                                       .values(key=key).execution_options(synchronize_session=False))
+
+
+async def follow_transfer(session: AsyncSession, old_repo: str, old_number: int,
+                          new_repo: str, new_number: int) -> None:
+    """The app's actions on a thread GitHub transferred (its comments went along) move to its
+    new place, once-only keys with them: left behind, the new place had no failure comment
+    on record and the app decided (and commented) again."""
+    await _move_actions(
+        session, (func.lower(Action.repo) == old_repo.lower()) & (Action.number == old_number),
+        f"{old_repo}#{old_number}", f"{new_repo}#{new_number}",
+        {"repo": new_repo, "number": new_number})
+
+
+async def _move_actions(session: AsyncSession, which: Any, old_prefix: str, new_prefix: str,
+                        values: dict[str, Any]) -> None:
+    """Set `values` on the actions `which` selects, and their once-only keys that start with
+    `old_prefix` (then "#" or ":") to start with `new_prefix`, unless that key is taken."""
+    actions = (await session.execute(select(Action.id, Action.dedupe_key).where(which))).all()
+    n = len(old_prefix)
+    renamed = {row.id: new_prefix + row.dedupe_key[n:] for row in actions
+               if row.dedupe_key and row.dedupe_key[:n].lower() == old_prefix.lower()
+               and row.dedupe_key[n:n + 1] in ("#", ":")}
+    clashes = set(await session.scalars(
+        select(Action.dedupe_key).where(Action.dedupe_key.in_(sorted(renamed.values())))))
+    for row in actions:
+        key = renamed.get(row.id)
+        row_values = values if key is None or key in clashes else {**values, "dedupe_key": key}
+        await session.execute(update(Action).where(Action.id == row.id).values(**row_values)
+                              .execution_options(synchronize_session=False))

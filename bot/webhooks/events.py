@@ -28,6 +28,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.store.models import Comment, Thread
+from bot.store.repositories import follow_transfer
 from bot.store.threads import (
     bury,
     comment_grave,
@@ -181,6 +182,8 @@ async def _move_thread(session: AsyncSession, transfer: Transfer,
     was = gone or new
     await bury(session, thread_grave(transfer.old_repo, transfer.old_number, str(was["kind"])),
                old.created_at if old is not None else parse_datetime(was.get("created_at")))
+    await follow_transfer(session, old.repo if old is not None else transfer.old_repo,
+                          transfer.old_number, new["repo"], int(new["number"]))
     if old is not None and target is None:
         old.repo, old.number = new["repo"], int(new["number"])
         await session.flush()

@@ -515,3 +515,19 @@ async def test_a_transferred_issue_keeps_its_one_failure_comment(ctx: Any):
             Action.kind == "failure_comment", Action.status.in_(("posted", "dry_run")))))
     assert [(a.repo, a.number, a.dedupe_key) for a in comments] == [
         ("huggingface/trl", 301, "huggingface/trl#301:failure_comment")]
+
+
+async def test_an_issue_deleted_does_not_delete_the_discussion_of_its_number(
+        ctx: Any, shared_dir: Path):
+    """Issues and discussions share their numbers, and an issue converted to a discussion
+    keeps its number: `issues.deleted` for #4 deleted the discussion stored as #4 with its
+    comments (the tracker lost it until the next sync)."""
+    hello = "Codertocat/Hello-World"
+    await dispatch(ctx, "discussion", _shared(shared_dir, "discussion/created.json"))
+    await dispatch(ctx, "discussion_comment", _shared(shared_dir, "discussion_comment/created.json"))
+    await dispatch(ctx, "issues", _shared(shared_dir, "issues/deleted.json", number=4))
+    stored = await record(ctx, hello, 4)
+    assert stored is not None and stored["kind"] == "discussion" and len(stored["comments"]) == 1
+    # The issue stays deleted: a late delivery about it stores nothing over the discussion.
+    await dispatch(ctx, "issues", _shared(shared_dir, "issues/edited.json", number=4))
+    assert (await record(ctx, hello, 4))["kind"] == "discussion"

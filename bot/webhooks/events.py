@@ -295,9 +295,14 @@ async def apply_change(
     if change.delete_thread:
         thread = await get_thread(session, change.repo, change.number)
         gone = change.gone or {}
-        await bury(session, thread_grave(change.repo, change.number,
-                                         str(gone.get("kind") or getattr(thread, "kind", "issue"))),
-                   thread.created_at if thread is not None else parse_datetime(gone.get("created_at")))
+        grave = thread_grave(change.repo, change.number,
+                             str(gone.get("kind") or getattr(thread, "kind", "issue")))
+        if thread is not None and grave != thread_grave(thread.repo, thread.number, thread.kind):
+            # Issues and discussions share numbers (a converted issue keeps its own): the
+            # issue deleted is not the discussion stored under its number.
+            thread = None
+        await bury(session, grave, thread.created_at if thread is not None
+                   else parse_datetime(gone.get("created_at")))
         if thread is not None:
             # Comments and analysis go with it (ON DELETE CASCADE).
             await session.execute(delete(Thread).where(Thread.id == thread.id))

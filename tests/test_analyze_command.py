@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -273,13 +274,13 @@ def _saved_files(cache: Path) -> list[Path]:
 
 
 def test_pool_index_is_saved_then_read_back_equal(tmp_path: Path, _cache_dir: Path) -> None:
-    from analyzers.papers import PaperIndex
-    from bot.cli.analyze import load_pool
+    from bot.analysis import read_saved_index
+    from bot.cli.analyze import POOL_CHECKS_HEADER, load_pool
 
     pool = write_lines(tmp_path / "pool.jsonl", [json.dumps(p) for p in POOL_LINES])
     built = load_pool(str(pool))
     [saved] = _saved_files(_cache_dir)
-    assert PaperIndex.loads(saved.read_bytes()) == built
+    assert read_saved_index(saved, POOL_CHECKS_HEADER) == built
     again = load_pool(str(pool))
     assert again == built and again is not built
     # Another pool file is another key.
@@ -289,15 +290,15 @@ def test_pool_index_is_saved_then_read_back_equal(tmp_path: Path, _cache_dir: Pa
 
 
 def test_damaged_saved_index_is_rebuilt_and_saved_again(tmp_path: Path, _cache_dir: Path) -> None:
-    from analyzers.papers import PaperIndex
-    from bot.cli.analyze import load_pool
+    from bot.analysis import read_saved_index
+    from bot.cli.analyze import POOL_CHECKS_HEADER, load_pool
 
     pool = write_lines(tmp_path / "pool.jsonl", [json.dumps(p) for p in POOL_LINES])
     built = load_pool(str(pool))
     [saved] = _saved_files(_cache_dir)
     saved.write_bytes(saved.read_bytes()[:200])
     assert load_pool(str(pool)) == built
-    assert PaperIndex.loads(saved.read_bytes()) == built
+    assert read_saved_index(saved, POOL_CHECKS_HEADER) == built
 
 
 def test_analyze_with_and_without_the_cache_gives_the_same_records(
@@ -338,7 +339,6 @@ def _many_lines() -> list[str]:
 
 def _run_cli(args: list[str], tmp_path: Path, stdin: str | None = None
              ) -> subprocess.CompletedProcess[str]:
-    import os
 
     env = {**os.environ, "RLTRACKER_CACHE_DIR": str(tmp_path / "cache")}
     return subprocess.run(
@@ -401,7 +401,6 @@ def _worker_pids(pid: int) -> list[int]:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="--jobs forks on Linux only")
 def test_a_worker_that_dies_fails_the_command_with_one_line(tmp_path: Path) -> None:
-    import os
     import signal
     import time
 
@@ -465,3 +464,91 @@ def test_a_large_input_without_jobs_writes_what_one_process_writes(tmp_path: Pat
         runs.append((proc.returncode, proc.stderr, out.read_bytes()))
     assert runs[0] == runs[1]
     assert runs[0][0] == 1 and len(runs[0][2].splitlines()) == sum(1 for x in _many_lines() if x.strip())
+
+
+def test_a_pool_index_saved_before_a_check_existed_is_not_used(
+        tmp_path: Path, _cache_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An index saved by a version whose pool checks let a paper through (here one of a key
+    of the wrong type, refused since round five) was read from the cache, keyed by the pool
+    file and the analyzers only: the newer check never ran, the paper came out, exit 0."""
+    import hashlib
+
+    from analyzers.papers import PaperIndex, index_tag
+    from bot.analysis import save_index
+    from bot.cli.analyze import POOL_CHECKS_HEADER
+
+    wrong = {"title": "Frobnicated Widget Policy Optimization", "arxiv_id": 5}
+    pool = write_lines(tmp_path / "pool.jsonl", [json.dumps({"title": "fine"}), json.dumps(wrong)])
+    # What an earlier version saved for this pool: the same analyzers, no check of the types.
+    key = hashlib.sha256(index_tag().encode() + b"\0" + pool.read_bytes()).hexdigest()[:40]
+    save_index(_cache_dir / f"pool-file-{key}.idx", PaperIndex.build([{"title": "fine"}, wrong]))
+    t = dict(GOOD_2, body='We implement "Frobnicated Widget Policy Optimization".')
+    src = write_lines(tmp_path / "in.jsonl", [json.dumps(t)])
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", "--papers", str(pool), str(src), "-o", str(out)]) == 2
+    assert capsys.readouterr().err == (f"rltracker analyze: --papers {pool} line 2: "
+                                       "arxiv_id must be a string or null, got the number 5\n")
+    # A pool that passes is indexed again and saved in place of the earlier version's index.
+    write_lines(pool, [json.dumps(p) for p in POOL_LINES])
+    key = hashlib.sha256(index_tag().encode() + b"\0" + pool.read_bytes()).hexdigest()[:40]
+    stale = _cache_dir / f"pool-file-{key}.idx"
+    save_index(stale, PaperIndex.build([{"title": "Quantile Ratio Clipping"}]))
+    assert main(["analyze", "--papers", str(pool), str(write_lines(
+        tmp_path / "cite.jsonl", [json.dumps(CITING)])), "-o", str(out)]) == 0
+    assert any(p["how"] == "title" for p in read_jsonl(out)[0]["papers"])
+    assert len(_saved_files(_cache_dir)) == 2 and stale.read_bytes().startswith(POOL_CHECKS_HEADER)
+
+
+# ---- -o FILE: written only when the command has its records to write ---------------------
+def test_output_file_is_kept_when_the_input_cannot_be_read(tmp_path: Path) -> None:
+    """`analyze - -o FILE` started with stdin closed (cron, a daemon) emptied FILE, the
+    previous run's records, before finding there was nothing to read: exit 2, FILE lost."""
+    out = write_lines(tmp_path / "out.jsonl", ['{"id": "o/r#1", "earlier": "records"}'])
+    before = out.read_bytes()
+    env = {**os.environ, "RLTRACKER_CACHE_DIR": str(tmp_path / "cache")}
+    result = subprocess.run(["sh", "-c", 'exec "$@" <&-', "sh", sys.executable, "-m", "bot.cli",
+                             "analyze", "-", "-o", str(out)], env=env, text=True,
+                            capture_output=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert "<stdin>" in result.stderr
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]  # nothing left beside it
+
+
+def test_output_file_may_be_the_input_file(tmp_path: Path) -> None:
+    """`analyze data.jsonl -o data.jsonl` opened (emptied) the output before reading the
+    input: no record, exit 0, the threads gone."""
+    data = write_lines(tmp_path / "data.jsonl", [json.dumps(GOOD_1), json.dumps(GOOD_2)])
+    assert main(["analyze", str(data), "-o", str(data)]) == 0
+    rows = read_jsonl(data)
+    assert [r["id"] for r in rows] == ["o/r#1", "o/r#2"] and "failure" in rows[0]
+
+
+def test_output_file_keeps_its_permissions_and_an_empty_input_writes_it_empty(
+        tmp_path: Path) -> None:
+    out = write_lines(tmp_path / "out.jsonl", ["old"])
+    out.chmod(0o640)
+    link = tmp_path / "latest.jsonl"
+    link.symlink_to(out.name)
+    empty = write_lines(tmp_path / "empty.jsonl", [""])
+    assert main(["analyze", str(empty), "-o", str(link)]) == 0
+    assert link.is_symlink() and out.read_text(encoding="utf-8") == ""
+    assert out.stat().st_mode & 0o777 == 0o640
+    src = write_lines(tmp_path / "in.jsonl", [json.dumps(GOOD_1)])
+    assert main(["analyze", str(src), "-o", "/dev/null"]) == 0  # not a file: written as it is
+    if os.geteuid() != 0:  # root writes any file
+        out.chmod(0o440)  # read-only: refused, not replaced behind the user's back
+        assert main(["analyze", str(src), "-o", str(out)]) == 2
+        assert out.read_text(encoding="utf-8") == ""
+
+
+def test_pool_and_input_both_from_stdin_is_refused(tmp_path: Path) -> None:
+    """`--papers - -`: the pool read all of stdin (thread records have titles, so they were
+    taken for papers), the input was then empty: no record, exit 0, nothing said."""
+    env = {**os.environ, "RLTRACKER_CACHE_DIR": str(tmp_path / "cache")}
+    result = subprocess.run([sys.executable, "-m", "bot.cli", "analyze", "--papers", "-", "-"],
+                            input=json.dumps(GOOD_1) + "\n", env=env, text=True,
+                            capture_output=True, timeout=120)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("rltracker analyze: ") and result.stderr.count("\n") == 1
+    assert "--papers -" in result.stderr and "stdin" in result.stderr

@@ -12,7 +12,16 @@ import pytest
 from gidgethub import sansio
 from sqlalchemy import delete, func, select
 
-from bot.store.models import Analysis, Comment, Installation, Repository, Thread
+from bot.store.models import (
+    Action,
+    Analysis,
+    Comment,
+    Deletion,
+    Installation,
+    Repository,
+    SyncCursor,
+    Thread,
+)
 from bot.store.threads import get_thread, load_thread_record
 from bot.store.types import parse_datetime
 from bot.webhooks import events
@@ -57,11 +66,16 @@ def issue(number: int = 5, minute: int = 0, **fields: Any) -> dict[str, Any]:
     return base
 
 
+# GitHub's repository ids: one repository keeps its id through renames (the "someone/..." names
+# of the rename test are one repository), another repository has another id.
+REPOSITORY_IDS = {"huggingface/trl": 9}
+
+
 def envelope(action: str, repo: str = REPO, sender: str = "alice", installation: int | None = 77,
              **objects: Any) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "action": action,
-        "repository": {"id": 555, "full_name": repo, "default_branch": "main",
+        "repository": {"id": REPOSITORY_IDS.get(repo, 555), "full_name": repo, "default_branch": "main",
                        "owner": user(repo.split("/")[0])},
         "sender": user(sender),
         **objects,
@@ -88,6 +102,7 @@ async def test_every_shared_payload_is_stored(ctx: Any, shared_dir: Path):
     for event, path in files:
         async with ctx.sessionmaker() as session:
             await session.execute(delete(Thread))
+            await session.execute(delete(Deletion))  # alone: a deletion before it is forgotten
             await session.commit()
         payload = json.loads(path.read_text())
         await dispatch(ctx, event, payload)
@@ -382,3 +397,137 @@ async def test_repository_link_rewritten_after_installation_changes(ctx: Any):
         event="installation", delivery_id="d2"), ctx)
     await dispatch(ctx, "issues", envelope("edited", issue=issue(number=80, minute=2)))
     assert (await repo_row()).installation_id == 77
+
+
+# ---- a deletion is final: late and repeated deliveries do not bring a thread or comment back --
+def _shared(shared_dir: Path, name: str, **issue_fields: Any) -> dict[str, Any]:
+    payload = json.loads((shared_dir / "fixtures" / "webhooks" / name).read_text())
+    obj = payload.get("issue") or payload.get("discussion")
+    obj.update(issue_fields)
+    return payload
+
+
+async def test_a_deleted_issue_or_comment_is_not_stored_again_by_a_late_delivery(
+        ctx: Any, shared_dir: Path):
+    """GitHub's payloads: a comment created then deleted (its author deleted a pasted token),
+    an issue deleted (spam). A delivery about them processed after the deletion (a retry of
+    one whose comment GitHub answered 5xx, GitHub's "Redeliver", an older event handled by
+    another replica) stored them again: the tracker page showed the deleted text, the issue
+    was analysed, and a comment on it was attempted (404)."""
+    hello = "Codertocat/Hello-World"
+    await dispatch(ctx, "issues", _shared(shared_dir, "issues/opened.json"))
+    await dispatch(ctx, "issue_comment", _shared(shared_dir, "issue_comment/created.json"))
+    assert len((await record(ctx, hello, 1))["comments"]) == 1
+    await dispatch(ctx, "issue_comment", _shared(shared_dir, "issue_comment/deleted.json"))
+    for late in ("issue_comment/created.json", "issue_comment/edited.json"):
+        await dispatch(ctx, "issue_comment", _shared(shared_dir, late))
+        assert (await record(ctx, hello, 1))["comments"] == [], late
+    # The issue deleted; its earlier events again, one by one and as a worker's batch.
+    await dispatch(ctx, "issues", _shared(shared_dir, "issues/deleted.json"))
+    late_events = [("issues", "issues/opened.json"), ("issues", "issues/edited.json"),
+                   ("issue_comment", "issue_comment/created.json")]
+    for event, name in late_events:
+        await dispatch(ctx, event, _shared(shared_dir, name))
+        assert await record(ctx, hello, 1) is None, name
+    outcomes = await events.handle_batch([
+        sansio.Event(_shared(shared_dir, name), event=event, delivery_id=str(uuid.uuid4()))
+        for event, name in late_events], ctx)
+    assert outcomes == [None, None, None]
+    assert (await count(ctx, Thread), await count(ctx, Comment)) == (0, 0)
+    # A discussion transferred away: an older edit at its former place does not recreate it.
+    await dispatch(ctx, "discussion", _shared(shared_dir, "discussion/transferred.json"))
+    await dispatch(ctx, "discussion", _shared(shared_dir, "discussion/edited.json"))
+    assert await record(ctx, hello, 4) is None
+    # A repository deleted and created again under its name numbers its issues from 1 again:
+    # an issue opened after the deleted one was is a new issue, stored.
+    await dispatch(ctx, "issues", _shared(shared_dir, "issues/opened.json",
+                                          created_at="2022-01-01T00:00:00Z",
+                                          updated_at="2022-01-01T00:00:00Z"))
+    assert (await record(ctx, hello, 1))["created_at"].startswith("2022-01-01")
+
+
+# ---- a repository renamed (or moved to another owner): its threads go with it ------------
+@pytest.mark.parametrize("batched", [False, True], ids=["alone", "batch"])
+async def test_a_renamed_repository_keeps_its_threads_in_one_place(ctx: Any, batched: bool):
+    """GitHub keeps a repository's id through a rename or a transfer to another owner; its
+    deliveries name it by its new name. The issue stored under the old name stayed there
+    and the first delivery under the new name made a second, incomplete thread of it (the
+    tracker showed two halves, /threads/NEW/5 without the opening comments), and the app's
+    earlier comment on it, recorded under the old name, was not found by the new one."""
+    await dispatch(ctx, "issues", envelope("opened", repo="someone/old-name", issue=issue(5)))
+    await dispatch(ctx, "issue_comment", envelope(
+        "created", repo="someone/old-name", issue=issue(5, minute=1), comment=comment(40, "same here")))
+    async with ctx.sessionmaker() as session:
+        session.add(Action(repo="someone/old-name", number=5, kind="failure_comment",
+                           status="posted", dedupe_key="someone/old-name#5:failure_comment"))
+        session.add(SyncCursor(repo="someone/old-name", kind="issue", full_done=True))
+        await session.commit()
+    await dispatch(ctx, "issues", envelope("opened", repo="someone/old-name", issue=issue(6)))
+    await dispatch(ctx, "issues", envelope("deleted", repo="someone/old-name", issue=issue(6, minute=1)))
+    first_under_new_name = envelope(
+        "created", repo="someone/new-name", issue=issue(5, minute=2), comment=comment(41, "and me"))
+    if batched:  # a worker process's batch looks its threads up before writing any row
+        assert await events.handle_batch([sansio.Event(
+            first_under_new_name, event="issue_comment", delivery_id="d1")], ctx) == [None]
+    else:
+        await dispatch(ctx, "issue_comment", first_under_new_name)
+    assert await record(ctx, "someone/old-name", 5) is None
+    moved = await record(ctx, "someone/new-name", 5)
+    assert moved["complete"] is True and [c["body"] for c in moved["comments"]] == ["same here", "and me"]
+    async with ctx.sessionmaker() as session:
+        action = await session.scalar(select(Action).where(Action.status == "posted"))
+        cursor = await session.scalar(select(SyncCursor))
+        names = list(await session.scalars(select(Repository.full_name)))
+    assert (action.repo, action.dedupe_key) == ("someone/new-name", "someone/new-name#5:failure_comment")
+    assert cursor.repo == "someone/new-name" and names == ["someone/new-name"]
+    assert await count(ctx, Thread) == 1
+    # An issue deleted before the rename stays deleted under the new name.
+    await dispatch(ctx, "issues", envelope("edited", repo="someone/new-name", issue=issue(6)))
+    assert await count(ctx, Thread) == 1
+
+
+async def test_a_transferred_issue_keeps_its_one_failure_comment(ctx: Any):
+    """An issue answered on verl, transferred to TRL (GitHub moves the comment with it): the
+    app's once-only slot stayed at verl#5, a page that no longer exists, so at trl#301 the
+    app decided again and a second failure comment was recorded (live, it rewrote the moved
+    one for the new framework)."""
+    from datetime import timedelta
+
+    from bot.store.types import format_datetime, utcnow
+
+    def ago(minutes: int) -> str:
+        return format_datetime(utcnow() - timedelta(minutes=minutes))
+
+    body = ("Training with GRPO, the policy entropy collapses to near zero after 200 steps and "
+            "the reward plateaus.")
+    await dispatch(ctx, "issues", envelope("opened", issue=issue(
+        5, created_at=ago(10), updated_at=ago(10), body=body)))
+    new = issue(301, created_at=ago(10), updated_at=ago(7), body=body,
+                html_url="https://github.com/huggingface/trl/issues/301")
+    await dispatch(ctx, "issues", envelope(
+        "transferred", issue=issue(5, created_at=ago(10), updated_at=ago(8), body=body),
+        changes={"new_issue": new, "new_repository": {"id": 9, "full_name": "huggingface/trl"}}))
+    await dispatch(ctx, "issues", envelope(
+        "opened", repo="huggingface/trl", issue=new,
+        changes={"old_issue": issue(5), "old_repository": {"full_name": REPO}}))
+    async with ctx.sessionmaker() as session:
+        comments = list(await session.scalars(select(Action).where(
+            Action.kind == "failure_comment", Action.status.in_(("posted", "dry_run")))))
+    assert [(a.repo, a.number, a.dedupe_key) for a in comments] == [
+        ("huggingface/trl", 301, "huggingface/trl#301:failure_comment")]
+
+
+async def test_an_issue_deleted_does_not_delete_the_discussion_of_its_number(
+        ctx: Any, shared_dir: Path):
+    """Issues and discussions share their numbers, and an issue converted to a discussion
+    keeps its number: `issues.deleted` for #4 deleted the discussion stored as #4 with its
+    comments (the tracker lost it until the next sync)."""
+    hello = "Codertocat/Hello-World"
+    await dispatch(ctx, "discussion", _shared(shared_dir, "discussion/created.json"))
+    await dispatch(ctx, "discussion_comment", _shared(shared_dir, "discussion_comment/created.json"))
+    await dispatch(ctx, "issues", _shared(shared_dir, "issues/deleted.json", number=4))
+    stored = await record(ctx, hello, 4)
+    assert stored is not None and stored["kind"] == "discussion" and len(stored["comments"]) == 1
+    # The issue stays deleted: a late delivery about it stores nothing over the discussion.
+    await dispatch(ctx, "issues", _shared(shared_dir, "issues/edited.json", number=4))
+    assert (await record(ctx, hello, 4))["kind"] == "discussion"

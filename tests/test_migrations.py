@@ -85,3 +85,19 @@ def test_0004_removed_installation_goes_down_and_up_keeping_the_repositories(db_
         db_url, "SELECT full_name, installation_id, removed_installation_id FROM repositories"
     ))) == [("o/a", 7, None), ("o/b", None, None)]
     assert schema_differences(db_url) == []
+
+
+def test_0005_deletions_goes_down_and_up(db_url: str) -> None:
+    """The deletions table (what GitHub deleted stays deleted) is dropped on the way down and
+    made again, empty, on the way up; the threads are kept."""
+    asyncio.run(_execute(db_url, "INSERT INTO threads (repo, number, kind, title, labels, "
+                                 "assignees, complete, muted, state, stored_at) VALUES ('o/a', 1, "
+                                 "'issue', 't', '[]', '[]', true, false, 'open', CURRENT_TIMESTAMP)"))
+    asyncio.run(_execute(db_url, "INSERT INTO deletions (key, deleted_at) "
+                                 "VALUES ('thread:issue:o/a#2', CURRENT_TIMESTAMP)"))
+    command.downgrade(migrate.alembic_config(db_url), "0004")
+    assert "deletions" not in asyncio.run(_inspect(db_url, lambda c: inspect(c).get_table_names()))
+    migrate.upgrade(db_url)
+    assert asyncio.run(_execute(db_url, "SELECT key FROM deletions")) == []
+    assert asyncio.run(_execute(db_url, "SELECT repo, number FROM threads")) == [("o/a", 1)]
+    assert schema_differences(db_url) == []

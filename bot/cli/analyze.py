@@ -5,8 +5,8 @@ order (`-o -`, the default, is stdout). `--papers` builds a PaperIndex once, mat
 addition to the catalog, and saves it in the cache directory ($RLTRACKER_CACHE_DIR, else
 $XDG_CACHE_HOME/rltracker, else ~/.cache/rltracker) under a hash of the pool file and the
 index and analyzer versions: the next run with the same pool reads it in one go instead of
-building it again. A saved index that is damaged or of another version is rebuilt, never
-used. `--no-cache` neither reads nor writes it.
+building it again. A saved index that is damaged, of another version, or saved under other
+pool checks (POOL_CHECKS_VERSION) is rebuilt, never used. `--no-cache` neither reads nor writes it.
 
 `--jobs N` (0: one per CPU; not given: one per CPU when INPUT is a file of 1 MiB or more,
 else 1; `--jobs 1` always one process) analyses in N processes and writes exactly what one
@@ -23,7 +23,8 @@ same message on stderr; every other line is still analysed, so nothing is lost a
 line K still answers input record K. Blank lines are not records and are skipped. The exit
 status is 0 when every line was analysed, 1 when some lines were bad, 2 when the command
 could not run at all (unreadable input or a bad paper pool, named with its line number) or
-stopped (a --jobs worker process died: the output is incomplete).
+stopped (a --jobs worker process died: the output on stdout is incomplete). `-o FILE` is
+replaced only when the command ran through (exit 0 or 1): exit 2 leaves it as it was.
 """
 
 from __future__ import annotations
@@ -42,6 +43,16 @@ class PoolError(Exception):
     pass
 
 
+# The checks a pool line must pass before it is indexed (below, load_pool). A saved index is
+# keyed by the pool file and the analyzers (index_tag), not by these checks: an index saved
+# while they let a line through (a key of the wrong type, before round five) was read back
+# and the newer check never ran. Saved indexes start with this line; one saved under another
+# version (or none) is built again through the checks and saved over. Bump it whenever the
+# checks refuse something they accepted before.
+POOL_CHECKS_VERSION = 2
+POOL_CHECKS_HEADER = f"rltracker pool checks {POOL_CHECKS_VERSION}\n".encode()
+
+
 class WorkerDied(Exception):
     """A --jobs worker process ended without answering (killed, out of memory)."""
 
@@ -57,12 +68,46 @@ def _open_in(path: str) -> Iterator[TextIO]:
 
 @contextmanager
 def _open_out(path: str) -> Iterator[TextIO]:
+    """`-o FILE` written whole or not at all. Opened in place, FILE was emptied before the
+    input was read: with stdin closed (cron) the previous records were lost, exit 2, and
+    `analyze data.jsonl -o data.jsonl` read an emptied input. The records go to a new file
+    beside FILE that replaces it when the command ran through (exit 0 or 1); when it stopped
+    (input unreadable, a worker died, interrupted) FILE is as it was. A symbolic link keeps
+    pointing at the file written, and the file keeps its permissions. What is not a regular
+    file (/dev/null, a FIFO), a file that may not be written (read-only: refused as before),
+    or a folder no file can be made in, is opened in place."""
+    import os
+    import secrets
+    import stat
+
     if path == "-":
         yield sys.stdout
         sys.stdout.flush()
-    else:
+        return
+    target = os.path.realpath(path)
+    try:
+        mode: int | None = os.stat(target).st_mode
+    except OSError:
+        mode = None
+    tmp = os.path.join(os.path.dirname(target),
+                       f".{os.path.basename(target)}.{secrets.token_hex(4)}.tmp")
+    try:
+        if mode is not None and not (stat.S_ISREG(mode) and os.access(target, os.W_OK)):
+            raise OSError("not a regular file, or one that may not be written: as it is")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
+    except OSError:
         with open(path, "w", encoding="utf-8") as fh:
             yield fh
+        return
+    try:
+        if mode is not None:
+            os.fchmod(fd, stat.S_IMODE(mode))
+        with open(fd, "w", encoding="utf-8") as fh:
+            yield fh
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def load_pool(path: str, *, use_cache: bool = True) -> Any:
@@ -86,7 +131,7 @@ def load_pool(path: str, *, use_cache: bool = True) -> Any:
         digest.update(data)  # the same key as hashing them joined, without copying the file
         key = digest.hexdigest()[:40]
         saved = cache_dir() / f"pool-file-{key}.idx"
-        index = read_saved_index(saved)
+        index = read_saved_index(saved, POOL_CHECKS_HEADER)
         if index is not None:
             return index
     papers: list[dict[str, Any]] = []
@@ -109,7 +154,7 @@ def load_pool(path: str, *, use_cache: bool = True) -> Any:
         papers.append(record)
     index = PaperIndex.build(papers)
     if saved is not None:
-        save_index(saved, index)
+        save_index(saved, index, POOL_CHECKS_HEADER)
     return index
 
 
@@ -371,6 +416,11 @@ def analyze_command(args: argparse.Namespace) -> int:
     from bot.analysis import load_analyzers
 
     pool = None
+    if getattr(args, "papers", None) == "-" and args.input == "-":
+        # The pool would read all of stdin and leave no thread to analyse: exit 0, no output.
+        print("rltracker analyze: --papers - and INPUT - both read stdin; give one of them "
+              "as a file", file=sys.stderr)
+        return 2
     if getattr(args, "papers", None):
         try:
             with _collector_off():
@@ -390,7 +440,8 @@ def analyze_command(args: argparse.Namespace) -> int:
         print(f"rltracker analyze: {exc}", file=sys.stderr)
         return 2
     except WorkerDied as exc:
-        print(f"rltracker analyze: a worker process died ({exc}); output is incomplete",
-              file=sys.stderr)
+        lost = ("output is incomplete" if (args.output or "-") == "-"
+                else f"{args.output} is left as it was")
+        print(f"rltracker analyze: a worker process died ({exc}); {lost}", file=sys.stderr)
         return 2
     return 1 if bad else 0

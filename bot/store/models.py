@@ -124,6 +124,20 @@ class Comment(Base):
     thread: Mapped[Thread] = relationship(back_populates="comments")
 
 
+class Deletion(Base):
+    """A thread or comment GitHub deleted, or a thread transferred away from its place. A
+    delivery about it handled after that (a retry, GitHub's "Redeliver", an older event a
+    second replica took) must not store it again. `key`: `threads_grave` / `comment_grave`
+    (bot/store/threads.py); `created_at`: the deleted thread's, so an issue of a repository
+    deleted and created again under the same name (its numbers start over) is a new one."""
+
+    __tablename__ = "deletions"
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    key: Mapped[str] = mapped_column(String(300), unique=True)
+    created_at: Mapped[datetime | None]
+    deleted_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class Delivery(Base):
     """The webhook inbox. `id` gives arrival order; `delivery_id` is GitHub's X-GitHub-Delivery."""
 

@@ -8,13 +8,15 @@ identical rows.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.store.models import Comment, Thread
-from bot.store.types import format_datetime, parse_datetime
+from bot.store.db import dialect_insert
+from bot.store.models import Comment, Deletion, Thread
+from bot.store.types import format_datetime, parse_datetime, utcnow
 
 THREAD_FIELDS = (
     "kind", "github_id", "node_id", "title", "body", "author", "author_association",
@@ -235,3 +237,45 @@ async def load_thread_record(session: AsyncSession, repo: str, number: int) -> d
     if thread is None:
         return None
     return thread_record(thread, await load_comments(session, thread))
+
+
+# ---- what GitHub deleted stays deleted ------------------------------------------------------
+def thread_grave(repo: str, number: int, kind: str) -> str:
+    """The Deletion key of a thread. Discussions apart from issues and pull requests: an issue
+    converted to a discussion keeps its number."""
+    family = "discussion" if kind == "discussion" else "issue"
+    return f"thread:{family}:{repo.lower()}#{int(number)}"
+
+
+def comment_grave(kind: str, github_id: int) -> str:
+    return f"comment:{kind}:{int(github_id)}"
+
+
+async def bury(session: AsyncSession, key: str, created_at: datetime | None = None) -> None:
+    """Note that the thread or comment of `key` is gone from its place (once: a repeated
+    deletion changes nothing). `created_at`: the thread's, when known."""
+    dialect = session.get_bind().dialect.name
+    await session.execute(
+        dialect_insert(dialect)(Deletion)
+        .values(key=key, created_at=created_at, deleted_at=utcnow())
+        .on_conflict_do_nothing(index_elements=["key"])
+    )
+
+
+async def graves(session: AsyncSession, keys: set[str]) -> dict[str, datetime | None]:
+    """The keys among `keys` that were buried, with the buried thread's creation time."""
+    if not keys:
+        return {}
+    rows = await session.execute(
+        select(Deletion.key, Deletion.created_at).where(Deletion.key.in_(sorted(keys))))
+    return {key: created for key, created in rows}
+
+
+def is_buried(found: dict[str, datetime | None], key: str, created_at: Any = None) -> bool:
+    """Whether a delivery about `key` (a thread created at `created_at`) is about the deleted
+    one: yes unless both creation times are known and the delivery's is later (a repository
+    deleted and created again under its name numbers its issues from 1 again)."""
+    if key not in found:
+        return False
+    grave, created = found[key], parse_datetime(created_at)
+    return grave is None or created is None or created <= grave

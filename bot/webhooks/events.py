@@ -8,7 +8,9 @@ then handed to `bot.pipeline.thread_changed`, which analyses the stored thread a
 
 Ordering guards, because GitHub does not promise delivery order and redeliveries repeat old
 payloads: a payload whose `updated_at` is older than the stored one does not overwrite the
-thread or comment; a merged pull request never goes back to "closed"; deletions always apply.
+thread or comment; a merged pull request never goes back to "closed"; deletions always apply,
+and last: a thread or comment deleted (or a thread transferred away) is noted (Deletion), and
+a delivery about it handled afterwards stores nothing of it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TypeVar
 
 from gidgethub import sansio
@@ -25,13 +28,19 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.store.models import Comment, Thread
+from bot.store.repositories import follow_transfer
 from bot.store.threads import (
+    bury,
+    comment_grave,
     comment_values,
     delete_comment,
     get_comments,
     get_thread,
     get_threads,
+    graves,
     insert_new,
+    is_buried,
+    thread_grave,
     thread_values,
     upsert_comment,
     upsert_thread,
@@ -70,10 +79,42 @@ class LookedUp:
 
     threads: dict[tuple[str, int], Thread | None] = field(default_factory=dict)
     comments: dict[tuple[str, int], Comment | None] = field(default_factory=dict)
+    graves_checked: set[str] = field(default_factory=set)  # Deletion keys looked up
+    graves: dict[str, datetime | None] = field(default_factory=dict)  # those found
 
     def forget(self) -> None:
         self.threads.clear()
         self.comments.clear()
+        self.graves_checked.clear()
+        self.graves.clear()
+
+
+def _grave_keys(change: Change) -> set[str]:
+    """The Deletion keys a change that stores something must not store over."""
+    keys = set()
+    if change.thread is not None:
+        keys.add(thread_grave(change.thread["repo"], change.thread["number"], change.thread["kind"]))
+    if change.comment is not None:
+        keys.add(comment_grave(*_comment_key(change.comment)))
+    return keys
+
+
+async def _graves(session: AsyncSession, change: Change,
+                  looked: LookedUp | None) -> dict[str, datetime | None]:
+    keys = _grave_keys(change)
+    if looked is not None and keys <= looked.graves_checked:
+        return looked.graves
+    return await graves(session, keys)
+
+
+def _buried_thread(change: Change, found: dict[str, datetime | None]) -> bool:
+    record = change.thread
+    return record is not None and is_buried(
+        found, thread_grave(record["repo"], record["number"], record["kind"]), record.get("created_at"))
+
+
+def _buried_comment(change: Change, found: dict[str, datetime | None]) -> bool:
+    return change.comment is not None and is_buried(found, comment_grave(*_comment_key(change.comment)))
 
 
 async def _store_thread(
@@ -129,12 +170,20 @@ async def _store_comment(session: AsyncSession, thread: Thread, record: dict[str
         looked.comments[key] = comment
 
 
-async def _move_thread(session: AsyncSession, transfer: Transfer) -> Thread:
+async def _move_thread(session: AsyncSession, transfer: Transfer,
+                       gone: dict[str, Any] | None = None) -> Thread:
     """Apply a transfer: the stored thread (with its comments, which GitHub moves too) goes to
-    its new repository and number; if the new place is already stored, comments join it."""
+    its new repository and number; if the new place is already stored, comments join it.
+    The former place is noted as empty for good. `gone`: the thread there, as the payload
+    shows it (else the new place's record stands for it)."""
     new = transfer.new
     old = await get_thread(session, transfer.old_repo, transfer.old_number)
     target = await get_thread(session, new["repo"], new["number"])
+    was = gone or new
+    await bury(session, thread_grave(transfer.old_repo, transfer.old_number, str(was["kind"])),
+               old.created_at if old is not None else parse_datetime(was.get("created_at")))
+    await follow_transfer(session, old.repo if old is not None else transfer.old_repo,
+                          transfer.old_number, new["repo"], int(new["number"]))
     if old is not None and target is None:
         old.repo, old.number = new["repo"], int(new["number"])
         await session.flush()
@@ -194,7 +243,7 @@ async def _insert_new(session: AsyncSession, changes: list[Change], looked: Look
     for change in changes:
         if change.transfer is not None or change.delete_thread or change.delete_comment:
             break
-        if change.thread is None:
+        if change.thread is None or _buried_thread(change, looked.graves):
             continue
         record = change.thread
         key = (str(record["repo"]).lower(), int(record["number"]))
@@ -202,7 +251,7 @@ async def _insert_new(session: AsyncSession, changes: list[Change], looked: Look
             threads[key] = {"repo": record["repo"], "number": int(record["number"]),
                             "kind": record["kind"],
                             **thread_values({**record, "complete": bool(change.opened)})}
-        if change.comment is not None:
+        if change.comment is not None and not _buried_comment(change, looked.graves):
             ck = _comment_key(change.comment)
             if ck in looked.comments and looked.comments[ck] is None and ck not in comments:
                 comments[ck] = (key, change.comment)
@@ -235,7 +284,7 @@ async def apply_change(
         looked = None
     if change.transfer is not None and change.thread is None:
         # `transferred` at the old place: the thread now lives at the new one.
-        moved = await _move_thread(session, change.transfer)
+        moved = await _move_thread(session, change.transfer, change.gone)
         return moved.repo, moved.number
     if change.transfer is not None:
         # `opened` at the new place of a transferred thread.
@@ -245,18 +294,33 @@ async def apply_change(
         return moved.repo, moved.number
     if change.delete_thread:
         thread = await get_thread(session, change.repo, change.number)
+        gone = change.gone or {}
+        grave = thread_grave(change.repo, change.number,
+                             str(gone.get("kind") or getattr(thread, "kind", "issue")))
+        if thread is not None and grave != thread_grave(thread.repo, thread.number, thread.kind):
+            # Issues and discussions share numbers (a converted issue keeps its own): the
+            # issue deleted is not the discussion stored under its number.
+            thread = None
+        await bury(session, grave, thread.created_at if thread is not None
+                   else parse_datetime(gone.get("created_at")))
         if thread is not None:
             # Comments and analysis go with it (ON DELETE CASCADE).
             await session.execute(delete(Thread).where(Thread.id == thread.id))
         return change.repo, change.number
     assert change.thread is not None
+    found = await _graves(session, change, looked)
+    if _buried_thread(change, found):
+        return change.repo, change.number  # about a deleted thread: nothing of it is stored
     thread = await _store_thread(session, change.thread, opened=change.opened, looked=looked)
     if change.delete_comment is not None:
         kind, github_id = change.delete_comment
         await delete_comment(session, kind, github_id)
+        await bury(session, comment_grave(kind, github_id))
         if looked is not None:
             looked.comments[(kind, int(github_id))] = None
-    if change.comment is not None:
+            looked.graves_checked.add(comment_grave(kind, github_id))
+            looked.graves[comment_grave(kind, github_id)] = None
+    if change.comment is not None and not _buried_comment(change, found):
         await _store_comment(session, thread, change.comment, looked)
     return thread.repo, thread.number
 
@@ -300,12 +364,18 @@ async def handle_batch(events: list[sansio.Event], ctx: Any) -> list[BaseExcepti
 
     async def write_all(session: AsyncSession, seen: set[tuple[Any, ...]]
                         ) -> list[pipeline.ThreadChange]:
+        # Repository rows first: a renamed repository's threads move to its new name
+        # (installations.upsert_repository) before they are looked up under it.
+        for _, _, change, payload in readable:
+            await _repository(session, payload, change.repo, seen)
+        grave_keys = {key for _, _, c, _ in readable for key in _grave_keys(c)}
         looked = LookedUp(
             threads=await get_threads(session, {
                 (str(c.thread["repo"]).lower(), int(c.thread["number"]))
                 for _, _, c, _ in readable if c.thread is not None}),
             comments=await get_comments(session, {
                 _comment_key(c.comment) for _, _, c, _ in readable if c.comment is not None}),
+            graves_checked=grave_keys, graves=await graves(session, grave_keys),
         )
         await _insert_new(session, [c for _, _, c, _ in readable], looked)
         changed = []

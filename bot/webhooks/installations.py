@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from analyzers.catalog import canonical_repo, framework_id
 from bot.store.models import Installation, Repository
+from bot.store.repositories import follow_rename
 from bot.webhooks.normalize import PayloadError
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,8 @@ async def upsert_repository(
             select(Repository).where(func.lower(Repository.full_name) == name.lower())
         )
         if clash is None or clash is repo:
+            if repo.full_name.lower() != name.lower():  # renamed or moved: its rows follow
+                await follow_rename(session, repo.full_name, name)
             repo.full_name = name
     if github_id is not None and repo.github_id is None:
         repo.github_id = int(github_id)

@@ -318,6 +318,9 @@ class Change:
     delete_comment: tuple[str, int] | None = None  # (kind, github_id)
     transfer: Transfer | None = None
     opened: bool = False  # the thread is new on GitHub: nothing else of it exists yet
+    # The thread deleted or transferred away, as the payload shows it (its kind and creation
+    # time name what stays deleted: bot.store.threads.thread_grave).
+    gone: dict[str, Any] | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
 
@@ -362,7 +365,7 @@ def change_from_payload(
         return change
     if action == "deleted":
         change.delete_thread = True
-        change.thread = None
+        change.thread, change.gone = None, thread
         return change
     change.opened = action in OPENING_ACTIONS
     obj_key = "issue" if kind in ("issue", "pull_request") else "discussion"
@@ -374,7 +377,7 @@ def change_from_payload(
         maker = thread_from_issue if obj_key == "issue" else thread_from_discussion
         new = maker(obj, canon(new_repo))
         change.transfer = Transfer(repo, thread["number"], new)
-        change.thread = None
+        change.thread, change.gone = None, thread
         return change
     side = _transfer_side(payload, f"old_{obj_key}", "old_repository", where)
     if side is not None:  # "opened" at the new place of a transferred issue

@@ -337,12 +337,16 @@ def sentences(text: str | None) -> list[str]:
 def pattern_docs(table: Mapping[str, Iterable[str]], attr: str = "LEMMA") -> dict[str, list[Doc]]:
     """The docs phrase_matcher matches for each key of `table` (key -> phrases; blank phrases
     and keys without a phrase left out): lemmatised for attr="LEMMA", tokens alone else."""
-    pipe = nlp()
+    # The tokenizer and the lemmatizer alone, not nlp().pipe: a matcher reads no sentence
+    # flags, and Language.pipe's checks and the sentencizer cost about as much as the tokens
+    # (~2,100 phrases at start-up). The tokens and lemmas are the same.
+    tokenizer = nlp().tokenizer
+    make = (lambda p: _lower_lemmatizer(tokenizer(p))) if attr == "LEMMA" else tokenizer
     docs: dict[str, list[Doc]] = {}
     for label, phrases in table.items():
         kept = [p for p in phrases if p and p.strip()]
         if kept:
-            docs[label] = list(pipe.pipe(kept)) if attr == "LEMMA" else [pipe.make_doc(p) for p in kept]
+            docs[label] = list(map(make, kept))
     return docs
 
 

@@ -72,6 +72,7 @@ from analyzers.nlp import (
     lower_forms,
     lowered_finditer,
     lowered_matches_alike,
+    one_token,
     sentence_starts_of,
 )
 from analyzers.text import strip_html_comments
@@ -519,7 +520,7 @@ def _lemma(word: str) -> str:
         return _LEMMA_FIXES[low]
     # The tokenizer alone says whether it is one token: the pipeline's other steps split
     # nothing, and its lemma is lemma_of_lower of the token's lower-case form, `low`.
-    return lemma_of_lower(low) if len(_nlp().make_doc(low)) == 1 else low
+    return lemma_of_lower(low) if one_token(low) else low
 
 
 _CONSONANT_Y = re.compile(r"[^aeiou]y")

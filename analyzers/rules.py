@@ -118,12 +118,31 @@ def _nlp() -> Any:
 
 
 @lru_cache(maxsize=1)
+def _patterns_data() -> dict[str, Any]:
+    """rules_patterns.yaml as read (libyaml when present: ~10x faster than pure Python)."""
+    return yaml.load(PATTERNS_FILE.read_text(encoding="utf-8"), Loader=YAML_LOADER)  # noqa: S506
+
+
+@dataclass(frozen=True)
+class Wording:
+    """What a summary is rendered with: the topics' names and the fixed texts. Plain data from
+    the pattern file, without spaCy, so rendering a stored summary builds no matcher."""
+
+    topics: dict[str, dict[str, str]]
+    texts: dict[str, dict[str, str]]
+
+
+def wording() -> Wording:
+    data = _patterns_data()
+    return Wording(topics=data["topics"], texts=data["texts"])
+
+
+@lru_cache(maxsize=1)
 def table() -> Table:
     """The rule table, compiled once: one PhraseMatcher and one Matcher for all rules."""
     from spacy.matcher import Matcher, PhraseMatcher
 
-    # libyaml when present: the table is read on the first call, ~10x faster than pure Python.
-    data = yaml.load(PATTERNS_FILE.read_text(encoding="utf-8"), Loader=YAML_LOADER)  # noqa: S506
+    data = _patterns_data()
     pipe = _nlp()
     phrases = PhraseMatcher(pipe.vocab, attr="LOWER")
     tokens = Matcher(pipe.vocab)
@@ -646,7 +665,7 @@ def format_rules_markdown(
 ) -> str:
     """The summary as Markdown: a heading per topic, one bullet per fact with its source file,
     then the core topics no file speaks about. Only our statements and file names appear."""
-    tab = table()
+    tab = wording()
     zh = lang == "zh"
     lines: list[str] = []
     if heading:

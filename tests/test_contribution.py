@@ -261,3 +261,25 @@ def test_a_rule_summary_asked_while_the_analyzers_warm_up_is_served(shared_dir: 
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
     assert done.stdout.startswith("facts:") and int(done.stdout.split()[1]) > 0
+
+
+def test_rendering_a_stored_summary_needs_no_spacy() -> None:
+    # Pages and comments render stored summaries on the event loop: the topics' names and
+    # texts are plain data, so rendering neither stalls the loop building matchers nor
+    # imports spaCy beside the analysis thread.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = (
+        "import sys\n"
+        "from analyzers.rules import format_rules_markdown\n"
+        "text = format_rules_markdown({'framework': 'verl', 'not_stated': [],\n"
+        "    'facts': [{'topic': 'tests', 'statement': 'Add a unit test.', 'source': 'CONTRIBUTING.md'}]})\n"
+        "print('spacy' in sys.modules, 'Add a unit test.' in text)\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["False", "True"], done.stdout + done.stderr[-2000:]

@@ -20,7 +20,6 @@ from urllib.parse import urlencode
 from aiohttp import web
 from markupsafe import Markup, escape
 
-from bot.analysis import on_analysis_thread
 from bot.context import app_context
 from bot.site import data
 from bot.site.api import api_paging
@@ -44,9 +43,9 @@ PROPOSALS_PAGE = 500  # rows per page of /proposals
 
 
 def _rule_topics() -> dict[str, dict[str, str]]:
-    from analyzers.rules import table
+    from analyzers.rules import wording
 
-    return table().topics
+    return wording().topics
 
 
 def code_spans(text: str | None) -> Markup:
@@ -181,7 +180,7 @@ async def framework_page(request: web.Request) -> web.Response:
     found = await _session_call(request, data.framework_data, request.match_info["name"])
     if found is None:
         return not_found("framework")
-    return await render_page(request, "framework.html", d=found, topics=await on_analysis_thread(_rule_topics),
+    return await render_page(request, "framework.html", d=found, topics=_rule_topics(),
                   frameworks=data.catalog().frameworks)
 
 

@@ -565,9 +565,9 @@ def _said_unhealthy(text: str) -> bool:
 def _healthy_curve(ev: _Evidence, text: str) -> bool:
     """Whether the post is over a healthy, moving curve (see _SOFT): every move the grammar
     read is one healthy learning makes (at least one) or a healthy one, the reward or an
-    evaluation improves alongside, and nothing is named
-    wrong (no other move, no wrong value, no failure named, no failure or severity word, no
-    tenfold move). Its moves stay features (what moved, and how); they are no symptom."""
+    evaluation improves alongside, and nothing is named wrong (no other move, no wrong value,
+    no failure named, no failure or severity word, no tenfold move). Its moves stay features
+    (what moved, and how); they are no symptom."""
     pairs = {k[4:] for k in ev.counts if k.startswith("sym:") and not k.startswith(_NOT_SYMPTOM_KEYS) and not k.endswith("|bad_value")}
     # "training" is the generic subject: a move it shares with a metric named is that metric's
     # ("训练300步，熵降到0.6", "the KL to the reference model grows"), not one of its own.

@@ -11,6 +11,7 @@ from sqlalchemy import select
 from bot.speaking.contribution import format_rules_markdown, refresh_all, rules_for_repo
 from bot.store.models import ContributionRules, Repository
 from bot.store.types import utcnow
+from tests.fresh import run_fresh
 
 REPO = "acme/widgets"
 
@@ -250,15 +251,7 @@ asyncio.run(main())
 def test_a_rule_summary_asked_while_the_analyzers_warm_up_is_served(shared_dir: object) -> None:
     # spaCy imported by two threads at once fails ("partially initialized module"): the
     # summary runs on the analysis thread, after the warm-up, not beside it.
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    done = subprocess.run([sys.executable, "-c", _RULES_DURING_WARM_UP], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = run_fresh(_RULES_DURING_WARM_UP)
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
     assert done.stdout.startswith("facts:") and int(done.stdout.split()[1]) > 0
 
@@ -267,11 +260,6 @@ def test_rendering_a_stored_summary_needs_no_spacy() -> None:
     # Pages and comments render stored summaries on the event loop: the topics' names and
     # texts are plain data, so rendering neither stalls the loop building matchers nor
     # imports spaCy beside the analysis thread.
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
     script = (
         "import sys\n"
         "from analyzers.rules import format_rules_markdown\n"
@@ -279,7 +267,5 @@ def test_rendering_a_stored_summary_needs_no_spacy() -> None:
         "    'facts': [{'topic': 'tests', 'statement': 'Add a unit test.', 'source': 'CONTRIBUTING.md'}]})\n"
         "print('spacy' in sys.modules, 'Add a unit test.' in text)\n"
     )
-    root = Path(__file__).resolve().parent.parent
-    done = subprocess.run([sys.executable, "-c", script], cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
-                          capture_output=True, text=True, timeout=120)
+    done = run_fresh(script)
     assert done.stdout.split() == ["False", "True"], done.stdout + done.stderr[-2000:]

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from itertools import islice
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analyzers import failures, nlp, review
+from tests.fresh import run_fresh
 from tests.work import assert_linear_work
 
 
@@ -439,9 +436,8 @@ def test_threads_calling_nlp_first_at_once_share_one_pipeline() -> None:
         "for t in threads: t.join()\n"
         "print(len(got), len({id(p) for p in got}))\n"
     )
-    root = Path(__file__).resolve().parent.parent
-    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(root)}, check=True)
+    done = run_fresh(script)
+    assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["4", "1"]
 
 

@@ -89,11 +89,16 @@ class LookedUp:
         self.graves.clear()
 
 
+def _record_grave(record: Mapping[str, Any]) -> str:
+    """The Deletion key of the thread a payload's record describes."""
+    return thread_grave(record["repo"], record["number"], record["kind"])
+
+
 def _grave_keys(change: Change) -> set[str]:
     """The Deletion keys a change that stores something must not store over."""
     keys = set()
     if change.thread is not None:
-        keys.add(thread_grave(change.thread["repo"], change.thread["number"], change.thread["kind"]))
+        keys.add(_record_grave(change.thread))
     if change.comment is not None:
         keys.add(comment_grave(*_comment_key(change.comment)))
     return keys
@@ -110,7 +115,7 @@ async def _graves(session: AsyncSession, change: Change,
 def _buried_thread(change: Change, found: dict[str, datetime | None]) -> bool:
     record = change.thread
     return record is not None and is_buried(
-        found, thread_grave(record["repo"], record["number"], record["kind"]), record.get("created_at"))
+        found, _record_grave(record), record.get("created_at"))
 
 
 def _buried_comment(change: Change, found: dict[str, datetime | None]) -> bool:

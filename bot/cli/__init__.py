@@ -13,6 +13,7 @@ import re
 import sys
 from collections.abc import Sequence
 from datetime import date
+from typing import TextIO
 
 from bot.config import parse_port
 
@@ -210,6 +211,14 @@ class _ClosedStream(io.TextIOBase):
     @property
     def buffer(self) -> io.BufferedIOBase:
         raise self._closed()
+
+
+def ensure_open(stream: TextIO) -> None:
+    """Raise a closed standard stream's error now, before work whose output it could not take
+    (`rltracker rules` may ask GitHub for the files first: a network call, then exit 1 for a
+    stream closed from the start)."""
+    if isinstance(stream, _ClosedStream):
+        raise stream._closed()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzers.rules import format_rules_markdown, summarize_rules
+from bot.cli import ensure_open
 from bot.config import Settings, UserError, sqlite_path
 from bot.speaking.contribution import SHARED_FRAMEWORKS, load_folder
 from bot.store.types import canonical_id
@@ -98,6 +99,7 @@ def summary_for(target: str, settings: Settings | None = None,
 
 
 def rules_command(args: argparse.Namespace) -> int:
+    ensure_open(sys.stdout)
     summary = summary_for(args.target)
     if getattr(args, "json", False):
         json.dump(summary, sys.stdout, ensure_ascii=False, indent=2)

@@ -1585,6 +1585,11 @@ def _state(
     pointer = concerns & {"already_covered"}
     if any("redirect" in scan(s).signals for s in others):
         pointer.add("placement")
+    elif any("closing" in scan(s).signals and _links_elsewhere(s.prose, thread) for s in others):
+        # Closed by someone who links to another repository in the closing note ("moved to
+        # <link to other-org/other-repo>, closing"): the link is the pointer.
+        reasons.append("closing_link_elsewhere")
+        pointer.add("placement")
     declined = _declined(others, scan, rules, reasons)
     if any(s in lab for lab in labels for s in rules.decline_labels_sub):
         reasons.append("decline_label")
@@ -1602,6 +1607,23 @@ def _state(
     if declined:
         return "declined"
     return "closed_other"
+
+
+_REPO_LINK = re.compile(r"github\.com/([A-Za-z0-9][\w.-]{0,38})/([\w.-]{1,100})")
+
+
+def _links_elsewhere(prose: str, thread: Mapping[str, Any]) -> bool:
+    """A link to a GitHub repository other than the thread's own (a renamed one, the same
+    letters with other punctuation, counts as its own; attachments are no repository)."""
+    if "github.com/" not in prose:
+        return False
+    own = re.sub(r"[^a-z0-9]", "", str(thread.get("repo") or "").lower().rpartition("/")[2])
+    for owner, name in _REPO_LINK.findall(prose[:_SCAN_CHARS]):
+        if owner.lower() == "user-attachments":
+            continue
+        if re.sub(r"[^a-z0-9]", "", name.lower().removesuffix(".git")) != own:
+            return True
+    return False
 
 
 # Closing because the work was done elsewhere, not because nobody answered.

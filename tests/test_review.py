@@ -362,6 +362,20 @@ def test_closed_by_author_from_a_note_on_top_of_the_opening_post() -> None:
         assert got["state"] == "closed_by_author", body
 
 
+def test_closing_with_a_link_to_another_repository_is_redirected() -> None:
+    body = "Thanks! This now lives in https://github.com/org/repo-extras/pull/8, so closing this."
+    got = rules_reading(thread([c("maint", body)], kind="pull_request"))
+    assert got["state"] == "redirected"
+    # A link to the thread's own repository (renamed with other punctuation), or to an
+    # attachment, points nowhere else; a link without a closing note is no answer either.
+    for body in (
+        "Fixed by https://github.com/Org/Re-Po/pull/9, closing this.",
+        "Closing this, see https://github.com/user-attachments/assets/1234.",
+    ):
+        assert rules_reading(thread([c("maint", body)]))["state"] == "closed_other", body
+    assert rules_reading(thread([c("maint", "See https://github.com/org/other/pull/8.")]))["state"] == "closed_other"
+
+
 def test_missing_optional_keys_mean_unknown() -> None:
     record = {
         "id": "o/r#2",

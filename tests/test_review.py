@@ -338,8 +338,6 @@ def test_closed_as_a_duplicate_is_neither_declined_nor_lapsed() -> None:
         "Is there a reason we would not merge the two trainers?",
         # a refusal as what happens if something is not done
         "Could you run the formatter? Otherwise CI fails and we can't merge this.",
-        "We can't merge this until the tests pass.",
-        "We won't merge it unless the numbers hold on a second dataset.",
         # "no need" in Chinese as in English: an answer, without a concern beside it
         "两个不需要一起用。",
     ],
@@ -348,8 +346,15 @@ def test_questions_conditions_and_answers_are_no_refusal(body: str) -> None:
     assert rules_reading(thread([c("maint", body)], kind="pull_request"))["state"] == "closed_other"
 
 
-def test_a_stated_refusal_beside_a_question_still_counts() -> None:
-    body = "Thanks! Have you compared it with DPO? We will not merge new trainers into the core."
+@pytest.mark.parametrize(
+    "body",
+    [
+        "Thanks! Have you compared it with DPO? We will not merge new trainers into the core.",
+        # a condition that states the reason against
+        "We won't merge it unless the numbers hold on a second dataset.",
+    ],
+)
+def test_a_stated_refusal_beside_a_question_or_with_its_condition_still_counts(body: str) -> None:
     assert rules_reading(thread([c("maint", body)], kind="pull_request"))["state"] == "declined"
 
 

@@ -1585,9 +1585,13 @@ def _state(
     pointer = concerns & {"already_covered"}
     if any("redirect" in scan(s).signals for s in others):
         pointer.add("placement")
-    elif any("closing" in scan(s).signals and _links_elsewhere(s.prose, thread) for s in others):
+    elif any(
+        "closing" in scan(s).signals and not _BUG_FIXED.search(s.prose) and _links_elsewhere(s.prose, thread)
+        for s in others
+    ):
         # Closed by someone who links to another repository in the closing note ("moved to
-        # <link to other-org/other-repo>, closing"): the link is the pointer.
+        # <link to other-org/other-repo>, closing"): the link is the pointer (a fix that landed
+        # in a dependency, "fixed upstream in <link>", is done, not redirected).
         reasons.append("closing_link_elsewhere")
         pointer.add("placement")
     declined = _declined(others, scan, rules, reasons)
@@ -1609,6 +1613,7 @@ def _state(
     return "closed_other"
 
 
+_BUG_FIXED = re.compile(r"\b(?:fix|fixed|fixes|resolved)\b", re.I)
 _REPO_LINK = re.compile(r"github\.com/([A-Za-z0-9][\w.-]{0,38})/([\w.-]{1,100})")
 
 

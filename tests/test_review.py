@@ -376,6 +376,7 @@ def test_closing_with_a_link_to_another_repository_is_redirected() -> None:
     for body in (
         "Fixed by https://github.com/Org/Re-Po/pull/9, closing this.",
         "Closing this, see https://github.com/user-attachments/assets/1234.",
+        "Fixed upstream in https://github.com/other/lib/pull/3, closing this.",
     ):
         assert rules_reading(thread([c("maint", body)]))["state"] == "closed_other", body
     assert rules_reading(thread([c("maint", "See https://github.com/org/other/pull/8.")]))["state"] == "closed_other"

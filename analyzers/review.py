@@ -964,8 +964,20 @@ def _scan(prose: str, rules: _Rules) -> _Found:
                     ):
                         labels.add(label)
         if labels:
+            if "decline_strong" in labels and _QUESTION.match(unit_text(u)):
+                labels.discard("decline_strong")  # a refusal asked about, not stated
             _apply_sentence(labels, low if vetoes else "", rules, found)
     return found.settle()
+
+
+# A sentence that asks ("why would this not be integrated ...?", "is there a reason we would not
+# ...?"): a refusal inside it is a question, not a stated reason against. Only the first words
+# and the last character are read (the unit is one sentence).
+_QUESTION = re.compile(
+    r"\W{0,8}(?:why|is|are|was|were|would|could|can|do|does|did|should|will|shall|have|has|how|what)\b"
+    r"[^\n]{0,4000}\?[\s)\]]{0,8}$",
+    re.I,
+)
 
 
 def _apply_sentence(labels: set[str], low: str, rules: _Rules, found: _Found) -> None:
@@ -1539,6 +1551,10 @@ def _state(
             reasons.append("author_body_close")
             return "closed_by_author"
 
+    # Closed as a duplicate (the guidelines' closed_other): someone other than the proposer
+    # says so, and no stale sweep ran after the last human word.
+    duplicate = any("duplicate" in scan(s).signals for s in others)
+
     # Lapsed: the most recent word from anyone but the proposer (bots that say nothing about
     # inactivity skipped) says it went stale, or a stale sweep ran after the last human reply.
     last_human = max((s.index for s in others), default=-1)
@@ -1548,6 +1564,8 @@ def _state(
         signals = scan(seg).signals
         if seg.is_bot and "lapse" not in signals and not _looks_stale_sweep(seg, rules):
             continue
+        if duplicate and not seg.is_bot:
+            break
         if "lapse" in signals or (seg.is_bot and seg.index >= last_human):
             reasons.append("lapse_comment" if not seg.is_bot else "stale_bot")
             return "lapsed"
@@ -1567,6 +1585,15 @@ def _state(
     pointer = concerns & {"already_covered"}
     if any("redirect" in scan(s).signals for s in others):
         pointer.add("placement")
+    elif any(
+        "closing" in scan(s).signals and not _BUG_FIXED.search(s.prose) and _links_elsewhere(s.prose, thread)
+        for s in others
+    ):
+        # Closed by someone who links to another repository in the closing note ("moved to
+        # <link to other-org/other-repo>, closing"): the link is the pointer (a fix that landed
+        # in a dependency, "fixed upstream in <link>", is done, not redirected).
+        reasons.append("closing_link_elsewhere")
+        pointer.add("placement")
     declined = _declined(others, scan, rules, reasons)
     if any(s in lab for lab in labels for s in rules.decline_labels_sub):
         reasons.append("decline_label")
@@ -1576,9 +1603,32 @@ def _state(
         # the proposer, as far as we know, and not for inactivity): the pointer is the answer.
         reasons.append("pointer:" + ",".join(sorted(pointer)))
         return "redirected"
+    if duplicate:
+        # Not a refusal: the same request is tracked elsewhere (a pointer to a feature that
+        # exists, above, is the stronger answer).
+        reasons.append("duplicate")
+        return "closed_other"
     if declined:
         return "declined"
     return "closed_other"
+
+
+_BUG_FIXED = re.compile(r"\b(?:fix|fixed|fixes|resolved)\b", re.I)
+_REPO_LINK = re.compile(r"github\.com/([A-Za-z0-9][\w.-]{0,38})/([\w.-]{1,100})")
+
+
+def _links_elsewhere(prose: str, thread: Mapping[str, Any]) -> bool:
+    """A link to a GitHub repository other than the thread's own (a renamed one, the same
+    letters with other punctuation, counts as its own; attachments are no repository)."""
+    if "github.com/" not in prose:
+        return False
+    own = re.sub(r"[^a-z0-9]", "", str(thread.get("repo") or "").lower().rpartition("/")[2])
+    for owner, name in _REPO_LINK.findall(prose[:_SCAN_CHARS]):
+        if owner.lower() == "user-attachments":
+            continue
+        if re.sub(r"[^a-z0-9]", "", name.lower().removesuffix(".git")) != own:
+            return True
+    return False
 
 
 # Closing because the work was done elsewhere, not because nobody answered.
@@ -1664,10 +1714,11 @@ def _body_prose(thread: Mapping[str, Any]) -> str:
     body = thread.get("body")
     if not isinstance(body, str):
         return ""
-    # The proposer's closing note is usually the last thing they added to the post.
+    # The proposer's closing note is usually the last thing they added to the post, or put
+    # on top of it ("See #12 instead of this PR.").
     prose, _ = _prose(body[:_MAX_CHARS])
     lines = [line for line in prose.split("\n") if line.strip()]
-    return "\n".join(lines[-6:])
+    return "\n".join(lines[:1] + lines[-6:] if len(lines) > 6 else lines)
 
 
 def _declined(others: Sequence[_Segment], scan: Any, rules: _Rules, reasons: list[str]) -> bool:

@@ -313,6 +313,75 @@ def test_closed_other_when_done_or_unknown() -> None:
     assert rules_reading(thread([c("maint", "Duplicate of #3.")]))["state"] == "closed_other"
 
 
+def test_closed_as_a_duplicate_is_neither_declined_nor_lapsed() -> None:
+    # The guidelines' closed_other, whatever else the closing comment says.
+    for body in (
+        "We don't have the bandwidth to prioritise this. Closing this as a duplicate of #7.",
+        "Dupe of #7. The old fork with an implementation is out of date by now, though.",
+        "duplicate: https://github.com/org/repo/issues/7",
+    ):
+        got = rules_reading(thread([c("maint", body)]))
+        assert got["state"] == "closed_other", body
+    # "duplicate" as a verb is no closing note: the refusal stands (with its pointer).
+    refusal = "We won't add this, it would duplicate the existing sampler."
+    assert rules_reading(thread([c("maint", refusal)]))["state"] in ("declined", "redirected")
+    # A stale sweep after the last human word is still inactivity.
+    comments = [c("maint", "Possibly a dupe of #7?"), c("sweeper[bot]", "Closing due to inactivity.")]
+    assert rules_reading(thread(comments))["state"] == "lapsed"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # a refusal asked about, not stated
+        "Why would this not be supported the way the penalties are?",
+        "Is there a reason we would not merge the two trainers?",
+        # a refusal as what happens if something is not done
+        "Could you run the formatter? Otherwise CI fails and we can't merge this.",
+        # "no need" in Chinese as in English: an answer, without a concern beside it
+        "两个不需要一起用。",
+    ],
+)
+def test_questions_conditions_and_answers_are_no_refusal(body: str) -> None:
+    assert rules_reading(thread([c("maint", body)], kind="pull_request"))["state"] == "closed_other"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "Thanks! Have you compared it with DPO? We will not merge new trainers into the core.",
+        # a condition that states the reason against
+        "We won't merge it unless the numbers hold on a second dataset.",
+    ],
+)
+def test_a_stated_refusal_beside_a_question_or_with_its_condition_still_counts(body: str) -> None:
+    assert rules_reading(thread([c("maint", body)], kind="pull_request"))["state"] == "declined"
+
+
+def test_closed_by_author_from_a_note_on_top_of_the_opening_post() -> None:
+    for body in (
+        "See #12 instead of this PR.\n\nThis adds the loss.\n- a\n- b\n- c\n- d\n- e\n- f\n- g",
+        "This adds the loss and the trainer.\n\nEDIT: deleting this PR to do one change at a time.",
+    ):
+        got = rules_reading(thread(body=body, kind="pull_request"))
+        assert got["state"] == "closed_by_author", body
+
+
+def test_closing_with_a_link_to_another_repository_is_redirected() -> None:
+    body = "Thanks! This now lives in https://github.com/org/repo-extras/pull/8, so closing this."
+    got = rules_reading(thread([c("maint", body)], kind="pull_request"))
+    assert got["state"] == "redirected"
+    # A link to the thread's own repository (renamed with other punctuation), or to an
+    # attachment, points nowhere else; a link without a closing note is no answer either.
+    for body in (
+        "Fixed by https://github.com/Org/Re-Po/pull/9, closing this.",
+        "Closing this, see https://github.com/user-attachments/assets/1234.",
+        "Fixed upstream in https://github.com/other/lib/pull/3, closing this.",
+    ):
+        assert rules_reading(thread([c("maint", body)]))["state"] == "closed_other", body
+    assert rules_reading(thread([c("maint", "See https://github.com/org/other/pull/8.")]))["state"] == "closed_other"
+
+
 def test_missing_optional_keys_mean_unknown() -> None:
     record = {
         "id": "o/r#2",

@@ -124,6 +124,14 @@ def _signed_loss(lemmas: list[int], start: int, end: int, ids: _LemmaIds) -> boo
     return ids.loss in span and ids.negative in span and not ids.policy_loss.isdisjoint(lemmas[max(0, start - 2) : end])
 
 
+_ZH_POLICY_LOSS = ("pg", "policy", "actor", "策略")
+
+
+def _zh_signed_loss(low: str, pos: int, subject: str) -> bool:
+    """_signed_loss for Chinese: the loss at `pos` is a policy-gradient loss (pg_loss, 策略损失)."""
+    return subject in ("loss", "损失") and any(w in low[max(0, pos - 8) : pos] for w in _ZH_POLICY_LOSS)
+
+
 def _zh_after_remedy_word(low: str, pos: int) -> bool:
     """The same for Chinese text, over the six characters before `pos` (避免熵坍塌)."""
     return any(w in low[max(0, pos - 6) : pos] for w in _ZH_PREVENTION)
@@ -686,7 +694,8 @@ def _chinese(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
                 for change in _in_text(tail, cat.zh_changes, cat.zh_changes):
                     if change.endswith("0") and _decimal_follows(tail, tail.find(change) + len(change)):
                         continue  # 一直为0.3: a value, not a zero
-                    ev.add(cat.key, f"{where}zh_pair", subj + "…" + change)
+                    signed = cat.key == "other_failure" and _zh_signed_loss(low, pos, subj)
+                    ev.add(cat.key, f"{where}{'zh_signed' if signed else 'zh_pair'}", subj + "…" + change)
                     found = True
                     break
                 pos = low.find(subj, pos + 1)

@@ -98,3 +98,10 @@ def test_a_negative_policy_gradient_loss_is_no_impossible_value(text: str) -> No
 )
 def test_a_loss_that_cannot_be_negative_still_names_other_failure(text: str) -> None:
     assert failure_features("Training problem", text).vector.get("ev:other_failure"), text
+
+
+def test_a_negative_policy_gradient_loss_in_chinese_is_no_impossible_value() -> None:
+    signed = failure_features("训练问题", "训练到300步后pg_loss为负，奖励也在下降。").vector
+    assert not signed.get("ev:other_failure") and signed.get("other_failure|bzh_signed")
+    dpo = failure_features("训练问题", "训练到300步后dpo的loss为负。").vector
+    assert dpo.get("ev:other_failure")

@@ -104,6 +104,7 @@ _NEGATED_AWAY = frozenset({"nan", "large", "wrong", "unstable", "degenerate"})
 # Words before a 0 that make it the value a curve starts at ("from 0", 从 0).
 _START_FROM = frozenset({"from", "从", "initially"})
 _BELOW = frozenset({"below", "under"})
+_POLICY_LOSS = frozenset({"pg", "policy", "actor", "surrogate"})
 _ZH_PREVENTION = ("避免", "防止", "缓解", "抑制", "应对", "减轻", "预防", "解决")
 
 
@@ -112,6 +113,23 @@ def _after_remedy_word(lemmas: list[int], start: int, rules: _Rules) -> bool:
     remedy word ("to avoid entropy collapse", "monitor KL growth"): the words after it are
     about a remedy, not a report."""
     return not rules.lemma_ids.prevention.isdisjoint(lemmas[max(0, start - 4) : start])
+
+
+def _signed_loss(lemmas: list[int], start: int, end: int, ids: _LemmaIds) -> bool:
+    """Whether the words `start:end` (an other_failure cue) say a policy-gradient loss ("pg loss",
+    "policy loss", "actor loss", named in them or just before) is negative: that loss is
+    advantage-weighted and may be negative, so it is no impossible value (as a KL or a DPO loss
+    would be; see _healthy_curve)."""
+    span = lemmas[start:end]
+    return ids.loss in span and ids.negative in span and not ids.policy_loss.isdisjoint(lemmas[max(0, start - 2) : end])
+
+
+_ZH_POLICY_LOSS = ("pg", "policy", "actor", "策略")
+
+
+def _zh_signed_loss(low: str, pos: int, subject: str) -> bool:
+    """_signed_loss for Chinese: the loss at `pos` is a policy-gradient loss (pg_loss, 策略损失)."""
+    return subject in ("loss", "损失") and any(w in low[max(0, pos - 8) : pos] for w in _ZH_POLICY_LOSS)
 
 
 def _zh_after_remedy_word(low: str, pos: int) -> bool:
@@ -154,6 +172,9 @@ class _LemmaIds:
     long: int
     start_from: frozenset[int]  # "from 0", "从 0": the value a curve starts at
     below: frozenset[int]  # "below 0", "under zero": a negative value
+    loss: int
+    negative: int
+    policy_loss: frozenset[int]  # "pg", "policy", "actor", "surrogate": a loss of either sign
 
 
 @dataclass
@@ -264,7 +285,8 @@ def _rules() -> _Rules:
         matcher=matcher,
         labels={strings.add(label): (cat, tag) for label in table for cat, _, tag in [label.partition("|")]},
         first_lemmas=frozenset(d[0].lemma for label_docs in docs.values() for d in label_docs),
-        lemma_ids=_LemmaIds(ids(_PREVENTION), ids(_NEGATIONS), ids(_SETTING_WORDS), strings.add("long"), ids(_START_FROM), ids(_BELOW)),
+        lemma_ids=_LemmaIds(ids(_PREVENTION), ids(_NEGATIONS), ids(_SETTING_WORDS), strings.add("long"), ids(_START_FROM), ids(_BELOW),
+                             strings.add("loss"), strings.add("negative"), ids(_POLICY_LOSS)),
         negatives=negatives,
         observation_zh=[p.lower() for p in obs.get("zh", [])],
         log_min_points=int(logs.get("min_points", 3)),
@@ -365,6 +387,8 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
             ev.context.add("moe")
         for start, end in tags.get("P", []):
             cue = "remedy" if _after_remedy_word(lemmas, start, rules) else "phrase"
+            if cat == "other_failure" and _signed_loss(lemmas, start, end, rules.lemma_ids):
+                cue = "signed"
             ev.add(cat, f"{where}{cue}", span_text(start, end))
         # "entropy coeff", "kl penalty", "length limit" name a setting, not the metric:
         # turning a knob up is not the metric going up.
@@ -394,6 +418,8 @@ def _english(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
                         cue = "negpair"  # "entropy does not drop" (or "reward does not go up")
                     else:
                         cue = "remedy" if _after_remedy_word(lemmas, lo, rules) else "pair"
+                        if cat == "other_failure" and _signed_loss(lemmas, lo, hi, ids):
+                            cue = "signed"
                     ev.add(cat, f"{where}{cue}", span_text(lo, hi))
                     used += 1
                     break
@@ -668,7 +694,8 @@ def _chinese(text: str, where: str, rules: _Rules, ev: _Evidence) -> None:
                 for change in _in_text(tail, cat.zh_changes, cat.zh_changes):
                     if change.endswith("0") and _decimal_follows(tail, tail.find(change) + len(change)):
                         continue  # 一直为0.3: a value, not a zero
-                    ev.add(cat.key, f"{where}zh_pair", subj + "…" + change)
+                    signed = cat.key == "other_failure" and _zh_signed_loss(low, pos, subj)
+                    ev.add(cat.key, f"{where}{'zh_signed' if signed else 'zh_pair'}", subj + "…" + change)
                     found = True
                     break
                 pos = low.find(subj, pos + 1)

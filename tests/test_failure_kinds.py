@@ -73,3 +73,35 @@ def test_a_remedy_knob_is_no_kl_growth() -> None:
 )  # fmt: skip
 def test_zero_std_logs_grow_linearly(body: str) -> None:
     assert_linear_work(lambda text: failure_features("Reward flat", text), body)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The pg_loss is negative at most steps and then goes sky-high around step 300.",
+        "Why is the policy loss negative? The reward drops after step 300.",
+        "The actor loss becomes negative and the reward collapses.",
+    ],
+)
+def test_a_negative_policy_gradient_loss_is_no_impossible_value(text: str) -> None:
+    # A policy-gradient loss is advantage-weighted: negative is a value it may take, not
+    # other_failure's impossible value (a negative KL or DPO loss); the symptom stays a feature.
+    vector = failure_features("Training problem", text).vector
+    assert not vector.get("ev:other_failure"), text
+    assert vector.get("other_failure|bsigned"), text
+    assert vector.get("sym:loss|negative"), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["The DPO loss is negative after 100 steps.", "The KL becomes negative after step 50.", "We get a negative loss with KTO."],
+)
+def test_a_loss_that_cannot_be_negative_still_names_other_failure(text: str) -> None:
+    assert failure_features("Training problem", text).vector.get("ev:other_failure"), text
+
+
+def test_a_negative_policy_gradient_loss_in_chinese_is_no_impossible_value() -> None:
+    signed = failure_features("训练问题", "训练到300步后pg_loss为负，奖励也在下降。").vector
+    assert not signed.get("ev:other_failure") and signed.get("other_failure|bzh_signed")
+    dpo = failure_features("训练问题", "训练到300步后dpo的loss为负。").vector
+    assert dpo.get("ev:other_failure")

@@ -496,9 +496,9 @@ def _symptoms(
     return starts
 
 
-# Outputs that get shorter or longer ("the answers get shorter every epoch", 回答越来越短) are
+# Outputs that get shorter, longer or shrink ("the answers get shorter every epoch", 回答越来越短) are
 # the response length moving, however the post names the outputs.
-_LENGTH_MOVES = ("short", "long", "短", "变长", "越来越长", "越训越长")
+_LENGTH_MOVES = ("short", "long", "shrink", "短", "变长", "越来越长", "越训越长")
 
 
 def _output_length(metric: str, move_text: str) -> str:

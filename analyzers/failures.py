@@ -219,7 +219,9 @@ def _prepare(text: str) -> str:
     # max_staleness=8 -> max staleness = 8 (spaCy keeps "staleness=8" one token).
     # (Three replaces, each a C pass over the text: str.translate with a table looks every
     # character up in it, ~30x slower on posts.)
-    return text.replace("_", " ").replace("/", " ").replace("-", " ").replace("=", " = ")
+    # "NaN" and "MoE" written in their usual case: spaCy keeps "NaN." / "MoE." at a sentence's
+    # end one token (a capital before the period), so "the loss is NaN." named no NaN.
+    return text.replace("_", " ").replace("/", " ").replace("-", " ").replace("=", " = ").replace("NaN", "nan").replace("MoE", "moe")
 
 
 def _lemma_phrase(phrase: str) -> str:

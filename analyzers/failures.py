@@ -196,6 +196,7 @@ class _Rules:
     log_rules: list[dict[str, Any]]
     zh_metrics: list[tuple[str, str]]  # (term, metric class), longest terms first
     zh_moves: list[tuple[str, str]]  # (term, move class), `flat` first, longest first
+    symptom_kinds: dict[str, str]  # "<metric>|<move>" -> the kind that symptom names
 
     @cached_property
     def zh_metric_terms(self) -> list[str]:
@@ -295,6 +296,7 @@ def _rules() -> _Rules:
         log_rules=list(logs.get("rules", [])),
         zh_metrics=zh_terms(sym["zh_metrics"]),
         zh_moves=zh_terms(sym["zh_moves"]),
+        symptom_kinds={pair: kind for kind, pairs in data.get("symptom_kinds", {}).items() for pair in pairs},
     )
 
 
@@ -1363,7 +1365,7 @@ def rank_kinds(features: FailureFeatures, model: learned.LinearModel) -> list[tu
     # decides: kinds with a handful of labelled reports (entropy collapse, stale rollouts) are
     # named by their own words more reliably than by ~150 fitted reports (grouped CV, all
     # folds: 81 vs 78 of 115 detected reports right).
-    lead = next((k[4:] for k in features.vector if k.startswith("top:")), None)
+    lead = _lead(features.vector)
     if lead in probs and ranked[0][1] < KIND_MODEL_SURE:
         ranked = _first(lead, ranked)
     if ranked[0][0] == "collapse_or_divergence":
@@ -1392,6 +1394,24 @@ def rank_kinds(features: FailureFeatures, model: learned.LinearModel) -> list[tu
             ranked = _first(prior, ranked)
             break
     return ranked
+
+
+def _lead(vector: dict[str, float]) -> str | None:
+    """The lexicon's leading kind (`top:`), with the symptom pairs that name a kind
+    (`symptom_kinds` of failure_patterns.yaml: "entropy|down" -> entropy collapse) counted as
+    a pair of that kind where its own subjects and changes formed none ("KL keeps climbing":
+    no KL change word, but a KL that goes up). Read at run time only: the features the models
+    were fitted on are unchanged."""
+    top = next((k[4:] for k in vector if k.startswith("top:")), None)
+    kinds = _rules().symptom_kinds
+    named = {(kind, name[0]) for name in vector if name.startswith(("tsym:", "bsym:"))
+             and (kind := kinds.get(name[5:])) and f"{kind}|{name[0]}pair" not in vector}  # fmt: skip
+    if not named:
+        return top
+    strength = {k[3:]: v for k, v in vector.items() if k.startswith("ev:")}
+    for kind, where in named:
+        strength[kind] = strength.get(kind, 0.0) + (2.0 if where == "t" else 1.0)
+    return min(strength, key=lambda c: (-strength[c], _PRIORITY.get(c, 99)))
 
 
 # Kinds that say what went wrong only in general terms (a collapse whose cause is not named; other).

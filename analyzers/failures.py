@@ -218,7 +218,7 @@ def _prepare(text: str) -> str:
     # snake_case, paths, hyphens and settings read as words: old_log_prob -> old log prob,
     # train/inference -> train inference, training-inference -> training inference,
     # max_staleness=8 -> max staleness = 8 (spaCy keeps "staleness=8" one token).
-    # (Three replaces, each a C pass over the text: str.translate with a table looks every
+    # (Plain replaces, each a C pass over the text: str.translate with a table looks every
     # character up in it, ~30x slower on posts.)
     # "NaN" and "MoE" written in their usual case: spaCy keeps "NaN." / "MoE." at a sentence's
     # end one token (a capital before the period), so "the loss is NaN." named no NaN.
@@ -1405,7 +1405,8 @@ def _lead(vector: dict[str, float]) -> str | None:
     top = next((k[4:] for k in vector if k.startswith("top:")), None)
     kinds = _rules().symptom_kinds
     named = {(kind, name[0]) for name in vector if name.startswith(("tsym:", "bsym:"))
-             and (kind := kinds.get(name[5:])) and f"{kind}|{name[0]}pair" not in vector}  # fmt: skip
+             and (kind := kinds.get(name[5:]))
+             and f"{kind}|{name[0]}pair" not in vector and f"{kind}|{name[0]}zh_pair" not in vector}  # fmt: skip
     if not named:
         return top
     strength = {k[3:]: v for k, v in vector.items() if k.startswith("ev:")}

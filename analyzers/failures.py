@@ -196,6 +196,7 @@ class _Rules:
     log_rules: list[dict[str, Any]]
     zh_metrics: list[tuple[str, str]]  # (term, metric class), longest terms first
     zh_moves: list[tuple[str, str]]  # (term, move class), `flat` first, longest first
+    symptom_kinds: dict[str, str]  # "<metric>|<move>" -> the kind that symptom names
 
     @cached_property
     def zh_metric_terms(self) -> list[str]:
@@ -217,9 +218,11 @@ def _prepare(text: str) -> str:
     # snake_case, paths, hyphens and settings read as words: old_log_prob -> old log prob,
     # train/inference -> train inference, training-inference -> training inference,
     # max_staleness=8 -> max staleness = 8 (spaCy keeps "staleness=8" one token).
-    # (Three replaces, each a C pass over the text: str.translate with a table looks every
+    # (Plain replaces, each a C pass over the text: str.translate with a table looks every
     # character up in it, ~30x slower on posts.)
-    return text.replace("_", " ").replace("/", " ").replace("-", " ").replace("=", " = ")
+    # "NaN" and "MoE" written in their usual case: spaCy keeps "NaN." / "MoE." at a sentence's
+    # end one token (a capital before the period), so "the loss is NaN." named no NaN.
+    return text.replace("_", " ").replace("/", " ").replace("-", " ").replace("=", " = ").replace("NaN", "nan").replace("MoE", "moe")
 
 
 def _lemma_phrase(phrase: str) -> str:
@@ -293,6 +296,7 @@ def _rules() -> _Rules:
         log_rules=list(logs.get("rules", [])),
         zh_metrics=zh_terms(sym["zh_metrics"]),
         zh_moves=zh_terms(sym["zh_moves"]),
+        symptom_kinds={pair: kind for kind, pairs in data.get("symptom_kinds", {}).items() for pair in pairs},
     )
 
 
@@ -496,9 +500,9 @@ def _symptoms(
     return starts
 
 
-# Outputs that get shorter or longer ("the answers get shorter every epoch", 回答越来越短) are
+# Outputs that get shorter, longer or shrink ("the answers get shorter every epoch", 回答越来越短) are
 # the response length moving, however the post names the outputs.
-_LENGTH_MOVES = ("short", "long", "短", "变长", "越来越长", "越训越长")
+_LENGTH_MOVES = ("short", "long", "shrink", "短", "变长", "越来越长", "越训越长")
 
 
 def _output_length(metric: str, move_text: str) -> str:
@@ -1361,7 +1365,7 @@ def rank_kinds(features: FailureFeatures, model: learned.LinearModel) -> list[tu
     # decides: kinds with a handful of labelled reports (entropy collapse, stale rollouts) are
     # named by their own words more reliably than by ~150 fitted reports (grouped CV, all
     # folds: 81 vs 78 of 115 detected reports right).
-    lead = next((k[4:] for k in features.vector if k.startswith("top:")), None)
+    lead = _lead(features.vector)
     if lead in probs and ranked[0][1] < KIND_MODEL_SURE:
         ranked = _first(lead, ranked)
     if ranked[0][0] == "collapse_or_divergence":
@@ -1390,6 +1394,25 @@ def rank_kinds(features: FailureFeatures, model: learned.LinearModel) -> list[tu
             ranked = _first(prior, ranked)
             break
     return ranked
+
+
+def _lead(vector: dict[str, float]) -> str | None:
+    """The lexicon's leading kind (`top:`), with the symptom pairs that name a kind
+    (`symptom_kinds` of failure_patterns.yaml: "entropy|down" -> entropy collapse) counted as
+    a pair of that kind where its own subjects and changes formed none ("KL keeps climbing":
+    no KL change word, but a KL that goes up). Read at run time only: the features the models
+    were fitted on are unchanged."""
+    top = next((k[4:] for k in vector if k.startswith("top:")), None)
+    kinds = _rules().symptom_kinds
+    named = {(kind, name[0]) for name in vector if name.startswith(("tsym:", "bsym:"))
+             and (kind := kinds.get(name[5:]))
+             and f"{kind}|{name[0]}pair" not in vector and f"{kind}|{name[0]}zh_pair" not in vector}  # fmt: skip
+    if not named:
+        return top
+    strength = {k[3:]: v for k, v in vector.items() if k.startswith("ev:")}
+    for kind, where in named:
+        strength[kind] = strength.get(kind, 0.0) + (2.0 if where == "t" else 1.0)
+    return min(strength, key=lambda c: (-strength[c], _PRIORITY.get(c, 99)))
 
 
 # Kinds that say what went wrong only in general terms (a collapse whose cause is not named; other).

@@ -2843,3 +2843,17 @@ def test_a_reason_to_reopen_there_is_no_pointer() -> None:
     got = review_evidence(thread([c("maint", note)]))
     assert got.rule_state == "lapsed"
     assert "placement" not in got.rule_concerns
+
+
+def test_a_weak_pointer_counts_beside_a_later_closing_note() -> None:
+    pointer = c("maint", "This overlaps with the existing judges module; please extend BaseJudge there.")
+    closing = c("maint", "Closing in favour of extending the judges.")
+    assert rules_reading(thread([pointer, closing]))["state"] == "redirected"
+    # not when the closing note says the work was done, or closes a duplicate
+    for note in ("Closing, fixed in #12.", "Closing as a duplicate of #7."):
+        assert rules_reading(thread([pointer, c("maint", note)]))["state"] == "closed_other", note
+    # nor before inactivity
+    stale = c("maint", "Closing as there was no activity for months.")
+    assert rules_reading(thread([pointer, stale]))["state"] == "lapsed"
+    # and the weak words alone, with no closing note, are advice
+    assert rules_reading(thread([pointer]))["state"] == "closed_other"

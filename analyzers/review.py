@@ -1583,7 +1583,22 @@ def _state(
             return "lapsed"
 
     pointer = concerns & {"already_covered"}
+    # A pointer in weak words ("it overlaps with the existing judges module") in one comment and
+    # the closing note in a later one ("closing in favour of extending the judges"): the weak
+    # reading counts as it would beside the note (not when the note says the work was done).
+    closer = max(
+        (s.index for s in others if "closing" in scan(s).signals and not _FIXED.search(s.prose)),
+        default=-1,
+    )
+    if closer >= 0 and any(
+        s.index < closer and "already_covered" in scan(s).weak_seen for s in others
+    ):
+        reasons.append("weak_pointer_before_closing")
+        pointer.add("already_covered")
     if any("redirect" in scan(s).signals for s in others):
+        pointer.add("placement")
+    elif closer >= 0 and any(s.index < closer and "wredirect" in scan(s).signals for s in others):
+        reasons.append("weak_pointer_before_closing")
         pointer.add("placement")
     elif any(
         "closing" in scan(s).signals and not _BUG_FIXED.search(s.prose) and _links_elsewhere(s.prose, thread)

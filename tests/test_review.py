@@ -2778,3 +2778,82 @@ def test_written_review_sets_are_labelled_in_the_contract_vocabulary(path: Path)
         assert set(labels["concerns"]) <= set(CONCERNS)
         assert isinstance(labels["replied_from_other"], bool)
         assert review_thread({k: v for k, v in row.items() if k != "labels"})["state"] in STATES
+
+
+# --- closing notes in plain words (state9) ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "state"),
+    [
+        # a pointer elsewhere: a folder, another project, an existing feature, user code
+        ("This fits better as a recipe under examples/ than in the core trainer. Closing.", "redirected"),
+        ("I think this belongs in the Megatron-Bridge project rather than here. Closing, could you open it there?", "redirected"),
+        ("Would you mind moving this under scripts/contrib instead? Closing this version.", "redirected"),
+        ("See the new OnlineDPOTrainer, which covers this use case. Closing.", "redirected"),
+        ("The async trainer supports SGLang out of the box, please use that one. Closing.", "redirected"),
+        ("Packing is available already: pass packing=True. Closing.", "redirected"),
+        ("Closing: `vllm_mode='colocate'` already does this.", "redirected"),
+        ("Please raise this in the vllm repository, it's not something we control. Closing.", "redirected"),
+        ("这个功能已经在 recipe/dapo 里面实现了，可以直接参考那边的脚本。先关闭了。", "redirected"),
+        ("这个可以通过现有的 loss_agg_mode 参数实现，不需要新增 trainer。", "redirected"),
+        # a stated reason against
+        ("Unfortunately this is not a direction we want to take the library in. Closing.", "declined"),
+        ("I'm not in favor of this change; it hides behaviour users should set themselves.", "declined"),
+        ("Closing as won't do: a second framework would double the work for every feature.", "declined"),
+        ("We think the current config system is the right trade-off. Going to close this.", "declined"),
+        ("I'm not sure this is worth it; k3 works well in every run we have.", "declined"),
+        ("Sorry, this isn't going to be merged.", "declined"),
+        ("Nice idea but it doesn't really fit what this library is for.", "declined"),
+        ("This is intentional, we won't change it.", "declined"),
+        ("感谢建议，不过 TPU 目前不在我们的支持范围内，先关闭了。", "declined"),
+        ("目前没有支持的打算，关闭了。", "declined"),
+        # inactivity
+        ("Closing this old PR as it's gone quiet; happy to revisit if you come back to it.", "lapsed"),
+        ("This has been sitting for months and no longer applies to main. Closing.", "lapsed"),
+        ("Closing since we haven't heard from you.", "lapsed"),
+        ("Closing for now, feel free to reopen when you have time to continue.", "lapsed"),
+    ],
+)
+def test_closing_notes_in_plain_words(body: str, state: str) -> None:
+    assert rules_reading(thread([c("maint", body)]))["state"] == state
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # done elsewhere, a duplicate, a problem of the user's setup: no pointer, no refusal
+        "Closing as this was fixed upstream in vllm 0.8.",
+        "The upstream PR that fixes this was merged, closing.",
+        "Closing, the new release includes this fix.",
+        "Closing, seems to be a problem on your side with the CUDA driver.",
+        "Closing as duplicate; the discussion continues in #301 over there.",
+        "Closing, this is now part of v0.14 thanks to your PR #55.",
+        # "what the library is for" is its scope, not a pointer
+        "Nice idea, but it doesn't really fit what this library is for. Closing.",
+    ],
+)
+def test_closing_look_alikes_are_no_pointer(body: str) -> None:
+    assert rules_reading(thread([c("maint", body)]))["state"] != "redirected"
+
+
+def test_a_reason_to_reopen_there_is_no_pointer() -> None:
+    # "reopened if there is interest": "there" is no place
+    note = "I'm closing because there hasn't been any activity. It may be reopened if there is renewed interest."
+    got = review_evidence(thread([c("maint", note)]))
+    assert got.rule_state == "lapsed"
+    assert "placement" not in got.rule_concerns
+
+
+def test_a_weak_pointer_counts_beside_a_later_closing_note() -> None:
+    pointer = c("maint", "This overlaps with the existing judges module; please extend BaseJudge there.")
+    closing = c("maint", "Closing in favour of extending the judges.")
+    assert rules_reading(thread([pointer, closing]))["state"] == "redirected"
+    # not when the closing note says the work was done, or closes a duplicate
+    for note in ("Closing, fixed in #12.", "Closing as a duplicate of #7."):
+        assert rules_reading(thread([pointer, c("maint", note)]))["state"] == "closed_other", note
+    # nor before inactivity
+    stale = c("maint", "Closing as there was no activity for months.")
+    assert rules_reading(thread([pointer, stale]))["state"] == "lapsed"
+    # and the weak words alone, with no closing note, are advice
+    assert rules_reading(thread([pointer]))["state"] == "closed_other"

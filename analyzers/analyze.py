@@ -15,7 +15,7 @@ from analyzers.papers import PaperIndex, link_papers
 from analyzers.proposals import classify_proposal
 from analyzers.review import review_thread
 
-ANALYZER_VERSION = "2026.12.03-43"
+ANALYZER_VERSION = "2026.12.03-44"
 
 _KINDS = frozenset({"issue", "pull_request", "discussion"})
 

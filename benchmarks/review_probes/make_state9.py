@@ -188,9 +188,11 @@ PROBES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
 ]
 
 
-def main() -> None:
+def probe_rows(probes: list[tuple[str, str, str, list[tuple[str, str]]]], prefix: str,
+               first_number: int) -> list[dict[str, object]]:
+    """The probes as thread records with review labels (both probe files are built here)."""
     rows = []
-    for i, (state, kind, topic, turns) in enumerate(PROBES, 1):
+    for i, (state, kind, topic, turns) in enumerate(probes, 1):
         author = "prop-user"
         body = (PR_BODY if kind == "pull_request" else ISSUE_BODY).format(x=topic)
         comments = []
@@ -198,18 +200,26 @@ def main() -> None:
         for j, (who, text) in enumerate(turns):
             login = {"a": author, "m": "maint-lee", "u": "someone-else", "b": "stale[bot]"}[who]
             replied |= who in ("m", "u")
-            comment = {"author": login, "created_at": f"2026-11-{j + 2:02d}", "body": text}
+            comment: dict[str, object] = {"author": login, "created_at": f"2026-11-{j + 2:02d}", "body": text}
             if who == "b":
                 comment["author_is_bot"] = True
             comments.append(comment)
         rows.append({
-            "id": f"probe-state9-{i:03d}", "repo": "example-org/rl-lib", "number": 9000 + i,
+            "id": f"{prefix}-{i:03d}", "repo": "example-org/rl-lib", "number": first_number + i,
             "kind": kind, "title": f"Add {topic}", "body": body, "comments": comments,
             "state": "closed", "author": author, "created_at": "2026-11-01", "complete": True,
             "labels": {"is_proposal": True, "papers": [], "review_state": state,
                        "replied_from_other": replied, "concerns": []},
         })
-    OUT.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return rows
+
+
+def write(rows: list[dict[str, object]], out: Path) -> None:
+    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+
+def main() -> None:
+    write(probe_rows(PROBES, "probe-state9", 9000), OUT)
 
 
 if __name__ == "__main__":

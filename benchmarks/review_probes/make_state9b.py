@@ -10,10 +10,9 @@ no held-out result.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from make_state9 import ISSUE_BODY, PR_BODY
+from make_state9 import probe_rows, write
 
 OUT = Path(__file__).with_name("state9b.jsonl")
 
@@ -117,24 +116,7 @@ PROBES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
 
 
 def main() -> None:
-    rows = []
-    for i, (state, kind, topic, turns) in enumerate(PROBES, 1):
-        author = "prop-user"
-        body = (PR_BODY if kind == "pull_request" else ISSUE_BODY).format(x=topic)
-        comments = []
-        replied = False
-        for j, (who, text) in enumerate(turns):
-            login = {"a": author, "m": "maint-lee", "u": "someone-else", "b": "stale[bot]"}[who]
-            replied |= who in ("m", "u")
-            comments.append({"author": login, "created_at": f"2026-11-{j + 2:02d}", "body": text})
-        rows.append({
-            "id": f"probe-state9b-{i:03d}", "repo": "example-org/rl-lib", "number": 9100 + i,
-            "kind": kind, "title": f"Add {topic}", "body": body, "comments": comments,
-            "state": "closed", "author": author, "created_at": "2026-11-01", "complete": True,
-            "labels": {"is_proposal": True, "papers": [], "review_state": state,
-                       "replied_from_other": replied, "concerns": []},
-        })
-    OUT.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    write(probe_rows(PROBES, "probe-state9b", 9100), OUT)
 
 
 if __name__ == "__main__":

@@ -105,6 +105,7 @@ _NEGATED_AWAY = frozenset({"nan", "large", "wrong", "unstable", "degenerate"})
 _START_FROM = frozenset({"from", "从", "initially"})
 _BELOW = frozenset({"below", "under"})
 _POLICY_LOSS = frozenset({"pg", "policy", "actor", "surrogate"})
+_ZH_POLICY_LOSS = ("pg", "policy", "actor", "策略")  # before 损失 / loss in Chinese text (pg_loss, 策略损失)
 _ZH_PREVENTION = ("避免", "防止", "缓解", "抑制", "应对", "减轻", "预防", "解决")
 
 
@@ -122,9 +123,6 @@ def _signed_loss(lemmas: list[int], start: int, end: int, ids: _LemmaIds) -> boo
     would be; see _healthy_curve)."""
     span = lemmas[start:end]
     return ids.loss in span and ids.negative in span and not ids.policy_loss.isdisjoint(lemmas[max(0, start - 2) : end])
-
-
-_ZH_POLICY_LOSS = ("pg", "policy", "actor", "策略")
 
 
 def _zh_signed_loss(low: str, pos: int, subject: str) -> bool:

@@ -1628,7 +1628,9 @@ def _state(
     return "closed_other"
 
 
-_BUG_FIXED = re.compile(r"\b(?:fix|fixed|fixes|resolved)\b", re.I)
+# A fix that landed ("fixed upstream in <link>"): the words _FIXED starts from.
+_FIX_WORDS = "fix|fixed|fixes|resolved"
+_BUG_FIXED = re.compile(rf"\b(?:{_FIX_WORDS})\b", re.I)
 _REPO_LINK = re.compile(r"github\.com/([A-Za-z0-9][\w.-]{0,38})/([\w.-]{1,100})")
 
 
@@ -1647,7 +1649,7 @@ def _links_elsewhere(prose: str, thread: Mapping[str, Any]) -> bool:
 
 
 # Closing because the work was done elsewhere, not because nobody answered.
-_FIXED = re.compile(r"\b(?:fix|fixed|fixes|resolved|merged|landed|done|implemented)\b|#\d", re.I)
+_FIXED = re.compile(rf"\b(?:{_FIX_WORDS}|merged|landed|done|implemented)\b|#\d", re.I)
 
 
 def _looks_stale_sweep(seg: _Segment, rules: _Rules) -> bool:

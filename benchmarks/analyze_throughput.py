@@ -10,7 +10,7 @@ Goal: a typical thread well under 2 ms after start-up, start-up under 2 s.
 The machine is shared and its speed varies (30-50 % between hours on the same code), so each
 figure comes with a baseline measured in the same run: start-up against a fresh interpreter
 that only imports spaCy and builds its blank English pipeline, and the per-thread time against
-that blank pipeline tokenising the same thread's texts (title, body, every comment), each
+that blank pipeline tokenising the same thread's texts (title, body, human comments), each
 thread as often as the analysis reads it. Per-thread figures are printed as wall clock and as
 CPU time of this process (a loaded machine makes the process wait for its core: the wall
 figure then says more about the load than about the code), and the first round (every word met
@@ -59,10 +59,6 @@ def generated_threads(n: int = 60) -> list[dict[str, Any]]:
     return threads
 
 
-def thread_texts(t: dict[str, Any]) -> list[str]:
-    return [t.get("title") or "", t.get("body") or ""] + [c.get("body") or "" for c in t.get("comments") or []]
-
-
 def spacy_startup() -> float:
     """Seconds a fresh interpreter takes to import spaCy and build a blank English pipeline."""
     code = (
@@ -94,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     from analyzers import failures, proposals, review
     from analyzers.analyze import analyze_thread, normalise_thread
-    from analyzers.papers import PaperIndex, catalog_index, link_papers
+    from analyzers.papers import PaperIndex, catalog_index, link_papers, thread_texts
 
     pool = None
     if args.papers:

@@ -9,7 +9,9 @@ grouped-CV confidences (all folds):
 - the comment threshold (`failures.threshold()`): the lowest confidence at which grouped-CV
   precision is >= 0.90 at once pooled and on the seven frameworks' folds alone, on whole
   threads and on opening posts alone (when the app comments), so that the app's comments are
-  right nine times in ten where it comments.
+  right nine times in ten where it comments;
+- whether the app comments when the kind is ambiguous (`kind_comment_policy`, stored in the
+  figures and read by the app): on the opening posts at the comment threshold.
 """
 
 from __future__ import annotations

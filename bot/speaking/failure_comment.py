@@ -34,7 +34,7 @@ def _failure_of(analysis: dict[str, Any]) -> dict[str, Any]:
 
 # The comment names the methods for one failure kind (`failure.category`); when the analysis
 # lists more than one (`failure.categories`: the kinds within half the leading one's
-# probability), the leading kind is wrong far more often. Grouped CV, opening posts at the
+# probability), the leading kind is wrong twice as often. Grouped CV, opening posts at the
 # comment threshold, all folds (docs/analyzers.md, "Comments right on the kind"): with one kind
 # listed 77 of 94 comments are right on the kind (0.82), with more 23 of 36 (0.64); the second
 # listed kind is the right one in 2 of those 36, so a comment covering two kinds would be right
@@ -46,8 +46,8 @@ KIND_POLICY_MEASURED = "single_kind"
 
 
 def kind_comment_policy() -> str:
-    """"single_kind": no comment when the analysis lists more than one failure kind; "any":
-    the leading kind's methods whatever the others."""
+    """The app's policy on ambiguous kinds: "single_kind", no comment when the analysis lists
+    more than one failure kind; "any", the leading kind's methods whatever the others."""
     from analyzers.failures import failure_models
 
     figures = failure_models().report.meta.get("figures") or {}

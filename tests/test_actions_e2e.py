@@ -36,9 +36,6 @@ FAILURE = {
     "proposal": {"is_proposal": False, "confidence": 0.1},
     "review": {"state": "open_no_reply", "replied_from_other": False, "concerns": []},
 }
-# The analyzer lists two kinds within half of each other: the leading kind is far less often right.
-AMBIGUOUS = {**FAILURE, "failure": {**FAILURE["failure"],
-                                    "categories": ["entropy_collapse", "collapse_or_divergence"]}}
 NOT_FAILURE = {
     "failure": {"is_failure_report": False, "category": None, "categories": [], "confidence": 0.1},
     "papers": [], "proposal": {"is_proposal": False, "confidence": 0.0},
@@ -205,40 +202,6 @@ async def test_non_failure_issue_gets_nothing(app_ctx: Any, fake_github: Any) ->
     assert not fake_github.comments_of(VERL, 6)
     [row] = await actions_of(app_ctx, 6)
     assert row.status == "skipped" and "not a training-failure report" in row.reason
-
-
-async def test_unclear_kind_gets_no_comment(app_ctx: Any, fake_github: Any, monkeypatch: Any) -> None:
-    from analyzers.failures import failure_models
-
-    await install(app_ctx, fake_github)
-    payload = await open_issue(app_ctx, fake_github, 40)
-    out = await act(app_ctx, VERL, 40, trigger="issues.opened", payload=payload, analysis=AMBIGUOUS)
-    assert out["failure_comment"] == "skipped:ambiguous_kind"
-    assert not fake_github.comments_of(VERL, 40)
-    [row] = await actions_of(app_ctx, 40)
-    assert row.status == "skipped" and row.details["code"] == "ambiguous_kind"
-    assert "entropy_collapse, collapse_or_divergence" in row.reason
-
-    # A posted comment whose issue is edited into an unclear kind is withdrawn, not rewritten
-    # for the leading kind.
-    payload = await open_issue(app_ctx, fake_github, 41)
-    assert (await act(app_ctx, VERL, 41, trigger="issues.opened", payload=payload, analysis=FAILURE))["failure_comment"] == "posted"
-    out = await act(app_ctx, VERL, 41, trigger="issues.edited", payload=payload, analysis=AMBIGUOUS)
-    assert out["failure_comment"] == "updated"
-    [withdrawn] = app_comments(fake_github, VERL, 41)
-    assert "withdrawn" in withdrawn["body"] and "clip_ratio_high" not in withdrawn["body"]
-
-    # The verdict comes from `make train`'s figures: a model whose grouped CV found nothing to
-    # gain ("any") comments on the leading kind, and records it as the action's category.
-    meta = failure_models().report.meta
-    monkeypatch.setitem(meta, "figures", {**(meta.get("figures") or {}), "kind_comment_policy": "any"})
-    payload = await open_issue(app_ctx, fake_github, 42)
-    out = await act(app_ctx, VERL, 42, trigger="issues.opened", payload=payload, analysis=AMBIGUOUS)
-    assert out["failure_comment"] == "posted"
-    [posted] = app_comments(fake_github, VERL, 42)
-    assert f"{app_ctx.settings.public_url}/failures/entropy_collapse" in posted["body"]
-    [row] = await actions_of(app_ctx, 42, "failure_comment")
-    assert row.details["category"] == "entropy_collapse"
 
 
 async def test_config_file_turns_comments_off(app_ctx: Any, fake_github: Any) -> None:

@@ -177,8 +177,8 @@ def test_comment_threshold_holds_in_every_view_at_once() -> None:
         assert sum(hits) / len(hits) >= 0.9
 
 
-def test_kind_comment_policy_from_the_comments_right_on_the_kind() -> None:
-    from training.failure import Prediction, kind_comment_policy, kind_comments
+def test_comments_right_on_the_kind_counted_per_policy() -> None:
+    from training.failure import Prediction, kind_comments
 
     def row(i: int, gold: str | None) -> Example:
         labels = {"is_failure_report": gold is not None, **({"category": gold} if gold else {})}
@@ -188,28 +188,19 @@ def test_kind_comment_policy_from_the_comments_right_on_the_kind() -> None:
         return Prediction(conf, kinds[0], conf, kinds, kinds[0], kinds)
 
     a, b = "entropy_collapse", "kl_growth"
-    # Six clear calls (5 right), four ambiguous ones (1 right, 1 right in second place), and
-    # one below the threshold that does not count.
+    # Six clear calls (5 right), four ambiguous ones (1 right, 1 right in second place, one
+    # right only in third place), and one below the threshold that does not count.
     cases = [(a, (a,))] * 5 + [(b, (a,)), (a, (a, b)), (b, (a, b)), (None, (a, b)), (b, (a, "x", b)), (b, (b,))]
     rows = [row(i, gold) for i, (gold, _) in enumerate(cases)]
     preds = {e.id: pred(0.4 if i == len(cases) - 1 else 0.8, kinds) for i, (e, (_, kinds)) in enumerate(zip(rows, cases, strict=True))}
     k = kind_comments(rows, preds, 0.5)
     assert (k.n, k.right, k.among, k.among2, k.single, k.single_right) == (10, 6, 8, 7, 6, 5)
+    assert (k.ambiguous, k.ambiguous_right) == (4, 1)
     assert k.share() == 0.6 and k.share("cover_two") == 0.7 and k.share("single_kind") == 5 / 6
-    # Skipping the ambiguous kinds is right more often than either alternative and keeps 5 of
-    # the 6 right comments.
-    assert kind_comment_policy(k) == "single_kind"
-    # One clear call (right) and six ambiguous ones (3 right): skipping them would be right
-    # every time but keep 1 of the 4 right comments, so the app comments anyway.
-    few = [row(100 + i, a if i < 4 else b) for i in range(7)]
-    few_preds = {e.id: pred(0.8, (a,) if i == 0 else (a, "x")) for i, e in enumerate(few)}
-    k = kind_comments(few, few_preds, 0.5)
-    assert (k.single_right, k.single, k.right, k.n) == (1, 1, 4, 7) and k.share("single_kind") == 1.0
-    assert kind_comment_policy(k) == "any"
-    # Ambiguous calls that are right as often as clear ones: nothing to gain by skipping them.
-    even = [row(i, a) for i in range(4)]
-    even_preds = {e.id: pred(0.8, (a,) if i < 2 else (a, b)) for i, e in enumerate(even)}
-    assert kind_comment_policy(kind_comments(even, even_preds, 0.5)) == "any"
+    # The view decides which confidence and kinds count: the opening post's here differ.
+    opened_only = {e.id: Prediction(0.8, a, 0.3, (a,), b, (b,)) for e in rows[:2]}
+    assert kind_comments(rows[:2], opened_only, 0.5).n == 0
+    assert kind_comments(rows[:2], opened_only, 0.5, "confidence").right == 2
 
 
 def test_repositories_groups_and_sealed_share() -> None:

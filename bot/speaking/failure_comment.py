@@ -32,37 +32,6 @@ def _failure_of(analysis: dict[str, Any]) -> dict[str, Any]:
     return analysis.get("failure") or {}
 
 
-# The comment names the methods for one failure kind (`failure.category`); when the analysis
-# lists more than one (`failure.categories`: the kinds within half the leading one's
-# probability), the leading kind is wrong twice as often. Grouped CV, opening posts at the
-# comment threshold, all folds (docs/analyzers.md, "Comments right on the kind"): with one kind
-# listed 77 of 94 comments are right on the kind (0.82), with more 23 of 36 (0.64); the second
-# listed kind is the right one in 2 of those 36, so a comment covering two kinds would be right
-# in 102 of 130 (0.78) against 77 of 94 when the app does not comment on an ambiguous kind
-# (seven frameworks: 28 of 30 against 34 of 40 today). `make train` applies the rule
-# (training.failure.kind_comment_policy) and stores its verdict with the failure model's
-# figures; model files written before it carry none, and read as the verdict measured then.
-KIND_POLICY_MEASURED = "single_kind"
-
-
-def kind_comment_policy() -> str:
-    """The app's policy on ambiguous kinds: "single_kind", no comment when the analysis lists
-    more than one failure kind; "any", the leading kind's methods whatever the others."""
-    from analyzers.failures import failure_models
-
-    figures = failure_models().report.meta.get("figures") or {}
-    return str(figures.get("kind_comment_policy") or KIND_POLICY_MEASURED)
-
-
-def unclear_kind(failure: dict[str, Any]) -> str | None:
-    """Why the app does not comment on this report's kind (more than one kind listed, and the
-    policy is "single_kind"), or None."""
-    kinds = [k for k in failure.get("categories") or [] if isinstance(k, str)]
-    if len(kinds) > 1 and kind_comment_policy() == "single_kind":
-        return f"the failure kind is unclear: {len(kinds)} kinds listed ({', '.join(kinds)})"
-    return None
-
-
 def _is_confident_failure(analysis: dict[str, Any], config: RepoConfig) -> tuple[bool, str, str]:
     failure = _failure_of(analysis)
     if not failure.get("is_failure_report"):
@@ -71,9 +40,6 @@ def _is_confident_failure(analysis: dict[str, Any], config: RepoConfig) -> tuple
     bar = config.failure_bar()
     if confidence < bar:
         return False, "low_confidence", f"failure confidence {confidence:.2f} below {bar:.2f}"
-    unclear = unclear_kind(failure)
-    if unclear:
-        return False, "ambiguous_kind", unclear
     return True, "", ""
 
 

@@ -30,7 +30,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from analyzers.catalog import canonical_repo
-from bot.speaking.failure_comment import compose_for, unclear_kind
+from bot.speaking.failure_comment import compose_for
 from bot.speaking.records import record_once
 from bot.speaking.repo_config import RepoConfig
 from bot.speaking.situation import declined_methods
@@ -85,8 +85,6 @@ async def compute_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict
             reason = "not a training-failure report"
         elif float(failure.get("confidence") or 0) < config.failure_bar():
             reason = f"confidence {float(failure.get('confidence') or 0):.2f} below {config.failure_bar():.2f}"
-        elif unclear := unclear_kind(failure):
-            reason = unclear
         elif not config.failure_comments:
             reason = "failure comments are off in .github/rltracker.yml"
         elif record.get("author_is_bot"):

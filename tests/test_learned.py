@@ -177,6 +177,32 @@ def test_comment_threshold_holds_in_every_view_at_once() -> None:
         assert sum(hits) / len(hits) >= 0.9
 
 
+def test_comments_right_on_the_kind_counted_per_policy() -> None:
+    from training.failure import Prediction, kind_comments
+
+    def row(i: int, gold: str | None) -> Example:
+        labels = {"is_failure_report": gold is not None, **({"category": gold} if gold else {})}
+        return make_example({"id": f"o/r#{i}", "repo": "o/r", "title": "t", "body": "b", "labels": labels})
+
+    def pred(conf: float, kinds: tuple[str, ...]) -> Prediction:
+        return Prediction(conf, kinds[0], conf, kinds, kinds[0], kinds)
+
+    a, b = "entropy_collapse", "kl_growth"
+    # Six clear calls (5 right), four ambiguous ones (1 right, 1 right in second place, one
+    # right only in third place), and one below the threshold that does not count.
+    cases = [(a, (a,))] * 5 + [(b, (a,)), (a, (a, b)), (b, (a, b)), (None, (a, b)), (b, (a, "x", b)), (b, (b,))]
+    rows = [row(i, gold) for i, (gold, _) in enumerate(cases)]
+    preds = {e.id: pred(0.4 if i == len(cases) - 1 else 0.8, kinds) for i, (e, (_, kinds)) in enumerate(zip(rows, cases, strict=True))}
+    k = kind_comments(rows, preds, 0.5)
+    assert (k.n, k.right, k.among, k.among2, k.single, k.single_right) == (10, 6, 8, 7, 6, 5)
+    assert (k.ambiguous, k.ambiguous_right) == (4, 1)
+    assert k.share() == 0.6 and k.share("cover_two") == 0.7 and k.share("single_kind") == 5 / 6
+    # The view decides which confidence and kinds count: the opening post's here differ.
+    opened_only = {e.id: Prediction(0.8, a, 0.3, (a,), b, (b,)) for e in rows[:2]}
+    assert kind_comments(rows[:2], opened_only, 0.5).n == 0
+    assert kind_comments(rows[:2], opened_only, 0.5, "confidence").right == 2
+
+
 def test_repositories_groups_and_sealed_share() -> None:
     assert canonical_repo("volcengine/verl") == "verl-project/verl"
     assert canonical_repo("inclusionAI/AReaL") == "areal-project/AReaL"

@@ -138,6 +138,38 @@ async def test_trl_gets_trl_settings(app_ctx: Any, fake_github: Any) -> None:
     assert "actor_rollout_ref" not in comment["body"]
 
 
+async def test_two_kinds_listed_names_the_second_without_its_methods(app_ctx: Any, fake_github: Any) -> None:
+    """The analysis lists a second kind: the posted comment links both kinds' pages, hedges
+    ("Possibly") at any confidence, suggests the leading kind's methods only, and the stored
+    action keeps the leading kind as `category`. An edit that leaves one kind drops the second."""
+    public = app_ctx.settings.public_url
+    two = {**FAILURE, "failure": {**FAILURE["failure"], "confidence": 0.97,
+                                  "categories": ["entropy_collapse", "kl_growth"]}}
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 81)
+    out = await act(app_ctx, VERL, 81, trigger="issues.opened", payload=payload, analysis=two)
+    assert out["failure_comment"] == "posted"
+    [comment] = app_comments(fake_github, VERL, 81)
+    head = comment["body"].splitlines()[1]
+    assert head.startswith(f"**Possibly [Entropy collapse]({public}/failures/entropy_collapse)**, or "
+                           f"[KL keeps growing]({public}/failures/kl_growth)")
+    assert "confidence 0.97 that this reports a failing run" in head
+    assert f"{public}/methods/clip-higher" in comment["body"]
+    for kl_only in ("kl-penalty", "k3-kl", "reference-reset"):  # methods for KL growth only
+        assert f"{public}/methods/{kl_only}" not in comment["body"]
+    [row] = await actions_of(app_ctx, 81, "failure_comment")
+    assert row.details["category"] == "entropy_collapse" and row.details["runner_up"] == "kl_growth"
+    # The edit reads one kind now: the comment is rewritten in place, sure again, one kind.
+    out = await act(app_ctx, VERL, 81, trigger="issues.edited", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "updated"
+    [after] = app_comments(fake_github, VERL, 81)
+    assert after["id"] == comment["id"]
+    assert after["body"].splitlines()[1].startswith("**Very likely [Entropy collapse]")
+    assert "/failures/kl_growth" not in after["body"]
+    [row] = await actions_of(app_ctx, 81, "failure_comment")
+    assert row.details["category"] == "entropy_collapse" and row.details["runner_up"] is None
+
+
 async def test_two_concurrent_runs_post_one_comment(app_ctx: Any, fake_github: Any) -> None:
     await install(app_ctx, fake_github)
     payload = await open_issue(app_ctx, fake_github, 2)
@@ -266,7 +298,7 @@ async def test_chinese_issue_gets_chinese_comment(app_ctx: Any, fake_github: Any
                                body="训练两百步之后熵降到接近零，奖励也不再上升，请问应该怎么调整？")
     await act(app_ctx, VERL, 11, trigger="issues.opened", payload=payload, analysis=FAILURE)
     [comment] = app_comments(fake_github, VERL, 11)
-    assert "置信度" in comment["body"] and "Methods that address" not in comment["body"]
+    assert "判定为训练失败报告的置信度 0.92" in comment["body"] and "Methods that address" not in comment["body"]
     assert "`actor_rollout_ref.actor.clip_ratio_high=0.28`" in comment["body"]
     assert "请问应该怎么调整" not in comment["body"]
     [row] = await actions_of(app_ctx, 11, "failure_comment")

@@ -3,6 +3,7 @@ eight lines outside <details>, and carries no text from the issue."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -13,6 +14,7 @@ from bot.speaking.render import (
     FAILURE_MARKER,
     code_span,
     compose_failure_comment,
+    confidence_words,
     md_text,
     methods_reply,
     rule_summary_reply,
@@ -77,9 +79,13 @@ def test_failure_comment_variants(kind: str, framework: str, lang: str) -> None:
     assert "<script>" not in body and "x" * 80 not in body and "falling" not in body
     assert "`entropy`" in body
     if lang == "zh":
-        assert "置信度" in body and CAT.failures[kind].title_zh in body
+        assert "失败报告的置信度 0.88" in body and CAT.failures[kind].title_zh in body
     else:
-        assert "confidence 0.88" in body
+        assert "confidence 0.88 that this reports a failing run" in body
+    # one kind listed: the word follows the confidence, and no other kind is named
+    assert c.details["runner_up"] is None
+    assert body.count(f"{PUBLIC}/failures/") == 1
+    assert headline(body).startswith("**可能是[" if lang == "zh" else "**Likely [")
 
 
 def test_no_issue_text_in_the_comment() -> None:
@@ -139,3 +145,129 @@ def test_rule_summary_with_each_frameworks_real_rules(shared_dir) -> None:
                                       lang=lang, public_url=PUBLIC)
             check_markdown(body)
             assert "<details>" in body and rules.strip().splitlines()[0] in body
+
+
+# ---------------------------------------------------------------- more than one kind listed
+def two_kind_analysis(categories: list, confidence: float = 0.95) -> dict:
+    return {"failure": {"is_failure_report": True, "category": categories[0], "categories": categories,
+                        "confidence": confidence, "evidence": ["entropy keeps falling"]}}
+
+
+def headline(body: str) -> str:
+    return visible_lines(body)[0]
+
+
+def why(body: str) -> str:
+    return body.split("<details>")[1].split("</details>")[0]
+
+
+def method_links(body: str) -> set[str]:
+    return set(re.findall(re.escape(PUBLIC) + r"/methods/([\w-]+)", body))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_runner_up_kind_named_without_its_methods(lang: str) -> None:
+    """entropy_collapse then kl_growth: both kinds linked in the headline; the methods are the
+    leading kind's (the same set as with one kind listed), and none is only the second's."""
+    both = compose_failure_comment(two_kind_analysis(["entropy_collapse", "kl_growth"]), "verl",
+                                   setup=None, lang=lang, public_url=PUBLIC)
+    alone = compose_failure_comment(two_kind_analysis(["entropy_collapse"]), "verl",
+                                    setup=None, lang=lang, public_url=PUBLIC)
+    assert both is not None and alone is not None
+    check_markdown(both.body)
+    head = headline(both.body)
+    links = [t.attrGet("href") for t in inline_tokens(head) if t.type == "link_open"]
+    assert links == [f"{PUBLIC}/failures/entropy_collapse", f"{PUBLIC}/failures/kl_growth"]
+    kl = CAT.failures["kl_growth"]
+    assert (kl.title_zh if lang == "zh" else kl.title) in head
+    # methods: exactly those of the single-kind comment, none that only addresses KL growth
+    assert both.suggested == alone.suggested and method_links(both.body) == method_links(alone.body)
+    only_kl = {m.id for m in CAT.methods_for_failure("kl_growth")} - {
+        m.id for m in CAT.methods_for_failure("entropy_collapse")}
+    assert only_kl and not only_kl & method_links(both.body)
+    # stored details: the leading kind stays the category
+    assert both.category == "entropy_collapse" and both.details["runner_up"] == "kl_growth"
+    # the certainty word is the lowest even at 0.95 (the single-kind comment says "very likely")
+    if lang == "zh":
+        assert head.startswith("**或许是[") and "很可能" not in head and "，也可能是[" in head
+        assert "针对前者的方法" in head
+        assert alone.body.count("**很可能是[") == 1
+    else:
+        assert head.startswith("**Possibly [") and "likely" not in head.lower()
+        assert "Methods that address the first in verl:" in head
+        assert "**Very likely [" in alone.body
+    assert "confidence 0.95" in head or "置信度 0.95" in head
+    # the details say in one line that the second kind was seen too; the single-kind ones do not
+    title = kl.title_zh if lang == "zh" else kl.title
+    assert sum(title in line for line in why(both.body).splitlines()) == 1
+    assert title not in alone.body
+    assert len(visible_lines(both.body)) == len(visible_lines(alone.body))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_every_kind_pair_renders(framework: str, lang: str) -> None:
+    for first in KINDS:
+        for second in CAT.failures:
+            if second == first:
+                continue
+            c = compose_failure_comment(two_kind_analysis([first, second], 0.5), framework,
+                                        setup=None, lang=lang, public_url=PUBLIC)
+            if c is None:
+                continue
+            check_markdown(c.body)
+            assert f"{PUBLIC}/failures/{second}" in headline(c.body)
+            assert set(c.suggested) <= {m.id for m in CAT.methods_for_failure(first)}
+
+
+def test_unknown_keys_in_categories_are_ignored() -> None:
+    one = compose_failure_comment(two_kind_analysis(["entropy_collapse"], 0.95), "verl",
+                                  setup=None, lang="en", public_url=PUBLIC)
+    for categories in (["entropy_collapse", "no_such_kind"], ["entropy_collapse", None, 3, "entropy_collapse"]):
+        c = compose_failure_comment(two_kind_analysis(categories, 0.95), "verl", setup=None,
+                                    lang="en", public_url=PUBLIC)
+        assert c is not None and c.body == one.body and c.details["runner_up"] is None
+        assert "no_such_kind" not in c.body and headline(c.body).startswith("**Very likely [")
+    # an unknown key before a known one: the known one is the runner-up
+    c = compose_failure_comment(two_kind_analysis(["entropy_collapse", "no_such_kind", "kl_growth"]),
+                                "verl", setup=None, lang="en", public_url=PUBLIC)
+    assert c is not None and c.details["runner_up"] == "kl_growth"
+    assert f"{PUBLIC}/failures/kl_growth" in headline(c.body) and "no_such_kind" not in c.body
+    # categories missing or not a list: the leading kind alone
+    for bad in (None, "kl_growth", {"kl_growth": 1}):
+        analysis = two_kind_analysis(["entropy_collapse"], 0.95)
+        analysis["failure"]["categories"] = bad
+        c = compose_failure_comment(analysis, "verl", setup=None, lang="en", public_url=PUBLIC)
+        assert c is not None and c.body == one.body
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_runner_up_title_is_escaped(lang: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A real title with a character md_text keeps ("/"): shown as the catalog writes it.
+    c = compose_failure_comment(two_kind_analysis(["entropy_collapse", "rollout_training_mismatch"]),
+                                "verl", setup=None, lang=lang, public_url=PUBLIC)
+    title = CAT.failures["rollout_training_mismatch"]
+    title = title.title_zh if lang == "zh" else title.title
+    assert c is not None and f"[{md_text(title)}]({PUBLIC}/failures/rollout_training_mismatch)" in c.body
+    # The catalog refuses markup in titles; a title that carried some would still be inert.
+    hostile = "KL *keeps* growing <b>x</b> [y](https://evil.example) @someone owner/repo#12"
+    kind = dataclasses.replace(CAT.failures["kl_growth"], title=hostile, title_zh=hostile)
+    monkeypatch.setitem(CAT.failures, "kl_growth", kind)
+    c = compose_failure_comment(two_kind_analysis(["entropy_collapse", "kl_growth"]), "verl",
+                                setup=None, lang=lang, public_url=PUBLIC)
+    assert c is not None
+    check_markdown(c.body)  # every link ours, no mention or cross-reference outside code
+    assert "<b>" not in c.body and "https://evil.example" not in [
+        t.attrGet("href") for t in inline_tokens(c.body) if t.type == "link_open"]
+    assert c.body.count(md_text(hostile)) == 2  # the headline link and the details line
+    codes = [t.content for t in inline_tokens(c.body) if t.type == "code_inline"]
+    assert "@someone" in codes and "owner/repo#12" in codes
+
+
+def test_confidence_words() -> None:
+    assert [confidence_words(x, "en") for x in (0.95, 0.8, 0.5)] == ["very likely", "likely", "possibly"]
+    assert [confidence_words(x, "zh") for x in (0.95, 0.8, 0.5)] == ["很可能", "可能", "或许"]
+    for kinds in (2, 3, 4):
+        assert confidence_words(0.99, "en", kinds=kinds) == "possibly"
+        assert confidence_words(0.99, "zh", kinds=kinds) == "或许"
+    assert confidence_words(0.99, "en", kinds=1) == "very likely"

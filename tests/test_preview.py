@@ -73,6 +73,25 @@ async def test_preview_page_and_command(ctx: Any, fake_github: Any) -> None:
     assert not fake_github.requests("POST")
 
 
+async def test_preview_names_the_second_kind(ctx: Any, fake_github: Any) -> None:
+    """Two kinds listed: the preview line shows the leading kind and the second, and says whose
+    confidence it is; the stored preview keeps the leading kind as its category."""
+    await install(ctx, fake_github)
+    two = {**FAILURE, "failure": {**FAILURE["failure"], "categories": ["entropy_collapse", "kl_growth"]}}
+    await store(ctx, 1, two, title="entropy and KL")
+    await store(ctx, 2, FAILURE, title="entropy only")
+    async with TestClient(TestServer(_preview_app(ctx))) as client:
+        html = await (await client.get(f"/repos/{VERL}/preview")).text()
+    assert "entropy_collapse (or kl_growth) · failure-report confidence 0.92" in html
+    assert "entropy_collapse · failure-report confidence 0.92" in html  # issue 2: one kind
+    await run_preview(ctx, VERL)
+    async with ctx.sessionmaker() as s:
+        rows = {r.number: r for r in await s.scalars(select(Action).where(Action.kind == "preview"))}
+    assert rows[1].details == {"category": "entropy_collapse", "runner_up": "kl_growth"}
+    assert rows[2].details == {"category": "entropy_collapse", "runner_up": None}
+    assert "/failures/kl_growth" in rows[1].body and "/failures/kl_growth" not in rows[2].body
+
+
 def test_preview_command_prints_and_stores(db_url: str, monkeypatch: Any, capsys: Any) -> None:
     import asyncio
 

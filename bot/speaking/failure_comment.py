@@ -96,8 +96,8 @@ async def failure_comment(
                           "declined here, or absent")
         return "skipped:nothing_to_suggest"
     details = {
-        "category": composed.category, "confidence": composed.details.get("confidence"),
-        "suggested": composed.suggested, "already_set": composed.already_set,
+        "category": composed.category, "runner_up": composed.details.get("runner_up"),
+        "confidence": composed.details.get("confidence"), "suggested": composed.suggested, "already_set": composed.already_set,
         "elsewhere": composed.elsewhere, "declined": composed.declined, "trigger": trigger,
     }
     delivery_id = (payload or {}).get("_delivery_id")
@@ -177,8 +177,8 @@ async def update_failure_comment(
     details = dict(action.details or {})
     details["edits"] = int(details.get("edits", 0)) + 1
     if composed:
-        details.update(category=composed.category, suggested=composed.suggested,
-                       already_set=composed.already_set)
+        details.update(category=composed.category, runner_up=composed.details.get("runner_up"),
+                       suggested=composed.suggested, already_set=composed.already_set)
     else:
         details["withdrawn"] = True
     if action.status == "posted" and action.comment_id and not effective_dry_run(ctx, config):

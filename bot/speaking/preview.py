@@ -99,6 +99,7 @@ async def compute_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict
             else:
                 comments.append({**base, "body": composed.body, "lang": composed.lang,
                                  "category": composed.category,
+                                 "runner_up": composed.details.get("runner_up"),
                                  "confidence": f"{float(failure.get('confidence') or 0):.2f}"})
                 continue
         skipped.append({**base, "reason": reason})
@@ -118,7 +119,8 @@ async def run_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict[str
         key = f"{preview['repo']}#{item['number']}:preview"
         if not await record_once(ctx, repo=preview["repo"], number=item["number"], kind="preview",
                                  status="dry_run", body=item["body"], dedupe_key=key,
-                                 language=item["lang"], details={"category": item["category"]}):
+                                 language=item["lang"],
+                                 details={"category": item["category"], "runner_up": item["runner_up"]}):
             async with ctx.sessionmaker() as session:
                 row = await session.scalar(select(Action).where(Action.dedupe_key == key))
                 if row is not None:

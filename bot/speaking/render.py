@@ -142,11 +142,8 @@ def confidence_words(confidence: float, lang: str, kinds: int = 1) -> str:
     failing run, not that the kind is right: with more than one kind listed the leading one is
     wrong about twice as often (gate10, grouped CV 23/36 right against 77/94 with one kind),
     so the word is then the lowest whatever the confidence."""
-    if kinds > 1:
-        confidence = 0.0
-    if lang == "zh":
-        return "很可能" if confidence >= 0.9 else ("可能" if confidence >= 0.75 else "或许")
-    return "very likely" if confidence >= 0.9 else ("likely" if confidence >= 0.75 else "possibly")
+    level = 0 if kinds > 1 else (2 if confidence >= 0.9 else (1 if confidence >= 0.75 else 0))
+    return (("或许", "可能", "很可能") if lang == "zh" else ("possibly", "likely", "very likely"))[level]
 
 
 def runner_up_kind(failure: dict[str, Any], catalog: Any) -> Any | None:

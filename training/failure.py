@@ -11,7 +11,8 @@ grouped-CV confidences (all folds):
   threads and on opening posts alone (when the app comments), so that the app's comments are
   right nine times in ten where it comments.
 Also measured (not chosen): how often those comments are right on the kind as well
-(`kind_comments`), naming the leading kind as the app does and two alternatives.
+(`kind_comments`): the leading kind alone, the first two kinds (the comment names the second),
+and the comments left if ambiguous kinds were skipped.
 """
 
 from __future__ import annotations
@@ -246,8 +247,9 @@ def score(rows: list[Example], preds: dict[str, Prediction], threshold: float, v
 # `categories` lists the kinds within half the leading one's probability (up to 4): one kind is
 # a clear call, more an ambiguous one. Three things the app could do with an ambiguous kind:
 # comment on the leading kind anyway ("any"), not comment ("single_kind"), or cover the first
-# two kinds in one comment. Measured, not acted on: skipping the ambiguous kinds gained in
-# grouped CV and lost on a held-out written set (docs/analyzers.md, gate10).
+# two kinds in one comment. Skipping the ambiguous kinds gained in grouped CV and lost on a
+# held-out written set (docs/analyzers.md, gate10): not done. The comment names the second
+# kind as a link without its methods (hedge11), so "cover_two" counts what it gets right.
 
 
 @dataclass

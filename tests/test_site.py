@@ -29,10 +29,11 @@ METHODS = {101: ["gspo"], 102: ["gspo"], 7: ["cispo"]}  # catalog methods each t
 
 
 def _analysis(*, failure: str | None = None, proposal: bool = False, state: str = "open_no_reply",
-              methods: list[str] | None = None, arxiv: list[str] | None = None) -> dict[str, Any]:
+              methods: list[str] | None = None, arxiv: list[str] | None = None,
+              also: tuple[str, ...] = ()) -> dict[str, Any]:
     return {
         "failure": {"is_failure_report": failure is not None, "category": failure,
-                    "categories": [failure] if failure else [], "confidence": 0.9 if failure else 0.1},
+                    "categories": [failure, *also] if failure else [], "confidence": 0.9 if failure else 0.1},
         "papers": [{"arxiv_id": a, "title": "", "method": None, "how": "arxiv_id", "score": 1.0}
                    for a in (arxiv or [])],
         "proposal": {"is_proposal": proposal, "confidence": 0.9 if proposal else 0.1},
@@ -55,7 +56,7 @@ THREADS: list[tuple[dict[str, Any], dict[str, Any]]] = [
      _analysis(failure="entropy_collapse")),
     ({"repo": "THUDM/slime", "number": 9, "kind": "issue", "title": "KL keeps growing",
       "state": "open"},
-     _analysis(failure="kl_growth")),
+     _analysis(failure="kl_growth", also=("not_a_kind", "entropy_explosion", "collapse_or_divergence"))),
 ]
 
 

@@ -52,7 +52,8 @@ async def test_failure_thread_shows_analysis_comment_and_skip_reason(ctx) -> Non
     finally:
         await client.close()
     assert "Entropy collapses after 200 steps" in html
-    assert 'href="/failures/entropy_collapse"' in html and "confidence 0.90" in html
+    assert 'href="/failures/entropy_collapse"' in html and "confidence 0.90 that this reports a failing run" in html
+    assert ", or <a" not in html  # one kind listed: no runner-up
     assert 'href="https://github.com/huggingface/trl/issues/8"' in html
     assert 'href="/frameworks/trl"' in html
     assert "Failure comment: would have posted (dry run)" in html
@@ -65,6 +66,19 @@ async def test_failure_thread_shows_analysis_comment_and_skip_reason(ctx) -> Non
     assert "onclick=alert(5)>" not in html and 'href="javascript:' not in html
     assert "Contribution-rule summary: stayed quiet" in html
     assert "Why: a training-failure report, not a method proposal" in html
+
+
+async def test_failure_thread_names_the_runner_up_kind(ctx) -> None:
+    """slime#9 lists KL growth first, then an unknown key and two known kinds: the page names
+    the first known runner-up only, as the failure comment does."""
+    client = await _client(ctx)
+    try:
+        html = await _page(client, "/threads/THUDM/slime/9")
+    finally:
+        await client.close()
+    assert ('<a href="/failures/kl_growth">KL keeps growing</a>, or '
+            '<a href="/failures/entropy_explosion">') in html
+    assert 'href="/failures/collapse_or_divergence"' not in html and "not_a_kind" not in html
 
 
 async def test_proposal_thread_state_papers_and_hostile_title(ctx) -> None:

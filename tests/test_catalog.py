@@ -148,3 +148,13 @@ def test_agrees_with_shared_catalog(shared_dir: Path) -> None:
                     assert x["option"] in names, (m["id"], fw, x["option"])
                     (opt,) = [o for o in mine.options[fw] if o.name == x["option"]]
                     assert opt.set_by == x["set_by"], (m["id"], fw)
+
+
+def test_runner_up_is_the_first_other_known_kind() -> None:
+    cat = load_catalog()
+    both = {"category": "kl_growth", "categories": ["kl_growth", "no_such_kind", 7, "entropy_collapse", "moe_instability"]}
+    runner_up = cat.runner_up(both)
+    assert runner_up is not None and runner_up.key == "entropy_collapse"
+    assert cat.runner_up({"category": "kl_growth", "categories": ["kl_growth"]}) is None
+    assert cat.runner_up({"category": "kl_growth", "categories": "kl_growth,entropy_collapse"}) is None
+    assert cat.runner_up({"category": None, "categories": []}) is None

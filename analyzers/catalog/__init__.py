@@ -142,6 +142,18 @@ class Catalog:
     def methods_for_failure(self, key: str) -> list[Method]:
         return [m for m in self.methods.values() if key in m.failures]
 
+    def runner_up(self, failure: Mapping[str, Any]) -> FailureKind | None:
+        """The second kind an analysis's `failure` lists (`categories`, the leading kind
+        first): the first one this catalog knows that is not `category`, or None."""
+        categories = failure.get("categories")
+        if not isinstance(categories, list):
+            return None
+        leading = failure.get("category")
+        for key in categories:
+            if isinstance(key, str) and key != leading and key in self.failures:
+                return self.failures[key]
+        return None
+
     def method_for_arxiv(self, arxiv_id: str) -> list[Method]:
         return [m for m in self.methods.values() if arxiv_id in m.arxiv_ids]
 

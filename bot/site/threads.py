@@ -104,8 +104,7 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
             "confidence": failure.get("confidence"),
             # The runner-up kind the analysis lists, named as the failure comment names it: the
             # leading kind is wrong about twice as often when there is one (docs/analyzers.md, hedge11).
-            "others": [{"key": k, "title": cat.failures[k].title}
-                       for k in (failure.get("categories") or []) if k != category and k in cat.failures][:1],
+            "runner_up": cat.runner_up(failure),
             "cues": list(dict.fromkeys(str(e) for e in failure.get("evidence") or []))[:12],
         },
         "papers": papers,

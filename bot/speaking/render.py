@@ -146,19 +146,6 @@ def confidence_words(confidence: float, lang: str, kinds: int = 1) -> str:
     return (("或许", "可能", "很可能") if lang == "zh" else ("possibly", "likely", "very likely"))[level]
 
 
-def runner_up_kind(failure: dict[str, Any], catalog: Any) -> Any | None:
-    """The second kind the analysis lists (`failure.categories`, the leading kind first), as a
-    catalog FailureKind, or None: keys the catalog does not know are skipped."""
-    leading = failure.get("category")
-    categories = failure.get("categories")
-    if not isinstance(categories, list):
-        return None
-    for key in categories:
-        if isinstance(key, str) and key != leading and key in catalog.failures:
-            return catalog.failures[key]
-    return None
-
-
 @dataclass
 class Suggestion:
     method_id: str
@@ -294,7 +281,7 @@ def compose_failure_comment(
     confidence = float(failure.get("confidence") or 0.0)
     # A second listed kind is named (a link to its page, no methods): the leading kind is
     # wrong about twice as often when the analysis lists more than one (docs/analyzers.md, hedge11).
-    second = runner_up_kind(failure, cat)
+    second = cat.runner_up(failure)
     context = {
         "marker": FAILURE_MARKER,
         "kind_title": md_text(kind.title_zh if lang == "zh" else kind.title),

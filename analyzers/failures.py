@@ -173,9 +173,6 @@ class _LemmaIds:
     loss: int
     negative: int
     policy_loss: frozenset[int]  # "pg", "policy", "actor", "surrogate": a loss of either sign
-    # symptom_frames of failure_patterns.yaml: frame -> (lemma ids, read just before the move
-    # (True) or anywhere in the symptom's sentence (False))
-    frames: tuple[tuple[str, frozenset[int], bool], ...] = ()
 
 
 @dataclass
@@ -290,9 +287,7 @@ def _rules() -> _Rules:
         labels={strings.add(label): (cat, tag) for label in table for cat, _, tag in [label.partition("|")]},
         first_lemmas=frozenset(d[0].lemma for label_docs in docs.values() for d in label_docs),
         lemma_ids=_LemmaIds(ids(_PREVENTION), ids(_NEGATIONS), ids(_SETTING_WORDS), strings.add("long"), ids(_START_FROM), ids(_BELOW),
-                             strings.add("loss"), strings.add("negative"), ids(_POLICY_LOSS),
-                             tuple((name, ids(frozenset(_lemma_phrase(w) for w in spec["words"])), bool(spec.get("before_move")))
-                                   for name, spec in data.get("symptom_frames", {}).items())),
+                             strings.add("loss"), strings.add("negative"), ids(_POLICY_LOSS)),
         negatives=negatives,
         observation_zh=[p.lower() for p in obs.get("zh", [])],
         log_min_points=int(logs.get("min_points", 3)),
@@ -311,9 +306,6 @@ class _Evidence:
     phrases: list[str] = field(default_factory=list)
     context: set[str] = field(default_factory=set)
     observed: int = 0  # distinct narrative cues ("I noticed", "during training")
-    # Symptoms of training metrics misbehaving, by how their sentence frames them (see
-    # symptom_frames in failure_patterns.yaml): "plain" ones are told as what happened.
-    frames: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
     def add(self, category: str, cue: str, text: str, weight: float = 1.0) -> None:
         self.counts[f"{category}|{cue}"] += weight
@@ -499,37 +491,11 @@ def _symptoms(
             move = "not_" + move  # "does not increase", "no longer grows", "does not drop"
         name = f"{_output_length(best[1], span_text(ms, me))}|{move}"
         ev.symptom(where, name, move)
-        if ids.frames and name not in _HEALTHY and name.partition("|")[0] not in _NOT_TRAINING_METRICS:
-            _frame(lemmas, starts, sent, ms, ids, ev)
         if name not in seen:
             seen.add(name)
             lo, hi = min(ms, best[2]), max(me, best[3])
             ev.note(span_text(lo, hi))
     return starts
-
-
-FRAME_BEFORE_MOVE = 3  # tokens read before a move for a `before_move` frame ("can become nan")
-
-
-def _frame(lemmas: list[int], starts: list[int], sent: int, ms: int, ids: _LemmaIds, ev: _Evidence) -> None:
-    """How the sentence of a symptom (its move at token `ms`, in sentence `sent` of `starts`)
-    frames it: as a possibility ("the ratio can overflow"), as someone else's result ("in
-    your paper the KL explodes"), as values met outside training steps ("after loading the
-    checkpoint the scores are zero"); "plain" when none. Bounded: one sentence's lemmas."""
-    lo = starts[sent - 1] if sent > 0 else 0
-    hi = starts[sent] if sent < len(starts) else len(lemmas)
-    sentence = frozenset(lemmas[lo : min(hi, lo + MAX_FRAME_TOKENS)])
-    before = frozenset(lemmas[max(lo, ms - FRAME_BEFORE_MOVE) : ms])
-    framed = False
-    for name, words, before_move in ids.frames:
-        if not words.isdisjoint(before if before_move else sentence):
-            ev.frames[name] += 1
-            framed = True
-    if not framed:
-        ev.frames["plain"] += 1
-
-
-MAX_FRAME_TOKENS = 200
 
 
 # Outputs that get shorter, longer or shrink ("the answers get shorter every epoch", 回答越来越短) are
@@ -927,18 +893,6 @@ _REPEATED_CHAR = re.compile(r"([^\s\-=_*#~`.|+/\\<>()\[\]{}:0-9a-zA-Z])\1{7}")
 
 
 _POSITIVE_CUES = frozenset({"phrase", "pair", "zh_phrase", "zh_pair"})
-
-
-def _frames(ev: _Evidence, feats: learned.Features) -> None:
-    """The symptoms' frames as situation features ("about:symptom_<frame>"), and whether
-    every symptom of the post is framed (none told as what happened to a run): a question
-    about a paper's curve, a possible overflow, values read after loading a checkpoint use
-    a report's words without reporting a run (GUIDELINES' borderline calls)."""
-    framed = {k: n for k, n in ev.frames.items() if k != "plain" and n}
-    for name, n in framed.items():
-        feats.add(f"about:symptom_{name}", min(n, 3))
-    if framed and not ev.frames.get("plain"):
-        feats.add("about:symptoms_all_framed")
 
 
 def _summarise(ev: _Evidence, feats: learned.Features) -> None:
@@ -1351,7 +1305,6 @@ def _post_features(title: str | None, body: str | None, kind: str | None = None,
         feats.add("run_and_category_cue")
     if "moe" in ev.context:
         feats.add("context:moe")
-    _frames(ev, feats)
     head = raw_prose[:MAX_SPEAKER_TEXT]
     # Lower-cased once for the four caseless patterns that read it (_PREFERENCE, _speaker's;
     # a follow-up wants neither family).

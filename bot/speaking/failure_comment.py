@@ -97,8 +97,9 @@ async def failure_comment(
         return "skipped:nothing_to_suggest"
     details = {
         "category": composed.category, "runner_up": composed.details.get("runner_up"),
-        "confidence": composed.details.get("confidence"), "suggested": composed.suggested, "already_set": composed.already_set,
-        "elsewhere": composed.elsewhere, "declined": composed.declined, "trigger": trigger,
+        "confidence": composed.details.get("confidence"), "suggested": composed.suggested,
+        "already_set": composed.already_set, "elsewhere": composed.elsewhere,
+        "declined": composed.declined, "trigger": trigger,
     }
     delivery_id = (payload or {}).get("_delivery_id")
     outcome, action_id = await claim_within_budget(

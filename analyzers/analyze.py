@@ -1,9 +1,7 @@
 """The whole analysis of one thread record (contract `analysis` shape).
 
 Pure and total: any dict goes in (missing optional keys, None bodies, wrong types, 64 KiB
-hostile text), one analysis comes out. `ANALYZER_VERSION` is stored beside every finding so
-findings computed by older rules can be found and recomputed; bump it whenever a rule, a
-pattern file or the catalog changes what comes out.
+hostile text), one analysis comes out, tagged with `analyzers.version.ANALYZER_VERSION`.
 """
 
 from __future__ import annotations
@@ -14,8 +12,7 @@ from analyzers.failures import classify_failure
 from analyzers.papers import PaperIndex, link_papers
 from analyzers.proposals import classify_proposal
 from analyzers.review import review_thread
-
-ANALYZER_VERSION = "2026.12.03-44"
+from analyzers.version import ANALYZER_VERSION
 
 _KINDS = frozenset({"issue", "pull_request", "discussion"})
 

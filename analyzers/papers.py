@@ -1054,8 +1054,8 @@ def index_tag() -> str:
     the catalog's files (the index holds the catalog's papers and names)."""
     import hashlib
 
-    from analyzers.analyze import ANALYZER_VERSION
     from analyzers.catalog import CATALOG_DIR
+    from analyzers.version import ANALYZER_VERSION
 
     digest = hashlib.sha256()
     for path in sorted(CATALOG_DIR.glob("*.yaml")):

@@ -68,7 +68,8 @@ def load(path: Path) -> list[dict[str, Any]]:
 
 
 def evaluate(rows: list[dict[str, Any]], pool: Any, quiet: bool = False) -> dict[str, float]:
-    from analyzers.analyze import ANALYZER_VERSION, analyze_thread
+    from analyzers.analyze import analyze_thread
+    from analyzers.version import ANALYZER_VERSION
 
     start = time.perf_counter()
     results = [analyze_thread(r, pool) for r in rows]

@@ -36,8 +36,9 @@ def load_set(name: str) -> list[Any]:
 
 
 def score_set(name: str, quiet: bool = False) -> dict[str, float]:
-    from analyzers.analyze import ANALYZER_VERSION, analyze_thread
+    from analyzers.analyze import analyze_thread
     from analyzers.failures import failure_models, threshold
+    from analyzers.version import ANALYZER_VERSION
     from training.failure import labelled, predict, score
     from training.fit import prf
 

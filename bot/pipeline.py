@@ -20,7 +20,7 @@ from bot.store.threads import get_threads, load_comments, thread_record
 
 def _analysis_values(result: dict[str, Any]) -> dict[str, Any]:
     """The Analysis row's columns for an analysis result."""
-    from analyzers.analyze import ANALYZER_VERSION
+    from analyzers.version import ANALYZER_VERSION
 
     failure = result.get("failure") or {}
     proposal = result.get("proposal") or {}

@@ -71,7 +71,7 @@ async def step_sync(ctx: Any) -> Any:
 async def step_reanalyse(ctx: Any) -> Any:
     """Threads never analysed or analysed by an older analyzer version. Findings only: acting
     on old threads is not the nightly job's business (the quiet rules would refuse anyway)."""
-    from analyzers.analyze import ANALYZER_VERSION
+    from analyzers.version import ANALYZER_VERSION
     from bot.pipeline import analyse_and_store
     from bot.store.models import Analysis, Thread
 

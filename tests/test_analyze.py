@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.analyze import ANALYZER_VERSION, analyze_thread
+from analyzers.analyze import analyze_thread
 from analyzers.failures import CATEGORIES
+from analyzers.version import ANALYZER_VERSION
 from tests.work import assert_linear_work
 
 STATES = {"merged", "open_no_reply", "open_replied", "declined", "redirected", "lapsed",

@@ -168,8 +168,8 @@ def write_models(
     """Save each fitted model beside the analyzers with what makes it reproducible and judged:
     the training data's hash, the analyzer version, seed and hyper-parameters, the figures.
     A model's own `use` switch and `kind_priors` (set by its trainer) are kept."""
-    from analyzers.analyze import ANALYZER_VERSION
     from analyzers.learned import MODELS_DIR
+    from analyzers.version import ANALYZER_VERSION
 
     paths = []
     for model, hyper in models:

@@ -1268,6 +1268,12 @@ def link_papers(thread: dict[str, Any], pool: PaperIndex | None = None) -> list[
             old["method"] = entry["method"]
         order[key] = min(order[key], where)
 
+    def add_method(pi: int, method: str | None, score: float, where: tuple[int, int]) -> None:
+        """A paper named by one of its method names (an alias or a value in code)."""
+        paper = index.papers[pi]
+        entry = {"arxiv_id": paper.arxiv_id, "title": paper.title, "method": method or paper.method}
+        add(paper.key, {**entry, "how": "method_name", "score": score}, where)
+
     # Evidence already added: a later identical hit (same id, same name, same code value)
     # changes nothing, because its entry is the same and the earliest place wins; skipping
     # it keeps 64 KiB of one repeated name or id cheap. Places are offsets in the prose or
@@ -1324,18 +1330,7 @@ def link_papers(thread: dict[str, Any], pool: PaperIndex | None = None) -> list[
             if (pi, method) in done:
                 continue
             done.add((pi, method))
-            paper = index.papers[pi]
-            add(
-                paper.key,
-                {
-                    "arxiv_id": paper.arxiv_id,
-                    "title": paper.title,
-                    "method": method or paper.method,
-                    "how": "method_name",
-                    "score": _SCORE_METHOD_ACRONYM,
-                },
-                (ti, start),
-            )
+            add_method(pi, method, _SCORE_METHOD_ACRONYM, (ti, start))
         for k, (al, start) in enumerate(hits):
             place = (ti, k >= n_prose_hits)
             first = alias_done.get(id(al))
@@ -1350,18 +1345,7 @@ def link_papers(thread: dict[str, Any], pool: PaperIndex | None = None) -> list[
                     continue
             alias_done[id(al)] = place
             pi, method = owners[0]
-            paper = index.papers[pi]
-            add(
-                paper.key,
-                {
-                    "arxiv_id": paper.arxiv_id,
-                    "title": paper.title,
-                    "method": method or paper.method,
-                    "how": "method_name",
-                    "score": al.score,
-                },
-                (ti, start),
-            )
+            add_method(pi, method, al.score, (ti, start))
     keys = sorted(found, key=lambda k: (_HOW_RANK[found[k]["how"]], order[k]))
     return [found[k] for k in keys]
 

@@ -738,11 +738,7 @@ class _Found:
     weak_seen: set[str] = field(default_factory=set)  # every weak hit, kept as a feature
     paired: set[str] = field(default_factory=set)  # kinds with a request+topic word pair
     requested: set[str] = field(default_factory=set)  # kinds named in a request sentence
-    topical: set[str] = field(default_factory=set)  # kinds whose topic words a sentence names
     code_requests: int = 0  # request sentences that name a code identifier
-    # The sentences that hit some kind (strong, weak, pair or request reading): per sentence
-    # its text, the kinds it hits and whether it asks for something (concern12's context).
-    hit_units: list[tuple[str, frozenset[str], bool]] = field(default_factory=list)
 
     def settle(self) -> _Found:
         """Weak concerns count in a comment that also refuses, closes or points elsewhere (or
@@ -883,15 +879,9 @@ def _scan(prose: str, rules: _Rules) -> _Found:
         first_two = raw_lemmas[bounds[u] : min(bounds[u] + 2, bounds[u + 1])]
         if not asks_of_unit[u] and any(h in imperatives for h in first_two):
             asks_of_unit[u] = True
-    hits_of_unit: dict[int, set[str]] = {}
     for u, (words, asks) in enumerate(zip(words_of_unit, asks_of_unit, strict=True)):
-        if TOPIC and words:
-            found.topical.update(k for k, topic in rules.topics.items() if words & topic)
         if asks and words:
-            kinds = [k for k, topic in rules.topics.items() if words & topic]
-            found.requested.update(kinds)
-            if kinds:
-                hits_of_unit.setdefault(u, set()).update(kinds)
+            found.requested.update(k for k, topic in rules.topics.items() if words & topic)
         if asks and _IDENTIFIER.search(unit_text(u)):
             found.code_requests += 1
         if len(words) < 2:
@@ -899,7 +889,6 @@ def _scan(prose: str, rules: _Rules) -> _Found:
         for kind, pairs in rules.en_pairs.items():
             if any(words & first and words & second for first, second in pairs):
                 found.paired.add(kind)
-                hits_of_unit.setdefault(u, set()).add(kind)
     strings = doc.vocab.strings
     low_text = text.lower()
     # Every substring of every label tried in C; the labels of those found, in table order.
@@ -977,10 +966,7 @@ def _scan(prose: str, rules: _Rules) -> _Found:
         if labels:
             if "decline_strong" in labels and _QUESTION.match(unit_text(u)):
                 labels.discard("decline_strong")  # a refusal asked about, not stated
-            kinds = _apply_sentence(labels, low if vetoes else "", rules, found)
-            if kinds:
-                hits_of_unit.setdefault(u, set()).update(kinds)
-    found.hit_units = [(unit_text(u), frozenset(hits_of_unit[u]), asks_of_unit[u]) for u in sorted(hits_of_unit)]
+            _apply_sentence(labels, low if vetoes else "", rules, found)
     return found.settle()
 
 
@@ -994,9 +980,7 @@ _QUESTION = re.compile(
 )
 
 
-def _apply_sentence(labels: set[str], low: str, rules: _Rules, found: _Found) -> set[str]:
-    """Files the sentence's kept labels in `found`; returns the concern kinds it states
-    (strong or weak)."""
+def _apply_sentence(labels: set[str], low: str, rules: _Rules, found: _Found) -> None:
     kept = set()
     for label in labels:
         if label.startswith("veto:"):
@@ -1009,11 +993,9 @@ def _apply_sentence(labels: set[str], low: str, rules: _Rules, found: _Found) ->
         concerns.add("placement")  # a named destination is a placement concern
     if len(concerns) > 1:
         concerns.discard("other")  # "other" is the fallback for sentences nothing else explains
-    weak = {x[3:] for x in kept if x.startswith("wc:")}
     found.concerns |= concerns
-    found.weak |= weak
+    found.weak |= {x[3:] for x in kept if x.startswith("wc:")}
     found.signals |= {x for x in kept if not x.startswith(("c:", "wc:"))}
-    return concerns | weak
 
 
 # --- the decision ------------------------------------------------------------------------------
@@ -1059,8 +1041,6 @@ class ReviewEvidence:
     concern_features: dict[str, float]
     state_features: dict[str, float]
     others_text: str  # prose of humans other than the proposer, capped
-    # per concern kind: the sentences of other people that hit it, joined and capped
-    hit_texts: dict[str, str] = field(default_factory=dict)
 
 
 def review_evidence(thread: Mapping[str, Any]) -> ReviewEvidence:
@@ -1096,8 +1076,7 @@ def review_evidence(thread: Mapping[str, Any]) -> ReviewEvidence:
     exact = state in ("merged", "open_no_reply", "open_replied") or bool(
         reasons and reasons[0] in _EXACT_REASONS
     )
-    hit_texts: dict[str, str] = {}
-    concern_features = _concern_features(thread, segs, others, by_file, scan, hit_texts)
+    concern_features = _concern_features(thread, segs, others, by_file, scan)
     state_features = (
         {} if exact else _state_features(thread, segs, others, concerns, scan, state, reasons)
     )
@@ -1110,7 +1089,6 @@ def review_evidence(thread: Mapping[str, Any]) -> ReviewEvidence:
         concern_features=concern_features,
         state_features=state_features,
         others_text=_joined((s.prose for s in others), _TEXT_CHARS),
-        hit_texts=hit_texts,
     )
 
 
@@ -1126,13 +1104,6 @@ def _joined(texts: Iterable[str], cap: int) -> str:
     return "\n".join(out)
 
 
-_HIT_UNIT_CHARS = 300
-_HIT_TEXT_CHARS = 1_000
-CONTEXT_MARKS = ("ask", "q", "onfile", "answered", "alone")
-import os as _os  # EXPERIMENT
-_USED_MARKS = frozenset(_os.environ.get("C12_MARKS", ",".join(CONTEXT_MARKS)).split(","))
-
-
 def _capped(n: int, cap: int = 3) -> float:
     return min(n, cap) / cap
 
@@ -1143,7 +1114,6 @@ def _concern_features(
     others: Sequence[_Segment],
     by_file: Sequence[set[str]],
     scan: Any,
-    hit_texts: dict[str, str] | None = None,
 ) -> dict[str, float]:
     """Per concern kind: whether other people's comments state it in strong words, in weak
     words, in a request+topic pair, or by a remark on a changed file, and whether they state
@@ -1156,7 +1126,6 @@ def _concern_features(
     weak: set[str] = set()
     paired: set[str] = set()
     requested: set[str] = set()
-    topical: set[str] = set()
     code_requests = 0
     on_file: Counter[str] = Counter()
     signals: set[str] = set()
@@ -1167,7 +1136,6 @@ def _concern_features(
         weak |= found.weak_seen - found.concerns
         paired |= found.paired
         requested |= found.requested
-        topical |= found.topical
         code_requests += found.code_requests
         if file_kinds:
             on_file.update(file_kinds)
@@ -1188,35 +1156,6 @@ def _concern_features(
                 # A short remark on a changed line that asks for something ("remove these
                 # lines", "can we use X?"): too short for the phrase lists, not for the model.
                 code_asks += seg.suggestion or _asks(seg.prose) or _IMPERATIVE.match(seg.prose) is not None
-    # The sentences that hit a kind, read in their place (concern12): whether one asks, is a
-    # question, sits in a remark on a changed file, is answered by the proposer later, hits
-    # this kind alone; and their words (shared across kinds, never crossed with the kind).
-    last_author = max((s.index for s in segs if s.is_author and not s.is_bot), default=-1)
-    ctx: dict[str, set[str]] = {}
-    texts: dict[str, list[str]] = {}
-    for seg in others:
-        for unit, kinds, unit_asks in scan(seg).hit_units:
-            marks = set()
-            if unit_asks:
-                marks.add("ask")
-            if "?" in unit or "\uff1f" in unit:
-                marks.add("q")
-            if seg.path is not None:
-                marks.add("onfile")
-            if last_author > seg.index:
-                marks.add("answered")
-            if len(kinds) == 1:
-                marks.add("alone")
-            for kind in kinds:
-                ctx.setdefault(kind, set()).update(marks)
-                texts.setdefault(kind, []).append(unit[:_HIT_UNIT_CHARS])
-    if hit_texts is not None:
-        for kind, units in texts.items():
-            hit_texts[kind] = _joined(units, _HIT_TEXT_CHARS)
-    for kind, marks in ctx.items():
-        for mark in CONTEXT_MARKS:
-            if mark in marks and mark in _USED_MARKS:
-                f[f"ctx_{mark}:{kind}"] = 1.0
     # Present or not: one clear sentence is the usual way a concern is raised. (`get`: most
     # kinds are absent, and a Counter answers a missing key with a Python call.)
     for kind in CONCERNS:
@@ -1227,8 +1166,6 @@ def _concern_features(
         f["weak:" + kind] = float(kind in weak)
         f["pair:" + kind] = float(kind in paired)
         f["req:" + kind] = float(kind in requested)
-        if TOPIC:
-            f["topic:" + kind] = float(kind in topical)
         f["file:" + kind] = _capped(on_file.get(kind, 0))
     for name in ("decline_strong", "decline_weak", "redirect", "closing", "openness", "obsolete"):
         f["signal:" + name] = float(name in signals)
@@ -1313,11 +1250,7 @@ def review_models() -> ReviewModels:
 # Feature families that belong to one concern kind ("strong:evidence"): in the row of that
 # kind they appear both shared across kinds ("strong") and for the kind ("evidence|strong"),
 # so rare kinds borrow how much a strong-word hit is worth from the frequent ones.
-OWN_FAMILIES = ("strong", "weak", "pair", "req", "file", "strong_elsewhere") + (("topic",) if _os.environ.get("C12_TOPIC_SHARED", "0") != "1" else ())
-# Families of one kind's row weighed alike for every kind (shared only, never per kind):
-# where and how the kind's hits were said (concern12).
-SHARED_FAMILIES = tuple("ctx_" + m for m in CONTEXT_MARKS) + (("topic",) if _os.environ.get("C12_TOPIC_SHARED", "0") == "1" else ())
-HIT_NS = "h"  # hashed n-grams of the sentences that hit the row's kind, shared across kinds
+OWN_FAMILIES = ("strong", "weak", "pair", "req", "file", "strong_elsewhere")
 
 
 def text_vector(text: str) -> dict[str, float]:
@@ -1330,8 +1263,6 @@ def _concern_keys(kind: str, name: str) -> tuple[str, ...]:
     """The keys feature `name` becomes in the row of concern `kind`: a kind's own family
     ("strong:evidence") shared and per kind in its own row only; anything else per kind."""
     family, _, of = name.partition(":")
-    if family in SHARED_FAMILIES:
-        return (family,) if of == kind else ()
     if family in OWN_FAMILIES:
         return (family, f"{kind}|{family}") if of == kind else ()
     return (f"{kind}|{name}",)
@@ -1347,22 +1278,7 @@ def concern_vector(ev: ReviewEvidence, kind: str, text: Mapping[str, float]) -> 
                 x[key] = value
     for name, value in text.items():
         x[f"{kind}|{name}"] = value
-    if HIT_TEXT and ev.hit_texts.get(kind):
-        x.update(hit_vector(ev.hit_texts[kind]))
     return x
-
-
-TOPIC = _os.environ.get("C12_TOPIC", "1") == "1"
-HIT_TEXT = _os.environ.get("C12_HIT", "1") == "1"
-
-
-def hit_vector(text: str) -> dict[str, float]:
-    feats = learned.Features()
-    feats.add_text(HIT_NS, text)
-    return {k: v * _HIT_SCALE for k, v in feats.vector().items()}
-
-
-_HIT_SCALE = float(_os.environ.get("C12_SCALE", "1"))
 
 
 def state_vector(ev: ReviewEvidence) -> dict[str, float]:
@@ -1394,8 +1310,6 @@ def concern_probabilities(ev: ReviewEvidence, model: learned.LinearModel) -> dic
     bias = model.bias.get("1", 0.0)
     named_weights = _named_weights(model)
     features = [(name, value) for name, value in ev.concern_features.items() if value]
-    weights1 = model.weights.get("1", {})
-    hit_weighted = _has_hit_weights(model)
     for kind in CONCERNS:
         # The terms of concern_vector(ev, kind, {}) that have a weight, in its order (a term
         # without weight adds exactly 0.0, which changes no sum).
@@ -1408,8 +1322,6 @@ def concern_probabilities(ev: ReviewEvidence, model: learned.LinearModel) -> dic
             named += [value * w for w in ws]
         z = bias + sum(named)
         z += text_sums[kind]
-        if hit_weighted and ev.hit_texts.get(kind):
-            z += sum(weights1.get(k, 0.0) * v for k, v in hit_vector(ev.hit_texts[kind]).items())
         out[kind] = learned.sigmoid(z)
     return out
 
@@ -1433,10 +1345,6 @@ def _named_weights(model: learned.LinearModel) -> dict[str, dict[str, tuple[floa
         _NAMED_WEIGHTS.clear()
     _NAMED_WEIGHTS[id(model)] = (model, table)
     return table
-
-
-def _has_hit_weights(model: learned.LinearModel) -> bool:
-    return any(k.startswith(HIT_NS + "#") for k in model.weights.get("1", {}))
 
 
 def _named_feature_weights(model: learned.LinearModel, kind: str, name: str) -> tuple[float, ...]:

@@ -39,7 +39,7 @@ def score_set(name: str, quiet: bool = False) -> dict[str, float]:
     from analyzers.analyze import analyze_thread
     from analyzers.failures import failure_models, threshold
     from analyzers.version import ANALYZER_VERSION
-    from training.failure import labelled, predict, score
+    from training.failure import kind_comments, labelled, predict, score
     from training.fit import prf
 
     examples = load_set(name)
@@ -60,6 +60,11 @@ def score_set(name: str, quiet: bool = False) -> dict[str, float]:
     print(f"  at the comment threshold ({comment:.3f})  F1 {at_comment.f1:.3f}  {at_comment.note()}")
     print(f"  opening posts alone, comment threshold  F1 {opened.f1:.3f}  {opened.note()}")
     print(f"  kind accuracy on detected reports      {at_decision.kind_accuracy:.3f} ({at_decision.kind_ok}/{at_decision.tp})")
+    # What the failure comment would get right: opening posts at the comment threshold whose gold
+    # kind is the one named first (and among the two a comment names when the analysis is split).
+    kc = kind_comments(rows, preds, comment)
+    out["comment_right_on_kind"] = kc.share()
+    print(f"  comments right on the kind             {kc.share():.3f} ({kc.right}/{kc.n}; the first two kinds {kc.among2}/{kc.n})")
     # Read from the same single scoring: how precision and recall would move with a stricter
     # comment threshold (e.g. the nested grouped-CV one). Not for choosing it on this set.
     grid = "  ".join(

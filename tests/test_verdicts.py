@@ -221,6 +221,7 @@ async def test_not_a_failure_minimises_and_mutes(app_ctx: Any, fake_github: Any)
     await commands_router.dispatch(comment_event("/rltracker kind none", number=7), app_ctx)
     assert [(v.is_failure_report, v.category) for v in await verdicts(app_ctx)] == [(False, None)]
     assert len(app_comments(fake_github, VERL, 7)) == 1
+    assert not fake_github.requests("PATCH")  # the kind in between did not lift the mute
 
 
 async def test_edits_and_the_nightly_reanalysis_keep_the_persons_kind(app_ctx: Any, fake_github: Any) -> None:

@@ -314,3 +314,23 @@ async def test_export_writes_labelled_threads(ctx: Any, fake_github: Any, tmp_pa
     assert result.returncode == 0, result.stderr
     assert "2 verdicts exported" in result.stderr
     assert [json.loads(line) for line in out.read_text().splitlines()] == rows
+
+
+async def test_a_verdict_on_a_thread_not_stored_yet_stores_it(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """A delivery's handlers run in no fixed order: the command may come before the handler
+    that stores the comment's thread. The verdict is not lost: the thread is stored first."""
+    from gidgethub import sansio
+
+    repo = "Codertocat/Hello-World"
+    await install(app_ctx, fake_github, repo=repo, framework="verl")
+    data = json.loads((shared_dir / "fixtures" / "webhooks" / "issue_comment" / "created.json").read_text())
+    data["comment"]["body"] = "/rltracker not-a-failure"
+    data["installation"] = {"id": 4711}
+    event = sansio.Event(data, event="issue_comment", delivery_id="first-sight")
+    await commands_router.dispatch(event, app_ctx)  # the commands router alone
+    [v] = await verdicts(app_ctx)
+    assert (v.is_failure_report, v.login, v.role) == (False, "Codertocat", "author")
+    async with app_ctx.sessionmaker() as s:
+        thread = await s.scalar(select(Thread).where(Thread.id == v.thread_id))
+        assert (thread.repo, thread.number, thread.muted) == (repo, data["issue"]["number"], True)

@@ -296,6 +296,15 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
 
     async with ctx.sessionmaker() as session:
         thread = await get_thread(session, repo, number)
+    if thread is None and verdict is not None:
+        # The delivery's handlers run in no fixed order (gidgethub fetches them as a set):
+        # the one storing this comment's thread may not have run yet. A verdict needs the
+        # thread (and is worth its analysis then): store it now, as that handler does.
+        from bot.webhooks.events import handle
+
+        await handle(event.event, data, ctx)
+        async with ctx.sessionmaker() as session:
+            thread = await get_thread(session, repo, number)
     role = "author" if login == author else "maintainer"
     details: dict[str, Any] = {"command": word, "by": role}
     if verdict is not None:

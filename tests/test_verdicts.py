@@ -334,3 +334,18 @@ async def test_a_verdict_on_a_thread_not_stored_yet_stores_it(
     async with app_ctx.sessionmaker() as s:
         thread = await s.scalar(select(Thread).where(Thread.id == v.thread_id))
         assert (thread.repo, thread.number, thread.muted) == (repo, data["issue"]["number"], True)
+
+
+async def test_a_kind_without_a_comment_is_stored_and_a_recheck_uses_it(app_ctx: Any, fake_github: Any) -> None:
+    """No failure comment on the thread (the analyzer saw no report): `kind` only stores the
+    verdict; a later `/rltracker recheck` decides with the person's kind and posts it as theirs."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 12, title="Reward flat", body="The KL climbs to 50 by step 400.")
+    await commands_router.dispatch(comment_event("/rltracker kind kl_growth", number=12), app_ctx)
+    assert app_comments(fake_github, VERL, 12) == []
+    assert [v.category for v in await verdicts(app_ctx)] == ["kl_growth"]
+    await commands_router.dispatch(comment_event("/rltracker recheck", number=12), app_ctx)
+    [comment] = app_comments(fake_github, VERL, 12)
+    assert "/failures/kl_growth" in comment["body"] and "set with `/rltracker kind`" in comment["body"]
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.status == "posted" and row.details["set_by"] == "author"

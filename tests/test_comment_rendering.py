@@ -271,3 +271,29 @@ def test_confidence_words() -> None:
         assert confidence_words(0.99, "en", kinds=kinds) == "possibly"
         assert confidence_words(0.99, "zh", kinds=kinds) == "或许"
     assert confidence_words(0.99, "en", kinds=1) == "very likely"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("role", ["author", "maintainer"])
+def test_kind_set_by_a_person(lang: str, role: str) -> None:
+    """`/rltracker kind`: the comment names the person's kind as theirs (their role, never
+    their login), with no runner-up, no confidence and no cue terms of the analyzer's finding,
+    in every framework that has methods for it; the withdrawal says why too."""
+    for framework in FRAMEWORKS:
+        failure = {"is_failure_report": True, "category": "kl_growth",
+                   "categories": ["kl_growth", "entropy_collapse"], "confidence": 1.0,
+                   "evidence": ["entropy keeps falling"], "set_by": role}
+        composed = compose_failure_comment({"failure": failure}, framework, setup=None, lang=lang,
+                                           public_url=PUBLIC)
+        if composed is None:
+            continue
+        check_markdown(composed.body)
+        assert "/rltracker kind" in composed.body.splitlines()[1]
+        assert ("a maintainer" if lang == "en" else "维护者") in composed.body or role == "author"
+        assert "/failures/entropy_collapse" not in composed.body
+        assert "confidence" not in composed.body and "置信度" not in composed.body
+        assert "entropy" not in composed.body.split("<details>")[1]
+        assert composed.details == {"confidence": None, "runner_up": None, "set_by": role}
+    withdrawn = withdrawn_comment(lang, PUBLIC, set_by=True)
+    check_markdown(withdrawn)
+    assert "/rltracker kind" in withdrawn

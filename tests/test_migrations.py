@@ -8,10 +8,12 @@ import asyncio
 import warnings
 from typing import Any
 
+import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
+from sqlalchemy.exc import IntegrityError
 
 from bot.store import migrate
 from bot.store.db import make_engine
@@ -101,3 +103,28 @@ def test_0005_deletions_goes_down_and_up(db_url: str) -> None:
     assert asyncio.run(_execute(db_url, "SELECT key FROM deletions")) == []
     assert asyncio.run(_execute(db_url, "SELECT repo, number FROM threads")) == [("o/a", 1)]
     assert schema_differences(db_url) == []
+
+
+def test_0006_verdicts_goes_down_and_up(db_url: str) -> None:
+    """The verdicts table (people's `/rltracker kind` / `not-a-failure`) is dropped on the
+    way down and made again, empty, on the way up; the threads are kept. One verdict a thread:
+    the unique thread_id holds, and deleting the thread deletes its verdict."""
+    asyncio.run(_execute(db_url, "INSERT INTO threads (repo, number, kind, title, labels, "
+                                 "assignees, complete, muted, state, stored_at) VALUES ('o/a', 1, "
+                                 "'issue', 't', '[]', '[]', true, false, 'open', CURRENT_TIMESTAMP)"))
+    [(thread_id,)] = asyncio.run(_execute(db_url, "SELECT id FROM threads"))
+    verdict = ("INSERT INTO verdicts (thread_id, is_failure_report, category, login, role, "
+               f"comment_id, given_at) VALUES ({thread_id}, true, 'kl_growth', 'alice', 'author', "
+               "9, CURRENT_TIMESTAMP)")
+    asyncio.run(_execute(db_url, verdict))
+    with pytest.raises(IntegrityError):
+        asyncio.run(_execute(db_url, verdict))
+    command.downgrade(migrate.alembic_config(db_url), "0005")
+    assert "verdicts" not in asyncio.run(_inspect(db_url, lambda c: inspect(c).get_table_names()))
+    migrate.upgrade(db_url)
+    assert asyncio.run(_execute(db_url, "SELECT thread_id FROM verdicts")) == []
+    assert asyncio.run(_execute(db_url, "SELECT repo, number FROM threads")) == [("o/a", 1)]
+    assert schema_differences(db_url) == []
+    asyncio.run(_execute(db_url, verdict))
+    asyncio.run(_execute(db_url, "DELETE FROM threads"))
+    assert asyncio.run(_execute(db_url, "SELECT thread_id FROM verdicts")) == []

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -109,13 +109,36 @@ def load_examples(shared: Path | None = None) -> list[Example]:
     return out
 
 
-def data_sha256(shared: Path | None = None) -> str:
+def data_sha256(shared: Path | None = None, extra: tuple[Path, ...] = ()) -> str:
     """sha256 over the labelled files, in order, the shared ones then the project's own
-    (PROJECT_LABELLED): recorded in every model file."""
+    (PROJECT_LABELLED), then the `extra` files given to `python -m training --extra`:
+    recorded in every model file fitted on them."""
     h = hashlib.sha256()
-    for path in (*data_files(shared), *PROJECT_LABELLED):
+    for path in (*data_files(shared), *PROJECT_LABELLED, *extra):
         h.update(path.read_bytes())
     return h.hexdigest()
+
+
+def load_extra(paths: tuple[Path, ...]) -> tuple[Example, ...]:
+    """Labelled threads a deployment adds (`rltracker verdicts export`: people's verdicts on
+    real threads), split "extra". Fitted, never scored; a thread of the sealed slice is
+    dropped (never fitted on), and in cross-validation an extra thread is fitted only in the
+    folds that do not score its repository (training.failure). Their ids get an `extra:`
+    prefix: the same thread in the shared files keeps its own features and labels."""
+    out: list[Example] = []
+    for path in paths:
+        with path.open(encoding="utf-8") as fh:
+            for raw in fh:
+                if not raw.strip():
+                    continue
+                row = json.loads(raw)
+                labels = row.get("labels") or {}
+                if "is_failure_report" not in labels:
+                    continue
+                e = make_example(row, "extra")
+                if not e.sealed:
+                    out.append(replace(e, id=f"extra:{e.id}"))
+    return tuple(out)
 
 
 __all__ = [
@@ -128,5 +151,6 @@ __all__ = [
     "group_of",
     "is_sealed",
     "load_examples",
+    "load_extra",
     "make_example",
 ]

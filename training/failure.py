@@ -157,10 +157,14 @@ def _scale(vector: dict[str, float], scale: float) -> dict[str, float]:
     return {k: v * scale if k.startswith(SITUATION_PREFIX) else v for k, v in vector.items()}
 
 
-def fit_models(train: list[Example], seed: int = SEED, scale: float = 1.0) -> FailureModels:
+def fit_models(train: list[Example], seed: int = SEED, scale: float = 1.0,
+               added: tuple[Example, ...] = ()) -> FailureModels:
+    """`added`: labelled threads a deployment adds (`python -m training --extra`), fitted by
+    both models like the shared threads, never scored."""
     # Pull requests are never reports at run time (classify_failure), so they are not fitted
     # on; they are still scored (a labelled report that is a pull request counts as missed).
     extra = list(synthetic_examples()) + list(written_examples()) if USE_SYNTHETIC else []
+    extra += added
     rows = [e for e in labelled(train) + extra if e.thread.get("kind") != "pull_request"]
     report = fit_linear(
         [_scale(_features(e).vector, scale) for e in rows], [_gold(e)[0] for e in rows], "failure",
@@ -329,11 +333,22 @@ def _joint_threshold(views: list[tuple[list[float], list[bool]]], start: float) 
     return t
 
 
-def run(examples: list[Example], seed: int = SEED, sealed: bool = False) -> Run:
+def _added_for(train: list[Example], held: set[str], added: tuple[Example, ...]) -> tuple[Example, ...]:
+    """The added threads a fold may fit on: none of a repository the fold scores."""
+    if not added:
+        return ()
+    fitted = {e.repo for e in train}
+    return tuple(e for e in added if e.repo in fitted or e.repo not in held)
+
+
+def run(examples: list[Example], seed: int = SEED, sealed: bool = False,
+        added: tuple[Example, ...] = ()) -> Run:
     rows = labelled(examples)
+    repos = {e.repo for e in rows if not e.sealed}
     by_scale: dict[float, tuple[float, dict[str, Prediction], dict[str, str]]] = {}
     for scale in SITUATION_SCALES:
-        preds, folds = cross_val_predict(rows, lambda tr, scale=scale: fit_models(tr, seed, scale), predict)
+        preds, folds = cross_val_predict(
+            rows, lambda tr, scale=scale: fit_models(tr, seed, scale, _added_for(tr, repos, added)), predict)
         scored = [e for e in rows if e.id in preds]
         conf, gold = [preds[e.id].confidence for e in scored], [_gold(e)[0] for e in scored]
         by_scale[scale] = (score(scored, preds, best_f1_threshold(conf, gold, smooth=True)).f1, preds, folds)
@@ -352,7 +367,7 @@ def run(examples: list[Example], seed: int = SEED, sealed: bool = False) -> Run:
              for view in ("confidence", "opened") for subset, gold in ((cv_rows, cv_gold), (fw_rows, fw_gold))]  # fmt: skip
     comment_threshold = _joint_threshold(views, max(threshold, *(choose_threshold(c, g, MIN_PRECISION) for c, g in views)))
     fit_rows = [e for e in rows if not e.sealed]
-    models = fit_models(fit_rows, seed, scale)
+    models = fit_models(fit_rows, seed, scale, added)
     models.report.threshold = threshold
     models.report.thresholds = {"comment": comment_threshold}
     fit_preds = {e.id: predict(models, e) for e in fit_rows}
@@ -463,8 +478,13 @@ def evaluate(examples: list[Example], *, sealed: bool = False) -> FieldReport:
     return run(examples, sealed=sealed).report
 
 
-def train(examples: list[Example], *, data_hash: str, seed: int = SEED) -> list[Path]:
-    result = run(examples, seed=seed)
+# `python -m training --extra FILE...` hands this trainer the added labelled threads.
+TAKES_EXTRA = True
+
+
+def train(examples: list[Example], *, data_hash: str, seed: int = SEED,
+          extra: tuple[Example, ...] = ()) -> list[Path]:
+    result = run(examples, seed=seed, added=extra)
     return write_models(
         ((result.models.report, {"C": C_REPORT, "situation_scale": result.figures["situation_scale"]}),
          (result.models.kind, {"C": C_KIND})),  # fmt: skip

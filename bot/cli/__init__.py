@@ -34,6 +34,7 @@ COMMANDS = {
     "preview": "bot.speaking.preview:preview_command",
     "study": "bot.site.study:study_command",
     "deliveries": "bot.cli.deliveries:deliveries_command",
+    "verdicts": "bot.cli.verdicts:verdicts_command",
 }
 
 
@@ -175,6 +176,13 @@ def build_parser() -> argparse.ArgumentParser:
                                    "those waiting for a retry attempted now")
     pr.add_argument("ids", nargs="*", metavar="DELIVERY_ID", help="X-GitHub-Delivery ids")
     pr.add_argument("--all", action="store_true", help="every failed or waiting delivery")
+
+    p = sub.add_parser("verdicts", help="people's verdicts on threads (/rltracker kind, "
+                       "not-a-failure)")
+    verdicts_sub = p.add_subparsers(dest="verdicts_command", required=True)
+    pv = verdicts_sub.add_parser("export", help="every verdict as a labelled thread (JSON lines), "
+                                 "for review and `python -m training --extra FILE`")
+    pv.add_argument("--out", default=None, metavar="FILE", help="default: stdout")
 
     p = sub.add_parser("study", help="the study: landings, per framework, review records")
     p.add_argument("--json", action="store_true")

@@ -1,11 +1,12 @@
 """The thread page, `GET /threads/{owner}/{repo}/{number}`: what the app knows about one thread.
 
-Its analysis (failure kind with confidence and the cue words, linked papers, proposal state
+A person's verdict on it when there is one (`/rltracker kind`, `not-a-failure`: "kind set by
+@login"), its analysis (failure kind with confidence and the cue words, linked papers, proposal state
 and concerns), what the app posted or would have posted (the Action rows, with their bodies)
 and why it stayed quiet when it did (the recorded skip reasons), with links to GitHub and to
 the catalog pages. Unknown threads answer the 404 page.
 
-Text from GitHub (title, labels, author) is autoescaped by the template. Action bodies are the
+Text from GitHub (title, labels, author, the verdict's login) is autoescaped by the template. Action bodies are the
 app's own Markdown; they are rendered with markdown-it with raw HTML turned off (so any HTML
 in them shows as text) and its link validation (no `javascript:` links). Afterwards the
 escaped spellings of the few attribute-less tags our comment templates use (`<details>`,
@@ -31,6 +32,7 @@ from bot.site.pages import not_found, render
 from bot.store.models import Action, Analysis, Repository
 from bot.store.threads import get_thread
 from bot.store.types import format_datetime, parse_thread_number
+from bot.store.verdicts import thread_verdict
 
 ACTION_KINDS = {"failure_comment": "Failure comment", "rule_summary": "Contribution-rule summary",
                 "command": "Reply to a command", "report": "Nightly report", "label": "Label",
@@ -74,6 +76,7 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
         .order_by(Action.created_at, Action.id)))
     installed = await session.scalar(
         select(Repository.installation_id).where(func.lower(Repository.full_name) == thread.repo.lower()))
+    verdict = await thread_verdict(session, thread.id)
     framework = framework_id(thread.repo)
     result: dict[str, Any] = (analysis.result if analysis is not None else None) or {}
     failure = result.get("failure") or {}
@@ -121,7 +124,19 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
             "created_at": format_datetime(a.created_at),
         } for a in actions],
         "installed": installed is not None,
+        "verdict": None if verdict is None else {
+            "is_failure_report": verdict.is_failure_report, "category": verdict.category,
+            "title": _kind_title(cat, verdict.category), "login": verdict.login,
+            "role": verdict.role, "given_at": format_datetime(verdict.given_at),
+            "analyzer_is_failure_report": verdict.analyzer_is_failure_report,
+            "analyzer_title": _kind_title(cat, verdict.analyzer_category),
+            "analyzer_version": verdict.analyzer_version,
+        },
     }
+
+
+def _kind_title(cat: Any, key: str | None) -> str | None:
+    return cat.failures[key].title if key in cat.failures else key
 
 
 async def thread_page(request: web.Request) -> web.Response:

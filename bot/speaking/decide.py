@@ -18,12 +18,14 @@ from bot.speaking.failure_comment import (
     failure_comment,
     freeze_if_maintainer_replied,
     update_failure_comment,
+    with_verdict,
 )
 from bot.speaking.quiet import COMMENT_TRIGGERS, EDIT_TRIGGERS, NEW_TRIGGERS, PROPOSAL_TRIGGERS
 from bot.speaking.repo_config import get_repo_config
 from bot.speaking.rule_summary import rule_summary
 from bot.speaking.situation import Prefetched, load_situation
 from bot.store.types import utcnow
+from bot.store.verdicts import as_failure, verdict_of
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,10 @@ async def act(
     config = await get_repo_config(
         ctx, sit.repo, sit.installation_id, refresh=trigger == "command", row=sit.repository
     )
+    if trigger in EDIT_TRIGGERS or trigger == "command":
+        # A person's verdict (`/rltracker kind`, `not-a-failure`) outranks the analysis: an
+        # edit or a recheck recomposes the comment with their kind, never the analyzer's.
+        analysis = with_verdict(analysis, await stored_verdict(ctx, sit.repo, sit.number))
     existing = sit.existing
     stale = (
         existing is not None and existing.status == "pending"
@@ -71,3 +77,10 @@ async def act(
             ctx, sit, analysis, config, trigger=trigger, payload=payload
         )
     return outcome
+
+
+async def stored_verdict(ctx: Any, repo: str, number: int) -> dict[str, Any] | None:
+    """A person's verdict on the thread as an analysis' `failure` part, or None."""
+    async with ctx.sessionmaker() as session:
+        row = await verdict_of(session, repo, number)
+    return as_failure(row) if row is not None else None

@@ -32,10 +32,21 @@ def _failure_of(analysis: dict[str, Any]) -> dict[str, Any]:
     return analysis.get("failure") or {}
 
 
+def with_verdict(analysis: dict[str, Any], failure: dict[str, Any] | None) -> dict[str, Any]:
+    """The analysis with a person's verdict (bot.store.verdicts.as_failure) in place of the
+    analyzer's failure finding: what the app says follows the person, whatever a later
+    analysis finds."""
+    if failure is None:
+        return analysis
+    return {**analysis, "failure": failure}
+
+
 def _is_confident_failure(analysis: dict[str, Any], config: RepoConfig) -> tuple[bool, str, str]:
     failure = _failure_of(analysis)
     if not failure.get("is_failure_report"):
         return False, "not_failure", "not a training-failure report"
+    if failure.get("set_by"):
+        return True, "", ""  # a person said so: no confidence bar
     confidence = float(failure.get("confidence") or 0.0)
     bar = config.failure_bar()
     if confidence < bar:
@@ -100,6 +111,7 @@ async def failure_comment(
         "confidence": composed.details.get("confidence"), "suggested": composed.suggested,
         "already_set": composed.already_set, "elsewhere": composed.elsewhere,
         "declined": composed.declined, "trigger": trigger,
+        "set_by": composed.details.get("set_by"),
     }
     delivery_id = (payload or {}).get("_delivery_id")
     outcome, action_id = await claim_within_budget(
@@ -152,18 +164,30 @@ async def freeze_if_maintainer_replied(ctx: Any, sit: Situation) -> bool:
     return False
 
 
+def _left_alone(action: Action) -> bool:
+    """Our comment is not ours to rewrite even when someone asks: a person edited it on
+    GitHub, deleted or minimised it."""
+    return bool((action.details or {}).get("edited_on_github") or action.comment_deleted
+                or action.is_minimized)
+
+
 async def update_failure_comment(
-    ctx: Any, sit: Situation, analysis: dict[str, Any], config: RepoConfig
+    ctx: Any, sit: Situation, analysis: dict[str, Any], config: RepoConfig, *,
+    asked: bool = False,
 ) -> str:
     """An edit of the issue: rewrite our comment when the finding changed (not once frozen,
-    nor on a thread muted with /rltracker ignore or stop)."""
+    nor on a thread muted with /rltracker ignore or stop). `asked`: the thread's author or a
+    maintainer set the kind (`/rltracker kind`), which a maintainer's reply does not freeze."""
     action = sit.existing
     assert action is not None
     if action.status not in ("posted", "dry_run"):
         return "unchanged"
     if sit.muted:
         return "muted"
-    if await freeze_if_maintainer_replied(ctx, sit):
+    if asked:
+        if _left_alone(action):
+            return "frozen"
+    elif await freeze_if_maintainer_replied(ctx, sit):
         return "frozen"
     lang = action.language or "en"
     ok, _, _ = _is_confident_failure(analysis, config)
@@ -172,14 +196,16 @@ async def update_failure_comment(
         composed = compose_for(sit.record, analysis, sit.framework,
                                public_url=ctx.settings.public_url,
                                declined=await declined_methods(ctx, sit.repo))
-    body = composed.body if composed else withdrawn_comment(lang, ctx.settings.public_url)
+    body = composed.body if composed else withdrawn_comment(
+        lang, ctx.settings.public_url, set_by=bool(_failure_of(analysis).get("set_by")))
     if body == action.body:
         return "unchanged"
     details = dict(action.details or {})
     details["edits"] = int(details.get("edits", 0)) + 1
     if composed:
         details.update(category=composed.category, runner_up=composed.details.get("runner_up"),
-                       suggested=composed.suggested, already_set=composed.already_set)
+                       suggested=composed.suggested, already_set=composed.already_set,
+                       set_by=composed.details.get("set_by"))
     else:
         details["withdrawn"] = True
     if action.status == "posted" and action.comment_id and not effective_dry_run(ctx, config):

@@ -137,6 +137,13 @@ def safe_labels(labels: Any) -> list[str]:
     return out[:6]
 
 
+# Who set the kind, as the failure comment says it (never a login: no pings).
+SET_BY = {
+    "en": {"author": "the issue's author", "maintainer": "a maintainer"},
+    "zh": {"author": "提问者", "maintainer": "维护者"},
+}
+
+
 def confidence_words(confidence: float, lang: str, kinds: int = 1) -> str:
     """How sure the comment sounds. `confidence` is the probability that the post reports a
     failing run, not that the kind is right: with more than one kind listed the leading one is
@@ -279,9 +286,12 @@ def compose_failure_comment(
         return None
     shown = suggestions[:MAX_METHODS]
     confidence = float(failure.get("confidence") or 0.0)
+    # A kind a person set (`/rltracker kind`, the failure part then carries `set_by`) is
+    # said as theirs: no runner-up, no confidence, no cue terms of the analyzer's own finding.
+    set_by = SET_BY.get(lang, SET_BY["en"]).get(failure.get("set_by") or "")
     # A second listed kind is named (a link to its page, no methods): the leading kind is
     # wrong about twice as often when the analysis lists more than one (docs/analyzers.md, hedge11).
-    second = cat.runner_up(failure)
+    second = None if set_by else cat.runner_up(failure)
     context = {
         "marker": FAILURE_MARKER,
         "kind_title": md_text(kind.title_zh if lang == "zh" else kind.title),
@@ -294,7 +304,8 @@ def compose_failure_comment(
         "already": already[:3],
         "elsewhere": elsewhere[:MAX_ELSEWHERE],
         "framework": md_text(framework.name),
-        "evidence": [code_span(e) for e in evidence_labels(failure.get("evidence"))],
+        "evidence": [] if set_by else [code_span(e) for e in evidence_labels(failure.get("evidence"))],
+        "set_by": set_by,
         "verified": [
             {"name": s.name, "option": code_span(s.option_name), "file": code_span(short_file(s.file)),
              "commit": code_span((s.commit or framework.verified_commit)[:10])}
@@ -308,7 +319,9 @@ def compose_failure_comment(
         already_set=[a["id"] for a in already],
         elsewhere=[e["id"] for e in elsewhere[:MAX_ELSEWHERE]],
         declined=declined_hit,
-        details={"confidence": confidence, "runner_up": second.key if second else None},
+        details={"confidence": None if set_by else confidence,
+                 "runner_up": second.key if second else None,
+                 "set_by": failure.get("set_by") if set_by else None},
     )
 
 
@@ -324,8 +337,11 @@ def render(template: str, context: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def withdrawn_comment(lang: str, public_url: str) -> str:
-    return render(f"comments/withdrawn.{lang}.md.j2", {"marker": FAILURE_MARKER, "public_url": public_url})
+def withdrawn_comment(lang: str, public_url: str, *, set_by: bool = False) -> str:
+    """The one-line withdrawal; `set_by`: after a person set a kind the framework has no
+    method left to suggest for."""
+    return render(f"comments/withdrawn.{lang}.md.j2",
+                  {"marker": FAILURE_MARKER, "public_url": public_url, "set_by": set_by})
 
 
 def methods_reply(failure_key: str, framework_id: str | None, lang: str, public_url: str) -> str:

@@ -184,6 +184,28 @@ class Analysis(Base):
     analyzed_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 
+class Verdict(Base):
+    """A person's word on a thread (`/rltracker kind <failure>`, `/rltracker not-a-failure`):
+    whether it reports a training failure and of which kind, who said it (login; `author` of
+    the thread or `maintainer`), in which command comment and when, beside what the analyzer
+    said then. One row per thread: the latest verdict wins."""
+
+    __tablename__ = "verdicts"
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    thread_id: Mapped[int] = mapped_column(
+        ForeignKey("threads.id", ondelete="CASCADE"), unique=True
+    )
+    is_failure_report: Mapped[bool] = mapped_column(Boolean)
+    category: Mapped[str | None] = mapped_column(String(64))  # catalog failure key; None: not one
+    login: Mapped[str] = mapped_column(String(255))
+    role: Mapped[str] = mapped_column(String(16))  # author | maintainer
+    comment_id: Mapped[int | None] = mapped_column(BigInteger)
+    analyzer_category: Mapped[str | None] = mapped_column(String(64))
+    analyzer_is_failure_report: Mapped[bool | None] = mapped_column(Boolean)
+    analyzer_version: Mapped[str | None] = mapped_column(String(32))
+    given_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class Action(Base):
     """What the app posted, would have posted (dry run), failed to post, or chose not to post.
 

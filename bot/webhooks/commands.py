@@ -5,11 +5,21 @@
     /rltracker stop               minimise the app's comment(s) here and mute the thread
     /rltracker methods <failure>  reply with the methods for that failure in this framework
     /rltracker rules              reply with this framework's contribution-rule summary
+    /rltracker kind <failure>     a person's verdict: this reports that kind of training failure
+    /rltracker not-a-failure      a person's verdict: this is no failure report (`kind none` too)
 
 Only the thread's author or a maintainer (author_association OWNER, MEMBER, COLLABORATOR) may
 use them; anyone else gets no answer (a skipped action records why). Bots, and the app's own
 comments, are ignored without a record. Each command comment is handled once: its Action
 row's dedupe key carries the comment id, so a redelivery does not answer twice.
+
+Verdicts (`kind`, `not-a-failure`) are stored per thread, the latest winning (bot/store/
+verdicts.py), with who gave them and what the analyzer said then; `<failure>` is read as for
+`methods` (a key or a title), and an unknown one is recorded as a skip and changes nothing.
+A kind rewrites the app's failure comment there for that kind (bot/speaking/verdict.py), and
+later edits and rechecks keep it; not-a-failure minimises the comment and mutes the thread,
+as `stop` does. Both are acknowledged with a reaction, and `rltracker verdicts export` writes
+them as labelled threads.
 
 Edited comments: an edit that adds a command, or changes one (a misspelt `/rltracker metods`
 made right), is handled as a new comment's command would be. An edit that leaves the command
@@ -45,7 +55,8 @@ log = logging.getLogger(__name__)
 router = Router()
 
 PREFIX = "/rltracker"
-COMMANDS = ("recheck", "ignore", "stop", "methods", "rules")
+COMMANDS = ("recheck", "ignore", "stop", "methods", "rules", "kind", "not-a-failure")
+VERDICT_COMMANDS = ("kind", "not-a-failure")
 MINIMIZE_MUTATION = """
 mutation($id: ID!, $classifier: ReportedContentClassifiers!) {
   minimizeComment(input: {subjectId: $id, classifier: $classifier}) {
@@ -103,6 +114,18 @@ def resolve_failure(text: str) -> str | None:
     return None
 
 
+def parse_verdict(word: str, args: list[str]) -> tuple[bool, str | None] | None:
+    """(is a failure report, kind) of `kind <failure>` / `kind none` / `not-a-failure`; None
+    when the kind is not one the catalog knows."""
+    if word == "not-a-failure":
+        return False, None
+    text = " ".join(args)
+    if _failure_name(text) in ("none", "not_a_failure"):
+        return False, None
+    kind = resolve_failure(text) if text else None
+    return (True, kind) if kind else None
+
+
 def _is_bot(user: dict[str, Any]) -> bool:
     return user.get("type") == "Bot" or str(user.get("login") or "").endswith("[bot]")
 
@@ -153,6 +176,31 @@ async def _minimize(ctx: Any, repo: str, number: int, installation_id: int | Non
             await session.commit()
         done.append(action.kind)
     return done
+
+
+async def _give_verdict(
+    ctx: Any, repo: str, number: int, verdict: tuple[bool, str | None], *, login: str, role: str,
+    comment_id: int | None, installation_id: int | None, dry_run: bool,
+) -> str:
+    """Store the verdict, then: a kind rewrites the failure comment for it; not-a-failure
+    minimises the comment and mutes the thread (as `stop`)."""
+    from bot.speaking.verdict import comment_after_kind
+    from bot.store.threads import get_thread
+    from bot.store.verdicts import set_verdict
+
+    is_failure, category = verdict
+    async with ctx.sessionmaker() as session:
+        thread = await get_thread(session, repo, number)
+        if thread is None:  # deleted meanwhile
+            return "unknown_thread"
+        await set_verdict(session, thread, is_failure_report=is_failure, category=category,
+                          login=login, role=role, comment_id=comment_id)
+        await session.commit()
+    if is_failure:
+        return await comment_after_kind(ctx, repo, number, installation_id)
+    await _mute(ctx, repo, number)
+    await _minimize(ctx, repo, number, installation_id, dry_run)
+    return "muted"
 
 
 def _command_before_edit(data: dict[str, Any]) -> tuple[str, list[str]] | None | bool:
@@ -225,6 +273,15 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         await record_skip(ctx, repo, number, "command", f"unknown:{comment_id}",
                           "unknown /rltracker command", command=word[:20])
         return "unknown"
+    verdict = parse_verdict(word, args) if word in VERDICT_COMMANDS else None
+    if word in VERDICT_COMMANDS and verdict is None:
+        from analyzers.catalog import load_catalog
+
+        await record_skip(ctx, repo, number, "command", f"unknown_kind:{comment_id}",
+                          "unknown failure kind: `/rltracker kind` takes one of "
+                          + ", ".join(load_catalog().failures) + " (or none)",
+                          command=word, asked=" ".join(args)[:40])
+        return "unknown_kind"
     discussion_id = (data.get("discussion") or {}).get("node_id")
     if installation_id is not None and await _silenced(ctx, repo, int(installation_id)):
         return "not_installed"  # suspended, uninstalled or removed since it was written
@@ -233,15 +290,34 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     if word in ("methods", "rules"):
         return await _reply_command(ctx, repo, number, installation_id, word, args, key,
                                     discussion_id, dry_run, comment_id)
-    # recheck / ignore / stop: once per command comment, acknowledged with a reaction
+    # recheck / ignore / stop / kind / not-a-failure: once per command comment, acknowledged
+    # with a reaction
     from bot.store.threads import get_thread
 
     async with ctx.sessionmaker() as session:
         thread = await get_thread(session, repo, number)
+    if thread is None and verdict is not None:
+        # The delivery's handlers run in no fixed order (gidgethub fetches them as a set):
+        # the one storing this comment's thread may not have run yet. A verdict needs the
+        # thread (and is worth its analysis then): store it now, as that handler does.
+        from bot.webhooks.events import handle
+
+        await handle(event.event, data, ctx)
+        async with ctx.sessionmaker() as session:
+            thread = await get_thread(session, repo, number)
+    role = "author" if login == author else "maintainer"
+    details: dict[str, Any] = {"command": word, "by": role}
+    if verdict is not None:
+        if thread is None:
+            await record_skip(ctx, repo, number, "command", f"unknown_thread:{comment_id}",
+                              "the thread is not stored yet; the verdict was not recorded",
+                              command=word)
+            return "unknown_thread"
+        details.update(is_failure_report=verdict[0], category=verdict[1])
     recorded = await record_once(
         ctx, repo=repo, number=number, kind="command",
         status="dry_run" if dry_run else "posted", dedupe_key=key,
-        reason=f"/rltracker {word}", details={"command": word, "by": "author" if login == author else "maintainer"},
+        reason=f"/rltracker {word}", details=details,
     )
     if not recorded:
         return "duplicate"
@@ -257,6 +333,10 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         elif word == "stop":
             await _mute(ctx, repo, number)
             await _minimize(ctx, repo, number, installation_id, dry_run)
+        elif verdict is not None:
+            await _give_verdict(ctx, repo, number, verdict, login=str(login), role=role,
+                                comment_id=comment_id or None, installation_id=installation_id,
+                                dry_run=dry_run)
     except Exception:
         # The work failed (GitHub 5xx on minimizeComment, the database): the delivery is
         # retried, and the retry must do it, not find the command "already handled". The

@@ -1,0 +1,85 @@
+"""`rltracker verdicts export [--out FILE]`: people's verdicts (`/rltracker kind`,
+`/rltracker not-a-failure`) as labelled threads, one JSON object a line, in the shape of the
+labelled threads the failure models are fitted on (../shared/eval/train/threads.jsonl): the
+stored thread (id, repo, number, kind, url, title, state, author, created_at, body, comments)
+with `labels: {is_failure_report, category}`, and beside it `verdict` (who, as author or
+maintainer, in which comment, when, and what the analyzer said then) for the review.
+
+The comments are the thread's up to the command comment: the command itself, later commands
+and the app's own comments are left out (a comment saying `/rltracker kind kl_growth` names the
+label; what follows it answers the verdict). Review the file, then fit on it:
+`python -m training --extra FILE`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any
+
+from bot.speaking.render import is_app_comment
+from bot.store.models import Comment, Thread, Verdict
+from bot.store.threads import load_comments
+from bot.store.types import format_datetime
+from bot.store.verdicts import all_verdicts
+from bot.webhooks.commands import parse_command
+
+
+def _day(value: Any) -> str | None:
+    text = format_datetime(value)
+    return text[:10] if text else None
+
+
+def labelled_thread(thread: Thread, comments: list[Comment], verdict: Verdict) -> dict[str, Any]:
+    """One verdict as a labelled thread."""
+    kept: list[dict[str, Any]] = []
+    for c in comments:
+        if verdict.comment_id is not None and c.github_id == verdict.comment_id:
+            break
+        if is_app_comment(c.body) or parse_command(c.body) is not None:
+            continue
+        kept.append({"author": c.author, "created_at": _day(c.created_at), "body": c.body or ""})
+    return {
+        "id": f"{thread.repo}#{thread.number}", "repo": thread.repo, "number": thread.number,
+        "kind": thread.kind, "url": thread.url, "title": thread.title or "", "state": thread.state,
+        "author": thread.author, "created_at": _day(thread.created_at), "body": thread.body or "",
+        "comments": kept, "complete": bool(thread.complete),
+        "labels": {"is_failure_report": bool(verdict.is_failure_report),
+                   "category": verdict.category if verdict.is_failure_report else None},
+        "verdict": {"login": verdict.login, "role": verdict.role, "comment_id": verdict.comment_id,
+                    "given_at": format_datetime(verdict.given_at),
+                    "analyzer_is_failure_report": verdict.analyzer_is_failure_report,
+                    "analyzer_category": verdict.analyzer_category,
+                    "analyzer_version": verdict.analyzer_version},
+    }
+
+
+async def export_verdicts(ctx: Any) -> list[dict[str, Any]]:
+    async with ctx.sessionmaker() as session:
+        out = []
+        for verdict, thread in await all_verdicts(session):
+            out.append(labelled_thread(thread, await load_comments(session, thread), verdict))
+    return out
+
+
+def verdicts_command(args: Any) -> int:
+    from bot.config import Settings
+    from bot.context import AppContext
+
+    async def run() -> list[dict[str, Any]]:
+        ctx = AppContext.create(Settings.from_env())
+        try:
+            return await export_verdicts(ctx)
+        finally:
+            await ctx.close()
+
+    rows = asyncio.run(run())
+    text = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
+    if args.out and args.out != "-":
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+    print(f"{len(rows)} verdicts exported", file=sys.stderr)
+    return 0

@@ -1,0 +1,351 @@
+"""People's verdicts: `/rltracker kind <failure>` and `/rltracker not-a-failure` through the
+real gidgethub Router (and once through POST /webhook and the worker with GitHub's own
+payload), against the fake GitHub server, on SQLite and PostgreSQL; what they do to the
+failure comment, what later edits and the nightly re-analysis leave of them, the thread page
+and `rltracker verdicts export`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select, update
+
+from bot.speaking.decide import act
+from bot.speaking.render import FAILURE_MARKER
+from bot.store.models import Analysis, Thread, Verdict
+from bot.store.threads import upsert_comment
+from bot.webhooks.commands import parse_verdict
+from bot.webhooks.commands import router as commands_router
+from tests.test_actions_e2e import FAILURE, VERL, app_comments, install, iso, open_issue
+from tests.test_commands import actions, comment_event
+
+
+async def verdicts(ctx: Any) -> list[Verdict]:
+    async with ctx.sessionmaker() as s:
+        return list(await s.scalars(select(Verdict).order_by(Verdict.id)))
+
+
+async def commented(ctx: Any, fake: Any, number: int) -> dict[str, Any]:
+    """An issue with the app's failure comment (the analyzer said entropy collapse)."""
+    payload = await open_issue(ctx, fake, number)
+    out = await act(ctx, VERL, number, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] in ("posted", "dry_run")
+    return payload
+
+
+async def store_analysis(ctx: Any, number: int, category: str = "entropy_collapse") -> None:
+    async with ctx.sessionmaker() as s:
+        thread = await s.scalar(select(Thread).where(Thread.number == number))
+        s.add(Analysis(thread_id=thread.id, analyzer_version="test-1", result=FAILURE,
+                       is_failure_report=True, failure_category=category))
+        await s.commit()
+
+
+def test_parse_verdict() -> None:
+    assert parse_verdict("kind", ["kl-growth"]) == (True, "kl_growth")
+    assert parse_verdict("kind", ["Entropy", "collapse"]) == (True, "entropy_collapse")
+    assert parse_verdict("kind", ["none"]) == (False, None)
+    assert parse_verdict("not-a-failure", []) == (False, None)
+    assert parse_verdict("kind", ["nonsense"]) is None
+    assert parse_verdict("kind", []) is None
+
+
+async def test_kind_by_the_author_rewrites_the_comment_through_the_webhook(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """GitHub's issue_comment `created` payload (the opener, OWNER) through POST /webhook and
+    the worker: the verdict is stored with who gave it and what the analyzer said, the failure
+    comment is edited to the person's kind (no runner-up, no confidence), the command gets a
+    reaction; a redelivery does nothing more."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from bot.app import create_app
+    from bot.webhooks.replay import delivery_headers
+    from bot.webhooks.worker import Worker
+
+    repo = "Codertocat/Hello-World"
+    await install(app_ctx, fake_github, repo=repo, framework="verl")
+    data = json.loads((shared_dir / "fixtures" / "webhooks" / "issue_comment" / "created.json").read_text())
+    number, cid = data["issue"]["number"], data["comment"]["id"]
+    payload = await open_issue(app_ctx, fake_github, number, repo=repo, user=data["issue"]["user"]["login"])
+    await act(app_ctx, repo, number, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    # what the analyzer said when the issue was opened (the router runs the delivery's
+    # handlers in no fixed order: the command may come before this comment's re-analysis)
+    await store_analysis(app_ctx, number)
+    [before] = app_comments(fake_github, repo, number)
+    assert "/failures/entropy_collapse" in before["body"]
+    data["comment"]["body"] = "Not entropy: the KL keeps growing.\n/rltracker kind kl-growth"
+    data["installation"] = {"id": 4711}
+    body = json.dumps(data).encode()
+    worker = Worker(app_ctx, backoff=lambda attempt: 0.0)
+    async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
+        for delivery in ("k1", "k1-again"):  # GitHub's "Redeliver" gets a new delivery id
+            headers = delivery_headers("issue_comment", body, app_ctx.settings.webhook_secret, delivery)
+            assert (await client.post("/webhook", data=body, headers=headers)).status == 202
+            assert await worker.run_until_idle() == 1
+    assert worker.counts["failed"] == 0
+    [after] = app_comments(fake_github, repo, number)
+    assert after["id"] == before["id"]
+    assert "/failures/kl_growth" in after["body"] and "/failures/entropy_collapse" not in after["body"]
+    assert "the issue's author set with `/rltracker kind`" in after["body"]
+    assert "confidence" not in after["body"] and "also found signs" not in after["body"]
+    assert "actor_rollout_ref.actor.use_kl_loss=True" in after["body"]
+    assert len(fake_github.requests("PATCH", r"/issues/comments/\d+")) == 1
+    assert len(fake_github.requests("POST", rf"/issues/comments/{cid}/reactions")) == 1
+    [v] = await verdicts(app_ctx)
+    assert (v.is_failure_report, v.category, v.login, v.role, v.comment_id) == (
+        True, "kl_growth", "Codertocat", "author", cid)
+    from analyzers.version import ANALYZER_VERSION
+
+    # what the analyzer said then: at opening, or on this comment when its handler ran first
+    assert v.analyzer_version in ("test-1", ANALYZER_VERSION) and v.analyzer_is_failure_report is not None
+    [row] = [a for a in await actions(app_ctx, "failure_comment")]
+    assert row.details["category"] == "kl_growth" and row.details["set_by"] == "author"
+    assert row.details["runner_up"] is None
+
+
+async def test_kind_by_a_maintainer_after_a_maintainer_replied(app_ctx: Any, fake_github: Any) -> None:
+    """A maintainer's reply freezes the comment against edits of the issue, not against a
+    maintainer who sets the kind: they asked. The verdict names the maintainer."""
+    await install(app_ctx, fake_github)
+    payload = await commented(app_ctx, fake_github, 2)
+    await store_analysis(app_ctx, 2)
+    async with app_ctx.sessionmaker() as s:
+        thread = await s.scalar(select(Thread).where(Thread.number == 2))
+        await upsert_comment(s, thread, {"github_id": 77, "author": "maint", "author_association": "MEMBER",
+                                         "body": "Looks like the KL term.",
+                                         "created_at": iso(datetime.now(UTC) + timedelta(seconds=5))})
+        await s.commit()
+    out = await act(app_ctx, VERL, 2, trigger="issue_comment.created", payload=payload, analysis=FAILURE)
+    assert out == {"failure_comment": "frozen"}
+    result = await commands_router.dispatch(
+        comment_event("/rltracker kind kl_growth", user="maint", association="MEMBER", number=2), app_ctx)
+    assert result is None  # (the router returns nothing; what happened is in the records)
+    [comment] = app_comments(fake_github, VERL, 2)
+    assert "/failures/kl_growth" in comment["body"] and "a maintainer set" in comment["body"]
+    [v] = await verdicts(app_ctx)
+    assert (v.role, v.login, v.analyzer_category, v.analyzer_version) == (
+        "maintainer", "maint", "entropy_collapse", "test-1")
+
+
+async def test_strangers_and_bots_give_no_verdict(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    await commented(app_ctx, fake_github, 3)
+    await commands_router.dispatch(comment_event("/rltracker kind kl_growth", user="mallory", number=3), app_ctx)
+    await commands_router.dispatch(
+        comment_event("/rltracker not-a-failure", user="ci[bot]", user_type="Bot", number=3), app_ctx)
+    [row] = await actions(app_ctx, "command")
+    assert row.status == "skipped" and "author or a maintainer" in row.reason
+    assert await verdicts(app_ctx) == []
+    assert not fake_github.requests("PATCH") and not fake_github.requests("POST", r"/reactions")
+    assert not fake_github.requests("POST", r"/graphql")
+
+
+async def test_unknown_kind_is_recorded_and_changes_nothing(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    await commented(app_ctx, fake_github, 4)
+    event = comment_event("/rltracker kind gradient-gremlins", number=4)
+    await commands_router.dispatch(event, app_ctx)
+    [row] = await actions(app_ctx, "command")
+    assert row.status == "skipped" and row.details["code"].startswith("unknown_kind:")
+    assert "unknown failure kind" in row.reason and "kl_growth" in row.reason
+    assert row.details["asked"] == "gradient-gremlins"
+    assert await verdicts(app_ctx) == []
+    assert not fake_github.requests("PATCH") and not fake_github.requests("POST", r"/reactions")
+
+
+async def test_an_edit_that_adds_a_verdict_is_handled_once(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    await commented(app_ctx, fake_github, 5)
+    event = comment_event("/rltracker kind kl_growth", number=5)
+    event.data.update(action="edited", changes={"body": {"from": "it is the KL, I think"}})
+    await commands_router.dispatch(event, app_ctx)
+    await commands_router.dispatch(event, app_ctx)  # redelivered: the command was answered
+    assert [(v.category, v.comment_id) for v in await verdicts(app_ctx)] == [
+        ("kl_growth", event.data["comment"]["id"])]
+    assert len(fake_github.requests("PATCH", r"/issues/comments/\d+")) == 1
+    # the same comment changed to another kind: answered once, the reason recorded
+    event.data.update(changes={"body": {"from": "/rltracker kind kl_growth"}})
+    event.data["comment"]["body"] = "/rltracker kind entropy_collapse"
+    await commands_router.dispatch(event, app_ctx)
+    assert [v.category for v in await verdicts(app_ctx)] == ["kl_growth"]
+    codes = [(a.details or {}).get("code") for a in await actions(app_ctx, "command")]
+    assert codes[-1].startswith("edited_after_answer:")
+
+
+async def test_verdict_in_dry_run(ctx: Any, fake_github: Any) -> None:
+    """No app credentials: the verdict is stored and the would-be comment rewritten in the
+    record; nothing is posted, edited or reacted to."""
+    await install(ctx, fake_github)
+    await commented(ctx, fake_github, 6)
+    await commands_router.dispatch(comment_event("/rltracker kind response-length-drift", number=6), ctx)
+    [v] = await verdicts(ctx)
+    assert v.category == "response_length_drift"
+    [command] = await actions(ctx, "command")
+    assert command.status == "dry_run" and command.details["category"] == "response_length_drift"
+    [row] = await actions(ctx, "failure_comment")
+    assert row.status == "dry_run" and "/failures/response_length_drift" in row.body
+    assert not fake_github.requests("POST") and not fake_github.requests("PATCH")
+
+
+async def test_not_a_failure_minimises_and_mutes(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    payload = await commented(app_ctx, fake_github, 7)
+    [posted] = app_comments(fake_github, VERL, 7)
+    seen: list[dict[str, Any]] = []
+
+    def graphql(query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        seen.append(variables)
+        return {"data": {"minimizeComment": {"minimizedComment": {"isMinimized": True, "minimizedReason": "outdated"}}}}
+
+    fake_github.graphql_handler = graphql
+    cid = fake_github.add_comment(VERL, 7, "/rltracker not-a-failure", user="alice")["id"]
+    await commands_router.dispatch(comment_event("/rltracker not-a-failure", number=7, comment_id=cid), app_ctx)
+    assert seen == [{"id": posted["node_id"], "classifier": "OUTDATED"}]
+    assert len(fake_github.requests("POST", rf"/issues/comments/{cid}/reactions")) == 1
+    [v] = await verdicts(app_ctx)
+    assert (v.is_failure_report, v.category) == (False, None)
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.is_minimized
+    async with app_ctx.sessionmaker() as s:
+        assert (await s.scalar(select(Thread).where(Thread.number == 7))).muted
+    # later edits and rechecks leave it: no edit, no new comment
+    out = await act(app_ctx, VERL, 7, trigger="issues.edited", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "muted"
+    assert not fake_github.requests("PATCH")
+    # `kind none` says the same, and the latest verdict wins
+    await commands_router.dispatch(comment_event("/rltracker kind kl_growth", number=7), app_ctx)
+    assert [(v.is_failure_report, v.category) for v in await verdicts(app_ctx)] == [(True, "kl_growth")]
+    await commands_router.dispatch(comment_event("/rltracker kind none", number=7), app_ctx)
+    assert [(v.is_failure_report, v.category) for v in await verdicts(app_ctx)] == [(False, None)]
+    assert len(app_comments(fake_github, VERL, 7)) == 1
+    assert not fake_github.requests("PATCH")  # the kind in between did not lift the mute
+
+
+async def test_edits_and_the_nightly_reanalysis_keep_the_persons_kind(app_ctx: Any, fake_github: Any) -> None:
+    """After `kind kl_growth`, an edit of the issue (whose analysis still says entropy
+    collapse), a recheck and the nightly re-analysis leave the comment on kl_growth."""
+    from bot.scheduler import step_reanalyse
+
+    await install(app_ctx, fake_github)
+    payload = await commented(app_ctx, fake_github, 8)
+    await commands_router.dispatch(comment_event("/rltracker kind kl_growth", number=8), app_ctx)
+    [set_by_person] = app_comments(fake_github, VERL, 8)
+    assert "/failures/kl_growth" in set_by_person["body"]
+    out = await act(app_ctx, VERL, 8, trigger="issues.edited", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "unchanged"
+    await commands_router.dispatch(comment_event("/rltracker recheck", number=8), app_ctx)
+    async with app_ctx.sessionmaker() as s:  # analysed by an older analyzer version
+        await s.execute(update(Analysis).values(analyzer_version="old"))
+        await s.commit()
+    counts = await step_reanalyse(app_ctx)
+    assert counts["reanalysed"] == 1
+    [still] = app_comments(fake_github, VERL, 8)
+    assert still["body"] == set_by_person["body"]
+    assert len(fake_github.requests("PATCH", r"/issues/comments/\d+")) == 1
+    [v] = await verdicts(app_ctx)
+    assert v.category == "kl_growth"
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.details["category"] == "kl_growth"
+
+
+async def test_the_thread_page_shows_the_verdict(ctx: Any) -> None:
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from bot.app import create_app
+    from bot.store.verdicts import set_verdict
+    from tests.test_site import seed
+
+    await seed(ctx)
+    async with ctx.sessionmaker() as s:
+        thread = await s.scalar(select(Thread).where(Thread.repo == "huggingface/trl", Thread.number == 8))
+        await set_verdict(s, thread, is_failure_report=True, category="kl_growth",
+                          login="<b>eve</b>", role="maintainer", comment_id=1)
+        await s.commit()
+    async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
+        html = await (await client.get("/threads/huggingface/trl/8")).text()
+        assert "kind set by @&lt;b&gt;eve&lt;/b&gt; (maintainer)" in html and "<b>eve</b>" not in html
+        assert 'href="/failures/kl_growth"' in html
+        async with ctx.sessionmaker() as s:
+            await set_verdict(s, thread, is_failure_report=False, category=None, login="bob",
+                              role="author", comment_id=2)
+            await s.commit()
+        html = await (await client.get("/threads/huggingface/trl/8")).text()
+        assert "not a failure report, per @bob (author)" in html
+
+
+async def test_export_writes_labelled_threads(ctx: Any, fake_github: Any, tmp_path: Any) -> None:
+    """One labelled thread per verdict, in the shape of the shared labelled threads; the
+    command comment, what follows it and the app's own comments are left out."""
+    from bot.cli.verdicts import export_verdicts
+    from tests.test_cli import run_cli
+
+    await install(ctx, fake_github)
+    await commented(ctx, fake_github, 9)
+    await open_issue(ctx, fake_github, 10, title="How do I set the KL coefficient?", body="A question.")
+    async with ctx.sessionmaker() as s:
+        thread = await s.scalar(select(Thread).where(Thread.number == 9))
+        for gid, who, body in ((1, "bob", "Same here: KL goes up to 40."),
+                               (2, "rltracker[bot]", f"{FAILURE_MARKER}\nmethods"),
+                               (3, "alice", "/rltracker kind kl_growth"),
+                               (4, "bob", "kl_growth indeed")):
+            await upsert_comment(s, thread, {"github_id": gid, "author": who, "body": body,
+                                             "created_at": f"2026-01-0{gid}T00:00:00Z"})
+        await s.commit()
+    await commands_router.dispatch(comment_event("/rltracker kind kl_growth", number=9, comment_id=3), ctx)
+    await commands_router.dispatch(comment_event("/rltracker not-a-failure", number=10), ctx)
+    rows = await export_verdicts(ctx)
+    assert [(r["number"], r["labels"]) for r in rows] == [
+        (9, {"is_failure_report": True, "category": "kl_growth"}),
+        (10, {"is_failure_report": False, "category": None})]
+    shared_keys = {"id", "repo", "number", "kind", "url", "title", "state", "author",
+                   "created_at", "body", "comments", "complete", "labels"}
+    assert set(rows[0]) == shared_keys | {"verdict"}
+    assert rows[0]["id"] == f"{VERL}#9" and rows[0]["kind"] == "issue"
+    assert rows[0]["comments"] == [{"author": "bob", "created_at": "2026-01-01",
+                                    "body": "Same here: KL goes up to 40."}]
+    assert rows[0]["verdict"]["login"] == "alice" and rows[0]["verdict"]["role"] == "author"
+    # the command line writes the same, one JSON object a line
+    out = tmp_path / "verdicts.jsonl"
+    result = await asyncio.to_thread(run_cli, "verdicts", "export", "--out", str(out),
+                                     env={"DATABASE_URL": ctx.settings.database_url})
+    assert result.returncode == 0, result.stderr
+    assert "2 verdicts exported" in result.stderr
+    assert [json.loads(line) for line in out.read_text().splitlines()] == rows
+
+
+async def test_a_verdict_on_a_thread_not_stored_yet_stores_it(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """A delivery's handlers run in no fixed order: the command may come before the handler
+    that stores the comment's thread. The verdict is not lost: the thread is stored first."""
+    from gidgethub import sansio
+
+    repo = "Codertocat/Hello-World"
+    await install(app_ctx, fake_github, repo=repo, framework="verl")
+    data = json.loads((shared_dir / "fixtures" / "webhooks" / "issue_comment" / "created.json").read_text())
+    data["comment"]["body"] = "/rltracker not-a-failure"
+    data["installation"] = {"id": 4711}
+    event = sansio.Event(data, event="issue_comment", delivery_id="first-sight")
+    await commands_router.dispatch(event, app_ctx)  # the commands router alone
+    [v] = await verdicts(app_ctx)
+    assert (v.is_failure_report, v.login, v.role) == (False, "Codertocat", "author")
+    async with app_ctx.sessionmaker() as s:
+        thread = await s.scalar(select(Thread).where(Thread.id == v.thread_id))
+        assert (thread.repo, thread.number, thread.muted) == (repo, data["issue"]["number"], True)
+
+
+async def test_a_kind_without_a_comment_is_stored_and_a_recheck_uses_it(app_ctx: Any, fake_github: Any) -> None:
+    """No failure comment on the thread (the analyzer saw no report): `kind` only stores the
+    verdict; a later `/rltracker recheck` decides with the person's kind and posts it as theirs."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 12, title="Reward flat", body="The KL climbs to 50 by step 400.")
+    await commands_router.dispatch(comment_event("/rltracker kind kl_growth", number=12), app_ctx)
+    assert app_comments(fake_github, VERL, 12) == []
+    assert [v.category for v in await verdicts(app_ctx)] == ["kl_growth"]
+    await commands_router.dispatch(comment_event("/rltracker recheck", number=12), app_ctx)
+    [comment] = app_comments(fake_github, VERL, 12)
+    assert "/failures/kl_growth" in comment["body"] and "set with `/rltracker kind`" in comment["body"]
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.status == "posted" and row.details["set_by"] == "author"

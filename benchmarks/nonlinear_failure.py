@@ -12,7 +12,12 @@ has no `#`; the hashed n-grams are left out), where interactions could matter:
 - `rf` / `et`: RandomForest / ExtraTrees (300 trees, depth 3-4, min_samples_leaf 3, sqrt features);
 - each alone (`w1`) and blended with the shipped logistic regression: the probabilities averaged
   with the tree model's share w = 0.25 / 0.5 / 0.75 (the LR's probabilities are computed as the
-  analyzer computes them, from the same fold's LR).
+  analyzer computes them, from the same fold's LR);
+- `stack:SPEC:sV` (report model, by --only): the LR fitted with the tree's probability x V as one
+  more feature, out of fold inside each fold (`out_of_fold_trees`: no leakage);
+- `report:lrnamed` / `kind:lrnamed`: the LR over the named features only (same-feature reference);
+- spec options: "hgb3-l20-i100" = min_samples_leaf 20, 100 iterations (or trees);
+  `--kind-sure 0` switches off the lexicon fallback of `rank_kinds` (KIND_MODEL_SURE).
 
 One model is changed at a time: `report:*` candidates replace the report model (the kind model
 stays the LR), `kind:*` candidates the kind model (the report model stays the LR). Trees are

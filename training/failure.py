@@ -157,15 +157,29 @@ def _scale(vector: dict[str, float], scale: float) -> dict[str, float]:
     return {k: v * scale if k.startswith(SITUATION_PREFIX) else v for k, v in vector.items()}
 
 
-def fit_models(train: list[Example], seed: int = SEED, scale: float = 1.0,
-               added: tuple[Example, ...] = ()) -> FailureModels:
-    """`added`: labelled threads a deployment adds (`python -m training --extra`), fitted by
-    both models like the shared threads, never scored."""
+def report_rows(train: list[Example], added: tuple[Example, ...] = ()) -> list[Example]:
+    """The rows the report model is fitted on from a fold's training threads. `added`: labelled
+    threads a deployment adds (`python -m training --extra`), fitted like the shared threads,
+    never scored."""
     # Pull requests are never reports at run time (classify_failure), so they are not fitted
     # on; they are still scored (a labelled report that is a pull request counts as missed).
     extra = list(synthetic_examples()) + list(written_examples()) if USE_SYNTHETIC else []
     extra += added
-    rows = [e for e in labelled(train) + extra if e.thread.get("kind") != "pull_request"]
+    return [e for e in labelled(train) + extra if e.thread.get("kind") != "pull_request"]
+
+
+def kind_rows(rows: list[Example]) -> tuple[list[Example], list[Example]]:
+    """(labelled reports, the kind model's rows) from the report model's rows."""
+    # The kind model is fitted on labelled threads and the rare kinds' synthetic reports
+    # (SYNTHETIC_KINDS); the report model's synthetic reports lowered grouped-CV kind accuracy
+    # (a few paraphrases per common kind outweigh the real reports: 96 -> 92 of 116).
+    reports = [e for e in rows if _gold(e)[0] and _gold(e)[1] and e.split != "synthetic"]
+    return reports, reports + list(synthetic_kind_examples())
+
+
+def fit_models(train: list[Example], seed: int = SEED, scale: float = 1.0,
+               added: tuple[Example, ...] = ()) -> FailureModels:
+    rows = report_rows(train, added)
     report = fit_linear(
         [_scale(_features(e).vector, scale) for e in rows], [_gold(e)[0] for e in rows], "failure",
         C=C_REPORT, seed=seed, min_df=MIN_DF, class_weight="balanced",
@@ -173,13 +187,9 @@ def fit_models(train: list[Example], seed: int = SEED, scale: float = 1.0,
     for weights in report.weights.values():
         for k, w in _scale(weights, scale).items():
             weights[k] = round(w, 5)
-    # The kind model is fitted on labelled threads and the rare kinds' synthetic reports
-    # (SYNTHETIC_KINDS); the report model's synthetic reports lowered grouped-CV kind accuracy
-    # (a few paraphrases per common kind outweigh the real reports: 96 -> 92 of 116).
-    reports = [e for e in rows if _gold(e)[0] and _gold(e)[1] and e.split != "synthetic"]
-    kind_rows = reports + list(synthetic_kind_examples())
+    reports, fitted = kind_rows(rows)
     kind = fit_linear(
-        [kind_view(_features(e).vector) for e in kind_rows], [_gold(e)[1] for e in kind_rows], "failure_kind",
+        [kind_view(_features(e).vector) for e in fitted], [_gold(e)[1] for e in fitted], "failure_kind",
         C=C_KIND, seed=seed, min_df=MIN_DF, class_weight=None,
     )  # fmt: skip
     kind.meta["kind_priors"] = kind_priors(reports)

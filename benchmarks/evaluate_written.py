@@ -36,13 +36,19 @@ def load_set(name: str) -> list[Any]:
 
 
 def score_set(name: str, quiet: bool = False) -> dict[str, float]:
+    return score_examples(f"set {name}", load_set(name), quiet=quiet)
+
+
+def score_examples(label: str, examples: list[Any], quiet: bool = False) -> dict[str, float]:
+    """Score labelled `Example`s with the shipped models and print the figures (and, unless
+    `quiet`, every miss) under the heading `label`; returns the headline figures. One scoring
+    for every labelled file: the written sets here, exported verdicts in evaluate_verdicts.py."""
     from analyzers.analyze import analyze_thread
     from analyzers.failures import failure_models, threshold
     from analyzers.version import ANALYZER_VERSION
     from training.failure import kind_comments, labelled, predict, score
     from training.fit import prf
 
-    examples = load_set(name)
     rows = labelled(examples)
     models = failure_models()
     decision, comment = models.report.threshold, threshold()
@@ -50,12 +56,16 @@ def score_set(name: str, quiet: bool = False) -> dict[str, float]:
     at_decision, at_comment = score(rows, preds, decision), score(rows, preds, comment)
     opened = score(rows, preds, comment, "opened")
     out = {
+        "threads": len(rows),
         "failure_f1": at_decision.f1,
+        "precision": prf(at_decision.tp, at_decision.fp, at_decision.fn)[0],
+        "recall": prf(at_decision.tp, at_decision.fp, at_decision.fn)[1],
+        "tp": at_decision.tp, "fp": at_decision.fp, "fn": at_decision.fn,
         "kind_accuracy": at_decision.kind_accuracy,
         "comment_precision": prf(at_comment.tp, at_comment.fp, at_comment.fn)[0],
     }
     gold_n = sum(bool(e.labels["is_failure_report"]) for e in rows)
-    print(f"== set {name}: {len(examples)} threads, {gold_n} reports; analyzer version {ANALYZER_VERSION}")
+    print(f"== {label}: {len(examples)} threads, {gold_n} reports; analyzer version {ANALYZER_VERSION}")
     print(f"  failure report (decision {decision:.2f})   F1 {at_decision.f1:.3f}  {at_decision.note()}")
     print(f"  at the comment threshold ({comment:.3f})  F1 {at_comment.f1:.3f}  {at_comment.note()}")
     print(f"  opening posts alone, comment threshold  F1 {opened.f1:.3f}  {opened.note()}")
@@ -64,6 +74,7 @@ def score_set(name: str, quiet: bool = False) -> dict[str, float]:
     # kind is the one named first (and among the two a comment names when the analysis is split).
     kc = kind_comments(rows, preds, comment)
     out["comment_right_on_kind"] = kc.share()
+    out["comments"], out["comments_right"] = kc.n, kc.right
     print(f"  comments right on the kind             {kc.share():.3f} ({kc.right}/{kc.n}; the first two kinds {kc.among2}/{kc.n})")
     # Read from the same single scoring: how precision and recall would move with a stricter
     # comment threshold (e.g. the nested grouped-CV one). Not for choosing it on this set.

@@ -11,7 +11,7 @@ from aiohttp import web
 from bot.config import WEBHOOK_BODY_LIMIT
 from bot.context import CTX, INBOX, METRICS, WORKER
 from bot.metrics import Metrics
-from bot.site import api, pages, preview_pages, report_pages, study, threads
+from bot.site import api, pages, preview_pages, report_pages, study, threads, verdicts
 from bot.webhooks.inbox import Inbox
 from bot.webhooks.receive import webhook
 from bot.webhooks.worker import Worker
@@ -64,4 +64,5 @@ def create_app(ctx: Any, *, worker: bool = True, worker_options: dict[str, Any] 
     preview_pages.setup(app)
     study.setup(app)
     threads.setup(app)
+    verdicts.setup(app)
     return app

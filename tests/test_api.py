@@ -60,7 +60,9 @@ async def test_thread_api_shape(client: TestClient, ctx: AppContext) -> None:
     resp = await client.get("/api/threads/Org/Repo/7")
     assert resp.status == 200
     data = await resp.json()
-    assert set(data) == {"thread", "analysis"}
+    # the analyzer's own analysis; the finding the tracker shows and a person's verdict (none)
+    assert set(data) == {"thread", "analysis", "failure", "verdict"}
+    assert data["verdict"] is None and data["failure"]["set_by"] is None
     thread = data["thread"]
     assert thread["id"] == "Org/Repo#7" and thread["kind"] == "issue"
     assert thread["title"] == "Entropy <b>drops</b>"  # JSON, not HTML: stored text as is

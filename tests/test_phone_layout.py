@@ -8,7 +8,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from sqlalchemy import select
+
 from bot.site.report import run_report
+from bot.store.models import Thread
+from bot.store.verdicts import set_verdict
 from tests.browser import chromium, serving  # noqa: F401 - the fixture
 from tests.test_report import seed
 
@@ -26,10 +30,17 @@ async def test_no_page_is_wider_than_a_phone(sqlite_ctx: Any, chromium: Any) -> 
                title=f"<b>{LONG_WORD}</b> entropy collapse")
     await seed(sqlite_ctx, VERL, 3, created=now - timedelta(hours=1), title=CJK,
                failure="entropy_collapse", proposal=False)
+    async with sqlite_ctx.sessionmaker() as session:  # verdicts: /verdicts and the report's table
+        for number, kind in ((2, "kl_growth"), (3, None)):
+            thread = await session.scalar(select(Thread).where(Thread.number == number))
+            await set_verdict(session, thread, is_failure_report=kind is not None, category=kind,
+                              login="L" * 255, role="maintainer", comment_id=number)
+        await session.commit()
     await run_report(sqlite_ctx, now.date())
     pages = ["/", "/proposals", "/frameworks/verl", "/failures/entropy_collapse",
              "/methods/masked-importance-sampling", f"/threads/{VERL}/2", f"/threads/{VERL}/3",
-             "/reports/", f"/reports/{now.date().isoformat()}", "/study"]
+             "/reports/", f"/reports/{now.date().isoformat()}", "/study", "/verdicts",
+             "/failures/kl_growth"]
     async with serving(sqlite_ctx) as server:
         base = f"http://127.0.0.1:{server.port}"
         widths = await chromium.page_widths([base + p for p in pages])

@@ -79,3 +79,24 @@ async def test_phone_screenshot(server, chromium: Chromium, tmp_path: Path) -> N
     shot = await chromium.screenshot(_url(server, "/frameworks/trl"), out)
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+
+
+async def test_verdict_pages_keep_logins_and_titles_inert(server, chromium: Chromium, ctx) -> None:  # noqa: F811
+    """A verdict with a hostile login on the thread with the hostile title: /verdicts and the
+    kind page list it as text; no element comes from either."""
+    from sqlalchemy import select
+
+    from bot.store.models import Thread
+    from bot.store.verdicts import set_verdict
+
+    async with ctx.sessionmaker() as session:
+        thread = await session.scalar(select(Thread).where(Thread.number == 102))
+        await set_verdict(session, thread, is_failure_report=True, category="kl_growth",
+                          login="<img src=y onerror=alert(4)>", role="maintainer", comment_id=1)
+        await session.commit()
+    for path in ("/verdicts", "/failures/kl_growth"):
+        dom = await chromium.dump_dom(_url(server, path))
+        assert not re.search(r"<(script|iframe|img)\b", dom, re.I), path
+        assert "&lt;script&gt;alert(\"t\")&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;" in dom, path
+        assert "set by a person (maintainer)" in dom or path == "/verdicts"
+    assert "@&lt;img src=y onerror=alert(4)&gt;" in await chromium.dump_dom(_url(server, "/verdicts"))

@@ -154,6 +154,7 @@ def api_paging(query: Mapping[str, str], *, default_limit: int, max_limit: int
 async def api_thread(request: web.Request) -> web.Response:
     from bot.store.models import Analysis
     from bot.store.threads import get_thread, load_comments, thread_record
+    from bot.store.verdicts import shown_failure, thread_verdict, verdict_dict
 
     ctx = request.app[CTX]
     owner, name = request.match_info["owner"], request.match_info["repo"]
@@ -167,10 +168,15 @@ async def api_thread(request: web.Request) -> web.Response:
         if thread is None:
             return _json_error(404, "no such thread")
         record = thread_record(thread, await load_comments(session, thread))
-        analysis = await session.scalar(
-            select(Analysis.result).where(Analysis.thread_id == thread.id)
-        )
-    return web.json_response({"thread": record, "analysis": analysis})
+        row = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
+        verdict = await thread_verdict(session, thread.id)
+    # `analysis` is the analyzer's own finding; `failure` the one the tracker shows (a
+    # person's verdict where there is one: bot.store.verdicts.shown_failure), `verdict` theirs.
+    shown = shown_failure(row.is_failure_report if row else None,
+                          row.failure_category if row else None, verdict)
+    return web.json_response({
+        "thread": record, "analysis": row.result if row is not None else None,
+        "failure": shown, "verdict": verdict_dict(verdict) if verdict is not None else None})
 
 
 async def api_actions(request: web.Request) -> web.Response:

@@ -4,6 +4,11 @@ Thread / Analysis / Action / Repository / ContributionRules tables.
 Every function returns plain dicts and lists (JSON-ready); bot/site.py renders them as HTML or
 JSON, bot/exports.py writes them as files. Thread text never goes further than its title, and
 the HTML templates escape it.
+
+The failure finding of a thread (is it a failure report, which kind) is the one rule of
+`bot.store.verdicts.shown_failure`: a person's verdict where there is one, else the analysis;
+filters and counts use its SQL twin. A summary marks a verdict's finding (`failure_set_by`)
+and keeps the analyzer's own beside it (`analyzer_failure`).
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from analyzers.catalog import framework_id
 from bot.analysis import on_analysis_thread
 from bot.speaking.contribution import snapshot_rules
-from bot.store.models import Action, Analysis, ContributionRules, Repository, Thread
+from bot.store.models import Action, Analysis, ContributionRules, Repository, Thread, Verdict
 from bot.store.types import format_datetime
+from bot.store.verdicts import shown_columns, shown_failure
 
 REVIEW_STATES = ("merged", "open_no_reply", "open_replied", "declined", "redirected", "lapsed",
                  "closed_by_author", "closed_other")
@@ -44,12 +50,30 @@ def _thread_columns() -> list[Any]:
     return [Thread.repo, Thread.number, Thread.kind, Thread.title, Thread.state,
             Thread.created_at, Thread.closed_at, Analysis.is_failure_report,
             Analysis.failure_category, Analysis.is_proposal, Analysis.review_state,
-            Analysis.methods, Analysis.arxiv_ids, Analysis.result]
+            Analysis.methods, Analysis.arxiv_ids, Analysis.result,
+            Verdict.id.label("verdict_id"), Verdict.is_failure_report.label("verdict_is_failure"),
+            Verdict.category.label("verdict_category"), Verdict.role.label("verdict_role")]
+
+
+def _tracked(query: Any) -> Any:
+    """`query` over Thread with its Analysis and Verdict (either may be missing): the threads
+    that have an analysis or a person's verdict."""
+    return (query.outerjoin(Analysis, Analysis.thread_id == Thread.id)
+            .outerjoin(Verdict, Verdict.thread_id == Thread.id)
+            .where(or_(Analysis.id.is_not(None), Verdict.id.is_not(None))))
+
+
+class _VerdictColumns:
+    def __init__(self, r: Any) -> None:
+        self.is_failure_report, self.category, self.role = (
+            r.verdict_is_failure, r.verdict_category, r.verdict_role)
 
 
 def _row(r: Any) -> dict[str, Any]:
     result = r.result or {}
     failure = result.get("failure") or {}
+    shown = shown_failure(r.is_failure_report, r.failure_category,
+                          _VerdictColumns(r) if r.verdict_id is not None else None)
     return {
         "repo": r.repo,
         "number": r.number,
@@ -60,9 +84,16 @@ def _row(r: Any) -> dict[str, Any]:
         "created_at": format_datetime(r.created_at),
         "closed_at": format_datetime(r.closed_at),
         "framework": framework_id(r.repo),
-        "is_failure_report": bool(r.is_failure_report),
-        "failure_category": r.failure_category,
-        "failure_confidence": failure.get("confidence"),
+        # the finding shown: a person's verdict where there is one (`failure_set_by`: their
+        # role; no model confidence then), else the analyzer's
+        "is_failure_report": shown["is_failure_report"],
+        "failure_category": shown["category"],
+        "failure_confidence": None if shown["set_by"] else failure.get("confidence"),
+        "failure_set_by": shown["set_by"],
+        # the analyzer's own finding, whatever a person said (None: not analysed yet)
+        "analyzer_failure": None if r.result is None else {
+            "is_failure_report": bool(r.is_failure_report), "category": r.failure_category,
+            "confidence": failure.get("confidence")},
         "is_proposal": bool(r.is_proposal),
         "review_state": r.review_state,
         "methods": list(r.methods or []),
@@ -85,17 +116,21 @@ def _thread_filters(query: Any, *, proposals: bool | None = None, failures: bool
                     framework: str | None = None, state: str | None = None,
                     paper: str | None = None, method: str | None = None,
                     category: str | None = None) -> Any:
-    """`query` (over Thread joined with Analysis) narrowed to the threads the filters name."""
+    """`query` (over Thread joined with Analysis and Verdict, `_tracked`) narrowed to the
+    threads the filters name; `failures` and `category` by the failure finding shown."""
+    shown_is_failure, shown_category = shown_columns()
     if proposals is not None:
-        query = query.where(Analysis.is_proposal.is_(proposals))
+        query = query.where(Analysis.is_proposal.is_(True) if proposals
+                            else func.coalesce(Analysis.is_proposal, False).is_(False))
     if failures is not None:
-        query = query.where(Analysis.is_failure_report.is_(failures))
+        query = query.where(shown_is_failure.is_(True) if failures
+                            else func.coalesce(shown_is_failure, False).is_(False))
     if framework:
         query = query.where(func.lower(Thread.repo).in_(_framework_repos(framework) or ["-"]))
     if state:
         query = query.where(Analysis.review_state == state)
     if category:
-        query = query.where(Analysis.failure_category == category)
+        query = query.where(shown_category == category)
     if method:
         query = query.where(_like_json(Analysis.methods, method))
     if paper:
@@ -111,8 +146,7 @@ async def thread_rows(session: AsyncSession, *, newest_first: bool = True, limit
                       offset: int = 0, **filters: Any) -> list[dict[str, Any]]:
     """Summaries of the threads `filters` (see `_thread_filters`) name, newest first, the
     `limit` after the first `offset`."""
-    query = _thread_filters(
-        select(*_thread_columns()).join(Analysis, Analysis.thread_id == Thread.id), **filters)
+    query = _thread_filters(_tracked(select(*_thread_columns()).select_from(Thread)), **filters)
     order = Thread.created_at.desc() if newest_first else Thread.created_at
     query = query.order_by(order, Thread.id.desc()).offset(offset).limit(limit)
     return [_row(r) for r in (await session.execute(query)).all()]
@@ -120,9 +154,7 @@ async def thread_rows(session: AsyncSession, *, newest_first: bool = True, limit
 
 async def count_threads(session: AsyncSession, **filters: Any) -> int:
     """How many threads `thread_rows` with the same filters would list without a limit."""
-    query = _thread_filters(
-        select(func.count()).select_from(Thread).join(Analysis, Analysis.thread_id == Thread.id),
-        **filters)
+    query = _thread_filters(_tracked(select(func.count()).select_from(Thread)), **filters)
     return int(await session.scalar(query) or 0)
 
 

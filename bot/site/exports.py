@@ -1,6 +1,10 @@
 """Export of the tracked data: every analysed thread with its findings, as JSON and as CSV
 (`GET /api/export.json`, `GET /api/export.csv`).
 
+The failure columns are the finding the tracker shows (a person's verdict where there is one:
+`failure_set_by` names their role, and there is no model confidence then); the analyzer's own
+finding is kept beside it (`analyzer_failure` in JSON, `analyzer_*` columns in CSV).
+
 Thread titles are third-party text: in CSV a cell that starts with =, +, - or @ is prefixed
 with an apostrophe so a spreadsheet shows it instead of evaluating it.
 """
@@ -19,7 +23,9 @@ from bot.store.types import format_datetime, utcnow
 EXPORT_LIMIT = 200_000
 CSV_COLUMNS = ("repo", "number", "kind", "framework", "title", "state", "created_at",
                "closed_at", "url", "is_failure_report", "failure_category",
-               "failure_confidence", "is_proposal", "review_state", "methods", "arxiv_ids")
+               "failure_confidence", "failure_set_by", "analyzer_is_failure_report",
+               "analyzer_failure_category", "analyzer_failure_confidence", "is_proposal",
+               "review_state", "methods", "arxiv_ids")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -50,5 +56,9 @@ def to_csv(threads: list[dict[str, Any]]) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for t in threads:
-        writer.writerow([_cell(t.get(c)) for c in CSV_COLUMNS])
+        analyzer = t.get("analyzer_failure") or {}
+        flat = {**t, "analyzer_is_failure_report": analyzer.get("is_failure_report"),
+                "analyzer_failure_category": analyzer.get("category"),
+                "analyzer_failure_confidence": analyzer.get("confidence")}
+        writer.writerow([_cell(flat.get(c)) for c in CSV_COLUMNS])
     return out.getvalue()

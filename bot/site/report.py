@@ -9,6 +9,11 @@ thread (proposal or failure report) in its data; the next report diffs the curre
 against the previous report's snapshot. A first report (no previous one) is a baseline: it
 gives the standing numbers and lists no changes.
 
+Failure reports are counted by the finding the tracker shows (a person's verdict where there
+is one, else the analysis: bot.store.verdicts.shown_failure), those a person set marked; the
+report also gives the live agreement figure (bot.store.verdicts.agreement): how often the
+analyzer agreed with people's verdicts, per analyzer version.
+
 Nothing written by people on GitHub goes into the Markdown that is posted: it names threads
 by `owner/repo#N` links, methods and papers from the catalog and paper pool, and numbers.
 The HTML page may show thread titles (escaped by the template).
@@ -30,8 +35,9 @@ from sqlalchemy import select
 
 from analyzers.catalog import framework_id
 from bot.site.study import detected_since
-from bot.store.models import Action, Analysis, Comment, Report, Repository, Thread
+from bot.store.models import Action, Analysis, Comment, Report, Repository, Thread, Verdict
 from bot.store.types import utcnow
+from bot.store.verdicts import agreement, shown_columns, shown_failure
 
 log = logging.getLogger(__name__)
 
@@ -78,22 +84,29 @@ async def collect_state(ctx: Any, now: datetime) -> tuple[dict[str, dict[str, An
     snapshot: dict[str, dict[str, Any]] = {}
     extra: dict[str, Any] = {"titles": {}, "urls": {}}
     async with ctx.sessionmaker() as session:
+        shown_is_failure, _ = shown_columns()
         rows = (await session.execute(
-            select(Thread, Analysis).join(Analysis, Analysis.thread_id == Thread.id)
-            .where((Analysis.is_proposal.is_(True)) | (Analysis.is_failure_report.is_(True)))
+            select(Thread, Analysis, Verdict)
+            .outerjoin(Analysis, Analysis.thread_id == Thread.id)
+            .outerjoin(Verdict, Verdict.thread_id == Thread.id)
+            .where((Analysis.is_proposal.is_(True)) | (shown_is_failure.is_(True)))
         )).all()
-        threads = {t.id: t for t, _ in rows}
+        threads = {t.id: t for t, _, _ in rows}
+        agreed = await agreement(session)
         replies = await _first_replies(session, {i: t for i, t in threads.items()})
         paused = [{"repo": r.full_name, "reason": r.paused_reason or ""}
                   for r in await session.scalars(
                       select(Repository).where(Repository.comments_paused.is_(True))
                       .order_by(Repository.full_name))]
-    for thread, analysis in rows:
+    for thread, analysis, verdict in rows:
         framework = framework_id(thread.repo)
         if framework is None:
             continue
         key = f"{thread.repo}#{thread.number}"
-        result = analysis.result or {}
+        result = (analysis.result if analysis is not None else None) or {}
+        # the failure finding the tracker shows: a person's verdict, else the analysis
+        shown = shown_failure(analysis.is_failure_report if analysis else None,
+                              analysis.failure_category if analysis else None, verdict)
         review = result.get("review") or {}
         first_reply = replies.get(thread.id)
         snapshot[key] = {
@@ -101,14 +114,15 @@ async def collect_state(ctx: Any, now: datetime) -> tuple[dict[str, dict[str, An
             "repo": thread.repo,
             "number": thread.number,
             "kind": thread.kind,
-            "is_proposal": bool(analysis.is_proposal),
-            "is_failure": bool(analysis.is_failure_report),
-            "category": analysis.failure_category,
-            "state": analysis.review_state or "open_no_reply",
+            "is_proposal": bool(analysis is not None and analysis.is_proposal),
+            "is_failure": shown["is_failure_report"],
+            "category": shown["category"],
+            "set_by": shown["set_by"],
+            "state": (analysis.review_state if analysis else None) or "open_no_reply",
             "replied": bool(review.get("replied_from_other")) or first_reply is not None,
             "concerns": sorted(review.get("concerns") or []),
-            "methods": list(analysis.methods or []),
-            "arxiv_ids": list(analysis.arxiv_ids or []),
+            "methods": list((analysis.methods if analysis else None) or []),
+            "arxiv_ids": list((analysis.arxiv_ids if analysis else None) or []),
             "created_at": thread.created_at.isoformat() if thread.created_at else None,
             "first_reply_days": _days(first_reply - thread.created_at)
             if first_reply and thread.created_at else None,
@@ -116,6 +130,7 @@ async def collect_state(ctx: Any, now: datetime) -> tuple[dict[str, dict[str, An
         extra["titles"][key] = thread.title or ""
         extra["urls"][key] = thread.url or f"https://github.com/{thread.repo}/issues/{thread.number}"
     extra["paused"] = paused
+    extra["agreement"] = agreed
     return snapshot, extra
 
 
@@ -178,16 +193,20 @@ async def build_report(ctx: Any, day: date | None = None) -> dict[str, Any]:
              if v["state"] == "open_no_reply" and not v["replied"] and v["created_at"]),
             key=lambda w: (-w["days"], _sort_key(w["key"])))
         failures: dict[str, list[str]] = defaultdict(list)
+        failures_set_by: list[str] = []  # of those, the ones whose kind a person set
         for k, v in sorted(mine.items(), key=lambda kv: _sort_key(kv[0])):
             created = datetime.fromisoformat(v["created_at"]) if v["created_at"] else None
             if v["is_failure"] and created and day_start <= created < day_end:
                 failures[v["category"] or "other_failure"].append(k)
+                if v.get("set_by"):
+                    failures_set_by.append(k)
         reply_days = [v["first_reply_days"] for v in proposals.values() if v["first_reply_days"] is not None]
         per_fw[fid] = {
             "name": fw.name, "repo": fw.repo,
             "changes": {kind: [c for c in items if c["framework"] == fid] for kind, items in changes.items()},
             "by_state": by_state, "proposals": len(proposals), "waiting": waiting,
             "failures_today": dict(sorted(failures.items())),
+            "failures_today_set_by": failures_set_by,
             "median_first_reply_days": round(statistics.median(reply_days), 1) if reply_days else None,
             "replied": len(reply_days),
             "new_landings": [x for x in new_landings if x["framework"] == fid],
@@ -197,6 +216,7 @@ async def build_report(ctx: Any, day: date | None = None) -> dict[str, Any]:
         "generated_at": now.isoformat(), "frameworks": per_fw, "paused": extra["paused"],
         "totals": {kind: len(items) for kind, items in changes.items()},
         "new_landings": len(new_landings),
+        "agreement": extra["agreement"],
         "snapshot": snapshot, "titles": extra["titles"], "urls": extra["urls"],
     }
 

@@ -12,7 +12,9 @@
   shutdown). Without a GitHub client only the preview of stored issues runs, inline.
 
 The decision is the one the app makes when an issue is opened (failure analysis, confidence,
-the repository's config, bots, pull requests), judged as at opening time: later maintainer
+the repository's config, bots, pull requests), with a person's verdict on the thread
+(`/rltracker kind`, `not-a-failure`) in place of the analyzer's finding, as a recheck would
+decide (a person's kind needs no confidence bar); judged as at opening time: later maintainer
 replies, labels and the 48-hour rule are about lagging processing, not about whether the
 comment would have been useful, and the daily budget is reported, not applied.
 """
@@ -30,14 +32,15 @@ from typing import Any
 from sqlalchemy import func, select
 
 from analyzers.catalog import canonical_repo
-from bot.speaking.failure_comment import compose_for
+from bot.speaking.failure_comment import compose_for, with_verdict
 from bot.speaking.records import record_once
 from bot.speaking.repo_config import RepoConfig
 from bot.speaking.situation import declined_methods
 from bot.store.jobs import record_job_run
-from bot.store.models import Action, Analysis, Repository, Thread
+from bot.store.models import Action, Analysis, Repository, Thread, Verdict
 from bot.store.threads import load_comments, thread_record
 from bot.store.types import format_datetime, utcnow
+from bot.store.verdicts import as_failure
 
 DEFAULT_DAYS = 30
 INSTALL_SYNC_MAX_REQUESTS = 20  # ~2,000 issues of one month: more than any of the seven gets
@@ -67,6 +70,10 @@ async def compute_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict
                 select(Analysis).where(Analysis.thread_id.in_([t.id for t in threads] or [-1]))
             )
         }
+        verdicts = {
+            v.thread_id: v for v in await session.scalars(
+                select(Verdict).where(Verdict.thread_id.in_([t.id for t in threads] or [-1])))
+        }
         records = [(t, thread_record(t, await load_comments(session, t))) for t in threads]
     declined = await declined_methods(ctx, repo)
     comments: list[dict[str, Any]] = []
@@ -77,13 +84,16 @@ async def compute_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict
             from bot.analysis import run_analysis
 
             analysis = await run_analysis(record)
+        if thread.id in verdicts:  # a person's finding outranks the analyzer's
+            analysis = with_verdict(analysis, as_failure(verdicts[thread.id]))
         failure = analysis.get("failure") or {}
+        set_by = failure.get("set_by")
         url = thread.url or f"https://github.com/{repo}/issues/{thread.number}"
         base = {"number": thread.number, "title": thread.title or "", "url": url}
         reason = None
         if not failure.get("is_failure_report"):
-            reason = "not a training-failure report"
-        elif float(failure.get("confidence") or 0) < config.failure_bar():
+            reason = "not a training-failure report" + (f", per a person ({set_by})" if set_by else "")
+        elif not set_by and float(failure.get("confidence") or 0) < config.failure_bar():
             reason = f"confidence {float(failure.get('confidence') or 0):.2f} below {config.failure_bar():.2f}"
         elif not config.failure_comments:
             reason = "failure comments are off in .github/rltracker.yml"
@@ -100,7 +110,8 @@ async def compute_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict
                 comments.append({**base, "body": composed.body, "lang": composed.lang,
                                  "category": composed.category,
                                  "runner_up": composed.details.get("runner_up"),
-                                 "confidence": f"{float(failure.get('confidence') or 0):.2f}"})
+                                 "set_by": set_by,
+                                 "confidence": None if set_by else f"{float(failure.get('confidence') or 0):.2f}"})
                 continue
         skipped.append({**base, "reason": reason})
     return {

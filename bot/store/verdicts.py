@@ -1,17 +1,25 @@
 """People's verdicts on threads (the `verdicts` table): `/rltracker kind <failure>` and
-`/rltracker not-a-failure`. One row per thread; a later verdict replaces the earlier one."""
+`/rltracker not-a-failure`. One row per thread; a later verdict replaces the earlier one.
+
+Also the one rule for the failure finding the tracker shows and counts (`shown_failure`, and
+its SQL twin `shown_columns` for filters and counts): the person's verdict where there is
+one, else the analysis. The analyzer's own finding stays in the Analysis row and beside the
+shown one wherever a list or export carries it. And the live agreement figure
+(`count_agreement`, `agreement`): how often the analyzer agreed with people's verdicts, by
+analyzer version, on what it said when the verdict was given.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Boolean, String, case, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.store.db import dialect_insert
 from bot.store.models import Analysis, Thread, Verdict
-from bot.store.types import utcnow
+from bot.store.types import format_datetime, utcnow
 
 COLUMNS = ("is_failure_report", "category", "login", "role", "comment_id", "analyzer_category",
            "analyzer_is_failure_report", "analyzer_version", "given_at")
@@ -54,6 +62,17 @@ async def all_verdicts(session: AsyncSession) -> list[tuple[Verdict, Thread]]:
     return [(v, t) for v, t in rows.all()]
 
 
+def verdict_dict(verdict: Verdict) -> dict[str, Any]:
+    """A verdict as the JSON API gives it: what the person said, who (login and role), when,
+    and what the analyzer had said then."""
+    return {"is_failure_report": bool(verdict.is_failure_report), "category": verdict.category,
+            "login": verdict.login, "role": verdict.role, "comment_id": verdict.comment_id,
+            "given_at": format_datetime(verdict.given_at),
+            "analyzer_is_failure_report": verdict.analyzer_is_failure_report,
+            "analyzer_category": verdict.analyzer_category,
+            "analyzer_version": verdict.analyzer_version}
+
+
 def as_failure(verdict: Verdict) -> dict[str, Any]:
     """The verdict in the shape of an analysis' `failure` part, for what the app says: a
     person named the kind, so there is one, no runner-up and no model confidence."""
@@ -72,3 +91,93 @@ async def verdict_of(session: AsyncSession, repo: str, number: int) -> Verdict |
     return await session.scalar(
         select(Verdict).join(Thread, Thread.id == Verdict.thread_id)
         .where(func.lower(Thread.repo) == repo.lower(), Thread.number == number))
+
+
+# --- the failure finding the tracker shows -----------------------------------------------------
+
+
+def shown_failure(analyzer_is_failure: bool | None, analyzer_category: str | None,
+                  verdict: Any | None) -> dict[str, Any]:
+    """The failure finding the tracker shows for a thread: the person's verdict where there is
+    one (`verdict`: a Verdict row, or anything with `is_failure_report`, `category`, `role`),
+    else the analyzer's. `set_by` is the person's role (`author` / `maintainer`) or None."""
+    if verdict is not None:
+        is_failure = bool(verdict.is_failure_report)
+        return {"is_failure_report": is_failure, "category": verdict.category if is_failure else None,
+                "set_by": verdict.role}
+    is_failure = bool(analyzer_is_failure)
+    return {"is_failure_report": is_failure, "category": analyzer_category if is_failure else None,
+            "set_by": None}
+
+
+def shown_columns() -> tuple[Any, Any]:
+    """`shown_failure` as SQL expressions (is it a failure report, which kind) over Analysis
+    outer-joined with Verdict, for filters and counts: the verdict's where a row exists."""
+    has_verdict = Verdict.id.is_not(None)
+    is_failure = case((has_verdict, Verdict.is_failure_report),
+                      else_=Analysis.is_failure_report).cast(Boolean)
+    category = case((has_verdict, Verdict.category), else_=Analysis.failure_category).cast(String)
+    return is_failure, category
+
+
+# --- agreement: the analyzer against people's verdicts -----------------------------------------
+
+AGREEMENT_KEYS = ("verdicts", "called", "kind_right", "kind_wrong", "not_failure_per_person",
+                  "not_called", "failure_per_person", "agreed_not_failure", "not_analysed")
+
+
+def count_agreement(rows: list[tuple[str | None, bool | None, str | None, bool, str | None]]
+                    ) -> list[dict[str, Any]]:
+    """Rows (analyzer version, analyzer said failure report, analyzer kind, person said failure
+    report, person kind) -> one dict per analyzer version (newest first; no version = no
+    analysis when the verdict was given, last), then the total over all (`version` "all").
+
+    Of the threads the analyzer called a failure report (`called`): the person's kind was its
+    kind (`kind_right`), another kind (`kind_wrong`), or no failure report at all
+    (`not_failure_per_person`). Of those it did not call one (`not_called`): the person said
+    it is one (`failure_per_person`) or agreed (`agreed_not_failure`)."""
+    by: dict[str | None, dict[str, Any]] = {}
+    total = {k: 0 for k in AGREEMENT_KEYS}
+    for version, a_failure, a_category, p_failure, p_category in rows:
+        counts = by.setdefault(version, {k: 0 for k in AGREEMENT_KEYS})
+        for c in (counts, total):
+            c["verdicts"] += 1
+            if a_failure is None:
+                c["not_analysed"] += 1
+            elif a_failure:
+                c["called"] += 1
+                if not p_failure:
+                    c["not_failure_per_person"] += 1
+                elif p_category == a_category:
+                    c["kind_right"] += 1
+                else:
+                    c["kind_wrong"] += 1
+            else:
+                c["not_called"] += 1
+                c["failure_per_person" if p_failure else "agreed_not_failure"] += 1
+    versions = sorted((v for v in by if v is not None), reverse=True)
+    out = [_with_shares({"version": v, **by[v]}) for v in versions]
+    if None in by:
+        out.append(_with_shares({"version": None, **by[None]}))
+    return [*out, _with_shares({"version": "all", **total})]
+
+
+def _with_shares(c: dict[str, Any]) -> dict[str, Any]:
+    """The shares the counts give (None where there is nothing to divide): of the analyzer's
+    calls, how many people confirmed as reports (`precision`) and, of those, with its kind
+    (`kind_accuracy`); of the threads people called reports, how many it had called (`recall`)."""
+    reports_called = c["kind_right"] + c["kind_wrong"]
+    reports = reports_called + c["failure_per_person"]
+    c["precision"] = round(reports_called / c["called"], 3) if c["called"] else None
+    c["kind_accuracy"] = round(c["kind_right"] / reports_called, 3) if reports_called else None
+    c["recall"] = round(reports_called / reports, 3) if reports else None
+    return c
+
+
+async def agreement(session: AsyncSession) -> list[dict[str, Any]]:
+    """`count_agreement` over every stored verdict, against what the analyzer said when the
+    verdict was given (the finding `set_verdict` kept beside it)."""
+    rows = await session.execute(select(
+        Verdict.analyzer_version, Verdict.analyzer_is_failure_report, Verdict.analyzer_category,
+        Verdict.is_failure_report, Verdict.category))
+    return count_agreement([tuple(r) for r in rows.all()])

@@ -12,6 +12,6 @@ see pyproject.toml):
     github                  the GitHub client, sync, recovery, paper import
     context                 settings + database + client, and the app keys
     store                   SQLAlchemy models and repository functions
-    templating | logs | metrics
+    templating | logs | metrics | command_syntax   (how a `/rltracker` command is written)
     config                  settings read from the environment
 """

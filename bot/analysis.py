@@ -62,11 +62,33 @@ async def warm_up() -> None:
     await on_analysis_thread(load_analyzers)
 
 
+def analysis_input(record: dict[str, Any]) -> dict[str, Any]:
+    """What the analyzers read of a stored thread: its comments without `/rltracker` command
+    lines, and without the comments that were nothing but commands (a command is addressed to
+    the app: its words are no report wording, and a maintainer's command is no reply)."""
+    from bot.command_syntax import without_commands
+
+    comments = record.get("comments") or []
+    kept = []
+    changed = False
+    for c in comments:
+        body = c.get("body") or ""
+        text = without_commands(body)
+        if text == body:
+            kept.append(c)
+            continue
+        changed = True
+        if text.strip():
+            kept.append({**c, "body": text})
+    return {**record, "comments": kept} if changed else record
+
+
 async def run_analysis(record: dict[str, Any], pool: Any = None) -> dict[str, Any]:
-    """analyze_thread off the event loop, on the process's one analysis thread."""
+    """analyze_thread of `analysis_input(record)` off the event loop, on the process's one
+    analysis thread."""
     from analyzers.analyze import analyze_thread
 
-    return await on_analysis_thread(analyze_thread, record, pool)
+    return await on_analysis_thread(analyze_thread, analysis_input(record), pool)
 
 
 async def run_analyses(records: list[dict[str, Any]], pool: Any = None) -> list[dict[str, Any]]:
@@ -74,7 +96,7 @@ async def run_analyses(records: list[dict[str, Any]], pool: Any = None) -> list[
     from analyzers.analyze import analyze_thread
 
     def analyse_all() -> list[dict[str, Any]]:
-        return [analyze_thread(record, pool) for record in records]
+        return [analyze_thread(analysis_input(record), pool) for record in records]
 
     if not records:
         return []

@@ -10,10 +10,11 @@ import pytest
 from gidgethub import sansio
 from sqlalchemy import select
 
+from bot.command_syntax import parse_command
 from bot.speaking.decide import act
 from bot.speaking.render import FAILURE_MARKER, REPLY_MARKER
 from bot.store.models import Action, Analysis, Thread
-from bot.webhooks.commands import parse_command, resolve_failure
+from bot.webhooks.commands import resolve_failure
 from bot.webhooks.commands import router as commands_router
 from tests.test_actions_e2e import FAILURE, INST, NOT_FAILURE, VERL, install, open_issue
 

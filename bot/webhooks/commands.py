@@ -39,6 +39,7 @@ from gidgethub.routing import Router
 from sqlalchemy import delete, func, select, update
 
 from analyzers.catalog import canonical_repo, framework_id
+from bot.command_syntax import parse_command
 from bot.speaking.claims import claim
 from bot.speaking.posting import post_reply
 from bot.speaking.quiet import MAINTAINERS
@@ -54,7 +55,6 @@ log = logging.getLogger(__name__)
 
 router = Router()
 
-PREFIX = "/rltracker"
 COMMANDS = ("recheck", "ignore", "stop", "methods", "rules", "kind", "not-a-failure")
 VERDICT_COMMANDS = ("kind", "not-a-failure")
 MINIMIZE_MUTATION = """
@@ -79,18 +79,6 @@ query($id: ID!) {
   }
 }
 """
-
-
-def parse_command(body: str | None) -> tuple[str, list[str]] | None:
-    """The first `/rltracker <word> [args]` line of a comment, as (word, args)."""
-    for line in (body or "")[:65536].splitlines()[:50]:
-        words = line.strip().split()
-        if not words or words[0].lower() != PREFIX:
-            continue
-        if len(words) == 1:
-            return "", []
-        return words[1].lower(), words[2:8]
-    return None
 
 
 def _failure_name(text: str) -> str:
@@ -432,4 +420,4 @@ async def on_comment(event: sansio.Event, ctx: Any) -> None:
     await handle_command(event, ctx)
 
 
-__all__ = ["handle_command", "parse_command", "resolve_failure", "router"]
+__all__ = ["handle_command", "resolve_failure", "router"]

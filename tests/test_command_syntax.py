@@ -29,13 +29,20 @@ def test_without_commands_reads_as_many_lines_as_parse_command() -> None:
     assert without_commands(body) == body
 
 
-def _proposal(comments: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "id": "example/rl#7", "repo": "verl-project/verl", "number": 7, "kind": "issue",
-        "title": "[Feature] Add GSPO (sequence-level clipping) as a policy loss",
-        "body": "This adds GSPO from arXiv:2507.18071 as a new policy loss option. Would you accept a PR?",
-        "author": "proposer", "author_association": "NONE", "state": "open", "comments": comments,
-    }
+# Two short threads written for these tests: a method proposal and a usage question.
+THREADS = {
+    "proposal": ("[Feature] Add GSPO (sequence-level clipping) as a policy loss",
+                 "This adds GSPO from arXiv:2507.18071 as a new policy loss option. Would you accept a PR?"),
+    "question": ("Question about the GRPO config",
+                 "How do I set the group size for GRPO in the trainer config? Thanks."),
+}
+
+
+def _thread(comments: list[dict[str, Any]], which: str = "proposal") -> dict[str, Any]:
+    title, body = THREADS[which]
+    return {"id": "example/rl#7", "repo": "verl-project/verl", "number": 7, "kind": "issue",
+            "title": title, "body": body, "author": "opener", "author_association": "NONE",
+            "state": "open", "comments": comments}
 
 
 def _comment(body: str, author: str = "maintainer", association: str = "MEMBER") -> dict[str, Any]:
@@ -44,12 +51,12 @@ def _comment(body: str, author: str = "maintainer", association: str = "MEMBER")
 
 
 def test_analysis_input_leaves_threads_without_commands_as_they_are() -> None:
-    record = _proposal([_comment("Interesting, could you share results on GSM8K?")])
+    record = _thread([_comment("Interesting, could you share results on GSM8K?")])
     assert analysis_input(record) is record
 
 
 def test_analysis_input_drops_command_only_comments_and_command_lines() -> None:
-    record = _proposal([
+    record = _thread([
         _comment("/rltracker rules"),
         _comment("Nice idea.\n/rltracker kind kl_growth\nCould you add a test?"),
     ])
@@ -58,20 +65,11 @@ def test_analysis_input_drops_command_only_comments_and_command_lines() -> None:
     assert [c["body"] for c in record["comments"]][0] == "/rltracker rules"  # the stored record is untouched
 
 
-def _question(comments: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "id": "example/rl#8", "repo": "verl-project/verl", "number": 8, "kind": "issue",
-        "title": "Question about the GRPO config",
-        "body": "How do I set the group size for GRPO in the trainer config? Thanks.",
-        "author": "asker", "author_association": "NONE", "state": "open", "comments": comments,
-    }
-
-
 @pytest.mark.asyncio
-@pytest.mark.parametrize("thread", [_proposal, _question])
-async def test_commands_leave_the_analysis_as_the_thread_without_them(thread: Any) -> None:
+@pytest.mark.parametrize("which", sorted(THREADS))
+async def test_commands_leave_the_analysis_as_the_thread_without_them(which: str) -> None:
     commands = [_comment("/rltracker kind entropy_collapse"), _comment("/rltracker methods entropy collapse"),
-                _comment("/rltracker rules", author="proposer", association="NONE")]
-    with_commands = await run_analysis(thread(commands))
-    assert with_commands == await run_analysis(thread([]))
+                _comment("/rltracker rules", author="opener", association="NONE")]
+    with_commands = await run_analysis(_thread(commands, which))
+    assert with_commands == await run_analysis(_thread([], which))
     assert with_commands["review"]["replied_from_other"] is False

@@ -183,6 +183,12 @@ def build_parser() -> argparse.ArgumentParser:
     pv = verdicts_sub.add_parser("export", help="every verdict as a labelled thread (JSON lines), "
                                  "for review and `python -m training --extra FILE`")
     pv.add_argument("--out", default=None, metavar="FILE", help="default: stdout")
+    pw = verdicts_sub.add_parser("wanted", help="the open threads where a verdict would teach the "
+                                 "failure analyzer most (its least sure findings), with the "
+                                 "command to type")
+    pw.add_argument("--framework", default=None, metavar="F", help="one framework (default: all)")
+    pw.add_argument("--limit", type=int, default=50, metavar="N",
+                    help="at most N threads per framework (default: 50)")
 
     p = sub.add_parser("study", help="the study: landings, per framework, review records")
     p.add_argument("--json", action="store_true")

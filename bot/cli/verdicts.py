@@ -9,6 +9,10 @@ The comments are the thread's up to the command comment: the command itself, lat
 and the app's own comments are left out (a comment saying `/rltracker kind kl_growth` names the
 label; what follows it answers the verdict). Review the file, then fit on it:
 `python -m training --extra FILE`.
+
+`rltracker verdicts wanted [--framework F] [--limit N]`: the open threads where a verdict would
+teach the failure analyzer most (`bot.site.verdicts.wanted_verdicts`, the list `/verdicts`
+shows), with what the analyzer said and the commands to type.
 """
 
 from __future__ import annotations
@@ -63,9 +67,38 @@ async def export_verdicts(ctx: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _line_text(text: str) -> str:
+    """Text from GitHub on one terminal line: control characters (escape sequences, line
+    breaks) become spaces."""
+    return "".join(ch if ch.isprintable() else " " for ch in text)
+
+
+def format_wanted(found: dict[str, Any]) -> str:
+    """`rltracker verdicts wanted`: the list `/verdicts` shows, as text."""
+    lines = [f"Where a verdict would teach the failure analyzer most (threshold "
+             f"{found['threshold']}, band {found['band']}; {found['score']}):"]
+    if not found["frameworks"]:
+        lines.append("none: no open thread without a verdict in an installed repository has an "
+                     "uncertain failure finding")
+    for group in found["frameworks"]:
+        lines.append("")
+        lines.append(f"{group['framework'] or 'other repositories'}:")
+        for t in group["threads"]:
+            said = (f"{t['category']}" + (f" (or {t['runner_up']})" if t["runner_up"] else "")
+                    if t["is_failure_report"] else "not a failure report")
+            lines.append(f"  {t['score']:.3f}  {t['repo']}#{t['number']}  {_line_text(t['title'])}")
+            lines.append(f"         analyzer: {said}, confidence {t['confidence']}")
+            lines.append(f"         {t['url']}  (tracker: {t['page']})")
+            lines.append("         type: " + "  |  ".join(t["commands"]))
+    return "\n".join(lines) + "\n"
+
+
 def verdicts_command(args: Any) -> int:
     from bot.config import Settings
     from bot.context import AppContext
+
+    if args.verdicts_command == "wanted":
+        return _wanted_command(args)
 
     async def run() -> list[dict[str, Any]]:
         ctx = AppContext.create(Settings.from_env())
@@ -82,4 +115,30 @@ def verdicts_command(args: Any) -> int:
     else:
         sys.stdout.write(text)
     print(f"{len(rows)} verdicts exported", file=sys.stderr)
+    return 0
+
+
+def _wanted_command(args: Any) -> int:
+    from analyzers.catalog import load_catalog
+    from bot.config import Settings
+    from bot.context import AppContext
+    from bot.site.verdicts import wanted_verdicts
+
+    if args.framework is not None and args.framework not in load_catalog().frameworks:
+        print(f"rltracker verdicts wanted: unknown framework {args.framework!r}; one of "
+              + ", ".join(load_catalog().frameworks), file=sys.stderr)
+        return 2
+    if args.limit < 1:
+        print("rltracker verdicts wanted: --limit must be a whole number from 1", file=sys.stderr)
+        return 2
+
+    async def run() -> dict[str, Any]:
+        ctx = AppContext.create(Settings.from_env())
+        try:
+            async with ctx.sessionmaker() as session:
+                return await wanted_verdicts(session, framework=args.framework, limit=args.limit)
+        finally:
+            await ctx.close()
+
+    sys.stdout.write(format_wanted(asyncio.run(run())))
     return 0

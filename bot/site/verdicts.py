@@ -13,13 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import select
+from sqlalchemy import case, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from analyzers.catalog import framework_id
 from bot.context import app_context
 from bot.site import data
 from bot.site.pages import json_response, render
-from bot.store.models import Thread, Verdict
+from bot.store.models import Analysis, Repository, Thread, Verdict
 from bot.store.verdicts import agreement, verdict_dict
 
 LIST_ROWS = 100  # the latest verdicts listed (the figures count them all)
@@ -43,7 +44,101 @@ async def verdicts_data(session: AsyncSession, limit: int = LIST_ROWS) -> dict[s
                     analyzer_category_title=title(v.analyzer_category))
         latest.append(item)
     figures = await agreement(session)
-    return {"agreement": figures, "total": figures[-1]["verdicts"], "latest": latest}
+    return {"agreement": figures, "total": figures[-1]["verdicts"], "latest": latest,
+            "wanted": await wanted_verdicts(session)}
+
+
+# --- the threads where a verdict would teach the analyzer most ---------------------------------
+
+BAND = 0.15  # a report confidence within this of the comment threshold (either side) is uncertain
+SPLIT_BONUS = 0.5  # added when the stored analysis lists more than one kind
+WANTED_ROWS = 50  # threads listed per framework
+SCORE_RULE = (f"score = max(0, 1 - |confidence - threshold| / {BAND}) "
+              f"+ {SPLIT_BONUS} if the analysis lists more than one kind")
+
+
+async def _open_to_verdicts(session: AsyncSession) -> dict[str | None, list[str]]:
+    """The repositories where a verdict can be given (the app is installed there, and the
+    installation is neither suspended nor deleted), lower-cased, by framework id (None: not
+    one of the catalog's frameworks)."""
+    from bot.store.installations import silenced_installations
+
+    silenced = await silenced_installations(session)
+    rows = await session.execute(
+        select(Repository.full_name, Repository.installation_id)
+        .where(Repository.installation_id.is_not(None)))
+    by: dict[str | None, list[str]] = {}
+    for name, installation in rows.all():
+        if installation not in silenced:
+            by.setdefault(framework_id(name), []).append(name.lower())
+    return by
+
+
+def _score_columns(threshold: float) -> tuple[Any, Any, Any, Any]:
+    """SQL over the stored analysis JSON (the confidence and the kinds are not columns): the
+    report confidence, whether it lists a second kind, the uncertainty score, and the
+    condition a thread must meet to be listed (in the band, or a split kind)."""
+    confidence = Analysis.result[("failure", "confidence")].as_float()
+    runner_up = Analysis.result[("failure", "categories", 1)].as_string()
+    split = runner_up.is_not(None)
+    distance = func.abs(confidence - threshold)
+    closeness = case((distance < BAND, 1.0 - distance / BAND), else_=0.0)
+    score = closeness + case((split, SPLIT_BONUS), else_=0.0)
+    return confidence, runner_up, score, or_(distance < BAND, split)
+
+
+async def wanted_verdicts(session: AsyncSession, *, framework: str | None = None,
+                          limit: int = WANTED_ROWS, threshold: float | None = None
+                          ) -> dict[str, Any]:
+    """The open threads where a person's verdict would teach the failure analyzer most, from
+    the stored analyses (nothing is analysed here): threads of repositories where the app is
+    installed (a command elsewhere reaches nobody), open, not muted, with an analysis and no
+    verdict, whose failure finding is uncertain: the report confidence within BAND of the
+    comment threshold (`analyzers.failures.threshold()`, either side) or more than one kind
+    listed. Ranked by SCORE_RULE (highest first; ties by repository and number), at most
+    `limit` per framework, each framework one query bounded in SQL."""
+    from analyzers.failures import threshold as comment_threshold
+
+    t = comment_threshold() if threshold is None else threshold
+    confidence, runner_up, score, uncertain = _score_columns(t)
+    repos = await _open_to_verdicts(session)
+    groups = sorted((k for k in repos if framework is None or k == framework),
+                    key=lambda k: (k is None, k or ""))
+    frameworks = []
+    for key in groups:
+        rows = await session.execute(
+            select(Thread.repo, Thread.number, Thread.kind, Thread.title,
+                   Analysis.is_failure_report, Analysis.failure_category, Analysis.analyzer_version,
+                   confidence.label("confidence"), runner_up.label("runner_up"),
+                   score.label("score"))
+            .join(Analysis, Analysis.thread_id == Thread.id)
+            .outerjoin(Verdict, Verdict.thread_id == Thread.id)
+            .where(Verdict.id.is_(None), Thread.state == "open", Thread.muted.is_(False),
+                   func.lower(Thread.repo).in_(repos[key]), uncertain)
+            .order_by(score.desc(), Thread.repo, Thread.number).limit(limit))
+        threads = [_wanted_row(r) for r in rows.all()]
+        if threads:
+            frameworks.append({"framework": key, "threads": threads})
+    return {"threshold": t, "band": BAND, "split_bonus": SPLIT_BONUS, "score": SCORE_RULE,
+            "limit": limit, "frameworks": frameworks}
+
+
+def _wanted_row(r: Any) -> dict[str, Any]:
+    category = r.failure_category if r.is_failure_report else None
+    kinds = [k for k in (category, r.runner_up) if k]
+    commands = [f"/rltracker kind {k}" for k in kinds]
+    commands += ["/rltracker kind <failure>"] if not kinds else []
+    return {
+        "repo": r.repo, "number": r.number, "kind": r.kind, "title": r.title or "",
+        "url": data.thread_url(r.repo, r.number, r.kind),
+        "page": f"/threads/{r.repo}/{r.number}",
+        "analyzer_version": r.analyzer_version,
+        "is_failure_report": bool(r.is_failure_report), "category": category,
+        "runner_up": r.runner_up,
+        "confidence": round(float(r.confidence), 3) if r.confidence is not None else None,
+        "score": round(float(r.score), 3),
+        "commands": [*commands, "/rltracker not-a-failure"],
+    }
 
 
 async def verdicts_page(request: web.Request) -> web.Response:

@@ -44,18 +44,20 @@ THREADS: list[tuple[str, int, str, str, str, float, list[str], bool]] = [
     ("huggingface/trl", 10, "pull_request", "open", "Fix KL estimator", 0.0, [], False),
     ("verl-project/verl", 11, "issue", "open", HOSTILE_TITLE, _near(-0.05), [], False),
     ("THUDM/slime", 12, "issue", "open", "Loss goes NaN (not installed)", _near(0.0), ["collapse_or_divergence"], False),
+    ("someone/rl-lab", 13, "issue", "open", "Rewards hacked?", _near(0.1), ["reward_hacking"], False),
 ]
 
 
 async def seed(ctx: Any) -> None:
     """The threads above with their stored analyses; the app installed on trl and verl (not on
-    slime); a verdict on trl#7; trl#9 muted (`/rltracker stop`)."""
+    slime) and on a repository of no framework; a verdict on trl#7; trl#9 muted (`/rltracker stop`)."""
     async with ctx.sessionmaker() as s, s.begin():
         s.add_all([Installation(id=5, account="huggingface"), Installation(id=6, account="verl-project")])
         await s.flush()
         s.add_all([Repository(full_name="huggingface/trl", framework="trl", installation_id=5),
                    Repository(full_name="verl-project/verl", framework="verl", installation_id=6),
-                   Repository(full_name="THUDM/slime", framework="slime")])
+                   Repository(full_name="THUDM/slime", framework="slime"),
+                   Repository(full_name="someone/rl-lab", installation_id=5)])
         for repo, number, kind, state, title, confidence, kinds, _ in THREADS:
             thread = await upsert_thread(s, {"repo": repo, "number": number, "kind": kind,
                                              "title": title, "state": state, "body": "A run."})
@@ -81,7 +83,8 @@ async def test_ranking_and_the_api_key(ctx: Any) -> None:
     await seed(ctx)
     async with client_for(ctx) as client:
         found = (await get(client, "/api/verdicts"))["wanted"]
-    assert numbers(found) == {"trl": [4, 1, 3, 2], "verl": [11]}
+    assert numbers(found) == {"trl": [4, 1, 3, 2], "verl": [11], None: [13]}
+    assert [f["framework"] for f in found["frameworks"]] == ["trl", "verl", None]
     assert (found["threshold"], found["band"], found["split_bonus"], found["limit"]) == (
         T, BAND, SPLIT_BONUS, 50)
     rows = {t["number"]: t for f in found["frameworks"] for t in f["threads"]}
@@ -104,7 +107,7 @@ async def test_ranking_and_the_api_key(ctx: Any) -> None:
 async def test_framework_and_limit(ctx: Any) -> None:
     await seed(ctx)
     async with ctx.sessionmaker() as s:
-        assert numbers(await wanted_verdicts(s, limit=2)) == {"trl": [4, 1], "verl": [11]}
+        assert numbers(await wanted_verdicts(s, limit=2)) == {"trl": [4, 1], "verl": [11], None: [13]}
         assert numbers(await wanted_verdicts(s, framework="verl")) == {"verl": [11]}
         assert numbers(await wanted_verdicts(s, framework="slime")) == {}
 
@@ -124,6 +127,7 @@ async def test_page_escapes_titles_and_links(ctx: Any) -> None:
     for absent in (5, 6, 7, 8, 9, 10):
         assert f'href="/threads/huggingface/trl/{absent}"' not in section
     assert "THUDM/slime" not in section
+    assert "Other repositories" in section and 'href="/threads/someone/rl-lab/13"' in section
 
 
 async def test_page_without_uncertain_threads(ctx: Any) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import case, func, or_, select
+from sqlalchemy import case, func, literal, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from analyzers.catalog import framework_id
@@ -96,31 +96,39 @@ async def wanted_verdicts(session: AsyncSession, *, framework: str | None = None
     verdict, whose failure finding is uncertain: the report confidence within BAND of the
     comment threshold (`analyzers.failures.threshold()`, either side) or more than one kind
     listed. Ranked by SCORE_RULE (highest first; ties by repository and number), at most
-    `limit` per framework, each framework one query bounded in SQL."""
+    `limit` per framework: one query, the threads numbered per framework by the score in SQL
+    (a window), so only the listed rows reach Python."""
     from analyzers.failures import threshold as comment_threshold
 
     t = comment_threshold() if threshold is None else threshold
     confidence, runner_up, score, uncertain = _score_columns(t)
-    repos = await _open_to_verdicts(session)
-    groups = sorted((k for k in repos if framework is None or k == framework),
-                    key=lambda k: (k is None, k or ""))
-    frameworks = []
-    for key in groups:
-        rows = await session.execute(
+    repos = {k: v for k, v in (await _open_to_verdicts(session)).items()
+             if framework is None or k == framework}
+    frameworks: dict[str, list[dict[str, Any]]] = {}
+    if repos:
+        repo = func.lower(Thread.repo)
+        group = case(*[(repo.in_(names), literal(key or "")) for key, names in repos.items()])
+        ranked = (
             select(Thread.repo, Thread.number, Thread.kind, Thread.title,
                    Analysis.is_failure_report, Analysis.failure_category, Analysis.analyzer_version,
                    confidence.label("confidence"), runner_up.label("runner_up"),
-                   score.label("score"))
+                   score.label("score"), group.label("framework"),
+                   func.row_number().over(partition_by=group, order_by=(
+                       score.desc(), Thread.repo, Thread.number)).label("place"))
             .join(Analysis, Analysis.thread_id == Thread.id)
             .outerjoin(Verdict, Verdict.thread_id == Thread.id)
             .where(Verdict.id.is_(None), Thread.state == "open", Thread.muted.is_(False),
-                   func.lower(Thread.repo).in_(repos[key]), uncertain)
-            .order_by(score.desc(), Thread.repo, Thread.number).limit(limit))
-        threads = [_wanted_row(r) for r in rows.all()]
-        if threads:
-            frameworks.append({"framework": key, "threads": threads})
+                   repo.in_([n for names in repos.values() for n in names]), uncertain)
+            .subquery())
+        rows = await session.execute(
+            select(ranked).where(ranked.c.place <= limit)
+            .order_by(ranked.c.framework, ranked.c.place))
+        for r in rows.all():
+            frameworks.setdefault(r.framework, []).append(_wanted_row(r))
+    order = sorted(frameworks, key=lambda k: (k == "", k))  # repositories of no framework last
     return {"threshold": t, "band": BAND, "split_bonus": SPLIT_BONUS, "score": SCORE_RULE,
-            "limit": limit, "frameworks": frameworks}
+            "limit": limit, "frameworks": [{"framework": k or None, "threads": frameworks[k]}
+                                           for k in order]}
 
 
 def _wanted_row(r: Any) -> dict[str, Any]:

@@ -92,7 +92,8 @@ async def test_ranking_and_the_api_key(ctx: Any) -> None:
         "repo": "huggingface/trl", "number": 4, "kind": "issue", "title": "Entropy drops, KL spikes",
         "url": "https://github.com/huggingface/trl/issues/4", "page": "/threads/huggingface/trl/4",
         "analyzer_version": "test", "is_failure_report": True, "category": "entropy_collapse",
-        "runner_up": "kl_growth", "confidence": _near(0.02),
+        "runner_up": "kl_growth", "category_title": "Entropy collapse", "runner_up_title": "KL keeps growing",
+        "confidence": _near(0.02),
         "score": round(1 - abs(_near(0.02) - T) / BAND + SPLIT_BONUS, 3),
         "commands": ["/rltracker kind entropy_collapse", "/rltracker kind kl_growth",
                      "/rltracker not-a-failure"]}
@@ -124,6 +125,7 @@ async def test_page_escapes_titles_and_links(ctx: Any) -> None:
     assert 'href="https://github.com/verl-project/verl/issues/11"' in section
     assert "<code>/rltracker kind &lt;failure&gt;</code>" in section
     assert "<code>/rltracker kind kl_growth</code>" in section
+    assert '(or <a href="/failures/kl_growth">KL keeps growing</a>)' in section
     for absent in (5, 6, 7, 8, 9, 10):
         assert f'href="/threads/huggingface/trl/{absent}"' not in section
     assert "THUDM/slime" not in section

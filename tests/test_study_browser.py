@@ -58,6 +58,7 @@ async def test_study_page_in_chromium(server: TestServer, chromium: Chromium) ->
         assert frameworks is not None and frameworks.group(0).count("<tr data-framework=") == 7
         review = re.search(r'<table id="review-table">.*?</table>', dom, re.S)
         assert review is not None and review.group(0).count('class="num"') == 3 * 11
+        assert 'id="concerns-caveat"' in dom  # the concern counts say what they can be trusted for
 
         # Every link on the page resolves: pages of this app answer 200. Thread pages
         # (/threads/...) belong to the thread-page module; where this app has it, they answer

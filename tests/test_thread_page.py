@@ -95,6 +95,8 @@ async def test_proposal_thread_state_papers_and_hostile_title(ctx) -> None:
     assert "&lt;script&gt;alert(&#34;t&#34;)&lt;/script&gt;" in html
     assert 'href="https://github.com/verl-project/verl/pull/102"' in html
     assert "open, no reply" in html and 'href="https://arxiv.org/abs/2507.18071"' in html
+    # What the concern line can be trusted for, said next to it (held-out recall is about half).
+    assert 'id="concerns-caveat"' in html and "none recognised" in html
     assert "merged" in merged and "Support GSPO" in merged
     assert "Support GSPO" in former
     assert "No such thread" in missing and "No such thread" in bad

@@ -349,3 +349,30 @@ async def test_a_kind_without_a_comment_is_stored_and_a_recheck_uses_it(app_ctx:
     assert "/failures/kl_growth" in comment["body"] and "set with `/rltracker kind`" in comment["body"]
     [row] = await actions(app_ctx, "failure_comment")
     assert row.status == "posted" and row.details["set_by"] == "author"
+
+
+async def test_a_retried_older_verdict_does_not_replace_a_newer_one(app_ctx: Any, fake_github: Any) -> None:
+    """`kind response-length-drift` fails at GitHub (its PATCH answered 422) and its delivery
+    waits for a retry; meanwhile a later comment says `kind kl_growth`. The retry of the
+    older command does its work, but the latest verdict (by when the comments were written)
+    is the one kept and said."""
+    import pytest
+
+    await install(app_ctx, fake_github)
+    await commented(app_ctx, fake_github, 20)
+    now = datetime.now(UTC)
+    older = comment_event("/rltracker kind response-length-drift", number=20)
+    older.data["comment"]["created_at"] = iso(now - timedelta(minutes=2))
+    newer = comment_event("/rltracker kind kl_growth", number=20)
+    newer.data["comment"]["created_at"] = iso(now - timedelta(minutes=1))
+    fake_github.fail_next("PATCH", r"/issues/comments/\d+", 422)
+    with pytest.raises(Exception):
+        await commands_router.dispatch(older, app_ctx)
+    await commands_router.dispatch(newer, app_ctx)
+    await commands_router.dispatch(older, app_ctx)  # the worker's retry
+    assert [(v.category, v.comment_id) for v in await verdicts(app_ctx)] == [
+        ("kl_growth", newer.data["comment"]["id"])]
+    [comment] = app_comments(fake_github, VERL, 20)
+    assert "/failures/kl_growth" in comment["body"]
+    assert "/failures/response_length_drift" not in comment["body"]
+

@@ -29,8 +29,11 @@ async def set_verdict(
     session: AsyncSession, thread: Thread, *, is_failure_report: bool, category: str | None,
     login: str, role: str, comment_id: int | None, given_at: datetime | None = None,
 ) -> None:
-    """Store the verdict on `thread` (replacing any earlier one), with the analyzer's finding
-    as it stands now. One statement (an upsert): two verdicts at once leave one row."""
+    """Store the verdict on `thread` (replacing an earlier one), with the analyzer's finding
+    as it stands now. One statement (an upsert): two verdicts at once leave one row.
+    `given_at`: when the person wrote the command (the comment's time); a verdict given
+    before the stored one (a delivery retried after a later command was handled) does not
+    replace it: the latest word wins, not the last processed."""
     analysis = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
     values: dict[str, Any] = {
         "thread_id": thread.id,
@@ -47,7 +50,8 @@ async def set_verdict(
     bind = session.get_bind()
     insert = dialect_insert(bind.dialect.name)(Verdict.__table__).values(**values)
     await session.execute(insert.on_conflict_do_update(
-        index_elements=["thread_id"], set_={c: insert.excluded[c] for c in COLUMNS}))
+        index_elements=["thread_id"], set_={c: insert.excluded[c] for c in COLUMNS},
+        where=Verdict.__table__.c.given_at <= insert.excluded.given_at))
 
 
 async def thread_verdict(session: AsyncSession, thread_id: int) -> Verdict | None:

@@ -32,6 +32,7 @@ at most: an edit that changes a command already answered records why nothing was
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from typing import Any
 
 from gidgethub import sansio
@@ -49,7 +50,7 @@ from bot.speaking.repo_config import effective_dry_run, get_repo_config
 from bot.speaking.rule_summary import rules_markdown
 from bot.speaking.situation import failure_key, rules_key
 from bot.store.models import Action, Repository
-from bot.store.types import utcnow
+from bot.store.types import parse_datetime, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -169,9 +170,11 @@ async def _minimize(ctx: Any, repo: str, number: int, installation_id: int | Non
 async def _give_verdict(
     ctx: Any, repo: str, number: int, verdict: tuple[bool, str | None], *, login: str, role: str,
     comment_id: int | None, installation_id: int | None, dry_run: bool,
+    given_at: datetime | None = None,
 ) -> str:
-    """Store the verdict, then: a kind rewrites the failure comment for it; not-a-failure
-    minimises the comment and mutes the thread (as `stop`)."""
+    """Store the verdict (as given at `given_at`, the command's time), then: a kind rewrites
+    the failure comment for the thread's latest verdict; not-a-failure minimises the comment
+    and mutes the thread (as `stop`)."""
     from bot.speaking.verdict import comment_after_kind
     from bot.store.threads import get_thread
     from bot.store.verdicts import set_verdict
@@ -182,13 +185,24 @@ async def _give_verdict(
         if thread is None:  # deleted meanwhile
             return "unknown_thread"
         await set_verdict(session, thread, is_failure_report=is_failure, category=category,
-                          login=login, role=role, comment_id=comment_id)
+                          login=login, role=role, comment_id=comment_id, given_at=given_at)
         await session.commit()
     if is_failure:
         return await comment_after_kind(ctx, repo, number, installation_id)
     await _mute(ctx, repo, number)
     await _minimize(ctx, repo, number, installation_id, dry_run)
     return "muted"
+
+
+def _written_at(data: dict[str, Any]) -> datetime | None:
+    """When the command was written: the comment's `updated_at` for an edit, else its
+    `created_at` (None when the payload does not say)."""
+    comment = data.get("comment") or {}
+    value = comment.get("updated_at") if data.get("action") == "edited" else None
+    try:
+        return parse_datetime(value or comment.get("created_at"))
+    except (TypeError, ValueError):
+        return None
 
 
 def _command_before_edit(data: dict[str, Any]) -> tuple[str, list[str]] | None | bool:
@@ -324,7 +338,7 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         elif verdict is not None:
             await _give_verdict(ctx, repo, number, verdict, login=str(login), role=role,
                                 comment_id=comment_id or None, installation_id=installation_id,
-                                dry_run=dry_run)
+                                dry_run=dry_run, given_at=_written_at(data))
     except Exception:
         # The work failed (GitHub 5xx on minimizeComment, the database): the delivery is
         # retried, and the retry must do it, not find the command "already handled". The

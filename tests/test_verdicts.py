@@ -376,3 +376,19 @@ async def test_a_retried_older_verdict_does_not_replace_a_newer_one(app_ctx: Any
     assert "/failures/kl_growth" in comment["body"]
     assert "/failures/response_length_drift" not in comment["body"]
 
+
+
+async def test_an_issue_processed_after_a_kind_is_commented_with_the_persons_kind(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The issue's `opened` delivery failed and waits for its retry while the author's
+    `/rltracker kind kl_growth` is handled (no failure comment yet: only stored). The retry
+    posts the comment with the person's kind, said as theirs, not the analyzer's."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 21)
+    await commands_router.dispatch(comment_event("/rltracker kind kl_growth", number=21), app_ctx)
+    assert app_comments(fake_github, VERL, 21) == []
+    out = await act(app_ctx, VERL, 21, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "posted"
+    [comment] = app_comments(fake_github, VERL, 21)
+    assert "/failures/kl_growth" in comment["body"] and "/failures/entropy_collapse" not in comment["body"]
+    assert "set with `/rltracker kind`" in comment["body"]

@@ -53,9 +53,10 @@ async def act(
     config = await get_repo_config(
         ctx, sit.repo, sit.installation_id, refresh=trigger == "command", row=sit.repository
     )
-    if trigger in EDIT_TRIGGERS or trigger == "command":
+    if trigger in EDIT_TRIGGERS or trigger in NEW_TRIGGERS:
         # A person's verdict (`/rltracker kind`, `not-a-failure`) outranks the analysis: an
-        # edit or a recheck recomposes the comment with their kind, never the analyzer's.
+        # edit or a recheck recomposes the comment with their kind, never the analyzer's, and
+        # so does an `opened` delivery handled after the verdict (a retry that waited).
         analysis = with_verdict(analysis, await stored_verdict(ctx, sit.repo, sit.number))
     existing = sit.existing
     stale = (

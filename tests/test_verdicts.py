@@ -392,3 +392,23 @@ async def test_an_issue_processed_after_a_kind_is_commented_with_the_persons_kin
     [comment] = app_comments(fake_github, VERL, 21)
     assert "/failures/kl_growth" in comment["body"] and "/failures/entropy_collapse" not in comment["body"]
     assert "set with `/rltracker kind`" in comment["body"]
+
+
+async def test_export_stops_at_the_verdict_when_its_comment_was_deleted(ctx: Any, fake_github: Any) -> None:
+    """People delete a command comment once the app has acted on it: the export still leaves
+    out what was written from the verdict on (a reply naming the kind names the label)."""
+    from bot.cli.verdicts import export_verdicts
+
+    await install(ctx, fake_github)
+    await commented(ctx, fake_github, 22)
+    event = comment_event("/rltracker kind kl_growth", number=22, comment_id=3)
+    event.data["comment"]["created_at"] = "2026-01-03T00:00:00Z"
+    await commands_router.dispatch(event, ctx)
+    async with ctx.sessionmaker() as s:  # the command comment deleted on GitHub: not stored
+        thread = await s.scalar(select(Thread).where(Thread.number == 22))
+        for gid, body in ((1, "Same here: KL goes up to 40."), (4, "kl_growth indeed")):
+            await upsert_comment(s, thread, {"github_id": gid, "author": "bob", "body": body,
+                                             "created_at": f"2026-01-0{gid}T00:00:00Z"})
+        await s.commit()
+    [row] = await export_verdicts(ctx)
+    assert [c["body"] for c in row["comments"]] == ["Same here: KL goes up to 40."]

@@ -36,10 +36,13 @@ def _day(value: Any) -> str | None:
 
 
 def labelled_thread(thread: Thread, comments: list[Comment], verdict: Verdict) -> dict[str, Any]:
-    """One verdict as a labelled thread."""
+    """One verdict as a labelled thread: the comments up to the command comment, or, when
+    that comment is gone (deleted once the app acted on it), up to when the verdict was given."""
     kept: list[dict[str, Any]] = []
     for c in comments:
         if verdict.comment_id is not None and c.github_id == verdict.comment_id:
+            break
+        if c.created_at is not None and verdict.given_at is not None and c.created_at >= verdict.given_at:
             break
         if is_app_comment(c.body) or parse_command(c.body) is not None:
             continue

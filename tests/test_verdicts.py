@@ -357,6 +357,7 @@ async def test_a_retried_older_verdict_does_not_replace_a_newer_one(app_ctx: Any
     older command does its work, but the latest verdict (by when the comments were written)
     is the one kept and said."""
     import pytest
+    from gidgethub import BadRequest
 
     await install(app_ctx, fake_github)
     await commented(app_ctx, fake_github, 20)
@@ -366,7 +367,7 @@ async def test_a_retried_older_verdict_does_not_replace_a_newer_one(app_ctx: Any
     newer = comment_event("/rltracker kind kl_growth", number=20)
     newer.data["comment"]["created_at"] = iso(now - timedelta(minutes=1))
     fake_github.fail_next("PATCH", r"/issues/comments/\d+", 422)
-    with pytest.raises(Exception):
+    with pytest.raises(BadRequest):
         await commands_router.dispatch(older, app_ctx)
     await commands_router.dispatch(newer, app_ctx)
     await commands_router.dispatch(older, app_ctx)  # the worker's retry

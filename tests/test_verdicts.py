@@ -413,3 +413,39 @@ async def test_export_stops_at_the_verdict_when_its_comment_was_deleted(ctx: Any
         await s.commit()
     [row] = await export_verdicts(ctx)
     assert [c["body"] for c in row["comments"]] == ["Same here: KL goes up to 40."]
+
+
+async def test_a_verdict_cut_short_is_finished_by_the_retry(
+        app_ctx: Any, fake_github: Any, monkeypatch: Any) -> None:
+    """The worker is stopped (its task cancelled) or killed while a `kind` is being handled:
+    once after the command was recorded but before the verdict was stored, once before the
+    comment was rewritten. The delivery is taken again; its retry must store the verdict and
+    rewrite the comment, not find the command "already handled"."""
+    import pytest
+
+    import bot.speaking.verdict
+    import bot.store.verdicts
+
+    await install(app_ctx, fake_github)
+    await commented(app_ctx, fake_github, 23)
+    for module, name in ((bot.store.verdicts, "set_verdict"),
+                         (bot.speaking.verdict, "comment_after_kind")):
+        real = getattr(module, name)
+        calls = {"n": 0}
+
+        async def cut_short(*args: Any, _real: Any = real, _calls: Any = calls, **kw: Any) -> Any:
+            _calls["n"] += 1
+            if _calls["n"] == 1:
+                raise asyncio.CancelledError
+            return await _real(*args, **kw)
+
+        monkeypatch.setattr(module, name, cut_short)
+        kind = "kl_growth" if name == "set_verdict" else "response_length_drift"
+        event = comment_event(f"/rltracker kind {kind}", number=23)
+        with pytest.raises(asyncio.CancelledError):
+            await commands_router.dispatch(event, app_ctx)
+        await commands_router.dispatch(event, app_ctx)  # the row taken again
+        assert [v.category for v in await verdicts(app_ctx)] == [kind]
+        [comment] = app_comments(fake_github, VERL, 23)
+        assert f"/failures/{kind}" in comment["body"], name
+        monkeypatch.setattr(module, name, real)

@@ -167,15 +167,12 @@ async def _minimize(ctx: Any, repo: str, number: int, installation_id: int | Non
     return done
 
 
-async def _give_verdict(
+async def _store_verdict(
     ctx: Any, repo: str, number: int, verdict: tuple[bool, str | None], *, login: str, role: str,
-    comment_id: int | None, installation_id: int | None, dry_run: bool,
-    given_at: datetime | None = None,
-) -> str:
-    """Store the verdict (as given at `given_at`, the command's time), then: a kind rewrites
-    the failure comment for the thread's latest verdict; not-a-failure minimises the comment
-    and mutes the thread (as `stop`)."""
-    from bot.speaking.verdict import comment_after_kind
+    comment_id: int | None, given_at: datetime | None = None,
+) -> bool:
+    """Store the verdict (as given at `given_at`, the command's time; a newer stored one is
+    kept); False when the thread is gone."""
     from bot.store.threads import get_thread
     from bot.store.verdicts import set_verdict
 
@@ -183,11 +180,23 @@ async def _give_verdict(
     async with ctx.sessionmaker() as session:
         thread = await get_thread(session, repo, number)
         if thread is None:  # deleted meanwhile
-            return "unknown_thread"
+            return False
         await set_verdict(session, thread, is_failure_report=is_failure, category=category,
                           login=login, role=role, comment_id=comment_id, given_at=given_at)
         await session.commit()
-    if is_failure:
+    return True
+
+
+async def _verdict_effects(
+    ctx: Any, repo: str, number: int, verdict: tuple[bool, str | None], *,
+    installation_id: int | None, dry_run: bool,
+) -> str:
+    """What a stored verdict does, idempotent: a kind rewrites the failure comment for the
+    thread's latest verdict; not-a-failure minimises the comment and mutes the thread (as
+    `stop`)."""
+    from bot.speaking.verdict import comment_after_kind
+
+    if verdict[0]:
         return await comment_after_kind(ctx, repo, number, installation_id)
     await _mute(ctx, repo, number)
     await _minimize(ctx, repo, number, installation_id, dry_run)
@@ -316,12 +325,21 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
                               command=word)
             return "unknown_thread"
         details.update(is_failure_report=verdict[0], category=verdict[1])
+        # Stored before the command is recorded as handled, and its effects finished on a
+        # redelivery too: an attempt cut short after the record (the worker stopped or
+        # killed) must not leave the verdict unstored or the comment unchanged for good.
+        if not await _store_verdict(ctx, repo, number, verdict, login=str(login), role=role,
+                                    comment_id=comment_id or None, given_at=_written_at(data)):
+            return "unknown_thread"
     recorded = await record_once(
         ctx, repo=repo, number=number, kind="command",
         status="dry_run" if dry_run else "posted", dedupe_key=key,
         reason=f"/rltracker {word}", details=details,
     )
     if not recorded:
+        if verdict is not None:
+            await _verdict_effects(ctx, repo, number, verdict, installation_id=installation_id,
+                                   dry_run=dry_run)
         return "duplicate"
     try:
         if word == "recheck":
@@ -336,9 +354,8 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
             await _mute(ctx, repo, number)
             await _minimize(ctx, repo, number, installation_id, dry_run)
         elif verdict is not None:
-            await _give_verdict(ctx, repo, number, verdict, login=str(login), role=role,
-                                comment_id=comment_id or None, installation_id=installation_id,
-                                dry_run=dry_run, given_at=_written_at(data))
+            await _verdict_effects(ctx, repo, number, verdict, installation_id=installation_id,
+                                   dry_run=dry_run)
     except Exception:
         # The work failed (GitHub 5xx on minimizeComment, the database): the delivery is
         # retried, and the retry must do it, not find the command "already handled". The

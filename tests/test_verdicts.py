@@ -449,3 +449,35 @@ async def test_a_verdict_cut_short_is_finished_by_the_retry(
         [comment] = app_comments(fake_github, VERL, 23)
         assert f"/failures/{kind}" in comment["body"], name
         monkeypatch.setattr(module, name, real)
+
+
+async def test_two_verdicts_at_once_do_not_freeze_the_comment_as_edited_by_a_person(
+        app_ctx: Any, fake_github: Any) -> None:
+    """Two replicas handle two `kind` commands on one thread at once: the second read our
+    comment's record before the first rewrote it. Reading GitHub, it finds the first's text,
+    which is ours, not a person's edit: it rewrites the comment for the latest verdict
+    instead of leaving it frozen as "edited on GitHub"."""
+    from bot.speaking.failure_comment import update_failure_comment, with_verdict
+    from bot.speaking.repo_config import get_repo_config
+    from bot.speaking.situation import load_situation
+    from bot.store.verdicts import as_failure, set_verdict, verdict_of
+
+    await install(app_ctx, fake_github)
+    payload = await commented(app_ctx, fake_github, 24)
+    stale = await load_situation(app_ctx, VERL, 24, payload)  # the second replica's read
+    await commands_router.dispatch(comment_event("/rltracker kind kl_growth", number=24), app_ctx)
+    async with app_ctx.sessionmaker() as s:  # the second command's verdict, the latest
+        thread = await s.scalar(select(Thread).where(Thread.number == 24))
+        await set_verdict(s, thread, is_failure_report=True, category="response_length_drift",
+                          login="alice", role="author", comment_id=None)
+        await s.commit()
+        verdict = await verdict_of(s, VERL, 24)
+    config = await get_repo_config(app_ctx, VERL, stale.installation_id, row=stale.repository)
+    out = await update_failure_comment(app_ctx, stale, with_verdict({}, as_failure(verdict)),
+                                       config, asked=True)
+    assert out == "updated"
+    [comment] = app_comments(fake_github, VERL, 24)
+    assert "/failures/response_length_drift" in comment["body"]
+    [row] = await actions(app_ctx, "failure_comment")
+    assert not row.frozen and not (row.details or {}).get("edited_on_github")
+    assert row.body == comment["body"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sqlalchemy import and_, update
+from sqlalchemy import and_, select, update
 
 from bot.speaking.claims import claim_within_budget, finish, release
 from bot.speaking.posting import installation_gh, live_issue, own_comment, post_or_adopt
@@ -171,6 +171,11 @@ def _left_alone(action: Action) -> bool:
                 or action.is_minimized)
 
 
+async def _recorded_body(ctx: Any, action_id: int) -> str | None:
+    async with ctx.sessionmaker() as session:
+        return await session.scalar(select(Action.body).where(Action.id == action_id))
+
+
 async def update_failure_comment(
     ctx: Any, sit: Situation, analysis: dict[str, Any], config: RepoConfig, *,
     asked: bool = False,
@@ -198,7 +203,8 @@ async def update_failure_comment(
                                declined=await declined_methods(ctx, sit.repo))
     body = composed.body if composed else withdrawn_comment(
         lang, ctx.settings.public_url, set_by=bool(_failure_of(analysis).get("set_by")))
-    if body == action.body:
+    known = action.body  # the text we last wrote, as this decision read it
+    if body == known:
         return "unchanged"
     details = dict(action.details or {})
     details["edits"] = int(details.get("edits", 0)) + 1
@@ -217,7 +223,14 @@ async def update_failure_comment(
             # Read it first: a maintainer may have edited our comment (corrected the category,
             # added a link); their text is not ours to overwrite.
             current = await gh.getitem(url)
-            if (current.get("body") or "") != action.body:
+            live = current.get("body") or ""
+            if live != known:
+                # Ours all the same when a concurrent decision (another replica's verdict or
+                # edit) rewrote it since this one read the record: not a person's edit.
+                known = await _recorded_body(ctx, action.id)
+                if known == body:
+                    return "unchanged"
+            if live != known:
                 log.info("%s#%s: the failure comment was edited on GitHub; left as it is",
                          sit.repo, sit.number)
                 await finish(ctx, action.id, frozen=True,
@@ -234,7 +247,7 @@ async def update_failure_comment(
     async with ctx.sessionmaker() as session:
         await session.execute(
             update(Action)
-            .where(and_(Action.id == action.id, Action.body == action.body))
+            .where(and_(Action.id == action.id, Action.body == known))
             .values(body=body, details=details, language=composed.lang if composed else lang,
                     updated_at=utcnow())
         )

@@ -153,6 +153,15 @@ def test_count_agreement() -> None:
                                     "precision": None, "kind_accuracy": None, "recall": None}]
 
 
+
+def test_count_agreement_lists_versions_newest_first_by_their_numbers() -> None:
+    """The analyzer's versions are `YYYY.MM.DD-N` with N past 9 on a busy day: -10 is newer
+    than -9 (and -44 than -5), which a comparison of the strings gets wrong."""
+    rows = [(v, True, "kl_growth", True, "kl_growth")
+            for v in ("2026.12.03-5", "2026.12.03-44", "2026.12.02-9", "2026.12.03-10")]
+    assert [r["version"] for r in count_agreement(rows)] == [
+        "2026.12.03-44", "2026.12.03-10", "2026.12.03-5", "2026.12.02-9", "all"]
+
 AGREEMENT_THREADS = [  # number, analyzer version, analyzer kind (None: no report), person's kind
     (1, "v2", "entropy_collapse", "entropy_collapse"),
     (2, "v2", "entropy_collapse", "kl_growth"),

@@ -318,6 +318,38 @@ async def test_discussion_reply_whose_answer_was_lost_is_not_posted_twice(
     assert row.comment_node_id == replies[0]["id"] and row.comment_id == replies[0]["databaseId"]
 
 
+async def test_a_command_in_a_discussion_is_acknowledged_with_a_reaction(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """Discussion comments have no REST reactions endpoint: the 👍 goes through GraphQL
+    `addReaction` on the comment's node (checked against GitHub's schema); no REST call."""
+    import json
+
+    import graphql as gql
+
+    from tests.fake_graphql import load_github_schema
+
+    schema = load_github_schema(shared_dir / "fixtures" / "github-api" / "schema.graphql")
+    await install(app_ctx, fake_github)
+    sent: list[tuple[str, dict[str, Any]]] = []
+
+    @fake_github.route("POST", r"/graphql")
+    def discussion_api(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        assert not gql.validate(schema, gql.parse(body["query"]))
+        sent.append((body["query"], body.get("variables") or {}))
+        return {"data": {"addReaction": {"reaction": {"content": "THUMBS_UP"}}}}
+
+    data = json.loads((shared_dir / "fixtures" / "webhooks" / "discussion_comment" / "created.json").read_text())
+    data["comment"]["body"] = "/rltracker ignore"
+    data["repository"]["full_name"] = VERL
+    data["installation"]["id"] = INST
+    node_id = data["comment"]["node_id"]
+    await commands_router.dispatch(sansio.Event(data, event="discussion_comment", delivery_id="dd-react"), app_ctx)
+    assert [(("addReaction" in q), v) for q, v in sent] == [(True, {"id": node_id})]
+    assert not fake_github.requests("POST", r"/reactions")
+    [row] = await actions(app_ctx, "command")
+    assert row.details["command"] == "ignore"
+
+
 async def test_a_long_thread_is_read_a_hundred_comments_a_page(app_ctx: Any, fake_github: Any) -> None:
     """Looking for its own reply, the app read the thread's comments at GitHub's default 30
     a page: 250 comments cost 9 requests (a 3,000-comment thread 100), each time."""

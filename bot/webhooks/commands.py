@@ -65,6 +65,11 @@ mutation($id: ID!, $classifier: ReportedContentClassifiers!) {
   }
 }
 """
+ADD_REACTION = """
+mutation($id: ID!) {
+  addReaction(input: {subjectId: $id, content: THUMBS_UP}) { reaction { content } }
+}
+"""
 ADD_DISCUSSION_COMMENT = """
 mutation($id: ID!, $body: String!) {
   addDiscussionComment(input: {discussionId: $id, body: $body}) { comment { id databaseId } }
@@ -120,15 +125,19 @@ def _is_bot(user: dict[str, Any]) -> bool:
 
 
 async def _react(ctx: Any, repo: str, comment_id: int, installation_id: int | None,
-                 dry_run: bool) -> None:
-    """A 👍 on the command: quiet acknowledgement, no extra comment."""
+                 dry_run: bool, comment_node_id: str | None = None) -> None:
+    """A 👍 on the command: quiet acknowledgement, no extra comment. A discussion comment
+    (`comment_node_id`) has no REST reactions endpoint: GraphQL `addReaction` on its node."""
     if dry_run or ctx.github is None or installation_id is None:
         return
     try:
+        if comment_node_id:
+            await ctx.github.graphql(ADD_REACTION, installation_id=installation_id, id=comment_node_id)
+            return
         gh = await ctx.github.api(installation_id)
         await gh.post(f"/repos/{repo}/issues/comments/{comment_id}/reactions", data={"content": "+1"})
     except Exception:
-        log.warning("could not react to %s comment %s", repo, comment_id, exc_info=True)
+        log.warning("could not react to %s comment %s", repo, comment_node_id or comment_id, exc_info=True)
 
 
 async def _mute(ctx: Any, repo: str, number: int) -> None:
@@ -364,7 +373,11 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
             await session.execute(delete(Action).where(Action.dedupe_key == key))
             await session.commit()
         raise
-    if comment_id and not discussion_id:
+    if discussion_id:
+        node_id = (data.get("comment") or {}).get("node_id")
+        if node_id:
+            await _react(ctx, repo, comment_id, installation_id, dry_run, comment_node_id=str(node_id))
+    elif comment_id:
         await _react(ctx, repo, comment_id, installation_id, dry_run)
     return word
 

@@ -264,6 +264,19 @@ def test_runner_up_title_is_escaped(lang: str, monkeypatch: pytest.MonkeyPatch) 
     assert "@someone" in codes and "owner/repo#12" in codes
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_split_kind_offers_the_command_that_makes_the_runner_up_the_kind(lang: str) -> None:
+    c = compose_failure_comment(two_kind_analysis(["entropy_collapse", "kl_growth"]), "verl",
+                                setup=None, lang=lang, public_url=PUBLIC)
+    assert c is not None
+    codes = [t.content for t in inline_tokens(c.body) if t.type == "code_inline"]
+    assert "/rltracker kind kl_growth" in codes
+    one = compose_failure_comment(two_kind_analysis(["entropy_collapse"]), "verl",
+                                  setup=None, lang=lang, public_url=PUBLIC)
+    assert one is not None and "/rltracker kind kl_growth" not in one.body
+    assert "`/rltracker kind <" in one.body  # the footer's general form only
+
+
 def test_confidence_words() -> None:
     assert [confidence_words(x, "en") for x in (0.95, 0.8, 0.5)] == ["very likely", "likely", "possibly"]
     assert [confidence_words(x, "zh") for x in (0.95, 0.8, 0.5)] == ["很可能", "可能", "或许"]

@@ -481,3 +481,30 @@ async def test_two_verdicts_at_once_do_not_freeze_the_comment_as_edited_by_a_per
     [row] = await actions(app_ctx, "failure_comment")
     assert not row.frozen and not (row.details or {}).get("edited_on_github")
     assert row.body == comment["body"]
+
+
+async def test_export_keeps_a_comments_words_around_a_command_as_the_analysis_reads_them(
+        ctx: Any, fake_github: Any) -> None:
+    """The export is what `python -m training --extra` fits on: its comments must be what the
+    app's analyzers read (bot.analysis.analysis_input): a comment's command lines left out,
+    its other words kept; a comment of commands alone left out."""
+    from bot.analysis import analysis_input
+    from bot.cli.verdicts import export_verdicts
+
+    await install(ctx, fake_github)
+    await commented(ctx, fake_github, 24)
+    bodies = ((1, "Same here: KL goes up to 40 after step 300.\n/rltracker methods kl_growth\n"),
+              (2, "/rltracker recheck"))
+    async with ctx.sessionmaker() as s:
+        thread = await s.scalar(select(Thread).where(Thread.number == 24))
+        for gid, body in bodies:
+            await upsert_comment(s, thread, {"github_id": gid, "author": "bob", "body": body,
+                                             "created_at": f"2026-01-0{gid}T00:00:00Z"})
+        await s.commit()
+    event = comment_event("/rltracker kind kl_growth", number=24, comment_id=3)
+    event.data["comment"]["created_at"] = "2026-01-03T00:00:00Z"
+    await commands_router.dispatch(event, ctx)
+    [row] = await export_verdicts(ctx)
+    read = analysis_input({"comments": [{"body": b} for _, b in bodies]})["comments"]
+    assert [c["body"] for c in row["comments"]] == [c["body"] for c in read] == [
+        "Same here: KL goes up to 40 after step 300.\n"]

@@ -5,9 +5,10 @@ stored thread (id, repo, number, kind, url, title, state, author, created_at, bo
 with `labels: {is_failure_report, category}`, and beside it `verdict` (who, as author or
 maintainer, in which comment, when, and what the analyzer said then) for the review.
 
-The comments are the thread's up to the command comment: the command itself, later commands
-and the app's own comments are left out (a comment saying `/rltracker kind kl_growth` names the
-label; what follows it answers the verdict). Review the file, then fit on it:
+The comments are the thread's up to the command comment, as the app's analyzers read them
+(`bot.analysis.analysis_input`: command lines left out, and comments that were nothing but
+commands): the command itself, what follows it and the app's own comments are left out (a
+comment saying `/rltracker kind kl_growth` names the label; what follows it answers the verdict). Review the file, then fit on it:
 `python -m training --extra FILE`.
 
 `rltracker verdicts wanted [--framework F] [--limit N]`: the open threads where a verdict would
@@ -27,7 +28,7 @@ from bot.store.models import Comment, Thread, Verdict
 from bot.store.threads import load_comments
 from bot.store.types import format_datetime
 from bot.store.verdicts import all_verdicts
-from bot.webhooks.commands import parse_command
+from bot.command_syntax import without_commands
 
 
 def _day(value: Any) -> str | None:
@@ -44,9 +45,13 @@ def labelled_thread(thread: Thread, comments: list[Comment], verdict: Verdict) -
             break
         if c.created_at is not None and verdict.given_at is not None and c.created_at >= verdict.given_at:
             break
-        if is_app_comment(c.body) or parse_command(c.body) is not None:
+        if is_app_comment(c.body):
             continue
-        kept.append({"author": c.author, "created_at": _day(c.created_at), "body": c.body or ""})
+        # as the app's analyzers read it (bot.analysis.analysis_input): without its command
+        # lines, and left out when it was nothing but commands
+        body = without_commands(c.body or "")
+        if body.strip() or not (c.body or "").strip():
+            kept.append({"author": c.author, "created_at": _day(c.created_at), "body": body})
     return {
         "id": f"{thread.repo}#{thread.number}", "repo": thread.repo, "number": thread.number,
         "kind": thread.kind, "url": thread.url, "title": thread.title or "", "state": thread.state,

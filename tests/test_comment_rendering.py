@@ -277,6 +277,31 @@ def test_a_split_kind_offers_the_command_that_makes_the_runner_up_the_kind(lang:
     assert "`/rltracker kind <" in one.body  # the footer's general form only
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_runner_up_command_is_offered_only_where_its_kind_would_list_methods(lang: str) -> None:
+    """The details promise that `/rltracker kind <runner-up>` makes the comment list its
+    methods: where that kind has none to suggest here (other_failure has none anywhere; or
+    every one is declined in this repository), the verdict withdraws the comment instead, so
+    the specific command is not offered (the footer's general form stays)."""
+    c = compose_failure_comment(two_kind_analysis(["entropy_collapse", "other_failure"]), "verl",
+                                setup=None, lang=lang, public_url=PUBLIC)
+    assert c is not None and c.details["runner_up"] == "other_failure"
+    assert compose_failure_comment(
+        {"failure": {"is_failure_report": True, "category": "other_failure", "set_by": "author"}},
+        "verl", setup=None, lang=lang, public_url=PUBLIC) is None
+    assert "/rltracker kind other_failure" not in c.body
+    assert "`/rltracker kind <" in c.body
+    declined = {m.id for m in CAT.methods_for_failure("kl_growth")} - {
+        m.id for m in CAT.methods_for_failure("entropy_collapse")}
+    c = compose_failure_comment(two_kind_analysis(["entropy_collapse", "kl_growth"]), "verl",
+                                setup=None, lang=lang, public_url=PUBLIC, declined=declined)
+    assert c is not None and c.details["runner_up"] == "kl_growth"
+    assert compose_failure_comment(
+        {"failure": {"is_failure_report": True, "category": "kl_growth", "set_by": "author"}},
+        "verl", setup=None, lang=lang, public_url=PUBLIC, declined=declined) is None
+    assert "/rltracker kind kl_growth" not in c.body
+
+
 def test_confidence_words() -> None:
     assert [confidence_words(x, "en") for x in (0.95, 0.8, 0.5)] == ["very likely", "likely", "possibly"]
     assert [confidence_words(x, "zh") for x in (0.95, 0.8, 0.5)] == ["很可能", "可能", "或许"]

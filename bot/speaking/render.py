@@ -298,8 +298,13 @@ def compose_failure_comment(
         "kind_url": f"{public_url}/failures/{kind.key}",
         "second_title": md_text(second.title_zh if lang == "zh" else second.title) if second else None,
         "second_url": f"{public_url}/failures/{second.key}" if second else None,
-        # the command that makes the runner-up the kind (a catalog key: no thread text)
-        "second_command": code_span(f"/rltracker kind {second.key}") if second else None,
+        # the command that makes the runner-up the kind (a catalog key: no thread text), only
+        # where that verdict would list its methods (else it withdraws the comment)
+        "second_command": code_span(f"/rltracker kind {second.key}")
+        if second and compose_failure_comment(
+            {"failure": {"is_failure_report": True, "category": second.key, "set_by": "author"}},
+            framework_id, setup=setup, lang=lang, public_url=public_url, declined=declined)
+        else None,
         "sure": confidence_words(confidence, lang, kinds=2 if second else 1),
         "confidence": f"{confidence:.2f}",
         "methods": shown,

@@ -23,12 +23,12 @@ import json
 import sys
 from typing import Any
 
+from bot.command_syntax import without_commands
 from bot.speaking.render import is_app_comment
 from bot.store.models import Comment, Thread, Verdict
 from bot.store.threads import load_comments
 from bot.store.types import format_datetime
 from bot.store.verdicts import all_verdicts
-from bot.command_syntax import without_commands
 
 
 def _day(value: Any) -> str | None:

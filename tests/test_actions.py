@@ -73,6 +73,18 @@ def test_maintainer_replies_after() -> None:
     assert maintainer_replies(rec, after=NOW - timedelta(hours=1)) == [late]
 
 
+def test_a_maintainers_words_after_a_command_are_a_reply() -> None:
+    """A command is a line (bot/command_syntax.py), as the analyzers and the command handler
+    read it: a comment of commands alone is no reply, but one that goes on after its command
+    line answers the report like any other."""
+    maint = {"author": "bob", "author_association": "MEMBER", "created_at": iso(NOW)}
+    for body in ("/rltracker recheck", "  /rltracker ignore\n", "/rltracker methods kl_growth\n/rltracker rules"):
+        assert maintainer_replies(record(comments=[{**maint, "body": body}])) == [], body
+    for body in ("/rltracker methods kl_growth\nWe have seen this: lower the learning rate.",
+                 "/rltrackers are not what you need here."):
+        assert len(maintainer_replies(record(comments=[{**maint, "body": body}]))) == 1, body
+
+
 def test_live_record_from_rest() -> None:
     issue = {"state": "open", "labels": [{"name": "x"}], "assignees": [{"login": "bob"}],
              "user": {"login": "alice", "type": "User"}}

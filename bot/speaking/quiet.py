@@ -28,11 +28,15 @@ PROPOSAL_TRIGGERS = frozenset({"issues.opened", "pull_request.opened"})
 COMMENT_TRIGGERS = frozenset({"issue_comment.created", "issue_comment.edited"})
 MAINTAINERS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 MAX_AGE = timedelta(hours=48)
-COMMAND_PREFIX = "/rltracker"
 
 
 def is_command(body: str | None) -> bool:
-    return (body or "").lstrip().lower().startswith(COMMAND_PREFIX)
+    """A comment that is nothing but `/rltracker` command lines (bot/command_syntax.py, as the
+    command handler and the analyzers read them): no reply to the thread."""
+    from bot.command_syntax import without_commands
+
+    text = body or ""
+    return bool(text.strip()) and not without_commands(text).strip()
 
 
 def maintainer_replies(record: dict[str, Any], after: datetime | None = None) -> list[dict[str, Any]]:

@@ -35,5 +35,12 @@ def without_commands(body: str) -> str:
     if PREFIX not in body[:_MAX_BODY].lower():
         return body
     lines = body.splitlines(keepends=True)
-    head = [line for line in lines[:_MAX_LINES] if not _is_command_line(line)]
-    return "".join(head + lines[_MAX_LINES:])
+    kept: list[str] = []
+    offset = 0
+    for n, line in enumerate(lines):
+        # the lines parse_command reads: the first _MAX_LINES of the first _MAX_BODY characters
+        read = line[: max(0, _MAX_BODY - offset)] if n < _MAX_LINES else ""
+        if not (read and _is_command_line(read)):
+            kept.append(line)
+        offset += len(line)
+    return "".join(kept)

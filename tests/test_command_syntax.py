@@ -29,6 +29,16 @@ def test_without_commands_reads_as_many_lines_as_parse_command() -> None:
     assert without_commands(body) == body
 
 
+def test_without_commands_reads_the_characters_parse_command_reads() -> None:
+    long_line = "x" * 70000 + "\n"  # one line past the 64 KiB parse_command reads
+    body = long_line + "/rltracker ignore\n"
+    assert parse_command(body) is None
+    assert without_commands(body) == body
+    body = "a\n/rltracker ignore\n" + long_line
+    assert parse_command(body) == ("ignore", [])
+    assert without_commands(body) == "a\n" + long_line
+
+
 # Two short threads written for these tests: a method proposal and a usage question.
 THREADS = {
     "proposal": ("[Feature] Add GSPO (sequence-level clipping) as a policy loss",

@@ -66,7 +66,7 @@ def analysis_input(record: dict[str, Any]) -> dict[str, Any]:
     """What the analyzers read of a stored thread: its comments without `/rltracker` command
     lines, and without the comments that were nothing but commands (a command is addressed to
     the app: its words are no report wording, and a maintainer's command is no reply)."""
-    from bot.command_syntax import without_commands
+    from bot.command_syntax import only_commands, without_commands
 
     comments = record.get("comments") or []
     kept = []
@@ -78,7 +78,7 @@ def analysis_input(record: dict[str, Any]) -> dict[str, Any]:
             kept.append(c)
             continue
         changed = True
-        if text.strip():
+        if not only_commands(body):
             kept.append({**c, "body": text})
     return {**record, "comments": kept} if changed else record
 

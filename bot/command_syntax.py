@@ -44,3 +44,10 @@ def without_commands(body: str) -> str:
             kept.append(line)
         offset += len(line)
     return "".join(kept)
+
+
+def only_commands(body: str | None) -> bool:
+    """A comment that is nothing but command lines: addressed to the app alone (no reply to
+    the thread, nothing for the analyzers to read)."""
+    text = body or ""
+    return bool(text.strip()) and not without_commands(text).strip()

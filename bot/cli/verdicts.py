@@ -23,7 +23,7 @@ import json
 import sys
 from typing import Any
 
-from bot.command_syntax import without_commands
+from bot.analysis import analysis_input
 from bot.speaking.render import is_app_comment
 from bot.store.models import Comment, Thread, Verdict
 from bot.store.threads import load_comments
@@ -39,19 +39,16 @@ def _day(value: Any) -> str | None:
 def labelled_thread(thread: Thread, comments: list[Comment], verdict: Verdict) -> dict[str, Any]:
     """One verdict as a labelled thread: the comments up to the command comment, or, when
     that comment is gone (deleted once the app acted on it), up to when the verdict was given."""
-    kept: list[dict[str, Any]] = []
+    before: list[dict[str, Any]] = []
     for c in comments:
         if verdict.comment_id is not None and c.github_id == verdict.comment_id:
             break
         if c.created_at is not None and verdict.given_at is not None and c.created_at >= verdict.given_at:
             break
-        if is_app_comment(c.body):
-            continue
-        # as the app's analyzers read it (bot.analysis.analysis_input): without its command
-        # lines, and left out when it was nothing but commands
-        body = without_commands(c.body or "")
-        if body.strip() or not (c.body or "").strip():
-            kept.append({"author": c.author, "created_at": _day(c.created_at), "body": body})
+        if not is_app_comment(c.body):
+            before.append({"author": c.author, "created_at": _day(c.created_at), "body": c.body or ""})
+    # as the app's analyzers read them: without command lines, nor comments of commands only
+    kept = analysis_input({"comments": before})["comments"]
     return {
         "id": f"{thread.repo}#{thread.number}", "repo": thread.repo, "number": thread.number,
         "kind": thread.kind, "url": thread.url, "title": thread.title or "", "state": thread.state,

@@ -13,6 +13,7 @@ import re
 from datetime import datetime, timedelta
 from typing import Any
 
+from bot.command_syntax import only_commands
 from bot.speaking.render import (
     is_app_comment,
 )
@@ -30,15 +31,6 @@ MAINTAINERS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 MAX_AGE = timedelta(hours=48)
 
 
-def is_command(body: str | None) -> bool:
-    """A comment that is nothing but `/rltracker` command lines (bot/command_syntax.py, as the
-    command handler and the analyzers read them): no reply to the thread."""
-    from bot.command_syntax import without_commands
-
-    text = body or ""
-    return bool(text.strip()) and not without_commands(text).strip()
-
-
 def maintainer_replies(record: dict[str, Any], after: datetime | None = None) -> list[dict[str, Any]]:
     """Comments by maintainers other than the opener (commands and the app's own excluded)."""
     out = []
@@ -50,7 +42,7 @@ def maintainer_replies(record: dict[str, Any], after: datetime | None = None) ->
         if c.get("author") and c.get("author") == record.get("author"):
             continue
         body = c.get("body") or ""
-        if is_command(body) or is_app_comment(body):
+        if only_commands(body) or is_app_comment(body):
             continue
         if after is not None:
             created = parse_datetime(c.get("created_at"))

@@ -14,6 +14,7 @@ and keeps the analyzer's own beside it (`analyzer_failure`).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import Text, case, cast, func, or_, select
@@ -37,6 +38,12 @@ def catalog() -> Any:
     from analyzers.catalog import load_catalog
 
     return load_catalog()
+
+
+def kind_title(key: str | None) -> str | None:
+    """A failure kind's title in the catalog; an unknown key as it is."""
+    failures = catalog().failures
+    return failures[key].title if key in failures else key
 
 
 def _like_json(column: Any, value: str) -> Any:
@@ -63,17 +70,12 @@ def _tracked(query: Any) -> Any:
             .where(or_(Analysis.id.is_not(None), Verdict.id.is_not(None))))
 
 
-class _VerdictColumns:
-    def __init__(self, r: Any) -> None:
-        self.is_failure_report, self.category, self.role = (
-            r.verdict_is_failure, r.verdict_category, r.verdict_role)
-
-
 def _row(r: Any) -> dict[str, Any]:
     result = r.result or {}
     failure = result.get("failure") or {}
     shown = shown_failure(r.is_failure_report, r.failure_category,
-                          _VerdictColumns(r) if r.verdict_id is not None else None)
+                          SimpleNamespace(is_failure_report=r.verdict_is_failure, category=r.verdict_category,
+                                          role=r.verdict_role) if r.verdict_id is not None else None)
     return {
         "repo": r.repo,
         "number": r.number,

@@ -32,7 +32,7 @@ from bot.site.pages import not_found, render
 from bot.store.models import Action, Analysis, Repository
 from bot.store.threads import get_thread
 from bot.store.types import format_datetime, parse_thread_number
-from bot.store.verdicts import thread_verdict
+from bot.store.verdicts import thread_verdict, verdict_dict
 
 ACTION_KINDS = {"failure_comment": "Failure comment", "rule_summary": "Contribution-rule summary",
                 "command": "Reply to a command", "report": "Nightly report", "label": "Label",
@@ -103,7 +103,7 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
         "failure": {
             "is_failure_report": bool(failure.get("is_failure_report")),
             "category": category,
-            "title": cat.failures[category].title if category in cat.failures else category,
+            "title": data.kind_title(category),
             "confidence": failure.get("confidence"),
             # The runner-up kind the analysis lists, named as the failure comment names it: the
             # leading kind is wrong about twice as often when there is one (docs/analyzers.md, hedge11).
@@ -125,18 +125,9 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
         } for a in actions],
         "installed": installed is not None,
         "verdict": None if verdict is None else {
-            "is_failure_report": verdict.is_failure_report, "category": verdict.category,
-            "title": _kind_title(cat, verdict.category), "login": verdict.login,
-            "role": verdict.role, "given_at": format_datetime(verdict.given_at),
-            "analyzer_is_failure_report": verdict.analyzer_is_failure_report,
-            "analyzer_title": _kind_title(cat, verdict.analyzer_category),
-            "analyzer_version": verdict.analyzer_version,
-        },
+            **verdict_dict(verdict), "title": data.kind_title(verdict.category),
+            "analyzer_title": data.kind_title(verdict.analyzer_category)},
     }
-
-
-def _kind_title(cat: Any, key: str | None) -> str | None:
-    return cat.failures[key].title if key in cat.failures else key
 
 
 async def thread_page(request: web.Request) -> web.Response:

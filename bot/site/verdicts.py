@@ -131,11 +131,6 @@ async def wanted_verdicts(session: AsyncSession, *, framework: str | None = None
                                            for k in order]}
 
 
-def _kind_title(key: str | None) -> str | None:
-    failures = data.catalog().failures
-    return failures[key].title if key in failures else key
-
-
 def _wanted_row(r: Any) -> dict[str, Any]:
     category = r.failure_category if r.is_failure_report else None
     kinds = [k for k in (category, r.runner_up) if k]
@@ -148,7 +143,7 @@ def _wanted_row(r: Any) -> dict[str, Any]:
         "analyzer_version": r.analyzer_version,
         "is_failure_report": bool(r.is_failure_report), "category": category,
         "runner_up": r.runner_up,
-        "category_title": _kind_title(category), "runner_up_title": _kind_title(r.runner_up),
+        "category_title": data.kind_title(category), "runner_up_title": data.kind_title(r.runner_up),
         "confidence": round(float(r.confidence), 3) if r.confidence is not None else None,
         "score": round(float(r.score), 3),
         "commands": [*commands, "/rltracker not-a-failure"],

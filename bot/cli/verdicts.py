@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot.analysis import analysis_input
@@ -98,21 +99,25 @@ def format_wanted(found: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def verdicts_command(args: Any) -> int:
+def _with_context(work: Callable[[Any], Awaitable[Any]]) -> Any:
+    """`work(ctx)` with the app's context from the environment, closed afterwards."""
     from bot.config import Settings
     from bot.context import AppContext
 
-    if args.verdicts_command == "wanted":
-        return _wanted_command(args)
-
-    async def run() -> list[dict[str, Any]]:
+    async def run() -> Any:
         ctx = AppContext.create(Settings.from_env())
         try:
-            return await export_verdicts(ctx)
+            return await work(ctx)
         finally:
             await ctx.close()
 
-    rows = asyncio.run(run())
+    return asyncio.run(run())
+
+
+def verdicts_command(args: Any) -> int:
+    if args.verdicts_command == "wanted":
+        return _wanted_command(args)
+    rows = _with_context(export_verdicts)
     text = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
     if args.out and args.out != "-":
         with open(args.out, "w", encoding="utf-8") as fh:
@@ -125,8 +130,6 @@ def verdicts_command(args: Any) -> int:
 
 def _wanted_command(args: Any) -> int:
     from analyzers.catalog import load_catalog
-    from bot.config import Settings
-    from bot.context import AppContext
     from bot.site.verdicts import wanted_verdicts
 
     if args.framework is not None and args.framework not in load_catalog().frameworks:
@@ -137,13 +140,9 @@ def _wanted_command(args: Any) -> int:
         print("rltracker verdicts wanted: --limit must be a whole number from 1", file=sys.stderr)
         return 2
 
-    async def run() -> dict[str, Any]:
-        ctx = AppContext.create(Settings.from_env())
-        try:
-            async with ctx.sessionmaker() as session:
-                return await wanted_verdicts(session, framework=args.framework, limit=args.limit)
-        finally:
-            await ctx.close()
+    async def wanted(ctx: Any) -> dict[str, Any]:
+        async with ctx.sessionmaker() as session:
+            return await wanted_verdicts(session, framework=args.framework, limit=args.limit)
 
-    sys.stdout.write(format_wanted(asyncio.run(run())))
+    sys.stdout.write(format_wanted(_with_context(wanted)))
     return 0

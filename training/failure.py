@@ -36,7 +36,7 @@ from training.data import (
     make_example,
 )
 from training.fit import best_f1_threshold, choose_threshold, fit_linear, prf, write_models
-from training.report import FieldReport, Measure
+from training.report import FieldReport, Measure, bootstrap_interval, interval_line
 
 NAME = "failure"
 MIN_PRECISION = 0.90
@@ -352,7 +352,7 @@ def _added_for(train: list[Example], held: set[str], added: tuple[Example, ...])
 
 
 def run(examples: list[Example], seed: int = SEED, sealed: bool = False,
-        added: tuple[Example, ...] = ()) -> Run:
+        added: tuple[Example, ...] = (), intervals: bool = False) -> Run:
     rows = labelled(examples)
     repos = {e.repo for e in rows if not e.sealed}
     by_scale: dict[float, tuple[float, dict[str, Prediction], dict[str, str]]] = {}
@@ -430,6 +430,11 @@ def run(examples: list[Example], seed: int = SEED, sealed: bool = False,
                     for name, k in (("cv7", kc[("cv7", "opened")]), ("cv_all", kc[("all", "opened")]), ("sealed", kc_sealed))
                     if k is not None),
     ))  # fmt: skip
+    if intervals:
+        rep.lines.extend(_intervals(
+            (("cv7", fw_rows, cv_preds), ("cv_all", cv_rows, cv_preds))
+            + ((("sealed", sealed_rows, sealed_preds),) if sealed else ()),
+            threshold, comment_threshold, seed))  # fmt: skip
     rep.lines.append("comments right on the kind at the comment threshold (grouped CV):")
     rep.lines.extend(
         f"  {'opening posts' if view == 'opened' else 'whole threads'} {name}: {kc[(name, view)].note()}"
@@ -484,8 +489,25 @@ def run(examples: list[Example], seed: int = SEED, sealed: bool = False,
     return Run(models, rep, figures)
 
 
+def _intervals(parts: tuple[tuple[str, list[Example], dict[str, Prediction]], ...], threshold: float,
+               comment_threshold: float, seed: int) -> list[str]:
+    """Sampling-noise intervals of the figures the sealed slice is compared with."""
+    stats = (
+        ("failure report F1", lambda rs, p: score(rs, p, threshold).f1),
+        ("failure kind accuracy", lambda rs, p: score(rs, p, threshold).kind_accuracy),
+        ("comment right on kind", lambda rs, p: kind_comments(rs, p, comment_threshold).share()),
+    )
+    out = ["95% intervals (seeded bootstrap over the threads scored, 1000 draws: the sampling noise "
+           "of a set that size, not its bias):"]
+    for name, stat in stats:
+        out.append(interval_line(name, [
+            (col, stat(rs, preds), bootstrap_interval(rs, lambda drawn, p=preds, f=stat: f(drawn, p), seed=seed))
+            for col, rs, preds in parts]))  # fmt: skip
+    return out
+
+
 def evaluate(examples: list[Example], *, sealed: bool = False) -> FieldReport:
-    return run(examples, sealed=sealed).report
+    return run(examples, sealed=sealed, intervals=True).report
 
 
 # `python -m training --extra FILE...` hands this trainer the added labelled threads.

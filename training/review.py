@@ -46,7 +46,7 @@ from training import SEED
 from training.cv import cross_val_predict, grouped_folds
 from training.data import Example
 from training.fit import fit_linear, prf, write_models
-from training.report import FieldReport, Measure
+from training.report import FieldReport, Measure, bootstrap_interval, interval_line
 
 NAME = "review"
 C_STATE = 3.0
@@ -250,7 +250,7 @@ class Run:
     figures: dict[str, Any]
 
 
-def run(examples: list[Example], seed: int = SEED, sealed: bool = False) -> Run:
+def run(examples: list[Example], seed: int = SEED, sealed: bool = False, intervals: bool = False) -> Run:
     rows = labelled(examples)
     shaped = shaped_kinds(rows)
 
@@ -280,9 +280,12 @@ def run(examples: list[Example], seed: int = SEED, sealed: bool = False) -> Run:
     fit_preds = {e.id: predict(models, e) for e in fit_rows}
     cv7, cv_all, fitted = score(fw_rows, cv_preds, thresholds), score(cv_rows, cv_preds, thresholds), score(fit_rows, fit_preds, thresholds)
     sealed_scores = None
+    sealed_rows: list[Example] = []
+    sealed_preds: dict[str, ReviewScores] = {}
     if sealed:
         sealed_rows = [e for e in rows if e.sealed]
-        sealed_scores = score(sealed_rows, {e.id: predict(models, e) for e in sealed_rows}, thresholds)
+        sealed_preds = {e.id: predict(models, e) for e in sealed_rows}
+        sealed_scores = score(sealed_rows, sealed_preds, thresholds)
 
     def measure(name: str, get: Any, note: str = "") -> Measure:
         return Measure(name, get(cv7), get(cv_all), get(fitted), get(sealed_scores) if sealed_scores else None, note)
@@ -293,6 +296,17 @@ def run(examples: list[Example], seed: int = SEED, sealed: bool = False) -> Run:
     rep.measures.append(measure("concern F1 (micro)", lambda s: s.concern_prf()[2], f"cv7 {cv7.counts()}; cv_all {cv_all.counts()}"))
     for k in CONCERNS:
         rep.measures.append(measure(f"  {k}", lambda s, k=k: s.concern_prf(k)[2], f"cv7 {cv7.counts(k)}"))
+    if intervals:
+        parts = [("cv7", fw_rows, cv_preds), ("cv_all", cv_rows, cv_preds)]
+        parts += [("sealed", sealed_rows, sealed_preds)] if sealed else []
+        rep.lines.append("95% intervals (seeded bootstrap over the threads scored, 1000 draws: the sampling "
+                         "noise of a set that size, not its bias):")
+        for name, get in (("review-state accuracy", lambda s: s.state_accuracy),
+                          ("concern F1 (micro)", lambda s: s.concern_prf()[2])):
+            rep.lines.append(interval_line(name, [
+                (col, get(score(rs, preds, thresholds)),
+                 bootstrap_interval(rs, lambda drawn, p=preds, g=get: g(score(drawn, p, thresholds)), seed=seed))
+                for col, rs, preds in parts]))  # fmt: skip
     rep.lines.append(
         f"state model {'used' if use_state_model else 'NOT used (rules decide)'}: on the train file's "
         f"{len(unseen)} threads grouped CV gets {model_ok}, the rules alone {rules_ok} states right"
@@ -382,7 +396,7 @@ def _figures(s: Scores) -> dict[str, Any]:
 
 
 def evaluate(examples: list[Example], *, sealed: bool = False) -> FieldReport:
-    return run(examples, sealed=sealed).report
+    return run(examples, sealed=sealed, intervals=True).report
 
 
 def train(examples: list[Example], *, data_hash: str, seed: int = SEED) -> list[Path]:

@@ -611,3 +611,67 @@ async def test_a_kind_after_stop_leaves_the_thread_muted(app_ctx: Any, fake_gith
     [comment] = app_comments(fake_github, VERL, 33)
     assert "/failures/kl_growth" in comment["body"]
     assert [c for c, _ in github.calls] == ["minimize"]  # only thread 32's, by stop
+
+
+def hold_the_post(fake: Any, number: int) -> tuple[asyncio.Event, asyncio.Event]:
+    """The fake server holds the app's POST of a comment on issue `number` until `release`
+    is set (`reached` says the post is under way), then creates it as GitHub would."""
+    reached, release = asyncio.Event(), asyncio.Event()
+
+    @fake.route("POST", rf"/repos/[^/]+/[^/]+/issues/{number}/comments")
+    async def held(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        reached.set()
+        await release.wait()
+        comment = fake.add_comment(VERL, number, body["body"], "rltracker[bot]", "Bot")
+        return 201, {k: v for k, v in comment.items() if not k.startswith("_")}
+
+    return reached, release
+
+
+async def test_a_kind_given_while_the_first_comment_is_being_posted_is_said(
+        app_ctx: Any, fake_github: Any) -> None:
+    """Two deliveries at once: one replica posts the first failure comment (the analyzer said
+    entropy collapse) while another handles the author's `/rltracker kind kl_growth`, which
+    finds the comment's slot claimed but not yet posted. The poster reads the verdict again
+    once it has posted: the comment ends on kl_growth, said as the person's, with no edit
+    or recheck in between, and there is one comment."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 34)
+    reached, release = hold_the_post(fake_github, 34)
+    posting = asyncio.create_task(
+        act(app_ctx, VERL, 34, trigger="issues.opened", payload=payload, analysis=FAILURE))
+    await reached.wait()
+    await commands_router.dispatch(comment_event("/rltracker kind kl_growth", number=34), app_ctx)
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.status == "pending"  # the kind found nothing posted to rewrite
+    release.set()
+    assert (await posting)["failure_comment"] == "posted"
+    [comment] = app_comments(fake_github, VERL, 34)
+    assert "/failures/kl_growth" in comment["body"] and "/failures/entropy_collapse" not in comment["body"]
+    assert "the issue's author set with `/rltracker kind`" in comment["body"]
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.status == "posted" and row.body == comment["body"]
+    assert row.details["category"] == "kl_growth" and row.details["set_by"] == "author"
+
+
+async def test_not_a_failure_given_while_the_first_comment_is_being_posted_hides_it(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The same with `/rltracker not-a-failure`: the command mutes the thread but finds no
+    posted comment to minimise; the poster, reading the verdict again, minimises the comment
+    it has just posted."""
+    await install(app_ctx, fake_github)
+    github = Minimising()
+    fake_github.graphql_handler = github
+    payload = await open_issue(app_ctx, fake_github, 35)
+    reached, release = hold_the_post(fake_github, 35)
+    posting = asyncio.create_task(
+        act(app_ctx, VERL, 35, trigger="issues.opened", payload=payload, analysis=FAILURE))
+    await reached.wait()
+    await commands_router.dispatch(comment_event("/rltracker not-a-failure", number=35), app_ctx)
+    assert github.calls == [] and await muted(app_ctx, 35)
+    release.set()
+    await posting
+    [comment] = app_comments(fake_github, VERL, 35)
+    assert github.minimized == {comment["node_id"]: True}
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.is_minimized and row.details["minimized_by"] == "not-a-failure"

@@ -17,7 +17,10 @@ whichever command called it (a retried older command does the newer one's work):
 
 Each step is idempotent, so a redelivery finishes what an attempt cut short left undone, and
 the verdict is read again after the work: when another verdict was stored meanwhile (two
-commands at once on two replicas), its work is done too. Later edits and rechecks read the verdict in `decide.act`, so the analyzer's kind never
+commands at once on two replicas), its work is done too. `bot.speaking.decide.act` calls it
+after posting or rewriting the failure comment when the stored verdict is not the one it
+decided with (a command handled while the first comment was being posted found its slot
+claimed but nothing posted to rewrite or minimise). Later edits and rechecks read the verdict in `decide.act`, so the analyzer's kind never
 comes back.
 """
 

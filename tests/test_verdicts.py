@@ -675,3 +675,38 @@ async def test_not_a_failure_given_while_the_first_comment_is_being_posted_hides
     assert github.minimized == {comment["node_id"]: True}
     [row] = await actions(app_ctx, "failure_comment")
     assert row.is_minimized and row.details["minimized_by"] == "not-a-failure"
+
+
+async def test_not_a_failure_and_a_later_kind_at_once_end_with_the_kind(
+        app_ctx: Any, fake_github: Any) -> None:
+    """Two replicas: `not-a-failure` is minimising the comment (GitHub has not answered yet)
+    when a later `kind kl_growth` is handled from start to end (it finds the comment still
+    shown, nothing of the verdict's to undo). The first reads the verdict again after its
+    work and does the latest's: the comment ends shown, on kl_growth, the thread unmuted."""
+    await install(app_ctx, fake_github)
+    await commented(app_ctx, fake_github, 36)
+    [posted] = app_comments(fake_github, VERL, 36)
+    github = Minimising()
+    reached, release = asyncio.Event(), asyncio.Event()
+
+    async def held(query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        if "unminimizeComment" not in query:
+            reached.set()
+            await release.wait()
+        return github(query, variables)
+
+    fake_github.graphql_handler = held
+    now = datetime.now(UTC)
+    first = asyncio.create_task(commands_router.dispatch(written(comment_event(
+        "/rltracker not-a-failure", number=36), now - timedelta(minutes=2)), app_ctx))
+    await reached.wait()
+    await commands_router.dispatch(written(comment_event(
+        "/rltracker kind kl_growth", number=36), now - timedelta(minutes=1)), app_ctx)
+    release.set()
+    await first
+    assert github.calls == [("minimize", posted["node_id"]), ("unminimize", posted["node_id"])]
+    assert not await muted(app_ctx, 36)
+    [comment] = app_comments(fake_github, VERL, 36)
+    assert "/failures/kl_growth" in comment["body"]
+    [row] = await actions(app_ctx, "failure_comment")
+    assert not row.is_minimized and row.body == comment["body"]

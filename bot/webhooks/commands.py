@@ -18,7 +18,8 @@ verdicts.py), with who gave them and what the analyzer said then; `<failure>` is
 `methods` (a key or a title), and an unknown one is recorded as a skip and changes nothing.
 A kind rewrites the app's failure comment there for that kind (bot/speaking/verdict.py), and
 later edits and rechecks keep it; not-a-failure minimises the comment and mutes the thread,
-as `stop` does. Both are acknowledged with a reaction, and `rltracker verdicts export` writes
+as `stop` does, until a later kind undoes it. What is done is the thread's latest verdict's,
+whichever command's delivery does it. Both are acknowledged with a reaction, and `rltracker verdicts export` writes
 them as labelled threads.
 
 Edited comments: an edit that adds a command, or changes one (a misspelt `/rltracker metods`

@@ -30,11 +30,24 @@ def _analysis_values(result: dict[str, Any]) -> dict[str, Any]:
         "result": result,
         "is_failure_report": bool(failure.get("is_failure_report")),
         "failure_category": failure.get("category"),
+        "failure_confidence": _number(failure.get("confidence")),
+        "failure_runner_up": _runner_up(failure.get("categories")),
         "is_proposal": bool(proposal.get("is_proposal")),
         "review_state": (result.get("review") or {}).get("state"),
         "methods": sorted({p["method"] for p in papers if p.get("method")}),
         "arxiv_ids": sorted({p["arxiv_id"] for p in papers if p.get("arxiv_id")}),
     }
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _runner_up(categories: Any) -> str | None:
+    """The kind an analysis lists second (a split kind), as migration 0007 reads it."""
+    if isinstance(categories, list) and len(categories) > 1 and isinstance(categories[1], str):
+        return categories[1][:64]
+    return None
 
 
 def _fill_analysis(row: Analysis, result: dict[str, Any]) -> None:

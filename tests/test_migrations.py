@@ -128,3 +128,32 @@ def test_0006_verdicts_goes_down_and_up(db_url: str) -> None:
     asyncio.run(_execute(db_url, verdict))
     asyncio.run(_execute(db_url, "DELETE FROM threads"))
     assert asyncio.run(_execute(db_url, "SELECT thread_id FROM verdicts")) == []
+
+
+def test_0007_analysis_uncertainty_is_filled_from_the_stored_json(db_url: str) -> None:
+    """The failure confidence and the kind listed second (a split kind) become columns of
+    the analyses: the upgrade fills them from each stored analysis' JSON (none where the JSON
+    has none), the downgrade drops them and keeps the rows."""
+    for number in (1, 2, 3):
+        asyncio.run(_execute(db_url, "INSERT INTO threads (repo, number, kind, title, labels, "
+                                     "assignees, complete, muted, state, stored_at) VALUES "
+                                     f"('o/a', {number}, 'issue', 't', '[]', '[]', true, false, "
+                                     "'open', CURRENT_TIMESTAMP)"))
+    results = {
+        1: '{"failure": {"confidence": 0.61, "categories": ["entropy_collapse", "kl_growth"]}}',
+        2: '{"failure": {"confidence": 0.9, "categories": ["kl_growth"]}}',
+        3: '{"papers": []}',
+    }
+    for number, result in results.items():
+        asyncio.run(_execute(db_url, "INSERT INTO analyses (thread_id, analyzer_version, result, "
+                                     "is_failure_report, is_proposal, methods, arxiv_ids, "
+                                     f"analyzed_at) SELECT id, 'v', '{result}', true, false, '[]', "
+                                     f"'[]', CURRENT_TIMESTAMP FROM threads WHERE number = {number}"))
+    command.downgrade(migrate.alembic_config(db_url), "0006")
+    assert not {"failure_confidence", "failure_runner_up"} & columns(db_url, "analyses")
+    migrate.upgrade(db_url)
+    assert sorted(asyncio.run(_execute(
+        db_url, "SELECT t.number, a.failure_confidence, a.failure_runner_up FROM analyses a "
+                "JOIN threads t ON t.id = a.thread_id"))) == [
+        (1, 0.61, "kl_growth"), (2, 0.9, None), (3, None, None)]
+    assert schema_differences(db_url) == []

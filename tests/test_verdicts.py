@@ -215,13 +215,12 @@ async def test_not_a_failure_minimises_and_mutes(app_ctx: Any, fake_github: Any)
     out = await act(app_ctx, VERL, 7, trigger="issues.edited", payload=payload, analysis=FAILURE)
     assert out["failure_comment"] == "muted"
     assert not fake_github.requests("PATCH")
-    # `kind none` says the same, and the latest verdict wins
-    await commands_router.dispatch(comment_event("/rltracker kind kl_growth", number=7), app_ctx)
-    assert [(v.is_failure_report, v.category) for v in await verdicts(app_ctx)] == [(True, "kl_growth")]
+    # `kind none` says the same, and the latest verdict wins (a kind in between lifts the
+    # mute: test_a_kind_after_not_a_failure_lifts_the_mute_and_restores_the_comment)
     await commands_router.dispatch(comment_event("/rltracker kind none", number=7), app_ctx)
     assert [(v.is_failure_report, v.category) for v in await verdicts(app_ctx)] == [(False, None)]
     assert len(app_comments(fake_github, VERL, 7)) == 1
-    assert not fake_github.requests("PATCH")  # the kind in between did not lift the mute
+    assert not fake_github.requests("PATCH") and len(seen) == 1
 
 
 async def test_edits_and_the_nightly_reanalysis_keep_the_persons_kind(app_ctx: Any, fake_github: Any) -> None:
@@ -508,3 +507,206 @@ async def test_export_keeps_a_comments_words_around_a_command_as_the_analysis_re
     read = analysis_input({"comments": [{"body": b} for _, b in bodies]})["comments"]
     assert [c["body"] for c in row["comments"]] == [c["body"] for c in read] == [
         "Same here: KL goes up to 40 after step 300.\n"]
+
+
+class Minimising:
+    """The fake server's GraphQL answers for minimizeComment / unminimizeComment: whether
+    each of the app's comments (by node id) is minimised, and the mutations in order."""
+
+    def __init__(self) -> None:
+        self.minimized: dict[str, bool] = {}
+        self.calls: list[tuple[str, str]] = []
+
+    def __call__(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        node = variables["id"]
+        if "unminimizeComment" in query:
+            self.calls.append(("unminimize", node))
+            self.minimized[node] = False
+            return {"data": {"unminimizeComment": {"unminimizedComment": {"isMinimized": False}}}}
+        assert "minimizeComment" in query and variables["classifier"] == "OUTDATED"
+        self.calls.append(("minimize", node))
+        self.minimized[node] = True
+        return {"data": {"minimizeComment": {"minimizedComment": {
+            "isMinimized": True, "minimizedReason": "outdated"}}}}
+
+
+async def muted(ctx: Any, number: int) -> bool:
+    async with ctx.sessionmaker() as s:
+        return bool((await s.scalar(select(Thread).where(Thread.number == number))).muted)
+
+
+def written(event: Any, at: datetime) -> Any:
+    event.data["comment"]["created_at"] = iso(at)
+    return event
+
+
+async def test_a_kind_after_not_a_failure_lifts_the_mute_and_restores_the_comment(
+        app_ctx: Any, fake_github: Any) -> None:
+    """`not-a-failure`, then (later) `kind kl_growth` on the same thread: the latest word wins.
+    The mute the first set is lifted, the comment it minimised is rewritten for kl_growth and
+    shown again (unminimizeComment), once: a redelivery changes nothing more. An edit of the
+    issue is then decided as on any thread with a verdict, and a later `not-a-failure` mutes
+    and minimises again."""
+    await install(app_ctx, fake_github)
+    payload = await commented(app_ctx, fake_github, 31)
+    [posted] = app_comments(fake_github, VERL, 31)
+    github = Minimising()
+    fake_github.graphql_handler = github
+    now = datetime.now(UTC)
+    await commands_router.dispatch(written(comment_event(
+        "/rltracker not-a-failure", number=31), now - timedelta(minutes=3)), app_ctx)
+    assert github.minimized == {posted["node_id"]: True} and await muted(app_ctx, 31)
+
+    kind = written(comment_event("/rltracker kind kl_growth", number=31), now - timedelta(minutes=2))
+    for _ in range(2):  # delivered, then redelivered
+        await commands_router.dispatch(kind, app_ctx)
+        assert not await muted(app_ctx, 31)
+        assert github.calls == [("minimize", posted["node_id"]), ("unminimize", posted["node_id"])]
+        [comment] = app_comments(fake_github, VERL, 31)
+        assert comment["id"] == posted["id"]
+        assert "/failures/kl_growth" in comment["body"] and "/failures/entropy_collapse" not in comment["body"]
+        assert "the issue's author set with `/rltracker kind`" in comment["body"]
+        assert len(fake_github.requests("PATCH", r"/issues/comments/\d+")) == 1
+        [row] = await actions(app_ctx, "failure_comment")
+        assert (row.is_minimized, row.minimized_reason, row.frozen) == (False, None, False)
+        assert row.body == comment["body"] and row.details["category"] == "kl_growth"
+        assert "minimized_by" not in row.details
+    out = await act(app_ctx, VERL, 31, trigger="issues.edited", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "unchanged"  # the person's kind, no longer "muted"
+
+    await commands_router.dispatch(written(comment_event(
+        "/rltracker not-a-failure", number=31), now - timedelta(minutes=1)), app_ctx)
+    assert github.minimized == {posted["node_id"]: True} and await muted(app_ctx, 31)
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.is_minimized
+    assert [(v.is_failure_report, v.category) for v in await verdicts(app_ctx)] == [(False, None)]
+
+
+async def test_a_kind_after_stop_leaves_the_thread_muted(app_ctx: Any, fake_github: Any) -> None:
+    """`/rltracker stop` asks the app to be quiet on the thread, whatever its kind: a later
+    `kind` (after a not-a-failure too) is stored and shown, and lifts neither the mute nor the
+    minimised comment. A retried older `not-a-failure` after a newer `kind` does not mute:
+    what is done is the latest verdict's."""
+    await install(app_ctx, fake_github)
+    await commented(app_ctx, fake_github, 32)
+    github = Minimising()
+    fake_github.graphql_handler = github
+    now = datetime.now(UTC)
+    await commands_router.dispatch(comment_event("/rltracker stop", number=32), app_ctx)
+    await commands_router.dispatch(written(comment_event(
+        "/rltracker not-a-failure", number=32), now - timedelta(minutes=2)), app_ctx)
+    await commands_router.dispatch(written(comment_event(
+        "/rltracker kind kl_growth", number=32), now - timedelta(minutes=1)), app_ctx)
+    assert await muted(app_ctx, 32)
+    assert [c for c, _ in github.calls] == ["minimize"]
+    assert not fake_github.requests("PATCH")
+    assert [v.category for v in await verdicts(app_ctx)] == ["kl_growth"]
+
+    await commented(app_ctx, fake_github, 33)
+    older = written(comment_event("/rltracker not-a-failure", number=33), now - timedelta(minutes=2))
+    newer = written(comment_event("/rltracker kind kl_growth", number=33), now - timedelta(minutes=1))
+    await commands_router.dispatch(newer, app_ctx)
+    await commands_router.dispatch(older, app_ctx)  # handled after the newer one
+    assert not await muted(app_ctx, 33)
+    [comment] = app_comments(fake_github, VERL, 33)
+    assert "/failures/kl_growth" in comment["body"]
+    assert [c for c, _ in github.calls] == ["minimize"]  # only thread 32's, by stop
+
+
+def hold_the_post(fake: Any, number: int) -> tuple[asyncio.Event, asyncio.Event]:
+    """The fake server holds the app's POST of a comment on issue `number` until `release`
+    is set (`reached` says the post is under way), then creates it as GitHub would."""
+    reached, release = asyncio.Event(), asyncio.Event()
+
+    @fake.route("POST", rf"/repos/[^/]+/[^/]+/issues/{number}/comments")
+    async def held(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        reached.set()
+        await release.wait()
+        comment = fake.add_comment(VERL, number, body["body"], "rltracker[bot]", "Bot")
+        return 201, {k: v for k, v in comment.items() if not k.startswith("_")}
+
+    return reached, release
+
+
+async def test_a_kind_given_while_the_first_comment_is_being_posted_is_said(
+        app_ctx: Any, fake_github: Any) -> None:
+    """Two deliveries at once: one replica posts the first failure comment (the analyzer said
+    entropy collapse) while another handles the author's `/rltracker kind kl_growth`, which
+    finds the comment's slot claimed but not yet posted. The poster reads the verdict again
+    once it has posted: the comment ends on kl_growth, said as the person's, with no edit
+    or recheck in between, and there is one comment."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 34)
+    reached, release = hold_the_post(fake_github, 34)
+    posting = asyncio.create_task(
+        act(app_ctx, VERL, 34, trigger="issues.opened", payload=payload, analysis=FAILURE))
+    await reached.wait()
+    await commands_router.dispatch(comment_event("/rltracker kind kl_growth", number=34), app_ctx)
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.status == "pending"  # the kind found nothing posted to rewrite
+    release.set()
+    assert (await posting)["failure_comment"] == "posted"
+    [comment] = app_comments(fake_github, VERL, 34)
+    assert "/failures/kl_growth" in comment["body"] and "/failures/entropy_collapse" not in comment["body"]
+    assert "the issue's author set with `/rltracker kind`" in comment["body"]
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.status == "posted" and row.body == comment["body"]
+    assert row.details["category"] == "kl_growth" and row.details["set_by"] == "author"
+
+
+async def test_not_a_failure_given_while_the_first_comment_is_being_posted_hides_it(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The same with `/rltracker not-a-failure`: the command mutes the thread but finds no
+    posted comment to minimise; the poster, reading the verdict again, minimises the comment
+    it has just posted."""
+    await install(app_ctx, fake_github)
+    github = Minimising()
+    fake_github.graphql_handler = github
+    payload = await open_issue(app_ctx, fake_github, 35)
+    reached, release = hold_the_post(fake_github, 35)
+    posting = asyncio.create_task(
+        act(app_ctx, VERL, 35, trigger="issues.opened", payload=payload, analysis=FAILURE))
+    await reached.wait()
+    await commands_router.dispatch(comment_event("/rltracker not-a-failure", number=35), app_ctx)
+    assert github.calls == [] and await muted(app_ctx, 35)
+    release.set()
+    await posting
+    [comment] = app_comments(fake_github, VERL, 35)
+    assert github.minimized == {comment["node_id"]: True}
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.is_minimized and row.details["minimized_by"] == "not-a-failure"
+
+
+async def test_not_a_failure_and_a_later_kind_at_once_end_with_the_kind(
+        app_ctx: Any, fake_github: Any) -> None:
+    """Two replicas: `not-a-failure` is minimising the comment (GitHub has not answered yet)
+    when a later `kind kl_growth` is handled from start to end (it finds the comment still
+    shown, nothing of the verdict's to undo). The first reads the verdict again after its
+    work and does the latest's: the comment ends shown, on kl_growth, the thread unmuted."""
+    await install(app_ctx, fake_github)
+    await commented(app_ctx, fake_github, 36)
+    [posted] = app_comments(fake_github, VERL, 36)
+    github = Minimising()
+    reached, release = asyncio.Event(), asyncio.Event()
+
+    async def held(query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        if "unminimizeComment" not in query:
+            reached.set()
+            await release.wait()
+        return github(query, variables)
+
+    fake_github.graphql_handler = held
+    now = datetime.now(UTC)
+    first = asyncio.create_task(commands_router.dispatch(written(comment_event(
+        "/rltracker not-a-failure", number=36), now - timedelta(minutes=2)), app_ctx))
+    await reached.wait()
+    await commands_router.dispatch(written(comment_event(
+        "/rltracker kind kl_growth", number=36), now - timedelta(minutes=1)), app_ctx)
+    release.set()
+    await first
+    assert github.calls == [("minimize", posted["node_id"]), ("unminimize", posted["node_id"])]
+    assert not await muted(app_ctx, 36)
+    [comment] = app_comments(fake_github, VERL, 36)
+    assert "/failures/kl_growth" in comment["body"]
+    [row] = await actions(app_ctx, "failure_comment")
+    assert not row.is_minimized and row.body == comment["body"]

@@ -12,7 +12,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from analyzers.failures import threshold
 from bot.site.verdicts import BAND, SPLIT_BONUS, wanted_verdicts
@@ -66,7 +66,8 @@ async def seed(ctx: Any) -> None:
             s.add(Analysis(thread_id=thread.id, analyzer_version="test", result={
                 "failure": {"is_failure_report": report, "category": kinds[0] if report else None,
                             "categories": kinds, "confidence": confidence, "evidence": []}},
-                is_failure_report=report, failure_category=kinds[0] if report else None))
+                is_failure_report=report, failure_category=kinds[0] if report else None,
+                failure_confidence=confidence, failure_runner_up=kinds[1] if len(kinds) > 1 else None))
         await s.flush()
         seven = await s.scalar(select(Thread).where(Thread.number == 7))
         await set_verdict(s, seven, is_failure_report=True, category="collapse_or_divergence",
@@ -86,7 +87,7 @@ async def test_ranking_and_the_api_key(ctx: Any) -> None:
     assert numbers(found) == {"trl": [4, 1, 3, 2], "verl": [11], None: [13]}
     assert [f["framework"] for f in found["frameworks"]] == ["trl", "verl", None]
     assert (found["threshold"], found["band"], found["split_bonus"], found["limit"]) == (
-        T, BAND, SPLIT_BONUS, 50)
+        T, BAND, SPLIT_BONUS, 100)
     rows = {t["number"]: t for f in found["frameworks"] for t in f["threads"]}
     assert rows[4] == {
         "repo": "huggingface/trl", "number": 4, "kind": "issue", "title": "Entropy drops, KL spikes",
@@ -106,11 +107,47 @@ async def test_ranking_and_the_api_key(ctx: Any) -> None:
 
 
 async def test_framework_and_limit(ctx: Any) -> None:
+    """The limit is of all frameworks together: the least sure threads first, wherever they
+    are (trl#4 1.37, trl#1 0.93, trl#3 0.8, verl#11 0.67, trl#2 0.5, #13 0.33), then grouped."""
     await seed(ctx)
     async with ctx.sessionmaker() as s:
-        assert numbers(await wanted_verdicts(s, limit=2)) == {"trl": [4, 1], "verl": [11], None: [13]}
+        assert numbers(await wanted_verdicts(s, limit=2)) == {"trl": [4, 1]}
+        assert numbers(await wanted_verdicts(s, limit=4)) == {"trl": [4, 1, 3], "verl": [11]}
         assert numbers(await wanted_verdicts(s, framework="verl")) == {"verl": [11]}
+        assert numbers(await wanted_verdicts(s, framework="trl", limit=1)) == {"trl": [4]}
         assert numbers(await wanted_verdicts(s, framework="slime")) == {}
+
+
+async def test_ranked_on_the_stored_uncertainty_the_pipeline_writes(ctx: Any) -> None:
+    """The pipeline stores the analysis' failure confidence and the kind it lists second
+    beside its JSON (migration 0007's columns), and the list is ranked on those columns."""
+    from bot.pipeline import thread_changed
+
+    await seed(ctx)
+    async with ctx.sessionmaker() as s:
+        await upsert_thread(s, {"repo": "huggingface/trl", "number": 40, "kind": "issue",
+                                "title": "Entropy collapses and the KL keeps growing",
+                                "state": "open", "author": "alice",
+                                "body": "After step 300 the policy entropy falls to 0.01 and the "
+                                        "KL divergence to the reference keeps rising."})
+        await s.commit()
+    result = await thread_changed(ctx, "huggingface/trl", 40, trigger="sync")
+    async with ctx.sessionmaker() as s:
+        row = await s.scalar(select(Analysis).join(Thread, Thread.id == Analysis.thread_id)
+                             .where(Thread.number == 40))
+        failure = result["failure"]
+        assert row.failure_confidence == failure["confidence"]
+        assert row.failure_runner_up == (failure["categories"][1] if len(failure["categories"]) > 1
+                                         else None)
+        # the columns rank, whatever the JSON says: trl#2 made the least sure of all
+        await s.execute(update(Analysis).where(Analysis.thread_id == select(Thread.id).where(
+            Thread.number == 2).scalar_subquery()).values(failure_confidence=T))
+        await s.execute(update(Analysis).where(Analysis.thread_id == row.thread_id)
+                        .values(failure_confidence=None, failure_runner_up=None))
+        await s.commit()
+        found = await wanted_verdicts(s, limit=2)
+    assert numbers(found) == {"trl": [2, 4]}
+    assert found["frameworks"][0]["threads"][0]["confidence"] == T
 
 
 async def test_page_escapes_titles_and_links(ctx: Any) -> None:

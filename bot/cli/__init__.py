@@ -187,8 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
                                  "failure analyzer most (its least sure findings), with the "
                                  "command to type")
     pw.add_argument("--framework", default=None, metavar="F", help="one framework (default: all)")
-    pw.add_argument("--limit", type=int, default=50, metavar="N",
-                    help="at most N threads per framework (default: 50)")
+    pw.add_argument("--limit", type=int, default=100, metavar="N",
+                    help="the N least sure threads of all (default: 100)")
 
     p = sub.add_parser("study", help="the study: landings, per framework, review records")
     p.add_argument("--json", action="store_true")

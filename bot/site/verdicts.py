@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import case, func, literal, or_, select
+from sqlalchemy import case, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from analyzers.catalog import framework_id
@@ -52,39 +52,37 @@ async def verdicts_data(session: AsyncSession, limit: int = LIST_ROWS) -> dict[s
 
 BAND = 0.15  # a report confidence within this of the comment threshold (either side) is uncertain
 SPLIT_BONUS = 0.5  # added when the stored analysis lists more than one kind
-WANTED_ROWS = 50  # threads listed per framework
+WANTED_ROWS = 100  # threads listed (the most uncertain first, whatever their framework)
 SCORE_RULE = (f"score = max(0, 1 - |confidence - threshold| / {BAND}) "
               f"+ {SPLIT_BONUS} if the analysis lists more than one kind")
 
 
-async def _open_to_verdicts(session: AsyncSession) -> dict[str | None, list[str]]:
+async def _open_to_verdicts(session: AsyncSession) -> dict[str, str | None]:
     """The repositories where a verdict can be given (the app is installed there, and the
-    installation is neither suspended nor deleted), lower-cased, by framework id (None: not
-    one of the catalog's frameworks)."""
+    installation is neither suspended nor deleted): lower-cased name -> framework id (None:
+    not one of the catalog's frameworks)."""
     from bot.store.installations import silenced_installations
 
     silenced = await silenced_installations(session)
     rows = await session.execute(
         select(Repository.full_name, Repository.installation_id)
         .where(Repository.installation_id.is_not(None)))
-    by: dict[str | None, list[str]] = {}
-    for name, installation in rows.all():
-        if installation not in silenced:
-            by.setdefault(framework_id(name), []).append(name.lower())
-    return by
+    return {name.lower(): framework_id(name) for name, installation in rows.all()
+            if installation not in silenced}
 
 
-def _score_columns(threshold: float) -> tuple[Any, Any, Any, Any]:
-    """SQL over the stored analysis JSON (the confidence and the kinds are not columns): the
-    report confidence, whether it lists a second kind, the uncertainty score, and the
-    condition a thread must meet to be listed (in the band, or a split kind)."""
-    confidence = Analysis.result[("failure", "confidence")].as_float()
-    runner_up = Analysis.result[("failure", "categories", 1)].as_string()
-    split = runner_up.is_not(None)
+def _score_columns(threshold: float) -> tuple[Any, Any]:
+    """SQL over the analysis' stored uncertainty (`failure_confidence`, `failure_runner_up`:
+    migration 0007): the uncertainty score, and the condition a thread must meet to be listed
+    (the confidence in the band, or a split kind). The band is a range on the indexed
+    confidence."""
+    confidence = Analysis.failure_confidence
+    split = Analysis.failure_runner_up.is_not(None)
     distance = func.abs(confidence - threshold)
     closeness = case((distance < BAND, 1.0 - distance / BAND), else_=0.0)
     score = closeness + case((split, SPLIT_BONUS), else_=0.0)
-    return confidence, runner_up, score, or_(distance < BAND, split)
+    in_band = (confidence > threshold - BAND) & (confidence < threshold + BAND)
+    return score, or_(in_band, split)
 
 
 async def wanted_verdicts(session: AsyncSession, *, framework: str | None = None,
@@ -95,36 +93,30 @@ async def wanted_verdicts(session: AsyncSession, *, framework: str | None = None
     installed (a command elsewhere reaches nobody), open, not muted, with an analysis and no
     verdict, whose failure finding is uncertain: the report confidence within BAND of the
     comment threshold (`analyzers.failures.threshold()`, either side) or more than one kind
-    listed. Ranked by SCORE_RULE (highest first; ties by repository and number), at most
-    `limit` per framework: one query, the threads numbered per framework by the score in SQL
-    (a window), so only the listed rows reach Python."""
+    listed. Ranked by SCORE_RULE in SQL on the analysis' stored confidence and runner-up
+    (highest first; ties by repository and number), the `limit` most uncertain of all (of
+    `framework`'s repositories when given), then grouped by framework for the page."""
     from analyzers.failures import threshold as comment_threshold
 
     t = comment_threshold() if threshold is None else threshold
-    confidence, runner_up, score, uncertain = _score_columns(t)
-    repos = {k: v for k, v in (await _open_to_verdicts(session)).items()
-             if framework is None or k == framework}
+    score, uncertain = _score_columns(t)
+    repos = {name: key for name, key in (await _open_to_verdicts(session)).items()
+             if framework is None or key == framework}
     frameworks: dict[str, list[dict[str, Any]]] = {}
     if repos:
-        repo = func.lower(Thread.repo)
-        group = case(*[(repo.in_(names), literal(key or "")) for key, names in repos.items()])
-        ranked = (
+        rows = await session.execute(
             select(Thread.repo, Thread.number, Thread.kind, Thread.title,
                    Analysis.is_failure_report, Analysis.failure_category, Analysis.analyzer_version,
-                   confidence.label("confidence"), runner_up.label("runner_up"),
-                   score.label("score"), group.label("framework"),
-                   func.row_number().over(partition_by=group, order_by=(
-                       score.desc(), Thread.repo, Thread.number)).label("place"))
+                   Analysis.failure_confidence.label("confidence"),
+                   Analysis.failure_runner_up.label("runner_up"), score.label("score"))
             .join(Analysis, Analysis.thread_id == Thread.id)
             .outerjoin(Verdict, Verdict.thread_id == Thread.id)
             .where(Verdict.id.is_(None), Thread.state == "open", Thread.muted.is_(False),
-                   repo.in_([n for names in repos.values() for n in names]), uncertain)
-            .subquery())
-        rows = await session.execute(
-            select(ranked).where(ranked.c.place <= limit)
-            .order_by(ranked.c.framework, ranked.c.place))
+                   func.lower(Thread.repo).in_(list(repos)), uncertain)
+            .order_by(score.desc(), Thread.repo, Thread.number)
+            .limit(limit))
         for r in rows.all():
-            frameworks.setdefault(r.framework, []).append(_wanted_row(r))
+            frameworks.setdefault(repos[r.repo.lower()] or "", []).append(_wanted_row(r))
     order = sorted(frameworks, key=lambda k: (k == "", k))  # repositories of no framework last
     return {"threshold": t, "band": BAND, "split_bonus": SPLIT_BONUS, "score": SCORE_RULE,
             "limit": limit, "frameworks": [{"framework": k or None, "threads": frameworks[k]}

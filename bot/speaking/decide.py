@@ -21,14 +21,16 @@ from bot.speaking.failure_comment import (
     with_verdict,
 )
 from bot.speaking.quiet import COMMENT_TRIGGERS, EDIT_TRIGGERS, NEW_TRIGGERS, PROPOSAL_TRIGGERS
-from bot.speaking.repo_config import get_repo_config
+from bot.speaking.repo_config import effective_dry_run, get_repo_config
 from bot.speaking.rule_summary import rule_summary
 from bot.speaking.situation import Prefetched, load_situation
+from bot.speaking.verdict import settle_verdict
 from bot.store.types import utcnow
 from bot.store.verdicts import as_failure, verdict_of
 
 log = logging.getLogger(__name__)
 
+WROTE = ("posted", "dry_run", "updated")  # failure-comment outcomes that wrote its text
 
 
 async def act(
@@ -53,11 +55,13 @@ async def act(
     config = await get_repo_config(
         ctx, sit.repo, sit.installation_id, refresh=trigger == "command", row=sit.repository
     )
+    used: dict[str, Any] | None = None
     if trigger in EDIT_TRIGGERS or trigger in NEW_TRIGGERS:
         # A person's verdict (`/rltracker kind`, `not-a-failure`) outranks the analysis: an
         # edit or a recheck recomposes the comment with their kind, never the analyzer's, and
         # so does an `opened` delivery handled after the verdict (a retry that waited).
-        analysis = with_verdict(analysis, await stored_verdict(ctx, sit.repo, sit.number))
+        used = await stored_verdict(ctx, sit.repo, sit.number)
+        analysis = with_verdict(analysis, used)
     existing = sit.existing
     stale = (
         existing is not None and existing.status == "pending"
@@ -73,6 +77,16 @@ async def act(
         outcome["failure_comment"] = await failure_comment(
             ctx, sit, analysis, config, trigger=trigger, payload=payload
         )
+    if outcome.get("failure_comment") in WROTE:
+        # A verdict stored while this decision wrote (the command's handler found the slot
+        # claimed but not yet posted, or rewrote the comment before this edit did): the
+        # comment must end as the latest verdict says, not wait for the next edit or recheck.
+        # The command stored before it looked; this reads after it wrote: one of the two sees
+        # the other.
+        latest = await stored_verdict(ctx, sit.repo, sit.number)
+        if latest is not None and latest != used:
+            await settle_verdict(ctx, sit.repo, sit.number, sit.installation_id,
+                                 dry_run=effective_dry_run(ctx, config))
     if trigger in PROPOSAL_TRIGGERS:
         outcome["rule_summary"] = await rule_summary(
             ctx, sit, analysis, config, trigger=trigger, payload=payload

@@ -26,6 +26,9 @@ from bot.store.types import utcnow
 
 log = logging.getLogger(__name__)
 
+# An action's details["minimized_by"] when a `/rltracker not-a-failure` verdict minimised the
+# comment (bot.speaking.verdict): the app's doing, which a later `kind` undoes.
+VERDICT_MINIMIZED = "not-a-failure"
 
 
 def _failure_of(analysis: dict[str, Any]) -> dict[str, Any]:
@@ -166,9 +169,11 @@ async def freeze_if_maintainer_replied(ctx: Any, sit: Situation) -> bool:
 
 def _left_alone(action: Action) -> bool:
     """Our comment is not ours to rewrite even when someone asks: a person edited it on
-    GitHub, deleted or minimised it."""
-    return bool((action.details or {}).get("edited_on_github") or action.comment_deleted
-                or action.is_minimized)
+    GitHub, deleted or minimised it (minimised by a not-a-failure verdict is the app's
+    doing: a later kind rewrites it and shows it again)."""
+    details = action.details or {}
+    minimized_by_person = action.is_minimized and details.get("minimized_by") != VERDICT_MINIMIZED
+    return bool(details.get("edited_on_github") or action.comment_deleted or minimized_by_person)
 
 
 async def _recorded_body(ctx: Any, action_id: int) -> str | None:

@@ -1,23 +1,144 @@
-"""What a person's verdict does to the app's failure comment on the thread.
+"""What a person's verdict does to the app's comments on the thread.
 
-`/rltracker kind <failure>` (bot/webhooks/commands.py) stores the verdict, then calls
-`comment_after_kind`: the failure comment, if the app has one there, is recomposed for that
-kind (the methods this framework has for it, said as the kind a person set: no runner-up, no
-confidence) through the same update path an edit of the issue takes. A maintainer's reply
-does not stop it (someone asked), but a comment a person edited on GitHub, deleted or
-minimised is left as it is, and so is one on a muted thread. `/rltracker not-a-failure`
-minimises the comment and mutes the thread instead (as `/rltracker stop`). Later edits and
-rechecks read the verdict in `decide.act`, so the analyzer's kind never comes back.
+`/rltracker kind <failure>` and `/rltracker not-a-failure` (bot/webhooks/commands.py) store
+the verdict, then call `settle_verdict`, which does what the thread's *latest* verdict asks,
+whichever command called it (a retried older command does the newer one's work):
+
+- a kind: the failure comment, if the app has one there, is recomposed for that kind (the
+  methods this framework has for it, said as the kind a person set: no runner-up, no
+  confidence) through the same update path an edit of the issue takes. A maintainer's reply
+  does not stop it (someone asked), but a comment a person edited on GitHub, deleted or
+  minimised is left as it is, and so is one on a thread muted with `ignore` or `stop`. A mute
+  and minimised comments an earlier `not-a-failure` left are undone first: the thread is
+  unmuted and the comment, rewritten while still hidden, shown again (GraphQL
+  `unminimizeComment`).
+- not a failure report: the app's comments are minimised and the thread muted (as
+  `/rltracker stop`), marked as done by the verdict so that a later kind can undo it.
+
+Each step is idempotent, so a redelivery finishes what an attempt cut short left undone, and
+the verdict is read again after the work: when another verdict was stored meanwhile (two
+commands at once on two replicas), its work is done too. `bot.speaking.decide.act` calls it
+after posting or rewriting the failure comment when the stored verdict is not the one it
+decided with (a command handled while the first comment was being posted found its slot
+claimed but nothing posted to rewrite or minimise). Later edits and rechecks read the verdict in `decide.act`, so the analyzer's kind never
+comes back.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from bot.speaking.failure_comment import update_failure_comment, with_verdict
+from sqlalchemy import select, update
+
+from bot.speaking.failure_comment import VERDICT_MINIMIZED, update_failure_comment, with_verdict
 from bot.speaking.repo_config import get_repo_config
-from bot.speaking.situation import load_situation
+from bot.speaking.situation import failure_key, load_situation, rules_key
+from bot.store.models import Action
+from bot.store.threads import get_thread
+from bot.store.types import utcnow
 from bot.store.verdicts import as_failure, verdict_of
+
+MINIMIZE_MUTATION = """
+mutation($id: ID!, $classifier: ReportedContentClassifiers!) {
+  minimizeComment(input: {subjectId: $id, classifier: $classifier}) {
+    minimizedComment { isMinimized minimizedReason }
+  }
+}
+"""
+UNMINIMIZE_MUTATION = """
+mutation($id: ID!) {
+  unminimizeComment(input: {subjectId: $id}) { unminimizedComment { isMinimized } }
+}
+"""
+# Commands whose mute is the person's wish for quiet, not a verdict: a kind does not lift it.
+QUIET_COMMANDS = ("ignore", "stop")
+SETTLE_ROUNDS = 3  # verdicts done in a row when others keep arriving meanwhile
+
+
+async def _own_comments(ctx: Any, repo: str, number: int) -> list[Action]:
+    """The app's failure comment and rule-summary reply on the thread (their actions)."""
+    async with ctx.sessionmaker() as session:
+        return list(await session.scalars(select(Action).where(
+            Action.dedupe_key.in_([failure_key(repo, number), rules_key(repo, number)]))))
+
+
+async def mute_thread(ctx: Any, repo: str, number: int) -> None:
+    async with ctx.sessionmaker() as session:
+        thread = await get_thread(session, repo, number)
+        if thread is not None:
+            thread.muted = True
+            await session.commit()
+
+
+async def minimize_comments(ctx: Any, repo: str, number: int, installation_id: int | None,
+                            dry_run: bool, *, by: str) -> list[str]:
+    """Minimise the app's comments on the thread (GraphQL minimizeComment, OUTDATED); `by`:
+    the command that asked (kept in the action's details, with whether the comment was frozen
+    before, so that a later kind can undo a verdict's minimising and nothing else)."""
+    done: list[str] = []
+    for action in await _own_comments(ctx, repo, number):
+        if action.status != "posted" or not action.comment_node_id or action.is_minimized:
+            continue
+        if not (dry_run or ctx.github is None):
+            await ctx.github.graphql(
+                MINIMIZE_MUTATION, installation_id=installation_id,
+                id=action.comment_node_id, classifier="OUTDATED",
+            )
+        details = dict(action.details or {}, minimized_by=by, frozen_before=bool(action.frozen))
+        async with ctx.sessionmaker() as session:
+            await session.execute(
+                update(Action).where(Action.id == action.id)
+                .values(is_minimized=True, minimized_reason="OUTDATED", frozen=True,
+                        details=details, updated_at=utcnow())
+            )
+            await session.commit()
+        done.append(action.kind)
+    return done
+
+
+async def _lift_verdict_mute(ctx: Any, repo: str, number: int) -> bool:
+    """Unmute a thread that only a `not-a-failure` verdict muted; False when it stays muted
+    (someone said `/rltracker ignore` or `stop` there) or is gone."""
+    async with ctx.sessionmaker() as session:
+        thread = await get_thread(session, repo, number)
+        if thread is None:
+            return False
+        if not thread.muted:
+            return True
+        said = await session.scalars(select(Action.details).where(
+            Action.repo == thread.repo, Action.number == thread.number, Action.kind == "command",
+            Action.status.in_(("posted", "dry_run"))))
+        if any((details or {}).get("command") in QUIET_COMMANDS for details in said):
+            return False
+        thread.muted = False
+        await session.commit()
+    return True
+
+
+async def _show_again(ctx: Any, repo: str, number: int, installation_id: int | None,
+                      dry_run: bool) -> list[str]:
+    """Unminimise the app's comments a `not-a-failure` verdict minimised (GraphQL
+    unminimizeComment) and give them back the frozen state they had before it."""
+    done: list[str] = []
+    for action in await _own_comments(ctx, repo, number):
+        details = dict(action.details or {})
+        if details.get("minimized_by") != VERDICT_MINIMIZED:
+            continue
+        if (action.is_minimized and action.status == "posted" and action.comment_node_id
+                and not action.comment_deleted and not (dry_run or ctx.github is None)):
+            await ctx.github.graphql(UNMINIMIZE_MUTATION, installation_id=installation_id,
+                                     id=action.comment_node_id)
+        frozen = bool(details.pop("frozen_before", False) or action.comment_deleted
+                      or details.get("edited_on_github"))
+        details.pop("minimized_by", None)
+        async with ctx.sessionmaker() as session:
+            await session.execute(
+                update(Action).where(Action.id == action.id)
+                .values(is_minimized=False, minimized_reason=None, frozen=frozen,
+                        details=details, updated_at=utcnow()))
+            await session.commit()
+        done.append(action.kind)
+    return done
 
 
 async def comment_after_kind(ctx: Any, repo: str, number: int, installation_id: int | None) -> str:
@@ -34,3 +155,39 @@ async def comment_after_kind(ctx: Any, repo: str, number: int, installation_id: 
     config = await get_repo_config(ctx, sit.repo, sit.installation_id, row=sit.repository)
     analysis = with_verdict({}, as_failure(verdict))
     return await update_failure_comment(ctx, sit, analysis, config, asked=True)
+
+
+async def _after_kind(ctx: Any, repo: str, number: int, installation_id: int | None,
+                      dry_run: bool) -> str:
+    if not await _lift_verdict_mute(ctx, repo, number):
+        return "muted"
+    outcome = await comment_after_kind(ctx, repo, number, installation_id)
+    # rewritten while still hidden, then shown: never the analyzer's kind on view again
+    await _show_again(ctx, repo, number, installation_id, dry_run)
+    return outcome
+
+
+async def settle_verdict(ctx: Any, repo: str, number: int, installation_id: int | None, *,
+                         dry_run: bool) -> str:
+    """Do what the thread's latest verdict asks (see the module docstring); returns what
+    happened to the failure comment ("updated", "unchanged", "no_comment", "muted",
+    "frozen", ...; "no_verdict" without one)."""
+    outcome, done = "no_verdict", None
+    for _ in range(SETTLE_ROUNDS):
+        async with ctx.sessionmaker() as session:
+            verdict = await verdict_of(session, repo, number)
+        if verdict is None:
+            return outcome
+        said = (bool(verdict.is_failure_report), verdict.category, verdict.comment_id,
+                verdict.given_at)
+        if said == done:
+            break  # no other verdict arrived while this one's work was done
+        if verdict.is_failure_report:
+            outcome = await _after_kind(ctx, repo, number, installation_id, dry_run)
+        else:
+            await mute_thread(ctx, repo, number)
+            await minimize_comments(ctx, repo, number, installation_id, dry_run,
+                                    by=VERDICT_MINIMIZED)
+            outcome = "muted"
+        done = said
+    return outcome

@@ -9,6 +9,7 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     Boolean,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -177,6 +178,10 @@ class Analysis(Base):
     result: Mapped[dict[str, Any]] = mapped_column(JSON)
     is_failure_report: Mapped[bool] = mapped_column(Boolean, default=False)
     failure_category: Mapped[str | None] = mapped_column(String(64), index=True)
+    # the failure finding's uncertainty (failure.confidence; failure.categories[1], the kind
+    # listed second when the kind is split), for where a verdict is wanted (migration 0007)
+    failure_confidence: Mapped[float | None] = mapped_column(Float, index=True)
+    failure_runner_up: Mapped[str | None] = mapped_column(String(64))
     is_proposal: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
     review_state: Mapped[str | None] = mapped_column(String(32))
     methods: Mapped[list[Any]] = mapped_column(JSON, default=list)  # catalog method ids linked

@@ -18,7 +18,8 @@ verdicts.py), with who gave them and what the analyzer said then; `<failure>` is
 `methods` (a key or a title), and an unknown one is recorded as a skip and changes nothing.
 A kind rewrites the app's failure comment there for that kind (bot/speaking/verdict.py), and
 later edits and rechecks keep it; not-a-failure minimises the comment and mutes the thread,
-as `stop` does. Both are acknowledged with a reaction, and `rltracker verdicts export` writes
+as `stop` does, until a later kind undoes it. What is done is the thread's latest verdict's,
+whichever command's delivery does it. Both are acknowledged with a reaction, and `rltracker verdicts export` writes
 them as labelled threads.
 
 Edited comments: an edit that adds a command, or changes one (a misspelt `/rltracker metods`
@@ -37,7 +38,7 @@ from typing import Any
 
 from gidgethub import sansio
 from gidgethub.routing import Router
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, func, select
 
 from analyzers.catalog import canonical_repo, framework_id
 from bot.command_syntax import parse_command
@@ -48,9 +49,9 @@ from bot.speaking.records import record_once, record_skip
 from bot.speaking.render import is_app_comment, methods_reply, rules_reply
 from bot.speaking.repo_config import effective_dry_run, get_repo_config
 from bot.speaking.rule_summary import rules_markdown
-from bot.speaking.situation import failure_key, rules_key
+from bot.speaking.verdict import minimize_comments, mute_thread, settle_verdict
 from bot.store.models import Action, Repository
-from bot.store.types import parse_datetime, utcnow
+from bot.store.types import parse_datetime
 
 log = logging.getLogger(__name__)
 
@@ -58,13 +59,6 @@ router = Router()
 
 COMMANDS = ("recheck", "ignore", "stop", "methods", "rules", "kind", "not-a-failure")
 VERDICT_COMMANDS = ("kind", "not-a-failure")
-MINIMIZE_MUTATION = """
-mutation($id: ID!, $classifier: ReportedContentClassifiers!) {
-  minimizeComment(input: {subjectId: $id, classifier: $classifier}) {
-    minimizedComment { isMinimized minimizedReason }
-  }
-}
-"""
 ADD_REACTION = """
 mutation($id: ID!) {
   addReaction(input: {subjectId: $id, content: THUMBS_UP}) { reaction { content } }
@@ -140,42 +134,6 @@ async def _react(ctx: Any, repo: str, comment_id: int, installation_id: int | No
         log.warning("could not react to %s comment %s", repo, comment_node_id or comment_id, exc_info=True)
 
 
-async def _mute(ctx: Any, repo: str, number: int) -> None:
-    from bot.store.threads import get_thread
-
-    async with ctx.sessionmaker() as session:
-        thread = await get_thread(session, repo, number)
-        if thread is not None:
-            thread.muted = True
-            await session.commit()
-
-
-async def _minimize(ctx: Any, repo: str, number: int, installation_id: int | None,
-                    dry_run: bool) -> list[str]:
-    """Minimise the app's comments on the thread (GraphQL minimizeComment, OUTDATED)."""
-    done: list[str] = []
-    async with ctx.sessionmaker() as session:
-        rows = list(await session.scalars(
-            select(Action).where(Action.dedupe_key.in_([failure_key(repo, number), rules_key(repo, number)]))
-        ))
-    for action in rows:
-        if action.status != "posted" or not action.comment_node_id or action.is_minimized:
-            continue
-        if not (dry_run or ctx.github is None):
-            await ctx.github.graphql(
-                MINIMIZE_MUTATION, installation_id=installation_id,
-                id=action.comment_node_id, classifier="OUTDATED",
-            )
-        async with ctx.sessionmaker() as session:
-            await session.execute(
-                update(Action).where(Action.id == action.id)
-                .values(is_minimized=True, minimized_reason="OUTDATED", frozen=True, updated_at=utcnow())
-            )
-            await session.commit()
-        done.append(action.kind)
-    return done
-
-
 async def _store_verdict(
     ctx: Any, repo: str, number: int, verdict: tuple[bool, str | None], *, login: str, role: str,
     comment_id: int | None, given_at: datetime | None = None,
@@ -200,16 +158,12 @@ async def _verdict_effects(
     ctx: Any, repo: str, number: int, verdict: tuple[bool, str | None], *,
     installation_id: int | None, dry_run: bool,
 ) -> str:
-    """What a stored verdict does, idempotent: a kind rewrites the failure comment for the
-    thread's latest verdict; not-a-failure minimises the comment and mutes the thread (as
-    `stop`)."""
-    from bot.speaking.verdict import comment_after_kind
-
-    if verdict[0]:
-        return await comment_after_kind(ctx, repo, number, installation_id)
-    await _mute(ctx, repo, number)
-    await _minimize(ctx, repo, number, installation_id, dry_run)
-    return "muted"
+    """What the thread's latest verdict does (bot.speaking.verdict.settle_verdict),
+    idempotent: a kind rewrites the failure comment for it (lifting the mute and showing
+    again the comment an earlier not-a-failure minimised); not-a-failure minimises the
+    comment and mutes the thread (as `stop`). The latest, not this command's: a retried
+    older command does not undo a newer one."""
+    return await settle_verdict(ctx, repo, number, installation_id, dry_run=dry_run)
 
 
 def _written_at(data: dict[str, Any]) -> datetime | None:
@@ -358,10 +312,10 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
 
             await thread_changed(ctx, repo, number, trigger="command", payload=data)
         elif word == "ignore":
-            await _mute(ctx, repo, number)
+            await mute_thread(ctx, repo, number)
         elif word == "stop":
-            await _mute(ctx, repo, number)
-            await _minimize(ctx, repo, number, installation_id, dry_run)
+            await mute_thread(ctx, repo, number)
+            await minimize_comments(ctx, repo, number, installation_id, dry_run, by="stop")
         elif verdict is not None:
             await _verdict_effects(ctx, repo, number, verdict, installation_id=installation_id,
                                    dry_run=dry_run)

@@ -552,3 +552,20 @@ def test_pool_and_input_both_from_stdin_is_refused(tmp_path: Path) -> None:
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.startswith("rltracker analyze: ") and result.stderr.count("\n") == 1
     assert "--papers -" in result.stderr and "stdin" in result.stderr
+
+
+def test_a_lone_surrogate_escape_is_read_as_the_replacement_character(tmp_path: Path) -> None:
+    """A text cut in the middle of a UTF-16 pair by the tool that wrote the file ("\\ud83d"
+    alone: valid JSON, no character) made the analyzers fail on the record ("analysis failed:
+    UnicodeEncodeError"), and in the id it stopped the whole run with a traceback, every
+    later record lost. It is read as U+FFFD, as the app reads it in a webhook payload."""
+    cut = dict(GOOD_1, id="o/r#1\ud83d", title=GOOD_1["title"] + " \ud83d",
+               body=GOOD_1["body"] + " \udc00", comments=[{"author": "b", "body": "same \ud83d"}])
+    src = write_lines(tmp_path / "in.jsonl", [json.dumps(cut), json.dumps(GOOD_2)])
+    assert "\\ud83d" in src.read_text(encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", str(src), "-o", str(out)]) == 0
+    rows = read_jsonl(out)
+    assert [r["id"] for r in rows] == ["o/r#1\ufffd", "o/r#2"]
+    assert rows[0]["failure"]["category"] == "entropy_collapse"
+    assert all("error" not in r for r in rows)

@@ -569,3 +569,25 @@ def test_a_lone_surrogate_escape_is_read_as_the_replacement_character(tmp_path: 
     assert [r["id"] for r in rows] == ["o/r#1\ufffd", "o/r#2"]
     assert rows[0]["failure"]["category"] == "entropy_collapse"
     assert all("error" not in r for r in rows)
+
+
+def test_a_line_nested_too_deeply_gets_an_error_record_and_the_rest_is_analysed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A record holding an unknown key nested 50,000 deep stopped the run with a
+    RecursionError traceback (exit 1, reported as a bug), every later record lost; in the
+    paper pool too. The line gets an error record naming it; a pool line is named, exit 2."""
+    deep = json.dumps(dict(GOOD_1, extra=None)).replace("null", "[" * 50_000 + "]" * 50_000)
+    src = write_lines(tmp_path / "in.jsonl", [deep, json.dumps(GOOD_2)])
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", str(src), "-o", str(out)]) == 1
+    rows = read_jsonl(out)
+    assert rows[0] == {"id": None, "line": 1, "error": rows[0]["error"]}
+    assert "line 1: " in rows[0]["error"] and "nested" in rows[0]["error"]
+    assert rows[1]["id"] == "o/r#2" and "error" not in rows[1]
+    assert "line 1: " in capsys.readouterr().err
+    pool = write_lines(tmp_path / "pool.jsonl", [
+        json.dumps({"arxiv_id": "2999.00002", "title": "A Paper", "aliases": []}),
+        '{"title": "Deep", "x": ' + "[" * 50_000 + "]" * 50_000 + "}"])
+    assert main(["analyze", "--no-cache", "--papers", str(pool), str(src), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "line 2" in err and "nested" in err and "bug" not in err

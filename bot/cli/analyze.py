@@ -145,6 +145,8 @@ def load_pool(path: str, *, use_cache: bool = True) -> Any:
             record = _decoded(raw)
         except json.JSONDecodeError as exc:
             raise PoolError(f"{path} line {number}: not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise PoolError(f"{path} line {number}: {TOO_DEEP}") from None
         if not isinstance(record, dict) or not (
             isinstance(record.get("title"), str) or record.get("arxiv_id") or record.get("aliases")
         ):
@@ -262,6 +264,11 @@ _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+# A line of arrays or objects nested thousands deep (valid JSON) stopped the run with a
+# RecursionError traceback, every later record lost: it is a bad line like any other.
+TOO_DEEP = "JSON nested too deeply to read"
+
+
 def _without_surrogates(value: Any) -> Any:
     if isinstance(value, str):
         return _SURROGATE.sub("\ufffd", value)
@@ -292,6 +299,8 @@ def _analyze_line(number: int, raw: str, pool: Any) -> tuple[str, str | None]:
         record = _decoded(raw)
     except json.JSONDecodeError as exc:
         problem = f"not valid JSON ({exc.msg} at column {exc.colno})"
+    except RecursionError:  # valid JSON, but deeper than Python's decoder goes
+        problem = TOO_DEEP
     if problem is None and not isinstance(record, dict):
         problem = f"a thread record must be a JSON object, got {type(record).__name__}"
     if problem is None:

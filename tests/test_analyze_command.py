@@ -591,3 +591,32 @@ def test_a_line_nested_too_deeply_gets_an_error_record_and_the_rest_is_analysed(
     assert main(["analyze", "--no-cache", "--papers", str(pool), str(src), "-o", str(out)]) == 2
     err = capsys.readouterr().err
     assert "line 2" in err and "nested" in err and "bug" not in err
+
+
+def _stdin_run(data: bytes, **env: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "analyze", "-"], input=data, capture_output=True,
+        timeout=120, cwd=Path(__file__).resolve().parent.parent, env={**os.environ, **env},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("encoding", [None, "latin-1"])
+def test_stdin_and_stdout_are_utf8_whatever_the_locale(tmp_path: Path, encoding: str | None) -> None:
+    """The records are UTF-8 (the contract), from a file or from stdin. Stdin was read in the
+    locale's encoding: under a Latin-1 one (PYTHONIOENCODING, a Windows console) a Chinese
+    failure report was analysed as mojibake (not a failure report); and a byte that is not
+    UTF-8, read as U+FFFD from a file, failed its record from stdin ('analysis failed:
+    UnicodeEncodeError', exit 1). Stdin now gives what the same bytes in a file give."""
+    zh = dict(GOOD_1, title="训练过程中熵崩溃",
+              body="训练到第40步后熵迅速下降到零，奖励不再上升，输出变得重复。")
+    data = (json.dumps(zh, ensure_ascii=False).encode() + b"\n"
+            + json.dumps(dict(GOOD_1, id="o/r#3", number=3)).encode().replace(b"drops", b"dr\xffps")
+            + b"\n")
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(data)
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", str(src), "-o", str(out)]) == 0
+    assert read_jsonl(out)[0]["failure"]["category"] == "entropy_collapse"
+    proc = _stdin_run(data, **({"PYTHONIOENCODING": encoding} if encoding else {}))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == out.read_bytes()

@@ -59,10 +59,22 @@ class WorkerDied(Exception):
     """A --jobs worker process ended without answering (killed, out of memory)."""
 
 
+def _utf8(stream: TextIO, errors: str = "strict") -> TextIO:
+    """A standard stream set to UTF-8, the records' encoding (the contract), whatever the
+    locale's is: stdin was decoded in the locale's encoding (a Chinese failure report read as
+    mojibake under a Latin-1 one, PYTHONIOENCODING or a Windows console) and a byte that is
+    not UTF-8 failed its record there, while a file reads it as U+FFFD. A stream that cannot
+    be set (a closed one, a test's StringIO) is left as it is."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(encoding="utf-8", errors=errors)
+    return stream
+
+
 @contextmanager
 def _open_in(path: str) -> Iterator[TextIO]:
     if path == "-":
-        yield sys.stdin
+        yield _utf8(sys.stdin, errors="replace")
     else:
         with open(path, encoding="utf-8", errors="replace") as fh:
             yield fh
@@ -83,7 +95,7 @@ def _open_out(path: str) -> Iterator[TextIO]:
     import stat
 
     if path == "-":
-        yield sys.stdout
+        yield _utf8(sys.stdout)
         sys.stdout.flush()
         return
     target = os.path.realpath(path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -80,3 +81,26 @@ async def test_report_page_and_chart_render_in_chromium(served: str, sqlite_ctx:
     assert f'href="/reports/{DAY2.isoformat()}"' in listing
     shot = await chromium.screenshot(f"{served}/reports/{DAY2.isoformat()}", tmp_path / "report.png", width=800, height=1600)
     assert shot.stat().st_size > 10_000
+
+
+async def test_a_title_with_a_direction_override_does_not_reverse_what_follows(ctx: Any) -> None:
+    """A thread title holding U+202E (right-to-left override) that it never closes reversed
+    the rest of its line on the report page: in Chromium the proposal's waiting days
+    '12.5 d' read 'd 5.21', and a first reply's 'after N d' likewise. Each title is
+    isolated (<bdi>) where the report lists it."""
+    from bot.context import CTX
+    from tests.test_report import V, at, seed
+
+    title = "Add a loss \u202e"
+    await seed(ctx, V, 30, created=at(DAY1) - timedelta(days=12),
+               title=title)
+    await run_report(ctx, DAY1)
+    app = web.Application()
+    app[CTX] = ctx
+    report_web.setup(app)
+    async with TestClient(TestServer(app)) as client:
+        page = await client.get(f"/reports/{DAY1.isoformat()}")
+        html = await page.text()
+    assert page.status == 200 and 'class="waiting"' in html
+    assert f"<bdi>{title}</bdi>" in html
+    assert html.count(title) == html.count(f"<bdi>{title}</bdi>")

@@ -364,7 +364,8 @@ async def run_report(ctx: Any, day: date | None = None, out: Path | None = None,
         outcome = "failed"
         error["error"] = f"{type(exc).__name__}: {exc}"[:300]
     return {"date": data["date"], "posted": outcome, "totals": data["totals"],
-            "new_landings": data["new_landings"], "baseline": data["baseline"], **error}
+            # a report stored by the first release has no new_landings (the study came later)
+            "new_landings": data.get("new_landings", 0), "baseline": data["baseline"], **error}
 
 
 def _write_files(out: Path, day: str, markdown: str, html: str) -> None:

@@ -552,3 +552,71 @@ def test_pool_and_input_both_from_stdin_is_refused(tmp_path: Path) -> None:
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.startswith("rltracker analyze: ") and result.stderr.count("\n") == 1
     assert "--papers -" in result.stderr and "stdin" in result.stderr
+
+
+def test_a_lone_surrogate_escape_is_read_as_the_replacement_character(tmp_path: Path) -> None:
+    """A text cut in the middle of a UTF-16 pair by the tool that wrote the file ("\\ud83d"
+    alone: valid JSON, no character) made the analyzers fail on the record ("analysis failed:
+    UnicodeEncodeError"), and in the id it stopped the whole run with a traceback, every
+    later record lost. It is read as U+FFFD, as the app reads it in a webhook payload."""
+    cut = dict(GOOD_1, id="o/r#1\ud83d", title=GOOD_1["title"] + " \ud83d",
+               body=GOOD_1["body"] + " \udc00", comments=[{"author": "b", "body": "same \ud83d"}])
+    src = write_lines(tmp_path / "in.jsonl", [json.dumps(cut), json.dumps(GOOD_2)])
+    assert "\\ud83d" in src.read_text(encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", str(src), "-o", str(out)]) == 0
+    rows = read_jsonl(out)
+    assert [r["id"] for r in rows] == ["o/r#1\ufffd", "o/r#2"]
+    assert rows[0]["failure"]["category"] == "entropy_collapse"
+    assert all("error" not in r for r in rows)
+
+
+def test_a_line_nested_too_deeply_gets_an_error_record_and_the_rest_is_analysed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A record holding an unknown key nested 50,000 deep stopped the run with a
+    RecursionError traceback (exit 1, reported as a bug), every later record lost; in the
+    paper pool too. The line gets an error record naming it; a pool line is named, exit 2."""
+    deep = json.dumps(dict(GOOD_1, extra=None)).replace("null", "[" * 50_000 + "]" * 50_000)
+    src = write_lines(tmp_path / "in.jsonl", [deep, json.dumps(GOOD_2)])
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", str(src), "-o", str(out)]) == 1
+    rows = read_jsonl(out)
+    assert rows[0] == {"id": None, "line": 1, "error": rows[0]["error"]}
+    assert "line 1: " in rows[0]["error"] and "nested" in rows[0]["error"]
+    assert rows[1]["id"] == "o/r#2" and "error" not in rows[1]
+    assert "line 1: " in capsys.readouterr().err
+    pool = write_lines(tmp_path / "pool.jsonl", [
+        json.dumps({"arxiv_id": "2999.00002", "title": "A Paper", "aliases": []}),
+        '{"title": "Deep", "x": ' + "[" * 50_000 + "]" * 50_000 + "}"])
+    assert main(["analyze", "--no-cache", "--papers", str(pool), str(src), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "line 2" in err and "nested" in err and "bug" not in err
+
+
+def _stdin_run(data: bytes, **env: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "analyze", "-"], input=data, capture_output=True,
+        timeout=120, cwd=Path(__file__).resolve().parent.parent, env={**os.environ, **env},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("encoding", [None, "latin-1"])
+def test_stdin_and_stdout_are_utf8_whatever_the_locale(tmp_path: Path, encoding: str | None) -> None:
+    """The records are UTF-8 (the contract), from a file or from stdin. Stdin was read in the
+    locale's encoding: under a Latin-1 one (PYTHONIOENCODING, a Windows console) a Chinese
+    failure report was analysed as mojibake (not a failure report); and a byte that is not
+    UTF-8, read as U+FFFD from a file, failed its record from stdin ('analysis failed:
+    UnicodeEncodeError', exit 1). Stdin now gives what the same bytes in a file give."""
+    zh = dict(GOOD_1, title="训练过程中熵崩溃",
+              body="训练到第40步后熵迅速下降到零，奖励不再上升，输出变得重复。")
+    data = (json.dumps(zh, ensure_ascii=False).encode() + b"\n"
+            + json.dumps(dict(GOOD_1, id="o/r#3", number=3)).encode().replace(b"drops", b"dr\xffps")
+            + b"\n")
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(data)
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", str(src), "-o", str(out)]) == 0
+    assert read_jsonl(out)[0]["failure"]["category"] == "entropy_collapse"
+    proc = _stdin_run(data, **({"PYTHONIOENCODING": encoding} if encoding else {}))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == out.read_bytes()

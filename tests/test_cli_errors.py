@@ -523,3 +523,21 @@ def test_rules_of_an_empty_name_is_refused_not_the_current_folder(target: str, t
     result = rltracker("rules", target, env={}, cwd=tmp_path)
     one_line(result, "rules", 1, "no framework or folder given", "verl")
     assert result.stdout == ""
+
+
+def test_rules_json_is_utf8_whatever_the_locale(tmp_path: Path) -> None:
+    """`rltracker rules PATH --json` holds each rule's Chinese statement (statement_zh): under a
+    locale that is not UTF-8 (PYTHONIOENCODING=latin-1, a redirected Windows console) it
+    stopped with a UnicodeEncodeError traceback reported as a bug, exit 1. JSON goes out as
+    UTF-8 (RFC 8259), whatever the locale."""
+    import json
+
+    (tmp_path / "CONTRIBUTING.md").write_text(
+        "Please sign off every commit (git commit -s).\nAdd tests for every change.\n",
+        encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "bot.cli", "rules", str(tmp_path), "--json"],
+                            env={**CLEAN_ENV, "PYTHONIOENCODING": "latin-1"},
+                            capture_output=True, timeout=HANG_GUARD)
+    assert result.returncode == 0, result.stderr.decode("utf-8", "replace")
+    summary = json.loads(result.stdout.decode("utf-8"))
+    assert any(f.get("statement_zh") for f in summary["facts"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Any
 
 import gidgethub
@@ -441,3 +442,27 @@ async def test_an_edit_that_keeps_a_command_written_before_the_install_is_not_a_
 
 def replies_of(fake: Any, number: int) -> list[dict[str, Any]]:
     return [c for c in fake.comments_of(VERL, number) if REPLY_MARKER in c["body"]]
+
+
+async def test_rules_reply_references_no_issue(app_ctx: Any, fake_github: Any) -> None:
+    """The reply to `/rltracker rules` lists every rule, the catalog's observations of the
+    repository too, and trl's says "a stale bot was added in 2023 (#447) and removed in 2024
+    (#2300)": posted as is, GitHub linked #447 and #2300 and wrote "mentioned this" into both
+    each time someone asked. References are code spans, as in every other comment the app
+    writes."""
+    from markdown_it import MarkdownIt
+
+    from tests.test_actions_e2e import TRL
+
+    await install(app_ctx, fake_github, repo=TRL, framework="trl")
+    fake_github.set_file(TRL, "CONTRIBUTING.md", "# Contributing\n\nMake sure all tests pass "
+                         "before opening a pull request.\n")
+    await open_issue(app_ctx, fake_github, 8, repo=TRL)
+    event = comment_event("/rltracker rules", number=8)
+    event.data["repository"]["full_name"] = TRL
+    await commands_router.dispatch(event, app_ctx)
+    [reply] = [c["body"] for c in fake_github.comments_of(TRL, 8) if REPLY_MARKER in c["body"]]
+    assert "`#447`" in reply and "`#2300`" in reply
+    texts = [t.content for block in MarkdownIt().parse(reply) if block.children
+             for t in block.children if t.type == "text"]
+    assert not [t for t in texts if re.search(r"(?<![\w`])#\d", t)], texts

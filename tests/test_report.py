@@ -266,3 +266,21 @@ async def test_a_past_date_writes_and_posts_that_nights_report_not_todays(
     assert code == 2 and "cannot be built" in err and len(err.splitlines()) == 1
     async with ctx.sessionmaker() as session:
         assert [r.date for r in await session.scalars(select(Report))] == [DAY1.isoformat()]
+
+
+async def test_the_nightly_report_counts_the_failures_opened_since_the_night_before(ctx: Any) -> None:
+    """The nightly job builds the report dated today at 03:00 UTC (RLTRACKER_NIGHTLY_CRON's
+    default), and "failure reports of the day" were those opened on that calendar day: the
+    three hours since midnight. One opened later in the day was in no report (the next
+    night's counts its own day). Today's report counts the 24 hours up to it; a report of
+    a day that has ended counts that day (above: #20 and #21, not yesterday's #22)."""
+    from bot.store.types import utcnow
+
+    now = utcnow()
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    # opened yesterday, less than a day before the report: halfway between now - 24 h and midnight
+    yesterday = midnight - (timedelta(days=1) - (now - midnight)) / 2
+    await seed(ctx, V, 40, created=yesterday, proposal=False, failure="kl_growth")
+    await seed(ctx, V, 41, created=now - timedelta(days=2), proposal=False, failure="kl_growth")
+    report = await build_report(ctx, now.date())
+    assert report["frameworks"]["verl"]["failures_today"] == {"kl_growth": [f"{V}#40"]}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -80,3 +81,55 @@ async def test_report_page_and_chart_render_in_chromium(served: str, sqlite_ctx:
     assert f'href="/reports/{DAY2.isoformat()}"' in listing
     shot = await chromium.screenshot(f"{served}/reports/{DAY2.isoformat()}", tmp_path / "report.png", width=800, height=1600)
     assert shot.stat().st_size > 10_000
+
+
+async def test_a_title_with_a_direction_override_does_not_reverse_what_follows(ctx: Any) -> None:
+    """A thread title holding U+202E (right-to-left override) that it never closes reversed
+    the rest of its line on the report page: in Chromium the proposal's waiting days
+    '12.5 d' read 'd 5.21', and a first reply's 'after N d' likewise. Each title is
+    isolated (<bdi>) where the report lists it."""
+    from bot.context import CTX
+    from tests.test_report import V, at, seed
+
+    title = "Add a loss \u202e"
+    await seed(ctx, V, 30, created=at(DAY1) - timedelta(days=12),
+               title=title)
+    await run_report(ctx, DAY1)
+    app = web.Application()
+    app[CTX] = ctx
+    report_web.setup(app)
+    async with TestClient(TestServer(app)) as client:
+        page = await client.get(f"/reports/{DAY1.isoformat()}")
+        html = await page.text()
+    assert page.status == 200 and 'class="waiting"' in html
+    assert f"<bdi>{title}</bdi>" in html
+    assert html.count(title) == html.count(f"<bdi>{title}</bdi>")
+
+
+async def test_a_report_stored_by_the_first_release_still_shows(ctx: Any, tmp_path: Path) -> None:
+    """A night's report is stored once and shown for good; the first release stored no
+    `new_landings` (the study's, added later), so its page answered 500 (the template's
+    StrictUndefined) and `rltracker report --date` for that night stopped with a KeyError."""
+    from bot.context import CTX
+    from bot.site.report import build_report
+    from bot.store.models import Report
+
+    await night_one(ctx)
+    data = await build_report(ctx, DAY1)
+    for key in ("new_landings", "agreement"):  # what the first release did not store
+        data.pop(key)
+    for fw in data["frameworks"].values():
+        fw.pop("new_landings")
+        fw.pop("failures_today_set_by")
+    async with ctx.sessionmaker() as session:
+        session.add(Report(date=DAY1.isoformat(), data=data, markdown="## Proposal status\n"))
+        await session.commit()
+    app = web.Application()
+    app[CTX] = ctx
+    report_web.setup(app)
+    async with TestClient(TestServer(app)) as client:
+        page = await client.get(f"/reports/{DAY1.isoformat()}")
+        assert page.status == 200 and "Proposal status" in await page.text()
+    summary = await run_report(ctx, DAY1, tmp_path / "out", stored=True)
+    assert summary is not None and summary["date"] == DAY1.isoformat()
+    assert (tmp_path / "out" / f"report-{DAY1.isoformat()}.html").is_file()

@@ -278,3 +278,16 @@ async def test_a_state_in_another_case_is_the_state(client, typed: str) -> None:
     assert page.status == 200 and "Support GSPO" in await page.text()
     assert (await client.get("/api/proposals?state=open-no-reply")).status == 200
     assert (await client.get("/api/proposals?state=mergedx")).status == 400
+
+
+@pytest.mark.parametrize(("typed", "numbers"), [("GSPO", [101, 102]), ("Gspo", [101, 102]),
+                                                ("CISPO", [7])])
+async def test_a_method_typed_in_another_case_filters_as_the_method(client, typed: str,
+                                                                    numbers: list[int]) -> None:
+    """`?paper=GSPO` (the method as its name is written, and the form's field says "arXiv id or
+    method") matched on SQLite, whose LIKE ignores ASCII case, and nothing on PostgreSQL
+    ("0 proposals"); it is the catalog method `gspo` on both, on the API and the page."""
+    found = await _json(client, f"/api/proposals?paper={typed}")
+    assert sorted(p["number"] for p in found) == numbers
+    page = await _text(client, f"/proposals?paper={typed}")
+    assert f"{len(numbers)} proposal" in page

@@ -129,3 +129,31 @@ async def test_lists_link_to_the_thread_page(ctx) -> None:
     assert 'href="/threads/verl-project/verl/102"' in pages["/methods/gspo"]
     assert 'href="/threads/huggingface/trl/8"' in pages["/failures/entropy_collapse"]
     assert 'href="/threads/verl-project/verl/101"' in pages["/frameworks/verl"]
+
+
+async def test_a_tag_typed_by_the_reporter_in_a_code_span_stays_text(ctx) -> None:
+    """The failure comment shows a setting the reporter already has by the key they wrote,
+    in a code span: a JSON block keyed `<details>` put `<details>.clip_ratio_high` there. The
+    page turned every escaped `<details>` back into a tag, in code spans too, so the
+    reporter's text opened a collapsed <details> that hid the rest of the page."""
+    from bot.speaking.failure_comment import compose_for
+
+    body = ("Entropy collapses after 100 steps.\n\n```json\n"
+            '{"<details>": {"clip_ratio_high": 0.28}}\n```\n')
+    composed = compose_for(
+        {"title": "Entropy collapse", "body": body},
+        {"failure": {"is_failure_report": True, "category": "entropy_collapse", "confidence": 0.95}},
+        "verl", public_url="http://localhost:8000", declined=set())
+    assert composed is not None and "`<details>.clip_ratio_high`" in composed.body
+    client = await _client(ctx)
+    try:
+        async with ctx.sessionmaker() as session, session.begin():
+            session.add(Action(repo="verl-project/verl", number=101, kind="failure_comment",
+                               status="dry_run", dedupe_key="v101", body=composed.body,
+                               language="en"))
+        html = await _page(client, "/threads/verl-project/verl/101")
+    finally:
+        await client.close()
+    assert "<code>&lt;details&gt;.clip_ratio_high</code>" in html
+    assert html.count("<details>") == html.count("</details>") == 1  # the template's own
+    assert "<details><summary>Why this suggestion</summary>" in html

@@ -20,8 +20,9 @@ Bad input lines: a line that is not JSON, not a JSON object, or an object that i
 contract thread (a required key missing, a key of the wrong type: `thread_problem`), gets an
 error record in its place, `{"id": <id if readable, else null>, "line": N, "error": "line N: ..."}`, and the
 same message on stderr; every other line is still analysed, so nothing is lost and output
-line K still answers input record K. Blank lines are not records and are skipped. The exit
-status is 0 when every line was analysed, 1 when some lines were bad, 2 when the command
+line K still answers input record K. Blank lines are not records and are skipped. A lone
+UTF-16 surrogate escaped in a line or a pool paper ("\\ud83d", a text cut mid-pair) is read
+as U+FFFD. The exit status is 0 when every line was analysed, 1 when some lines were bad, 2 when the command
 could not run at all (unreadable input or a bad paper pool, named with its line number) or
 stopped (a --jobs worker process died: the output on stdout is incomplete). `-o FILE` is
 replaced only when the command ran through (exit 0 or 1): exit 2 leaves it as it was.
@@ -33,6 +34,7 @@ import argparse
 import gc
 import io
 import json
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -57,10 +59,22 @@ class WorkerDied(Exception):
     """A --jobs worker process ended without answering (killed, out of memory)."""
 
 
+def _utf8(stream: TextIO, errors: str = "strict") -> TextIO:
+    """A standard stream set to UTF-8, the records' encoding (the contract), whatever the
+    locale's is: stdin was decoded in the locale's encoding (a Chinese failure report read as
+    mojibake under a Latin-1 one, PYTHONIOENCODING or a Windows console) and a byte that is
+    not UTF-8 failed its record there, while a file reads it as U+FFFD. A stream that cannot
+    be set (a closed one, a test's StringIO) is left as it is."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(encoding="utf-8", errors=errors)
+    return stream
+
+
 @contextmanager
 def _open_in(path: str) -> Iterator[TextIO]:
     if path == "-":
-        yield sys.stdin
+        yield _utf8(sys.stdin, errors="replace")
     else:
         with open(path, encoding="utf-8", errors="replace") as fh:
             yield fh
@@ -81,7 +95,7 @@ def _open_out(path: str) -> Iterator[TextIO]:
     import stat
 
     if path == "-":
-        yield sys.stdout
+        yield _utf8(sys.stdout)
         sys.stdout.flush()
         return
     target = os.path.realpath(path)
@@ -140,9 +154,11 @@ def load_pool(path: str, *, use_cache: bool = True) -> Any:
         if not raw.strip():
             continue
         try:
-            record = json.loads(raw)
+            record = _decoded(raw)
         except json.JSONDecodeError as exc:
             raise PoolError(f"{path} line {number}: not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise PoolError(f"{path} line {number}: {TOO_DEEP}") from None
         if not isinstance(record, dict) or not (
             isinstance(record.get("title"), str) or record.get("arxiv_id") or record.get("aliases")
         ):
@@ -253,6 +269,36 @@ def thread_problem(record: dict[str, Any]) -> str | None:
     return None
 
 
+# A lone UTF-16 surrogate, escaped in JSON ("\\ud83d" without its pair: a text cut by a tool
+# that counts UTF-16 units) decodes to a str no UTF-8 codec can encode: the analyzers failed
+# on it, and writing it out failed the run. Read as U+FFFD, as the app reads webhook payloads.
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+# A line of arrays or objects nested thousands deep (valid JSON) stopped the run with a
+# RecursionError traceback, every later record lost: it is a bad line like any other.
+TOO_DEEP = "JSON nested too deeply to read"
+
+
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_surrogates(v) for v in value]
+    return value
+
+
+def _decoded(raw: str) -> Any:
+    """json.loads of a line, lone surrogates read as U+FFFD (the cheap test first)."""
+    value = json.loads(raw)
+    if "\\u" in raw and _ESCAPED_SURROGATE.search(raw):
+        value = _without_surrogates(value)
+    return value
+
+
 def _analyze_line(number: int, raw: str, pool: Any) -> tuple[str, str | None]:
     """(output line, error message or None) of input line `number`, a non-blank line."""
     from analyzers.analyze import analyze_thread
@@ -262,9 +308,11 @@ def _analyze_line(number: int, raw: str, pool: Any) -> tuple[str, str | None]:
     if number == 1:  # a UTF-8 byte-order mark (files saved by Windows tools) is no record's
         raw = raw.removeprefix("\ufeff")
     try:
-        record = json.loads(raw)
+        record = _decoded(raw)
     except json.JSONDecodeError as exc:
         problem = f"not valid JSON ({exc.msg} at column {exc.colno})"
+    except RecursionError:  # valid JSON, but deeper than Python's decoder goes
+        problem = TOO_DEEP
     if problem is None and not isinstance(record, dict):
         problem = f"a thread record must be a JSON object, got {type(record).__name__}"
     if problem is None:

@@ -102,6 +102,10 @@ def rules_command(args: argparse.Namespace) -> int:
     ensure_open(sys.stdout)
     summary = summary_for(args.target)
     if getattr(args, "json", False):
+        # JSON is UTF-8 (RFC 8259), whatever the locale: the Chinese statements stopped the
+        # command with a UnicodeEncodeError under a Latin-1 one.
+        if hasattr(sys.stdout, "reconfigure"):
+            sys.stdout.reconfigure(encoding="utf-8")
         json.dump(summary, sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")
     else:

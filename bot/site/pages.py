@@ -80,6 +80,11 @@ def _framework_names() -> dict[str, str]:
     return {k: f.name for k, f in data.catalog().frameworks.items()}
 
 
+def _method_names() -> dict[str, str]:
+    """Method id -> display name: `GSPO` as the pages write it finds `gspo`."""
+    return {k: m.name for k, m in data.catalog().methods.items()}
+
+
 def moved_to(request: web.Request, key: str, ids: Mapping[str, Any],
              names: Mapping[str, str] | None = None) -> web.Response | None:
     """A 301 to the same route with the canonical spelling of the `key` segment when it is
@@ -121,7 +126,11 @@ def _filters(request: web.Request) -> tuple[dict[str, str | None], str | None]:
         from analyzers.arxiv import find_arxiv_ids
 
         ids = find_arxiv_ids(paper)
-        paper = ids[0] if ids else paper[:64]
+        # A method as its name is written (GSPO) is the catalog's id: the filter's LIKE
+        # ignores ASCII case on SQLite only, so it matched there and not on PostgreSQL.
+        methods = data.catalog().methods
+        paper = ids[0] if ids else (
+            paper if paper in methods else canonical_id(paper, methods, _method_names()) or paper[:64])
     empty: dict[str, str | None] = {"framework": None, "state": None, "paper": None}
     frameworks = data.catalog().frameworks
     if framework and framework not in frameworks:

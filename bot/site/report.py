@@ -180,7 +180,12 @@ async def build_report(ctx: Any, day: date | None = None) -> dict[str, Any]:
         new_landings = await detected_since(session, previous.created_at if previous is not None else None)
     changes = diff(prev_snapshot, snapshot)
     day_end = datetime.combine(day, datetime.min.time(), UTC) + timedelta(days=1)
-    day_start = day_end - timedelta(days=1)
+    # Failure reports opened in the 24 hours up to the report: the nightly job builds today's
+    # at 03:00 UTC (RLTRACKER_NIGHTLY_CRON), and the calendar day counted the three hours
+    # since midnight; one opened later that day was in no report. A report of a day that has
+    # ended (tests, a rebuild) counts that day.
+    opened_to = min(now, day_end)
+    opened_from = opened_to - timedelta(days=1)
     frameworks = _frameworks()
     per_fw: dict[str, Any] = {}
     for fid, fw in frameworks.items():
@@ -196,7 +201,7 @@ async def build_report(ctx: Any, day: date | None = None) -> dict[str, Any]:
         failures_set_by: list[str] = []  # of those, the ones whose kind a person set
         for k, v in sorted(mine.items(), key=lambda kv: _sort_key(kv[0])):
             created = datetime.fromisoformat(v["created_at"]) if v["created_at"] else None
-            if v["is_failure"] and created and day_start <= created < day_end:
+            if v["is_failure"] and created and opened_from <= created < opened_to:
                 failures[v["category"] or "other_failure"].append(k)
                 if v.get("set_by"):
                     failures_set_by.append(k)
@@ -364,7 +369,8 @@ async def run_report(ctx: Any, day: date | None = None, out: Path | None = None,
         outcome = "failed"
         error["error"] = f"{type(exc).__name__}: {exc}"[:300]
     return {"date": data["date"], "posted": outcome, "totals": data["totals"],
-            "new_landings": data["new_landings"], "baseline": data["baseline"], **error}
+            # a report stored by the first release has no new_landings (the study came later)
+            "new_landings": data.get("new_landings", 0), "baseline": data["baseline"], **error}
 
 
 def _write_files(out: Path, day: str, markdown: str, html: str) -> None:

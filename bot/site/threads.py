@@ -10,12 +10,13 @@ Text from GitHub (title, labels, author, the verdict's login) is autoescaped by 
 app's own Markdown; they are rendered with markdown-it with raw HTML turned off (so any HTML
 in them shows as text) and its link validation (no `javascript:` links). Afterwards the
 escaped spellings of the few attribute-less tags our comment templates use (`<details>`,
-`<summary>`, `<sub>`) become tags again: no attribute can come with them, so nothing else
-is let through.
+`<summary>`, `<sub>`) become tags again outside code (a code span may hold the reporter's
+own text): no attribute can come with them, so nothing else is let through.
 """
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from typing import Any
 
@@ -40,6 +41,7 @@ ACTION_KINDS = {"failure_comment": "Failure comment", "rule_summary": "Contribut
 # The tags of templates/comments/*.j2 that GitHub renders, escaped by markdown-it: restored.
 COMMENT_TAGS = {f"&lt;{slash}{tag}&gt;": f"<{slash}{tag}>"
                 for tag in ("details", "summary", "sub") for slash in ("", "/")}
+_CODE = re.compile(r"(<code[^>]*>.*?</code>)", re.S)  # markdown-it's code spans and blocks
 ACTION_STATUSES = {"posted": "posted", "dry_run": "would have posted (dry run)",
                    "skipped": "stayed quiet", "failed": "failed", "pending": "in progress"}
 
@@ -55,9 +57,13 @@ def comment_html(body: str | None) -> Markup:
     """An action body (the app's Markdown) as HTML: raw HTML stays text except COMMENT_TAGS,
     the hidden marker goes."""
     html = _markdown().render(strip_html_comments(body or "").strip())
-    for escaped, tag in COMMENT_TAGS.items():
-        html = html.replace(escaped, tag)
-    return Markup(html)
+    # Not inside code: a code span may hold the reporter's own text (the key of a setting
+    # they have), and a `<details>` typed there became a tag hiding the rest of the page.
+    parts = _CODE.split(html)
+    for i in range(0, len(parts), 2):
+        for escaped, tag in COMMENT_TAGS.items():
+            parts[i] = parts[i].replace(escaped, tag)
+    return Markup("".join(parts))
 
 
 async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dict[str, Any] | None:

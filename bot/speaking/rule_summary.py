@@ -13,7 +13,9 @@ from bot.speaking.posting import installation_gh, post_or_adopt
 from bot.speaking.quiet import MAINTAINERS
 from bot.speaking.records import record_skip
 from bot.speaking.render import (
+    _REF,
     RULES_MARKER,
+    code_span,
     rule_summary_reply,
 )
 from bot.speaking.repo_config import RepoConfig, effective_dry_run
@@ -42,7 +44,17 @@ async def rules_markdown(
         return None
     text = format_rules_markdown(summary, lang=lang, topics=list(topics) if topics else None,
                                  max_per_topic=2 if topics else None, heading=False)
-    return text.strip() or None
+    return _no_references(text).strip() or None
+
+
+def _no_references(markdown: str) -> str:
+    """`#N` and `owner/repo#N` outside code spans put in code spans, as in every comment the app
+    writes: the catalog's observations say "added in 2023 (#447)", and GitHub linked each such
+    reference and wrote "mentioned this" into that issue whenever the rules were posted."""
+    parts = markdown.split("`")
+    for i in range(0, len(parts), 2):
+        parts[i] = _REF.sub(lambda m: code_span(m.group(0)), parts[i])
+    return "`".join(parts)
 
 
 async def rule_summary(

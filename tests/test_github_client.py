@@ -12,7 +12,7 @@ import jwt as pyjwt
 import pytest
 
 from bot.config import Settings
-from bot.github.client import GitHubClient, RetryPolicy, retry_reason
+from bot.github.client import GitHubClient, RetryPolicy, rate_limit_wait, retry_reason
 from tests.fakegithub import FakeGitHub, rsa_key_pair
 
 REPO = "verl-project/verl"
@@ -314,6 +314,32 @@ async def test_graphql_errors_raise_query_error(client: GitHubClient, installed:
     installed.graphql_handler = lambda q, v: {"errors": [{"message": "Field 'x' doesn't exist"}]}
     with pytest.raises(gidgethub.QueryError):
         await client.graphql("{ x }", installation_id=7)
+
+
+async def test_graphql_rate_limit_answered_200_is_a_rate_limit(
+    client: GitHubClient, installed: FakeGitHub, sleeper: RecordingSleep
+):
+    """GitHub answers a spent GraphQL limit with 200, RATE_LIMITED errors and the reset in
+    its headers: the client waits for a near reset like REST's, and past its bound raises
+    it as a rate limit (rate_limit_wait gives the wait) instead of a plain QueryError (the
+    worker retried a command's mutation after 5 s, the sync after 2 s)."""
+    installed.graphql_handler = lambda q, v: {"data": {"viewer": {"login": "x"}}}
+    limited = {"data": None, "errors": [{"type": "RATE_LIMITED",
+                                         "message": "API rate limit exceeded for installation ID 7."}]}
+
+    def spent(reset_in: int) -> dict[str, str]:
+        return {"x-ratelimit-limit": "5000", "x-ratelimit-remaining": "0",
+                "x-ratelimit-reset": str(int(time.time()) + reset_in)}
+
+    installed.fail_next("POST", r"^/graphql$", 200, headers=spent(20), body=limited)
+    assert await client.graphql("{ viewer { login } }", installation_id=7) == {"viewer": {"login": "x"}}
+    assert len(sleeper.delays) == 1 and 18 <= sleeper.delays[0] <= 22
+
+    installed.fail_next("POST", r"^/graphql$", 200, headers=spent(1800), body=limited)
+    with pytest.raises(gidgethub.BadRequest) as info:
+        await client.graphql("{ viewer { login } }", installation_id=7)
+    wait = rate_limit_wait(info.value)
+    assert wait is not None and 1700 <= wait <= 1900
 
 
 async def test_etag_cache_per_installation(client: GitHubClient, installed: FakeGitHub):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import time
 from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
@@ -162,6 +163,23 @@ async def test_a_long_rate_limit_is_waited_out(sync_ctx: AppContext, fake_github
     stats = await sync(sync_ctx, sleep=no_sleep)
     await assert_matches(sync_ctx, data)
     assert stats.waited_for_rate_limit >= 4 * 290 and stats.graphql_errors == 0
+
+
+async def test_a_graphql_rate_limit_answered_200_is_waited_out(
+        sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
+    """GitHub answers a spent GraphQL limit with status 200, errors of type RATE_LIMITED and
+    x-ratelimit-remaining 0 (its GraphQL rate-limit docs). The sync took that for a GraphQL
+    error, asked again after 2, 4 and 8 s (inside the limit) and stopped ("GraphQL request
+    failed 4 times"); it now waits for the reset, as for the 403 shape."""
+    data, _ = world
+    reset = int(time.time()) + 1200
+    fake_github.fail_next("POST", r"^/graphql$", 200, times=4, headers={
+        "x-ratelimit-limit": "5000", "x-ratelimit-remaining": "0",
+        "x-ratelimit-reset": str(reset)}, body={"data": None, "errors": [
+            {"type": "RATE_LIMITED", "message": "API rate limit exceeded for user ID 1."}]})
+    stats = await sync(sync_ctx, sleep=no_sleep)
+    await assert_matches(sync_ctx, data)
+    assert stats.waited_for_rate_limit >= 4 * 1100 and stats.graphql_errors == 0
 
 
 async def test_persistent_errors_stop_and_the_next_run_resumes(sync_ctx: AppContext, fake_github: Any, world: Any) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import http
 import json
 import logging
 import random
@@ -132,6 +133,27 @@ def retry_reason(status: int, headers: Mapping[str, str], body: bytes) -> str | 
         if any(marker in lowered for marker in SECONDARY_LIMIT_MARKERS):
             return "secondary_rate_limit"
         if headers.get("x-ratelimit-remaining") == "0":
+            return "rate_limit"
+    return None
+
+
+def graphql_rate_limit(body: bytes) -> str | None:
+    """Why a GraphQL answer of status 200 is a rate limit, or None. GitHub answers a spent
+    GraphQL limit with 200, errors of type RATE_LIMITED and `x-ratelimit-remaining: 0`, and
+    may answer a secondary limit with 200 and its message; nothing of the query was run."""
+    if b"RATE_LIMITED" not in body and not any(m in body.lower() for m in SECONDARY_LIMIT_MARKERS):
+        return None  # the cheap test first: a large answer is parsed only when it may be one
+    try:
+        errors = json.loads(body).get("errors")
+    except (ValueError, AttributeError):
+        return None
+    for error in errors if isinstance(errors, list) else []:
+        if not isinstance(error, dict):
+            continue
+        message = str(error.get("message") or "").lower().encode("utf-8", "replace")
+        if any(marker in message for marker in SECONDARY_LIMIT_MARKERS):
+            return "secondary_rate_limit"
+        if error.get("type") == "RATE_LIMITED":
             return "rate_limit"
     return None
 
@@ -252,15 +274,21 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
         try:
             return await super().graphql(query, endpoint=endpoint or self._graphql_endpoint(),
                                          **variables)
-        except gidgethub.BadGraphQLRequest as exc:
+        except (gidgethub.BadGraphQLRequest, gidgethub.QueryError) as exc:
             # gidgethub drops the headers of a GraphQL error: a rate limit the retries gave
             # up on comes back as REST's would (BadRequest with them), so callers wait as
-            # long as GitHub asks (`rate_limit_wait`) instead of retrying at once.
-            if self._rate_limited is None or exc.status_code not in (403, 429):
+            # long as GitHub asks (`rate_limit_wait`) instead of retrying at once. GitHub's
+            # 200 with RATE_LIMITED errors (QueryError) comes back as REST's 403 with them.
+            status = getattr(exc, "status_code", None)
+            if self._rate_limited is None or (status is not None and status not in (403, 429)):
                 raise
-            message = str((exc.response or {}).get("message") or "rate limited") \
-                if isinstance(exc.response, dict) else "rate limited"
-            raise gidgethub.BadRequest(exc.status_code, message,
+            response = exc.response if isinstance(exc.response, dict) else {}
+            errors = response.get("errors")
+            first = errors[0] if isinstance(errors, list) and errors else {}
+            message = str(response.get("message")
+                          or (first.get("message") if isinstance(first, dict) else None)
+                          or "rate limited")
+            raise gidgethub.BadRequest(status or http.HTTPStatus.FORBIDDEN, message,
                                        headers=self._rate_limited) from exc
 
     def _graphql_endpoint(self) -> str:
@@ -292,6 +320,8 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
                 continue
             log.debug("GitHub %s %s -> %d", method, path, status)
             reason = retry_reason(status, resp_headers, data)
+            if reason is None and status == 200 and method == "POST" and path.endswith("/graphql"):
+                reason = graphql_rate_limit(data)
             if reason is None:
                 return status, resp_headers, data
             if reason == "server_error" and method == "POST" and _creates(path, body):

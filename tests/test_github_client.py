@@ -272,6 +272,23 @@ async def test_dropped_connections_retried_only_when_safe(
     assert len(installed.requests("POST", r"/issues/1/comments$")) == 1
 
 
+async def test_dropped_graphql_query_is_repeated_a_mutation_is_not(
+    client: GitHubClient, installed: FakeGitHub, sleeper: RecordingSleep
+):
+    """A GraphQL query only reads: repeated after a dropped connection like a GET (it was
+    not, being a POST). A mutation may have been applied: not repeated."""
+    installed.graphql_handler = lambda q, v: {"data": {"viewer": {"login": "x"}}}
+    installed.disconnect_next("POST", r"^/graphql$")
+    assert await client.graphql("query { viewer { login } }", installation_id=7) == {"viewer": {"login": "x"}}
+    assert len(installed.requests("POST", r"^/graphql$")) == 2
+    installed.disconnect_next("POST", r"^/graphql$")
+    with pytest.raises(Exception) as info:
+        await client.graphql('mutation { addReaction(input: {subjectId: "X", content: THUMBS_UP}) '
+                             "{ reaction { content } } }", installation_id=7)
+    assert "Disconnected" in type(info.value).__name__
+    assert len(installed.requests("POST", r"^/graphql$")) == 3
+
+
 async def test_revoked_token_is_replaced_once(client: GitHubClient, installed: FakeGitHub):
     gh = await client.api(7)
     await gh.getitem("/repos/verl-project/verl/issues/1")

@@ -182,6 +182,17 @@ async def test_a_graphql_rate_limit_answered_200_is_waited_out(
     assert stats.waited_for_rate_limit >= 4 * 1100 and stats.graphql_errors == 0
 
 
+async def test_a_dropped_connection_does_not_stop_the_sync(
+        sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
+    """A connection GitHub (or a proxy) drops before answering a sync request: the client
+    repeated only GETs, so the sync's GraphQL query (a POST that only reads) ended the run
+    with ServerDisconnectedError. A query is as safe to repeat as a GET."""
+    data, _ = world
+    fake_github.disconnect_next("POST", r"^/graphql$")
+    await sync(sync_ctx, sleep=no_sleep)
+    await assert_matches(sync_ctx, data)
+
+
 async def test_persistent_errors_stop_and_the_next_run_resumes(sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
     data, responder = world
     with pytest.raises(SyncError):  # a first run cut short

@@ -137,6 +137,20 @@ def retry_reason(status: int, headers: Mapping[str, str], body: bytes) -> str | 
     return None
 
 
+GRAPHQL_MUTATION = re.compile(r"\s*mutation\b")
+
+
+def _graphql_query(path: str, body: bytes) -> bool:
+    """A GraphQL POST that only reads (no mutation): as safe to repeat as a GET."""
+    if not path.endswith("/graphql"):
+        return False
+    try:
+        query = json.loads(body).get("query")
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(query, str) and GRAPHQL_MUTATION.match(query) is None
+
+
 def graphql_rate_limit(body: bytes) -> str | None:
     """Why a GraphQL answer of status 200 is a rate limit, or None. GitHub answers a spent
     GraphQL limit with 200, errors of type RATE_LIMITED and `x-ratelimit-remaining: 0`, and
@@ -306,8 +320,10 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
             try:
                 status, resp_headers, data = await super()._request(method, url, headers, body)
             except (TimeoutError, aiohttp.ClientError) as exc:
-                # A request that never reached GitHub is safe to repeat; others only if idempotent.
-                safe = isinstance(exc, aiohttp.ClientConnectorError) or method in IDEMPOTENT
+                # A request that never reached GitHub is safe to repeat; others only if
+                # idempotent (a GraphQL query is, though it is a POST; a mutation is not).
+                safe = (isinstance(exc, aiohttp.ClientConnectorError) or method in IDEMPOTENT
+                        or (method == "POST" and _graphql_query(path, body)))
                 delay = self._backoff(attempt)
                 if not safe or not self._within(policy, attempt, waited, delay):
                     raise

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gidgethub import sansio
 from sqlalchemy import func, select
 
 from bot.context import AppContext
@@ -18,6 +19,7 @@ from bot.github.sync import SyncError, sync
 from bot.pipeline import sync_changed
 from bot.store.models import Analysis, Comment, SyncCursor, Thread
 from bot.store.threads import load_thread_record
+from bot.webhooks import events
 from tests.fake_graphql import REPOS, FakeData, FakeGraphQL
 from tests.fakegithub import install_app, no_sleep, token_context
 
@@ -191,6 +193,49 @@ async def test_a_dropped_connection_does_not_stop_the_sync(
     fake_github.disconnect_next("POST", r"^/graphql$")
     await sync(sync_ctx, sleep=no_sleep)
     await assert_matches(sync_ctx, data)
+
+
+async def test_a_webhook_during_the_sync_is_not_undone(
+        sync_ctx: AppContext, fake_github: Any, schema_path: Path) -> None:
+    """A comment GitHub delivers (and the app stores) while the sync still holds the thread
+    it fetched earlier (its remaining comments came in a later request; a wait for the rate
+    limit can make that an hour): the sync wrote its older snapshot over the newer thread and
+    deleted the comment as gone. The webhook path keeps the newer state; so does the sync now
+    (its own comments are added, the newer thread and comment stay)."""
+    repo = "huggingface/trl"
+    data = FakeData()
+    data.add_thread(repo, "issue", n_comments=1, closed=False)
+    long = data.add_thread(repo, "issue", n_comments=60, closed=False)  # more than fit nested
+    responder = FakeGraphQL(data, schema_path)
+    calls = 0
+
+    async def handler(query: str, variables: dict[str, Any]) -> Any:
+        nonlocal calls
+        calls += 1
+        answer = responder(query, variables)
+        if calls == 2:  # the rest of the long thread's comments: then someone comments there
+            thread = data.touch(repo, "issue", long["number"], new_comments=1)
+            node = thread["_comments"][-1]
+            alice = {"login": "alice", "type": "User"}
+            await events.router.dispatch(sansio.Event({
+                "action": "created", "repository": {"id": 9, "full_name": repo}, "sender": alice,
+                "issue": {"id": thread["databaseId"], "number": thread["number"],
+                          "title": thread["title"], "body": thread["body"], "state": "open",
+                          "user": alice, "labels": [], "assignees": [],
+                          "created_at": thread["createdAt"], "updated_at": thread["updatedAt"]},
+                "comment": {"id": node["databaseId"], "body": node["body"], "user": alice,
+                            "author_association": "NONE", "created_at": node["createdAt"],
+                            "updated_at": node["updatedAt"]},
+            }, event="issue_comment", delivery_id="d-1"), sync_ctx)
+        return answer
+
+    fake_github.graphql_handler = handler
+    await sync(sync_ctx, [repo], sleep=no_sleep)
+    assert calls == 2
+    async with sync_ctx.sessionmaker() as session:
+        stored = await load_thread_record(session, repo, long["number"])
+    assert stored is not None and stored["updated_at"] == long["updatedAt"]
+    assert len(stored["comments"]) == 61
 
 
 async def test_persistent_errors_stop_and_the_next_run_resumes(sync_ctx: AppContext, fake_github: Any, world: Any) -> None:

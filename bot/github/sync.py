@@ -186,6 +186,12 @@ def comment_from_node(node: dict[str, Any], typename: str) -> dict[str, Any] | N
     return record
 
 
+def _newer(stored: datetime | None, fetched: str | None) -> bool:
+    """The stored row is of a later version than the one fetched (the webhook path's rule)."""
+    when = parse_datetime(fetched)
+    return stored is not None and when is not None and stored > when
+
+
 def new_comment_values(thread_id: int, record: dict[str, Any]) -> dict[str, Any]:
     """Column values of a new comment row, set field by field as upsert_comment sets them.
 
@@ -615,21 +621,33 @@ class Syncer:
         record = pt.record
         existing = threads.get((record["repo"].lower(), record["number"]))
         before = existing.updated_at if existing is not None else None
+        # A webhook may have stored a later state while this pass held the thread (its pages,
+        # a wait for the rate limit): that state is kept, as the webhook path keeps the newer
+        # one, and so are comments this pass did not see. The next refresh reads the thread
+        # again (it was updated after this pass's mark).
+        stale = _newer(before, record.get("updated_at"))
+        written = 0
         stored: dict[tuple[str, int], Comment] = {}
         if existing is not None:
             rows = await session.scalars(select(Comment).where(Comment.thread_id == existing.id))
             stored = {(c.kind, int(c.github_id)): c for c in rows}
-        thread = await upsert_thread(session, record)
+        thread = existing if stale and existing is not None else await upsert_thread(session, record)
         for key, comment in pt.comments.items():
             old = known.get(key) or stored.get(key)
             if old is None:
                 self._new_rows.append(new_comment_values(thread.id, comment))
+                written += 1
                 continue
+            if _newer(old.updated_at, comment.get("updated_at")):
+                continue  # edited since this pass read it (a webhook stored the edit)
             same_time = "updated_at" not in comment or old.updated_at == parse_datetime(comment["updated_at"])
             if old.thread_id == thread.id and same_time and (old.body or "") == comment["body"]:
                 continue  # unchanged: no write
             await upsert_comment(session, thread, comment)
             self.stats.comments += 1
+            written += 1
+        if stale:
+            return bool(written)
         gone = [c.id for key, c in stored.items() if key not in pt.comments]
         if gone:
             # Deleted on GitHub while no webhook told us (or the app is not installed there).

@@ -238,6 +238,53 @@ async def test_a_webhook_during_the_sync_is_not_undone(
     assert len(stored["comments"]) == 61
 
 
+async def test_a_deletion_during_the_sync_stays_deleted(
+        sync_ctx: AppContext, fake_github: Any, schema_path: Path) -> None:
+    """An issue, and a comment of another one, deleted on GitHub (their deliveries handled)
+    while the sync still held what it had fetched of them: the sync stored them again; the
+    comment until the next refresh, the issue for good (GitHub lists it no more, so no later
+    sync removed it). Deletions the webhooks noted now hold for the sync too."""
+    repo = "huggingface/trl"
+    data = FakeData()
+    gone = data.add_thread(repo, "issue", n_comments=60, closed=False)  # more than fit nested
+    kept = data.add_thread(repo, "issue", n_comments=60, closed=False)
+    responder = FakeGraphQL(data, schema_path)
+    calls = 0
+    alice = {"login": "alice", "type": "User"}
+
+    def issue(t: dict[str, Any]) -> dict[str, Any]:
+        return {"id": t["databaseId"], "number": t["number"], "title": t["title"], "body": t["body"],
+                "state": "open", "user": alice, "labels": [], "assignees": [],
+                "created_at": t["createdAt"], "updated_at": t["updatedAt"]}
+
+    async def deliver(event: str, payload: dict[str, Any]) -> None:
+        payload = {"repository": {"id": 9, "full_name": repo}, "sender": alice, **payload}
+        await events.router.dispatch(sansio.Event(payload, event=event, delivery_id=event), sync_ctx)
+
+    async def handler(query: str, variables: dict[str, Any]) -> Any:
+        nonlocal calls
+        calls += 1
+        answer = responder(query, variables)
+        if calls == 2:  # the rest of both threads' comments; then the deletions on GitHub
+            data.repos[repo]["issue"].remove(gone)
+            await deliver("issues", {"action": "deleted", "issue": issue(gone)})
+            node = data.delete_comment(repo, "issue", kept["number"], index=0)
+            await deliver("issue_comment", {"action": "deleted", "issue": issue(kept), "comment": {
+                "id": node["databaseId"], "body": node["body"], "user": alice,
+                "created_at": node["createdAt"], "updated_at": node["updatedAt"]}})
+        return answer
+
+    fake_github.graphql_handler = handler
+    await sync(sync_ctx, [repo], sleep=no_sleep)
+    async with sync_ctx.sessionmaker() as session:
+        stored = await load_thread_record(session, repo, kept["number"])
+    assert stored is not None and len(stored["comments"]) == 59  # (a refresh repaired that)
+    await sync(sync_ctx, [repo], sleep=no_sleep)  # a refresh: GitHub lists the issue no more
+    assert calls >= 3
+    async with sync_ctx.sessionmaker() as session:
+        assert await load_thread_record(session, repo, gone["number"]) is None
+
+
 async def test_persistent_errors_stop_and_the_next_run_resumes(sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
     data, responder = world
     with pytest.raises(SyncError):  # a first run cut short

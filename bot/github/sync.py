@@ -47,6 +47,10 @@ from bot.store.models import Comment, Repository, SyncCursor, Thread
 from bot.store.threads import (
     COMMENT_FIELDS,
     COMMENT_TIMES,
+    comment_grave,
+    graves,
+    is_buried,
+    thread_grave,
     upsert_comment,
     upsert_thread,
 )
@@ -571,8 +575,9 @@ class Syncer:
         async with self.ctx.sessionmaker() as session:
             known = await self._stored_comments(session, finished)
             threads = await self._stored_threads(session, finished)
+            buried = await self._graves(session, finished)
             for pt in finished:
-                if await self._write_thread(session, pt, known, threads):
+                if await self._write_thread(session, pt, known, threads, buried):
                     changed.append((pt.record["repo"], pt.record["number"]))
                 del self.pending[pt.key]
                 for _cursor, keys in pt.stream.pages:
@@ -606,6 +611,18 @@ class Syncer:
         return found
 
     @staticmethod
+    async def _graves(session: Any, threads: list[PendingThread]) -> dict[str, datetime | None]:
+        """The noted deletions among these threads and their comments: a webhook told of one
+        while this pass held what it fetched before (bot.store.threads.bury)."""
+        keys = sorted({thread_grave(pt.record["repo"], pt.record["number"], pt.record["kind"])
+                       for pt in threads} | {comment_grave(kind, gid) for pt in threads
+                                             for (kind, gid) in pt.comments})
+        found: dict[str, datetime | None] = {}
+        for i in range(0, len(keys), 500):
+            found.update(await graves(session, set(keys[i:i + 500])))
+        return found
+
+    @staticmethod
     async def _stored_comments(session: Any, threads: list[PendingThread]) -> dict[tuple[str, int], Comment]:
         """The stored rows of every fetched comment, in a few queries instead of one each."""
         ids = sorted({gid for pt in threads for (_kind, gid) in pt.comments})
@@ -617,8 +634,13 @@ class Syncer:
 
     async def _write_thread(self, session: Any, pt: PendingThread,
                             known: dict[tuple[str, int], Comment],
-                            threads: dict[tuple[str, int], Thread]) -> bool:
+                            threads: dict[tuple[str, int], Thread],
+                            buried: dict[str, datetime | None] | None = None) -> bool:
         record = pt.record
+        buried = buried or {}
+        if is_buried(buried, thread_grave(record["repo"], record["number"], record["kind"]),
+                     record.get("created_at")):
+            return False  # deleted (or transferred away) since this pass fetched it
         existing = threads.get((record["repo"].lower(), record["number"]))
         before = existing.updated_at if existing is not None else None
         # A webhook may have stored a later state while this pass held the thread (its pages,
@@ -633,6 +655,8 @@ class Syncer:
             stored = {(c.kind, int(c.github_id)): c for c in rows}
         thread = existing if stale and existing is not None else await upsert_thread(session, record)
         for key, comment in pt.comments.items():
+            if comment_grave(*key) in buried:
+                continue  # deleted since this pass fetched it
             old = known.get(key) or stored.get(key)
             if old is None:
                 self._new_rows.append(new_comment_values(thread.id, comment))

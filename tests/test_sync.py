@@ -520,6 +520,25 @@ async def test_repositories_the_credentials_cannot_read_do_not_stop_the_others(
         "verl-project/verl:discussion", "verl-project/verl:issue", "verl-project/verl:pull_request"]
 
 
+@pytest.mark.parametrize("gone", ["uninstalled", "suspended"])
+async def test_an_installation_gone_unannounced_does_not_stop_the_others(
+        app_ctx: Any, fake_github: Any, world: Any, gone: str) -> None:
+    """The app was uninstalled from verl (or suspended there) while no event reached it (it
+    was down; recovery redelivers days later): GitHub refuses that installation a token
+    (404, 403), and that refusal ended the whole sync, so TRL, installed through another
+    installation, was not synced either. That group is refused as a 401 is, the rest goes on."""
+    await install_app(app_ctx, fake_github, 56, "verl-project", ["verl-project/verl"])
+    await install_app(app_ctx, fake_github, 55, "huggingface", ["huggingface/trl"])
+    if gone == "uninstalled":
+        del fake_github.installations[56]
+    else:
+        fake_github.suspend_installation(56)
+    stats = await sync(app_ctx, ["verl-project/verl", "huggingface/trl"], sleep=no_sleep)
+    assert stats.repos == {"huggingface/trl": THREADS_PER_REPO}
+    assert sorted(stats.failed_streams) == [
+        "verl-project/verl:discussion", "verl-project/verl:issue", "verl-project/verl:pull_request"]
+
+
 @pytest.mark.parametrize("action", ["suspend", "deleted"])
 async def test_a_suspended_or_uninstalled_installations_repositories_sync_with_the_token(
         app_settings: Any, fake_github: Any, world: Any, shared_dir: Path, action: str) -> None:

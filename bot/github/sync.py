@@ -456,10 +456,19 @@ class Syncer:
     async def _ask(self, query: str, variables: dict[str, Any], installation_id: int | None) -> dict[str, Any]:
         import gidgethub
 
+        from bot.github.client import rate_limit_wait
+
         try:
             return await self.ctx.github.graphql(query, installation_id=installation_id, **variables)
         except gidgethub.GraphQLAuthorizationFailure as exc:
             raise _Refused(str(exc)) from exc
+        except gidgethub.BadRequest as exc:
+            # No token for the installation (uninstalled or suspended while no event told
+            # us: 404, 403): that group is refused, as a 401 is; it ended the whole sync.
+            if (installation_id is not None and int(exc.status_code) in (401, 403, 404)
+                    and rate_limit_wait(exc) is None):
+                raise _Refused(f"{int(exc.status_code)} {exc}") from exc
+            raise
         except gidgethub.GraphQLException as exc:
             self.stats.graphql_errors += 1
             response = exc.response if isinstance(exc.response, dict) else {}

@@ -299,6 +299,18 @@ async def test_revoked_token_is_replaced_once(client: GitHubClient, installed: F
     assert [c.status for c in installed.requests("GET", r"/issues/1$")] == [200, 401, 304]  # the retry still sends its ETag
 
 
+async def test_revoked_token_is_replaced_once_for_graphql(client: GitHubClient, installed: FakeGitHub):
+    """As for REST: an installation token GitHub revoked before its expiry (another process
+    handled the event that revoked it) is replaced once. GraphQL kept the dead token until
+    its expiry, an hour: every discussion reply, minimise and reaction failed meanwhile."""
+    installed.graphql_handler = lambda q, v: {"data": {"viewer": {"login": "x"}}}
+    await client.graphql("{ viewer { login } }", installation_id=7)
+    installed.tokens.clear()  # GitHub revoked every token
+    assert await client.graphql("{ viewer { login } }", installation_id=7) == {"viewer": {"login": "x"}}
+    assert len(installed.requests("POST", r"/access_tokens$")) == 2
+    assert [c.status for c in installed.requests("POST", r"^/graphql$")] == [200, 401, 200]
+
+
 async def test_suspended_installation_raises(client: GitHubClient, installed: FakeGitHub):
     installed.suspend_installation(7)
     gh = await client.api(7)

@@ -279,6 +279,19 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
         raise AssertionError("unreachable")
 
     async def graphql(self, query: str, *, endpoint: str = "", **variables: Any) -> Any:
+        for second_try in (False, True):
+            try:
+                return await self._graphql_once(query, endpoint=endpoint, **variables)
+            except gidgethub.GraphQLAuthorizationFailure:
+                # A token revoked or expired early (as for REST in _make_request): drop it
+                # and try once with a fresh one; GitHub ran nothing of a refused request.
+                if second_try or self._on_unauthorized is None:
+                    raise
+                log.warning("GitHub 401 on POST /graphql; refreshing credentials")
+                self._on_unauthorized()
+        raise AssertionError("unreachable")
+
+    async def _graphql_once(self, query: str, *, endpoint: str = "", **variables: Any) -> Any:
         # gidgethub's graphql() sends self.oauth_token: set it from the current credentials.
         if self._credentials is not None:
             kind, value = await self._credentials()

@@ -149,6 +149,21 @@ async def test_injected_failures_finish_with_nothing_missing(sync_ctx: AppContex
     assert 0 < min(s for s in sizes if s) <= 25
 
 
+async def test_a_query_too_heavy_for_github_is_asked_again_smaller(
+        sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
+    """GitHub answers a GraphQL query it cannot finish in its time with 502, as often as the
+    same document is sent: the client's five attempts all failed and the sync ended with
+    GitHubBroken. As for errors without data, the sync now asks for half as much."""
+    data, _ = world
+    fake_github.fail_next("POST", r"^/graphql$", 502, times=5)  # every attempt of the client
+    await sync(sync_ctx, sleep=no_sleep)
+    await assert_matches(sync_ctx, data)
+    calls = fake_github.requests("POST", r"^/graphql$")
+    sizes = [sum(v for k, v in (c.json.get("variables") or {}).items() if re.fullmatch(r"f\d+", k))
+             for c in calls]
+    assert [c.status for c in calls[:6]] == [502] * 5 + [200] and sizes[5] <= sizes[0] // 2
+
+
 @pytest.mark.parametrize("limit", ["secondary", "primary"])
 async def test_a_long_rate_limit_is_waited_out(sync_ctx: AppContext, fake_github: Any, world: Any,
                                               limit: str) -> None:

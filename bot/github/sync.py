@@ -462,6 +462,11 @@ class Syncer:
             return await self.ctx.github.graphql(query, installation_id=installation_id, **variables)
         except gidgethub.GraphQLAuthorizationFailure as exc:
             raise _Refused(str(exc)) from exc
+        except gidgethub.GitHubBroken as exc:
+            # Still 5xx after the client's retries of the same document: GitHub's answer to a
+            # query too heavy to finish in its time (502). Asked again smaller, as below.
+            log.warning("sync: GitHub answered %s", exc.status_code)
+            raise _Transient(f"GitHub {int(exc.status_code)}") from exc
         except gidgethub.BadRequest as exc:
             # No token for the installation (uninstalled or suspended while no event told
             # us: 404, 403): that group is refused, as a 401 is; it ended the whole sync.

@@ -371,6 +371,28 @@ async def test_graphql_rate_limit_answered_200_is_a_rate_limit(
     assert wait is not None and 1700 <= wait <= 1900
 
 
+@pytest.mark.parametrize("body", ["<html><body>Unicorn!</body></html>", ""], ids=["html", "empty"])
+async def test_graphql_server_error_without_json_is_github_broken(
+    client: GitHubClient, installed: FakeGitHub, body: str
+):
+    """A 502 from GitHub's front end carries an HTML page or nothing. gidgethub reads the body
+    before the status, so the client raised GraphQLResponseTypeError or GraphQLException:
+    the worker took it for an unexpected error (five attempts over seven minutes) instead
+    of GitHub being down (GitHubBroken, retried for hours), as a 5xx with JSON is."""
+    from aiohttp import web
+
+    from bot.webhooks.worker import transient
+
+    @installed.route("POST", r"/graphql")
+    def down(fake: FakeGitHub, request: web.Request, match: object, _: object) -> web.Response:
+        return web.Response(status=502, text=body, content_type="text/html")
+
+    with pytest.raises(gidgethub.GitHubBroken) as info:
+        await client.graphql("{ viewer { login } }", installation_id=7)
+    assert info.value.status_code == 502 and transient(info.value)
+    assert len(installed.requests("POST", r"^/graphql$")) == 5  # the client's own retries
+
+
 async def test_etag_cache_per_installation(client: GitHubClient, installed: FakeGitHub):
     installed.add_installation(9, "verl-mirror", [REPO])
     gh = await client.api(7)

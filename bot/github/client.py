@@ -240,6 +240,7 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
         self._on_unauthorized = on_unauthorized
         # The headers of the last rate-limit answer the retries gave up on (for graphql()).
         self._rate_limited: Mapping[str, str] | None = None
+        self._last_status = 0  # of the last answer (for graphql())
 
     async def sleep(self, seconds: float) -> None:
         await self._sleep(seconds)
@@ -317,6 +318,13 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
                           or "rate limited")
             raise gidgethub.BadRequest(status or http.HTTPStatus.FORBIDDEN, message,
                                        headers=self._rate_limited) from exc
+        except gidgethub.GraphQLException as exc:
+            # gidgethub decodes the body before it looks at the status: GitHub's 5xx with an
+            # HTML or empty body (its front end's) came back as a GraphQL error, which the
+            # worker does not take for GitHub being down (GitHubBroken, retried for hours).
+            if self._last_status >= 500:
+                raise gidgethub.GitHubBroken(http.HTTPStatus(self._last_status)) from exc
+            raise
 
     def _graphql_endpoint(self) -> str:
         return self.base_url.rstrip("/") + "/graphql"
@@ -332,6 +340,7 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
             attempt += 1
             try:
                 status, resp_headers, data = await super()._request(method, url, headers, body)
+                self._last_status = status
             except (TimeoutError, aiohttp.ClientError) as exc:
                 # A request that never reached GitHub is safe to repeat; others only if
                 # idempotent (a GraphQL query is, though it is a POST; a mutation is not).

@@ -12,7 +12,7 @@ import jwt as pyjwt
 import pytest
 
 from bot.config import Settings
-from bot.github.client import GitHubClient, RetryPolicy, retry_reason
+from bot.github.client import GitHubClient, RetryPolicy, rate_limit_wait, retry_reason
 from tests.fakegithub import FakeGitHub, rsa_key_pair
 
 REPO = "verl-project/verl"
@@ -272,6 +272,23 @@ async def test_dropped_connections_retried_only_when_safe(
     assert len(installed.requests("POST", r"/issues/1/comments$")) == 1
 
 
+async def test_dropped_graphql_query_is_repeated_a_mutation_is_not(
+    client: GitHubClient, installed: FakeGitHub, sleeper: RecordingSleep
+):
+    """A GraphQL query only reads: repeated after a dropped connection like a GET (it was
+    not, being a POST). A mutation may have been applied: not repeated."""
+    installed.graphql_handler = lambda q, v: {"data": {"viewer": {"login": "x"}}}
+    installed.disconnect_next("POST", r"^/graphql$")
+    assert await client.graphql("query { viewer { login } }", installation_id=7) == {"viewer": {"login": "x"}}
+    assert len(installed.requests("POST", r"^/graphql$")) == 2
+    installed.disconnect_next("POST", r"^/graphql$")
+    with pytest.raises(Exception) as info:
+        await client.graphql('mutation { addReaction(input: {subjectId: "X", content: THUMBS_UP}) '
+                             "{ reaction { content } } }", installation_id=7)
+    assert "Disconnected" in type(info.value).__name__
+    assert len(installed.requests("POST", r"^/graphql$")) == 3
+
+
 async def test_revoked_token_is_replaced_once(client: GitHubClient, installed: FakeGitHub):
     gh = await client.api(7)
     await gh.getitem("/repos/verl-project/verl/issues/1")
@@ -280,6 +297,18 @@ async def test_revoked_token_is_replaced_once(client: GitHubClient, installed: F
     assert data["number"] == 1
     assert len(installed.requests("POST", r"/access_tokens$")) == 2
     assert [c.status for c in installed.requests("GET", r"/issues/1$")] == [200, 401, 304]  # the retry still sends its ETag
+
+
+async def test_revoked_token_is_replaced_once_for_graphql(client: GitHubClient, installed: FakeGitHub):
+    """As for REST: an installation token GitHub revoked before its expiry (another process
+    handled the event that revoked it) is replaced once. GraphQL kept the dead token until
+    its expiry, an hour: every discussion reply, minimise and reaction failed meanwhile."""
+    installed.graphql_handler = lambda q, v: {"data": {"viewer": {"login": "x"}}}
+    await client.graphql("{ viewer { login } }", installation_id=7)
+    installed.tokens.clear()  # GitHub revoked every token
+    assert await client.graphql("{ viewer { login } }", installation_id=7) == {"viewer": {"login": "x"}}
+    assert len(installed.requests("POST", r"/access_tokens$")) == 2
+    assert [c.status for c in installed.requests("POST", r"^/graphql$")] == [200, 401, 200]
 
 
 async def test_suspended_installation_raises(client: GitHubClient, installed: FakeGitHub):
@@ -314,6 +343,54 @@ async def test_graphql_errors_raise_query_error(client: GitHubClient, installed:
     installed.graphql_handler = lambda q, v: {"errors": [{"message": "Field 'x' doesn't exist"}]}
     with pytest.raises(gidgethub.QueryError):
         await client.graphql("{ x }", installation_id=7)
+
+
+async def test_graphql_rate_limit_answered_200_is_a_rate_limit(
+    client: GitHubClient, installed: FakeGitHub, sleeper: RecordingSleep
+):
+    """GitHub answers a spent GraphQL limit with 200, RATE_LIMITED errors and the reset in
+    its headers: the client waits for a near reset like REST's, and past its bound raises
+    it as a rate limit (rate_limit_wait gives the wait) instead of a plain QueryError (the
+    worker retried a command's mutation after 5 s, the sync after 2 s)."""
+    installed.graphql_handler = lambda q, v: {"data": {"viewer": {"login": "x"}}}
+    limited = {"data": None, "errors": [{"type": "RATE_LIMITED",
+                                         "message": "API rate limit exceeded for installation ID 7."}]}
+
+    def spent(reset_in: int) -> dict[str, str]:
+        return {"x-ratelimit-limit": "5000", "x-ratelimit-remaining": "0",
+                "x-ratelimit-reset": str(int(time.time()) + reset_in)}
+
+    installed.fail_next("POST", r"^/graphql$", 200, headers=spent(20), body=limited)
+    assert await client.graphql("{ viewer { login } }", installation_id=7) == {"viewer": {"login": "x"}}
+    assert len(sleeper.delays) == 1 and 18 <= sleeper.delays[0] <= 22
+
+    installed.fail_next("POST", r"^/graphql$", 200, headers=spent(1800), body=limited)
+    with pytest.raises(gidgethub.BadRequest) as info:
+        await client.graphql("{ viewer { login } }", installation_id=7)
+    wait = rate_limit_wait(info.value)
+    assert wait is not None and 1700 <= wait <= 1900
+
+
+@pytest.mark.parametrize("body", ["<html><body>Unicorn!</body></html>", ""], ids=["html", "empty"])
+async def test_graphql_server_error_without_json_is_github_broken(
+    client: GitHubClient, installed: FakeGitHub, body: str
+):
+    """A 502 from GitHub's front end carries an HTML page or nothing. gidgethub reads the body
+    before the status, so the client raised GraphQLResponseTypeError or GraphQLException:
+    the worker took it for an unexpected error (five attempts over seven minutes) instead
+    of GitHub being down (GitHubBroken, retried for hours), as a 5xx with JSON is."""
+    from aiohttp import web
+
+    from bot.webhooks.worker import transient
+
+    @installed.route("POST", r"/graphql")
+    def down(fake: FakeGitHub, request: web.Request, match: object, _: object) -> web.Response:
+        return web.Response(status=502, text=body, content_type="text/html")
+
+    with pytest.raises(gidgethub.GitHubBroken) as info:
+        await client.graphql("{ viewer { login } }", installation_id=7)
+    assert info.value.status_code == 502 and transient(info.value)
+    assert len(installed.requests("POST", r"^/graphql$")) == 5  # the client's own retries
 
 
 async def test_etag_cache_per_installation(client: GitHubClient, installed: FakeGitHub):

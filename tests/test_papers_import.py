@@ -213,3 +213,20 @@ async def test_fetch_reads_new_listings_until_known(ctx: Any, fake_github: Any) 
     query = seen[0]["search_query"]
     assert "cat:cs.LG" in query and "cat:cs.CL" in query and "cat:cs.AI" in query
     assert seen[0]["sortBy"] == "submittedDate" and seen[0]["sortOrder"] == "descending"
+
+
+async def test_a_title_with_a_capital_beyond_ascii_is_found_again(ctx: Any) -> None:
+    """Papers without an arXiv id are matched by title, ignoring case. SQLite's lower() folds
+    only ASCII letters, so on SQLite a title with another capital (Ω, É) was never found
+    again and each import of the same file added it once more (PostgreSQL found it)."""
+    lines = [json.dumps({"title": "Ω-Learning: Élan for RL", "aliases": ["OmegaRL"]}),
+             json.dumps({"title": "A plain title"})]
+    await upsert_papers(ctx, read_json_lines(lines))
+    again = await upsert_papers(ctx, read_json_lines(lines))
+    async with ctx.sessionmaker() as session:
+        titles = sorted(p.title for p in await session.scalars(select(Paper)))
+    assert titles == ["A plain title", "Ω-Learning: Élan for RL"]
+    assert again.as_dict() == {"added": 0, "updated": 0, "unchanged": 2}
+    # Another case of its ASCII letters is the same paper too (its title is taken, as always).
+    cased = await upsert_papers(ctx, read_json_lines([json.dumps({"title": "Ω-LEARNING: ÉLAN FOR RL"})]))
+    assert cased.as_dict() == {"added": 0, "updated": 1, "unchanged": 0}

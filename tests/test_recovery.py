@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
+from gidgethub import sansio
+from sqlalchemy import select
+
 from bot.github.recovery import recover_deliveries
-from bot.store.models import Delivery
+from bot.speaking.preview import wait_background
+from bot.store.models import Delivery, Repository
 from bot.store.types import format_datetime, utcnow
+from bot.webhooks.routers import router
 
 
 def _ago(**kwargs: float) -> str:
@@ -49,3 +57,33 @@ async def test_survives_errors_and_needs_app_credentials(app_ctx: Any, ctx: Any,
     assert stats.errors == 1 and not fake_github.redeliveries
     # Without app credentials (the plain ctx) there is nothing to list.
     assert (await recover_deliveries(ctx)).listed == 0
+
+
+async def test_missed_deliveries_are_redelivered_oldest_first(
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
+    """While the app was down, a repository was removed from the installation and added back.
+    Recovery asked GitHub for the redeliveries newest first (its listing's order), so they
+    arrived, and were handled, in reverse: the repository ended removed and the app silent
+    there. GitHub's removed payload; the added one is the same with the lists swapped."""
+    removed = json.loads((shared_dir / "fixtures/webhooks/installation_repositories/removed.json")
+                         .read_text())
+    added = {**removed, "action": "added", "repositories_added": removed["repositories_removed"],
+             "repositories_removed": []}
+    payloads = {}
+    for guid, payload, hours in (("removed", removed, 3), ("added", added, 2)):
+        delivery = fake_github.add_delivery("installation_repositories", payload["action"],
+                                            status_code=502, delivered_at=_ago(hours=hours), guid=guid)
+        payloads[delivery["id"]] = payload
+    app_ctx.settings = dataclasses.replace(app_ctx.settings, dry_run=True)  # no preview posts
+
+    await recover_deliveries(app_ctx)
+
+    for delivery_id in fake_github.redeliveries:  # GitHub sends them as asked
+        await router.dispatch(sansio.Event(payloads[delivery_id], event="installation_repositories",
+                                           delivery_id=str(delivery_id)), app_ctx)
+    await wait_background(app_ctx, grace=5)
+    async with app_ctx.sessionmaker() as session:
+        repo = await session.scalar(select(Repository))
+    assert repo is not None and repo.full_name == "octocat/Hello-World"
+    assert repo.installation_id == removed["installation"]["id"]
+    assert repo.removed_installation_id is None

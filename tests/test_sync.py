@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import time
 from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+from gidgethub import sansio
 from sqlalchemy import func, select
 
 from bot.context import AppContext
@@ -17,6 +19,7 @@ from bot.github.sync import SyncError, sync
 from bot.pipeline import sync_changed
 from bot.store.models import Analysis, Comment, SyncCursor, Thread
 from bot.store.threads import load_thread_record
+from bot.webhooks import events
 from tests.fake_graphql import REPOS, FakeData, FakeGraphQL
 from tests.fakegithub import install_app, no_sleep, token_context
 
@@ -146,6 +149,21 @@ async def test_injected_failures_finish_with_nothing_missing(sync_ctx: AppContex
     assert 0 < min(s for s in sizes if s) <= 25
 
 
+async def test_a_query_too_heavy_for_github_is_asked_again_smaller(
+        sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
+    """GitHub answers a GraphQL query it cannot finish in its time with 502, as often as the
+    same document is sent: the client's five attempts all failed and the sync ended with
+    GitHubBroken. As for errors without data, the sync now asks for half as much."""
+    data, _ = world
+    fake_github.fail_next("POST", r"^/graphql$", 502, times=5)  # every attempt of the client
+    await sync(sync_ctx, sleep=no_sleep)
+    await assert_matches(sync_ctx, data)
+    calls = fake_github.requests("POST", r"^/graphql$")
+    sizes = [sum(v for k, v in (c.json.get("variables") or {}).items() if re.fullmatch(r"f\d+", k))
+             for c in calls]
+    assert [c.status for c in calls[:6]] == [502] * 5 + [200] and sizes[5] <= sizes[0] // 2
+
+
 @pytest.mark.parametrize("limit", ["secondary", "primary"])
 async def test_a_long_rate_limit_is_waited_out(sync_ctx: AppContext, fake_github: Any, world: Any,
                                               limit: str) -> None:
@@ -162,6 +180,124 @@ async def test_a_long_rate_limit_is_waited_out(sync_ctx: AppContext, fake_github
     stats = await sync(sync_ctx, sleep=no_sleep)
     await assert_matches(sync_ctx, data)
     assert stats.waited_for_rate_limit >= 4 * 290 and stats.graphql_errors == 0
+
+
+async def test_a_graphql_rate_limit_answered_200_is_waited_out(
+        sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
+    """GitHub answers a spent GraphQL limit with status 200, errors of type RATE_LIMITED and
+    x-ratelimit-remaining 0 (its GraphQL rate-limit docs). The sync took that for a GraphQL
+    error, asked again after 2, 4 and 8 s (inside the limit) and stopped ("GraphQL request
+    failed 4 times"); it now waits for the reset, as for the 403 shape."""
+    data, _ = world
+    reset = int(time.time()) + 1200
+    fake_github.fail_next("POST", r"^/graphql$", 200, times=4, headers={
+        "x-ratelimit-limit": "5000", "x-ratelimit-remaining": "0",
+        "x-ratelimit-reset": str(reset)}, body={"data": None, "errors": [
+            {"type": "RATE_LIMITED", "message": "API rate limit exceeded for user ID 1."}]})
+    stats = await sync(sync_ctx, sleep=no_sleep)
+    await assert_matches(sync_ctx, data)
+    assert stats.waited_for_rate_limit >= 4 * 1100 and stats.graphql_errors == 0
+
+
+async def test_a_dropped_connection_does_not_stop_the_sync(
+        sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
+    """A connection GitHub (or a proxy) drops before answering a sync request: the client
+    repeated only GETs, so the sync's GraphQL query (a POST that only reads) ended the run
+    with ServerDisconnectedError. A query is as safe to repeat as a GET."""
+    data, _ = world
+    fake_github.disconnect_next("POST", r"^/graphql$")
+    await sync(sync_ctx, sleep=no_sleep)
+    await assert_matches(sync_ctx, data)
+
+
+async def test_a_webhook_during_the_sync_is_not_undone(
+        sync_ctx: AppContext, fake_github: Any, schema_path: Path) -> None:
+    """A comment GitHub delivers (and the app stores) while the sync still holds the thread
+    it fetched earlier (its remaining comments came in a later request; a wait for the rate
+    limit can make that an hour): the sync wrote its older snapshot over the newer thread and
+    deleted the comment as gone. The webhook path keeps the newer state; so does the sync now
+    (its own comments are added, the newer thread and comment stay)."""
+    repo = "huggingface/trl"
+    data = FakeData()
+    data.add_thread(repo, "issue", n_comments=1, closed=False)
+    long = data.add_thread(repo, "issue", n_comments=60, closed=False)  # more than fit nested
+    responder = FakeGraphQL(data, schema_path)
+    calls = 0
+
+    async def handler(query: str, variables: dict[str, Any]) -> Any:
+        nonlocal calls
+        calls += 1
+        answer = responder(query, variables)
+        if calls == 2:  # the rest of the long thread's comments: then someone comments there
+            thread = data.touch(repo, "issue", long["number"], new_comments=1)
+            node = thread["_comments"][-1]
+            alice = {"login": "alice", "type": "User"}
+            await events.router.dispatch(sansio.Event({
+                "action": "created", "repository": {"id": 9, "full_name": repo}, "sender": alice,
+                "issue": {"id": thread["databaseId"], "number": thread["number"],
+                          "title": thread["title"], "body": thread["body"], "state": "open",
+                          "user": alice, "labels": [], "assignees": [],
+                          "created_at": thread["createdAt"], "updated_at": thread["updatedAt"]},
+                "comment": {"id": node["databaseId"], "body": node["body"], "user": alice,
+                            "author_association": "NONE", "created_at": node["createdAt"],
+                            "updated_at": node["updatedAt"]},
+            }, event="issue_comment", delivery_id="d-1"), sync_ctx)
+        return answer
+
+    fake_github.graphql_handler = handler
+    await sync(sync_ctx, [repo], sleep=no_sleep)
+    assert calls == 2
+    async with sync_ctx.sessionmaker() as session:
+        stored = await load_thread_record(session, repo, long["number"])
+    assert stored is not None and stored["updated_at"] == long["updatedAt"]
+    assert len(stored["comments"]) == 61
+
+
+async def test_a_deletion_during_the_sync_stays_deleted(
+        sync_ctx: AppContext, fake_github: Any, schema_path: Path) -> None:
+    """An issue, and a comment of another one, deleted on GitHub (their deliveries handled)
+    while the sync still held what it had fetched of them: the sync stored them again; the
+    comment until the next refresh, the issue for good (GitHub lists it no more, so no later
+    sync removed it). Deletions the webhooks noted now hold for the sync too."""
+    repo = "huggingface/trl"
+    data = FakeData()
+    gone = data.add_thread(repo, "issue", n_comments=60, closed=False)  # more than fit nested
+    kept = data.add_thread(repo, "issue", n_comments=60, closed=False)
+    responder = FakeGraphQL(data, schema_path)
+    calls = 0
+    alice = {"login": "alice", "type": "User"}
+
+    def issue(t: dict[str, Any]) -> dict[str, Any]:
+        return {"id": t["databaseId"], "number": t["number"], "title": t["title"], "body": t["body"],
+                "state": "open", "user": alice, "labels": [], "assignees": [],
+                "created_at": t["createdAt"], "updated_at": t["updatedAt"]}
+
+    async def deliver(event: str, payload: dict[str, Any]) -> None:
+        payload = {"repository": {"id": 9, "full_name": repo}, "sender": alice, **payload}
+        await events.router.dispatch(sansio.Event(payload, event=event, delivery_id=event), sync_ctx)
+
+    async def handler(query: str, variables: dict[str, Any]) -> Any:
+        nonlocal calls
+        calls += 1
+        answer = responder(query, variables)
+        if calls == 2:  # the rest of both threads' comments; then the deletions on GitHub
+            data.repos[repo]["issue"].remove(gone)
+            await deliver("issues", {"action": "deleted", "issue": issue(gone)})
+            node = data.delete_comment(repo, "issue", kept["number"], index=0)
+            await deliver("issue_comment", {"action": "deleted", "issue": issue(kept), "comment": {
+                "id": node["databaseId"], "body": node["body"], "user": alice,
+                "created_at": node["createdAt"], "updated_at": node["updatedAt"]}})
+        return answer
+
+    fake_github.graphql_handler = handler
+    await sync(sync_ctx, [repo], sleep=no_sleep)
+    async with sync_ctx.sessionmaker() as session:
+        stored = await load_thread_record(session, repo, kept["number"])
+    assert stored is not None and len(stored["comments"]) == 59  # (a refresh repaired that)
+    await sync(sync_ctx, [repo], sleep=no_sleep)  # a refresh: GitHub lists the issue no more
+    assert calls >= 3
+    async with sync_ctx.sessionmaker() as session:
+        assert await load_thread_record(session, repo, gone["number"]) is None
 
 
 async def test_persistent_errors_stop_and_the_next_run_resumes(sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
@@ -393,6 +529,25 @@ async def test_repositories_the_credentials_cannot_read_do_not_stop_the_others(
     before trl) the installed repository was never synced by the nightly job at all."""
     fake_github.allow_anonymous = False
     await install_app(app_ctx, fake_github, 55, "huggingface", ["huggingface/trl"])
+    stats = await sync(app_ctx, ["verl-project/verl", "huggingface/trl"], sleep=no_sleep)
+    assert stats.repos == {"huggingface/trl": THREADS_PER_REPO}
+    assert sorted(stats.failed_streams) == [
+        "verl-project/verl:discussion", "verl-project/verl:issue", "verl-project/verl:pull_request"]
+
+
+@pytest.mark.parametrize("gone", ["uninstalled", "suspended"])
+async def test_an_installation_gone_unannounced_does_not_stop_the_others(
+        app_ctx: Any, fake_github: Any, world: Any, gone: str) -> None:
+    """The app was uninstalled from verl (or suspended there) while no event reached it (it
+    was down; recovery redelivers days later): GitHub refuses that installation a token
+    (404, 403), and that refusal ended the whole sync, so TRL, installed through another
+    installation, was not synced either. That group is refused as a 401 is, the rest goes on."""
+    await install_app(app_ctx, fake_github, 56, "verl-project", ["verl-project/verl"])
+    await install_app(app_ctx, fake_github, 55, "huggingface", ["huggingface/trl"])
+    if gone == "uninstalled":
+        del fake_github.installations[56]
+    else:
+        fake_github.suspend_installation(56)
     stats = await sync(app_ctx, ["verl-project/verl", "huggingface/trl"], sleep=no_sleep)
     assert stats.repos == {"huggingface/trl": THREADS_PER_REPO}
     assert sorted(stats.failed_streams) == [

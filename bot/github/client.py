@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import http
 import json
 import logging
 import random
@@ -136,6 +137,41 @@ def retry_reason(status: int, headers: Mapping[str, str], body: bytes) -> str | 
     return None
 
 
+GRAPHQL_MUTATION = re.compile(r"\s*mutation\b")
+
+
+def _graphql_query(path: str, body: bytes) -> bool:
+    """A GraphQL POST that only reads (no mutation): as safe to repeat as a GET."""
+    if not path.endswith("/graphql"):
+        return False
+    try:
+        query = json.loads(body).get("query")
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(query, str) and GRAPHQL_MUTATION.match(query) is None
+
+
+def graphql_rate_limit(body: bytes) -> str | None:
+    """Why a GraphQL answer of status 200 is a rate limit, or None. GitHub answers a spent
+    GraphQL limit with 200, errors of type RATE_LIMITED and `x-ratelimit-remaining: 0`, and
+    may answer a secondary limit with 200 and its message; nothing of the query was run."""
+    if b"RATE_LIMITED" not in body and not any(m in body.lower() for m in SECONDARY_LIMIT_MARKERS):
+        return None  # the cheap test first: a large answer is parsed only when it may be one
+    try:
+        errors = json.loads(body).get("errors")
+    except (ValueError, AttributeError):
+        return None
+    for error in errors if isinstance(errors, list) else []:
+        if not isinstance(error, dict):
+            continue
+        message = str(error.get("message") or "").lower().encode("utf-8", "replace")
+        if any(marker in message for marker in SECONDARY_LIMIT_MARKERS):
+            return "secondary_rate_limit"
+        if error.get("type") == "RATE_LIMITED":
+            return "rate_limit"
+    return None
+
+
 def _retry_after_seconds(value: str, now: float) -> float | None:
     value = value.strip()
     try:
@@ -204,6 +240,7 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
         self._on_unauthorized = on_unauthorized
         # The headers of the last rate-limit answer the retries gave up on (for graphql()).
         self._rate_limited: Mapping[str, str] | None = None
+        self._last_status = 0  # of the last answer (for graphql())
 
     async def sleep(self, seconds: float) -> None:
         await self._sleep(seconds)
@@ -243,6 +280,19 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
         raise AssertionError("unreachable")
 
     async def graphql(self, query: str, *, endpoint: str = "", **variables: Any) -> Any:
+        for second_try in (False, True):
+            try:
+                return await self._graphql_once(query, endpoint=endpoint, **variables)
+            except gidgethub.GraphQLAuthorizationFailure:
+                # A token revoked or expired early (as for REST in _make_request): drop it
+                # and try once with a fresh one; GitHub ran nothing of a refused request.
+                if second_try or self._on_unauthorized is None:
+                    raise
+                log.warning("GitHub 401 on POST /graphql; refreshing credentials")
+                self._on_unauthorized()
+        raise AssertionError("unreachable")
+
+    async def _graphql_once(self, query: str, *, endpoint: str = "", **variables: Any) -> Any:
         # gidgethub's graphql() sends self.oauth_token: set it from the current credentials.
         if self._credentials is not None:
             kind, value = await self._credentials()
@@ -252,16 +302,29 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
         try:
             return await super().graphql(query, endpoint=endpoint or self._graphql_endpoint(),
                                          **variables)
-        except gidgethub.BadGraphQLRequest as exc:
+        except (gidgethub.BadGraphQLRequest, gidgethub.QueryError) as exc:
             # gidgethub drops the headers of a GraphQL error: a rate limit the retries gave
             # up on comes back as REST's would (BadRequest with them), so callers wait as
-            # long as GitHub asks (`rate_limit_wait`) instead of retrying at once.
-            if self._rate_limited is None or exc.status_code not in (403, 429):
+            # long as GitHub asks (`rate_limit_wait`) instead of retrying at once. GitHub's
+            # 200 with RATE_LIMITED errors (QueryError) comes back as REST's 403 with them.
+            status = getattr(exc, "status_code", None)
+            if self._rate_limited is None or (status is not None and status not in (403, 429)):
                 raise
-            message = str((exc.response or {}).get("message") or "rate limited") \
-                if isinstance(exc.response, dict) else "rate limited"
-            raise gidgethub.BadRequest(exc.status_code, message,
+            response = exc.response if isinstance(exc.response, dict) else {}
+            errors = response.get("errors")
+            first = errors[0] if isinstance(errors, list) and errors else {}
+            message = str(response.get("message")
+                          or (first.get("message") if isinstance(first, dict) else None)
+                          or "rate limited")
+            raise gidgethub.BadRequest(status or http.HTTPStatus.FORBIDDEN, message,
                                        headers=self._rate_limited) from exc
+        except gidgethub.GraphQLException as exc:
+            # gidgethub decodes the body before it looks at the status: GitHub's 5xx with an
+            # HTML or empty body (its front end's) came back as a GraphQL error, which the
+            # worker does not take for GitHub being down (GitHubBroken, retried for hours).
+            if self._last_status >= 500:
+                raise gidgethub.GitHubBroken(http.HTTPStatus(self._last_status)) from exc
+            raise
 
     def _graphql_endpoint(self) -> str:
         return self.base_url.rstrip("/") + "/graphql"
@@ -277,9 +340,12 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
             attempt += 1
             try:
                 status, resp_headers, data = await super()._request(method, url, headers, body)
+                self._last_status = status
             except (TimeoutError, aiohttp.ClientError) as exc:
-                # A request that never reached GitHub is safe to repeat; others only if idempotent.
-                safe = isinstance(exc, aiohttp.ClientConnectorError) or method in IDEMPOTENT
+                # A request that never reached GitHub is safe to repeat; others only if
+                # idempotent (a GraphQL query is, though it is a POST; a mutation is not).
+                safe = (isinstance(exc, aiohttp.ClientConnectorError) or method in IDEMPOTENT
+                        or (method == "POST" and _graphql_query(path, body)))
                 delay = self._backoff(attempt)
                 if not safe or not self._within(policy, attempt, waited, delay):
                     raise
@@ -292,6 +358,8 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
                 continue
             log.debug("GitHub %s %s -> %d", method, path, status)
             reason = retry_reason(status, resp_headers, data)
+            if reason is None and status == 200 and method == "POST" and path.endswith("/graphql"):
+                reason = graphql_rate_limit(data)
             if reason is None:
                 return status, resp_headers, data
             if reason == "server_error" and method == "POST" and _creates(path, body):

@@ -53,6 +53,7 @@ _PREFIX = re.compile(r"^(?:arxiv:|https?://(?:www\.|export\.)?arxiv\.org/(?:abs|
 _NEW_ID = re.compile(r"^\d{4}\.\d{4,5}$")
 _OLD_ID = re.compile(r"^[a-z][a-z\-]*(?:\.[a-z]{2})?/\d{7}$")
 _SPACES = re.compile(r"\s+")
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def bare_arxiv_id(value: str | None) -> str | None:
@@ -212,7 +213,11 @@ async def _upsert_batch(ctx: Any, batch: list[dict[str, Any]], stats: ImportStat
             by_key[key] = r
     async with ctx.sessionmaker() as session:
         ids = [r["arxiv_id"] for r in by_key.values() if r["arxiv_id"]]
-        titles = [r["title"].lower() for r in by_key.values() if not r["arxiv_id"]]
+        # SQLite's lower() folds only ASCII letters ("Ω-Learning" stays "Ω-learning"), where
+        # PostgreSQL's and Python's fold all: both spellings are looked up, or SQLite never
+        # found a stored title with another capital and added it again at each import.
+        titles = sorted({t for r in by_key.values() if not r["arxiv_id"]
+                         for t in (r["title"].lower(), r["title"].translate(_ASCII_LOWER))})
         existing: dict[str, Paper] = {}
         if ids:
             for p in await session.scalars(select(Paper).where(Paper.arxiv_id.in_(ids))):

@@ -77,7 +77,14 @@ async def recover_deliveries(ctx: Any, *, window: timedelta = WINDOW) -> Recover
         for i in range(0, len(guids), 500):
             stored.update(await session.scalars(
                 select(Delivery.delivery_id).where(Delivery.delivery_id.in_(guids[i:i + 500]))))
-    for guid, tries in failed.items():
+    # Oldest first: GitHub lists newest first, and deliveries asked for in that order arrived
+    # and were handled in reverse (a repository removed then added again while the app was
+    # down ended removed). Installation events carry no time to order them by afterwards.
+    def first_sent(guid: str) -> str:
+        return min(str(d.get("delivered_at") or "") for d in failed[guid])
+
+    for guid in sorted(failed, key=first_sent):
+        tries = failed[guid]
         if guid in stored:
             stats.in_inbox += 1
             continue

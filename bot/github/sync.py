@@ -47,6 +47,10 @@ from bot.store.models import Comment, Repository, SyncCursor, Thread
 from bot.store.threads import (
     COMMENT_FIELDS,
     COMMENT_TIMES,
+    comment_grave,
+    graves,
+    is_buried,
+    thread_grave,
     upsert_comment,
     upsert_thread,
 )
@@ -184,6 +188,12 @@ def comment_from_node(node: dict[str, Any], typename: str) -> dict[str, Any] | N
         record["created_at"] = node.get("submittedAt") or node.get("createdAt")
         del record["updated_at"]
     return record
+
+
+def _newer(stored: datetime | None, fetched: str | None) -> bool:
+    """The stored row is of a later version than the one fetched (the webhook path's rule)."""
+    when = parse_datetime(fetched)
+    return stored is not None and when is not None and stored > when
 
 
 def new_comment_values(thread_id: int, record: dict[str, Any]) -> dict[str, Any]:
@@ -446,10 +456,24 @@ class Syncer:
     async def _ask(self, query: str, variables: dict[str, Any], installation_id: int | None) -> dict[str, Any]:
         import gidgethub
 
+        from bot.github.client import rate_limit_wait
+
         try:
             return await self.ctx.github.graphql(query, installation_id=installation_id, **variables)
         except gidgethub.GraphQLAuthorizationFailure as exc:
             raise _Refused(str(exc)) from exc
+        except gidgethub.GitHubBroken as exc:
+            # Still 5xx after the client's retries of the same document: GitHub's answer to a
+            # query too heavy to finish in its time (502). Asked again smaller, as below.
+            log.warning("sync: GitHub answered %s", exc.status_code)
+            raise _Transient(f"GitHub {int(exc.status_code)}") from exc
+        except gidgethub.BadRequest as exc:
+            # No token for the installation (uninstalled or suspended while no event told
+            # us: 404, 403): that group is refused, as a 401 is; it ended the whole sync.
+            if (installation_id is not None and int(exc.status_code) in (401, 403, 404)
+                    and rate_limit_wait(exc) is None):
+                raise _Refused(f"{int(exc.status_code)} {exc}") from exc
+            raise
         except gidgethub.GraphQLException as exc:
             self.stats.graphql_errors += 1
             response = exc.response if isinstance(exc.response, dict) else {}
@@ -565,8 +589,9 @@ class Syncer:
         async with self.ctx.sessionmaker() as session:
             known = await self._stored_comments(session, finished)
             threads = await self._stored_threads(session, finished)
+            buried = await self._graves(session, finished)
             for pt in finished:
-                if await self._write_thread(session, pt, known, threads):
+                if await self._write_thread(session, pt, known, threads, buried):
                     changed.append((pt.record["repo"], pt.record["number"]))
                 del self.pending[pt.key]
                 for _cursor, keys in pt.stream.pages:
@@ -600,6 +625,18 @@ class Syncer:
         return found
 
     @staticmethod
+    async def _graves(session: Any, threads: list[PendingThread]) -> dict[str, datetime | None]:
+        """The noted deletions among these threads and their comments: a webhook told of one
+        while this pass held what it fetched before (bot.store.threads.bury)."""
+        keys = sorted({thread_grave(pt.record["repo"], pt.record["number"], pt.record["kind"])
+                       for pt in threads} | {comment_grave(kind, gid) for pt in threads
+                                             for (kind, gid) in pt.comments})
+        found: dict[str, datetime | None] = {}
+        for i in range(0, len(keys), 500):
+            found.update(await graves(session, set(keys[i:i + 500])))
+        return found
+
+    @staticmethod
     async def _stored_comments(session: Any, threads: list[PendingThread]) -> dict[tuple[str, int], Comment]:
         """The stored rows of every fetched comment, in a few queries instead of one each."""
         ids = sorted({gid for pt in threads for (_kind, gid) in pt.comments})
@@ -611,25 +648,44 @@ class Syncer:
 
     async def _write_thread(self, session: Any, pt: PendingThread,
                             known: dict[tuple[str, int], Comment],
-                            threads: dict[tuple[str, int], Thread]) -> bool:
+                            threads: dict[tuple[str, int], Thread],
+                            buried: dict[str, datetime | None] | None = None) -> bool:
         record = pt.record
+        buried = buried or {}
+        if is_buried(buried, thread_grave(record["repo"], record["number"], record["kind"]),
+                     record.get("created_at")):
+            return False  # deleted (or transferred away) since this pass fetched it
         existing = threads.get((record["repo"].lower(), record["number"]))
         before = existing.updated_at if existing is not None else None
+        # A webhook may have stored a later state while this pass held the thread (its pages,
+        # a wait for the rate limit): that state is kept, as the webhook path keeps the newer
+        # one, and so are comments this pass did not see. The next refresh reads the thread
+        # again (it was updated after this pass's mark).
+        stale = _newer(before, record.get("updated_at"))
+        written = 0
         stored: dict[tuple[str, int], Comment] = {}
         if existing is not None:
             rows = await session.scalars(select(Comment).where(Comment.thread_id == existing.id))
             stored = {(c.kind, int(c.github_id)): c for c in rows}
-        thread = await upsert_thread(session, record)
+        thread = existing if stale and existing is not None else await upsert_thread(session, record)
         for key, comment in pt.comments.items():
+            if comment_grave(*key) in buried:
+                continue  # deleted since this pass fetched it
             old = known.get(key) or stored.get(key)
             if old is None:
                 self._new_rows.append(new_comment_values(thread.id, comment))
+                written += 1
                 continue
+            if _newer(old.updated_at, comment.get("updated_at")):
+                continue  # edited since this pass read it (a webhook stored the edit)
             same_time = "updated_at" not in comment or old.updated_at == parse_datetime(comment["updated_at"])
             if old.thread_id == thread.id and same_time and (old.body or "") == comment["body"]:
                 continue  # unchanged: no write
             await upsert_comment(session, thread, comment)
             self.stats.comments += 1
+            written += 1
+        if stale:
+            return bool(written)
         gone = [c.id for key, c in stored.items() if key not in pt.comments]
         if gone:
             # Deleted on GitHub while no webhook told us (or the app is not installed there).

@@ -330,3 +330,25 @@ async def test_a_busy_night_is_cut_to_fit_one_github_comment_and_says_what_was_c
             Action.dedupe_key == f"report:{DAY2}")))
     assert all(f"{V}/{n})" in row.markdown for n in range(1000, 2000))  # the page keeps all
     assert action.status == "posted" and action.body == body
+
+
+async def test_each_kind_of_change_is_its_own_list_item(ctx: Any) -> None:
+    """The template's lines of changes ended in a block tag, which ate their newline: verl's
+    first replies, concerns, declines and its proposal count ran into one bullet on GitHub
+    ("- **First replies**: …- **Concerns raised**: …- Proposals: 4")."""
+    await night_one(ctx)
+    await run_report(ctx, DAY1)
+    await night_two(ctx)
+    await run_report(ctx, DAY2)
+    async with ctx.sessionmaker() as session:
+        row = await session.scalar(select(Report).where(Report.date == DAY2.isoformat()))
+    tokens = MarkdownIt().parse(row.markdown)
+    items = []
+    for i, tok in enumerate(tokens):
+        if tok.type == "list_item_open":
+            items.append(tokens[i + 2].content)  # list_item_open, paragraph_open, inline
+    verl = [text.split(":")[0] for text in items[:5]]
+    assert verl == ["**First replies**", "**Concerns raised**", "**Declined or redirected**",
+                    "Proposals", "Failure reports of the day"], items[:6]
+    assert any(text.startswith("**Merged**") for text in items)
+    assert any(text.startswith("**New proposals**") for text in items)

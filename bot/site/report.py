@@ -306,9 +306,10 @@ async def _post_on_github(ctx: Any, repo: str, number: int, day: str, markdown: 
         return {}
     # The night's comment may be there already (posted, its answer lost): found by the
     # template's marker and edited, never posted twice.
-    from bot.speaking.posting import post_or_adopt
+    from bot.speaking.posting import app_login, post_or_adopt
 
-    posted = await post_or_adopt(gh, repo, number, markdown, f"<!-- rltracker:report:{day} -->", None)
+    posted = await post_or_adopt(gh, repo, number, markdown, f"<!-- rltracker:report:{day} -->",
+                                 None, login=await app_login(ctx))
     return {"comment_id": posted.get("id"), "comment_node_id": posted.get("node_id")}
 
 

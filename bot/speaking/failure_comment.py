@@ -10,7 +10,13 @@ from typing import Any
 from sqlalchemy import and_, select, update
 
 from bot.speaking.claims import claim_within_budget, finish, release
-from bot.speaking.posting import installation_gh, live_issue, own_comment, post_or_adopt
+from bot.speaking.posting import (
+    app_login,
+    installation_gh,
+    live_issue,
+    own_comment,
+    post_or_adopt,
+)
 from bot.speaking.quiet import NEW_TRIGGERS, live_record, maintainer_replies, quiet_reason
 from bot.speaking.records import record_skip
 from bot.speaking.render import (
@@ -130,7 +136,8 @@ async def failure_comment(
         gh = await installation_gh(ctx, sit.installation_id)
         issue, comments = await live_issue(gh, repo, number)
         live = live_record(issue, comments, sit.record)
-        own = own_comment(comments, FAILURE_MARKER)
+        login = await app_login(ctx)
+        own = own_comment(comments, FAILURE_MARKER, login)
         quiet = None if own else quiet_reason(
             live, config=config, trigger=trigger, now=now, ignore_labels=opened_labels,
             paused=sit.paused, muted=sit.muted,
@@ -139,7 +146,8 @@ async def failure_comment(
             await release(ctx, action_id)
             await record_skip(ctx, repo, number, "failure_comment", *quiet, checked="live")
             return "skipped:" + quiet[0]
-        posted = await post_or_adopt(gh, repo, number, composed.body, FAILURE_MARKER, comments)
+        posted = await post_or_adopt(gh, repo, number, composed.body, FAILURE_MARKER, comments,
+                                     login=login)
         await finish(
             ctx, action_id, status="posted", body=composed.body,
             comment_id=posted.get("id"), comment_node_id=posted.get("node_id"),

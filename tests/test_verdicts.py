@@ -710,3 +710,38 @@ async def test_not_a_failure_and_a_later_kind_at_once_end_with_the_kind(
     assert "/failures/kl_growth" in comment["body"]
     [row] = await actions(app_ctx, "failure_comment")
     assert not row.is_minimized and row.body == comment["body"]
+
+
+async def test_the_label_follows_the_kind_a_person_sets(app_ctx: Any, fake_github: Any) -> None:
+    """The repository's config labels each failure kind. The failure comment added the
+    analyzer's kind's label; a `/rltracker kind kl_growth` rewrote the comment for kl_growth
+    and left `rl: entropy` on the issue (kl_growth's label never added), and after
+    `not-a-failure` the issue still carried a failure label. The label the app added follows
+    the comment's kind and goes with not-a-failure; a label a person put there stays."""
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "labels:\n  entropy_collapse: 'rl: entropy'\n"
+                         "  kl_growth: 'rl: kl'\n")
+    await commented(app_ctx, fake_github, 41)
+
+    def labels() -> list[str]:
+        return sorted(label["name"] for label in fake_github.issue(VERL, 41)["labels"])
+
+    assert labels() == ["rl: entropy"]
+    fake_github.issue(VERL, 41)["labels"].append({"name": "needs-triage"})  # a person's
+    now = datetime.now(UTC)
+    await commands_router.dispatch(written(comment_event(
+        "/rltracker kind kl_growth", number=41), now - timedelta(minutes=3)), app_ctx)
+    [comment] = app_comments(fake_github, VERL, 41)
+    assert "/failures/kl_growth" in comment["body"]
+    assert labels() == ["needs-triage", "rl: kl"]
+    github = Minimising()
+    fake_github.graphql_handler = github
+    await commands_router.dispatch(written(comment_event(
+        "/rltracker not-a-failure", number=41), now - timedelta(minutes=2)), app_ctx)
+    assert github.minimized == {comment["node_id"]: True}
+    assert labels() == ["needs-triage"]
+    # a later kind shows the comment again, with its kind's label
+    await commands_router.dispatch(written(comment_event(
+        "/rltracker kind kl_growth", number=41), now - timedelta(minutes=1)), app_ctx)
+    assert github.minimized == {comment["node_id"]: False}
+    assert labels() == ["needs-triage", "rl: kl"]

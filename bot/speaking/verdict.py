@@ -30,7 +30,12 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from bot.speaking.failure_comment import VERDICT_MINIMIZED, update_failure_comment, with_verdict
+from bot.speaking.failure_comment import (
+    VERDICT_MINIMIZED,
+    relabel,
+    update_failure_comment,
+    with_verdict,
+)
 from bot.speaking.repo_config import get_repo_config
 from bot.speaking.situation import failure_key, load_situation, rules_key
 from bot.store.models import Action
@@ -94,6 +99,17 @@ async def minimize_comments(ctx: Any, repo: str, number: int, installation_id: i
             await session.commit()
         done.append(action.kind)
     return done
+
+
+async def _drop_label(ctx: Any, repo: str, number: int, installation_id: int | None,
+                      dry_run: bool) -> None:
+    """Not a failure report: the failure-kind label the app added goes (a later kind adds
+    its own back through the comment's rewrite)."""
+    if dry_run or ctx.github is None:
+        return
+    for action in await _own_comments(ctx, repo, number):
+        if action.kind == "failure_comment" and action.status == "posted":
+            await relabel(ctx, repo, number, installation_id, action, None)
 
 
 async def _lift_verdict_mute(ctx: Any, repo: str, number: int) -> bool:
@@ -188,6 +204,7 @@ async def settle_verdict(ctx: Any, repo: str, number: int, installation_id: int 
             await mute_thread(ctx, repo, number)
             await minimize_comments(ctx, repo, number, installation_id, dry_run,
                                     by=VERDICT_MINIMIZED)
+            await _drop_label(ctx, repo, number, installation_id, dry_run)
             outcome = "muted"
         done = said
     return outcome

@@ -745,3 +745,28 @@ async def test_the_label_follows_the_kind_a_person_sets(app_ctx: Any, fake_githu
         "/rltracker kind kl_growth", number=41), now - timedelta(minutes=1)), app_ctx)
     assert github.minimized == {comment["node_id"]: False}
     assert labels() == ["needs-triage", "rl: kl"]
+
+
+async def test_stop_given_while_the_first_comment_is_being_posted_hides_it(
+        app_ctx: Any, fake_github: Any) -> None:
+    """`/rltracker stop` minimises the app's comments and mutes the thread. Given while
+    another worker or replica is still posting the failure comment (GitHub holding the POST),
+    it muted the thread and found nothing posted to minimise; the poster read only the verdict
+    again, so the comment stayed shown for good. The poster now also reads whether the thread
+    was stopped meanwhile and minimises what it has just posted."""
+    await install(app_ctx, fake_github)
+    github = Minimising()
+    fake_github.graphql_handler = github
+    payload = await open_issue(app_ctx, fake_github, 37)
+    reached, release = hold_the_post(fake_github, 37)
+    posting = asyncio.create_task(
+        act(app_ctx, VERL, 37, trigger="issues.opened", payload=payload, analysis=FAILURE))
+    await reached.wait()
+    await commands_router.dispatch(comment_event("/rltracker stop", number=37), app_ctx)
+    assert github.calls == [] and await muted(app_ctx, 37)
+    release.set()
+    await posting
+    [comment] = app_comments(fake_github, VERL, 37)
+    assert github.minimized == {comment["node_id"]: True}
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.is_minimized and row.details["minimized_by"] == "stop"

@@ -24,7 +24,7 @@ from bot.speaking.quiet import COMMENT_TRIGGERS, EDIT_TRIGGERS, NEW_TRIGGERS, PR
 from bot.speaking.repo_config import effective_dry_run, get_repo_config
 from bot.speaking.rule_summary import rule_summary
 from bot.speaking.situation import Prefetched, load_situation
-from bot.speaking.verdict import settle_verdict
+from bot.speaking.verdict import minimize_if_stopped, settle_verdict
 from bot.store.types import utcnow
 from bot.store.verdicts import as_failure, verdict_of
 
@@ -91,6 +91,10 @@ async def act(
         outcome["rule_summary"] = await rule_summary(
             ctx, sit, analysis, config, trigger=trigger, payload=payload
         )
+    if "posted" in (outcome.get("failure_comment"), outcome.get("rule_summary")):
+        # `/rltracker stop` while this decision posted: it found nothing to minimise.
+        await minimize_if_stopped(ctx, sit.repo, sit.number, sit.installation_id,
+                                  dry_run=effective_dry_run(ctx, config))
     return outcome
 
 

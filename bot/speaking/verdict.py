@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from bot.speaking.failure_comment import (
     VERDICT_MINIMIZED,
@@ -110,6 +110,21 @@ async def _drop_label(ctx: Any, repo: str, number: int, installation_id: int | N
     for action in await _own_comments(ctx, repo, number):
         if action.kind == "failure_comment" and action.status == "posted":
             await relabel(ctx, repo, number, installation_id, action, None)
+
+
+async def minimize_if_stopped(ctx: Any, repo: str, number: int, installation_id: int | None,
+                              *, dry_run: bool) -> list[str]:
+    """After posting: a `/rltracker stop` handled while the comment was being posted found
+    nothing posted to minimise (it records the command before it minimises; the poster reads
+    the record after it posted: one of the two sees the other). Minimise what it missed."""
+    async with ctx.sessionmaker() as session:
+        said = await session.scalars(select(Action.details).where(
+            func.lower(Action.repo) == repo.lower(), Action.number == number,
+            Action.kind == "command", Action.status.in_(("posted", "dry_run"))))
+        stopped = any((details or {}).get("command") == "stop" for details in said)
+    if not stopped:
+        return []
+    return await minimize_comments(ctx, repo, number, installation_id, dry_run, by="stop")
 
 
 async def _lift_verdict_mute(ctx: Any, repo: str, number: int) -> bool:

@@ -770,3 +770,24 @@ async def test_stop_given_while_the_first_comment_is_being_posted_hides_it(
     assert github.minimized == {comment["node_id"]: True}
     [row] = await actions(app_ctx, "failure_comment")
     assert row.is_minimized and row.details["minimized_by"] == "stop"
+
+
+async def test_not_a_failure_leaves_the_rule_summary_shown(app_ctx: Any, fake_github: Any) -> None:
+    """`/rltracker not-a-failure` minimises the app's failure comment (docs/comments.md); a
+    rule-summary reply is never on a failure report, and a person saying the thread is none
+    agrees with it. The verdict minimised it too, as `stop` does."""
+    from tests.test_actions_e2e import PROPOSAL, RULES_MARKER
+
+    await install(app_ctx, fake_github)
+    github = Minimising()
+    fake_github.graphql_handler = github
+    payload = await open_issue(app_ctx, fake_github, 38, title="Add GSPO",
+                               body="Please add GSPO (arXiv 2507.18071).")
+    out = await act(app_ctx, VERL, 38, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert out["rule_summary"] == "posted"
+    await commands_router.dispatch(comment_event("/rltracker not-a-failure", number=38), app_ctx)
+    assert await muted(app_ctx, 38)
+    assert github.calls == []
+    [row] = await actions(app_ctx, "rule_summary")
+    assert not row.is_minimized
+    assert app_comments(fake_github, VERL, 38, RULES_MARKER)

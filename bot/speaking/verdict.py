@@ -12,7 +12,7 @@ whichever command called it (a retried older command does the newer one's work):
   and minimised comments an earlier `not-a-failure` left are undone first: the thread is
   unmuted and the comment, rewritten while still hidden, shown again (GraphQL
   `unminimizeComment`).
-- not a failure report: the app's comments are minimised and the thread muted (as
+- not a failure report: the app's failure comment is minimised and the thread muted (as
   `/rltracker stop`), marked as done by the verdict so that a later kind can undo it.
 
 Each step is idempotent, so a redelivery finishes what an attempt cut short left undone, and
@@ -79,10 +79,14 @@ async def minimize_comments(ctx: Any, repo: str, number: int, installation_id: i
                             dry_run: bool, *, by: str) -> list[str]:
     """Minimise the app's comments on the thread (GraphQL minimizeComment, OUTDATED); `by`:
     the command that asked (kept in the action's details, with whether the comment was frozen
-    before, so that a later kind can undo a verdict's minimising and nothing else)."""
+    before, so that a later kind can undo a verdict's minimising and nothing else). A
+    not-a-failure verdict minimises the failure comment only: a rule-summary reply answers a
+    proposal, never a failure report, and the verdict agrees with it."""
     done: list[str] = []
     for action in await _own_comments(ctx, repo, number):
         if action.status != "posted" or not action.comment_node_id or action.is_minimized:
+            continue
+        if by == VERDICT_MINIMIZED and action.kind != "failure_comment":
             continue
         if not (dry_run or ctx.github is None):
             await ctx.github.graphql(

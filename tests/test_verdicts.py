@@ -791,3 +791,34 @@ async def test_not_a_failure_leaves_the_rule_summary_shown(app_ctx: Any, fake_gi
     [row] = await actions(app_ctx, "rule_summary")
     assert not row.is_minimized
     assert app_comments(fake_github, VERL, 38, RULES_MARKER)
+
+
+async def test_a_kind_said_after_posting_is_finished_by_the_retry_when_github_failed(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A kind given while the first comment was being posted: the poster rewrites the comment
+    for it after posting, but GitHub fails that edit (502 on every retry). The delivery is
+    retried by the worker, which found the comment posted ("owned") and did nothing more: the
+    comment kept the analyzer's kind until the next edit or recheck. The retry settles the
+    verdict too."""
+    import gidgethub
+    import pytest
+
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 39)
+    reached, release = hold_the_post(fake_github, 39)
+    posting = asyncio.create_task(
+        act(app_ctx, VERL, 39, trigger="issues.opened", payload=payload, analysis=FAILURE))
+    await reached.wait()
+    await commands_router.dispatch(comment_event("/rltracker kind kl_growth", number=39), app_ctx)
+    fake_github.fail_next("PATCH", r"/issues/comments/\d+$", 502, times=5)  # the client's attempts
+    release.set()
+    with pytest.raises(gidgethub.GitHubException):
+        await posting
+    [comment] = app_comments(fake_github, VERL, 39)
+    assert "/failures/entropy_collapse" in comment["body"]
+    assert len(fake_github.requests("PATCH", r"/issues/comments/\d+$")) == 5
+    await act(app_ctx, VERL, 39, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    [comment] = app_comments(fake_github, VERL, 39)
+    assert "/failures/kl_growth" in comment["body"] and "/failures/entropy_collapse" not in comment["body"]
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.status == "posted" and row.body == comment["body"]

@@ -36,7 +36,7 @@ import re
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import Any
 
 from analyzers.catalog import Catalog, Method
@@ -164,6 +164,15 @@ def _landing(method: Method, framework: str, repo: str, published: date) -> dict
     }
 
 
+def _moment(value: str | None) -> datetime:
+    """A merge time for ordering merges of one day (UTC; a day-only value is its midnight)."""
+    try:
+        when = datetime.fromisoformat((value or "").replace("Z", "+00:00"))
+    except ValueError:
+        return datetime.max.replace(tzinfo=UTC)
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+
+
 def _median(values: list[int]) -> float | int | None:
     if not values:
         return None
@@ -185,7 +194,9 @@ def _detected(catalog: Catalog, threads: list[StudyThread], published: Mapping[s
                 found.setdefault((mid, fw.id), []).append(t)
     out = []
     for (mid, fid), prs in found.items():
-        prs.sort(key=lambda t: (_day(t.closed_at) or date.max, t.key))
+        # the earliest merge; at the same moment (or a day-only date) the lower number
+        prs.sort(key=lambda t: (_day(t.closed_at) or date.max, _moment(t.closed_at),
+                                _key_order(t.key)))
         first = prs[0]
         merged = _day(first.closed_at)
         start = published.get(mid)

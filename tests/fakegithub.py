@@ -52,6 +52,7 @@ GET/POST /repos/{o}/{r}/issues/{n}/comments, GET/PATCH/DELETE
 GET /repos/{o}/{r}/contents/{path}, GET /app/hook/deliveries (+ /{id}), POST
 /app/hook/deliveries/{id}/attempts, POST /graphql. Lists paginate (``per_page``, ``page``,
 ``Link`` header). GET answers carry an ``ETag``; a matching ``If-None-Match`` gets 304.
+A comment body over 65,536 characters is refused (422), as GitHub does, on create and edit.
 
 Extension API (for other helpers' tests; keep additions here small)
 -------------------------------------------------------------------
@@ -91,6 +92,7 @@ from aiohttp.test_utils import TestServer
 
 # Routes that take the app JWT (and nothing else); every other route takes a token.
 APP_ROUTE = re.compile(r"/app(?:/.*)?$|/(?:repos/[^/]+/[^/]+|orgs/[^/]+|users/[^/]+)/installation$")
+COMMENT_BODY_LIMIT = 65536  # characters GitHub takes in an issue comment's body
 SECONDARY_LIMIT_MESSAGE = (
     "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
 )
@@ -701,9 +703,20 @@ class FakeGitHub:
             return 404, {"message": "Not Found"}
         if not isinstance(body, dict) or not isinstance(body.get("body"), str):
             return 422, {"message": "Invalid request", "errors": [{"field": "body", "code": "missing_field"}]}
+        if too_long := self._body_too_long(body["body"]):
+            return too_long
         actor = self._actor(auth)
         comment = self.add_comment(repo, int(match["number"]), body["body"], actor["login"], actor["type"])
         return 201, self._served(comment)
+
+    @staticmethod
+    def _body_too_long(text: str) -> tuple[int, Any] | None:
+        """GitHub refuses a comment body over 65,536 characters (422, on every retry)."""
+        if len(text) <= COMMENT_BODY_LIMIT:
+            return None
+        return 422, {"message": "Validation Failed", "errors": [
+            {"resource": "IssueComment", "code": "custom", "field": "body",
+             "message": f"body is too long (maximum is {COMMENT_BODY_LIMIT} characters)"}]}
 
     def _find_comment(self, match: re.Match[str]) -> dict[str, Any] | None:
         comment = self.comments.get(int(match["id"]))
@@ -722,6 +735,8 @@ class FakeGitHub:
         if comment is None:
             return 404, {"message": "Not Found"}
         if isinstance(body, dict) and isinstance(body.get("body"), str):
+            if too_long := self._body_too_long(body["body"]):
+                return too_long
             comment["body"] = body["body"]
             comment["updated_at"] = _iso(_now())
         return self._served(comment)

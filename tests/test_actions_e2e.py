@@ -502,6 +502,26 @@ async def test_existing_marker_comment_is_adopted_not_duplicated(app_ctx: Any, f
     assert "clip_ratio_high" in comment["body"]
 
 
+async def test_another_apps_comment_with_our_marker_is_not_taken_for_ours(
+        app_ctx: Any, fake_github: Any) -> None:
+    """Another bot's comment carrying our hidden marker (a second deployment of rltracker on
+    the repository, a bot that mirrors comments) was taken for the app's own: the app skipped
+    the quiet rules, PATCHed that bot's comment with its text and posted nothing of its own.
+    Only a comment by the app's own bot login (GET /app: `{slug}[bot]`) is ours."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 64)
+    theirs = FAILURE_MARKER + "\nthe staging app's comment"
+    other = fake_github.add_comment(VERL, 64, theirs, user="rltracker-staging[bot]", user_type="Bot")
+    out = await act(app_ctx, VERL, 64, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "posted"
+    assert fake_github.comments[other["id"]]["body"] == theirs
+    assert not fake_github.requests("PATCH", rf"/issues/comments/{other['id']}$")
+    mine = [c for c in app_comments(fake_github, VERL, 64) if c["user"]["login"] == "rltracker[bot]"]
+    assert len(mine) == 1 and "clip_ratio_high" in mine[0]["body"]
+    [action] = await actions_of(app_ctx, 64, "failure_comment")
+    assert action.comment_id == mine[0]["id"]
+
+
 async def test_rule_summary_reply_once(app_ctx: Any, fake_github: Any) -> None:
     await install(app_ctx, fake_github)
     async with app_ctx.sessionmaker() as s:

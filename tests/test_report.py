@@ -284,3 +284,71 @@ async def test_the_nightly_report_counts_the_failures_opened_since_the_night_bef
     await seed(ctx, V, 41, created=now - timedelta(days=2), proposal=False, failure="kl_growth")
     report = await build_report(ctx, now.date())
     assert report["frameworks"]["verl"]["failures_today"] == {"kl_growth": [f"{V}#40"]}
+
+
+async def test_a_busy_night_is_cut_to_fit_one_github_comment_and_says_what_was_cut(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A night with a thousand new proposals (a repository synced after the baseline, an
+    analyzer upgrade) made a comment of about 150 KB: GitHub refuses a body over 65,536
+    characters (422), and the post failed on every retry. The posted comment keeps the first
+    of each list and says how many more there are, with a link to the whole report on the
+    tracker; the stored report (and its page) keeps every change."""
+    fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
+    fake_github.add_issue("tracker-org/tracker", 1, title="Nightly reports")
+    ctx = app_ctx
+    ctx.settings = dataclasses.replace(ctx.settings, report_issue="tracker-org/tracker#1")
+    await night_one(ctx)
+    assert (await run_report(ctx, DAY1))["posted"] == "posted"
+    async with ctx.sessionmaker() as session:
+        for n in range(1000, 2000):
+            thread = Thread(repo=V, number=n, kind="issue", title="t", author="proposer",
+                            created_at=at(DAY2, 1), url=f"https://github.com/{V}/issues/{n}")
+            session.add(thread)
+            await session.flush()
+            session.add(Analysis(
+                thread_id=thread.id, analyzer_version="test", is_proposal=True,
+                is_failure_report=False, review_state="open_no_reply",
+                arxiv_ids=["2503.14476"], methods=["clip-higher"],
+                result={"review": {"state": "open_no_reply", "concerns": []}}))
+        await session.commit()
+    summary = await run_report(ctx, DAY2)
+    assert summary["posted"] == "posted", summary
+    assert summary["totals"]["new_proposals"] == 1000
+    [_, comment] = fake_github.comments_of("tracker-org/tracker", 1)
+    body = comment["body"]
+    assert len(body) <= 65536 and body.startswith(f"<!-- rltracker:report:{DAY2} -->")
+    full = f"{ctx.settings.public_url}/reports/{DAY2}"
+    tokens = MarkdownIt().parse(body)
+    links = [t.attrGet("href") for tok in tokens if tok.children for t in tok.children if t.type == "link_open"]
+    assert full in links
+    shown = [n for n in range(1000, 2000) if f"{V}/{n})" in body]
+    assert shown and shown == list(range(1000, 1000 + len(shown)))  # the first ones, in order
+    assert f"and {1000 - len(shown)} more" in body
+    async with ctx.sessionmaker() as session:
+        row = await session.scalar(select(Report).where(Report.date == DAY2.isoformat()))
+        [action] = list(await session.scalars(select(Action).where(
+            Action.dedupe_key == f"report:{DAY2}")))
+    assert all(f"{V}/{n})" in row.markdown for n in range(1000, 2000))  # the page keeps all
+    assert action.status == "posted" and action.body == body
+
+
+async def test_each_kind_of_change_is_its_own_list_item(ctx: Any) -> None:
+    """The template's lines of changes ended in a block tag, which ate their newline: verl's
+    first replies, concerns, declines and its proposal count ran into one bullet on GitHub
+    ("- **First replies**: …- **Concerns raised**: …- Proposals: 4")."""
+    await night_one(ctx)
+    await run_report(ctx, DAY1)
+    await night_two(ctx)
+    await run_report(ctx, DAY2)
+    async with ctx.sessionmaker() as session:
+        row = await session.scalar(select(Report).where(Report.date == DAY2.isoformat()))
+    tokens = MarkdownIt().parse(row.markdown)
+    items = []
+    for i, tok in enumerate(tokens):
+        if tok.type == "list_item_open":
+            items.append(tokens[i + 2].content)  # list_item_open, paragraph_open, inline
+    verl = [text.split(":")[0] for text in items[:5]]
+    assert verl == ["**First replies**", "**Concerns raised**", "**Declined or redirected**",
+                    "Proposals", "Failure reports of the day"], items[:6]
+    assert any(text.startswith("**Merged**") for text in items)
+    assert any(text.startswith("**New proposals**") for text in items)

@@ -5,6 +5,7 @@ once); `rltracker study --json`."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -199,6 +200,23 @@ def test_detected_landings_kept_apart(small_catalog: Catalog) -> None:
     # Verified numbers do not move: trl still has three study methods.
     assert study["frameworks"]["trl"]["methods"] == 3
     assert study["sets"]["detected.trl"] == ["eta"]
+
+
+def test_same_day_merges_land_by_the_earlier_merge_not_by_the_key_string(
+        small_catalog: Catalog) -> None:
+    """Two pull requests linking eta merged in trl on one day: the landing is the earlier
+    merge (#9 at 08:00), not "#10" because the string "trl#10" sorts before "trl#9"."""
+    prs = [th(T, 10, "pull_request", state="merged", review="merged", methods=("eta",),
+              closed_at="2025-06-20T15:00:00Z"),
+           th(T, 9, "pull_request", state="merged", review="merged", methods=("eta",),
+              closed_at="2025-06-20T08:00:00Z")]
+    [landing] = [x for x in compute_study(small_catalog, prs)["landings"] if x["detected"]]
+    assert landing["pull_request"] == f"{T}#9"
+    assert landing["pull_requests"] == [f"{T}#9", f"{T}#10"]
+    # Merged at the same moment (or dated by the day only): the lower number, as a number.
+    same = [dataclasses.replace(p, closed_at="2025-06-20") for p in prs]
+    [landing] = [x for x in compute_study(small_catalog, same)["landings"] if x["detected"]]
+    assert landing["pull_requests"] == [f"{T}#9", f"{T}#10"]
 
 
 def test_shipped_catalog_numbers_follow_the_rules() -> None:

@@ -710,3 +710,115 @@ async def test_not_a_failure_and_a_later_kind_at_once_end_with_the_kind(
     assert "/failures/kl_growth" in comment["body"]
     [row] = await actions(app_ctx, "failure_comment")
     assert not row.is_minimized and row.body == comment["body"]
+
+
+async def test_the_label_follows_the_kind_a_person_sets(app_ctx: Any, fake_github: Any) -> None:
+    """The repository's config labels each failure kind. The failure comment added the
+    analyzer's kind's label; a `/rltracker kind kl_growth` rewrote the comment for kl_growth
+    and left `rl: entropy` on the issue (kl_growth's label never added), and after
+    `not-a-failure` the issue still carried a failure label. The label the app added follows
+    the comment's kind and goes with not-a-failure; a label a person put there stays."""
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "labels:\n  entropy_collapse: 'rl: entropy'\n"
+                         "  kl_growth: 'rl: kl'\n")
+    await commented(app_ctx, fake_github, 41)
+
+    def labels() -> list[str]:
+        return sorted(label["name"] for label in fake_github.issue(VERL, 41)["labels"])
+
+    assert labels() == ["rl: entropy"]
+    fake_github.issue(VERL, 41)["labels"].append({"name": "needs-triage"})  # a person's
+    now = datetime.now(UTC)
+    await commands_router.dispatch(written(comment_event(
+        "/rltracker kind kl_growth", number=41), now - timedelta(minutes=3)), app_ctx)
+    [comment] = app_comments(fake_github, VERL, 41)
+    assert "/failures/kl_growth" in comment["body"]
+    assert labels() == ["needs-triage", "rl: kl"]
+    github = Minimising()
+    fake_github.graphql_handler = github
+    await commands_router.dispatch(written(comment_event(
+        "/rltracker not-a-failure", number=41), now - timedelta(minutes=2)), app_ctx)
+    assert github.minimized == {comment["node_id"]: True}
+    assert labels() == ["needs-triage"]
+    # a later kind shows the comment again, with its kind's label
+    await commands_router.dispatch(written(comment_event(
+        "/rltracker kind kl_growth", number=41), now - timedelta(minutes=1)), app_ctx)
+    assert github.minimized == {comment["node_id"]: False}
+    assert labels() == ["needs-triage", "rl: kl"]
+
+
+async def test_stop_given_while_the_first_comment_is_being_posted_hides_it(
+        app_ctx: Any, fake_github: Any) -> None:
+    """`/rltracker stop` minimises the app's comments and mutes the thread. Given while
+    another worker or replica is still posting the failure comment (GitHub holding the POST),
+    it muted the thread and found nothing posted to minimise; the poster read only the verdict
+    again, so the comment stayed shown for good. The poster now also reads whether the thread
+    was stopped meanwhile and minimises what it has just posted."""
+    await install(app_ctx, fake_github)
+    github = Minimising()
+    fake_github.graphql_handler = github
+    payload = await open_issue(app_ctx, fake_github, 37)
+    reached, release = hold_the_post(fake_github, 37)
+    posting = asyncio.create_task(
+        act(app_ctx, VERL, 37, trigger="issues.opened", payload=payload, analysis=FAILURE))
+    await reached.wait()
+    await commands_router.dispatch(comment_event("/rltracker stop", number=37), app_ctx)
+    assert github.calls == [] and await muted(app_ctx, 37)
+    release.set()
+    await posting
+    [comment] = app_comments(fake_github, VERL, 37)
+    assert github.minimized == {comment["node_id"]: True}
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.is_minimized and row.details["minimized_by"] == "stop"
+
+
+async def test_not_a_failure_leaves_the_rule_summary_shown(app_ctx: Any, fake_github: Any) -> None:
+    """`/rltracker not-a-failure` minimises the app's failure comment (docs/comments.md); a
+    rule-summary reply is never on a failure report, and a person saying the thread is none
+    agrees with it. The verdict minimised it too, as `stop` does."""
+    from tests.test_actions_e2e import PROPOSAL, RULES_MARKER
+
+    await install(app_ctx, fake_github)
+    github = Minimising()
+    fake_github.graphql_handler = github
+    payload = await open_issue(app_ctx, fake_github, 38, title="Add GSPO",
+                               body="Please add GSPO (arXiv 2507.18071).")
+    out = await act(app_ctx, VERL, 38, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert out["rule_summary"] == "posted"
+    await commands_router.dispatch(comment_event("/rltracker not-a-failure", number=38), app_ctx)
+    assert await muted(app_ctx, 38)
+    assert github.calls == []
+    [row] = await actions(app_ctx, "rule_summary")
+    assert not row.is_minimized
+    assert app_comments(fake_github, VERL, 38, RULES_MARKER)
+
+
+async def test_a_kind_said_after_posting_is_finished_by_the_retry_when_github_failed(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A kind given while the first comment was being posted: the poster rewrites the comment
+    for it after posting, but GitHub fails that edit (502 on every retry). The delivery is
+    retried by the worker, which found the comment posted ("owned") and did nothing more: the
+    comment kept the analyzer's kind until the next edit or recheck. The retry settles the
+    verdict too."""
+    import gidgethub
+    import pytest
+
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 39)
+    reached, release = hold_the_post(fake_github, 39)
+    posting = asyncio.create_task(
+        act(app_ctx, VERL, 39, trigger="issues.opened", payload=payload, analysis=FAILURE))
+    await reached.wait()
+    await commands_router.dispatch(comment_event("/rltracker kind kl_growth", number=39), app_ctx)
+    fake_github.fail_next("PATCH", r"/issues/comments/\d+$", 502, times=5)  # the client's attempts
+    release.set()
+    with pytest.raises(gidgethub.GitHubException):
+        await posting
+    [comment] = app_comments(fake_github, VERL, 39)
+    assert "/failures/entropy_collapse" in comment["body"]
+    assert len(fake_github.requests("PATCH", r"/issues/comments/\d+$")) == 5
+    await act(app_ctx, VERL, 39, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    [comment] = app_comments(fake_github, VERL, 39)
+    assert "/failures/kl_growth" in comment["body"] and "/failures/entropy_collapse" not in comment["body"]
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.status == "posted" and row.body == comment["body"]

@@ -45,6 +45,8 @@ STATES = ["open_no_reply", "open_replied", "merged", "declined", "redirected", "
           "closed_by_author", "closed_other"]
 CHANGE_KINDS = ["new_proposals", "first_replies", "concerns_raised", "declined_or_redirected",
                 "lapsed", "merged"]
+COMMENT_LIMIT = 65536  # characters GitHub takes in a comment's body (422 beyond it)
+CUT_TO = (20, 5, 0)  # items each list keeps, in turn, when the report does not fit one comment
 CHANGE_TITLES = {
     "new_proposals": "New proposals", "first_replies": "First replies",
     "concerns_raised": "Concerns raised", "declined_or_redirected": "Declined or redirected",
@@ -226,15 +228,32 @@ async def build_report(ctx: Any, day: date | None = None) -> dict[str, Any]:
     }
 
 
-def render_markdown(data: dict[str, Any], public_url: str = "") -> str:
+def render_markdown(data: dict[str, Any], public_url: str = "", cap: int | None = None) -> str:
     """The report as posted on GitHub. Threads link to their tracker pages under
     `public_url`, not to github.com: a link to an issue of another repository, in a comment,
-    puts a "mentioned this" event into that thread, and the report names dozens a night."""
+    puts a "mentioned this" event into that thread, and the report names dozens a night.
+    `cap`: the items each list keeps (the rest counted, the whole report linked)."""
     from bot.templating import markdown_env
 
     return markdown_env().get_template("reports/report.md.j2").render(
         data=data, titles=CHANGE_TITLES, kinds=CHANGE_KINDS, states=STATES,
-        public_url=public_url.rstrip("/"))
+        public_url=public_url.rstrip("/"), cap=cap)
+
+
+def markdown_to_post(markdown: str, data: dict[str, Any], public_url: str = "") -> str:
+    """The report as one GitHub comment: `markdown` when it fits, else rendered with shorter
+    lists (each saying how many more, the whole report linked on the tracker), else cut at a
+    line with a note saying so. GitHub refuses a longer body on every retry."""
+    if len(markdown) <= COMMENT_LIMIT:
+        return markdown
+    text = markdown
+    for cap in CUT_TO:
+        text = render_markdown(data, public_url, cap=cap)
+        if len(text) <= COMMENT_LIMIT:
+            return text
+    note = (f"\n\n(Cut here to fit one GitHub comment: the whole report is at "
+            f"{public_url.rstrip('/')}/reports/{data['date']}.)\n")
+    return text[: COMMENT_LIMIT - len(note)].rsplit("\n", 1)[0] + note
 
 
 def chart(data: dict[str, Any]) -> dict[str, Any]:
@@ -287,9 +306,10 @@ async def _post_on_github(ctx: Any, repo: str, number: int, day: str, markdown: 
         return {}
     # The night's comment may be there already (posted, its answer lost): found by the
     # template's marker and edited, never posted twice.
-    from bot.speaking.posting import post_or_adopt
+    from bot.speaking.posting import app_login, post_or_adopt
 
-    posted = await post_or_adopt(gh, repo, number, markdown, f"<!-- rltracker:report:{day} -->", None)
+    posted = await post_or_adopt(gh, repo, number, markdown, f"<!-- rltracker:report:{day} -->",
+                                 None, login=await app_login(ctx))
     return {"comment_id": posted.get("id"), "comment_node_id": posted.get("node_id")}
 
 
@@ -363,7 +383,8 @@ async def run_report(ctx: Any, day: date | None = None, out: Path | None = None,
         await asyncio.to_thread(_write_files, out, data["date"], markdown, html)
     error: dict[str, str] = {}
     try:
-        outcome = await post_report(ctx, data["date"], markdown)
+        outcome = await post_report(ctx, data["date"],
+                                    markdown_to_post(markdown, data, ctx.settings.public_url))
     except Exception as exc:  # noqa: BLE001 - a failed post leaves the stored report usable
         # Said by the caller: the nightly run's record (partial), the command's exit status.
         outcome = "failed"

@@ -24,7 +24,7 @@ from bot.speaking.quiet import COMMENT_TRIGGERS, EDIT_TRIGGERS, NEW_TRIGGERS, PR
 from bot.speaking.repo_config import effective_dry_run, get_repo_config
 from bot.speaking.rule_summary import rule_summary
 from bot.speaking.situation import Prefetched, load_situation
-from bot.speaking.verdict import settle_verdict
+from bot.speaking.verdict import minimize_if_stopped, settle_verdict
 from bot.store.types import utcnow
 from bot.store.verdicts import as_failure, verdict_of
 
@@ -77,20 +77,26 @@ async def act(
         outcome["failure_comment"] = await failure_comment(
             ctx, sit, analysis, config, trigger=trigger, payload=payload
         )
-    if outcome.get("failure_comment") in WROTE:
+    said = outcome.get("failure_comment")
+    if said in WROTE or said == "owned":
         # A verdict stored while this decision wrote (the command's handler found the slot
         # claimed but not yet posted, or rewrote the comment before this edit did): the
         # comment must end as the latest verdict says, not wait for the next edit or recheck.
         # The command stored before it looked; this reads after it wrote: one of the two sees
-        # the other.
+        # the other. "owned": a retry of a decision whose settling GitHub failed after the
+        # post (settling what is settled changes nothing and writes nothing).
         latest = await stored_verdict(ctx, sit.repo, sit.number)
-        if latest is not None and latest != used:
+        if latest is not None and (latest != used or said == "owned"):
             await settle_verdict(ctx, sit.repo, sit.number, sit.installation_id,
                                  dry_run=effective_dry_run(ctx, config))
     if trigger in PROPOSAL_TRIGGERS:
         outcome["rule_summary"] = await rule_summary(
             ctx, sit, analysis, config, trigger=trigger, payload=payload
         )
+    if {"posted", "owned"} & {outcome.get("failure_comment"), outcome.get("rule_summary")}:
+        # `/rltracker stop` while this decision posted: it found nothing to minimise.
+        await minimize_if_stopped(ctx, sit.repo, sit.number, sit.installation_id,
+                                  dry_run=effective_dry_run(ctx, config))
     return outcome
 
 

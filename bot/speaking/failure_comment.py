@@ -10,7 +10,13 @@ from typing import Any
 from sqlalchemy import and_, select, update
 
 from bot.speaking.claims import claim_within_budget, finish, release
-from bot.speaking.posting import installation_gh, live_issue, own_comment, post_or_adopt
+from bot.speaking.posting import (
+    app_login,
+    installation_gh,
+    live_issue,
+    own_comment,
+    post_or_adopt,
+)
 from bot.speaking.quiet import NEW_TRIGGERS, live_record, maintainer_replies, quiet_reason
 from bot.speaking.records import record_skip
 from bot.speaking.render import (
@@ -130,7 +136,8 @@ async def failure_comment(
         gh = await installation_gh(ctx, sit.installation_id)
         issue, comments = await live_issue(gh, repo, number)
         live = live_record(issue, comments, sit.record)
-        own = own_comment(comments, FAILURE_MARKER)
+        login = await app_login(ctx)
+        own = own_comment(comments, FAILURE_MARKER, login)
         quiet = None if own else quiet_reason(
             live, config=config, trigger=trigger, now=now, ignore_labels=opened_labels,
             paused=sit.paused, muted=sit.muted,
@@ -139,7 +146,8 @@ async def failure_comment(
             await release(ctx, action_id)
             await record_skip(ctx, repo, number, "failure_comment", *quiet, checked="live")
             return "skipped:" + quiet[0]
-        posted = await post_or_adopt(gh, repo, number, composed.body, FAILURE_MARKER, comments)
+        posted = await post_or_adopt(gh, repo, number, composed.body, FAILURE_MARKER, comments,
+                                     login=login)
         await finish(
             ctx, action_id, status="posted", body=composed.body,
             comment_id=posted.get("id"), comment_node_id=posted.get("node_id"),
@@ -154,7 +162,57 @@ async def failure_comment(
             await gh.post(f"/repos/{repo}/issues/{number}/labels", data={"labels": [label]})
         except Exception:  # a missing label permission must not undo the comment
             log.warning("could not add label %r to %s#%s", label, repo, number, exc_info=True)
+        else:
+            if label not in _label_names(issue):  # the app's, not one a person had put there
+                await _record_label(ctx, action_id, label)
     return "posted"
+
+
+def _label_names(issue: dict[str, Any]) -> set[str]:
+    return {(lab.get("name") if isinstance(lab, dict) else str(lab))
+            for lab in issue.get("labels") or []}
+
+
+async def _record_label(ctx: Any, action_id: int, label: str | None) -> None:
+    """Keep in the action's details (`label`) the label the app added to the issue, if any."""
+    async with ctx.sessionmaker() as session:
+        row = await session.get(Action, action_id)
+        if row is not None:
+            row.details = {**(row.details or {}), "label": label}
+            await session.commit()
+
+
+async def relabel(ctx: Any, repo: str, number: int, installation_id: int | None,
+                  action: Action, label: str | None) -> None:
+    """The label the app added with the failure comment follows the comment's kind: the
+    previous kind's label (only one the app added) is removed and `label` (the config's label
+    for the kind now said, None after not-a-failure) added, unless the issue has it already.
+    A label error never undoes the comment."""
+    had = (action.details or {}).get("label")
+    if label == had:
+        return
+    from urllib.parse import quote
+
+    from gidgethub import BadRequest
+
+    base = f"/repos/{repo}/issues/{number}/labels"
+    now = had
+    try:
+        gh = await installation_gh(ctx, installation_id)
+        if had:
+            try:
+                await gh.delete(f"{base}/{quote(had, safe='')}")
+            except BadRequest as exc:
+                if exc.status_code != 404:  # a person removed it already
+                    raise
+            now = None
+        if label and label not in _label_names(await gh.getitem(f"/repos/{repo}/issues/{number}")):
+            await gh.post(base, data={"labels": [label]})
+            now = label
+    except Exception:
+        log.warning("could not relabel %s#%s (%r -> %r)", repo, number, had, label, exc_info=True)
+    if now != had:
+        await _record_label(ctx, action.id, now)
 
 
 async def freeze_if_maintainer_replied(ctx: Any, sit: Situation) -> bool:
@@ -187,7 +245,23 @@ async def update_failure_comment(
 ) -> str:
     """An edit of the issue: rewrite our comment when the finding changed (not once frozen,
     nor on a thread muted with /rltracker ignore or stop). `asked`: the thread's author or a
-    maintainer set the kind (`/rltracker kind`), which a maintainer's reply does not freeze."""
+    maintainer set the kind (`/rltracker kind`), which a maintainer's reply does not freeze.
+    The label the app added follows the kind the comment now says (`relabel`)."""
+    outcome = await _rewrite(ctx, sit, analysis, config, asked=asked)
+    action = sit.existing
+    assert action is not None
+    if (outcome in ("updated", "unchanged") and action.status == "posted" and action.comment_id
+            and sit.installation_id is not None and not effective_dry_run(ctx, config)):
+        ok, _, _ = _is_confident_failure(analysis, config)
+        kind = _failure_of(analysis).get("category") if ok else None
+        await relabel(ctx, sit.repo, sit.number, sit.installation_id, action,
+                      config.labels.get(kind) if kind else None)
+    return outcome
+
+
+async def _rewrite(
+    ctx: Any, sit: Situation, analysis: dict[str, Any], config: RepoConfig, *, asked: bool,
+) -> str:
     action = sit.existing
     assert action is not None
     if action.status not in ("posted", "dry_run"):

@@ -30,21 +30,47 @@ async def live_issue(gh: Any, repo: str, number: int) -> tuple[dict[str, Any], l
     return issue, comments
 
 
-def own_comment(comments: list[dict[str, Any]], marker: str) -> dict[str, Any] | None:
+# The app's bot login per (API URL, app id), read once per process (GET /app gives the slug).
+_APP_LOGINS: dict[tuple[str, str], str] = {}
+
+
+async def app_login(ctx: Any) -> str | None:
+    """The login the app's comments are written under (`{slug}[bot]`), None without app
+    credentials (nothing is posted then)."""
+    if ctx.github is None or not ctx.settings.has_app_credentials:
+        return None
+    key = (ctx.settings.api_url, str(ctx.settings.app_id))
+    if key not in _APP_LOGINS:
+        app = await ctx.github.app_api()
+        _APP_LOGINS[key] = f"{(await app.getitem('/app'))['slug']}[bot]"
+    return _APP_LOGINS[key]
+
+
+def own_comment(comments: list[dict[str, Any]], marker: str,
+                login: str | None) -> dict[str, Any] | None:
+    """Our comment carrying `marker`: written by the app's own login (`app_login`). Another
+    bot's comment with the same marker (a second deployment of the app, a bot mirroring
+    comments) is not ours to edit, nor a sign that we spoke. With no login known, any bot's."""
     for c in comments:
         user = c.get("user") or {}
-        if marker in (c.get("body") or "") and (user.get("type") == "Bot" or str(user.get("login", "")).endswith("[bot]")):
+        who = str(user.get("login") or "")
+        if login is not None:
+            mine = who.lower() == login.lower()
+        else:
+            mine = user.get("type") == "Bot" or who.endswith("[bot]")
+        if mine and marker in (c.get("body") or ""):
             return c
     return None
 
 
 async def post_or_adopt(
-    gh: Any, repo: str, number: int, body: str, marker: str, comments: list[dict[str, Any]] | None
+    gh: Any, repo: str, number: int, body: str, marker: str, comments: list[dict[str, Any]] | None,
+    *, login: str | None,
 ) -> dict[str, Any]:
-    """Post `body`, or edit our comment already there (found by its marker)."""
+    """Post `body`, or edit our comment already there (found by its marker and our login)."""
     if comments is None:
         comments = [c async for c in gh.getiter(comments_url(repo, number))]
-    own = own_comment(comments, marker)
+    own = own_comment(comments, marker, login)
     if own is not None:
         if (own.get("body") or "") != body:
             own = await gh.patch(f"/repos/{repo}/issues/comments/{own['id']}", data={"body": body})
@@ -79,7 +105,8 @@ async def post_reply(
     try:
         gh = await installation_gh(ctx, installation_id)
         if marker:
-            posted = await post_or_adopt(gh, repo, number, body, marker, None)
+            posted = await post_or_adopt(gh, repo, number, body, marker, None,
+                                         login=await app_login(ctx))
         else:
             posted = await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
     except Exception as exc:

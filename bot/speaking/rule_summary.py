@@ -9,7 +9,7 @@ from typing import Any
 from analyzers.rules import format_rules_markdown
 from bot.speaking import contribution
 from bot.speaking.claims import claim_within_budget, finish
-from bot.speaking.posting import installation_gh, post_or_adopt
+from bot.speaking.posting import app_login, installation_gh, post_or_adopt
 from bot.speaking.quiet import MAINTAINERS
 from bot.speaking.records import record_skip
 from bot.speaking.render import (
@@ -114,7 +114,8 @@ async def rule_summary(
             await finish(ctx, action_id, status="dry_run", body=body, details=details)
             return "dry_run"
         gh = await installation_gh(ctx, sit.installation_id)
-        posted = await post_or_adopt(gh, repo, number, body, RULES_MARKER, None)
+        posted = await post_or_adopt(gh, repo, number, body, RULES_MARKER, None,
+                                     login=await app_login(ctx))
         await finish(ctx, action_id, status="posted", body=body, details=details,
                       comment_id=posted.get("id"), comment_node_id=posted.get("node_id"))
     except Exception as exc:

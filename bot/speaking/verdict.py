@@ -12,7 +12,7 @@ whichever command called it (a retried older command does the newer one's work):
   and minimised comments an earlier `not-a-failure` left are undone first: the thread is
   unmuted and the comment, rewritten while still hidden, shown again (GraphQL
   `unminimizeComment`).
-- not a failure report: the app's comments are minimised and the thread muted (as
+- not a failure report: the app's failure comment is minimised and the thread muted (as
   `/rltracker stop`), marked as done by the verdict so that a later kind can undo it.
 
 Each step is idempotent, so a redelivery finishes what an attempt cut short left undone, and
@@ -28,9 +28,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
-from bot.speaking.failure_comment import VERDICT_MINIMIZED, update_failure_comment, with_verdict
+from bot.speaking.failure_comment import (
+    VERDICT_MINIMIZED,
+    relabel,
+    update_failure_comment,
+    with_verdict,
+)
 from bot.speaking.repo_config import get_repo_config
 from bot.speaking.situation import failure_key, load_situation, rules_key
 from bot.store.models import Action
@@ -74,10 +79,14 @@ async def minimize_comments(ctx: Any, repo: str, number: int, installation_id: i
                             dry_run: bool, *, by: str) -> list[str]:
     """Minimise the app's comments on the thread (GraphQL minimizeComment, OUTDATED); `by`:
     the command that asked (kept in the action's details, with whether the comment was frozen
-    before, so that a later kind can undo a verdict's minimising and nothing else)."""
+    before, so that a later kind can undo a verdict's minimising and nothing else). A
+    not-a-failure verdict minimises the failure comment only: a rule-summary reply answers a
+    proposal, never a failure report, and the verdict agrees with it."""
     done: list[str] = []
     for action in await _own_comments(ctx, repo, number):
         if action.status != "posted" or not action.comment_node_id or action.is_minimized:
+            continue
+        if by == VERDICT_MINIMIZED and action.kind != "failure_comment":
             continue
         if not (dry_run or ctx.github is None):
             await ctx.github.graphql(
@@ -94,6 +103,32 @@ async def minimize_comments(ctx: Any, repo: str, number: int, installation_id: i
             await session.commit()
         done.append(action.kind)
     return done
+
+
+async def _drop_label(ctx: Any, repo: str, number: int, installation_id: int | None,
+                      dry_run: bool) -> None:
+    """Not a failure report: the failure-kind label the app added goes (a later kind adds
+    its own back through the comment's rewrite)."""
+    if dry_run or ctx.github is None:
+        return
+    for action in await _own_comments(ctx, repo, number):
+        if action.kind == "failure_comment" and action.status == "posted":
+            await relabel(ctx, repo, number, installation_id, action, None)
+
+
+async def minimize_if_stopped(ctx: Any, repo: str, number: int, installation_id: int | None,
+                              *, dry_run: bool) -> list[str]:
+    """After posting: a `/rltracker stop` handled while the comment was being posted found
+    nothing posted to minimise (it records the command before it minimises; the poster reads
+    the record after it posted: one of the two sees the other). Minimise what it missed."""
+    async with ctx.sessionmaker() as session:
+        said = await session.scalars(select(Action.details).where(
+            func.lower(Action.repo) == repo.lower(), Action.number == number,
+            Action.kind == "command", Action.status.in_(("posted", "dry_run"))))
+        stopped = any((details or {}).get("command") == "stop" for details in said)
+    if not stopped:
+        return []
+    return await minimize_comments(ctx, repo, number, installation_id, dry_run, by="stop")
 
 
 async def _lift_verdict_mute(ctx: Any, repo: str, number: int) -> bool:
@@ -188,6 +223,7 @@ async def settle_verdict(ctx: Any, repo: str, number: int, installation_id: int 
             await mute_thread(ctx, repo, number)
             await minimize_comments(ctx, repo, number, installation_id, dry_run,
                                     by=VERDICT_MINIMIZED)
+            await _drop_label(ctx, repo, number, installation_id, dry_run)
             outcome = "muted"
         done = said
     return outcome

@@ -108,3 +108,41 @@ async def test_without_app_credentials_nothing_is_fetched(
         await ctx.github.close()
         ctx.github = None
     assert not [c for c in fake_github.calls if "/contents/" in c.path]
+
+
+# Files whose YAML parses but whose values PyYAML cannot build (a date that is no date, an
+# integer past Python's digit limit, an explicit tag on a wrong value) or that nest deeper
+# than PyYAML's recursive composer goes: all well under the 16 KiB limit.
+HOSTILE_FILES = [
+    pytest.param("failure_comments: false\nreleased: 2024-13-45\n", "cannot be read", id="no-such-date"),
+    pytest.param("daily_budget: " + "9" * 5000 + "\n", "cannot be read", id="integer-past-digit-limit"),
+    pytest.param("daily_budget: !!int many\n", "cannot be read", id="int-tag-on-a-word"),
+    pytest.param("min_confidence: !!float high\n", "cannot be read", id="float-tag-on-a-word"),
+    pytest.param("labels: " + "[" * 5000 + "]" * 5000 + "\n", "nested", id="deep-flow-sequence"),
+    pytest.param("labels: " + "{a: " * 3000 + "1" + "}" * 3000 + "\n", "nested", id="deep-flow-mapping"),
+]
+
+
+@pytest.mark.parametrize(("text", "problem"), HOSTILE_FILES)
+def test_unbuildable_or_deep_yaml_is_a_config_error(text: str, problem: str) -> None:
+    assert len(text.encode()) <= 16 * 1024
+    with pytest.raises(ConfigError, match=problem):
+        parse_config_text(text)
+
+
+async def test_unbuildable_yaml_falls_back_and_is_reported(app_ctx: Any, fake_github: Any) -> None:
+    """A repository's file with a date that is no date: the failure comment is still decided
+    with the defaults (plus the file's opt-outs it can still read: none here), and the problem
+    is one skipped action of kind "config", not an exception in every delivery."""
+    from bot.speaking.decide import act
+    from tests.test_actions_e2e import FAILURE, app_comments, open_issue
+
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "labels: {}\nreleased: 2024-13-45\n")
+    payload = await open_issue(app_ctx, fake_github, 1)
+    out = await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "posted"
+    assert len(app_comments(fake_github, VERL, 1)) == 1
+    async with app_ctx.sessionmaker() as s:
+        rows = list(await s.scalars(select(Action).where(Action.kind == "config")))
+    assert len(rows) == 1 and "invalid .github/rltracker.yml" in rows[0].reason

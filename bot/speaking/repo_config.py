@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 CONFIG_PATHS = (".github/rltracker.yml", ".github/rltracker.yaml")
 CONFIG_TTL = timedelta(minutes=10)
 MAX_CONFIG_BYTES = 16 * 1024
+MAX_CONFIG_DEPTH = 16  # nesting levels: the settings need 2; PyYAML composes recursively
 DEFAULT_PROPOSAL_CONFIDENCE = 0.7  # the rule-summary reply's bar when min_confidence is unset
 DEFAULT_DAILY_BUDGET = 3
 
@@ -181,12 +182,34 @@ def parse_config_text(text: str) -> RepoConfig:
     if len(text.encode("utf-8")) > MAX_CONFIG_BYTES:
         raise ConfigError(f"the file is larger than {MAX_CONFIG_BYTES} bytes")
     try:
+        _check_depth(text)
         data = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+    except ConfigError:
+        raise
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         raise ConfigError(f"not valid YAML{where}") from exc
+    except (ValueError, OverflowError) as exc:
+        # A scalar PyYAML cannot build: a date that is no date (2024-13-45), an integer past
+        # Python's digit limit, `!!int` on a word.
+        raise ConfigError(f"a value cannot be read: {str(exc)[:120]}") from exc
     return validate_config(data)
+
+
+def _check_depth(text: str) -> None:
+    """Refuse nesting deeper than MAX_CONFIG_DEPTH before composing: PyYAML's composer and
+    constructor recurse per level, and 16 KiB of brackets is deeper than Python's stack."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_NoAliasLoader):  # the parser itself is iterative
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_CONFIG_DEPTH:
+                mark = event.start_mark
+                raise ConfigError(f"settings nested more than {MAX_CONFIG_DEPTH} levels deep "
+                                  f"(line {mark.line + 1})")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
 
 
 async def _fetch_file(ctx: Any, repo: str, installation_id: int | None) -> str | None:

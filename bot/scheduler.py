@@ -8,7 +8,8 @@ is a JobRun row (start, end, outcome, counts per step).
 
 Several replicas on PostgreSQL: the run holds `pg_try_advisory_lock(NIGHTLY_LOCK)` on its own
 connection for its whole length; a replica that does not get the lock records a `skipped`
-run and leaves. SQLite means one process; an asyncio lock stops overlapping runs there.
+run and leaves, and so does one that gets it after another replica's run for the same
+scheduled time (its clock or loop a little late) finished. SQLite means one process; an asyncio lock stops overlapping runs there.
 
 A run missed while the service was down: APScheduler's misfire grace covers short pauses of
 a running process; at start, a one-off job compares the last cron fire time with the last
@@ -184,8 +185,14 @@ class _Lock:
 
 
 
-async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None) -> dict[str, Any]:
-    """One nightly run (or a `skipped` record when another replica holds the lock)."""
+async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
+                      fire_time: datetime | None = None) -> dict[str, Any]:
+    """One nightly run (or a `skipped` record when another replica holds the lock).
+
+    `fire_time`: the scheduled time this run stands for (the scheduler's and the catch-up's
+    runs). The lock only keeps runs from overlapping: a replica whose scheduler fires a
+    little after another's short run finished would run the night again. Under the lock, a
+    run already started at or after `fire_time` makes this one a `skipped` record."""
     lock = _Lock(ctx)
     if not await lock.acquire():
         log.info("nightly: another replica is running it")
@@ -194,6 +201,13 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None) 
                       counts={"reason": "another replica holds the lock"})
         return {"outcome": "skipped"}
     try:
+        if fire_time is not None and await _ran_since(ctx, fire_time):
+            log.info("nightly: the run scheduled at %s was done already", fire_time.isoformat())
+            now = utcnow()
+            await record_job_run(ctx, JOB_NAME, None, started_at=now, finished_at=now, outcome="skipped",
+                                 counts={"reason": f"the run scheduled at {fire_time.isoformat()} "
+                                                   "was done already (another replica)"})
+            return {"outcome": "skipped"}
         run_id = await record_job_run(ctx, JOB_NAME, None, started_at=utcnow(), outcome="running", counts={})
         counts: dict[str, Any] = {}
         errors: list[str] = []
@@ -371,6 +385,22 @@ def last_fire_time(trigger: Any, now: datetime) -> datetime | None:
     return last
 
 
+_COUNTED = ("ok", "partial", "failed", "running")  # outcomes of a run that stands for its night
+
+
+async def _ran_since(ctx: Any, fire_time: datetime) -> bool:
+    """Whether a nightly run started at or after `fire_time`."""
+    async with ctx.sessionmaker() as session:
+        return await session.scalar(
+            select(JobRun.id).where(JobRun.name == JOB_NAME, JobRun.outcome.in_(_COUNTED),
+                                    JobRun.started_at >= fire_time).limit(1)) is not None
+
+
+async def scheduled_nightly(ctx: Any) -> dict[str, Any]:
+    """What the scheduler runs: the nightly job for the scheduled time that just passed."""
+    return await nightly_job(ctx, fire_time=last_fire_time(nightly_trigger(ctx), utcnow()))
+
+
 async def missed_run(ctx: Any, now: datetime | None = None) -> bool:
     """True when the last scheduled time has no run that started after it.
 
@@ -383,7 +413,7 @@ async def missed_run(ctx: Any, now: datetime | None = None) -> bool:
     async with ctx.sessionmaker() as session:
         last = await session.scalar(
             select(JobRun.started_at).where(JobRun.name == JOB_NAME,
-                                            JobRun.outcome.in_(("ok", "partial", "failed", "running")))
+                                            JobRun.outcome.in_(_COUNTED))
             .order_by(JobRun.started_at.desc()).limit(1))
     return last is not None and last < fire
 
@@ -414,9 +444,11 @@ async def catch_up(ctx: Any) -> dict[str, Any] | None:
     (a run the process stopped in the middle of does not count)."""
     if await close_interrupted_runs(ctx):
         log.info("nightly: a run was interrupted by a stop; it counts as missed")
-    if await missed_run(ctx):
+    now = utcnow()
+    if await missed_run(ctx, now):
         log.info("nightly: the last scheduled run was missed; running it now")
-        return await nightly_job(ctx)
+        # Replicas started together may all find it missed: under the lock it runs once.
+        return await nightly_job(ctx, fire_time=last_fire_time(nightly_trigger(ctx), now))
     return None
 
 
@@ -426,7 +458,7 @@ def create_scheduler(ctx: Any) -> Any:
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
     scheduler = AsyncIOScheduler(timezone=UTC)
-    scheduler.add_job(nightly_job, nightly_trigger(ctx), args=[ctx], id=JOB_NAME,
+    scheduler.add_job(scheduled_nightly, nightly_trigger(ctx), args=[ctx], id=JOB_NAME,
                       name="nightly sync, analysis and report", misfire_grace_time=MISFIRE_GRACE,
                       coalesce=True, max_instances=1, replace_existing=True)
     scheduler.add_job(catch_up, "date", run_date=utcnow() + timedelta(seconds=5), args=[ctx],

@@ -225,3 +225,35 @@ async def test_a_nightly_run_whose_report_github_refused_says_so(app_ctx: Any,
     fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
     assert (await nightly_job(app_ctx, steps=[("report", step_report)]))["outcome"] == "ok"
     assert len(fake_github.comments_of("tracker-org/tracker", 1)) == 1
+
+
+async def test_a_scheduled_time_runs_once_across_replicas(ctx: AppContext) -> None:
+    """Two replicas' schedulers fire for the same 03:00; the lock keeps them from overlapping,
+    but the one whose clock or loop is a little late found the lock free again (the first
+    run was short) and ran the whole night's job a second time: a second sync, re-analysis
+    and report for one scheduled time. The late one now records a skipped run."""
+    replicas = [ctx, AppContext.create(ctx.settings)]  # a second replica on the same database
+    try:
+        jobs = [create_scheduler(c).get_job("nightly") for c in replicas]
+        first = await jobs[0].func(*jobs[0].args, **jobs[0].kwargs)
+        second = await jobs[1].func(*jobs[1].args, **jobs[1].kwargs)
+    finally:
+        await replicas[1].close()
+    assert first["outcome"] == "ok"
+    assert second["outcome"] == "skipped"
+    assert [r.outcome for r in await runs(ctx)] == ["ok", "skipped"]
+    # Both replicas starting after a missed night: the catch-up runs it once as well.
+    fire = last_fire_time(nightly_trigger(ctx), datetime.now(UTC))
+    assert fire is not None
+    async with ctx.sessionmaker() as session:
+        await session.execute(text("DELETE FROM job_runs"))
+        session.add(JobRun(name="nightly", outcome="ok", started_at=fire - timedelta(days=1),
+                           finished_at=fire - timedelta(days=1)))
+        await session.commit()
+    other = AppContext.create(ctx.settings)
+    try:
+        assert await missed_run(ctx) and await missed_run(other)  # both looked before either ran
+        assert (await nightly_job(ctx, fire_time=fire))["outcome"] == "ok"
+        assert (await nightly_job(other, fire_time=fire))["outcome"] == "skipped"
+    finally:
+        await other.close()

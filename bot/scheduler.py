@@ -71,24 +71,38 @@ async def step_sync(ctx: Any) -> Any:
 
 async def step_reanalyse(ctx: Any) -> Any:
     """Threads never analysed or analysed by an older analyzer version. Findings only: acting
-    on old threads is not the nightly job's business (the quiet rules would refuse anyway)."""
+    on old threads is not the nightly job's business (the quiet rules would refuse anyway).
+
+    A newer version is left alone: it was stored by a replica already on the next release (a
+    rolling deploy), and this older code must not write its findings back over it. Threads
+    are walked once each, in id order, so the step ends whatever is written meanwhile."""
     from analyzers.version import ANALYZER_VERSION
     from bot.pipeline import analyse_and_store
     from bot.store.models import Analysis, Thread
+    from bot.store.verdicts import _version_key
 
-    done = 0
+    current = _version_key(ANALYZER_VERSION)
+    done = newer = 0
+    after = 0
     while True:
         async with ctx.sessionmaker() as session:
-            threads = list(await session.scalars(
-                select(Thread).outerjoin(Analysis, Analysis.thread_id == Thread.id)
-                .where((Analysis.id.is_(None)) | (Analysis.analyzer_version != ANALYZER_VERSION))
-                .order_by(Thread.id).limit(REANALYSE_BATCH)))
-            if not threads:
-                return {"reanalysed": done, "version": ANALYZER_VERSION}
-            for thread in threads:
+            rows = (await session.execute(
+                select(Thread, Analysis.analyzer_version)
+                .outerjoin(Analysis, Analysis.thread_id == Thread.id)
+                .where(Thread.id > after,
+                       (Analysis.id.is_(None)) | (Analysis.analyzer_version != ANALYZER_VERSION))
+                .order_by(Thread.id).limit(REANALYSE_BATCH))).all()
+            if not rows:
+                return {"reanalysed": done, "version": ANALYZER_VERSION, "newer_kept": newer}
+            after = rows[-1][0].id
+            for thread, version in rows:
+                # (a version not of the dated form, like a hand-written one, counts as older)
+                if version is not None and version[:1].isdigit() and _version_key(version) > current:
+                    newer += 1
+                    continue
                 await analyse_and_store(session, thread, ctx.extras)
+                done += 1
             await session.commit()
-            done += len(threads)
 
 
 async def step_recovery(ctx: Any) -> Any:

@@ -257,3 +257,37 @@ async def test_a_scheduled_time_runs_once_across_replicas(ctx: AppContext) -> No
         assert (await nightly_job(other, fire_time=fire))["outcome"] == "skipped"
     finally:
         await other.close()
+
+
+async def test_reanalysis_refreshes_older_versions_only(ctx: AppContext) -> None:
+    """The step took every analysis whose version differed from this code's: a replica still
+    on the previous release (a rolling deploy) that got the night's lock rewrote the findings
+    the new release had stored with its older analyzers. Older versions and missing analyses
+    are refreshed; a newer version is left as it is, and the step still ends."""
+    from analyzers.version import ANALYZER_VERSION
+    from bot.scheduler import step_reanalyse
+
+    day, _, serial = ANALYZER_VERSION.rpartition("-")
+    older = f"{day}-{int(serial) - 1}" if int(serial) > 1 else "2000.01.01-1"
+    newer = f"{day}-{int(serial) + 1}"  # -10 after -9: compared as numbers, not strings
+    async with ctx.sessionmaker() as session:
+        threads = [Thread(repo="someone/else", number=n, kind="issue", title=f"t{n}", body="b")
+                   for n in (1, 2, 3, 4)]
+        session.add_all(threads)
+        await session.flush()
+        session.add_all([
+            Analysis(thread_id=threads[0].id, analyzer_version=older, result={}),
+            Analysis(thread_id=threads[1].id, analyzer_version=newer, result={"kept": True}),
+            Analysis(thread_id=threads[2].id, analyzer_version=ANALYZER_VERSION, result={"kept": True}),
+        ])  # threads[3]: never analysed
+        await session.commit()
+    counts = await step_reanalyse(ctx)
+    assert counts["reanalysed"] == 2
+    async with ctx.sessionmaker() as session:
+        got = {n: (v, r) for n, v, r in (await session.execute(
+            select(Thread.number, Analysis.analyzer_version, Analysis.result)
+            .join(Analysis, Analysis.thread_id == Thread.id))).all()}
+    assert got[1][0] == ANALYZER_VERSION and got[4][0] == ANALYZER_VERSION
+    assert got[2] == (newer, {"kept": True})
+    assert got[3] == (ANALYZER_VERSION, {"kept": True})
+    assert (await step_reanalyse(ctx))["reanalysed"] == 0

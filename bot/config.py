@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES_DIR = PROJECT_ROOT / "templates"
@@ -43,6 +43,9 @@ _DATABASE_SCHEMES = {
     "postgres": "postgresql+asyncpg",
     "postgresql+asyncpg": "postgresql+asyncpg",
 }
+# Query parameters of a PostgreSQL URL that reach asyncpg.connect as the strings they are.
+_POSTGRES_QUERY = {"ssl", "passfile", "target_session_attrs", "prepared_statement_cache_size"}
+_SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -88,11 +91,18 @@ def redact_url(url: str) -> str:
 
 
 def normalise_database_url(url: str) -> str:
-    """`sqlite:///x` and `postgresql://`/`postgres://` with the drivers the app runs on;
+    """`sqlite:///x` and `postgresql://`/`postgres://` with the drivers the app runs on, and
+    libpq's `sslmode` query parameter (in the URLs hosting platforms give) as asyncpg's `ssl`;
     anything else unchanged (check_database_url says what is wrong with it)."""
     scheme, sep, rest = url.partition("://")
     driver = _DATABASE_SCHEMES.get(scheme.lower()) if sep else None
-    return f"{driver}://{rest}" if driver else url
+    if not driver:
+        return url
+    head, question, query = rest.partition("?")
+    if driver == "postgresql+asyncpg" and question and query:
+        pairs = [("ssl" if k == "sslmode" else k, v) for k, v in parse_qsl(query, keep_blank_values=True)]
+        rest = f"{head}?{urlencode(pairs)}"
+    return f"{driver}://{rest}"
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -141,9 +151,22 @@ def check_database_url(url: str, *, may_be_absent: bool = False) -> None:
         except ValueError:
             raise SettingError("DATABASE_URL", shown,
                                "the port is not a number; " + SUPPORTED_DATABASES) from None
+        for key, value in parse_qsl(urlsplit(normal).query, keep_blank_values=True):
+            if key not in _POSTGRES_QUERY:  # asyncpg.connect would refuse it (a TypeError)
+                raise SettingError("DATABASE_URL", shown, f"the query parameter {key} is not one the "
+                                   "PostgreSQL driver (asyncpg) reads; it reads "
+                                   + ", ".join(sorted(_POSTGRES_QUERY)) + " (sslmode is read as ssl)")
+            if key == "ssl" and value not in _SSL_MODES:
+                raise SettingError("DATABASE_URL", shown, "sslmode (or ssl) must be one of "
+                                   + ", ".join(_SSL_MODES))
         return
     if not normal.startswith(SQLITE_PREFIX):
         raise SettingError("DATABASE_URL", shown, SUPPORTED_DATABASES)
+    rest = normal[len(SQLITE_PREFIX):].partition("?")[0]
+    if rest and not rest.startswith("/"):  # SQLAlchemy reads it as a host, and refuses it
+        raise SettingError("DATABASE_URL", shown, f"{rest} would be read as a host, not a file: a "
+                           "SQLite URL has three slashes before a relative path "
+                           "(sqlite+aiosqlite:///rltracker.db), four before an absolute one")
     path = sqlite_path(normal)
     if path is None:
         return

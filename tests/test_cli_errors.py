@@ -523,3 +523,39 @@ def test_rules_of_an_empty_name_is_refused_not_the_current_folder(target: str, t
     result = rltracker("rules", target, env={}, cwd=tmp_path)
     one_line(result, "rules", 1, "no framework or folder given", "verl")
     assert result.stdout == ""
+
+
+# ----------------------------------------------------------------- DATABASE_URL slips
+def test_sqlite_url_with_two_slashes(tmp_path: Path) -> None:
+    """`sqlite+aiosqlite://rl.db` (one slash short) read the file name as a host: SQLAlchemy's
+    ArgumentError came out as "this is a bug" with a traceback, not the setting's one line."""
+    for url in ("sqlite+aiosqlite://rl.db", "sqlite://rl.db"):
+        result = rltracker("stats", env={"DATABASE_URL": url}, cwd=tmp_path)
+        one_line(result, "stats", 2, "DATABASE_URL", "rl.db", "sqlite+aiosqlite:///")
+    assert not list(tmp_path.iterdir())
+
+
+def test_postgresql_url_query_parameters() -> None:
+    """Hosting platforms give `postgres://...?sslmode=require` (libpq's name); asyncpg's is
+    `ssl`, and every other query parameter went to asyncpg.connect as a keyword it refused
+    with a TypeError ("this is a bug"). sslmode is read as ssl; a parameter the driver does
+    not read is the setting's one line."""
+    base = "postgres://rl:pw@db.example:5432/rl"
+    for mode in ("disable", "require", "verify-full"):
+        settings = Settings.from_env({"DATABASE_URL": f"{base}?sslmode={mode}"})
+        assert settings.database_url == f"postgresql+asyncpg://rl:pw@db.example:5432/rl?ssl={mode}"
+    with pytest.raises(SettingError, match="connect_timeout"):
+        check_env({"DATABASE_URL": f"{base}?sslmode=require&connect_timeout=10"})
+    with pytest.raises(SettingError, match="sslmode"):
+        check_env({"DATABASE_URL": f"{base}?sslmode=sometimes"})
+
+
+@pytest.mark.postgres
+def test_postgresql_url_with_sslmode_connects(tmp_path: Path) -> None:
+    urls = postgres_admin_urls()
+    if not urls:
+        pytest.skip("no TEST_DATABASE_URLS")
+    url = urls[0].replace("postgresql+asyncpg://", "postgres://", 1) + "?sslmode=disable"
+    # The admin database is not migrated: the command got through to the database.
+    result = rltracker("stats", env={"DATABASE_URL": url})
+    one_line(result, "stats", 1, "DATABASE_URL", "rltracker migrate")

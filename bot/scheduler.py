@@ -101,8 +101,11 @@ async def step_reanalyse(ctx: Any) -> Any:
                     newer += 1
                     continue
                 await analyse_and_store(session, thread, ctx.extras)
+                # Each finding committed at once: on SQLite the write lock is held from a
+                # write to the commit, and /webhook's group commit waits for it; held across
+                # the next analyses it outlasted the 10 s GitHub waits for an answer.
+                await session.commit()
                 done += 1
-            await session.commit()
 
 
 async def step_recovery(ctx: Any) -> Any:

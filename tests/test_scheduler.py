@@ -291,3 +291,51 @@ async def test_reanalysis_refreshes_older_versions_only(ctx: AppContext) -> None
     assert got[2] == (newer, {"kept": True})
     assert got[3] == (ANALYZER_VERSION, {"kept": True})
     assert (await step_reanalyse(ctx))["reanalysed"] == 0
+
+
+async def test_reanalysis_does_not_hold_the_sqlite_write_lock_across_analyses(
+        sqlite_ctx: AppContext) -> None:
+    """The step analysed a batch of 200 threads in one transaction, writing each finding as it
+    went: on SQLite the write lock was held from the first write to the batch's commit,
+    across every analysis after it (seconds each for long threads), and /webhook's group
+    commit waited for it, past the 10 s GitHub waits after a version bump. Probed without
+    timing: just before the step reads a thread's Analysis row (its analysis has run), a
+    second connection asks for the write lock without waiting."""
+    import sqlite3
+
+    from sqlalchemy import event
+
+    from bot.config import sqlite_path
+    from bot.scheduler import step_reanalyse
+
+    ctx = sqlite_ctx
+    async with ctx.sessionmaker() as session:
+        threads = [Thread(repo="someone/else", number=n, kind="issue", title=f"t{n}", body="b")
+                   for n in (1, 2, 3)]
+        session.add_all(threads)
+        await session.flush()
+        session.add_all([Analysis(thread_id=t.id, analyzer_version="2000.01.01-1", result={})
+                         for t in threads])
+        await session.commit()
+    path = sqlite_path(ctx.settings.database_url)
+    assert path is not None
+    probes: list[bool] = []
+
+    def probe(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if statement.lstrip().startswith("SELECT") and "FROM analyses \nWHERE analyses.thread_id" in statement:
+            other = sqlite3.connect(path, timeout=0, isolation_level=None)
+            try:
+                other.execute("BEGIN IMMEDIATE")
+                other.execute("ROLLBACK")
+                probes.append(True)
+            except sqlite3.OperationalError:  # database is locked
+                probes.append(False)
+            finally:
+                other.close()
+
+    event.listen(ctx.engine.sync_engine, "before_cursor_execute", probe)
+    try:
+        assert (await step_reanalyse(ctx))["reanalysed"] == 3
+    finally:
+        event.remove(ctx.engine.sync_engine, "before_cursor_execute", probe)
+    assert probes == [True, True, True]

@@ -36,9 +36,11 @@ def test_valid_file() -> None:
         ("labels: {no_such_kind: x}\n", "unknown failure kinds"),
         ("ignore_labels: bug\n", "ignore_labels"),
         ("failure_coments: false\n", "unknown settings: failure_coments"),
-        ("a: &x [1]\nb: *x\n", "not valid YAML"),  # aliases refused
+        ("a: &x [1]\nb: *x\n", r"aliases \(\*name\) are not allowed in this file \(line 2\)"),
+        ("failure_comments: [oops\n", r"not valid YAML \(line 2\): expected ',' or '\]'"),
+        ("a: \x01\n", "not valid YAML: unacceptable character"),
         ("daily_budget: 1000\n", "daily_budget"),
-        ("x: !!python/object:os.system {}\n", "not valid YAML"),
+        ("x: !!python/object:os.system {}\n", "not valid YAML .line 1.: could not determine a constructor"),
     ],
 )
 def test_invalid_files(text: str, problem: str) -> None:
@@ -146,3 +148,4 @@ async def test_unbuildable_yaml_falls_back_and_is_reported(app_ctx: Any, fake_gi
     async with app_ctx.sessionmaker() as s:
         rows = list(await s.scalars(select(Action).where(Action.kind == "config")))
     assert len(rows) == 1 and "invalid .github/rltracker.yml" in rows[0].reason
+

@@ -101,7 +101,8 @@ class _NoAliasLoader(yaml.SafeLoader):
 
     def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
         if self.check_event(yaml.AliasEvent):
-            raise yaml.YAMLError("YAML aliases are not allowed in .github/rltracker.yml")
+            line = self.peek_event().start_mark.line + 1
+            raise ConfigError(f"YAML aliases (*name) are not allowed in this file (line {line})")
         return super().compose_node(parent, index)
 
 
@@ -189,7 +190,9 @@ def parse_config_text(text: str) -> RepoConfig:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise ConfigError(f"not valid YAML{where}") from exc
+        # PyYAML's own words, so the maintainer sees what to change (a tag, a bracket)
+        problem = getattr(exc, "problem", None) or str(exc).split("\n", 1)[0]
+        raise ConfigError(f"not valid YAML{where}: {problem[:160]}") from exc
     except (ValueError, OverflowError) as exc:
         # A scalar PyYAML cannot build: a date that is no date (2024-13-45), an integer past
         # Python's digit limit, `!!int` on a word.

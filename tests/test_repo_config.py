@@ -149,3 +149,39 @@ async def test_unbuildable_yaml_falls_back_and_is_reported(app_ctx: Any, fake_gi
         rows = list(await s.scalars(select(Action).where(Action.kind == "config")))
     assert len(rows) == 1 and "invalid .github/rltracker.yml" in rows[0].reason
 
+
+
+@pytest.mark.parametrize("broken", [
+    "labels: {entropy_collapse: [oops\n",  # a bracket left open
+    "released: 2024-13-45\n",  # a value YAML cannot build
+    "notes: &n x\nmore: *n\n",  # an alias
+])
+async def test_opt_out_holds_when_the_file_does_not_parse(app_ctx: Any, fake_github: Any,
+                                                          broken: str) -> None:
+    """docs/comments.md: "a typo in another setting never turns on what the repository turned
+    off". A typo that broke the YAML itself (not only a setting's value) dropped the whole
+    file, `failure_comments: false` with it: the app began commenting in a repository that
+    had turned it off. The opt-outs stated on top-level lines of their own still hold."""
+    from bot.speaking.decide import act
+    from tests.test_actions_e2e import FAILURE, actions_of, open_issue
+
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml",
+                         "failure_comments: false   # not here, thanks\ndry_run: yes\n" + broken)
+    payload = await open_issue(app_ctx, fake_github, 1)
+    await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert not fake_github.comments_of(VERL, 1)
+    [row] = await actions_of(app_ctx, 1)
+    assert row.status == "skipped" and "turned off" in row.reason
+    config = await get_repo_config(app_ctx, VERL, INST)
+    assert (config.source, config.failure_comments, config.dry_run, config.rule_summaries) == (
+        "invalid", False, True, True)
+    [config_row] = await actions_of(app_ctx, kind="config")
+    assert "invalid .github/rltracker.yml" in config_row.reason
+
+
+def test_only_top_level_opt_out_lines_hold_in_a_broken_file() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config_text("labels:\n  failure_comments: false\nrule_summaries: true\n"
+                          "dry_run: false\nx: [\n")
+    assert caught.value.opt_outs == {}

@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
+import re
 from dataclasses import asdict, dataclass, field, replace
 from datetime import timedelta
 from typing import Any
@@ -44,6 +45,8 @@ MAX_CONFIG_BYTES = 16 * 1024
 MAX_CONFIG_DEPTH = 16  # nesting levels: the settings need 2; PyYAML composes recursively
 DEFAULT_PROPOSAL_CONFIDENCE = 0.7  # the rule-summary reply's bar when min_confidence is unset
 DEFAULT_DAILY_BUDGET = 3
+# The settings that make the app quieter (ConfigError's opt-outs), at their quiet values.
+_QUIET = {"failure_comments": False, "rule_summaries": False, "dry_run": True}
 
 
 @dataclass(frozen=True)
@@ -172,10 +175,25 @@ def validate_config(data: Any) -> RepoConfig:
         else:
             values["ignore_labels"] = tuple(ignore)
     if problems:
-        quiet = {"failure_comments": False, "rule_summaries": False, "dry_run": True}
         raise ConfigError("; ".join(problems),
-                          {k: v for k, v in quiet.items() if values.get(k) is v})
+                          {k: v for k, v in _QUIET.items() if values.get(k) is v})
     return RepoConfig(source="file", **values)
+
+
+# A top-level line of its own stating one of them: `failure_comments: false  # a comment`
+_OPT_OUT_LINE = re.compile(r"(failure_comments|rule_summaries|dry_run)[ \t]*:[ \t]*([A-Za-z]{1,5})"
+                           r"[ \t]*(?:#.*)?")
+
+
+def _stated_opt_outs(text: str) -> dict[str, bool]:
+    """The opt-outs a file that does not parse states on top-level lines of their own: the
+    rest of it is unreadable, but a typo elsewhere must not turn on what it turned off."""
+    found: dict[str, bool] = {}
+    for line in text.splitlines():
+        m = _OPT_OUT_LINE.fullmatch(line.rstrip())
+        if m and yaml.safe_load(m.group(2)) is _QUIET[m.group(1)]:  # YAML's false, no, off...
+            found[m.group(1)] = _QUIET[m.group(1)]
+    return found
 
 
 def parse_config_text(text: str) -> RepoConfig:
@@ -185,18 +203,18 @@ def parse_config_text(text: str) -> RepoConfig:
     try:
         _check_depth(text)
         data = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
-    except ConfigError:
-        raise
+    except ConfigError as exc:
+        raise ConfigError(str(exc), _stated_opt_outs(text)) from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         # PyYAML's own words, so the maintainer sees what to change (a tag, a bracket)
         problem = getattr(exc, "problem", None) or str(exc).split("\n", 1)[0]
-        raise ConfigError(f"not valid YAML{where}: {problem[:160]}") from exc
+        raise ConfigError(f"not valid YAML{where}: {problem[:160]}", _stated_opt_outs(text)) from exc
     except (ValueError, OverflowError) as exc:
         # A scalar PyYAML cannot build: a date that is no date (2024-13-45), an integer past
         # Python's digit limit, `!!int` on a word.
-        raise ConfigError(f"a value cannot be read: {str(exc)[:120]}") from exc
+        raise ConfigError(f"a value cannot be read: {str(exc)[:120]}", _stated_opt_outs(text)) from exc
     return validate_config(data)
 
 

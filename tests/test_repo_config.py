@@ -185,3 +185,28 @@ def test_only_top_level_opt_out_lines_hold_in_a_broken_file() -> None:
         parse_config_text("labels:\n  failure_comments: false\nrule_summaries: true\n"
                           "dry_run: false\nx: [\n")
     assert caught.value.opt_outs == {}
+
+
+@pytest.mark.parametrize("content", [
+    pytest.param("failure_comments: false\ndry_run: true\n" + "# why we turned it off\n" * 800,
+                 id="larger-than-16-KiB"),
+    pytest.param("failure_comments: false\ndry_run: true\n# r\xe9sum\xe9 of our reasons\n".encode("latin-1"),
+                 id="latin-1"),
+])
+async def test_opt_out_holds_in_a_file_too_large_or_not_utf8(app_ctx: Any, fake_github: Any,
+                                                              content: str | bytes) -> None:
+    """A file over the size limit or not in UTF-8 was refused whole, its opt-outs with it:
+    `failure_comments: false` followed by long comments, or saved in Latin-1, turned the
+    app's comments on. The opt-outs on top-level lines of their own still hold."""
+    from bot.speaking.decide import act
+    from tests.test_actions_e2e import FAILURE, actions_of, open_issue
+
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", content)
+    payload = await open_issue(app_ctx, fake_github, 1)
+    await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert not fake_github.comments_of(VERL, 1)
+    config = await get_repo_config(app_ctx, VERL, INST)
+    assert (config.source, config.failure_comments, config.dry_run) == ("invalid", False, True)
+    [config_row] = await actions_of(app_ctx, kind="config")
+    assert "larger than" in config_row.reason or "UTF-8" in config_row.reason

@@ -199,7 +199,7 @@ def _stated_opt_outs(text: str) -> dict[str, bool]:
 def parse_config_text(text: str) -> RepoConfig:
     """YAML text to a validated config; raises ConfigError with a reason a maintainer can act on."""
     if len(text.encode("utf-8")) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"the file is larger than {MAX_CONFIG_BYTES} bytes")
+        raise ConfigError(f"the file is larger than {MAX_CONFIG_BYTES} bytes", _stated_opt_outs(text))
     try:
         _check_depth(text)
         data = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
@@ -247,13 +247,19 @@ async def _fetch_file(ctx: Any, repo: str, installation_id: int | None) -> str |
             raise
         if not isinstance(item, dict) or item.get("type", "file") != "file":
             raise ConfigError(f"{path} is not a file")
-        if item.get("size") and int(item["size"]) > MAX_CONFIG_BYTES:
-            raise ConfigError(f"the file is larger than {MAX_CONFIG_BYTES} bytes")
-        content = item.get("content") or ""
+        try:  # (GitHub sends no content for a file over 1 MB)
+            raw = base64.b64decode(item.get("content") or "")
+        except ValueError as exc:
+            raise ConfigError("the file's content could not be decoded") from exc
+        # Refused whole, but the opt-outs it states on lines of their own still hold.
+        if int(item.get("size") or len(raw)) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"the file is larger than {MAX_CONFIG_BYTES} bytes",
+                              _stated_opt_outs(raw.decode("utf-8", "replace")))
         try:
-            return base64.b64decode(content).decode("utf-8")
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ConfigError("the file is not UTF-8 text") from exc
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError("the file is not UTF-8 text",
+                              _stated_opt_outs(raw.decode("utf-8", "replace"))) from exc
     return None
 
 

@@ -210,3 +210,26 @@ async def test_opt_out_holds_in_a_file_too_large_or_not_utf8(app_ctx: Any, fake_
     assert (config.source, config.failure_comments, config.dry_run) == ("invalid", False, True)
     [config_row] = await actions_of(app_ctx, kind="config")
     assert "larger than" in config_row.reason or "UTF-8" in config_row.reason
+
+
+async def test_a_setting_given_twice_is_reported_and_the_opt_out_holds(app_ctx: Any,
+                                                                      fake_github: Any) -> None:
+    """`failure_comments: false` added at the top of a file that says `failure_comments: true`
+    further down: PyYAML keeps the last silently, so the app went on commenting where the
+    maintainer had just turned it off, and nothing said why. A key given twice in a mapping is
+    a problem (with both lines), and the opt-out stated holds."""
+    from bot.speaking.decide import act
+    from tests.test_actions_e2e import FAILURE, actions_of, open_issue
+
+    with pytest.raises(ConfigError, match=r"failure_comments is set twice \(lines 1 and 4\)"):
+        parse_config_text("failure_comments: false\nlabels:\n  kl_growth: kl\nfailure_comments: true\n")
+    with pytest.raises(ConfigError, match=r"kl_growth is set twice \(lines 2 and 3\)"):
+        parse_config_text("labels:\n  kl_growth: a\n  kl_growth: b\n")
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml",
+                         "failure_comments: false\nmin_confidence: 0.9\nfailure_comments: true\n")
+    payload = await open_issue(app_ctx, fake_github, 1)
+    await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert not fake_github.comments_of(VERL, 1)
+    [config_row] = await actions_of(app_ctx, kind="config")
+    assert "failure_comments is set twice" in config_row.reason

@@ -100,7 +100,19 @@ class ConfigError(ValueError):
 
 
 class _NoAliasLoader(yaml.SafeLoader):
-    """SafeLoader without anchors/aliases: nothing in a settings file needs them."""
+    """SafeLoader without anchors/aliases (nothing in a settings file needs them) and without
+    keys given twice in a mapping (PyYAML keeps the last one silently)."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:  # type: ignore[override]
+        seen: dict[str, int] = {}
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                line = key_node.start_mark.line + 1
+                if key_node.value in seen:
+                    raise ConfigError(f"{key_node.value[:50]} is set twice (lines "
+                                      f"{seen[key_node.value]} and {line})")
+                seen[key_node.value] = line
+        return super().construct_mapping(node, deep)
 
     def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
         if self.check_event(yaml.AliasEvent):

@@ -65,6 +65,14 @@ def settings_for_serve(dev: bool, env: dict[str, str] | None = None) -> tuple[Se
             "GITHUB_WEBHOOK_SECRET is not set; set it to the app's webhook secret "
             "(or run `rltracker serve --dev` for a local, dry-run service)"
         )
+    elif not settings.dry_run and not (
+            (os.environ if env is None else env).get("RLTRACKER_PUBLIC_URL") or "").strip():
+        # Posting on GitHub: every link of every comment would lead to this machine's default.
+        raise ValueError(
+            f"RLTRACKER_PUBLIC_URL is not set: the comments this service posts on GitHub would "
+            f"link to {settings.public_url}; set it to where the tracker is reachable "
+            "(https://...), or RLTRACKER_DRY_RUN=1 to post nothing"
+        )
     return settings, generated
 
 

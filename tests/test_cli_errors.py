@@ -559,3 +559,27 @@ def test_postgresql_url_with_sslmode_connects(tmp_path: Path) -> None:
     # The admin database is not migrated: the command got through to the database.
     result = rltracker("stats", env={"DATABASE_URL": url})
     one_line(result, "stats", 1, "DATABASE_URL", "rltracker migrate")
+
+
+# ----------------------------------------------------------------- links in posted comments
+def test_serve_posting_without_a_public_url(migrated_db: str) -> None:
+    """With the app's credentials and dry-run off, `serve` posts on GitHub; without
+    RLTRACKER_PUBLIC_URL every link in those comments led to http://localhost:8000 on the
+    maintainer's machine... or nowhere. It is refused at start, like any setting that cannot
+    work (the port is taken here, so a `serve` that got past the settings stops on it)."""
+    from bot.server import settings_for_serve
+
+    app = {"GITHUB_APP_ID": "4242", "GITHUB_PRIVATE_KEY": PEM, "GITHUB_WEBHOOK_SECRET": "whsecret-1",
+           "DATABASE_URL": migrated_db}
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = rltracker("serve", "--host", "127.0.0.1", "--port", str(port), "--no-scheduler", env=app)
+    one_line(result, "serve", 2, "RLTRACKER_PUBLIC_URL is not set", f"http://localhost:{port}",
+             "RLTRACKER_DRY_RUN")
+    # Dry run (the variable, or --dev), or the URL set: nothing to refuse.
+    assert settings_for_serve(False, {**app, "RLTRACKER_DRY_RUN": "1"})[0].dry_run
+    assert settings_for_serve(True, app)[0].dry_run
+    settings, _ = settings_for_serve(False, {**app, "RLTRACKER_PUBLIC_URL": "https://rl.example.org/"})
+    assert settings.public_url == "https://rl.example.org" and not settings.dry_run

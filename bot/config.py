@@ -256,16 +256,52 @@ def _check_http_url(env: Mapping[str, str], name: str) -> None:
         raise SettingError(name, value, "expected an http:// or https:// URL")
 
 
+_CRONTAB_DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+
+
+def _crontab_weekdays(field: str) -> str:
+    """crontab's day-of-week field (0 and 7: Sunday) as day names, which APScheduler 3 reads
+    as crontab does: its from_crontab takes numbers as 0 = Monday. Names, `*` and `?` as given."""
+    if field == "*" or not re.fullmatch(r"[0-9*/,-]+", field):
+        return field
+    days: set[int] = set()
+    for item in field.split(","):
+        part, slash, step_text = item.partition("/")
+        try:
+            step = int(step_text) if slash else 1
+            if part == "*":
+                low, high = 0, 6
+            elif "-" in part:
+                low, high = (int(n) for n in part.split("-", 1))
+            else:
+                low = int(part)
+                high = 7 if slash else low
+        except ValueError:
+            raise ValueError(f"day of week {item!r} is not a crontab day list") from None
+        if not 0 <= low <= high <= 7 or step < 1:
+            raise ValueError(f"day of week {item!r}: expected days 0-7 (0 and 7: Sunday)")
+        days.update(d % 7 for d in range(low, high + 1, step))
+    return ",".join(_CRONTAB_DAYS[d] for d in sorted(days))
+
+
+def crontab_trigger(expr: str, timezone: object) -> object:
+    """APScheduler's CronTrigger for a crontab line, with crontab's weekday numbers."""
+    from apscheduler.triggers.cron import CronTrigger
+
+    values = expr.split()
+    if len(values) == 5:
+        values[4] = _crontab_weekdays(values[4])
+    return CronTrigger.from_crontab(" ".join(values) if len(values) == 5 else expr, timezone=timezone)
+
+
 def _check_cron(env: Mapping[str, str]) -> None:
     value = env.get("RLTRACKER_NIGHTLY_CRON")
     if not value:
         return
     from datetime import UTC
 
-    from apscheduler.triggers.cron import CronTrigger
-
     try:
-        CronTrigger.from_crontab(value, timezone=UTC)
+        crontab_trigger(value, timezone=UTC)
     except ValueError as exc:
         raise SettingError("RLTRACKER_NIGHTLY_CRON", value,
                            f"not a crontab line ({exc}); expected 5 fields, minute hour day "

@@ -387,9 +387,9 @@ async def start_first_backfill(ctx: Any) -> asyncio.Task[Any] | None:
 
 # ---------------------------------------------------------------------------- schedule
 def nightly_trigger(ctx: Any) -> Any:
-    from apscheduler.triggers.cron import CronTrigger
+    from bot.config import crontab_trigger
 
-    return CronTrigger.from_crontab(ctx.settings.nightly_cron, timezone=UTC)
+    return crontab_trigger(ctx.settings.nightly_cron, timezone=UTC)
 
 
 def last_fire_time(trigger: Any, now: datetime) -> datetime | None:

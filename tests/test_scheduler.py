@@ -339,3 +339,30 @@ async def test_reanalysis_does_not_hold_the_sqlite_write_lock_across_analyses(
     finally:
         event.remove(ctx.engine.sync_engine, "before_cursor_execute", probe)
     assert probes == [True, True, True]
+
+
+@pytest.mark.parametrize(("weekdays", "expected_day"), [
+    ("0", 6),      # Sunday, in crontab's numbering
+    ("7", 6),      # Sunday too
+    ("1-5", 7),    # Monday to Friday: after Saturday noon, Monday
+    ("6", 12),     # Saturday: not today's (03:00 has passed), next week's
+    ("0,6", 6),
+    ("*/2", 6),    # crontab days 0, 2, 4, 6: Sunday, Tuesday, Thursday, Saturday
+    ("sat", 12),   # names mean what they say in both
+    ("*", 6),
+])
+def test_nightly_cron_weekdays_are_crontab_weekdays(weekdays: str, expected_day: int) -> None:
+    """RLTRACKER_NIGHTLY_CRON is documented as a crontab line, but APScheduler 3's
+    from_crontab numbers weekdays from Monday = 0: '0 3 * * 0' (Sundays) ran on Mondays,
+    '1-5' (weekdays) from Tuesday to Saturday, and '7' (Sunday) was refused."""
+    from types import SimpleNamespace
+
+    from bot.config import check_env
+
+    cron = f"0 3 * * {weekdays}"
+    check_env({"RLTRACKER_NIGHTLY_CRON": cron})
+    trigger = nightly_trigger(SimpleNamespace(settings=SimpleNamespace(nightly_cron=cron)))
+    saturday_noon = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
+    assert saturday_noon.weekday() == 5
+    fire = trigger.get_next_fire_time(None, saturday_noon)
+    assert fire == datetime(2026, 12, expected_day, 3, 0, tzinfo=UTC)

@@ -98,6 +98,27 @@ def _start_worker_processes(settings: Settings, count: int) -> list[Any]:
     return procs
 
 
+def _watch_worker_processes(procs: list[Any], stop: asyncio.Event) -> list[str]:
+    """Stop serving when a worker process ends by itself (killed, crashed): the web process
+    would go on answering 202 and /healthz "ok" with nothing working the inbox. Returns the
+    list the watcher fills with what happened."""
+    loop = asyncio.get_running_loop()
+    died: list[str] = []
+
+    def ended(p: Any) -> None:
+        loop.remove_reader(p.sentinel)
+        if stop.is_set():
+            return
+        p.join(1)  # the sentinel fired: it has exited, reap it for its status
+        died.append(f"worker process {p.name} exited (status {p.exitcode})")
+        log.error("%s; stopping", died[-1])
+        stop.set()
+
+    for p in procs:
+        loop.add_reader(p.sentinel, ended, p)
+    return died
+
+
 def _stop_worker_processes(procs: list[Any]) -> None:
     """SIGTERM: each finishes the row in hand; one that does not within the grace is killed
     (its row's lease runs out and another worker takes it)."""
@@ -160,9 +181,12 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
                 loop.add_signal_handler(sig, stop.set)
             except RuntimeError:  # not the main thread: whoever runs us there stops us
                 pass
+        died = _watch_worker_processes(procs, stop)
         if ready is not None:
             ready.set()
         await stop.wait()
+        for p in procs:
+            loop.remove_reader(p.sentinel)
         log.info("stopping")
         if sched is not None:
             sched.shutdown(wait=False)
@@ -174,6 +198,10 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
         from bot.speaking.preview import wait_background
 
         await wait_background(ctx, grace=SHUTDOWN_GRACE)  # e.g. an installation preview
+        if died:  # a failure while running: one line, exit status 1
+            print(f"rltracker serve: {died[0]}; stopped so that it is restarted (what was stored "
+                  "stays queued)", file=sys.stderr, flush=True)
+            return 1
         return 0
     finally:
         await ctx.close()

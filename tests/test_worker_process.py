@@ -72,3 +72,24 @@ async def test_worker_process_stores_what_the_analyzers_give_in_process(
         assert stored[number] == json.loads(json.dumps(analyze_thread(record)))
     assert stored[900]["failure"]["is_failure_report"]
     assert any(p["arxiv_id"] == "2506.13585" for p in stored[901]["papers"])
+
+
+async def test_serve_stops_when_its_worker_process_dies(settings: Settings, caplog: pytest.LogCaptureFixture
+                                                        ) -> None:
+    """`serve --workers 1` whose worker process died (OOM-killed, a crash) went on answering
+    webhooks 202 and /healthz "ok" with nothing working the inbox: deliveries piled up as
+    pending for good and nothing said why. serve now stops (exit status 1, an error line
+    naming the process), so a supervisor restarts it and nothing stored is lost."""
+    from bot.server import serve
+    from tests.test_crash_recovery import free_port
+
+    before = set(multiprocessing.active_children())
+    ready = asyncio.Event()
+    task = asyncio.create_task(serve(settings, "127.0.0.1", free_port(), worker_processes=1,
+                                     scheduler=False, backfill=False, ready=ready))
+    await asyncio.wait_for(ready.wait(), 120)  # hang guards, not timings
+    [child] = [p for p in multiprocessing.active_children() if p not in before]
+    child.kill()
+    status = await asyncio.wait_for(task, 60)
+    assert status == 1
+    assert f"worker process {child.name} exited" in caplog.text

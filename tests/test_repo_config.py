@@ -233,3 +233,11 @@ async def test_a_setting_given_twice_is_reported_and_the_opt_out_holds(app_ctx: 
     assert not fake_github.comments_of(VERL, 1)
     [config_row] = await actions_of(app_ctx, kind="config")
     assert "failure_comments is set twice" in config_row.reason
+
+
+def test_opt_out_of_a_broken_file_saved_with_a_byte_order_mark() -> None:
+    """Windows editors start UTF-8 files with a BOM: the first line, `failure_comments: false`,
+    did not count as stated in a file that does not parse."""
+    with pytest.raises(ConfigError) as caught:
+        parse_config_text("\ufefffailure_comments: false\r\nx: [\r\n")
+    assert caught.value.opt_outs == {"failure_comments": False}

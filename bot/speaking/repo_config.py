@@ -201,7 +201,7 @@ def _stated_opt_outs(text: str) -> dict[str, bool]:
     """The opt-outs a file that does not parse states on top-level lines of their own: the
     rest of it is unreadable, but a typo elsewhere must not turn on what it turned off."""
     found: dict[str, bool] = {}
-    for line in text.splitlines():
+    for line in text.removeprefix("\ufeff").splitlines():  # (a BOM, as Windows editors write)
         m = _OPT_OUT_LINE.fullmatch(line.rstrip())
         if m and yaml.safe_load(m.group(2)) is _QUIET[m.group(1)]:  # YAML's false, no, off...
             found[m.group(1)] = _QUIET[m.group(1)]

@@ -241,3 +241,27 @@ def test_opt_out_of_a_broken_file_saved_with_a_byte_order_mark() -> None:
     with pytest.raises(ConfigError) as caught:
         parse_config_text("\ufefffailure_comments: false\r\nx: [\r\n")
     assert caught.value.opt_outs == {"failure_comments": False}
+
+
+@pytest.mark.parametrize("text", [
+    '"bad\\0key": 1\n',  # YAML's escape for U+0000, in a key named in the problem
+    'failure_comments: false\nlabels: {"kl\\0growth": x}\n',
+    'labels: {kl_growth: "kl\\0"}\n',  # in a label name: a valid-looking setting
+])
+async def test_a_nul_character_in_the_file_is_stored_and_reported(app_ctx: Any, fake_github: Any,
+                                                                  text: str) -> None:
+    """YAML's "\\0" escape makes a U+0000 in a key or a value; PostgreSQL text cannot hold one.
+    Named in the problem (an unknown setting, an unknown failure kind) or kept in the
+    settings, it made storing the config on the repository row fail, so every decision in
+    that repository raised. The file is invalid, reported, and the decisions go on."""
+    from bot.speaking.decide import act
+    from tests.test_actions_e2e import FAILURE, actions_of, open_issue
+
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", text)
+    payload = await open_issue(app_ctx, fake_github, 1)
+    await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    config = await get_repo_config(app_ctx, VERL, INST)
+    assert config.source == "invalid"
+    [config_row] = await actions_of(app_ctx, kind="config")
+    assert "\x00" not in (config_row.reason or "")

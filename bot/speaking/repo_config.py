@@ -109,7 +109,7 @@ class _NoAliasLoader(yaml.SafeLoader):
             if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
                 line = key_node.start_mark.line + 1
                 if key_node.value in seen:
-                    raise ConfigError(f"{key_node.value[:50]} is set twice (lines "
+                    raise ConfigError(f"{_shown(key_node.value)} is set twice (lines "
                                       f"{seen[key_node.value]} and {line})")
                 seen[key_node.value] = line
         return super().construct_mapping(node, deep)
@@ -119,6 +119,14 @@ class _NoAliasLoader(yaml.SafeLoader):
             line = self.peek_event().start_mark.line + 1
             raise ConfigError(f"YAML aliases (*name) are not allowed in this file (line {line})")
         return super().compose_node(parent, index)
+
+
+def _shown(value: Any) -> str:
+    """A key or value of the file in a problem, shortened and with characters that are not
+    printable escaped: YAML's "\\0" makes a U+0000, which PostgreSQL text cannot store."""
+    text = str(value)[:50]
+    return text if text.isprintable() else "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def _bool(data: dict[str, Any], key: str, problems: list[str]) -> bool | None:
@@ -143,7 +151,7 @@ def validate_config(data: Any) -> RepoConfig:
         "failure_comments", "rule_summaries", "min_confidence", "dry_run", "daily_budget",
         "labels", "ignore_labels",
     }
-    unknown = sorted(str(k) for k in data if k not in allowed)
+    unknown = sorted(_shown(k) for k in data if k not in allowed)
     if unknown:
         problems.append("unknown settings: " + ", ".join(unknown[:10]))
     for key in ("failure_comments", "rule_summaries", "dry_run"):
@@ -167,13 +175,14 @@ def validate_config(data: Any) -> RepoConfig:
         if labels is None:
             labels = {}
         if not isinstance(labels, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) and 0 < len(v) <= 50 for k, v in labels.items()
+            isinstance(k, str) and isinstance(v, str) and 0 < len(v) <= 50 and v.isprintable()
+            for k, v in labels.items()
         ):
             problems.append("labels must map failure kinds to label names (at most 50 characters)")
         else:
             from analyzers.catalog import load_catalog
 
-            bad = sorted(k for k in labels if k not in load_catalog().failures)
+            bad = sorted(_shown(k) for k in labels if k not in load_catalog().failures)
             if bad:
                 problems.append("labels: unknown failure kinds: " + ", ".join(bad[:10]))
             else:
@@ -182,7 +191,7 @@ def validate_config(data: Any) -> RepoConfig:
         ignore = data["ignore_labels"]
         if ignore is None:
             ignore = []
-        if not isinstance(ignore, list) or not all(isinstance(v, str) for v in ignore):
+        if not isinstance(ignore, list) or not all(isinstance(v, str) and v.isprintable() for v in ignore):
             problems.append("ignore_labels must be a list of label names")
         else:
             values["ignore_labels"] = tuple(ignore)

@@ -285,13 +285,23 @@ def _crontab_weekdays(field: str) -> str:
 
 
 def crontab_trigger(expr: str, timezone: object) -> object:
-    """APScheduler's CronTrigger for a crontab line, with crontab's weekday numbers."""
+    """APScheduler's trigger for a crontab line, read as crontab reads it: weekday numbers
+    from Sunday = 0, and a line that restricts both the day of the month and the day of the
+    week runs on either (APScheduler's CronTrigger wants both)."""
+    from apscheduler.triggers.combining import OrTrigger
     from apscheduler.triggers.cron import CronTrigger
 
     values = expr.split()
-    if len(values) == 5:
-        values[4] = _crontab_weekdays(values[4])
-    return CronTrigger.from_crontab(" ".join(values) if len(values) == 5 else expr, timezone=timezone)
+    if len(values) != 5:
+        return CronTrigger.from_crontab(expr, timezone=timezone)  # its error says why
+    minute, hour, day, month, weekday = values
+    weekday = _crontab_weekdays(weekday)
+    if day.startswith("*") or weekday.startswith("*"):
+        return CronTrigger.from_crontab(" ".join((minute, hour, day, month, weekday)), timezone=timezone)
+    return OrTrigger([
+        CronTrigger.from_crontab(" ".join((minute, hour, day, month, "*")), timezone=timezone),
+        CronTrigger.from_crontab(" ".join((minute, hour, "*", month, weekday)), timezone=timezone),
+    ])
 
 
 def _check_cron(env: Mapping[str, str]) -> None:

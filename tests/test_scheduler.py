@@ -366,3 +366,25 @@ def test_nightly_cron_weekdays_are_crontab_weekdays(weekdays: str, expected_day:
     assert saturday_noon.weekday() == 5
     fire = trigger.get_next_fire_time(None, saturday_noon)
     assert fire == datetime(2026, 12, expected_day, 3, 0, tzinfo=UTC)
+
+
+def test_nightly_cron_day_of_month_or_weekday_as_crontab() -> None:
+    """crontab runs a line whose day of month and day of week are both restricted on either
+    ('0 3 1 * 1': the 1st, and every Monday); APScheduler's CronTrigger wants both, so it ran
+    only on a Monday that is the 1st, months apart."""
+    from types import SimpleNamespace
+
+    def next_fire(cron: str, after: datetime) -> datetime:
+        trigger = nightly_trigger(SimpleNamespace(settings=SimpleNamespace(nightly_cron=cron)))
+        return trigger.get_next_fire_time(None, after)
+
+    saturday_noon = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
+    assert next_fire("0 3 1 * 1", saturday_noon) == datetime(2026, 12, 7, 3, 0, tzinfo=UTC)
+    assert next_fire("0 3 1 * 1", datetime(2026, 12, 29, 12, 0, tzinfo=UTC)) == datetime(
+        2027, 1, 1, 3, 0, tzinfo=UTC)  # a Friday, the 1st
+    # Only one of them restricted: that one alone, as before.
+    assert next_fire("0 3 1 * *", saturday_noon) == datetime(2027, 1, 1, 3, 0, tzinfo=UTC)
+    assert next_fire("0 3 * * 1", saturday_noon) == datetime(2026, 12, 7, 3, 0, tzinfo=UTC)
+    last = last_fire_time(nightly_trigger(SimpleNamespace(settings=SimpleNamespace(
+        nightly_cron="0 3 1 * 1"))), saturday_noon)
+    assert last == datetime(2026, 12, 1, 3, 0, tzinfo=UTC)  # a Tuesday, the 1st

@@ -98,12 +98,26 @@ def _start_worker_processes(settings: Settings, count: int) -> list[Any]:
     return procs
 
 
-def _watch_worker_processes(procs: list[Any], stop: asyncio.Event) -> list[str]:
-    """Stop serving when a worker process ends by itself (killed, crashed): the web process
-    would go on answering 202 and /healthz "ok" with nothing working the inbox. Returns the
-    list the watcher fills with what happened."""
+def _watch_worker_processes(procs: list[Any], stop: asyncio.Event, worker: Any = None) -> list[str]:
+    """Stop serving when a worker process ends by itself (killed, crashed), or the inbox
+    worker running in this process does (its start failed): the web process would go on
+    answering 202 and /healthz "ok" with nothing working the inbox. Returns the list the
+    watchers fill with what happened."""
     loop = asyncio.get_running_loop()
     died: list[str] = []
+
+    def worker_ended(task: asyncio.Task[Any]) -> None:
+        if stop.is_set() or task.cancelled():
+            return
+        exc = task.exception()
+        reason = (str(exc).splitlines() or [""])[0][:200] if exc else ""
+        died.append("the inbox worker stopped" + (f" ({type(exc).__name__}: {reason})" if exc else ""))
+        log.error("%s; stopping", died[-1])
+        stop.set()
+
+    task = getattr(worker, "_task", None)  # bot.webhooks.worker.Worker, started with the app
+    if task is not None:
+        task.add_done_callback(worker_ended)
 
     def ended(p: Any) -> None:
         loop.remove_reader(p.sentinel)
@@ -136,7 +150,7 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
                 ready: asyncio.Event | None = None, worker_processes: int = 0) -> int:
     await _check_address(host, port)
     from bot.app import create_app
-    from bot.context import AppContext
+    from bot.context import WORKER, AppContext
     from bot.store.migrate import current_revision, head_revision
 
     ctx = AppContext.create(settings)
@@ -181,7 +195,7 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
                 loop.add_signal_handler(sig, stop.set)
             except RuntimeError:  # not the main thread: whoever runs us there stops us
                 pass
-        died = _watch_worker_processes(procs, stop)
+        died = _watch_worker_processes(procs, stop, app.get(WORKER))
         if ready is not None:
             ready.set()
         await stop.wait()

@@ -93,3 +93,34 @@ async def test_serve_stops_when_its_worker_process_dies(settings: Settings, capl
     status = await asyncio.wait_for(task, 60)
     assert status == 1
     assert f"worker process {child.name} exited" in caplog.text
+
+
+async def test_serve_stops_when_its_inbox_worker_stops(sqlite_db_url: str,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """The inbox worker inside the web process stopped for good when its start failed (its
+    first write, taking back rows a crash left `processing`, found SQLite's write lock held
+    by another process, e.g. a long `rltracker papers import`, past the busy timeout): serve
+    went on answering webhooks 202 and /healthz "ok" with nothing working the inbox. serve
+    now stops with exit status 1 and a line saying why, as for a worker process."""
+    import sqlite3
+
+    from bot.config import sqlite_path
+    from bot.server import serve
+    from tests.test_crash_recovery import free_port
+
+    settings = Settings.from_env({}, database_url=sqlite_db_url, webhook_secret="s", dry_run=True)
+    path = sqlite_path(sqlite_db_url)
+    assert path is not None
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # another process writing, for longer than SQLite waits
+    try:
+        ready = asyncio.Event()
+        task = asyncio.create_task(serve(settings, "127.0.0.1", free_port(), scheduler=False,
+                                         backfill=False, ready=ready))
+        await asyncio.wait_for(ready.wait(), 120)  # hang guards, not timings: SQLite's busy
+        status = await asyncio.wait_for(task, 90)  # timeout (30 s) decides when it fails
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert status == 1
+    assert "the inbox worker stopped" in caplog.text

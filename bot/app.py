@@ -3,6 +3,7 @@ routes and the tracker pages (bot.site), and the inbox writer and worker started
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -15,6 +16,8 @@ from bot.site import api, pages, preview_pages, report_pages, study, threads, ve
 from bot.webhooks.inbox import Inbox
 from bot.webhooks.receive import webhook
 from bot.webhooks.worker import Worker
+
+log = logging.getLogger(__name__)
 
 
 @web.middleware
@@ -52,7 +55,10 @@ def create_app(ctx: Any, *, worker: bool = True, worker_options: dict[str, Any] 
     async def stop_background(app: web.Application) -> None:
         await inbox.close()  # store what was accepted before stopping the worker
         if WORKER in app:
-            await app[WORKER].stop()
+            try:
+                await app[WORKER].stop()
+            except Exception:  # noqa: BLE001 - it had stopped on that error already (`serve` said so)
+                log.warning("the inbox worker had stopped on an error", exc_info=True)
 
     app.on_startup.append(start_background)
     app.on_cleanup.append(stop_background)

@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES_DIR = PROJECT_ROOT / "templates"
@@ -43,6 +43,9 @@ _DATABASE_SCHEMES = {
     "postgres": "postgresql+asyncpg",
     "postgresql+asyncpg": "postgresql+asyncpg",
 }
+# Query parameters of a PostgreSQL URL that reach asyncpg.connect as the strings they are.
+_POSTGRES_QUERY = {"ssl", "passfile", "target_session_attrs", "prepared_statement_cache_size"}
+_SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -88,11 +91,18 @@ def redact_url(url: str) -> str:
 
 
 def normalise_database_url(url: str) -> str:
-    """`sqlite:///x` and `postgresql://`/`postgres://` with the drivers the app runs on;
+    """`sqlite:///x` and `postgresql://`/`postgres://` with the drivers the app runs on, and
+    libpq's `sslmode` query parameter (in the URLs hosting platforms give) as asyncpg's `ssl`;
     anything else unchanged (check_database_url says what is wrong with it)."""
     scheme, sep, rest = url.partition("://")
     driver = _DATABASE_SCHEMES.get(scheme.lower()) if sep else None
-    return f"{driver}://{rest}" if driver else url
+    if not driver:
+        return url
+    head, question, query = rest.partition("?")
+    if driver == "postgresql+asyncpg" and question and query:
+        pairs = [("ssl" if k == "sslmode" else k, v) for k, v in parse_qsl(query, keep_blank_values=True)]
+        rest = f"{head}?{urlencode(pairs)}"
+    return f"{driver}://{rest}"
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -141,9 +151,22 @@ def check_database_url(url: str, *, may_be_absent: bool = False) -> None:
         except ValueError:
             raise SettingError("DATABASE_URL", shown,
                                "the port is not a number; " + SUPPORTED_DATABASES) from None
+        for key, value in parse_qsl(urlsplit(normal).query, keep_blank_values=True):
+            if key not in _POSTGRES_QUERY:  # asyncpg.connect would refuse it (a TypeError)
+                raise SettingError("DATABASE_URL", shown, f"the query parameter {key} is not one the "
+                                   "PostgreSQL driver (asyncpg) reads; it reads "
+                                   + ", ".join(sorted(_POSTGRES_QUERY)) + " (sslmode is read as ssl)")
+            if key == "ssl" and value not in _SSL_MODES:
+                raise SettingError("DATABASE_URL", shown, "sslmode (or ssl) must be one of "
+                                   + ", ".join(_SSL_MODES))
         return
     if not normal.startswith(SQLITE_PREFIX):
         raise SettingError("DATABASE_URL", shown, SUPPORTED_DATABASES)
+    rest = normal[len(SQLITE_PREFIX):].partition("?")[0]
+    if rest and not rest.startswith("/"):  # SQLAlchemy reads it as a host, and refuses it
+        raise SettingError("DATABASE_URL", shown, f"{rest} would be read as a host, not a file: a "
+                           "SQLite URL has three slashes before a relative path "
+                           "(sqlite+aiosqlite:///rltracker.db), four before an absolute one")
     path = sqlite_path(normal)
     if path is None:
         return
@@ -233,16 +256,62 @@ def _check_http_url(env: Mapping[str, str], name: str) -> None:
         raise SettingError(name, value, "expected an http:// or https:// URL")
 
 
+_CRONTAB_DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+
+
+def _crontab_weekdays(field: str) -> str:
+    """crontab's day-of-week field (0 and 7: Sunday) as day names, which APScheduler 3 reads
+    as crontab does: its from_crontab takes numbers as 0 = Monday. Names, `*` and `?` as given."""
+    if field == "*" or not re.fullmatch(r"[0-9*/,-]+", field):
+        return field
+    days: set[int] = set()
+    for item in field.split(","):
+        part, slash, step_text = item.partition("/")
+        try:
+            step = int(step_text) if slash else 1
+            if part == "*":
+                low, high = 0, 6
+            elif "-" in part:
+                low, high = (int(n) for n in part.split("-", 1))
+            else:
+                low = int(part)
+                high = 7 if slash else low
+        except ValueError:
+            raise ValueError(f"day of week {item!r} is not a crontab day list") from None
+        if not 0 <= low <= high <= 7 or step < 1:
+            raise ValueError(f"day of week {item!r}: expected days 0-7 (0 and 7: Sunday)")
+        days.update(d % 7 for d in range(low, high + 1, step))
+    return ",".join(_CRONTAB_DAYS[d] for d in sorted(days))
+
+
+def crontab_trigger(expr: str, timezone: object) -> object:
+    """APScheduler's trigger for a crontab line, read as crontab reads it: weekday numbers
+    from Sunday = 0, and a line that restricts both the day of the month and the day of the
+    week runs on either (APScheduler's CronTrigger wants both)."""
+    from apscheduler.triggers.combining import OrTrigger
+    from apscheduler.triggers.cron import CronTrigger
+
+    values = expr.split()
+    if len(values) != 5:
+        return CronTrigger.from_crontab(expr, timezone=timezone)  # its error says why
+    minute, hour, day, month, weekday = values
+    weekday = _crontab_weekdays(weekday)
+    if day.startswith("*") or weekday.startswith("*"):
+        return CronTrigger.from_crontab(" ".join((minute, hour, day, month, weekday)), timezone=timezone)
+    return OrTrigger([
+        CronTrigger.from_crontab(" ".join((minute, hour, day, month, "*")), timezone=timezone),
+        CronTrigger.from_crontab(" ".join((minute, hour, "*", month, weekday)), timezone=timezone),
+    ])
+
+
 def _check_cron(env: Mapping[str, str]) -> None:
     value = env.get("RLTRACKER_NIGHTLY_CRON")
     if not value:
         return
     from datetime import UTC
 
-    from apscheduler.triggers.cron import CronTrigger
-
     try:
-        CronTrigger.from_crontab(value, timezone=UTC)
+        crontab_trigger(value, timezone=UTC)
     except ValueError as exc:
         raise SettingError("RLTRACKER_NIGHTLY_CRON", value,
                            f"not a crontab line ({exc}); expected 5 fields, minute hour day "

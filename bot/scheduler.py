@@ -8,7 +8,8 @@ is a JobRun row (start, end, outcome, counts per step).
 
 Several replicas on PostgreSQL: the run holds `pg_try_advisory_lock(NIGHTLY_LOCK)` on its own
 connection for its whole length; a replica that does not get the lock records a `skipped`
-run and leaves. SQLite means one process; an asyncio lock stops overlapping runs there.
+run and leaves, and so does one that gets it after another replica's run for the same
+scheduled time (its clock or loop a little late) finished. SQLite means one process; an asyncio lock stops overlapping runs there.
 
 A run missed while the service was down: APScheduler's misfire grace covers short pauses of
 a running process; at start, a one-off job compares the last cron fire time with the last
@@ -70,24 +71,41 @@ async def step_sync(ctx: Any) -> Any:
 
 async def step_reanalyse(ctx: Any) -> Any:
     """Threads never analysed or analysed by an older analyzer version. Findings only: acting
-    on old threads is not the nightly job's business (the quiet rules would refuse anyway)."""
+    on old threads is not the nightly job's business (the quiet rules would refuse anyway).
+
+    A newer version is left alone: it was stored by a replica already on the next release (a
+    rolling deploy), and this older code must not write its findings back over it. Threads
+    are walked once each, in id order, so the step ends whatever is written meanwhile."""
     from analyzers.version import ANALYZER_VERSION
     from bot.pipeline import analyse_and_store
     from bot.store.models import Analysis, Thread
+    from bot.store.verdicts import _version_key
 
-    done = 0
+    current = _version_key(ANALYZER_VERSION)
+    done = newer = 0
+    after = 0
     while True:
         async with ctx.sessionmaker() as session:
-            threads = list(await session.scalars(
-                select(Thread).outerjoin(Analysis, Analysis.thread_id == Thread.id)
-                .where((Analysis.id.is_(None)) | (Analysis.analyzer_version != ANALYZER_VERSION))
-                .order_by(Thread.id).limit(REANALYSE_BATCH)))
-            if not threads:
-                return {"reanalysed": done, "version": ANALYZER_VERSION}
-            for thread in threads:
+            rows = (await session.execute(
+                select(Thread, Analysis.analyzer_version)
+                .outerjoin(Analysis, Analysis.thread_id == Thread.id)
+                .where(Thread.id > after,
+                       (Analysis.id.is_(None)) | (Analysis.analyzer_version != ANALYZER_VERSION))
+                .order_by(Thread.id).limit(REANALYSE_BATCH))).all()
+            if not rows:
+                return {"reanalysed": done, "version": ANALYZER_VERSION, "newer_kept": newer}
+            after = rows[-1][0].id
+            for thread, version in rows:
+                # (a version not of the dated form, like a hand-written one, counts as older)
+                if version is not None and version[:1].isdigit() and _version_key(version) > current:
+                    newer += 1
+                    continue
                 await analyse_and_store(session, thread, ctx.extras)
-            await session.commit()
-            done += len(threads)
+                # Each finding committed at once: on SQLite the write lock is held from a
+                # write to the commit, and /webhook's group commit waits for it; held across
+                # the next analyses it outlasted the 10 s GitHub waits for an answer.
+                await session.commit()
+                done += 1
 
 
 async def step_recovery(ctx: Any) -> Any:
@@ -184,8 +202,14 @@ class _Lock:
 
 
 
-async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None) -> dict[str, Any]:
-    """One nightly run (or a `skipped` record when another replica holds the lock)."""
+async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
+                      fire_time: datetime | None = None) -> dict[str, Any]:
+    """One nightly run (or a `skipped` record when another replica holds the lock).
+
+    `fire_time`: the scheduled time this run stands for (the scheduler's and the catch-up's
+    runs). The lock only keeps runs from overlapping: a replica whose scheduler fires a
+    little after another's short run finished would run the night again. Under the lock, a
+    run already started at or after `fire_time` makes this one a `skipped` record."""
     lock = _Lock(ctx)
     if not await lock.acquire():
         log.info("nightly: another replica is running it")
@@ -194,6 +218,13 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None) 
                       counts={"reason": "another replica holds the lock"})
         return {"outcome": "skipped"}
     try:
+        if fire_time is not None and await _ran_since(ctx, fire_time):
+            log.info("nightly: the run scheduled at %s was done already", fire_time.isoformat())
+            now = utcnow()
+            await record_job_run(ctx, JOB_NAME, None, started_at=now, finished_at=now, outcome="skipped",
+                                 counts={"reason": f"the run scheduled at {fire_time.isoformat()} "
+                                                   "was done already (another replica)"})
+            return {"outcome": "skipped"}
         run_id = await record_job_run(ctx, JOB_NAME, None, started_at=utcnow(), outcome="running", counts={})
         counts: dict[str, Any] = {}
         errors: list[str] = []
@@ -356,9 +387,9 @@ async def start_first_backfill(ctx: Any) -> asyncio.Task[Any] | None:
 
 # ---------------------------------------------------------------------------- schedule
 def nightly_trigger(ctx: Any) -> Any:
-    from apscheduler.triggers.cron import CronTrigger
+    from bot.config import crontab_trigger
 
-    return CronTrigger.from_crontab(ctx.settings.nightly_cron, timezone=UTC)
+    return crontab_trigger(ctx.settings.nightly_cron, timezone=UTC)
 
 
 def last_fire_time(trigger: Any, now: datetime) -> datetime | None:
@@ -369,6 +400,22 @@ def last_fire_time(trigger: Any, now: datetime) -> datetime | None:
         last = fire
         fire = trigger.get_next_fire_time(fire, fire + timedelta(seconds=1))
     return last
+
+
+_COUNTED = ("ok", "partial", "failed", "running")  # outcomes of a run that stands for its night
+
+
+async def _ran_since(ctx: Any, fire_time: datetime) -> bool:
+    """Whether a nightly run started at or after `fire_time`."""
+    async with ctx.sessionmaker() as session:
+        return await session.scalar(
+            select(JobRun.id).where(JobRun.name == JOB_NAME, JobRun.outcome.in_(_COUNTED),
+                                    JobRun.started_at >= fire_time).limit(1)) is not None
+
+
+async def scheduled_nightly(ctx: Any) -> dict[str, Any]:
+    """What the scheduler runs: the nightly job for the scheduled time that just passed."""
+    return await nightly_job(ctx, fire_time=last_fire_time(nightly_trigger(ctx), utcnow()))
 
 
 async def missed_run(ctx: Any, now: datetime | None = None) -> bool:
@@ -383,7 +430,7 @@ async def missed_run(ctx: Any, now: datetime | None = None) -> bool:
     async with ctx.sessionmaker() as session:
         last = await session.scalar(
             select(JobRun.started_at).where(JobRun.name == JOB_NAME,
-                                            JobRun.outcome.in_(("ok", "partial", "failed", "running")))
+                                            JobRun.outcome.in_(_COUNTED))
             .order_by(JobRun.started_at.desc()).limit(1))
     return last is not None and last < fire
 
@@ -414,9 +461,11 @@ async def catch_up(ctx: Any) -> dict[str, Any] | None:
     (a run the process stopped in the middle of does not count)."""
     if await close_interrupted_runs(ctx):
         log.info("nightly: a run was interrupted by a stop; it counts as missed")
-    if await missed_run(ctx):
+    now = utcnow()
+    if await missed_run(ctx, now):
         log.info("nightly: the last scheduled run was missed; running it now")
-        return await nightly_job(ctx)
+        # Replicas started together may all find it missed: under the lock it runs once.
+        return await nightly_job(ctx, fire_time=last_fire_time(nightly_trigger(ctx), now))
     return None
 
 
@@ -426,7 +475,7 @@ def create_scheduler(ctx: Any) -> Any:
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
     scheduler = AsyncIOScheduler(timezone=UTC)
-    scheduler.add_job(nightly_job, nightly_trigger(ctx), args=[ctx], id=JOB_NAME,
+    scheduler.add_job(scheduled_nightly, nightly_trigger(ctx), args=[ctx], id=JOB_NAME,
                       name="nightly sync, analysis and report", misfire_grace_time=MISFIRE_GRACE,
                       coalesce=True, max_instances=1, replace_existing=True)
     scheduler.add_job(catch_up, "date", run_date=utcnow() + timedelta(seconds=5), args=[ctx],

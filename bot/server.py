@@ -65,6 +65,14 @@ def settings_for_serve(dev: bool, env: dict[str, str] | None = None) -> tuple[Se
             "GITHUB_WEBHOOK_SECRET is not set; set it to the app's webhook secret "
             "(or run `rltracker serve --dev` for a local, dry-run service)"
         )
+    elif not settings.dry_run and not (
+            (os.environ if env is None else env).get("RLTRACKER_PUBLIC_URL") or "").strip():
+        # Posting on GitHub: every link of every comment would lead to this machine's default.
+        raise ValueError(
+            f"RLTRACKER_PUBLIC_URL is not set: the comments this service posts on GitHub would "
+            f"link to {settings.public_url}; set it to where the tracker is reachable "
+            "(https://...), or RLTRACKER_DRY_RUN=1 to post nothing"
+        )
     return settings, generated
 
 
@@ -90,6 +98,41 @@ def _start_worker_processes(settings: Settings, count: int) -> list[Any]:
     return procs
 
 
+def _watch_worker_processes(procs: list[Any], stop: asyncio.Event, worker: Any = None) -> list[str]:
+    """Stop serving when a worker process ends by itself (killed, crashed), or the inbox
+    worker running in this process does (its start failed): the web process would go on
+    answering 202 and /healthz "ok" with nothing working the inbox. Returns the list the
+    watchers fill with what happened."""
+    loop = asyncio.get_running_loop()
+    died: list[str] = []
+
+    def worker_ended(task: asyncio.Task[Any]) -> None:
+        if stop.is_set() or task.cancelled():
+            return
+        exc = task.exception()
+        reason = (str(exc).splitlines() or [""])[0][:200] if exc else ""
+        died.append("the inbox worker stopped" + (f" ({type(exc).__name__}: {reason})" if exc else ""))
+        log.error("%s; stopping", died[-1])
+        stop.set()
+
+    task = getattr(worker, "_task", None)  # bot.webhooks.worker.Worker, started with the app
+    if task is not None:
+        task.add_done_callback(worker_ended)
+
+    def ended(p: Any) -> None:
+        loop.remove_reader(p.sentinel)
+        if stop.is_set():
+            return
+        p.join(1)  # the sentinel fired: it has exited, reap it for its status
+        died.append(f"worker process {p.name} exited (status {p.exitcode})")
+        log.error("%s; stopping", died[-1])
+        stop.set()
+
+    for p in procs:
+        loop.add_reader(p.sentinel, ended, p)
+    return died
+
+
 def _stop_worker_processes(procs: list[Any]) -> None:
     """SIGTERM: each finishes the row in hand; one that does not within the grace is killed
     (its row's lease runs out and another worker takes it)."""
@@ -107,7 +150,7 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
                 ready: asyncio.Event | None = None, worker_processes: int = 0) -> int:
     await _check_address(host, port)
     from bot.app import create_app
-    from bot.context import AppContext
+    from bot.context import WORKER, AppContext
     from bot.store.migrate import current_revision, head_revision
 
     ctx = AppContext.create(settings)
@@ -152,9 +195,12 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
                 loop.add_signal_handler(sig, stop.set)
             except RuntimeError:  # not the main thread: whoever runs us there stops us
                 pass
+        died = _watch_worker_processes(procs, stop, app.get(WORKER))
         if ready is not None:
             ready.set()
         await stop.wait()
+        for p in procs:
+            loop.remove_reader(p.sentinel)
         log.info("stopping")
         if sched is not None:
             sched.shutdown(wait=False)
@@ -166,6 +212,10 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
         from bot.speaking.preview import wait_background
 
         await wait_background(ctx, grace=SHUTDOWN_GRACE)  # e.g. an installation preview
+        if died:  # a failure while running: one line, exit status 1
+            print(f"rltracker serve: {died[0]}; stopped so that it is restarted (what was stored "
+                  "stays queued)", file=sys.stderr, flush=True)
+            return 1
         return 0
     finally:
         await ctx.close()

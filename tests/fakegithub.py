@@ -161,7 +161,7 @@ class FakeGitHub:
         self.token_ttl: float = 3600
         self.issues: dict[tuple[str, int], dict[str, Any]] = {}
         self.comments: dict[int, dict[str, Any]] = {}
-        self.files: dict[tuple[str, str], str] = {}
+        self.files: dict[tuple[str, str], str | bytes] = {}
         self.deliveries: list[dict[str, Any]] = []
         self.redeliveries: list[int] = []
         self.reactions: dict[tuple[str, Any], list[dict[str, Any]]] = {}
@@ -374,7 +374,8 @@ class FakeGitHub:
         key = self._repo_key(repo)
         return [c for c in self.comments.values() if c["_repo"] == key and c["_number"] == number]
 
-    def set_file(self, repo: str, path: str, text: str) -> None:
+    def set_file(self, repo: str, path: str, text: str | bytes) -> None:
+        """`text` is served as UTF-8; bytes as they are (a file in another encoding)."""
         self.files[(self._repo_key(repo), path.strip("/"))] = text
 
     def add_delivery(
@@ -821,7 +822,7 @@ class FakeGitHub:
         text = self.files.get((repo_key, path))
         full = f"{match['owner']}/{match['name']}"
         if text is not None:
-            raw = text.encode("utf-8")
+            raw = text if isinstance(text, bytes) else text.encode("utf-8")
             encoded = base64.b64encode(raw).decode()
             # GitHub wraps the base64 text at 60 characters, with newlines; clients must cope.
             wrapped = "\n".join(encoded[i : i + 60] for i in range(0, len(encoded), 60)) + "\n"
@@ -847,7 +848,7 @@ class FakeGitHub:
                 "type": "dir" if sep else "file",
                 "name": head,
                 "path": entry_path,
-                "size": 0 if sep else len(ftext.encode()),
+                "size": 0 if sep else len(ftext if isinstance(ftext, bytes) else ftext.encode()),
             }
         if not entries:
             return 404, {"message": "Not Found"}

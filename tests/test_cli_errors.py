@@ -541,3 +541,63 @@ def test_rules_json_is_utf8_whatever_the_locale(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr.decode("utf-8", "replace")
     summary = json.loads(result.stdout.decode("utf-8"))
     assert any(f.get("statement_zh") for f in summary["facts"])
+
+
+# ----------------------------------------------------------------- DATABASE_URL slips
+def test_sqlite_url_with_two_slashes(tmp_path: Path) -> None:
+    """`sqlite+aiosqlite://rl.db` (one slash short) read the file name as a host: SQLAlchemy's
+    ArgumentError came out as "this is a bug" with a traceback, not the setting's one line."""
+    for url in ("sqlite+aiosqlite://rl.db", "sqlite://rl.db"):
+        result = rltracker("stats", env={"DATABASE_URL": url}, cwd=tmp_path)
+        one_line(result, "stats", 2, "DATABASE_URL", "rl.db", "sqlite+aiosqlite:///")
+    assert not list(tmp_path.iterdir())
+
+
+def test_postgresql_url_query_parameters() -> None:
+    """Hosting platforms give `postgres://...?sslmode=require` (libpq's name); asyncpg's is
+    `ssl`, and every other query parameter went to asyncpg.connect as a keyword it refused
+    with a TypeError ("this is a bug"). sslmode is read as ssl; a parameter the driver does
+    not read is the setting's one line."""
+    base = "postgres://rl:pw@db.example:5432/rl"
+    for mode in ("disable", "require", "verify-full"):
+        settings = Settings.from_env({"DATABASE_URL": f"{base}?sslmode={mode}"})
+        assert settings.database_url == f"postgresql+asyncpg://rl:pw@db.example:5432/rl?ssl={mode}"
+    with pytest.raises(SettingError, match="connect_timeout"):
+        check_env({"DATABASE_URL": f"{base}?sslmode=require&connect_timeout=10"})
+    with pytest.raises(SettingError, match="sslmode"):
+        check_env({"DATABASE_URL": f"{base}?sslmode=sometimes"})
+
+
+@pytest.mark.postgres
+def test_postgresql_url_with_sslmode_connects(tmp_path: Path) -> None:
+    urls = postgres_admin_urls()
+    if not urls:
+        pytest.skip("no TEST_DATABASE_URLS")
+    url = urls[0].replace("postgresql+asyncpg://", "postgres://", 1) + "?sslmode=disable"
+    # The admin database is not migrated: the command got through to the database.
+    result = rltracker("stats", env={"DATABASE_URL": url})
+    one_line(result, "stats", 1, "DATABASE_URL", "rltracker migrate")
+
+
+# ----------------------------------------------------------------- links in posted comments
+def test_serve_posting_without_a_public_url(migrated_db: str) -> None:
+    """With the app's credentials and dry-run off, `serve` posts on GitHub; without
+    RLTRACKER_PUBLIC_URL every link in those comments led to http://localhost:8000 on the
+    maintainer's machine... or nowhere. It is refused at start, like any setting that cannot
+    work (the port is taken here, so a `serve` that got past the settings stops on it)."""
+    from bot.server import settings_for_serve
+
+    app = {"GITHUB_APP_ID": "4242", "GITHUB_PRIVATE_KEY": PEM, "GITHUB_WEBHOOK_SECRET": "whsecret-1",
+           "DATABASE_URL": migrated_db}
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = rltracker("serve", "--host", "127.0.0.1", "--port", str(port), "--no-scheduler", env=app)
+    one_line(result, "serve", 2, "RLTRACKER_PUBLIC_URL is not set", f"http://localhost:{port}",
+             "RLTRACKER_DRY_RUN")
+    # Dry run (the variable, or --dev), or the URL set: nothing to refuse.
+    assert settings_for_serve(False, {**app, "RLTRACKER_DRY_RUN": "1"})[0].dry_run
+    assert settings_for_serve(True, app)[0].dry_run
+    settings, _ = settings_for_serve(False, {**app, "RLTRACKER_PUBLIC_URL": "https://rl.example.org/"})
+    assert settings.public_url == "https://rl.example.org" and not settings.dry_run

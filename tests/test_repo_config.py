@@ -36,9 +36,11 @@ def test_valid_file() -> None:
         ("labels: {no_such_kind: x}\n", "unknown failure kinds"),
         ("ignore_labels: bug\n", "ignore_labels"),
         ("failure_coments: false\n", "unknown settings: failure_coments"),
-        ("a: &x [1]\nb: *x\n", "not valid YAML"),  # aliases refused
+        ("a: &x [1]\nb: *x\n", r"aliases \(\*name\) are not allowed in this file \(line 2\)"),
+        ("failure_comments: [oops\n", r"not valid YAML \(line 2\): expected ',' or '\]'"),
+        ("a: \x01\n", "not valid YAML: unacceptable character"),
         ("daily_budget: 1000\n", "daily_budget"),
-        ("x: !!python/object:os.system {}\n", "not valid YAML"),
+        ("x: !!python/object:os.system {}\n", "not valid YAML .line 1.: could not determine a constructor"),
     ],
 )
 def test_invalid_files(text: str, problem: str) -> None:
@@ -108,3 +110,158 @@ async def test_without_app_credentials_nothing_is_fetched(
         await ctx.github.close()
         ctx.github = None
     assert not [c for c in fake_github.calls if "/contents/" in c.path]
+
+
+# Files whose YAML parses but whose values PyYAML cannot build (a date that is no date, an
+# integer past Python's digit limit, an explicit tag on a wrong value) or that nest deeper
+# than PyYAML's recursive composer goes: all well under the 16 KiB limit.
+HOSTILE_FILES = [
+    pytest.param("failure_comments: false\nreleased: 2024-13-45\n", "cannot be read", id="no-such-date"),
+    pytest.param("daily_budget: " + "9" * 5000 + "\n", "cannot be read", id="integer-past-digit-limit"),
+    pytest.param("daily_budget: !!int many\n", "cannot be read", id="int-tag-on-a-word"),
+    pytest.param("min_confidence: !!float high\n", "cannot be read", id="float-tag-on-a-word"),
+    pytest.param("labels: " + "[" * 5000 + "]" * 5000 + "\n", "nested", id="deep-flow-sequence"),
+    pytest.param("labels: " + "{a: " * 3000 + "1" + "}" * 3000 + "\n", "nested", id="deep-flow-mapping"),
+]
+
+
+@pytest.mark.parametrize(("text", "problem"), HOSTILE_FILES)
+def test_unbuildable_or_deep_yaml_is_a_config_error(text: str, problem: str) -> None:
+    assert len(text.encode()) <= 16 * 1024
+    with pytest.raises(ConfigError, match=problem):
+        parse_config_text(text)
+
+
+async def test_unbuildable_yaml_falls_back_and_is_reported(app_ctx: Any, fake_github: Any) -> None:
+    """A repository's file with a date that is no date: the failure comment is still decided
+    with the defaults (plus the file's opt-outs it can still read: none here), and the problem
+    is one skipped action of kind "config", not an exception in every delivery."""
+    from bot.speaking.decide import act
+    from tests.test_actions_e2e import FAILURE, app_comments, open_issue
+
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "labels: {}\nreleased: 2024-13-45\n")
+    payload = await open_issue(app_ctx, fake_github, 1)
+    out = await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "posted"
+    assert len(app_comments(fake_github, VERL, 1)) == 1
+    async with app_ctx.sessionmaker() as s:
+        rows = list(await s.scalars(select(Action).where(Action.kind == "config")))
+    assert len(rows) == 1 and "invalid .github/rltracker.yml" in rows[0].reason
+
+
+
+@pytest.mark.parametrize("broken", [
+    "labels: {entropy_collapse: [oops\n",  # a bracket left open
+    "released: 2024-13-45\n",  # a value YAML cannot build
+    "notes: &n x\nmore: *n\n",  # an alias
+])
+async def test_opt_out_holds_when_the_file_does_not_parse(app_ctx: Any, fake_github: Any,
+                                                          broken: str) -> None:
+    """docs/comments.md: "a typo in another setting never turns on what the repository turned
+    off". A typo that broke the YAML itself (not only a setting's value) dropped the whole
+    file, `failure_comments: false` with it: the app began commenting in a repository that
+    had turned it off. The opt-outs stated on top-level lines of their own still hold."""
+    from bot.speaking.decide import act
+    from tests.test_actions_e2e import FAILURE, actions_of, open_issue
+
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml",
+                         "failure_comments: false   # not here, thanks\ndry_run: yes\n" + broken)
+    payload = await open_issue(app_ctx, fake_github, 1)
+    await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert not fake_github.comments_of(VERL, 1)
+    [row] = await actions_of(app_ctx, 1)
+    assert row.status == "skipped" and "turned off" in row.reason
+    config = await get_repo_config(app_ctx, VERL, INST)
+    assert (config.source, config.failure_comments, config.dry_run, config.rule_summaries) == (
+        "invalid", False, True, True)
+    [config_row] = await actions_of(app_ctx, kind="config")
+    assert "invalid .github/rltracker.yml" in config_row.reason
+
+
+def test_only_top_level_opt_out_lines_hold_in_a_broken_file() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config_text("labels:\n  failure_comments: false\nrule_summaries: true\n"
+                          "dry_run: false\nx: [\n")
+    assert caught.value.opt_outs == {}
+
+
+@pytest.mark.parametrize("content", [
+    pytest.param("failure_comments: false\ndry_run: true\n" + "# why we turned it off\n" * 800,
+                 id="larger-than-16-KiB"),
+    pytest.param("failure_comments: false\ndry_run: true\n# r\xe9sum\xe9 of our reasons\n".encode("latin-1"),
+                 id="latin-1"),
+])
+async def test_opt_out_holds_in_a_file_too_large_or_not_utf8(app_ctx: Any, fake_github: Any,
+                                                              content: str | bytes) -> None:
+    """A file over the size limit or not in UTF-8 was refused whole, its opt-outs with it:
+    `failure_comments: false` followed by long comments, or saved in Latin-1, turned the
+    app's comments on. The opt-outs on top-level lines of their own still hold."""
+    from bot.speaking.decide import act
+    from tests.test_actions_e2e import FAILURE, actions_of, open_issue
+
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", content)
+    payload = await open_issue(app_ctx, fake_github, 1)
+    await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert not fake_github.comments_of(VERL, 1)
+    config = await get_repo_config(app_ctx, VERL, INST)
+    assert (config.source, config.failure_comments, config.dry_run) == ("invalid", False, True)
+    [config_row] = await actions_of(app_ctx, kind="config")
+    assert "larger than" in config_row.reason or "UTF-8" in config_row.reason
+
+
+async def test_a_setting_given_twice_is_reported_and_the_opt_out_holds(app_ctx: Any,
+                                                                      fake_github: Any) -> None:
+    """`failure_comments: false` added at the top of a file that says `failure_comments: true`
+    further down: PyYAML keeps the last silently, so the app went on commenting where the
+    maintainer had just turned it off, and nothing said why. A key given twice in a mapping is
+    a problem (with both lines), and the opt-out stated holds."""
+    from bot.speaking.decide import act
+    from tests.test_actions_e2e import FAILURE, actions_of, open_issue
+
+    with pytest.raises(ConfigError, match=r"failure_comments is set twice \(lines 1 and 4\)"):
+        parse_config_text("failure_comments: false\nlabels:\n  kl_growth: kl\nfailure_comments: true\n")
+    with pytest.raises(ConfigError, match=r"kl_growth is set twice \(lines 2 and 3\)"):
+        parse_config_text("labels:\n  kl_growth: a\n  kl_growth: b\n")
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml",
+                         "failure_comments: false\nmin_confidence: 0.9\nfailure_comments: true\n")
+    payload = await open_issue(app_ctx, fake_github, 1)
+    await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert not fake_github.comments_of(VERL, 1)
+    [config_row] = await actions_of(app_ctx, kind="config")
+    assert "failure_comments is set twice" in config_row.reason
+
+
+def test_opt_out_of_a_broken_file_saved_with_a_byte_order_mark() -> None:
+    """Windows editors start UTF-8 files with a BOM: the first line, `failure_comments: false`,
+    did not count as stated in a file that does not parse."""
+    with pytest.raises(ConfigError) as caught:
+        parse_config_text("\ufefffailure_comments: false\r\nx: [\r\n")
+    assert caught.value.opt_outs == {"failure_comments": False}
+
+
+@pytest.mark.parametrize("text", [
+    '"bad\\0key": 1\n',  # YAML's escape for U+0000, in a key named in the problem
+    'failure_comments: false\nlabels: {"kl\\0growth": x}\n',
+    'labels: {kl_growth: "kl\\0"}\n',  # in a label name: a valid-looking setting
+])
+async def test_a_nul_character_in_the_file_is_stored_and_reported(app_ctx: Any, fake_github: Any,
+                                                                  text: str) -> None:
+    """YAML's "\\0" escape makes a U+0000 in a key or a value; PostgreSQL text cannot hold one.
+    Named in the problem (an unknown setting, an unknown failure kind) or kept in the
+    settings, it made storing the config on the repository row fail, so every decision in
+    that repository raised. The file is invalid, reported, and the decisions go on."""
+    from bot.speaking.decide import act
+    from tests.test_actions_e2e import FAILURE, actions_of, open_issue
+
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", text)
+    payload = await open_issue(app_ctx, fake_github, 1)
+    await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    config = await get_repo_config(app_ctx, VERL, INST)
+    assert config.source == "invalid"
+    [config_row] = await actions_of(app_ctx, kind="config")
+    assert "\x00" not in (config_row.reason or "")

@@ -225,3 +225,166 @@ async def test_a_nightly_run_whose_report_github_refused_says_so(app_ctx: Any,
     fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
     assert (await nightly_job(app_ctx, steps=[("report", step_report)]))["outcome"] == "ok"
     assert len(fake_github.comments_of("tracker-org/tracker", 1)) == 1
+
+
+async def test_a_scheduled_time_runs_once_across_replicas(ctx: AppContext) -> None:
+    """Two replicas' schedulers fire for the same 03:00; the lock keeps them from overlapping,
+    but the one whose clock or loop is a little late found the lock free again (the first
+    run was short) and ran the whole night's job a second time: a second sync, re-analysis
+    and report for one scheduled time. The late one now records a skipped run."""
+    replicas = [ctx, AppContext.create(ctx.settings)]  # a second replica on the same database
+    try:
+        jobs = [create_scheduler(c).get_job("nightly") for c in replicas]
+        first = await jobs[0].func(*jobs[0].args, **jobs[0].kwargs)
+        second = await jobs[1].func(*jobs[1].args, **jobs[1].kwargs)
+    finally:
+        await replicas[1].close()
+    assert first["outcome"] == "ok"
+    assert second["outcome"] == "skipped"
+    assert [r.outcome for r in await runs(ctx)] == ["ok", "skipped"]
+    # Both replicas starting after a missed night: the catch-up runs it once as well.
+    fire = last_fire_time(nightly_trigger(ctx), datetime.now(UTC))
+    assert fire is not None
+    async with ctx.sessionmaker() as session:
+        await session.execute(text("DELETE FROM job_runs"))
+        session.add(JobRun(name="nightly", outcome="ok", started_at=fire - timedelta(days=1),
+                           finished_at=fire - timedelta(days=1)))
+        await session.commit()
+    other = AppContext.create(ctx.settings)
+    try:
+        assert await missed_run(ctx) and await missed_run(other)  # both looked before either ran
+        assert (await nightly_job(ctx, fire_time=fire))["outcome"] == "ok"
+        assert (await nightly_job(other, fire_time=fire))["outcome"] == "skipped"
+    finally:
+        await other.close()
+
+
+async def test_reanalysis_refreshes_older_versions_only(ctx: AppContext) -> None:
+    """The step took every analysis whose version differed from this code's: a replica still
+    on the previous release (a rolling deploy) that got the night's lock rewrote the findings
+    the new release had stored with its older analyzers. Older versions and missing analyses
+    are refreshed; a newer version is left as it is, and the step still ends."""
+    from analyzers.version import ANALYZER_VERSION
+    from bot.scheduler import step_reanalyse
+
+    day, _, serial = ANALYZER_VERSION.rpartition("-")
+    older = f"{day}-{int(serial) - 1}" if int(serial) > 1 else "2000.01.01-1"
+    newer = f"{day}-{int(serial) + 1}"  # -10 after -9: compared as numbers, not strings
+    async with ctx.sessionmaker() as session:
+        threads = [Thread(repo="someone/else", number=n, kind="issue", title=f"t{n}", body="b")
+                   for n in (1, 2, 3, 4)]
+        session.add_all(threads)
+        await session.flush()
+        session.add_all([
+            Analysis(thread_id=threads[0].id, analyzer_version=older, result={}),
+            Analysis(thread_id=threads[1].id, analyzer_version=newer, result={"kept": True}),
+            Analysis(thread_id=threads[2].id, analyzer_version=ANALYZER_VERSION, result={"kept": True}),
+        ])  # threads[3]: never analysed
+        await session.commit()
+    counts = await step_reanalyse(ctx)
+    assert counts["reanalysed"] == 2
+    async with ctx.sessionmaker() as session:
+        got = {n: (v, r) for n, v, r in (await session.execute(
+            select(Thread.number, Analysis.analyzer_version, Analysis.result)
+            .join(Analysis, Analysis.thread_id == Thread.id))).all()}
+    assert got[1][0] == ANALYZER_VERSION and got[4][0] == ANALYZER_VERSION
+    assert got[2] == (newer, {"kept": True})
+    assert got[3] == (ANALYZER_VERSION, {"kept": True})
+    assert (await step_reanalyse(ctx))["reanalysed"] == 0
+
+
+async def test_reanalysis_does_not_hold_the_sqlite_write_lock_across_analyses(
+        sqlite_ctx: AppContext) -> None:
+    """The step analysed a batch of 200 threads in one transaction, writing each finding as it
+    went: on SQLite the write lock was held from the first write to the batch's commit,
+    across every analysis after it (seconds each for long threads), and /webhook's group
+    commit waited for it, past the 10 s GitHub waits after a version bump. Probed without
+    timing: just before the step reads a thread's Analysis row (its analysis has run), a
+    second connection asks for the write lock without waiting."""
+    import sqlite3
+
+    from sqlalchemy import event
+
+    from bot.config import sqlite_path
+    from bot.scheduler import step_reanalyse
+
+    ctx = sqlite_ctx
+    async with ctx.sessionmaker() as session:
+        threads = [Thread(repo="someone/else", number=n, kind="issue", title=f"t{n}", body="b")
+                   for n in (1, 2, 3)]
+        session.add_all(threads)
+        await session.flush()
+        session.add_all([Analysis(thread_id=t.id, analyzer_version="2000.01.01-1", result={})
+                         for t in threads])
+        await session.commit()
+    path = sqlite_path(ctx.settings.database_url)
+    assert path is not None
+    probes: list[bool] = []
+
+    def probe(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if statement.lstrip().startswith("SELECT") and "FROM analyses \nWHERE analyses.thread_id" in statement:
+            other = sqlite3.connect(path, timeout=0, isolation_level=None)
+            try:
+                other.execute("BEGIN IMMEDIATE")
+                other.execute("ROLLBACK")
+                probes.append(True)
+            except sqlite3.OperationalError:  # database is locked
+                probes.append(False)
+            finally:
+                other.close()
+
+    event.listen(ctx.engine.sync_engine, "before_cursor_execute", probe)
+    try:
+        assert (await step_reanalyse(ctx))["reanalysed"] == 3
+    finally:
+        event.remove(ctx.engine.sync_engine, "before_cursor_execute", probe)
+    assert probes == [True, True, True]
+
+
+@pytest.mark.parametrize(("weekdays", "expected_day"), [
+    ("0", 6),      # Sunday, in crontab's numbering
+    ("7", 6),      # Sunday too
+    ("1-5", 7),    # Monday to Friday: after Saturday noon, Monday
+    ("6", 12),     # Saturday: not today's (03:00 has passed), next week's
+    ("0,6", 6),
+    ("*/2", 6),    # crontab days 0, 2, 4, 6: Sunday, Tuesday, Thursday, Saturday
+    ("sat", 12),   # names mean what they say in both
+    ("*", 6),
+])
+def test_nightly_cron_weekdays_are_crontab_weekdays(weekdays: str, expected_day: int) -> None:
+    """RLTRACKER_NIGHTLY_CRON is documented as a crontab line, but APScheduler 3's
+    from_crontab numbers weekdays from Monday = 0: '0 3 * * 0' (Sundays) ran on Mondays,
+    '1-5' (weekdays) from Tuesday to Saturday, and '7' (Sunday) was refused."""
+    from types import SimpleNamespace
+
+    from bot.config import check_env
+
+    cron = f"0 3 * * {weekdays}"
+    check_env({"RLTRACKER_NIGHTLY_CRON": cron})
+    trigger = nightly_trigger(SimpleNamespace(settings=SimpleNamespace(nightly_cron=cron)))
+    saturday_noon = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
+    assert saturday_noon.weekday() == 5
+    fire = trigger.get_next_fire_time(None, saturday_noon)
+    assert fire == datetime(2026, 12, expected_day, 3, 0, tzinfo=UTC)
+
+
+def test_nightly_cron_day_of_month_or_weekday_as_crontab() -> None:
+    """crontab runs a line whose day of month and day of week are both restricted on either
+    ('0 3 1 * 1': the 1st, and every Monday); APScheduler's CronTrigger wants both, so it ran
+    only on a Monday that is the 1st, months apart."""
+    from types import SimpleNamespace
+
+    def next_fire(cron: str, after: datetime) -> datetime:
+        trigger = nightly_trigger(SimpleNamespace(settings=SimpleNamespace(nightly_cron=cron)))
+        return trigger.get_next_fire_time(None, after)
+
+    saturday_noon = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
+    assert next_fire("0 3 1 * 1", saturday_noon) == datetime(2026, 12, 7, 3, 0, tzinfo=UTC)
+    assert next_fire("0 3 1 * 1", datetime(2026, 12, 29, 12, 0, tzinfo=UTC)) == datetime(
+        2027, 1, 1, 3, 0, tzinfo=UTC)  # a Friday, the 1st
+    # Only one of them restricted: that one alone, as before.
+    assert next_fire("0 3 1 * *", saturday_noon) == datetime(2027, 1, 1, 3, 0, tzinfo=UTC)
+    assert next_fire("0 3 * * 1", saturday_noon) == datetime(2026, 12, 7, 3, 0, tzinfo=UTC)
+    last = last_fire_time(nightly_trigger(SimpleNamespace(settings=SimpleNamespace(
+        nightly_cron="0 3 1 * 1"))), saturday_noon)
+    assert last == datetime(2026, 12, 1, 3, 0, tzinfo=UTC)  # a Tuesday, the 1st

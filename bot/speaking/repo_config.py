@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
+import re
 from dataclasses import asdict, dataclass, field, replace
 from datetime import timedelta
 from typing import Any
@@ -41,8 +42,11 @@ log = logging.getLogger(__name__)
 CONFIG_PATHS = (".github/rltracker.yml", ".github/rltracker.yaml")
 CONFIG_TTL = timedelta(minutes=10)
 MAX_CONFIG_BYTES = 16 * 1024
+MAX_CONFIG_DEPTH = 16  # nesting levels: the settings need 2; PyYAML composes recursively
 DEFAULT_PROPOSAL_CONFIDENCE = 0.7  # the rule-summary reply's bar when min_confidence is unset
 DEFAULT_DAILY_BUDGET = 3
+# The settings that make the app quieter (ConfigError's opt-outs), at their quiet values.
+_QUIET = {"failure_comments": False, "rule_summaries": False, "dry_run": True}
 
 
 @dataclass(frozen=True)
@@ -96,12 +100,33 @@ class ConfigError(ValueError):
 
 
 class _NoAliasLoader(yaml.SafeLoader):
-    """SafeLoader without anchors/aliases: nothing in a settings file needs them."""
+    """SafeLoader without anchors/aliases (nothing in a settings file needs them) and without
+    keys given twice in a mapping (PyYAML keeps the last one silently)."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:  # type: ignore[override]
+        seen: dict[str, int] = {}
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                line = key_node.start_mark.line + 1
+                if key_node.value in seen:
+                    raise ConfigError(f"{_shown(key_node.value)} is set twice (lines "
+                                      f"{seen[key_node.value]} and {line})")
+                seen[key_node.value] = line
+        return super().construct_mapping(node, deep)
 
     def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
         if self.check_event(yaml.AliasEvent):
-            raise yaml.YAMLError("YAML aliases are not allowed in .github/rltracker.yml")
+            line = self.peek_event().start_mark.line + 1
+            raise ConfigError(f"YAML aliases (*name) are not allowed in this file (line {line})")
         return super().compose_node(parent, index)
+
+
+def _shown(value: Any) -> str:
+    """A key or value of the file in a problem, shortened and with characters that are not
+    printable escaped: YAML's "\\0" makes a U+0000, which PostgreSQL text cannot store."""
+    text = str(value)[:50]
+    return text if text.isprintable() else "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def _bool(data: dict[str, Any], key: str, problems: list[str]) -> bool | None:
@@ -126,7 +151,7 @@ def validate_config(data: Any) -> RepoConfig:
         "failure_comments", "rule_summaries", "min_confidence", "dry_run", "daily_budget",
         "labels", "ignore_labels",
     }
-    unknown = sorted(str(k) for k in data if k not in allowed)
+    unknown = sorted(_shown(k) for k in data if k not in allowed)
     if unknown:
         problems.append("unknown settings: " + ", ".join(unknown[:10]))
     for key in ("failure_comments", "rule_summaries", "dry_run"):
@@ -150,13 +175,14 @@ def validate_config(data: Any) -> RepoConfig:
         if labels is None:
             labels = {}
         if not isinstance(labels, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) and 0 < len(v) <= 50 for k, v in labels.items()
+            isinstance(k, str) and isinstance(v, str) and 0 < len(v) <= 50 and v.isprintable()
+            for k, v in labels.items()
         ):
             problems.append("labels must map failure kinds to label names (at most 50 characters)")
         else:
             from analyzers.catalog import load_catalog
 
-            bad = sorted(k for k in labels if k not in load_catalog().failures)
+            bad = sorted(_shown(k) for k in labels if k not in load_catalog().failures)
             if bad:
                 problems.append("labels: unknown failure kinds: " + ", ".join(bad[:10]))
             else:
@@ -165,28 +191,67 @@ def validate_config(data: Any) -> RepoConfig:
         ignore = data["ignore_labels"]
         if ignore is None:
             ignore = []
-        if not isinstance(ignore, list) or not all(isinstance(v, str) for v in ignore):
+        if not isinstance(ignore, list) or not all(isinstance(v, str) and v.isprintable() for v in ignore):
             problems.append("ignore_labels must be a list of label names")
         else:
             values["ignore_labels"] = tuple(ignore)
     if problems:
-        quiet = {"failure_comments": False, "rule_summaries": False, "dry_run": True}
         raise ConfigError("; ".join(problems),
-                          {k: v for k, v in quiet.items() if values.get(k) is v})
+                          {k: v for k, v in _QUIET.items() if values.get(k) is v})
     return RepoConfig(source="file", **values)
+
+
+# A top-level line of its own stating one of them: `failure_comments: false  # a comment`
+_OPT_OUT_LINE = re.compile(r"(failure_comments|rule_summaries|dry_run)[ \t]*:[ \t]*([A-Za-z]{1,5})"
+                           r"[ \t]*(?:#.*)?")
+
+
+def _stated_opt_outs(text: str) -> dict[str, bool]:
+    """The opt-outs a file that does not parse states on top-level lines of their own: the
+    rest of it is unreadable, but a typo elsewhere must not turn on what it turned off."""
+    found: dict[str, bool] = {}
+    for line in text.removeprefix("\ufeff").splitlines():  # (a BOM, as Windows editors write)
+        m = _OPT_OUT_LINE.fullmatch(line.rstrip())
+        if m and yaml.safe_load(m.group(2)) is _QUIET[m.group(1)]:  # YAML's false, no, off...
+            found[m.group(1)] = _QUIET[m.group(1)]
+    return found
 
 
 def parse_config_text(text: str) -> RepoConfig:
     """YAML text to a validated config; raises ConfigError with a reason a maintainer can act on."""
     if len(text.encode("utf-8")) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"the file is larger than {MAX_CONFIG_BYTES} bytes")
+        raise ConfigError(f"the file is larger than {MAX_CONFIG_BYTES} bytes", _stated_opt_outs(text))
     try:
+        _check_depth(text)
         data = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+    except ConfigError as exc:
+        raise ConfigError(str(exc), _stated_opt_outs(text)) from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise ConfigError(f"not valid YAML{where}") from exc
+        # PyYAML's own words, so the maintainer sees what to change (a tag, a bracket)
+        problem = getattr(exc, "problem", None) or str(exc).split("\n", 1)[0]
+        raise ConfigError(f"not valid YAML{where}: {problem[:160]}", _stated_opt_outs(text)) from exc
+    except (ValueError, OverflowError) as exc:
+        # A scalar PyYAML cannot build: a date that is no date (2024-13-45), an integer past
+        # Python's digit limit, `!!int` on a word.
+        raise ConfigError(f"a value cannot be read: {str(exc)[:120]}", _stated_opt_outs(text)) from exc
     return validate_config(data)
+
+
+def _check_depth(text: str) -> None:
+    """Refuse nesting deeper than MAX_CONFIG_DEPTH before composing: PyYAML's composer and
+    constructor recurse per level, and 16 KiB of brackets is deeper than Python's stack."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_NoAliasLoader):  # the parser itself is iterative
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_CONFIG_DEPTH:
+                mark = event.start_mark
+                raise ConfigError(f"settings nested more than {MAX_CONFIG_DEPTH} levels deep "
+                                  f"(line {mark.line + 1})")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
 
 
 async def _fetch_file(ctx: Any, repo: str, installation_id: int | None) -> str | None:
@@ -203,13 +268,19 @@ async def _fetch_file(ctx: Any, repo: str, installation_id: int | None) -> str |
             raise
         if not isinstance(item, dict) or item.get("type", "file") != "file":
             raise ConfigError(f"{path} is not a file")
-        if item.get("size") and int(item["size"]) > MAX_CONFIG_BYTES:
-            raise ConfigError(f"the file is larger than {MAX_CONFIG_BYTES} bytes")
-        content = item.get("content") or ""
+        try:  # (GitHub sends no content for a file over 1 MB)
+            raw = base64.b64decode(item.get("content") or "")
+        except ValueError as exc:
+            raise ConfigError("the file's content could not be decoded") from exc
+        # Refused whole, but the opt-outs it states on lines of their own still hold.
+        if int(item.get("size") or len(raw)) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"the file is larger than {MAX_CONFIG_BYTES} bytes",
+                              _stated_opt_outs(raw.decode("utf-8", "replace")))
         try:
-            return base64.b64decode(content).decode("utf-8")
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ConfigError("the file is not UTF-8 text") from exc
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError("the file is not UTF-8 text",
+                              _stated_opt_outs(raw.decode("utf-8", "replace"))) from exc
     return None
 
 

@@ -115,7 +115,7 @@ def _watch_worker_processes(procs: list[Any], stop: asyncio.Event, worker: Any =
         log.error("%s; stopping", died[-1])
         stop.set()
 
-    task = getattr(worker, "_task", None)  # bot.webhooks.worker.Worker, started with the app
+    task = worker.task if worker is not None else None  # bot.webhooks.worker.Worker, started with the app
     if task is not None:
         task.add_done_callback(worker_ended)
 

@@ -126,15 +126,10 @@ async def test_serve_stops_when_its_inbox_worker_stops(sqlite_db_url: str,
     assert "the inbox worker stopped" in caplog.text
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bot/webhooks/worker.py (review15's): run_worker waits for its stop event even after the "
-    "Worker's task ended on an error, so a worker process whose start failed stays alive doing "
-    "nothing and serve's watch of its worker processes never fires; the fix is there (end "
-    "run_worker, non-zero, when the task ends by itself)"))
 async def test_a_worker_process_whose_worker_stopped_exits(sqlite_db_url: str) -> None:
     """As in the web process: the worker's first write finds SQLite's write lock held by
     another process past the busy timeout, and its task ends on the error. The process
-    should end (non-zero) so that serve sees it; it stays alive, working nothing."""
+    ends, non-zero, so that serve sees it (it stayed alive, working nothing)."""
     import sqlite3
 
     from bot.config import sqlite_path

@@ -289,6 +289,12 @@ class Worker:
             log.warning("took back %d deliveries left in processing", result.rowcount)
         return int(result.rowcount or 0)
 
+    @property
+    def task(self) -> asyncio.Task[None] | None:
+        """The running worker's task (None before `start` and after `stop`): it ends by itself
+        only on an error, which whoever runs the worker must notice (`serve` exits then)."""
+        return self._task
+
     def start(self) -> None:
         if self._task is None:
             self._stopping = False
@@ -586,8 +592,15 @@ async def run_worker(ctx: Any, stop: asyncio.Event, *, poll_seconds: float = 0.2
     the deliveries cannot wake it, so it looks for new rows every `poll_seconds` when idle."""
     worker = Worker(ctx, poll_seconds=poll_seconds, batch_size=PROCESS_BATCH)
     worker.start()
-    await stop.wait()
-    await worker.stop()
+    task = worker.task
+    assert task is not None
+    stopped = asyncio.ensure_future(stop.wait())
+    # The worker's task ends by itself only on an error (its start found SQLite's write lock
+    # held past the busy timeout, ...): the process then ends on it, non-zero, so that serve's
+    # watch of its worker processes sees it instead of a process alive working nothing.
+    await asyncio.wait((stopped, task), return_when=asyncio.FIRST_COMPLETED)
+    stopped.cancel()
+    await worker.stop()  # raises the error the task ended on
     return worker
 
 

@@ -72,7 +72,12 @@ ChangedFn = Callable[[str, int], Awaitable[object]]
 
 
 class SyncError(RuntimeError):
-    pass
+    """The sync stopped before the end (what was fetched is stored)."""
+
+
+class SyncFailed(SyncError):
+    """... because GitHub kept failing the request (5xx, errors without data), not because a
+    request budget ran out: a caller that previews what was stored must say it failed."""
 
 
 class _Transient(Exception):
@@ -764,7 +769,7 @@ class Syncer:
                 failures += 1
                 self.continuations.extendleft(reversed(conts))  # nothing was taken
                 if failures >= GRAPHQL_ATTEMPTS:
-                    raise SyncError(f"GraphQL request failed {failures} times: {exc}") from exc
+                    raise SyncFailed(f"GraphQL request failed {failures} times: {exc}") from exc
                 # GitHub's errors without data are mostly timeouts of heavy queries: ask for
                 # half as much until a request succeeds again.
                 self.thread_budget = max(MIN_THREADS_PER_REQUEST, self.thread_budget // 2)

@@ -216,11 +216,15 @@ async def install_preview(ctx: Any, repos: list[str], *, days: int = DEFAULT_DAY
             if ctx.github is None:
                 item["sync"] = "skipped: no GitHub client"
             else:
-                from bot.github.sync import SyncError
+                from bot.github.sync import SyncError, SyncFailed
 
                 try:
                     stats = await sync_recent_issues(ctx, repo, days=days)
                     item.update(sync="ok", requests=stats.requests, threads=stats.threads)
+                except SyncFailed as exc:  # GitHub kept failing: a failure, what was stored previewed
+                    log.warning("install preview: sync of %s failed: %s", repo, exc)
+                    item["sync"] = f"failed: {exc}"[:200]
+                    errors.append(f"{repo} sync: {exc}"[:300])
                 except SyncError as exc:  # budget used up: preview what was stored
                     log.warning("install preview: sync of %s stopped: %s", repo, exc)
                     item["sync"] = f"incomplete: {exc}"[:200]

@@ -63,6 +63,10 @@ class Repository(Base):
     # naming that installation (queued before, redelivered) does not make it installed
     # again; only an installation event does.
     removed_installation_id: Mapped[int | None] = mapped_column(BigInteger)
+    # The repository's `updated_at` in the payload that gave it `full_name` (or a later one
+    # with the same name): a payload naming it otherwise with an older one was sent before a
+    # rename and does not rename it back (migration 0008).
+    name_seen_at: Mapped[datetime | None]
     default_branch: Mapped[str | None] = mapped_column(String(255))
     config: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # parsed .github/rltracker.yml
     config_error: Mapped[str | None] = mapped_column(Text)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from gidgethub import sansio
@@ -61,9 +62,17 @@ async def upsert_repository(
     installation_id: int | None = None,
     default_branch: str | None = None,
     installation_event: bool = False,
+    seen_at: datetime | None = None,
 ) -> Repository:
     """Insert or update a repository row; keyed by GitHub id when known (renames keep it),
     else by canonical name (case-insensitive).
+
+    `seen_at`: the repository's `updated_at` in the payload (GitHub moves it with a rename).
+    A name other than the stored one renames the repository (its rows follow) only when the
+    payload is newer than the one the stored name came from (`name_seen_at`): a payload sent
+    before a rename, handled after it, keeps the newer name. A payload without the time
+    (installation events list repositories by id and name only) renames only a row that has
+    none either. The row's `full_name` is the name to store its threads under.
 
     `installation_id`: the installation the delivery came through; the row takes it, unless
     the repository was removed from that installation (`removed_installation_id`) and the
@@ -78,8 +87,10 @@ async def upsert_repository(
             select(Repository).where(func.lower(Repository.full_name) == name.lower())
         )
     if repo is None:
-        repo = Repository(full_name=name)
+        repo = Repository(full_name=name, name_seen_at=seen_at)
         session.add(repo)
+    elif repo.full_name.lower() != name.lower() and not _newer_name(seen_at, repo.name_seen_at):
+        pass  # a name from before the stored one's: the stored name stands
     elif repo.full_name != name:
         clash = await session.scalar(
             select(Repository).where(func.lower(Repository.full_name) == name.lower())
@@ -87,18 +98,30 @@ async def upsert_repository(
         if clash is None or clash is repo:
             if repo.full_name.lower() != name.lower():  # renamed or moved: its rows follow
                 await follow_rename(session, repo.full_name, name)
+                repo.name_seen_at = seen_at
             repo.full_name = name
+    if (seen_at is not None and repo.full_name.lower() == name.lower()
+            and (repo.name_seen_at is None or seen_at > repo.name_seen_at)):
+        repo.name_seen_at = seen_at
     if github_id is not None and repo.github_id is None:
         repo.github_id = int(github_id)
     if installation_id is not None and (
             installation_event or repo.removed_installation_id != int(installation_id)):
         repo.installation_id = int(installation_id)
         repo.removed_installation_id = None
-    if default_branch:
+    if default_branch and repo.full_name.lower() == name.lower():
         repo.default_branch = default_branch
-    repo.framework = framework_id(name) or repo.framework
+    repo.framework = framework_id(repo.full_name) or repo.framework
     await session.flush()
     return repo
+
+
+def _newer_name(seen_at: datetime | None, stored: datetime | None) -> bool:
+    """Whether a payload seen at `seen_at` may rename a repository whose name came from a
+    payload seen at `stored` (None: unknown)."""
+    if stored is None:
+        return True
+    return seen_at is not None and seen_at > stored
 
 
 # ------------------------------------------------------------------------------ handlers

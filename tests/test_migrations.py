@@ -176,3 +176,20 @@ def test_0008_repository_name_seen_at_goes_down_and_up(db_url: str) -> None:
         db_url, "SELECT full_name, github_id, name_seen_at FROM repositories")) == [
         ("o/a", 5, None)]
     assert schema_differences(db_url) == []
+
+
+def test_0009_installation_event_times_go_down_and_up(db_url: str) -> None:
+    """The times installation events are ordered by: dropped on the way down, made again,
+    empty, on the way up; the installations are kept."""
+    asyncio.run(_execute(db_url, "INSERT INTO installations (id, account, suspended, deleted, "
+                                 "suspension_changed_at, deleted_at, created_at, updated_at) "
+                                 "VALUES (7, 'o', false, true, '2021-04-29 02:32:50+00:00', "
+                                 "'2021-05-01 00:00:00+00:00', CURRENT_TIMESTAMP, "
+                                 "CURRENT_TIMESTAMP)"))
+    command.downgrade(migrate.alembic_config(db_url), "0008")
+    assert not {"suspension_changed_at", "deleted_at"} & columns(db_url, "installations")
+    migrate.upgrade(db_url)
+    assert asyncio.run(_execute(
+        db_url, "SELECT id, deleted, suspension_changed_at, deleted_at FROM installations")) == [
+        (7, True, None, None)]
+    assert schema_differences(db_url) == []

@@ -46,6 +46,10 @@ class Installation(Base):
     account_type: Mapped[str | None] = mapped_column(String(32))
     suspended: Mapped[bool] = mapped_column(Boolean, default=False)
     deleted: Mapped[bool] = mapped_column(Boolean, default=False)
+    # When the stored suspension state and the uninstall happened, as GitHub's payloads (and
+    # the inbox) date them: an older event does not undo them (migration 0009).
+    suspension_changed_at: Mapped[datetime | None]
+    deleted_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 

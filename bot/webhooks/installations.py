@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from gidgethub import sansio
@@ -24,8 +24,9 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from analyzers.catalog import canonical_repo, framework_id
-from bot.store.models import Installation, Repository
+from bot.store.models import Delivery, Installation, Repository
 from bot.store.repositories import follow_rename
+from bot.store.types import parse_datetime, utcnow
 from bot.webhooks.normalize import PayloadError
 
 log = logging.getLogger(__name__)
@@ -144,18 +145,79 @@ def _repositories(payload: Mapping[str, Any], key: str, where: str) -> list[Mapp
     return out
 
 
+def _time(value: Any) -> datetime | None:
+    """A time as GitHub sends it in installation payloads: ISO 8601, or seconds since the
+    epoch (`created_at`, `updated_at` in some events)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value, UTC)
+    if isinstance(value, str):
+        try:
+            return parse_datetime(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _as_of(data: Mapping[str, Any]) -> datetime | None:
+    """How recent the installation object of a payload is: its `updated_at` (or
+    `created_at`), the later of the two."""
+    times = [t for t in (_time(data.get("created_at")), _time(data.get("updated_at"))) if t]
+    return max(times) if times else None
+
+
+async def _received(session: AsyncSession, delivery_id: str | None) -> datetime:
+    """When the delivery reached the inbox (a retry or a redelivery of the same id keeps
+    it); now when it did not come through the inbox."""
+    if delivery_id:
+        when = await session.scalar(
+            select(Delivery.received_at).where(Delivery.delivery_id == delivery_id))
+        if when is not None:
+            return when
+    return utcnow()
+
+
+def _set_suspended(inst: Installation, suspended: bool, as_of: datetime | None, *,
+                   ending: bool = False) -> None:
+    """Store the suspension state a payload dated `as_of` shows, unless the stored one is
+    newer. `ending`: an `unsuspend`, which ends the suspension it follows, so an equal time
+    is not older. Without a time it applies only where none is stored."""
+    stored = inst.suspension_changed_at
+    if stored is not None and (as_of is None or as_of < stored
+                               or (as_of == stored and not ending)):
+        return  # a state older than the stored one: a stale delivery
+    inst.suspended = suspended
+    if as_of is not None:
+        inst.suspension_changed_at = as_of
+
+
 async def _upsert_installation(
-    session: AsyncSession, data: Mapping[str, Any], *, alive: bool = True
+    session: AsyncSession, data: Mapping[str, Any], *, alive: bool = True,
+    suspension: bool = True, delivery_id: str | None = None,
 ) -> Installation:
+    """The Installation row with what the payload's installation object says. `alive`: an
+    event that finds it installed (created, repositories added, ...) brings a deleted
+    row back only when it is newer than the uninstall (its installation's times, or without
+    them when the delivery reached the inbox). `suspension`: take the suspension state it
+    shows (`suspended_at`), unless the stored one is newer."""
     account = data.get("account") if isinstance(data.get("account"), Mapping) else {}
     inst = await ensure_installation(session, data["id"], account)
     if account.get("login"):
         inst.account = str(account["login"])
     inst.account_type = account.get("type") or data.get("target_type") or inst.account_type
-    if "suspended_at" in data:
-        inst.suspended = bool(data.get("suspended_at"))
-    if alive:  # a reinstall brings a deleted installation back
-        inst.deleted = False
+    as_of = _as_of(data)
+    if suspension and "suspended_at" in data:
+        since = _time(data.get("suspended_at"))
+        if data.get("suspended_at"):
+            _set_suspended(inst, True, since or as_of)
+        else:
+            _set_suspended(inst, False, as_of)
+    if alive and inst.deleted and (
+            inst.deleted_at is None
+            or (as_of or await _received(session, delivery_id)) > inst.deleted_at):
+        inst.deleted = False  # installed again after the uninstall
+        inst.deleted_at = None
     return inst
 
 
@@ -186,40 +248,52 @@ def _forget_token(ctx: Any, installation_id: int) -> None:
         github.invalidate_token(installation_id)
 
 
-async def handle_installation(payload: Mapping[str, Any], ctx: Any) -> None:
+async def handle_installation(payload: Mapping[str, Any], ctx: Any,
+                              delivery_id: str | None = None) -> None:
     action = payload.get("action")
     where = f"installation.{action}"
     data = _installation(payload, where)
     iid = int(data["id"])
     async with ctx.sessionmaker() as session:
-        inst = await _upsert_installation(session, data)
+        inst = await _upsert_installation(session, data, alive=action != "deleted",
+                                          suspension=action not in ("suspend", "unsuspend"),
+                                          delivery_id=delivery_id)
         if action == "deleted":
             inst.deleted = True
+            inst.deleted_at = max(filter(None, (inst.deleted_at, _as_of(data)
+                                                or await _received(session, delivery_id))))
             await session.execute(
                 update(Repository).where(Repository.installation_id == iid).values(installation_id=None)
             )
         elif action == "suspend":
-            inst.suspended = True
+            _set_suspended(inst, True, _time(data.get("suspended_at"))
+                           or await _received(session, delivery_id))
         elif action == "unsuspend":
-            inst.suspended = False
+            # It ends the suspension it follows: dated by the installation's updated_at (which
+            # GitHub may leave at the suspension's time) or, later, its arrival in the inbox.
+            received = await _received(session, delivery_id)
+            _set_suspended(inst, False, max(filter(None, (_as_of(data), received))),
+                           ending=True)
         repos: list[Mapping[str, Any]] = []
         if action in ("created", "new_permissions_accepted", "unsuspend"):
             repos = _repositories(payload, "repositories", where)
             for repo in repos:
+                # a stale event about an uninstalled installation links nothing to it
                 await upsert_repository(
-                    session, repo["full_name"], github_id=repo.get("id"), installation_id=iid,
-                    installation_event=True,
+                    session, repo["full_name"], github_id=repo.get("id"),
+                    installation_id=None if inst.deleted else iid, installation_event=True,
                 )
         await session.commit()
     _forget_written_repositories(ctx)
     if action in ("deleted", "suspend", "new_permissions_accepted"):
         _forget_token(ctx, iid)  # its token is dead or lacks the new permissions
     log.info("installation %s %s", iid, action)
-    if action == "created":
+    if action == "created" and not inst.deleted:
         await _start_preview(ctx, repos)
 
 
-async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any) -> None:
+async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any,
+                                           delivery_id: str | None = None) -> None:
     action = payload.get("action")
     where = f"installation_repositories.{action}"
     data = _installation(payload, where)
@@ -227,10 +301,13 @@ async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any)
     added = _repositories(payload, "repositories_added", where)
     removed = _repositories(payload, "repositories_removed", where)
     async with ctx.sessionmaker() as session:
-        await _upsert_installation(session, data, alive=bool(added))
+        inst = await _upsert_installation(session, data, alive=bool(added),
+                                          delivery_id=delivery_id)
         for repo in added:
+            # a stale event about an uninstalled installation links nothing to it
             await upsert_repository(session, repo["full_name"], github_id=repo.get("id"),
-                                    installation_id=iid, installation_event=True)
+                                    installation_id=None if inst.deleted else iid,
+                                    installation_event=True)
         for repo in removed:
             row = await upsert_repository(session, repo["full_name"], github_id=repo.get("id"))
             if row.installation_id in (iid, None):
@@ -239,7 +316,7 @@ async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any)
         await session.commit()
     _forget_written_repositories(ctx)
     log.info("installation %s: %d repositories added, %d removed", iid, len(added), len(removed))
-    if action == "added":
+    if action == "added" and not inst.deleted:
         await _start_preview(ctx, added)
 
 
@@ -256,12 +333,12 @@ async def handle_installation_target(payload: Mapping[str, Any], ctx: Any) -> No
 
 @router.register("installation")
 async def on_installation(event: sansio.Event, ctx: Any) -> None:
-    await handle_installation(event.data, ctx)
+    await handle_installation(event.data, ctx, event.delivery_id)
 
 
 @router.register("installation_repositories")
 async def on_installation_repositories(event: sansio.Event, ctx: Any) -> None:
-    await handle_installation_repositories(event.data, ctx)
+    await handle_installation_repositories(event.data, ctx, event.delivery_id)
 
 
 @router.register("installation_target")

@@ -266,6 +266,7 @@ class Continuation:
     slot: ContinuationSlot
     thread_key: str
     child_type: str  # GraphQL type of the connection's nodes
+    failures: int = 0  # answers in a row where it came back null with an error
 
 
 @dataclass
@@ -354,6 +355,7 @@ class Syncer:
         self._new_rows: list[dict[str, Any]] = []  # comment rows to insert at the next flush
         self.thread_budget = THREADS_PER_REQUEST  # halved after an error, restored after success
         self.continuation_budget = CONTINUATIONS_PER_REQUEST
+        self.errors: list[dict[str, Any]] = []  # the GraphQL errors of the last partial answer
 
     # ------------------------------------------------------------------ set-up
     async def _load_streams(self) -> None:
@@ -458,6 +460,7 @@ class Syncer:
 
         from bot.github.client import rate_limit_wait
 
+        self.errors = []
         try:
             return await self.ctx.github.graphql(query, installation_id=installation_id, **variables)
         except gidgethub.GraphQLAuthorizationFailure as exc:
@@ -482,6 +485,7 @@ class Syncer:
                 # Partial answer: some slots failed (e.g. a repository renamed or gone);
                 # the caller handles the aliases that came back null.
                 log.warning("sync: GraphQL errors in a partial answer: %s", _messages(response))
+                self.errors = [e for e in response.get("errors") or [] if isinstance(e, dict)]
                 return data
             log.warning("sync: GraphQL error: %s", exc)
             raise _Transient(str(exc)) from exc
@@ -569,6 +573,21 @@ class Syncer:
             stream.done = True
         if stream.backfill and stream.fetched == len(keys):
             stream.cursor_dirty = True  # the pass's high-water mark must be stored now
+
+    def _failed_slot(self, alias: str, node: dict[str, Any] | None, field_name: str) -> str | None:
+        """The error that left continuation `alias` without its connection, if one did: an
+        error of the last partial answer naming it (or naming no slot), other than GitHub's
+        NOT_FOUND (the thread is gone: null is its answer then)."""
+        if node is not None and node.get(field_name) is not None:
+            return None
+        for error in self.errors:
+            path = error.get("path")
+            if path and path[0] != alias:
+                continue
+            if error.get("type") == "NOT_FOUND":
+                continue
+            return str(error.get("message") or error.get("type") or "GraphQL error")
+        return None
 
     def _take_continuation(self, cont: Continuation, node: dict[str, Any] | None) -> None:
         pt = self.pending[cont.thread_key]
@@ -779,8 +798,25 @@ class Syncer:
                 field_name = {"issue": "issues", "pull_request": "pullRequests",
                               "discussion": "discussions"}[stream.kind]
                 self._take_page(stream, repo_data.get(field_name) if repo_data else None)
+            again: list[Continuation] = []
             for j, cont in enumerate(conts):
-                self._take_continuation(cont, data.get(f"c{j}"))
+                node = data.get(f"c{j}")
+                failed = self._failed_slot(f"c{j}", node, cont.slot.field)
+                if failed is None:
+                    cont.failures = 0
+                    self._take_continuation(cont, node)
+                    continue
+                # Null because that part of the query failed (a timeout), not because the
+                # thread is gone: taken as gone, the thread was written with the comments of
+                # its first pages and every stored one beyond them deleted.
+                cont.failures += 1
+                if cont.failures >= GRAPHQL_ATTEMPTS:
+                    raise SyncError(f"a continuation of {cont.thread_key} failed "
+                                    f"{cont.failures} times: {failed}")
+                again.append(cont)
+            if again:
+                self.continuations.extendleft(reversed(again))
+                self.continuation_budget = max(1, self.continuation_budget // 2)
             await self._flush()
             total = sum(s.total or 0 for s in self.streams if s.backfill) or None
             self.progress.update(self.stats.threads, total, self.stats)

@@ -105,3 +105,98 @@ async def test_a_continuation_failing_every_time_ends_the_sync_keeping_the_comme
     await sync(sync_ctx, [repo], sleep=no_sleep)
     assert await stored_comments(sync_ctx, repo, number) == 251
 
+
+
+class NullNestedComments:
+    """The fake's answers, with the nested `comments` of thread `number` in a stream page
+    answered null with an error naming them (that part of the query failed), `times` times."""
+
+    def __init__(self, responder: FakeGraphQL, number: int) -> None:
+        self.responder = responder
+        self.number = number
+        self.times = 0
+        self.nulled = 0
+
+    def __call__(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+        out = self.responder(query, variables)
+        data = out.get("data") or {}
+        for alias, repo in data.items():
+            if self.times <= 0 or not alias.startswith("s") or not isinstance(repo, dict):
+                continue
+            for field, conn in repo.items():
+                for k, node in enumerate((conn or {}).get("nodes") or []):
+                    if node and node.get("number") == self.number and node.get("comments"):
+                        self.times -= 1
+                        self.nulled += 1
+                        node["comments"] = None
+                        out.setdefault("errors", []).append(
+                            {"message": TIMEOUT, "path": [alias, field, "nodes", k, "comments"]})
+        return out
+
+
+async def test_a_thread_whose_comments_came_back_null_with_an_error_keeps_them(
+        sync_ctx: AppContext, fake_github: Any, shared_dir: Path) -> None:
+    """The same in a stream page: a thread's nested comments null with an error were read as
+    a thread without comments, and every stored comment of it was deleted."""
+    data = FakeData.generate(8, seed=7)
+    thread = data.add_thread("huggingface/trl", "issue", n_comments=30, closed=False)
+    repo, number = thread["_repo"], thread["number"]
+    responder = NullNestedComments(
+        FakeGraphQL(data, shared_dir / "fixtures" / "github-api" / "schema.graphql"), number)
+    fake_github.graphql_handler = responder
+    await sync(sync_ctx, [repo], sleep=no_sleep)
+    assert await stored_comments(sync_ctx, repo, number) == 30
+    data.touch(repo, "issue", number, new_comments=1)
+    responder.times = 1
+    await sync(sync_ctx, [repo], sleep=no_sleep)
+    assert responder.nulled == 1
+    assert await stored_comments(sync_ctx, repo, number) == 31  # none deleted, asked again
+
+
+class NullReviewComments:
+    """The nested comments of every review of pull request `number` in a stream page
+    answered null with an error naming them, `times` answers."""
+
+    def __init__(self, responder: FakeGraphQL, number: int) -> None:
+        self.responder = responder
+        self.number = number
+        self.times = 0
+
+    def __call__(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+        out = self.responder(query, variables)
+        for alias, repo in (out.get("data") or {}).items():
+            if self.times <= 0 or not alias.startswith("s") or not isinstance(repo, dict):
+                continue
+            for field, conn in repo.items():
+                for k, node in enumerate((conn or {}).get("nodes") or []):
+                    if not node or node.get("number") != self.number:
+                        continue
+                    self.times -= 1
+                    for r, review in enumerate((node.get("reviews") or {}).get("nodes") or []):
+                        review["comments"] = None
+                        out.setdefault("errors", []).append({"message": TIMEOUT, "path": [
+                            alias, field, "nodes", k, "reviews", "nodes", r, "comments"]})
+        return out
+
+
+async def test_review_comments_that_came_back_null_with_an_error_are_kept(
+        sync_ctx: AppContext, fake_github: Any, shared_dir: Path) -> None:
+    """Deeper down (a review's comments) the thread is marked incomplete: what is stored and
+    was not seen is kept."""
+    data = FakeData.generate(8, seed=7)
+    pr = data.add_thread("huggingface/trl", "pull_request", n_comments=2, n_reviews=4,
+                         closed=False)
+    repo, number = pr["_repo"], pr["number"]
+    for review in pr["_reviews"]:  # every review with a comment of its own
+        review["_comments"] = review["_comments"] or [
+            data._comment("PullRequestReviewComment", data._tick(5))]
+    responder = NullReviewComments(
+        FakeGraphQL(data, shared_dir / "fixtures" / "github-api" / "schema.graphql"), number)
+    fake_github.graphql_handler = responder
+    await sync(sync_ctx, [repo], sleep=no_sleep)
+    before = await stored_comments(sync_ctx, repo, number)
+    assert before == 2 + 4 + sum(len(r["_comments"]) for r in pr["_reviews"])
+    data.touch(repo, "pull_request", number, new_comments=1)
+    responder.times = 1
+    await sync(sync_ctx, [repo], sleep=no_sleep)
+    assert await stored_comments(sync_ctx, repo, number) == before + 1

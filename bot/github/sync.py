@@ -37,6 +37,7 @@ from sqlalchemy import delete, func, insert, select
 
 from analyzers.catalog import canonical_repo, framework_id
 from bot.github.queries import (
+    CONTINUATIONS,
     PAGE_MAX,
     ContinuationSlot,
     StreamSlot,
@@ -259,6 +260,9 @@ class PendingThread:
     stream: Stream
     comments: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     open: int = 0  # continuations still to come
+    # Some of its comments came back null with an error (and could not be asked again): what
+    # is stored and was not seen is kept, not deleted as deleted on GitHub.
+    incomplete: bool = False
 
 
 @dataclass
@@ -542,7 +546,34 @@ class Syncer:
                                typename, "reviews")
         return pt
 
-    def _take_page(self, stream: Stream, conn: dict[str, Any] | None) -> None:
+    def _errors_under(self, *prefix: Any) -> list[list[Any]]:
+        """The paths of the last partial answer's errors (other than NOT_FOUND) that point
+        below `prefix`."""
+        n = len(prefix)
+        return [list(e["path"]) for e in self.errors
+                if isinstance(e.get("path"), list) and len(e["path"]) > n
+                and tuple(e["path"][:n]) == prefix and e.get("type") != "NOT_FOUND"]
+
+    def _ask_again_nulled(self, pt: PendingThread, node: dict[str, Any], paths: list[list[Any]],
+                          depth: int) -> None:
+        """`paths`: errors inside the thread's node (its own fields from `depth` on). A
+        connection of the thread itself answered null (comments, reviews) is asked again
+        from its start, as a continuation; below that, the thread is marked incomplete."""
+        typename = node.get("__typename")
+        for path in paths:
+            rest = path[depth:]
+            if (len(rest) == 1 and node.get(rest[0]) is None and node.get("id")
+                    and (typename, rest[0]) in CONTINUATIONS):
+                child = ("PullRequestReview" if rest[0] == "reviews" else
+                         "DiscussionComment" if typename == "Discussion" else "IssueComment")
+                pt.open += 1
+                self.continuations.append(Continuation(
+                    ContinuationSlot(node["id"], str(typename), rest[0], None), pt.key, child))
+            else:
+                pt.incomplete = True
+
+    def _take_page(self, stream: Stream, conn: dict[str, Any] | None,
+                   where: tuple[str, str] | None = None) -> None:
         stream.requests += 1
         if conn is None:
             stream.done = True
@@ -550,10 +581,10 @@ class Syncer:
             self.stats.failed_streams.append(f"{stream.repo}:{stream.kind}")
             return
         stream.total = conn.get("totalCount")
-        nodes = [n for n in conn.get("nodes") or [] if n]
+        nodes = [(k, n) for k, n in enumerate(conn.get("nodes") or []) if n]
         keys: set[str] = set()
         reached_known = False
-        for node in nodes:
+        for k, node in nodes:
             updated = parse_datetime(node.get("updatedAt"))
             if stream.high_water is None and stream.after is None:
                 stream.high_water = updated  # the newest thread: this pass's mark
@@ -563,7 +594,10 @@ class Syncer:
                     break
                 if updated == stream.stop_at and int(node["number"]) in stream.at_mark:
                     continue
-            keys.add(self._take_thread(stream, node).key)
+            pt = self._take_thread(stream, node)
+            keys.add(pt.key)
+            if where is not None and self.errors:
+                self._ask_again_nulled(pt, node, self._errors_under(*where, "nodes", k), 4)
         stream.fetched += len(keys)
         info = conn.get("pageInfo") or {}
         cursor = info.get("endCursor") or stream.after
@@ -705,7 +739,8 @@ class Syncer:
             written += 1
         if stale:
             return bool(written)
-        gone = [c.id for key, c in stored.items() if key not in pt.comments]
+        gone = [] if pt.incomplete else [c.id for key, c in stored.items()
+                                         if key not in pt.comments]
         if gone:
             # Deleted on GitHub while no webhook told us (or the app is not installed there).
             await session.execute(delete(Comment).where(Comment.id.in_(gone)))
@@ -797,7 +832,8 @@ class Syncer:
                 repo_data = data.get(f"s{i}")
                 field_name = {"issue": "issues", "pull_request": "pullRequests",
                               "discussion": "discussions"}[stream.kind]
-                self._take_page(stream, repo_data.get(field_name) if repo_data else None)
+                self._take_page(stream, repo_data.get(field_name) if repo_data else None,
+                                (f"s{i}", field_name))
             again: list[Continuation] = []
             for j, cont in enumerate(conts):
                 node = data.get(f"c{j}")
@@ -805,6 +841,8 @@ class Syncer:
                 if failed is None:
                     cont.failures = 0
                     self._take_continuation(cont, node)
+                    if node is not None and self._errors_under(f"c{j}"):
+                        self.pending[cont.thread_key].incomplete = True  # a part of it failed
                     continue
                 # Null because that part of the query failed (a timeout), not because the
                 # thread is gone: taken as gone, the thread was written with the comments of

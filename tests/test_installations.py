@@ -83,8 +83,12 @@ async def test_created_then_suspend_unsuspend_delete(ctx: Any, shared_dir: Path)
     insts, repos = await rows(ctx)
     assert insts[957387].deleted is True
     assert repos["Codertocat/Hello-World"].installation_id is None
-    # Reinstalled later: the same rows come back to life.
-    await dispatch(ctx, "installation", load(shared_dir, "installation/created.json"))
+    # Reinstalled later (times after the uninstall): the same rows come back to life. The
+    # same `created` payload again is a stale one and stays uninstalled
+    # (test_installation_order.py).
+    again = load(shared_dir, "installation/created.json")
+    again["installation"].update(created_at=1735689600, updated_at=1735689600)
+    await dispatch(ctx, "installation", again)
     insts, repos = await rows(ctx)
     assert insts[957387].deleted is False
     assert repos["Codertocat/Hello-World"].installation_id == 957387

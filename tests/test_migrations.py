@@ -157,3 +157,39 @@ def test_0007_analysis_uncertainty_is_filled_from_the_stored_json(db_url: str) -
                 "JOIN threads t ON t.id = a.thread_id"))) == [
         (1, 0.61, "kl_growth"), (2, 0.9, None), (3, None, None)]
     assert schema_differences(db_url) == []
+
+
+def test_0008_repository_name_seen_at_goes_down_and_up(db_url: str) -> None:
+    """When the repository's stored name was seen (a stale name must not undo a rename): the
+    column is dropped on the way down and made again, empty, on the way up; the rows are
+    kept."""
+    asyncio.run(_execute(db_url, "INSERT INTO repositories (full_name, github_id, name_seen_at, "
+                                 "comments_paused, created_at, updated_at) VALUES ('o/a', 5, "
+                                 "'2019-05-15 16:00:00+00:00', false, CURRENT_TIMESTAMP, "
+                                 "CURRENT_TIMESTAMP)"))
+    command.downgrade(migrate.alembic_config(db_url), "0007")
+    assert "name_seen_at" not in columns(db_url, "repositories")
+    assert asyncio.run(_execute(db_url, "SELECT full_name, github_id FROM repositories")) == [
+        ("o/a", 5)]
+    migrate.upgrade(db_url)
+    assert asyncio.run(_execute(
+        db_url, "SELECT full_name, github_id, name_seen_at FROM repositories")) == [
+        ("o/a", 5, None)]
+    assert schema_differences(db_url) == []
+
+
+def test_0009_installation_event_times_go_down_and_up(db_url: str) -> None:
+    """The times installation events are ordered by: dropped on the way down, made again,
+    empty, on the way up; the installations are kept."""
+    asyncio.run(_execute(db_url, "INSERT INTO installations (id, account, suspended, deleted, "
+                                 "suspension_changed_at, deleted_at, created_at, updated_at) "
+                                 "VALUES (7, 'o', false, true, '2021-04-29 02:32:50+00:00', "
+                                 "'2021-05-01 00:00:00+00:00', CURRENT_TIMESTAMP, "
+                                 "CURRENT_TIMESTAMP)"))
+    command.downgrade(migrate.alembic_config(db_url), "0008")
+    assert not {"suspension_changed_at", "deleted_at"} & columns(db_url, "installations")
+    migrate.upgrade(db_url)
+    assert asyncio.run(_execute(
+        db_url, "SELECT id, deleted, suspension_changed_at, deleted_at FROM installations")) == [
+        (7, True, None, None)]
+    assert schema_differences(db_url) == []

@@ -37,6 +37,7 @@ from sqlalchemy import delete, func, insert, select
 
 from analyzers.catalog import canonical_repo, framework_id
 from bot.github.queries import (
+    CONTINUATIONS,
     PAGE_MAX,
     ContinuationSlot,
     StreamSlot,
@@ -264,6 +265,9 @@ class PendingThread:
     stream: Stream
     comments: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     open: int = 0  # continuations still to come
+    # Some of its comments came back null with an error (and could not be asked again): what
+    # is stored and was not seen is kept, not deleted as deleted on GitHub.
+    incomplete: bool = False
 
 
 @dataclass
@@ -271,6 +275,7 @@ class Continuation:
     slot: ContinuationSlot
     thread_key: str
     child_type: str  # GraphQL type of the connection's nodes
+    failures: int = 0  # answers in a row where it came back null with an error
 
 
 @dataclass
@@ -359,6 +364,7 @@ class Syncer:
         self._new_rows: list[dict[str, Any]] = []  # comment rows to insert at the next flush
         self.thread_budget = THREADS_PER_REQUEST  # halved after an error, restored after success
         self.continuation_budget = CONTINUATIONS_PER_REQUEST
+        self.errors: list[dict[str, Any]] = []  # the GraphQL errors of the last partial answer
 
     # ------------------------------------------------------------------ set-up
     async def _load_streams(self) -> None:
@@ -463,6 +469,7 @@ class Syncer:
 
         from bot.github.client import rate_limit_wait
 
+        self.errors = []
         try:
             return await self.ctx.github.graphql(query, installation_id=installation_id, **variables)
         except gidgethub.GraphQLAuthorizationFailure as exc:
@@ -487,6 +494,7 @@ class Syncer:
                 # Partial answer: some slots failed (e.g. a repository renamed or gone);
                 # the caller handles the aliases that came back null.
                 log.warning("sync: GraphQL errors in a partial answer: %s", _messages(response))
+                self.errors = [e for e in response.get("errors") or [] if isinstance(e, dict)]
                 return data
             log.warning("sync: GraphQL error: %s", exc)
             raise _Transient(str(exc)) from exc
@@ -543,7 +551,34 @@ class Syncer:
                                typename, "reviews")
         return pt
 
-    def _take_page(self, stream: Stream, conn: dict[str, Any] | None) -> None:
+    def _errors_under(self, *prefix: Any) -> list[list[Any]]:
+        """The paths of the last partial answer's errors (other than NOT_FOUND) that point
+        below `prefix`."""
+        n = len(prefix)
+        return [list(e["path"]) for e in self.errors
+                if isinstance(e.get("path"), list) and len(e["path"]) > n
+                and tuple(e["path"][:n]) == prefix and e.get("type") != "NOT_FOUND"]
+
+    def _ask_again_nulled(self, pt: PendingThread, node: dict[str, Any], paths: list[list[Any]],
+                          depth: int) -> None:
+        """`paths`: errors inside the thread's node (its own fields from `depth` on). A
+        connection of the thread itself answered null (comments, reviews) is asked again
+        from its start, as a continuation; below that, the thread is marked incomplete."""
+        typename = node.get("__typename")
+        for path in paths:
+            rest = path[depth:]
+            if (len(rest) == 1 and node.get(rest[0]) is None and node.get("id")
+                    and (typename, rest[0]) in CONTINUATIONS):
+                child = ("PullRequestReview" if rest[0] == "reviews" else
+                         "DiscussionComment" if typename == "Discussion" else "IssueComment")
+                pt.open += 1
+                self.continuations.append(Continuation(
+                    ContinuationSlot(node["id"], str(typename), rest[0], None), pt.key, child))
+            else:
+                pt.incomplete = True
+
+    def _take_page(self, stream: Stream, conn: dict[str, Any] | None,
+                   where: tuple[str, str] | None = None) -> None:
         stream.requests += 1
         if conn is None:
             stream.done = True
@@ -551,10 +586,10 @@ class Syncer:
             self.stats.failed_streams.append(f"{stream.repo}:{stream.kind}")
             return
         stream.total = conn.get("totalCount")
-        nodes = [n for n in conn.get("nodes") or [] if n]
+        nodes = [(k, n) for k, n in enumerate(conn.get("nodes") or []) if n]
         keys: set[str] = set()
         reached_known = False
-        for node in nodes:
+        for k, node in nodes:
             updated = parse_datetime(node.get("updatedAt"))
             if stream.high_water is None and stream.after is None:
                 stream.high_water = updated  # the newest thread: this pass's mark
@@ -564,7 +599,10 @@ class Syncer:
                     break
                 if updated == stream.stop_at and int(node["number"]) in stream.at_mark:
                     continue
-            keys.add(self._take_thread(stream, node).key)
+            pt = self._take_thread(stream, node)
+            keys.add(pt.key)
+            if where is not None and self.errors:
+                self._ask_again_nulled(pt, node, self._errors_under(*where, "nodes", k), 4)
         stream.fetched += len(keys)
         info = conn.get("pageInfo") or {}
         cursor = info.get("endCursor") or stream.after
@@ -574,6 +612,21 @@ class Syncer:
             stream.done = True
         if stream.backfill and stream.fetched == len(keys):
             stream.cursor_dirty = True  # the pass's high-water mark must be stored now
+
+    def _failed_slot(self, alias: str, node: dict[str, Any] | None, field_name: str) -> str | None:
+        """The error that left continuation `alias` without its connection, if one did: an
+        error of the last partial answer naming it (or naming no slot), other than GitHub's
+        NOT_FOUND (the thread is gone: null is its answer then)."""
+        if node is not None and node.get(field_name) is not None:
+            return None
+        for error in self.errors:
+            path = error.get("path")
+            if path and path[0] != alias:
+                continue
+            if error.get("type") == "NOT_FOUND":
+                continue
+            return str(error.get("message") or error.get("type") or "GraphQL error")
+        return None
 
     def _take_continuation(self, cont: Continuation, node: dict[str, Any] | None) -> None:
         pt = self.pending[cont.thread_key]
@@ -691,7 +744,8 @@ class Syncer:
             written += 1
         if stale:
             return bool(written)
-        gone = [c.id for key, c in stored.items() if key not in pt.comments]
+        gone = [] if pt.incomplete else [c.id for key, c in stored.items()
+                                         if key not in pt.comments]
         if gone:
             # Deleted on GitHub while no webhook told us (or the app is not installed there).
             await session.execute(delete(Comment).where(Comment.id.in_(gone)))
@@ -783,9 +837,29 @@ class Syncer:
                 repo_data = data.get(f"s{i}")
                 field_name = {"issue": "issues", "pull_request": "pullRequests",
                               "discussion": "discussions"}[stream.kind]
-                self._take_page(stream, repo_data.get(field_name) if repo_data else None)
+                self._take_page(stream, repo_data.get(field_name) if repo_data else None,
+                                (f"s{i}", field_name))
+            again: list[Continuation] = []
             for j, cont in enumerate(conts):
-                self._take_continuation(cont, data.get(f"c{j}"))
+                node = data.get(f"c{j}")
+                failed = self._failed_slot(f"c{j}", node, cont.slot.field)
+                if failed is None:
+                    cont.failures = 0
+                    self._take_continuation(cont, node)
+                    if node is not None and self._errors_under(f"c{j}"):
+                        self.pending[cont.thread_key].incomplete = True  # a part of it failed
+                    continue
+                # Null because that part of the query failed (a timeout), not because the
+                # thread is gone: taken as gone, the thread was written with the comments of
+                # its first pages and every stored one beyond them deleted.
+                cont.failures += 1
+                if cont.failures >= GRAPHQL_ATTEMPTS:
+                    raise SyncError(f"a continuation of {cont.thread_key} failed "
+                                    f"{cont.failures} times: {failed}")
+                again.append(cont)
+            if again:
+                self.continuations.extendleft(reversed(again))
+                self.continuation_budget = max(1, self.continuation_budget // 2)
             await self._flush()
             total = sum(s.total or 0 for s in self.streams if s.backfill) or None
             self.progress.update(self.stats.threads, total, self.stats)

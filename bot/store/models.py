@@ -46,6 +46,10 @@ class Installation(Base):
     account_type: Mapped[str | None] = mapped_column(String(32))
     suspended: Mapped[bool] = mapped_column(Boolean, default=False)
     deleted: Mapped[bool] = mapped_column(Boolean, default=False)
+    # When the stored suspension state and the uninstall happened, as GitHub's payloads (and
+    # the inbox) date them: an older event does not undo them (migration 0009).
+    suspension_changed_at: Mapped[datetime | None]
+    deleted_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
@@ -63,6 +67,10 @@ class Repository(Base):
     # naming that installation (queued before, redelivered) does not make it installed
     # again; only an installation event does.
     removed_installation_id: Mapped[int | None] = mapped_column(BigInteger)
+    # The repository's `updated_at` in the payload that gave it `full_name` (or a later one
+    # with the same name): a payload naming it otherwise with an older one was sent before a
+    # rename and does not rename it back (migration 0008).
+    name_seen_at: Mapped[datetime | None]
     default_branch: Mapped[str | None] = mapped_column(String(255))
     config: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # parsed .github/rltracker.yml
     config_error: Mapped[str | None] = mapped_column(Text)

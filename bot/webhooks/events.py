@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -27,7 +27,7 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.store.models import Comment, Thread
+from bot.store.models import Comment, Repository, Thread
 from bot.store.repositories import follow_transfer
 from bot.store.threads import (
     bury,
@@ -208,16 +208,20 @@ async def _move_thread(session: AsyncSession, transfer: Transfer,
 
 async def _repository(
     session: AsyncSession, payload: Mapping[str, Any], repo: str, seen: set[tuple[Any, ...]] | None
-) -> None:
+) -> str:
     """Upsert the repository (and installation) rows, unless `seen` or this transaction
     already holds the same key; the keys a transaction writes are kept in its
-    session.info["repository_keys"] (added to `seen` once it commits).
+    session.info["repository_keys"] (added to `seen` once it commits). Returns the name to
+    store the delivery's threads under: the repository's stored name, which is not `repo`
+    when the payload was sent before a rename (installations.upsert_repository).
 
     `seen` holds keys this process already wrote: every delivery names its repository, and
-    re-writing identical rows would cost three queries per delivery for nothing."""
+    re-writing identical rows would cost three queries per delivery for nothing. A key seen
+    still costs one look at the stored name (per transaction): another process, or a later
+    delivery, may have renamed the repository since."""
     data = payload.get("repository")
     if not isinstance(data, Mapping):
-        return
+        return repo
     installation = payload.get("installation")
     iid = installation.get("id") if isinstance(installation, Mapping) else None
     iid = iid if isinstance(iid, int) else None
@@ -225,17 +229,64 @@ async def _repository(
     branch = data.get("default_branch") if isinstance(data.get("default_branch"), str) else None
     key = (repo, github_id, iid, branch)
     written: set[tuple[Any, ...]] = session.info.setdefault("repository_keys", set())
+    names: dict[int, str] = session.info.setdefault("repository_names", {})
     if seen is not None and (key in seen or key in written):
-        return  # written by this process, or earlier in this transaction (a batch)
+        # written by this process, or earlier in this transaction (a batch)
+        if github_id is None:
+            return repo
+        stored = names.get(github_id)
+        if stored is None:
+            stored = await session.scalar(
+                select(Repository.full_name).where(Repository.github_id == github_id))
+        if stored is not None:
+            names[github_id] = stored
+            if stored.lower() == repo.lower():
+                return repo
     if iid is not None:
         owner = data.get("owner")
         inst = await ensure_installation(session, iid, owner if isinstance(owner, Mapping) else None)
         if inst.deleted:  # a delivery queued before the uninstall: the link is gone for good
             iid = None
-    await upsert_repository(
-        session, repo, github_id=github_id, installation_id=iid, default_branch=branch
+    updated = data.get("updated_at")
+    row = await upsert_repository(
+        session, repo, github_id=github_id, installation_id=iid, default_branch=branch,
+        seen_at=_payload_time(updated),
     )
+    if github_id is not None:
+        names[github_id] = row.full_name
     written.add(key)
+    return row.full_name
+
+
+def _payload_time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None  # absent (or a push event's epoch seconds)
+    try:
+        return parse_datetime(value)
+    except ValueError:
+        return None
+
+
+def _under(change: Change, name: str) -> Change:
+    """`change` with its repository's name replaced by `name` (the stored one), unless they
+    are the same name."""
+    old = change.repo
+    if old.lower() == name.lower():
+        return change
+
+    def moved(record: dict[str, Any] | None) -> dict[str, Any] | None:
+        if record is None or str(record.get("repo", "")).lower() != old.lower():
+            return record
+        return {**record, "repo": name, "id": f"{name}#{record['number']}"}
+
+    transfer = change.transfer
+    if transfer is not None:
+        new = moved(transfer.new)
+        assert new is not None
+        transfer = replace(transfer, new=new, old_repo=(
+            name if transfer.old_repo.lower() == old.lower() else transfer.old_repo))
+    return replace(change, repo=name, thread=moved(change.thread), gone=moved(change.gone),
+                   transfer=transfer)
 
 
 async def _insert_new(session: AsyncSession, changes: list[Change], looked: LookedUp) -> None:
@@ -283,7 +334,7 @@ async def apply_change(
 ) -> tuple[str, int]:
     """Write one delivery's change; returns the (repo, number) whose thread changed.
     `looked`: the threads and comments the caller's session already looked up (a batch)."""
-    await _repository(session, payload, change.repo, seen)
+    change = _under(change, await _repository(session, payload, change.repo, seen))
     if looked is not None and (change.transfer is not None or change.delete_thread):
         looked.forget()
         looked = None
@@ -371,8 +422,10 @@ async def handle_batch(events: list[sansio.Event], ctx: Any) -> list[BaseExcepti
                         ) -> list[pipeline.ThreadChange]:
         # Repository rows first: a renamed repository's threads move to its new name
         # (installations.upsert_repository) before they are looked up under it.
-        for _, _, change, payload in readable:
-            await _repository(session, payload, change.repo, seen)
+        # A payload sent before a rename goes under the stored name.
+        for i, (k, name, change, payload) in enumerate(readable):
+            stored = await _repository(session, payload, change.repo, seen)
+            readable[i] = (k, name, _under(change, stored), payload)
         grave_keys = {key for _, _, c, _ in readable for key in _grave_keys(c)}
         looked = LookedUp(
             threads=await get_threads(session, {

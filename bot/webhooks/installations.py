@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from gidgethub import sansio
@@ -23,8 +24,9 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from analyzers.catalog import canonical_repo, framework_id
-from bot.store.models import Installation, Repository
+from bot.store.models import Delivery, Installation, Repository
 from bot.store.repositories import follow_rename
+from bot.store.types import parse_datetime, utcnow
 from bot.webhooks.normalize import PayloadError
 
 log = logging.getLogger(__name__)
@@ -61,9 +63,17 @@ async def upsert_repository(
     installation_id: int | None = None,
     default_branch: str | None = None,
     installation_event: bool = False,
+    seen_at: datetime | None = None,
 ) -> Repository:
     """Insert or update a repository row; keyed by GitHub id when known (renames keep it),
     else by canonical name (case-insensitive).
+
+    `seen_at`: the repository's `updated_at` in the payload (GitHub moves it with a rename).
+    A name other than the stored one renames the repository (its rows follow) only when the
+    payload is newer than the one the stored name came from (`name_seen_at`): a payload sent
+    before a rename, handled after it, keeps the newer name. A payload without the time
+    (installation events list repositories by id and name only) renames only a row that has
+    none either. The row's `full_name` is the name to store its threads under.
 
     `installation_id`: the installation the delivery came through; the row takes it, unless
     the repository was removed from that installation (`removed_installation_id`) and the
@@ -78,8 +88,10 @@ async def upsert_repository(
             select(Repository).where(func.lower(Repository.full_name) == name.lower())
         )
     if repo is None:
-        repo = Repository(full_name=name)
+        repo = Repository(full_name=name, name_seen_at=seen_at)
         session.add(repo)
+    elif repo.full_name.lower() != name.lower() and not _newer_name(seen_at, repo.name_seen_at):
+        pass  # a name from before the stored one's: the stored name stands
     elif repo.full_name != name:
         clash = await session.scalar(
             select(Repository).where(func.lower(Repository.full_name) == name.lower())
@@ -87,18 +99,30 @@ async def upsert_repository(
         if clash is None or clash is repo:
             if repo.full_name.lower() != name.lower():  # renamed or moved: its rows follow
                 await follow_rename(session, repo.full_name, name)
+                repo.name_seen_at = seen_at
             repo.full_name = name
+    if (seen_at is not None and repo.full_name.lower() == name.lower()
+            and (repo.name_seen_at is None or seen_at > repo.name_seen_at)):
+        repo.name_seen_at = seen_at
     if github_id is not None and repo.github_id is None:
         repo.github_id = int(github_id)
     if installation_id is not None and (
             installation_event or repo.removed_installation_id != int(installation_id)):
         repo.installation_id = int(installation_id)
         repo.removed_installation_id = None
-    if default_branch:
+    if default_branch and repo.full_name.lower() == name.lower():
         repo.default_branch = default_branch
-    repo.framework = framework_id(name) or repo.framework
+    repo.framework = framework_id(repo.full_name) or repo.framework
     await session.flush()
     return repo
+
+
+def _newer_name(seen_at: datetime | None, stored: datetime | None) -> bool:
+    """Whether a payload seen at `seen_at` may rename a repository whose name came from a
+    payload seen at `stored` (None: unknown)."""
+    if stored is None:
+        return True
+    return seen_at is not None and seen_at > stored
 
 
 # ------------------------------------------------------------------------------ handlers
@@ -121,18 +145,79 @@ def _repositories(payload: Mapping[str, Any], key: str, where: str) -> list[Mapp
     return out
 
 
+def _time(value: Any) -> datetime | None:
+    """A time as GitHub sends it in installation payloads: ISO 8601, or seconds since the
+    epoch (`created_at`, `updated_at` in some events)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value, UTC)
+    if isinstance(value, str):
+        try:
+            return parse_datetime(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _as_of(data: Mapping[str, Any]) -> datetime | None:
+    """How recent the installation object of a payload is: its `updated_at` (or
+    `created_at`), the later of the two."""
+    times = [t for t in (_time(data.get("created_at")), _time(data.get("updated_at"))) if t]
+    return max(times) if times else None
+
+
+async def _received(session: AsyncSession, delivery_id: str | None) -> datetime:
+    """When the delivery reached the inbox (a retry or a redelivery of the same id keeps
+    it); now when it did not come through the inbox."""
+    if delivery_id:
+        when = await session.scalar(
+            select(Delivery.received_at).where(Delivery.delivery_id == delivery_id))
+        if when is not None:
+            return when
+    return utcnow()
+
+
+def _set_suspended(inst: Installation, suspended: bool, as_of: datetime | None, *,
+                   ending: bool = False) -> None:
+    """Store the suspension state a payload dated `as_of` shows, unless the stored one is
+    newer. `ending`: an `unsuspend`, which ends the suspension it follows, so an equal time
+    is not older. Without a time it applies only where none is stored."""
+    stored = inst.suspension_changed_at
+    if stored is not None and (as_of is None or as_of < stored
+                               or (as_of == stored and not ending)):
+        return  # a state older than the stored one: a stale delivery
+    inst.suspended = suspended
+    if as_of is not None:
+        inst.suspension_changed_at = as_of
+
+
 async def _upsert_installation(
-    session: AsyncSession, data: Mapping[str, Any], *, alive: bool = True
+    session: AsyncSession, data: Mapping[str, Any], *, alive: bool = True,
+    suspension: bool = True, delivery_id: str | None = None,
 ) -> Installation:
+    """The Installation row with what the payload's installation object says. `alive`: an
+    event that finds it installed (created, repositories added, ...) brings a deleted
+    row back only when it is newer than the uninstall (its installation's times, or without
+    them when the delivery reached the inbox). `suspension`: take the suspension state it
+    shows (`suspended_at`), unless the stored one is newer."""
     account = data.get("account") if isinstance(data.get("account"), Mapping) else {}
     inst = await ensure_installation(session, data["id"], account)
     if account.get("login"):
         inst.account = str(account["login"])
     inst.account_type = account.get("type") or data.get("target_type") or inst.account_type
-    if "suspended_at" in data:
-        inst.suspended = bool(data.get("suspended_at"))
-    if alive:  # a reinstall brings a deleted installation back
-        inst.deleted = False
+    as_of = _as_of(data)
+    if suspension and "suspended_at" in data:
+        since = _time(data.get("suspended_at"))
+        if data.get("suspended_at"):
+            _set_suspended(inst, True, since or as_of)
+        else:
+            _set_suspended(inst, False, as_of)
+    if alive and inst.deleted and (
+            inst.deleted_at is None
+            or (as_of or await _received(session, delivery_id)) > inst.deleted_at):
+        inst.deleted = False  # installed again after the uninstall
+        inst.deleted_at = None
     return inst
 
 
@@ -163,40 +248,52 @@ def _forget_token(ctx: Any, installation_id: int) -> None:
         github.invalidate_token(installation_id)
 
 
-async def handle_installation(payload: Mapping[str, Any], ctx: Any) -> None:
+async def handle_installation(payload: Mapping[str, Any], ctx: Any,
+                              delivery_id: str | None = None) -> None:
     action = payload.get("action")
     where = f"installation.{action}"
     data = _installation(payload, where)
     iid = int(data["id"])
     async with ctx.sessionmaker() as session:
-        inst = await _upsert_installation(session, data)
+        inst = await _upsert_installation(session, data, alive=action != "deleted",
+                                          suspension=action not in ("suspend", "unsuspend"),
+                                          delivery_id=delivery_id)
         if action == "deleted":
             inst.deleted = True
+            inst.deleted_at = max(filter(None, (inst.deleted_at, _as_of(data)
+                                                or await _received(session, delivery_id))))
             await session.execute(
                 update(Repository).where(Repository.installation_id == iid).values(installation_id=None)
             )
         elif action == "suspend":
-            inst.suspended = True
+            _set_suspended(inst, True, _time(data.get("suspended_at"))
+                           or await _received(session, delivery_id))
         elif action == "unsuspend":
-            inst.suspended = False
+            # It ends the suspension it follows: dated by the installation's updated_at (which
+            # GitHub may leave at the suspension's time) or, later, its arrival in the inbox.
+            received = await _received(session, delivery_id)
+            _set_suspended(inst, False, max(filter(None, (_as_of(data), received))),
+                           ending=True)
         repos: list[Mapping[str, Any]] = []
         if action in ("created", "new_permissions_accepted", "unsuspend"):
             repos = _repositories(payload, "repositories", where)
             for repo in repos:
+                # a stale event about an uninstalled installation links nothing to it
                 await upsert_repository(
-                    session, repo["full_name"], github_id=repo.get("id"), installation_id=iid,
-                    installation_event=True,
+                    session, repo["full_name"], github_id=repo.get("id"),
+                    installation_id=None if inst.deleted else iid, installation_event=True,
                 )
         await session.commit()
     _forget_written_repositories(ctx)
     if action in ("deleted", "suspend", "new_permissions_accepted"):
         _forget_token(ctx, iid)  # its token is dead or lacks the new permissions
     log.info("installation %s %s", iid, action)
-    if action == "created":
+    if action == "created" and not inst.deleted:
         await _start_preview(ctx, repos)
 
 
-async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any) -> None:
+async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any,
+                                           delivery_id: str | None = None) -> None:
     action = payload.get("action")
     where = f"installation_repositories.{action}"
     data = _installation(payload, where)
@@ -204,10 +301,13 @@ async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any)
     added = _repositories(payload, "repositories_added", where)
     removed = _repositories(payload, "repositories_removed", where)
     async with ctx.sessionmaker() as session:
-        await _upsert_installation(session, data, alive=bool(added))
+        inst = await _upsert_installation(session, data, alive=bool(added),
+                                          delivery_id=delivery_id)
         for repo in added:
+            # a stale event about an uninstalled installation links nothing to it
             await upsert_repository(session, repo["full_name"], github_id=repo.get("id"),
-                                    installation_id=iid, installation_event=True)
+                                    installation_id=None if inst.deleted else iid,
+                                    installation_event=True)
         for repo in removed:
             row = await upsert_repository(session, repo["full_name"], github_id=repo.get("id"))
             if row.installation_id in (iid, None):
@@ -216,7 +316,7 @@ async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any)
         await session.commit()
     _forget_written_repositories(ctx)
     log.info("installation %s: %d repositories added, %d removed", iid, len(added), len(removed))
-    if action == "added":
+    if action == "added" and not inst.deleted:
         await _start_preview(ctx, added)
 
 
@@ -233,12 +333,12 @@ async def handle_installation_target(payload: Mapping[str, Any], ctx: Any) -> No
 
 @router.register("installation")
 async def on_installation(event: sansio.Event, ctx: Any) -> None:
-    await handle_installation(event.data, ctx)
+    await handle_installation(event.data, ctx, event.delivery_id)
 
 
 @router.register("installation_repositories")
 async def on_installation_repositories(event: sansio.Event, ctx: Any) -> None:
-    await handle_installation_repositories(event.data, ctx)
+    await handle_installation_repositories(event.data, ctx, event.delivery_id)
 
 
 @router.register("installation_target")

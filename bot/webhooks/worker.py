@@ -10,7 +10,14 @@ Leases. While a row is `processing`, `next_attempt_at` holds the lease end; a he
 forward while the handler runs. A row whose lease ran out belongs to a dead process and is
 taken again. Every later write is fenced by `claimed_by = me AND status = 'processing'`, so a
 worker that lost its lease cannot mark a row another worker owns. On SQLite there is only one
-process, so rows left `processing` are put back to pending at start without waiting.
+process, so the leases of rows left `processing` end at start, without waiting.
+
+Abandoned rows. A row claimed and never finished (its process was killed, ran out of memory,
+exited or hung) may be what kills the process. It is taken again alone (a batch claim takes
+such a row by itself, before fresh rows), and the claim that would take it a
+`max_attempts + 1`-th time sets it aside instead: failed, with ABANDONED_REASON, listed by
+`rltracker deliveries`, replayable. Its attempts count claims, so attempts used by transient
+retries before a crash count too.
 
 Failures. Exceptions that retrying cannot fix (a payload missing a field: KeyError, TypeError,
 ValueError, ...; a GitHub 4xx such as a locked issue's 403 or a deleted thread's 404) fail
@@ -54,7 +61,7 @@ import aiohttp
 import gidgethub
 from gidgethub import sansio
 from gidgethub.routing import Router
-from sqlalchemy import and_, bindparam, or_, select, update
+from sqlalchemy import and_, bindparam, case, false, literal, null, or_, select, update
 from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
 
 from bot.github.client import rate_limit_wait
@@ -69,6 +76,12 @@ MAX_ATTEMPTS = 5  # an unexpected error: 5, 20, 80, 320 s apart, about seven min
 # in all, so a GitHub outage of an afternoon does not leave deliveries failed for a person to
 # re-queue. Bounded all the same: a delivery is not retried forever.
 MAX_TRANSIENT_ATTEMPTS = 10
+# Why a row claimed `max_attempts` times without ever being finished is set aside (failed).
+ABANDONED_REASON = (
+    "abandoned: claimed {attempts} times and never finished; the process handling it died "
+    "(killed, out of memory, a hard exit) or hung past its lease each time. Set aside so the "
+    "inbox goes on; `rltracker deliveries retry ID` replays it"
+)
 # Rows a worker process (`serve --workers N`) claims and handles at once. A batch's rows share
 # their claim, their records' transaction, one analysis per thread and their finish; a kill
 # leaves at most this many rows claimed, each taken again (and handled again, idempotently)
@@ -111,47 +124,77 @@ def transient(error: BaseException) -> bool:
     return isinstance(error, OSError | aiohttp.ClientError | DisconnectionError)
 
 
-def _takeable(t: Any, now: Any) -> Any:
-    return or_(
-        and_(t.c.status == "pending", or_(t.c.next_attempt_at.is_(None), t.c.next_attempt_at <= now)),
-        and_(t.c.status == "processing", t.c.next_attempt_at <= now),  # lease ran out
-    )
+def _abandoned(t: Any, now: Any) -> Any:
+    """A row claimed and never finished: its lease ran out (the process handling it died or
+    hung), or, on SQLite, it was left `processing` by the process before this one."""
+    return and_(t.c.status == "processing", t.c.next_attempt_at <= now)
 
 
-_CLAIMS: dict[int, Any] = {}
+def _takeable(t: Any, now: Any, kind: str = "any") -> Any:
+    pending = and_(t.c.status == "pending",
+                   or_(t.c.next_attempt_at.is_(None), t.c.next_attempt_at <= now))
+    if kind == "abandoned":
+        return _abandoned(t, now)
+    if kind == "fresh":
+        return pending
+    return or_(pending, _abandoned(t, now))
 
 
-def _claim_statement(limit: int) -> Any:
-    """The claim of the `limit` oldest takeable rows, built once per size (SQLAlchemy caches
-    its SQL): UPDATE ... WHERE id IN (SELECT ... ORDER BY id LIMIT n FOR UPDATE SKIP LOCKED)
-    RETURNING ..."""
-    claim = _CLAIMS.get(limit)
+_CLAIMS: dict[tuple[int, str], Any] = {}
+
+
+def _claim_statement(limit: int, kind: str = "any") -> Any:
+    """The claim of the `limit` oldest takeable rows, built once per size and kind (SQLAlchemy
+    caches its SQL): UPDATE ... WHERE id IN (SELECT ... ORDER BY id LIMIT n FOR UPDATE SKIP
+    LOCKED) RETURNING ... `kind`: "any" takeable row, only "abandoned" ones (claimed before
+    and never finished), or only "fresh" ones (pending).
+
+    Every claim counts an attempt. An abandoned row that has had its `bound` of attempts is
+    not claimed again: the same statement sets it aside, failed with `abandoned_reason` (and
+    RETURNING says so), since whatever it does to the process that handles it (out of memory,
+    a hang, a hard exit) it would do again, forever, and on SQLite ahead of every later row."""
+    claim = _CLAIMS.get((limit, kind))
     if claim is None:
         t = Delivery.__table__
         now = bindparam("now", type_=t.c.started_at.type)
         oldest = (
             select(t.c.id)
-            .where(_takeable(t, now))
+            .where(_takeable(t, now, kind))
             .order_by(t.c.id)
             .limit(limit)
             .with_for_update(skip_locked=True)  # PostgreSQL; SQLite renders nothing
         )
         target = t.c.id == oldest.scalar_subquery() if limit == 1 else t.c.id.in_(oldest)
+        if kind == "fresh":
+            exhausted: Any = false()
+        else:  # SET expressions read the row as it was before the UPDATE
+            exhausted = and_(_abandoned(t, now),
+                             t.c.attempts >= bindparam("bound", type_=t.c.attempts.type))
+        lease_end = bindparam("lease_end", type_=t.c.next_attempt_at.type)
+
+        def unless_exhausted(set_aside: Any, claimed: Any) -> Any:
+            return claimed if kind == "fresh" else case((exhausted, set_aside), else_=claimed)
+
         claim = (
             update(t)
             .where(target)
             .values(
-                status="processing",
-                claimed_by=bindparam("me"),
-                attempts=t.c.attempts + 1,
-                started_at=now,
-                next_attempt_at=bindparam("lease_end", type_=t.c.next_attempt_at.type),
+                status=unless_exhausted(literal("failed"), literal("processing")),
+                claimed_by=unless_exhausted(t.c.claimed_by,
+                                            bindparam("me", type_=t.c.claimed_by.type)),
+                attempts=unless_exhausted(t.c.attempts, t.c.attempts + 1),
+                started_at=unless_exhausted(t.c.started_at, now),
+                finished_at=unless_exhausted(now, t.c.finished_at),
+                next_attempt_at=unless_exhausted(null(), lease_end),
+                last_error=unless_exhausted(
+                    bindparam("abandoned_reason", type_=t.c.last_error.type), t.c.last_error),
             )
             .returning(
-                t.c.id, t.c.delivery_id, t.c.event, t.c.action, t.c.repo, t.c.payload, t.c.attempts
+                t.c.id, t.c.delivery_id, t.c.event, t.c.action, t.c.repo, t.c.payload,
+                t.c.attempts, t.c.status,
             )
         )
-        _CLAIMS[limit] = claim
+        _CLAIMS[(limit, kind)] = claim
     return claim
 
 
@@ -215,6 +258,7 @@ class Claimed:
     repo: str | None
     payload: str
     attempts: int
+    status: str = "processing"  # "failed": set aside at claim time (see `_claim_statement`)
 
 
 class Worker:
@@ -274,8 +318,10 @@ class Worker:
 
     # -- lifecycle -----------------------------------------------------------------------
     async def recover(self) -> int:
-        """On SQLite (one process) rows left `processing` by a crash go back to pending now.
-        On PostgreSQL other live replicas may own them: their leases decide."""
+        """On SQLite (one process) rows left `processing` by a crash are taken again now:
+        their lease ends now (they stay `processing`, so the claim knows they were abandoned,
+        counts the attempt and sets aside one that has had its attempts). On PostgreSQL other
+        live replicas may own them: their leases decide."""
         if self.ctx.engine.dialect.name != "sqlite":
             return 0
         t = self.table
@@ -283,7 +329,7 @@ class Worker:
             result = await conn.execute(
                 update(t)
                 .where(t.c.status == "processing")
-                .values(status="pending", next_attempt_at=None, claimed_by=None)
+                .values(next_attempt_at=utcnow(), claimed_by=None)
             )
         if result.rowcount:
             log.warning("took back %d deliveries left in processing", result.rowcount)
@@ -384,14 +430,36 @@ class Worker:
         return rows[0] if rows else None
 
     async def _claim_in(self, conn: Any, limit: int) -> list[Claimed]:
-        now = utcnow()
-        rows = (
-            await conn.execute(
-                _claim_statement(limit),
-                {"now": now, "me": self.worker_id, "lease_end": now + timedelta(seconds=self.lease)},
-            )
-        ).all()
-        return sorted((Claimed(*row) for row in rows), key=lambda c: c.id)  # arrival order
+        """Claim up to `limit` rows. A row claimed before and never finished (its worker died
+        or hung) is claimed alone, before any fresh row: if it is what kills the process, it
+        does not cost a batch of other rows an attempt each time. One that has had its
+        `max_attempts` is set aside as failed instead (see `_claim_statement`)."""
+        if limit == 1:
+            return await self._claim_kind(conn, 1, "any")
+        alone = await self._claim_kind(conn, 1, "abandoned")
+        return alone or await self._claim_kind(conn, limit, "fresh")
+
+    async def _claim_kind(self, conn: Any, limit: int, kind: str) -> list[Claimed]:
+        while True:
+            now = utcnow()
+            rows = (
+                await conn.execute(
+                    _claim_statement(limit, kind),
+                    {"now": now, "me": self.worker_id,
+                     "lease_end": now + timedelta(seconds=self.lease),
+                     "bound": self.max_attempts,
+                     "abandoned_reason": ABANDONED_REASON.format(attempts=self.max_attempts)},
+                )
+            ).all()
+            claimed = sorted((Claimed(*row) for row in rows), key=lambda c: c.id)  # arrival order
+            set_aside = [c for c in claimed if c.status == "failed"]
+            for c in set_aside:
+                self.counts["failed"] += 1
+                self._log(c, "failed", logging.ERROR,
+                          error=ABANDONED_REASON.format(attempts=c.attempts))
+            taken = [c for c in claimed if c.status != "failed"]
+            if taken or not set_aside:
+                return taken
 
     async def process_one(self, *, claim_next: bool = True) -> bool:
         """Handle the oldest takeable rows (up to `batch_size`); False when there was none."""

@@ -352,3 +352,29 @@ async def test_each_kind_of_change_is_its_own_list_item(ctx: Any) -> None:
                     "Proposals", "Failure reports of the day"], items[:6]
     assert any(text.startswith("**Merged**") for text in items)
     assert any(text.startswith("**New proposals**") for text in items)
+
+
+async def test_a_nights_comment_deleted_on_github_is_posted_anew_when_posted_again(
+        app_ctx: Any, fake_github: Any) -> None:
+    """Someone deleted the night's report comment on GitHub: the next run of that night
+    PATCHed the recorded comment id, GitHub answered 404, and the action became `failed`
+    with the id kept, so every later run PATCHed it again and failed the same way, for good.
+    A comment that is gone is posted anew (the night's run asked for it to be posted)."""
+    fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
+    fake_github.add_issue("tracker-org/tracker", 1, title="Nightly reports")
+    ctx = app_ctx
+    ctx.settings = dataclasses.replace(ctx.settings, report_issue="tracker-org/tracker#1")
+    await night_one(ctx)
+    assert (await run_report(ctx, DAY1))["posted"] == "posted"
+    [gone] = fake_github.comments_of("tracker-org/tracker", 1)
+    del fake_github.comments[gone["id"]]  # deleted on GitHub
+    summary = await run_report(ctx, DAY1)
+    assert summary["posted"] == "posted", summary
+    [comment] = fake_github.comments_of("tracker-org/tracker", 1)
+    assert comment["id"] != gone["id"] and DAY1.isoformat() in comment["body"]
+    async with ctx.sessionmaker() as session:
+        [action] = list(await session.scalars(select(Action).where(Action.kind == "report")))
+    assert action.status == "posted" and action.comment_id == comment["id"]
+    assert (await run_report(ctx, DAY1))["posted"] == "edited"
+    assert len(fake_github.comments_of("tracker-org/tracker", 1)) == 1
+

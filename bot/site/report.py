@@ -302,8 +302,18 @@ async def _post_on_github(ctx: Any, repo: str, number: int, day: str, markdown: 
     gh = await ctx.github.api(installation)
     owner, name = repo.split("/", 1)
     if comment_id:
-        await gh.patch(f"/repos/{owner}/{name}/issues/comments/{comment_id}", data={"body": markdown})
-        return {}
+        from gidgethub import BadRequest
+
+        try:
+            await gh.patch(f"/repos/{owner}/{name}/issues/comments/{comment_id}",
+                           data={"body": markdown})
+            return {}
+        except BadRequest as exc:
+            if exc.status_code != 404:
+                raise
+        # The night's comment was deleted on GitHub: PATCHing its id failed the same way on
+        # every run. The run asked for the report to be posted: it is posted anew.
+        log.info("report %s: comment %s is gone on GitHub; posting it anew", day, comment_id)
     # The night's comment may be there already (posted, its answer lost): found by the
     # template's marker and edited, never posted twice.
     from bot.speaking.posting import app_login, post_or_adopt
@@ -358,7 +368,8 @@ async def post_report(ctx: Any, day: str, markdown: str) -> str:
         for k, v in values.items():
             setattr(row, k, v)
         await session.commit()
-    return "edited" if comment_id and status == "posted" else status
+    # (a comment posted anew, the night's one deleted on GitHub, comes back with its id)
+    return "edited" if comment_id and status == "posted" and not values else status
 
 
 async def run_report(ctx: Any, day: date | None = None, out: Path | None = None, *,

@@ -31,7 +31,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from analyzers.catalog import framework_id
 from bot.site.study import detected_since
@@ -334,6 +334,8 @@ async def post_report(ctx: Any, day: str, markdown: str) -> str:
     key = f"report:{day}"
     from sqlalchemy.exc import IntegrityError
 
+    from bot.speaking.claims import STALE_PENDING
+
     async with ctx.sessionmaker() as session:
         action = await session.scalar(select(Action).where(Action.dedupe_key == key))
         if action is None:
@@ -343,6 +345,22 @@ async def post_report(ctx: Any, day: str, markdown: str) -> str:
                 await session.commit()
             except IntegrityError:  # another replica took it: it posts
                 await session.rollback()
+                return "owned"
+        else:
+            # The night's row exists: take it (pending) only as it was read, and not while
+            # another run (`rltracker report` beside the nightly job, a second replica) is
+            # posting it. That run found the row `pending` and posted too: two comments.
+            now = utcnow()
+            if action.status == "pending" and action.updated_at >= now - STALE_PENDING:
+                await session.rollback()
+                return "owned"
+            taken = await session.execute(
+                update(Action)
+                .where(Action.id == action.id, Action.status == action.status,
+                       Action.updated_at == action.updated_at)
+                .values(status="pending", updated_at=now))
+            await session.commit()
+            if taken.rowcount != 1:
                 return "owned"
         action_id, comment_id = action.id, action.comment_id
     if ctx.settings.dry_run or ctx.github is None:

@@ -649,3 +649,45 @@ async def test_stale_pending_claim_is_taken_over(app_ctx: Any, fake_github: Any)
     payload = await open_issue(app_ctx, fake_github, 66)
     out = await act(app_ctx, VERL, 66, trigger="issues.opened", payload=payload, analysis=FAILURE)
     assert out["failure_comment"] == "owned" and not fake_github.comments_of(VERL, 66)
+
+
+async def test_a_slow_run_whose_claim_was_taken_over_does_not_post_a_second_comment(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A pending claim older than ten minutes is taken over as a crashed worker's. The worker
+    was alive but slow: GitHub had read it the issue's comments (none) and took its time
+    answering. Another run took the claim over, found no comment, posted.
+    The slow run then posted with what it had read: two failure comments. A run now checks,
+    right before posting, that the claim is still its own (the lease the claim wrote), and
+    leaves the comment to the run that took it over. Time is the claim's: its updated_at is
+    moved back past STALE_PENDING while the slow run waits."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 67)
+    reached, release = asyncio.Event(), asyncio.Event()
+    waited: list[int] = []
+
+    @fake_github.route("GET", rf"/repos/{VERL}/issues/67/comments")
+    async def comments(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        read = [{k: v for k, v in c.items() if not k.startswith("_")}
+                for c in fake.comments_of(VERL, 67)]
+        if not waited:  # the slow run's: read, then answered late
+            waited.append(1)
+            reached.set()
+            await release.wait()
+        return read
+
+    slow = asyncio.create_task(
+        act(app_ctx, VERL, 67, trigger="issues.opened", payload=payload, analysis=FAILURE))
+    await reached.wait()
+    async with app_ctx.sessionmaker() as s:  # ten minutes pass for the claim
+        [row] = list(await s.scalars(select(Action).where(
+            Action.dedupe_key == f"{VERL}#67:failure_comment")))
+        assert row.status == "pending"
+        row.updated_at = row.updated_at - timedelta(minutes=11)
+        await s.commit()
+    out = await act(app_ctx, VERL, 67, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "posted"
+    release.set()
+    assert (await slow)["failure_comment"] == "owned"
+    [comment] = app_comments(fake_github, VERL, 67)
+    [row] = await actions_of(app_ctx, 67, "failure_comment")
+    assert row.status == "posted" and row.comment_id == comment["id"]

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import and_, select, update
 
-from bot.speaking.claims import claim_within_budget, finish, release
+from bot.speaking.claims import claim_within_budget, finish, release, renew
 from bot.speaking.posting import (
     app_login,
     installation_gh,
@@ -123,7 +123,7 @@ async def failure_comment(
         "set_by": composed.details.get("set_by"),
     }
     delivery_id = (payload or {}).get("_delivery_id")
-    outcome, action_id = await claim_within_budget(
+    outcome, action_id, lease = await claim_within_budget(
         ctx, sit, config, kind="failure_comment", dedupe_key=failure_key(repo, number),
         language=composed.lang, details=details, delivery_id=delivery_id,
     )
@@ -143,18 +143,24 @@ async def failure_comment(
             paused=sit.paused, muted=sit.muted,
         )
         if quiet:
-            await release(ctx, action_id)
+            await release(ctx, action_id, lease=lease)
             await record_skip(ctx, repo, number, "failure_comment", *quiet, checked="live")
             return "skipped:" + quiet[0]
+        # Still ours? A run slow enough for its claim to be taken over as stale leaves the
+        # comment to the run that took it (which posted, or will adopt what is there).
+        lease = await renew(ctx, action_id, lease)
+        if lease is None:
+            return "owned"
         posted = await post_or_adopt(gh, repo, number, composed.body, FAILURE_MARKER, comments,
                                      login=login)
         await finish(
-            ctx, action_id, status="posted", body=composed.body,
+            ctx, action_id, lease=lease, status="posted", body=composed.body,
             comment_id=posted.get("id"), comment_node_id=posted.get("node_id"),
         )
     except Exception as exc:
         # Give the slot back so the worker's retry can post; the failure stays visible.
-        await finish(ctx, action_id, status="failed", dedupe_key=None, reason=f"{type(exc).__name__}: {exc}"[:500])
+        await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,
+                     reason=f"{type(exc).__name__}: {exc}"[:500])
         raise
     label = config.labels.get(composed.category)
     if label:

@@ -16,6 +16,7 @@ from typing import Any
 
 import gidgethub
 import pytest
+from aiohttp import web
 from sqlalchemy import select
 
 from bot.speaking.decide import act
@@ -691,3 +692,62 @@ async def test_a_slow_run_whose_claim_was_taken_over_does_not_post_a_second_comm
     [comment] = app_comments(fake_github, VERL, 67)
     [row] = await actions_of(app_ctx, 67, "failure_comment")
     assert row.status == "posted" and row.comment_id == comment["id"]
+
+
+async def test_an_adopted_comment_a_person_edited_meanwhile_is_left_as_it_is(
+        app_ctx: Any, fake_github: Any) -> None:
+    """GitHub created the failure comment but its answer never came back (the connection
+    dropped): the run failed and the worker retried. A maintainer corrected the comment
+    meanwhile; the retry found it by its marker and PATCHed its own text over theirs, though a
+    comment a person edited on GitHub is left as it is (docs/comments.md). It is now adopted
+    as it stands: recorded as posted (the slot held, nothing posted again), frozen, and
+    marked edited on GitHub, as an edit of the issue would find it."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 68)
+
+    @fake_github.route("POST", rf"/repos/{VERL}/issues/68/comments")
+    async def created_unanswered(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        fake.add_comment(VERL, 68, body["body"], "rltracker[bot]", "Bot")
+        request.transport.close()  # created; the answer never reaches the app
+        return web.Response(status=499)
+
+    with pytest.raises(Exception):  # noqa: B017 - whatever the lost connection raises
+        await act(app_ctx, VERL, 68, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    [comment] = app_comments(fake_github, VERL, 68)
+    edited = comment["body"] + "\n\nMaintainer: this is the known NCCL timeout, see #12."
+    fake_github.comments[comment["id"]]["body"] = edited
+    await act(app_ctx, VERL, 68, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert fake_github.comments[comment["id"]]["body"] == edited
+    assert not fake_github.requests("PATCH", rf"/issues/comments/{comment['id']}$")
+    assert len(app_comments(fake_github, VERL, 68)) == 1
+    [row] = [a for a in await actions_of(app_ctx, 68, "failure_comment") if a.status == "posted"]
+    assert row.comment_id == comment["id"] and row.frozen and row.details.get("edited_on_github")
+    await act(app_ctx, VERL, 68, trigger="issues.edited", payload=payload, analysis=NOT_FAILURE)
+    assert fake_github.comments[comment["id"]]["body"] == edited
+
+
+async def test_an_adopted_comment_nobody_edited_is_brought_up_to_date(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The same lost answer, nobody touched the comment, and the retry composes a different
+    text (the reporter edited their issue meanwhile): the comment is ours as it was posted,
+    and is edited to the new text, not left behind."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 69)
+
+    @fake_github.route("POST", rf"/repos/{VERL}/issues/69/comments")
+    async def created_unanswered(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        fake.add_comment(VERL, 69, body["body"], "rltracker[bot]", "Bot")
+        request.transport.close()
+        return web.Response(status=499)
+
+    with pytest.raises(Exception):  # noqa: B017
+        await act(app_ctx, VERL, 69, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    [comment] = app_comments(fake_github, VERL, 69)
+    first = comment["body"]
+    two_kinds = {**FAILURE, "failure": {**FAILURE["failure"],
+                                        "categories": ["entropy_collapse", "kl_growth"]}}
+    await act(app_ctx, VERL, 69, trigger="issues.opened", payload=payload, analysis=two_kinds)
+    [now] = app_comments(fake_github, VERL, 69)
+    assert now["id"] == comment["id"] and now["body"] != first and "/failures/kl_growth" in now["body"]
+    [row] = [a for a in await actions_of(app_ctx, 69, "failure_comment") if a.status == "posted"]
+    assert row.comment_id == comment["id"] and row.body == now["body"] and not row.frozen

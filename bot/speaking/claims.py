@@ -157,6 +157,16 @@ async def finish(ctx: Any, action_id: int, *, lease: datetime | None = None, **v
         await session.commit()
 
 
+async def bodies_written(ctx: Any, repo: str, number: int, kind: str) -> set[str]:
+    """Every text the app recorded for its `kind` comment on the thread (posted, about to be
+    posted, or failed with its answer lost): a comment of ours whose text is none of them was
+    edited by a person on GitHub."""
+    async with ctx.sessionmaker() as session:
+        return set(await session.scalars(select(Action.body).where(
+            Action.repo == repo, Action.number == number, Action.kind == kind,
+            Action.body.is_not(None))))
+
+
 async def release(ctx: Any, action_id: int, *, lease: datetime | None = None) -> None:
     """Give the slot up (the claim's row deleted); with `lease`, only while it is still this
     run's claim."""

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import and_, select, update
 
-from bot.speaking.claims import claim_within_budget, finish, release, renew
+from bot.speaking.claims import bodies_written, claim_within_budget, finish, release, renew
 from bot.speaking.posting import (
     app_login,
     installation_gh,
@@ -146,13 +146,26 @@ async def failure_comment(
             await release(ctx, action_id, lease=lease)
             await record_skip(ctx, repo, number, "failure_comment", *quiet, checked="live")
             return "skipped:" + quiet[0]
+        # What the app wrote before (an earlier attempt whose answer was lost), read before
+        # this attempt's text is recorded: our comment with none of them was edited by a person.
+        written = await bodies_written(ctx, repo, number, "failure_comment")
         # Still ours? A run slow enough for its claim to be taken over as stale leaves the
-        # comment to the run that took it (which posted, or will adopt what is there).
-        lease = await renew(ctx, action_id, lease)
+        # comment to the run that took it (which posted, or will adopt what is there). The
+        # text is recorded before it is posted, so a retry knows what it finds.
+        lease = await renew(ctx, action_id, lease, body=composed.body)
         if lease is None:
             return "owned"
         posted = await post_or_adopt(gh, repo, number, composed.body, FAILURE_MARKER, comments,
-                                     login=login)
+                                     login=login, written=written)
+        if posted.get("edited_on_github"):
+            # Ours, corrected by a person since: left as it is and frozen, as an edit of the
+            # issue would find it (docs/comments.md); the slot is held, nothing posted again.
+            log.info("%s#%s: the failure comment was edited on GitHub; adopted as it is",
+                     repo, number)
+            await finish(ctx, action_id, lease=lease, status="posted", frozen=True,
+                         comment_id=posted.get("id"), comment_node_id=posted.get("node_id"),
+                         details={**details, "edited_on_github": True})
+            return "edited"
         await finish(
             ctx, action_id, lease=lease, status="posted", body=composed.body,
             comment_id=posted.get("id"), comment_node_id=posted.get("node_id"),

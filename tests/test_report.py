@@ -414,3 +414,44 @@ async def test_two_runs_of_one_night_at_once_post_one_comment(app_ctx: Any, fake
         [action] = list(await session.scalars(select(Action).where(Action.kind == "report")))
     [comment] = fake_github.comments_of("tracker-org/tracker", 1)
     assert action.status == "posted" and action.comment_id == comment["id"]
+
+
+async def test_a_slow_run_whose_night_was_taken_over_does_not_post_it_again(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A pending night older than ten minutes is taken over as a crashed run's. The run was
+    alive but slow: GitHub had read it the issue's comments (none) and answered late. The run
+    that took the night over posted; the slow one then posted with what it had read: two
+    comments. It now checks, right before posting, that the night is still its own. Time is
+    the claim's: its updated_at is moved back past STALE_PENDING while the slow run waits."""
+    fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
+    fake_github.add_issue("tracker-org/tracker", 1, title="Nightly reports")
+    ctx = app_ctx
+    ctx.settings = dataclasses.replace(ctx.settings, report_issue="tracker-org/tracker#1")
+    await night_one(ctx)
+    reached, release = asyncio.Event(), asyncio.Event()
+    waited: list[int] = []
+
+    @fake_github.route("GET", r"/repos/tracker-org/tracker/issues/1/comments")
+    async def comments(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        read = [{k: v for k, v in c.items() if not k.startswith("_")}
+                for c in fake.comments_of("tracker-org/tracker", 1)]
+        if not waited:
+            waited.append(1)
+            reached.set()
+            await release.wait()
+        return read
+
+    slow = asyncio.create_task(run_report(ctx, DAY1))
+    await reached.wait()
+    async with ctx.sessionmaker() as session:  # ten minutes pass for the night's claim
+        [action] = list(await session.scalars(select(Action).where(Action.kind == "report")))
+        assert action.status == "pending"
+        action.updated_at = action.updated_at - timedelta(minutes=11)
+        await session.commit()
+    assert (await run_report(ctx, DAY1))["posted"] == "posted"
+    release.set()
+    assert (await slow)["posted"] == "owned"
+    [comment] = fake_github.comments_of("tracker-org/tracker", 1)
+    async with ctx.sessionmaker() as session:
+        [action] = list(await session.scalars(select(Action).where(Action.kind == "report")))
+    assert action.status == "posted" and action.comment_id == comment["id"]

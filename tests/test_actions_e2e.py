@@ -16,6 +16,7 @@ from typing import Any
 
 import gidgethub
 import pytest
+from aiohttp import web
 from sqlalchemy import select
 
 from bot.speaking.decide import act
@@ -649,3 +650,104 @@ async def test_stale_pending_claim_is_taken_over(app_ctx: Any, fake_github: Any)
     payload = await open_issue(app_ctx, fake_github, 66)
     out = await act(app_ctx, VERL, 66, trigger="issues.opened", payload=payload, analysis=FAILURE)
     assert out["failure_comment"] == "owned" and not fake_github.comments_of(VERL, 66)
+
+
+async def test_a_slow_run_whose_claim_was_taken_over_does_not_post_a_second_comment(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A pending claim older than ten minutes is taken over as a crashed worker's. The worker
+    was alive but slow: GitHub had read it the issue's comments (none) and took its time
+    answering. Another run took the claim over, found no comment, posted.
+    The slow run then posted with what it had read: two failure comments. A run now checks,
+    right before posting, that the claim is still its own (the lease the claim wrote), and
+    leaves the comment to the run that took it over. Time is the claim's: its updated_at is
+    moved back past STALE_PENDING while the slow run waits."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 67)
+    reached, release = asyncio.Event(), asyncio.Event()
+    waited: list[int] = []
+
+    @fake_github.route("GET", rf"/repos/{VERL}/issues/67/comments")
+    async def comments(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        read = [{k: v for k, v in c.items() if not k.startswith("_")}
+                for c in fake.comments_of(VERL, 67)]
+        if not waited:  # the slow run's: read, then answered late
+            waited.append(1)
+            reached.set()
+            await release.wait()
+        return read
+
+    slow = asyncio.create_task(
+        act(app_ctx, VERL, 67, trigger="issues.opened", payload=payload, analysis=FAILURE))
+    await reached.wait()
+    async with app_ctx.sessionmaker() as s:  # ten minutes pass for the claim
+        [row] = list(await s.scalars(select(Action).where(
+            Action.dedupe_key == f"{VERL}#67:failure_comment")))
+        assert row.status == "pending"
+        row.updated_at = row.updated_at - timedelta(minutes=11)
+        await s.commit()
+    out = await act(app_ctx, VERL, 67, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "posted"
+    release.set()
+    assert (await slow)["failure_comment"] == "owned"
+    [comment] = app_comments(fake_github, VERL, 67)
+    [row] = await actions_of(app_ctx, 67, "failure_comment")
+    assert row.status == "posted" and row.comment_id == comment["id"]
+
+
+async def test_an_adopted_comment_a_person_edited_meanwhile_is_left_as_it_is(
+        app_ctx: Any, fake_github: Any) -> None:
+    """GitHub created the failure comment but its answer never came back (the connection
+    dropped): the run failed and the worker retried. A maintainer corrected the comment
+    meanwhile; the retry found it by its marker and PATCHed its own text over theirs, though a
+    comment a person edited on GitHub is left as it is (docs/comments.md). It is now adopted
+    as it stands: recorded as posted (the slot held, nothing posted again), frozen, and
+    marked edited on GitHub, as an edit of the issue would find it."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 68)
+
+    @fake_github.route("POST", rf"/repos/{VERL}/issues/68/comments")
+    async def created_unanswered(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        fake.add_comment(VERL, 68, body["body"], "rltracker[bot]", "Bot")
+        request.transport.close()  # created; the answer never reaches the app
+        return web.Response(status=499)
+
+    with pytest.raises(Exception):  # noqa: B017 - whatever the lost connection raises
+        await act(app_ctx, VERL, 68, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    [comment] = app_comments(fake_github, VERL, 68)
+    edited = comment["body"] + "\n\nMaintainer: this is the known NCCL timeout, see #12."
+    fake_github.comments[comment["id"]]["body"] = edited
+    await act(app_ctx, VERL, 68, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert fake_github.comments[comment["id"]]["body"] == edited
+    assert not fake_github.requests("PATCH", rf"/issues/comments/{comment['id']}$")
+    assert len(app_comments(fake_github, VERL, 68)) == 1
+    [row] = [a for a in await actions_of(app_ctx, 68, "failure_comment") if a.status == "posted"]
+    assert row.comment_id == comment["id"] and row.frozen and row.details.get("edited_on_github")
+    await act(app_ctx, VERL, 68, trigger="issues.edited", payload=payload, analysis=NOT_FAILURE)
+    assert fake_github.comments[comment["id"]]["body"] == edited
+
+
+async def test_an_adopted_comment_nobody_edited_is_brought_up_to_date(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The same lost answer, nobody touched the comment, and the retry composes a different
+    text (the reporter edited their issue meanwhile): the comment is ours as it was posted,
+    and is edited to the new text, not left behind."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 69)
+
+    @fake_github.route("POST", rf"/repos/{VERL}/issues/69/comments")
+    async def created_unanswered(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        fake.add_comment(VERL, 69, body["body"], "rltracker[bot]", "Bot")
+        request.transport.close()
+        return web.Response(status=499)
+
+    with pytest.raises(Exception):  # noqa: B017
+        await act(app_ctx, VERL, 69, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    [comment] = app_comments(fake_github, VERL, 69)
+    first = comment["body"]
+    two_kinds = {**FAILURE, "failure": {**FAILURE["failure"],
+                                        "categories": ["entropy_collapse", "kl_growth"]}}
+    await act(app_ctx, VERL, 69, trigger="issues.opened", payload=payload, analysis=two_kinds)
+    [now] = app_comments(fake_github, VERL, 69)
+    assert now["id"] == comment["id"] and now["body"] != first and "/failures/kl_growth" in now["body"]
+    [row] = [a for a in await actions_of(app_ctx, 69, "failure_comment") if a.status == "posted"]
+    assert row.comment_id == comment["id"] and row.body == now["body"] and not row.frozen

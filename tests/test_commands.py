@@ -466,3 +466,44 @@ async def test_rules_reply_references_no_issue(app_ctx: Any, fake_github: Any) -
     texts = [t.content for block in MarkdownIt().parse(reply) if block.children
              for t in block.children if t.type == "text"]
     assert not [t for t in texts if re.search(r"(?<![\w`])#\d", t)], texts
+
+
+async def test_stop_in_dry_run_says_it_would_minimise_and_hides_nothing(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The app posted its failure comment, then the deployment was put in dry run
+    (RLTRACKER_DRY_RUN) and the author said `/rltracker stop`. Nothing was minimised on GitHub,
+    yet the action was marked minimised (is_minimized, OUTDATED): the pages counted the comment
+    as hidden, and once dry run was over a later stop skipped it as minimised already (until
+    the nightly reception check read the truth back from GitHub). In dry run the record says what would have been done
+    (`would_minimize`), and the comment is hidden by the first stop outside dry run."""
+    import dataclasses
+
+    from bot.site.data import reception
+
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 16)
+    await act(app_ctx, VERL, 16, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    [posted] = [c for c in fake_github.comments_of(VERL, 16) if FAILURE_MARKER in c["body"]]
+    minimised: list[str] = []
+
+    def graphql(query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        minimised.append(variables["id"])
+        return {"data": {"minimizeComment": {"minimizedComment": {"isMinimized": True, "minimizedReason": "outdated"}}}}
+
+    fake_github.graphql_handler = graphql
+    live = app_ctx.settings
+    app_ctx.settings = dataclasses.replace(live, dry_run=True)
+    await commands_router.dispatch(comment_event("/rltracker stop", number=16), app_ctx)
+    assert minimised == []
+    [row] = await actions(app_ctx, "failure_comment")
+    assert not row.is_minimized and row.minimized_reason is None
+    assert row.details.get("would_minimize") == "stop"
+    async with app_ctx.sessionmaker() as s:
+        [shown] = await reception(s, [VERL])
+    assert shown["hidden_or_deleted"] == 0
+    app_ctx.settings = live
+    await commands_router.dispatch(comment_event("/rltracker stop", number=16), app_ctx)
+    assert minimised == [posted["node_id"]]
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.is_minimized and row.details.get("minimized_by") == "stop"
+    assert "would_minimize" not in row.details

@@ -173,9 +173,10 @@ async def test_a_post_whose_answer_was_lost_is_adopted_not_repeated(app_ctx: Any
     await night_one(ctx)
     fake_github.add_comment("tracker-org/tracker", 1, f"<!-- rltracker:report:{DAY1} -->\nhalf",
                             user="rltracker[bot]", user_type="Bot")
+    crashed = datetime.now(UTC) - timedelta(minutes=20)  # a run crashed: its claim went stale
     async with ctx.sessionmaker() as session:
         session.add(Action(repo="tracker-org/tracker", number=1, kind="report", status="pending",
-                           dedupe_key=f"report:{DAY1}"))
+                           dedupe_key=f"report:{DAY1}", created_at=crashed, updated_at=crashed))
         await session.commit()
     assert (await run_report(ctx, DAY1))["posted"] in ("posted", "edited")
     [comment] = fake_github.comments_of("tracker-org/tracker", 1)
@@ -352,3 +353,105 @@ async def test_each_kind_of_change_is_its_own_list_item(ctx: Any) -> None:
                     "Proposals", "Failure reports of the day"], items[:6]
     assert any(text.startswith("**Merged**") for text in items)
     assert any(text.startswith("**New proposals**") for text in items)
+
+
+async def test_a_nights_comment_deleted_on_github_is_posted_anew_when_posted_again(
+        app_ctx: Any, fake_github: Any) -> None:
+    """Someone deleted the night's report comment on GitHub: the next run of that night
+    PATCHed the recorded comment id, GitHub answered 404, and the action became `failed`
+    with the id kept, so every later run PATCHed it again and failed the same way, for good.
+    A comment that is gone is posted anew (the night's run asked for it to be posted)."""
+    fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
+    fake_github.add_issue("tracker-org/tracker", 1, title="Nightly reports")
+    ctx = app_ctx
+    ctx.settings = dataclasses.replace(ctx.settings, report_issue="tracker-org/tracker#1")
+    await night_one(ctx)
+    assert (await run_report(ctx, DAY1))["posted"] == "posted"
+    [gone] = fake_github.comments_of("tracker-org/tracker", 1)
+    del fake_github.comments[gone["id"]]  # deleted on GitHub
+    summary = await run_report(ctx, DAY1)
+    assert summary["posted"] == "posted", summary
+    [comment] = fake_github.comments_of("tracker-org/tracker", 1)
+    assert comment["id"] != gone["id"] and DAY1.isoformat() in comment["body"]
+    async with ctx.sessionmaker() as session:
+        [action] = list(await session.scalars(select(Action).where(Action.kind == "report")))
+    assert action.status == "posted" and action.comment_id == comment["id"]
+    assert (await run_report(ctx, DAY1))["posted"] == "edited"
+    assert len(fake_github.comments_of("tracker-org/tracker", 1)) == 1
+
+
+
+async def test_two_runs_of_one_night_at_once_post_one_comment(app_ctx: Any, fake_github: Any) -> None:
+    """`rltracker report` run by hand while the nightly job posts the same night: the second
+    found the night's action `pending` (the first still posting) and posted as well, since
+    only a missing row stopped it; the first's comment not yet there, the night got two
+    comments. A run that finds the night being posted leaves it to the one posting."""
+    fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
+    fake_github.add_issue("tracker-org/tracker", 1, title="Nightly reports")
+    ctx = app_ctx
+    ctx.settings = dataclasses.replace(ctx.settings, report_issue="tracker-org/tracker#1")
+    await night_one(ctx)
+    reached, release = asyncio.Event(), asyncio.Event()
+    held: list[int] = []
+
+    @fake_github.route("POST", r"/repos/tracker-org/tracker/issues/1/comments")
+    async def post(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        if not held:  # the nightly job's POST: GitHub takes its time
+            held.append(1)
+            reached.set()
+            await release.wait()
+        comment = fake.add_comment("tracker-org/tracker", 1, body["body"], "rltracker[bot]", "Bot")
+        return 201, {k: v for k, v in comment.items() if not k.startswith("_")}
+
+    nightly = asyncio.create_task(run_report(ctx, DAY1))
+    await reached.wait()
+    by_hand = await run_report(ctx, DAY1)
+    release.set()
+    assert (await nightly)["posted"] == "posted"
+    assert by_hand is not None and by_hand["posted"] == "owned"
+    assert len(fake_github.comments_of("tracker-org/tracker", 1)) == 1
+    async with ctx.sessionmaker() as session:
+        [action] = list(await session.scalars(select(Action).where(Action.kind == "report")))
+    [comment] = fake_github.comments_of("tracker-org/tracker", 1)
+    assert action.status == "posted" and action.comment_id == comment["id"]
+
+
+async def test_a_slow_run_whose_night_was_taken_over_does_not_post_it_again(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A pending night older than ten minutes is taken over as a crashed run's. The run was
+    alive but slow: GitHub had read it the issue's comments (none) and answered late. The run
+    that took the night over posted; the slow one then posted with what it had read: two
+    comments. It now checks, right before posting, that the night is still its own. Time is
+    the claim's: its updated_at is moved back past STALE_PENDING while the slow run waits."""
+    fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
+    fake_github.add_issue("tracker-org/tracker", 1, title="Nightly reports")
+    ctx = app_ctx
+    ctx.settings = dataclasses.replace(ctx.settings, report_issue="tracker-org/tracker#1")
+    await night_one(ctx)
+    reached, release = asyncio.Event(), asyncio.Event()
+    waited: list[int] = []
+
+    @fake_github.route("GET", r"/repos/tracker-org/tracker/issues/1/comments")
+    async def comments(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        read = [{k: v for k, v in c.items() if not k.startswith("_")}
+                for c in fake.comments_of("tracker-org/tracker", 1)]
+        if not waited:
+            waited.append(1)
+            reached.set()
+            await release.wait()
+        return read
+
+    slow = asyncio.create_task(run_report(ctx, DAY1))
+    await reached.wait()
+    async with ctx.sessionmaker() as session:  # ten minutes pass for the night's claim
+        [action] = list(await session.scalars(select(Action).where(Action.kind == "report")))
+        assert action.status == "pending"
+        action.updated_at = action.updated_at - timedelta(minutes=11)
+        await session.commit()
+    assert (await run_report(ctx, DAY1))["posted"] == "posted"
+    release.set()
+    assert (await slow)["posted"] == "owned"
+    [comment] = fake_github.comments_of("tracker-org/tracker", 1)
+    async with ctx.sessionmaker() as session:
+        [action] = list(await session.scalars(select(Action).where(Action.kind == "report")))
+    assert action.status == "posted" and action.comment_id == comment["id"]

@@ -31,7 +31,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from analyzers.catalog import framework_id
 from bot.site.study import detected_since
@@ -297,19 +297,40 @@ async def store_report(ctx: Any, data: dict[str, Any], markdown: str) -> Report:
 
 
 async def _post_on_github(ctx: Any, repo: str, number: int, day: str, markdown: str,
-                          comment_id: int | None) -> dict[str, Any]:
+                          comment_id: int | None, action_id: int,
+                          lease: list[datetime | None]) -> dict[str, Any] | None:
+    """Edit the night's comment, or post it (None: another run took the night over since
+    this one claimed it; it posts). `lease`: the claim's, renewed right before posting."""
     installation = await ctx.github.installation_for_repo(repo)
     gh = await ctx.github.api(installation)
     owner, name = repo.split("/", 1)
     if comment_id:
-        await gh.patch(f"/repos/{owner}/{name}/issues/comments/{comment_id}", data={"body": markdown})
-        return {}
+        from gidgethub import BadRequest
+
+        try:
+            await gh.patch(f"/repos/{owner}/{name}/issues/comments/{comment_id}",
+                           data={"body": markdown})
+            return {}
+        except BadRequest as exc:
+            if exc.status_code != 404:
+                raise
+        # The night's comment was deleted on GitHub: PATCHing its id failed the same way on
+        # every run. The run asked for the report to be posted: it is posted anew.
+        log.info("report %s: comment %s is gone on GitHub; posting it anew", day, comment_id)
     # The night's comment may be there already (posted, its answer lost): found by the
     # template's marker and edited, never posted twice.
-    from bot.speaking.posting import app_login, post_or_adopt
+    from bot.speaking.claims import renew
+    from bot.speaking.posting import app_login, comments_url, post_or_adopt
 
+    login = await app_login(ctx)
+    comments = [c async for c in gh.getiter(comments_url(repo, number))]
+    # Still this run's night? One slow enough for its claim to be taken over as stale (the
+    # comments read above before the other run posted) must not post it a second time.
+    lease[0] = await renew(ctx, action_id, lease[0])
+    if lease[0] is None:
+        return None
     posted = await post_or_adopt(gh, repo, number, markdown, f"<!-- rltracker:report:{day} -->",
-                                 None, login=await app_login(ctx))
+                                 comments, login=login)
     return {"comment_id": posted.get("id"), "comment_node_id": posted.get("node_id")}
 
 
@@ -324,41 +345,66 @@ async def post_report(ctx: Any, day: str, markdown: str) -> str:
     key = f"report:{day}"
     from sqlalchemy.exc import IntegrityError
 
+    from bot.speaking.claims import STALE_PENDING
+
+    now = utcnow()
     async with ctx.sessionmaker() as session:
         action = await session.scalar(select(Action).where(Action.dedupe_key == key))
         if action is None:
-            action = Action(repo=repo, number=number, kind="report", status="pending", dedupe_key=key)
+            action = Action(repo=repo, number=number, kind="report", status="pending",
+                            dedupe_key=key, created_at=now, updated_at=now)
             session.add(action)
             try:
                 await session.commit()
             except IntegrityError:  # another replica took it: it posts
                 await session.rollback()
                 return "owned"
+        else:
+            # The night's row exists: take it (pending) only as it was read, and not while
+            # another run (`rltracker report` beside the nightly job, a second replica) is
+            # posting it. That run found the row `pending` and posted too: two comments.
+            if action.status == "pending" and action.updated_at >= now - STALE_PENDING:
+                await session.rollback()
+                return "owned"
+            taken = await session.execute(
+                update(Action)
+                .where(Action.id == action.id, Action.status == action.status,
+                       Action.updated_at == action.updated_at)
+                .values(status="pending", updated_at=now))
+            await session.commit()
+            if taken.rowcount != 1:
+                return "owned"
         action_id, comment_id = action.id, action.comment_id
+    lease: list[datetime | None] = [now]  # the claim's updated_at as this run wrote it
+    values: dict[str, Any] | None
     if ctx.settings.dry_run or ctx.github is None:
         status, values = "dry_run", {}
     else:
         try:
-            values = await _post_on_github(ctx, repo, number, day, markdown, comment_id)
+            values = await _post_on_github(ctx, repo, number, day, markdown, comment_id,
+                                           action_id, lease)
         except Exception as exc:
             # Recorded as failed with the reason (it stayed "pending", shown as in progress
-            # for good); the night's run or `rltracker report --date` posts it again.
-            async with ctx.sessionmaker() as session:
-                row = await session.get(Action, action_id)
-                if row is not None:
-                    row.status, row.body = "failed", markdown
-                    row.reason = f"{type(exc).__name__}: {exc}"[:500]
-                    await session.commit()
+            # for good); the night's run or `rltracker report --date` posts it again. Not
+            # over another run's record when that run took the night over meanwhile.
+            await _record_night(ctx, action_id, lease[0], status="failed", body=markdown,
+                                reason=f"{type(exc).__name__}: {exc}"[:500])
             raise
+        if values is None:
+            return "owned"
         status = "posted"
+    await _record_night(ctx, action_id, lease[0], status=status, body=markdown, **values)
+    # (a comment posted anew, the night's one deleted on GitHub, comes back with its id)
+    return "edited" if comment_id and status == "posted" and not values else status
+
+
+async def _record_night(ctx: Any, action_id: int, lease: datetime | None, **values: Any) -> None:
+    """The night's outcome, written while the claim is still this run's."""
     async with ctx.sessionmaker() as session:
-        row = await session.get(Action, action_id)
-        assert row is not None
-        row.status, row.body = status, markdown
-        for k, v in values.items():
-            setattr(row, k, v)
+        await session.execute(update(Action).where(Action.id == action_id,
+                                                   Action.updated_at == lease)
+                              .values(updated_at=utcnow(), **values))
         await session.commit()
-    return "edited" if comment_id and status == "posted" else status
 
 
 async def run_report(ctx: Any, day: date | None = None, out: Path | None = None, *,

@@ -45,6 +45,27 @@ async def claim(
     delivery_id: str | None = None,
 ) -> tuple[str, int | None]:
     """Take the once-only slot: ("claimed", action id), ("owned", None) or ("budget", None)."""
+    state, action_id, _ = await claim_lease(
+        ctx, situation, kind=kind, dedupe_key=dedupe_key, budget=budget, language=language,
+        details=details, delivery_id=delivery_id)
+    return state, action_id
+
+
+async def claim_lease(
+    ctx: Any,
+    situation: Situation,
+    *,
+    kind: str,
+    dedupe_key: str,
+    budget: int | None,
+    language: str | None = None,
+    details: dict[str, Any] | None = None,
+    delivery_id: str | None = None,
+) -> tuple[str, int | None, datetime | None]:
+    """`claim`, with the lease: the claim's `updated_at` as this run wrote it. A run that
+    posts checks it is still theirs (`renew`) right before posting: a pending claim older
+    than STALE_PENDING is taken over, and a live but slow run that went on to post would
+    post a second comment beside the one the run that took over posted."""
     now = utcnow()
     async with ctx.sessionmaker() as session:
         try:
@@ -60,9 +81,9 @@ async def claim(
                     existing.updated_at = now  # left behind by a crashed worker: take it over
                     existing_id = existing.id
                     await session.commit()
-                    return "claimed", existing_id
+                    return "claimed", existing_id, now
                 await session.rollback()
-                return "owned", None
+                return "owned", None, None
             if budget is not None:
                 used = await session.scalar(
                     select(func.count(Action.id)).where(
@@ -74,7 +95,7 @@ async def claim(
                 )
                 if (used or 0) >= budget:
                     await session.rollback()
-                    return "budget", None
+                    return "budget", None, None
             action = Action(
                 repo=situation.repo, number=situation.number, kind=kind, status="pending",
                 dedupe_key=dedupe_key, language=language, details=details or {},
@@ -82,40 +103,75 @@ async def claim(
             )
             session.add(action)
             await session.commit()
-            return "claimed", action.id
+            return "claimed", action.id, now
         except IntegrityError:
             await session.rollback()
-            return "owned", None
+            return "owned", None, None
 
 
 async def claim_within_budget(
     ctx: Any, sit: Situation, config: Any, *, kind: str, dedupe_key: str, **fields: Any
-) -> tuple[str, int | None]:
-    """Claim a once-only comment under the repository's daily budget: ("claimed", id), or
-    ("owned", None) when another run holds it, or ("skipped:budget", None) with the skip
-    recorded."""
-    state, action_id = await claim(
+) -> tuple[str, int | None, datetime | None]:
+    """Claim a once-only comment under the repository's daily budget: ("claimed", id, lease),
+    or ("owned", None, None) when another run holds it, or ("skipped:budget", None, None) with
+    the skip recorded."""
+    state, action_id, lease = await claim_lease(
         ctx, sit, kind=kind, dedupe_key=dedupe_key, budget=config.daily_budget, **fields
     )
     if state == "budget":
         await record_skip(ctx, sit.repo, sit.number, kind, "budget",
                           f"daily comment budget of {config.daily_budget} reached")
-        return "skipped:budget", None
+        return "skipped:budget", None, None
     if state == "owned" or action_id is None:
-        return "owned", None
-    return "claimed", action_id
+        return "owned", None, None
+    return "claimed", action_id, lease
 
 
-async def finish(ctx: Any, action_id: int, **values: Any) -> None:
+async def renew(ctx: Any, action_id: int, lease: datetime | None, **values: Any) -> datetime | None:
+    """Right before posting: the pending claim is still this run's (nobody took it over as
+    stale) and is renewed for another STALE_PENDING, with `values` written (the body about to
+    be posted). Returns the new lease, or None when another run took the claim over: it
+    posts, this one must not. A post (bounded by the GitHub client's retry policy, well under
+    STALE_PENDING) then lands before anyone can take the claim over, and whoever does finds
+    the comment by its marker."""
+    now = utcnow()
+    async with ctx.sessionmaker() as session:
+        result = await session.execute(
+            update(Action)
+            .where(Action.id == action_id, Action.status == "pending", Action.updated_at == lease)
+            .values(updated_at=now, **values))
+        await session.commit()
+    return now if result.rowcount == 1 else None
+
+
+async def finish(ctx: Any, action_id: int, *, lease: datetime | None = None, **values: Any) -> None:
+    """Write the outcome; with `lease`, only while the claim is still this run's (a run whose
+    claim was taken over neither records its outcome over the new owner's nor gives up the
+    slot the new owner holds)."""
     async with ctx.sessionmaker() as session:
         values.setdefault("updated_at", utcnow())
-        await session.execute(update(Action).where(Action.id == action_id).values(**values))
+        query = update(Action).where(Action.id == action_id)
+        if lease is not None:
+            query = query.where(Action.updated_at == lease)
+        await session.execute(query.values(**values))
         await session.commit()
 
 
-async def release(ctx: Any, action_id: int) -> None:
+async def bodies_written(ctx: Any, repo: str, number: int, kind: str) -> set[str]:
+    """Every text the app recorded for its `kind` comment on the thread (posted, about to be
+    posted, or failed with its answer lost): a comment of ours whose text is none of them was
+    edited by a person on GitHub."""
+    async with ctx.sessionmaker() as session:
+        return set(await session.scalars(select(Action.body).where(
+            Action.repo == repo, Action.number == number, Action.kind == kind,
+            Action.body.is_not(None))))
+
+
+async def release(ctx: Any, action_id: int, *, lease: datetime | None = None) -> None:
+    """Give the slot up (the claim's row deleted); with `lease`, only while it is still this
+    run's claim."""
     async with ctx.sessionmaker() as session:
         row = await session.get(Action, action_id)
-        if row is not None:
+        if row is not None and (lease is None or row.updated_at == lease):
             await session.delete(row)
             await session.commit()

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import and_, select, update
 
-from bot.speaking.claims import claim_within_budget, finish, release
+from bot.speaking.claims import bodies_written, claim_within_budget, finish, release, renew
 from bot.speaking.posting import (
     app_login,
     installation_gh,
@@ -123,7 +123,7 @@ async def failure_comment(
         "set_by": composed.details.get("set_by"),
     }
     delivery_id = (payload or {}).get("_delivery_id")
-    outcome, action_id = await claim_within_budget(
+    outcome, action_id, lease = await claim_within_budget(
         ctx, sit, config, kind="failure_comment", dedupe_key=failure_key(repo, number),
         language=composed.lang, details=details, delivery_id=delivery_id,
     )
@@ -143,18 +143,37 @@ async def failure_comment(
             paused=sit.paused, muted=sit.muted,
         )
         if quiet:
-            await release(ctx, action_id)
+            await release(ctx, action_id, lease=lease)
             await record_skip(ctx, repo, number, "failure_comment", *quiet, checked="live")
             return "skipped:" + quiet[0]
+        # What the app wrote before (an earlier attempt whose answer was lost), read before
+        # this attempt's text is recorded: our comment with none of them was edited by a person.
+        written = await bodies_written(ctx, repo, number, "failure_comment")
+        # Still ours? A run slow enough for its claim to be taken over as stale leaves the
+        # comment to the run that took it (which posted, or will adopt what is there). The
+        # text is recorded before it is posted, so a retry knows what it finds.
+        lease = await renew(ctx, action_id, lease, body=composed.body)
+        if lease is None:
+            return "owned"
         posted = await post_or_adopt(gh, repo, number, composed.body, FAILURE_MARKER, comments,
-                                     login=login)
+                                     login=login, written=written)
+        if posted.get("edited_on_github"):
+            # Ours, corrected by a person since: left as it is and frozen, as an edit of the
+            # issue would find it (docs/comments.md); the slot is held, nothing posted again.
+            log.info("%s#%s: the failure comment was edited on GitHub; adopted as it is",
+                     repo, number)
+            await finish(ctx, action_id, lease=lease, status="posted", frozen=True,
+                         comment_id=posted.get("id"), comment_node_id=posted.get("node_id"),
+                         details={**details, "edited_on_github": True})
+            return "edited"
         await finish(
-            ctx, action_id, status="posted", body=composed.body,
+            ctx, action_id, lease=lease, status="posted", body=composed.body,
             comment_id=posted.get("id"), comment_node_id=posted.get("node_id"),
         )
     except Exception as exc:
         # Give the slot back so the worker's retry can post; the failure stays visible.
-        await finish(ctx, action_id, status="failed", dedupe_key=None, reason=f"{type(exc).__name__}: {exc}"[:500])
+        await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,
+                     reason=f"{type(exc).__name__}: {exc}"[:500])
         raise
     label = config.labels.get(composed.category)
     if label:

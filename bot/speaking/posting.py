@@ -4,6 +4,7 @@ and edit it instead of posting twice, and replies to commands (`post_reply`)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from typing import Any
 
 from bot.speaking.claims import claim, finish
@@ -65,14 +66,21 @@ def own_comment(comments: list[dict[str, Any]], marker: str,
 
 async def post_or_adopt(
     gh: Any, repo: str, number: int, body: str, marker: str, comments: list[dict[str, Any]] | None,
-    *, login: str | None,
+    *, login: str | None, written: Collection[str] = (),
 ) -> dict[str, Any]:
-    """Post `body`, or edit our comment already there (found by its marker and our login)."""
+    """Post `body`, or edit our comment already there (found by its marker and our login).
+    `written`: the texts the app recorded for this comment before (`claims.bodies_written`);
+    our comment found with none of them (nor `body`) was edited by a person on GitHub and is
+    left as it is, returned with `edited_on_github` set. With nothing recorded (a comment
+    from before the app recorded its text ahead of posting) it is ours to edit."""
     if comments is None:
         comments = [c async for c in gh.getiter(comments_url(repo, number))]
     own = own_comment(comments, marker, login)
     if own is not None:
-        if (own.get("body") or "") != body:
+        live = own.get("body") or ""
+        if written and live != body and live not in written:
+            return {**own, "edited_on_github": True}
+        if live != body:
             own = await gh.patch(f"/repos/{repo}/issues/comments/{own['id']}", data={"body": body})
         return own
     return await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})

@@ -8,7 +8,7 @@ from typing import Any
 
 from analyzers.rules import format_rules_markdown
 from bot.speaking import contribution
-from bot.speaking.claims import claim_within_budget, finish
+from bot.speaking.claims import claim_within_budget, finish, renew
 from bot.speaking.posting import app_login, installation_gh, post_or_adopt
 from bot.speaking.quiet import MAINTAINERS
 from bot.speaking.records import record_skip
@@ -94,7 +94,7 @@ async def rule_summary(
     from analyzers.language import detect_language
 
     lang = detect_language(record.get("title"), record.get("body"))
-    outcome, action_id = await claim_within_budget(
+    outcome, action_id, lease = await claim_within_budget(
         ctx, sit, config, kind="rule_summary", dedupe_key=rules_key(repo, number), language=lang,
     )
     if action_id is None:
@@ -114,11 +114,15 @@ async def rule_summary(
             await finish(ctx, action_id, status="dry_run", body=body, details=details)
             return "dry_run"
         gh = await installation_gh(ctx, sit.installation_id)
-        posted = await post_or_adopt(gh, repo, number, body, RULES_MARKER, None,
-                                     login=await app_login(ctx))
-        await finish(ctx, action_id, status="posted", body=body, details=details,
+        login = await app_login(ctx)
+        lease = await renew(ctx, action_id, lease)  # still ours: see failure_comment
+        if lease is None:
+            return "owned"
+        posted = await post_or_adopt(gh, repo, number, body, RULES_MARKER, None, login=login)
+        await finish(ctx, action_id, lease=lease, status="posted", body=body, details=details,
                       comment_id=posted.get("id"), comment_node_id=posted.get("node_id"))
     except Exception as exc:
-        await finish(ctx, action_id, status="failed", dedupe_key=None, reason=f"{type(exc).__name__}: {exc}"[:500])
+        await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,
+                     reason=f"{type(exc).__name__}: {exc}"[:500])
         raise
     return "posted"

@@ -88,12 +88,25 @@ async def minimize_comments(ctx: Any, repo: str, number: int, installation_id: i
             continue
         if by == VERDICT_MINIMIZED and action.kind != "failure_comment":
             continue
-        if not (dry_run or ctx.github is None):
-            await ctx.github.graphql(
-                MINIMIZE_MUTATION, installation_id=installation_id,
-                id=action.comment_node_id, classifier="OUTDATED",
-            )
+        if dry_run or ctx.github is None:
+            # Nothing is hidden on GitHub: the record says what would have been done, not
+            # that it was (the pages count minimised comments as hidden), and a stop outside
+            # dry run still finds the comment to minimise.
+            if (action.details or {}).get("would_minimize") != by:
+                async with ctx.sessionmaker() as session:
+                    await session.execute(
+                        update(Action).where(Action.id == action.id)
+                        .values(details=dict(action.details or {}, would_minimize=by),
+                                updated_at=utcnow()))
+                    await session.commit()
+            done.append(action.kind)
+            continue
+        await ctx.github.graphql(
+            MINIMIZE_MUTATION, installation_id=installation_id,
+            id=action.comment_node_id, classifier="OUTDATED",
+        )
         details = dict(action.details or {}, minimized_by=by, frozen_before=bool(action.frozen))
+        details.pop("would_minimize", None)
         async with ctx.sessionmaker() as session:
             await session.execute(
                 update(Action).where(Action.id == action.id)
@@ -157,6 +170,12 @@ async def _show_again(ctx: Any, repo: str, number: int, installation_id: int | N
     done: list[str] = []
     for action in await _own_comments(ctx, repo, number):
         details = dict(action.details or {})
+        if details.get("would_minimize") == VERDICT_MINIMIZED:  # in dry run: never hidden
+            details.pop("would_minimize")
+            async with ctx.sessionmaker() as session:
+                await session.execute(update(Action).where(Action.id == action.id)
+                                      .values(details=details, updated_at=utcnow()))
+                await session.commit()
         if details.get("minimized_by") != VERDICT_MINIMIZED:
             continue
         if (action.is_minimized and action.status == "posted" and action.comment_node_id

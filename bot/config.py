@@ -135,6 +135,9 @@ def parse_port(text: str | int) -> int:
 
 
 def _truthy(value: str | None) -> bool:
+    """A yes/no setting's value, read one way for every such variable (the check accepts
+    _TRUE and _FALSE, spaces and case aside): RLTRACKER_FETCH_PAPERS=" 1" passed the check
+    and then read as off where it was compared with "1"."""
     return (value or "").strip().lower() in _TRUE
 
 
@@ -356,7 +359,8 @@ def check_env(env: Mapping[str, str], *, database_may_be_absent: bool = False) -
         raise SettingError("RLTRACKER_REPORT_ISSUE", report_issue,
                            "expected OWNER/REPO#NUMBER, the issue the nightly report is posted on")
     _check_choice(env, "RLTRACKER_DRY_RUN", _TRUE | _FALSE, "expected 1 or 0 (or true/false, yes/no, on/off)")
-    _check_choice(env, "RLTRACKER_FETCH_PAPERS", {"0", "1", ""}, "expected 1 (fetch arXiv listings nightly) or 0")
+    _check_choice(env, "RLTRACKER_FETCH_PAPERS", _TRUE | _FALSE,
+                  "expected 1 (fetch arXiv listings nightly) or 0 (or true/false, yes/no, on/off)")
     level = env.get("RLTRACKER_LOG_LEVEL")
     if level is not None and level not in _LOG_LEVELS:
         raise SettingError("RLTRACKER_LOG_LEVEL", level, "expected " + ", ".join(_LOG_LEVELS[:-1])
@@ -382,6 +386,7 @@ class Settings:
     report_issue: str | None = None  # "owner/repo#N": where the nightly report is posted
     port: int = DEFAULT_PORT  # of `rltracker serve`; --port wins
     worker_lease: float = DEFAULT_WORKER_LEASE  # seconds an inbox row stays claimed without a heartbeat
+    fetch_papers: bool = False  # RLTRACKER_FETCH_PAPERS: the nightly job reads new arXiv listings
 
     @property
     def graphql_url(self) -> str:
@@ -416,6 +421,7 @@ class Settings:
             report_issue=(env.get("RLTRACKER_REPORT_ISSUE") or "").strip() or None,
             port=port,
             worker_lease=float(env.get("RLTRACKER_WORKER_LEASE") or DEFAULT_WORKER_LEASE),
+            fetch_papers=_truthy(env.get("RLTRACKER_FETCH_PAPERS")),
         )
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]

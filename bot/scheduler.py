@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -131,8 +130,8 @@ async def step_rules(ctx: Any) -> Any:
 
 
 async def step_papers(ctx: Any) -> Any:
-    if os.environ.get("RLTRACKER_FETCH_PAPERS") != "1":
-        return "skipped: RLTRACKER_FETCH_PAPERS is not 1"
+    if not ctx.settings.fetch_papers:
+        return "skipped: RLTRACKER_FETCH_PAPERS is not on"
     from bot.github.papers import fetch_new_papers
 
     return (await fetch_new_papers(ctx)).as_dict()

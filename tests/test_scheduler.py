@@ -388,3 +388,37 @@ def test_nightly_cron_day_of_month_or_weekday_as_crontab() -> None:
     last = last_fire_time(nightly_trigger(SimpleNamespace(settings=SimpleNamespace(
         nightly_cron="0 3 1 * 1"))), saturday_noon)
     assert last == datetime(2026, 12, 1, 3, 0, tzinfo=UTC)  # a Tuesday, the 1st
+
+
+@pytest.mark.parametrize("value,fetched", [(" 1", True), ("yes", True), ("On ", True),
+                                           ("0", False), (" off", False), ("", False)])
+async def test_the_papers_step_reads_its_setting_as_the_start_up_check_does(
+        db_url: str, fake_github: Any, monkeypatch: pytest.MonkeyPatch, value: str,
+        fetched: bool) -> None:
+    """RLTRACKER_FETCH_PAPERS=" 1" passed the start-up check, but the nightly step compared
+    the value with "1" exactly and skipped, every night; "yes" (as RLTRACKER_DRY_RUN takes
+    it) was refused. Boolean settings are read one way (bot.config)."""
+    from aiohttp import web
+
+    from bot.config import Settings
+    from bot.scheduler import step_papers
+
+    asked: list[str] = []
+
+    @fake_github.route("GET", r"^/api/query$")
+    def listing(fake: Any, request: Any, match: Any, body: Any) -> web.Response:
+        asked.append(request.path)
+        return web.Response(text='<feed xmlns="http://www.w3.org/2005/Atom"></feed>',
+                            content_type="application/atom+xml")
+
+    env = {"RLTRACKER_FETCH_PAPERS": value, "RLTRACKER_ARXIV_API_URL": fake_github.url + "/api/query"}
+    for name, text_ in env.items():
+        monkeypatch.setenv(name, text_)
+    settings = Settings.from_env(env, database_url=db_url, dry_run=True)  # the check passes
+    ctx = AppContext.create(settings)
+    try:
+        result = await step_papers(ctx)
+    finally:
+        await ctx.close()
+    assert (not str(result).startswith("skipped")) is fetched, result
+    assert bool(asked) is fetched

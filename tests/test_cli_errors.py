@@ -470,7 +470,8 @@ async def test_report_github_refused_to_post_exits_1_naming_why(migrated_db: str
         sys.executable, "-m", "bot.cli", "report",
         env={**CLEAN_ENV, "DATABASE_URL": migrated_db, "GITHUB_API_URL": fake_github.url,
              "GITHUB_APP_ID": "4242", "GITHUB_PRIVATE_KEY": PEM,
-             "RLTRACKER_REPORT_ISSUE": "tracker-org/tracker#1"},
+             "RLTRACKER_REPORT_ISSUE": "tracker-org/tracker#1",
+             "RLTRACKER_PUBLIC_URL": "https://rl.example.org"},
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(), HANG_GUARD)
     result = subprocess.CompletedProcess(["report"], proc.returncode or 0, out.decode(), err.decode())
@@ -479,6 +480,47 @@ async def test_report_github_refused_to_post_exits_1_naming_why(migrated_db: str
              "issue is locked")
     assert fake_github.comments_of("tracker-org/tracker", 1) == []
 
+
+
+async def _report(fake_github: FakeGitHub, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "report", *args,
+        env={**CLEAN_ENV, "GITHUB_API_URL": fake_github.url, **env},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), HANG_GUARD)
+    return subprocess.CompletedProcess(["report"], proc.returncode or 0, out.decode(), err.decode())
+
+
+async def test_report_posting_without_a_public_url_is_refused(tmp_path: Path, migrated_db: str,
+                                                              fake_github: FakeGitHub) -> None:
+    """`rltracker report` with the app's credentials and RLTRACKER_REPORT_ISSUE posted the
+    night's report with every tracker link leading to http://localhost:8000 when
+    RLTRACKER_PUBLIC_URL was unset; `serve` refuses that start. The command refuses it too
+    (exit 2, one line), before building anything; a dry run or the files alone are not refused."""
+    import sqlite3
+
+    fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
+    fake_github.add_issue("tracker-org/tracker", 1, title="Nightly reports")
+    app = {"DATABASE_URL": migrated_db, "GITHUB_APP_ID": "4242", "GITHUB_PRIVATE_KEY": PEM,
+           "RLTRACKER_REPORT_ISSUE": "tracker-org/tracker#1"}
+    one_line(await _report(fake_github, app, "--out", str(tmp_path / "files")), "report", 2,
+             "RLTRACKER_PUBLIC_URL is not set", "tracker-org/tracker#1", "http://localhost:8000",
+             "RLTRACKER_DRY_RUN")
+    assert fake_github.comments_of("tracker-org/tracker", 1) == []
+    db = migrated_db.removeprefix("sqlite+aiosqlite:///")
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM reports").fetchone() == (0,)
+    assert not (tmp_path / "files").exists()
+    # Nothing posted (dry run; no issue to post on, files only): nothing to refuse.
+    dry = await _report(fake_github, {**app, "RLTRACKER_DRY_RUN": "1"})
+    assert dry.returncode == 0 and '"posted": "dry_run"' in dry.stdout, dry.stderr
+    files = await _report(fake_github, {"DATABASE_URL": migrated_db}, "--out", str(tmp_path / "files"))
+    assert files.returncode == 0 and list((tmp_path / "files").glob("report-*.md")), files.stderr
+    assert fake_github.comments_of("tracker-org/tracker", 1) == []
+    # With the address set, it posts.
+    posted = await _report(fake_github, {**app, "RLTRACKER_PUBLIC_URL": "https://rl.example.org"})
+    assert posted.returncode == 0 and '"posted": "posted"' in posted.stdout, posted.stderr
+    assert len(fake_github.comments_of("tracker-org/tracker", 1)) == 1
 
 def test_replay_to_a_url_nothing_listens_on_says_so_once(tmp_path: Path) -> None:
     """`rltracker replay examples/` with `serve` not running printed one

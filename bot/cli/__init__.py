@@ -27,7 +27,7 @@ COMMANDS = {
     "analyze": "bot.cli.analyze:analyze_command",
     "replay": "bot.webhooks.replay:replay_command",
     "sync": "bot.cli.sync:sync_command",
-    "report": "bot.site.report:report_command",
+    "report": "bot.cli.report:report_command",
     "rules": "bot.cli.rules:rules_command",
     "stats": "bot.site.stats:stats_command",
     "papers": "bot.github.papers:papers_command",

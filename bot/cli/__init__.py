@@ -35,6 +35,7 @@ COMMANDS = {
     "study": "bot.site.study:study_command",
     "deliveries": "bot.cli.deliveries:deliveries_command",
     "verdicts": "bot.cli.verdicts:verdicts_command",
+    "repos": "bot.cli.repos:repos_command",
 }
 
 
@@ -189,6 +190,12 @@ def build_parser() -> argparse.ArgumentParser:
     pw.add_argument("--framework", default=None, metavar="F", help="one framework (default: all)")
     pw.add_argument("--limit", type=int, default=100, metavar="N",
                     help="the N least sure threads of all (default: 100)")
+
+    p = sub.add_parser("repos", help="the repositories the app comments in")
+    repos_sub = p.add_subparsers(dest="repos_command", required=True)
+    pr = repos_sub.add_parser("resume", help="lift the pause of the app's comments in a "
+                              "repository (set by the nightly reception check)")
+    pr.add_argument("repo", metavar="OWNER/REPO", type=_repo_name)
 
     p = sub.add_parser("study", help="the study: landings, per framework, review records")
     p.add_argument("--json", action="store_true")

@@ -202,6 +202,9 @@ async def reception(session: AsyncSession, repos: list[str] | None = None) -> li
             "hidden_or_deleted": h,
             "paused": bool(r.comments_paused),
             "paused_reason": r.paused_reason,
+            # The last lift of a pause: "@login" (/rltracker resume) or "operator" (the CLI).
+            "resumed_by": r.resumed_by,
+            "resumed_at": r.resumed_at.isoformat() if r.resumed_at else None,
         })
     return out
 

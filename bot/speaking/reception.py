@@ -8,7 +8,11 @@ deleted comment. The counts are stored on the Action rows (the tracker site show
 A repository is paused (Repository.comments_paused, with the reason) when, among its last
 PAUSE_WINDOW comments, PAUSE_HIDDEN or more were hidden or deleted, or 👎 outnumber 👍.
 Pausing is sticky: the numbers that caused it do not go away by themselves, so un-pausing is
-a maintainer's decision (the repository's config), not the job's.
+a maintainer's decision, not the job's: `/rltracker resume` by a maintainer of the repository
+(bot/webhooks/commands.py), or an operator's `rltracker repos resume OWNER/REPO`, both through
+`resume_comments`. A resume is sticky too: the check then judges only the comments posted
+after it (Repository.resumed_at), so the hidden comments that caused the pause do not pause
+the repository again the next night; new ones can.
 """
 
 from __future__ import annotations
@@ -126,9 +130,13 @@ async def refresh_reception(ctx: Any) -> ReceptionStats:
                 .order_by(Action.created_at.desc(), Action.id.desc())):
             recent[action.repo.lower()].append(action)
         for key, repo_actions in recent.items():
-            reason = pause_reason(repo_actions)
             repo = repos.get(key)
-            if reason is None or repo is None or repo.comments_paused:
+            if repo is None or repo.comments_paused:
+                continue
+            if repo.resumed_at is not None:  # judged on what was posted after the resume
+                repo_actions = [a for a in repo_actions if a.created_at > repo.resumed_at]
+            reason = pause_reason(repo_actions)
+            if reason is None:
                 continue
             repo.comments_paused = True
             repo.paused_reason = f"{reason} (paused {utcnow().date().isoformat()})"
@@ -136,3 +144,27 @@ async def refresh_reception(ctx: Any) -> ReceptionStats:
             log.warning("reception: pausing comments in %s: %s", repo.full_name, reason)
         await session.commit()
     return stats
+
+
+async def resume_comments(ctx: Any, repo: str, *, by: str) -> tuple[bool, str | None] | None:
+    """Lift the pause of the app's comments in `repo` (`by`: "@login" or "operator"), and
+    record who and when; the next reception checks judge only comments posted after now.
+    Returns (whether it was paused, the reason it was paused for), or None when the
+    repository is not stored. Idempotent: resuming a repository that is not paused changes
+    nothing (it does not move the time the check counts from)."""
+    from sqlalchemy import func
+
+    async with ctx.sessionmaker() as session:
+        row = await session.scalar(
+            select(Repository).where(func.lower(Repository.full_name) == repo.lower()))
+        if row is None:
+            return None
+        was = bool(row.comments_paused)
+        if was:
+            row.comments_paused = False
+            row.resumed_at = utcnow()
+            row.resumed_by = by[:255]
+            await session.commit()
+            log.warning("reception: comments in %s resumed by %s (paused: %s)",
+                        row.full_name, by, row.paused_reason)
+        return was, row.paused_reason

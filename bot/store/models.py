@@ -77,6 +77,10 @@ class Repository(Base):
     config_fetched_at: Mapped[datetime | None]
     comments_paused: Mapped[bool] = mapped_column(Boolean, default=False)
     paused_reason: Mapped[str | None] = mapped_column(Text)
+    # Who lifted the last pause ("@login" by `/rltracker resume`, "operator" by `rltracker
+    # repos resume`) and when: the reception check judges only comments posted after it.
+    resumed_at: Mapped[datetime | None]
+    resumed_by: Mapped[str | None] = mapped_column(String(255))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 

@@ -7,9 +7,10 @@
     /rltracker rules              reply with this framework's contribution-rule summary
     /rltracker kind <failure>     a person's verdict: this reports that kind of training failure
     /rltracker not-a-failure      a person's verdict: this is no failure report (`kind none` too)
+    /rltracker resume             lift the pause of the app's comments in this repository
 
 Only the thread's author or a maintainer (author_association OWNER, MEMBER, COLLABORATOR) may
-use them; anyone else gets no answer (a skipped action records why). Bots, and the app's own
+use them (`resume` a maintainer only: it speaks for the repository, not the thread); anyone else gets no answer (a skipped action records why). Bots, and the app's own
 comments, are ignored without a record. Each command comment is handled once: its Action
 row's dedupe key carries the comment id, so a redelivery does not answer twice.
 
@@ -57,7 +58,7 @@ log = logging.getLogger(__name__)
 
 router = Router()
 
-COMMANDS = ("recheck", "ignore", "stop", "methods", "rules", "kind", "not-a-failure")
+COMMANDS = ("recheck", "ignore", "stop", "methods", "rules", "kind", "not-a-failure", "resume")
 VERDICT_COMMANDS = ("kind", "not-a-failure")
 ADD_REACTION = """
 mutation($id: ID!) {
@@ -247,6 +248,11 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         await record_skip(ctx, repo, number, "command", f"unknown:{comment_id}",
                           "unknown /rltracker command", command=word[:20])
         return "unknown"
+    if word == "resume" and association not in MAINTAINERS:
+        await record_skip(ctx, repo, number, "command", f"not_maintainer:{comment_id}",
+                          "only a maintainer of the repository may resume the app's comments "
+                          "there", command=word)
+        return "not_allowed"
     verdict = parse_verdict(word, args) if word in VERDICT_COMMANDS else None
     if word in VERDICT_COMMANDS and verdict is None:
         from analyzers.catalog import load_catalog
@@ -316,6 +322,11 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         elif word == "stop":
             await mute_thread(ctx, repo, number)
             await minimize_comments(ctx, repo, number, installation_id, dry_run, by="stop")
+        elif word == "resume":  # the repository's pause (bot.speaking.reception), in dry run too
+            from bot.speaking.reception import resume_comments
+
+            resumed = await resume_comments(ctx, repo, by=f"@{login}")
+            await _note_details(ctx, key, was_paused=bool(resumed and resumed[0]))
         elif verdict is not None:
             await _verdict_effects(ctx, repo, number, verdict, installation_id=installation_id,
                                    dry_run=dry_run)
@@ -334,6 +345,15 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     elif comment_id:
         await _react(ctx, repo, comment_id, installation_id, dry_run)
     return word
+
+
+async def _note_details(ctx: Any, key: str, **values: Any) -> None:
+    """Add `values` to the details of the command's recorded action."""
+    async with ctx.sessionmaker() as session:
+        action = await session.scalar(select(Action).where(Action.dedupe_key == key))
+        if action is not None:
+            action.details = {**(action.details or {}), **values}
+            await session.commit()
 
 
 async def _reply_command(

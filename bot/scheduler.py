@@ -14,8 +14,10 @@ scheduled time (its clock or loop a little late) finished. SQLite means one proc
 A run missed while the service was down: APScheduler's misfire grace covers short pauses of
 a running process; at start, a one-off job compares the last cron fire time with the last
 run and runs the job at once when that fire time has no run (a fresh installation, with no
-run at all, waits for its first scheduled time). A run the process stopped in the middle of
-(left "running") is marked cancelled first, so it counts as missed.
+run at all, waits for its first scheduled time). A run cut short by a normal stop (serve's
+`stop_scheduler`, Ctrl-C) records itself as "cancelled" as it stops; one a crash left
+"running" is marked cancelled at the next start of a process with the scheduler, under the
+run-once lock; either way it counts as missed.
 
 The first start with a token and an empty database does not wait for the night:
 `start_first_backfill` runs the sync step at once in the background (JobRun
@@ -45,6 +47,8 @@ JOB_NAME = "nightly"
 NIGHTLY_LOCK = 0x726C_7472  # "rltr": the advisory lock key of the nightly job
 MISFIRE_GRACE = 6 * 3600  # seconds: a run late by less than this still runs
 REANALYSE_BATCH = 200
+RUNNING_TASKS = "nightly_tasks"  # ctx.extras: the nightly runs in progress in this process
+INTERRUPTED = "the process stopped during the run; the next start runs it again"
 
 Step = Callable[[Any], Awaitable[Any]]
 
@@ -227,13 +231,31 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
         run_id = await record_job_run(ctx, JOB_NAME, None, started_at=utcnow(), outcome="running", counts={})
         counts: dict[str, Any] = {}
         errors: list[str] = []
-        for name, step in steps or STEPS:
-            try:
-                counts[name] = await step(ctx)
-            except Exception as exc:  # noqa: BLE001 - one failing step must not stop the others
-                log.exception("nightly: step %s failed", name)
-                counts[name] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
-                errors.append(name)
+        running: set[asyncio.Task[Any]] = ctx.extras.setdefault(RUNNING_TASKS, set())
+        task = asyncio.current_task()
+        if task is not None:
+            running.add(task)
+        try:
+            for name, step in steps or STEPS:
+                try:
+                    counts[name] = await step(ctx)
+                except Exception as exc:  # noqa: BLE001 - one failing step must not stop the others
+                    log.exception("nightly: step %s failed", name)
+                    counts[name] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+                    errors.append(name)
+        except asyncio.CancelledError:
+            # A normal stop (serve's scheduler shut down, Ctrl-C): the run is recorded as
+            # interrupted now, not left "running" until a process with the scheduler starts
+            # again (pages and metrics showed a run in progress that was not). Cancelled, it
+            # counts as missed: the next start runs the night again (catch_up).
+            log.warning("nightly: stopped during the run (after %s)", ", ".join(counts) or "no step")
+            await asyncio.shield(record_job_run(
+                ctx, JOB_NAME, run_id, finished_at=utcnow(), outcome="cancelled",
+                counts=_jsonable(counts), error=INTERRUPTED))
+            raise
+        finally:
+            if task is not None:
+                running.discard(task)
         problems = [f"steps failed: {', '.join(errors)}"] if errors else []
         # Repositories GitHub refused to the sync (no token for them, an installation gone)
         # were not synced tonight: the run says which instead of "ok".
@@ -448,7 +470,7 @@ async def close_interrupted_runs(ctx: Any) -> int:
                 JobRun.name == JOB_NAME, JobRun.outcome == "running")))
             for row in rows:
                 row.outcome, row.finished_at = "cancelled", utcnow()
-                row.error = "the process stopped during the run"
+                row.error = "the process stopped during the run (found at the next start)"
             await session.commit()
         return len(rows)
     finally:
@@ -466,6 +488,18 @@ async def catch_up(ctx: Any) -> dict[str, Any] | None:
         # Replicas started together may all find it missed: under the lock it runs once.
         return await nightly_job(ctx, fire_time=last_fire_time(nightly_trigger(ctx), now))
     return None
+
+
+async def stop_scheduler(ctx: Any, scheduler: Any) -> None:
+    """A normal stop: the scheduler shut down, and a nightly run in progress in this process
+    cancelled and waited for, so it is recorded as interrupted ("cancelled") before the
+    database is closed. APScheduler's shutdown only cancels its job tasks, without waiting."""
+    scheduler.shutdown(wait=False)
+    tasks = list(ctx.extras.get(RUNNING_TASKS) or ())
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def create_scheduler(ctx: Any) -> Any:

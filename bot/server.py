@@ -202,8 +202,10 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
         for p in procs:
             loop.remove_reader(p.sentinel)
         log.info("stopping")
-        if sched is not None:
-            sched.shutdown(wait=False)
+        if sched is not None:  # a nightly run in progress is recorded as interrupted
+            from bot.scheduler import stop_scheduler
+
+            await stop_scheduler(ctx, sched)
         if first_backfill is not None:  # the stored cursors resume it at the next start
             first_backfill.cancel()
             await asyncio.gather(first_backfill, return_exceptions=True)

@@ -422,3 +422,67 @@ async def test_the_papers_step_reads_its_setting_as_the_start_up_check_does(
         await ctx.close()
     assert (not str(result).startswith("skipped")) is fetched, result
     assert bool(asked) is fetched
+
+
+HANG_GUARD = 60  # seconds: only so that a broken test ends; nothing waits on time
+
+
+def _blocking_step(started: Any) -> Any:
+    import asyncio
+
+    async def block(_: Any) -> None:
+        started.set()
+        await asyncio.Event().wait()  # until cancelled
+
+    return block
+
+
+async def test_a_run_cut_short_by_a_normal_stop_is_recorded_as_interrupted(ctx: AppContext) -> None:
+    """A nightly run cancelled by a normal stop (serve's scheduler shut down, Ctrl-C) stayed
+    "running" until a process with the scheduler started again: pages and metrics showed a
+    run in progress that was not. It records itself as cancelled as it stops."""
+    import asyncio
+
+    async def first(_: Any) -> dict[str, int]:
+        return {"n": 1}
+
+    started = asyncio.Event()
+    run = asyncio.create_task(nightly_job(ctx, steps=[("first", first), ("block", _blocking_step(started))]))
+    await asyncio.wait_for(started.wait(), HANG_GUARD)
+    [running] = await runs(ctx)
+    assert running.outcome == "running"
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    [stopped] = await runs(ctx)
+    assert stopped.outcome == "cancelled" and stopped.finished_at is not None
+    assert stopped.counts == {"first": {"n": 1}} and "stopped during the run" in (stopped.error or "")
+    # The lock is free and the night counts as missed: the next run goes ahead.
+    async def step(_: Any) -> str:
+        return "ran"
+
+    assert (await nightly_job(ctx, steps=[("s", step)]))["outcome"] == "ok"
+
+
+async def test_stopping_the_scheduler_records_its_run_in_progress_as_interrupted(
+        ctx: AppContext) -> None:
+    """What `serve` does on SIGTERM: APScheduler's shutdown(wait=False) cancels its job's task
+    without waiting for it, and the process went on to close the database; the run stayed
+    "running". stop_scheduler waits for the cancelled run to record itself."""
+    import asyncio
+
+    from bot.scheduler import stop_scheduler
+
+    started = asyncio.Event()
+    scheduler = create_scheduler(ctx)
+    scheduler.remove_job("nightly-catch-up")
+    scheduler.add_job(nightly_job, "date", run_date=datetime.now(UTC), args=[ctx],
+                      kwargs={"steps": [("block", _blocking_step(started))]}, id="now",
+                      misfire_grace_time=3600)
+    scheduler.start()
+    try:
+        await asyncio.wait_for(started.wait(), HANG_GUARD)
+    finally:
+        await stop_scheduler(ctx, scheduler)
+    [run] = await runs(ctx)
+    assert run.outcome == "cancelled" and "stopped during the run" in (run.error or "")

@@ -808,3 +808,33 @@ async def test_a_rewrite_whose_answer_was_lost_is_not_taken_for_a_persons_edit(
     out = await act(app_ctx, VERL, 70, trigger="issues.edited", payload=payload, analysis=FAILURE)
     assert out["failure_comment"] == "edited"
     assert fake_github.comments[comment["id"]]["body"].endswith("see the FAQ.")
+
+
+async def test_an_adopted_rule_summary_a_person_edited_meanwhile_is_left_as_it_is(
+        app_ctx: Any, fake_github: Any) -> None:
+    """As for the failure comment: GitHub created the rule-summary reply but its answer never
+    came back; a maintainer edited the reply meanwhile; the worker's retry found it by its
+    marker and PATCHed the app's text over theirs (the reply's text was not recorded before
+    posting, so no text counted as the app's). It is now adopted as it stands."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 73, title="Add GSPO",
+                               body="Please add GSPO (arXiv 2507.18071).")
+
+    @fake_github.route("POST", rf"/repos/{VERL}/issues/73/comments")
+    async def created_unanswered(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        fake.add_comment(VERL, 73, body["body"], "rltracker[bot]", "Bot")
+        request.transport.close()  # created; the answer never reaches the app
+        return web.Response(status=499)
+
+    with pytest.raises(ClientError):
+        await act(app_ctx, VERL, 73, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    [reply] = app_comments(fake_github, VERL, 73, RULES_MARKER)
+    edited = reply["body"] + "\n\nMaintainer: please open a design discussion first."
+    fake_github.comments[reply["id"]]["body"] = edited
+    out = await act(app_ctx, VERL, 73, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert fake_github.comments[reply["id"]]["body"] == edited
+    assert not fake_github.requests("PATCH", rf"/issues/comments/{reply['id']}$")
+    assert out["rule_summary"] == "edited"
+    assert len(app_comments(fake_github, VERL, 73, RULES_MARKER)) == 1
+    [row] = [a for a in await actions_of(app_ctx, 73, "rule_summary") if a.status == "posted"]
+    assert row.comment_id == reply["id"] and row.details.get("edited_on_github")

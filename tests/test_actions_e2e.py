@@ -16,7 +16,7 @@ from typing import Any
 
 import gidgethub
 import pytest
-from aiohttp import web
+from aiohttp import ClientError, web
 from sqlalchemy import select
 
 from bot.speaking.decide import act
@@ -751,3 +751,90 @@ async def test_an_adopted_comment_nobody_edited_is_brought_up_to_date(
     assert now["id"] == comment["id"] and now["body"] != first and "/failures/kl_growth" in now["body"]
     [row] = [a for a in await actions_of(app_ctx, 69, "failure_comment") if a.status == "posted"]
     assert row.comment_id == comment["id"] and row.body == now["body"] and not row.frozen
+
+
+def lose_the_patch_answer(fake: Any, repo: str, how: str) -> dict[str, bool]:
+    """GitHub applies every PATCH of a comment, but while `lost["on"]` its answer never reaches
+    the app: the connection dropped after the edit (`how="disconnect"`), or a 502 after it (on
+    each of the client's attempts)."""
+    lost = {"on": True}
+
+    @fake.route("PATCH", rf"/repos/{repo}/issues/comments/(?P<id>\d+)")
+    async def applied(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        comment = fake.comments[int(match["id"])]
+        comment["body"] = body["body"]
+        if not lost["on"]:
+            return {k: v for k, v in comment.items() if not k.startswith("_")}
+        if how == "disconnect":
+            request.transport.close()
+            return web.Response(status=499)  # never reaches the client
+        return 502, {"message": "Server Error"}
+
+    return lost
+
+
+@pytest.mark.parametrize("how", ["disconnect", "502"])
+async def test_a_rewrite_whose_answer_was_lost_is_not_taken_for_a_persons_edit(
+        app_ctx: Any, fake_github: Any, how: str) -> None:
+    """An edit of the issue rewrites the failure comment; GitHub applies the PATCH but its
+    answer is lost (the connection dropped, or a 5xx after applying), so the record kept the
+    old text. The worker retries the edit: the app read its own new text on GitHub, took it
+    for a person's edit and froze the comment for good (`edited_on_github`). The text is now
+    recorded before the PATCH and any text the app recorded is its own: the retry brings the
+    record up to date, and later edits still rewrite the comment (a person's edit still
+    freezes it)."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 70)
+    await act(app_ctx, VERL, 70, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    [comment] = app_comments(fake_github, VERL, 70)
+    first = comment["body"]
+    lost = lose_the_patch_answer(fake_github, VERL, how)
+    two_kinds = {**FAILURE, "failure": {**FAILURE["failure"],
+                                        "categories": ["entropy_collapse", "kl_growth"]}}
+    with pytest.raises((gidgethub.GitHubException, ClientError)):
+        await act(app_ctx, VERL, 70, trigger="issues.edited", payload=payload, analysis=two_kinds)
+    rewritten = fake_github.comments[comment["id"]]["body"]
+    assert rewritten != first and "/failures/kl_growth" in rewritten  # applied
+    lost["on"] = False
+    await act(app_ctx, VERL, 70, trigger="issues.edited", payload=payload, analysis=two_kinds)
+    [row] = await actions_of(app_ctx, 70, "failure_comment")
+    assert not row.frozen and not row.details.get("edited_on_github")
+    assert row.body == rewritten and row.details["runner_up"] == "kl_growth"
+    out = await act(app_ctx, VERL, 70, trigger="issues.edited", payload=payload, analysis=NOT_FAILURE)
+    assert out["failure_comment"] == "updated"
+    assert "withdrawn" in fake_github.comments[comment["id"]]["body"]
+    # a person's edit is still theirs
+    fake_github.comments[comment["id"]]["body"] = rewritten + "\n\nMaintainer: see the FAQ."
+    out = await act(app_ctx, VERL, 70, trigger="issues.edited", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "edited"
+    assert fake_github.comments[comment["id"]]["body"].endswith("see the FAQ.")
+
+
+async def test_an_adopted_rule_summary_a_person_edited_meanwhile_is_left_as_it_is(
+        app_ctx: Any, fake_github: Any) -> None:
+    """As for the failure comment: GitHub created the rule-summary reply but its answer never
+    came back; a maintainer edited the reply meanwhile; the worker's retry found it by its
+    marker and PATCHed the app's text over theirs (the reply's text was not recorded before
+    posting, so no text counted as the app's). It is now adopted as it stands."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 73, title="Add GSPO",
+                               body="Please add GSPO (arXiv 2507.18071).")
+
+    @fake_github.route("POST", rf"/repos/{VERL}/issues/73/comments")
+    async def created_unanswered(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        fake.add_comment(VERL, 73, body["body"], "rltracker[bot]", "Bot")
+        request.transport.close()  # created; the answer never reaches the app
+        return web.Response(status=499)
+
+    with pytest.raises(ClientError):
+        await act(app_ctx, VERL, 73, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    [reply] = app_comments(fake_github, VERL, 73, RULES_MARKER)
+    edited = reply["body"] + "\n\nMaintainer: please open a design discussion first."
+    fake_github.comments[reply["id"]]["body"] = edited
+    out = await act(app_ctx, VERL, 73, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert fake_github.comments[reply["id"]]["body"] == edited
+    assert not fake_github.requests("PATCH", rf"/issues/comments/{reply['id']}$")
+    assert out["rule_summary"] == "edited"
+    assert len(app_comments(fake_github, VERL, 73, RULES_MARKER)) == 1
+    [row] = [a for a in await actions_of(app_ctx, 73, "rule_summary") if a.status == "posted"]
+    assert row.comment_id == reply["id"] and row.details.get("edited_on_github")

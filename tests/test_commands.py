@@ -507,3 +507,47 @@ async def test_stop_in_dry_run_says_it_would_minimise_and_hides_nothing(
     [row] = await actions(app_ctx, "failure_comment")
     assert row.is_minimized and row.details.get("minimized_by") == "stop"
     assert "would_minimize" not in row.details
+
+
+async def test_a_slow_reply_whose_claim_was_taken_over_does_not_post_a_second_one(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A reply's claim pending for more than ten minutes is taken over as a crashed worker's.
+    The worker was alive but slow: GitHub had read it the issue's comments (no reply yet) and
+    took its time answering. The delivery's retry took the claim over, found no reply, posted;
+    the slow run then posted with what it had read: two replies to one command. It now checks
+    right before posting that the claim is still its own, as the failure comment does. Time
+    is the claim's: its updated_at is moved back past STALE_PENDING while the slow run waits."""
+    import asyncio
+    from datetime import timedelta
+
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 12)
+    reached, release = asyncio.Event(), asyncio.Event()
+    waited: list[int] = []
+
+    @fake_github.route("GET", rf"/repos/{VERL}/issues/12/comments")
+    async def comments(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        read = [{k: v for k, v in c.items() if not k.startswith("_")}
+                for c in fake.comments_of(VERL, 12)]
+        if not waited:  # the slow run's: read, then answered late
+            waited.append(1)
+            reached.set()
+            await release.wait()
+        return read
+
+    event = comment_event("/rltracker methods entropy_collapse", number=12)
+    slow = asyncio.create_task(commands_router.dispatch(event, app_ctx))
+    await reached.wait()
+    async with app_ctx.sessionmaker() as s:  # ten minutes pass for the claim
+        [row] = list(await s.scalars(select(Action).where(Action.kind == "command",
+                                                          Action.number == 12)))
+        assert row.status == "pending"
+        row.updated_at = row.updated_at - timedelta(minutes=11)
+        await s.commit()
+    await commands_router.dispatch(event, app_ctx)  # the delivery taken again
+    release.set()
+    await slow
+    replies = [c for c in fake_github.comments_of(VERL, 12) if REPLY_MARKER in c["body"]]
+    assert len(replies) == 1
+    [row] = [a for a in await actions(app_ctx, "command") if a.number == 12]
+    assert row.status == "posted" and row.comment_id == replies[0]["id"]

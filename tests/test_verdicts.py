@@ -822,3 +822,33 @@ async def test_a_kind_said_after_posting_is_finished_by_the_retry_when_github_fa
     assert "/failures/kl_growth" in comment["body"] and "/failures/entropy_collapse" not in comment["body"]
     [row] = await actions(app_ctx, "failure_comment")
     assert row.status == "posted" and row.body == comment["body"]
+
+
+async def test_a_kind_whose_rewrite_answer_was_lost_is_finished_by_the_redelivery(
+        app_ctx: Any, fake_github: Any) -> None:
+    """`/rltracker kind` rewrites the failure comment; GitHub applies the PATCH but the
+    connection drops before its answer. The command's redelivery read the person's kind on
+    GitHub, which the record did not hold yet, took the app's own text for a person's edit
+    and froze the comment: no later kind could change it. The text the app was about to
+    write is its own: the redelivery records it, and a later kind still rewrites the comment."""
+    import pytest
+
+    from tests.test_actions_e2e import lose_the_patch_answer
+
+    await install(app_ctx, fake_github)
+    await commented(app_ctx, fake_github, 41)
+    lost = lose_the_patch_answer(fake_github, VERL, "disconnect")
+    event = comment_event("/rltracker kind kl_growth", number=41)
+    with pytest.raises(Exception):  # noqa: B017 - whatever the lost connection raises
+        await commands_router.dispatch(event, app_ctx)
+    [comment] = app_comments(fake_github, VERL, 41)
+    assert "/failures/kl_growth" in comment["body"]  # applied
+    lost["on"] = False
+    await commands_router.dispatch(event, app_ctx)  # the delivery taken again
+    [row] = await actions(app_ctx, "failure_comment")
+    assert not row.frozen and not (row.details or {}).get("edited_on_github")
+    assert row.body == comment["body"] and row.details["category"] == "kl_growth"
+    await commands_router.dispatch(
+        comment_event("/rltracker kind response_length_drift", number=41), app_ctx)
+    [comment] = app_comments(fake_github, VERL, 41)
+    assert "/failures/response_length_drift" in comment["body"]

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Collection
 from typing import Any
 
-from bot.speaking.claims import claim, finish
+from bot.speaking.claims import claim_lease, finish, renew
 from bot.speaking.situation import Situation, repository_row
 
 log = logging.getLogger(__name__)
@@ -103,8 +103,8 @@ async def post_reply(
     sit = Situation(repo=repo, number=number, record={}, repo_id=repo_id,
                     installation_id=installation_id, framework=None, paused=False,
                     paused_reason=None, muted=False, existing=None)
-    state, action_id = await claim(ctx, sit, kind=kind, dedupe_key=dedupe_key, budget=None,
-                                   details=details)
+    state, action_id, lease = await claim_lease(ctx, sit, kind=kind, dedupe_key=dedupe_key,
+                                                budget=None, details=details)
     if state != "claimed" or action_id is None:
         return "owned"
     if dry_run or ctx.settings.dry_run or ctx.github is None or installation_id is None:
@@ -112,14 +112,21 @@ async def post_reply(
         return "dry_run"
     try:
         gh = await installation_gh(ctx, installation_id)
+        login = await app_login(ctx) if marker else None
+        comments = [c async for c in gh.getiter(comments_url(repo, number))] if marker else None
+        # Still ours? A run slow enough for its claim to be taken over as stale (a retry of
+        # the delivery took it and replied) must not reply beside it with what it read.
+        lease = await renew(ctx, action_id, lease)
+        if lease is None:
+            return "owned"
         if marker:
-            posted = await post_or_adopt(gh, repo, number, body, marker, None,
-                                         login=await app_login(ctx))
+            posted = await post_or_adopt(gh, repo, number, body, marker, comments, login=login)
         else:
             posted = await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
     except Exception as exc:
-        await finish(ctx, action_id, status="failed", dedupe_key=None, reason=f"{type(exc).__name__}: {exc}"[:500])
+        await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,
+                     reason=f"{type(exc).__name__}: {exc}"[:500])
         raise
-    await finish(ctx, action_id, status="posted", body=body, comment_id=posted.get("id"),
-                  comment_node_id=posted.get("node_id"))
+    await finish(ctx, action_id, lease=lease, status="posted", body=body,
+                 comment_id=posted.get("id"), comment_node_id=posted.get("node_id"))
     return "posted"

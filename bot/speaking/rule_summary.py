@@ -8,7 +8,7 @@ from typing import Any
 
 from analyzers.rules import format_rules_markdown
 from bot.speaking import contribution
-from bot.speaking.claims import claim_within_budget, finish, renew
+from bot.speaking.claims import bodies_written, claim_within_budget, finish, renew
 from bot.speaking.posting import app_login, installation_gh, post_or_adopt
 from bot.speaking.quiet import MAINTAINERS
 from bot.speaking.records import record_skip
@@ -115,10 +115,22 @@ async def rule_summary(
             return "dry_run"
         gh = await installation_gh(ctx, sit.installation_id)
         login = await app_login(ctx)
-        lease = await renew(ctx, action_id, lease)  # still ours: see failure_comment
+        # What the app wrote before (an attempt whose answer was lost), read before this
+        # attempt's text is recorded: our reply with none of them was edited by a person.
+        written = await bodies_written(ctx, repo, number, "rule_summary")
+        lease = await renew(ctx, action_id, lease, body=body)  # still ours: see failure_comment
         if lease is None:
             return "owned"
-        posted = await post_or_adopt(gh, repo, number, body, RULES_MARKER, None, login=login)
+        posted = await post_or_adopt(gh, repo, number, body, RULES_MARKER, None, login=login,
+                                     written=written)
+        if posted.get("edited_on_github"):
+            # Ours, edited by a person since: left as it is; the slot is held, nothing posted.
+            log.info("%s#%s: the rule summary was edited on GitHub; adopted as it is",
+                     repo, number)
+            await finish(ctx, action_id, lease=lease, status="posted", frozen=True,
+                         details={**details, "edited_on_github": True},
+                         comment_id=posted.get("id"), comment_node_id=posted.get("node_id"))
+            return "edited"
         await finish(ctx, action_id, lease=lease, status="posted", body=body, details=details,
                       comment_id=posted.get("id"), comment_node_id=posted.get("node_id"))
     except Exception as exc:

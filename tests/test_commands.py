@@ -319,6 +319,73 @@ async def test_discussion_reply_whose_answer_was_lost_is_not_posted_twice(
     assert row.comment_node_id == replies[0]["id"] and row.comment_id == replies[0]["databaseId"]
 
 
+async def test_a_slow_discussion_reply_whose_claim_was_taken_over_does_not_post_a_second_one(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """The discussion's twin of the issue test above: the slow run's look among the
+    discussion's latest comments is answered late (no reply yet); meanwhile its claim, pending
+    for more than ten minutes, is taken over by the delivery's retry, which replies. The slow
+    run must not then reply too (GraphQL checked against GitHub's schema). Time is the
+    claim's: its updated_at is moved back past STALE_PENDING while the slow run waits."""
+    import asyncio
+    import json
+    from datetime import timedelta
+
+    import graphql as gql
+
+    from tests.fake_graphql import load_github_schema
+
+    schema = load_github_schema(shared_dir / "fixtures" / "github-api" / "schema.graphql")
+    await install(app_ctx, fake_github)
+    posted: list[dict[str, Any]] = []
+    reached, release = asyncio.Event(), asyncio.Event()
+    looks: list[int] = []
+
+    @fake_github.route("POST", r"/graphql")
+    async def discussion_api(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        assert not gql.validate(schema, gql.parse(body["query"]))
+        variables = body.get("variables") or {}
+        if "addDiscussionComment" in body["query"]:
+            node = {"id": f"DC_{len(posted)}", "databaseId": 80 + len(posted),
+                    "viewerDidAuthor": True, "body": variables["body"]}
+            posted.append(node)
+            return {"data": {"addDiscussionComment": {"comment": {
+                "id": node["id"], "databaseId": node["databaseId"]}}}}
+        if "addReaction" in body["query"]:
+            return {"data": {"addReaction": {"reaction": {"content": "THUMBS_UP"}}}}
+        read = json.loads(json.dumps(posted))
+        if not looks:  # the slow run's: read, then answered late
+            looks.append(1)
+            reached.set()
+            await release.wait()
+        return {"data": {"node": {"comments": {"nodes": read}}}}
+
+    # GitHub's own discussion_comment payload, with a command in it, in an installed repository
+    data = json.loads((shared_dir / "fixtures" / "webhooks" / "discussion_comment" / "created.json").read_text())
+    data["comment"]["id"] = 5557
+    data["comment"]["body"] = "/rltracker methods entropy_collapse"
+    data["discussion"]["node_id"] = "D_10"
+    data["repository"]["full_name"] = VERL
+    data["installation"]["id"] = INST
+    number = int(data["discussion"]["number"])
+    event = sansio.Event(data, event="discussion_comment", delivery_id="dd-slow")
+    slow = asyncio.create_task(commands_router.dispatch(event, app_ctx))
+    await reached.wait()
+    async with app_ctx.sessionmaker() as s:  # ten minutes pass for the claim
+        [row] = list(await s.scalars(select(Action).where(Action.kind == "command",
+                                                          Action.number == number)))
+        assert row.status == "pending"
+        row.updated_at = row.updated_at - timedelta(minutes=11)
+        await s.commit()
+    await commands_router.dispatch(event, app_ctx)  # the delivery taken again
+    release.set()
+    await slow
+    replies = [n for n in posted if "<!-- rltracker:reply-to:5557 -->" in n["body"]]
+    assert len(replies) == 1
+    [row] = [a for a in await actions(app_ctx, "command") if a.number == number]
+    assert row.status == "posted" and row.comment_node_id == replies[0]["id"]
+    assert row.comment_id == replies[0]["databaseId"]
+
+
 async def test_a_command_in_a_discussion_is_acknowledged_with_a_reaction(
         app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
     """Discussion comments have no REST reactions endpoint: the 👍 goes through GraphQL

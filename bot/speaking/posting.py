@@ -4,7 +4,7 @@ and edit it instead of posting twice, and replies to commands (`post_reply`)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 from bot.speaking.claims import claim_lease, finish, renew
@@ -96,6 +96,40 @@ async def post_reply(
     created without answering (a 5xx, a lost connection) by it instead of posting again."""
     if marker:
         body = f"{body.rstrip()}\n{marker}\n"
+    read: dict[str, Any] = {}
+
+    async def look() -> None:
+        read["gh"] = await installation_gh(ctx, installation_id)
+        if marker:
+            read["login"] = await app_login(ctx)
+            read["comments"] = [c async for c in read["gh"].getiter(comments_url(repo, number))]
+
+    async def send() -> tuple[Any, Any]:
+        gh = read["gh"]
+        if marker:
+            posted = await post_or_adopt(gh, repo, number, body, marker, read["comments"],
+                                         login=read["login"])
+        else:
+            posted = await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
+        return posted.get("id"), posted.get("node_id")
+
+    return await reply_once(ctx, repo, number, installation_id, body, dedupe_key=dedupe_key,
+                            kind=kind, details=details, dry_run=dry_run, look=look, send=send)
+
+
+async def reply_once(
+    ctx: Any, repo: str, number: int, installation_id: int | None, body: str, *,
+    dedupe_key: str, kind: str, details: dict[str, Any] | None, dry_run: bool,
+    look: Callable[[], Awaitable[None]], send: Callable[[], Awaitable[tuple[Any, Any]]],
+) -> str:
+    """The once-only slot of a reply, wherever it is posted (an issue's comments through
+    REST, a discussion's through GraphQL): claim it under a lease ("owned" when another run
+    holds it), record it in dry run, else `look()` on GitHub for the reply an attempt whose
+    answer was lost created, check the claim is still this run's right before `send()`
+    (posting, or adopting what `look` found; it answers the comment's id and node id), and
+    write the outcome under the lease. A run slow
+    enough for its claim to be taken over as stale (a retry of the delivery took it and
+    replied) returns "owned" and posts nothing."""
     async with ctx.sessionmaker() as session:
         row = await repository_row(session, repo, installation_id)
         repo_id = row.id
@@ -111,22 +145,17 @@ async def post_reply(
         await finish(ctx, action_id, status="dry_run", body=body)
         return "dry_run"
     try:
-        gh = await installation_gh(ctx, installation_id)
-        login = await app_login(ctx) if marker else None
-        comments = [c async for c in gh.getiter(comments_url(repo, number))] if marker else None
+        await look()
         # Still ours? A run slow enough for its claim to be taken over as stale (a retry of
         # the delivery took it and replied) must not reply beside it with what it read.
         lease = await renew(ctx, action_id, lease)
         if lease is None:
             return "owned"
-        if marker:
-            posted = await post_or_adopt(gh, repo, number, body, marker, comments, login=login)
-        else:
-            posted = await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
+        comment_id, node_id = await send()
     except Exception as exc:
         await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,
                      reason=f"{type(exc).__name__}: {exc}"[:500])
         raise
     await finish(ctx, action_id, lease=lease, status="posted", body=body,
-                 comment_id=posted.get("id"), comment_node_id=posted.get("node_id"))
+                 comment_id=comment_id, comment_node_id=node_id)
     return "posted"

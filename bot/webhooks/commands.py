@@ -43,8 +43,7 @@ from sqlalchemy import delete, func, select
 
 from analyzers.catalog import canonical_repo, framework_id
 from bot.command_syntax import parse_command
-from bot.speaking.claims import claim
-from bot.speaking.posting import post_reply
+from bot.speaking.posting import post_reply, reply_once
 from bot.speaking.quiet import MAINTAINERS
 from bot.speaking.records import record_once, record_skip
 from bot.speaking.render import is_app_comment, methods_reply, rules_reply
@@ -376,45 +375,34 @@ async def _reply_command(
     marker = f"<!-- rltracker:reply-to:{comment_id} -->"
     if discussion_id:
         return await _reply_in_discussion(ctx, repo, number, installation_id, body, key,
-                                          discussion_id, dry_run, marker)
+                                          discussion_id, dry_run, marker, {"command": word})
     return await post_reply(ctx, repo, number, installation_id, body, dedupe_key=key,
                             details={"command": word}, dry_run=dry_run, marker=marker)
 
 
 async def _reply_in_discussion(
     ctx: Any, repo: str, number: int, installation_id: int | None, body: str, key: str,
-    discussion_id: str, dry_run: bool, marker: str,
+    discussion_id: str, dry_run: bool, marker: str, details: dict[str, Any],
 ) -> str:
-    """As `post_reply` for issues, through GraphQL: the body carries `marker`, and a reply
-    already in the discussion with it (created by an attempt whose answer was lost) is
-    adopted instead of posted again."""
-    from bot.speaking.claims import finish
-    from bot.speaking.situation import Situation, repository_row
-
+    """As `post_reply` for issues (the same once-only slot, `reply_once`), through GraphQL:
+    the body carries `marker`, and a reply already in the discussion with it (created by an
+    attempt whose answer was lost) is adopted instead of posted again."""
     body = f"{body.rstrip()}\n{marker}\n"
-    async with ctx.sessionmaker() as session:
-        row = await repository_row(session, repo, installation_id)
-        await session.commit()
-    sit = Situation(repo=repo, number=number, record={}, repo_id=row.id, installation_id=installation_id,
-                    framework=None, paused=False, paused_reason=None, muted=False, existing=None)
-    state, action_id = await claim(ctx, sit, kind="command", dedupe_key=key, budget=None)
-    if state != "claimed" or action_id is None:
-        return "owned"
-    if dry_run or ctx.github is None:
-        await finish(ctx, action_id, status="dry_run", body=body)
-        return "dry_run"
-    try:
-        node = await _own_discussion_comment(ctx, installation_id, discussion_id, marker)
+    found: list[dict[str, Any] | None] = []
+
+    async def look() -> None:
+        found.append(await _own_discussion_comment(ctx, installation_id, discussion_id, marker))
+
+    async def send() -> tuple[Any, Any]:
+        node = found[-1]
         if node is None:
             result = await ctx.github.graphql(ADD_DISCUSSION_COMMENT, installation_id=installation_id,
                                               id=discussion_id, body=body)
             node = ((result or {}).get("addDiscussionComment") or {}).get("comment") or {}
-    except Exception as exc:
-        await finish(ctx, action_id, status="failed", dedupe_key=None, reason=str(exc)[:500])
-        raise
-    await finish(ctx, action_id, status="posted", body=body, comment_node_id=node.get("id"),
-                  comment_id=node.get("databaseId"))
-    return "posted"
+        return node.get("databaseId"), node.get("id")
+
+    return await reply_once(ctx, repo, number, installation_id, body, dedupe_key=key,
+                            kind="command", details=details, dry_run=dry_run, look=look, send=send)
 
 
 async def _own_discussion_comment(ctx: Any, installation_id: int | None, discussion_id: str,

@@ -35,6 +35,9 @@ State model (all public attributes; repository names are matched case-insensitiv
 - ``set_file(repo, path, text)``: served base64 by the contents API (folders list too).
 - ``add_reaction(repo, ("comment", id) | ("issue", number), content, user)``; ``fake.reactions``.
 - ``repo_json(full_name)``, ``user(login)``: the JSON shapes the fake serves.
+- ``set_permission(repo, login, role)``: the person's role on the repository (``admin``,
+  ``maintain``, ``write``, ``triage``, ``read``), served by the collaborator permission API
+  (``permission`` the legacy base role, ``role_name`` the role); anyone else gets 404.
 - ``add_delivery(event, action=..., status_code=..., ...)``: app hook deliveries;
   ``fake.redeliveries`` lists delivery ids whose redelivery was requested.
 - ``fake.graphql_handler = fn(query, variables) -> dict`` (sync or async): answers
@@ -49,7 +52,8 @@ GET /installation/repositories, GET /repos/{o}/{r}, GET/PATCH /repos/{o}/{r}/iss
 GET/POST /repos/{o}/{r}/issues/{n}/comments, GET/PATCH/DELETE
 /repos/{o}/{r}/issues/comments/{id}, GET/POST /repos/{o}/{r}/issues/{n}/labels, DELETE
 /repos/{o}/{r}/issues/{n}/labels/{name}, GET/POST reactions of issues and comments,
-GET /repos/{o}/{r}/contents/{path}, GET /app/hook/deliveries (+ /{id}), POST
+GET /repos/{o}/{r}/contents/{path}, GET /repos/{o}/{r}/collaborators/{login}/permission,
+GET /app/hook/deliveries (+ /{id}), POST
 /app/hook/deliveries/{id}/attempts, POST /graphql. Lists paginate (``per_page``, ``page``,
 ``Link`` header). GET answers carry an ``ETag``; a matching ``If-None-Match`` gets 304.
 A comment body over 65,536 characters is refused (422), as GitHub does, on create and edit.
@@ -165,6 +169,7 @@ class FakeGitHub:
         self.deliveries: list[dict[str, Any]] = []
         self.redeliveries: list[int] = []
         self.reactions: dict[tuple[str, Any], list[dict[str, Any]]] = {}
+        self.permissions: dict[tuple[str, str], str] = {}
         self.graphql_handler: Callable[[str, dict[str, Any]], Any] | None = None
         self.allow_anonymous = True
         self.user_token = "ghp_test_user_token"
@@ -294,6 +299,9 @@ class FakeGitHub:
 
     def _repo_key(self, repo: str) -> str:
         return repo.lower()
+
+    def set_permission(self, repo: str, login: str, role: str) -> None:
+        self.permissions[(self._repo_key(repo), login.lower())] = role
 
     def add_issue(
         self,
@@ -561,6 +569,7 @@ class FakeGitHub:
             ("GET", repo + r"/issues/(?P<number>\d+)/reactions", self._list_reactions),
             ("POST", repo + r"/issues/(?P<number>\d+)/reactions", self._add_reaction),
             ("GET", repo + r"/contents(?:/(?P<path>.*))?", self._get_contents),
+            ("GET", repo + r"/collaborators/(?P<login>[^/]+)/permission", self._get_permission),
             ("POST", r"/graphql", self._graphql),
         ]
         return [_Route(m, re.compile(p), h) for m, p, h in table]
@@ -645,6 +654,16 @@ class FakeGitHub:
 
     def _get_repo(self, request: web.Request, match: re.Match[str], body: Any, auth: _Auth) -> Any:
         return self.repo_json(f"{match['owner']}/{match['name']}")
+
+    def _get_permission(self, request: web.Request, match: re.Match[str], body: Any, auth: _Auth) -> Any:
+        """GitHub's shape: `permission` is the legacy base role (maintain reads as write,
+        triage as read), `role_name` the role itself."""
+        repo, login = f"{match['owner']}/{match['name']}", match["login"]
+        role = self.permissions.get((self._repo_key(repo), login.lower()))
+        if role is None:
+            return 404, {"message": "Not Found"}
+        legacy = {"maintain": "write", "triage": "read"}.get(role, role)
+        return {"permission": legacy, "role_name": role, "user": self.user(login)}
 
     def _check_write(self, auth: _Auth, repo: str) -> tuple[int, Any] | None:
         """Writes need an installation token of an installation covering the repository

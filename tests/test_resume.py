@@ -76,6 +76,7 @@ async def test_a_maintainer_resumes_a_paused_repository_and_it_stays_resumed(
     assert skip.status == "skipped" and "maintainer" in (skip.reason or "")
 
     # A maintainer, on any issue of the repository (not stored here): lifted, 👍, recorded.
+    fake_github.set_permission(VERL, "bob", "write")
     before = utcnow()
     event = comment_event("/rltracker resume", user="bob", association="MEMBER", number=12)
     assert await handle_command(event, app_ctx) == "resume"
@@ -108,6 +109,49 @@ async def test_a_maintainer_resumes_a_paused_repository_and_it_stays_resumed(
     assert (await refresh_reception(app_ctx)).paused == [VERL]
     row = await _repo(app_ctx)
     assert row.comments_paused and "2 of the app's last 2 comments" in (row.paused_reason or "")
+
+
+async def test_an_organisation_member_without_write_access_may_not_resume(
+        app_ctx: Any, fake_github: Any) -> None:
+    """author_association MEMBER says the commenter belongs to the organisation owning the
+    repository, not that they may write to it (an organisation's base permission can be read,
+    or none). The pause was imposed by people who hid the app's comments (write access); an
+    organisation member who only reads the repository must not lift it. GitHub is asked
+    (the collaborator permission API): write, maintain or admin may; triage, read or no
+    access at all (404) may not, recorded as the `not_maintainer` skip. An OWNER is not asked."""
+    await install(app_ctx, fake_github)
+    async with app_ctx.sessionmaker() as session:
+        row = await session.scalar(select(Repository).where(Repository.full_name == VERL))
+        row.comments_paused, row.paused_reason = True, "2 of the app's last 10 comments were hidden"
+        await session.commit()
+    fake_github.set_permission(VERL, "dana", "read")
+    fake_github.set_permission(VERL, "tim", "triage")
+    fake_github.set_permission(VERL, "maya", "maintain")
+    for login in ("dana", "tim", "erin"):  # erin: no access GitHub knows of (404)
+        event = comment_event("/rltracker resume", user=login, opener="alice",
+                              association="MEMBER", number=6)
+        assert await handle_command(event, app_ctx) == "not_allowed"
+        assert (await _repo(app_ctx)).comments_paused
+    skips = await actions(app_ctx, "command")
+    assert [a.status for a in skips] == ["skipped"] * 3
+    assert all(a.details["code"].startswith("not_maintainer:") for a in skips)
+    asked = fake_github.requests("GET", rf"/repos/{VERL}/collaborators/[^/]+/permission")
+    assert len(asked) == 3
+    assert not fake_github.requests("POST", r"/reactions")
+
+    event = comment_event("/rltracker resume", user="maya", association="MEMBER", number=6)
+    assert await handle_command(event, app_ctx) == "resume"
+    row = await _repo(app_ctx)
+    assert not row.comments_paused and row.resumed_by == "@maya"
+
+    async with app_ctx.sessionmaker() as session:
+        row_paused = await session.scalar(select(Repository).where(Repository.full_name == VERL))
+        row_paused.comments_paused = True
+        await session.commit()
+    owner = comment_event("/rltracker resume", user="olga", association="OWNER", number=6)
+    assert await handle_command(owner, app_ctx) == "resume"
+    assert not (await _repo(app_ctx)).comments_paused
+    assert len(fake_github.requests("GET", r"/collaborators/")) == 4  # the owner: not asked
 
 
 async def test_resume_in_dry_run_lifts_the_pause_and_posts_nothing(ctx: Any, fake_github: Any) -> None:

@@ -601,6 +601,22 @@ class GitHubClient:
         )
         return result
 
+    async def repository_role(self, installation_id: int | None, full_name: str, login: str) -> str:
+        """The person's role on the repository (`admin`, `maintain`, `write`, `triage`, `read`;
+        `none` when GitHub knows no access: 404), from the collaborator permission API (the
+        app's Metadata read permission suffices). `role_name` where GitHub gives it, else the
+        legacy `permission` (which reads maintain as write and triage as read)."""
+        owner, _, name = full_name.partition("/")
+        gh = await self.api(installation_id)
+        try:
+            data = await gh.getitem("/repos/{owner}/{name}/collaborators/{login}/permission",
+                                    {"owner": owner, "name": name, "login": login})
+        except gidgethub.BadRequest as exc:
+            if exc.status_code == 404:
+                return "none"
+            raise
+        return str(data.get("role_name") or data.get("permission") or "none").lower()
+
     async def installation_for_repo(self, full_name: str) -> int | None:
         """The app's installation id on a repository (cached), None when not installed."""
         key = full_name.lower()

@@ -10,7 +10,10 @@
     /rltracker resume             lift the pause of the app's comments in this repository
 
 Only the thread's author or a maintainer (author_association OWNER, MEMBER, COLLABORATOR) may
-use them (`resume` a maintainer only: it speaks for the repository, not the thread); anyone else gets no answer (a skipped action records why). Bots, and the app's own
+use them (`resume` a maintainer only: it speaks for the repository, not the thread, and a
+MEMBER, who belongs to the owning organisation but may not have write access to the
+repository, only with write access as GitHub answers it); anyone else gets no answer (a
+skipped action records why). Bots, and the app's own
 comments, are ignored without a record. Each command comment is handled once: its Action
 row's dedupe key carries the comment id, so a redelivery does not answer twice.
 
@@ -208,6 +211,20 @@ async def _silenced(ctx: Any, repo: str, installation_id: int) -> bool:
         return removed == installation_id
 
 
+WRITE_ROLES = frozenset({"write", "maintain", "admin"})
+
+
+async def _may_write(ctx: Any, repo: str, installation_id: int | None, login: str) -> bool:
+    """Whether the person has write access to the repository (role write, maintain or admin,
+    asked of GitHub). author_association MEMBER says only that they belong to the
+    organisation that owns it, which may give no access beyond reading; maintainers hide the
+    app's comments with write access, and a resume undoes what they imposed. Without a GitHub
+    client or an installation nothing can be asked: no."""
+    if ctx.github is None or installation_id is None:
+        return False
+    return await ctx.github.repository_role(installation_id, repo, login) in WRITE_ROLES
+
+
 async def handle_command(event: sansio.Event, ctx: Any) -> str:
     """Handle one comment event; returns what happened (for logs and tests)."""
     data = event.data
@@ -264,6 +281,13 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     discussion_id = (data.get("discussion") or {}).get("node_id")
     if installation_id is not None and await _silenced(ctx, repo, int(installation_id)):
         return "not_installed"  # suspended, uninstalled or removed since it was written
+    if word == "resume" and association == "MEMBER" and not await _may_write(
+            ctx, repo, installation_id, str(login)):
+        await record_skip(ctx, repo, number, "command", f"not_maintainer:{comment_id}",
+                          "only a maintainer of the repository may resume the app's comments "
+                          "there (a member of the organisation without write access to the "
+                          "repository is none)", command=word)
+        return "not_allowed"
     # "dry_run: true" in the repository's config holds for commands as for comments.
     dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
     if word in ("methods", "rules"):

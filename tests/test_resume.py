@@ -154,6 +154,24 @@ async def test_an_organisation_member_without_write_access_may_not_resume(
     assert len(fake_github.requests("GET", r"/collaborators/")) == 4  # the owner: not asked
 
 
+async def test_a_collaborator_with_read_or_triage_only_may_not_resume(app_ctx: Any, fake_github: Any) -> None:
+    """A collaborator (author_association COLLABORATOR) may have been invited with the read or
+    triage role: asked of GitHub like an organisation member; write lifts the pause."""
+    await install(app_ctx, fake_github)
+    async with app_ctx.sessionmaker() as session:
+        row = await session.scalar(select(Repository).where(Repository.full_name == VERL))
+        row.comments_paused, row.paused_reason = True, "2 of the app's last 10 comments were hidden"
+        await session.commit()
+    fake_github.set_permission(VERL, "rita", "read")
+    fake_github.set_permission(VERL, "walt", "write")
+    event = comment_event("/rltracker resume", user="rita", association="COLLABORATOR", number=6)
+    assert await handle_command(event, app_ctx) == "not_allowed"
+    assert (await _repo(app_ctx)).comments_paused
+    event = comment_event("/rltracker resume", user="walt", association="COLLABORATOR", number=7)
+    assert await handle_command(event, app_ctx) == "resume"
+    assert (await _repo(app_ctx)).resumed_by == "@walt"
+
+
 async def test_resume_in_dry_run_lifts_the_pause_and_posts_nothing(ctx: Any, fake_github: Any) -> None:
     """Dry run (here the service's; a repository's `dry_run: true` alike): the pause is the
     app's own state and is lifted; the 👍 is not posted, the command is recorded `dry_run`."""
@@ -173,6 +191,7 @@ async def test_resume_in_dry_run_lifts_the_pause_and_posts_nothing(ctx: Any, fak
 
 async def test_resume_where_nothing_is_paused_changes_nothing(app_ctx: Any, fake_github: Any) -> None:
     await install(app_ctx, fake_github)
+    fake_github.set_permission(VERL, "bob", "write")
     event = comment_event("/rltracker resume", user="bob", association="COLLABORATOR", number=5)
     assert await handle_command(event, app_ctx) == "resume"
     row = await _repo(app_ctx)

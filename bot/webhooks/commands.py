@@ -212,12 +212,16 @@ async def _silenced(ctx: Any, repo: str, installation_id: int) -> bool:
 
 
 WRITE_ROLES = frozenset({"write", "maintain", "admin"})
+# Associations that say nothing of write access: an organisation member (its base permission
+# may be read or none) and a collaborator (who may be given read or triage only).
+ASKED_ASSOCIATIONS = ("MEMBER", "COLLABORATOR")
 
 
 async def _may_write(ctx: Any, repo: str, installation_id: int | None, login: str) -> bool:
     """Whether the person has write access to the repository (role write, maintain or admin,
     asked of GitHub). author_association MEMBER says only that they belong to the
-    organisation that owns it, which may give no access beyond reading; maintainers hide the
+    organisation that owns it, which may give no access beyond reading, and COLLABORATOR
+    that they were invited with some role, maybe read or triage; maintainers hide the
     app's comments with write access, and a resume undoes what they imposed. Without a GitHub
     client or an installation nothing can be asked: no."""
     if ctx.github is None or installation_id is None:
@@ -281,12 +285,12 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     discussion_id = (data.get("discussion") or {}).get("node_id")
     if installation_id is not None and await _silenced(ctx, repo, int(installation_id)):
         return "not_installed"  # suspended, uninstalled or removed since it was written
-    if word == "resume" and association == "MEMBER" and not await _may_write(
+    if word == "resume" and association in ASKED_ASSOCIATIONS and not await _may_write(
             ctx, repo, installation_id, str(login)):
         await record_skip(ctx, repo, number, "command", f"not_maintainer:{comment_id}",
                           "only a maintainer of the repository may resume the app's comments "
-                          "there (a member of the organisation without write access to the "
-                          "repository is none)", command=word)
+                          "there (a member of the organisation or a collaborator without write "
+                          "access to the repository is none)", command=word)
         return "not_allowed"
     # "dry_run: true" in the repository's config holds for commands as for comments.
     dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))

@@ -33,24 +33,6 @@ def day_start(now: datetime) -> datetime:
     return now.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
-async def claim(
-    ctx: Any,
-    situation: Situation,
-    *,
-    kind: str,
-    dedupe_key: str,
-    budget: int | None,
-    language: str | None = None,
-    details: dict[str, Any] | None = None,
-    delivery_id: str | None = None,
-) -> tuple[str, int | None]:
-    """Take the once-only slot: ("claimed", action id), ("owned", None) or ("budget", None)."""
-    state, action_id, _ = await claim_lease(
-        ctx, situation, kind=kind, dedupe_key=dedupe_key, budget=budget, language=language,
-        details=details, delivery_id=delivery_id)
-    return state, action_id
-
-
 async def claim_lease(
     ctx: Any,
     situation: Situation,
@@ -62,7 +44,8 @@ async def claim_lease(
     details: dict[str, Any] | None = None,
     delivery_id: str | None = None,
 ) -> tuple[str, int | None, datetime | None]:
-    """`claim`, with the lease: the claim's `updated_at` as this run wrote it. A run that
+    """Take the once-only slot: ("claimed", action id, lease), ("owned", None, None) or
+    ("budget", None, None). The lease is the claim's `updated_at` as this run wrote it. A run that
     posts checks it is still theirs (`renew`) right before posting: a pending claim older
     than STALE_PENDING is taken over, and a live but slow run that went on to post would
     post a second comment beside the one the run that took over posted."""

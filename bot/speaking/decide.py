@@ -73,7 +73,7 @@ async def act(
         else:
             outcome["failure_comment"] = "owned"
     elif trigger in NEW_TRIGGERS and sit.record.get("kind") in ("issue", "pull_request"):
-        # (a stale pending claim left by a crashed worker is taken over inside `claim`)
+        # (a stale pending claim left by a crashed worker is taken over inside `claim_lease`)
         outcome["failure_comment"] = await failure_comment(
             ctx, sit, analysis, config, trigger=trigger, payload=payload
         )

@@ -531,3 +531,63 @@ async def test_an_issue_deleted_does_not_delete_the_discussion_of_its_number(
     # The issue stays deleted: a late delivery about it stores nothing over the discussion.
     await dispatch(ctx, "issues", _shared(shared_dir, "issues/edited.json", number=4))
     assert (await record(ctx, hello, 4))["kind"] == "discussion"
+
+
+# ---- a review carries no updated_at: a late `submitted` or `dismissed` keeps the edited text --
+def _review(shared_dir: Path, name: str) -> dict[str, Any]:
+    return json.loads((shared_dir / "fixtures" / "webhooks" / name).read_text())
+
+
+def _review_edited(shared_dir: Path, body: str, was: str) -> dict[str, Any]:
+    """GitHub's `pull_request_review.edited` as derived from its `submitted` example: the
+    action, the review's new body, and `changes.body.from` (the body it replaced)."""
+    payload = _review(shared_dir, "pull_request_review/submitted.json")
+    payload["action"] = "edited"
+    payload["review"]["body"] = body
+    payload["changes"] = {"body": {"from": was}}
+    return payload
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["alone", "batch"])
+async def test_a_late_review_delivery_does_not_revert_an_edited_review(
+        ctx: Any, shared_dir: Path, batched: bool):
+    """Reviews carry no `updated_at`, so the "newer stored state wins" rule of threads and
+    comments did not apply to them: a `submitted` redelivered (GitHub's Redeliver, the app's
+    recovery of missed deliveries, a queue behind) after an `edited` put the old body back,
+    and so did a late `dismissed` (which does not change the body). Only `edited` changes a
+    stored review now. Review comments carry `updated_at` and follow the comment rule."""
+    hello = "Codertocat/Hello-World"
+
+    async def send(*deliveries: tuple[str, dict[str, Any]]) -> None:
+        if batched:
+            assert await events.handle_batch([
+                sansio.Event(p, event=e, delivery_id=str(uuid.uuid4())) for e, p in deliveries],
+                ctx) == [None] * len(deliveries)
+        else:
+            for event, payload in deliveries:
+                await dispatch(ctx, event, payload)
+
+    async def bodies() -> list[tuple[str, str]]:
+        return [(c["kind"], c["body"]) for c in (await record(ctx, hello, 2))["comments"]]
+
+    edited = "Please add a unit test for the clip ratio."
+    await send(("pull_request_review", _review(shared_dir, "pull_request_review/submitted.json")),
+               ("pull_request_review", _review_edited(shared_dir, edited, "")))
+    assert await bodies() == [("review", edited)]
+    await send(("pull_request_review", _review(shared_dir, "pull_request_review/submitted.json")),
+               ("pull_request_review", _review(shared_dir, "pull_request_review/dismissed.json")))
+    assert await bodies() == [("review", edited)]
+    # A second edit still applies; a review first known from a late delivery is stored.
+    again = "Please add a unit test and a docs entry."
+    await send(("pull_request_review", _review_edited(shared_dir, again, edited)))
+    assert await bodies() == [("review", again)]
+
+    # Review comments: a late `created` after an `edited` (a later updated_at) changes nothing.
+    created = _review(shared_dir, "pull_request_review_comment/created.json")
+    later = _review(shared_dir, "pull_request_review_comment/edited.json")
+    later["comment"].update(body="Use more emoji here, please.", updated_at="2019-05-15T15:21:02Z")
+    later["changes"] = {"body": {"from": created["comment"]["body"]}}
+    await send(("pull_request_review_comment", created), ("pull_request_review_comment", later))
+    await send(("pull_request_review_comment", created))
+    assert sorted(await bodies()) == [("review", again),
+                                      ("review_comment", "Use more emoji here, please.")]

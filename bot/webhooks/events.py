@@ -8,7 +8,7 @@ then handed to `bot.pipeline.thread_changed`, which analyses the stored thread a
 
 Ordering guards, because GitHub does not promise delivery order and redeliveries repeat old
 payloads: a payload whose `updated_at` is older than the stored one does not overwrite the
-thread or comment; a merged pull request never goes back to "closed"; deletions always apply,
+thread or comment; a review (no `updated_at`) is overwritten only by `edited`; a merged pull request never goes back to "closed"; deletions always apply,
 and last: a thread or comment deleted (or a thread transferred away) is noted (Deletion), and
 a delivery about it handled afterwards stores nothing of it.
 """
@@ -158,8 +158,17 @@ def _comment_key(record: dict[str, Any]) -> tuple[str, int]:
     return (record.get("kind") or "comment", int(record["github_id"]))
 
 
+def _fills_only(change: Change) -> bool:
+    """A review delivery that may not overwrite a stored review. Reviews carry no
+    `updated_at`, and only `edited` changes a review's body: `submitted` (the first version)
+    and `dismissed` (which changes only its state) describe a body no newer than any stored
+    one, so, late or redelivered after an `edited`, they would put the old text back."""
+    return (change.comment is not None and change.comment.get("kind") == "review"
+            and change.action != "edited")
+
+
 async def _store_comment(session: AsyncSession, thread: Thread, record: dict[str, Any],
-                         looked: LookedUp | None = None) -> None:
+                         looked: LookedUp | None = None, *, fill_only: bool = False) -> None:
     key = _comment_key(record)
     if looked is not None and key in looked.comments:
         existing = looked.comments[key]
@@ -167,7 +176,7 @@ async def _store_comment(session: AsyncSession, thread: Thread, record: dict[str
         existing = await session.scalar(
             select(Comment).where(Comment.kind == key[0], Comment.github_id == key[1])
         )
-    if existing is not None and _older(record.get("updated_at"), existing.updated_at):
+    if existing is not None and (fill_only or _older(record.get("updated_at"), existing.updated_at)):
         return
     comment = await upsert_comment(session, thread, record, looked_up=(existing,),
                                    flush=looked is None)
@@ -377,7 +386,8 @@ async def apply_change(
             looked.graves_checked.add(comment_grave(kind, github_id))
             looked.graves[comment_grave(kind, github_id)] = None
     if change.comment is not None and not _buried_comment(change, found):
-        await _store_comment(session, thread, change.comment, looked)
+        await _store_comment(session, thread, change.comment, looked,
+                             fill_only=_fills_only(change))
     return thread.repo, thread.number
 
 

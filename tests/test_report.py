@@ -455,3 +455,51 @@ async def test_a_slow_run_whose_night_was_taken_over_does_not_post_it_again(
     async with ctx.sessionmaker() as session:
         [action] = list(await session.scalars(select(Action).where(Action.kind == "report")))
     assert action.status == "posted" and action.comment_id == comment["id"]
+
+
+async def test_the_report_says_which_repositories_were_resumed_that_night(ctx: Any) -> None:
+    """Beside the paused repositories, the night's report lists those whose pause was lifted
+    since the previous report (Repository.resumed_at / resumed_by, migration 0010): by whom
+    on the page (escaped as all GitHub text) and in the stored data, on which day, and
+    whether paused again since. The Markdown post names no login ("@login" would notify
+    them): a maintainer, or the operator. A resume before the previous report is not that
+    night's."""
+    from bot.store.types import utcnow
+
+    await night_one(ctx)
+    await run_report(ctx, DAY1)
+    async with ctx.sessionmaker() as session:
+        session.add_all([
+            Repository(full_name="THUDM/slime", comments_paused=False, resumed_by="@<b>maya</b>",
+                       resumed_at=utcnow()),
+            Repository(full_name="OpenRLHF/OpenRLHF", comments_paused=True, resumed_by="operator",
+                       resumed_at=utcnow(), paused_reason="2 of the app's last 2 comments were hidden"),
+            Repository(full_name="huggingface/trl", resumed_by="@old", resumed_at=utcnow() - timedelta(days=3)),
+        ])
+        await session.commit()
+    await run_report(ctx, DAY2)
+    async with ctx.sessionmaker() as session:
+        row = await session.scalar(select(Report).where(Report.date == DAY2.isoformat()))
+    resumed = row.data["resumed"]
+    assert [(r["repo"], r["by"], r["paused_again"]) for r in resumed] == [
+        ("OpenRLHF/OpenRLHF", "operator", True), ("THUDM/slime", "@<b>maya</b>", False)]
+    today = utcnow().date().isoformat()
+    assert all(r["at"][:10] == today for r in resumed)
+
+    markdown = row.markdown
+    assert "### Resumed repositories" in markdown
+    assert (f"- `THUDM/slime`: the app's comments were resumed by a maintainer on {today}.\n"
+            in markdown)
+    assert (f"- `OpenRLHF/OpenRLHF`: the app's comments were resumed by the operator on {today}, "
+            "and are paused again.\n" in markdown)
+    assert "maya" not in markdown and "@old" not in markdown and "huggingface/trl`: the app" not in markdown
+
+    html = render_html(row.data)
+    assert 'id="resumed"' in html
+    assert "resumed by <code>@&lt;b&gt;maya&lt;/b&gt;</code> on " + today in html
+    assert "<b>maya" not in html and "@old" not in html
+    assert "resumed by the operator on " + today + ", and paused again since" in html
+
+    # A report stored before the list existed still renders.
+    old = {k: v for k, v in row.data.items() if k != "resumed"}
+    assert 'id="resumed"' not in render_html(old) and "Resumed" not in render_markdown(old)

@@ -110,6 +110,7 @@ async def test_kind_by_a_maintainer_after_a_maintainer_replied(app_ctx: Any, fak
     """A maintainer's reply freezes the comment against edits of the issue, not against a
     maintainer who sets the kind: they asked. The verdict names the maintainer."""
     await install(app_ctx, fake_github)
+    fake_github.set_permission(VERL, "maint", "write")  # a member with write access
     payload = await commented(app_ctx, fake_github, 2)
     await store_analysis(app_ctx, 2)
     async with app_ctx.sessionmaker() as s:
@@ -852,3 +853,55 @@ async def test_a_kind_whose_rewrite_answer_was_lost_is_finished_by_the_redeliver
         comment_event("/rltracker kind response_length_drift", number=41), app_ctx)
     [comment] = app_comments(fake_github, VERL, 41)
     assert "/failures/response_length_drift" in comment["body"]
+
+
+async def test_a_member_or_collaborator_without_write_access_gives_no_verdict_on_others_threads(
+        app_ctx: Any, fake_github: Any) -> None:
+    """author_association MEMBER says only that the commenter belongs to the organisation
+    owning the repository (its base permission may be read or none), COLLABORATOR that they
+    were invited with some role (maybe read or triage). A verdict on someone else's thread
+    speaks as a maintainer: it can undo a maintainer's not-a-failure (lifting the mute and
+    showing the comment again) and becomes a training label. So GitHub is asked (as for
+    `resume`): write, maintain or admin may; read, triage or no access get the
+    `not_maintainer` skip and change nothing. The thread's author is not asked (their own
+    finding to correct), nor is an OWNER."""
+    await install(app_ctx, fake_github)
+    await commented(app_ctx, fake_github, 40)
+    [posted] = app_comments(fake_github, VERL, 40)
+    github = Minimising()
+    fake_github.graphql_handler = github
+    now = datetime.now(UTC)
+    await commands_router.dispatch(written(comment_event(
+        "/rltracker not-a-failure", user="olga", association="OWNER", number=40),
+        now - timedelta(minutes=5)), app_ctx)
+    assert github.minimized == {posted["node_id"]: True} and await muted(app_ctx, 40)
+    assert not fake_github.requests("GET", r"/collaborators/")  # an owner: not asked
+
+    fake_github.set_permission(VERL, "dana", "read")
+    fake_github.set_permission(VERL, "rita", "triage")
+    for minutes, (login, association) in enumerate(
+            [("dana", "MEMBER"), ("rita", "COLLABORATOR"), ("erin", "MEMBER")]):  # erin: 404
+        event = written(comment_event("/rltracker kind kl_growth", user=login, association=association,
+                                      number=40), now - timedelta(minutes=4 - minutes))
+        await commands_router.dispatch(event, app_ctx)
+    assert [(v.login, v.is_failure_report) for v in await verdicts(app_ctx)] == [("olga", False)]
+    assert await muted(app_ctx, 40) and github.calls == [("minimize", posted["node_id"])]
+    assert not fake_github.requests("PATCH")
+    skips = [a for a in await actions(app_ctx, "command") if a.status == "skipped"]
+    assert [a.details["code"].split(":")[0] for a in skips] == ["not_maintainer"] * 3
+    assert len(fake_github.requests("GET", rf"/repos/{VERL}/collaborators/[^/]+/permission")) == 3
+
+    # The thread's author, a member here, corrects the finding on their own thread unasked.
+    await commands_router.dispatch(written(comment_event(
+        "/rltracker kind kl_growth", user="alice", opener="alice", association="MEMBER", number=40),
+        now - timedelta(minutes=1)), app_ctx)
+    assert not await muted(app_ctx, 40)
+    assert [(v.login, v.role, v.category) for v in await verdicts(app_ctx)] == [("alice", "author", "kl_growth")]
+    assert len(fake_github.requests("GET", r"/collaborators/")) == 3
+
+    # A collaborator with write access may, as a maintainer.
+    fake_github.set_permission(VERL, "walt", "write")
+    await commands_router.dispatch(written(comment_event(
+        "/rltracker not-a-failure", user="walt", association="COLLABORATOR", number=40), now), app_ctx)
+    assert await muted(app_ctx, 40) and github.minimized == {posted["node_id"]: True}
+    assert [(v.login, v.role) for v in await verdicts(app_ctx)] == [("walt", "maintainer")]

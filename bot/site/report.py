@@ -169,6 +169,25 @@ def _sort_key(key: str) -> tuple[str, int]:
     return repo.lower(), int(number) if number.isdigit() else 0
 
 
+async def _resumed(session: Any, since: datetime | None, now: datetime) -> list[dict[str, Any]]:
+    """The repositories whose pause was lifted since the previous report (the last day for
+    the first): who lifted it (`@login` or `operator`, Repository.resumed_by), when, and
+    whether the repository is paused again."""
+    since = since or now - timedelta(days=1)
+    if since.tzinfo is None:
+        since = since.replace(tzinfo=UTC)
+    rows = await session.scalars(
+        select(Repository).where(Repository.resumed_at.is_not(None))
+        .order_by(Repository.full_name))
+    out = []
+    for r in rows:
+        at = r.resumed_at if r.resumed_at.tzinfo else r.resumed_at.replace(tzinfo=UTC)
+        if since < at <= now:
+            out.append({"repo": r.full_name, "by": r.resumed_by or "", "at": at.isoformat(),
+                        "paused_again": bool(r.comments_paused)})
+    return out
+
+
 async def build_report(ctx: Any, day: date | None = None) -> dict[str, Any]:
     """The report data for `day` (default today, UTC), diffed against the previous report."""
     now = utcnow()
@@ -180,6 +199,7 @@ async def build_report(ctx: Any, day: date | None = None) -> dict[str, Any]:
         prev_snapshot = (previous.data or {}).get("snapshot") if previous is not None else None
         prev_date = previous.date if previous is not None else None
         new_landings = await detected_since(session, previous.created_at if previous is not None else None)
+        resumed = await _resumed(session, previous.created_at if previous is not None else None, now)
     changes = diff(prev_snapshot, snapshot)
     day_end = datetime.combine(day, datetime.min.time(), UTC) + timedelta(days=1)
     # Failure reports opened in the 24 hours up to the report: the nightly job builds today's
@@ -221,6 +241,7 @@ async def build_report(ctx: Any, day: date | None = None) -> dict[str, Any]:
     return {
         "date": day.isoformat(), "previous": prev_date, "baseline": prev_snapshot is None,
         "generated_at": now.isoformat(), "frameworks": per_fw, "paused": extra["paused"],
+        "resumed": resumed,
         "totals": {kind: len(items) for kind, items in changes.items()},
         "new_landings": len(new_landings),
         "agreement": extra["agreement"],

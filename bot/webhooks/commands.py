@@ -12,7 +12,9 @@
 Only the thread's author or a maintainer (author_association OWNER, MEMBER, COLLABORATOR) may
 use them (`resume` a maintainer only: it speaks for the repository, not the thread, and a
 MEMBER, who belongs to the owning organisation but may not have write access to the
-repository, only with write access as GitHub answers it); anyone else gets no answer (a
+repository, only with write access as GitHub answers it; the verdicts `kind` and
+`not-a-failure` likewise, when a MEMBER or COLLABORATOR gives them on a thread not their own);
+anyone else gets no answer (a
 skipped action records why). Bots, and the app's own
 comments, are ignored without a record. Each command comment is handled once: its Action
 row's dedupe key carries the comment id, so a redelivery does not answer twice.
@@ -222,7 +224,8 @@ async def _may_write(ctx: Any, repo: str, installation_id: int | None, login: st
     asked of GitHub). author_association MEMBER says only that they belong to the
     organisation that owns it, which may give no access beyond reading, and COLLABORATOR
     that they were invited with some role, maybe read or triage; maintainers hide the
-    app's comments with write access, and a resume undoes what they imposed. Without a GitHub
+    app's comments with write access, and a resume undoes what they imposed (as a verdict on
+    someone else's thread can undo a maintainer's not-a-failure). Without a GitHub
     client or an installation nothing can be asked: no."""
     if ctx.github is None or installation_id is None:
         return False
@@ -291,6 +294,15 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
                           "only a maintainer of the repository may resume the app's comments "
                           "there (a member of the organisation or a collaborator without write "
                           "access to the repository is none)", command=word)
+        return "not_allowed"
+    if (word in VERDICT_COMMANDS and login != author and association in ASKED_ASSOCIATIONS
+            and not await _may_write(ctx, repo, installation_id, str(login))):
+        # A verdict by someone other than the thread's author speaks as a maintainer: it can
+        # undo a maintainer's not-a-failure and becomes a training label. Only with write access.
+        await record_skip(ctx, repo, number, "command", f"not_maintainer:{comment_id}",
+                          "only the thread's author or a maintainer of the repository may give "
+                          "a verdict on it (a member of the organisation or a collaborator "
+                          "without write access to the repository is none)", command=word)
         return "not_allowed"
     # "dry_run: true" in the repository's config holds for commands as for comments.
     dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))

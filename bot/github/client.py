@@ -107,17 +107,23 @@ def _safe_path(url: str) -> str:
     return urlsplit(url).path or "/"
 
 
+def _graphql_document(path: str, body: bytes) -> str | None:
+    """The GraphQL document a POST to /graphql sends, None for any other request."""
+    if not path.endswith("/graphql"):
+        return None
+    try:
+        query = json.loads(body).get("query")
+    except (ValueError, AttributeError):
+        return None
+    return query if isinstance(query, str) else None
+
+
 def _creates(path: str, body: bytes) -> bool:
     """A POST that may have created something although GitHub answered 5xx."""
     if CREATING_POST.search(path):
         return True
-    if not path.endswith("/graphql"):
-        return False
-    try:
-        query = json.loads(body).get("query")
-    except (ValueError, AttributeError):
-        return False
-    return isinstance(query, str) and CREATING_MUTATION.match(query) is not None
+    query = _graphql_document(path, body)
+    return query is not None and CREATING_MUTATION.match(query) is not None
 
 
 def retry_reason(status: int, headers: Mapping[str, str], body: bytes) -> str | None:
@@ -142,13 +148,8 @@ GRAPHQL_MUTATION = re.compile(r"\s*mutation\b")
 
 def _graphql_query(path: str, body: bytes) -> bool:
     """A GraphQL POST that only reads (no mutation): as safe to repeat as a GET."""
-    if not path.endswith("/graphql"):
-        return False
-    try:
-        query = json.loads(body).get("query")
-    except (ValueError, AttributeError):
-        return False
-    return isinstance(query, str) and GRAPHQL_MUTATION.match(query) is None
+    query = _graphql_document(path, body)
+    return query is not None and GRAPHQL_MUTATION.match(query) is None
 
 
 def graphql_rate_limit(body: bytes) -> str | None:

@@ -10,6 +10,7 @@ pending claim older than STALE_PENDING was left by a crash and is taken over.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from datetime import datetime, timedelta
 from typing import Any
@@ -140,14 +141,51 @@ async def finish(ctx: Any, action_id: int, *, lease: datetime | None = None, **v
         await session.commit()
 
 
-async def bodies_written(ctx: Any, repo: str, number: int, kind: str) -> set[str]:
-    """Every text the app recorded for its `kind` comment on the thread (posted, about to be
-    posted, or failed with its answer lost): a comment of ours whose text is none of them was
-    edited by a person on GitHub."""
+# An action's details["written"]: the digest of each text a rewrite was about to PATCH into
+# the app's comment, recorded before the PATCH (`record_text`).
+WRITTEN = "written"
+
+
+def text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+async def texts_written(ctx: Any, repo: str, number: int, kind: str) -> set[str]:
+    """The digests (`text_digest`) of every text the app wrote or was about to write into its
+    `kind` comment on the thread: each action's body (posted, about to be posted, or failed
+    with its answer lost) and each text a rewrite recorded before its PATCH. A comment of
+    ours whose text is none of them was edited by a person on GitHub."""
     async with ctx.sessionmaker() as session:
-        return set(await session.scalars(select(Action.body).where(
-            Action.repo == repo, Action.number == number, Action.kind == kind,
-            Action.body.is_not(None))))
+        rows = await session.execute(select(Action.body, Action.details).where(
+            Action.repo == repo, Action.number == number, Action.kind == kind))
+    digests: set[str] = set()
+    for body, details in rows:
+        if body is not None:
+            digests.add(text_digest(body))
+        digests.update((details or {}).get(WRITTEN) or ())
+    return digests
+
+
+async def locked_action(session: Any, action_id: int) -> Action | None:
+    """The action's row, locked first by a no-op UPDATE (a row lock on PostgreSQL, the write
+    lock on SQLite), so that two writers at once each keep what they add to its details."""
+    await session.execute(update(Action).where(Action.id == action_id)
+                          .values(frozen=Action.frozen, updated_at=Action.updated_at))
+    return await session.get(Action, action_id)
+
+
+async def record_text(ctx: Any, action_id: int, body: str) -> None:
+    """Before a PATCH of the app's comment: the text about to be written is the app's own from
+    now on. GitHub may apply the PATCH and its answer be lost (a dropped connection, a 5xx
+    after applying); the next writer then finds this text on GitHub while the action's body
+    still holds the old one, and must not take it for a person's edit (`texts_written`)."""
+    async with ctx.sessionmaker() as session:
+        row = await locked_action(session, action_id)
+        if row is not None:
+            written = list((row.details or {}).get(WRITTEN) or ())
+            if text_digest(body) not in written:
+                row.details = {**(row.details or {}), WRITTEN: [*written, text_digest(body)]}
+        await session.commit()
 
 
 async def release(ctx: Any, action_id: int, *, lease: datetime | None = None) -> None:

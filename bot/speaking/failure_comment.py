@@ -4,13 +4,22 @@ when the issue is edited (until a maintainer replies); withdrawn when it stops b
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import select
 
-from bot.speaking.claims import bodies_written, claim_within_budget, finish, release, renew
+from bot.speaking.claims import (
+    WRITTEN,
+    claim_within_budget,
+    finish,
+    locked_action,
+    record_text,
+    release,
+    renew,
+    text_digest,
+    texts_written,
+)
 from bot.speaking.posting import (
     app_login,
     installation_gh,
@@ -149,7 +158,7 @@ async def failure_comment(
             return "skipped:" + quiet[0]
         # What the app wrote before (an earlier attempt whose answer was lost), read before
         # this attempt's text is recorded: our comment with none of them was edited by a person.
-        written = await bodies_written(ctx, repo, number, "failure_comment")
+        written = await texts_written(ctx, repo, number, "failure_comment")
         # Still ours? A run slow enough for its claim to be taken over as stale leaves the
         # comment to the run that took it (which posted, or will adopt what is there). The
         # text is recorded before it is posted, so a retry knows what it finds.
@@ -254,45 +263,9 @@ def _left_alone(action: Action) -> bool:
     return bool(details.get("edited_on_github") or action.comment_deleted or minimized_by_person)
 
 
-# An action's details["written"]: the sha256 of each text the app was about to PATCH into its
-# failure comment, recorded before the PATCH (`_record_text`).
-WRITTEN = "written"
-
-
-def text_digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-async def _recorded(ctx: Any, action_id: int) -> tuple[str | None, set[str]]:
-    """The text the record holds for our comment, and the digests of every text a rewrite
-    was about to write into it."""
+async def _recorded_body(ctx: Any, action_id: int) -> str | None:
     async with ctx.sessionmaker() as session:
-        row = await session.get(Action, action_id)
-        if row is None:
-            return None, set()
-        return row.body, set((row.details or {}).get(WRITTEN) or ())
-
-
-async def _locked(session: Any, action_id: int) -> Action | None:
-    """The action's row, locked first by a no-op UPDATE (a row lock on PostgreSQL, the write
-    lock on SQLite), so that two rewrites at once each keep what they add to its details."""
-    await session.execute(update(Action).where(Action.id == action_id)
-                          .values(frozen=Action.frozen, updated_at=Action.updated_at))
-    return await session.get(Action, action_id)
-
-
-async def _record_text(ctx: Any, action_id: int, body: str) -> None:
-    """Before the PATCH: the text about to be written is the app's own from now on. GitHub
-    may apply the PATCH and its answer be lost (a dropped connection, a 5xx after applying);
-    the next rewrite then finds this text on GitHub while the record still holds the old
-    one, and must not take it for a person's edit."""
-    async with ctx.sessionmaker() as session:
-        row = await _locked(session, action_id)
-        if row is not None:
-            written = list((row.details or {}).get(WRITTEN) or ())
-            if text_digest(body) not in written:
-                row.details = {**(row.details or {}), WRITTEN: [*written, text_digest(body)]}
-        await session.commit()
+        return await session.scalar(select(Action.body).where(Action.id == action_id))
 
 
 async def update_failure_comment(
@@ -364,17 +337,18 @@ async def _rewrite(
                 # edit) rewrote it since this one read the record, or when it is a text the
                 # app was about to write (a PATCH GitHub applied, its answer lost): not a
                 # person's edit.
-                known, written = await _recorded(ctx, action.id)
+                known = await _recorded_body(ctx, action.id)
                 if known == body:
                     return "unchanged"
-                if live != known and text_digest(live) not in written:
+                if live != known and text_digest(live) not in await texts_written(
+                        ctx, sit.repo, sit.number, "failure_comment"):
                     log.info("%s#%s: the failure comment was edited on GitHub; left as it is",
                              sit.repo, sit.number)
                     await finish(ctx, action.id, frozen=True,
                                  details=dict(action.details or {}, edited_on_github=True))
                     return "edited"
             if live != body:  # (it is already when a PATCH was applied and its answer lost)
-                await _record_text(ctx, action.id, body)
+                await record_text(ctx, action.id, body)
                 await gh.patch(url, data={"body": body})
         except BadRequest as exc:
             if exc.status_code != 404:
@@ -385,7 +359,7 @@ async def _rewrite(
     # Only the row whose body we read is updated: a concurrent edit does not resurrect old text.
     # The texts recorded before a PATCH (this one's, a concurrent rewrite's) are kept.
     async with ctx.sessionmaker() as session:
-        row = await _locked(session, action.id)
+        row = await locked_action(session, action.id)
         if row is not None and row.body == known:
             recorded = (row.details or {}).get(WRITTEN)
             row.body = body

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
-from bot.speaking.claims import claim_lease, finish, renew
+from bot.speaking.claims import claim_lease, finish, renew, text_digest
 from bot.speaking.situation import Situation, repository_row
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ async def post_or_adopt(
     *, login: str | None, written: Collection[str] = (),
 ) -> dict[str, Any]:
     """Post `body`, or edit our comment already there (found by its marker and our login).
-    `written`: the texts the app recorded for this comment before (`claims.bodies_written`);
+    `written`: the digests of the texts the app recorded for this comment (`claims.texts_written`);
     our comment found with none of them (nor `body`) was edited by a person on GitHub and is
     left as it is, returned with `edited_on_github` set. With nothing recorded (a comment
     from before the app recorded its text ahead of posting) it is ours to edit."""
@@ -78,7 +78,7 @@ async def post_or_adopt(
     own = own_comment(comments, marker, login)
     if own is not None:
         live = own.get("body") or ""
-        if written and live != body and live not in written:
+        if written and live != body and text_digest(live) not in written:
             return {**own, "edited_on_github": True}
         if live != body:
             own = await gh.patch(f"/repos/{repo}/issues/comments/{own['id']}", data={"body": body})

@@ -8,7 +8,7 @@ from typing import Any
 
 from analyzers.rules import format_rules_markdown
 from bot.speaking import contribution
-from bot.speaking.claims import bodies_written, claim_within_budget, finish, renew
+from bot.speaking.claims import claim_within_budget, finish, renew, texts_written
 from bot.speaking.posting import app_login, installation_gh, post_or_adopt
 from bot.speaking.quiet import MAINTAINERS
 from bot.speaking.records import record_skip
@@ -117,7 +117,7 @@ async def rule_summary(
         login = await app_login(ctx)
         # What the app wrote before (an attempt whose answer was lost), read before this
         # attempt's text is recorded: our reply with none of them was edited by a person.
-        written = await bodies_written(ctx, repo, number, "rule_summary")
+        written = await texts_written(ctx, repo, number, "rule_summary")
         lease = await renew(ctx, action_id, lease, body=body)  # still ours: see failure_comment
         if lease is None:
             return "owned"

@@ -58,6 +58,15 @@ async def _repo(ctx: AppContext) -> Repository:
         return row
 
 
+async def _pause(ctx: AppContext) -> None:
+    """verl paused as the reception check pauses it."""
+    async with ctx.sessionmaker() as session:
+        row = await session.scalar(select(Repository).where(Repository.full_name == VERL))
+        assert row is not None
+        row.comments_paused, row.paused_reason = True, "2 of the app's last 10 comments were hidden"
+        await session.commit()
+
+
 async def test_a_maintainer_resumes_a_paused_repository_and_it_stays_resumed(
         app_ctx: Any, fake_github: Any, rdata: FakeData) -> None:
     await install(app_ctx, fake_github)
@@ -120,10 +129,7 @@ async def test_an_organisation_member_without_write_access_may_not_resume(
     (the collaborator permission API): write, maintain or admin may; triage, read or no
     access at all (404) may not, recorded as the `not_maintainer` skip. An OWNER is not asked."""
     await install(app_ctx, fake_github)
-    async with app_ctx.sessionmaker() as session:
-        row = await session.scalar(select(Repository).where(Repository.full_name == VERL))
-        row.comments_paused, row.paused_reason = True, "2 of the app's last 10 comments were hidden"
-        await session.commit()
+    await _pause(app_ctx)
     fake_github.set_permission(VERL, "dana", "read")
     fake_github.set_permission(VERL, "tim", "triage")
     fake_github.set_permission(VERL, "maya", "maintain")
@@ -158,10 +164,7 @@ async def test_a_collaborator_with_read_or_triage_only_may_not_resume(app_ctx: A
     """A collaborator (author_association COLLABORATOR) may have been invited with the read or
     triage role: asked of GitHub like an organisation member; write lifts the pause."""
     await install(app_ctx, fake_github)
-    async with app_ctx.sessionmaker() as session:
-        row = await session.scalar(select(Repository).where(Repository.full_name == VERL))
-        row.comments_paused, row.paused_reason = True, "2 of the app's last 10 comments were hidden"
-        await session.commit()
+    await _pause(app_ctx)
     fake_github.set_permission(VERL, "rita", "read")
     fake_github.set_permission(VERL, "walt", "write")
     event = comment_event("/rltracker resume", user="rita", association="COLLABORATOR", number=6)
@@ -176,10 +179,7 @@ async def test_resume_in_dry_run_lifts_the_pause_and_posts_nothing(ctx: Any, fak
     """Dry run (here the service's; a repository's `dry_run: true` alike): the pause is the
     app's own state and is lifted; the 👍 is not posted, the command is recorded `dry_run`."""
     await install(ctx, fake_github)
-    async with ctx.sessionmaker() as session:
-        row = await session.scalar(select(Repository).where(Repository.full_name == VERL))
-        row.comments_paused, row.paused_reason = True, "2 of the app's last 10 comments were hidden"
-        await session.commit()
+    await _pause(ctx)
     event = comment_event("/rltracker resume", user="carol", association="OWNER", number=3)
     assert await handle_command(event, ctx) == "resume"
     row = await _repo(ctx)
@@ -249,10 +249,7 @@ async def test_a_maintainer_resumes_from_a_discussion(app_ctx: Any, fake_github:
     from tests.test_actions_e2e import INST
 
     await install(app_ctx, fake_github)
-    async with app_ctx.sessionmaker() as session:
-        row = await session.scalar(select(Repository).where(Repository.full_name == VERL))
-        row.comments_paused, row.paused_reason = True, "2 of the app's last 10 comments were hidden"
-        await session.commit()
+    await _pause(app_ctx)
     sent: list[dict[str, Any]] = []
 
     @fake_github.route("POST", r"/graphql")

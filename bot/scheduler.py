@@ -79,12 +79,11 @@ async def step_reanalyse(ctx: Any) -> Any:
     A newer version is left alone: it was stored by a replica already on the next release (a
     rolling deploy), and this older code must not write its findings back over it. Threads
     are walked once each, in id order, so the step ends whatever is written meanwhile."""
-    from analyzers.version import ANALYZER_VERSION
+    from analyzers.version import ANALYZER_VERSION, version_key
     from bot.pipeline import analyse_and_store
     from bot.store.models import Analysis, Thread
-    from bot.store.verdicts import _version_key
 
-    current = _version_key(ANALYZER_VERSION)
+    current = version_key(ANALYZER_VERSION)
     done = newer = 0
     after = 0
     while True:
@@ -100,7 +99,7 @@ async def step_reanalyse(ctx: Any) -> Any:
             after = rows[-1][0].id
             for thread, version in rows:
                 # (a version not of the dated form, like a hand-written one, counts as older)
-                if version is not None and version[:1].isdigit() and _version_key(version) > current:
+                if version is not None and version[:1].isdigit() and version_key(version) > current:
                     newer += 1
                     continue
                 await analyse_and_store(session, thread, ctx.extras)

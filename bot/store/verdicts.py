@@ -11,13 +11,13 @@ analyzer version, on what it said when the verdict was given.
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Boolean, String, case, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from analyzers.version import version_key
 from bot.store.db import dialect_insert
 from bot.store.models import Analysis, Thread, Verdict
 from bot.store.types import format_datetime, utcnow
@@ -160,18 +160,11 @@ def count_agreement(rows: list[tuple[str | None, bool | None, str | None, bool, 
             else:
                 c["not_called"] += 1
                 c["failure_per_person" if p_failure else "agreed_not_failure"] += 1
-    versions = sorted((v for v in by if v is not None), key=_version_key, reverse=True)
+    versions = sorted((v for v in by if v is not None), key=version_key, reverse=True)
     out = [_with_shares({"version": v, **by[v]}) for v in versions]
     if None in by:
         out.append(_with_shares({"version": None, **by[None]}))
     return [*out, _with_shares({"version": "all", **total})]
-
-
-def _version_key(version: str) -> list[tuple[int, int | str]]:
-    """An analyzer version in the order versions are made (`2026.12.03-10` after
-    `2026.12.03-9`): its digit runs compared as numbers."""
-    return [(0, int(part)) if part.isdigit() else (1, part)
-            for part in re.findall(r"\d+|\D+", version)]
 
 
 def _with_shares(c: dict[str, Any]) -> dict[str, Any]:

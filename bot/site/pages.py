@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from aiohttp import web
 from markupsafe import Markup, escape
@@ -96,10 +96,13 @@ def moved_to(request: web.Request, key: str, ids: Mapping[str, Any],
         return None
     route = request.match_info.route.resource
     assert route is not None
-    location = route.url_for(**{**request.match_info, key: found})
-    if request.query_string:
-        location = location.with_query(request.query_string)
-    return web.Response(status=301, headers={**HEADERS, "Location": str(location)})
+    location = str(route.url_for(**{**request.match_info, key: found}))
+    # The query as it was sent: `with_query(request.query_string)` encoded the decoded
+    # string again, so a%26b (a value holding "&") became a%2526b.
+    # (What is not allowed in a URL, such as < or ", is percent-encoded; escapes are kept.)
+    if request.rel_url.raw_query_string:
+        location += "?" + quote(request.rel_url.raw_query_string, safe="!$%&'()*+,/:;=?@~")
+    return web.Response(status=301, headers={**HEADERS, "Location": location})
 
 
 def _framework_moved(request: web.Request) -> web.Response | None:

@@ -198,7 +198,13 @@ async def framework_page(request: web.Request) -> web.Response:
 
 async def proposals_page(request: web.Request) -> web.Response:
     filters, error = _filters(request)
-    page = parse_count(request.query.get("page"), 1)
+    typed = (request.query.get("page") or "").strip()
+    page = parse_count(typed, 1)
+    # A page number of ten digits or more is a page number still (past the last page), not
+    # a bad one: it said "page must be a whole number from 1" under a 400.
+    beyond = page is None and typed.isascii() and typed.isdigit() and bool(typed.strip("0"))
+    if beyond:
+        page = 10 ** 9
     if not error and not page:
         error = "page must be a whole number from 1"
     context = {"filters": filters, "frameworks": data.catalog().frameworks,
@@ -216,7 +222,8 @@ async def proposals_page(request: web.Request) -> web.Response:
                  "previous": _page_url(filters, last), "next": None}
         return await render_page(
             request, "proposals.html", status=404, rows=[], pages=pages,
-            error=f"page {page} is past the last page of these proposals ({last})", **context)
+            error=f"page {_shown_number(typed) if beyond else page} is past the last page "
+                  f"of these proposals ({last})", **context)
     rows = await _session_call(request, data.thread_rows, proposals=True, limit=PROPOSALS_PAGE,
                                offset=offset, **filters)
     pages = {"total": total, "first": offset + 1, "last": offset + len(rows),
@@ -224,6 +231,12 @@ async def proposals_page(request: web.Request) -> web.Response:
              "next": _page_url(filters, page + 1) if offset + len(rows) < total else None}
     return await render_page(request, "proposals.html", rows=rows, error=None, pages=pages,
                              **context)
+
+
+def _shown_number(typed: str) -> str:
+    """A number of any length typed into a URL, as a page says it (at most 30 digits)."""
+    digits = typed.lstrip("0")
+    return digits if len(digits) <= 30 else digits[:30] + "…"
 
 
 def _page_url(filters: dict[str, str | None], page: int) -> str:

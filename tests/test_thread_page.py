@@ -157,3 +157,17 @@ async def test_a_tag_typed_by_the_reporter_in_a_code_span_stays_text(ctx) -> Non
     assert "<code>&lt;details&gt;.clip_ratio_high</code>" in html
     assert html.count("<details>") == html.count("</details>") == 1  # the template's own
     assert "<details><summary>Why this suggestion</summary>" in html
+
+
+async def test_not_a_failure_report_says_what_its_confidence_is_of(ctx) -> None:
+    """The failure confidence is P(a failure report). verl#102 (0.10) read 'Not a
+    training-failure report (confidence 0.10)', which says the tracker is 10 % sure of what it
+    shows, where the analyzer is 90 % sure of it: the page says what the number is of."""
+    client = await _client(ctx)
+    try:
+        html = await _page(client, "/threads/verl-project/verl/102")
+    finally:
+        await client.close()
+    assert "Not a training-failure report" in html
+    assert "(confidence 0.10)" not in html
+    assert "confidence 0.10 that this reports a failing run" in html

@@ -287,6 +287,20 @@ async def test_the_nightly_report_counts_the_failures_opened_since_the_night_bef
     assert report["frameworks"]["verl"]["failures_today"] == {"kl_growth": [f"{V}#40"]}
 
 
+async def test_todays_report_says_how_long_a_proposal_has_waited_until_now(ctx: Any) -> None:
+    """'Waiting for any reply' counted the days until the end of the report's day, so the
+    report the nightly job builds at 03:00 UTC added 21 hours to every wait: a proposal opened
+    an hour before read 0.9 d. Today's report counts until it is built (as the failures of
+    the day do); a report of a day that has ended still counts to its end (16.5 d above)."""
+    from bot.store.types import utcnow
+
+    now = utcnow()
+    await seed(ctx, V, 42, created=now - timedelta(hours=12))
+    report = await build_report(ctx, now.date())
+    [waiting] = report["frameworks"]["verl"]["waiting"]
+    assert waiting["key"] == f"{V}#42" and waiting["days"] == 0.5
+
+
 async def test_a_busy_night_is_cut_to_fit_one_github_comment_and_says_what_was_cut(
         app_ctx: Any, fake_github: Any) -> None:
     """A night with a thousand new proposals (a repository synced after the baseline, an

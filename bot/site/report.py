@@ -205,7 +205,8 @@ async def build_report(ctx: Any, day: date | None = None) -> dict[str, Any]:
     # Failure reports opened in the 24 hours up to the report: the nightly job builds today's
     # at 03:00 UTC (RLTRACKER_NIGHTLY_CRON), and the calendar day counted the three hours
     # since midnight; one opened later that day was in no report. A report of a day that has
-    # ended (tests, a rebuild) counts that day.
+    # ended (tests, a rebuild) counts that day. Waits are counted up to the same moment:
+    # to the end of the day, today's report added the 21 hours still to come to each.
     opened_to = min(now, day_end)
     opened_from = opened_to - timedelta(days=1)
     frameworks = _frameworks()
@@ -215,7 +216,7 @@ async def build_report(ctx: Any, day: date | None = None) -> dict[str, Any]:
         proposals = {k: v for k, v in mine.items() if v["is_proposal"]}
         by_state = {s: sum(1 for v in proposals.values() if v["state"] == s) for s in STATES}
         waiting = sorted(
-            ({"key": k, "days": _days(day_end - datetime.fromisoformat(v["created_at"]))}
+            ({"key": k, "days": _days(opened_to - datetime.fromisoformat(v["created_at"]))}
              for k, v in proposals.items()
              if v["state"] == "open_no_reply" and not v["replied"] and v["created_at"]),
             key=lambda w: (-w["days"], _sort_key(w["key"])))

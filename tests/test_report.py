@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import re
 import sys
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -517,3 +518,41 @@ async def test_the_report_says_which_repositories_were_resumed_that_night(ctx: A
     # A report stored before the list existed still renders.
     old = {k: v for k, v in row.data.items() if k != "resumed"}
     assert 'id="resumed"' not in render_html(old) and "Resumed" not in render_markdown(old)
+
+
+async def test_the_list_of_reports_reads_no_nights_snapshot(ctx: Any) -> None:
+    """GET /reports/ loaded every stored report whole (`reports.data`: the snapshot of every
+    tracked thread with its title, a night's report of a few thousand threads is a megabyte
+    or more) to show each night's date and totals: a year of nights was read and parsed on
+    every visit, the page slower each night. It reads the date, baseline and totals only."""
+    from aiohttp.test_utils import TestClient, TestServer
+    from sqlalchemy import event
+
+    from bot.app import create_app
+
+    async with ctx.sessionmaker() as session:
+        big = {f"o/r#{n}": {"state": "open_no_reply", "title": "x" * 200} for n in range(300)}
+        session.add(Report(date="2026-11-30", markdown="", data={
+            "baseline": True, "totals": {}, "snapshot": big}))
+        session.add(Report(date="2026-12-01", markdown="", data={
+            "baseline": False, "totals": {"new_proposals": 2, "merged": 1, "lapsed": 0},
+            "snapshot": big}))
+        session.add(Report(date="2026-12-02", markdown="", data={}))  # no keys: still listed
+        await session.commit()
+    columns: list[str] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        columns.extend(d[0] for d in cursor.description or ())
+
+    event.listen(ctx.engine.sync_engine, "after_cursor_execute", seen)
+    try:
+        async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
+            resp = await client.get("/reports/")
+            html = await resp.text()
+    finally:
+        event.remove(ctx.engine.sync_engine, "after_cursor_execute", seen)
+    assert resp.status == 200
+    rows = re.findall(r'<tr><td><a href="/reports/([\d-]+)">[\d-]+</a></td><td>(.*?)</td></tr>', html)
+    assert rows == [("2026-12-02", "none"), ("2026-12-01", "new proposals 2, merged 1"),
+                    ("2026-11-30", "baseline")]
+    assert "data" not in columns and "snapshot" not in columns, columns

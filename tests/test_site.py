@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from sqlalchemy import select
+
 from analyzers.rules import summarize_rules
 from bot.store.models import (
     Action,
@@ -291,3 +293,27 @@ async def test_a_method_typed_in_another_case_filters_as_the_method(client, type
     assert sorted(p["number"] for p in found) == numbers
     page = await _text(client, f"/proposals?paper={typed}")
     assert f"{len(numbers)} proposal" in page
+
+
+async def test_a_backfill_finished_by_a_later_sync_is_no_longer_shown_as_failed(client, ctx) -> None:
+    """The first backfill failed (or was stopped); the nightly sync then finished every
+    repository and kind, so no start runs the backfill again. The front page kept saying
+    'First backfill: failed ... the next start resumes it' for good, over a table of repositories
+    all done. It is shown while something is left, not after."""
+    from analyzers.catalog import load_catalog
+    from bot.store.models import JobRun, SyncCursor
+
+    async with ctx.sessionmaker() as session, session.begin():
+        session.add(JobRun(name="first_backfill", outcome="failed", counts={"total": 10},
+                           error="GitHub did not let this service read THUDM/slime",
+                           started_at=NOW, finished_at=NOW))
+        for fw in load_catalog().frameworks.values():
+            for kind in ("issue", "pull_request", "discussion"):
+                session.add(SyncCursor(repo=fw.repo, kind=kind, full_done=fw.id != "slime"))
+    page = await _text(client, "/")
+    assert "First backfill: failed" in page and "Left: THUDM/slime" in page
+    async with ctx.sessionmaker() as session, session.begin():
+        for cursor in await session.scalars(select(SyncCursor)):
+            cursor.full_done = True
+    page = await _text(client, "/")
+    assert "First backfill" not in page and 'id="backfill"' not in page

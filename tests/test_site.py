@@ -317,3 +317,25 @@ async def test_a_backfill_finished_by_a_later_sync_is_no_longer_shown_as_failed(
             cursor.full_done = True
     page = await _text(client, "/")
     assert "First backfill" not in page and 'id="backfill"' not in page
+
+
+async def test_every_proposals_link_of_a_framework_page_answers(client, ctx) -> None:
+    """A proposal whose analysis has no review state is counted as 'unknown' on the framework
+    page, and its tag linked /proposals?framework=verl&state=unknown, which answers 400
+    ('unknown state: unknown'). Every link to /proposals there answers 200 (the front page
+    showed the same count as a tag without a link)."""
+    import re
+
+    async with ctx.sessionmaker() as session, session.begin():
+        thread = await upsert_thread(session, {"repo": "verl-project/verl", "number": 130,
+                                               "kind": "issue", "title": "Add a method",
+                                               "state": "open", "created_at": NOW.isoformat()})
+        session.add(Analysis(thread_id=thread.id, analyzer_version="test",
+                             result={"proposal": {"is_proposal": True}}, is_proposal=True,
+                             review_state=None, methods=[], arxiv_ids=[]))
+    page = await _text(client, "/frameworks/verl")
+    assert "unknown: 1" in page
+    links = {href.replace("&amp;", "&") for href in re.findall(r'href="(/proposals\?[^"]*)"', page)}
+    assert links
+    for href in links:
+        assert (await client.get(href)).status == 200, href

@@ -556,3 +556,25 @@ async def test_the_list_of_reports_reads_no_nights_snapshot(ctx: Any) -> None:
     assert rows == [("2026-12-02", "none"), ("2026-12-01", "new proposals 2, merged 1"),
                     ("2026-11-30", "baseline")]
     assert "data" not in columns and "snapshot" not in columns, columns
+
+
+async def test_the_list_of_reports_counts_a_nights_new_landings(ctx: Any) -> None:
+    """A night whose only news was a new landing (a merged method pull request the study
+    detected, listed under 'New landings' in the report) read 'none' on /reports/: the list
+    summed the six kinds of change and left the landings out."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from bot.app import create_app
+
+    zero = dict.fromkeys(["new_proposals", "first_replies", "concerns_raised",
+                          "declined_or_redirected", "lapsed", "merged"], 0)
+    async with ctx.sessionmaker() as session:
+        session.add(Report(date="2026-12-01", markdown="", data={
+            "baseline": False, "totals": zero, "new_landings": 2}))
+        session.add(Report(date="2026-12-02", markdown="", data={
+            "baseline": False, "totals": {**zero, "merged": 1}, "new_landings": 0}))
+        await session.commit()
+    async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
+        html = await (await client.get("/reports/")).text()
+    rows = re.findall(r'<tr><td><a href="/reports/([\d-]+)">[\d-]+</a></td><td>(.*?)</td></tr>', html)
+    assert rows == [("2026-12-02", "merged 1"), ("2026-12-01", "new landings 2")]

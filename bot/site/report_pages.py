@@ -31,11 +31,15 @@ async def reports_index(request: web.Request) -> web.Response:
     async with app_context(request).sessionmaker() as session:
         rows = (await session.execute(
             select(Report.date, Report.data["baseline"].label("baseline"),
-                   Report.data["totals"].label("totals"))
+                   Report.data["totals"].label("totals"),
+                   Report.data["new_landings"].label("new_landings"))
             .order_by(Report.date.desc()))).all()
-    reports = [{"date": r.date, "baseline": bool(r.baseline), "totals": r.totals or {}}
+    # A night's new landings are news too (the report lists them); they are not in `totals`.
+    reports = [{"date": r.date, "baseline": bool(r.baseline),
+                "totals": {**(r.totals or {}), "new_landings": r.new_landings or 0}}
                for r in rows]
-    return _html(html_env().get_template("reports/list.html.j2").render(reports=reports, titles=CHANGE_TITLES))
+    titles = {**CHANGE_TITLES, "new_landings": "New landings"}
+    return _html(html_env().get_template("reports/list.html.j2").render(reports=reports, titles=titles))
 
 
 async def report_page(request: web.Request) -> web.Response:

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
-
 from sqlalchemy import select
 
 from analyzers.rules import summarize_rules

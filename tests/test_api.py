@@ -152,6 +152,13 @@ async def test_api_lists_take_limit_from_1_and_cap_it(client: TestClient, ctx: A
         big = await client.get(route, params={"limit": "999999999"})  # above the cap: the cap
         assert big.status == 200, route
     assert len(await (await client.get("/api/actions", params={"limit": "999999999"})).json()) == 3
+    # A limit of ten digits or more is above the cap as well: the cap, not a 400 saying it
+    # is not a whole number from 1.
+    for route in ("/api/actions", "/api/proposals"):
+        bigger = await client.get(route, params={"limit": "1" + "0" * 20})
+        assert bigger.status == 200, route
+        assert bigger.headers["X-Total-Count"] == (await client.get(route)).headers["X-Total-Count"]
+    assert len(await (await client.get("/api/actions", params={"limit": "99999999999"})).json()) == 3
 
 
 async def test_stats_api(client: TestClient, ctx: AppContext) -> None:

@@ -143,7 +143,10 @@ def api_paging(query: Mapping[str, str], *, default_limit: int, max_limit: int
     list pages alike: `offset` is a whole number from 0 (0 when absent), `limit` a whole
     number from 1 (`default_limit` when absent); a limit above `max_limit` gets `max_limit`
     rows (the list's X-Total-Count header says how many there are in all)."""
-    limit = parse_count(query.get("limit"), default_limit)
+    typed = (query.get("limit") or "").strip()
+    limit = parse_count(typed, default_limit)
+    if limit is None and typed.isascii() and typed.isdigit() and typed.strip("0"):
+        limit = max_limit  # ten digits or more: above the cap as well (was a 400)
     offset = parse_count(query.get("offset"), 0)
     if not limit or offset is None:
         return (f"limit must be a whole number from 1 (at most {max_limit:,} rows are "

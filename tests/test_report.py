@@ -578,3 +578,29 @@ async def test_the_list_of_reports_counts_a_nights_new_landings(ctx: Any) -> Non
         html = await (await client.get("/reports/")).text()
     rows = re.findall(r'<tr><td><a href="/reports/([\d-]+)">[\d-]+</a></td><td>(.*?)</td></tr>', html)
     assert rows == [("2026-12-02", "merged 1"), ("2026-12-01", "new landings 2")]
+
+
+async def test_a_landing_merged_before_the_paper_says_so(ctx: Any) -> None:
+    """A detected landing merged before the method's first public version (negative days:
+    the study page marks it 'code before the paper') read '-12 d after the method's first
+    public version' in the posted report and on its page. It says '12 d before' now."""
+    from bot.store.models import JobRun
+    from bot.store.types import utcnow
+
+    now = utcnow()
+    landing = {"method": "gspo", "framework": "trl", "detected": True, "date": "2025-07-12",
+               "days": -12, "before_paper": True, "pull_request": f"{T}#900",
+               "pull_requests": [f"{T}#900"], "detected_at": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    after = dict(landing, method="cispo", days=3, pull_request=f"{T}#901",
+                 pull_requests=[f"{T}#901"])
+    async with ctx.sessionmaker() as session:
+        session.add(JobRun(name="study", outcome="ok", started_at=now, finished_at=now,
+                           counts={"landings": [landing, after]}))
+        await session.commit()
+    data = await build_report(ctx, now.date())
+    markdown = render_markdown(data, "https://tracker.example")
+    html = render_html(data)
+    for text in (markdown, html):
+        assert "-12 d" not in text
+        assert "12 d before the method's first public version" in text
+        assert "3 d after the method's first public version" in text

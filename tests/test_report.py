@@ -604,3 +604,25 @@ async def test_a_landing_merged_before_the_paper_says_so(ctx: Any) -> None:
         assert "-12 d" not in text
         assert "12 d before the method's first public version" in text
         assert "3 d after the method's first public version" in text
+
+
+async def test_a_renamed_repository_brings_no_new_proposals(ctx: Any) -> None:
+    """Each night's snapshot is keyed by owner/repo#N. When a framework's repository is
+    renamed (volcengine/verl became verl-project/verl; its rows follow the new name), the next
+    report listed every proposal of it as a new proposal, and a concern or a decline of one
+    of them that night was not seen as a change. A thread is the same under its former name."""
+    from bot.store.repositories import follow_rename
+
+    old = "volcengine/verl"
+    await seed(ctx, old, 1, created=at(DAY1) - timedelta(days=3))
+    await seed(ctx, old, 2, created=at(DAY1) - timedelta(days=3))
+    await run_report(ctx, DAY1)
+    async with ctx.sessionmaker() as session:
+        await follow_rename(session, old, V)
+        await session.commit()
+    await seed(ctx, V, 2, created=at(DAY1) - timedelta(days=3), state="declined", replied=True,
+               concerns=["demand"])
+    report = await build_report(ctx, DAY2)
+    assert keys(report, "verl", "new_proposals") == []
+    assert keys(report, "verl", "declined_or_redirected") == [f"{V}#2"]
+    assert keys(report, "verl", "concerns_raised") == [f"{V}#2"]

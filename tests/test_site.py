@@ -338,3 +338,26 @@ async def test_every_proposals_link_of_a_framework_page_answers(client, ctx) -> 
     assert links
     for href in links:
         assert (await client.get(href)).status == 200, href
+
+
+async def test_a_suspended_installation_is_not_shown_as_commenting(client, ctx) -> None:
+    """A repository whose installation its owner suspended (GitHub refuses the app's tokens,
+    the app answers nothing there) read 'commenting' on /repos/ and its framework page, and
+    /api/repos gave nothing to tell it apart. It says suspended; lifting it brings it back."""
+    import re
+
+    async with ctx.sessionmaker() as session, session.begin():
+        session.add(Installation(id=6, account="THUDM", suspended=True))
+        await session.flush()
+        session.add(Repository(full_name="THUDM/slime", framework="slime", installation_id=6))
+    page = await _text(client, "/repos/")
+    row = re.search(r"<tr><td>THUDM/slime</td>.*?</tr>", page, re.S)
+    assert row is not None and "commenting" not in row.group(0) and "suspended" in row.group(0)
+    assert "suspended" in (re.search(r"<tr><td>THUDM/slime</td>.*?</tr>",
+                                     await _text(client, "/frameworks/slime"), re.S) or [""])[0]
+    rows = {r["repo"]: r for r in await _json(client, "/api/repos")}
+    assert rows["THUDM/slime"]["suspended"] is True and rows["huggingface/trl"]["suspended"] is False
+    async with ctx.sessionmaker() as session, session.begin():
+        (await session.get(Installation, 6)).suspended = False
+    row = re.search(r"<tr><td>THUDM/slime</td>.*?</tr>", await _text(client, "/repos/"), re.S)
+    assert row is not None and "commenting" in row.group(0)

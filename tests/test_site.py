@@ -195,7 +195,7 @@ async def test_framework_page_rules_proposals_methods_and_reception(client) -> N
     data = await _json(client, "/api/frameworks/trl")
     assert data["reception"] == [{
         "repo": "huggingface/trl", "framework": "trl", "comments_posted": 4, "thumbs_up": 2,
-        "thumbs_down": 3, "hidden_or_deleted": 2, "paused": True,
+        "thumbs_down": 3, "hidden_or_deleted": 2, "paused": True, "suspended": False,
         "paused_reason": "2 of the last 10 comments were hidden.", "resumed_by": None, "resumed_at": None,
     }]
     assert data["proposal_counts"] == {"declined": 1}

@@ -182,6 +182,9 @@ async def reception(session: AsyncSession, repos: list[str] | None = None) -> li
     repositories = list(await session.scalars(query.order_by(Repository.full_name)))
     if not repositories:
         return []
+    from bot.store.installations import silenced_installations
+
+    silenced = await silenced_installations(session)  # suspended (or uninstalled): no comment
     hidden = case((or_(Action.is_minimized.is_(True), Action.comment_deleted.is_(True)), 1), else_=0)
     rows = await session.execute(
         select(func.lower(Action.repo), func.count(), func.coalesce(func.sum(Action.reactions_up), 0),
@@ -201,6 +204,8 @@ async def reception(session: AsyncSession, repos: list[str] | None = None) -> li
             "thumbs_down": down,
             "hidden_or_deleted": h,
             "paused": bool(r.comments_paused),
+            # its owner suspended the installation: GitHub refuses the app's tokens there
+            "suspended": r.installation_id in silenced,
             "paused_reason": r.paused_reason,
             # The last lift of a pause: "@login" (/rltracker resume) or "operator" (the CLI).
             "resumed_by": r.resumed_by,

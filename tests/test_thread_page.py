@@ -117,6 +117,23 @@ async def test_installed_repository_without_actions_says_when_the_app_decides(ct
     assert "Nothing yet: the app decides when an issue or pull request is opened or edited" in html
 
 
+async def test_a_suspended_installation_says_the_app_does_not_comment(ctx) -> None:
+    """With the installation suspended (GitHub refuses the app's tokens) the page said the
+    app decides when an issue is opened or edited, or when asked with /rltracker recheck:
+    nothing it can do there until the installation is unsuspended."""
+    client = await _client(ctx)
+    try:
+        async with ctx.sessionmaker() as session, session.begin():
+            session.add(Installation(id=6, account="THUDM", suspended=True))
+            await session.flush()
+            session.add(Repository(full_name="THUDM/slime", framework="slime", installation_id=6))
+        html = await _page(client, "/threads/THUDM/slime/9")
+    finally:
+        await client.close()
+    assert "Nothing yet: the app decides" not in html
+    assert "installation on THUDM/slime is suspended" in html
+
+
 async def test_lists_link_to_the_thread_page(ctx) -> None:
     client = await _client(ctx)
     try:

@@ -82,6 +82,9 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
         .order_by(Action.created_at, Action.id)))
     installed = await session.scalar(
         select(Repository.installation_id).where(func.lower(Repository.full_name) == thread.repo.lower()))
+    from bot.store.installations import silenced_installations
+
+    suspended = installed is not None and installed in await silenced_installations(session)
     verdict = await thread_verdict(session, thread.id)
     framework = framework_id(thread.repo)
     result: dict[str, Any] = (analysis.result if analysis is not None else None) or {}
@@ -130,6 +133,7 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
             "created_at": format_datetime(a.created_at),
         } for a in actions],
         "installed": installed is not None,
+        "suspended": suspended,  # the installation is suspended: the app cannot act there
         "verdict": None if verdict is None else {
             **verdict_dict(verdict), "title": data.kind_title(verdict.category),
             "analyzer_title": data.kind_title(verdict.analyzer_category)},

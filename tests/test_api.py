@@ -159,6 +159,7 @@ async def test_api_lists_take_limit_from_1_and_cap_it(client: TestClient, ctx: A
         assert bigger.status == 200, route
         assert bigger.headers["X-Total-Count"] == (await client.get(route)).headers["X-Total-Count"]
     assert len(await (await client.get("/api/actions", params={"limit": "99999999999"})).json()) == 3
+    assert len(await (await client.get("/api/actions", params={"limit": "0000000001"})).json()) == 1
 
 
 async def test_stats_api(client: TestClient, ctx: AppContext) -> None:

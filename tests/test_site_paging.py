@@ -114,6 +114,9 @@ async def test_a_page_number_too_large_to_count_is_past_the_last_page(client, pa
     assert "must be a whole number" not in past and _threads_listed(past) == []
     assert re.search(r'<a rel="prev" href="/proposals\?framework=verl&amp;page=3">', past)
     await _html(client, "/proposals?page=-1", status=400)  # not a page number: still 400
+    # leading zeros say nothing: page 0000000002 is page 2
+    two = await _html(client, "/proposals?framework=verl&page=0000000002")
+    assert two.count('<a href="/threads/') == 500
 
 
 async def test_api_proposals_offset_limit_and_total(client) -> None:

@@ -146,7 +146,9 @@ def api_paging(query: Mapping[str, str], *, default_limit: int, max_limit: int
     typed = (query.get("limit") or "").strip()
     limit = parse_count(typed, default_limit)
     if limit is None and typed.isascii() and typed.isdigit() and typed.strip("0"):
-        limit = max_limit  # ten digits or more: above the cap as well (was a 400)
+        # ten digits or more: above the cap as well (was a 400); 0000000005 is 5
+        digits = typed.lstrip("0")
+        limit = int(digits) if len(digits) < 10 else max_limit
     offset = parse_count(query.get("offset"), 0)
     if not limit or offset is None:
         return (f"limit must be a whole number from 1 (at most {max_limit:,} rows are "

@@ -202,9 +202,12 @@ async def proposals_page(request: web.Request) -> web.Response:
     page = parse_count(typed, 1)
     # A page number of ten digits or more is a page number still (past the last page), not
     # a bad one: it said "page must be a whole number from 1" under a 400.
-    beyond = page is None and typed.isascii() and typed.isdigit() and bool(typed.strip("0"))
+    digits = typed.lstrip("0")
+    beyond = page is None and typed.isascii() and typed.isdigit() and bool(digits)
     if beyond:
-        page = 10 ** 9
+        # (leading zeros say nothing: 0000000003 is page 3)
+        page = int(digits) if len(digits) < 10 else 10 ** 9
+        beyond = len(digits) >= 10
     if not error and not page:
         error = "page must be a whole number from 1"
     context = {"filters": filters, "frameworks": data.catalog().frameworks,

@@ -233,3 +233,21 @@ async def test_former_repository_name_finds_the_thread(client: TestClient, ctx: 
     assert (await resp.json())["thread"]["repo"] == "verl-project/verl"
     actions = await (await client.get("/api/actions", params={"repo": "volcengine/verl"})).json()
     assert [a["number"] for a in actions] == [5]
+
+
+async def test_a_thread_stored_under_the_former_name_is_found_by_the_current_one(
+        client: TestClient, ctx: AppContext) -> None:
+    """A thread delivered before verl's rename is stored under volcengine/verl (its rows are
+    moved only by a rename event the app receives). Asked for by the name the site and GitHub
+    use now, /api/threads/verl-project/verl/6 and /threads/verl-project/verl/6 answered 404;
+    the other way round (the old name for a thread stored under the new) already worked."""
+    async with ctx.sessionmaker() as s:
+        await upsert_thread(s, {"repo": "volcengine/verl", "number": 6, "kind": "issue",
+                                "title": "Old thread", "body": "b", "state": "open"})
+        await s.commit()
+    resp = await client.get("/api/threads/verl-project/verl/6")
+    assert resp.status == 200
+    assert (await resp.json())["thread"]["repo"] == "volcengine/verl"
+    page = await client.get("/threads/verl-project/verl/6")
+    assert page.status == 200 and "Old thread" in await page.text()
+    assert (await client.get("/threads/verl-project/verl/7")).status == 404

@@ -248,6 +248,12 @@ async def test_a_thread_stored_under_the_former_name_is_found_by_the_current_one
     resp = await client.get("/api/threads/verl-project/verl/6")
     assert resp.status == 200
     assert (await resp.json())["thread"]["repo"] == "volcengine/verl"
+    async with ctx.sessionmaker() as s:
+        s.add(Action(repo="volcengine/verl", number=6, kind="failure_comment",
+                     status="dry_run", body="x"))
+        await s.commit()
+    actions = await (await client.get("/api/actions", params={"repo": "verl-project/verl"})).json()
+    assert [a["number"] for a in actions] == [6]
     page = await client.get("/threads/verl-project/verl/6")
     assert page.status == 200 and "Old thread" in await page.text()
     assert (await client.get("/threads/verl-project/verl/7")).status == 404

@@ -13,7 +13,7 @@ from aiohttp import web
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from analyzers.catalog import canonical_repo
+from analyzers.catalog import load_catalog
 from bot.context import CTX, INBOX, METRICS, WORKER
 from bot.store.types import MAX_THREAD_NUMBER, parse_count, parse_thread_number
 
@@ -157,8 +157,9 @@ def api_paging(query: Mapping[str, str], *, default_limit: int, max_limit: int
 
 
 async def api_thread(request: web.Request) -> web.Response:
+    from bot.site.data import find_thread
     from bot.store.models import Analysis
-    from bot.store.threads import get_thread, load_comments, thread_record
+    from bot.store.threads import load_comments, thread_record
     from bot.store.verdicts import shown_failure, thread_verdict, verdict_dict
 
     ctx = request.app[CTX]
@@ -167,9 +168,7 @@ async def api_thread(request: web.Request) -> web.Response:
     if number is None:
         return _json_error(404, "no such thread")
     async with ctx.sessionmaker() as session:
-        thread = await get_thread(session, f"{owner}/{name}", number)
-        if thread is None and canonical_repo(f"{owner}/{name}").lower() != f"{owner}/{name}".lower():
-            thread = await get_thread(session, canonical_repo(f"{owner}/{name}"), number)
+        thread = await find_thread(session, f"{owner}/{name}", number)
         if thread is None:
             return _json_error(404, "no such thread")
         record = thread_record(thread, await load_comments(session, thread))
@@ -194,7 +193,9 @@ async def api_actions(request: web.Request) -> web.Response:
     conditions = []
     repo = request.query.get("repo")
     if repo:
-        names = {repo.lower(), canonical_repo(repo).lower()}
+        # every name of its framework's repository, as the thread routes find a thread
+        framework = load_catalog().framework_for_repo(repo)
+        names = {repo.lower(), *(n.lower() for n in (framework.repos if framework else []))}
         conditions.append(func.lower(Action.repo).in_(names))
     number = request.query.get("number")
     if number:

@@ -103,6 +103,22 @@ def _row(r: Any) -> dict[str, Any]:
     }
 
 
+async def find_thread(session: AsyncSession, repo: str, number: int) -> Thread | None:
+    """The stored thread `repo#number` under the name asked for, else under any other name of
+    its framework's repository, the current one first (a thread delivered before a rename
+    stays under the former name until a rename event moves it)."""
+    from bot.store.threads import get_thread
+
+    thread = await get_thread(session, repo, number)
+    framework = catalog().framework_for_repo(repo)
+    for name in (framework.repos if framework is not None else []):
+        if thread is not None:
+            break
+        if name.lower() != repo.lower():
+            thread = await get_thread(session, name, number)
+    return thread
+
+
 def thread_url(repo: str, number: int, kind: str) -> str:
     """Built from the stored name and number, never taken from a payload."""
     path = {"pull_request": "pull", "discussion": "discussions"}.get(kind, "issues")

@@ -31,7 +31,6 @@ from bot.context import app_context
 from bot.site import data
 from bot.site.pages import not_found, render
 from bot.store.models import Action, Analysis, Repository
-from bot.store.threads import get_thread
 from bot.store.types import format_datetime, parse_thread_number
 from bot.store.verdicts import thread_verdict, verdict_dict
 
@@ -67,11 +66,7 @@ def comment_html(body: str | None) -> Markup:
 
 
 async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dict[str, Any] | None:
-    thread = await get_thread(session, repo, number)
-    if thread is None:
-        canonical = data.catalog().canonical_repo(repo)
-        if canonical.lower() != repo.lower():
-            thread = await get_thread(session, canonical, number)
+    thread = await data.find_thread(session, repo, number)
     if thread is None:
         return None
     cat = data.catalog()

@@ -1,0 +1,232 @@
+"""Pull-request reviews as the webhook handlers store them (bot.webhooks.events), on SQLite and
+PostgreSQL, with GitHub played by the suite's fake server.
+
+A review carries no `updated_at`: the order of two deliveries about one review cannot be told
+from their payloads. When a delivery does not follow from what is stored (an `edited` whose
+`changes.body.from` is not the stored body, a `submitted` or `dismissed` whose body is not the
+stored one), the handler asks GitHub for the review as it is now and stores that."""
+
+from __future__ import annotations
+
+import copy
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gidgethub import sansio
+from sqlalchemy import select
+
+from bot.store.models import Analysis, Comment, Deletion
+from bot.store.threads import get_thread, load_thread_record
+from bot.webhooks import events
+from bot.webhooks.worker import transient
+
+HELLO = "Codertocat/Hello-World"
+REVIEW_ID = 237895671
+REVIEW_PATH = rf"/repos/Codertocat/Hello-World/pulls/2/reviews/{REVIEW_ID}"
+PLAIN = "Looks good to me, thanks!"
+CONCERN = "Please add a unit test for the new clip ratio, there are no tests covering it."
+
+
+def _shared(shared_dir: Path, name: str) -> dict[str, Any]:
+    return json.loads((shared_dir / "fixtures" / "webhooks" / name).read_text())
+
+
+def submitted(shared_dir: Path, body: str | None = None) -> dict[str, Any]:
+    payload = _shared(shared_dir, "pull_request_review/submitted.json")
+    if body is not None:
+        payload["review"]["body"] = body
+    return payload
+
+
+def edited(shared_dir: Path, body: str, was: str) -> dict[str, Any]:
+    """`pull_request_review.edited` as GitHub sends it: the new body and `changes.body.from`."""
+    payload = submitted(shared_dir, body)
+    payload["action"] = "edited"
+    payload["changes"] = {"body": {"from": was}}
+    return payload
+
+
+class Reviews:
+    """The fake's answer to GET .../pulls/{n}/reviews/{id}: the review as GitHub has it now
+    (REST shape: upper-case state), or 404 once `gone`."""
+
+    def __init__(self, fake: Any, shared_dir: Path) -> None:
+        self.review = copy.deepcopy(submitted(shared_dir)["review"])
+        self.review["state"] = "COMMENTED"
+        self.gone = False
+        fake.add_installation(1, "Codertocat", repos=[HELLO])
+
+        @fake.route("GET", r"/repos/[^/]+/[^/]+/pulls/\d+/reviews/(?P<id>\d+)")
+        def _get(fake: Any, request: Any, match: Any, body: Any) -> Any:
+            if self.gone or int(match["id"]) != self.review["id"]:
+                return 404, {"message": "Not Found"}
+            return self.review
+
+    def now(self, body: str) -> None:
+        self.review["body"] = body
+
+
+async def dispatch(ctx: Any, event: str, payload: dict[str, Any]) -> None:
+    await events.router.dispatch(
+        sansio.Event(payload, event=event, delivery_id=str(uuid.uuid4())), ctx)
+
+
+async def batch(ctx: Any, *deliveries: tuple[str, dict[str, Any]]) -> list[BaseException | None]:
+    return await events.handle_batch(
+        [sansio.Event(p, event=e, delivery_id=str(uuid.uuid4())) for e, p in deliveries], ctx)
+
+
+async def reviews(ctx: Any) -> list[str]:
+    async with ctx.sessionmaker() as session:
+        record = await load_thread_record(session, HELLO, 2)
+    assert record is not None
+    return [c["body"] for c in record["comments"] if c["kind"] == "review"]
+
+
+async def concerns(ctx: Any) -> list[str]:
+    async with ctx.sessionmaker() as session:
+        thread = await get_thread(session, HELLO, 2)
+        row = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
+    return list(row.result["review"]["concerns"])
+
+
+def review_gets(fake: Any) -> int:
+    return len(fake.requests("GET", r"/pulls/\d+/reviews/\d+$"))
+
+
+# ---- 1. two edits applied out of order ---------------------------------------------------
+@pytest.mark.parametrize("batched", [False, True], ids=["alone", "batch"])
+async def test_two_review_edits_out_of_order_store_what_github_has_now(
+        app_ctx: Any, fake_github: Any, shared_dir: Path, batched: bool):
+    """The reviewer edited the review twice ("" -> PLAIN -> CONCERN); the second edit's
+    delivery was handled first. Before: the first edit, handled last, put PLAIN back and the
+    thread's analysis lost the concern. Now the edit whose `changes.body.from` is not the
+    stored body makes the handler read the review from GitHub."""
+    gh = Reviews(fake_github, shared_dir)
+    gh.now(CONCERN)
+    first, second = edited(shared_dir, PLAIN, ""), edited(shared_dir, CONCERN, PLAIN)
+    if batched:
+        assert await batch(app_ctx, ("pull_request_review", submitted(shared_dir)),
+                           ("pull_request_review", second),
+                           ("pull_request_review", first)) == [None] * 3
+    else:
+        await dispatch(app_ctx, "pull_request_review", submitted(shared_dir))
+        await dispatch(app_ctx, "pull_request_review", second)
+        await dispatch(app_ctx, "pull_request_review", first)
+    assert await reviews(app_ctx) == [CONCERN]
+    assert await concerns(app_ctx) == ["tests_or_docs"]  # the re-analysis read the current body
+    assert review_gets(fake_github) >= 1
+
+
+async def test_review_deliveries_in_order_do_not_ask_github(
+        app_ctx: Any, fake_github: Any, shared_dir: Path):
+    """Deliveries that follow from the stored review (the usual case) cost no request."""
+    Reviews(fake_github, shared_dir)
+    await dispatch(app_ctx, "pull_request_review", submitted(shared_dir))
+    await dispatch(app_ctx, "pull_request_review", edited(shared_dir, PLAIN, ""))
+    await dispatch(app_ctx, "pull_request_review", edited(shared_dir, CONCERN, PLAIN))
+    await dispatch(app_ctx, "pull_request_review", submitted(shared_dir, CONCERN))  # same body
+    assert await reviews(app_ctx) == [CONCERN]
+    assert review_gets(fake_github) == 0
+
+
+async def test_a_late_submitted_after_a_lost_edit_stores_the_current_body(
+        app_ctx: Any, fake_github: Any, shared_dir: Path):
+    """A `submitted` redelivered after an `edited`: before, the stored (edited) body was kept
+    even when GitHub's is newer still (the last edit's delivery lost); now the review is
+    read from GitHub."""
+    gh = Reviews(fake_github, shared_dir)
+    await dispatch(app_ctx, "pull_request_review", submitted(shared_dir))
+    await dispatch(app_ctx, "pull_request_review", edited(shared_dir, PLAIN, ""))
+    gh.now(CONCERN)  # edited again on GitHub; that delivery never came
+    await dispatch(app_ctx, "pull_request_review", submitted(shared_dir))
+    assert await reviews(app_ctx) == [CONCERN]
+    assert await concerns(app_ctx) == ["tests_or_docs"]
+
+
+# ---- 1b. the review is gone; GitHub fails ----------------------------------------------------
+@pytest.mark.parametrize("batched", [False, True], ids=["alone", "batch"])
+async def test_a_review_github_no_longer_has_is_recorded_as_deleted(
+        app_ctx: Any, fake_github: Any, shared_dir: Path, batched: bool):
+    gh = Reviews(fake_github, shared_dir)
+    await dispatch(app_ctx, "pull_request_review", submitted(shared_dir, PLAIN))
+    gh.gone = True
+    late = edited(shared_dir, CONCERN, "something else")
+    if batched:
+        assert await batch(app_ctx, ("pull_request_review", late),
+                           ("pull_request", _shared(shared_dir, "pull_request/edited.json"))
+                           ) == [None, None]
+    else:
+        await dispatch(app_ctx, "pull_request_review", late)
+    assert await reviews(app_ctx) == []
+    async with app_ctx.sessionmaker() as session:
+        keys = set(await session.scalars(select(Deletion.key)))
+    assert f"comment:review:{REVIEW_ID}" in keys
+    # A redelivery of its first version stores nothing of it any more.
+    await dispatch(app_ctx, "pull_request_review", submitted(shared_dir, PLAIN))
+    assert await reviews(app_ctx) == []
+
+
+@pytest.mark.parametrize("failure", ["5xx", "rate_limit"])
+async def test_github_failing_leaves_the_delivery_to_be_retried(
+        app_ctx: Any, fake_github: Any, shared_dir: Path, failure: str):
+    """GitHub answering 5xx or a rate limit: the handler raises an error the worker retries
+    (worker.transient), and stores nothing of the delivery; alone in a batch, the other
+    deliveries of the batch are applied."""
+    gh = Reviews(fake_github, shared_dir)
+    gh.now(CONCERN)
+    await dispatch(app_ctx, "pull_request_review", submitted(shared_dir, PLAIN))
+
+    def fail() -> None:
+        if failure == "5xx":
+            fake_github.fail_next("GET", REVIEW_PATH, 502, times=20)
+        else:
+            fake_github.rate_limited("GET", REVIEW_PATH, reset_in=600, times=20)
+
+    fail()
+    with pytest.raises(Exception) as raised:
+        await dispatch(app_ctx, "pull_request_review", edited(shared_dir, "stale", "other"))
+    assert transient(raised.value), raised.value
+    assert await reviews(app_ctx) == [PLAIN]
+    fail()
+    rc = _shared(shared_dir, "pull_request_review_comment/created.json")
+    outcomes = await batch(app_ctx, ("pull_request_review", edited(shared_dir, "stale", "other")),
+                           ("pull_request_review_comment", rc))
+    assert outcomes[1] is None and outcomes[0] is not None and transient(outcomes[0])
+    async with app_ctx.sessionmaker() as session:
+        kinds = sorted(c.kind for c in await session.scalars(select(Comment)))
+    assert kinds == ["review", "review_comment"] and await reviews(app_ctx) == [PLAIN]
+    # The retry, once GitHub answers, stores the current body.
+    fake_github._failures.clear()
+    await dispatch(app_ctx, "pull_request_review", edited(shared_dir, "stale", "other"))
+    assert await reviews(app_ctx) == [CONCERN]
+
+
+# ---- 1c. nothing to ask GitHub with ----------------------------------------------------------
+async def test_without_github_the_payload_rule_stands(ctx: Any, shared_dir: Path):
+    """No client (dry runs from examples/, tests): an `edited` is applied, a late `submitted`
+    keeps the stored body, as before."""
+    await dispatch(ctx, "pull_request_review", submitted(shared_dir))
+    await dispatch(ctx, "pull_request_review", edited(shared_dir, CONCERN, PLAIN))
+    assert await reviews(ctx) == [CONCERN]
+    await dispatch(ctx, "pull_request_review", submitted(shared_dir, PLAIN))
+    assert await reviews(ctx) == [CONCERN]
+
+
+async def test_a_delivery_without_installation_or_token_falls_back(
+        app_ctx: Any, fake_github: Any, shared_dir: Path):
+    """No installation in the payload, or an installation GitHub no longer knows (its token
+    refused): the payload rule, not a deletion, and no failed delivery."""
+    Reviews(fake_github, shared_dir)
+    await dispatch(app_ctx, "pull_request_review", submitted(shared_dir, PLAIN))
+    late = edited(shared_dir, CONCERN, "other")
+    late.pop("installation")
+    await dispatch(app_ctx, "pull_request_review", late)
+    assert await reviews(app_ctx) == [CONCERN]
+    assert review_gets(fake_github) == 0
+    fake_github.installations.clear()  # uninstalled meanwhile: the token request is refused
+    await dispatch(app_ctx, "pull_request_review", submitted(shared_dir, PLAIN))
+    assert await reviews(app_ctx) == [CONCERN]

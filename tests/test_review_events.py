@@ -36,6 +36,9 @@ def _shared(shared_dir: Path, name: str) -> dict[str, Any]:
 
 def submitted(shared_dir: Path, body: str | None = None) -> dict[str, Any]:
     payload = _shared(shared_dir, "pull_request_review/submitted.json")
+    # A reviewer other than the pull request's author: their concerns are the analysis's.
+    payload["review"]["user"] = {"login": "reviewer1", "id": 5501, "type": "User"}
+    payload["review"]["author_association"] = "MEMBER"
     if body is not None:
         payload["review"]["body"] = body
     return payload
@@ -64,6 +67,10 @@ class Reviews:
             if self.gone or int(match["id"]) != self.review["id"]:
                 return 404, {"message": "Not Found"}
             return self.review
+
+        @fake.route("GET", r"/repos/[^/]+/[^/]+/pulls/(?P<n>\d+)")
+        def _pull(fake: Any, request: Any, match: Any, body: Any) -> Any:
+            return {"number": int(match["n"]), "state": "open"}
 
     def now(self, body: str) -> None:
         self.review["body"] = body
@@ -157,7 +164,7 @@ async def test_a_review_github_no_longer_has_is_recorded_as_deleted(
     late = edited(shared_dir, CONCERN, "something else")
     if batched:
         assert await batch(app_ctx, ("pull_request_review", late),
-                           ("pull_request", _shared(shared_dir, "pull_request/edited.json"))
+                           ("pull_request", _shared(shared_dir, "pull_request/labeled.json"))
                            ) == [None, None]
     else:
         await dispatch(app_ctx, "pull_request_review", late)

@@ -8,9 +8,19 @@ then handed to `bot.pipeline.thread_changed`, which analyses the stored thread a
 
 Ordering guards, because GitHub does not promise delivery order and redeliveries repeat old
 payloads: a payload whose `updated_at` is older than the stored one does not overwrite the
-thread or comment; a review (no `updated_at`) is overwritten only by `edited`; a merged pull request never goes back to "closed"; deletions always apply,
+thread or comment; a merged pull request never goes back to "closed"; deletions always apply,
 and last: a thread or comment deleted (or a thread transferred away) is noted (Deletion), and
 a delivery about it handled afterwards stores nothing of it.
+
+Reviews carry no `updated_at`, so the order of two deliveries about one review cannot be told
+from their times. A review delivery that follows from the stored review (an `edited` whose
+`changes.body.from` is the stored body; a `submitted` or `dismissed` with the stored body; any
+about a review not stored yet) is applied as it is. One that does not is out of order or
+follows a lost delivery: the handler reads the review from GitHub (`_reviews_now`, before the
+transaction) and stores what GitHub has now; a review GitHub answers 404 for, on a pull
+request it still serves, is recorded as deleted; GitHub failing (5xx, rate limit) raises, and
+the worker retries the delivery. Without a client, credentials or installation to read with,
+the payload rule stands: `edited` overwrites, `submitted` and `dismissed` only fill.
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
+import gidgethub
 from gidgethub import sansio
 from gidgethub.routing import Router
 from sqlalchemy import delete, select, update
@@ -47,7 +58,14 @@ from bot.store.threads import (
 )
 from bot.store.types import parse_datetime
 from bot.webhooks.installations import canonical_repo, ensure_installation, upsert_repository
-from bot.webhooks.normalize import Change, PayloadError, Transfer, change_from_payload
+from bot.webhooks.normalize import (
+    Change,
+    PayloadError,
+    Transfer,
+    change_from_payload,
+    comment_from_review,
+)
+from bot.webhooks.worker import refused_for_good
 
 log = logging.getLogger(__name__)
 router = Router()
@@ -164,7 +182,115 @@ def _fills_only(change: Change) -> bool:
     and `dismissed` (which changes only its state) describe a body no newer than any stored
     one, so, late or redelivered after an `edited`, they would put the old text back."""
     return (change.comment is not None and change.comment.get("kind") == "review"
-            and change.action != "edited")
+            and change.action != "edited" and not change.extras.get("review_now"))
+
+
+# ---- reviews whose order the payload does not tell: read from GitHub ------------------------
+_GONE = object()  # a review the batch deletes (simulated order)
+
+
+def _review_id(change: Change) -> int | None:
+    """The id of the review a delivery would store, if it is one."""
+    if change.event != "pull_request_review" or change.comment is None:
+        return None
+    return int(change.comment["github_id"])
+
+
+def _follows(change: Change, payload: Mapping[str, Any], stored: str | None) -> bool:
+    """Whether a review delivery follows from the stored review's body (None: not stored),
+    so that applying it as the payload says cannot put an older text back."""
+    if stored is None:
+        return True  # nothing to revert; a later delivery that differs is checked in its turn
+    body = (change.comment or {}).get("body") or ""
+    if change.action == "edited":
+        changes = payload.get("changes")
+        was = changes.get("body") if isinstance(changes, Mapping) else None
+        if isinstance(was, Mapping) and "from" in was:
+            return (was.get("from") or "") == stored
+        return body == stored  # no `from`: only a repeat of the stored text is known in order
+    return body == stored
+
+
+def _installation_id(payload: Mapping[str, Any]) -> int | None:
+    installation = payload.get("installation")
+    iid = installation.get("id") if isinstance(installation, Mapping) else None
+    return iid if isinstance(iid, int) and not isinstance(iid, bool) else None
+
+
+async def _read_review(ctx: Any, change: Change, payload: Mapping[str, Any]) -> Change:
+    """`change` as GitHub has the review now (REST GET .../pulls/{n}/reviews/{id}, through the
+    app's client and the delivery's installation, as the repository's config is read): its
+    record then overwrites the stored one; a deletion when GitHub answers 404 for it on a pull
+    request it still serves. Unchanged when there is nothing to read with (no client, no app
+    credentials, no installation, or an installation whose token GitHub refuses for good) or
+    GitHub refuses the read for good (403: a permission missing). Raises what retrying may
+    cure (5xx, rate limits, the network): the worker retries the delivery."""
+    iid = _installation_id(payload)
+    github = getattr(ctx, "github", None)
+    if github is None or iid is None or not ctx.settings.has_app_credentials:
+        return change
+    review_id = _review_id(change)
+    assert review_id is not None
+    try:
+        await github.installation_token(iid)  # a refused token is no answer about the review
+        gh = await github.api(iid)
+        pull = f"/repos/{change.repo}/pulls/{int(change.number)}"
+        try:
+            data = await gh.getitem(f"{pull}/reviews/{review_id}")
+        except gidgethub.BadRequest as exc:
+            if exc.status_code != 404:
+                raise
+            await gh.getitem(pull)  # the pull request is served: the review is gone
+            log.info("review %s of %s#%s is gone on GitHub: recorded as deleted",
+                     review_id, change.repo, change.number)
+            return replace(change, comment=None, delete_comment=("review", review_id))
+    except gidgethub.BadRequest as exc:
+        if not refused_for_good(exc):
+            raise
+        log.warning("could not read review %s of %s#%s from GitHub (%s); the payload stands",
+                    review_id, change.repo, change.number, exc)
+        return change
+    if not isinstance(data, Mapping) or data.get("id") != review_id:
+        raise PayloadError(f"GitHub's review {review_id} of {change.repo}#{change.number} "
+                           "is not a review object")
+    record = comment_from_review(data)
+    return replace(change, comment=record, extras={**change.extras, "review_now": True})
+
+
+async def _reviews_now(ctx: Any, changes: list[Change], payloads: list[Mapping[str, Any]]
+                       ) -> list[Change | BaseException]:
+    """Each change, with review deliveries that do not follow from the stored review (as the
+    changes before it in the list leave it) replaced by what GitHub has now
+    (`_read_review`); the exception reading it raised, for that change alone."""
+    ids = {i for i in map(_review_id, changes) if i is not None}
+    if not ids:
+        return list(changes)
+    bodies: dict[int, Any] = {}
+    async with ctx.sessionmaker() as session:
+        for github_id, body in await session.execute(
+                select(Comment.github_id, Comment.body).where(
+                    Comment.kind == "review", Comment.github_id.in_(sorted(ids)))):
+            bodies[int(github_id)] = body or ""
+    out: list[Change | BaseException] = []
+    for change, payload in zip(changes, payloads, strict=True):
+        review_id = _review_id(change)
+        if review_id is None or bodies.get(review_id) is _GONE:
+            out.append(change)
+            continue
+        if not _follows(change, payload, bodies.get(review_id)):
+            try:
+                change = await _read_review(ctx, change, payload)
+            except Exception as exc:  # noqa: BLE001 - this delivery alone is retried
+                out.append(exc)
+                continue
+        if change.delete_comment is not None:
+            bodies[review_id] = _GONE
+        elif change.comment is not None and (
+                review_id not in bodies or change.action == "edited"
+                or change.extras.get("review_now")):
+            bodies[review_id] = change.comment.get("body") or ""
+        out.append(change)
+    return out
 
 
 async def _store_comment(session: AsyncSession, thread: Thread, record: dict[str, Any],
@@ -394,6 +520,10 @@ async def apply_change(
 async def handle(event_name: str, payload: Mapping[str, Any], ctx: Any) -> tuple[str, int]:
     """Store what a thread/comment delivery says, commit, then run the pipeline."""
     change = change_from_payload(event_name, payload, canonical_repo)
+    [now] = await _reviews_now(ctx, [change], [payload])
+    if isinstance(now, BaseException):
+        raise now
+    change = now
 
     async def write(session: AsyncSession, seen: set[tuple[Any, ...]]) -> tuple[str, int]:
         return await apply_change(session, change, payload, seen)
@@ -427,6 +557,12 @@ async def handle_batch(events: list[sansio.Event], ctx: Any) -> list[BaseExcepti
             outcomes[k] = exc
             continue
         readable.append((k, event.event, change, event.data))
+    nows = await _reviews_now(ctx, [c for _, _, c, _ in readable], [p for *_, p in readable])
+    for (k, *_), now in zip(readable, nows, strict=True):
+        if isinstance(now, BaseException):
+            outcomes[k] = now
+    readable = [(k, name, now, p) for (k, name, _, p), now in zip(readable, nows, strict=True)
+                if not isinstance(now, BaseException)]
 
     async def write_all(session: AsyncSession, seen: set[tuple[Any, ...]]
                         ) -> list[pipeline.ThreadChange]:

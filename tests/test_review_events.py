@@ -237,3 +237,54 @@ async def test_a_delivery_without_installation_or_token_falls_back(
     fake_github.installations.clear()  # uninstalled meanwhile: the token request is refused
     await dispatch(app_ctx, "pull_request_review", submitted(shared_dir, PLAIN))
     assert await reviews(app_ctx) == [CONCERN]
+
+
+# ---- 2. the nightly sync and a review edited while it held the pull request ----------------
+async def test_a_review_edited_during_the_sync_is_not_undone(
+        settings: Any, fake_github: Any, shared_dir: Path) -> None:
+    """A review edited on GitHub (its delivery handled) while the sync still held the pull
+    request it had fetched earlier (its other reviews came in a later request): the sync's
+    older snapshot of the review overwrote the edit, as reviews carry no `updated_at` to
+    compare. The sync keeps a stored review when the stored thread is newer than its
+    snapshot, as it keeps the newer thread (and comments with `updated_at`)."""
+    from bot.github.sync import sync
+    from tests.fake_graphql import FakeData, FakeGraphQL
+    from tests.fakegithub import no_sleep, token_context
+
+    repo = "huggingface/trl"
+    data = FakeData()
+    pr = data.add_thread(repo, "pull_request", n_reviews=25, closed=False)  # more than nested
+    responder = FakeGraphQL(data, shared_dir / "fixtures" / "github-api" / "schema.graphql")
+    review = pr["_reviews"][0]
+    calls = 0
+    alice = {"login": "alice", "type": "User"}
+
+    async with token_context(settings, fake_github) as ctx:
+        async def handler(query: str, variables: dict[str, Any]) -> Any:
+            nonlocal calls
+            calls += 1
+            answer = responder(query, variables)
+            if calls == 2:  # the rest of the reviews; meanwhile the first one is edited
+                was = review["body"] or ""
+                review["body"] = CONCERN
+                data.touch(repo, "pull_request", pr["number"], new_comments=0)
+                await dispatch(ctx, "pull_request_review", {
+                    "action": "edited", "changes": {"body": {"from": was}},
+                    "repository": {"id": 9, "full_name": repo}, "sender": alice,
+                    "pull_request": {"id": pr["databaseId"], "number": pr["number"],
+                                     "title": pr["title"], "body": pr["body"], "state": "open",
+                                     "user": alice, "created_at": pr["createdAt"],
+                                     "updated_at": pr["updatedAt"]},
+                    "review": {"id": review["databaseId"], "node_id": review["id"],
+                               "body": CONCERN, "user": alice, "state": "commented",
+                               "author_association": "MEMBER",
+                               "submitted_at": review["submittedAt"]}})
+            return answer
+
+        fake_github.graphql_handler = handler
+        await sync(ctx, [repo], sleep=no_sleep)
+        assert calls >= 2
+        async with ctx.sessionmaker() as session:
+            body = await session.scalar(select(Comment.body).where(
+                Comment.kind == "review", Comment.github_id == review["databaseId"]))
+        assert body == CONCERN

@@ -288,3 +288,14 @@ async def test_a_review_edited_during_the_sync_is_not_undone(
             body = await session.scalar(select(Comment.body).where(
                 Comment.kind == "review", Comment.github_id == review["databaseId"]))
         assert body == CONCERN
+
+
+async def test_a_review_read_from_github_is_stored_whatever_its_characters(
+        app_ctx: Any, fake_github: Any, shared_dir: Path):
+    """The review GitHub answers with is stored as the worker stores payloads: characters no
+    database stores (NUL, lone surrogates) as U+FFFD, a 65,536-character body whole."""
+    gh = Reviews(fake_github, shared_dir)
+    await dispatch(app_ctx, "pull_request_review", submitted(shared_dir, PLAIN))
+    gh.now("a\u0000b " + "x" * 65_530)
+    await dispatch(app_ctx, "pull_request_review", edited(shared_dir, "stale", "other"))
+    assert await reviews(app_ctx) == ["a\ufffdb " + "x" * 65_530]

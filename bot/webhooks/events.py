@@ -56,7 +56,7 @@ from bot.store.threads import (
     upsert_comment,
     upsert_thread,
 )
-from bot.store.types import parse_datetime
+from bot.store.types import parse_datetime, storable_text
 from bot.webhooks.installations import canonical_repo, ensure_installation, upsert_repository
 from bot.webhooks.normalize import (
     Change,
@@ -253,7 +253,9 @@ async def _read_review(ctx: Any, change: Change, payload: Mapping[str, Any]) -> 
     if not isinstance(data, Mapping) or data.get("id") != review_id:
         raise PayloadError(f"GitHub's review {review_id} of {change.repo}#{change.number} "
                            "is not a review object")
-    record = comment_from_review(data)
+    # As the worker stores payloads: what no database stores (NUL, lone surrogates) as U+FFFD.
+    record = comment_from_review(
+        {k: storable_text(v) if isinstance(v, str) else v for k, v in data.items()})
     return replace(change, comment=record, extras={**change.extras, "review_now": True})
 
 

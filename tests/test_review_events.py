@@ -136,6 +136,7 @@ async def test_review_deliveries_in_order_do_not_ask_github(
     await dispatch(app_ctx, "pull_request_review", edited(shared_dir, PLAIN, ""))
     await dispatch(app_ctx, "pull_request_review", edited(shared_dir, CONCERN, PLAIN))
     await dispatch(app_ctx, "pull_request_review", submitted(shared_dir, CONCERN))  # same body
+    await dispatch(app_ctx, "pull_request_review", edited(shared_dir, CONCERN, PLAIN))  # again
     assert await reviews(app_ctx) == [CONCERN]
     assert review_gets(fake_github) == 0
 

@@ -202,13 +202,14 @@ def _follows(change: Change, payload: Mapping[str, Any], stored: str | None) -> 
     if stored is None:
         return True  # nothing to revert; a later delivery that differs is checked in its turn
     body = (change.comment or {}).get("body") or ""
+    if body == stored:
+        return True  # applying it changes nothing (a redelivery of what is stored)
     if change.action == "edited":
         changes = payload.get("changes")
         was = changes.get("body") if isinstance(changes, Mapping) else None
         if isinstance(was, Mapping) and "from" in was:
             return (was.get("from") or "") == stored
-        return body == stored  # no `from`: only a repeat of the stored text is known in order
-    return body == stored
+    return False
 
 
 def _installation_id(payload: Mapping[str, Any]) -> int | None:

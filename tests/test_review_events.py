@@ -54,17 +54,25 @@ def edited(shared_dir: Path, body: str, was: str) -> dict[str, Any]:
 
 class Reviews:
     """The fake's answer to GET .../pulls/{n}/reviews/{id}: the review as GitHub has it now
-    (REST shape: upper-case state), or 404 once `gone`."""
+    (REST shape: upper-case state), or 404 once `gone`. `others`: more reviews by id;
+    `on_get`: an async callable run before answering (what happens meanwhile elsewhere)."""
 
     def __init__(self, fake: Any, shared_dir: Path) -> None:
         self.review = copy.deepcopy(submitted(shared_dir)["review"])
         self.review["state"] = "COMMENTED"
         self.gone = False
+        self.others: dict[int, dict[str, Any]] = {}
+        self.on_get: Any = None
         fake.add_installation(1, "Codertocat", repos=[HELLO])
 
         @fake.route("GET", r"/repos/[^/]+/[^/]+/pulls/\d+/reviews/(?P<id>\d+)")
-        def _get(fake: Any, request: Any, match: Any, body: Any) -> Any:
-            if self.gone or int(match["id"]) != self.review["id"]:
+        async def _get(fake: Any, request: Any, match: Any, body: Any) -> Any:
+            if self.on_get is not None:
+                await self.on_get()
+            review_id = int(match["id"])
+            if review_id in self.others:
+                return self.others[review_id]
+            if self.gone or review_id != self.review["id"]:
                 return 404, {"message": "Not Found"}
             return self.review
 
@@ -300,3 +308,41 @@ async def test_a_review_read_from_github_is_stored_whatever_its_characters(
     gh.now("a\u0000b " + "x" * 65_530)
     await dispatch(app_ctx, "pull_request_review", edited(shared_dir, "stale", "other"))
     assert await reviews(app_ctx) == ["a\ufffdb " + "x" * 65_530]
+
+
+async def test_a_review_written_by_another_worker_meanwhile_is_not_overwritten(
+        app_ctx: Any, fake_github: Any, shared_dir: Path):
+    """Two workers: one decides that an `edited` follows from the stored review ("" -> PLAIN)
+    while another stores what GitHub has now (CONCERN, after a later edit) and commits before
+    the first one writes. Before: the first one's transaction wrote PLAIN over CONCERN. Now
+    the transaction checks that the stored review is still the one the decision was made on
+    (on PostgreSQL under a row lock); when not, the delivery is tried again, decides anew
+    and reads GitHub. Played in one batch: the GET of another review of the batch is where
+    the other worker commits."""
+    gh = Reviews(fake_github, shared_dir)
+    gh.now(CONCERN)
+    await dispatch(app_ctx, "pull_request_review", submitted(shared_dir))
+    other = submitted(shared_dir, "first words")
+    other["review"]["id"] = 4242
+    await dispatch(app_ctx, "pull_request_review", other)
+    gh.others[4242] = {**other["review"], "body": "last words", "state": "COMMENTED"}
+    late = copy.deepcopy(other)
+    late["action"], late["review"]["body"] = "edited", "middle words"
+    late["changes"] = {"body": {"from": "words before"}}  # out of order: GitHub is read
+
+    async def another_worker_commits() -> None:
+        gh.on_get = None
+        async with app_ctx.sessionmaker() as session:
+            row = await session.scalar(select(Comment).where(
+                Comment.kind == "review", Comment.github_id == REVIEW_ID))
+            row.body = CONCERN
+            await session.commit()
+
+    gh.on_get = another_worker_commits
+    try:
+        await batch(app_ctx, ("pull_request_review", late),
+                    ("pull_request_review", edited(shared_dir, PLAIN, "")))
+    except Exception:  # noqa: BLE001 - the batch's shared part failed: the worker, each alone
+        await dispatch(app_ctx, "pull_request_review", late)
+        await dispatch(app_ctx, "pull_request_review", edited(shared_dir, PLAIN, ""))
+    assert sorted(await reviews(app_ctx)) == sorted([CONCERN, "last words"])

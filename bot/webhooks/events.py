@@ -280,7 +280,10 @@ async def _reviews_now(ctx: Any, changes: list[Change], payloads: list[Mapping[s
         if review_id is None or bodies.get(review_id) is _GONE:
             out.append(change)
             continue
-        if not _follows(change, payload, bodies.get(review_id)):
+        if _follows(change, payload, bodies.get(review_id)):
+            # judged on what is stored now: still so when its transaction writes (_still)
+            change = replace(change, extras={**change.extras, "review_was": bodies.get(review_id)})
+        else:
             try:
                 change = await _read_review(ctx, change, payload)
             except Exception as exc:  # noqa: BLE001 - this delivery alone is retried
@@ -296,8 +299,31 @@ async def _reviews_now(ctx: Any, changes: list[Change], payloads: list[Mapping[s
     return out
 
 
+class ReviewChanged(RuntimeError):
+    """The stored review is no longer the one a delivery's order was judged on (another
+    worker stored it meanwhile): the delivery is tried again, and judged anew."""
+
+
+_UNJUDGED = object()
+
+
+async def _still(session: AsyncSession, key: tuple[str, int], was: str | None,
+                 body: str) -> None:
+    """Raise ReviewChanged unless the stored review (read under a row lock on PostgreSQL,
+    which waits for a concurrent writer) is still `was` (None: not stored)."""
+    stored = await session.scalar(
+        select(Comment.body).where(Comment.kind == key[0], Comment.github_id == key[1])
+        .with_for_update())
+    now = None if stored is None else (stored or "")
+    if now != was and now != body:
+        raise ReviewChanged(f"review {key[1]} changed while its delivery was handled")
+
+
 async def _store_comment(session: AsyncSession, thread: Thread, record: dict[str, Any],
-                         looked: LookedUp | None = None, *, fill_only: bool = False) -> None:
+                         looked: LookedUp | None = None, *, fill_only: bool = False,
+                         was: Any = _UNJUDGED) -> None:
+    """`was`: the stored review's body (None: not stored) a review delivery's order was
+    judged on (`_reviews_now`); what is stored must still be it when this writes."""
     key = _comment_key(record)
     if looked is not None and key in looked.comments:
         existing = looked.comments[key]
@@ -307,6 +333,8 @@ async def _store_comment(session: AsyncSession, thread: Thread, record: dict[str
         )
     if existing is not None and (fill_only or _older(record.get("updated_at"), existing.updated_at)):
         return
+    if was is not _UNJUDGED:
+        await _still(session, key, was, record.get("body") or "")
     comment = await upsert_comment(session, thread, record, looked_up=(existing,),
                                    flush=looked is None)
     if looked is not None:
@@ -516,7 +544,8 @@ async def apply_change(
             looked.graves[comment_grave(kind, github_id)] = None
     if change.comment is not None and not _buried_comment(change, found):
         await _store_comment(session, thread, change.comment, looked,
-                             fill_only=_fills_only(change))
+                             fill_only=_fills_only(change),
+                             was=change.extras.get("review_was", _UNJUDGED))
     return thread.repo, thread.number
 
 

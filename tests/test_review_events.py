@@ -63,6 +63,7 @@ class Reviews:
         self.gone = False
         self.others: dict[int, dict[str, Any]] = {}
         self.on_get: Any = None
+        self.pull_served = True
         fake.add_installation(1, "Codertocat", repos=[HELLO])
 
         @fake.route("GET", r"/repos/[^/]+/[^/]+/pulls/\d+/reviews/(?P<id>\d+)")
@@ -78,6 +79,8 @@ class Reviews:
 
         @fake.route("GET", r"/repos/[^/]+/[^/]+/pulls/(?P<n>\d+)")
         def _pull(fake: Any, request: Any, match: Any, body: Any) -> Any:
+            if not self.pull_served:
+                return 404, {"message": "Not Found"}
             return {"number": int(match["n"]), "state": "open"}
 
     def now(self, body: str) -> None:
@@ -219,6 +222,19 @@ async def test_github_failing_leaves_the_delivery_to_be_retried(
     fake_github._failures.clear()
     await dispatch(app_ctx, "pull_request_review", edited(shared_dir, "stale", "other"))
     assert await reviews(app_ctx) == [CONCERN]
+
+
+async def test_a_404_that_may_mean_no_access_deletes_nothing(
+        app_ctx: Any, fake_github: Any, shared_dir: Path):
+    """GitHub answers 404 for the pull request too (the repository removed from the
+    installation, made private to it): nothing says the review is gone; the payload rule."""
+    gh = Reviews(fake_github, shared_dir)
+    await dispatch(app_ctx, "pull_request_review", submitted(shared_dir, PLAIN))
+    gh.gone, gh.pull_served = True, False
+    await dispatch(app_ctx, "pull_request_review", edited(shared_dir, CONCERN, "other"))
+    assert await reviews(app_ctx) == [CONCERN]
+    async with app_ctx.sessionmaker() as session:
+        assert list(await session.scalars(select(Deletion.key))) == []
 
 
 # ---- 1c. nothing to ask GitHub with ----------------------------------------------------------

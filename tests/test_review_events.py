@@ -362,3 +362,45 @@ async def test_a_review_written_by_another_worker_meanwhile_is_not_overwritten(
         await dispatch(app_ctx, "pull_request_review", late)
         await dispatch(app_ctx, "pull_request_review", edited(shared_dir, PLAIN, ""))
     assert sorted(await reviews(app_ctx)) == sorted([CONCERN, "last words"])
+
+
+# ---- 3. review comments: two edits in one second ----------------------------------------------
+def review_comment_edited(shared_dir: Path, body: str, was: str, at: str) -> dict[str, Any]:
+    payload = _shared(shared_dir, "pull_request_review_comment/edited.json")
+    payload["comment"].update(body=body, updated_at=at)
+    payload["changes"] = {"body": {"from": was}}
+    return payload
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["alone", "batch"])
+async def test_two_review_comment_edits_in_one_second_out_of_order_keep_the_last(
+        ctx: Any, shared_dir: Path, batched: bool):
+    """GitHub's `updated_at` counts seconds: two edits of a review comment within one second
+    carry the same time, and the first, handled last, was not "older" and put its text back.
+    With equal times an edit applies only when its `changes.body.from` is the stored body; a
+    late `created` of the same second changes nothing."""
+    created = _shared(shared_dir, "pull_request_review_comment/created.json")
+    first = review_comment_edited(shared_dir, PLAIN, created["comment"]["body"],
+                                  "2019-05-15T15:30:00Z")
+    second = review_comment_edited(shared_dir, CONCERN, PLAIN, "2019-05-15T15:30:00Z")
+    deliveries = [("pull_request_review_comment", p) for p in (created, second, first)]
+    if batched:
+        assert await batch(ctx, *deliveries) == [None] * 3
+    else:
+        for event, payload in deliveries:
+            await dispatch(ctx, event, payload)
+
+    async def bodies() -> list[str]:
+        async with ctx.sessionmaker() as session:
+            record = await load_thread_record(session, HELLO, 2)
+        return [c["body"] for c in record["comments"] if c["kind"] == "review_comment"]
+
+    assert await bodies() == [CONCERN]
+    # In order, both apply; a `created` of the same second as an edit changes nothing.
+    third = review_comment_edited(shared_dir, PLAIN, CONCERN, "2019-05-15T15:30:00Z")
+    await dispatch(ctx, "pull_request_review_comment", third)
+    assert await bodies() == [PLAIN]
+    same = copy.deepcopy(created)
+    same["comment"]["updated_at"] = "2019-05-15T15:30:00Z"
+    await dispatch(ctx, "pull_request_review_comment", same)
+    assert await bodies() == [PLAIN]

@@ -204,12 +204,27 @@ def _follows(change: Change, payload: Mapping[str, Any], stored: str | None) -> 
     body = (change.comment or {}).get("body") or ""
     if body == stored:
         return True  # applying it changes nothing (a redelivery of what is stored)
-    if change.action == "edited":
-        changes = payload.get("changes")
-        was = changes.get("body") if isinstance(changes, Mapping) else None
-        if isinstance(was, Mapping) and "from" in was:
-            return (was.get("from") or "") == stored
-    return False
+    return change.action == "edited" and _edited_from(payload) == stored
+
+
+def _edited_from(payload: Mapping[str, Any]) -> str | None:
+    """The body an `edited` delivery's edit replaced (`changes.body.from`); None if absent."""
+    changes = payload.get("changes")
+    was = changes.get("body") if isinstance(changes, Mapping) else None
+    if isinstance(was, Mapping) and "from" in was:
+        return str(was.get("from") or "")
+    return None
+
+
+def _same_second(record: dict[str, Any], existing: Comment, edited_from: str | None) -> bool:
+    """A review comment of the stored one's second (GitHub's `updated_at` counts seconds)
+    with another body: two edits in one second, whose order only `changes.body.from` tells.
+    True (keep the stored one) unless the delivery is the edit of the stored text."""
+    if record.get("kind") != "review_comment" or not record.get("updated_at"):
+        return False
+    stored = existing.body or ""
+    return (parse_datetime(record["updated_at"]) == existing.updated_at
+            and (record.get("body") or "") != stored and edited_from != stored)
 
 
 def _installation_id(payload: Mapping[str, Any]) -> int | None:
@@ -321,9 +336,10 @@ async def _still(session: AsyncSession, key: tuple[str, int], was: str | None,
 
 async def _store_comment(session: AsyncSession, thread: Thread, record: dict[str, Any],
                          looked: LookedUp | None = None, *, fill_only: bool = False,
-                         was: Any = _UNJUDGED) -> None:
+                         was: Any = _UNJUDGED, edited_from: str | None = None) -> None:
     """`was`: the stored review's body (None: not stored) a review delivery's order was
-    judged on (`_reviews_now`); what is stored must still be it when this writes."""
+    judged on (`_reviews_now`); what is stored must still be it when this writes.
+    `edited_from`: an `edited` delivery's `changes.body.from`."""
     key = _comment_key(record)
     if looked is not None and key in looked.comments:
         existing = looked.comments[key]
@@ -331,7 +347,8 @@ async def _store_comment(session: AsyncSession, thread: Thread, record: dict[str
         existing = await session.scalar(
             select(Comment).where(Comment.kind == key[0], Comment.github_id == key[1])
         )
-    if existing is not None and (fill_only or _older(record.get("updated_at"), existing.updated_at)):
+    if existing is not None and (fill_only or _older(record.get("updated_at"), existing.updated_at)
+                                 or _same_second(record, existing, edited_from)):
         return
     if was is not _UNJUDGED:
         await _still(session, key, was, record.get("body") or "")
@@ -545,7 +562,9 @@ async def apply_change(
     if change.comment is not None and not _buried_comment(change, found):
         await _store_comment(session, thread, change.comment, looked,
                              fill_only=_fills_only(change),
-                             was=change.extras.get("review_was", _UNJUDGED))
+                             was=change.extras.get("review_was", _UNJUDGED),
+                             edited_from=_edited_from(payload) if change.action == "edited"
+                             else None)
     return thread.repo, thread.number
 
 

@@ -20,7 +20,11 @@ follows a lost delivery: the handler reads the review from GitHub (`_reviews_now
 transaction) and stores what GitHub has now; a review GitHub answers 404 for, on a pull
 request it still serves, is recorded as deleted; GitHub failing (5xx, rate limit) raises, and
 the worker retries the delivery. Without a client, credentials or installation to read with,
-the payload rule stands: `edited` overwrites, `submitted` and `dismissed` only fill.
+the payload rule stands: `edited` overwrites, `submitted` and `dismissed` only fill. A
+delivery judged in order is written only if the stored review is still the one it was judged
+on (`_still`; else ReviewChanged, and the worker tries it again). Review comments edited
+twice in one second (GitHub's `updated_at` counts seconds): of the same second, only the edit
+of the stored text applies (`_same_second`).
 """
 
 from __future__ import annotations

@@ -736,6 +736,10 @@ class Syncer:
                 continue
             if _newer(old.updated_at, comment.get("updated_at")):
                 continue  # edited since this pass read it (a webhook stored the edit)
+            if stale and "updated_at" not in comment:
+                # A review (no updated_at) of a thread a webhook stored later than this pass
+                # read it: the stored review may be an edit made since; it is kept.
+                continue
             same_time = "updated_at" not in comment or old.updated_at == parse_datetime(comment["updated_at"])
             if old.thread_id == thread.id and same_time and (old.body or "") == comment["body"]:
                 continue  # unchanged: no write

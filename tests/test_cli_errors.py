@@ -643,3 +643,33 @@ def test_serve_posting_without_a_public_url(migrated_db: str) -> None:
     assert settings_for_serve(True, app)[0].dry_run
     settings, _ = settings_for_serve(False, {**app, "RLTRACKER_PUBLIC_URL": "https://rl.example.org/"})
     assert settings.public_url == "https://rl.example.org" and not settings.dry_run
+
+
+# ----------------------------------------------------------------- output cut short
+@pytest.mark.parametrize("command", ["rules", "rules --json", "stats --json", "deliveries",
+                                     "analyze"])
+def test_output_read_by_a_pipe_that_closed_is_no_traceback(command: str, tmp_path: Path,
+                                                           migrated_db: str) -> None:
+    """`rltracker ... | head -1`: the reader goes away, the next write fails with EPIPE. Each
+    command printed a BrokenPipeError traceback "this is a bug" (exit 1; analyze one line
+    '[Errno 32] Broken pipe', exit 2). Like any Unix tool whose reader left, the command now
+    stops quietly with 141 (128 + SIGPIPE, what the shell shows for `cat big | head -1`)."""
+    import json
+
+    (tmp_path / "CONTRIBUTING.md").write_text("Add tests for every change.\n", encoding="utf-8")
+    thread = {"id": "o/r#1", "repo": "o/r", "number": 1, "kind": "issue", "state": "open",
+              "title": "Entropy collapses", "body": "entropy drops to zero", "comments": []}
+    records = tmp_path / "in.jsonl"
+    records.write_text((json.dumps(thread) + "\n") * 50, encoding="utf-8")
+    args = {"rules": ["rules", str(tmp_path)], "rules --json": ["rules", str(tmp_path), "--json"],
+            "analyze": ["analyze", str(records), "--jobs", "1"]}.get(command, command.split())
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line is written
+    try:
+        result = subprocess.run([sys.executable, "-m", "bot.cli", *args], stdout=write_end,
+                                stderr=subprocess.PIPE, text=True, timeout=HANG_GUARD,
+                                env={**CLEAN_ENV, "DATABASE_URL": migrated_db})
+    finally:
+        os.close(write_end)
+    assert result.stderr == ""
+    assert result.returncode == 141

@@ -26,7 +26,8 @@ An optional key holding null is read as not known, as its absence is. A lone
 UTF-16 surrogate escaped in a line or a pool paper ("\\ud83d", a text cut mid-pair) is read
 as U+FFFD. The exit status is 0 when every line was analysed, 1 when some lines were bad, 2 when the command
 could not run at all (unreadable input or a bad paper pool, named with its line number) or
-stopped (a --jobs worker process died: the output on stdout is incomplete). `-o FILE` is
+stopped (a --jobs worker process died: the output on stdout is incomplete); 141 when the
+reader of stdout went away (`| head -1`), quietly, as for a tool stopped by SIGPIPE. `-o FILE` is
 replaced only when the command ran through (exit 0 or 1): exit 2 leaves it as it was.
 """
 
@@ -507,6 +508,13 @@ def analyze_command(args: argparse.Namespace) -> int:
             with _collector_off():
                 load_analyzers(pool)
             _, bad = analyze_lines(src, out, pool, sys.stderr, jobs)
+    except BrokenPipeError as exc:
+        from bot.cli import stdout_reader_gone
+
+        if (args.output or "-") == "-" and stdout_reader_gone():
+            raise  # `| head -1` read what it wanted: the command stops quietly (bot.cli.main)
+        print(f"rltracker analyze: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"rltracker analyze: {exc}", file=sys.stderr)
         return 2

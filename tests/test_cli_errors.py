@@ -673,3 +673,42 @@ def test_output_read_by_a_pipe_that_closed_is_no_traceback(command: str, tmp_pat
         os.close(write_end)
     assert result.stderr == ""
     assert result.returncode == 141
+
+
+# ----------------------------------------------------------------- database behind the code
+def _behind(url: str) -> str:
+    """A migrated database taken back one revision as it looked then: the last migration's
+    column gone, alembic_version at the revision before (new code deployed before
+    `rltracker migrate`). The column dropped is the one `repos resume` reads."""
+    from alembic.script import ScriptDirectory
+    from sqlalchemy import text
+
+    from bot.store.db import make_engine
+    from bot.store.migrate import alembic_config, head_revision
+
+    head = head_revision()
+    before = ScriptDirectory.from_config(alembic_config(url)).get_revision(head).down_revision
+
+    async def back() -> None:
+        engine = make_engine(url)
+        async with engine.begin() as conn:
+            await conn.execute(text("ALTER TABLE repositories DROP COLUMN resumed_at"))
+            await conn.execute(text("UPDATE alembic_version SET version_num = :v"), {"v": before})
+        await engine.dispose()
+
+    asyncio.run(back())
+    return str(before)
+
+
+def test_a_database_behind_the_migrations_says_run_migrate(db_url: str) -> None:
+    """New code, database not migrated yet: a query reads a column the database does not have.
+    On PostgreSQL (UndefinedColumnError) that was a traceback reported as a bug, exit 1; on
+    SQLite 'cannot open the SQLite database (no such column ...)', which it could, without the
+    remedy. Now one line saying the database is behind (its revision, the code's) and to run
+    `rltracker migrate`, as `rltracker serve` says it."""
+    from bot.store.migrate import head_revision
+
+    before = _behind(db_url)
+    result = rltracker("repos", "resume", "o/r", env={"DATABASE_URL": db_url})
+    line = one_line(result, "repos", 1, "DATABASE_URL", "behind", "rltracker migrate")
+    assert f"it is at {before}" in line and f"this code needs {head_revision()}" in line

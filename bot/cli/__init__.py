@@ -276,10 +276,25 @@ def _stop_for_closed_stdout() -> int:
     return PIPE_CLOSED
 
 
+def utf8_stdout() -> None:
+    """Standard output set to UTF-8 for a command writing JSON (RFC 8259), whatever the
+    locale's encoding: the Chinese texts of these repositories stopped the command with a
+    UnicodeEncodeError under a Latin-1 one (PYTHONIOENCODING, a redirected Windows console)."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(encoding="utf-8", errors="strict")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     for attr, name in (("stdin", "<stdin>"), ("stdout", "<stdout>")):
         if getattr(sys, attr) is None:
             setattr(sys, attr, _ClosedStream(name))
+    # Text for people in the locale's encoding; what it cannot write (a Chinese title under
+    # Latin-1) escaped as \uXXXX, as on stderr, not a UnicodeEncodeError losing the rest.
+    # Commands writing JSON set UTF-8 (utf8_stdout).
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
     module_name, _, func_name = COMMANDS[args.command].partition(":")
     try:

@@ -712,3 +712,24 @@ def test_a_database_behind_the_migrations_says_run_migrate(db_url: str) -> None:
     result = rltracker("repos", "resume", "o/r", env={"DATABASE_URL": db_url})
     line = one_line(result, "repos", 1, "DATABASE_URL", "behind", "rltracker migrate")
     assert f"it is at {before}" in line and f"this code needs {head_revision()}" in line
+
+
+@pytest.mark.parametrize("credentials", [{}, {"GITHUB_TOKEN": "ghp_a_user_token"}])
+async def test_report_with_an_issue_to_post_on_but_no_app_credentials_says_why_not(
+        migrated_db: str, fake_github: FakeGitHub, credentials: dict[str, str]) -> None:
+    """RLTRACKER_REPORT_ISSUE set, but not the app's credentials (none, or a user token: the
+    report is posted as the app): the app is in dry run, so `rltracker report` posted nothing
+    and said so only as '"posted": "dry_run"' in its JSON, exit 0, not a word on stderr; an
+    operator who set the issue could not tell why nothing came. One line on stderr now names
+    the issue and the missing credentials (the report is still built, stored and exit 0). An
+    explicit RLTRACKER_DRY_RUN=1 is the operator's choice: no line."""
+    env = {"DATABASE_URL": migrated_db, "RLTRACKER_REPORT_ISSUE": "tracker-org/tracker#1",
+           "RLTRACKER_PUBLIC_URL": "https://rl.example.org", **credentials}
+    result = await _report(fake_github, env)
+    assert '"posted": "dry_run"' in result.stdout
+    line = one_line(result, "report", 0, "tracker-org/tracker#1", "GITHUB_APP_ID",
+                    "GITHUB_PRIVATE_KEY", "not posted")
+    assert "ghp_a_user_token" not in line
+    chosen = await _report(fake_github, {**env, "RLTRACKER_DRY_RUN": "1"})
+    assert chosen.returncode == 0 and chosen.stderr == "" and '"posted": "dry_run"' in chosen.stdout
+    assert fake_github.comments_of("tracker-org/tracker", 1) == []

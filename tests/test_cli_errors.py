@@ -676,10 +676,10 @@ def test_output_read_by_a_pipe_that_closed_is_no_traceback(command: str, tmp_pat
 
 
 # ----------------------------------------------------------------- database behind the code
-def _behind(url: str) -> str:
+def _behind(url: str, revision: str | None = None) -> str:
     """A migrated database taken back one revision as it looked then: the last migration's
     column gone, alembic_version at the revision before (new code deployed before
-    `rltracker migrate`). The column dropped is the one `repos resume` reads."""
+    `rltracker migrate`), or at `revision`. The column dropped is one `repos resume` reads."""
     from alembic.script import ScriptDirectory
     from sqlalchemy import text
 
@@ -687,7 +687,7 @@ def _behind(url: str) -> str:
     from bot.store.migrate import alembic_config, head_revision
 
     head = head_revision()
-    before = ScriptDirectory.from_config(alembic_config(url)).get_revision(head).down_revision
+    before = revision or ScriptDirectory.from_config(alembic_config(url)).get_revision(head).down_revision
 
     async def back() -> None:
         engine = make_engine(url)
@@ -733,3 +733,15 @@ async def test_report_with_an_issue_to_post_on_but_no_app_credentials_says_why_n
     chosen = await _report(fake_github, {**env, "RLTRACKER_DRY_RUN": "1"})
     assert chosen.returncode == 0 and chosen.stderr == "" and '"posted": "dry_run"' in chosen.stdout
     assert fake_github.comments_of("tracker-org/tracker", 1) == []
+
+
+def test_a_database_of_a_newer_version_is_not_said_to_be_behind(db_url: str) -> None:
+    """The other way round: an older version run on a database a newer one migrated (a
+    rollback), a query meeting a column the newer migration dropped. 'Behind, run `rltracker
+    migrate`' would send the operator to a command that cannot help (this code has no such
+    revision): the line says the database is at a revision this code does not know."""
+    _behind(db_url, "9999_from_a_newer_version")
+    result = rltracker("repos", "resume", "o/r", env={"DATABASE_URL": db_url})
+    line = one_line(result, "repos", 1, "DATABASE_URL", "9999_from_a_newer_version",
+                    "does not know")
+    assert "behind" not in line and "run `rltracker migrate`" not in line

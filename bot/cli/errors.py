@@ -77,12 +77,15 @@ _SQLITE_MISSING = ("no such table", "no such column", "has no column named")
 _MISSING_SQLSTATES = ("42P01", "42703")
 
 
-def _revisions() -> tuple[str | None, str | None] | None:
-    """(the database's migration revision, the code's head); None when it cannot be read."""
+def _revisions() -> tuple[str | None, str | None, bool] | None:
+    """(the database's migration revision, the code's head, whether this code knows the
+    database's revision); None when they cannot be read."""
     import asyncio
 
+    from alembic.script import ScriptDirectory
+
     from bot.store.db import make_engine
-    from bot.store.migrate import current_revision, head_revision
+    from bot.store.migrate import alembic_config, current_revision, head_revision
 
     async def read() -> str | None:
         engine = make_engine(_database_url())
@@ -92,7 +95,10 @@ def _revisions() -> tuple[str | None, str | None] | None:
             await engine.dispose()
 
     try:
-        return asyncio.run(read()), head_revision()
+        current = asyncio.run(read())
+        script = ScriptDirectory.from_config(alembic_config(_database_url()))
+        known = {rev.revision for rev in script.walk_revisions()}
+        return current, head_revision(), current is None or current in known
     except Exception:  # noqa: BLE001 - only a better message is lost
         return None
 
@@ -102,7 +108,11 @@ def _schema_missing(subject: str, detail: str) -> str:
     new version deployed before `rltracker migrate`, which `rltracker serve` refuses)."""
     revisions = _revisions()
     if revisions is not None and revisions[0] is not None and revisions[0] != revisions[1]:
-        current, head = revisions
+        current, head, known = revisions
+        if not known:  # an older version on a database a newer one migrated: migrate cannot help
+            return (f"{subject}: the database is at migration {current}, which this version "
+                    f"does not know (its latest is {head}: {detail}); a newer version of "
+                    "rltracker migrated it: run that version")
         return (f"{subject}: the database is behind the migrations (it is at {current}, this "
                 f"code needs {head}: {detail}); run `rltracker migrate` first")
     return f"{subject}: the database has no tables ({detail}); run `rltracker migrate` first"

@@ -905,3 +905,25 @@ async def test_a_member_or_collaborator_without_write_access_gives_no_verdict_on
         "/rltracker not-a-failure", user="walt", association="COLLABORATOR", number=40), now), app_ctx)
     assert await muted(app_ctx, 40) and github.minimized == {posted["node_id"]: True}
     assert [(v.login, v.role) for v in await verdicts(app_ctx)] == [("walt", "maintainer")]
+
+
+async def test_export_to_stdout_is_utf8_whatever_the_locale(ctx: Any, fake_github: Any) -> None:
+    """The export is JSON lines, UTF-8 (RFC 8259; the labelled threads it is fitted with
+    alongside). Under a locale that is not UTF-8 (PYTHONIOENCODING=latin-1, a redirected
+    Windows console) a verdict on a Chinese thread stopped `rltracker verdicts export` on
+    stdout with a UnicodeEncodeError traceback reported as a bug, exit 1, nothing exported."""
+    import subprocess
+    import sys
+
+    from tests.test_cli import CLEAN_ENV
+
+    await install(ctx, fake_github)
+    await open_issue(ctx, fake_github, 11, title="训练过程中熵崩溃", body="熵在第40步后降到零。")
+    await commands_router.dispatch(comment_event("/rltracker kind entropy_collapse", number=11), ctx)
+    result = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-m", "bot.cli", "verdicts", "export"],
+        env={**CLEAN_ENV, "DATABASE_URL": ctx.settings.database_url, "PYTHONIOENCODING": "latin-1"},
+        capture_output=True, timeout=60)
+    assert result.returncode == 0, result.stderr.decode("utf-8", "replace")
+    [row] = [json.loads(line) for line in result.stdout.decode("utf-8").splitlines()]
+    assert row["title"] == "训练过程中熵崩溃" and row["labels"]["category"] == "entropy_collapse"

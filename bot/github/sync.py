@@ -311,10 +311,13 @@ class Progress:
 
     def start(self, total: int | None) -> None:
         if self.tty:
+            from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+            # on stderr, the terminal it checked: rich's default console is stdout (the counts)
             self._bar = Progress(TextColumn("sync"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[info]}"), transient=False)
+                                 TextColumn("{task.fields[info]}"), transient=False,
+                                 console=Console(stderr=True))
             self._bar.start()
             self._task = self._bar.add_task("sync", total=total, info="")
 

@@ -15,7 +15,7 @@ from bot.command_syntax import parse_command
 from bot.speaking.decide import act
 from bot.speaking.render import FAILURE_MARKER, REPLY_MARKER
 from bot.store.models import Action, Analysis, Thread
-from bot.webhooks.commands import resolve_failure
+from bot.webhooks.commands import handle_command, resolve_failure
 from bot.webhooks.commands import router as commands_router
 from tests.test_actions_e2e import FAILURE, INST, NOT_FAILURE, VERL, install, open_issue
 
@@ -618,3 +618,179 @@ async def test_a_slow_reply_whose_claim_was_taken_over_does_not_post_a_second_on
     assert len(replies) == 1
     [row] = [a for a in await actions(app_ctx, "command") if a.number == 12]
     assert row.status == "posted" and row.comment_id == replies[0]["id"]
+
+
+# ----------------------------------------------------------------- review30: commands, fresh eyes
+
+def note_replies(fake: Any, number: int, repo: str = VERL) -> list[dict[str, Any]]:
+    return [c for c in fake.comments_of(repo, number) if "<!-- rltracker:note-to:" in c["body"]]
+
+
+async def test_a_command_shown_as_code_or_quoted_does_not_act(app_ctx: Any, fake_github: Any) -> None:
+    """A maintainer tells the reporter how to silence the app, in a code block; the reporter
+    quotes it, and answers by e-mail from Outlook (whose original is pasted below, not quoted
+    with `>`). None of them asks the app for anything: the thread stays unmuted, the app's
+    comment visible, nothing recorded or reacted to."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 30)
+    await act(app_ctx, VERL, 30, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    fake_github.set_permission(VERL, "maint", "write")
+    for body, user, association in [
+        ("If it is noise, write this in a comment:\n```\n/rltracker stop\n```", "maint", "MEMBER"),
+        ("<!-- maintainers: /rltracker stop\n/rltracker stop\n-->\nLooking into it.", "maint", "MEMBER"),
+        ("> If it is noise, write this\n> /rltracker stop\n\nIt is not noise, thanks!", "alice", "NONE"),
+        ("It helped, thanks.\n\nFrom: maint <notifications@github.com>\nSent: Monday\n\n"
+         "/rltracker stop\n\n—\nReply to this email directly", "alice", "NONE"),
+    ]:
+        await commands_router.dispatch(comment_event(body, user=user, association=association,
+                                                     number=30), app_ctx)
+    async with app_ctx.sessionmaker() as s:
+        assert not (await s.scalar(select(Thread).where(Thread.number == 30))).muted
+    assert await actions(app_ctx, "command") == []
+    assert not fake_github.requests("POST", r"/reactions") and not fake_github.requests("POST", "/graphql")
+
+
+@pytest.mark.parametrize("body", ["/rltracker stpo", "/rltracker", "/rltracker @everyone",
+                                  "/rltracker [x](https://evil.example) <img src=x>"])
+async def test_an_unknown_command_gets_one_clear_reply_without_its_text(
+        app_ctx: Any, fake_github: Any, body: str) -> None:
+    """A typo (`/rltracker stpo`) was recorded as a skip nobody sees: the person who asked got
+    no answer at all and could not tell a typo from an app that is down. They get one reply
+    listing the commands, which never repeats what they typed (no mention to ping, no link or
+    HTML to inject); a redelivery, or an edit to another typo, posts no second one; an edit
+    that makes the command right is still answered."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 31)
+    event = comment_event(body, number=31)
+    await commands_router.dispatch(event, app_ctx)
+    await commands_router.dispatch(event, app_ctx)  # redelivered
+    [note] = note_replies(fake_github, 31)
+    assert REPLY_MARKER in note["body"]
+    for command in ("recheck", "ignore", "stop", "methods", "rules", "kind", "not-a-failure", "resume"):
+        assert f"`{command}" in note["body"]
+    typed = body.split(maxsplit=1)[1:]
+    assert not typed or typed[0] not in note["body"]
+    assert "@" not in note["body"] and "evil" not in note["body"] and "<img" not in note["body"]
+    cid = event.data["comment"]["id"]
+    edited = comment_event("/rltracker stpp", number=31, comment_id=cid)
+    edited.data.update(action="edited", changes={"body": {"from": body}})
+    await commands_router.dispatch(edited, app_ctx)
+    assert len(note_replies(fake_github, 31)) == 1
+    right = comment_event("/rltracker methods kl_growth", number=31, comment_id=cid)
+    right.data.update(action="edited", changes={"body": {"from": "/rltracker stpp"}})
+    await commands_router.dispatch(right, app_ctx)
+    assert len(replies_of(fake_github, 31)) == 2 and len(note_replies(fake_github, 31)) == 1
+
+
+async def test_an_unknown_kind_gets_one_reply_listing_the_kinds(app_ctx: Any, fake_github: Any) -> None:
+    """`/rltracker kind gradient-gremlins` stored nothing and answered nothing: the author
+    believed the kind corrected. One reply names the kinds (catalog keys) and not what was
+    typed; no verdict, no reaction."""
+    from analyzers.catalog import load_catalog
+
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 32)
+    await commands_router.dispatch(comment_event("/rltracker kind @gradient-gremlins", number=32), app_ctx)
+    [note] = note_replies(fake_github, 32)
+    assert "`kl_growth`" in note["body"] and "`none`" in note["body"]
+    assert len([k for k in load_catalog().failures if f"`{k}`" in note["body"]]) == len(load_catalog().failures)
+    assert "gremlins" not in note["body"]
+    assert not fake_github.requests("POST", r"/reactions")
+
+
+async def test_several_commands_in_one_comment_say_which_was_done(app_ctx: Any, fake_github: Any) -> None:
+    """A comment holding two commands did the first and dropped the second without a word.
+    The first is done (and acknowledged), and one reply says the others were not."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 33)
+    event = comment_event("/rltracker ignore\n/rltracker methods kl_growth", number=33)
+    await commands_router.dispatch(event, app_ctx)
+    await commands_router.dispatch(event, app_ctx)
+    async with app_ctx.sessionmaker() as s:
+        assert (await s.scalar(select(Thread).where(Thread.number == 33))).muted
+    [note] = note_replies(fake_github, 33)
+    assert "`/rltracker ignore`" in note["body"] and "new comment" in note["body"]
+    assert replies_of(fake_github, 33) == [note]  # no methods reply
+    cid = event.data["comment"]["id"]
+    assert len(fake_github.requests("POST", rf"/issues/comments/{cid}/reactions")) == 1
+    # one command alone: no note
+    await commands_router.dispatch(comment_event("/rltracker methods kl_growth", number=33), app_ctx)
+    assert len(note_replies(fake_github, 33)) == 1
+
+
+async def test_a_command_deleted_before_it_was_handled_does_not_act(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """GitHub's own issue_comment payloads through every handler: `/rltracker stop` written,
+    then deleted by its author (a mistake) while its delivery waited (a backlog, or a retry
+    after a GitHub error). The deletion is handled first; the command then muted the thread
+    and minimised the app's comment all the same, though nobody's words ask for it any more."""
+    import json
+
+    from bot.webhooks.routers import router
+
+    repo = "Codertocat/Hello-World"
+    await install(app_ctx, fake_github, repo=repo, framework="verl")
+    hooks = shared_dir / "fixtures" / "webhooks" / "issue_comment"
+    created = json.loads((hooks / "created.json").read_text())
+    deleted = json.loads((hooks / "deleted.json").read_text())
+    number = created["issue"]["number"]
+    fake_github.add_issue(repo, number, created["issue"]["title"], "", "Codertocat")
+    for payload in (created, deleted):
+        payload["installation"] = {"id": INST}
+        payload["comment"]["id"] = deleted["comment"]["id"]
+        payload["comment"]["body"] = "/rltracker stop"
+    await router.dispatch(sansio.Event(deleted, event="issue_comment", delivery_id="del"), app_ctx)
+    await router.dispatch(sansio.Event(created, event="issue_comment", delivery_id="cre"), app_ctx)
+    async with app_ctx.sessionmaker() as s:
+        thread = await s.scalar(select(Thread).where(Thread.number == number))
+        assert thread is None or not thread.muted
+    assert await actions(app_ctx, "command") == []
+    assert not fake_github.requests("POST", r"/reactions")
+
+
+async def test_a_member_without_write_access_does_not_silence_someone_elses_thread(
+        app_ctx: Any, fake_github: Any) -> None:
+    """author_association MEMBER says only that the commenter belongs to the organisation
+    (whose base permission may be read or none), COLLABORATOR that they were invited with some
+    role (maybe read or triage). `stop` minimised the app's comment on someone else's report
+    and muted it for any such commenter, a thing GitHub itself lets only people with write
+    access do to others' comments. GitHub is asked, as for verdicts and `resume`."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 34)
+    await act(app_ctx, VERL, 34, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    minimised: list[str] = []
+
+    def graphql(query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        minimised.append(variables["id"])
+        return {"data": {"minimizeComment": {"minimizedComment": {"isMinimized": True, "minimizedReason": "outdated"}}}}
+
+    fake_github.graphql_handler = graphql
+    fake_github.set_permission(VERL, "dana", "read")
+    fake_github.set_permission(VERL, "rita", "triage")
+    for login, association, command in [("dana", "MEMBER", "stop"), ("erin", "MEMBER", "ignore"),
+                                        ("rita", "COLLABORATOR", "recheck")]:
+        assert await handle_command(comment_event(f"/rltracker {command}", user=login,
+                                                  association=association, number=34),
+                                    app_ctx) == "not_allowed"
+    async with app_ctx.sessionmaker() as s:
+        assert not (await s.scalar(select(Thread).where(Thread.number == 34))).muted
+    assert minimised == []
+    skips = await actions(app_ctx, "command")
+    assert [a.details["code"].split(":")[0] for a in skips] == ["not_maintainer"] * 3
+    fake_github.set_permission(VERL, "walt", "write")
+    assert await handle_command(comment_event("/rltracker stop", user="walt", association="COLLABORATOR",
+                                              number=34), app_ctx) == "stop"
+    assert len(minimised) == 1
+
+
+async def test_a_commenter_without_a_login_is_not_the_threads_author(app_ctx: Any, fake_github: Any) -> None:
+    """A payload naming no user for the comment nor for the thread (a ghost, a partial
+    payload): None == None made the commenter the thread's author."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 35)
+    event = comment_event("/rltracker ignore", number=35)
+    event.data["comment"]["user"] = None
+    event.data["issue"]["user"] = None
+    assert await handle_command(event, app_ctx) == "not_allowed"
+    async with app_ctx.sessionmaker() as s:
+        assert not (await s.scalar(select(Thread).where(Thread.number == 35))).muted

@@ -100,6 +100,7 @@ async def test_strangers_and_bots_get_nothing(app_ctx: Any, fake_github: Any) ->
 async def test_methods_reply_once_per_command(app_ctx: Any, fake_github: Any) -> None:
     await install(app_ctx, fake_github)
     await open_issue(app_ctx, fake_github, 3)
+    fake_github.set_permission(VERL, "maint", "write")  # a member with write access: a maintainer
     event = comment_event("/rltracker methods kl-growth", user="maint", association="MEMBER", number=3)
     await commands_router.dispatch(event, app_ctx)
     await commands_router.dispatch(event, app_ctx)
@@ -455,7 +456,8 @@ async def test_an_edit_that_adds_a_command_is_answered_once(app_ctx: Any, fake_g
     worker = Worker(app_ctx, backoff=lambda attempt: 0.0)
 
     def replies() -> list[dict[str, Any]]:
-        return [c for c in fake_github.comments_of(repo, number) if REPLY_MARKER in c["body"]]
+        return [c for c in fake_github.comments_of(repo, number)
+                if REPLY_MARKER in c["body"] and "rltracker:note-to:" not in c["body"]]
 
     async def edit(client: TestClient, before: str, after: str, delivery: str) -> None:
         edited["changes"] = {"body": {"from": before}}
@@ -466,9 +468,9 @@ async def test_an_edit_that_adds_a_command_is_answered_once(app_ctx: Any, fake_g
         assert await worker.run_until_idle() == 1
 
     async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
-        # a typo in the command: an unknown command, recorded, not answered
+        # a typo in the command: an unknown command, recorded, answered by the one note
         await edit(client, "Entropy fell to 0.", "Entropy fell to 0.\n/rltracker metods kl_growth", "e1")
-        assert replies() == []
+        assert replies() == [] and len(note_replies(fake_github, number, repo)) == 1
         # made right: answered
         await edit(client, "Entropy fell to 0.\n/rltracker metods kl_growth",
                    "Entropy fell to 0.\n/rltracker methods kl_growth", "e2")
@@ -484,8 +486,8 @@ async def test_an_edit_that_adds_a_command_is_answered_once(app_ctx: Any, fake_g
         assert replies() == [reply]
     assert worker.counts["done"] == 4 and worker.counts["failed"] == 0
     rows = await actions(app_ctx, "command")
-    assert [(a.status, (a.details or {}).get("code")) for a in rows] == [
-        ("skipped", f"unknown:{cid}"), ("posted", None),
+    assert [(a.status, (a.details or {}).get("code") or (a.details or {}).get("note")) for a in rows] == [
+        ("skipped", f"unknown:{cid}"), ("posted", "unknown"), ("posted", None),
         ("skipped", f"edited_after_answer:{cid}")]
     assert "write a new comment" in rows[-1].reason
 

@@ -149,7 +149,8 @@ async def test_unknown_kind_is_recorded_and_changes_nothing(app_ctx: Any, fake_g
     await commented(app_ctx, fake_github, 4)
     event = comment_event("/rltracker kind gradient-gremlins", number=4)
     await commands_router.dispatch(event, app_ctx)
-    [row] = await actions(app_ctx, "command")
+    [row, note] = await actions(app_ctx, "command")  # the skip, and the one reply saying so
+    assert note.status == "posted" and note.details == {"note": "unknown_kind"}
     assert row.status == "skipped" and row.details["code"].startswith("unknown_kind:")
     assert "unknown failure kind" in row.reason and "kl_growth" in row.reason
     assert row.details["asked"] == "gradient-gremlins"

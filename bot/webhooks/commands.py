@@ -10,14 +10,16 @@
     /rltracker resume             lift the pause of the app's comments in this repository
 
 Only the thread's author or a maintainer (author_association OWNER, MEMBER, COLLABORATOR) may
-use them (`resume` a maintainer only: it speaks for the repository, not the thread, and a
-MEMBER, who belongs to the owning organisation but may not have write access to the
-repository, only with write access as GitHub answers it; the verdicts `kind` and
-`not-a-failure` likewise, when a MEMBER or COLLABORATOR gives them on a thread not their own);
-anyone else gets no answer (a
-skipped action records why). Bots, and the app's own
-comments, are ignored without a record. Each command comment is handled once: its Action
-row's dedupe key carries the comment id, so a redelivery does not answer twice.
+use them (`resume` a maintainer only: it speaks for the repository, not the thread). A MEMBER,
+who belongs to the owning organisation but may not have write access to the repository, and a
+COLLABORATOR, who may have been invited with read or triage, are asked of GitHub for write
+access before any command on a thread not their own and before `resume` anywhere. Anyone else
+gets no answer (a skipped action records why). Bots, the app's own comments, and a payload
+naming no commenter, are ignored without a record. Each command comment is handled once: its
+Action row's dedupe key carries the comment id, so a redelivery does not answer twice. A
+command the app cannot do as written (unknown, an unknown kind, several in one comment) gets
+one note (`_note`), which never repeats what was typed. A comment deleted before its delivery
+was handled is not acted on.
 
 Verdicts (`kind`, `not-a-failure`) are stored per thread, the latest winning (bot/store/
 verdicts.py), with who gave them and what the analyzer said then; `<failure>` is read as for
@@ -47,11 +49,11 @@ from gidgethub.routing import Router
 from sqlalchemy import delete, func, select
 
 from analyzers.catalog import canonical_repo, framework_id
-from bot.command_syntax import parse_command
+from bot.command_syntax import parse_command, parse_commands
 from bot.speaking.posting import post_reply, reply_once
 from bot.speaking.quiet import MAINTAINERS
 from bot.speaking.records import record_once, record_skip
-from bot.speaking.render import is_app_comment, methods_reply, rules_reply
+from bot.speaking.render import command_note, is_app_comment, methods_reply, rules_reply
 from bot.speaking.repo_config import effective_dry_run, get_repo_config
 from bot.speaking.rule_summary import rules_markdown
 from bot.speaking.verdict import minimize_comments, mute_thread, settle_verdict
@@ -254,23 +256,27 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     comment_id = int(comment.get("id") or 0)
     word, args = parsed
     key = f"{repo}#{number}:command:{comment_id}"
+    if comment_id and not await _answered(ctx, key) and await _deleted(ctx, comment_id):
+        return "deleted"  # its author took it back before it was handled
     if data.get("action") == "edited" and await _answered(ctx, key):
         await record_skip(ctx, repo, number, "command", f"edited_after_answer:{comment_id}",
                           "this comment's command was answered already; a comment is answered "
                           "once: write a new comment to ask again", command=word[:20])
         return "already_answered"
-    login = user.get("login")
-    author = (thread_data.get("user") or {}).get("login")
+    login = user.get("login") or None
+    author = (thread_data.get("user") or {}).get("login") or None
+    is_author = login is not None and login == author
     association = (comment.get("author_association") or "").upper()
-    if login != author and association not in MAINTAINERS:
+    if not is_author and association not in MAINTAINERS:
         await record_skip(ctx, repo, number, "command", f"not_allowed:{comment_id}",
                           "only the thread's author or a maintainer may use /rltracker commands",
-                          command=word)
+                          command=word[:20])
         return "not_allowed"
+    problem: str | None = None
     if word not in COMMANDS:
         await record_skip(ctx, repo, number, "command", f"unknown:{comment_id}",
                           "unknown /rltracker command", command=word[:20])
-        return "unknown"
+        problem = "unknown"
     if word == "resume" and association not in MAINTAINERS:
         await record_skip(ctx, repo, number, "command", f"not_maintainer:{comment_id}",
                           "only a maintainer of the repository may resume the app's comments "
@@ -284,7 +290,7 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
                           "unknown failure kind: `/rltracker kind` takes one of "
                           + ", ".join(load_catalog().failures) + " (or none)",
                           command=word, asked=" ".join(args)[:40])
-        return "unknown_kind"
+        problem = "unknown_kind"
     discussion_id = (data.get("discussion") or {}).get("node_id")
     if installation_id is not None and await _silenced(ctx, repo, int(installation_id)):
         return "not_installed"  # suspended, uninstalled or removed since it was written
@@ -295,17 +301,45 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
                           "there (a member of the organisation or a collaborator without write "
                           "access to the repository is none)", command=word)
         return "not_allowed"
-    if (word in VERDICT_COMMANDS and login != author and association in ASKED_ASSOCIATIONS
+    if (word != "resume" and not is_author and association in ASKED_ASSOCIATIONS
             and not await _may_write(ctx, repo, installation_id, str(login))):
-        # A verdict by someone other than the thread's author speaks as a maintainer: it can
-        # undo a maintainer's not-a-failure and becomes a training label. Only with write access.
+        # On a thread not their own a command speaks as a maintainer: `stop` hides the app's
+        # comment to the reporter, a verdict can undo a maintainer's not-a-failure and becomes
+        # a training label, a recheck lifts the rules that keep the app quiet where people
+        # are on it. Only with write access.
         await record_skip(ctx, repo, number, "command", f"not_maintainer:{comment_id}",
-                          "only the thread's author or a maintainer of the repository may give "
-                          "a verdict on it (a member of the organisation or a collaborator "
-                          "without write access to the repository is none)", command=word)
+                          "only the thread's author or a maintainer of the repository may use "
+                          "/rltracker commands on it (a member of the organisation or a "
+                          "collaborator without write access to the repository is none)",
+                          command=word[:20])
         return "not_allowed"
     # "dry_run: true" in the repository's config holds for commands as for comments.
     dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
+    if problem is not None:
+        await _note(ctx, repo, number, installation_id, problem, key, discussion_id, dry_run,
+                    comment_id)
+        return problem
+    outcome = await _do_command(event, ctx, repo=repo, number=number, installation_id=installation_id,
+                                word=word, args=args, key=key, discussion_id=discussion_id,
+                                dry_run=dry_run, comment_id=comment_id, login=login,
+                                is_author=is_author, verdict=verdict)
+    if outcome in (word, "posted", "dry_run", "owned", "duplicate") and len(parse_commands(body)) > 1:
+        # One command a comment (its dedupe key is the comment's): say the rest were not done
+        # (once: the note has its own slot, and a retry of a delivery whose note failed
+        # finds the command done and posts it then).
+        await _note(ctx, repo, number, installation_id, "more", key, discussion_id, dry_run,
+                    comment_id, done=word)
+    return outcome
+
+
+async def _do_command(
+    event: sansio.Event, ctx: Any, *, repo: str, number: int, installation_id: int | None,
+    word: str, args: list[str], key: str, discussion_id: str | None, dry_run: bool,
+    comment_id: int, login: str | None, is_author: bool, verdict: tuple[bool, str | None] | None,
+) -> str:
+    """Do the command (allowed, known, installed); returns what happened (`word` when done
+    now, `posted` / `dry_run` / `owned` for a reply, `duplicate` when done before)."""
+    data = event.data
     if word in ("methods", "rules"):
         return await _reply_command(ctx, repo, number, installation_id, word, args, key,
                                     discussion_id, dry_run, comment_id)
@@ -324,7 +358,7 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         await handle(event.event, data, ctx)
         async with ctx.sessionmaker() as session:
             thread = await get_thread(session, repo, number)
-    role = "author" if login == author else "maintainer"
+    role = "author" if is_author else "maintainer"
     details: dict[str, Any] = {"command": word, "by": role}
     if verdict is not None:
         if thread is None:
@@ -393,6 +427,40 @@ async def _note_details(ctx: Any, key: str, **values: Any) -> None:
         if action is not None:
             action.details = {**(action.details or {}), **values}
             await session.commit()
+
+
+async def _deleted(ctx: Any, comment_id: int) -> bool:
+    """Whether the comment was deleted (a handled `deleted` delivery noted it): a command
+    its author took back before it was handled asks for nothing."""
+    from bot.store.threads import comment_grave, graves
+
+    grave = comment_grave("comment", comment_id)
+    async with ctx.sessionmaker() as session:
+        return grave in await graves(session, {grave})
+
+
+async def _note(
+    ctx: Any, repo: str, number: int, installation_id: int | None, problem: str, key: str,
+    discussion_id: str | None, dry_run: bool, comment_id: int, done: str | None = None,
+) -> str:
+    """The one reply to a command comment the app could not do as written (`unknown`,
+    `unknown_kind`, or `more`: several commands, `done` the one done), in its own slot
+    (`{key}:note`, marker `note-to`): once per comment, whatever edits and redeliveries
+    follow, and beside a reply to the command itself. Never the person's words."""
+    from analyzers.language import detect_language
+    from bot.store.threads import get_thread
+
+    async with ctx.sessionmaker() as session:
+        thread = await get_thread(session, repo, number)
+        lang = detect_language(thread.title, thread.body) if thread else "en"
+    body = command_note(problem, lang, done=done if done in COMMANDS else None)
+    marker = f"<!-- rltracker:note-to:{comment_id} -->"
+    details = {"note": problem}
+    if discussion_id:
+        return await _reply_in_discussion(ctx, repo, number, installation_id, body, f"{key}:note",
+                                          discussion_id, dry_run, marker, details)
+    return await post_reply(ctx, repo, number, installation_id, body, dedupe_key=f"{key}:note",
+                            details=details, dry_run=dry_run, marker=marker)
 
 
 async def _reply_command(

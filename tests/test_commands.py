@@ -796,3 +796,67 @@ async def test_a_commenter_without_a_login_is_not_the_threads_author(app_ctx: An
     assert await handle_command(event, app_ctx) == "not_allowed"
     async with app_ctx.sessionmaker() as s:
         assert not (await s.scalar(select(Thread).where(Thread.number == 35))).muted
+
+
+async def test_commands_in_pull_request_review_comments_and_reviews(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """GitHub's own pull_request_review_comment and pull_request_review payloads. A maintainer
+    wrote `/rltracker rules` on a line of the diff and `/rltracker stop` in a review's summary:
+    nothing happened (only issue and discussion comments were read), though the analysis
+    already left those lines out as commands and the quiet rules did not count them as
+    replies. The reply goes to the pull request's conversation, the 👍 to the review comment
+    (REST) or to the review (GraphQL addReaction, checked against GitHub's schema), each once."""
+    import json
+
+    import graphql as gql
+
+    from tests.fake_graphql import load_github_schema
+
+    schema = load_github_schema(shared_dir / "fixtures" / "github-api" / "schema.graphql")
+    hooks = shared_dir / "fixtures" / "webhooks"
+    await install(app_ctx, fake_github)
+    on_line = json.loads((hooks / "pull_request_review_comment" / "created.json").read_text())
+    review = json.loads((hooks / "pull_request_review" / "submitted.json").read_text())
+    number = on_line["pull_request"]["number"]
+    author = on_line["pull_request"]["user"]["login"]
+    await open_issue(app_ctx, fake_github, number, user=author, kind="pull_request", title="Add GSPO")
+    reacted: list[str] = []
+
+    @fake_github.route("POST", rf"/repos/{VERL}/pulls/comments/(?P<id>\d+)/reactions")
+    def review_comment_reaction(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        reacted.append(f"rest:{match['id']}:{body['content']}")
+        return 201, {"content": body["content"]}
+
+    @fake_github.route("POST", r"/graphql")
+    def graphql_api(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        assert not gql.validate(schema, gql.parse(body["query"]))
+        if "addReaction" in body["query"]:
+            reacted.append(f"graphql:{body['variables']['id']}")
+            return {"data": {"addReaction": {"reaction": {"content": "THUMBS_UP"}}}}
+        return {"data": {"minimizeComment": {"minimizedComment": {"isMinimized": True,
+                                                                  "minimizedReason": "outdated"}}}}
+
+    for payload in (on_line, review):
+        payload["repository"]["full_name"] = VERL
+        payload["installation"] = {"id": INST}
+    on_line["comment"]["body"] = "/rltracker rules"
+    review["review"]["body"] = "Looks fine.\n/rltracker stop"
+    review["pull_request"]["number"] = number
+    for _ in range(2):  # each delivered twice: answered once
+        await commands_router.dispatch(sansio.Event(on_line, event="pull_request_review_comment",
+                                                    delivery_id="rc"), app_ctx)
+        await commands_router.dispatch(sansio.Event(review, event="pull_request_review",
+                                                    delivery_id="rv"), app_ctx)
+    [reply] = replies_of(fake_github, number)
+    assert "Contributing a method to verl" in reply["body"]
+    async with app_ctx.sessionmaker() as s:
+        assert (await s.scalar(select(Thread).where(Thread.number == number))).muted
+    assert reacted == [f"graphql:{review['review']['node_id']}"]  # `rules` is answered by its reply
+    assert sorted(a.details.get("command") for a in await actions(app_ctx, "command")) == ["rules", "stop"]
+
+    # a review comment's `ignore`: its 👍 through REST
+    on_line["comment"]["id"] += 1
+    on_line["comment"]["body"] = "/rltracker ignore"
+    await commands_router.dispatch(sansio.Event(on_line, event="pull_request_review_comment",
+                                                delivery_id="rc2"), app_ctx)
+    assert reacted[-1] == f"rest:{on_line['comment']['id']}:+1"

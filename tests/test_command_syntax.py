@@ -124,6 +124,8 @@ def test_text_shown_as_code_hidden_or_quoted_holds_no_command(body: str) -> None
     ("<details><summary>log</summary>\n\n```\nKL 12.0\n```\n</details>\n\n/rltracker kind kl_growth",
      ("kind", ["kl_growth"])),
     ("   /rltracker stop", ("stop", [])),  # three spaces: no code block
+    ("Please fold long logs in `<details>`.\n/rltracker stop", ("stop", [])),  # prose, no block
+    ("<!--\n<details>\n-->\n/rltracker stop", ("stop", [])),  # a tag inside a comment is none
     ("From the logs the KL grows.\n/rltracker kind kl_growth", ("kind", ["kl_growth"])),
 ])
 def test_a_command_after_code_comments_and_details_is_read(body: str, parsed: Any) -> None:

@@ -92,6 +92,7 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
                 fence = None
             continue
         hidden = in_comment or details > 0
+        commented = in_comment
         # HTML comments: open and close along the line
         pos = 0
         while True:
@@ -105,8 +106,10 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
                 if start < 0:
                     break
                 in_comment, pos = True, start + 4
-        lowered = line.lower()
-        if "details" in lowered:
+        # <details> as GitHub renders it: an HTML block (the line starts with a tag), not the
+        # word in prose or in an inline code span ("fold logs in `<details>`")
+        if not commented and line.lstrip().startswith("<"):
+            lowered = line.lower()
             details = max(0, details + lowered.count("<details") - lowered.count("</details"))
         if hidden:
             continue

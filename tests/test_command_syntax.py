@@ -126,6 +126,8 @@ def test_text_shown_as_code_hidden_or_quoted_holds_no_command(body: str) -> None
     ("   /rltracker stop", ("stop", [])),  # three spaces: no code block
     ("Please fold long logs in `<details>`.\n/rltracker stop", ("stop", [])),  # prose, no block
     ("<!--\n<details>\n-->\n/rltracker stop", ("stop", [])),  # a tag inside a comment is none
+    ("Templates hide their hints in `<!--` and `-->`; this one did not close: `<!--`.\n/rltracker stop",
+     ("stop", [])),  # code spans, no HTML comment
     ("From the logs the KL grows.\n/rltracker kind kl_growth", ("kind", ["kl_growth"])),
 ])
 def test_a_command_after_code_comments_and_details_is_read(body: str, parsed: Any) -> None:

@@ -57,6 +57,15 @@ def _fence(line: str) -> tuple[str, int, str] | None:
     return char, length, rest
 
 
+def _outside_code_spans(line: str) -> str:
+    """The line without its inline code spans (text between paired backticks; an unpaired
+    last one is literal), each replaced by a space."""
+    parts = line.split("`")
+    if len(parts) % 2 == 0:  # an odd number of backticks: the last one opens nothing
+        parts[-2:] = ["`".join(parts[-2:])]
+    return " ".join(parts[0::2])
+
+
 def _email_header(text: str) -> bool:
     """A line that starts the original an e-mail client put below a reply."""
     if text.endswith("wrote:") and (text.startswith("On ") or "@" in text):  # "@": a wrapped one
@@ -93,16 +102,17 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
             continue
         hidden = in_comment or details > 0
         commented = in_comment
-        # HTML comments: open and close along the line
+        # HTML comments: open and close along the line, outside its code spans
+        scanned = _outside_code_spans(line) if "`" in line else line
         pos = 0
         while True:
             if in_comment:
-                end = line.find("-->", pos)
+                end = scanned.find("-->", pos)
                 if end < 0:
                     break
                 in_comment, pos = False, end + 3
             else:
-                start = line.find("<!--", pos)
+                start = scanned.find("<!--", pos)
                 if start < 0:
                     break
                 in_comment, pos = True, start + 4

@@ -66,15 +66,23 @@ def _outside_code_spans(line: str) -> str:
     return " ".join(parts[0::2])
 
 
+def _has_address(text: str) -> bool:
+    """Whether the line holds an e-mail address (`name@host.tld`, maybe in `<...>`)."""
+    for token in text.split():
+        at = token.find("@")
+        if at > 0 and "." in token[at + 1:].strip("<>()[].,;:"):
+            return True
+    return False
+
+
 def _email_header(text: str) -> bool:
-    """A line that starts the original an e-mail client put below a reply."""
-    if text.endswith("wrote:") and (text.startswith("On ") or "@" in text):  # "@": a wrapped one
+    """A line that starts the original an e-mail client put below a reply: it names the
+    sender's address (GitHub's `notifications@github.com`, maybe wrapped onto this line)."""
+    if text.startswith("-----Original Message") or text.startswith("----- Original Message"):
         return True
-    if text.startswith("在") and (text.endswith("写道：") or text.endswith("写道:")):
-        return True
-    if text.startswith("From:") and "@" in text:
-        return True
-    return text.startswith("-----Original Message") or text.startswith("----- Original Message")
+    header = (text.endswith("wrote:") or text.startswith("From:")
+              or (text.startswith("在") and (text.endswith("写道：") or text.endswith("写道:"))))
+    return header and _has_address(text)
 
 
 def _words(line: str) -> list[str] | None:

@@ -9,9 +9,9 @@ A command is a line of its own that starts with `/rltracker` (any case; a full-w
 Chinese input methods type it; zero-width characters ignored), read in the first 50 lines of
 the first 64 KiB. What GitHub shows as code (a fenced block, a line indented four columns),
 hides (an HTML comment) or folds away (`<details>`), and what quotes someone else (a `>`
-quote, or everything below an e-mail reply's header: `On ... wrote:`, `在 ... 写道：`,
-Outlook's `From: ...@...` and `-----Original Message-----`, whose original is not quoted
-with `>`) is no command: "to silence it, write ```/rltracker stop```" asks for nothing.
+quote, or everything below an e-mail reply's header: `On ... wrote:`, `在 ... 写道：` or
+Outlook's `From:` naming an address, and `-----Original Message-----`; Outlook does not quote
+the original with `>`) is no command: "to silence it, write ```/rltracker stop```" asks for nothing.
 Every rule is a scan of each line with string methods, linear on 64 KiB.
 """
 

@@ -860,3 +860,33 @@ async def test_commands_in_pull_request_review_comments_and_reviews(
     await commands_router.dispatch(sansio.Event(on_line, event="pull_request_review_comment",
                                                 delivery_id="rc2"), app_ctx)
     assert reacted[-1] == f"rest:{on_line['comment']['id']}:+1"
+
+
+async def test_an_edit_that_changes_a_done_command_is_told_so_once(app_ctx: Any, fake_github: Any) -> None:
+    """The author's `/rltracker methods kl_growth` was answered; they edit it to
+    `entropy_collapse` and wait for the reply to change. It never does (a comment is answered
+    once), and nothing said so: only a skip nobody sees. One note says the command was done
+    and a new comment asks again; a second edit adds nothing. An edit that only adds words
+    after a command that takes none (`/rltracker ignore` -> `/rltracker ignore, thanks`)
+    asks nothing new and gets nothing."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 36)
+    event = comment_event("/rltracker methods kl_growth", number=36)
+    cid = event.data["comment"]["id"]
+    await commands_router.dispatch(event, app_ctx)
+    assert len(replies_of(fake_github, 36)) == 1
+    for before, after in [("/rltracker methods kl_growth", "/rltracker methods entropy_collapse"),
+                          ("/rltracker methods entropy_collapse", "/rltracker methods length_bias")]:
+        edited = comment_event(after, number=36, comment_id=cid)
+        edited.data.update(action="edited", changes={"body": {"from": before}})
+        assert await handle_command(edited, app_ctx) == "already_answered"
+    [note] = note_replies(fake_github, 36)
+    assert "new comment" in note["body"] and "entropy" not in note["body"]
+    assert len(replies_of(fake_github, 36)) == 2  # the answer and the note
+
+    ignore = comment_event("/rltracker ignore", number=36)
+    await commands_router.dispatch(ignore, app_ctx)
+    edited = comment_event("/rltracker ignore, thanks", number=36, comment_id=ignore.data["comment"]["id"])
+    edited.data.update(action="edited", changes={"body": {"from": "/rltracker ignore"}})
+    assert await handle_command(edited, app_ctx) == "unchanged_command"
+    assert len(note_replies(fake_github, 36)) == 1

@@ -473,8 +473,8 @@ COMMAND_FORMS = ("recheck", "ignore", "stop", "methods <failure>", "rules", "kin
 
 def command_note(problem: str, lang: str, done: str | None = None) -> str:
     """The reply to a command the app could not do as written: `unknown` (no such command),
-    `unknown_kind` (`kind` with a kind the catalog lacks) or `more` (a comment of several
-    commands: only `done` was done). Built from fixed words and catalog keys only: what the
+    `unknown_kind` (`kind` with a kind the catalog lacks), `more` (a comment of several
+    commands: only `done` was done) or `edited` (an edit changed a command done already). Built from fixed words and catalog keys only: what the
     person typed is never repeated (no mention to ping, no Markdown or HTML to inject)."""
     cat = _catalog()
     return render(

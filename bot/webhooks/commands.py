@@ -34,8 +34,9 @@ them as labelled threads.
 Edited comments: an edit that adds a command, or changes one (a misspelt `/rltracker metods`
 made right), is handled as a new comment's command would be. An edit that leaves the command
 as it was is not: the comment was answered already, or was written when the app could not
-answer it, and fixing a typo elsewhere in it is no request. A comment is still answered once
-at most: an edit that changes a command already answered records why nothing was posted
+answer it, and fixing a typo elsewhere in it is no request (nor are words added after a
+command that reads none). A comment is still answered once at most: an edit that changes a
+command already answered records why nothing was done and says so in the comment's one note
 (write a new comment to ask again).
 """
 
@@ -200,6 +201,21 @@ def _command_before_edit(data: dict[str, Any]) -> tuple[str, list[str]] | None |
     return parse_command(before["from"])
 
 
+ARGUMENT_COMMANDS = ("methods", "kind")  # the others take no words after them
+
+
+def _same_command(before: tuple[str, list[str]] | None | bool,
+                  after: tuple[str, list[str]]) -> bool:
+    """Whether an edit left the command as it was: the same word, and the same words after it
+    for a command that reads them (`/rltracker ignore` and `/rltracker ignore, thanks` ask
+    the same)."""
+    if not isinstance(before, tuple):
+        return False
+    if before[0] != after[0]:
+        return False
+    return after[0] not in ARGUMENT_COMMANDS or before[1] == after[1]
+
+
 async def _answered(ctx: Any, key: str) -> bool:
     """Whether the command comment with this dedupe key was handled (answered, acted on, or
     being answered right now)."""
@@ -249,7 +265,7 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     parsed = parse_command(body)
     if parsed is None:
         return "no_command"
-    if data.get("action") == "edited" and _command_before_edit(data) == parsed:
+    if data.get("action") == "edited" and _same_command(_command_before_edit(data), parsed):
         return "unchanged_command"
     user = comment.get("user") or {}
     if _is_bot(user) or is_app_comment(body):
@@ -272,6 +288,11 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         await record_skip(ctx, repo, number, "command", f"edited_after_answer:{ref}",
                           "this comment's command was answered already; a comment is answered "
                           "once: write a new comment to ask again", command=word[:20])
+        # Said where the person waits for the edit to count (once: the note's slot).
+        if installation_id is None or not await _silenced(ctx, repo, int(installation_id)):
+            dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
+            await _note(ctx, repo, number, installation_id, "edited", key,
+                        (data.get("discussion") or {}).get("node_id"), dry_run, ref)
         return "already_answered"
     login = user.get("login") or None
     author = (thread_data.get("user") or {}).get("login") or None
@@ -456,7 +477,8 @@ async def _note(
     discussion_id: str | None, dry_run: bool, ref: str, done: str | None = None,
 ) -> str:
     """The one reply to a command comment the app could not do as written (`unknown`,
-    `unknown_kind`, or `more`: several commands, `done` the one done), in its own slot
+    `unknown_kind`, `more`: several commands, `done` the one done, or `edited`: the command
+    changed by an edit after it was done), in its own slot
     (`{key}:note`, marker `note-to`): once per comment, whatever edits and redeliveries
     follow, and beside a reply to the command itself. Never the person's words."""
     from analyzers.language import detect_language

@@ -890,3 +890,26 @@ async def test_an_edit_that_changes_a_done_command_is_told_so_once(app_ctx: Any,
     edited.data.update(action="edited", changes={"body": {"from": "/rltracker ignore"}})
     assert await handle_command(edited, app_ctx) == "unchanged_command"
     assert len(note_replies(fake_github, 36)) == 1
+
+
+async def test_a_permission_lookup_github_refuses_does_nothing_until_the_retry(
+        app_ctx: Any, fake_github: Any) -> None:
+    """GitHub rate-limits (or fails) the collaborator permission lookup of a member's `stop` on
+    someone else's thread: nothing is done on a guess (no mute, no record, no 👍) and the
+    delivery fails, to be retried; the retry, answered, does it once."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 37)
+    fake_github.set_permission(VERL, "maint", "write")
+    fake_github.rate_limited("GET", r"/collaborators/maint/permission", reset_in=0,
+                             times=app_ctx.github.policy.max_attempts)
+    event = comment_event("/rltracker ignore", user="maint", association="MEMBER", number=37)
+    with pytest.raises(gidgethub.GitHubException):
+        await commands_router.dispatch(event, app_ctx)
+    async with app_ctx.sessionmaker() as s:
+        assert not (await s.scalar(select(Thread).where(Thread.number == 37))).muted
+    assert await actions(app_ctx, "command") == []
+    assert not fake_github.requests("POST", r"/reactions")
+    await commands_router.dispatch(event, app_ctx)  # the worker's retry
+    async with app_ctx.sessionmaker() as s:
+        assert (await s.scalar(select(Thread).where(Thread.number == 37))).muted
+    assert [a.reason for a in await actions(app_ctx, "command")] == ["/rltracker ignore"]

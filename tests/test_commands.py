@@ -913,3 +913,41 @@ async def test_a_permission_lookup_github_refuses_does_nothing_until_the_retry(
     async with app_ctx.sessionmaker() as s:
         assert (await s.scalar(select(Thread).where(Thread.number == 37))).muted
     assert [a.reason for a in await actions(app_ctx, "command")] == ["/rltracker ignore"]
+
+
+async def test_an_unknown_command_in_a_discussion_gets_its_note_there(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """GitHub's own discussion_comment payload with a typo: the note goes through GraphQL
+    addDiscussionComment (checked against GitHub's schema), once across a redelivery."""
+    import json
+
+    import graphql as gql
+
+    from tests.fake_graphql import load_github_schema
+
+    schema = load_github_schema(shared_dir / "fixtures" / "github-api" / "schema.graphql")
+    await install(app_ctx, fake_github)
+    posted: list[dict[str, Any]] = []
+
+    @fake_github.route("POST", r"/graphql")
+    def discussion_api(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        assert not gql.validate(schema, gql.parse(body["query"]))
+        variables = body.get("variables") or {}
+        if "addDiscussionComment" in body["query"]:
+            node = {"id": f"DC_{len(posted)}", "databaseId": 90 + len(posted),
+                    "viewerDidAuthor": True, "body": variables["body"]}
+            posted.append(node)
+            return {"data": {"addDiscussionComment": {"comment": {"id": node["id"],
+                                                                  "databaseId": node["databaseId"]}}}}
+        return {"data": {"node": {"comments": {"nodes": json.loads(json.dumps(posted))}}}}
+
+    data = json.loads((shared_dir / "fixtures" / "webhooks" / "discussion_comment" / "created.json").read_text())
+    data["comment"]["body"] = "/rltracker metods @team"
+    data["repository"]["full_name"] = VERL
+    data["installation"]["id"] = INST
+    event = sansio.Event(data, event="discussion_comment", delivery_id="dd-note")
+    await commands_router.dispatch(event, app_ctx)
+    await commands_router.dispatch(event, app_ctx)
+    [note] = posted
+    assert f"<!-- rltracker:note-to:{data['comment']['id']} -->" in note["body"]
+    assert "`recheck`" in note["body"] and "@team" not in note["body"] and "metods" not in note["body"]

@@ -951,3 +951,31 @@ async def test_an_unknown_command_in_a_discussion_gets_its_note_there(
     [note] = posted
     assert f"<!-- rltracker:note-to:{data['comment']['id']} -->" in note["body"]
     assert "`recheck`" in note["body"] and "@team" not in note["body"] and "metods" not in note["body"]
+
+
+async def test_an_edit_by_someone_else_is_the_editors_command(app_ctx: Any, fake_github: Any) -> None:
+    """GitHub lets people with write access, and apps, edit others' comments; the edited
+    payload's `comment.user` stays the comment's author and `sender` is the editor. A bot that
+    edited the reporter's comment (a formatter, a translation) adding a command line had it
+    done as the reporter's own; a maintainer who added `/rltracker kind` to the reporter's
+    comment had the verdict stored as the author's. Now the command is the editor's: a bot's
+    is ignored, a person's judged (and recorded) as theirs."""
+    from bot.store.models import Verdict
+
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 38)
+    event = comment_event("KL keeps growing.\n/rltracker ignore", number=38)
+    event.data.update(action="edited", changes={"body": {"from": "KL keeps growing."}},
+                      sender={"login": "formatter[bot]", "type": "Bot"})
+    assert await handle_command(event, app_ctx) == "ignored_bot"
+    async with app_ctx.sessionmaker() as s:
+        assert not (await s.scalar(select(Thread).where(Thread.number == 38))).muted
+
+    fake_github.set_permission(VERL, "maint", "write")
+    event = comment_event("KL keeps growing.\n/rltracker kind kl_growth", number=38)
+    event.data.update(action="edited", changes={"body": {"from": "KL keeps growing."}},
+                      sender={"login": "maint", "type": "User"})
+    await commands_router.dispatch(event, app_ctx)
+    async with app_ctx.sessionmaker() as s:
+        [verdict] = list(await s.scalars(select(Verdict)))
+    assert (verdict.login, verdict.role, verdict.category) == ("maint", "maintainer", "kl_growth")

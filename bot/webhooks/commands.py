@@ -268,6 +268,14 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     if data.get("action") == "edited" and _same_command(_command_before_edit(data), parsed):
         return "unchanged_command"
     user = comment.get("user") or {}
+    association = (comment.get("author_association") or "").upper()
+    sender = data.get("sender") or {}
+    if (data.get("action") == "edited" and isinstance(sender, dict) and sender.get("login")
+            and sender.get("login") != user.get("login")):
+        # Someone else edited the comment (people with write access, and apps, may): the
+        # command is the editor's, not the comment author's. The payload says nothing of the
+        # editor's association: asked of GitHub below, as a collaborator's would be.
+        user, association = sender, "COLLABORATOR"
     if _is_bot(user) or is_app_comment(body):
         return "ignored_bot"
     thread_data = data.get("issue") or data.get("discussion") or data.get("pull_request") or {}
@@ -297,7 +305,6 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     login = user.get("login") or None
     author = (thread_data.get("user") or {}).get("login") or None
     is_author = login is not None and login == author
-    association = (comment.get("author_association") or "").upper()
     if not is_author and association not in MAINTAINERS:
         await record_skip(ctx, repo, number, "command", f"not_allowed:{ref}",
                           "only the thread's author or a maintainer may use /rltracker commands",

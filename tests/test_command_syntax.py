@@ -22,11 +22,14 @@ def test_without_commands_drops_only_command_lines() -> None:
     assert without_commands("no command here") == "no command here"
 
 
-def test_without_commands_reads_as_many_lines_as_parse_command() -> None:
-    filler = "line\n" * 60
-    body = filler + "/rltracker ignore\n"
-    assert parse_command(body) is None  # beyond the lines a command is looked for in
-    assert without_commands(body) == body
+def test_a_command_below_a_long_pasted_log_is_read() -> None:
+    """A report comment pastes 60 lines of log in a fence and ends with the verdict: only the
+    first 50 lines were read, so the command at the bottom was silently ignored. The fence
+    keeps the log's lines from being commands; the whole 64 KiB is read."""
+    log = "".join(f"step {n} kl 0.{n:02d}\n" for n in range(60))
+    body = "Full log:\n```\n" + log + "```\n/rltracker kind kl_growth\n"
+    assert parse_command(body) == ("kind", ["kl_growth"])
+    assert without_commands(body) == "Full log:\n```\n" + log + "```\n"
 
 
 def test_without_commands_reads_the_characters_parse_command_reads() -> None:

@@ -6,8 +6,7 @@ command is addressed to the app, not to the thread: `/rltracker kind entropy_col
 report wording, and a maintainer's `/rltracker rules` is no reply to a proposal.
 
 A command is a line of its own that starts with `/rltracker` (any case; a full-width `／` as
-Chinese input methods type it; zero-width characters ignored), read in the first 50 lines of
-the first 64 KiB. What GitHub shows as code (a fenced block, a line indented four columns),
+Chinese input methods type it; zero-width characters ignored), read in the first 64 KiB. What GitHub shows as code (a fenced block, a line indented four columns),
 hides (an HTML comment) or folds away (`<details>`), and what quotes someone else (a `>`
 quote, or everything below an e-mail reply's header: `On ... wrote:`, `在 ... 写道：` or
 Outlook's `From:` naming an address, and `-----Original Message-----`; Outlook does not quote
@@ -19,7 +18,6 @@ from __future__ import annotations
 
 PREFIX = "/rltracker"
 _MAX_BODY = 65536  # characters read for a command
-_MAX_LINES = 50  # lines read for a command
 # Invisible characters a paste or an editor leaves around a command (zero-width space, joiners,
 # word joiner, byte-order mark): dropped before the line is read.
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff"))
@@ -101,7 +99,7 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
     fence: tuple[str, int] | None = None
     in_comment = False
     details = 0
-    for n, raw in enumerate((body or "")[:_MAX_BODY].splitlines()[:_MAX_LINES]):
+    for n, raw in enumerate((body or "")[:_MAX_BODY].splitlines()):
         line = raw.translate(_INVISIBLE)
         if fence is not None:
             closing = _fence(line)

@@ -6,8 +6,8 @@ command is addressed to the app, not to the thread: `/rltracker kind entropy_col
 report wording, and a maintainer's `/rltracker rules` is no reply to a proposal.
 
 A command is a line of its own that starts with `/rltracker` (any case; a full-width `／` as
-Chinese input methods type it; zero-width characters ignored), read in the first 64 KiB. What GitHub shows as code (a fenced block, a line indented four columns),
-hides (an HTML comment) or folds away (`<details>`), and what quotes someone else (a `>`
+Chinese input methods type it; zero-width characters ignored), read in the first 64 KiB.
+What GitHub shows as code (a fenced block, a line indented four columns), hides (an HTML comment) or folds away (`<details>`), and what quotes someone else (a `>`
 quote, or everything below an e-mail reply's header: `On ... wrote:`, `在 ... 写道：` or
 Outlook's `From:` naming an address, and `-----Original Message-----`; Outlook does not quote
 the original with `>`) is no command: "to silence it, write ```/rltracker stop```" asks for nothing.
@@ -100,6 +100,8 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
     in_comment = False
     details = 0
     for n, raw in enumerate((body or "")[:_MAX_BODY].splitlines()):
+        if not raw or raw.isspace():
+            continue  # changes no state (a fence, a comment, <details> go on across it)
         line = raw.translate(_INVISIBLE)
         if fence is not None:
             closing = _fence(line)

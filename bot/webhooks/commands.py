@@ -15,8 +15,8 @@ use them (`resume` a maintainer only: it speaks for the repository, not the thre
 who belongs to the owning organisation but may not have write access to the repository, and a
 COLLABORATOR, who may have been invited with read or triage, are asked of GitHub for write
 access before any command on a thread not their own and before `resume` anywhere. Anyone else
-gets no answer (a skipped action records why). Bots, the app's own comments, and a payload
-naming no commenter, are ignored without a record. Each command comment is handled once: its
+gets no answer (a skipped action records why; a payload naming no commenter is never the
+thread's author's). Bots and the app's own comments are ignored without a record. Each command comment is handled once: its
 Action row's dedupe key carries the comment id, so a redelivery does not answer twice. A
 command the app cannot do as written (unknown, an unknown kind, several in one comment) gets
 one note (`_note`), which never repeats what was typed. A comment deleted before its delivery

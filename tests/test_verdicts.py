@@ -149,7 +149,8 @@ async def test_unknown_kind_is_recorded_and_changes_nothing(app_ctx: Any, fake_g
     await commented(app_ctx, fake_github, 4)
     event = comment_event("/rltracker kind gradient-gremlins", number=4)
     await commands_router.dispatch(event, app_ctx)
-    [row] = await actions(app_ctx, "command")
+    [row, note] = await actions(app_ctx, "command")  # the skip, and the one reply saying so
+    assert note.status == "posted" and note.details == {"note": "unknown_kind"}
     assert row.status == "skipped" and row.details["code"].startswith("unknown_kind:")
     assert "unknown failure kind" in row.reason and "kl_growth" in row.reason
     assert row.details["asked"] == "gradient-gremlins"
@@ -172,8 +173,9 @@ async def test_an_edit_that_adds_a_verdict_is_handled_once(app_ctx: Any, fake_gi
     event.data["comment"]["body"] = "/rltracker kind entropy_collapse"
     await commands_router.dispatch(event, app_ctx)
     assert [v.category for v in await verdicts(app_ctx)] == ["kl_growth"]
-    codes = [(a.details or {}).get("code") for a in await actions(app_ctx, "command")]
-    assert codes[-1].startswith("edited_after_answer:")
+    rows = await actions(app_ctx, "command")
+    assert (rows[-2].details or {}).get("code", "").startswith("edited_after_answer:")
+    assert rows[-1].details == {"note": "edited"}  # and the one note saying so
 
 
 async def test_verdict_in_dry_run(ctx: Any, fake_github: Any) -> None:

@@ -22,9 +22,10 @@ request it still serves, is recorded as deleted; GitHub failing (5xx, rate limit
 the worker retries the delivery. Without a client, credentials or installation to read with,
 the payload rule stands: `edited` overwrites, `submitted` and `dismissed` only fill. A
 delivery judged in order is written only if the stored review is still the one it was judged
-on (`_still`; else ReviewChanged, and the worker tries it again). Review comments edited
+on (`_still`; else ReviewChanged, and the worker tries it again). Comments and threads edited
 twice in one second (GitHub's `updated_at` counts seconds): of the same second, only the edit
-of the stored text applies (`_same_second`).
+of the stored text applies (`_same_second`, `_keep_same_second_text`). A thread stored from a
+later delivery is completed by its opening one handled afterwards (`_complete`).
 """
 
 from __future__ import annotations

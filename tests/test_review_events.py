@@ -404,3 +404,25 @@ async def test_two_review_comment_edits_in_one_second_out_of_order_keep_the_last
     same["comment"]["updated_at"] = "2019-05-15T15:30:00Z"
     await dispatch(ctx, "pull_request_review_comment", same)
     assert await bodies() == [PLAIN]
+
+
+# ---- 4. a maintainer's review is a reply ---------------------------------------------------
+async def test_a_maintainers_review_marks_the_pull_request_replied(ctx: Any, shared_dir: Path):
+    """Reviews exist only on pull requests, where the app posts no failure comment (quiet
+    rule `not_issue`), so none has to be frozen by them; what they change is the thread's
+    reply state, which each review delivery's re-analysis gives: a bare approval by a
+    maintainer turns `open_no_reply` into `open_replied` (docs/comments.md)."""
+    opened = _shared(shared_dir, "pull_request/opened.json")
+    await dispatch(ctx, "pull_request", opened)
+
+    async def state() -> str | None:
+        async with ctx.sessionmaker() as session:
+            thread = await get_thread(session, HELLO, 2)
+            row = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
+        return row.review_state
+
+    assert await state() == "open_no_reply"
+    approval = submitted(shared_dir, "")
+    approval["review"]["state"] = "approved"
+    await dispatch(ctx, "pull_request_review", approval)
+    assert await state() == "open_replied"

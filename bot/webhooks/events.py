@@ -22,9 +22,10 @@ request it still serves, is recorded as deleted; GitHub failing (5xx, rate limit
 the worker retries the delivery. Without a client, credentials or installation to read with,
 the payload rule stands: `edited` overwrites, `submitted` and `dismissed` only fill. A
 delivery judged in order is written only if the stored review is still the one it was judged
-on (`_still`; else ReviewChanged, and the worker tries it again). Review comments edited
+on (`_still`; else ReviewChanged, and the worker tries it again). Comments and threads edited
 twice in one second (GitHub's `updated_at` counts seconds): of the same second, only the edit
-of the stored text applies (`_same_second`).
+of the stored text applies (`_same_second`, `_keep_same_second_text`). A thread stored from a
+later delivery is completed by its opening one handled afterwards (`_complete`).
 """
 
 from __future__ import annotations
@@ -146,34 +147,58 @@ def _buried_comment(change: Change, found: dict[str, datetime | None]) -> bool:
 
 async def _store_thread(
     session: AsyncSession, record: dict[str, Any], *, opened: bool,
-    looked: LookedUp | None = None,
+    looked: LookedUp | None = None, edited: Mapping[str, str] | None = None,
 ) -> Thread:
+    """`edited`: an `edited` delivery's `changes.*.from` (`_edit_froms`)."""
     key = (str(record["repo"]).lower(), int(record["number"]))
     if looked is not None and key in looked.threads:
         existing = looked.threads[key]
     else:
         existing = await get_thread(session, record["repo"], record["number"])
     thread = await _write_thread(session, dict(record), existing, opened=opened,
-                                 flush=looked is None)
+                                 flush=looked is None, edited=edited or {})
     if looked is not None:
         looked.threads[key] = thread
     return thread
 
 
 async def _write_thread(session: AsyncSession, record: dict[str, Any], existing: Thread | None,
-                        *, opened: bool, flush: bool = True) -> Thread:
+                        *, opened: bool, flush: bool = True,
+                        edited: Mapping[str, str] | None = None) -> Thread:
     if existing is None:
         # Only a thread seen from its first event is known in full; others wait for sync.
         record["complete"] = bool(opened)
         return await upsert_thread(session, record, looked_up=(None,))
     record.pop("complete", None)
+    if opened and not existing.complete:
+        _complete(existing, record)
     if _older(record.get("updated_at"), existing.updated_at):
         return existing  # a late or repeated delivery: keep the newer stored state
+    _keep_same_second_text(record, existing, edited or {})
     if existing.state == "merged" and record.get("state") in ("open", "closed"):
         record.pop("state")  # the issue-shaped view of a PR may not know it was merged
     if existing.kind != record.get("kind", existing.kind) and existing.kind == "pull_request":
         record["kind"] = existing.kind
     return await upsert_thread(session, record, looked_up=(existing,), flush=flush)
+
+
+# What a thread's opening delivery tells for good: ids, author, creation, address.
+_BORN_WITH = ("github_id", "node_id", "author", "author_is_bot", "created_at", "url")
+
+
+def _complete(existing: Thread, record: dict[str, Any]) -> None:
+    """A thread stored from a later delivery (a comment, a review: `complete` false, its
+    beginning unknown) reached by its opening one (`opened`, `created`; not at the new place
+    of a transfer, whose history is elsewhere), late or in the same second. The app received
+    it from its start, so every later delivery of it comes here as well: it is complete. The
+    opening payload fills what the earlier delivery did not carry (a pull request first seen
+    through `issue_comment` has the issue's ids, not its own) and nothing else: the stored
+    state is newer."""
+    existing.complete = True
+    for name in _BORN_WITH:
+        if getattr(existing, name) is None and record.get(name) is not None:
+            value = record[name]
+            setattr(existing, name, parse_datetime(value) if name == "created_at" else value)
 
 
 def _comment_key(record: dict[str, Any]) -> tuple[str, int]:
@@ -221,14 +246,44 @@ def _edited_from(payload: Mapping[str, Any]) -> str | None:
 
 
 def _same_second(record: dict[str, Any], existing: Comment, edited_from: str | None) -> bool:
-    """A review comment of the stored one's second (GitHub's `updated_at` counts seconds)
-    with another body: two edits in one second, whose order only `changes.body.from` tells.
-    True (keep the stored one) unless the delivery is the edit of the stored text."""
-    if record.get("kind") != "review_comment" or not record.get("updated_at"):
+    """A comment (issue, discussion or review comment) of the stored one's second (GitHub's
+    `updated_at` counts seconds) with another body: two edits in one second, whose order only
+    `changes.body.from` tells. True (keep the stored one) unless the delivery is the edit of
+    the stored text. Reviews carry no `updated_at`: their order is judged by `_follows`."""
+    if not record.get("updated_at"):
         return False
     stored = existing.body or ""
     return (parse_datetime(record["updated_at"]) == existing.updated_at
             and (record.get("body") or "") != stored and edited_from != stored)
+
+
+def _edit_froms(payload: Mapping[str, Any]) -> dict[str, str]:
+    """What an `edited` delivery's edit replaced, per field (`changes.body.from`,
+    `changes.title.from`)."""
+    changes = payload.get("changes")
+    out: dict[str, str] = {}
+    if isinstance(changes, Mapping):
+        for name in ("body", "title"):
+            was = changes.get(name)
+            if isinstance(was, Mapping) and "from" in was:
+                out[name] = str(was.get("from") or "")
+    return out
+
+
+def _keep_same_second_text(record: dict[str, Any], existing: Thread,
+                           edited: Mapping[str, str]) -> None:
+    """A thread delivery of the stored thread's second (two edits in one second, or an edit
+    and another event): its body or title, where it differs from the stored one, is dropped
+    from `record` unless the delivery is an `edited` whose `changes.*.from` is the stored
+    text; the delivery's other fields apply as the plain `updated_at` rule says."""
+    if not record.get("updated_at") or parse_datetime(record["updated_at"]) != existing.updated_at:
+        return
+    for name in ("body", "title"):
+        if name not in record:
+            continue
+        stored = getattr(existing, name) or ""
+        if (record.get(name) or "") != stored and edited.get(name) != stored:
+            record.pop(name)
 
 
 def _installation_id(payload: Mapping[str, Any]) -> int | None:
@@ -554,7 +609,9 @@ async def apply_change(
     found = await _graves(session, change, looked)
     if _buried_thread(change, found):
         return change.repo, change.number  # about a deleted thread: nothing of it is stored
-    thread = await _store_thread(session, change.thread, opened=change.opened, looked=looked)
+    thread = await _store_thread(session, change.thread, opened=change.opened, looked=looked,
+                                 edited=_edit_froms(payload) if change.action == "edited"
+                                 else None)
     if change.delete_comment is not None:
         kind, github_id = change.delete_comment
         await delete_comment(session, kind, github_id)

@@ -152,6 +152,14 @@ async def test_api_lists_take_limit_from_1_and_cap_it(client: TestClient, ctx: A
         big = await client.get(route, params={"limit": "999999999"})  # above the cap: the cap
         assert big.status == 200, route
     assert len(await (await client.get("/api/actions", params={"limit": "999999999"})).json()) == 3
+    # A limit of ten digits or more is above the cap as well: the cap, not a 400 saying it
+    # is not a whole number from 1.
+    for route in ("/api/actions", "/api/proposals"):
+        bigger = await client.get(route, params={"limit": "1" + "0" * 20})
+        assert bigger.status == 200, route
+        assert bigger.headers["X-Total-Count"] == (await client.get(route)).headers["X-Total-Count"]
+    assert len(await (await client.get("/api/actions", params={"limit": "99999999999"})).json()) == 3
+    assert len(await (await client.get("/api/actions", params={"limit": "0000000001"})).json()) == 1
 
 
 async def test_stats_api(client: TestClient, ctx: AppContext) -> None:
@@ -225,3 +233,27 @@ async def test_former_repository_name_finds_the_thread(client: TestClient, ctx: 
     assert (await resp.json())["thread"]["repo"] == "verl-project/verl"
     actions = await (await client.get("/api/actions", params={"repo": "volcengine/verl"})).json()
     assert [a["number"] for a in actions] == [5]
+
+
+async def test_a_thread_stored_under_the_former_name_is_found_by_the_current_one(
+        client: TestClient, ctx: AppContext) -> None:
+    """A thread delivered before verl's rename is stored under volcengine/verl (its rows are
+    moved only by a rename event the app receives). Asked for by the name the site and GitHub
+    use now, /api/threads/verl-project/verl/6 and /threads/verl-project/verl/6 answered 404;
+    the other way round (the old name for a thread stored under the new) already worked."""
+    async with ctx.sessionmaker() as s:
+        await upsert_thread(s, {"repo": "volcengine/verl", "number": 6, "kind": "issue",
+                                "title": "Old thread", "body": "b", "state": "open"})
+        await s.commit()
+    resp = await client.get("/api/threads/verl-project/verl/6")
+    assert resp.status == 200
+    assert (await resp.json())["thread"]["repo"] == "volcengine/verl"
+    async with ctx.sessionmaker() as s:
+        s.add(Action(repo="volcengine/verl", number=6, kind="failure_comment",
+                     status="dry_run", body="x"))
+        await s.commit()
+    actions = await (await client.get("/api/actions", params={"repo": "verl-project/verl"})).json()
+    assert [a["number"] for a in actions] == [6]
+    page = await client.get("/threads/verl-project/verl/6")
+    assert page.status == 200 and "Old thread" in await page.text()
+    assert (await client.get("/threads/verl-project/verl/7")).status == 404

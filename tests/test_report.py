@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import re
 import sys
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -287,6 +288,20 @@ async def test_the_nightly_report_counts_the_failures_opened_since_the_night_bef
     assert report["frameworks"]["verl"]["failures_today"] == {"kl_growth": [f"{V}#40"]}
 
 
+async def test_todays_report_says_how_long_a_proposal_has_waited_until_now(ctx: Any) -> None:
+    """'Waiting for any reply' counted the days until the end of the report's day, so the
+    report the nightly job builds at 03:00 UTC added 21 hours to every wait: a proposal opened
+    an hour before read 0.9 d. Today's report counts until it is built (as the failures of
+    the day do); a report of a day that has ended still counts to its end (16.5 d above)."""
+    from bot.store.types import utcnow
+
+    now = utcnow()
+    await seed(ctx, V, 42, created=now - timedelta(hours=12))
+    report = await build_report(ctx, now.date())
+    [waiting] = report["frameworks"]["verl"]["waiting"]
+    assert waiting["key"] == f"{V}#42" and waiting["days"] == 0.5
+
+
 async def test_a_busy_night_is_cut_to_fit_one_github_comment_and_says_what_was_cut(
         app_ctx: Any, fake_github: Any) -> None:
     """A night with a thousand new proposals (a repository synced after the baseline, an
@@ -503,3 +518,111 @@ async def test_the_report_says_which_repositories_were_resumed_that_night(ctx: A
     # A report stored before the list existed still renders.
     old = {k: v for k, v in row.data.items() if k != "resumed"}
     assert 'id="resumed"' not in render_html(old) and "Resumed" not in render_markdown(old)
+
+
+async def test_the_list_of_reports_reads_no_nights_snapshot(ctx: Any) -> None:
+    """GET /reports/ loaded every stored report whole (`reports.data`: the snapshot of every
+    tracked thread with its title, a night's report of a few thousand threads is a megabyte
+    or more) to show each night's date and totals: a year of nights was read and parsed on
+    every visit, the page slower each night. It reads the date, baseline and totals only."""
+    from aiohttp.test_utils import TestClient, TestServer
+    from sqlalchemy import event
+
+    from bot.app import create_app
+
+    async with ctx.sessionmaker() as session:
+        big = {f"o/r#{n}": {"state": "open_no_reply", "title": "x" * 200} for n in range(300)}
+        session.add(Report(date="2026-11-30", markdown="", data={
+            "baseline": True, "totals": {}, "snapshot": big}))
+        session.add(Report(date="2026-12-01", markdown="", data={
+            "baseline": False, "totals": {"new_proposals": 2, "merged": 1, "lapsed": 0},
+            "snapshot": big}))
+        session.add(Report(date="2026-12-02", markdown="", data={}))  # no keys: still listed
+        await session.commit()
+    columns: list[str] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        columns.extend(d[0] for d in cursor.description or ())
+
+    event.listen(ctx.engine.sync_engine, "after_cursor_execute", seen)
+    try:
+        async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
+            resp = await client.get("/reports/")
+            html = await resp.text()
+    finally:
+        event.remove(ctx.engine.sync_engine, "after_cursor_execute", seen)
+    assert resp.status == 200
+    rows = re.findall(r'<tr><td><a href="/reports/([\d-]+)">[\d-]+</a></td><td>(.*?)</td></tr>', html)
+    assert rows == [("2026-12-02", "none"), ("2026-12-01", "new proposals 2, merged 1"),
+                    ("2026-11-30", "baseline")]
+    assert "data" not in columns and "snapshot" not in columns, columns
+
+
+async def test_the_list_of_reports_counts_a_nights_new_landings(ctx: Any) -> None:
+    """A night whose only news was a new landing (a merged method pull request the study
+    detected, listed under 'New landings' in the report) read 'none' on /reports/: the list
+    summed the six kinds of change and left the landings out."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from bot.app import create_app
+
+    zero = dict.fromkeys(["new_proposals", "first_replies", "concerns_raised",
+                          "declined_or_redirected", "lapsed", "merged"], 0)
+    async with ctx.sessionmaker() as session:
+        session.add(Report(date="2026-12-01", markdown="", data={
+            "baseline": False, "totals": zero, "new_landings": 2}))
+        session.add(Report(date="2026-12-02", markdown="", data={
+            "baseline": False, "totals": {**zero, "merged": 1}, "new_landings": 0}))
+        await session.commit()
+    async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
+        html = await (await client.get("/reports/")).text()
+    rows = re.findall(r'<tr><td><a href="/reports/([\d-]+)">[\d-]+</a></td><td>(.*?)</td></tr>', html)
+    assert rows == [("2026-12-02", "merged 1"), ("2026-12-01", "new landings 2")]
+
+
+async def test_a_landing_merged_before_the_paper_says_so(ctx: Any) -> None:
+    """A detected landing merged before the method's first public version (negative days:
+    the study page marks it 'code before the paper') read '-12 d after the method's first
+    public version' in the posted report and on its page. It says '12 d before' now."""
+    from bot.store.models import JobRun
+    from bot.store.types import utcnow
+
+    now = utcnow()
+    landing = {"method": "gspo", "framework": "trl", "detected": True, "date": "2025-07-12",
+               "days": -12, "before_paper": True, "pull_request": f"{T}#900",
+               "pull_requests": [f"{T}#900"], "detected_at": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    after = dict(landing, method="cispo", days=3, pull_request=f"{T}#901",
+                 pull_requests=[f"{T}#901"])
+    async with ctx.sessionmaker() as session:
+        session.add(JobRun(name="study", outcome="ok", started_at=now, finished_at=now,
+                           counts={"landings": [landing, after]}))
+        await session.commit()
+    data = await build_report(ctx, now.date())
+    markdown = render_markdown(data, "https://tracker.example")
+    html = render_html(data)
+    for text in (markdown, html):
+        assert "-12 d" not in text
+        assert "12 d before the method's first public version" in text
+        assert "3 d after the method's first public version" in text
+
+
+async def test_a_renamed_repository_brings_no_new_proposals(ctx: Any) -> None:
+    """Each night's snapshot is keyed by owner/repo#N. When a framework's repository is
+    renamed (volcengine/verl became verl-project/verl; its rows follow the new name), the next
+    report listed every proposal of it as a new proposal, and a concern or a decline of one
+    of them that night was not seen as a change. A thread is the same under its former name."""
+    from bot.store.repositories import follow_rename
+
+    old = "volcengine/verl"
+    await seed(ctx, old, 1, created=at(DAY1) - timedelta(days=3))
+    await seed(ctx, old, 2, created=at(DAY1) - timedelta(days=3))
+    await run_report(ctx, DAY1)
+    async with ctx.sessionmaker() as session:
+        await follow_rename(session, old, V)
+        await session.commit()
+    await seed(ctx, V, 2, created=at(DAY1) - timedelta(days=3), state="declined", replied=True,
+               concerns=["demand"])
+    report = await build_report(ctx, DAY2)
+    assert keys(report, "verl", "new_proposals") == []
+    assert keys(report, "verl", "declined_or_redirected") == [f"{V}#2"]
+    assert keys(report, "verl", "concerns_raised") == [f"{V}#2"]

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
+from sqlalchemy import select
 
 from analyzers.rules import summarize_rules
 from bot.store.models import (
@@ -194,7 +195,7 @@ async def test_framework_page_rules_proposals_methods_and_reception(client) -> N
     data = await _json(client, "/api/frameworks/trl")
     assert data["reception"] == [{
         "repo": "huggingface/trl", "framework": "trl", "comments_posted": 4, "thumbs_up": 2,
-        "thumbs_down": 3, "hidden_or_deleted": 2, "paused": True,
+        "thumbs_down": 3, "hidden_or_deleted": 2, "paused": True, "suspended": False,
         "paused_reason": "2 of the last 10 comments were hidden.", "resumed_by": None, "resumed_at": None,
     }]
     assert data["proposal_counts"] == {"declined": 1}
@@ -291,3 +292,72 @@ async def test_a_method_typed_in_another_case_filters_as_the_method(client, type
     assert sorted(p["number"] for p in found) == numbers
     page = await _text(client, f"/proposals?paper={typed}")
     assert f"{len(numbers)} proposal" in page
+
+
+async def test_a_backfill_finished_by_a_later_sync_is_no_longer_shown_as_failed(client, ctx) -> None:
+    """The first backfill failed (or was stopped); the nightly sync then finished every
+    repository and kind, so no start runs the backfill again. The front page kept saying
+    'First backfill: failed ... the next start resumes it' for good, over a table of repositories
+    all done. It is shown while something is left, not after."""
+    from analyzers.catalog import load_catalog
+    from bot.store.models import JobRun, SyncCursor
+
+    async with ctx.sessionmaker() as session, session.begin():
+        session.add(JobRun(name="first_backfill", outcome="failed", counts={"total": 10},
+                           error="GitHub did not let this service read THUDM/slime",
+                           started_at=NOW, finished_at=NOW))
+        for fw in load_catalog().frameworks.values():
+            for kind in ("issue", "pull_request", "discussion"):
+                session.add(SyncCursor(repo=fw.repo, kind=kind, full_done=fw.id != "slime"))
+    page = await _text(client, "/")
+    assert "First backfill: failed" in page and "Left: THUDM/slime" in page
+    async with ctx.sessionmaker() as session, session.begin():
+        for cursor in await session.scalars(select(SyncCursor)):
+            cursor.full_done = True
+    page = await _text(client, "/")
+    assert "First backfill" not in page and 'id="backfill"' not in page
+
+
+async def test_every_proposals_link_of_a_framework_page_answers(client, ctx) -> None:
+    """A proposal whose analysis has no review state is counted as 'unknown' on the framework
+    page, and its tag linked /proposals?framework=verl&state=unknown, which answers 400
+    ('unknown state: unknown'). Every link to /proposals there answers 200 (the front page
+    showed the same count as a tag without a link)."""
+    import re
+
+    async with ctx.sessionmaker() as session, session.begin():
+        thread = await upsert_thread(session, {"repo": "verl-project/verl", "number": 130,
+                                               "kind": "issue", "title": "Add a method",
+                                               "state": "open", "created_at": NOW.isoformat()})
+        session.add(Analysis(thread_id=thread.id, analyzer_version="test",
+                             result={"proposal": {"is_proposal": True}}, is_proposal=True,
+                             review_state=None, methods=[], arxiv_ids=[]))
+    page = await _text(client, "/frameworks/verl")
+    assert "unknown: 1" in page
+    links = {href.replace("&amp;", "&") for href in re.findall(r'href="(/proposals\?[^"]*)"', page)}
+    assert links
+    for href in links:
+        assert (await client.get(href)).status == 200, href
+
+
+async def test_a_suspended_installation_is_not_shown_as_commenting(client, ctx) -> None:
+    """A repository whose installation its owner suspended (GitHub refuses the app's tokens,
+    the app answers nothing there) read 'commenting' on /repos/ and its framework page, and
+    /api/repos gave nothing to tell it apart. It says suspended; lifting it brings it back."""
+    import re
+
+    async with ctx.sessionmaker() as session, session.begin():
+        session.add(Installation(id=6, account="THUDM", suspended=True))
+        await session.flush()
+        session.add(Repository(full_name="THUDM/slime", framework="slime", installation_id=6))
+    page = await _text(client, "/repos/")
+    row = re.search(r"<tr><td>THUDM/slime</td>.*?</tr>", page, re.S)
+    assert row is not None and "commenting" not in row.group(0) and "suspended" in row.group(0)
+    assert "suspended" in (re.search(r"<tr><td>THUDM/slime</td>.*?</tr>",
+                                     await _text(client, "/frameworks/slime"), re.S) or [""])[0]
+    rows = {r["repo"]: r for r in await _json(client, "/api/repos")}
+    assert rows["THUDM/slime"]["suspended"] is True and rows["huggingface/trl"]["suspended"] is False
+    async with ctx.sessionmaker() as session, session.begin():
+        (await session.get(Installation, 6)).suspended = False
+    row = re.search(r"<tr><td>THUDM/slime</td>.*?</tr>", await _text(client, "/repos/"), re.S)
+    assert row is not None and "commenting" in row.group(0)

@@ -104,6 +104,21 @@ async def test_proposals_page_counts_them_all_and_pages_through_every_one(client
     assert len(_threads_listed(await _html(client, "/proposals?framework=verl&page=3"))) == total - 1000
 
 
+@pytest.mark.parametrize("page", ["1000000000", "99999999999999999999", "0099999999999"])
+async def test_a_page_number_too_large_to_count_is_past_the_last_page(client, page: str) -> None:
+    """page=999999999 answered 404 'past the last page' with a link to the last one; a page
+    number of ten digits or more answered 400 'page must be a whole number from 1', which it
+    is: it is past the last page as well."""
+    past = await _html(client, f"/proposals?framework=verl&page={page}", status=404)
+    assert "is past the last page of these proposals (3)" in past
+    assert "must be a whole number" not in past and _threads_listed(past) == []
+    assert re.search(r'<a rel="prev" href="/proposals\?framework=verl&amp;page=3">', past)
+    await _html(client, "/proposals?page=-1", status=400)  # not a page number: still 400
+    # leading zeros say nothing: page 0000000002 is page 2
+    two = await _html(client, "/proposals?framework=verl&page=0000000002")
+    assert two.count('<a href="/threads/') == 500
+
+
 async def test_api_proposals_offset_limit_and_total(client) -> None:
     total = VERL_OPEN + VERL_MERGED
     resp = await client.get("/api/proposals?framework=verl&limit=300&offset=1000")

@@ -117,6 +117,23 @@ async def test_installed_repository_without_actions_says_when_the_app_decides(ct
     assert "Nothing yet: the app decides when an issue or pull request is opened or edited" in html
 
 
+async def test_a_suspended_installation_says_the_app_does_not_comment(ctx) -> None:
+    """With the installation suspended (GitHub refuses the app's tokens) the page said the
+    app decides when an issue is opened or edited, or when asked with /rltracker recheck:
+    nothing it can do there until the installation is unsuspended."""
+    client = await _client(ctx)
+    try:
+        async with ctx.sessionmaker() as session, session.begin():
+            session.add(Installation(id=6, account="THUDM", suspended=True))
+            await session.flush()
+            session.add(Repository(full_name="THUDM/slime", framework="slime", installation_id=6))
+        html = await _page(client, "/threads/THUDM/slime/9")
+    finally:
+        await client.close()
+    assert "Nothing yet: the app decides" not in html
+    assert "installation on THUDM/slime is suspended" in html
+
+
 async def test_lists_link_to_the_thread_page(ctx) -> None:
     client = await _client(ctx)
     try:
@@ -157,3 +174,17 @@ async def test_a_tag_typed_by_the_reporter_in_a_code_span_stays_text(ctx) -> Non
     assert "<code>&lt;details&gt;.clip_ratio_high</code>" in html
     assert html.count("<details>") == html.count("</details>") == 1  # the template's own
     assert "<details><summary>Why this suggestion</summary>" in html
+
+
+async def test_not_a_failure_report_says_what_its_confidence_is_of(ctx) -> None:
+    """The failure confidence is P(a failure report). verl#102 (0.10) read 'Not a
+    training-failure report (confidence 0.10)', which says the tracker is 10 % sure of what it
+    shows, where the analyzer is 90 % sure of it: the page says what the number is of."""
+    client = await _client(ctx)
+    try:
+        html = await _page(client, "/threads/verl-project/verl/102")
+    finally:
+        await client.close()
+    assert "Not a training-failure report" in html
+    assert "(confidence 0.10)" not in html
+    assert "confidence 0.10 that this reports a failing run" in html

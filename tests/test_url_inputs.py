@@ -69,6 +69,10 @@ async def test_nul_in_the_url_is_a_clear_400(client: TestClient, path: str) -> N
     ("/frameworks/NeMo-RL", "/frameworks/nemo-rl"),
     ("/frameworks/nemo_rl", "/frameworks/nemo-rl"),
     ("/frameworks/AReaL?x=1", "/frameworks/areal?x=1"),
+    # the query kept as it was typed: %26 and %2B became %2526 and %252B (a & and a + in
+    # a value turned into the text "%26" and "%2B")
+    ("/frameworks/VERL?from=a%26b%2Bc&q=%E4%BD%A0", "/frameworks/verl?from=a%26b%2Bc&q=%E4%BD%A0"),
+    ("/api/methods/GSPO?x=1%2B1", "/api/methods/gspo?x=1%2B1"),
     ("/methods/Clip-Higher", "/methods/clip-higher"),
     ("/methods/DR_GRPO", "/methods/dr-grpo"),
     ("/failures/Entropy-Collapse", "/failures/entropy_collapse"),

@@ -13,7 +13,7 @@ from aiohttp import web
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from analyzers.catalog import canonical_repo
+from analyzers.catalog import load_catalog
 from bot.context import CTX, INBOX, METRICS, WORKER
 from bot.store.types import MAX_THREAD_NUMBER, parse_count, parse_thread_number
 
@@ -143,7 +143,12 @@ def api_paging(query: Mapping[str, str], *, default_limit: int, max_limit: int
     list pages alike: `offset` is a whole number from 0 (0 when absent), `limit` a whole
     number from 1 (`default_limit` when absent); a limit above `max_limit` gets `max_limit`
     rows (the list's X-Total-Count header says how many there are in all)."""
-    limit = parse_count(query.get("limit"), default_limit)
+    typed = (query.get("limit") or "").strip()
+    limit = parse_count(typed, default_limit)
+    if limit is None and typed.isascii() and typed.isdigit() and typed.strip("0"):
+        # ten digits or more: above the cap as well (was a 400); 0000000005 is 5
+        digits = typed.lstrip("0")
+        limit = int(digits) if len(digits) < 10 else max_limit
     offset = parse_count(query.get("offset"), 0)
     if not limit or offset is None:
         return (f"limit must be a whole number from 1 (at most {max_limit:,} rows are "
@@ -152,8 +157,9 @@ def api_paging(query: Mapping[str, str], *, default_limit: int, max_limit: int
 
 
 async def api_thread(request: web.Request) -> web.Response:
+    from bot.site.data import find_thread
     from bot.store.models import Analysis
-    from bot.store.threads import get_thread, load_comments, thread_record
+    from bot.store.threads import load_comments, thread_record
     from bot.store.verdicts import shown_failure, thread_verdict, verdict_dict
 
     ctx = request.app[CTX]
@@ -162,9 +168,7 @@ async def api_thread(request: web.Request) -> web.Response:
     if number is None:
         return _json_error(404, "no such thread")
     async with ctx.sessionmaker() as session:
-        thread = await get_thread(session, f"{owner}/{name}", number)
-        if thread is None and canonical_repo(f"{owner}/{name}").lower() != f"{owner}/{name}".lower():
-            thread = await get_thread(session, canonical_repo(f"{owner}/{name}"), number)
+        thread = await find_thread(session, f"{owner}/{name}", number)
         if thread is None:
             return _json_error(404, "no such thread")
         record = thread_record(thread, await load_comments(session, thread))
@@ -189,7 +193,9 @@ async def api_actions(request: web.Request) -> web.Response:
     conditions = []
     repo = request.query.get("repo")
     if repo:
-        names = {repo.lower(), canonical_repo(repo).lower()}
+        # every name of its framework's repository, as the thread routes find a thread
+        framework = load_catalog().framework_for_repo(repo)
+        names = {repo.lower(), *(n.lower() for n in (framework.repos if framework else []))}
         conditions.append(func.lower(Action.repo).in_(names))
     number = request.query.get("number")
     if number:

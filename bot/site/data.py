@@ -103,6 +103,22 @@ def _row(r: Any) -> dict[str, Any]:
     }
 
 
+async def find_thread(session: AsyncSession, repo: str, number: int) -> Thread | None:
+    """The stored thread `repo#number` under the name asked for, else under any other name of
+    its framework's repository, the current one first (a thread delivered before a rename
+    stays under the former name until a rename event moves it)."""
+    from bot.store.threads import get_thread
+
+    thread = await get_thread(session, repo, number)
+    framework = catalog().framework_for_repo(repo)
+    for name in (framework.repos if framework is not None else []):
+        if thread is not None:
+            break
+        if name.lower() != repo.lower():
+            thread = await get_thread(session, name, number)
+    return thread
+
+
 def thread_url(repo: str, number: int, kind: str) -> str:
     """Built from the stored name and number, never taken from a payload."""
     path = {"pull_request": "pull", "discussion": "discussions"}.get(kind, "issues")
@@ -182,6 +198,9 @@ async def reception(session: AsyncSession, repos: list[str] | None = None) -> li
     repositories = list(await session.scalars(query.order_by(Repository.full_name)))
     if not repositories:
         return []
+    from bot.store.installations import silenced_installations
+
+    silenced = await silenced_installations(session)  # suspended (or uninstalled): no comment
     hidden = case((or_(Action.is_minimized.is_(True), Action.comment_deleted.is_(True)), 1), else_=0)
     rows = await session.execute(
         select(func.lower(Action.repo), func.count(), func.coalesce(func.sum(Action.reactions_up), 0),
@@ -201,6 +220,8 @@ async def reception(session: AsyncSession, repos: list[str] | None = None) -> li
             "thumbs_down": down,
             "hidden_or_deleted": h,
             "paused": bool(r.comments_paused),
+            # its owner suspended the installation: GitHub refuses the app's tokens there
+            "suspended": r.installation_id in silenced,
             "paused_reason": r.paused_reason,
             # The last lift of a pause: "@login" (/rltracker resume) or "operator" (the CLI).
             "resumed_by": r.resumed_by,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from aiohttp import web
 from markupsafe import Markup, escape
@@ -96,10 +96,13 @@ def moved_to(request: web.Request, key: str, ids: Mapping[str, Any],
         return None
     route = request.match_info.route.resource
     assert route is not None
-    location = route.url_for(**{**request.match_info, key: found})
-    if request.query_string:
-        location = location.with_query(request.query_string)
-    return web.Response(status=301, headers={**HEADERS, "Location": str(location)})
+    location = str(route.url_for(**{**request.match_info, key: found}))
+    # The query as it was sent: `with_query(request.query_string)` encoded the decoded
+    # string again, so a%26b (a value holding "&") became a%2526b.
+    # (What is not allowed in a URL, such as < or ", is percent-encoded; escapes are kept.)
+    if request.rel_url.raw_query_string:
+        location += "?" + quote(request.rel_url.raw_query_string, safe="!$%&'()*+,/:;=?@~")
+    return web.Response(status=301, headers={**HEADERS, "Location": location})
 
 
 def _framework_moved(request: web.Request) -> web.Response | None:
@@ -195,7 +198,16 @@ async def framework_page(request: web.Request) -> web.Response:
 
 async def proposals_page(request: web.Request) -> web.Response:
     filters, error = _filters(request)
-    page = parse_count(request.query.get("page"), 1)
+    typed = (request.query.get("page") or "").strip()
+    page = parse_count(typed, 1)
+    # A page number of ten digits or more is a page number still (past the last page), not
+    # a bad one: it said "page must be a whole number from 1" under a 400.
+    digits = typed.lstrip("0")
+    beyond = page is None and typed.isascii() and typed.isdigit() and bool(digits)
+    if beyond:
+        # (leading zeros say nothing: 0000000003 is page 3)
+        page = int(digits) if len(digits) < 10 else 10 ** 9
+        beyond = len(digits) >= 10
     if not error and not page:
         error = "page must be a whole number from 1"
     context = {"filters": filters, "frameworks": data.catalog().frameworks,
@@ -213,7 +225,8 @@ async def proposals_page(request: web.Request) -> web.Response:
                  "previous": _page_url(filters, last), "next": None}
         return await render_page(
             request, "proposals.html", status=404, rows=[], pages=pages,
-            error=f"page {page} is past the last page of these proposals ({last})", **context)
+            error=f"page {_shown_number(typed) if beyond else page} is past the last page "
+                  f"of these proposals ({last})", **context)
     rows = await _session_call(request, data.thread_rows, proposals=True, limit=PROPOSALS_PAGE,
                                offset=offset, **filters)
     pages = {"total": total, "first": offset + 1, "last": offset + len(rows),
@@ -221,6 +234,12 @@ async def proposals_page(request: web.Request) -> web.Response:
              "next": _page_url(filters, page + 1) if offset + len(rows) < total else None}
     return await render_page(request, "proposals.html", rows=rows, error=None, pages=pages,
                              **context)
+
+
+def _shown_number(typed: str) -> str:
+    """A number of any length typed into a URL, as a page says it (at most 30 digits)."""
+    digits = typed.lstrip("0")
+    return digits if len(digits) <= 30 else digits[:30] + "…"
 
 
 def _page_url(filters: dict[str, str | None], page: int) -> str:

@@ -27,8 +27,9 @@ def can_read_github(settings: Any) -> bool:
 
 
 async def backfill_progress(session: AsyncSession) -> dict[str, Any] | None:
-    """The latest first backfill unless it finished: its state, and per tracked repository the
-    threads stored and which kinds are done, in progress or still waiting."""
+    """The latest first backfill unless it finished (or the nightly sync finished what it
+    left): its state, and per tracked repository the threads stored and which kinds are done,
+    in progress or still waiting."""
     run = await session.scalar(select(JobRun).where(JobRun.name == FIRST_BACKFILL)
                                .order_by(JobRun.started_at.desc(), JobRun.id.desc()).limit(1))
     if run is None or run.outcome == "ok":
@@ -45,6 +46,11 @@ async def backfill_progress(session: AsyncSession) -> dict[str, Any] | None:
                             else "in progress" if c is not None and c.cursor else "waiting")
         repos.append({"repo": fw.repo, "framework": fw.id, "threads": int(stored.get(fw.repo.lower(), 0)),
                       "kinds": states, "done": all(s == "done" for s in states.values())})
+    left = [r["repo"] for r in repos if not r["done"]]
+    if run.outcome != "running" and not left:
+        # Stopped or failed, and finished since by the nightly sync (no start runs it again
+        # then): the page said "failed ... the next start resumes it" for good.
+        return None
     counts = run.counts or {}
     return {
         "running": run.outcome == "running",
@@ -54,7 +60,7 @@ async def backfill_progress(session: AsyncSession) -> dict[str, Any] | None:
         "threads": sum(r["threads"] for r in repos),
         "total": counts.get("total"),
         "repos": repos,
-        "left": [r["repo"] for r in repos if not r["done"]],
+        "left": left,
         "kinds": KINDS,
     }
 

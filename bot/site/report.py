@@ -33,7 +33,7 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from analyzers.catalog import framework_id
+from analyzers.catalog import canonical_repo, framework_id
 from bot.site.study import detected_since
 from bot.store.models import Action, Analysis, Comment, Report, Repository, Thread, Verdict
 from bot.store.types import utcnow
@@ -141,11 +141,16 @@ def diff(previous: dict[str, dict[str, Any]] | None, current: dict[str, dict[str
     changes: dict[str, list[dict[str, Any]]] = {k: [] for k in CHANGE_KINDS}
     if previous is None:
         return changes
+    # A thread is the same under its repository's former name (the catalog's): after a
+    # rename every proposal of the repository was a new proposal, keyed by the new name.
+    by_thread = {_same_thread(v.get("repo") or k.rpartition("#")[0],
+                              v.get("number", k.rpartition("#")[2])): v
+                 for k, v in previous.items()}
     for key in sorted(current, key=_sort_key):
         now = current[key]
         if not now["is_proposal"]:
             continue
-        before = previous.get(key)
+        before = previous.get(key) or by_thread.get(_same_thread(now["repo"], now["number"]))
         item = {"key": key, "framework": now["framework"], "state": now["state"],
                 "methods": now["methods"], "arxiv_ids": now["arxiv_ids"]}
         if before is None or not before.get("is_proposal"):
@@ -162,6 +167,11 @@ def diff(previous: dict[str, dict[str, Any]] | None, current: dict[str, dict[str
         if moved and now["state"] in ("lapsed", "merged"):
             changes[now["state"]].append(item)
     return changes
+
+
+def _same_thread(repo: str, number: Any) -> tuple[str, str]:
+    """A thread whatever name its repository had: the catalog's current name, any case."""
+    return canonical_repo(str(repo)).lower(), str(number)
 
 
 def _sort_key(key: str) -> tuple[str, int]:
@@ -205,7 +215,8 @@ async def build_report(ctx: Any, day: date | None = None) -> dict[str, Any]:
     # Failure reports opened in the 24 hours up to the report: the nightly job builds today's
     # at 03:00 UTC (RLTRACKER_NIGHTLY_CRON), and the calendar day counted the three hours
     # since midnight; one opened later that day was in no report. A report of a day that has
-    # ended (tests, a rebuild) counts that day.
+    # ended (tests, a rebuild) counts that day. Waits are counted up to the same moment:
+    # to the end of the day, today's report added the 21 hours still to come to each.
     opened_to = min(now, day_end)
     opened_from = opened_to - timedelta(days=1)
     frameworks = _frameworks()
@@ -215,7 +226,7 @@ async def build_report(ctx: Any, day: date | None = None) -> dict[str, Any]:
         proposals = {k: v for k, v in mine.items() if v["is_proposal"]}
         by_state = {s: sum(1 for v in proposals.values() if v["state"] == s) for s in STATES}
         waiting = sorted(
-            ({"key": k, "days": _days(day_end - datetime.fromisoformat(v["created_at"]))}
+            ({"key": k, "days": _days(opened_to - datetime.fromisoformat(v["created_at"]))}
              for k, v in proposals.items()
              if v["state"] == "open_no_reply" and not v["replied"] and v["created_at"]),
             key=lambda w: (-w["days"], _sort_key(w["key"])))

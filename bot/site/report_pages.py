@@ -25,11 +25,21 @@ async def reports_index(request: web.Request) -> web.Response:
     from bot.site.report import CHANGE_TITLES
     from bot.templating import html_env
 
+    # The date, baseline and totals of each night, not its whole data: that holds the
+    # snapshot of every tracked thread (a megabyte or more a night), and the list read a
+    # year of them on every visit.
     async with app_context(request).sessionmaker() as session:
-        rows = list(await session.scalars(select(Report).order_by(Report.date.desc())))
-    reports = [{"date": r.date, "baseline": (r.data or {}).get("baseline", False),
-                "totals": (r.data or {}).get("totals", {})} for r in rows]
-    return _html(html_env().get_template("reports/list.html.j2").render(reports=reports, titles=CHANGE_TITLES))
+        rows = (await session.execute(
+            select(Report.date, Report.data["baseline"].label("baseline"),
+                   Report.data["totals"].label("totals"),
+                   Report.data["new_landings"].label("new_landings"))
+            .order_by(Report.date.desc()))).all()
+    # A night's new landings are news too (the report lists them); they are not in `totals`.
+    reports = [{"date": r.date, "baseline": bool(r.baseline),
+                "totals": {**(r.totals or {}), "new_landings": r.new_landings or 0}}
+               for r in rows]
+    titles = {**CHANGE_TITLES, "new_landings": "New landings"}
+    return _html(html_env().get_template("reports/list.html.j2").render(reports=reports, titles=titles))
 
 
 async def report_page(request: web.Request) -> web.Response:

@@ -31,7 +31,6 @@ from bot.context import app_context
 from bot.site import data
 from bot.site.pages import not_found, render
 from bot.store.models import Action, Analysis, Repository
-from bot.store.threads import get_thread
 from bot.store.types import format_datetime, parse_thread_number
 from bot.store.verdicts import thread_verdict, verdict_dict
 
@@ -67,11 +66,7 @@ def comment_html(body: str | None) -> Markup:
 
 
 async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dict[str, Any] | None:
-    thread = await get_thread(session, repo, number)
-    if thread is None:
-        canonical = data.catalog().canonical_repo(repo)
-        if canonical.lower() != repo.lower():
-            thread = await get_thread(session, canonical, number)
+    thread = await data.find_thread(session, repo, number)
     if thread is None:
         return None
     cat = data.catalog()
@@ -82,6 +77,9 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
         .order_by(Action.created_at, Action.id)))
     installed = await session.scalar(
         select(Repository.installation_id).where(func.lower(Repository.full_name) == thread.repo.lower()))
+    from bot.store.installations import silenced_installations
+
+    suspended = installed is not None and installed in await silenced_installations(session)
     verdict = await thread_verdict(session, thread.id)
     framework = framework_id(thread.repo)
     result: dict[str, Any] = (analysis.result if analysis is not None else None) or {}
@@ -130,6 +128,7 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
             "created_at": format_datetime(a.created_at),
         } for a in actions],
         "installed": installed is not None,
+        "suspended": suspended,  # the installation is suspended: the app cannot act there
         "verdict": None if verdict is None else {
             **verdict_dict(verdict), "title": data.kind_title(verdict.category),
             "analyzer_title": data.kind_title(verdict.analyzer_category)},

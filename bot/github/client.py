@@ -215,6 +215,21 @@ def rate_limit_wait(exc: BaseException, now: float | None = None) -> float | Non
     return min(MAX_RATE_LIMIT_WAIT, max(1.0, wait))
 
 
+# GitHub's 4xx answers that the same request meets again however often it is retried: a locked
+# issue (403), a missing permission (403), a thread deleted meanwhile (404), issues turned off
+# (410), a refused body (422). 401 (credentials being fixed), 408, 409 and rate limits (403,
+# 429: rate_limit_wait) are worth another attempt.
+RETRYABLE_CLIENT_ERRORS = frozenset({401, 408, 409, 429})
+
+
+def refused_for_good(error: BaseException) -> bool:
+    """A GitHub answer that retrying cannot change (the delivery fails at once, with it)."""
+    status = getattr(error, "status_code", None)
+    return (isinstance(error, gidgethub.BadRequest) and status is not None
+            and 400 <= int(status) < 500 and int(status) not in RETRYABLE_CLIENT_ERRORS
+            and rate_limit_wait(error) is None)
+
+
 class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
     """gidgethub's aiohttp API with credentials fetched per request and bounded retries."""
 

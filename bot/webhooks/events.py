@@ -43,6 +43,7 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.github.client import refused_for_good
 from bot.store.models import Comment, Repository, Thread
 from bot.store.repositories import follow_transfer
 from bot.store.threads import (
@@ -70,7 +71,6 @@ from bot.webhooks.normalize import (
     change_from_payload,
     comment_from_review,
 )
-from bot.webhooks.worker import refused_for_good
 
 log = logging.getLogger(__name__)
 router = Router()

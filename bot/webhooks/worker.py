@@ -64,7 +64,7 @@ from gidgethub.routing import Router
 from sqlalchemy import and_, bindparam, case, false, literal, null, or_, select, update
 from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
 
-from bot.github.client import rate_limit_wait
+from bot.github.client import RETRYABLE_CLIENT_ERRORS, rate_limit_wait, refused_for_good
 from bot.logs import log_delivery
 from bot.store.models import Delivery
 from bot.store.types import storable_text, utcnow
@@ -94,21 +94,6 @@ PERMANENT_ERRORS: tuple[type[BaseException], ...] = (
     ValueError,
     AttributeError,
 )
-
-
-# GitHub's 4xx answers that the same request meets again however often it is retried: a locked
-# issue (403), a missing permission (403), a thread deleted meanwhile (404), issues turned off
-# (410), a refused body (422). 401 (credentials being fixed), 408, 409 and rate limits (403,
-# 429: bot.github.client.rate_limit_wait) are worth another attempt.
-RETRYABLE_CLIENT_ERRORS = frozenset({401, 408, 409, 429})
-
-
-def refused_for_good(error: BaseException) -> bool:
-    """A GitHub answer that retrying cannot change (the delivery fails at once, with it)."""
-    status = getattr(error, "status_code", None)
-    return (isinstance(error, gidgethub.BadRequest) and status is not None
-            and 400 <= int(status) < 500 and int(status) not in RETRYABLE_CLIENT_ERRORS
-            and rate_limit_wait(error) is None)
 
 
 def transient(error: BaseException) -> bool:

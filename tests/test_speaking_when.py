@@ -1,0 +1,203 @@
+"""When the app speaks on a thread, and what it says first, as a maintainer of a framework
+that installed it sees it: real webhook payloads (../shared/fixtures/webhooks, adapted to a
+tracked repository and the fake GitHub) through the Router, or the decision (`act`) given an
+analysis as the pipeline gives it; GitHub is the fake server of tests/fakegithub.py. On
+SQLite and PostgreSQL (`app_ctx`)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gidgethub import sansio
+from sqlalchemy import select
+
+from bot.speaking.decide import act
+from bot.speaking.render import RULES_MARKER
+from bot.speaking.repo_config import get_repo_config
+from bot.store.models import Analysis
+from tests.test_actions_e2e import (
+    FAILURE,
+    INST,
+    PROPOSAL,
+    VERL,
+    actions_of,
+    app_comments,
+    install,
+    iso,
+    open_issue,
+)
+
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "webhooks"
+
+QUESTION = ("Which rollout batch size do you recommend for a 7B model on 8 GPUs? "
+            "The docs do not say.")
+REPORT = ("Policy entropy collapses to almost zero after 150 steps and the reward plateaus. "
+          "Training keeps running without errors, but the model stops exploring.")
+
+
+def fixture(event: str, name: str) -> dict[str, Any]:
+    path = FIXTURES / event / f"{name}.json"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def issue_payload(fake: Any, action: str, number: int, title: str, body: str | None, *,
+                  updated: datetime, name: str | None = None) -> dict[str, Any]:
+    """GitHub's example `issues.<action>` payload, moved to verl's issue `number` as the fake
+    serves it (title, body, author, times), delivered through installation INST."""
+    payload = fixture("issues", name or action)
+    issue = fake.issue(VERL, number)
+    if issue is None:
+        issue = fake.add_issue(VERL, number, title, body, "alice", created_at=iso(updated))
+    issue.update(title=title, body=body, updated_at=iso(updated))
+    delivered = payload["issue"]
+    delivered.update(copy.deepcopy(fake._served(issue)))
+    delivered.update(author_association="NONE", labels=[], assignees=[], assignee=None,
+                     milestone=None)
+    payload["repository"] = fake.repo_json(VERL)
+    payload["installation"] = {"id": INST}
+    payload["sender"] = {"login": "alice", "type": "User", "id": 1}
+    if action == "edited":
+        payload["changes"] = {"body": {"from": "(before)"}}
+    return json.loads(json.dumps(payload))
+
+
+async def deliver(ctx: Any, payload: dict[str, Any], event: str, delivery: str) -> None:
+    from bot.webhooks.routers import router
+
+    await router.dispatch(sansio.Event(payload, event=event, delivery_id=delivery), ctx)
+
+
+async def test_a_question_edited_into_a_failure_report_gets_one_comment(
+        app_ctx: Any, fake_github: Any) -> None:
+    """Opened as a question (nothing to say), then edited into a training-failure report
+    minutes later: the report gets the failure comment then, once, however often it is edited
+    afterwards. On main an edit only ever rewrote a comment already there: a report written
+    into an issue after opening (a template submitted first, filled in by an edit) never got
+    one."""
+    await install(app_ctx, fake_github)
+    start = datetime.now(UTC) - timedelta(minutes=30)
+    opened = issue_payload(fake_github, "opened", 301, "Question about training", QUESTION,
+                           updated=start)
+    await deliver(app_ctx, opened, "issues", "q-301-opened")
+    assert not app_comments(fake_github, VERL, 301)
+    edited = issue_payload(fake_github, "edited", 301, "Entropy collapse during GRPO training",
+                           REPORT, updated=start + timedelta(minutes=5))
+    await deliver(app_ctx, edited, "issues", "q-301-edit-1")
+    async with app_ctx.sessionmaker() as s:
+        analysis = await s.scalar(select(Analysis))
+    if not analysis.is_failure_report or (analysis.failure_confidence or 0) < 0.7:
+        pytest.skip("the failure analyzer does not (yet) recognise this report")
+    posted = app_comments(fake_github, VERL, 301)
+    assert len(posted) == 1, [a.status for a in await actions_of(app_ctx, 301)]
+    for i in range(2, 6):  # edited again and again, the same delivery redelivered too
+        again = issue_payload(fake_github, "edited", 301, "Entropy collapse during GRPO training",
+                              REPORT + "\n" * i, updated=start + timedelta(minutes=5 + i))
+        await deliver(app_ctx, again, "issues", f"q-301-edit-{i}")
+        await deliver(app_ctx, again, "issues", f"q-301-edit-{i}")
+    assert len(app_comments(fake_github, VERL, 301)) == 1
+    assert len(fake_github.requests("POST", r"/repos/.*/issues/301/comments")) == 1
+    [row] = [a for a in await actions_of(app_ctx, 301, "failure_comment") if a.status == "posted"]
+    assert row.details["trigger"] == "issues.edited"
+
+
+async def test_an_old_issue_edited_into_a_report_gets_no_comment(app_ctx: Any, fake_github: Any) -> None:
+    """The age rule holds for an edit: an issue opened a week ago and edited into a report
+    today is not commented on (the reporter has moved on, or someone is on it)."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 302, title="Question", body=QUESTION,
+                     created_at=datetime.now(UTC) - timedelta(days=7))
+    out = await act(app_ctx, VERL, 302, trigger="issues.edited", payload=None, analysis=FAILURE)
+    assert out.get("failure_comment") == "skipped:too_old"
+    assert not app_comments(fake_github, VERL, 302)
+
+
+async def test_no_comment_on_an_issue_locked_before_the_worker_runs(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A maintainer locked the conversation between the opening and the decision: the app,
+    which can still write there, stays quiet (the live check before posting). On main it
+    posted on the locked issue."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 303)
+    fake_github.issue(VERL, 303).update(locked=True, active_lock_reason="resolved")
+    out = await act(app_ctx, VERL, 303, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:locked"
+    assert not app_comments(fake_github, VERL, 303)
+    [skip] = [a for a in await actions_of(app_ctx, 303) if a.status == "skipped"]
+    assert skip.details["code"] == "locked" and skip.details["checked"] == "live"
+
+
+async def test_comments_turned_off_after_the_delivery_was_queued(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The maintainers push `failure_comments: false` while the delivery waits (the config
+    was read, and cached, minutes before): nothing is posted. On main the cached config
+    (up to ten minutes old) decided, and the comment was posted after the opt-out."""
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "failure_comments: true\n")
+    config = await get_repo_config(app_ctx, VERL, INST)
+    assert config.failure_comments
+    payload = await open_issue(app_ctx, fake_github, 304)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "failure_comments: false\n")
+    out = await act(app_ctx, VERL, 304, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:config_off"
+    assert not app_comments(fake_github, VERL, 304)
+    # dry_run turned on meanwhile: recorded, not posted
+    fake_github.set_file(VERL, ".github/rltracker.yml", "failure_comments: true\n")
+    await get_repo_config(app_ctx, VERL, INST, refresh=True)
+    payload = await open_issue(app_ctx, fake_github, 305)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "dry_run: true\n")
+    out = await act(app_ctx, VERL, 305, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "dry_run"
+    assert not app_comments(fake_github, VERL, 305)
+
+
+async def test_rule_summaries_turned_off_after_the_delivery_was_queued(
+        app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "rule_summaries: true\n")
+    await get_repo_config(app_ctx, VERL, INST)
+    payload = await open_issue(app_ctx, fake_github, 306, title="Add GSPO", body="Please add GSPO.")
+    fake_github.set_file(VERL, ".github/rltracker.yml", "rule_summaries: false\n")
+    out = await act(app_ctx, VERL, 306, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert out["rule_summary"] == "skipped:config_off"
+    assert not app_comments(fake_github, VERL, 306, RULES_MARKER)
+
+
+@pytest.mark.parametrize("change", ["closed", "locked"])
+async def test_no_rule_summary_on_a_proposal_closed_or_locked_before_the_worker_runs(
+        app_ctx: Any, fake_github: Any, change: str) -> None:
+    """The rule summary reads the live issue before posting, as the failure comment does: a
+    proposal a maintainer closed (declined) or locked before the decision gets no reply. On
+    main the stored (opening) state decided and the reply was posted on the closed issue."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 307, title="Add GSPO", body="Please add GSPO.")
+    if change == "closed":
+        fake_github.issue(VERL, 307).update(state="closed", state_reason="not_planned")
+    else:
+        fake_github.issue(VERL, 307).update(locked=True)
+    out = await act(app_ctx, VERL, 307, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert out["rule_summary"] == f"skipped:{change}"
+    assert not app_comments(fake_github, VERL, 307, RULES_MARKER)
+    # the slot is given back: a later decision (nothing changed) stays quiet the same way
+    out = await act(app_ctx, VERL, 307, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert not app_comments(fake_github, VERL, 307, RULES_MARKER)
+
+
+async def test_no_rule_summary_once_a_maintainer_answered_the_proposal(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A maintainer answered the proposal before the decision ran (told the proposer where
+    the method belongs): the contribution rules would come after their answer; none posted."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 308, title="Add GSPO", body="Please add GSPO.")
+    fake_github.add_comment(VERL, 308, "Thanks, a recipe would be the place.", "bob",
+                            author_association="MEMBER")
+    out = await act(app_ctx, VERL, 308, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert out["rule_summary"] == "skipped:maintainer_replied"
+    assert not app_comments(fake_github, VERL, 308, RULES_MARKER)
+

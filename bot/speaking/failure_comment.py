@@ -27,7 +27,13 @@ from bot.speaking.posting import (
     own_comment,
     post_or_adopt,
 )
-from bot.speaking.quiet import NEW_TRIGGERS, live_record, maintainer_replies, quiet_reason
+from bot.speaking.quiet import (
+    CONFIG_OFF,
+    NEW_TRIGGERS,
+    live_record,
+    maintainer_replies,
+    quiet_reason,
+)
 from bot.speaking.records import record_skip
 from bot.speaking.render import (
     FAILURE_MARKER,
@@ -35,7 +41,7 @@ from bot.speaking.render import (
     compose_failure_comment,
     withdrawn_comment,
 )
-from bot.speaking.repo_config import RepoConfig, effective_dry_run
+from bot.speaking.repo_config import RepoConfig, config_now, effective_dry_run
 from bot.speaking.situation import Situation, declined_methods, failure_key, linked_pull_request
 from bot.store.models import Action
 from bot.store.types import utcnow
@@ -139,10 +145,18 @@ async def failure_comment(
     )
     if action_id is None:
         return outcome
-    if effective_dry_run(ctx, config) or ctx.github is None or sit.installation_id is None:
-        await finish(ctx, action_id, status="dry_run", body=composed.body)
-        return "dry_run"
     try:
+        if not effective_dry_run(ctx, config) and ctx.github is not None:
+            # The config as it is now: the maintainers may have turned the comments off (or
+            # dry_run on) while the delivery waited, and the cached one is ten minutes old.
+            config = await config_now(ctx, sit, config)
+        if effective_dry_run(ctx, config) or ctx.github is None or sit.installation_id is None:
+            if not config.failure_comments:
+                await release(ctx, action_id, lease=lease)
+                await record_skip(ctx, repo, number, "failure_comment", *CONFIG_OFF)
+                return "skipped:config_off"
+            await finish(ctx, action_id, status="dry_run", body=composed.body)
+            return "dry_run"
         gh = await installation_gh(ctx, sit.installation_id)
         issue, comments = await live_issue(gh, repo, number)
         live = live_record(issue, comments, sit.record)

@@ -8,9 +8,9 @@ from typing import Any
 
 from analyzers.rules import format_rules_markdown
 from bot.speaking import contribution
-from bot.speaking.claims import claim_within_budget, finish, renew, texts_written
-from bot.speaking.posting import app_login, installation_gh, post_or_adopt
-from bot.speaking.quiet import MAINTAINERS
+from bot.speaking.claims import claim_within_budget, finish, release, renew, texts_written
+from bot.speaking.posting import app_login, installation_gh, live_issue, post_or_adopt
+from bot.speaking.quiet import MAINTAINERS, live_record, maintainer_replies
 from bot.speaking.records import record_skip
 from bot.speaking.render import (
     _REF,
@@ -18,7 +18,7 @@ from bot.speaking.render import (
     code_span,
     rule_summary_reply,
 )
-from bot.speaking.repo_config import RepoConfig, effective_dry_run
+from bot.speaking.repo_config import RepoConfig, config_now, effective_dry_run
 from bot.speaking.situation import Situation, earlier_proposals, proposed_subjects, rules_key
 from bot.store.threads import get_thread
 
@@ -57,6 +57,32 @@ def _no_references(markdown: str) -> str:
     return "`".join(parts)
 
 
+SUMMARIES_OFF = ("config_off", "rule summaries are turned off in .github/rltracker.yml")
+
+
+def summary_quiet(record: dict[str, Any], config: RepoConfig,
+                  sit: Situation) -> tuple[str, str] | None:
+    """(code, reason) when the rule summary must not be posted on this proposal, judged on
+    the stored thread and again on the live one right before posting; None to go ahead."""
+    if not config.rule_summaries:
+        return SUMMARIES_OFF
+    if sit.paused:
+        return "paused", "comments are paused for this repository"
+    if sit.muted:
+        return "muted", "the thread was muted with /rltracker ignore or stop"
+    if record.get("state") != "open":
+        return "closed", "the thread is closed"
+    if record.get("locked"):
+        return "locked", "the conversation is locked"
+    if record.get("author_is_bot") or str(record.get("author") or "").endswith("[bot]"):
+        return "bot_author", "opened by a bot"
+    if (record.get("author_association") or "").upper() in MAINTAINERS:
+        return "maintainer_author", "opened by a maintainer, who knows the rules"
+    if maintainer_replies(record):
+        return "maintainer_replied", "a maintainer has already replied"
+    return None
+
+
 async def rule_summary(
     ctx: Any, sit: Situation, analysis: dict[str, Any], config: RepoConfig, *, trigger: str,
     payload: dict[str, Any] | None,
@@ -76,18 +102,8 @@ async def rule_summary(
         # A report of a run going wrong that names a method is not a proposal to add one;
         # it gets the failure comment (if anything), never two comments.
         reason = ("failure_report", "a training-failure report, not a method proposal")
-    elif not config.rule_summaries:
-        reason = ("config_off", "rule summaries are turned off in .github/rltracker.yml")
-    elif sit.paused:
-        reason = ("paused", "comments are paused for this repository")
-    elif sit.muted:
-        reason = ("muted", "the thread was muted with /rltracker ignore or stop")
-    elif record.get("state") != "open":
-        reason = ("closed", "the thread is closed")
-    elif record.get("author_is_bot"):
-        reason = ("bot_author", "opened by a bot")
-    elif (record.get("author_association") or "").upper() in MAINTAINERS:
-        reason = ("maintainer_author", "opened by a maintainer, who knows the rules")
+    else:
+        reason = summary_quiet(record, config, sit)
     if reason:
         await record_skip(ctx, repo, number, "rule_summary", *reason)
         return "skipped:" + reason[0]
@@ -110,10 +126,24 @@ async def rule_summary(
             earlier=earlier, lang=lang, public_url=ctx.settings.public_url,
         )
         details = {"methods": methods, "arxiv_ids": arxiv, "earlier": len(earlier), "trigger": trigger}
+        if not effective_dry_run(ctx, config) and ctx.github is not None:
+            config = await config_now(ctx, sit, config)  # (see failure_comment)
         if effective_dry_run(ctx, config) or ctx.github is None or sit.installation_id is None:
+            if not config.rule_summaries:
+                await release(ctx, action_id, lease=lease)
+                await record_skip(ctx, repo, number, "rule_summary", *SUMMARIES_OFF)
+                return "skipped:config_off"
             await finish(ctx, action_id, status="dry_run", body=body, details=details)
             return "dry_run"
         gh = await installation_gh(ctx, sit.installation_id)
+        # The thread as it is now (processing can lag behind it): closed, locked or answered
+        # by a maintainer meanwhile, the reply would come too late.
+        issue, comments = await live_issue(gh, repo, number)
+        quiet = summary_quiet(live_record(issue, comments, record), config, sit)
+        if quiet:
+            await release(ctx, action_id, lease=lease)
+            await record_skip(ctx, repo, number, "rule_summary", *quiet, checked="live")
+            return "skipped:" + quiet[0]
         login = await app_login(ctx)
         # What the app wrote before (an attempt whose answer was lost), read before this
         # attempt's text is recorded: our reply with none of them was edited by a person.
@@ -121,8 +151,8 @@ async def rule_summary(
         lease = await renew(ctx, action_id, lease, body=body)  # still ours: see failure_comment
         if lease is None:
             return "owned"
-        posted = await post_or_adopt(gh, repo, number, body, RULES_MARKER, None, login=login,
-                                     written=written)
+        posted = await post_or_adopt(gh, repo, number, body, RULES_MARKER, comments,
+                                     login=login, written=written)
         if posted.get("edited_on_github"):
             # Ours, edited by a person since: left as it is; the slot is held, nothing posted.
             log.info("%s#%s: the rule summary was edited on GitHub; adopted as it is",

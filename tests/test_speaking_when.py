@@ -201,3 +201,25 @@ async def test_no_rule_summary_once_a_maintainer_answered_the_proposal(
     assert out["rule_summary"] == "skipped:maintainer_replied"
     assert not app_comments(fake_github, VERL, 308, RULES_MARKER)
 
+
+
+async def test_an_edit_judges_the_labels_the_issue_was_opened_with_as_its_opening_did(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A template that adds `bug` at opening is no sign anyone is on the issue, on an edit as
+    on the opening; a label a maintainer put on since is."""
+    from tests.test_actions_e2e import NOT_FAILURE
+
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 309, body=QUESTION, labels=["bug"])
+    out = await act(app_ctx, VERL, 309, trigger="issues.opened", payload=payload, analysis=NOT_FAILURE)
+    assert out["failure_comment"] == "skipped:not_failure"
+    out = await act(app_ctx, VERL, 309, trigger="issues.edited", payload=None, analysis=FAILURE)
+    assert out["failure_comment"] == "posted"
+    assert len(app_comments(fake_github, VERL, 309)) == 1
+
+    payload = await open_issue(app_ctx, fake_github, 310, body=QUESTION, labels=["needs-info"])
+    payload["issue"]["labels"] = []  # opened bare; a maintainer labelled it since
+    out = await act(app_ctx, VERL, 310, trigger="issues.opened", payload=payload, analysis=NOT_FAILURE)
+    out = await act(app_ctx, VERL, 310, trigger="issues.edited", payload=None, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:labelled"
+    assert not app_comments(fake_github, VERL, 310)

@@ -29,6 +29,7 @@ from bot.speaking.posting import (
 )
 from bot.speaking.quiet import (
     CONFIG_OFF,
+    EDIT_TRIGGERS,
     NEW_TRIGGERS,
     live_record,
     maintainer_replies,
@@ -99,21 +100,28 @@ async def failure_comment(
 ) -> str:
     """Decide and act for the failure comment; returns what happened (for logs and tests)."""
     repo, number = sit.repo, sit.number
-    ok, code, reason = _is_confident_failure(analysis, config)
-    if not ok:
-        if trigger in NEW_TRIGGERS and sit.record.get("kind") == "issue":
-            await record_skip(ctx, repo, number, "failure_comment", code, reason)
-        return "skipped:" + code
-    if sit.framework is None:
-        await record_skip(ctx, repo, number, "failure_comment", "unknown_framework",
-                          "the repository is not one of the tracked frameworks")
-        return "skipped:unknown_framework"
+    # The labels the issue was opened with (issue templates add those): kept in the skips
+    # recorded on its opening, so that an edit that makes it a report judges them alike.
     opened_labels: set[str] = set()
     if trigger == "issues.opened":
         opened_labels = {
             (lab.get("name") if isinstance(lab, dict) else str(lab))
             for lab in ((payload or {}).get("issue") or {}).get("labels") or []
         }
+    extra = {"opened_labels": sorted(opened_labels)} if opened_labels else {}
+    ok, code, reason = _is_confident_failure(analysis, config)
+    if not ok:
+        if trigger in NEW_TRIGGERS and sit.record.get("kind") == "issue":
+            await record_skip(ctx, repo, number, "failure_comment", code, reason, **extra)
+        return "skipped:" + code
+    if sit.framework is None:
+        await record_skip(ctx, repo, number, "failure_comment", "unknown_framework",
+                          "the repository is not one of the tracked frameworks", **extra)
+        return "skipped:unknown_framework"
+    if trigger in EDIT_TRIGGERS:
+        # An issue edited into a report (a question or a bare template at first) gets the
+        # comment now, once: the slot is the same, the quiet rules the same (48 hours).
+        opened_labels = await labels_at_opening(ctx, repo, number)
     now = utcnow()
     quiet = quiet_reason(
         sit.record, config=config, trigger=trigger, now=now, ignore_labels=opened_labels,
@@ -121,7 +129,7 @@ async def failure_comment(
         paused=sit.paused, paused_reason=sit.paused_reason, muted=sit.muted,
     )
     if quiet:
-        await record_skip(ctx, repo, number, "failure_comment", *quiet)
+        await record_skip(ctx, repo, number, "failure_comment", *quiet, **extra)
         return "skipped:" + quiet[0]
     declined = await declined_methods(ctx, repo)
     composed = compose_for(sit.record, analysis, sit.framework, public_url=ctx.settings.public_url,
@@ -129,7 +137,7 @@ async def failure_comment(
     if composed is None:
         await record_skip(ctx, repo, number, "failure_comment", "nothing_to_suggest",
                           "every method this framework has for the failure is already set, "
-                          "declined here, or absent")
+                          "declined here, or absent", **extra)
         return "skipped:nothing_to_suggest"
     details = {
         "category": composed.category, "runner_up": composed.details.get("runner_up"),
@@ -209,6 +217,18 @@ async def failure_comment(
             if label not in _label_names(issue):  # the app's, not one a person had put there
                 await _record_label(ctx, action_id, label)
     return "posted"
+
+
+async def labels_at_opening(ctx: Any, repo: str, number: int) -> set[str]:
+    """The labels the issue was opened with, as the skips recorded on its opening kept them
+    (none when its opening said nothing: the comment was not skipped then, or before this
+    was kept)."""
+    async with ctx.sessionmaker() as session:
+        rows = await session.scalars(select(Action.details).where(
+            Action.repo == repo, Action.number == number, Action.kind == "failure_comment",
+            Action.status == "skipped"))
+        return {str(label) for details in rows
+                for label in ((details or {}).get("opened_labels") or [])}
 
 
 def _label_names(issue: dict[str, Any]) -> set[str]:

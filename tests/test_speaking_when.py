@@ -223,3 +223,20 @@ async def test_an_edit_judges_the_labels_the_issue_was_opened_with_as_its_openin
     out = await act(app_ctx, VERL, 310, trigger="issues.edited", payload=None, analysis=FAILURE)
     assert out["failure_comment"] == "skipped:labelled"
     assert not app_comments(fake_github, VERL, 310)
+
+
+@pytest.mark.parametrize("repo", ["huggingface/transformers", "someone/verl"])
+async def test_no_rule_summary_outside_the_seven_frameworks(
+        app_ctx: Any, fake_github: Any, repo: str) -> None:
+    """Installed on every repository of an organisation (huggingface for trl: transformers too)
+    or on a fork: a method proposal there gets no rule summary, as a failure report gets no
+    failure comment (the reply is about contributing a method to a tracked framework, with
+    the study of seven RL frameworks). On main it was posted, with that repository's own
+    contribution files summarised under the seven frameworks' study."""
+    await install(app_ctx, fake_github, repo, None)
+    payload = await open_issue(app_ctx, fake_github, 311, repo=repo, title="Add GSPO",
+                               body="Please add GSPO (arXiv 2507.18071).")
+    out = await act(app_ctx, repo, 311, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert out["rule_summary"] == "skipped:unknown_framework"
+    assert not fake_github.comments_of(repo, 311)
+    assert not fake_github.requests("POST", r"/issues/311/comments")

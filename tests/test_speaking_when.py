@@ -189,20 +189,6 @@ async def test_no_rule_summary_on_a_proposal_closed_or_locked_before_the_worker_
     assert not app_comments(fake_github, VERL, 307, RULES_MARKER)
 
 
-async def test_no_rule_summary_once_a_maintainer_answered_the_proposal(
-        app_ctx: Any, fake_github: Any) -> None:
-    """A maintainer answered the proposal before the decision ran (told the proposer where
-    the method belongs): the contribution rules would come after their answer; none posted."""
-    await install(app_ctx, fake_github)
-    payload = await open_issue(app_ctx, fake_github, 308, title="Add GSPO", body="Please add GSPO.")
-    fake_github.add_comment(VERL, 308, "Thanks, a recipe would be the place.", "bob",
-                            author_association="MEMBER")
-    out = await act(app_ctx, VERL, 308, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
-    assert out["rule_summary"] == "skipped:maintainer_replied"
-    assert not app_comments(fake_github, VERL, 308, RULES_MARKER)
-
-
-
 async def test_an_edit_judges_the_labels_the_issue_was_opened_with_as_its_opening_did(
         app_ctx: Any, fake_github: Any) -> None:
     """A template that adds `bug` at opening is no sign anyone is on the issue, on an edit as

@@ -10,7 +10,7 @@ from analyzers.rules import format_rules_markdown
 from bot.speaking import contribution
 from bot.speaking.claims import claim_within_budget, finish, release, renew, texts_written
 from bot.speaking.posting import app_login, installation_gh, live_issue, post_or_adopt
-from bot.speaking.quiet import MAINTAINERS, live_record, maintainer_replies
+from bot.speaking.quiet import MAINTAINERS, live_record
 from bot.speaking.records import record_skip
 from bot.speaking.render import (
     _REF,
@@ -78,8 +78,6 @@ def summary_quiet(record: dict[str, Any], config: RepoConfig,
         return "bot_author", "opened by a bot"
     if (record.get("author_association") or "").upper() in MAINTAINERS:
         return "maintainer_author", "opened by a maintainer, who knows the rules"
-    if maintainer_replies(record):
-        return "maintainer_replied", "a maintainer has already replied"
     return None
 
 
@@ -94,7 +92,11 @@ async def rule_summary(
     reason: tuple[str, str] | None = None
     confidence = float(proposal.get("confidence") or 0.0)
     bar = config.proposal_bar()
-    if confidence < bar:
+    if sit.framework is None:
+        # Installed on every repository of an organisation, or on a fork: the reply is about
+        # contributing a method to a tracked framework (and the study of seven of them).
+        reason = ("unknown_framework", "the repository is not one of the tracked frameworks")
+    elif confidence < bar:
         # On the dev threads a bar of 0.7 took the share of replies that go to real
         # proposals from 0.80 to 0.89 (benchmarks/comment_decisions.py).
         reason = ("low_confidence", f"proposal confidence {confidence:.2f} below {bar:.2f}")
@@ -136,8 +138,10 @@ async def rule_summary(
             await finish(ctx, action_id, status="dry_run", body=body, details=details)
             return "dry_run"
         gh = await installation_gh(ctx, sit.installation_id)
-        # The thread as it is now (processing can lag behind it): closed, locked or answered
-        # by a maintainer meanwhile, the reply would come too late.
+        # The thread as it is now (processing can lag behind it): closed or locked meanwhile
+        # (declined, or the conversation stopped), the reply would come too late. A
+        # maintainer's answer does not silence it: the rules and earlier proposals still
+        # serve the proposer who goes on to open the pull request.
         issue, comments = await live_issue(gh, repo, number)
         quiet = summary_quiet(live_record(issue, comments, record), config, sit)
         if quiet:

@@ -226,3 +226,98 @@ async def test_no_rule_summary_outside_the_seven_frameworks(
     assert out["rule_summary"] == "skipped:unknown_framework"
     assert not fake_github.comments_of(repo, 311)
     assert not fake_github.requests("POST", r"/issues/311/comments")
+
+
+RECIPE = "verl-project/verl-recipe"  # a related project of the same organisation
+
+
+def transfer_payloads(fake: Any, old: tuple[str, int], new: tuple[str, int]) -> tuple[
+        dict[str, Any], dict[str, Any]]:
+    """GitHub's `issues.transferred` (to the old repository) and `issues.opened` with
+    `changes.old_issue` (to the new one) for moving fake issue `old` to `new`; the fake moves
+    the issue and its comments as GitHub does."""
+    issue = fake.issues.pop((old[0].lower(), old[1]))
+    moved = fake.add_issue(new[0], new[1], issue["title"], issue["body"], issue["user"]["login"],
+                           created_at=issue["created_at"])
+    for c in fake.comments.values():
+        if c["_repo"] == old[0].lower() and c["_number"] == old[1]:
+            c["_repo"], c["_number"] = new[0].lower(), new[1]
+            moved["comments"] += 1
+    served_old = {**fake._served(issue), "author_association": "NONE", "labels": []}
+    served_new = {**fake._served(moved), "author_association": "NONE", "labels": []}
+    gone = fixture("issues", "transferred")
+    gone.update(issue=served_old, repository=fake.repo_json(old[0]), installation={"id": INST},
+                changes={"new_issue": served_new, "new_repository": fake.repo_json(new[0])})
+    came = fixture("issues", "opened.with-transfer")
+    came.update(issue=served_new, repository=fake.repo_json(new[0]), installation={"id": INST},
+                changes={"old_issue": served_old, "old_repository": fake.repo_json(old[0])})
+    return json.loads(json.dumps(gone)), json.loads(json.dumps(came))
+
+
+async def test_a_report_transferred_away_and_back_keeps_one_comment(
+        app_ctx: Any, fake_github: Any) -> None:
+    """Commented on in verl, moved to a related project of the organisation (no framework: no
+    comment there), then back into verl under a new number: the app's comment came along, and
+    it is still the only one (adopted, not posted again)."""
+    await install(app_ctx, fake_github)
+    async with app_ctx.sessionmaker() as s:
+        from bot.store.models import Repository
+
+        s.add(Repository(full_name=RECIPE, installation_id=INST))
+        await s.commit()
+    fake_github.add_installation(INST, "verl-project", repos=[VERL, RECIPE])
+    now = datetime.now(UTC) - timedelta(minutes=20)
+    opened = issue_payload(fake_github, "opened", 321, "Entropy collapse during GRPO training",
+                           REPORT, updated=now)
+    await deliver(app_ctx, opened, "issues", "t-321-opened")
+    async with app_ctx.sessionmaker() as s:
+        analysis = await s.scalar(select(Analysis))
+    if not analysis.is_failure_report or (analysis.failure_confidence or 0) < 0.7:
+        pytest.skip("the failure analyzer does not (yet) recognise this report")
+    assert len(app_comments(fake_github, VERL, 321)) == 1
+    gone, came = transfer_payloads(fake_github, (VERL, 321), (RECIPE, 8))
+    await deliver(app_ctx, gone, "issues", "t-321-gone")
+    await deliver(app_ctx, came, "issues", "t-8-came")
+    assert len(app_comments(fake_github, RECIPE, 8)) == 1  # the one that came along
+    gone, came = transfer_payloads(fake_github, (RECIPE, 8), (VERL, 322))
+    await deliver(app_ctx, gone, "issues", "t-8-gone")
+    await deliver(app_ctx, came, "issues", "t-322-came")
+    assert len(app_comments(fake_github, VERL, 322)) == 1
+    assert len(fake_github.requests("POST", r"/issues/\d+/comments")) == 1
+
+
+async def test_bots_pull_requests_discussions_and_reopenings_get_no_failure_comment(
+        app_ctx: Any, fake_github: Any) -> None:
+    """An issue opened by a bot (or by the app itself), a pull request and a reopened issue
+    that report a failure: no failure comment, and no rule summary on the bot's."""
+    await install(app_ctx, fake_github)
+    for number, user in ((330, "dependabot[bot]"), (331, "rltracker-test[bot]")):
+        payload = await open_issue(app_ctx, fake_github, number, user=user, author_is_bot=True)
+        out = await act(app_ctx, VERL, number, trigger="issues.opened", payload=payload,
+                        analysis={**FAILURE, "proposal": PROPOSAL["proposal"]})
+        assert out["failure_comment"] == "skipped:bot_author"
+        out = await act(app_ctx, VERL, number, trigger="issues.opened", payload=payload,
+                        analysis=PROPOSAL)
+        assert out["rule_summary"] == "skipped:bot_author"
+    payload = await open_issue(app_ctx, fake_github, 332, kind="pull_request")
+    out = await act(app_ctx, VERL, 332, trigger="pull_request.opened", payload=payload,
+                    analysis=FAILURE)
+    assert "failure_comment" not in out
+    payload = await open_issue(app_ctx, fake_github, 333)
+    out = await act(app_ctx, VERL, 333, trigger="issues.reopened", payload=payload, analysis=FAILURE)
+    assert out == {}
+    assert not fake_github.requests("POST", r"/issues/\d+/comments")
+
+
+async def test_a_proposal_edited_into_a_report_keeps_its_one_reply(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The app says one thing on a thread: a proposal that got the rule summary and is then
+    edited into something the analyzer reads as a failure report gets no failure comment
+    beside it (a recheck, someone asking, still may)."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 334, title="Add GSPO", body="Please add GSPO.")
+    out = await act(app_ctx, VERL, 334, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert out["rule_summary"] == "posted"
+    out = await act(app_ctx, VERL, 334, trigger="issues.edited", payload=None, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:rule_summary"
+    assert len(fake_github.comments_of(VERL, 334)) == 1

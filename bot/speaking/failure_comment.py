@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import select
 
 from bot.speaking.claims import (
+    LIVE_STATUSES,
     WRITTEN,
     claim_within_budget,
     finish,
@@ -43,7 +44,13 @@ from bot.speaking.render import (
     withdrawn_comment,
 )
 from bot.speaking.repo_config import RepoConfig, config_now, effective_dry_run
-from bot.speaking.situation import Situation, declined_methods, failure_key, linked_pull_request
+from bot.speaking.situation import (
+    Situation,
+    declined_methods,
+    failure_key,
+    linked_pull_request,
+    rules_key,
+)
 from bot.store.models import Action
 from bot.store.types import utcnow
 
@@ -122,6 +129,11 @@ async def failure_comment(
         # An issue edited into a report (a question or a bare template at first) gets the
         # comment now, once: the slot is the same, the quiet rules the same (48 hours).
         opened_labels = await labels_at_opening(ctx, repo, number)
+        if await _replied_as_proposal(ctx, repo, number):
+            # One thing said on a thread: the proposal's rule summary is there already.
+            await record_skip(ctx, repo, number, "failure_comment", "rule_summary",
+                              "the app replied to the thread as a method proposal")
+            return "skipped:rule_summary"
     now = utcnow()
     quiet = quiet_reason(
         sit.record, config=config, trigger=trigger, now=now, ignore_labels=opened_labels,
@@ -229,6 +241,13 @@ async def labels_at_opening(ctx: Any, repo: str, number: int) -> set[str]:
             Action.status == "skipped"))
         return {str(label) for details in rows
                 for label in ((details or {}).get("opened_labels") or [])}
+
+
+async def _replied_as_proposal(ctx: Any, repo: str, number: int) -> bool:
+    async with ctx.sessionmaker() as session:
+        status = await session.scalar(
+            select(Action.status).where(Action.dedupe_key == rules_key(repo, number)))
+    return status in LIVE_STATUSES
 
 
 def _label_names(issue: dict[str, Any]) -> set[str]:

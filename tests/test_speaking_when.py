@@ -321,3 +321,24 @@ async def test_a_proposal_edited_into_a_report_keeps_its_one_reply(
     out = await act(app_ctx, VERL, 334, trigger="issues.edited", payload=None, analysis=FAILURE)
     assert out["failure_comment"] == "skipped:rule_summary"
     assert len(fake_github.comments_of(VERL, 334)) == 1
+
+
+async def test_no_rule_summary_to_a_maintainer_github_labels_a_contributor(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A maintainer proposing a method in their own repository gets no rule summary, also when
+    the payload's author_association does not say so (GitHub says CONTRIBUTOR or NONE for an
+    organisation member whose membership is private): their role is asked of GitHub right
+    before posting. On main only the association was read, and the maintainer was told their
+    own contribution rules. Someone with read access still gets it."""
+    await install(app_ctx, fake_github)
+    fake_github.set_permission(VERL, "carol", "maintain")
+    fake_github.set_permission(VERL, "dave", "read")
+    payload = await open_issue(app_ctx, fake_github, 340, title="Add GSPO", body="Please add GSPO.",
+                               user="carol", association="CONTRIBUTOR")
+    out = await act(app_ctx, VERL, 340, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert out["rule_summary"] == "skipped:maintainer_author"
+    assert not fake_github.comments_of(VERL, 340)
+    payload = await open_issue(app_ctx, fake_github, 341, title="Add GSPO", body="Please add GSPO.",
+                               user="dave", association="CONTRIBUTOR")
+    out = await act(app_ctx, VERL, 341, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert out["rule_summary"] == "posted"

@@ -28,6 +28,7 @@ EDIT_TRIGGERS = frozenset({"issues.edited"})
 PROPOSAL_TRIGGERS = frozenset({"issues.opened", "pull_request.opened"})
 COMMENT_TRIGGERS = frozenset({"issue_comment.created", "issue_comment.edited"})
 MAINTAINERS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+WRITE_ROLES = frozenset({"write", "maintain", "admin"})  # a repository role that maintains it
 MAX_AGE = timedelta(hours=48)
 CONFIG_OFF = ("config_off", "failure comments are turned off in .github/rltracker.yml")
 

@@ -10,7 +10,7 @@ from analyzers.rules import format_rules_markdown
 from bot.speaking import contribution
 from bot.speaking.claims import claim_within_budget, finish, release, renew, texts_written
 from bot.speaking.posting import app_login, installation_gh, live_issue, post_or_adopt
-from bot.speaking.quiet import MAINTAINERS, live_record
+from bot.speaking.quiet import MAINTAINERS, WRITE_ROLES, live_record
 from bot.speaking.records import record_skip
 from bot.speaking.render import (
     _REF,
@@ -57,6 +57,7 @@ def _no_references(markdown: str) -> str:
     return "`".join(parts)
 
 
+MAINTAINER_AUTHOR = ("maintainer_author", "opened by a maintainer, who knows the rules")
 SUMMARIES_OFF = ("config_off", "rule summaries are turned off in .github/rltracker.yml")
 
 
@@ -77,7 +78,7 @@ def summary_quiet(record: dict[str, Any], config: RepoConfig,
     if record.get("author_is_bot") or str(record.get("author") or "").endswith("[bot]"):
         return "bot_author", "opened by a bot"
     if (record.get("author_association") or "").upper() in MAINTAINERS:
-        return "maintainer_author", "opened by a maintainer, who knows the rules"
+        return MAINTAINER_AUTHOR
     return None
 
 
@@ -143,7 +144,13 @@ async def rule_summary(
         # maintainer's answer does not silence it: the rules and earlier proposals still
         # serve the proposer who goes on to open the pull request.
         issue, comments = await live_issue(gh, repo, number)
-        quiet = summary_quiet(live_record(issue, comments, record), config, sit)
+        live = live_record(issue, comments, record)
+        quiet = summary_quiet(live, config, sit)
+        if quiet is None and live.get("author") and await ctx.github.repository_role(
+                sit.installation_id, repo, str(live["author"])) in WRITE_ROLES:
+            # A maintainer GitHub does not call one in the payload (a private organisation
+            # member reads CONTRIBUTOR or NONE): asked, once per reply about to be posted.
+            quiet = MAINTAINER_AUTHOR
         if quiet:
             await release(ctx, action_id, lease=lease)
             await record_skip(ctx, repo, number, "rule_summary", *quiet, checked="live")

@@ -342,3 +342,34 @@ async def test_no_rule_summary_to_a_maintainer_github_labels_a_contributor(
                                user="dave", association="CONTRIBUTOR")
     out = await act(app_ctx, VERL, 341, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
     assert out["rule_summary"] == "posted"
+
+
+async def test_a_chinese_proposal_gets_the_chinese_reply(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    payload = await open_issue(
+        app_ctx, fake_github, 342, title="建议支持 GSPO 算法",
+        body="希望 verl 能支持 GSPO（arXiv 2507.18071），它在长序列训练上比逐词的重要性采样更稳定。")
+    out = await act(app_ctx, VERL, 342, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert out["rule_summary"] == "posted"
+    [reply] = app_comments(fake_github, VERL, 342, RULES_MARKER)
+    assert "贡献" in reply["body"] and "Contributing a method" not in reply["body"]
+    [row] = [a for a in await actions_of(app_ctx, 342, "rule_summary") if a.status == "posted"]
+    assert row.language == "zh"
+
+
+async def test_empty_bodies_through_the_router(app_ctx: Any, fake_github: Any) -> None:
+    """GitHub's examples of an issue opened with an empty body and a pull request opened with
+    a null one: decided on (a skip recorded), nothing posted, no error."""
+    await install(app_ctx, fake_github)
+    payload = issue_payload(fake_github, "opened", 343, "Question", None,
+                            updated=datetime.now(UTC), name="opened.with-empty-body")
+    await deliver(app_ctx, payload, "issues", "e-343")
+    pr = fixture("pull_request", "opened.with-null-body")
+    fake_github.add_issue(VERL, 344, "Update README", None, "alice", pull_request=True)
+    pr["pull_request"].update(number=344, body=None, author_association="NONE",
+                              created_at=iso(datetime.now(UTC)), updated_at=iso(datetime.now(UTC)))
+    pr.update(number=344, repository=fake_github.repo_json(VERL), installation={"id": INST})
+    await deliver(app_ctx, json.loads(json.dumps(pr)), "pull_request", "e-344")
+    assert not fake_github.requests("POST", r"/issues/\d+/comments")
+    [skip] = await actions_of(app_ctx, 343)
+    assert skip.status == "skipped" and skip.details["code"] == "not_failure"

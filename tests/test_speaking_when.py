@@ -373,3 +373,31 @@ async def test_empty_bodies_through_the_router(app_ctx: Any, fake_github: Any) -
     assert not fake_github.requests("POST", r"/issues/\d+/comments")
     [skip] = await actions_of(app_ctx, 343)
     assert skip.status == "skipped" and skip.details["code"] == "not_failure"
+
+
+@pytest.mark.parametrize("quiet", ["config_off", "paused"])
+async def test_an_edit_leaves_the_comment_alone_once_comments_are_off(
+        app_ctx: Any, fake_github: Any, quiet: str) -> None:
+    """`failure_comments: false` pushed after the comment was posted, or the repository
+    paused (its maintainers hid the app's comments): an edit of the issue no longer rewrites
+    the comment (on main it was PATCHed on every edit that changed the finding). A person's
+    `/rltracker kind` still does: someone asked (tests/test_verdicts.py)."""
+    from bot.store.models import Repository
+
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 345)
+    out = await act(app_ctx, VERL, 345, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "posted"
+    if quiet == "config_off":
+        fake_github.set_file(VERL, ".github/rltracker.yml", "failure_comments: false\n")
+        await get_repo_config(app_ctx, VERL, INST, refresh=True)
+    else:
+        async with app_ctx.sessionmaker() as s:
+            row = await s.scalar(select(Repository).where(Repository.full_name == VERL))
+            row.comments_paused, row.paused_reason = True, "2 of the app's last 10 comments were hidden"
+            await s.commit()
+    other = {**FAILURE, "failure": {**FAILURE["failure"], "category": "kl_growth",
+                                    "categories": ["kl_growth"]}}
+    out = await act(app_ctx, VERL, 345, trigger="issues.edited", payload=None, analysis=other)
+    assert out["failure_comment"] == quiet
+    assert not fake_github.requests("PATCH", r"/issues/comments/\d+")

@@ -350,6 +350,10 @@ async def _rewrite(
         return "unchanged"
     if sit.muted:
         return "muted"
+    if not asked and not config.failure_comments:
+        return "config_off"  # turned off since it was posted: left as it is (a kind still asks)
+    if not asked and sit.paused:
+        return "paused"  # its maintainers hid the app's comments: no more activity there
     if asked:
         if _left_alone(action):
             return "frozen"

@@ -401,3 +401,26 @@ async def test_an_edit_leaves_the_comment_alone_once_comments_are_off(
     out = await act(app_ctx, VERL, 345, trigger="issues.edited", payload=None, analysis=other)
     assert out["failure_comment"] == quiet
     assert not fake_github.requests("PATCH", r"/issues/comments/\d+")
+
+
+async def test_the_pull_request_of_a_summarised_proposal_gets_no_second_summary(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The proposal was an issue that got the rule summary; its proposer then opens the pull
+    request that implements it ("Closes #346"): the rules are on the issue already, the pull
+    request gets no second summary (on main it did). A pull request of its own still does."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 346, title="Add GSPO", body="Please add GSPO.")
+    out = await act(app_ctx, VERL, 346, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert out["rule_summary"] == "posted"
+    payload = await open_issue(app_ctx, fake_github, 347, title="[algo] feat: GSPO",
+                               body="Implements GSPO.\n\nCloses #346", kind="pull_request")
+    out = await act(app_ctx, VERL, 347, trigger="pull_request.opened", payload=payload,
+                    analysis=PROPOSAL)
+    assert out["rule_summary"] == "skipped:summarised_on_issue"
+    assert not fake_github.comments_of(VERL, 347)
+    payload = await open_issue(app_ctx, fake_github, 348, title="[algo] feat: GSPO",
+                               body="Implements GSPO (see #2 for the old discussion).",
+                               kind="pull_request")
+    out = await act(app_ctx, VERL, 348, trigger="pull_request.opened", payload=payload,
+                    analysis=PROPOSAL)
+    assert out["rule_summary"] == "posted"

@@ -4,7 +4,10 @@ needs first, and earlier proposals of the same or similar methods."""
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
+
+from sqlalchemy import select
 
 from analyzers.rules import format_rules_markdown
 from bot.speaking import contribution
@@ -20,6 +23,7 @@ from bot.speaking.render import (
 )
 from bot.speaking.repo_config import RepoConfig, config_now, effective_dry_run
 from bot.speaking.situation import Situation, earlier_proposals, proposed_subjects, rules_key
+from bot.store.models import Action
 from bot.store.threads import get_thread
 
 log = logging.getLogger(__name__)
@@ -82,6 +86,31 @@ def summary_quiet(record: dict[str, Any], config: RepoConfig,
     return None
 
 
+_ISSUE_REF = re.compile(r"(?<![\w/&])#(\d{1,9})(?!\d)")
+MAX_REFS = 50
+
+
+async def summarised_issue(ctx: Any, repo: str, record: dict[str, Any]) -> int | None:
+    """An issue of this repository that a pull request references ("Closes #12") and that
+    got the rule summary (posted, or recorded in dry run), or None: its proposer has the
+    rules already."""
+    text = f"{record.get('title') or ''}\n{(record.get('body') or '')[:65536]}"
+    numbers = []
+    for m in _ISSUE_REF.finditer(text):
+        numbers.append(int(m.group(1)))
+        if len(numbers) >= MAX_REFS:
+            break
+    if not numbers:
+        return None
+    keys = {rules_key(repo, n): n for n in numbers if n != record.get("number")}
+    async with ctx.sessionmaker() as session:
+        found = await session.scalars(select(Action.dedupe_key).where(
+            Action.dedupe_key.in_(list(keys)), Action.kind == "rule_summary",
+            Action.status.in_(("posted", "dry_run"))))
+        hits = sorted(keys[k] for k in found if k in keys)
+    return hits[0] if hits else None
+
+
 async def rule_summary(
     ctx: Any, sit: Situation, analysis: dict[str, Any], config: RepoConfig, *, trigger: str,
     payload: dict[str, Any] | None,
@@ -107,6 +136,11 @@ async def rule_summary(
         reason = ("failure_report", "a training-failure report, not a method proposal")
     else:
         reason = summary_quiet(record, config, sit)
+        if reason is None and record.get("kind") == "pull_request":
+            issue = await summarised_issue(ctx, repo, record)
+            if issue is not None:
+                reason = ("summarised_on_issue",
+                          f"the rule summary was given on the proposal's issue ({issue})")
     if reason:
         await record_skip(ctx, repo, number, "rule_summary", *reason)
         return "skipped:" + reason[0]

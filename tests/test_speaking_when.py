@@ -424,3 +424,24 @@ async def test_the_pull_request_of_a_summarised_proposal_gets_no_second_summary(
     out = await act(app_ctx, VERL, 348, trigger="pull_request.opened", payload=payload,
                     analysis=PROPOSAL)
     assert out["rule_summary"] == "posted"
+
+
+async def test_a_maintainer_github_labels_a_contributor_has_replied(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A maintainer answered the report before the worker ran, and GitHub calls them
+    CONTRIBUTOR (private organisation membership): their role is asked of GitHub in the live
+    check, and the app stays quiet (on main it posted after the maintainer's answer). A reply
+    by someone with read access does not silence it."""
+    await install(app_ctx, fake_github)
+    fake_github.set_permission(VERL, "erin", "write")
+    fake_github.set_permission(VERL, "frank", "read")
+    payload = await open_issue(app_ctx, fake_github, 349)
+    fake_github.add_comment(VERL, 349, "Lower the learning rate and try again.", "erin",
+                            author_association="CONTRIBUTOR")
+    out = await act(app_ctx, VERL, 349, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:maintainer_replied"
+    assert not app_comments(fake_github, VERL, 349)
+    payload = await open_issue(app_ctx, fake_github, 350)
+    fake_github.add_comment(VERL, 350, "Same here!", "frank", author_association="CONTRIBUTOR")
+    out = await act(app_ctx, VERL, 350, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "posted"

@@ -32,9 +32,11 @@ from bot.speaking.quiet import (
     CONFIG_OFF,
     EDIT_TRIGGERS,
     NEW_TRIGGERS,
+    WRITE_ROLES,
     live_record,
     maintainer_replies,
     quiet_reason,
+    unlabelled_replies,
 )
 from bot.speaking.records import record_skip
 from bot.speaking.render import (
@@ -186,6 +188,9 @@ async def failure_comment(
             live, config=config, trigger=trigger, now=now, ignore_labels=opened_labels,
             paused=sit.paused, muted=sit.muted,
         )
+        if not own and quiet is None and trigger != "command" and await _maintainer_among(
+                ctx, sit, unlabelled_replies(live)):
+            quiet = ("maintainer_replied", "a maintainer has already replied")
         if quiet:
             await release(ctx, action_id, lease=lease)
             await record_skip(ctx, repo, number, "failure_comment", *quiet, checked="live")
@@ -229,6 +234,19 @@ async def failure_comment(
             if label not in _label_names(issue):  # the app's, not one a person had put there
                 await _record_label(ctx, action_id, label)
     return "posted"
+
+
+MAX_ROLES_ASKED = 5
+
+
+async def _maintainer_among(ctx: Any, sit: Situation, comments: list[dict[str, Any]]) -> bool:
+    """Whether one of these commenters (at most MAX_ROLES_ASKED distinct ones, asked of
+    GitHub: the collaborator permission API) has write access to the repository."""
+    logins = list(dict.fromkeys(str(c["author"]) for c in comments if c.get("author")))
+    for login in logins[:MAX_ROLES_ASKED]:
+        if await ctx.github.repository_role(sit.installation_id, sit.repo, login) in WRITE_ROLES:
+            return True
+    return False
 
 
 async def labels_at_opening(ctx: Any, repo: str, number: int) -> set[str]:

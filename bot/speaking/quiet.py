@@ -35,10 +35,23 @@ CONFIG_OFF = ("config_off", "failure comments are turned off in .github/rltracke
 
 def maintainer_replies(record: dict[str, Any], after: datetime | None = None) -> list[dict[str, Any]]:
     """Comments by maintainers other than the opener (commands and the app's own excluded)."""
+    return [c for c in replies(record, after)
+            if (c.get("author_association") or "").upper() in MAINTAINERS]
+
+
+def unlabelled_replies(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """Replies whose author_association does not say maintainer although they may be one
+    (CONTRIBUTOR or NONE: GitHub's word for an organisation member whose membership is
+    private); their role is asked of GitHub before posting."""
+    return [c for c in replies(record)
+            if (c.get("author_association") or "NONE").upper() in ("CONTRIBUTOR", "NONE")]
+
+
+def replies(record: dict[str, Any], after: datetime | None = None) -> list[dict[str, Any]]:
+    """Comments by people other than the opener (commands alone, bots and the app's own
+    excluded), created after `after` when given."""
     out = []
     for c in record.get("comments") or []:
-        if (c.get("author_association") or "").upper() not in MAINTAINERS:
-            continue
         if c.get("author_is_bot") or (c.get("author") or "").endswith("[bot]"):
             continue
         if c.get("author") and c.get("author") == record.get("author"):

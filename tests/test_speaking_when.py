@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 from gidgethub import sansio
 from sqlalchemy import select
 
@@ -445,3 +446,28 @@ async def test_a_maintainer_github_labels_a_contributor_has_replied(
     fake_github.add_comment(VERL, 350, "Same here!", "frank", author_association="CONTRIBUTOR")
     out = await act(app_ctx, VERL, 350, trigger="issues.opened", payload=payload, analysis=FAILURE)
     assert out["failure_comment"] == "posted"
+
+
+async def test_a_retry_adopts_the_reply_it_posted_before_the_proposal_was_closed(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The first attempt posted the rule summary and lost GitHub's answer; the proposal was
+    closed before the retry: the retry records the reply that is there (it does not drop the
+    claim and leave a reply of the app's unrecorded)."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 351, title="Add GSPO", body="Please add GSPO.")
+
+    @fake_github.route("POST", rf"/repos/{VERL}/issues/351/comments")
+    async def created_unanswered(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        fake.add_comment(VERL, 351, body["body"], "rltracker[bot]", "Bot")
+        request.transport.close()  # created; the answer never reaches the app
+        return web.Response(status=499)
+
+    with pytest.raises(Exception):  # noqa: B017 - whatever the lost connection raises
+        await act(app_ctx, VERL, 351, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    posted = app_comments(fake_github, VERL, 351, RULES_MARKER)
+    assert len(posted) == 1
+    fake_github.issue(VERL, 351).update(state="closed")
+    await act(app_ctx, VERL, 351, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert len(app_comments(fake_github, VERL, 351, RULES_MARKER)) == 1
+    [row] = [a for a in await actions_of(app_ctx, 351, "rule_summary") if a.status == "posted"]
+    assert row.comment_id == posted[0]["id"]

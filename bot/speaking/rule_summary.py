@@ -12,7 +12,13 @@ from sqlalchemy import select
 from analyzers.rules import format_rules_markdown
 from bot.speaking import contribution
 from bot.speaking.claims import claim_within_budget, finish, release, renew, texts_written
-from bot.speaking.posting import app_login, installation_gh, live_issue, post_or_adopt
+from bot.speaking.posting import (
+    app_login,
+    installation_gh,
+    live_issue,
+    own_comment,
+    post_or_adopt,
+)
 from bot.speaking.quiet import MAINTAINERS, WRITE_ROLES, live_record
 from bot.speaking.records import record_skip
 from bot.speaking.render import (
@@ -177,10 +183,14 @@ async def rule_summary(
         # (declined, or the conversation stopped), the reply would come too late. A
         # maintainer's answer does not silence it: the rules and earlier proposals still
         # serve the proposer who goes on to open the pull request.
+        # Our reply already there (an attempt whose answer was lost) is adopted below, not
+        # left unrecorded.
         issue, comments = await live_issue(gh, repo, number)
+        login = await app_login(ctx)
         live = live_record(issue, comments, record)
-        quiet = summary_quiet(live, config, sit)
-        if quiet is None and live.get("author") and await ctx.github.repository_role(
+        own = own_comment(comments, RULES_MARKER, login)
+        quiet = None if own else summary_quiet(live, config, sit)
+        if not own and quiet is None and live.get("author") and await ctx.github.repository_role(
                 sit.installation_id, repo, str(live["author"])) in WRITE_ROLES:
             # A maintainer GitHub does not call one in the payload (a private organisation
             # member reads CONTRIBUTOR or NONE): asked, once per reply about to be posted.
@@ -189,7 +199,6 @@ async def rule_summary(
             await release(ctx, action_id, lease=lease)
             await record_skip(ctx, repo, number, "rule_summary", *quiet, checked="live")
             return "skipped:" + quiet[0]
-        login = await app_login(ctx)
         # What the app wrote before (an attempt whose answer was lost), read before this
         # attempt's text is recorded: our reply with none of them was edited by a person.
         written = await texts_written(ctx, repo, number, "rule_summary")

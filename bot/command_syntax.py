@@ -4,46 +4,185 @@ The webhook handler that answers commands (bot/webhooks/commands.py) parses them
 the analysis (bot/analysis.py) leaves the command lines out of what the analyzers read, since a
 command is addressed to the app, not to the thread: `/rltracker kind entropy_collapse` is no
 report wording, and a maintainer's `/rltracker rules` is no reply to a proposal.
+
+A command is a line of its own that starts with `/rltracker` (any case; a full-width `／` as
+Chinese input methods type it; zero-width characters ignored), read in the first 64 KiB.
+What GitHub shows as code (a fenced block, a line indented four columns), hides (an HTML comment) or folds away (`<details>`), and what quotes someone else (a `>`
+quote, or everything below an e-mail reply's header: `On ... wrote:`, `在 ... 写道：` or
+Outlook's `From:` naming an address, and `-----Original Message-----`; Outlook does not quote
+the original with `>`) is no command: "to silence it, write ```/rltracker stop```" asks for nothing.
+Every rule is a scan of each line with string methods, linear on 64 KiB.
 """
 
 from __future__ import annotations
 
 PREFIX = "/rltracker"
 _MAX_BODY = 65536  # characters read for a command
-_MAX_LINES = 50  # lines read for a command
+# Invisible characters a paste or an editor leaves around a command (zero-width space, joiners,
+# word joiner, byte-order mark): dropped before the line is read.
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff"))
+_SLASHES = ("/", "\uff0f")  # `／`: a full-width slash
+# Trailing punctuation people put after a command word or a kind ("/rltracker stop.").
+_TRAILING = ".,;:!?。，；：！？、"
 
 
-def _is_command_line(line: str) -> bool:
+def _indent(line: str) -> int:
+    """Columns of leading indentation (a tab to the next multiple of four)."""
+    cols = 0
+    for ch in line:
+        if ch == " ":
+            cols += 1
+        elif ch == "\t":
+            cols += 4 - cols % 4
+        else:
+            break
+    return cols
+
+
+def _fence(line: str) -> tuple[str, int, str] | None:
+    """(character, length, rest) of a code fence line (``` or ~~~, indented up to three
+    columns), else None."""
+    if _indent(line) > 3:
+        return None
+    text = line.lstrip(" \t")
+    if text[:3] not in ("```", "~~~"):
+        return None
+    char = text[0]
+    length = len(text) - len(text.lstrip(char))
+    rest = text[length:]
+    if char == "`" and "`" in rest:  # an inline code span, not a fence
+        return None
+    return char, length, rest
+
+
+def _outside_code_spans(line: str) -> str:
+    """The line without its inline code spans (text between paired backticks; an unpaired
+    last one is literal), each replaced by a space."""
+    parts = line.split("`")
+    if len(parts) % 2 == 0:  # an odd number of backticks: the last one opens nothing
+        parts[-2:] = ["`".join(parts[-2:])]
+    return " ".join(parts[0::2])
+
+
+def _has_address(text: str) -> bool:
+    """Whether the line holds an e-mail address (`name@host.tld`, maybe in `<...>`)."""
+    for token in text.split():
+        at = token.find("@")
+        if at > 0 and "." in token[at + 1:].strip("<>()[].,;:"):
+            return True
+    return False
+
+
+def _email_header(text: str) -> bool:
+    """A line that starts the original an e-mail client put below a reply: it names the
+    sender's address (GitHub's `notifications@github.com`, maybe wrapped onto this line)."""
+    if text.startswith("-----Original Message") or text.startswith("----- Original Message"):
+        return True
+    header = (text.endswith("wrote:") or text.startswith("From:")
+              or (text.startswith("在") and (text.endswith("写道：") or text.endswith("写道:"))))
+    return header and _has_address(text)
+
+
+def _words(line: str) -> list[str] | None:
+    """The words of a command line (the first being the prefix), else None."""
     words = line.split(maxsplit=1)
-    return bool(words) and words[0].lower() == PREFIX
+    if not words or len(words[0]) != len(PREFIX) or words[0][0] not in _SLASHES:
+        return None
+    if words[0][1:].lower() != PREFIX[1:]:
+        return None
+    return line.split()
+
+
+def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
+    """(line index, words) of each command line in `body`, in order."""
+    found: list[tuple[int, list[str]]] = []
+    fence: tuple[str, int] | None = None
+    in_comment = False
+    details = 0
+    for n, raw in enumerate((body or "")[:_MAX_BODY].splitlines()):
+        if not raw or raw.isspace():
+            continue  # changes no state (a fence, a comment, <details> go on across it)
+        line = raw.translate(_INVISIBLE)
+        if fence is not None:
+            closing = _fence(line)
+            if closing and closing[0] == fence[0] and closing[1] >= fence[1] and not closing[2].strip():
+                fence = None
+            continue
+        hidden = in_comment or details > 0
+        commented = in_comment
+        # HTML comments: open and close along the line, outside its code spans
+        scanned = _outside_code_spans(line) if "`" in line else line
+        pos = 0
+        while True:
+            if in_comment:
+                end = scanned.find("-->", pos)
+                if end < 0:
+                    break
+                in_comment, pos = False, end + 3
+            else:
+                start = scanned.find("<!--", pos)
+                if start < 0:
+                    break
+                in_comment, pos = True, start + 4
+        # <details> as GitHub renders it: an HTML block (the line starts with a tag), not the
+        # word in prose or in an inline code span ("fold logs in `<details>`")
+        if not commented and line.lstrip().startswith("<"):
+            lowered = line.lower()
+            details = max(0, details + lowered.count("<details") - lowered.count("</details"))
+        if hidden:
+            continue
+        opening = _fence(line)
+        if opening is not None:
+            fence = opening[:2]
+            continue
+        text = line.strip()
+        if _email_header(text):
+            break
+        if _indent(line) >= 4:  # an indented code block
+            continue
+        words = _words(line)
+        if words is not None:
+            found.append((n, words))
+    return found
+
+
+def _command(words: list[str]) -> tuple[str, list[str]]:
+    if len(words) == 1:
+        return "", []
+    word = words[1].rstrip(_TRAILING).lower()
+    args = words[2:8]
+    if args:
+        args[-1] = args[-1].rstrip(_TRAILING)
+        if not args[-1]:
+            args.pop()
+    return word, args
 
 
 def parse_command(body: str | None) -> tuple[str, list[str]] | None:
     """The first `/rltracker <word> [args]` line of a comment, as (word, args)."""
-    for line in (body or "")[:_MAX_BODY].splitlines()[:_MAX_LINES]:
-        if not _is_command_line(line):
-            continue
-        words = line.split()
-        if len(words) == 1:
-            return "", []
-        return words[1].lower(), words[2:8]
-    return None
+    lines = _command_lines(body)
+    return _command(lines[0][1]) if lines else None
+
+
+def parse_commands(body: str | None) -> list[tuple[str, list[str]]]:
+    """Every `/rltracker <word> [args]` line of a comment, in order."""
+    return [_command(words) for _, words in _command_lines(body)]
+
+
+def _may_hold_command(body: str) -> bool:
+    head = body[:_MAX_BODY].lower()
+    return "rltracker" in head
 
 
 def without_commands(body: str) -> str:
     """`body` without its command lines (those `parse_command` reads)."""
-    if PREFIX not in body[:_MAX_BODY].lower():
+    if not _may_hold_command(body):
         return body
-    lines = body.splitlines(keepends=True)
-    kept: list[str] = []
-    offset = 0
-    for n, line in enumerate(lines):
-        # the lines parse_command reads: the first _MAX_LINES of the first _MAX_BODY characters
-        read = line[: max(0, _MAX_BODY - offset)] if n < _MAX_LINES else ""
-        if not (read and _is_command_line(read)):
-            kept.append(line)
-        offset += len(line)
-    return "".join(kept)
+    drop = {n for n, _ in _command_lines(body)}
+    if not drop:
+        return body
+    # The lines of the first _MAX_BODY characters are the body's first lines: same indexes.
+    return "".join(line for n, line in enumerate(body.splitlines(keepends=True)) if n not in drop)
 
 
 def only_commands(body: str | None) -> bool:

@@ -620,3 +620,67 @@ def test_stdin_and_stdout_are_utf8_whatever_the_locale(tmp_path: Path, encoding:
     proc = _stdin_run(data, **({"PYTHONIOENCODING": encoding} if encoding else {}))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == out.read_bytes()
+
+
+def test_a_carriage_return_inside_a_record_does_not_split_it(tmp_path: Path) -> None:
+    """JSON Lines ends a record at "\\n" only; a lone "\\r" is JSON whitespace. A file was read
+    with Python's universal newlines, which also end a line at a lone "\\r": a valid thread
+    with one between two keys became two error records (one record in, two lines out, so
+    output line K no longer answered input record K, and every later line number was off by
+    one), while the same bytes on stdin were analysed. Pool files were split the same way."""
+    one = json.dumps(GOOD_1).replace(', "repo"', ',\r"repo"')
+    data = (one + "\n" + json.dumps(GOOD_2) + "\n").encode()
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(data)
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", str(src), "-o", str(out)]) == 0
+    rows = read_jsonl(out)
+    assert [r["id"] for r in rows] == ["o/r#1", "o/r#2"]
+    assert all("error" not in r for r in rows)
+    proc = _stdin_run(data)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == out.read_bytes()
+    pool = tmp_path / "pool.jsonl"
+    pool.write_bytes(b'{"arxiv_id": "2999.00002",\r"title": "Frobnicated Widget Policy '
+                     b'Optimization for Teapots", "aliases": []}\n')
+    src2 = write_lines(tmp_path / "in2.jsonl", [json.dumps(dict(
+        GOOD_1, body='We implement "Frobnicated Widget Policy Optimization for Teapots".'))])
+    assert main(["analyze", "--papers", str(pool), "--no-cache", str(src2), "-o", str(out)]) == 0
+    assert any(p["arxiv_id"] == "2999.00002" for p in read_jsonl(out)[0]["papers"])
+
+
+def test_the_thread_records_the_app_serves_are_analysed(tmp_path: Path) -> None:
+    """`GET /api/threads/...` serves a stored thread as a contract `thread`
+    (bot.store.threads.thread_record), and says "not known" of an optional key with null: a
+    comment by a deleted account or from a payload without its user has author_is_bot null, a
+    thread stored without its address has url null. `rltracker analyze` refused such a record
+    whole ("author_is_bot must be true or false, got null": an error record, exit 1), though
+    the contract reads a missing optional key as not known and the analyzers read null the
+    same way. Null in an optional key is now "not known", as its absence is."""
+    from bot.store.models import Comment, Thread
+    from bot.store.threads import thread_record
+
+    thread = Thread(repo="o/r", number=7, kind="issue", title=GOOD_1["title"], body=GOOD_1["body"],
+                    author="alice", author_association=None, author_is_bot=None, state="open",
+                    labels=[], assignees=[], url=None, complete=None)
+    comments = [Comment(kind="comment", github_id=1, author=None, author_is_bot=None,
+                        body="Same here after 30 steps."),
+                Comment(kind="review", github_id=2, author="bob", author_is_bot=False, body="ok")]
+    record = thread_record(thread, comments)
+    assert record["author_is_bot"] is None and record["url"] is None
+    assert record["comments"][0]["author_is_bot"] is None
+    also = dict(GOOD_2, author_is_bot=None, complete=None, url=None,
+                comments=[{"author": "c", "body": "x", "kind": None, "author_is_bot": None}])
+    src = write_lines(tmp_path / "in.jsonl", [json.dumps(record), json.dumps(also)])
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", str(src), "-o", str(out)]) == 0
+    rows = read_jsonl(out)
+    assert [r["id"] for r in rows] == ["o/r#7", "o/r#2"]
+    assert rows[0]["failure"]["category"] == "entropy_collapse"
+    # null still stands for "not known" only: a required key, or a wrong type, is refused
+    bad = write_lines(tmp_path / "bad.jsonl", [json.dumps(dict(GOOD_1, kind=None)),
+                                               json.dumps(dict(GOOD_1, author_is_bot="no"))])
+    assert main(["analyze", str(bad), "-o", str(out)]) == 1
+    assert [r["error"] for r in read_jsonl(out)] == [
+        "line 1: kind must be one of issue, pull_request, discussion, got null",
+        'line 2: author_is_bot must be true or false, got "no"']

@@ -643,3 +643,105 @@ def test_serve_posting_without_a_public_url(migrated_db: str) -> None:
     assert settings_for_serve(True, app)[0].dry_run
     settings, _ = settings_for_serve(False, {**app, "RLTRACKER_PUBLIC_URL": "https://rl.example.org/"})
     assert settings.public_url == "https://rl.example.org" and not settings.dry_run
+
+
+# ----------------------------------------------------------------- output cut short
+@pytest.mark.parametrize("command", ["rules", "rules --json", "stats --json", "deliveries",
+                                     "analyze"])
+def test_output_read_by_a_pipe_that_closed_is_no_traceback(command: str, tmp_path: Path,
+                                                           migrated_db: str) -> None:
+    """`rltracker ... | head -1`: the reader goes away, the next write fails with EPIPE. Each
+    command printed a BrokenPipeError traceback "this is a bug" (exit 1; analyze one line
+    '[Errno 32] Broken pipe', exit 2). Like any Unix tool whose reader left, the command now
+    stops quietly with 141 (128 + SIGPIPE, what the shell shows for `cat big | head -1`)."""
+    import json
+
+    (tmp_path / "CONTRIBUTING.md").write_text("Add tests for every change.\n", encoding="utf-8")
+    thread = {"id": "o/r#1", "repo": "o/r", "number": 1, "kind": "issue", "state": "open",
+              "title": "Entropy collapses", "body": "entropy drops to zero", "comments": []}
+    records = tmp_path / "in.jsonl"
+    records.write_text((json.dumps(thread) + "\n") * 50, encoding="utf-8")
+    args = {"rules": ["rules", str(tmp_path)], "rules --json": ["rules", str(tmp_path), "--json"],
+            "analyze": ["analyze", str(records), "--jobs", "1"]}.get(command, command.split())
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line is written
+    try:
+        result = subprocess.run([sys.executable, "-m", "bot.cli", *args], stdout=write_end,
+                                stderr=subprocess.PIPE, text=True, timeout=HANG_GUARD,
+                                env={**CLEAN_ENV, "DATABASE_URL": migrated_db})
+    finally:
+        os.close(write_end)
+    assert result.stderr == ""
+    assert result.returncode == 141
+
+
+# ----------------------------------------------------------------- database behind the code
+def _behind(url: str, revision: str | None = None) -> str:
+    """A migrated database taken back one revision as it looked then: the last migration's
+    column gone, alembic_version at the revision before (new code deployed before
+    `rltracker migrate`), or at `revision`. The column dropped is one `repos resume` reads."""
+    from alembic.script import ScriptDirectory
+    from sqlalchemy import text
+
+    from bot.store.db import make_engine
+    from bot.store.migrate import alembic_config, head_revision
+
+    head = head_revision()
+    before = revision or ScriptDirectory.from_config(alembic_config(url)).get_revision(head).down_revision
+
+    async def back() -> None:
+        engine = make_engine(url)
+        async with engine.begin() as conn:
+            await conn.execute(text("ALTER TABLE repositories DROP COLUMN resumed_at"))
+            await conn.execute(text("UPDATE alembic_version SET version_num = :v"), {"v": before})
+        await engine.dispose()
+
+    asyncio.run(back())
+    return str(before)
+
+
+def test_a_database_behind_the_migrations_says_run_migrate(db_url: str) -> None:
+    """New code, database not migrated yet: a query reads a column the database does not have.
+    On PostgreSQL (UndefinedColumnError) that was a traceback reported as a bug, exit 1; on
+    SQLite 'cannot open the SQLite database (no such column ...)', which it could, without the
+    remedy. Now one line saying the database is behind (its revision, the code's) and to run
+    `rltracker migrate`, as `rltracker serve` says it."""
+    from bot.store.migrate import head_revision
+
+    before = _behind(db_url)
+    result = rltracker("repos", "resume", "o/r", env={"DATABASE_URL": db_url})
+    line = one_line(result, "repos", 1, "DATABASE_URL", "behind", "rltracker migrate")
+    assert f"it is at {before}" in line and f"this code needs {head_revision()}" in line
+
+
+@pytest.mark.parametrize("credentials", [{}, {"GITHUB_TOKEN": "ghp_a_user_token"}])
+async def test_report_with_an_issue_to_post_on_but_no_app_credentials_says_why_not(
+        migrated_db: str, fake_github: FakeGitHub, credentials: dict[str, str]) -> None:
+    """RLTRACKER_REPORT_ISSUE set, but not the app's credentials (none, or a user token: the
+    report is posted as the app): the app is in dry run, so `rltracker report` posted nothing
+    and said so only as '"posted": "dry_run"' in its JSON, exit 0, not a word on stderr; an
+    operator who set the issue could not tell why nothing came. One line on stderr now names
+    the issue and the missing credentials (the report is still built, stored and exit 0). An
+    explicit RLTRACKER_DRY_RUN=1 is the operator's choice: no line."""
+    env = {"DATABASE_URL": migrated_db, "RLTRACKER_REPORT_ISSUE": "tracker-org/tracker#1",
+           "RLTRACKER_PUBLIC_URL": "https://rl.example.org", **credentials}
+    result = await _report(fake_github, env)
+    assert '"posted": "dry_run"' in result.stdout
+    line = one_line(result, "report", 0, "tracker-org/tracker#1", "GITHUB_APP_ID",
+                    "GITHUB_PRIVATE_KEY", "not posted")
+    assert "ghp_a_user_token" not in line
+    chosen = await _report(fake_github, {**env, "RLTRACKER_DRY_RUN": "1"})
+    assert chosen.returncode == 0 and chosen.stderr == "" and '"posted": "dry_run"' in chosen.stdout
+    assert fake_github.comments_of("tracker-org/tracker", 1) == []
+
+
+def test_a_database_of_a_newer_version_is_not_said_to_be_behind(db_url: str) -> None:
+    """The other way round: an older version run on a database a newer one migrated (a
+    rollback), a query meeting a column the newer migration dropped. 'Behind, run `rltracker
+    migrate`' would send the operator to a command that cannot help (this code has no such
+    revision): the line says the database is at a revision this code does not know."""
+    _behind(db_url, "9999_from_a_newer_version")
+    result = rltracker("repos", "resume", "o/r", env={"DATABASE_URL": db_url})
+    line = one_line(result, "repos", 1, "DATABASE_URL", "9999_from_a_newer_version",
+                    "does not know")
+    assert "behind" not in line and "run `rltracker migrate`" not in line

@@ -22,11 +22,14 @@ def test_without_commands_drops_only_command_lines() -> None:
     assert without_commands("no command here") == "no command here"
 
 
-def test_without_commands_reads_as_many_lines_as_parse_command() -> None:
-    filler = "line\n" * 60
-    body = filler + "/rltracker ignore\n"
-    assert parse_command(body) is None  # beyond the lines a command is looked for in
-    assert without_commands(body) == body
+def test_a_command_below_a_long_pasted_log_is_read() -> None:
+    """A report comment pastes 60 lines of log in a fence and ends with the verdict: only the
+    first 50 lines were read, so the command at the bottom was silently ignored. The fence
+    keeps the log's lines from being commands; the whole 64 KiB is read."""
+    log = "".join(f"step {n} kl 0.{n:02d}\n" for n in range(60))
+    body = "Full log:\n```\n" + log + "```\n/rltracker kind kl_growth\n"
+    assert parse_command(body) == ("kind", ["kl_growth"])
+    assert without_commands(body) == "Full log:\n```\n" + log + "```\n"
 
 
 def test_without_commands_reads_the_characters_parse_command_reads() -> None:
@@ -83,3 +86,88 @@ async def test_commands_leave_the_analysis_as_the_thread_without_them(which: str
     with_commands = await run_analysis(_thread(commands, which))
     assert with_commands == await run_analysis(_thread([], which))
     assert with_commands["review"]["replied_from_other"] is False
+
+
+# ------------------------------------------------------------------ what is and is not a command
+# A command is a line a person wrote to the app. Text GitHub shows as code, hides (an HTML
+# comment), folds away (<details>) or that quotes someone else (a quoted reply, the original
+# an e-mail client pasted below a reply) is no command: a maintainer explaining
+# "to silence it, write ```/rltracker stop```" asked for nothing.
+
+@pytest.mark.parametrize("body", [
+    "To silence the app, write:\n```\n/rltracker stop\n```\n",
+    "To silence the app, write:\n~~~text\n/rltracker stop\n~~~\n",
+    "  ```bash\n/rltracker stop\n  ```",
+    "````\n```\n/rltracker stop\n```\n````",
+    "```\nnever closed\n/rltracker stop\n",
+    "To silence the app, write:\n\n    /rltracker stop\n",
+    "\t/rltracker stop",
+    "<!--\n/rltracker stop\n-->\nThanks for the report.",
+    "Thanks <!-- a note\n/rltracker stop\nend --> for the report.",
+    "<details><summary>How to silence it</summary>\n\n/rltracker stop\n\n</details>",
+    "<DETAILS>\n<details>\n</details>\n/rltracker stop\n</DETAILS>",
+    "> /rltracker stop",
+    "> the maintainer said\n>\n> /rltracker stop\n",
+    "Thanks!\n\nOn Mon, Dec 1, 2026 at 10:00 AM maint <notifications@github.com> wrote:\n\n/rltracker stop\n",
+    "Thanks!\n\nOn Mon, Dec 1, 2026 at 10:00 AM maint <\nnotifications@github.com> wrote:\n/rltracker stop",
+    "Thanks!\n________________________________\nFrom: maint <notifications@github.com>\nSent: Monday\n"
+    "Subject: Re: [verl-project/verl] KL grows (#7)\n\n/rltracker stop\n\n—\nReply to this email directly",
+    "Thanks!\n-----Original Message-----\n/rltracker stop",
+    "谢谢！\n\n在 2026年12月1日 10:00，maint <notifications@github.com> 写道：\n\n/rltracker stop",
+])
+def test_text_shown_as_code_hidden_or_quoted_holds_no_command(body: str) -> None:
+    assert parse_command(body) is None, body
+    assert without_commands(body) == body  # and it stays in what the analyzers read
+
+
+@pytest.mark.parametrize(("body", "parsed"), [
+    ("```\n/rltracker ignore\n```\n/rltracker stop", ("stop", [])),
+    ("<!-- template -->\n/rltracker stop", ("stop", [])),
+    ("<!--\ntemplate\n-->\n/rltracker stop", ("stop", [])),
+    ("<details><summary>log</summary>\n\n```\nKL 12.0\n```\n</details>\n\n/rltracker kind kl_growth",
+     ("kind", ["kl_growth"])),
+    ("   /rltracker stop", ("stop", [])),  # three spaces: no code block
+    ("Please fold long logs in `<details>`.\n/rltracker stop", ("stop", [])),  # prose, no block
+    ("On second thought, as @bob wrote:\n> it is the KL\n/rltracker kind kl_growth",
+     ("kind", ["kl_growth"])),  # a person quoting someone, no e-mail header
+    ("From: the logs, KL@step 100 is 12.0\n/rltracker kind kl_growth", ("kind", ["kl_growth"])),
+    ("<!--\n<details>\n-->\n/rltracker stop", ("stop", [])),  # a tag inside a comment is none
+    ("Templates hide their hints in `<!--` and `-->`; this one did not close: `<!--`.\n/rltracker stop",
+     ("stop", [])),  # code spans, no HTML comment
+    ("From the logs the KL grows.\n/rltracker kind kl_growth", ("kind", ["kl_growth"])),
+])
+def test_a_command_after_code_comments_and_details_is_read(body: str, parsed: Any) -> None:
+    assert parse_command(body) == parsed
+
+
+@pytest.mark.parametrize(("body", "parsed"), [
+    ("／rltracker stop", ("stop", [])),  # a full-width slash (Chinese input methods)
+    ("／RLTracker kind 熵坍塌", ("kind", ["熵坍塌"])),
+    ("/rltracker\u00a0stop", ("stop", [])),  # a non-breaking space
+    ("/rltracker\u3000stop", ("stop", [])),  # an ideographic space
+    ("\u200b/rltracker stop", ("stop", [])),  # a zero-width space pasted before it
+    ("\ufeff/rltracker stop\u200b", ("stop", [])),
+    ("/rltracker stop.", ("stop", [])),
+    ("/rltracker ignore, please", ("ignore", ["please"])),
+    ("/rltracker kind kl_growth.", ("kind", ["kl_growth"])),
+    ("/rltracker kind 熵坍塌。", ("kind", ["熵坍塌"])),
+    ("/RLTRACKER   STOP  ", ("stop", [])),
+])
+def test_command_spellings_people_type(body: str, parsed: Any) -> None:
+    assert parse_command(body) == parsed
+    assert without_commands(body) == ""
+
+
+def test_without_commands_keeps_a_fenced_command_and_drops_the_real_one() -> None:
+    body = "Try this:\n```\n/rltracker stop\n```\n/rltracker kind kl_growth\nThe KL grows."
+    assert without_commands(body) == "Try this:\n```\n/rltracker stop\n```\nThe KL grows."
+
+
+@pytest.mark.parametrize("unit", ["<!--", "-->", "```\n", "<details>", "</details>", "<!-- -->",
+                                  "On x wrote", "／", "\u200b", "/rltracker ", "> "])
+def test_hostile_64_kib_bodies_are_read(unit: str) -> None:
+    """Every rule is a scan of each line (no regular expression backtracks): 64 KiB of one
+    unit repeated, with and without line breaks, is read (no timing asserted here)."""
+    for body in (unit * (65536 // len(unit)), (unit + "\n") * (65536 // (len(unit) + 1))):
+        parse_command(body + "\n/rltracker stop")
+        without_commands(body + "\n/rltracker stop")

@@ -15,7 +15,7 @@ from bot.command_syntax import parse_command
 from bot.speaking.decide import act
 from bot.speaking.render import FAILURE_MARKER, REPLY_MARKER
 from bot.store.models import Action, Analysis, Thread
-from bot.webhooks.commands import resolve_failure
+from bot.webhooks.commands import handle_command, resolve_failure
 from bot.webhooks.commands import router as commands_router
 from tests.test_actions_e2e import FAILURE, INST, NOT_FAILURE, VERL, install, open_issue
 
@@ -100,6 +100,7 @@ async def test_strangers_and_bots_get_nothing(app_ctx: Any, fake_github: Any) ->
 async def test_methods_reply_once_per_command(app_ctx: Any, fake_github: Any) -> None:
     await install(app_ctx, fake_github)
     await open_issue(app_ctx, fake_github, 3)
+    fake_github.set_permission(VERL, "maint", "write")  # a member with write access: a maintainer
     event = comment_event("/rltracker methods kl-growth", user="maint", association="MEMBER", number=3)
     await commands_router.dispatch(event, app_ctx)
     await commands_router.dispatch(event, app_ctx)
@@ -455,7 +456,8 @@ async def test_an_edit_that_adds_a_command_is_answered_once(app_ctx: Any, fake_g
     worker = Worker(app_ctx, backoff=lambda attempt: 0.0)
 
     def replies() -> list[dict[str, Any]]:
-        return [c for c in fake_github.comments_of(repo, number) if REPLY_MARKER in c["body"]]
+        return [c for c in fake_github.comments_of(repo, number)
+                if REPLY_MARKER in c["body"] and "rltracker:note-to:" not in c["body"]]
 
     async def edit(client: TestClient, before: str, after: str, delivery: str) -> None:
         edited["changes"] = {"body": {"from": before}}
@@ -466,9 +468,9 @@ async def test_an_edit_that_adds_a_command_is_answered_once(app_ctx: Any, fake_g
         assert await worker.run_until_idle() == 1
 
     async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
-        # a typo in the command: an unknown command, recorded, not answered
+        # a typo in the command: an unknown command, recorded, answered by the one note
         await edit(client, "Entropy fell to 0.", "Entropy fell to 0.\n/rltracker metods kl_growth", "e1")
-        assert replies() == []
+        assert replies() == [] and len(note_replies(fake_github, number, repo)) == 1
         # made right: answered
         await edit(client, "Entropy fell to 0.\n/rltracker metods kl_growth",
                    "Entropy fell to 0.\n/rltracker methods kl_growth", "e2")
@@ -484,8 +486,8 @@ async def test_an_edit_that_adds_a_command_is_answered_once(app_ctx: Any, fake_g
         assert replies() == [reply]
     assert worker.counts["done"] == 4 and worker.counts["failed"] == 0
     rows = await actions(app_ctx, "command")
-    assert [(a.status, (a.details or {}).get("code")) for a in rows] == [
-        ("skipped", f"unknown:{cid}"), ("posted", None),
+    assert [(a.status, (a.details or {}).get("code") or (a.details or {}).get("note")) for a in rows] == [
+        ("skipped", f"unknown:{cid}"), ("posted", "unknown"), ("posted", None),
         ("skipped", f"edited_after_answer:{cid}")]
     assert "write a new comment" in rows[-1].reason
 
@@ -618,3 +620,362 @@ async def test_a_slow_reply_whose_claim_was_taken_over_does_not_post_a_second_on
     assert len(replies) == 1
     [row] = [a for a in await actions(app_ctx, "command") if a.number == 12]
     assert row.status == "posted" and row.comment_id == replies[0]["id"]
+
+
+# ----------------------------------------------------------------- review30: commands, fresh eyes
+
+def note_replies(fake: Any, number: int, repo: str = VERL) -> list[dict[str, Any]]:
+    return [c for c in fake.comments_of(repo, number) if "<!-- rltracker:note-to:" in c["body"]]
+
+
+async def test_a_command_shown_as_code_or_quoted_does_not_act(app_ctx: Any, fake_github: Any) -> None:
+    """A maintainer tells the reporter how to silence the app, in a code block; the reporter
+    quotes it, and answers by e-mail from Outlook (whose original is pasted below, not quoted
+    with `>`). None of them asks the app for anything: the thread stays unmuted, the app's
+    comment visible, nothing recorded or reacted to."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 30)
+    await act(app_ctx, VERL, 30, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    fake_github.set_permission(VERL, "maint", "write")
+    for body, user, association in [
+        ("If it is noise, write this in a comment:\n```\n/rltracker stop\n```", "maint", "MEMBER"),
+        ("<!-- maintainers: /rltracker stop\n/rltracker stop\n-->\nLooking into it.", "maint", "MEMBER"),
+        ("> If it is noise, write this\n> /rltracker stop\n\nIt is not noise, thanks!", "alice", "NONE"),
+        ("It helped, thanks.\n\nFrom: maint <notifications@github.com>\nSent: Monday\n\n"
+         "/rltracker stop\n\n—\nReply to this email directly", "alice", "NONE"),
+    ]:
+        await commands_router.dispatch(comment_event(body, user=user, association=association,
+                                                     number=30), app_ctx)
+    async with app_ctx.sessionmaker() as s:
+        assert not (await s.scalar(select(Thread).where(Thread.number == 30))).muted
+    assert await actions(app_ctx, "command") == []
+    assert not fake_github.requests("POST", r"/reactions") and not fake_github.requests("POST", "/graphql")
+
+
+@pytest.mark.parametrize("body", ["/rltracker stpo", "/rltracker", "/rltracker @everyone",
+                                  "/rltracker [x](https://evil.example) <img src=x>"])
+async def test_an_unknown_command_gets_one_clear_reply_without_its_text(
+        app_ctx: Any, fake_github: Any, body: str) -> None:
+    """A typo (`/rltracker stpo`) was recorded as a skip nobody sees: the person who asked got
+    no answer at all and could not tell a typo from an app that is down. They get one reply
+    listing the commands, which never repeats what they typed (no mention to ping, no link or
+    HTML to inject); a redelivery, or an edit to another typo, posts no second one; an edit
+    that makes the command right is still answered."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 31)
+    event = comment_event(body, number=31)
+    await commands_router.dispatch(event, app_ctx)
+    await commands_router.dispatch(event, app_ctx)  # redelivered
+    [note] = note_replies(fake_github, 31)
+    assert REPLY_MARKER in note["body"]
+    for command in ("recheck", "ignore", "stop", "methods", "rules", "kind", "not-a-failure", "resume"):
+        assert f"`{command}" in note["body"]
+    typed = body.split(maxsplit=1)[1:]
+    assert not typed or typed[0] not in note["body"]
+    assert "@" not in note["body"] and "evil" not in note["body"] and "<img" not in note["body"]
+    cid = event.data["comment"]["id"]
+    edited = comment_event("/rltracker stpp", number=31, comment_id=cid)
+    edited.data.update(action="edited", changes={"body": {"from": body}})
+    await commands_router.dispatch(edited, app_ctx)
+    assert len(note_replies(fake_github, 31)) == 1
+    right = comment_event("/rltracker methods kl_growth", number=31, comment_id=cid)
+    right.data.update(action="edited", changes={"body": {"from": "/rltracker stpp"}})
+    await commands_router.dispatch(right, app_ctx)
+    assert len(replies_of(fake_github, 31)) == 2 and len(note_replies(fake_github, 31)) == 1
+
+
+async def test_an_unknown_kind_gets_one_reply_listing_the_kinds(app_ctx: Any, fake_github: Any) -> None:
+    """`/rltracker kind gradient-gremlins` stored nothing and answered nothing: the author
+    believed the kind corrected. One reply names the kinds (catalog keys) and not what was
+    typed; no verdict, no reaction."""
+    from analyzers.catalog import load_catalog
+
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 32)
+    await commands_router.dispatch(comment_event("/rltracker kind @gradient-gremlins", number=32), app_ctx)
+    [note] = note_replies(fake_github, 32)
+    assert "`kl_growth`" in note["body"] and "`none`" in note["body"]
+    assert len([k for k in load_catalog().failures if f"`{k}`" in note["body"]]) == len(load_catalog().failures)
+    assert "gremlins" not in note["body"]
+    assert not fake_github.requests("POST", r"/reactions")
+
+
+async def test_several_commands_in_one_comment_say_which_was_done(app_ctx: Any, fake_github: Any) -> None:
+    """A comment holding two commands did the first and dropped the second without a word.
+    The first is done (and acknowledged), and one reply says the others were not."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 33)
+    event = comment_event("/rltracker ignore\n/rltracker methods kl_growth", number=33)
+    await commands_router.dispatch(event, app_ctx)
+    await commands_router.dispatch(event, app_ctx)
+    async with app_ctx.sessionmaker() as s:
+        assert (await s.scalar(select(Thread).where(Thread.number == 33))).muted
+    [note] = note_replies(fake_github, 33)
+    assert "`/rltracker ignore`" in note["body"] and "new comment" in note["body"]
+    assert replies_of(fake_github, 33) == [note]  # no methods reply
+    cid = event.data["comment"]["id"]
+    assert len(fake_github.requests("POST", rf"/issues/comments/{cid}/reactions")) == 1
+    # one command alone: no note
+    await commands_router.dispatch(comment_event("/rltracker methods kl_growth", number=33), app_ctx)
+    assert len(note_replies(fake_github, 33)) == 1
+
+
+async def test_a_command_deleted_before_it_was_handled_does_not_act(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """GitHub's own issue_comment payloads through every handler: `/rltracker stop` written,
+    then deleted by its author (a mistake) while its delivery waited (a backlog, or a retry
+    after a GitHub error). The deletion is handled first; the command then muted the thread
+    and minimised the app's comment all the same, though nobody's words ask for it any more."""
+    import json
+
+    from bot.webhooks.routers import router
+
+    repo = "Codertocat/Hello-World"
+    await install(app_ctx, fake_github, repo=repo, framework="verl")
+    hooks = shared_dir / "fixtures" / "webhooks" / "issue_comment"
+    created = json.loads((hooks / "created.json").read_text())
+    deleted = json.loads((hooks / "deleted.json").read_text())
+    number = created["issue"]["number"]
+    fake_github.add_issue(repo, number, created["issue"]["title"], "", "Codertocat")
+    for payload in (created, deleted):
+        payload["installation"] = {"id": INST}
+        payload["comment"]["id"] = deleted["comment"]["id"]
+        payload["comment"]["body"] = "/rltracker stop"
+    await router.dispatch(sansio.Event(deleted, event="issue_comment", delivery_id="del"), app_ctx)
+    await router.dispatch(sansio.Event(created, event="issue_comment", delivery_id="cre"), app_ctx)
+    async with app_ctx.sessionmaker() as s:
+        thread = await s.scalar(select(Thread).where(Thread.number == number))
+        assert thread is None or not thread.muted
+    assert await actions(app_ctx, "command") == []
+    assert not fake_github.requests("POST", r"/reactions")
+
+
+async def test_a_member_without_write_access_does_not_silence_someone_elses_thread(
+        app_ctx: Any, fake_github: Any) -> None:
+    """author_association MEMBER says only that the commenter belongs to the organisation
+    (whose base permission may be read or none), COLLABORATOR that they were invited with some
+    role (maybe read or triage). `stop` minimised the app's comment on someone else's report
+    and muted it for any such commenter, a thing GitHub itself lets only people with write
+    access do to others' comments. GitHub is asked, as for verdicts and `resume`."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 34)
+    await act(app_ctx, VERL, 34, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    minimised: list[str] = []
+
+    def graphql(query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        minimised.append(variables["id"])
+        return {"data": {"minimizeComment": {"minimizedComment": {"isMinimized": True, "minimizedReason": "outdated"}}}}
+
+    fake_github.graphql_handler = graphql
+    fake_github.set_permission(VERL, "dana", "read")
+    fake_github.set_permission(VERL, "rita", "triage")
+    for login, association, command in [("dana", "MEMBER", "stop"), ("erin", "MEMBER", "ignore"),
+                                        ("rita", "COLLABORATOR", "recheck")]:
+        assert await handle_command(comment_event(f"/rltracker {command}", user=login,
+                                                  association=association, number=34),
+                                    app_ctx) == "not_allowed"
+    async with app_ctx.sessionmaker() as s:
+        assert not (await s.scalar(select(Thread).where(Thread.number == 34))).muted
+    assert minimised == []
+    skips = await actions(app_ctx, "command")
+    assert [a.details["code"].split(":")[0] for a in skips] == ["not_maintainer"] * 3
+    fake_github.set_permission(VERL, "walt", "write")
+    assert await handle_command(comment_event("/rltracker stop", user="walt", association="COLLABORATOR",
+                                              number=34), app_ctx) == "stop"
+    assert len(minimised) == 1
+
+
+async def test_a_commenter_without_a_login_is_not_the_threads_author(app_ctx: Any, fake_github: Any) -> None:
+    """A payload naming no user for the comment nor for the thread (a ghost, a partial
+    payload): None == None made the commenter the thread's author."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 35)
+    event = comment_event("/rltracker ignore", number=35)
+    event.data["comment"]["user"] = None
+    event.data["issue"]["user"] = None
+    assert await handle_command(event, app_ctx) == "not_allowed"
+    async with app_ctx.sessionmaker() as s:
+        assert not (await s.scalar(select(Thread).where(Thread.number == 35))).muted
+
+
+async def test_commands_in_pull_request_review_comments_and_reviews(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """GitHub's own pull_request_review_comment and pull_request_review payloads. A maintainer
+    wrote `/rltracker rules` on a line of the diff and `/rltracker stop` in a review's summary:
+    nothing happened (only issue and discussion comments were read), though the analysis
+    already left those lines out as commands and the quiet rules did not count them as
+    replies. The reply goes to the pull request's conversation, the 👍 to the review comment
+    (REST) or to the review (GraphQL addReaction, checked against GitHub's schema), each once."""
+    import json
+
+    import graphql as gql
+
+    from tests.fake_graphql import load_github_schema
+
+    schema = load_github_schema(shared_dir / "fixtures" / "github-api" / "schema.graphql")
+    hooks = shared_dir / "fixtures" / "webhooks"
+    await install(app_ctx, fake_github)
+    on_line = json.loads((hooks / "pull_request_review_comment" / "created.json").read_text())
+    review = json.loads((hooks / "pull_request_review" / "submitted.json").read_text())
+    number = on_line["pull_request"]["number"]
+    author = on_line["pull_request"]["user"]["login"]
+    await open_issue(app_ctx, fake_github, number, user=author, kind="pull_request", title="Add GSPO")
+    reacted: list[str] = []
+
+    @fake_github.route("POST", rf"/repos/{VERL}/pulls/comments/(?P<id>\d+)/reactions")
+    def review_comment_reaction(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        reacted.append(f"rest:{match['id']}:{body['content']}")
+        return 201, {"content": body["content"]}
+
+    @fake_github.route("POST", r"/graphql")
+    def graphql_api(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        assert not gql.validate(schema, gql.parse(body["query"]))
+        if "addReaction" in body["query"]:
+            reacted.append(f"graphql:{body['variables']['id']}")
+            return {"data": {"addReaction": {"reaction": {"content": "THUMBS_UP"}}}}
+        return {"data": {"minimizeComment": {"minimizedComment": {"isMinimized": True,
+                                                                  "minimizedReason": "outdated"}}}}
+
+    for payload in (on_line, review):
+        payload["repository"]["full_name"] = VERL
+        payload["installation"] = {"id": INST}
+    on_line["comment"]["body"] = "/rltracker rules"
+    review["review"]["body"] = "Looks fine.\n/rltracker stop"
+    review["pull_request"]["number"] = number
+    for _ in range(2):  # each delivered twice: answered once
+        await commands_router.dispatch(sansio.Event(on_line, event="pull_request_review_comment",
+                                                    delivery_id="rc"), app_ctx)
+        await commands_router.dispatch(sansio.Event(review, event="pull_request_review",
+                                                    delivery_id="rv"), app_ctx)
+    [reply] = replies_of(fake_github, number)
+    assert "Contributing a method to verl" in reply["body"]
+    async with app_ctx.sessionmaker() as s:
+        assert (await s.scalar(select(Thread).where(Thread.number == number))).muted
+    assert reacted == [f"graphql:{review['review']['node_id']}"]  # `rules` is answered by its reply
+    assert sorted(a.details.get("command") for a in await actions(app_ctx, "command")) == ["rules", "stop"]
+
+    # a review comment's `ignore`: its 👍 through REST
+    on_line["comment"]["id"] += 1
+    on_line["comment"]["body"] = "/rltracker ignore"
+    await commands_router.dispatch(sansio.Event(on_line, event="pull_request_review_comment",
+                                                delivery_id="rc2"), app_ctx)
+    assert reacted[-1] == f"rest:{on_line['comment']['id']}:+1"
+
+
+async def test_an_edit_that_changes_a_done_command_is_told_so_once(app_ctx: Any, fake_github: Any) -> None:
+    """The author's `/rltracker methods kl_growth` was answered; they edit it to
+    `entropy_collapse` and wait for the reply to change. It never does (a comment is answered
+    once), and nothing said so: only a skip nobody sees. One note says the command was done
+    and a new comment asks again; a second edit adds nothing. An edit that only adds words
+    after a command that takes none (`/rltracker ignore` -> `/rltracker ignore, thanks`)
+    asks nothing new and gets nothing."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 36)
+    event = comment_event("/rltracker methods kl_growth", number=36)
+    cid = event.data["comment"]["id"]
+    await commands_router.dispatch(event, app_ctx)
+    assert len(replies_of(fake_github, 36)) == 1
+    for before, after in [("/rltracker methods kl_growth", "/rltracker methods entropy_collapse"),
+                          ("/rltracker methods entropy_collapse", "/rltracker methods length_bias")]:
+        edited = comment_event(after, number=36, comment_id=cid)
+        edited.data.update(action="edited", changes={"body": {"from": before}})
+        assert await handle_command(edited, app_ctx) == "already_answered"
+    [note] = note_replies(fake_github, 36)
+    assert "new comment" in note["body"] and "entropy" not in note["body"]
+    assert len(replies_of(fake_github, 36)) == 2  # the answer and the note
+
+    ignore = comment_event("/rltracker ignore", number=36)
+    await commands_router.dispatch(ignore, app_ctx)
+    edited = comment_event("/rltracker ignore, thanks", number=36, comment_id=ignore.data["comment"]["id"])
+    edited.data.update(action="edited", changes={"body": {"from": "/rltracker ignore"}})
+    assert await handle_command(edited, app_ctx) == "unchanged_command"
+    assert len(note_replies(fake_github, 36)) == 1
+
+
+async def test_a_permission_lookup_github_refuses_does_nothing_until_the_retry(
+        app_ctx: Any, fake_github: Any) -> None:
+    """GitHub rate-limits (or fails) the collaborator permission lookup of a member's `stop` on
+    someone else's thread: nothing is done on a guess (no mute, no record, no 👍) and the
+    delivery fails, to be retried; the retry, answered, does it once."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 37)
+    fake_github.set_permission(VERL, "maint", "write")
+    fake_github.rate_limited("GET", r"/collaborators/maint/permission", reset_in=0,
+                             times=app_ctx.github.policy.max_attempts)
+    event = comment_event("/rltracker ignore", user="maint", association="MEMBER", number=37)
+    with pytest.raises(gidgethub.GitHubException):
+        await commands_router.dispatch(event, app_ctx)
+    async with app_ctx.sessionmaker() as s:
+        assert not (await s.scalar(select(Thread).where(Thread.number == 37))).muted
+    assert await actions(app_ctx, "command") == []
+    assert not fake_github.requests("POST", r"/reactions")
+    await commands_router.dispatch(event, app_ctx)  # the worker's retry
+    async with app_ctx.sessionmaker() as s:
+        assert (await s.scalar(select(Thread).where(Thread.number == 37))).muted
+    assert [a.reason for a in await actions(app_ctx, "command")] == ["/rltracker ignore"]
+
+
+async def test_an_unknown_command_in_a_discussion_gets_its_note_there(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """GitHub's own discussion_comment payload with a typo: the note goes through GraphQL
+    addDiscussionComment (checked against GitHub's schema), once across a redelivery."""
+    import json
+
+    import graphql as gql
+
+    from tests.fake_graphql import load_github_schema
+
+    schema = load_github_schema(shared_dir / "fixtures" / "github-api" / "schema.graphql")
+    await install(app_ctx, fake_github)
+    posted: list[dict[str, Any]] = []
+
+    @fake_github.route("POST", r"/graphql")
+    def discussion_api(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        assert not gql.validate(schema, gql.parse(body["query"]))
+        variables = body.get("variables") or {}
+        if "addDiscussionComment" in body["query"]:
+            node = {"id": f"DC_{len(posted)}", "databaseId": 90 + len(posted),
+                    "viewerDidAuthor": True, "body": variables["body"]}
+            posted.append(node)
+            return {"data": {"addDiscussionComment": {"comment": {"id": node["id"],
+                                                                  "databaseId": node["databaseId"]}}}}
+        return {"data": {"node": {"comments": {"nodes": json.loads(json.dumps(posted))}}}}
+
+    data = json.loads((shared_dir / "fixtures" / "webhooks" / "discussion_comment" / "created.json").read_text())
+    data["comment"]["body"] = "/rltracker metods @team"
+    data["repository"]["full_name"] = VERL
+    data["installation"]["id"] = INST
+    event = sansio.Event(data, event="discussion_comment", delivery_id="dd-note")
+    await commands_router.dispatch(event, app_ctx)
+    await commands_router.dispatch(event, app_ctx)
+    [note] = posted
+    assert f"<!-- rltracker:note-to:{data['comment']['id']} -->" in note["body"]
+    assert "`recheck`" in note["body"] and "@team" not in note["body"] and "metods" not in note["body"]
+
+
+async def test_an_edit_by_someone_else_is_the_editors_command(app_ctx: Any, fake_github: Any) -> None:
+    """GitHub lets people with write access, and apps, edit others' comments; the edited
+    payload's `comment.user` stays the comment's author and `sender` is the editor. A bot that
+    edited the reporter's comment (a formatter, a translation) adding a command line had it
+    done as the reporter's own; a maintainer who added `/rltracker kind` to the reporter's
+    comment had the verdict stored as the author's. Now the command is the editor's: a bot's
+    is ignored, a person's judged (and recorded) as theirs."""
+    from bot.store.models import Verdict
+
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 38)
+    event = comment_event("KL keeps growing.\n/rltracker ignore", number=38)
+    event.data.update(action="edited", changes={"body": {"from": "KL keeps growing."}},
+                      sender={"login": "formatter[bot]", "type": "Bot"})
+    assert await handle_command(event, app_ctx) == "ignored_bot"
+    async with app_ctx.sessionmaker() as s:
+        assert not (await s.scalar(select(Thread).where(Thread.number == 38))).muted
+
+    fake_github.set_permission(VERL, "maint", "write")
+    event = comment_event("KL keeps growing.\n/rltracker kind kl_growth", number=38)
+    event.data.update(action="edited", changes={"body": {"from": "KL keeps growing."}},
+                      sender={"login": "maint", "type": "User"})
+    await commands_router.dispatch(event, app_ctx)
+    async with app_ctx.sessionmaker() as s:
+        [verdict] = list(await s.scalars(select(Verdict)))
+    assert (verdict.login, verdict.role, verdict.category) == ("maint", "maintainer", "kl_growth")

@@ -597,3 +597,48 @@ async def test_a_suspended_or_uninstalled_installations_repositories_sync_with_t
     assert stats.repos == {"huggingface/trl": THREADS_PER_REPO} and not stats.failed_streams
     calls = fake_github.requests("POST", r"^/graphql$")
     assert calls and {(c.auth, c.installation_id) for c in calls} == {("token", None)}
+
+
+async def test_sync_on_a_terminal_keeps_its_progress_bar_off_stdout(
+        db_url: str, fake_github: Any, world: Any) -> None:
+    """On a terminal (stderr a tty) `rltracker sync` draws a progress bar; rich's default
+    console writes to stdout, so `rltracker sync > stats.json` (stderr still the terminal)
+    got the bar's frames mixed into the JSON counts, which no longer parsed. The bar goes
+    to stderr, beside the log lines; stdout holds the counts alone."""
+    import asyncio
+    import json
+    import os
+    import pty
+    import sys
+
+    env = {**os.environ, "DATABASE_URL": db_url, "GITHUB_API_URL": fake_github.url,
+           "GITHUB_TOKEN": fake_github.user_token, "TERM": "xterm", "COLUMNS": "100"}
+    env.pop("GITHUB_APP_ID", None)
+    env.pop("NO_COLOR", None)
+    terminal, tty = pty.openpty()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot.cli", "sync", "--repo", "HuggingFace/TRL", env=env,
+            stdout=asyncio.subprocess.PIPE, stderr=tty)
+        os.close(tty)
+        seen = bytearray()
+
+        def drain() -> None:  # the terminal's side, read until the command closes it
+            while True:
+                try:
+                    chunk = os.read(terminal, 4096)
+                except OSError:
+                    return
+                if not chunk:
+                    return
+                seen.extend(chunk)
+
+        reader = asyncio.get_running_loop().run_in_executor(None, drain)
+        out, _ = await asyncio.wait_for(proc.communicate(), 120)
+        await asyncio.wait_for(reader, 30)
+    finally:
+        os.close(terminal)
+    assert proc.returncode == 0, seen.decode(errors="replace")[-2000:]
+    stats = json.loads(out)
+    assert stats["repos"] == {"huggingface/trl": THREADS_PER_REPO}
+    assert b"sync" in bytes(seen)  # the bar was drawn, on the terminal

@@ -149,7 +149,8 @@ async def test_unknown_kind_is_recorded_and_changes_nothing(app_ctx: Any, fake_g
     await commented(app_ctx, fake_github, 4)
     event = comment_event("/rltracker kind gradient-gremlins", number=4)
     await commands_router.dispatch(event, app_ctx)
-    [row] = await actions(app_ctx, "command")
+    [row, note] = await actions(app_ctx, "command")  # the skip, and the one reply saying so
+    assert note.status == "posted" and note.details == {"note": "unknown_kind"}
     assert row.status == "skipped" and row.details["code"].startswith("unknown_kind:")
     assert "unknown failure kind" in row.reason and "kl_growth" in row.reason
     assert row.details["asked"] == "gradient-gremlins"
@@ -172,8 +173,9 @@ async def test_an_edit_that_adds_a_verdict_is_handled_once(app_ctx: Any, fake_gi
     event.data["comment"]["body"] = "/rltracker kind entropy_collapse"
     await commands_router.dispatch(event, app_ctx)
     assert [v.category for v in await verdicts(app_ctx)] == ["kl_growth"]
-    codes = [(a.details or {}).get("code") for a in await actions(app_ctx, "command")]
-    assert codes[-1].startswith("edited_after_answer:")
+    rows = await actions(app_ctx, "command")
+    assert (rows[-2].details or {}).get("code", "").startswith("edited_after_answer:")
+    assert rows[-1].details == {"note": "edited"}  # and the one note saying so
 
 
 async def test_verdict_in_dry_run(ctx: Any, fake_github: Any) -> None:
@@ -905,3 +907,25 @@ async def test_a_member_or_collaborator_without_write_access_gives_no_verdict_on
         "/rltracker not-a-failure", user="walt", association="COLLABORATOR", number=40), now), app_ctx)
     assert await muted(app_ctx, 40) and github.minimized == {posted["node_id"]: True}
     assert [(v.login, v.role) for v in await verdicts(app_ctx)] == [("walt", "maintainer")]
+
+
+async def test_export_to_stdout_is_utf8_whatever_the_locale(ctx: Any, fake_github: Any) -> None:
+    """The export is JSON lines, UTF-8 (RFC 8259; the labelled threads it is fitted with
+    alongside). Under a locale that is not UTF-8 (PYTHONIOENCODING=latin-1, a redirected
+    Windows console) a verdict on a Chinese thread stopped `rltracker verdicts export` on
+    stdout with a UnicodeEncodeError traceback reported as a bug, exit 1, nothing exported."""
+    import subprocess
+    import sys
+
+    from tests.test_cli import CLEAN_ENV
+
+    await install(ctx, fake_github)
+    await open_issue(ctx, fake_github, 11, title="训练过程中熵崩溃", body="熵在第40步后降到零。")
+    await commands_router.dispatch(comment_event("/rltracker kind entropy_collapse", number=11), ctx)
+    result = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-m", "bot.cli", "verdicts", "export"],
+        env={**CLEAN_ENV, "DATABASE_URL": ctx.settings.database_url, "PYTHONIOENCODING": "latin-1"},
+        capture_output=True, timeout=60)
+    assert result.returncode == 0, result.stderr.decode("utf-8", "replace")
+    [row] = [json.loads(line) for line in result.stdout.decode("utf-8").splitlines()]
+    assert row["title"] == "训练过程中熵崩溃" and row["labels"]["category"] == "entropy_collapse"

@@ -217,3 +217,26 @@ async def test_outside_the_band_is_left_out(ctx: Any, confidence: float) -> None
             is_failure_report=report, failure_category="kl_growth" if report else None))
     async with ctx.sessionmaker() as s:
         assert numbers(await wanted_verdicts(s)) == {}
+
+
+async def test_cli_prints_a_chinese_title_whatever_the_locale(ctx: Any) -> None:
+    """Titles are often Chinese in these repositories. Under a locale that is not UTF-8
+    (PYTHONIOENCODING=latin-1, a redirected Windows console) `rltracker verdicts wanted`
+    stopped at the first such title with a UnicodeEncodeError traceback reported as a bug,
+    exit 1, the list lost. A character the locale cannot write is now escaped (\\uXXXX)."""
+    import subprocess
+    import sys
+
+    from tests.test_cli import CLEAN_ENV
+
+    await seed(ctx)
+    async with ctx.sessionmaker() as s, s.begin():
+        await s.execute(update(Thread).where(Thread.number == 4).values(title="熵崩溃，KL 飙升"))
+    result = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-m", "bot.cli", "verdicts", "wanted", "--framework", "trl"],
+        env={**CLEAN_ENV, "DATABASE_URL": ctx.settings.database_url, "PYTHONIOENCODING": "latin-1"},
+        capture_output=True, timeout=60)
+    assert result.returncode == 0, result.stderr.decode("utf-8", "replace")
+    out = result.stdout.decode("latin-1")
+    assert "huggingface/trl#4  \\u71b5\\u5d29\\u6e83\\uff0cKL \\u98d9\\u5347" in out
+    assert "huggingface/trl#1" in out  # the threads after it are listed too

@@ -242,15 +242,73 @@ def ensure_open(stream: TextIO) -> None:
         raise stream._closed()
 
 
+# What a shell shows for a command stopped by SIGPIPE (`cat big | head -1`): 128 + 13.
+PIPE_CLOSED = 141
+
+
+def stdout_reader_gone() -> bool:
+    """Whether standard output is a pipe or socket whose reader has gone (`| head -1` read
+    its line and left): Linux reports POLLERR (POLLHUP for a socket) on a descriptor no
+    write can reach any more."""
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        events = poller.poll(0)
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return False
+    return any(flags & (select.POLLERR | select.POLLHUP) for _, flags in events)
+
+
+def _stop_for_closed_stdout() -> int:
+    """The reader of standard output left: stop quietly as a Unix tool killed by SIGPIPE does
+    (Python ignores the signal, so the write failed with EPIPE and printed a traceback as a
+    bug). What is still buffered goes to /dev/null, else flushing it at exit would fail again
+    ("Exception ignored ... BrokenPipeError")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        pass
+    return PIPE_CLOSED
+
+
+def utf8_stdout() -> None:
+    """Standard output set to UTF-8 for a command writing JSON (RFC 8259), whatever the
+    locale's encoding: the Chinese texts of these repositories stopped the command with a
+    UnicodeEncodeError under a Latin-1 one (PYTHONIOENCODING, a redirected Windows console)."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(encoding="utf-8", errors="strict")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     for attr, name in (("stdin", "<stdin>"), ("stdout", "<stdout>")):
         if getattr(sys, attr) is None:
             setattr(sys, attr, _ClosedStream(name))
+    # Text for people in the locale's encoding; what it cannot write (a Chinese title under
+    # Latin-1) escaped as \uXXXX, as on stderr, not a UnicodeEncodeError losing the rest.
+    # Commands writing JSON set UTF-8 (utf8_stdout).
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
     module_name, _, func_name = COMMANDS[args.command].partition(":")
     try:
         func = getattr(importlib.import_module(module_name), func_name)
-        return int(func(args) or 0)
+        status = int(func(args) or 0)
+        sys.stdout.flush()  # here, where a reader gone is seen, not at exit
+        return status
+    except BrokenPipeError as exc:
+        if stdout_reader_gone():
+            return _stop_for_closed_stdout()
+        from bot.cli.errors import report_failure
+
+        debug = args.debug or os.environ.get("RLTRACKER_LOG_LEVEL") == "DEBUG"
+        return report_failure(args.command, exc, debug=debug)
     except KeyboardInterrupt:
         print(f"rltracker {args.command}: interrupted", file=sys.stderr)
         return 130

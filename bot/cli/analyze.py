@@ -20,11 +20,14 @@ Bad input lines: a line that is not JSON, not a JSON object, or an object that i
 contract thread (a required key missing, a key of the wrong type: `thread_problem`), gets an
 error record in its place, `{"id": <id if readable, else null>, "line": N, "error": "line N: ..."}`, and the
 same message on stderr; every other line is still analysed, so nothing is lost and output
-line K still answers input record K. Blank lines are not records and are skipped. A lone
+line K still answers input record K. A record ends at a line feed (a lone carriage return
+is JSON whitespace), from a file as from stdin; blank lines are not records and are skipped.
+An optional key holding null is read as not known, as its absence is. A lone
 UTF-16 surrogate escaped in a line or a pool paper ("\\ud83d", a text cut mid-pair) is read
 as U+FFFD. The exit status is 0 when every line was analysed, 1 when some lines were bad, 2 when the command
 could not run at all (unreadable input or a bad paper pool, named with its line number) or
-stopped (a --jobs worker process died: the output on stdout is incomplete). `-o FILE` is
+stopped (a --jobs worker process died: the output on stdout is incomplete); 141 when the
+reader of stdout went away (`| head -1`), quietly, as for a tool stopped by SIGPIPE. `-o FILE` is
 replaced only when the command ran through (exit 0 or 1): exit 2 leaves it as it was.
 """
 
@@ -59,24 +62,36 @@ class WorkerDied(Exception):
     """A --jobs worker process ended without answering (killed, out of memory)."""
 
 
-def _utf8(stream: TextIO, errors: str = "strict") -> TextIO:
+def _utf8(stream: TextIO, errors: str = "strict", newline: str | None = None) -> TextIO:
     """A standard stream set to UTF-8, the records' encoding (the contract), whatever the
     locale's is: stdin was decoded in the locale's encoding (a Chinese failure report read as
     mojibake under a Latin-1 one, PYTHONIOENCODING or a Windows console) and a byte that is
     not UTF-8 failed its record there, while a file reads it as U+FFFD. A stream that cannot
-    be set (a closed one, a test's StringIO) is left as it is."""
+    be set (a closed one, a test's StringIO) is left as it is. `newline="\\n"` for input:
+    records end at a line feed only (_LINES)."""
     reconfigure = getattr(stream, "reconfigure", None)
     if reconfigure is not None:
-        reconfigure(encoding="utf-8", errors=errors)
+        if newline is not None:
+            reconfigure(encoding="utf-8", errors=errors, newline=newline)
+        else:
+            reconfigure(encoding="utf-8", errors=errors)
     return stream
+
+
+# JSON Lines ends a record at "\n" ("\r\n" too: the "\r" is JSON whitespace). Files were read
+# with Python's universal newlines, which also end a line at a lone "\r": a record holding one
+# between two keys (valid JSON) was split into two error records, the output no longer had a
+# line per record and every later line number was off by one, while stdin (newline "\n" on
+# Linux) read it whole. Input files, stdin and pool files are split at "\n" alone.
+_LINES = "\n"
 
 
 @contextmanager
 def _open_in(path: str) -> Iterator[TextIO]:
     if path == "-":
-        yield _utf8(sys.stdin, errors="replace")
+        yield _utf8(sys.stdin, errors="replace", newline=_LINES)
     else:
-        with open(path, encoding="utf-8", errors="replace") as fh:
+        with open(path, encoding="utf-8", errors="replace", newline=_LINES) as fh:
             yield fh
 
 
@@ -149,7 +164,8 @@ def load_pool(path: str, *, use_cache: bool = True) -> Any:
         if index is not None:
             return index
     papers: list[dict[str, Any]] = []
-    lines = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", errors="replace")
+    lines = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", errors="replace",
+                             newline=_LINES)
     for number, raw in enumerate(lines, 1):  # lines as reading the file would split them
         if not raw.strip():
             continue
@@ -176,8 +192,11 @@ def load_pool(path: str, *, use_cache: bool = True) -> Any:
 
 # The contract `thread` and `comment` keys (../shared/contracts/README.md), in its order:
 # (key, required, what the value must be: a type below or a tuple of the allowed strings).
-# Required keys must be present; any key present must hold its type (null only where the
-# type allows it). Unknown keys are ignored, as the contract says. `labels` is not checked:
+# Required keys must be present and hold their type (null only where the type allows it); an
+# optional key holds its type or null: the contract reads a missing optional key as "not
+# known", and null says the same (the app's own thread records, GET /api/threads, write
+# author_is_bot null for a deleted account and url null when it was not stored; they were
+# refused whole). Unknown keys are ignored, as the contract says. `labels` is not checked:
 # the evaluation threads of ../shared/eval hold their gold labels (an object) under that key,
 # and the analyzers read only the strings of a list there, ignoring anything else. A comment's
 # `author` and `created_at` (nullable) may be absent too, read as not known: the contract marks
@@ -242,12 +261,16 @@ def _json_type(value: Any) -> str:
 
 
 def _keys_problem(record: dict[str, Any],
-                  keys: tuple[tuple[str, bool, str | tuple[str, ...]], ...], where: str
-                  ) -> str | None:
+                  keys: tuple[tuple[str, bool, str | tuple[str, ...]], ...], where: str,
+                  *, null_is_unknown: bool = False) -> str | None:
+    """The first missing required key or key of the wrong type. `null_is_unknown`: an
+    optional key holding null is not known, as its absence is (thread and comment records)."""
     missing = [key for key, required, _ in keys if required and key not in record]
     if missing:
         return f"{where}missing required key{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
-    for key, _, want in keys:
+    for key, required, want in keys:
+        if null_is_unknown and not required and record.get(key, 0) is None:
+            continue
         if key in record and not _fits(record[key], want):
             wanted = f"one of {', '.join(want)}" if isinstance(want, tuple) else want
             return f"{where}{key} must be {wanted}, got {_json_type(record[key])}"
@@ -257,13 +280,14 @@ def _keys_problem(record: dict[str, Any],
 def thread_problem(record: dict[str, Any]) -> str | None:
     """What makes a decoded JSON object not a contract `thread` (the first problem, naming
     the key, and the comment by its 1-based position), or None when it is one."""
-    problem = _keys_problem(record, _THREAD_KEYS, "")
+    problem = _keys_problem(record, _THREAD_KEYS, "", null_is_unknown=True)
     if problem is not None:
         return problem
     for position, comment in enumerate(record["comments"], 1):
         if not isinstance(comment, dict):
             return f"comment {position} must be an object, got {_json_type(comment)}"
-        problem = _keys_problem(comment, _COMMENT_KEYS, f"comment {position}: ")
+        problem = _keys_problem(comment, _COMMENT_KEYS, f"comment {position}: ",
+                                null_is_unknown=True)
         if problem is not None:
             return problem
     return None
@@ -484,6 +508,13 @@ def analyze_command(args: argparse.Namespace) -> int:
             with _collector_off():
                 load_analyzers(pool)
             _, bad = analyze_lines(src, out, pool, sys.stderr, jobs)
+    except BrokenPipeError as exc:
+        from bot.cli import stdout_reader_gone
+
+        if (args.output or "-") == "-" and stdout_reader_gone():
+            raise  # `| head -1` read what it wanted: the command stops quietly (bot.cli.main)
+        print(f"rltracker analyze: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"rltracker analyze: {exc}", file=sys.stderr)
         return 2

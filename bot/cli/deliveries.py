@@ -107,6 +107,9 @@ def deliveries_command(args: Any) -> int:
         finally:
             await engine.dispose()
         if args.json:
+            from bot.cli import utf8_stdout
+
+            utf8_stdout()
             print(json.dumps({"failed": total, "deliveries": rows, "waiting": waiting,
                               "waiting_deliveries": retrying}, ensure_ascii=False))
             return 0

@@ -71,16 +71,64 @@ def _sqlstate(exc: BaseException) -> str | None:
     return None
 
 
+# What a query says of a table or column the database does not have: SQLite's messages,
+# PostgreSQL's undefined_table and undefined_column.
+_SQLITE_MISSING = ("no such table", "no such column", "has no column named")
+_MISSING_SQLSTATES = ("42P01", "42703")
+
+
+def _revisions() -> tuple[str | None, str | None, bool] | None:
+    """(the database's migration revision, the code's head, whether this code knows the
+    database's revision); None when they cannot be read."""
+    import asyncio
+
+    from alembic.script import ScriptDirectory
+
+    from bot.store.db import make_engine
+    from bot.store.migrate import alembic_config, current_revision, head_revision
+
+    async def read() -> str | None:
+        engine = make_engine(_database_url())
+        try:
+            return await current_revision(engine)
+        finally:
+            await engine.dispose()
+
+    try:
+        current = asyncio.run(read())
+        script = ScriptDirectory.from_config(alembic_config(_database_url()))
+        known = {rev.revision for rev in script.walk_revisions()}
+        return current, head_revision(), current is None or current in known
+    except Exception:  # noqa: BLE001 - only a better message is lost
+        return None
+
+
+def _schema_missing(subject: str, detail: str) -> str:
+    """A table or column missing: no migrations run yet, or the database behind the code (a
+    new version deployed before `rltracker migrate`, which `rltracker serve` refuses)."""
+    revisions = _revisions()
+    if revisions is not None and revisions[0] is not None and revisions[0] != revisions[1]:
+        current, head, known = revisions
+        if not known:  # an older version on a database a newer one migrated: migrate cannot help
+            return (f"{subject}: the database is at migration {current}, which this version "
+                    f"does not know (its latest is {head}: {detail}); a newer version of "
+                    "rltracker migrated it: run that version")
+        return (f"{subject}: the database is behind the migrations (it is at {current}, this "
+                f"code needs {head}: {detail}); run `rltracker migrate` first")
+    return f"{subject}: the database has no tables ({detail}); run `rltracker migrate` first"
+
+
 def _database_failure(exc: BaseException) -> str | None:
     from sqlalchemy import exc as sa
 
     subject = _database_subject()
     if isinstance(exc, sa.DBAPIError):
         detail = _first_line(exc.orig)
-        if isinstance(exc, sa.OperationalError | sa.ProgrammingError) and "no such table" in detail:
-            return f"{subject}: the database has no tables ({detail}); run `rltracker migrate` first"
-        if _sqlstate(exc) == "42P01":  # PostgreSQL: undefined table
-            return f"{subject}: the database has no tables ({detail}); run `rltracker migrate` first"
+        if isinstance(exc, sa.OperationalError | sa.ProgrammingError) and any(
+                missing in detail for missing in _SQLITE_MISSING):
+            return _schema_missing(subject, detail)
+        if _sqlstate(exc) in _MISSING_SQLSTATES:
+            return _schema_missing(subject, detail)
         path = sqlite_path(_database_url())
         if path is not None and isinstance(exc, sa.OperationalError | sa.DatabaseError):
             hint = ""

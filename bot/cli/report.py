@@ -4,12 +4,14 @@
 Posting on GitHub (RLTRACKER_REPORT_ISSUE set, dry-run off) without RLTRACKER_PUBLIC_URL is
 refused before anything is built, as `rltracker serve` refuses it: every tracker link in the
 posted report would lead to this machine's default (http://localhost:PORT). Writing the files
-(`--out`) or a dry run posts nothing and needs no public address.
+(`--out`) or a dry run posts nothing and needs no public address. An issue to post on without
+the app's credentials (the app then runs dry) is said on stderr: nothing will be posted.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from bot.config import SettingError, Settings
@@ -24,6 +26,14 @@ def report_command(args: Any) -> int:
             f"the report posted on {settings.report_issue} would link to {settings.public_url}; "
             "set it to where the tracker is reachable (https://...), or RLTRACKER_DRY_RUN=1 to "
             "post nothing (--out writes the files either way)")
+    if settings.report_issue and settings.dry_run and not settings.has_app_credentials and not (
+            os.environ.get("RLTRACKER_DRY_RUN") or "").strip():
+        # The dry run the missing credentials imply, not one the operator chose: the JSON's
+        # "posted": "dry_run" alone did not say why the report set to be posted was not.
+        print(f"rltracker report: not posted on {settings.report_issue}: the report is posted "
+              "as the app, and GITHUB_APP_ID and GITHUB_PRIVATE_KEY (or GITHUB_PRIVATE_KEY_PATH) "
+              "are not both set, so the app runs dry; it is still built and stored",
+              file=sys.stderr)
     from bot.site.report import report_command as build_report
 
     return build_report(args)

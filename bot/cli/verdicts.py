@@ -123,6 +123,9 @@ def verdicts_command(args: Any) -> int:
         with open(args.out, "w", encoding="utf-8") as fh:
             fh.write(text)
     else:
+        from bot.cli import utf8_stdout
+
+        utf8_stdout()
         sys.stdout.write(text)
     print(f"{len(rows)} verdicts exported", file=sys.stderr)
     return 0

@@ -311,10 +311,13 @@ class Progress:
 
     def start(self, total: int | None) -> None:
         if self.tty:
+            from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+            # on stderr, the terminal it checked: rich's default console is stdout (the counts)
             self._bar = Progress(TextColumn("sync"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[info]}"), transient=False)
+                                 TextColumn("{task.fields[info]}"), transient=False,
+                                 console=Console(stderr=True))
             self._bar.start()
             self._task = self._bar.add_task("sync", total=total, info="")
 
@@ -736,6 +739,10 @@ class Syncer:
                 continue
             if _newer(old.updated_at, comment.get("updated_at")):
                 continue  # edited since this pass read it (a webhook stored the edit)
+            if stale and "updated_at" not in comment:
+                # A review (no updated_at) of a thread a webhook stored later than this pass
+                # read it: the stored review may be an edit made since; it is kept.
+                continue
             same_time = "updated_at" not in comment or old.updated_at == parse_datetime(comment["updated_at"])
             if old.thread_id == thread.id and same_time and (old.body or "") == comment["body"]:
                 continue  # unchanged: no write

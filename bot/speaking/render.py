@@ -465,3 +465,25 @@ def has_marker(body: str | None, marker: str = FAILURE_MARKER) -> bool:
 
 def is_app_comment(body: str | None) -> bool:
     return bool(body) and any(m in body for m in MARKERS)  # type: ignore[operator]
+
+
+COMMAND_FORMS = ("recheck", "ignore", "stop", "methods <failure>", "rules", "kind <failure>",
+                 "not-a-failure", "resume")
+
+
+def command_note(problem: str, lang: str, done: str | None = None) -> str:
+    """The reply to a command the app could not do as written: `unknown` (no such command),
+    `unknown_kind` (`kind` with a kind the catalog lacks), `more` (a comment of several
+    commands: only `done` was done) or `edited` (an edit changed a command done already). Built from fixed words and catalog keys only: what the
+    person typed is never repeated (no mention to ping, no Markdown or HTML to inject)."""
+    cat = _catalog()
+    return render(
+        f"comments/command_note.{lang}.md.j2",
+        {
+            "marker": REPLY_MARKER,
+            "problem": problem,
+            "commands": [code_span(c) for c in COMMAND_FORMS],
+            "kinds": [code_span(k) for k in cat.failures],
+            "done": code_span(f"/rltracker {done}") if done else "",
+        },
+    )

@@ -1,4 +1,5 @@
-"""`/rltracker ...` commands in issue, pull-request and discussion comments.
+"""`/rltracker ...` commands in issue, pull-request and discussion comments, and in
+pull-request review comments and reviews (answered in the pull request's conversation).
 
     /rltracker recheck            re-read the config and re-run the analysis and the decision
     /rltracker ignore             no more comments from the app on this thread
@@ -10,14 +11,16 @@
     /rltracker resume             lift the pause of the app's comments in this repository
 
 Only the thread's author or a maintainer (author_association OWNER, MEMBER, COLLABORATOR) may
-use them (`resume` a maintainer only: it speaks for the repository, not the thread, and a
-MEMBER, who belongs to the owning organisation but may not have write access to the
-repository, only with write access as GitHub answers it; the verdicts `kind` and
-`not-a-failure` likewise, when a MEMBER or COLLABORATOR gives them on a thread not their own);
-anyone else gets no answer (a
-skipped action records why). Bots, and the app's own
-comments, are ignored without a record. Each command comment is handled once: its Action
-row's dedupe key carries the comment id, so a redelivery does not answer twice.
+use them (`resume` a maintainer only: it speaks for the repository, not the thread). A MEMBER,
+who belongs to the owning organisation but may not have write access to the repository, and a
+COLLABORATOR, who may have been invited with read or triage, are asked of GitHub for write
+access before any command on a thread not their own and before `resume` anywhere. Anyone else
+gets no answer (a skipped action records why; a payload naming no commenter is never the
+thread's author's). Bots and the app's own comments are ignored without a record. Each command comment is handled once: its
+Action row's dedupe key carries the comment id, so a redelivery does not answer twice. A
+command the app cannot do as written (unknown, an unknown kind, several in one comment) gets
+one note (`_note`), which never repeats what was typed. A comment deleted before its delivery
+was handled is not acted on.
 
 Verdicts (`kind`, `not-a-failure`) are stored per thread, the latest winning (bot/store/
 verdicts.py), with who gave them and what the analyzer said then; `<failure>` is read as for
@@ -31,8 +34,9 @@ them as labelled threads.
 Edited comments: an edit that adds a command, or changes one (a misspelt `/rltracker metods`
 made right), is handled as a new comment's command would be. An edit that leaves the command
 as it was is not: the comment was answered already, or was written when the app could not
-answer it, and fixing a typo elsewhere in it is no request. A comment is still answered once
-at most: an edit that changes a command already answered records why nothing was posted
+answer it, and fixing a typo elsewhere in it is no request (nor are words added after a
+command that reads none). A comment is still answered once at most: an edit that changes a
+command already answered records why nothing was done and says so in the comment's one note
 (write a new comment to ask again).
 """
 
@@ -47,11 +51,11 @@ from gidgethub.routing import Router
 from sqlalchemy import delete, func, select
 
 from analyzers.catalog import canonical_repo, framework_id
-from bot.command_syntax import parse_command
+from bot.command_syntax import parse_command, parse_commands
 from bot.speaking.posting import post_reply, reply_once
 from bot.speaking.quiet import MAINTAINERS
 from bot.speaking.records import record_once, record_skip
-from bot.speaking.render import is_app_comment, methods_reply, rules_reply
+from bot.speaking.render import command_note, is_app_comment, methods_reply, rules_reply
 from bot.speaking.repo_config import effective_dry_run, get_repo_config
 from bot.speaking.rule_summary import rules_markdown
 from bot.speaking.verdict import minimize_comments, mute_thread, settle_verdict
@@ -64,6 +68,9 @@ router = Router()
 
 COMMANDS = ("recheck", "ignore", "stop", "methods", "rules", "kind", "not-a-failure", "resume")
 VERDICT_COMMANDS = ("kind", "not-a-failure")
+# Pull-request review comments (on a line of the diff) and reviews (their summary): the kind
+# the store gives them (bot.webhooks.normalize.COMMENT_EVENTS).
+REVIEW_KINDS = {"pull_request_review_comment": "review_comment", "pull_request_review": "review"}
 ADD_REACTION = """
 mutation($id: ID!) {
   addReaction(input: {subjectId: $id, content: THUMBS_UP}) { reaction { content } }
@@ -124,9 +131,11 @@ def _is_bot(user: dict[str, Any]) -> bool:
 
 
 async def _react(ctx: Any, repo: str, comment_id: int, installation_id: int | None,
-                 dry_run: bool, comment_node_id: str | None = None) -> None:
-    """A 👍 on the command: quiet acknowledgement, no extra comment. A discussion comment
-    (`comment_node_id`) has no REST reactions endpoint: GraphQL `addReaction` on its node."""
+                 dry_run: bool, comment_node_id: str | None = None, rest: str = "issues") -> None:
+    """A 👍 on the command: quiet acknowledgement, no extra comment. A discussion comment or a
+    pull-request review (`comment_node_id`) has no REST reactions endpoint: GraphQL
+    `addReaction` on its node. `rest`: `issues` for an issue or pull-request comment, `pulls`
+    for a review comment on a line of the diff."""
     if dry_run or ctx.github is None or installation_id is None:
         return
     try:
@@ -134,7 +143,7 @@ async def _react(ctx: Any, repo: str, comment_id: int, installation_id: int | No
             await ctx.github.graphql(ADD_REACTION, installation_id=installation_id, id=comment_node_id)
             return
         gh = await ctx.github.api(installation_id)
-        await gh.post(f"/repos/{repo}/issues/comments/{comment_id}/reactions", data={"content": "+1"})
+        await gh.post(f"/repos/{repo}/{rest}/comments/{comment_id}/reactions", data={"content": "+1"})
     except Exception:
         log.warning("could not react to %s comment %s", repo, comment_node_id or comment_id, exc_info=True)
 
@@ -174,10 +183,10 @@ async def _verdict_effects(
 def _written_at(data: dict[str, Any]) -> datetime | None:
     """When the command was written: the comment's `updated_at` for an edit, else its
     `created_at` (None when the payload does not say)."""
-    comment = data.get("comment") or {}
+    comment = data.get("comment") or data.get("review") or {}
     value = comment.get("updated_at") if data.get("action") == "edited" else None
     try:
-        return parse_datetime(value or comment.get("created_at"))
+        return parse_datetime(value or comment.get("created_at") or comment.get("submitted_at"))
     except (TypeError, ValueError):
         return None
 
@@ -190,6 +199,21 @@ def _command_before_edit(data: dict[str, Any]) -> tuple[str, list[str]] | None |
     if not isinstance(before, dict) or not isinstance(before.get("from"), str):
         return False
     return parse_command(before["from"])
+
+
+ARGUMENT_COMMANDS = ("methods", "kind")  # the others take no words after them
+
+
+def _same_command(before: tuple[str, list[str]] | None | bool,
+                  after: tuple[str, list[str]]) -> bool:
+    """Whether an edit left the command as it was: the same word, and the same words after it
+    for a command that reads them (`/rltracker ignore` and `/rltracker ignore, thanks` ask
+    the same)."""
+    if not isinstance(before, tuple):
+        return False
+    if before[0] != after[0]:
+        return False
+    return after[0] not in ARGUMENT_COMMANDS or before[1] == after[1]
 
 
 async def _answered(ctx: Any, key: str) -> bool:
@@ -235,44 +259,64 @@ async def _may_write(ctx: Any, repo: str, installation_id: int | None, login: st
 async def handle_command(event: sansio.Event, ctx: Any) -> str:
     """Handle one comment event; returns what happened (for logs and tests)."""
     data = event.data
-    comment = data.get("comment") or {}
+    kind = REVIEW_KINDS.get(event.event)  # None: an issue, pull-request or discussion comment
+    comment = (data.get("review") if kind == "review" else data.get("comment")) or {}
     body = comment.get("body") or ""
     parsed = parse_command(body)
     if parsed is None:
         return "no_command"
-    if data.get("action") == "edited" and _command_before_edit(data) == parsed:
+    if data.get("action") == "edited" and _same_command(_command_before_edit(data), parsed):
         return "unchanged_command"
     user = comment.get("user") or {}
+    association = (comment.get("author_association") or "").upper()
+    sender = data.get("sender") or {}
+    if (data.get("action") == "edited" and isinstance(sender, dict) and sender.get("login")
+            and sender.get("login") != user.get("login")):
+        # Someone else edited the comment (people with write access, and apps, may): the
+        # command is the editor's, not the comment author's. The payload says nothing of the
+        # editor's association: asked of GitHub below, as a collaborator's would be.
+        user, association = sender, "COLLABORATOR"
     if _is_bot(user) or is_app_comment(body):
         return "ignored_bot"
-    thread_data = data.get("issue") or data.get("discussion") or {}
+    thread_data = data.get("issue") or data.get("discussion") or data.get("pull_request") or {}
     if not thread_data or "number" not in thread_data:
         raise ValueError("comment payload without issue/discussion number")
     repo = canonical_repo((data.get("repository") or {}).get("full_name") or "")
     number = int(thread_data["number"])
     installation_id = (data.get("installation") or {}).get("id")
     comment_id = int(comment.get("id") or 0)
+    # The comment as keys and markers name it: review comments and reviews are numbered apart
+    # from issue comments.
+    ref = str(comment_id) if kind is None else f"{kind}:{comment_id}"
     word, args = parsed
-    key = f"{repo}#{number}:command:{comment_id}"
+    key = f"{repo}#{number}:command:{ref}"
+    if comment_id and not await _answered(ctx, key) and await _deleted(ctx, kind or "comment", comment_id):
+        return "deleted"  # its author took it back before it was handled
     if data.get("action") == "edited" and await _answered(ctx, key):
-        await record_skip(ctx, repo, number, "command", f"edited_after_answer:{comment_id}",
+        await record_skip(ctx, repo, number, "command", f"edited_after_answer:{ref}",
                           "this comment's command was answered already; a comment is answered "
                           "once: write a new comment to ask again", command=word[:20])
+        # Said where the person waits for the edit to count (once: the note's slot).
+        if installation_id is None or not await _silenced(ctx, repo, int(installation_id)):
+            dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
+            await _note(ctx, repo, number, installation_id, "edited", key,
+                        (data.get("discussion") or {}).get("node_id"), dry_run, ref)
         return "already_answered"
-    login = user.get("login")
-    author = (thread_data.get("user") or {}).get("login")
-    association = (comment.get("author_association") or "").upper()
-    if login != author and association not in MAINTAINERS:
-        await record_skip(ctx, repo, number, "command", f"not_allowed:{comment_id}",
+    login = user.get("login") or None
+    author = (thread_data.get("user") or {}).get("login") or None
+    is_author = login is not None and login == author
+    if not is_author and association not in MAINTAINERS:
+        await record_skip(ctx, repo, number, "command", f"not_allowed:{ref}",
                           "only the thread's author or a maintainer may use /rltracker commands",
-                          command=word)
+                          command=word[:20])
         return "not_allowed"
+    problem: str | None = None
     if word not in COMMANDS:
-        await record_skip(ctx, repo, number, "command", f"unknown:{comment_id}",
+        await record_skip(ctx, repo, number, "command", f"unknown:{ref}",
                           "unknown /rltracker command", command=word[:20])
-        return "unknown"
+        problem = "unknown"
     if word == "resume" and association not in MAINTAINERS:
-        await record_skip(ctx, repo, number, "command", f"not_maintainer:{comment_id}",
+        await record_skip(ctx, repo, number, "command", f"not_maintainer:{ref}",
                           "only a maintainer of the repository may resume the app's comments "
                           "there", command=word)
         return "not_allowed"
@@ -280,35 +324,63 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     if word in VERDICT_COMMANDS and verdict is None:
         from analyzers.catalog import load_catalog
 
-        await record_skip(ctx, repo, number, "command", f"unknown_kind:{comment_id}",
+        await record_skip(ctx, repo, number, "command", f"unknown_kind:{ref}",
                           "unknown failure kind: `/rltracker kind` takes one of "
                           + ", ".join(load_catalog().failures) + " (or none)",
                           command=word, asked=" ".join(args)[:40])
-        return "unknown_kind"
+        problem = "unknown_kind"
     discussion_id = (data.get("discussion") or {}).get("node_id")
     if installation_id is not None and await _silenced(ctx, repo, int(installation_id)):
         return "not_installed"  # suspended, uninstalled or removed since it was written
     if word == "resume" and association in ASKED_ASSOCIATIONS and not await _may_write(
             ctx, repo, installation_id, str(login)):
-        await record_skip(ctx, repo, number, "command", f"not_maintainer:{comment_id}",
+        await record_skip(ctx, repo, number, "command", f"not_maintainer:{ref}",
                           "only a maintainer of the repository may resume the app's comments "
                           "there (a member of the organisation or a collaborator without write "
                           "access to the repository is none)", command=word)
         return "not_allowed"
-    if (word in VERDICT_COMMANDS and login != author and association in ASKED_ASSOCIATIONS
+    if (word != "resume" and not is_author and association in ASKED_ASSOCIATIONS
             and not await _may_write(ctx, repo, installation_id, str(login))):
-        # A verdict by someone other than the thread's author speaks as a maintainer: it can
-        # undo a maintainer's not-a-failure and becomes a training label. Only with write access.
-        await record_skip(ctx, repo, number, "command", f"not_maintainer:{comment_id}",
-                          "only the thread's author or a maintainer of the repository may give "
-                          "a verdict on it (a member of the organisation or a collaborator "
-                          "without write access to the repository is none)", command=word)
+        # On a thread not their own a command speaks as a maintainer: `stop` hides the app's
+        # comment to the reporter, a verdict can undo a maintainer's not-a-failure and becomes
+        # a training label, a recheck lifts the rules that keep the app quiet where people
+        # are on it. Only with write access.
+        await record_skip(ctx, repo, number, "command", f"not_maintainer:{ref}",
+                          "only the thread's author or a maintainer of the repository may use "
+                          "/rltracker commands on it (a member of the organisation or a "
+                          "collaborator without write access to the repository is none)",
+                          command=word[:20])
         return "not_allowed"
     # "dry_run: true" in the repository's config holds for commands as for comments.
     dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
+    if problem is not None:
+        await _note(ctx, repo, number, installation_id, problem, key, discussion_id, dry_run, ref)
+        return problem
+    outcome = await _do_command(event, ctx, repo=repo, number=number, installation_id=installation_id,
+                                word=word, args=args, key=key, discussion_id=discussion_id,
+                                dry_run=dry_run, comment_id=comment_id, ref=ref, kind=kind,
+                                login=login, is_author=is_author, verdict=verdict)
+    if outcome in (word, "posted", "dry_run", "owned", "duplicate") and len(parse_commands(body)) > 1:
+        # One command a comment (its dedupe key is the comment's): say the rest were not done
+        # (once: the note has its own slot, and a retry of a delivery whose note failed
+        # finds the command done and posts it then).
+        await _note(ctx, repo, number, installation_id, "more", key, discussion_id, dry_run,
+                    ref, done=word)
+    return outcome
+
+
+async def _do_command(
+    event: sansio.Event, ctx: Any, *, repo: str, number: int, installation_id: int | None,
+    word: str, args: list[str], key: str, discussion_id: str | None, dry_run: bool,
+    comment_id: int, ref: str, kind: str | None, login: str | None, is_author: bool,
+    verdict: tuple[bool, str | None] | None,
+) -> str:
+    """Do the command (allowed, known, installed); returns what happened (`word` when done
+    now, `posted` / `dry_run` / `owned` for a reply, `duplicate` when done before)."""
+    data = event.data
     if word in ("methods", "rules"):
         return await _reply_command(ctx, repo, number, installation_id, word, args, key,
-                                    discussion_id, dry_run, comment_id)
+                                    discussion_id, dry_run, ref)
     # recheck / ignore / stop / kind / not-a-failure: once per command comment, acknowledged
     # with a reaction
     from bot.store.threads import get_thread
@@ -324,11 +396,11 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         await handle(event.event, data, ctx)
         async with ctx.sessionmaker() as session:
             thread = await get_thread(session, repo, number)
-    role = "author" if login == author else "maintainer"
+    role = "author" if is_author else "maintainer"
     details: dict[str, Any] = {"command": word, "by": role}
     if verdict is not None:
         if thread is None:
-            await record_skip(ctx, repo, number, "command", f"unknown_thread:{comment_id}",
+            await record_skip(ctx, repo, number, "command", f"unknown_thread:{ref}",
                               "the thread is not stored yet; the verdict was not recorded",
                               command=word)
             return "unknown_thread"
@@ -377,12 +449,13 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
             await session.execute(delete(Action).where(Action.dedupe_key == key))
             await session.commit()
         raise
-    if discussion_id:
-        node_id = (data.get("comment") or {}).get("node_id")
+    if discussion_id or kind == "review":  # no REST reactions endpoint: GraphQL on its node
+        node_id = ((data.get("review") if kind == "review" else data.get("comment")) or {}).get("node_id")
         if node_id:
             await _react(ctx, repo, comment_id, installation_id, dry_run, comment_node_id=str(node_id))
     elif comment_id:
-        await _react(ctx, repo, comment_id, installation_id, dry_run)
+        await _react(ctx, repo, comment_id, installation_id, dry_run,
+                     rest="pulls" if kind == "review_comment" else "issues")
     return word
 
 
@@ -395,9 +468,45 @@ async def _note_details(ctx: Any, key: str, **values: Any) -> None:
             await session.commit()
 
 
+async def _deleted(ctx: Any, kind: str, comment_id: int) -> bool:
+    """Whether the comment (of the stored kind: `comment`, `review_comment`, `review`) was
+    deleted (a handled `deleted` delivery noted it): a command its author took back before it
+    was handled asks for nothing."""
+    from bot.store.threads import comment_grave, graves
+
+    grave = comment_grave(kind, comment_id)
+    async with ctx.sessionmaker() as session:
+        return grave in await graves(session, {grave})
+
+
+async def _note(
+    ctx: Any, repo: str, number: int, installation_id: int | None, problem: str, key: str,
+    discussion_id: str | None, dry_run: bool, ref: str, done: str | None = None,
+) -> str:
+    """The one reply to a command comment the app could not do as written (`unknown`,
+    `unknown_kind`, `more`: several commands, `done` the one done, or `edited`: the command
+    changed by an edit after it was done), in its own slot
+    (`{key}:note`, marker `note-to`): once per comment, whatever edits and redeliveries
+    follow, and beside a reply to the command itself. Never the person's words."""
+    from analyzers.language import detect_language
+    from bot.store.threads import get_thread
+
+    async with ctx.sessionmaker() as session:
+        thread = await get_thread(session, repo, number)
+        lang = detect_language(thread.title, thread.body) if thread else "en"
+    body = command_note(problem, lang, done=done if done in COMMANDS else None)
+    marker = f"<!-- rltracker:note-to:{ref} -->"
+    details = {"note": problem}
+    if discussion_id:
+        return await _reply_in_discussion(ctx, repo, number, installation_id, body, f"{key}:note",
+                                          discussion_id, dry_run, marker, details)
+    return await post_reply(ctx, repo, number, installation_id, body, dedupe_key=f"{key}:note",
+                            details=details, dry_run=dry_run, marker=marker)
+
+
 async def _reply_command(
     ctx: Any, repo: str, number: int, installation_id: int | None, word: str, args: list[str],
-    key: str, discussion_id: str | None, dry_run: bool, comment_id: int,
+    key: str, discussion_id: str | None, dry_run: bool, ref: str,
 ) -> str:
     from analyzers.language import detect_language
     from bot.store.threads import get_thread
@@ -412,7 +521,7 @@ async def _reply_command(
         body = methods_reply(failure or " ".join(args)[:40] or "?", framework, lang, public)
     else:
         body = rules_reply(await rules_markdown(ctx, repo, lang, topics=None), framework, lang, public)
-    marker = f"<!-- rltracker:reply-to:{comment_id} -->"
+    marker = f"<!-- rltracker:reply-to:{ref} -->"
     if discussion_id:
         return await _reply_in_discussion(ctx, repo, number, installation_id, body, key,
                                           discussion_id, dry_run, marker, {"command": word})
@@ -462,6 +571,10 @@ async def _own_discussion_comment(ctx: Any, installation_id: int | None, discuss
 @router.register("issue_comment", action="edited")
 @router.register("discussion_comment", action="created")
 @router.register("discussion_comment", action="edited")
+@router.register("pull_request_review_comment", action="created")
+@router.register("pull_request_review_comment", action="edited")
+@router.register("pull_request_review", action="submitted")
+@router.register("pull_request_review", action="edited")
 async def on_comment(event: sansio.Event, ctx: Any) -> None:
     await handle_command(event, ctx)
 

@@ -8,9 +8,23 @@ then handed to `bot.pipeline.thread_changed`, which analyses the stored thread a
 
 Ordering guards, because GitHub does not promise delivery order and redeliveries repeat old
 payloads: a payload whose `updated_at` is older than the stored one does not overwrite the
-thread or comment; a review (no `updated_at`) is overwritten only by `edited`; a merged pull request never goes back to "closed"; deletions always apply,
+thread or comment; a merged pull request never goes back to "closed"; deletions always apply,
 and last: a thread or comment deleted (or a thread transferred away) is noted (Deletion), and
 a delivery about it handled afterwards stores nothing of it.
+
+Reviews carry no `updated_at`, so the order of two deliveries about one review cannot be told
+from their times. A review delivery that follows from the stored review (an `edited` whose
+`changes.body.from` is the stored body; a `submitted` or `dismissed` with the stored body; any
+about a review not stored yet) is applied as it is. One that does not is out of order or
+follows a lost delivery: the handler reads the review from GitHub (`_reviews_now`, before the
+transaction) and stores what GitHub has now; a review GitHub answers 404 for, on a pull
+request it still serves, is recorded as deleted; GitHub failing (5xx, rate limit) raises, and
+the worker retries the delivery. Without a client, credentials or installation to read with,
+the payload rule stands: `edited` overwrites, `submitted` and `dismissed` only fill. A
+delivery judged in order is written only if the stored review is still the one it was judged
+on (`_still`; else ReviewChanged, and the worker tries it again). Review comments edited
+twice in one second (GitHub's `updated_at` counts seconds): of the same second, only the edit
+of the stored text applies (`_same_second`).
 """
 
 from __future__ import annotations
@@ -21,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
+import gidgethub
 from gidgethub import sansio
 from gidgethub.routing import Router
 from sqlalchemy import delete, select, update
@@ -45,9 +60,16 @@ from bot.store.threads import (
     upsert_comment,
     upsert_thread,
 )
-from bot.store.types import parse_datetime
+from bot.store.types import parse_datetime, storable_text
 from bot.webhooks.installations import canonical_repo, ensure_installation, upsert_repository
-from bot.webhooks.normalize import Change, PayloadError, Transfer, change_from_payload
+from bot.webhooks.normalize import (
+    Change,
+    PayloadError,
+    Transfer,
+    change_from_payload,
+    comment_from_review,
+)
+from bot.webhooks.worker import refused_for_good
 
 log = logging.getLogger(__name__)
 router = Router()
@@ -164,11 +186,164 @@ def _fills_only(change: Change) -> bool:
     and `dismissed` (which changes only its state) describe a body no newer than any stored
     one, so, late or redelivered after an `edited`, they would put the old text back."""
     return (change.comment is not None and change.comment.get("kind") == "review"
-            and change.action != "edited")
+            and change.action != "edited" and not change.extras.get("review_now"))
+
+
+# ---- reviews whose order the payload does not tell: read from GitHub ------------------------
+_GONE = object()  # a review the batch deletes (simulated order)
+
+
+def _review_id(change: Change) -> int | None:
+    """The id of the review a delivery would store, if it is one."""
+    if change.event != "pull_request_review" or change.comment is None:
+        return None
+    return int(change.comment["github_id"])
+
+
+def _follows(change: Change, payload: Mapping[str, Any], stored: str | None) -> bool:
+    """Whether a review delivery follows from the stored review's body (None: not stored),
+    so that applying it as the payload says cannot put an older text back."""
+    if stored is None:
+        return True  # nothing to revert; a later delivery that differs is checked in its turn
+    body = (change.comment or {}).get("body") or ""
+    if body == stored:
+        return True  # applying it changes nothing (a redelivery of what is stored)
+    return change.action == "edited" and _edited_from(payload) == stored
+
+
+def _edited_from(payload: Mapping[str, Any]) -> str | None:
+    """The body an `edited` delivery's edit replaced (`changes.body.from`); None if absent."""
+    changes = payload.get("changes")
+    was = changes.get("body") if isinstance(changes, Mapping) else None
+    if isinstance(was, Mapping) and "from" in was:
+        return str(was.get("from") or "")
+    return None
+
+
+def _same_second(record: dict[str, Any], existing: Comment, edited_from: str | None) -> bool:
+    """A review comment of the stored one's second (GitHub's `updated_at` counts seconds)
+    with another body: two edits in one second, whose order only `changes.body.from` tells.
+    True (keep the stored one) unless the delivery is the edit of the stored text."""
+    if record.get("kind") != "review_comment" or not record.get("updated_at"):
+        return False
+    stored = existing.body or ""
+    return (parse_datetime(record["updated_at"]) == existing.updated_at
+            and (record.get("body") or "") != stored and edited_from != stored)
+
+
+def _installation_id(payload: Mapping[str, Any]) -> int | None:
+    installation = payload.get("installation")
+    iid = installation.get("id") if isinstance(installation, Mapping) else None
+    return iid if isinstance(iid, int) and not isinstance(iid, bool) else None
+
+
+async def _read_review(ctx: Any, change: Change, payload: Mapping[str, Any]) -> Change:
+    """`change` as GitHub has the review now (REST GET .../pulls/{n}/reviews/{id}, through the
+    app's client and the delivery's installation, as the repository's config is read): its
+    record then overwrites the stored one; a deletion when GitHub answers 404 for it on a pull
+    request it still serves. Unchanged when there is nothing to read with (no client, no app
+    credentials, no installation, or an installation whose token GitHub refuses for good) or
+    GitHub refuses the read for good (403: a permission missing). Raises what retrying may
+    cure (5xx, rate limits, the network): the worker retries the delivery."""
+    iid = _installation_id(payload)
+    github = getattr(ctx, "github", None)
+    if github is None or iid is None or not ctx.settings.has_app_credentials:
+        return change
+    review_id = _review_id(change)
+    assert review_id is not None
+    try:
+        await github.installation_token(iid)  # a refused token is no answer about the review
+        gh = await github.api(iid)
+        pull = f"/repos/{change.repo}/pulls/{int(change.number)}"
+        try:
+            data = await gh.getitem(f"{pull}/reviews/{review_id}")
+        except gidgethub.BadRequest as exc:
+            if exc.status_code != 404:
+                raise
+            await gh.getitem(pull)  # the pull request is served: the review is gone
+            log.info("review %s of %s#%s is gone on GitHub: recorded as deleted",
+                     review_id, change.repo, change.number)
+            return replace(change, comment=None, delete_comment=("review", review_id))
+    except gidgethub.BadRequest as exc:
+        if not refused_for_good(exc):
+            raise
+        log.warning("could not read review %s of %s#%s from GitHub (%s); the payload stands",
+                    review_id, change.repo, change.number, exc)
+        return change
+    if not isinstance(data, Mapping) or data.get("id") != review_id:
+        raise PayloadError(f"GitHub's review {review_id} of {change.repo}#{change.number} "
+                           "is not a review object")
+    # As the worker stores payloads: what no database stores (NUL, lone surrogates) as U+FFFD.
+    record = comment_from_review(
+        {k: storable_text(v) if isinstance(v, str) else v for k, v in data.items()})
+    return replace(change, comment=record, extras={**change.extras, "review_now": True})
+
+
+async def _reviews_now(ctx: Any, changes: list[Change], payloads: list[Mapping[str, Any]]
+                       ) -> list[Change | BaseException]:
+    """Each change, with review deliveries that do not follow from the stored review (as the
+    changes before it in the list leave it) replaced by what GitHub has now
+    (`_read_review`); the exception reading it raised, for that change alone."""
+    ids = {i for i in map(_review_id, changes) if i is not None}
+    if not ids:
+        return list(changes)
+    bodies: dict[int, Any] = {}
+    async with ctx.sessionmaker() as session:
+        for github_id, body in await session.execute(
+                select(Comment.github_id, Comment.body).where(
+                    Comment.kind == "review", Comment.github_id.in_(sorted(ids)))):
+            bodies[int(github_id)] = body or ""
+    out: list[Change | BaseException] = []
+    for change, payload in zip(changes, payloads, strict=True):
+        review_id = _review_id(change)
+        if review_id is None or bodies.get(review_id) is _GONE:
+            out.append(change)
+            continue
+        if _follows(change, payload, bodies.get(review_id)):
+            # judged on what is stored now: still so when its transaction writes (_still)
+            change = replace(change, extras={**change.extras, "review_was": bodies.get(review_id)})
+        else:
+            try:
+                change = await _read_review(ctx, change, payload)
+            except Exception as exc:  # noqa: BLE001 - this delivery alone is retried
+                out.append(exc)
+                continue
+        if change.delete_comment is not None:
+            bodies[review_id] = _GONE
+        elif change.comment is not None and (
+                review_id not in bodies or change.action == "edited"
+                or change.extras.get("review_now")):
+            bodies[review_id] = change.comment.get("body") or ""
+        out.append(change)
+    return out
+
+
+class ReviewChanged(RuntimeError):
+    """The stored review is no longer the one a delivery's order was judged on (another
+    worker stored it meanwhile): the delivery is tried again, and judged anew."""
+
+
+_UNJUDGED = object()
+
+
+async def _still(session: AsyncSession, key: tuple[str, int], was: str | None,
+                 body: str) -> None:
+    """Raise ReviewChanged unless the stored review (read under a row lock on PostgreSQL,
+    which waits for a concurrent writer) is still `was` (None: not stored)."""
+    stored = await session.scalar(
+        select(Comment.body).where(Comment.kind == key[0], Comment.github_id == key[1])
+        .with_for_update())
+    now = None if stored is None else (stored or "")
+    if now != was and now != body:
+        raise ReviewChanged(f"review {key[1]} changed while its delivery was handled")
 
 
 async def _store_comment(session: AsyncSession, thread: Thread, record: dict[str, Any],
-                         looked: LookedUp | None = None, *, fill_only: bool = False) -> None:
+                         looked: LookedUp | None = None, *, fill_only: bool = False,
+                         was: Any = _UNJUDGED, edited_from: str | None = None) -> None:
+    """`was`: the stored review's body (None: not stored) a review delivery's order was
+    judged on (`_reviews_now`); what is stored must still be it when this writes.
+    `edited_from`: an `edited` delivery's `changes.body.from`."""
     key = _comment_key(record)
     if looked is not None and key in looked.comments:
         existing = looked.comments[key]
@@ -176,8 +351,11 @@ async def _store_comment(session: AsyncSession, thread: Thread, record: dict[str
         existing = await session.scalar(
             select(Comment).where(Comment.kind == key[0], Comment.github_id == key[1])
         )
-    if existing is not None and (fill_only or _older(record.get("updated_at"), existing.updated_at)):
+    if existing is not None and (fill_only or _older(record.get("updated_at"), existing.updated_at)
+                                 or _same_second(record, existing, edited_from)):
         return
+    if was is not _UNJUDGED:
+        await _still(session, key, was, record.get("body") or "")
     comment = await upsert_comment(session, thread, record, looked_up=(existing,),
                                    flush=looked is None)
     if looked is not None:
@@ -387,13 +565,20 @@ async def apply_change(
             looked.graves[comment_grave(kind, github_id)] = None
     if change.comment is not None and not _buried_comment(change, found):
         await _store_comment(session, thread, change.comment, looked,
-                             fill_only=_fills_only(change))
+                             fill_only=_fills_only(change),
+                             was=change.extras.get("review_was", _UNJUDGED),
+                             edited_from=_edited_from(payload) if change.action == "edited"
+                             else None)
     return thread.repo, thread.number
 
 
 async def handle(event_name: str, payload: Mapping[str, Any], ctx: Any) -> tuple[str, int]:
     """Store what a thread/comment delivery says, commit, then run the pipeline."""
     change = change_from_payload(event_name, payload, canonical_repo)
+    [now] = await _reviews_now(ctx, [change], [payload])
+    if isinstance(now, BaseException):
+        raise now
+    change = now
 
     async def write(session: AsyncSession, seen: set[tuple[Any, ...]]) -> tuple[str, int]:
         return await apply_change(session, change, payload, seen)
@@ -427,6 +612,12 @@ async def handle_batch(events: list[sansio.Event], ctx: Any) -> list[BaseExcepti
             outcomes[k] = exc
             continue
         readable.append((k, event.event, change, event.data))
+    nows = await _reviews_now(ctx, [c for _, _, c, _ in readable], [p for *_, p in readable])
+    for (k, *_), now in zip(readable, nows, strict=True):
+        if isinstance(now, BaseException):
+            outcomes[k] = now
+    readable = [(k, name, now, p) for (k, name, _, p), now in zip(readable, nows, strict=True)
+                if not isinstance(now, BaseException)]
 
     async def write_all(session: AsyncSession, seen: set[tuple[Any, ...]]
                         ) -> list[pipeline.ThreadChange]:

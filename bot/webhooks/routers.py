@@ -30,7 +30,8 @@ def _thread_event_without_command(event: Any) -> bool:
     the deliveries before it did, so it runs alone, in its place."""
     if event.event not in events.EVENTS:
         return False
-    comment = event.data.get("comment") if isinstance(event.data, Mapping) else None
+    data = event.data if isinstance(event.data, Mapping) else {}
+    comment = data.get("comment") or data.get("review")  # a review's summary holds commands too
     return not (isinstance(comment, Mapping) and commands.parse_command(comment.get("body")))
 
 

@@ -471,3 +471,38 @@ async def test_a_retry_adopts_the_reply_it_posted_before_the_proposal_was_closed
     assert len(app_comments(fake_github, VERL, 351, RULES_MARKER)) == 1
     [row] = [a for a in await actions_of(app_ctx, 351, "rule_summary") if a.status == "posted"]
     assert row.comment_id == posted[0]["id"]
+
+
+async def test_an_edit_after_a_maintainer_github_labels_a_contributor_replied_leaves_the_comment(
+        app_ctx: Any, fake_github: Any) -> None:
+    """After the app's comment, a maintainer whom GitHub calls CONTRIBUTOR (private
+    organisation membership) answered; then the reporter edits the issue: the comment is
+    frozen as after any maintainer's reply, not rewritten under the maintainer's answer (on
+    main it was PATCHed). Their role is asked of GitHub only when a rewrite is due. A reply by
+    someone with read access does not freeze it."""
+    from bot.store.models import Thread
+    from bot.store.threads import upsert_comment
+    from tests.test_actions_e2e import NOT_FAILURE
+
+    await install(app_ctx, fake_github)
+    fake_github.set_permission(VERL, "erin", "write")
+    fake_github.set_permission(VERL, "frank", "read")
+    for number, login, frozen in ((352, "frank", False), (353, "erin", True)):
+        payload = await open_issue(app_ctx, fake_github, number)
+        out = await act(app_ctx, VERL, number, trigger="issues.opened", payload=payload,
+                        analysis=FAILURE)
+        assert out["failure_comment"] == "posted"
+        later = datetime.now(UTC) + timedelta(seconds=5)
+        async with app_ctx.sessionmaker() as s:
+            thread = await s.scalar(select(Thread).where(Thread.number == number))
+            await upsert_comment(s, thread, {
+                "github_id": 9000 + number, "author": login, "author_association": "CONTRIBUTOR",
+                "body": "This is the known NCCL timeout; upgrade and retry.",
+                "created_at": iso(later)})
+            await s.commit()
+        out = await act(app_ctx, VERL, number, trigger="issue_comment.created", payload=payload,
+                        analysis=FAILURE)
+        out = await act(app_ctx, VERL, number, trigger="issues.edited", payload=payload,
+                        analysis=NOT_FAILURE)
+        assert out["failure_comment"] == ("frozen" if frozen else "updated"), number
+    assert len(fake_github.requests("PATCH", r"/issues/comments/\d+")) == 1  # frank's thread only

@@ -389,6 +389,14 @@ async def _rewrite(
     known = action.body  # the text we last wrote, as this decision read it
     if body == known:
         return "unchanged"
+    if (not asked and action.status == "posted" and ctx.github is not None
+            and sit.installation_id is not None
+            and await _maintainer_among(ctx, sit, unlabelled_replies(sit.record, action.created_at))):
+        # A maintainer GitHub does not call one (private organisation membership) replied
+        # after the comment: frozen as after any maintainer's reply (their role asked only
+        # when a rewrite is due).
+        await finish(ctx, action.id, frozen=True)
+        return "frozen"
     details = dict(action.details or {})
     details["edits"] = int(details.get("edits", 0)) + 1
     if composed:

@@ -39,11 +39,11 @@ def maintainer_replies(record: dict[str, Any], after: datetime | None = None) ->
             if (c.get("author_association") or "").upper() in MAINTAINERS]
 
 
-def unlabelled_replies(record: dict[str, Any]) -> list[dict[str, Any]]:
+def unlabelled_replies(record: dict[str, Any], after: datetime | None = None) -> list[dict[str, Any]]:
     """Replies whose author_association does not say maintainer although they may be one
     (CONTRIBUTOR or NONE: GitHub's word for an organisation member whose membership is
-    private); their role is asked of GitHub before posting."""
-    return [c for c in replies(record)
+    private); their role is asked of GitHub before posting or rewriting."""
+    return [c for c in replies(record, after)
             if (c.get("author_association") or "NONE").upper() in ("CONTRIBUTOR", "NONE")]
 
 

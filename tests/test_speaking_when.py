@@ -506,3 +506,21 @@ async def test_an_edit_after_a_maintainer_github_labels_a_contributor_replied_le
                         analysis=NOT_FAILURE)
         assert out["failure_comment"] == ("frozen" if frozen else "updated"), number
     assert len(fake_github.requests("PATCH", r"/issues/comments/\d+")) == 1  # frank's thread only
+
+
+async def test_an_issue_a_maintainer_edits_into_a_report_gets_no_comment(
+        app_ctx: Any, fake_github: Any) -> None:
+    """Only its author's edit makes an issue a report to comment on: a maintainer who edits
+    someone's issue (retitles it while triaging) is on it, as a maintainer's reply or label
+    says (GitHub's `sender` of the edit is not the issue's author)."""
+    from tests.test_actions_e2e import NOT_FAILURE
+
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 354, body=QUESTION)
+    await act(app_ctx, VERL, 354, trigger="issues.opened", payload=payload, analysis=NOT_FAILURE)
+    edit = {**payload, "action": "edited", "sender": {"login": "bob", "type": "User"}}
+    out = await act(app_ctx, VERL, 354, trigger="issues.edited", payload=edit, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:edited_by_other"
+    edit = {**payload, "action": "edited", "sender": {"login": "alice", "type": "User"}}
+    out = await act(app_ctx, VERL, 354, trigger="issues.edited", payload=edit, analysis=FAILURE)
+    assert out["failure_comment"] == "posted"

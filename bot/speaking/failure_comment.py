@@ -130,6 +130,13 @@ async def failure_comment(
     if trigger in EDIT_TRIGGERS:
         # An issue edited into a report (a question or a bare template at first) gets the
         # comment now, once: the slot is the same, the quiet rules the same (48 hours).
+        # Only its author's edit: someone else editing the issue (a maintainer retitling it
+        # while triaging: only they can) is on it.
+        editor = str(((payload or {}).get("sender") or {}).get("login") or "")
+        if editor and sit.record.get("author") and editor.lower() != str(sit.record["author"]).lower():
+            await record_skip(ctx, repo, number, "failure_comment", "edited_by_other",
+                              "edited into a report by someone other than its author")
+            return "skipped:edited_by_other"
         opened_labels = await labels_at_opening(ctx, repo, number)
         if await _replied_as_proposal(ctx, repo, number):
             # One thing said on a thread: the proposal's rule summary is there already.

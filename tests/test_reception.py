@@ -139,3 +139,28 @@ async def test_a_suspended_installations_comments_are_read_with_the_token(
     finally:
         await ctx.close()
     assert stats.unread == 0 and stats.minimized == 2 and stats.paused == ["a/hidden"]
+
+
+async def test_comments_the_app_hid_on_request_do_not_pause_the_repository(rctx: Any) -> None:
+    """A `/rltracker not-a-failure` (a correction the comment's footer invites) or `stop` on
+    a thread, which its author may give, makes the app minimise its own comment: that is not
+    the repository's maintainers hiding it (which takes write access, and is what the pause
+    and its resume are about). On main two such requests by two issue authors paused the
+    app's comments in the whole repository. Comments people hid on GitHub still count."""
+    ctx, data = rctx
+    await _repos(ctx, "e/corrected", "f/hidden")
+    for n in range(1, 6):
+        await _post(ctx, data, "e/corrected", n, up=1, minimized="OUTDATED" if n in (2, 4) else None)
+        await _post(ctx, data, "f/hidden", n, up=1, minimized="OFF_TOPIC" if n in (2, 4) else None)
+    async with ctx.sessionmaker() as session:
+        for n, by in ((2, "not-a-failure"), (4, "stop")):
+            row = await session.scalar(select(Action).where(Action.repo == "e/corrected",
+                                                            Action.number == n))
+            row.details = {"minimized_by": by, "frozen_before": False}
+            row.is_minimized = True
+        await session.commit()
+    stats = await refresh_reception(ctx)
+    assert stats.paused == ["f/hidden"]
+    async with ctx.sessionmaker() as session:
+        repo = await session.scalar(select(Repository).where(Repository.full_name == "e/corrected"))
+    assert not repo.comments_paused

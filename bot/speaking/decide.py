@@ -72,7 +72,10 @@ async def act(
             outcome["failure_comment"] = await update_failure_comment(ctx, sit, analysis, config)
         else:
             outcome["failure_comment"] = "owned"
-    elif trigger in NEW_TRIGGERS and sit.record.get("kind") in ("issue", "pull_request"):
+    elif ((trigger in NEW_TRIGGERS or trigger in EDIT_TRIGGERS)
+          and sit.record.get("kind") in ("issue", "pull_request")):
+        # No comment yet: a new issue, a recheck, or an issue edited into a report (the quiet
+        # rules, the age rule among them, decide as for a new one; once, by the same slot).
         # (a stale pending claim left by a crashed worker is taken over inside `claim_lease`)
         outcome["failure_comment"] = await failure_comment(
             ctx, sit, analysis, config, trigger=trigger, payload=payload

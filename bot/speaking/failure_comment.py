@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import select
 
 from bot.speaking.claims import (
+    LIVE_STATUSES,
     WRITTEN,
     claim_within_budget,
     finish,
@@ -27,7 +28,16 @@ from bot.speaking.posting import (
     own_comment,
     post_or_adopt,
 )
-from bot.speaking.quiet import NEW_TRIGGERS, live_record, maintainer_replies, quiet_reason
+from bot.speaking.quiet import (
+    CONFIG_OFF,
+    EDIT_TRIGGERS,
+    NEW_TRIGGERS,
+    WRITE_ROLES,
+    live_record,
+    maintainer_replies,
+    quiet_reason,
+    unlabelled_replies,
+)
 from bot.speaking.records import record_skip
 from bot.speaking.render import (
     FAILURE_MARKER,
@@ -35,8 +45,14 @@ from bot.speaking.render import (
     compose_failure_comment,
     withdrawn_comment,
 )
-from bot.speaking.repo_config import RepoConfig, effective_dry_run
-from bot.speaking.situation import Situation, declined_methods, failure_key, linked_pull_request
+from bot.speaking.repo_config import RepoConfig, config_now, effective_dry_run
+from bot.speaking.situation import (
+    Situation,
+    declined_methods,
+    failure_key,
+    linked_pull_request,
+    rules_key,
+)
 from bot.store.models import Action
 from bot.store.types import utcnow
 
@@ -93,21 +109,40 @@ async def failure_comment(
 ) -> str:
     """Decide and act for the failure comment; returns what happened (for logs and tests)."""
     repo, number = sit.repo, sit.number
-    ok, code, reason = _is_confident_failure(analysis, config)
-    if not ok:
-        if trigger in NEW_TRIGGERS and sit.record.get("kind") == "issue":
-            await record_skip(ctx, repo, number, "failure_comment", code, reason)
-        return "skipped:" + code
-    if sit.framework is None:
-        await record_skip(ctx, repo, number, "failure_comment", "unknown_framework",
-                          "the repository is not one of the tracked frameworks")
-        return "skipped:unknown_framework"
+    # The labels the issue was opened with (issue templates add those): kept in the skips
+    # recorded on its opening, so that an edit that makes it a report judges them alike.
     opened_labels: set[str] = set()
     if trigger == "issues.opened":
         opened_labels = {
             (lab.get("name") if isinstance(lab, dict) else str(lab))
             for lab in ((payload or {}).get("issue") or {}).get("labels") or []
         }
+    extra = {"opened_labels": sorted(opened_labels)} if opened_labels else {}
+    ok, code, reason = _is_confident_failure(analysis, config)
+    if not ok:
+        if trigger in NEW_TRIGGERS and sit.record.get("kind") == "issue":
+            await record_skip(ctx, repo, number, "failure_comment", code, reason, **extra)
+        return "skipped:" + code
+    if sit.framework is None:
+        await record_skip(ctx, repo, number, "failure_comment", "unknown_framework",
+                          "the repository is not one of the tracked frameworks", **extra)
+        return "skipped:unknown_framework"
+    if trigger in EDIT_TRIGGERS:
+        # An issue edited into a report (a question or a bare template at first) gets the
+        # comment now, once: the slot is the same, the quiet rules the same (48 hours).
+        # Only its author's edit: someone else editing the issue (a maintainer retitling it
+        # while triaging: only they can) is on it.
+        editor = str(((payload or {}).get("sender") or {}).get("login") or "")
+        if editor and sit.record.get("author") and editor.lower() != str(sit.record["author"]).lower():
+            await record_skip(ctx, repo, number, "failure_comment", "edited_by_other",
+                              "edited into a report by someone other than its author")
+            return "skipped:edited_by_other"
+        opened_labels = await labels_at_opening(ctx, repo, number)
+        if await _replied_as_proposal(ctx, repo, number):
+            # One thing said on a thread: the proposal's rule summary is there already.
+            await record_skip(ctx, repo, number, "failure_comment", "rule_summary",
+                              "the app replied to the thread as a method proposal")
+            return "skipped:rule_summary"
     now = utcnow()
     quiet = quiet_reason(
         sit.record, config=config, trigger=trigger, now=now, ignore_labels=opened_labels,
@@ -115,7 +150,7 @@ async def failure_comment(
         paused=sit.paused, paused_reason=sit.paused_reason, muted=sit.muted,
     )
     if quiet:
-        await record_skip(ctx, repo, number, "failure_comment", *quiet)
+        await record_skip(ctx, repo, number, "failure_comment", *quiet, **extra)
         return "skipped:" + quiet[0]
     declined = await declined_methods(ctx, repo)
     composed = compose_for(sit.record, analysis, sit.framework, public_url=ctx.settings.public_url,
@@ -123,7 +158,7 @@ async def failure_comment(
     if composed is None:
         await record_skip(ctx, repo, number, "failure_comment", "nothing_to_suggest",
                           "every method this framework has for the failure is already set, "
-                          "declined here, or absent")
+                          "declined here, or absent", **extra)
         return "skipped:nothing_to_suggest"
     details = {
         "category": composed.category, "runner_up": composed.details.get("runner_up"),
@@ -139,10 +174,18 @@ async def failure_comment(
     )
     if action_id is None:
         return outcome
-    if effective_dry_run(ctx, config) or ctx.github is None or sit.installation_id is None:
-        await finish(ctx, action_id, status="dry_run", body=composed.body)
-        return "dry_run"
     try:
+        if not effective_dry_run(ctx, config) and ctx.github is not None:
+            # The config as it is now: the maintainers may have turned the comments off (or
+            # dry_run on) while the delivery waited, and the cached one is ten minutes old.
+            config = await config_now(ctx, sit, config)
+        if effective_dry_run(ctx, config) or ctx.github is None or sit.installation_id is None:
+            if not config.failure_comments:
+                await release(ctx, action_id, lease=lease)
+                await record_skip(ctx, repo, number, "failure_comment", *CONFIG_OFF)
+                return "skipped:config_off"
+            await finish(ctx, action_id, status="dry_run", body=composed.body)
+            return "dry_run"
         gh = await installation_gh(ctx, sit.installation_id)
         issue, comments = await live_issue(gh, repo, number)
         live = live_record(issue, comments, sit.record)
@@ -152,6 +195,9 @@ async def failure_comment(
             live, config=config, trigger=trigger, now=now, ignore_labels=opened_labels,
             paused=sit.paused, muted=sit.muted,
         )
+        if not own and quiet is None and trigger != "command" and await _maintainer_among(
+                ctx, sit, unlabelled_replies(live)):
+            quiet = ("maintainer_replied", "a maintainer has already replied")
         if quiet:
             await release(ctx, action_id, lease=lease)
             await record_skip(ctx, repo, number, "failure_comment", *quiet, checked="live")
@@ -195,6 +241,38 @@ async def failure_comment(
             if label not in _label_names(issue):  # the app's, not one a person had put there
                 await _record_label(ctx, action_id, label)
     return "posted"
+
+
+MAX_ROLES_ASKED = 5
+
+
+async def _maintainer_among(ctx: Any, sit: Situation, comments: list[dict[str, Any]]) -> bool:
+    """Whether one of these commenters (at most MAX_ROLES_ASKED distinct ones, asked of
+    GitHub: the collaborator permission API) has write access to the repository."""
+    logins = list(dict.fromkeys(str(c["author"]) for c in comments if c.get("author")))
+    for login in logins[:MAX_ROLES_ASKED]:
+        if await ctx.github.repository_role(sit.installation_id, sit.repo, login) in WRITE_ROLES:
+            return True
+    return False
+
+
+async def labels_at_opening(ctx: Any, repo: str, number: int) -> set[str]:
+    """The labels the issue was opened with, as the skips recorded on its opening kept them
+    (none when its opening said nothing: the comment was not skipped then, or before this
+    was kept)."""
+    async with ctx.sessionmaker() as session:
+        rows = await session.scalars(select(Action.details).where(
+            Action.repo == repo, Action.number == number, Action.kind == "failure_comment",
+            Action.status == "skipped"))
+        return {str(label) for details in rows
+                for label in ((details or {}).get("opened_labels") or [])}
+
+
+async def _replied_as_proposal(ctx: Any, repo: str, number: int) -> bool:
+    async with ctx.sessionmaker() as session:
+        status = await session.scalar(
+            select(Action.status).where(Action.dedupe_key == rules_key(repo, number)))
+    return status in LIVE_STATUSES
 
 
 def _label_names(issue: dict[str, Any]) -> set[str]:
@@ -297,6 +375,10 @@ async def _rewrite(
         return "unchanged"
     if sit.muted:
         return "muted"
+    if not asked and not config.failure_comments:
+        return "config_off"  # turned off since it was posted: left as it is (a kind still asks)
+    if not asked and sit.paused:
+        return "paused"  # its maintainers hid the app's comments: no more activity there
     if asked:
         if _left_alone(action):
             return "frozen"
@@ -314,6 +396,14 @@ async def _rewrite(
     known = action.body  # the text we last wrote, as this decision read it
     if body == known:
         return "unchanged"
+    if (not asked and action.status == "posted" and ctx.github is not None
+            and sit.installation_id is not None
+            and await _maintainer_among(ctx, sit, unlabelled_replies(sit.record, action.created_at))):
+        # A maintainer GitHub does not call one (private organisation membership) replied
+        # after the comment: frozen as after any maintainer's reply (their role asked only
+        # when a rewrite is due).
+        await finish(ctx, action.id, frozen=True)
+        return "frozen"
     details = dict(action.details or {})
     details["edits"] = int(details.get("edits", 0)) + 1
     if composed:

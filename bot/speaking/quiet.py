@@ -1,6 +1,6 @@
 """When the app stays quiet: pure rules over the live thread (no I/O).
 
-A maintainer already answered, the issue is old, closed, locked, assigned or labelled as
+A maintainer already answered, the issue is old, closed, locked (read live), assigned or labelled as
 handled, a pull request already links it, the author is a bot, the repository's config turns
 it off... `quiet_reason` returns the reason, or None to go ahead. Also the trigger names the
 decision is made for.
@@ -28,15 +28,30 @@ EDIT_TRIGGERS = frozenset({"issues.edited"})
 PROPOSAL_TRIGGERS = frozenset({"issues.opened", "pull_request.opened"})
 COMMENT_TRIGGERS = frozenset({"issue_comment.created", "issue_comment.edited"})
 MAINTAINERS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+WRITE_ROLES = frozenset({"write", "maintain", "admin"})  # a repository role that maintains it
 MAX_AGE = timedelta(hours=48)
+CONFIG_OFF = ("config_off", "failure comments are turned off in .github/rltracker.yml")
 
 
 def maintainer_replies(record: dict[str, Any], after: datetime | None = None) -> list[dict[str, Any]]:
     """Comments by maintainers other than the opener (commands and the app's own excluded)."""
+    return [c for c in replies(record, after)
+            if (c.get("author_association") or "").upper() in MAINTAINERS]
+
+
+def unlabelled_replies(record: dict[str, Any], after: datetime | None = None) -> list[dict[str, Any]]:
+    """Replies whose author_association does not say maintainer although they may be one
+    (CONTRIBUTOR or NONE: GitHub's word for an organisation member whose membership is
+    private); their role is asked of GitHub before posting or rewriting."""
+    return [c for c in replies(record, after)
+            if (c.get("author_association") or "NONE").upper() in ("CONTRIBUTOR", "NONE")]
+
+
+def replies(record: dict[str, Any], after: datetime | None = None) -> list[dict[str, Any]]:
+    """Comments by people other than the opener (commands alone, bots and the app's own
+    excluded), created after `after` when given."""
     out = []
     for c in record.get("comments") or []:
-        if (c.get("author_association") or "").upper() not in MAINTAINERS:
-            continue
         if c.get("author_is_bot") or (c.get("author") or "").endswith("[bot]"):
             continue
         if c.get("author") and c.get("author") == record.get("author"):
@@ -74,7 +89,7 @@ def quiet_reason(
     maintainers being on it and about age: someone asked.
     """
     if not config.failure_comments:
-        return "config_off", "failure comments are turned off in .github/rltracker.yml"
+        return CONFIG_OFF
     if paused:
         return "paused", "comments are paused for this repository" + (
             f" ({paused_reason})" if paused_reason else ""
@@ -85,6 +100,8 @@ def quiet_reason(
         return "not_issue", "only issues get failure comments (not pull requests or discussions)"
     if record.get("state") != "open":
         return "closed", "the issue is closed"
+    if record.get("locked"):  # (known from the live issue, read right before posting)
+        return "locked", "the conversation is locked"
     if record.get("author_is_bot") or (record.get("author") or "").endswith("[bot]"):
         return "bot_author", "the issue was opened by a bot"
     if trigger == "command":
@@ -108,11 +125,12 @@ def quiet_reason(
 
 
 def live_record(issue: dict[str, Any], comments: list[dict[str, Any]], stored: dict[str, Any]) -> dict[str, Any]:
-    """The stored record with the live issue's state, labels, assignees and comments."""
+    """The stored record with the live issue's state, lock, labels, assignees and comments."""
     record = dict(stored)
     user = issue.get("user") or {}
     record["state"] = "open" if issue.get("state") == "open" else "closed"
     record["kind"] = "pull_request" if issue.get("pull_request") is not None else stored.get("kind", "issue")
+    record["locked"] = bool(issue.get("locked"))
     record["labels"] = [
         (lab.get("name") if isinstance(lab, dict) else str(lab)) for lab in issue.get("labels") or []
     ]

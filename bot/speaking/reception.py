@@ -6,7 +6,8 @@ counts and whether the comment was minimised (and why); a node that no longer re
 deleted comment. The counts are stored on the Action rows (the tracker site shows them).
 
 A repository is paused (Repository.comments_paused, with the reason) when, among its last
-PAUSE_WINDOW comments, PAUSE_HIDDEN or more were hidden or deleted, or 👎 outnumber 👍.
+PAUSE_WINDOW comments, PAUSE_HIDDEN or more were hidden or deleted, or 👎 outnumber 👍. A
+comment the app minimised itself on a command (`stop`, `not-a-failure`) is not one hidden.
 Pausing is sticky: the numbers that caused it do not go away by themselves, so un-pausing is
 a maintainer's decision, not the job's: `/rltracker resume` by a maintainer of the repository
 (bot/webhooks/commands.py), or an operator's `rltracker repos resume OWNER/REPO`, both through
@@ -51,10 +52,17 @@ class ReceptionStats:
                 "deleted": self.deleted, "unread": self.unread, "paused": list(self.paused)}
 
 
+def hidden_on_request(action: Action) -> bool:
+    """The app minimised this comment itself, as a `/rltracker stop` or `not-a-failure` on
+    its thread asked (bot.speaking.verdict: `minimized_by`), which the thread's author may
+    give: not the repository's maintainers hiding it on GitHub, which takes write access."""
+    return bool((action.details or {}).get("minimized_by"))
+
+
 def pause_reason(actions: list[Action]) -> str | None:
     """Why a repository's recent reception calls for a pause, or None. Newest first."""
     recent = actions[:PAUSE_WINDOW]
-    hidden = sum(1 for a in recent if a.is_minimized or a.comment_deleted)
+    hidden = sum(1 for a in recent if a.comment_deleted or (a.is_minimized and not hidden_on_request(a)))
     up = sum(a.reactions_up or 0 for a in recent)
     down = sum(a.reactions_down or 0 for a in recent)
     if hidden >= PAUSE_HIDDEN:

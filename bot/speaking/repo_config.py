@@ -344,6 +344,16 @@ async def get_repo_config(
     return config
 
 
+async def config_now(ctx: Any, sit: Any, config: RepoConfig) -> RepoConfig:
+    """The repository's settings read again right before a spontaneous comment is posted
+    (`sit`: its bot.speaking.situation.Situation): the cache decided minutes ago, and an
+    opt-out pushed while the delivery waited must hold. One contents read per comment
+    posted (a few a day); `config` when there is nothing to read it with."""
+    if ctx.github is None or sit.installation_id is None or not ctx.settings.has_app_credentials:
+        return config
+    return await get_repo_config(ctx, sit.repo, sit.installation_id, refresh=True)
+
+
 def effective_dry_run(ctx: Any, config: RepoConfig) -> bool:
     return bool(ctx.settings.dry_run or config.dry_run)
 
@@ -352,6 +362,7 @@ __all__ = [
     "CONFIG_TTL",
     "ConfigError",
     "RepoConfig",
+    "config_now",
     "effective_dry_run",
     "get_repo_config",
     "parse_config_text",

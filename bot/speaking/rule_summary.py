@@ -4,13 +4,22 @@ needs first, and earlier proposals of the same or similar methods."""
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
+
+from sqlalchemy import select
 
 from analyzers.rules import format_rules_markdown
 from bot.speaking import contribution
-from bot.speaking.claims import claim_within_budget, finish, renew, texts_written
-from bot.speaking.posting import app_login, installation_gh, post_or_adopt
-from bot.speaking.quiet import MAINTAINERS
+from bot.speaking.claims import claim_within_budget, finish, release, renew, texts_written
+from bot.speaking.posting import (
+    app_login,
+    installation_gh,
+    live_issue,
+    own_comment,
+    post_or_adopt,
+)
+from bot.speaking.quiet import MAINTAINERS, WRITE_ROLES, live_record
 from bot.speaking.records import record_skip
 from bot.speaking.render import (
     _REF,
@@ -18,8 +27,9 @@ from bot.speaking.render import (
     code_span,
     rule_summary_reply,
 )
-from bot.speaking.repo_config import RepoConfig, effective_dry_run
+from bot.speaking.repo_config import RepoConfig, config_now, effective_dry_run
 from bot.speaking.situation import Situation, earlier_proposals, proposed_subjects, rules_key
+from bot.store.models import Action
 from bot.store.threads import get_thread
 
 log = logging.getLogger(__name__)
@@ -57,6 +67,56 @@ def _no_references(markdown: str) -> str:
     return "`".join(parts)
 
 
+MAINTAINER_AUTHOR = ("maintainer_author", "opened by a maintainer, who knows the rules")
+SUMMARIES_OFF = ("config_off", "rule summaries are turned off in .github/rltracker.yml")
+
+
+def summary_quiet(record: dict[str, Any], config: RepoConfig,
+                  sit: Situation) -> tuple[str, str] | None:
+    """(code, reason) when the rule summary must not be posted on this proposal, judged on
+    the stored thread and again on the live one right before posting; None to go ahead."""
+    if not config.rule_summaries:
+        return SUMMARIES_OFF
+    if sit.paused:
+        return "paused", "comments are paused for this repository"
+    if sit.muted:
+        return "muted", "the thread was muted with /rltracker ignore or stop"
+    if record.get("state") != "open":
+        return "closed", "the thread is closed"
+    if record.get("locked"):
+        return "locked", "the conversation is locked"
+    if record.get("author_is_bot") or str(record.get("author") or "").endswith("[bot]"):
+        return "bot_author", "opened by a bot"
+    if (record.get("author_association") or "").upper() in MAINTAINERS:
+        return MAINTAINER_AUTHOR
+    return None
+
+
+_ISSUE_REF = re.compile(r"(?<![\w/&])#(\d{1,9})(?!\d)")
+MAX_REFS = 50
+
+
+async def summarised_issue(ctx: Any, repo: str, record: dict[str, Any]) -> int | None:
+    """An issue of this repository that a pull request references ("Closes #12") and that
+    got the rule summary (posted, or recorded in dry run), or None: its proposer has the
+    rules already."""
+    text = f"{record.get('title') or ''}\n{(record.get('body') or '')[:65536]}"
+    numbers = []
+    for m in _ISSUE_REF.finditer(text):
+        numbers.append(int(m.group(1)))
+        if len(numbers) >= MAX_REFS:
+            break
+    if not numbers:
+        return None
+    keys = {rules_key(repo, n): n for n in numbers if n != record.get("number")}
+    async with ctx.sessionmaker() as session:
+        found = await session.scalars(select(Action.dedupe_key).where(
+            Action.dedupe_key.in_(list(keys)), Action.kind == "rule_summary",
+            Action.status.in_(("posted", "dry_run"))))
+        hits = sorted(keys[k] for k in found if k in keys)
+    return hits[0] if hits else None
+
+
 async def rule_summary(
     ctx: Any, sit: Situation, analysis: dict[str, Any], config: RepoConfig, *, trigger: str,
     payload: dict[str, Any] | None,
@@ -68,7 +128,11 @@ async def rule_summary(
     reason: tuple[str, str] | None = None
     confidence = float(proposal.get("confidence") or 0.0)
     bar = config.proposal_bar()
-    if confidence < bar:
+    if sit.framework is None:
+        # Installed on every repository of an organisation, or on a fork: the reply is about
+        # contributing a method to a tracked framework (and the study of seven of them).
+        reason = ("unknown_framework", "the repository is not one of the tracked frameworks")
+    elif confidence < bar:
         # On the dev threads a bar of 0.7 took the share of replies that go to real
         # proposals from 0.80 to 0.89 (benchmarks/comment_decisions.py).
         reason = ("low_confidence", f"proposal confidence {confidence:.2f} below {bar:.2f}")
@@ -76,18 +140,13 @@ async def rule_summary(
         # A report of a run going wrong that names a method is not a proposal to add one;
         # it gets the failure comment (if anything), never two comments.
         reason = ("failure_report", "a training-failure report, not a method proposal")
-    elif not config.rule_summaries:
-        reason = ("config_off", "rule summaries are turned off in .github/rltracker.yml")
-    elif sit.paused:
-        reason = ("paused", "comments are paused for this repository")
-    elif sit.muted:
-        reason = ("muted", "the thread was muted with /rltracker ignore or stop")
-    elif record.get("state") != "open":
-        reason = ("closed", "the thread is closed")
-    elif record.get("author_is_bot"):
-        reason = ("bot_author", "opened by a bot")
-    elif (record.get("author_association") or "").upper() in MAINTAINERS:
-        reason = ("maintainer_author", "opened by a maintainer, who knows the rules")
+    else:
+        reason = summary_quiet(record, config, sit)
+        if reason is None and record.get("kind") == "pull_request":
+            issue = await summarised_issue(ctx, repo, record)
+            if issue is not None:
+                reason = ("summarised_on_issue",
+                          f"the rule summary was given on the proposal's issue ({issue})")
     if reason:
         await record_skip(ctx, repo, number, "rule_summary", *reason)
         return "skipped:" + reason[0]
@@ -110,19 +169,44 @@ async def rule_summary(
             earlier=earlier, lang=lang, public_url=ctx.settings.public_url,
         )
         details = {"methods": methods, "arxiv_ids": arxiv, "earlier": len(earlier), "trigger": trigger}
+        if not effective_dry_run(ctx, config) and ctx.github is not None:
+            config = await config_now(ctx, sit, config)  # (see failure_comment)
         if effective_dry_run(ctx, config) or ctx.github is None or sit.installation_id is None:
+            if not config.rule_summaries:
+                await release(ctx, action_id, lease=lease)
+                await record_skip(ctx, repo, number, "rule_summary", *SUMMARIES_OFF)
+                return "skipped:config_off"
             await finish(ctx, action_id, status="dry_run", body=body, details=details)
             return "dry_run"
         gh = await installation_gh(ctx, sit.installation_id)
+        # The thread as it is now (processing can lag behind it): closed or locked meanwhile
+        # (declined, or the conversation stopped), the reply would come too late. A
+        # maintainer's answer does not silence it: the rules and earlier proposals still
+        # serve the proposer who goes on to open the pull request.
+        # Our reply already there (an attempt whose answer was lost) is adopted below, not
+        # left unrecorded.
+        issue, comments = await live_issue(gh, repo, number)
         login = await app_login(ctx)
+        live = live_record(issue, comments, record)
+        own = own_comment(comments, RULES_MARKER, login)
+        quiet = None if own else summary_quiet(live, config, sit)
+        if not own and quiet is None and live.get("author") and await ctx.github.repository_role(
+                sit.installation_id, repo, str(live["author"])) in WRITE_ROLES:
+            # A maintainer GitHub does not call one in the payload (a private organisation
+            # member reads CONTRIBUTOR or NONE): asked, once per reply about to be posted.
+            quiet = MAINTAINER_AUTHOR
+        if quiet:
+            await release(ctx, action_id, lease=lease)
+            await record_skip(ctx, repo, number, "rule_summary", *quiet, checked="live")
+            return "skipped:" + quiet[0]
         # What the app wrote before (an attempt whose answer was lost), read before this
         # attempt's text is recorded: our reply with none of them was edited by a person.
         written = await texts_written(ctx, repo, number, "rule_summary")
         lease = await renew(ctx, action_id, lease, body=body)  # still ours: see failure_comment
         if lease is None:
             return "owned"
-        posted = await post_or_adopt(gh, repo, number, body, RULES_MARKER, None, login=login,
-                                     written=written)
+        posted = await post_or_adopt(gh, repo, number, body, RULES_MARKER, comments,
+                                     login=login, written=written)
         if posted.get("edited_on_github"):
             # Ours, edited by a person since: left as it is; the slot is held, nothing posted.
             log.info("%s#%s: the rule summary was edited on GitHub; adopted as it is",

@@ -140,3 +140,38 @@ async def test_a_later_installation_of_the_same_id_is_followed(ctx: AppContext,
         await dispatch(ctx, "installation", payload)
     assert (await installation(ctx, created["installation"]["id"])).deleted is False
     assert await links(ctx) == {"Codertocat/Hello-World": created["installation"]["id"]}
+
+
+async def test_a_missed_unsuspend_redelivered_after_a_later_suspend_does_not_end_it(
+        app_ctx: AppContext, fake_github: Any, shared_dir: Path) -> None:
+    """suspend (April 2021), unsuspend (its delivery failed), suspended again a minute ago; the
+    nightly recovery then has GitHub redeliver the missed unsuspend: it reaches the inbox
+    last, after the later suspension. Its payload's `updated_at` is the first suspension's
+    time (GitHub's own example), so only its arrival dated it, and it ended the suspension
+    GitHub still holds: the app went on asking for tokens and posting through it."""
+    suspend = load(shared_dir, "installation/suspend.json")
+    unsuspend = load(shared_dir, "installation/unsuspend.json")
+    iid = suspend["installation"]["id"]
+    fake_github.add_installation(iid, suspend["installation"]["account"]["login"])
+    fake_github.suspend_installation(iid)  # what GitHub holds now: suspended again
+    again = copy.deepcopy(suspend)
+    later = format_datetime(utcnow() - timedelta(minutes=1))
+    again["installation"].update(suspended_at=later, updated_at=later)
+    await through_the_inbox(app_ctx, ("installation", suspend), ("installation", again),
+                            ("installation", unsuspend))
+    assert (await installation(app_ctx, iid)).suspended is True
+
+
+async def test_an_unsuspend_in_order_ends_the_suspension_github_ended(
+        app_ctx: AppContext, fake_github: Any, shared_dir: Path) -> None:
+    """The same payloads in order, GitHub holding the installation unsuspended: it ends."""
+    suspend = load(shared_dir, "installation/suspend.json")
+    unsuspend = load(shared_dir, "installation/unsuspend.json")
+    iid = suspend["installation"]["id"]
+    fake_github.add_installation(iid, suspend["installation"]["account"]["login"])
+    again = copy.deepcopy(suspend)
+    later = format_datetime(utcnow() - timedelta(minutes=1))
+    again["installation"].update(suspended_at=later, updated_at=later)
+    await through_the_inbox(app_ctx, ("installation", suspend), ("installation", again),
+                            ("installation", unsuspend))
+    assert (await installation(app_ctx, iid)).suspended is False

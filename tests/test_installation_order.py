@@ -175,3 +175,20 @@ async def test_an_unsuspend_in_order_ends_the_suspension_github_ended(
     await through_the_inbox(app_ctx, ("installation", suspend), ("installation", again),
                             ("installation", unsuspend))
     assert (await installation(app_ctx, iid)).suspended is False
+
+
+async def test_a_redelivered_unsuspend_then_the_later_suspend_leaves_it_suspended(
+        app_ctx: AppContext, fake_github: Any, shared_dir: Path) -> None:
+    """The redelivered unsuspend first, then the later suspension's own (retried) delivery,
+    dated before the unsuspend's arrival: suspended, as GitHub holds it."""
+    suspend = load(shared_dir, "installation/suspend.json")
+    unsuspend = load(shared_dir, "installation/unsuspend.json")
+    iid = suspend["installation"]["id"]
+    fake_github.add_installation(iid, suspend["installation"]["account"]["login"])
+    fake_github.suspend_installation(iid)
+    again = copy.deepcopy(suspend)
+    later = format_datetime(utcnow() - timedelta(minutes=1))
+    again["installation"].update(suspended_at=later, updated_at=later)
+    await through_the_inbox(app_ctx, ("installation", suspend), ("installation", unsuspend),
+                            ("installation", again))
+    assert (await installation(app_ctx, iid)).suspended is True

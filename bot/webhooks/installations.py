@@ -178,6 +178,33 @@ async def _received(session: AsyncSession, delivery_id: str | None) -> datetime:
     return utcnow()
 
 
+async def _suspension_at_github(ctx: Any, installation_id: int) -> tuple[bool, datetime] | None:
+    """Whether GitHub holds the installation suspended (GET /app/installations/{id}, as the
+    app), and the time that state is known from: its `suspended_at`, or the time it was
+    asked. None when it cannot say: no app credentials, or no such installation
+    (uninstalled: its `deleted` event tells). Another failure raises: the delivery is retried."""
+    github = getattr(ctx, "github", None)
+    settings = getattr(ctx, "settings", None)
+    if github is None or settings is None or not settings.has_app_credentials:
+        return None
+    import gidgethub
+
+    asked = utcnow()
+    try:
+        app = await github.app_api()
+        data = await app.getitem("/app/installations/{installation_id}",
+                                 {"installation_id": int(installation_id)})
+    except gidgethub.BadRequest as exc:
+        if int(exc.status_code) == 404:
+            return None
+        raise
+    if not isinstance(data, Mapping):
+        return None
+    if data.get("suspended_at"):
+        return True, _time(data.get("suspended_at")) or asked
+    return False, asked
+
+
 def _set_suspended(inst: Installation, suspended: bool, as_of: datetime | None, *,
                    ending: bool = False) -> None:
     """Store the suspension state a payload dated `as_of` shows, unless the stored one is
@@ -254,6 +281,11 @@ async def handle_installation(payload: Mapping[str, Any], ctx: Any,
     where = f"installation.{action}"
     data = _installation(payload, where)
     iid = int(data["id"])
+    # An unsuspend's payload does not date it: GitHub may leave the installation's updated_at
+    # at the suspension's time, and a missed delivery redelivered (the nightly recovery,
+    # GitHub's "Redeliver") reaches the inbox after a later suspension. GitHub's own state,
+    # asked as the app, is what it ended; without app credentials, its arrival dates it.
+    held = await _suspension_at_github(ctx, iid) if action == "unsuspend" else None
     async with ctx.sessionmaker() as session:
         inst = await _upsert_installation(session, data, alive=action != "deleted",
                                           suspension=action not in ("suspend", "unsuspend"),
@@ -268,6 +300,10 @@ async def handle_installation(payload: Mapping[str, Any], ctx: Any,
         elif action == "suspend":
             _set_suspended(inst, True, _time(data.get("suspended_at"))
                            or await _received(session, delivery_id))
+        elif action == "unsuspend" and held is not None:
+            # suspended: suspended again since, this unsuspend is an old one; not: unsuspended
+            # as of the question (a later suspension's delivery is dated later)
+            _set_suspended(inst, held[0], held[1], ending=not held[0])
         elif action == "unsuspend":
             # It ends the suspension it follows: dated by the installation's updated_at (which
             # GitHub may leave at the suspension's time) or, later, its arrival in the inbox.

@@ -119,3 +119,35 @@ async def test_a_running_job_renews_its_heartbeat(ctx: AppContext, monkeypatch: 
 
     result = await nightly_job(ctx, steps=[("s", step)])
     assert result["counts"] == {"s": "beat"}
+
+
+async def test_a_replica_that_does_not_restart_runs_the_night_whose_run_died(
+        ctx: AppContext) -> None:
+    """The scheduler's watch (every 15 minutes): the last scheduled time's run died with its
+    process, nothing took its place: the night is run now. A live run, or one within the
+    lease of its fire time, is left alone."""
+    from bot.scheduler import create_scheduler, rerun_dead_night
+
+    assert create_scheduler(ctx).get_job("nightly-watch") is not None
+    fire = last_fire_time(nightly_trigger(ctx), datetime.now(UTC) - timedelta(hours=1))
+    assert fire is not None
+    at = fire + timedelta(hours=1)  # the watch's look, an hour after that fire time
+    await add_run(ctx, "nightly", "ok", fire - timedelta(days=1),
+                  finished_at=fire - timedelta(days=1))
+    dead_id = await add_run(ctx, "nightly", "running", fire + timedelta(seconds=5))
+    assert await rerun_dead_night(ctx, fire + timedelta(minutes=5)) is None  # within the lease
+    async with ctx.sessionmaker() as session:  # still beating: alive
+        row = await session.get(JobRun, dead_id)
+        assert row is not None
+        row.heartbeat_at = at - timedelta(seconds=10)
+        await session.commit()
+    assert await rerun_dead_night(ctx, at) is None
+    async with ctx.sessionmaker() as session:  # the heartbeat stopped 20 minutes before
+        row = await session.get(JobRun, dead_id)
+        assert row is not None
+        row.heartbeat_at = at - timedelta(minutes=20)
+        await session.commit()
+    result = await rerun_dead_night(ctx, at)
+    assert result is not None and result["outcome"] == "ok"
+    assert await outcomes(ctx) == ["ok", "cancelled", "ok"]
+    assert await rerun_dead_night(ctx, at) is None

@@ -151,3 +151,23 @@ async def test_a_replica_that_does_not_restart_runs_the_night_whose_run_died(
     assert result is not None and result["outcome"] == "ok"
     assert await outcomes(ctx) == ["ok", "cancelled", "ok"]
     assert await rerun_dead_night(ctx, at) is None
+
+
+async def test_metrics_show_each_jobs_last_run_as_it_stands(ctx: AppContext) -> None:
+    """/metrics said nothing of the nightly job: an operator could not alert on a night
+    without a run. The last run of each job, with its outcome as it stands (a dead one
+    interrupted), and the end of its last successful run."""
+    now = datetime.now(UTC)
+    ok_end = now - timedelta(days=1, minutes=-20)
+    await add_run(ctx, "nightly", "ok", now - timedelta(days=1), finished_at=ok_end)
+    await add_run(ctx, "nightly", "running", now - timedelta(hours=1))
+    async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
+        text = await (await client.get("/metrics")).text()
+    started = int((now - timedelta(hours=1)).timestamp())
+    [line] = [x for x in text.splitlines()
+              if x.startswith('rltracker_job_last_run_timestamp_seconds{job="nightly"')]
+    assert line.startswith('rltracker_job_last_run_timestamp_seconds{job="nightly",outcome="interrupted"} ')
+    assert abs(float(line.rpartition(" ")[2]) - started) < 2
+    [ok] = [x for x in text.splitlines()
+            if x.startswith('rltracker_job_last_success_timestamp_seconds{job="nightly"}')]
+    assert abs(float(ok.rpartition(" ")[2]) - ok_end.timestamp()) < 2

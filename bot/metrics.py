@@ -85,6 +85,7 @@ class Metrics:
         worker: dict[str, int] | None = None,
         inbox: dict[str, int] | None = None,
         actions: dict[tuple[str, str], int] | None = None,
+        jobs: dict[str, tuple[str, Any, Any]] | None = None,
         database_up: bool | None = None,
     ) -> str:
         out: list[str] = []
@@ -132,6 +133,19 @@ class Metrics:
                    " quiet decisions) by kind and status")
             for (kind, status), n in sorted(actions.items()):
                 out.append(f"rltracker_actions{_labels([('kind', kind), ('status', status)])} {n}")
+        if jobs is not None:
+            name = "rltracker_job_last_run_timestamp_seconds"
+            family(name, "gauge", "start of each background job's latest run, with its outcome "
+                   "as it stands (interrupted: its process died)")
+            for job, (outcome, started, _) in sorted(jobs.items()):
+                if started is not None:
+                    out.append(f"{name}{_labels([('job', job), ('outcome', outcome)])} "
+                               f"{_num(float(started.timestamp()))}")
+            name = "rltracker_job_last_success_timestamp_seconds"
+            family(name, "gauge", "end of each background job's latest successful run")
+            for job, (_, _, ok) in sorted(jobs.items()):
+                if ok is not None:
+                    out.append(f"{name}{_labels([('job', job)])} {_num(float(ok.timestamp()))}")
         if database_up is not None:
             family("rltracker_database_up", "gauge", "1 when the database answered the scrape")
             out.append(f"rltracker_database_up {1 if database_up else 0}")

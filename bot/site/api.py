@@ -126,6 +126,13 @@ def _worker_outcomes(app: web.Application) -> dict[str, int] | None:
     return totals
 
 
+async def _last_runs(ctx: Any) -> dict[str, Any]:
+    from bot.store.jobs import last_runs
+
+    async with ctx.sessionmaker() as session:
+        return await last_runs(session)
+
+
 async def metrics_view(request: web.Request) -> web.Response:
     from bot.site.stats import action_counts, delivery_counts
 
@@ -133,18 +140,21 @@ async def metrics_view(request: web.Request) -> web.Response:
     ctx = app[CTX]
     deliveries: dict[str, int] | None
     actions: dict[tuple[str, str], int] | None
+    jobs: dict[str, Any] | None
     try:
         # Read from the database: the same whichever process handled or posted what.
         deliveries = await asyncio.wait_for(delivery_counts(ctx.engine), timeout=HEALTH_TIMEOUT)
         actions = await asyncio.wait_for(action_counts(ctx.engine), timeout=HEALTH_TIMEOUT)
+        jobs = await asyncio.wait_for(_last_runs(ctx), timeout=HEALTH_TIMEOUT)
         database_up = True
     except Exception:  # noqa: BLE001 - the scrape still answers, with database_up 0
-        deliveries, actions, database_up = None, None, False
+        deliveries, actions, jobs, database_up = None, None, None, False
     inbox = app[INBOX]
     body = app[METRICS].render(
         deliveries=deliveries,
         worker=_worker_outcomes(app),
         actions=actions,
+        jobs=jobs,
         inbox={
             "commits_total": inbox.commits,
             "rows_total": inbox.rows_committed,

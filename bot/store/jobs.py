@@ -76,6 +76,22 @@ def dead(now: datetime | None = None) -> ColumnElement[bool]:
                 func.coalesce(JobRun.heartbeat_at, JobRun.started_at) < cutoff)
 
 
+async def last_runs(session: Any, now: datetime | None = None
+                    ) -> dict[str, tuple[str, datetime, datetime | None]]:
+    """Per job name: its latest run's (outcome as it stands, start) and the end of its
+    latest successful run (None: none yet). For /metrics. A `skipped` record (another
+    replica held the lock, or had run that night) is not a run."""
+    from sqlalchemy import select
+
+    latest = (select(JobRun.name, func.max(JobRun.id).label("id"))
+              .where(JobRun.outcome != "skipped").group_by(JobRun.name).subquery())
+    rows = list(await session.scalars(select(JobRun).join(latest, JobRun.id == latest.c.id)))
+    ok = dict((await session.execute(
+        select(JobRun.name, func.max(JobRun.finished_at)).where(JobRun.outcome == "ok")
+        .group_by(JobRun.name))).all())
+    return {row.name: (shown_outcome(row, now), row.started_at, ok.get(row.name)) for row in rows}
+
+
 async def _beat(ctx: Any, run_id: int) -> None:
     async with ctx.sessionmaker() as session:
         await session.execute(update(JobRun).where(JobRun.id == run_id, JobRun.outcome == "running")

@@ -192,3 +192,56 @@ async def test_a_redelivered_unsuspend_then_the_later_suspend_leaves_it_suspende
     await through_the_inbox(app_ctx, ("installation", suspend), ("installation", unsuspend),
                             ("installation", again))
     assert (await installation(app_ctx, iid)).suspended is True
+
+
+def _repositories_event(added: dict[str, Any], action: str) -> dict[str, Any]:
+    """GitHub's `installation_repositories` payload for the same installation and repositories,
+    as `added` or `removed`."""
+    event = copy.deepcopy(added)
+    repos = event["repositories_added"] or event["repositories_removed"]
+    event["action"] = action
+    event["repositories_added"] = repos if action == "added" else []
+    event["repositories_removed"] = repos if action == "removed" else []
+    return event
+
+
+async def test_a_stale_repositories_added_after_removed_does_not_link_it_again(
+        app_ctx: AppContext, fake_github: Any, shared_dir: Path) -> None:
+    """Space added, then removed from the installation; the `added` redelivered last linked
+    it again: the app took it for installed and asked for tokens and posted there."""
+    added = load(shared_dir, "installation_repositories/added.json")
+    iid = added["installation"]["id"]
+    fake_github.add_installation(iid, "Codertocat", [])  # what GitHub holds: removed
+    await through_the_inbox(app_ctx, ("installation_repositories", added),
+                            ("installation_repositories", _repositories_event(added, "removed")),
+                            ("installation_repositories", copy.deepcopy(added)))
+    assert await links(app_ctx) == {"Codertocat/Space": None}
+
+
+async def test_a_stale_repositories_removed_after_a_later_added_does_not_unlink_it(
+        app_ctx: AppContext, fake_github: Any, shared_dir: Path) -> None:
+    """Space removed (that delivery failed), added back, then the `removed` redelivered:
+    it unlinked a repository GitHub holds installed, and the app went silent there."""
+    added = load(shared_dir, "installation_repositories/added.json")
+    iid = added["installation"]["id"]
+    fake_github.add_installation(iid, "Codertocat", ["Codertocat/Space"])  # installed now
+    await through_the_inbox(app_ctx, ("installation_repositories", added),
+                            ("installation_repositories", copy.deepcopy(added)),
+                            ("installation_repositories", _repositories_event(added, "removed")))
+    assert await links(app_ctx) == {"Codertocat/Space": iid}
+
+
+async def test_repositories_added_and_removed_in_order_follow_github(
+        app_ctx: AppContext, fake_github: Any, shared_dir: Path) -> None:
+    added = load(shared_dir, "installation_repositories/added.json")
+    iid = added["installation"]["id"]
+    fake_github.add_installation(iid, "Codertocat", ["Codertocat/Space"])
+    await through_the_inbox(app_ctx, ("installation_repositories", added))
+    assert await links(app_ctx) == {"Codertocat/Space": iid}
+    fake_github.installations[iid]["repositories"] = []
+    await through_the_inbox(app_ctx,
+                            ("installation_repositories", _repositories_event(added, "removed")))
+    assert await links(app_ctx) == {"Codertocat/Space": None}
+    fake_github.installations[iid]["repositories"] = ["Codertocat/Space"]
+    await through_the_inbox(app_ctx, ("installation_repositories", copy.deepcopy(added)))
+    assert await links(app_ctx) == {"Codertocat/Space": iid}

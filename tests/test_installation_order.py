@@ -245,3 +245,18 @@ async def test_repositories_added_and_removed_in_order_follow_github(
     fake_github.installations[iid]["repositories"] = ["Codertocat/Space"]
     await through_the_inbox(app_ctx, ("installation_repositories", copy.deepcopy(added)))
     assert await links(app_ctx) == {"Codertocat/Space": iid}
+
+
+async def test_a_stale_created_after_a_removal_does_not_link_the_removed_repository(
+        app_ctx: AppContext, fake_github: Any, shared_dir: Path) -> None:
+    created = load(shared_dir, "installation/created.json")
+    iid = created["installation"]["id"]
+    [listed] = created["repositories"]
+    fake_github.add_installation(iid, "Codertocat", [])  # removed since
+    removed = {"action": "removed", "installation": copy.deepcopy(created["installation"]),
+               "repository_selection": "selected", "repositories_added": [],
+               "repositories_removed": [listed], "sender": created["sender"]}
+    await through_the_inbox(app_ctx, ("installation", created),
+                            ("installation_repositories", removed),
+                            ("installation", copy.deepcopy(created)))
+    assert await links(app_ctx) == {listed["full_name"]: None}

@@ -42,6 +42,8 @@ CTX = web.AppKey("ctx", AppContext)
 INBOX = web.AppKey("inbox", Any)  # bot.webhooks.inbox.Inbox
 WORKER = web.AppKey("worker", Any)  # bot.webhooks.worker.Worker, when it runs in the process
 METRICS = web.AppKey("metrics", Metrics)
+# ctx.extras: the outcome counts of `serve --workers N`'s worker processes (bot.metrics.SharedCounts)
+WORKER_PROCESS_COUNTS = "worker_process_counts"
 
 
 def app_context(request: web.Request) -> AppContext:

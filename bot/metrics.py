@@ -6,9 +6,43 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, MutableMapping
+from typing import Any
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+WORKER_OUTCOMES = ("done", "failed", "retry", "lost")  # what the inbox worker counts
+
+
+class SharedCounts(MutableMapping[str, int]):
+    """An inbox worker's outcome counts in memory shared with the process that spawned it
+    (`serve --workers N`: `shared_counts_array` made there, handed to the worker process), so
+    the web process's /metrics sums what every worker process handled. One process writes
+    each array; the web process only reads it."""
+
+    def __init__(self, array: Any) -> None:
+        self.array = array
+
+    def __getitem__(self, key: str) -> int:
+        return int(self.array[WORKER_OUTCOMES.index(key)])
+
+    def __setitem__(self, key: str, value: int) -> None:
+        self.array[WORKER_OUTCOMES.index(key)] = int(value)
+
+    def __delitem__(self, key: str) -> None:
+        raise TypeError("worker outcome counts are not removed")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(WORKER_OUTCOMES)
+
+    def __len__(self) -> int:
+        return len(WORKER_OUTCOMES)
+
+
+def shared_counts_array(mp_context: Any) -> Any:
+    """The shared array of one worker process's counts (64-bit, no lock: one writer)."""
+    return mp_context.RawArray("q", len(WORKER_OUTCOMES))
 
 
 def _escape(value: str) -> str:
@@ -50,6 +84,8 @@ class Metrics:
         deliveries: dict[str, int] | None = None,
         worker: dict[str, int] | None = None,
         inbox: dict[str, int] | None = None,
+        actions: dict[tuple[str, str], int] | None = None,
+        jobs: dict[str, tuple[str, Any, Any]] | None = None,
         database_up: bool | None = None,
     ) -> str:
         out: list[str] = []
@@ -81,7 +117,9 @@ class Metrics:
             for status, n in sorted(deliveries.items()):
                 out.append(f"rltracker_inbox_deliveries{_labels([('status', status)])} {n}")
         if worker is not None:
-            family("rltracker_worker_outcomes_total", "counter", "deliveries handled by this process")
+            family("rltracker_worker_outcomes_total", "counter",
+                   "deliveries handled by this service's inbox workers (in its web process or "
+                   "its --workers processes) by outcome")
             for outcome, n in sorted(worker.items()):
                 out.append(f"rltracker_worker_outcomes_total{_labels([('outcome', outcome)])} {n}")
         if inbox is not None:
@@ -89,6 +127,25 @@ class Metrics:
                 metric = f"rltracker_inbox_{key}"
                 family(metric, "counter" if key.endswith("_total") else "gauge", f"inbox writer {key}")
                 out.append(f"{metric} {n}")
+        if actions is not None:
+            family("rltracker_actions", "gauge",
+                   "what the app stored it did or would do (comments posted, dry runs, failures,"
+                   " quiet decisions) by kind and status")
+            for (kind, status), n in sorted(actions.items()):
+                out.append(f"rltracker_actions{_labels([('kind', kind), ('status', status)])} {n}")
+        if jobs is not None:
+            name = "rltracker_job_last_run_timestamp_seconds"
+            family(name, "gauge", "start of each background job's latest run, with its outcome "
+                   "as it stands (interrupted: its process died)")
+            for job, (outcome, started, _) in sorted(jobs.items()):
+                if started is not None:
+                    out.append(f"{name}{_labels([('job', job), ('outcome', outcome)])} "
+                               f"{_num(float(started.timestamp()))}")
+            name = "rltracker_job_last_success_timestamp_seconds"
+            family(name, "gauge", "end of each background job's latest successful run")
+            for job, (_, _, ok) in sorted(jobs.items()):
+                if ok is not None:
+                    out.append(f"{name}{_labels([('job', job)])} {_num(float(ok.timestamp()))}")
         if database_up is not None:
             family("rltracker_database_up", "gauge", "1 when the database answered the scrape")
             out.append(f"rltracker_database_up {1 if database_up else 0}")

@@ -17,7 +17,10 @@ run and runs the job at once when that fire time has no run (a fresh installatio
 run at all, waits for its first scheduled time). A run cut short by a normal stop (serve's
 `stop_scheduler`, Ctrl-C) records itself as "cancelled" as it stops; one a crash left
 "running" is marked cancelled at the next start of a process with the scheduler, under the
-run-once lock; either way it counts as missed.
+run-once lock; either way it counts as missed. A live run renews its heartbeat every minute
+(bot.store.jobs.keep_alive): a "running" row whose heartbeat stopped for the lease (10
+minutes) was left by a dead process (another replica's crash): it does not count as its
+night's run, reads as interrupted, and the next run records it cancelled.
 
 The first start with a token and an empty database does not wait for the night:
 `start_first_backfill` runs the sync step at once in the background (JobRun
@@ -37,7 +40,7 @@ from sqlalchemy import func, select, text
 
 from bot.github.sync import Progress
 from bot.store.db import is_postgres
-from bot.store.jobs import FIRST_BACKFILL, record_job_run
+from bot.store.jobs import FIRST_BACKFILL, RUN_LEASE, alive, dead, keep_alive, record_job_run
 from bot.store.models import JobRun
 from bot.store.types import utcnow
 
@@ -46,6 +49,7 @@ log = logging.getLogger(__name__)
 JOB_NAME = "nightly"
 NIGHTLY_LOCK = 0x726C_7472  # "rltr": the advisory lock key of the nightly job
 MISFIRE_GRACE = 6 * 3600  # seconds: a run late by less than this still runs
+WATCH_EVERY = 15 * 60  # seconds between two looks for a night whose run died (rerun_dead_night)
 REANALYSE_BATCH = 200
 RUNNING_TASKS = "nightly_tasks"  # ctx.extras: the nightly runs in progress in this process
 INTERRUPTED = "the process stopped during the run; the next start runs it again"
@@ -220,6 +224,7 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
                       counts={"reason": "another replica holds the lock"})
         return {"outcome": "skipped"}
     try:
+        await _close_dead_runs(ctx)
         if fire_time is not None and await _ran_since(ctx, fire_time):
             log.info("nightly: the run scheduled at %s was done already", fire_time.isoformat())
             now = utcnow()
@@ -235,13 +240,14 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
         if task is not None:
             running.add(task)
         try:
-            for name, step in steps or STEPS:
-                try:
-                    counts[name] = await step(ctx)
-                except Exception as exc:  # noqa: BLE001 - one failing step must not stop the others
-                    log.exception("nightly: step %s failed", name)
-                    counts[name] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
-                    errors.append(name)
+            async with keep_alive(ctx, run_id):  # a run whose heartbeat stops reads interrupted
+                for name, step in steps or STEPS:
+                    try:
+                        counts[name] = await step(ctx)
+                    except Exception as exc:  # noqa: BLE001 - one failing step must not stop the others
+                        log.exception("nightly: step %s failed", name)
+                        counts[name] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+                        errors.append(name)
         except asyncio.CancelledError:
             # A normal stop (serve's scheduler shut down, Ctrl-C): the run is recorded as
             # interrupted now, not left "running" until a process with the scheduler starts
@@ -362,7 +368,8 @@ async def first_backfill(ctx: Any) -> dict[str, Any]:
         from bot.pipeline import sync_changed
 
         log.info("first backfill: started")
-        stats = await sync(ctx, on_changed=partial(sync_changed, ctx), progress=progress)
+        async with keep_alive(ctx, run_id):  # a backfill whose heartbeat stops reads interrupted
+            stats = await sync(ctx, on_changed=partial(sync_changed, ctx), progress=progress)
         await progress.written()
         counts = _jsonable(dict(stats.as_dict(), total=progress.counts.get("total")))
         # Repositories GitHub did not let it read (no token for them, or gone) are not
@@ -426,11 +433,25 @@ _COUNTED = ("ok", "partial", "failed", "running")  # outcomes of a run that stan
 
 
 async def _ran_since(ctx: Any, fire_time: datetime) -> bool:
-    """Whether a nightly run started at or after `fire_time`."""
+    """Whether a nightly run started at or after `fire_time` (a run whose process died, its
+    heartbeat stopped, does not count)."""
     async with ctx.sessionmaker() as session:
         return await session.scalar(
             select(JobRun.id).where(JobRun.name == JOB_NAME, JobRun.outcome.in_(_COUNTED),
-                                    JobRun.started_at >= fire_time).limit(1)) is not None
+                                    JobRun.started_at >= fire_time, alive()).limit(1)) is not None
+
+
+async def _close_dead_runs(ctx: Any) -> int:
+    """Under the run-once lock: nightly runs whose process died (heartbeat stopped past the
+    lease) are recorded cancelled, and their night counts as missed. A replica that does not
+    restart used to keep such a row "running" for good."""
+    async with ctx.sessionmaker() as session:
+        rows = list(await session.scalars(select(JobRun).where(JobRun.name == JOB_NAME, dead())))
+        for row in rows:
+            row.outcome, row.finished_at = "cancelled", utcnow()
+            row.error = "the process running it stopped (its heartbeat ended)"
+        await session.commit()
+    return len(rows)
 
 
 async def scheduled_nightly(ctx: Any) -> dict[str, Any]:
@@ -448,11 +469,27 @@ async def missed_run(ctx: Any, now: datetime | None = None) -> bool:
     if fire is None:
         return False
     async with ctx.sessionmaker() as session:
+        counted = select(JobRun.started_at).where(JobRun.name == JOB_NAME,
+                                                  JobRun.outcome.in_(_COUNTED))
+        if await session.scalar(counted.limit(1)) is None:
+            return False  # never ran
+        # the latest run that stands for its night (one whose process died does not)
         last = await session.scalar(
-            select(JobRun.started_at).where(JobRun.name == JOB_NAME,
-                                            JobRun.outcome.in_(_COUNTED))
-            .order_by(JobRun.started_at.desc()).limit(1))
-    return last is not None and last < fire
+            counted.where(alive(now)).order_by(JobRun.started_at.desc()).limit(1))
+    return last is None or last < fire
+
+
+async def rerun_dead_night(ctx: Any, now: datetime | None = None) -> dict[str, Any] | None:
+    """Every WATCH_EVERY while the process runs: the last scheduled time's run died with its
+    process (another replica's crash: its heartbeat stopped) and no other took its place,
+    so the night is run now, as a start's catch-up would. Within the lease of the fire time
+    it does nothing (the scheduled run may be starting)."""
+    now = now or utcnow()
+    fire = last_fire_time(nightly_trigger(ctx), now)
+    if fire is None or fire > now - RUN_LEASE or not await missed_run(ctx, now):
+        return None
+    log.info("nightly: the run of %s stopped with its process; running it now", fire.isoformat())
+    return await nightly_job(ctx, fire_time=fire)
 
 
 async def close_interrupted_runs(ctx: Any) -> int:
@@ -512,4 +549,7 @@ def create_scheduler(ctx: Any) -> Any:
                       coalesce=True, max_instances=1, replace_existing=True)
     scheduler.add_job(catch_up, "date", run_date=utcnow() + timedelta(seconds=5), args=[ctx],
                       id="nightly-catch-up", misfire_grace_time=MISFIRE_GRACE)
+    scheduler.add_job(rerun_dead_night, "interval", seconds=WATCH_EVERY, args=[ctx],
+                      id="nightly-watch", coalesce=True, max_instances=1,
+                      misfire_grace_time=WATCH_EVERY)
     return scheduler

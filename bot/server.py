@@ -82,16 +82,23 @@ def _github_client(settings: Settings) -> Any:
     return GitHubClient(settings)
 
 
-def _start_worker_processes(settings: Settings, count: int) -> list[Any]:
+def _start_worker_processes(settings: Settings, count: int, counts: list[Any] | None = None
+                            ) -> list[Any]:
     """`--workers N`: the inbox worker in N processes of their own (spawned), so analyses
-    and handlers never hold the web process's interpreter lock."""
+    and handlers never hold the web process's interpreter lock. Each counts its outcomes in
+    memory shared with this process (appended to `counts`), which /metrics sums."""
     import multiprocessing
 
+    from bot.metrics import shared_counts_array
     from bot.webhooks.worker import worker_process_main
 
     spawn = multiprocessing.get_context("spawn")
     level = os.environ.get("RLTRACKER_LOG_LEVEL", "INFO")
-    procs = [spawn.Process(target=worker_process_main, args=(settings, _github_client, level),
+    arrays = [shared_counts_array(spawn) for _ in range(count)]
+    if counts is not None:
+        counts.extend(arrays)
+    procs = [spawn.Process(target=worker_process_main,
+                           args=(settings, _github_client, level, arrays[k]),
                            name=f"rltracker-worker-{k}") for k in range(count)]
     for p in procs:
         p.start()
@@ -150,7 +157,7 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
                 ready: asyncio.Event | None = None, worker_processes: int = 0) -> int:
     await _check_address(host, port)
     from bot.app import create_app
-    from bot.context import WORKER, AppContext
+    from bot.context import WORKER, WORKER_PROCESS_COUNTS, AppContext
     from bot.store.migrate import current_revision, head_revision
 
     ctx = AppContext.create(settings)
@@ -175,7 +182,9 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
             await runner.cleanup()
             raise UserError(_bind_failure(host, port, exc)) from exc
         print(f"rltracker serving on http://{host}:{port}", flush=True)
-        procs = _start_worker_processes(settings, worker_processes) if worker else []
+        procs = (_start_worker_processes(settings, worker_processes,
+                                         ctx.extras.setdefault(WORKER_PROCESS_COUNTS, []))
+                 if worker else [])
         sched = None
         if scheduler:
             from bot.scheduler import create_scheduler

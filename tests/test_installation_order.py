@@ -140,3 +140,123 @@ async def test_a_later_installation_of_the_same_id_is_followed(ctx: AppContext,
         await dispatch(ctx, "installation", payload)
     assert (await installation(ctx, created["installation"]["id"])).deleted is False
     assert await links(ctx) == {"Codertocat/Hello-World": created["installation"]["id"]}
+
+
+async def test_a_missed_unsuspend_redelivered_after_a_later_suspend_does_not_end_it(
+        app_ctx: AppContext, fake_github: Any, shared_dir: Path) -> None:
+    """suspend (April 2021), unsuspend (its delivery failed), suspended again a minute ago; the
+    nightly recovery then has GitHub redeliver the missed unsuspend: it reaches the inbox
+    last, after the later suspension. Its payload's `updated_at` is the first suspension's
+    time (GitHub's own example), so only its arrival dated it, and it ended the suspension
+    GitHub still holds: the app went on asking for tokens and posting through it."""
+    suspend = load(shared_dir, "installation/suspend.json")
+    unsuspend = load(shared_dir, "installation/unsuspend.json")
+    iid = suspend["installation"]["id"]
+    fake_github.add_installation(iid, suspend["installation"]["account"]["login"])
+    fake_github.suspend_installation(iid)  # what GitHub holds now: suspended again
+    again = copy.deepcopy(suspend)
+    later = format_datetime(utcnow() - timedelta(minutes=1))
+    again["installation"].update(suspended_at=later, updated_at=later)
+    await through_the_inbox(app_ctx, ("installation", suspend), ("installation", again),
+                            ("installation", unsuspend))
+    assert (await installation(app_ctx, iid)).suspended is True
+
+
+async def test_an_unsuspend_in_order_ends_the_suspension_github_ended(
+        app_ctx: AppContext, fake_github: Any, shared_dir: Path) -> None:
+    """The same payloads in order, GitHub holding the installation unsuspended: it ends."""
+    suspend = load(shared_dir, "installation/suspend.json")
+    unsuspend = load(shared_dir, "installation/unsuspend.json")
+    iid = suspend["installation"]["id"]
+    fake_github.add_installation(iid, suspend["installation"]["account"]["login"])
+    again = copy.deepcopy(suspend)
+    later = format_datetime(utcnow() - timedelta(minutes=1))
+    again["installation"].update(suspended_at=later, updated_at=later)
+    await through_the_inbox(app_ctx, ("installation", suspend), ("installation", again),
+                            ("installation", unsuspend))
+    assert (await installation(app_ctx, iid)).suspended is False
+
+
+async def test_a_redelivered_unsuspend_then_the_later_suspend_leaves_it_suspended(
+        app_ctx: AppContext, fake_github: Any, shared_dir: Path) -> None:
+    """The redelivered unsuspend first, then the later suspension's own (retried) delivery,
+    dated before the unsuspend's arrival: suspended, as GitHub holds it."""
+    suspend = load(shared_dir, "installation/suspend.json")
+    unsuspend = load(shared_dir, "installation/unsuspend.json")
+    iid = suspend["installation"]["id"]
+    fake_github.add_installation(iid, suspend["installation"]["account"]["login"])
+    fake_github.suspend_installation(iid)
+    again = copy.deepcopy(suspend)
+    later = format_datetime(utcnow() - timedelta(minutes=1))
+    again["installation"].update(suspended_at=later, updated_at=later)
+    await through_the_inbox(app_ctx, ("installation", suspend), ("installation", unsuspend),
+                            ("installation", again))
+    assert (await installation(app_ctx, iid)).suspended is True
+
+
+def _repositories_event(added: dict[str, Any], action: str) -> dict[str, Any]:
+    """GitHub's `installation_repositories` payload for the same installation and repositories,
+    as `added` or `removed`."""
+    event = copy.deepcopy(added)
+    repos = event["repositories_added"] or event["repositories_removed"]
+    event["action"] = action
+    event["repositories_added"] = repos if action == "added" else []
+    event["repositories_removed"] = repos if action == "removed" else []
+    return event
+
+
+async def test_a_stale_repositories_added_after_removed_does_not_link_it_again(
+        app_ctx: AppContext, fake_github: Any, shared_dir: Path) -> None:
+    """Space added, then removed from the installation; the `added` redelivered last linked
+    it again: the app took it for installed and asked for tokens and posted there."""
+    added = load(shared_dir, "installation_repositories/added.json")
+    iid = added["installation"]["id"]
+    fake_github.add_installation(iid, "Codertocat", [])  # what GitHub holds: removed
+    await through_the_inbox(app_ctx, ("installation_repositories", added),
+                            ("installation_repositories", _repositories_event(added, "removed")),
+                            ("installation_repositories", copy.deepcopy(added)))
+    assert await links(app_ctx) == {"Codertocat/Space": None}
+
+
+async def test_a_stale_repositories_removed_after_a_later_added_does_not_unlink_it(
+        app_ctx: AppContext, fake_github: Any, shared_dir: Path) -> None:
+    """Space removed (that delivery failed), added back, then the `removed` redelivered:
+    it unlinked a repository GitHub holds installed, and the app went silent there."""
+    added = load(shared_dir, "installation_repositories/added.json")
+    iid = added["installation"]["id"]
+    fake_github.add_installation(iid, "Codertocat", ["Codertocat/Space"])  # installed now
+    await through_the_inbox(app_ctx, ("installation_repositories", added),
+                            ("installation_repositories", copy.deepcopy(added)),
+                            ("installation_repositories", _repositories_event(added, "removed")))
+    assert await links(app_ctx) == {"Codertocat/Space": iid}
+
+
+async def test_repositories_added_and_removed_in_order_follow_github(
+        app_ctx: AppContext, fake_github: Any, shared_dir: Path) -> None:
+    added = load(shared_dir, "installation_repositories/added.json")
+    iid = added["installation"]["id"]
+    fake_github.add_installation(iid, "Codertocat", ["Codertocat/Space"])
+    await through_the_inbox(app_ctx, ("installation_repositories", added))
+    assert await links(app_ctx) == {"Codertocat/Space": iid}
+    fake_github.installations[iid]["repositories"] = []
+    await through_the_inbox(app_ctx,
+                            ("installation_repositories", _repositories_event(added, "removed")))
+    assert await links(app_ctx) == {"Codertocat/Space": None}
+    fake_github.installations[iid]["repositories"] = ["Codertocat/Space"]
+    await through_the_inbox(app_ctx, ("installation_repositories", copy.deepcopy(added)))
+    assert await links(app_ctx) == {"Codertocat/Space": iid}
+
+
+async def test_a_stale_created_after_a_removal_does_not_link_the_removed_repository(
+        app_ctx: AppContext, fake_github: Any, shared_dir: Path) -> None:
+    created = load(shared_dir, "installation/created.json")
+    iid = created["installation"]["id"]
+    [listed] = created["repositories"]
+    fake_github.add_installation(iid, "Codertocat", [])  # removed since
+    removed = {"action": "removed", "installation": copy.deepcopy(created["installation"]),
+               "repository_selection": "selected", "repositories_added": [],
+               "repositories_removed": [listed], "sender": created["sender"]}
+    await through_the_inbox(app_ctx, ("installation", created),
+                            ("installation_repositories", removed),
+                            ("installation", copy.deepcopy(created)))
+    assert await links(app_ctx) == {listed["full_name"]: None}

@@ -75,6 +75,8 @@ async def test_missed_deliveries_are_redelivered_oldest_first(
                                             status_code=502, delivered_at=_ago(hours=hours), guid=guid)
         payloads[delivery["id"]] = payload
     app_ctx.settings = dataclasses.replace(app_ctx.settings, dry_run=True)  # no preview posts
+    # what GitHub holds after the two: the repository installed again
+    fake_github.add_installation(removed["installation"]["id"], "octocat", ["octocat/Hello-World"])
 
     await recover_deliveries(app_ctx)
 

@@ -14,7 +14,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from analyzers.catalog import load_catalog
-from bot.context import CTX, INBOX, METRICS, WORKER
+from bot.context import CTX, INBOX, METRICS, WORKER, WORKER_PROCESS_COUNTS
 from bot.store.types import MAX_THREAD_NUMBER, parse_count, parse_thread_number
 
 log = logging.getLogger(__name__)
@@ -109,22 +109,52 @@ async def healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": "error", "database": "unreachable"}, status=503)
 
 
+def _worker_outcomes(app: web.Application) -> dict[str, int] | None:
+    """What this service's inbox workers handled, by outcome: the one in this process and
+    those of `--workers N` (their counts are in memory shared with this process). None
+    when this service runs no worker (`--no-worker`: the figures are another service's)."""
+    from bot.metrics import WORKER_OUTCOMES, SharedCounts
+
+    worker = app.get(WORKER)
+    shared = app[CTX].extras.get(WORKER_PROCESS_COUNTS) or []
+    if worker is None and not shared:
+        return None
+    totals = dict.fromkeys(WORKER_OUTCOMES, 0)
+    for counts in ([worker.counts] if worker is not None else []) + [SharedCounts(a) for a in shared]:
+        for outcome, n in counts.items():
+            totals[outcome] = totals.get(outcome, 0) + int(n)
+    return totals
+
+
+async def _last_runs(ctx: Any) -> dict[str, Any]:
+    from bot.store.jobs import last_runs
+
+    async with ctx.sessionmaker() as session:
+        return await last_runs(session)
+
+
 async def metrics_view(request: web.Request) -> web.Response:
-    from bot.site.stats import delivery_counts
+    from bot.site.stats import action_counts, delivery_counts
 
     app = request.app
     ctx = app[CTX]
     deliveries: dict[str, int] | None
+    actions: dict[tuple[str, str], int] | None
+    jobs: dict[str, Any] | None
     try:
+        # Read from the database: the same whichever process handled or posted what.
         deliveries = await asyncio.wait_for(delivery_counts(ctx.engine), timeout=HEALTH_TIMEOUT)
+        actions = await asyncio.wait_for(action_counts(ctx.engine), timeout=HEALTH_TIMEOUT)
+        jobs = await asyncio.wait_for(_last_runs(ctx), timeout=HEALTH_TIMEOUT)
         database_up = True
     except Exception:  # noqa: BLE001 - the scrape still answers, with database_up 0
-        deliveries, database_up = None, False
-    worker = app.get(WORKER)
+        deliveries, actions, jobs, database_up = None, None, None, False
     inbox = app[INBOX]
     body = app[METRICS].render(
         deliveries=deliveries,
-        worker=dict(worker.counts) if worker is not None else None,
+        worker=_worker_outcomes(app),
+        actions=actions,
+        jobs=jobs,
         inbox={
             "commits_total": inbox.commits,
             "rows_total": inbox.rows_committed,

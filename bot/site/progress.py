@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.site import data
-from bot.store.jobs import FIRST_BACKFILL
+from bot.store.jobs import FIRST_BACKFILL, alive, shown_outcome
 from bot.store.models import JobRun, SyncCursor, Thread
 from bot.store.types import format_datetime
 
@@ -52,9 +52,10 @@ async def backfill_progress(session: AsyncSession) -> dict[str, Any] | None:
         # then): the page said "failed ... the next start resumes it" for good.
         return None
     counts = run.counts or {}
+    outcome = shown_outcome(run)  # a run whose process died reads interrupted, not running
     return {
-        "running": run.outcome == "running",
-        "outcome": run.outcome,
+        "running": outcome == "running",
+        "outcome": outcome,
         "error": run.error,
         "started_at": format_datetime(run.started_at),
         "threads": sum(r["threads"] for r in repos),
@@ -70,6 +71,6 @@ async def tracking_state(session: AsyncSession, settings: Any) -> dict[str, Any]
     first backfill is running, and whether this service could read GitHub at all."""
     threads = await session.scalar(select(func.count()).select_from(Thread)) or 0
     running = await session.scalar(select(JobRun.id).where(
-        JobRun.name == FIRST_BACKFILL, JobRun.outcome == "running").limit(1))
+        JobRun.name == FIRST_BACKFILL, JobRun.outcome == "running", alive()).limit(1))
     return {"threads": int(threads), "backfill_running": running is not None,
             "github": can_read_github(settings)}

@@ -23,6 +23,18 @@ async def delivery_counts(engine: AsyncEngine) -> dict[str, int]:
     return counts
 
 
+async def action_counts(engine: AsyncEngine) -> dict[tuple[str, str], int]:
+    """What the app stored it did or would do, by (kind, status): comments posted, dry runs,
+    failures, quiet decisions. Both are the app's own words (a handful each)."""
+    from bot.store.models import Action
+
+    t = Action.__table__
+    async with engine.connect() as conn:
+        rows = (await conn.execute(
+            select(t.c.kind, t.c.status, func.count()).group_by(t.c.kind, t.c.status))).all()
+    return {(str(kind), str(status)): int(n) for kind, status, n in rows}
+
+
 async def collect_stats(engine: AsyncEngine) -> dict[str, Any]:
     """The contract shape: deliveries received/done/failed/pending, threads, comments.
 

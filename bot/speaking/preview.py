@@ -36,7 +36,7 @@ from bot.speaking.failure_comment import compose_for, with_verdict
 from bot.speaking.records import record_once
 from bot.speaking.repo_config import RepoConfig
 from bot.speaking.situation import declined_methods
-from bot.store.jobs import record_job_run
+from bot.store.jobs import keep_alive, record_job_run
 from bot.store.models import Action, Analysis, Repository, Thread, Verdict
 from bot.store.threads import load_comments, thread_record
 from bot.store.types import format_datetime, utcnow
@@ -211,39 +211,40 @@ async def install_preview(ctx: Any, repos: list[str], *, days: int = DEFAULT_DAY
     per_repo: dict[str, dict[str, Any]] = {}
     errors: list[str] = []
     try:
-        for repo in repos:
-            item: dict[str, Any] = per_repo.setdefault(repo, {})
-            if ctx.github is None:
-                item["sync"] = "skipped: no GitHub client"
-            else:
-                from bot.github.sync import SyncError, SyncFailed
+        async with keep_alive(ctx, run_id):  # a preview whose process died reads interrupted
+            for repo in repos:
+                item: dict[str, Any] = per_repo.setdefault(repo, {})
+                if ctx.github is None:
+                    item["sync"] = "skipped: no GitHub client"
+                else:
+                    from bot.github.sync import SyncError, SyncFailed
 
+                    try:
+                        stats = await sync_recent_issues(ctx, repo, days=days)
+                        item.update(sync="ok", requests=stats.requests, threads=stats.threads)
+                    except SyncFailed as exc:  # GitHub kept failing: a failure, what was stored previewed
+                        log.warning("install preview: sync of %s failed: %s", repo, exc)
+                        item["sync"] = f"failed: {exc}"[:200]
+                        errors.append(f"{repo} sync: {exc}"[:300])
+                    except SyncError as exc:  # budget used up: preview what was stored
+                        log.warning("install preview: sync of %s stopped: %s", repo, exc)
+                        item["sync"] = f"incomplete: {exc}"[:200]
+                    except Exception as exc:  # noqa: BLE001 - one repository must not stop the rest
+                        log.exception("install preview: sync of %s failed", repo)
+                        item["sync"] = f"failed: {type(exc).__name__}"
+                        errors.append(f"{repo} sync: {type(exc).__name__}: {exc}"[:300])
+                    try:  # so the preview honours .github/rltracker.yml (comments off, threshold)
+                        item["config"] = await _fetch_config(ctx, repo)
+                    except Exception as exc:  # noqa: BLE001 - the defaults then apply
+                        log.exception("install preview: config of %s failed", repo)
+                        item["config"] = f"failed: {type(exc).__name__}"
                 try:
-                    stats = await sync_recent_issues(ctx, repo, days=days)
-                    item.update(sync="ok", requests=stats.requests, threads=stats.threads)
-                except SyncFailed as exc:  # GitHub kept failing: a failure, what was stored previewed
-                    log.warning("install preview: sync of %s failed: %s", repo, exc)
-                    item["sync"] = f"failed: {exc}"[:200]
-                    errors.append(f"{repo} sync: {exc}"[:300])
-                except SyncError as exc:  # budget used up: preview what was stored
-                    log.warning("install preview: sync of %s stopped: %s", repo, exc)
-                    item["sync"] = f"incomplete: {exc}"[:200]
-                except Exception as exc:  # noqa: BLE001 - one repository must not stop the rest
-                    log.exception("install preview: sync of %s failed", repo)
-                    item["sync"] = f"failed: {type(exc).__name__}"
-                    errors.append(f"{repo} sync: {type(exc).__name__}: {exc}"[:300])
-                try:  # so the preview honours .github/rltracker.yml (comments off, threshold)
-                    item["config"] = await _fetch_config(ctx, repo)
-                except Exception as exc:  # noqa: BLE001 - the defaults then apply
-                    log.exception("install preview: config of %s failed", repo)
-                    item["config"] = f"failed: {type(exc).__name__}"
-            try:
-                preview = await run_preview(ctx, repo, days)
-                item.update(issues=preview["total"], would_comment=len(preview["comments"]))
-            except Exception as exc:  # noqa: BLE001
-                log.exception("install preview: preview of %s failed", repo)
-                item["preview"] = f"failed: {type(exc).__name__}"
-                errors.append(f"{repo} preview: {type(exc).__name__}: {exc}"[:300])
+                    preview = await run_preview(ctx, repo, days)
+                    item.update(issues=preview["total"], would_comment=len(preview["comments"]))
+                except Exception as exc:  # noqa: BLE001
+                    log.exception("install preview: preview of %s failed", repo)
+                    item["preview"] = f"failed: {type(exc).__name__}"
+                    errors.append(f"{repo} preview: {type(exc).__name__}: {exc}"[:300])
     except asyncio.CancelledError:  # shutdown: leave an honest row behind, then stop
         try:
             await record_job_run(ctx, "install_preview", run_id, finished_at=utcnow(), outcome="failed",

@@ -303,6 +303,9 @@ class JobRun(Base):
     outcome: Mapped[str] = mapped_column(String(16), default="running")  # running | ok | partial | failed | skipped | cancelled
     counts: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     error: Mapped[str | None] = mapped_column(Text)
+    # renewed while the run is alive (bot.store.jobs): a "running" row it no longer moves
+    # was left by a process that died, and reads as interrupted
+    heartbeat_at: Mapped[datetime | None]
 
 
 class Report(Base):

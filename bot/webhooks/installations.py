@@ -178,6 +178,88 @@ async def _received(session: AsyncSession, delivery_id: str | None) -> datetime:
     return utcnow()
 
 
+async def _suspension_at_github(ctx: Any, installation_id: int) -> tuple[bool, datetime] | None:
+    """Whether GitHub holds the installation suspended (GET /app/installations/{id}, as the
+    app), and the time that state is known from: its `suspended_at`, or the time it was
+    asked. None when it cannot say: no app credentials, or no such installation
+    (uninstalled: its `deleted` event tells). Another failure raises: the delivery is retried."""
+    github = getattr(ctx, "github", None)
+    settings = getattr(ctx, "settings", None)
+    if github is None or settings is None or not settings.has_app_credentials:
+        return None
+    import gidgethub
+
+    asked = utcnow()
+    try:
+        app = await github.app_api()
+        data = await app.getitem("/app/installations/{installation_id}",
+                                 {"installation_id": int(installation_id)})
+    except gidgethub.BadRequest as exc:
+        if int(exc.status_code) == 404:
+            return None
+        raise
+    if not isinstance(data, Mapping):
+        return None
+    if data.get("suspended_at"):
+        return True, _time(data.get("suspended_at")) or asked
+    return False, asked
+
+
+VERIFY_LIMIT = 30  # repositories per delivery whose installation is asked of GitHub
+
+
+async def _held_by(ctx: Any, names: list[str]) -> dict[str, int | None]:
+    """For each repository named: the installation GitHub holds it in now (GET
+    /repos/{owner}/{repo}/installation, as the app), None when none. Empty when it cannot
+    say (no app credentials, nothing to ask, more than VERIFY_LIMIT: the payload is taken as
+    it is). Another failure raises: the delivery is retried."""
+    github = getattr(ctx, "github", None)
+    settings = getattr(ctx, "settings", None)
+    if (not names or len(names) > VERIFY_LIMIT or github is None or settings is None
+            or not settings.has_app_credentials):
+        return {}
+    import gidgethub
+
+    app = await github.app_api()
+    held: dict[str, int | None] = {}
+    for name in names:
+        owner, _, repo = name.partition("/")
+        try:
+            data = await app.getitem("/repos/{owner}/{repo}/installation",
+                                     {"owner": owner, "repo": repo})
+        except gidgethub.BadRequest as exc:
+            if int(exc.status_code) != 404:
+                raise
+            data = None
+        iid = data.get("id") if isinstance(data, Mapping) else None
+        held[name.lower()] = int(iid) if isinstance(iid, int) else None
+    return held
+
+
+async def _in_doubt(ctx: Any, iid: int, added: list[Mapping[str, Any]],
+                    removed: list[Mapping[str, Any]]) -> dict[str, int | None]:
+    """GitHub's answer for the repositories whose change this delivery may be stale about:
+    GitHub does not promise delivery order, a redelivery repeats an old payload, and these
+    payloads carry no time that moves with the repository selection. An added repository
+    the stored rows say was removed from this installation (the add may be older than the
+    removal), and every removed repository the rows link to it (the removal may be older than
+    an add since)."""
+    def key(repo: Mapping[str, Any]) -> str:
+        return canonical_repo(str(repo["full_name"])).lower()
+
+    if not (added or removed):
+        return {}
+    async with ctx.sessionmaker() as session:
+        rows = {r.full_name.lower(): r for r in await session.scalars(select(Repository).where(
+            func.lower(Repository.full_name).in_([key(r) for r in added + removed])))}
+    doubt = [str(r["full_name"]) for r in added
+             if (row := rows.get(key(r))) is not None and row.removed_installation_id == iid
+             and row.installation_id != iid]
+    doubt += [str(r["full_name"]) for r in removed
+              if (row := rows.get(key(r))) is not None and row.installation_id == iid]
+    return await _held_by(ctx, doubt)
+
+
 def _set_suspended(inst: Installation, suspended: bool, as_of: datetime | None, *,
                    ending: bool = False) -> None:
     """Store the suspension state a payload dated `as_of` shows, unless the stored one is
@@ -254,6 +336,14 @@ async def handle_installation(payload: Mapping[str, Any], ctx: Any,
     where = f"installation.{action}"
     data = _installation(payload, where)
     iid = int(data["id"])
+    # An unsuspend's payload does not date it: GitHub may leave the installation's updated_at
+    # at the suspension's time, and a missed delivery redelivered (the nightly recovery,
+    # GitHub's "Redeliver") reaches the inbox after a later suspension. GitHub's own state,
+    # asked as the app, is what it ended; without app credentials, its arrival dates it.
+    held = await _suspension_at_github(ctx, iid) if action == "unsuspend" else None
+    listed = (_repositories(payload, "repositories", where)
+              if action in ("created", "new_permissions_accepted", "unsuspend") else [])
+    github_holds = await _in_doubt(ctx, iid, listed, [])
     async with ctx.sessionmaker() as session:
         inst = await _upsert_installation(session, data, alive=action != "deleted",
                                           suspension=action not in ("suspend", "unsuspend"),
@@ -268,21 +358,24 @@ async def handle_installation(payload: Mapping[str, Any], ctx: Any,
         elif action == "suspend":
             _set_suspended(inst, True, _time(data.get("suspended_at"))
                            or await _received(session, delivery_id))
+        elif action == "unsuspend" and held is not None:
+            # suspended: suspended again since, this unsuspend is an old one; not: unsuspended
+            # as of the question (a later suspension's delivery is dated later)
+            _set_suspended(inst, held[0], held[1], ending=not held[0])
         elif action == "unsuspend":
             # It ends the suspension it follows: dated by the installation's updated_at (which
             # GitHub may leave at the suspension's time) or, later, its arrival in the inbox.
             received = await _received(session, delivery_id)
             _set_suspended(inst, False, max(filter(None, (_as_of(data), received))),
                            ending=True)
-        repos: list[Mapping[str, Any]] = []
-        if action in ("created", "new_permissions_accepted", "unsuspend"):
-            repos = _repositories(payload, "repositories", where)
-            for repo in repos:
-                # a stale event about an uninstalled installation links nothing to it
-                await upsert_repository(
-                    session, repo["full_name"], github_id=repo.get("id"),
-                    installation_id=None if inst.deleted else iid, installation_event=True,
-                )
+        # (one removed since, GitHub says: a stale list)
+        repos = [r for r in listed if github_holds.get(str(r["full_name"]).lower(), iid) == iid]
+        for repo in repos:
+            # a stale event about an uninstalled installation links nothing to it
+            await upsert_repository(
+                session, repo["full_name"], github_id=repo.get("id"),
+                installation_id=None if inst.deleted else iid, installation_event=True,
+            )
         await session.commit()
     _forget_written_repositories(ctx)
     if action in ("deleted", "suspend", "new_permissions_accepted"):
@@ -300,15 +393,19 @@ async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any,
     iid = int(data["id"])
     added = _repositories(payload, "repositories_added", where)
     removed = _repositories(payload, "repositories_removed", where)
+    github_holds = await _in_doubt(ctx, iid, added, removed)
     async with ctx.sessionmaker() as session:
         inst = await _upsert_installation(session, data, alive=bool(added),
                                           delivery_id=delivery_id)
-        for repo in added:
+        added = [r for r in added if github_holds.get(str(r["full_name"]).lower(), iid) == iid]
+        for repo in added:  # (an add older than its removal: GitHub no longer holds it here)
             # a stale event about an uninstalled installation links nothing to it
             await upsert_repository(session, repo["full_name"], github_id=repo.get("id"),
                                     installation_id=None if inst.deleted else iid,
                                     installation_event=True)
         for repo in removed:
+            if github_holds.get(str(repo["full_name"]).lower()) == iid:
+                continue  # a removal older than an add since: GitHub holds it here
             row = await upsert_repository(session, repo["full_name"], github_id=repo.get("id"))
             if row.installation_id in (iid, None):
                 row.installation_id = None

@@ -52,7 +52,7 @@ import re
 import socket
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -66,6 +66,7 @@ from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, Opera
 
 from bot.github.client import RETRYABLE_CLIENT_ERRORS, rate_limit_wait, refused_for_good
 from bot.logs import log_delivery
+from bot.metrics import SharedCounts
 from bot.store.models import Delivery
 from bot.store.types import storable_text, utcnow
 
@@ -263,6 +264,7 @@ class Worker:
         max_defer: float = 1.0,
         batch_size: int = 1,
         batch: Any = None,
+        counts: MutableMapping[str, int] | None = None,
     ) -> None:
         # How rows are handled together (bot.webhooks.routers.BatchHandling): the app's own
         # with the app's own router; with another router, none unless given.
@@ -292,7 +294,9 @@ class Worker:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._next: list[Claimed] = []  # claimed together with the previous batch's finish
-        self.counts = {"done": 0, "failed": 0, "retry": 0, "lost": 0}
+        # outcome -> deliveries; in a worker process, memory shared with serve (bot.metrics.SharedCounts)
+        self.counts: MutableMapping[str, int] = (
+            counts if counts is not None else {"done": 0, "failed": 0, "retry": 0, "lost": 0})
 
     @property
     def table(self) -> Any:
@@ -639,11 +643,12 @@ class Worker:
 
 
 # -- a worker process beside the web process ------------------------------------------------
-async def run_worker(ctx: Any, stop: asyncio.Event, *, poll_seconds: float = 0.25) -> Worker:
+async def run_worker(ctx: Any, stop: asyncio.Event, *, poll_seconds: float = 0.25,
+                     counts: MutableMapping[str, int] | None = None) -> Worker:
     """Drain the inbox of `ctx` until `stop` is set, then finish the row in hand. Used by a
     process that only works (`rltracker serve --workers N`): the web process that stores
     the deliveries cannot wake it, so it looks for new rows every `poll_seconds` when idle."""
-    worker = Worker(ctx, poll_seconds=poll_seconds, batch_size=PROCESS_BATCH)
+    worker = Worker(ctx, poll_seconds=poll_seconds, batch_size=PROCESS_BATCH, counts=counts)
     worker.start()
     task = worker.task
     assert task is not None
@@ -658,7 +663,7 @@ async def run_worker(ctx: Any, stop: asyncio.Event, *, poll_seconds: float = 0.2
 
 
 def worker_process_main(settings: Any, make_github: Callable[[Any], Any] | None = None,
-                        log_level: str = "INFO") -> None:
+                        log_level: str = "INFO", counts_array: Any = None) -> None:
     """Entry point of a worker process (spawned, so it shares no state with its parent). It
     loads the analyzers and the saved paper index once, then works until SIGTERM or SIGINT;
     leases, fencing and recovery are the Worker's, as in the web process."""
@@ -678,7 +683,8 @@ def worker_process_main(settings: Any, make_github: Callable[[Any], Any] | None 
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         try:
-            await run_worker(ctx, stop)
+            await run_worker(ctx, stop, counts=None if counts_array is None
+                             else SharedCounts(counts_array))
         finally:
             await ctx.close()
 

@@ -200,3 +200,77 @@ def test_text_without_a_dot_before_four_digits_has_no_new_style_id(text: str) ->
         assert _NEW_TAIL_RE.search(text)
     else:
         assert not [m for m in find_arxiv_mentions(text) if "/" not in m.arxiv_id]
+
+
+# ---- review 34 ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # ar5iv renders arXiv papers as HTML under its own domain
+        ("https://ar5iv.org/abs/2401.12345", ["2401.12345"]),
+        ("see https://ar5iv.org/html/1412.6980 for the HTML", ["1412.6980"]),
+        ("https://ar5iv.labs.arxiv.org/html/2401.12345v2", ["2401.12345"]),
+        # DataCite DOIs of pre-2007 papers hold the old-style id
+        ("doi: 10.48550/arXiv.math/0211159", ["math/0211159"]),
+        ("https://doi.org/10.48550/arXiv.hep-th/9901001", ["hep-th/9901001"]),
+    ],
+)
+def test_ar5iv_links_and_old_style_dois(text: str, expected: list[str]) -> None:
+    assert find_arxiv_ids(text) == expected
+
+
+def test_ar5iv_link_is_classified_as_arxiv() -> None:
+    assert classify_link("https://ar5iv.org/abs/2401.12345") == ("arxiv", "2401.12345")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "math.PR/0601001",
+        "arXiv:math.PR/0601001v2",
+        "https://arxiv.org/abs/math.PR/0601001",
+        "math/0601001",
+        "MATH.pr/0601001",
+    ],
+)
+def test_subject_class_is_not_part_of_an_old_style_id(text: str) -> None:
+    """arXiv's old-style identifier is archive/YYMMNNN; "math.PR" names the same paper as
+    "math", so the pool (which stores math/0601001) and one thread's two spellings meet."""
+    assert find_arxiv_ids(text) == ["math/0601001"]
+    assert find_arxiv_ids(f"{text} and math/0601001") == ["math/0601001"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "version 2401.12345 of the package",
+        "upgraded to release 2401.12345",
+        "build v 2401.12345",
+        "took 2401.12345 seconds",
+        "elapsed 2401.12345 ms",
+        "peak memory 2401.12345 MiB",
+        "2401.12345 GB of cache",
+        "throughput 2401.12345 tokens/s",
+        "2024-01-15 10:23:45,123 INFO step 2401.12345",
+        "[2024-01-15 10:23:45] step 1203.4567",
+        "grad_norm: 1203.4567",
+        "loss: 2401.12345",
+    ],
+)
+def test_numbers_in_version_strings_log_lines_and_measurements_are_not_papers(text: str) -> None:
+    assert find_arxiv_ids(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("the paper 2401.12345 shows", ["2401.12345"]),
+        ("see 2401.12345 (GSPO) for details", ["2401.12345"]),
+        ("paper: 2401.12345", ["2401.12345"]),
+        ("2401.12345 is the paper", ["2401.12345"]),
+        ("arXiv:2401.12345 took 3 seconds to read", ["2401.12345"]),
+        ("version: see arXiv:2401.12345v2", ["2401.12345"]),
+    ],
+)
+def test_ids_next_to_ordinary_words_still_count(text: str, expected: list[str]) -> None:
+    assert find_arxiv_ids(text) == expected

@@ -590,3 +590,53 @@ def test_a_loaded_index_finds_long_names_where_the_built_one_does() -> None:
     )
     assert [p["method"] for p in link_papers(thread("x", body), built)] == ["cispo"]
     assert link_papers(thread("x", body), loaded) == link_papers(thread("x", body), built)
+
+
+# ---- review 34 ---------------------------------------------------------------------------
+def test_old_style_id_with_subject_class_finds_the_pool_paper() -> None:
+    pool = PaperIndex.build(
+        [{"arxiv_id": "math/0601001", "title": "Random walks on something rare"},
+         {"arxiv_id": "arXiv:2601.00077v2", "title": "A pool id written with its prefix"}]
+    )
+    got = link_papers(thread("q", "see arXiv:math.PR/0601001 and math/0601001, 2601.00077"), pool)
+    assert [(p["arxiv_id"], p["title"]) for p in got] == [
+        ("math/0601001", "Random walks on something rare"),
+        ("2601.00077", "A pool id written with its prefix"),
+    ]
+
+
+_PHRASE_POOL = [
+    {"arxiv_id": "2601.00011", "title": "Reward is enough"},
+    {"arxiv_id": "2601.00012", "title": "Let's Verify Step by Step"},
+    {"arxiv_id": "2601.00013", "title": "Attention Is All You Need"},
+]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "I think the reward is enough to learn from here.",
+        "let's verify step by step that the fix works",
+        "More attention is all you need to give the logs.",
+    ],
+)
+def test_titles_that_read_as_a_sentence_do_not_link_from_ordinary_prose(body: str) -> None:
+    pool = PaperIndex.build(_PHRASE_POOL)
+    assert [p for p in link_papers(thread("q", body), pool) if p["how"] == "title"] == []
+
+
+@pytest.mark.parametrize(
+    ("body", "arxiv_id"),
+    [
+        ("As in Reward Is Enough (Silver et al.), the signal suffices.", "2601.00011"),
+        ('The paper "reward is enough" argues this.', "2601.00011"),
+        ("See “Let’s verify step by step” for process rewards.", "2601.00012"),
+        ("Like *Let's Verify Step by Step*, we label steps.", "2601.00012"),
+        ("Attention Is All You Need introduced it.", "2601.00013"),
+        ("论文《Attention is all you need》提出了", "2601.00013"),
+    ],
+)
+def test_titles_that_read_as_a_sentence_link_when_written_as_a_title(body: str, arxiv_id: str) -> None:
+    pool = PaperIndex.build(_PHRASE_POOL)
+    got = [(p["arxiv_id"], p["how"]) for p in link_papers(thread("q", body), pool)]
+    assert got == [(arxiv_id, "title")]

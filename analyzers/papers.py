@@ -38,7 +38,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from analyzers.arxiv import find_arxiv_mentions
+from analyzers.arxiv import find_arxiv_mentions, normalise_arxiv_id
 from analyzers.text import strip_code, strip_html_comments, strip_inline_code, visible_text
 
 # Tokens: ASCII words (with a trailing ++ as in REINFORCE++). CJK text separates tokens.
@@ -374,6 +374,10 @@ class PaperIndex:
 
     def _add_paper(self, p: dict[str, Any]) -> int:
         arxiv_id = (p.get("arxiv_id") or None) and str(p["arxiv_id"]).strip()
+        if arxiv_id:
+            # The form threads' ids are read in ("arXiv:2503.14476v2" -> 2503.14476,
+            # "math.PR/0601001" -> math/0601001); anything else is kept as given.
+            arxiv_id = normalise_arxiv_id(arxiv_id) or arxiv_id
         title = str(p.get("title") or "").strip()
         norm = normalise_title(title)
         key = arxiv_id or f"title:{norm}"

@@ -743,7 +743,9 @@ class PaperIndex:
             if not starts:
                 continue
             score, a, b = _verify_title(title, lows, starts)
-            if score >= _TITLE_MIN_SCORE:
+            if score >= _TITLE_MIN_SCORE and (
+                not _reads_as_sentence(title.tokens) or _written_as_title(title, toks, a, b)
+            ):
                 found.append((score, len(title.tokens), a, b, title.paper))
         # Near-identical titles match the same words; only the best one there counts.
         found.sort(key=lambda f: (-f[0], -f[1]))
@@ -978,6 +980,39 @@ def _verify_title(title: _Title, lows: list[str], starts: list[int]) -> tuple[fl
             if score >= 100.0:
                 break
     return best
+
+
+# Words that make a short title read as a clause of ordinary prose ("Reward is enough",
+# "Attention Is All You Need", "Let's Verify Step by Step").
+_CLAUSE_WORDS = frozenset(
+    """is are was were be am you your we our us i my me it its can do does did let not no
+    what when how why all this that just only""".split()
+)
+_TITLE_OPENERS = frozenset("\"'\u201c\u2018\u00ab\u300a\u300c\u300e\u3008*_")
+
+
+def _reads_as_sentence(tokens: tuple[str, ...]) -> bool:
+    """A title of at most three distinct content words holding a clause word: written in
+    lower case in a sentence, it is the sentence, not a citation."""
+    content = {t for t in tokens if t not in TITLE_STOPWORDS and len(t) >= 2}
+    return len(content) <= 3 and not _CLAUSE_WORDS.isdisjoint(tokens)
+
+
+def _written_as_title(title: _Title, toks: _Toks, a: int, b: int) -> bool:
+    """Is the title matched around tokens [a, b) set apart as a title: its content words
+    capitalised, or an opening quote or emphasis right before it?"""
+    lows, words = toks.lows, toks.words
+    lo, hi = max(0, a - 2), min(len(lows), b + 2)
+    first = next((j for j in range(lo, hi) if lows[j] == title.tokens[0]), None)
+    if first is None:
+        return False
+    span = range(first, min(len(lows), first + len(title.tokens)))
+    content = [words[j] for j in span if lows[j] not in TITLE_STOPWORDS and len(lows[j]) >= 2]
+    if content and all(w[0].isupper() or w[0].isdigit() for w in content):
+        return True
+    st = toks.start(first)
+    before = toks.text[max(0, st - 3) : st].rstrip()
+    return bool(before) and before[-1] in _TITLE_OPENERS
 
 
 def _spaced(text: str, toks: _Toks, i: int, length: int) -> int:

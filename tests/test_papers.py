@@ -640,3 +640,18 @@ def test_titles_that_read_as_a_sentence_link_when_written_as_a_title(body: str, 
     pool = PaperIndex.build(_PHRASE_POOL)
     got = [(p["arxiv_id"], p["how"]) for p in link_papers(thread("q", body), pool)]
     assert got == [(arxiv_id, "title")]
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["run it with --gspo and --remax", "python train.py --icepop", "the --M2PO flag"],
+)
+def test_command_line_flags_are_not_method_names(body: str) -> None:
+    assert link_papers(thread("q", body)) == []
+
+
+def test_a_name_after_a_dash_in_prose_still_links() -> None:
+    assert [p["method"] for p in link_papers(thread("q", "baselines - GSPO and ReMax"))] == [
+        "gspo",
+        "remax",
+    ]

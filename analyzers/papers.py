@@ -1049,6 +1049,8 @@ def _clean_boundary(text: str, start: int, end: int, strict: bool, slashes: bool
         return False  # grpo.py, GRPO.loss
     if strict and before == "-":
         return False  # DeepSeek-R3 is not the R3 method
+    if before == "-" and start >= 2 and text[start - 2] == "-":
+        return False  # --gspo is a command-line flag
     if (
         after == "-"
         and end + 1 < len(text)

@@ -770,14 +770,14 @@ class PaperIndex:
         aliases = self._aliases
         words, lows = toks.words, toks.lows
         slashes = "/" in text  # without one, no match can sit in a path or URL
-        # What is decided at a token depends only on the characters from the one before it
-        # to `window` after it (longer spans cannot spell a name), except where a "/" makes
-        # the whitespace-delimited word around a match matter. So 64 KiB of one phrase over
-        # and over is decided once per distinct stretch; key: (at text start?, window cut by
-        # the text end?, the characters).
+        # What is decided at a token depends only on the characters from two before it
+        # ("--gspo" is a flag) to `window` after it (longer spans cannot spell a name), except
+        # where a "/" makes the whitespace-delimited word around a match matter. So 64 KiB of
+        # one phrase over and over is decided once per distinct stretch; key: (characters
+        # before it in the text, up to 2; window cut by the text end?; the characters).
         longest = self._longest_alias
         window = 2 * longest + 3 * self._max_alias_tokens + 8
-        memo: dict[tuple[bool, bool, str], tuple[_Alias, int] | None] = {}
+        memo: dict[tuple[int, bool, str], tuple[_Alias, int] | None] = {}
         # Names of one paper already reported (without `repeats`); a name shared by several
         # papers is always reported, as which one it means may depend on what came before.
         reported: set[int] = set()
@@ -798,7 +798,7 @@ class PaperIndex:
                 offsets = toks.offsets()
             starts, ends = offsets
             st = starts[i]
-            key = (st == 0, st + window > tlen, text[st - 1 if st else 0 : st + window])
+            key = (min(st, 2), st + window > tlen, text[max(0, st - 2) : st + window])
             if key in memo:
                 hit = memo[key]
                 if hit is not None:

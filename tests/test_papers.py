@@ -655,3 +655,12 @@ def test_a_name_after_a_dash_in_prose_still_links() -> None:
         "gspo",
         "remax",
     ]
+
+
+def test_a_flag_and_a_dashed_name_are_decided_apart_in_one_text() -> None:
+    """The decision at a name depends on the two characters before it: a text with both
+    " -GSPO" (a list item) and "--GSPO" (a flag) links the first and not the second."""
+    assert [p["method"] for p in link_papers(thread("q", "x --gspo and y -gspo"))] == ["gspo"]
+    body = "run --gspo first.\n\n-gspo is what we compare"
+    got = link_papers(thread("q", body))
+    assert [p["method"] for p in got] == ["gspo"]

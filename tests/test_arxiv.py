@@ -125,10 +125,19 @@ def test_classify_link() -> None:
         "arxiv.org/abs/" * 4681,
         "cs/" * 21845,
         ("1111 " * 80 + "2503.14476\n") * 160,
+        "loss: 2401.12345 MiB\n" * 3120,
+        "12:00:00 2401.12345 " * 3276,
+        "version " * 8000 + "2401.12345",
+        "a" * 65526 + " 2401.12345",
+        "x" * 40 + "1.2" * 21000,
+        "arXiv.cs/0112017 " * 3855,
+        "math.PR/0601001 " * 4096,
     ],
 )
 def test_linear_on_hostile_input(hostile: str) -> None:
     assert_linear_work(find_arxiv_ids, hostile)
+    # every mention, not only the first of each id: the per-id context checks run each time
+    assert_linear_work(find_arxiv_mentions, hostile)
 
 
 @st.composite

@@ -609,6 +609,7 @@ _PHRASE_POOL = [
     {"arxiv_id": "2601.00011", "title": "Reward is enough"},
     {"arxiv_id": "2601.00012", "title": "Let's Verify Step by Step"},
     {"arxiv_id": "2601.00013", "title": "Attention Is All You Need"},
+    {"arxiv_id": "2601.00014", "title": "Learning to Reason"},
 ]
 
 
@@ -618,6 +619,7 @@ _PHRASE_POOL = [
         "I think the reward is enough to learn from here.",
         "let's verify step by step that the fix works",
         "More attention is all you need to give the logs.",
+        "the policy is learning to reason now",
     ],
 )
 def test_titles_that_read_as_a_sentence_do_not_link_from_ordinary_prose(body: str) -> None:
@@ -634,6 +636,7 @@ def test_titles_that_read_as_a_sentence_do_not_link_from_ordinary_prose(body: st
         ("Like *Let's Verify Step by Step*, we label steps.", "2601.00012"),
         ("Attention Is All You Need introduced it.", "2601.00013"),
         ("论文《Attention is all you need》提出了", "2601.00013"),
+        ("as shown in Learning to Reason, the policy", "2601.00014"),
     ],
 )
 def test_titles_that_read_as_a_sentence_link_when_written_as_a_title(body: str, arxiv_id: str) -> None:

@@ -992,9 +992,12 @@ _TITLE_OPENERS = frozenset("\"'\u201c\u2018\u00ab\u300a\u300c\u300e\u3008*_")
 
 
 def _reads_as_sentence(tokens: tuple[str, ...]) -> bool:
-    """A title of at most three distinct content words holding a clause word: written in
-    lower case in a sentence, it is the sentence, not a citation."""
+    """A title of at most three distinct content words holding a clause word ("Reward is
+    enough"), or of one content word in at most four tokens ("Learning to Reason"): written
+    in lower case in a sentence, it is the sentence, not a citation."""
     content = {t for t in tokens if t not in TITLE_STOPWORDS and len(t) >= 2}
+    if len(content) <= 1 and len(tokens) <= 4:
+        return True
     return len(content) <= 3 and not _CLAUSE_WORDS.isdisjoint(tokens)
 
 

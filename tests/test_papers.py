@@ -667,3 +667,21 @@ def test_a_flag_and_a_dashed_name_are_decided_apart_in_one_text() -> None:
     body = "run --gspo first.\n\n-gspo is what we compare"
     got = link_papers(thread("q", body))
     assert [p["method"] for p in got] == ["gspo"]
+
+
+@pytest.mark.parametrize(
+    ("body", "method"),
+    [
+        ("we compared both GRPOs on the same data", "grpo"),
+        ("the two PPOs here differ in clipping", "ppo"),
+        ("GSPOs and the like", "gspo"),
+    ],
+)
+def test_an_acronym_in_the_plural_names_the_method(body: str, method: str) -> None:
+    assert [p["method"] for p in link_papers(thread("q", body))] == [method]
+
+
+@pytest.mark.parametrize("body", ["grpos are here", "the PPOS value", "use TISs", "Tiss"])
+def test_plural_only_as_the_acronym_plus_a_small_s(body: str) -> None:
+    got = [p["method"] for p in link_papers(thread("q", body))]
+    assert got in ([], ["tis"]) and ("TISs" in body) == (got == ["tis"])

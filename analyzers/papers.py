@@ -426,6 +426,17 @@ class PaperIndex:
             return
         case_sensitive, score = rules
         squashed = _squash(a)
+        ntok = len(_TOKEN_RE.findall(a))
+        self._register_alias(squashed, ntok, len(a.split()), case_sensitive, paper, method, score)
+        if ntok == 1 and _ACRONYM_RE.fullmatch(squashed):
+            # "GRPOs", "PPOs": the plural of an acronym, in exact case only ("grpos" and
+            # "PPOS" are not read as it).
+            self._register_alias(squashed + "s", 1, 1, True, paper, method, score)
+
+    def _register_alias(
+        self, squashed: str, ntok: int, nwords: int, case_sensitive: bool, paper: int,
+        method: str | None, score: float,
+    ) -> None:
         sig = (squashed if case_sensitive else squashed.lower(), case_sensitive)
         old = self._alias_seen.get(sig)
         if old is not None:
@@ -434,12 +445,11 @@ class PaperIndex:
             if not old.from_catalog and all(p != paper for p, _ in old.papers):
                 old.papers.append((paper, method))
             return
-        ntok = len(_TOKEN_RE.findall(a))
         self._max_alias_tokens = max(self._max_alias_tokens, ntok + 1)
         al = _Alias(
             squashed,
             ntok,
-            len(a.split()),
+            nwords,
             case_sensitive,
             [(paper, method)],
             score,
@@ -860,6 +870,7 @@ class PaperIndex:
                 yield hit[0], hit[1], m.start()
 
 
+_ACRONYM_RE = re.compile(r"[A-Z][A-Z0-9]{2,11}")  # GRPO, PPO, M2PO: takes a plural "s"
 _SHORT_NAME_RE = re.compile(r"[A-Z][A-Za-z0-9]{1,15}(?:-[A-Za-z0-9.]{1,8})?")
 _CODE_SPAN_RE = re.compile(r"`([^`\n]{1,40})`")
 

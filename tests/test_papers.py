@@ -685,3 +685,20 @@ def test_an_acronym_in_the_plural_names_the_method(body: str, method: str) -> No
 def test_plural_only_as_the_acronym_plus_a_small_s(body: str) -> None:
     got = [p["method"] for p in link_papers(thread("q", body))]
     assert got in ([], ["tis"]) and ("TISs" in body) == (got == ["tis"])
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "GRPOs PPOs " * 6000,
+        "--gspo -gspo " * 5000,
+        "the reward is enough " * 3100,
+        "“Reward Is Enough” " * 3400,
+        "learning to reason " * 3400,
+        "version 2401.12345 MiB 12:00:00\n" * 2000,
+        "math.PR/0601001 arXiv.cs/0112017 " * 2000,
+    ],
+)
+def test_linking_is_linear_on_hostile_text_of_this_review(hostile: str) -> None:
+    pool = PaperIndex.build(_PHRASE_POOL)
+    assert_linear_work(lambda text: link_papers(thread("t", text), pool), hostile)

@@ -702,3 +702,10 @@ def test_plural_only_as_the_acronym_plus_a_small_s(body: str) -> None:
 def test_linking_is_linear_on_hostile_text_of_this_review(hostile: str) -> None:
     pool = PaperIndex.build(_PHRASE_POOL)
     assert_linear_work(lambda text: link_papers(thread("t", text), pool), hostile)
+
+
+def test_a_pool_row_stored_with_a_lower_case_subject_class_is_found() -> None:
+    """Imports before review 34 stored math.PR/0601001 as math.pr/0601001."""
+    pool = PaperIndex.build([{"arxiv_id": "math.pr/0601001", "title": "Random walks on something rare"}])
+    got = link_papers(thread("q", "see arXiv:math/0601001"), pool)
+    assert [(p["arxiv_id"], p["title"]) for p in got] == [("math/0601001", "Random walks on something rare")]

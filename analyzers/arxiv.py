@@ -89,6 +89,13 @@ _VERSION_WORDS = frozenset(
     "version versions ver release released build tag v step steps epoch iter iteration "
     "debug info warn warning error critical trace".split()
 )
+# Keys of a logged value even when capitalised ("Loss: …"); a lower-case key or one with "_"
+# is a log key anyway, a name ("GSPO: 2507.18071") is a list of papers.
+_METRIC_KEYS = _VERSION_WORDS | frozenset(
+    "loss losses reward rewards return time lr kl entropy score acc accuracy value mean std "
+    "max min avg total count norm speed throughput latency memory mem size length len ppl "
+    "perplexity".split()
+)
 _PAPER_KEYS = frozenset(
     "paper papers ref refs reference references cite citation citations cf see link source "
     "eprint id arxiv".split()
@@ -193,10 +200,11 @@ def _measured(text: str, start: int, end: int) -> bool:
     (see _VERSION_WORDS): a look at 40 characters before it and 18 after."""
     m = _WORD_BEFORE_RE.search(text, max(0, start - 40), start)
     if m is not None:
-        word = m.group(1).lower()
+        key = m.group(1)
+        word = key.lower()
         if m.group(2):
-            if word not in _PAPER_KEYS:
-                return True  # "loss: 2401.12345"; "paper: 2401.12345" is a citation
+            if word not in _PAPER_KEYS and (key == word or "_" in key or word in _METRIC_KEYS):
+                return True  # "loss: 2401.12345"; "paper: …" and "GSPO: …" are citations
         elif word in _VERSION_WORDS:
             return True
     m = _WORD_AFTER_RE.match(text, end, end + 18)

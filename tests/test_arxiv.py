@@ -266,6 +266,9 @@ def test_subject_class_is_not_part_of_an_old_style_id(text: str) -> None:
         "[2024-01-15 10:23:45] step 1203.4567",
         "grad_norm: 1203.4567",
         "loss: 2401.12345",
+        "Loss: 2401.12345",
+        "Reward = 1203.4567",
+        "train/reward: 1203.4567",
     ],
 )
 def test_numbers_in_version_strings_log_lines_and_measurements_are_not_papers(text: str) -> None:
@@ -281,6 +284,11 @@ def test_numbers_in_version_strings_log_lines_and_measurements_are_not_papers(te
         ("2401.12345 is the paper", ["2401.12345"]),
         ("arXiv:2401.12345 took 3 seconds to read", ["2401.12345"]),
         ("version: see arXiv:2401.12345v2", ["2401.12345"]),
+        # a method's name as the key: a list of papers, not a log
+        ("DAPO: 2503.14476, GSPO: 2507.18071", ["2503.14476", "2507.18071"]),
+        ("- Dr. GRPO: 2503.20783", ["2503.20783"]),
+        ("GSPO：2507.18071", ["2507.18071"]),
+        ("ReMax = 2310.10505", ["2310.10505"]),
     ],
 )
 def test_ids_next_to_ordinary_words_still_count(text: str, expected: list[str]) -> None:

@@ -5,15 +5,19 @@ first appearance):
 
 - new-style ids ``YYMM.NNNNN`` (five digits after the dot from 1501 on, four before; months
   01-12, from 0704 on), with an optional ``v2`` version;
-- old-style ids ``archive/YYMMNNN`` and ``archive.XX/YYMMNNN`` for the pre-2007 archives;
-- links to arxiv.org (``abs``, ``pdf``, ``html``, also ``www.`` and ``export.``), alphaXiv,
-  Hugging Face papers pages, and DOIs ``10.48550/arXiv.<id>``;
+- old-style ids ``archive/YYMMNNN`` and ``archive.XX/YYMMNNN`` for the pre-2007 archives,
+  normalised to ``archive/YYMMNNN`` (the subject class is not part of the identifier);
+- links to arxiv.org (``abs``, ``pdf``, ``html``, also ``www.`` and ``export.``), ar5iv,
+  alphaXiv, Hugging Face papers pages, and DOIs ``10.48550/arXiv.<id>`` (old-style ids too);
 - ``arXiv:<id>``, ``arXiv <id>``, ``arxiv.<id>``.
 
 A bare new-style id with no such context is accepted only on a clean token boundary
 (not glued to letters, digits, dots, slashes, ``#`` ...) and not in a line of other decimal
 numbers, because version strings (``0.10.1``), dotted numbers (``2503.14476.1``), decimals
-(``1.2345``, ``2023.12345``), IP addresses and metric tables otherwise produce false links.
+(``1.2345``, ``2023.12345``), IP addresses and metric tables otherwise produce false links;
+nor after a version or log word (``version 2401.12345``), as the value of a key that is not a
+paper (``loss: 2401.12345``), before a unit (``2401.12345 MiB``), or in a line with a time
+of day (a log line).
 
 Every pattern is a fixed-width scan or a bounded look at a small window, so the work stays
 linear in the length of the text, also on 64 KiB of digits and dots.
@@ -41,7 +45,8 @@ OLD_ARCHIVES: tuple[str, ...] = (
 _NEW = r"(?P<new>\d\d\d\d\.\d{4,5})"
 # Old style: a generic archive-shaped word checked against OLD_ARCHIVES afterwards (a
 # character class scans faster than a 34-way alternation tried at every position).
-_OLD = r"(?P<old>(?<![\w.\-])[A-Za-z]{2,8}(?:-[A-Za-z]{2,5})?(?:\.[A-Za-z]{2})?/\d{7})"
+# Not glued to a word, path or number before it, except "arXiv." (the DOI 10.48550/arXiv.math/...).
+_OLD = r"(?P<old>(?<![\w\-])(?:(?<!\.)|(?<=arxiv\.))(?!arxiv\.)[A-Za-z]{2,8}(?:-[A-Za-z]{2,5})?(?:\.[A-Za-z]{2})?/\d{7})"
 _OLD_SET = frozenset(OLD_ARCHIVES)
 _TOKEN_RE = re.compile(rf"{_NEW}|{_OLD}", re.IGNORECASE)
 _NEW_ONLY_RE = re.compile(_NEW)  # for text where no old-style id can occur:
@@ -53,12 +58,12 @@ _VERSION_RE = re.compile(r"v\d{1,3}")
 
 # What may stand right before the id for it to count as an arXiv reference: the tail of a
 # link or prefix. Matched against a window of at most _WINDOW characters, and only when
-# the last _HINT characters hold "xiv" or "papers" (every context ends with one of them,
+# the last _HINT characters hold "xiv", "5iv" or "papers" (every context ends with one of them,
 # followed by at most ".org", a 9-character path and 3 separators).
 _WINDOW = 48
 _HINT = 24
 _CONTEXT_RE = re.compile(
-    r"(?:arxiv|alphaxiv|huggingface\.co/papers|hf\.co/papers|papers\.cool/arxiv|"
+    r"(?:arxiv|ar5iv|alphaxiv|huggingface\.co/papers|hf\.co/papers|papers\.cool/arxiv|"
     r"semanticscholar\.org/arxiv|10\.48550/arxiv)"
     r"(?:\.org)?(?:/(?:abs|pdf|html|format|ps|overview|papers))?[ \t:/._-]{0,3}$",
     re.IGNORECASE,
@@ -75,6 +80,34 @@ _LEFT_GLUE = frozenset(
 _RIGHT_GLUE = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_%$")
 # Bounded quantifiers: an unbounded \\d+ would go quadratic on long digit runs.
 _DECIMAL_RE = re.compile(r"\d{1,12}\.\d{1,12}")
+# A bare id is a measurement or a version, not a paper, when the word before it names a
+# version or a log record ("version 2401.12345", "INFO 2401.12345"), when it is the value of
+# a key that is not a paper ("loss: 2401.12345", "grad_norm: 1203.4567"), when a unit
+# follows it ("2401.12345 MiB", "took 2401.12345 seconds"), or when its line holds a time
+# of day (a log line).
+_VERSION_WORDS = frozenset(
+    "version versions ver release released build tag v step steps epoch iter iteration "
+    "debug info warn warning error critical trace".split()
+)
+# Keys of a logged value even when capitalised ("Loss: …"); a lower-case key or one with "_"
+# is a log key anyway, a name ("GSPO: 2507.18071") is a list of papers.
+_METRIC_KEYS = _VERSION_WORDS | frozenset(
+    "loss losses reward rewards return time lr kl entropy score acc accuracy value mean std "
+    "max min avg total count norm speed throughput latency memory mem size length len ppl "
+    "perplexity".split()
+)
+_PAPER_KEYS = frozenset(
+    "paper papers ref refs reference references cite citation citations cf see link source "
+    "eprint id arxiv".split()
+)
+_UNITS = frozenset(
+    "s sec secs second seconds ms msec us ns min mins minute minutes h hr hrs hour hours "
+    "b kb mb gb tb kib mib gib tib byte bytes tokens tok tflops gflops flops "
+    "it/s s/it tok/s tokens/s samples/s steps/s".split()
+)
+_WORD_BEFORE_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_.\-]{0,30})[ \t]{0,3}([:=\uff1a]?)[ \t]{0,3}$")
+_WORD_AFTER_RE = re.compile(r"[ \t]?([A-Za-z%]{1,8}(?:/[A-Za-z]{1,7})?)(?![A-Za-z0-9_])")
+_TIME_OF_DAY_RE = re.compile(r"\d:\d\d:\d\d")
 _MAX_YEAR = 40  # new-style ids up to 40MM; far enough ahead, and rejects 2023.12345-style years
 
 
@@ -134,9 +167,10 @@ def valid_old_style(ident: str) -> bool:
 
 
 def _normalise_old(ident: str) -> str:
+    """archive/YYMMNNN: a subject class (math.PR/0601001) is not part of the identifier,
+    and arXiv's metadata, the pool and links all name the paper math/0601001."""
     archive, _, num = ident.rpartition("/")
-    name, dot, sub = archive.partition(".")
-    return f"{name.lower()}{dot}{sub.upper()}/{num}" if dot else f"{name.lower()}/{num}"
+    return f"{archive.partition('.')[0].lower()}/{num}"
 
 
 def _skip_version(text: str, pos: int) -> int:
@@ -159,6 +193,35 @@ def _number_starts(text: str) -> tuple[list[int], list[int]]:
             continue
         plain.append(m.start())
     return plain, old
+
+
+def _measured(text: str, start: int, end: int) -> bool:
+    """True when a bare id at [start, end) reads as a version, a log value or a measurement
+    (see _VERSION_WORDS): a look at 40 characters before it and 18 after."""
+    m = _WORD_BEFORE_RE.search(text, max(0, start - 40), start)
+    if m is not None:
+        key = m.group(1)
+        word = key.lower()
+        if m.group(2):
+            if word not in _PAPER_KEYS and (key == word or "_" in key or word in _METRIC_KEYS):
+                return True  # "loss: 2401.12345"; "paper: …" and "GSPO: …" are citations
+        elif word in _VERSION_WORDS:
+            return True
+    m = _WORD_AFTER_RE.match(text, end, end + 18)
+    return m is not None and m.group(1).lower() in _UNITS
+
+
+def _line_has_time(text: str, times: list[int], start: int, end: int) -> bool:
+    """True when the line of [start, end) holds a time of day (`times`: where they start)."""
+    k = bisect.bisect_left(times, max(0, start - 200))
+    if k == len(times) or times[k] >= end + 200:
+        return False
+    nl = text.rfind("\n", max(0, start - 200), start)
+    ls = nl + 1 if nl >= 0 else max(0, start - 200)
+    le = text.find("\n", end, end + 200)
+    if le < 0:
+        le = min(len(text), end + 200)
+    return _count(times, ls, le) > 0
 
 
 def _count(starts: list[int], lo: int, hi: int) -> int:
@@ -214,7 +277,7 @@ class _Contexts:
         if tail.isascii():
             # Every context ends in "xiv" or "papers" plus at most 16 characters.
             low = tail.lower()
-            if "xiv" not in low and "papers" not in low:
+            if "xiv" not in low and "5iv" not in low and "papers" not in low:
                 return None
         ctx = _CONTEXT_RE.search(self.text[max(0, start - _WINDOW) : start])
         if ctx is None:
@@ -239,6 +302,7 @@ def find_arxiv_mentions(
         return []
     out: list[ArxivMention] = []
     numbers: tuple[list[int], list[int]] | None = None  # computed for the first bare id only
+    times: list[int] | None = None  # where times of day start (for the first bare id)
     contexts: _Contexts | None = None  # built at the first id-shaped token
     emitted: set[str] = set()  # raw tokens already returned (with `unique`)
     scan = _TOKEN_RE if "/" in text and _OLD_TAIL_RE.search(text) else _NEW_ONLY_RE
@@ -277,7 +341,11 @@ def find_arxiv_mentions(
                 continue
             if numbers is None:
                 numbers = _number_starts(text)
-            if _numeric_line(text, numbers, start, end):
+                times = [t.start() for t in _TIME_OF_DAY_RE.finditer(text)]
+            assert times is not None
+            if _numeric_line(text, numbers, start, end) or _line_has_time(text, times, start, end):
+                continue
+            if _measured(text, start, end):
                 continue
             out.append(ArxivMention(raw, start, end, "bare"))
             emitted.add(raw)
@@ -300,6 +368,29 @@ def find_arxiv_mentions(
     return out
 
 
+def normalise_arxiv_id(value: str | None) -> str | None:
+    """The bare id of one identifier as written alone ("arXiv:2503.14476v2",
+    "https://arxiv.org/pdf/2503.14476v2.pdf", "math.PR/0601001" -> "math/0601001"), the
+    form find_arxiv_ids gives; None when `value` is not one valid arXiv identifier."""
+    text = (value or "").strip()
+    if not text or len(text) > 200:
+        return None
+    if valid_new_style(text):
+        return text  # already bare (most of a pool of 100,000): no scan
+    ids = find_arxiv_ids(text)
+    if len(ids) != 1:
+        return None
+    m = find_arxiv_mentions(text)[0]
+    # The id must be all there is besides a prefix or link before it and a version/".pdf"/"/"
+    # after it: "see 2503.14476" or "2503.14476 and more" is a sentence, not an identifier.
+    head, tail = text[: m.start], text[m.end :].lower()
+    if head and m.form == "bare":
+        return None
+    if tail not in ("", ".pdf", "/"):
+        return None
+    return ids[0]
+
+
 def find_arxiv_ids(text: str | None) -> list[str]:
     """arXiv ids in `text`: ordered by first appearance, unique, versions dropped."""
     seen: dict[str, None] = {}
@@ -314,6 +405,7 @@ _LINK_KINDS = (
     ("hf.co/papers", "huggingface"),
     ("10.48550/", "doi"),
     ("arxiv.org", "arxiv"),
+    ("ar5iv.", "arxiv"),
 )
 
 
@@ -336,6 +428,7 @@ __all__ = [
     "classify_link",
     "find_arxiv_ids",
     "find_arxiv_mentions",
+    "normalise_arxiv_id",
     "valid_new_style",
     "valid_old_style",
 ]

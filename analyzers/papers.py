@@ -38,7 +38,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from analyzers.arxiv import find_arxiv_mentions
+from analyzers.arxiv import find_arxiv_mentions, normalise_arxiv_id
 from analyzers.text import strip_code, strip_html_comments, strip_inline_code, visible_text
 
 # Tokens: ASCII words (with a trailing ++ as in REINFORCE++). CJK text separates tokens.
@@ -374,6 +374,10 @@ class PaperIndex:
 
     def _add_paper(self, p: dict[str, Any]) -> int:
         arxiv_id = (p.get("arxiv_id") or None) and str(p["arxiv_id"]).strip()
+        if arxiv_id:
+            # The form threads' ids are read in ("arXiv:2503.14476v2" -> 2503.14476,
+            # "math.PR/0601001" -> math/0601001); anything else is kept as given.
+            arxiv_id = normalise_arxiv_id(arxiv_id) or arxiv_id
         title = str(p.get("title") or "").strip()
         norm = normalise_title(title)
         key = arxiv_id or f"title:{norm}"
@@ -422,6 +426,17 @@ class PaperIndex:
             return
         case_sensitive, score = rules
         squashed = _squash(a)
+        ntok = len(_TOKEN_RE.findall(a))
+        self._register_alias(squashed, ntok, len(a.split()), case_sensitive, paper, method, score)
+        if ntok == 1 and _ACRONYM_RE.fullmatch(squashed):
+            # "GRPOs", "PPOs": the plural of an acronym, in exact case only ("grpos" and
+            # "PPOS" are not read as it).
+            self._register_alias(squashed + "s", 1, 1, True, paper, method, score)
+
+    def _register_alias(
+        self, squashed: str, ntok: int, nwords: int, case_sensitive: bool, paper: int,
+        method: str | None, score: float,
+    ) -> None:
         sig = (squashed if case_sensitive else squashed.lower(), case_sensitive)
         old = self._alias_seen.get(sig)
         if old is not None:
@@ -430,12 +445,11 @@ class PaperIndex:
             if not old.from_catalog and all(p != paper for p, _ in old.papers):
                 old.papers.append((paper, method))
             return
-        ntok = len(_TOKEN_RE.findall(a))
         self._max_alias_tokens = max(self._max_alias_tokens, ntok + 1)
         al = _Alias(
             squashed,
             ntok,
-            len(a.split()),
+            nwords,
             case_sensitive,
             [(paper, method)],
             score,
@@ -739,7 +753,9 @@ class PaperIndex:
             if not starts:
                 continue
             score, a, b = _verify_title(title, lows, starts)
-            if score >= _TITLE_MIN_SCORE:
+            if score >= _TITLE_MIN_SCORE and (
+                not _reads_as_sentence(title.tokens) or _written_as_title(title, toks, a, b)
+            ):
                 found.append((score, len(title.tokens), a, b, title.paper))
         # Near-identical titles match the same words; only the best one there counts.
         found.sort(key=lambda f: (-f[0], -f[1]))
@@ -764,14 +780,14 @@ class PaperIndex:
         aliases = self._aliases
         words, lows = toks.words, toks.lows
         slashes = "/" in text  # without one, no match can sit in a path or URL
-        # What is decided at a token depends only on the characters from the one before it
-        # to `window` after it (longer spans cannot spell a name), except where a "/" makes
-        # the whitespace-delimited word around a match matter. So 64 KiB of one phrase over
-        # and over is decided once per distinct stretch; key: (at text start?, window cut by
-        # the text end?, the characters).
+        # What is decided at a token depends only on the characters from two before it
+        # ("--gspo" is a flag) to `window` after it (longer spans cannot spell a name), except
+        # where a "/" makes the whitespace-delimited word around a match matter. So 64 KiB of
+        # one phrase over and over is decided once per distinct stretch; key: (characters
+        # before it in the text, up to 2; window cut by the text end?; the characters).
         longest = self._longest_alias
         window = 2 * longest + 3 * self._max_alias_tokens + 8
-        memo: dict[tuple[bool, bool, str], tuple[_Alias, int] | None] = {}
+        memo: dict[tuple[int, bool, str], tuple[_Alias, int] | None] = {}
         # Names of one paper already reported (without `repeats`); a name shared by several
         # papers is always reported, as which one it means may depend on what came before.
         reported: set[int] = set()
@@ -792,7 +808,7 @@ class PaperIndex:
                 offsets = toks.offsets()
             starts, ends = offsets
             st = starts[i]
-            key = (st == 0, st + window > tlen, text[st - 1 if st else 0 : st + window])
+            key = (min(st, 2), st + window > tlen, text[max(0, st - 2) : st + window])
             if key in memo:
                 hit = memo[key]
                 if hit is not None:
@@ -854,6 +870,7 @@ class PaperIndex:
                 yield hit[0], hit[1], m.start()
 
 
+_ACRONYM_RE = re.compile(r"[A-Z][A-Z0-9]{2,11}")  # GRPO, PPO, M2PO: takes a plural "s"
 _SHORT_NAME_RE = re.compile(r"[A-Z][A-Za-z0-9]{1,15}(?:-[A-Za-z0-9.]{1,8})?")
 _CODE_SPAN_RE = re.compile(r"`([^`\n]{1,40})`")
 
@@ -976,6 +993,42 @@ def _verify_title(title: _Title, lows: list[str], starts: list[int]) -> tuple[fl
     return best
 
 
+# Words that make a short title read as a clause of ordinary prose ("Reward is enough",
+# "Attention Is All You Need", "Let's Verify Step by Step").
+_CLAUSE_WORDS = frozenset(
+    """is are was were be am you your we our us i my me it its can do does did let not no
+    what when how why all this that just only""".split()
+)
+_TITLE_OPENERS = frozenset("\"'\u201c\u2018\u00ab\u300a\u300c\u300e\u3008*_")
+
+
+def _reads_as_sentence(tokens: tuple[str, ...]) -> bool:
+    """A title of at most three distinct content words holding a clause word ("Reward is
+    enough"), or of one content word in at most four tokens ("Learning to Reason"): written
+    in lower case in a sentence, it is the sentence, not a citation."""
+    content = {t for t in tokens if t not in TITLE_STOPWORDS and len(t) >= 2}
+    if len(content) <= 1 and len(tokens) <= 4:
+        return True
+    return len(content) <= 3 and not _CLAUSE_WORDS.isdisjoint(tokens)
+
+
+def _written_as_title(title: _Title, toks: _Toks, a: int, b: int) -> bool:
+    """Is the title matched around tokens [a, b) set apart as a title: its content words
+    capitalised, or an opening quote or emphasis right before it?"""
+    lows, words = toks.lows, toks.words
+    lo, hi = max(0, a - 2), min(len(lows), b + 2)
+    first = next((j for j in range(lo, hi) if lows[j] == title.tokens[0]), None)
+    if first is None:
+        return False
+    span = range(first, min(len(lows), first + len(title.tokens)))
+    content = [words[j] for j in span if lows[j] not in TITLE_STOPWORDS and len(lows[j]) >= 2]
+    if content and all(w[0].isupper() or w[0].isdigit() for w in content):
+        return True
+    st = toks.start(first)
+    before = toks.text[max(0, st - 3) : st].rstrip()
+    return bool(before) and before[-1] in _TITLE_OPENERS
+
+
 def _spaced(text: str, toks: _Toks, i: int, length: int) -> int:
     """How many of the gaps between tokens i .. i+length-1 hold whitespace."""
     return sum(
@@ -1010,6 +1063,8 @@ def _clean_boundary(text: str, start: int, end: int, strict: bool, slashes: bool
         return False  # grpo.py, GRPO.loss
     if strict and before == "-":
         return False  # DeepSeek-R3 is not the R3 method
+    if before == "-" and start >= 2 and text[start - 2] == "-":
+        return False  # --gspo is a command-line flag
     if (
         after == "-"
         and end + 1 < len(text)

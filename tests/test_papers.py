@@ -590,3 +590,122 @@ def test_a_loaded_index_finds_long_names_where_the_built_one_does() -> None:
     )
     assert [p["method"] for p in link_papers(thread("x", body), built)] == ["cispo"]
     assert link_papers(thread("x", body), loaded) == link_papers(thread("x", body), built)
+
+
+# ---- review 34 ---------------------------------------------------------------------------
+def test_old_style_id_with_subject_class_finds_the_pool_paper() -> None:
+    pool = PaperIndex.build(
+        [{"arxiv_id": "math/0601001", "title": "Random walks on something rare"},
+         {"arxiv_id": "arXiv:2601.00077v2", "title": "A pool id written with its prefix"}]
+    )
+    got = link_papers(thread("q", "see arXiv:math.PR/0601001 and math/0601001, 2601.00077"), pool)
+    assert [(p["arxiv_id"], p["title"]) for p in got] == [
+        ("math/0601001", "Random walks on something rare"),
+        ("2601.00077", "A pool id written with its prefix"),
+    ]
+
+
+_PHRASE_POOL = [
+    {"arxiv_id": "2601.00011", "title": "Reward is enough"},
+    {"arxiv_id": "2601.00012", "title": "Let's Verify Step by Step"},
+    {"arxiv_id": "2601.00013", "title": "Attention Is All You Need"},
+    {"arxiv_id": "2601.00014", "title": "Learning to Reason"},
+]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "I think the reward is enough to learn from here.",
+        "let's verify step by step that the fix works",
+        "More attention is all you need to give the logs.",
+        "the policy is learning to reason now",
+    ],
+)
+def test_titles_that_read_as_a_sentence_do_not_link_from_ordinary_prose(body: str) -> None:
+    pool = PaperIndex.build(_PHRASE_POOL)
+    assert [p for p in link_papers(thread("q", body), pool) if p["how"] == "title"] == []
+
+
+@pytest.mark.parametrize(
+    ("body", "arxiv_id"),
+    [
+        ("As in Reward Is Enough (Silver et al.), the signal suffices.", "2601.00011"),
+        ('The paper "reward is enough" argues this.', "2601.00011"),
+        ("See “Let’s verify step by step” for process rewards.", "2601.00012"),
+        ("Like *Let's Verify Step by Step*, we label steps.", "2601.00012"),
+        ("Attention Is All You Need introduced it.", "2601.00013"),
+        ("论文《Attention is all you need》提出了", "2601.00013"),
+        ("as shown in Learning to Reason, the policy", "2601.00014"),
+    ],
+)
+def test_titles_that_read_as_a_sentence_link_when_written_as_a_title(body: str, arxiv_id: str) -> None:
+    pool = PaperIndex.build(_PHRASE_POOL)
+    got = [(p["arxiv_id"], p["how"]) for p in link_papers(thread("q", body), pool)]
+    assert got == [(arxiv_id, "title")]
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["run it with --gspo and --remax", "python train.py --icepop", "the --M2PO flag"],
+)
+def test_command_line_flags_are_not_method_names(body: str) -> None:
+    assert link_papers(thread("q", body)) == []
+
+
+def test_a_name_after_a_dash_in_prose_still_links() -> None:
+    assert [p["method"] for p in link_papers(thread("q", "baselines - GSPO and ReMax"))] == [
+        "gspo",
+        "remax",
+    ]
+
+
+def test_a_flag_and_a_dashed_name_are_decided_apart_in_one_text() -> None:
+    """The decision at a name depends on the two characters before it: a text with both
+    " -GSPO" (a list item) and "--GSPO" (a flag) links the first and not the second."""
+    assert [p["method"] for p in link_papers(thread("q", "x --gspo and y -gspo"))] == ["gspo"]
+    body = "run --gspo first.\n\n-gspo is what we compare"
+    got = link_papers(thread("q", body))
+    assert [p["method"] for p in got] == ["gspo"]
+
+
+@pytest.mark.parametrize(
+    ("body", "method"),
+    [
+        ("we compared both GRPOs on the same data", "grpo"),
+        ("the two PPOs here differ in clipping", "ppo"),
+        ("GSPOs and the like", "gspo"),
+    ],
+)
+def test_an_acronym_in_the_plural_names_the_method(body: str, method: str) -> None:
+    assert [p["method"] for p in link_papers(thread("q", body))] == [method]
+
+
+@pytest.mark.parametrize("body", ["grpos are here", "the PPOS value", "use TISs", "Tiss"])
+def test_plural_only_as_the_acronym_plus_a_small_s(body: str) -> None:
+    got = [p["method"] for p in link_papers(thread("q", body))]
+    assert got in ([], ["tis"]) and ("TISs" in body) == (got == ["tis"])
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "GRPOs PPOs " * 6000,
+        "--gspo -gspo " * 5000,
+        "the reward is enough " * 3100,
+        "“Reward Is Enough” " * 3400,
+        "learning to reason " * 3400,
+        "version 2401.12345 MiB 12:00:00\n" * 2000,
+        "math.PR/0601001 arXiv.cs/0112017 " * 2000,
+    ],
+)
+def test_linking_is_linear_on_hostile_text_of_this_review(hostile: str) -> None:
+    pool = PaperIndex.build(_PHRASE_POOL)
+    assert_linear_work(lambda text: link_papers(thread("t", text), pool), hostile)
+
+
+def test_a_pool_row_stored_with_a_lower_case_subject_class_is_found() -> None:
+    """Imports before review 34 stored math.PR/0601001 as math.pr/0601001."""
+    pool = PaperIndex.build([{"arxiv_id": "math.pr/0601001", "title": "Random walks on something rare"}])
+    got = link_papers(thread("q", "see arXiv:math/0601001"), pool)
+    assert [(p["arxiv_id"], p["title"]) for p in got] == [("math/0601001", "Random walks on something rare")]

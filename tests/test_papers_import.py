@@ -230,3 +230,24 @@ async def test_a_title_with_a_capital_beyond_ascii_is_found_again(ctx: Any) -> N
     # Another case of its ASCII letters is the same paper too (its title is taken, as always).
     cased = await upsert_papers(ctx, read_json_lines([json.dumps({"title": "Ω-LEARNING: ÉLAN FOR RL"})]))
     assert cased.as_dict() == {"added": 0, "updated": 1, "unchanged": 0}
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        # the subject class is not part of an old-style id: arXiv's metadata says math/0601001
+        ("math.PR/0601001", "math/0601001"),
+        ("arXiv:math.PR/0601001v2", "math/0601001"),
+        ("https://arxiv.org/abs/cs.LG/0112017", "cs/0112017"),
+        # written with a space after the prefix, or as a link without a scheme or to a PDF
+        ("arXiv: 2503.14476", "2503.14476"),
+        ("arxiv.org/abs/2503.14476v1", "2503.14476"),
+        ("https://arxiv.org/pdf/2503.14476v2.pdf", "2503.14476"),
+        # shaped like an id, but no month 13 and no five-digit numbers before 2015
+        ("2513.12345", None),
+        ("1412.69801", None),
+        ("xx/0112017", None),
+    ],
+)
+def test_bare_ids_are_the_ids_threads_link_to(given: str, expected: str | None) -> None:
+    assert bare_arxiv_id(given) == expected

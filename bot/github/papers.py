@@ -31,6 +31,7 @@ from typing import Any
 
 from sqlalchemy import func, insert, select
 
+from analyzers.arxiv import normalise_arxiv_id
 from bot.store.models import Paper
 
 log = logging.getLogger(__name__)
@@ -48,24 +49,16 @@ MAX_SKIPS_SHOWN = 50  # lines named on stderr; the count covers them all
 ATOM = "{http://www.w3.org/2005/Atom}"
 ARXIV_NS = "{http://arxiv.org/schemas/atom}"
 
-_VERSION = re.compile(r"v\d+$")
-_PREFIX = re.compile(r"^(?:arxiv:|https?://(?:www\.|export\.)?arxiv\.org/(?:abs|pdf)/)", re.I)
-_NEW_ID = re.compile(r"^\d{4}\.\d{4,5}$")
-_OLD_ID = re.compile(r"^[a-z][a-z\-]*(?:\.[a-z]{2})?/\d{7}$")
 _SPACES = re.compile(r"\s+")
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def bare_arxiv_id(value: str | None) -> str | None:
-    """'arXiv:2503.14476v2', 'http://arxiv.org/abs/hep-th/9901001v1' -> bare id; else None."""
-    if not value:
-        return None
-    text = _PREFIX.sub("", value.strip())
-    text = _VERSION.sub("", text.removesuffix(".pdf"))
-    if _NEW_ID.match(text):
-        return text
-    lowered = text.lower()
-    return lowered if _OLD_ID.match(lowered) else None
+    """'arXiv:2503.14476v2', 'http://arxiv.org/abs/hep-th/9901001v1' -> bare id; else None.
+
+    The id threads are linked by (analyzers.arxiv): a valid month and digit count, and an
+    old-style id without its subject class ("math.PR/0601001" is math/0601001)."""
+    return normalise_arxiv_id(value)
 
 
 def _clean_title(title: str | None) -> str:

@@ -113,9 +113,9 @@ async def test_the_records_the_app_writes_are_contract_threads(ctx: Any, shared_
     # a thread with no comments, opened by an account since deleted
     await dispatch(ctx, "issues", envelope("opened", issue=issue(1, user=None, html_url=None)))
     # a deleted account's comment on an issue opened by a bot
-    await dispatch(ctx, "issues", envelope("opened", issue=issue(
-        2, user=user("dependabot[bot]", "Bot"))))
-    await dispatch(ctx, "issue_comment", envelope("created", issue=issue(2), comment=comment(
+    by_bot = issue(2, user=user("dependabot[bot]", "Bot"))
+    await dispatch(ctx, "issues", envelope("opened", issue=by_bot))
+    await dispatch(ctx, "issue_comment", envelope("created", issue=by_bot, comment=comment(
         20, "Same here.", user=None, author_association=None)))
     # a pull request the app first hears of through a review
     await dispatch(ctx, "pull_request_review", envelope(

@@ -40,6 +40,7 @@ def sync_command(args: Any) -> int:
         finally:
             await ctx.close()
         print(json.dumps(stats.as_dict(), indent=2))
-        return 0 if not stats.failed_streams else 2
+        # 2: some work failed (a repository not read, a thread not analysed), the rest done
+        return 0 if not (stats.failed_streams or stats.failed_threads) else 2
 
     return asyncio.run(main())

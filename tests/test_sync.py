@@ -723,3 +723,40 @@ async def test_sync_command_line_when_the_database_refuses_one_threads_analysis(
     finally:
         await engine.dispose()
     assert sorted(analysed) == sorted(t["number"] for t in trl if t["number"] != bad)
+
+
+@pytest.mark.parametrize("redirect", [">&-", ">/dev/full"])
+async def test_sync_whose_counts_cannot_be_written_keeps_its_work_and_says_so(
+        redirect: str, db_url: str, fake_github: Any, world: Any) -> None:
+    """`rltracker sync >&-` (cron with standard output closed) or a full disk under its
+    redirection: the sync did all its work, then printing the counts failed and it exited 2,
+    what a repository that could not be read exits with ("<stdout>: Bad file descriptor"),
+    and a disk full was a traceback as a bug. The work is kept and its exit status is the
+    sync's own (0: everything synced); one line on stderr says the counts were not written
+    and why."""
+    import asyncio
+    import os
+    import shlex
+    import sys
+
+    env = {**os.environ, "DATABASE_URL": db_url, "GITHUB_API_URL": fake_github.url,
+           "GITHUB_TOKEN": fake_github.user_token}
+    env.pop("GITHUB_APP_ID", None)
+    command = f"{shlex.quote(sys.executable)} -m bot.cli sync --repo HuggingFace/TRL {redirect}"
+    proc = await asyncio.create_subprocess_exec(
+        "/bin/sh", "-c", command, env=env, stderr=asyncio.subprocess.PIPE)
+    _, err = await proc.communicate()
+    text = err.decode()
+    assert proc.returncode == 0, text[-2000:]
+    assert "Traceback" not in text and "Exception ignored" not in text
+    last = text.splitlines()[-1]
+    assert last.startswith(f"rltracker sync: synced {THREADS_PER_REPO} threads "), last
+    assert "the counts were not written to standard output" in last
+    from bot.config import Settings
+
+    ctx = AppContext.create(Settings.from_env({}, database_url=db_url))
+    try:
+        assert await count(ctx, Thread) == THREADS_PER_REPO  # the work is kept
+        assert await count(ctx, Analysis) == THREADS_PER_REPO
+    finally:
+        await ctx.close()

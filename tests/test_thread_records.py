@@ -145,3 +145,24 @@ async def test_the_records_the_app_writes_are_contract_threads(ctx: Any, shared_
     assert "author_is_bot" not in mine[2]["comments"][0]
     assert mine[3]["comments"][0]["kind"] == "review" and mine[3]["kind"] == "pull_request"
     assert mine[4]["state"] == "merged"
+
+
+def test_verdicts_export_writes_contract_threads() -> None:
+    """`rltracker verdicts export` writes each verdict as a labelled thread (its `labels` the
+    evaluation set's object, not the contract's list): a thread stored without its address
+    was written with `"url": null`, where the contract types url a string."""
+    from bot.cli.verdicts import labelled_thread
+    from bot.store.models import Comment, Verdict
+    from bot.store.types import parse_datetime
+
+    thread = Thread(repo="o/r", number=7, kind="issue", title="Entropy collapses", body=None,
+                    author=None, author_is_bot=None, state="open", labels=[], assignees=[],
+                    url=None, complete=True, created_at=parse_datetime("2025-05-01T10:00:00Z"))
+    comments = [Comment(kind="comment", github_id=1, author=None, author_is_bot=None,
+                        body="Same here.", created_at=parse_datetime("2025-05-01T11:00:00Z"))]
+    verdict = Verdict(login="m", role="maintainer", comment_id=None, is_failure_report=True,
+                      category="entropy_collapse", given_at=parse_datetime("2025-05-02T10:00:00Z"))
+    record = labelled_thread(thread, comments, verdict)
+    assert record["labels"] == {"is_failure_report": True, "category": "entropy_collapse"}
+    assert contract_problems({k: v for k, v in record.items() if k != "labels"}) == []
+    assert "url" not in record

@@ -271,17 +271,22 @@ def stdout_reader_gone() -> bool:
     return any(flags & (select.POLLERR | select.POLLHUP) for _, flags in events)
 
 
-def _stop_for_closed_stdout() -> int:
-    """The reader of standard output left: stop quietly as a Unix tool killed by SIGPIPE does
-    (Python ignores the signal, so the write failed with EPIPE and printed a traceback as a
-    bug). What is still buffered goes to /dev/null, else flushing it at exit would fail again
-    ("Exception ignored ... BrokenPipeError")."""
+def discard_stdout() -> None:
+    """Standard output pointed at /dev/null after a write to it failed: what is still
+    buffered would fail again when flushed at exit ("Exception ignored ... OSError")."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
     except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
         pass
+
+
+def _stop_for_closed_stdout() -> int:
+    """The reader of standard output left: stop quietly as a Unix tool killed by SIGPIPE does
+    (Python ignores the signal, so the write failed with EPIPE and printed a traceback as a
+    bug). What is still buffered goes to /dev/null (discard_stdout)."""
+    discard_stdout()
     return PIPE_CLOSED
 
 

@@ -195,6 +195,20 @@ def check_database_url(url: str, *, may_be_absent: bool = False) -> None:
                            "is not writable by this user (SQLite creates its file there)")
 
 
+def require_database(env: Mapping[str, str]) -> None:
+    """SettingError when DATABASE_URL names a SQLite file that does not exist (in a folder that
+    does: a missing folder is check_database_url's), before anything opens it (SQLite would
+    create it empty). For the commands that read the database; `migrate` creates it."""
+    raw = env.get("DATABASE_URL") or None
+    path = sqlite_path(raw or DEFAULT_DATABASE_URL)
+    if path is None or path.exists() or not path.parent.is_dir():
+        return
+    raise SettingError("DATABASE_URL", redact_url(raw) if raw else None,
+                       f"the SQLite database {os.path.abspath(path)} does not exist (nothing was "
+                       "created); create it with `rltracker migrate` (`make run` migrates, then "
+                       "serves), or set DATABASE_URL to the database")
+
+
 def _check_pem(name: str, value: str | None, pem: str) -> None:
     """`value` is the path for GITHUB_PRIVATE_KEY_PATH, None for the key text (never shown)."""
     from cryptography.exceptions import UnsupportedAlgorithm

@@ -666,9 +666,8 @@ def test_the_thread_records_the_app_serves_are_analysed(tmp_path: Path) -> None:
     comments = [Comment(kind="comment", github_id=1, author=None, author_is_bot=None,
                         body="Same here after 30 steps."),
                 Comment(kind="review", github_id=2, author="bob", author_is_bot=False, body="ok")]
-    record = thread_record(thread, comments)
-    assert record["author_is_bot"] is None and record["url"] is None
-    assert record["comments"][0]["author_is_bot"] is None
+    record = dict(thread_record(thread, comments), author_is_bot=None, url=None)
+    record["comments"][0]["author_is_bot"] = None  # as served before review33 left them out
     also = dict(GOOD_2, author_is_bot=None, complete=None, url=None,
                 comments=[{"author": "c", "body": "x", "kind": None, "author_is_bot": None}])
     src = write_lines(tmp_path / "in.jsonl", [json.dumps(record), json.dumps(also)])
@@ -684,3 +683,43 @@ def test_the_thread_records_the_app_serves_are_analysed(tmp_path: Path) -> None:
     assert [r["error"] for r in read_jsonl(out)] == [
         "line 1: kind must be one of issue, pull_request, discussion, got null",
         'line 2: author_is_bot must be true or false, got "no"']
+
+
+def test_records_breaking_the_contracts_cross_key_rules_get_error_records(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The contract states two rules across keys: `merged` is a state only pull requests have,
+    and comments are in time order. An issue or a discussion said to be merged, or a thread
+    whose comments run backwards in time, was analysed as if it were right (its review state
+    read from a state it cannot have, its replies in an order that never happened): each is an
+    error record naming the line and the rule, the other lines analysed, exit 1. Times are
+    compared as instants (an offset, a bare date, a comment with no time are fine)."""
+    c = [{"author": "a", "created_at": "2025-01-02T10:00:00Z", "body": "first"},
+         {"author": "b", "created_at": "2025-01-01T10:00:00Z", "body": "a day earlier"}]
+    ordered = [{"author": "a", "created_at": "2025-01-02T18:00:00+08:00", "body": "first"},
+               {"author": "b", "created_at": None, "body": "no time"},
+               {"author": "c", "created_at": "2025-01-02T10:00:00Z", "body": "same instant"},
+               {"author": "d", "created_at": "2025-01-02", "body": "that day"},
+               {"author": "e", "body": "time not known"},
+               {"author": "f", "created_at": "2025-01-03T00:00:00", "body": "next day"}]
+    lines = [
+        dict(GOOD_1, state="merged"),
+        dict(GOOD_1, kind="discussion", state="merged"),
+        dict(GOOD_2, state="merged", comments=ordered),
+        dict(GOOD_1, comments=c),
+        dict(GOOD_1, comments=ordered),
+        dict(GOOD_1, state="closed"),
+    ]
+    src = write_lines(tmp_path / "in.jsonl", [json.dumps(x) for x in lines])
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", str(src), "-o", str(out)]) == 1
+    rows = read_jsonl(out)
+    assert [r.get("error") for r in rows] == [
+        "line 1: state merged is only for pull requests, this is an issue",
+        "line 2: state merged is only for pull requests, this is a discussion",
+        None,
+        "line 4: comments must be in time order: comment 2 (2025-01-01T10:00:00Z) is "
+        "earlier than comment 1 (2025-01-02T10:00:00Z)",
+        None, None]
+    assert rows[2]["review"]["state"] == "merged" and rows[5]["id"] == "o/r#1"
+    err = capsys.readouterr().err
+    assert "line 1: state merged" in err and "line 4: comments must be in time order" in err

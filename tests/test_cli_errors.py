@@ -228,8 +228,40 @@ def test_postgresql_refusing_the_password() -> None:
 
 
 def test_sqlite_database_not_migrated(tmp_path: Path) -> None:
+    (tmp_path / "empty.db").touch()
     result = rltracker("stats", env={"DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/empty.db"})
     one_line(result, "stats", 1, "DATABASE_URL", "rltracker migrate")
+
+
+@pytest.mark.parametrize("command", [
+    ["stats"], ["stats", "--json"], ["deliveries"], ["deliveries", "--json"],
+    ["deliveries", "retry", "--all"], ["verdicts", "export"], ["verdicts", "wanted"], ["study"],
+    ["study", "--json"], ["report"], ["repos", "resume", "o/r"], ["preview", "o/r"],
+    ["papers", "import", "-"], ["sync"]])
+def test_a_missing_sqlite_database_is_said_to_be_missing_and_not_created(
+        command: list[str], tmp_path: Path) -> None:
+    """A command that reads (or needs) the database, with DATABASE_URL naming a SQLite file
+    that does not exist (a typo, another folder, before the first `make run`): SQLite created
+    an empty file there, then the command said the database had no tables. The empty file
+    stayed, and looked like a database the next time. The command now says the database does
+    not exist and how to create it, and creates nothing."""
+    db = tmp_path / "typo.db"
+    result = rltracker(*command, env={"DATABASE_URL": f"sqlite:///{db}", "GITHUB_TOKEN": "t",
+                                      "GITHUB_API_URL": "http://127.0.0.1:9"})
+    one_line(result, command[0], 2, "DATABASE_URL", f"{db} does not exist", "rltracker migrate")
+    assert list(tmp_path.iterdir()) == []  # not the file, nor its -wal or -shm
+
+
+@pytest.mark.postgres
+def test_a_missing_postgresql_database_is_said_to_be_missing_with_the_remedy() -> None:
+    urls = postgres_admin_urls()
+    if not urls:
+        pytest.skip("no TEST_DATABASE_URLS")
+    url = urls[0].rsplit("/", 1)[0] + "/rlt_never_created"
+    for command in (["stats"], ["verdicts", "wanted"]):
+        result = rltracker(*command, env={"DATABASE_URL": url})
+        one_line(result, command[0], 1, "DATABASE_URL", '"rlt_never_created" does not exist',
+                 "CREATE DATABASE", "rltracker migrate")
 
 
 def test_sqlite_file_that_is_not_a_database(tmp_path: Path) -> None:

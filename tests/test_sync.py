@@ -642,3 +642,121 @@ async def test_sync_on_a_terminal_keeps_its_progress_bar_off_stdout(
     stats = json.loads(out)
     assert stats["repos"] == {"huggingface/trl": THREADS_PER_REPO}
     assert b"sync" in bytes(seen)  # the bar was drawn, on the terminal
+
+
+async def test_one_thread_failing_to_be_acted_on_does_not_stop_the_sync(
+        sync_ctx: AppContext, fake_github: Any, world: Any) -> None:
+    """`on_changed` (the pipeline: analyse the thread, decide) raising for one thread ended the
+    whole sync: the threads after it in the same commit were stored but never analysed (and,
+    their cursors stored, the next run did not see them as changed), the streams not yet read
+    were not synced. The thread is recorded (which, why) and the rest synced and analysed."""
+    data, _ = world
+    trl = [t for t in data.all_threads() if t["_repo"] == "huggingface/trl"]
+    bad = trl[len(trl) // 2]["number"]
+    seen: list[int] = []
+
+    async def changed(repo: str, number: int) -> None:
+        if number == bad:
+            raise RuntimeError("boom\nsecond line")
+        seen.append(number)
+
+    stats = await sync(sync_ctx, ["huggingface/trl"], sleep=no_sleep, on_changed=changed)
+    assert stats.repos["huggingface/trl"] == THREADS_PER_REPO
+    assert sorted(seen) == sorted(t["number"] for t in trl if t["number"] != bad)
+    assert stats.failed_threads == [{"thread": f"huggingface/trl#{bad}",
+                                     "error": "RuntimeError: boom"}]
+    assert stats.as_dict()["failed_threads"] == stats.failed_threads
+
+
+async def test_sync_command_line_when_the_database_refuses_one_threads_analysis(
+        db_url: str, fake_github: Any, world: Any) -> None:
+    """`rltracker sync` as a process, the database refusing one thread's analysis (a trigger:
+    as a constraint, a full disk for one row or a bug would): it ended with a traceback as a
+    bug, exit 1, and every thread after it unanalysed. Now the other threads are synced and
+    analysed, the counts name the thread and why (`failed_threads`), stderr says it in one
+    line, and the exit status is 2, some work failed (as for `failed_streams`)."""
+    import asyncio
+    import json
+    import os
+    import sys
+
+    from sqlalchemy import text
+
+    from bot.store.db import make_engine
+
+    data, _ = world
+    trl = [t for t in data.all_threads() if t["_repo"] == "huggingface/trl"]
+    bad = trl[len(trl) // 2]["number"]
+    engine = make_engine(db_url)
+    one = f"(SELECT number FROM threads WHERE id = NEW.thread_id) = {bad}"
+    async with engine.begin() as conn:
+        if engine.dialect.name == "sqlite":
+            await conn.execute(text(f"CREATE TRIGGER refuse_one BEFORE INSERT ON analyses WHEN {one} "
+                                    "BEGIN SELECT RAISE(ABORT, 'refused by a test trigger'); END"))
+        else:
+            await conn.execute(text(
+                "CREATE FUNCTION refuse_one() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                f"IF {one} THEN RAISE EXCEPTION 'refused by a test trigger'; END IF; "
+                "RETURN NEW; END $$"))
+            await conn.execute(text("CREATE TRIGGER refuse_one BEFORE INSERT ON analyses "
+                                    "FOR EACH ROW EXECUTE FUNCTION refuse_one()"))
+    env = {**os.environ, "DATABASE_URL": db_url, "GITHUB_API_URL": fake_github.url,
+           "GITHUB_TOKEN": fake_github.user_token}
+    env.pop("GITHUB_APP_ID", None)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "sync", "--repo", "HuggingFace/TRL", env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    assert proc.returncode == 2, err.decode()[-2000:]
+    assert b"Traceback" not in err
+    stats = json.loads(out)
+    assert stats["repos"] == {"huggingface/trl": THREADS_PER_REPO}
+    [failed] = stats["failed_threads"]
+    assert failed["thread"] == f"huggingface/trl#{bad}" and "refused by a test trigger" in failed["error"]
+    assert [line for line in err.decode().splitlines() if f"#{bad}" in line] == [
+        f"sync: huggingface/trl#{bad} was stored but not analysed ({failed['error']}); "
+        "the other threads are synced"]
+    try:
+        async with engine.connect() as conn:
+            analysed = (await conn.execute(text(
+                "SELECT t.number FROM analyses a JOIN threads t ON t.id = a.thread_id"))).scalars().all()
+    finally:
+        await engine.dispose()
+    assert sorted(analysed) == sorted(t["number"] for t in trl if t["number"] != bad)
+
+
+@pytest.mark.parametrize("redirect", [">&-", ">/dev/full"])
+async def test_sync_whose_counts_cannot_be_written_keeps_its_work_and_says_so(
+        redirect: str, db_url: str, fake_github: Any, world: Any) -> None:
+    """`rltracker sync >&-` (cron with standard output closed) or a full disk under its
+    redirection: the sync did all its work, then printing the counts failed and it exited 2,
+    what a repository that could not be read exits with ("<stdout>: Bad file descriptor"),
+    and a disk full was a traceback as a bug. The work is kept and its exit status is the
+    sync's own (0: everything synced); one line on stderr says the counts were not written
+    and why."""
+    import asyncio
+    import os
+    import shlex
+    import sys
+
+    env = {**os.environ, "DATABASE_URL": db_url, "GITHUB_API_URL": fake_github.url,
+           "GITHUB_TOKEN": fake_github.user_token}
+    env.pop("GITHUB_APP_ID", None)
+    command = f"{shlex.quote(sys.executable)} -m bot.cli sync --repo HuggingFace/TRL {redirect}"
+    proc = await asyncio.create_subprocess_exec(
+        "/bin/sh", "-c", command, env=env, stderr=asyncio.subprocess.PIPE)
+    _, err = await proc.communicate()
+    text = err.decode()
+    assert proc.returncode == 0, text[-2000:]
+    assert "Traceback" not in text and "Exception ignored" not in text
+    last = text.splitlines()[-1]
+    assert last.startswith(f"rltracker sync: synced {THREADS_PER_REPO} threads "), last
+    assert "the counts were not written to standard output" in last
+    from bot.config import Settings
+
+    ctx = AppContext.create(Settings.from_env({}, database_url=db_url))
+    try:
+        assert await count(ctx, Thread) == THREADS_PER_REPO  # the work is kept
+        assert await count(ctx, Analysis) == THREADS_PER_REPO
+    finally:
+        await ctx.close()

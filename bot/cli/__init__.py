@@ -39,6 +39,15 @@ COMMANDS = {
 }
 
 
+# Commands that read or need a migrated database. Before they open it, a SQLite file that
+# does not exist is said to be missing (bot.config.require_database): opening it created an
+# empty file, the command said "no tables", and the empty file stayed. Not here: `migrate`
+# creates the database, `serve` says it is behind the migrations, `rules` skips a missing
+# one, `analyze` and `replay` use none.
+NEEDS_DATABASE = frozenset({"stats", "deliveries", "verdicts", "study", "report", "repos",
+                            "preview", "papers", "sync"})
+
+
 class _Parser(argparse.ArgumentParser):
     """A usage error is one line too: what is wrong and where the help is, not the usage text."""
 
@@ -262,17 +271,22 @@ def stdout_reader_gone() -> bool:
     return any(flags & (select.POLLERR | select.POLLHUP) for _, flags in events)
 
 
-def _stop_for_closed_stdout() -> int:
-    """The reader of standard output left: stop quietly as a Unix tool killed by SIGPIPE does
-    (Python ignores the signal, so the write failed with EPIPE and printed a traceback as a
-    bug). What is still buffered goes to /dev/null, else flushing it at exit would fail again
-    ("Exception ignored ... BrokenPipeError")."""
+def discard_stdout() -> None:
+    """Standard output pointed at /dev/null after a write to it failed: what is still
+    buffered would fail again when flushed at exit ("Exception ignored ... OSError")."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
     except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
         pass
+
+
+def _stop_for_closed_stdout() -> int:
+    """The reader of standard output left: stop quietly as a Unix tool killed by SIGPIPE does
+    (Python ignores the signal, so the write failed with EPIPE and printed a traceback as a
+    bug). What is still buffered goes to /dev/null (discard_stdout)."""
+    discard_stdout()
     return PIPE_CLOSED
 
 
@@ -298,6 +312,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     module_name, _, func_name = COMMANDS[args.command].partition(":")
     try:
+        if args.command in NEEDS_DATABASE:
+            from bot.config import require_database
+
+            require_database(os.environ)
         func = getattr(importlib.import_module(module_name), func_name)
         status = int(func(args) or 0)
         sys.stdout.flush()  # here, where a reader gone is seen, not at exit

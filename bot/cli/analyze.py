@@ -17,7 +17,8 @@ results in input order as they arrive. Fork is Linux's; elsewhere the command sa
 stderr and runs in one process (spawned workers would each load everything again).
 
 Bad input lines: a line that is not JSON, not a JSON object, or an object that is not a
-contract thread (a required key missing, a key of the wrong type: `thread_problem`), gets an
+contract thread (a required key missing, a key of the wrong type, a rule across keys broken:
+`merged` on an issue or discussion, comments out of time order: `thread_problem`), gets an
 error record in its place, `{"id": <id if readable, else null>, "line": N, "error": "line N: ..."}`, and the
 same message on stderr; every other line is still analysed, so nothing is lost and output
 line K still answers input record K. A record ends at a line feed (a lone carriage return
@@ -290,6 +291,62 @@ def thread_problem(record: dict[str, Any]) -> str | None:
                                 null_is_unknown=True)
         if problem is not None:
             return problem
+    return _rules_problem(record)
+
+
+# The contract's rules across keys: `merged` only for pull requests, comments in time order.
+# A record breaking one was analysed as if it were right (an issue's review state read from a
+# state it cannot have, replies in an order that never happened). Not checked: that `id`
+# reads `repo#number` (the project's own written sets use ids of their own, and the contract
+# calls unknown keys ignored rather than the id a key), nor times that are not ISO 8601.
+_BARE_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _instant(text: Any) -> Any:
+    """A comment time as a date (a bare date) or an aware datetime (no offset: UTC); None
+    when it is not known or not readable."""
+    from datetime import UTC, date, datetime
+
+    if not isinstance(text, str):
+        return None
+    try:
+        if _BARE_DATE.fullmatch(text):
+            return date.fromisoformat(text)
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def _earlier(a: Any, b: Any) -> bool:
+    """Whether instant `a` is before `b`; a bare date is compared by its day."""
+    from datetime import UTC, datetime
+
+    if isinstance(a, datetime) and isinstance(b, datetime):
+        return a < b
+    day_a = a.astimezone(UTC).date() if isinstance(a, datetime) else a
+    day_b = b.astimezone(UTC).date() if isinstance(b, datetime) else b
+    return bool(day_a < day_b)
+
+
+def _rules_problem(record: dict[str, Any]) -> str | None:
+    from datetime import datetime
+
+    if record["state"] == "merged" and record["kind"] != "pull_request":
+        article = "an" if record["kind"] == "issue" else "a"
+        return f"state merged is only for pull requests, this is {article} {record['kind']}"
+    latest: tuple[int, Any, str] | None = None  # (position, instant, text) of the latest so far
+    for position, comment in enumerate(record["comments"], 1):
+        text = comment.get("created_at")
+        when = _instant(text)
+        if when is None:
+            continue
+        if latest is not None and _earlier(when, latest[1]):
+            return (f"comments must be in time order: comment {position} ({text}) is earlier "
+                    f"than comment {latest[0]} ({latest[2]})")
+        if (latest is None or isinstance(when, datetime) or not isinstance(latest[1], datetime)
+                or _earlier(latest[1], when)):  # a bare date later than the latest day
+            latest = (position, when, text)
     return None
 
 

@@ -139,6 +139,9 @@ def _database_failure(exc: BaseException) -> str | None:
         if isinstance(exc, sa.OperationalError | sa.InterfaceError) or (
             state is not None and state.startswith(_REFUSED_SQLSTATES)
         ):
+            if state == "3D000":  # invalid_catalog_name: the database does not exist
+                return (f"{subject}: PostgreSQL refused the connection ({detail}); create it "
+                        "(CREATE DATABASE, or createdb) and run `rltracker migrate`")
             return f"{subject}: PostgreSQL refused the connection ({detail})"
         return None
     if isinstance(exc, OSError | TimeoutError) and _raised_in_database_library(exc):

@@ -39,7 +39,23 @@ def sync_command(args: Any) -> int:
             return 1
         finally:
             await ctx.close()
-        print(json.dumps(stats.as_dict(), indent=2))
-        return 0 if not stats.failed_streams else 2
+        # 2: some work failed (a repository not read, a thread not analysed), the rest done
+        status = 0 if not (stats.failed_streams or stats.failed_threads) else 2
+        try:
+            print(json.dumps(stats.as_dict(), indent=2), flush=True)
+        except BrokenPipeError:
+            raise  # the reader left (`| head`): bot.cli.main stops quietly, 141
+        except OSError as exc:
+            # Standard output closed (`>&-`, cron) or its disk full: the sync is done and
+            # stored, so its status stands (exit 2 said a repository could not be read, and a
+            # full disk was a traceback); the counts lost are said on stderr.
+            from bot.cli import discard_stdout
+
+            discard_stdout()
+            reason = exc.strerror or type(exc).__name__
+            print(f"rltracker sync: synced {stats.threads} threads ({stats.changed} changed); "
+                  f"the counts were not written to standard output ({reason})",
+                  file=sys.stderr, flush=True)
+        return status
 
     return asyncio.run(main())

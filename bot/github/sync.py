@@ -289,6 +289,8 @@ class SyncStats:
     waited_for_rate_limit: float = 0.0
     repos: dict[str, int] = field(default_factory=dict)
     failed_streams: list[str] = field(default_factory=list)
+    # threads stored but not acted on (on_changed raised): {"thread": "owner/repo#N", "error"}
+    failed_threads: list[dict[str, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -297,6 +299,7 @@ class SyncStats:
             "graphql_errors": self.graphql_errors,
             "waited_for_rate_limit": round(self.waited_for_rate_limit, 1),
             "repos": dict(self.repos), "failed_streams": list(self.failed_streams),
+            "failed_threads": [dict(f) for f in self.failed_threads],
         }
 
 
@@ -670,7 +673,22 @@ class Syncer:
             self.stats.repos[pt.record["repo"]] = self.stats.repos.get(pt.record["repo"], 0) + 1
         if self.on_changed is not None:
             for repo, number in changed:
-                await self.on_changed(repo, number)
+                await self._act_on(repo, number)
+
+    async def _act_on(self, repo: str, number: int) -> None:
+        """on_changed of one thread. One that raises (an analyzer bug, the database refusing its
+        analysis row) ended the whole sync: the threads after it, stored in the same commit,
+        were never analysed (and, their cursors stored, not seen as changed again), the
+        streams not yet read were not synced. It is recorded and the sync goes on."""
+        try:
+            await self.on_changed(repo, number)  # type: ignore[misc]
+        except Exception as exc:  # noqa: BLE001 - one thread must not stop the others
+            lines = str(exc).strip().splitlines()
+            error = f"{type(exc).__name__}: {lines[0][:300] if lines else ''}".rstrip(": ")
+            self.stats.failed_threads.append({"thread": f"{repo}#{number}", "error": error})
+            log.error("sync: %s#%s was stored but not analysed (%s); the other threads are synced",
+                      repo, number, error)
+            log.debug("sync: %s#%s", repo, number, exc_info=True)
 
     @staticmethod
     async def _stored_threads(session: Any, threads: list[PendingThread]) -> dict[tuple[str, int], Thread]:

@@ -195,20 +195,29 @@ async def load_comments(session: AsyncSession, thread: Thread) -> list[Comment]:
     return list(await session.scalars(_COMMENTS_OF, {"thread_id": thread.id}))
 
 
+# The contract's optional keys typed bool or string, not "or null" (author_is_bot, url,
+# complete): when the app does not know one (a deleted account's comment, GitHub's `user`
+# null; a thread stored without its address) the key is left out, which the contract reads as
+# "not known". Written as null, a tool holding to the contract refused the record.
+def _known(record: dict[str, Any], **optional: Any) -> dict[str, Any]:
+    record.update((key, value) for key, value in optional.items() if value is not None)
+    return record
+
+
 def comment_record(comment: Comment) -> dict[str, Any]:
-    return {
+    return _known({
         "author": comment.author,
         "author_association": comment.author_association,
-        "author_is_bot": comment.author_is_bot,
         "created_at": format_datetime(comment.created_at),
         "body": comment.body or "",
         "kind": comment.kind,
-    }
+    }, author_is_bot=comment.author_is_bot)
 
 
 def thread_record(thread: Thread, comments: list[Comment]) -> dict[str, Any]:
-    """The contract `thread` shape of a stored thread."""
-    return {
+    """The contract `thread` shape of a stored thread (optional keys the app does not know
+    left out: `_known`)."""
+    return _known({
         "id": f"{thread.repo}#{thread.number}",
         "repo": thread.repo,
         "number": thread.number,
@@ -217,7 +226,6 @@ def thread_record(thread: Thread, comments: list[Comment]) -> dict[str, Any]:
         "body": thread.body,
         "author": thread.author,
         "author_association": thread.author_association,
-        "author_is_bot": thread.author_is_bot,
         "state": thread.state,
         "state_reason": thread.state_reason,
         "closed_by": thread.closed_by,
@@ -226,10 +234,8 @@ def thread_record(thread: Thread, comments: list[Comment]) -> dict[str, Any]:
         "created_at": format_datetime(thread.created_at),
         "updated_at": format_datetime(thread.updated_at),
         "closed_at": format_datetime(thread.closed_at),
-        "url": thread.url,
-        "complete": thread.complete,
         "comments": [comment_record(c) for c in comments],
-    }
+    }, author_is_bot=thread.author_is_bot, url=thread.url, complete=thread.complete)
 
 
 async def load_thread_record(session: AsyncSession, repo: str, number: int) -> dict[str, Any] | None:

@@ -399,3 +399,50 @@ async def test_fields_no_column_can_hold_are_stored_not_refused(client: TestClie
         row = await s.scalar(select(Delivery))
     assert (row.action, row.repo, row.installation_id) == ("opened\ufffd", "o/\ufffdr", None)
     assert row.payload == body.decode()
+
+
+@pytest.mark.parametrize("written", ["test-secret\n", "test-secret\r\n"], ids=["lf", "crlf"])
+async def test_secret_read_from_a_file_with_its_newline_still_verifies(
+        db_url: str, written: str) -> None:
+    """GITHUB_WEBHOOK_SECRET filled from a file (a Kubernetes/Docker secret written with `echo`)
+    ends in a newline GitHub's single-line secret field cannot hold: every delivery was refused
+    401 while the secret was right."""
+    from bot.config import Settings
+
+    settings = Settings.from_env({"GITHUB_WEBHOOK_SECRET": written, "DATABASE_URL": db_url})
+    assert settings.webhook_secret == "test-secret"
+    ctx = AppContext.create(settings)
+    try:
+        async with TestClient(TestServer(create_app(ctx, worker=False))) as c:
+            status, _ = await post(c, "ping", b'{"zen": "ok"}')
+        assert status == 202
+    finally:
+        await ctx.close()
+
+
+async def test_a_failed_store_logs_no_payload(ctx: AppContext, caplog: pytest.LogCaptureFixture
+                                              ) -> None:
+    """When the inbox cannot store a row, the log says why, not what the delivery held: the
+    database error's text carried the statement's parameters, i.e. payloads (private
+    repositories' issues and comments) went into the logs."""
+    import asyncio
+
+    from bot.webhooks.inbox import Inbox, InboxRow
+
+    marker = "private-issue-body-7f3a"
+    inbox = Inbox(ctx.engine)
+    inbox.start()
+    rows = [InboxRow(delivery_id=f"d-{n}", event="e" * 100 if n == 1 else "ping", action=None,
+                     repo=None, installation_id=None, payload=json.dumps({"body": marker}))
+            for n in range(3)]
+    # an installation id the column cannot hold makes the row fail on both databases
+    rows.append(InboxRow(delivery_id="big", event="ping", action=None, repo=None,
+                         installation_id=2**70, payload=json.dumps({"body": marker})))
+    try:
+        await asyncio.gather(*(inbox.submit(r) for r in rows), return_exceptions=True)
+    finally:
+        await inbox.close()
+    assert inbox.errors  # a store failed and was logged
+    text = "\n".join(r.getMessage() + (r.exc_text or "") for r in caplog.records)
+    assert "inbox" in text
+    assert marker not in text

@@ -86,6 +86,20 @@ def configure_logging(level: str | int = "INFO", stream: Any = None) -> None:
     logging.getLogger("alembic").setLevel(logging.WARNING)  # revision checks at start-up
 
 
+def error_text(exc: BaseException) -> str:
+    """An exception for a log line, without what a database error carries along: SQLAlchemy's
+    text holds the statement's parameters (delivery payloads, issue and comment bodies) and
+    asyncpg's quotes the value it could not encode. A database error is told by its class and
+    SQLSTATE; any other by its class and the first line of its text, shortened."""
+    if hasattr(exc, "orig") and hasattr(exc, "params"):  # sqlalchemy.exc.StatementError
+        orig = exc.orig
+        code = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+        inner = f"{type(orig).__name__}" + (f", SQLSTATE {code}" if code else "") if orig else ""
+        return f"{type(exc).__name__}" + (f" ({inner})" if inner else "")
+    first = (str(exc).splitlines() or [""])[0][:200]
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
 def log_delivery(
     *,
     delivery_id: str,

@@ -9,6 +9,7 @@ import re
 import urllib.parse
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -446,3 +447,41 @@ async def test_a_failed_store_logs_no_payload(ctx: AppContext, caplog: pytest.Lo
     text = "\n".join(r.getMessage() + (r.exc_text or "") for r in caplog.records)
     assert "inbox" in text
     assert marker not in text
+
+
+def github_that_logs_the_token(settings: Any) -> Any:
+    """A `make_github` for worker_process_main: logs the credentials it was given, then
+    stops the process (what a client's log line quoting a failed request could hold)."""
+    import logging
+
+    logging.getLogger("bot.github.client").warning(
+        "request failed: Authorization: token %s; secret %s", settings.token,
+        settings.webhook_secret)
+    raise SystemExit(3)
+
+
+def test_worker_processes_scrub_secrets_from_their_logs(settings: Any) -> None:
+    """`serve --workers N` spawns worker processes that configure logging themselves; the
+    secrets were registered in the web process only, so a worker's log lines printed the
+    token and the webhook secret."""
+    import dataclasses
+    import os
+    import subprocess
+    import sys
+
+    token = "ghp_" + "k" * 36
+    worker_settings = dataclasses.replace(settings, token=token,
+                                          webhook_secret="whsec-0123456789")
+    code = ("import pickle, sys; from bot.webhooks.worker import worker_process_main; "
+            "from tests.test_webhook import github_that_logs_the_token; "
+            "worker_process_main(pickle.loads(sys.stdin.buffer.read()), "
+            "github_that_logs_the_token)")
+    import pickle
+
+    done = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(worker_settings),
+                          capture_output=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+    err = done.stderr.decode()
+    assert done.returncode == 3, err
+    assert "request failed" in err
+    assert token not in err and "whsec-0123456789" not in err

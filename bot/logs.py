@@ -33,6 +33,15 @@ def register_secret(value: str | None) -> None:
         _secrets.add(value)
 
 
+def register_settings_secrets(settings: Any) -> None:
+    """The secrets of `Settings` (webhook secret, token, private key), in every process that
+    logs: a spawned worker process starts with none registered."""
+    for value in (settings.webhook_secret, settings.token, settings.private_key):
+        register_secret(value)
+    if settings.private_key and "\\n" in settings.private_key:  # pasted on one line
+        register_secret(settings.private_key.replace("\\n", "\n"))
+
+
 def _scrub(value: Any) -> Any:
     if isinstance(value, str):
         for secret in _secrets:

@@ -670,9 +670,10 @@ def worker_process_main(settings: Any, make_github: Callable[[Any], Any] | None 
     import signal
 
     from bot.context import AppContext
-    from bot.logs import configure_logging
+    from bot.logs import configure_logging, register_settings_secrets
 
     configure_logging(log_level)
+    register_settings_secrets(settings)  # this process's own scrubbing: nothing is inherited
 
     async def main() -> None:
         ctx = AppContext.create(settings)

@@ -485,3 +485,30 @@ def test_worker_processes_scrub_secrets_from_their_logs(settings: Any) -> None:
     assert done.returncode == 3, err
     assert "request failed" in err
     assert token not in err and "whsec-0123456789" not in err
+
+
+async def _raw_post(client: TestClient, headers: list[bytes], body: bytes) -> int:
+    """POST /webhook over a plain socket: header bytes as given (clients refuse to send some)."""
+    import asyncio
+
+    reader, writer = await asyncio.open_connection(client.server.host, client.server.port)
+    lines = [b"POST /webhook HTTP/1.1", b"Host: localhost", b"Connection: close",
+             b"Content-Type: application/json", b"Content-Length: %d" % len(body), *headers]
+    writer.write(b"\r\n".join(lines) + b"\r\n\r\n" + body)
+    await writer.drain()
+    status_line = await reader.readline()
+    writer.close()
+    return int(status_line.split()[1])
+
+
+@pytest.mark.parametrize("signature", ["sha256=" + "é" * 64, "sha256=" + "0" * 63 + "é"],
+                         ids=["all", "last"])
+async def test_non_ascii_signature_is_401_not_500(client: TestClient, ctx: AppContext,
+                                                  signature: str) -> None:
+    """hmac.compare_digest refuses non-ASCII text with TypeError: an unsigned request with
+    such a header was answered 500 (a traceback in the logs per request)."""
+    body = b'{"zen": "ok"}'
+    status = await _raw_post(client, [b"X-GitHub-Event: ping", b"X-GitHub-Delivery: d-1",
+                                      b"X-Hub-Signature-256: " + signature.encode()], body)
+    assert status == 401
+    assert await delivery_count(ctx) == 0

@@ -415,7 +415,7 @@ class Settings:
             webhook_secret=(env.get("GITHUB_WEBHOOK_SECRET") or "").rstrip("\r\n") or None,
             app_id=app_id,
             private_key=key or None,
-            token=env.get("GITHUB_TOKEN") or None,
+            token=(env.get("GITHUB_TOKEN") or "").strip() or None,  # no token holds a space
             api_url=(env.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"),
             dry_run=dry_run,
             public_url=(env.get("RLTRACKER_PUBLIC_URL") or local_url(port)).rstrip("/"),

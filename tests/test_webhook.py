@@ -512,3 +512,40 @@ async def test_non_ascii_signature_is_401_not_500(client: TestClient, ctx: AppCo
                                       b"X-Hub-Signature-256: " + signature.encode()], body)
     assert status == 401
     assert await delivery_count(ctx) == 0
+
+
+async def test_unsigned_headers_cannot_forge_or_colour_log_lines(client: TestClient,
+                                                                 ctx: AppContext) -> None:
+    """Header text of a refused (unsigned) request reaches the delivery log line. JSON escaped
+    C0 controls but wrote C1 ones as they came: U+0085 (NEL) and U+2028 end a line for
+    Python's splitlines and many log viewers (a forged second record), U+009B is a terminal's
+    CSI (colours, cursor moves)."""
+    import io
+    import logging
+
+    from bot.logs import DELIVERY_LOGGER, JsonFormatter
+
+    buf = io.StringIO()
+    handler = logging.StreamHandler(buf)
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger(DELIVERY_LOGGER)
+    logger.addHandler(handler)
+    old_level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        forged = '{"level": "info", "msg": "delivery done"}'.encode()
+        status = await _raw_post(client, [
+            b"X-GitHub-Event: ping\xc2\x9b31mred\xe2\x80\xa9" + forged,
+            b"X-GitHub-Delivery: d\xc2\x85" + forged.replace(b" ", b""),
+            b"X-Hub-Signature-256: sha256=00"], b"{}")
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+    assert status == 401
+    out = buf.getvalue()
+    lines = out.splitlines()
+    assert len(lines) == 1, lines
+    record = json.loads(lines[0])
+    assert record["outcome"] == "rejected_401"
+    assert record["delivery"].startswith("d\x85")  # the value is kept, only written escaped
+    assert not any("\x7f" <= ch <= "\x9f" or ch in "\u2028\u2029" for ch in out)

@@ -24,6 +24,10 @@ _STANDARD = set(vars(logging.LogRecord("x", 0, "x", 0, "x", None, None))) | {
 _SECRET_NAMES = ("secret", "token", "password", "authorization", "private_key", "signature", "jwt")
 _REDACTED = "[redacted]"
 _secrets: set[str] = set()
+# JSON escapes U+0000-U+001F; with ensure_ascii=False the rest is written as it came. These
+# also end a line (U+0085, U+2028, U+2029 for splitlines and many viewers) or drive a terminal
+# (DEL, the C1 controls: U+009B is CSI), so they are written as \\uXXXX too.
+_UNSAFE = {c: f"\\u{c:04x}" for c in [*range(0x7F, 0xA0), 0x2028, 0x2029]}
 
 
 def register_secret(value: str | None) -> None:
@@ -76,7 +80,7 @@ class JsonFormatter(logging.Formatter):
                 out[key] = _field(key, value)
         if record.exc_info:
             out["exc"] = _scrub(self.formatException(record.exc_info))
-        return json.dumps(out, ensure_ascii=False, default=str)
+        return json.dumps(out, ensure_ascii=False, default=str).translate(_UNSAFE)
 
 
 def configure_logging(level: str | int = "INFO", stream: Any = None) -> None:

@@ -9,8 +9,8 @@ import re
 import urllib.parse
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
@@ -533,7 +533,7 @@ async def test_unsigned_headers_cannot_forge_or_colour_log_lines(client: TestCli
     old_level = logger.level
     logger.setLevel(logging.INFO)
     try:
-        forged = '{"level": "info", "msg": "delivery done"}'.encode()
+        forged = b'{"level": "info", "msg": "delivery done"}'
         status = await _raw_post(client, [
             b"X-GitHub-Event: ping\xc2\x9b31mred\xe2\x80\xa9" + forged,
             b"X-GitHub-Delivery: d\xc2\x85" + forged.replace(b" ", b""),

@@ -549,3 +549,39 @@ async def test_unsigned_headers_cannot_forge_or_colour_log_lines(client: TestCli
     assert record["outcome"] == "rejected_401"
     assert record["delivery"].startswith("d\x85")  # the value is kept, only written escaped
     assert not any("\x7f" <= ch <= "\x9f" or ch in "\u2028\u2029" for ch in out)
+
+
+async def test_a_handler_database_error_logs_no_thread_text(
+        ctx: AppContext, caplog: pytest.LogCaptureFixture) -> None:
+    """A handler's database error is logged by the worker without SQLAlchemy's parameters
+    (the issue title and body it was storing went into the log line, 500 characters of them);
+    the stored last_error keeps the whole text for `rltracker deliveries`."""
+    import logging
+
+    from gidgethub.routing import Router
+
+    from bot.store.models import Thread
+    from bot.webhooks.worker import Worker
+    from tests.test_worker import no_wait, rows_by_id, store
+
+    marker = "private-title-c41b"
+    router = Router()
+
+    @router.register("test")
+    async def handle(event: Any, ctx: Any) -> None:
+        async with ctx.sessionmaker() as s:
+            s.add(Thread(repo=None, number=1, kind="issue", title=event.data["title"],
+                         body=event.data["title"]))
+            await s.commit()  # NOT NULL: repo
+
+    ids = await store(ctx, ("test", json.dumps({"title": marker})),
+                      ("test", json.dumps({"title": marker})))
+    caplog.set_level(logging.INFO)
+    worker = Worker(ctx, router, backoff=no_wait, max_attempts=1, batch_size=2)
+    await worker.run_until_idle()
+    rows = await rows_by_id(ctx)
+    assert all(rows[d].status == "failed" for d in ids)
+    assert "IntegrityError" in rows[ids[0]].last_error
+    logged = [(r.getMessage(), r.__dict__.get("error")) for r in caplog.records]
+    assert any(e and "IntegrityError" in e for _, e in logged), logged
+    assert marker not in repr(logged)

@@ -424,10 +424,12 @@ class Settings:
         port = parse_port(env["PORT"]) if env.get("PORT") else DEFAULT_PORT
         values: dict[str, object] = dict(
             database_url=normalise_database_url(env.get("DATABASE_URL") or DEFAULT_DATABASE_URL),
-            webhook_secret=env.get("GITHUB_WEBHOOK_SECRET") or None,
+            # GitHub's secret field is one line: a newline at the end came from the file the
+            # variable was filled from (`echo secret > file`) and would refuse every delivery.
+            webhook_secret=(env.get("GITHUB_WEBHOOK_SECRET") or "").rstrip("\r\n") or None,
             app_id=app_id,
             private_key=key or None,
-            token=env.get("GITHUB_TOKEN") or None,
+            token=(env.get("GITHUB_TOKEN") or "").strip() or None,  # no token holds a space
             api_url=(env.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"),
             dry_run=dry_run,
             public_url=(env.get("RLTRACKER_PUBLIC_URL") or local_url(port)).rstrip("/"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import time
 from typing import Any
@@ -24,6 +25,12 @@ _STANDARD = set(vars(logging.LogRecord("x", 0, "x", 0, "x", None, None))) | {
 _SECRET_NAMES = ("secret", "token", "password", "authorization", "private_key", "signature", "jwt")
 _REDACTED = "[redacted]"
 _secrets: set[str] = set()
+# asyncpg: "invalid input for query argument $3: 'the value…' (why)": the value is dropped
+_ARGUMENT_VALUE = re.compile(r"(query argument \$\d+(?: in element #\d+ of executemany\(\) sequence)?): .*")
+# JSON escapes U+0000-U+001F; with ensure_ascii=False the rest is written as it came. These
+# also end a line (U+0085, U+2028, U+2029 for splitlines and many viewers) or drive a terminal
+# (DEL, the C1 controls: U+009B is CSI), so they are written as \uXXXX too.
+_UNSAFE = {c: f"\\u{c:04x}" for c in [*range(0x7F, 0xA0), 0x2028, 0x2029]}
 
 
 def register_secret(value: str | None) -> None:
@@ -31,6 +38,15 @@ def register_secret(value: str | None) -> None:
     they would scrub ordinary words)."""
     if value and len(value) >= 8:
         _secrets.add(value)
+
+
+def register_settings_secrets(settings: Any) -> None:
+    """The secrets of `Settings` (webhook secret, token, private key), in every process that
+    logs: a spawned worker process starts with none registered."""
+    for value in (settings.webhook_secret, settings.token, settings.private_key):
+        register_secret(value)
+    if settings.private_key and "\\n" in settings.private_key:  # pasted on one line
+        register_secret(settings.private_key.replace("\\n", "\n"))
 
 
 def _scrub(value: Any) -> Any:
@@ -67,7 +83,7 @@ class JsonFormatter(logging.Formatter):
                 out[key] = _field(key, value)
         if record.exc_info:
             out["exc"] = _scrub(self.formatException(record.exc_info))
-        return json.dumps(out, ensure_ascii=False, default=str)
+        return json.dumps(out, ensure_ascii=False, default=str).translate(_UNSAFE)
 
 
 def configure_logging(level: str | int = "INFO", stream: Any = None) -> None:
@@ -84,6 +100,30 @@ def configure_logging(level: str | int = "INFO", stream: Any = None) -> None:
     # aiohttp's access log is one more line per request; the delivery line says more.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     logging.getLogger("alembic").setLevel(logging.WARNING)  # revision checks at start-up
+
+
+def is_statement_error(exc: BaseException | None) -> bool:
+    """A SQLAlchemy StatementError (DBAPIError and kin): its text holds the parameters."""
+    return hasattr(exc, "orig") and hasattr(exc, "params")
+
+
+def error_text(exc: BaseException) -> str:
+    """An exception for a log line, without what a database error carries along: SQLAlchemy's
+    text holds the statement and its parameters (delivery payloads, issue and comment
+    bodies), asyncpg's quotes the start of a value it could not encode. A database error is
+    told by its class, the first line of the driver's message without such a value, and its
+    SQLSTATE; any other by its class and the first line of its text, shortened."""
+    if is_statement_error(exc):
+        orig = exc.orig  # type: ignore[attr-defined]
+        if orig is None:
+            return type(exc).__name__
+        message = (str(orig).splitlines() or [""])[0]
+        message = _ARGUMENT_VALUE.sub(r"\1", message)[:200]
+        code = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+        return (f"{type(exc).__name__} ({type(orig).__name__}): {message}"
+                + (f" [SQLSTATE {code}]" if code else ""))
+    first = (str(exc).splitlines() or [""])[0][:200]
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def log_delivery(

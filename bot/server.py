@@ -15,7 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from bot.config import Settings, UserError
-from bot.logs import configure_logging, register_secret
+from bot.logs import configure_logging, register_settings_secrets
 
 log = logging.getLogger(__name__)
 SHUTDOWN_GRACE = 10.0  # seconds background tasks get to finish before they are cancelled
@@ -243,9 +243,7 @@ def serve_command(args: Any) -> int:
     except ValueError as exc:
         return _fail(str(exc))
     configure_logging(os.environ.get("RLTRACKER_LOG_LEVEL", "INFO"))
-    register_secret(settings.webhook_secret)
-    register_secret(settings.token)
-    register_secret(settings.private_key)
+    register_settings_secrets(settings)
     port = settings.port
     host = getattr(args, "host", None) or "0.0.0.0"
     if generated is not None:

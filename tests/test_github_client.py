@@ -531,3 +531,20 @@ async def test_shared_fixtures_wire_the_fake(app_ctx, fake_github: FakeGitHub):
     assert base64.b64decode(data["content"]).decode() == "Be kind. 中文"
     listing = await gh.getitem("/repos/THUDM/slime/contents/")
     assert [e["name"] for e in listing] == ["CONTRIBUTING.md"]
+
+
+async def test_token_read_from_a_file_with_its_newline_is_accepted(fake_github: FakeGitHub
+                                                                    ) -> None:
+    """GITHUB_TOKEN filled from a file ends in a newline: aiohttp refused the Authorization
+    header it made ("potential header injection"), so every GitHub call failed."""
+    settings = Settings.from_env({"GITHUB_TOKEN": fake_github.user_token + "\n",
+                                  "GITHUB_API_URL": fake_github.url}, database_may_be_absent=True)
+    fake_github.add_issue(REPO, 1, "Entropy collapses")
+    c = GitHubClient(settings, sleep=RecordingSleep(), rand=lambda: 0.0)
+    try:
+        gh = await c.api()
+        issue = await gh.getitem(f"/repos/{REPO}/issues/1")
+    finally:
+        await c.close()
+    assert issue["number"] == 1
+    assert fake_github.calls[-1].auth == "token"

@@ -10,6 +10,7 @@ import urllib.parse
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
@@ -399,3 +400,188 @@ async def test_fields_no_column_can_hold_are_stored_not_refused(client: TestClie
         row = await s.scalar(select(Delivery))
     assert (row.action, row.repo, row.installation_id) == ("opened\ufffd", "o/\ufffdr", None)
     assert row.payload == body.decode()
+
+
+@pytest.mark.parametrize("written", ["test-secret\n", "test-secret\r\n"], ids=["lf", "crlf"])
+async def test_secret_read_from_a_file_with_its_newline_still_verifies(
+        db_url: str, written: str) -> None:
+    """GITHUB_WEBHOOK_SECRET filled from a file (a Kubernetes/Docker secret written with `echo`)
+    ends in a newline GitHub's single-line secret field cannot hold: every delivery was refused
+    401 while the secret was right."""
+    from bot.config import Settings
+
+    settings = Settings.from_env({"GITHUB_WEBHOOK_SECRET": written, "DATABASE_URL": db_url})
+    assert settings.webhook_secret == "test-secret"
+    ctx = AppContext.create(settings)
+    try:
+        async with TestClient(TestServer(create_app(ctx, worker=False))) as c:
+            status, _ = await post(c, "ping", b'{"zen": "ok"}')
+        assert status == 202
+    finally:
+        await ctx.close()
+
+
+async def test_a_failed_store_logs_no_payload(ctx: AppContext, caplog: pytest.LogCaptureFixture
+                                              ) -> None:
+    """When the inbox cannot store a row, the log says why, not what the delivery held: the
+    database error's text carried the statement's parameters, i.e. payloads (private
+    repositories' issues and comments) went into the logs."""
+    import asyncio
+
+    from bot.webhooks.inbox import Inbox, InboxRow
+
+    marker = "private-issue-body-7f3a"
+    inbox = Inbox(ctx.engine)
+    inbox.start()
+    rows = [InboxRow(delivery_id=f"d-{n}", event="e" * 100 if n == 1 else "ping", action=None,
+                     repo=None, installation_id=None, payload=json.dumps({"body": marker}))
+            for n in range(3)]
+    # an installation id the column cannot hold makes the row fail on both databases
+    rows.append(InboxRow(delivery_id="big", event="ping", action=None, repo=None,
+                         installation_id=2**70, payload=json.dumps({"body": marker})))
+    try:
+        await asyncio.gather(*(inbox.submit(r) for r in rows), return_exceptions=True)
+    finally:
+        await inbox.close()
+    assert inbox.errors  # a store failed and was logged
+    text = "\n".join(r.getMessage() + (r.exc_text or "") for r in caplog.records)
+    assert "inbox" in text
+    assert marker not in text
+
+
+def github_that_logs_the_token(settings: Any) -> Any:
+    """A `make_github` for worker_process_main: logs the credentials it was given, then
+    stops the process (what a client's log line quoting a failed request could hold)."""
+    import logging
+
+    logging.getLogger("bot.github.client").warning(
+        "request failed: Authorization: token %s; secret %s", settings.token,
+        settings.webhook_secret)
+    raise SystemExit(3)
+
+
+def test_worker_processes_scrub_secrets_from_their_logs(settings: Any) -> None:
+    """`serve --workers N` spawns worker processes that configure logging themselves; the
+    secrets were registered in the web process only, so a worker's log lines printed the
+    token and the webhook secret."""
+    import dataclasses
+    import os
+    import subprocess
+    import sys
+
+    token = "ghp_" + "k" * 36
+    worker_settings = dataclasses.replace(settings, token=token,
+                                          webhook_secret="whsec-0123456789")
+    code = ("import pickle, sys; from bot.webhooks.worker import worker_process_main; "
+            "from tests.test_webhook import github_that_logs_the_token; "
+            "worker_process_main(pickle.loads(sys.stdin.buffer.read()), "
+            "github_that_logs_the_token)")
+    import pickle
+
+    done = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(worker_settings),
+                          capture_output=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+    err = done.stderr.decode()
+    assert done.returncode == 3, err
+    assert "request failed" in err
+    assert token not in err and "whsec-0123456789" not in err
+
+
+async def _raw_post(client: TestClient, headers: list[bytes], body: bytes) -> int:
+    """POST /webhook over a plain socket: header bytes as given (clients refuse to send some)."""
+    import asyncio
+
+    reader, writer = await asyncio.open_connection(client.server.host, client.server.port)
+    lines = [b"POST /webhook HTTP/1.1", b"Host: localhost", b"Connection: close",
+             b"Content-Type: application/json", b"Content-Length: %d" % len(body), *headers]
+    writer.write(b"\r\n".join(lines) + b"\r\n\r\n" + body)
+    await writer.drain()
+    status_line = await reader.readline()
+    writer.close()
+    return int(status_line.split()[1])
+
+
+@pytest.mark.parametrize("signature", ["sha256=" + "é" * 64, "sha256=" + "0" * 63 + "é"],
+                         ids=["all", "last"])
+async def test_non_ascii_signature_is_401_not_500(client: TestClient, ctx: AppContext,
+                                                  signature: str) -> None:
+    """hmac.compare_digest refuses non-ASCII text with TypeError: an unsigned request with
+    such a header was answered 500 (a traceback in the logs per request)."""
+    body = b'{"zen": "ok"}'
+    status = await _raw_post(client, [b"X-GitHub-Event: ping", b"X-GitHub-Delivery: d-1",
+                                      b"X-Hub-Signature-256: " + signature.encode()], body)
+    assert status == 401
+    assert await delivery_count(ctx) == 0
+
+
+async def test_unsigned_headers_cannot_forge_or_colour_log_lines(client: TestClient,
+                                                                 ctx: AppContext) -> None:
+    """Header text of a refused (unsigned) request reaches the delivery log line. JSON escaped
+    C0 controls but wrote C1 ones as they came: U+0085 (NEL) and U+2028 end a line for
+    Python's splitlines and many log viewers (a forged second record), U+009B is a terminal's
+    CSI (colours, cursor moves)."""
+    import io
+    import logging
+
+    from bot.logs import DELIVERY_LOGGER, JsonFormatter
+
+    buf = io.StringIO()
+    handler = logging.StreamHandler(buf)
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger(DELIVERY_LOGGER)
+    logger.addHandler(handler)
+    old_level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        forged = b'{"level": "info", "msg": "delivery done"}'
+        status = await _raw_post(client, [
+            b"X-GitHub-Event: ping\xc2\x9b31mred\xe2\x80\xa9" + forged,
+            b"X-GitHub-Delivery: d\xc2\x85" + forged.replace(b" ", b""),
+            b"X-Hub-Signature-256: sha256=00"], b"{}")
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+    assert status == 401
+    out = buf.getvalue()
+    lines = out.splitlines()
+    assert len(lines) == 1, lines
+    record = json.loads(lines[0])
+    assert record["outcome"] == "rejected_401"
+    assert record["delivery"].startswith("d\x85")  # the value is kept, only written escaped
+    assert not any("\x7f" <= ch <= "\x9f" or ch in "\u2028\u2029" for ch in out)
+
+
+async def test_a_handler_database_error_logs_no_thread_text(
+        ctx: AppContext, caplog: pytest.LogCaptureFixture) -> None:
+    """A handler's database error is logged by the worker without SQLAlchemy's parameters
+    (the issue title and body it was storing went into the log line, 500 characters of them);
+    the stored last_error keeps the whole text for `rltracker deliveries`."""
+    import logging
+
+    from gidgethub.routing import Router
+
+    from bot.store.models import Thread
+    from bot.webhooks.worker import Worker
+    from tests.test_worker import no_wait, rows_by_id, store
+
+    marker = "private-title-c41b"
+    router = Router()
+
+    @router.register("test")
+    async def handle(event: Any, ctx: Any) -> None:
+        async with ctx.sessionmaker() as s:
+            s.add(Thread(repo=None, number=1, kind="issue", title=event.data["title"],
+                         body=event.data["title"]))
+            await s.commit()  # NOT NULL: repo
+
+    ids = await store(ctx, ("test", json.dumps({"title": marker})),
+                      ("test", json.dumps({"title": marker})))
+    caplog.set_level(logging.INFO)
+    worker = Worker(ctx, router, backoff=no_wait, max_attempts=1, batch_size=2)
+    await worker.run_until_idle()
+    rows = await rows_by_id(ctx)
+    assert all(rows[d].status == "failed" for d in ids)
+    assert "IntegrityError" in rows[ids[0]].last_error
+    logged = [(r.getMessage(), r.__dict__.get("error")) for r in caplog.records]
+    assert any(e and "IntegrityError" in e for _, e in logged), logged
+    assert marker not in repr(logged)

@@ -32,6 +32,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from bot.logs import error_text
 from bot.store.db import dialect_insert
 from bot.store.models import Delivery
 from bot.store.types import utcnow
@@ -249,7 +250,7 @@ class SqliteBatchWriter:
             finally:
                 conn.execute("PRAGMA busy_timeout=0")
         except sqlite3.Error as exc:
-            log.warning("inbox checkpoint failed: %s", exc)
+            log.warning("inbox checkpoint failed: %s", error_text(exc))
 
     def _run_checkpoint(self) -> None:
         try:
@@ -262,7 +263,7 @@ class SqliteBatchWriter:
             if wal_frames * page_size > self.WAL_CATCH_UP_BYTES:
                 self._catch_up_due = True
         except sqlite3.Error as exc:  # the next one, or any other connection's, catches up
-            log.warning("inbox checkpoint failed: %s", exc)
+            log.warning("inbox checkpoint failed: %s", error_text(exc))
             self._close_checkpoint_conn()
 
     def _close_checkpoint_conn(self) -> None:
@@ -406,7 +407,7 @@ class Inbox:
             try:
                 await self._commit(batch)
             except Exception as exc:  # noqa: BLE001 - never leave a request waiting forever
-                log.exception("inbox writer error")
+                log.error("inbox writer error: %s", error_text(exc))
                 for _, future in batch:
                     if not future.done():
                         future.set_exception(exc)
@@ -438,11 +439,13 @@ class Inbox:
             if self._sqlite is None:
                 await self._drop_connection()  # it may be broken (database restarted)
             if len(batch) > 1:
-                log.warning("inbox batch of %d failed (%s); storing rows one by one", len(batch), exc)
+                log.warning("inbox batch of %d failed (%s); storing rows one by one", len(batch),
+                            error_text(exc))
                 for item in batch:
                     await self._commit([item])
                 return
-            log.error("inbox could not store delivery %s: %s", rows[0].delivery_id, exc)
+            log.error("inbox could not store delivery %s: %s", rows[0].delivery_id,
+                      error_text(exc))
             _, future = batch[0]
             if not future.done():
                 future.set_exception(exc)

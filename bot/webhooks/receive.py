@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 import urllib.parse
 from typing import Any
@@ -23,7 +24,9 @@ from bot.store.types import storable_text
 from bot.webhooks.inbox import DUPLICATE, InboxRow
 
 log = logging.getLogger(__name__)
-
+# GitHub's header: "sha256=" and 64 hex digits. Anything else is refused before the compare
+# (hmac.compare_digest raises TypeError on non-ASCII text: that was a 500 per request).
+_SIGNATURE = re.compile(r"sha256=[0-9a-fA-F]{64}")
 
 
 def _json_error(status: int, message: str) -> web.Response:
@@ -111,10 +114,10 @@ async def _webhook(request: web.Request, event_name: str | None) -> web.Response
     secret = ctx.settings.webhook_secret
     if not secret:
         return reject(401, "no webhook secret configured")
-    if not signature or not signature.startswith("sha256="):
+    if not signature or not _SIGNATURE.fullmatch(signature):
         return reject(401, "missing or malformed X-Hub-Signature-256")
-    try:
-        sansio.validate_event(body, signature=signature, secret=secret)  # constant-time compare
+    try:  # constant-time compare
+        sansio.validate_event(body, signature="sha256=" + signature[7:].lower(), secret=secret)
     except ValidationFailure:
         return reject(401, "signature does not match")
 

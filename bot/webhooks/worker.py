@@ -65,7 +65,7 @@ from sqlalchemy import and_, bindparam, case, false, literal, null, or_, select,
 from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
 
 from bot.github.client import RETRYABLE_CLIENT_ERRORS, rate_limit_wait, refused_for_good
-from bot.logs import log_delivery
+from bot.logs import error_text, is_statement_error, log_delivery
 from bot.metrics import SharedCounts
 from bot.store.models import Delivery
 from bot.store.types import storable_text, utcnow
@@ -543,8 +543,9 @@ class Worker:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - the shared part failed: each row alone
-            log.warning("a batch of %d deliveries failed (%s: %s); handling them one by one",
-                        len(group), type(exc).__name__, exc)
+            log.warning("a batch of %d deliveries failed (%s); handling them one by one",
+                        len(group), error_text(exc) if is_statement_error(exc)
+                        else f"{type(exc).__name__}: {exc}")
             for k in run:
                 errors[k] = await self._dispatch(batch[k], events[k])
             return
@@ -616,14 +617,17 @@ class Worker:
                     written.add(row_id)
             if claim_next > 0:
                 self._next = await self._claim_in(conn, claim_next)
-        for claimed in batch:
+        for claimed, error in zip(batch, errors, strict=True):
             if claimed.id not in written:
                 self.counts["lost"] += 1
                 self._log(claimed, "lease_lost", logging.WARNING)
             elif claimed.id in failures:
                 outcome, reason, _ = failures[claimed.id]
                 self.counts[outcome] += 1
-                self._log(claimed, outcome, logging.WARNING, error=reason[:500])
+                # the stored last_error keeps the whole text; the log line no statement
+                # parameters (thread text) of a database error
+                why = error_text(error) if is_statement_error(error) else reason
+                self._log(claimed, outcome, logging.WARNING, error=why[:500])
             else:
                 self.counts["done"] += 1
                 self._log(claimed, "done")
@@ -670,9 +674,10 @@ def worker_process_main(settings: Any, make_github: Callable[[Any], Any] | None 
     import signal
 
     from bot.context import AppContext
-    from bot.logs import configure_logging
+    from bot.logs import configure_logging, register_settings_secrets
 
     configure_logging(log_level)
+    register_settings_secrets(settings)  # this process's own scrubbing: nothing is inherited
 
     async def main() -> None:
         ctx = AppContext.create(settings)

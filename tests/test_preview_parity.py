@@ -96,6 +96,12 @@ async def test_preview_and_live_path_say_the_same(ctx: Any) -> None:
     assert preview_says(preview, list(cases)) == live
     assert set(live[1]) == {"failure_comment"} and set(live[3]) == {"rule_summary"}
     assert not live[2] and not live[4]
+    # the page counts what it lists and says which kind of comment each is
+    async with TestClient(TestServer(_preview_app(ctx))) as client:
+        html = await (await client.get(f"/repos/{VERL}/preview")).text()
+    assert "2 comments would have been posted" in html and html.count('class="item"') == 2
+    assert html.count('class="skip"') == 5 and "rule-summary reply to a method proposal (gspo)" in html
+    assert "Dry run over the 7 issues" in html
 
 
 async def test_preview_follows_config_and_verdicts_as_live(ctx: Any) -> None:

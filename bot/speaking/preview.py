@@ -11,12 +11,16 @@
   as a JobRun "install_preview"; `wait_background(ctx)` awaits such tasks (tests, graceful
   shutdown). Without a GitHub client only the preview of stored issues runs, inline.
 
-The decision is the one the app makes when an issue is opened (failure analysis, confidence,
-the repository's config, bots, pull requests), with a person's verdict on the thread
-(`/rltracker kind`, `not-a-failure`) in place of the analyzer's finding, as a recheck would
-decide (a person's kind needs no confidence bar); judged as at opening time: later maintainer
-replies, labels and the 48-hour rule are about lagging processing, not about whether the
-comment would have been useful, and the daily budget is reported, not applied.
+The decision is the live one (`decide_opened`): the same functions `bot.speaking.decide.act`
+runs on an `issues.opened` delivery (`failure_reason`, `quiet_reason`, `compose_for` for the
+failure comment; `summary_reason`, `compose_summary` for the rule-summary reply to a method
+proposal), on the thread as it was opened (`as_opened`: open, unlocked, no reply, assignee or
+label yet), with a person's verdict on the thread (`/rltracker kind`, `not-a-failure`) in place
+of the analyzer's finding, as a recheck would decide, and the thread's mute honoured. Later
+replies, labels, closing, locking and the 48-hour rule are about lagging processing, not about
+whether the comment would have been useful; the pause and the daily budget are reported, not
+applied; a proposer's role is not asked of GitHub (a private organisation member is taken at
+the payload's word). tests/test_preview_parity.py runs the same threads through both.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from analyzers.catalog import canonical_repo
-from bot.speaking.failure_comment import compose_for, with_verdict
+from bot.speaking.failure_comment import with_verdict
 from bot.speaking.records import record_once
 from bot.speaking.repo_config import RepoConfig
 from bot.speaking.situation import declined_methods
@@ -50,12 +54,59 @@ RUNNING_KEY = "install_preview.running"  # ctx.extras: repositories a task is wo
 log = logging.getLogger(__name__)
 
 
+def as_opened(record: dict[str, Any]) -> dict[str, Any]:
+    """The thread as it was when it was opened: open, unlocked, nobody on it yet (no reply,
+    assignee or label beyond those it was opened with, which the quiet rules ignore)."""
+    return {**record, "state": "open", "locked": False, "comments": [], "assignees": [],
+            "labels": []}
+
+
+async def decide_opened(ctx: Any, sit: Any, analysis: dict[str, Any], config: RepoConfig,
+                        declined: set[str]) -> tuple[dict[str, Any] | None, tuple[str, str]]:
+    """What the live decision (`bot.speaking.decide.act` on `issues.opened`) says on `sit`'s
+    thread as opened, with the live path's own functions: (the would-be comment, None) or
+    (None, (code, reason)) when it stays quiet. `sit.record` must be the thread as opened;
+    the repository's pause and the daily budget are stated by the preview, not applied."""
+    from dataclasses import replace
+
+    from bot.speaking.failure_comment import compose_for, failure_reason
+    from bot.speaking.quiet import quiet_reason
+    from bot.speaking.rule_summary import compose_summary, summary_reason
+    from bot.store.types import parse_datetime
+
+    record = sit.record
+    sit = replace(sit, paused=False, paused_reason=None)
+    reason = failure_reason(sit, analysis, config) or quiet_reason(
+        record, config=config, trigger="issues.opened",
+        now=parse_datetime(record.get("created_at")) or utcnow(), muted=sit.muted)
+    if reason is None:
+        composed = compose_for(record, analysis, sit.framework, public_url=ctx.settings.public_url,
+                               declined=declined)
+        if composed is not None:
+            return {"kind": "failure_comment", "body": composed.body, "lang": composed.lang,
+                    "category": composed.category,
+                    "runner_up": composed.details.get("runner_up")}, ("", "")
+        reason = ("nothing_to_suggest", "every method this framework has for the failure is "
+                  "already set, declined here, or absent")
+    summary = await summary_reason(ctx, sit, analysis, config)
+    if summary is None:
+        from analyzers.language import detect_language
+
+        lang = detect_language(record.get("title"), record.get("body"))
+        body, details = await compose_summary(ctx, sit, analysis, lang)
+        return {"kind": "rule_summary", "body": body, "lang": lang, "category": None,
+                "runner_up": None, "methods": details["methods"]}, ("", "")
+    if summary[0] not in ("not_proposal", "failure_report"):
+        reason = summary  # a proposal: why it gets no reply says more
+    return None, reason
+
+
 async def compute_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict[str, Any]:
-    from analyzers.catalog import load_catalog
+    from analyzers.catalog import framework_id, load_catalog
+    from bot.speaking.situation import _situation
 
     cat = load_catalog()
     repo = cat.canonical_repo(repo)
-    fw = cat.framework_for_repo(repo)
     since = utcnow() - timedelta(days=days)
     async with ctx.sessionmaker() as session:
         row = await session.scalar(select(Repository).where(func.lower(Repository.full_name) == repo.lower()))
@@ -75,6 +126,8 @@ async def compute_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict
                 select(Verdict).where(Verdict.thread_id.in_([t.id for t in threads] or [-1])))
         }
         records = [(t, thread_record(t, await load_comments(session, t))) for t in threads]
+    # The repository as the live decision sees it (its framework: the row's, else the catalog's).
+    repo_row = row if row is not None else Repository(full_name=repo, framework=framework_id(repo))
     declined = await declined_methods(ctx, repo)
     comments: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
@@ -90,30 +143,19 @@ async def compute_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict
         set_by = failure.get("set_by")
         url = thread.url or f"https://github.com/{repo}/issues/{thread.number}"
         base = {"number": thread.number, "title": thread.title or "", "url": url}
-        reason = None
-        if not failure.get("is_failure_report"):
-            reason = "not a training-failure report" + (f", per a person ({set_by})" if set_by else "")
-        elif not set_by and float(failure.get("confidence") or 0) < config.failure_bar():
-            reason = f"confidence {float(failure.get('confidence') or 0):.2f} below {config.failure_bar():.2f}"
-        elif not config.failure_comments:
-            reason = "failure comments are off in .github/rltracker.yml"
-        elif record.get("author_is_bot"):
-            reason = "opened by a bot"
-        elif fw is None:
-            reason = "not one of the tracked frameworks"
-        if reason is None:
-            composed = compose_for(record, analysis, fw.id, public_url=ctx.settings.public_url,
-                                   declined=declined)
-            if composed is None:
-                reason = "nothing to suggest (already set, declined here, or absent)"
-            else:
-                comments.append({**base, "body": composed.body, "lang": composed.lang,
-                                 "category": composed.category,
-                                 "runner_up": composed.details.get("runner_up"),
-                                 "set_by": set_by,
-                                 "confidence": None if set_by else f"{float(failure.get('confidence') or 0):.2f}"})
-                continue
-        skipped.append({**base, "reason": reason})
+        sit = _situation(thread, thread.number, as_opened(record), repo_row, None, None, set())
+        said, (code, reason) = await decide_opened(ctx, sit, analysis, config, declined)
+        if said is None:
+            if set_by and code == "not_failure":
+                reason += f", per a person ({set_by})"
+            skipped.append({**base, "code": code, "reason": reason})
+            continue
+        if said["kind"] == "failure_comment":
+            said.update(set_by=set_by,
+                        confidence=None if set_by else f"{float(failure.get('confidence') or 0):.2f}")
+        comments.append({**base, **said})
+    fw_id = repo_row.framework or framework_id(repo)  # as `_situation` reads it
+    fw = cat.frameworks.get(fw_id) if fw_id else None
     return {
         "repo": repo, "framework": fw.name if fw else None, "days": days, "total": len(records),
         "comments": comments, "skipped": skipped, "config": config, "failure_bar": config.failure_bar(), "budget": config.daily_budget,
@@ -131,7 +173,9 @@ async def run_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict[str
         if not await record_once(ctx, repo=preview["repo"], number=item["number"], kind="preview",
                                  status="dry_run", body=item["body"], dedupe_key=key,
                                  language=item["lang"],
-                                 details={"category": item["category"], "runner_up": item["runner_up"]}):
+                                 details={"category": item["category"], "runner_up": item["runner_up"],
+                                          **({"comment": "rule_summary"}
+                                             if item["kind"] == "rule_summary" else {})}):
             async with ctx.sessionmaker() as session:
                 row = await session.scalar(select(Action).where(Action.dedupe_key == key))
                 if row is not None:

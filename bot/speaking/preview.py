@@ -278,9 +278,12 @@ async def install_preview(ctx: Any, repos: list[str], *, days: int = DEFAULT_DAY
                     errors.append(f"{repo} sync: {type(exc).__name__}: {exc}"[:300])
                 try:  # so the preview honours .github/rltracker.yml (comments off, threshold)
                     item["config"] = await _fetch_config(ctx, repo)
-                except Exception as exc:  # noqa: BLE001 - the defaults then apply
+                except Exception as exc:  # noqa: BLE001 - previewed, but not to be trusted
+                    # Previewed with the config read last (the defaults at first): what the
+                    # repository turned off may show as would-be comments, so a failure.
                     log.exception("install preview: config of %s failed", repo)
                     item["config"] = f"failed: {type(exc).__name__}"
+                    errors.append(f"{repo} config: {type(exc).__name__}: {exc}"[:300])
             try:
                 preview = await run_preview(ctx, repo, days)
                 item.update(issues=preview["total"], would_comment=len(preview["comments"]))
@@ -389,9 +392,18 @@ async def any_thread_stored(ctx: Any, repo: str) -> bool:
             func.lower(Thread.repo) == canonical_repo(repo).lower()).limit(1)) is not None
 
 
+MAX_DAYS = 90  # the longest window the page and the command preview
+
+
 def preview_command(args: argparse.Namespace) -> int:
     from bot.config import Settings
     from bot.context import AppContext
+
+    if not 1 <= args.days <= MAX_DAYS:
+        # --days 0 printed "0 of 0 issues would get a comment"; a huge one, a traceback.
+        print(f"rltracker preview: --days: expected a whole number from 1 to {MAX_DAYS}",
+              file=sys.stderr)
+        raise SystemExit(2)
 
     async def main() -> int:
         ctx = AppContext.create(Settings.from_env(dry_run=True))

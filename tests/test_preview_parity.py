@@ -139,3 +139,53 @@ async def test_preview_outside_the_seven_frameworks(ctx: Any) -> None:
         html = await resp.text()
     assert "framework not in the catalog" in html
     assert "0 comments would have been posted" in html and html.count('class="skip"') == 2
+
+
+async def test_a_repeated_preview_is_not_recomputed_until_something_it_reads_changes(ctx: Any) -> None:
+    """Every request of the page read every issue's comments one query each and composed
+    every comment again (and ran the analyzer on issues without a stored analysis). A repeated
+    request now asks a few questions whatever the number of issues, and what changes the
+    preview (a verdict, a mute, the config, a new issue) is shown at once. Counted in SQL
+    statements, not time."""
+    from sqlalchemy import event, update
+
+    await installed(ctx)
+    for n in range(1, 13):
+        await opened(ctx, n, FAILURE if n % 2 else PROPOSAL, title=f"issue {n}")
+    statements: list[str] = []
+
+    def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement)
+
+    event.listen(ctx.engine.sync_engine, "before_cursor_execute", count)
+    try:
+        first = await compute_preview(ctx, VERL)
+        computed = len(statements)
+        statements.clear()
+        again = await compute_preview(ctx, VERL)
+        assert again["comments"] == first["comments"] and again["skipped"] == first["skipped"]
+        assert len(statements) <= 6 < computed, (len(statements), computed)
+    finally:
+        event.remove(ctx.engine.sync_engine, "before_cursor_execute", count)
+
+    def said(preview: dict[str, Any]) -> set[int]:
+        return {c["number"] for c in preview["comments"]}
+
+    assert said(first) == set(range(1, 13))
+    async with ctx.sessionmaker() as s:  # /rltracker ignore on #1
+        await s.execute(update(Thread).where(Thread.number == 1).values(muted=True))
+        await s.commit()
+    assert said(await compute_preview(ctx, VERL)) == set(range(2, 13))
+    async with ctx.sessionmaker() as s:  # /rltracker not-a-failure on #3
+        t3 = await s.scalar(select(Thread.id).where(Thread.number == 3))
+        s.add(Verdict(thread_id=t3, is_failure_report=False, category=None, role="maintainer",
+                      login="bob", comment_id=2, given_at=datetime.now(UTC)))
+        await s.commit()
+    assert said(await compute_preview(ctx, VERL)) == set(range(2, 13)) - {3}
+    async with ctx.sessionmaker() as s:  # rule summaries turned off in the config
+        await s.execute(update(Repository).values(config={"daily_budget": 50, "rule_summaries": False}))
+        await s.commit()
+    assert said(await compute_preview(ctx, VERL)) == {5, 7, 9, 11}
+    await opened(ctx, 13, FAILURE)
+    assert said(await compute_preview(ctx, VERL)) == {5, 7, 9, 11, 13}
+    assert said(await compute_preview(ctx, VERL, days=30)) == {5, 7, 9, 11, 13}

@@ -101,13 +101,66 @@ async def decide_opened(ctx: Any, sit: Any, analysis: dict[str, Any], config: Re
     return None, reason
 
 
+CACHE_KEY = "preview.cache"  # ctx.extras: {(repo, days): (fingerprint, preview)}
+CACHE_SIZE = 32
+
+
+async def _fingerprint(session: Any, repo: str, since: Any) -> tuple[Any, ...]:
+    """What the preview of `repo` since `since` reads, in a few aggregate questions: the
+    issues in the window (which, and when each was stored again: a re-sync, a mute), their
+    comments, every analysis (earlier proposals and declined methods come from other
+    threads), every verdict, the repository's row (config, pause, framework) and its
+    contribution rules. The same answers: the same preview."""
+    from bot.store.models import Comment, ContributionRules
+
+    in_window = (func.lower(Thread.repo) == repo.lower(), Thread.kind == "issue",
+                 Thread.created_at >= since)
+    threads = tuple(await session.execute(
+        select(Thread.id, Thread.stored_at).where(*in_window).order_by(Thread.id)))
+    comments = tuple(await session.execute(
+        select(func.count(Comment.id), func.max(Comment.id), func.max(Comment.updated_at))
+        .join(Thread, Thread.id == Comment.thread_id).where(*in_window)))
+    analyses = tuple(await session.execute(
+        select(func.count(Analysis.id), func.max(Analysis.id), func.max(Analysis.analyzed_at))))
+    verdicts = tuple(await session.execute(
+        select(func.count(Verdict.id), func.max(Verdict.id), func.max(Verdict.given_at))))
+    rows = tuple(await session.execute(
+        select(Repository.id, Repository.updated_at, Repository.config_fetched_at,
+               ContributionRules.fetched_at)
+        .select_from(Repository).outerjoin(
+            ContributionRules, func.lower(ContributionRules.repo) == func.lower(Repository.full_name))
+        .where(func.lower(Repository.full_name) == repo.lower())))
+    return threads, comments, analyses, verdicts, rows
+
+
 async def compute_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict[str, Any]:
+    """The preview of `repo`'s issues opened in the last `days` days. Kept in ctx.extras and
+    served again while everything it reads is unchanged (`_fingerprint`); its generated_at
+    says when it was computed."""
+    from analyzers.catalog import load_catalog
+
+    repo = load_catalog().canonical_repo(repo)
+    since = utcnow() - timedelta(days=days)
+    async with ctx.sessionmaker() as session:
+        fingerprint = await _fingerprint(session, repo, since)
+    cache: dict[tuple[str, int], tuple[Any, dict[str, Any]]] = ctx.extras.setdefault(CACHE_KEY, {})
+    key = (repo.lower(), days)
+    hit = cache.get(key)
+    if hit is not None and hit[0] == fingerprint:
+        return hit[1]
+    preview = await _compute(ctx, repo, since, days)
+    cache.pop(key, None)
+    cache[key] = (fingerprint, preview)
+    while len(cache) > CACHE_SIZE:
+        cache.pop(next(iter(cache)))
+    return preview
+
+
+async def _compute(ctx: Any, repo: str, since: Any, days: int) -> dict[str, Any]:
     from analyzers.catalog import framework_id, load_catalog
     from bot.speaking.situation import _situation
 
     cat = load_catalog()
-    repo = cat.canonical_repo(repo)
-    since = utcnow() - timedelta(days=days)
     async with ctx.sessionmaker() as session:
         row = await session.scalar(select(Repository).where(func.lower(Repository.full_name) == repo.lower()))
         config = RepoConfig.from_dict(row.config) if row is not None else RepoConfig()

@@ -13,7 +13,16 @@ from sqlalchemy import update
 
 from bot.speaking.decide import act
 from bot.store.models import Thread
-from tests.test_actions_e2e import FAILURE, INST, NOT_FAILURE, VERL, actions_of, app_comments, install, open_issue
+from tests.test_actions_e2e import (
+    FAILURE,
+    INST,
+    NOT_FAILURE,
+    VERL,
+    actions_of,
+    app_comments,
+    install,
+    open_issue,
+)
 
 
 async def closed_then_reopened(ctx: Any, fake: Any, number: int, *,

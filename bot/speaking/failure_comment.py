@@ -32,6 +32,7 @@ from bot.speaking.quiet import (
     CONFIG_OFF,
     EDIT_TRIGGERS,
     NEW_TRIGGERS,
+    REOPEN_TRIGGERS,
     WRITE_ROLES,
     live_record,
     maintainer_replies,
@@ -158,6 +159,8 @@ async def failure_comment(
             await record_skip(ctx, repo, number, "failure_comment", "rule_summary",
                               "the app replied to the thread as a method proposal")
             return "skipped:rule_summary"
+    if trigger in REOPEN_TRIGGERS:  # decided as on its opening (bot.speaking.decide)
+        opened_labels = await labels_at_opening(ctx, repo, number)
     now = utcnow()
     quiet = quiet_reason(
         sit.record, config=config, trigger=trigger, now=now, ignore_labels=opened_labels,

@@ -7,7 +7,13 @@ from typing import Any
 from aiohttp import web
 
 from bot.context import app_context
-from bot.speaking.preview import DEFAULT_DAYS, MAX_DAYS, any_thread_stored, compute_preview
+from bot.speaking.preview import (
+    DEFAULT_DAYS,
+    MAX_DAYS,
+    any_thread_stored,
+    compute_preview,
+    install_problems,
+)
 from bot.store.types import parse_count
 
 
@@ -36,6 +42,8 @@ async def _preview_page(request: web.Request) -> web.Response:
         return web.Response(status=404, headers=headers, content_type="text/plain",
                             text=f"no thread of {repo} is stored, so there is nothing to preview")
     preview = await compute_preview(ctx, repo, days)
+    # What the installation's preview could not read from GitHub: said, not taken for silence.
+    preview = {**preview, "install_problems": await install_problems(ctx, repo)}
     return web.Response(text=render_html(preview), content_type="text/html", headers=headers)
 
 

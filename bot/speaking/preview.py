@@ -360,6 +360,27 @@ async def install_preview(ctx: Any, repos: list[str], *, days: int = DEFAULT_DAY
     return counts
 
 
+async def install_problems(ctx: Any, repo: str) -> list[str]:
+    """What the latest finished install preview of `repo` could not read from GitHub (its
+    sync failed or stopped, its config read failed, its preview failed), from its JobRun row;
+    [] when it read everything or none ran. The page says so: without it, issues that were
+    never fetched, or comments the config turned off, read as "would say nothing"."""
+    from bot.store.models import JobRun
+
+    async with ctx.sessionmaker() as session:
+        runs = list(await session.scalars(
+            select(JobRun).where(JobRun.name == "install_preview", JobRun.finished_at.is_not(None))
+            .order_by(JobRun.id.desc()).limit(50)))
+    for run in runs:
+        repos = {str(k).lower(): v for k, v in ((run.counts or {}).get("repos") or {}).items()}
+        item = repos.get(canonical_repo(repo).lower())
+        if item is None:
+            continue
+        return [f"{what}: {item[what]}" for what in ("sync", "config", "preview")
+                if str(item.get(what) or "").startswith(("failed", "incomplete"))]
+    return []
+
+
 def start_install_preview(ctx: Any, repos: Iterable[str], *, days: int = DEFAULT_DAYS
                           ) -> asyncio.Task[Any] | None:
     """Start `install_preview` in the background for the tracked ones among `repos`.
@@ -478,7 +499,7 @@ def preview_command(args: argparse.Namespace) -> int:
 
 
 __all__ = [
-    "compute_preview", "install_preview", "preview_command", "render_markdown",
+    "compute_preview", "install_preview", "install_problems", "preview_command", "render_markdown",
     "preview_on_install", "run_preview", "start_install_preview", "sync_recent_issues",
     "wait_background",
 ]

@@ -125,12 +125,12 @@ async def _fingerprint(session: Any, repo: str, since: Any) -> tuple[Any, ...]:
     verdicts = tuple(await session.execute(
         select(func.count(Verdict.id), func.max(Verdict.id), func.max(Verdict.given_at))))
     rows = tuple(await session.execute(
-        select(Repository.id, Repository.updated_at, Repository.config_fetched_at,
-               ContributionRules.fetched_at)
-        .select_from(Repository).outerjoin(
-            ContributionRules, func.lower(ContributionRules.repo) == func.lower(Repository.full_name))
+        select(Repository.id, Repository.updated_at, Repository.config_fetched_at)
         .where(func.lower(Repository.full_name) == repo.lower())))
-    return threads, comments, analyses, verdicts, rows
+    rules = tuple(await session.execute(  # (with or without a repository row)
+        select(ContributionRules.id, ContributionRules.fetched_at)
+        .where(func.lower(ContributionRules.repo) == repo.lower())))
+    return threads, comments, analyses, verdicts, rows, rules
 
 
 async def compute_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict[str, Any]:

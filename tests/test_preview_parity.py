@@ -10,6 +10,7 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
 from sqlalchemy import select
+from sqlalchemy import update as sa_update
 
 from bot.speaking.decide import act
 from bot.speaking.preview import compute_preview
@@ -89,10 +90,15 @@ async def test_preview_and_live_path_say_the_same(ctx: Any) -> None:
         6: dict(analysis=LOW),
         7: dict(analysis=FAILURE, bot=True),
     }
+    cases[8] = dict(analysis=FAILURE, title="muted before the worker ran")
     for n, kw in cases.items():
         await opened(ctx, n, **kw)
+    async with ctx.sessionmaker() as s:  # /rltracker ignore on #8
+        await s.execute(sa_update(Thread).where(Thread.number == 8).values(muted=True))
+        await s.commit()
     preview = await compute_preview(ctx, VERL)
     live = await live_says(ctx, VERL, list(cases))
+    assert not live[8]
     assert preview_says(preview, list(cases)) == live
     assert set(live[1]) == {"failure_comment"} and set(live[3]) == {"rule_summary"}
     assert not live[2] and not live[4]
@@ -100,8 +106,8 @@ async def test_preview_and_live_path_say_the_same(ctx: Any) -> None:
     async with TestClient(TestServer(_preview_app(ctx))) as client:
         html = await (await client.get(f"/repos/{VERL}/preview")).text()
     assert "2 comments would have been posted" in html and html.count('class="item"') == 2
-    assert html.count('class="skip"') == 5 and "rule-summary reply to a method proposal (gspo)" in html
-    assert "Dry run over the 7 issues" in html
+    assert html.count('class="skip"') == 6 and "rule-summary reply to a method proposal (gspo)" in html
+    assert "Dry run over the 8 issues" in html
 
 
 async def test_preview_follows_config_and_verdicts_as_live(ctx: Any) -> None:

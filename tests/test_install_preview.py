@@ -245,3 +245,44 @@ async def test_shutdown_cancels_a_task_that_outlives_the_grace(
     [run] = await rows(app_ctx, JobRun, JobRun.name == "install_preview")
     assert run.outcome == "failed" and run.error == "cancelled (shutdown)"
     assert await rows(app_ctx, Action, Action.kind == "preview") == []
+
+
+async def test_a_failing_config_read_is_recorded_as_failed(
+    app_ctx: Any, fake_github: Any, verl_world: dict[str, Any], shared_dir: Path
+) -> None:
+    """GitHub failing the read of .github/rltracker.yml (the sync went through): the preview
+    ran with the defaults and the run was recorded "ok" with would-be comments, although
+    the repository may have turned them off: a failure, said so."""
+    fake_github.set_file(VERL, ".github/rltracker.yml", "failure_comments: false\n")
+    fake_github.fail_next("GET", r"/contents/\.github/rltracker\.yml", 500, times=50)
+    await deliver(app_ctx, "installation", created_payload(shared_dir))
+    assert await wait_background(app_ctx) == 1
+    [run] = await rows(app_ctx, JobRun, JobRun.name == "install_preview")
+    assert run.outcome == "failed" and f"{VERL} config" in (run.error or "")
+    assert run.counts["repos"][VERL]["config"].startswith("failed")
+    assert writes(fake_github) == []
+
+
+async def test_the_page_says_when_the_install_preview_could_not_read_github(
+    app_ctx: Any, fake_github: Any, verl_world: dict[str, Any], shared_dir: Path
+) -> None:
+    """The page showed the preview of what was stored with no word that the installation's
+    reads had failed, so a silence read as "would say nothing": it now says what failed."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from tests.test_preview import _preview_app
+
+    fake_github.fail_next("GET", r"/contents/\.github/rltracker\.yml", 500, times=50)
+    await deliver(app_ctx, "installation", created_payload(shared_dir))
+    assert await wait_background(app_ctx) == 1
+    async with TestClient(TestServer(_preview_app(app_ctx))) as client:
+        html = await (await client.get(f"/repos/{VERL}/preview")).text()
+    assert "The install preview could not read everything from GitHub" in html
+    assert "config: failed: " in html
+    # a later run that read everything: no such word
+    fake_github._failures.clear()  # GitHub answers again
+    await deliver(app_ctx, "installation", created_payload(shared_dir))
+    assert await wait_background(app_ctx) == 1
+    async with TestClient(TestServer(_preview_app(app_ctx))) as client:
+        html = await (await client.get(f"/repos/{VERL}/preview")).text()
+    assert "could not read everything" not in html

@@ -147,3 +147,27 @@ async def test_preview_page_of_a_repository_with_nothing_stored_is_a_404(ctx: An
             "/verl is stored, so there is nothing to preview")
         assert (await client.get(f"/repos/{VERL}/preview")).status == 200
         assert (await client.get(f"/repos/{VERL.upper()}/preview")).status == 200
+
+
+async def test_preview_days_beyond_the_bound_is_refused(ctx: Any) -> None:
+    """?days=365 answered 200 with the 90-day preview under a URL asking for a year, and
+    `rltracker preview --days 0` printed "0 of 0 issues" (a huge one: a traceback)."""
+    await store(ctx, 1, FAILURE, title="entropy")
+    async with TestClient(TestServer(_preview_app(ctx))) as client:
+        for days in ("91", "365", "999999999", "9" * 30):
+            bad = await client.get(f"/repos/{VERL}/preview", params={"days": days})
+            assert bad.status == 400, days
+            assert await bad.text() == "days must be a whole number from 1 to 90"
+        for days in ("1", "90", " 7 "):
+            assert (await client.get(f"/repos/{VERL}/preview", params={"days": days})).status == 200
+
+
+@pytest.mark.parametrize("days", ["0", "91", "100000000000"])
+def test_preview_command_days_bounds(db_url: str, monkeypatch: Any, capsys: Any, days: str) -> None:
+    from bot.cli import main
+
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    with pytest.raises(SystemExit) as exit_status:
+        main(["preview", VERL, "--days", days])
+    assert exit_status.value.code == 2
+    assert "--days: expected a whole number from 1 to 90" in capsys.readouterr().err

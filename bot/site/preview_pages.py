@@ -7,7 +7,13 @@ from typing import Any
 from aiohttp import web
 
 from bot.context import app_context
-from bot.speaking.preview import DEFAULT_DAYS, any_thread_stored, compute_preview
+from bot.speaking.preview import (
+    DEFAULT_DAYS,
+    MAX_DAYS,
+    any_thread_stored,
+    compute_preview,
+    install_problems,
+)
 from bot.store.types import parse_count
 
 
@@ -15,9 +21,6 @@ def render_html(preview: dict[str, Any]) -> str:
     from bot.templating import html_env
 
     return html_env().get_template("preview/preview.html").render(**preview)
-
-
-MAX_DAYS = 90
 
 
 async def _preview_page(request: web.Request) -> web.Response:
@@ -30,7 +33,7 @@ async def _preview_page(request: web.Request) -> web.Response:
     }
     # ?days=7d or ?days=-3 showed the 30-day preview under a URL asking for something else.
     days = parse_count(request.query.get("days"), DEFAULT_DAYS)
-    if not days:
+    if not days or days > MAX_DAYS:  # ?days=365 showed 90 days under a URL asking for a year
         return web.Response(status=400, headers=headers, content_type="text/plain",
                             text=f"days must be a whole number from 1 to {MAX_DAYS}")
     if not await any_thread_stored(ctx, repo):
@@ -38,7 +41,9 @@ async def _preview_page(request: web.Request) -> web.Response:
         # preview` did before it said so: a repository with nothing stored is not one to preview.
         return web.Response(status=404, headers=headers, content_type="text/plain",
                             text=f"no thread of {repo} is stored, so there is nothing to preview")
-    preview = await compute_preview(ctx, repo, min(days, MAX_DAYS))
+    preview = await compute_preview(ctx, repo, days)
+    # What the installation's preview could not read from GitHub: said, not taken for silence.
+    preview = {**preview, "install_problems": await install_problems(ctx, repo)}
     return web.Response(text=render_html(preview), content_type="text/html", headers=headers)
 
 

@@ -20,7 +20,13 @@ from bot.speaking.failure_comment import (
     update_failure_comment,
     with_verdict,
 )
-from bot.speaking.quiet import COMMENT_TRIGGERS, EDIT_TRIGGERS, NEW_TRIGGERS, PROPOSAL_TRIGGERS
+from bot.speaking.quiet import (
+    COMMENT_TRIGGERS,
+    EDIT_TRIGGERS,
+    NEW_TRIGGERS,
+    PROPOSAL_TRIGGERS,
+    REOPEN_TRIGGERS,
+)
 from bot.speaking.repo_config import effective_dry_run, get_repo_config
 from bot.speaking.rule_summary import rule_summary
 from bot.speaking.situation import Prefetched, load_situation
@@ -41,7 +47,7 @@ async def act(
     """What the pipeline calls after storing the analysis. Returns {kind: outcome}.
     `thread`: (Thread row, its record) when the caller has just loaded them; `prefetched`:
     what a batch of decisions read for all of them."""
-    interesting = NEW_TRIGGERS | EDIT_TRIGGERS | PROPOSAL_TRIGGERS | COMMENT_TRIGGERS
+    interesting = NEW_TRIGGERS | EDIT_TRIGGERS | PROPOSAL_TRIGGERS | COMMENT_TRIGGERS | REOPEN_TRIGGERS
     if trigger not in interesting or analysis is None:
         return {}
     sit = await load_situation(ctx, repo, number, payload, thread, prefetched)
@@ -56,7 +62,9 @@ async def act(
         ctx, sit.repo, sit.installation_id, refresh=trigger == "command", row=sit.repository
     )
     used: dict[str, Any] | None = None
-    if trigger in EDIT_TRIGGERS or trigger in NEW_TRIGGERS:
+    if trigger in REOPEN_TRIGGERS and not await _reopened_after_closed_skip(ctx, sit, payload):
+        return outcome
+    if trigger in EDIT_TRIGGERS or trigger in NEW_TRIGGERS or trigger in REOPEN_TRIGGERS:
         # A person's verdict (`/rltracker kind`, `not-a-failure`) outranks the analysis: an
         # edit or a recheck recomposes the comment with their kind, never the analyzer's, and
         # so does an `opened` delivery handled after the verdict (a retry that waited).
@@ -72,7 +80,7 @@ async def act(
             outcome["failure_comment"] = await update_failure_comment(ctx, sit, analysis, config)
         else:
             outcome["failure_comment"] = "owned"
-    elif ((trigger in NEW_TRIGGERS or trigger in EDIT_TRIGGERS)
+    elif ((trigger in NEW_TRIGGERS or trigger in EDIT_TRIGGERS or trigger in REOPEN_TRIGGERS)
           and sit.record.get("kind") in ("issue", "pull_request")):
         # No comment yet: a new issue, a recheck, or an issue edited into a report (the quiet
         # rules, the age rule among them, decide as for a new one; once, by the same slot).
@@ -101,6 +109,24 @@ async def act(
         await minimize_if_stopped(ctx, sit.repo, sit.number, sit.installation_id,
                                   dry_run=effective_dry_run(ctx, config))
     return outcome
+
+
+async def _reopened_after_closed_skip(ctx: Any, sit: Any, payload: dict[str, Any] | None) -> bool:
+    """Whether an `issues.reopened` decides: the issue's author reopened it (a maintainer
+    reopening is on it) and the opening decision stayed quiet because it was closed (a
+    `closed` skip recorded, no comment). Anything else a reopening changes nothing."""
+    from sqlalchemy import select
+
+    from bot.store.models import Action
+
+    sender = str(((payload or {}).get("sender") or {}).get("login") or "").lower()
+    if sit.record.get("kind") != "issue" or not sender or sender != str(
+            sit.record.get("author") or "").lower():
+        return False
+    async with ctx.sessionmaker() as session:
+        found = await session.scalar(select(Action.id).where(
+            Action.dedupe_key == f"{sit.repo}#{sit.number}:failure_comment:skip:closed"))
+    return found is not None
 
 
 async def stored_verdict(ctx: Any, repo: str, number: int) -> dict[str, Any] | None:

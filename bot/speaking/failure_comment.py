@@ -32,6 +32,7 @@ from bot.speaking.quiet import (
     CONFIG_OFF,
     EDIT_TRIGGERS,
     NEW_TRIGGERS,
+    REOPEN_TRIGGERS,
     WRITE_ROLES,
     live_record,
     maintainer_replies,
@@ -89,6 +90,22 @@ def _is_confident_failure(analysis: dict[str, Any], config: RepoConfig) -> tuple
     return True, "", ""
 
 
+UNKNOWN_FRAMEWORK = ("unknown_framework", "the repository is not one of the tracked frameworks")
+
+
+def failure_reason(sit: Situation, analysis: dict[str, Any],
+                   config: RepoConfig) -> tuple[str, str] | None:
+    """(code, reason) when the analysis gives no failure comment here whatever the thread's
+    state (not a confident report, a repository outside the seven), else None; the quiet
+    rules come next. What the live decision and the install preview both ask first."""
+    ok, code, reason = _is_confident_failure(analysis, config)
+    if not ok:
+        return code, reason
+    if sit.framework is None:
+        return UNKNOWN_FRAMEWORK
+    return None
+
+
 def compose_for(
     record: dict[str, Any], analysis: dict[str, Any], framework: str, *, public_url: str,
     declined: set[str],
@@ -118,15 +135,14 @@ async def failure_comment(
             for lab in ((payload or {}).get("issue") or {}).get("labels") or []
         }
     extra = {"opened_labels": sorted(opened_labels)} if opened_labels else {}
-    ok, code, reason = _is_confident_failure(analysis, config)
-    if not ok:
-        if trigger in NEW_TRIGGERS and sit.record.get("kind") == "issue":
-            await record_skip(ctx, repo, number, "failure_comment", code, reason, **extra)
+    first = failure_reason(sit, analysis, config)
+    if first is not None:
+        code, reason = first
+        if code != UNKNOWN_FRAMEWORK[0] and not (
+                trigger in NEW_TRIGGERS and sit.record.get("kind") == "issue"):
+            return "skipped:" + code
+        await record_skip(ctx, repo, number, "failure_comment", code, reason, **extra)
         return "skipped:" + code
-    if sit.framework is None:
-        await record_skip(ctx, repo, number, "failure_comment", "unknown_framework",
-                          "the repository is not one of the tracked frameworks", **extra)
-        return "skipped:unknown_framework"
     if trigger in EDIT_TRIGGERS:
         # An issue edited into a report (a question or a bare template at first) gets the
         # comment now, once: the slot is the same, the quiet rules the same (48 hours).
@@ -143,6 +159,8 @@ async def failure_comment(
             await record_skip(ctx, repo, number, "failure_comment", "rule_summary",
                               "the app replied to the thread as a method proposal")
             return "skipped:rule_summary"
+    if trigger in REOPEN_TRIGGERS:  # decided as on its opening (bot.speaking.decide)
+        opened_labels = await labels_at_opening(ctx, repo, number)
     now = utcnow()
     quiet = quiet_reason(
         sit.record, config=config, trigger=trigger, now=now, ignore_labels=opened_labels,

@@ -11,12 +11,16 @@
   as a JobRun "install_preview"; `wait_background(ctx)` awaits such tasks (tests, graceful
   shutdown). Without a GitHub client only the preview of stored issues runs, inline.
 
-The decision is the one the app makes when an issue is opened (failure analysis, confidence,
-the repository's config, bots, pull requests), with a person's verdict on the thread
-(`/rltracker kind`, `not-a-failure`) in place of the analyzer's finding, as a recheck would
-decide (a person's kind needs no confidence bar); judged as at opening time: later maintainer
-replies, labels and the 48-hour rule are about lagging processing, not about whether the
-comment would have been useful, and the daily budget is reported, not applied.
+The decision is the live one (`decide_opened`): the same functions `bot.speaking.decide.act`
+runs on an `issues.opened` delivery (`failure_reason`, `quiet_reason`, `compose_for` for the
+failure comment; `summary_reason`, `compose_summary` for the rule-summary reply to a method
+proposal), on the thread as it was opened (`as_opened`: open, unlocked, no reply, assignee or
+label yet), with a person's verdict on the thread (`/rltracker kind`, `not-a-failure`) in place
+of the analyzer's finding, as a recheck would decide, and the thread's mute honoured. Later
+replies, labels, closing, locking and the 48-hour rule are about lagging processing, not about
+whether the comment would have been useful; the pause and the daily budget are reported, not
+applied; a proposer's role is not asked of GitHub (a private organisation member is taken at
+the payload's word). tests/test_preview_parity.py runs the same threads through both.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from analyzers.catalog import canonical_repo
-from bot.speaking.failure_comment import compose_for, with_verdict
+from bot.speaking.failure_comment import with_verdict
 from bot.speaking.records import record_once
 from bot.speaking.repo_config import RepoConfig
 from bot.speaking.situation import declined_methods
@@ -50,13 +54,113 @@ RUNNING_KEY = "install_preview.running"  # ctx.extras: repositories a task is wo
 log = logging.getLogger(__name__)
 
 
+def as_opened(record: dict[str, Any]) -> dict[str, Any]:
+    """The thread as it was when it was opened: open, unlocked, nobody on it yet (no reply,
+    assignee or label beyond those it was opened with, which the quiet rules ignore)."""
+    return {**record, "state": "open", "locked": False, "comments": [], "assignees": [],
+            "labels": []}
+
+
+async def decide_opened(ctx: Any, sit: Any, analysis: dict[str, Any], config: RepoConfig,
+                        declined: set[str]) -> tuple[dict[str, Any] | None, tuple[str, str]]:
+    """What the live decision (`bot.speaking.decide.act` on `issues.opened`) says on `sit`'s
+    thread as opened, with the live path's own functions: (the would-be comment, None) or
+    (None, (code, reason)) when it stays quiet. `sit.record` must be the thread as opened;
+    the repository's pause and the daily budget are stated by the preview, not applied."""
+    from dataclasses import replace
+
+    from bot.speaking.failure_comment import compose_for, failure_reason
+    from bot.speaking.quiet import quiet_reason
+    from bot.speaking.rule_summary import compose_summary, summary_reason
+    from bot.store.types import parse_datetime
+
+    record = sit.record
+    sit = replace(sit, paused=False, paused_reason=None)
+    reason = failure_reason(sit, analysis, config) or quiet_reason(
+        record, config=config, trigger="issues.opened",
+        now=parse_datetime(record.get("created_at")) or utcnow(), muted=sit.muted)
+    if reason is None:
+        composed = compose_for(record, analysis, sit.framework, public_url=ctx.settings.public_url,
+                               declined=declined)
+        if composed is not None:
+            return {"kind": "failure_comment", "body": composed.body, "lang": composed.lang,
+                    "category": composed.category,
+                    "runner_up": composed.details.get("runner_up")}, ("", "")
+        reason = ("nothing_to_suggest", "every method this framework has for the failure is "
+                  "already set, declined here, or absent")
+    summary = await summary_reason(ctx, sit, analysis, config)
+    if summary is None:
+        from analyzers.language import detect_language
+
+        lang = detect_language(record.get("title"), record.get("body"))
+        body, details = await compose_summary(ctx, sit, analysis, lang)
+        return {"kind": "rule_summary", "body": body, "lang": lang, "category": None,
+                "runner_up": None, "methods": details["methods"]}, ("", "")
+    if summary[0] not in ("not_proposal", "failure_report"):
+        reason = summary  # a proposal: why it gets no reply says more
+    return None, reason
+
+
+CACHE_KEY = "preview.cache"  # ctx.extras: {(repo, days): (fingerprint, preview)}
+CACHE_SIZE = 32
+
+
+async def _fingerprint(session: Any, repo: str, since: Any) -> tuple[Any, ...]:
+    """What the preview of `repo` since `since` reads, in a few aggregate questions: the
+    issues in the window (which, and when each was stored again: a re-sync, a mute), their
+    comments, every analysis (earlier proposals and declined methods come from other
+    threads), every verdict, the repository's row (config, pause, framework) and its
+    contribution rules. The same answers: the same preview."""
+    from bot.store.models import Comment, ContributionRules
+
+    in_window = (func.lower(Thread.repo) == repo.lower(), Thread.kind == "issue",
+                 Thread.created_at >= since)
+    threads = tuple(await session.execute(
+        select(Thread.id, Thread.stored_at).where(*in_window).order_by(Thread.id)))
+    comments = tuple(await session.execute(
+        select(func.count(Comment.id), func.max(Comment.id), func.max(Comment.updated_at))
+        .join(Thread, Thread.id == Comment.thread_id).where(*in_window)))
+    analyses = tuple(await session.execute(
+        select(func.count(Analysis.id), func.max(Analysis.id), func.max(Analysis.analyzed_at))))
+    verdicts = tuple(await session.execute(
+        select(func.count(Verdict.id), func.max(Verdict.id), func.max(Verdict.given_at))))
+    rows = tuple(await session.execute(
+        select(Repository.id, Repository.updated_at, Repository.config_fetched_at)
+        .where(func.lower(Repository.full_name) == repo.lower())))
+    rules = tuple(await session.execute(  # (with or without a repository row)
+        select(ContributionRules.id, ContributionRules.fetched_at)
+        .where(func.lower(ContributionRules.repo) == repo.lower())))
+    return threads, comments, analyses, verdicts, rows, rules
+
+
 async def compute_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict[str, Any]:
+    """The preview of `repo`'s issues opened in the last `days` days. Kept in ctx.extras and
+    served again while everything it reads is unchanged (`_fingerprint`); its generated_at
+    says when it was computed."""
     from analyzers.catalog import load_catalog
 
-    cat = load_catalog()
-    repo = cat.canonical_repo(repo)
-    fw = cat.framework_for_repo(repo)
+    repo = load_catalog().canonical_repo(repo)
     since = utcnow() - timedelta(days=days)
+    async with ctx.sessionmaker() as session:
+        fingerprint = await _fingerprint(session, repo, since)
+    cache: dict[tuple[str, int], tuple[Any, dict[str, Any]]] = ctx.extras.setdefault(CACHE_KEY, {})
+    key = (repo.lower(), days)
+    hit = cache.get(key)
+    if hit is not None and hit[0] == fingerprint:
+        return hit[1]
+    preview = await _compute(ctx, repo, since, days)
+    cache.pop(key, None)
+    cache[key] = (fingerprint, preview)
+    while len(cache) > CACHE_SIZE:
+        cache.pop(next(iter(cache)))
+    return preview
+
+
+async def _compute(ctx: Any, repo: str, since: Any, days: int) -> dict[str, Any]:
+    from analyzers.catalog import framework_id, load_catalog
+    from bot.speaking.situation import _situation
+
+    cat = load_catalog()
     async with ctx.sessionmaker() as session:
         row = await session.scalar(select(Repository).where(func.lower(Repository.full_name) == repo.lower()))
         config = RepoConfig.from_dict(row.config) if row is not None else RepoConfig()
@@ -75,6 +179,8 @@ async def compute_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict
                 select(Verdict).where(Verdict.thread_id.in_([t.id for t in threads] or [-1])))
         }
         records = [(t, thread_record(t, await load_comments(session, t))) for t in threads]
+    # The repository as the live decision sees it (its framework: the row's, else the catalog's).
+    repo_row = row if row is not None else Repository(full_name=repo, framework=framework_id(repo))
     declined = await declined_methods(ctx, repo)
     comments: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
@@ -90,30 +196,19 @@ async def compute_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict
         set_by = failure.get("set_by")
         url = thread.url or f"https://github.com/{repo}/issues/{thread.number}"
         base = {"number": thread.number, "title": thread.title or "", "url": url}
-        reason = None
-        if not failure.get("is_failure_report"):
-            reason = "not a training-failure report" + (f", per a person ({set_by})" if set_by else "")
-        elif not set_by and float(failure.get("confidence") or 0) < config.failure_bar():
-            reason = f"confidence {float(failure.get('confidence') or 0):.2f} below {config.failure_bar():.2f}"
-        elif not config.failure_comments:
-            reason = "failure comments are off in .github/rltracker.yml"
-        elif record.get("author_is_bot"):
-            reason = "opened by a bot"
-        elif fw is None:
-            reason = "not one of the tracked frameworks"
-        if reason is None:
-            composed = compose_for(record, analysis, fw.id, public_url=ctx.settings.public_url,
-                                   declined=declined)
-            if composed is None:
-                reason = "nothing to suggest (already set, declined here, or absent)"
-            else:
-                comments.append({**base, "body": composed.body, "lang": composed.lang,
-                                 "category": composed.category,
-                                 "runner_up": composed.details.get("runner_up"),
-                                 "set_by": set_by,
-                                 "confidence": None if set_by else f"{float(failure.get('confidence') or 0):.2f}"})
-                continue
-        skipped.append({**base, "reason": reason})
+        sit = _situation(thread, thread.number, as_opened(record), repo_row, None, None, set())
+        said, (code, reason) = await decide_opened(ctx, sit, analysis, config, declined)
+        if said is None:
+            if set_by and code == "not_failure":
+                reason += f", per a person ({set_by})"
+            skipped.append({**base, "code": code, "reason": reason})
+            continue
+        if said["kind"] == "failure_comment":
+            said.update(set_by=set_by,
+                        confidence=None if set_by else f"{float(failure.get('confidence') or 0):.2f}")
+        comments.append({**base, **said})
+    fw_id = repo_row.framework or framework_id(repo)  # as `_situation` reads it
+    fw = cat.frameworks.get(fw_id) if fw_id else None
     return {
         "repo": repo, "framework": fw.name if fw else None, "days": days, "total": len(records),
         "comments": comments, "skipped": skipped, "config": config, "failure_bar": config.failure_bar(), "budget": config.daily_budget,
@@ -131,7 +226,9 @@ async def run_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict[str
         if not await record_once(ctx, repo=preview["repo"], number=item["number"], kind="preview",
                                  status="dry_run", body=item["body"], dedupe_key=key,
                                  language=item["lang"],
-                                 details={"category": item["category"], "runner_up": item["runner_up"]}):
+                                 details={"category": item["category"], "runner_up": item["runner_up"],
+                                          **({"comment": "rule_summary"}
+                                             if item["kind"] == "rule_summary" else {})}):
             async with ctx.sessionmaker() as session:
                 row = await session.scalar(select(Action).where(Action.dedupe_key == key))
                 if row is not None:
@@ -235,9 +332,12 @@ async def install_preview(ctx: Any, repos: list[str], *, days: int = DEFAULT_DAY
                         errors.append(f"{repo} sync: {type(exc).__name__}: {exc}"[:300])
                     try:  # so the preview honours .github/rltracker.yml (comments off, threshold)
                         item["config"] = await _fetch_config(ctx, repo)
-                    except Exception as exc:  # noqa: BLE001 - the defaults then apply
+                    except Exception as exc:  # noqa: BLE001 - previewed, but not to be trusted
+                        # Previewed with the config read last (the defaults at first): what the
+                        # repository turned off may show as would-be comments, so a failure.
                         log.exception("install preview: config of %s failed", repo)
                         item["config"] = f"failed: {type(exc).__name__}"
+                        errors.append(f"{repo} config: {type(exc).__name__}: {exc}"[:300])
                 try:
                     preview = await run_preview(ctx, repo, days)
                     item.update(issues=preview["total"], would_comment=len(preview["comments"]))
@@ -259,6 +359,27 @@ async def install_preview(ctx: Any, repos: list[str], *, days: int = DEFAULT_DAY
                    counts=counts, error="; ".join(errors)[:2000] if errors else None)
     log.info("install preview: %s", counts)
     return counts
+
+
+async def install_problems(ctx: Any, repo: str) -> list[str]:
+    """What the latest finished install preview of `repo` could not read from GitHub (its
+    sync failed or stopped, its config read failed, its preview failed), from its JobRun row;
+    [] when it read everything or none ran. The page says so: without it, issues that were
+    never fetched, or comments the config turned off, read as "would say nothing"."""
+    from bot.store.models import JobRun
+
+    async with ctx.sessionmaker() as session:
+        runs = list(await session.scalars(
+            select(JobRun).where(JobRun.name == "install_preview", JobRun.finished_at.is_not(None))
+            .order_by(JobRun.id.desc()).limit(50)))
+    for run in runs:
+        repos = {str(k).lower(): v for k, v in ((run.counts or {}).get("repos") or {}).items()}
+        item = repos.get(canonical_repo(repo).lower())
+        if item is None:
+            continue
+        return [f"{what}: {item[what]}" for what in ("sync", "config", "preview")
+                if str(item.get(what) or "").startswith(("failed", "incomplete"))]
+    return []
 
 
 def start_install_preview(ctx: Any, repos: Iterable[str], *, days: int = DEFAULT_DAYS
@@ -346,9 +467,18 @@ async def any_thread_stored(ctx: Any, repo: str) -> bool:
             func.lower(Thread.repo) == canonical_repo(repo).lower()).limit(1)) is not None
 
 
+MAX_DAYS = 90  # the longest window the page and the command preview
+
+
 def preview_command(args: argparse.Namespace) -> int:
     from bot.config import Settings
     from bot.context import AppContext
+
+    if not 1 <= args.days <= MAX_DAYS:
+        # --days 0 printed "0 of 0 issues would get a comment"; a huge one, a traceback.
+        print(f"rltracker preview: --days: expected a whole number from 1 to {MAX_DAYS}",
+              file=sys.stderr)
+        raise SystemExit(2)
 
     async def main() -> int:
         ctx = AppContext.create(Settings.from_env(dry_run=True))
@@ -370,7 +500,7 @@ def preview_command(args: argparse.Namespace) -> int:
 
 
 __all__ = [
-    "compute_preview", "install_preview", "preview_command", "render_markdown",
+    "compute_preview", "install_preview", "install_problems", "preview_command", "render_markdown",
     "preview_on_install", "run_preview", "start_install_preview", "sync_recent_issues",
     "wait_background",
 ]

@@ -25,6 +25,9 @@ log = logging.getLogger(__name__)
 # What triggered a decision: "<event>.<action>" of a webhook, or "command" (/rltracker recheck).
 NEW_TRIGGERS = frozenset({"issues.opened", "command"})
 EDIT_TRIGGERS = frozenset({"issues.edited"})
+# An issue reopened by its author after the opening decision found it closed (closed by
+# accident, or before the worker ran): decided then as a new one (bot.speaking.decide).
+REOPEN_TRIGGERS = frozenset({"issues.reopened"})
 PROPOSAL_TRIGGERS = frozenset({"issues.opened", "pull_request.opened"})
 COMMENT_TRIGGERS = frozenset({"issue_comment.created", "issue_comment.edited"})
 MAINTAINERS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})

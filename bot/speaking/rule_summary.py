@@ -117,36 +117,65 @@ async def summarised_issue(ctx: Any, repo: str, record: dict[str, Any]) -> int |
     return hits[0] if hits else None
 
 
-async def rule_summary(
-    ctx: Any, sit: Situation, analysis: dict[str, Any], config: RepoConfig, *, trigger: str,
-    payload: dict[str, Any] | None,
-) -> str:
-    repo, number, record = sit.repo, sit.number, sit.record
+NOT_PROPOSAL = ("not_proposal", "not a method proposal")
+
+
+async def summary_reason(ctx: Any, sit: Situation, analysis: dict[str, Any],
+                         config: RepoConfig) -> tuple[str, str] | None:
+    """(code, reason) when the thread gets no rule summary, judged on `sit.record`; None to
+    reply. What the live decision and the install preview both ask (`not_proposal` is not
+    recorded as a skip: most threads are not proposals)."""
+    record = sit.record
     proposal = analysis.get("proposal") or {}
     if not proposal.get("is_proposal"):
-        return "not_proposal"
-    reason: tuple[str, str] | None = None
+        return NOT_PROPOSAL
     confidence = float(proposal.get("confidence") or 0.0)
     bar = config.proposal_bar()
     if sit.framework is None:
         # Installed on every repository of an organisation, or on a fork: the reply is about
         # contributing a method to a tracked framework (and the study of seven of them).
-        reason = ("unknown_framework", "the repository is not one of the tracked frameworks")
-    elif confidence < bar:
+        return ("unknown_framework", "the repository is not one of the tracked frameworks")
+    if confidence < bar:
         # On the dev threads a bar of 0.7 took the share of replies that go to real
         # proposals from 0.80 to 0.89 (benchmarks/comment_decisions.py).
-        reason = ("low_confidence", f"proposal confidence {confidence:.2f} below {bar:.2f}")
-    elif (analysis.get("failure") or {}).get("is_failure_report"):
+        return ("low_confidence", f"proposal confidence {confidence:.2f} below {bar:.2f}")
+    if (analysis.get("failure") or {}).get("is_failure_report"):
         # A report of a run going wrong that names a method is not a proposal to add one;
         # it gets the failure comment (if anything), never two comments.
-        reason = ("failure_report", "a training-failure report, not a method proposal")
-    else:
-        reason = summary_quiet(record, config, sit)
-        if reason is None and record.get("kind") == "pull_request":
-            issue = await summarised_issue(ctx, repo, record)
-            if issue is not None:
-                reason = ("summarised_on_issue",
-                          f"the rule summary was given on the proposal's issue ({issue})")
+        return ("failure_report", "a training-failure report, not a method proposal")
+    reason = summary_quiet(record, config, sit)
+    if reason is None and record.get("kind") == "pull_request":
+        issue = await summarised_issue(ctx, sit.repo, record)
+        if issue is not None:
+            reason = ("summarised_on_issue",
+                      f"the rule summary was given on the proposal's issue ({issue})")
+    return reason
+
+
+async def compose_summary(ctx: Any, sit: Situation, analysis: dict[str, Any],
+                          lang: str) -> tuple[str, dict[str, Any]]:
+    """(body, details) of the rule summary on this thread: the framework's rules and the
+    earlier proposals of the same methods (opened before it)."""
+    methods, arxiv = proposed_subjects(analysis.get("papers") or [])
+    async with ctx.sessionmaker() as session:
+        thread = await get_thread(session, sit.repo, sit.number)
+        thread_id = thread.id if thread else None
+    earlier = await earlier_proposals(ctx, thread_id, methods, arxiv)
+    body = rule_summary_reply(
+        rules_markdown=await rules_markdown(ctx, sit.repo, lang), framework_id=sit.framework,
+        earlier=earlier, lang=lang, public_url=ctx.settings.public_url,
+    )
+    return body, {"methods": methods, "arxiv_ids": arxiv, "earlier": len(earlier)}
+
+
+async def rule_summary(
+    ctx: Any, sit: Situation, analysis: dict[str, Any], config: RepoConfig, *, trigger: str,
+    payload: dict[str, Any] | None,
+) -> str:
+    repo, number, record = sit.repo, sit.number, sit.record
+    reason = await summary_reason(ctx, sit, analysis, config)
+    if reason is not None and reason[0] == NOT_PROPOSAL[0]:
+        return "not_proposal"
     if reason:
         await record_skip(ctx, repo, number, "rule_summary", *reason)
         return "skipped:" + reason[0]
@@ -159,16 +188,8 @@ async def rule_summary(
     if action_id is None:
         return outcome
     try:
-        methods, arxiv = proposed_subjects(analysis.get("papers") or [])
-        async with ctx.sessionmaker() as session:
-            thread = await get_thread(session, repo, number)
-            thread_id = thread.id if thread else None
-        earlier = await earlier_proposals(ctx, thread_id, methods, arxiv)
-        body = rule_summary_reply(
-            rules_markdown=await rules_markdown(ctx, repo, lang), framework_id=sit.framework,
-            earlier=earlier, lang=lang, public_url=ctx.settings.public_url,
-        )
-        details = {"methods": methods, "arxiv_ids": arxiv, "earlier": len(earlier), "trigger": trigger}
+        body, details = await compose_summary(ctx, sit, analysis, lang)
+        details["trigger"] = trigger
         if not effective_dry_run(ctx, config) and ctx.github is not None:
             config = await config_now(ctx, sit, config)  # (see failure_comment)
         if effective_dry_run(ctx, config) or ctx.github is None or sit.installation_id is None:

@@ -240,3 +240,34 @@ def test_repository_settings_documented_are_those_read() -> None:
 def test_examples_listed_in_their_readme(path: Path) -> None:
     listing = (ROOT / "examples" / "README.md").read_text(encoding="utf-8")
     assert f"`{path.relative_to(ROOT / 'examples')}`" in listing
+
+
+def test_code_and_tests_named_in_the_docs_exist() -> None:
+    """`bot.x.y` / `analyzers.x.y` names, `tests/test_x.py::test_name` and project file paths
+    the documents point readers to."""
+    import importlib
+
+    missing = []
+    for doc in USER_DOCS:
+        text = doc.read_text(encoding="utf-8")
+        for dotted in set(re.findall(r"`((?:bot|analyzers)(?:\.[A-Za-z_]\w*)+)", text)):
+            parts = dotted.split(".")
+            for cut in range(len(parts), 0, -1):
+                try:
+                    obj = importlib.import_module(".".join(parts[:cut]))
+                except ImportError:
+                    continue
+                break
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr, None)
+            if obj is None:
+                missing.append((doc.name, dotted))
+        for path, name in re.findall(r"(tests/test_\w+\.py)::(\w+)", text):
+            source = ROOT / path
+            if not source.is_file() or not re.search(rf"def {name}\b", source.read_text()):
+                missing.append((doc.name, f"{path}::{name}"))
+        for path in re.findall(r"\b((?:bot|analyzers|training|benchmarks|tests|templates|migrations|"
+                               r"examples)/[\w./-]+\.(?:py|yaml|json|html|md|sh))\b", text):
+            if not (ROOT / path).exists():
+                missing.append((doc.name, path))
+    assert not missing, missing

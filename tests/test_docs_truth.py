@@ -271,3 +271,13 @@ def test_code_and_tests_named_in_the_docs_exist() -> None:
             if not (ROOT / path).exists():
                 missing.append((doc.name, path))
     assert not missing, missing
+
+
+def test_every_comment_command_is_documented() -> None:
+    from bot.webhooks.commands import COMMANDS
+
+    commands = _section((ROOT / "docs" / "comments.md").read_text(encoding="utf-8"), "## Commands")
+    permissions = _section((ROOT / "README.md").read_text(), "### Permissions")
+    for word in COMMANDS:
+        assert f"`/rltracker {word}" in commands, word
+        assert word in permissions, word

@@ -281,3 +281,19 @@ def test_every_comment_command_is_documented() -> None:
     for word in COMMANDS:
         assert f"`/rltracker {word}" in commands, word
         assert word in permissions, word
+
+
+@pytest.mark.parametrize(("api_url", "graphql"), [
+    ("https://api.github.com", "https://api.github.com/graphql"),
+    ("https://github.example.com/api/v3", "https://github.example.com/api/graphql"),
+    ("https://github.example.com/api/v3/", "https://github.example.com/api/graphql"),
+    ("https://api.octo.ghe.com", "https://api.octo.ghe.com/graphql"),
+    ("http://127.0.0.1:8123", "http://127.0.0.1:8123/graphql"),
+])
+def test_graphql_endpoint_of_github_enterprise_server(api_url: str, graphql: str) -> None:
+    """README: GITHUB_API_URL is `https://host/api/v3` for GitHub Enterprise Server, whose
+    GraphQL endpoint is `https://host/api/graphql` (not `/api/v3/graphql`, a 404: sync,
+    discussions, reactions on reviews and minimising comments all go through GraphQL)."""
+    from bot.config import Settings
+
+    assert Settings.from_env({"GITHUB_API_URL": api_url}).graphql_url == graphql

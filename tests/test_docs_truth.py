@@ -297,3 +297,12 @@ def test_graphql_endpoint_of_github_enterprise_server(api_url: str, graphql: str
     from bot.config import Settings
 
     assert Settings.from_env({"GITHUB_API_URL": api_url}).graphql_url == graphql
+
+
+def test_nightly_steps_documented_in_order() -> None:
+    from bot.scheduler import STEPS
+
+    text = _section((ROOT / "docs" / "sync.md").read_text(encoding="utf-8"), "## The nightly job")
+    shown = [m for m in re.findall(r"`(\w+)`", text.split("Every run is")[0])]
+    names = [name for name, _ in STEPS]
+    assert [n for n in shown if n in names] == names

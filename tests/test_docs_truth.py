@@ -306,3 +306,14 @@ def test_nightly_steps_documented_in_order() -> None:
     shown = [m for m in re.findall(r"`(\w+)`", text.split("Every run is")[0])]
     names = [name for name, _ in STEPS]
     assert [n for n in shown if n in names] == names
+
+
+def test_every_query_parameter_read_is_documented() -> None:
+    read: set[str] = set()
+    for path in [*(ROOT / "bot" / "site").rglob("*.py"), ROOT / "bot" / "app.py"]:
+        text = path.read_text(encoding="utf-8")
+        read |= set(re.findall(r"\b(?:query|q)(?:\.get\(|\[)\"([a-z_]+)\"", text))
+    assert {"limit", "offset", "page", "days"} <= read  # the scan finds them
+    docs = "\n".join(doc.read_text(encoding="utf-8") for doc in USER_DOCS)
+    missing = sorted(key for key in read if not re.search(rf"[?&]{key}=|`{key}`", docs))
+    assert not missing, f"query parameters the server reads that no user document names: {missing}"

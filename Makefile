@@ -52,4 +52,4 @@ lint: install-test
 	$(BIN)/lint-imports
 
 clean:
-	rm -rf $(VENV) rltracker.db
+	rm -rf $(VENV) rltracker.db rltracker.db-wal rltracker.db-shm

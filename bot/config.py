@@ -381,6 +381,16 @@ def check_env(env: Mapping[str, str], *, database_may_be_absent: bool = False) -
                            + " or " + _LOG_LEVELS[-1])
 
 
+def graphql_url(api_url: str) -> str:
+    """The GraphQL endpoint beside a REST base URL: `{base}/graphql` (github.com, GHE.com, the
+    test suite's fake), except GitHub Enterprise Server's `https://host/api/v3`, whose GraphQL
+    is `https://host/api/graphql` (`/api/v3/graphql` is a 404 there)."""
+    base = api_url.rstrip("/")
+    if base.endswith("/api/v3"):
+        base = base[: -len("/v3")]
+    return base + "/graphql"
+
+
 def local_url(port: int) -> str:
     """RLTRACKER_PUBLIC_URL's default: the tracker served on this machine, on `port`."""
     return f"http://localhost:{port}"
@@ -404,7 +414,7 @@ class Settings:
 
     @property
     def graphql_url(self) -> str:
-        return self.api_url.rstrip("/") + "/graphql"
+        return graphql_url(self.api_url)
 
     @property
     def has_app_credentials(self) -> bool:

@@ -21,9 +21,11 @@ log = logging.getLogger(__name__)
 SHUTDOWN_GRACE = 10.0  # seconds background tasks get to finish before they are cancelled
 
 
-def _fail(message: str) -> int:
+def _fail(message: str, exit_code: int = 2) -> int:
+    """One line on stderr; exit status 2 for a setting or argument that cannot be used, 1 for
+    a failure to act on while it runs (README, "When something is wrong")."""
     print(f"rltracker serve: {message}", file=sys.stderr, flush=True)
-    return 2
+    return exit_code
 
 
 def _bind_failure(host: str, port: int, exc: OSError) -> str:
@@ -167,7 +169,7 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
         if current != head:
             return _fail(
                 f"the database is behind the migrations (it is at {current or 'no revision'}, "
-                f"this code needs {head}); run `rltracker migrate` first"
+                f"this code needs {head}); run `rltracker migrate` first", exit_code=1,
             )
         if worker_processes and ctx.engine.dialect.name == "sqlite" and worker_processes > 1:
             return _fail("SQLite takes one worker process (--workers 1); use PostgreSQL for more")

@@ -626,3 +626,57 @@ async def test_a_renamed_repository_brings_no_new_proposals(ctx: Any) -> None:
     assert keys(report, "verl", "new_proposals") == []
     assert keys(report, "verl", "declined_or_redirected") == [f"{V}#2"]
     assert keys(report, "verl", "concerns_raised") == [f"{V}#2"]
+
+
+async def test_the_report_is_posted_after_the_app_is_installed_again(app_ctx: Any, fake_github: Any) -> None:
+    """The report repository's app uninstalled and installed again (GitHub gives the new
+    installation a new id and revokes the old one's tokens) while the process runs: the
+    repository -> installation mapping the client read on the first night is stale. It is
+    dropped on GitHub's refusal and read again, instead of every night failing until a restart.
+    (The report repository is not tracked here: no stored row says where the app is.)"""
+    fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
+    fake_github.add_issue("tracker-org/tracker", 1, title="Nightly reports")
+    ctx = app_ctx
+    ctx.settings = dataclasses.replace(ctx.settings, report_issue="tracker-org/tracker#1")
+    await night_one(ctx)
+    assert (await run_report(ctx, DAY1))["posted"] == "posted"
+    fake_github.remove_installation(77)
+    fake_github.add_installation(78, "tracker-org", repos=["tracker-org/tracker"])
+    assert (await run_report(ctx, DAY2))["posted"] == "posted"
+    assert (await run_report(ctx, DAY1))["posted"] == "edited"  # the first night's comment too
+    comments = fake_github.comments_of("tracker-org/tracker", 1)
+    assert len(comments) == 2
+    writes = fake_github.requests("PATCH", r"/issues/comments/\d+$") + fake_github.requests(
+        "POST", r"/issues/1/comments$")
+    assert [c.installation_id for c in writes if c.status < 300] == [77, 78, 78]
+
+
+async def test_the_report_goes_through_the_installation_the_stored_repository_names(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A tracked report repository: its row (kept by the installation events, shared by every
+    process) names the installation, so after a reinstall the night posts through the new
+    one at once, without a refused request first."""
+    from bot.store.models import Installation
+    from tests.fakegithub import install_app
+
+    ctx = app_ctx
+    await install_app(ctx, fake_github, 77, "tracker-org", ["tracker-org/tracker"])
+    fake_github.add_issue("tracker-org/tracker", 1, title="Nightly reports")
+    ctx.settings = dataclasses.replace(ctx.settings, report_issue="tracker-org/tracker#1")
+    await night_one(ctx)
+    assert (await run_report(ctx, DAY1))["posted"] == "posted"
+    # Uninstalled and installed again, as the `deleted` and `created` events leave the rows.
+    fake_github.remove_installation(77)
+    fake_github.add_installation(78, "tracker-org", repos=["tracker-org/tracker"])
+    async with ctx.sessionmaker() as session:
+        (await session.get(Installation, 77)).deleted = True
+        session.add(Installation(id=78, account="tracker-org"))
+        await session.flush()
+        row = await session.scalar(select(Repository).where(Repository.full_name == "tracker-org/tracker"))
+        row.installation_id = 78
+        await session.commit()
+    before = len(fake_github.calls)
+    assert (await run_report(ctx, DAY2))["posted"] == "posted"
+    night = fake_github.calls[before:]
+    assert [c.status for c in night if c.status in (401, 404)] == []
+    assert [c.installation_id for c in night if c.auth == "installation"] == [78, 78]

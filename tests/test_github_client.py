@@ -531,3 +531,37 @@ async def test_shared_fixtures_wire_the_fake(app_ctx, fake_github: FakeGitHub):
     assert base64.b64decode(data["content"]).decode() == "Be kind. 中文"
     listing = await gh.getitem("/repos/THUDM/slime/contents/")
     assert [e["name"] for e in listing] == ["CONTRIBUTING.md"]
+
+
+async def test_a_reinstalled_repository_is_looked_up_again(client_settings: Settings, installed: FakeGitHub,
+                                                           sleeper: RecordingSleep):
+    """Uninstalled and installed again (a new installation id, the old one's tokens revoked):
+    the old installation's 404 for a token drops every repository mapped to it, and a
+    mapping older than REPO_INSTALLATION_TTL is asked of GitHub again."""
+    import time
+
+    import gidgethub
+
+    from bot.github.client import REPO_INSTALLATION_TTL, InstallationGone
+
+    back = [0.0]  # the client's clock this far behind (the fake checks JWTs on the real one)
+    c = GitHubClient(client_settings, sleep=sleeper, clock=lambda: time.time() - back[0])
+    try:
+        assert await c.installation_for_repo(REPO) == 7
+        installed.remove_installation(7)
+        installed.add_installation(8, "verl-project", repos=[REPO])
+        gh = await c.api(7)
+        with pytest.raises(InstallationGone) as refused:
+            await gh.getitem("/repos/verl-project/verl/issues/1")
+        assert isinstance(refused.value, gidgethub.BadRequest) and refused.value.status_code == 404
+        assert await c.installation_for_repo(REPO) == 8
+        # Moved without a refusal the client saw: read again once the mapping is old.
+        back[0] = REPO_INSTALLATION_TTL + 1
+        assert await c.installation_for_repo(REPO, refresh=True) == 8
+        installed.remove_installation(8)
+        installed.add_installation(9, "verl-project", repos=[REPO])
+        assert await c.installation_for_repo(REPO) == 8
+        back[0] = 0.0
+        assert await c.installation_for_repo(REPO) == 9
+    finally:
+        await c.close()

@@ -49,6 +49,12 @@ JWT_AHEAD = 9 * 60  # seconds after now; exp - iat = 10 min, GitHub's maximum
 JWT_REUSE_MARGIN = 2 * 60  # mint a new JWT when less than this is left
 TOKEN_REFRESH_MARGIN = 5 * 60  # refresh installation tokens this long before they expire
 ETAG_CACHE_SIZE = 2000  # entries per installation
+# The repository -> installation mapping (`installation_for_repo`): kept this long, and for this
+# many repositories at most. A reinstall gives the installation a new id: a mapping dropped when
+# GitHub refuses it (`forget_installation`, `installation_for_repo(refresh=True)`) is read anew;
+# the age bounds what is missed otherwise (a repository moved to another account's installation).
+REPO_INSTALLATION_TTL = 3600.0  # seconds
+REPO_INSTALLATION_CACHE_SIZE = 4096
 SECONDARY_LIMIT_MARKERS = (b"secondary rate limit", b"abuse detection")
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 # POSTs that create something: after a 5xx GitHub may have created it anyway, so repeating the
@@ -429,6 +435,11 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
         return self._backoff(attempt)
 
 
+class InstallationGone(gidgethub.BadRequest):
+    """GitHub knows no such installation (404 for a token): the app was uninstalled there.
+    A BadRequest of status 404, as gidgethub raises it, for callers that test the status."""
+
+
 @dataclass
 class _CachedToken:
     token: str
@@ -459,7 +470,8 @@ class GitHubClient:
         self._tokens: dict[int, _CachedToken] = {}
         self._locks: dict[int, asyncio.Lock] = {}
         self._caches: dict[object, LRUCache] = {}
-        self._repo_installations: dict[str, int] = {}
+        # full name (lower case) -> (installation id or None: not installed, read at)
+        self._repo_installations = LRUCache(REPO_INSTALLATION_CACHE_SIZE)
         self.token_refreshes = 0  # counted for tests and /metrics
 
     # ------------------------------------------------------------------ plumbing
@@ -543,11 +555,20 @@ class GitHubClient:
             if cached is not None and self._fresh(cached):
                 return cached.token
             app = await self.app_api()
-            data = await app.post(
-                "/app/installations/{installation_id}/access_tokens",
-                {"installation_id": iid},
-                data=b"",
-            )
+            try:
+                data = await app.post(
+                    "/app/installations/{installation_id}/access_tokens",
+                    {"installation_id": iid},
+                    data=b"",
+                )
+            except gidgethub.BadRequest as exc:
+                if int(exc.status_code) != 404 or isinstance(exc, InstallationGone):
+                    raise
+                # Uninstalled: nothing of it is worth keeping, and every repository mapped
+                # to it is looked up again (a reinstall has a new id).
+                self.forget_installation(iid)
+                raise InstallationGone(exc.status_code, *(exc.args or ("Not Found",)),
+                                       headers=exc.headers) from exc
             expires = parse_datetime(data.get("expires_at"))
             expires_at = expires.timestamp() if expires else self._clock() + 3600
             self._tokens[iid] = _CachedToken(data["token"], expires_at)
@@ -557,6 +578,18 @@ class GitHubClient:
 
     def invalidate_token(self, installation_id: int) -> None:
         self._tokens.pop(int(installation_id), None)
+
+    def forget_installation(self, installation_id: int) -> None:
+        """The installation is gone (uninstalled): its token, its ETag cache and every
+        repository mapped to it are dropped."""
+        iid = int(installation_id)
+        self._tokens.pop(iid, None)
+        self._caches.pop(iid, None)
+        lock = self._locks.get(iid)
+        if lock is not None and not lock.locked():
+            del self._locks[iid]
+        for key in [k for k, (mapped, _) in self._repo_installations.items() if mapped == iid]:
+            del self._repo_installations[key]
 
     # ------------------------------------------------------------------ public API
     async def api(self, installation_id: int | None = None) -> RetryingGitHubAPI:
@@ -633,11 +666,15 @@ class GitHubClient:
             raise
         return str(data.get("role_name") or data.get("permission") or "none").lower()
 
-    async def installation_for_repo(self, full_name: str) -> int | None:
-        """The app's installation id on a repository (cached), None when not installed."""
+    async def installation_for_repo(self, full_name: str, *, refresh: bool = False) -> int | None:
+        """The app's installation id on a repository, None when not installed. Cached for
+        REPO_INSTALLATION_TTL (bounded in size); `refresh`: asked of GitHub again, as after
+        GitHub refused the installation it gave (uninstalled and installed again: a new id)."""
         key = full_name.lower()
-        if key in self._repo_installations:
-            return self._repo_installations[key]
+        cached = self._repo_installations.get(key)
+        if cached is not None and not refresh and self._clock() - cached[1] < REPO_INSTALLATION_TTL:
+            return cached[0]
+        self._repo_installations.pop(key, None)
         if not self.settings.has_app_credentials:
             return None
         owner, _, name = full_name.partition("/")
@@ -648,5 +685,5 @@ class GitHubClient:
             if exc.status_code == 404:
                 return None
             raise
-        self._repo_installations[key] = int(data["id"])
+        self._repo_installations[key] = (int(data["id"]), self._clock())
         return int(data["id"])

@@ -565,3 +565,32 @@ async def test_a_reinstalled_repository_is_looked_up_again(client_settings: Sett
         assert await c.installation_for_repo(REPO) == 9
     finally:
         await c.close()
+
+
+async def test_a_late_401_for_the_old_token_does_not_drop_the_new_one(client: GitHubClient,
+                                                                     installed: FakeGitHub):
+    """Two requests went out with a token GitHub then revoked: the first 401 refreshes it; the
+    second, answered later, dropped the token just refreshed and asked GitHub for another (a
+    burst of jobs made as many token requests as late answers). Only the refused token is
+    dropped: one token request."""
+    gate = asyncio.Event()
+    slow: list[int] = []
+
+    @installed.route("GET", r"/repos/verl-project/verl/issues/2")
+    async def _slow(fake: FakeGitHub, request: Any, match: Any, body: Any) -> Any:
+        slow.append(1)
+        if len(slow) == 1:
+            await gate.wait()  # answered after the other request's refresh
+            return 401, {"message": "Bad credentials"}
+        return {"number": 2, "title": "late"}
+
+    gh = await client.api(7)
+    await gh.getitem("/repos/verl-project/verl/issues/1")  # token T1
+    late = asyncio.create_task(gh.getitem("/repos/verl-project/verl/issues/2"))
+    while not slow:
+        await asyncio.sleep(0.01)
+    installed.tokens.clear()  # T1 revoked
+    await gh.getitem("/repos/verl-project/verl/issues/1")  # 401, refreshed: T2
+    gate.set()
+    assert (await late)["title"] == "late"
+    assert len(installed.requests("POST", r"/access_tokens$")) == 2  # T1 and T2, no T3

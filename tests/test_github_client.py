@@ -573,13 +573,14 @@ async def test_a_late_401_for_the_old_token_does_not_drop_the_new_one(client: Gi
     second, answered later, dropped the token just refreshed and asked GitHub for another (a
     burst of jobs made as many token requests as late answers). Only the refused token is
     dropped: one token request."""
-    gate = asyncio.Event()
+    gate, arrived = asyncio.Event(), asyncio.Event()
     slow: list[int] = []
 
     @installed.route("GET", r"/repos/verl-project/verl/issues/2")
-    async def _slow(fake: FakeGitHub, request: Any, match: Any, body: Any) -> Any:
+    async def _slow(fake: FakeGitHub, request: object, match: object, body: object) -> object:
         slow.append(1)
         if len(slow) == 1:
+            arrived.set()
             await gate.wait()  # answered after the other request's refresh
             return 401, {"message": "Bad credentials"}
         return {"number": 2, "title": "late"}
@@ -587,8 +588,7 @@ async def test_a_late_401_for_the_old_token_does_not_drop_the_new_one(client: Gi
     gh = await client.api(7)
     await gh.getitem("/repos/verl-project/verl/issues/1")  # token T1
     late = asyncio.create_task(gh.getitem("/repos/verl-project/verl/issues/2"))
-    while not slow:
-        await asyncio.sleep(0.01)
+    await arrived.wait()
     installed.tokens.clear()  # T1 revoked
     await gh.getitem("/repos/verl-project/verl/issues/1")  # 401, refreshed: T2
     gate.set()

@@ -251,7 +251,7 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
         sleep: SleepFn,
         rand: Callable[[], float],
         clock: Callable[[], float],
-        on_unauthorized: Callable[[], None] | None = None,
+        on_unauthorized: Callable[[str | None], None] | None = None,
     ) -> None:
         super().__init__(session, requester, cache=cache, base_url=base_url)
         self._credentials = credentials
@@ -296,7 +296,7 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
                     and self._on_unauthorized is not None
                 ):
                     log.warning("GitHub 401 on %s %s; refreshing credentials", method, _safe_path(url))
-                    self._on_unauthorized()
+                    self._on_unauthorized(oauth_token)  # the token refused, not a newer one
                     continue
                 raise
         raise AssertionError("unreachable")
@@ -311,7 +311,7 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
                 if second_try or self._on_unauthorized is None:
                     raise
                 log.warning("GitHub 401 on POST /graphql; refreshing credentials")
-                self._on_unauthorized()
+                self._on_unauthorized(self.oauth_token)
         raise AssertionError("unreachable")
 
     async def _graphql_once(self, query: str, *, endpoint: str = "", **variables: Any) -> Any:
@@ -491,7 +491,7 @@ class GitHubClient:
         self,
         credentials: Credentials | None,
         cache_key: object,
-        on_unauthorized: Callable[[], None] | None = None,
+        on_unauthorized: Callable[[str | None], None] | None = None,
         policy: RetryPolicy | None = None,
     ) -> RetryingGitHubAPI:
         return RetryingGitHubAPI(
@@ -576,8 +576,12 @@ class GitHubClient:
             log.info("installation token refreshed for installation %d (expires %s)", iid, data.get("expires_at"))
             return data["token"]
 
-    def invalidate_token(self, installation_id: int) -> None:
-        self._tokens.pop(int(installation_id), None)
+    def invalidate_token(self, installation_id: int, token: str | None = None) -> None:
+        """Drop the installation's token; `token`: only if it is still that one (a 401 for a
+        token already refreshed by another request leaves the new one)."""
+        cached = self._tokens.get(int(installation_id))
+        if cached is not None and (token is None or cached.token == token):
+            del self._tokens[int(installation_id)]
 
     def forget_installation(self, installation_id: int) -> None:
         """The installation is gone (uninstalled): its token, its ETag cache and every
@@ -603,7 +607,7 @@ class GitHubClient:
                 return "token", await self.installation_token(iid)
 
             return self._make_api(
-                installation_credentials, iid, on_unauthorized=lambda: self.invalidate_token(iid)
+                installation_credentials, iid, on_unauthorized=lambda refused: self.invalidate_token(iid, refused)
             )
         if self.settings.token:
             token = self.settings.token

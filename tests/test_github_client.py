@@ -594,3 +594,35 @@ async def test_a_late_401_for_the_old_token_does_not_drop_the_new_one(client: Gi
     gate.set()
     assert (await late)["title"] == "late"
     assert len(installed.requests("POST", r"/access_tokens$")) == 2  # T1 and T2, no T3
+
+
+async def test_the_etag_cache_is_bounded_across_installations(client_settings: Settings,
+                                                              installed: FakeGitHub,
+                                                              sleeper: RecordingSleep):
+    """Each installation had its own LRU of 2,000 responses and nothing bounded their sum: an
+    app installed on thousands of repositories (hundreds of installations) kept up to 2,000
+    responses for each, for the life of the process, uninstalled ones included. One bound
+    holds for all of them now (`etag_entries`), each installation's responses still apart."""
+    for n in (3, 4):
+        installed.add_issue(REPO, n, f"issue {n}")
+        installed.add_issue("huggingface/trl", n, f"issue {n}")
+    c = GitHubClient(client_settings, sleep=sleeper, etag_entries=4)
+    try:
+        for iid, repo in ((7, REPO), (8, "huggingface/trl")):
+            gh = await c.api(iid)
+            for n in (1, 3, 4) if iid == 7 else (2, 3, 4):
+                await gh.getitem(f"/repos/{repo}/issues/{n}")
+        assert c.cached_responses == 4
+        gh7, gh8 = await c.api(7), await c.api(8)
+        await gh8.getitem("/repos/huggingface/trl/issues/4")  # kept: asked with its ETag
+        await gh7.getitem(f"/repos/{REPO}/issues/1")  # the oldest: dropped
+        assert [c.status for c in installed.calls[-2:]] == [304, 200]
+        # Installation 9 reading what installation 8 has cached asks without its ETag.
+        installed.add_installation(9, "huggingface", ["huggingface/trl"])
+        gh9 = await c.api(9)
+        await gh9.getitem("/repos/huggingface/trl/issues/4")
+        assert installed.calls[-1].status == 200 and "If-None-Match" not in installed.calls[-1].headers
+        c.forget_installation(8)
+        assert c.cached_responses == 2  # installation 8's responses went with it
+    finally:
+        await c.close()

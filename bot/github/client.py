@@ -13,7 +13,8 @@
   A POST that creates something (a comment, by REST or by a GraphQL mutation such as
   addDiscussionComment) is not repeated after a 5xx: it may have been created, and the job's own retry checks for it first instead of posting twice.
   The retry loop wraps the HTTP transport, so REST and GraphQL get the same treatment.
-- ETag cache (gidgethub's `cache`) kept per installation: a 304 costs no rate limit.
+- ETag cache (gidgethub's `cache`) kept apart per installation, in one LRU bounded over all of
+  them (ETAG_CACHE_TOTAL): a 304 costs no rate limit.
 - Secrets never reach the logs: only method, path (without query) and status are logged.
 """
 
@@ -48,7 +49,8 @@ JWT_BACKDATE = 60  # seconds: GitHub's clock may be ahead of ours
 JWT_AHEAD = 9 * 60  # seconds after now; exp - iat = 10 min, GitHub's maximum
 JWT_REUSE_MARGIN = 2 * 60  # mint a new JWT when less than this is left
 TOKEN_REFRESH_MARGIN = 5 * 60  # refresh installation tokens this long before they expire
-ETAG_CACHE_SIZE = 2000  # entries per installation
+ETAG_CACHE_SIZE = 2000  # an LRUCache's default bound
+ETAG_CACHE_TOTAL = 20_000  # entries across every installation (and the app, token, anonymous)
 # The repository -> installation mapping (`installation_for_repo`): kept this long, and for this
 # many repositories at most. A reinstall gives the installation a new id: a mapping dropped when
 # GitHub refuses it (`forget_installation`, `installation_for_repo(refresh=True)`) is read anew;
@@ -80,32 +82,62 @@ class RetryPolicy:
     max_backoff: float = 30.0
 
 
-class LRUCache(MutableMapping[str, Any]):
+class LRUCache(MutableMapping[Any, Any]):
     """A bounded mapping for gidgethub's ETag cache: long-running processes stay small."""
 
     def __init__(self, maxsize: int = ETAG_CACHE_SIZE) -> None:
         self.maxsize = maxsize
-        self._data: OrderedDict[str, Any] = OrderedDict()
+        self._data: OrderedDict[Any, Any] = OrderedDict()
 
-    def __getitem__(self, key: str) -> Any:
+    def __getitem__(self, key: Any) -> Any:
         value = self._data[key]
         self._data.move_to_end(key)
         return value
 
-    def __setitem__(self, key: str, value: Any) -> None:
+    def __setitem__(self, key: Any, value: Any) -> None:
         self._data[key] = value
         self._data.move_to_end(key)
         while len(self._data) > self.maxsize:
             self._data.popitem(last=False)
 
-    def __delitem__(self, key: str) -> None:
+    def __delitem__(self, key: Any) -> None:
         del self._data[key]
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[Any]:
         return iter(self._data)
 
     def __len__(self) -> int:
         return len(self._data)
+
+
+class _CacheView(MutableMapping[str, Any]):
+    """One installation's (or the app's, GITHUB_TOKEN's, anonymous) ETag cache: its share of
+    the client's one LRU bounded over all of them (ETAG_CACHE_TOTAL), so hundreds of
+    installations do not keep ETAG_CACHE_SIZE responses each for the life of the process;
+    its entries apart from the others' (an answer depends on the credentials)."""
+
+    def __init__(self, shared: LRUCache, namespace: object) -> None:
+        self._shared = shared
+        self._namespace = namespace
+
+    def __getitem__(self, key: str) -> Any:
+        return self._shared[(self._namespace, key)]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._shared[(self._namespace, key)] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self._shared[(self._namespace, key)]
+
+    def __iter__(self) -> Iterator[str]:  # (not used by gidgethub: a scan is enough)
+        return iter([k[1] for k in list(self._shared) if k[0] == self._namespace])
+
+    def __len__(self) -> int:
+        return sum(1 for k in list(self._shared) if k[0] == self._namespace)
+
+    def clear(self) -> None:
+        for key in [k for k in list(self._shared) if k[0] == self._namespace]:
+            del self._shared[key]
 
 
 def _safe_path(url: str) -> str:
@@ -458,6 +490,7 @@ class GitHubClient:
         sleep: SleepFn = asyncio.sleep,
         rand: Callable[[], float] = random.random,
         clock: Callable[[], float] = time.time,
+        etag_entries: int = ETAG_CACHE_TOTAL,
     ) -> None:
         self.settings = settings
         self.policy = policy or RetryPolicy()
@@ -469,7 +502,7 @@ class GitHubClient:
         self._jwt: tuple[str, float] | None = None  # (token, exp)
         self._tokens: dict[int, _CachedToken] = {}
         self._locks: dict[int, asyncio.Lock] = {}
-        self._caches: dict[object, LRUCache] = {}
+        self._responses = LRUCache(etag_entries)  # every ETag cache's entries, one bound
         # full name (lower case) -> (installation id or None: not installed, read at)
         self._repo_installations = LRUCache(REPO_INSTALLATION_CACHE_SIZE)
         self.token_refreshes = 0  # counted for tests and /metrics
@@ -481,11 +514,13 @@ class GitHubClient:
             self._owns_session = True
         return self._session
 
-    def _cache(self, key: object) -> LRUCache:
-        cache = self._caches.get(key)
-        if cache is None:
-            cache = self._caches[key] = LRUCache()
-        return cache
+    def _cache(self, key: object) -> _CacheView:
+        return _CacheView(self._responses, key)
+
+    @property
+    def cached_responses(self) -> int:
+        """Responses held for conditional requests, over every installation (bounded)."""
+        return len(self._responses)
 
     def _make_api(
         self,
@@ -588,7 +623,7 @@ class GitHubClient:
         repository mapped to it are dropped."""
         iid = int(installation_id)
         self._tokens.pop(iid, None)
-        self._caches.pop(iid, None)
+        self._cache(iid).clear()  # (a scan of the one LRU: rare)
         lock = self._locks.get(iid)
         if lock is not None and not lock.locked():
             del self._locks[iid]

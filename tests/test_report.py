@@ -680,3 +680,27 @@ async def test_the_report_goes_through_the_installation_the_stored_repository_na
     night = fake_github.calls[before:]
     assert [c.status for c in night if c.status in (401, 404)] == []
     assert [c.installation_id for c in night if c.auth == "installation"] == [78, 78]
+
+
+async def test_the_report_is_not_posted_under_github_token_where_the_app_is_not_installed(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The report is posted as the app. With GITHUB_TOKEN set as well (for the sync) and the
+    app not installed on the report repository, the client's fallback posted it under the
+    token's person instead: their name on the nightly comment, and a lost answer's comment
+    not found as the app's own (`{slug}[bot]`), so posted again. It fails, saying why."""
+    fake_github.add_issue("tracker-org/tracker", 1, title="Nightly reports")
+    ctx = app_ctx
+    ctx.settings = dataclasses.replace(ctx.settings, report_issue="tracker-org/tracker#1",
+                                       token=fake_github.user_token)
+    from bot.github.client import GitHubClient
+    from tests.fakegithub import no_sleep
+
+    app_client, ctx.github = ctx.github, GitHubClient(ctx.settings, sleep=no_sleep)
+    try:
+        await night_one(ctx)
+        summary = await run_report(ctx, DAY1)
+    finally:
+        await ctx.github.close()
+        ctx.github = app_client
+    assert summary["posted"] == "failed" and "not installed" in summary["error"]
+    assert fake_github.comments_of("tracker-org/tracker", 1) == []

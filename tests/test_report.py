@@ -199,7 +199,8 @@ async def test_a_post_github_refuses_is_recorded_as_failed_and_posted_by_the_nex
     assert (await run_report(ctx, DAY1))["posted"] == "failed"
     async with ctx.sessionmaker() as session:
         [action] = list(await session.scalars(select(Action).where(Action.kind == "report")))
-    assert action.status == "failed" and action.reason == "BadRequest: Requires authentication"
+    assert action.status == "failed" and action.reason.startswith(
+        "NotInstalled: the app is not installed on tracker-org/tracker")  # (no request made)
     assert action.body and "Proposal status" in action.body
     fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
     assert (await run_report(ctx, DAY1))["posted"] == "posted"

@@ -328,6 +328,10 @@ async def store_report(ctx: Any, data: dict[str, Any], markdown: str) -> Report:
         return row
 
 
+class NotInstalled(RuntimeError):
+    """The app is not installed on the report repository: nothing is posted there."""
+
+
 async def _stored_installation(ctx: Any, repo: str) -> int | None:
     """The installation the stored repository row names (the installation events keep it, for
     every process), None when the repository is not tracked, not linked, or its installation
@@ -360,6 +364,9 @@ async def _post_on_github(ctx: Any, repo: str, number: int, day: str, markdown: 
     installation = await _stored_installation(ctx, repo)
     if installation is None:
         installation = await ctx.github.installation_for_repo(repo)
+    if installation is None and ctx.settings.has_app_credentials:
+        # (the client's fallback would post it under GITHUB_TOKEN's person)
+        raise NotInstalled(f"the app is not installed on {repo}; the report is posted as the app")
     try:
         return await _post_through(ctx, installation, repo, number, day, markdown, comment_id,
                                    action_id, lease)
@@ -369,6 +376,8 @@ async def _post_on_github(ctx: Any, repo: str, number: int, day: str, markdown: 
         now = await ctx.github.installation_for_repo(repo, refresh=True)
         if now == installation:
             raise
+        if now is None:
+            raise NotInstalled(f"the app is no longer installed on {repo} ({exc})") from exc
         log.info("report %s: installation %s refused (%s); posting through %s", day,
                  installation, int(exc.status_code), now)
     return await _post_through(ctx, now, repo, number, day, markdown, comment_id, action_id, lease)

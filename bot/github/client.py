@@ -3,7 +3,11 @@
 - App JWT (RS256, PyJWT) with `iat` 60 s in the past for clock skew and `exp` 9 min ahead
   (GitHub refuses more than 10 min); reused until 2 min before it expires.
 - Installation tokens cached until 5 min before `expires_at`; one refresh at a time per
-  installation (an asyncio.Lock each), so a burst of jobs makes one token request.
+  installation (an asyncio.Lock each), so a burst of jobs makes one token request; a 401
+  drops only the token refused. A 404 for a token (uninstalled: `InstallationGone`) drops
+  the installation's token, ETag entries and repository mappings.
+- The repository -> installation mapping (`installation_for_repo`) is kept an hour, for
+  4,096 repositories at most; `refresh=True` asks GitHub again (a reinstall has a new id).
 - `GITHUB_API_URL` (settings.api_url) is the base of every call: GitHub Enterprise or the
   test suite's fake server.
 - Retries with exponential backoff and jitter on 5xx, 429 and rate limits (403 with

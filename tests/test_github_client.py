@@ -553,7 +553,7 @@ async def test_a_reinstalled_repository_is_looked_up_again(client_settings: Sett
         gh = await c.api(7)
         with pytest.raises(InstallationGone) as refused:
             await gh.getitem("/repos/verl-project/verl/issues/1")
-        assert isinstance(refused.value, gidgethub.BadRequest) and refused.value.status_code == 404
+        assert isinstance(refused.value, gidgethub.BadRequest) and refused.value.status_code == 410  # not the resource's 404
         assert await c.installation_for_repo(REPO) == 8
         # Moved without a refusal the client saw: read again once the mapping is old.
         back[0] = REPO_INSTALLATION_TTL + 1

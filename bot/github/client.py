@@ -4,8 +4,9 @@
   (GitHub refuses more than 10 min); reused until 2 min before it expires.
 - Installation tokens cached until 5 min before `expires_at`; one refresh at a time per
   installation (an asyncio.Lock each), so a burst of jobs makes one token request; a 401
-  drops only the token refused. A 404 for a token (uninstalled: `InstallationGone`) drops
-  the installation's token, ETag entries and repository mappings.
+  drops only the token refused. A 404 for a token (uninstalled) raises `InstallationGone`
+  (status 410, never the resource's 404) and drops the installation's token, ETag entries
+  and repository mappings.
 - The repository -> installation mapping (`installation_for_repo`) is kept an hour, for
   4,096 repositories at most; `refresh=True` asks GitHub again (a reinstall has a new id).
 - `GITHUB_API_URL` (settings.api_url) is the base of every call: GitHub Enterprise or the
@@ -473,7 +474,9 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
 
 class InstallationGone(gidgethub.BadRequest):
     """GitHub knows no such installation (404 for a token): the app was uninstalled there.
-    A BadRequest of status 404, as gidgethub raises it, for callers that test the status."""
+    A BadRequest of status 410 (Gone), refused for good (`refused_for_good`), and not the 404
+    GitHub gave for the token: raised from a request through the installation, that 404 read
+    as the resource's own answer ("no config file", "our comment was deleted")."""
 
 
 @dataclass
@@ -601,13 +604,15 @@ class GitHubClient:
                     data=b"",
                 )
             except gidgethub.BadRequest as exc:
-                if int(exc.status_code) != 404 or isinstance(exc, InstallationGone):
+                if int(exc.status_code) != 404:
                     raise
                 # Uninstalled: nothing of it is worth keeping, and every repository mapped
                 # to it is looked up again (a reinstall has a new id).
                 self.forget_installation(iid)
-                raise InstallationGone(exc.status_code, *(exc.args or ("Not Found",)),
-                                       headers=exc.headers) from exc
+                raise InstallationGone(
+                    http.HTTPStatus.GONE,
+                    f"installation {iid} is gone (GitHub answers 404 for its token: uninstalled)",
+                    headers=exc.headers) from exc
             expires = parse_datetime(data.get("expires_at"))
             expires_at = expires.timestamp() if expires else self._clock() + 3600
             self._tokens[iid] = _CachedToken(data["token"], expires_at)

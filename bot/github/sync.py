@@ -484,8 +484,9 @@ class Syncer:
             raise _Transient(f"GitHub {int(exc.status_code)}") from exc
         except gidgethub.BadRequest as exc:
             # No token for the installation (uninstalled or suspended while no event told
-            # us: 404, 403): that group is refused, as a 401 is; it ended the whole sync.
-            if (installation_id is not None and int(exc.status_code) in (401, 403, 404)
+            # us: 410 InstallationGone, 403): that group is refused, as a 401 is; it ended
+            # the whole sync.
+            if (installation_id is not None and int(exc.status_code) in (401, 403, 404, 410)
                     and rate_limit_wait(exc) is None):
                 raise _Refused(f"{int(exc.status_code)} {exc}") from exc
             raise

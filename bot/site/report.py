@@ -354,7 +354,7 @@ async def _post_on_github(ctx: Any, repo: str, number: int, day: str, markdown: 
     """Edit the night's comment, or post it (None: another run took the night over since
     this one claimed it; it posts). `lease`: the claim's, renewed right before posting.
     Through the installation the stored repository row names, else the one GitHub gives
-    (`installation_for_repo`, cached); refused by GitHub (401, 403, 404: uninstalled and
+    (`installation_for_repo`, cached); refused by GitHub (401, 403, 404, 410: uninstalled and
     installed again under a new id, the repository moved), once more through the one GitHub
     gives now, when that is another."""
     from gidgethub import BadRequest
@@ -371,7 +371,7 @@ async def _post_on_github(ctx: Any, repo: str, number: int, day: str, markdown: 
         return await _post_through(ctx, installation, repo, number, day, markdown, comment_id,
                                    action_id, lease)
     except BadRequest as exc:
-        if int(exc.status_code) not in (401, 403, 404) or rate_limit_wait(exc) is not None:
+        if int(exc.status_code) not in (401, 403, 404, 410) or rate_limit_wait(exc) is not None:
             raise
         now = await ctx.github.installation_for_repo(repo, refresh=True)
         if now == installation:
@@ -388,8 +388,6 @@ async def _post_through(ctx: Any, installation: int | None, repo: str, number: i
                         lease: list[datetime | None]) -> dict[str, Any] | None:
     from gidgethub import BadRequest
 
-    from bot.github.client import InstallationGone
-
     gh = await ctx.github.api(installation)
     owner, name = repo.split("/", 1)
     if comment_id:
@@ -398,8 +396,7 @@ async def _post_through(ctx: Any, installation: int | None, repo: str, number: i
                            data={"body": markdown})
             return {}
         except BadRequest as exc:
-            # (the installation gone is not the comment gone: it is asked through another)
-            if exc.status_code != 404 or isinstance(exc, InstallationGone):
+            if exc.status_code != 404:
                 raise
         # The night's comment was deleted on GitHub: PATCHing its id failed the same way on
         # every run. The run asked for the report to be posted: it is posted anew.

@@ -26,7 +26,8 @@ issued), ``"token"`` (another bearer token, e.g. GITHUB_TOKEN) or ``None`` (anon
 State model (all public attributes; repository names are matched case-insensitively)
 -------------------------------------------------------------------------------------
 - ``add_installation(id, account, repos=[...], account_type="Organization")``;
-  ``fake.installations``; ``suspend_installation(id)``. ``fake.tokens`` maps issued tokens to
+  ``fake.installations``; ``suspend_installation(id)``; ``remove_installation(id)`` (uninstalled:
+  its tokens are revoked). ``fake.tokens`` maps issued tokens to
   :class:`Token`; ``fake.token_ttl`` (seconds, default 3600) sets ``expires_at`` of new ones.
 - ``add_issue(repo, number, title=..., body=..., user=..., pull_request=False, ...)`` ->
   the stored issue dict; ``issue(repo, n)``; ``add_comment(repo, n, body, user=...)``;
@@ -279,6 +280,13 @@ class FakeGitHub:
         }
         self.installations[installation_id] = inst
         return inst
+
+    def remove_installation(self, installation_id: int) -> None:
+        """The app uninstalled: the installation is gone (404 for it) and GitHub revokes its
+        tokens (401 "Bad credentials" from then on)."""
+        self.installations.pop(installation_id, None)
+        for value in [v for v, t in self.tokens.items() if t.installation_id == installation_id]:
+            del self.tokens[value]
 
     def suspend_installation(self, installation_id: int) -> None:
         self.installations[installation_id]["suspended_at"] = _iso(_now())

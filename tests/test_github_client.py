@@ -548,3 +548,98 @@ async def test_token_read_from_a_file_with_its_newline_is_accepted(fake_github: 
         await c.close()
     assert issue["number"] == 1
     assert fake_github.calls[-1].auth == "token"
+
+
+async def test_a_reinstalled_repository_is_looked_up_again(client_settings: Settings, installed: FakeGitHub,
+                                                           sleeper: RecordingSleep):
+    """Uninstalled and installed again (a new installation id, the old one's tokens revoked):
+    the old installation's 404 for a token drops every repository mapped to it, and a
+    mapping older than REPO_INSTALLATION_TTL is asked of GitHub again."""
+    import time
+
+    import gidgethub
+
+    from bot.github.client import REPO_INSTALLATION_TTL, InstallationGone
+
+    back = [0.0]  # the client's clock this far behind (the fake checks JWTs on the real one)
+    c = GitHubClient(client_settings, sleep=sleeper, clock=lambda: time.time() - back[0])
+    try:
+        assert await c.installation_for_repo(REPO) == 7
+        installed.remove_installation(7)
+        installed.add_installation(8, "verl-project", repos=[REPO])
+        gh = await c.api(7)
+        with pytest.raises(InstallationGone) as refused:
+            await gh.getitem("/repos/verl-project/verl/issues/1")
+        assert isinstance(refused.value, gidgethub.BadRequest) and refused.value.status_code == 410  # not the resource's 404
+        assert await c.installation_for_repo(REPO) == 8
+        # Moved without a refusal the client saw: read again once the mapping is old.
+        back[0] = REPO_INSTALLATION_TTL + 1
+        assert await c.installation_for_repo(REPO, refresh=True) == 8
+        installed.remove_installation(8)
+        installed.add_installation(9, "verl-project", repos=[REPO])
+        assert await c.installation_for_repo(REPO) == 8
+        back[0] = 0.0
+        assert await c.installation_for_repo(REPO) == 9
+    finally:
+        await c.close()
+
+
+async def test_a_late_401_for_the_old_token_does_not_drop_the_new_one(client: GitHubClient,
+                                                                     installed: FakeGitHub):
+    """Two requests went out with a token GitHub then revoked: the first 401 refreshes it; the
+    second, answered later, dropped the token just refreshed and asked GitHub for another (a
+    burst of jobs made as many token requests as late answers). Only the refused token is
+    dropped: one token request."""
+    gate, arrived = asyncio.Event(), asyncio.Event()
+    slow: list[int] = []
+
+    @installed.route("GET", r"/repos/verl-project/verl/issues/2")
+    async def _slow(fake: FakeGitHub, request: object, match: object, body: object) -> object:
+        slow.append(1)
+        if len(slow) == 1:
+            arrived.set()
+            await gate.wait()  # answered after the other request's refresh
+            return 401, {"message": "Bad credentials"}
+        return {"number": 2, "title": "late"}
+
+    gh = await client.api(7)
+    await gh.getitem("/repos/verl-project/verl/issues/1")  # token T1
+    late = asyncio.create_task(gh.getitem("/repos/verl-project/verl/issues/2"))
+    await arrived.wait()
+    installed.tokens.clear()  # T1 revoked
+    await gh.getitem("/repos/verl-project/verl/issues/1")  # 401, refreshed: T2
+    gate.set()
+    assert (await late)["title"] == "late"
+    assert len(installed.requests("POST", r"/access_tokens$")) == 2  # T1 and T2, no T3
+
+
+async def test_the_etag_cache_is_bounded_across_installations(client_settings: Settings,
+                                                              installed: FakeGitHub,
+                                                              sleeper: RecordingSleep):
+    """Each installation had its own LRU of 2,000 responses and nothing bounded their sum: an
+    app installed on thousands of repositories (hundreds of installations) kept up to 2,000
+    responses for each, for the life of the process, uninstalled ones included. One bound
+    holds for all of them now (`etag_entries`), each installation's responses still apart."""
+    for n in (3, 4):
+        installed.add_issue(REPO, n, f"issue {n}")
+        installed.add_issue("huggingface/trl", n, f"issue {n}")
+    c = GitHubClient(client_settings, sleep=sleeper, etag_entries=4)
+    try:
+        for iid, repo in ((7, REPO), (8, "huggingface/trl")):
+            gh = await c.api(iid)
+            for n in (1, 3, 4) if iid == 7 else (2, 3, 4):
+                await gh.getitem(f"/repos/{repo}/issues/{n}")
+        assert c.cached_responses == 4
+        gh7, gh8 = await c.api(7), await c.api(8)
+        await gh8.getitem("/repos/huggingface/trl/issues/4")  # kept: asked with its ETag
+        await gh7.getitem(f"/repos/{REPO}/issues/1")  # the oldest: dropped
+        assert [c.status for c in installed.calls[-2:]] == [304, 200]
+        # Installation 9 reading what installation 8 has cached asks without its ETag.
+        installed.add_installation(9, "huggingface", ["huggingface/trl"])
+        gh9 = await c.api(9)
+        await gh9.getitem("/repos/huggingface/trl/issues/4")
+        assert installed.calls[-1].status == 200 and "If-None-Match" not in installed.calls[-1].headers
+        c.forget_installation(8)
+        assert c.cached_responses == 2  # installation 8's responses went with it
+    finally:
+        await c.close()

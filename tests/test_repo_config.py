@@ -265,3 +265,28 @@ async def test_a_nul_character_in_the_file_is_stored_and_reported(app_ctx: Any, 
     assert config.source == "invalid"
     [config_row] = await actions_of(app_ctx, kind="config")
     assert "\x00" not in (config_row.reason or "")
+
+
+async def test_an_uninstalled_installation_is_not_read_as_a_repository_without_config(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The app uninstalled with no event handled yet: GitHub answers 404 for the
+    installation's token, and the client raised that 404 from the file read, which reads as
+    "no .github/rltracker.yml": the opt-out was replaced on the row by the defaults (comments
+    on), kept for CONFIG_TTL, so a reinstall spoke where the maintainers had said no. The
+    client's answer for a gone installation is no 404 of the resource (InstallationGone, 410)."""
+    import gidgethub
+
+    from bot.github.client import InstallationGone
+    from tests.fakegithub import install_app
+
+    repo = "verl-project/verl"
+    await install_app(app_ctx, fake_github, 56, "verl-project", [repo])
+    fake_github.set_file(repo, ".github/rltracker.yml", "failure_comments: false\n")
+    assert (await get_repo_config(app_ctx, repo, 56, refresh=True)).failure_comments is False
+    fake_github.remove_installation(56)
+    with pytest.raises(gidgethub.BadRequest) as refused:
+        await get_repo_config(app_ctx, repo, 56, refresh=True)
+    assert isinstance(refused.value, InstallationGone) and refused.value.status_code != 404
+    async with app_ctx.sessionmaker() as session:
+        row = await session.scalar(select(Repository).where(Repository.full_name == repo))
+    assert row.config["failure_comments"] is False

@@ -199,7 +199,8 @@ async def test_a_post_github_refuses_is_recorded_as_failed_and_posted_by_the_nex
     assert (await run_report(ctx, DAY1))["posted"] == "failed"
     async with ctx.sessionmaker() as session:
         [action] = list(await session.scalars(select(Action).where(Action.kind == "report")))
-    assert action.status == "failed" and action.reason == "BadRequest: Requires authentication"
+    assert action.status == "failed" and action.reason.startswith(
+        "NotInstalled: the app is not installed on tracker-org/tracker")  # (no request made)
     assert action.body and "Proposal status" in action.body
     fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
     assert (await run_report(ctx, DAY1))["posted"] == "posted"
@@ -626,3 +627,81 @@ async def test_a_renamed_repository_brings_no_new_proposals(ctx: Any) -> None:
     assert keys(report, "verl", "new_proposals") == []
     assert keys(report, "verl", "declined_or_redirected") == [f"{V}#2"]
     assert keys(report, "verl", "concerns_raised") == [f"{V}#2"]
+
+
+async def test_the_report_is_posted_after_the_app_is_installed_again(app_ctx: Any, fake_github: Any) -> None:
+    """The report repository's app uninstalled and installed again (GitHub gives the new
+    installation a new id and revokes the old one's tokens) while the process runs: the
+    repository -> installation mapping the client read on the first night is stale. It is
+    dropped on GitHub's refusal and read again, instead of every night failing until a restart.
+    (The report repository is not tracked here: no stored row says where the app is.)"""
+    fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
+    fake_github.add_issue("tracker-org/tracker", 1, title="Nightly reports")
+    ctx = app_ctx
+    ctx.settings = dataclasses.replace(ctx.settings, report_issue="tracker-org/tracker#1")
+    await night_one(ctx)
+    assert (await run_report(ctx, DAY1))["posted"] == "posted"
+    fake_github.remove_installation(77)
+    fake_github.add_installation(78, "tracker-org", repos=["tracker-org/tracker"])
+    assert (await run_report(ctx, DAY2))["posted"] == "posted"
+    assert (await run_report(ctx, DAY1))["posted"] == "edited"  # the first night's comment too
+    comments = fake_github.comments_of("tracker-org/tracker", 1)
+    assert len(comments) == 2
+    writes = [c for c in fake_github.calls if c.method in ("POST", "PATCH") and "/comments" in c.path]
+    assert [(c.method, c.installation_id) for c in writes if c.status < 300] == [
+        ("POST", 77), ("POST", 78), ("PATCH", 78)]
+
+
+async def test_the_report_goes_through_the_installation_the_stored_repository_names(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A tracked report repository: its row (kept by the installation events, shared by every
+    process) names the installation, so after a reinstall the night posts through the new
+    one at once, without a refused request first."""
+    from bot.store.models import Installation
+    from tests.fakegithub import install_app
+
+    ctx = app_ctx
+    await install_app(ctx, fake_github, 77, "tracker-org", ["tracker-org/tracker"])
+    fake_github.add_issue("tracker-org/tracker", 1, title="Nightly reports")
+    ctx.settings = dataclasses.replace(ctx.settings, report_issue="tracker-org/tracker#1")
+    await night_one(ctx)
+    assert (await run_report(ctx, DAY1))["posted"] == "posted"
+    # Uninstalled and installed again, as the `deleted` and `created` events leave the rows.
+    fake_github.remove_installation(77)
+    fake_github.add_installation(78, "tracker-org", repos=["tracker-org/tracker"])
+    async with ctx.sessionmaker() as session:
+        (await session.get(Installation, 77)).deleted = True
+        session.add(Installation(id=78, account="tracker-org"))
+        await session.flush()
+        row = await session.scalar(select(Repository).where(Repository.full_name == "tracker-org/tracker"))
+        row.installation_id = 78
+        await session.commit()
+    before = len(fake_github.calls)
+    assert (await run_report(ctx, DAY2))["posted"] == "posted"
+    night = fake_github.calls[before:]
+    assert [c.status for c in night if c.status in (401, 404)] == []
+    assert [c.installation_id for c in night if c.auth == "installation"] == [78, 78]
+
+
+async def test_the_report_is_not_posted_under_github_token_where_the_app_is_not_installed(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The report is posted as the app. With GITHUB_TOKEN set as well (for the sync) and the
+    app not installed on the report repository, the client's fallback posted it under the
+    token's person instead: their name on the nightly comment, and a lost answer's comment
+    not found as the app's own (`{slug}[bot]`), so posted again. It fails, saying why."""
+    fake_github.add_issue("tracker-org/tracker", 1, title="Nightly reports")
+    ctx = app_ctx
+    ctx.settings = dataclasses.replace(ctx.settings, report_issue="tracker-org/tracker#1",
+                                       token=fake_github.user_token)
+    from bot.github.client import GitHubClient
+    from tests.fakegithub import no_sleep
+
+    app_client, ctx.github = ctx.github, GitHubClient(ctx.settings, sleep=no_sleep)
+    try:
+        await night_one(ctx)
+        summary = await run_report(ctx, DAY1)
+    finally:
+        await ctx.github.close()
+        ctx.github = app_client
+    assert summary["posted"] == "failed" and "not installed" in summary["error"]
+    assert fake_github.comments_of("tracker-org/tracker", 1) == []

@@ -760,3 +760,52 @@ async def test_sync_whose_counts_cannot_be_written_keeps_its_work_and_says_so(
         assert await count(ctx, Analysis) == THREADS_PER_REPO
     finally:
         await ctx.close()
+
+
+@pytest.mark.parametrize("when", ["before", "mid_run"])
+async def test_an_installation_deleted_unannounced_falls_back_to_github_token(
+        app_settings: Any, fake_github: Any, world: Any, when: str) -> None:
+    """docs/github.md: the repositories of an uninstalled installation are synced with
+    GITHUB_TOKEN like any other. The app uninstalled from verl with no event handled yet
+    (before the night's run, or during it: its tokens revoked between two requests): GitHub
+    refuses that installation (401, then 404 for a new token), and its streams were listed as
+    failed although GITHUB_TOKEN reads them. They are read with GITHUB_TOKEN now."""
+    from bot.github.client import GitHubClient
+
+    data, responder = world
+    s = dataclasses.replace(app_settings, token=fake_github.user_token)
+    ctx = AppContext.create(s)
+    ctx.github = GitHubClient(s, sleep=no_sleep)
+    answered: list[int] = []
+
+    def handler(query: str, variables: dict[str, Any]) -> Any:
+        answered.append(1)
+        if when == "mid_run" and len(answered) == 1:
+            fake_github.remove_installation(56)  # this request was let in; the next is not
+        return responder(query, variables)
+
+    fake_github.graphql_handler = handler
+    try:
+        await install_app(ctx, fake_github, 56, "verl-project", ["verl-project/verl"])
+        await install_app(ctx, fake_github, 55, "huggingface", ["huggingface/trl"])
+        if when == "before":
+            fake_github.remove_installation(56)
+        stats = await sync(ctx, ["verl-project/verl", "huggingface/trl"], sleep=no_sleep)
+    finally:
+        await ctx.close()
+    assert not stats.failed_streams
+    assert stats.repos == {"verl-project/verl": THREADS_PER_REPO, "huggingface/trl": THREADS_PER_REPO}
+    assert token_read_verl_only(fake_github)
+
+
+def token_read_verl_only(fake: Any) -> bool:
+    """Every GraphQL request GitHub answered went through installation 55, or 56 before it
+    was removed, or GITHUB_TOKEN; the token's requests read verl only."""
+    for c in fake.requests("POST", r"^/graphql$"):
+        if c.status != 200:
+            continue
+        if c.auth == "token":
+            owners = {v for k, v in (c.json.get("variables") or {}).items() if k.startswith("o")}
+            if owners - {"verl-project"}:
+                return False
+    return any(c.auth == "token" and c.status == 200 for c in fake.requests("POST", r"^/graphql$"))

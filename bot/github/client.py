@@ -3,7 +3,12 @@
 - App JWT (RS256, PyJWT) with `iat` 60 s in the past for clock skew and `exp` 9 min ahead
   (GitHub refuses more than 10 min); reused until 2 min before it expires.
 - Installation tokens cached until 5 min before `expires_at`; one refresh at a time per
-  installation (an asyncio.Lock each), so a burst of jobs makes one token request.
+  installation (an asyncio.Lock each), so a burst of jobs makes one token request; a 401
+  drops only the token refused. A 404 for a token (uninstalled) raises `InstallationGone`
+  (status 410, never the resource's 404) and drops the installation's token, ETag entries
+  and repository mappings.
+- The repository -> installation mapping (`installation_for_repo`) is kept an hour, for
+  4,096 repositories at most; `refresh=True` asks GitHub again (a reinstall has a new id).
 - `GITHUB_API_URL` (settings.api_url) is the base of every call: GitHub Enterprise or the
   test suite's fake server.
 - Retries with exponential backoff and jitter on 5xx, 429 and rate limits (403 with
@@ -13,7 +18,8 @@
   A POST that creates something (a comment, by REST or by a GraphQL mutation such as
   addDiscussionComment) is not repeated after a 5xx: it may have been created, and the job's own retry checks for it first instead of posting twice.
   The retry loop wraps the HTTP transport, so REST and GraphQL get the same treatment.
-- ETag cache (gidgethub's `cache`) kept per installation: a 304 costs no rate limit.
+- ETag cache (gidgethub's `cache`) kept apart per installation, in one LRU bounded over all of
+  them (ETAG_CACHE_TOTAL): a 304 costs no rate limit.
 - Secrets never reach the logs: only method, path (without query) and status are logged.
 """
 
@@ -48,7 +54,14 @@ JWT_BACKDATE = 60  # seconds: GitHub's clock may be ahead of ours
 JWT_AHEAD = 9 * 60  # seconds after now; exp - iat = 10 min, GitHub's maximum
 JWT_REUSE_MARGIN = 2 * 60  # mint a new JWT when less than this is left
 TOKEN_REFRESH_MARGIN = 5 * 60  # refresh installation tokens this long before they expire
-ETAG_CACHE_SIZE = 2000  # entries per installation
+ETAG_CACHE_SIZE = 2000  # an LRUCache's default bound
+ETAG_CACHE_TOTAL = 20_000  # entries across every installation (and the app, token, anonymous)
+# The repository -> installation mapping (`installation_for_repo`): kept this long, and for this
+# many repositories at most. A reinstall gives the installation a new id: a mapping dropped when
+# GitHub refuses it (`forget_installation`, `installation_for_repo(refresh=True)`) is read anew;
+# the age bounds what is missed otherwise (a repository moved to another account's installation).
+REPO_INSTALLATION_TTL = 3600.0  # seconds
+REPO_INSTALLATION_CACHE_SIZE = 4096
 SECONDARY_LIMIT_MARKERS = (b"secondary rate limit", b"abuse detection")
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 # POSTs that create something: after a 5xx GitHub may have created it anyway, so repeating the
@@ -74,32 +87,62 @@ class RetryPolicy:
     max_backoff: float = 30.0
 
 
-class LRUCache(MutableMapping[str, Any]):
+class LRUCache(MutableMapping[Any, Any]):
     """A bounded mapping for gidgethub's ETag cache: long-running processes stay small."""
 
     def __init__(self, maxsize: int = ETAG_CACHE_SIZE) -> None:
         self.maxsize = maxsize
-        self._data: OrderedDict[str, Any] = OrderedDict()
+        self._data: OrderedDict[Any, Any] = OrderedDict()
 
-    def __getitem__(self, key: str) -> Any:
+    def __getitem__(self, key: Any) -> Any:
         value = self._data[key]
         self._data.move_to_end(key)
         return value
 
-    def __setitem__(self, key: str, value: Any) -> None:
+    def __setitem__(self, key: Any, value: Any) -> None:
         self._data[key] = value
         self._data.move_to_end(key)
         while len(self._data) > self.maxsize:
             self._data.popitem(last=False)
 
-    def __delitem__(self, key: str) -> None:
+    def __delitem__(self, key: Any) -> None:
         del self._data[key]
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[Any]:
         return iter(self._data)
 
     def __len__(self) -> int:
         return len(self._data)
+
+
+class _CacheView(MutableMapping[str, Any]):
+    """One installation's (or the app's, GITHUB_TOKEN's, anonymous) ETag cache: its share of
+    the client's one LRU bounded over all of them (ETAG_CACHE_TOTAL), so hundreds of
+    installations do not keep ETAG_CACHE_SIZE responses each for the life of the process;
+    its entries apart from the others' (an answer depends on the credentials)."""
+
+    def __init__(self, shared: LRUCache, namespace: object) -> None:
+        self._shared = shared
+        self._namespace = namespace
+
+    def __getitem__(self, key: str) -> Any:
+        return self._shared[(self._namespace, key)]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._shared[(self._namespace, key)] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self._shared[(self._namespace, key)]
+
+    def __iter__(self) -> Iterator[str]:  # (not used by gidgethub: a scan is enough)
+        return iter([k[1] for k in list(self._shared) if k[0] == self._namespace])
+
+    def __len__(self) -> int:
+        return sum(1 for k in list(self._shared) if k[0] == self._namespace)
+
+    def clear(self) -> None:
+        for key in [k for k in list(self._shared) if k[0] == self._namespace]:
+            del self._shared[key]
 
 
 def _safe_path(url: str) -> str:
@@ -245,7 +288,7 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
         sleep: SleepFn,
         rand: Callable[[], float],
         clock: Callable[[], float],
-        on_unauthorized: Callable[[], None] | None = None,
+        on_unauthorized: Callable[[str | None], None] | None = None,
     ) -> None:
         super().__init__(session, requester, cache=cache, base_url=base_url)
         self._credentials = credentials
@@ -290,7 +333,7 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
                     and self._on_unauthorized is not None
                 ):
                     log.warning("GitHub 401 on %s %s; refreshing credentials", method, _safe_path(url))
-                    self._on_unauthorized()
+                    self._on_unauthorized(oauth_token)  # the token refused, not a newer one
                     continue
                 raise
         raise AssertionError("unreachable")
@@ -305,7 +348,7 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
                 if second_try or self._on_unauthorized is None:
                     raise
                 log.warning("GitHub 401 on POST /graphql; refreshing credentials")
-                self._on_unauthorized()
+                self._on_unauthorized(self.oauth_token)
         raise AssertionError("unreachable")
 
     async def _graphql_once(self, query: str, *, endpoint: str = "", **variables: Any) -> Any:
@@ -429,6 +472,13 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
         return self._backoff(attempt)
 
 
+class InstallationGone(gidgethub.BadRequest):
+    """GitHub knows no such installation (404 for a token): the app was uninstalled there.
+    A BadRequest of status 410 (Gone), refused for good (`refused_for_good`), and not the 404
+    GitHub gave for the token: raised from a request through the installation, that 404 read
+    as the resource's own answer ("no config file", "our comment was deleted")."""
+
+
 @dataclass
 class _CachedToken:
     token: str
@@ -447,6 +497,7 @@ class GitHubClient:
         sleep: SleepFn = asyncio.sleep,
         rand: Callable[[], float] = random.random,
         clock: Callable[[], float] = time.time,
+        etag_entries: int = ETAG_CACHE_TOTAL,
     ) -> None:
         self.settings = settings
         self.policy = policy or RetryPolicy()
@@ -458,8 +509,9 @@ class GitHubClient:
         self._jwt: tuple[str, float] | None = None  # (token, exp)
         self._tokens: dict[int, _CachedToken] = {}
         self._locks: dict[int, asyncio.Lock] = {}
-        self._caches: dict[object, LRUCache] = {}
-        self._repo_installations: dict[str, int] = {}
+        self._responses = LRUCache(etag_entries)  # every ETag cache's entries, one bound
+        # full name (lower case) -> (installation id or None: not installed, read at)
+        self._repo_installations = LRUCache(REPO_INSTALLATION_CACHE_SIZE)
         self.token_refreshes = 0  # counted for tests and /metrics
 
     # ------------------------------------------------------------------ plumbing
@@ -469,17 +521,19 @@ class GitHubClient:
             self._owns_session = True
         return self._session
 
-    def _cache(self, key: object) -> LRUCache:
-        cache = self._caches.get(key)
-        if cache is None:
-            cache = self._caches[key] = LRUCache()
-        return cache
+    def _cache(self, key: object) -> _CacheView:
+        return _CacheView(self._responses, key)
+
+    @property
+    def cached_responses(self) -> int:
+        """Responses held for conditional requests, over every installation (bounded)."""
+        return len(self._responses)
 
     def _make_api(
         self,
         credentials: Credentials | None,
         cache_key: object,
-        on_unauthorized: Callable[[], None] | None = None,
+        on_unauthorized: Callable[[str | None], None] | None = None,
         policy: RetryPolicy | None = None,
     ) -> RetryingGitHubAPI:
         return RetryingGitHubAPI(
@@ -543,11 +597,22 @@ class GitHubClient:
             if cached is not None and self._fresh(cached):
                 return cached.token
             app = await self.app_api()
-            data = await app.post(
-                "/app/installations/{installation_id}/access_tokens",
-                {"installation_id": iid},
-                data=b"",
-            )
+            try:
+                data = await app.post(
+                    "/app/installations/{installation_id}/access_tokens",
+                    {"installation_id": iid},
+                    data=b"",
+                )
+            except gidgethub.BadRequest as exc:
+                if int(exc.status_code) != 404:
+                    raise
+                # Uninstalled: nothing of it is worth keeping, and every repository mapped
+                # to it is looked up again (a reinstall has a new id).
+                self.forget_installation(iid)
+                raise InstallationGone(
+                    http.HTTPStatus.GONE,
+                    f"installation {iid} is gone (GitHub answers 404 for its token: uninstalled)",
+                    headers=exc.headers) from exc
             expires = parse_datetime(data.get("expires_at"))
             expires_at = expires.timestamp() if expires else self._clock() + 3600
             self._tokens[iid] = _CachedToken(data["token"], expires_at)
@@ -555,8 +620,24 @@ class GitHubClient:
             log.info("installation token refreshed for installation %d (expires %s)", iid, data.get("expires_at"))
             return data["token"]
 
-    def invalidate_token(self, installation_id: int) -> None:
-        self._tokens.pop(int(installation_id), None)
+    def invalidate_token(self, installation_id: int, token: str | None = None) -> None:
+        """Drop the installation's token; `token`: only if it is still that one (a 401 for a
+        token already refreshed by another request leaves the new one)."""
+        cached = self._tokens.get(int(installation_id))
+        if cached is not None and (token is None or cached.token == token):
+            del self._tokens[int(installation_id)]
+
+    def forget_installation(self, installation_id: int) -> None:
+        """The installation is gone (uninstalled): its token, its ETag cache and every
+        repository mapped to it are dropped."""
+        iid = int(installation_id)
+        self._tokens.pop(iid, None)
+        self._cache(iid).clear()  # (a scan of the one LRU: rare)
+        lock = self._locks.get(iid)
+        if lock is not None and not lock.locked():
+            del self._locks[iid]
+        for key in [k for k, (mapped, _) in self._repo_installations.items() if mapped == iid]:
+            del self._repo_installations[key]
 
     # ------------------------------------------------------------------ public API
     async def api(self, installation_id: int | None = None) -> RetryingGitHubAPI:
@@ -570,7 +651,7 @@ class GitHubClient:
                 return "token", await self.installation_token(iid)
 
             return self._make_api(
-                installation_credentials, iid, on_unauthorized=lambda: self.invalidate_token(iid)
+                installation_credentials, iid, on_unauthorized=lambda refused: self.invalidate_token(iid, refused)
             )
         if self.settings.token:
             token = self.settings.token
@@ -633,11 +714,15 @@ class GitHubClient:
             raise
         return str(data.get("role_name") or data.get("permission") or "none").lower()
 
-    async def installation_for_repo(self, full_name: str) -> int | None:
-        """The app's installation id on a repository (cached), None when not installed."""
+    async def installation_for_repo(self, full_name: str, *, refresh: bool = False) -> int | None:
+        """The app's installation id on a repository, None when not installed. Cached for
+        REPO_INSTALLATION_TTL (bounded in size); `refresh`: asked of GitHub again, as after
+        GitHub refused the installation it gave (uninstalled and installed again: a new id)."""
         key = full_name.lower()
-        if key in self._repo_installations:
-            return self._repo_installations[key]
+        cached = self._repo_installations.get(key)
+        if cached is not None and not refresh and self._clock() - cached[1] < REPO_INSTALLATION_TTL:
+            return cached[0]
+        self._repo_installations.pop(key, None)
         if not self.settings.has_app_credentials:
             return None
         owner, _, name = full_name.partition("/")
@@ -648,5 +733,5 @@ class GitHubClient:
             if exc.status_code == 404:
                 return None
             raise
-        self._repo_installations[key] = int(data["id"])
+        self._repo_installations[key] = (int(data["id"]), self._clock())
         return int(data["id"])

@@ -487,8 +487,9 @@ class Syncer:
             raise _Transient(f"GitHub {int(exc.status_code)}") from exc
         except gidgethub.BadRequest as exc:
             # No token for the installation (uninstalled or suspended while no event told
-            # us: 404, 403): that group is refused, as a 401 is; it ended the whole sync.
-            if (installation_id is not None and int(exc.status_code) in (401, 403, 404)
+            # us: 410 InstallationGone, 403): that group is refused, as a 401 is; it ended
+            # the whole sync.
+            if (installation_id is not None and int(exc.status_code) in (401, 403, 404, 410)
                     and rate_limit_wait(exc) is None):
                 raise _Refused(f"{int(exc.status_code)} {exc}") from exc
             raise
@@ -811,10 +812,24 @@ class Syncer:
         await self._load_streams()
         self.progress.start(None)
         try:
-            for installation_id in dict.fromkeys(s.installation_id for s in self.streams):
+            groups = list(dict.fromkeys(s.installation_id for s in self.streams))
+            while groups:
+                installation_id = groups.pop(0)
                 try:
                     await self._run_group(installation_id)
                 except _Refused as exc:
+                    if installation_id is not None and self.ctx.settings.token:
+                        # Uninstalled or suspended with no event handled yet (before the run
+                        # or during it): its repositories are read with GITHUB_TOKEN, as those
+                        # of an installation the store knows is gone; from where they were.
+                        log.warning("sync: GitHub refused installation %s (%s); its "
+                                    "repositories are read with GITHUB_TOKEN", installation_id, exc)
+                        for stream in self.streams:
+                            if stream.installation_id == installation_id:
+                                stream.installation_id = None
+                        if None not in groups:
+                            groups.append(None)
+                        continue
                     self._refused(installation_id, str(exc))
         finally:
             self.progress.stop()
@@ -844,6 +859,10 @@ class Syncer:
             query, variables = build_sync_query(slots, [c.slot for c in conts])
             try:
                 data = await self._request(query, variables, installation_id)
+            except _Refused:
+                # nothing was taken: the continuations are asked again (with GITHUB_TOKEN)
+                self.continuations.extendleft(reversed(conts))
+                raise
             except _Transient as exc:
                 failures += 1
                 self.continuations.extendleft(reversed(conts))  # nothing was taken

@@ -328,17 +328,69 @@ async def store_report(ctx: Any, data: dict[str, Any], markdown: str) -> Report:
         return row
 
 
+class NotInstalled(RuntimeError):
+    """The app is not installed on the report repository: nothing is posted there."""
+
+
+async def _stored_installation(ctx: Any, repo: str) -> int | None:
+    """The installation the stored repository row names (the installation events keep it, for
+    every process), None when the repository is not tracked, not linked, or its installation
+    is suspended or uninstalled."""
+    from sqlalchemy import func
+
+    from bot.store.installations import silenced_installations
+
+    async with ctx.sessionmaker() as session:
+        installation = await session.scalar(
+            select(Repository.installation_id).where(func.lower(Repository.full_name) == repo.lower()))
+        if installation is None or installation in await silenced_installations(session):
+            return None
+    return int(installation)
+
+
 async def _post_on_github(ctx: Any, repo: str, number: int, day: str, markdown: str,
                           comment_id: int | None, action_id: int,
                           lease: list[datetime | None]) -> dict[str, Any] | None:
     """Edit the night's comment, or post it (None: another run took the night over since
-    this one claimed it; it posts). `lease`: the claim's, renewed right before posting."""
-    installation = await ctx.github.installation_for_repo(repo)
+    this one claimed it; it posts). `lease`: the claim's, renewed right before posting.
+    Through the installation the stored repository row names, else the one GitHub gives
+    (`installation_for_repo`, cached); refused by GitHub (401, 403, 404, 410: uninstalled and
+    installed again under a new id, the repository moved), once more through the one GitHub
+    gives now, when that is another."""
+    from gidgethub import BadRequest
+
+    from bot.github.client import rate_limit_wait
+
+    installation = await _stored_installation(ctx, repo)
+    if installation is None:
+        installation = await ctx.github.installation_for_repo(repo)
+    if installation is None and ctx.settings.has_app_credentials:
+        # (the client's fallback would post it under GITHUB_TOKEN's person)
+        raise NotInstalled(f"the app is not installed on {repo}; the report is posted as the app")
+    try:
+        return await _post_through(ctx, installation, repo, number, day, markdown, comment_id,
+                                   action_id, lease)
+    except BadRequest as exc:
+        if int(exc.status_code) not in (401, 403, 404, 410) or rate_limit_wait(exc) is not None:
+            raise
+        now = await ctx.github.installation_for_repo(repo, refresh=True)
+        if now == installation:
+            raise
+        if now is None:
+            raise NotInstalled(f"the app is no longer installed on {repo} ({exc})") from exc
+        log.info("report %s: installation %s refused (%s); posting through %s", day,
+                 installation, int(exc.status_code), now)
+    return await _post_through(ctx, now, repo, number, day, markdown, comment_id, action_id, lease)
+
+
+async def _post_through(ctx: Any, installation: int | None, repo: str, number: int, day: str,
+                        markdown: str, comment_id: int | None, action_id: int,
+                        lease: list[datetime | None]) -> dict[str, Any] | None:
+    from gidgethub import BadRequest
+
     gh = await ctx.github.api(installation)
     owner, name = repo.split("/", 1)
     if comment_id:
-        from gidgethub import BadRequest
-
         try:
             await gh.patch(f"/repos/{owner}/{name}/issues/comments/{comment_id}",
                            data={"body": markdown})

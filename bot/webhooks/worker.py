@@ -634,6 +634,7 @@ class Worker:
         failures = {c.id: self._failure(c, e) for c, e in zip(batch, errors, strict=True)
                     if e is not None}
         written: set[int] = set()
+        next_rows: list[Claimed] = []
         async with self.ctx.engine.begin() as conn:
             if done:
                 result = await conn.execute(
@@ -649,7 +650,12 @@ class Worker:
                 if result.rowcount:
                     written.add(row_id)
             if claim_next > 0:
-                self._next = await self._claim_in(conn, claim_next)
+                next_rows = await self._claim_in(conn, claim_next)
+        # Kept only once committed: a commit that failed (the connection lost as it was sent)
+        # may have claimed nothing, and rows read from an uncommitted claim are not ours;
+        # another worker may take them. (The batch's own rows stay claimed by this worker:
+        # their lease ends and they are taken again, handled again, idempotently.)
+        self._next = next_rows
         for claimed, error in zip(batch, errors, strict=True):
             if claimed.id not in written:
                 self.counts["lost"] += 1

@@ -331,3 +331,39 @@ async def test_a_finish_whose_commit_was_lost_works_no_row_it_may_not_own(ctx: A
     rows = await rows_by_id(ctx)
     assert {rows[i].claimed_by for i in ids[2:]} == {w2.worker_id}
     assert w1.counts["lost"] == 0
+
+
+async def test_a_batch_updates_stored_threads_in_id_order(ctx: AppContext, shared_dir: Path) -> None:
+    """Two workers whose batches change the same stored threads in opposite delivery orders
+    cannot deadlock on them: a batch's updates of stored threads are written at its commit,
+    in one flush, in primary-key order (and its new rows are inserted in key order), whatever
+    order the deliveries came in."""
+    deliveries = backlog(shared_dir)
+    opened = [d for d in deliveries if '"action": "opened"' in d[1]][:4]
+    await store(ctx, *opened)
+    assert await Worker(ctx, backoff=no_wait, max_attempts=1).run_until_idle() == len(opened)
+    edits = []
+    for _, payload in reversed(opened):  # the newest first
+        data = json.loads(payload)
+        data["action"] = "edited"
+        data["issue"]["body"] = data["issue"]["body"] + " (edited)"
+        data["issue"]["updated_at"] = format_datetime(utcnow())
+        data["changes"] = {"body": {"from": "before"}}
+        edits.append(("issues", json.dumps(data)))
+    await store(ctx, *edits)
+    updated: list[Any] = []
+
+    def capture(conn: Any, cursor: Any, statement: str, params: Any, context: Any,
+                executemany: bool) -> None:
+        if statement.lstrip().upper().startswith("UPDATE THREADS"):
+            rows = params if executemany else [params]
+            updated.extend(row[-1] if isinstance(row, tuple | list) else row for row in rows)
+
+    event.listen(ctx.engine.sync_engine, "before_cursor_execute", capture)
+    try:
+        worker = Worker(ctx, backoff=no_wait, max_attempts=1, batch_size=len(edits))
+        assert await worker.run_until_idle() == len(edits)
+    finally:
+        event.remove(ctx.engine.sync_engine, "before_cursor_execute", capture)
+    assert worker.counts["done"] == len(edits)
+    assert len(updated) == len(edits) and updated == sorted(updated), updated

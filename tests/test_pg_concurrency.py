@@ -15,19 +15,24 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
 from gidgethub.routing import Router
-from sqlalchemy import text
+from sqlalchemy import select, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.context import AppContext
+from bot.store.models import Thread
 from bot.store.threads import upsert_thread
 from bot.webhooks.worker import Worker, transient
 from tests.conftest import database_backends
 from tests.test_worker import no_wait, rows_by_id, store
+from tests.test_worker_batch import REPO as BACKLOG_REPO
+from tests.test_worker_batch import backlog
 
 POSTGRES_ONLY = [p for p in database_backends() if getattr(p, "id", None) == "postgres"]
 pytestmark = pytest.mark.parametrize("db_url", POSTGRES_ONLY, indirect=True)
@@ -159,3 +164,42 @@ async def test_a_delivery_that_lost_a_deadlock_gets_the_transient_budget(
     assert row.status == "pending", row.last_error
     assert "40P01" in (row.last_error or "") or "deadlock" in (row.last_error or "")
     assert worker.counts["retry"] == 1 and worker.counts["failed"] == 0
+
+
+async def test_a_thread_inserted_by_another_worker_meanwhile_is_updated_not_failed(
+        ctx: AppContext, shared_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Unique violation (23505) on the batch's plain INSERT of new threads: another session
+    inserted the same thread and had not committed when the batch looked it up. The batch
+    waits for that session on the unique index, gets the violation once it commits, and
+    writes its whole transaction again (bot.webhooks.events._committed), updating the row:
+    the deliveries are done at their first attempt, one row per thread."""
+    caplog.set_level(logging.INFO, logger="bot.webhooks.events")
+    deliveries = backlog(shared_dir)[:2]  # issues #100 and #101 opened
+    await store(ctx, *deliveries)
+    async with ctx.sessionmaker() as other:
+        other.add(Thread(repo=BACKLOG_REPO, number=100, kind="issue", title="stored meanwhile"))
+        await other.flush()  # inserted, not committed: the row is locked in the unique index
+        other_pid = (await other.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+        worker = Worker(ctx, backoff=no_wait, max_attempts=1, batch_size=2)
+        task = asyncio.create_task(worker.process_one(claim_next=False))
+        while not await waiting_for(ctx, other_pid):  # the batch waits for this transaction
+            assert not task.done(), task
+            await asyncio.sleep(0.01)
+        await other.commit()
+    assert await task
+    assert any("after a concurrent insert" in r.getMessage() for r in caplog.records)
+    rows = await rows_by_id(ctx)
+    assert [(r.status, r.attempts) for r in rows.values()] == [("done", 1)] * 2
+    assert worker.counts == {"done": 2, "failed": 0, "retry": 0, "lost": 0}
+    async with ctx.sessionmaker() as s:
+        threads = (await s.scalars(select(Thread).order_by(Thread.number))).all()
+    assert [t.number for t in threads] == [100, 101]
+    assert threads[0].title != "stored meanwhile"  # the delivery's state was written over it
+
+
+async def waiting_for(ctx: AppContext, pid: int) -> bool:
+    """Whether some session of this database waits for a lock that session `pid` holds."""
+    async with ctx.engine.connect() as conn:
+        return bool((await conn.execute(text(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND :pid = ANY(pg_blocking_pids(pid))"), {"pid": pid})).scalar_one())

@@ -15,6 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from gidgethub.routing import Router
 from sqlalchemy import delete, event, select
 
@@ -289,3 +290,80 @@ async def test_a_batch_cut_off_is_taken_again_and_leaves_the_same(ctx: AppContex
     assert all(r.status == "done" and r.claimed_by == survivor.worker_id
                for r in rows.values() if r.delivery_id not in ids[:4])
     assert await outcome(ctx, 100) == one_by_one
+
+
+async def test_a_finish_whose_commit_was_lost_works_no_row_it_may_not_own(ctx: AppContext) -> None:
+    """The connection lost as the transaction that finishes a batch and claims the next one
+    commits: neither was committed, so the rows of that claim are not this worker's, and
+    another worker takes them. Before, the worker kept the claim it had read and worked those
+    rows too, a second time (its finish then fenced off as a lost lease)."""
+    ids = await store(ctx, *[("test", f'{{"n": "{n}"}}') for n in range(4)])
+    seen: list[str] = []
+    armed: list[bool] = []
+    router = Router()
+
+    @router.register("test")
+    async def handle(event_: Any, ctx_: Any) -> None:
+        seen.append(event_.delivery_id)
+        if event_.data["n"] == "1":
+            armed.append(True)  # the next commit is this batch's finish (and next claim)
+
+    def lose_the_commit(conn: Any) -> None:
+        if armed:
+            armed.clear()
+            raise ConnectionResetError("connection lost at commit")
+
+    event.listen(ctx.engine.sync_engine, "commit", lose_the_commit)
+    try:
+        w1 = Worker(ctx, router, backoff=no_wait, batch_size=2)
+        w2 = Worker(ctx, router, backoff=no_wait, batch_size=2)
+        with pytest.raises(ConnectionResetError):
+            await w1.process_one()
+        rows = await rows_by_id(ctx)
+        # nothing of that transaction: the batch is still w1's (until its lease ends), the
+        # next two rows still pending
+        assert [rows[i].status for i in ids] == ["processing"] * 2 + ["pending"] * 2
+        assert await w2.run_until_idle() == 2  # the pending two
+        assert not await w1.process_one(claim_next=False)
+    finally:
+        event.remove(ctx.engine.sync_engine, "commit", lose_the_commit)
+    assert sorted(seen) == sorted(ids)  # each handled once
+    rows = await rows_by_id(ctx)
+    assert {rows[i].claimed_by for i in ids[2:]} == {w2.worker_id}
+    assert w1.counts["lost"] == 0
+
+
+async def test_a_batch_updates_stored_threads_in_id_order(ctx: AppContext, shared_dir: Path) -> None:
+    """Two workers whose batches change the same stored threads in opposite delivery orders
+    cannot deadlock on them: a batch's updates of stored threads are written at its commit,
+    in one flush, in primary-key order (and its new rows are inserted in key order), whatever
+    order the deliveries came in."""
+    deliveries = backlog(shared_dir)
+    opened = [d for d in deliveries if '"action": "opened"' in d[1]][:4]
+    await store(ctx, *opened)
+    assert await Worker(ctx, backoff=no_wait, max_attempts=1).run_until_idle() == len(opened)
+    edits = []
+    for _, payload in reversed(opened):  # the newest first
+        data = json.loads(payload)
+        data["action"] = "edited"
+        data["issue"]["body"] = data["issue"]["body"] + " (edited)"
+        data["issue"]["updated_at"] = format_datetime(utcnow())
+        data["changes"] = {"body": {"from": "before"}}
+        edits.append(("issues", json.dumps(data)))
+    await store(ctx, *edits)
+    updated: list[Any] = []
+
+    def capture(conn: Any, cursor: Any, statement: str, params: Any, context: Any,
+                executemany: bool) -> None:
+        if statement.lstrip().upper().startswith("UPDATE THREADS"):
+            rows = params if executemany else [params]
+            updated.extend(row[-1] if isinstance(row, tuple | list) else row for row in rows)
+
+    event.listen(ctx.engine.sync_engine, "before_cursor_execute", capture)
+    try:
+        worker = Worker(ctx, backoff=no_wait, max_attempts=1, batch_size=len(edits))
+        assert await worker.run_until_idle() == len(edits)
+    finally:
+        event.remove(ctx.engine.sync_engine, "before_cursor_execute", capture)
+    assert worker.counts["done"] == len(edits)
+    assert len(updated) == len(edits) and updated == sorted(updated), updated

@@ -12,6 +12,14 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+# How long a PostgreSQL statement of the app waits for a lock another session holds before
+# it gives up (lock_not_available, 55P03: the worker retries the delivery later). Without it a
+# row lock held by a stuck session (a psql left in a transaction, a hung replica) hung the
+# worker that wanted the row for good: its heartbeat kept extending its lease, so no other
+# worker took the row over either. Well inside the worker's lease (120 s by default); a wait
+# this long is no ordinary contention (the app's transactions last milliseconds).
+LOCK_TIMEOUT = "30s"
+
 
 def is_sqlite(url: str) -> bool:
     return url.startswith("sqlite")
@@ -50,7 +58,11 @@ def make_engine(url: str, **kwargs: Any) -> AsyncEngine:
     kwargs.setdefault("pool_size", 10)
     kwargs.setdefault("max_overflow", 10)
     kwargs.setdefault("pool_pre_ping", True)
-    return create_async_engine(url, **kwargs)
+    connect_args = dict(kwargs.pop("connect_args", None) or {})
+    server_settings = dict(connect_args.get("server_settings") or {})
+    server_settings.setdefault("lock_timeout", LOCK_TIMEOUT)
+    connect_args["server_settings"] = server_settings
+    return create_async_engine(url, connect_args=connect_args, **kwargs)
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

@@ -22,7 +22,8 @@ retries before a crash count too.
 Failures. Exceptions that retrying cannot fix (a payload missing a field: KeyError, TypeError,
 ValueError, ...; a GitHub 4xx such as a locked issue's 403 or a deleted thread's 404) fail
 the row at once with the reason. Transient ones (`transient`: GitHub's 5xx and rate limits,
-401/408/409/429, the network, the database connection) are retried with exponential backoff
+401/408/409/429, the network, the database connection, the database's retryable
+answers: a deadlock, a serialization failure, a lock timeout) are retried with exponential backoff
 and jitter (`next_attempt_at`) up to `max_transient_attempts` (about four and a half hours:
 GitHub outages outlast minutes), anything else (most likely a bug) up to `max_attempts`
 (about seven minutes); then the row fails (listed and re-queued by `rltracker deliveries`).
@@ -97,16 +98,48 @@ PERMANENT_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+# PostgreSQL's answers that a later attempt of the same transaction may well not get
+# (SQLSTATE): asyncpg's errors reach SQLAlchemy as a plain DBAPIError, not OperationalError,
+# so they are told by their code. Two transactions that locked rows in opposite orders
+# (deadlock_detected: PostgreSQL aborts one of them), a serializable transaction that lost
+# (serialization_failure), a commit whose outcome the server does not know
+# (statement_completion_unknown), a lock or statement timeout (lock_not_available,
+# query_canceled), the server going down, starting up or out of connections, a write on a
+# standby during a failover (read_only_sql_transaction).
+RETRYABLE_SQLSTATES = frozenset({
+    "40001", "40P01", "40003", "55P03", "57014", "57P01", "57P02", "57P03", "57P05",
+    "25006",
+})
+# Whole classes: connection exceptions (08), insufficient resources (53: too many
+# connections, out of memory, disk full).
+RETRYABLE_SQLSTATE_CLASSES = ("08", "53")
+
+
+def retryable_sqlstate(error: DBAPIError) -> bool:
+    """Whether the database's own code for `error` says another attempt may succeed."""
+    orig = error.orig
+    code = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    if not isinstance(code, str):
+        return False
+    return code in RETRYABLE_SQLSTATES or code[:2] in RETRYABLE_SQLSTATE_CLASSES
+
+
 def transient(error: BaseException) -> bool:
     """A failure the same attempt may well not meet later: GitHub's 5xx, a rate limit or
     another answer worth retrying (401, 408, 409, 429), the network (a refused or dropped
-    connection, a timeout), the database's connection."""
+    connection, a timeout), the database's connection, and the database's retryable answers
+    (RETRYABLE_SQLSTATES: a deadlock, a serialization failure, a lock timeout, ...). A unique
+    violation (23505) is not among them: the writers that race on an insert retry it
+    themselves (bot.webhooks.events._committed, bot.pipeline.thread_changed), so one that
+    reaches the worker is more likely a bug, retried within `max_attempts`."""
     if isinstance(error, gidgethub.GitHubBroken) or rate_limit_wait(error) is not None:
         return True
     if isinstance(error, gidgethub.BadRequest):
         return int(error.status_code) in RETRYABLE_CLIENT_ERRORS
     if isinstance(error, DBAPIError):
-        return error.connection_invalidated or isinstance(error, OperationalError | InterfaceError)
+        return (error.connection_invalidated
+                or isinstance(error, OperationalError | InterfaceError)
+                or retryable_sqlstate(error))
     return isinstance(error, OSError | aiohttp.ClientError | DisconnectionError)
 
 
@@ -601,6 +634,7 @@ class Worker:
         failures = {c.id: self._failure(c, e) for c, e in zip(batch, errors, strict=True)
                     if e is not None}
         written: set[int] = set()
+        next_rows: list[Claimed] = []
         async with self.ctx.engine.begin() as conn:
             if done:
                 result = await conn.execute(
@@ -616,7 +650,12 @@ class Worker:
                 if result.rowcount:
                     written.add(row_id)
             if claim_next > 0:
-                self._next = await self._claim_in(conn, claim_next)
+                next_rows = await self._claim_in(conn, claim_next)
+        # Kept only once committed: a commit that failed (the connection lost as it was sent)
+        # may have claimed nothing, and rows read from an uncommitted claim are not ours;
+        # another worker may take them. (The batch's own rows stay claimed by this worker:
+        # their lease ends and they are taken again, handled again, idempotently.)
+        self._next = next_rows
         for claimed, error in zip(batch, errors, strict=True):
             if claimed.id not in written:
                 self.counts["lost"] += 1

@@ -1,0 +1,55 @@
+"""Discussion webhooks (GitHub's recorded payloads, ../shared/fixtures/webhooks) stored on
+SQLite and PostgreSQL: what each action changes, alone and in a worker's batch."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from gidgethub import sansio
+
+from bot.webhooks import events
+from tests.test_events import dispatch, record
+
+HELLO = "Codertocat/Hello-World"
+
+
+def shared(shared_dir: Path, name: str) -> dict[str, Any]:
+    return json.loads((shared_dir / "fixtures" / "webhooks" / name).read_text())
+
+
+async def test_a_label_put_on_a_discussion_is_stored(ctx: Any, shared_dir: Path) -> None:
+    """`discussion.labeled` / `unlabeled` name the label in `label`; their `discussion` carries
+    no `labels` list (GitHub's payloads). The label was never stored: the thread page, the
+    API and the review state (a "stale" label reads "lapsed") saw none until a nightly sync."""
+    await dispatch(ctx, "discussion", shared(shared_dir, "discussion/created.json"))
+    await dispatch(ctx, "discussion", shared(shared_dir, "discussion/labeled.json"))
+    assert (await record(ctx, HELLO, 4))["labels"] == ["bug"]
+    again = shared(shared_dir, "discussion/labeled.json")  # a redelivery adds nothing
+    await dispatch(ctx, "discussion", again)
+    other = shared(shared_dir, "discussion/labeled.json")
+    other["label"] = {**other["label"], "name": "stale", "id": 1}
+    await dispatch(ctx, "discussion", other)
+    assert (await record(ctx, HELLO, 4))["labels"] == ["bug", "stale"]
+    await dispatch(ctx, "discussion", shared(shared_dir, "discussion/unlabeled.json"))
+    assert (await record(ctx, HELLO, 4))["labels"] == ["stale"]
+    # A later event without a label list leaves the labels alone.
+    await dispatch(ctx, "discussion", shared(shared_dir, "discussion/pinned.json"))
+    assert (await record(ctx, HELLO, 4))["labels"] == ["stale"]
+
+
+async def test_a_label_in_a_batch_and_on_a_discussion_not_stored_yet(
+        ctx: Any, shared_dir: Path) -> None:
+    outcomes = await events.handle_batch([
+        sansio.Event(shared(shared_dir, f"discussion/{name}.json"), event="discussion",
+                     delivery_id=str(uuid.uuid4())) for name in ("labeled", "created")], ctx)
+    assert outcomes == [None, None]
+    assert (await record(ctx, HELLO, 4))["labels"] == ["bug"]
+    # A later payload that does carry the list is taken as it is.
+    labeled = shared(shared_dir, "discussion/labeled.json")
+    labeled["discussion"]["labels"] = [{"name": "question"}]
+    labeled["discussion"]["updated_at"] = "2021-03-30T20:30:00Z"
+    await dispatch(ctx, "discussion", labeled)
+    assert (await record(ctx, HELLO, 4))["labels"] == ["question"]

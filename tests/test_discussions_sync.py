@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from gidgethub import sansio
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from bot.context import AppContext
 from bot.github.sync import sync

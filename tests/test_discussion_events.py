@@ -53,3 +53,33 @@ async def test_a_label_in_a_batch_and_on_a_discussion_not_stored_yet(
     labeled["discussion"]["updated_at"] = "2021-03-30T20:30:00Z"
     await dispatch(ctx, "discussion", labeled)
     assert (await record(ctx, HELLO, 4))["labels"] == ["question"]
+
+
+def _closed_or_reopened(shared_dir: Path, action: str, at: str) -> dict[str, Any]:
+    """GitHub's discussion payload (it carries no `closed_at`) closed or reopened at `at`."""
+    payload = shared(shared_dir, "discussion/unlocked.json")
+    payload["action"] = action
+    payload["discussion"].update(state="closed" if action == "closed" else "open",
+                                 state_reason="resolved" if action == "closed" else "reopened",
+                                 updated_at=at)
+    assert "closed_at" not in payload["discussion"]
+    return payload
+
+
+async def test_a_discussion_closed_then_reopened_has_its_closing_time_right(
+        ctx: Any, shared_dir: Path) -> None:
+    """A discussion payload has no `closed_at`: closed by webhook, the discussion had no
+    closing time (the thread page, exports and the study's time-to-close left it out);
+    reopened, it kept the closing time a sync had stored ("open ... closed 2021-03-31")."""
+    await dispatch(ctx, "discussion", shared(shared_dir, "discussion/created.json"))
+    await dispatch(ctx, "discussion", _closed_or_reopened(shared_dir, "closed", "2021-03-31T08:00:00Z"))
+    rec = await record(ctx, HELLO, 4)
+    assert (rec["state"], rec["state_reason"], rec["closed_by"]) == ("closed", "resolved", "Codertocat")
+    assert rec["closed_at"] == "2021-03-31T08:00:00Z"
+    # A late delivery of the same second, or an older one, does not move it.
+    await dispatch(ctx, "discussion", shared(shared_dir, "discussion/pinned.json"))
+    assert (await record(ctx, HELLO, 4))["closed_at"] == "2021-03-31T08:00:00Z"
+    await dispatch(ctx, "discussion", _closed_or_reopened(shared_dir, "reopened", "2021-03-31T09:00:00Z"))
+    rec = await record(ctx, HELLO, 4)
+    assert (rec["state"], rec["state_reason"], rec["closed_by"], rec["closed_at"]) == (
+        "open", "reopened", None, None)

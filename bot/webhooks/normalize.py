@@ -216,6 +216,13 @@ def thread_from_discussion(
     if isinstance(category, Mapping):
         record["category"] = category.get("name")
     _closing(record, action, sender)
+    if "closed_at" not in discussion:
+        # GitHub's discussion payloads carry no closed_at: closed at the event (its
+        # updated_at), and no longer closed once reopened.
+        if action == "closed" and record.get("state") == "closed" and record.get("updated_at"):
+            record["closed_at"] = record["updated_at"]
+        elif action == "reopened":
+            record["closed_at"] = None
     return record
 
 

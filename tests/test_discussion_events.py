@@ -42,11 +42,14 @@ async def test_a_label_put_on_a_discussion_is_stored(ctx: Any, shared_dir: Path)
 
 async def test_a_label_in_a_batch_and_on_a_discussion_not_stored_yet(
         ctx: Any, shared_dir: Path) -> None:
+    second = shared(shared_dir, "discussion/labeled.json")
+    second["label"] = {**second["label"], "name": "help wanted", "id": 2}
     outcomes = await events.handle_batch([
-        sansio.Event(shared(shared_dir, f"discussion/{name}.json"), event="discussion",
-                     delivery_id=str(uuid.uuid4())) for name in ("labeled", "created")], ctx)
-    assert outcomes == [None, None]
-    assert (await record(ctx, HELLO, 4))["labels"] == ["bug"]
+        sansio.Event(payload, event="discussion", delivery_id=str(uuid.uuid4()))
+        for payload in (shared(shared_dir, "discussion/labeled.json"), second,
+                        shared(shared_dir, "discussion/created.json"))], ctx)
+    assert outcomes == [None, None, None]
+    assert (await record(ctx, HELLO, 4))["labels"] == ["bug", "help wanted"]
     # A later payload that does carry the list is taken as it is.
     labeled = shared(shared_dir, "discussion/labeled.json")
     labeled["discussion"]["labels"] = [{"name": "question"}]

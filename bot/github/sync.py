@@ -138,7 +138,7 @@ def thread_from_node(node: dict[str, Any], repo: str) -> dict[str, Any]:
         closer = None  # discussions have no timeline in GraphQL
     if state != "open" and closer is not None:
         closed_by = actor_login(closer)[0] if closer.get("login") else None
-    return {
+    record = {
         "id": f"{repo}#{node['number']}",
         "repo": repo,
         "number": int(node["number"]),
@@ -161,6 +161,11 @@ def thread_from_node(node: dict[str, Any], repo: str) -> dict[str, Any]:
         "url": node.get("url"),
         "complete": True,
     }
+    if kind == "discussion" and state == "closed":
+        # GraphQL does not tell who closed a discussion; the `discussion.closed` webhook
+        # (its sender) does: unknown here is not "nobody", the stored closer is kept.
+        del record["closed_by"]
+    return record
 
 
 COMMENT_KINDS = {

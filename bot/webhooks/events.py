@@ -567,6 +567,29 @@ async def _insert_new(session: AsyncSession, changes: list[Change], looked: Look
         looked.comments.update(await get_comments(session, {(r["kind"], r["github_id"]) for r in rows}))
 
 
+async def _with_discussion_label(session: AsyncSession, change: Change,
+                                 looked: LookedUp | None) -> dict[str, Any]:
+    """The thread record of `change`, with the labels of a `discussion.labeled` / `unlabeled`
+    whose payload names only the label (normalize._discussion_label): the stored labels
+    with it added or removed (a discussion not stored yet: the label alone)."""
+    assert change.thread is not None
+    noted = change.extras.get("discussion_label")
+    if noted is None:
+        return change.thread
+    action, name = noted
+    key = (str(change.thread["repo"]).lower(), int(change.thread["number"]))
+    if looked is not None and key in looked.threads:
+        stored = looked.threads[key]
+    else:
+        stored = await get_thread(session, change.thread["repo"], change.thread["number"])
+    labels = [str(x) for x in (stored.labels or [])] if stored is not None else []
+    if action == "labeled" and name not in labels:
+        labels.append(name)
+    elif action == "unlabeled":
+        labels = [x for x in labels if x != name]
+    return {**change.thread, "labels": labels}
+
+
 async def apply_change(
     session: AsyncSession,
     change: Change,
@@ -609,7 +632,8 @@ async def apply_change(
     found = await _graves(session, change, looked)
     if _buried_thread(change, found):
         return change.repo, change.number  # about a deleted thread: nothing of it is stored
-    thread = await _store_thread(session, change.thread, opened=change.opened, looked=looked,
+    record = await _with_discussion_label(session, change, looked)
+    thread = await _store_thread(session, record, opened=change.opened, looked=looked,
                                  edited=_edit_froms(payload) if change.action == "edited"
                                  else None)
     if change.delete_comment is not None:

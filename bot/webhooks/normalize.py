@@ -216,6 +216,13 @@ def thread_from_discussion(
     if isinstance(category, Mapping):
         record["category"] = category.get("name")
     _closing(record, action, sender)
+    if "closed_at" not in discussion:
+        # GitHub's discussion payloads carry no closed_at: closed at the event (its
+        # updated_at), and no longer closed once reopened.
+        if action == "closed" and record.get("state") == "closed" and record.get("updated_at"):
+            record["closed_at"] = record["updated_at"]
+        elif action == "reopened":
+            record["closed_at"] = None
     return record
 
 
@@ -379,9 +386,26 @@ def change_from_payload(
         change.transfer = Transfer(repo, thread["number"], new)
         change.thread, change.gone = None, thread
         return change
+    if kind == "discussion":
+        _discussion_label(payload, change)
     side = _transfer_side(payload, f"old_{obj_key}", "old_repository", where)
     if side is not None:  # "opened" at the new place of a transferred issue
         obj, old_repo = side
         change.transfer = Transfer(canon(old_repo), _require_number(obj, where), thread)
         change.opened = False  # it has a history: comments came along
     return change
+
+
+def _discussion_label(payload: Mapping[str, Any], change: Change) -> None:
+    """`discussion.labeled` / `unlabeled` name the label in `label`, and their `discussion`
+    carries no `labels` list (GitHub's payloads): the change notes (action, name) in
+    `extras["discussion_label"]`, applied to the stored labels by the handler
+    (bot.webhooks.events). A payload that does carry the list is taken as it is."""
+    if change.action not in ("labeled", "unlabeled") or change.thread is None:
+        return
+    if "labels" in change.thread:
+        return
+    label = payload.get("label")
+    name = label.get("name") if isinstance(label, Mapping) else None
+    if isinstance(name, str) and name:
+        change.extras["discussion_label"] = (change.action, name)

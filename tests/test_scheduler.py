@@ -210,7 +210,7 @@ async def test_a_nightly_run_whose_sync_github_refused_in_part_says_so(
 async def test_a_nightly_run_whose_report_github_refused_says_so(app_ctx: Any,
                                                                  fake_github: Any) -> None:
     """The report was stored but not posted on RLTRACKER_REPORT_ISSUE (the app is not
-    installed there: 401): the run was recorded "ok". It is "partial", with GitHub's reason."""
+    installed there): the run was recorded "ok". It is "partial", with the reason."""
     import dataclasses
 
     from bot.scheduler import step_report
@@ -221,7 +221,9 @@ async def test_a_nightly_run_whose_report_github_refused_says_so(app_ctx: Any,
     assert result["outcome"] == "partial"
     (run,) = await runs(app_ctx)
     assert run.outcome == "partial"
-    assert "could not be posted on tracker-org/tracker#1: BadRequest: Requires authentication" in run.error
+    # review36: never posted under the GITHUB_TOKEN's person; the reason says the app is missing
+    assert ("could not be posted on tracker-org/tracker#1: NotInstalled: the app is not "
+            "installed on tracker-org/tracker") in run.error
     fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
     assert (await nightly_job(app_ctx, steps=[("report", step_report)]))["outcome"] == "ok"
     assert len(fake_github.comments_of("tracker-org/tracker", 1)) == 1

@@ -365,3 +365,23 @@ async def test_a_suspended_installations_refusal_is_remembered(
         with pytest.raises(gidgethub.BadRequest):
             await client.installation_token(31)
     assert len(fake_github.requests("POST", r"/installations/31/access_tokens$")) == 4
+
+
+async def test_an_uninstall_after_a_remembered_refusal_is_learned_at_once(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A suspended installation uninstalled: its `deleted` event ends the remembered 403, so
+    the next request learns it is gone (InstallationGone, 410) instead of being told for five
+    minutes that it is suspended."""
+    from bot.github.client import InstallationGone
+
+    client = app_ctx.github
+    fake_github.add_installation(31, "verl-project", ["verl-project/verl"])
+    fake_github.suspend_installation(31)
+    with pytest.raises(Exception) as refused:  # noqa: B017
+        await client.installation_token(31)
+    assert getattr(refused.value, "status_code", None) == 403
+    del fake_github.installations[31]
+    await dispatch(app_ctx, "installation", payload("deleted"))
+    with pytest.raises(InstallationGone):
+        await client.installation_token(31)
+    assert len(fake_github.requests("POST", r"/installations/31/access_tokens$")) == 2

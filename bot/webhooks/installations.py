@@ -328,8 +328,9 @@ def _forget_token(ctx: Any, installation_id: int, action: str) -> None:
     """What the client holds of the installation after the event: `deleted` and `suspend`
     drop its token, its cached responses and the repositories mapped to it
     (`forget_installation`; a reinstall has a new id); `new_permissions_accepted` its token (it
-    lacks the new permissions). `unsuspend`, `created` and `new_permissions_accepted` let it ask
-    for a token again at once after GitHub refused one (suspended: `forget_refusal`)."""
+    lacks the new permissions). `unsuspend`, `created`, `new_permissions_accepted` and
+    `deleted` let it ask for a token again at once after GitHub refused one (suspended:
+    `forget_refusal`; uninstalled, it then learns the installation is gone)."""
     github = getattr(ctx, "github", None)
     if github is None:
         return
@@ -337,7 +338,7 @@ def _forget_token(ctx: Any, installation_id: int, action: str) -> None:
         github.forget_installation(installation_id)
     elif action == "new_permissions_accepted" and hasattr(github, "invalidate_token"):
         github.invalidate_token(installation_id)
-    if action in ("unsuspend", "created", "new_permissions_accepted") and hasattr(
+    if action in ("unsuspend", "created", "new_permissions_accepted", "deleted") and hasattr(
             github, "forget_refusal"):
         github.forget_refusal(installation_id)
 

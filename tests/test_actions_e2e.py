@@ -838,3 +838,72 @@ async def test_an_adopted_rule_summary_a_person_edited_meanwhile_is_left_as_it_i
     assert len(app_comments(fake_github, VERL, 73, RULES_MARKER)) == 1
     [row] = [a for a in await actions_of(app_ctx, 73, "rule_summary") if a.status == "posted"]
     assert row.comment_id == reply["id"] and row.details.get("edited_on_github")
+
+
+def rename_the_app(fake: Any, old: str, new: str) -> None:
+    """The app renamed on GitHub: GET /app gives the new slug, and its bot account (the same
+    account, the same id) is renamed, so every comment it wrote shows the new login."""
+    fake.app_slug = new
+    for comment in fake.comments.values():
+        user = comment.get("user") or {}
+        if user.get("login") == f"{old}[bot]":
+            comment["user"] = {**user, "login": f"{new}[bot]"}
+
+
+async def test_after_the_app_is_renamed_its_comment_is_still_its_own(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The app's login (`{slug}[bot]`, GET /app) was read once per process. Renamed on GitHub
+    (a new slug: its bot account and every comment it wrote show the new login), a running
+    process still looked for its comments under the old login: the failure comment GitHub
+    created without answering (a lost connection) was not found by the retry, which posted
+    a second one. A marker comment by a bot login the app does not know makes it read
+    GET /app again: under the new login the comment is its own, adopted, not duplicated."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 90)
+    out = await act(app_ctx, VERL, 90, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "posted"  # the process knows its login: rltracker[bot]
+    rename_the_app(fake_github, "rltracker", "rltracker-ci")
+    payload = await open_issue(app_ctx, fake_github, 91)
+
+    lost = {"answers": 1}
+
+    @fake_github.route("POST", rf"/repos/{VERL}/issues/91/comments")
+    async def created_unanswered(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        comment = fake.add_comment(VERL, 91, body["body"], f"{fake.app_slug}[bot]", "Bot")
+        if not lost["answers"]:
+            return 201, fake._served(comment)
+        lost["answers"] -= 1
+        request.transport.close()  # created; the answer never reaches the app
+        return web.Response(status=499)
+
+    with pytest.raises(Exception):  # noqa: B017 - whatever the lost connection raises
+        await act(app_ctx, VERL, 91, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    [comment] = app_comments(fake_github, VERL, 91)
+    out = await act(app_ctx, VERL, 91, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "posted"
+    assert [c["id"] for c in app_comments(fake_github, VERL, 91)] == [comment["id"]]
+    [row] = [a for a in await actions_of(app_ctx, 91, "failure_comment") if a.status == "posted"]
+    assert row.comment_id == comment["id"]
+    assert len(fake_github.requests("GET", r"^/app$")) == 2  # read again once, on the rename
+
+
+async def test_another_bots_marker_comment_asks_github_once_and_stays_theirs(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The other side of the rule above: a marker comment by another bot (a staging
+    deployment of the app) makes the app read GET /app again once, finds it is still not
+    the app's login, and leaves it alone; on the next thread with that bot's comment it does
+    not ask again (one read per unknown login an hour)."""
+    await install(app_ctx, fake_github)
+    for number in (92, 93):
+        payload = await open_issue(app_ctx, fake_github, number)
+        theirs = FAILURE_MARKER + "\nthe staging app's comment"
+        other = fake_github.add_comment(VERL, number, theirs, user="rltracker-staging[bot]",
+                                        user_type="Bot")
+        out = await act(app_ctx, VERL, number, trigger="issues.opened", payload=payload,
+                        analysis=FAILURE)
+        assert out["failure_comment"] == "posted"
+        assert fake_github.comments[other["id"]]["body"] == theirs
+        mine = [c for c in app_comments(fake_github, VERL, number)
+                if c["user"]["login"] == "rltracker[bot]"]
+        assert len(mine) == 1
+    assert len(fake_github.requests("GET", r"^/app$")) == 2

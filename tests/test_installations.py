@@ -304,3 +304,84 @@ async def test_a_repository_moved_to_another_installation_takes_it(ctx: Any) -> 
         await session.commit()
     repo = (await rows(ctx))[1]["verl-project/verl"]
     assert (repo.installation_id, repo.removed_installation_id) == (32, None)
+
+
+@pytest.mark.parametrize("action", ["deleted", "suspend"])
+async def test_an_uninstall_or_suspend_event_drops_the_clients_repository_mapping(
+        app_ctx: Any, fake_github: Any, action: str) -> None:
+    """The client keeps the repository -> installation mapping an hour, and each
+    installation's cached responses. `installation.deleted` / `suspend` dropped only the
+    token: a repository reinstalled at once (a new installation id) was still mapped to the
+    old id for up to an hour, and the old installation's ETag entries stayed. The event now
+    drops all of it (`forget_installation`), so the next look-up asks GitHub."""
+    client = app_ctx.github
+    fake_github.add_installation(31, "verl-project", ["verl-project/verl"])
+    assert await client.installation_for_repo("verl-project/verl") == 31
+    gh = await client.api(31)
+    await gh.getitem("/repos/verl-project/verl")  # an answer cached for installation 31
+    before = client.cached_responses  # (the app's own answers among them)
+    # Uninstalled (or suspended) and installed again as 32 before the hour is out.
+    del fake_github.installations[31]
+    fake_github.add_installation(32, "verl-project", ["verl-project/verl"])
+    event = payload(action)
+    if action == "suspend":
+        event["installation"]["suspended_at"] = "2026-12-01T00:00:00Z"
+    await dispatch(app_ctx, "installation", event)
+    assert client.cached_responses == before - 1  # installation 31's answer is gone
+    assert await client.installation_for_repo("verl-project/verl") == 32
+    assert len(fake_github.requests("GET", r"/repos/verl-project/verl/installation$")) == 2
+
+
+async def test_a_suspended_installations_refusal_is_remembered(
+        app_ctx: Any, fake_github: Any, monkeypatch: Any) -> None:
+    """Suspended at GitHub before its `suspend` event is handled (or with the event lost),
+    every request through the installation asked GitHub for a token, and every one was
+    refused (403): one token request per job, per retry. The refusal is remembered for a
+    while (SUSPENDED_REFUSAL_TTL), or until an `unsuspend` event, when it is asked again."""
+    import gidgethub
+
+    from bot.github import client as client_module
+
+    client = app_ctx.github
+    fake_github.add_installation(31, "verl-project", ["verl-project/verl"])
+    fake_github.suspend_installation(31)
+    for _ in range(3):
+        with pytest.raises(gidgethub.BadRequest) as refused:
+            gh = await client.api(31)
+            await gh.getitem("/repos/verl-project/verl/issues/1")
+        assert refused.value.status_code == 403
+    assert len(fake_github.requests("POST", r"/installations/31/access_tokens$")) == 1
+    assert not fake_github.requests("GET", r"/issues/1$")
+    # Unsuspended: the event lets the next request ask again, and it goes through.
+    fake_github.installations[31]["suspended_at"] = None
+    await dispatch(app_ctx, "installation", payload("unsuspend"))
+    assert await client.installation_token(31)
+    assert len(fake_github.requests("POST", r"/installations/31/access_tokens$")) == 2
+    # Without an event, the refusal is asked again once it is old enough.
+    fake_github.suspend_installation(31)
+    client.invalidate_token(31)
+    monkeypatch.setattr(client_module, "SUSPENDED_REFUSAL_TTL", 0.0, raising=False)
+    for _ in range(2):
+        with pytest.raises(gidgethub.BadRequest):
+            await client.installation_token(31)
+    assert len(fake_github.requests("POST", r"/installations/31/access_tokens$")) == 4
+
+
+async def test_an_uninstall_after_a_remembered_refusal_is_learned_at_once(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A suspended installation uninstalled: its `deleted` event ends the remembered 403, so
+    the next request learns it is gone (InstallationGone, 410) instead of being told for five
+    minutes that it is suspended."""
+    from bot.github.client import InstallationGone
+
+    client = app_ctx.github
+    fake_github.add_installation(31, "verl-project", ["verl-project/verl"])
+    fake_github.suspend_installation(31)
+    with pytest.raises(Exception) as refused:  # noqa: B017
+        await client.installation_token(31)
+    assert getattr(refused.value, "status_code", None) == 403
+    del fake_github.installations[31]
+    await dispatch(app_ctx, "installation", payload("deleted"))
+    with pytest.raises(InstallationGone):
+        await client.installation_token(31)
+    assert len(fake_github.requests("POST", r"/installations/31/access_tokens$")) == 2

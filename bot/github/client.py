@@ -62,6 +62,10 @@ ETAG_CACHE_TOTAL = 20_000  # entries across every installation (and the app, tok
 # the age bounds what is missed otherwise (a repository moved to another account's installation).
 REPO_INSTALLATION_TTL = 3600.0  # seconds
 REPO_INSTALLATION_CACHE_SIZE = 4096
+# GitHub's refusal (403) of a token for a suspended installation is remembered this long (or
+# until the `unsuspend` event, `forget_refusal`): until the `suspend` event is handled, or when
+# it is lost, every request through the installation asked for a token and was refused.
+SUSPENDED_REFUSAL_TTL = 300.0  # seconds
 SECONDARY_LIMIT_MARKERS = (b"secondary rate limit", b"abuse detection")
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 # POSTs that create something: after a 5xx GitHub may have created it anyway, so repeating the
@@ -512,6 +516,8 @@ class GitHubClient:
         self._responses = LRUCache(etag_entries)  # every ETag cache's entries, one bound
         # full name (lower case) -> (installation id or None: not installed, read at)
         self._repo_installations = LRUCache(REPO_INSTALLATION_CACHE_SIZE)
+        # installation id -> (GitHub's 403 for its token, when it was given): `SUSPENDED_REFUSAL_TTL`
+        self._refused: dict[int, tuple[gidgethub.BadRequest, float]] = {}
         self.token_refreshes = 0  # counted for tests and /metrics
 
     # ------------------------------------------------------------------ plumbing
@@ -586,16 +592,42 @@ class GitHubClient:
     def _fresh(self, cached: _CachedToken | None) -> bool:
         return cached is not None and cached.expires_at - self._clock() > TOKEN_REFRESH_MARGIN
 
+    def _refusal(self, iid: int) -> gidgethub.BadRequest | None:
+        """GitHub's recent 403 for the installation's token (suspended), None when there is
+        none or it is older than SUSPENDED_REFUSAL_TTL (then asked again)."""
+        refused = self._refused.get(iid)
+        if refused is None:
+            return None
+        if self._clock() - refused[1] >= SUSPENDED_REFUSAL_TTL:
+            del self._refused[iid]
+            return None
+        return refused[0]
+
+    def _refused_again(self, iid: int, exc: gidgethub.BadRequest) -> gidgethub.BadRequest:
+        return gidgethub.BadRequest(
+            http.HTTPStatus.FORBIDDEN,
+            f"installation {iid}: GitHub refused its token (403, suspended): {exc}",
+            headers=getattr(exc, "headers", None))
+
+    def forget_refusal(self, installation_id: int) -> None:
+        """The installation was unsuspended (or installed again, or its permissions
+        accepted): its next request asks GitHub for a token again."""
+        self._refused.pop(int(installation_id), None)
+
     async def installation_token(self, installation_id: int) -> str:
         iid = int(installation_id)
         cached = self._tokens.get(iid)
         if cached is not None and self._fresh(cached):
             return cached.token
+        if (refused := self._refusal(iid)) is not None:
+            raise self._refused_again(iid, refused)
         lock = self._locks.setdefault(iid, asyncio.Lock())
         async with lock:
             cached = self._tokens.get(iid)  # another task may have refreshed it meanwhile
             if cached is not None and self._fresh(cached):
                 return cached.token
+            if (refused := self._refusal(iid)) is not None:  # refused while this task waited
+                raise self._refused_again(iid, refused)
             app = await self.app_api()
             try:
                 data = await app.post(
@@ -604,6 +636,9 @@ class GitHubClient:
                     data=b"",
                 )
             except gidgethub.BadRequest as exc:
+                if int(exc.status_code) == 403 and rate_limit_wait(exc) is None:
+                    # Suspended (a rate limit's 403 is not: its wait is the caller's)
+                    self._refused[iid] = (exc, self._clock())
                 if int(exc.status_code) != 404:
                     raise
                 # Uninstalled: nothing of it is worth keeping, and every repository mapped

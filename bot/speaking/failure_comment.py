@@ -22,10 +22,10 @@ from bot.speaking.claims import (
     texts_written,
 )
 from bot.speaking.posting import (
-    app_login,
     installation_gh,
     live_issue,
     own_comment,
+    own_login,
     post_or_adopt,
 )
 from bot.speaking.quiet import (
@@ -207,7 +207,7 @@ async def failure_comment(
         gh = await installation_gh(ctx, sit.installation_id)
         issue, comments = await live_issue(gh, repo, number)
         live = live_record(issue, comments, sit.record)
-        login = await app_login(ctx)
+        login = await own_login(ctx, comments, FAILURE_MARKER)
         own = own_comment(comments, FAILURE_MARKER, login)
         quiet = None if own else quiet_reason(
             live, config=config, trigger=trigger, now=now, ignore_labels=opened_labels,

@@ -4,6 +4,7 @@ and edit it instead of posting twice, and replies to commands (`post_reply`)."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
@@ -31,27 +32,77 @@ async def live_issue(gh: Any, repo: str, number: int) -> tuple[dict[str, Any], l
     return issue, comments
 
 
-# The app's bot login per (API URL, app id), read once per process (GET /app gives the slug).
+# The app's bot login per (API URL, app id), read once per process (GET /app gives the slug),
+# and read again when a marker comment is found by a bot login it does not know (`own_login`).
 _APP_LOGINS: dict[tuple[str, str], str] = {}
+# Per (API URL, app id): the other bot logins found with a marker comment since GET /app was
+# last read, and when (time.monotonic()): one read for each an hour, not one per job.
+_NOT_OURS: dict[tuple[str, str], dict[str, float]] = {}
+NOT_OURS_RECHECK = 3600.0  # seconds
 
 
-async def app_login(ctx: Any) -> str | None:
+def _app_key(ctx: Any) -> tuple[str, str]:
+    return (ctx.settings.api_url, str(ctx.settings.app_id))
+
+
+async def app_login(ctx: Any, *, refresh: bool = False) -> str | None:
     """The login the app's comments are written under (`{slug}[bot]`), None without app
-    credentials (nothing is posted then)."""
+    credentials (nothing is posted then). `refresh`: GET /app read again (the app renamed)."""
     if ctx.github is None or not ctx.settings.has_app_credentials:
         return None
-    key = (ctx.settings.api_url, str(ctx.settings.app_id))
-    if key not in _APP_LOGINS:
+    key = _app_key(ctx)
+    if refresh or key not in _APP_LOGINS:
         app = await ctx.github.app_api()
-        _APP_LOGINS[key] = f"{(await app.getitem('/app'))['slug']}[bot]"
+        login = f"{(await app.getitem('/app'))['slug']}[bot]"
+        if login != _APP_LOGINS.get(key):
+            if key in _APP_LOGINS:
+                log.warning("the app's login is now %s (was %s): renamed", login, _APP_LOGINS[key])
+            _NOT_OURS.pop(key, None)  # (what was another's may be ours now)
+        _APP_LOGINS[key] = login
     return _APP_LOGINS[key]
+
+
+def _bot_login(comment: dict[str, Any]) -> str | None:
+    user = comment.get("user") or {}
+    who = str(user.get("login") or "")
+    return who if who and (user.get("type") == "Bot" or who.endswith("[bot]")) else None
+
+
+async def own_login(ctx: Any, comments: list[dict[str, Any]], marker: str) -> str | None:
+    """The app's login to find its `marker` comment among `comments` by (`own_comment`).
+    Renamed on GitHub (a new slug), the app's bot account is renamed with it, and every comment
+    it wrote shows the new login: a process that read GET /app before the rename no longer
+    knew its own comment (and posted a second one, until a restart). A marker comment by a bot
+    login other than the one known makes it read GET /app again: the comment is ours when it
+    is the app's login now; another bot's (a second deployment, a mirroring bot) stays theirs,
+    and its login is not asked about again for NOT_OURS_RECHECK."""
+    login = await app_login(ctx)
+    if login is None or own_comment(comments, marker, login) is not None:
+        return login
+    key = _app_key(ctx)
+    now = time.monotonic()
+    checked = _NOT_OURS.setdefault(key, {})
+    unknown = {who for c in comments if marker in (c.get("body") or "")
+               and (who := _bot_login(c)) is not None and who.lower() != login.lower()
+               and now - checked.get(who.lower(), -NOT_OURS_RECHECK) >= NOT_OURS_RECHECK}
+    if not unknown:
+        return login
+    login = await app_login(ctx, refresh=True)
+    checked = _NOT_OURS.setdefault(key, {})
+    for who in unknown:
+        if login is None or who.lower() != login.lower():
+            checked[who.lower()] = now
+    while len(checked) > 256:  # (bounded: the oldest forgotten first)
+        del checked[min(checked, key=checked.__getitem__)]
+    return login
 
 
 def own_comment(comments: list[dict[str, Any]], marker: str,
                 login: str | None) -> dict[str, Any] | None:
-    """Our comment carrying `marker`: written by the app's own login (`app_login`). Another
-    bot's comment with the same marker (a second deployment of the app, a bot mirroring
-    comments) is not ours to edit, nor a sign that we spoke. With no login known, any bot's."""
+    """Our comment carrying `marker`: written by the app's own login (`app_login`, read again
+    after a rename by `own_login`). Another bot's comment with the same marker (a second
+    deployment of the app, a bot mirroring comments) is not ours to edit, nor a sign that we
+    spoke. With no login known, any bot's."""
     for c in comments:
         user = c.get("user") or {}
         who = str(user.get("login") or "")
@@ -101,8 +152,8 @@ async def post_reply(
     async def look() -> None:
         read["gh"] = await installation_gh(ctx, installation_id)
         if marker:
-            read["login"] = await app_login(ctx)
             read["comments"] = [c async for c in read["gh"].getiter(comments_url(repo, number))]
+            read["login"] = await own_login(ctx, read["comments"], marker)
 
     async def send() -> tuple[Any, Any]:
         gh = read["gh"]

@@ -13,10 +13,10 @@ from analyzers.rules import format_rules_markdown
 from bot.speaking import contribution
 from bot.speaking.claims import claim_within_budget, finish, release, renew, texts_written
 from bot.speaking.posting import (
-    app_login,
     installation_gh,
     live_issue,
     own_comment,
+    own_login,
     post_or_adopt,
 )
 from bot.speaking.quiet import MAINTAINERS, WRITE_ROLES, live_record
@@ -207,7 +207,7 @@ async def rule_summary(
         # Our reply already there (an attempt whose answer was lost) is adopted below, not
         # left unrecorded.
         issue, comments = await live_issue(gh, repo, number)
-        login = await app_login(ctx)
+        login = await own_login(ctx, comments, RULES_MARKER)
         live = live_record(issue, comments, record)
         own = own_comment(comments, RULES_MARKER, login)
         quiet = None if own else summary_quiet(live, config, sit)

@@ -324,10 +324,23 @@ async def _start_preview(ctx: Any, repos: list[Mapping[str, Any]]) -> None:
         log.exception("installation preview failed")
 
 
-def _forget_token(ctx: Any, installation_id: int) -> None:
+def _forget_token(ctx: Any, installation_id: int, action: str) -> None:
+    """What the client holds of the installation after the event: `deleted` and `suspend`
+    drop its token, its cached responses and the repositories mapped to it
+    (`forget_installation`; a reinstall has a new id); `new_permissions_accepted` its token (it
+    lacks the new permissions). `unsuspend`, `created`, `new_permissions_accepted` and
+    `deleted` let it ask for a token again at once after GitHub refused one (suspended:
+    `forget_refusal`; uninstalled, it then learns the installation is gone)."""
     github = getattr(ctx, "github", None)
-    if github is not None and hasattr(github, "invalidate_token"):
+    if github is None:
+        return
+    if action in ("deleted", "suspend") and hasattr(github, "forget_installation"):
+        github.forget_installation(installation_id)
+    elif action == "new_permissions_accepted" and hasattr(github, "invalidate_token"):
         github.invalidate_token(installation_id)
+    if action in ("unsuspend", "created", "new_permissions_accepted", "deleted") and hasattr(
+            github, "forget_refusal"):
+        github.forget_refusal(installation_id)
 
 
 async def handle_installation(payload: Mapping[str, Any], ctx: Any,
@@ -378,8 +391,7 @@ async def handle_installation(payload: Mapping[str, Any], ctx: Any,
             )
         await session.commit()
     _forget_written_repositories(ctx)
-    if action in ("deleted", "suspend", "new_permissions_accepted"):
-        _forget_token(ctx, iid)  # its token is dead or lacks the new permissions
+    _forget_token(ctx, iid, str(action))  # dead, refused, or lacking the new permissions
     log.info("installation %s %s", iid, action)
     if action == "created" and not inst.deleted:
         await _start_preview(ctx, repos)

@@ -187,6 +187,33 @@ async def test_a_post_whose_answer_was_lost_is_adopted_not_repeated(app_ctx: Any
     assert action.status == "posted" and action.comment_id == comment["id"]
 
 
+async def test_a_lost_post_is_adopted_after_the_app_was_renamed(app_ctx: Any, fake_github: Any) -> None:
+    """The app's login was read once per process (GET /app). Renamed on GitHub (a new slug:
+    its bot account and every comment it wrote show the new login), the night's comment whose
+    answer was lost carries the new login: the report looked for the old one and posted a
+    second comment. As for the failure comment (review40's `own_login`), a marker comment by
+    a bot login the app does not know makes it read GET /app again and adopt its comment."""
+    from bot.speaking.posting import app_login
+
+    fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
+    fake_github.add_issue("tracker-org/tracker", 1, title="Nightly reports")
+    ctx = app_ctx
+    ctx.settings = dataclasses.replace(ctx.settings, report_issue="tracker-org/tracker#1")
+    await night_one(ctx)
+    assert await app_login(ctx) == "rltracker[bot]"  # the running process knows its login
+    fake_github.app_slug = "rltracker-ci"  # renamed on GitHub
+    fake_github.add_comment("tracker-org/tracker", 1, f"<!-- rltracker:report:{DAY1} -->\nhalf",
+                            user="rltracker-ci[bot]", user_type="Bot")
+    crashed = datetime.now(UTC) - timedelta(minutes=20)  # a run crashed: its claim went stale
+    async with ctx.sessionmaker() as session:
+        session.add(Action(repo="tracker-org/tracker", number=1, kind="report", status="pending",
+                           dedupe_key=f"report:{DAY1}", created_at=crashed, updated_at=crashed))
+        await session.commit()
+    assert (await run_report(ctx, DAY1))["posted"] in ("posted", "edited")
+    [comment] = fake_github.comments_of("tracker-org/tracker", 1)
+    assert "Proposal status" in comment["body"]
+
+
 async def test_a_post_github_refuses_is_recorded_as_failed_and_posted_by_the_next_run(
         app_ctx: Any, fake_github: Any) -> None:
     """The app is not installed where RLTRACKER_REPORT_ISSUE points (GitHub answers 401):

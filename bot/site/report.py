@@ -404,17 +404,18 @@ async def _post_through(ctx: Any, installation: int | None, repo: str, number: i
     # The night's comment may be there already (posted, its answer lost): found by the
     # template's marker and edited, never posted twice.
     from bot.speaking.claims import renew
-    from bot.speaking.posting import app_login, comments_url, post_or_adopt
+    from bot.speaking.posting import comments_url, own_login, post_or_adopt
 
-    login = await app_login(ctx)
+    marker = f"<!-- rltracker:report:{day} -->"
     comments = [c async for c in gh.getiter(comments_url(repo, number))]
+    # The app's login as its own comments show it (re-read after a rename: review40).
+    login = await own_login(ctx, comments, marker)
     # Still this run's night? One slow enough for its claim to be taken over as stale (the
     # comments read above before the other run posted) must not post it a second time.
     lease[0] = await renew(ctx, action_id, lease[0])
     if lease[0] is None:
         return None
-    posted = await post_or_adopt(gh, repo, number, markdown, f"<!-- rltracker:report:{day} -->",
-                                 comments, login=login)
+    posted = await post_or_adopt(gh, repo, number, markdown, marker, comments, login=login)
     return {"comment_id": posted.get("id"), "comment_node_id": posted.get("node_id")}
 
 

@@ -1,0 +1,122 @@
+"""The app's writes to GitHub besides comment bodies: the kind label from the repository's
+config, hiding its own comment (GraphQL minimizeComment) on `stop` / `not-a-failure`, against
+the fake GitHub server (whose label names are case-insensitive, as GitHub's), on SQLite and
+PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from bot.speaking.decide import act
+from bot.webhooks.commands import router as commands_router
+from tests.test_actions_e2e import FAILURE, VERL, app_comments, install, open_issue
+from tests.test_commands import actions, comment_event
+from tests.test_verdicts import Minimising, commented, muted, written
+
+CONFIG = "labels:\n  entropy_collapse: 'rl: entropy'\n  kl_growth: 'rl: kl'\n"
+
+
+def labels(fake: Any, number: int) -> list[str]:
+    return sorted(label["name"] for label in fake.issue(VERL, number)["labels"])
+
+
+async def test_a_label_the_issue_had_in_another_case_is_not_taken_for_the_apps(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The issue was opened with `RL: Entropy` (an issue template's, or the reporter's): the
+    config's `rl: entropy` is that label to GitHub (label names are case-insensitive), so
+    adding it added nothing. The app compared names case-sensitively, recorded the label as
+    its own, and a `not-a-failure` then removed the label the person had put there."""
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", CONFIG)
+    payload = await open_issue(app_ctx, fake_github, 51, labels=["RL: Entropy"])
+    out = await act(app_ctx, VERL, 51, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "posted"
+    assert labels(fake_github, 51) == ["RL: Entropy"]
+    [row] = await actions(app_ctx, "failure_comment")
+    assert not (row.details or {}).get("label")
+    fake_github.graphql_handler = Minimising()
+    await commands_router.dispatch(comment_event("/rltracker not-a-failure", number=51), app_ctx)
+    assert labels(fake_github, 51) == ["RL: Entropy"]
+
+
+async def test_a_kind_whose_label_a_person_added_in_another_case_leaves_it_theirs(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The app added `rl: entropy`; a person then labelled the issue `RL: KL` by hand. A
+    `/rltracker kind kl_growth` swaps the app's label: `rl: entropy` goes, and `rl: kl` is
+    the person's already (another case, the same label). The app took it for one it added, and
+    a later `not-a-failure` removed the person's label."""
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", CONFIG)
+    await commented(app_ctx, fake_github, 52)
+    assert labels(fake_github, 52) == ["rl: entropy"]
+    fake_github.issue(VERL, 52)["labels"].append({"name": "RL: KL"})  # a person's
+    now = datetime.now(UTC)
+    await commands_router.dispatch(written(comment_event(
+        "/rltracker kind kl_growth", number=52), now - timedelta(minutes=2)), app_ctx)
+    assert labels(fake_github, 52) == ["RL: KL"]
+    fake_github.graphql_handler = Minimising()
+    await commands_router.dispatch(written(comment_event(
+        "/rltracker not-a-failure", number=52), now - timedelta(minutes=1)), app_ctx)
+    assert labels(fake_github, 52) == ["RL: KL"]
+
+
+class Deleted(Minimising):
+    """GitHub's answer to minimizeComment / unminimizeComment on a comment that was deleted:
+    200, the mutation null and a NOT_FOUND error."""
+
+    def __init__(self, *gone: str) -> None:
+        super().__init__()
+        self.gone = set(gone)
+
+    def __call__(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        node = variables["id"]
+        if node not in self.gone:
+            return super().__call__(query, variables)
+        field = "unminimizeComment" if "unminimizeComment" in query else "minimizeComment"
+        self.calls.append((field, node))
+        return {"data": {field: None}, "errors": [{
+            "type": "NOT_FOUND", "path": [field], "locations": [{"line": 3, "column": 3}],
+            "message": f"Could not resolve to a node with the global id of '{node}'"}]}
+
+
+async def test_not_a_failure_on_a_comment_a_person_deleted_is_done(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A person deleted the app's failure comment on GitHub (the app has not seen it yet:
+    no delivery for a comment deleted by someone else reads as ours). `/rltracker
+    not-a-failure` minimised it: GitHub's NOT_FOUND raised, the command's record was undone
+    and the delivery failed, every retry the same, and the app's label stayed on the issue.
+    A comment gone is one nobody sees: the thread is muted, the label removed, the comment
+    recorded as deleted, and the command acknowledged."""
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", CONFIG)
+    await commented(app_ctx, fake_github, 53)
+    [comment] = app_comments(fake_github, VERL, 53)
+    del fake_github.comments[comment["id"]]  # deleted on GitHub by a person
+    github = Deleted(comment["node_id"])
+    fake_github.graphql_handler = github
+    event = comment_event("/rltracker not-a-failure", number=53)
+    await commands_router.dispatch(event, app_ctx)
+    assert await muted(app_ctx, 53)
+    assert labels(fake_github, 53) == []
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.comment_deleted and not row.is_minimized
+    assert [a.reason for a in await actions(app_ctx, "command")] == ["/rltracker not-a-failure"]
+    cid = event.data["comment"]["id"]
+    assert len(fake_github.requests("POST", rf"/issues/comments/{cid}/reactions")) == 1
+    await commands_router.dispatch(event, app_ctx)  # a redelivery asks GitHub nothing more
+    assert github.calls == [("minimizeComment", comment["node_id"])]
+
+
+async def test_stop_on_a_comment_a_person_deleted_is_done(app_ctx: Any, fake_github: Any) -> None:
+    """The same for `/rltracker stop`: the thread muted, the command recorded, no retries."""
+    await install(app_ctx, fake_github)
+    await commented(app_ctx, fake_github, 54)
+    [comment] = app_comments(fake_github, VERL, 54)
+    del fake_github.comments[comment["id"]]
+    fake_github.graphql_handler = Deleted(comment["node_id"])
+    await commands_router.dispatch(comment_event("/rltracker stop", number=54), app_ctx)
+    assert await muted(app_ctx, 54)
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.comment_deleted
+    assert [a.reason for a in await actions(app_ctx, "command")] == ["/rltracker stop"]

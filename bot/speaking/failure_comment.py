@@ -256,7 +256,7 @@ async def failure_comment(
         except Exception:  # a missing label permission must not undo the comment
             log.warning("could not add label %r to %s#%s", label, repo, number, exc_info=True)
         else:
-            if label not in _label_names(issue):  # the app's, not one a person had put there
+            if not _has_label(issue, label):  # the app's, not one a person had put there
                 await _record_label(ctx, action_id, label)
     return "posted"
 
@@ -294,8 +294,14 @@ async def _replied_as_proposal(ctx: Any, repo: str, number: int) -> bool:
 
 
 def _label_names(issue: dict[str, Any]) -> set[str]:
-    return {(lab.get("name") if isinstance(lab, dict) else str(lab))
+    """The issue's label names, casefolded: GitHub's label names are case-insensitive (adding
+    `rl: kl` to an issue labelled `RL: KL` adds nothing), so compare with `_has_label`."""
+    return {str(lab.get("name") if isinstance(lab, dict) else lab).casefold()
             for lab in issue.get("labels") or []}
+
+
+def _has_label(issue: dict[str, Any], label: str) -> bool:
+    return label.casefold() in _label_names(issue)
 
 
 async def _record_label(ctx: Any, action_id: int, label: str | None) -> None:
@@ -331,7 +337,7 @@ async def relabel(ctx: Any, repo: str, number: int, installation_id: int | None,
                 if exc.status_code != 404:  # a person removed it already
                     raise
             now = None
-        if label and label not in _label_names(await gh.getitem(f"/repos/{repo}/issues/{number}")):
+        if label and not _has_label(await gh.getitem(f"/repos/{repo}/issues/{number}"), label):
             await gh.post(base, data={"labels": [label]})
             now = label
     except Exception:

@@ -26,6 +26,7 @@ comes back.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from sqlalchemy import func, select, update
@@ -43,6 +44,8 @@ from bot.store.threads import get_thread
 from bot.store.types import utcnow
 from bot.store.verdicts import as_failure, verdict_of
 
+log = logging.getLogger(__name__)
+
 MINIMIZE_MUTATION = """
 mutation($id: ID!, $classifier: ReportedContentClassifiers!) {
   minimizeComment(input: {subjectId: $id, classifier: $classifier}) {
@@ -58,6 +61,27 @@ mutation($id: ID!) {
 # Commands whose mute is the person's wish for quiet, not a verdict: a kind does not lift it.
 QUIET_COMMANDS = ("ignore", "stop")
 SETTLE_ROUNDS = 3  # verdicts done in a row when others keep arriving meanwhile
+
+
+def _node_gone(exc: Exception) -> bool:
+    """GitHub's answer to a mutation on a comment that was deleted: 200 with the mutation
+    null and a NOT_FOUND error (gidgethub's QueryError)."""
+    import gidgethub
+
+    response = getattr(exc, "response", None)
+    errors = response.get("errors") if isinstance(response, dict) else None
+    return (isinstance(exc, gidgethub.GraphQLException) and isinstance(errors, list) and bool(errors)
+            and all(isinstance(e, dict) and e.get("type") == "NOT_FOUND" for e in errors))
+
+
+async def _mark_deleted(ctx: Any, action: Action) -> None:
+    """A comment of ours a person deleted on GitHub: an answer, never re-posted (as an edit
+    finding it gone records it)."""
+    log.info("%s#%s: the app's %s was deleted on GitHub", action.repo, action.number, action.kind)
+    async with ctx.sessionmaker() as session:
+        await session.execute(update(Action).where(Action.id == action.id).values(
+            comment_deleted=True, frozen=True, updated_at=utcnow()))
+        await session.commit()
 
 
 async def _own_comments(ctx: Any, repo: str, number: int) -> list[Action]:
@@ -84,7 +108,8 @@ async def minimize_comments(ctx: Any, repo: str, number: int, installation_id: i
     proposal, never a failure report, and the verdict agrees with it."""
     done: list[str] = []
     for action in await _own_comments(ctx, repo, number):
-        if action.status != "posted" or not action.comment_node_id or action.is_minimized:
+        if (action.status != "posted" or not action.comment_node_id or action.is_minimized
+                or action.comment_deleted):
             continue
         if by == VERDICT_MINIMIZED and action.kind != "failure_comment":
             continue
@@ -101,10 +126,16 @@ async def minimize_comments(ctx: Any, repo: str, number: int, installation_id: i
                     await session.commit()
             done.append(action.kind)
             continue
-        await ctx.github.graphql(
-            MINIMIZE_MUTATION, installation_id=installation_id,
-            id=action.comment_node_id, classifier="OUTDATED",
-        )
+        try:
+            await ctx.github.graphql(
+                MINIMIZE_MUTATION, installation_id=installation_id,
+                id=action.comment_node_id, classifier="OUTDATED",
+            )
+        except Exception as exc:
+            if not _node_gone(exc):
+                raise
+            await _mark_deleted(ctx, action)  # nobody sees it: nothing left to hide
+            continue
         details = dict(action.details or {}, minimized_by=by, frozen_before=bool(action.frozen))
         details.pop("would_minimize", None)
         async with ctx.sessionmaker() as session:
@@ -180,8 +211,14 @@ async def _show_again(ctx: Any, repo: str, number: int, installation_id: int | N
             continue
         if (action.is_minimized and action.status == "posted" and action.comment_node_id
                 and not action.comment_deleted and not (dry_run or ctx.github is None)):
-            await ctx.github.graphql(UNMINIMIZE_MUTATION, installation_id=installation_id,
-                                     id=action.comment_node_id)
+            try:
+                await ctx.github.graphql(UNMINIMIZE_MUTATION, installation_id=installation_id,
+                                         id=action.comment_node_id)
+            except Exception as exc:
+                if not _node_gone(exc):
+                    raise
+                await _mark_deleted(ctx, action)
+                action.comment_deleted = True
         frozen = bool(details.pop("frozen_before", False) or action.comment_deleted
                       or details.get("edited_on_github"))
         details.pop("minimized_by", None)

@@ -120,3 +120,50 @@ async def test_stop_on_a_comment_a_person_deleted_is_done(app_ctx: Any, fake_git
     [row] = await actions(app_ctx, "failure_comment")
     assert row.comment_deleted
     assert [a.reason for a in await actions(app_ctx, "command")] == ["/rltracker stop"]
+
+
+class Hidden(Minimising):
+    """GitHub's comments as GraphQL sees them: `nodes(ids:)` reads whether each is minimised
+    (and why); a person may have hidden one (`hide`), which the app has not read yet."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reasons: dict[str, str] = {}
+
+    def hide(self, node: str, reason: str = "OFF_TOPIC") -> None:
+        self.minimized[node], self.reasons[node] = True, reason
+
+    def __call__(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        if "nodes(" in query:
+            return {"data": {"rateLimit": None, "nodes": [
+                {"__typename": "IssueComment", "id": node,
+                 "isMinimized": self.minimized.get(node, False),
+                 "minimizedReason": self.reasons.get(node) if self.minimized.get(node) else None,
+                 "up": {"totalCount": 0}, "down": {"totalCount": 0}}
+                for node in variables["ids"]]}}
+        if "unminimizeComment" not in query:
+            self.reasons[variables["id"]] = "OUTDATED"
+        return super().__call__(query, variables)
+
+
+async def test_a_kind_does_not_show_a_comment_a_maintainer_hid(app_ctx: Any, fake_github: Any) -> None:
+    """A maintainer hid the app's failure comment on GitHub (off-topic); the app had not read
+    it yet (the reception job reads that nightly). A `not-a-failure` minimised it again and
+    recorded the hiding as the verdict's, so a later `kind` showed (unminimizeComment) what
+    the maintainer had hidden. The app now reads the comment first: hidden by a person, it is
+    left hidden, recorded as theirs, and a later kind leaves it alone."""
+    await install(app_ctx, fake_github)
+    await commented(app_ctx, fake_github, 55)
+    [comment] = app_comments(fake_github, VERL, 55)
+    github = Hidden()
+    github.hide(comment["node_id"])
+    fake_github.graphql_handler = github
+    now = datetime.now(UTC)
+    await commands_router.dispatch(written(comment_event(
+        "/rltracker not-a-failure", number=55), now - timedelta(minutes=2)), app_ctx)
+    await commands_router.dispatch(written(comment_event(
+        "/rltracker kind kl_growth", number=55), now - timedelta(minutes=1)), app_ctx)
+    assert github.minimized == {comment["node_id"]: True}
+    assert ("unminimize", comment["node_id"]) not in github.calls
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.is_minimized and not (row.details or {}).get("minimized_by")

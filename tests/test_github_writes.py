@@ -65,14 +65,22 @@ class Deleted(Minimising):
     """GitHub's answer to minimizeComment / unminimizeComment on a comment that was deleted:
     200, the mutation null and a NOT_FOUND error."""
 
-    def __init__(self, *gone: str) -> None:
+    def __init__(self, *gone: str, read_before: bool = True) -> None:
         super().__init__()
         self.gone = set(gone)
+        self.read_before = read_before  # False: deleted between the app's read and its mutation
 
     def __call__(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
-        node = variables["id"]
-        if node not in self.gone:
+        if "nodes(" in query and self.read_before:
+            ids = variables["ids"]
+            answer = super().__call__(query, variables)
+            answer["data"]["nodes"] = [None if i in self.gone else n for i, n in zip(ids, answer["data"]["nodes"], strict=True)]
+            answer["errors"] = [{"type": "NOT_FOUND", "path": ["nodes", k], "message": "Could not resolve"}
+                                for k, i in enumerate(ids) if i in self.gone]
+            return answer
+        if "nodes(" in query or variables["id"] not in self.gone:
             return super().__call__(query, variables)
+        node = variables["id"]
         field = "unminimizeComment" if "unminimizeComment" in query else "minimizeComment"
         self.calls.append((field, node))
         return {"data": {field: None}, "errors": [{
@@ -105,21 +113,24 @@ async def test_not_a_failure_on_a_comment_a_person_deleted_is_done(
     cid = event.data["comment"]["id"]
     assert len(fake_github.requests("POST", rf"/issues/comments/{cid}/reactions")) == 1
     await commands_router.dispatch(event, app_ctx)  # a redelivery asks GitHub nothing more
-    assert github.calls == [("minimizeComment", comment["node_id"])]
+    assert github.calls == []  # read gone: nothing to minimise
 
 
 async def test_stop_on_a_comment_a_person_deleted_is_done(app_ctx: Any, fake_github: Any) -> None:
-    """The same for `/rltracker stop`: the thread muted, the command recorded, no retries."""
+    """The same for `/rltracker stop`, the comment deleted between the app's read and its
+    minimizeComment: the thread muted, the command recorded, no retries."""
     await install(app_ctx, fake_github)
     await commented(app_ctx, fake_github, 54)
     [comment] = app_comments(fake_github, VERL, 54)
     del fake_github.comments[comment["id"]]
-    fake_github.graphql_handler = Deleted(comment["node_id"])
+    github = Deleted(comment["node_id"], read_before=False)
+    fake_github.graphql_handler = github
     await commands_router.dispatch(comment_event("/rltracker stop", number=54), app_ctx)
     assert await muted(app_ctx, 54)
     [row] = await actions(app_ctx, "failure_comment")
     assert row.comment_deleted
     assert [a.reason for a in await actions(app_ctx, "command")] == ["/rltracker stop"]
+    assert github.calls == [("minimizeComment", comment["node_id"])]
 
 
 class Hidden(Minimising):

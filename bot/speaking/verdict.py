@@ -74,6 +74,23 @@ def _node_gone(exc: Exception) -> bool:
             and all(isinstance(e, dict) and e.get("type") == "NOT_FOUND" for e in errors))
 
 
+async def _read_comment(ctx: Any, node_id: str, installation_id: int | None) -> dict[str, Any] | None:
+    """The comment as GitHub has it now (`isMinimized`, `minimizedReason`); None when it was
+    deleted; {} when the answer says neither (minimised as before)."""
+    from bot.github.queries import RECEPTION_QUERY
+
+    try:
+        data = await ctx.github.graphql(RECEPTION_QUERY, installation_id=installation_id, ids=[node_id])
+    except Exception as exc:
+        if not _node_gone(exc):
+            raise
+        return None
+    nodes = data.get("nodes") if isinstance(data, dict) else None
+    if not isinstance(nodes, list) or len(nodes) != 1:
+        return {}
+    return nodes[0] if isinstance(nodes[0], dict) else None
+
+
 async def _mark_deleted(ctx: Any, action: Action) -> None:
     """A comment of ours a person deleted on GitHub: an answer, never re-posted (as an edit
     finding it gone records it)."""
@@ -124,6 +141,23 @@ async def minimize_comments(ctx: Any, repo: str, number: int, installation_id: i
                         .values(details=dict(action.details or {}, would_minimize=by),
                                 updated_at=utcnow()))
                     await session.commit()
+            done.append(action.kind)
+            continue
+        # Read first: a person may have hidden it on GitHub since the app last read it (the
+        # reception job, nightly). Their hiding is theirs: recorded as such (no
+        # `minimized_by`), so a later kind does not show what they hid.
+        node = await _read_comment(ctx, action.comment_node_id, installation_id)
+        if node is None:
+            await _mark_deleted(ctx, action)
+            continue
+        if node.get("isMinimized"):
+            async with ctx.sessionmaker() as session:
+                await session.execute(
+                    update(Action).where(Action.id == action.id)
+                    .values(is_minimized=True, frozen=True,
+                            minimized_reason=str(node.get("minimizedReason") or "").upper() or None,
+                            updated_at=utcnow()))
+                await session.commit()
             done.append(action.kind)
             continue
         try:

@@ -178,3 +178,47 @@ async def test_a_kind_does_not_show_a_comment_a_maintainer_hid(app_ctx: Any, fak
     assert ("unminimize", comment["node_id"]) not in github.calls
     [row] = await actions(app_ctx, "failure_comment")
     assert row.is_minimized and not (row.details or {}).get("minimized_by")
+
+
+async def test_a_label_removal_github_rate_limited_is_done_by_the_retry(
+        app_ctx: Any, fake_github: Any) -> None:
+    """`not-a-failure` while GitHub rate-limits the label's removal past the client's own
+    retries: the warning was logged and the command recorded done, so no retry came and the
+    failure label stayed on an issue a person said is no failure report. The delivery now
+    fails (the worker waits as GitHub asks) and its retry removes the label; a label GitHub
+    refuses for good (no permission: 403) is still only logged."""
+    import gidgethub
+    import pytest
+
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", CONFIG)
+    await commented(app_ctx, fake_github, 56)
+    assert labels(fake_github, 56) == ["rl: entropy"]
+    fake_github.graphql_handler = Minimising()
+    fake_github.rate_limited("DELETE", r"/issues/56/labels/", times=app_ctx.github.policy.max_attempts)
+    event = comment_event("/rltracker not-a-failure", number=56)
+    with pytest.raises(gidgethub.GitHubException):
+        await commands_router.dispatch(event, app_ctx)
+    await commands_router.dispatch(event, app_ctx)  # the worker's retry
+    assert labels(fake_github, 56) == []
+    assert await muted(app_ctx, 56)
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.is_minimized and not (row.details or {}).get("label")
+    # refused for good: logged, the command done
+    await commented(app_ctx, fake_github, 57)
+    fake_github.fail_next("DELETE", r"/issues/57/labels/", 403, times=1)
+    await commands_router.dispatch(comment_event("/rltracker not-a-failure", number=57), app_ctx)
+    assert await muted(app_ctx, 57)
+
+
+async def test_a_label_already_gone_with_its_issue_is_done(app_ctx: Any, fake_github: Any) -> None:
+    """The label's removal answered 410 (the issue deleted, or issues turned off): nothing
+    left to remove, recorded as done, as a 404 is."""
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", CONFIG)
+    await commented(app_ctx, fake_github, 58)
+    fake_github.graphql_handler = Minimising()
+    fake_github.fail_next("DELETE", r"/issues/58/labels/", 410, times=1)
+    await commands_router.dispatch(comment_event("/rltracker not-a-failure", number=58), app_ctx)
+    [row] = [a for a in await actions(app_ctx, "failure_comment") if a.number == 58]
+    assert not (row.details or {}).get("label")

@@ -318,7 +318,11 @@ async def relabel(ctx: Any, repo: str, number: int, installation_id: int | None,
     """The label the app added with the failure comment follows the comment's kind: the
     previous kind's label (only one the app added) is removed and `label` (the config's label
     for the kind now said, None after not-a-failure) added, unless the issue has it already.
-    A label error never undoes the comment."""
+    A label error never undoes the comment: one GitHub refuses for good (no permission, an
+    invalid name) is logged; a rate limit, a 5xx or a lost connection raises, so that the
+    delivery is retried (the comment's rewrite finds nothing to do then, and this is done
+    again) rather than the label change being lost until the next edit. A removal answered
+    404 or 410 (a person removed the label, the issue is gone) is done."""
     had = (action.details or {}).get("label")
     if label == had:
         return
@@ -334,14 +338,21 @@ async def relabel(ctx: Any, repo: str, number: int, installation_id: int | None,
             try:
                 await gh.delete(f"{base}/{quote(had, safe='')}")
             except BadRequest as exc:
-                if exc.status_code != 404:  # a person removed it already
+                if exc.status_code not in (404, 410):  # a person removed it already; gone
                     raise
             now = None
         if label and not _has_label(await gh.getitem(f"/repos/{repo}/issues/{number}"), label):
             await gh.post(base, data={"labels": [label]})
             now = label
-    except Exception:
+    except Exception as exc:
+        from bot.github.client import refused_for_good
+
+        if now != had:  # what was done before the error stays known
+            await _record_label(ctx, action.id, now)
+        if not refused_for_good(exc):
+            raise
         log.warning("could not relabel %s#%s (%r -> %r)", repo, number, had, label, exc_info=True)
+        return
     if now != had:
         await _record_label(ctx, action.id, now)
 

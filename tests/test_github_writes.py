@@ -222,3 +222,49 @@ async def test_a_label_already_gone_with_its_issue_is_done(app_ctx: Any, fake_gi
     await commands_router.dispatch(comment_event("/rltracker not-a-failure", number=58), app_ctx)
     [row] = [a for a in await actions(app_ctx, "failure_comment") if a.number == 58]
     assert not (row.details or {}).get("label")
+
+
+async def test_a_label_a_person_removed_is_not_added_back_and_kinds_in_a_row_settle(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A person removed the app's `rl: entropy`: a redelivered verdict and the comment's
+    rewrite for the same kind do not add it back. Two kinds in quick succession, each
+    delivered twice (GitHub redelivers), leave only the latest kind's label, added once."""
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", CONFIG)
+    await commented(app_ctx, fake_github, 59)
+    fake_github.issue(VERL, 59)["labels"] = []  # a person removed it
+    now = datetime.now(UTC)
+    same = written(comment_event("/rltracker kind entropy_collapse", number=59), now - timedelta(minutes=4))
+    for _ in range(2):
+        await commands_router.dispatch(same, app_ctx)
+    assert labels(fake_github, 59) == []
+    kl = written(comment_event("/rltracker kind kl_growth", number=59), now - timedelta(minutes=2))
+    entropy = written(comment_event("/rltracker kind entropy-collapse", number=59), now - timedelta(minutes=1))
+    for event in (kl, entropy, kl, entropy):
+        await commands_router.dispatch(event, app_ctx)
+    assert labels(fake_github, 59) == ["rl: entropy"]
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.details["label"] == "rl: entropy" and row.details["category"] == "entropy_collapse"
+
+
+async def test_a_kind_does_not_show_a_comment_a_maintainer_hid_after_the_verdict(
+        app_ctx: Any, fake_github: Any) -> None:
+    """`not-a-failure` hid the app's comment (OUTDATED); a maintainer then showed it and hid
+    it again as spam. A later `kind` unminimised it: the maintainer's hiding undone. Only
+    the verdict's own hiding (still OUTDATED) is undone now."""
+    await install(app_ctx, fake_github)
+    await commented(app_ctx, fake_github, 60)
+    [comment] = app_comments(fake_github, VERL, 60)
+    github = Hidden()
+    fake_github.graphql_handler = github
+    now = datetime.now(UTC)
+    await commands_router.dispatch(written(comment_event(
+        "/rltracker not-a-failure", number=60), now - timedelta(minutes=2)), app_ctx)
+    assert github.minimized == {comment["node_id"]: True}
+    github.hide(comment["node_id"], "SPAM")
+    await commands_router.dispatch(written(comment_event(
+        "/rltracker kind kl_growth", number=60), now - timedelta(minutes=1)), app_ctx)
+    assert ("unminimize", comment["node_id"]) not in github.calls
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.is_minimized and row.minimized_reason == "SPAM"
+    assert not (row.details or {}).get("minimized_by")

@@ -245,9 +245,27 @@ async def _show_again(ctx: Any, repo: str, number: int, installation_id: int | N
             continue
         if (action.is_minimized and action.status == "posted" and action.comment_node_id
                 and not action.comment_deleted and not (dry_run or ctx.github is None)):
+            # Read first: a person may have hidden it again since, for a reason of theirs
+            # (shown, then hidden as spam or off-topic): that hiding is not the verdict's.
+            node = await _read_comment(ctx, action.comment_node_id, installation_id)
+            reason = str((node or {}).get("minimizedReason") or "").upper()
+            if node and node.get("isMinimized") and reason != "OUTDATED":
+                details.pop("minimized_by", None)
+                details.pop("frozen_before", None)
+                async with ctx.sessionmaker() as session:
+                    await session.execute(
+                        update(Action).where(Action.id == action.id)
+                        .values(is_minimized=True, minimized_reason=reason, frozen=True,
+                                details=details, updated_at=utcnow()))
+                    await session.commit()
+                continue
             try:
-                await ctx.github.graphql(UNMINIMIZE_MUTATION, installation_id=installation_id,
-                                         id=action.comment_node_id)
+                if node is None:
+                    await _mark_deleted(ctx, action)
+                    action.comment_deleted = True
+                elif node.get("isMinimized", True):
+                    await ctx.github.graphql(UNMINIMIZE_MUTATION, installation_id=installation_id,
+                                             id=action.comment_node_id)
             except Exception as exc:
                 if not _node_gone(exc):
                     raise

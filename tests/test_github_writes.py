@@ -268,3 +268,23 @@ async def test_a_kind_does_not_show_a_comment_a_maintainer_hid_after_the_verdict
     [row] = await actions(app_ctx, "failure_comment")
     assert row.is_minimized and row.minimized_reason == "SPAM"
     assert not (row.details or {}).get("minimized_by")
+
+
+async def test_dry_run_records_the_label_it_would_add(app_ctx: Any, fake_github: Any) -> None:
+    """In dry run the failure comment's record said what would be posted, and nothing of the
+    label the repository's config would have the app add (nor of its swap after a kind), so a
+    repository trying the app out could not see it. The record now keeps `would_label`; GitHub
+    is asked nothing."""
+    import dataclasses
+
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", CONFIG)
+    app_ctx.settings = dataclasses.replace(app_ctx.settings, dry_run=True)
+    await commented(app_ctx, fake_github, 61)
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.status == "dry_run" and row.details["would_label"] == "rl: entropy"
+    await commands_router.dispatch(comment_event("/rltracker kind kl_growth", number=61), app_ctx)
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.details["category"] == "kl_growth" and row.details["would_label"] == "rl: kl"
+    assert labels(fake_github, 61) == []
+    assert not fake_github.requests("POST", r"/labels") and not fake_github.requests("DELETE", r"/labels")

@@ -202,7 +202,10 @@ async def failure_comment(
                 await release(ctx, action_id, lease=lease)
                 await record_skip(ctx, repo, number, "failure_comment", *CONFIG_OFF)
                 return "skipped:config_off"
+            # the label the config would have the app add (GitHub is not read: unless the
+            # issue has it already)
             await finish(ctx, action_id, status="dry_run", body=composed.body)
+            await _record_label(ctx, action_id, config.labels.get(composed.category), would=True)
             return "dry_run"
         gh = await installation_gh(ctx, sit.installation_id)
         issue, comments = await live_issue(gh, repo, number)
@@ -304,13 +307,15 @@ def _has_label(issue: dict[str, Any], label: str) -> bool:
     return label.casefold() in _label_names(issue)
 
 
-async def _record_label(ctx: Any, action_id: int, label: str | None) -> None:
-    """Keep in the action's details (`label`) the label the app added to the issue, if any."""
+async def _record_label(ctx: Any, action_id: int, label: str | None, *, would: bool = False) -> None:
+    """Keep in the action's details (`label`) the label the app added to the issue, if any;
+    `would`: in dry run, the label it would add (`would_label`), nothing asked of GitHub."""
+    key = "would_label" if would else "label"
     async with ctx.sessionmaker() as session:
-        row = await session.get(Action, action_id)
-        if row is not None:
-            row.details = {**(row.details or {}), "label": label}
-            await session.commit()
+        row = await locked_action(session, action_id)
+        if row is not None and (row.details or {}).get(key, ...) != label:
+            row.details = {**(row.details or {}), key: label}
+        await session.commit()
 
 
 async def relabel(ctx: Any, repo: str, number: int, installation_id: int | None,
@@ -398,6 +403,10 @@ async def update_failure_comment(
         kind = _failure_of(analysis).get("category") if ok else None
         await relabel(ctx, sit.repo, sit.number, sit.installation_id, action,
                       config.labels.get(kind) if kind else None)
+    elif outcome in ("updated", "unchanged") and effective_dry_run(ctx, config):
+        ok, _, _ = _is_confident_failure(analysis, config)
+        kind = _failure_of(analysis).get("category") if ok else None
+        await _record_label(ctx, action.id, config.labels.get(kind) if kind else None, would=True)
     return outcome
 
 

@@ -52,7 +52,7 @@ POST /app/installations/{id}/access_tokens, GET /repos/{o}/{r}/installation,
 GET /installation/repositories, GET /repos/{o}/{r}, GET/PATCH /repos/{o}/{r}/issues/{n},
 GET/POST /repos/{o}/{r}/issues/{n}/comments, GET/PATCH/DELETE
 /repos/{o}/{r}/issues/comments/{id}, GET/POST /repos/{o}/{r}/issues/{n}/labels, DELETE
-/repos/{o}/{r}/issues/{n}/labels/{name}, GET/POST reactions of issues and comments,
+/repos/{o}/{r}/issues/{n}/labels/{name} (names case-insensitive, as GitHub's; ``fake.repo_labels``), GET/POST reactions of issues and comments,
 GET /repos/{o}/{r}/contents/{path}, GET /repos/{o}/{r}/collaborators/{login}/permission,
 GET /app/hook/deliveries (+ /{id}), POST
 /app/hook/deliveries/{id}/attempts, POST /graphql. Lists paginate (``per_page``, ``page``,
@@ -170,6 +170,9 @@ class FakeGitHub:
         self.deliveries: list[dict[str, Any]] = []
         self.redeliveries: list[int] = []
         self.reactions: dict[tuple[str, Any], list[dict[str, Any]]] = {}
+        # the repository's labels by repository key (names as created; GitHub matches them
+        # case-insensitively)
+        self.repo_labels: dict[str, list[str]] = {}
         self.permissions: dict[tuple[str, str], str] = {}
         self.graphql_handler: Callable[[str, dict[str, Any]], Any] | None = None
         self.allow_anonymous = True
@@ -327,6 +330,8 @@ class FakeGitHub:
     ) -> dict[str, Any]:
         iid = self.next_id()
         now = created_at or _iso(_now())
+        known = self.repo_labels.setdefault(self._repo_key(repo), [])
+        known += [name for name in labels or [] if name.casefold() not in {k.casefold() for k in known}]
         issue: dict[str, Any] = {
             "id": iid,
             "node_id": f"I_{iid}",
@@ -793,12 +798,23 @@ class FakeGitHub:
         if issue is None:
             return 404, {"message": "Not Found"}
         names = body.get("labels", []) if isinstance(body, dict) else body
-        have = {label["name"] for label in issue["labels"]}
+        # GitHub's label names are case-insensitive: a name the issue has in another case is
+        # the label it has (nothing added), and one the repository has in another case adds
+        # the repository's label under its own name. An unknown name creates the label.
+        have = {label["name"].casefold() for label in issue["labels"]}
+        known = {name.casefold(): name for name in self.repo_labels.get(self._repo_key(repo), [])}
         for name in names or []:
             name = name["name"] if isinstance(name, dict) else name
-            if name not in have:
+            if not isinstance(name, str) or not name.strip() or len(name) > 50:
+                return 422, {"message": "Validation Failed",
+                             "errors": [{"resource": "Label", "field": "name", "code": "invalid"}]}
+            if name.casefold() not in known:  # created, in GitHub's default colour (ededed)
+                known[name.casefold()] = name
+                self.repo_labels.setdefault(self._repo_key(repo), []).append(name)
+            name = known[name.casefold()]
+            if name.casefold() not in have:
                 issue["labels"].append({"name": name})
-                have.add(name)
+                have.add(name.casefold())
         return issue["labels"]
 
     def _remove_label(self, request: web.Request, match: re.Match[str], body: Any, auth: _Auth) -> Any:
@@ -807,9 +823,9 @@ class FakeGitHub:
             return denied
         issue = self.issue(repo, int(match["number"]))
         label = unquote(match["label"])
-        if issue is None or not any(lab["name"] == label for lab in issue["labels"]):
+        if issue is None or not any(lab["name"].casefold() == label.casefold() for lab in issue["labels"]):
             return 404, {"message": "Label does not exist"}
-        issue["labels"] = [lab for lab in issue["labels"] if lab["name"] != label]
+        issue["labels"] = [lab for lab in issue["labels"] if lab["name"].casefold() != label.casefold()]
         return issue["labels"]
 
     def _reaction_key(self, match: re.Match[str]) -> tuple[str, Any]:

@@ -20,7 +20,7 @@ from bot.store.threads import upsert_comment
 from bot.webhooks.commands import parse_verdict
 from bot.webhooks.commands import router as commands_router
 from tests.test_actions_e2e import FAILURE, VERL, app_comments, install, iso, open_issue
-from tests.test_commands import actions, comment_event
+from tests.test_commands import actions, comment_event, comment_read
 
 
 async def verdicts(ctx: Any) -> list[Verdict]:
@@ -200,6 +200,8 @@ async def test_not_a_failure_minimises_and_mutes(app_ctx: Any, fake_github: Any)
     seen: list[dict[str, Any]] = []
 
     def graphql(query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        if (read := comment_read(query, variables)) is not None:
+            return read
         seen.append(variables)
         return {"data": {"minimizeComment": {"minimizedComment": {"isMinimized": True, "minimizedReason": "outdated"}}}}
 
@@ -522,6 +524,11 @@ class Minimising:
         self.calls: list[tuple[str, str]] = []
 
     def __call__(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        if "nodes(" in query:  # the app reads a comment before it minimises it
+            return {"data": {"rateLimit": None, "nodes": [
+                {"__typename": "IssueComment", "id": node, "isMinimized": self.minimized.get(node, False),
+                 "minimizedReason": "OUTDATED" if self.minimized.get(node) else None,
+                 "up": {"totalCount": 0}, "down": {"totalCount": 0}} for node in variables["ids"]]}}
         node = variables["id"]
         if "unminimizeComment" in query:
             self.calls.append(("unminimize", node))

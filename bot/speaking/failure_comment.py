@@ -202,7 +202,10 @@ async def failure_comment(
                 await release(ctx, action_id, lease=lease)
                 await record_skip(ctx, repo, number, "failure_comment", *CONFIG_OFF)
                 return "skipped:config_off"
+            # the label the config would have the app add (GitHub is not read: unless the
+            # issue has it already)
             await finish(ctx, action_id, status="dry_run", body=composed.body)
+            await _record_label(ctx, action_id, config.labels.get(composed.category), would=True)
             return "dry_run"
         gh = await installation_gh(ctx, sit.installation_id)
         issue, comments = await live_issue(gh, repo, number)
@@ -256,7 +259,7 @@ async def failure_comment(
         except Exception:  # a missing label permission must not undo the comment
             log.warning("could not add label %r to %s#%s", label, repo, number, exc_info=True)
         else:
-            if label not in _label_names(issue):  # the app's, not one a person had put there
+            if not _has_label(issue, label):  # the app's, not one a person had put there
                 await _record_label(ctx, action_id, label)
     return "posted"
 
@@ -294,17 +297,25 @@ async def _replied_as_proposal(ctx: Any, repo: str, number: int) -> bool:
 
 
 def _label_names(issue: dict[str, Any]) -> set[str]:
-    return {(lab.get("name") if isinstance(lab, dict) else str(lab))
+    """The issue's label names, casefolded: GitHub's label names are case-insensitive (adding
+    `rl: kl` to an issue labelled `RL: KL` adds nothing), so compare with `_has_label`."""
+    return {str(lab.get("name") if isinstance(lab, dict) else lab).casefold()
             for lab in issue.get("labels") or []}
 
 
-async def _record_label(ctx: Any, action_id: int, label: str | None) -> None:
-    """Keep in the action's details (`label`) the label the app added to the issue, if any."""
+def _has_label(issue: dict[str, Any], label: str) -> bool:
+    return label.casefold() in _label_names(issue)
+
+
+async def _record_label(ctx: Any, action_id: int, label: str | None, *, would: bool = False) -> None:
+    """Keep in the action's details (`label`) the label the app added to the issue, if any;
+    `would`: in dry run, the label it would add (`would_label`), nothing asked of GitHub."""
+    key = "would_label" if would else "label"
     async with ctx.sessionmaker() as session:
-        row = await session.get(Action, action_id)
-        if row is not None:
-            row.details = {**(row.details or {}), "label": label}
-            await session.commit()
+        row = await locked_action(session, action_id)
+        if row is not None and (row.details or {}).get(key, ...) != label:
+            row.details = {**(row.details or {}), key: label}
+        await session.commit()
 
 
 async def relabel(ctx: Any, repo: str, number: int, installation_id: int | None,
@@ -312,7 +323,11 @@ async def relabel(ctx: Any, repo: str, number: int, installation_id: int | None,
     """The label the app added with the failure comment follows the comment's kind: the
     previous kind's label (only one the app added) is removed and `label` (the config's label
     for the kind now said, None after not-a-failure) added, unless the issue has it already.
-    A label error never undoes the comment."""
+    A label error never undoes the comment: one GitHub refuses for good (no permission, an
+    invalid name) is logged; a rate limit, a 5xx or a lost connection raises, so that the
+    delivery is retried (the comment's rewrite finds nothing to do then, and this is done
+    again) rather than the label change being lost until the next edit. A removal answered
+    404 or 410 (a person removed the label, the issue is gone) is done."""
     had = (action.details or {}).get("label")
     if label == had:
         return
@@ -328,14 +343,21 @@ async def relabel(ctx: Any, repo: str, number: int, installation_id: int | None,
             try:
                 await gh.delete(f"{base}/{quote(had, safe='')}")
             except BadRequest as exc:
-                if exc.status_code != 404:  # a person removed it already
+                if exc.status_code not in (404, 410):  # a person removed it already; gone
                     raise
             now = None
-        if label and label not in _label_names(await gh.getitem(f"/repos/{repo}/issues/{number}")):
+        if label and not _has_label(await gh.getitem(f"/repos/{repo}/issues/{number}"), label):
             await gh.post(base, data={"labels": [label]})
             now = label
-    except Exception:
+    except Exception as exc:
+        from bot.github.client import refused_for_good
+
+        if now != had:  # what was done before the error stays known
+            await _record_label(ctx, action.id, now)
+        if not refused_for_good(exc):
+            raise
         log.warning("could not relabel %s#%s (%r -> %r)", repo, number, had, label, exc_info=True)
+        return
     if now != had:
         await _record_label(ctx, action.id, now)
 
@@ -381,6 +403,10 @@ async def update_failure_comment(
         kind = _failure_of(analysis).get("category") if ok else None
         await relabel(ctx, sit.repo, sit.number, sit.installation_id, action,
                       config.labels.get(kind) if kind else None)
+    elif outcome in ("updated", "unchanged") and effective_dry_run(ctx, config):
+        ok, _, _ = _is_confident_failure(analysis, config)
+        kind = _failure_of(analysis).get("category") if ok else None
+        await _record_label(ctx, action.id, config.labels.get(kind) if kind else None, would=True)
     return outcome
 
 

@@ -26,6 +26,7 @@ comes back.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from sqlalchemy import func, select, update
@@ -43,6 +44,8 @@ from bot.store.threads import get_thread
 from bot.store.types import utcnow
 from bot.store.verdicts import as_failure, verdict_of
 
+log = logging.getLogger(__name__)
+
 MINIMIZE_MUTATION = """
 mutation($id: ID!, $classifier: ReportedContentClassifiers!) {
   minimizeComment(input: {subjectId: $id, classifier: $classifier}) {
@@ -58,6 +61,44 @@ mutation($id: ID!) {
 # Commands whose mute is the person's wish for quiet, not a verdict: a kind does not lift it.
 QUIET_COMMANDS = ("ignore", "stop")
 SETTLE_ROUNDS = 3  # verdicts done in a row when others keep arriving meanwhile
+
+
+def _node_gone(exc: Exception) -> bool:
+    """GitHub's answer to a mutation on a comment that was deleted: 200 with the mutation
+    null and a NOT_FOUND error (gidgethub's QueryError)."""
+    import gidgethub
+
+    response = getattr(exc, "response", None)
+    errors = response.get("errors") if isinstance(response, dict) else None
+    return (isinstance(exc, gidgethub.GraphQLException) and isinstance(errors, list) and bool(errors)
+            and all(isinstance(e, dict) and e.get("type") == "NOT_FOUND" for e in errors))
+
+
+async def _read_comment(ctx: Any, node_id: str, installation_id: int | None) -> dict[str, Any] | None:
+    """The comment as GitHub has it now (`isMinimized`, `minimizedReason`); None when it was
+    deleted; {} when the answer says neither (minimised as before)."""
+    from bot.github.queries import RECEPTION_QUERY
+
+    try:
+        data = await ctx.github.graphql(RECEPTION_QUERY, installation_id=installation_id, ids=[node_id])
+    except Exception as exc:
+        if not _node_gone(exc):
+            raise
+        return None
+    nodes = data.get("nodes") if isinstance(data, dict) else None
+    if not isinstance(nodes, list) or len(nodes) != 1:
+        return {}
+    return nodes[0] if isinstance(nodes[0], dict) else None
+
+
+async def _mark_deleted(ctx: Any, action: Action) -> None:
+    """A comment of ours a person deleted on GitHub: an answer, never re-posted (as an edit
+    finding it gone records it)."""
+    log.info("%s#%s: the app's %s was deleted on GitHub", action.repo, action.number, action.kind)
+    async with ctx.sessionmaker() as session:
+        await session.execute(update(Action).where(Action.id == action.id).values(
+            comment_deleted=True, frozen=True, updated_at=utcnow()))
+        await session.commit()
 
 
 async def _own_comments(ctx: Any, repo: str, number: int) -> list[Action]:
@@ -84,7 +125,8 @@ async def minimize_comments(ctx: Any, repo: str, number: int, installation_id: i
     proposal, never a failure report, and the verdict agrees with it."""
     done: list[str] = []
     for action in await _own_comments(ctx, repo, number):
-        if action.status != "posted" or not action.comment_node_id or action.is_minimized:
+        if (action.status != "posted" or not action.comment_node_id or action.is_minimized
+                or action.comment_deleted):
             continue
         if by == VERDICT_MINIMIZED and action.kind != "failure_comment":
             continue
@@ -101,10 +143,33 @@ async def minimize_comments(ctx: Any, repo: str, number: int, installation_id: i
                     await session.commit()
             done.append(action.kind)
             continue
-        await ctx.github.graphql(
-            MINIMIZE_MUTATION, installation_id=installation_id,
-            id=action.comment_node_id, classifier="OUTDATED",
-        )
+        # Read first: a person may have hidden it on GitHub since the app last read it (the
+        # reception job, nightly). Their hiding is theirs: recorded as such (no
+        # `minimized_by`), so a later kind does not show what they hid.
+        node = await _read_comment(ctx, action.comment_node_id, installation_id)
+        if node is None:
+            await _mark_deleted(ctx, action)
+            continue
+        if node.get("isMinimized"):
+            async with ctx.sessionmaker() as session:
+                await session.execute(
+                    update(Action).where(Action.id == action.id)
+                    .values(is_minimized=True, frozen=True,
+                            minimized_reason=str(node.get("minimizedReason") or "").upper() or None,
+                            updated_at=utcnow()))
+                await session.commit()
+            done.append(action.kind)
+            continue
+        try:
+            await ctx.github.graphql(
+                MINIMIZE_MUTATION, installation_id=installation_id,
+                id=action.comment_node_id, classifier="OUTDATED",
+            )
+        except Exception as exc:
+            if not _node_gone(exc):
+                raise
+            await _mark_deleted(ctx, action)  # nobody sees it: nothing left to hide
+            continue
         details = dict(action.details or {}, minimized_by=by, frozen_before=bool(action.frozen))
         details.pop("would_minimize", None)
         async with ctx.sessionmaker() as session:
@@ -180,8 +245,32 @@ async def _show_again(ctx: Any, repo: str, number: int, installation_id: int | N
             continue
         if (action.is_minimized and action.status == "posted" and action.comment_node_id
                 and not action.comment_deleted and not (dry_run or ctx.github is None)):
-            await ctx.github.graphql(UNMINIMIZE_MUTATION, installation_id=installation_id,
-                                     id=action.comment_node_id)
+            # Read first: a person may have hidden it again since, for a reason of theirs
+            # (shown, then hidden as spam or off-topic): that hiding is not the verdict's.
+            node = await _read_comment(ctx, action.comment_node_id, installation_id)
+            reason = str((node or {}).get("minimizedReason") or "").upper()
+            if node and node.get("isMinimized") and reason != "OUTDATED":
+                details.pop("minimized_by", None)
+                details.pop("frozen_before", None)
+                async with ctx.sessionmaker() as session:
+                    await session.execute(
+                        update(Action).where(Action.id == action.id)
+                        .values(is_minimized=True, minimized_reason=reason, frozen=True,
+                                details=details, updated_at=utcnow()))
+                    await session.commit()
+                continue
+            try:
+                if node is None:
+                    await _mark_deleted(ctx, action)
+                    action.comment_deleted = True
+                elif node.get("isMinimized", True):
+                    await ctx.github.graphql(UNMINIMIZE_MUTATION, installation_id=installation_id,
+                                             id=action.comment_node_id)
+            except Exception as exc:
+                if not _node_gone(exc):
+                    raise
+                await _mark_deleted(ctx, action)
+                action.comment_deleted = True
         frozen = bool(details.pop("frozen_before", False) or action.comment_deleted
                       or details.get("edited_on_github"))
         details.pop("minimized_by", None)

@@ -656,6 +656,18 @@ def _safe(text: str) -> str:
     return "`".join(parts)
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _cited_path(path: str) -> str:
+    """A file's repository path as a code span: a name may hold `<!--`, `<details>`, a link,
+    `*`, `@login` or `#12` (a repository's files are third-party text), and git allows
+    newlines and control characters in names. Backticks are dropped (one-backtick spans keep
+    the backtick parity that the mention and reference guards split on)."""
+    path = " ".join(_CONTROL.sub(" ", str(path or "")).replace("`", "").split())
+    return f"`{path}`" if path else ""
+
+
 def format_rules_markdown(
     summary: Mapping[str, Any],
     lang: str = "en",
@@ -689,9 +701,9 @@ def format_rules_markdown(
             # Every file that states the rule (up to MAX_CITED), the main one first.
             cited = [fact.get("source") or ""] + [
                 s for s in fact.get("sources") or [] if s and s != fact.get("source")]
-            src = "; ".join(c for c in cited[:MAX_CITED] if c)
+            src = "; ".join(c for c in (_cited_path(p) for p in cited[:MAX_CITED]) if c)
             note = tab.texts["observed"]["zh" if zh else "en"] if fact.get("observed") else ""
-            where = f" ({src.replace('`', '')}{note})" if src else (f" ({note.strip(', ')})" if note else "")
+            where = f" ({src}{note})" if src else (f" ({note.strip(', ')})" if note else "")
             lines.append(f"- {_safe(text)}{_safe(where)}")
         lines.append("")
     # A summary stored by an earlier release may name a topic the table no longer has: the

@@ -41,7 +41,7 @@ async def test_hostile_file_names_stay_inert_in_the_comment(app_ctx, fake_github
     for needle in ("<!--", "<details", "](javascript:", "*d*", "@bob", "#12"):
         assert needle not in outside, (needle, md)
     body = rules_reply(md, None, "en", "https://tracker.example")
-    assert body.count("<details") == 1 and body.rstrip().endswith("</sub>")
+    assert _outside_code(body).count("<details") == 1 and body.rstrip().endswith("</sub>")
 
 
 def test_a_file_name_with_a_newline_or_backticks_stays_one_cited_path() -> None:

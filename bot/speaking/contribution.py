@@ -12,6 +12,7 @@ import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from gidgethub import BadRequest, GitHubException
 from sqlalchemy import func, select
@@ -46,15 +47,33 @@ WORKFLOW_NAMES = re.compile(r"stale|inactive|title|semantic|dco|cla|pre-?commit|
 _POINTER = re.compile(r"github\.com/([\w.-]{1,100})/([\w.-]{1,100})/blob/[\w.-]{1,100}/([\w./-]{1,200})")
 
 
+_REPO_NAME = re.compile(r"[A-Za-z0-9][\w.-]{0,99}/[\w.-]{1,100}")
+
+
+def contents_url(repo: str, path: str) -> str | None:
+    """The contents API URL of `path` in `repo`, each segment percent-encoded (a template
+    named "feature #1.md" or "why?.md" is a name, not a fragment or a query); None for a
+    path that could leave the repository's contents (".." or "." segments, a bad name)."""
+    if not _REPO_NAME.fullmatch(repo) or repo.split("/")[1] in (".", ".."):
+        return None
+    parts = path.split("/") if path else []
+    if any(p in ("", ".", "..") for p in parts):
+        return None
+    return f"/repos/{repo}/contents" + "".join("/" + quote(p, safe="") for p in parts)
+
+
 class _Fetcher:
     def __init__(self, api: Any) -> None:
         self.api = api
         self.calls = 0
 
     async def get(self, repo: str, path: str) -> Any:
+        url = contents_url(repo, path)
+        if url is None:
+            return None
         self.calls += 1
         try:
-            return await self.api.getitem(f"/repos/{repo}/contents/{path}")
+            return await self.api.getitem(url)
         except BadRequest as exc:
             # Only a 404 says the file is not there. A 403 (no `contents` permission, a rate
             # limit that outlasted the retries) says nothing about it: raised, so the stored

@@ -22,7 +22,6 @@ from bot.config import Settings, UserError, sqlite_path
 from bot.speaking.contribution import SHARED_FRAMEWORKS, load_folder
 from bot.store.types import canonical_id
 
-
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 

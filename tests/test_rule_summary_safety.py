@@ -117,3 +117,56 @@ def test_the_cli_prints_no_terminal_control_sequences(tmp_path, capsys) -> None:
 
 def test_markers_are_not_forged_by_a_summary() -> None:
     assert RULES_MARKER.startswith("<!--")
+
+
+async def test_a_huge_contributing_file_is_not_called_absent(app_ctx, fake_github) -> None:
+    """A CONTRIBUTING.md over 256 KiB was dropped without a word, and the summary said "No
+    CONTRIBUTING file was found": an invented absence. Its first 256 KiB are read and the
+    summary says the file was read only in part."""
+    text = CONTRIBUTING + "\nEvery commit must be signed off (`git commit -s`).\n" + (
+        "Some history of the project, told at length.\n" * 8000)
+    assert len(text) > 256 * 1024
+    fake_github.set_file(REPO, "CONTRIBUTING.md", text)
+    summary = await rules_for_repo(app_ctx, REPO)
+    rules = {f["rule"] for f in summary["facts"]}
+    assert "no_contributing" not in rules and "signoff_required" in rules
+    md = format_rules_markdown(summary)
+    assert "No CONTRIBUTING" not in md
+    assert "`CONTRIBUTING.md`" in md and "256 KiB" in md
+
+
+async def test_a_contributing_file_github_serves_without_content(app_ctx, fake_github) -> None:
+    """Over 1 MB the contents API gives no content ("encoding": "none"): the file is there,
+    unread, and the summary says so instead of "No CONTRIBUTING file was found"."""
+    fake_github.set_file(REPO, "CONTRIBUTING.md", "x")
+
+    @fake_github.route("GET", rf"/repos/{REPO}/contents/CONTRIBUTING.md")
+    async def big(fake, request, match, body):
+        return {"type": "file", "encoding": "none", "size": 2_000_000, "name": "CONTRIBUTING.md",
+                "path": "CONTRIBUTING.md", "content": ""}
+
+    summary = await rules_for_repo(app_ctx, REPO)
+    assert "no_contributing" not in {f["rule"] for f in summary["facts"]}
+    for lang in ("en", "zh"):
+        md = format_rules_markdown(summary, lang=lang)
+        assert "`CONTRIBUTING.md`" in md and ("CONTRIBUTING" not in md.replace("`CONTRIBUTING.md`", ""))
+
+
+async def test_binary_non_utf8_submodule_and_directory_files(app_ctx, fake_github) -> None:
+    """A binary CONTRIBUTING.md, a GBK-encoded Chinese template, a submodule and a directory
+    named like a contribution file: a summary is made and stored (SQLite and PostgreSQL)."""
+    fake_github.set_file(REPO, "CONTRIBUTING.md", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe")
+    fake_github.set_file(REPO, ".github/PULL_REQUEST_TEMPLATE.md",
+                         "请在提交前运行测试。Please add tests for the fix.\n".encode("gbk"))
+    fake_github.set_file(REPO, "GOVERNANCE.md/README.md", "a folder, not a file\n")
+
+    @fake_github.route("GET", rf"/repos/{REPO}/contents/AGENTS.md")
+    async def submodule(fake, request, match, body):
+        return {"type": "submodule", "name": "AGENTS.md", "path": "AGENTS.md", "size": 0,
+                "submodule_git_url": "https://example.invalid/x.git"}
+
+    fake_github.set_file(REPO, "AGENTS.md", "listed as a file, as GitHub lists submodules")
+    summary = await rules_for_repo(app_ctx, REPO)
+    assert "AGENTS.md" not in summary["files"] and "GOVERNANCE.md" not in summary["files"]
+    md = await rules_markdown(app_ctx, REPO, "zh", topics=None)
+    assert md is not None and "\x00" not in md

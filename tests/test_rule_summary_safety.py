@@ -170,3 +170,14 @@ async def test_binary_non_utf8_submodule_and_directory_files(app_ctx, fake_githu
     assert "AGENTS.md" not in summary["files"] and "GOVERNANCE.md" not in summary["files"]
     md = await rules_markdown(app_ctx, REPO, "zh", topics=None)
     assert md is not None and "\x00" not in md
+
+
+def test_the_cli_reads_a_huge_contributing_file_in_part(tmp_path, capsys) -> None:
+    """`rltracker rules PATH` skipped a CONTRIBUTING.md over 256 KiB and printed "No
+    CONTRIBUTING file was found"."""
+    (tmp_path / "CONTRIBUTING.md").write_text(
+        "# Contributing\n\nEvery commit must be signed off (`git commit -s`).\n"
+        + "Some history of the project, told at length.\n" * 8000, encoding="utf-8")
+    assert rules_command(argparse.Namespace(target=str(tmp_path), json=False)) == 0
+    out = capsys.readouterr().out
+    assert "No CONTRIBUTING" not in out and "git commit -s" in out and "256 KiB" in out

@@ -712,4 +712,13 @@ def format_rules_markdown(
     if missing:
         names = ", ".join(tab.topics[t]["zh" if zh else "en"].lower() for t in missing)
         lines.append(tab.texts["not_stated"]["zh" if zh else "en"].format(topics=names))
+    # Files GitHub served only in part or not at all (bot.speaking.contribution): said, so a
+    # rule or a CONTRIBUTING file past the cut is not taken for absent.
+    partial = summary.get("partial") or {}
+    for how in ("cut", "unread"):
+        paths = [_cited_path(p) for p, h in partial.items() if h == how][:MAX_CITED * 3]
+        if paths and f"partial_{how}" in tab.texts:
+            lines.append("")
+            lines.append(_safe(tab.texts[f"partial_{how}"]["zh" if zh else "en"].format(
+                files=", ".join(p for p in paths if p))))
     return "\n".join(lines).rstrip() + "\n"

@@ -19,7 +19,7 @@ from typing import Any
 from analyzers.rules import format_rules_markdown, summarize_rules
 from bot.cli import ensure_open
 from bot.config import Settings, UserError, sqlite_path
-from bot.speaking.contribution import SHARED_FRAMEWORKS, load_folder
+from bot.speaking.contribution import SHARED_FRAMEWORKS, load_folder, note_partial
 from bot.store.types import canonical_id
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -75,7 +75,8 @@ def summary_for(target: str, settings: Settings | None = None,
         target = canonical_id(target, frameworks) or target
     if target not in frameworks and path.is_dir():
         fid = path.resolve().name if path.resolve().name in frameworks else None
-        summary = summarize_rules(load_folder(path), framework=fid)
+        partial: dict[str, str] = {}
+        summary = note_partial(summarize_rules(load_folder(path, partial), framework=fid), partial)
         summary["source"] = "folder"
         return summary
     if target not in frameworks:

@@ -66,6 +66,9 @@ class _Fetcher:
     def __init__(self, api: Any) -> None:
         self.api = api
         self.calls = 0
+        # path -> "cut" (only its first MAX_FILE_BYTES read) or "unread" (GitHub served no
+        # content: over 1 MB): said in the summary, never taken for an absent file.
+        self.partial: dict[str, str] = {}
 
     async def get(self, repo: str, path: str) -> Any:
         url = contents_url(repo, path)
@@ -86,17 +89,28 @@ class _Fetcher:
         data = await self.get(repo, path)
         if not isinstance(data, dict) or data.get("type") != "file":
             return None
-        if int(data.get("size") or 0) > MAX_FILE_BYTES:
-            return None
         raw = data.get("content") or ""
+        size = int(data.get("size") or 0)
+        if not raw and size > 0:
+            self.partial[path] = "unread"
+            return None
         try:
-            return base64.b64decode(raw).decode("utf-8", errors="replace")
+            blob = base64.b64decode(raw)
         except ValueError:
             return None
+        if len(blob) > MAX_FILE_BYTES or size > MAX_FILE_BYTES:
+            # The rules of a long guide are near its top: its first 256 KiB, at a line end.
+            blob = blob[:MAX_FILE_BYTES]
+            blob = blob[: blob.rfind(b"\n") + 1] or blob
+            self.partial[path] = "cut"
+        return blob.decode("utf-8", errors="replace")
 
 
-async def fetch_rule_files(api: Any, repo: str) -> dict[str, str]:
-    """{repository path: text} of the contribution files of `repo` (contents API).
+async def fetch_rule_files(api: Any, repo: str,
+                           partial: dict[str, str] | None = None) -> dict[str, str]:
+    """{repository path: text} of the contribution files of `repo` (contents API); the
+    files read only in part, or not at all for their size, go into `partial` (path -> "cut"
+    or "unread").
 
     Folders are listed first (the root, then only the folders that exist), so absent files
     cost no request: a typical repository needs 3 listings plus one request per file."""
@@ -153,7 +167,20 @@ async def fetch_rule_files(api: Any, repo: str) -> dict[str, str]:
             linked = await fetch.text(other, m.group(3))
             if linked is not None:
                 files[f"{other}/{m.group(3)}"] = linked
+    if partial is not None:
+        partial.update(fetch.partial)
     return files
+
+
+def note_partial(summary: dict[str, Any], partial: dict[str, str]) -> dict[str, Any]:
+    """`summary` saying which files were read only in part or not at all; a CONTRIBUTING file
+    GitHub would not serve is not "no CONTRIBUTING file"."""
+    if not partial:
+        return summary
+    summary["partial"] = dict(sorted(partial.items()))
+    if any(file_kind(p) == "contributing" for p in partial):
+        summary["facts"] = [f for f in summary.get("facts", []) if f.get("rule") != "no_contributing"]
+    return summary
 
 # Folders read from disk (`rltracker rules PATH`, the development snapshots in ../shared).
 SHARED_FRAMEWORKS = PROJECT_ROOT.parent / "shared" / "data" / "frameworks"
@@ -179,8 +206,9 @@ def _source_map(folder: Path) -> dict[str, str]:
     return {copy: path for copy, path in pairs if copy and path and counts[path] == 1}
 
 
-def load_folder(folder: Path) -> dict[str, str]:
-    """{repository path: text} of the contribution files in `folder`."""
+def load_folder(folder: Path, partial: dict[str, str] | None = None) -> dict[str, str]:
+    """{repository path: text} of the contribution files in `folder`; those over
+    MAX_FILE_BYTES are read to there (at a line end) and named in `partial` ("cut")."""
     mapping = _source_map(folder)
     snapshot = bool(mapping) or any("__" in p.name for p in folder.iterdir())
     files: dict[str, str] = {}
@@ -188,14 +216,19 @@ def load_folder(folder: Path) -> dict[str, str]:
         rel_parts = path.relative_to(folder).parts
         if not path.is_file() or SKIP_DIRS.intersection(rel_parts) or path.name == "SOURCE.txt":
             continue
-        if path.stat().st_size > MAX_FILE_BYTES:
-            continue
         rel = "/".join(rel_parts)
         repo_path = mapping.get(rel) or rel.replace("__", "/")
         kind = file_kind(repo_path)
         if not snapshot and kind in ("doc", "yaml") and path.name.lower() not in EXTRA_NAMES:
             continue  # a checkout: only contribution files, not every document
-        files[repo_path] = path.read_text(encoding="utf-8", errors="replace")
+        with path.open("rb") as handle:
+            blob = handle.read(MAX_FILE_BYTES + 1)
+        if len(blob) > MAX_FILE_BYTES:
+            blob = blob[:MAX_FILE_BYTES]
+            blob = blob[: blob.rfind(b"\n") + 1] or blob
+            if partial is not None:
+                partial[repo_path] = "cut"
+        files[repo_path] = blob.decode("utf-8", errors="replace")
     return files
 
 
@@ -270,7 +303,8 @@ async def rules_for_repo(ctx: AppContext, repo: str, *, refresh: bool = False,
         raise RuntimeError("no GitHub credentials to fetch contribution rules")
     try:
         api = await ctx.github.api(await _installation_id(ctx, repo))
-        files = await fetch_rule_files(api, repo)
+        partial: dict[str, str] = {}
+        files = await fetch_rule_files(api, repo, partial)
     except (GitHubException, OSError) as exc:
         if row is not None:
             log.warning("contribution rules of %s not refreshed (%s); using the cache", repo, exc)
@@ -278,6 +312,7 @@ async def rules_for_repo(ctx: AppContext, repo: str, *, refresh: bool = False,
         raise
     summary = await on_analysis_thread(functools.partial(summarize_rules, files, framework=framework_id(repo)))
     summary["repo"] = repo
+    note_partial(summary, partial)
     await store_rules(ctx, repo, files, summary)
     return summary
 

@@ -27,6 +27,7 @@ import yaml
 from analyzers import rules_structured as structured
 from analyzers.rules_text import (
     Segment,
+    bounded_runs,
     file_kind,
     form_segments,
     front_matter,
@@ -417,7 +418,7 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
     pipe = _nlp()
     strings = pipe.vocab.strings
     hits_by_rule: dict[str, list[tuple[Segment, str, dict[str, str]]]] = {}
-    docs = pipe.tokenizer.pipe(match_form(s.text) for s in segments)
+    docs = pipe.tokenizer.pipe(bounded_runs(match_form(s.text)) for s in segments)
     for seg, doc in zip(segments, docs, strict=True):
         matches = tab.phrase_matcher(doc)
         if len(tab.token_matcher):

@@ -269,3 +269,17 @@ def test_rendering_a_stored_summary_needs_no_spacy() -> None:
     )
     done = run_fresh(script)
     assert done.stdout.split() == ["False", "True"], done.stdout + done.stderr[-2000:]
+
+
+async def test_a_dropped_connection_keeps_the_stored_rules(app_ctx, fake_github) -> None:
+    """GitHub dropping the connection (past the client's retries) raised an aiohttp error,
+    not an OSError: the stale but stored summary was not served, and the rule summary went
+    out without its rules."""
+    _seed(fake_github)
+    first = await rules_for_repo(app_ctx, REPO)
+    async with app_ctx.sessionmaker() as session, session.begin():
+        row = await session.scalar(select(ContributionRules))
+        row.fetched_at = utcnow() - timedelta(days=3)
+    fake_github.disconnect_next("GET", r"/contents", times=1000)
+    kept = await rules_for_repo(app_ctx, REPO)
+    assert kept["facts"] == first["facts"]

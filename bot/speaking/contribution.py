@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import aiohttp
 from gidgethub import BadRequest, GitHubException
 from sqlalchemy import func, select
 
@@ -305,7 +306,8 @@ async def rules_for_repo(ctx: AppContext, repo: str, *, refresh: bool = False,
         api = await ctx.github.api(await _installation_id(ctx, repo))
         partial: dict[str, str] = {}
         files = await fetch_rule_files(api, repo, partial)
-    except (GitHubException, OSError) as exc:
+    except (GitHubException, OSError, aiohttp.ClientError) as exc:
+        # (a dropped connection is an aiohttp.ClientError, not an OSError)
         if row is not None:
             log.warning("contribution rules of %s not refreshed (%s); using the cache", repo, exc)
             return dict(row.summary)

@@ -19,7 +19,7 @@ from gidgethub import BadRequest, GitHubException
 from sqlalchemy import func, select
 
 from analyzers.catalog import canonical_repo, framework_id
-from analyzers.rules import format_rules_markdown, summarize_rules
+from analyzers.rules import RULES_VERSION, format_rules_markdown, summarize_rules
 from analyzers.rules_text import file_kind
 from bot.analysis import on_analysis_thread
 from bot.config import PROJECT_ROOT
@@ -253,7 +253,7 @@ async def cached_rules(ctx: AppContext, repo: str) -> ContributionRules | None:
 
 
 async def store_rules(ctx: AppContext, repo: str, files: dict[str, str],
-                      summary: dict[str, Any]) -> None:
+                      summary: dict[str, Any], fetched_at: Any = None) -> None:
     async with ctx.sessionmaker() as session, session.begin():
         row = await session.scalar(
             select(ContributionRules).where(func.lower(ContributionRules.repo) == repo.lower())
@@ -263,7 +263,7 @@ async def store_rules(ctx: AppContext, repo: str, files: dict[str, str],
             session.add(row)
         row.files = files
         row.summary = summary
-        row.fetched_at = utcnow()
+        row.fetched_at = fetched_at or utcnow()
 
 
 _SNAPSHOTS: dict[str, dict[str, Any] | None] = {}
@@ -290,6 +290,15 @@ async def rules_for_repo(ctx: AppContext, repo: str, *, refresh: bool = False,
     the error propagates (the caller decides whether to skip its comment)."""
     repo = canonical_repo(repo)
     row = await cached_rules(ctx, repo)
+    if row is not None and (row.summary or {}).get("version") != RULES_VERSION and row.files:
+        # Written by an earlier extractor: its rules are made again from the stored files
+        # (no request), so a release's corrections do not wait for the next fetch.
+        redone = await on_analysis_thread(functools.partial(
+            summarize_rules, dict(row.files), framework=framework_id(repo)))
+        redone["repo"] = repo
+        note_partial(redone, dict((row.summary or {}).get("partial") or {}))
+        await store_rules(ctx, repo, dict(row.files), redone, fetched_at=row.fetched_at)
+        row = await cached_rules(ctx, repo)
     if row is not None and not refresh and utcnow() - row.fetched_at <= max_age:
         return dict(row.summary)
     if ctx.github is None or not (ctx.settings.has_app_credentials or ctx.settings.token):

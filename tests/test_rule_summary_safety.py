@@ -181,3 +181,20 @@ def test_the_cli_reads_a_huge_contributing_file_in_part(tmp_path, capsys) -> Non
     assert rules_command(argparse.Namespace(target=str(tmp_path), json=False)) == 0
     out = capsys.readouterr().out
     assert "No CONTRIBUTING" not in out and "git commit -s" in out and "256 KiB" in out
+
+
+async def test_the_framework_page_says_a_file_was_read_in_part(app_ctx, fake_github) -> None:
+    """The framework page listed the rules of a CONTRIBUTING read only to 256 KiB as if the
+    whole file had been read."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from bot.app import create_app
+
+    fake_github.set_file("verl-project/verl", "CONTRIBUTING.md", CONTRIBUTING + (
+        "Some history of the project, told at length.\n" * 8000))
+    await rules_for_repo(app_ctx, "verl-project/verl")
+    async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
+        resp = await client.get("/frameworks/verl")
+        assert resp.status == 200
+        page = await resp.text()
+    assert "256 KiB" in page and "<code>CONTRIBUTING.md</code>" in page

@@ -198,3 +198,12 @@ async def test_the_framework_page_says_a_file_was_read_in_part(app_ctx, fake_git
         assert resp.status == 200
         page = await resp.text()
     assert "256 KiB" in page and "<code>CONTRIBUTING.md</code>" in page
+
+
+async def test_a_repository_with_no_contribution_files_is_told_plainly(app_ctx, fake_github) -> None:
+    """With no contribution file at all, the proposal's summary said only "Not stated in the
+    files read: tests, docs, ...", as if some files had been read."""
+    fake_github.set_file(REPO, "README.md", "A widget library.\n")
+    for lang, words in (("en", "No contribution files"), ("zh", "没有找到贡献文件")):
+        md = await rules_markdown(app_ctx, REPO, lang)
+        assert md is not None and words in md and "files read" not in md, md

@@ -710,6 +710,12 @@ def format_rules_markdown(
     # A summary stored by an earlier release may name a topic the table no longer has: the
     # next refresh drops it; until then it is left out here rather than failing the render.
     missing = [t for t in summary.get("not_stated", []) if t in tab.topics and (topics is None or t in topics)]
+    if "files" in summary and not summary["files"] and not (summary.get("partial") or {}):
+        # Nothing was read: said plainly, not as topics "not stated in the files read".
+        if lines and lines[-1]:
+            lines.append("")
+        lines.append(tab.texts["no_files"]["zh" if zh else "en"])
+        missing = []
     if missing:
         names = ", ".join(tab.topics[t]["zh" if zh else "en"].lower() for t in missing)
         lines.append(tab.texts["not_stated"]["zh" if zh else "en"].format(topics=names))

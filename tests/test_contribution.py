@@ -307,3 +307,17 @@ async def test_a_summary_of_an_older_extractor_is_redone_from_the_stored_files(
     async with app_ctx.sessionmaker() as session:
         stored = await session.scalar(select(ContributionRules))
     assert stored.summary["version"] == RULES_VERSION
+
+
+async def test_two_first_fetches_at_once_both_get_the_rules(app_ctx, fake_github) -> None:
+    """Two proposals of a repository read for the first time at once: both found no row and
+    both inserted one; the second hit the unique name and its summary went out without rules."""
+    import asyncio
+
+    _seed(fake_github)
+    first, second = await asyncio.gather(rules_for_repo(app_ctx, REPO),
+                                         rules_for_repo(app_ctx, REPO))
+    assert first["facts"] == second["facts"]
+    async with app_ctx.sessionmaker() as session:
+        rows = (await session.scalars(select(ContributionRules))).all()
+    assert len(rows) == 1

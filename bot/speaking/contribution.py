@@ -17,6 +17,7 @@ from urllib.parse import quote
 import aiohttp
 from gidgethub import BadRequest, GitHubException
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 
 from analyzers.catalog import canonical_repo, framework_id
 from analyzers.rules import RULES_VERSION, format_rules_markdown, summarize_rules
@@ -254,6 +255,16 @@ async def cached_rules(ctx: AppContext, repo: str) -> ContributionRules | None:
 
 async def store_rules(ctx: AppContext, repo: str, files: dict[str, str],
                       summary: dict[str, Any], fetched_at: Any = None) -> None:
+    """The row of `repo` written (inserted, or updated). Two first fetches at once both
+    find no row: the second insert meets the unique name and updates the row instead."""
+    try:
+        await _store_rules(ctx, repo, files, summary, fetched_at)
+    except IntegrityError:
+        await _store_rules(ctx, repo, files, summary, fetched_at)
+
+
+async def _store_rules(ctx: AppContext, repo: str, files: dict[str, str],
+                       summary: dict[str, Any], fetched_at: Any) -> None:
     async with ctx.sessionmaker() as session, session.begin():
         row = await session.scalar(
             select(ContributionRules).where(func.lower(ContributionRules.repo) == repo.lower())

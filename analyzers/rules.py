@@ -27,6 +27,7 @@ import yaml
 from analyzers import rules_structured as structured
 from analyzers.rules_text import (
     Segment,
+    bounded_runs,
     file_kind,
     form_segments,
     front_matter,
@@ -417,7 +418,7 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
     pipe = _nlp()
     strings = pipe.vocab.strings
     hits_by_rule: dict[str, list[tuple[Segment, str, dict[str, str]]]] = {}
-    docs = pipe.tokenizer.pipe(match_form(s.text) for s in segments)
+    docs = pipe.tokenizer.pipe(bounded_runs(match_form(s.text)) for s in segments)
     for seg, doc in zip(segments, docs, strict=True):
         matches = tab.phrase_matcher(doc)
         if len(tab.token_matcher):
@@ -656,6 +657,18 @@ def _safe(text: str) -> str:
     return "`".join(parts)
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _cited_path(path: str) -> str:
+    """A file's repository path as a code span: a name may hold `<!--`, `<details>`, a link,
+    `*`, `@login` or `#12` (a repository's files are third-party text), and git allows
+    newlines and control characters in names. Backticks are dropped (one-backtick spans keep
+    the backtick parity that the mention and reference guards split on)."""
+    path = " ".join(_CONTROL.sub(" ", str(path or "")).replace("`", "").split())
+    return f"`{path}`" if path else ""
+
+
 def format_rules_markdown(
     summary: Mapping[str, Any],
     lang: str = "en",
@@ -689,15 +702,30 @@ def format_rules_markdown(
             # Every file that states the rule (up to MAX_CITED), the main one first.
             cited = [fact.get("source") or ""] + [
                 s for s in fact.get("sources") or [] if s and s != fact.get("source")]
-            src = "; ".join(c for c in cited[:MAX_CITED] if c)
+            src = "; ".join(c for c in (_cited_path(p) for p in cited[:MAX_CITED]) if c)
             note = tab.texts["observed"]["zh" if zh else "en"] if fact.get("observed") else ""
-            where = f" ({src.replace('`', '')}{note})" if src else (f" ({note.strip(', ')})" if note else "")
+            where = f" ({src}{note})" if src else (f" ({note.strip(', ')})" if note else "")
             lines.append(f"- {_safe(text)}{_safe(where)}")
         lines.append("")
     # A summary stored by an earlier release may name a topic the table no longer has: the
     # next refresh drops it; until then it is left out here rather than failing the render.
     missing = [t for t in summary.get("not_stated", []) if t in tab.topics and (topics is None or t in topics)]
+    if "files" in summary and not summary["files"] and not (summary.get("partial") or {}):
+        # Nothing was read: said plainly, not as topics "not stated in the files read".
+        if lines and lines[-1]:
+            lines.append("")
+        lines.append(tab.texts["no_files"]["zh" if zh else "en"])
+        missing = []
     if missing:
         names = ", ".join(tab.topics[t]["zh" if zh else "en"].lower() for t in missing)
         lines.append(tab.texts["not_stated"]["zh" if zh else "en"].format(topics=names))
+    # Files GitHub served only in part or not at all (bot.speaking.contribution): said, so a
+    # rule or a CONTRIBUTING file past the cut is not taken for absent.
+    partial = summary.get("partial") or {}
+    for how in ("cut", "unread"):
+        paths = [_cited_path(p) for p, h in partial.items() if h == how][:MAX_CITED * 3]
+        if paths and f"partial_{how}" in tab.texts:
+            lines.append("")
+            lines.append(_safe(tab.texts[f"partial_{how}"]["zh" if zh else "en"].format(
+                files=", ".join(p for p in paths if p))))
     return "\n".join(lines).rstrip() + "\n"

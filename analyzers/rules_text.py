@@ -13,6 +13,7 @@ written as "PR descriptions must include:" followed by the items.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -151,6 +152,18 @@ def match_form(text: str) -> str:
     return _JOINER.sub(lambda m: f" {m.group(0)} ", text)
 
 
+# spaCy's tokenizer peels affixes off a whitespace-free chunk one at a time: quadratic on a
+# hostile chunk (64 KiB of "[(" took 721 s in the rule extractor). No rule phrase is an
+# 80-character word: long runs get a space every 80 characters, as in analyzers.nlp.
+_LONG_RUN = re.compile(r"\S{80}")
+
+
+def bounded_runs(text: str) -> str:
+    if len(text) < 80 or max(map(len, text.split()), default=0) < 80:
+        return text
+    return _LONG_RUN.sub(r"\g<0> ", text)
+
+
 def _split_sentences(text: str) -> list[str]:
     if len(text) < 80 or ". " not in text:
         return [text]
@@ -160,8 +173,21 @@ def _split_sentences(text: str) -> list[str]:
         nlp = _fallback_nlp
     pipe = nlp()
     # Only the sentencizer: the shared pipeline's other components are not needed here.
-    doc = pipe.get_pipe("sentencizer")(pipe.make_doc(text))
-    return [s.text.strip() for s in doc.sents if s.text.strip()]
+    bounded = bounded_runs(text)
+    doc = pipe.get_pipe("sentencizer")(pipe.make_doc(bounded))
+    if bounded is text:
+        return [s.text.strip() for s in doc.sents if s.text.strip()]
+    # The sentences cut from the text as written (the spaces put into long runs left out).
+    added = [m.end() + k for k, m in enumerate(_LONG_RUN.finditer(text))]  # in `bounded`
+    spans = [(s.start_char, s.end_char) for s in doc.sents]
+    out = []
+    for start, end in spans:
+        a = start - bisect.bisect_left(added, start)
+        b = end - bisect.bisect_left(added, end)
+        piece = text[a:b].strip()
+        if piece:
+            out.append(piece)
+    return out
 
 
 _FALLBACK: list[Any] = []
@@ -368,8 +394,14 @@ def _split_long(seg: Segment) -> list[Segment]:
     return out
 
 
+MAX_CODES_SCANNED = 256  # a paragraph's code spans looked for in each of its sentences
+
+
 def _codes_in(sentence: str, codes: list[str]) -> list[str]:
-    return [c for c in codes if c in sentence]
+    """The paragraph's code spans found in `sentence`, each once: a hostile paragraph of
+    thousands of sentences, each with the same span, gave every sentence all of them
+    (quadratic work in the rule filling)."""
+    return [c for c in dict.fromkeys(codes[:MAX_CODES_SCANNED]) if c in sentence]
 
 
 def _combined(segments: list[Segment]) -> list[Segment]:

@@ -269,3 +269,55 @@ def test_rendering_a_stored_summary_needs_no_spacy() -> None:
     )
     done = run_fresh(script)
     assert done.stdout.split() == ["False", "True"], done.stdout + done.stderr[-2000:]
+
+
+async def test_a_dropped_connection_keeps_the_stored_rules(app_ctx, fake_github) -> None:
+    """GitHub dropping the connection (past the client's retries) raised an aiohttp error,
+    not an OSError: the stale but stored summary was not served, and the rule summary went
+    out without its rules."""
+    _seed(fake_github)
+    first = await rules_for_repo(app_ctx, REPO)
+    async with app_ctx.sessionmaker() as session, session.begin():
+        row = await session.scalar(select(ContributionRules))
+        row.fetched_at = utcnow() - timedelta(days=3)
+    fake_github.disconnect_next("GET", r"/contents", times=1000)
+    kept = await rules_for_repo(app_ctx, REPO)
+    assert kept["facts"] == first["facts"]
+
+
+async def test_a_summary_of_an_older_extractor_is_redone_from_the_stored_files(
+        app_ctx, fake_github) -> None:
+    """A fresh row written by an earlier extractor (RULES_VERSION) was served as it was for
+    up to 26 hours, and for ever without credentials: its rules are made again from the files
+    stored with it, without asking GitHub."""
+    from analyzers.rules import RULES_VERSION
+
+    async with app_ctx.sessionmaker() as session, session.begin():
+        session.add(ContributionRules(
+            repo=REPO, files={"CONTRIBUTING.md": CONTRIBUTING}, fetched_at=utcnow(),
+            summary={"version": "0", "framework": None, "files": ["CONTRIBUTING.md"],
+                     "facts": [{"topic": "tests", "rule": "old", "statement": "An old rule.",
+                                "source": "CONTRIBUTING.md"}], "not_stated": []}))
+    before = len(fake_github.calls)
+    summary = await rules_for_repo(app_ctx, REPO)
+    assert len(fake_github.calls) == before
+    assert summary["version"] == RULES_VERSION
+    rules = {f["rule"] for f in summary["facts"]}
+    assert "old" not in rules and "signoff_required" in rules
+    async with app_ctx.sessionmaker() as session:
+        stored = await session.scalar(select(ContributionRules))
+    assert stored.summary["version"] == RULES_VERSION
+
+
+async def test_two_first_fetches_at_once_both_get_the_rules(app_ctx, fake_github) -> None:
+    """Two proposals of a repository read for the first time at once: both found no row and
+    both inserted one; the second hit the unique name and its summary went out without rules."""
+    import asyncio
+
+    _seed(fake_github)
+    first, second = await asyncio.gather(rules_for_repo(app_ctx, REPO),
+                                         rules_for_repo(app_ctx, REPO))
+    assert first["facts"] == second["facts"]
+    async with app_ctx.sessionmaker() as session:
+        rows = (await session.scalars(select(ContributionRules))).all()
+    assert len(rows) == 1

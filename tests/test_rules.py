@@ -540,6 +540,6 @@ def test_a_stored_summary_naming_a_retired_topic_still_renders() -> None:
               "facts": [{"topic": "retired_topic", "statement": "Old rule.", "source": "A.md"},
                         {"topic": "sign-off", "statement": "Sign off commits.", "source": "B.md"}]}
     text = format_rules_markdown(stored)
-    assert "Sign off commits. (B.md)" in text
+    assert "Sign off commits. (`B.md`)" in text
     assert "Old rule" not in text and "retired" not in text
     assert "tests" in text.split("\n")[-2].lower()  # the core topic no file states is still listed

@@ -275,7 +275,7 @@ def test_one_rule_in_two_files_is_one_fact_citing_both() -> None:
     summary = summarize_rules({"CONTRIBUTING.md": guide, "AGENTS.md": agents})
     docs = [f for f in summary["facts"] if f["topic"] == "docs"]
     assert len(docs) == 1 and docs[0]["sources"] == ["CONTRIBUTING.md", "AGENTS.md"]
-    assert "(CONTRIBUTING.md; AGENTS.md)" in format_rules_markdown(summary)
+    assert "(`CONTRIBUTING.md`; `AGENTS.md`)" in format_rules_markdown(summary)
 
 
 def test_a_guide_that_only_describes_the_project_states_no_rule() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,10 @@ from typing import Any
 from analyzers.rules import format_rules_markdown, summarize_rules
 from bot.cli import ensure_open
 from bot.config import Settings, UserError, sqlite_path
-from bot.speaking.contribution import SHARED_FRAMEWORKS, load_folder
+from bot.speaking.contribution import SHARED_FRAMEWORKS, load_folder, note_partial
 from bot.store.types import canonical_id
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def framework_ids() -> dict[str, str]:
@@ -72,7 +75,8 @@ def summary_for(target: str, settings: Settings | None = None,
         target = canonical_id(target, frameworks) or target
     if target not in frameworks and path.is_dir():
         fid = path.resolve().name if path.resolve().name in frameworks else None
-        summary = summarize_rules(load_folder(path), framework=fid)
+        partial: dict[str, str] = {}
+        summary = note_partial(summarize_rules(load_folder(path, partial), framework=fid), partial)
         summary["source"] = "folder"
         return summary
     if target not in frameworks:
@@ -109,5 +113,7 @@ def rules_command(args: argparse.Namespace) -> int:
         json.dump(summary, sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(format_rules_markdown(summary))
+        # Code spans and file names come from third-party files: an escape sequence in one
+        # (clear the screen, retitle the window) must not reach the terminal.
+        sys.stdout.write(_CONTROL.sub(" ", format_rules_markdown(summary)))
     return 0

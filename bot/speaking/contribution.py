@@ -12,12 +12,15 @@ import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+import aiohttp
 from gidgethub import BadRequest, GitHubException
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 
 from analyzers.catalog import canonical_repo, framework_id
-from analyzers.rules import format_rules_markdown, summarize_rules
+from analyzers.rules import RULES_VERSION, format_rules_markdown, summarize_rules
 from analyzers.rules_text import file_kind
 from bot.analysis import on_analysis_thread
 from bot.config import PROJECT_ROOT
@@ -46,15 +49,36 @@ WORKFLOW_NAMES = re.compile(r"stale|inactive|title|semantic|dco|cla|pre-?commit|
 _POINTER = re.compile(r"github\.com/([\w.-]{1,100})/([\w.-]{1,100})/blob/[\w.-]{1,100}/([\w./-]{1,200})")
 
 
+_REPO_NAME = re.compile(r"[A-Za-z0-9][\w.-]{0,99}/[\w.-]{1,100}")
+
+
+def contents_url(repo: str, path: str) -> str | None:
+    """The contents API URL of `path` in `repo`, each segment percent-encoded (a template
+    named "feature #1.md" or "why?.md" is a name, not a fragment or a query); None for a
+    path that could leave the repository's contents (".." or "." segments, a bad name)."""
+    if not _REPO_NAME.fullmatch(repo) or repo.split("/")[1] in (".", ".."):
+        return None
+    parts = path.split("/") if path else []
+    if any(p in ("", ".", "..") for p in parts):
+        return None
+    return f"/repos/{repo}/contents" + "".join("/" + quote(p, safe="") for p in parts)
+
+
 class _Fetcher:
     def __init__(self, api: Any) -> None:
         self.api = api
         self.calls = 0
+        # path -> "cut" (only its first MAX_FILE_BYTES read) or "unread" (GitHub served no
+        # content: over 1 MB): said in the summary, never taken for an absent file.
+        self.partial: dict[str, str] = {}
 
     async def get(self, repo: str, path: str) -> Any:
+        url = contents_url(repo, path)
+        if url is None:
+            return None
         self.calls += 1
         try:
-            return await self.api.getitem(f"/repos/{repo}/contents/{path}")
+            return await self.api.getitem(url)
         except BadRequest as exc:
             # Only a 404 says the file is not there. A 403 (no `contents` permission, a rate
             # limit that outlasted the retries) says nothing about it: raised, so the stored
@@ -67,17 +91,28 @@ class _Fetcher:
         data = await self.get(repo, path)
         if not isinstance(data, dict) or data.get("type") != "file":
             return None
-        if int(data.get("size") or 0) > MAX_FILE_BYTES:
-            return None
         raw = data.get("content") or ""
+        size = int(data.get("size") or 0)
+        if not raw and size > 0:
+            self.partial[path] = "unread"
+            return None
         try:
-            return base64.b64decode(raw).decode("utf-8", errors="replace")
+            blob = base64.b64decode(raw)
         except ValueError:
             return None
+        if len(blob) > MAX_FILE_BYTES or size > MAX_FILE_BYTES:
+            # The rules of a long guide are near its top: its first 256 KiB, at a line end.
+            blob = blob[:MAX_FILE_BYTES]
+            blob = blob[: blob.rfind(b"\n") + 1] or blob
+            self.partial[path] = "cut"
+        return blob.decode("utf-8", errors="replace")
 
 
-async def fetch_rule_files(api: Any, repo: str) -> dict[str, str]:
-    """{repository path: text} of the contribution files of `repo` (contents API).
+async def fetch_rule_files(api: Any, repo: str,
+                           partial: dict[str, str] | None = None) -> dict[str, str]:
+    """{repository path: text} of the contribution files of `repo` (contents API); the
+    files read only in part, or not at all for their size, go into `partial` (path -> "cut"
+    or "unread").
 
     Folders are listed first (the root, then only the folders that exist), so absent files
     cost no request: a typical repository needs 3 listings plus one request per file."""
@@ -134,7 +169,20 @@ async def fetch_rule_files(api: Any, repo: str) -> dict[str, str]:
             linked = await fetch.text(other, m.group(3))
             if linked is not None:
                 files[f"{other}/{m.group(3)}"] = linked
+    if partial is not None:
+        partial.update(fetch.partial)
     return files
+
+
+def note_partial(summary: dict[str, Any], partial: dict[str, str]) -> dict[str, Any]:
+    """`summary` saying which files were read only in part or not at all; a CONTRIBUTING file
+    GitHub would not serve is not "no CONTRIBUTING file"."""
+    if not partial:
+        return summary
+    summary["partial"] = dict(sorted(partial.items()))
+    if any(file_kind(p) == "contributing" for p in partial):
+        summary["facts"] = [f for f in summary.get("facts", []) if f.get("rule") != "no_contributing"]
+    return summary
 
 # Folders read from disk (`rltracker rules PATH`, the development snapshots in ../shared).
 SHARED_FRAMEWORKS = PROJECT_ROOT.parent / "shared" / "data" / "frameworks"
@@ -160,8 +208,9 @@ def _source_map(folder: Path) -> dict[str, str]:
     return {copy: path for copy, path in pairs if copy and path and counts[path] == 1}
 
 
-def load_folder(folder: Path) -> dict[str, str]:
-    """{repository path: text} of the contribution files in `folder`."""
+def load_folder(folder: Path, partial: dict[str, str] | None = None) -> dict[str, str]:
+    """{repository path: text} of the contribution files in `folder`; those over
+    MAX_FILE_BYTES are read to there (at a line end) and named in `partial` ("cut")."""
     mapping = _source_map(folder)
     snapshot = bool(mapping) or any("__" in p.name for p in folder.iterdir())
     files: dict[str, str] = {}
@@ -169,14 +218,19 @@ def load_folder(folder: Path) -> dict[str, str]:
         rel_parts = path.relative_to(folder).parts
         if not path.is_file() or SKIP_DIRS.intersection(rel_parts) or path.name == "SOURCE.txt":
             continue
-        if path.stat().st_size > MAX_FILE_BYTES:
-            continue
         rel = "/".join(rel_parts)
         repo_path = mapping.get(rel) or rel.replace("__", "/")
         kind = file_kind(repo_path)
         if not snapshot and kind in ("doc", "yaml") and path.name.lower() not in EXTRA_NAMES:
             continue  # a checkout: only contribution files, not every document
-        files[repo_path] = path.read_text(encoding="utf-8", errors="replace")
+        with path.open("rb") as handle:
+            blob = handle.read(MAX_FILE_BYTES + 1)
+        if len(blob) > MAX_FILE_BYTES:
+            blob = blob[:MAX_FILE_BYTES]
+            blob = blob[: blob.rfind(b"\n") + 1] or blob
+            if partial is not None:
+                partial[repo_path] = "cut"
+        files[repo_path] = blob.decode("utf-8", errors="replace")
     return files
 
 
@@ -200,7 +254,17 @@ async def cached_rules(ctx: AppContext, repo: str) -> ContributionRules | None:
 
 
 async def store_rules(ctx: AppContext, repo: str, files: dict[str, str],
-                      summary: dict[str, Any]) -> None:
+                      summary: dict[str, Any], fetched_at: Any = None) -> None:
+    """The row of `repo` written (inserted, or updated). Two first fetches at once both
+    find no row: the second insert meets the unique name and updates the row instead."""
+    try:
+        await _store_rules(ctx, repo, files, summary, fetched_at)
+    except IntegrityError:
+        await _store_rules(ctx, repo, files, summary, fetched_at)
+
+
+async def _store_rules(ctx: AppContext, repo: str, files: dict[str, str],
+                       summary: dict[str, Any], fetched_at: Any) -> None:
     async with ctx.sessionmaker() as session, session.begin():
         row = await session.scalar(
             select(ContributionRules).where(func.lower(ContributionRules.repo) == repo.lower())
@@ -210,7 +274,7 @@ async def store_rules(ctx: AppContext, repo: str, files: dict[str, str],
             session.add(row)
         row.files = files
         row.summary = summary
-        row.fetched_at = utcnow()
+        row.fetched_at = fetched_at or utcnow()
 
 
 _SNAPSHOTS: dict[str, dict[str, Any] | None] = {}
@@ -237,6 +301,15 @@ async def rules_for_repo(ctx: AppContext, repo: str, *, refresh: bool = False,
     the error propagates (the caller decides whether to skip its comment)."""
     repo = canonical_repo(repo)
     row = await cached_rules(ctx, repo)
+    if row is not None and (row.summary or {}).get("version") != RULES_VERSION and row.files:
+        # Written by an earlier extractor: its rules are made again from the stored files
+        # (no request), so a release's corrections do not wait for the next fetch.
+        redone = await on_analysis_thread(functools.partial(
+            summarize_rules, dict(row.files), framework=framework_id(repo)))
+        redone["repo"] = repo
+        note_partial(redone, dict((row.summary or {}).get("partial") or {}))
+        await store_rules(ctx, repo, dict(row.files), redone, fetched_at=row.fetched_at)
+        row = await cached_rules(ctx, repo)
     if row is not None and not refresh and utcnow() - row.fetched_at <= max_age:
         return dict(row.summary)
     if ctx.github is None or not (ctx.settings.has_app_credentials or ctx.settings.token):
@@ -251,14 +324,17 @@ async def rules_for_repo(ctx: AppContext, repo: str, *, refresh: bool = False,
         raise RuntimeError("no GitHub credentials to fetch contribution rules")
     try:
         api = await ctx.github.api(await _installation_id(ctx, repo))
-        files = await fetch_rule_files(api, repo)
-    except (GitHubException, OSError) as exc:
+        partial: dict[str, str] = {}
+        files = await fetch_rule_files(api, repo, partial)
+    except (GitHubException, OSError, aiohttp.ClientError) as exc:
+        # (a dropped connection is an aiohttp.ClientError, not an OSError)
         if row is not None:
             log.warning("contribution rules of %s not refreshed (%s); using the cache", repo, exc)
             return dict(row.summary)
         raise
     summary = await on_analysis_thread(functools.partial(summarize_rules, files, framework=framework_id(repo)))
     summary["repo"] = repo
+    note_partial(summary, partial)
     await store_rules(ctx, repo, files, summary)
     return summary
 

@@ -54,7 +54,36 @@ async def rules_markdown(
         return None
     text = format_rules_markdown(summary, lang=lang, topics=list(topics) if topics else None,
                                  max_per_topic=2 if topics else None, heading=False)
-    return _no_references(text).strip() or None
+    return within_budget(_no_references(text).strip(), lang) or None
+
+
+# GitHub refuses a comment over 65,536 characters (422): the rules part is kept well inside
+# it, leaving room for the reply's own text and the earlier proposals.
+MAX_RULES_CHARS = 60_000
+CUT_NOTE = {
+    "en": "- … {n} more lines not shown here (a GitHub comment holds 65,536 characters); "
+          "`rltracker rules` lists them all.",
+    "zh": "- …… 另有 {n} 行未显示（GitHub 评论最多 65,536 个字符）；`rltracker rules` 可列出全部。",
+}
+
+
+def within_budget(markdown: str, lang: str, budget: int = MAX_RULES_CHARS) -> str:
+    """`markdown` cut at whole lines to `budget` characters, with a line saying how many were
+    left out (a line is never cut inside: a code span stays closed)."""
+    if len(markdown) <= budget:
+        return markdown
+    lines = markdown.splitlines()
+    note = CUT_NOTE.get(lang, CUT_NOTE["en"])
+    kept: list[str] = []
+    size = len(note) + 16
+    for line in lines:
+        if size + len(line) + 1 > budget:
+            break
+        kept.append(line)
+        size += len(line) + 1
+    while kept and not kept[-1].strip():
+        kept.pop()
+    return "\n".join(kept + ["", note.format(n=len(lines) - len(kept))])
 
 
 def _no_references(markdown: str) -> str:

@@ -91,14 +91,19 @@ async def _read_comment(ctx: Any, node_id: str, installation_id: int | None) -> 
     return nodes[0] if isinstance(nodes[0], dict) else None
 
 
+async def _update_action(ctx: Any, action_id: int, **values: Any) -> None:
+    """One action row's columns set (and its updated_at), in a transaction of its own."""
+    async with ctx.sessionmaker() as session:
+        await session.execute(update(Action).where(Action.id == action_id)
+                              .values(**values, updated_at=utcnow()))
+        await session.commit()
+
+
 async def _mark_deleted(ctx: Any, action: Action) -> None:
     """A comment of ours a person deleted on GitHub: an answer, never re-posted (as an edit
     finding it gone records it)."""
     log.info("%s#%s: the app's %s was deleted on GitHub", action.repo, action.number, action.kind)
-    async with ctx.sessionmaker() as session:
-        await session.execute(update(Action).where(Action.id == action.id).values(
-            comment_deleted=True, frozen=True, updated_at=utcnow()))
-        await session.commit()
+    await _update_action(ctx, action.id, comment_deleted=True, frozen=True)
 
 
 async def _own_comments(ctx: Any, repo: str, number: int) -> list[Action]:
@@ -135,12 +140,8 @@ async def minimize_comments(ctx: Any, repo: str, number: int, installation_id: i
             # that it was (the pages count minimised comments as hidden), and a stop outside
             # dry run still finds the comment to minimise.
             if (action.details or {}).get("would_minimize") != by:
-                async with ctx.sessionmaker() as session:
-                    await session.execute(
-                        update(Action).where(Action.id == action.id)
-                        .values(details=dict(action.details or {}, would_minimize=by),
-                                updated_at=utcnow()))
-                    await session.commit()
+                await _update_action(ctx, action.id,
+                                     details=dict(action.details or {}, would_minimize=by))
             done.append(action.kind)
             continue
         # Read first: a person may have hidden it on GitHub since the app last read it (the
@@ -151,13 +152,9 @@ async def minimize_comments(ctx: Any, repo: str, number: int, installation_id: i
             await _mark_deleted(ctx, action)
             continue
         if node.get("isMinimized"):
-            async with ctx.sessionmaker() as session:
-                await session.execute(
-                    update(Action).where(Action.id == action.id)
-                    .values(is_minimized=True, frozen=True,
-                            minimized_reason=str(node.get("minimizedReason") or "").upper() or None,
-                            updated_at=utcnow()))
-                await session.commit()
+            await _update_action(
+                ctx, action.id, is_minimized=True, frozen=True,
+                minimized_reason=str(node.get("minimizedReason") or "").upper() or None)
             done.append(action.kind)
             continue
         try:
@@ -172,13 +169,8 @@ async def minimize_comments(ctx: Any, repo: str, number: int, installation_id: i
             continue
         details = dict(action.details or {}, minimized_by=by, frozen_before=bool(action.frozen))
         details.pop("would_minimize", None)
-        async with ctx.sessionmaker() as session:
-            await session.execute(
-                update(Action).where(Action.id == action.id)
-                .values(is_minimized=True, minimized_reason="OUTDATED", frozen=True,
-                        details=details, updated_at=utcnow())
-            )
-            await session.commit()
+        await _update_action(ctx, action.id, is_minimized=True, minimized_reason="OUTDATED",
+                             frozen=True, details=details)
         done.append(action.kind)
     return done
 
@@ -237,10 +229,7 @@ async def _show_again(ctx: Any, repo: str, number: int, installation_id: int | N
         details = dict(action.details or {})
         if details.get("would_minimize") == VERDICT_MINIMIZED:  # in dry run: never hidden
             details.pop("would_minimize")
-            async with ctx.sessionmaker() as session:
-                await session.execute(update(Action).where(Action.id == action.id)
-                                      .values(details=details, updated_at=utcnow()))
-                await session.commit()
+            await _update_action(ctx, action.id, details=details)
         if details.get("minimized_by") != VERDICT_MINIMIZED:
             continue
         if (action.is_minimized and action.status == "posted" and action.comment_node_id
@@ -252,12 +241,8 @@ async def _show_again(ctx: Any, repo: str, number: int, installation_id: int | N
             if node and node.get("isMinimized") and reason != "OUTDATED":
                 details.pop("minimized_by", None)
                 details.pop("frozen_before", None)
-                async with ctx.sessionmaker() as session:
-                    await session.execute(
-                        update(Action).where(Action.id == action.id)
-                        .values(is_minimized=True, minimized_reason=reason, frozen=True,
-                                details=details, updated_at=utcnow()))
-                    await session.commit()
+                await _update_action(ctx, action.id, is_minimized=True, minimized_reason=reason,
+                                     frozen=True, details=details)
                 continue
             try:
                 if node is None:
@@ -274,12 +259,8 @@ async def _show_again(ctx: Any, repo: str, number: int, installation_id: int | N
         frozen = bool(details.pop("frozen_before", False) or action.comment_deleted
                       or details.get("edited_on_github"))
         details.pop("minimized_by", None)
-        async with ctx.sessionmaker() as session:
-            await session.execute(
-                update(Action).where(Action.id == action.id)
-                .values(is_minimized=False, minimized_reason=None, frozen=frozen,
-                        details=details, updated_at=utcnow()))
-            await session.commit()
+        await _update_action(ctx, action.id, is_minimized=False, minimized_reason=None,
+                             frozen=frozen, details=details)
         done.append(action.kind)
     return done
 

@@ -1046,3 +1046,27 @@ async def test_a_dry_run_command_records_that_it_would_react(app_ctx: Any, fake_
     [row] = await actions(app_ctx, "command")
     assert row.status == "dry_run" and row.details.get("would_react") is True
     assert not fake_github.requests("POST", r"/reactions")
+
+
+async def test_a_reaction_on_a_deleted_discussion_comment_is_refused_for_good(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """GraphQL answers `addReaction` on a comment deleted meanwhile with 200 and a NOT_FOUND
+    error: the same answer however often it is asked, so logged and the command done (not a
+    delivery retried until it is given up)."""
+    import json
+
+    await install(app_ctx, fake_github)
+
+    @fake_github.route("POST", r"/graphql")
+    def gone(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        return {"data": {"addReaction": None}, "errors": [
+            {"type": "NOT_FOUND", "path": ["addReaction"], "message": "Could not resolve to a node"}]}
+
+    data = json.loads((shared_dir / "fixtures" / "webhooks" / "discussion_comment" / "created.json").read_text())
+    data["comment"]["body"] = "/rltracker ignore"
+    data["repository"]["full_name"] = VERL
+    data["installation"]["id"] = INST
+    assert await handle_command(sansio.Event(data, event="discussion_comment", delivery_id="dd-gone"),
+                                app_ctx) == "ignore"
+    [row] = await actions(app_ctx, "command")
+    assert row.details.get("react_refused") is True

@@ -46,6 +46,7 @@ import logging
 from datetime import datetime
 from typing import Any
 
+import gidgethub
 from gidgethub import sansio
 from gidgethub.routing import Router
 from sqlalchemy import delete, func, select
@@ -152,7 +153,10 @@ async def _react(ctx: Any, repo: str, comment_id: int, installation_id: int | No
             gh = await ctx.github.api(installation_id)
             await gh.post(f"/repos/{repo}/{rest}/comments/{comment_id}/reactions", data={"content": "+1"})
     except Exception as error:
-        if not refused_for_good(error):
+        # A GraphQL answer with errors (NOT_FOUND: the comment deleted; FORBIDDEN) is GitHub's
+        # 200, the same however often asked (its 5xx and rate limits come as GitHubBroken and
+        # BadRequest, bot.github.client).
+        if not (refused_for_good(error) or isinstance(error, gidgethub.GraphQLException)):
             raise
         log.warning("could not react to %s comment %s", repo, comment_node_id or comment_id, exc_info=True)
         return "refused"

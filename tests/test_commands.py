@@ -999,3 +999,74 @@ async def test_an_edit_by_someone_else_is_the_editors_command(app_ctx: Any, fake
     async with app_ctx.sessionmaker() as s:
         [verdict] = list(await s.scalars(select(Verdict)))
     assert (verdict.login, verdict.role, verdict.category) == ("maint", "maintainer", "kl_growth")
+
+
+async def test_a_reaction_refused_for_now_is_made_by_the_retry_without_redoing_the_command(
+        app_ctx: Any, fake_github: Any) -> None:
+    """GitHub answers the 👍 with 502 past the client's retries: the acknowledgement was
+    logged and lost. Now the delivery fails, and its retry, finding the command done, only
+    reacts (the command recorded once)."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 31)
+    cid = fake_github.add_comment(VERL, 31, "/rltracker ignore", user="alice")["id"]
+    event = comment_event("/rltracker ignore", number=31, comment_id=cid)
+    fake_github.fail_next("POST", rf"/issues/comments/{cid}/reactions", 502,
+                          times=app_ctx.github.policy.max_attempts)
+    with pytest.raises(gidgethub.GitHubException):
+        await commands_router.dispatch(event, app_ctx)
+    assert not [c for c in fake_github.requests("POST", rf"/issues/comments/{cid}/reactions")
+                if c.status < 300]
+    await commands_router.dispatch(event, app_ctx)  # the worker's retry
+    await commands_router.dispatch(event, app_ctx)  # a redelivery after it: nothing more
+    assert len([c for c in fake_github.requests("POST", rf"/issues/comments/{cid}/reactions")
+                if c.status < 300]) == 1
+    [row] = await actions(app_ctx, "command")
+    assert row.reason == "/rltracker ignore" and row.details.get("reacted") is True
+    async with app_ctx.sessionmaker() as s:
+        assert (await s.scalar(select(Thread).where(Thread.number == 31))).muted
+
+
+async def test_a_reaction_refused_for_good_leaves_the_command_done(app_ctx: Any, fake_github: Any) -> None:
+    """The comment was deleted before the 👍 (404): logged, the delivery succeeds."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 32)
+    cid = fake_github.add_comment(VERL, 32, "/rltracker ignore", user="alice")["id"]
+    fake_github.fail_next("POST", rf"/issues/comments/{cid}/reactions", 404)
+    assert await handle_command(comment_event("/rltracker ignore", number=32, comment_id=cid),
+                                app_ctx) == "ignore"
+    [row] = await actions(app_ctx, "command")
+    assert row.status == "posted" and row.details.get("react_refused") is True
+
+
+async def test_a_dry_run_command_records_that_it_would_react(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "dry_run: true\n")
+    await open_issue(app_ctx, fake_github, 33)
+    await commands_router.dispatch(comment_event("/rltracker ignore", number=33), app_ctx)
+    [row] = await actions(app_ctx, "command")
+    assert row.status == "dry_run" and row.details.get("would_react") is True
+    assert not fake_github.requests("POST", r"/reactions")
+
+
+async def test_a_reaction_on_a_deleted_discussion_comment_is_refused_for_good(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """GraphQL answers `addReaction` on a comment deleted meanwhile with 200 and a NOT_FOUND
+    error: the same answer however often it is asked, so logged and the command done (not a
+    delivery retried until it is given up)."""
+    import json
+
+    await install(app_ctx, fake_github)
+
+    @fake_github.route("POST", r"/graphql")
+    def gone(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        return {"data": {"addReaction": None}, "errors": [
+            {"type": "NOT_FOUND", "path": ["addReaction"], "message": "Could not resolve to a node"}]}
+
+    data = json.loads((shared_dir / "fixtures" / "webhooks" / "discussion_comment" / "created.json").read_text())
+    data["comment"]["body"] = "/rltracker ignore"
+    data["repository"]["full_name"] = VERL
+    data["installation"]["id"] = INST
+    assert await handle_command(sansio.Event(data, event="discussion_comment", delivery_id="dd-gone"),
+                                app_ctx) == "ignore"
+    [row] = await actions(app_ctx, "command")
+    assert row.details.get("react_refused") is True

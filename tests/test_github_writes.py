@@ -288,3 +288,34 @@ async def test_dry_run_records_the_label_it_would_add(app_ctx: Any, fake_github:
     assert row.details["category"] == "kl_growth" and row.details["would_label"] == "rl: kl"
     assert labels(fake_github, 61) == []
     assert not fake_github.requests("POST", r"/labels") and not fake_github.requests("DELETE", r"/labels")
+
+
+async def test_a_label_lost_to_a_rate_limit_on_the_first_post_is_added_by_the_retry(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The failure comment was posted and adding its kind label met a rate limit past the
+    client's retries: logged and lost for good (the retry found the comment's slot taken).
+    Now the delivery fails and its retry adds the label, posting no second comment; a label
+    refused for good (403) is logged and the delivery succeeds."""
+    import gidgethub
+    import pytest
+
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", CONFIG)
+    payload = await open_issue(app_ctx, fake_github, 71)
+    fake_github.rate_limited("POST", r"/issues/71/labels$", times=app_ctx.github.policy.max_attempts)
+    with pytest.raises(gidgethub.GitHubException):
+        await act(app_ctx, VERL, 71, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert labels(fake_github, 71) == [] and len(app_comments(fake_github, VERL, 71)) == 1
+    await act(app_ctx, VERL, 71, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert labels(fake_github, 71) == ["rl: entropy"]
+    assert len(app_comments(fake_github, VERL, 71)) == 1
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.status == "posted" and row.details.get("label") == "rl: entropy"
+    assert not row.details.get("label_pending")
+    await act(app_ctx, VERL, 71, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert len(fake_github.requests("POST", r"/issues/71/labels$")) == (
+        app_ctx.github.policy.max_attempts + 1)  # nothing more once added
+    payload = await open_issue(app_ctx, fake_github, 72)
+    fake_github.fail_next("POST", r"/issues/72/labels$", 403)
+    out = await act(app_ctx, VERL, 72, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "posted" and labels(fake_github, 72) == []

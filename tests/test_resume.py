@@ -97,7 +97,7 @@ async def test_a_maintainer_resumes_a_paused_repository_and_it_stays_resumed(
     assert len(fake_github.requests("POST", rf"/issues/comments/{cid}/reactions")) == 1
     done = [a for a in await actions(app_ctx, "command") if a.status != "skipped"]
     assert [(a.status, a.details) for a in done] == [
-        ("posted", {"command": "resume", "by": "maintainer", "was_paused": True})]
+        ("posted", {"command": "resume", "by": "maintainer", "was_paused": True, "reacted": True})]
 
     # Shown where the pause is shown (the /repos/ table and the API's reception rows).
     from bot.site.data import reception

@@ -15,6 +15,7 @@ from typing import Any
 
 from bot.speaking.claims import STALE_PENDING
 from bot.speaking.failure_comment import (
+    add_pending_label,
     failure_comment,
     freeze_if_maintainer_replied,
     update_failure_comment,
@@ -80,6 +81,7 @@ async def act(
             outcome["failure_comment"] = await update_failure_comment(ctx, sit, analysis, config)
         else:
             outcome["failure_comment"] = "owned"
+            await add_pending_label(ctx, sit, existing)  # a retry after the label failed
     elif ((trigger in NEW_TRIGGERS or trigger in EDIT_TRIGGERS or trigger in REOPEN_TRIGGERS)
           and sit.record.get("kind") in ("issue", "pull_request")):
         # No comment yet: a new issue, a recheck, or an issue edited into a report (the quiet

@@ -253,15 +253,42 @@ async def failure_comment(
                      reason=f"{type(exc).__name__}: {exc}"[:500])
         raise
     label = config.labels.get(composed.category)
-    if label:
+    if label and not _has_label(issue, label):  # else a person's already: nothing to add
         try:
             await gh.post(f"/repos/{repo}/issues/{number}/labels", data={"labels": [label]})
-        except Exception:  # a missing label permission must not undo the comment
-            log.warning("could not add label %r to %s#%s", label, repo, number, exc_info=True)
-        else:
-            if not _has_label(issue, label):  # the app's, not one a person had put there
-                await _record_label(ctx, action_id, label)
+        except Exception as exc:  # a missing label permission must not undo the comment
+            from bot.github.client import refused_for_good
+
+            if refused_for_good(exc):
+                log.warning("could not add label %r to %s#%s", label, repo, number, exc_info=True)
+                return "posted"
+            # A rate limit, a 5xx, a lost connection: the delivery is retried, and the retry
+            # (finding the comment posted: `owned`) adds it (`add_pending_label`).
+            await _record_label(ctx, action_id, label, key="label_pending")
+            raise
+        await _record_label(ctx, action_id, label)  # the app's, not one a person had put there
     return "posted"
+
+
+async def add_pending_label(ctx: Any, sit: Situation, action: Action) -> None:
+    """The kind label the comment's first post could not add (a rate limit, a 5xx: its
+    `label_pending`), added by the retry of its delivery; no second comment. One GitHub
+    refuses for good is logged and dropped; a retryable failure raises again."""
+    label = (action.details or {}).get("label_pending")
+    if not label or action.status != "posted" or sit.installation_id is None or ctx.github is None:
+        return
+    gh = await installation_gh(ctx, sit.installation_id)
+    try:
+        if not _has_label(await gh.getitem(f"/repos/{sit.repo}/issues/{sit.number}"), label):
+            await gh.post(f"/repos/{sit.repo}/issues/{sit.number}/labels", data={"labels": [label]})
+            await _record_label(ctx, action.id, label)
+    except Exception as exc:
+        from bot.github.client import refused_for_good
+
+        if not refused_for_good(exc):
+            raise
+        log.warning("could not add label %r to %s#%s", label, sit.repo, sit.number, exc_info=True)
+    await _record_label(ctx, action.id, None, key="label_pending")
 
 
 MAX_ROLES_ASKED = 5
@@ -307,10 +334,11 @@ def _has_label(issue: dict[str, Any], label: str) -> bool:
     return label.casefold() in _label_names(issue)
 
 
-async def _record_label(ctx: Any, action_id: int, label: str | None, *, would: bool = False) -> None:
+async def _record_label(ctx: Any, action_id: int, label: str | None, *, would: bool = False,
+                        key: str | None = None) -> None:
     """Keep in the action's details (`label`) the label the app added to the issue, if any;
     `would`: in dry run, the label it would add (`would_label`), nothing asked of GitHub."""
-    key = "would_label" if would else "label"
+    key = key or ("would_label" if would else "label")
     async with ctx.sessionmaker() as session:
         row = await locked_action(session, action_id)
         if row is not None and (row.details or {}).get(key, ...) != label:

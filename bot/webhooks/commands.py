@@ -46,12 +46,14 @@ import logging
 from datetime import datetime
 from typing import Any
 
+import gidgethub
 from gidgethub import sansio
 from gidgethub.routing import Router
 from sqlalchemy import delete, func, select
 
 from analyzers.catalog import canonical_repo, framework_id
 from bot.command_syntax import parse_command, parse_commands
+from bot.github.client import refused_for_good
 from bot.speaking.posting import post_reply, reply_once
 from bot.speaking.quiet import MAINTAINERS
 from bot.speaking.records import record_once, record_skip
@@ -131,21 +133,61 @@ def _is_bot(user: dict[str, Any]) -> bool:
 
 
 async def _react(ctx: Any, repo: str, comment_id: int, installation_id: int | None,
-                 dry_run: bool, comment_node_id: str | None = None, rest: str = "issues") -> None:
+                 dry_run: bool, comment_node_id: str | None = None, rest: str = "issues") -> str:
     """A 👍 on the command: quiet acknowledgement, no extra comment. A discussion comment or a
     pull-request review (`comment_node_id`) has no REST reactions endpoint: GraphQL
     `addReaction` on its node. `rest`: `issues` for an issue or pull-request comment, `pulls`
-    for a review comment on a line of the diff."""
-    if dry_run or ctx.github is None or installation_id is None:
-        return
+    for a review comment on a line of the diff. Returns `reacted`, `would` (dry run),
+    `refused` (GitHub refused for good: a deleted comment, no permission; logged) or `none`
+    (no GitHub client or installation). Any other failure (a rate limit, a 5xx, a dropped
+    connection) is raised: the delivery is retried, and the retry, finding the command
+    done, only reacts (`_acknowledge`)."""
+    if dry_run:
+        return "would"
+    if ctx.github is None or installation_id is None:
+        return "none"
     try:
         if comment_node_id:
             await ctx.github.graphql(ADD_REACTION, installation_id=installation_id, id=comment_node_id)
-            return
-        gh = await ctx.github.api(installation_id)
-        await gh.post(f"/repos/{repo}/{rest}/comments/{comment_id}/reactions", data={"content": "+1"})
-    except Exception:
+        else:
+            gh = await ctx.github.api(installation_id)
+            await gh.post(f"/repos/{repo}/{rest}/comments/{comment_id}/reactions", data={"content": "+1"})
+    except Exception as error:
+        # A GraphQL answer with errors (NOT_FOUND: the comment deleted; FORBIDDEN) is GitHub's
+        # 200, the same however often asked (its 5xx and rate limits come as GitHubBroken and
+        # BadRequest, bot.github.client).
+        if not (refused_for_good(error) or isinstance(error, gidgethub.GraphQLException)):
+            raise
         log.warning("could not react to %s comment %s", repo, comment_node_id or comment_id, exc_info=True)
+        return "refused"
+    return "reacted"
+
+
+async def _acknowledge(ctx: Any, data: dict[str, Any], *, repo: str, comment_id: int,
+                       installation_id: int | None, dry_run: bool, kind: str | None,
+                       discussion_id: str | None, key: str) -> None:
+    """React to the command comment unless the command's action says it was done (`reacted`,
+    `would_react` in dry run, or `react_refused`); what happened is kept in its details, so
+    a retried delivery reacts once more only when the reaction failed."""
+    async with ctx.sessionmaker() as session:
+        action = await session.scalar(select(Action).where(Action.dedupe_key == key))
+        done = dict(action.details or {}) if action is not None else {}
+    if done.get("reacted") or done.get("react_refused") or (dry_run and done.get("would_react")):
+        return
+    if discussion_id or kind == "review":  # no REST reactions endpoint: GraphQL on its node
+        node_id = ((data.get("review") if kind == "review" else data.get("comment")) or {}).get("node_id")
+        if not node_id:
+            return
+        outcome = await _react(ctx, repo, comment_id, installation_id, dry_run,
+                               comment_node_id=str(node_id))
+    elif comment_id:
+        outcome = await _react(ctx, repo, comment_id, installation_id, dry_run,
+                               rest="pulls" if kind == "review_comment" else "issues")
+    else:
+        return
+    flag = {"reacted": "reacted", "would": "would_react", "refused": "react_refused"}.get(outcome)
+    if flag:
+        await _note_details(ctx, key, **{flag: True})
 
 
 async def _store_verdict(
@@ -420,6 +462,10 @@ async def _do_command(
         if verdict is not None:
             await _verdict_effects(ctx, repo, number, verdict, installation_id=installation_id,
                                    dry_run=dry_run)
+        # A retry of a delivery whose reaction failed (a rate limit, a 5xx): react now.
+        await _acknowledge(ctx, data, repo=repo, comment_id=comment_id,
+                           installation_id=installation_id, dry_run=dry_run, kind=kind,
+                           discussion_id=discussion_id, key=key)
         return "duplicate"
     try:
         if word == "recheck":
@@ -449,13 +495,9 @@ async def _do_command(
             await session.execute(delete(Action).where(Action.dedupe_key == key))
             await session.commit()
         raise
-    if discussion_id or kind == "review":  # no REST reactions endpoint: GraphQL on its node
-        node_id = ((data.get("review") if kind == "review" else data.get("comment")) or {}).get("node_id")
-        if node_id:
-            await _react(ctx, repo, comment_id, installation_id, dry_run, comment_node_id=str(node_id))
-    elif comment_id:
-        await _react(ctx, repo, comment_id, installation_id, dry_run,
-                     rest="pulls" if kind == "review_comment" else "issues")
+    await _acknowledge(ctx, data, repo=repo, comment_id=comment_id,
+                       installation_id=installation_id, dry_run=dry_run, kind=kind,
+                       discussion_id=discussion_id, key=key)
     return word
 
 

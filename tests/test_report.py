@@ -163,22 +163,32 @@ async def test_report_is_one_comment_per_night_edited_when_rebuilt(app_ctx: Any,
     assert all(a.status == "posted" and a.comment_id for a in actions)
 
 
-async def test_a_post_whose_answer_was_lost_is_adopted_not_repeated(app_ctx: Any, fake_github: Any) -> None:
-    """GitHub created the night's comment but its answer never came back (the claim stayed
-    pending, no comment id): the next run of that night finds the comment by its marker and
-    edits it, as the failure comment does, instead of posting a second one."""
+async def report_issue_with_night_one(ctx: Any, fake_github: Any) -> None:
+    """The app installed on tracker-org/tracker, whose issue #1 takes the reports; night one stored."""
     fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
     fake_github.add_issue("tracker-org/tracker", 1, title="Nightly reports")
-    ctx = app_ctx
     ctx.settings = dataclasses.replace(ctx.settings, report_issue="tracker-org/tracker#1")
     await night_one(ctx)
-    fake_github.add_comment("tracker-org/tracker", 1, f"<!-- rltracker:report:{DAY1} -->\nhalf",
-                            user="rltracker[bot]", user_type="Bot")
-    crashed = datetime.now(UTC) - timedelta(minutes=20)  # a run crashed: its claim went stale
+
+
+async def crashed_report_claim(ctx: Any) -> None:
+    """A run of night one crashed after GitHub created its comment: its claim went stale."""
+    crashed = datetime.now(UTC) - timedelta(minutes=20)
     async with ctx.sessionmaker() as session:
         session.add(Action(repo="tracker-org/tracker", number=1, kind="report", status="pending",
                            dedupe_key=f"report:{DAY1}", created_at=crashed, updated_at=crashed))
         await session.commit()
+
+
+async def test_a_post_whose_answer_was_lost_is_adopted_not_repeated(app_ctx: Any, fake_github: Any) -> None:
+    """GitHub created the night's comment but its answer never came back (the claim stayed
+    pending, no comment id): the next run of that night finds the comment by its marker and
+    edits it, as the failure comment does, instead of posting a second one."""
+    ctx = app_ctx
+    await report_issue_with_night_one(ctx, fake_github)
+    fake_github.add_comment("tracker-org/tracker", 1, f"<!-- rltracker:report:{DAY1} -->\nhalf",
+                            user="rltracker[bot]", user_type="Bot")
+    await crashed_report_claim(ctx)
     assert (await run_report(ctx, DAY1))["posted"] in ("posted", "edited")
     [comment] = fake_github.comments_of("tracker-org/tracker", 1)
     assert "Proposal status" in comment["body"]
@@ -195,20 +205,13 @@ async def test_a_lost_post_is_adopted_after_the_app_was_renamed(app_ctx: Any, fa
     a bot login the app does not know makes it read GET /app again and adopt its comment."""
     from bot.speaking.posting import app_login
 
-    fake_github.add_installation(77, "tracker-org", repos=["tracker-org/tracker"])
-    fake_github.add_issue("tracker-org/tracker", 1, title="Nightly reports")
     ctx = app_ctx
-    ctx.settings = dataclasses.replace(ctx.settings, report_issue="tracker-org/tracker#1")
-    await night_one(ctx)
+    await report_issue_with_night_one(ctx, fake_github)
     assert await app_login(ctx) == "rltracker[bot]"  # the running process knows its login
     fake_github.app_slug = "rltracker-ci"  # renamed on GitHub
     fake_github.add_comment("tracker-org/tracker", 1, f"<!-- rltracker:report:{DAY1} -->\nhalf",
                             user="rltracker-ci[bot]", user_type="Bot")
-    crashed = datetime.now(UTC) - timedelta(minutes=20)  # a run crashed: its claim went stale
-    async with ctx.sessionmaker() as session:
-        session.add(Action(repo="tracker-org/tracker", number=1, kind="report", status="pending",
-                           dedupe_key=f"report:{DAY1}", created_at=crashed, updated_at=crashed))
-        await session.commit()
+    await crashed_report_claim(ctx)
     assert (await run_report(ctx, DAY1))["posted"] in ("posted", "edited")
     [comment] = fake_github.comments_of("tracker-org/tracker", 1)
     assert "Proposal status" in comment["body"]

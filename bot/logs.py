@@ -29,7 +29,7 @@ _secrets: set[str] = set()
 _ARGUMENT_VALUE = re.compile(r"(query argument \$\d+(?: in element #\d+ of executemany\(\) sequence)?): .*")
 # JSON escapes U+0000-U+001F; with ensure_ascii=False the rest is written as it came. These
 # also end a line (U+0085, U+2028, U+2029 for splitlines and many viewers) or drive a terminal
-# (DEL, the C1 controls: U+009B is CSI), so they are written as \uXXXX too.
+# (DEL, the C1 controls: U+009B is CSI), so they are written as backslash-u escapes too.
 _UNSAFE = {c: f"\\u{c:04x}" for c in [*range(0x7F, 0xA0), 0x2028, 0x2029]}
 
 

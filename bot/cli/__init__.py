@@ -304,7 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(sys, attr) is None:
             setattr(sys, attr, _ClosedStream(name))
     # Text for people in the locale's encoding; what it cannot write (a Chinese title under
-    # Latin-1) escaped as \uXXXX, as on stderr, not a UnicodeEncodeError losing the rest.
+    # Latin-1) written as backslash-u escapes, as on stderr, not a UnicodeEncodeError losing the rest.
     # Commands writing JSON set UTF-8 (utf8_stdout).
     reconfigure = getattr(sys.stdout, "reconfigure", None)
     if reconfigure is not None:

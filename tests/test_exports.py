@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import ClientPayloadError
 from aiohttp.test_utils import TestClient, TestServer
 from sqlalchemy import select
 
@@ -73,6 +75,7 @@ EXPORTED = [  # (record, analysed): project-written threads, oldest first as the
     ({"repo": "THUDM/slime", "number": 6, "kind": "issue", "title": "never analysed",
       "state": "open", "created_at": "2026-01-05T00:00:00Z"}, False),
 ]
+CONTRACT = Path(__file__).resolve().parents[2] / "shared" / "contracts" / "README.md"
 ORDER = [1, 2, 3, 4, 5]  # oldest first; a tie by the order stored; a thread of no date last
 
 
@@ -128,6 +131,7 @@ async def test_the_json_export_pages_by_limit_and_offset_as_every_api_list(clien
     assert whole.status == 200 and whole.headers["X-Total-Count"] == "5"
     body = await whole.json()
     assert list(body) == ["generated_at", "threads", "reception"]
+    assert (await whole.read()).decode() == json.dumps(body)  # written as json.dumps wrote it
     assert [t["number"] for t in body["threads"]] == ORDER
     pages = []
     for offset in range(0, 6, 2):
@@ -226,10 +230,9 @@ async def test_every_exported_thread_fits_the_contract(client: TestClient) -> No
     from tests.test_thread_records import THREAD, _fits
 
     shared = {key: want for key, _, want in THREAD}
-    contract = (Path(__file__).resolve().parents[2] / "shared" / "contracts" / "README.md")
     kinds = set(KINDS)
-    if contract.is_file():
-        text = contract.read_text(encoding="utf-8")
+    if CONTRACT.is_file():
+        text = CONTRACT.read_text(encoding="utf-8")
         kinds = set(re.findall(r"`([a-z_]+)`", text.split("`failure.category` is")[1]
                                .split("A failure report is")[0]))
         assert kinds == set(KINDS)
@@ -274,3 +277,22 @@ async def test_head_of_an_export_is_its_headers_only(client: TestClient) -> None
         resp = await client.head(route)
         assert resp.status == 200 and resp.headers["X-Total-Count"] == "5"
         assert await resp.read() == b""
+
+
+async def test_an_export_that_fails_midway_is_a_broken_download_not_a_short_file(
+        ctx: Any, client: TestClient, caplog: pytest.LogCaptureFixture) -> None:
+    """Streamed, the status and the first bytes are sent before the rows are read: a row that
+    cannot be read (here an analysis stored as a JSON list, not an object) cuts the transfer
+    (no last chunk), so a client sees an error, never a CSV that ends early and reads whole."""
+    async with ctx.sessionmaker() as session, session.begin():
+        thread = await upsert_thread(session, {"repo": "THUDM/slime", "number": 90, "kind": "issue",
+                                               "title": "broken row", "state": "open",
+                                               "created_at": "2025-01-01T00:00:00Z"})
+        session.add(Analysis(thread_id=thread.id, analyzer_version="t", result=[1, 2]))
+    for route in ("/api/export.csv", "/api/export.json"):
+        resp = await client.get(route)
+        assert resp.status == 200
+        with pytest.raises(ClientPayloadError):
+            await resp.read()
+    assert "the transfer is cut" in caplog.text
+    assert (await client.get("/api/stats")).status == 200  # the server goes on

@@ -257,3 +257,41 @@ async def test_a_thread_stored_under_the_former_name_is_found_by_the_current_one
     page = await client.get("/threads/verl-project/verl/6")
     assert page.status == 200 and "Old thread" in await page.text()
     assert (await client.get("/threads/verl-project/verl/7")).status == 404
+
+
+async def test_undated_proposals_are_listed_last_on_both_databases(client: TestClient,
+                                                                   ctx: AppContext) -> None:
+    """Newest first, a proposal of no known opening time (a thread stored from a comment
+    alone) came first on PostgreSQL (NULLs first in a descending order) and last on SQLite:
+    it is last on both, and ties stay in one order across pages."""
+    async with ctx.sessionmaker() as s:
+        for number, created in [(1, "2026-01-01T00:00:00Z"), (2, None), (3, "2026-02-02T00:00:00Z"),
+                                (4, "2026-02-02T00:00:00Z")]:
+            thread = await upsert_thread(s, {"repo": "huggingface/trl", "number": number,
+                                             "kind": "issue", "title": f"Add method {number}",
+                                             "state": "open", "created_at": created})
+            s.add(Analysis(thread_id=thread.id, analyzer_version="t", result=ANALYSIS,
+                           is_proposal=True, review_state="open_no_reply"))
+        await s.commit()
+    whole = [p["number"] for p in await (await client.get("/api/proposals")).json()]
+    assert whole == [4, 3, 1, 2]
+    paged = []
+    for offset in range(4):
+        page = await client.get("/api/proposals", params={"limit": "1", "offset": str(offset)})
+        paged += [p["number"] for p in await page.json()]
+    assert paged == whole
+    html = await (await client.get("/proposals")).text()
+    assert html.index("Add method 1") < html.index("Add method 2")
+
+
+@pytest.mark.parametrize("repo", ["verl", "https://github.com/huggingface/trl", "a/b/c", "trl/"])
+async def test_an_action_filter_that_is_no_repository_is_a_400(client: TestClient,
+                                                               ctx: AppContext, repo: str) -> None:
+    """`/api/actions?repo=verl` (a framework, a URL, a path) answered an empty list, 200, as if
+    the repository had no action: it is a 400 saying the filter is OWNER/NAME."""
+    await seed(ctx)
+    resp = await client.get("/api/actions", params={"repo": repo})
+    assert resp.status == 400
+    assert (await resp.json())["error"].startswith("repo must be OWNER/NAME")
+    assert (await client.get("/api/actions", params={"repo": "No/Such"})).headers[
+        "X-Total-Count"] == "0"

@@ -296,3 +296,11 @@ async def test_an_export_that_fails_midway_is_a_broken_download_not_a_short_file
             await resp.read()
     assert "the transfer is cut" in caplog.text
     assert (await client.get("/api/stats")).status == 200  # the server goes on
+
+
+def test_every_csv_cell_is_neutralised_lists_too() -> None:
+    """A list cell (methods, arXiv ids) was joined and written as it was: one starting with
+    = went out as a formula. Every cell goes through the same check."""
+    parsed = list(csv.DictReader(io.StringIO(to_csv([_row(methods=["=1+1", "gspo"],
+                                                          arxiv_ids=["@x"])]))))
+    assert parsed[0]["methods"] == "'=1+1;gspo" and parsed[0]["arxiv_ids"] == "'@x"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -20,6 +21,7 @@ from bot.store.types import MAX_THREAD_NUMBER, parse_count, parse_thread_number
 log = logging.getLogger(__name__)
 
 HEALTH_TIMEOUT = 5.0
+REPO_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}")
 API_PREFIX = "/api/"
 
 
@@ -221,7 +223,9 @@ async def api_actions(request: web.Request) -> web.Response:
 
     ctx = request.app[CTX]
     conditions = []
-    repo = request.query.get("repo")
+    repo = (request.query.get("repo") or "").strip()
+    if repo and not REPO_NAME.fullmatch(repo):
+        return _json_error(400, "repo must be OWNER/NAME, as on GitHub (huggingface/trl)")
     if repo:
         # every name of its framework's repository, as the thread routes find a thread
         framework = load_catalog().framework_for_repo(repo)

@@ -162,11 +162,14 @@ def _thread_filters(query: Any, *, proposals: bool | None = None, failures: bool
 
 async def thread_rows(session: AsyncSession, *, newest_first: bool = True, limit: int = MAX_ROWS,
                       offset: int = 0, **filters: Any) -> list[dict[str, Any]]:
-    """Summaries of the threads `filters` (see `_thread_filters`) name, newest first, the
-    `limit` after the first `offset`."""
+    """Summaries of the threads `filters` (see `_thread_filters`) name, newest first (ties by
+    id, threads of no known date last), the `limit` after the first `offset`."""
     query = _thread_filters(_tracked(select(*_thread_columns()).select_from(Thread)), **filters)
     order = Thread.created_at.desc() if newest_first else Thread.created_at
-    query = query.order_by(order, Thread.id.desc()).offset(offset).limit(limit)
+    # threads of no known date last on both databases (PostgreSQL puts NULLs first in a
+    # descending order, SQLite last)
+    undated = case((Thread.created_at.is_(None), 1), else_=0)
+    query = query.order_by(undated, order, Thread.id.desc()).offset(offset).limit(limit)
     return [_row(r) for r in (await session.execute(query)).all()]
 
 

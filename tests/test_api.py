@@ -295,3 +295,32 @@ async def test_an_action_filter_that_is_no_repository_is_a_400(client: TestClien
     assert (await resp.json())["error"].startswith("repo must be OWNER/NAME")
     assert (await client.get("/api/actions", params={"repo": "No/Such"})).headers[
         "X-Total-Count"] == "0"
+
+
+async def test_api_answers_carry_an_etag_and_a_304_when_unchanged(client: TestClient,
+                                                                   ctx: AppContext) -> None:
+    """No /api/ answer had a validator: a script polling /api/actions or /api/proposals got
+    the whole body each time. Each JSON answer carries an ETag of its bytes (and no-cache:
+    ask again, revalidating); If-None-Match with it is a 304 without a body until the answer
+    changes. Errors carry none."""
+    await seed(ctx)
+    for path in ("/api/actions", "/api/methods", "/api/threads/Org/Repo/7", "/api/proposals",
+                 "/api/stats"):
+        first = await client.get(path)
+        tag = first.headers.get("ETag")
+        assert first.status == 200 and tag and tag.startswith('"'), path
+        assert first.headers["Cache-Control"] == "no-cache"
+        again = await client.get(path, headers={"If-None-Match": tag})
+        assert again.status == 304 and await again.read() == b"", path
+        assert again.headers["ETag"] == tag
+        assert (await client.get(path, headers={"If-None-Match": f'W/{tag}, "other"'})).status == 304
+        assert (await client.get(path, headers={"If-None-Match": '"other"'})).status == 200
+    tag = (await client.get("/api/actions")).headers["ETag"]
+    async with ctx.sessionmaker() as s:
+        s.add(Action(repo="Org/Repo", number=9, kind="failure_comment", status="skipped",
+                     reason="not a training-failure report"))
+        await s.commit()
+    changed = await client.get("/api/actions", headers={"If-None-Match": tag})
+    assert changed.status == 200 and changed.headers["ETag"] != tag
+    missing = await client.get("/api/threads/Org/Repo/99")
+    assert missing.status == 404 and "ETag" not in missing.headers

@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 HEALTH_TIMEOUT = 5.0
 REPO_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}")
 API_PREFIX = "/api/"
+PAST_EVERY_ROW = 10 ** 9  # an offset read as past every row (parse_count reads nine digits)
 
 
 def _json_error(status: int, message: str) -> web.Response:
@@ -192,14 +193,18 @@ def api_paging(query: Mapping[str, str], *, default_limit: int, max_limit: int
     """(limit, offset) of an /api/ list's query string, or the message of its 400. Every /api/
     list pages alike: `offset` is a whole number from 0 (0 when absent), `limit` a whole
     number from 1 (`default_limit` when absent); a limit above `max_limit` gets `max_limit`
-    rows (the list's X-Total-Count header says how many there are in all)."""
+    rows (the list's X-Total-Count header says how many there are in all), an offset of ten
+    digits or more an empty page, as any offset past the last row."""
     typed = (query.get("limit") or "").strip()
     limit = parse_count(typed, default_limit)
     if limit is None and typed.isascii() and typed.isdigit() and typed.strip("0"):
         # ten digits or more: above the cap as well (was a 400); 0000000005 is 5
         digits = typed.lstrip("0")
         limit = int(digits) if len(digits) < 10 else max_limit
-    offset = parse_count(query.get("offset"), 0)
+    typed_offset = (query.get("offset") or "").strip()
+    offset = parse_count(typed_offset, 0)
+    if offset is None and typed_offset.isascii() and typed_offset.isdigit():
+        offset = PAST_EVERY_ROW  # ten digits or more: past every row, an empty page
     if not limit or offset is None:
         return (f"limit must be a whole number from 1 (at most {max_limit:,} rows are "
                 "returned), offset one from 0")

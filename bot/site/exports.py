@@ -27,7 +27,6 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.context import app_context
 from bot.site.api import api_paging
@@ -46,15 +45,6 @@ CSV_COLUMNS = ("repo", "number", "kind", "framework", "title", "state", "created
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 BOM = "\ufeff"
 _FLAGS = {"": False, "0": False, "false": False, "no": False, "1": True, "true": True, "yes": True}
-
-
-async def export_data(session: AsyncSession) -> dict[str, Any]:
-    """The whole export in memory (small databases, tests); the routes stream it instead."""
-    return {
-        "generated_at": format_datetime(utcnow()),
-        "threads": await rows_by_id(session, await tracked_ids(session)),
-        "reception": await reception(session),
-    }
 
 
 async def export_batches(sessionmaker: Callable[[], Any], *, ids: list[int] | None = None,

@@ -112,6 +112,7 @@ class FakeData:
     clock: datetime = BASE_TIME
     next_id: int = 1000
     rng: random.Random = field(default_factory=lambda: random.Random(0))
+    private: set[str] = field(default_factory=set)  # repositories GitHub calls isPrivate
 
     # ---- building -------------------------------------------------------------------------
     def _tick(self, seconds: int = 60) -> datetime:
@@ -382,6 +383,7 @@ class FakeGraphQL:
         return {
             "__typename": "Repository",
             "nameWithOwner": full,
+            "isPrivate": full in self.data.private,
             **{f: self._repo_connection(full, k) for f, k in self.KIND_FIELDS.items()},
         }
 

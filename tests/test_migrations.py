@@ -193,3 +193,36 @@ def test_0009_installation_event_times_go_down_and_up(db_url: str) -> None:
         db_url, "SELECT id, deleted, suspension_changed_at, deleted_at FROM installations")) == [
         (7, True, None, None)]
     assert schema_differences(db_url) == []
+
+
+def test_0012_forgets_the_repositories_the_inbox_last_called_private(db_url: str) -> None:
+    """The data step of 0012 (review54): threads stored before the privacy check from a
+    repository whose latest stored payload says `"private":true` (GitHub's compact JSON) are
+    forgotten and its row marked; one called public by a later payload (made public again)
+    and a public one keep their threads."""
+    command.downgrade(migrate.alembic_config(db_url), "0011")
+    assert "private" not in columns(db_url, "repositories")
+
+    def payload(repo: str, private: bool) -> str:
+        return ('{"action":"opened","repository":{"id":%d,"full_name":"%s","private":%s},'
+                '"issue":{"number":1}}' % (len(repo), repo, "true" if private else "false"))
+
+    deliveries = [("o/secret", True), ("o/again", True), ("o/again", False), ("o/open", False)]
+    for k, (repo, private) in enumerate(deliveries):
+        asyncio.run(_execute(db_url, "INSERT INTO deliveries (delivery_id, event, action, repo, "
+                                     "payload, status, attempts, received_at) VALUES "
+                                     f"('d{k}', 'issues', 'opened', '{repo}', "
+                                     # (text(): a colon escaped is no bind parameter)
+                                     f"'{payload(repo, private)}', 'done', 1, CURRENT_TIMESTAMP)"
+                                     .replace(":", "\\:")))
+    for repo in ("o/secret", "o/again", "o/open"):
+        asyncio.run(_execute(db_url, "INSERT INTO threads (repo, number, kind, title, labels, "
+                                     "assignees, complete, muted, state, stored_at) VALUES "
+                                     f"('{repo}', 1, 'issue', 't', '[]', '[]', true, false, "
+                                     "'open', CURRENT_TIMESTAMP)"))
+    migrate.upgrade(db_url)
+    assert sorted(r[0] for r in asyncio.run(_execute(db_url, "SELECT repo FROM threads"))) == [
+        "o/again", "o/open"]
+    assert asyncio.run(_execute(
+        db_url, "SELECT full_name FROM repositories WHERE private")) == [("o/secret",)]
+    assert schema_differences(db_url) == []

@@ -250,3 +250,31 @@ async def test_the_migration_forgets_what_was_stored_of_a_private_repository(ctx
     assert titles == {"Public"}
     row = await repo_row(ctx, SECRET)
     assert row is not None and row.private is True
+
+
+async def test_an_issue_transferred_to_a_private_repository_leaves_the_tracker(ctx: Any) -> None:
+    """`issues.transferred` at a public repository whose `changes.new_repository` is private:
+    before, the stored thread moved under the private repository's name (its name, and the
+    thread's place there, on every page)."""
+    await dispatch_all(ctx, "issues", envelope("opened", "huggingface/trl",
+                                               issue=issue(7, title="Moving away")))
+    await dispatch_all(ctx, "issue_comment", envelope(
+        "created", "huggingface/trl", issue=issue(7), comment=comment(903, "same here")))
+    moved = envelope("transferred", "huggingface/trl", issue=issue(7, minute=5))
+    moved["changes"] = {"new_issue": issue(2, minute=5, title="Moving away"),
+                        "new_repository": {"id": 4242, "full_name": SECRET, "private": True,
+                                           "visibility": "private"}}
+    await dispatch_all(ctx, "issues", moved)
+    assert await count(ctx, Thread) == 0
+    assert await count(ctx, Comment) == 0
+    # the same move to a public repository still moves it
+    await dispatch_all(ctx, "issues", envelope("opened", "huggingface/trl",
+                                               issue=issue(8, title="Moving on")))
+    public = envelope("transferred", "huggingface/trl", issue=issue(8, minute=6))
+    public["changes"] = {"new_issue": issue(3, minute=6, title="Moving on"),
+                         "new_repository": {"id": 4243, "full_name": "someorg/open-repo",
+                                            "private": False}}
+    await dispatch_all(ctx, "issues", public)
+    async with ctx.sessionmaker() as session:
+        assert set((await session.execute(select(Thread.repo, Thread.number))).all()) == {
+            ("someorg/open-repo", 3)}

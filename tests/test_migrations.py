@@ -5,6 +5,7 @@ made)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import warnings
 from typing import Any
 
@@ -204,8 +205,9 @@ def test_0012_forgets_the_repositories_the_inbox_last_called_private(db_url: str
     assert "private" not in columns(db_url, "repositories")
 
     def payload(repo: str, private: bool) -> str:
-        return ('{"action":"opened","repository":{"id":%d,"full_name":"%s","private":%s},'
-                '"issue":{"number":1}}' % (len(repo), repo, "true" if private else "false"))
+        return json.dumps({"action": "opened", "repository": {
+            "id": len(repo), "full_name": repo, "private": private}, "issue": {"number": 1}},
+            separators=(",", ":"))
 
     deliveries = [("o/secret", True), ("o/again", True), ("o/again", False), ("o/open", False)]
     for k, (repo, private) in enumerate(deliveries):

@@ -71,7 +71,7 @@ from bot.webhooks.normalize import (
     change_from_payload,
     comment_from_review,
 )
-from bot.webhooks.privacy import private_flags
+from bot.webhooks.privacy import moved_to_private, private_flags
 
 log = logging.getLogger(__name__)
 router = Router()
@@ -601,6 +601,9 @@ async def apply_change(
     """Write one delivery's change; returns the (repo, number) whose thread changed.
     `looked`: the threads and comments the caller's session already looked up (a batch)."""
     change = _under(change, await _repository(session, payload, change.repo, seen))
+    if change.transfer is not None and await moved_to_private(session, payload):
+        # Transferred to a private repository: it leaves the tracker as a deleted one does.
+        change = replace(change, transfer=None, delete_thread=True)
     if looked is not None and (change.transfer is not None or change.delete_thread):
         looked.forget()
         looked = None

@@ -3,7 +3,9 @@
 A delivery about a repository GitHub calls private or internal (`repository.private`,
 `repository.visibility`), or about one whose stored row is marked private (a delivery sent
 before it was made private), is handled as nothing: no thread, comment, analysis, action or
-reply (`private_flags`, checked first by bot.webhooks.events and bot.webhooks.commands).
+reply (`private_flags`, checked first by bot.webhooks.events and bot.webhooks.commands). A
+thread transferred from a public repository to a private one leaves the tracker as a deleted
+one does (`moved_to_private`).
 
 `repository` events: `privatized` forgets what is stored of the repository and marks it;
 `publicized` lifts the mark (the next sync of a tracked repository fills it in again, and
@@ -18,9 +20,15 @@ from typing import Any
 
 from gidgethub import sansio
 from gidgethub.routing import Router
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from analyzers.catalog import canonical_repo
-from bot.store.privacy import forget_repository, private_deliveries, publicize_repository
+from bot.store.privacy import (
+    delivery_is_private,
+    forget_repository,
+    private_deliveries,
+    publicize_repository,
+)
 from bot.webhooks.normalize import PayloadError
 
 log = logging.getLogger(__name__)
@@ -31,6 +39,14 @@ async def private_flags(ctx: Any, payloads: Iterable[Mapping[str, Any]]) -> list
     """Per payload, whether it is about a private repository (one query for them all)."""
     async with ctx.sessionmaker() as session:
         return await private_deliveries(session, payloads)
+
+
+async def moved_to_private(session: AsyncSession, payload: Mapping[str, Any]) -> bool:
+    """Whether a `transferred` delivery moves its thread to a private repository
+    (`changes.new_repository`, as it says or as its stored row is marked)."""
+    changes = payload.get("changes")
+    new = changes.get("new_repository") if isinstance(changes, Mapping) else None
+    return isinstance(new, Mapping) and await delivery_is_private(session, {"repository": new})
 
 
 def _forget_written_repositories(ctx: Any) -> None:

@@ -113,3 +113,139 @@ async def test_the_nightly_job_refreshes_every_older_analysis_and_pages_show_it(
     assert report is not None
     assert sorted(report.data["frameworks"]["trl"]["failures_today"].get(kind, [])) == sorted(
         f"{REPO}#{n}" for n in (1, 2, 3, 5))
+
+
+# ---------------------------------------------------------------------------- while it runs
+async def _store(ctx: Any, versions: dict[int, str | None], text: dict[str, str] = REPORT) -> dict[int, int]:
+    """Threads `number -> stored analysis version` (None: never analysed); their ids."""
+    stale = analyze_thread(_record(1, REQUEST))
+    async with ctx.sessionmaker() as session:
+        threads = {n: Thread(repo=REPO, number=n, kind="issue", state="open", **text) for n in versions}
+        session.add_all(threads.values())
+        await session.flush()
+        for n, version in versions.items():
+            if version is not None:
+                session.add(Analysis(thread_id=threads[n].id, analyzer_version=version,
+                                     result=dict(stale, analyzer_version=version)))
+        await session.commit()
+        return {n: t.id for n, t in threads.items()}
+
+
+async def _stored(ctx: Any) -> dict[int, Analysis]:
+    async with ctx.sessionmaker() as session:
+        return {n: row for n, row in (await session.execute(
+            select(Thread.number, Analysis).join(Analysis, Analysis.thread_id == Thread.id))).all()}
+
+
+async def test_what_another_replica_stores_during_the_step_is_not_overwritten(ctx: Any) -> None:
+    """The step read a batch of threads (their text and the version of their analysis), then
+    analysed them one by one, for minutes, and wrote each finding over whatever the row held
+    by then: a newer release's finding stored meanwhile on another replica (a rolling deploy),
+    or this release's finding of an edit made meanwhile (a webhook), was overwritten with an
+    analysis of the text as it was when the batch was read. The analysis thread is held
+    while the other replica writes, so the write lands between the step's read and its write."""
+    import asyncio
+    import threading
+
+    from sqlalchemy import event
+
+    from bot.analysis import on_analysis_thread
+    from bot.pipeline import _analysis_values
+    from bot.scheduler import step_reanalyse
+
+    versions = _versions()
+    ids = await _store(ctx, {1: versions["older"], 2: versions["older"]})
+    edited = {"title": REQUEST["title"], "body": REQUEST["body"]}  # thread 2, edited meanwhile
+    read = asyncio.Event()
+
+    def saw(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if "FROM comments" in statement:  # the step is about to analyse its first thread
+            read.set()
+
+    gate = threading.Event()
+    held = on_analysis_thread(gate.wait, 30)
+    event.listen(ctx.engine.sync_engine, "before_cursor_execute", saw)
+    step = asyncio.ensure_future(step_reanalyse(ctx))
+    try:
+        await asyncio.wait_for(read.wait(), 30)
+        newer = dict(analyze_thread(_record(1, REPORT)), analyzer_version=versions["newer"])
+        fresh = analyze_thread(_record(2, edited))
+        async with ctx.sessionmaker() as session:  # the other replica's writes
+            one = await session.scalar(select(Analysis).where(Analysis.thread_id == ids[1]))
+            for column, value in dict(_analysis_values(newer), analyzer_version=versions["newer"]).items():
+                setattr(one, column, value)
+            two = await session.get(Thread, ids[2])
+            two.title, two.body = edited["title"], edited["body"]
+            row = await session.scalar(select(Analysis).where(Analysis.thread_id == ids[2]))
+            for column, value in _analysis_values(fresh).items():
+                setattr(row, column, value)
+            await session.commit()
+    finally:
+        gate.set()
+        await held
+        counts = await step
+        event.remove(ctx.engine.sync_engine, "before_cursor_execute", saw)
+    got = await _stored(ctx)
+    assert got[1].analyzer_version == versions["newer"]  # the newer release's, kept
+    assert got[2].analyzer_version == ANALYZER_VERSION
+    assert got[2].result["failure"] == fresh["failure"]  # of the edited text, not the old one
+    assert not got[2].is_failure_report
+    assert counts["reanalysed"] == 0, counts
+
+
+async def _refuse_writes_for(ctx: Any, thread_id: int) -> None:
+    """The database refuses to store this thread's analysis (as a value it cannot hold would):
+    a failure of that one thread's re-analysis, made without touching the project's code."""
+    from sqlalchemy import text
+
+    async with ctx.engine.begin() as conn:
+        if ctx.engine.dialect.name == "sqlite":
+            for op in ("INSERT", "UPDATE"):
+                await conn.execute(text(
+                    f"CREATE TRIGGER refuse_{op.lower()} BEFORE {op} ON analyses "
+                    f"WHEN NEW.thread_id = {thread_id} BEGIN SELECT RAISE(ABORT, 'refused'); END"))
+        else:
+            await conn.execute(text(
+                "CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN "
+                f"IF NEW.thread_id = {thread_id} THEN RAISE EXCEPTION 'refused'; END IF; "
+                "RETURN NEW; END $$ LANGUAGE plpgsql"))
+            await conn.execute(text("CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON analyses "
+                                    "FOR EACH ROW EXECUTE FUNCTION refuse()"))
+
+
+async def test_a_thread_whose_reanalysis_fails_is_recorded_and_the_rest_go_on(ctx: Any) -> None:
+    """One thread whose re-analysis raised ended the step: the threads after it (in id order)
+    were never re-analysed, that night and every night after, as the same thread failed
+    first each time. Now it is recorded (the run says which and why), the others are done,
+    it is tried again the next nights, and after MAX_ATTEMPTS failures under this analyzer
+    version it is left out (a new version, or a change of the thread, tries it again)."""
+    from bot import scheduler
+    from bot.scheduler import step_reanalyse
+
+    versions = _versions()
+    ids = await _store(ctx, {1: versions["older"], 2: None, 3: versions["older"], 4: None})
+    await _refuse_writes_for(ctx, ids[2])
+    first = await step_reanalyse(ctx)
+    assert first["reanalysed"] == 3
+    assert [f["thread"] for f in first["failed"]] == [f"{REPO}#2"]
+    assert "refused" in first["failed"][0]["error"]
+    got = await _stored(ctx)
+    assert {n: got[n].analyzer_version for n in (1, 3, 4)} == dict.fromkeys((1, 3, 4), ANALYZER_VERSION)
+    assert 2 not in got
+    for night in range(2, scheduler.MAX_ATTEMPTS + 1):  # the next nights try it again
+        counts = await step_reanalyse(ctx)
+        assert counts["reanalysed"] == 0 and len(counts["failed"]) == 1, (night, counts)
+    counts = await step_reanalyse(ctx)  # then it is left out, and said so
+    assert counts["reanalysed"] == 0 and counts["failed"] == [] and counts["given_up"] == 1, counts
+
+
+async def test_a_night_whose_reanalysis_failed_on_a_thread_says_so(ctx: Any) -> None:
+    ids = await _store(ctx, {1: None, 2: None})
+    await _refuse_writes_for(ctx, ids[1])
+    result = await nightly_job(ctx)
+    assert result["outcome"] == "partial", result
+    async with ctx.sessionmaker() as session:
+        from bot.store.models import JobRun
+
+        run = await session.scalar(select(JobRun).where(JobRun.name == "nightly"))
+    assert run is not None and f"{REPO}#1" in (run.error or "")

@@ -249,3 +249,60 @@ async def test_a_night_whose_reanalysis_failed_on_a_thread_says_so(ctx: Any) -> 
 
         run = await session.scalar(select(JobRun).where(JobRun.name == "nightly"))
     assert run is not None and f"{REPO}#1" in (run.error or "")
+
+
+async def test_an_interrupted_reanalysis_goes_on_where_it_stopped_in_bounded_batches(
+        ctx: Any, monkeypatch: Any) -> None:
+    """Stopped midway (a deploy), the next run re-analyses the threads not done and no thread
+    it had stored; threads are read a batch of ids at a time (REANALYSE_BATCH), each stored
+    and committed on its own."""
+    import asyncio
+
+    from sqlalchemy import event
+
+    from bot import scheduler
+    from bot.scheduler import step_reanalyse
+
+    monkeypatch.setattr(scheduler, "REANALYSE_BATCH", 3)
+    versions = _versions()
+    numbers = range(1, 12)
+    ids = await _store(ctx, {n: (versions["older"] if n % 2 else None) for n in numbers}
+                       | {12: versions["newer"]})
+    by_id = {i: n for n, i in ids.items()}
+    writes: list[int] = []
+    batches: list[Any] = []
+    third = asyncio.Event()
+
+    def seen(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        text = statement.lstrip()
+        if text.startswith(("UPDATE analyses", "INSERT INTO analyses")):
+            # UPDATE ... WHERE thread_id = ? AND analyzer_version = ?; INSERT (thread_id, ...)
+            writes.append(by_id[parameters[-2] if text.startswith("UPDATE") else parameters[0]])
+            if len(writes) == 3:
+                third.set()
+        elif text.startswith("SELECT threads.id, analyses.analyzer_version"):
+            batches.append(parameters)
+
+    event.listen(ctx.engine.sync_engine, "after_cursor_execute", seen)
+    try:
+        task = asyncio.ensure_future(step_reanalyse(ctx))
+        await asyncio.wait_for(third.wait(), 30)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        got = await _stored(ctx)
+        first = {n for n in numbers if n in got and got[n].analyzer_version == ANALYZER_VERSION}
+        assert 2 <= len(first) <= 3 and first <= set(writes)
+        writes.clear()
+        batches.clear()
+        counts = await step_reanalyse(ctx)
+    finally:
+        event.remove(ctx.engine.sync_engine, "after_cursor_execute", seen)
+    assert counts["reanalysed"] == 11 - len(first) and counts["newer_kept"] == 1, counts
+    assert sorted(writes) == sorted(set(numbers) - first)  # each once, none of the first run's
+    assert len(batches) == -(-(12 - len(first)) // 3) + 1  # 3 ids a batch, then an empty one
+    got = await _stored(ctx)
+    assert all(got[n].analyzer_version == ANALYZER_VERSION for n in numbers)
+    assert got[12].analyzer_version == versions["newer"]

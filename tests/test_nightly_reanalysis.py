@@ -306,3 +306,68 @@ async def test_an_interrupted_reanalysis_goes_on_where_it_stopped_in_bounded_bat
     got = await _stored(ctx)
     assert all(got[n].analyzer_version == ANALYZER_VERSION for n in numbers)
     assert got[12].analyzer_version == versions["newer"]
+
+
+# ---------------------------------------------------------------------------- step order
+async def test_a_failed_sync_still_lets_reanalysis_and_the_report_run_and_the_report_says_so(
+        ctx: Any) -> None:
+    """The steps run in order (sync, re-analysis, ..., report), each on its own: a sync that
+    failed still lets the re-analysis and the report run on what is stored. The report was
+    built as on any night: its "no changes" read as a quiet night, not as a night whose
+    sync did not happen. It says so now, on the tracker page and in the posted Markdown."""
+    from bot.scheduler import STEPS
+    from bot.site.report import render_html, render_markdown
+
+    async def sync_down(_ctx: Any) -> Any:  # a sync that failed (GitHub down all night)
+        raise ConnectionError("cannot reach api.github.com")
+
+    await _store(ctx, {1: _versions()["older"]})
+    steps = [("sync", sync_down)] + [s for s in STEPS if s[0] != "sync"]
+    result = await nightly_job(ctx, steps=steps)
+    assert result["outcome"] == "failed"
+    assert result["counts"]["reanalyse"]["reanalysed"] == 1
+    assert result["counts"]["report"]["date"]
+    async with ctx.sessionmaker() as session:
+        report = await session.scalar(select(Report))
+    assert report is not None
+    assert report.data["sync"] == {"failed": True, "refused": []}
+    for text in (report.markdown, render_markdown(report.data), render_html(report.data)):
+        assert "sync of this night failed" in text
+        assert "api.github.com" not in text  # the error's words are not posted
+    # A quiet night with a sync that ran says nothing of it.
+    steps = [("sync", lambda _ctx: _async({"threads": 0}))] + [s for s in STEPS if s[0] != "sync"]
+    async with ctx.sessionmaker() as session:
+        await session.delete(report)
+        await session.commit()
+    await nightly_job(ctx, steps=steps)
+    async with ctx.sessionmaker() as session:
+        report = await session.scalar(select(Report))
+    assert report is not None and not report.data.get("sync")
+    assert "sync of this night" not in report.markdown
+
+
+async def _async(value: Any) -> Any:
+    return value
+
+
+async def test_a_report_after_a_sync_github_refused_in_part_names_the_repositories(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """App credentials only, installed on TRL: the night's sync could not read the six
+    other repositories; the run said so, the report (the page people read) did not."""
+    from bot.scheduler import step_report, step_sync
+    from tests.fake_graphql import FakeData, FakeGraphQL
+    from tests.fakegithub import install_app
+
+    fake_github.graphql_handler = FakeGraphQL(FakeData.generate(3, seed=5, long_every=0),
+                                              shared_dir / "fixtures" / "github-api" / "schema.graphql")
+    fake_github.allow_anonymous = False
+    await install_app(app_ctx, fake_github, 55, "huggingface", ["huggingface/trl"])
+    result = await nightly_job(app_ctx, steps=[("sync", step_sync), ("report", step_report)])
+    assert result["outcome"] == "partial"
+    async with app_ctx.sessionmaker() as session:
+        report = await session.scalar(select(Report))
+    assert report is not None
+    assert report.data["sync"]["failed"] is False
+    assert "verl-project/verl" in report.data["sync"]["refused"]
+    assert "huggingface/trl" not in report.data["sync"]["refused"]
+    assert "`verl-project/verl`" in report.markdown and "could not be synced" in report.markdown

@@ -53,6 +53,7 @@ WATCH_EVERY = 15 * 60  # seconds between two looks for a night whose run died (r
 REANALYSE_BATCH = 200
 MAX_ATTEMPTS = 3  # nights a thread whose re-analysis fails is tried, per analyzer version
 RUNNING_TASKS = "nightly_tasks"  # ctx.extras: the nightly runs in progress in this process
+NIGHT_COUNTS = "nightly_counts"  # ctx.extras: the counts of the run in progress (for the report)
 INTERRUPTED = "the process stopped during the run; the next start runs it again"
 
 Step = Callable[[Any], Awaitable[Any]]
@@ -244,9 +245,22 @@ async def step_study(ctx: Any) -> Any:
 
 
 async def step_report(ctx: Any) -> Any:
+    """The report of what is stored, saying when the night's sync failed or GitHub refused it
+    for some repositories (its changes are then those of what was stored before)."""
     from bot.site.report import run_report
 
-    return await run_report(ctx)
+    night = ctx.extras.get(NIGHT_COUNTS)
+    return await run_report(ctx, sync=_sync_problem(night.get("sync")) if night is not None else None)
+
+
+def _sync_problem(sync: Any) -> dict[str, Any] | None:
+    """What the report says of the night's sync: None when it ran (or was not configured:
+    no token), else whether it failed whole and which repositories GitHub refused."""
+    if not isinstance(sync, dict):
+        return None
+    failed = "error" in sync
+    refused = _refused_repos(sync.get("failed_streams"))
+    return {"failed": failed, "refused": refused} if failed or refused else None
 
 
 STEPS: list[tuple[str, Step]] = [
@@ -332,6 +346,7 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
         task = asyncio.current_task()
         if task is not None:
             running.add(task)
+        ctx.extras[NIGHT_COUNTS] = counts
         try:
             async with keep_alive(ctx, run_id):  # a run whose heartbeat stops reads interrupted
                 for name, step in steps or STEPS:
@@ -352,6 +367,7 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
                 counts=_jsonable(counts), error=INTERRUPTED))
             raise
         finally:
+            ctx.extras.pop(NIGHT_COUNTS, None)
             if task is not None:
                 running.discard(task)
         problems = [f"steps failed: {', '.join(errors)}"] if errors else []

@@ -371,3 +371,50 @@ async def test_a_report_after_a_sync_github_refused_in_part_names_the_repositori
     assert "verl-project/verl" in report.data["sync"]["refused"]
     assert "huggingface/trl" not in report.data["sync"]["refused"]
     assert "`verl-project/verl`" in report.markdown and "could not be synced" in report.markdown
+
+
+# ---------------------------------------------------------------------------- posted comments
+async def test_a_reanalysis_that_changes_the_kind_leaves_the_posted_comment_and_label(
+        app_ctx: Any, fake_github: Any) -> None:
+    """docs/comments.md: the nightly re-analysis stores findings only. A failure comment
+    posted for one kind (and the label the app added for it) stays as posted when a new
+    analyzer version names another kind; the tracker shows the new finding. The author's
+    edit of the issue or a `/rltracker kind` is what rewrites the comment and moves the label."""
+    from bot.pipeline import thread_changed
+    from bot.scheduler import step_reanalyse
+    from tests.test_actions_e2e import FAILURE, VERL, app_comments, install, open_issue
+
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml",
+                         "labels:\n  entropy_collapse: 'rl: entropy'\n  kl_growth: 'rl: kl'\n")
+    payload = await open_issue(app_ctx, fake_github, 1, title=REPORT["title"], body=REPORT["body"])
+    fresh = analyze_thread({**_record(1, REPORT), "repo": VERL})
+    assert fresh["failure"]["category"] == "entropy_collapse"
+    said = {**FAILURE, "failure": {**FAILURE["failure"], "category": "kl_growth",
+                                   "categories": ["kl_growth"], "confidence": 0.95}}
+    from bot.speaking.decide import act
+
+    out = await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload, analysis=said)
+    assert out["failure_comment"] == "posted"
+    [posted] = app_comments(fake_github, VERL, 1)
+    assert {"name": "rl: kl"} in fake_github.issue(VERL, 1)["labels"]
+    async with app_ctx.sessionmaker() as session:  # what the older analyzer stored
+        thread = await session.scalar(select(Thread).where(Thread.repo == VERL, Thread.number == 1))
+        assert thread is not None
+        session.add(Analysis(thread_id=thread.id, analyzer_version=_versions()["older"],
+                             result=said, is_failure_report=True, failure_category="kl_growth"))
+        await session.commit()
+    writes = len([c for c in fake_github.calls if c.method in ("POST", "PATCH", "DELETE", "PUT")])
+
+    assert (await step_reanalyse(app_ctx))["reanalysed"] == 1
+
+    assert len([c for c in fake_github.calls if c.method in ("POST", "PATCH", "DELETE", "PUT")]) == writes
+    assert app_comments(fake_github, VERL, 1) == [posted]
+    assert {"name": "rl: kl"} in fake_github.issue(VERL, 1)["labels"]
+    async with app_ctx.sessionmaker() as session:
+        row = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
+    assert row is not None and row.failure_category == "entropy_collapse"
+    # A recheck does not rewrite it either (the slot is owned); the author's edit would.
+    await thread_changed(app_ctx, VERL, 1, trigger="command")
+    assert app_comments(fake_github, VERL, 1) == [posted]
+    assert len([c for c in fake_github.calls if c.method in ("POST", "PATCH", "DELETE", "PUT")]) == writes

@@ -2,8 +2,10 @@
 
 The job (cron `settings.nightly_cron`, default 03:00 UTC) runs, each step on its own so one
 failing step does not stop the others: GraphQL sync, re-analysis of threads whose analysis is
-missing or from an older analyzer version, recovery of missed deliveries, reception of the
-app's comments, contribution rules refresh, optional arXiv listings, the study (bot.site.study) and the report. Each run
+missing or from an older analyzer version (one thread at a time, stored only over the version
+it read; a thread that fails is recorded and the rest go on: step_reanalyse), recovery of missed deliveries, reception of the
+app's comments, contribution rules refresh, optional arXiv listings, the study (bot.site.study) and the report
+(which says when the night's sync failed). Each run
 is a JobRun row (start, end, outcome, counts per step).
 
 Several replicas on PostgreSQL: the run holds `pg_try_advisory_lock(NIGHTLY_LOCK)` on its own

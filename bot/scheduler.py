@@ -107,6 +107,7 @@ async def step_reanalyse(ctx: Any) -> Any:
     from sqlalchemy import exists
 
     from analyzers.version import ANALYZER_VERSION, version_key
+    from bot.analysis import paper_pool
     from bot.store.models import Analysis, AnalysisFailure, Thread
 
     current = version_key(ANALYZER_VERSION)
@@ -124,6 +125,9 @@ async def step_reanalyse(ctx: Any) -> Any:
                 .outerjoin(Analysis, Analysis.thread_id == Thread.id)
                 .where(Thread.id > after, stale, ~given_up)
                 .order_by(Thread.id).limit(REANALYSE_BATCH))).all()
+            # The paper pool once a batch (its key is a count of the Paper table: asked for
+            # each thread, a scan of 100,000 papers per thread on PostgreSQL).
+            pool = await paper_pool(session, ctx.extras) if rows else None
         if not rows:
             break
         after = rows[-1][0]
@@ -132,10 +136,12 @@ async def step_reanalyse(ctx: Any) -> Any:
                 newer += 1
                 continue
             try:
-                written = await _reanalyse_one(ctx, thread_id)
+                written = await _reanalyse_one(ctx, thread_id, pool)
             except Exception as exc:  # noqa: BLE001 - this thread fails alone; the rest go on
                 log.warning("nightly: re-analysis of thread %s failed", thread_id, exc_info=True)
-                failed.append(await _record_failure(ctx, thread_id, exc))
+                failure = await _record_failure(ctx, thread_id, exc)
+                if failure is not None:  # (None: the thread was deleted meanwhile)
+                    failed.append(failure)
                 continue
             if written:
                 done += 1
@@ -149,11 +155,12 @@ async def step_reanalyse(ctx: Any) -> Any:
             "changed_meanwhile": changed, "failed": failed, "given_up": int(left_out or 0)}
 
 
-async def _reanalyse_one(ctx: Any, thread_id: int) -> bool:
-    """Read, analyse and store one thread; False when there was nothing to do by then (the
-    thread deleted, or its analysis stored meanwhile by another writer)."""
+async def _reanalyse_one(ctx: Any, thread_id: int, pool: Any) -> bool:
+    """Read, analyse (with the paper index `pool`) and store one thread; False when there was
+    nothing to do by then (the thread deleted, or its analysis stored meanwhile by another
+    writer)."""
     from analyzers.version import ANALYZER_VERSION, version_key
-    from bot.analysis import paper_pool, run_analysis
+    from bot.analysis import run_analysis
     from bot.pipeline import store_analysis_if
     from bot.store.models import Analysis, AnalysisFailure, Thread
     from bot.store.threads import load_comments, thread_record
@@ -167,7 +174,6 @@ async def _reanalyse_one(ctx: Any, thread_id: int) -> bool:
         if version == ANALYZER_VERSION or _is_newer(version, version_key(ANALYZER_VERSION)):
             return False
         record = thread_record(thread, await load_comments(session, thread))
-        pool = await paper_pool(session, ctx.extras)
         await session.commit()  # no transaction held across the analysis
         result = await run_analysis(record, pool)
         # On SQLite the write lock is held from this write to the commit, and /webhook's
@@ -185,17 +191,18 @@ def _error_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:300]
 
 
-async def _record_failure(ctx: Any, thread_id: int, exc: BaseException) -> dict[str, Any]:
+async def _record_failure(ctx: Any, thread_id: int, exc: BaseException) -> dict[str, Any] | None:
     """Count the thread's failed night under this analyzer version (a new version starts the
-    count again); what the run's counts say of it."""
+    count again); what the run's counts say of it (None: the thread was deleted meanwhile, its
+    write failing for that reason: nothing to try again)."""
     from analyzers.version import ANALYZER_VERSION
     from bot.store.models import AnalysisFailure, Thread
 
     error = _error_line(exc)
     async with ctx.sessionmaker() as session:
         thread = await session.get(Thread, thread_id)
-        if thread is None:  # deleted meanwhile: nothing to try again
-            return {"thread": f"#{thread_id}", "error": error, "attempts": 1}
+        if thread is None:
+            return None
         row = await session.get(AnalysisFailure, thread_id)
         if row is None:
             row = AnalysisFailure(thread_id=thread_id, analyzer_version=ANALYZER_VERSION, attempts=0)

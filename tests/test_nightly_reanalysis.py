@@ -418,3 +418,43 @@ async def test_a_reanalysis_that_changes_the_kind_leaves_the_posted_comment_and_
     await thread_changed(app_ctx, VERL, 1, trigger="command")
     assert app_comments(fake_github, VERL, 1) == [posted]
     assert len([c for c in fake_github.calls if c.method in ("POST", "PATCH", "DELETE", "PUT")]) == writes
+
+
+async def test_a_thread_deleted_while_it_is_analysed_is_no_failure(ctx: Any) -> None:
+    """GitHub deleted the issue (a webhook removed the thread) while the step analysed it:
+    its finding has nowhere to go; the step does not report it as a failed re-analysis nor
+    store an orphan row, and goes on."""
+    import asyncio
+    import threading
+
+    from sqlalchemy import delete, event
+
+    from bot.analysis import on_analysis_thread
+    from bot.scheduler import step_reanalyse
+
+    ids = await _store(ctx, {1: None, 2: None})
+    read = asyncio.Event()
+
+    def saw(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if "FROM comments" in statement:
+            read.set()
+
+    gate = threading.Event()
+    held = on_analysis_thread(gate.wait, 30)
+    event.listen(ctx.engine.sync_engine, "before_cursor_execute", saw)
+    step = asyncio.ensure_future(step_reanalyse(ctx))
+    try:
+        await asyncio.wait_for(read.wait(), 30)
+        async with ctx.sessionmaker() as session:
+            await session.execute(delete(Thread).where(Thread.id == ids[1]))
+            await session.commit()
+    finally:
+        gate.set()
+        await held
+        counts = await step
+        event.remove(ctx.engine.sync_engine, "before_cursor_execute", saw)
+    assert counts["failed"] == [] and counts["reanalysed"] == 1, counts
+    got = await _stored(ctx)
+    assert set(got) == {2}
+    async with ctx.sessionmaker() as session:
+        assert await session.scalar(select(Analysis).where(Analysis.thread_id == ids[1])) is None

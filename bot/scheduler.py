@@ -54,6 +54,7 @@ MISFIRE_GRACE = 6 * 3600  # seconds: a run late by less than this still runs
 WATCH_EVERY = 15 * 60  # seconds between two looks for a night whose run died (rerun_dead_night)
 REANALYSE_BATCH = 200
 MAX_ATTEMPTS = 3  # nights a thread whose re-analysis fails is tried, per analyzer version
+FAILED_SHOWN = 100  # failed threads a run's counts name (a broken model fails them all)
 RUNNING_TASKS = "nightly_tasks"  # ctx.extras: the nightly runs in progress in this process
 NIGHT_COUNTS = "nightly_counts"  # ctx.extras: the counts of the run in progress (for the report)
 INTERRUPTED = "the process stopped during the run; the next start runs it again"
@@ -151,8 +152,10 @@ async def step_reanalyse(ctx: Any) -> Any:
         left_out = await session.scalar(
             select(func.count()).select_from(Thread)
             .outerjoin(Analysis, Analysis.thread_id == Thread.id).where(stale, given_up))
+    # (the run's counts keep the first FAILED_SHOWN: all of them are in analysis_failures)
     return {"reanalysed": done, "version": ANALYZER_VERSION, "newer_kept": newer,
-            "changed_meanwhile": changed, "failed": failed, "given_up": int(left_out or 0)}
+            "changed_meanwhile": changed, "failed": failed[:FAILED_SHOWN],
+            "failed_total": len(failed), "given_up": int(left_out or 0)}
 
 
 async def _reanalyse_one(ctx: Any, thread_id: int, pool: Any) -> bool:
@@ -397,8 +400,9 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
         reanalysed = counts.get("reanalyse")
         unanalysed = [f["thread"] for f in reanalysed.get("failed") or ()] if isinstance(reanalysed, dict) else []
         if unanalysed:
-            shown = ", ".join(unanalysed[:10]) + (f" and {len(unanalysed) - 10} more" if len(unanalysed) > 10 else "")
-            problems.append(f"the re-analysis of {len(unanalysed)} thread(s) failed: {shown}")
+            total = max(len(unanalysed), int(reanalysed.get("failed_total") or 0))
+            shown = ", ".join(unanalysed[:10]) + (f" and {total - 10} more" if total > 10 else "")
+            problems.append(f"the re-analysis of {total} thread(s) failed: {shown}")
         outcome = "failed" if errors else "partial" if refused or unposted or unanalysed else "ok"
         await record_job_run(ctx, JOB_NAME, run_id, finished_at=utcnow(), outcome=outcome, counts=_jsonable(counts),
                       error="; ".join(problems) or None)

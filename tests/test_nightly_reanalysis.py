@@ -458,3 +458,62 @@ async def test_a_thread_deleted_while_it_is_analysed_is_no_failure(ctx: Any) -> 
     assert set(got) == {2}
     async with ctx.sessionmaker() as session:
         assert await session.scalar(select(Analysis).where(Analysis.thread_id == ids[1])) is None
+
+
+async def test_no_transaction_is_held_while_the_next_thread_is_analysed(ctx: Any) -> None:
+    """Thousands of threads take the step minutes: while it analyses a thread, nothing of the
+    ones before is held (no PostgreSQL transaction left open, no row lock on `analyses`;
+    SQLite's write lock free), so webhooks and other replicas write meanwhile. Probed while
+    the second thread's analysis waits on the analysis thread."""
+    import asyncio
+    import sqlite3
+    import threading
+
+    from sqlalchemy import event, text
+
+    from bot.analysis import on_analysis_thread
+    from bot.config import sqlite_path
+    from bot.scheduler import step_reanalyse
+
+    await _store(ctx, {1: _versions()["older"], 2: _versions()["older"], 3: None})
+    gate = threading.Event()
+    second = asyncio.Event()
+    held: list[Any] = []
+    reads = 0
+
+    def saw(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        nonlocal reads
+        if "FROM comments" in statement:
+            reads += 1
+            if reads == 2:  # the first thread is stored; hold the second's analysis
+                held.append(on_analysis_thread(gate.wait, 30))
+                second.set()
+
+    event.listen(ctx.engine.sync_engine, "before_cursor_execute", saw)
+    step = asyncio.ensure_future(step_reanalyse(ctx))
+    try:
+        await asyncio.wait_for(second.wait(), 30)
+        if ctx.engine.dialect.name == "sqlite":
+            path = sqlite_path(ctx.settings.database_url)
+            other = sqlite3.connect(path, timeout=0, isolation_level=None)
+            try:
+                other.execute("BEGIN IMMEDIATE")  # raises "database is locked" if it is held
+                other.execute("ROLLBACK")
+            finally:
+                other.close()
+        else:
+            async with ctx.engine.connect() as conn:
+                open_elsewhere = await conn.scalar(text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'"))
+                locks = await conn.scalar(text(
+                    "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+                    "WHERE c.relname = 'analyses' AND l.pid <> pg_backend_pid()"))
+            assert (open_elsewhere, locks) == (0, 0)
+    finally:
+        gate.set()
+        for h in held:
+            await h
+        counts = await step
+        event.remove(ctx.engine.sync_engine, "before_cursor_execute", saw)
+    assert counts["reanalysed"] == 3

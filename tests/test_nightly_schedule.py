@@ -51,20 +51,20 @@ def test_the_night_is_at_its_utc_time_whatever_the_local_time_zone(
     container must not move the night, nor the time a missed night is looked for."""
     from bot.context import AppContext
 
-    monkeypatch.setenv("TZ", zone)
-    time.tzset()
     try:
-        ctx = AppContext.create(dataclasses.replace(settings, nightly_cron="30 2 * * *"))
-        scheduler = create_scheduler(ctx)
-        assert str(scheduler.timezone) == "UTC"
-        trigger = scheduler.get_job("nightly").trigger
-        now = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)  # summer: LA and Lord Howe shift too
-        fire = trigger.get_next_fire_time(None, now)
-        assert fire.astimezone(UTC) == datetime(2026, 7, 2, 2, 30, tzinfo=UTC)
-        assert last_fire_time(nightly_trigger(ctx), now) == datetime(2026, 7, 1, 2, 30, tzinfo=UTC)
+        with monkeypatch.context() as env:
+            env.setenv("TZ", zone)
+            time.tzset()
+            ctx = AppContext.create(dataclasses.replace(settings, nightly_cron="30 2 * * *"))
+            scheduler = create_scheduler(ctx)
+            assert str(scheduler.timezone) == "UTC"
+            trigger = scheduler.get_job("nightly").trigger
+            now = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)  # summer: LA and Lord Howe shift too
+            fire = trigger.get_next_fire_time(None, now)
+            assert fire.astimezone(UTC) == datetime(2026, 7, 2, 2, 30, tzinfo=UTC)
+            assert last_fire_time(nightly_trigger(ctx), now) == datetime(2026, 7, 1, 2, 30, tzinfo=UTC)
     finally:
-        monkeypatch.undo()
-        time.tzset()
+        time.tzset()  # the TZ of before, restored by the context
 
 
 async def _run_scheduler_until(ctx: Any, modify: dict[str, datetime], want: int) -> list[JobRun]:

@@ -148,3 +148,37 @@ async def test_a_run_that_lasts_past_the_next_nights_start(ctx: Any) -> None:
     assert second is not None and second["outcome"] in ("ok", "partial"), second
     outcomes = [r.outcome for r in await _nightly_runs(ctx)]
     assert outcomes[1:] == ["ok", "skipped", second["outcome"]], outcomes
+
+
+async def test_two_replicas_firing_together_run_the_night_once(ctx: Any) -> None:
+    """PostgreSQL, two replicas whose schedulers fire for the same night at the same moment:
+    the advisory lock lets one run it; the other records `skipped` and leaves (SQLite is one
+    process: its lock is the process's own)."""
+    from bot.context import AppContext
+    from bot.store.db import is_postgres
+
+    if not is_postgres(ctx.settings.database_url):
+        pytest.skip("several replicas need PostgreSQL")
+    now = datetime.now(UTC)
+    ctx.settings = dataclasses.replace(ctx.settings, nightly_cron=_cron(now - timedelta(minutes=1)))
+    fire = last_fire_time(nightly_trigger(ctx), now)
+    other = AppContext.create(ctx.settings)
+    release = asyncio.Event()
+    entered: list[str] = []
+
+    async def step(_ctx: Any) -> Any:
+        entered.append("in")
+        await release.wait()
+        return "done"
+
+    try:
+        runs = [asyncio.ensure_future(nightly_job(c, steps=[("sync", step)], fire_time=fire))
+                for c in (ctx, other)]
+        done, _ = await asyncio.wait(runs, return_when=asyncio.FIRST_COMPLETED, timeout=30)
+        assert len(done) == 1 and done.pop().result()["outcome"] == "skipped"
+        release.set()
+        outcomes = sorted(r["outcome"] for r in await asyncio.gather(*runs))
+    finally:
+        release.set()
+        await other.close()
+    assert outcomes == ["ok", "skipped"] and entered == ["in"]

@@ -268,7 +268,69 @@ def test_sqlite_file_that_is_not_a_database(tmp_path: Path) -> None:
     db = tmp_path / "notes.db"
     db.write_text("these are notes, not a database\n" * 100)
     result = rltracker("stats", env={"DATABASE_URL": f"sqlite+aiosqlite:///{db}"})
-    one_line(result, "stats", 1, "DATABASE_URL", "cannot open the SQLite database")
+    line = one_line(result, "stats", 1, "DATABASE_URL", "is not a SQLite database or is damaged",
+                    "backup")
+    assert "cannot open" not in line
+
+
+def _sqlite_failure(db: Path, make: str) -> BaseException:
+    """A real SQLite failure of each kind, raised through SQLAlchemy as the commands meet it
+    (aiosqlite raises the sqlite3 module's errors; a synchronous engine raises the same)."""
+    import sqlite3
+
+    from sqlalchemy import create_engine, text
+
+    url = f"sqlite:///{db}"
+    if make == "locked":
+        holder = sqlite3.connect(db, isolation_level=None)
+        holder.execute("CREATE TABLE IF NOT EXISTS t (x)")
+        holder.execute("BEGIN EXCLUSIVE")
+        engine = create_engine(url, connect_args={"timeout": 0})
+    elif make == "readonly":
+        sqlite3.connect(db).execute("CREATE TABLE t (x)").connection.close()
+        engine = create_engine(f"sqlite:///file:{db}?mode=ro&uri=true")
+    elif make == "full":
+        engine = create_engine(url)
+    elif make == "corrupt":
+        db.write_bytes(b"SQLite format 3\x00" + b"\xff" * 8192)
+        engine = create_engine(url)
+    else:  # cannot open: its folder is gone
+        engine = create_engine(f"sqlite:///{db.parent}/gone/x.db")
+    try:
+        with engine.begin() as conn:
+            if make == "full":
+                conn.execute(text("PRAGMA max_page_count = 2"))
+                conn.execute(text("CREATE TABLE t (x)"))
+                conn.execute(text("INSERT INTO t VALUES (randomblob(100000))"))
+            conn.execute(text("INSERT INTO t VALUES (1)"))
+    except Exception as exc:  # noqa: BLE001 - the failure is what this returns
+        return exc
+    finally:
+        engine.dispose()
+    raise AssertionError(f"no {make} failure")
+
+
+@pytest.mark.parametrize(("make", "said"), [
+    ("locked", "is locked by another process"),
+    ("readonly", "is read-only"),
+    ("full", "is full"),
+    ("corrupt", "is not a SQLite database or is damaged"),
+    ("cannot_open", "cannot open the SQLite database"),
+])
+def test_each_sqlite_failure_says_what_happened(make: str, said: str, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any SQLite error was "cannot open the SQLite database (...)": a database another
+    process had locked, a full disk, a read-only file or mount, a damaged file, all sent the
+    operator to look for a file that was there and opened. Each now says what happened."""
+    db = tmp_path / "db.sqlite"
+    monkeypatch.setenv("DATABASE_URL", f"sqlite+aiosqlite:///{db}")
+    exc = _sqlite_failure(db, make)
+    known = explain(exc)
+    assert known is not None, exc
+    message, status = known
+    assert status == 1 and "DATABASE_URL" in message and said in message, message
+    if make != "cannot_open":
+        assert "cannot open" not in message, message
 
 
 # ----------------------------------------------------------------- --debug, usage errors

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 import socket
 import time
@@ -103,6 +104,60 @@ async def test_token_refreshed_shortly_before_expiry(client: GitHubClient, insta
     assert client.token_refreshes == 3
     tokens = [call.token for call in installed.requests("GET", r"/issues/1$")]
     assert tokens[0] == tokens[1] != tokens[2] != tokens[3]
+
+
+def _scrubbed_line(message: str, *args: object) -> str:
+    """One log line as `serve` writes it (bot.logs.JsonFormatter), on a logger of the test's own."""
+    from bot.logs import JsonFormatter
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger("rltracker.test_scrubbing")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        logger.warning(message, *args, extra={"detail": f"Authorization: token {args[0]}"})
+    finally:
+        logger.removeHandler(handler)
+    return stream.getvalue()
+
+
+async def test_installation_tokens_and_the_app_jwt_are_scrubbed_from_logs(
+        client: GitHubClient, installed: FakeGitHub):
+    """The scrubber knew the webhook secret, GITHUB_TOKEN and the private key, not the
+    installation tokens and app JWTs the client mints: a log line quoting one (an error text
+    carrying a request's headers, a library's debug line) wrote it out as it was, a token
+    good for an hour on every repository of the installation."""
+    gh = await client.api(7)
+    await gh.getitem("/repos/verl-project/verl/issues/1")
+    token = installed.requests("GET", r"/issues/1$")[-1].token
+    jwt = installed.requests("POST", r"/access_tokens$")[-1].token
+    assert token and token.startswith("ghs_") and jwt
+    line = _scrubbed_line("request with %s failed (app %s)", token, jwt)
+    assert token not in line and jwt not in line
+    assert line.count("[redacted]") == 3, line
+
+
+async def test_expired_installation_tokens_leave_the_scrubber(client: GitHubClient,
+                                                             installed: FakeGitHub):
+    """Registered tokens are bounded: one that has expired (past a short grace) is dropped
+    when the next is registered, so a service running for months does not scrub every log
+    line against every token it ever minted."""
+    from bot.logs import registered_secret_count
+
+    gh = await client.api(7)
+    installed.token_ttl = -3600  # each token GitHub gives has expired: refreshed before each use
+    before = registered_secret_count()
+    for _ in range(20):
+        await gh.getitem("/repos/verl-project/verl/issues/1")
+    assert client.token_refreshes >= 20
+    assert registered_secret_count() <= before + 2  # the latest token, not the twenty
+    installed.token_ttl = 3600
+    client.invalidate_token(7)
+    await gh.getitem("/repos/verl-project/verl/issues/1")
+    live = installed.requests("GET", r"/issues/1$")[-1].token
+    assert live not in _scrubbed_line("token %s", live)
 
 
 async def test_one_refresh_at_a_time(client: GitHubClient, installed: FakeGitHub):

@@ -139,25 +139,25 @@ async def test_installation_tokens_and_the_app_jwt_are_scrubbed_from_logs(
     assert line.count("[redacted]") == 3, line
 
 
-async def test_expired_installation_tokens_leave_the_scrubber(client: GitHubClient,
-                                                             installed: FakeGitHub):
-    """Registered tokens are bounded: one that has expired (past a short grace) is dropped
-    when the next is registered, so a service running for months does not scrub every log
-    line against every token it ever minted."""
-    from bot.logs import registered_secret_count
+def test_the_scrubber_holds_only_live_tokens_and_a_bounded_number(monkeypatch: pytest.MonkeyPatch):
+    """Registered tokens are bounded: one already expired (past a short grace) is not kept,
+    and past MAX_EXPIRING the soonest to expire leave, so a service running for months does
+    not hold (and test every log line against) every token it ever minted."""
+    import secrets as random_secrets
 
-    gh = await client.api(7)
-    installed.token_ttl = -3600  # each token GitHub gives has expired: refreshed before each use
-    before = registered_secret_count()
+    from bot import logs
+
+    before = logs.registered_secret_count()
     for _ in range(20):
-        await gh.getitem("/repos/verl-project/verl/issues/1")
-    assert client.token_refreshes >= 20
-    assert registered_secret_count() <= before + 2  # the latest token, not the twenty
-    installed.token_ttl = 3600
-    client.invalidate_token(7)
-    await gh.getitem("/repos/verl-project/verl/issues/1")
-    live = installed.requests("GET", r"/issues/1$")[-1].token
-    assert live not in _scrubbed_line("token %s", live)
+        logs.register_secret("ghs_" + random_secrets.token_hex(18),
+                             expires_in=-logs.EXPIRED_GRACE - 60)
+    assert logs.registered_secret_count() == before
+    monkeypatch.setattr(logs, "MAX_EXPIRING", 5)
+    tokens = ["ghs_" + random_secrets.token_hex(18) for _ in range(20)]
+    for n, token in enumerate(tokens):
+        logs.register_secret(token, expires_in=3000 + n)  # the later, the longer it lives
+    assert logs.registered_secret_count() <= len(logs._secrets) + 5
+    assert tokens[-1] not in _scrubbed_line("token %s", tokens[-1])
 
 
 async def test_one_refresh_at_a_time(client: GitHubClient, installed: FakeGitHub):

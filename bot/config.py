@@ -399,7 +399,9 @@ def local_url(port: int) -> str:
 @dataclass(frozen=True)
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
-    webhook_secret: str | None = None
+    webhook_secret: str | None = field(default=None, repr=False)
+    # GITHUB_WEBHOOK_SECRET_PREVIOUS: during a rotation, deliveries signed with it are accepted too
+    webhook_secret_previous: str | None = field(default=None, repr=False)
     app_id: str | None = None
     private_key: str | None = field(default=None, repr=False)
     token: str | None = field(default=None, repr=False)
@@ -437,6 +439,8 @@ class Settings:
             # GitHub's secret field is one line: a newline at the end came from the file the
             # variable was filled from (`echo secret > file`) and would refuse every delivery.
             webhook_secret=(env.get("GITHUB_WEBHOOK_SECRET") or "").rstrip("\r\n") or None,
+            webhook_secret_previous=(env.get("GITHUB_WEBHOOK_SECRET_PREVIOUS") or "").rstrip("\r\n")
+            or None,
             app_id=app_id,
             private_key=key or None,
             token=(env.get("GITHUB_TOKEN") or "").strip() or None,  # no token holds a space

@@ -13,6 +13,7 @@ from bot.config import WEBHOOK_BODY_LIMIT
 from bot.context import CTX, INBOX, METRICS, WORKER
 from bot.metrics import Metrics
 from bot.site import api, pages, preview_pages, report_pages, study, threads, verdicts
+from bot.store import db as store_db
 from bot.webhooks.inbox import Inbox
 from bot.webhooks.receive import webhook
 from bot.webhooks.worker import Worker
@@ -31,11 +32,42 @@ async def refuse_nul(request: web.Request,
     return await handler(request)
 
 
+# The export gathers every thread and finding: long on a large tracker, and read by scripts
+# that wait for it. Its statements are not bounded (the other requests' are).
+UNBOUNDED_PATHS = frozenset({"/api/export.json", "/api/export.csv"})
+_TOO_LONG = "the database took too long to answer; try again later"
+
+
+@web.middleware
+async def bounded_statements(request: web.Request,
+                             handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                             ) -> web.StreamResponse:
+    """A request's statements are cut by PostgreSQL after RLTRACKER_STATEMENT_TIMEOUT: a
+    runaway query no longer holds its pooled connection and a server backend for as long as it
+    runs. The cut is answered 503 (JSON on /api/, text on a page) with one log line."""
+    if request.path in UNBOUNDED_PATHS:
+        return await handler(request)
+    seconds = getattr(request.app[CTX].settings, "statement_timeout", None)
+    with store_db.bounded_statements(seconds):
+        try:
+            return await handler(request)
+        except Exception as exc:
+            if not store_db.is_statement_timeout(exc):
+                raise
+    log.warning("%s %s: %s (statement cut at %ss)", request.method, request.path[:200],
+                _TOO_LONG.partition(";")[0], seconds)
+    if request.path.startswith("/api/"):
+        return web.json_response({"error": _TOO_LONG}, status=503)
+    return web.Response(text=f"503 Service Unavailable: {_TOO_LONG}\n", status=503,
+                        headers={"Retry-After": "30"})
+
+
 def create_app(ctx: Any, *, worker: bool = True, worker_options: dict[str, Any] | None = None
                ) -> web.Application:
     """The whole web app. With `worker=True` the inbox worker runs inside it (started and
     stopped with the app); the inbox writer always does, since /webhook needs it."""
-    app = web.Application(client_max_size=WEBHOOK_BODY_LIMIT, middlewares=[refuse_nul, api.json_errors])
+    app = web.Application(client_max_size=WEBHOOK_BODY_LIMIT, middlewares=[refuse_nul, api.json_errors,
+                                                                      bounded_statements])
     app[CTX] = ctx
     app[METRICS] = Metrics()
     inbox = Inbox(ctx.engine)
@@ -48,7 +80,8 @@ def create_app(ctx: Any, *, worker: bool = True, worker_options: dict[str, Any] 
         inbox.add_listener(w.wake)
 
     async def start_background(app: web.Application) -> None:
-        inbox.start()
+        with store_db.bounded_statements(getattr(ctx.settings, "statement_timeout", None)):
+            inbox.start()  # its writer task keeps the bound: the webhook's answer waits on it
         if WORKER in app:
             app[WORKER].start()
 

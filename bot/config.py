@@ -26,6 +26,9 @@ DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///rltracker.db"
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_PORT = 8000
 DEFAULT_WORKER_LEASE = 120.0
+# Seconds a statement of a web request (page, API, the webhook's inbox write) may run on
+# PostgreSQL before the server cuts it (RLTRACKER_STATEMENT_TIMEOUT)
+DEFAULT_STATEMENT_TIMEOUT = 30.0
 WEBHOOK_BODY_LIMIT = 25 * 1024 * 1024
 
 SQLITE_PREFIX = "sqlite+aiosqlite://"
@@ -368,6 +371,7 @@ def check_env(env: Mapping[str, str], *, database_may_be_absent: bool = False) -
         except ValueError as exc:
             raise SettingError("PORT", env["PORT"], str(exc)) from None
     _check_number(env, "RLTRACKER_WORKER_LEASE")
+    _check_number(env, "RLTRACKER_STATEMENT_TIMEOUT")
     report_issue = env.get("RLTRACKER_REPORT_ISSUE")
     if report_issue and not _REPORT_ISSUE.fullmatch(report_issue.strip()):
         raise SettingError("RLTRACKER_REPORT_ISSUE", report_issue,
@@ -413,6 +417,8 @@ class Settings:
     port: int = DEFAULT_PORT  # of `rltracker serve`; --port wins
     worker_lease: float = DEFAULT_WORKER_LEASE  # seconds an inbox row stays claimed without a heartbeat
     fetch_papers: bool = False  # RLTRACKER_FETCH_PAPERS: the nightly job reads new arXiv listings
+    # seconds a web request's statement may run on PostgreSQL (RLTRACKER_STATEMENT_TIMEOUT)
+    statement_timeout: float = DEFAULT_STATEMENT_TIMEOUT
 
     @property
     def graphql_url(self) -> str:
@@ -452,6 +458,7 @@ class Settings:
             port=port,
             worker_lease=float(env.get("RLTRACKER_WORKER_LEASE") or DEFAULT_WORKER_LEASE),
             fetch_papers=_truthy(env.get("RLTRACKER_FETCH_PAPERS")),
+            statement_timeout=float(env.get("RLTRACKER_STATEMENT_TIMEOUT") or DEFAULT_STATEMENT_TIMEOUT),
         )
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]

@@ -107,3 +107,31 @@ async def test_the_worker_and_jobs_are_not_bounded(bounded: AppContext) -> None:
         shown = await session.scalar(text("SHOW statement_timeout"))
         await session.execute(text("SELECT pg_sleep(1)"))
     assert shown == "0"
+
+
+async def test_tracker_pages_with_the_database_down_are_a_503_not_a_traceback(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The database down (PostgreSQL restarting, a network cut): /healthz said so (503) and the
+    API answered 503, but every tracker page was aiohttp's "500 Internal Server Error: Server
+    got itself in trouble" with a full traceback logged per request. A page now says 503, the
+    database did not answer, in one warning line. No database server is needed: nothing
+    listens on the port."""
+    from tests.test_crash_recovery import free_port
+
+    url = f"postgresql+asyncpg://rltracker:rltracker@127.0.0.1:{free_port()}/gone"
+    ctx = AppContext.create(Settings.from_env({"DATABASE_URL": url,
+                                               "GITHUB_WEBHOOK_SECRET": "test-secret"}))
+    caplog.set_level(logging.INFO)
+    try:
+        async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
+            for path in ("/", "/proposals", "/methods/grpo"):
+                resp = await client.get(path)
+                assert resp.status == 503, (path, resp.status)
+                assert "the database did not answer" in await resp.text()
+            assert (await client.get("/healthz")).status == 503
+            assert (await client.get("/api/stats")).status == 503
+    finally:
+        await ctx.close()
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+    said = [r.getMessage() for r in caplog.records if "did not answer" in r.getMessage()]
+    assert len(said) == 4, said

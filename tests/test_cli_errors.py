@@ -227,6 +227,16 @@ def test_postgresql_refusing_the_password() -> None:
     assert "certainly-wrong-pw" not in result.stderr
 
 
+def test_a_url_with_an_unclosed_bracket_is_one_line_naming_it(migrated_db: str) -> None:
+    """GITHUB_API_URL=http://[::1 (an IPv6 address with its bracket not closed): urlsplit's
+    ValueError escaped the check, `rltracker stats` printed a traceback and "this is a bug",
+    and `serve` a line "Invalid IPv6 URL" naming no variable."""
+    for command in (["stats"], ["serve", "--dev", "--port", str(free_port())]):
+        result = rltracker(*command, env={"DATABASE_URL": migrated_db,
+                                          "GITHUB_API_URL": "http://[::1"})
+        one_line(result, command[0], 2, "GITHUB_API_URL='http://[::1'", "expected an http")
+
+
 def test_sqlite_database_not_migrated(tmp_path: Path) -> None:
     (tmp_path / "empty.db").touch()
     result = rltracker("stats", env={"DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/empty.db"})
@@ -449,7 +459,10 @@ def test_a_key_that_is_not_rsa() -> None:
     ("RLTRACKER_STATEMENT_TIMEOUT", "0"),
     ("RLTRACKER_STATEMENT_TIMEOUT", "30s"),
     ("GITHUB_API_URL", "api.github.com"),
+    ("GITHUB_API_URL", "http://[::1"),  # an unclosed bracket: was a ValueError traceback
     ("RLTRACKER_PUBLIC_URL", "ftp://tracker.example"),
+    ("RLTRACKER_PUBLIC_URL", "https://[tracker.example"),
+    ("RLTRACKER_ARXIV_API_URL", "http://[export.arxiv.org"),
     ("RLTRACKER_REPORT_ISSUE", "owner/repo"),
     ("RLTRACKER_DRY_RUN", "maybe"),
     ("RLTRACKER_FETCH_PAPERS", "yes please"),

@@ -267,11 +267,11 @@ def _check_http_url(env: Mapping[str, str], name: str) -> None:
     value = env.get(name)
     if not value:
         return
-    parts = urlsplit(value)
     try:
+        parts = urlsplit(value)  # raises on an unclosed IPv6 bracket (http://[::1)
         parts.port  # noqa: B018 - parsing it raises on a bad port
     except ValueError:
-        parts = parts._replace(netloc="")
+        raise SettingError(name, value, "expected an http:// or https:// URL") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise SettingError(name, value, "expected an http:// or https:// URL")
 

@@ -405,6 +405,14 @@ def test_database_urls_refused(url: str) -> None:
     assert _error({"DATABASE_URL": url}).name == "DATABASE_URL"
 
 
+def test_a_database_url_with_an_unclosed_bracket_says_so_not_the_port() -> None:
+    """postgresql://u:p@[::1/db (an IPv6 host with its bracket not closed) was refused as "the
+    port is not a number": the operator looked at a port the URL does not have."""
+    message = _error({"DATABASE_URL": "postgresql://u:p@[::1/db"}).message
+    assert "Invalid IPv6 URL" in message and "port" not in message.partition(";")[0], message
+    assert "u:***@" in message
+
+
 def test_sqlite_paths(tmp_path: Path) -> None:
     assert sqlite_path("sqlite+aiosqlite:///rel/x.db") == Path("rel/x.db")
     assert sqlite_path("sqlite+aiosqlite:////abs/x.db?mode=rwc") == Path("/abs/x.db")

@@ -153,6 +153,11 @@ def check_database_url(url: str, *, may_be_absent: bool = False) -> None:
     normal = normalise_database_url(url)
     if normal.startswith(POSTGRES_PREFIX):
         try:
+            urlsplit(normal)
+        except ValueError as exc:  # an unclosed IPv6 bracket
+            raise SettingError("DATABASE_URL", shown, f"not a URL ({exc}); "
+                               + SUPPORTED_DATABASES) from None
+        try:
             urlsplit(normal).port  # noqa: B018 - parsing it raises on a bad port
         except ValueError:
             raise SettingError("DATABASE_URL", shown,

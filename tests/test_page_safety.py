@@ -6,11 +6,13 @@ duplicate ids, table headers with their scope)."""
 
 from __future__ import annotations
 
+from html.parser import HTMLParser
 from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
 from sqlalchemy import text
 
+from tests.browser import chromium  # noqa: F401 - the fixture
 from tests.test_site import seed
 from tests.test_thread_page import seed_actions
 
@@ -72,3 +74,101 @@ async def test_a_page_that_crashes_carries_the_security_headers(ctx) -> None:
         _assert_safe_headers("/verdicts", resp.headers)
     finally:
         await client.close()
+
+
+# --- direction overrides in GitHub's text -----------------------------------------------------
+
+RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE: reverses what follows until its paragraph ends
+
+
+async def _override_everywhere(ctx: Any) -> None:
+    """trl#8 (a failure report) with a title, a label and a linked paper's title that each
+    open a right-to-left override and never close it."""
+    from sqlalchemy import select
+
+    from bot.store.models import Analysis, Thread
+
+    async with ctx.sessionmaker() as session, session.begin():
+        thread = await session.scalar(select(Thread).where(Thread.repo == "huggingface/trl",
+                                                           Thread.number == 8))
+        assert thread is not None
+        thread.title = f"Entropy collapses {RLO}after 200 steps"
+        thread.labels = [f"wontfix {RLO}", "bug"]
+        analysis = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
+        assert analysis is not None
+        analysis.result = {**analysis.result, "papers": [
+            {"arxiv_id": "2507.18071", "title": f"Group Sequence Policy Optimization {RLO}",
+             "method": "gspo", "how": "arxiv_id", "score": 1.0}]}
+
+
+class _Isolation(HTMLParser):
+    """Each text run holding RLO, and whether an element isolating its direction (<bdi>, or
+    any element with a dir attribute) encloses it."""
+
+    VOID = {"br", "img", "input", "meta", "link", "hr", "wbr", "col", "area", "source"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[bool] = []
+        self.runs: list[tuple[str, bool]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in self.VOID:
+            self.stack.append(tag == "bdi" or any(k == "dir" for k, _ in attrs))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag not in self.VOID and self.stack:
+            self.stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        if RLO in data:
+            self.runs.append((data, any(self.stack)))
+
+
+async def test_github_text_is_isolated_wherever_a_page_shows_it(ctx) -> None:
+    """A thread's title, its labels and a linked paper's title are shown in <bdi> (their own
+    direction, isolated from the page's words) on every page that lists them. On main only
+    the paper title reversed words of the page (the next test); the rest is this rule kept
+    everywhere, as the report page keeps it."""
+    client = await _client(ctx)
+    await _override_everywhere(ctx)
+    try:
+        for path in ("/", "/failures/entropy_collapse", "/threads/huggingface/trl/8",
+                     "/repos/huggingface/trl/preview"):
+            resp = await client.get(path)
+            assert resp.status == 200, path
+            parser = _Isolation()
+            parser.feed(await resp.text())
+            assert parser.runs, path
+            bare = [run for run, isolated in parser.runs if not isolated]
+            assert not bare, (path, bare)
+    finally:
+        await client.close()
+
+
+MEASURE = """
+function order(el) {  // [left of the first character, left of the last]: in order when first < last
+  var n = el.firstChild, r1 = document.createRange(), r2 = document.createRange();
+  r1.setStart(n, 0); r1.setEnd(n, 1); r2.setStart(n, n.data.length - 1); r2.setEnd(n, n.data.length);
+  return [r1.getBoundingClientRect().left, r2.getBoundingClientRect().left];
+}
+var method = Array.from(document.querySelectorAll('li a[href="/methods/gspo"]'))[0];
+return {method: order(method)};
+"""
+
+
+async def test_a_direction_override_does_not_reverse_the_thread_page(sqlite_ctx: Any, chromium: Any) -> None:  # noqa: F811
+    """In Chromium, a linked paper's title holding an unclosed RLO reversed the method the
+    thread page names after it: '· method GSPO' read 'OPSG'. (A title stands alone in its
+    heading or before a line break, and a label is an inline-block: neither reversed
+    anything on main; they are isolated all the same, and an Arabic or Hebrew one gets its
+    own direction.)"""
+    from tests.browser import serving
+
+    await seed(sqlite_ctx)
+    await _override_everywhere(sqlite_ctx)
+    async with serving(sqlite_ctx) as server:
+        url = str(server.make_url("/threads/huggingface/trl/8"))
+        found = (await chromium.evaluate([url], MEASURE, width=1000))[url]
+    for what, (first, last) in found.items():
+        assert first < last, (what, found)

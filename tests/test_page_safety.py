@@ -172,3 +172,79 @@ async def test_a_direction_override_does_not_reverse_the_thread_page(sqlite_ctx:
         found = (await chromium.evaluate([url], MEASURE, width=1000))[url]
     for what, (first, last) in found.items():
         assert first < last, (what, found)
+
+
+# --- accessibility basics -----------------------------------------------------------------------
+
+class _Outline(HTMLParser):
+    """What a screen reader and a browser's outline rely on: the <h1>s, the document's
+    <title> (not an SVG's), the root's lang, the ids, and each table header's scope."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.h1 = 0
+        self.titles = 0
+        self.lang: str | None = None
+        self.ids: list[str] = []
+        self.headers: list[tuple[str, str | None, str]] = []  # (section, scope, text)
+        self.section = ""
+        self.svg = 0
+        self._th: list[Any] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if a.get("id"):
+            self.ids.append(str(a["id"]))
+        if tag == "svg":
+            self.svg += 1
+        elif tag == "html":
+            self.lang = a.get("lang")
+        elif tag == "h1":
+            self.h1 += 1
+        elif tag == "title" and not self.svg:
+            self.titles += 1
+        elif tag in ("thead", "tbody", "tfoot"):
+            self.section = tag
+        elif tag == "table":
+            self.section = ""
+        elif tag == "th":
+            self._th = [self.section, a.get("scope"), ""]
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "svg":
+            self.svg -= 1
+        elif tag == "th" and self._th is not None:
+            self.headers.append((self._th[0], self._th[1], self._th[2].strip()))
+            self._th = None
+
+    def handle_data(self, data: str) -> None:
+        if self._th is not None:
+            self._th[2] += data
+
+
+PAGES = ["/", "/methods/gspo", "/failures/entropy_collapse", "/frameworks/verl",
+         "/frameworks/trl", "/proposals", "/proposals?page=9", "/repos/", "/threads/huggingface/trl/8",
+         "/verdicts", "/study", "/study/sets/landed.verl", "/study/sets/no-such-set", "/reports/",
+         "/repos/huggingface/trl/preview", "/methods/no-such-method"]
+
+
+async def test_every_page_has_the_accessibility_basics(ctx) -> None:
+    """One <h1>, one <title>, lang on <html>, no id twice, and every table header says what it
+    heads (scope="col" in a table's head, "row" beside a row's cells): on main no <th> of
+    any page had a scope, the study's review table among them (row headers in its body, an
+    empty header in its corner) and its per-framework table (headers over two rows)."""
+    client = await _client(ctx)
+    try:
+        for path in PAGES:
+            resp = await client.get(path)
+            assert resp.status in (200, 404), (path, resp.status)
+            page = _Outline()
+            page.feed(await resp.text())
+            assert page.h1 == 1 and page.titles == 1 and page.lang == "en", path
+            assert len(page.ids) == len(set(page.ids)), (path, sorted(page.ids))
+            for section, scope, label in page.headers:
+                assert label, (path, "a table header with no text")
+                wanted = ("col", "colgroup") if section == "thead" else ("row", "rowgroup")
+                assert scope in wanted, (path, section, scope, label)
+    finally:
+        await client.close()

@@ -189,6 +189,8 @@ class _Outline(HTMLParser):
         self.headers: list[tuple[str, str | None, str]] = []  # (section, scope, text)
         self.section = ""
         self.svg = 0
+        self.head = False
+        self.body_styles = 0  # <style> elements outside <head>: not allowed there
         self._th: list[Any] | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -197,6 +199,10 @@ class _Outline(HTMLParser):
             self.ids.append(str(a["id"]))
         if tag == "svg":
             self.svg += 1
+        elif tag == "head":
+            self.head = True
+        elif tag == "style" and not self.head:
+            self.body_styles += 1
         elif tag == "html":
             self.lang = a.get("lang")
         elif tag == "h1":
@@ -213,6 +219,8 @@ class _Outline(HTMLParser):
     def handle_endtag(self, tag: str) -> None:
         if tag == "svg":
             self.svg -= 1
+        elif tag == "head":
+            self.head = False
         elif tag == "th" and self._th is not None:
             self.headers.append((self._th[0], self._th[1], self._th[2].strip()))
             self._th = None
@@ -232,7 +240,8 @@ async def test_every_page_has_the_accessibility_basics(ctx) -> None:
     """One <h1>, one <title>, lang on <html>, no id twice, and every table header says what it
     heads (scope="col" in a table's head, "row" beside a row's cells): on main no <th> of
     any page had a scope, the study's review table among them (row headers in its body, an
-    empty header in its corner) and its per-framework table (headers over two rows)."""
+    empty header in its corner) and its per-framework table (headers over two rows). No
+    <style> in the body (HTML allows it in <head> only): the thread page had one."""
     client = await _client(ctx)
     try:
         for path in PAGES:
@@ -242,6 +251,7 @@ async def test_every_page_has_the_accessibility_basics(ctx) -> None:
             page.feed(await resp.text())
             assert page.h1 == 1 and page.titles == 1 and page.lang == "en", path
             assert len(page.ids) == len(set(page.ids)), (path, sorted(page.ids))
+            assert page.body_styles == 0, (path, "a <style> element in the body")
             for section, scope, label in page.headers:
                 assert label, (path, "a table header with no text")
                 wanted = ("col", "colgroup") if section == "thead" else ("row", "rowgroup")

@@ -258,3 +258,53 @@ async def test_every_page_has_the_accessibility_basics(ctx) -> None:
                 assert scope in wanted, (path, section, scope, label)
     finally:
         await client.close()
+
+
+# --- a title nobody can see ------------------------------------------------------------------------
+
+INVISIBLE = "\u200b\u2060\u3164 \u200f"  # zero-width space, word joiner, Hangul filler, space, RLM
+
+
+class _LinkText(HTMLParser):
+    """The text of each link to `href`."""
+
+    def __init__(self, href: str) -> None:
+        super().__init__()
+        self.href, self.texts, self._open = href, [], None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a" and dict(attrs).get("href") == self.href:
+            self._open = ""
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a" and self._open is not None:
+            self.texts.append(self._open)
+            self._open = None
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None:
+            self._open += data
+
+
+async def test_a_title_of_invisible_characters_still_gives_its_link_a_name(ctx) -> None:
+    """A title of zero-width and blank characters only (GitHub strips spaces, not these) was
+    the whole text of the link to the thread page on the front page and the failure page: a
+    link nobody could see or click, that a screen reader announced without a name, and the
+    thread page's heading was blank. Such a title shows as "(no title)", like an empty one."""
+    from sqlalchemy import update
+
+    from bot.store.models import Thread
+
+    client = await _client(ctx)
+    async with ctx.sessionmaker() as session, session.begin():
+        await session.execute(update(Thread).where(Thread.repo == "huggingface/trl", Thread.number == 8)
+                              .values(title=INVISIBLE))
+    try:
+        for path in ("/", "/failures/entropy_collapse"):
+            links = _LinkText("/threads/huggingface/trl/8")
+            links.feed(await (await client.get(path)).text())
+            assert links.texts == ["(no title)"], (path, links.texts)
+        html = await (await client.get("/threads/huggingface/trl/8")).text()
+        assert "<h1><bdi>(no title)</bdi></h1>" in html
+    finally:
+        await client.close()

@@ -287,8 +287,7 @@ class _LinkText(HTMLParser):
 
 
 async def test_a_title_of_invisible_characters_still_gives_its_link_a_name(ctx) -> None:
-    """A title of zero-width and blank characters only (GitHub strips spaces, not these) was
-    the whole text of the link to the thread page on the front page and the failure page: a
+    """A title of zero-width and blank characters only was the whole text of the link to the thread page on the front page and the failure page: a
     link nobody could see or click, that a screen reader announced without a name, and the
     thread page's heading was blank. Such a title shows as "(no title)", like an empty one."""
     from sqlalchemy import update
@@ -308,3 +307,12 @@ async def test_a_title_of_invisible_characters_still_gives_its_link_a_name(ctx) 
         assert "<h1><bdi>(no title)</bdi></h1>" in html
     finally:
         await client.close()
+
+
+def test_shown_title_keeps_every_title_that_shows_something() -> None:
+    from bot.templating import shown_title
+
+    for title in ("GSPO", "\u200bGSPO", "إضافة GSPO", "添加 GSPO", "é", "<b>", "0"):
+        assert shown_title(title) == title
+    for title in (None, "", "   ", "\u200b", "\u2800\u3164", "\u202e\u2066", "\t\n"):
+        assert shown_title(title) == "(no title)"

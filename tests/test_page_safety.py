@@ -82,8 +82,8 @@ RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE: reverses what follows until its paragr
 
 
 async def _override_everywhere(ctx: Any) -> None:
-    """trl#8 (a failure report) with a title, a label and a linked paper's title that each
-    open a right-to-left override and never close it."""
+    """trl#8 (a failure report) with a title, a label, a linked paper's title and a cue word
+    that each open a right-to-left override and never close it."""
     from sqlalchemy import select
 
     from bot.store.models import Analysis, Thread
@@ -98,7 +98,9 @@ async def _override_everywhere(ctx: Any) -> None:
         assert analysis is not None
         analysis.result = {**analysis.result, "papers": [
             {"arxiv_id": "2507.18071", "title": f"Group Sequence Policy Optimization {RLO}",
-             "method": "gspo", "how": "arxiv_id", "score": 1.0}]}
+             "method": "gspo", "how": "arxiv_id", "score": 1.0}],
+            # the cue words are spans of the post
+            "failure": {**analysis.result["failure"], "evidence": [f"entropy {RLO}collapse", "loss nan"]}}
 
 
 class _Isolation(HTMLParser):
@@ -153,13 +155,15 @@ function order(el) {  // [left of the first character, left of the last]: in ord
   return [r1.getBoundingClientRect().left, r2.getBoundingClientRect().left];
 }
 var method = Array.from(document.querySelectorAll('li a[href="/methods/gspo"]'))[0];
-return {method: order(method)};
+var cue = Array.from(document.querySelectorAll('code')).find(e => e.textContent === 'loss nan');
+return {method: order(method), cue: order(cue.firstChild.nodeType === 3 ? cue : cue.firstChild)};
 """
 
 
 async def test_a_direction_override_does_not_reverse_the_thread_page(sqlite_ctx: Any, chromium: Any) -> None:  # noqa: F811
     """In Chromium, a linked paper's title holding an unclosed RLO reversed the method the
-    thread page names after it: '· method GSPO' read 'OPSG'. (A title stands alone in its
+    thread page names after it: '· method GSPO' read 'OPSG'; a cue word holding one reversed
+    the cue words after it ('loss nan' read 'nan ssol'). (A title stands alone in its
     heading or before a line break, and a label is an inline-block: neither reversed
     anything on main; they are isolated all the same, and an Arabic or Hebrew one gets its
     own direction.)"""

@@ -53,7 +53,7 @@ class Chromium:
         profile.mkdir(parents=True, exist_ok=True)
         return [self.executable, *BASE_FLAGS, f"--user-data-dir={profile}"]
 
-    async def _run(self, args: list[str]) -> str:
+    async def _run(self, args: list[str], stderr: bool = False) -> str:
         proc = await asyncio.create_subprocess_exec(
             *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
         )
@@ -65,11 +65,18 @@ class Chromium:
             raise AssertionError(f"chromium did not finish within {RUN_TIMEOUT}s: {args[-1]}") from exc
         if proc.returncode != 0:
             raise AssertionError(f"chromium exited {proc.returncode}: {err.decode()[-2000:]}")
-        return out.decode("utf-8", errors="replace")
+        return (err if stderr else out).decode("utf-8", errors="replace")
 
     async def dump_dom(self, url: str) -> str:
         """The serialised DOM of `url` after the browser parsed it."""
         return await self._run([*self._flags(), "--dump-dom", url])
+
+    async def console(self, url: str) -> list[str]:
+        """What the page wrote to the browser's console while it loaded (a blocked style or
+        image says so there: "... violates the following Content Security Policy ...")."""
+        err = await self._run([*self._flags(), "--enable-logging=stderr", "--v=0",
+                               "--dump-dom", url], stderr=True)
+        return [line for line in err.splitlines() if ":CONSOLE" in line]
 
     async def screenshot(self, url: str, path: Path, width: int = 390, height: int = 1400) -> Path:
         """A PNG of `url` at a phone-sized window (390 px wide by default)."""

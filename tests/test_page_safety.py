@@ -320,3 +320,17 @@ def test_shown_title_keeps_every_title_that_shows_something() -> None:
         assert shown_title(title) == title
     for title in (None, "", "   ", "\u200b", "\u2800\u3164", "\u202e\u2066", "\t\n"):
         assert shown_title(title) == "(no title)"
+
+
+async def test_the_policy_blocks_nothing_a_page_uses(sqlite_ctx: Any, chromium: Any) -> None:  # noqa: F811
+    """Chromium loads every kind of page under its policy (the pages' styles, the study's and
+    the report's SVG, the install preview) and reports no blocked style, image or form."""
+    from tests.browser import serving
+
+    await seed(sqlite_ctx)
+    await seed_actions(sqlite_ctx)
+    async with serving(sqlite_ctx) as server:
+        for path in PAGES:
+            messages = await chromium.console(str(server.make_url(path)))
+            blocked = [m for m in messages if "Content Security Policy" in m]
+            assert not blocked, (path, blocked)

@@ -334,3 +334,44 @@ async def test_the_policy_blocks_nothing_a_page_uses(sqlite_ctx: Any, chromium: 
             messages = await chromium.console(str(server.make_url(path)))
             blocked = [m for m in messages if "Content Security Policy" in m]
             assert not blocked, (path, blocked)
+
+
+# --- a comment in Chinese says so -------------------------------------------------------------
+
+ZH_BODY = ("训练两百步之后熵降到接近零，奖励也不再上升，请问应该怎么调整？\n"
+           "使用 GRPO，学习率 1e-6，每步 8 个回答。")
+
+
+async def test_a_comment_in_chinese_carries_its_language(ctx) -> None:
+    """A comment the app wrote in Chinese (the reporter wrote in Chinese) sat in the English
+    page without a lang: a screen reader read it with an English voice, and a browser chose
+    its font for English (Han characters may take Japanese forms). The thread page's
+    comment and the install preview's now carry lang="zh"."""
+    from datetime import timedelta
+
+    from bot.store.models import Action, Analysis
+    from bot.store.threads import upsert_thread
+    from bot.store.types import utcnow
+    from tests.test_site import _analysis
+
+    client = await _client(ctx)
+    async with ctx.sessionmaker() as session, session.begin():
+        thread = await upsert_thread(session, {
+            "repo": "huggingface/trl", "number": 30, "kind": "issue", "state": "open",
+            "title": "GRPO 训练中熵迅速下降", "body": ZH_BODY, "author": "someone",
+            "created_at": (utcnow() - timedelta(days=1)).isoformat()})
+        result = _analysis(failure="entropy_collapse")
+        session.add(Analysis(thread_id=thread.id, analyzer_version="test", result=result,
+                             is_failure_report=True, failure_category="entropy_collapse",
+                             is_proposal=False, review_state=None, methods=[], arxiv_ids=[]))
+        session.add(Action(repo="huggingface/trl", number=30, kind="failure_comment",
+                           status="dry_run", dedupe_key="t30", language="zh",
+                           body="**很可能是熵崩溃**。"))
+    try:
+        html = await (await client.get("/threads/huggingface/trl/30")).text()
+        assert '<blockquote class="comment" lang="zh">' in html
+        preview = await (await client.get("/repos/huggingface/trl/preview")).text()
+        assert "GRPO 训练中熵迅速下降" in preview
+        assert '<pre lang="zh">' in preview, preview[preview.find("<pre"):][:200]
+    finally:
+        await client.close()

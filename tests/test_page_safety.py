@@ -246,9 +246,14 @@ async def test_every_page_has_the_accessibility_basics(ctx) -> None:
     any page had a scope, the study's review table among them (row headers in its body, an
     empty header in its corner) and its per-framework table (headers over two rows). No
     <style> in the body (HTML allows it in <head> only): the thread page had one."""
+    from datetime import date
+
+    from bot.site.report import run_report
+
     client = await _client(ctx)
+    await run_report(ctx, date(2026, 11, 20))
     try:
-        for path in PAGES:
+        for path in [*PAGES, "/reports/2026-11-20"]:
             resp = await client.get(path)
             assert resp.status in (200, 404), (path, resp.status)
             page = _Outline()
@@ -373,5 +378,44 @@ async def test_a_comment_in_chinese_carries_its_language(ctx) -> None:
         preview = await (await client.get("/repos/huggingface/trl/preview")).text()
         assert "GRPO 训练中熵迅速下降" in preview
         assert '<pre lang="zh">' in preview, preview[preview.find("<pre"):][:200]
+    finally:
+        await client.close()
+
+
+# --- a thread whose opening date is not known ---------------------------------------------------
+
+async def test_a_thread_of_unknown_date_is_listed_last_on_both_databases(ctx) -> None:
+    """Lists are newest first; a thread stored without its opening date (a partial record:
+    the delivery that stored it did not carry the date) came first on PostgreSQL (NULLs sort
+    first in a descending order there) and last on SQLite: on PostgreSQL it headed
+    /proposals, /api/proposals and the front page's recent failure reports for good."""
+    import re
+
+    from bot.store.models import Analysis
+    from bot.store.threads import upsert_thread
+    from tests.test_site import _analysis
+
+    client = await _client(ctx)
+    async with ctx.sessionmaker() as session, session.begin():
+        for number, proposal in ((31, True), (32, False)):
+            thread = await upsert_thread(session, {
+                "repo": "huggingface/trl", "number": number, "kind": "issue", "state": "open",
+                "title": f"Undated {number}"})
+            assert thread.created_at is None
+            failure = None if proposal else "entropy_collapse"
+            session.add(Analysis(
+                thread_id=thread.id, analyzer_version="test",
+                result=_analysis(proposal=proposal, failure=failure),
+                is_failure_report=not proposal, failure_category=failure, is_proposal=proposal,
+                review_state="open_no_reply" if proposal else None, methods=[], arxiv_ids=[]))
+    try:
+        titles = re.findall(r'<a href="/threads/[^"]+"><bdi>([^<]*)</bdi>',
+                            await (await client.get("/proposals")).text())
+        assert titles[-1] == "Undated 31" and len(titles) == 4, titles
+        rows = await (await client.get("/api/proposals")).json()
+        assert rows[-1]["number"] == 31, [r["number"] for r in rows]
+        failures = re.findall(r'<a href="/threads/[^"]+"><bdi>([^<]*)</bdi>',
+                              await (await client.get("/")).text())
+        assert failures[-1] == "Undated 32", failures
     finally:
         await client.close()

@@ -419,3 +419,53 @@ async def test_a_thread_of_unknown_date_is_listed_last_on_both_databases(ctx) ->
         assert failures[-1] == "Undated 32", failures
     finally:
         await client.close()
+
+
+# --- links that say where they go ----------------------------------------------------------------
+
+class _Links(HTMLParser):
+    """(href, visible text, aria-label) of every link outside SVG."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[list[Any]] = []
+        self._open: list[Any] | None = None
+        self.svg = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "svg":
+            self.svg += 1
+        elif tag == "a" and not self.svg:
+            self._open = [a.get("href"), "", a.get("aria-label")]
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "svg":
+            self.svg -= 1
+        elif tag == "a" and self._open is not None:
+            self.links.append(self._open)
+            self._open = None
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None:
+            self._open[1] += data
+
+
+async def test_a_number_that_links_says_what_it_counts(ctx) -> None:
+    """The study page's numbers are links to what they count, and a link's name was only its
+    number: a screen reader's list of links read '2, 0, 1, 0, …' with nothing to tell them
+    apart. Each link whose text is a number now carries a name that starts with the number
+    and says what it counts or where it goes."""
+    import re
+
+    client = await _client(ctx)
+    try:
+        for path in ("/study", "/study/sets/landed.verl"):
+            page = _Links()
+            page.feed(await (await client.get(path)).text())
+            bare = [(href, text) for href, text, label in page.links
+                    if not re.search(r"[^\W\d_]", text)
+                    and not (label and label.startswith(text.strip()) and re.search(r"[^\W\d_]", label))]
+            assert not bare, (path, bare[:8])
+    finally:
+        await client.close()

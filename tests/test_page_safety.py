@@ -6,6 +6,7 @@ duplicate ids, table headers with their scope)."""
 
 from __future__ import annotations
 
+from datetime import date
 from html.parser import HTMLParser
 from typing import Any
 
@@ -461,6 +462,27 @@ async def test_a_number_that_links_says_what_it_counts(ctx) -> None:
     client = await _client(ctx)
     try:
         for path in ("/study", "/study/sets/landed.verl"):
+            page = _Links()
+            page.feed(await (await client.get(path)).text())
+            bare = [(href, text) for href, text, label in page.links
+                    if not re.search(r"[^\W\d_]", text)
+                    and not (label and label.startswith(text.strip()) and re.search(r"[^\W\d_]", label))]
+            assert not bare, (path, bare[:8])
+    finally:
+        await client.close()
+
+
+async def test_no_page_has_a_link_named_only_by_a_number(ctx) -> None:
+    """The same on every page: the reports list named each report's link by its date only,
+    and the install preview named each issue's link to GitHub '#7'."""
+    import re
+
+    from bot.site.report import run_report
+
+    client = await _client(ctx)
+    await run_report(ctx, date(2026, 11, 20))
+    try:
+        for path in [*PAGES, "/reports/2026-11-20"]:
             page = _Links()
             page.feed(await (await client.get(path)).text())
             bare = [(href, text) for href, text, label in page.links

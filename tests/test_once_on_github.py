@@ -1,0 +1,166 @@
+"""The app's side effects on GitHub happen once, and stay known as the app's, across a crash
+between a write on GitHub and its record (review 50): the kind label, the failure comment,
+the rule summary, the nightly report. Against the fake GitHub server, on SQLite and
+PostgreSQL; the crash is a store failure injected at the database level (a trigger refusing
+the record's write) while the real worker handles the delivery, then the worker's retry on
+the same database.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import text
+
+from bot.webhooks.commands import router as commands_router
+from bot.webhooks.inbox import Inbox, InboxRow
+from bot.webhooks.worker import Worker
+from tests.test_actions_e2e import VERL, app_comments, install, open_issue
+from tests.test_commands import actions, comment_event
+from tests.test_github_writes import CONFIG, labels
+from tests.test_verdicts import Minimising, commented, written
+
+
+def no_wait(attempt: int) -> float:
+    return 0.0
+
+
+async def refuse_action_writes(ctx: Any, containing: str) -> None:
+    """From now on the database refuses any write of an `actions` row whose details contain
+    `containing` (a JSON fragment): the process that wrote to GitHub dies before its record."""
+    pattern = "%" + containing.replace("'", "''") + "%"
+    async with ctx.engine.begin() as conn:
+        if ctx.engine.dialect.name == "sqlite":
+            for when in ("INSERT", "UPDATE"):
+                await conn.execute(text(
+                    f"CREATE TRIGGER refuse_{when.lower()} BEFORE {when} ON actions "
+                    f"WHEN NEW.details LIKE '{pattern}' "
+                    "BEGIN SELECT RAISE(ABORT, 'refused by a test trigger'); END"))
+        else:
+            await conn.execute(text(
+                "CREATE FUNCTION refuse_action() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                f"IF NEW.details::text LIKE '{pattern}' THEN "
+                "RAISE EXCEPTION 'refused by a test trigger'; END IF; RETURN NEW; END $$"))
+            await conn.execute(text(
+                "CREATE TRIGGER refuse_action BEFORE INSERT OR UPDATE ON actions "
+                "FOR EACH ROW EXECUTE FUNCTION refuse_action()"))
+
+
+async def allow_action_writes(ctx: Any) -> None:
+    async with ctx.engine.begin() as conn:
+        if ctx.engine.dialect.name == "sqlite":
+            for when in ("insert", "update"):
+                await conn.execute(text(f"DROP TRIGGER IF EXISTS refuse_{when}"))
+        else:
+            await conn.execute(text("DROP TRIGGER IF EXISTS refuse_action ON actions"))
+            await conn.execute(text("DROP FUNCTION IF EXISTS refuse_action()"))
+
+
+async def deliver(ctx: Any, event: Any) -> str:
+    """The delivery stored in the inbox as POST /webhook stores it; returns its id."""
+    inbox = Inbox(ctx.engine)
+    inbox.start()
+    delivery = str(uuid.uuid4())
+    try:
+        await inbox.submit(InboxRow(delivery_id=delivery, event=event.event,
+                                    action=event.data.get("action"), repo=VERL,
+                                    installation_id=None, payload=json.dumps(event.data)))
+    finally:
+        await inbox.close()
+    return delivery
+
+
+async def test_a_label_added_on_github_before_a_crash_stays_the_apps(
+        app_ctx: Any, fake_github: Any) -> None:
+    """`/rltracker kind kl_growth` through the worker: GitHub takes the swap of the app's
+    label (`rl: entropy` removed, `rl: kl` added) and the process dies before the record
+    says `rl: kl` is the app's (the database refuses the write). The retry found `rl: kl` on
+    the issue, took it for a person's and recorded no label of the app's; a later
+    `not-a-failure` then left `rl: kl` on an issue a person said is no failure report."""
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", CONFIG)
+    await commented(app_ctx, fake_github, 81)
+    assert labels(fake_github, 81) == ["rl: entropy"]
+    fake_github.graphql_handler = Minimising()
+    now = datetime.now(UTC)
+    await deliver(app_ctx, written(comment_event("/rltracker kind kl_growth", number=81),
+                                   now - timedelta(minutes=2)))
+    worker = Worker(app_ctx, commands_router, backoff=no_wait)
+    await refuse_action_writes(app_ctx, '"label": "rl: kl"')
+    try:
+        assert await worker.process_one()  # the first attempt: GitHub written, record refused
+    finally:
+        await allow_action_writes(app_ctx)
+    assert worker.counts["retry"] == 1
+    assert labels(fake_github, 81) == ["rl: kl"]
+    assert await worker.run_until_idle() == 1  # the retry, on the same database
+    assert worker.counts["done"] == 1
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.details.get("label") == "rl: kl"
+    await deliver(app_ctx, written(comment_event("/rltracker not-a-failure", number=81),
+                                   now - timedelta(minutes=1)))
+    assert await worker.run_until_idle() == 1
+    assert labels(fake_github, 81) == []
+
+
+async def test_the_first_label_added_before_a_crash_stays_the_apps(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The failure comment's first post through the worker (a `/rltracker recheck` deciding
+    with the author's kind): GitHub takes the comment and the kind label, and the process dies
+    before the record says the label is the app's. The retry found the comment posted
+    (`owned`) and knew of no label of its own to finish, so a later `not-a-failure` left the
+    label on the issue."""
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", CONFIG)
+    await open_issue(app_ctx, fake_github, 82, title="Reward flat", body="The KL climbs to 50.")
+    await commands_router.dispatch(comment_event("/rltracker kind kl_growth", number=82), app_ctx)
+    assert app_comments(fake_github, VERL, 82) == []
+    await deliver(app_ctx, comment_event("/rltracker recheck", number=82))
+    worker = Worker(app_ctx, commands_router, backoff=no_wait)
+    await refuse_action_writes(app_ctx, '"label": "rl: kl"')
+    try:
+        assert await worker.process_one()
+    finally:
+        await allow_action_writes(app_ctx)
+    assert worker.counts["retry"] == 1
+    assert labels(fake_github, 82) == ["rl: kl"] and len(app_comments(fake_github, VERL, 82)) == 1
+    assert await worker.run_until_idle() == 1
+    assert worker.counts["done"] == 1
+    assert len(app_comments(fake_github, VERL, 82)) == 1
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.details.get("label") == "rl: kl" and not row.details.get("label_pending")
+    assert len(fake_github.requests("POST", r"/issues/82/labels$")) == 1
+    fake_github.graphql_handler = Minimising()
+    await deliver(app_ctx, comment_event("/rltracker not-a-failure", number=82))
+    assert await worker.run_until_idle() == 1
+    assert labels(fake_github, 82) == []
+
+
+def test_a_label_of_spaces_is_refused_by_the_config() -> None:
+    """`labels: {kl_growth: "   "}` passed the config's validation (a printable string of 1 to
+    50 characters), and every label add then met GitHub's 422. Refused with a clear reason."""
+    import pytest
+
+    from bot.speaking.repo_config import ConfigError, parse_config_text
+
+    for blank in ("'   '", "' \t '", "'\u3000'"):
+        with pytest.raises(ConfigError) as caught:
+            parse_config_text(f"labels:\n  kl_growth: {blank}\n  entropy_collapse: 'rl: entropy'\n")
+        assert "labels: the label for kl_growth is blank" in str(caught.value)
+    assert parse_config_text("labels:\n  kl_growth: ' rl: kl'\n").labels == {"kl_growth": " rl: kl"}
+
+
+async def test_a_config_label_of_spaces_is_never_sent_to_github(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The repository's config names a label of spaces: the comment is posted, the config
+    problem recorded once (a `config` skip), and GitHub is never asked to add the label."""
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "labels:\n  entropy_collapse: '   '\n")
+    await commented(app_ctx, fake_github, 83)
+    assert len(app_comments(fake_github, VERL, 83)) == 1
+    assert not fake_github.requests("POST", r"/issues/83/labels$")
+    [skip] = await actions(app_ctx, "config")
+    assert "blank" in skip.reason

@@ -255,40 +255,85 @@ async def failure_comment(
     label = config.labels.get(composed.category)
     if label and not _has_label(issue, label):  # else a person's already: nothing to add
         try:
-            await gh.post(f"/repos/{repo}/issues/{number}/labels", data={"labels": [label]})
+            await add_label(ctx, gh, repo, number, action_id, label)
         except Exception as exc:  # a missing label permission must not undo the comment
             from bot.github.client import refused_for_good
 
             if refused_for_good(exc):
                 log.warning("could not add label %r to %s#%s", label, repo, number, exc_info=True)
                 return "posted"
-            # A rate limit, a 5xx, a lost connection: the delivery is retried, and the retry
-            # (finding the comment posted: `owned`) adds it (`add_pending_label`).
-            await _record_label(ctx, action_id, label, key="label_pending")
+            # A rate limit, a 5xx, a lost connection: the intent (`label_pending`) stays, the
+            # delivery is retried, and the retry (finding the comment posted: `owned`)
+            # finishes it (`add_pending_label`).
             raise
-        await _record_label(ctx, action_id, label)  # the app's, not one a person had put there
     return "posted"
 
 
+async def add_label(ctx: Any, gh: Any, repo: str, number: int, action_id: int,
+                    label: str) -> None:
+    """Add `label` to the issue (which does not have it: the caller read it) as the app's.
+    The intent (`label_pending` in the action's details) is committed before the POST and
+    resolved after it, in one transaction with the record that the label is the app's
+    (`label`): a process that dies between GitHub taking the label and that record (killed,
+    its database gone, GitHub's answer lost) leaves the intent, and whoever reads the action
+    next (`resolve_label_intent`: the retry of the delivery, the next kind, edit or
+    not-a-failure) finds the label on the issue and knows it is the app's. A refusal for good
+    (403, 422) drops the intent (nothing was added) and raises; anything else raises with
+    the intent kept."""
+    await _record_label(ctx, action_id, label, key="label_pending")
+    try:
+        await gh.post(f"/repos/{repo}/issues/{number}/labels", data={"labels": [label]})
+    except Exception as exc:
+        from bot.github.client import refused_for_good
+
+        if refused_for_good(exc):
+            await _record_label(ctx, action_id, None, key="label_pending")
+        raise
+    await _label_added(ctx, action_id, label)
+
+
+async def resolve_label_intent(ctx: Any, gh: Any, repo: str, number: int, action_id: int,
+                               issue: dict[str, Any] | None = None) -> tuple[str | None, str | None]:
+    """Settle a label add the app began and did not see through (`add_label`'s intent left
+    by a crash or a failure): the label on the issue now is the app's (the intent was
+    written only when the issue did not have it), recorded as `label`; not on it, the add
+    did not happen (or a person took the label off since): the intent is dropped. Returns
+    (the label recorded as the app's, the intent's label when it was not found on the issue);
+    GitHub is read only when an intent is there."""
+    async with ctx.sessionmaker() as session:
+        details = await session.scalar(select(Action.details).where(Action.id == action_id)) or {}
+    pending, had = details.get("label_pending"), details.get("label")
+    if not pending:
+        return had, None
+    if issue is None:
+        issue = await gh.getitem(f"/repos/{repo}/issues/{number}")
+    if _has_label(issue, pending):
+        await _label_added(ctx, action_id, pending)
+        return pending, None
+    await _record_label(ctx, action_id, None, key="label_pending")
+    return had, pending
+
+
 async def add_pending_label(ctx: Any, sit: Situation, action: Action) -> None:
-    """The kind label the comment's first post could not add (a rate limit, a 5xx: its
-    `label_pending`), added by the retry of its delivery; no second comment. One GitHub
-    refuses for good is logged and dropped; a retryable failure raises again."""
+    """The kind label the comment's first post did not see through (`add_label`'s intent,
+    `label_pending`: the process died after GitHub took it, or a rate limit, a 5xx), finished
+    by the retry of its delivery; no second comment. On the issue already, it is the app's;
+    not there, it is added. One GitHub refuses for good is logged and dropped; a retryable
+    failure raises again."""
     label = (action.details or {}).get("label_pending")
     if not label or action.status != "posted" or sit.installation_id is None or ctx.github is None:
         return
     gh = await installation_gh(ctx, sit.installation_id)
     try:
-        if not _has_label(await gh.getitem(f"/repos/{sit.repo}/issues/{sit.number}"), label):
-            await gh.post(f"/repos/{sit.repo}/issues/{sit.number}/labels", data={"labels": [label]})
-            await _record_label(ctx, action.id, label)
+        _, missing = await resolve_label_intent(ctx, gh, sit.repo, sit.number, action.id)
+        if missing:
+            await add_label(ctx, gh, sit.repo, sit.number, action.id, missing)
     except Exception as exc:
         from bot.github.client import refused_for_good
 
         if not refused_for_good(exc):
             raise
         log.warning("could not add label %r to %s#%s", label, sit.repo, sit.number, exc_info=True)
-    await _record_label(ctx, action.id, None, key="label_pending")
 
 
 MAX_ROLES_ASKED = 5
@@ -346,6 +391,18 @@ async def _record_label(ctx: Any, action_id: int, label: str | None, *, would: b
         await session.commit()
 
 
+async def _label_added(ctx: Any, action_id: int, label: str) -> None:
+    """The label is on the issue as the app's: recorded (`label`) and the intent resolved
+    (`label_pending` cleared), in one transaction."""
+    async with ctx.sessionmaker() as session:
+        row = await locked_action(session, action_id)
+        if row is not None:
+            details = dict(row.details or {})
+            if details.get("label") != label or details.get("label_pending") is not None:
+                row.details = {**details, "label": label, "label_pending": None}
+        await session.commit()
+
+
 async def relabel(ctx: Any, repo: str, number: int, installation_id: int | None,
                   action: Action, label: str | None) -> None:
     """The label the app added with the failure comment follows the comment's kind: the
@@ -355,9 +412,12 @@ async def relabel(ctx: Any, repo: str, number: int, installation_id: int | None,
     invalid name) is logged; a rate limit, a 5xx or a lost connection raises, so that the
     delivery is retried (the comment's rewrite finds nothing to do then, and this is done
     again) rather than the label change being lost until the next edit. A removal answered
-    404 or 410 (a person removed the label, the issue is gone) is done."""
+    404 or 410 (a person removed the label, the issue is gone) is done. An add begun and not
+    seen through (`add_label`'s intent: a crash after GitHub took it) is settled first, so
+    the label it left is known as the app's and follows the kind too."""
     had = (action.details or {}).get("label")
-    if label == had:
+    intent = (action.details or {}).get("label_pending")
+    if label == had and not intent:
         return
     from urllib.parse import quote
 
@@ -367,6 +427,11 @@ async def relabel(ctx: Any, repo: str, number: int, installation_id: int | None,
     now = had
     try:
         gh = await installation_gh(ctx, installation_id)
+        if intent:
+            had, _ = await resolve_label_intent(ctx, gh, repo, number, action.id)
+            now = had
+            if label == had:
+                return
         if had:
             try:
                 await gh.delete(f"{base}/{quote(had, safe='')}")
@@ -375,8 +440,11 @@ async def relabel(ctx: Any, repo: str, number: int, installation_id: int | None,
                     raise
             now = None
         if label and not _has_label(await gh.getitem(f"/repos/{repo}/issues/{number}"), label):
-            await gh.post(base, data={"labels": [label]})
-            now = label
+            if now != had:  # (the removal known before the add's intent is written)
+                await _record_label(ctx, action.id, now)
+                had = now
+            await add_label(ctx, gh, repo, number, action.id, label)
+            now = had = label
     except Exception as exc:
         from bot.github.client import refused_for_good
 

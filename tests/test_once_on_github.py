@@ -164,3 +164,78 @@ async def test_a_config_label_of_spaces_is_never_sent_to_github(
     assert not fake_github.requests("POST", r"/issues/83/labels$")
     [skip] = await actions(app_ctx, "config")
     assert "blank" in skip.reason
+
+
+async def opened_through_worker_with_a_verdict(ctx: Any, fake: Any, number: int) -> None:
+    """An issue whose author set its kind (`/rltracker kind kl_growth`, no comment yet: only
+    stored), then its `issues.opened` delivery stored in the inbox: the worker's pipeline
+    decides with the person's kind (no confidence bar), whatever the analyzer makes of it."""
+    payload = await open_issue(ctx, fake, number, title="Reward flat", body="The KL climbs to 50.")
+    await commands_router.dispatch(comment_event("/rltracker kind kl_growth", number=number), ctx)
+    from gidgethub import sansio
+
+    await deliver(ctx, sansio.Event(payload, event="issues", delivery_id="x"))
+
+
+def die_after_github_takes_the_comment(fake: Any, number: int, task: list[Any]) -> None:
+    """GitHub creates the comment, and the process that asked dies before the answer comes
+    back (the worker's task cancelled as a stop or a kill leaves it: nothing after the POST
+    runs, the claim stays `pending`)."""
+
+    @fake.route("POST", rf"/repos/{VERL}/issues/{number}/comments$")
+    async def create(fake_: Any, request: Any, match: Any, body: Any) -> Any:
+        comment = fake_.add_comment(VERL, number, body["body"], f"{fake_.app_slug}[bot]", "Bot")
+        task[0].cancel()
+        return 201, {k: v for k, v in comment.items() if not k.startswith("_")}
+
+
+async def ten_minutes_pass(ctx: Any) -> None:
+    """For the claims and the inbox's waiting retries, ten minutes and more pass."""
+    from sqlalchemy import select, update
+
+    from bot.store.models import Action, Delivery
+
+    async with ctx.sessionmaker() as s:
+        for row in await s.scalars(select(Action).where(Action.status == "pending")):
+            row.updated_at = row.updated_at - timedelta(minutes=11)
+        await s.execute(update(Delivery).where(Delivery.status == "pending")
+                        .values(next_attempt_at=datetime.now(UTC)))
+        await s.commit()
+
+
+async def test_a_comment_posted_before_the_process_died_is_adopted_by_the_retry(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The worker posting the failure comment dies after GitHub created it and before the
+    claim was recorded `posted`. The delivery is taken again (a restart; another replica once
+    the lease ends): its decision found the slot `pending` (the dead run's claim, not ten
+    minutes old), answered "owned" and the delivery was done. Nobody came back: the claim
+    stayed `pending` for good, the app did not know its comment, and a `/rltracker stop`
+    found nothing to hide. The retry now waits for the claim to turn stale, takes it over,
+    finds the comment by its marker and records it; one comment on GitHub."""
+    import asyncio
+
+    await install(app_ctx, fake_github)
+    await opened_through_worker_with_a_verdict(app_ctx, fake_github, 84)
+    task: list[Any] = []
+    die_after_github_takes_the_comment(fake_github, 84, task)
+    first = Worker(app_ctx, backoff=no_wait, lease_seconds=0)
+    task.append(asyncio.create_task(first.process_one()))
+    try:
+        await task[0]
+    except asyncio.CancelledError:
+        pass
+    assert len(app_comments(fake_github, VERL, 84)) == 1
+    second = Worker(app_ctx, backoff=no_wait)
+    await second.recover()
+    await second.run_until_idle()
+    await ten_minutes_pass(app_ctx)
+    await second.run_until_idle()
+    [comment] = app_comments(fake_github, VERL, 84)
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.status == "posted" and row.comment_id == comment["id"]
+    assert second.counts["failed"] == 0
+    fake_github.graphql_handler = Minimising()
+    await deliver(app_ctx, comment_event("/rltracker stop", number=84))
+    await second.run_until_idle()
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.is_minimized

@@ -228,6 +228,9 @@ async def test_a_comment_posted_before_the_process_died_is_adopted_by_the_retry(
     second = Worker(app_ctx, backoff=no_wait)
     await second.recover()
     await second.run_until_idle()
+    assert second.counts["retry"] == 1  # the claim is not stale yet: waited for
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.status == "pending"
     await ten_minutes_pass(app_ctx)
     await second.run_until_idle()
     [comment] = app_comments(fake_github, VERL, 84)
@@ -239,3 +242,4 @@ async def test_a_comment_posted_before_the_process_died_is_adopted_by_the_retry(
     await second.run_until_idle()
     [row] = await actions(app_ctx, "failure_comment")
     assert row.is_minimized
+

@@ -13,6 +13,7 @@ from bot.speaking.claims import (
     LIVE_STATUSES,
     WRITTEN,
     claim_within_budget,
+    delivery_of,
     finish,
     locked_action,
     record_text,
@@ -185,7 +186,7 @@ async def failure_comment(
         "declined": composed.declined, "trigger": trigger,
         "set_by": composed.details.get("set_by"),
     }
-    delivery_id = (payload or {}).get("_delivery_id")
+    delivery_id = delivery_of(payload)
     outcome, action_id, lease = await claim_within_budget(
         ctx, sit, config, kind="failure_comment", dedupe_key=failure_key(repo, number),
         language=composed.lang, details=details, delivery_id=delivery_id,

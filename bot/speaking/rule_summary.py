@@ -11,7 +11,14 @@ from sqlalchemy import select
 
 from analyzers.rules import format_rules_markdown
 from bot.speaking import contribution
-from bot.speaking.claims import claim_within_budget, finish, release, renew, texts_written
+from bot.speaking.claims import (
+    claim_within_budget,
+    delivery_of,
+    finish,
+    release,
+    renew,
+    texts_written,
+)
 from bot.speaking.posting import (
     installation_gh,
     live_issue,
@@ -213,6 +220,7 @@ async def rule_summary(
     lang = detect_language(record.get("title"), record.get("body"))
     outcome, action_id, lease = await claim_within_budget(
         ctx, sit, config, kind="rule_summary", dedupe_key=rules_key(repo, number), language=lang,
+        delivery_id=delivery_of(payload),
     )
     if action_id is None:
         return outcome

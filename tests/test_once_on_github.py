@@ -243,3 +243,45 @@ async def test_a_comment_posted_before_the_process_died_is_adopted_by_the_retry(
     [row] = await actions(app_ctx, "failure_comment")
     assert row.is_minimized
 
+
+async def test_a_comment_posted_before_the_process_died_is_adopted_after_a_maintainer_replied(
+        app_ctx: Any, fake_github: Any) -> None:
+    """As above, and a maintainer replies while the dead run's claim waits to turn stale. The
+    stored thread then says someone is on it: the decision that took the claim over stayed
+    quiet (`maintainer_replied`) before looking on GitHub, and the comment the dead run
+    posted stayed unknown. A claim a run may have posted from is looked up on GitHub first;
+    found, it is recorded whatever the quiet rules say now."""
+    import asyncio
+
+    from sqlalchemy import select
+
+    from bot.store.models import Thread
+    from bot.store.threads import upsert_comment
+    from tests.test_actions_e2e import iso
+
+    await install(app_ctx, fake_github)
+    await opened_through_worker_with_a_verdict(app_ctx, fake_github, 85)
+    task: list[Any] = []
+    die_after_github_takes_the_comment(fake_github, 85, task)
+    first = Worker(app_ctx, backoff=no_wait, lease_seconds=0)
+    task.append(asyncio.create_task(first.process_one()))
+    try:
+        await task[0]
+    except asyncio.CancelledError:
+        pass
+    second = Worker(app_ctx, backoff=no_wait)
+    await second.recover()
+    await second.run_until_idle()
+    fake_github.add_comment(VERL, 85, "Try a lower learning rate.", "maint", author_association="MEMBER")
+    async with app_ctx.sessionmaker() as s:
+        thread = await s.scalar(select(Thread).where(Thread.number == 85))
+        await upsert_comment(s, thread, {"github_id": 9901, "author": "maint",
+                                         "author_association": "MEMBER",
+                                         "body": "Try a lower learning rate.",
+                                         "created_at": iso(datetime.now(UTC))})
+        await s.commit()
+    await ten_minutes_pass(app_ctx)
+    await second.run_until_idle()
+    [comment] = app_comments(fake_github, VERL, 85)
+    rows = await actions(app_ctx, "failure_comment")
+    assert [(r.status, r.comment_id, r.reason) for r in rows] == [("posted", comment["id"], None)]

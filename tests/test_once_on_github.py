@@ -13,6 +13,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import text
 
 from bot.webhooks.commands import router as commands_router
@@ -177,15 +178,19 @@ async def opened_through_worker_with_a_verdict(ctx: Any, fake: Any, number: int)
     await deliver(ctx, sansio.Event(payload, event="issues", delivery_id="x"))
 
 
-def die_after_github_takes_the_comment(fake: Any, number: int, task: list[Any]) -> None:
+def die_after_github_takes_the_comment(fake: Any, number: int, task: list[Any], *,
+                                       taken: bool = True) -> None:
     """GitHub creates the comment, and the process that asked dies before the answer comes
     back (the worker's task cancelled as a stop or a kill leaves it: nothing after the POST
-    runs, the claim stays `pending`)."""
+    runs, the claim stays `pending`). `taken=False`: it dies as it sends the POST, which
+    GitHub never gets."""
 
     @fake.route("POST", rf"/repos/{VERL}/issues/{number}/comments$")
     async def create(fake_: Any, request: Any, match: Any, body: Any) -> Any:
-        comment = fake_.add_comment(VERL, number, body["body"], f"{fake_.app_slug}[bot]", "Bot")
         task[0].cancel()
+        if not taken:
+            return 502, {"message": "never reached"}
+        comment = fake_.add_comment(VERL, number, body["body"], f"{fake_.app_slug}[bot]", "Bot")
         return 201, {k: v for k, v in comment.items() if not k.startswith("_")}
 
 
@@ -244,13 +249,15 @@ async def test_a_comment_posted_before_the_process_died_is_adopted_by_the_retry(
     assert row.is_minimized
 
 
+@pytest.mark.parametrize("taken", [True, False], ids=["posted", "not-posted"])
 async def test_a_comment_posted_before_the_process_died_is_adopted_after_a_maintainer_replied(
-        app_ctx: Any, fake_github: Any) -> None:
+        app_ctx: Any, fake_github: Any, taken: bool) -> None:
     """As above, and a maintainer replies while the dead run's claim waits to turn stale. The
     stored thread then says someone is on it: the decision that took the claim over stayed
     quiet (`maintainer_replied`) before looking on GitHub, and the comment the dead run
     posted stayed unknown. A claim a run may have posted from is looked up on GitHub first;
-    found, it is recorded whatever the quiet rules say now."""
+    found, it is recorded whatever the quiet rules say now; not there (the run died before
+    GitHub got it), the stored thread's quiet rule holds: nothing posted, the slot given up."""
     import asyncio
 
     from sqlalchemy import select
@@ -262,7 +269,7 @@ async def test_a_comment_posted_before_the_process_died_is_adopted_after_a_maint
     await install(app_ctx, fake_github)
     await opened_through_worker_with_a_verdict(app_ctx, fake_github, 85)
     task: list[Any] = []
-    die_after_github_takes_the_comment(fake_github, 85, task)
+    die_after_github_takes_the_comment(fake_github, 85, task, taken=taken)
     first = Worker(app_ctx, backoff=no_wait, lease_seconds=0)
     task.append(asyncio.create_task(first.process_one()))
     try:
@@ -282,6 +289,11 @@ async def test_a_comment_posted_before_the_process_died_is_adopted_after_a_maint
         await s.commit()
     await ten_minutes_pass(app_ctx)
     await second.run_until_idle()
-    [comment] = app_comments(fake_github, VERL, 85)
     rows = await actions(app_ctx, "failure_comment")
+    if not taken:
+        assert app_comments(fake_github, VERL, 85) == []
+        assert [(r.status, r.reason) for r in rows] == [
+            ("skipped", "a maintainer has already replied")]
+        return
+    [comment] = app_comments(fake_github, VERL, 85)
     assert [(r.status, r.comment_id, r.reason) for r in rows] == [("posted", comment["id"], None)]

@@ -168,7 +168,14 @@ async def failure_comment(
         linked_pr=await linked_pull_request(ctx, repo, number) if trigger != "command" else None,
         paused=sit.paused, paused_reason=sit.paused_reason, muted=sit.muted,
     )
-    if quiet:
+    # A claim taken over from a run that died about to post (its text recorded: `renew`)
+    # may have its comment on GitHub already: looked up there before any quiet rule of the
+    # stored thread keeps the app from knowing its own comment (a maintainer may have replied
+    # while the claim waited to turn stale).
+    may_have_posted = (sit.existing is not None and sit.existing.status == "pending"
+                       and sit.existing.body is not None)
+    stored_quiet = quiet
+    if quiet and not may_have_posted:
         await record_skip(ctx, repo, number, "failure_comment", *quiet, **extra)
         return "skipped:" + quiet[0]
     declined = await declined_methods(ctx, repo)
@@ -217,6 +224,8 @@ async def failure_comment(
             live, config=config, trigger=trigger, now=now, ignore_labels=opened_labels,
             paused=sit.paused, muted=sit.muted,
         )
+        if not own and quiet is None and stored_quiet:
+            quiet = stored_quiet  # (nothing of ours there: quiet, as the stored thread said)
         if not own and quiet is None and trigger != "command" and await _maintainer_among(
                 ctx, sit, unlabelled_replies(live)):
             quiet = ("maintainer_replied", "a maintainer has already replied")

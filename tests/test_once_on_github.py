@@ -29,21 +29,25 @@ def no_wait(attempt: int) -> float:
     return 0.0
 
 
-async def refuse_action_writes(ctx: Any, containing: str) -> None:
+async def refuse_action_writes(ctx: Any, containing: str | None = None, *,
+                               when: str | None = None) -> None:
     """From now on the database refuses any write of an `actions` row whose details contain
-    `containing` (a JSON fragment): the process that wrote to GitHub dies before its record."""
-    pattern = "%" + containing.replace("'", "''") + "%"
+    `containing` (a JSON fragment), or for which `when` (SQL on NEW) holds: the process that
+    wrote to GitHub dies before its record."""
+    pattern = "%" + (containing or "").replace("'", "''") + "%"
+    sqlite = when or f"NEW.details LIKE '{pattern}'"
+    postgres = when or f"NEW.details::text LIKE '{pattern}'"
     async with ctx.engine.begin() as conn:
         if ctx.engine.dialect.name == "sqlite":
-            for when in ("INSERT", "UPDATE"):
+            for what in ("INSERT", "UPDATE"):
                 await conn.execute(text(
-                    f"CREATE TRIGGER refuse_{when.lower()} BEFORE {when} ON actions "
-                    f"WHEN NEW.details LIKE '{pattern}' "
+                    f"CREATE TRIGGER refuse_{what.lower()} BEFORE {what} ON actions "
+                    f"WHEN {sqlite} "
                     "BEGIN SELECT RAISE(ABORT, 'refused by a test trigger'); END"))
         else:
             await conn.execute(text(
                 "CREATE FUNCTION refuse_action() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-                f"IF NEW.details::text LIKE '{pattern}' THEN "
+                f"IF {postgres} THEN "
                 "RAISE EXCEPTION 'refused by a test trigger'; END IF; RETURN NEW; END $$"))
             await conn.execute(text(
                 "CREATE TRIGGER refuse_action BEFORE INSERT OR UPDATE ON actions "
@@ -297,3 +301,33 @@ async def test_a_comment_posted_before_the_process_died_is_adopted_after_a_maint
         return
     [comment] = app_comments(fake_github, VERL, 85)
     assert [(r.status, r.comment_id, r.reason) for r in rows] == [("posted", comment["id"], None)]
+
+
+async def test_a_comment_whose_record_was_lost_is_found_past_a_hundred_comments_as_edited(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The failure comment posted on a thread of 150 comments, its record refused by the
+    database (the attempt fails, the slot given back); a maintainer corrects the comment on
+    GitHub before the retry. The retry reads every page of comments (100 a page), finds the
+    app's comment on the second, sees a text the app never wrote: it is recorded as the app's,
+    frozen and `edited_on_github`, nothing posted or edited again."""
+    await install(app_ctx, fake_github)
+    await opened_through_worker_with_a_verdict(app_ctx, fake_github, 86)
+    for n in range(150):
+        fake_github.add_comment(VERL, 86, f"same here ({n})", "bob")
+    worker = Worker(app_ctx, backoff=no_wait)
+    await refuse_action_writes(app_ctx, when="NEW.status = 'posted' AND NEW.kind = 'failure_comment'")
+    try:
+        assert await worker.process_one()
+    finally:
+        await allow_action_writes(app_ctx)
+    assert worker.counts["retry"] == 1
+    [comment] = app_comments(fake_github, VERL, 86)
+    fake_github.comments[comment["id"]]["body"] = comment["body"].replace("KL", "KL (see #90)", 1)
+    assert await worker.run_until_idle() == 1 and worker.counts["done"] == 1
+    assert [c["id"] for c in app_comments(fake_github, VERL, 86)] == [comment["id"]]
+    assert len(fake_github.requests("POST", r"/issues/86/comments$")) == 1
+    assert not fake_github.requests("PATCH", r"/issues/comments/")
+    pages = fake_github.requests("GET", r"/issues/86/comments$")
+    assert {c.query.get("page", "1") for c in pages} == {"1", "2"}
+    [row] = [a for a in await actions(app_ctx, "failure_comment") if a.status == "posted"]
+    assert row.comment_id == comment["id"] and row.frozen and row.details["edited_on_github"]

@@ -331,3 +331,47 @@ async def test_a_comment_whose_record_was_lost_is_found_past_a_hundred_comments_
     assert {c.query.get("page", "1") for c in pages} == {"1", "2"}
     [row] = [a for a in await actions(app_ctx, "failure_comment") if a.status == "posted"]
     assert row.comment_id == comment["id"] and row.frozen and row.details["edited_on_github"]
+
+
+async def test_a_rule_summary_twice_at_once_and_across_a_death_is_posted_once(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A method proposal's `issues.opened` decided twice at once (the delivery and GitHub's
+    redelivery on two replicas): one reply. Then a proposal whose reply GitHub created as the
+    process deciding it died: the retry of the same delivery (its id in the payload, as the
+    worker gives it) found the dead run's claim `pending`, answered "owned" and the reply
+    stayed unknown for good; now it waits for the claim to turn stale (ClaimHeld, the wait
+    the worker keeps), takes it over and records the reply found by its marker."""
+    import asyncio
+
+    import pytest
+
+    from bot.speaking.claims import ClaimHeld
+    from bot.speaking.decide import act
+    from bot.speaking.render import RULES_MARKER
+    from tests.test_actions_e2e import PROPOSAL
+
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 87, title="Add GSPO", body="Please add GSPO.")
+    outs = await asyncio.gather(*[act(app_ctx, VERL, 87, trigger="issues.opened",
+                                      payload={**payload, "_delivery_id": f"d{n}"},
+                                      analysis=PROPOSAL) for n in range(2)])
+    assert sorted(o["rule_summary"] for o in outs) == ["owned", "posted"]
+    assert len(app_comments(fake_github, VERL, 87, RULES_MARKER)) == 1
+
+    payload = {**await open_issue(app_ctx, fake_github, 88, title="Add GSPO", body="Please add GSPO."),
+               "_delivery_id": "d-88"}
+    task: list[Any] = []
+    die_after_github_takes_the_comment(fake_github, 88, task)
+    task.append(asyncio.create_task(act(app_ctx, VERL, 88, trigger="issues.opened",
+                                        payload=payload, analysis=PROPOSAL)))
+    with pytest.raises(asyncio.CancelledError):
+        await task[0]
+    with pytest.raises(ClaimHeld) as held:  # the worker's retry, at once
+        await act(app_ctx, VERL, 88, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert 590 < held.value.retry_after <= 601
+    await ten_minutes_pass(app_ctx)
+    out = await act(app_ctx, VERL, 88, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert out["rule_summary"] == "posted"
+    [reply] = app_comments(fake_github, VERL, 88, RULES_MARKER)
+    [row] = [a for a in await actions(app_ctx, "rule_summary") if a.number == 88]
+    assert row.status == "posted" and row.comment_id == reply["id"]

@@ -375,3 +375,47 @@ async def test_a_rule_summary_twice_at_once_and_across_a_death_is_posted_once(
     [reply] = app_comments(fake_github, VERL, 88, RULES_MARKER)
     [row] = [a for a in await actions(app_ctx, "rule_summary") if a.number == 88]
     assert row.status == "posted" and row.comment_id == reply["id"]
+
+
+async def test_a_comment_whose_answer_was_lost_is_adopted_by_a_replay_after_a_reply(
+        app_ctx: Any, fake_github: Any) -> None:
+    """GitHub created the failure comment and answered 502 (not repeated: it may have been
+    created); the delivery failed past its retries. A maintainer replied, and the delivery
+    was replayed later (`rltracker deliveries retry`): the decision stayed quiet on the stored
+    thread (`maintainer_replied`) before looking on GitHub, and the app never knew its
+    comment (a `stop` found nothing to hide). A failed attempt whose text was recorded may
+    have posted: it is looked up first."""
+    from sqlalchemy import select
+
+    from bot.cli.deliveries import retry_deliveries
+    from bot.store.models import Thread
+    from bot.store.threads import upsert_comment
+    from tests.test_actions_e2e import iso
+
+    await install(app_ctx, fake_github)
+    await opened_through_worker_with_a_verdict(app_ctx, fake_github, 89)
+    answered = {"lost": 1}
+
+    @fake_github.route("POST", rf"/repos/{VERL}/issues/89/comments$")
+    async def create(fake_: Any, request: Any, match: Any, body: Any) -> Any:
+        comment = fake_.add_comment(VERL, 89, body["body"], f"{fake_.app_slug}[bot]", "Bot")
+        if answered["lost"]:
+            answered["lost"] -= 1
+            return 502, {"message": "Server Error"}
+        return 201, {k: v for k, v in comment.items() if not k.startswith("_")}
+
+    worker = Worker(app_ctx, backoff=no_wait, max_attempts=1, max_transient_attempts=1)
+    assert await worker.run_until_idle() == 1 and worker.counts["failed"] == 1
+    [comment] = app_comments(fake_github, VERL, 89)
+    fake_github.add_comment(VERL, 89, "Looking into it.", "maint", author_association="MEMBER")
+    async with app_ctx.sessionmaker() as s:
+        thread = await s.scalar(select(Thread).where(Thread.number == 89))
+        await upsert_comment(s, thread, {"github_id": 9902, "author": "maint",
+                                         "author_association": "MEMBER", "body": "Looking into it.",
+                                         "created_at": iso(datetime.now(UTC))})
+        await s.commit()
+    assert len(await retry_deliveries(app_ctx.engine, None)) == 1
+    assert await worker.run_until_idle() == 1
+    assert [c["id"] for c in app_comments(fake_github, VERL, 89)] == [comment["id"]]
+    [row] = [a for a in await actions(app_ctx, "failure_comment") if a.status == "posted"]
+    assert row.comment_id == comment["id"]

@@ -419,3 +419,39 @@ async def test_a_comment_whose_answer_was_lost_is_adopted_by_a_replay_after_a_re
     assert [c["id"] for c in app_comments(fake_github, VERL, 89)] == [comment["id"]]
     [row] = [a for a in await actions(app_ctx, "failure_comment") if a.status == "posted"]
     assert row.comment_id == comment["id"]
+
+
+async def test_a_comment_the_app_hid_before_a_crash_is_shown_again_by_a_kind(
+        app_ctx: Any, fake_github: Any) -> None:
+    """`/rltracker not-a-failure` through the worker: GitHub minimised the app's failure
+    comment (OUTDATED) and the record saying the verdict hid it was refused (the process
+    died). The retry read the comment hidden and took the hiding for a person's, so a later
+    `/rltracker kind` left it hidden and unrewritten: the person's latest word lost. The
+    hiding is an intent recorded before the mutation: found hidden as OUTDATED with the
+    intent there, it is the verdict's, and the kind shows the comment again, rewritten."""
+    from tests.test_github_writes import Hidden
+
+    await install(app_ctx, fake_github)
+    await commented(app_ctx, fake_github, 92)
+    [comment] = app_comments(fake_github, VERL, 92)
+    github = Hidden()
+    fake_github.graphql_handler = github
+    now = datetime.now(UTC)
+    await deliver(app_ctx, written(comment_event("/rltracker not-a-failure", number=92),
+                                   now - timedelta(minutes=2)))
+    worker = Worker(app_ctx, commands_router, backoff=no_wait)
+    await refuse_action_writes(app_ctx, '"minimized_by": "not-a-failure"')
+    try:
+        assert await worker.process_one()
+    finally:
+        await allow_action_writes(app_ctx)
+    assert worker.counts["retry"] == 1 and github.minimized == {comment["node_id"]: True}
+    assert await worker.run_until_idle() == 1 and worker.counts["done"] == 1
+    [row] = await actions(app_ctx, "failure_comment")
+    assert row.is_minimized and row.details.get("minimized_by") == "not-a-failure"
+    await deliver(app_ctx, written(comment_event("/rltracker kind kl_growth", number=92),
+                                   now - timedelta(minutes=1)))
+    assert await worker.run_until_idle() == 1
+    assert github.minimized == {comment["node_id"]: False}
+    [after] = app_comments(fake_github, VERL, 92)
+    assert "/failures/kl_growth" in after["body"]

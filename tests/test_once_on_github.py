@@ -455,3 +455,42 @@ async def test_a_comment_the_app_hid_before_a_crash_is_shown_again_by_a_kind(
     assert github.minimized == {comment["node_id"]: False}
     [after] = app_comments(fake_github, VERL, 92)
     assert "/failures/kl_growth" in after["body"]
+
+
+async def test_a_rule_summary_posted_before_the_process_died_is_adopted_after_the_close(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The rule summary GitHub created as its process died; the proposal is closed while the
+    dead run's claim waits to turn stale. The decision that takes it over stayed quiet on
+    the stored thread (`closed`) before looking on GitHub: the reply stayed unknown, its
+    claim pending. Looked up first, as the failure comment's: found, it is recorded."""
+    import asyncio
+
+    import pytest
+    from sqlalchemy import update
+
+    from bot.speaking.claims import ClaimHeld
+    from bot.speaking.decide import act
+    from bot.speaking.render import RULES_MARKER
+    from bot.store.models import Thread
+    from tests.test_actions_e2e import PROPOSAL
+
+    await install(app_ctx, fake_github)
+    payload = {**await open_issue(app_ctx, fake_github, 93, title="Add GSPO", body="Please add GSPO."),
+               "_delivery_id": "d-93"}
+    task: list[Any] = []
+    die_after_github_takes_the_comment(fake_github, 93, task)
+    task.append(asyncio.create_task(act(app_ctx, VERL, 93, trigger="issues.opened",
+                                        payload=payload, analysis=PROPOSAL)))
+    with pytest.raises(asyncio.CancelledError):
+        await task[0]
+    with pytest.raises(ClaimHeld):
+        await act(app_ctx, VERL, 93, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    fake_github.issue(VERL, 93)["state"] = "closed"
+    async with app_ctx.sessionmaker() as s:
+        await s.execute(update(Thread).where(Thread.number == 93).values(state="closed"))
+        await s.commit()
+    await ten_minutes_pass(app_ctx)
+    await act(app_ctx, VERL, 93, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    [reply] = app_comments(fake_github, VERL, 93, RULES_MARKER)
+    rows = [a for a in await actions(app_ctx, "rule_summary") if a.number == 93]
+    assert [(r.status, r.comment_id) for r in rows] == [("posted", reply["id"])]

@@ -147,6 +147,8 @@ class FakeData:
             "reactions_up": 0,
             "reactions_down": 0,
         }
+        if typename == "PullRequestReviewComment":
+            node["path"] = f"src/module_{db_id % 7}.py"  # the file the remark is on
         node["reactions"] = self._reactions(node)
         self.nodes[node["id"]] = node
         return node
@@ -252,8 +254,6 @@ class FakeData:
         review["_comments"] = [
             self._comment("PullRequestReviewComment", self._tick(5)) for _ in range(n_comments)
         ]
-        for k, remark in enumerate(review["_comments"]):
-            remark["path"] = f"src/module_{k}.py"  # the file the remark is on
         review["comments"] = list_connection(lambda r=review: r["_comments"], "comments")
         thread["_reviews"].append(review)
         thread["updatedAt"] = _iso(self.clock)

@@ -274,3 +274,27 @@ async def test_comment_count_in_stats_is_unchanged_by_the_kind(ctx: Any, shared_
     await dispatch(ctx, "discussion_comment", disc_comment)
     async with ctx.sessionmaker() as session:
         assert await session.scalar(select(func.count()).select_from(Comment)) == 2
+
+
+async def test_a_discussion_command_deleted_before_it_was_handled_does_not_act(
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
+    """A discussion comment's deletion is noted under its own kind: the command check
+    (bot.webhooks.commands) looks for it there. GitHub's discussion_comment payloads:
+    `/rltracker stop` written, then deleted while its delivery waited; the deletion is
+    handled first."""
+    from bot.store.models import Action, Thread
+    from bot.webhooks.routers import router
+    from tests.test_actions_e2e import INST, install
+
+    await install(app_ctx, fake_github, repo=HELLO, framework="verl")
+    created = shared(shared_dir, "discussion_comment/created.json")
+    deleted = shared(shared_dir, "discussion_comment/deleted.json")
+    for payload in (created, deleted):
+        payload["installation"] = {"id": INST}
+        payload["comment"]["body"] = "/rltracker stop"
+    await router.dispatch(sansio.Event(deleted, event="discussion_comment", delivery_id="del"), app_ctx)
+    await router.dispatch(sansio.Event(created, event="discussion_comment", delivery_id="cre"), app_ctx)
+    async with app_ctx.sessionmaker() as session:
+        thread = await session.scalar(select(Thread).where(Thread.number == 4))
+        assert thread is None or not thread.muted
+        assert list(await session.scalars(select(Action).where(Action.kind == "command"))) == []

@@ -237,7 +237,7 @@ def test_0012_discussion_comments_get_their_own_kind_without_loss(db_url: str) -
         db_url, "SELECT number, answered, answer_chosen_by, category FROM threads"))) == [
         (1, None, None, None), (2, None, None, None)]
     # Both kinds of one id, as the new schema holds them; then down and up again.
-    _comment_row(db_url, disc, "discussion_comment", 10, "discussion comment, issue's id")
+    _comment_row(db_url, disc, "discussion_comment", 10, "discussion comment, same id")
     command.downgrade(migrate.alembic_config(db_url), "0011")
     assert sorted(asyncio.run(_execute(db_url, "SELECT github_id, kind, body FROM comments"))) == [
         (10, "comment", "issue comment"), (11, "review_comment", "review comment"),

@@ -298,3 +298,21 @@ async def test_a_discussion_command_deleted_before_it_was_handled_does_not_act(
         thread = await session.scalar(select(Thread).where(Thread.number == 4))
         assert thread is None or not thread.muted
         assert list(await session.scalars(select(Action).where(Action.kind == "command"))) == []
+
+
+async def test_the_comments_of_a_draft_review_are_not_stored(
+        sync_ctx: AppContext, fake_github: Any, schema_path: Path) -> None:
+    """A pending (draft) review is visible only to its author, the token's owner when an
+    operator's GITHUB_TOKEN reads a repository they review: the sync skipped the review but
+    stored its draft comments, which the tracker then analysed (no webhook ever tells of
+    them: GitHub sends them once the review is submitted)."""
+    data = FakeData(rng=random.Random(12))
+    pr = data.add_thread(SLIME, "pull_request", n_comments=1, n_reviews=0, closed=False)
+    submitted = data._add_review(pr, 1)
+    draft = data._add_review(pr, 2)
+    draft["state"], draft["submittedAt"] = "PENDING", None
+    fake_github.graphql_handler = FakeGraphQL(data, schema_path)
+    await sync(sync_ctx, [SLIME], sleep=no_sleep)
+    stored = {c.github_id for c in await comment_rows(sync_ctx)}
+    assert stored == {pr["_comments"][0]["databaseId"], submitted["databaseId"],
+                      submitted["_comments"][0]["databaseId"]}

@@ -548,6 +548,8 @@ class Syncer:
             record = comment_from_node(node, typename)
             if record is not None:
                 pt.comments[(record["kind"], int(record["github_id"]))] = record
+            if typename == "PullRequestReview" and node.get("state") == "PENDING":
+                continue  # a draft review's comments are drafts too (its author's alone)
             if typename == "PullRequestReview":
                 self._add_children(pt, "PullRequestReviewComment", node.get("comments"),
                                    node["id"], "PullRequestReview", "comments")

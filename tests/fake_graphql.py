@@ -147,6 +147,8 @@ class FakeData:
             "reactions_up": 0,
             "reactions_down": 0,
         }
+        if typename == "PullRequestReviewComment":
+            node["path"] = f"src/module_{db_id % 7}.py"  # the file the remark is on
         node["reactions"] = self._reactions(node)
         self.nodes[node["id"]] = node
         return node
@@ -201,7 +203,8 @@ class FakeData:
             thread.update(state="OPEN", merged=False, mergedAt=None, mergedBy=None)
             thread["reviews"] = list_connection(lambda t=thread: t["_reviews"], "reviews")
         else:
-            thread.update(closed=False, stateReason=None)
+            thread.update(closed=False, stateReason=None, isAnswered=False, answerChosenAt=None,
+                          answerChosenBy=None, category={"name": "General"})
         if kind != "discussion":
             thread["timelineItems"] = self._timeline(thread)
         threads[kind].append(thread)
@@ -255,6 +258,13 @@ class FakeData:
         thread["_reviews"].append(review)
         thread["updatedAt"] = _iso(self.clock)
         return review
+
+    def answer(self, thread: dict[str, Any], comment: dict[str, Any],
+               by: dict[str, Any] | None) -> None:
+        """A discussion's answer chosen (`comment`, by `by`)."""
+        at = self._tick(30)
+        thread.update(isAnswered=True, answerChosenAt=_iso(at), answerChosenBy=by,
+                      updatedAt=_iso(at))
 
     def close(self, thread: dict[str, Any]) -> None:
         at = self._tick(120)
@@ -485,6 +495,9 @@ def rest_discussion(t: dict[str, Any]) -> dict[str, Any]:
     out.pop("assignees")
     out["state"] = "closed" if t["closed"] else "open"
     out["state_reason"] = (t.get("stateReason") or "").lower() or None
+    out["category"] = {"name": t["category"]["name"]}
+    out["answer_chosen_at"] = t.get("answerChosenAt")
+    out["answer_chosen_by"] = rest_user(t["answerChosenBy"]) if t.get("answerChosenBy") else None
     return out
 
 
@@ -492,6 +505,8 @@ def rest_comment(node: dict[str, Any], parent_id: int | None = None) -> dict[str
     out = {"id": node["databaseId"], "node_id": node["id"], "user": rest_user(node["author"]),
            "author_association": node["authorAssociation"], "body": node["body"],
            "created_at": node["createdAt"], "updated_at": node["updatedAt"]}
+    if "path" in node:  # a review comment: the file it is on
+        out["path"] = node["path"]
     if parent_id is not None:
         out["parent_id"] = parent_id
     return out

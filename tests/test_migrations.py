@@ -210,3 +210,58 @@ def test_0012_analysis_failures_goes_down_and_up(db_url: str) -> None:
     migrate.upgrade(db_url)
     assert asyncio.run(_execute(db_url, "SELECT count(*) FROM analysis_failures")) == [(0,)]
     assert schema_differences(db_url) == []
+
+
+def _thread_row(url: str, number: int, kind: str) -> int:
+    asyncio.run(_execute(url, "INSERT INTO threads (repo, number, kind, title, labels, assignees, "
+                              f"complete, muted, state, stored_at) VALUES ('o/a', {number}, "
+                              f"'{kind}', 't', '[]', '[]', true, false, 'open', CURRENT_TIMESTAMP)"))
+    [(thread_id,)] = asyncio.run(_execute(url, f"SELECT id FROM threads WHERE number = {number}"))
+    return int(thread_id)
+
+
+def _comment_row(url: str, thread_id: int, kind: str, github_id: int, body: str) -> None:
+    asyncio.run(_execute(url, "INSERT INTO comments (thread_id, kind, github_id, body) VALUES "
+                              f"({thread_id}, '{kind}', {github_id}, '{body}')"))
+
+
+def test_0013_discussion_comments_get_their_own_kind_without_loss(db_url: str) -> None:
+    """Discussion comments were stored as `comment`, the kind of issue comments, which GitHub
+    numbers apart: the upgrade gives the comments of discussions the kind
+    `discussion_comment`, and a comment's deletion noted before (its kind unknown then) stays
+    noted for both kinds; review comments get `path`, discussions `answered`,
+    `answer_chosen_by` and `category` (empty). The downgrade puts the kind back; of an issue
+    comment and a discussion comment with the same id, which the old schema cannot hold
+    both, the issue comment stays (a sync reads the discussion's back)."""
+    command.downgrade(migrate.alembic_config(db_url), "0012")
+    assert "path" not in columns(db_url, "comments")
+    issue, disc = _thread_row(db_url, 1, "issue"), _thread_row(db_url, 2, "discussion")
+    _comment_row(db_url, issue, "comment", 10, "issue comment")
+    _comment_row(db_url, issue, "review_comment", 11, "review comment")
+    _comment_row(db_url, disc, "comment", 12, "discussion comment")
+    asyncio.run(_execute(db_url, "INSERT INTO deletions (key, deleted_at) VALUES "
+                                 "('comment:comment:13', CURRENT_TIMESTAMP), "
+                                 "('thread:issue:o/a#9', CURRENT_TIMESTAMP)"))
+    migrate.upgrade(db_url)
+    assert schema_differences(db_url) == []
+    assert sorted(asyncio.run(_execute(
+        db_url, "SELECT github_id, kind, body, path FROM comments"))) == [
+        (10, "comment", "issue comment", None), (11, "review_comment", "review comment", None),
+        (12, "discussion_comment", "discussion comment", None)]
+    assert sorted(k for (k,) in asyncio.run(_execute(db_url, "SELECT key FROM deletions"))) == [
+        "comment:comment:13", "comment:discussion_comment:13", "thread:issue:o/a#9"]
+    assert sorted(asyncio.run(_execute(
+        db_url, "SELECT number, answered, answer_chosen_by, category FROM threads"))) == [
+        (1, None, None, None), (2, None, None, None)]
+    # Both kinds of one id, as the new schema holds them; then down and up again.
+    _comment_row(db_url, disc, "discussion_comment", 10, "discussion comment, same id")
+    command.downgrade(migrate.alembic_config(db_url), "0012")
+    assert sorted(asyncio.run(_execute(db_url, "SELECT github_id, kind, body FROM comments"))) == [
+        (10, "comment", "issue comment"), (11, "review_comment", "review comment"),
+        (12, "comment", "discussion comment")]
+    assert sorted(k for (k,) in asyncio.run(_execute(db_url, "SELECT key FROM deletions"))) == [
+        "comment:comment:13", "thread:issue:o/a#9"]
+    migrate.upgrade(db_url)
+    assert sorted(asyncio.run(_execute(db_url, "SELECT github_id, kind FROM comments"))) == [
+        (10, "comment"), (11, "review_comment"), (12, "discussion_comment")]
+    assert schema_differences(db_url) == []

@@ -37,7 +37,7 @@ fragment CommentFields on IssueComment {
 }""",
     "ReviewCommentFields": """
 fragment ReviewCommentFields on PullRequestReviewComment {
-  id databaseId body createdAt updatedAt authorAssociation
+  id databaseId body createdAt updatedAt authorAssociation path
   author { ...ActorFields }
 }""",
     "ReviewFields": """
@@ -100,8 +100,10 @@ fragment PullRequestFields on PullRequest {
     "DiscussionFields": """
 fragment DiscussionFields on Discussion {
   __typename id databaseId number title body url closed stateReason
-  createdAt updatedAt closedAt authorAssociation
+  createdAt updatedAt closedAt authorAssociation answerChosenAt
   author { ...ActorFields }
+  answerChosenBy { ...ActorFields }
+  category { name }
   labels(first: 50) { nodes { name } }
   comments(first: $nestedComments) {
     pageInfo { ...PageFields }

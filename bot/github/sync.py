@@ -161,6 +161,14 @@ def thread_from_node(node: dict[str, Any], repo: str) -> dict[str, Any]:
         "url": node.get("url"),
         "complete": True,
     }
+    if kind == "discussion":
+        # As the webhook path reads answer_chosen_at / answer_chosen_by / category.
+        answered = bool(node.get("answerChosenAt"))
+        record["answered"] = answered
+        record["answer_chosen_by"] = actor_login(node.get("answerChosenBy"))[0] if answered else None
+        category = node.get("category")
+        if isinstance(category, dict):
+            record["category"] = category.get("name") or None
     if kind == "discussion" and state == "closed":
         # GraphQL does not tell who closed a discussion; the `discussion.closed` webhook
         # (its sender) does: unknown here is not "nobody", the stored closer is kept.
@@ -168,9 +176,10 @@ def thread_from_node(node: dict[str, Any], repo: str) -> dict[str, Any]:
     return record
 
 
+# One kind per id space GitHub numbers them in (bot.webhooks.normalize.COMMENT_EVENTS).
 COMMENT_KINDS = {
     "IssueComment": "comment",
-    "DiscussionComment": "comment",
+    "DiscussionComment": "discussion_comment",
     "PullRequestReview": "review",
     "PullRequestReviewComment": "review_comment",
 }
@@ -194,6 +203,8 @@ def comment_from_node(node: dict[str, Any], typename: str) -> dict[str, Any] | N
         "created_at": node.get("createdAt"),
         "updated_at": node.get("updatedAt"),
     }
+    if typename == "PullRequestReviewComment":
+        record["path"] = node.get("path") or None  # the file the remark is on
     if typename == "PullRequestReview":
         # As the webhook path stores reviews: submitted_at is the time, there is no updated_at.
         record["created_at"] = node.get("submittedAt") or node.get("createdAt")
@@ -218,7 +229,7 @@ def new_comment_values(thread_id: int, record: dict[str, Any]) -> dict[str, Any]
                            "github_id": int(record["github_id"]), "thread_id": thread_id}
     for key in COMMENT_FIELDS:
         value = record.get(key)
-        if key == "author_association":
+        if key in ("author_association", "path"):
             value = value or None
         if key == "body":
             value = value or ""
@@ -537,6 +548,8 @@ class Syncer:
             record = comment_from_node(node, typename)
             if record is not None:
                 pt.comments[(record["kind"], int(record["github_id"]))] = record
+            if typename == "PullRequestReview" and node.get("state") == "PENDING":
+                continue  # a draft review's comments are drafts too (its author's alone)
             if typename == "PullRequestReview":
                 self._add_children(pt, "PullRequestReviewComment", node.get("comments"),
                                    node["id"], "PullRequestReview", "comments")
@@ -768,8 +781,9 @@ class Syncer:
                 # read it: the stored review may be an edit made since; it is kept.
                 continue
             same_time = "updated_at" not in comment or old.updated_at == parse_datetime(comment["updated_at"])
-            if old.thread_id == thread.id and same_time and (old.body or "") == comment["body"]:
-                continue  # unchanged: no write
+            if (old.thread_id == thread.id and same_time and (old.body or "") == comment["body"]
+                    and old.path == comment.get("path")):
+                continue  # unchanged: no write (a row stored before 0013 gets its path)
             await upsert_comment(session, thread, comment)
             self.stats.comments += 1
             written += 1

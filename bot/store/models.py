@@ -107,6 +107,11 @@ class Thread(Base):
     labels: Mapped[list[Any]] = mapped_column(JSON, default=list)
     assignees: Mapped[list[Any]] = mapped_column(JSON, default=list)
     url: Mapped[str | None] = mapped_column(Text)
+    # Discussions only (migration 0013; None: not a discussion, or not known yet): whether an
+    # answer was chosen, who chose it, and the category's name.
+    answered: Mapped[bool | None] = mapped_column(Boolean)
+    answer_chosen_by: Mapped[str | None] = mapped_column(String(255))
+    category: Mapped[str | None] = mapped_column(String(255))
     complete: Mapped[bool] = mapped_column(Boolean, default=True)
     muted: Mapped[bool] = mapped_column(Boolean, default=False)  # /rltracker ignore or stop
     created_at: Mapped[datetime | None]
@@ -119,19 +124,24 @@ class Thread(Base):
 
 
 class Comment(Base):
-    """A comment, review, review comment or discussion comment, keyed by GitHub kind and id."""
+    """A comment, review, review comment or discussion comment, keyed by GitHub kind and id.
+
+    GitHub numbers each kind apart: discussion comments (and their replies) are
+    `discussion_comment` here, not `comment` (an issue comment may have the same id; migration
+    0013). The contract record calls them `comment` (bot.store.threads.comment_record)."""
 
     __tablename__ = "comments"
     __table_args__ = (UniqueConstraint("kind", "github_id", name="uq_comments_kind_github_id"),)
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     thread_id: Mapped[int] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"), index=True)
-    kind: Mapped[str] = mapped_column(String(16))  # comment | review | review_comment
+    kind: Mapped[str] = mapped_column(String(32))  # comment | review | review_comment | discussion_comment
     github_id: Mapped[int] = mapped_column(BigInteger)
     node_id: Mapped[str | None] = mapped_column(String(64))
     author: Mapped[str | None] = mapped_column(String(255))
     author_association: Mapped[str | None] = mapped_column(String(32))
     author_is_bot: Mapped[bool | None] = mapped_column(Boolean)
     body: Mapped[str] = mapped_column(Text, default="")
+    path: Mapped[str | None] = mapped_column(Text)  # review comments: the file it is on (0013)
     created_at: Mapped[datetime | None]
     updated_at: Mapped[datetime | None]
     thread: Mapped[Thread] = relationship(back_populates="comments")

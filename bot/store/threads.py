@@ -1,9 +1,16 @@
 """Thread and comment records in and out of the database.
 
 A *thread record* is the contract shape of ../shared/contracts/README.md (`thread`), plus the
-optional keys `github_id`, `node_id`, `updated_at`, `assignees`. Webhook handlers and the
-GraphQL sync both write through `upsert_thread` / `upsert_comment`, so the two paths give
+optional keys `github_id`, `node_id`, `updated_at`, `assignees` (and, for discussions,
+`answered`, `answer_chosen_by`, `category`; for review comments `path`). Webhook handlers and
+the GraphQL sync both write through `upsert_thread` / `upsert_comment`, so the two paths give
 identical rows.
+
+Comments are keyed (kind, GitHub id): GitHub numbers issue comments, reviews, review comments
+and discussion comments apart, so each is a kind of its own here (`discussion_comment` for
+the comments and replies of discussions). What leaves the store as a contract record
+(`thread_record`) is the contract's shape: a discussion comment is a `comment` there, and the
+keys the contract does not name (`path`, `answered`, `category`) stay out.
 """
 
 from __future__ import annotations
@@ -21,10 +28,13 @@ from bot.store.types import format_datetime, parse_datetime, utcnow
 THREAD_FIELDS = (
     "kind", "github_id", "node_id", "title", "body", "author", "author_association",
     "author_is_bot", "state", "state_reason", "closed_by", "labels", "assignees", "url",
-    "complete",
+    "complete", "answered", "answer_chosen_by", "category",
 )
 THREAD_TIMES = ("created_at", "updated_at", "closed_at")
-COMMENT_FIELDS = ("node_id", "author", "author_association", "author_is_bot", "body")
+COMMENT_FIELDS = ("node_id", "author", "author_association", "author_is_bot", "body", "path")
+# The stored kinds the contract names otherwise (its comment kinds: comment, review,
+# review_comment).
+CONTRACT_KINDS = {"discussion_comment": "comment"}
 COMMENT_TIMES = ("created_at", "updated_at")
 
 
@@ -113,7 +123,8 @@ def thread_values(record: dict[str, Any]) -> dict[str, Any]:
     for key in THREAD_FIELDS:
         if key in record:
             value = record[key]
-            if key in ("state_reason", "closed_by", "author_association", "body"):
+            if key in ("state_reason", "closed_by", "author_association", "body",
+                       "answer_chosen_by", "category"):
                 value = _blank_to_none(value)
             if key in ("labels", "assignees"):
                 value = list(value or [])
@@ -134,7 +145,7 @@ def comment_values(record: dict[str, Any]) -> dict[str, Any]:
     for key in COMMENT_FIELDS:
         if key in record:
             value = record[key]
-            if key == "author_association":
+            if key in ("author_association", "path"):
                 value = _blank_to_none(value)
             if key == "body":
                 value = value or ""
@@ -210,7 +221,7 @@ def comment_record(comment: Comment) -> dict[str, Any]:
         "author_association": comment.author_association,
         "created_at": format_datetime(comment.created_at),
         "body": comment.body or "",
-        "kind": comment.kind,
+        "kind": CONTRACT_KINDS.get(comment.kind, comment.kind),
     }, author_is_bot=comment.author_is_bot)
 
 

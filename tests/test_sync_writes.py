@@ -1,0 +1,78 @@
+"""The sync's writes, on SQLite and PostgreSQL, GitHub through the fake server: one thread
+the database refuses does not cost the others, and what it stores is counted once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy import select, text
+
+from bot.context import AppContext
+from bot.github.sync import sync
+from bot.store.models import Comment, Thread
+from bot.store.threads import load_thread_record
+from tests.fakegithub import no_sleep
+from tests.test_sync import schema_path, sync_ctx, world  # noqa: F401 - fixtures
+
+REPO = "huggingface/trl"
+
+
+async def _refuse(ctx: AppContext, table: str, number: int) -> None:
+    """A trigger refusing the rows of thread `number` in `table` (threads or comments): what a
+    constraint, a value the database will not store or a full disk does to one thread."""
+    which = f"NEW.number = {number}" if table == "threads" else (
+        f"(SELECT number FROM threads WHERE id = NEW.thread_id) = {number}")
+    engine = ctx.engine
+    async with engine.begin() as conn:
+        if engine.dialect.name == "sqlite":
+            await conn.execute(text(f"CREATE TRIGGER refuse_one BEFORE INSERT ON {table} WHEN {which} "
+                                    "BEGIN SELECT RAISE(ABORT, 'refused by a test trigger'); END"))
+        else:
+            await conn.execute(text(
+                "CREATE FUNCTION refuse_one() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                f"IF {which} THEN RAISE EXCEPTION 'refused by a test trigger'; END IF; "
+                "RETURN NEW; END $$"))
+            await conn.execute(text(f"CREATE TRIGGER refuse_one BEFORE INSERT ON {table} "
+                                    "FOR EACH ROW EXECUTE FUNCTION refuse_one()"))
+
+
+async def _allow(ctx: AppContext, table: str) -> None:
+    async with ctx.engine.begin() as conn:
+        await conn.execute(text(f"DROP TRIGGER refuse_one{'' if ctx.engine.dialect.name == 'sqlite' else ' ON ' + table}"))
+
+
+@pytest.mark.parametrize("table", ["threads", "comments"])
+async def test_one_thread_the_database_refuses_does_not_stop_the_sync(
+        sync_ctx: AppContext, fake_github: Any, world: Any, table: str) -> None:  # noqa: F811
+    """The database refusing one thread's rows (its thread row, or its comments) rolled back
+    the whole batch, up to a hundred threads, and ended the sync with the error: nothing of
+    that batch or after it was stored. The thread is recorded in `failed_threads`, the others
+    are stored, and the next run stores it (the mark was not moved past it)."""
+    data, _ = world
+    trl = [t for t in data.all_threads() if t["_repo"] == REPO]
+    bad = next(t for t in trl[len(trl) // 2:] if t["_comments"])
+    await _refuse(sync_ctx, table, bad["number"])
+    stats = await sync(sync_ctx, [REPO], sleep=no_sleep)
+    assert [f["thread"] for f in stats.failed_threads] == [f"{REPO}#{bad['number']}"]
+    assert "refused by a test trigger" in stats.failed_threads[0]["error"]
+    assert not stats.failed_streams
+    async with sync_ctx.sessionmaker() as session:
+        stored = set(await session.scalars(select(Thread.number)))
+        for t in trl[::7]:
+            if t is not bad:
+                record = await load_thread_record(session, REPO, t["number"])
+                assert record is not None and len(record["comments"]) == data.comment_count(t)
+        assert await session.scalar(select(Thread).where(Thread.number == bad["number"])) is None
+    assert stored == {t["number"] for t in trl} - {bad["number"]}
+    assert stats.threads == len(trl) - 1
+
+    await _allow(sync_ctx, table)
+    stats = await sync(sync_ctx, [REPO], sleep=no_sleep)
+    assert not stats.failed_threads
+    async with sync_ctx.sessionmaker() as session:
+        record = await load_thread_record(session, REPO, bad["number"])
+        assert record is not None and len(record["comments"]) == data.comment_count(bad)
+        assert await session.scalar(select(Thread.id).where(Thread.number == bad["number"]))
+        total = len(list(await session.scalars(select(Comment.id))))
+    assert total == sum(data.comment_count(t) for t in trl)

@@ -34,6 +34,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, func, insert, select
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from analyzers.catalog import canonical_repo, framework_id
 from bot.github.queries import (
@@ -248,6 +249,15 @@ class Stream:
     failed: str | None = None
     closed: bool = False  # final cursor state written
     at_mark: set[int] = field(default_factory=set)  # stored threads updated at stop_at
+    hold: datetime | None = None  # the oldest time of a thread the database refused
+
+    @property
+    def mark(self) -> datetime | None:
+        """The mark to store: the pass's high-water mark, held at the oldest thread the
+        database refused (stored past it, that thread was never read again until updated)."""
+        if self.hold is not None and self.high_water is not None:
+            return min(self.hold, self.high_water)
+        return self.high_water
 
     @property
     def owner_name(self) -> tuple[str, str]:
@@ -651,35 +661,90 @@ class Syncer:
 
     # ------------------------------------------------------------------ writing
     async def _flush(self) -> None:
-        """Writes finished threads and moves cursors past fully written pages, in one commit."""
+        """Writes finished threads and moves cursors past fully written pages, in one commit.
+
+        The database refusing one thread's rows (a constraint, a value it will not store, a
+        trigger) rolled back the whole batch and ended the sync: a batch that fails is written
+        again thread by thread, each in its own transaction; a thread still refused is
+        recorded in `failed_threads` and the pass's mark is held at it (the next refresh reads
+        it again), and the cursors are stored in a last transaction of their own."""
         finished = [pt for pt in self.pending.values() if pt.open == 0]
         if not finished and not any(s.cursor_dirty or (s.done and not s.closed) for s in self.streams):
             return
-        changed: list[tuple[str, int]] = []
-        async with self.ctx.sessionmaker() as session:
-            known = await self._stored_comments(session, finished)
-            threads = await self._stored_threads(session, finished)
-            buried = await self._graves(session, finished)
+        try:
+            changed = await self._write(finished, cursors=True)
+        except SQLAlchemyError as exc:
+            if not finished:
+                raise
+            log.warning("sync: a batch of %d threads was refused (%s); writing them one by one",
+                        len(finished), _first_line(exc))
+            changed = []
             for pt in finished:
-                if await self._write_thread(session, pt, known, threads, buried):
-                    changed.append((pt.record["repo"], pt.record["number"]))
-                del self.pending[pt.key]
-                for _cursor, keys in pt.stream.pages:
-                    keys.discard(pt.key)
-            if self._new_rows:
-                self.stats.comments += len(self._new_rows)
-                await session.execute(insert(Comment), self._new_rows)
-                self._new_rows = []
-            for s in self.streams:
-                await self._store_cursor(session, s)
-            await session.commit()
-        self.stats.threads += len(finished)
-        self.stats.changed += len(changed)
-        for pt in finished:
-            self.stats.repos[pt.record["repo"]] = self.stats.repos.get(pt.record["repo"], 0) + 1
+                try:
+                    changed += await self._write([pt], cursors=False)
+                except SQLAlchemyError as one:
+                    self._write_failed(pt, one)
+            # the cursors alone: refused too, the database (not a thread) is at fault
+            await self._write([], cursors=True)
         if self.on_changed is not None:
             for repo, number in changed:
                 await self._act_on(repo, number)
+
+    async def _write(self, threads: list[PendingThread], *, cursors: bool) -> list[tuple[str, int]]:
+        """One transaction: `threads` written (and their pages freed), then the cursors if
+        `cursors`. Refused, nothing of it is kept, in the database or in this pass's state."""
+        saved = [(s, [(c, set(k)) for c, k in s.pages], s.committed, s.cursor_dirty, s.closed)
+                 for s in self.streams]
+        comments = self.stats.comments
+        changed: list[tuple[str, int]] = []
+        try:
+            async with self.ctx.sessionmaker() as session:
+                known = await self._stored_comments(session, threads)
+                stored = await self._stored_threads(session, threads)
+                buried = await self._graves(session, threads)
+                for pt in threads:
+                    if await self._write_thread(session, pt, known, stored, buried):
+                        changed.append((pt.record["repo"], pt.record["number"]))
+                    for _cursor, keys in pt.stream.pages:
+                        keys.discard(pt.key)
+                if self._new_rows:
+                    self.stats.comments += len(self._new_rows)
+                    await session.execute(insert(Comment), self._new_rows)
+                    self._new_rows = []
+                if cursors:
+                    for s in self.streams:
+                        await self._store_cursor(session, s)
+                await session.commit()
+        except BaseException:
+            self._new_rows = []
+            self.stats.comments = comments
+            for s, pages, committed, dirty, closed in saved:
+                s.pages = deque(pages)
+                s.committed, s.cursor_dirty, s.closed = committed, dirty, closed
+            raise
+        for pt in threads:
+            del self.pending[pt.key]
+            self.stats.repos[pt.record["repo"]] = self.stats.repos.get(pt.record["repo"], 0) + 1
+        self.stats.threads += len(threads)
+        self.stats.changed += len(changed)
+        return changed
+
+    def _write_failed(self, pt: PendingThread, exc: BaseException) -> None:
+        """The database refused `pt` alone: recorded, its page freed (the cursor moves on),
+        and the pass's mark held at its time so the next refresh reads it again."""
+        error = f"{type(exc).__name__}: {_first_line(exc)}".rstrip(": ")
+        self.stats.failed_threads.append({"thread": pt.key, "error": error})
+        log.error("sync: %s was not stored (%s); the other threads are synced", pt.key, error)
+        log.debug("sync: %s", pt.key, exc_info=exc)
+        del self.pending[pt.key]
+        for _cursor, keys in pt.stream.pages:
+            keys.discard(pt.key)
+        when = parse_datetime(pt.record.get("updated_at"))
+        s = pt.stream
+        if when is None:
+            s.failed = s.failed or f"{pt.key} not stored"
+        elif s.hold is None or when < s.hold:
+            s.hold = when
 
     async def _act_on(self, repo: str, number: int) -> None:
         """on_changed of one thread. One that raises (an analyzer bug, the database refusing its
@@ -689,8 +754,7 @@ class Syncer:
         try:
             await self.on_changed(repo, number)  # type: ignore[misc]
         except Exception as exc:  # noqa: BLE001 - one thread must not stop the others
-            lines = str(exc).strip().splitlines()
-            error = f"{type(exc).__name__}: {lines[0][:300] if lines else ''}".rstrip(": ")
+            error = f"{type(exc).__name__}: {_first_line(exc)}".rstrip(": ")
             self.stats.failed_threads.append({"thread": f"{repo}#{number}", "error": error})
             log.error("sync: %s#%s was stored but not analysed (%s); the other threads are synced",
                       repo, number, error)
@@ -799,14 +863,16 @@ class Syncer:
             session.add(cur)
         if s.backfill:
             cur.cursor = s.committed
-            cur.updated_since = s.high_water
+            cur.updated_since = s.mark
         if finished:
             s.closed = True
         if finished and not s.failed:
             cur.full_done = True if s.backfill else cur.full_done
             cur.cursor = None
-            if s.high_water is not None and (cur.updated_since is None or s.high_water > cur.updated_since):
-                cur.updated_since = s.high_water
+            if s.backfill:
+                cur.updated_since = s.mark
+            elif s.mark is not None and (cur.updated_since is None or s.mark > cur.updated_since):
+                cur.updated_since = s.mark
             cur.last_run_at = utcnow()
         s.cursor_dirty = False
 
@@ -913,6 +979,15 @@ class Syncer:
             total = sum(s.total or 0 for s in self.streams if s.backfill) or None
             self.progress.update(self.stats.threads, total, self.stats)
             await self._pace(data.get("rateLimit"))
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of an error's text, at most 300 characters. A database error's text
+    starts with the driver's message (SQLAlchemy appends the statement on later lines)."""
+    if isinstance(exc, DBAPIError) and exc.orig is not None:
+        exc = exc.orig
+    lines = str(exc).strip().splitlines()
+    return lines[0][:300] if lines else ""
 
 
 def _messages(response: dict[str, Any]) -> str:

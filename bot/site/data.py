@@ -165,7 +165,8 @@ async def thread_rows(session: AsyncSession, *, newest_first: bool = True, limit
     """Summaries of the threads `filters` (see `_thread_filters`) name, newest first, the
     `limit` after the first `offset`."""
     query = _thread_filters(_tracked(select(*_thread_columns()).select_from(Thread)), **filters)
-    order = Thread.created_at.desc() if newest_first else Thread.created_at
+    # undated threads last either way, on SQLite as on PostgreSQL (their NULLs sort apart)
+    order = (Thread.created_at.desc() if newest_first else Thread.created_at.asc()).nulls_last()
     query = query.order_by(order, Thread.id.desc()).offset(offset).limit(limit)
     return [_row(r) for r in (await session.execute(query)).all()]
 

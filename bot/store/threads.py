@@ -41,7 +41,8 @@ _THREAD_BY_NAME = select(Thread).where(
 _COMMENTS_OF = (
     select(Comment)
     .where(Comment.thread_id == bindparam("thread_id"))
-    .order_by(Comment.created_at, Comment.id)
+    # NULLS LAST spelled out: SQLite sorts NULL first, PostgreSQL last (tests/test_null_order.py)
+    .order_by(Comment.created_at.asc().nulls_last(), Comment.id)
 )
 
 

@@ -76,3 +76,62 @@ async def test_one_thread_the_database_refuses_does_not_stop_the_sync(
         assert await session.scalar(select(Thread.id).where(Thread.number == bad["number"]))
         total = len(list(await session.scalars(select(Comment.id))))
     assert total == sum(data.comment_count(t) for t in trl)
+
+
+OLD, NEW = "Codertocat/Hello-World", "Codertocat/Hello-Universe"
+
+
+@pytest.mark.parametrize("asked", [NEW, OLD])
+async def test_a_thread_stored_under_a_former_name_is_one_thread_after_a_sync(
+        sync_ctx: AppContext, fake_github: Any, schema_path: Any, shared_dir: Any,  # noqa: F811
+        asked: str) -> None:
+    """Webhooks stored Codertocat/Hello-World#1; the repository was renamed to Hello-Universe
+    with no event handled for it (the app's events off, or the sync run first); `rltracker
+    sync --repo` under either name (GitHub resolves the former one) stored the same issue a
+    second time, under its new name, in a second repository row. Every later delivery then
+    kept writing under the old name (the new one was taken by the sync's row), so the thread
+    was split for good and counted twice in the study, the lists and the exports. Now the
+    sync reads the repository's id and current name, and what is stored under a former name
+    of it moves to the current one, a thread stored under both becoming one."""
+    import json
+
+    from bot.site.data import count_threads
+    from bot.store.models import Repository
+    from tests.fake_graphql import FakeData, FakeGraphQL
+    from tests.test_events import dispatch
+    from tests.test_repository_rename import _renamed
+
+    fixtures = shared_dir / "fixtures" / "webhooks"
+    opened = json.loads((fixtures / "issues" / "opened.json").read_text())
+    comment = json.loads((fixtures / "issue_comment" / "created.json").read_text())
+    assert opened["repository"]["full_name"] == OLD and opened["issue"]["number"] == 1
+    await dispatch(sync_ctx, "issues", opened)
+    await dispatch(sync_ctx, "issue_comment", comment)
+
+    data = FakeData()
+    issue = data.add_thread(NEW, "issue", n_comments=2, closed=False)
+    assert issue["number"] == 1
+    data.repo_ids[NEW] = opened["repository"]["id"]
+    data.repo_updated[NEW] = "2019-05-15T16:00:00Z"  # the rename
+    data.renamed[OLD.lower()] = NEW
+    fake_github.graphql_handler = FakeGraphQL(data, schema_path)
+    stats = await sync(sync_ctx, [asked], sleep=no_sleep)
+    assert not stats.failed_streams and not stats.failed_threads
+
+    async def state() -> tuple[list[tuple[str, int]], list[tuple[str, int | None]], int]:
+        async with sync_ctx.sessionmaker() as session:
+            threads = sorted((t.repo, t.number) for t in await session.scalars(select(Thread)))
+            repos = sorted((r.full_name, r.github_id) for r in await session.scalars(select(Repository)))
+            shown = await count_threads(session)
+        return threads, repos, shown
+
+    repo_id = opened["repository"]["id"]
+    assert await state() == ([(NEW, 1)], [(NEW, repo_id)], 1)
+    async with sync_ctx.sessionmaker() as session:
+        record = await load_thread_record(session, NEW, 1)
+    # the fake's two comments and the webhook's one (GitHub's ids differ in this made-up world)
+    assert record is not None and len(record["comments"]) == 3
+
+    # the next delivery, under the new name, lands in the same thread
+    await dispatch(sync_ctx, "issue_comment", _renamed(comment, comment_id=9001, minute=1))
+    assert await state() == ([(NEW, 1)], [(NEW, repo_id)], 1)

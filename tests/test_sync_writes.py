@@ -129,9 +129,43 @@ async def test_a_thread_stored_under_a_former_name_is_one_thread_after_a_sync(
     assert await state() == ([(NEW, 1)], [(NEW, repo_id)], 1)
     async with sync_ctx.sessionmaker() as session:
         record = await load_thread_record(session, NEW, 1)
-    # the fake's two comments and the webhook's one (GitHub's ids differ in this made-up world)
-    assert record is not None and len(record["comments"]) == 3
+    # GitHub's comments (the webhook's, not on this made-up GitHub, is deleted as deleted there)
+    assert record is not None and len(record["comments"]) == data.comment_count(issue) == 2
 
     # the next delivery, under the new name, lands in the same thread
     await dispatch(sync_ctx, "issue_comment", _renamed(comment, comment_id=9001, minute=1))
     assert await state() == ([(NEW, 1)], [(NEW, repo_id)], 1)
+    async with sync_ctx.sessionmaker() as session:
+        record = await load_thread_record(session, NEW, 1)
+    assert record is not None and len(record["comments"]) == 3
+
+
+async def test_follow_rename_makes_a_thread_stored_under_both_names_one(ctx: AppContext) -> None:  # noqa: F811
+    """follow_rename left a thread stored under both names where it was ("a row whose place
+    under `new` is taken already stays"): the old one went on counting beside the new one.
+    It is merged: comments of both, the later version's fields, a mute on either kept."""
+    from bot.store.repositories import follow_rename
+    from bot.store.threads import upsert_comment, upsert_thread
+
+    def rec(repo: str, title: str, updated: str) -> dict[str, Any]:
+        return {"repo": repo, "number": 1, "kind": "issue", "title": title, "body": "b",
+                "state": "open", "created_at": "2025-01-01T00:00:00Z", "updated_at": updated}
+
+    async with ctx.sessionmaker() as session:
+        old = await upsert_thread(session, rec(OLD, "later title", "2025-01-05T00:00:00Z"))
+        old.muted = True
+        new = await upsert_thread(session, rec(NEW, "earlier title", "2025-01-02T00:00:00Z"))
+        await upsert_comment(session, old, {"kind": "comment", "github_id": 1, "body": "a",
+                                            "created_at": "2025-01-03T00:00:00Z"})
+        await upsert_comment(session, new, {"kind": "comment", "github_id": 2, "body": "b",
+                                            "created_at": "2025-01-04T00:00:00Z"})
+        await session.commit()
+    async with ctx.sessionmaker() as session:
+        await follow_rename(session, OLD, NEW)
+        await session.commit()
+    async with ctx.sessionmaker() as session:
+        threads = list(await session.scalars(select(Thread)))
+        record = await load_thread_record(session, NEW, 1)
+    assert [(t.repo, t.number, t.muted) for t in threads] == [(NEW, 1, True)]
+    assert record is not None and record["title"] == "later title"
+    assert [c["body"] for c in record["comments"]] == ["a", "b"]

@@ -46,6 +46,7 @@ from bot.github.queries import (
 )
 from bot.store.installations import silenced_installations
 from bot.store.models import Comment, Repository, SyncCursor, Thread
+from bot.store.repositories import settle_repository
 from bot.store.threads import (
     COMMENT_FIELDS,
     COMMENT_TIMES,
@@ -386,6 +387,9 @@ class Syncer:
         self.thread_budget = THREADS_PER_REQUEST  # halved after an error, restored after success
         self.continuation_budget = CONTINUATIONS_PER_REQUEST
         self.errors: list[dict[str, Any]] = []  # the GraphQL errors of the last partial answer
+        # repositories seen in a stream's first answer, to settle at the next write:
+        # lower-case name -> (name, GitHub id, its updatedAt, former names the sync was given)
+        self._identities: dict[str, tuple[str, int | None, datetime | None, set[str]]] = {}
 
     # ------------------------------------------------------------------ set-up
     async def _load_streams(self) -> None:
@@ -635,6 +639,35 @@ class Syncer:
         if stream.backfill and stream.fetched == len(keys):
             stream.cursor_dirty = True  # the pass's high-water mark must be stored now
 
+    def _saw_repository(self, stream: Stream, repo_data: dict[str, Any] | None) -> bool:
+        """The repository's id and current name in a stream's first answer. Asked under a
+        former name (GitHub resolves it), the stream's threads are stored under the current
+        one; the store settles what is under other names of it at the next write
+        (settle_repository). False: another stream reads the same repository and kind (given
+        under both names), this one stops."""
+        if not repo_data or stream.requests:
+            return True
+        name = repo_data.get("nameWithOwner")
+        if not isinstance(name, str) or "/" not in name:
+            return True
+        current = canonical_repo(name)
+        former: set[str] = set()
+        if current.lower() != stream.repo.lower():
+            if any(o is not stream and o.kind == stream.kind and o.repo.lower() == current.lower()
+                   for o in self.streams):
+                stream.done = stream.closed = True
+                return False
+            log.info("sync: %s is %s now on GitHub; its threads are stored under that name",
+                     stream.repo, current)
+            former.add(stream.repo)
+            stream.repo = current
+        gid = repo_data.get("databaseId")
+        known = self._identities.get(stream.repo.lower())
+        self._identities[stream.repo.lower()] = (
+            stream.repo, gid if isinstance(gid, int) else None,
+            parse_datetime(repo_data.get("updatedAt")), former | (known[3] if known else set()))
+        return True
+
     def _failed_slot(self, alias: str, node: dict[str, Any] | None, field_name: str) -> str | None:
         """The error that left continuation `alias` without its connection, if one did: an
         error of the last partial answer naming it (or naming no slot), other than GitHub's
@@ -699,12 +732,17 @@ class Syncer:
         changed: list[tuple[str, int]] = []
         try:
             async with self.ctx.sessionmaker() as session:
+                for name, gid, seen_at, former in list(self._identities.values()):
+                    if gid is not None or former:
+                        await settle_repository(session, name, gid, seen_at=seen_at, former=former,
+                                                framework=framework_id(name))
                 known = await self._stored_comments(session, threads)
                 stored = await self._stored_threads(session, threads)
                 buried = await self._graves(session, threads)
                 for pt in threads:
                     if await self._write_thread(session, pt, known, stored, buried):
                         changed.append((pt.record["repo"], pt.record["number"]))
+                    del self.pending[pt.key]
                     for _cursor, keys in pt.stream.pages:
                         keys.discard(pt.key)
                 if self._new_rows:
@@ -718,12 +756,14 @@ class Syncer:
         except BaseException:
             self._new_rows = []
             self.stats.comments = comments
+            for pt in threads:
+                self.pending[pt.key] = pt
             for s, pages, committed, dirty, closed in saved:
                 s.pages = deque(pages)
                 s.committed, s.cursor_dirty, s.closed = committed, dirty, closed
             raise
+        self._identities.clear()
         for pt in threads:
-            del self.pending[pt.key]
             self.stats.repos[pt.record["repo"]] = self.stats.repos.get(pt.record["repo"], 0) + 1
         self.stats.threads += len(threads)
         self.stats.changed += len(changed)
@@ -948,8 +988,11 @@ class Syncer:
             failures = 0
             self.thread_budget = min(THREADS_PER_REQUEST, self.thread_budget * 2)
             self.continuation_budget = min(CONTINUATIONS_PER_REQUEST, self.continuation_budget * 2)
+            taken = [self._saw_repository(stream, data.get(f"s{i}")) for i, stream in enumerate(streams)]
             for i, stream in enumerate(streams):
                 repo_data = data.get(f"s{i}")
+                if not taken[i]:
+                    continue
                 field_name = {"issue": "issues", "pull_request": "pullRequests",
                               "discussion": "discussions"}[stream.kind]
                 self._take_page(stream, repo_data.get(field_name) if repo_data else None,

@@ -169,3 +169,32 @@ async def test_follow_rename_makes_a_thread_stored_under_both_names_one(ctx: App
     assert [(t.repo, t.number, t.muted) for t in threads] == [(NEW, 1, True)]
     assert record is not None and record["title"] == "later title"
     assert [c["body"] for c in record["comments"]] == ["a", "b"]
+
+
+async def test_a_thread_gone_from_github_mid_sync_keeps_its_stored_comments(
+        sync_ctx: AppContext, fake_github: Any, world: Any) -> None:  # noqa: F811
+    """A long issue updated, then transferred to another repository (or deleted) between the
+    refresh's first request and the continuation asking for its comments 41+: GitHub answers
+    that `node(id:)` with null (NOT_FOUND). The thread was written with the comments of its
+    first page and every stored comment beyond them deleted as deleted on GitHub: 250
+    comments became 40. What the answer did not show is kept (the thread is incomplete)."""
+    data, responder = world
+    await sync(sync_ctx, [REPO], sleep=no_sleep)
+    long = next(t for t in data.repos[REPO]["issue"] if len(t["_comments"]) > 100)
+    before = data.comment_count(long)
+    data.touch(REPO, "issue", long["number"], title="retitled")
+    answered: list[int] = []
+
+    def handler(query: str, variables: dict[str, Any]) -> Any:
+        answer = responder(query, variables)
+        answered.append(1)
+        if len(answered) == 1:
+            data.nodes.pop(long["id"])  # gone from here after the first answer
+        return answer
+
+    fake_github.graphql_handler = handler
+    await sync(sync_ctx, [REPO], sleep=no_sleep)
+    async with sync_ctx.sessionmaker() as session:
+        record = await load_thread_record(session, REPO, long["number"])
+    assert record is not None and record["title"] == "retitled"
+    assert len(record["comments"]) == before

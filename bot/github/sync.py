@@ -688,7 +688,11 @@ class Syncer:
         pt.open -= 1
         self.stats.continuations += 1
         if node is None:
-            return  # the parent vanished meanwhile; the next refresh sees the new state
+            # The parent vanished meanwhile (transferred, deleted: NOT_FOUND): the next refresh
+            # sees the new state. Its stored comments past what was read are kept: taken as
+            # deleted on GitHub, a long thread lost them all (250 comments became 40).
+            pt.incomplete = True
+            return
         self._add_children(pt, cont.child_type, node.get(cont.slot.field), cont.slot.node_id,
                            cont.slot.typename, cont.slot.field)
 

@@ -198,3 +198,18 @@ async def test_a_thread_gone_from_github_mid_sync_keeps_its_stored_comments(
         record = await load_thread_record(session, REPO, long["number"])
     assert record is not None and record["title"] == "retitled"
     assert len(record["comments"]) == before
+
+
+async def test_a_tracked_framework_renamed_beyond_the_catalog_stays_under_its_catalog_name(
+        sync_ctx: AppContext, fake_github: Any, world: Any) -> None:  # noqa: F811
+    """GitHub calls a tracked framework by a name the catalog does not list yet: its threads
+    stay under the catalog's name (moved to a name no framework has, they left every
+    framework page and count) until the catalog is told."""
+    data, _ = world
+    data.repos["huggingface/trl-next"] = data.repos.pop(REPO)
+    data.renamed[REPO] = "huggingface/trl-next"
+    data.repo_ids["huggingface/trl-next"] = 4242
+    stats = await sync(sync_ctx, [REPO], sleep=no_sleep)
+    assert stats.repos == {REPO: len([t for k in data.repos["huggingface/trl-next"].values() for t in k])}
+    async with sync_ctx.sessionmaker() as session:
+        assert set(await session.scalars(select(Thread.repo))) == {REPO}

@@ -652,6 +652,12 @@ class Syncer:
             return True
         current = canonical_repo(name)
         former: set[str] = set()
+        if framework_id(stream.repo) is not None and framework_id(current) is None:
+            # a tracked framework under a name the catalog does not know yet: its threads stay
+            # under the catalog's name (under the new one, no page would count them)
+            # (nor is the row holding its id moved back from the name webhooks store it under)
+            log.warning("sync: GitHub calls %s %s now; add the name to the catalog", stream.repo, name)
+            return True
         if current.lower() != stream.repo.lower():
             if any(o is not stream and o.kind == stream.kind and o.repo.lower() == current.lower()
                    for o in self.streams):

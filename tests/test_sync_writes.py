@@ -213,3 +213,22 @@ async def test_a_tracked_framework_renamed_beyond_the_catalog_stays_under_its_ca
     assert stats.repos == {REPO: len([t for k in data.repos["huggingface/trl-next"].values() for t in k])}
     async with sync_ctx.sessionmaker() as session:
         assert set(await session.scalars(select(Thread.repo))) == {REPO}
+
+
+async def test_a_nul_character_from_github_is_stored_on_both_databases(
+        sync_ctx: AppContext, fake_github: Any, world: Any) -> None:  # noqa: F811
+    """GitHub keeps a U+0000 pasted into a body (a binary log); PostgreSQL text cannot hold
+    one, so on PostgreSQL the thread was refused (the whole batch, and the sync, before
+    failed threads were recorded; then refused every night, its window held open), while
+    SQLite stored it. Both store it as U+FFFD now, the same record on both."""
+    data, _ = world
+    issue = data.add_thread(REPO, "issue", n_comments=1, closed=False, body="loss\x00nan")
+    issue["title"] = "title\x00x"
+    issue["_comments"][0]["body"] = "see\x00log"
+    stats = await sync(sync_ctx, [REPO], sleep=no_sleep)
+    assert not stats.failed_threads
+    async with sync_ctx.sessionmaker() as session:
+        record = await load_thread_record(session, REPO, issue["number"])
+    assert record is not None
+    assert (record["title"], record["body"]) == ("title\ufffdx", "loss\ufffdnan")
+    assert [c["body"] for c in record["comments"]] == ["see\ufffdlog"]

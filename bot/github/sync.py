@@ -53,6 +53,7 @@ from bot.store.threads import (
     comment_grave,
     graves,
     is_buried,
+    storable_text,
     thread_grave,
     upsert_comment,
     upsert_thread,
@@ -223,7 +224,7 @@ def new_comment_values(thread_id: int, record: dict[str, Any]) -> dict[str, Any]
         if key == "author_association":
             value = value or None
         if key == "body":
-            value = value or ""
+            value = storable_text(value or "")
         row[key] = value
     for key in COMMENT_TIMES:
         row[key] = parse_datetime(record.get(key))  # absent (a review's updated_at) is None
@@ -882,7 +883,7 @@ class Syncer:
                 # read it: the stored review may be an edit made since; it is kept.
                 continue
             same_time = "updated_at" not in comment or old.updated_at == parse_datetime(comment["updated_at"])
-            if old.thread_id == thread.id and same_time and (old.body or "") == comment["body"]:
+            if old.thread_id == thread.id and same_time and (old.body or "") == storable_text(comment["body"]):
                 continue  # unchanged: no write
             await upsert_comment(session, thread, comment)
             self.stats.comments += 1

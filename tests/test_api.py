@@ -126,8 +126,7 @@ async def test_actions_api_reaches_the_newest_past_the_first_page(client: TestCl
 
 
 @pytest.mark.parametrize("query", ["limit=0", "limit=-1", "limit=x", "limit=1.5", "limit=%C2%B2",
-                                   "offset=-1", "offset=x", "limit=0&offset=3",
-                                   "offset=" + "9" * 12])
+                                   "offset=-1", "offset=x", "limit=0&offset=3"])
 async def test_every_api_list_refuses_the_same_paging_values_alike(client: TestClient,
                                                                    query: str) -> None:
     """/api/actions read limit=0 (and -1's absence of rows) as 1 where /api/proposals answered
@@ -257,3 +256,85 @@ async def test_a_thread_stored_under_the_former_name_is_found_by_the_current_one
     page = await client.get("/threads/verl-project/verl/6")
     assert page.status == 200 and "Old thread" in await page.text()
     assert (await client.get("/threads/verl-project/verl/7")).status == 404
+
+
+async def test_undated_proposals_are_listed_last_on_both_databases(client: TestClient,
+                                                                   ctx: AppContext) -> None:
+    """Newest first, a proposal of no known opening time (a thread stored from a comment
+    alone) came first on PostgreSQL (NULLs first in a descending order) and last on SQLite:
+    it is last on both, and ties stay in one order across pages."""
+    async with ctx.sessionmaker() as s:
+        for number, created in [(1, "2026-01-01T00:00:00Z"), (2, None), (3, "2026-02-02T00:00:00Z"),
+                                (4, "2026-02-02T00:00:00Z")]:
+            thread = await upsert_thread(s, {"repo": "huggingface/trl", "number": number,
+                                             "kind": "issue", "title": f"Add method {number}",
+                                             "state": "open", "created_at": created})
+            s.add(Analysis(thread_id=thread.id, analyzer_version="t", result=ANALYSIS,
+                           is_proposal=True, review_state="open_no_reply"))
+        await s.commit()
+    whole = [p["number"] for p in await (await client.get("/api/proposals")).json()]
+    assert whole == [4, 3, 1, 2]
+    paged = []
+    for offset in range(4):
+        page = await client.get("/api/proposals", params={"limit": "1", "offset": str(offset)})
+        paged += [p["number"] for p in await page.json()]
+    assert paged == whole
+    html = await (await client.get("/proposals")).text()
+    assert html.index("Add method 1") < html.index("Add method 2")
+
+
+@pytest.mark.parametrize("repo", ["verl", "https://github.com/huggingface/trl", "a/b/c", "trl/"])
+async def test_an_action_filter_that_is_no_repository_is_a_400(client: TestClient,
+                                                               ctx: AppContext, repo: str) -> None:
+    """`/api/actions?repo=verl` (a framework, a URL, a path) answered an empty list, 200, as if
+    the repository had no action: it is a 400 saying the filter is OWNER/NAME."""
+    await seed(ctx)
+    resp = await client.get("/api/actions", params={"repo": repo})
+    assert resp.status == 400
+    assert (await resp.json())["error"].startswith("repo must be OWNER/NAME")
+    assert (await client.get("/api/actions", params={"repo": "No/Such"})).headers[
+        "X-Total-Count"] == "0"
+
+
+async def test_api_answers_carry_an_etag_and_a_304_when_unchanged(client: TestClient,
+                                                                   ctx: AppContext) -> None:
+    """No /api/ answer had a validator: a script polling /api/actions or /api/proposals got
+    the whole body each time. Each JSON answer carries an ETag of its bytes (and no-cache:
+    ask again, revalidating); If-None-Match with it is a 304 without a body until the answer
+    changes. Errors carry none."""
+    await seed(ctx)
+    for path in ("/api/actions", "/api/methods", "/api/threads/Org/Repo/7", "/api/proposals",
+                 "/api/stats"):
+        first = await client.get(path)
+        tag = first.headers.get("ETag")
+        assert first.status == 200 and tag and tag.startswith('"'), path
+        assert first.headers["Cache-Control"] == "no-cache"
+        again = await client.get(path, headers={"If-None-Match": tag})
+        assert again.status == 304 and await again.read() == b"", path
+        assert again.headers["ETag"] == tag
+        assert (await client.get(path, headers={"If-None-Match": f'W/{tag}, "other"'})).status == 304
+        assert (await client.get(path, headers={"If-None-Match": '"other"'})).status == 200
+    tag = (await client.get("/api/actions")).headers["ETag"]
+    async with ctx.sessionmaker() as s:
+        s.add(Action(repo="Org/Repo", number=9, kind="failure_comment", status="skipped",
+                     reason="not a training-failure report"))
+        await s.commit()
+    changed = await client.get("/api/actions", headers={"If-None-Match": tag})
+    assert changed.status == 200 and changed.headers["ETag"] != tag
+    missing = await client.get("/api/threads/Org/Repo/99")
+    assert missing.status == 404 and "ETag" not in missing.headers
+
+
+@pytest.mark.parametrize("offset", ["9" * 10, "9" * 12, "1" + "0" * 40])
+async def test_an_offset_of_ten_digits_or_more_is_past_every_row(client: TestClient,
+                                                               ctx: AppContext, offset: str) -> None:
+    """offset=999999999999 answered 400 "offset one from 0", a whole number from 0 told it is
+    not one, where offset=999999999 was an empty page: past every row, an empty page (200, the
+    X-Total-Count of them all), on every paged list, as a limit that long is the cap."""
+    await seed(ctx)
+    for route in ("/api/actions", "/api/proposals", "/api/export.json"):
+        resp = await client.get(route, params={"offset": offset})
+        assert resp.status == 200, route
+        body = await resp.json()
+        assert (body["threads"] if route.endswith(".json") else body) == [], route
+        assert resp.headers["X-Total-Count"] == (await client.get(route)).headers["X-Total-Count"]

@@ -193,3 +193,20 @@ def test_0009_installation_event_times_go_down_and_up(db_url: str) -> None:
         db_url, "SELECT id, deleted, suspension_changed_at, deleted_at FROM installations")) == [
         (7, True, None, None)]
     assert schema_differences(db_url) == []
+
+
+def test_0012_analysis_failures_goes_down_and_up(db_url: str) -> None:
+    """The re-analysis failures: dropped on the way down (the step then tries those threads
+    again), made again, empty, on the way up; a failure row goes with its thread."""
+    asyncio.run(_execute(db_url, "INSERT INTO threads (id, repo, number, kind, title, state, "
+                                 "labels, assignees, complete, muted, stored_at) VALUES (5, 'o/r', "
+                                 "1, 'issue', 't', 'open', '[]', '[]', true, false, CURRENT_TIMESTAMP)"))
+    asyncio.run(_execute(db_url, "INSERT INTO analysis_failures (thread_id, analyzer_version, "
+                                 "attempts, error, failed_at) VALUES (5, '2026.12.04-1', 2, "
+                                 "'RuntimeError: x', CURRENT_TIMESTAMP)"))
+    command.downgrade(migrate.alembic_config(db_url), "0011")
+    tables = asyncio.run(_inspect(db_url, lambda conn: set(inspect(conn).get_table_names())))
+    assert "analysis_failures" not in tables and "threads" in tables
+    migrate.upgrade(db_url)
+    assert asyncio.run(_execute(db_url, "SELECT count(*) FROM analysis_failures")) == [(0,)]
+    assert schema_differences(db_url) == []

@@ -5,7 +5,9 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -20,7 +22,9 @@ from bot.store.types import MAX_THREAD_NUMBER, parse_count, parse_thread_number
 log = logging.getLogger(__name__)
 
 HEALTH_TIMEOUT = 5.0
+REPO_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}")
 API_PREFIX = "/api/"
+PAST_EVERY_ROW = 10 ** 9  # an offset read as past every row (parse_count reads nine digits)
 
 
 def _json_error(status: int, message: str) -> web.Response:
@@ -43,6 +47,23 @@ def _api_error_message(request: web.Request, error: web.HTTPException) -> str:
     return error.reason
 
 
+def _validated(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
+    """A whole 200 answer of GET (or HEAD) with an ETag of its bytes and `no-cache` (a client
+    keeps it and asks again with If-None-Match); the 304 without a body when that is the one
+    the client has. Streamed answers (the exports, written as they are read) carry none."""
+    if (request.method not in ("GET", "HEAD") or response.status != 200
+            or not isinstance(response, web.Response) or not isinstance(response.body, bytes)):
+        return response
+    tag = hashlib.sha256(response.body).hexdigest()[:32]
+    headers = {"ETag": f'"{tag}"', "Cache-Control": "no-cache"}
+    if "X-Total-Count" in response.headers:
+        headers["X-Total-Count"] = response.headers["X-Total-Count"]
+    if any(e.value in (tag, "*") for e in request.if_none_match or ()):
+        return web.Response(status=304, headers=headers)
+    response.headers.update(headers)
+    return response
+
+
 @web.middleware
 async def json_errors(request: web.Request,
                       handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -53,7 +74,7 @@ async def json_errors(request: web.Request,
     if not request.path.startswith(API_PREFIX):
         return await handler(request)
     try:
-        return await handler(request)
+        return _validated(request, await handler(request))
     except web.HTTPException as error:
         if error.status < 400:
             raise
@@ -172,14 +193,18 @@ def api_paging(query: Mapping[str, str], *, default_limit: int, max_limit: int
     """(limit, offset) of an /api/ list's query string, or the message of its 400. Every /api/
     list pages alike: `offset` is a whole number from 0 (0 when absent), `limit` a whole
     number from 1 (`default_limit` when absent); a limit above `max_limit` gets `max_limit`
-    rows (the list's X-Total-Count header says how many there are in all)."""
+    rows (the list's X-Total-Count header says how many there are in all), an offset of ten
+    digits or more an empty page, as any offset past the last row."""
     typed = (query.get("limit") or "").strip()
     limit = parse_count(typed, default_limit)
     if limit is None and typed.isascii() and typed.isdigit() and typed.strip("0"):
         # ten digits or more: above the cap as well (was a 400); 0000000005 is 5
         digits = typed.lstrip("0")
         limit = int(digits) if len(digits) < 10 else max_limit
-    offset = parse_count(query.get("offset"), 0)
+    typed_offset = (query.get("offset") or "").strip()
+    offset = parse_count(typed_offset, 0)
+    if offset is None and typed_offset.isascii() and typed_offset.isdigit():
+        offset = PAST_EVERY_ROW  # ten digits or more: past every row, an empty page
     if not limit or offset is None:
         return (f"limit must be a whole number from 1 (at most {max_limit:,} rows are "
                 "returned), offset one from 0")
@@ -221,7 +246,9 @@ async def api_actions(request: web.Request) -> web.Response:
 
     ctx = request.app[CTX]
     conditions = []
-    repo = request.query.get("repo")
+    repo = (request.query.get("repo") or "").strip()
+    if repo and not REPO_NAME.fullmatch(repo):
+        return _json_error(400, "repo must be OWNER/NAME, as on GitHub (huggingface/trl)")
     if repo:
         # every name of its framework's repository, as the thread routes find a thread
         framework = load_catalog().framework_for_repo(repo)

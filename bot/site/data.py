@@ -2,7 +2,7 @@
 Thread / Analysis / Action / Repository / ContributionRules tables.
 
 Every function returns plain dicts and lists (JSON-ready); bot/site.py renders them as HTML or
-JSON, bot/exports.py writes them as files. Thread text never goes further than its title, and
+JSON, bot/site/exports.py writes them as files. Thread text never goes further than its title, and
 the HTML templates escape it.
 
 The failure finding of a thread (is it a failure report, which kind) is the one rule of
@@ -162,13 +162,36 @@ def _thread_filters(query: Any, *, proposals: bool | None = None, failures: bool
 
 async def thread_rows(session: AsyncSession, *, newest_first: bool = True, limit: int = MAX_ROWS,
                       offset: int = 0, **filters: Any) -> list[dict[str, Any]]:
-    """Summaries of the threads `filters` (see `_thread_filters`) name, newest first, the
-    `limit` after the first `offset`."""
+    """Summaries of the threads `filters` (see `_thread_filters`) name, newest first (ties by
+    id, threads of no known date last), the `limit` after the first `offset`."""
     query = _thread_filters(_tracked(select(*_thread_columns()).select_from(Thread)), **filters)
-    # undated threads last either way, on SQLite as on PostgreSQL (their NULLs sort apart)
-    order = (Thread.created_at.desc() if newest_first else Thread.created_at.asc()).nulls_last()
-    query = query.order_by(order, Thread.id.desc()).offset(offset).limit(limit)
+    order = Thread.created_at.desc() if newest_first else Thread.created_at
+    # threads of no known date last on both databases (PostgreSQL puts NULLs first in a
+    # descending order, SQLite last)
+    undated = case((Thread.created_at.is_(None), 1), else_=0)
+    query = query.order_by(undated, order, Thread.id.desc()).offset(offset).limit(limit)
     return [_row(r) for r in (await session.execute(query)).all()]
+
+
+def oldest_first() -> list[Any]:
+    """The export's order, the same on SQLite and PostgreSQL: oldest first, threads of no
+    known date last (SQLite put them first and PostgreSQL last), ties in the order stored."""
+    return [case((Thread.created_at.is_(None), 1), else_=0), Thread.created_at, Thread.id]
+
+
+async def tracked_ids(session: AsyncSession, *, limit: int | None = None, offset: int = 0
+                      ) -> list[int]:
+    """The ids of the tracked threads (`_tracked`), `oldest_first`: the `limit` after `offset`."""
+    query = _tracked(select(Thread.id).select_from(Thread)).order_by(*oldest_first())
+    return list(await session.scalars(query.offset(offset).limit(limit)))
+
+
+async def rows_by_id(session: AsyncSession, ids: list[int]) -> list[dict[str, Any]]:
+    """Summaries of the tracked threads `ids` names, in that order; a thread deleted (or no
+    longer tracked) since the ids were read is left out."""
+    query = _tracked(select(Thread.id.label("thread_id"), *_thread_columns()).select_from(Thread))
+    found = {r.thread_id: _row(r) for r in (await session.execute(query.where(Thread.id.in_(ids)))).all()}
+    return [found[i] for i in ids if i in found]
 
 
 async def count_threads(session: AsyncSession, **filters: Any) -> int:
@@ -226,7 +249,7 @@ async def reception(session: AsyncSession, repos: list[str] | None = None) -> li
             "paused_reason": r.paused_reason,
             # The last lift of a pause: "@login" (/rltracker resume) or "operator" (the CLI).
             "resumed_by": r.resumed_by,
-            "resumed_at": r.resumed_at.isoformat() if r.resumed_at else None,
+            "resumed_at": format_datetime(r.resumed_at),
         })
     return out
 

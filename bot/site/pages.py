@@ -322,23 +322,16 @@ async def api_repos(request: web.Request) -> web.Response:
     return json_response(await _session_call(request, data.reception))
 
 
-async def api_export_json(request: web.Request) -> web.Response:
-    from bot.site.exports import export_data
+async def api_export_json(request: web.Request) -> web.StreamResponse:
+    from bot.site.exports import serve_export
 
-    body = await _session_call(request, export_data)
-    response = json_response(body)
-    response.headers["Content-Disposition"] = 'attachment; filename="rltracker-export.json"'
-    return response
+    return await serve_export(request, as_csv=False, headers=HEADERS)
 
 
-async def api_export_csv(request: web.Request) -> web.Response:
-    from bot.site.exports import export_data, to_csv
+async def api_export_csv(request: web.Request) -> web.StreamResponse:
+    from bot.site.exports import serve_export
 
-    body = await _session_call(request, export_data)
-    return web.Response(
-        text=to_csv(body["threads"]), content_type="text/csv", charset="utf-8",
-        headers={**HEADERS, "Content-Disposition": 'attachment; filename="rltracker-export.csv"'},
-    )
+    return await serve_export(request, as_csv=True, headers=HEADERS)
 
 
 def setup(app: web.Application) -> None:

@@ -201,6 +201,22 @@ class Analysis(Base):
     analyzed_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 
+
+class AnalysisFailure(Base):
+    """A thread the nightly re-analysis could not analyse or store (migration 0012): under
+    which analyzer version, how many nights in a row, the last error. After MAX_ATTEMPTS
+    (bot.scheduler) under one version the step leaves the thread out; a new analyzer version
+    starts the count again, and a success removes the row."""
+
+    __tablename__ = "analysis_failures"
+    thread_id: Mapped[int] = mapped_column(
+        BigId, ForeignKey("threads.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    analyzer_version: Mapped[str] = mapped_column(String(32))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text)
+    failed_at: Mapped[datetime] = mapped_column(default=utcnow)
+
 class Verdict(Base):
     """A person's word on a thread (`/rltracker kind <failure>`, `/rltracker not-a-failure`):
     whether it reports a training failure and of which kind, who said it (login; `author` of

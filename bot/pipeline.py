@@ -150,7 +150,7 @@ class ThreadChange:
 _COMMENTS_OF_THREADS = (
     select(Comment)
     .where(Comment.thread_id.in_(bindparam("thread_ids", expanding=True)))
-    .order_by(Comment.thread_id, Comment.created_at, Comment.id)
+    .order_by(Comment.thread_id, Comment.created_at.asc().nulls_last(), Comment.id)  # as load_comments
 )
 @cache
 def _analyses_upsert(dialect: str) -> Any:

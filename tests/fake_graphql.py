@@ -112,6 +112,11 @@ class FakeData:
     clock: datetime = BASE_TIME
     next_id: int = 1000
     rng: random.Random = field(default_factory=lambda: random.Random(0))
+    # Repository identity, as GitHub keeps it across renames: id (null when a test does not
+    # set one), updatedAt (moves with a rename), and former names GitHub still resolves.
+    repo_ids: dict[str, int] = field(default_factory=dict)
+    repo_updated: dict[str, str] = field(default_factory=dict)
+    renamed: dict[str, str] = field(default_factory=dict)  # former name, lower case -> current
 
     # ---- building -------------------------------------------------------------------------
     def _tick(self, seconds: int = 60) -> datetime:
@@ -386,12 +391,15 @@ class FakeGraphQL:
         return resolve
 
     def _repository(self, info: Any = None, owner: str = "", name: str = "", **_: Any) -> dict[str, Any] | None:
-        full = next((r for r in self.data.repos if r.lower() == f"{owner}/{name}".lower()), None)
+        asked = self.data.renamed.get(f"{owner}/{name}".lower(), f"{owner}/{name}")
+        full = next((r for r in self.data.repos if r.lower() == asked.lower()), None)
         if full is None:
             raise GraphQLFieldError(f"Could not resolve to a Repository with the name '{owner}/{name}'.")
         return {
             "__typename": "Repository",
             "nameWithOwner": full,
+            "databaseId": self.data.repo_ids.get(full),
+            "updatedAt": self.data.repo_updated.get(full, _iso(BASE_TIME)),
             **{f: self._repo_connection(full, k) for f, k in self.KIND_FIELDS.items()},
         }
 

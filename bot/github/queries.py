@@ -179,7 +179,10 @@ def build_sync_query(
         variables.update({f"o{i}": slot.owner, f"n{i}": slot.name, f"f{i}": slot.first,
                           f"a{i}": slot.after})
         parts.append(
-            f"s{i}: repository(owner: $o{i}, name: $n{i}) {{ {field}(first: $f{i}, after: $a{i}, "
+            # the repository's id and current name: a former name GitHub resolves, or a row
+            # stored under a name from before a rename, is settled on the current one
+            f"s{i}: repository(owner: $o{i}, name: $n{i}) {{ databaseId nameWithOwner updatedAt "
+            f"{field}(first: $f{i}, after: $a{i}, "
             "orderBy: {field: UPDATED_AT, direction: DESC}) { totalCount pageInfo { ...PageFields } "
             f"nodes {{ ...{fragment} }} }} }}"
         )

@@ -119,7 +119,7 @@ class Thread(Base):
     closed_at: Mapped[datetime | None]
     stored_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
     comments: Mapped[list[Comment]] = relationship(
-        back_populates="thread", order_by="Comment.created_at", cascade="all, delete-orphan"
+        back_populates="thread", order_by="Comment.created_at.asc().nulls_last()", cascade="all, delete-orphan"
     )
 
 

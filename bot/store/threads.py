@@ -38,6 +38,13 @@ CONTRACT_KINDS = {"discussion_comment": "comment"}
 COMMENT_TIMES = ("created_at", "updated_at")
 
 
+def storable_text(value: Any) -> Any:
+    """A text with U+0000 as U+FFFD: GitHub keeps a NUL pasted into a body (a binary log),
+    PostgreSQL text cannot hold one (the row was refused) and SQLite stored it: the same
+    text on both now."""
+    return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
+
+
 def _blank_to_none(value: Any) -> Any:
     # GraphQL gives "" where REST and webhooks give null.
     return None if value == "" else value
@@ -51,7 +58,8 @@ _THREAD_BY_NAME = select(Thread).where(
 _COMMENTS_OF = (
     select(Comment)
     .where(Comment.thread_id == bindparam("thread_id"))
-    .order_by(Comment.created_at, Comment.id)
+    # NULLS LAST spelled out: SQLite sorts NULL first, PostgreSQL last (tests/test_null_order.py)
+    .order_by(Comment.created_at.asc().nulls_last(), Comment.id)
 )
 
 
@@ -130,6 +138,8 @@ def thread_values(record: dict[str, Any]) -> dict[str, Any]:
                 value = list(value or [])
             if key == "title":
                 value = value or ""
+            if key in ("title", "body"):
+                value = storable_text(value)
             if key == "complete" and value is None:
                 continue
             values[key] = value
@@ -148,7 +158,7 @@ def comment_values(record: dict[str, Any]) -> dict[str, Any]:
             if key in ("author_association", "path"):
                 value = _blank_to_none(value)
             if key == "body":
-                value = value or ""
+                value = storable_text(value or "")
             values[key] = value
     for key in COMMENT_TIMES:
         if key in record:

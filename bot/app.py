@@ -4,6 +4,7 @@ routes and the tracker pages (bot.site), and the inbox writer and worker started
 from __future__ import annotations
 
 import logging
+import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -13,6 +14,7 @@ from bot.config import WEBHOOK_BODY_LIMIT
 from bot.context import CTX, INBOX, METRICS, WORKER
 from bot.metrics import Metrics
 from bot.site import api, pages, preview_pages, report_pages, study, threads, verdicts
+from bot.store import db as store_db
 from bot.webhooks.inbox import Inbox
 from bot.webhooks.receive import webhook
 from bot.webhooks.worker import Worker
@@ -31,11 +33,68 @@ async def refuse_nul(request: web.Request,
     return await handler(request)
 
 
+# Files of the libraries that talk to the database: an OSError raised inside them
+# (asyncpg's ConnectionRefusedError, a timeout) is the database not answering.
+_DATABASE_LIBRARIES = ("/asyncpg/", "/sqlalchemy/", "/aiosqlite/")
+_NO_ANSWER = "the database did not answer; try again later"
+
+
+def _database_unreachable(exc: BaseException) -> bool:
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    if isinstance(exc, OperationalError | InterfaceError):
+        return True
+    if isinstance(exc, OSError | TimeoutError):
+        frames = traceback.extract_tb(exc.__traceback__)
+        return any(part in frame.filename for frame in frames for part in _DATABASE_LIBRARIES)
+    return False
+
+
+def _unavailable(request: web.Request, message: str) -> web.Response:
+    if request.path.startswith("/api/"):
+        return web.json_response({"error": message}, status=503)
+    return web.Response(text=f"503 Service Unavailable: {message}\n", status=503,
+                        headers={"Retry-After": "30"})
+
+
+# The export gathers every thread and finding: long on a large tracker, and read by scripts
+# that wait for it. Its statements are not bounded (the other requests' are).
+UNBOUNDED_PATHS = frozenset({"/api/export.json", "/api/export.csv"})
+_TOO_LONG = "the database took too long to answer; try again later"
+
+
+@web.middleware
+async def bounded_statements(request: web.Request,
+                             handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                             ) -> web.StreamResponse:
+    """A request's statements are cut by PostgreSQL after RLTRACKER_STATEMENT_TIMEOUT: a
+    runaway query no longer holds its pooled connection and a server backend for as long as it
+    runs. The cut is answered 503 (JSON on /api/, text on a page) with one log line, and so
+    is a page whose database does not answer (down, restarting): it was aiohttp's 500 and a
+    traceback per request."""
+    seconds = (None if request.path in UNBOUNDED_PATHS
+               else getattr(request.app[CTX].settings, "statement_timeout", None))
+    with store_db.bounded_statements(seconds):
+        try:
+            return await handler(request)
+        except Exception as exc:
+            if store_db.is_statement_timeout(exc):
+                log.warning("%s %s: %s (statement cut at %ss)", request.method,
+                            request.path[:200], _TOO_LONG.partition(";")[0], seconds)
+                return _unavailable(request, _TOO_LONG)
+            if request.path.startswith("/api/") or not _database_unreachable(exc):
+                raise  # the API's own answers (api.json_errors); anything else is a bug
+            log.warning("%s %s: the database did not answer (%s)", request.method,
+                        request.path[:200], type(exc).__name__)
+            return _unavailable(request, _NO_ANSWER)
+
+
 def create_app(ctx: Any, *, worker: bool = True, worker_options: dict[str, Any] | None = None
                ) -> web.Application:
     """The whole web app. With `worker=True` the inbox worker runs inside it (started and
     stopped with the app); the inbox writer always does, since /webhook needs it."""
-    app = web.Application(client_max_size=WEBHOOK_BODY_LIMIT, middlewares=[refuse_nul, api.json_errors])
+    app = web.Application(client_max_size=WEBHOOK_BODY_LIMIT, middlewares=[refuse_nul, api.json_errors,
+                                                                      bounded_statements])
     app[CTX] = ctx
     app[METRICS] = Metrics()
     inbox = Inbox(ctx.engine)
@@ -48,7 +107,8 @@ def create_app(ctx: Any, *, worker: bool = True, worker_options: dict[str, Any] 
         inbox.add_listener(w.wake)
 
     async def start_background(app: web.Application) -> None:
-        inbox.start()
+        with store_db.bounded_statements(getattr(ctx.settings, "statement_timeout", None)):
+            inbox.start()  # its writer task keeps the bound: the webhook's answer waits on it
         if WORKER in app:
             app[WORKER].start()
 

@@ -26,6 +26,9 @@ DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///rltracker.db"
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_PORT = 8000
 DEFAULT_WORKER_LEASE = 120.0
+# Seconds a statement of a web request (page, API, the webhook's inbox write) may run on
+# PostgreSQL before the server cuts it (RLTRACKER_STATEMENT_TIMEOUT)
+DEFAULT_STATEMENT_TIMEOUT = 30.0
 WEBHOOK_BODY_LIMIT = 25 * 1024 * 1024
 
 SQLITE_PREFIX = "sqlite+aiosqlite://"
@@ -150,6 +153,11 @@ def check_database_url(url: str, *, may_be_absent: bool = False) -> None:
     normal = normalise_database_url(url)
     if normal.startswith(POSTGRES_PREFIX):
         try:
+            urlsplit(normal)
+        except ValueError as exc:  # an unclosed IPv6 bracket
+            raise SettingError("DATABASE_URL", shown, f"not a URL ({exc}); "
+                               + SUPPORTED_DATABASES) from None
+        try:
             urlsplit(normal).port  # noqa: B018 - parsing it raises on a bad port
         except ValueError:
             raise SettingError("DATABASE_URL", shown,
@@ -264,11 +272,11 @@ def _check_http_url(env: Mapping[str, str], name: str) -> None:
     value = env.get(name)
     if not value:
         return
-    parts = urlsplit(value)
     try:
+        parts = urlsplit(value)  # raises on an unclosed IPv6 bracket (http://[::1)
         parts.port  # noqa: B018 - parsing it raises on a bad port
     except ValueError:
-        parts = parts._replace(netloc="")
+        raise SettingError(name, value, "expected an http:// or https:// URL") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise SettingError(name, value, "expected an http:// or https:// URL")
 
@@ -368,6 +376,7 @@ def check_env(env: Mapping[str, str], *, database_may_be_absent: bool = False) -
         except ValueError as exc:
             raise SettingError("PORT", env["PORT"], str(exc)) from None
     _check_number(env, "RLTRACKER_WORKER_LEASE")
+    _check_number(env, "RLTRACKER_STATEMENT_TIMEOUT")
     report_issue = env.get("RLTRACKER_REPORT_ISSUE")
     if report_issue and not _REPORT_ISSUE.fullmatch(report_issue.strip()):
         raise SettingError("RLTRACKER_REPORT_ISSUE", report_issue,
@@ -399,7 +408,9 @@ def local_url(port: int) -> str:
 @dataclass(frozen=True)
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
-    webhook_secret: str | None = None
+    webhook_secret: str | None = field(default=None, repr=False)
+    # GITHUB_WEBHOOK_SECRET_PREVIOUS: during a rotation, deliveries signed with it are accepted too
+    webhook_secret_previous: str | None = field(default=None, repr=False)
     app_id: str | None = None
     private_key: str | None = field(default=None, repr=False)
     token: str | None = field(default=None, repr=False)
@@ -411,6 +422,8 @@ class Settings:
     port: int = DEFAULT_PORT  # of `rltracker serve`; --port wins
     worker_lease: float = DEFAULT_WORKER_LEASE  # seconds an inbox row stays claimed without a heartbeat
     fetch_papers: bool = False  # RLTRACKER_FETCH_PAPERS: the nightly job reads new arXiv listings
+    # seconds a web request's statement may run on PostgreSQL (RLTRACKER_STATEMENT_TIMEOUT)
+    statement_timeout: float = DEFAULT_STATEMENT_TIMEOUT
 
     @property
     def graphql_url(self) -> str:
@@ -437,6 +450,8 @@ class Settings:
             # GitHub's secret field is one line: a newline at the end came from the file the
             # variable was filled from (`echo secret > file`) and would refuse every delivery.
             webhook_secret=(env.get("GITHUB_WEBHOOK_SECRET") or "").rstrip("\r\n") or None,
+            webhook_secret_previous=(env.get("GITHUB_WEBHOOK_SECRET_PREVIOUS") or "").rstrip("\r\n")
+            or None,
             app_id=app_id,
             private_key=key or None,
             token=(env.get("GITHUB_TOKEN") or "").strip() or None,  # no token holds a space
@@ -448,6 +463,7 @@ class Settings:
             port=port,
             worker_lease=float(env.get("RLTRACKER_WORKER_LEASE") or DEFAULT_WORKER_LEASE),
             fetch_papers=_truthy(env.get("RLTRACKER_FETCH_PAPERS")),
+            statement_timeout=float(env.get("RLTRACKER_STATEMENT_TIMEOUT") or DEFAULT_STATEMENT_TIMEOUT),
         )
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]

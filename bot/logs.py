@@ -11,6 +11,7 @@ import json
 import logging
 import re
 import sys
+import threading
 import time
 from typing import Any
 
@@ -25,6 +26,13 @@ _STANDARD = set(vars(logging.LogRecord("x", 0, "x", 0, "x", None, None))) | {
 _SECRET_NAMES = ("secret", "token", "password", "authorization", "private_key", "signature", "jwt")
 _REDACTED = "[redacted]"
 _secrets: set[str] = set()
+# Secrets that expire (installation tokens, app JWTs): value -> monotonic time after which it
+# is dropped (its expiry plus EXPIRED_GRACE). Bounded: expired ones leave at each registration,
+# and past MAX_EXPIRING the soonest to expire go first.
+_expiring: dict[str, float] = {}
+_expiring_lock = threading.Lock()
+EXPIRED_GRACE = 300.0  # seconds an expired token is still scrubbed (a late line about it)
+MAX_EXPIRING = 10_000
 # asyncpg: "invalid input for query argument $3: 'the value…' (why)": the value is dropped
 _ARGUMENT_VALUE = re.compile(r"(query argument \$\d+(?: in element #\d+ of executemany\(\) sequence)?): .*")
 # JSON escapes U+0000-U+001F; with ensure_ascii=False the rest is written as it came. These
@@ -33,17 +41,38 @@ _ARGUMENT_VALUE = re.compile(r"(query argument \$\d+(?: in element #\d+ of execu
 _UNSAFE = {c: f"\\u{c:04x}" for c in [*range(0x7F, 0xA0), 0x2028, 0x2029]}
 
 
-def register_secret(value: str | None) -> None:
+def register_secret(value: str | None, *, expires_in: float | None = None) -> None:
     """Remember a secret so it is scrubbed from every later log line (short values are ignored:
-    they would scrub ordinary words)."""
-    if value and len(value) >= 8:
+    they would scrub ordinary words). `expires_in`: seconds the secret is good for (an
+    installation token, an app JWT); it is forgotten EXPIRED_GRACE after that."""
+    if not value or len(value) < 8:
+        return
+    if expires_in is None:
         _secrets.add(value)
+        return
+    now = time.monotonic()
+    with _expiring_lock:
+        for old in [v for v, until in _expiring.items() if until <= now]:
+            del _expiring[old]
+        until = now + expires_in + EXPIRED_GRACE
+        if until <= now:
+            return  # expired already: nothing to protect
+        _expiring[value] = max(until, _expiring.get(value, until))
+        if len(_expiring) > MAX_EXPIRING:
+            for old in sorted(_expiring, key=_expiring.__getitem__)[: len(_expiring) - MAX_EXPIRING]:
+                del _expiring[old]
+
+
+def registered_secret_count() -> int:
+    """How many secrets the scrubber holds (the settings' and the live tokens)."""
+    return len(_secrets) + len(_expiring)
 
 
 def register_settings_secrets(settings: Any) -> None:
     """The secrets of `Settings` (webhook secret, token, private key), in every process that
     logs: a spawned worker process starts with none registered."""
-    for value in (settings.webhook_secret, settings.token, settings.private_key):
+    for value in (settings.webhook_secret, getattr(settings, "webhook_secret_previous", None),
+                  settings.token, settings.private_key):
         register_secret(value)
     if settings.private_key and "\\n" in settings.private_key:  # pasted on one line
         register_secret(settings.private_key.replace("\\n", "\n"))
@@ -51,7 +80,7 @@ def register_settings_secrets(settings: Any) -> None:
 
 def _scrub(value: Any) -> Any:
     if isinstance(value, str):
-        for secret in _secrets:
+        for secret in (*_secrets, *_expiring):
             if secret in value:
                 value = value.replace(secret, _REDACTED)
         return value

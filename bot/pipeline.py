@@ -75,6 +75,27 @@ async def analyse_and_store(
     return result
 
 
+
+async def store_analysis_if(
+    session: AsyncSession, thread_id: int, expected: str | None, result: dict[str, Any]
+) -> bool:
+    """Store `result` as the thread's analysis only if the row still holds the version
+    `expected` (None: there is still no row); False when another writer (a webhook, another
+    replica on a newer release) stored one since it was read. One statement: a compare and
+    set on both databases, so what was written meanwhile is never overwritten."""
+    from sqlalchemy import update
+
+    values = _analysis_values(result)
+    if expected is None:
+        insert = dialect_insert(session.get_bind().dialect.name)(Analysis.__table__)
+        statement: Any = insert.values(thread_id=thread_id, **values).on_conflict_do_nothing(
+            index_elements=["thread_id"])
+    else:
+        statement = (update(Analysis.__table__)
+                     .where(Analysis.thread_id == thread_id, Analysis.analyzer_version == expected)
+                     .values(**values))
+    return (await session.execute(statement)).rowcount == 1
+
 async def thread_changed(
     ctx: Any, repo: str, number: int, *, trigger: str, payload: dict[str, Any] | None = None
 ) -> dict[str, Any] | None:
@@ -129,7 +150,7 @@ class ThreadChange:
 _COMMENTS_OF_THREADS = (
     select(Comment)
     .where(Comment.thread_id.in_(bindparam("thread_ids", expanding=True)))
-    .order_by(Comment.thread_id, Comment.created_at, Comment.id)
+    .order_by(Comment.thread_id, Comment.created_at.asc().nulls_last(), Comment.id)  # as load_comments
 )
 @cache
 def _analyses_upsert(dialect: str) -> Any:

@@ -2,8 +2,10 @@
 
 The job (cron `settings.nightly_cron`, default 03:00 UTC) runs, each step on its own so one
 failing step does not stop the others: GraphQL sync, re-analysis of threads whose analysis is
-missing or from an older analyzer version, recovery of missed deliveries, reception of the
-app's comments, contribution rules refresh, optional arXiv listings, the study (bot.site.study) and the report. Each run
+missing or from an older analyzer version (one thread at a time, stored only over the version
+it read; a thread that fails is recorded and the rest go on: step_reanalyse), recovery of missed deliveries, reception of the
+app's comments, contribution rules refresh, optional arXiv listings, the study (bot.site.study) and the report
+(which says when the night's sync failed). Each run
 is a JobRun row (start, end, outcome, counts per step).
 
 Several replicas on PostgreSQL: the run holds `pg_try_advisory_lock(NIGHTLY_LOCK)` on its own
@@ -36,7 +38,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select, text
+from sqlalchemy import delete, func, select, text
 
 from bot.github.sync import Progress
 from bot.store.db import is_postgres
@@ -51,7 +53,10 @@ NIGHTLY_LOCK = 0x726C_7472  # "rltr": the advisory lock key of the nightly job
 MISFIRE_GRACE = 6 * 3600  # seconds: a run late by less than this still runs
 WATCH_EVERY = 15 * 60  # seconds between two looks for a night whose run died (rerun_dead_night)
 REANALYSE_BATCH = 200
+MAX_ATTEMPTS = 3  # nights a thread whose re-analysis fails is tried, per analyzer version
+FAILED_SHOWN = 100  # failed threads a run's counts name (a broken model fails them all)
 RUNNING_TASKS = "nightly_tasks"  # ctx.extras: the nightly runs in progress in this process
+NIGHT_COUNTS = "nightly_counts"  # ctx.extras: the counts of the run in progress (for the report)
 INTERRUPTED = "the process stopped during the run; the next start runs it again"
 
 Step = Callable[[Any], Awaitable[Any]]
@@ -76,42 +81,143 @@ async def step_sync(ctx: Any) -> Any:
     return stats.as_dict()
 
 
+def _is_newer(version: str | None, current: list[Any]) -> bool:
+    """A stored version after this code's (`YYYY.MM.DD-N`, compared as numbers: -45 after -9).
+    A version not of the dated form (a hand-written one) counts as older."""
+    from analyzers.version import version_key
+
+    return version is not None and version[:1].isdigit() and version_key(version) > current
+
+
 async def step_reanalyse(ctx: Any) -> Any:
     """Threads never analysed or analysed by an older analyzer version. Findings only: acting
     on old threads is not the nightly job's business (the quiet rules would refuse anyway).
 
     A newer version is left alone: it was stored by a replica already on the next release (a
     rolling deploy), and this older code must not write its findings back over it. Threads
-    are walked once each, in id order, so the step ends whatever is written meanwhile."""
+    are walked once each, in id order, REANALYSE_BATCH ids at a time (only ids and versions
+    are held), so the step ends whatever is written meanwhile and its memory stays bounded.
+    Each thread is read, analysed and stored on its own, its finding committed at once, and
+    stored only if its row still holds the version read (`store_analysis_if`): what a
+    webhook or another replica wrote meanwhile is newer than this analysis and is kept.
+
+    A thread whose analysis or its storing raises is recorded (AnalysisFailure; the run's
+    counts name it) and the others go on; it is tried again the next nights, and left out
+    after MAX_ATTEMPTS under this version. Interrupted, the next run goes on where it stopped:
+    the threads done are of this version and no longer selected."""
+    from sqlalchemy import exists
+
     from analyzers.version import ANALYZER_VERSION, version_key
-    from bot.pipeline import analyse_and_store
-    from bot.store.models import Analysis, Thread
+    from bot.analysis import paper_pool
+    from bot.store.models import Analysis, AnalysisFailure, Thread
 
     current = version_key(ANALYZER_VERSION)
-    done = newer = 0
+    done = newer = changed = 0
+    failed: list[dict[str, Any]] = []
     after = 0
+    given_up = exists().where(AnalysisFailure.thread_id == Thread.id,
+                              AnalysisFailure.analyzer_version == ANALYZER_VERSION,
+                              AnalysisFailure.attempts >= MAX_ATTEMPTS)
+    stale = (Analysis.id.is_(None)) | (Analysis.analyzer_version != ANALYZER_VERSION)
     while True:
         async with ctx.sessionmaker() as session:
             rows = (await session.execute(
-                select(Thread, Analysis.analyzer_version)
+                select(Thread.id, Analysis.analyzer_version)
                 .outerjoin(Analysis, Analysis.thread_id == Thread.id)
-                .where(Thread.id > after,
-                       (Analysis.id.is_(None)) | (Analysis.analyzer_version != ANALYZER_VERSION))
+                .where(Thread.id > after, stale, ~given_up)
                 .order_by(Thread.id).limit(REANALYSE_BATCH))).all()
-            if not rows:
-                return {"reanalysed": done, "version": ANALYZER_VERSION, "newer_kept": newer}
-            after = rows[-1][0].id
-            for thread, version in rows:
-                # (a version not of the dated form, like a hand-written one, counts as older)
-                if version is not None and version[:1].isdigit() and version_key(version) > current:
-                    newer += 1
-                    continue
-                await analyse_and_store(session, thread, ctx.extras)
-                # Each finding committed at once: on SQLite the write lock is held from a
-                # write to the commit, and /webhook's group commit waits for it; held across
-                # the next analyses it outlasted the 10 s GitHub waits for an answer.
-                await session.commit()
+            # The paper pool once a batch (its key is a count of the Paper table: asked for
+            # each thread, a scan of 100,000 papers per thread on PostgreSQL).
+            pool = await paper_pool(session, ctx.extras) if rows else None
+        if not rows:
+            break
+        after = rows[-1][0]
+        for thread_id, version in rows:
+            if _is_newer(version, current):
+                newer += 1
+                continue
+            try:
+                written = await _reanalyse_one(ctx, thread_id, pool)
+            except Exception as exc:  # noqa: BLE001 - this thread fails alone; the rest go on
+                log.warning("nightly: re-analysis of thread %s failed", thread_id, exc_info=True)
+                failure = await _record_failure(ctx, thread_id, exc)
+                if failure is not None:  # (None: the thread was deleted meanwhile)
+                    failed.append(failure)
+                continue
+            if written:
                 done += 1
+            else:
+                changed += 1
+    async with ctx.sessionmaker() as session:
+        left_out = await session.scalar(
+            select(func.count()).select_from(Thread)
+            .outerjoin(Analysis, Analysis.thread_id == Thread.id).where(stale, given_up))
+    # (the run's counts keep the first FAILED_SHOWN: all of them are in analysis_failures)
+    return {"reanalysed": done, "version": ANALYZER_VERSION, "newer_kept": newer,
+            "changed_meanwhile": changed, "failed": failed[:FAILED_SHOWN],
+            "failed_total": len(failed), "given_up": int(left_out or 0)}
+
+
+async def _reanalyse_one(ctx: Any, thread_id: int, pool: Any) -> bool:
+    """Read, analyse (with the paper index `pool`) and store one thread; False when there was
+    nothing to do by then (the thread deleted, or its analysis stored meanwhile by another
+    writer)."""
+    from analyzers.version import ANALYZER_VERSION, version_key
+    from bot.analysis import run_analysis
+    from bot.pipeline import store_analysis_if
+    from bot.store.models import Analysis, AnalysisFailure, Thread
+    from bot.store.threads import load_comments, thread_record
+
+    async with ctx.sessionmaker() as session:
+        thread = await session.get(Thread, thread_id)
+        if thread is None:
+            return False
+        version = await session.scalar(select(Analysis.analyzer_version)
+                                       .where(Analysis.thread_id == thread_id))
+        if version == ANALYZER_VERSION or _is_newer(version, version_key(ANALYZER_VERSION)):
+            return False
+        record = thread_record(thread, await load_comments(session, thread))
+        await session.commit()  # no transaction held across the analysis
+        result = await run_analysis(record, pool)
+        # On SQLite the write lock is held from this write to the commit, and /webhook's
+        # group commit waits for it: one thread's write at a time, committed at once.
+        written = await store_analysis_if(session, thread_id, version, result)
+        if written:
+            await session.execute(delete(AnalysisFailure).where(AnalysisFailure.thread_id == thread_id))
+        await session.commit()
+        return written
+
+
+def _error_line(exc: BaseException) -> str:
+    """The error in one short line (a database error's first line, not its SQL and values)."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:300]
+
+
+async def _record_failure(ctx: Any, thread_id: int, exc: BaseException) -> dict[str, Any] | None:
+    """Count the thread's failed night under this analyzer version (a new version starts the
+    count again); what the run's counts say of it (None: the thread was deleted meanwhile, its
+    write failing for that reason: nothing to try again)."""
+    from analyzers.version import ANALYZER_VERSION
+    from bot.store.models import AnalysisFailure, Thread
+
+    error = _error_line(exc)
+    async with ctx.sessionmaker() as session:
+        thread = await session.get(Thread, thread_id)
+        if thread is None:
+            return None
+        row = await session.get(AnalysisFailure, thread_id)
+        if row is None:
+            row = AnalysisFailure(thread_id=thread_id, analyzer_version=ANALYZER_VERSION, attempts=0)
+            session.add(row)
+        elif row.analyzer_version != ANALYZER_VERSION:
+            row.analyzer_version, row.attempts = ANALYZER_VERSION, 0
+        row.attempts += 1
+        row.error, row.failed_at = error, utcnow()
+        key = f"{thread.repo}#{thread.number}"
+        attempts = row.attempts
+        await session.commit()
+    return {"thread": key, "error": error, "attempts": attempts}
 
 
 async def step_recovery(ctx: Any) -> Any:
@@ -151,9 +257,22 @@ async def step_study(ctx: Any) -> Any:
 
 
 async def step_report(ctx: Any) -> Any:
+    """The report of what is stored, saying when the night's sync failed or GitHub refused it
+    for some repositories (its changes are then those of what was stored before)."""
     from bot.site.report import run_report
 
-    return await run_report(ctx)
+    night = ctx.extras.get(NIGHT_COUNTS)
+    return await run_report(ctx, sync=_sync_problem(night.get("sync")) if night is not None else None)
+
+
+def _sync_problem(sync: Any) -> dict[str, Any] | None:
+    """What the report says of the night's sync: None when it ran (or was not configured:
+    no token), else whether it failed whole and which repositories GitHub refused."""
+    if not isinstance(sync, dict):
+        return None
+    failed = "error" in sync
+    refused = _refused_repos(sync.get("failed_streams"))
+    return {"failed": failed, "refused": refused} if failed or refused else None
 
 
 STEPS: list[tuple[str, Step]] = [
@@ -239,6 +358,7 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
         task = asyncio.current_task()
         if task is not None:
             running.add(task)
+        ctx.extras[NIGHT_COUNTS] = counts
         try:
             async with keep_alive(ctx, run_id):  # a run whose heartbeat stops reads interrupted
                 for name, step in steps or STEPS:
@@ -259,6 +379,7 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
                 counts=_jsonable(counts), error=INTERRUPTED))
             raise
         finally:
+            ctx.extras.pop(NIGHT_COUNTS, None)
             if task is not None:
                 running.discard(task)
         problems = [f"steps failed: {', '.join(errors)}"] if errors else []
@@ -275,7 +396,14 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
         if unposted:
             problems.append(f"the report of {report.get('date')} could not be posted on "
                             f"{ctx.settings.report_issue}: {report.get('error')}")
-        outcome = "failed" if errors else "partial" if refused or unposted else "ok"
+        # Threads whose re-analysis failed (recorded; tried again the next nights).
+        reanalysed = counts.get("reanalyse")
+        unanalysed = [f["thread"] for f in reanalysed.get("failed") or ()] if isinstance(reanalysed, dict) else []
+        if unanalysed:
+            total = max(len(unanalysed), int(reanalysed.get("failed_total") or 0))
+            shown = ", ".join(unanalysed[:10]) + (f" and {total - 10} more" if total > 10 else "")
+            problems.append(f"the re-analysis of {total} thread(s) failed: {shown}")
+        outcome = "failed" if errors else "partial" if refused or unposted or unanalysed else "ok"
         await record_job_run(ctx, JOB_NAME, run_id, finished_at=utcnow(), outcome=outcome, counts=_jsonable(counts),
                       error="; ".join(problems) or None)
         log.info("nightly: %s %s", outcome, counts)

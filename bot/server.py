@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.config import Settings, UserError
+from bot.config import Settings, UserError, require_database
 from bot.logs import configure_logging, register_settings_secrets
 
 log = logging.getLogger(__name__)
@@ -244,6 +244,10 @@ def serve_command(args: Any) -> int:
         settings, generated = settings_for_serve(bool(getattr(args, "dev", False)), env)
     except ValueError as exc:
         return _fail(str(exc))
+    # A SQLite file that does not exist (a typo in DATABASE_URL, a volume not mounted) is
+    # refused before anything opens it: SQLite would create it empty, and `rltracker migrate`
+    # (which `make run` and the image run first) is the one step that creates the database.
+    require_database(env)
     configure_logging(os.environ.get("RLTRACKER_LOG_LEVEL", "INFO"))
     register_settings_secrets(settings)
     port = settings.port

@@ -53,7 +53,7 @@ class Chromium:
         profile.mkdir(parents=True, exist_ok=True)
         return [self.executable, *BASE_FLAGS, f"--user-data-dir={profile}"]
 
-    async def _run(self, args: list[str]) -> str:
+    async def _run(self, args: list[str], stderr: bool = False) -> str:
         proc = await asyncio.create_subprocess_exec(
             *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
         )
@@ -65,11 +65,18 @@ class Chromium:
             raise AssertionError(f"chromium did not finish within {RUN_TIMEOUT}s: {args[-1]}") from exc
         if proc.returncode != 0:
             raise AssertionError(f"chromium exited {proc.returncode}: {err.decode()[-2000:]}")
-        return out.decode("utf-8", errors="replace")
+        return (err if stderr else out).decode("utf-8", errors="replace")
 
     async def dump_dom(self, url: str) -> str:
         """The serialised DOM of `url` after the browser parsed it."""
         return await self._run([*self._flags(), "--dump-dom", url])
+
+    async def console(self, url: str) -> list[str]:
+        """What the page wrote to the browser's console while it loaded (a blocked style or
+        image says so there: "... violates the following Content Security Policy ...")."""
+        err = await self._run([*self._flags(), "--enable-logging=stderr", "--v=0",
+                               "--dump-dom", url], stderr=True)
+        return [line for line in err.splitlines() if ":CONSOLE" in line]
 
     async def screenshot(self, url: str, path: Path, width: int = 390, height: int = 1400) -> Path:
         """A PNG of `url` at a phone-sized window (390 px wide by default)."""
@@ -82,9 +89,17 @@ class Chromium:
 
     async def page_widths(self, urls: list[str], width: int = 390) -> dict[str, tuple[int, int]]:
         """url -> (the page's scroll width, the window's width) at a phone-sized window: a
-        page wider than its window scrolls sideways. Measured through chromedriver (W3C
-        WebDriver): the pages themselves run no script (their CSP forbids it), the driver's
-        evaluation is not subject to it."""
+        page wider than its window scrolls sideways."""
+        script = ("return [document.documentElement.scrollWidth,"
+                  " document.documentElement.clientWidth]")
+        found = await self.evaluate(urls, script, width=width)
+        return {url: (int(value[0]), int(value[1])) for url, value in found.items()}
+
+    async def evaluate(self, urls: list[str], script: str, width: int = 390) -> dict[str, Any]:
+        """url -> what `script` (a function body: `return ...`) returned on the laid-out page,
+        at a window `width` pixels wide. Measured through chromedriver (W3C WebDriver): the
+        pages themselves run no script (their CSP forbids it), the driver's evaluation is not
+        subject to it."""
         driver = shutil.which("chromedriver")
         if driver is None:
             if os.environ.get("RLTRACKER_REQUIRE_CHROMIUM") == "1":
@@ -101,7 +116,7 @@ class Chromium:
             driver, f"--port={port}", stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL)
         base = f"http://127.0.0.1:{port}"
-        widths: dict[str, tuple[int, int]] = {}
+        values: dict[str, Any] = {}
         try:
             async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=RUN_TIMEOUT)) as http:
                 for _ in range(200):  # the driver answers /status once it listens
@@ -120,19 +135,16 @@ class Chromium:
                     for url in urls:
                         async with http.post(f"{session}/url", json={"url": url}) as r:
                             assert r.status == 200, await r.text()
-                        script = ("return [document.documentElement.scrollWidth,"
-                                  " document.documentElement.clientWidth]")
                         async with http.post(f"{session}/execute/sync",
                                              json={"script": script, "args": []}) as r:
-                            scroll, client = (await r.json())["value"]
-                        widths[url] = (int(scroll), int(client))
+                            values[url] = (await r.json())["value"]
                 finally:
                     async with http.delete(session):
                         pass
         finally:
             proc.terminate()
             await proc.wait()
-        return widths
+        return values
 
 
 @pytest.fixture

@@ -112,6 +112,11 @@ class FakeData:
     clock: datetime = BASE_TIME
     next_id: int = 1000
     rng: random.Random = field(default_factory=lambda: random.Random(0))
+    # Repository identity, as GitHub keeps it across renames: id (null when a test does not
+    # set one), updatedAt (moves with a rename), and former names GitHub still resolves.
+    repo_ids: dict[str, int] = field(default_factory=dict)
+    repo_updated: dict[str, str] = field(default_factory=dict)
+    renamed: dict[str, str] = field(default_factory=dict)  # former name, lower case -> current
     private: set[str] = field(default_factory=set)  # repositories GitHub calls isPrivate
 
     # ---- building -------------------------------------------------------------------------
@@ -148,6 +153,8 @@ class FakeData:
             "reactions_up": 0,
             "reactions_down": 0,
         }
+        if typename == "PullRequestReviewComment":
+            node["path"] = f"src/module_{db_id % 7}.py"  # the file the remark is on
         node["reactions"] = self._reactions(node)
         self.nodes[node["id"]] = node
         return node
@@ -202,7 +209,8 @@ class FakeData:
             thread.update(state="OPEN", merged=False, mergedAt=None, mergedBy=None)
             thread["reviews"] = list_connection(lambda t=thread: t["_reviews"], "reviews")
         else:
-            thread.update(closed=False, stateReason=None)
+            thread.update(closed=False, stateReason=None, isAnswered=False, answerChosenAt=None,
+                          answerChosenBy=None, category={"name": "General"})
         if kind != "discussion":
             thread["timelineItems"] = self._timeline(thread)
         threads[kind].append(thread)
@@ -256,6 +264,13 @@ class FakeData:
         thread["_reviews"].append(review)
         thread["updatedAt"] = _iso(self.clock)
         return review
+
+    def answer(self, thread: dict[str, Any], comment: dict[str, Any],
+               by: dict[str, Any] | None) -> None:
+        """A discussion's answer chosen (`comment`, by `by`)."""
+        at = self._tick(30)
+        thread.update(isAnswered=True, answerChosenAt=_iso(at), answerChosenBy=by,
+                      updatedAt=_iso(at))
 
     def close(self, thread: dict[str, Any]) -> None:
         at = self._tick(120)
@@ -377,12 +392,15 @@ class FakeGraphQL:
         return resolve
 
     def _repository(self, info: Any = None, owner: str = "", name: str = "", **_: Any) -> dict[str, Any] | None:
-        full = next((r for r in self.data.repos if r.lower() == f"{owner}/{name}".lower()), None)
+        asked = self.data.renamed.get(f"{owner}/{name}".lower(), f"{owner}/{name}")
+        full = next((r for r in self.data.repos if r.lower() == asked.lower()), None)
         if full is None:
             raise GraphQLFieldError(f"Could not resolve to a Repository with the name '{owner}/{name}'.")
         return {
             "__typename": "Repository",
             "nameWithOwner": full,
+            "databaseId": self.data.repo_ids.get(full),
+            "updatedAt": self.data.repo_updated.get(full, _iso(BASE_TIME)),
             "isPrivate": full in self.data.private,
             **{f: self._repo_connection(full, k) for f, k in self.KIND_FIELDS.items()},
         }
@@ -487,6 +505,9 @@ def rest_discussion(t: dict[str, Any]) -> dict[str, Any]:
     out.pop("assignees")
     out["state"] = "closed" if t["closed"] else "open"
     out["state_reason"] = (t.get("stateReason") or "").lower() or None
+    out["category"] = {"name": t["category"]["name"]}
+    out["answer_chosen_at"] = t.get("answerChosenAt")
+    out["answer_chosen_by"] = rest_user(t["answerChosenBy"]) if t.get("answerChosenBy") else None
     return out
 
 
@@ -494,6 +515,8 @@ def rest_comment(node: dict[str, Any], parent_id: int | None = None) -> dict[str
     out = {"id": node["databaseId"], "node_id": node["id"], "user": rest_user(node["author"]),
            "author_association": node["authorAssociation"], "body": node["body"],
            "created_at": node["createdAt"], "updated_at": node["updatedAt"]}
+    if "path" in node:  # a review comment: the file it is on
+        out["path"] = node["path"]
     if parent_id is not None:
         out["parent_id"] = parent_id
     return out

@@ -55,6 +55,7 @@ def test_serve_refuses_without_webhook_secret(tmp_path: Path, sqlite_template: P
 
 def test_serve_refuses_database_behind_migrations(tmp_path: Path) -> None:
     db = tmp_path / "empty.db"
+    db.touch()  # a file nothing migrated (a missing one is refused before: the next test)
     result = run_cli("serve", "--port", str(free_port()),
                      env={"DATABASE_URL": f"sqlite+aiosqlite:///{db}",
                           "GITHUB_WEBHOOK_SECRET": "s3cret-value"})
@@ -65,6 +66,28 @@ def test_serve_refuses_database_behind_migrations(tmp_path: Path) -> None:
     # after `rltracker migrate` the same database is accepted (checked by the --dev test)
     migrated = run_cli("migrate", env={"DATABASE_URL": f"sqlite+aiosqlite:///{db}"})
     assert migrated.returncode == 0, migrated.stderr
+
+
+@pytest.mark.parametrize("dev", [False, True])
+def test_serve_on_a_missing_sqlite_file_refuses_and_creates_nothing(tmp_path: Path, dev: bool) -> None:
+    """An operator's typo in DATABASE_URL (or a folder not mounted): `serve` opened the path,
+    SQLite created an empty file there, and the start failed with "the database is behind the
+    migrations (it is at no revision)", sending the operator to `rltracker migrate`, which
+    would have made the typo a fresh, empty tracker. The empty file stayed. Now `serve` says
+    the database does not exist, as the reading commands do, exit 2, and creates nothing;
+    `rltracker migrate` (which `make run` runs first) creates it, and then `serve` starts
+    (tests/test_first_run.py)."""
+    db = tmp_path / "typo.db"
+    env = {"DATABASE_URL": f"sqlite+aiosqlite:///{db}"}
+    result = run_cli("serve", "--port", str(free_port()), *(["--dev"] if dev else []),
+                     env=env if dev else {**env, "GITHUB_WEBHOOK_SECRET": "s3cret-value"})
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rltracker serve: DATABASE_URL="), result.stderr
+    assert f"{db} does not exist" in lines[0] and "rltracker migrate" in lines[0]
+    assert "behind" not in lines[0]
+    assert list(tmp_path.iterdir()) == []  # not the file, nor its -wal or -shm
 
 
 async def test_serve_dev_prints_secret_and_serves(tmp_path: Path, sqlite_template: Path) -> None:

@@ -227,6 +227,16 @@ def test_postgresql_refusing_the_password() -> None:
     assert "certainly-wrong-pw" not in result.stderr
 
 
+def test_a_url_with_an_unclosed_bracket_is_one_line_naming_it(migrated_db: str) -> None:
+    """GITHUB_API_URL=http://[::1 (an IPv6 address with its bracket not closed): urlsplit's
+    ValueError escaped the check, `rltracker stats` printed a traceback and "this is a bug",
+    and `serve` a line "Invalid IPv6 URL" naming no variable."""
+    for command in (["stats"], ["serve", "--dev", "--port", str(free_port())]):
+        result = rltracker(*command, env={"DATABASE_URL": migrated_db,
+                                          "GITHUB_API_URL": "http://[::1"})
+        one_line(result, command[0], 2, "GITHUB_API_URL='http://[::1'", "expected an http")
+
+
 def test_sqlite_database_not_migrated(tmp_path: Path) -> None:
     (tmp_path / "empty.db").touch()
     result = rltracker("stats", env={"DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/empty.db"})
@@ -268,7 +278,69 @@ def test_sqlite_file_that_is_not_a_database(tmp_path: Path) -> None:
     db = tmp_path / "notes.db"
     db.write_text("these are notes, not a database\n" * 100)
     result = rltracker("stats", env={"DATABASE_URL": f"sqlite+aiosqlite:///{db}"})
-    one_line(result, "stats", 1, "DATABASE_URL", "cannot open the SQLite database")
+    line = one_line(result, "stats", 1, "DATABASE_URL", "is not a SQLite database or is damaged",
+                    "backup")
+    assert "cannot open" not in line
+
+
+def _sqlite_failure(db: Path, make: str) -> BaseException:
+    """A real SQLite failure of each kind, raised through SQLAlchemy as the commands meet it
+    (aiosqlite raises the sqlite3 module's errors; a synchronous engine raises the same)."""
+    import sqlite3
+
+    from sqlalchemy import create_engine, text
+
+    url = f"sqlite:///{db}"
+    if make == "locked":
+        holder = sqlite3.connect(db, isolation_level=None)
+        holder.execute("CREATE TABLE IF NOT EXISTS t (x)")
+        holder.execute("BEGIN EXCLUSIVE")
+        engine = create_engine(url, connect_args={"timeout": 0})
+    elif make == "readonly":
+        sqlite3.connect(db).execute("CREATE TABLE t (x)").connection.close()
+        engine = create_engine(f"sqlite:///file:{db}?mode=ro&uri=true")
+    elif make == "full":
+        engine = create_engine(url)
+    elif make == "corrupt":
+        db.write_bytes(b"SQLite format 3\x00" + b"\xff" * 8192)
+        engine = create_engine(url)
+    else:  # cannot open: its folder is gone
+        engine = create_engine(f"sqlite:///{db.parent}/gone/x.db")
+    try:
+        with engine.begin() as conn:
+            if make == "full":
+                conn.execute(text("PRAGMA max_page_count = 2"))
+                conn.execute(text("CREATE TABLE t (x)"))
+                conn.execute(text("INSERT INTO t VALUES (randomblob(100000))"))
+            conn.execute(text("INSERT INTO t VALUES (1)"))
+    except Exception as exc:  # noqa: BLE001 - the failure is what this returns
+        return exc
+    finally:
+        engine.dispose()
+    raise AssertionError(f"no {make} failure")
+
+
+@pytest.mark.parametrize(("make", "said"), [
+    ("locked", "is locked by another process"),
+    ("readonly", "is read-only"),
+    ("full", "is full"),
+    ("corrupt", "is not a SQLite database or is damaged"),
+    ("cannot_open", "cannot open the SQLite database"),
+])
+def test_each_sqlite_failure_says_what_happened(make: str, said: str, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any SQLite error was "cannot open the SQLite database (...)": a database another
+    process had locked, a full disk, a read-only file or mount, a damaged file, all sent the
+    operator to look for a file that was there and opened. Each now says what happened."""
+    db = tmp_path / "db.sqlite"
+    monkeypatch.setenv("DATABASE_URL", f"sqlite+aiosqlite:///{db}")
+    exc = _sqlite_failure(db, make)
+    known = explain(exc)
+    assert known is not None, exc
+    message, status = known
+    assert status == 1 and "DATABASE_URL" in message and said in message, message
+    if make != "cannot_open":
+        assert "cannot open" not in message, message
 
 
 # ----------------------------------------------------------------- --debug, usage errors
@@ -333,6 +405,14 @@ def test_database_urls_refused(url: str) -> None:
     assert _error({"DATABASE_URL": url}).name == "DATABASE_URL"
 
 
+def test_a_database_url_with_an_unclosed_bracket_says_so_not_the_port() -> None:
+    """postgresql://u:p@[::1/db (an IPv6 host with its bracket not closed) was refused as "the
+    port is not a number": the operator looked at a port the URL does not have."""
+    message = _error({"DATABASE_URL": "postgresql://u:p@[::1/db"}).message
+    assert "Invalid IPv6 URL" in message and "port" not in message.partition(";")[0], message
+    assert "u:***@" in message
+
+
 def test_sqlite_paths(tmp_path: Path) -> None:
     assert sqlite_path("sqlite+aiosqlite:///rel/x.db") == Path("rel/x.db")
     assert sqlite_path("sqlite+aiosqlite:////abs/x.db?mode=rwc") == Path("/abs/x.db")
@@ -384,8 +464,13 @@ def test_a_key_that_is_not_rsa() -> None:
     ("RLTRACKER_WORKER_LEASE", "-5"),
     ("RLTRACKER_WORKER_LEASE", "two minutes"),
     ("RLTRACKER_WORKER_LEASE", "nan"),
+    ("RLTRACKER_STATEMENT_TIMEOUT", "0"),
+    ("RLTRACKER_STATEMENT_TIMEOUT", "30s"),
     ("GITHUB_API_URL", "api.github.com"),
+    ("GITHUB_API_URL", "http://[::1"),  # an unclosed bracket: was a ValueError traceback
     ("RLTRACKER_PUBLIC_URL", "ftp://tracker.example"),
+    ("RLTRACKER_PUBLIC_URL", "https://[tracker.example"),
+    ("RLTRACKER_ARXIV_API_URL", "http://[export.arxiv.org"),
     ("RLTRACKER_REPORT_ISSUE", "owner/repo"),
     ("RLTRACKER_DRY_RUN", "maybe"),
     ("RLTRACKER_FETCH_PAPERS", "yes please"),
@@ -401,6 +486,7 @@ def test_bad_values_name_the_variable_and_value(name: str, value: str) -> None:
     ("RLTRACKER_NIGHTLY_CRON", "30 2 * * 1-5"),
     ("PORT", "65535"),
     ("RLTRACKER_WORKER_LEASE", "2.5"),
+    ("RLTRACKER_STATEMENT_TIMEOUT", "0.5"),
     ("GITHUB_API_URL", "https://ghe.example/api/v3"),
     ("RLTRACKER_REPORT_ISSUE", "owner/repo#12"),
     ("RLTRACKER_DRY_RUN", "TRUE"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 import socket
 import time
@@ -103,6 +104,60 @@ async def test_token_refreshed_shortly_before_expiry(client: GitHubClient, insta
     assert client.token_refreshes == 3
     tokens = [call.token for call in installed.requests("GET", r"/issues/1$")]
     assert tokens[0] == tokens[1] != tokens[2] != tokens[3]
+
+
+def _scrubbed_line(message: str, *args: object) -> str:
+    """One log line as `serve` writes it (bot.logs.JsonFormatter), on a logger of the test's own."""
+    from bot.logs import JsonFormatter
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger("rltracker.test_scrubbing")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        logger.warning(message, *args, extra={"detail": f"Authorization: token {args[0]}"})
+    finally:
+        logger.removeHandler(handler)
+    return stream.getvalue()
+
+
+async def test_installation_tokens_and_the_app_jwt_are_scrubbed_from_logs(
+        client: GitHubClient, installed: FakeGitHub):
+    """The scrubber knew the webhook secret, GITHUB_TOKEN and the private key, not the
+    installation tokens and app JWTs the client mints: a log line quoting one (an error text
+    carrying a request's headers, a library's debug line) wrote it out as it was, a token
+    good for an hour on every repository of the installation."""
+    gh = await client.api(7)
+    await gh.getitem("/repos/verl-project/verl/issues/1")
+    token = installed.requests("GET", r"/issues/1$")[-1].token
+    jwt = installed.requests("POST", r"/access_tokens$")[-1].token
+    assert token and token.startswith("ghs_") and jwt
+    line = _scrubbed_line("request with %s failed (app %s)", token, jwt)
+    assert token not in line and jwt not in line
+    assert line.count("[redacted]") == 3, line
+
+
+def test_the_scrubber_holds_only_live_tokens_and_a_bounded_number(monkeypatch: pytest.MonkeyPatch):
+    """Registered tokens are bounded: one already expired (past a short grace) is not kept,
+    and past MAX_EXPIRING the soonest to expire leave, so a service running for months does
+    not hold (and test every log line against) every token it ever minted."""
+    import secrets as random_secrets
+
+    from bot import logs
+
+    before = logs.registered_secret_count()
+    for _ in range(20):
+        logs.register_secret("ghs_" + random_secrets.token_hex(18),
+                             expires_in=-logs.EXPIRED_GRACE - 60)
+    assert logs.registered_secret_count() == before
+    monkeypatch.setattr(logs, "MAX_EXPIRING", 5)
+    tokens = ["ghs_" + random_secrets.token_hex(18) for _ in range(20)]
+    for n, token in enumerate(tokens):
+        logs.register_secret(token, expires_in=10**6 + n)  # the later, the longer it lives
+    assert logs.registered_secret_count() <= len(logs._secrets) + 5
+    assert tokens[-1] not in _scrubbed_line("token %s", tokens[-1])
 
 
 async def test_one_refresh_at_a_time(client: GitHubClient, installed: FakeGitHub):

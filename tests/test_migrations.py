@@ -196,12 +196,81 @@ def test_0009_installation_event_times_go_down_and_up(db_url: str) -> None:
     assert schema_differences(db_url) == []
 
 
-def test_0012_forgets_the_repositories_the_inbox_last_called_private(db_url: str) -> None:
-    """The data step of 0012 (review54): threads stored before the privacy check from a
+def test_0012_analysis_failures_goes_down_and_up(db_url: str) -> None:
+    """The re-analysis failures: dropped on the way down (the step then tries those threads
+    again), made again, empty, on the way up; a failure row goes with its thread."""
+    asyncio.run(_execute(db_url, "INSERT INTO threads (id, repo, number, kind, title, state, "
+                                 "labels, assignees, complete, muted, stored_at) VALUES (5, 'o/r', "
+                                 "1, 'issue', 't', 'open', '[]', '[]', true, false, CURRENT_TIMESTAMP)"))
+    asyncio.run(_execute(db_url, "INSERT INTO analysis_failures (thread_id, analyzer_version, "
+                                 "attempts, error, failed_at) VALUES (5, '2026.12.04-1', 2, "
+                                 "'RuntimeError: x', CURRENT_TIMESTAMP)"))
+    command.downgrade(migrate.alembic_config(db_url), "0011")
+    tables = asyncio.run(_inspect(db_url, lambda conn: set(inspect(conn).get_table_names())))
+    assert "analysis_failures" not in tables and "threads" in tables
+    migrate.upgrade(db_url)
+    assert asyncio.run(_execute(db_url, "SELECT count(*) FROM analysis_failures")) == [(0,)]
+    assert schema_differences(db_url) == []
+
+
+def _thread_row(url: str, number: int, kind: str) -> int:
+    asyncio.run(_execute(url, "INSERT INTO threads (repo, number, kind, title, labels, assignees, "
+                              f"complete, muted, state, stored_at) VALUES ('o/a', {number}, "
+                              f"'{kind}', 't', '[]', '[]', true, false, 'open', CURRENT_TIMESTAMP)"))
+    [(thread_id,)] = asyncio.run(_execute(url, f"SELECT id FROM threads WHERE number = {number}"))
+    return int(thread_id)
+
+
+def _comment_row(url: str, thread_id: int, kind: str, github_id: int, body: str) -> None:
+    asyncio.run(_execute(url, "INSERT INTO comments (thread_id, kind, github_id, body) VALUES "
+                              f"({thread_id}, '{kind}', {github_id}, '{body}')"))
+
+
+def test_0013_discussion_comments_get_their_own_kind_without_loss(db_url: str) -> None:
+    """Discussion comments were stored as `comment`, the kind of issue comments, which GitHub
+    numbers apart: the upgrade gives the comments of discussions the kind
+    `discussion_comment`, and a comment's deletion noted before (its kind unknown then) stays
+    noted for both kinds; review comments get `path`, discussions `answered`,
+    `answer_chosen_by` and `category` (empty). The downgrade puts the kind back; of an issue
+    comment and a discussion comment with the same id, which the old schema cannot hold
+    both, the issue comment stays (a sync reads the discussion's back)."""
+    command.downgrade(migrate.alembic_config(db_url), "0012")
+    assert "path" not in columns(db_url, "comments")
+    issue, disc = _thread_row(db_url, 1, "issue"), _thread_row(db_url, 2, "discussion")
+    _comment_row(db_url, issue, "comment", 10, "issue comment")
+    _comment_row(db_url, issue, "review_comment", 11, "review comment")
+    _comment_row(db_url, disc, "comment", 12, "discussion comment")
+    asyncio.run(_execute(db_url, "INSERT INTO deletions (key, deleted_at) VALUES "
+                                 "('comment:comment:13', CURRENT_TIMESTAMP), "
+                                 "('thread:issue:o/a#9', CURRENT_TIMESTAMP)"))
+    migrate.upgrade(db_url)
+    assert schema_differences(db_url) == []
+    assert sorted(asyncio.run(_execute(
+        db_url, "SELECT github_id, kind, body, path FROM comments"))) == [
+        (10, "comment", "issue comment", None), (11, "review_comment", "review comment", None),
+        (12, "discussion_comment", "discussion comment", None)]
+    assert sorted(k for (k,) in asyncio.run(_execute(db_url, "SELECT key FROM deletions"))) == [
+        "comment:comment:13", "comment:discussion_comment:13", "thread:issue:o/a#9"]
+    assert sorted(asyncio.run(_execute(
+        db_url, "SELECT number, answered, answer_chosen_by, category FROM threads"))) == [
+        (1, None, None, None), (2, None, None, None)]
+    # Both kinds of one id, as the new schema holds them; then down and up again.
+    _comment_row(db_url, disc, "discussion_comment", 10, "discussion comment, same id")
+    command.downgrade(migrate.alembic_config(db_url), "0012")
+    assert sorted(asyncio.run(_execute(db_url, "SELECT github_id, kind, body FROM comments"))) == [
+        (10, "comment", "issue comment"), (11, "review_comment", "review comment"),
+        (12, "comment", "discussion comment")]
+    assert sorted(k for (k,) in asyncio.run(_execute(db_url, "SELECT key FROM deletions"))) == [
+        "comment:comment:13", "thread:issue:o/a#9"]
+    migrate.upgrade(db_url)
+    assert sorted(asyncio.run(_execute(db_url, "SELECT github_id, kind FROM comments"))) == [
+        (10, "comment"), (11, "review_comment"), (12, "discussion_comment")]
+def test_0014_forgets_the_repositories_the_inbox_last_called_private(db_url: str) -> None:
+    """The data step of 0014 (review54): threads stored before the privacy check from a
     repository whose latest stored payload says `"private":true` (GitHub's compact JSON) are
     forgotten and its row marked; one called public by a later payload (made public again)
     and a public one keep their threads."""
-    command.downgrade(migrate.alembic_config(db_url), "0011")
+    command.downgrade(migrate.alembic_config(db_url), "0013")
     assert "private" not in columns(db_url, "repositories")
 
     def payload(repo: str, private: bool) -> str:

@@ -227,7 +227,7 @@ async def test_the_sync_stores_nothing_of_a_private_repository(
 # ---------------------------------------------------------------------------- stored before
 async def test_the_migration_forgets_what_was_stored_of_a_private_repository(ctx: Any) -> None:
     """Threads stored before this fix from a delivery that said `private: true`: the data
-    step of migration 0012 reads the inbox's payloads and forgets those repositories."""
+    step of migration 0014 reads the inbox's payloads and forgets those repositories."""
     from bot.store.privacy import forget_private_from_inbox
 
     payload = envelope("opened", SECRET, issue=issue(5, title="Secret roadmap"))

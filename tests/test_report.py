@@ -583,7 +583,7 @@ async def test_the_list_of_reports_reads_no_nights_snapshot(ctx: Any) -> None:
     finally:
         event.remove(ctx.engine.sync_engine, "after_cursor_execute", seen)
     assert resp.status == 200
-    rows = re.findall(r'<tr><td><a href="/reports/([\d-]+)">[\d-]+</a></td><td>(.*?)</td></tr>', html)
+    rows = re.findall(r'<tr><td><a href="/reports/([\d-]+)"[^>]*>[\d-]+</a></td><td>(.*?)</td></tr>', html)
     assert rows == [("2026-12-02", "none"), ("2026-12-01", "new proposals 2, merged 1"),
                     ("2026-11-30", "baseline")]
     assert "data" not in columns and "snapshot" not in columns, columns
@@ -607,7 +607,7 @@ async def test_the_list_of_reports_counts_a_nights_new_landings(ctx: Any) -> Non
         await session.commit()
     async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
         html = await (await client.get("/reports/")).text()
-    rows = re.findall(r'<tr><td><a href="/reports/([\d-]+)">[\d-]+</a></td><td>(.*?)</td></tr>', html)
+    rows = re.findall(r'<tr><td><a href="/reports/([\d-]+)"[^>]*>[\d-]+</a></td><td>(.*?)</td></tr>', html)
     assert rows == [("2026-12-02", "merged 1"), ("2026-12-01", "new landings 2")]
 
 

@@ -308,7 +308,7 @@ async def test_page_and_json_with_stored_proposals(ctx: AppContext, client: Test
     assert 'class="mark detected"' in html
     assert "2025-08 <span class=\"small muted\">(month only: from 2025-08-01)</span>" in html  # TIS
     # Every number links to its set; each set page lists what the number counts.
-    links = re.findall(r'<a class="num" href="(/study/sets/[^"]+)">(-?[\d.]+)</a>', html)
+    links = re.findall(r'<a class="num" href="(/study/sets/[^"]+)"[^>]*>(-?[\d.]+)</a>', html)
     assert len(links) >= 7 * 8 + 3 * 11
     declined = await (await client.get("/study/sets/proposals.verl.declined")).text()
     assert "&lt;b&gt;Add&lt;/b&gt; OtherPO" in declined and 'href="/threads/verl-project/verl/501"' in declined

@@ -374,6 +374,8 @@ async def test_sync_and_webhook_paths_store_identical_rows(sync_ctx: AppContext,
     pr = data.add_thread(repo, "pull_request", n_comments=2, n_reviews=2, closed=False)
     data.close(pr)
     disc = data.add_thread(repo, "discussion", n_comments=4, closed=True)
+    data.answer(disc, disc["_comments"][0], {"__typename": "Bot", "login": "helper"})  # a chosen answer
+    disc["category"] = {"name": "Q&A"}
     opened = data.add_thread(repo, "issue", n_comments=0, closed=False, body="")
     fake_github.graphql_handler = FakeGraphQL(data, schema_path)
     await sync(sync_ctx, [repo], sleep=no_sleep)

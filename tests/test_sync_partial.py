@@ -124,6 +124,8 @@ class NullNestedComments:
             if self.times <= 0 or not alias.startswith("s") or not isinstance(repo, dict):
                 continue
             for field, conn in repo.items():
+                if not isinstance(conn, dict):
+                    continue  # the repository's id, name, updatedAt
                 for k, node in enumerate((conn or {}).get("nodes") or []):
                     if node and node.get("number") == self.number and node.get("comments"):
                         self.times -= 1
@@ -168,6 +170,8 @@ class NullReviewComments:
             if self.times <= 0 or not alias.startswith("s") or not isinstance(repo, dict):
                 continue
             for field, conn in repo.items():
+                if not isinstance(conn, dict):
+                    continue  # the repository's id, name, updatedAt
                 for k, node in enumerate((conn or {}).get("nodes") or []):
                     if not node or node.get("number") != self.number:
                         continue

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import re
 import urllib.parse
 import uuid
@@ -419,6 +420,43 @@ async def test_secret_read_from_a_file_with_its_newline_still_verifies(
         assert status == 202
     finally:
         await ctx.close()
+
+
+async def test_during_a_secret_rotation_either_secret_is_accepted(db_url: str) -> None:
+    """Rotating the webhook secret had a window where deliveries were lost: from the moment
+    GitHub signs with the new secret until every replica runs with it (or the other way
+    round), each delivery was refused 401, and GitHub does not retry a 401. With
+    GITHUB_WEBHOOK_SECRET_PREVIOUS set to the old secret, a delivery signed with either is
+    accepted; anything else is still refused, and without it only the current one counts."""
+    from bot.config import Settings
+
+    old, new = "old-secret-0123", "new-secret-4567\n"  # filled from a file, as the current one
+    env = {"DATABASE_URL": db_url, "GITHUB_WEBHOOK_SECRET": new,
+           "GITHUB_WEBHOOK_SECRET_PREVIOUS": old}
+    settings = Settings.from_env(env)
+    ctx = AppContext.create(settings)
+    body = b'{"zen": "rotate"}'
+    try:
+        async with TestClient(TestServer(create_app(ctx, worker=False))) as c:
+            for secret, status in ((new.strip(), 202), (old, 202), ("neither-of-them", 401)):
+                resp = await c.post("/webhook", data=body,
+                                    headers=delivery_headers("ping", body, secret, None))
+                assert resp.status == status, (secret, await resp.text())
+        assert await delivery_count(ctx) == 2
+    finally:
+        await ctx.close()
+    from bot.logs import JsonFormatter, register_settings_secrets
+
+    register_settings_secrets(settings)  # as `serve` and each worker process do
+    record = logging.LogRecord("t", logging.WARNING, "t", 0, "secret was %s", (old,), None)
+    assert old not in JsonFormatter().format(record)
+    alone = AppContext.create(Settings.from_env({**env, "GITHUB_WEBHOOK_SECRET_PREVIOUS": ""}))
+    try:
+        async with TestClient(TestServer(create_app(alone, worker=False))) as c:
+            resp = await c.post("/webhook", data=body, headers=delivery_headers("ping", body, old, None))
+            assert resp.status == 401
+    finally:
+        await alone.close()
 
 
 async def test_a_failed_store_logs_no_payload(ctx: AppContext, caplog: pytest.LogCaptureFixture

@@ -42,7 +42,7 @@ COMMANDS = {
 # Commands that read or need a migrated database. Before they open it, a SQLite file that
 # does not exist is said to be missing (bot.config.require_database): opening it created an
 # empty file, the command said "no tables", and the empty file stayed. Not here: `migrate`
-# creates the database, `serve` says it is behind the migrations, `rules` skips a missing
+# creates the database, `serve` checks it itself (bot.server), `rules` skips a missing
 # one, `analyze` and `replay` use none.
 NEEDS_DATABASE = frozenset({"stats", "deliveries", "verdicts", "study", "report", "repos",
                             "preview", "papers", "sync"})

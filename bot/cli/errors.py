@@ -15,7 +15,7 @@ import os
 import sys
 import traceback
 from collections.abc import Iterator
-from typing import TextIO
+from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from bot.config import (
@@ -118,6 +118,60 @@ def _schema_missing(subject: str, detail: str) -> str:
     return f"{subject}: the database has no tables ({detail}); run `rltracker migrate` first"
 
 
+# SQLite's primary result codes (the sqlite3 module's `sqlite_errorname`, from Python 3.11)
+# and the start of its messages, for a driver that does not name the code.
+_SQLITE_KINDS = (
+    (("SQLITE_BUSY", "SQLITE_LOCKED"), ("database is locked", "database table is locked"), "locked"),
+    (("SQLITE_READONLY",), ("attempt to write a readonly database",), "readonly"),
+    (("SQLITE_FULL",), ("database or disk is full",), "full"),
+    (("SQLITE_CORRUPT", "SQLITE_NOTADB"), ("database disk image is malformed",
+                                           "file is not a database"), "damaged"),
+    (("SQLITE_IOERR",), ("disk i/o error",), "io"),
+    (("SQLITE_CANTOPEN",), ("unable to open database file",), "cannot_open"),
+)
+
+
+def _sqlite_kind(orig: object, detail: str) -> str | None:
+    name = str(getattr(orig, "sqlite_errorname", "") or "")
+    lowered = detail.lower()
+    for names, messages, kind in _SQLITE_KINDS:
+        if any(name == n or name.startswith(n + "_") for n in names):
+            return kind
+        if lowered.startswith(messages):
+            return kind
+    return None
+
+
+def _sqlite_failure(subject: str, path: Any, orig: object, detail: str) -> str:
+    """What happened to the SQLite database, said as what it is: a database another process
+    holds, a full disk, a read-only file, a damaged file, one that cannot be opened."""
+    where = os.path.abspath(path)
+    kind = _sqlite_kind(orig, detail)
+    if kind == "locked":
+        return (f"{subject}: the SQLite database {where} is locked by another process ({detail}): "
+                "one `rltracker serve` (or migrate) writes to it at a time; wait for the other "
+                "command or stop it, and use PostgreSQL for several processes")
+    if kind == "readonly":
+        return (f"{subject}: the SQLite database {where} is read-only ({detail}): give this user "
+                "write access to the file, its -wal and -shm files and its folder, or mount "
+                "the volume read-write")
+    if kind == "full":
+        return (f"{subject}: the disk holding the SQLite database {where} is full ({detail}); "
+                "free space there (nothing was written)")
+    if kind == "damaged":
+        return (f"{subject}: {where} is not a SQLite database or is damaged ({detail}): check "
+                "DATABASE_URL names the tracker's database, or restore it from a backup")
+    if kind == "io":
+        return (f"{subject}: the disk under the SQLite database {where} failed to read or write "
+                f"({detail}); check the disk and the mount")
+    hint = ""
+    if not path.parent.is_dir():
+        hint = f"; its folder {os.path.abspath(path.parent)} does not exist: `rltracker migrate` creates it"
+    if kind == "cannot_open":
+        return f"{subject}: cannot open the SQLite database ({detail}){hint}"
+    return f"{subject}: the SQLite database {where} failed ({detail}){hint}"
+
+
 def _database_failure(exc: BaseException) -> str | None:
     from sqlalchemy import exc as sa
 
@@ -131,10 +185,7 @@ def _database_failure(exc: BaseException) -> str | None:
             return _schema_missing(subject, detail)
         path = sqlite_path(_database_url())
         if path is not None and isinstance(exc, sa.OperationalError | sa.DatabaseError):
-            hint = ""
-            if not path.parent.is_dir():
-                hint = f"; its folder {os.path.abspath(path.parent)} does not exist: `rltracker migrate` creates it"
-            return f"{subject}: cannot open the SQLite database ({detail}){hint}"
+            return _sqlite_failure(subject, path, exc.orig, detail)
         state = _sqlstate(exc)
         if isinstance(exc, sa.OperationalError | sa.InterfaceError) or (
             state is not None and state.startswith(_REFUSED_SQLSTATES)

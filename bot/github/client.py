@@ -45,6 +45,7 @@ import gidgethub.aiohttp
 import jwt as pyjwt
 
 from bot.config import Settings, unescape_pem
+from bot.logs import register_secret
 from bot.store.types import parse_datetime
 
 log = logging.getLogger(__name__)
@@ -576,6 +577,7 @@ class GitHubClient:
         expires = int(now) + JWT_AHEAD
         payload = {"iat": issued, "exp": expires, "iss": app_id}  # PyJWT requires a string
         token = pyjwt.encode(payload, self._private_key(), algorithm="RS256")
+        register_secret(token, expires_in=expires - now)  # scrubbed from the logs while it lives
         self._jwt = (token, float(expires))
         return token
 
@@ -650,6 +652,7 @@ class GitHubClient:
                     headers=exc.headers) from exc
             expires = parse_datetime(data.get("expires_at"))
             expires_at = expires.timestamp() if expires else self._clock() + 3600
+            register_secret(data["token"], expires_in=expires_at - self._clock())  # out of the logs
             self._tokens[iid] = _CachedToken(data["token"], expires_at)
             self.token_refreshes += 1
             log.info("installation token refreshed for installation %d (expires %s)", iid, data.get("expires_at"))

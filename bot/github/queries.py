@@ -37,7 +37,7 @@ fragment CommentFields on IssueComment {
 }""",
     "ReviewCommentFields": """
 fragment ReviewCommentFields on PullRequestReviewComment {
-  id databaseId body createdAt updatedAt authorAssociation
+  id databaseId body createdAt updatedAt authorAssociation path
   author { ...ActorFields }
 }""",
     "ReviewFields": """
@@ -100,8 +100,10 @@ fragment PullRequestFields on PullRequest {
     "DiscussionFields": """
 fragment DiscussionFields on Discussion {
   __typename id databaseId number title body url closed stateReason
-  createdAt updatedAt closedAt authorAssociation
+  createdAt updatedAt closedAt authorAssociation answerChosenAt
   author { ...ActorFields }
+  answerChosenBy { ...ActorFields }
+  category { name }
   labels(first: 50) { nodes { name } }
   comments(first: $nestedComments) {
     pageInfo { ...PageFields }
@@ -177,7 +179,11 @@ def build_sync_query(
         variables.update({f"o{i}": slot.owner, f"n{i}": slot.name, f"f{i}": slot.first,
                           f"a{i}": slot.after})
         parts.append(
-            f"s{i}: repository(owner: $o{i}, name: $n{i}) {{ isPrivate "
+            # the repository's id and current name: a former name GitHub resolves, or a row
+            # stored under a name from before a rename, is settled on the current one; and
+            # whether it is private (nothing of a private repository is stored)
+            f"s{i}: repository(owner: $o{i}, name: $n{i}) {{ databaseId nameWithOwner updatedAt "
+            f"isPrivate "
             f"{field}(first: $f{i}, after: $a{i}, "
             "orderBy: {field: UPDATED_AT, direction: DESC}) { totalCount pageInfo { ...PageFields } "
             f"nodes {{ ...{fragment} }} }} }}"

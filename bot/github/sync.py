@@ -34,6 +34,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, func, insert, select
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from analyzers.catalog import canonical_repo, framework_id
 from bot.github.queries import (
@@ -45,12 +46,14 @@ from bot.github.queries import (
 )
 from bot.store.installations import silenced_installations
 from bot.store.models import Comment, Repository, SyncCursor, Thread
+from bot.store.repositories import settle_repository
 from bot.store.threads import (
     COMMENT_FIELDS,
     COMMENT_TIMES,
     comment_grave,
     graves,
     is_buried,
+    storable_text,
     thread_grave,
     upsert_comment,
     upsert_thread,
@@ -161,6 +164,14 @@ def thread_from_node(node: dict[str, Any], repo: str) -> dict[str, Any]:
         "url": node.get("url"),
         "complete": True,
     }
+    if kind == "discussion":
+        # As the webhook path reads answer_chosen_at / answer_chosen_by / category.
+        answered = bool(node.get("answerChosenAt"))
+        record["answered"] = answered
+        record["answer_chosen_by"] = actor_login(node.get("answerChosenBy"))[0] if answered else None
+        category = node.get("category")
+        if isinstance(category, dict):
+            record["category"] = category.get("name") or None
     if kind == "discussion" and state == "closed":
         # GraphQL does not tell who closed a discussion; the `discussion.closed` webhook
         # (its sender) does: unknown here is not "nobody", the stored closer is kept.
@@ -168,9 +179,10 @@ def thread_from_node(node: dict[str, Any], repo: str) -> dict[str, Any]:
     return record
 
 
+# One kind per id space GitHub numbers them in (bot.webhooks.normalize.COMMENT_EVENTS).
 COMMENT_KINDS = {
     "IssueComment": "comment",
-    "DiscussionComment": "comment",
+    "DiscussionComment": "discussion_comment",
     "PullRequestReview": "review",
     "PullRequestReviewComment": "review_comment",
 }
@@ -194,6 +206,8 @@ def comment_from_node(node: dict[str, Any], typename: str) -> dict[str, Any] | N
         "created_at": node.get("createdAt"),
         "updated_at": node.get("updatedAt"),
     }
+    if typename == "PullRequestReviewComment":
+        record["path"] = node.get("path") or None  # the file the remark is on
     if typename == "PullRequestReview":
         # As the webhook path stores reviews: submitted_at is the time, there is no updated_at.
         record["created_at"] = node.get("submittedAt") or node.get("createdAt")
@@ -218,10 +232,10 @@ def new_comment_values(thread_id: int, record: dict[str, Any]) -> dict[str, Any]
                            "github_id": int(record["github_id"]), "thread_id": thread_id}
     for key in COMMENT_FIELDS:
         value = record.get(key)
-        if key == "author_association":
+        if key in ("author_association", "path"):
             value = value or None
         if key == "body":
-            value = value or ""
+            value = storable_text(value or "")
         row[key] = value
     for key in COMMENT_TIMES:
         row[key] = parse_datetime(record.get(key))  # absent (a review's updated_at) is None
@@ -248,6 +262,15 @@ class Stream:
     failed: str | None = None
     closed: bool = False  # final cursor state written
     at_mark: set[int] = field(default_factory=set)  # stored threads updated at stop_at
+    hold: datetime | None = None  # the oldest time of a thread the database refused
+
+    @property
+    def mark(self) -> datetime | None:
+        """The mark to store: the pass's high-water mark, held at the oldest thread the
+        database refused (stored past it, that thread was never read again until updated)."""
+        if self.hold is not None and self.high_water is not None:
+            return min(self.hold, self.high_water)
+        return self.high_water
 
     @property
     def owner_name(self) -> tuple[str, str]:
@@ -377,6 +400,9 @@ class Syncer:
         self.continuation_budget = CONTINUATIONS_PER_REQUEST
         self.errors: list[dict[str, Any]] = []  # the GraphQL errors of the last partial answer
         self.marked_private: set[str] = set()  # stored rows marked private (bot/store/privacy.py)
+        # repositories seen in a stream's first answer, to settle at the next write:
+        # lower-case name -> (name, GitHub id, its updatedAt, former names the sync was given)
+        self._identities: dict[str, tuple[str, int | None, datetime | None, set[str]]] = {}
 
     # ------------------------------------------------------------------ set-up
     async def _load_streams(self) -> None:
@@ -540,6 +566,8 @@ class Syncer:
             record = comment_from_node(node, typename)
             if record is not None:
                 pt.comments[(record["kind"], int(record["github_id"]))] = record
+            if typename == "PullRequestReview" and node.get("state") == "PENDING":
+                continue  # a draft review's comments are drafts too (its author's alone)
             if typename == "PullRequestReview":
                 self._add_children(pt, "PullRequestReviewComment", node.get("comments"),
                                    node["id"], "PullRequestReview", "comments")
@@ -628,6 +656,41 @@ class Syncer:
         if stream.backfill and stream.fetched == len(keys):
             stream.cursor_dirty = True  # the pass's high-water mark must be stored now
 
+    def _saw_repository(self, stream: Stream, repo_data: dict[str, Any] | None) -> bool:
+        """The repository's id and current name in a stream's first answer. Asked under a
+        former name (GitHub resolves it), the stream's threads are stored under the current
+        one; the store settles what is under other names of it at the next write
+        (settle_repository). False: another stream reads the same repository and kind (given
+        under both names), this one stops."""
+        if not repo_data or stream.requests:
+            return True
+        name = repo_data.get("nameWithOwner")
+        if not isinstance(name, str) or "/" not in name:
+            return True
+        current = canonical_repo(name)
+        former: set[str] = set()
+        if framework_id(stream.repo) is not None and framework_id(current) is None:
+            # a tracked framework under a name the catalog does not know yet: its threads stay
+            # under the catalog's name (under the new one, no page would count them)
+            # (nor is the row holding its id moved back from the name webhooks store it under)
+            log.warning("sync: GitHub calls %s %s now; add the name to the catalog", stream.repo, name)
+            return True
+        if current.lower() != stream.repo.lower():
+            if any(o is not stream and o.kind == stream.kind and o.repo.lower() == current.lower()
+                   for o in self.streams):
+                stream.done = stream.closed = True
+                return False
+            log.info("sync: %s is %s now on GitHub; its threads are stored under that name",
+                     stream.repo, current)
+            former.add(stream.repo)
+            stream.repo = current
+        gid = repo_data.get("databaseId")
+        known = self._identities.get(stream.repo.lower())
+        self._identities[stream.repo.lower()] = (
+            stream.repo, gid if isinstance(gid, int) else None,
+            parse_datetime(repo_data.get("updatedAt")), former | (known[3] if known else set()))
+        return True
+
     def _failed_slot(self, alias: str, node: dict[str, Any] | None, field_name: str) -> str | None:
         """The error that left continuation `alias` without its connection, if one did: an
         error of the last partial answer naming it (or naming no slot), other than GitHub's
@@ -648,41 +711,107 @@ class Syncer:
         pt.open -= 1
         self.stats.continuations += 1
         if node is None:
-            return  # the parent vanished meanwhile; the next refresh sees the new state
+            # The parent vanished meanwhile (transferred, deleted: NOT_FOUND): the next refresh
+            # sees the new state. Its stored comments past what was read are kept: taken as
+            # deleted on GitHub, a long thread lost them all (250 comments became 40).
+            pt.incomplete = True
+            return
         self._add_children(pt, cont.child_type, node.get(cont.slot.field), cont.slot.node_id,
                            cont.slot.typename, cont.slot.field)
 
     # ------------------------------------------------------------------ writing
     async def _flush(self) -> None:
-        """Writes finished threads and moves cursors past fully written pages, in one commit."""
+        """Writes finished threads and moves cursors past fully written pages, in one commit.
+
+        The database refusing one thread's rows (a constraint, a value it will not store, a
+        trigger) rolled back the whole batch and ended the sync: a batch that fails is written
+        again thread by thread, each in its own transaction; a thread still refused is
+        recorded in `failed_threads` and the pass's mark is held at it (the next refresh reads
+        it again), and the cursors are stored in a last transaction of their own."""
         finished = [pt for pt in self.pending.values() if pt.open == 0]
         if not finished and not any(s.cursor_dirty or (s.done and not s.closed) for s in self.streams):
             return
-        changed: list[tuple[str, int]] = []
-        async with self.ctx.sessionmaker() as session:
-            known = await self._stored_comments(session, finished)
-            threads = await self._stored_threads(session, finished)
-            buried = await self._graves(session, finished)
+        try:
+            changed = await self._write(finished, cursors=True)
+        except SQLAlchemyError as exc:
+            if not finished:
+                raise
+            log.warning("sync: a batch of %d threads was refused (%s); writing them one by one",
+                        len(finished), _first_line(exc))
+            changed = []
             for pt in finished:
-                if await self._write_thread(session, pt, known, threads, buried):
-                    changed.append((pt.record["repo"], pt.record["number"]))
-                del self.pending[pt.key]
-                for _cursor, keys in pt.stream.pages:
-                    keys.discard(pt.key)
-            if self._new_rows:
-                self.stats.comments += len(self._new_rows)
-                await session.execute(insert(Comment), self._new_rows)
-                self._new_rows = []
-            for s in self.streams:
-                await self._store_cursor(session, s)
-            await session.commit()
-        self.stats.threads += len(finished)
-        self.stats.changed += len(changed)
-        for pt in finished:
-            self.stats.repos[pt.record["repo"]] = self.stats.repos.get(pt.record["repo"], 0) + 1
+                try:
+                    changed += await self._write([pt], cursors=False)
+                except SQLAlchemyError as one:
+                    self._write_failed(pt, one)
+            # the cursors alone: refused too, the database (not a thread) is at fault
+            await self._write([], cursors=True)
         if self.on_changed is not None:
             for repo, number in changed:
                 await self._act_on(repo, number)
+
+    async def _write(self, threads: list[PendingThread], *, cursors: bool) -> list[tuple[str, int]]:
+        """One transaction: `threads` written (and their pages freed), then the cursors if
+        `cursors`. Refused, nothing of it is kept, in the database or in this pass's state."""
+        saved = [(s, [(c, set(k)) for c, k in s.pages], s.committed, s.cursor_dirty, s.closed)
+                 for s in self.streams]
+        comments = self.stats.comments
+        changed: list[tuple[str, int]] = []
+        try:
+            async with self.ctx.sessionmaker() as session:
+                for name, gid, seen_at, former in list(self._identities.values()):
+                    if gid is not None or former:
+                        await settle_repository(session, name, gid, seen_at=seen_at, former=former,
+                                                framework=framework_id(name))
+                known = await self._stored_comments(session, threads)
+                stored = await self._stored_threads(session, threads)
+                buried = await self._graves(session, threads)
+                for pt in threads:
+                    if await self._write_thread(session, pt, known, stored, buried):
+                        changed.append((pt.record["repo"], pt.record["number"]))
+                    del self.pending[pt.key]
+                    for _cursor, keys in pt.stream.pages:
+                        keys.discard(pt.key)
+                if self._new_rows:
+                    self.stats.comments += len(self._new_rows)
+                    await session.execute(insert(Comment), self._new_rows)
+                    self._new_rows = []
+                if cursors:
+                    for s in self.streams:
+                        await self._store_cursor(session, s)
+                await session.commit()
+        except BaseException:
+            self._new_rows = []
+            self.stats.comments = comments
+            for pt in threads:
+                self.pending[pt.key] = pt
+            for s, pages, committed, dirty, closed in saved:
+                s.pages = deque(pages)
+                s.committed, s.cursor_dirty, s.closed = committed, dirty, closed
+            raise
+        self._identities.clear()
+        for pt in threads:
+            self.stats.repos[pt.record["repo"]] = self.stats.repos.get(pt.record["repo"], 0) + 1
+        self.stats.threads += len(threads)
+        self.stats.changed += len(changed)
+        return changed
+
+    def _write_failed(self, pt: PendingThread, exc: BaseException) -> None:
+        """The database refused `pt` alone: recorded, its page freed (the cursor moves on),
+        and the pass's mark held at its time so the next refresh reads it again."""
+        error = f"{type(exc).__name__}: {_first_line(exc)}".rstrip(": ")
+        self.stats.failed_threads.append({"thread": pt.key, "error": error})
+        log.error("sync: %s was not stored (%s); the other threads are synced", pt.key, error)
+        log.debug("sync: %s", pt.key, exc_info=exc)
+        del self.pending[pt.key]
+        for _cursor, keys in pt.stream.pages:
+            keys.discard(pt.key)
+        when = parse_datetime(pt.record.get("updated_at"))
+        s = pt.stream
+        if when is None:
+            s.failed = s.failed or f"{pt.key} not stored"
+        elif s.hold is None or when < s.hold:
+            s.hold = when
 
     async def _act_on(self, repo: str, number: int) -> None:
         """on_changed of one thread. One that raises (an analyzer bug, the database refusing its
@@ -692,8 +821,7 @@ class Syncer:
         try:
             await self.on_changed(repo, number)  # type: ignore[misc]
         except Exception as exc:  # noqa: BLE001 - one thread must not stop the others
-            lines = str(exc).strip().splitlines()
-            error = f"{type(exc).__name__}: {lines[0][:300] if lines else ''}".rstrip(": ")
+            error = f"{type(exc).__name__}: {_first_line(exc)}".rstrip(": ")
             self.stats.failed_threads.append({"thread": f"{repo}#{number}", "error": error})
             log.error("sync: %s#%s was stored but not analysed (%s); the other threads are synced",
                       repo, number, error)
@@ -771,8 +899,10 @@ class Syncer:
                 # read it: the stored review may be an edit made since; it is kept.
                 continue
             same_time = "updated_at" not in comment or old.updated_at == parse_datetime(comment["updated_at"])
-            if old.thread_id == thread.id and same_time and (old.body or "") == comment["body"]:
-                continue  # unchanged: no write
+            if (old.thread_id == thread.id and same_time
+                    and (old.body or "") == storable_text(comment["body"])
+                    and old.path == comment.get("path")):
+                continue  # unchanged: no write (a row stored before 0013 gets its path)
             await upsert_comment(session, thread, comment)
             self.stats.comments += 1
             written += 1
@@ -802,14 +932,16 @@ class Syncer:
             session.add(cur)
         if s.backfill:
             cur.cursor = s.committed
-            cur.updated_since = s.high_water
+            cur.updated_since = s.mark
         if finished:
             s.closed = True
         if finished and not s.failed:
             cur.full_done = True if s.backfill else cur.full_done
             cur.cursor = None
-            if s.high_water is not None and (cur.updated_since is None or s.high_water > cur.updated_since):
-                cur.updated_since = s.high_water
+            if s.backfill:
+                cur.updated_since = s.mark
+            elif s.mark is not None and (cur.updated_since is None or s.mark > cur.updated_since):
+                cur.updated_since = s.mark
             cur.last_run_at = utcnow()
         s.cursor_dirty = False
 
@@ -885,9 +1017,10 @@ class Syncer:
             failures = 0
             self.thread_budget = min(THREADS_PER_REQUEST, self.thread_budget * 2)
             self.continuation_budget = min(CONTINUATIONS_PER_REQUEST, self.continuation_budget * 2)
+            taken = [self._saw_repository(stream, data.get(f"s{i}")) for i, stream in enumerate(streams)]
             for i, stream in enumerate(streams):
                 repo_data = data.get(f"s{i}")
-                if await self._private(stream, repo_data):
+                if not taken[i] or await self._private(stream, repo_data):
                     continue
                 field_name = {"issue": "issues", "pull_request": "pullRequests",
                               "discussion": "discussions"}[stream.kind]
@@ -918,7 +1051,6 @@ class Syncer:
             total = sum(s.total or 0 for s in self.streams if s.backfill) or None
             self.progress.update(self.stats.threads, total, self.stats)
             await self._pace(data.get("rateLimit"))
-
 
     async def _private(self, stream: Stream, repo_data: dict[str, Any] | None) -> bool:
         """A repository GitHub calls private (`isPrivate`): none of its pages is taken, its
@@ -952,6 +1084,15 @@ class Syncer:
             log.warning("sync: %s is private on GitHub: nothing of it is stored", repo)
             self.marked_private.add(repo)
         return True
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of an error's text, at most 300 characters. A database error's text
+    starts with the driver's message (SQLAlchemy appends the statement on later lines)."""
+    if isinstance(exc, DBAPIError) and exc.orig is not None:
+        exc = exc.orig
+    lines = str(exc).strip().splitlines()
+    return lines[0][:300] if lines else ""
 
 
 def _messages(response: dict[str, Any]) -> str:

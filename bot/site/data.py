@@ -165,11 +165,10 @@ async def thread_rows(session: AsyncSession, *, newest_first: bool = True, limit
     """Summaries of the threads `filters` (see `_thread_filters`) name, newest first (ties by
     id, threads of no known date last), the `limit` after the first `offset`."""
     query = _thread_filters(_tracked(select(*_thread_columns()).select_from(Thread)), **filters)
-    order = Thread.created_at.desc() if newest_first else Thread.created_at
-    # threads of no known date last on both databases (PostgreSQL puts NULLs first in a
-    # descending order, SQLite last)
-    undated = case((Thread.created_at.is_(None), 1), else_=0)
-    query = query.order_by(undated, order, Thread.id.desc()).offset(offset).limit(limit)
+    # A thread of unknown date last either way, on both databases (PostgreSQL sorted NULLs
+    # first in a descending order, SQLite last).
+    order = (Thread.created_at.desc() if newest_first else Thread.created_at.asc()).nulls_last()
+    query = query.order_by(order, Thread.id.desc()).offset(offset).limit(limit)
     return [_row(r) for r in (await session.execute(query)).all()]
 
 

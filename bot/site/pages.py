@@ -8,7 +8,9 @@ written in another case or with `_` for `-` (`/frameworks/VERL`, `/failures/Entr
 answers 301 to its canonical URL.
 
 Every response carries a Content-Security-Policy that allows no script at all, so even a
-title that slipped past escaping could not run; the templates escape everything anyway.
+title that slipped past escaping could not run; the templates escape everything anyway. The
+pages set HEADERS themselves, and `setup` adds them to every other answer of the app that has
+not set its own (aiohttp's 404 for an unknown path, its 500 page when a handler raised).
 """
 
 from __future__ import annotations
@@ -334,8 +336,16 @@ async def api_export_csv(request: web.Request) -> web.StreamResponse:
     return await serve_export(request, as_csv=True, headers=HEADERS)
 
 
+async def _security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """HEADERS on an answer that did not set its own: aiohttp's own 404 and 405, and the
+    HTML 500 page it sends a browser when a handler raised, went out with none."""
+    for name, value in HEADERS.items():
+        response.headers.setdefault(name, value)
+
+
 def setup(app: web.Application) -> None:
-    """Adds the tracker pages and their JSON routes to the app."""
+    """Adds the tracker pages and their JSON routes to the app, and HEADERS to every answer."""
+    app.on_response_prepare.append(_security_headers)
     routes: list[tuple[str, Handler]] = [
         ("/", index),
         ("/methods/{id}", method_page),

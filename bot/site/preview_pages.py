@@ -7,6 +7,7 @@ from typing import Any
 from aiohttp import web
 
 from bot.context import app_context
+from bot.site.pages import HEADERS
 from bot.speaking.preview import (
     DEFAULT_DAYS,
     MAX_DAYS,
@@ -26,11 +27,9 @@ def render_html(preview: dict[str, Any]) -> str:
 async def _preview_page(request: web.Request) -> web.Response:
     ctx = app_context(request)
     repo = f"{request.match_info['owner']}/{request.match_info['name']}"
-    # The page shows other people's titles: no script may run, whatever slips through.
-    headers = {
-        "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'",
-        "X-Content-Type-Options": "nosniff",
-    }
+    # The page shows other people's titles: no script may run, whatever slips through; no
+    # other site may frame it, and its address is no referrer (the tracker pages' headers).
+    headers = HEADERS
     # ?days=7d or ?days=-3 showed the 30-day preview under a URL asking for something else.
     days = parse_count(request.query.get("days"), DEFAULT_DAYS)
     if not days or days > MAX_DAYS:  # ?days=365 showed 90 days under a URL asking for a year

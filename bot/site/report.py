@@ -200,8 +200,11 @@ async def _resumed(session: Any, since: datetime | None, now: datetime) -> list[
     return out
 
 
-async def build_report(ctx: Any, day: date | None = None) -> dict[str, Any]:
-    """The report data for `day` (default today, UTC), diffed against the previous report."""
+async def build_report(ctx: Any, day: date | None = None, *,
+                       sync: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The report data for `day` (default today, UTC), diffed against the previous report.
+    `sync`: the nightly job's word on a sync that failed (`failed`: whole; `refused`: the
+    repositories GitHub did not let it read), said at the top of the report."""
     now = utcnow()
     day = day or now.date()
     snapshot, extra = await collect_state(ctx, now)
@@ -254,7 +257,7 @@ async def build_report(ctx: Any, day: date | None = None) -> dict[str, Any]:
     return {
         "date": day.isoformat(), "previous": prev_date, "baseline": prev_snapshot is None,
         "generated_at": now.isoformat(), "frameworks": per_fw, "paused": extra["paused"],
-        "resumed": resumed,
+        "resumed": resumed, "sync": sync,
         "totals": {kind: len(items) for kind, items in changes.items()},
         "new_landings": len(new_landings),
         "agreement": extra["agreement"],
@@ -495,7 +498,7 @@ async def _record_night(ctx: Any, action_id: int, lease: datetime | None, **valu
 
 
 async def run_report(ctx: Any, day: date | None = None, out: Path | None = None, *,
-                     stored: bool = False) -> dict[str, Any] | None:
+                     stored: bool = False, sync: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """Build, store, write (`out`) and post the report of `day`. `stored`: the report stored
     for `day` as it was built that night, written and posted again, not rebuilt (None when
     there is none): a report shows the state when it is built, so rebuilding a past night's
@@ -508,7 +511,7 @@ async def run_report(ctx: Any, day: date | None = None, out: Path | None = None,
             return None
         data, markdown = row.data, row.markdown
     else:
-        data = await build_report(ctx, day)
+        data = await build_report(ctx, day, sync=sync)
         markdown = render_markdown(data, ctx.settings.public_url)
         await store_report(ctx, data, markdown)
     if out is not None:

@@ -96,6 +96,9 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
             "repo": thread.repo, "number": thread.number, "kind": thread.kind,
             "title": thread.title or "", "state": thread.state, "state_reason": thread.state_reason,
             "author": thread.author, "labels": list(thread.labels or []),
+            # a discussion's category and chosen answer (None: not known, or not a discussion)
+            "category": thread.category, "answered": thread.answered,
+            "answer_chosen_by": thread.answer_chosen_by,
             "created_at": format_datetime(thread.created_at),
             "closed_at": format_datetime(thread.closed_at),
             "url": data.thread_url(thread.repo, thread.number, thread.kind),

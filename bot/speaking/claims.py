@@ -30,6 +30,37 @@ LIVE_STATUSES = ("posted", "dry_run", "pending")
 STALE_PENDING = timedelta(minutes=10)  # a pending claim older than this was left by a crash
 
 
+class ClaimHeld(Exception):  # noqa: N818 - a state to wait out, not an error
+    """The slot is held by a `pending` claim an earlier attempt of this same delivery wrote and
+    never finished: that attempt died (a kill, a restart, a hang past the worker's lease), and
+    may have posted before it did. Nobody else will finish the claim, so the delivery is
+    retried (`retry_after` seconds: when the claim turns stale) and then takes it over,
+    finding the comment by its marker if it was posted. The worker reads `retry_after`."""
+
+    def __init__(self, dedupe_key: str, retry_after: float) -> None:
+        super().__init__(f"{dedupe_key} is held by an unfinished earlier attempt of this "
+                         f"delivery; taken over in {retry_after:.0f} s")
+        self.retry_after = retry_after
+
+
+def held_by_an_earlier_attempt(existing: Action | None, delivery_id: str | None,
+                               now: datetime | None = None) -> None:
+    """Raise ClaimHeld when `existing` is a pending, not yet stale claim written by an earlier
+    attempt of the delivery `delivery_id` (the worker's retry of a delivery finds its own)."""
+    if (existing is None or not delivery_id or existing.status != "pending"
+            or existing.delivery_id != delivery_id):
+        return
+    wait = (existing.updated_at + STALE_PENDING - (now or utcnow())).total_seconds()
+    if wait > 0:
+        raise ClaimHeld(existing.dedupe_key or "the slot", wait + 1.0)
+
+
+def delivery_of(payload: dict[str, Any] | None) -> str | None:
+    """The id of the delivery being handled (the worker adds it to the payload it dispatches)."""
+    value = (payload or {}).get("_delivery_id")
+    return str(value) if value else None
+
+
 def day_start(now: datetime) -> datetime:
     return now.replace(hour=0, minute=0, second=0, microsecond=0)
 
@@ -46,7 +77,9 @@ async def claim_lease(
     delivery_id: str | None = None,
 ) -> tuple[str, int | None, datetime | None]:
     """Take the once-only slot: ("claimed", action id, lease), ("owned", None, None) or
-    ("budget", None, None). The lease is the claim's `updated_at` as this run wrote it. A run that
+    ("budget", None, None). The lease is the claim's `updated_at` as this run wrote it.
+    `delivery_id`: the delivery deciding; a pending claim an earlier attempt of it left raises
+    ClaimHeld (see there) instead of "owned". A run that
     posts checks it is still theirs (`renew`) right before posting: a pending claim older
     than STALE_PENDING is taken over, and a live but slow run that went on to post would
     post a second comment beside the one the run that took over posted."""
@@ -61,6 +94,11 @@ async def claim_lease(
             )
             existing = await session.scalar(select(Action).where(Action.dedupe_key == dedupe_key))
             if existing is not None:
+                try:
+                    held_by_an_earlier_attempt(existing, delivery_id, now)
+                except ClaimHeld:
+                    await session.rollback()
+                    raise
                 if existing.status == "pending" and existing.updated_at < now - STALE_PENDING:
                     existing.updated_at = now  # left behind by a crashed worker: take it over
                     existing_id = existing.id

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bot.speaking.claims import STALE_PENDING
+from bot.speaking.claims import STALE_PENDING, delivery_of, held_by_an_earlier_attempt
 from bot.speaking.failure_comment import (
     add_pending_label,
     failure_comment,
@@ -76,6 +76,11 @@ async def act(
         existing is not None and existing.status == "pending"
         and existing.updated_at < utcnow() - STALE_PENDING
     )
+    if not stale:
+        # An earlier attempt of this very delivery claimed the slot and died (maybe after
+        # GitHub took the comment): nobody else finishes that claim; retried until it is
+        # stale, then taken over (the comment found by its marker).
+        held_by_an_earlier_attempt(existing, delivery_of(payload))
     if existing is not None and not stale and existing.status in ("posted", "dry_run", "pending"):
         if trigger in EDIT_TRIGGERS:
             outcome["failure_comment"] = await update_failure_comment(ctx, sit, analysis, config)

@@ -13,6 +13,7 @@ from bot.speaking.claims import (
     LIVE_STATUSES,
     WRITTEN,
     claim_within_budget,
+    delivery_of,
     finish,
     locked_action,
     record_text,
@@ -167,7 +168,18 @@ async def failure_comment(
         linked_pr=await linked_pull_request(ctx, repo, number) if trigger != "command" else None,
         paused=sit.paused, paused_reason=sit.paused_reason, muted=sit.muted,
     )
-    if quiet:
+    # A claim taken over from a run that died about to post (its text recorded: `renew`)
+    # may have its comment on GitHub already: looked up there before any quiet rule of the
+    # stored thread keeps the app from knowing its own comment (a maintainer may have replied
+    # while the claim waited to turn stale).
+    may_have_posted = (sit.existing is not None and sit.existing.status == "pending"
+                       and sit.existing.body is not None)
+    if quiet and not may_have_posted:
+        # Likewise an attempt that failed as it posted (GitHub's answer lost: a 5xx, a dropped
+        # connection), its delivery replayed after its retries ran out.
+        may_have_posted = await _failed_with_text(ctx, repo, number)
+    stored_quiet = quiet
+    if quiet and not may_have_posted:
         await record_skip(ctx, repo, number, "failure_comment", *quiet, **extra)
         return "skipped:" + quiet[0]
     declined = await declined_methods(ctx, repo)
@@ -185,7 +197,7 @@ async def failure_comment(
         "declined": composed.declined, "trigger": trigger,
         "set_by": composed.details.get("set_by"),
     }
-    delivery_id = (payload or {}).get("_delivery_id")
+    delivery_id = delivery_of(payload)
     outcome, action_id, lease = await claim_within_budget(
         ctx, sit, config, kind="failure_comment", dedupe_key=failure_key(repo, number),
         language=composed.lang, details=details, delivery_id=delivery_id,
@@ -216,6 +228,8 @@ async def failure_comment(
             live, config=config, trigger=trigger, now=now, ignore_labels=opened_labels,
             paused=sit.paused, muted=sit.muted,
         )
+        if not own and quiet is None and stored_quiet:
+            quiet = stored_quiet  # (nothing of ours there: quiet, as the stored thread said)
         if not own and quiet is None and trigger != "command" and await _maintainer_among(
                 ctx, sit, unlabelled_replies(live)):
             quiet = ("maintainer_replied", "a maintainer has already replied")
@@ -255,40 +269,85 @@ async def failure_comment(
     label = config.labels.get(composed.category)
     if label and not _has_label(issue, label):  # else a person's already: nothing to add
         try:
-            await gh.post(f"/repos/{repo}/issues/{number}/labels", data={"labels": [label]})
+            await add_label(ctx, gh, repo, number, action_id, label)
         except Exception as exc:  # a missing label permission must not undo the comment
             from bot.github.client import refused_for_good
 
             if refused_for_good(exc):
                 log.warning("could not add label %r to %s#%s", label, repo, number, exc_info=True)
                 return "posted"
-            # A rate limit, a 5xx, a lost connection: the delivery is retried, and the retry
-            # (finding the comment posted: `owned`) adds it (`add_pending_label`).
-            await _record_label(ctx, action_id, label, key="label_pending")
+            # A rate limit, a 5xx, a lost connection: the intent (`label_pending`) stays, the
+            # delivery is retried, and the retry (finding the comment posted: `owned`)
+            # finishes it (`add_pending_label`).
             raise
-        await _record_label(ctx, action_id, label)  # the app's, not one a person had put there
     return "posted"
 
 
+async def add_label(ctx: Any, gh: Any, repo: str, number: int, action_id: int,
+                    label: str) -> None:
+    """Add `label` to the issue (which does not have it: the caller read it) as the app's.
+    The intent (`label_pending` in the action's details) is committed before the POST and
+    resolved after it, in one transaction with the record that the label is the app's
+    (`label`): a process that dies between GitHub taking the label and that record (killed,
+    its database gone, GitHub's answer lost) leaves the intent, and whoever reads the action
+    next (`resolve_label_intent`: the retry of the delivery, the next kind, edit or
+    not-a-failure) finds the label on the issue and knows it is the app's. A refusal for good
+    (403, 422) drops the intent (nothing was added) and raises; anything else raises with
+    the intent kept."""
+    await _record_label(ctx, action_id, label, key="label_pending")
+    try:
+        await gh.post(f"/repos/{repo}/issues/{number}/labels", data={"labels": [label]})
+    except Exception as exc:
+        from bot.github.client import refused_for_good
+
+        if refused_for_good(exc):
+            await _record_label(ctx, action_id, None, key="label_pending")
+        raise
+    await _label_added(ctx, action_id, label)
+
+
+async def resolve_label_intent(ctx: Any, gh: Any, repo: str, number: int, action_id: int,
+                               issue: dict[str, Any] | None = None) -> tuple[str | None, str | None]:
+    """Settle a label add the app began and did not see through (`add_label`'s intent left
+    by a crash or a failure): the label on the issue now is the app's (the intent was
+    written only when the issue did not have it), recorded as `label`; not on it, the add
+    did not happen (or a person took the label off since): the intent is dropped. Returns
+    (the label recorded as the app's, the intent's label when it was not found on the issue);
+    GitHub is read only when an intent is there."""
+    async with ctx.sessionmaker() as session:
+        details = await session.scalar(select(Action.details).where(Action.id == action_id)) or {}
+    pending, had = details.get("label_pending"), details.get("label")
+    if not pending:
+        return had, None
+    if issue is None:
+        issue = await gh.getitem(f"/repos/{repo}/issues/{number}")
+    if _has_label(issue, pending):
+        await _label_added(ctx, action_id, pending)
+        return pending, None
+    await _record_label(ctx, action_id, None, key="label_pending")
+    return had, pending
+
+
 async def add_pending_label(ctx: Any, sit: Situation, action: Action) -> None:
-    """The kind label the comment's first post could not add (a rate limit, a 5xx: its
-    `label_pending`), added by the retry of its delivery; no second comment. One GitHub
-    refuses for good is logged and dropped; a retryable failure raises again."""
+    """The kind label the comment's first post did not see through (`add_label`'s intent,
+    `label_pending`: the process died after GitHub took it, or a rate limit, a 5xx), finished
+    by the retry of its delivery; no second comment. On the issue already, it is the app's;
+    not there, it is added. One GitHub refuses for good is logged and dropped; a retryable
+    failure raises again."""
     label = (action.details or {}).get("label_pending")
     if not label or action.status != "posted" or sit.installation_id is None or ctx.github is None:
         return
     gh = await installation_gh(ctx, sit.installation_id)
     try:
-        if not _has_label(await gh.getitem(f"/repos/{sit.repo}/issues/{sit.number}"), label):
-            await gh.post(f"/repos/{sit.repo}/issues/{sit.number}/labels", data={"labels": [label]})
-            await _record_label(ctx, action.id, label)
+        _, missing = await resolve_label_intent(ctx, gh, sit.repo, sit.number, action.id)
+        if missing:
+            await add_label(ctx, gh, sit.repo, sit.number, action.id, missing)
     except Exception as exc:
         from bot.github.client import refused_for_good
 
         if not refused_for_good(exc):
             raise
         log.warning("could not add label %r to %s#%s", label, sit.repo, sit.number, exc_info=True)
-    await _record_label(ctx, action.id, None, key="label_pending")
 
 
 MAX_ROLES_ASKED = 5
@@ -314,6 +373,16 @@ async def labels_at_opening(ctx: Any, repo: str, number: int) -> set[str]:
             Action.status == "skipped"))
         return {str(label) for details in rows
                 for label in ((details or {}).get("opened_labels") or [])}
+
+
+async def _failed_with_text(ctx: Any, repo: str, number: int) -> bool:
+    """Whether an attempt at the thread's failure comment failed after recording the text it
+    was about to post (`renew`): GitHub may have created the comment all the same."""
+    async with ctx.sessionmaker() as session:
+        found = await session.scalar(select(Action.id).where(
+            Action.repo == repo, Action.number == number, Action.kind == "failure_comment",
+            Action.status == "failed", Action.body.is_not(None)).limit(1))
+    return found is not None
 
 
 async def _replied_as_proposal(ctx: Any, repo: str, number: int) -> bool:
@@ -346,6 +415,18 @@ async def _record_label(ctx: Any, action_id: int, label: str | None, *, would: b
         await session.commit()
 
 
+async def _label_added(ctx: Any, action_id: int, label: str) -> None:
+    """The label is on the issue as the app's: recorded (`label`) and the intent resolved
+    (`label_pending` cleared), in one transaction."""
+    async with ctx.sessionmaker() as session:
+        row = await locked_action(session, action_id)
+        if row is not None:
+            details = dict(row.details or {})
+            if details.get("label") != label or details.get("label_pending") is not None:
+                row.details = {**details, "label": label, "label_pending": None}
+        await session.commit()
+
+
 async def relabel(ctx: Any, repo: str, number: int, installation_id: int | None,
                   action: Action, label: str | None) -> None:
     """The label the app added with the failure comment follows the comment's kind: the
@@ -355,9 +436,12 @@ async def relabel(ctx: Any, repo: str, number: int, installation_id: int | None,
     invalid name) is logged; a rate limit, a 5xx or a lost connection raises, so that the
     delivery is retried (the comment's rewrite finds nothing to do then, and this is done
     again) rather than the label change being lost until the next edit. A removal answered
-    404 or 410 (a person removed the label, the issue is gone) is done."""
+    404 or 410 (a person removed the label, the issue is gone) is done. An add begun and not
+    seen through (`add_label`'s intent: a crash after GitHub took it) is settled first, so
+    the label it left is known as the app's and follows the kind too."""
     had = (action.details or {}).get("label")
-    if label == had:
+    intent = (action.details or {}).get("label_pending")
+    if label == had and not intent:
         return
     from urllib.parse import quote
 
@@ -367,6 +451,11 @@ async def relabel(ctx: Any, repo: str, number: int, installation_id: int | None,
     now = had
     try:
         gh = await installation_gh(ctx, installation_id)
+        if intent:
+            had, _ = await resolve_label_intent(ctx, gh, repo, number, action.id)
+            now = had
+            if label == had:
+                return
         if had:
             try:
                 await gh.delete(f"{base}/{quote(had, safe='')}")
@@ -375,8 +464,11 @@ async def relabel(ctx: Any, repo: str, number: int, installation_id: int | None,
                     raise
             now = None
         if label and not _has_label(await gh.getitem(f"/repos/{repo}/issues/{number}"), label):
-            await gh.post(base, data={"labels": [label]})
-            now = label
+            if now != had:  # (the removal known before the add's intent is written)
+                await _record_label(ctx, action.id, now)
+                had = now
+            await add_label(ctx, gh, repo, number, action.id, label)
+            now = had = label
     except Exception as exc:
         from bot.github.client import refused_for_good
 

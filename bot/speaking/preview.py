@@ -167,7 +167,7 @@ async def _compute(ctx: Any, repo: str, since: Any, days: int) -> dict[str, Any]
         threads = list(await session.scalars(
             select(Thread).where(
                 func.lower(Thread.repo) == repo.lower(), Thread.kind == "issue", Thread.created_at >= since,
-            ).order_by(Thread.created_at.desc(), Thread.number.desc())
+            ).order_by(Thread.created_at.desc().nulls_last(), Thread.number.desc())
         ))
         analyses = {
             a.thread_id: a.result for a in await session.scalars(

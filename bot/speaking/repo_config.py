@@ -174,7 +174,13 @@ def validate_config(data: Any) -> RepoConfig:
         labels = data["labels"]
         if labels is None:
             labels = {}
-        if not isinstance(labels, dict) or not all(
+        # GitHub refuses a label name of spaces (422) every time the app would add it
+        blank = sorted(_shown(k) for k, v in labels.items() if isinstance(v, str)
+                       and v and not v.strip()) if isinstance(labels, dict) else []
+        if blank:
+            problems.append("labels: the label for " + ", ".join(blank[:10])
+                            + " is blank (only spaces); give it a name or leave it out")
+        elif not isinstance(labels, dict) or not all(
             isinstance(k, str) and isinstance(v, str) and 0 < len(v) <= 50 and v.isprintable()
             for k, v in labels.items()
         ):

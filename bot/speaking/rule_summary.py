@@ -11,7 +11,14 @@ from sqlalchemy import select
 
 from analyzers.rules import format_rules_markdown
 from bot.speaking import contribution
-from bot.speaking.claims import claim_within_budget, finish, release, renew, texts_written
+from bot.speaking.claims import (
+    claim_within_budget,
+    delivery_of,
+    finish,
+    release,
+    renew,
+    texts_written,
+)
 from bot.speaking.posting import (
     installation_gh,
     live_issue,
@@ -197,6 +204,15 @@ async def compose_summary(ctx: Any, sit: Situation, analysis: dict[str, Any],
     return body, {"methods": methods, "arxiv_ids": arxiv, "earlier": len(earlier)}
 
 
+async def _claim_may_have_posted(ctx: Any, key: str) -> bool:
+    """Whether the slot holds a pending claim whose run recorded the text it was about to
+    post (`renew`): that run may have died after GitHub created the reply."""
+    async with ctx.sessionmaker() as session:
+        found = await session.scalar(select(Action.id).where(
+            Action.dedupe_key == key, Action.status == "pending", Action.body.is_not(None)))
+    return found is not None
+
+
 async def rule_summary(
     ctx: Any, sit: Situation, analysis: dict[str, Any], config: RepoConfig, *, trigger: str,
     payload: dict[str, Any] | None,
@@ -205,14 +221,18 @@ async def rule_summary(
     reason = await summary_reason(ctx, sit, analysis, config)
     if reason is not None and reason[0] == NOT_PROPOSAL[0]:
         return "not_proposal"
-    if reason:
+    stored_quiet = reason
+    if reason and not await _claim_may_have_posted(ctx, rules_key(repo, number)):
         await record_skip(ctx, repo, number, "rule_summary", *reason)
         return "skipped:" + reason[0]
+    # (a claim a run that died as it posted left: its reply looked up on GitHub first, as
+    # the failure comment's, whatever the stored thread says now)
     from analyzers.language import detect_language
 
     lang = detect_language(record.get("title"), record.get("body"))
     outcome, action_id, lease = await claim_within_budget(
         ctx, sit, config, kind="rule_summary", dedupe_key=rules_key(repo, number), language=lang,
+        delivery_id=delivery_of(payload),
     )
     if action_id is None:
         return outcome
@@ -240,6 +260,8 @@ async def rule_summary(
         live = live_record(issue, comments, record)
         own = own_comment(comments, RULES_MARKER, login)
         quiet = None if own else summary_quiet(live, config, sit)
+        if not own and quiet is None and stored_quiet:
+            quiet = stored_quiet  # (nothing of ours there: quiet, as the stored thread said)
         if not own and quiet is None and live.get("author") and await ctx.github.repository_role(
                 sit.installation_id, repo, str(live["author"])) in WRITE_ROLES:
             # A maintainer GitHub does not call one in the payload (a private organisation

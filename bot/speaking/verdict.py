@@ -58,6 +58,9 @@ mutation($id: ID!) {
   unminimizeComment(input: {subjectId: $id}) { unminimizedComment { isMinimized } }
 }
 """
+# An action's details[MINIMIZING]: {"by": the command, "frozen_before": ...}, written before
+# the app's minimizeComment and cleared with the record of its outcome (`minimize_comments`).
+MINIMIZING = "minimizing"
 # Commands whose mute is the person's wish for quiet, not a verdict: a kind does not lift it.
 QUIET_COMMANDS = ("ignore", "stop")
 SETTLE_ROUNDS = 3  # verdicts done in a row when others keep arriving meanwhile
@@ -148,27 +151,44 @@ async def minimize_comments(ctx: Any, repo: str, number: int, installation_id: i
         # reception job, nightly). Their hiding is theirs: recorded as such (no
         # `minimized_by`), so a later kind does not show what they hid.
         node = await _read_comment(ctx, action.comment_node_id, installation_id)
+        intent = dict(action.details or {}).get(MINIMIZING)
         if node is None:
             await _mark_deleted(ctx, action)
             continue
-        if node.get("isMinimized"):
-            await _update_action(
-                ctx, action.id, is_minimized=True, frozen=True,
-                minimized_reason=str(node.get("minimizedReason") or "").upper() or None)
+        reason = str(node.get("minimizedReason") or "").upper() or None
+        if node.get("isMinimized") and not (isinstance(intent, dict) and reason == "OUTDATED"):
+            details = dict(action.details or {})
+            details.pop(MINIMIZING, None)
+            await _update_action(ctx, action.id, is_minimized=True, frozen=True,
+                                 minimized_reason=reason, details=details)
             done.append(action.kind)
             continue
-        try:
-            await ctx.github.graphql(
-                MINIMIZE_MUTATION, installation_id=installation_id,
-                id=action.comment_node_id, classifier="OUTDATED",
-            )
-        except Exception as exc:
-            if not _node_gone(exc):
-                raise
-            await _mark_deleted(ctx, action)  # nobody sees it: nothing left to hide
-            continue
-        details = dict(action.details or {}, minimized_by=by, frozen_before=bool(action.frozen))
+        if node.get("isMinimized"):
+            # Hidden by the app itself: its mutation went through and the process died before
+            # the record (the intent below says so). The command that asked keeps it.
+            assert isinstance(intent, dict)
+            by_then, frozen_before = str(intent.get("by") or by), bool(intent.get("frozen_before"))
+        else:
+            # The intent first, committed: GitHub may take the mutation and the process die
+            # before the record; without it the retry would read the app's own hiding as a
+            # person's (a later kind would not show the comment again, and the reception
+            # check would count it as hidden by the maintainers).
+            by_then, frozen_before = by, bool(action.frozen)
+            await _update_action(ctx, action.id, details=dict(
+                action.details or {}, **{MINIMIZING: {"by": by, "frozen_before": frozen_before}}))
+            try:
+                await ctx.github.graphql(
+                    MINIMIZE_MUTATION, installation_id=installation_id,
+                    id=action.comment_node_id, classifier="OUTDATED",
+                )
+            except Exception as exc:
+                if not _node_gone(exc):
+                    raise
+                await _mark_deleted(ctx, action)  # nobody sees it: nothing left to hide
+                continue
+        details = dict(action.details or {}, minimized_by=by_then, frozen_before=frozen_before)
         details.pop("would_minimize", None)
+        details.pop(MINIMIZING, None)
         await _update_action(ctx, action.id, is_minimized=True, minimized_reason="OUTDATED",
                              frozen=True, details=details)
         done.append(action.kind)

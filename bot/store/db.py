@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from sqlalchemy import event
@@ -19,6 +22,36 @@ from sqlalchemy.ext.asyncio import (
 # worker took the row over either. Well inside the worker's lease (120 s by default); a wait
 # this long is no ordinary contention (the app's transactions last milliseconds).
 LOCK_TIMEOUT = "30s"
+# The statement timeout of the code running inside `bounded_statements` (the web requests and
+# the webhook's inbox writer, bot.app), in seconds; None outside it (the inbox worker, the
+# nightly job, the export, commands, migrations: their statements run to their end). Applied
+# with SET LOCAL when a transaction begins on PostgreSQL; SQLite has no statement timeout.
+_STATEMENT_TIMEOUT: ContextVar[float | None] = ContextVar("statement_timeout", default=None)
+QUERY_CANCELED = "57014"  # PostgreSQL's SQLSTATE for a statement cut by statement_timeout
+
+
+@contextmanager
+def bounded_statements(seconds: float | None) -> Iterator[None]:
+    """Statements begun inside this block (and in tasks created inside it) are cut by
+    PostgreSQL after `seconds`; None: unbounded."""
+    token = _STATEMENT_TIMEOUT.set(seconds)
+    try:
+        yield
+    finally:
+        _STATEMENT_TIMEOUT.reset(token)
+
+
+def is_statement_timeout(exc: BaseException) -> bool:
+    """`exc` (or what it wraps) is PostgreSQL cutting a statement at statement_timeout."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        for candidate in (current, getattr(current, "orig", None)):
+            if getattr(candidate, "sqlstate", None) == QUERY_CANCELED:
+                return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def is_sqlite(url: str) -> bool:
@@ -62,7 +95,22 @@ def make_engine(url: str, **kwargs: Any) -> AsyncEngine:
     server_settings = dict(connect_args.get("server_settings") or {})
     server_settings.setdefault("lock_timeout", LOCK_TIMEOUT)
     connect_args["server_settings"] = server_settings
-    return create_async_engine(url, connect_args=connect_args, **kwargs)
+    engine = create_async_engine(url, connect_args=connect_args, **kwargs)
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _bound_statements(conn: Any) -> None:
+        seconds = _STATEMENT_TIMEOUT.get()
+        if seconds is None:
+            return
+        # On the DBAPI cursor: the Connection's transaction is not set up yet (executing on
+        # it would begin another). asyncpg's adapter opens the transaction with this statement.
+        cursor = conn.connection.cursor()
+        try:
+            cursor.execute(f"SET LOCAL statement_timeout = {max(1, round(seconds * 1000))}")
+        finally:
+            cursor.close()
+
+    return engine
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

@@ -82,7 +82,7 @@ class Repository(Base):
     resumed_at: Mapped[datetime | None]
     resumed_by: Mapped[str | None] = mapped_column(String(255))
     # GitHub calls it private (or internal): nothing of it is stored, shown or spoken in
-    # (bot/store/privacy.py, migration 0012); the row keeps only this mark.
+    # (bot/store/privacy.py, migration 0014); the row keeps only this mark.
     private: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
@@ -110,6 +110,11 @@ class Thread(Base):
     labels: Mapped[list[Any]] = mapped_column(JSON, default=list)
     assignees: Mapped[list[Any]] = mapped_column(JSON, default=list)
     url: Mapped[str | None] = mapped_column(Text)
+    # Discussions only (migration 0013; None: not a discussion, or not known yet): whether an
+    # answer was chosen, who chose it, and the category's name.
+    answered: Mapped[bool | None] = mapped_column(Boolean)
+    answer_chosen_by: Mapped[str | None] = mapped_column(String(255))
+    category: Mapped[str | None] = mapped_column(String(255))
     complete: Mapped[bool] = mapped_column(Boolean, default=True)
     muted: Mapped[bool] = mapped_column(Boolean, default=False)  # /rltracker ignore or stop
     created_at: Mapped[datetime | None]
@@ -117,24 +122,29 @@ class Thread(Base):
     closed_at: Mapped[datetime | None]
     stored_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
     comments: Mapped[list[Comment]] = relationship(
-        back_populates="thread", order_by="Comment.created_at", cascade="all, delete-orphan"
+        back_populates="thread", order_by="Comment.created_at.asc().nulls_last()", cascade="all, delete-orphan"
     )
 
 
 class Comment(Base):
-    """A comment, review, review comment or discussion comment, keyed by GitHub kind and id."""
+    """A comment, review, review comment or discussion comment, keyed by GitHub kind and id.
+
+    GitHub numbers each kind apart: discussion comments (and their replies) are
+    `discussion_comment` here, not `comment` (an issue comment may have the same id; migration
+    0013). The contract record calls them `comment` (bot.store.threads.comment_record)."""
 
     __tablename__ = "comments"
     __table_args__ = (UniqueConstraint("kind", "github_id", name="uq_comments_kind_github_id"),)
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     thread_id: Mapped[int] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"), index=True)
-    kind: Mapped[str] = mapped_column(String(16))  # comment | review | review_comment
+    kind: Mapped[str] = mapped_column(String(32))  # comment | review | review_comment | discussion_comment
     github_id: Mapped[int] = mapped_column(BigInteger)
     node_id: Mapped[str | None] = mapped_column(String(64))
     author: Mapped[str | None] = mapped_column(String(255))
     author_association: Mapped[str | None] = mapped_column(String(32))
     author_is_bot: Mapped[bool | None] = mapped_column(Boolean)
     body: Mapped[str] = mapped_column(Text, default="")
+    path: Mapped[str | None] = mapped_column(Text)  # review comments: the file it is on (0013)
     created_at: Mapped[datetime | None]
     updated_at: Mapped[datetime | None]
     thread: Mapped[Thread] = relationship(back_populates="comments")
@@ -203,6 +213,22 @@ class Analysis(Base):
     arxiv_ids: Mapped[list[Any]] = mapped_column(JSON, default=list)
     analyzed_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
+
+
+class AnalysisFailure(Base):
+    """A thread the nightly re-analysis could not analyse or store (migration 0012): under
+    which analyzer version, how many nights in a row, the last error. After MAX_ATTEMPTS
+    (bot.scheduler) under one version the step leaves the thread out; a new analyzer version
+    starts the count again, and a success removes the row."""
+
+    __tablename__ = "analysis_failures"
+    thread_id: Mapped[int] = mapped_column(
+        BigId, ForeignKey("threads.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    analyzer_version: Mapped[str] = mapped_column(String(32))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text)
+    failed_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 class Verdict(Base):
     """A person's word on a thread (`/rltracker kind <failure>`, `/rltracker not-a-failure`):

@@ -8,7 +8,7 @@ payload still says public) stores nothing either; `repository.publicized`, or th
 finding it public again (GraphQL `isPrivate` false), clears the mark.
 
 `forget` is written against a plain connection (a sync Session or Connection), so migration
-0012 runs the same code as the webhook handler and the sync (through `run_sync`).
+0014 runs the same code as the webhook handler and the sync (through `run_sync`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot.store.models import (
     Action,
     Analysis,
+    AnalysisFailure,
     Comment,
     ContributionRules,
     Delivery,
@@ -99,12 +100,12 @@ def forget(conn: Any, name: str, github_id: int | None = None) -> None:
     """Delete everything stored of the repository `name` that a page, the API, an export or
     the report could show (threads with their comments, analyses and verdicts; the app's
     actions there; sync cursors, so a repository made public again is backfilled; its
-    contribution rules; its threads in stored reports) and mark its row private, creating
+    contribution rules; its threads in stored reports; its threads' re-analysis failures) and mark its row private, creating
     the row when there is none. `conn`: a sync Session or Connection."""
     lname = name.lower()
     threads = Thread.__table__
     ids = select(threads.c.id).where(func.lower(threads.c.repo) == lname)
-    for model in (Comment, Analysis, Verdict):  # no reliance on ON DELETE CASCADE
+    for model in (Comment, Analysis, AnalysisFailure, Verdict):  # no reliance on ON DELETE CASCADE
         table = model.__table__
         conn.execute(delete(table).where(table.c.thread_id.in_(ids)))
     conn.execute(delete(threads).where(func.lower(threads.c.repo) == lname))
@@ -195,7 +196,7 @@ def _scrub_reports(conn: Any, name: str) -> None:
             data=_scrub(data, lname), markdown=_scrub_markdown(markdown or "", name)))
 
 
-# ---- what was stored before this check (migration 0012) ------------------------------------
+# ---- what was stored before this check (migration 0014) ------------------------------------
 def _private_in(payload: Mapping[str, Any]) -> list[tuple[str, int | None, bool]]:
     """(name, id, private) of every repository a stored payload says something of."""
     out = []

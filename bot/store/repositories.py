@@ -9,18 +9,33 @@ and the app no longer found the comment it had posted there.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, false, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
-from bot.store.models import Action, ContributionRules, Deletion, SyncCursor, Thread
+from bot.store.models import (
+    Action,
+    Comment,
+    ContributionRules,
+    Deletion,
+    Repository,
+    SyncCursor,
+    Thread,
+)
 
 
 async def follow_rename(session: AsyncSession, old: str, new: str) -> None:
-    """Move what is stored under repository `old` to `new`. A row whose place under `new` is
-    taken already (a thread stored under both names before this ran) stays where it is."""
+    """Move what is stored under repository `old` to `new`. A thread stored under both names
+    before this ran (webhooks under the old one, a sync under the new one) becomes one, under
+    `new` (`_merge_threads`): left under the old name it was counted twice."""
     was, now = old.lower(), new.lower()
+    if was == now:
+        return
+    await _merge_threads(session, was, now)
     taken = select(Thread.number).where(func.lower(Thread.repo) == now).scalar_subquery()
     await session.execute(
         update(Thread).where(func.lower(Thread.repo) == was, Thread.number.not_in(taken))
@@ -46,6 +61,81 @@ async def follow_rename(session: AsyncSession, old: str, new: str) -> None:
             if key not in taken_keys:
                 await session.execute(update(Deletion).where(Deletion.id == grave.id)
                                       .values(key=key).execution_options(synchronize_session=False))
+
+
+async def _merge_threads(session: AsyncSession, was: str, now: str) -> None:
+    """Each thread stored under both `was` and `now` (lower-case names of one repository) with
+    the same number becomes the one under `now`: the other's comments move to it (GitHub's
+    comment ids are unique, so none is there twice), its fields too when it is the later
+    version, a mute on either stays; the one under `was` is deleted (its analysis with it: the
+    caller analyses the thread again). The app's actions follow in follow_rename."""
+    old_t, new_t = aliased(Thread), aliased(Thread)
+    pairs = (await session.execute(
+        select(old_t.id, new_t.id).join(new_t, new_t.number == old_t.number)
+        .where(func.lower(old_t.repo) == was, func.lower(new_t.repo) == now))).all()
+    for old_id, new_id in pairs:
+        old, new = await session.get(Thread, old_id), await session.get(Thread, new_id)
+        assert old is not None and new is not None
+        await session.execute(update(Comment).where(Comment.thread_id == old_id)
+                              .values(thread_id=new_id).execution_options(synchronize_session=False))
+        if old.updated_at is not None and (new.updated_at is None or old.updated_at > new.updated_at):
+            for column in MERGED_COLUMNS:
+                setattr(new, column, getattr(old, column))
+        new.muted = bool(new.muted or old.muted)
+        await session.execute(delete(Thread).where(Thread.id == old_id)
+                              .execution_options(synchronize_session=False))
+        session.expunge(old)
+    if pairs:
+        await session.flush()
+
+
+# what the later version of a thread merged into another brings (not its place: repo, number)
+MERGED_COLUMNS = ("kind", "github_id", "node_id", "title", "body", "author", "author_association",
+                  "author_is_bot", "state", "state_reason", "closed_by", "labels", "assignees",
+                  "url", "complete", "created_at", "updated_at", "closed_at")
+
+
+async def settle_repository(session: AsyncSession, name: str, github_id: int | None, *,
+                            seen_at: datetime | None = None, former: Iterable[str] = (),
+                            framework: str | None = None) -> None:
+    """GitHub says repository `github_id` is called `name` now (the sync read it so). The rows
+    stored under another name of it move to `name`: those of the repository row that holds
+    its id under a name from before a rename no event told of, and those made under `former`
+    (a name the sync was given that GitHub resolved to `name`). One repository row is left,
+    under `name`, with the id; a thread stored under two names becomes one (follow_rename).
+    A row under `name` holding another id (a repository deleted, its name taken again) is
+    left alone."""
+    names = {n.lower() for n in (name, *former)}
+    rows = list(await session.scalars(select(Repository).where(or_(
+        func.lower(Repository.full_name).in_(sorted(names)),
+        Repository.github_id == github_id if github_id is not None else false()))))
+    here = next((r for r in rows if r.full_name.lower() == name.lower()), None)
+    if here is not None and github_id is not None and here.github_id not in (None, github_id):
+        return
+    mine = [r for r in rows if r.github_id in (None, github_id)]
+    if not mine:
+        session.add(Repository(full_name=name, github_id=github_id, framework=framework,
+                               name_seen_at=seen_at))
+        await session.flush()
+        return
+    # the row to keep: the one holding the id (its installation, settings), else the name's
+    keep = next((r for r in mine if github_id is not None and r.github_id == github_id), None)
+    keep = keep or here or mine[0]
+    for row in mine:
+        if row is keep:
+            continue
+        await follow_rename(session, row.full_name, name)
+        keep.installation_id = keep.installation_id or row.installation_id
+        await session.delete(row)
+    await session.flush()
+    await follow_rename(session, keep.full_name, name)
+    keep.full_name = name
+    if github_id is not None:
+        keep.github_id = github_id
+    keep.framework = framework or keep.framework
+    if seen_at is not None and (keep.name_seen_at is None or seen_at > keep.name_seen_at):
+        keep.name_seen_at = seen_at
+    await session.flush()
 
 
 async def follow_transfer(session: AsyncSession, old_repo: str, old_number: int,

@@ -1,9 +1,16 @@
 """Thread and comment records in and out of the database.
 
 A *thread record* is the contract shape of ../shared/contracts/README.md (`thread`), plus the
-optional keys `github_id`, `node_id`, `updated_at`, `assignees`. Webhook handlers and the
-GraphQL sync both write through `upsert_thread` / `upsert_comment`, so the two paths give
+optional keys `github_id`, `node_id`, `updated_at`, `assignees` (and, for discussions,
+`answered`, `answer_chosen_by`, `category`; for review comments `path`). Webhook handlers and
+the GraphQL sync both write through `upsert_thread` / `upsert_comment`, so the two paths give
 identical rows.
+
+Comments are keyed (kind, GitHub id): GitHub numbers issue comments, reviews, review comments
+and discussion comments apart, so each is a kind of its own here (`discussion_comment` for
+the comments and replies of discussions). What leaves the store as a contract record
+(`thread_record`) is the contract's shape: a discussion comment is a `comment` there, and the
+keys the contract does not name (`path`, `answered`, `category`) stay out.
 """
 
 from __future__ import annotations
@@ -21,11 +28,21 @@ from bot.store.types import format_datetime, parse_datetime, utcnow
 THREAD_FIELDS = (
     "kind", "github_id", "node_id", "title", "body", "author", "author_association",
     "author_is_bot", "state", "state_reason", "closed_by", "labels", "assignees", "url",
-    "complete",
+    "complete", "answered", "answer_chosen_by", "category",
 )
 THREAD_TIMES = ("created_at", "updated_at", "closed_at")
-COMMENT_FIELDS = ("node_id", "author", "author_association", "author_is_bot", "body")
+COMMENT_FIELDS = ("node_id", "author", "author_association", "author_is_bot", "body", "path")
+# The stored kinds the contract names otherwise (its comment kinds: comment, review,
+# review_comment).
+CONTRACT_KINDS = {"discussion_comment": "comment"}
 COMMENT_TIMES = ("created_at", "updated_at")
+
+
+def storable_text(value: Any) -> Any:
+    """A text with U+0000 as U+FFFD: GitHub keeps a NUL pasted into a body (a binary log),
+    PostgreSQL text cannot hold one (the row was refused) and SQLite stored it: the same
+    text on both now."""
+    return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
 
 
 def _blank_to_none(value: Any) -> Any:
@@ -41,7 +58,8 @@ _THREAD_BY_NAME = select(Thread).where(
 _COMMENTS_OF = (
     select(Comment)
     .where(Comment.thread_id == bindparam("thread_id"))
-    .order_by(Comment.created_at, Comment.id)
+    # NULLS LAST spelled out: SQLite sorts NULL first, PostgreSQL last (tests/test_null_order.py)
+    .order_by(Comment.created_at.asc().nulls_last(), Comment.id)
 )
 
 
@@ -113,12 +131,15 @@ def thread_values(record: dict[str, Any]) -> dict[str, Any]:
     for key in THREAD_FIELDS:
         if key in record:
             value = record[key]
-            if key in ("state_reason", "closed_by", "author_association", "body"):
+            if key in ("state_reason", "closed_by", "author_association", "body",
+                       "answer_chosen_by", "category"):
                 value = _blank_to_none(value)
             if key in ("labels", "assignees"):
                 value = list(value or [])
             if key == "title":
                 value = value or ""
+            if key in ("title", "body"):
+                value = storable_text(value)
             if key == "complete" and value is None:
                 continue
             values[key] = value
@@ -134,10 +155,10 @@ def comment_values(record: dict[str, Any]) -> dict[str, Any]:
     for key in COMMENT_FIELDS:
         if key in record:
             value = record[key]
-            if key == "author_association":
+            if key in ("author_association", "path"):
                 value = _blank_to_none(value)
             if key == "body":
-                value = value or ""
+                value = storable_text(value or "")
             values[key] = value
     for key in COMMENT_TIMES:
         if key in record:
@@ -210,7 +231,7 @@ def comment_record(comment: Comment) -> dict[str, Any]:
         "author_association": comment.author_association,
         "created_at": format_datetime(comment.created_at),
         "body": comment.body or "",
-        "kind": comment.kind,
+        "kind": CONTRACT_KINDS.get(comment.kind, comment.kind),
     }, author_is_bot=comment.author_is_bot)
 
 

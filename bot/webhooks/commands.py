@@ -335,7 +335,8 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     ref = str(comment_id) if kind is None else f"{kind}:{comment_id}"
     word, args = parsed
     key = f"{repo}#{number}:command:{ref}"
-    if comment_id and not await _answered(ctx, key) and await _deleted(ctx, kind or "comment", comment_id):
+    stored_kind = kind or ("discussion_comment" if event.event == "discussion_comment" else "comment")
+    if comment_id and not await _answered(ctx, key) and await _deleted(ctx, stored_kind, comment_id):
         return "deleted"  # its author took it back before it was handled
     if data.get("action") == "edited" and await _answered(ctx, key):
         await record_skip(ctx, repo, number, "command", f"edited_after_answer:{ref}",
@@ -514,9 +515,9 @@ async def _note_details(ctx: Any, key: str, **values: Any) -> None:
 
 
 async def _deleted(ctx: Any, kind: str, comment_id: int) -> bool:
-    """Whether the comment (of the stored kind: `comment`, `review_comment`, `review`) was
-    deleted (a handled `deleted` delivery noted it): a command its author took back before it
-    was handled asks for nothing."""
+    """Whether the comment (of the stored kind: `comment`, `review_comment`, `review`,
+    `discussion_comment`) was deleted (a handled `deleted` delivery noted it): a command its
+    author took back before it was handled asks for nothing."""
     from bot.store.threads import comment_grave, graves
 
     grave = comment_grave(kind, comment_id)

@@ -1,10 +1,11 @@
 """Webhook payloads -> thread and comment records (pure: no I/O, no database).
 
 Records have the contract `thread` / comment shape of ../shared/contracts/README.md plus
-`github_id`, `node_id`, `updated_at`, `assignees`, and a few extra keys that storage ignores
-(`draft`, `merged_by`, `answered`, `answer_chosen_by`, `category`, `review_state`,
-`parent_id`). Rules shared with the GraphQL sync (bot.github.sync), so both paths give identical
-rows:
+`github_id`, `node_id`, `updated_at`, `assignees`, what storage keeps beside the contract
+(a discussion's `answered`, `answer_chosen_by`, `category`; a review comment's `path`), and a
+few extra keys that storage ignores (`draft`, `merged_by`, `review_state`, `parent_id`,
+`in_reply_to_id`). Rules shared with the GraphQL sync (bot.github.sync), so both paths give
+identical rows:
 
 - a key is present only when the payload carries the field: `bot.store.threads.upsert_thread`
   leaves absent keys alone, so a thin payload (e.g. `issues.pinned`) never blanks a field;
@@ -12,7 +13,9 @@ rows:
   comments (`""` when null), and may be None for threads;
 - timestamps are normalised to `YYYY-MM-DDTHH:MM:SSZ` (UTC);
 - a bot is `type == "Bot"` or a login ending in `[bot]` (`is_bot_login`);
-- comment kinds: `comment` (issue and discussion comments), `review`, `review_comment`.
+- comment kinds, one per id space GitHub numbers them in: `comment` (issue and pull-request
+  comments), `review`, `review_comment`, `discussion_comment` (discussion comments and their
+  replies; the contract record calls them `comment`: bot.store.threads.comment_record).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from bot.store.types import MAX_THREAD_NUMBER, format_datetime, is_bot_login, pa
 THREAD_EVENTS = {"issues": "issue", "pull_request": "pull_request", "discussion": "discussion"}
 COMMENT_EVENTS = {
     "issue_comment": ("issue", "comment"),
-    "discussion_comment": ("discussion", "comment"),
+    "discussion_comment": ("discussion", "discussion_comment"),
     "pull_request_review": ("pull_request", "review"),
     "pull_request_review_comment": ("pull_request", "review_comment"),
 }
@@ -211,10 +214,12 @@ def thread_from_discussion(
         record["state_reason"] = _lower(discussion.get("state_reason"))
     if "answer_chosen_at" in discussion:
         record["answered"] = bool(discussion.get("answer_chosen_at"))
-        record["answer_chosen_by"] = _login(discussion.get("answer_chosen_by"))
+        # who chose it, while one is chosen (GraphQL's answerChosenBy, the same rule)
+        record["answer_chosen_by"] = (_login(discussion.get("answer_chosen_by"))
+                                      if record["answered"] else None)
     category = discussion.get("category")
     if isinstance(category, Mapping):
-        record["category"] = category.get("name")
+        record["category"] = blank_to_none(category.get("name"))
     _closing(record, action, sender)
     if "closed_at" not in discussion:
         # GitHub's discussion payloads carry no closed_at: closed at the event (its
@@ -270,8 +275,11 @@ def _comment(obj: Mapping[str, Any], kind: str, where: str) -> dict[str, Any]:
         record["created_at"] = iso(obj.get("created_at"))
         if "updated_at" in obj:
             record["updated_at"] = iso(obj.get("updated_at"))
-    if kind == "review_comment" and obj.get("in_reply_to_id") is not None:
-        record["in_reply_to_id"] = obj.get("in_reply_to_id")
+    if kind == "review_comment":
+        if obj.get("in_reply_to_id") is not None:
+            record["in_reply_to_id"] = obj.get("in_reply_to_id")
+        if "path" in obj:  # the file the remark is on
+            record["path"] = blank_to_none(obj.get("path"))
     if obj.get("parent_id") is not None:  # discussion replies
         record["parent_id"] = obj.get("parent_id")
     return record
@@ -282,7 +290,7 @@ def comment_from_issue_comment(comment: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def comment_from_discussion_comment(comment: Mapping[str, Any]) -> dict[str, Any]:
-    return _comment(comment, "comment", "discussion_comment")
+    return _comment(comment, "discussion_comment", "discussion_comment")
 
 
 def comment_from_review(review: Mapping[str, Any]) -> dict[str, Any]:

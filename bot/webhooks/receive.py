@@ -49,6 +49,20 @@ def _decode_payload(content_type: str, charset: str | None, body: bytes) -> tupl
     raise ValueError(f"unsupported content type {content_type!r}")
 
 
+def _signed_with_any(body: bytes, signature: str, secrets: tuple[str | None, ...]) -> bool:
+    """The body's signature is that of one of `secrets` (the current webhook secret and,
+    during a rotation, the previous one), each compared in constant time."""
+    for secret in secrets:
+        if not secret:
+            continue
+        try:
+            sansio.validate_event(body, signature="sha256=" + signature[7:].lower(), secret=secret)
+        except ValidationFailure:
+            continue
+        return True
+    return False
+
+
 def _column_text(value: Any, limit: int) -> str | None:
     """A payload string for an inbox column: cut to the column, U+0000 and lone surrogates
     (`"\\ud800"` is valid JSON; no database can store the result) as U+FFFD; the stored
@@ -116,9 +130,7 @@ async def _webhook(request: web.Request, event_name: str | None) -> web.Response
         return reject(401, "no webhook secret configured")
     if not signature or not _SIGNATURE.fullmatch(signature):
         return reject(401, "missing or malformed X-Hub-Signature-256")
-    try:  # constant-time compare
-        sansio.validate_event(body, signature="sha256=" + signature[7:].lower(), secret=secret)
-    except ValidationFailure:
+    if not _signed_with_any(body, signature, (secret, ctx.settings.webhook_secret_previous)):
         return reject(401, "signature does not match")
 
     if not event_name or len(event_name) > 64:

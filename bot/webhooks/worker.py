@@ -134,6 +134,8 @@ def transient(error: BaseException) -> bool:
     reaches the worker is more likely a bug, retried within `max_attempts`."""
     if isinstance(error, gidgethub.GitHubBroken) or rate_limit_wait(error) is not None:
         return True
+    if _asked_wait(error) is not None:
+        return True
     if isinstance(error, gidgethub.BadRequest):
         return int(error.status_code) in RETRYABLE_CLIENT_ERRORS
     if isinstance(error, DBAPIError):
@@ -141,6 +143,14 @@ def transient(error: BaseException) -> bool:
                 or isinstance(error, OperationalError | InterfaceError)
                 or retryable_sqlstate(error))
     return isinstance(error, OSError | aiohttp.ClientError | DisconnectionError)
+
+
+def _asked_wait(error: BaseException) -> float | None:
+    """Seconds a handler asked the delivery to wait before its next attempt (an exception's
+    `retry_after`: bot.speaking.claims.ClaimHeld, a once-only slot an earlier attempt of the
+    delivery left claimed, taken over when it turns stale)."""
+    wait = getattr(error, "retry_after", None)
+    return float(wait) if isinstance(wait, int | float) and not isinstance(wait, bool) else None
 
 
 def _abandoned(t: Any, now: Any) -> Any:
@@ -523,6 +533,9 @@ class Worker:
             data = _storable(data)  # the cheap test first: almost never true
         if not isinstance(data, dict):
             raise ValueError("payload is not a JSON object")
+        # Which delivery decides (bot.speaking.claims: a once-only claim an earlier attempt of
+        # this delivery left is its own to finish)
+        data["_delivery_id"] = claimed.delivery_id
         return sansio.Event(data, event=claimed.event, delivery_id=claimed.delivery_id)
 
     async def _dispatch(self, claimed: Claimed, event: sansio.Event | None = None
@@ -619,7 +632,9 @@ class Worker:
                                       "next_attempt_at": None, "last_error": f"{reason}\n{detail}"}
         delay = max(0.0, self.backoff(claimed.attempts))
         wait = rate_limit_wait(error)
-        if wait is not None:  # not before GitHub's rate limit lets the job through
+        if wait is None:
+            wait = _asked_wait(error)
+        if wait is not None:  # not before GitHub's rate limit (or the handler) lets it through
             delay = max(delay, wait)
         return "retry", reason, {"status": "pending",
                                  "next_attempt_at": utcnow() + timedelta(seconds=delay),

@@ -11,8 +11,8 @@ stored reports. What the inbox no longer holds a payload of is not known here; t
 finds the tracked repositories' state (GraphQL `isPrivate`). The downgrade drops the column
 (what was forgotten stays forgotten).
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0014
+Revises: 0013
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0012"
-down_revision = "0011"
+revision = "0014"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 

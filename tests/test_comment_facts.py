@@ -136,10 +136,10 @@ def test_only_in_other_frameworks_never_lists_a_method_this_framework_has(framew
 def test_a_built_in_method_is_said_to_be_built_in_in_the_methods_reply() -> None:
     body = methods_reply("length_bias", "openrlhf", "en", PUBLIC)
     line = next(x for x in body.splitlines() if "/methods/token-level-loss" in x)
-    assert "Built in" in line and "Only in other frameworks" not in line
+    assert "In OpenRLHF without a switch of its own" in line and "Only in other frameworks" not in line
     zh = methods_reply("length_bias", "openrlhf", "zh", PUBLIC)
     line = next(x for x in zh.splitlines() if "/methods/token-level-loss" in x)
-    assert "内置" in line and "仅其他框架提供" not in line
+    assert "已内置" in line and "仅其他框架提供" not in line
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)

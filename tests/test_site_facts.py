@@ -1,0 +1,83 @@
+"""The tracker pages the app's comments send readers to, driven in-process (aiohttp
+TestServer, SQLite and PostgreSQL): every link every failure comment and methods reply makes,
+for each framework, kind and language, answers; a method page links each of its sources."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from analyzers.catalog import load_catalog
+from bot.speaking.render import (
+    command_note,
+    compose_failure_comment,
+    methods_reply,
+    rules_reply,
+    withdrawn_comment,
+)
+
+CAT = load_catalog()
+
+
+@pytest.fixture
+async def client(ctx) -> Any:
+    from bot.app import create_app
+
+    app = create_app(ctx, worker=False)
+    async with TestClient(TestServer(app)) as c:
+        yield c
+
+
+def _comments(public: str) -> list[str]:
+    bodies = []
+    for lang in ("en", "zh"):
+        for fid in CAT.frameworks:
+            for kind in CAT.failures:
+                for also in ([], [k for k in CAT.failures if k != kind][:1]):
+                    c = compose_failure_comment(
+                        {"failure": {"is_failure_report": True, "category": kind,
+                                     "categories": [kind, *also], "confidence": 0.9}},
+                        fid, setup=None, lang=lang, public_url=public)
+                    if c is not None:
+                        bodies.append(c.body)
+                bodies.append(methods_reply(kind, fid, lang, public))
+            bodies.append(rules_reply(None, fid, lang, public))
+        bodies.append(methods_reply("no_such_kind", None, lang, public))
+        bodies.append(withdrawn_comment(lang, public))
+        bodies.append(command_note("unknown", lang))
+    return bodies
+
+
+async def test_every_link_of_every_comment_answers(client) -> None:
+    public = str(client.make_url("")).rstrip("/")
+    links: set[str] = set()
+    for body in _comments(public):
+        found = re.findall(r"\]\(([^)\s]+)\)", body)
+        assert all(u.startswith(public) for u in found), [u for u in found if not u.startswith(public)]
+        links.update(u[len(public):] or "/" for u in found)
+    # every method and failure page the comments can name is among them
+    assert {f"/methods/{m}" for m in CAT.methods if any(CAT.methods[m].options.values())} & links
+    assert {f"/failures/{k}" for k in CAT.failures} <= links
+    bad = []
+    for path in sorted(links):
+        resp = await client.get(path)
+        if resp.status != 200:
+            bad.append((path, resp.status))
+    assert not bad, bad
+
+
+async def test_a_method_page_links_each_source(client) -> None:
+    """A blog post is a source with a link too (TIS, k3, IcePop, masked IS, truncation
+    penalty): the page links it and says what it is."""
+    for method in CAT.methods.values():
+        resp = await client.get(f"/methods/{method.id}")
+        assert resp.status == 200
+        html = await resp.text()
+        for paper in method.papers:
+            url = getattr(paper, "url", None) or (f"https://arxiv.org/abs/{paper.arxiv_id}" if paper.arxiv_id else None)
+            assert url and f'href="{url}"' in html, (method.id, paper.title)
+            if paper.source:
+                assert paper.source in html, (method.id, paper.source)

@@ -78,6 +78,7 @@ async def test_a_method_page_links_each_source(client) -> None:
         html = await resp.text()
         for paper in method.papers:
             url = getattr(paper, "url", None) or (f"https://arxiv.org/abs/{paper.arxiv_id}" if paper.arxiv_id else None)
-            assert url and f'href="{url}"' in html, (method.id, paper.title)
+            if url is not None or paper.source:  # (a 1991 paper has neither id nor link)
+                assert url and f'href="{url}"' in html, (method.id, paper.title)
             if paper.source:
                 assert paper.source in html, (method.id, paper.source)

@@ -70,6 +70,7 @@ class PaperRef:
     arxiv_id: str | None
     title: str
     source: str | None = None  # for sources that are not papers, e.g. "blog post, Yao et al."
+    url: str | None = None  # where a source without an arXiv id is read (a blog post)
 
 
 @dataclass(frozen=True)
@@ -288,6 +289,7 @@ def load_catalog_from(directory: Path) -> Catalog:
                     arxiv_id=_opt_str(p.get("arxiv_id")),
                     title=str(_require(p, "title", w)),
                     source=_opt_str(p.get("source")),
+                    url=_opt_str(p.get("url")),
                 )
             )
         cautions = [

@@ -60,6 +60,9 @@ def test_every_landing_is_dated_by_the_shared_first_commit(shared: dict, study: 
             main = [date.fromisoformat(_SHA_DATE.match(x["first_commit_with_string"]).group(2))
                     for x in present if _SHA_DATE.match(x.get("first_commit_with_string") or "")]
             got = landings[(m["id"], fw)]
+            if not main:  # landed, undated: in no day count
+                assert (got["date"], got["days"]) == (None, None), (m["id"], fw)
+                continue
             earliest = min(main)
             # an earlier commit the note names counts only where the project's catalog says it
             # is the same method under an earlier name (`first_landing`), taken from the note

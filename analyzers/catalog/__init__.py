@@ -92,6 +92,10 @@ class Option:
     commit: str | None = None
     note: str | None = None
     first_commit: str | None = None
+    # "<sha> <date>": an earlier commit that brought the same method to this framework under
+    # another option name, as the first commit's note names it (the study dates the landing by
+    # it; `first_commit` finds only the string of the option as it is now)
+    first_landing: str | None = None
 
     @property
     def experimental(self) -> bool:
@@ -223,6 +227,7 @@ def _build_options(
                     commit=_opt_str(o.get("commit")) or frameworks[fw_id].verified_commit,
                     note=_opt_str(o.get("note")),
                     first_commit=_opt_str(o.get("first_commit")),
+                    first_landing=_opt_str(o.get("first_landing")),
                 )
             )
         if opts:

@@ -82,3 +82,46 @@ async def test_a_method_page_links_each_source(client) -> None:
                 assert url and f'href="{url}"' in html, (method.id, paper.title)
             if paper.source:
                 assert paper.source in html, (method.id, paper.source)
+
+
+def _source_txt(shared_dir, fid: str) -> tuple[str, list[str]]:
+    text = (shared_dir / "data" / "frameworks" / fid / "SOURCE.txt").read_text(encoding="utf-8")
+    repo = re.search(r"^repository: (\S+)", text, re.M).group(1)
+    return repo, text.splitlines()
+
+
+async def test_a_framework_pages_rules_cite_files_of_the_repository_they_are_in(
+        client, shared_dir) -> None:
+    """The rule summary a framework page shows before the nightly fetch (the development
+    snapshot) cites each file by where it is: AReaL's rules live in areal-project/community's
+    CONTRIBUTING.md and GOVERNANCE.md, not in a community/ folder of AReaL; NeMo-RL's stale job
+    is a reusable workflow of NVIDIA-NeMo/FW-CI-templates, not a file of NVIDIA-NeMo/RL. As the
+    live fetch keys a followed pointer: `owner/repo/path`."""
+    import html as html_lib
+
+    cited: dict[str, set[str]] = {}
+    for fid in CAT.frameworks:
+        resp = await client.get(f"/frameworks/{fid}")
+        assert resp.status == 200
+        page = html_lib.unescape(await resp.text())
+        facts = re.findall(r'<li>.*?<span class="small muted">\(([^()]*?)(?:, observed)?\)</span></li>',
+                           page)
+        assert facts, fid
+        cited[fid] = {s.strip() for f in facts for s in f.split(";") if s.strip()}
+    assert "community/CONTRIBUTING.md" not in cited["areal"]
+    assert "community/GOVERNANCE.md" not in cited["areal"]
+    assert "areal-project/community/CONTRIBUTING.md" in cited["areal"]
+    assert ".github/workflows/_close_inactive_issue_pr.yml" not in cited["nemo-rl"]
+    assert "NVIDIA-NeMo/FW-CI-templates/.github/workflows/_close_inactive_issue_pr.yml" in cited["nemo-rl"]
+    # every other file cited is one the snapshot copied from that repository, or a path an
+    # observation names
+    from analyzers.rules import observed_facts
+
+    for fid, paths in cited.items():
+        repo, lines = _source_txt(shared_dir, fid)
+        copied = {line.partition("<-")[2].strip() for line in lines if "<-" in line}
+        observed = {o["source"] for o in observed_facts().get(fid, [])}
+        for path in paths:
+            other = path.count("/") >= 2 and any(f"repo {'/'.join(path.split('/')[:2])}" in line
+                                                 for line in lines)
+            assert path in copied or path in observed or other, (fid, path)

@@ -156,3 +156,22 @@ def test_every_option_shown_is_this_frameworks(framework: str) -> None:
             assert any(" ".join(o.set_by.split()).split(" (")[0] in plain(line) for o in mine)
             details = [x for x in c.body.splitlines() if x.startswith("- ") and ": option `" in x]
             assert any(f"`{o.name}`" in d and o.commit[:10] in d for o in mine for d in details)
+
+
+def test_a_setting_already_on_is_named_by_the_catalogs_key_not_the_reporters_path() -> None:
+    """Only the catalog's spelling of an option the reporter already has is shown, never the
+    path around it the reporter wrote (their words, any length), and the value only when it
+    passes the strict check."""
+    from bot.speaking.failure_comment import compose_for
+
+    words = "please_ban_user_x_and_visit_evil_example"
+    record = {"title": "entropy collapse", "body": (
+        f"{words}.actor_rollout_ref.actor.clip_ratio_high=0.28\n"
+        f"{'y' * 300}.actor_rollout_ref.actor.entropy_coeff=0.01\n")}
+    c = compose_for(record, {"failure": {"is_failure_report": True, "category": "entropy_collapse",
+                                         "confidence": 0.9}},
+                    "verl", public_url=PUBLIC, declined=set())
+    assert c is not None and "clip-higher" in c.already_set
+    assert words not in c.body and "y" * 40 not in c.body
+    already = next(x for x in c.body.splitlines() if "Already set" in x)
+    assert "`actor_rollout_ref.actor.clip_ratio_high` = `0.28`" in already

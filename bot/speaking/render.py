@@ -230,6 +230,23 @@ def _catalog() -> Any:
     return load_catalog()
 
 
+def _catalog_key(method: Any, framework_id: str, found: dict[str, Any]) -> str:
+    """How an option the reporter already has is named in the comment: the catalog's longest
+    spelling that the reporter's path ends with (never the path they wrote around it: their
+    words), else the option's name."""
+    def norm(text: str) -> str:
+        return str(text).strip().lstrip("+~-").replace("-", "_").lower()
+
+    path = norm(found.get("key") or "")
+    options = method.options.get(framework_id, [])
+    named = [o for o in options if o.name == found.get("option")] or options
+    keys = [k for o in named for k in o.keys
+            if norm(k) and (path == norm(k) or path.endswith("." + norm(k)))]
+    if keys:
+        return max(keys, key=lambda k: len(norm(k)))
+    return str(named[0].name if named else method.id)
+
+
 def _suggestable(method: Any, framework_id: str) -> Any | None:
     """The option to suggest for `method` in this framework, or None (absent or built in)."""
     options = [o for o in method.options.get(framework_id, []) if not o.is_builtin]
@@ -274,7 +291,7 @@ def compose_failure_comment(
         if found and found.get("enabled"):
             already.append(
                 {"id": method.id, "name": md_text(short_name(method.name)), "url": url,
-                 "key": code_span(found.get("key") or found.get("option") or method.id),
+                 "key": code_span(_catalog_key(method, framework_id, found)),
                  "value": safe_value(found.get("value"))}
             )
             continue

@@ -125,3 +125,19 @@ async def test_a_framework_pages_rules_cite_files_of_the_repository_they_are_in(
             other = path.count("/") >= 2 and any(f"repo {'/'.join(path.split('/')[:2])}" in line
                                                  for line in lines)
             assert path in copied or path in observed or other, (fid, path)
+
+
+async def test_failure_pages_label_each_source_link_by_what_it_is(client) -> None:
+    """A failure page links each method's sources: an arXiv paper as `arXiv:<id>`, a blog post
+    by what it is (never `arXiv:None`)."""
+    for key in CAT.failures:
+        resp = await client.get(f"/failures/{key}")
+        assert resp.status == 200
+        page = await resp.text()
+        assert "arXiv:None" not in page and "None</a>" not in page, key
+        for method in CAT.methods_for_failure(key):
+            for paper in method.papers:
+                if paper.arxiv_id:
+                    assert f'href="https://arxiv.org/abs/{paper.arxiv_id}">arXiv:{paper.arxiv_id}<' in page
+                elif paper.url:
+                    assert f'href="{paper.url}">{paper.source}<' in page, (key, method.id)

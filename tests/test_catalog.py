@@ -178,6 +178,8 @@ def test_every_fact_shown_agrees_with_shared_catalog(shared_dir: Path) -> None:
         mine = cat.methods[m["id"]]
         if (mine.name, mine.first_public) != (m["name"], m.get("first_public")):
             wrong.append((m["id"], "name/first_public"))
+        if mine.failures != m["failures"]:  # in order: the first is the most direct answer
+            wrong.append((m["id"], "failures", mine.failures, m["failures"]))
         papers = [(p.arxiv_id, f"{p.title} ({p.source})" if p.source else p.title,
                    getattr(p, "url", None))
                   for p in mine.papers]

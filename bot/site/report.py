@@ -422,9 +422,28 @@ async def _post_through(ctx: Any, installation: int | None, repo: str, number: i
     return {"comment_id": posted.get("id"), "comment_node_id": posted.get("node_id")}
 
 
-async def post_report(ctx: Any, day: str, markdown: str) -> str:
+async def _claimed_by_a_dead_run(session: Any, claim: Action, run_id: int | None) -> bool:
+    """Whether the night's pending claim was left by a nightly run that is no more: the claim
+    names its run (`details["run"]`), and that run is this one, or its row says it ended
+    (cancelled at a normal stop, marked at the next start, or finished) or its heartbeat
+    stopped. A claim naming no run (`rltracker report`) is judged by its age alone."""
+    from bot.store.jobs import shown_outcome
+    from bot.store.models import JobRun
+
+    owner = (claim.details or {}).get("run")
+    if not isinstance(owner, int):
+        return False
+    if owner == run_id:
+        return True
+    row = await session.get(JobRun, owner)
+    return row is None or shown_outcome(row) != "running"
+
+
+async def post_report(ctx: Any, day: str, markdown: str, *, run_id: int | None = None) -> str:
     """Posts the night's report on settings.report_issue: edits the app's own comment for that
-    night, or adds one; never two for one night (Action dedupe_key "report:{date}")."""
+    night, or adds one; never two for one night (Action dedupe_key "report:{date}").
+    `run_id`: the nightly run posting it (JobRun id), written on the claim so that a later
+    run can tell a claim its dead run left (taken over at once) from a live run's."""
     target = ctx.settings.report_issue
     if not target:
         return "no_issue"
@@ -440,7 +459,8 @@ async def post_report(ctx: Any, day: str, markdown: str) -> str:
         action = await session.scalar(select(Action).where(Action.dedupe_key == key))
         if action is None:
             action = Action(repo=repo, number=number, kind="report", status="pending",
-                            dedupe_key=key, created_at=now, updated_at=now)
+                            dedupe_key=key, details={"run": run_id}, created_at=now,
+                            updated_at=now)
             session.add(action)
             try:
                 await session.commit()
@@ -451,14 +471,19 @@ async def post_report(ctx: Any, day: str, markdown: str) -> str:
             # The night's row exists: take it (pending) only as it was read, and not while
             # another run (`rltracker report` beside the nightly job, a second replica) is
             # posting it. That run found the row `pending` and posted too: two comments.
-            if action.status == "pending" and action.updated_at >= now - STALE_PENDING:
+            # A pending row of a nightly run known dead (the process stopped while it
+            # posted; the catch-up run at the next start found it minutes old) is taken over
+            # at once: the comment, if GitHub created it, is found by its marker.
+            if (action.status == "pending" and action.updated_at >= now - STALE_PENDING
+                    and not await _claimed_by_a_dead_run(session, action, run_id)):
                 await session.rollback()
                 return "owned"
             taken = await session.execute(
                 update(Action)
                 .where(Action.id == action.id, Action.status == action.status,
                        Action.updated_at == action.updated_at)
-                .values(status="pending", updated_at=now))
+                .values(status="pending", updated_at=now,
+                        details={**(action.details or {}), "run": run_id}))
             await session.commit()
             if taken.rowcount != 1:
                 return "owned"
@@ -496,11 +521,13 @@ async def _record_night(ctx: Any, action_id: int, lease: datetime | None, **valu
 
 
 async def run_report(ctx: Any, day: date | None = None, out: Path | None = None, *,
-                     stored: bool = False, sync: dict[str, Any] | None = None) -> dict[str, Any] | None:
+                     stored: bool = False, sync: dict[str, Any] | None = None,
+                     run_id: int | None = None) -> dict[str, Any] | None:
     """Build, store, write (`out`) and post the report of `day`. `stored`: the report stored
     for `day` as it was built that night, written and posted again, not rebuilt (None when
     there is none): a report shows the state when it is built, so rebuilding a past night's
-    put today's state under that night's date, over what was stored."""
+    put today's state under that night's date, over what was stored. `run_id`: the nightly
+    run building it (its claim names it: post_report)."""
     if stored:
         assert day is not None
         async with ctx.sessionmaker() as session:
@@ -518,7 +545,8 @@ async def run_report(ctx: Any, day: date | None = None, out: Path | None = None,
     error: dict[str, str] = {}
     try:
         outcome = await post_report(ctx, data["date"],
-                                    markdown_to_post(markdown, data, ctx.settings.public_url))
+                                    markdown_to_post(markdown, data, ctx.settings.public_url),
+                                    run_id=run_id)
     except Exception as exc:  # noqa: BLE001 - a failed post leaves the stored report usable
         # Said by the caller: the nightly run's record (partial), the command's exit status.
         outcome = "failed"

@@ -145,3 +145,40 @@ async def test_a_deleted_threads_title_is_not_shown_on_an_old_report(ctx: Any) -
     assert "Secret plan for X" not in html
     assert "Kept title" in html
     assert f"{V}#1" in html
+
+
+async def test_a_night_killed_while_posting_is_posted_once_by_the_next_start(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The process was killed (no time to record anything) right after GitHub created the
+    night's comment: its run still says `running`, its heartbeat a minute old, its claim
+    pending. The next start marks the run cancelled (close_interrupted_runs) and the catch-up
+    run takes the claim over at once, adopting the comment by its marker."""
+    from bot.scheduler import JOB_NAME, close_interrupted_runs, last_fire_time, nightly_trigger
+    from bot.store.models import JobRun
+
+    ctx = app_ctx
+    report_issue(ctx, fake_github)
+    await night_one(ctx)
+    now = datetime.now(UTC)
+    fire = last_fire_time(nightly_trigger(ctx), now)
+    assert fire is not None
+    night = fire.date().isoformat()
+    async with ctx.sessionmaker() as session:
+        killed = JobRun(name=JOB_NAME, started_at=now - timedelta(minutes=3), outcome="running",
+                        heartbeat_at=now - timedelta(minutes=1), counts={})
+        session.add(killed)
+        await session.flush()
+        session.add(Action(repo=ISSUE, number=1, kind="report", status="pending",
+                           dedupe_key=f"report:{night}", details={"run": killed.id},
+                           created_at=now - timedelta(minutes=2),
+                           updated_at=now - timedelta(minutes=2)))
+        await session.commit()
+    fake_github.add_comment(ISSUE, 1, f"<!-- rltracker:report:{night} -->\nhalf",
+                            user="rltracker[bot]", user_type="Bot")
+    assert await close_interrupted_runs(ctx) == 1
+    result = await nightly_job(ctx, steps=[("report", step_report)], fire_time=fire)
+    assert result["counts"]["report"]["posted"] in ("posted", "edited"), result
+    [comment] = fake_github.comments_of(ISSUE, 1)
+    assert "Proposal status" in comment["body"]
+    [action] = await report_actions(ctx)
+    assert action.status == "posted" and action.comment_id == comment["id"]

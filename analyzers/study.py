@@ -7,7 +7,8 @@ The rules (also returned as text under "rules", so every reader of the numbers h
   (`2025-08`) counts as the first of that month; a method without a date is left out.
 - A landing: a framework the catalog lists options for. Its date is the earliest
   `first_commit` date among those options (the date written right after the commit hash;
-  notes in parentheses are shown, not used). Days = landing date - first public date;
+  notes in parentheses are shown, not used), or an option's `first_landing` when earlier (a
+  commit that brought the same method under an earlier option name, as the note says). Days = landing date - first public date;
   negative days are kept and marked "code before the paper". A landing whose options carry no
   date counts as landed, but not in the days, the median or first-anywhere.
 - First anywhere: the framework(s) holding a method's earliest dated landing (a tie counts
@@ -54,7 +55,8 @@ RULES: dict[str, str] = {
                      "later; a month-only date counts as the first of that month",
     "landing": "a framework the catalog lists options for; its date is the earliest first-commit "
                "date among those options (the oldest commit adding the option string: an upper "
-               "bound of the landing)",
+               "bound of the landing), or the earlier commit that brought the method under a "
+               "former option name where the catalog names one (first_landing)",
     "days": "landing date minus the method's first public date; negative days are kept and "
             "marked 'code before the paper'",
     "undated_landing": "a landing whose options carry no first-commit date counts in methods "
@@ -149,9 +151,11 @@ def study_methods(catalog: Catalog) -> list[Method]:
 def _landing(method: Method, framework: str, repo: str, published: date) -> dict[str, Any]:
     best: tuple[date, str | None, str | None] | None = None
     for option in method.options.get(framework, []):
-        sha, when = commit_date(option.first_commit)
-        if when is not None and (best is None or when < best[0]):
-            best = (when, sha, option.first_commit)
+        # the option's first commit, or an earlier one that brought the method under another
+        # name (`first_landing`, named in the first commit's note)
+        for sha, when in (commit_date(option.first_commit), commit_date(option.first_landing)):
+            if when is not None and (best is None or when < best[0]):
+                best = (when, sha, option.first_commit)
     days = (best[0] - published).days if best else None
     return {
         "method": method.id, "framework": framework,

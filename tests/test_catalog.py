@@ -158,3 +158,48 @@ def test_runner_up_is_the_first_other_known_kind() -> None:
     assert cat.runner_up({"category": "kl_growth", "categories": ["kl_growth"]}) is None
     assert cat.runner_up({"category": "kl_growth", "categories": "kl_growth,entropy_collapse"}) is None
     assert cat.runner_up({"category": None, "categories": []}) is None
+
+
+def test_every_fact_shown_agrees_with_shared_catalog(shared_dir: Path) -> None:
+    """What comments and pages print from the catalog equals the shared facts, field by field:
+    methods (none invented, none dropped), names, first public dates, sources with their
+    links, and per framework every option present (none invented) with its status, file,
+    setting, default and first commit; the frameworks' snapshots."""
+    src = json.loads((shared_dir / "data" / "catalog.json").read_text(encoding="utf-8"))
+    cat = load_catalog()
+    assert {m["id"] for m in src["methods"]} == set(cat.methods)
+    assert {f["id"] for f in src["frameworks"]} == set(cat.frameworks)
+    for f in src["frameworks"]:
+        fw = cat.frameworks[f["id"]]
+        assert (fw.name, fw.default_branch, fw.verified_date) == (
+            f["name"], f["default_branch"], f["verified_snapshot"]["date"]), f["id"]
+    wrong = []
+    for m in src["methods"]:
+        mine = cat.methods[m["id"]]
+        if (mine.name, mine.first_public) != (m["name"], m.get("first_public")):
+            wrong.append((m["id"], "name/first_public"))
+        if mine.failures != m["failures"]:  # in order: the first is the most direct answer
+            wrong.append((m["id"], "failures", mine.failures, m["failures"]))
+        papers = [(p.arxiv_id, f"{p.title} ({p.source})" if p.source else p.title,
+                   getattr(p, "url", None))
+                  for p in mine.papers]
+        shared = [(s.get("arxiv"), s["title"], s.get("url")) for s in m["sources"]]
+        if papers != shared:
+            wrong.append((m["id"], "sources", papers, shared))
+        for fw in cat.frameworks:
+            checks = (m["frameworks"].get(fw) or {}).get("verification") or []
+            for group, listed in (("options", mine.options.get(fw, [])),
+                                  ("related", mine.related.get(fw, []))):
+                want = [x for x in checks if not x["status"].startswith("not found")
+                        and x["status"].startswith("related") == (group == "related")]
+                if [o.name for o in listed] != [x["option"] for x in want]:
+                    wrong.append((m["id"], fw, group, [o.name for o in listed],
+                                  [x["option"] for x in want]))
+                    continue
+                for o, x in zip(listed, want, strict=True):
+                    mine_fields = (o.status, o.file, o.set_by, o.default, o.first_commit)
+                    theirs = (x["status"], x["file"], x["set_by"], x.get("default"),
+                              x.get("first_commit_with_string"))
+                    if mine_fields != theirs:
+                        wrong.append((m["id"], fw, o.name, mine_fields, theirs))
+    assert not wrong, wrong

@@ -273,8 +273,10 @@ def test_snapshot_paths_are_repository_paths(shared_dir: Path) -> None:
     files = load_folder(shared_dir / "data" / "frameworks" / "areal")
     assert ".github/PULL_REQUEST_TEMPLATE.md" in files
     assert ".github/workflows/stale-issues.yml" in files
-    # CONTRIBUTING.md of two repositories: the community copy keeps a distinct name.
-    assert "CONTRIBUTING.md" in files and "community/CONTRIBUTING.md" in files
+    # CONTRIBUTING.md of two repositories: the community copy is areal-project/community's,
+    # keyed as the live fetch keys a followed pointer (not a community/ folder of AReaL)
+    assert "CONTRIBUTING.md" in files and "areal-project/community/CONTRIBUTING.md" in files
+    assert "community/CONTRIBUTING.md" not in files
 
 
 def test_rules_command_by_framework_name_uses_snapshot(shared_dir: Path, tmp_path: Path,

@@ -149,10 +149,12 @@ async def test_lists_link_to_the_thread_page(ctx) -> None:
 
 
 async def test_a_tag_typed_by_the_reporter_in_a_code_span_stays_text(ctx) -> None:
-    """The failure comment shows a setting the reporter already has by the key they wrote,
+    """The failure comment showed a setting the reporter already has by the key they wrote,
     in a code span: a JSON block keyed `<details>` put `<details>.clip_ratio_high` there. The
     page turned every escaped `<details>` back into a tag, in code spans too, so the
-    reporter's text opened a collapsed <details> that hid the rest of the page."""
+    reporter's text opened a collapsed <details> that hid the rest of the page. The comment
+    now names the catalog's key only (review53); a comment stored by an earlier release still
+    holds the reporter's key, and the page keeps it text."""
     from bot.speaking.failure_comment import compose_for
 
     body = ("Entropy collapses after 100 steps.\n\n```json\n"
@@ -161,12 +163,16 @@ async def test_a_tag_typed_by_the_reporter_in_a_code_span_stays_text(ctx) -> Non
         {"title": "Entropy collapse", "body": body},
         {"failure": {"is_failure_report": True, "category": "entropy_collapse", "confidence": 0.95}},
         "verl", public_url="http://localhost:8000", declined=set())
-    assert composed is not None and "`<details>.clip_ratio_high`" in composed.body
+    assert composed is not None and "<details>." not in composed.body
+    assert "(`clip_ratio_high` = `0.28`)" in composed.body
+    # as an earlier release wrote it
+    stored = composed.body.replace("(`clip_ratio_high` =", "(`<details>.clip_ratio_high` =")
+    assert "`<details>.clip_ratio_high`" in stored
     client = await _client(ctx)
     try:
         async with ctx.sessionmaker() as session, session.begin():
             session.add(Action(repo="verl-project/verl", number=101, kind="failure_comment",
-                               status="dry_run", dedupe_key="v101", body=composed.body,
+                               status="dry_run", dedupe_key="v101", body=stored,
                                language="en"))
         html = await _page(client, "/threads/verl-project/verl/101")
     finally:

@@ -70,6 +70,7 @@ class PaperRef:
     arxiv_id: str | None
     title: str
     source: str | None = None  # for sources that are not papers, e.g. "blog post, Yao et al."
+    url: str | None = None  # where a source without an arXiv id is read (a blog post)
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,10 @@ class Option:
     commit: str | None = None
     note: str | None = None
     first_commit: str | None = None
+    # "<sha> <date>": an earlier commit that brought the same method to this framework under
+    # another option name, as the first commit's note names it (the study dates the landing by
+    # it; `first_commit` finds only the string of the option as it is now)
+    first_landing: str | None = None
 
     @property
     def experimental(self) -> bool:
@@ -222,6 +227,7 @@ def _build_options(
                     commit=_opt_str(o.get("commit")) or frameworks[fw_id].verified_commit,
                     note=_opt_str(o.get("note")),
                     first_commit=_opt_str(o.get("first_commit")),
+                    first_landing=_opt_str(o.get("first_landing")),
                 )
             )
         if opts:
@@ -288,6 +294,7 @@ def load_catalog_from(directory: Path) -> Catalog:
                     arxiv_id=_opt_str(p.get("arxiv_id")),
                     title=str(_require(p, "title", w)),
                     source=_opt_str(p.get("source")),
+                    url=_opt_str(p.get("url")),
                 )
             )
         cautions = [

@@ -284,8 +284,8 @@ def method_dict(m: Any, frameworks: list[str]) -> dict[str, Any]:
         "id": m.id,
         "name": m.name,
         "aliases": list(m.aliases),
-        "papers": [{"arxiv_id": p.arxiv_id, "title": p.title,
-                    "url": f"https://arxiv.org/abs/{p.arxiv_id}" if p.arxiv_id else None}
+        "papers": [{"arxiv_id": p.arxiv_id, "title": p.title, "source": p.source,
+                    "url": p.url or (f"https://arxiv.org/abs/{p.arxiv_id}" if p.arxiv_id else None)}
                    for p in m.papers],
         "first_public": m.first_public,
         "failures": list(m.failures),

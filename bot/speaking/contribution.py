@@ -191,17 +191,33 @@ SKIP_DIRS = {".git", "node_modules", ".venv", "__pycache__"}
 EXTRA_NAMES = {"agents.md", "claude.md", "governance.md"}
 
 
+_OTHER_REPO = re.compile(r"\brepo ([\w.-]{1,100})/([\w.-]{1,100})")
+
+
 def _source_map(folder: Path) -> dict[str, str]:
     """copy name -> repository path, from a snapshot's SOURCE.txt ("copy <- path" lines).
-    A path claimed by two copies (files of two repositories) is not used for either."""
+
+    A copy named `<name>__...` where SOURCE.txt says a file comes from `repo <owner>/<name>`
+    (another repository: AReaL's rules in areal-project/community, NeMo-RL's stale job in
+    NVIDIA-NeMo/FW-CI-templates) is that repository's file, keyed `<owner>/<name>/<path>` as the
+    live fetch keys a followed pointer: it is not cited as a file of the framework's own
+    repository. Otherwise a path claimed by two copies is not used for either."""
     source = folder / "SOURCE.txt"
     if not source.is_file():
         return {}
+    text = source.read_text(encoding="utf-8", errors="replace")
+    own = re.search(r"^repository:\s*(\S+)", text, re.M)
+    others = {name: f"{owner}/{name}" for owner, name in _OTHER_REPO.findall(text)
+              if not (own and f"{owner}/{name}".lower() == own.group(1).lower())}
     pairs = []
-    for line in source.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in text.splitlines():
         if "<-" in line:
             copy, _, path = line.partition("<-")
-            pairs.append((copy.strip(), path.strip()))
+            copy, path = copy.strip(), path.strip()
+            prefix = copy.split("__", 1)[0] if "__" in copy else ""
+            if prefix in others and path:
+                path = f"{others[prefix]}/{path}"
+            pairs.append((copy, path))
     counts: dict[str, int] = {}
     for _, path in pairs:
         counts[path] = counts.get(path, 0) + 1

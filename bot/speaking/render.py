@@ -177,29 +177,39 @@ class FailureComment:
     details: dict[str, Any] = field(default_factory=dict)
 
 
+def _named(framework: Any) -> re.Pattern[str]:
+    """A framework's id or name as a word in catalog text: "ROLL's", "verl-project", never
+    inside another word ("rollout" and "controller" are not ROLL, "overlong" is not verl)."""
+    names = sorted({framework.id, framework.name}, key=len, reverse=True)
+    return re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, names)) + r")(?!\w)",
+                      re.IGNORECASE)
+
+
 def _pick_caution(method: Any, framework: Any) -> str | None:
     cautions = list(method.cautions or [])
     if not cautions:
         return None
-    names = {framework.id.lower(), framework.name.lower()}
+    here = _named(framework)
     for caution in cautions:
-        low = caution.text.lower()
-        if any(n in low for n in names):
+        if here.search(caution.text):
             # the clause that speaks about this framework, not a neighbour's remark before it
             for clause in _clauses(caution.text):
-                if any(n in clause.lower() for n in names):
+                if here.search(clause):
                     return md_text(first_sentence(clause))
             return md_text(first_sentence(caution.text))
     # Cautions about another framework's quirk do not help this reporter.
-    others = {
-        n.lower() for fid, fw in _catalog().frameworks.items() if fid != framework.id
-        for n in (fw.id, fw.name)
-    }
+    others = [_named(fw) for fid, fw in _catalog().frameworks.items() if fid != framework.id]
     for caution in cautions:
-        low = caution.text.lower()
-        if not any(n in low for n in others):
+        if not any(other.search(caution.text) for other in others):
             return md_text(first_sentence(caution.text))
     return None
+
+
+def _frameworks_having(method: Any) -> str:
+    """Every framework with an option for `method`, named (none left out: a list cut short
+    reads as the complete one)."""
+    cat = _catalog()
+    return ", ".join(md_text(cat.frameworks[f].name) for f in cat.frameworks if f in method.options)
 
 
 def short_name(name: str) -> str:
@@ -218,6 +228,23 @@ def _catalog() -> Any:
     from analyzers.catalog import load_catalog
 
     return load_catalog()
+
+
+def _catalog_key(method: Any, framework_id: str, found: dict[str, Any]) -> str:
+    """How an option the reporter already has is named in the comment: the catalog's longest
+    spelling that the reporter's path ends with (never the path they wrote around it: their
+    words), else the option's name."""
+    def norm(text: str) -> str:
+        return str(text).strip().lstrip("+~-").replace("-", "_").lower()
+
+    path = norm(found.get("key") or "")
+    options = method.options.get(framework_id, [])
+    named = [o for o in options if o.name == found.get("option")] or options
+    keys = [k for o in named for k in o.keys
+            if norm(k) and (path == norm(k) or path.endswith("." + norm(k)))]
+    if keys:
+        return max(keys, key=lambda k: len(norm(k)))
+    return str(named[0].name if named else method.id)
 
 
 def _suggestable(method: Any, framework_id: str) -> Any | None:
@@ -264,7 +291,7 @@ def compose_failure_comment(
         if found and found.get("enabled"):
             already.append(
                 {"id": method.id, "name": md_text(short_name(method.name)), "url": url,
-                 "key": code_span(found.get("key") or found.get("option") or method.id),
+                 "key": code_span(_catalog_key(method, framework_id, found)),
                  "value": safe_value(found.get("value"))}
             )
             continue
@@ -277,11 +304,9 @@ def compose_failure_comment(
                     option_name=option.name, commit=option.commit, file=option.file,
                 )
             )
-        elif not method.options.get(framework_id):
-            others = [cat.frameworks[f].name for f in method.options if f in cat.frameworks]
-            if others:
-                elsewhere.append({"id": method.id, "name": md_text(short_name(method.name)), "url": url,
-                                  "frameworks": ", ".join(md_text(o) for o in others[:4])})
+        elif not method.options.get(framework_id) and method.options:
+            elsewhere.append({"id": method.id, "name": md_text(short_name(method.name)), "url": url,
+                              "frameworks": _frameworks_having(method)})
     if not suggestions:
         return None
     shown = suggestions[:MAX_METHODS]
@@ -356,6 +381,7 @@ def methods_reply(failure_key: str, framework_id: str | None, lang: str, public_
     cat = _catalog()
     kind = cat.failures.get(failure_key)
     rows_here: list[dict[str, Any]] = []
+    rows_builtin: list[dict[str, Any]] = []
     rows_elsewhere: list[dict[str, Any]] = []
     framework = cat.frameworks.get(framework_id or "")
     for method in cat.methods_for_failure(failure_key):
@@ -363,10 +389,12 @@ def methods_reply(failure_key: str, framework_id: str | None, lang: str, public_
         option = _suggestable(method, framework.id) if framework else None
         if option is not None:
             rows_here.append({"name": md_text(short_name(method.name)), "url": url, "setting": setting_md(option.set_by)})
-        else:
-            others = [cat.frameworks[f].name for f in method.options if f in cat.frameworks]
+        elif framework is not None and method.has(framework.id):
+            # always on in this framework: nothing to turn on, but not "only in other frameworks"
+            rows_builtin.append({"name": md_text(short_name(method.name)), "url": url})
+        elif method.options:
             rows_elsewhere.append({"name": md_text(short_name(method.name)), "url": url,
-                                   "frameworks": ", ".join(md_text(o) for o in others[:4])})
+                                   "frameworks": _frameworks_having(method)})
     return render(
         f"comments/methods_reply.{lang}.md.j2",
         {
@@ -376,6 +404,7 @@ def methods_reply(failure_key: str, framework_id: str | None, lang: str, public_
             "kind_url": f"{public_url}/failures/{failure_key}",
             "framework": md_text(framework.name) if framework else None,
             "here": rows_here[:8],
+            "builtin": rows_builtin,
             "elsewhere": rows_elsewhere[:6],
             "kinds": [code_span(k) for k in cat.failures],
         },

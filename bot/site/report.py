@@ -98,7 +98,8 @@ async def collect_state(ctx: Any, now: datetime) -> tuple[dict[str, dict[str, An
         replies = await _first_replies(session, {i: t for i, t in threads.items()})
         paused = [{"repo": r.full_name, "reason": r.paused_reason or ""}
                   for r in await session.scalars(
-                      select(Repository).where(Repository.comments_paused.is_(True))
+                      select(Repository).where(Repository.comments_paused.is_(True),
+                                               Repository.private.is_(False))
                       .order_by(Repository.full_name))]
     for thread, analysis, verdict in rows:
         framework = framework_id(thread.repo)
@@ -193,7 +194,8 @@ async def _resumed(session: Any, since: datetime | None, now: datetime) -> list[
     if since.tzinfo is None:
         since = since.replace(tzinfo=UTC)
     rows = await session.scalars(
-        select(Repository).where(Repository.resumed_at.is_not(None))
+        select(Repository).where(Repository.resumed_at.is_not(None),
+                                 Repository.private.is_(False))
         .order_by(Repository.full_name))
     out = []
     for r in rows:

@@ -887,6 +887,27 @@ async def test_after_the_app_is_renamed_its_comment_is_still_its_own(
     assert len(fake_github.requests("GET", r"^/app$")) == 2  # read again once, on the rename
 
 
+async def test_what_a_context_learnt_of_the_apps_login_stays_with_it(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The app's login and the other bots' logins were remembered in module-level dicts keyed
+    by the API URL and app id, so a second context on the same address (a test server on a
+    reused port; a second app in one process) started with what the first had learnt: a
+    stale login and a memo that kept it from asking GET /app. Each context asks for itself."""
+    from bot.context import AppContext
+    from bot.speaking.posting import app_login
+
+    assert await app_login(app_ctx) == "rltracker[bot]"
+    fake_github.app_slug = "rltracker-ci"  # renamed on GitHub
+    second = AppContext.create(app_ctx.settings)
+    second.github = app_ctx.github  # one client on the fake (closed by its fixture)
+    try:
+        assert await app_login(second) == "rltracker-ci[bot]"
+    finally:
+        second.github = None
+        await second.close()
+    assert await app_login(app_ctx) == "rltracker[bot]"  # the first process has not re-read
+
+
 async def test_another_bots_marker_comment_asks_github_once_and_stays_theirs(
         app_ctx: Any, fake_github: Any) -> None:
     """The other side of the rule above: a marker comment by another bot (a staging

@@ -32,17 +32,15 @@ async def live_issue(gh: Any, repo: str, number: int) -> tuple[dict[str, Any], l
     return issue, comments
 
 
-# The app's bot login per (API URL, app id), read once per process (GET /app gives the slug),
-# and read again when a marker comment is found by a bot login it does not know (`own_login`).
-_APP_LOGINS: dict[tuple[str, str], str] = {}
-# Per (API URL, app id): the other bot logins found with a marker comment since GET /app was
-# last read, and when (time.monotonic()): one read for each an hour, not one per job.
-_NOT_OURS: dict[tuple[str, str], dict[str, float]] = {}
+# The app's bot login, read once per process (GET /app gives the slug) and read again when a
+# marker comment is found by a bot login it does not know (`own_login`); and the other bot
+# logins found with a marker comment since GET /app was last read, with when
+# (time.monotonic()): one read for each an hour, not one per job. Kept in the context's
+# per-process caches (a module-level dict keyed by API URL outlived its context: two test
+# servers on one reused port shared what each had learnt).
+_APP_LOGIN = "posting.app_login"
+_NOT_OURS = "posting.not_ours"
 NOT_OURS_RECHECK = 3600.0  # seconds
-
-
-def _app_key(ctx: Any) -> tuple[str, str]:
-    return (ctx.settings.api_url, str(ctx.settings.app_id))
 
 
 async def app_login(ctx: Any, *, refresh: bool = False) -> str | None:
@@ -50,16 +48,16 @@ async def app_login(ctx: Any, *, refresh: bool = False) -> str | None:
     credentials (nothing is posted then). `refresh`: GET /app read again (the app renamed)."""
     if ctx.github is None or not ctx.settings.has_app_credentials:
         return None
-    key = _app_key(ctx)
-    if refresh or key not in _APP_LOGINS:
+    known: str | None = ctx.extras.get(_APP_LOGIN)
+    if refresh or known is None:
         app = await ctx.github.app_api()
         login = f"{(await app.getitem('/app'))['slug']}[bot]"
-        if login != _APP_LOGINS.get(key):
-            if key in _APP_LOGINS:
-                log.warning("the app's login is now %s (was %s): renamed", login, _APP_LOGINS[key])
-            _NOT_OURS.pop(key, None)  # (what was another's may be ours now)
-        _APP_LOGINS[key] = login
-    return _APP_LOGINS[key]
+        if login != known:
+            if known is not None:
+                log.warning("the app's login is now %s (was %s): renamed", login, known)
+            ctx.extras.pop(_NOT_OURS, None)  # (what was another's may be ours now)
+        ctx.extras[_APP_LOGIN] = known = login
+    return known
 
 
 def _bot_login(comment: dict[str, Any]) -> str | None:
@@ -79,16 +77,15 @@ async def own_login(ctx: Any, comments: list[dict[str, Any]], marker: str) -> st
     login = await app_login(ctx)
     if login is None or own_comment(comments, marker, login) is not None:
         return login
-    key = _app_key(ctx)
     now = time.monotonic()
-    checked = _NOT_OURS.setdefault(key, {})
+    checked: dict[str, float] = ctx.extras.setdefault(_NOT_OURS, {})
     unknown = {who for c in comments if marker in (c.get("body") or "")
                and (who := _bot_login(c)) is not None and who.lower() != login.lower()
                and now - checked.get(who.lower(), -NOT_OURS_RECHECK) >= NOT_OURS_RECHECK}
     if not unknown:
         return login
     login = await app_login(ctx, refresh=True)
-    checked = _NOT_OURS.setdefault(key, {})
+    checked = ctx.extras.setdefault(_NOT_OURS, {})
     for who in unknown:
         if login is None or who.lower() != login.lower():
             checked[who.lower()] = now

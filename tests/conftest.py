@@ -13,6 +13,7 @@ import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -149,3 +150,18 @@ def shared_dir() -> Path:
     if not SHARED.is_dir():
         pytest.skip("../shared is not present")
     return SHARED
+
+
+@pytest.fixture
+def schema_path(shared_dir: Path) -> Path:
+    """GitHub's GraphQL schema in ../shared (the sync's queries are checked against it)."""
+    return shared_dir / "fixtures" / "github-api" / "schema.graphql"
+
+
+@pytest.fixture
+async def sync_ctx(settings: Settings, fake_github: Any) -> AsyncIterator[AppContext]:
+    """An AppContext that reads the fake GitHub with a plain token, as `rltracker sync` does."""
+    from tests.fakegithub import token_context
+
+    async with token_context(settings, fake_github) as ctx:
+        yield ctx

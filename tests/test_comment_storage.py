@@ -15,11 +15,9 @@ import copy
 import json
 import random
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from gidgethub import sansio
 from sqlalchemy import func, select
@@ -30,7 +28,7 @@ from bot.store.models import Comment, Deletion
 from bot.store.threads import get_thread, load_thread_record
 from bot.webhooks import events
 from tests.fake_graphql import FakeData, FakeGraphQL, rest_comment, rest_discussion, rest_user
-from tests.fakegithub import no_sleep, token_context
+from tests.fakegithub import no_sleep
 
 HELLO = "Codertocat/Hello-World"
 SLIME = "THUDM/slime"
@@ -55,17 +53,6 @@ async def record(ctx: Any, repo: str, number: int) -> dict[str, Any]:
 async def comment_rows(ctx: Any) -> list[Comment]:
     async with ctx.sessionmaker() as session:
         return list(await session.scalars(select(Comment).order_by(Comment.id)))
-
-
-@pytest.fixture
-def schema_path(shared_dir: Path) -> Path:
-    return shared_dir / "fixtures" / "github-api" / "schema.graphql"
-
-
-@pytest.fixture
-async def sync_ctx(settings: Any, fake_github: Any) -> AsyncIterator[AppContext]:
-    async with token_context(settings, fake_github) as ctx:
-        yield ctx
 
 
 # ---- 1. discussion comments and issue comments: two id spaces --------------------------------

@@ -4,11 +4,9 @@ discussion (project-written threads, GitHub's real schema through the fake serve
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from gidgethub import sansio
 from sqlalchemy import select
 
@@ -18,20 +16,9 @@ from bot.store.models import Comment
 from bot.store.threads import load_thread_record
 from bot.webhooks import events
 from tests.fake_graphql import FakeData, FakeGraphQL, rest_discussion, rest_user
-from tests.fakegithub import no_sleep, token_context
+from tests.fakegithub import no_sleep
 
 REPO = "THUDM/slime"
-
-
-@pytest.fixture
-def schema_path(shared_dir: Path) -> Path:
-    return shared_dir / "fixtures" / "github-api" / "schema.graphql"
-
-
-@pytest.fixture
-async def sync_ctx(settings: Any, fake_github: Any) -> AsyncIterator[AppContext]:
-    async with token_context(settings, fake_github) as ctx:
-        yield ctx
 
 
 async def _record(ctx: AppContext, number: int) -> dict[str, Any]:

@@ -10,22 +10,11 @@ from datetime import date
 from html.parser import HTMLParser
 from typing import Any
 
-from aiohttp.test_utils import TestClient, TestServer
 from sqlalchemy import text
 
 from tests.browser import chromium  # noqa: F401 - the fixture
 from tests.test_site import seed
-from tests.test_thread_page import seed_actions
-
-
-async def _client(ctx: Any) -> TestClient:
-    from bot.app import create_app
-
-    await seed(ctx)
-    await seed_actions(ctx)
-    client = TestClient(TestServer(create_app(ctx, worker=False)))
-    await client.start_server()
-    return client
+from tests.test_thread_page import _client, seed_actions
 
 
 def _assert_safe_headers(path: str, headers: Any) -> None:

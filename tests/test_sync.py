@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -21,14 +20,9 @@ from bot.store.models import Analysis, Comment, SyncCursor, Thread
 from bot.store.threads import load_thread_record
 from bot.webhooks import events
 from tests.fake_graphql import REPOS, FakeData, FakeGraphQL
-from tests.fakegithub import install_app, no_sleep, token_context
+from tests.fakegithub import install_app, no_sleep
 
 THREADS_PER_REPO = 80  # 560 threads; every 40th has 250 comments, some PRs 45 reviews
-
-
-@pytest.fixture
-def schema_path(shared_dir: Path) -> Path:
-    return shared_dir / "fixtures" / "github-api" / "schema.graphql"
 
 
 @pytest.fixture
@@ -37,12 +31,6 @@ def world(fake_github: Any, schema_path: Path) -> tuple[FakeData, FakeGraphQL]:
     responder = FakeGraphQL(data, schema_path)
     fake_github.graphql_handler = responder
     return data, responder
-
-
-@pytest.fixture
-async def sync_ctx(settings: Any, fake_github: Any) -> AsyncIterator[AppContext]:
-    async with token_context(settings, fake_github) as ctx:
-        yield ctx
 
 
 def graphql_calls(fake: Any) -> int:

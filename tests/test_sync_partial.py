@@ -11,7 +11,6 @@ gone.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from bot.context import AppContext
 from bot.github.sync import SyncError, sync
 from bot.store.models import Comment, Thread
 from tests.fake_graphql import FakeData, FakeGraphQL
-from tests.fakegithub import no_sleep, token_context
+from tests.fakegithub import no_sleep
 
 TIMEOUT = ("Something went wrong while executing your query. This may be the result of a "
            "timeout, or it could be a GitHub bug.")
@@ -56,12 +55,6 @@ def world(fake_github: Any, shared_dir: Path) -> tuple[FakeData, NullContinuatio
         FakeGraphQL(data, shared_dir / "fixtures" / "github-api" / "schema.graphql"))
     fake_github.graphql_handler = responder
     return data, responder
-
-
-@pytest.fixture
-async def sync_ctx(settings: Any, fake_github: Any) -> AsyncIterator[AppContext]:
-    async with token_context(settings, fake_github) as ctx:
-        yield ctx
 
 
 async def stored_comments(ctx: AppContext, repo: str, number: int) -> int:

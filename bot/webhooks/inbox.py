@@ -33,7 +33,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bot.logs import error_text
-from bot.store.db import dialect_insert
+from bot.store.db import dialect_insert, is_statement_timeout
 from bot.store.models import Delivery
 from bot.store.types import utcnow
 
@@ -44,6 +44,31 @@ REQUEUED = "requeued"
 DUPLICATE = "duplicate"
 
 MAX_BATCH = 256  # rows per transaction; bounds statement size (SQLite variable limit)
+
+
+LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL: lock_timeout ran out
+
+
+def _waited_out(exc: BaseException) -> bool:
+    """`exc` says the database could not take ANY row for a while, not that a row is bad: a
+    statement cut at the bound, a lock not granted within lock_timeout (PostgreSQL), the write
+    lock still held when the writer stopped waiting (SQLite BUSY/LOCKED). Trying the rows again
+    one by one would wait the whole bound again for each of them."""
+    if is_statement_timeout(exc):
+        return True
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        for candidate in (current, getattr(current, "orig", None)):
+            if getattr(candidate, "sqlstate", None) == LOCK_NOT_AVAILABLE:
+                return True
+            code = getattr(candidate, "sqlite_errorcode", None)
+            if isinstance(candidate, sqlite3.OperationalError) and code is not None and (
+                    code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)):
+                return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 @dataclass
@@ -438,6 +463,16 @@ class Inbox:
             self.errors += 1
             if self._sqlite is None:
                 await self._drop_connection()  # it may be broken (database restarted)
+            if len(batch) > 1 and _waited_out(exc):
+                # Every row would wait as long again (N x the bound before GitHub's 10 s ran
+                # out): the whole batch is answered 503 now; GitHub's redelivery or
+                # `rltracker replay` stores them once the database takes writes again.
+                log.error("inbox batch of %d not stored, the database kept it waiting (%s); "
+                          "answered 503", len(batch), error_text(exc))
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                return
             if len(batch) > 1:
                 log.warning("inbox batch of %d failed (%s); storing rows one by one", len(batch),
                             error_text(exc))

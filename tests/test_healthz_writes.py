@@ -6,7 +6,6 @@ answered 503 and nothing reached the inbox."""
 from __future__ import annotations
 
 import asyncpg
-import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from bot.app import create_app

@@ -71,6 +71,30 @@ def _waited_out(exc: BaseException) -> bool:
     return False
 
 
+# SQLite result codes (primary) and PostgreSQL SQLSTATEs saying the database takes no writes
+# at all, whatever the row: read-only, disk full, an I/O error.
+_NO_WRITES_SQLITE = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR,
+                               sqlite3.SQLITE_CANTOPEN})
+_NO_WRITES_SQLSTATE_PREFIXES = ("25006", "53", "58")  # read-only transaction, resources, system
+
+
+def refuses_writes(exc: BaseException) -> bool:
+    """`exc` says the database takes no writes now (read-only, disk full, I/O error)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        for candidate in (current, getattr(current, "orig", None)):
+            code = getattr(candidate, "sqlite_errorcode", None)
+            if isinstance(code, int) and code & 0xFF in _NO_WRITES_SQLITE:
+                return True
+            state = getattr(candidate, "sqlstate", None)
+            if isinstance(state, str) and state.startswith(_NO_WRITES_SQLSTATE_PREFIXES):
+                return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
 @dataclass
 class InboxRow:
     delivery_id: str
@@ -205,8 +229,9 @@ class SqliteBatchWriter:
     WAL_CATCH_UP_BYTES = 64 * CHECKPOINT_BYTES  # a 4,500-delivery burst stays under it
     CATCH_UP_WAIT_MS = 200
 
-    def __init__(self, path: str, dialect: Any) -> None:
+    def __init__(self, path: str, dialect: Any, *, uri: bool = False) -> None:
         self.path = path
+        self.uri = uri  # `path` is a file: URI (DATABASE_URL ...?mode=ro&uri=true)
         column_type = Delivery.__table__.c.received_at.type
         self._datetime = column_type.dialect_impl(dialect).bind_processor(dialect)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inbox-sqlite")
@@ -219,7 +244,7 @@ class SqliteBatchWriter:
         self._catch_up_due = False  # set by the checkpointer: the WAL is not restarting
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, uri=self.uri)
         for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON",
                        "busy_timeout=30000"):
             conn.execute(f"PRAGMA {pragma}")
@@ -281,8 +306,8 @@ class SqliteBatchWriter:
         try:
             conn = self._checkpoint_conn
             if conn is None:
-                conn = self._checkpoint_conn = sqlite3.connect(self.path, timeout=30,
-                                                               isolation_level=None)
+                conn = self._checkpoint_conn = sqlite3.connect(
+                    self.path, timeout=30, isolation_level=None, uri=self.uri)
             page_size = conn.execute("PRAGMA page_size").fetchone()[0]
             _, wal_frames, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
             if wal_frames * page_size > self.WAL_CATCH_UP_BYTES:
@@ -376,11 +401,17 @@ class Inbox:
         self._sqlite: SqliteBatchWriter | None = None
         database = engine.url.database
         if engine.url.get_backend_name() == "sqlite" and database and database != ":memory:":
-            self._sqlite = SqliteBatchWriter(database, engine.dialect)
+            # the file as the engine opens it (a file: URI with its mode included)
+            args, kwargs = engine.dialect.create_connect_args(engine.url)
+            self._sqlite = SqliteBatchWriter(args[0], engine.dialect,
+                                             uri=bool(kwargs.get("uri")))
         # figures for /metrics
         self.commits = 0
         self.rows_committed = 0
         self.errors = 0
+        # The database refused the last write as a whole (read-only, disk full, I/O error) and
+        # no commit has succeeded since: what /healthz reports; None when writes work.
+        self.write_failure: str | None = None
 
     def add_listener(self, callback: Callable[[], None]) -> None:
         """Called after each commit that stored or re-queued rows (the worker's wake-up)."""
@@ -461,6 +492,8 @@ class Inbox:
                     outcomes = await store_rows(self._conn, rows)
         except Exception as exc:  # noqa: BLE001 - isolate the bad row, fail only it
             self.errors += 1
+            if refuses_writes(exc):
+                self.write_failure = error_text(exc)
             if self._sqlite is None:
                 await self._drop_connection()  # it may be broken (database restarted)
             if len(batch) > 1 and _waited_out(exc):
@@ -486,6 +519,7 @@ class Inbox:
                 future.set_exception(exc)
             return
         self.commits += 1
+        self.write_failure = None
         self.rows_committed += sum(1 for o in outcomes if o != DUPLICATE)
         for (_, future), outcome in zip(batch, outcomes, strict=True):
             if not future.done():

@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from analyzers.catalog import canonical_repo, framework_id
 from bot.store.models import Delivery, Installation, Repository
-from bot.store.repositories import follow_rename
+from bot.store.repositories import follow_rename, settle_repository
 from bot.store.types import parse_datetime, utcnow
 from bot.webhooks.normalize import PayloadError
 
@@ -101,6 +101,13 @@ async def upsert_repository(
                 await follow_rename(session, repo.full_name, name)
                 repo.name_seen_at = seen_at
             repo.full_name = name
+        elif clash.github_id in (None, repo.github_id) and repo.github_id is not None:
+            # The new name is taken by a row of the same repository (a sync under that name
+            # made it, no id): merged as the sync does, one row under the new name keeping this
+            # one's id and installation, a thread stored under both names made one. (The name
+            # kept before: two rows, the threads of one repository counted under both.)
+            await settle_repository(session, name, repo.github_id, former=[repo.full_name],
+                                    seen_at=seen_at, framework=framework_id(name))
     if (seen_at is not None and repo.full_name.lower() == name.lower()
             and (repo.name_seen_at is None or seen_at > repo.name_seen_at)):
         repo.name_seen_at = seen_at

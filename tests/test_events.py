@@ -519,6 +519,28 @@ async def test_a_rename_onto_a_name_a_sync_already_stored_merges_the_two(ctx: An
     assert [c["body"] for c in moved["comments"]] == ["and me"]
 
 
+async def test_a_repository_renamed_delivery_renames_at_once(ctx: Any):
+    """`repository.renamed` had no handler: stored, marked done, and nothing renamed until a
+    thread delivery named the new name (the tracker's pages kept the old name meanwhile). It
+    renames the repository's row, its threads with it, merging a row a sync made under the
+    new name."""
+    from bot.webhooks.routers import router
+
+    await dispatch(ctx, "issues", envelope("opened", repo="someone/old-name", issue=issue(5)))
+    async with ctx.sessionmaker() as session:
+        session.add(Repository(full_name="someone/new-name"))  # a sync's row, no id
+        await session.commit()
+    renamed = envelope("renamed", repo="someone/new-name",
+                       changes={"repository": {"name": {"from": "old-name"}}})
+    renamed["repository"]["updated_at"] = stamp(3)
+    await router.dispatch(sansio.Event(renamed, event="repository", delivery_id="r1"), ctx)
+    async with ctx.sessionmaker() as session:
+        rows = [(r.full_name, r.github_id) for r in await session.scalars(select(Repository))]
+    assert rows == [("someone/new-name", renamed["repository"]["id"])], rows
+    assert await record(ctx, "someone/old-name", 5) is None
+    assert (await record(ctx, "someone/new-name", 5))["number"] == 5
+
+
 async def test_a_transferred_issue_keeps_its_one_failure_comment(ctx: Any):
     """An issue answered on verl, transferred to TRL (GitHub moves the comment with it): the
     app's once-only slot stayed at verl#5, a page that no longer exists, so at trl#301 the

@@ -17,6 +17,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 
 from analyzers.catalog import load_catalog
 from bot.context import CTX, INBOX, METRICS, WORKER, WORKER_PROCESS_COUNTS
+from bot.store.db import refuses_writes
 from bot.store.types import MAX_THREAD_NUMBER, parse_count, parse_thread_number
 
 log = logging.getLogger(__name__)
@@ -104,8 +105,6 @@ _WRITE_PROBE = text("UPDATE deliveries SET attempts = attempts WHERE 1 = 0")
 async def _database_state(ctx: Any) -> str:
     """"ok", "unreachable" (no answer within HEALTH_TIMEOUT), or "read-only" (reads work,
     the write probe or the inbox writer's last write was refused)."""
-    from bot.webhooks.inbox import refuses_writes
-
     async def ping() -> str:
         async with ctx.engine.connect() as conn:
             await conn.execute(text("SELECT 1"))

@@ -218,7 +218,7 @@ def test_app_manifest_is_least_privilege() -> None:
     assert manifest["hook_attributes"]["url"].endswith("/webhook")
     assert manifest["default_events"] == [
         "issues", "issue_comment", "pull_request", "pull_request_review",
-        "pull_request_review_comment", "discussion", "discussion_comment"]
+        "pull_request_review_comment", "discussion", "discussion_comment", "repository"]
     assert manifest["default_permissions"] == {
         "metadata": "read", "contents": "read", "issues": "write",
         "pull_requests": "write", "discussions": "write"}

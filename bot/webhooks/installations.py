@@ -447,6 +447,31 @@ async def handle_installation_target(payload: Mapping[str, Any], ctx: Any) -> No
         await session.commit()
 
 
+async def handle_repository_renamed(payload: Mapping[str, Any], ctx: Any) -> None:
+    """`repository.renamed` / `.transferred`: the row (found by GitHub's id) takes the new
+    name at once, its threads with it (upsert_repository; a row a sync made under the new name
+    is merged). Before, the event had no handler: the old name stayed until a thread delivery
+    named the new one."""
+    where = f"repository.{payload.get('action')}"
+    data = payload.get("repository")
+    if (not isinstance(data, Mapping) or not isinstance(data.get("id"), int)
+            or not isinstance(data.get("full_name"), str) or "/" not in data["full_name"]):
+        raise PayloadError(f"{where}: payload has no repository id and full_name")
+    updated = data.get("updated_at")
+    async with ctx.sessionmaker() as session:
+        await upsert_repository(session, data["full_name"], github_id=int(data["id"]),
+                                seen_at=parse_datetime(updated) if isinstance(updated, str) else None)
+        await session.commit()
+    _forget_written_repositories(ctx)
+    log.info("repository %s is %s now", data["id"], canonical_repo(data["full_name"]))
+
+
+@router.register("repository", action="renamed")
+@router.register("repository", action="transferred")
+async def on_repository_renamed(event: sansio.Event, ctx: Any) -> None:
+    await handle_repository_renamed(event.data, ctx)
+
+
 @router.register("installation")
 async def on_installation(event: sansio.Event, ctx: Any) -> None:
     await handle_installation(event.data, ctx, event.delivery_id)

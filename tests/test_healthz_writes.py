@@ -6,6 +6,7 @@ answered 503 and nothing reached the inbox."""
 from __future__ import annotations
 
 import asyncpg
+import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from bot.app import create_app
@@ -59,3 +60,34 @@ async def test_healthz_stays_ok_and_writes_nothing_on_a_writable_database(
             assert resp.status == 200
             assert await resp.json() == {"status": "ok", "database": "ok",
                                          "deliveries_failed": 0}
+
+
+async def test_healthz_is_ok_again_once_the_database_takes_writes(db_url: str) -> None:
+    """A delivery refused by a read-only database makes /healthz say "read-only" (the inbox
+    writer's last outcome: what a full disk is seen by). Once the database takes writes again,
+    /healthz says so at once, not only after the next delivery: a load balancer steering by
+    /healthz would send none."""
+    if not db_url.startswith("postgresql"):
+        pytest.skip("a SQLite file opened read-only stays so for the process")
+    await _read_only_url(db_url)
+    ctx = AppContext.create(Settings.from_env({"DATABASE_URL": db_url,
+                                               "GITHUB_WEBHOOK_SECRET": SECRET}))
+    try:
+        async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
+            body = b'{"zen": "read-only"}'
+            resp = await client.post("/webhook", data=body,
+                                     headers=delivery_headers("ping", body, SECRET))
+            assert resp.status == 503
+            plain = db_url.replace("postgresql+asyncpg://", "postgresql://")
+            conn = await asyncpg.connect(plain)
+            try:
+                await conn.execute("SET default_transaction_read_only = off")
+                await conn.execute(f'ALTER DATABASE "{plain.rsplit("/", 1)[1]}" '
+                                   "SET default_transaction_read_only = off")
+            finally:
+                await conn.close()
+            await ctx.engine.dispose()  # the pool's sessions took the old default
+            resp = await client.get("/healthz")
+            assert resp.status == 200, await resp.text()
+    finally:
+        await ctx.close()

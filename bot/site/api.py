@@ -131,8 +131,25 @@ async def _database_state(ctx: Any) -> str:
         return "unreachable"
     inbox = ctx.extras.get("inbox")
     if state == "ok" and inbox is not None and inbox.write_failure is not None:
-        return "read-only"  # e.g. a full disk: a rolled-back probe writes nothing to it
+        # The inbox's last batch was refused as a whole (e.g. a full disk, which a rolled-back
+        # probe does not reach). Asked again with a write that is committed (one inbox row
+        # written unchanged; only while that refusal stands): it succeeds once the database
+        # takes writes again, and /healthz says so without waiting for a delivery.
+        try:
+            await asyncio.wait_for(_committed_write(ctx), timeout=HEALTH_TIMEOUT)
+        except Exception:  # noqa: BLE001 - still refused (or no answer): as the inbox saw
+            return "read-only"
+        inbox.write_failure = None
     return state
+
+
+_COMMITTED_PROBE = text(  # the newest row, by the primary key (no scan)
+    "UPDATE deliveries SET attempts = attempts WHERE id = (SELECT max(id) FROM deliveries)")
+
+
+async def _committed_write(ctx: Any) -> None:
+    async with ctx.engine.begin() as conn:
+        await conn.execute(_COMMITTED_PROBE)
 
 
 async def _failed_deliveries(ctx: Any) -> int | None:

@@ -4,7 +4,6 @@ routes and the tracker pages (bot.site), and the inbox writer and worker started
 from __future__ import annotations
 
 import logging
-import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -33,21 +32,7 @@ async def refuse_nul(request: web.Request,
     return await handler(request)
 
 
-# Files of the libraries that talk to the database: an OSError raised inside them
-# (asyncpg's ConnectionRefusedError, a timeout) is the database not answering.
-_DATABASE_LIBRARIES = ("/asyncpg/", "/sqlalchemy/", "/aiosqlite/")
 _NO_ANSWER = "the database did not answer; try again later"
-
-
-def _database_unreachable(exc: BaseException) -> bool:
-    from sqlalchemy.exc import InterfaceError, OperationalError
-
-    if isinstance(exc, OperationalError | InterfaceError):
-        return True
-    if isinstance(exc, OSError | TimeoutError):
-        frames = traceback.extract_tb(exc.__traceback__)
-        return any(part in frame.filename for frame in frames for part in _DATABASE_LIBRARIES)
-    return False
 
 
 def _unavailable(request: web.Request, message: str) -> web.Response:
@@ -82,7 +67,7 @@ async def bounded_statements(request: web.Request,
                 log.warning("%s %s: %s (statement cut at %ss)", request.method,
                             request.path[:200], _TOO_LONG.partition(";")[0], seconds)
                 return _unavailable(request, _TOO_LONG)
-            if request.path.startswith("/api/") or not _database_unreachable(exc):
+            if request.path.startswith("/api/") or not store_db.database_unreachable(exc):
                 raise  # the API's own answers (api.json_errors); anything else is a bug
             log.warning("%s %s: the database did not answer (%s)", request.method,
                         request.path[:200], type(exc).__name__)

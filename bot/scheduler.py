@@ -57,6 +57,7 @@ MAX_ATTEMPTS = 3  # nights a thread whose re-analysis fails is tried, per analyz
 FAILED_SHOWN = 100  # failed threads a run's counts name (a broken model fails them all)
 RUNNING_TASKS = "nightly_tasks"  # ctx.extras: the nightly runs in progress in this process
 NIGHT_COUNTS = "nightly_counts"  # ctx.extras: the counts of the run in progress (for the report)
+NIGHT_RUN = "nightly_run"  # ctx.extras: the run in progress, its id and night (for the report)
 INTERRUPTED = "the process stopped during the run; the next start runs it again"
 
 Step = Callable[[Any], Awaitable[Any]]
@@ -262,7 +263,13 @@ async def step_report(ctx: Any) -> Any:
     from bot.site.report import run_report
 
     night = ctx.extras.get(NIGHT_COUNTS)
-    return await run_report(ctx, sync=_sync_problem(night.get("sync")) if night is not None else None)
+    run = ctx.extras.get(NIGHT_RUN) or {}
+    # Dated by the run's night (its scheduled time, else its start), not the clock when the
+    # report is built: a night that ran past midnight UTC, or a catch-up run the next day,
+    # took the next day's date, and the next night's report replaced it.
+    return await run_report(ctx, run.get("night"),
+                            sync=_sync_problem(night.get("sync")) if night is not None else None,
+                            run_id=run.get("id"))
 
 
 def _sync_problem(sync: Any) -> dict[str, Any] | None:
@@ -351,7 +358,8 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
                                  counts={"reason": f"the run scheduled at {fire_time.isoformat()} "
                                                    "was done already (another replica)"})
             return {"outcome": "skipped"}
-        run_id = await record_job_run(ctx, JOB_NAME, None, started_at=utcnow(), outcome="running", counts={})
+        started = utcnow()
+        run_id = await record_job_run(ctx, JOB_NAME, None, started_at=started, outcome="running", counts={})
         counts: dict[str, Any] = {}
         errors: list[str] = []
         running: set[asyncio.Task[Any]] = ctx.extras.setdefault(RUNNING_TASKS, set())
@@ -359,6 +367,7 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
         if task is not None:
             running.add(task)
         ctx.extras[NIGHT_COUNTS] = counts
+        ctx.extras[NIGHT_RUN] = {"id": run_id, "night": (fire_time or started).astimezone(UTC).date()}
         try:
             async with keep_alive(ctx, run_id):  # a run whose heartbeat stops reads interrupted
                 for name, step in steps or STEPS:
@@ -380,6 +389,7 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
             raise
         finally:
             ctx.extras.pop(NIGHT_COUNTS, None)
+            ctx.extras.pop(NIGHT_RUN, None)
             if task is not None:
                 running.discard(task)
         problems = [f"steps failed: {', '.join(errors)}"] if errors else []

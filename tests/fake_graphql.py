@@ -117,6 +117,7 @@ class FakeData:
     repo_ids: dict[str, int] = field(default_factory=dict)
     repo_updated: dict[str, str] = field(default_factory=dict)
     renamed: dict[str, str] = field(default_factory=dict)  # former name, lower case -> current
+    private: set[str] = field(default_factory=set)  # repositories GitHub calls isPrivate
 
     # ---- building -------------------------------------------------------------------------
     def _tick(self, seconds: int = 60) -> datetime:
@@ -400,6 +401,7 @@ class FakeGraphQL:
             "nameWithOwner": full,
             "databaseId": self.data.repo_ids.get(full),
             "updatedAt": self.data.repo_updated.get(full, _iso(BASE_TIME)),
+            "isPrivate": full in self.data.private,
             **{f: self._repo_connection(full, k) for f, k in self.KIND_FIELDS.items()},
         }
 

@@ -117,6 +117,11 @@ async def test_every_shared_payload_is_stored(ctx: Any, shared_dir: Path):
         if event in THREAD_EVENTS and action == "deleted":
             assert stored is None, path
             continue
+        if payload["repository"].get("private"):
+            # issues/transferred.json: sent by a private repository, nothing of which is
+            # stored (tests/test_private_repos.py); its new public place sends its own opened
+            assert stored is None, path
+            continue
         assert stored is not None, path
         assert stored["title"] == obj["title"], path
         assert stored["body"] == (obj.get("body") or None), path

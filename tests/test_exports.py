@@ -306,8 +306,6 @@ def test_every_csv_cell_is_neutralised_lists_too() -> None:
     assert parsed[0]["methods"] == "'=1+1;gspo" and parsed[0]["arxiv_ids"] == "'@x"
 
 
-@pytest.mark.xfail(strict=True, reason="left for the webhook/store owners (review49): a private "
-                   "repository's threads are stored like public ones and nothing marks them")
 async def test_a_private_repositorys_issue_is_in_no_public_export(ctx: Any, client: TestClient
                                                                  ) -> None:
     """The app installed on an organisation's every repository receives its private ones'

@@ -5,6 +5,7 @@ made)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import warnings
 from typing import Any
 
@@ -264,4 +265,35 @@ def test_0013_discussion_comments_get_their_own_kind_without_loss(db_url: str) -
     migrate.upgrade(db_url)
     assert sorted(asyncio.run(_execute(db_url, "SELECT github_id, kind FROM comments"))) == [
         (10, "comment"), (11, "review_comment"), (12, "discussion_comment")]
+def test_0014_forgets_the_repositories_the_inbox_last_called_private(db_url: str) -> None:
+    """The data step of 0014 (review54): threads stored before the privacy check from a
+    repository whose latest stored payload says `"private":true` (GitHub's compact JSON) are
+    forgotten and its row marked; one called public by a later payload (made public again)
+    and a public one keep their threads."""
+    command.downgrade(migrate.alembic_config(db_url), "0013")
+    assert "private" not in columns(db_url, "repositories")
+
+    def payload(repo: str, private: bool) -> str:
+        return json.dumps({"action": "opened", "repository": {
+            "id": len(repo), "full_name": repo, "private": private}, "issue": {"number": 1}},
+            separators=(",", ":"))
+
+    deliveries = [("o/secret", True), ("o/again", True), ("o/again", False), ("o/open", False)]
+    for k, (repo, private) in enumerate(deliveries):
+        asyncio.run(_execute(db_url, "INSERT INTO deliveries (delivery_id, event, action, repo, "
+                                     "payload, status, attempts, received_at) VALUES "
+                                     f"('d{k}', 'issues', 'opened', '{repo}', "
+                                     # (text(): a colon escaped is no bind parameter)
+                                     f"'{payload(repo, private)}', 'done', 1, CURRENT_TIMESTAMP)"
+                                     .replace(":", "\\:")))
+    for repo in ("o/secret", "o/again", "o/open"):
+        asyncio.run(_execute(db_url, "INSERT INTO threads (repo, number, kind, title, labels, "
+                                     "assignees, complete, muted, state, stored_at) VALUES "
+                                     f"('{repo}', 1, 'issue', 't', '[]', '[]', true, false, "
+                                     "'open', CURRENT_TIMESTAMP)"))
+    migrate.upgrade(db_url)
+    assert sorted(r[0] for r in asyncio.run(_execute(db_url, "SELECT repo FROM threads"))) == [
+        "o/again", "o/open"]
+    assert asyncio.run(_execute(
+        db_url, "SELECT full_name FROM repositories WHERE private")) == [("o/secret",)]
     assert schema_differences(db_url) == []

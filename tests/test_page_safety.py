@@ -77,6 +77,23 @@ async def test_a_page_that_crashes_carries_the_security_headers(ctx) -> None:
         await client.close()
 
 
+async def test_a_missing_table_is_a_bug_not_a_database_that_did_not_answer(ctx) -> None:
+    """SQLite reports a table it lacks as an OperationalError, as it does a locked file: the
+    pages and the API answered 503 "the database did not answer; try again later" to a
+    schema a migration lost, which no retry mends. A missing table is a 500 (logged with its
+    traceback), on both databases (PostgreSQL calls it UndefinedTable)."""
+    client = await _client(ctx)
+    try:
+        async with ctx.engine.begin() as conn:
+            await conn.execute(text("DROP TABLE verdicts"))
+        page = await client.get("/verdicts", headers={"Accept": "text/html"})
+        api = await client.get("/api/verdicts")
+        assert (page.status, api.status) == (500, 500)
+        assert "try again later" not in (await page.text()) + (await api.text())
+    finally:
+        await client.close()
+
+
 # --- direction overrides in GitHub's text -----------------------------------------------------
 
 RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE: reverses what follows until its paragraph ends

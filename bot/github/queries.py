@@ -180,8 +180,10 @@ def build_sync_query(
                           f"a{i}": slot.after})
         parts.append(
             # the repository's id and current name: a former name GitHub resolves, or a row
-            # stored under a name from before a rename, is settled on the current one
+            # stored under a name from before a rename, is settled on the current one; and
+            # whether it is private (nothing of a private repository is stored)
             f"s{i}: repository(owner: $o{i}, name: $n{i}) {{ databaseId nameWithOwner updatedAt "
+            f"isPrivate "
             f"{field}(first: $f{i}, after: $a{i}, "
             "orderBy: {field: UPDATED_AT, direction: DESC}) { totalCount pageInfo { ...PageFields } "
             f"nodes {{ ...{fragment} }} }} }}"

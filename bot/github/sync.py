@@ -399,6 +399,7 @@ class Syncer:
         self.thread_budget = THREADS_PER_REQUEST  # halved after an error, restored after success
         self.continuation_budget = CONTINUATIONS_PER_REQUEST
         self.errors: list[dict[str, Any]] = []  # the GraphQL errors of the last partial answer
+        self.marked_private: set[str] = set()  # stored rows marked private (bot/store/privacy.py)
         # repositories seen in a stream's first answer, to settle at the next write:
         # lower-case name -> (name, GitHub id, its updatedAt, former names the sync was given)
         self._identities: dict[str, tuple[str, int | None, datetime | None, set[str]]] = {}
@@ -415,6 +416,8 @@ class Syncer:
                     func.lower(Repository.full_name) == repo.lower()))
                 if row is not None:
                     repo = row.full_name
+                    if row.private:
+                        self.marked_private.add(repo)
                 if row is None:
                     row = Repository(full_name=repo, framework=framework_id(repo))
                     session.add(row)
@@ -1044,7 +1047,7 @@ class Syncer:
             taken = [self._saw_repository(stream, data.get(f"s{i}")) for i, stream in enumerate(streams)]
             for i, stream in enumerate(streams):
                 repo_data = data.get(f"s{i}")
-                if not taken[i]:
+                if not taken[i] or await self._private(stream, repo_data):
                     continue
                 field_name = {"issue": "issues", "pull_request": "pullRequests",
                               "discussion": "discussions"}[stream.kind]
@@ -1075,6 +1078,39 @@ class Syncer:
             total = sum(s.total or 0 for s in self.streams if s.backfill) or None
             self.progress.update(self.stats.threads, total, self.stats)
             await self._pace(data.get("rateLimit"))
+
+    async def _private(self, stream: Stream, repo_data: dict[str, Any] | None) -> bool:
+        """A repository GitHub calls private (`isPrivate`): none of its pages is taken, its
+        streams end without a cursor, and what was stored of it is forgotten (it was public
+        then, or stored before the check). One whose stored row is marked private and GitHub
+        calls public again loses the mark (its cursors were forgotten: it is backfilled)."""
+        if not repo_data or "isPrivate" not in repo_data:
+            return False
+        from bot.store.privacy import forget_repository, publicize_repository
+
+        repo = stream.repo
+        if not repo_data["isPrivate"]:
+            if repo in self.marked_private:
+                self.marked_private.discard(repo)
+                async with self.ctx.sessionmaker() as session:
+                    await publicize_repository(session, repo)
+                    await session.commit()
+            return False
+        for s in self.streams:
+            if s.repo == repo:
+                s.done = s.closed = True
+                s.pages.clear()
+        keys = {k for k, pt in self.pending.items() if pt.stream.repo == repo}
+        self.continuations = deque(c for c in self.continuations if c.thread_key not in keys)
+        for k in keys:
+            del self.pending[k]
+        async with self.ctx.sessionmaker() as session:
+            await forget_repository(session, repo)
+            await session.commit()
+        if repo not in self.marked_private:
+            log.warning("sync: %s is private on GitHub: nothing of it is stored", repo)
+            self.marked_private.add(repo)
+        return True
 
 
 def _first_line(exc: BaseException) -> str:

@@ -13,11 +13,10 @@ from typing import Any
 
 from aiohttp import web
 from sqlalchemy import func, select, text
-from sqlalchemy.exc import InterfaceError, OperationalError
 
 from analyzers.catalog import load_catalog
 from bot.context import CTX, INBOX, METRICS, WORKER, WORKER_PROCESS_COUNTS
-from bot.store.db import refuses_writes
+from bot.store import db as store_db
 from bot.store.types import MAX_THREAD_NUMBER, parse_count, parse_thread_number
 
 log = logging.getLogger(__name__)
@@ -85,14 +84,14 @@ async def json_errors(request: web.Request,
         return response
     except asyncio.CancelledError:
         raise
-    except (OSError, OperationalError, InterfaceError) as exc:
+    except Exception as exc:
+        if not store_db.database_unreachable(exc):
+            log.exception("%s %s failed", request.method, request.path[:200])
+            return _json_error(500, "internal error: the request could not be answered "
+                                    "(logged on the server)")
         log.warning("%s %s: the database did not answer (%s)", request.method,
                     request.path[:200], type(exc).__name__)
         return _json_error(503, "the database did not answer; try again later")
-    except Exception:
-        log.exception("%s %s failed", request.method, request.path[:200])
-        return _json_error(500, "internal error: the request could not be answered "
-                                "(logged on the server)")
 
 
 # A write that changes nothing, in a transaction rolled back: refused by a read-only database
@@ -114,7 +113,7 @@ async def _database_state(ctx: Any) -> str:
                     await conn.exec_driver_sql("PRAGMA busy_timeout=0")
                 await conn.execute(_WRITE_PROBE)  # in the transaction SELECT 1 began
             except Exception as exc:  # noqa: BLE001 - classified below
-                if refuses_writes(exc):
+                if store_db.refuses_writes(exc):
                     return "read-only"
                 if not (sqlite and "locked" in str(exc)):
                     raise

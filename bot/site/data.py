@@ -215,7 +215,8 @@ async def proposal_counts(session: AsyncSession) -> dict[str, dict[str, int]]:
 
 async def reception(session: AsyncSession, repos: list[str] | None = None) -> list[dict[str, Any]]:
     """Per installed repository: the app's comments and how they were received."""
-    query = select(Repository).where(Repository.installation_id.is_not(None))
+    query = select(Repository).where(Repository.installation_id.is_not(None),
+                                     Repository.private.is_(False))  # never named publicly
     if repos is not None:
         query = query.where(func.lower(Repository.full_name).in_([r.lower() for r in repos] or ["-"]))
     repositories = list(await session.scalars(query.order_by(Repository.full_name)))

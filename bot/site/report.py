@@ -36,7 +36,7 @@ from sqlalchemy import select, update
 from analyzers.catalog import canonical_repo, framework_id
 from bot.site.study import detected_since
 from bot.store.models import Action, Analysis, Comment, Report, Repository, Thread, Verdict
-from bot.store.types import utcnow
+from bot.store.types import format_datetime, parse_datetime, utcnow
 from bot.store.verdicts import agreement, shown_columns, shown_failure
 
 log = logging.getLogger(__name__)
@@ -98,7 +98,8 @@ async def collect_state(ctx: Any, now: datetime) -> tuple[dict[str, dict[str, An
         replies = await _first_replies(session, {i: t for i, t in threads.items()})
         paused = [{"repo": r.full_name, "reason": r.paused_reason or ""}
                   for r in await session.scalars(
-                      select(Repository).where(Repository.comments_paused.is_(True))
+                      select(Repository).where(Repository.comments_paused.is_(True),
+                                               Repository.private.is_(False))
                       .order_by(Repository.full_name))]
     for thread, analysis, verdict in rows:
         framework = framework_id(thread.repo)
@@ -125,7 +126,7 @@ async def collect_state(ctx: Any, now: datetime) -> tuple[dict[str, dict[str, An
             "concerns": sorted(review.get("concerns") or []),
             "methods": list((analysis.methods if analysis else None) or []),
             "arxiv_ids": list((analysis.arxiv_ids if analysis else None) or []),
-            "created_at": thread.created_at.isoformat() if thread.created_at else None,
+            "created_at": format_datetime(thread.created_at),
             "first_reply_days": _days(first_reply - thread.created_at)
             if first_reply and thread.created_at else None,
         }
@@ -169,6 +170,12 @@ def diff(previous: dict[str, dict[str, Any]] | None, current: dict[str, dict[str
     return changes
 
 
+def _parsed(value: str) -> datetime:
+    parsed = parse_datetime(value)
+    assert parsed is not None
+    return parsed
+
+
 def _same_thread(repo: str, number: Any) -> tuple[str, str]:
     """A thread whatever name its repository had: the catalog's current name, any case."""
     return canonical_repo(str(repo)).lower(), str(number)
@@ -187,13 +194,14 @@ async def _resumed(session: Any, since: datetime | None, now: datetime) -> list[
     if since.tzinfo is None:
         since = since.replace(tzinfo=UTC)
     rows = await session.scalars(
-        select(Repository).where(Repository.resumed_at.is_not(None))
+        select(Repository).where(Repository.resumed_at.is_not(None),
+                                 Repository.private.is_(False))
         .order_by(Repository.full_name))
     out = []
     for r in rows:
         at = r.resumed_at if r.resumed_at.tzinfo else r.resumed_at.replace(tzinfo=UTC)
         if since < at <= now:
-            out.append({"repo": r.full_name, "by": r.resumed_by or "", "at": at.isoformat(),
+            out.append({"repo": r.full_name, "by": r.resumed_by or "", "at": format_datetime(at),
                         "paused_again": bool(r.comments_paused)})
     return out
 
@@ -229,14 +237,14 @@ async def build_report(ctx: Any, day: date | None = None, *,
         proposals = {k: v for k, v in mine.items() if v["is_proposal"]}
         by_state = {s: sum(1 for v in proposals.values() if v["state"] == s) for s in STATES}
         waiting = sorted(
-            ({"key": k, "days": _days(opened_to - datetime.fromisoformat(v["created_at"]))}
+            ({"key": k, "days": _days(opened_to - _parsed(v["created_at"]))}
              for k, v in proposals.items()
              if v["state"] == "open_no_reply" and not v["replied"] and v["created_at"]),
             key=lambda w: (-w["days"], _sort_key(w["key"])))
         failures: dict[str, list[str]] = defaultdict(list)
         failures_set_by: list[str] = []  # of those, the ones whose kind a person set
         for k, v in sorted(mine.items(), key=lambda kv: _sort_key(kv[0])):
-            created = datetime.fromisoformat(v["created_at"]) if v["created_at"] else None
+            created = parse_datetime(v["created_at"])
             if v["is_failure"] and created and opened_from <= created < opened_to:
                 failures[v["category"] or "other_failure"].append(k)
                 if v.get("set_by"):
@@ -254,7 +262,7 @@ async def build_report(ctx: Any, day: date | None = None, *,
         }
     return {
         "date": day.isoformat(), "previous": prev_date, "baseline": prev_snapshot is None,
-        "generated_at": now.isoformat(), "frameworks": per_fw, "paused": extra["paused"],
+        "generated_at": format_datetime(now), "frameworks": per_fw, "paused": extra["paused"],
         "resumed": resumed, "sync": sync,
         "totals": {kind: len(items) for kind, items in changes.items()},
         "new_landings": len(new_landings),
@@ -310,6 +318,33 @@ def chart(data: dict[str, Any]) -> dict[str, Any]:
         rows.append({"id": fid, "y": 30 + i * 28, "segments": segments, "total": sum(fw["by_state"].values()),
                      "reply": reply, "reply_w": round(150.0 * (reply or 0) / longest, 1)})
     return {"rows": rows, "height": 30 + len(rows) * 28 + 40, "states": STATES}
+
+
+async def shown_data(session: Any, data: dict[str, Any]) -> dict[str, Any]:
+    """A stored report's data as shown (its page, `--out` of a past night): without the titles
+    of the threads deleted on GitHub since (buried: bot.store.threads.graves), whose text the
+    tracker no longer keeps anywhere else. The key, links and numbers stay."""
+    from bot.store.threads import graves, is_buried, thread_grave
+
+    titles = data.get("titles") or {}
+    snapshot = data.get("snapshot") or {}
+    of_key: dict[str, str] = {}
+    for key in titles:
+        state = snapshot.get(key) or {}
+        repo, _, number = key.rpartition("#")
+        if repo and number.isdigit():
+            of_key[key] = thread_grave(str(state.get("repo") or repo),
+                                       int(state.get("number") or number),
+                                       str(state.get("kind") or "issue"))
+    found: dict[str, datetime | None] = {}
+    wanted = sorted(set(of_key.values()))
+    for i in range(0, len(wanted), 500):
+        found.update(await graves(session, set(wanted[i:i + 500])))
+    gone = {key for key, grave in of_key.items()
+            if is_buried(found, grave, (snapshot.get(key) or {}).get("created_at"))}
+    if not gone:
+        return data
+    return {**data, "titles": {k: v for k, v in titles.items() if k not in gone}}
 
 
 def render_html(data: dict[str, Any]) -> str:
@@ -422,9 +457,28 @@ async def _post_through(ctx: Any, installation: int | None, repo: str, number: i
     return {"comment_id": posted.get("id"), "comment_node_id": posted.get("node_id")}
 
 
-async def post_report(ctx: Any, day: str, markdown: str) -> str:
+async def _claimed_by_a_dead_run(session: Any, claim: Action, run_id: int | None) -> bool:
+    """Whether the night's pending claim was left by a nightly run that is no more: the claim
+    names its run (`details["run"]`), and that run is this one, or its row says it ended
+    (cancelled at a normal stop, marked at the next start, or finished) or its heartbeat
+    stopped. A claim naming no run (`rltracker report`) is judged by its age alone."""
+    from bot.store.jobs import shown_outcome
+    from bot.store.models import JobRun
+
+    owner = (claim.details or {}).get("run")
+    if not isinstance(owner, int):
+        return False
+    if owner == run_id:
+        return True
+    row = await session.get(JobRun, owner)
+    return row is None or shown_outcome(row) != "running"
+
+
+async def post_report(ctx: Any, day: str, markdown: str, *, run_id: int | None = None) -> str:
     """Posts the night's report on settings.report_issue: edits the app's own comment for that
-    night, or adds one; never two for one night (Action dedupe_key "report:{date}")."""
+    night, or adds one; never two for one night (Action dedupe_key "report:{date}").
+    `run_id`: the nightly run posting it (JobRun id), written on the claim so that a later
+    run can tell a claim its dead run left (taken over at once) from a live run's."""
     target = ctx.settings.report_issue
     if not target:
         return "no_issue"
@@ -440,7 +494,8 @@ async def post_report(ctx: Any, day: str, markdown: str) -> str:
         action = await session.scalar(select(Action).where(Action.dedupe_key == key))
         if action is None:
             action = Action(repo=repo, number=number, kind="report", status="pending",
-                            dedupe_key=key, created_at=now, updated_at=now)
+                            dedupe_key=key, details={"run": run_id}, created_at=now,
+                            updated_at=now)
             session.add(action)
             try:
                 await session.commit()
@@ -451,14 +506,19 @@ async def post_report(ctx: Any, day: str, markdown: str) -> str:
             # The night's row exists: take it (pending) only as it was read, and not while
             # another run (`rltracker report` beside the nightly job, a second replica) is
             # posting it. That run found the row `pending` and posted too: two comments.
-            if action.status == "pending" and action.updated_at >= now - STALE_PENDING:
+            # A pending row of a nightly run known dead (the process stopped while it
+            # posted; the catch-up run at the next start found it minutes old) is taken over
+            # at once: the comment, if GitHub created it, is found by its marker.
+            if (action.status == "pending" and action.updated_at >= now - STALE_PENDING
+                    and not await _claimed_by_a_dead_run(session, action, run_id)):
                 await session.rollback()
                 return "owned"
             taken = await session.execute(
                 update(Action)
                 .where(Action.id == action.id, Action.status == action.status,
                        Action.updated_at == action.updated_at)
-                .values(status="pending", updated_at=now))
+                .values(status="pending", updated_at=now,
+                        details={**(action.details or {}), "run": run_id}))
             await session.commit()
             if taken.rowcount != 1:
                 return "owned"
@@ -496,18 +556,20 @@ async def _record_night(ctx: Any, action_id: int, lease: datetime | None, **valu
 
 
 async def run_report(ctx: Any, day: date | None = None, out: Path | None = None, *,
-                     stored: bool = False, sync: dict[str, Any] | None = None) -> dict[str, Any] | None:
+                     stored: bool = False, sync: dict[str, Any] | None = None,
+                     run_id: int | None = None) -> dict[str, Any] | None:
     """Build, store, write (`out`) and post the report of `day`. `stored`: the report stored
     for `day` as it was built that night, written and posted again, not rebuilt (None when
     there is none): a report shows the state when it is built, so rebuilding a past night's
-    put today's state under that night's date, over what was stored."""
+    put today's state under that night's date, over what was stored. `run_id`: the nightly
+    run building it (its claim names it: post_report)."""
     if stored:
         assert day is not None
         async with ctx.sessionmaker() as session:
             row = await session.scalar(select(Report).where(Report.date == day.isoformat()))
-        if row is None:
-            return None
-        data, markdown = row.data, row.markdown
+            if row is None:
+                return None
+            data, markdown = await shown_data(session, row.data), row.markdown
     else:
         data = await build_report(ctx, day, sync=sync)
         markdown = render_markdown(data, ctx.settings.public_url)
@@ -518,7 +580,8 @@ async def run_report(ctx: Any, day: date | None = None, out: Path | None = None,
     error: dict[str, str] = {}
     try:
         outcome = await post_report(ctx, data["date"],
-                                    markdown_to_post(markdown, data, ctx.settings.public_url))
+                                    markdown_to_post(markdown, data, ctx.settings.public_url),
+                                    run_id=run_id)
     except Exception as exc:  # noqa: BLE001 - a failed post leaves the stored report usable
         # Said by the caller: the nightly run's record (partial), the command's exit status.
         outcome = "failed"

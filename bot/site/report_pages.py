@@ -43,21 +43,22 @@ async def reports_index(request: web.Request) -> web.Response:
 
 
 async def report_page(request: web.Request) -> web.Response:
-    from bot.site.report import render_html
+    from bot.site.report import render_html, shown_data
     from bot.templating import html_env
 
     day = request.match_info["date"]
-    row = None
+    row = data = None
     if _DATE.match(day):
         async with app_context(request).sessionmaker() as session:
             row = await session.scalar(select(Report).where(Report.date == day))
-    if row is None:
+            data = await shown_data(session, row.data) if row is not None else None
+    if row is None or data is None:
         try:
             page = html_env().get_template("site/not_found.html").render(what="report")
         except Exception:  # noqa: BLE001 - the site's template may expect other names
             page = f"<!doctype html><title>Not found</title><p>No report for {day!s:.10}.</p>"
         return _html(page, status=404)
-    return _html(render_html(row.data))
+    return _html(render_html(data))
 
 
 async def report_markdown(request: web.Request) -> web.Response:

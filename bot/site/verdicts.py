@@ -66,7 +66,7 @@ async def _open_to_verdicts(session: AsyncSession) -> dict[str, str | None]:
     silenced = await silenced_installations(session)
     rows = await session.execute(
         select(Repository.full_name, Repository.installation_id)
-        .where(Repository.installation_id.is_not(None)))
+        .where(Repository.installation_id.is_not(None), Repository.private.is_(False)))
     return {name.lower(): framework_id(name) for name, installation in rows.all()
             if installation not in silenced}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -76,6 +77,27 @@ def refuses_writes(exc: BaseException) -> bool:
             if isinstance(state, str) and state.startswith(_NO_WRITES_SQLSTATE_PREFIXES):
                 return True
         current = current.__cause__ or current.__context__
+    return False
+
+
+# Files of the libraries that talk to the database: an OSError raised inside them
+# (asyncpg's ConnectionRefusedError, a timeout) is the database not answering.
+_DATABASE_LIBRARIES = ("/asyncpg/", "/sqlalchemy/", "/aiosqlite/")
+# SQLite reports a schema it lacks as an OperationalError, as it does a locked or missing
+# file: those are a bug or an unmigrated database (a 500 and a traceback), not "try later".
+_SQLITE_SCHEMA_ERRORS = ("no such table", "no such column")
+
+
+def database_unreachable(exc: BaseException) -> bool:
+    """`exc` says the database did not answer (down, restarting, locked, unreadable): a web
+    request answers 503 "try again later" for it; anything else is a bug."""
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    if isinstance(exc, OperationalError | InterfaceError):
+        return not str(getattr(exc, "orig", exc)).startswith(_SQLITE_SCHEMA_ERRORS)
+    if isinstance(exc, OSError | TimeoutError):
+        frames = traceback.extract_tb(exc.__traceback__)
+        return any(part in frame.filename for frame in frames for part in _DATABASE_LIBRARIES)
     return False
 
 

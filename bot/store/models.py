@@ -81,6 +81,9 @@ class Repository(Base):
     # repos resume`) and when: the reception check judges only comments posted after it.
     resumed_at: Mapped[datetime | None]
     resumed_by: Mapped[str | None] = mapped_column(String(255))
+    # GitHub calls it private (or internal): nothing of it is stored, shown or spoken in
+    # (bot/store/privacy.py, migration 0014); the row keeps only this mark.
+    private: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 

@@ -63,6 +63,7 @@ from bot.speaking.rule_summary import rules_markdown
 from bot.speaking.verdict import minimize_comments, mute_thread, settle_verdict
 from bot.store.models import Action, Repository
 from bot.store.types import parse_datetime
+from bot.webhooks.privacy import private_flags
 
 log = logging.getLogger(__name__)
 
@@ -307,6 +308,8 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     parsed = parse_command(body)
     if parsed is None:
         return "no_command"
+    if await private_flags(ctx, [data]) == [True]:
+        return "private"  # a private repository: nothing stored, no reply (bot/webhooks/privacy.py)
     if data.get("action") == "edited" and _same_command(_command_before_edit(data), parsed):
         return "unchanged_command"
     user = comment.get("user") or {}

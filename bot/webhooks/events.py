@@ -71,6 +71,7 @@ from bot.webhooks.normalize import (
     change_from_payload,
     comment_from_review,
 )
+from bot.webhooks.privacy import moved_to_private, private_flags
 
 log = logging.getLogger(__name__)
 router = Router()
@@ -600,6 +601,9 @@ async def apply_change(
     """Write one delivery's change; returns the (repo, number) whose thread changed.
     `looked`: the threads and comments the caller's session already looked up (a batch)."""
     change = _under(change, await _repository(session, payload, change.repo, seen))
+    if change.transfer is not None and await moved_to_private(session, payload):
+        # Transferred to a private repository: it leaves the tracker as a deleted one does.
+        change = replace(change, transfer=None, delete_thread=True)
     if looked is not None and (change.transfer is not None or change.delete_thread):
         looked.forget()
         looked = None
@@ -656,6 +660,8 @@ async def apply_change(
 async def handle(event_name: str, payload: Mapping[str, Any], ctx: Any) -> tuple[str, int]:
     """Store what a thread/comment delivery says, commit, then run the pipeline."""
     change = change_from_payload(event_name, payload, canonical_repo)
+    if (await private_flags(ctx, [payload]))[0]:
+        return change.repo, change.number  # a private repository: nothing of it is stored
     [now] = await _reviews_now(ctx, [change], [payload])
     if isinstance(now, BaseException):
         raise now
@@ -693,6 +699,9 @@ async def handle_batch(events: list[sansio.Event], ctx: Any) -> list[BaseExcepti
             outcomes[k] = exc
             continue
         readable.append((k, event.event, change, event.data))
+    # A private repository's delivery: nothing of it is stored (outcome None, handled).
+    private = await private_flags(ctx, [p for *_, p in readable])
+    readable = [r for r, hidden in zip(readable, private, strict=True) if not hidden]
     nows = await _reviews_now(ctx, [c for _, _, c, _ in readable], [p for *_, p in readable])
     for (k, *_), now in zip(readable, nows, strict=True):
         if isinstance(now, BaseException):

@@ -310,6 +310,20 @@ async def _upsert_installation(
     return inst
 
 
+def _listed_private(repo: Mapping[str, Any]) -> bool:
+    return repo.get("private") is True or repo.get("visibility") in ("private", "internal")
+
+
+async def _keep_private(session: AsyncSession, row: Repository, listed: Mapping[str, Any]) -> None:
+    """A repository the installation lists as private: its row is marked and nothing of it
+    is kept (bot/store/privacy.py). One listed public keeps its mark: only `publicized` or the
+    sync (GitHub's answer now) lifts it, as an installation event may be an old one."""
+    if _listed_private(listed):
+        from bot.store.privacy import forget_repository
+
+        await forget_repository(session, row.full_name, row.github_id)
+
+
 def _forget_written_repositories(ctx: Any) -> None:
     """bot.webhooks.events skips repository rows it already wrote; after an installation change they
     must be written again."""
@@ -392,16 +406,17 @@ async def handle_installation(payload: Mapping[str, Any], ctx: Any,
         repos = [r for r in listed if github_holds.get(str(r["full_name"]).lower(), iid) == iid]
         for repo in repos:
             # a stale event about an uninstalled installation links nothing to it
-            await upsert_repository(
+            row = await upsert_repository(
                 session, repo["full_name"], github_id=repo.get("id"),
                 installation_id=None if inst.deleted else iid, installation_event=True,
             )
+            await _keep_private(session, row, repo)
         await session.commit()
     _forget_written_repositories(ctx)
     _forget_token(ctx, iid, str(action))  # dead, refused, or lacking the new permissions
     log.info("installation %s %s", iid, action)
     if action == "created" and not inst.deleted:
-        await _start_preview(ctx, repos)
+        await _start_preview(ctx, [r for r in repos if not _listed_private(r)])
 
 
 async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any,
@@ -419,9 +434,10 @@ async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any,
         added = [r for r in added if github_holds.get(str(r["full_name"]).lower(), iid) == iid]
         for repo in added:  # (an add older than its removal: GitHub no longer holds it here)
             # a stale event about an uninstalled installation links nothing to it
-            await upsert_repository(session, repo["full_name"], github_id=repo.get("id"),
-                                    installation_id=None if inst.deleted else iid,
-                                    installation_event=True)
+            row = await upsert_repository(session, repo["full_name"], github_id=repo.get("id"),
+                                          installation_id=None if inst.deleted else iid,
+                                          installation_event=True)
+            await _keep_private(session, row, repo)
         for repo in removed:
             if github_holds.get(str(repo["full_name"]).lower()) == iid:
                 continue  # a removal older than an add since: GitHub holds it here
@@ -433,7 +449,7 @@ async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any,
     _forget_written_repositories(ctx)
     log.info("installation %s: %d repositories added, %d removed", iid, len(added), len(removed))
     if action == "added" and not inst.deleted:
-        await _start_preview(ctx, added)
+        await _start_preview(ctx, [r for r in added if not _listed_private(r)])
 
 
 async def handle_installation_target(payload: Mapping[str, Any], ctx: Any) -> None:

@@ -8,9 +8,9 @@ from typing import Any
 
 from gidgethub.routing import Router
 
-from bot.webhooks import commands, events, installations
+from bot.webhooks import commands, events, installations, privacy
 
-router = Router(events.router, installations.router, commands.router)
+router = Router(events.router, installations.router, commands.router, privacy.router)
 
 
 @dataclass(frozen=True)
@@ -38,5 +38,5 @@ def _thread_event_without_command(event: Any) -> bool:
 batch_handling = BatchHandling(
     takes=_thread_event_without_command,
     handle=events.handle_batch,
-    rest=Router(installations.router, commands.router),
+    rest=Router(installations.router, commands.router, privacy.router),
 )

@@ -1,0 +1,252 @@
+"""Private repositories: nothing of them is kept (review54).
+
+The tracker publishes the public record of open-source frameworks. A repository GitHub calls
+private (or internal, an enterprise's) is no public record: nothing of it is stored, so no
+page, API answer, export or report shows it. Its Repository row stays with `private` true
+and nothing else of use, so a delivery queued before the repository was made private (its
+payload still says public) stores nothing either; `repository.publicized`, or the sync
+finding it public again (GraphQL `isPrivate` false), clears the mark.
+
+`forget` is written against a plain connection (a sync Session or Connection), so migration
+0014 runs the same code as the webhook handler and the sync (through `run_sync`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy import delete, func, insert, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.store.models import (
+    Action,
+    Analysis,
+    AnalysisFailure,
+    Comment,
+    ContributionRules,
+    Delivery,
+    Report,
+    Repository,
+    SyncCursor,
+    Thread,
+    Verdict,
+)
+
+
+def payload_is_private(payload: Mapping[str, Any] | None) -> bool:
+    """Whether a delivery's `repository` is not public: `private` true, or a `visibility`
+    other than public (internal repositories are visible to an enterprise's members only).
+    A payload that says neither (short test payloads, events without a repository) is not."""
+    repo = payload.get("repository") if isinstance(payload, Mapping) else None
+    return isinstance(repo, Mapping) and _listed_private(repo)
+
+
+def _listed_private(repo: Mapping[str, Any]) -> bool:
+    visibility = repo.get("visibility")
+    return repo.get("private") is True or visibility in ("private", "internal")
+
+
+def _repository_of(payload: Mapping[str, Any]) -> tuple[str | None, int | None]:
+    repo = payload.get("repository")
+    if not isinstance(repo, Mapping):
+        return None, None
+    name = repo.get("full_name")
+    rid = repo.get("id")
+    return (str(name) if isinstance(name, str) else None,
+            rid if isinstance(rid, int) and not isinstance(rid, bool) else None)
+
+
+async def private_deliveries(session: AsyncSession,
+                             payloads: Iterable[Mapping[str, Any]]) -> list[bool]:
+    """Per payload: whether it is about a private repository, as it says or as the stored
+    row is marked (a delivery sent before the repository was made private), in one query."""
+    payloads = list(payloads)
+    out = [payload_is_private(p) for p in payloads]
+    asked = [(k, *_repository_of(p)) for k, p in enumerate(payloads) if not out[k]]
+    names = {n.lower() for _, n, _ in asked if n}
+    ids = {i for _, _, i in asked if i is not None}
+    if not names and not ids:
+        return out
+    conditions = []
+    if names:
+        conditions.append(func.lower(Repository.full_name).in_(sorted(names)))
+    if ids:
+        conditions.append(Repository.github_id.in_(sorted(ids)))
+    rows = (await session.execute(select(Repository.full_name, Repository.github_id).where(
+        Repository.private.is_(True), or_(*conditions)))).all()
+    marked_names = {str(n).lower() for n, _ in rows}
+    marked_ids = {i for _, i in rows if i is not None}
+    for k, name, rid in asked:
+        out[k] = (name is not None and name.lower() in marked_names) or (
+            rid is not None and rid in marked_ids)
+    return out
+
+
+async def delivery_is_private(session: AsyncSession, payload: Mapping[str, Any]) -> bool:
+    return (await private_deliveries(session, [payload]))[0]
+
+
+async def stored_private(session: AsyncSession, name: str) -> bool:
+    """Whether the stored row of the repository `name` is marked private."""
+    return bool(await session.scalar(select(Repository.private).where(
+        func.lower(Repository.full_name) == name.lower())))
+
+
+# ---- forgetting ------------------------------------------------------------------------------
+def forget(conn: Any, name: str, github_id: int | None = None) -> None:
+    """Delete everything stored of the repository `name` that a page, the API, an export or
+    the report could show (threads with their comments, analyses and verdicts; the app's
+    actions there; sync cursors, so a repository made public again is backfilled; its
+    contribution rules; its threads in stored reports; its threads' re-analysis failures) and mark its row private, creating
+    the row when there is none. `conn`: a sync Session or Connection."""
+    lname = name.lower()
+    threads = Thread.__table__
+    ids = select(threads.c.id).where(func.lower(threads.c.repo) == lname)
+    for model in (Comment, Analysis, AnalysisFailure, Verdict):  # no reliance on ON DELETE CASCADE
+        table = model.__table__
+        conn.execute(delete(table).where(table.c.thread_id.in_(ids)))
+    conn.execute(delete(threads).where(func.lower(threads.c.repo) == lname))
+    for model in (Action, SyncCursor, ContributionRules):
+        table = model.__table__
+        conn.execute(delete(table).where(func.lower(table.c.repo) == lname))
+    _scrub_reports(conn, name)
+    repos = Repository.__table__
+    row = conn.execute(select(repos.c.id).where(or_(
+        func.lower(repos.c.full_name) == lname,
+        *([repos.c.github_id == github_id] if github_id is not None else [])))).first()
+    if row is None:
+        conn.execute(insert(repos).values(full_name=name, github_id=github_id, private=True,
+                                          comments_paused=False))
+    else:
+        conn.execute(update(repos).where(repos.c.id == row[0]).values(private=True))
+
+
+def mark_public(conn: Any, name: str, github_id: int | None = None) -> None:
+    repos = Repository.__table__
+    conn.execute(update(repos).where(or_(
+        func.lower(repos.c.full_name) == name.lower(),
+        *([repos.c.github_id == github_id] if github_id is not None else []))).values(private=False))
+
+
+async def forget_repository(session: AsyncSession, name: str, github_id: int | None = None) -> None:
+    await session.flush()
+    await session.run_sync(lambda s: forget(s, name, github_id))
+    _held(session, name, github_id, private=True)
+
+
+async def publicize_repository(session: AsyncSession, name: str, github_id: int | None = None) -> None:
+    await session.flush()
+    await session.run_sync(lambda s: mark_public(s, name, github_id))
+    _held(session, name, github_id, private=False)
+
+
+def _held(session: AsyncSession, name: str, github_id: int | None, *, private: bool) -> None:
+    """The session's objects as the statements left the rows (no reload: an async session
+    cannot load an expired attribute on access): the repository's row marked, its deleted
+    threads and actions dropped from the session."""
+    lname = name.lower()
+    for obj in list(session.identity_map.values()):
+        if isinstance(obj, Repository) and (obj.full_name.lower() == lname or (
+                github_id is not None and obj.github_id == github_id)):
+            obj.private = private
+        elif private and isinstance(obj, Thread | Action) and obj.repo.lower() == lname:
+            session.expunge(obj)
+
+
+def _refers(value: Any, lname: str) -> bool:
+    """Whether a report's entry (a thread key `owner/name#N`, or an object naming one or the
+    repository) is about the repository `lname`."""
+    if isinstance(value, str):
+        return value.lower() == lname or value.lower().startswith(lname + "#")
+    if isinstance(value, Mapping):
+        return (str(value.get("repo") or "").lower() == lname
+                or any(_refers(value.get(k), lname) for k in ("key", "pull_request", "thread")
+                       if isinstance(value.get(k), str)))
+    return False
+
+
+def _scrub(value: Any, lname: str) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _scrub(v, lname) for k, v in value.items()
+                if not _refers(k, lname) and not _refers(v, lname)}
+    if isinstance(value, list):
+        return [_scrub(v, lname) for v in value if not _refers(v, lname)]
+    return value
+
+
+def _scrub_markdown(text: str, name: str) -> str:
+    link = re.compile(r"\[`" + re.escape(name) + r"#\d+`\]\([^)\s]*\)(?: \d+ d)?(?:; |, )?",
+                      re.IGNORECASE)
+    text = link.sub("", text)
+    lname = name.lower()
+    return "".join(line for line in text.splitlines(keepends=True) if lname not in line.lower())
+
+
+def _scrub_reports(conn: Any, name: str) -> None:
+    reports = Report.__table__
+    lname = name.lower()
+    for rid, data, markdown in conn.execute(
+            select(reports.c.id, reports.c.data, reports.c.markdown)).all():
+        if lname not in (markdown or "").lower() and lname not in json.dumps(data).lower():
+            continue
+        conn.execute(update(reports).where(reports.c.id == rid).values(
+            data=_scrub(data, lname), markdown=_scrub_markdown(markdown or "", name)))
+
+
+# ---- what was stored before this check (migration 0014) ------------------------------------
+def _private_in(payload: Mapping[str, Any]) -> list[tuple[str, int | None, bool]]:
+    """(name, id, private) of every repository a stored payload says something of."""
+    out = []
+    repo = payload.get("repository")
+    if isinstance(repo, Mapping) and isinstance(repo.get("full_name"), str) and (
+            "private" in repo or "visibility" in repo):
+        out.append((repo["full_name"], *_repository_of(payload)[1:], _listed_private(repo)))
+    for key in ("repositories", "repositories_added"):
+        listed = payload.get(key)
+        for r in listed if isinstance(listed, list) else []:
+            if isinstance(r, Mapping) and isinstance(r.get("full_name"), str) and "private" in r:
+                rid = r.get("id")
+                out.append((r["full_name"], rid if isinstance(rid, int) else None,
+                            _listed_private(r)))
+    return out
+
+
+def forget_private_in_inbox(conn: Any) -> list[str]:
+    """Forget the repositories the inbox's stored payloads last called private (a later
+    payload calling one public, after it was made public again, wins). Returns their names."""
+    deliveries = Delivery.__table__
+    last: dict[str, tuple[int, str, int | None, bool]] = {}
+    candidates = conn.execute(select(deliveries.c.id, deliveries.c.payload).where(or_(
+        deliveries.c.payload.like('%"private":true%'),
+        deliveries.c.payload.like('%"private": true%'),
+        deliveries.c.payload.like('%"internal"%'))).order_by(deliveries.c.id)).all()
+    for did, raw in candidates:
+        for name, rid, is_private in _payload_repositories(raw):
+            last[name.lower()] = (did, name, rid, is_private)
+    forgotten = []
+    for lname, (did, name, rid, is_private) in sorted(last.items()):
+        if not is_private:
+            continue
+        later = conn.execute(select(deliveries.c.payload).where(
+            deliveries.c.id > did, func.lower(deliveries.c.repo) == lname)).scalars()
+        if any(n.lower() == lname and not p for raw in later
+               for n, _, p in _payload_repositories(raw)):
+            continue  # public again since
+        forget(conn, name, rid)
+        forgotten.append(name)
+    return forgotten
+
+
+def _payload_repositories(raw: str | None) -> list[tuple[str, int | None, bool]]:
+    try:
+        payload = json.loads(raw or "")
+    except ValueError:
+        return []
+    return _private_in(payload) if isinstance(payload, Mapping) else []
+
+
+async def forget_private_from_inbox(session: AsyncSession) -> list[str]:
+    return await session.run_sync(forget_private_in_inbox)

@@ -491,6 +491,61 @@ async def test_a_renamed_repository_keeps_its_threads_in_one_place(ctx: Any, bat
     assert await count(ctx, Thread) == 1
 
 
+@pytest.mark.parametrize("batched", [False, True], ids=["alone", "batch"])
+async def test_a_rename_onto_a_name_a_sync_already_stored_merges_the_two(ctx: Any, batched: bool):
+    """A sync run under the repository's new name (`rltracker sync --repo someone/new-name`
+    before any delivery told of the rename, GitHub giving no id) made a row under that name
+    and stored the issue there too. The first delivery naming the new name found the name
+    taken and kept the old one: two repository rows, the delivery's comment went under the
+    old name and the issue stayed counted twice. They are merged now, as bot.store's
+    settle_repository does for a sync: one row under the new name, with the id and the
+    installation, and one thread."""
+    await dispatch(ctx, "issues", envelope("opened", repo="someone/old-name", issue=issue(5)))
+    async with ctx.sessionmaker() as session:
+        session.add(Repository(full_name="someone/new-name"))  # the sync's row, no id
+        session.add(Thread(repo="someone/new-name", number=5, kind="issue", title="Issue 5",
+                           updated_at=parse_datetime(stamp(0))))  # and its copy of the issue
+        await session.commit()
+    await dispatch(ctx, "issues", envelope("opened", repo="someone/old-name", issue=issue(7)))
+    under_new = envelope("created", repo="someone/new-name", issue=issue(5, minute=2),
+                         comment=comment(41, "and me"))
+    if batched:
+        assert await events.handle_batch([sansio.Event(
+            under_new, event="issue_comment", delivery_id="d1")], ctx) == [None]
+    else:
+        await dispatch(ctx, "issue_comment", under_new)
+    async with ctx.sessionmaker() as session:
+        rows = [(r.full_name, r.github_id, r.installation_id)
+                for r in await session.scalars(select(Repository))]
+        threads = sorted((t.repo, t.number) for t in await session.scalars(select(Thread)))
+    assert rows == [("someone/new-name", under_new["repository"]["id"], 77)], rows
+    assert threads == [("someone/new-name", 5), ("someone/new-name", 7)], threads
+    moved = await record(ctx, "someone/new-name", 5)
+    assert [c["body"] for c in moved["comments"]] == ["and me"]
+
+
+async def test_a_repository_renamed_delivery_renames_at_once(ctx: Any):
+    """`repository.renamed` had no handler: stored, marked done, and nothing renamed until a
+    thread delivery named the new name (the tracker's pages kept the old name meanwhile). It
+    renames the repository's row, its threads with it, merging a row a sync made under the
+    new name."""
+    from bot.webhooks.routers import router
+
+    await dispatch(ctx, "issues", envelope("opened", repo="someone/old-name", issue=issue(5)))
+    async with ctx.sessionmaker() as session:
+        session.add(Repository(full_name="someone/new-name"))  # a sync's row, no id
+        await session.commit()
+    renamed = envelope("renamed", repo="someone/new-name",
+                       changes={"repository": {"name": {"from": "old-name"}}})
+    renamed["repository"]["updated_at"] = stamp(3)
+    await router.dispatch(sansio.Event(renamed, event="repository", delivery_id="r1"), ctx)
+    async with ctx.sessionmaker() as session:
+        rows = [(r.full_name, r.github_id) for r in await session.scalars(select(Repository))]
+    assert rows == [("someone/new-name", renamed["repository"]["id"])], rows
+    assert await record(ctx, "someone/old-name", 5) is None
+    assert (await record(ctx, "someone/new-name", 5))["number"] == 5
+
+
 async def test_a_transferred_issue_keeps_its_one_failure_comment(ctx: Any):
     """An issue answered on verl, transferred to TRL (GitHub moves the comment with it): the
     app's once-only slot stayed at verl#5, a page that no longer exists, so at trl#301 the

@@ -197,3 +197,61 @@ async def test_review_comments_that_came_back_null_with_an_error_are_kept(
     responder.times = 1
     await sync(sync_ctx, [repo], sleep=no_sleep)
     assert await stored_comments(sync_ctx, repo, number) == before + 1
+
+
+class NullThread:
+    """The fake's answers, with thread `number` (an issue) in a stream page answered null
+    with a FORBIDDEN error naming its node, as GitHub does when one issue of a page may not
+    be read, `times` times."""
+
+    def __init__(self, responder: FakeGraphQL, number: int) -> None:
+        self.responder = responder
+        self.number = number
+        self.times = 0
+        self.nulled = 0
+
+    def __call__(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+        out = self.responder(query, variables)
+        data = out.get("data") or {}
+        for alias, repo in data.items():
+            if self.times <= 0 or not alias.startswith("s") or not isinstance(repo, dict):
+                continue
+            nodes = (repo.get("issues") or {}).get("nodes") or []
+            for k, node in enumerate(nodes):
+                if node and node.get("number") == self.number:
+                    self.times -= 1
+                    self.nulled += 1
+                    nodes[k] = None
+                    out.setdefault("errors", []).append({
+                        "type": "FORBIDDEN", "path": [alias, "issues", "nodes", k],
+                        "message": "Resource not accessible by integration"})
+        return out
+
+
+async def test_a_thread_null_with_an_error_in_a_page_is_recorded_and_read_again(
+        sync_ctx: AppContext, fake_github: Any, shared_dir: Path) -> None:
+    """A thread node null with an error inside a page (FORBIDDEN on one issue) was skipped
+    silently: the sync said nothing (exit 0) and its mark moved past the thread, so the change
+    was read only when the thread was next updated. It is recorded in `failed_threads` (the
+    command's exit 2) and the mark is held below it: the next refresh reads it again."""
+    repo = "huggingface/trl"
+    data = FakeData.generate(8, seed=7)
+    issues = [t for t in data.repos[repo]["issue"]]
+    hidden, other = issues[0]["number"], issues[1]["number"]
+    responder = NullThread(FakeGraphQL(data, shared_dir / "fixtures" / "github-api"
+                                       / "schema.graphql"), hidden)
+    fake_github.graphql_handler = responder
+    await sync(sync_ctx, [repo], sleep=no_sleep)
+    before = await stored_comments(sync_ctx, repo, hidden)
+    data.touch(repo, "issue", hidden, new_comments=2)
+    data.touch(repo, "issue", other, new_comments=1)  # newer: the refresh's first thread
+    responder.times = 1
+    stats = await sync(sync_ctx, [repo], sleep=no_sleep)
+    assert responder.nulled == 1
+    assert [f["thread"] for f in stats.failed_threads] == [f"{repo} issues (a thread GitHub "
+                                                          "answered null)"], stats.failed_threads
+    assert "Resource not accessible" in stats.failed_threads[0]["error"]
+    assert await stored_comments(sync_ctx, repo, hidden) == before
+    stats = await sync(sync_ctx, [repo], sleep=no_sleep)  # GitHub answers it again
+    assert not stats.failed_threads
+    assert await stored_comments(sync_ctx, repo, hidden) == before + 2

@@ -629,10 +629,13 @@ class Syncer:
             self.stats.failed_streams.append(f"{stream.repo}:{stream.kind}")
             return
         stream.total = conn.get("totalCount")
-        nodes = [(k, n) for k, n in enumerate(conn.get("nodes") or []) if n]
+        nodes = list(enumerate(conn.get("nodes") or []))
         keys: set[str] = set()
         reached_known = False
         for k, node in nodes:
+            if not node:
+                self._null_thread(stream, nodes[k + 1:], where, k)
+                continue
             updated = parse_datetime(node.get("updatedAt"))
             if stream.high_water is None and stream.after is None:
                 stream.high_water = updated  # the newest thread: this pass's mark
@@ -655,6 +658,30 @@ class Syncer:
             stream.done = True
         if stream.backfill and stream.fetched == len(keys):
             stream.cursor_dirty = True  # the pass's high-water mark must be stored now
+
+    def _null_thread(self, stream: Stream, after: list[tuple[int, Any]],
+                     where: tuple[str, str] | None, k: int) -> None:
+        """A thread of a page answered null with an error (FORBIDDEN on one issue, a timeout
+        of that part of the query): skipped silently, the cursor and the mark moved past it and
+        it was read again only when next updated. It is recorded in `failed_threads` and the
+        pass's mark held at the next thread of the page (ordered by updatedAt descending, a
+        lower bound of its time); with none after it, the mark is not moved at all."""
+        prefix = (*where, "nodes", k) if where is not None else None
+        errors = [e for e in self.errors if prefix is not None and isinstance(e.get("path"), list)
+                  and tuple(e["path"][:len(prefix)]) == prefix]
+        if not errors:
+            return  # null without an error: nothing GitHub let us read
+        message = "; ".join(dict.fromkeys(
+            str(e.get("type") or "") + ": " + str(e.get("message") or "GraphQL error")
+            for e in errors)).removeprefix(": ")
+        what = f"{stream.repo} {where[1] if where else stream.kind} (a thread GitHub answered null)"
+        self.stats.failed_threads.append({"thread": what, "error": message[:500]})
+        log.error("sync: %s: %s; the other threads are synced", what, message[:500])
+        lower = next((parse_datetime(n.get("updatedAt")) for _, n in after if n), None)
+        if lower is None:
+            stream.failed = stream.failed or f"{what}: {message[:200]}"
+        elif stream.hold is None or lower < stream.hold:
+            stream.hold = lower
 
     def _saw_repository(self, stream: Stream, repo_data: dict[str, Any] | None) -> bool:
         """The repository's id and current name in a stream's first answer. Asked under a

@@ -94,16 +94,61 @@ async def json_errors(request: web.Request,
         return _json_error(503, "the database did not answer; try again later")
 
 
-async def _database_ok(ctx: Any) -> bool:
-    async def ping() -> None:
+# A write that changes nothing, in a transaction rolled back: refused by a read-only database
+# (a SQLite file opened read-only, a PostgreSQL standby or default_transaction_read_only) while
+# every read still works. On SQLite it needs the write lock: taken for microseconds, and a lock
+# another connection holds means the file takes writes (busy, not refused).
+_WRITE_PROBE = text("UPDATE deliveries SET attempts = attempts WHERE 1 = 0")
+
+
+async def _database_state(ctx: Any) -> str:
+    """"ok", "unreachable" (no answer within HEALTH_TIMEOUT), or "read-only" (reads work,
+    the write probe or the inbox writer's last write was refused)."""
+    async def ping() -> str:
         async with ctx.engine.connect() as conn:
             await conn.execute(text("SELECT 1"))
+            sqlite = conn.dialect.name == "sqlite"
+            try:
+                if sqlite:
+                    await conn.exec_driver_sql("PRAGMA busy_timeout=0")
+                await conn.execute(_WRITE_PROBE)  # in the transaction SELECT 1 began
+            except Exception as exc:  # noqa: BLE001 - classified below
+                if store_db.refuses_writes(exc):
+                    return "read-only"
+                if not (sqlite and "locked" in str(exc)):
+                    raise
+            finally:
+                await conn.rollback()
+                if sqlite:
+                    await conn.exec_driver_sql("PRAGMA busy_timeout=30000")
+                    await conn.rollback()
+        return "ok"
 
     try:
-        await asyncio.wait_for(ping(), timeout=HEALTH_TIMEOUT)
-        return True
-    except Exception:  # noqa: BLE001 - any failure means "not reachable"
-        return False
+        state = await asyncio.wait_for(ping(), timeout=HEALTH_TIMEOUT)
+    except Exception:  # noqa: BLE001 - any other failure means "not reachable"
+        return "unreachable"
+    inbox = ctx.extras.get("inbox")
+    if state == "ok" and inbox is not None and inbox.write_failure is not None:
+        # The inbox's last batch was refused as a whole (e.g. a full disk, which a rolled-back
+        # probe does not reach). Asked again with a write that is committed (one inbox row
+        # written unchanged; only while that refusal stands): it succeeds once the database
+        # takes writes again, and /healthz says so without waiting for a delivery.
+        try:
+            await asyncio.wait_for(_committed_write(ctx), timeout=HEALTH_TIMEOUT)
+        except Exception:  # noqa: BLE001 - still refused (or no answer): as the inbox saw
+            return "read-only"
+        inbox.write_failure = None
+    return state
+
+
+_COMMITTED_PROBE = text(  # the newest row, by the primary key (no scan)
+    "UPDATE deliveries SET attempts = attempts WHERE id = (SELECT max(id) FROM deliveries)")
+
+
+async def _committed_write(ctx: Any) -> None:
+    async with ctx.engine.begin() as conn:
+        await conn.execute(_COMMITTED_PROBE)
 
 
 async def _failed_deliveries(ctx: Any) -> int | None:
@@ -121,13 +166,17 @@ async def _failed_deliveries(ctx: Any) -> int | None:
 
 async def healthz(request: web.Request) -> web.Response:
     ctx = request.app[CTX]
-    if await _database_ok(ctx):
+    state = await _database_state(ctx)
+    if state == "ok":
         body: dict[str, Any] = {"status": "ok", "database": "ok"}
         failed = await _failed_deliveries(ctx)
         if failed is not None:
             body["deliveries_failed"] = failed
         return web.json_response(body)
-    return web.json_response({"status": "error", "database": "unreachable"}, status=503)
+    body = {"status": "error", "database": state}
+    if state == "read-only":
+        body["error"] = "the database refuses writes: deliveries cannot be stored"
+    return web.json_response(body, status=503)
 
 
 def _worker_outcomes(app: web.Application) -> dict[str, int] | None:

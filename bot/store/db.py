@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -50,6 +51,30 @@ def is_statement_timeout(exc: BaseException) -> bool:
         seen.add(id(current))
         for candidate in (current, getattr(current, "orig", None)):
             if getattr(candidate, "sqlstate", None) == QUERY_CANCELED:
+                return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+# SQLite result codes (primary) and PostgreSQL SQLSTATEs saying the database takes no writes
+# at all, whatever the row: read-only, disk full, an I/O error.
+_NO_WRITES_SQLITE = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR,
+                               sqlite3.SQLITE_CANTOPEN})
+_NO_WRITES_SQLSTATE_PREFIXES = ("25006", "53", "58")  # read-only transaction, resources, system
+
+
+def refuses_writes(exc: BaseException) -> bool:
+    """`exc` says the database takes no writes now (read-only, disk full, I/O error)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        for candidate in (current, getattr(current, "orig", None)):
+            code = getattr(candidate, "sqlite_errorcode", None)
+            if isinstance(code, int) and code & 0xFF in _NO_WRITES_SQLITE:
+                return True
+            state = getattr(candidate, "sqlstate", None)
+            if isinstance(state, str) and state.startswith(_NO_WRITES_SQLSTATE_PREFIXES):
                 return True
         current = current.__cause__ or current.__context__
     return False

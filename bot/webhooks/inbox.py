@@ -33,7 +33,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bot.logs import error_text
-from bot.store.db import dialect_insert
+from bot.store.db import dialect_insert, is_statement_timeout, refuses_writes
 from bot.store.models import Delivery
 from bot.store.types import utcnow
 
@@ -44,6 +44,31 @@ REQUEUED = "requeued"
 DUPLICATE = "duplicate"
 
 MAX_BATCH = 256  # rows per transaction; bounds statement size (SQLite variable limit)
+
+
+LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL: lock_timeout ran out
+
+
+def _waited_out(exc: BaseException) -> bool:
+    """`exc` says the database could not take ANY row for a while, not that a row is bad: a
+    statement cut at the bound, a lock not granted within lock_timeout (PostgreSQL), the write
+    lock still held when the writer stopped waiting (SQLite BUSY/LOCKED). Trying the rows again
+    one by one would wait the whole bound again for each of them."""
+    if is_statement_timeout(exc):
+        return True
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        for candidate in (current, getattr(current, "orig", None)):
+            if getattr(candidate, "sqlstate", None) == LOCK_NOT_AVAILABLE:
+                return True
+            code = getattr(candidate, "sqlite_errorcode", None)
+            if isinstance(candidate, sqlite3.OperationalError) and code is not None and (
+                    code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)):
+                return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 @dataclass
@@ -180,8 +205,9 @@ class SqliteBatchWriter:
     WAL_CATCH_UP_BYTES = 64 * CHECKPOINT_BYTES  # a 4,500-delivery burst stays under it
     CATCH_UP_WAIT_MS = 200
 
-    def __init__(self, path: str, dialect: Any) -> None:
+    def __init__(self, path: str, dialect: Any, *, uri: bool = False) -> None:
         self.path = path
+        self.uri = uri  # `path` is a file: URI (DATABASE_URL ...?mode=ro&uri=true)
         column_type = Delivery.__table__.c.received_at.type
         self._datetime = column_type.dialect_impl(dialect).bind_processor(dialect)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inbox-sqlite")
@@ -194,7 +220,7 @@ class SqliteBatchWriter:
         self._catch_up_due = False  # set by the checkpointer: the WAL is not restarting
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, uri=self.uri)
         for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON",
                        "busy_timeout=30000"):
             conn.execute(f"PRAGMA {pragma}")
@@ -256,8 +282,8 @@ class SqliteBatchWriter:
         try:
             conn = self._checkpoint_conn
             if conn is None:
-                conn = self._checkpoint_conn = sqlite3.connect(self.path, timeout=30,
-                                                               isolation_level=None)
+                conn = self._checkpoint_conn = sqlite3.connect(
+                    self.path, timeout=30, isolation_level=None, uri=self.uri)
             page_size = conn.execute("PRAGMA page_size").fetchone()[0]
             _, wal_frames, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
             if wal_frames * page_size > self.WAL_CATCH_UP_BYTES:
@@ -351,11 +377,17 @@ class Inbox:
         self._sqlite: SqliteBatchWriter | None = None
         database = engine.url.database
         if engine.url.get_backend_name() == "sqlite" and database and database != ":memory:":
-            self._sqlite = SqliteBatchWriter(database, engine.dialect)
+            # the file as the engine opens it (a file: URI with its mode included)
+            args, kwargs = engine.dialect.create_connect_args(engine.url)
+            self._sqlite = SqliteBatchWriter(args[0], engine.dialect,
+                                             uri=bool(kwargs.get("uri")))
         # figures for /metrics
         self.commits = 0
         self.rows_committed = 0
         self.errors = 0
+        # The database refused the last write as a whole (read-only, disk full, I/O error) and
+        # no commit has succeeded since: what /healthz reports; None when writes work.
+        self.write_failure: str | None = None
 
     def add_listener(self, callback: Callable[[], None]) -> None:
         """Called after each commit that stored or re-queued rows (the worker's wake-up)."""
@@ -436,8 +468,20 @@ class Inbox:
                     outcomes = await store_rows(self._conn, rows)
         except Exception as exc:  # noqa: BLE001 - isolate the bad row, fail only it
             self.errors += 1
+            if refuses_writes(exc):
+                self.write_failure = error_text(exc)
             if self._sqlite is None:
                 await self._drop_connection()  # it may be broken (database restarted)
+            if len(batch) > 1 and _waited_out(exc):
+                # Every row would wait as long again (N x the bound before GitHub's 10 s ran
+                # out): the whole batch is answered 503 now; GitHub's redelivery or
+                # `rltracker replay` stores them once the database takes writes again.
+                log.error("inbox batch of %d not stored, the database kept it waiting (%s); "
+                          "answered 503", len(batch), error_text(exc))
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                return
             if len(batch) > 1:
                 log.warning("inbox batch of %d failed (%s); storing rows one by one", len(batch),
                             error_text(exc))
@@ -451,6 +495,7 @@ class Inbox:
                 future.set_exception(exc)
             return
         self.commits += 1
+        self.write_failure = None
         self.rows_committed += sum(1 for o in outcomes if o != DUPLICATE)
         for (_, future), outcome in zip(batch, outcomes, strict=True):
             if not future.done():

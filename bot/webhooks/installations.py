@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from analyzers.catalog import canonical_repo, framework_id
 from bot.store.models import Delivery, Installation, Repository
-from bot.store.repositories import follow_rename
+from bot.store.repositories import follow_rename, settle_repository
 from bot.store.types import parse_datetime, utcnow
 from bot.webhooks.normalize import PayloadError
 
@@ -101,6 +101,13 @@ async def upsert_repository(
                 await follow_rename(session, repo.full_name, name)
                 repo.name_seen_at = seen_at
             repo.full_name = name
+        elif clash.github_id in (None, repo.github_id) and repo.github_id is not None:
+            # The new name is taken by a row of the same repository (a sync under that name
+            # made it, no id): merged as the sync does, one row under the new name keeping this
+            # one's id and installation, a thread stored under both names made one. (The name
+            # kept before: two rows, the threads of one repository counted under both.)
+            await settle_repository(session, name, repo.github_id, former=[repo.full_name],
+                                    seen_at=seen_at, framework=framework_id(name))
     if (seen_at is not None and repo.full_name.lower() == name.lower()
             and (repo.name_seen_at is None or seen_at > repo.name_seen_at)):
         repo.name_seen_at = seen_at
@@ -454,6 +461,31 @@ async def handle_installation_target(payload: Mapping[str, Any], ctx: Any) -> No
         if isinstance(account, Mapping) and account.get("login"):
             inst.account = str(account["login"])
         await session.commit()
+
+
+async def handle_repository_renamed(payload: Mapping[str, Any], ctx: Any) -> None:
+    """`repository.renamed` / `.transferred`: the row (found by GitHub's id) takes the new
+    name at once, its threads with it (upsert_repository; a row a sync made under the new name
+    is merged). Before, the event had no handler: the old name stayed until a thread delivery
+    named the new one."""
+    where = f"repository.{payload.get('action')}"
+    data = payload.get("repository")
+    if (not isinstance(data, Mapping) or not isinstance(data.get("id"), int)
+            or not isinstance(data.get("full_name"), str) or "/" not in data["full_name"]):
+        raise PayloadError(f"{where}: payload has no repository id and full_name")
+    updated = data.get("updated_at")
+    async with ctx.sessionmaker() as session:
+        await upsert_repository(session, data["full_name"], github_id=int(data["id"]),
+                                seen_at=parse_datetime(updated) if isinstance(updated, str) else None)
+        await session.commit()
+    _forget_written_repositories(ctx)
+    log.info("repository %s is %s now", data["id"], canonical_repo(data["full_name"]))
+
+
+@router.register("repository", action="renamed")
+@router.register("repository", action="transferred")
+async def on_repository_renamed(event: sansio.Event, ctx: Any) -> None:
+    await handle_repository_renamed(event.data, ctx)
 
 
 @router.register("installation")

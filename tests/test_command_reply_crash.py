@@ -1,0 +1,81 @@
+"""A command's reply posted as its process died (review 58; left by review 50): `/rltracker
+methods`, `rules` or a note, created on GitHub while the worker's task was cancelled before
+the reply's record. Through the real worker and the fake GitHub server, on SQLite and
+PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from bot.webhooks.worker import Worker
+from tests.test_actions_e2e import VERL, install, open_issue
+from tests.test_commands import actions, comment_event
+from tests.test_once_on_github import deliver, no_wait, ten_minutes_pass
+
+
+def die_after_github_takes_the_reply(fake: Any, number: int, task: list[Any]) -> None:
+    """GitHub creates the command's reply (the first comment the app posts with a reply or
+    note marker), and the process that asked dies before the answer comes back."""
+    died: list[bool] = []
+
+    @fake.route("POST", rf"/repos/{VERL}/issues/{number}/comments$")
+    async def create(fake_: Any, request: Any, match: Any, body: Any) -> Any:
+        if not died and ("rltracker:reply-to:" in body["body"] or "rltracker:note-to:" in body["body"]):
+            died.append(True)
+            task[0].cancel()
+        comment = fake_.add_comment(VERL, number, body["body"], f"{fake_.app_slug}[bot]", "Bot")
+        return 201, {k: v for k, v in comment.items() if not k.startswith("_")}
+
+
+async def reply_actions(ctx: Any) -> list[Any]:
+    """The reply's (or note's) claim; not the skip a note's problem records."""
+    return [a for a in await actions(ctx, "command") if a.status != "skipped"]
+
+
+def replies(fake: Any, number: int, marker: str) -> list[dict[str, Any]]:
+    return [c for c in fake.comments_of(VERL, number) if marker in c["body"]]
+
+
+@pytest.mark.parametrize("command,marker", [
+    ("/rltracker methods entropy-collapse", "rltracker:reply-to:"),
+    ("/rltracker rules", "rltracker:reply-to:"),
+    ("/rltracker frobnicate", "rltracker:note-to:"),
+], ids=["methods", "rules", "note"])
+async def test_a_command_reply_posted_as_the_process_died_is_recorded_by_the_retry(
+        app_ctx: Any, fake_github: Any, command: str, marker: str) -> None:
+    """The worker replying to the command dies after GitHub created the reply. On main the
+    retry of the delivery found the reply's claim `pending` (not ten minutes old), answered
+    "owned" and the delivery was done: the claim stayed `pending` for good and the app never
+    knew its reply. Now the retry waits for the claim to turn stale (the delivery's own
+    claim: ClaimHeld), takes it over, finds the reply by its marker and records it; one
+    reply on GitHub."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 91, title="How do I log metrics", body="Which logger?")
+    task: list[Any] = []
+    die_after_github_takes_the_reply(fake_github, 91, task)
+    await deliver(app_ctx, comment_event(command, number=91))
+    first = Worker(app_ctx, backoff=no_wait, lease_seconds=0)
+    task.append(asyncio.create_task(first.process_one()))
+    try:
+        await task[0]
+    except asyncio.CancelledError:
+        pass
+    assert len(replies(fake_github, 91, marker)) == 1
+    [row] = await reply_actions(app_ctx)
+    assert row.status == "pending"
+
+    second = Worker(app_ctx, backoff=no_wait)
+    await second.recover()
+    await second.run_until_idle()
+    assert second.counts["retry"] == 1  # the claim is not stale yet: waited for
+    [row] = await reply_actions(app_ctx)
+    assert row.status == "pending"
+    await ten_minutes_pass(app_ctx)
+    await second.run_until_idle()
+    [reply] = replies(fake_github, 91, marker)
+    [row] = await reply_actions(app_ctx)
+    assert row.status == "posted" and row.comment_id == reply["id"]
+    assert second.counts["failed"] == 0

@@ -79,3 +79,61 @@ async def test_a_command_reply_posted_as_the_process_died_is_recorded_by_the_ret
     [row] = await reply_actions(app_ctx)
     assert row.status == "posted" and row.comment_id == reply["id"]
     assert second.counts["failed"] == 0
+
+
+async def test_a_discussion_reply_posted_as_the_process_died_is_recorded_by_the_retry(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """The discussion's twin (GitHub's own discussion_comment payload, GraphQL checked against
+    GitHub's schema): addDiscussionComment creates the reply and the process dies before the
+    answer. The retry of the same delivery (its id in the payload, as the worker gives it)
+    waits for the claim (ClaimHeld), then takes it over, finds the reply among the
+    discussion's latest comments by its marker and records it; nothing posted again."""
+    import json
+
+    import graphql as gql
+    from gidgethub import sansio
+
+    from bot.speaking.claims import ClaimHeld
+    from bot.webhooks.commands import router as commands_router
+    from tests.fake_graphql import load_github_schema
+    from tests.test_actions_e2e import INST
+
+    schema = load_github_schema(shared_dir / "fixtures" / "github-api" / "schema.graphql")
+    await install(app_ctx, fake_github)
+    posted: list[dict[str, Any]] = []
+    task: list[Any] = []
+
+    @fake_github.route("POST", r"/graphql")
+    def discussion_api(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        assert not gql.validate(schema, gql.parse(body["query"]))
+        variables = body.get("variables") or {}
+        if "addDiscussionComment" in body["query"]:
+            node = {"id": f"DC_{len(posted)}", "databaseId": 80 + len(posted),
+                    "viewerDidAuthor": True, "body": variables["body"]}
+            posted.append(node)
+            task[0].cancel()  # created on GitHub; the process asking dies
+            return {"data": {"addDiscussionComment": {"comment": {
+                "id": node["id"], "databaseId": node["databaseId"]}}}}
+        return {"data": {"node": {"comments": {"nodes": json.loads(json.dumps(posted))}}}}
+
+    data = json.loads((shared_dir / "fixtures" / "webhooks" / "discussion_comment" / "created.json").read_text())
+    data["comment"]["id"] = 5581
+    data["comment"]["body"] = "/rltracker methods entropy_collapse"
+    data["discussion"]["node_id"] = "D_58"
+    data["repository"]["full_name"] = VERL
+    data["installation"]["id"] = INST
+    data["_delivery_id"] = "dd-died"
+    event = sansio.Event(data, event="discussion_comment", delivery_id="dd-died")
+    task.append(asyncio.create_task(commands_router.dispatch(event, app_ctx)))
+    with pytest.raises(asyncio.CancelledError):
+        await task[0]
+    [row] = await reply_actions(app_ctx)
+    assert row.status == "pending"
+    with pytest.raises(ClaimHeld):  # the worker's retry, at once
+        await commands_router.dispatch(event, app_ctx)
+    await ten_minutes_pass(app_ctx)
+    await commands_router.dispatch(event, app_ctx)
+    assert len(posted) == 1
+    [row] = await reply_actions(app_ctx)
+    assert row.status == "posted"
+    assert (row.comment_node_id, row.comment_id) == (posted[0]["id"], posted[0]["databaseId"])

@@ -35,6 +35,7 @@ from sqlalchemy import select, update
 
 from analyzers.catalog import canonical_repo, framework_id
 from bot.site.study import detected_since
+from bot.store.db import dialect_insert
 from bot.store.models import Action, Analysis, Comment, Report, Repository, Thread, Verdict
 from bot.store.types import format_datetime, parse_datetime, utcnow
 from bot.store.verdicts import agreement, shown_columns, shown_failure
@@ -355,14 +356,20 @@ def render_html(data: dict[str, Any]) -> str:
 
 
 async def store_report(ctx: Any, data: dict[str, Any], markdown: str) -> Report:
+    """Store the night's report, replacing one stored for the same date (built again). One
+    INSERT ... ON CONFLICT (date) DO UPDATE: a hand-run `rltracker report` and the nightly
+    job storing the same date at once both succeed, the later one kept (reading the row and
+    then inserting it made the second of two racing stores fail on the unique date)."""
     async with ctx.sessionmaker() as session:
-        row = await session.scalar(select(Report).where(Report.date == data["date"]))
-        if row is None:
-            row = Report(date=data["date"], data=data, markdown=markdown)
-            session.add(row)
-        else:  # the same night built again: replace
-            row.data, row.markdown, row.created_at = data, markdown, utcnow()
+        insert = dialect_insert(session.get_bind().dialect.name)(Report.__table__).values(
+            date=data["date"], data=data, markdown=markdown, created_at=utcnow())
+        await session.execute(insert.on_conflict_do_update(
+            index_elements=["date"],
+            set_={c: insert.excluded[c] for c in ("data", "markdown", "created_at")}))
         await session.commit()
+        row = await session.scalar(select(Report).where(Report.date == data["date"])
+                                   .execution_options(populate_existing=True))
+        assert row is not None
         return row
 
 

@@ -136,7 +136,7 @@ async def post_or_adopt(
 async def post_reply(
     ctx: Any, repo: str, number: int, installation_id: int | None, body: str, *,
     dedupe_key: str, kind: str = "command", details: dict[str, Any] | None = None,
-    dry_run: bool = False, marker: str | None = None,
+    dry_run: bool = False, marker: str | None = None, delivery_id: str | None = None,
 ) -> str:
     """A reply to a command, once per command comment (dedupe_key carries its id); recorded,
     not posted, in dry run (the app's, or `dry_run` of the repository's config). `marker`:
@@ -162,13 +162,15 @@ async def post_reply(
         return posted.get("id"), posted.get("node_id")
 
     return await reply_once(ctx, repo, number, installation_id, body, dedupe_key=dedupe_key,
-                            kind=kind, details=details, dry_run=dry_run, look=look, send=send)
+                            kind=kind, details=details, dry_run=dry_run, look=look, send=send,
+                            delivery_id=delivery_id)
 
 
 async def reply_once(
     ctx: Any, repo: str, number: int, installation_id: int | None, body: str, *,
     dedupe_key: str, kind: str, details: dict[str, Any] | None, dry_run: bool,
     look: Callable[[], Awaitable[None]], send: Callable[[], Awaitable[tuple[Any, Any]]],
+    delivery_id: str | None = None,
 ) -> str:
     """The once-only slot of a reply, wherever it is posted (an issue's comments through
     REST, a discussion's through GraphQL): claim it under a lease ("owned" when another run
@@ -177,7 +179,10 @@ async def reply_once(
     (posting, or adopting what `look` found; it answers the comment's id and node id), and
     write the outcome under the lease. A run slow
     enough for its claim to be taken over as stale (a retry of the delivery took it and
-    replied) returns "owned" and posts nothing."""
+    replied) returns "owned" and posts nothing. `delivery_id`: the delivery replying (the
+    worker's `_delivery_id`); a pending claim an earlier attempt of it left (its process died
+    as it posted) raises ClaimHeld, so the worker retries once the claim is stale, takes it
+    over and `look()` finds the reply by its marker (review 58)."""
     async with ctx.sessionmaker() as session:
         row = await repository_row(session, repo, installation_id)
         repo_id = row.id
@@ -186,7 +191,8 @@ async def reply_once(
                     installation_id=installation_id, framework=None, paused=False,
                     paused_reason=None, muted=False, existing=None)
     state, action_id, lease = await claim_lease(ctx, sit, kind=kind, dedupe_key=dedupe_key,
-                                                budget=None, details=details)
+                                                budget=None, details=details,
+                                                delivery_id=delivery_id)
     if state != "claimed" or action_id is None:
         return "owned"
     if dry_run or ctx.settings.dry_run or ctx.github is None or installation_id is None:

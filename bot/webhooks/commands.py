@@ -54,6 +54,7 @@ from sqlalchemy import delete, func, select
 from analyzers.catalog import canonical_repo, framework_id
 from bot.command_syntax import parse_command, parse_commands
 from bot.github.client import refused_for_good
+from bot.speaking.claims import delivery_of
 from bot.speaking.posting import post_reply, reply_once
 from bot.speaking.quiet import MAINTAINERS
 from bot.speaking.records import record_once, record_skip
@@ -346,7 +347,8 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         if installation_id is None or not await _silenced(ctx, repo, int(installation_id)):
             dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
             await _note(ctx, repo, number, installation_id, "edited", key,
-                        (data.get("discussion") or {}).get("node_id"), dry_run, ref)
+                        (data.get("discussion") or {}).get("node_id"), dry_run, ref,
+                        delivery_id=delivery_of(data))
         return "already_answered"
     login = user.get("login") or None
     author = (thread_data.get("user") or {}).get("login") or None
@@ -400,7 +402,8 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     # "dry_run: true" in the repository's config holds for commands as for comments.
     dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
     if problem is not None:
-        await _note(ctx, repo, number, installation_id, problem, key, discussion_id, dry_run, ref)
+        await _note(ctx, repo, number, installation_id, problem, key, discussion_id, dry_run, ref,
+                    delivery_id=delivery_of(data))
         return problem
     outcome = await _do_command(event, ctx, repo=repo, number=number, installation_id=installation_id,
                                 word=word, args=args, key=key, discussion_id=discussion_id,
@@ -411,7 +414,7 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         # (once: the note has its own slot, and a retry of a delivery whose note failed
         # finds the command done and posts it then).
         await _note(ctx, repo, number, installation_id, "more", key, discussion_id, dry_run,
-                    ref, done=word)
+                    ref, done=word, delivery_id=delivery_of(data))
     return outcome
 
 
@@ -426,7 +429,7 @@ async def _do_command(
     data = event.data
     if word in ("methods", "rules"):
         return await _reply_command(ctx, repo, number, installation_id, word, args, key,
-                                    discussion_id, dry_run, ref)
+                                    discussion_id, dry_run, ref, delivery_of(data))
     # recheck / ignore / stop / kind / not-a-failure: once per command comment, acknowledged
     # with a reaction
     from bot.store.threads import get_thread
@@ -528,6 +531,7 @@ async def _deleted(ctx: Any, kind: str, comment_id: int) -> bool:
 async def _note(
     ctx: Any, repo: str, number: int, installation_id: int | None, problem: str, key: str,
     discussion_id: str | None, dry_run: bool, ref: str, done: str | None = None,
+    delivery_id: str | None = None,
 ) -> str:
     """The one reply to a command comment the app could not do as written (`unknown`,
     `unknown_kind`, `more`: several commands, `done` the one done, or `edited`: the command
@@ -545,14 +549,15 @@ async def _note(
     details = {"note": problem}
     if discussion_id:
         return await _reply_in_discussion(ctx, repo, number, installation_id, body, f"{key}:note",
-                                          discussion_id, dry_run, marker, details)
+                                          discussion_id, dry_run, marker, details, delivery_id)
     return await post_reply(ctx, repo, number, installation_id, body, dedupe_key=f"{key}:note",
-                            details=details, dry_run=dry_run, marker=marker)
+                            details=details, dry_run=dry_run, marker=marker,
+                            delivery_id=delivery_id)
 
 
 async def _reply_command(
     ctx: Any, repo: str, number: int, installation_id: int | None, word: str, args: list[str],
-    key: str, discussion_id: str | None, dry_run: bool, ref: str,
+    key: str, discussion_id: str | None, dry_run: bool, ref: str, delivery_id: str | None = None,
 ) -> str:
     from analyzers.language import detect_language
     from bot.store.threads import get_thread
@@ -570,14 +575,17 @@ async def _reply_command(
     marker = f"<!-- rltracker:reply-to:{ref} -->"
     if discussion_id:
         return await _reply_in_discussion(ctx, repo, number, installation_id, body, key,
-                                          discussion_id, dry_run, marker, {"command": word})
+                                          discussion_id, dry_run, marker, {"command": word},
+                                          delivery_id)
     return await post_reply(ctx, repo, number, installation_id, body, dedupe_key=key,
-                            details={"command": word}, dry_run=dry_run, marker=marker)
+                            details={"command": word}, dry_run=dry_run, marker=marker,
+                            delivery_id=delivery_id)
 
 
 async def _reply_in_discussion(
     ctx: Any, repo: str, number: int, installation_id: int | None, body: str, key: str,
     discussion_id: str, dry_run: bool, marker: str, details: dict[str, Any],
+    delivery_id: str | None = None,
 ) -> str:
     """As `post_reply` for issues (the same once-only slot, `reply_once`), through GraphQL:
     the body carries `marker`, and a reply already in the discussion with it (created by an
@@ -597,7 +605,8 @@ async def _reply_in_discussion(
         return node.get("databaseId"), node.get("id")
 
     return await reply_once(ctx, repo, number, installation_id, body, dedupe_key=key,
-                            kind="command", details=details, dry_run=dry_run, look=look, send=send)
+                            kind="command", details=details, dry_run=dry_run, look=look, send=send,
+                            delivery_id=delivery_id)
 
 
 async def _own_discussion_comment(ctx: Any, installation_id: int | None, discussion_id: str,

@@ -1,0 +1,139 @@
+"""A command's reply posted as its process died (review 58; left by review 50): `/rltracker
+methods`, `rules` or a note, created on GitHub while the worker's task was cancelled before
+the reply's record. Through the real worker and the fake GitHub server, on SQLite and
+PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from bot.webhooks.worker import Worker
+from tests.test_actions_e2e import VERL, install, open_issue
+from tests.test_commands import actions, comment_event
+from tests.test_once_on_github import deliver, no_wait, ten_minutes_pass
+
+
+def die_after_github_takes_the_reply(fake: Any, number: int, task: list[Any]) -> None:
+    """GitHub creates the command's reply (the first comment the app posts with a reply or
+    note marker), and the process that asked dies before the answer comes back."""
+    died: list[bool] = []
+
+    @fake.route("POST", rf"/repos/{VERL}/issues/{number}/comments$")
+    async def create(fake_: Any, request: Any, match: Any, body: Any) -> Any:
+        if not died and ("rltracker:reply-to:" in body["body"] or "rltracker:note-to:" in body["body"]):
+            died.append(True)
+            task[0].cancel()
+        comment = fake_.add_comment(VERL, number, body["body"], f"{fake_.app_slug}[bot]", "Bot")
+        return 201, {k: v for k, v in comment.items() if not k.startswith("_")}
+
+
+async def reply_actions(ctx: Any) -> list[Any]:
+    """The reply's (or note's) claim; not the skip a note's problem records."""
+    return [a for a in await actions(ctx, "command") if a.status != "skipped"]
+
+
+def replies(fake: Any, number: int, marker: str) -> list[dict[str, Any]]:
+    return [c for c in fake.comments_of(VERL, number) if marker in c["body"]]
+
+
+@pytest.mark.parametrize("command,marker", [
+    ("/rltracker methods entropy-collapse", "rltracker:reply-to:"),
+    ("/rltracker rules", "rltracker:reply-to:"),
+    ("/rltracker frobnicate", "rltracker:note-to:"),
+], ids=["methods", "rules", "note"])
+async def test_a_command_reply_posted_as_the_process_died_is_recorded_by_the_retry(
+        app_ctx: Any, fake_github: Any, command: str, marker: str) -> None:
+    """The worker replying to the command dies after GitHub created the reply. On main the
+    retry of the delivery found the reply's claim `pending` (not ten minutes old), answered
+    "owned" and the delivery was done: the claim stayed `pending` for good and the app never
+    knew its reply. Now the retry waits for the claim to turn stale (the delivery's own
+    claim: ClaimHeld), takes it over, finds the reply by its marker and records it; one
+    reply on GitHub."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 91, title="How do I log metrics", body="Which logger?")
+    task: list[Any] = []
+    die_after_github_takes_the_reply(fake_github, 91, task)
+    await deliver(app_ctx, comment_event(command, number=91))
+    first = Worker(app_ctx, backoff=no_wait, lease_seconds=0)
+    task.append(asyncio.create_task(first.process_one()))
+    try:
+        await task[0]
+    except asyncio.CancelledError:
+        pass
+    assert len(replies(fake_github, 91, marker)) == 1
+    [row] = await reply_actions(app_ctx)
+    assert row.status == "pending"
+
+    second = Worker(app_ctx, backoff=no_wait)
+    await second.recover()
+    await second.run_until_idle()
+    assert second.counts["retry"] == 1  # the claim is not stale yet: waited for
+    [row] = await reply_actions(app_ctx)
+    assert row.status == "pending"
+    await ten_minutes_pass(app_ctx)
+    await second.run_until_idle()
+    [reply] = replies(fake_github, 91, marker)
+    [row] = await reply_actions(app_ctx)
+    assert row.status == "posted" and row.comment_id == reply["id"]
+    assert second.counts["failed"] == 0
+
+
+async def test_a_discussion_reply_posted_as_the_process_died_is_recorded_by_the_retry(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """The discussion's twin (GitHub's own discussion_comment payload, GraphQL checked against
+    GitHub's schema): addDiscussionComment creates the reply and the process dies before the
+    answer. The retry of the same delivery (its id in the payload, as the worker gives it)
+    waits for the claim (ClaimHeld), then takes it over, finds the reply among the
+    discussion's latest comments by its marker and records it; nothing posted again."""
+    import json
+
+    import graphql as gql
+    from gidgethub import sansio
+
+    from bot.speaking.claims import ClaimHeld
+    from bot.webhooks.commands import router as commands_router
+    from tests.fake_graphql import load_github_schema
+    from tests.test_actions_e2e import INST
+
+    schema = load_github_schema(shared_dir / "fixtures" / "github-api" / "schema.graphql")
+    await install(app_ctx, fake_github)
+    posted: list[dict[str, Any]] = []
+    task: list[Any] = []
+
+    @fake_github.route("POST", r"/graphql")
+    def discussion_api(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        assert not gql.validate(schema, gql.parse(body["query"]))
+        variables = body.get("variables") or {}
+        if "addDiscussionComment" in body["query"]:
+            node = {"id": f"DC_{len(posted)}", "databaseId": 80 + len(posted),
+                    "viewerDidAuthor": True, "body": variables["body"]}
+            posted.append(node)
+            task[0].cancel()  # created on GitHub; the process asking dies
+            return {"data": {"addDiscussionComment": {"comment": {
+                "id": node["id"], "databaseId": node["databaseId"]}}}}
+        return {"data": {"node": {"comments": {"nodes": json.loads(json.dumps(posted))}}}}
+
+    data = json.loads((shared_dir / "fixtures" / "webhooks" / "discussion_comment" / "created.json").read_text())
+    data["comment"]["id"] = 5581
+    data["comment"]["body"] = "/rltracker methods entropy_collapse"
+    data["discussion"]["node_id"] = "D_58"
+    data["repository"]["full_name"] = VERL
+    data["installation"]["id"] = INST
+    data["_delivery_id"] = "dd-died"
+    event = sansio.Event(data, event="discussion_comment", delivery_id="dd-died")
+    task.append(asyncio.create_task(commands_router.dispatch(event, app_ctx)))
+    with pytest.raises(asyncio.CancelledError):
+        await task[0]
+    [row] = await reply_actions(app_ctx)
+    assert row.status == "pending"
+    with pytest.raises(ClaimHeld):  # the worker's retry, at once
+        await commands_router.dispatch(event, app_ctx)
+    await ten_minutes_pass(app_ctx)
+    await commands_router.dispatch(event, app_ctx)
+    assert len(posted) == 1
+    [row] = await reply_actions(app_ctx)
+    assert row.status == "posted"
+    assert (row.comment_node_id, row.comment_id) == (posted[0]["id"], posted[0]["databaseId"])

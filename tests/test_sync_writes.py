@@ -13,7 +13,7 @@ from bot.github.sync import sync
 from bot.store.models import Comment, Thread
 from bot.store.threads import load_thread_record
 from tests.fakegithub import no_sleep
-from tests.test_sync import schema_path, sync_ctx, world  # noqa: F401 - fixtures
+from tests.test_sync import world  # noqa: F401 - a fixture
 
 REPO = "huggingface/trl"
 

@@ -333,7 +333,10 @@ async def method_data(session: AsyncSession, method_id: str) -> dict[str, Any] |
     return data
 
 
-async def failure_data(session: AsyncSession, key: str) -> dict[str, Any] | None:
+async def failure_data(session: AsyncSession, key: str, *, limit: int = 30, offset: int = 0
+                       ) -> dict[str, Any] | None:
+    """A failure kind, the methods that address it, and its reports newest first: the
+    `limit` after the first `offset` (the page pages through them all)."""
     cat = catalog()
     f = cat.failures.get(key)
     if f is None:
@@ -342,7 +345,8 @@ async def failure_data(session: AsyncSession, key: str) -> dict[str, Any] | None
     return {
         "failure": failure_dict(f),
         "methods": [method_dict(m, frameworks) for m in cat.methods_for_failure(key)],
-        "recent_reports": await thread_rows(session, failures=True, category=key, limit=30),
+        "recent_reports": await thread_rows(session, failures=True, category=key, limit=limit,
+                                           offset=offset),
         "reports_total": await count_threads(session, failures=True, category=key),
     }
 

@@ -51,13 +51,16 @@ def _rule_topics() -> dict[str, dict[str, str]]:
     return wording().topics
 
 
-def code_spans(text: str | None) -> Markup:
+def code_spans(text: str | None, isolate: bool = False) -> Markup:
     """Our rule statements mark names with backticks: each part is escaped, and the parts
-    between backticks become <code> elements. Nothing else is interpreted."""
+    between backticks become <code> elements. Nothing else is interpreted. `isolate`: the
+    names are quoted from a repository's files (GitHub's text), each in its own <bdi>, so a
+    direction override in one cannot reorder the statement's words after it."""
     parts = str(text or "").split("`")
-    if len(parts) % 2 == 0:  # an unpaired backtick: show it as it is
-        return escape(text or "")
-    out = [escape(p) if i % 2 == 0 else Markup("<code>%s</code>") % p for i, p in enumerate(parts)]
+    if len(parts) % 2 == 0:  # an unpaired backtick: show it as it is (isolated whole)
+        return Markup("<bdi>%s</bdi>") % (text or "") if isolate else escape(text or "")
+    code = Markup("<code><bdi>%s</bdi></code>") if isolate else Markup("<code>%s</code>")
+    out = [escape(p) if i % 2 == 0 else code % p for i, p in enumerate(parts)]
     return Markup("").join(out)
 
 

@@ -199,3 +199,35 @@ async def test_verdicts_page_pages_through_every_verdict(ctx: AppContext, client
     past = await _html(client, "/verdicts?page=3", status=404)
     assert "page 3 is past the last page of these verdicts (2)" in past and _threads_listed(past) == []
     assert re.search(r'<a rel="prev" href="/verdicts\?page=2">', past)
+
+
+async def test_method_page_pages_through_every_thread_naming_it(ctx: AppContext, client) -> None:
+    """The method page listed the 100 newest threads naming the method and linked only to the
+    proposals among the rest: a thread naming it that is no proposal (a failure report citing
+    the method) and not among the 100 newest was on no page. It pages like /proposals now."""
+    from sqlalchemy import update
+
+    async with ctx.sessionmaker() as s, s.begin():
+        oldest = await s.scalar(select_first_verl())
+        await s.execute(update(Analysis).where(Analysis.thread_id == oldest)
+                        .values(is_proposal=False))
+    total = VERL_OPEN + VERL_MERGED
+    seen: list[str] = []
+    path: str | None = "/methods/gspo"
+    while path is not None:
+        html = await _html(client, path)
+        seen += _threads_listed(html)
+        path = _next_page(html)
+        assert len(seen) <= total
+    assert len(seen) == len(set(seen)) == total
+    assert "verl-project/verl/1" in seen
+    await _html(client, "/methods/gspo?page=x", status=400)
+    past = await _html(client, "/methods/gspo?page=14", status=404)
+    assert "page 14 is past the last page of these threads (13)" in past and _threads_listed(past) == []
+    assert re.search(r'<a rel="prev" href="/methods/gspo\?page=13">', past)
+
+
+def select_first_verl() -> object:
+    from sqlalchemy import select
+
+    return select(Thread.id).where(Thread.repo == "verl-project/verl", Thread.number == 1)

@@ -321,14 +321,17 @@ async def index_data(session: AsyncSession) -> dict[str, Any]:
     }
 
 
-async def method_data(session: AsyncSession, method_id: str) -> dict[str, Any] | None:
+async def method_data(session: AsyncSession, method_id: str, *, limit: int = LIST_ROWS,
+                      offset: int = 0) -> dict[str, Any] | None:
+    """A method, its options and the threads naming it newest first: the `limit` after the
+    first `offset` (the page pages through them all)."""
     cat = catalog()
     m = cat.methods.get(method_id)
     if m is None:
         return None
     data = method_dict(m, list(cat.frameworks))
     data["failure_titles"] = {k: cat.failures[k].title for k in m.failures if k in cat.failures}
-    data["threads"] = await thread_rows(session, method=m.id, limit=LIST_ROWS)
+    data["threads"] = await thread_rows(session, method=m.id, limit=limit, offset=offset)
     data["threads_total"] = await count_threads(session, method=m.id)
     return data
 

@@ -177,10 +177,29 @@ async def index(request: web.Request) -> web.Response:
 async def method_page(request: web.Request) -> web.Response:
     if moved := _method_moved(request):
         return moved
-    found = await _session_call(request, data.method_data, request.match_info["id"])
+    key = request.match_info["id"]
+    typed = read_page(request)
+    page = typed[0] if typed else 1
+    offset = (page - 1) * data.LIST_ROWS if typed else 0
+    found = await _session_call(request, data.method_data, key, offset=offset)
     if found is None:
         return not_found("method")
-    return await render_page(request, "method.html", m=found, frameworks=data.catalog().frameworks)
+    context = {"m": found, "frameworks": data.catalog().frameworks}
+    if typed is None:
+        found["threads"] = []
+        return await render_page(request, "method.html", status=400, pages=None,
+                                 error="page must be a whole number from 1", **context)
+
+    def url(n: int) -> str:
+        return f"/methods/{quote(key)}" + (f"?page={n}" if n > 1 else "")
+
+    total = found["threads_total"]
+    if (last := past_last_page(page, total, data.LIST_ROWS)) is not None:
+        return await render_page(
+            request, "method.html", status=404, pages=pager(url, last, total, 0, 0, past=True),
+            error=f"page {typed[1]} is past the last page of these threads ({last})", **context)
+    return await render_page(request, "method.html", error=None, **context,
+                             pages=pager(url, page, total, offset, len(found["threads"])))
 
 
 async def failure_page(request: web.Request) -> web.Response:

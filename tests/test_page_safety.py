@@ -10,7 +10,7 @@ from datetime import date
 from html.parser import HTMLParser
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import select, text
 
 from tests.browser import chromium  # noqa: F401 - the fixture
 from tests.test_site import seed
@@ -495,5 +495,33 @@ async def test_no_page_has_a_link_named_only_by_a_number(ctx) -> None:
                     if not re.search(r"[^\W\d_]", text)
                     and not (label and label.startswith(text.strip()) and re.search(r"[^\W\d_]", label))]
             assert not bare, (path, bare[:8])
+    finally:
+        await client.close()
+
+
+async def test_the_code_names_a_rule_statement_quotes_are_isolated(ctx) -> None:
+    """A rule statement on the framework page quotes short names from a repository's files
+    (`make lint`, a command) in <code>: a name holding an unclosed U+202E reversed the
+    statement's own words after it on the line. Each quoted name is in its own <bdi> now."""
+    from sqlalchemy import update
+
+    from bot.store.models import ContributionRules
+
+    client = await _client(ctx)
+    try:
+        async with ctx.sessionmaker() as s, s.begin():
+            row = await s.scalar(select(ContributionRules).where(
+                ContributionRules.repo == "verl-project/verl"))
+            summary = dict(row.summary)
+            facts = [dict(f) for f in summary["facts"]]
+            facts[0]["statement"] = f"Run `make {RLO}lint` before a pull request, then `pre-commit`."
+            summary["facts"] = facts
+            await s.execute(update(ContributionRules).where(ContributionRules.id == row.id)
+                            .values(summary=summary))
+        html = await (await client.get("/frameworks/verl")).text()
+        assert f"<code><bdi>make {RLO}lint</bdi></code>" in html
+        runs = _Isolation()
+        runs.feed(html)
+        assert runs.runs and all(isolated for _, isolated in runs.runs), runs.runs
     finally:
         await client.close()

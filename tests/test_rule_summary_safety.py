@@ -197,7 +197,7 @@ async def test_the_framework_page_says_a_file_was_read_in_part(app_ctx, fake_git
         resp = await client.get("/frameworks/verl")
         assert resp.status == 200
         page = await resp.text()
-    assert "256 KiB" in page and "<code>CONTRIBUTING.md</code>" in page
+    assert "256 KiB" in page and "<code><bdi>CONTRIBUTING.md</bdi></code>" in page
 
 
 async def test_a_repository_with_no_contribution_files_is_told_plainly(app_ctx, fake_github) -> None:

@@ -177,7 +177,7 @@ async def test_failure_page_methods_and_reports(client) -> None:
 
 async def test_framework_page_rules_proposals_methods_and_reception(client) -> None:
     html = await _text(client, "/frameworks/verl")
-    assert "Contribution rules" in html and "<code>Signed-off-by</code>" in html
+    assert "Contribution rules" in html and "<code><bdi>Signed-off-by</bdi></code>" in html
     assert "verl-recipe" in html  # verl's curated observation
     assert "merged: 1" in html and "Support GSPO" in html
     assert "Methods it has" in html and "Methods it lacks" in html
@@ -221,7 +221,7 @@ async def test_framework_page_shows_rules_stored_by_an_older_extractor(client, c
         summary["not_stated"] = ["another_retired_topic", "tests"]
         row.summary = summary
     html = await _text(client, "/frameworks/verl")
-    assert "An <code>old</code> rule." in html
+    assert "An <code><bdi>old</bdi></code> rule." in html
     assert "another retired topic" in html and "tests" in html
 
 

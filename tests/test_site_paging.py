@@ -149,3 +149,85 @@ async def test_method_and_failure_pages_say_how_many_there_are(client) -> None:
     assert (await (await client.get("/api/methods/gspo")).json())["threads_total"] == VERL_OPEN + VERL_MERGED
     failure = await _html(client, "/failures/entropy_collapse")
     assert f"of {TRL_REPORTS:,} reports" in failure
+
+
+async def test_failure_page_pages_through_every_report(client) -> None:
+    """The failure page listed the 30 most recent reports and said "The 30 most recent of 45
+    reports." with no link to the other 15: they pages like /proposals now."""
+    seen: list[str] = []
+    path: str | None = "/failures/entropy_collapse"
+    while path is not None:
+        html = await _html(client, path)
+        seen += _threads_listed(html)
+        path = _next_page(html)
+        assert len(seen) <= TRL_REPORTS
+    assert len(seen) == len(set(seen)) == TRL_REPORTS
+    await _html(client, "/failures/entropy_collapse?page=0", status=400)
+    await _html(client, "/failures/entropy_collapse?page=x", status=400)
+    past = await _html(client, "/failures/entropy_collapse?page=3", status=404)
+    assert "page 3 is past the last page of these reports (2)" in past and _threads_listed(past) == []
+    assert re.search(r'<a rel="prev" href="/failures/entropy_collapse\?page=2">', past)
+    far = await _html(client, "/failures/entropy_collapse?page=99999999999", status=404)
+    assert "is past the last page of these reports (2)" in far
+
+
+VERDICTS = 130  # more than /verdicts lists on a page
+
+
+async def test_verdicts_page_pages_through_every_verdict(ctx: AppContext, client) -> None:
+    """/verdicts listed the 100 latest verdicts ("The 100 latest of 130.") and no more: the
+    other 30 were on no page."""
+    from sqlalchemy import select
+
+    from bot.store.models import Verdict
+
+    async with ctx.sessionmaker() as s, s.begin():
+        ids = list(await s.scalars(select(Thread.id).where(Thread.repo == "verl-project/verl")
+                                   .order_by(Thread.id).limit(VERDICTS)))
+        s.add_all([Verdict(thread_id=i, is_failure_report=False, category=None, login="someone",
+                           role="author", given_at=START + timedelta(minutes=n))
+                   for n, i in enumerate(ids)])
+    seen: list[str] = []
+    path: str | None = "/verdicts"
+    while path is not None:
+        html = await _html(client, path)
+        seen += _threads_listed(html)
+        path = _next_page(html)
+        assert len(seen) <= VERDICTS
+    assert len(seen) == len(set(seen)) == VERDICTS
+    await _html(client, "/verdicts?page=x", status=400)
+    past = await _html(client, "/verdicts?page=3", status=404)
+    assert "page 3 is past the last page of these verdicts (2)" in past and _threads_listed(past) == []
+    assert re.search(r'<a rel="prev" href="/verdicts\?page=2">', past)
+
+
+async def test_method_page_pages_through_every_thread_naming_it(ctx: AppContext, client) -> None:
+    """The method page listed the 100 newest threads naming the method and linked only to the
+    proposals among the rest: a thread naming it that is no proposal (a failure report citing
+    the method) and not among the 100 newest was on no page. It pages like /proposals now."""
+    from sqlalchemy import update
+
+    async with ctx.sessionmaker() as s, s.begin():
+        oldest = await s.scalar(select_first_verl())
+        await s.execute(update(Analysis).where(Analysis.thread_id == oldest)
+                        .values(is_proposal=False))
+    total = VERL_OPEN + VERL_MERGED
+    seen: list[str] = []
+    path: str | None = "/methods/gspo"
+    while path is not None:
+        html = await _html(client, path)
+        seen += _threads_listed(html)
+        path = _next_page(html)
+        assert len(seen) <= total
+    assert len(seen) == len(set(seen)) == total
+    assert "verl-project/verl/1" in seen
+    await _html(client, "/methods/gspo?page=x", status=400)
+    past = await _html(client, "/methods/gspo?page=14", status=404)
+    assert "page 14 is past the last page of these threads (13)" in past and _threads_listed(past) == []
+    assert re.search(r'<a rel="prev" href="/methods/gspo\?page=13">', past)
+
+
+def select_first_verl() -> object:
+    from sqlalchemy import select
+
+    return select(Thread.id).where(Thread.repo == "verl-project/verl", Thread.number == 1)

@@ -400,3 +400,21 @@ async def test_nightly_sync_makes_a_merged_pr_a_detected_landing_once(nctx: AppC
     async with nctx.sessionmaker() as session:
         row = await session.scalar(select(Report).where(Report.date == tomorrow.isoformat()))
     assert "New landings" not in row.markdown
+
+
+async def test_a_set_page_on_a_fresh_install_says_what_fills_it(client: TestClient) -> None:
+    """A set page of stored threads said "None." on a fresh install, with nothing on what
+    would appear there nor when: it says what the set holds and how proposals come in."""
+    sets = (await (await client.get("/api/study")).json())["sets"]
+    for name in ("proposals.verl.declined", "detected.verl"):
+        if name not in sets:
+            continue
+        resp = await client.get(f"/study/sets/{name}")
+        assert resp.status == 200, name
+        html = await resp.text()
+        assert "<p class=\"muted\">None.</p>" not in html, name
+        assert "rltracker sync" in html and "nightly" in html, name
+    landed = [n for n in sets if n.startswith("review.")]
+    assert landed, sorted(sets)[:20]
+    html = await (await client.get(f"/study/sets/{landed[0]}")).text()
+    assert "rltracker sync" in html

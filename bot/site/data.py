@@ -321,19 +321,25 @@ async def index_data(session: AsyncSession) -> dict[str, Any]:
     }
 
 
-async def method_data(session: AsyncSession, method_id: str) -> dict[str, Any] | None:
+async def method_data(session: AsyncSession, method_id: str, *, limit: int = LIST_ROWS,
+                      offset: int = 0) -> dict[str, Any] | None:
+    """A method, its options and the threads naming it newest first: the `limit` after the
+    first `offset` (the page pages through them all)."""
     cat = catalog()
     m = cat.methods.get(method_id)
     if m is None:
         return None
     data = method_dict(m, list(cat.frameworks))
     data["failure_titles"] = {k: cat.failures[k].title for k in m.failures if k in cat.failures}
-    data["threads"] = await thread_rows(session, method=m.id, limit=LIST_ROWS)
+    data["threads"] = await thread_rows(session, method=m.id, limit=limit, offset=offset)
     data["threads_total"] = await count_threads(session, method=m.id)
     return data
 
 
-async def failure_data(session: AsyncSession, key: str) -> dict[str, Any] | None:
+async def failure_data(session: AsyncSession, key: str, *, limit: int = 30, offset: int = 0
+                       ) -> dict[str, Any] | None:
+    """A failure kind, the methods that address it, and its reports newest first: the
+    `limit` after the first `offset` (the page pages through them all)."""
     cat = catalog()
     f = cat.failures.get(key)
     if f is None:
@@ -342,7 +348,8 @@ async def failure_data(session: AsyncSession, key: str) -> dict[str, Any] | None
     return {
         "failure": failure_dict(f),
         "methods": [method_dict(m, frameworks) for m in cat.methods_for_failure(key)],
-        "recent_reports": await thread_rows(session, failures=True, category=key, limit=30),
+        "recent_reports": await thread_rows(session, failures=True, category=key, limit=limit,
+                                           offset=offset),
         "reports_total": await count_threads(session, failures=True, category=key),
     }
 

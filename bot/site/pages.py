@@ -41,6 +41,7 @@ STATE_LABELS = {
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 PROPOSALS_PAGE = 500  # rows per page of /proposals
+REPORTS_PAGE = 30  # reports per page of /failures/{key}
 
 
 
@@ -50,13 +51,16 @@ def _rule_topics() -> dict[str, dict[str, str]]:
     return wording().topics
 
 
-def code_spans(text: str | None) -> Markup:
+def code_spans(text: str | None, isolate: bool = False) -> Markup:
     """Our rule statements mark names with backticks: each part is escaped, and the parts
-    between backticks become <code> elements. Nothing else is interpreted."""
+    between backticks become <code> elements. Nothing else is interpreted. `isolate`: the
+    names are quoted from a repository's files (GitHub's text), each in its own <bdi>, so a
+    direction override in one cannot reorder the statement's words after it."""
     parts = str(text or "").split("`")
-    if len(parts) % 2 == 0:  # an unpaired backtick: show it as it is
-        return escape(text or "")
-    out = [escape(p) if i % 2 == 0 else Markup("<code>%s</code>") % p for i, p in enumerate(parts)]
+    if len(parts) % 2 == 0:  # an unpaired backtick: show it as it is (isolated whole)
+        return Markup("<bdi>%s</bdi>") % (text or "") if isolate else escape(text or "")
+    code = Markup("<code><bdi>%s</bdi></code>") if isolate else Markup("<code>%s</code>")
+    out = [escape(p) if i % 2 == 0 else code % p for i, p in enumerate(parts)]
     return Markup("").join(out)
 
 
@@ -173,19 +177,89 @@ async def index(request: web.Request) -> web.Response:
 async def method_page(request: web.Request) -> web.Response:
     if moved := _method_moved(request):
         return moved
-    found = await _session_call(request, data.method_data, request.match_info["id"])
+    key = request.match_info["id"]
+    typed = read_page(request)
+    page = typed[0] if typed else 1
+    offset = (page - 1) * data.LIST_ROWS if typed else 0
+    found = await _session_call(request, data.method_data, key, offset=offset)
     if found is None:
         return not_found("method")
-    return await render_page(request, "method.html", m=found, frameworks=data.catalog().frameworks)
+    context = {"m": found, "frameworks": data.catalog().frameworks}
+    if typed is None:
+        found["threads"] = []
+        return await render_page(request, "method.html", status=400, pages=None,
+                                 error="page must be a whole number from 1", **context)
+
+    def url(n: int) -> str:
+        return f"/methods/{quote(key)}" + (f"?page={n}" if n > 1 else "")
+
+    total = found["threads_total"]
+    if (last := past_last_page(page, total, data.LIST_ROWS)) is not None:
+        return await render_page(
+            request, "method.html", status=404, pages=pager(url, last, total, 0, 0, past=True),
+            error=f"page {typed[1]} is past the last page of these threads ({last})", **context)
+    return await render_page(request, "method.html", error=None, **context,
+                             pages=pager(url, page, total, offset, len(found["threads"])))
 
 
 async def failure_page(request: web.Request) -> web.Response:
     if moved := _failure_moved(request):
         return moved
-    found = await _session_call(request, data.failure_data, request.match_info["key"])
+    key = request.match_info["key"]
+    typed = read_page(request)
+    page = typed[0] if typed else 1
+    offset = (page - 1) * REPORTS_PAGE
+    found = await _session_call(request, data.failure_data, key, limit=REPORTS_PAGE,
+                                offset=offset if typed else 0)
     if found is None:
         return not_found("failure kind")
-    return await render_page(request, "failure.html", d=found, frameworks=data.catalog().frameworks)
+    context = {"d": found, "frameworks": data.catalog().frameworks}
+    if typed is None:
+        found["recent_reports"] = []
+        return await render_page(request, "failure.html", status=400, pages=None,
+                                 error="page must be a whole number from 1", **context)
+
+    def url(n: int) -> str:
+        return f"/failures/{quote(key)}" + (f"?page={n}" if n > 1 else "")
+
+    total = found["reports_total"]
+    if (last := past_last_page(page, total, REPORTS_PAGE)) is not None:
+        return await render_page(
+            request, "failure.html", status=404, pages=pager(url, last, total, 0, 0, past=True),
+            error=f"page {typed[1]} is past the last page of these reports ({last})", **context)
+    return await render_page(request, "failure.html", error=None, **context,
+                             pages=pager(url, page, total, offset, len(found["recent_reports"])))
+
+
+def read_page(request: web.Request) -> tuple[int, str] | None:
+    """The `?page=` of a paged page (1 when absent): the page number and how a notice names
+    it; None when it is not a page number (a 400). A number of ten digits or more is a page
+    number still (past the last page, a 404), and leading zeros say nothing (0000000003 is 3)."""
+    typed = (request.query.get("page") or "").strip()
+    page = parse_count(typed, 1)
+    digits = typed.lstrip("0")
+    if page is None and typed.isascii() and typed.isdigit() and digits:
+        return (int(digits) if len(digits) < 10 else 10 ** 9), _shown_number(typed)
+    return (page, str(page)) if page else None
+
+
+def past_last_page(page: int, total: int, per_page: int) -> int | None:
+    """The last page when `page` is past it (an old link after the data changed: a 404 with
+    a link back to the last one), else None."""
+    if page > 1 and (page - 1) * per_page >= total:
+        return max(1, -(-total // per_page))
+    return None
+
+
+def pager(url: Callable[[int], str], page: int, total: int, offset: int, shown: int,
+          past: bool = False) -> dict[str, Any]:
+    """What a paged list says of its page (`_pager.html`): rows `first`-`last` of `total`, and
+    the links to the newer and older pages; `past`: `page` is the last page, linked back to."""
+    if past:
+        return {"total": total, "first": 0, "last": 0, "previous": url(page), "next": None}
+    return {"total": total, "first": offset + 1, "last": offset + shown,
+            "previous": url(page - 1) if page > 1 else None,
+            "next": url(page + 1) if offset + shown < total else None}
 
 
 async def framework_page(request: web.Request) -> web.Response:
@@ -200,42 +274,32 @@ async def framework_page(request: web.Request) -> web.Response:
 
 async def proposals_page(request: web.Request) -> web.Response:
     filters, error = _filters(request)
-    typed = (request.query.get("page") or "").strip()
-    page = parse_count(typed, 1)
-    # A page number of ten digits or more is a page number still (past the last page), not
-    # a bad one: it said "page must be a whole number from 1" under a 400.
-    digits = typed.lstrip("0")
-    beyond = page is None and typed.isascii() and typed.isdigit() and bool(digits)
-    if beyond:
-        # (leading zeros say nothing: 0000000003 is page 3)
-        page = int(digits) if len(digits) < 10 else 10 ** 9
-        beyond = len(digits) >= 10
-    if not error and not page:
+    typed = read_page(request)
+    if not error and typed is None:
         error = "page must be a whole number from 1"
     context = {"filters": filters, "frameworks": data.catalog().frameworks,
                "states": data.REVIEW_STATES}
-    if error or not page:
+    if error or typed is None:
         return await render_page(request, "proposals.html", status=400, rows=[], error=error,
                                  pages=None, **context)
+    page = typed[0]
     offset = (page - 1) * PROPOSALS_PAGE
     total = await _session_call(request, data.count_threads, proposals=True, **filters)
-    if page > 1 and offset >= total:
+
+    def url(n: int) -> str:
+        return _page_url(filters, n)
+
+    if (last := past_last_page(page, total, PROPOSALS_PAGE)) is not None:
         # Past the last page (an old link after a filter or the data changed): it said
         # "N proposals. No tracked proposal matches." under a 200.
-        last = max(1, -(-total // PROPOSALS_PAGE))
-        pages = {"total": total, "first": 0, "last": 0,
-                 "previous": _page_url(filters, last), "next": None}
         return await render_page(
-            request, "proposals.html", status=404, rows=[], pages=pages,
-            error=f"page {_shown_number(typed) if beyond else page} is past the last page "
-                  f"of these proposals ({last})", **context)
+            request, "proposals.html", status=404, rows=[],
+            pages=pager(url, last, total, 0, 0, past=True),
+            error=f"page {typed[1]} is past the last page of these proposals ({last})", **context)
     rows = await _session_call(request, data.thread_rows, proposals=True, limit=PROPOSALS_PAGE,
                                offset=offset, **filters)
-    pages = {"total": total, "first": offset + 1, "last": offset + len(rows),
-             "previous": _page_url(filters, page - 1) if page > 1 else None,
-             "next": _page_url(filters, page + 1) if offset + len(rows) < total else None}
-    return await render_page(request, "proposals.html", rows=rows, error=None, pages=pages,
-                             **context)
+    return await render_page(request, "proposals.html", rows=rows, error=None,
+                             pages=pager(url, page, total, offset, len(rows)), **context)
 
 
 def _shown_number(typed: str) -> str:

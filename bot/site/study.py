@@ -276,6 +276,22 @@ def _set_title(name: str, frameworks: dict[str, Any]) -> str:
     return name
 
 
+def _empty_text(name: str, frameworks: dict[str, Any]) -> str:
+    """What an empty set page says: what would appear there, and when."""
+    parts = name.split(".")
+    fw = frameworks[parts[1]].name if len(parts) > 1 and parts[1] in frameworks else "this framework"
+    if parts[0] in ("landed", "first", "dated"):
+        return ("None: this set is counted from the catalog's verified landings (no stored "
+                f"thread changes it); a study method appears here when the catalog records it in {fw}.")
+    if parts[0] == "detected":
+        return (f"None: a merged pull request of {fw} that brings a study method the catalog does "
+                "not list yet appears here once it is stored (`rltracker sync`, the app's "
+                "webhooks, the nightly job).")
+    return ("None: the threads of this set appear here as they are stored and analysed "
+            "(`rltracker sync`, the app's webhooks, the nightly job); an empty set means no "
+            "stored thread matches it.")
+
+
 async def set_page(request: web.Request) -> web.Response:
     name = request.match_info["name"]
     study, shown = await _study(request)
@@ -294,8 +310,12 @@ async def set_page(request: web.Request) -> web.Response:
             rows.append({"method": mid, "name": cat.methods[mid].name, **landing})
     else:
         rows = [shown[k] for k in members if k in shown]
+    # On a fresh install a set of stored threads said "None." with nothing on what fills it.
+    stored_kind = name.split(".")[0] not in ("landed", "first", "dated")
     return render("study_set.html", name=name, title=_set_title(name, cat.frameworks),
-                  kind=kind, rows=rows, frameworks=cat.frameworks)
+                  kind=kind, rows=rows, frameworks=cat.frameworks,
+                  empty=_empty_text(name, cat.frameworks),
+                  how_to_fill=study["how_to_fill"] if stored_kind else None)
 
 
 def setup(app: web.Application) -> None:

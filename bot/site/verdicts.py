@@ -19,14 +19,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from analyzers.catalog import framework_id
 from bot.context import app_context
 from bot.site import data
-from bot.site.pages import json_response, render
+from bot.site.pages import json_response, pager, past_last_page, read_page, render
 from bot.store.models import Analysis, Repository, Thread, Verdict
 from bot.store.verdicts import agreement, verdict_dict
 
-LIST_ROWS = 100  # the latest verdicts listed (the figures count them all)
+LIST_ROWS = 100  # verdicts per page of /verdicts, latest first (the figures count them all)
 
 
-async def verdicts_data(session: AsyncSession, limit: int = LIST_ROWS) -> dict[str, Any]:
+async def verdicts_data(session: AsyncSession, limit: int = LIST_ROWS, offset: int = 0
+                        ) -> dict[str, Any]:
+    """The agreement figures, the verdicts latest first (the `limit` after the first
+    `offset`: the page pages through them all) and the threads a verdict is wanted on."""
     cat = data.catalog()
 
     def title(key: str | None) -> str | None:
@@ -34,7 +37,7 @@ async def verdicts_data(session: AsyncSession, limit: int = LIST_ROWS) -> dict[s
 
     rows = (await session.execute(
         select(Verdict, Thread).join(Thread, Thread.id == Verdict.thread_id)
-        .order_by(Verdict.given_at.desc(), Verdict.id.desc()).limit(limit))).all()
+        .order_by(Verdict.given_at.desc(), Verdict.id.desc()).offset(offset).limit(limit))).all()
     latest = []
     for v, t in rows:
         item = verdict_dict(v)
@@ -143,9 +146,26 @@ def _wanted_row(r: Any) -> dict[str, Any]:
 
 
 async def verdicts_page(request: web.Request) -> web.Response:
+    """The figures and the verdicts, LIST_ROWS a page (`?page=`, the rule of /proposals)."""
+    typed = read_page(request)
+    page = typed[0] if typed else 1
+    offset = (page - 1) * LIST_ROWS if typed else 0
     async with app_context(request).sessionmaker() as session:
-        found = await verdicts_data(session)
-    return render("verdicts.html", d=found)
+        found = await verdicts_data(session, offset=offset)
+    if typed is None:
+        found["latest"] = []
+        return render("verdicts.html", status=400, d=found, pages=None,
+                      error="page must be a whole number from 1")
+
+    def url(n: int) -> str:
+        return "/verdicts" + (f"?page={n}" if n > 1 else "")
+
+    if (last := past_last_page(page, found["total"], LIST_ROWS)) is not None:
+        return render("verdicts.html", status=404, d=found,
+                      pages=pager(url, last, found["total"], 0, 0, past=True),
+                      error=f"page {typed[1]} is past the last page of these verdicts ({last})")
+    return render("verdicts.html", d=found, error=None,
+                  pages=pager(url, page, found["total"], offset, len(found["latest"])))
 
 
 async def api_verdicts(request: web.Request) -> web.Response:

@@ -143,8 +143,10 @@ async def test_failure_pages_label_each_source_link_by_what_it_is(client) -> Non
                     assert f'href="{paper.url}">{paper.source}<' in page, (key, method.id)
 
 
-async def test_a_fact_without_a_file_shows_no_empty_citation(client) -> None:
-    """ROLL has no CONTRIBUTING file: that fact cites no file, and the page shows no "()"."""
+async def test_a_fact_without_a_file_shows_no_empty_citation(client, shared_dir) -> None:
+    """ROLL has no CONTRIBUTING file: that fact cites no file, and the page shows no "()".
+    (The page's rules before the nightly fetch are the snapshot in ../shared: skipped
+    without it.)"""
     resp = await client.get("/frameworks/roll")
     page = await resp.text()
     assert "No CONTRIBUTING file" in page

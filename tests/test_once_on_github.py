@@ -8,6 +8,7 @@ the same database.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -198,6 +199,29 @@ def die_after_github_takes_the_comment(fake: Any, number: int, task: list[Any], 
         return 201, {k: v for k, v in comment.items() if not k.startswith("_")}
 
 
+async def proposal_whose_summary_died_as_posted(app_ctx: Any, fake_github: Any,
+                                                 number: int) -> tuple[dict[str, Any], Any]:
+    """A proposal opened as `number` whose rule summary GitHub created as the deciding process
+    died (`die_after_github_takes_the_comment`); the worker's retry, at once, finds the claim
+    held. Returns the delivery's payload and the ClaimHeld the retry raised."""
+    from bot.speaking.claims import ClaimHeld
+    from bot.speaking.decide import act
+    from tests.test_actions_e2e import PROPOSAL
+
+    payload = {**await open_issue(app_ctx, fake_github, number, title="Add GSPO",
+                                  body="Please add GSPO."), "_delivery_id": f"d-{number}"}
+    task: list[Any] = []
+    die_after_github_takes_the_comment(fake_github, number, task)
+    task.append(asyncio.create_task(act(app_ctx, VERL, number, trigger="issues.opened",
+                                        payload=payload, analysis=PROPOSAL)))
+    with pytest.raises(asyncio.CancelledError):
+        await task[0]
+    with pytest.raises(ClaimHeld) as held:
+        await act(app_ctx, VERL, number, trigger="issues.opened", payload=payload,
+                  analysis=PROPOSAL)
+    return payload, held.value
+
+
 async def ten_minutes_pass(ctx: Any) -> None:
     """For the claims and the inbox's waiting retries, ten minutes and more pass."""
     from sqlalchemy import select, update
@@ -343,9 +367,6 @@ async def test_a_rule_summary_twice_at_once_and_across_a_death_is_posted_once(
     the worker keeps), takes it over and records the reply found by its marker."""
     import asyncio
 
-    import pytest
-
-    from bot.speaking.claims import ClaimHeld
     from bot.speaking.decide import act
     from bot.speaking.render import RULES_MARKER
     from tests.test_actions_e2e import PROPOSAL
@@ -358,17 +379,8 @@ async def test_a_rule_summary_twice_at_once_and_across_a_death_is_posted_once(
     assert sorted(o["rule_summary"] for o in outs) == ["owned", "posted"]
     assert len(app_comments(fake_github, VERL, 87, RULES_MARKER)) == 1
 
-    payload = {**await open_issue(app_ctx, fake_github, 88, title="Add GSPO", body="Please add GSPO."),
-               "_delivery_id": "d-88"}
-    task: list[Any] = []
-    die_after_github_takes_the_comment(fake_github, 88, task)
-    task.append(asyncio.create_task(act(app_ctx, VERL, 88, trigger="issues.opened",
-                                        payload=payload, analysis=PROPOSAL)))
-    with pytest.raises(asyncio.CancelledError):
-        await task[0]
-    with pytest.raises(ClaimHeld) as held:  # the worker's retry, at once
-        await act(app_ctx, VERL, 88, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
-    assert 590 < held.value.retry_after <= 601
+    payload, held = await proposal_whose_summary_died_as_posted(app_ctx, fake_github, 88)
+    assert 590 < held.retry_after <= 601
     await ten_minutes_pass(app_ctx)
     out = await act(app_ctx, VERL, 88, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
     assert out["rule_summary"] == "posted"
@@ -463,28 +475,16 @@ async def test_a_rule_summary_posted_before_the_process_died_is_adopted_after_th
     dead run's claim waits to turn stale. The decision that takes it over stayed quiet on
     the stored thread (`closed`) before looking on GitHub: the reply stayed unknown, its
     claim pending. Looked up first, as the failure comment's: found, it is recorded."""
-    import asyncio
 
-    import pytest
     from sqlalchemy import update
 
-    from bot.speaking.claims import ClaimHeld
     from bot.speaking.decide import act
     from bot.speaking.render import RULES_MARKER
     from bot.store.models import Thread
     from tests.test_actions_e2e import PROPOSAL
 
     await install(app_ctx, fake_github)
-    payload = {**await open_issue(app_ctx, fake_github, 93, title="Add GSPO", body="Please add GSPO."),
-               "_delivery_id": "d-93"}
-    task: list[Any] = []
-    die_after_github_takes_the_comment(fake_github, 93, task)
-    task.append(asyncio.create_task(act(app_ctx, VERL, 93, trigger="issues.opened",
-                                        payload=payload, analysis=PROPOSAL)))
-    with pytest.raises(asyncio.CancelledError):
-        await task[0]
-    with pytest.raises(ClaimHeld):
-        await act(app_ctx, VERL, 93, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    payload, _ = await proposal_whose_summary_died_as_posted(app_ctx, fake_github, 93)
     fake_github.issue(VERL, 93)["state"] = "closed"
     async with app_ctx.sessionmaker() as s:
         await s.execute(update(Thread).where(Thread.number == 93).values(state="closed"))

@@ -12,7 +12,7 @@ import pytest
 
 from bot.webhooks.worker import Worker
 from tests.test_actions_e2e import VERL, install, open_issue
-from tests.test_commands import actions, comment_event
+from tests.test_commands import actions, comment_event, discussion_comments_api
 from tests.test_once_on_github import deliver, no_wait, ten_minutes_pass
 
 
@@ -90,31 +90,17 @@ async def test_a_discussion_reply_posted_as_the_process_died_is_recorded_by_the_
     discussion's latest comments by its marker and records it; nothing posted again."""
     import json
 
-    import graphql as gql
     from gidgethub import sansio
 
     from bot.speaking.claims import ClaimHeld
     from bot.webhooks.commands import router as commands_router
-    from tests.fake_graphql import load_github_schema
     from tests.test_actions_e2e import INST
 
-    schema = load_github_schema(shared_dir / "fixtures" / "github-api" / "schema.graphql")
     await install(app_ctx, fake_github)
-    posted: list[dict[str, Any]] = []
     task: list[Any] = []
-
-    @fake_github.route("POST", r"/graphql")
-    def discussion_api(fake: Any, request: Any, match: Any, body: Any) -> Any:
-        assert not gql.validate(schema, gql.parse(body["query"]))
-        variables = body.get("variables") or {}
-        if "addDiscussionComment" in body["query"]:
-            node = {"id": f"DC_{len(posted)}", "databaseId": 80 + len(posted),
-                    "viewerDidAuthor": True, "body": variables["body"]}
-            posted.append(node)
-            task[0].cancel()  # created on GitHub; the process asking dies
-            return {"data": {"addDiscussionComment": {"comment": {
-                "id": node["id"], "databaseId": node["databaseId"]}}}}
-        return {"data": {"node": {"comments": {"nodes": json.loads(json.dumps(posted))}}}}
+    # created on GitHub; the process asking dies
+    posted = discussion_comments_api(fake_github, shared_dir, first_id=80,
+                                     on_create=lambda: task[0].cancel())
 
     data = json.loads((shared_dir / "fixtures" / "webhooks" / "discussion_comment" / "created.json").read_text())
     data["comment"]["id"] = 5581

@@ -935,10 +935,12 @@ async def test_a_permission_lookup_github_refuses_does_nothing_until_the_retry(
     assert [a.reason for a in await actions(app_ctx, "command")] == ["/rltracker ignore"]
 
 
-async def test_an_unknown_command_in_a_discussion_gets_its_note_there(
-        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
-    """GitHub's own discussion_comment payload with a typo: the note goes through GraphQL
-    addDiscussionComment (checked against GitHub's schema), once across a redelivery."""
+def discussion_comments_api(fake_github: Any, shared_dir: Any, *, first_id: int,
+                            on_create: Any = None) -> list[dict[str, Any]]:
+    """GitHub's GraphQL for a discussion's comments on the fake: every query checked against
+    GitHub's schema, addDiscussionComment creates a comment the app authored (ids from
+    `first_id`; `on_create()` called once it is created), any other query reads them. Returns
+    the list the created comments go into."""
     import json
 
     import graphql as gql
@@ -946,7 +948,6 @@ async def test_an_unknown_command_in_a_discussion_gets_its_note_there(
     from tests.fake_graphql import load_github_schema
 
     schema = load_github_schema(shared_dir / "fixtures" / "github-api" / "schema.graphql")
-    await install(app_ctx, fake_github)
     posted: list[dict[str, Any]] = []
 
     @fake_github.route("POST", r"/graphql")
@@ -954,12 +955,27 @@ async def test_an_unknown_command_in_a_discussion_gets_its_note_there(
         assert not gql.validate(schema, gql.parse(body["query"]))
         variables = body.get("variables") or {}
         if "addDiscussionComment" in body["query"]:
-            node = {"id": f"DC_{len(posted)}", "databaseId": 90 + len(posted),
+            node = {"id": f"DC_{len(posted)}", "databaseId": first_id + len(posted),
                     "viewerDidAuthor": True, "body": variables["body"]}
             posted.append(node)
-            return {"data": {"addDiscussionComment": {"comment": {"id": node["id"],
-                                                                  "databaseId": node["databaseId"]}}}}
+            if on_create is not None:
+                on_create()
+            return {"data": {"addDiscussionComment": {"comment": {
+                "id": node["id"], "databaseId": node["databaseId"]}}}}
         return {"data": {"node": {"comments": {"nodes": json.loads(json.dumps(posted))}}}}
+
+    return posted
+
+
+async def test_an_unknown_command_in_a_discussion_gets_its_note_there(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """GitHub's own discussion_comment payload with a typo: the note goes through GraphQL
+    addDiscussionComment (checked against GitHub's schema), once across a redelivery."""
+    import json
+
+
+    await install(app_ctx, fake_github)
+    posted = discussion_comments_api(fake_github, shared_dir, first_id=90)
 
     data = json.loads((shared_dir / "fixtures" / "webhooks" / "discussion_comment" / "created.json").read_text())
     data["comment"]["body"] = "/rltracker metods @team"

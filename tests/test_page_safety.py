@@ -458,21 +458,28 @@ class _Links(HTMLParser):
             self._open[1] += data
 
 
+async def _links_named_by_numbers_only(client: Any, path: str) -> list[tuple[str, str]]:
+    """The links on `path` whose text holds no letter and whose aria-label does not start
+    with that text and say, in words, what it counts or where it goes."""
+    import re
+
+    page = _Links()
+    page.feed(await (await client.get(path)).text())
+    return [(href, text) for href, text, label in page.links
+            if not re.search(r"[^\W\d_]", text)
+            and not (label and label.startswith(text.strip()) and re.search(r"[^\W\d_]", label))]
+
+
 async def test_a_number_that_links_says_what_it_counts(ctx) -> None:
     """The study page's numbers are links to what they count, and a link's name was only its
     number: a screen reader's list of links read '2, 0, 1, 0, …' with nothing to tell them
     apart. Each link whose text is a number now carries a name that starts with the number
     and says what it counts or where it goes."""
-    import re
 
     client = await _client(ctx)
     try:
         for path in ("/study", "/study/sets/landed.verl"):
-            page = _Links()
-            page.feed(await (await client.get(path)).text())
-            bare = [(href, text) for href, text, label in page.links
-                    if not re.search(r"[^\W\d_]", text)
-                    and not (label and label.startswith(text.strip()) and re.search(r"[^\W\d_]", label))]
+            bare = await _links_named_by_numbers_only(client, path)
             assert not bare, (path, bare[:8])
     finally:
         await client.close()
@@ -481,7 +488,6 @@ async def test_a_number_that_links_says_what_it_counts(ctx) -> None:
 async def test_no_page_has_a_link_named_only_by_a_number(ctx) -> None:
     """The same on every page: the reports list named each report's link by its date only,
     and the install preview named each issue's link to GitHub '#7'."""
-    import re
 
     from bot.site.report import run_report
 
@@ -489,11 +495,7 @@ async def test_no_page_has_a_link_named_only_by_a_number(ctx) -> None:
     await run_report(ctx, date(2026, 11, 20))
     try:
         for path in [*PAGES, "/reports/2026-11-20"]:
-            page = _Links()
-            page.feed(await (await client.get(path)).text())
-            bare = [(href, text) for href, text, label in page.links
-                    if not re.search(r"[^\W\d_]", text)
-                    and not (label and label.startswith(text.strip()) and re.search(r"[^\W\d_]", label))]
+            bare = await _links_named_by_numbers_only(client, path)
             assert not bare, (path, bare[:8])
     finally:
         await client.close()

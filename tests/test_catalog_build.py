@@ -227,6 +227,25 @@ def test_refuses_a_new_fact_without_the_projects_own_fields(tmp_path: Path, caps
     assert "options.minirl '--wide' keys" in err and "caution text for source 'arXiv 2601.00002'" in err
 
 
+def test_refuses_a_new_failure_kind_without_our_texts(tmp_path: Path, capsys) -> None:
+    data = copy.deepcopy(SHARED)
+    data["failure_keys"]["reward_hacking"] = "the reward is gamed"
+    shared_dir, cat = _write_inputs(tmp_path, data)
+    assert "failures.yaml 'reward_hacking' titles and descriptions" in _refused(
+        tmp_path, shared_dir, cat, capsys)
+
+
+def test_failure_kinds_keep_our_blocks_in_contract_order(tmp_path: Path) -> None:
+    shared_dir, cat = _write_inputs(tmp_path)
+    text = _failures_yaml()
+    head, _, blocks = text.partition("failures:\n")
+    first, rest = blocks.split("  entropy_explosion:\n", 1)
+    (cat / "failures.yaml").write_text(head + "failures:\n  entropy_explosion:\n" + rest + first,
+                                       encoding="utf-8")
+    build.run(shared_dir, cat)
+    assert (cat / "failures.yaml").read_text(encoding="utf-8") == text
+
+
 def test_refuses_what_the_app_would_not_load(tmp_path: Path, capsys) -> None:
     """Two frameworks claiming one repository pass the build but not the loader: nothing is written."""
     data = copy.deepcopy(SHARED)

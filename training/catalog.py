@@ -519,7 +519,10 @@ def run(shared: Path, catalog_dir: Path, *, check: bool = False) -> tuple[Build,
     warnings = source_txt_differences(shared, data)
     if check:
         return result, changed_files(catalog_dir, result.texts), warnings
-    return result, write(catalog_dir, result.texts), warnings
+    try:
+        return result, write(catalog_dir, result.texts), warnings
+    except OSError as exc:
+        raise BuildRefused(f"could not write {catalog_dir}: {exc}") from None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -129,6 +129,9 @@ class FakeData:
     # `issueOrPullRequest` / `discussion(number)` answer FORBIDDEN for.
     moved: dict[tuple[str, str, int], dict[str, Any]] = field(default_factory=dict)
     forbidden: set[tuple[str, int]] = field(default_factory=set)
+    # (repository, "issue" or "discussion") whose feature is turned off: GitHub lists none of
+    # them and answers NOT_FOUND by number, although they come back when it is turned on
+    disabled: set[tuple[str, str]] = field(default_factory=set)
 
     # ---- building -------------------------------------------------------------------------
     def _tick(self, seconds: int = 60) -> datetime:
@@ -420,6 +423,8 @@ class FakeGraphQL:
                     orderBy: dict[str, Any] | None = None, **_: Any) -> dict[str, Any]:
             _check_first(first, info.field_name if info else kind)
             ordered = _ordered_threads(self.data.repos.get(repo, {}).get(kind, []))
+            if (repo, kind) in self.data.disabled:
+                ordered = []
             start = 0
             if after:
                 updated, _, db_id = _uncursor(after).partition("|")
@@ -449,6 +454,8 @@ class FakeGraphQL:
             "databaseId": self.data.repo_ids.get(full),
             "updatedAt": self.data.repo_updated.get(full, _iso(BASE_TIME)),
             "isPrivate": full in self.data.private,
+            "hasIssuesEnabled": (full, "issue") not in self.data.disabled,
+            "hasDiscussionsEnabled": (full, "discussion") not in self.data.disabled,
             **{f: self._repo_connection(full, k) for f, k in self.KIND_FIELDS.items()},
             "issueOrPullRequest": self._by_number(full, "issue"),
             "discussion": self._by_number(full, "discussion"),
@@ -459,7 +466,7 @@ class FakeGraphQL:
             if (repo.lower(), number) in self.data.forbidden:
                 raise GraphQLFieldError("Resource not accessible by integration", "FORBIDDEN")
             found = self.data.by_number(repo, family, number)
-            if found is None:
+            if found is None or (repo, found["_kind"]) in self.data.disabled:
                 what = "an issue or pull request" if family == "issue" else "a Discussion"
                 raise GraphQLFieldError(
                     f"Could not resolve to {what} with the number of {number}.", "NOT_FOUND")

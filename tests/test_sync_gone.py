@@ -288,3 +288,21 @@ async def test_a_thread_updated_during_the_full_sync_is_kept(
     stats = await sync(sync_ctx, [REPO], full=True, sleep=no_sleep)
     assert await numbers(sync_ctx, REPO) == before
     assert stats.deleted == 0 and stats.checked >= 1
+
+
+async def test_threads_hidden_by_a_feature_turned_off_are_not_deleted(
+        sync_ctx: AppContext, small: Any) -> None:
+    """Discussions (or issues) turned off in a repository: GitHub lists none and answers
+    NOT_FOUND by number, but they come back when the feature is turned on again. Deleted,
+    they were noted as deleted too, and never stored again: nothing is deleted, it is said."""
+    data, _ = small
+    await sync(sync_ctx, [REPO], sleep=no_sleep)
+    before = await numbers(sync_ctx, REPO)
+    data.disabled.add((REPO, "discussion"))
+    stats = await sync(sync_ctx, [REPO], full=True, sleep=no_sleep)
+    assert await numbers(sync_ctx, REPO) == before
+    assert stats.deleted == 0
+    assert any("discussions are turned off" in f["error"] for f in stats.failed_threads)
+    data.disabled.clear()
+    stats = await sync(sync_ctx, [REPO], full=True, sleep=no_sleep)
+    assert await numbers(sync_ctx, REPO) == before and not stats.failed_threads

@@ -229,7 +229,8 @@ def build_check_query(owner: str, name: str, slots: list[CheckSlot]) -> tuple[st
     """One request asking about stored threads of one repository by number: the repository
     aliased r, the threads t0.. (`issueOrPullRequest` for issues and pull requests,
     `discussion` for discussions). GitHub answers null with a NOT_FOUND error for a thread
-    deleted. Returns (doc, vars)."""
+    deleted, and for every one of a feature turned off (hasIssuesEnabled,
+    hasDiscussionsEnabled: asked too). Returns (doc, vars)."""
     decls = ["$o: String!", "$n: String!"]
     variables: dict[str, Any] = {"o": owner, "n": name}
     parts: list[str] = []
@@ -243,7 +244,8 @@ def build_check_query(owner: str, name: str, slots: list[CheckSlot]) -> tuple[st
                          f"... on Issue {{ {_CHECKED} }} ... on PullRequest {{ {_CHECKED} }} }}")
     body = "\n    ".join(parts)
     doc = (f"query Check({', '.join(decls)}) {{\n  {RATE_LIMIT}\n"
-           f"  r: repository(owner: $o, name: $n) {{\n    nameWithOwner\n    {body}\n  }}\n}}")
+           f"  r: repository(owner: $o, name: $n) {{\n    nameWithOwner hasIssuesEnabled "
+           f"hasDiscussionsEnabled\n    {body}\n  }}\n}}")
     return doc, variables
 
 

@@ -1153,6 +1153,12 @@ class Syncer:
         repo_data = data.get("r")
         if not repo_data:
             return self._check_failed(s, _messages({"errors": self.errors}) or "repository not found")
+        feature = {"issue": "hasIssuesEnabled", "discussion": "hasDiscussionsEnabled"}.get(s.kind)
+        if feature is not None and repo_data.get(feature) is False:
+            # GitHub hides them all (NOT_FOUND by number) until the feature is on again:
+            # deleted, and noted as deleted, they were never stored again
+            return self._check_failed(s, f"{s.kind.replace('_', ' ')}s are turned off in the "
+                                         "repository on GitHub: nothing is deleted")
         here = {s.repo.lower(), str(repo_data.get("nameWithOwner") or s.repo).lower()}
         gone: list[int] = []
         moved: list[tuple[int, dict[str, Any]]] = []

@@ -17,6 +17,12 @@ Crash safety: a thread is written only once all of its continuations arrived, an
 cursor (SyncCursor.cursor) moves past a page only when every thread of that page is written,
 in the same transaction. A crash re-fetches at most the pages in flight.
 
+Threads gone on GitHub without a webhook (deleted, transferred away): once a stream's listing
+ran to its end, the stored threads it did not return are asked about by number
+(Syncer._check_unlisted): NOT_FOUND deletes one, an answer from another repository moves it,
+through the webhook path's store functions (delete_thread, move_thread); absence alone, or
+any other answer, deletes nothing.
+
 Records are the webhook path's: bots get the `[bot]` suffix REST uses, "" becomes None, and
 everything is written through bot.store.threads.upsert_thread / upsert_comment, then analysed
 through bot.pipeline.thread_changed(trigger="sync").

@@ -428,8 +428,13 @@ class Syncer:
     async def _load_streams(self) -> None:
         async with self.ctx.sessionmaker() as session:
             silenced = await silenced_installations(session)
-            for repo in self.repos:
+            for repo in dict.fromkeys(self.repos):
                 installation_id = None
+                if any(s.repo.lower() == repo.lower() for s in self.streams):
+                    # named twice (in two spellings, or repeated): two streams of a kind read
+                    # the same threads, and one replaced the other's pending thread under the
+                    # same key (that thread and its comments were never stored)
+                    continue
                 # The stored row's spelling: `--repo codertocat/hello-world` for an installed
                 # Codertocat/Hello-World made a second row and cursors, and a new backfill.
                 row = await session.scalar(select(Repository).where(

@@ -45,9 +45,7 @@ async def test_a_nightly_run_whose_sync_left_a_thread_unread_says_so(
     nightly run was recorded "ok" and the thread named nowhere an operator looks. It is
     "partial" and names it."""
     from bot.scheduler import nightly_job, step_sync
-    from tests.fake_graphql import graphql_context
-
-    from tests.fake_graphql import REPOS
+    from tests.fake_graphql import REPOS, graphql_context
 
     data = FakeData()
     for repo in REPOS:  # the seven the nightly sync reads

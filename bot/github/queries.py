@@ -214,6 +214,41 @@ def build_sync_query(
     return _with_fragments(header + " {\n  " + body_parts + "\n}"), variables
 
 
+@dataclass(frozen=True)
+class CheckSlot:
+    kind: str  # issue | pull_request | discussion (the stored thread's)
+    number: int
+
+
+# What a check reads of a thread asked by number: where GitHub has it now (a thread transferred
+# away answers from its new repository, under its new number).
+_CHECKED = "number url repository { nameWithOwner isPrivate }"
+
+
+def build_check_query(owner: str, name: str, slots: list[CheckSlot]) -> tuple[str, dict[str, Any]]:
+    """One request asking about stored threads of one repository by number: the repository
+    aliased r, the threads t0.. (`issueOrPullRequest` for issues and pull requests,
+    `discussion` for discussions). GitHub answers null with a NOT_FOUND error for a thread
+    deleted, and for every one of a feature turned off (hasIssuesEnabled,
+    hasDiscussionsEnabled: asked too). Returns (doc, vars)."""
+    decls = ["$o: String!", "$n: String!"]
+    variables: dict[str, Any] = {"o": owner, "n": name}
+    parts: list[str] = []
+    for k, slot in enumerate(slots):
+        decls.append(f"$m{k}: Int!")
+        variables[f"m{k}"] = int(slot.number)
+        if slot.kind == "discussion":
+            parts.append(f"t{k}: discussion(number: $m{k}) {{ __typename {_CHECKED} }}")
+        else:
+            parts.append(f"t{k}: issueOrPullRequest(number: $m{k}) {{ __typename "
+                         f"... on Issue {{ {_CHECKED} }} ... on PullRequest {{ {_CHECKED} }} }}")
+    body = "\n    ".join(parts)
+    doc = (f"query Check({', '.join(decls)}) {{\n  {RATE_LIMIT}\n"
+           f"  r: repository(owner: $o, name: $n) {{\n    nameWithOwner hasIssuesEnabled "
+           f"hasDiscussionsEnabled\n    {body}\n  }}\n}}")
+    return doc, variables
+
+
 RECEPTION_QUERY = """
 query Reception($ids: [ID!]!) {
   rateLimit { cost remaining resetAt limit }
@@ -246,4 +281,6 @@ def example_documents() -> list[tuple[str, str]]:
         [ContinuationSlot("X", t, f, None) for t, f in CONTINUATIONS],
     )
     docs.append(("mixed", mixed))
+    check, _ = build_check_query("o", "n", [CheckSlot(k, 1) for k in STREAMS])
+    docs.append(("check", check))
     return docs

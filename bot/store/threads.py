@@ -18,11 +18,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, insert, select
+from sqlalchemy import bindparam, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.store.db import dialect_insert
 from bot.store.models import Comment, Deletion, Thread
+from bot.store.repositories import follow_transfer
 from bot.store.types import format_datetime, parse_datetime, utcnow
 
 THREAD_FIELDS = (
@@ -306,3 +307,58 @@ def is_buried(found: dict[str, datetime | None], key: str, created_at: Any = Non
         return False
     grave, created = found[key], parse_datetime(created_at)
     return grave is None or created is None or created <= grave
+
+
+# ---- a thread gone from its place: deleted, or transferred to another repository ------------
+# One way to do each, for the webhook path (issues.deleted, discussion.deleted,
+# issues.transferred, discussion.transferred) and for the sync (a stored thread its listing
+# no longer returned, which GitHub then answered NOT_FOUND for, or at another repository).
+async def delete_thread(session: AsyncSession, repo: str, number: int, kind: str | None = None,
+                        created_at: Any = None) -> bool:
+    """The thread `repo`#`number` of `kind` (None: the stored one's, else an issue) is
+    deleted on GitHub: noted (Deletion, so no late delivery or sync stores it again) and its
+    row deleted, its comments and analysis with it (ON DELETE CASCADE). `created_at`: the
+    deleted thread's, when nothing of it is stored. True when a stored row was deleted."""
+    thread = await get_thread(session, repo, number)
+    grave = thread_grave(repo, number, str(kind or getattr(thread, "kind", None) or "issue"))
+    if thread is not None and grave != thread_grave(thread.repo, thread.number, thread.kind):
+        # Issues and discussions share numbers (a converted issue keeps its own): the issue
+        # deleted is not the discussion stored under its number.
+        thread = None
+    await bury(session, grave, thread.created_at if thread is not None
+               else parse_datetime(created_at))
+    if thread is None:
+        return False
+    await session.execute(delete(Thread).where(Thread.id == thread.id))
+    return True
+
+
+async def move_thread(session: AsyncSession, old_repo: str, old_number: int,
+                      new: dict[str, Any], gone: dict[str, Any] | None = None) -> Thread:
+    """Apply a transfer: the stored thread (with its comments, which GitHub moves too) goes to
+    its new repository and number (`new`: its record there, at least repo, number and kind);
+    if the new place is already stored, comments join it. The former place is noted as empty
+    for good, and the app's actions follow (follow_transfer). `gone`: the thread at the
+    former place, as a payload shows it (else the new place's record stands for it)."""
+    old = await get_thread(session, old_repo, old_number)
+    target = await get_thread(session, new["repo"], new["number"])
+    was = gone or new
+    await bury(session, thread_grave(old_repo, old_number, str(was["kind"])),
+               old.created_at if old is not None else parse_datetime(was.get("created_at")))
+    await follow_transfer(session, old.repo if old is not None else old_repo,
+                          old_number, new["repo"], int(new["number"]))
+    if old is not None and target is None:
+        old.repo, old.number = new["repo"], int(new["number"])
+        await session.flush()
+        return await upsert_thread(session, new)
+    if target is None:
+        record = dict(new)
+        record["complete"] = False  # its history is elsewhere
+        return await upsert_thread(session, record)
+    if old is not None and old.id != target.id:
+        await session.execute(
+            update(Comment).where(Comment.thread_id == old.id).values(thread_id=target.id)
+        )
+        await session.execute(delete(Thread).where(Thread.id == old.id))
+        target.complete = bool(target.complete and old.complete)
+    return await upsert_thread(session, new)

@@ -1,0 +1,87 @@
+"""What the review-state analyzer is given, and what it makes of GitHub's own facts.
+
+- GitHub's close reasons (`state_reason`): an issue or discussion closed as a duplicate is the
+  guidelines' `closed_other` (closed as a duplicate), whoever closed it except the proposer,
+  whatever the comments say; a discussion closed as `outdated` ("no longer relevant") is
+  lapsed when a stale label says it went inactive, and otherwise read from its comments, like
+  `resolved` (the default close of a discussion) and an issue's `completed`.
+- The sync asks GitHub for issues' `stateReason(enableDuplicate: true)`: without it GitHub
+  answers a duplicate as NOT_PLANNED, and the sync stored another reason than the webhook.
+- Comments GitHub hides as spam, abuse or off-topic are left out of what the analyzers read:
+  they are no reply from someone else and raise no concern. Outdated, resolved and duplicate
+  ones stay (the reply was made, the concern was raised; hidden later because it was dealt
+  with).
+- A review comment's file (`path`) reaches the analyzers, as the labelled threads give it.
+
+Analyzer tests use short threads written for the project; the app's tests drive GitHub's
+recorded payloads (../shared/fixtures/webhooks) and the sync through the one fake GitHub
+server, on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from analyzers.review import explain_review, review_thread
+
+
+def thread(comments: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "id": "org/repo#1", "repo": "org/repo", "number": 1, "kind": "issue",
+        "title": "Add a new loss", "body": "Please add the loss from the paper.",
+        "author": "alice", "state": "closed", "comments": comments or [],
+    }
+    record.update(extra)
+    return record
+
+
+def c(author: str | None, body: str, **extra: Any) -> dict[str, Any]:
+    return {"author": author, "body": body, "created_at": "2025-01-01", **extra}
+
+
+QUIET = [c("maint", "Nobody has worked on this for months and there was no activity, closing.")]
+REFUSAL = [c("maint", "Thanks, but we won't add this: it is a maintenance burden for the two "
+                      "of us maintaining the trainers.")]
+
+
+# ---- 1. GitHub's close reasons ----------------------------------------------------------------
+def test_an_issue_closed_as_a_duplicate_is_closed_other() -> None:
+    """The guidelines' closed_other (closed as a duplicate), from GitHub's own reason: not the
+    comments' reading (inactivity, a refusal) nor a bot closer's (a duplicate-finding workflow
+    is no stale bot)."""
+    for record in (
+        thread(QUIET, state_reason="duplicate", closed_by="maint"),
+        thread(QUIET, state_reason="DUPLICATE"),
+        thread(REFUSAL, state_reason="duplicate", closed_by="maint"),
+        thread(state_reason="duplicate", closed_by="github-actions[bot]"),
+        thread(state_reason="duplicate", labels=["stale"]),
+    ):
+        explained = explain_review(record)
+        assert (explained.state, explained.reasons) == ("closed_other", ["state_reason:duplicate"]), record
+    # The proposer closing their own as a duplicate is still theirs.
+    assert review_thread(thread(state_reason="duplicate", closed_by="alice"))["state"] == "closed_by_author"
+    # What the reason does not decide, the comments do, as before.
+    assert review_thread(thread(QUIET, state_reason="not_planned", closed_by="maint"))["state"] == "lapsed"
+
+
+def test_a_discussion_closed_as_a_duplicate_is_closed_other() -> None:
+    got = review_thread(thread(QUIET, kind="discussion", state_reason="duplicate", closed_by="maint"))
+    assert got["state"] == "closed_other"
+
+
+def test_a_discussion_closed_as_outdated_with_a_stale_label_lapsed() -> None:
+    """`outdated` ("no longer relevant") with a stale label: closed as inactive. The label
+    was read only with no reason or not_planned (an issue's reasons)."""
+    explained = explain_review(thread(kind="discussion", state_reason="outdated", labels=["Stale"]))
+    assert (explained.state, explained.reasons) == ("lapsed", ["stale_label"])
+
+
+def test_outdated_and_resolved_discussions_are_read_from_their_comments() -> None:
+    """Neither says who closed it or why beyond "no longer relevant" / "resolved" (the default
+    close): the comments decide, as for an issue closed as completed."""
+    for reason in ("outdated", "resolved", "completed", None):
+        kind = "issue" if reason == "completed" else "discussion"
+        assert review_thread(thread(QUIET, kind=kind, state_reason=reason))["state"] == "lapsed", reason
+        refused = review_thread(thread(REFUSAL, kind=kind, state_reason=reason))
+        assert refused["state"] == "declined", reason
+        assert review_thread(thread(kind=kind, state_reason=reason, closed_by="alice"))["state"] == "closed_by_author"

@@ -20,9 +20,25 @@ server, on SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+import json
+import random
+import uuid
+from functools import partial
+from pathlib import Path
 from typing import Any
 
+from gidgethub import sansio
+from sqlalchemy import select
+
 from analyzers.review import explain_review, review_thread
+from bot.context import AppContext
+from bot.github.sync import sync
+from bot.pipeline import sync_changed
+from bot.store.models import Analysis
+from bot.store.threads import get_thread, load_thread_record
+from bot.webhooks import events
+from tests.fake_graphql import FakeData, FakeGraphQL, rest_issue
+from tests.fakegithub import no_sleep
 
 
 def thread(comments: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
@@ -85,3 +101,80 @@ def test_outdated_and_resolved_discussions_are_read_from_their_comments() -> Non
         refused = review_thread(thread(REFUSAL, kind=kind, state_reason=reason))
         assert refused["state"] == "declined", reason
         assert review_thread(thread(kind=kind, state_reason=reason, closed_by="alice"))["state"] == "closed_by_author"
+
+
+# ---- 1b. the close reason as the app stores it, from the sync and from the webhooks ---------
+HELLO = "Codertocat/Hello-World"
+SLIME = "THUDM/slime"
+MAINT = {"login": "maint", "id": 7001, "type": "User"}
+
+
+def shared(shared_dir: Path, name: str) -> dict[str, Any]:
+    return json.loads((shared_dir / "fixtures" / "webhooks" / name).read_text())
+
+
+async def dispatch(ctx: Any, event: str, payload: dict[str, Any]) -> None:
+    await events.router.dispatch(
+        sansio.Event(payload, event=event, delivery_id=str(uuid.uuid4())), ctx)
+
+
+async def stored(ctx: Any, repo: str, number: int) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The thread record as stored, and its stored analysis."""
+    async with ctx.sessionmaker() as session:
+        thread = await get_thread(session, repo, number)
+        assert thread is not None
+        record = await load_thread_record(session, repo, number)
+        row = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
+    assert record is not None
+    return record, (row.result if row is not None else None)
+
+
+async def test_the_sync_stores_an_issue_closed_as_a_duplicate_as_the_webhook_does(
+        sync_ctx: AppContext, fake_github: Any, schema_path: Path) -> None:
+    """GitHub answers an issue's `stateReason` DUPLICATE only when asked with
+    `enableDuplicate: true` (NOT_PLANNED otherwise): the sync stored not_planned for an issue
+    the `issues.closed` webhook stores as duplicate, and the review state read the comments
+    (here a note of inactivity: lapsed) instead of closed_other."""
+    data = FakeData(rng=random.Random(5))
+    issue = data.add_thread(SLIME, "issue", n_comments=1, closed=False)
+    issue["author"] = {"__typename": "User", "login": "alice"}
+    note = issue["_comments"][0]
+    note["author"] = {"__typename": "User", "login": "maint"}
+    note["body"] = QUIET[0]["body"]
+    data.close(issue)
+    issue["stateReason"] = "DUPLICATE"
+    issue["_closer"] = {"__typename": "User", "login": "maint"}
+    fake_github.graphql_handler = FakeGraphQL(data, schema_path)
+    await sync(sync_ctx, [SLIME], sleep=no_sleep, on_changed=partial(sync_changed, sync_ctx))
+    record, analysis = await stored(sync_ctx, SLIME, issue["number"])
+    assert (record["state"], record["state_reason"], record["closed_by"]) == ("closed", "duplicate", "maint")
+    assert analysis is not None and analysis["review"]["state"] == "closed_other"
+    # The webhook path stores the same value (REST spells it in lower case).
+    assert rest_issue(issue)["state_reason"] == "duplicate"
+
+
+async def test_webhooks_store_duplicate_closes_of_issues_and_discussions(
+        ctx: Any, shared_dir: Path) -> None:
+    """`issues.closed` and `discussion.closed` (GitHub's payloads given the close GitHub now
+    sends: state_reason duplicate, closed by a maintainer): stored lower case, read as
+    closed_other."""
+    closed = shared(shared_dir, "issues/reopened.json")
+    closed["action"] = "closed"
+    closed["issue"].update(state="closed", state_reason="duplicate",
+                           closed_at="2021-10-11T16:41:00Z", updated_at="2021-10-11T16:41:00Z")
+    closed["sender"] = MAINT
+    await dispatch(ctx, "issues", closed)
+    record, analysis = await stored(ctx, HELLO, 1)
+    assert (record["state_reason"], record["closed_by"]) == ("duplicate", "maint")
+    assert analysis is not None and analysis["review"]["state"] == "closed_other"
+
+    await dispatch(ctx, "discussion", shared(shared_dir, "discussion/created.json"))
+    disc = shared(shared_dir, "discussion/created.json")
+    disc["action"] = "closed"
+    disc["discussion"].update(state="closed", state_reason="DUPLICATE",
+                              updated_at="2021-03-30T20:30:00Z")
+    disc["sender"] = MAINT
+    await dispatch(ctx, "discussion", disc)
+    record, analysis = await stored(ctx, HELLO, 4)
+    assert (record["state"], record["state_reason"], record["closed_by"]) == ("closed", "duplicate", "maint")
+    assert analysis is not None and analysis["review"]["state"] == "closed_other"

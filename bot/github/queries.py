@@ -64,7 +64,7 @@ fragment DiscussionCommentWithReplies on DiscussionComment {
 }""",
     "IssueFields": """
 fragment IssueFields on Issue {
-  __typename id databaseId number title body url state stateReason
+  __typename id databaseId number title body url state stateReason(enableDuplicate: true)
   createdAt updatedAt closedAt authorAssociation
   author { ...ActorFields }
   labels(first: 50) { nodes { name } }
@@ -111,6 +111,10 @@ fragment DiscussionFields on Discussion {
   }
 }""",
 }
+
+# An issue's stateReason is asked with enableDuplicate: without it GitHub answers an issue
+# closed as a duplicate NOT_PLANNED, where REST and the webhooks say `duplicate` (the review
+# state reads a duplicate close as closed_other, a not_planned one from its comments).
 
 # Which fragment each stream kind selects, and the repository connection it pages.
 STREAMS: dict[str, tuple[str, str]] = {

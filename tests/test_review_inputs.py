@@ -37,7 +37,7 @@ from bot.pipeline import sync_changed
 from bot.store.models import Analysis
 from bot.store.threads import get_thread, load_thread_record
 from bot.webhooks import events
-from tests.fake_graphql import FakeData, FakeGraphQL, rest_issue
+from tests.fake_graphql import FakeData, FakeGraphQL, rest_comment, rest_issue, rest_user
 from tests.fakegithub import no_sleep
 
 
@@ -178,3 +178,67 @@ async def test_webhooks_store_duplicate_closes_of_issues_and_discussions(
     record, analysis = await stored(ctx, HELLO, 4)
     assert (record["state"], record["state_reason"], record["closed_by"]) == ("closed", "duplicate", "maint")
     assert analysis is not None and analysis["review"]["state"] == "closed_other"
+
+
+# ---- 2. comments GitHub hides -------------------------------------------------------------
+ASKS = "Please add unit tests and documentation for the new loss, the docs are missing."
+
+
+def _issue_with_reply(data: FakeData, body: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An open issue by alice with one comment by someone else."""
+    issue = data.add_thread(SLIME, "issue", n_comments=1, closed=False)
+    issue["author"] = {"__typename": "User", "login": "alice"}
+    reply = issue["_comments"][0]
+    reply["author"] = {"__typename": "User", "login": "bob"}
+    reply["body"] = body
+    return issue, reply
+
+
+async def test_a_comment_hidden_as_spam_or_off_topic_is_no_reply_and_raises_no_concern(
+        sync_ctx: AppContext, fake_github: Any, schema_path: Path) -> None:
+    """A comment GitHub shows hidden as spam, abuse or off-topic (GraphQL `isMinimized`,
+    `minimizedReason`): the sync did not ask, and the analyzers counted it as a reply from
+    someone else and read its words as a concern. Hidden as outdated or resolved it is still
+    a reply that was made. A later edit (its webhook says nothing of hiding) keeps it hidden;
+    hidden or shown again on GitHub, a full sync reads it and the thread is analysed again."""
+    data = FakeData(rng=random.Random(9))
+    spam_issue, spam = _issue_with_reply(data, ASKS)
+    spam.update(isMinimized=True, minimizedReason="spam")
+    off_issue, off = _issue_with_reply(data, ASKS)
+    off.update(isMinimized=True, minimizedReason="off-topic")
+    old_issue, old = _issue_with_reply(data, ASKS)
+    old.update(isMinimized=True, minimizedReason="outdated")
+    fake_github.graphql_handler = FakeGraphQL(data, schema_path)
+    await sync(sync_ctx, [SLIME], sleep=no_sleep, on_changed=partial(sync_changed, sync_ctx))
+
+    for issue in (spam_issue, off_issue):
+        record, analysis = await stored(sync_ctx, SLIME, issue["number"])
+        assert len(record["comments"]) == 1  # kept, and shown as GitHub shows it
+        assert analysis is not None
+        assert analysis["review"] == {"state": "open_no_reply", "replied_from_other": False, "concerns": []}
+    record, analysis = await stored(sync_ctx, SLIME, old_issue["number"])
+    assert analysis is not None and analysis["review"]["replied_from_other"] is True
+    assert analysis["review"]["state"] == "open_replied"
+
+    # An edit delivered by webhook (no word of hiding in it) keeps it hidden.
+    edited = {"action": "edited", "issue": rest_issue(spam_issue), "comment": rest_comment(spam),
+              "repository": {"id": 31, "full_name": SLIME, "default_branch": "main",
+                             "owner": {"login": "THUDM", "type": "Organization"}},
+              "sender": rest_user(spam["author"])}
+    edited["comment"]["body"] = ASKS + " Buy followers at example.com"
+    edited["comment"]["updated_at"] = "2030-01-01T00:00:00Z"
+    await dispatch(sync_ctx, "issue_comment", edited)
+    record, analysis = await stored(sync_ctx, SLIME, spam_issue["number"])
+    assert record["comments"][0]["body"].endswith("example.com")
+    assert analysis is not None and analysis["review"]["replied_from_other"] is False
+
+    # Shown again on GitHub (and the outdated one hidden as abuse): the next full sync reads
+    # both and analyses the threads again, though neither thread's updatedAt moved.
+    off.update(isMinimized=False, minimizedReason=None)
+    old.update(minimizedReason="abuse")
+    await sync(sync_ctx, [SLIME], full=True, sleep=no_sleep,
+               on_changed=partial(sync_changed, sync_ctx))
+    _, analysis = await stored(sync_ctx, SLIME, off_issue["number"])
+    assert analysis is not None and analysis["review"]["replied_from_other"] is True
+    _, analysis = await stored(sync_ctx, SLIME, old_issue["number"])
+    assert analysis is not None and analysis["review"]["replied_from_other"] is False

@@ -32,17 +32,18 @@ FRAGMENTS: dict[str, str] = {
     "PageFields": "fragment PageFields on PageInfo { hasNextPage endCursor }",
     "CommentFields": """
 fragment CommentFields on IssueComment {
-  id databaseId body createdAt updatedAt authorAssociation
+  id databaseId body createdAt updatedAt authorAssociation isMinimized minimizedReason
   author { ...ActorFields }
 }""",
     "ReviewCommentFields": """
 fragment ReviewCommentFields on PullRequestReviewComment {
-  id databaseId body createdAt updatedAt authorAssociation path
+  id databaseId body createdAt updatedAt authorAssociation path isMinimized minimizedReason
   author { ...ActorFields }
 }""",
     "ReviewFields": """
 fragment ReviewFields on PullRequestReview {
   id databaseId body state createdAt submittedAt updatedAt authorAssociation
+  isMinimized minimizedReason
   author { ...ActorFields }
   comments(first: $nestedReviewComments) {
     pageInfo { ...PageFields }
@@ -52,6 +53,7 @@ fragment ReviewFields on PullRequestReview {
     "DiscussionCommentFields": """
 fragment DiscussionCommentFields on DiscussionComment {
   id databaseId body createdAt updatedAt authorAssociation deletedAt
+  isMinimized minimizedReason
   author { ...ActorFields }
 }""",
     "DiscussionCommentWithReplies": """

@@ -31,7 +31,8 @@ THREAD_FIELDS = (
     "complete", "answered", "answer_chosen_by", "category",
 )
 THREAD_TIMES = ("created_at", "updated_at", "closed_at")
-COMMENT_FIELDS = ("node_id", "author", "author_association", "author_is_bot", "body", "path")
+COMMENT_FIELDS = ("node_id", "author", "author_association", "author_is_bot", "body", "path",
+                  "minimized_reason")
 # The stored kinds the contract names otherwise (its comment kinds: comment, review,
 # review_comment).
 CONTRACT_KINDS = {"discussion_comment": "comment"}
@@ -155,7 +156,7 @@ def comment_values(record: dict[str, Any]) -> dict[str, Any]:
     for key in COMMENT_FIELDS:
         if key in record:
             value = record[key]
-            if key in ("author_association", "path"):
+            if key in ("author_association", "path", "minimized_reason"):
                 value = _blank_to_none(value)
             if key == "body":
                 value = storable_text(value or "")
@@ -226,13 +227,16 @@ def _known(record: dict[str, Any], **optional: Any) -> dict[str, Any]:
 
 
 def comment_record(comment: Comment) -> dict[str, Any]:
+    """A comment as the contract shapes it, plus, when known, `minimized_reason`: why GitHub
+    shows it hidden (bot.analysis.analysis_input leaves out those hidden as spam, abuse or
+    off-topic, and gives the analyzers no such key)."""
     return _known({
         "author": comment.author,
         "author_association": comment.author_association,
         "created_at": format_datetime(comment.created_at),
         "body": comment.body or "",
         "kind": CONTRACT_KINDS.get(comment.kind, comment.kind),
-    }, author_is_bot=comment.author_is_bot)
+    }, author_is_bot=comment.author_is_bot, minimized_reason=comment.minimized_reason)
 
 
 def thread_record(thread: Thread, comments: list[Comment]) -> dict[str, Any]:

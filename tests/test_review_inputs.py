@@ -31,6 +31,7 @@ from gidgethub import sansio
 from sqlalchemy import select
 
 from analyzers.review import explain_review, review_thread
+from bot.analysis import analysis_input
 from bot.context import AppContext
 from bot.github.sync import sync
 from bot.pipeline import sync_changed
@@ -242,3 +243,30 @@ async def test_a_comment_hidden_as_spam_or_off_topic_is_no_reply_and_raises_no_c
     assert analysis is not None and analysis["review"]["replied_from_other"] is True
     _, analysis = await stored(sync_ctx, SLIME, old_issue["number"])
     assert analysis is not None and analysis["review"]["replied_from_other"] is False
+
+
+# ---- 3. the file a review comment is on ------------------------------------------------------
+REMARK = "This sentence about the default clip ratio reads oddly, could you reword it?"
+
+
+async def test_the_analyzers_are_given_the_file_a_review_comment_is_on(
+        ctx: Any, shared_dir: Path) -> None:
+    """`pull_request_review_comment` (GitHub's payload, a reviewer's remark on a code file):
+    the file was stored (review46) but the record the analyzers read left it out, where the
+    labelled threads give it (the remark's `path:line` first line) and the review analyzer
+    reads a comment's `path` (a remark asking a change of a code file is a design concern, of
+    a docs or tests file a tests_or_docs one). Given now, as an optional comment key."""
+    payload = shared(shared_dir, "pull_request_review_comment/created.json")
+    payload["comment"].update(user={"login": "reviewer1", "id": 5501, "type": "User"},
+                              author_association="MEMBER", path="verl/trainer/core_algos.py",
+                              body=REMARK)
+    await dispatch(ctx, "pull_request_review_comment", payload)
+    record, analysis = await stored(ctx, HELLO, 2)
+    [comment] = analysis_input(record)["comments"]
+    assert (comment["kind"], comment["path"]) == ("review_comment", "verl/trainer/core_algos.py")
+    assert analysis is not None and analysis["review"] == review_thread(analysis_input(record))
+    # A comment on no file (an issue comment, a review's own text) has no such key.
+    payload = shared(shared_dir, "issue_comment/created.json")
+    await dispatch(ctx, "issue_comment", payload)
+    record, _ = await stored(ctx, HELLO, 1)
+    assert record["comments"] and all("path" not in c for c in record["comments"])

@@ -185,6 +185,20 @@ async def test_webhooks_store_duplicate_closes_of_issues_and_discussions(
 ASKS = "Please add unit tests and documentation for the new loss, the docs are missing."
 
 
+def test_the_analyzers_are_given_no_comment_hidden_as_spam_abuse_or_off_topic() -> None:
+    """bot.analysis.analysis_input: those three left out; the others kept, in the contract's
+    shape (no `minimized_reason`); a record with no hidden comment passed as it is."""
+    hidden = [c("bob", ASKS, minimized_reason=reason)
+              for reason in ("spam", "abuse", "off-topic", "outdated", "resolved", "duplicate", "unknown")]
+    record = thread([c("carol", "Same here."), *hidden], state="open")
+    given = analysis_input(record)
+    assert [x.get("author") for x in given["comments"]] == ["carol", "bob", "bob", "bob", "bob"]
+    assert all("minimized_reason" not in x for x in given["comments"])
+    assert len(record["comments"]) == 8  # the stored record is not changed
+    plain = thread([c("carol", "Same here.")])
+    assert analysis_input(plain) is plain
+
+
 def _issue_with_reply(data: FakeData, body: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """An open issue by alice with one comment by someone else."""
     issue = data.add_thread(SLIME, "issue", n_comments=1, closed=False)

@@ -497,6 +497,11 @@ class FakeGraphQL:
         value = source.get(info.field_name) if isinstance(source, dict) else getattr(source, info.field_name, None)
         if callable(value):
             return value(info, **args)
+        if (info.field_name == "stateReason" and value == "DUPLICATE"
+                and source.get("__typename") == "Issue" and not args.get("enableDuplicate")):
+            # GitHub's schema: an issue's DUPLICATE only `(enableDuplicate: true)`; asked
+            # without it, GitHub answers a duplicate close as NOT_PLANNED.
+            return "NOT_PLANNED"
         return value
 
     def __call__(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -32,17 +32,18 @@ FRAGMENTS: dict[str, str] = {
     "PageFields": "fragment PageFields on PageInfo { hasNextPage endCursor }",
     "CommentFields": """
 fragment CommentFields on IssueComment {
-  id databaseId body createdAt updatedAt authorAssociation
+  id databaseId body createdAt updatedAt authorAssociation isMinimized minimizedReason
   author { ...ActorFields }
 }""",
     "ReviewCommentFields": """
 fragment ReviewCommentFields on PullRequestReviewComment {
-  id databaseId body createdAt updatedAt authorAssociation path
+  id databaseId body createdAt updatedAt authorAssociation path isMinimized minimizedReason
   author { ...ActorFields }
 }""",
     "ReviewFields": """
 fragment ReviewFields on PullRequestReview {
   id databaseId body state createdAt submittedAt updatedAt authorAssociation
+  isMinimized minimizedReason
   author { ...ActorFields }
   comments(first: $nestedReviewComments) {
     pageInfo { ...PageFields }
@@ -52,6 +53,7 @@ fragment ReviewFields on PullRequestReview {
     "DiscussionCommentFields": """
 fragment DiscussionCommentFields on DiscussionComment {
   id databaseId body createdAt updatedAt authorAssociation deletedAt
+  isMinimized minimizedReason
   author { ...ActorFields }
 }""",
     "DiscussionCommentWithReplies": """
@@ -64,7 +66,7 @@ fragment DiscussionCommentWithReplies on DiscussionComment {
 }""",
     "IssueFields": """
 fragment IssueFields on Issue {
-  __typename id databaseId number title body url state stateReason
+  __typename id databaseId number title body url state stateReason(enableDuplicate: true)
   createdAt updatedAt closedAt authorAssociation
   author { ...ActorFields }
   labels(first: 50) { nodes { name } }
@@ -111,6 +113,10 @@ fragment DiscussionFields on Discussion {
   }
 }""",
 }
+
+# An issue's stateReason is asked with enableDuplicate: without it GitHub answers an issue
+# closed as a duplicate NOT_PLANNED, where REST and the webhooks say `duplicate` (the review
+# state reads a duplicate close as closed_other, a not_planned one from its comments).
 
 # Which fragment each stream kind selects, and the repository connection it pages.
 STREAMS: dict[str, tuple[str, str]] = {

@@ -199,6 +199,16 @@ COMMENT_KINDS = {
 }
 
 
+def minimized_reason(node: dict[str, Any]) -> str | None:
+    """Why GitHub shows a comment hidden, as GraphQL's minimizedReason documents it (lower
+    case, `off-topic`; the MinimizeComment input's OFF_TOPIC spelled so too), "unknown" when
+    hidden without one; None when shown."""
+    if not node.get("isMinimized"):
+        return None
+    reason = str(node.get("minimizedReason") or "").strip().lower().replace("_", "-")
+    return reason[:32] or "unknown"
+
+
 def comment_from_node(node: dict[str, Any], typename: str) -> dict[str, Any] | None:
     """A GraphQL comment-like node -> comment record; None for what webhooks never store."""
     if typename == "PullRequestReview" and node.get("state") == "PENDING":
@@ -217,6 +227,7 @@ def comment_from_node(node: dict[str, Any], typename: str) -> dict[str, Any] | N
         "created_at": node.get("createdAt"),
         "updated_at": node.get("updatedAt"),
     }
+    record["minimized_reason"] = minimized_reason(node)
     if typename == "PullRequestReviewComment":
         record["path"] = node.get("path") or None  # the file the remark is on
     if typename == "PullRequestReview":
@@ -243,7 +254,7 @@ def new_comment_values(thread_id: int, record: dict[str, Any]) -> dict[str, Any]
                            "github_id": int(record["github_id"]), "thread_id": thread_id}
     for key in COMMENT_FIELDS:
         value = record.get(key)
-        if key in ("author_association", "path"):
+        if key in ("author_association", "path", "minimized_reason"):
             value = value or None
         if key == "body":
             value = storable_text(value or "")
@@ -933,6 +944,7 @@ class Syncer:
         # again (it was updated after this pass's mark).
         stale = _newer(before, record.get("updated_at"))
         written = 0
+        rehide = False
         stored: dict[tuple[str, int], Comment] = {}
         if existing is not None:
             rows = await session.scalars(select(Comment).where(Comment.thread_id == existing.id))
@@ -953,10 +965,14 @@ class Syncer:
                 # read it: the stored review may be an edit made since; it is kept.
                 continue
             same_time = "updated_at" not in comment or old.updated_at == parse_datetime(comment["updated_at"])
-            if (old.thread_id == thread.id and same_time
+            hidden = old.minimized_reason != comment.get("minimized_reason")
+            if (old.thread_id == thread.id and same_time and not hidden
                     and (old.body or "") == storable_text(comment["body"])
                     and old.path == comment.get("path")):
                 continue  # unchanged: no write (a row stored before 0013 gets its path)
+            # Hidden or shown again on GitHub changes what the analyzers are given, and
+            # moves no time of the thread's: analysed again.
+            rehide |= hidden
             await upsert_comment(session, thread, comment)
             self.stats.comments += 1
             written += 1
@@ -967,7 +983,7 @@ class Syncer:
         if gone:
             # Deleted on GitHub while no webhook told us (or the app is not installed there).
             await session.execute(delete(Comment).where(Comment.id.in_(gone)))
-        return existing is None or before != thread.updated_at or bool(gone)
+        return existing is None or before != thread.updated_at or bool(gone) or rehide
 
     async def _store_cursor(self, session: Any, s: Stream) -> None:
         if s.closed:

@@ -2,7 +2,8 @@
 
 A *thread record* is the contract shape of ../shared/contracts/README.md (`thread`), plus the
 optional keys `github_id`, `node_id`, `updated_at`, `assignees` (and, for discussions,
-`answered`, `answer_chosen_by`, `category`; for review comments `path`). Webhook handlers and
+`answered`, `answer_chosen_by`, `category`; for review comments `path`; for comments GitHub
+shows hidden `minimized_reason`). Webhook handlers and
 the GraphQL sync both write through `upsert_thread` / `upsert_comment`, so the two paths give
 identical rows.
 
@@ -10,7 +11,10 @@ Comments are keyed (kind, GitHub id): GitHub numbers issue comments, reviews, re
 and discussion comments apart, so each is a kind of its own here (`discussion_comment` for
 the comments and replies of discussions). What leaves the store as a contract record
 (`thread_record`) is the contract's shape: a discussion comment is a `comment` there, and the
-keys the contract does not name (`path`, `answered`, `category`) stay out.
+keys the contract does not name stay out (`answered`, `category`), but for two optional
+comment keys the contract's "add optional keys" allows: a review comment's `path` (the review
+analyzer reads it) and `minimized_reason` (read by bot.analysis.analysis_input, never given to
+the analyzers).
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ THREAD_FIELDS = (
     "complete", "answered", "answer_chosen_by", "category",
 )
 THREAD_TIMES = ("created_at", "updated_at", "closed_at")
-COMMENT_FIELDS = ("node_id", "author", "author_association", "author_is_bot", "body", "path")
+COMMENT_FIELDS = ("node_id", "author", "author_association", "author_is_bot", "body", "path",
+                  "minimized_reason")
 # The stored kinds the contract names otherwise (its comment kinds: comment, review,
 # review_comment).
 CONTRACT_KINDS = {"discussion_comment": "comment"}
@@ -156,7 +161,7 @@ def comment_values(record: dict[str, Any]) -> dict[str, Any]:
     for key in COMMENT_FIELDS:
         if key in record:
             value = record[key]
-            if key in ("author_association", "path"):
+            if key in ("author_association", "path", "minimized_reason"):
                 value = _blank_to_none(value)
             if key == "body":
                 value = storable_text(value or "")
@@ -227,13 +232,20 @@ def _known(record: dict[str, Any], **optional: Any) -> dict[str, Any]:
 
 
 def comment_record(comment: Comment) -> dict[str, Any]:
+    """A comment as the contract shapes it, plus two optional keys when known: `path`, the
+    file a review comment is on (the review analyzer reads it: a remark asking a change of a
+    code file is a design concern, of a docs or tests file a tests_or_docs one, as the
+    labelled threads give it on the remark's `path:line` first line), and `minimized_reason`,
+    why GitHub shows it hidden (bot.analysis.analysis_input leaves out those hidden as spam,
+    abuse or off-topic, and gives the analyzers no such key)."""
     return _known({
         "author": comment.author,
         "author_association": comment.author_association,
         "created_at": format_datetime(comment.created_at),
         "body": comment.body or "",
         "kind": CONTRACT_KINDS.get(comment.kind, comment.kind),
-    }, author_is_bot=comment.author_is_bot)
+    }, author_is_bot=comment.author_is_bot, path=comment.path,
+        minimized_reason=comment.minimized_reason)
 
 
 def thread_record(thread: Thread, comments: list[Comment]) -> dict[str, Any]:

@@ -123,3 +123,45 @@ async def test_a_discussion_reply_posted_as_the_process_died_is_recorded_by_the_
     [row] = await reply_actions(app_ctx)
     assert row.status == "posted"
     assert (row.comment_node_id, row.comment_id) == (posted[0]["id"], posted[0]["databaseId"])
+
+
+@pytest.mark.parametrize("command,marker", [
+    ("/rltracker methods entropy-collapse", "rltracker:reply-to:"),
+    ("/rltracker rules", "rltracker:reply-to:"),
+    ("/rltracker frobnicate", "rltracker:note-to:"),
+], ids=["methods", "rules", "note"])
+async def test_a_reply_a_maintainer_edited_while_its_claim_waited_is_left_as_they_wrote_it(
+        app_ctx: Any, fake_github: Any, command: str, marker: str) -> None:
+    """As above, and a maintainer edits the reply on GitHub (corrects a line, keeps the app's
+    marker) during the ten minutes before the retry takes the dead run's claim over. On main
+    the reply's text was not recorded with the claim before posting: the retry found the
+    reply by its marker, could not tell the app's text from the maintainer's, and PATCHed its
+    own text back over theirs. The text is now recorded before posting (as the failure
+    comment's is): the retry finds a text the app never wrote, leaves it as it is and records
+    the reply as the app's (`edited_on_github`); nothing posted or edited again."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 92, title="How do I log metrics", body="Which logger?")
+    task: list[Any] = []
+    die_after_github_takes_the_reply(fake_github, 92, task)
+    await deliver(app_ctx, comment_event(command, number=92))
+    first = Worker(app_ctx, backoff=no_wait, lease_seconds=0)
+    task.append(asyncio.create_task(first.process_one()))
+    try:
+        await task[0]
+    except asyncio.CancelledError:
+        pass
+    [reply] = replies(fake_github, 92, marker)
+    edited = "Corrected by a maintainer: see the wiki first.\n" + reply["body"]
+    fake_github.comments[reply["id"]]["body"] = edited
+    second = Worker(app_ctx, backoff=no_wait)
+    await second.recover()
+    await second.run_until_idle()
+    await ten_minutes_pass(app_ctx)
+    await second.run_until_idle()
+    assert [c["body"] for c in replies(fake_github, 92, marker)] == [edited]
+    assert not fake_github.requests("PATCH", r"/issues/comments/")
+    assert len(fake_github.requests("POST", r"/issues/92/comments$")) == 1
+    [row] = await reply_actions(app_ctx)
+    assert row.status == "posted" and row.comment_id == reply["id"]
+    assert row.details.get("edited_on_github") is True
+    assert second.counts["failed"] == 0

@@ -13,7 +13,7 @@ import pytest
 from bot.webhooks.worker import Worker
 from tests.test_actions_e2e import VERL, install, open_issue
 from tests.test_commands import actions, comment_event, discussion_comments_api
-from tests.test_once_on_github import deliver, no_wait, ten_minutes_pass
+from tests.test_once_on_github import a_worker_dies_in, deliver, no_wait, ten_minutes_pass
 
 
 def die_after_github_takes_the_reply(fake: Any, number: int, task: list[Any]) -> None:
@@ -57,12 +57,7 @@ async def test_a_command_reply_posted_as_the_process_died_is_recorded_by_the_ret
     task: list[Any] = []
     die_after_github_takes_the_reply(fake_github, 91, task)
     await deliver(app_ctx, comment_event(command, number=91))
-    first = Worker(app_ctx, backoff=no_wait, lease_seconds=0)
-    task.append(asyncio.create_task(first.process_one()))
-    try:
-        await task[0]
-    except asyncio.CancelledError:
-        pass
+    await a_worker_dies_in(app_ctx, task)
     assert len(replies(fake_github, 91, marker)) == 1
     [row] = await reply_actions(app_ctx)
     assert row.status == "pending"
@@ -144,12 +139,7 @@ async def test_a_reply_a_maintainer_edited_while_its_claim_waited_is_left_as_the
     task: list[Any] = []
     die_after_github_takes_the_reply(fake_github, 92, task)
     await deliver(app_ctx, comment_event(command, number=92))
-    first = Worker(app_ctx, backoff=no_wait, lease_seconds=0)
-    task.append(asyncio.create_task(first.process_one()))
-    try:
-        await task[0]
-    except asyncio.CancelledError:
-        pass
+    await a_worker_dies_in(app_ctx, task)
     [reply] = replies(fake_github, 92, marker)
     edited = "Corrected by a maintainer: see the wiki first.\n" + reply["body"]
     fake_github.comments[reply["id"]]["body"] = edited

@@ -236,6 +236,30 @@ async def ten_minutes_pass(ctx: Any) -> None:
         await s.commit()
 
 
+async def a_worker_dies_in(ctx: Any, task: list[Any]) -> None:
+    """A worker takes the oldest delivery and its process dies where `task[0]` (its task) is
+    cancelled; then its lease runs out (the next worker takes the delivery: SQLite's `recover`
+    at start, PostgreSQL's claim once the lease has lapsed). A lease of 0 seconds once stood
+    for that: the heartbeat then beat without pause, and a beat cut off mid-transaction by
+    the cancellation could still hold the delivery's row lock on PostgreSQL when the next
+    worker claimed, which skipped the row (SKIP LOCKED) and did nothing (a flaky retry count,
+    about 1 run in 6). With a real lease the heartbeat sleeps when the task dies."""
+    from sqlalchemy import update
+
+    from bot.store.models import Delivery
+
+    first = Worker(ctx, backoff=no_wait)
+    task.append(asyncio.create_task(first.process_one()))
+    try:
+        await task[0]
+    except asyncio.CancelledError:
+        pass
+    async with ctx.sessionmaker() as s:
+        await s.execute(update(Delivery).where(Delivery.status == "processing")
+                        .values(next_attempt_at=datetime.now(UTC) - timedelta(seconds=1)))
+        await s.commit()
+
+
 async def test_a_comment_posted_before_the_process_died_is_adopted_by_the_retry(
         app_ctx: Any, fake_github: Any) -> None:
     """The worker posting the failure comment dies after GitHub created it and before the
@@ -245,18 +269,12 @@ async def test_a_comment_posted_before_the_process_died_is_adopted_by_the_retry(
     stayed `pending` for good, the app did not know its comment, and a `/rltracker stop`
     found nothing to hide. The retry now waits for the claim to turn stale, takes it over,
     finds the comment by its marker and records it; one comment on GitHub."""
-    import asyncio
 
     await install(app_ctx, fake_github)
     await opened_through_worker_with_a_verdict(app_ctx, fake_github, 84)
     task: list[Any] = []
     die_after_github_takes_the_comment(fake_github, 84, task)
-    first = Worker(app_ctx, backoff=no_wait, lease_seconds=0)
-    task.append(asyncio.create_task(first.process_one()))
-    try:
-        await task[0]
-    except asyncio.CancelledError:
-        pass
+    await a_worker_dies_in(app_ctx, task)
     assert len(app_comments(fake_github, VERL, 84)) == 1
     second = Worker(app_ctx, backoff=no_wait)
     await second.recover()
@@ -286,7 +304,6 @@ async def test_a_comment_posted_before_the_process_died_is_adopted_after_a_maint
     posted stayed unknown. A claim a run may have posted from is looked up on GitHub first;
     found, it is recorded whatever the quiet rules say now; not there (the run died before
     GitHub got it), the stored thread's quiet rule holds: nothing posted, the slot given up."""
-    import asyncio
 
     from sqlalchemy import select
 
@@ -298,12 +315,7 @@ async def test_a_comment_posted_before_the_process_died_is_adopted_after_a_maint
     await opened_through_worker_with_a_verdict(app_ctx, fake_github, 85)
     task: list[Any] = []
     die_after_github_takes_the_comment(fake_github, 85, task, taken=taken)
-    first = Worker(app_ctx, backoff=no_wait, lease_seconds=0)
-    task.append(asyncio.create_task(first.process_one()))
-    try:
-        await task[0]
-    except asyncio.CancelledError:
-        pass
+    await a_worker_dies_in(app_ctx, task)
     second = Worker(app_ctx, backoff=no_wait)
     await second.recover()
     await second.run_until_idle()

@@ -155,3 +155,38 @@ async def test_a_reply_a_maintainer_edited_while_its_claim_waited_is_left_as_the
     assert row.status == "posted" and row.comment_id == reply["id"]
     assert row.details.get("edited_on_github") is True
     assert second.counts["failed"] == 0
+
+
+async def test_a_reply_whose_answer_was_lost_and_a_maintainer_edited_is_left_as_they_wrote_it(
+        app_ctx: Any, fake_github: Any) -> None:
+    """GitHub created the `/rltracker methods` reply and answered 502 (not repeated: it may
+    have been created); the attempt failed, the slot given back, and a maintainer edited the
+    reply before the worker's retry. The retry takes a new claim and finds the reply by its
+    marker: on main no text of the failed attempt was recorded, so the retry PATCHed the
+    app's text over the maintainer's. The failed attempt's text is recorded now: the edit is
+    left as it is, the reply recorded as the app's; nothing posted or edited again."""
+    marker = "rltracker:reply-to:"
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 93, title="How do I log metrics", body="Which logger?")
+    lost = [1]
+
+    @fake_github.route("POST", rf"/repos/{VERL}/issues/93/comments$")
+    async def create(fake_: Any, request: Any, match: Any, body: Any) -> Any:
+        comment = fake_.add_comment(VERL, 93, body["body"], f"{fake_.app_slug}[bot]", "Bot")
+        if lost and lost.pop():
+            return 502, {"message": "Server Error"}
+        return 201, {k: v for k, v in comment.items() if not k.startswith("_")}
+
+    await deliver(app_ctx, comment_event("/rltracker methods entropy-collapse", number=93))
+    worker = Worker(app_ctx, backoff=no_wait)
+    assert await worker.process_one() and worker.counts["retry"] == 1
+    [reply] = replies(fake_github, 93, marker)
+    edited = reply["body"].replace("Methods for", "Methods (see also our FAQ) for", 1)
+    assert edited != reply["body"]
+    fake_github.comments[reply["id"]]["body"] = edited
+    assert await worker.run_until_idle() == 1 and worker.counts["done"] == 1
+    assert [c["body"] for c in replies(fake_github, 93, marker)] == [edited]
+    assert not fake_github.requests("PATCH", r"/issues/comments/")
+    assert len(fake_github.requests("POST", r"/issues/93/comments$")) == 1
+    [row] = [a for a in await reply_actions(app_ctx) if a.status == "posted"]
+    assert row.comment_id == reply["id"] and row.details.get("edited_on_github") is True

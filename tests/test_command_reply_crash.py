@@ -190,3 +190,29 @@ async def test_a_reply_whose_answer_was_lost_and_a_maintainer_edited_is_left_as_
     assert len(fake_github.requests("POST", r"/issues/93/comments$")) == 1
     [row] = [a for a in await reply_actions(app_ctx) if a.status == "posted"]
     assert row.comment_id == reply["id"] and row.details.get("edited_on_github") is True
+
+
+async def test_a_two_command_comment_gets_its_note_after_its_edited_reply_is_adopted(
+        app_ctx: Any, fake_github: Any) -> None:
+    """`/rltracker methods` and `/rltracker rules` in one comment: the methods reply created
+    as the process died, edited by a maintainer while the claim waited. The retry leaves the
+    edit as it is and the command counts as answered: the note saying the second command was
+    not done is posted, once."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 94, title="How do I log metrics", body="Which logger?")
+    task: list[Any] = []
+    die_after_github_takes_the_reply(fake_github, 94, task)
+    await deliver(app_ctx, comment_event(
+        "/rltracker methods entropy-collapse\n/rltracker rules", number=94))
+    await a_worker_dies_in(app_ctx, task)
+    [reply] = replies(fake_github, 94, "rltracker:reply-to:")
+    edited = "Corrected by a maintainer.\n" + reply["body"]
+    fake_github.comments[reply["id"]]["body"] = edited
+    second = Worker(app_ctx, backoff=no_wait)
+    await second.recover()
+    await second.run_until_idle()
+    await ten_minutes_pass(app_ctx)
+    await second.run_until_idle()
+    assert [c["body"] for c in replies(fake_github, 94, "rltracker:reply-to:")] == [edited]
+    assert len(replies(fake_github, 94, "rltracker:note-to:")) == 1
+    assert second.counts["failed"] == 0

@@ -218,13 +218,14 @@ async def reply_once(
                      reason=f"{type(exc).__name__}: {exc}"[:500])
         raise
     if posted.get("edited_on_github"):
-        # Ours, edited by a person since an earlier attempt posted it: left as it is.
+        # Ours, edited by a person since an earlier attempt posted it: left as it is (and
+        # "posted" all the same: the command was answered; a "more" note still follows).
         log.info("%s#%s: the reply %s was edited on GitHub; adopted as it is",
                  repo, number, dedupe_key)
         await finish(ctx, action_id, lease=lease, status="posted", comment_id=posted.get("id"),
                      comment_node_id=posted.get("node_id"),
                      details={**(details or {}), "edited_on_github": True})
-        return "edited"
+        return "posted"
     await finish(ctx, action_id, lease=lease, status="posted", body=body,
                  comment_id=posted.get("id"), comment_node_id=posted.get("node_id"))
     return "posted"

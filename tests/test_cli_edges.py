@@ -1,0 +1,56 @@
+"""The `rltracker` command line as a person or a script uses it, at the edges review59 found:
+inputs the commands read (files, stdin, paper pools), outputs they write (stdout, files that
+already exist, a disk that fills up), and the names people type. Each command runs as a real
+process (or through bot.cli.main) on real files in tmp_path and real databases (SQLite and
+PostgreSQL where the store is involved); nothing of the project is patched. Timeouts are hang
+guards, not speed assertions."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.test_analyze_command import GOOD_1, GOOD_2, read_jsonl, write_lines
+from tests.test_cli_errors import CLEAN_ENV, HANG_GUARD, one_line
+
+
+def rltracker(*args: str, env: dict[str, str] | None = None, stdin: bytes | None = None,
+              stdout: object = subprocess.PIPE) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "bot.cli", *args], env={**CLEAN_ENV, **(env or {})},
+                          input=stdin, stdout=stdout, stderr=subprocess.PIPE, timeout=HANG_GUARD)
+
+
+def text(result: subprocess.CompletedProcess[bytes]) -> subprocess.CompletedProcess[str]:
+    """The same result with stdout and stderr as text, for one_line."""
+    out = result.stdout.decode("utf-8") if isinstance(result.stdout, bytes) else ""
+    return subprocess.CompletedProcess(result.args, result.returncode, out,
+                                       result.stderr.decode("utf-8"))
+
+
+# ------------------------------------------------------------------ analyze: what it reads
+def test_a_number_too_long_to_read_is_a_bad_line_not_a_crash(tmp_path: Path) -> None:
+    """Python refuses to read an integer of more than 4,300 digits (a ValueError, not a
+    JSONDecodeError). One such number in a line (valid JSON, under a key the contract ignores)
+    stopped the whole run with a traceback reported as a bug: no output file, every record
+    lost. It is a bad line like any other; in a paper pool, the line is named, exit 2."""
+    huge = "9" * 5000
+    src = write_lines(tmp_path / "in.jsonl", [
+        json.dumps(GOOD_1), '{"id": "o/r#9", "extra": ' + huge + "}",
+        json.dumps(dict(GOOD_2, number=int("1" * 30))), json.dumps(GOOD_2)])
+    out = tmp_path / "out.jsonl"
+    result = text(rltracker("analyze", str(src), "-o", str(out)))
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    rows = read_jsonl(out)
+    assert [r.get("id") for r in rows] == ["o/r#1", None, "o/r#2", "o/r#2"]
+    assert rows[1]["line"] == 2 and rows[1]["error"].startswith("line 2: ")
+    assert "digits" in rows[1]["error"] and "error" not in rows[2] and "error" not in rows[3]
+    assert result.stderr.splitlines() == [f"rltracker analyze: {rows[1]['error']}"]
+
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text('{"title": "A paper"}\n{"title": "B", "n": ' + huge + "}\n", encoding="utf-8")
+    result = text(rltracker("analyze", "--papers", str(pool), str(src), "-o", str(out)))
+    one_line(result, "analyze", 2, f"{pool} line 2", "digits")
+    assert [r.get("id") for r in read_jsonl(out)] == ["o/r#1", None, "o/r#2", "o/r#2"]  # kept

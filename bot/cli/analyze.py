@@ -16,7 +16,8 @@ chunks of 64 records (a few per worker in flight, so memory stays bounded) and w
 results in input order as they arrive. Fork is Linux's; elsewhere the command says so on
 stderr and runs in one process (spawned workers would each load everything again).
 
-Bad input lines: a line that is not JSON, not a JSON object, or an object that is not a
+Bad input lines: a line that is not JSON (or JSON Python cannot read: nested too deeply, an
+integer of more than 4,300 digits), not a JSON object, or an object that is not a
 contract thread (a required key missing, a key of the wrong type, a rule across keys broken:
 `merged` on an issue or discussion, comments out of time order: `thread_problem`), gets an
 error record in its place, `{"id": <id if readable, else null>, "line": N, "error": "line N: ..."}`, and the
@@ -176,6 +177,8 @@ def load_pool(path: str, *, use_cache: bool = True) -> Any:
             raise PoolError(f"{path} line {number}: not valid JSON ({exc.msg})") from None
         except RecursionError:
             raise PoolError(f"{path} line {number}: {TOO_DEEP}") from None
+        except ValueError:  # an integer past Python's digit limit
+            raise PoolError(f"{path} line {number}: {_too_long()}") from None
         if not isinstance(record, dict) or not (
             isinstance(record.get("title"), str) or record.get("arxiv_id") or record.get("aliases")
         ):
@@ -360,6 +363,13 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 # A line of arrays or objects nested thousands deep (valid JSON) stopped the run with a
 # RecursionError traceback, every later record lost: it is a bad line like any other.
 TOO_DEEP = "JSON nested too deeply to read"
+# Likewise an integer of more than sys.get_int_max_str_digits() digits (4,300): json.loads
+# raises ValueError, not JSONDecodeError, and the run stopped with a traceback as a bug.
+TOO_LONG = "a number too long to read (more than {} digits)"
+
+
+def _too_long() -> str:
+    return TOO_LONG.format(sys.get_int_max_str_digits())
 
 
 def _without_surrogates(value: Any) -> Any:
@@ -394,6 +404,8 @@ def _analyze_line(number: int, raw: str, pool: Any) -> tuple[str, str | None]:
         problem = f"not valid JSON ({exc.msg} at column {exc.colno})"
     except RecursionError:  # valid JSON, but deeper than Python's decoder goes
         problem = TOO_DEEP
+    except ValueError:  # valid JSON, but an integer longer than Python reads
+        problem = _too_long()
     if problem is None and not isinstance(record, dict):
         problem = f"a thread record must be a JSON object, got {type(record).__name__}"
     if problem is None:

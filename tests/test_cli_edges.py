@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.test_analyze_command import GOOD_1, GOOD_2, read_jsonl, write_lines
 from tests.test_cli_errors import CLEAN_ENV, HANG_GUARD, one_line
 
@@ -54,3 +56,31 @@ def test_a_number_too_long_to_read_is_a_bad_line_not_a_crash(tmp_path: Path) -> 
     result = text(rltracker("analyze", "--papers", str(pool), str(src), "-o", str(out)))
     one_line(result, "analyze", 2, f"{pool} line 2", "digits")
     assert [r.get("id") for r in read_jsonl(out)] == ["o/r#1", None, "o/r#2", "o/r#2"]  # kept
+
+
+# ------------------------------------------------------------------ what the commands write
+DEV_FULL = Path("/dev/full")  # every write fails with ENOSPC, as on a disk that filled up
+
+
+@pytest.mark.parametrize("command", [
+    "rules FOLDER", "rules FOLDER --json", "analyze RECORDS", "stats --json", "deliveries",
+    "deliveries --json", "verdicts export", "verdicts wanted", "report", "repos resume o/r"])
+def test_standard_output_on_a_full_disk_is_one_line_naming_it(
+        command: str, tmp_path: Path, db_url: str) -> None:
+    """`rltracker rules verl > out.md` on a disk that filled up (here /dev/full): the write
+    failed with ENOSPC, an OSError naming no file, and every command but analyze printed a
+    traceback and "this is a bug" (exit 1); analyze said '[Errno 28] No space left on device'
+    without saying where. One line names standard output and why, exit 2 (as for a file that
+    cannot be written, or standard output closed at start)."""
+    if not DEV_FULL.exists():
+        pytest.skip("no /dev/full here")
+    (tmp_path / "CONTRIBUTING.md").write_text("Add tests for every change.\n" * 2000, encoding="utf-8")
+    records = write_lines(tmp_path / "in.jsonl", [json.dumps(GOOD_1)] * 20)
+    args = [{"FOLDER": str(tmp_path), "RECORDS": str(records)}.get(a, a) for a in command.split()]
+    with DEV_FULL.open("wb") as full:
+        result = text(rltracker(*args, env={"DATABASE_URL": db_url}, stdout=full))
+    if command.startswith("repos"):  # nothing stored: no output to lose, the one line it owes
+        one_line(result, "repos", 1, "o/r is not a repository")
+        return
+    line = one_line(result, args[0], 2, "<stdout>", "No space left on device")
+    assert "bug" not in line

@@ -13,7 +13,7 @@ import re
 import sys
 from collections.abc import Sequence
 from datetime import date
-from typing import TextIO
+from typing import Any, TextIO
 
 from bot.config import parse_port
 
@@ -290,6 +290,39 @@ def _stop_for_closed_stdout() -> int:
     return PIPE_CLOSED
 
 
+class _NamedStdout:
+    """Standard output while a command runs: a write that fails (a disk that filled up, a
+    quota, a file past its size limit) raised an OSError naming no file, reported as a bug
+    with its traceback; it names `<stdout>` now, so it is one line like a file that cannot
+    be written (bot.cli.errors). A reader gone (BrokenPipeError) is left as it is for main.
+    Everything else is the stream's own (reconfigure, fileno, buffer, ...)."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self._inner = inner
+
+    def _named(self, call: Any, *args: Any) -> Any:
+        try:
+            return call(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            if exc.filename is None:
+                exc.filename = "<stdout>"
+            raise
+
+    def write(self, text: str) -> int:
+        return int(self._named(self._inner.write, text))
+
+    def writelines(self, lines: Any) -> None:
+        self._named(self._inner.writelines, lines)
+
+    def flush(self) -> None:
+        self._named(self._inner.flush)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 def utf8_stdout() -> None:
     """Standard output set to UTF-8 for a command writing JSON (RFC 8259), whatever the
     locale's encoding: the Chinese texts of these repositories stopped the command with a
@@ -311,6 +344,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
     module_name, _, func_name = COMMANDS[args.command].partition(":")
+    stdout = sys.stdout
+    if not isinstance(stdout, _ClosedStream):
+        sys.stdout = _NamedStdout(stdout)  # type: ignore[assignment]
+    try:
+        return _run(args, module_name, func_name)
+    finally:
+        sys.stdout = stdout
+
+
+def _run(args: argparse.Namespace, module_name: str, func_name: str) -> int:
     try:
         if args.command in NEEDS_DATABASE:
             from bot.config import require_database
@@ -333,6 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - known failures get one line, bugs their traceback
         from bot.cli.errors import report_failure
 
+        if isinstance(exc, OSError) and exc.filename == "<stdout>":
+            discard_stdout()  # what is still buffered would fail again at exit
         debug = args.debug or os.environ.get("RLTRACKER_LOG_LEVEL") == "DEBUG"
         return report_failure(args.command, exc, debug=debug)
 

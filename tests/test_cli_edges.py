@@ -7,6 +7,7 @@ guards, not speed assertions."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -84,3 +85,60 @@ def test_standard_output_on_a_full_disk_is_one_line_naming_it(
         return
     line = one_line(result, args[0], 2, "<stdout>", "No space left on device")
     assert "bug" not in line
+
+
+async def _verdicts_on_long_threads(db_url: str, count: int, body_chars: int) -> None:
+    """`count` stored issues of `body_chars` each, each with a person's verdict."""
+    from bot.config import Settings
+    from bot.context import AppContext
+    from bot.store.threads import upsert_thread
+    from bot.store.verdicts import set_verdict
+
+    ctx = AppContext.create(Settings.from_env({}, database_url=db_url))
+    try:
+        async with ctx.sessionmaker() as session, session.begin():
+            for n in range(1, count + 1):
+                thread = await upsert_thread(session, {
+                    "repo": "verl-project/verl", "number": n, "kind": "issue", "state": "open",
+                    "title": f"Entropy collapses in run {n}", "author": "alice",
+                    "body": "The entropy falls to zero after step 40. " * (body_chars // 41)})
+                await set_verdict(session, thread, is_failure_report=True,
+                                  category="entropy_collapse", login="alice", role="author",
+                                  comment_id=None)
+    finally:
+        await ctx.close()
+
+
+def _file_size_limit(limit: int) -> object:
+    """A child's preexec: files it writes may not grow past `limit` bytes (RLIMIT_FSIZE; Python
+    ignores SIGXFSZ, so the write past it fails with EFBIG, as on a full disk or a quota)."""
+    import resource
+
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+def test_verdicts_export_out_file_is_replaced_whole_or_kept(tmp_path: Path, db_url: str) -> None:
+    """`rltracker verdicts export --out verdicts.jsonl`, the file the fitting reads
+    (`python -m training --extra FILE`), was opened in place: emptied first, then written. A
+    write that failed part way (here a size limit; a full disk, a quota) left the previous
+    export lost and half a line at the end of the new one, and the OSError, naming no file, was
+    a traceback as a bug. The export is written beside the file and replaces it when whole; on
+    a failure the previous file is as it was, nothing is left beside it, and one line names
+    the file, exit 2."""
+    asyncio.run(_verdicts_on_long_threads(db_url, count=8, body_chars=60_000))
+    out = tmp_path / "verdicts.jsonl"
+    out.write_text('{"previous": "export"}\n', encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "verdicts", "export", "--out", str(out)],
+        env={**CLEAN_ENV, "DATABASE_URL": db_url}, capture_output=True, text=True,
+        timeout=HANG_GUARD, preexec_fn=_file_size_limit(256 * 1024))
+    one_line(result, "verdicts", 2, str(out), "File too large")
+    assert out.read_text(encoding="utf-8") == '{"previous": "export"}\n'
+    assert [p.name for p in tmp_path.iterdir() if "verdicts" in p.name] == ["verdicts.jsonl"]
+    # without the limit the export replaces it whole
+    result = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "verdicts", "export", "--out", str(out)],
+        env={**CLEAN_ENV, "DATABASE_URL": db_url}, capture_output=True, text=True, timeout=HANG_GUARD)
+    assert result.returncode == 0, result.stderr
+    assert [json.loads(line)["number"] for line in out.read_text(encoding="utf-8").splitlines()] == \
+        list(range(1, 9))

@@ -290,15 +290,17 @@ def _stop_for_closed_stdout() -> int:
     return PIPE_CLOSED
 
 
-class _NamedStdout:
-    """Standard output while a command runs: a write that fails (a disk that filled up, a
-    quota, a file past its size limit) raised an OSError naming no file, reported as a bug
-    with its traceback; it names `<stdout>` now, so it is one line like a file that cannot
-    be written (bot.cli.errors). A reader gone (BrokenPipeError) is left as it is for main.
-    Everything else is the stream's own (reconfigure, fileno, buffer, ...)."""
+class NamedStream:
+    """A text stream whose failed writes name it. An OSError of a write names no file, and
+    bot.cli.errors reported it as a bug with its traceback: standard output on a disk that
+    filled up (a quota, a file past its size limit), or a file written through it. It names
+    `name` now (`<stdout>`, the file's path), so it is one line like a file that cannot be
+    written. A reader gone (BrokenPipeError) is left as it is for main. Everything else is
+    the stream's own (reconfigure, fileno, buffer, ...)."""
 
-    def __init__(self, inner: TextIO) -> None:
+    def __init__(self, inner: TextIO, name: str) -> None:
         self._inner = inner
+        self._name = name
 
     def _named(self, call: Any, *args: Any) -> Any:
         try:
@@ -307,7 +309,7 @@ class _NamedStdout:
             raise
         except OSError as exc:
             if exc.filename is None:
-                exc.filename = "<stdout>"
+                exc.filename = self._name
             raise
 
     def write(self, text: str) -> int:
@@ -346,7 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     module_name, _, func_name = COMMANDS[args.command].partition(":")
     stdout = sys.stdout
     if not isinstance(stdout, _ClosedStream):
-        sys.stdout = _NamedStdout(stdout)  # type: ignore[assignment]
+        sys.stdout = NamedStream(stdout, "<stdout>")  # type: ignore[assignment]
     try:
         return _run(args, module_name, func_name)
     finally:

@@ -99,46 +99,16 @@ def _open_in(path: str) -> Iterator[TextIO]:
 
 @contextmanager
 def _open_out(path: str) -> Iterator[TextIO]:
-    """`-o FILE` written whole or not at all. Opened in place, FILE was emptied before the
-    input was read: with stdin closed (cron) the previous records were lost, exit 2, and
-    `analyze data.jsonl -o data.jsonl` read an emptied input. The records go to a new file
-    beside FILE that replaces it when the command ran through (exit 0 or 1); when it stopped
-    (input unreadable, a worker died, interrupted) FILE is as it was. A symbolic link keeps
-    pointing at the file written, and the file keeps its permissions. What is not a regular
-    file (/dev/null, a FIFO), a file that may not be written (read-only: refused as before),
-    or a folder no file can be made in, is opened in place."""
-    import os
-    import secrets
-    import stat
+    """`-o FILE` written whole or not at all (bot.cli.output): when the command stopped (input
+    unreadable, a worker died, interrupted) FILE is as it was. `-` is stdout, as UTF-8."""
+    from bot.cli.output import replaced_whole
 
     if path == "-":
         yield _utf8(sys.stdout)
         sys.stdout.flush()
         return
-    target = os.path.realpath(path)
-    try:
-        mode: int | None = os.stat(target).st_mode
-    except OSError:
-        mode = None
-    tmp = os.path.join(os.path.dirname(target),
-                       f".{os.path.basename(target)}.{secrets.token_hex(4)}.tmp")
-    try:
-        if mode is not None and not (stat.S_ISREG(mode) and os.access(target, os.W_OK)):
-            raise OSError("not a regular file, or one that may not be written: as it is")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
-    except OSError:
-        with open(path, "w", encoding="utf-8") as fh:
-            yield fh
-        return
-    try:
-        if mode is not None:
-            os.fchmod(fd, stat.S_IMODE(mode))
-        with open(fd, "w", encoding="utf-8") as fh:
-            yield fh
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with replaced_whole(path) as fh:
+        yield fh
 
 
 def load_pool(path: str, *, use_cache: bool = True) -> Any:

@@ -142,3 +142,31 @@ def test_verdicts_export_out_file_is_replaced_whole_or_kept(tmp_path: Path, db_u
     assert result.returncode == 0, result.stderr
     assert [json.loads(line)["number"] for line in out.read_text(encoding="utf-8").splitlines()] == \
         list(range(1, 9))
+
+
+def test_a_utf16_input_is_refused_naming_its_encoding(tmp_path: Path) -> None:
+    """Windows PowerShell 5 writes `>` and Out-File as UTF-16 with a byte-order mark. Such an
+    input was read as UTF-8 with replacement: every record an error record 'not valid JSON
+    (Expecting value at column 1)', one more error record than records (the last line feed's
+    second byte), exit 1, and `-o FILE` replaced by them; a pool the same, exit 2 'not valid
+    JSON'. The records are UTF-8 (the contract), and no line of such a file can be read: one
+    line says the file is UTF-16 and how to convert it, exit 2, `-o FILE` as it was."""
+    records = "".join(json.dumps(r) + "\r\n" for r in (GOOD_1, GOOD_2))
+    out = tmp_path / "out.jsonl"
+    out.write_text('{"previous": "output"}\n', encoding="utf-8")
+    for encoding, name in (("utf-16", "UTF-16"), ("utf-32", "UTF-32")):
+        src = tmp_path / f"in-{encoding}.jsonl"
+        src.write_bytes(records.encode(encoding))  # with its byte-order mark, as PowerShell writes
+        result = text(rltracker("analyze", str(src), "-o", str(out)))
+        one_line(result, "analyze", 2, str(src), name, "UTF-8", "iconv")
+        result = text(rltracker("analyze", "-", stdin=src.read_bytes()))
+        one_line(result, "analyze", 2, "<stdin>", name, "UTF-8")
+        assert result.stdout == ""
+        result = text(rltracker("analyze", "--papers", str(src), str(tmp_path / "in-utf-16.jsonl")))
+        one_line(result, "analyze", 2, f"--papers {src}", name, "UTF-8")
+    assert out.read_text(encoding="utf-8") == '{"previous": "output"}\n'
+    # a UTF-8 byte-order mark is still read (tests/test_analyze_command.py)
+    src = tmp_path / "in-utf8-bom.jsonl"
+    src.write_bytes(records.encode("utf-8-sig"))
+    assert rltracker("analyze", str(src), "-o", str(out)).returncode == 0
+    assert [r["id"] for r in read_jsonl(out)] == ["o/r#1", "o/r#2"]

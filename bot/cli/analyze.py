@@ -27,7 +27,8 @@ is JSON whitespace), from a file as from stdin; blank lines are not records and 
 An optional key holding null is read as not known, as its absence is. A lone
 UTF-16 surrogate escaped in a line or a pool paper ("\\ud83d", a text cut mid-pair) is read
 as U+FFFD. The exit status is 0 when every line was analysed, 1 when some lines were bad, 2 when the command
-could not run at all (unreadable input or a bad paper pool, named with its line number) or
+could not run at all (unreadable input, an input or pool in UTF-16 or UTF-32 (its byte-order
+mark says so: no line of it reads as UTF-8), or a bad paper pool, named with its line number) or
 stopped (a --jobs worker process died: the output on stdout is incomplete); 141 when the
 reader of stdout went away (`| head -1`), quietly, as for a tool stopped by SIGPIPE. `-o FILE` is
 replaced only when the command ran through (exit 0 or 1): exit 2 leaves it as it was.
@@ -88,13 +89,44 @@ def _utf8(stream: TextIO, errors: str = "strict", newline: str | None = None) ->
 _LINES = "\n"
 
 
+class NotUtf8(Exception):
+    """The input is in an encoding no line of which reads as UTF-8 (its byte-order mark says so)."""
+
+
+# Byte-order marks of the encodings Windows tools write besides UTF-8 (PowerShell 5's `>` and
+# Out-File write UTF-16): read as UTF-8, every record of such a file was an error record (one
+# more than there were records) and -o FILE was replaced by them. UTF-32 LE's starts as UTF-16 LE's.
+_OTHER_BOMS = (("UTF-32", b"\xff\xfe\x00\x00"), ("UTF-32", b"\x00\x00\xfe\xff"),
+               ("UTF-16", b"\xff\xfe"), ("UTF-16", b"\xfe\xff"))
+
+
+def _encoding_problem(head: bytes, name: str) -> str | None:
+    """What to say of an input starting with `head` when it is not UTF-8, else None."""
+    for encoding, bom in _OTHER_BOMS:
+        if head.startswith(bom):
+            return (f"{name} is {encoding} (it starts with a {encoding} byte-order mark); records "
+                    f"are UTF-8 JSON lines: convert it first, e.g. iconv -f {encoding} -t UTF-8")
+    return None
+
+
 @contextmanager
 def _open_in(path: str) -> Iterator[TextIO]:
     if path == "-":
+        from bot.cli import _ClosedStream
+
+        buffer = None if isinstance(sys.stdin, _ClosedStream) else getattr(sys.stdin, "buffer", None)
+        if buffer is not None and hasattr(buffer, "peek"):
+            problem = _encoding_problem(buffer.peek(4)[:4], "<stdin>")  # read nothing yet
+            if problem:
+                raise NotUtf8(problem)
         yield _utf8(sys.stdin, errors="replace", newline=_LINES)
     else:
-        with open(path, encoding="utf-8", errors="replace", newline=_LINES) as fh:
-            yield fh
+        with open(path, "rb") as raw:
+            problem = _encoding_problem(raw.peek(4)[:4], path)
+            if problem:
+                raise NotUtf8(problem)
+            with io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=_LINES) as fh:
+                yield fh
 
 
 @contextmanager
@@ -135,6 +167,8 @@ def load_pool(path: str, *, use_cache: bool = True) -> Any:
         index = read_saved_index(saved, POOL_CHECKS_HEADER)
         if index is not None:
             return index
+    if problem := _encoding_problem(data[:4], path if path != "-" else "<stdin>"):
+        raise PoolError(problem)
     papers: list[dict[str, Any]] = []
     lines = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", errors="replace",
                              newline=_LINES)
@@ -554,7 +588,7 @@ def analyze_command(args: argparse.Namespace) -> int:
             raise  # `| head -1` read what it wanted: the command stops quietly (bot.cli.main)
         print(f"rltracker analyze: {exc}", file=sys.stderr)
         return 2
-    except OSError as exc:
+    except (OSError, NotUtf8) as exc:
         print(f"rltracker analyze: {exc}", file=sys.stderr)
         return 2
     except WorkerDied as exc:

@@ -170,3 +170,28 @@ def test_a_utf16_input_is_refused_naming_its_encoding(tmp_path: Path) -> None:
     src.write_bytes(records.encode("utf-8-sig"))
     assert rltracker("analyze", str(src), "-o", str(out)).returncode == 0
     assert [r["id"] for r in read_jsonl(out)] == ["o/r#1", "o/r#2"]
+
+
+# ------------------------------------------------------------------ names people type
+def test_an_unknown_framework_is_a_bad_argument_with_a_suggestion(tmp_path: Path, db_url: str) -> None:
+    """`rltracker rules verll` (a typo) or `rules huggingface/trl` (the repository, not the
+    framework) exited 1, the status of a failure while running, where a bad argument is 2
+    (README "When something is wrong"; `verdicts wanted --framework nope` is 2), and listed
+    the seven names without saying which was meant. `verdicts wanted --framework VERL` was
+    refused where `rules VERL` is read as verl. Both read a framework in any spelling the
+    pages accept, refuse an unknown one with exit 2 and say which one was probably meant."""
+    env = {"DATABASE_URL": db_url, "GITHUB_API_URL": "http://127.0.0.1:9"}
+    for typed, meant in (("verll", "verl"), ("huggingface/trl", "trl"), ("volcengine/verl", "verl"),
+                         ("openrhlf", "openrlhf")):
+        one_line(text(rltracker("rules", typed, env=env)), "rules", 2,
+                 f"unknown framework or folder: {typed}", f"did you mean {meant}?")
+        one_line(text(rltracker("verdicts", "wanted", "--framework", typed, env=env)),
+                 "verdicts wanted", 2, f"unknown framework '{typed}'", f"did you mean {meant}?")
+    line = one_line(text(rltracker("rules", "zzz", env=env)), "rules", 2,
+                    "unknown framework or folder: zzz", "verl, trl")
+    assert "did you mean" not in line
+    one_line(text(rltracker("rules", "", env=env)), "rules", 2, "no framework or folder given")
+    for typed in ("VERL", "NeMo_RL"):
+        result = text(rltracker("verdicts", "wanted", "--framework", typed, env=env))
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.startswith("Where a verdict would teach")

@@ -48,6 +48,31 @@ NEEDS_DATABASE = frozenset({"stats", "deliveries", "verdicts", "study", "report"
                             "preview", "papers", "sync"})
 
 
+def framework_id(text: str) -> str | None:
+    """The catalog's framework id `text` means: any case, `-`, `_` or a space between words, as
+    the pages read it (`VERL`, `NeMo_RL`); None when it names none."""
+    from analyzers.catalog import load_catalog
+    from bot.store.types import canonical_id
+
+    return canonical_id(text, load_catalog().frameworks)
+
+
+def framework_hint(text: str) -> str:
+    """For a framework name that is none: `; did you mean verl?` when a framework is close to
+    it (a typo, or the framework's repository, current or former name), else ``."""
+    import difflib
+
+    from analyzers.catalog import load_catalog
+
+    frameworks = load_catalog().frameworks
+    typed = text.strip().lower()
+    for fid, framework in frameworks.items():
+        if typed in (repo.lower() for repo in framework.repos):
+            return f"; did you mean {fid}?"
+    close = difflib.get_close_matches(typed, list(frameworks), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
 class _Parser(argparse.ArgumentParser):
     """A usage error is one line too: what is wrong and where the help is, not the usage text."""
 

@@ -195,3 +195,22 @@ def test_an_unknown_framework_is_a_bad_argument_with_a_suggestion(tmp_path: Path
         result = text(rltracker("verdicts", "wanted", "--framework", typed, env=env))
         assert result.returncode == 0, result.stderr
         assert result.stdout.startswith("Where a verdict would teach")
+
+
+def test_an_empty_path_is_refused_not_read_as_no_path(tmp_path: Path, db_url: str) -> None:
+    """`--papers "$POOL"`, `-o "$OUT"`, `--out "$DIR"` with the variable unset: analyze ran
+    without the pool (exit 0, nothing said: the papers it would match were silently missing),
+    wrote to stdout instead of a file, and `report --out ""` wrote no file at all, exit 0.
+    An empty path is a bad argument: one line naming the option, exit 2, nothing written."""
+    src = write_lines(tmp_path / "in.jsonl", [json.dumps(GOOD_1)])
+    env = {"DATABASE_URL": db_url}
+    for args, option in ((["analyze", "--papers", "", str(src)], "--papers"),
+                         (["analyze", str(src), "-o", ""], "-o/--output"),
+                         (["analyze", " "], "input"),
+                         (["report", "--out", ""], "--out"),
+                         (["verdicts", "export", "--out", ""], "--out")):
+        result = text(rltracker(*args, env=env))
+        assert result.returncode == 2, (args, result.stderr)
+        assert result.stdout == "" and "Traceback" not in result.stderr
+        [line] = result.stderr.splitlines()
+        assert line.startswith(f"rltracker {args[0]}") and option in line and "empty" in line, line

@@ -120,6 +120,15 @@ def _http_url(text: str) -> str:
     return text.strip()
 
 
+def _path(text: str) -> str:
+    """A file or folder path, `-` where the option reads or writes a standard stream. An empty
+    one (`--papers "$POOL"` with the variable unset) was read as no path: analyze ran without
+    its pool, -o wrote to stdout, report --out wrote nothing, each saying nothing."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the path is empty (an unset shell variable?)")
+    return text
+
+
 def _iso_date(text: str) -> str:
     try:
         date.fromisoformat(text)
@@ -157,11 +166,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("migrate", help="alembic upgrade head on DATABASE_URL")
 
     p = sub.add_parser("analyze", help="thread records in, analysis records out (JSON lines)")
-    p.add_argument("input", help="thread records (JSON lines), - for stdin")
-    p.add_argument("--papers", help="extra paper pool (JSON lines)")
+    p.add_argument("input", type=_path, help="thread records (JSON lines), - for stdin")
+    p.add_argument("--papers", type=_path, help="extra paper pool (JSON lines)")
     p.add_argument("--no-cache", action="store_true",
                    help="build the pool's index, neither read nor save it in the cache")
-    p.add_argument("-o", "--output", default="-", help="analysis records, - for stdout")
+    p.add_argument("-o", "--output", type=_path, default="-", help="analysis records, - for stdout")
     p.add_argument("--jobs", type=_count, default=None, metavar="N",
                    help="analyse in N processes, same output in the same order (0: one per "
                         "CPU; default: one per CPU for an input file of 1 MiB or more, else 1; "
@@ -180,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true", help="ignore stored cursors")
 
     p = sub.add_parser("report", help="the proposal-status report, Markdown and HTML")
-    p.add_argument("--out", default=None, help="folder to write report files into")
+    p.add_argument("--out", type=_path, default=None, help="folder to write report files into")
     p.add_argument("--date", type=_iso_date, default=None,
                    help="report date YYYY-MM-DD (default today, UTC); an earlier date writes "
                         "and posts again the report stored that night")
@@ -217,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     verdicts_sub = p.add_subparsers(dest="verdicts_command", required=True)
     pv = verdicts_sub.add_parser("export", help="every verdict as a labelled thread (JSON lines), "
                                  "for review and `python -m training --extra FILE`")
-    pv.add_argument("--out", default=None, metavar="FILE", help="default: stdout")
+    pv.add_argument("--out", type=_path, default=None, metavar="FILE", help="default: stdout")
     pw = verdicts_sub.add_parser("wanted", help="the open threads where a verdict would teach the "
                                  "failure analyzer most (its least sure findings), with the "
                                  "command to type")

@@ -73,6 +73,15 @@ def framework_hint(text: str) -> str:
     return f"; did you mean {close[0]}?" if close else ""
 
 
+# The exit statuses every command shares (`rltracker --help`, README "When something is wrong");
+# each command's --help adds what its own 0, 1 and 2 mean.
+EXIT_STATUS = ("exit status: 0 done; 1 a failure while it ran (the database, GitHub, a bad line "
+               "of analyze's input); 2 a bad argument or setting, or a file (standard output "
+               "included) that cannot be read or written; 130 interrupted (Ctrl-C: a file given "
+               "to analyze -o or verdicts export --out is left as it was); 141 the reader of "
+               "standard output went away (| head), quietly.")
+
+
 class _Parser(argparse.ArgumentParser):
     """A usage error is one line too: what is wrong and where the help is, not the usage text."""
 
@@ -148,7 +157,7 @@ def _add_debug_flag(parser: argparse.ArgumentParser, *, top: bool = False) -> No
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="rltracker", description=DESCRIPTION)
+    parser = _Parser(prog="rltracker", description=DESCRIPTION, epilog=EXIT_STATUS)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("serve", help="run the web app, the inbox worker and the scheduler")
@@ -165,12 +174,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("migrate", help="alembic upgrade head on DATABASE_URL")
 
-    p = sub.add_parser("analyze", help="thread records in, analysis records out (JSON lines)")
-    p.add_argument("input", type=_path, help="thread records (JSON lines), - for stdin")
-    p.add_argument("--papers", type=_path, help="extra paper pool (JSON lines)")
+    p = sub.add_parser(
+        "analyze", help="thread records in, analysis records out (JSON lines)",
+        description="Thread records in (JSON lines, UTF-8: ../shared/contracts/README.md), one "
+                    "analysis record out per record, in the same order. A line that is not a "
+                    "contract thread gets an error record {\"id\", \"line\", \"error\"} in its "
+                    "place, the same message on stderr, and the other lines are analysed.",
+        epilog="exit status: 0 every line analysed; 1 some lines were bad (error records); 2 the "
+               "command could not run (INPUT unreadable or not UTF-8, a bad pool line, OUT not "
+               "writable, a --jobs worker died), OUT left as it was; 130 interrupted, OUT left "
+               "as it was; 141 the reader of stdout went away.")
+    p.add_argument("input", type=_path, metavar="INPUT",
+                   help="thread records (JSON lines), - for stdin")
+    p.add_argument("--papers", type=_path, metavar="POOL",
+                   help="extra paper pool (JSON lines, - for stdin), matched in addition to the "
+                        "catalog's; its index is saved in the cache for the next run")
     p.add_argument("--no-cache", action="store_true",
                    help="build the pool's index, neither read nor save it in the cache")
-    p.add_argument("-o", "--output", type=_path, default="-", help="analysis records, - for stdout")
+    p.add_argument("-o", "--output", type=_path, default="-", metavar="OUT",
+                   help="analysis records, - for stdout (the default); a file is replaced whole "
+                        "when the command runs through (exit 0 or 1)")
     p.add_argument("--jobs", type=_count, default=None, metavar="N",
                    help="analyse in N processes, same output in the same order (0: one per "
                         "CPU; default: one per CPU for an input file of 1 MiB or more, else 1; "
@@ -188,15 +211,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repo", action="append", default=[], metavar="OWNER/NAME", type=_repo_name)
     p.add_argument("--full", action="store_true", help="ignore stored cursors")
 
-    p = sub.add_parser("report", help="the proposal-status report, Markdown and HTML")
-    p.add_argument("--out", type=_path, default=None, help="folder to write report files into")
-    p.add_argument("--date", type=_iso_date, default=None,
+    p = sub.add_parser("report", help="the proposal-status report, Markdown and HTML",
+                       description="Builds and stores today's proposal-status report, posts it "
+                                   "on RLTRACKER_REPORT_ISSUE (unless dry-run), and prints a "
+                                   "JSON summary.",
+                       epilog="exit status: 0 built and stored (posted, or not to be posted); "
+                              "1 stored but not posted (GitHub refused: run again), or the "
+                              "database failed; 2 a bad --date or --out, no report stored that "
+                              "night, or RLTRACKER_PUBLIC_URL missing for a post.")
+    p.add_argument("--out", type=_path, default=None, metavar="DIR",
+                   help="folder to write report-DATE.md and report-DATE.html into (made if missing)")
+    p.add_argument("--date", type=_iso_date, default=None, metavar="YYYY-MM-DD",
                    help="report date YYYY-MM-DD (default today, UTC); an earlier date writes "
                         "and posts again the report stored that night")
 
-    p = sub.add_parser("rules", help="contribution-rule summary of a framework or folder")
-    p.add_argument("target", help="framework name (verl, trl, ...) or a folder path")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("rules", help="contribution-rule summary of a framework or folder",
+                       description="The contribution-rule summary of a framework (read from the "
+                                   "database's cache, else the snapshot in ../shared, else "
+                                   "GitHub) or of a folder holding CONTRIBUTING and templates.",
+                       epilog="exit status: 0 printed; 1 GitHub or the database failed; 2 an "
+                              "unknown framework (the one probably meant is named) or a file "
+                              "that cannot be read.")
+    p.add_argument("target", metavar="FRAMEWORK_OR_PATH",
+                   help="framework name (verl, trl, openrlhf, nemo-rl, roll, slime, areal; any "
+                        "case) or a folder path")
+    p.add_argument("--json", action="store_true", help="the summary as JSON (UTF-8)")
 
     p = sub.add_parser("stats", help="counts, as in GET /api/stats")
     p.add_argument("--json", action="store_true")
@@ -212,8 +251,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("repo", metavar="OWNER/NAME", type=_repo_name)
     p.add_argument("--days", type=_count, default=30)
 
-    p = sub.add_parser("deliveries", help="webhook deliveries that failed, and re-queueing them")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("deliveries", help="webhook deliveries that failed, and re-queueing them",
+                       description="Lists the webhook deliveries whose processing failed for good, "
+                                   "newest first, with the error, and those waiting for their "
+                                   "next attempt.",
+                       epilog="exit status: 0 listed or re-queued; 1 an id given to retry is "
+                              "neither failed nor waiting (named; the others are re-queued), or "
+                              "the database failed; 2 retry without ids or --all.")
+    p.add_argument("--json", action="store_true", help="the list as one JSON object")
     p.add_argument("--limit", type=_count, default=50, metavar="N", help="list at most N (default 50)")
     deliveries_sub = p.add_subparsers(dest="deliveries_command")
     pr = deliveries_sub.add_parser("retry", help="failed deliveries back to pending, and "
@@ -222,7 +267,10 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--all", action="store_true", help="every failed or waiting delivery")
 
     p = sub.add_parser("verdicts", help="people's verdicts on threads (/rltracker kind, "
-                       "not-a-failure)")
+                       "not-a-failure)",
+                       epilog="exit status: 0 done; 1 the database failed; 2 an unknown "
+                              "--framework (the one probably meant is named), a bad --limit, "
+                              "or --out FILE cannot be written (left as it was).")
     verdicts_sub = p.add_subparsers(dest="verdicts_command", required=True)
     pv = verdicts_sub.add_parser("export", help="every verdict as a labelled thread (JSON lines), "
                                  "for review and `python -m training --extra FILE`")
@@ -234,7 +282,9 @@ def build_parser() -> argparse.ArgumentParser:
     pw.add_argument("--limit", type=int, default=100, metavar="N",
                     help="the N least sure threads of all (default: 100)")
 
-    p = sub.add_parser("repos", help="the repositories the app comments in")
+    p = sub.add_parser("repos", help="the repositories the app comments in",
+                       epilog="exit status: 0 resumed, or not paused (said on stderr); 1 the "
+                              "repository is not stored, or the database failed; 2 not OWNER/REPO.")
     repos_sub = p.add_subparsers(dest="repos_command", required=True)
     pr = repos_sub.add_parser("resume", help="lift the pause of the app's comments in a "
                               "repository (set by the nightly reception check)")

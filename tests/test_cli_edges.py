@@ -206,7 +206,7 @@ def test_an_empty_path_is_refused_not_read_as_no_path(tmp_path: Path, db_url: st
     env = {"DATABASE_URL": db_url}
     for args, option in ((["analyze", "--papers", "", str(src)], "--papers"),
                          (["analyze", str(src), "-o", ""], "-o/--output"),
-                         (["analyze", " "], "input"),
+                         (["analyze", " "], "INPUT"),
                          (["report", "--out", ""], "--out"),
                          (["verdicts", "export", "--out", ""], "--out")):
         result = text(rltracker(*args, env=env))

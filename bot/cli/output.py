@@ -27,9 +27,48 @@ def _named(exc: OSError, path: str) -> OSError:
     return exc
 
 
+class _Terminated(BaseException):
+    """SIGTERM arrived while a file was being written beside its target."""
+
+
+@contextmanager
+def _ended_by_sigterm() -> Iterator[None]:
+    """SIGTERM (timeout, kill, a container stopped) ended the process where it stood, and the
+    file being written beside its target stayed there, hidden, one more per run stopped. While
+    the block runs, SIGTERM unwinds it (the file is removed on the way), then ends the process
+    by the signal as before. Left alone where the signal is handled already, or off the main
+    thread (where no handler can be set)."""
+    import signal
+    import threading
+
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield
+        return
+
+    def unwind(signum: int, frame: object) -> None:
+        raise _Terminated
+
+    signal.signal(signal.SIGTERM, unwind)
+    try:
+        yield
+    except _Terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)  # ends here, as the signal asked
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 @contextmanager
 def replaced_whole(path: str) -> Iterator[TextIO]:
     """A UTF-8 text file standing for `path`, replacing it when the block ends normally."""
+    with _ended_by_sigterm(), _replaced_whole(path) as fh:
+        yield fh
+
+
+@contextmanager
+def _replaced_whole(path: str) -> Iterator[TextIO]:
     from bot.cli import NamedStream
 
     target = os.path.realpath(path)

@@ -247,3 +247,44 @@ def test_a_run_stopped_by_sigterm_leaves_no_partial_file_beside_the_output(tmp_p
     assert proc.returncode == -signal.SIGTERM
     assert out.read_text(encoding="utf-8") == '{"previous": "output"}\n'
     assert sorted(os.listdir(tmp_path)) == ["in.jsonl", "out.jsonl"]
+
+
+def test_deliveries_lists_stored_errors_without_terminal_control_characters(db_url: str) -> None:
+    """A delivery's stored error is its exception's text (`TypeError: ...`, a database error
+    quoting the value it refused, GitHub's message), which can hold text from the payload:
+    `rltracker deliveries` printed it as it was on the operator's terminal, so an escape
+    sequence in it (clear the screen, retitle the window, hide the rest of the line) reached
+    the terminal (review29 left it). What the listing prints is one printable line per
+    delivery; `--json` keeps the text as stored (JSON escapes it)."""
+    from datetime import timedelta
+
+    from bot.config import Settings
+    from bot.context import AppContext
+    from bot.store.models import Delivery
+    from bot.store.types import utcnow
+
+    hostile = "DataError: invalid input \x1b]0;owned\x07\x1b[2Jvalue \u202e'x'\r\x1b[8m"
+
+    async def seed() -> None:
+        ctx = AppContext.create(Settings.from_env({}, database_url=db_url))
+        try:
+            async with ctx.sessionmaker() as session, session.begin():
+                session.add(Delivery(delivery_id="d-failed", event="issues", action="opened\x1b[5m",
+                                     repo="o/r", payload="{}", status="failed", attempts=7,
+                                     last_error=hostile + "\nTraceback ...", finished_at=utcnow()))
+                session.add(Delivery(delivery_id="d-waiting", event="issues", action="edited",
+                                     repo="o/r", payload="{}", status="pending", attempts=2,
+                                     last_error=hostile, next_attempt_at=utcnow() + timedelta(hours=1)))
+        finally:
+            await ctx.close()
+
+    asyncio.run(seed())
+    result = text(rltracker("deliveries", env={"DATABASE_URL": db_url}))
+    assert result.returncode == 0, result.stderr
+    listed = [line for line in result.stdout.splitlines() if line.startswith("d-")]
+    assert [line.split("\t")[0] for line in listed] == ["d-failed", "d-waiting"]
+    for line in listed:
+        assert all(ch.isprintable() or ch == "\t" for ch in line), repr(line)
+        assert "DataError: invalid input" in line and "value" in line
+    data = json.loads(text(rltracker("deliveries", "--json", env={"DATABASE_URL": db_url})).stdout)
+    assert data["deliveries"][0]["error"] == hostile

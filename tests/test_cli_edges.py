@@ -288,3 +288,22 @@ def test_deliveries_lists_stored_errors_without_terminal_control_characters(db_u
         assert "DataError: invalid input" in line and "value" in line
     data = json.loads(text(rltracker("deliveries", "--json", env={"DATABASE_URL": db_url})).stdout)
     assert data["deliveries"][0]["error"] == hostile
+
+
+def test_a_count_too_large_is_a_bad_argument_not_a_crash(tmp_path: Path, db_url: str) -> None:
+    """`deliveries --limit 99999999999999999999` (a key held down) reached the database: an
+    OverflowError (SQLite) or DBAPIError (PostgreSQL) traceback reported as a bug;
+    `analyze --jobs 99999999999999999999` an OverflowError traceback. A count past what the
+    option can take is a usage error naming the option and its range, exit 2."""
+    src = write_lines(tmp_path / "in.jsonl", [json.dumps(GOOD_1)])
+    huge = "9" * 20
+    for args, option in ((["deliveries", "--limit", huge], "--limit"),
+                         (["deliveries", "--limit", str(2 ** 63)], "--limit"),
+                         (["analyze", str(src), "--jobs", huge], "--jobs")):
+        result = text(rltracker(*args, env={"DATABASE_URL": db_url}))
+        assert result.returncode == 2, (args, result.stderr)
+        assert result.stdout == "" and "Traceback" not in result.stderr
+        [line] = result.stderr.splitlines()
+        assert line.startswith(f"rltracker {args[0]}: argument {option}") and "from 0 to" in line, line
+    result = text(rltracker("deliveries", "--limit", "1000000", env={"DATABASE_URL": db_url}))
+    assert result.returncode == 0 and result.stdout == "failed deliveries: 0\n", result.stderr

@@ -96,15 +96,29 @@ def _port(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
 
 
-def _count(text: str) -> int:
-    """A whole number of things, 0 or more (--workers, --jobs, --days)."""
+# The largest count an option takes: a number past it (a key held down) reached the database
+# (`deliveries --limit`: an OverflowError or DBAPIError traceback as a bug) or the process
+# pool (`analyze --jobs`: an OverflowError). --jobs has a bound of its own: more processes
+# than a machine has CPUs only cost memory, each holding the analyzers.
+MAX_COUNT = 2**31 - 1
+MAX_JOBS = 1024
+
+
+def _count(text: str, most: int = MAX_COUNT) -> int:
+    """A whole number of things, 0 to `most` (--workers, --jobs, --days, --limit)."""
     try:
         value = int(text)
     except ValueError:
         value = -1
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number, 0 or more")
+    if value > most:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number from 0 to {most}")
     return value
+
+
+def _jobs(text: str) -> int:
+    return _count(text, MAX_JOBS)
 
 
 _REPO_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
@@ -194,9 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=_path, default="-", metavar="OUT",
                    help="analysis records, - for stdout (the default); a file is replaced whole "
                         "when the command runs through (exit 0 or 1)")
-    p.add_argument("--jobs", type=_count, default=None, metavar="N",
-                   help="analyse in N processes, same output in the same order (0: one per "
-                        "CPU; default: one per CPU for an input file of 1 MiB or more, else 1; "
+    p.add_argument("--jobs", type=_jobs, default=None, metavar="N",
+                   help="analyse in N processes (at most 1024), same output in the same order "
+                        "(0: one per CPU; default: one per CPU for an input file of 1 MiB or more, else 1; "
                         "needs fork, i.e. Linux)")
 
     p = sub.add_parser("replay", help="send payload files as signed deliveries")

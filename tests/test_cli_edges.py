@@ -307,3 +307,56 @@ def test_a_count_too_large_is_a_bad_argument_not_a_crash(tmp_path: Path, db_url:
         assert line.startswith(f"rltracker {args[0]}: argument {option}") and "from 0 to" in line, line
     result = text(rltracker("deliveries", "--limit", "1000000", env={"DATABASE_URL": db_url}))
     assert result.returncode == 0 and result.stdout == "failed deliveries: 0\n", result.stderr
+
+
+def _without_file_permission_override() -> list[str]:
+    """The command prefix that runs a child without CAP_DAC_OVERRIDE (root ignores a folder's
+    mode otherwise), or [] when this process is not root; skips where that cannot be done."""
+    import os
+    import shutil
+
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: a read-only folder cannot be shown")
+    return [setpriv, "--inh-caps=-all", "--bounding-set=-dac_override,-dac_read_search", "--"]
+
+
+def test_report_out_folder_that_cannot_be_written_is_refused_before_the_report_is_built(
+        tmp_path: Path, db_url: str) -> None:
+    """`rltracker report --out /srv/reports` (cron) where the folder may not be written: the
+    command made sure the folder exists before building, then built and stored the night's
+    report, and only then failed writing report-DATE.md (exit 2), before posting it: the
+    night's report stored, not written, not posted. A folder that cannot be written is refused
+    before anything is built or stored, as a missing one is made: one line naming --out, exit 2."""
+    import os
+
+    out = tmp_path / "reports"
+    out.mkdir()
+    out.chmod(0o555)
+    try:
+        result = subprocess.run(
+            [*_without_file_permission_override(), sys.executable, "-m", "bot.cli", "report",
+             "--out", str(out)], env={**CLEAN_ENV, "DATABASE_URL": db_url},
+            capture_output=True, text=True, timeout=HANG_GUARD)
+    finally:
+        out.chmod(0o755)
+    one_line(result, "report", 2, "--out", str(out), "cannot be written")
+    assert result.stdout == "" and os.listdir(out) == []
+    assert asyncio.run(_reports_stored(db_url)) == 0
+
+
+async def _reports_stored(db_url: str) -> int:
+    from sqlalchemy import func, select
+
+    from bot.config import Settings
+    from bot.context import AppContext
+    from bot.store.models import Report
+
+    ctx = AppContext.create(Settings.from_env({}, database_url=db_url))
+    try:
+        async with ctx.sessionmaker() as session:
+            return int(await session.scalar(select(func.count()).select_from(Report)) or 0)
+    finally:
+        await ctx.close()

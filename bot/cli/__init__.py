@@ -190,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "analyze", help="thread records in, analysis records out (JSON lines)",
-        description="Thread records in (JSON lines, UTF-8: ../shared/contracts/README.md), one "
+        description="Thread records in (JSON lines, UTF-8, the data contract's `thread`), one "
                     "analysis record out per record, in the same order. A line that is not a "
                     "contract thread gets an error record {\"id\", \"line\", \"error\"} in its "
                     "place, the same message on stderr, and the other lines are analysed.",

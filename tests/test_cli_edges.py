@@ -360,3 +360,39 @@ async def _reports_stored(db_url: str) -> int:
             return int(await session.scalar(select(func.count()).select_from(Report)) or 0)
     finally:
         await ctx.close()
+
+
+def test_sigterm_to_one_worker_is_a_worker_that_died_not_the_run_stopped(tmp_path: Path) -> None:
+    """The SIGTERM handler that removes the file being written beside `-o FILE` is the parent
+    process's: a --jobs worker sent SIGTERM alone (an operator's `kill`) still dies as a
+    worker, 'a worker process died', exit 2, FILE as it was, nothing left beside it (a guard:
+    inherited through fork, the handler made it end the whole run by SIGTERM)."""
+    import os
+    import signal
+    import time
+
+    from tests.test_analyze_command import _worker_pids
+
+    src = write_lines(tmp_path / "in.jsonl", [json.dumps(dict(GOOD_1, id=f"o/r#{n}"))
+                                              for n in range(50_000)])
+    out = tmp_path / "out.jsonl"
+    out.write_text('{"previous": "output"}\n', encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "analyze", str(src), "-o", str(out),
+                             "--jobs", "2"], env=CLEAN_ENV, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + HANG_GUARD  # waiting for the workers, not timing them
+        while len(workers := _worker_pids(proc.pid)) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, "no workers seen"
+            time.sleep(0.05)
+        os.kill(workers[0], signal.SIGTERM)
+        _, err = proc.communicate(timeout=HANG_GUARD)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 2, err
+    [line] = err.splitlines()
+    assert line.startswith("rltracker analyze: a worker process died")
+    assert out.read_text(encoding="utf-8") == '{"previous": "output"}\n'
+    assert sorted(os.listdir(tmp_path)) == ["in.jsonl", "out.jsonl"]

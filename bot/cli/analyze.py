@@ -447,15 +447,6 @@ _CHUNK = 64  # records per --jobs task: enough that the hop to a worker costs li
 _FORKED_POOL: Any = None
 
 
-def _worker_start() -> None:
-    """A --jobs worker ends by SIGTERM as a process does by default: the parent's handler
-    while -o FILE is written (bot.cli.output) is the parent's, and inherited through fork it
-    turned a worker's SIGTERM into an exception and a traceback on stderr."""
-    import signal
-
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
 def _analyze_chunk(chunk: list[tuple[int, str]]) -> list[tuple[str, str | None]]:
     return [_analyze_line(number, raw, _FORKED_POOL) for number, raw in chunk]
 
@@ -482,8 +473,7 @@ def _analyzed_in_processes(lines: Any, pool: Any, jobs: int) -> Iterator[tuple[s
     try:
         # concurrent.futures rather than multiprocessing.Pool: a worker that dies (killed,
         # out of memory) fails the run (BrokenProcessPool) instead of hanging it.
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
-                                 initializer=_worker_start) as workers:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as workers:
             for chunk in _numbered_chunks(lines, _CHUNK):
                 in_flight.append(workers.submit(_analyze_chunk, chunk))
                 if len(in_flight) >= 4 * jobs:

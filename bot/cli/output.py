@@ -31,6 +31,22 @@ class _Terminated(BaseException):
     """SIGTERM arrived while a file was being written beside its target."""
 
 
+def _unwind(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
+def _default_sigterm_in_child() -> None:
+    """A process forked while the handler is set (analyze --jobs workers) ends by SIGTERM as
+    before: inherited, the handler made a SIGTERM sent to one worker end the whole run."""
+    import signal
+
+    if signal.getsignal(signal.SIGTERM) is _unwind:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+os.register_at_fork(after_in_child=_default_sigterm_in_child)
+
+
 @contextmanager
 def _ended_by_sigterm() -> Iterator[None]:
     """SIGTERM (timeout, kill, a container stopped) ended the process where it stood, and the
@@ -46,10 +62,7 @@ def _ended_by_sigterm() -> Iterator[None]:
         yield
         return
 
-    def unwind(signum: int, frame: object) -> None:
-        raise _Terminated
-
-    signal.signal(signal.SIGTERM, unwind)
+    signal.signal(signal.SIGTERM, _unwind)  # forked children reset it (_default_sigterm_in_child)
     try:
         yield
     except _Terminated:

@@ -96,29 +96,35 @@ def _port(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
 
 
-# The largest count an option takes: a number past it (a key held down) reached the database
-# (`deliveries --limit`: an OverflowError or DBAPIError traceback as a bug) or the process
-# pool (`analyze --jobs`: an OverflowError). --jobs has a bound of its own: more processes
-# than a machine has CPUs only cost memory, each holding the analyzers.
-MAX_COUNT = 2**31 - 1
+# The largest count --limit and --jobs take: a number past it (a key held down) reached the
+# database (`deliveries --limit`: an OverflowError or DBAPIError traceback as a bug) or the
+# process pool (`analyze --jobs`: an OverflowError). --jobs has a bound of its own: more
+# processes than a machine has CPUs only cost memory, each holding the analyzers. Other counts
+# are checked by their commands (preview's --days: 1 to 90).
+MAX_LIMIT = 2**31 - 1
 MAX_JOBS = 1024
 
 
-def _count(text: str, most: int = MAX_COUNT) -> int:
-    """A whole number of things, 0 to `most` (--workers, --jobs, --days, --limit)."""
+def _count(text: str, most: int | None = None) -> int:
+    """A whole number of things, 0 or more (to `most` when given): --workers, --jobs, --days,
+    --limit."""
     try:
         value = int(text)
     except ValueError:
         value = -1
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number, 0 or more")
-    if value > most:
+    if most is not None and value > most:
         raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number from 0 to {most}")
     return value
 
 
 def _jobs(text: str) -> int:
     return _count(text, MAX_JOBS)
+
+
+def _limit(text: str) -> int:
+    return _count(text, MAX_LIMIT)
 
 
 _REPO_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
@@ -273,7 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "neither failed nor waiting (named; the others are re-queued), or "
                               "the database failed; 2 retry without ids or --all.")
     p.add_argument("--json", action="store_true", help="the list as one JSON object")
-    p.add_argument("--limit", type=_count, default=50, metavar="N", help="list at most N (default 50)")
+    p.add_argument("--limit", type=_limit, default=50, metavar="N", help="list at most N (default 50)")
     deliveries_sub = p.add_subparsers(dest="deliveries_command")
     pr = deliveries_sub.add_parser("retry", help="failed deliveries back to pending, and "
                                    "those waiting for a retry attempted now")

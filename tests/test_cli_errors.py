@@ -531,13 +531,13 @@ def test_known_failures_and_bugs_are_told_apart() -> None:
 
 def test_rules_takes_a_framework_in_any_case(tmp_path: Path, shared_dir: Path) -> None:
     """`rltracker rules VERL` (or NeMo-RL, as the pages write it) was "unknown framework";
-    an unknown one is one line naming the command and the frameworks, exit 1."""
+    an unknown one is one line naming the command and the frameworks, exit 2 (a bad argument)."""
     env = {"DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/absent.db", "GITHUB_API_URL": "http://127.0.0.1:9"}
     for typed, repo in (("VERL", "verl-project/verl"), ("NeMo-RL", "NVIDIA-NeMo/RL")):
         result = rltracker("rules", typed, "--json", env=env, cwd=tmp_path)
         assert result.returncode == 0, result.stderr
         assert f'"repo": "{repo}"' in result.stdout
-    one_line(rltracker("rules", "verlx", env=env, cwd=tmp_path), "rules", 1,
+    one_line(rltracker("rules", "verlx", env=env, cwd=tmp_path), "rules", 2,
              "unknown framework or folder: verlx", "nemo-rl")
 
 
@@ -681,7 +681,7 @@ def test_rules_of_an_empty_name_is_refused_not_the_current_folder(target: str, t
     (Path("") is "."), exit 0: a folder nobody named."""
     (tmp_path / "CONTRIBUTING.md").write_text("Please add tests for every change.\n", encoding="utf-8")
     result = rltracker("rules", target, env={}, cwd=tmp_path)
-    one_line(result, "rules", 1, "no framework or folder given", "verl")
+    one_line(result, "rules", 2, "no framework or folder given", "verl")
     assert result.stdout == ""
 
 

@@ -13,7 +13,7 @@ import re
 import sys
 from collections.abc import Sequence
 from datetime import date
-from typing import TextIO
+from typing import Any, TextIO
 
 from bot.config import parse_port
 
@@ -48,6 +48,40 @@ NEEDS_DATABASE = frozenset({"stats", "deliveries", "verdicts", "study", "report"
                             "preview", "papers", "sync"})
 
 
+def framework_id(text: str) -> str | None:
+    """The catalog's framework id `text` means: any case, `-`, `_` or a space between words, as
+    the pages read it (`VERL`, `NeMo_RL`); None when it names none."""
+    from analyzers.catalog import load_catalog
+    from bot.store.types import canonical_id
+
+    return canonical_id(text, load_catalog().frameworks)
+
+
+def framework_hint(text: str) -> str:
+    """For a framework name that is none: `; did you mean verl?` when a framework is close to
+    it (a typo, or the framework's repository, current or former name), else ``."""
+    import difflib
+
+    from analyzers.catalog import load_catalog
+
+    frameworks = load_catalog().frameworks
+    typed = text.strip().lower()
+    for fid, framework in frameworks.items():
+        if typed in (repo.lower() for repo in framework.repos):
+            return f"; did you mean {fid}?"
+    close = difflib.get_close_matches(typed, list(frameworks), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+# The exit statuses every command shares (`rltracker --help`, README "When something is wrong");
+# each command's --help adds what its own 0, 1 and 2 mean.
+EXIT_STATUS = ("exit status: 0 done; 1 a failure while it ran (the database, GitHub, a bad line "
+               "of analyze's input); 2 a bad argument or setting, or a file (standard output "
+               "included) that cannot be read or written; 130 interrupted (Ctrl-C: a file given "
+               "to analyze -o or verdicts export --out is left as it was); 141 the reader of "
+               "standard output went away (| head), quietly.")
+
+
 class _Parser(argparse.ArgumentParser):
     """A usage error is one line too: what is wrong and where the help is, not the usage text."""
 
@@ -62,15 +96,35 @@ def _port(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
 
 
-def _count(text: str) -> int:
-    """A whole number of things, 0 or more (--workers, --jobs, --days)."""
+# The largest count --limit and --jobs take: a number past it (a key held down) reached the
+# database (`deliveries --limit`: an OverflowError or DBAPIError traceback as a bug) or the
+# process pool (`analyze --jobs`: an OverflowError). --jobs has a bound of its own: more
+# processes than a machine has CPUs only cost memory, each holding the analyzers. Other counts
+# are checked by their commands (preview's --days: 1 to 90).
+MAX_LIMIT = 2**31 - 1
+MAX_JOBS = 1024
+
+
+def _count(text: str, most: int | None = None) -> int:
+    """A whole number of things, 0 or more (to `most` when given): --workers, --jobs, --days,
+    --limit."""
     try:
         value = int(text)
     except ValueError:
         value = -1
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number, 0 or more")
+    if most is not None and value > most:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number from 0 to {most}")
     return value
+
+
+def _jobs(text: str) -> int:
+    return _count(text, MAX_JOBS)
+
+
+def _limit(text: str) -> int:
+    return _count(text, MAX_LIMIT)
 
 
 _REPO_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
@@ -95,6 +149,15 @@ def _http_url(text: str) -> str:
     return text.strip()
 
 
+def _path(text: str) -> str:
+    """A file or folder path, `-` where the option reads or writes a standard stream. An empty
+    one (`--papers "$POOL"` with the variable unset) was read as no path: analyze ran without
+    its pool, -o wrote to stdout, report --out wrote nothing, each saying nothing."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the path is empty (an unset shell variable?)")
+    return text
+
+
 def _iso_date(text: str) -> str:
     try:
         date.fromisoformat(text)
@@ -114,7 +177,7 @@ def _add_debug_flag(parser: argparse.ArgumentParser, *, top: bool = False) -> No
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="rltracker", description=DESCRIPTION)
+    parser = _Parser(prog="rltracker", description=DESCRIPTION, epilog=EXIT_STATUS)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("serve", help="run the web app, the inbox worker and the scheduler")
@@ -131,15 +194,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("migrate", help="alembic upgrade head on DATABASE_URL")
 
-    p = sub.add_parser("analyze", help="thread records in, analysis records out (JSON lines)")
-    p.add_argument("input", help="thread records (JSON lines), - for stdin")
-    p.add_argument("--papers", help="extra paper pool (JSON lines)")
+    p = sub.add_parser(
+        "analyze", help="thread records in, analysis records out (JSON lines)",
+        description="Thread records in (JSON lines, UTF-8, the data contract's `thread`), one "
+                    "analysis record out per record, in the same order. A line that is not a "
+                    "contract thread gets an error record {\"id\", \"line\", \"error\"} in its "
+                    "place, the same message on stderr, and the other lines are analysed.",
+        epilog="exit status: 0 every line analysed; 1 some lines were bad (error records); 2 the "
+               "command could not run (INPUT unreadable or not UTF-8, a bad pool line, OUT not "
+               "writable, a --jobs worker died), OUT left as it was; 130 interrupted, OUT left "
+               "as it was; 141 the reader of stdout went away.")
+    p.add_argument("input", type=_path, metavar="INPUT",
+                   help="thread records (JSON lines), - for stdin")
+    p.add_argument("--papers", type=_path, metavar="POOL",
+                   help="extra paper pool (JSON lines, - for stdin), matched in addition to the "
+                        "catalog's; its index is saved in the cache for the next run")
     p.add_argument("--no-cache", action="store_true",
                    help="build the pool's index, neither read nor save it in the cache")
-    p.add_argument("-o", "--output", default="-", help="analysis records, - for stdout")
-    p.add_argument("--jobs", type=_count, default=None, metavar="N",
-                   help="analyse in N processes, same output in the same order (0: one per "
-                        "CPU; default: one per CPU for an input file of 1 MiB or more, else 1; "
+    p.add_argument("-o", "--output", type=_path, default="-", metavar="OUT",
+                   help="analysis records, - for stdout (the default); a file is replaced whole "
+                        "when the command runs through (exit 0 or 1)")
+    p.add_argument("--jobs", type=_jobs, default=None, metavar="N",
+                   help="analyse in N processes (at most 1024), same output in the same order "
+                        "(0: one per CPU; default: one per CPU for an input file of 1 MiB or more, else 1; "
                         "needs fork, i.e. Linux)")
 
     p = sub.add_parser("replay", help="send payload files as signed deliveries")
@@ -154,15 +231,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repo", action="append", default=[], metavar="OWNER/NAME", type=_repo_name)
     p.add_argument("--full", action="store_true", help="ignore stored cursors")
 
-    p = sub.add_parser("report", help="the proposal-status report, Markdown and HTML")
-    p.add_argument("--out", default=None, help="folder to write report files into")
-    p.add_argument("--date", type=_iso_date, default=None,
+    p = sub.add_parser("report", help="the proposal-status report, Markdown and HTML",
+                       description="Builds and stores today's proposal-status report, posts it "
+                                   "on RLTRACKER_REPORT_ISSUE (unless dry-run), and prints a "
+                                   "JSON summary.",
+                       epilog="exit status: 0 built and stored (posted, or not to be posted); "
+                              "1 stored but not posted (GitHub refused: run again), or the "
+                              "database failed; 2 a bad --date or --out, no report stored that "
+                              "night, or RLTRACKER_PUBLIC_URL missing for a post.")
+    p.add_argument("--out", type=_path, default=None, metavar="DIR",
+                   help="folder to write report-DATE.md and report-DATE.html into (made if missing)")
+    p.add_argument("--date", type=_iso_date, default=None, metavar="YYYY-MM-DD",
                    help="report date YYYY-MM-DD (default today, UTC); an earlier date writes "
                         "and posts again the report stored that night")
 
-    p = sub.add_parser("rules", help="contribution-rule summary of a framework or folder")
-    p.add_argument("target", help="framework name (verl, trl, ...) or a folder path")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("rules", help="contribution-rule summary of a framework or folder",
+                       description="The contribution-rule summary of a framework (read from the "
+                                   "database's cache, else the snapshot in ../shared, else "
+                                   "GitHub) or of a folder holding CONTRIBUTING and templates.",
+                       epilog="exit status: 0 printed; 1 GitHub or the database failed; 2 an "
+                              "unknown framework (the one probably meant is named) or a file "
+                              "that cannot be read.")
+    p.add_argument("target", metavar="FRAMEWORK_OR_PATH",
+                   help="framework name (verl, trl, openrlhf, nemo-rl, roll, slime, areal; any "
+                        "case) or a folder path")
+    p.add_argument("--json", action="store_true", help="the summary as JSON (UTF-8)")
 
     p = sub.add_parser("stats", help="counts, as in GET /api/stats")
     p.add_argument("--json", action="store_true")
@@ -178,9 +271,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("repo", metavar="OWNER/NAME", type=_repo_name)
     p.add_argument("--days", type=_count, default=30)
 
-    p = sub.add_parser("deliveries", help="webhook deliveries that failed, and re-queueing them")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--limit", type=_count, default=50, metavar="N", help="list at most N (default 50)")
+    p = sub.add_parser("deliveries", help="webhook deliveries that failed, and re-queueing them",
+                       description="Lists the webhook deliveries whose processing failed for good, "
+                                   "newest first, with the error, and those waiting for their "
+                                   "next attempt.",
+                       epilog="exit status: 0 listed or re-queued; 1 an id given to retry is "
+                              "neither failed nor waiting (named; the others are re-queued), or "
+                              "the database failed; 2 retry without ids or --all.")
+    p.add_argument("--json", action="store_true", help="the list as one JSON object")
+    p.add_argument("--limit", type=_limit, default=50, metavar="N", help="list at most N (default 50)")
     deliveries_sub = p.add_subparsers(dest="deliveries_command")
     pr = deliveries_sub.add_parser("retry", help="failed deliveries back to pending, and "
                                    "those waiting for a retry attempted now")
@@ -188,11 +287,14 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--all", action="store_true", help="every failed or waiting delivery")
 
     p = sub.add_parser("verdicts", help="people's verdicts on threads (/rltracker kind, "
-                       "not-a-failure)")
+                       "not-a-failure)",
+                       epilog="exit status: 0 done; 1 the database failed; 2 an unknown "
+                              "--framework (the one probably meant is named), a bad --limit, "
+                              "or --out FILE cannot be written (left as it was).")
     verdicts_sub = p.add_subparsers(dest="verdicts_command", required=True)
     pv = verdicts_sub.add_parser("export", help="every verdict as a labelled thread (JSON lines), "
                                  "for review and `python -m training --extra FILE`")
-    pv.add_argument("--out", default=None, metavar="FILE", help="default: stdout")
+    pv.add_argument("--out", type=_path, default=None, metavar="FILE", help="default: stdout")
     pw = verdicts_sub.add_parser("wanted", help="the open threads where a verdict would teach the "
                                  "failure analyzer most (its least sure findings), with the "
                                  "command to type")
@@ -200,7 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     pw.add_argument("--limit", type=int, default=100, metavar="N",
                     help="the N least sure threads of all (default: 100)")
 
-    p = sub.add_parser("repos", help="the repositories the app comments in")
+    p = sub.add_parser("repos", help="the repositories the app comments in",
+                       epilog="exit status: 0 resumed, or not paused (said on stderr); 1 the "
+                              "repository is not stored, or the database failed; 2 not OWNER/REPO.")
     repos_sub = p.add_subparsers(dest="repos_command", required=True)
     pr = repos_sub.add_parser("resume", help="lift the pause of the app's comments in a "
                               "repository (set by the nightly reception check)")
@@ -290,6 +394,41 @@ def _stop_for_closed_stdout() -> int:
     return PIPE_CLOSED
 
 
+class NamedStream:
+    """A text stream whose failed writes name it. An OSError of a write names no file, and
+    bot.cli.errors reported it as a bug with its traceback: standard output on a disk that
+    filled up (a quota, a file past its size limit), or a file written through it. It names
+    `name` now (`<stdout>`, the file's path), so it is one line like a file that cannot be
+    written. A reader gone (BrokenPipeError) is left as it is for main. Everything else is
+    the stream's own (reconfigure, fileno, buffer, ...)."""
+
+    def __init__(self, inner: TextIO, name: str) -> None:
+        self._inner = inner
+        self._name = name
+
+    def _named(self, call: Any, *args: Any) -> Any:
+        try:
+            return call(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            if exc.filename is None:
+                exc.filename = self._name
+            raise
+
+    def write(self, text: str) -> int:
+        return int(self._named(self._inner.write, text))
+
+    def writelines(self, lines: Any) -> None:
+        self._named(self._inner.writelines, lines)
+
+    def flush(self) -> None:
+        self._named(self._inner.flush)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 def utf8_stdout() -> None:
     """Standard output set to UTF-8 for a command writing JSON (RFC 8259), whatever the
     locale's encoding: the Chinese texts of these repositories stopped the command with a
@@ -311,6 +450,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
     module_name, _, func_name = COMMANDS[args.command].partition(":")
+    stdout = sys.stdout
+    if not isinstance(stdout, _ClosedStream):
+        sys.stdout = NamedStream(stdout, "<stdout>")  # type: ignore[assignment]
+    try:
+        return _run(args, module_name, func_name)
+    finally:
+        sys.stdout = stdout
+
+
+def _run(args: argparse.Namespace, module_name: str, func_name: str) -> int:
     try:
         if args.command in NEEDS_DATABASE:
             from bot.config import require_database
@@ -333,6 +482,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - known failures get one line, bugs their traceback
         from bot.cli.errors import report_failure
 
+        if isinstance(exc, OSError) and exc.filename == "<stdout>":
+            discard_stdout()  # what is still buffered would fail again at exit
         debug = args.debug or os.environ.get("RLTRACKER_LOG_LEVEL") == "DEBUG"
         return report_failure(args.command, exc, debug=debug)
 

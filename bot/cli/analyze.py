@@ -16,7 +16,8 @@ chunks of 64 records (a few per worker in flight, so memory stays bounded) and w
 results in input order as they arrive. Fork is Linux's; elsewhere the command says so on
 stderr and runs in one process (spawned workers would each load everything again).
 
-Bad input lines: a line that is not JSON, not a JSON object, or an object that is not a
+Bad input lines: a line that is not JSON (or JSON Python cannot read: nested too deeply, an
+integer of more than 4,300 digits), not a JSON object, or an object that is not a
 contract thread (a required key missing, a key of the wrong type, a rule across keys broken:
 `merged` on an issue or discussion, comments out of time order: `thread_problem`), gets an
 error record in its place, `{"id": <id if readable, else null>, "line": N, "error": "line N: ..."}`, and the
@@ -26,7 +27,8 @@ is JSON whitespace), from a file as from stdin; blank lines are not records and 
 An optional key holding null is read as not known, as its absence is. A lone
 UTF-16 surrogate escaped in a line or a pool paper ("\\ud83d", a text cut mid-pair) is read
 as U+FFFD. The exit status is 0 when every line was analysed, 1 when some lines were bad, 2 when the command
-could not run at all (unreadable input or a bad paper pool, named with its line number) or
+could not run at all (unreadable input, an input or pool in UTF-16 or UTF-32 (its byte-order
+mark says so: no line of it reads as UTF-8), or a bad paper pool, named with its line number) or
 stopped (a --jobs worker process died: the output on stdout is incomplete); 141 when the
 reader of stdout went away (`| head -1`), quietly, as for a tool stopped by SIGPIPE. `-o FILE` is
 replaced only when the command ran through (exit 0 or 1): exit 2 leaves it as it was.
@@ -87,57 +89,58 @@ def _utf8(stream: TextIO, errors: str = "strict", newline: str | None = None) ->
 _LINES = "\n"
 
 
+class NotUtf8(Exception):
+    """The input is in an encoding no line of which reads as UTF-8 (its byte-order mark says so)."""
+
+
+# Byte-order marks of the encodings Windows tools write besides UTF-8 (PowerShell 5's `>` and
+# Out-File write UTF-16): read as UTF-8, every record of such a file was an error record (one
+# more than there were records) and -o FILE was replaced by them. UTF-32 LE's starts as UTF-16 LE's.
+_OTHER_BOMS = (("UTF-32", b"\xff\xfe\x00\x00"), ("UTF-32", b"\x00\x00\xfe\xff"),
+               ("UTF-16", b"\xff\xfe"), ("UTF-16", b"\xfe\xff"))
+
+
+def _encoding_problem(head: bytes, name: str) -> str | None:
+    """What to say of an input starting with `head` when it is not UTF-8, else None."""
+    for encoding, bom in _OTHER_BOMS:
+        if head.startswith(bom):
+            return (f"{name} is {encoding} (it starts with a {encoding} byte-order mark); records "
+                    f"are UTF-8 JSON lines: convert it first, e.g. iconv -f {encoding} -t UTF-8")
+    return None
+
+
 @contextmanager
 def _open_in(path: str) -> Iterator[TextIO]:
     if path == "-":
+        from bot.cli import _ClosedStream
+
+        buffer = None if isinstance(sys.stdin, _ClosedStream) else getattr(sys.stdin, "buffer", None)
+        if buffer is not None and hasattr(buffer, "peek"):
+            problem = _encoding_problem(buffer.peek(4)[:4], "<stdin>")  # read nothing yet
+            if problem:
+                raise NotUtf8(problem)
         yield _utf8(sys.stdin, errors="replace", newline=_LINES)
     else:
-        with open(path, encoding="utf-8", errors="replace", newline=_LINES) as fh:
-            yield fh
+        with open(path, "rb") as raw:
+            problem = _encoding_problem(raw.peek(4)[:4], path)
+            if problem:
+                raise NotUtf8(problem)
+            with io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=_LINES) as fh:
+                yield fh
 
 
 @contextmanager
 def _open_out(path: str) -> Iterator[TextIO]:
-    """`-o FILE` written whole or not at all. Opened in place, FILE was emptied before the
-    input was read: with stdin closed (cron) the previous records were lost, exit 2, and
-    `analyze data.jsonl -o data.jsonl` read an emptied input. The records go to a new file
-    beside FILE that replaces it when the command ran through (exit 0 or 1); when it stopped
-    (input unreadable, a worker died, interrupted) FILE is as it was. A symbolic link keeps
-    pointing at the file written, and the file keeps its permissions. What is not a regular
-    file (/dev/null, a FIFO), a file that may not be written (read-only: refused as before),
-    or a folder no file can be made in, is opened in place."""
-    import os
-    import secrets
-    import stat
+    """`-o FILE` written whole or not at all (bot.cli.output): when the command stopped (input
+    unreadable, a worker died, interrupted) FILE is as it was. `-` is stdout, as UTF-8."""
+    from bot.cli.output import replaced_whole
 
     if path == "-":
         yield _utf8(sys.stdout)
         sys.stdout.flush()
         return
-    target = os.path.realpath(path)
-    try:
-        mode: int | None = os.stat(target).st_mode
-    except OSError:
-        mode = None
-    tmp = os.path.join(os.path.dirname(target),
-                       f".{os.path.basename(target)}.{secrets.token_hex(4)}.tmp")
-    try:
-        if mode is not None and not (stat.S_ISREG(mode) and os.access(target, os.W_OK)):
-            raise OSError("not a regular file, or one that may not be written: as it is")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
-    except OSError:
-        with open(path, "w", encoding="utf-8") as fh:
-            yield fh
-        return
-    try:
-        if mode is not None:
-            os.fchmod(fd, stat.S_IMODE(mode))
-        with open(fd, "w", encoding="utf-8") as fh:
-            yield fh
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with replaced_whole(path) as fh:
+        yield fh
 
 
 def load_pool(path: str, *, use_cache: bool = True) -> Any:
@@ -164,6 +167,8 @@ def load_pool(path: str, *, use_cache: bool = True) -> Any:
         index = read_saved_index(saved, POOL_CHECKS_HEADER)
         if index is not None:
             return index
+    if problem := _encoding_problem(data[:4], path if path != "-" else "<stdin>"):
+        raise PoolError(problem)
     papers: list[dict[str, Any]] = []
     lines = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", errors="replace",
                              newline=_LINES)
@@ -176,6 +181,8 @@ def load_pool(path: str, *, use_cache: bool = True) -> Any:
             raise PoolError(f"{path} line {number}: not valid JSON ({exc.msg})") from None
         except RecursionError:
             raise PoolError(f"{path} line {number}: {TOO_DEEP}") from None
+        except ValueError:  # an integer past Python's digit limit
+            raise PoolError(f"{path} line {number}: {_too_long()}") from None
         if not isinstance(record, dict) or not (
             isinstance(record.get("title"), str) or record.get("arxiv_id") or record.get("aliases")
         ):
@@ -360,6 +367,13 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 # A line of arrays or objects nested thousands deep (valid JSON) stopped the run with a
 # RecursionError traceback, every later record lost: it is a bad line like any other.
 TOO_DEEP = "JSON nested too deeply to read"
+# Likewise an integer of more than sys.get_int_max_str_digits() digits (4,300): json.loads
+# raises ValueError, not JSONDecodeError, and the run stopped with a traceback as a bug.
+TOO_LONG = "a number too long to read (more than {} digits)"
+
+
+def _too_long() -> str:
+    return TOO_LONG.format(sys.get_int_max_str_digits())
 
 
 def _without_surrogates(value: Any) -> Any:
@@ -394,6 +408,8 @@ def _analyze_line(number: int, raw: str, pool: Any) -> tuple[str, str | None]:
         problem = f"not valid JSON ({exc.msg} at column {exc.colno})"
     except RecursionError:  # valid JSON, but deeper than Python's decoder goes
         problem = TOO_DEEP
+    except ValueError:  # valid JSON, but an integer longer than Python reads
+        problem = _too_long()
     if problem is None and not isinstance(record, dict):
         problem = f"a thread record must be a JSON object, got {type(record).__name__}"
     if problem is None:
@@ -572,7 +588,7 @@ def analyze_command(args: argparse.Namespace) -> int:
             raise  # `| head -1` read what it wanted: the command stops quietly (bot.cli.main)
         print(f"rltracker analyze: {exc}", file=sys.stderr)
         return 2
-    except OSError as exc:
+    except (OSError, NotUtf8) as exc:
         print(f"rltracker analyze: {exc}", file=sys.stderr)
         return 2
     except WorkerDied as exc:

@@ -87,10 +87,19 @@ async def retry_deliveries(engine: Any, delivery_ids: list[str] | None) -> list[
         return waiting + await requeue_failed(conn, delivery_ids)
 
 
+def _printable(text: Any) -> str:
+    """Stored text on one terminal line: a delivery's error is its exception's text, which can
+    quote the payload (a database error naming the value it refused): its control and format
+    characters (escape sequences, carriage returns, direction overrides) become spaces."""
+    return "".join(ch if ch.isprintable() else " " for ch in str(text))
+
+
 def _delivery_line(r: dict[str, Any], when: Any) -> str:
-    """One delivery as the listing prints it: id, event.action, repository, `when`, attempts, error."""
+    """One delivery as the listing prints it: id, event.action, repository, `when`, attempts,
+    error; tab-separated, each field printable."""
     what = f"{r['event']}.{r['action']}" if r["action"] else r["event"]
-    return f"{r['delivery_id']}\t{what}\t{r['repo'] or '-'}\t{when}\tattempts {r['attempts']}\t{r['error']}"
+    fields = (r["delivery_id"], what, r["repo"] or "-", when, f"attempts {r['attempts']}", r["error"])
+    return "\t".join(_printable(field) for field in fields)
 
 
 def deliveries_command(args: Any) -> int:

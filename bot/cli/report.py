@@ -34,6 +34,28 @@ def report_command(args: Any) -> int:
               "as the app, and GITHUB_APP_ID and GITHUB_PRIVATE_KEY (or GITHUB_PRIVATE_KEY_PATH) "
               "are not both set, so the app runs dry; it is still built and stored",
               file=sys.stderr)
+    if getattr(args, "out", None):
+        _check_out(args.out)
     from bot.site.report import report_command as build_report
 
     return build_report(args)
+
+
+def _check_out(out: str) -> None:
+    """--out DIR, made if missing and written to, before anything is built: a folder that could
+    not be written failed only after the night's report was built and stored, and before it
+    was posted (stored, not written, not posted)."""
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        raise SettingError("--out", out, "is a file; give the folder to write report-DATE.md "
+                           "and report-DATE.html into")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise SettingError("--out", out, f"the folder cannot be written ({exc.strerror or exc}); "
+                           "nothing was built, stored or posted") from None

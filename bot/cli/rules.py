@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzers.rules import format_rules_markdown, summarize_rules
-from bot.cli import ensure_open
+from bot.cli import ensure_open, framework_hint
 from bot.config import Settings, UserError, sqlite_path
 from bot.speaking.contribution import SHARED_FRAMEWORKS, load_folder, note_partial
 from bot.store.types import canonical_id
@@ -68,7 +68,8 @@ def summary_for(target: str, settings: Settings | None = None,
     if not target.strip():
         # Path("") is the current folder: an empty name (an unset shell variable) summarised
         # whatever folder the command ran in as if it had been asked for.
-        raise UserError(f"no framework or folder given (frameworks: {', '.join(frameworks)})")
+        raise UserError(f"no framework or folder given (frameworks: {', '.join(frameworks)})",
+                        exit_code=2)
     path = Path(target)
     if target not in frameworks and not path.is_dir():
         # `rltracker rules VERL`, `NeMo-RL`: the framework as the pages name it
@@ -80,9 +81,9 @@ def summary_for(target: str, settings: Settings | None = None,
         summary["source"] = "folder"
         return summary
     if target not in frameworks:
-        raise UserError(
-            f"unknown framework or folder: {target} (frameworks: {', '.join(frameworks)})"
-        )
+        # a bad argument: exit 2, as for every command (README, "When something is wrong")
+        raise UserError(f"unknown framework or folder: {target}{framework_hint(target)} "
+                        f"(frameworks: {', '.join(frameworks)})", exit_code=2)
     settings = settings or Settings.from_env(database_may_be_absent=True)
     repo = frameworks[target]
     # An absent SQLite file means no cache: do not create an empty database just to look.

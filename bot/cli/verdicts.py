@@ -122,7 +122,9 @@ def verdicts_command(args: Any) -> int:
     rows = _with_context(export_verdicts)
     text = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
     if args.out and args.out != "-":
-        with open(args.out, "w", encoding="utf-8") as fh:
+        from bot.cli.output import replaced_whole
+
+        with replaced_whole(args.out) as fh:  # whole, or the previous export as it was
             fh.write(text)
     else:
         from bot.cli import utf8_stdout
@@ -135,19 +137,24 @@ def verdicts_command(args: Any) -> int:
 
 def _wanted_command(args: Any) -> int:
     from analyzers.catalog import load_catalog
+    from bot.cli import framework_hint, framework_id
     from bot.site.verdicts import wanted_verdicts
 
-    if args.framework is not None and args.framework not in load_catalog().frameworks:
-        print(f"rltracker verdicts wanted: unknown framework {args.framework!r}; one of "
-              + ", ".join(load_catalog().frameworks), file=sys.stderr)
-        return 2
+    framework = None
+    if args.framework is not None:  # in any spelling the pages and `rltracker rules` read
+        framework = framework_id(args.framework)
+        if framework is None:
+            print(f"rltracker verdicts wanted: unknown framework {args.framework!r}"
+                  f"{framework_hint(args.framework)} (one of "
+                  + ", ".join(load_catalog().frameworks) + ")", file=sys.stderr)
+            return 2
     if args.limit < 1:
         print("rltracker verdicts wanted: --limit must be a whole number from 1", file=sys.stderr)
         return 2
 
     async def wanted(ctx: Any) -> dict[str, Any]:
         async with ctx.sessionmaker() as session:
-            return await wanted_verdicts(session, framework=args.framework, limit=args.limit)
+            return await wanted_verdicts(session, framework=framework, limit=args.limit)
 
     sys.stdout.write(format_wanted(_with_context(wanted)))
     return 0

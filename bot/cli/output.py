@@ -1,0 +1,119 @@
+"""Files the commands write (`analyze -o FILE`, `verdicts export --out FILE`): written whole or
+not at all.
+
+Opened in place, FILE was emptied before anything was written: a command that stopped part way
+(input unreadable, a disk that filled up, interrupted) lost the previous file and left half a
+record at the end of the new one. The text goes to a new file beside FILE that replaces it when
+the command ran through; when it stopped, FILE is as it was and nothing is left beside it. A
+symbolic link keeps pointing at the file written, and the file keeps its permissions. What is
+not a regular file (/dev/null, a FIFO), a file that may not be written (read-only: refused as
+before), or a folder no file can be made in, is opened in place. A write that fails names FILE
+(an OSError of a write names no file), so the command says which file in its one line.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TextIO, cast
+
+
+def _named(exc: OSError, path: str) -> OSError:
+    if exc.filename is None:
+        exc.filename = path
+    return exc
+
+
+class _Terminated(BaseException):
+    """SIGTERM arrived while a file was being written beside its target."""
+
+
+def _unwind(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
+def _default_sigterm_in_child() -> None:
+    """A process forked while the handler is set (analyze --jobs workers) ends by SIGTERM as
+    before: inherited, the handler made a SIGTERM sent to one worker end the whole run."""
+    import signal
+
+    if signal.getsignal(signal.SIGTERM) is _unwind:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+os.register_at_fork(after_in_child=_default_sigterm_in_child)
+
+
+@contextmanager
+def _ended_by_sigterm() -> Iterator[None]:
+    """SIGTERM (timeout, kill, a container stopped) ended the process where it stood, and the
+    file being written beside its target stayed there, hidden, one more per run stopped. While
+    the block runs, SIGTERM unwinds it (the file is removed on the way), then ends the process
+    by the signal as before. Left alone where the signal is handled already, or off the main
+    thread (where no handler can be set)."""
+    import signal
+    import threading
+
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield
+        return
+
+    signal.signal(signal.SIGTERM, _unwind)  # forked children reset it (_default_sigterm_in_child)
+    try:
+        yield
+    except _Terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)  # ends here, as the signal asked
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@contextmanager
+def replaced_whole(path: str) -> Iterator[TextIO]:
+    """A UTF-8 text file standing for `path`, replacing it when the block ends normally."""
+    with _ended_by_sigterm(), _replaced_whole(path) as fh:
+        yield fh
+
+
+@contextmanager
+def _replaced_whole(path: str) -> Iterator[TextIO]:
+    from bot.cli import NamedStream
+
+    target = os.path.realpath(path)
+    try:
+        mode: int | None = os.stat(target).st_mode
+    except OSError:
+        mode = None
+    tmp = os.path.join(os.path.dirname(target),
+                       f".{os.path.basename(target)}.{secrets.token_hex(4)}.tmp")
+    written = False  # the block ran through: what fails now is the file's last write or close
+    try:
+        if mode is not None and not (stat.S_ISREG(mode) and os.access(target, os.W_OK)):
+            raise OSError("not a regular file, or one that may not be written: as it is")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
+    except OSError:
+        try:
+            with open(path, "w", encoding="utf-8") as fh:
+                yield cast(TextIO, NamedStream(fh, path))
+                written = True
+        except OSError as exc:
+            raise (_named(exc, path) if written else exc) from None
+        return
+    try:
+        if mode is not None:
+            os.fchmod(fd, stat.S_IMODE(mode))
+        with open(fd, "w", encoding="utf-8") as fh:
+            yield cast(TextIO, NamedStream(fh, path))
+            written = True
+        os.replace(tmp, target)
+    except OSError as exc:
+        os.unlink(tmp)
+        raise (_named(exc, path) if written else exc) from None
+    except BaseException:
+        os.unlink(tmp)
+        raise

@@ -70,6 +70,14 @@ async def warm_up() -> None:
 HIDDEN_FROM_ANALYSIS = frozenset({"spam", "abuse", "off-topic"})
 
 
+def hidden_from_discussion(comment: dict[str, Any]) -> bool:
+    """A comment GitHub shows hidden as spam, abuse or off-topic (HIDDEN_FROM_ANALYSIS): no
+    part of the thread's discussion. The one rule: the analyzers' input (`analysis_input`)
+    and the app's speaking decisions (bot.speaking.quiet: who replied, a maintainer
+    answered) both read it here."""
+    return comment.get("minimized_reason") in HIDDEN_FROM_ANALYSIS
+
+
 def analysis_input(record: dict[str, Any]) -> dict[str, Any]:
     """What the analyzers read of a stored thread: its comments without `/rltracker` command
     lines, and without the comments that were nothing but commands (a command is addressed to
@@ -84,7 +92,7 @@ def analysis_input(record: dict[str, Any]) -> dict[str, Any]:
     for c in comments:
         if "minimized_reason" in c:
             changed = True
-            if c["minimized_reason"] in HIDDEN_FROM_ANALYSIS:
+            if hidden_from_discussion(c):
                 continue
             c = {k: v for k, v in c.items() if k != "minimized_reason"}
         body = c.get("body") or ""

@@ -928,3 +928,53 @@ async def test_another_bots_marker_comment_asks_github_once_and_stays_theirs(
                 if c["user"]["login"] == "rltracker[bot]"]
         assert len(mine) == 1
     assert len(fake_github.requests("GET", r"^/app$")) == 2
+
+
+async def _stored_comment(ctx: Any, number: int, comment: dict[str, Any],
+                          minimized_reason: str | None) -> None:
+    """`comment` (the fake GitHub's) stored as the sync stores it, with why GitHub shows it
+    hidden (GraphQL minimizedReason, lower-case: bot.github.sync.minimized_reason)."""
+    async with ctx.sessionmaker() as s:
+        thread = await s.scalar(select(Thread).where(Thread.repo == VERL, Thread.number == number))
+        await upsert_comment(s, thread, {
+            "github_id": comment["id"], "node_id": comment["node_id"],
+            "author": comment["user"]["login"],
+            "author_association": comment["author_association"], "body": comment["body"],
+            "created_at": comment["created_at"], "minimized_reason": minimized_reason})
+        await s.commit()
+
+
+@pytest.mark.parametrize(("reason", "quiet"), [("off-topic", False), ("spam", False),
+                                               ("abuse", False), ("outdated", True),
+                                               ("resolved", True), (None, True)])
+async def test_a_maintainers_comment_hidden_as_spam_or_off_topic_is_no_reply(
+        app_ctx: Any, fake_github: Any, reason: str | None, quiet: bool) -> None:
+    """A maintainer's comment GitHub shows hidden as spam, abuse or off-topic (the sync stores
+    why: comments.minimized_reason) is no part of the thread's discussion: the analyzers do
+    not read it (bot.analysis.analysis_input), and it was still a maintainer's reply to the
+    quiet rules: the failure comment was not posted ("maintainer_replied", on the stored
+    thread and again on the live one, whose REST comments do not say what is hidden), and a
+    posted one was frozen at the next edit instead of rewritten. Hidden as outdated or
+    resolved, it was a reply that was made: quiet and frozen as before."""
+    await install(app_ctx, fake_github)
+    # Opened while processing lagged: a maintainer's comment is on the thread, hidden.
+    payload = await open_issue(app_ctx, fake_github, 60)
+    hidden = fake_github.add_comment(VERL, 60, "Wrong thread, sorry.", user="maint",
+                                     author_association="MEMBER")
+    await _stored_comment(app_ctx, 60, hidden, reason)
+    out = await act(app_ctx, VERL, 60, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == ("skipped:maintainer_replied" if quiet else "posted")
+    assert len(app_comments(fake_github, VERL, 60)) == (0 if quiet else 1)
+
+    # Posted, then a maintainer's comment hidden the same way; the author edits the issue.
+    payload = await open_issue(app_ctx, fake_github, 61)
+    await act(app_ctx, VERL, 61, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    later = fake_github.add_comment(VERL, 61, "Wrong thread, sorry.", user="maint",
+                                    author_association="MEMBER")
+    later["created_at"] = iso(datetime.now(UTC) + timedelta(seconds=5))
+    await _stored_comment(app_ctx, 61, later, reason)
+    out = await act(app_ctx, VERL, 61, trigger="issues.edited", payload=payload,
+                    analysis=NOT_FAILURE)
+    assert out["failure_comment"] == ("frozen" if quiet else "updated")
+    [row] = await actions_of(app_ctx, 61, "failure_comment")
+    assert row.frozen is quiet

@@ -317,3 +317,55 @@ async def test_lone_surrogates_do_not_fail_the_handlers(ctx: AppContext, shared_
     async with ctx.sessionmaker() as s:
         thread = await s.scalar(select(Thread))
     assert (thread.title, thread.body) == ("Entropy \U0001F600 drops \ufffd", "before\ufffdafter")
+
+
+async def test_a_worker_cancelled_mid_beat_leaves_no_beat_behind(ctx: AppContext) -> None:
+    """A worker task cancelled (its process stopping) while its lease heartbeat waits on the
+    delivery's row: the beat's connection is closed by the cancellation (SQLAlchemy's pool does
+    not return it with its transaction: measured, docs/comments.md, worker 59), but
+    `process_one` cancelled the heartbeat without waiting for it to end, so the beat was still
+    on the server holding its row locks when the task was over: a claim right after skipped the
+    delivery (SKIP LOCKED). Two real connections, synchronised through pg_stat_activity."""
+    from contextlib import suppress
+
+    from sqlalchemy import text
+
+    if ctx.engine.dialect.name != "postgresql":
+        pytest.skip("row locks and SKIP LOCKED: PostgreSQL")
+    [delivery] = await store(ctx, ("test", '{"n": "1"}'))
+    router = Router()
+    handling = asyncio.Event()
+
+    @router.register("test")
+    async def hangs(event: Any, ctx_: Any) -> None:
+        handling.set()
+        await asyncio.Event().wait()
+
+    worker = Worker(ctx, router, backoff=no_wait, lease_seconds=0.3)
+    task = asyncio.create_task(worker.process_one())
+    await handling.wait()
+    waiting_beats = text(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND wait_event_type = 'Lock' AND query LIKE 'UPDATE deliveries%'")
+    async with ctx.engine.connect() as blocker, ctx.engine.connect() as watcher:
+        # The delivery's row held by another connection: the next beat waits on it.
+        await blocker.execute(select(Delivery.id).where(Delivery.delivery_id == delivery)
+                              .with_for_update())
+        for _ in range(100_000):
+            beats = await watcher.scalar(waiting_beats)
+            await watcher.commit()  # (pg_stat_activity is read once per transaction)
+            if beats:
+                break
+        assert beats == 1
+        task.cancel()
+        with suppress(asyncio.CancelledError):
+            await task
+        assert await watcher.scalar(waiting_beats) == 0
+        await blocker.rollback()
+    # Its lease lapsed, the delivery is the next worker's at once.
+    async with ctx.sessionmaker() as s:
+        await s.execute(update(Delivery).values(next_attempt_at=utcnow() - timedelta(seconds=1)))
+        await s.commit()
+    seen: list[str] = []
+    assert await Worker(ctx, recording_router(seen), backoff=no_wait).process_one()
+    assert seen == [delivery]

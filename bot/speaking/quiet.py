@@ -13,6 +13,7 @@ import re
 from datetime import datetime, timedelta
 from typing import Any
 
+from bot.analysis import hidden_from_discussion
 from bot.command_syntax import only_commands
 from bot.speaking.render import (
     is_app_comment,
@@ -51,11 +52,14 @@ def unlabelled_replies(record: dict[str, Any], after: datetime | None = None) ->
 
 
 def replies(record: dict[str, Any], after: datetime | None = None) -> list[dict[str, Any]]:
-    """Comments by people other than the opener (commands alone, bots and the app's own
-    excluded), created after `after` when given."""
+    """Comments by people other than the opener (commands alone, bots, the app's own and
+    those GitHub shows hidden as spam, abuse or off-topic excluded: the analyzers' rule,
+    bot.analysis.hidden_from_discussion), created after `after` when given."""
     out = []
     for c in record.get("comments") or []:
         if c.get("author_is_bot") or (c.get("author") or "").endswith("[bot]"):
+            continue
+        if hidden_from_discussion(c):
             continue
         if c.get("author") and c.get("author") == record.get("author"):
             continue
@@ -127,9 +131,23 @@ def quiet_reason(
     return None
 
 
+def _hidden_reasons(stored: dict[str, Any]) -> dict[tuple[Any, datetime], str]:
+    """(author, created_at) -> minimized_reason of the stored comments GitHub shows hidden."""
+    out = {}
+    for c in stored.get("comments") or []:
+        created = parse_datetime(c.get("created_at"))
+        if c.get("minimized_reason") and created is not None:
+            out[(c.get("author"), created)] = c["minimized_reason"]
+    return out
+
+
 def live_record(issue: dict[str, Any], comments: list[dict[str, Any]], stored: dict[str, Any]) -> dict[str, Any]:
-    """The stored record with the live issue's state, lock, labels, assignees and comments."""
+    """The stored record with the live issue's state, lock, labels, assignees and comments.
+    REST does not say which comments GitHub shows hidden: a live comment keeps the
+    `minimized_reason` the sync stored for it (same author, same creation time), so a reply
+    hidden as spam is no reply live either."""
     record = dict(stored)
+    hidden = _hidden_reasons(stored)
     user = issue.get("user") or {}
     record["state"] = "open" if issue.get("state") == "open" else "closed"
     record["kind"] = "pull_request" if issue.get("pull_request") is not None else stored.get("kind", "issue")
@@ -151,4 +169,10 @@ def live_record(issue: dict[str, Any], comments: list[dict[str, Any]], stored: d
         }
         for c in comments
     ]
+    if hidden:
+        for c in record["comments"]:
+            created = parse_datetime(c.get("created_at"))
+            reason = hidden.get((c["author"], created)) if created is not None else None
+            if reason:
+                c["minimized_reason"] = reason
     return record

@@ -7,8 +7,9 @@ LOCKED means two replicas never take the same row; on SQLite (one process, write
 FOR UPDATE renders as nothing and the statement is atomic by itself.
 
 Leases. While a row is `processing`, `next_attempt_at` holds the lease end; a heartbeat moves it
-forward while the handler runs. A row whose lease ran out belongs to a dead process and is
-taken again. Every later write is fenced by `claimed_by = me AND status = 'processing'`, so a
+forward while the handler runs (and is waited for when the rows are done or the task is
+cancelled: a beat cut off mid-statement holds the rows until its connection is closed). A row
+whose lease ran out belongs to a dead process and is taken again. Every later write is fenced by `claimed_by = me AND status = 'processing'`, so a
 worker that lost its lease cannot mark a row another worker owns. On SQLite there is only one
 process, so the leases of rows left `processing` end at start, without waiting.
 
@@ -516,11 +517,13 @@ class Worker:
         heartbeat = asyncio.get_running_loop().create_task(self._heartbeat([c.id for c in batch]))
         try:
             errors = await self._handle(batch)
-        except asyncio.CancelledError:
-            heartbeat.cancel()
-            raise
         finally:
+            # Waited for: a beat cut off mid-statement ends with its connection closed (the
+            # pool does not keep a connection a cancellation cut off), and until then its
+            # transaction holds the rows; no beat of this batch outlives it, also when the
+            # task itself is cancelled (a claim right after would skip the rows).
             heartbeat.cancel()
+            await asyncio.gather(heartbeat, return_exceptions=True)
         more = self.batch_size if limit is None else min(self.batch_size, limit - len(batch))
         if self._stopping:
             more = 0

@@ -735,3 +735,22 @@ async def test_the_report_is_not_posted_under_github_token_where_the_app_is_not_
         ctx.github = app_client
     assert summary["posted"] == "failed" and "not installed" in summary["error"]
     assert fake_github.comments_of("tracker-org/tracker", 1) == []
+
+
+async def test_a_comment_github_hid_as_spam_is_no_first_reply(ctx: Any) -> None:
+    """The report's first reply reads hidden comments as the analyzers and the quiet rules do:
+    spam, abuse and off-topic are no part of the discussion; outdated ones were a reply."""
+    created = at(DAY1) - timedelta(days=3)
+    await seed(ctx, V, 30, created=created)
+    await seed(ctx, V, 31, created=created)
+    async with ctx.sessionmaker() as session:
+        threads = {t.number: t for t in await session.scalars(
+            select(Thread).where(Thread.repo == V, Thread.number.in_([30, 31])))}
+        session.add(Comment(thread_id=threads[30].id, kind="comment", github_id=9301, author="spammer",
+                            body="…", created_at=at(DAY1, 9), minimized_reason="spam"))
+        session.add(Comment(thread_id=threads[31].id, kind="comment", github_id=9311, author="maintainer",
+                            body="…", created_at=at(DAY1, 9), minimized_reason="outdated"))
+        await session.commit()
+    data = await build_report(ctx, DAY1)
+    waiting = [w["key"] for w in data["frameworks"]["verl"]["waiting"]]
+    assert f"{V}#30" in waiting and f"{V}#31" not in waiting

@@ -34,6 +34,7 @@ from typing import Any
 from sqlalchemy import select, update
 
 from analyzers.catalog import canonical_repo, framework_id
+from bot.analysis import hidden_from_discussion
 from bot.site.study import detected_since
 from bot.store.db import dialect_insert
 from bot.store.models import Action, Analysis, Comment, Report, Repository, Thread, Verdict
@@ -66,16 +67,20 @@ def _days(delta: timedelta) -> float:
 
 
 async def _first_replies(session: Any, threads: dict[int, Thread]) -> dict[int, datetime]:
-    """Time of the first comment by someone other than the opener (bots excluded)."""
+    """Time of the first comment by someone other than the opener (bots excluded, and comments
+    GitHub hid as spam, abuse or off-topic: bot.analysis.hidden_from_discussion's one rule)."""
     first: dict[int, datetime] = {}
     ids = list(threads)
     for i in range(0, len(ids), 500):
         rows = await session.execute(
-            select(Comment.thread_id, Comment.author, Comment.author_is_bot, Comment.created_at)
+            select(Comment.thread_id, Comment.author, Comment.author_is_bot, Comment.created_at,
+                   Comment.minimized_reason)
             .where(Comment.thread_id.in_(ids[i:i + 500])))
-        for thread_id, author, is_bot, created in rows:
+        for thread_id, author, is_bot, created, minimized_reason in rows:
             opener = threads[thread_id].author
             if created is None or is_bot or (author or "").endswith("[bot]") or author == opener:
+                continue
+            if hidden_from_discussion({"minimized_reason": minimized_reason}):
                 continue
             if thread_id not in first or created < first[thread_id]:
                 first[thread_id] = created

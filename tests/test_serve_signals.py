@@ -134,8 +134,8 @@ async def test_sigterm_during_start_up_stops_in_order(db_url: str, tmp_path: Pat
         rows = await holder.fetch("SELECT status, claimed_by FROM deliveries")
         assert proc.returncode == 0, (proc.returncode, [dict(r) for r in rows], log[-2000:])
         assert "Traceback" not in log, log[-3000:]
-        assert [r["status"] for r in rows] != ["processing"], rows  # the claim was settled
-        assert all(r["claimed_by"] is None for r in rows), rows
+        # the row in hand was finished (or given back), not left claimed
+        assert [r["status"] for r in rows] in (["done"], ["pending"]), rows
         # the first backfill was not started after the stop, nor left "running"
         assert await holder.fetchval(
             "SELECT count(*) FROM job_runs WHERE outcome = 'running'") == 0

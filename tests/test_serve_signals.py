@@ -17,10 +17,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import asyncpg
 import pytest
+from sqlalchemy import text
 
 from bot.config import Settings
 from bot.context import AppContext
@@ -50,16 +52,25 @@ def _issue_opened() -> str:
     })
 
 
-async def _store_delivery(db_url: str) -> None:
+async def _store_delivery(db_url: str, row: InboxRow | None = None) -> None:
     ctx = AppContext.create(Settings.from_env({"DATABASE_URL": db_url}))
     inbox = Inbox(ctx.engine)
     inbox.start()
     try:
-        await inbox.submit(InboxRow(delivery_id="start-1", event="issues", action="opened",
-                                    repo="acme/trainer", installation_id=None,
-                                    payload=_issue_opened()))
+        await inbox.submit(row or InboxRow(
+            delivery_id="start-1", event="issues", action="opened", repo="acme/trainer",
+            installation_id=None, payload=_issue_opened()))
     finally:
         await inbox.close()
+        await ctx.close()
+
+
+async def _statuses(db_url: str) -> list[str]:
+    ctx = AppContext.create(Settings.from_env({"DATABASE_URL": db_url}))
+    try:
+        async with ctx.engine.connect() as conn:
+            return list((await conn.execute(text("SELECT status FROM deliveries"))).scalars())
+    finally:
         await ctx.close()
 
 
@@ -150,3 +161,81 @@ async def test_sigterm_during_start_up_stops_in_order(db_url: str, tmp_path: Pat
         stderr_reader.cancel()
         await holder.close()
         await observer.close()
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(c) for c in text.split()]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's exit is reaped by whatever PID 1 is, or not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+async def test_a_worker_process_ends_with_a_serve_that_was_killed(db_url: str,
+                                                                   tmp_path: Path) -> None:
+    """`serve --workers 1` SIGKILLed (out of memory, a supervisor's hard stop): its worker
+    process went on working the inbox, an orphan of PID 1, for good. On SQLite the restarted
+    `serve` takes back every row left `processing` at once (one process is assumed), so the
+    orphan and the new worker could handle the same delivery twice. Now the worker process
+    watches its parent and stops as on SIGTERM (the row in hand finished). The kill comes
+    once the worker process has handled a delivery (it is past its start)."""
+    await _store_delivery(db_url, InboxRow(delivery_id="ping-1", event="ping", action=None,
+                                           repo=None, installation_id=None,
+                                           payload='{"zen": "Keep it simple."}'))
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GITHUB_", "DATABASE_URL", "RLTRACKER_"))}
+    env.update({"DATABASE_URL": db_url, "GITHUB_WEBHOOK_SECRET": "kill-secret",
+                "GITHUB_API_URL": "http://127.0.0.1:9", "RLTRACKER_DRY_RUN": "1",
+                "PYTHONUNBUFFERED": "1"})
+    # (subprocess.Popen: asyncio's wait() would wait for the pipe, which an orphan holds)
+    proc = subprocess.Popen(  # noqa: ASYNC220 - starting it does not block
+        [str(RLTRACKER), "serve", "--host", "127.0.0.1", "--port", str(free_port()),
+         "--no-scheduler", "--workers", "1"], env=env, cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    worker: int | None = None
+    try:
+        line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), BOUND)
+        assert b"rltracker serving on" in line, line
+        for _ in range(POLLS):  # the worker process is spawned right after that line
+            spawned = [c for c in _children(proc.pid) if "spawn_main" in _cmdline(c)]
+            if spawned:
+                worker = spawned[0]
+                break
+            await asyncio.sleep(0.01)  # a poll of /proc
+        assert worker is not None, "no worker process was spawned"
+        for _ in range(POLLS * 2):
+            if await _statuses(db_url) == ["done"]:
+                break
+            await asyncio.sleep(0.01)  # a poll of the inbox
+        assert await _statuses(db_url) == ["done"], "the worker process handled nothing"
+        proc.kill()
+        proc.wait()
+        for _ in range(POLLS * 2):  # bounded: 60 s of polls; it ends within a second or two
+            if not _running(worker):
+                break
+            await asyncio.sleep(0.01)  # a poll of /proc
+        assert not _running(worker), "the worker process outlived its serve"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        if worker is not None and _running(worker):
+            os.kill(worker, 9)  # the orphan this test made (its pid, not a name)

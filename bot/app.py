@@ -15,7 +15,7 @@ from bot.metrics import Metrics
 from bot.site import api, pages, preview_pages, report_pages, study, threads, verdicts
 from bot.store import db as store_db
 from bot.webhooks.inbox import Inbox
-from bot.webhooks.receive import webhook
+from bot.webhooks.receive import webhook, webhook_expect
 from bot.webhooks.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -108,7 +108,7 @@ def create_app(ctx: Any, *, worker: bool = True, worker_options: dict[str, Any] 
     app.on_startup.append(start_background)
     app.on_cleanup.append(stop_background)
 
-    app.router.add_post("/webhook", webhook)
+    app.router.add_post("/webhook", webhook, expect_handler=webhook_expect)
     api.setup(app)
     pages.setup(app)
     report_pages.setup(app)

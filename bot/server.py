@@ -154,17 +154,109 @@ def _stop_worker_processes(procs: list[Any]) -> None:
             p.join()
 
 
+class _StopAsked(Exception):
+    """SIGTERM or SIGINT arrived while `serve` was still starting."""
+
+
+def _install_stop_handlers(stop: asyncio.Event) -> list[signal.Signals]:
+    """SIGINT and SIGTERM set `stop`. Installed before any start-up work, so that a stop
+    asked for while starting is as orderly as one while serving (it killed the process:
+    a claimed delivery, a job run or a request in flight was left as it stood)."""
+    loop = asyncio.get_running_loop()
+    installed = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except RuntimeError:  # not the main thread: whoever runs us there stops us
+            continue
+        installed.append(sig)
+    return installed
+
+
+async def _unless_stopped(stop: asyncio.Event, work: Any) -> Any:
+    """Await `work` (a check that leaves nothing behind when cancelled), or cancel it and
+    raise _StopAsked when a stop is asked for first."""
+    if stop.is_set():
+        work.close()
+        raise _StopAsked
+    task = asyncio.ensure_future(work)
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait((task, stopped), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+    if task.cancelled() and stop.is_set():
+        raise _StopAsked
+    return task.result()
+
+
+def _stop_asked_between(stop: asyncio.Event) -> None:
+    if stop.is_set():
+        raise _StopAsked
+
+
 async def serve(settings: Settings, host: str, port: int, *, worker: bool = True,
                 scheduler: bool = True, backfill: bool = True,
                 ready: asyncio.Event | None = None, worker_processes: int = 0) -> int:
-    await _check_address(host, port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    installed = _install_stop_handlers(stop)  # first: a stop while starting is orderly too
+    try:
+        return await _serve(settings, host, port, stop, worker=worker, scheduler=scheduler,
+                            backfill=backfill, ready=ready, worker_processes=worker_processes)
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+
+
+@dataclasses.dataclass
+class _Started:
+    """What `serve` has started so far: what its shutdown stops, in this order."""
+
+    sched: Any = None
+    first_backfill: asyncio.Task[Any] | None = None
+    runner: web.AppRunner | None = None
+    procs: list[Any] = dataclasses.field(default_factory=list)
+
+    async def stop(self, ctx: Any) -> None:
+        loop = asyncio.get_running_loop()
+        for p in self.procs:
+            loop.remove_reader(p.sentinel)
+        if self.sched is not None:  # a nightly run in progress is recorded as interrupted
+            from bot.scheduler import stop_scheduler
+
+            await stop_scheduler(ctx, self.sched)
+        if self.first_backfill is not None:  # the stored cursors resume it at the next start
+            self.first_backfill.cancel()
+            await asyncio.gather(self.first_backfill, return_exceptions=True)
+        if self.runner is not None:  # the server (requests in flight finish), the inbox
+            await self.runner.cleanup()  # writer, then the worker (its rows in hand finish)
+        await loop.run_in_executor(None, _stop_worker_processes, self.procs)
+        from bot.speaking.preview import wait_background
+
+        await wait_background(ctx, grace=SHUTDOWN_GRACE)  # e.g. an installation preview
+
+
+async def _serve(settings: Settings, host: str, port: int, stop: asyncio.Event, *,
+                 worker: bool, scheduler: bool, backfill: bool, ready: asyncio.Event | None,
+                 worker_processes: int) -> int:
+    try:
+        await _unless_stopped(stop, _check_address(host, port))
+    except _StopAsked:
+        return _stopped_while_starting()
     from bot.app import create_app
     from bot.context import WORKER, WORKER_PROCESS_COUNTS, AppContext
     from bot.store.migrate import current_revision, head_revision
 
     ctx = AppContext.create(settings)
+    started = _Started()
+    died: list[str] = []
     try:
-        current = await current_revision(ctx.engine)  # unreachable: one line (bot.cli.errors)
+        # unreachable: one line (bot.cli.errors)
+        current = await _unless_stopped(stop, current_revision(ctx.engine))
         head = head_revision()
         if current != head:
             return _fail(
@@ -175,63 +267,63 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
             return _fail("SQLite takes one worker process (--workers 1); use PostgreSQL for more")
         ctx.github = _github_client(settings)
         app = create_app(ctx, worker=worker and not worker_processes)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await runner.setup()
-        site = web.TCPSite(runner, host, port, backlog=1024)
+        started.runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await started.runner.setup()  # the inbox writer and worker start here
+        _stop_asked_between(stop)
+        site = web.TCPSite(started.runner, host, port, backlog=1024)
         try:
             await site.start()
         except OSError as exc:  # taken, not ours to bind, or no such host: one line
-            await runner.cleanup()
             raise UserError(_bind_failure(host, port, exc)) from exc
         print(f"rltracker serving on http://{host}:{port}", flush=True)
-        procs = (_start_worker_processes(settings, worker_processes,
-                                         ctx.extras.setdefault(WORKER_PROCESS_COUNTS, []))
-                 if worker else [])
-        sched = None
+        _stop_asked_between(stop)
+        if worker:
+            started.procs = _start_worker_processes(
+                settings, worker_processes, ctx.extras.setdefault(WORKER_PROCESS_COUNTS, []))
         if scheduler:
             from bot.scheduler import create_scheduler
 
-            sched = create_scheduler(ctx)
-            if sched is not None:
-                sched.start()
+            started.sched = create_scheduler(ctx)
+            if started.sched is not None:
+                started.sched.start()
         from bot.scheduler import start_first_backfill  # first start with a token: sync now
 
-        first_backfill = await start_first_backfill(ctx) if backfill else None
+        if backfill:  # its check only reads: cancelled by a stop; the task is made after it
+            started.first_backfill = await _unless_stopped(stop, start_first_backfill(ctx))
         log.info("serving", extra={"host": host, "port": port, "dry_run": settings.dry_run,
-                                   "worker": worker, "scheduler": sched is not None})
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                loop.add_signal_handler(sig, stop.set)
-            except RuntimeError:  # not the main thread: whoever runs us there stops us
-                pass
-        died = _watch_worker_processes(procs, stop, app.get(WORKER))
+                                   "worker": worker, "scheduler": started.sched is not None})
+        died = _watch_worker_processes(started.procs, stop, app.get(WORKER))
         if ready is not None:
             ready.set()
         await stop.wait()
-        for p in procs:
-            loop.remove_reader(p.sentinel)
         log.info("stopping")
-        if sched is not None:  # a nightly run in progress is recorded as interrupted
-            from bot.scheduler import stop_scheduler
-
-            await stop_scheduler(ctx, sched)
-        if first_backfill is not None:  # the stored cursors resume it at the next start
-            first_backfill.cancel()
-            await asyncio.gather(first_backfill, return_exceptions=True)
-        await runner.cleanup()
-        await asyncio.get_running_loop().run_in_executor(None, _stop_worker_processes, procs)
-        from bot.speaking.preview import wait_background
-
-        await wait_background(ctx, grace=SHUTDOWN_GRACE)  # e.g. an installation preview
+        await started.stop(ctx)
         if died:  # a failure while running: one line, exit status 1
             print(f"rltracker serve: {died[0]}; stopped so that it is restarted (what was stored "
                   "stays queued)", file=sys.stderr, flush=True)
             return 1
         return 0
+    except _StopAsked:
+        log.info("stopping (asked to while starting)")
+        await started.stop(ctx)
+        return _stopped_while_starting()
+    except BaseException:
+        # A start-up that failed (or was cancelled): what it had started is stopped, then
+        # the failure is told (one line, bot.cli.errors).
+        try:
+            await started.stop(ctx)
+        except Exception:  # noqa: BLE001 - the failure that stopped the start-up is the one told
+            log.warning("could not stop everything after a failed start", exc_info=True)
+        raise
     finally:
         await ctx.close()
+
+
+def _stopped_while_starting() -> int:
+    """A stop asked for during start-up: done in order, exit status 0 as for any stop."""
+    print("rltracker serve: stopped while starting (SIGTERM or SIGINT)", file=sys.stderr,
+          flush=True)
+    return 0
 
 
 def serve_command(args: Any) -> int:

@@ -863,3 +863,49 @@ def test_a_database_of_a_newer_version_is_not_said_to_be_behind(db_url: str) -> 
     line = one_line(result, "repos", 1, "DATABASE_URL", "9999_from_a_newer_version",
                     "does not know")
     assert "behind" not in line and "run `rltracker migrate`" not in line
+
+
+async def _a_lock_not_granted(db_url: str) -> BaseException:
+    """The error a command's statement raises when a lock another session holds is not
+    granted within lock_timeout (the app's is 30 s; here 50 ms), as the engine reports it."""
+    import asyncpg
+    from sqlalchemy import text
+
+    from bot.store.db import make_engine
+
+    holder = await asyncpg.connect(db_url.replace("postgresql+asyncpg://", "postgresql://"))
+    engine = make_engine(db_url, connect_args={"server_settings": {"lock_timeout": "50ms"}})
+    try:
+        tx = holder.transaction()
+        await tx.start()
+        await holder.execute("LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE")
+        try:
+            async with engine.connect() as conn:
+                await conn.execute(text("SELECT count(*) FROM deliveries"))
+        except Exception as exc:  # noqa: BLE001 - the error under test
+            return exc
+        finally:
+            await tx.rollback()
+        raise AssertionError("the statement was not refused its lock")
+    finally:
+        await holder.close()
+        await engine.dispose()
+
+
+def test_a_lock_not_granted_in_time_is_one_line_not_a_bug(
+        db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command (or `serve`'s start-up) whose statement waits out lock_timeout behind
+    another session's lock (a migration's ALTER TABLE on another replica, a psql left in a
+    transaction): "unexpected DBAPIError: this is a bug" and a traceback."""
+    if not db_url.startswith("postgresql"):
+        pytest.skip("lock_timeout: PostgreSQL (SQLite's busy database has its own line)")
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    exc = asyncio.run(_a_lock_not_granted(db_url))
+    known = explain(exc)
+    assert known is not None, exc
+    message, status = known
+    assert status == 1
+    assert "lock" in message and "another session" in message and "try again" in message, message
+    err = io.StringIO()
+    assert report_failure("stats", exc, debug=False, err=err) == 1
+    assert len(err.getvalue().splitlines()) == 1 and "Traceback" not in err.getvalue()

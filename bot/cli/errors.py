@@ -75,6 +75,7 @@ def _sqlstate(exc: BaseException) -> str | None:
 # PostgreSQL's undefined_table and undefined_column.
 _SQLITE_MISSING = ("no such table", "no such column", "has no column named")
 _MISSING_SQLSTATES = ("42P01", "42703")
+_LOCK_NOT_AVAILABLE = "55P03"  # lock_timeout (bot.store.db.LOCK_TIMEOUT) ran out
 
 
 def _revisions() -> tuple[str | None, str | None, bool] | None:
@@ -183,6 +184,12 @@ def _database_failure(exc: BaseException) -> str | None:
             return _schema_missing(subject, detail)
         if _sqlstate(exc) in _MISSING_SQLSTATES:
             return _schema_missing(subject, detail)
+        if _sqlstate(exc) == _LOCK_NOT_AVAILABLE:
+            from bot.store.db import LOCK_TIMEOUT
+
+            return (f"{subject}: a lock another session holds was not granted within "
+                    f"{LOCK_TIMEOUT} ({detail}); a migration or a transaction left open (psql) "
+                    "holds it: try again once it has finished (pg_locks shows who holds it)")
         path = sqlite_path(_database_url())
         if path is not None and isinstance(exc, sa.OperationalError | sa.DatabaseError):
             return _sqlite_failure(subject, path, exc.orig, detail)

@@ -101,9 +101,30 @@ async def json_errors(request: web.Request,
 _WRITE_PROBE = text("UPDATE deliveries SET attempts = attempts WHERE 1 = 0")
 
 
+# How long /healthz's writes wait for a table lock on PostgreSQL before it says "busy": any
+# wait at all means another session holds a lock no ordinary statement of the app takes on
+# the inbox (a migration's ALTER TABLE, a LOCK TABLE, a CREATE INDEX without CONCURRENTLY).
+HEALTH_LOCK_WAIT_MS = 1000
+LOCK_NOT_AVAILABLE = "55P03"
+
+
+def _lock_not_granted(exc: BaseException) -> bool:
+    """`exc` (or what it wraps) is PostgreSQL's lock_timeout: a lock another session holds."""
+    for candidate in (exc, getattr(exc, "orig", None), exc.__cause__):
+        if getattr(candidate, "sqlstate", None) == LOCK_NOT_AVAILABLE:
+            return True
+    return False
+
+
+async def _bound_lock_wait(conn: Any) -> None:
+    if conn.dialect.name == "postgresql":
+        await conn.exec_driver_sql(f"SET LOCAL lock_timeout = {HEALTH_LOCK_WAIT_MS}")
+
+
 async def _database_state(ctx: Any) -> str:
-    """"ok", "unreachable" (no answer within HEALTH_TIMEOUT), or "read-only" (reads work,
-    the write probe or the inbox writer's last write was refused)."""
+    """"ok", "unreachable" (no answer within HEALTH_TIMEOUT), "read-only" (reads work, the
+    write probe or the inbox writer's last write was refused), or "busy" (PostgreSQL: it
+    answers, but a write waits for a lock another session holds, e.g. a migration's)."""
     async def ping() -> str:
         async with ctx.engine.connect() as conn:
             await conn.execute(text("SELECT 1"))
@@ -111,10 +132,13 @@ async def _database_state(ctx: Any) -> str:
             try:
                 if sqlite:
                     await conn.exec_driver_sql("PRAGMA busy_timeout=0")
+                await _bound_lock_wait(conn)
                 await conn.execute(_WRITE_PROBE)  # in the transaction SELECT 1 began
             except Exception as exc:  # noqa: BLE001 - classified below
                 if store_db.refuses_writes(exc):
                     return "read-only"
+                if _lock_not_granted(exc):
+                    return "busy"
                 if not (sqlite and "locked" in str(exc)):
                     raise
             finally:
@@ -136,8 +160,8 @@ async def _database_state(ctx: Any) -> str:
         # takes writes again, and /healthz says so without waiting for a delivery.
         try:
             await asyncio.wait_for(_committed_write(ctx), timeout=HEALTH_TIMEOUT)
-        except Exception:  # noqa: BLE001 - still refused (or no answer): as the inbox saw
-            return "read-only"
+        except Exception as exc:  # noqa: BLE001 - still refused (or no answer): as the inbox saw
+            return "busy" if _lock_not_granted(exc) else "read-only"
         inbox.write_failure = None
     return state
 
@@ -148,6 +172,7 @@ _COMMITTED_PROBE = text(  # the newest row, by the primary key (no scan)
 
 async def _committed_write(ctx: Any) -> None:
     async with ctx.engine.begin() as conn:
+        await _bound_lock_wait(conn)
         await conn.execute(_COMMITTED_PROBE)
 
 
@@ -173,6 +198,14 @@ async def healthz(request: web.Request) -> web.Response:
         if failed is not None:
             body["deliveries_failed"] = failed
         return web.json_response(body)
+    if state == "busy":
+        # The database answers; writes wait for another session's lock (a migration): no
+        # replica would do better, so neither a load balancer nor a restart should act on it.
+        # (The failed count is not read: it would wait for the same lock.)
+        return web.json_response({
+            "status": "degraded", "database": "busy",
+            "detail": "writes wait for a lock another session holds on the inbox table "
+                      "(a migration?); deliveries wait for it too"})
     body = {"status": "error", "database": state}
     if state == "read-only":
         body["error"] = "the database refuses writes: deliveries cannot be stored"

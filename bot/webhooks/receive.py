@@ -14,7 +14,7 @@ import time
 import urllib.parse
 from typing import Any
 
-from aiohttp import web
+from aiohttp import HttpVersion11, web
 from gidgethub import ValidationFailure, sansio
 
 from bot.config import WEBHOOK_BODY_LIMIT
@@ -89,6 +89,74 @@ def _installation_of(data: dict[str, Any]) -> int | None:
     return None
 
 
+_PAYLOAD_TYPES = ("application/json", "application/x-www-form-urlencoded")
+_OVER_LIMIT = (413, "body over the 25 MiB limit")
+
+
+def _refused_by_headers(request: web.Request, secret: str | None) -> tuple[int, str] | None:
+    """(status, reason) for a request its headers alone refuse, else None: checked before a
+    byte of the body is read, so that a request that cannot be a signed delivery does not
+    upload (and have held in memory) up to 25 MiB first. Only a well-formed signature header
+    needs the body to be checked."""
+    if request.content_length is not None and request.content_length > WEBHOOK_BODY_LIMIT:
+        return _OVER_LIMIT
+    if not secret:
+        return 401, "no webhook secret configured"
+    # Only the SHA-256 header counts: the SHA-1 one is legacy and too weak to trust alone.
+    signature = request.headers.get("X-Hub-Signature-256")
+    if not signature or not _SIGNATURE.fullmatch(signature):
+        return 401, "missing or malformed X-Hub-Signature-256"
+    event_name = request.headers.get("X-GitHub-Event")
+    if not event_name or len(event_name) > 64:
+        return 400, "missing or invalid X-GitHub-Event"
+    delivery_id = request.headers.get("X-GitHub-Delivery")
+    if not delivery_id or len(delivery_id) > 64:
+        return 400, "missing or invalid X-GitHub-Delivery"
+    if request.content_type not in _PAYLOAD_TYPES:
+        return 400, ("body is not a JSON payload: Content-Type is not application/json "
+                     "or application/x-www-form-urlencoded")
+    return None
+
+
+def _reject(request: web.Request, status: int, reason: str, *, body_unread: bool = False
+            ) -> web.Response:
+    delivery_id = request.headers.get("X-GitHub-Delivery")
+    event_name = request.headers.get("X-GitHub-Event")
+    log_delivery(
+        delivery_id=(delivery_id or "")[:64],
+        event=(event_name or "")[:64],
+        action=None,
+        repo=None,
+        outcome=f"rejected_{status}",
+        level=logging.WARNING,
+        reason=reason,
+    )
+    response = _json_error(status, reason)
+    if body_unread:  # what the client still sends is no next request: the connection ends
+        response.force_close()
+    return response
+
+
+async def webhook_expect(request: web.Request) -> web.Response | None:
+    """`Expect: 100-continue` (curl's way with a large body): a request its headers refuse is
+    answered with the refusal instead of "100 Continue", so its body is never sent; any
+    other is told to go on, as aiohttp's default handler does."""
+    expect = request.headers.get("Expect", "")
+    if request.version != HttpVersion11:
+        return None
+    if expect.lower() != "100-continue":
+        raise web.HTTPExpectationFailed(text=f"Unknown Expect: {expect[:100]}")
+    refused = _refused_by_headers(request, request.app[CTX].settings.webhook_secret)
+    if refused is not None:
+        response = _reject(request, *refused, body_unread=True)
+        request.app[METRICS].observe_webhook(response.status, 0.0,
+                                             request.headers.get("X-GitHub-Event"))
+        return response
+    await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+    request.writer.output_size = 0  # the answer's own bytes are counted from here (as aiohttp)
+    return None
+
+
 async def webhook(request: web.Request) -> web.Response:
     started = time.perf_counter()
     app = request.app
@@ -105,38 +173,21 @@ async def _webhook(request: web.Request, event_name: str | None) -> web.Response
     delivery_id = request.headers.get("X-GitHub-Delivery")
 
     def reject(status: int, reason: str) -> web.Response:
-        log_delivery(
-            delivery_id=(delivery_id or "")[:64],
-            event=(event_name or "")[:64],
-            action=None,
-            repo=None,
-            outcome=f"rejected_{status}",
-            level=logging.WARNING,
-            reason=reason,
-        )
-        return _json_error(status, reason)
+        return _reject(request, status, reason)
 
-    if request.content_length is not None and request.content_length > WEBHOOK_BODY_LIMIT:
-        return reject(413, "body over the 25 MiB limit")
+    secret = ctx.settings.webhook_secret
+    refused = _refused_by_headers(request, secret)
+    if refused is not None:
+        return _reject(request, *refused, body_unread=True)
     try:
         body = await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        return reject(413, "body over the 25 MiB limit")
-
-    # Only the SHA-256 header counts: the SHA-1 one is legacy and too weak to trust alone.
-    signature = request.headers.get("X-Hub-Signature-256")
-    secret = ctx.settings.webhook_secret
-    if not secret:
-        return reject(401, "no webhook secret configured")
-    if not signature or not _SIGNATURE.fullmatch(signature):
-        return reject(401, "missing or malformed X-Hub-Signature-256")
+    except web.HTTPRequestEntityTooLarge:  # chunked: no Content-Length to refuse it by
+        return reject(*_OVER_LIMIT)
+    # present and well-formed, as are the event and delivery headers (_refused_by_headers)
+    signature = request.headers["X-Hub-Signature-256"]
+    event_name, delivery_id = request.headers["X-GitHub-Event"], request.headers["X-GitHub-Delivery"]
     if not _signed_with_any(body, signature, (secret, ctx.settings.webhook_secret_previous)):
         return reject(401, "signature does not match")
-
-    if not event_name or len(event_name) > 64:
-        return reject(400, "missing or invalid X-GitHub-Event")
-    if not delivery_id or len(delivery_id) > 64:
-        return reject(400, "missing or invalid X-GitHub-Delivery")
     try:
         data, payload_text = _decode_payload(request.content_type, request.charset, body)
     except (ValueError, LookupError) as exc:  # bad JSON, bad UTF-8, unknown charset, no payload=

@@ -727,7 +727,9 @@ def worker_process_main(settings: Any, make_github: Callable[[Any], Any] | None 
                         log_level: str = "INFO", counts_array: Any = None) -> None:
     """Entry point of a worker process (spawned, so it shares no state with its parent). It
     loads the analyzers and the saved paper index once, then works until SIGTERM or SIGINT;
-    leases, fencing and recovery are the Worker's, as in the web process."""
+    leases, fencing and recovery are the Worker's, as in the web process. It stops too when
+    the process that started it ends."""
+    import multiprocessing
     import signal
 
     from bot.context import AppContext
@@ -744,6 +746,11 @@ def worker_process_main(settings: Any, make_github: Callable[[Any], Any] | None 
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        # `serve` gone without stopping us (SIGKILL, out of memory): stop as on SIGTERM, not
+        # work on as an orphan beside the next serve's worker (its pipe closes with it).
+        parent = multiprocessing.parent_process()
+        if parent is not None and parent.sentinel is not None:
+            loop.add_reader(parent.sentinel, stop.set)
         try:
             await run_worker(ctx, stop, counts=None if counts_array is None
                              else SharedCounts(counts_array))

@@ -9,6 +9,14 @@ finding it public again (GraphQL `isPrivate` false), clears the mark.
 
 `forget` is written against a plain connection (a sync Session or Connection), so migration
 0014 runs the same code as the webhook handler and the sync (through `run_sync`).
+
+A thread write and `forget` exclude each other (review59): `forget` marks the repository's row
+first, and a thread write reads the mark again inside its transaction through
+`lock_repositories`, which waits for a `forget` in progress. Before, a delivery checked just
+before a concurrent `privatized` committed stored its thread of the now-private repository
+again. On PostgreSQL the write holds a shared row lock (FOR SHARE: writes of one repository do
+not wait for each other) and `forget`'s UPDATE an exclusive one; on SQLite both take the
+database's write lock, held to their commit.
 """
 
 from __future__ import annotations
@@ -18,9 +26,10 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import delete, func, insert, or_, select, update
+from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.store.db import dialect_insert
 from bot.store.models import (
     Action,
     Analysis,
@@ -95,13 +104,60 @@ async def stored_private(session: AsyncSession, name: str) -> bool:
         func.lower(Repository.full_name) == name.lower())))
 
 
+async def lock_repositories(session: AsyncSession, names: Iterable[str]) -> set[str]:
+    """Of the repositories `names` (stored names), the lower-case names of those whose row is
+    marked private, read under a lock held to the end of the session's transaction that a
+    concurrent `forget` of one of them waits for, and that waits for a `forget` in progress
+    (which then has marked the row): a thread write that takes it first and writes only the
+    repositories not returned cannot store a thread `forget` misses. PostgreSQL: the rows FOR
+    SHARE, in id order. SQLite: a write that changes nothing, which takes the database's
+    write lock (a SELECT alone takes none, and `forget` could commit between it and the
+    thread's insert)."""
+    lnames = sorted({n.lower() for n in names})
+    if not lnames:
+        return set()
+    repos = Repository.__table__
+    named = func.lower(repos.c.full_name).in_(lnames)
+    query = select(func.lower(repos.c.full_name)).where(named, repos.c.private.is_(True))
+    if session.get_bind().dialect.name == "sqlite":
+        await session.execute(update(repos).where(named).values(
+            private=repos.c.private, updated_at=repos.c.updated_at))
+    else:
+        query = (select(func.lower(repos.c.full_name), repos.c.private).where(named)
+                 .order_by(repos.c.id).with_for_update(read=True))
+        return {n for n, marked in (await session.execute(query)).all() if marked}
+    return set((await session.execute(query)).scalars())
+
+
 # ---- forgetting ------------------------------------------------------------------------------
+def _dialect_name(conn: Any) -> str:
+    dialect = getattr(conn, "dialect", None)  # a Connection
+    return str((dialect or conn.get_bind().dialect).name)  # a Session
+
+
+def _mark_private(conn: Any, name: str, github_id: int | None) -> None:
+    """The repository's row marked private (created when there is none), first: the lock it
+    takes keeps thread writes of the repository (`lock_repositories`) out until the caller's
+    transaction ends. A row another transaction is inserting (a delivery's write) is waited
+    for (ON CONFLICT DO NOTHING) and then marked."""
+    repos = Repository.__table__
+    match = or_(func.lower(repos.c.full_name) == name.lower(),
+                *([repos.c.github_id == github_id] if github_id is not None else []))
+    if conn.execute(update(repos).where(match).values(private=True)).rowcount:
+        return
+    conn.execute(dialect_insert(_dialect_name(conn))(repos).values(
+        full_name=name, github_id=github_id, private=True, comments_paused=False)
+        .on_conflict_do_nothing())
+    conn.execute(update(repos).where(match).values(private=True))
+
+
 def forget(conn: Any, name: str, github_id: int | None = None) -> None:
     """Delete everything stored of the repository `name` that a page, the API, an export or
     the report could show (threads with their comments, analyses and verdicts; the app's
     actions there; sync cursors, so a repository made public again is backfilled; its
     contribution rules; its threads in stored reports; its threads' re-analysis failures) and mark its row private, creating
     the row when there is none. `conn`: a sync Session or Connection."""
+    _mark_private(conn, name, github_id)
     lname = name.lower()
     threads = Thread.__table__
     ids = select(threads.c.id).where(func.lower(threads.c.repo) == lname)
@@ -113,15 +169,6 @@ def forget(conn: Any, name: str, github_id: int | None = None) -> None:
         table = model.__table__
         conn.execute(delete(table).where(func.lower(table.c.repo) == lname))
     _scrub_reports(conn, name)
-    repos = Repository.__table__
-    row = conn.execute(select(repos.c.id).where(or_(
-        func.lower(repos.c.full_name) == lname,
-        *([repos.c.github_id == github_id] if github_id is not None else [])))).first()
-    if row is None:
-        conn.execute(insert(repos).values(full_name=name, github_id=github_id, private=True,
-                                          comments_paused=False))
-    else:
-        conn.execute(update(repos).where(repos.c.id == row[0]).values(private=True))
 
 
 def mark_public(conn: Any, name: str, github_id: int | None = None) -> None:

@@ -25,7 +25,7 @@ from sqlalchemy import select
 from bot.cli import main
 from bot.store.models import Delivery, Thread
 from bot.store.types import utcnow
-from bot.webhooks.inbox import DUPLICATE, InboxRow, store_rows
+from bot.webhooks.inbox import DUPLICATE, Inbox, InboxRow
 from bot.webhooks.worker import Worker
 from tests.test_events import envelope
 
@@ -175,8 +175,50 @@ async def test_an_emptied_delivery_is_listed_and_cannot_be_requeued(
     row = InboxRow(delivery_id=failed, event="issues", action="opened", repo=SECRET,
                    installation_id=None,
                    payload=json.dumps(copy.deepcopy(_opened(shared_dir, SECRET, private=False))))
-    async with ctx.engine.begin() as conn:
-        assert await store_rows(conn, [row]) == [DUPLICATE]
+    inbox = Inbox(ctx.engine)  # SQLite: its batch writer's own SQL; PostgreSQL: store_rows
+    inbox.start()
+    try:
+        assert await inbox.submit(row) == DUPLICATE
+    finally:
+        await inbox.close()
     row_now = await _row(ctx, failed)
     assert row_now.status == "failed"
     _keeps_no_text(row_now)
+
+
+def test_migration_0015_empties_what_the_inbox_kept_of_private_repositories(db_url: str) -> None:
+    """Deliveries stored before this fix: the finished ones whose payload says private, or
+    whose repository's row is marked private, keep no payload after the upgrade (a failed
+    one's error its first line); a pending one (the worker empties it when it finishes it)
+    and a public repository's keep theirs. On main they all kept their payloads."""
+    from alembic import command
+
+    from bot.store import migrate
+    from tests.test_migrations import _execute
+
+    command.downgrade(migrate.alembic_config(db_url), "0014")
+
+    def payload(repo: str, private: bool) -> str:
+        return json.dumps({"action": "opened", "repository": {"full_name": repo, "private": private},
+                           "issue": {"number": 1, "title": TITLE}})
+
+    rows = [("d1", "o/said", True, "done", None), ("d2", "o/marked", False, "done", None),
+            ("d3", "o/marked", False, "failed", f"ValueError: boom\nparameters: {TITLE}"),
+            ("d4", "o/said", True, "pending", None), ("d5", "o/open", False, "done", None)]
+    asyncio.run(_execute(db_url, "INSERT INTO repositories (full_name, private, comments_paused, "
+                                 "created_at, updated_at) VALUES ('o/marked', true, false, "
+                                 "CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"))
+    for delivery_id, repo, private, status, error in rows:
+        asyncio.run(_execute(db_url, (
+            "INSERT INTO deliveries (delivery_id, event, action, repo, payload, status, attempts, "
+            "received_at, last_error) VALUES "
+            f"('{delivery_id}', 'issues', 'opened', '{repo}', '{payload(repo, private)}', "
+            f"'{status}', 1, CURRENT_TIMESTAMP, {'NULL' if error is None else repr(error)})"
+        ).replace(":", "\\:")))
+    migrate.upgrade(db_url)
+    found = {d: (kept, error) for d, kept, error in asyncio.run(_execute(
+        db_url, "SELECT delivery_id, payload, last_error FROM deliveries"))}
+    assert {d for d, (raw, _) in found.items() if TITLE in raw} == {"d4", "d5"}
+    assert found["d3"][1] == "ValueError: boom"
+    assert asyncio.run(_execute(db_url, "SELECT count(*) FROM deliveries WHERE status = 'failed'"
+                                        " AND payload LIKE '%not kept%'")) == [(1,)]

@@ -209,11 +209,12 @@ def test_migration_0015_empties_what_the_inbox_kept_of_private_repositories(db_u
                                  "created_at, updated_at) VALUES ('o/marked', true, false, "
                                  "CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"))
     for delivery_id, repo, private, status, error in rows:
+        quoted = "NULL" if error is None else f"'{error}'"  # a real line break in the text
         asyncio.run(_execute(db_url, (
             "INSERT INTO deliveries (delivery_id, event, action, repo, payload, status, attempts, "
             "received_at, last_error) VALUES "
             f"('{delivery_id}', 'issues', 'opened', '{repo}', '{payload(repo, private)}', "
-            f"'{status}', 1, CURRENT_TIMESTAMP, {'NULL' if error is None else repr(error)})"
+            f"'{status}', 1, CURRENT_TIMESTAMP, {quoted})"
         ).replace(":", "\\:")))
     migrate.upgrade(db_url)
     found = {d: (kept, error) for d, kept, error in asyncio.run(_execute(
@@ -221,4 +222,4 @@ def test_migration_0015_empties_what_the_inbox_kept_of_private_repositories(db_u
     assert {d for d, (raw, _) in found.items() if TITLE in raw} == {"d4", "d5"}
     assert found["d3"][1] == "ValueError: boom"
     assert asyncio.run(_execute(db_url, "SELECT count(*) FROM deliveries WHERE status = 'failed'"
-                                        " AND payload LIKE '%not kept%'")) == [(1,)]
+                                        " AND payload LIKE '%payload_not_kept%'")) == [(1,)]

@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import bindparam, delete, false, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.store.db import dialect_insert
@@ -169,6 +169,7 @@ def forget(conn: Any, name: str, github_id: int | None = None) -> None:
         table = model.__table__
         conn.execute(delete(table).where(func.lower(table.c.repo) == lname))
     _scrub_reports(conn, name)
+    _empty_deliveries_of(conn, name)
 
 
 def mark_public(conn: Any, name: str, github_id: int | None = None) -> None:
@@ -297,3 +298,103 @@ def _payload_repositories(raw: str | None) -> list[tuple[str, int | None, bool]]
 
 async def forget_private_from_inbox(session: AsyncSession) -> list[str]:
     return await session.run_sync(forget_private_in_inbox)
+
+
+# ---- the webhook inbox (review59) ------------------------------------------------------------
+# A delivery about a private repository keeps no payload once handled (done or failed): its
+# row keeps the delivery's id, event, action, repository, times, attempts and outcome, and a
+# failed one's error its first line (the lines after it may quote the statement's parameters,
+# the thread's text). What stands for the payload then (a JSON object, no repository text):
+EMPTIED_PAYLOAD = '{"payload_not_kept": "a private repository\'s delivery"}'
+FINISHED = ("done", "failed")
+
+
+def payload_kept(raw: str | None) -> bool:
+    return raw != EMPTIED_PAYLOAD
+
+
+def says_private(raw: str) -> bool:
+    """Whether a raw payload says its repository is private (`payload_is_private`), parsed
+    only when it names `private` or `internal` at all."""
+    if '"private"' not in raw and '"internal"' not in raw:
+        return False
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return False
+    return payload_is_private(data) if isinstance(data, Mapping) else False
+
+
+def _emptying(where: Any) -> Any:
+    t = Delivery.__table__
+    return (update(t).where(where, t.c.payload != EMPTIED_PAYLOAD)
+            .values(payload=EMPTIED_PAYLOAD).returning(t.c.id, t.c.last_error))
+
+
+def _first_lines(rows: Iterable[Any]) -> list[dict[str, Any]]:
+    return [{"row_id": rid, "error": error.split("\n", 1)[0]} for rid, error in rows
+            if error and "\n" in error]
+
+
+def _cut_errors() -> Any:
+    t = Delivery.__table__
+    return update(t).where(t.c.id == bindparam("row_id")).values(last_error=bindparam("error"))
+
+
+def _marked_names() -> Any:
+    repos = Repository.__table__
+    return select(func.lower(repos.c.full_name)).where(repos.c.private.is_(True))
+
+
+async def empty_finished_deliveries(conn: Any, rows: Iterable[tuple[int, str | None, str]]) -> int:
+    """Of deliveries just finished (done or failed) as (row id, repository, raw payload), those
+    about a private repository (as the payload says, or as its row is marked: a delivery
+    queued before `privatized`) keep no payload. `conn`: the worker's AsyncConnection, in the
+    transaction that finishes them. Returns how many were emptied."""
+    rows = list(rows)
+    t = Delivery.__table__
+    said = [rid for rid, _, raw in rows if says_private(raw)]
+    named = [rid for rid, repo, raw in rows if repo]
+    if not said and not named:
+        return 0
+    where = t.c.id.in_([rid for rid, _, _ in rows]) & or_(
+        t.c.id.in_(said) if said else false(),
+        func.lower(t.c.repo).in_(_marked_names()) if named else false())
+    emptied = (await conn.execute(_emptying(where))).all()
+    cut = _first_lines(emptied)
+    if cut:
+        await conn.execute(_cut_errors(), cut)
+    return len(emptied)
+
+
+def _empty_deliveries_of(conn: Any, name: str) -> None:
+    """The finished deliveries of the repository `name` keep no payload (`forget`). Those not
+    finished yet are emptied by the worker as it finishes them (the row is marked private)."""
+    t = Delivery.__table__
+    emptied = conn.execute(_emptying(
+        (func.lower(t.c.repo) == name.lower()) & t.c.status.in_(FINISHED))).all()
+    cut = _first_lines(emptied)
+    if cut:
+        conn.execute(_cut_errors(), cut)
+
+
+def empty_private_inbox(conn: Any) -> int:
+    """The finished deliveries stored before review59 whose repository is marked private, or
+    whose payload says private, keep no payload (migration 0015). Returns how many."""
+    t = Delivery.__table__
+    said = [rid for rid, raw in conn.execute(select(t.c.id, t.c.payload).where(
+        t.c.status.in_(FINISHED), or_(t.c.payload.like('%"private":true%'),
+                                      t.c.payload.like('%"private": true%'),
+                                      t.c.payload.like('%"internal"%')))).all()
+            if says_private(raw)]
+    total = 0
+    for k in range(0, len(said) + 1, 500):
+        where = t.c.status.in_(FINISHED) & or_(
+            func.lower(t.c.repo).in_(_marked_names()),
+            t.c.id.in_(said[k:k + 500]) if said[k:k + 500] else false())
+        emptied = conn.execute(_emptying(where)).all()
+        cut = _first_lines(emptied)
+        if cut:
+            conn.execute(_cut_errors(), cut)
+        total += len(emptied)
+    return total

@@ -53,7 +53,7 @@ async def test_the_nightly_sync_catches_up_a_lost_publicized_and_privatized(
     await events.handle("issues", envelope("opened", OPEN, installation=INST,
                                            issue=issue(3, title="Public for now")), app_ctx)
     privatized = envelope("privatized", SECRET, installation=INST)
-    privatized["repository"].update(private=True, visibility="private")
+    privatized["repository"].update(id=901, private=True, visibility="private")
     await handle_repository(privatized, app_ctx)
     assert (await _row(app_ctx, SECRET)).private and await _threads(app_ctx, OPEN) == 1
     # Meanwhile on GitHub: SECRET public again, OPEN private; neither event arrives.
@@ -66,8 +66,9 @@ async def test_the_nightly_sync_catches_up_a_lost_publicized_and_privatized(
     assert result["counts"]["sync"]["visibility"] == {
         "installations": 1, "publicized": [SECRET], "privatized": [OPEN], "failed": []}
     # tracked again: a later delivery of SECRET is stored
-    await events.handle("issues", envelope("opened", SECRET, installation=INST,
-                                           issue=issue(4, title="Public again")), app_ctx)
+    later = envelope("opened", SECRET, installation=INST, issue=issue(4, title="Public again"))
+    later["repository"]["id"] = 901  # (the envelope's default id is OPEN's)
+    await events.handle("issues", later, app_ctx)
     assert await _threads(app_ctx, SECRET) == 1
     # and a night with nothing to change changes nothing
     again = await nightly_job(app_ctx, steps=[("sync", step_sync)])
@@ -85,7 +86,7 @@ async def test_an_installation_github_refuses_is_named_and_the_others_checked(
     await install_app(app_ctx, fake_github, 56, "otherorg", ["otherorg/gone"])
     fake_github.remove_installation(56)
     privatized = envelope("privatized", SECRET, installation=INST)
-    privatized["repository"].update(private=True, visibility="private")
+    privatized["repository"].update(id=901, private=True, visibility="private")
     await handle_repository(privatized, app_ctx)
 
     result = await nightly_job(app_ctx, steps=[("sync", step_sync)])

@@ -50,10 +50,12 @@ def payload_is_private(payload: Mapping[str, Any] | None) -> bool:
     other than public (internal repositories are visible to an enterprise's members only).
     A payload that says neither (short test payloads, events without a repository) is not."""
     repo = payload.get("repository") if isinstance(payload, Mapping) else None
-    return isinstance(repo, Mapping) and _listed_private(repo)
+    return isinstance(repo, Mapping) and listed_private(repo)
 
 
-def _listed_private(repo: Mapping[str, Any]) -> bool:
+def listed_private(repo: Mapping[str, Any]) -> bool:
+    """Whether GitHub's object of a repository (a payload's, a listing's) says it is not
+    public: `private` true, or a `visibility` of private or internal."""
     visibility = repo.get("visibility")
     return repo.get("private") is True or visibility in ("private", "internal")
 
@@ -251,14 +253,14 @@ def _private_in(payload: Mapping[str, Any]) -> list[tuple[str, int | None, bool]
     repo = payload.get("repository")
     if isinstance(repo, Mapping) and isinstance(repo.get("full_name"), str) and (
             "private" in repo or "visibility" in repo):
-        out.append((repo["full_name"], *_repository_of(payload)[1:], _listed_private(repo)))
+        out.append((repo["full_name"], *_repository_of(payload)[1:], listed_private(repo)))
     for key in ("repositories", "repositories_added"):
         listed = payload.get(key)
         for r in listed if isinstance(listed, list) else []:
             if isinstance(r, Mapping) and isinstance(r.get("full_name"), str) and "private" in r:
                 rid = r.get("id")
                 out.append((r["full_name"], rid if isinstance(rid, int) else None,
-                            _listed_private(r)))
+                            listed_private(r)))
     return out
 
 

@@ -214,3 +214,30 @@ async def test_privatized_before_the_failure_comment_is_claimed_posts_nothing(
     assert app_comments(fake_github, VERL, 1) == []
     async with app_ctx.sessionmaker() as session:
         assert list(await session.scalars(select(Action.dedupe_key))) == []
+
+
+async def test_privatized_before_a_skip_is_recorded_records_nothing(
+        app_ctx: Any, fake_github: Any) -> None:
+    """As above, a thread the app stays quiet on (no failure report): on main the reason it
+    stayed quiet was recorded after `privatized` (an Action naming the private repository's
+    issue, on /api/actions)."""
+    from bot.speaking.decide import act
+    from bot.store.models import Action
+    from tests.test_actions_e2e import NOT_FAILURE, VERL, install, open_issue
+
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 1)
+    rid = int(payload["repository"]["id"])
+    asked: list[str] = []
+
+    @fake_github.route("GET", r"/repos/[^/]+/[^/]+/contents/.*")
+    async def _config(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        if not asked:
+            asked.append(request.path)
+            await handle_repository(_privatized(VERL, rid), app_ctx)
+        return 404, {"message": "Not Found"}
+
+    await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload, analysis=NOT_FAILURE)
+    assert asked
+    async with app_ctx.sessionmaker() as session:
+        assert list(await session.scalars(select(Action.dedupe_key))) == []

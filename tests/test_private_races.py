@@ -241,3 +241,37 @@ async def test_privatized_before_a_skip_is_recorded_records_nothing(
     assert asked
     async with app_ctx.sessionmaker() as session:
         assert list(await session.scalars(select(Action.dedupe_key))) == []
+
+
+async def test_privatized_while_the_sync_reads_a_page_keeps_the_page_out(
+        settings: Any, fake_github: Any, shared_dir: Path) -> None:
+    """`rltracker sync` (or the nightly one) read a page of a public repository; `privatized`
+    is handled while GitHub answers. On main the sync then wrote the page's threads (4 of
+    the private repository) and their cursors: stored until the next sync asked GitHub
+    again. Now the write reads the mark under the lock and writes nothing of it."""
+    from bot.github.sync import sync
+    from bot.store.models import SyncCursor
+    from tests.fake_graphql import FakeData, graphql_context
+    from tests.fakegithub import no_sleep
+
+    data = FakeData.generate(4, seed=3, repos=["huggingface/trl", SECRET], long_every=0)
+    async with graphql_context(settings, fake_github, shared_dir, data) as ctx:
+        inner = fake_github.graphql_handler
+        fired: list[bool] = []
+
+        async def answer(query: str, variables: dict[str, Any]) -> Any:
+            result = inner(query, variables)
+            if not fired:
+                fired.append(True)
+                await handle_repository(_privatized(SECRET, 555), ctx)
+            return result
+
+        fake_github.graphql_handler = answer
+        await sync(ctx, ["huggingface/trl", SECRET], sleep=no_sleep)
+        assert fired
+        assert await _threads(ctx, SECRET) == 0
+        assert await _threads(ctx, "huggingface/trl") == 4
+        assert await _marked(ctx, SECRET)
+        async with ctx.sessionmaker() as session:
+            assert list(await session.scalars(select(SyncCursor.repo).where(
+                SyncCursor.repo == SECRET))) == []

@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 export DATABASE_URL ?= sqlite+aiosqlite:///rltracker.db
 
-.PHONY: run test install install-test migrate train eval bench lint clean
+.PHONY: run test install install-test migrate train catalog eval bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ test: install-test
 
 train: install-test
 	$(BIN)/python -m training
+
+# The facts of analyzers/catalog/*.yaml from ../shared/data (CHECK=1: write nothing, exit 1 on a difference).
+catalog: install
+	$(BIN)/python -m training.catalog $(if $(CHECK),--check)
 
 eval: install-test
 	$(BIN)/python benchmarks/evaluate.py

@@ -14,7 +14,8 @@ labels) and, where GitHub does not say who closed it or why, from what people wr
 - redirected: closed by someone else who points elsewhere (another repository, a recipe or
   examples folder, trl.experimental, a plugin, a feature that already covers it).
 - declined: closed by someone else with a stated reason against it.
-- closed_other: closed otherwise (done, duplicate, answered, or no reason known).
+- closed_other: closed otherwise (done, duplicate, answered, or no reason known); GitHub's
+  state_reason `duplicate` (issues and discussions) decides it, unless the proposer closed it.
 
 Bots never count, neither as replies nor as activity: `author_is_bot`, `[bot]` logins, known
 automation logins, and text only automation writes (stale sweeps, CLA / CI reports, the app's
@@ -33,9 +34,10 @@ The vocabularies live in review_patterns.yaml beside this file.
 
 What the rules read is evidence, not the verdict (`review_evidence`): fitted models
 (analyzers/models/review_*.json, `make train`, training/review.py) weigh it. A closed thread no
-structural fact decides (merged, open, closed_by, a bot or stale label closing it) gets its
-state from a multiclass model over the rules' answer, reasons and signals, when grouped
-cross-validation found that model better than the rules alone (`meta.use`). Concerns come
+structural fact decides (merged, open, closed_by, GitHub's duplicate close, a bot or stale
+label closing it) gets its state from a multiclass model over the rules' answer, reasons and
+signals, when grouped cross-validation found that model better than the rules alone
+(`meta.use`). Concerns come
 from one binary model over (thread, kind) rows: the kind's strong, weak and paired phrase
 hits, request sentences naming its topic, remarks on changed files, the review's shape (and
 the others' n-grams, when a model carries weights for them); thresholds per kind from
@@ -1022,7 +1024,9 @@ def review_thread(thread: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # States a structural fact decides (GitHub says it, or a bot closed it): no model overrides.
-_EXACT_REASONS = frozenset({"merged", "closed_by==author", "closed_by_bot", "stale_label"})
+_EXACT_REASONS = frozenset(
+    {"merged", "closed_by==author", "state_reason:duplicate", "closed_by_bot", "stale_label"}
+)
 # Other-human text handed to the n-gram features, per thread: enough for any review.
 _TEXT_CHARS = 2_000
 
@@ -1523,15 +1527,27 @@ def _state(
     closed_by = _norm_login(thread.get("closed_by"))
 
     # Who closed it, when GitHub says so.
-    if closed_by is not None:
-        if author is not None and closed_by == author:
-            reasons.append("closed_by==author")
-            return "closed_by_author"
-        if _is_bot_login(closed_by, rules):
-            reasons.append("closed_by_bot")
-            return "lapsed"
+    if closed_by is not None and author is not None and closed_by == author:
+        reasons.append("closed_by==author")
+        return "closed_by_author"
+    # GitHub's close reasons (issues: completed, not_planned, duplicate; discussions: resolved,
+    # outdated, duplicate; lower case from the sync and the webhooks alike). Closed as a
+    # duplicate is the guidelines' closed_other whoever closed it but the proposer, whatever
+    # the comments say: a chosen reason, neither a refusal nor inactivity (a workflow that
+    # closes duplicates is no stale bot). The others decide nothing alone: completed and
+    # resolved are the default close, not_planned is as often a refusal as a stale sweep, and
+    # outdated says "no longer relevant", not "inactive" (the vocabulary's `obsolete`, which
+    # is no refusal either): the closer, a stale label and the comments decide, below.
+    if state_reason == "duplicate":
+        reasons.append("state_reason:duplicate")
+        return "closed_other"
+    if closed_by is not None and _is_bot_login(closed_by, rules):
+        reasons.append("closed_by_bot")
+        return "lapsed"
 
-    if state_reason in (None, "not_planned") and any(
+    # A stale label is inactivity unless GitHub says it was done (completed, resolved): the
+    # label stays on a thread a late fix closed.
+    if state_reason in (None, "not_planned", "outdated") and any(
         s in lab for lab in labels for s in rules.stale_labels_sub
     ):
         reasons.append("stale_label")

@@ -382,6 +382,8 @@ def option_enabled(value: str, value_hint: str | None, default: str | None) -> b
             # a low/high pair is only asymmetric (on) when the two differ
             return len(set(numbers)) > 1
         hint_numbers = _numbers(hint) or []
+        if len(hint_numbers) > 1:
+            return False  # one number where the method is a low/high pair (verl's TIS threshold)
         if numbers[0] == 0 and all(h != 0 for h in hint_numbers):
             return False  # a zero coefficient where the method needs a positive one
         default_number = _first_number(default)

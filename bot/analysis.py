@@ -62,16 +62,31 @@ async def warm_up() -> None:
     await on_analysis_thread(load_analyzers)
 
 
+# Why GitHub may show a comment hidden (comment_record's `minimized_reason`, the sync's
+# reading of GraphQL minimizedReason) that makes it no part of the thread's discussion: its
+# words are nobody's reply, concern, closing note or paper. Hidden as outdated, resolved or a
+# duplicate, a comment was part of it (a reply made, a concern raised and since dealt with, a
+# remark said twice): the analyzers read it, as the labelled threads hold such comments.
+HIDDEN_FROM_ANALYSIS = frozenset({"spam", "abuse", "off-topic"})
+
+
 def analysis_input(record: dict[str, Any]) -> dict[str, Any]:
     """What the analyzers read of a stored thread: its comments without `/rltracker` command
     lines, and without the comments that were nothing but commands (a command is addressed to
-    the app: its words are no report wording, and a maintainer's command is no reply)."""
+    the app: its words are no report wording, and a maintainer's command is no reply), nor
+    those GitHub shows hidden as spam, abuse or off-topic (HIDDEN_FROM_ANALYSIS). The
+    contract's shape: `minimized_reason` is left out of the comments kept."""
     from bot.command_syntax import only_commands, without_commands
 
     comments = record.get("comments") or []
     kept = []
     changed = False
     for c in comments:
+        if "minimized_reason" in c:
+            changed = True
+            if c["minimized_reason"] in HIDDEN_FROM_ANALYSIS:
+                continue
+            c = {k: v for k, v in c.items() if k != "minimized_reason"}
         body = c.get("body") or ""
         text = without_commands(body)
         if text == body:

@@ -406,6 +406,14 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
         refused = _refused_repos(sync_counts.get("failed_streams") if isinstance(sync_counts, dict) else None)
         if refused:
             problems.append(f"GitHub refused the sync of {', '.join(refused)}")
+        # Threads the sync left unread, unstored, unanalysed or unchecked (`rltracker sync`
+        # exits 2 for them): the run said "ok" and named them nowhere.
+        unsynced = [str(f.get("thread")) for f in (sync_counts.get("failed_threads") or ())
+                    if isinstance(f, dict)] if isinstance(sync_counts, dict) else []
+        if unsynced:
+            shown = ", ".join(unsynced[:10]) + (
+                f" and {len(unsynced) - 10} more" if len(unsynced) > 10 else "")
+            problems.append(f"the sync left {len(unsynced)} thread(s) unsynced: {shown}")
         # The report was built and stored but not posted where RLTRACKER_REPORT_ISSUE says
         # (the run said "ok"): the reason is on its action, `rltracker report` posts it again.
         report = counts.get("report")
@@ -420,7 +428,8 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
             total = max(len(unanalysed), int(reanalysed.get("failed_total") or 0))
             shown = ", ".join(unanalysed[:10]) + (f" and {total - 10} more" if total > 10 else "")
             problems.append(f"the re-analysis of {total} thread(s) failed: {shown}")
-        outcome = "failed" if errors else "partial" if refused or unposted or unanalysed else "ok"
+        outcome = ("failed" if errors else "partial" if refused or unposted or unanalysed or unsynced
+                   else "ok")
         await record_job_run(ctx, JOB_NAME, run_id, finished_at=utcnow(), outcome=outcome, counts=_jsonable(counts),
                       error="; ".join(problems) or None)
         log.info("nightly: %s %s", outcome, counts)

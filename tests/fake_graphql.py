@@ -67,7 +67,12 @@ def _uncursor(value: str) -> str:
 
 
 class GraphQLFieldError(Exception):
-    """Raised by a resolver; graphql-core turns it into an `errors` entry as GitHub does."""
+    """Raised by a resolver; graphql-core turns it into an `errors` entry as GitHub does
+    (with GitHub's `type`, NOT_FOUND or FORBIDDEN, when one is given)."""
+
+    def __init__(self, message: str, type: str | None = None) -> None:  # noqa: A002
+        super().__init__(message)
+        self.type = type
 
 
 def _check_first(first: int | None, what: str) -> None:
@@ -118,6 +123,15 @@ class FakeData:
     repo_updated: dict[str, str] = field(default_factory=dict)
     renamed: dict[str, str] = field(default_factory=dict)  # former name, lower case -> current
     private: set[str] = field(default_factory=set)  # repositories GitHub calls isPrivate
+    # Threads gone from where they were: (former repository lower case, "issue" or
+    # "discussion", former number) -> the thread, now at its new place (transferred); a
+    # thread deleted is simply absent. `forbidden`: (repository lower case, number) that
+    # `issueOrPullRequest` / `discussion(number)` answer FORBIDDEN for.
+    moved: dict[tuple[str, str, int], dict[str, Any]] = field(default_factory=dict)
+    forbidden: set[tuple[str, int]] = field(default_factory=set)
+    # (repository, "issue" or "discussion") whose feature is turned off: GitHub lists none of
+    # them and answers NOT_FOUND by number, although they come back when it is turned on
+    disabled: set[tuple[str, str]] = field(default_factory=set)
 
     # ---- building -------------------------------------------------------------------------
     def _tick(self, seconds: int = 60) -> datetime:
@@ -201,6 +215,9 @@ class FakeData:
             "_kind": kind,
         }
         thread["labels"] = list_connection(lambda t=thread: t["_labels"], "labels")
+        thread["repository"] = lambda info=None, t=thread, **_: {
+            "__typename": "Repository", "nameWithOwner": t["_repo"],
+            "isPrivate": t["_repo"] in self.private, "databaseId": self.repo_ids.get(t["_repo"])}
         thread["assignees"] = list_connection(lambda t=thread: t["_assignees"], "assignees")
         thread["comments"] = list_connection(lambda t=thread: t["_comments"], "comments")
         if kind == "issue":
@@ -332,6 +349,39 @@ class FakeData:
         thread["updatedAt"] = _iso(self._tick(5))
         return node
 
+    def delete_thread(self, repo: str, kind: str, number: int) -> dict[str, Any]:
+        """The thread deleted on GitHub (no webhook told anyone)."""
+        thread = self.thread(repo, kind, number)
+        self.repos[repo][kind].remove(thread)
+        self.nodes.pop(thread["id"], None)
+        return thread
+
+    def transfer(self, repo: str, kind: str, number: int, to: str) -> dict[str, Any]:
+        """The thread transferred to repository `to`: a new number there, its node and
+        comments kept; asked by its former number, GitHub answers with it at its new place."""
+        thread = self.thread(repo, kind, number)
+        self.repos[repo][kind].remove(thread)
+        threads = self.repos.setdefault(to, {"issue": [], "pull_request": [], "discussion": []})
+        new_number = 1 + sum(len(v) for v in threads.values())
+        family = "discussion" if kind == "discussion" else "issue"
+        self.moved[(repo.lower(), family, number)] = thread
+        thread["number"] = new_number
+        thread["_repo"] = to
+        thread["url"] = thread["url"].replace(f"/{repo}/", f"/{to}/").rsplit("/", 1)[0] + f"/{new_number}"
+        thread["updatedAt"] = _iso(self._tick(5))
+        threads[kind].append(thread)
+        return thread
+
+    def by_number(self, repo: str, family: str, number: int) -> dict[str, Any] | None:
+        """What GitHub answers for `number` asked of `repo` (`family` "issue": an issue or a
+        pull request; "discussion"): the thread there, or moved away, or None (NOT_FOUND)."""
+        kinds = ("issue", "pull_request") if family == "issue" else ("discussion",)
+        for kind in kinds:
+            for t in self.repos.get(repo, {}).get(kind, []):
+                if t["number"] == number:
+                    return t
+        return self.moved.get((repo.lower(), family, number))
+
     # ---- expected records -------------------------------------------------------------------
     def all_threads(self) -> list[dict[str, Any]]:
         return [t for kinds in self.repos.values() for ts in kinds.values() for t in ts]
@@ -373,6 +423,8 @@ class FakeGraphQL:
                     orderBy: dict[str, Any] | None = None, **_: Any) -> dict[str, Any]:
             _check_first(first, info.field_name if info else kind)
             ordered = _ordered_threads(self.data.repos.get(repo, {}).get(kind, []))
+            if (repo, kind) in self.data.disabled:
+                ordered = []
             start = 0
             if after:
                 updated, _, db_id = _uncursor(after).partition("|")
@@ -402,8 +454,25 @@ class FakeGraphQL:
             "databaseId": self.data.repo_ids.get(full),
             "updatedAt": self.data.repo_updated.get(full, _iso(BASE_TIME)),
             "isPrivate": full in self.data.private,
+            "hasIssuesEnabled": (full, "issue") not in self.data.disabled,
+            "hasDiscussionsEnabled": (full, "discussion") not in self.data.disabled,
             **{f: self._repo_connection(full, k) for f, k in self.KIND_FIELDS.items()},
+            "issueOrPullRequest": self._by_number(full, "issue"),
+            "discussion": self._by_number(full, "discussion"),
         }
+
+    def _by_number(self, repo: str, family: str) -> Callable[..., dict[str, Any] | None]:
+        def resolve(info: Any = None, number: int = 0, **_: Any) -> dict[str, Any] | None:
+            if (repo.lower(), number) in self.data.forbidden:
+                raise GraphQLFieldError("Resource not accessible by integration", "FORBIDDEN")
+            found = self.data.by_number(repo, family, number)
+            if found is None or (repo, found["_kind"]) in self.data.disabled:
+                what = "an issue or pull request" if family == "issue" else "a Discussion"
+                raise GraphQLFieldError(
+                    f"Could not resolve to {what} with the number of {number}.", "NOT_FOUND")
+            return found
+
+        return resolve
 
     def _rate_limit(self, info: Any = None, **_: Any) -> dict[str, Any]:
         return {"cost": 1, "remaining": self.remaining, "limit": self.limit,
@@ -428,6 +497,11 @@ class FakeGraphQL:
         value = source.get(info.field_name) if isinstance(source, dict) else getattr(source, info.field_name, None)
         if callable(value):
             return value(info, **args)
+        if (info.field_name == "stateReason" and value == "DUPLICATE"
+                and source.get("__typename") == "Issue" and not args.get("enableDuplicate")):
+            # GitHub's schema: an issue's DUPLICATE only `(enableDuplicate: true)`; asked
+            # without it, GitHub answers a duplicate close as NOT_PLANNED.
+            return "NOT_PLANNED"
         return value
 
     def __call__(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -447,7 +521,11 @@ class FakeGraphQL:
         )
         out: dict[str, Any] = {"data": result.data}
         if result.errors:
-            out["errors"] = [{"message": e.message, "path": e.path} for e in result.errors]
+            out["errors"] = [
+                {"message": e.message, "path": e.path,
+                 **({"type": e.original_error.type}
+                    if getattr(e.original_error, "type", None) else {})}
+                for e in result.errors]
         for index, node_id in self._not_found:
             out.setdefault("errors", []).append({
                 "type": "NOT_FOUND", "path": ["nodes", index],

@@ -203,3 +203,34 @@ def test_every_fact_shown_agrees_with_shared_catalog(shared_dir: Path) -> None:
                     if mine_fields != theirs:
                         wrong.append((m["id"], fw, o.name, mine_fields, theirs))
     assert not wrong, wrong
+
+
+# A pasted configuration must not read as "already set" for a method it does not turn on: the
+# catalog's `keys` and `value_hint` (our own fields) say which settings are the method's switch.
+# Each configuration is written for this test; `on` / `off` are method ids.
+@pytest.mark.parametrize(("framework", "config", "on", "off"), [
+    # TIS in verl: one float threshold truncates; IcePop is a 'lower_upper' threshold string
+    ("verl", "algorithm.rollout_correction.rollout_is=token\n"
+             "algorithm.rollout_correction.rollout_is_threshold=2.0\n", {"tis"}, {"icepop"}),
+    ("verl", "algorithm.rollout_correction.rollout_is=token\n"
+             "algorithm.rollout_correction.rollout_is_threshold='0.5_5.0'\n", {"icepop"}, set()),
+    # NeMo-RL's DAPO overlong shaping shares reward_shaping.enabled with the truncation penalty,
+    # whose switch is stop_properly_penalty_coef (null by default: off)
+    ("nemo-rl", "grpo.reward_shaping.enabled=true\ngrpo.reward_shaping.overlong_buffer_length=512\n",
+     {"overlong-reward-shaping"}, {"truncation-penalty"}),
+    ("nemo-rl", "grpo.reward_shaping.enabled=true\n"
+                "grpo.reward_shaping.stop_properly_penalty_coef=0.0\n", {"truncation-penalty"}, set()),
+    # AReaL's plain GRPO normalises by the group mean and std; Dr. GRPO nulls the std level
+    ("areal", "actor:\n  reward_norm:\n    mean_level: group\n    std_level: group\n",
+     {"grpo"}, {"dr-grpo"}),
+    ("areal", "actor:\n  reward_norm:\n    mean_level: group\n    std_level: null\n",
+     {"dr-grpo"}, {"grpo"}),
+])
+def test_a_config_reads_as_set_only_for_the_methods_it_turns_on(
+        framework: str, config: str, on: set[str], off: set[str]) -> None:
+    from analyzers.setup_config import parse_setup
+
+    found = parse_setup(config, framework)["options"]
+    enabled = {m for m, v in found.items() if v["enabled"]}
+    assert on <= enabled, (on - enabled, found)
+    assert not off & enabled, (off & enabled, found)

@@ -5,7 +5,7 @@ GraphQL sync through the one fake GitHub server (GitHub's schema), agreeing on o
 - Discussion comments are numbered by GitHub apart from issue comments: one of each with the
   same id are two comments (kind `discussion_comment` in the store; the contract record says
   `comment`, as before).
-- A review comment keeps the file it is on (`path`); the contract record leaves it out.
+- A review comment keeps the file it is on (`path`), given in the record as an optional key.
 - A discussion keeps whether an answer was chosen, by whom, and its category.
 """
 
@@ -160,13 +160,14 @@ async def test_a_discussion_comment_seen_by_webhook_and_sync_is_one_row(
 # ---- 2. review comments keep their file --------------------------------------------------
 async def test_a_review_comment_keeps_its_file(ctx: Any, shared_dir: Path) -> None:
     """`pull_request_review_comment` names the file the remark is on (`path`): it was thrown
-    away. Stored now; the contract record (what the analyzers read) is unchanged."""
+    away. Stored now, and given in the record (an optional key the review analyzer reads;
+    tests/test_review_inputs.py)."""
     payload = shared(shared_dir, "pull_request_review_comment/created.json")
     await dispatch(ctx, "pull_request_review_comment", payload)
     [row] = await comment_rows(ctx)
     assert (row.kind, row.path) == ("review_comment", "README.md")
     [comment] = (await record(ctx, HELLO, 2))["comments"]
-    assert "path" not in comment and comment["kind"] == "review_comment"
+    assert (comment["path"], comment["kind"]) == ("README.md", "review_comment")
     # A payload without the key leaves it alone.
     thin = copy.deepcopy(payload)
     thin["action"] = "edited"

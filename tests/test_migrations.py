@@ -297,3 +297,19 @@ def test_0014_forgets_the_repositories_the_inbox_last_called_private(db_url: str
     assert asyncio.run(_execute(
         db_url, "SELECT full_name FROM repositories WHERE private")) == [("o/secret",)]
     assert schema_differences(db_url) == []
+
+
+def test_0015_comment_minimized_goes_down_and_up(db_url: str) -> None:
+    """Why GitHub hides a comment (review 59): dropped on the way down, empty again on the way
+    up (the next sync fills it); the comments are kept."""
+    asyncio.run(_execute(db_url, "INSERT INTO threads (id, repo, number, kind, title, state, labels, "
+                                 "assignees, complete, muted, stored_at) VALUES (1, 'o/r', 1, 'issue', "
+                                 "'t', 'open', '[]', '[]', true, false, CURRENT_TIMESTAMP)"))
+    asyncio.run(_execute(db_url, "INSERT INTO comments (id, thread_id, kind, github_id, body, "
+                                 "minimized_reason) VALUES (5, 1, 'comment', 9, 'spam', 'spam')"))
+    command.downgrade(migrate.alembic_config(db_url), "0014")
+    assert "minimized_reason" not in columns(db_url, "comments")
+    migrate.upgrade(db_url)
+    assert asyncio.run(_execute(db_url, "SELECT id, body, minimized_reason FROM comments")) == [
+        (5, "spam", None)]
+    assert schema_differences(db_url) == []

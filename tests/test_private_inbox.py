@@ -186,7 +186,7 @@ async def test_an_emptied_delivery_is_listed_and_cannot_be_requeued(
     _keeps_no_text(row_now)
 
 
-def test_migration_0015_empties_what_the_inbox_kept_of_private_repositories(db_url: str) -> None:
+def test_migration_0016_empties_what_the_inbox_kept_of_private_repositories(db_url: str) -> None:
     """Deliveries stored before this fix: the finished ones whose payload says private, or
     whose repository's row is marked private, keep no payload after the upgrade (a failed
     one's error its first line); a pending one (the worker empties it when it finishes it)
@@ -196,7 +196,7 @@ def test_migration_0015_empties_what_the_inbox_kept_of_private_repositories(db_u
     from bot.store import migrate
     from tests.test_migrations import _execute
 
-    command.downgrade(migrate.alembic_config(db_url), "0014")
+    command.downgrade(migrate.alembic_config(db_url), "0015")
 
     def payload(repo: str, private: bool) -> str:
         return json.dumps({"action": "opened", "repository": {"full_name": repo, "private": private},

@@ -32,17 +32,18 @@ FRAGMENTS: dict[str, str] = {
     "PageFields": "fragment PageFields on PageInfo { hasNextPage endCursor }",
     "CommentFields": """
 fragment CommentFields on IssueComment {
-  id databaseId body createdAt updatedAt authorAssociation
+  id databaseId body createdAt updatedAt authorAssociation isMinimized minimizedReason
   author { ...ActorFields }
 }""",
     "ReviewCommentFields": """
 fragment ReviewCommentFields on PullRequestReviewComment {
-  id databaseId body createdAt updatedAt authorAssociation path
+  id databaseId body createdAt updatedAt authorAssociation path isMinimized minimizedReason
   author { ...ActorFields }
 }""",
     "ReviewFields": """
 fragment ReviewFields on PullRequestReview {
   id databaseId body state createdAt submittedAt updatedAt authorAssociation
+  isMinimized minimizedReason
   author { ...ActorFields }
   comments(first: $nestedReviewComments) {
     pageInfo { ...PageFields }
@@ -52,6 +53,7 @@ fragment ReviewFields on PullRequestReview {
     "DiscussionCommentFields": """
 fragment DiscussionCommentFields on DiscussionComment {
   id databaseId body createdAt updatedAt authorAssociation deletedAt
+  isMinimized minimizedReason
   author { ...ActorFields }
 }""",
     "DiscussionCommentWithReplies": """
@@ -64,7 +66,7 @@ fragment DiscussionCommentWithReplies on DiscussionComment {
 }""",
     "IssueFields": """
 fragment IssueFields on Issue {
-  __typename id databaseId number title body url state stateReason
+  __typename id databaseId number title body url state stateReason(enableDuplicate: true)
   createdAt updatedAt closedAt authorAssociation
   author { ...ActorFields }
   labels(first: 50) { nodes { name } }
@@ -111,6 +113,10 @@ fragment DiscussionFields on Discussion {
   }
 }""",
 }
+
+# An issue's stateReason is asked with enableDuplicate: without it GitHub answers an issue
+# closed as a duplicate NOT_PLANNED, where REST and the webhooks say `duplicate` (the review
+# state reads a duplicate close as closed_other, a not_planned one from its comments).
 
 # Which fragment each stream kind selects, and the repository connection it pages.
 STREAMS: dict[str, tuple[str, str]] = {
@@ -214,6 +220,41 @@ def build_sync_query(
     return _with_fragments(header + " {\n  " + body_parts + "\n}"), variables
 
 
+@dataclass(frozen=True)
+class CheckSlot:
+    kind: str  # issue | pull_request | discussion (the stored thread's)
+    number: int
+
+
+# What a check reads of a thread asked by number: where GitHub has it now (a thread transferred
+# away answers from its new repository, under its new number).
+_CHECKED = "number url repository { nameWithOwner isPrivate }"
+
+
+def build_check_query(owner: str, name: str, slots: list[CheckSlot]) -> tuple[str, dict[str, Any]]:
+    """One request asking about stored threads of one repository by number: the repository
+    aliased r, the threads t0.. (`issueOrPullRequest` for issues and pull requests,
+    `discussion` for discussions). GitHub answers null with a NOT_FOUND error for a thread
+    deleted, and for every one of a feature turned off (hasIssuesEnabled,
+    hasDiscussionsEnabled: asked too). Returns (doc, vars)."""
+    decls = ["$o: String!", "$n: String!"]
+    variables: dict[str, Any] = {"o": owner, "n": name}
+    parts: list[str] = []
+    for k, slot in enumerate(slots):
+        decls.append(f"$m{k}: Int!")
+        variables[f"m{k}"] = int(slot.number)
+        if slot.kind == "discussion":
+            parts.append(f"t{k}: discussion(number: $m{k}) {{ __typename {_CHECKED} }}")
+        else:
+            parts.append(f"t{k}: issueOrPullRequest(number: $m{k}) {{ __typename "
+                         f"... on Issue {{ {_CHECKED} }} ... on PullRequest {{ {_CHECKED} }} }}")
+    body = "\n    ".join(parts)
+    doc = (f"query Check({', '.join(decls)}) {{\n  {RATE_LIMIT}\n"
+           f"  r: repository(owner: $o, name: $n) {{\n    nameWithOwner hasIssuesEnabled "
+           f"hasDiscussionsEnabled\n    {body}\n  }}\n}}")
+    return doc, variables
+
+
 RECEPTION_QUERY = """
 query Reception($ids: [ID!]!) {
   rateLimit { cost remaining resetAt limit }
@@ -246,4 +287,6 @@ def example_documents() -> list[tuple[str, str]]:
         [ContinuationSlot("X", t, f, None) for t, f in CONTINUATIONS],
     )
     docs.append(("mixed", mixed))
+    check, _ = build_check_query("o", "n", [CheckSlot(k, 1) for k in STREAMS])
+    docs.append(("check", check))
     return docs

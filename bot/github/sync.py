@@ -17,6 +17,12 @@ Crash safety: a thread is written only once all of its continuations arrived, an
 cursor (SyncCursor.cursor) moves past a page only when every thread of that page is written,
 in the same transaction. A crash re-fetches at most the pages in flight.
 
+Threads gone on GitHub without a webhook (deleted, transferred away): once a stream's listing
+ran to its end, the stored threads it did not return are asked about by number
+(Syncer._check_unlisted): NOT_FOUND deletes one, an answer from another repository moves it,
+through the webhook path's store functions (delete_thread, move_thread); absence alone, or
+any other answer, deletes nothing.
+
 Records are the webhook path's: bots get the `[bot]` suffix REST uses, "" becomes None, and
 everything is written through bot.store.threads.upsert_thread / upsert_comment, then analysed
 through bot.pipeline.thread_changed(trigger="sync").
@@ -40,8 +46,10 @@ from analyzers.catalog import canonical_repo, framework_id
 from bot.github.queries import (
     CONTINUATIONS,
     PAGE_MAX,
+    CheckSlot,
     ContinuationSlot,
     StreamSlot,
+    build_check_query,
     build_sync_query,
 )
 from bot.store.installations import silenced_installations
@@ -52,8 +60,10 @@ from bot.store.threads import (
     COMMENT_FIELDS,
     COMMENT_TIMES,
     comment_grave,
+    delete_thread,
     graves,
     is_buried,
+    move_thread,
     storable_text,
     thread_grave,
     upsert_comment,
@@ -71,6 +81,7 @@ RATE_LIMIT_RESERVE = 100  # points left for webhooks and comments; below it, wai
 GRAPHQL_ATTEMPTS = 4  # consecutive requests answered with GraphQL errors before giving up
 RATE_LIMIT_WAITS = 5  # rate-limit answers waited out in a row before giving up
 MIN_THREADS_PER_REQUEST = 10
+CHECKS_PER_REQUEST = 100  # stored threads asked about by number in one request
 
 SleepFn = Callable[[float], Awaitable[None]]
 ChangedFn = Callable[[str, int], Awaitable[object]]
@@ -189,6 +200,16 @@ COMMENT_KINDS = {
 }
 
 
+def minimized_reason(node: dict[str, Any]) -> str | None:
+    """Why GitHub shows a comment hidden, as GraphQL's minimizedReason documents it (lower
+    case, `off-topic`; the MinimizeComment input's OFF_TOPIC spelled so too), "unknown" when
+    hidden without one; None when shown."""
+    if not node.get("isMinimized"):
+        return None
+    reason = str(node.get("minimizedReason") or "").strip().lower().replace("_", "-")
+    return reason[:32] or "unknown"
+
+
 def comment_from_node(node: dict[str, Any], typename: str) -> dict[str, Any] | None:
     """A GraphQL comment-like node -> comment record; None for what webhooks never store."""
     if typename == "PullRequestReview" and node.get("state") == "PENDING":
@@ -207,6 +228,7 @@ def comment_from_node(node: dict[str, Any], typename: str) -> dict[str, Any] | N
         "created_at": node.get("createdAt"),
         "updated_at": node.get("updatedAt"),
     }
+    record["minimized_reason"] = minimized_reason(node)
     if typename == "PullRequestReviewComment":
         record["path"] = node.get("path") or None  # the file the remark is on
     if typename == "PullRequestReview":
@@ -233,7 +255,7 @@ def new_comment_values(thread_id: int, record: dict[str, Any]) -> dict[str, Any]
                            "github_id": int(record["github_id"]), "thread_id": thread_id}
     for key in COMMENT_FIELDS:
         value = record.get(key)
-        if key in ("author_association", "path"):
+        if key in ("author_association", "path", "minimized_reason"):
             value = value or None
         if key == "body":
             value = storable_text(value or "")
@@ -264,6 +286,9 @@ class Stream:
     closed: bool = False  # final cursor state written
     at_mark: set[int] = field(default_factory=set)  # stored threads updated at stop_at
     hold: datetime | None = None  # the oldest time of a thread the database refused
+    seen: set[int] = field(default_factory=set)  # numbers its listing returned in this pass
+    fresh: bool = False  # a backfill that lists from the newest thread in this pass
+    checked: bool = False  # its stored threads the listing did not return were asked about
 
     @property
     def mark(self) -> datetime | None:
@@ -320,6 +345,11 @@ class SyncStats:
     failed_streams: list[str] = field(default_factory=list)
     # threads stored but not acted on (on_changed raised): {"thread": "owner/repo#N", "error"}
     failed_threads: list[dict[str, str]] = field(default_factory=list)
+    # stored threads the listing did not return, asked about (`Syncer._check_unlisted`);
+    # of them, deleted (GitHub: NOT_FOUND) and moved (GitHub has them in another repository)
+    checked: int = 0
+    deleted: int = 0
+    moved: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -329,6 +359,7 @@ class SyncStats:
             "waited_for_rate_limit": round(self.waited_for_rate_limit, 1),
             "repos": dict(self.repos), "failed_streams": list(self.failed_streams),
             "failed_threads": [dict(f) for f in self.failed_threads],
+            "checked": self.checked, "deleted": self.deleted, "moved": self.moved,
         }
 
 
@@ -409,8 +440,13 @@ class Syncer:
     async def _load_streams(self) -> None:
         async with self.ctx.sessionmaker() as session:
             silenced = await silenced_installations(session)
-            for repo in self.repos:
+            for repo in dict.fromkeys(self.repos):
                 installation_id = None
+                if any(s.repo.lower() == repo.lower() for s in self.streams):
+                    # named twice (in two spellings, or repeated): two streams of a kind read
+                    # the same threads, and one replaced the other's pending thread under the
+                    # same key (that thread and its comments were never stored)
+                    continue
                 # The stored row's spelling: `--repo codertocat/hello-world` for an installed
                 # Codertocat/Hello-World made a second row and cursors, and a new backfill.
                 row = await session.scalar(select(Repository).where(
@@ -448,6 +484,7 @@ class Syncer:
                         stream = Stream(repo, kind, installation_id, cur.cursor, True, None,
                                         cur.updated_since if cur.cursor else None)
                         stream.committed = cur.cursor
+                        stream.fresh = cur.cursor is None
                     self.streams.append(stream)
             await session.commit()
 
@@ -637,6 +674,7 @@ class Syncer:
             if not node:
                 self._null_thread(stream, nodes[k + 1:], where, k)
                 continue
+            stream.seen.add(int(node["number"]))
             updated = parse_datetime(node.get("updatedAt"))
             if stream.high_water is None and stream.after is None:
                 stream.high_water = updated  # the newest thread: this pass's mark
@@ -922,6 +960,7 @@ class Syncer:
         # again (it was updated after this pass's mark).
         stale = _newer(before, record.get("updated_at"))
         written = 0
+        rehide = False
         stored: dict[tuple[str, int], Comment] = {}
         if existing is not None:
             rows = await session.scalars(select(Comment).where(Comment.thread_id == existing.id))
@@ -942,10 +981,14 @@ class Syncer:
                 # read it: the stored review may be an edit made since; it is kept.
                 continue
             same_time = "updated_at" not in comment or old.updated_at == parse_datetime(comment["updated_at"])
-            if (old.thread_id == thread.id and same_time
+            hidden = old.minimized_reason != comment.get("minimized_reason")
+            if (old.thread_id == thread.id and same_time and not hidden
                     and (old.body or "") == storable_text(comment["body"])
                     and old.path == comment.get("path")):
                 continue  # unchanged: no write (a row stored before 0013 gets its path)
+            # Hidden or shown again on GitHub changes what the analyzers are given, and
+            # moves no time of the thread's: analysed again.
+            rehide |= hidden
             await upsert_comment(session, thread, comment)
             self.stats.comments += 1
             written += 1
@@ -956,7 +999,7 @@ class Syncer:
         if gone:
             # Deleted on GitHub while no webhook told us (or the app is not installed there).
             await session.execute(delete(Comment).where(Comment.id.in_(gone)))
-        return existing is None or before != thread.updated_at or bool(gone)
+        return existing is None or before != thread.updated_at or bool(gone) or rehide
 
     async def _store_cursor(self, session: Any, s: Stream) -> None:
         if s.closed:
@@ -1094,6 +1137,139 @@ class Syncer:
             total = sum(s.total or 0 for s in self.streams if s.backfill) or None
             self.progress.update(self.stats.threads, total, self.stats)
             await self._pace(data.get("rateLimit"))
+        await self._check_unlisted(installation_id)
+
+    # ------------------------------------------------------------------ gone threads
+    async def _check_unlisted(self, installation_id: int | None) -> None:
+        """Stored threads the listing did not return, asked about one by one (by number, a
+        hundred a request): GitHub answering NOT_FOUND deletes one (delete_thread, as an
+        `issues.deleted` delivery does), answering from another repository moves it there
+        (move_thread, as `issues.transferred` does; to a private one, it leaves as deleted).
+
+        Absence alone deletes nothing: only a stream whose listing ran to its end without a
+        failure is checked, and a thread GitHub answers anything else for (FORBIDDEN, a
+        timeout, null without an error) is kept and listed in `failed_threads`. Which streams:
+        a backfill that listed from the newest thread in this pass (`--full`, a first run):
+        every stored thread it did not return (one updated while it paged moved ahead of its
+        cursor: GitHub still has it, it stays); a refresh (or a backfill resumed from a
+        cursor), which lists only what changed: when GitHub counts fewer threads of the kind
+        than are stored (`totalCount`), the stored ones it did not return."""
+        for s in self.streams:
+            if (s.installation_id != installation_id or s.checked or not s.done or s.failed
+                    or not s.requests or any(pt.stream is s for pt in self.pending.values())):
+                continue
+            async with self.ctx.sessionmaker() as session:
+                stored = set(await session.scalars(select(Thread.number).where(
+                    func.lower(Thread.repo) == s.repo.lower(), Thread.kind == s.kind)))
+            if not (s.backfill and s.fresh) and (s.total is None or len(stored) <= s.total):
+                s.checked = True
+                continue
+            todo = sorted(stored - s.seen)
+            try:
+                for i in range(0, len(todo), CHECKS_PER_REQUEST):
+                    if not await self._check(s, todo[i:i + CHECKS_PER_REQUEST], installation_id):
+                        break
+            except _Refused:
+                raise  # asked again with GITHUB_TOKEN (run), the stream not marked checked
+            s.checked = True
+
+    async def _check(self, s: Stream, numbers: list[int], installation_id: int | None) -> bool:
+        """One request about `numbers` of stream `s`, and what it tells applied. False when
+        the request failed for good (recorded): the stream's other threads are not asked."""
+        import gidgethub
+
+        owner, name = s.owner_name
+        query, variables = build_check_query(owner, name, [CheckSlot(s.kind, n) for n in numbers])
+        failures = 0
+        while True:
+            try:
+                data = await self._request(query, variables, installation_id)
+                break
+            except _Transient as exc:
+                failures += 1
+                if failures >= GRAPHQL_ATTEMPTS:
+                    return self._check_failed(s, str(exc))
+                await self.sleep(min(60.0, 2.0 ** failures))
+            except gidgethub.BadRequest as exc:
+                return self._check_failed(s, f"{int(exc.status_code)} {exc}")
+        self.stats.checked += len(numbers)
+        repo_data = data.get("r")
+        if not repo_data:
+            return self._check_failed(s, _messages({"errors": self.errors}) or "repository not found")
+        feature = {"issue": "hasIssuesEnabled", "discussion": "hasDiscussionsEnabled"}.get(s.kind)
+        if feature is not None and repo_data.get(feature) is False:
+            # GitHub hides them all (NOT_FOUND by number) until the feature is on again:
+            # deleted, and noted as deleted, they were never stored again
+            return self._check_failed(s, f"{s.kind.replace('_', ' ')}s are turned off in the "
+                                         "repository on GitHub: nothing is deleted")
+        here = {s.repo.lower(), str(repo_data.get("nameWithOwner") or s.repo).lower()}
+        gone: list[int] = []
+        moved: list[tuple[int, dict[str, Any]]] = []
+        for k, number in enumerate(numbers):
+            node = repo_data.get(f"t{k}")
+            errors = [e for e in self.errors if isinstance(e.get("path"), list)
+                      and e["path"][:2] == ["r", f"t{k}"]]
+            if node is None:
+                if errors and all(e.get("type") == "NOT_FOUND" for e in errors):
+                    gone.append(number)  # deleted on GitHub
+                    continue
+                message = "; ".join(dict.fromkeys(
+                    (str(e.get("type") or "") + ": " + str(e.get("message") or "GraphQL error"))
+                    .removeprefix(": ") for e in errors)) or "GitHub answered null"
+                self._kept(s, number, message)
+                continue
+            where = (node.get("repository") or {})
+            if not where.get("nameWithOwner") or str(where["nameWithOwner"]).lower() in here:
+                continue  # still there (updated while the listing paged, or stored meanwhile)
+            if where.get("isPrivate"):
+                gone.append(number)  # transferred to a private repository: it leaves as deleted
+            else:
+                moved.append((number, node))
+        if not (gone or moved):
+            await self._pace(data.get("rateLimit"))
+            return True
+        changed: list[tuple[str, int]] = []
+        try:
+            async with self.ctx.sessionmaker() as session:
+                deleted = 0
+                for number in gone:
+                    deleted += await delete_thread(session, s.repo, number, s.kind)
+                for number, node in moved:
+                    repo = canonical_repo(str(node["repository"]["nameWithOwner"]))
+                    new = {"id": f"{repo}#{int(node['number'])}", "repo": repo,
+                           "number": int(node["number"]), "kind": s.kind}
+                    if node.get("url"):
+                        new["url"] = node["url"]
+                    thread = await move_thread(session, s.repo, number, new, {"kind": s.kind})
+                    changed.append((thread.repo, thread.number))
+                await session.commit()
+        except SQLAlchemyError as exc:
+            for number in gone + [n for n, _ in moved]:
+                self._kept(s, number, f"{type(exc).__name__}: {_first_line(exc)}")
+            return True
+        self.stats.deleted += deleted
+        self.stats.moved += len(moved)
+        for number in gone:
+            log.info("sync: %s#%s is gone on GitHub: deleted", s.repo, number)
+        for (number, _), (repo, new_number) in zip(moved, changed, strict=True):
+            log.info("sync: %s#%s is %s#%s now on GitHub: moved", s.repo, number, repo, new_number)
+        if self.on_changed is not None:
+            for repo, number in changed:
+                await self._act_on(repo, number)
+        await self._pace(data.get("rateLimit"))
+        return True
+
+    def _kept(self, s: Stream, number: int, message: str) -> None:
+        """A stored thread the listing did not return and GitHub did not answer for: kept."""
+        self.stats.failed_threads.append({"thread": f"{s.repo}#{number}", "error": message[:500]})
+        log.error("sync: %s#%s was not listed and GitHub did not say whether it is gone (%s); "
+                  "it is kept", s.repo, number, message[:500])
+
+    def _check_failed(self, s: Stream, message: str) -> bool:
+        what = f"{s.repo} {s.kind} (stored threads the listing did not return)"
+        self.stats.failed_threads.append({"thread": what, "error": message[:500]})
+        log.error("sync: %s were not checked (%s); nothing of them is deleted", what, message[:500])
+        return False
 
     async def _private(self, stream: Stream, repo_data: dict[str, Any] | None) -> bool:
         """A repository GitHub calls private (`isPrivate`): none of its pages is taken, its

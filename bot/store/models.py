@@ -145,6 +145,9 @@ class Comment(Base):
     author_is_bot: Mapped[bool | None] = mapped_column(Boolean)
     body: Mapped[str] = mapped_column(Text, default="")
     path: Mapped[str | None] = mapped_column(Text)  # review comments: the file it is on (0013)
+    # Why GitHub shows it hidden (spam, abuse, off-topic, outdated, resolved, duplicate); None:
+    # shown, or not known (webhooks do not say; the sync reads it). 0015.
+    minimized_reason: Mapped[str | None] = mapped_column(String(32))
     created_at: Mapped[datetime | None]
     updated_at: Mapped[datetime | None]
     thread: Mapped[Thread] = relationship(back_populates="comments")

@@ -382,7 +382,7 @@ def _empty_deliveries_of(conn: Any, name: str) -> None:
 
 def empty_private_inbox(conn: Any) -> int:
     """The finished deliveries stored before review59 whose repository is marked private, or
-    whose payload says private, keep no payload (migration 0015). Returns how many."""
+    whose payload says private, keep no payload (migration 0016). Returns how many."""
     t = Delivery.__table__
     said = [rid for rid, raw in conn.execute(select(t.c.id, t.c.payload).where(
         t.c.status.in_(FINISHED), or_(t.c.payload.like('%"private":true%'),

@@ -2,7 +2,8 @@
 
 A *thread record* is the contract shape of ../shared/contracts/README.md (`thread`), plus the
 optional keys `github_id`, `node_id`, `updated_at`, `assignees` (and, for discussions,
-`answered`, `answer_chosen_by`, `category`; for review comments `path`). Webhook handlers and
+`answered`, `answer_chosen_by`, `category`; for review comments `path`; for comments GitHub
+shows hidden `minimized_reason`). Webhook handlers and
 the GraphQL sync both write through `upsert_thread` / `upsert_comment`, so the two paths give
 identical rows.
 
@@ -10,7 +11,10 @@ Comments are keyed (kind, GitHub id): GitHub numbers issue comments, reviews, re
 and discussion comments apart, so each is a kind of its own here (`discussion_comment` for
 the comments and replies of discussions). What leaves the store as a contract record
 (`thread_record`) is the contract's shape: a discussion comment is a `comment` there, and the
-keys the contract does not name (`path`, `answered`, `category`) stay out.
+keys the contract does not name stay out (`answered`, `category`), but for two optional
+comment keys the contract's "add optional keys" allows: a review comment's `path` (the review
+analyzer reads it) and `minimized_reason` (read by bot.analysis.analysis_input, never given to
+the analyzers).
 """
 
 from __future__ import annotations
@@ -18,11 +22,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, insert, select
+from sqlalchemy import bindparam, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.store.db import dialect_insert
 from bot.store.models import Comment, Deletion, Thread
+from bot.store.repositories import follow_transfer
 from bot.store.types import format_datetime, parse_datetime, utcnow
 
 THREAD_FIELDS = (
@@ -31,7 +36,8 @@ THREAD_FIELDS = (
     "complete", "answered", "answer_chosen_by", "category",
 )
 THREAD_TIMES = ("created_at", "updated_at", "closed_at")
-COMMENT_FIELDS = ("node_id", "author", "author_association", "author_is_bot", "body", "path")
+COMMENT_FIELDS = ("node_id", "author", "author_association", "author_is_bot", "body", "path",
+                  "minimized_reason")
 # The stored kinds the contract names otherwise (its comment kinds: comment, review,
 # review_comment).
 CONTRACT_KINDS = {"discussion_comment": "comment"}
@@ -155,7 +161,7 @@ def comment_values(record: dict[str, Any]) -> dict[str, Any]:
     for key in COMMENT_FIELDS:
         if key in record:
             value = record[key]
-            if key in ("author_association", "path"):
+            if key in ("author_association", "path", "minimized_reason"):
                 value = _blank_to_none(value)
             if key == "body":
                 value = storable_text(value or "")
@@ -226,13 +232,20 @@ def _known(record: dict[str, Any], **optional: Any) -> dict[str, Any]:
 
 
 def comment_record(comment: Comment) -> dict[str, Any]:
+    """A comment as the contract shapes it, plus two optional keys when known: `path`, the
+    file a review comment is on (the review analyzer reads it: a remark asking a change of a
+    code file is a design concern, of a docs or tests file a tests_or_docs one, as the
+    labelled threads give it on the remark's `path:line` first line), and `minimized_reason`,
+    why GitHub shows it hidden (bot.analysis.analysis_input leaves out those hidden as spam,
+    abuse or off-topic, and gives the analyzers no such key)."""
     return _known({
         "author": comment.author,
         "author_association": comment.author_association,
         "created_at": format_datetime(comment.created_at),
         "body": comment.body or "",
         "kind": CONTRACT_KINDS.get(comment.kind, comment.kind),
-    }, author_is_bot=comment.author_is_bot)
+    }, author_is_bot=comment.author_is_bot, path=comment.path,
+        minimized_reason=comment.minimized_reason)
 
 
 def thread_record(thread: Thread, comments: list[Comment]) -> dict[str, Any]:
@@ -306,3 +319,58 @@ def is_buried(found: dict[str, datetime | None], key: str, created_at: Any = Non
         return False
     grave, created = found[key], parse_datetime(created_at)
     return grave is None or created is None or created <= grave
+
+
+# ---- a thread gone from its place: deleted, or transferred to another repository ------------
+# One way to do each, for the webhook path (issues.deleted, discussion.deleted,
+# issues.transferred, discussion.transferred) and for the sync (a stored thread its listing
+# no longer returned, which GitHub then answered NOT_FOUND for, or at another repository).
+async def delete_thread(session: AsyncSession, repo: str, number: int, kind: str | None = None,
+                        created_at: Any = None) -> bool:
+    """The thread `repo`#`number` of `kind` (None: the stored one's, else an issue) is
+    deleted on GitHub: noted (Deletion, so no late delivery or sync stores it again) and its
+    row deleted, its comments and analysis with it (ON DELETE CASCADE). `created_at`: the
+    deleted thread's, when nothing of it is stored. True when a stored row was deleted."""
+    thread = await get_thread(session, repo, number)
+    grave = thread_grave(repo, number, str(kind or getattr(thread, "kind", None) or "issue"))
+    if thread is not None and grave != thread_grave(thread.repo, thread.number, thread.kind):
+        # Issues and discussions share numbers (a converted issue keeps its own): the issue
+        # deleted is not the discussion stored under its number.
+        thread = None
+    await bury(session, grave, thread.created_at if thread is not None
+               else parse_datetime(created_at))
+    if thread is None:
+        return False
+    await session.execute(delete(Thread).where(Thread.id == thread.id))
+    return True
+
+
+async def move_thread(session: AsyncSession, old_repo: str, old_number: int,
+                      new: dict[str, Any], gone: dict[str, Any] | None = None) -> Thread:
+    """Apply a transfer: the stored thread (with its comments, which GitHub moves too) goes to
+    its new repository and number (`new`: its record there, at least repo, number and kind);
+    if the new place is already stored, comments join it. The former place is noted as empty
+    for good, and the app's actions follow (follow_transfer). `gone`: the thread at the
+    former place, as a payload shows it (else the new place's record stands for it)."""
+    old = await get_thread(session, old_repo, old_number)
+    target = await get_thread(session, new["repo"], new["number"])
+    was = gone or new
+    await bury(session, thread_grave(old_repo, old_number, str(was["kind"])),
+               old.created_at if old is not None else parse_datetime(was.get("created_at")))
+    await follow_transfer(session, old.repo if old is not None else old_repo,
+                          old_number, new["repo"], int(new["number"]))
+    if old is not None and target is None:
+        old.repo, old.number = new["repo"], int(new["number"])
+        await session.flush()
+        return await upsert_thread(session, new)
+    if target is None:
+        record = dict(new)
+        record["complete"] = False  # its history is elsewhere
+        return await upsert_thread(session, record)
+    if old is not None and old.id != target.id:
+        await session.execute(
+            update(Comment).where(Comment.thread_id == old.id).values(thread_id=target.id)
+        )
+        await session.execute(delete(Thread).where(Thread.id == old.id))
+        target.complete = bool(target.complete and old.complete)
+    return await upsert_thread(session, new)

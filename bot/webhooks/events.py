@@ -39,25 +39,26 @@ from typing import Any, TypeVar
 import gidgethub
 from gidgethub import sansio
 from gidgethub.routing import Router
-from sqlalchemy import delete, select, update
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.github.client import refused_for_good
 from bot.store.models import Comment, Repository, Thread
 from bot.store.privacy import lock_repositories
-from bot.store.repositories import follow_transfer
 from bot.store.threads import (
     bury,
     comment_grave,
     comment_values,
     delete_comment,
+    delete_thread,
     get_comments,
     get_thread,
     get_threads,
     graves,
     insert_new,
     is_buried,
+    move_thread,
     thread_grave,
     thread_values,
     upsert_comment,
@@ -68,7 +69,6 @@ from bot.webhooks.installations import canonical_repo, ensure_installation, upse
 from bot.webhooks.normalize import (
     Change,
     PayloadError,
-    Transfer,
     change_from_payload,
     comment_from_review,
 )
@@ -419,37 +419,6 @@ async def _store_comment(session: AsyncSession, thread: Thread, record: dict[str
         looked.comments[key] = comment
 
 
-async def _move_thread(session: AsyncSession, transfer: Transfer,
-                       gone: dict[str, Any] | None = None) -> Thread:
-    """Apply a transfer: the stored thread (with its comments, which GitHub moves too) goes to
-    its new repository and number; if the new place is already stored, comments join it.
-    The former place is noted as empty for good. `gone`: the thread there, as the payload
-    shows it (else the new place's record stands for it)."""
-    new = transfer.new
-    old = await get_thread(session, transfer.old_repo, transfer.old_number)
-    target = await get_thread(session, new["repo"], new["number"])
-    was = gone or new
-    await bury(session, thread_grave(transfer.old_repo, transfer.old_number, str(was["kind"])),
-               old.created_at if old is not None else parse_datetime(was.get("created_at")))
-    await follow_transfer(session, old.repo if old is not None else transfer.old_repo,
-                          transfer.old_number, new["repo"], int(new["number"]))
-    if old is not None and target is None:
-        old.repo, old.number = new["repo"], int(new["number"])
-        await session.flush()
-        return await upsert_thread(session, new)
-    if target is None:
-        record = dict(new)
-        record["complete"] = False  # its history is elsewhere
-        return await upsert_thread(session, record)
-    if old is not None and old.id != target.id:
-        await session.execute(
-            update(Comment).where(Comment.thread_id == old.id).values(thread_id=target.id)
-        )
-        await session.execute(delete(Thread).where(Thread.id == old.id))
-        target.complete = bool(target.complete and old.complete)
-    return await upsert_thread(session, new)
-
-
 async def _repository(
     session: AsyncSession, payload: Mapping[str, Any], repo: str, seen: set[tuple[Any, ...]] | None
 ) -> str:
@@ -613,28 +582,20 @@ async def apply_change(
         looked = None
     if change.transfer is not None and change.thread is None:
         # `transferred` at the old place: the thread now lives at the new one.
-        moved = await _move_thread(session, change.transfer, change.gone)
+        moved = await move_thread(session, change.transfer.old_repo, change.transfer.old_number,
+                                  change.transfer.new, change.gone)
         return moved.repo, moved.number
     if change.transfer is not None:
         # `opened` at the new place of a transferred thread.
-        moved = await _move_thread(session, change.transfer)
+        moved = await move_thread(session, change.transfer.old_repo, change.transfer.old_number,
+                                  change.transfer.new)
         if change.thread is not None:
             await _store_thread(session, change.thread, opened=False)
         return moved.repo, moved.number
     if change.delete_thread:
-        thread = await get_thread(session, change.repo, change.number)
         gone = change.gone or {}
-        grave = thread_grave(change.repo, change.number,
-                             str(gone.get("kind") or getattr(thread, "kind", "issue")))
-        if thread is not None and grave != thread_grave(thread.repo, thread.number, thread.kind):
-            # Issues and discussions share numbers (a converted issue keeps its own): the
-            # issue deleted is not the discussion stored under its number.
-            thread = None
-        await bury(session, grave, thread.created_at if thread is not None
-                   else parse_datetime(gone.get("created_at")))
-        if thread is not None:
-            # Comments and analysis go with it (ON DELETE CASCADE).
-            await session.execute(delete(Thread).where(Thread.id == thread.id))
+        await delete_thread(session, change.repo, change.number, gone.get("kind"),
+                            gone.get("created_at"))
         return change.repo, change.number
     assert change.thread is not None
     found = await _graves(session, change, looked)

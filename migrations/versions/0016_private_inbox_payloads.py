@@ -11,16 +11,16 @@ attempts and outcome (a failed one's error its first line). Pending ones are emp
 worker when it finishes them. No schema change; the downgrade changes nothing (what was
 emptied stays emptied).
 
-Revision ID: 0015
-Revises: 0014
+Revision ID: 0016
+Revises: 0015
 """
 
 from __future__ import annotations
 
 from alembic import op
 
-revision = "0015"
-down_revision = "0014"
+revision = "0016"
+down_revision = "0015"
 branch_labels = None
 depends_on = None
 

@@ -315,10 +315,14 @@ def payload_kept(raw: str | None) -> bool:
     return raw != EMPTIED_PAYLOAD
 
 
+# In a raw payload, something saying private (GitHub's payloads all carry `"private": false`):
+_SAYS_PRIVATE = re.compile(r'"private"\s*:\s*true|"visibility"\s*:\s*"(?:private|internal)"')
+
+
 def says_private(raw: str) -> bool:
     """Whether a raw payload says its repository is private (`payload_is_private`), parsed
-    only when it names `private` or `internal` at all."""
-    if '"private"' not in raw and '"internal"' not in raw:
+    only when something in it says private at all (the worker asks of every delivery)."""
+    if not _SAYS_PRIVATE.search(raw):
         return False
     try:
         data = json.loads(raw)

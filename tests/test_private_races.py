@@ -275,3 +275,37 @@ async def test_privatized_while_the_sync_reads_a_page_keeps_the_page_out(
         async with ctx.sessionmaker() as session:
             assert list(await session.scalars(select(SyncCursor.repo).where(
                 SyncCursor.repo == SECRET))) == []
+
+
+async def test_privatized_before_a_command_is_recorded_does_nothing_on_github(
+        app_ctx: Any, fake_github: Any) -> None:
+    """`/rltracker ignore` by the issue's author, checked while the repository was public;
+    `privatized` is handled while the app reads the repository's config. On main the command
+    was recorded (an Action naming the private repository's issue) and acknowledged with a
+    reaction on GitHub; with the record refused it still reacted, reading as answered."""
+    from bot.store.models import Action
+    from bot.webhooks.commands import handle_command
+    from tests.test_actions_e2e import VERL, install, open_issue
+
+    await install(app_ctx, fake_github)
+    opened = await open_issue(app_ctx, fake_github, 1)
+    rid = int(opened["repository"]["id"])
+    said = fake_github.add_comment(VERL, 1, "/rltracker ignore", user="alice")
+    payload = {**opened, "action": "created", "comment": {
+        **said, "author_association": "NONE", "user": fake_github.user("alice")}}
+    asked: list[str] = []
+
+    @fake_github.route("GET", r"/repos/[^/]+/[^/]+/contents/.*")
+    async def _config(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        if not asked:
+            asked.append(request.path)
+            await handle_repository(_privatized(VERL, rid), app_ctx)
+        return 404, {"message": "Not Found"}
+
+    outcome = await handle_command(sansio.Event(payload, event="issue_comment",
+                                                delivery_id=str(uuid.uuid4())), app_ctx)
+    assert asked
+    assert fake_github.requests("POST", r"/reactions$") == []
+    async with app_ctx.sessionmaker() as session:
+        assert list(await session.scalars(select(Action.dedupe_key))) == []
+    assert outcome == "private"

@@ -13,7 +13,7 @@ import pytest
 from bot.webhooks.worker import Worker
 from tests.test_actions_e2e import VERL, install, open_issue
 from tests.test_commands import actions, comment_event, discussion_comments_api
-from tests.test_once_on_github import deliver, no_wait, ten_minutes_pass
+from tests.test_once_on_github import a_worker_dies_in, deliver, no_wait, ten_minutes_pass
 
 
 def die_after_github_takes_the_reply(fake: Any, number: int, task: list[Any]) -> None:
@@ -57,12 +57,7 @@ async def test_a_command_reply_posted_as_the_process_died_is_recorded_by_the_ret
     task: list[Any] = []
     die_after_github_takes_the_reply(fake_github, 91, task)
     await deliver(app_ctx, comment_event(command, number=91))
-    first = Worker(app_ctx, backoff=no_wait, lease_seconds=0)
-    task.append(asyncio.create_task(first.process_one()))
-    try:
-        await task[0]
-    except asyncio.CancelledError:
-        pass
+    await a_worker_dies_in(app_ctx, task)
     assert len(replies(fake_github, 91, marker)) == 1
     [row] = await reply_actions(app_ctx)
     assert row.status == "pending"
@@ -123,3 +118,101 @@ async def test_a_discussion_reply_posted_as_the_process_died_is_recorded_by_the_
     [row] = await reply_actions(app_ctx)
     assert row.status == "posted"
     assert (row.comment_node_id, row.comment_id) == (posted[0]["id"], posted[0]["databaseId"])
+
+
+@pytest.mark.parametrize("command,marker", [
+    ("/rltracker methods entropy-collapse", "rltracker:reply-to:"),
+    ("/rltracker rules", "rltracker:reply-to:"),
+    ("/rltracker frobnicate", "rltracker:note-to:"),
+], ids=["methods", "rules", "note"])
+async def test_a_reply_a_maintainer_edited_while_its_claim_waited_is_left_as_they_wrote_it(
+        app_ctx: Any, fake_github: Any, command: str, marker: str) -> None:
+    """As above, and a maintainer edits the reply on GitHub (corrects a line, keeps the app's
+    marker) during the ten minutes before the retry takes the dead run's claim over. On main
+    the reply's text was not recorded with the claim before posting: the retry found the
+    reply by its marker, could not tell the app's text from the maintainer's, and PATCHed its
+    own text back over theirs. The text is now recorded before posting (as the failure
+    comment's is): the retry finds a text the app never wrote, leaves it as it is and records
+    the reply as the app's (`edited_on_github`); nothing posted or edited again."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 92, title="How do I log metrics", body="Which logger?")
+    task: list[Any] = []
+    die_after_github_takes_the_reply(fake_github, 92, task)
+    await deliver(app_ctx, comment_event(command, number=92))
+    await a_worker_dies_in(app_ctx, task)
+    [reply] = replies(fake_github, 92, marker)
+    edited = "Corrected by a maintainer: see the wiki first.\n" + reply["body"]
+    fake_github.comments[reply["id"]]["body"] = edited
+    second = Worker(app_ctx, backoff=no_wait)
+    await second.recover()
+    await second.run_until_idle()
+    await ten_minutes_pass(app_ctx)
+    await second.run_until_idle()
+    assert [c["body"] for c in replies(fake_github, 92, marker)] == [edited]
+    assert not fake_github.requests("PATCH", r"/issues/comments/")
+    assert len(fake_github.requests("POST", r"/issues/92/comments$")) == 1
+    [row] = await reply_actions(app_ctx)
+    assert row.status == "posted" and row.comment_id == reply["id"]
+    assert row.details.get("edited_on_github") is True
+    assert second.counts["failed"] == 0
+
+
+async def test_a_reply_whose_answer_was_lost_and_a_maintainer_edited_is_left_as_they_wrote_it(
+        app_ctx: Any, fake_github: Any) -> None:
+    """GitHub created the `/rltracker methods` reply and answered 502 (not repeated: it may
+    have been created); the attempt failed, the slot given back, and a maintainer edited the
+    reply before the worker's retry. The retry takes a new claim and finds the reply by its
+    marker: on main no text of the failed attempt was recorded, so the retry PATCHed the
+    app's text over the maintainer's. The failed attempt's text is recorded now: the edit is
+    left as it is, the reply recorded as the app's; nothing posted or edited again."""
+    marker = "rltracker:reply-to:"
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 93, title="How do I log metrics", body="Which logger?")
+    lost = [1]
+
+    @fake_github.route("POST", rf"/repos/{VERL}/issues/93/comments$")
+    async def create(fake_: Any, request: Any, match: Any, body: Any) -> Any:
+        comment = fake_.add_comment(VERL, 93, body["body"], f"{fake_.app_slug}[bot]", "Bot")
+        if lost and lost.pop():
+            return 502, {"message": "Server Error"}
+        return 201, {k: v for k, v in comment.items() if not k.startswith("_")}
+
+    await deliver(app_ctx, comment_event("/rltracker methods entropy-collapse", number=93))
+    worker = Worker(app_ctx, backoff=no_wait)
+    assert await worker.process_one() and worker.counts["retry"] == 1
+    [reply] = replies(fake_github, 93, marker)
+    edited = reply["body"].replace("Methods for", "Methods (see also our FAQ) for", 1)
+    assert edited != reply["body"]
+    fake_github.comments[reply["id"]]["body"] = edited
+    assert await worker.run_until_idle() == 1 and worker.counts["done"] == 1
+    assert [c["body"] for c in replies(fake_github, 93, marker)] == [edited]
+    assert not fake_github.requests("PATCH", r"/issues/comments/")
+    assert len(fake_github.requests("POST", r"/issues/93/comments$")) == 1
+    [row] = [a for a in await reply_actions(app_ctx) if a.status == "posted"]
+    assert row.comment_id == reply["id"] and row.details.get("edited_on_github") is True
+
+
+async def test_a_two_command_comment_gets_its_note_after_its_edited_reply_is_adopted(
+        app_ctx: Any, fake_github: Any) -> None:
+    """`/rltracker methods` and `/rltracker rules` in one comment: the methods reply created
+    as the process died, edited by a maintainer while the claim waited. The retry leaves the
+    edit as it is and the command counts as answered: the note saying the second command was
+    not done is posted, once."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 94, title="How do I log metrics", body="Which logger?")
+    task: list[Any] = []
+    die_after_github_takes_the_reply(fake_github, 94, task)
+    await deliver(app_ctx, comment_event(
+        "/rltracker methods entropy-collapse\n/rltracker rules", number=94))
+    await a_worker_dies_in(app_ctx, task)
+    [reply] = replies(fake_github, 94, "rltracker:reply-to:")
+    edited = "Corrected by a maintainer.\n" + reply["body"]
+    fake_github.comments[reply["id"]]["body"] = edited
+    second = Worker(app_ctx, backoff=no_wait)
+    await second.recover()
+    await second.run_until_idle()
+    await ten_minutes_pass(app_ctx)
+    await second.run_until_idle()
+    assert [c["body"] for c in replies(fake_github, 94, "rltracker:reply-to:")] == [edited]
+    assert len(replies(fake_github, 94, "rltracker:note-to:")) == 1
+    assert second.counts["failed"] == 0

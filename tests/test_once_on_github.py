@@ -236,6 +236,30 @@ async def ten_minutes_pass(ctx: Any) -> None:
         await s.commit()
 
 
+async def a_worker_dies_in(ctx: Any, task: list[Any]) -> None:
+    """A worker takes the oldest delivery and its process dies where `task[0]` (its task) is
+    cancelled; then its lease runs out (the next worker takes the delivery: SQLite's `recover`
+    at start, PostgreSQL's claim once the lease has lapsed). A lease of 0 seconds once stood
+    for that: the heartbeat then beat without pause, and a beat cut off mid-transaction by
+    the cancellation could still hold the delivery's row lock on PostgreSQL when the next
+    worker claimed, which skipped the row (SKIP LOCKED) and did nothing (a flaky retry count,
+    about 1 run in 6). With a real lease the heartbeat sleeps when the task dies."""
+    from sqlalchemy import update
+
+    from bot.store.models import Delivery
+
+    first = Worker(ctx, backoff=no_wait)
+    task.append(asyncio.create_task(first.process_one()))
+    try:
+        await task[0]
+    except asyncio.CancelledError:
+        pass
+    async with ctx.sessionmaker() as s:
+        await s.execute(update(Delivery).where(Delivery.status == "processing")
+                        .values(next_attempt_at=datetime.now(UTC) - timedelta(seconds=1)))
+        await s.commit()
+
+
 async def test_a_comment_posted_before_the_process_died_is_adopted_by_the_retry(
         app_ctx: Any, fake_github: Any) -> None:
     """The worker posting the failure comment dies after GitHub created it and before the
@@ -245,18 +269,12 @@ async def test_a_comment_posted_before_the_process_died_is_adopted_by_the_retry(
     stayed `pending` for good, the app did not know its comment, and a `/rltracker stop`
     found nothing to hide. The retry now waits for the claim to turn stale, takes it over,
     finds the comment by its marker and records it; one comment on GitHub."""
-    import asyncio
 
     await install(app_ctx, fake_github)
     await opened_through_worker_with_a_verdict(app_ctx, fake_github, 84)
     task: list[Any] = []
     die_after_github_takes_the_comment(fake_github, 84, task)
-    first = Worker(app_ctx, backoff=no_wait, lease_seconds=0)
-    task.append(asyncio.create_task(first.process_one()))
-    try:
-        await task[0]
-    except asyncio.CancelledError:
-        pass
+    await a_worker_dies_in(app_ctx, task)
     assert len(app_comments(fake_github, VERL, 84)) == 1
     second = Worker(app_ctx, backoff=no_wait)
     await second.recover()
@@ -286,7 +304,6 @@ async def test_a_comment_posted_before_the_process_died_is_adopted_after_a_maint
     posted stayed unknown. A claim a run may have posted from is looked up on GitHub first;
     found, it is recorded whatever the quiet rules say now; not there (the run died before
     GitHub got it), the stored thread's quiet rule holds: nothing posted, the slot given up."""
-    import asyncio
 
     from sqlalchemy import select
 
@@ -298,12 +315,7 @@ async def test_a_comment_posted_before_the_process_died_is_adopted_after_a_maint
     await opened_through_worker_with_a_verdict(app_ctx, fake_github, 85)
     task: list[Any] = []
     die_after_github_takes_the_comment(fake_github, 85, task, taken=taken)
-    first = Worker(app_ctx, backoff=no_wait, lease_seconds=0)
-    task.append(asyncio.create_task(first.process_one()))
-    try:
-        await task[0]
-    except asyncio.CancelledError:
-        pass
+    await a_worker_dies_in(app_ctx, task)
     second = Worker(app_ctx, backoff=no_wait)
     await second.recover()
     await second.run_until_idle()
@@ -493,4 +505,88 @@ async def test_a_rule_summary_posted_before_the_process_died_is_adopted_after_th
     await act(app_ctx, VERL, 93, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
     [reply] = app_comments(fake_github, VERL, 93, RULES_MARKER)
     rows = [a for a in await actions(app_ctx, "rule_summary") if a.number == 93]
+    assert [(r.status, r.comment_id) for r in rows] == [("posted", reply["id"])]
+
+
+async def decided_in_a_batch(ctx: Any, numbers: list[int], number: int, *, payload: Any,
+                             analysis: dict[str, Any]) -> dict[str, str]:
+    """`number`'s `issues.opened` decided as the worker's batches decide (bot.pipeline's
+    threads_changed): with what the batch read for all of `numbers` at once (`prefetch`)."""
+    from bot.speaking.decide import act
+    from bot.speaking.situation import prefetch
+    from bot.store.threads import get_thread, load_comments, thread_record
+
+    async with ctx.sessionmaker() as s:
+        threads = [await get_thread(s, VERL, n) for n in numbers]
+        records = {t.number: (t, thread_record(t, await load_comments(s, t))) for t in threads}
+        prefetched = await prefetch(s, [(t.repo, t.number) for t in threads])
+    return await act(ctx, VERL, number, trigger="issues.opened", payload=payload,
+                     analysis=analysis, thread=records[number], prefetched=prefetched)
+
+
+async def test_a_batch_looks_up_a_comment_whose_answer_was_lost_after_a_reply(
+        app_ctx: Any, fake_github: Any) -> None:
+    """As test_a_comment_whose_answer_was_lost_is_adopted_by_a_replay_after_a_reply, the
+    replay decided in a batch with other threads (the failed attempt's recorded text read
+    with the claims of the whole batch, review 59): looked up on GitHub first and recorded,
+    whatever the stored thread's maintainer reply says; nothing posted again."""
+    from sqlalchemy import select
+
+    from bot.store.models import Thread
+    from bot.store.threads import upsert_comment
+    from tests.test_actions_e2e import FAILURE, iso
+
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 88, title="Other", body="Entropy collapses.")
+    await opened_through_worker_with_a_verdict(app_ctx, fake_github, 87)
+    answered = {"lost": 1}
+
+    @fake_github.route("POST", rf"/repos/{VERL}/issues/87/comments$")
+    async def create(fake_: Any, request: Any, match: Any, body: Any) -> Any:
+        comment = fake_.add_comment(VERL, 87, body["body"], f"{fake_.app_slug}[bot]", "Bot")
+        if answered["lost"]:
+            answered["lost"] -= 1
+            return 502, {"message": "Server Error"}
+        return 201, {k: v for k, v in comment.items() if not k.startswith("_")}
+
+    worker = Worker(app_ctx, backoff=no_wait, max_attempts=1, max_transient_attempts=1)
+    assert await worker.run_until_idle() == 1 and worker.counts["failed"] == 1
+    [comment] = app_comments(fake_github, VERL, 87)
+    async with app_ctx.sessionmaker() as s:
+        thread = await s.scalar(select(Thread).where(Thread.number == 87))
+        await upsert_comment(s, thread, {"github_id": 9903, "author": "maint",
+                                         "author_association": "MEMBER", "body": "On it.",
+                                         "created_at": iso(datetime.now(UTC))})
+        await s.commit()
+    outcome = await decided_in_a_batch(app_ctx, [88, 87], 87, payload={}, analysis=FAILURE)
+    assert outcome["failure_comment"] == "posted"
+    assert [c["id"] for c in app_comments(fake_github, VERL, 87)] == [comment["id"]]
+    [row] = [a for a in await actions(app_ctx, "failure_comment") if a.status == "posted"]
+    assert row.comment_id == comment["id"]
+
+
+async def test_a_batch_looks_up_a_rule_summary_that_died_as_posted_after_the_close(
+        app_ctx: Any, fake_github: Any) -> None:
+    """As test_a_rule_summary_posted_before_the_process_died_is_adopted_after_the_close, the
+    retry that takes the claim over decided in a batch with another thread (the pending
+    claim's recorded text read with the claims of the whole batch, review 59)."""
+    from sqlalchemy import update
+
+    from bot.speaking.render import RULES_MARKER
+    from bot.store.models import Thread
+    from tests.test_actions_e2e import PROPOSAL
+
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 95, title="Other", body="Which logger?")
+    payload, _ = await proposal_whose_summary_died_as_posted(app_ctx, fake_github, 94)
+    fake_github.issue(VERL, 94)["state"] = "closed"
+    async with app_ctx.sessionmaker() as s:
+        await s.execute(update(Thread).where(Thread.number == 94).values(state="closed"))
+        await s.commit()
+    await ten_minutes_pass(app_ctx)
+    outcome = await decided_in_a_batch(app_ctx, [95, 94], 94, payload=payload,
+                                       analysis=PROPOSAL)
+    assert outcome["rule_summary"] == "posted"
+    [reply] = app_comments(fake_github, VERL, 94, RULES_MARKER)
+    rows = [a for a in await actions(app_ctx, "rule_summary") if a.number == 94]
     assert [(r.status, r.comment_id) for r in rows] == [("posted", reply["id"])]

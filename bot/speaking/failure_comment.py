@@ -177,7 +177,8 @@ async def failure_comment(
     if quiet and not may_have_posted:
         # Likewise an attempt that failed as it posted (GitHub's answer lost: a 5xx, a dropped
         # connection), its delivery replayed after its retries ran out.
-        may_have_posted = await _failed_with_text(ctx, repo, number)
+        # (read with the claim: `Situation.failed_with_text`)
+        may_have_posted = sit.failed_with_text
     stored_quiet = quiet
     if quiet and not may_have_posted:
         await record_skip(ctx, repo, number, "failure_comment", *quiet, **extra)
@@ -373,16 +374,6 @@ async def labels_at_opening(ctx: Any, repo: str, number: int) -> set[str]:
             Action.status == "skipped"))
         return {str(label) for details in rows
                 for label in ((details or {}).get("opened_labels") or [])}
-
-
-async def _failed_with_text(ctx: Any, repo: str, number: int) -> bool:
-    """Whether an attempt at the thread's failure comment failed after recording the text it
-    was about to post (`renew`): GitHub may have created the comment all the same."""
-    async with ctx.sessionmaker() as session:
-        found = await session.scalar(select(Action.id).where(
-            Action.repo == repo, Action.number == number, Action.kind == "failure_comment",
-            Action.status == "failed", Action.body.is_not(None)).limit(1))
-    return found is not None
 
 
 async def _replied_as_proposal(ctx: Any, repo: str, number: int) -> bool:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
-from bot.speaking.claims import claim_lease, finish, renew, text_digest
+from bot.speaking.claims import claim_lease, finish, renew, text_digest, texts_written
 from bot.speaking.situation import Situation, repository_row
 
 log = logging.getLogger(__name__)
@@ -151,15 +151,18 @@ async def post_reply(
         if marker:
             read["comments"] = [c async for c in read["gh"].getiter(comments_url(repo, number))]
             read["login"] = await own_login(ctx, read["comments"], marker)
+            if own_comment(read["comments"], marker, read["login"]) is not None:
+                # Our reply there already (an attempt that died or lost GitHub's answer as it
+                # posted): the texts the app recorded before posting, read before this
+                # attempt's is; the reply with none of them was edited by a person.
+                read["written"] = await texts_written(ctx, repo, number, kind)
 
-    async def send() -> tuple[Any, Any]:
+    async def send() -> dict[str, Any]:
         gh = read["gh"]
         if marker:
-            posted = await post_or_adopt(gh, repo, number, body, marker, read["comments"],
-                                         login=read["login"])
-        else:
-            posted = await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
-        return posted.get("id"), posted.get("node_id")
+            return await post_or_adopt(gh, repo, number, body, marker, read["comments"],
+                                       login=read["login"], written=read.get("written", ()))
+        return await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
 
     return await reply_once(ctx, repo, number, installation_id, body, dedupe_key=dedupe_key,
                             kind=kind, details=details, dry_run=dry_run, look=look, send=send,
@@ -169,15 +172,18 @@ async def post_reply(
 async def reply_once(
     ctx: Any, repo: str, number: int, installation_id: int | None, body: str, *,
     dedupe_key: str, kind: str, details: dict[str, Any] | None, dry_run: bool,
-    look: Callable[[], Awaitable[None]], send: Callable[[], Awaitable[tuple[Any, Any]]],
+    look: Callable[[], Awaitable[None]], send: Callable[[], Awaitable[dict[str, Any]]],
     delivery_id: str | None = None,
 ) -> str:
     """The once-only slot of a reply, wherever it is posted (an issue's comments through
     REST, a discussion's through GraphQL): claim it under a lease ("owned" when another run
     holds it), record it in dry run, else `look()` on GitHub for the reply an attempt whose
     answer was lost created, check the claim is still this run's right before `send()`
-    (posting, or adopting what `look` found; it answers the comment's id and node id), and
-    write the outcome under the lease. A run slow
+    (posting, or adopting what `look` found; it answers the comment as {"id", "node_id",
+    "edited_on_github"}), and write the outcome under the lease. The reply's text is
+    recorded with the claim before `send()` (as the failure comment's): a run that takes the
+    claim over from one that died as it posted tells the app's text from a person's edit of
+    the reply (`post_or_adopt`), and leaves the edit as it is. A run slow
     enough for its claim to be taken over as stale (a retry of the delivery took it and
     replied) returns "owned" and posts nothing. `delivery_id`: the delivery replying (the
     worker's `_delivery_id`); a pending claim an earlier attempt of it left (its process died
@@ -202,14 +208,24 @@ async def reply_once(
         await look()
         # Still ours? A run slow enough for its claim to be taken over as stale (a retry of
         # the delivery took it and replied) must not reply beside it with what it read.
-        lease = await renew(ctx, action_id, lease)
+        # The text recorded before it is posted, so that a retry knows what it finds.
+        lease = await renew(ctx, action_id, lease, body=body)
         if lease is None:
             return "owned"
-        comment_id, node_id = await send()
+        posted = await send()
     except Exception as exc:
         await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,
                      reason=f"{type(exc).__name__}: {exc}"[:500])
         raise
+    if posted.get("edited_on_github"):
+        # Ours, edited by a person since an earlier attempt posted it: left as it is (and
+        # "posted" all the same: the command was answered; a "more" note still follows).
+        log.info("%s#%s: the reply %s was edited on GitHub; adopted as it is",
+                 repo, number, dedupe_key)
+        await finish(ctx, action_id, lease=lease, status="posted", comment_id=posted.get("id"),
+                     comment_node_id=posted.get("node_id"),
+                     details={**(details or {}), "edited_on_github": True})
+        return "posted"
     await finish(ctx, action_id, lease=lease, status="posted", body=body,
-                 comment_id=comment_id, comment_node_id=node_id)
+                 comment_id=posted.get("id"), comment_node_id=posted.get("node_id"))
     return "posted"

@@ -204,15 +204,6 @@ async def compose_summary(ctx: Any, sit: Situation, analysis: dict[str, Any],
     return body, {"methods": methods, "arxiv_ids": arxiv, "earlier": len(earlier)}
 
 
-async def _claim_may_have_posted(ctx: Any, key: str) -> bool:
-    """Whether the slot holds a pending claim whose run recorded the text it was about to
-    post (`renew`): that run may have died after GitHub created the reply."""
-    async with ctx.sessionmaker() as session:
-        found = await session.scalar(select(Action.id).where(
-            Action.dedupe_key == key, Action.status == "pending", Action.body.is_not(None)))
-    return found is not None
-
-
 async def rule_summary(
     ctx: Any, sit: Situation, analysis: dict[str, Any], config: RepoConfig, *, trigger: str,
     payload: dict[str, Any] | None,
@@ -222,7 +213,7 @@ async def rule_summary(
     if reason is not None and reason[0] == NOT_PROPOSAL[0]:
         return "not_proposal"
     stored_quiet = reason
-    if reason and not await _claim_may_have_posted(ctx, rules_key(repo, number)):
+    if reason and not sit.rules_may_have_posted:  # (read with the claim: load_situation)
         await record_skip(ctx, repo, number, "rule_summary", *reason)
         return "skipped:" + reason[0]
     # (a claim a run that died as it posted left: its reply looked up on GitHub first, as

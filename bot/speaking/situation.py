@@ -42,6 +42,19 @@ class Situation:
     muted: bool
     existing: Action | None  # the failure comment action, if one owns the slot
     repository: Repository | None = None  # the row read for it (its cached config)
+    # Read with `existing`, in the same query (`claims_of`): an attempt at the failure comment
+    # failed after recording the text it was about to post (GitHub may have created it), and
+    # the rule summary's claim (a pending one with its text recorded: its run may have died
+    # as it posted). What a quiet decision asks before it records a skip.
+    failed_with_text: bool = False
+    rules_claim: Action | None = None
+
+    @property
+    def rules_may_have_posted(self) -> bool:
+        """The rule summary's slot holds a pending claim whose run recorded the text it was
+        about to post (`renew`): that run may have died after GitHub created the reply."""
+        claim = self.rules_claim
+        return claim is not None and claim.status == "pending" and claim.body is not None
 
 
 @dataclass
@@ -52,27 +65,57 @@ class Prefetched:
     slot, so a later one on the same thread reads it again."""
 
     repositories: dict[str, Repository] = field(default_factory=dict)  # lower-case name ->
-    actions: dict[str, Action | None] = field(default_factory=dict)  # dedupe key -> (None: none)
+    # dedupe key (failure comment's, rule summary's) -> (None: none)
+    actions: dict[str, Action | None] = field(default_factory=dict)
+    failed: set[str] = field(default_factory=set)  # failure keys with a failed attempt's text
     silenced: set[int] = field(default_factory=set)  # installations suspended or uninstalled
 
 
 _REPOSITORIES_NAMED = select(Repository).where(
     func.lower(Repository.full_name).in_(bindparam("names", expanding=True)))
-_ACTIONS_KEYED = select(Action).where(Action.dedupe_key.in_(bindparam("keys", expanding=True)))
+# The claims of a decision, in one query: the failure comment's and rule summary's slots
+# (`keys`), and the failure comment's attempts that failed after recording the text they were
+# about to post (on threads whose repository is in `repos` and number in `numbers`: the
+# index on (repo, number); the pairs asked for are picked out by the caller). Folded into
+# the claim read (review 59): asked apart, the two crash-window look-ups cost two more
+# sessions on every quiet decision.
+_CLAIMS = select(Action).where(
+    Action.dedupe_key.in_(bindparam("keys", expanding=True))
+    | (Action.repo.in_(bindparam("repos", expanding=True))
+       & Action.number.in_(bindparam("numbers", expanding=True))
+       & (Action.kind == "failure_comment") & (Action.status == "failed")
+       & Action.body.is_not(None)))
+
+
+async def claims_of(session: Any, threads: list[tuple[str, int]]
+                    ) -> tuple[dict[str, Action | None], set[str]]:
+    """({dedupe key: action or None} of the failure comment's and rule summary's slots,
+    {failure keys with a failed attempt's recorded text}) of (repo, number) threads."""
+    keys = sorted({key(repo, number) for repo, number in threads
+                   for key in (failure_key, rules_key)})
+    wanted = {(repo, number) for repo, number in threads}
+    actions: dict[str, Action | None] = dict.fromkeys(keys)
+    failed: set[str] = set()
+    rows = await session.scalars(_CLAIMS, {
+        "keys": keys, "repos": sorted({repo for repo, _ in threads}),
+        "numbers": sorted({number for _, number in threads})})
+    for action in rows:
+        if action.dedupe_key is not None and action.dedupe_key in actions:
+            actions[action.dedupe_key] = action
+        elif action.status == "failed" and (action.repo, action.number) in wanted:
+            failed.add(failure_key(action.repo, action.number or 0))
+    return actions, failed
 
 
 async def prefetch(session: Any, threads: list[tuple[str, int]]) -> Prefetched:
-    """The repository rows and failure-comment actions of (repo, number) threads."""
+    """The repository rows and the claims (`claims_of`) of (repo, number) threads."""
     names = sorted({repo.lower() for repo, _ in threads})
-    keys = sorted({failure_key(repo, number) for repo, number in threads})
     found = Prefetched()
     if not threads:
         return found
     for row in await session.scalars(_REPOSITORIES_NAMED, {"names": names}):
         found.repositories[row.full_name.lower()] = row
-    found.actions = dict.fromkeys(keys)
-    for action in await session.scalars(_ACTIONS_KEYED, {"keys": keys}):
-        found.actions[action.dedupe_key] = action
+    found.actions, found.failed = await claims_of(session, threads)
     found.silenced = await silenced_installations(session)
     return found
 
@@ -105,7 +148,8 @@ async def repository_row(session: Any, repo: str, installation_id: int | None) -
 
 def _situation(thread: Any, number: int, record: dict[str, Any], row: Repository,
                payload: dict[str, Any] | None, existing: Action | None,
-               silenced: set[int]) -> Situation:
+               silenced: set[int], *, failed_with_text: bool = False,
+               rules_claim: Action | None = None) -> Situation:
     installation_id = row.installation_id
     if installation_id is None:  # a row written before its installation was known
         installation_id = installation_from(payload)
@@ -118,6 +162,7 @@ def _situation(thread: Any, number: int, record: dict[str, Any], row: Repository
         installation_id=installation_id, framework=row.framework or framework_id(thread.repo),
         paused=bool(row.comments_paused), paused_reason=row.paused_reason,
         muted=bool(thread.muted), existing=existing, repository=row,
+        failed_with_text=failed_with_text, rules_claim=rules_claim,
     )
 
 
@@ -130,10 +175,13 @@ async def load_situation(
     if loaded is not None and prefetched is not None:
         thread, record = loaded
         row = prefetched.repositories.get(thread.repo.lower())
-        key = failure_key(thread.repo, number)
-        if row is not None and key in prefetched.actions:
+        key, rules = failure_key(thread.repo, number), rules_key(thread.repo, number)
+        if row is not None and key in prefetched.actions and rules in prefetched.actions:
+            failed = key in prefetched.failed
+            prefetched.failed.discard(key)
             return _situation(thread, number, record, row, payload, prefetched.actions.pop(key),
-                              prefetched.silenced)
+                              prefetched.silenced, failed_with_text=failed,
+                              rules_claim=prefetched.actions.pop(rules))
     async with ctx.sessionmaker() as session:
         if loaded is not None:
             thread, record = loaded
@@ -143,11 +191,12 @@ async def load_situation(
                 return None
             record = thread_record(thread, await load_comments(session, thread))
         row = await repository_row(session, thread.repo, None)
-        existing = await session.scalar(
-            select(Action).where(Action.dedupe_key == failure_key(thread.repo, number))
-        )
-        situation = _situation(thread, number, record, row, payload, existing,
-                               await silenced_installations(session))
+        actions, failed = await claims_of(session, [(thread.repo, number)])
+        key = failure_key(thread.repo, number)
+        situation = _situation(thread, number, record, row, payload, actions[key],
+                               await silenced_installations(session),
+                               failed_with_text=key in failed,
+                               rules_claim=actions[rules_key(thread.repo, number)])
         await session.commit()
     return situation
 

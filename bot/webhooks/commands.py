@@ -604,13 +604,13 @@ async def _reply_in_discussion(
     async def look() -> None:
         found.append(await _own_discussion_comment(ctx, installation_id, discussion_id, marker))
 
-    async def send() -> tuple[Any, Any]:
+    async def send() -> dict[str, Any]:
         node = found[-1]
         if node is None:
             result = await ctx.github.graphql(ADD_DISCUSSION_COMMENT, installation_id=installation_id,
                                               id=discussion_id, body=body)
             node = ((result or {}).get("addDiscussionComment") or {}).get("comment") or {}
-        return node.get("databaseId"), node.get("id")
+        return {"id": node.get("databaseId"), "node_id": node.get("id")}
 
     return await reply_once(ctx, repo, number, installation_id, body, dedupe_key=key,
                             kind="command", details=details, dry_run=dry_run, look=look, send=send,

@@ -76,10 +76,17 @@ async def step_sync(ctx: Any) -> Any:
     from functools import partial
 
     from bot.github.sync import sync
+    from bot.github.visibility import check_visibility
     from bot.pipeline import sync_changed
 
+    # First: a repository made public again while its `publicized` was lost is synced (review59)
+    try:
+        visibility: Any = await check_visibility(ctx)
+    except Exception as exc:  # noqa: BLE001 - the sync runs all the same
+        log.exception("nightly: the visibility check failed")
+        visibility = {"failed": f"{type(exc).__name__}: {exc}"[:500]}
     stats = await sync(ctx, on_changed=partial(sync_changed, ctx))
-    return stats.as_dict()
+    return {**stats.as_dict(), "visibility": visibility}
 
 
 def _is_newer(version: str | None, current: list[Any]) -> bool:

@@ -35,7 +35,8 @@ State model (all public attributes; repository names are matched case-insensitiv
   ``_repo``/``_number`` bookkeeping keys that are not served).
 - ``set_file(repo, path, text)``: served base64 by the contents API (folders list too).
 - ``add_reaction(repo, ("comment", id) | ("issue", number), content, user)``; ``fake.reactions``.
-- ``repo_json(full_name)``, ``user(login)``: the JSON shapes the fake serves.
+- ``repo_json(full_name)``, ``user(login)``: the JSON shapes the fake serves;
+  ``fake.private_repos`` (lower-case names) are served ``private: true``.
 - ``set_permission(repo, login, role)``: the person's role on the repository (``admin``,
   ``maintain``, ``write``, ``triage``, ``read``), served by the collaborator permission API
   (``permission`` the legacy base role, ``role_name`` the role); anyone else gets 404.
@@ -174,6 +175,7 @@ class FakeGitHub:
         # case-insensitively)
         self.repo_labels: dict[str, list[str]] = {}
         self.permissions: dict[tuple[str, str], str] = {}
+        self.private_repos: set[str] = set()  # lower-case names GitHub calls private
         self.graphql_handler: Callable[[str, dict[str, Any]], Any] | None = None
         self.allow_anonymous = True
         self.user_token = "ghp_test_user_token"
@@ -302,7 +304,8 @@ class FakeGitHub:
             "node_id": f"R_{rid}",
             "name": name,
             "full_name": full_name,
-            "private": False,
+            "private": full_name.lower() in self.private_repos,
+            "visibility": "private" if full_name.lower() in self.private_repos else "public",
             "owner": self.user(owner),
             "html_url": f"https://github.com/{full_name}",
             "default_branch": "main",

@@ -17,8 +17,12 @@ A transient failure (GitHub down) is retried for hours: while it waits, the deli
 listed as retrying, with its error and the time of its next attempt, and `retry` takes it
 now (the cause fixed, GitHub back) instead of at that time.
 
-Exit status: 0, or 1 when an id given to `retry` is neither failed nor waiting (named on
-stderr; the others are re-queued).
+A failed delivery of a private repository keeps no payload (bot/store/privacy.py): it is
+listed as such and cannot be re-queued (`retry` says so).
+
+Exit status: 0, or 1 when an id given to `retry` is neither failed nor waiting, or is a
+private repository's delivery whose payload was not kept (named on stderr; the others are
+re-queued).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 
 from bot.store.models import Delivery
+from bot.store.privacy import EMPTIED_PAYLOAD
 from bot.webhooks.inbox import requeue_failed
 
 
@@ -46,14 +51,16 @@ async def failed_deliveries(engine: Any, limit: int) -> tuple[int, list[dict[str
         total = await conn.scalar(select(func.count()).select_from(t).where(t.c.status == "failed"))
         rows = (await conn.execute(
             select(t.c.delivery_id, t.c.event, t.c.action, t.c.repo, t.c.attempts,
-                   t.c.received_at, t.c.finished_at, t.c.last_error)
+                   t.c.received_at, t.c.finished_at, t.c.last_error,
+                   (t.c.payload == EMPTIED_PAYLOAD).label("emptied"))
             .where(t.c.status == "failed").order_by(t.c.id.desc()).limit(limit))).all()
     return int(total or 0), [
         {"delivery_id": r.delivery_id, "event": r.event, "action": r.action, "repo": r.repo,
          "attempts": r.attempts,
          "received_at": r.received_at.isoformat() if r.received_at else None,
          "failed_at": r.finished_at.isoformat() if r.finished_at else None,
-         "error": (r.last_error or "").split("\n", 1)[0][:300]}
+         "error": (r.last_error or "").split("\n", 1)[0][:300],
+         "payload_kept": not r.emptied}
         for r in rows]
 
 
@@ -76,7 +83,8 @@ async def waiting_deliveries(engine: Any, limit: int) -> tuple[int, list[dict[st
 
 async def retry_deliveries(engine: Any, delivery_ids: list[str] | None) -> list[str]:
     """Failed deliveries re-queued with fresh attempts, and deliveries waiting for a retry
-    made due now (their attempts kept); the ids of both."""
+    made due now (their attempts kept); the ids of both. A failed delivery of a private
+    repository whose payload was not kept is neither (`emptied_deliveries`)."""
     t = Delivery.__table__
     async with engine.begin() as conn:
         stmt = update(t).where(_waiting(t))  # before the failed ones join them as pending
@@ -94,12 +102,28 @@ def _printable(text: Any) -> str:
     return "".join(ch if ch.isprintable() else " " for ch in str(text))
 
 
+async def emptied_deliveries(engine: Any, delivery_ids: list[str] | None) -> list[str]:
+    """Of the failed deliveries (`None`: all), those of a private repository whose payload
+    was not kept (bot.store.privacy): nothing to handle, they cannot be re-queued."""
+    t = Delivery.__table__
+    stmt = select(t.c.delivery_id).where(t.c.status == "failed", t.c.payload == EMPTIED_PAYLOAD)
+    if delivery_ids is not None:
+        stmt = stmt.where(t.c.delivery_id.in_(delivery_ids))
+    async with engine.connect() as conn:
+        return list((await conn.execute(stmt.order_by(t.c.id))).scalars().all())
+
+
+NOT_KEPT = ("a private repository's delivery: its payload was not kept, so it cannot be "
+            "re-queued")
+
+
 def _delivery_line(r: dict[str, Any], when: Any) -> str:
     """One delivery as the listing prints it: id, event.action, repository, `when`, attempts,
     error; tab-separated, each field printable."""
     what = f"{r['event']}.{r['action']}" if r["action"] else r["event"]
     fields = (r["delivery_id"], what, r["repo"] or "-", when, f"attempts {r['attempts']}", r["error"])
-    return "\t".join(_printable(field) for field in fields)
+    line = "\t".join(_printable(field) for field in fields)
+    return line if r.get("payload_kept", True) else f"{line}\t({NOT_KEPT})"
 
 
 def deliveries_command(args: Any) -> int:
@@ -141,11 +165,19 @@ def deliveries_command(args: Any) -> int:
             return 2
         wanted = None if args.all else list(dict.fromkeys(args.ids))
         done = await retry_deliveries(engine, wanted)
-        missing = [] if wanted is None else [d for d in wanted if d not in set(done)]
+        emptied = await emptied_deliveries(engine, wanted)
+        missing = [] if wanted is None else [
+            d for d in wanted if d not in set(done) and d not in set(emptied)]
+        if wanted is not None:
+            for delivery_id in emptied:
+                print(f"rltracker deliveries retry: {delivery_id}: {NOT_KEPT}", file=sys.stderr)
         for delivery_id in missing:
             print(f"rltracker deliveries retry: {delivery_id}: no failed delivery, nor one "
                   "waiting for a retry, with this id", file=sys.stderr)
         print(f"re-queued: {len(done)}")
-        return 1 if missing else 0
+        if wanted is None and emptied:
+            print(f"left failed: {len(emptied)} of private repositories (their payloads were "
+                  "not kept): they cannot be re-queued")
+        return 1 if missing or (wanted is not None and emptied) else 0
 
     return asyncio.run(run())

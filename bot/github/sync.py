@@ -54,6 +54,7 @@ from bot.github.queries import (
 )
 from bot.store.installations import silenced_installations
 from bot.store.models import Comment, Repository, SyncCursor, Thread
+from bot.store.privacy import lock_repositories
 from bot.store.repositories import settle_repository
 from bot.store.threads import (
     COMMENT_FIELDS,
@@ -822,17 +823,25 @@ class Syncer:
                  for s in self.streams]
         comments = self.stats.comments
         changed: list[tuple[str, int]] = []
+        hidden: set[str] = set()
         try:
             async with self.ctx.sessionmaker() as session:
                 for name, gid, seen_at, former in list(self._identities.values()):
                     if gid is not None or former:
                         await settle_repository(session, name, gid, seen_at=seen_at, former=former,
                                                 framework=framework_id(name))
-                known = await self._stored_comments(session, threads)
-                stored = await self._stored_threads(session, threads)
-                buried = await self._graves(session, threads)
+                # Made private since its pages were read (a `privatized` committed
+                # meanwhile): read under the lock `forget` waits for (bot/store/privacy.py);
+                # none of its threads or cursors is written.
+                hidden = await lock_repositories(
+                    session, {s.repo for s in self.streams} | {pt.stream.repo for pt in threads})
+                kept = [pt for pt in threads if pt.stream.repo.lower() not in hidden]
+                known = await self._stored_comments(session, kept)
+                stored = await self._stored_threads(session, kept)
+                buried = await self._graves(session, kept)
                 for pt in threads:
-                    if await self._write_thread(session, pt, known, stored, buried):
+                    if pt.stream.repo.lower() not in hidden and await self._write_thread(
+                            session, pt, known, stored, buried):
                         changed.append((pt.record["repo"], pt.record["number"]))
                     del self.pending[pt.key]
                     for _cursor, keys in pt.stream.pages:
@@ -843,7 +852,8 @@ class Syncer:
                     self._new_rows = []
                 if cursors:
                     for s in self.streams:
-                        await self._store_cursor(session, s)
+                        if s.repo.lower() not in hidden:
+                            await self._store_cursor(session, s)
                 await session.commit()
         except BaseException:
             self._new_rows = []
@@ -855,6 +865,12 @@ class Syncer:
                 s.committed, s.cursor_dirty, s.closed = committed, dirty, closed
             raise
         self._identities.clear()
+        for s in self.streams:
+            if s.repo.lower() in hidden and not s.closed:  # its pages are read no more
+                s.done = s.closed = True
+                s.pages.clear()
+                self.marked_private.add(s.repo)
+        threads = [pt for pt in threads if pt.stream.repo.lower() not in hidden]
         for pt in threads:
             self.stats.repos[pt.record["repo"]] = self.stats.repos.get(pt.record["repo"], 0) + 1
         self.stats.threads += len(threads)

@@ -92,6 +92,12 @@ async def claim_lease(
                 .where(Repository.id == situation.repo_id)
                 .values(comments_paused=Repository.comments_paused)
             )
+            if await session.scalar(select(Repository.private).where(
+                    Repository.id == situation.repo_id)):
+                # Made private since the thread was stored (`forget` holds this lock while it
+                # forgets, bot/store/privacy.py): nothing is posted there, nor recorded.
+                await session.rollback()
+                return "owned", None, None
             existing = await session.scalar(select(Action).where(Action.dedupe_key == dedupe_key))
             if existing is not None:
                 try:

@@ -19,6 +19,7 @@ from sqlalchemy import bindparam, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from bot.store.models import Action
+from bot.store.privacy import lock_repositories
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +31,12 @@ _KEYS_PRESENT = select(Action.dedupe_key).where(
 
 
 async def record_once(ctx: Any, **fields: Any) -> bool:
-    """Insert an Action; with a dedupe_key already present, insert nothing and return False."""
+    """Insert an Action; with a dedupe_key already present, insert nothing and return False.
+    Nor when its repository is marked private (made private since the thread was stored: read
+    under the lock `forget` waits for, bot/store/privacy.py)."""
     async with ctx.sessionmaker() as session:
+        if await lock_repositories(session, [str(fields.get("repo") or "")]):
+            return False
         key = fields.get("dedupe_key")
         if key is not None and await session.scalar(select(Action.id).where(Action.dedupe_key == key)):
             return False
@@ -78,7 +83,9 @@ async def _record_all(ctx: Any, rows: list[dict[str, Any]]) -> None:
     for fields in rows:
         by_key.setdefault(fields["dedupe_key"], fields)  # the first reason recorded counts
     async with ctx.sessionmaker() as session:
+        hidden = await lock_repositories(session, {str(f.get("repo") or "") for f in rows})
         present = set(await session.scalars(_KEYS_PRESENT, {"keys": list(by_key)}))
+        present |= {k for k, f in by_key.items() if str(f.get("repo") or "").lower() in hidden}
         new = [f for k, f in by_key.items() if k not in present]
         try:
             if new:  # one statement for all (the ORM inserts them one by one)

@@ -9,6 +9,14 @@ finding it public again (GraphQL `isPrivate` false), clears the mark.
 
 `forget` is written against a plain connection (a sync Session or Connection), so migration
 0014 runs the same code as the webhook handler and the sync (through `run_sync`).
+
+A thread write and `forget` exclude each other (review59): `forget` marks the repository's row
+first, and a thread write reads the mark again inside its transaction through
+`lock_repositories`, which waits for a `forget` in progress. Before, a delivery checked just
+before a concurrent `privatized` committed stored its thread of the now-private repository
+again. On PostgreSQL the write holds a shared row lock (FOR SHARE: writes of one repository do
+not wait for each other) and `forget`'s UPDATE an exclusive one; on SQLite both take the
+database's write lock, held to their commit.
 """
 
 from __future__ import annotations
@@ -18,9 +26,10 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import delete, func, insert, or_, select, update
+from sqlalchemy import bindparam, delete, false, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.store.db import dialect_insert
 from bot.store.models import (
     Action,
     Analysis,
@@ -41,10 +50,12 @@ def payload_is_private(payload: Mapping[str, Any] | None) -> bool:
     other than public (internal repositories are visible to an enterprise's members only).
     A payload that says neither (short test payloads, events without a repository) is not."""
     repo = payload.get("repository") if isinstance(payload, Mapping) else None
-    return isinstance(repo, Mapping) and _listed_private(repo)
+    return isinstance(repo, Mapping) and listed_private(repo)
 
 
-def _listed_private(repo: Mapping[str, Any]) -> bool:
+def listed_private(repo: Mapping[str, Any]) -> bool:
+    """Whether GitHub's object of a repository (a payload's, a listing's) says it is not
+    public: `private` true, or a `visibility` of private or internal."""
     visibility = repo.get("visibility")
     return repo.get("private") is True or visibility in ("private", "internal")
 
@@ -95,13 +106,60 @@ async def stored_private(session: AsyncSession, name: str) -> bool:
         func.lower(Repository.full_name) == name.lower())))
 
 
+async def lock_repositories(session: AsyncSession, names: Iterable[str]) -> set[str]:
+    """Of the repositories `names` (stored names), the lower-case names of those whose row is
+    marked private, read under a lock held to the end of the session's transaction that a
+    concurrent `forget` of one of them waits for, and that waits for a `forget` in progress
+    (which then has marked the row): a thread write that takes it first and writes only the
+    repositories not returned cannot store a thread `forget` misses. PostgreSQL: the rows FOR
+    SHARE, in id order. SQLite: a write that changes nothing, which takes the database's
+    write lock (a SELECT alone takes none, and `forget` could commit between it and the
+    thread's insert)."""
+    lnames = sorted({n.lower() for n in names})
+    if not lnames:
+        return set()
+    repos = Repository.__table__
+    named = func.lower(repos.c.full_name).in_(lnames)
+    query = select(func.lower(repos.c.full_name)).where(named, repos.c.private.is_(True))
+    if session.get_bind().dialect.name == "sqlite":
+        await session.execute(update(repos).where(named).values(
+            private=repos.c.private, updated_at=repos.c.updated_at))
+    else:
+        query = (select(func.lower(repos.c.full_name), repos.c.private).where(named)
+                 .order_by(repos.c.id).with_for_update(read=True))
+        return {n for n, marked in (await session.execute(query)).all() if marked}
+    return set((await session.execute(query)).scalars())
+
+
 # ---- forgetting ------------------------------------------------------------------------------
+def _dialect_name(conn: Any) -> str:
+    dialect = getattr(conn, "dialect", None)  # a Connection
+    return str((dialect or conn.get_bind().dialect).name)  # a Session
+
+
+def _mark_private(conn: Any, name: str, github_id: int | None) -> None:
+    """The repository's row marked private (created when there is none), first: the lock it
+    takes keeps thread writes of the repository (`lock_repositories`) out until the caller's
+    transaction ends. A row another transaction is inserting (a delivery's write) is waited
+    for (ON CONFLICT DO NOTHING) and then marked."""
+    repos = Repository.__table__
+    match = or_(func.lower(repos.c.full_name) == name.lower(),
+                *([repos.c.github_id == github_id] if github_id is not None else []))
+    if conn.execute(update(repos).where(match).values(private=True)).rowcount:
+        return
+    conn.execute(dialect_insert(_dialect_name(conn))(repos).values(
+        full_name=name, github_id=github_id, private=True, comments_paused=False)
+        .on_conflict_do_nothing())
+    conn.execute(update(repos).where(match).values(private=True))
+
+
 def forget(conn: Any, name: str, github_id: int | None = None) -> None:
     """Delete everything stored of the repository `name` that a page, the API, an export or
     the report could show (threads with their comments, analyses and verdicts; the app's
     actions there; sync cursors, so a repository made public again is backfilled; its
     contribution rules; its threads in stored reports; its threads' re-analysis failures) and mark its row private, creating
     the row when there is none. `conn`: a sync Session or Connection."""
+    _mark_private(conn, name, github_id)
     lname = name.lower()
     threads = Thread.__table__
     ids = select(threads.c.id).where(func.lower(threads.c.repo) == lname)
@@ -113,15 +171,7 @@ def forget(conn: Any, name: str, github_id: int | None = None) -> None:
         table = model.__table__
         conn.execute(delete(table).where(func.lower(table.c.repo) == lname))
     _scrub_reports(conn, name)
-    repos = Repository.__table__
-    row = conn.execute(select(repos.c.id).where(or_(
-        func.lower(repos.c.full_name) == lname,
-        *([repos.c.github_id == github_id] if github_id is not None else [])))).first()
-    if row is None:
-        conn.execute(insert(repos).values(full_name=name, github_id=github_id, private=True,
-                                          comments_paused=False))
-    else:
-        conn.execute(update(repos).where(repos.c.id == row[0]).values(private=True))
+    _empty_deliveries_of(conn, name)
 
 
 def mark_public(conn: Any, name: str, github_id: int | None = None) -> None:
@@ -203,14 +253,14 @@ def _private_in(payload: Mapping[str, Any]) -> list[tuple[str, int | None, bool]
     repo = payload.get("repository")
     if isinstance(repo, Mapping) and isinstance(repo.get("full_name"), str) and (
             "private" in repo or "visibility" in repo):
-        out.append((repo["full_name"], *_repository_of(payload)[1:], _listed_private(repo)))
+        out.append((repo["full_name"], *_repository_of(payload)[1:], listed_private(repo)))
     for key in ("repositories", "repositories_added"):
         listed = payload.get(key)
         for r in listed if isinstance(listed, list) else []:
             if isinstance(r, Mapping) and isinstance(r.get("full_name"), str) and "private" in r:
                 rid = r.get("id")
                 out.append((r["full_name"], rid if isinstance(rid, int) else None,
-                            _listed_private(r)))
+                            listed_private(r)))
     return out
 
 
@@ -250,3 +300,107 @@ def _payload_repositories(raw: str | None) -> list[tuple[str, int | None, bool]]
 
 async def forget_private_from_inbox(session: AsyncSession) -> list[str]:
     return await session.run_sync(forget_private_in_inbox)
+
+
+# ---- the webhook inbox (review59) ------------------------------------------------------------
+# A delivery about a private repository keeps no payload once handled (done or failed): its
+# row keeps the delivery's id, event, action, repository, times, attempts and outcome, and a
+# failed one's error its first line (the lines after it may quote the statement's parameters,
+# the thread's text). What stands for the payload then (a JSON object, no repository text):
+EMPTIED_PAYLOAD = '{"payload_not_kept": "a private repository\'s delivery"}'
+FINISHED = ("done", "failed")
+
+
+def payload_kept(raw: str | None) -> bool:
+    return raw != EMPTIED_PAYLOAD
+
+
+# In a raw payload, something saying private (GitHub's payloads all carry `"private": false`):
+_SAYS_PRIVATE = re.compile(r'"private"\s*:\s*true|"visibility"\s*:\s*"(?:private|internal)"')
+
+
+def says_private(raw: str) -> bool:
+    """Whether a raw payload says its repository is private (`payload_is_private`), parsed
+    only when something in it says private at all (the worker asks of every delivery)."""
+    if not _SAYS_PRIVATE.search(raw):
+        return False
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return False
+    return payload_is_private(data) if isinstance(data, Mapping) else False
+
+
+def _emptying(where: Any) -> Any:
+    t = Delivery.__table__
+    return (update(t).where(where, t.c.payload != EMPTIED_PAYLOAD)
+            .values(payload=EMPTIED_PAYLOAD).returning(t.c.id, t.c.last_error))
+
+
+def _first_lines(rows: Iterable[Any]) -> list[dict[str, Any]]:
+    return [{"row_id": rid, "error": error.split("\n", 1)[0]} for rid, error in rows
+            if error and "\n" in error]
+
+
+def _cut_errors() -> Any:
+    t = Delivery.__table__
+    return update(t).where(t.c.id == bindparam("row_id")).values(last_error=bindparam("error"))
+
+
+def _marked_names() -> Any:
+    repos = Repository.__table__
+    return select(func.lower(repos.c.full_name)).where(repos.c.private.is_(True))
+
+
+async def empty_finished_deliveries(conn: Any, rows: Iterable[tuple[int, str | None, str]]) -> int:
+    """Of deliveries just finished (done or failed) as (row id, repository, raw payload), those
+    about a private repository (as the payload says, or as its row is marked: a delivery
+    queued before `privatized`) keep no payload. `conn`: the worker's AsyncConnection, in the
+    transaction that finishes them. Returns how many were emptied."""
+    rows = list(rows)
+    t = Delivery.__table__
+    said = [rid for rid, _, raw in rows if says_private(raw)]
+    named = [rid for rid, repo, raw in rows if repo]
+    if not said and not named:
+        return 0
+    where = t.c.id.in_([rid for rid, _, _ in rows]) & or_(
+        t.c.id.in_(said) if said else false(),
+        func.lower(t.c.repo).in_(_marked_names()) if named else false())
+    emptied = (await conn.execute(_emptying(where))).all()
+    cut = _first_lines(emptied)
+    if cut:
+        await conn.execute(_cut_errors(), cut)
+    return len(emptied)
+
+
+def _empty_deliveries_of(conn: Any, name: str) -> None:
+    """The finished deliveries of the repository `name` keep no payload (`forget`). Those not
+    finished yet are emptied by the worker as it finishes them (the row is marked private)."""
+    t = Delivery.__table__
+    emptied = conn.execute(_emptying(
+        (func.lower(t.c.repo) == name.lower()) & t.c.status.in_(FINISHED))).all()
+    cut = _first_lines(emptied)
+    if cut:
+        conn.execute(_cut_errors(), cut)
+
+
+def empty_private_inbox(conn: Any) -> int:
+    """The finished deliveries stored before review59 whose repository is marked private, or
+    whose payload says private, keep no payload (migration 0016). Returns how many."""
+    t = Delivery.__table__
+    said = [rid for rid, raw in conn.execute(select(t.c.id, t.c.payload).where(
+        t.c.status.in_(FINISHED), or_(t.c.payload.like('%"private":true%'),
+                                      t.c.payload.like('%"private": true%'),
+                                      t.c.payload.like('%"internal"%')))).all()
+            if says_private(raw)]
+    total = 0
+    for k in range(0, len(said) + 1, 500):
+        where = t.c.status.in_(FINISHED) & or_(
+            func.lower(t.c.repo).in_(_marked_names()),
+            t.c.id.in_(said[k:k + 500]) if said[k:k + 500] else false())
+        emptied = conn.execute(_emptying(where)).all()
+        cut = _first_lines(emptied)
+        if cut:
+            conn.execute(_cut_errors(), cut)
+        total += len(emptied)
+    return total

@@ -63,6 +63,7 @@ from bot.speaking.repo_config import effective_dry_run, get_repo_config
 from bot.speaking.rule_summary import rules_markdown
 from bot.speaking.verdict import minimize_comments, mute_thread, settle_verdict
 from bot.store.models import Action, Repository
+from bot.store.privacy import stored_private
 from bot.store.types import parse_datetime
 from bot.webhooks.privacy import private_flags
 
@@ -418,6 +419,11 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     return outcome
 
 
+async def _made_private(ctx: Any, repo: str) -> bool:
+    async with ctx.sessionmaker() as session:
+        return await stored_private(session, repo)
+
+
 async def _do_command(
     event: sansio.Event, ctx: Any, *, repo: str, number: int, installation_id: int | None,
     word: str, args: list[str], key: str, discussion_id: str | None, dry_run: bool,
@@ -466,6 +472,8 @@ async def _do_command(
         reason=f"/rltracker {word}", details=details,
     )
     if not recorded:
+        if await _made_private(ctx, repo):
+            return "private"  # since the delivery was checked (record_once refused it)
         if verdict is not None:
             await _verdict_effects(ctx, repo, number, verdict, installation_id=installation_id,
                                    dry_run=dry_run)

@@ -45,6 +45,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.github.client import refused_for_good
 from bot.store.models import Comment, Repository, Thread
+from bot.store.privacy import lock_repositories
 from bot.store.threads import (
     bury,
     comment_grave,
@@ -570,6 +571,9 @@ async def apply_change(
     """Write one delivery's change; returns the (repo, number) whose thread changed.
     `looked`: the threads and comments the caller's session already looked up (a batch)."""
     change = _under(change, await _repository(session, payload, change.repo, seen))
+    if looked is None and await lock_repositories(session, [change.repo]):
+        # Made private since the delivery was checked (a batch checks in write_all).
+        return change.repo, change.number
     if change.transfer is not None and await moved_to_private(session, payload):
         # Transferred to a private repository: it leaves the tracker as a deleted one does.
         change = replace(change, transfer=None, delete_thread=True)
@@ -678,6 +682,10 @@ async def handle_batch(events: list[sansio.Event], ctx: Any) -> list[BaseExcepti
         for i, (k, name, change, payload) in enumerate(readable):
             stored = await _repository(session, payload, change.repo, seen)
             readable[i] = (k, name, _under(change, stored), payload)
+        # Made private since the deliveries were checked (a `privatized` committed
+        # meanwhile): read again under the lock `forget` waits for; those store nothing.
+        hidden = await lock_repositories(session, {c.repo for _, _, c, _ in readable})
+        readable[:] = [r for r in readable if r[2].repo.lower() not in hidden]
         grave_keys = {key for _, _, c, _ in readable for key in _grave_keys(c)}
         looked = LookedUp(
             threads=await get_threads(session, {

@@ -35,6 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from bot.logs import error_text
 from bot.store.db import dialect_insert, is_statement_timeout, refuses_writes
 from bot.store.models import Delivery
+from bot.store.privacy import EMPTIED_PAYLOAD
 from bot.store.types import utcnow
 
 log = logging.getLogger(__name__)
@@ -125,7 +126,8 @@ async def store_rows(conn: AsyncConnection, rows: list[InboxRow]) -> list[str]:
     requeued: set[str] = set()
     if skipped:
         failed = select(table.c.delivery_id).where(
-            table.c.delivery_id.in_(skipped), table.c.status == "failed"
+            table.c.delivery_id.in_(skipped), table.c.status == "failed",
+            table.c.payload != EMPTIED_PAYLOAD,  # not re-queued (requeue_failed)
         )
         requeued = set((await conn.execute(failed)).scalars().all())
     if requeued:
@@ -137,9 +139,12 @@ async def store_rows(conn: AsyncConnection, rows: list[InboxRow]) -> list[str]:
 async def requeue_failed(conn: AsyncConnection, delivery_ids: list[str] | None) -> list[str]:
     """Failed deliveries back to pending with a fresh set of attempts (GitHub's "Redeliver",
     or `rltracker deliveries retry`); `None`: every failed one. Returns the ids re-queued.
-    The worker takes them at its next look (a running `serve` polls every few seconds)."""
+    The worker takes them at its next look (a running `serve` polls every few seconds).
+    A delivery of a private repository whose payload was not kept (bot.store.privacy) is not
+    re-queued: there is nothing to handle (`rltracker deliveries` says so; GitHub's
+    redelivery of it is answered as a duplicate)."""
     table = Delivery.__table__
-    stmt = update(table).where(table.c.status == "failed")
+    stmt = update(table).where(table.c.status == "failed", table.c.payload != EMPTIED_PAYLOAD)
     if delivery_ids is not None:
         stmt = stmt.where(table.c.delivery_id.in_(delivery_ids))
     result = await conn.execute(
@@ -320,7 +325,8 @@ class SqliteBatchWriter:
                 marks = ",".join("?" * len(skipped))
                 requeued = {d for (d,) in conn.execute(
                     f"SELECT delivery_id FROM deliveries WHERE status = 'failed' "
-                    f"AND delivery_id IN ({marks})", skipped)}
+                    f"AND payload != ? AND delivery_id IN ({marks})",
+                    [EMPTIED_PAYLOAD, *skipped])}
             if requeued:
                 marks = ",".join("?" * len(requeued))
                 conn.execute(

@@ -70,6 +70,7 @@ from bot.github.client import RETRYABLE_CLIENT_ERRORS, rate_limit_wait, refused_
 from bot.logs import error_text, is_statement_error, log_delivery
 from bot.metrics import SharedCounts
 from bot.store.models import Delivery
+from bot.store.privacy import empty_finished_deliveries
 from bot.store.types import storable_text, utcnow
 
 log = logging.getLogger(__name__)
@@ -667,6 +668,11 @@ class Worker:
                 )
                 if result.rowcount:
                     written.add(row_id)
+            # A private repository's delivery keeps no payload once finished (review59).
+            final = [(c.id, c.repo, c.payload) for c in batch if c.id in written and (
+                c.id not in failures or failures[c.id][0] == "failed")]
+            if final:
+                await empty_finished_deliveries(conn, final)
             if claim_next > 0:
                 next_rows = await self._claim_in(conn, claim_next)
         # Kept only once committed: a commit that failed (the connection lost as it was sent)

@@ -187,15 +187,17 @@ async def test_a_write_begun_while_privatized_forgets_stores_nothing(ctx: Any) -
     assert await _threads(ctx, SECRET) == 0
 
 
-async def test_privatized_before_the_failure_comment_is_claimed_posts_nothing(
-        app_ctx: Any, fake_github: Any) -> None:
-    """A failure report stored while its repository was public; `privatized` is handled
-    while the app reads the repository's config from GitHub, before it claims the comment.
-    On main the app then posted its failure comment in the now-private repository and
-    recorded it (an Action naming the repository and the issue, public on /api/actions)."""
+@pytest.mark.parametrize("reported", [True, False], ids=["failure-comment", "skip-record"])
+async def test_privatized_before_the_app_acts_posts_and_records_nothing(
+        app_ctx: Any, fake_github: Any, reported: bool) -> None:
+    """A thread stored while its repository was public; `privatized` is handled while the app
+    reads the repository's config from GitHub, before it claims its comment. On main, for a
+    failure report, the app then posted its failure comment in the now-private repository and
+    recorded it (an Action naming the repository and the issue, public on /api/actions); for a
+    thread it stays quiet on, the reason it stayed quiet was recorded after `privatized`."""
     from bot.speaking.decide import act
     from bot.store.models import Action
-    from tests.test_actions_e2e import FAILURE, VERL, app_comments, install, open_issue
+    from tests.test_actions_e2e import FAILURE, NOT_FAILURE, VERL, app_comments, install, open_issue
 
     await install(app_ctx, fake_github)
     payload = await open_issue(app_ctx, fake_github, 1)
@@ -209,36 +211,10 @@ async def test_privatized_before_the_failure_comment_is_claimed_posts_nothing(
             await handle_repository(_privatized(VERL, rid), app_ctx)
         return 404, {"message": "Not Found"}
 
-    await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload,
+              analysis=FAILURE if reported else NOT_FAILURE)
     assert asked  # the config was read, and privatized handled meanwhile
     assert app_comments(fake_github, VERL, 1) == []
-    async with app_ctx.sessionmaker() as session:
-        assert list(await session.scalars(select(Action.dedupe_key))) == []
-
-
-async def test_privatized_before_a_skip_is_recorded_records_nothing(
-        app_ctx: Any, fake_github: Any) -> None:
-    """As above, a thread the app stays quiet on (no failure report): on main the reason it
-    stayed quiet was recorded after `privatized` (an Action naming the private repository's
-    issue, on /api/actions)."""
-    from bot.speaking.decide import act
-    from bot.store.models import Action
-    from tests.test_actions_e2e import NOT_FAILURE, VERL, install, open_issue
-
-    await install(app_ctx, fake_github)
-    payload = await open_issue(app_ctx, fake_github, 1)
-    rid = int(payload["repository"]["id"])
-    asked: list[str] = []
-
-    @fake_github.route("GET", r"/repos/[^/]+/[^/]+/contents/.*")
-    async def _config(fake: Any, request: Any, match: Any, body: Any) -> Any:
-        if not asked:
-            asked.append(request.path)
-            await handle_repository(_privatized(VERL, rid), app_ctx)
-        return 404, {"message": "Not Found"}
-
-    await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload, analysis=NOT_FAILURE)
-    assert asked
     async with app_ctx.sessionmaker() as session:
         assert list(await session.scalars(select(Action.dedupe_key))) == []
 

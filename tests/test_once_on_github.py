@@ -401,6 +401,26 @@ async def test_a_rule_summary_twice_at_once_and_across_a_death_is_posted_once(
     assert row.status == "posted" and row.comment_id == reply["id"]
 
 
+async def first_comment_answer_lost(ctx: Any, fake: Any, number: int) -> tuple[dict[str, Any], Worker]:
+    """The worker posts the failure comment on issue `number`: GitHub creates it and answers
+    502 (the answer lost), and the delivery fails its one attempt; the comment GitHub holds,
+    and the worker (to handle the replay)."""
+    answered = {"lost": 1}
+
+    @fake.route("POST", rf"/repos/{VERL}/issues/{number}/comments$")
+    async def create(fake_: Any, request: Any, match: Any, body: Any) -> Any:
+        comment = fake_.add_comment(VERL, number, body["body"], f"{fake_.app_slug}[bot]", "Bot")
+        if answered["lost"]:
+            answered["lost"] -= 1
+            return 502, {"message": "Server Error"}
+        return 201, {k: v for k, v in comment.items() if not k.startswith("_")}
+
+    worker = Worker(ctx, backoff=no_wait, max_attempts=1, max_transient_attempts=1)
+    assert await worker.run_until_idle() == 1 and worker.counts["failed"] == 1
+    [comment] = app_comments(fake, VERL, number)
+    return comment, worker
+
+
 async def test_a_comment_whose_answer_was_lost_is_adopted_by_a_replay_after_a_reply(
         app_ctx: Any, fake_github: Any) -> None:
     """GitHub created the failure comment and answered 502 (not repeated: it may have been
@@ -418,19 +438,7 @@ async def test_a_comment_whose_answer_was_lost_is_adopted_by_a_replay_after_a_re
 
     await install(app_ctx, fake_github)
     await opened_through_worker_with_a_verdict(app_ctx, fake_github, 89)
-    answered = {"lost": 1}
-
-    @fake_github.route("POST", rf"/repos/{VERL}/issues/89/comments$")
-    async def create(fake_: Any, request: Any, match: Any, body: Any) -> Any:
-        comment = fake_.add_comment(VERL, 89, body["body"], f"{fake_.app_slug}[bot]", "Bot")
-        if answered["lost"]:
-            answered["lost"] -= 1
-            return 502, {"message": "Server Error"}
-        return 201, {k: v for k, v in comment.items() if not k.startswith("_")}
-
-    worker = Worker(app_ctx, backoff=no_wait, max_attempts=1, max_transient_attempts=1)
-    assert await worker.run_until_idle() == 1 and worker.counts["failed"] == 1
-    [comment] = app_comments(fake_github, VERL, 89)
+    comment, worker = await first_comment_answer_lost(app_ctx, fake_github, 89)
     fake_github.add_comment(VERL, 89, "Looking into it.", "maint", author_association="MEMBER")
     async with app_ctx.sessionmaker() as s:
         thread = await s.scalar(select(Thread).where(Thread.number == 89))
@@ -539,19 +547,7 @@ async def test_a_batch_looks_up_a_comment_whose_answer_was_lost_after_a_reply(
     await install(app_ctx, fake_github)
     await open_issue(app_ctx, fake_github, 88, title="Other", body="Entropy collapses.")
     await opened_through_worker_with_a_verdict(app_ctx, fake_github, 87)
-    answered = {"lost": 1}
-
-    @fake_github.route("POST", rf"/repos/{VERL}/issues/87/comments$")
-    async def create(fake_: Any, request: Any, match: Any, body: Any) -> Any:
-        comment = fake_.add_comment(VERL, 87, body["body"], f"{fake_.app_slug}[bot]", "Bot")
-        if answered["lost"]:
-            answered["lost"] -= 1
-            return 502, {"message": "Server Error"}
-        return 201, {k: v for k, v in comment.items() if not k.startswith("_")}
-
-    worker = Worker(app_ctx, backoff=no_wait, max_attempts=1, max_transient_attempts=1)
-    assert await worker.run_until_idle() == 1 and worker.counts["failed"] == 1
-    [comment] = app_comments(fake_github, VERL, 87)
+    comment, worker = await first_comment_answer_lost(app_ctx, fake_github, 87)
     async with app_ctx.sessionmaker() as s:
         thread = await s.scalar(select(Thread).where(Thread.number == 87))
         await upsert_comment(s, thread, {"github_id": 9903, "author": "maint",

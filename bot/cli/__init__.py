@@ -13,9 +13,10 @@ import re
 import sys
 from collections.abc import Sequence
 from datetime import date
-from typing import Any, TextIO
+from typing import TextIO
 
 from bot.config import parse_port
+from bot.files import NamedStream
 
 DESCRIPTION = ("rltracker: a GitHub App and tracker that links the issues, pull requests and "
                "discussions of seven RL post-training frameworks to research papers, answers "
@@ -392,41 +393,6 @@ def _stop_for_closed_stdout() -> int:
     bug). What is still buffered goes to /dev/null (discard_stdout)."""
     discard_stdout()
     return PIPE_CLOSED
-
-
-class NamedStream:
-    """A text stream whose failed writes name it. An OSError of a write names no file, and
-    bot.cli.errors reported it as a bug with its traceback: standard output on a disk that
-    filled up (a quota, a file past its size limit), or a file written through it. It names
-    `name` now (`<stdout>`, the file's path), so it is one line like a file that cannot be
-    written. A reader gone (BrokenPipeError) is left as it is for main. Everything else is
-    the stream's own (reconfigure, fileno, buffer, ...)."""
-
-    def __init__(self, inner: TextIO, name: str) -> None:
-        self._inner = inner
-        self._name = name
-
-    def _named(self, call: Any, *args: Any) -> Any:
-        try:
-            return call(*args)
-        except BrokenPipeError:
-            raise
-        except OSError as exc:
-            if exc.filename is None:
-                exc.filename = self._name
-            raise
-
-    def write(self, text: str) -> int:
-        return int(self._named(self._inner.write, text))
-
-    def writelines(self, lines: Any) -> None:
-        self._named(self._inner.writelines, lines)
-
-    def flush(self) -> None:
-        self._named(self._inner.flush)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
 
 def utf8_stdout() -> None:

@@ -131,9 +131,9 @@ def _open_in(path: str) -> Iterator[TextIO]:
 
 @contextmanager
 def _open_out(path: str) -> Iterator[TextIO]:
-    """`-o FILE` written whole or not at all (bot.cli.output): when the command stopped (input
+    """`-o FILE` written whole or not at all (bot.files): when the command stopped (input
     unreadable, a worker died, interrupted) FILE is as it was. `-` is stdout, as UTF-8."""
-    from bot.cli.output import replaced_whole
+    from bot.files import replaced_whole
 
     if path == "-":
         yield _utf8(sys.stdout)

@@ -122,7 +122,7 @@ def verdicts_command(args: Any) -> int:
     rows = _with_context(export_verdicts)
     text = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
     if args.out and args.out != "-":
-        from bot.cli.output import replaced_whole
+        from bot.files import replaced_whole
 
         with replaced_whole(args.out) as fh:  # whole, or the previous export as it was
             fh.write(text)

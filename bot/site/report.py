@@ -586,10 +586,15 @@ async def run_report(ctx: Any, day: date | None = None, out: Path | None = None,
         data = await build_report(ctx, day, sync=sync)
         markdown = render_markdown(data, ctx.settings.public_url)
         await store_report(ctx, data, markdown)
-    if out is not None:
-        html = render_html(data)
-        await asyncio.to_thread(_write_files, out, data["date"], markdown, html)
     error: dict[str, str] = {}
+    if out is not None:
+        # The files are a copy of the stored report (`rltracker report --date DAY --out DIR`
+        # writes them again); one that cannot be written does not keep the report from its
+        # readers: it is posted all the same, and the command says which file failed.
+        html = render_html(data)
+        failed = await asyncio.to_thread(_write_files, out, data["date"], markdown, html)
+        if failed:
+            error["files_error"] = failed
     try:
         outcome = await post_report(ctx, data["date"],
                                     markdown_to_post(markdown, data, ctx.settings.public_url),
@@ -603,10 +608,25 @@ async def run_report(ctx: Any, day: date | None = None, out: Path | None = None,
             "new_landings": data.get("new_landings", 0), "baseline": data["baseline"], **error}
 
 
-def _write_files(out: Path, day: str, markdown: str, html: str) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"report-{day}.md").write_text(markdown, encoding="utf-8")
-    (out / f"report-{day}.html").write_text(html, encoding="utf-8")
+def _write_files(out: Path, day: str, markdown: str, html: str) -> str | None:
+    """report-DAY.md and .html in `out`, each written whole beside its name and renamed over
+    it (bot.files): a write that fails (a full disk, a folder where the file should be) leaves
+    the previous file as it was and nothing beside it. Returns what failed ("PATH: reason",
+    each file tried), else None."""
+    from bot.files import replaced_whole
+
+    failures: list[str] = []
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"{out}: {exc.strerror or exc}"
+    for path, text in ((out / f"report-{day}.md", markdown), (out / f"report-{day}.html", html)):
+        try:
+            with replaced_whole(str(path)) as fh:
+                fh.write(text)
+        except OSError as exc:
+            failures.append(f"{path}: {exc.strerror or exc}")
+    return "; ".join(failures) or None
 
 
 def report_command(args: Any) -> int:
@@ -646,9 +666,18 @@ def report_command(args: Any) -> int:
         return 2
     json.dump(summary, sys.stdout)
     sys.stdout.write("\n")
+    files = summary.get("files_error")
     if summary["posted"] == "failed":  # stored, not posted: a cron job must see it
+        unwritten = f"; nor written: {files}" if files else ""
         print(f"rltracker report: the report of {summary['date']} is stored but could not be "
-              f"posted on {settings.report_issue} ({summary.get('error')}); run the command "
-              "again to post it", file=sys.stderr)
+              f"posted on {settings.report_issue} ({summary.get('error')}){unwritten}; run the "
+              "command again to post it", file=sys.stderr)
         return 1
+    if files:  # stored and posted; the copy in --out is not (a full disk, a folder in the way)
+        shown = (f"stored and posted on {settings.report_issue}"
+                 if summary["posted"] in ("posted", "edited") else "stored")
+        print(f"rltracker report: the report of {summary['date']} is {shown}, but not written "
+              f"to --out: {files}; `rltracker report --date {summary['date']} --out {out}` "
+              "writes it again", file=sys.stderr)
+        return 2
     return 0

@@ -1,5 +1,5 @@
-"""Files the commands write (`analyze -o FILE`, `verdicts export --out FILE`): written whole or
-not at all.
+"""Files the app writes (`analyze -o FILE`, `verdicts export --out FILE`, `report --out DIR`):
+written whole or not at all. A foundation module: bot.cli and bot.site both write through it.
 
 Opened in place, FILE was emptied before anything was written: a command that stopped part way
 (input unreadable, a disk that filled up, interrupted) lost the previous file and left half a
@@ -18,7 +18,42 @@ import secrets
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TextIO, cast
+from typing import Any, TextIO, cast
+
+
+class NamedStream:
+    """A text stream whose failed writes name it. An OSError of a write names no file, and
+    bot.cli.errors reported it as a bug with its traceback: standard output on a disk that
+    filled up (a quota, a file past its size limit), or a file written through it. It names
+    `name` now (`<stdout>`, the file's path), so it is one line like a file that cannot be
+    written. A reader gone (BrokenPipeError) is left as it is for main. Everything else is
+    the stream's own (reconfigure, fileno, buffer, ...)."""
+
+    def __init__(self, inner: TextIO, name: str) -> None:
+        self._inner = inner
+        self._name = name
+
+    def _named(self, call: Any, *args: Any) -> Any:
+        try:
+            return call(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            if exc.filename is None:
+                exc.filename = self._name
+            raise
+
+    def write(self, text: str) -> int:
+        return int(self._named(self._inner.write, text))
+
+    def writelines(self, lines: Any) -> None:
+        self._named(self._inner.writelines, lines)
+
+    def flush(self) -> None:
+        self._named(self._inner.flush)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 def _named(exc: OSError, path: str) -> OSError:
@@ -82,8 +117,6 @@ def replaced_whole(path: str) -> Iterator[TextIO]:
 
 @contextmanager
 def _replaced_whole(path: str) -> Iterator[TextIO]:
-    from bot.cli import NamedStream
-
     target = os.path.realpath(path)
     try:
         mode: int | None = os.stat(target).st_mode
@@ -110,6 +143,8 @@ def _replaced_whole(path: str) -> Iterator[TextIO]:
         with open(fd, "w", encoding="utf-8") as fh:
             yield cast(TextIO, NamedStream(fh, path))
             written = True
+            fh.flush()
+            os.fsync(fh.fileno())  # on disk before it takes the name: a crash leaves old or new
         os.replace(tmp, target)
     except OSError as exc:
         os.unlink(tmp)

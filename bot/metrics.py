@@ -87,6 +87,7 @@ class Metrics:
         actions: dict[tuple[str, str], int] | None = None,
         jobs: dict[str, tuple[str, Any, Any]] | None = None,
         database_up: bool | None = None,
+        database_busy: bool | None = None,
     ) -> str:
         out: list[str] = []
 
@@ -149,4 +150,9 @@ class Metrics:
         if database_up is not None:
             family("rltracker_database_up", "gauge", "1 when the database answered the scrape")
             out.append(f"rltracker_database_up {1 if database_up else 0}")
+        if database_busy is not None:
+            family("rltracker_database_busy", "gauge",
+                   "1 when the database answered but a table the scrape reads was locked by "
+                   "another session (a migration): its counts are left out")
+            out.append(f"rltracker_database_busy {1 if database_busy else 0}")
         return "\n".join(out) + "\n"

@@ -7,31 +7,38 @@ import json
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 
-async def delivery_counts(engine: AsyncEngine) -> dict[str, int]:
+async def _rows(bind: AsyncEngine | AsyncConnection, statement: Any) -> list[Any]:
+    """`statement`'s rows, on the connection given (/metrics: its lock wait bounded), or on
+    one of the engine's."""
+    if isinstance(bind, AsyncConnection):
+        return list((await bind.execute(statement)).all())
+    async with bind.connect() as conn:
+        return list((await conn.execute(statement)).all())
+
+
+async def delivery_counts(engine: AsyncEngine | AsyncConnection) -> dict[str, int]:
     """Deliveries by status: pending, processing, done, failed (all four, zero when absent)."""
     from bot.store.models import Delivery
 
     t = Delivery.__table__
-    async with engine.connect() as conn:
-        rows = (await conn.execute(select(t.c.status, func.count()).group_by(t.c.status))).all()
+    rows = await _rows(engine, select(t.c.status, func.count()).group_by(t.c.status))
     counts = {"pending": 0, "processing": 0, "done": 0, "failed": 0}
     for status, n in rows:
         counts[str(status)] = int(n)
     return counts
 
 
-async def action_counts(engine: AsyncEngine) -> dict[tuple[str, str], int]:
+async def action_counts(engine: AsyncEngine | AsyncConnection) -> dict[tuple[str, str], int]:
     """What the app stored it did or would do, by (kind, status): comments posted, dry runs,
     failures, quiet decisions. Both are the app's own words (a handful each)."""
     from bot.store.models import Action
 
     t = Action.__table__
-    async with engine.connect() as conn:
-        rows = (await conn.execute(
-            select(t.c.kind, t.c.status, func.count()).group_by(t.c.kind, t.c.status))).all()
+    rows = await _rows(engine, select(t.c.kind, t.c.status, func.count())
+                       .group_by(t.c.kind, t.c.status))
     return {(str(kind), str(status)): int(n) for kind, status, n in rows}
 
 

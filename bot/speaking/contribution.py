@@ -27,6 +27,7 @@ from bot.config import PROJECT_ROOT
 from bot.context import AppContext
 from bot.store.installations import silenced_installations
 from bot.store.models import ContributionRules, Repository
+from bot.store.privacy import lock_repositories
 from bot.store.types import utcnow
 
 __all__ = ["format_rules_markdown", "rules_for_repo", "refresh_all", "fetch_rule_files",
@@ -270,18 +271,24 @@ async def cached_rules(ctx: AppContext, repo: str) -> ContributionRules | None:
 
 
 async def store_rules(ctx: AppContext, repo: str, files: dict[str, str],
-                      summary: dict[str, Any], fetched_at: Any = None) -> None:
+                      summary: dict[str, Any], fetched_at: Any = None) -> bool:
     """The row of `repo` written (inserted, or updated). Two first fetches at once both
-    find no row: the second insert meets the unique name and updates the row instead."""
+    find no row: the second insert meets the unique name and updates the row instead.
+    Nothing is written of a repository whose row is marked private, read under the lock a
+    `forget` takes (`lock_repositories`): one made private while its files were read is not
+    given its rules back after `forget` deleted them. False when nothing was written."""
     try:
-        await _store_rules(ctx, repo, files, summary, fetched_at)
+        return await _store_rules(ctx, repo, files, summary, fetched_at)
     except IntegrityError:
-        await _store_rules(ctx, repo, files, summary, fetched_at)
+        return await _store_rules(ctx, repo, files, summary, fetched_at)
 
 
 async def _store_rules(ctx: AppContext, repo: str, files: dict[str, str],
-                       summary: dict[str, Any], fetched_at: Any) -> None:
+                       summary: dict[str, Any], fetched_at: Any) -> bool:
     async with ctx.sessionmaker() as session, session.begin():
+        if await lock_repositories(session, [repo]):
+            log.info("contribution rules of %s not stored: the repository is private", repo)
+            return False
         row = await session.scalar(
             select(ContributionRules).where(func.lower(ContributionRules.repo) == repo.lower())
         )
@@ -291,6 +298,7 @@ async def _store_rules(ctx: AppContext, repo: str, files: dict[str, str],
         row.files = files
         row.summary = summary
         row.fetched_at = fetched_at or utcnow()
+        return True
 
 
 _SNAPSHOTS: dict[str, dict[str, Any] | None] = {}
@@ -366,7 +374,8 @@ async def refresh_all(ctx: AppContext) -> dict[str, int]:
         log.warning("catalog unavailable for the rules refresh: %s", exc)
     async with ctx.sessionmaker() as session:
         installed = await session.scalars(
-            select(Repository.full_name).where(Repository.installation_id.is_not(None))
+            select(Repository.full_name).where(Repository.installation_id.is_not(None),
+                                               Repository.private.is_not(True))
         )
         repos += list(installed)
     counts = {"refreshed": 0, "failed": 0}

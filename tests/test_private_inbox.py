@@ -223,3 +223,55 @@ def test_migration_0016_empties_what_the_inbox_kept_of_private_repositories(db_u
     assert found["d3"][1] == "ValueError: boom"
     assert asyncio.run(_execute(db_url, "SELECT count(*) FROM deliveries WHERE status = 'failed'"
                                         " AND payload LIKE '%payload_not_kept%'")) == [(1,)]
+
+
+FORMER = "someorg/old-secret"
+
+
+def _renamed_opened(shared_dir: Path, repo: str) -> dict[str, Any]:
+    payload = _opened(shared_dir, repo, private=False)
+    payload["repository"]["id"] = 555  # the repository's id, as `_privatized`'s
+    return payload
+
+
+async def test_privatized_empties_the_deliveries_stored_under_the_former_name(
+        ctx: Any, shared_dir: Path) -> None:
+    """Deliveries of the repository handled under its former name (their `repo` column says
+    it), the repository renamed, then made private: on main `forget` matched deliveries by
+    name only and the former name's payloads kept their title and body. They are matched by
+    the repository's id now; another repository's stay whole."""
+    former = await _queue(ctx, "issues", _renamed_opened(shared_dir, FORMER))
+    failed = await _queue(ctx, "issues", _renamed_opened(shared_dir, FORMER),
+                          status="failed", last_error=f"ValueError: boom\n  parameters: {TITLE}")
+    other = await _queue(ctx, "issues", _opened(shared_dir, "huggingface/trl", private=False))
+    await _work(ctx)
+    current = await _queue(ctx, "issues", _renamed_opened(shared_dir, SECRET))
+    await _work(ctx)
+    await _queue(ctx, "repository", _privatized())
+    await _work(ctx)
+    for delivery_id in (former, failed, current):
+        row = await _row(ctx, delivery_id)
+        assert row.status in ("done", "failed")
+        _keeps_no_text(row)
+        assert TITLE not in (row.last_error or "")
+    assert TITLE in (await _row(ctx, other)).payload
+    async with ctx.sessionmaker() as session:
+        assert list(await session.scalars(select(Thread.repo))) == ["huggingface/trl"]
+
+
+async def test_a_delivery_under_the_former_name_finished_after_privatized_keeps_no_text(
+        ctx: Any, shared_dir: Path) -> None:
+    """A delivery under the repository's former name, queued before `privatized` (under the
+    new name) and handled after it: on main the worker matched the marked rows by name and
+    the delivery kept its payload."""
+    await _queue(ctx, "issues", _renamed_opened(shared_dir, SECRET))
+    await _work(ctx)
+    await _queue(ctx, "repository", _privatized())
+    await _work(ctx)
+    queued = await _queue(ctx, "issues", _renamed_opened(shared_dir, FORMER))
+    await _work(ctx)
+    row = await _row(ctx, queued)
+    assert row.status == "done"
+    _keeps_no_text(row)
+    async with ctx.sessionmaker() as session:
+        assert list(await session.scalars(select(Thread.repo))) == []

@@ -231,6 +231,8 @@ FORMER = "someorg/old-secret"
 def _renamed_opened(shared_dir: Path, repo: str) -> dict[str, Any]:
     payload = _opened(shared_dir, repo, private=False)
     payload["repository"]["id"] = 555  # the repository's id, as `_privatized`'s
+    if repo != FORMER:  # sent after the rename
+        payload["repository"]["updated_at"] = "2019-06-01T00:00:00Z"
     return payload
 
 

@@ -171,7 +171,7 @@ def forget(conn: Any, name: str, github_id: int | None = None) -> None:
         table = model.__table__
         conn.execute(delete(table).where(func.lower(table.c.repo) == lname))
     _scrub_reports(conn, name)
-    _empty_deliveries_of(conn, name)
+    _empty_deliveries_of(conn, name, github_id)
 
 
 def mark_public(conn: Any, name: str, github_id: int | None = None) -> None:
@@ -360,6 +360,9 @@ async def empty_finished_deliveries(conn: Any, rows: Iterable[tuple[int, str | N
     rows = list(rows)
     t = Delivery.__table__
     said = [rid for rid, _, raw in rows if says_private(raw)]
+    marked_ids = set((await conn.execute(_marked_ids())).scalars())
+    said += [rid for rid, repo, raw in rows
+             if repo and rid not in said and _about_ids(raw, marked_ids)]
     named = [rid for rid, repo, raw in rows if repo]
     if not said and not named:
         return 0
@@ -373,12 +376,44 @@ async def empty_finished_deliveries(conn: Any, rows: Iterable[tuple[int, str | N
     return len(emptied)
 
 
-def _empty_deliveries_of(conn: Any, name: str) -> None:
-    """The finished deliveries of the repository `name` keep no payload (`forget`). Those not
-    finished yet are emptied by the worker as it finishes them (the row is marked private)."""
+def _marked_ids() -> Any:
+    repos = Repository.__table__
+    return select(repos.c.github_id).where(repos.c.private.is_(True),
+                                           repos.c.github_id.is_not(None))
+
+
+def _about_ids(raw: str | None, ids: set[int]) -> bool:
+    """Whether the raw payload's repository is one of the repository ids `ids` (parsed only
+    when one of them appears in it at all)."""
+    if not raw or not ids or not any(str(i) in raw for i in ids):
+        return False
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        return False
+    return isinstance(payload, Mapping) and _repository_of(payload)[1] in ids
+
+
+def _empty_deliveries_of(conn: Any, name: str, github_id: int | None = None) -> None:
+    """The finished deliveries of the repository `name` keep no payload (`forget`): those
+    stored under its name, and those whose payload's repository is its id (stored under a
+    former name, before a rename). Those not finished yet are emptied by the worker as it
+    finishes them (the row is marked private)."""
     t = Delivery.__table__
+    repos = Repository.__table__
+    ids = {github_id} if github_id is not None else set(conn.execute(select(
+        repos.c.github_id).where(func.lower(repos.c.full_name) == name.lower(),
+                                 repos.c.github_id.is_not(None))).scalars())
+    by_id: list[int] = []
+    for i in ids:
+        by_id += [rid for rid, raw in conn.execute(select(t.c.id, t.c.payload).where(
+            t.c.status.in_(FINISHED), func.lower(t.c.repo) != name.lower(),
+            t.c.payload.like(f"%{int(i)}%"), t.c.payload != EMPTIED_PAYLOAD)).all()
+            if _about_ids(raw, ids)]
     emptied = conn.execute(_emptying(
         (func.lower(t.c.repo) == name.lower()) & t.c.status.in_(FINISHED))).all()
+    for k in range(0, len(by_id), 500):
+        emptied += conn.execute(_emptying(t.c.id.in_(by_id[k:k + 500]))).all()
     cut = _first_lines(emptied)
     if cut:
         conn.execute(_cut_errors(), cut)

@@ -277,3 +277,20 @@ async def test_a_delivery_under_the_former_name_finished_after_privatized_keeps_
     _keeps_no_text(row)
     async with ctx.sessionmaker() as session:
         assert list(await session.scalars(select(Thread.repo))) == []
+
+
+async def test_privatized_under_a_new_name_forgets_the_threads_of_the_former_one(
+        ctx: Any, shared_dir: Path) -> None:
+    """The repository's issue stored under its former name, the repository renamed (no
+    delivery since) and made private: `privatized` names it by its new name and its id. On
+    main `forget` marked the row (found by id) but deleted threads by the new name only: the
+    issue stayed on the tracker under the former name."""
+    stored = await _queue(ctx, "issues", _renamed_opened(shared_dir, FORMER))
+    await _work(ctx)
+    async with ctx.sessionmaker() as session:
+        assert list(await session.scalars(select(Thread.repo))) == [FORMER]
+    await _queue(ctx, "repository", _privatized())
+    await _work(ctx)
+    async with ctx.sessionmaker() as session:
+        assert list(await session.scalars(select(Thread.repo))) == []
+    _keeps_no_text(await _row(ctx, stored))

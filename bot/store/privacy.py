@@ -160,18 +160,24 @@ def forget(conn: Any, name: str, github_id: int | None = None) -> None:
     contribution rules; its threads in stored reports; its threads' re-analysis failures) and mark its row private, creating
     the row when there is none. `conn`: a sync Session or Connection."""
     _mark_private(conn, name, github_id)
-    lname = name.lower()
-    threads = Thread.__table__
-    ids = select(threads.c.id).where(func.lower(threads.c.repo) == lname)
-    for model in (Comment, Analysis, AnalysisFailure, Verdict):  # no reliance on ON DELETE CASCADE
-        table = model.__table__
-        conn.execute(delete(table).where(table.c.thread_id.in_(ids)))
-    conn.execute(delete(threads).where(func.lower(threads.c.repo) == lname))
-    for model in (Action, SyncCursor, ContributionRules):
-        table = model.__table__
-        conn.execute(delete(table).where(func.lower(table.c.repo) == lname))
-    _scrub_reports(conn, name)
-    _empty_deliveries_of(conn, name, github_id)
+    names = {name.lower(): name}
+    if github_id is not None:  # a rename not followed yet: its rows are under the former name
+        repos = Repository.__table__
+        for former in conn.execute(select(repos.c.full_name).where(
+                repos.c.github_id == github_id)).scalars():
+            names.setdefault(former.lower(), former)
+    for lname, each in sorted(names.items()):
+        threads = Thread.__table__
+        ids = select(threads.c.id).where(func.lower(threads.c.repo) == lname)
+        for model in (Comment, Analysis, AnalysisFailure, Verdict):  # no reliance on ON DELETE CASCADE
+            table = model.__table__
+            conn.execute(delete(table).where(table.c.thread_id.in_(ids)))
+        conn.execute(delete(threads).where(func.lower(threads.c.repo) == lname))
+        for model in (Action, SyncCursor, ContributionRules):
+            table = model.__table__
+            conn.execute(delete(table).where(func.lower(table.c.repo) == lname))
+        _scrub_reports(conn, each)
+        _empty_deliveries_of(conn, each, github_id)
 
 
 def mark_public(conn: Any, name: str, github_id: int | None = None) -> None:
@@ -185,6 +191,10 @@ async def forget_repository(session: AsyncSession, name: str, github_id: int | N
     await session.flush()
     await session.run_sync(lambda s: forget(s, name, github_id))
     _held(session, name, github_id, private=True)
+    if github_id is not None:
+        for obj in list(session.identity_map.values()):
+            if isinstance(obj, Repository) and obj.github_id == github_id:
+                _held(session, obj.full_name, github_id, private=True)
 
 
 async def publicize_repository(session: AsyncSession, name: str, github_id: int | None = None) -> None:

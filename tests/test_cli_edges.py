@@ -396,3 +396,26 @@ def test_sigterm_to_one_worker_is_a_worker_that_died_not_the_run_stopped(tmp_pat
     assert line.startswith("rltracker analyze: a worker process died")
     assert out.read_text(encoding="utf-8") == '{"previous": "output"}\n'
     assert sorted(os.listdir(tmp_path)) == ["in.jsonl", "out.jsonl"]
+
+
+def test_rules_text_output_neutralises_direction_controls_quoted_from_files(tmp_path: Path) -> None:
+    """`rltracker rules FOLDER` replaced C0/C1 controls of the summary but printed Unicode
+    direction controls quoted from a repository's files (a command in a code span) as they
+    were: an override or isolate can reorder what the operator reads on the terminal. The
+    text output prints them as spaces (bot.cli.printable, as `deliveries` does); `--json`
+    keeps the text as it is."""
+    bidi = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "CONTRIBUTING.md").write_text(
+        "# Contributing\n\nBefore you open a pull request, run "
+        f"`pytest tests/{bidi}x` and `ruff check .`.\n", encoding="utf-8")
+    result = text(rltracker("rules", str(repo)))
+    assert result.returncode == 0, result.stderr
+    assert "pytest tests/" in result.stdout
+    assert not set(bidi) & set(result.stdout), [hex(ord(c)) for c in set(bidi) & set(result.stdout)]
+    assert "\n" in result.stdout  # lines kept
+    raw = rltracker("rules", str(repo), "--json")
+    assert raw.returncode == 0
+    facts = json.loads(raw.stdout.decode("utf-8"))["facts"]
+    assert any(set(bidi) <= set(json.dumps(f, ensure_ascii=False)) for f in facts)

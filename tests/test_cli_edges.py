@@ -419,3 +419,37 @@ def test_rules_text_output_neutralises_direction_controls_quoted_from_files(tmp_
     assert raw.returncode == 0
     facts = json.loads(raw.stdout.decode("utf-8"))["facts"]
     assert any(set(bidi) <= set(json.dumps(f, ensure_ascii=False)) for f in facts)
+
+
+def test_analyze_file_errors_name_the_option_and_path_in_one_plain_line(tmp_path: Path) -> None:
+    """`analyze` said a file failed in Python's words (`[Errno 2] No such file or directory:
+    'x'`, `[Errno 21] Is a directory: 'd'`) without saying whether INPUT, `-o` or `--papers`
+    was meant (`analyze d` and `analyze in -o d` read the same). One plain line names the
+    option and the path and says what is wrong, exit 2 (README, "When something is wrong")."""
+    good = tmp_path / "in.jsonl"
+    write_lines(good, [json.dumps(GOOD_1)])
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    missing, out = tmp_path / "missing.jsonl", tmp_path / "out.jsonl"
+    cases = [
+        (("analyze", str(missing)), f"INPUT {missing}: no such file"),
+        (("analyze", str(folder)), f"INPUT {folder}: is a folder"),
+        (("analyze", str(good), "-o", str(folder)), f"-o {folder}: is a folder"),
+        (("analyze", str(good), "-o", str(tmp_path / "nope" / "x")),
+         f"-o {tmp_path / 'nope' / 'x'}: no such file"),
+        (("analyze", str(good), "--papers", str(missing)), f"--papers {missing}: no such file"),
+        (("analyze", str(good), "--papers", str(folder)), f"--papers {folder}: is a folder"),
+        (("analyze", str(good), "-o", "/dev/full"), "-o /dev/full: no space left on device"),
+    ]
+    for args, said in cases:
+        line = one_line(text(rltracker(*args)), "analyze", 2, said)
+        assert "Errno" not in line and "'" not in line, line
+    assert not out.exists()
+    locked = tmp_path / "locked.jsonl"
+    write_lines(locked, [json.dumps(GOOD_1)])
+    locked.chmod(0o000)
+    prefix = _without_file_permission_override()
+    result = subprocess.run([*prefix, sys.executable, "-m", "bot.cli", "analyze", str(locked)],
+                            env=CLEAN_ENV, capture_output=True, text=True, timeout=HANG_GUARD)
+    line = one_line(result, "analyze", 2, f"INPUT {locked}: permission denied")
+    assert "Errno" not in line, line

@@ -439,7 +439,7 @@ def test_analyze_file_errors_name_the_option_and_path_in_one_plain_line(tmp_path
          f"-o {tmp_path / 'nope' / 'x'}: no such file"),
         (("analyze", str(good), "--papers", str(missing)), f"--papers {missing}: no such file"),
         (("analyze", str(good), "--papers", str(folder)), f"--papers {folder}: is a folder"),
-        (("analyze", str(good), "-o", "/dev/full"), "-o /dev/full: no space left on device"),
+        (("analyze", str(good), "-o", "/dev/full"), "-o /dev/full: No space left on device"),
     ]
     for args, said in cases:
         line = one_line(text(rltracker(*args)), "analyze", 2, said)

@@ -453,3 +453,36 @@ def test_analyze_file_errors_name_the_option_and_path_in_one_plain_line(tmp_path
                             env=CLEAN_ENV, capture_output=True, text=True, timeout=HANG_GUARD)
     line = one_line(result, "analyze", 2, f"INPUT {locked}: permission denied")
     assert "Errno" not in line, line
+
+
+async def _paused_repository(db_url: str, full_name: str) -> None:
+    from bot.config import Settings
+    from bot.context import AppContext
+    from bot.store.models import Repository
+
+    ctx = AppContext.create(Settings.from_env({}, database_url=db_url))
+    try:
+        async with ctx.sessionmaker() as session, session.begin():
+            session.add(Repository(full_name=full_name, comments_paused=True,
+                                   paused_reason="comments hidden by maintainers"))
+    finally:
+        await ctx.close()
+
+
+def test_repos_resume_names_the_repository_as_stored_once(db_url: str) -> None:
+    """`repos resume foo-org/bar` for the stored `Foo-Org/Bar` answered with the name as typed
+    (`comments in foo-org/bar resumed`), and the reception module's log line said it again on
+    stderr (`reception: comments in Foo-Org/Bar resumed by operator ...`). The answer names
+    the repository as stored, once: stdout when it was resumed, one stderr line when it was
+    not paused."""
+    asyncio.run(_paused_repository(db_url, "Foo-Org/Bar"))
+    env = {"DATABASE_URL": db_url}
+    result = text(rltracker("repos", "resume", "foo-org/bar", env=env))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("comments in Foo-Org/Bar resumed (they were paused: "
+                                    "comments hidden by maintainers)"), result.stdout
+    assert len(result.stdout.splitlines()) == 1
+    assert result.stderr == "", result.stderr
+    again = text(rltracker("repos", "resume", "FOO-ORG/BAR", env=env))
+    assert again.stdout == ""
+    one_line(again, "repos", 0, "Foo-Org/Bar are not paused")

@@ -484,5 +484,5 @@ def test_repos_resume_names_the_repository_as_stored_once(db_url: str) -> None:
     assert len(result.stdout.splitlines()) == 1
     assert result.stderr == "", result.stderr
     again = text(rltracker("repos", "resume", "FOO-ORG/BAR", env=env))
-    assert again.stdout == ""
-    one_line(again, "repos", 0, "Foo-Org/Bar are not paused")
+    assert again.returncode == 0 and again.stdout == ""
+    assert again.stderr == "comments in Foo-Org/Bar are not paused; nothing to resume\n"

@@ -396,3 +396,93 @@ def test_sigterm_to_one_worker_is_a_worker_that_died_not_the_run_stopped(tmp_pat
     assert line.startswith("rltracker analyze: a worker process died")
     assert out.read_text(encoding="utf-8") == '{"previous": "output"}\n'
     assert sorted(os.listdir(tmp_path)) == ["in.jsonl", "out.jsonl"]
+
+
+def test_rules_text_output_neutralises_direction_controls_quoted_from_files(tmp_path: Path) -> None:
+    """`rltracker rules FOLDER` replaced C0/C1 controls of the summary but printed Unicode
+    direction controls quoted from a repository's files (a command in a code span) as they
+    were: an override or isolate can reorder what the operator reads on the terminal. The
+    text output prints them as spaces (bot.cli.printable, as `deliveries` does); `--json`
+    keeps the text as it is."""
+    bidi = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "CONTRIBUTING.md").write_text(
+        "# Contributing\n\nBefore you open a pull request, run "
+        f"`pytest tests/{bidi}x` and `ruff check .`.\n", encoding="utf-8")
+    result = text(rltracker("rules", str(repo)))
+    assert result.returncode == 0, result.stderr
+    assert "pytest tests/" in result.stdout
+    assert not set(bidi) & set(result.stdout), [hex(ord(c)) for c in set(bidi) & set(result.stdout)]
+    assert "\n" in result.stdout  # lines kept
+    raw = rltracker("rules", str(repo), "--json")
+    assert raw.returncode == 0
+    facts = json.loads(raw.stdout.decode("utf-8"))["facts"]
+    assert any(set(bidi) <= set(json.dumps(f, ensure_ascii=False)) for f in facts)
+
+
+def test_analyze_file_errors_name_the_option_and_path_in_one_plain_line(tmp_path: Path) -> None:
+    """`analyze` said a file failed in Python's words (`[Errno 2] No such file or directory:
+    'x'`, `[Errno 21] Is a directory: 'd'`) without saying whether INPUT, `-o` or `--papers`
+    was meant (`analyze d` and `analyze in -o d` read the same). One plain line names the
+    option and the path and says what is wrong, exit 2 (README, "When something is wrong")."""
+    good = tmp_path / "in.jsonl"
+    write_lines(good, [json.dumps(GOOD_1)])
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    missing, out = tmp_path / "missing.jsonl", tmp_path / "out.jsonl"
+    cases = [
+        (("analyze", str(missing)), f"INPUT {missing}: no such file"),
+        (("analyze", str(folder)), f"INPUT {folder}: is a folder"),
+        (("analyze", str(good), "-o", str(folder)), f"-o {folder}: is a folder"),
+        (("analyze", str(good), "-o", str(tmp_path / "nope" / "x")),
+         f"-o {tmp_path / 'nope' / 'x'}: no such file"),
+        (("analyze", str(good), "--papers", str(missing)), f"--papers {missing}: no such file"),
+        (("analyze", str(good), "--papers", str(folder)), f"--papers {folder}: is a folder"),
+        (("analyze", str(good), "-o", "/dev/full"), "-o /dev/full: No space left on device"),
+    ]
+    for args, said in cases:
+        line = one_line(text(rltracker(*args)), "analyze", 2, said)
+        assert "Errno" not in line and "'" not in line, line
+    assert not out.exists()
+    locked = tmp_path / "locked.jsonl"
+    write_lines(locked, [json.dumps(GOOD_1)])
+    locked.chmod(0o000)
+    prefix = _without_file_permission_override()
+    result = subprocess.run([*prefix, sys.executable, "-m", "bot.cli", "analyze", str(locked)],
+                            env=CLEAN_ENV, capture_output=True, text=True, timeout=HANG_GUARD)
+    line = one_line(result, "analyze", 2, f"INPUT {locked}: permission denied")
+    assert "Errno" not in line, line
+
+
+async def _paused_repository(db_url: str, full_name: str) -> None:
+    from bot.config import Settings
+    from bot.context import AppContext
+    from bot.store.models import Repository
+
+    ctx = AppContext.create(Settings.from_env({}, database_url=db_url))
+    try:
+        async with ctx.sessionmaker() as session, session.begin():
+            session.add(Repository(full_name=full_name, comments_paused=True,
+                                   paused_reason="comments hidden by maintainers"))
+    finally:
+        await ctx.close()
+
+
+def test_repos_resume_names_the_repository_as_stored_once(db_url: str) -> None:
+    """`repos resume foo-org/bar` for the stored `Foo-Org/Bar` answered with the name as typed
+    (`comments in foo-org/bar resumed`), and the reception module's log line said it again on
+    stderr (`reception: comments in Foo-Org/Bar resumed by operator ...`). The answer names
+    the repository as stored, once: stdout when it was resumed, one stderr line when it was
+    not paused."""
+    asyncio.run(_paused_repository(db_url, "Foo-Org/Bar"))
+    env = {"DATABASE_URL": db_url}
+    result = text(rltracker("repos", "resume", "foo-org/bar", env=env))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("comments in Foo-Org/Bar resumed (they were paused: "
+                                    "comments hidden by maintainers)"), result.stdout
+    assert len(result.stdout.splitlines()) == 1
+    assert result.stderr == "", result.stderr
+    again = text(rltracker("repos", "resume", "FOO-ORG/BAR", env=env))
+    assert again.returncode == 0 and again.stdout == ""
+    assert again.stderr == "comments in Foo-Org/Bar are not paused; nothing to resume\n"

@@ -83,6 +83,14 @@ EXIT_STATUS = ("exit status: 0 done; 1 a failure while it ran (the database, Git
                "standard output went away (| head), quietly.")
 
 
+def printable(text: object, keep: str = "") -> str:
+    """Third-party text for the terminal (a repository's files quoted by `rules`, a delivery's
+    stored error): control and format characters (escape sequences, carriage returns, Unicode
+    direction overrides, isolates and marks, which can reorder what is read) become spaces;
+    the characters in `keep` (a newline, a tab) stay. `--json` outputs keep the text as it is."""
+    return "".join(ch if ch.isprintable() or ch in keep else " " for ch in str(text))
+
+
 class _Parser(argparse.ArgumentParser):
     """A usage error is one line too: what is wrong and where the help is, not the usage text."""
 
@@ -249,14 +257,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("rules", help="contribution-rule summary of a framework or folder",
                        description="The contribution-rule summary of a framework (read from the "
                                    "database's cache, else the snapshot in ../shared, else "
-                                   "GitHub) or of a folder holding CONTRIBUTING and templates.",
+                                   "GitHub) or of a folder holding CONTRIBUTING and templates. "
+                                   "Text quoted from a repository's files is third-party: "
+                                   "the text output prints its control and format characters "
+                                   "(escape sequences, direction overrides) as spaces.",
                        epilog="exit status: 0 printed; 1 GitHub or the database failed; 2 an "
                               "unknown framework (the one probably meant is named) or a file "
                               "that cannot be read.")
     p.add_argument("target", metavar="FRAMEWORK_OR_PATH",
                    help="framework name (verl, trl, openrlhf, nemo-rl, roll, slime, areal; any "
                         "case) or a folder path")
-    p.add_argument("--json", action="store_true", help="the summary as JSON (UTF-8)")
+    p.add_argument("--json", action="store_true",
+                   help="the summary as JSON (UTF-8), quoted text as it was read: control and "
+                        "direction characters are kept (JSON escapes the controls; showing "
+                        "the text safely is the reader's concern)")
 
     p = sub.add_parser("stats", help="counts, as in GET /api/stats")
     p.add_argument("--json", action="store_true")

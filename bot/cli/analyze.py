@@ -37,9 +37,11 @@ replaced only when the command ran through (exit 0 or 1): exit 2 leaves it as it
 from __future__ import annotations
 
 import argparse
+import errno
 import gc
 import io
 import json
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -557,6 +559,26 @@ def _collector_off() -> Iterator[None]:
         gc.freeze()
 
 
+_REASONS = {errno.ENOENT: "no such file", errno.EISDIR: "is a folder",
+            errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+            errno.ENOTDIR: "a part of the path is not a folder"}
+
+
+def file_problem(exc: OSError, options: list[tuple[str, str | None]]) -> str:
+    """A failed file as one plain line: the option that named it (INPUT, -o, --papers, the
+    first of `options` whose path it is), the path, and what is wrong ("no such file", "is a
+    folder", "permission denied"; else the system's reason, as the other commands say it:
+    "No space left on device"). A failure naming
+    none of them (no path, stdout) is said as it was."""
+    reason = _REASONS.get(exc.errno or 0) or exc.strerror or str(exc)
+    for option, path in options:
+        if path and path != "-" and exc.filename is not None and os.fsdecode(exc.filename) == path:
+            return f"{option} {path}: {reason}"
+    if exc.filename is not None:
+        return f"{os.fsdecode(exc.filename)}: {reason}"
+    return str(exc)
+
+
 def analyze_command(args: argparse.Namespace) -> int:
     from bot.analysis import load_analyzers
 
@@ -570,8 +592,12 @@ def analyze_command(args: argparse.Namespace) -> int:
         try:
             with _collector_off():
                 pool = load_pool(args.papers, use_cache=not getattr(args, "no_cache", False))
-        except (OSError, PoolError) as exc:
+        except PoolError as exc:
             print(f"rltracker analyze: --papers {exc}", file=sys.stderr)
+            return 2
+        except OSError as exc:
+            print(f"rltracker analyze: {file_problem(exc, [('--papers', args.papers)])}",
+                  file=sys.stderr)
             return 2
     jobs, note = job_count(getattr(args, "jobs", 1), args.input)
     if note:
@@ -588,8 +614,12 @@ def analyze_command(args: argparse.Namespace) -> int:
             raise  # `| head -1` read what it wanted: the command stops quietly (bot.cli.main)
         print(f"rltracker analyze: {exc}", file=sys.stderr)
         return 2
-    except (OSError, NotUtf8) as exc:
+    except NotUtf8 as exc:
         print(f"rltracker analyze: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        said = file_problem(exc, [("INPUT", args.input), ("-o", args.output)])
+        print(f"rltracker analyze: {said}", file=sys.stderr)
         return 2
     except WorkerDied as exc:
         lost = ("output is incomplete" if (args.output or "-") == "-"

@@ -34,6 +34,7 @@ from typing import Any
 
 from sqlalchemy import func, select, update
 
+from bot.cli import printable
 from bot.store.models import Delivery
 from bot.store.privacy import EMPTIED_PAYLOAD
 from bot.webhooks.inbox import requeue_failed
@@ -95,13 +96,6 @@ async def retry_deliveries(engine: Any, delivery_ids: list[str] | None) -> list[
         return waiting + await requeue_failed(conn, delivery_ids)
 
 
-def _printable(text: Any) -> str:
-    """Stored text on one terminal line: a delivery's error is its exception's text, which can
-    quote the payload (a database error naming the value it refused): its control and format
-    characters (escape sequences, carriage returns, direction overrides) become spaces."""
-    return "".join(ch if ch.isprintable() else " " for ch in str(text))
-
-
 async def emptied_deliveries(engine: Any, delivery_ids: list[str] | None) -> list[str]:
     """Of the failed deliveries (`None`: all), those of a private repository whose payload
     was not kept (bot.store.privacy): nothing to handle, they cannot be re-queued."""
@@ -122,7 +116,8 @@ def _delivery_line(r: dict[str, Any], when: Any) -> str:
     error; tab-separated, each field printable."""
     what = f"{r['event']}.{r['action']}" if r["action"] else r["event"]
     fields = (r["delivery_id"], what, r["repo"] or "-", when, f"attempts {r['attempts']}", r["error"])
-    line = "\t".join(_printable(field) for field in fields)
+    # a delivery's error is its exception's text, which can quote the payload
+    line = "\t".join(printable(field) for field in fields)
     return line if r.get("payload_kept", True) else f"{line}\t({NOT_KEPT})"
 
 

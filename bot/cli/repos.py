@@ -9,6 +9,7 @@ GitHub, so a dry run changes nothing here.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from typing import Any
 
@@ -23,7 +24,12 @@ def repos_command(args: Any) -> int:
 
     repo = canonical_repo(args.repo)
 
-    async def run() -> tuple[bool, str | None] | None:
+    # The answer below is the operator's; the reception module's own line for the server's
+    # log said it again on stderr (Python's last-resort handler). Logging set up by the
+    # operator (a root handler) still receives it.
+    logging.getLogger("bot.speaking.reception").addHandler(logging.NullHandler())
+
+    async def run() -> tuple[bool, str | None, str] | None:
         ctx = AppContext.create(Settings.from_env())
         try:
             return await resume_comments(ctx, repo, by="operator")
@@ -34,7 +40,7 @@ def repos_command(args: Any) -> int:
     if resumed is None:
         raise UserError(f"{repo} is not a repository this service has stored (the app is not "
                         "installed there, or `rltracker sync` has not read it)")
-    was_paused, reason = resumed
+    was_paused, reason, repo = resumed  # the name as stored (Foo-Org/Bar for foo-org/bar)
     if was_paused:
         print(f"comments in {repo} resumed (they were paused: {reason or 'no reason recorded'}); "
               "the reception check now judges only comments posted from now on")

@@ -11,18 +11,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from analyzers.rules import format_rules_markdown, summarize_rules
-from bot.cli import ensure_open, framework_hint
+from bot.cli import ensure_open, framework_hint, printable
 from bot.config import Settings, UserError, sqlite_path
 from bot.speaking.contribution import SHARED_FRAMEWORKS, load_folder, note_partial
 from bot.store.types import canonical_id
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def framework_ids() -> dict[str, str]:
@@ -115,6 +112,7 @@ def rules_command(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         # Code spans and file names come from third-party files: an escape sequence in one
-        # (clear the screen, retitle the window) must not reach the terminal.
-        sys.stdout.write(_CONTROL.sub(" ", format_rules_markdown(summary)))
+        # (clear the screen, retitle the window) or a direction override (a command that
+        # reads reversed) must not reach the terminal; lines and tabs stay.
+        sys.stdout.write(printable(format_rules_markdown(summary), keep="\n\t"))
     return 0

@@ -154,11 +154,12 @@ async def refresh_reception(ctx: Any) -> ReceptionStats:
     return stats
 
 
-async def resume_comments(ctx: Any, repo: str, *, by: str) -> tuple[bool, str | None] | None:
+async def resume_comments(ctx: Any, repo: str, *,
+                          by: str) -> tuple[bool, str | None, str] | None:
     """Lift the pause of the app's comments in `repo` (`by`: "@login" or "operator"), and
     record who and when; the next reception checks judge only comments posted after now.
-    Returns (whether it was paused, the reason it was paused for), or None when the
-    repository is not stored. Idempotent: resuming a repository that is not paused changes
+    Returns (whether it was paused, the reason it was paused for, the name as stored), or
+    None when the repository is not stored. Idempotent: resuming a repository that is not paused changes
     nothing (it does not move the time the check counts from)."""
     from sqlalchemy import func
 
@@ -175,4 +176,4 @@ async def resume_comments(ctx: Any, repo: str, *, by: str) -> tuple[bool, str | 
             await session.commit()
             log.warning("reception: comments in %s resumed by %s (paused: %s)",
                         row.full_name, by, row.paused_reason)
-        return was, row.paused_reason
+        return was, row.paused_reason, row.full_name

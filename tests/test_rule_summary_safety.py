@@ -207,3 +207,17 @@ async def test_a_repository_with_no_contribution_files_is_told_plainly(app_ctx, 
     for lang, words in (("en", "No contribution files"), ("zh", "没有找到贡献文件")):
         md = await rules_markdown(app_ctx, REPO, lang)
         assert md is not None and words in md and "files read" not in md, md
+
+
+async def test_direction_controls_quoted_from_a_file_are_not_posted(app_ctx, fake_github) -> None:
+    """A command the summary quotes from CONTRIBUTING (a code span) kept Unicode direction
+    controls as they were: in a `/rltracker rules` reply or a proposal's reply an override
+    reorders what follows it on GitHub (the tracker pages isolate such text, a comment cannot).
+    They are posted as spaces, as the file names the summary cites already were."""
+    bidi = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+    fake_github.set_file(REPO, "CONTRIBUTING.md",
+                         "# Contributing\n\nBefore you open a pull request, run "
+                         f"`pytest tests/{bidi}x` and `ruff check .`.\n")
+    md = await rules_markdown(app_ctx, REPO, "en", topics=None)
+    assert md is not None and "pytest tests/" in md, md
+    assert not set(bidi) & set(md), [hex(ord(c)) for c in set(bidi) & set(md)]

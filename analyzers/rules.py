@@ -657,7 +657,9 @@ def _safe(text: str) -> str:
     return "`".join(parts)
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+# Control and direction characters of third-party text (file names, commands quoted from a
+# file): posted as spaces, since an override or isolate reorders what follows it in a comment.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _cited_path(path: str) -> str:
@@ -705,7 +707,7 @@ def format_rules_markdown(
             src = "; ".join(c for c in (_cited_path(p) for p in cited[:MAX_CITED]) if c)
             note = tab.texts["observed"]["zh" if zh else "en"] if fact.get("observed") else ""
             where = f" ({src}{note})" if src else (f" ({note.strip(', ')})" if note else "")
-            lines.append(f"- {_safe(text)}{_safe(where)}")
+            lines.append(f"- {_safe(_CONTROL.sub(' ', text))}{_safe(where)}")
         lines.append("")
     # A summary stored by an earlier release may name a topic the table no longer has: the
     # next refresh drops it; until then it is left out here rather than failing the render.

@@ -35,15 +35,19 @@ async def reply_actions(ctx: Any) -> list[Any]:
     return [a for a in await actions(ctx, "command") if a.status != "skipped"]
 
 
-def replies(fake: Any, number: int, marker: str) -> list[dict[str, Any]]:
-    return [c for c in fake.comments_of(VERL, number) if marker in c["body"]]
-
-
-@pytest.mark.parametrize("command,marker", [
+# A reply of each kind the commands post: the methods, the rules, a note on an unknown command.
+EVERY_REPLY_KIND = pytest.mark.parametrize("command,marker", [
     ("/rltracker methods entropy-collapse", "rltracker:reply-to:"),
     ("/rltracker rules", "rltracker:reply-to:"),
     ("/rltracker frobnicate", "rltracker:note-to:"),
 ], ids=["methods", "rules", "note"])
+
+
+def replies(fake: Any, number: int, marker: str) -> list[dict[str, Any]]:
+    return [c for c in fake.comments_of(VERL, number) if marker in c["body"]]
+
+
+@EVERY_REPLY_KIND
 async def test_a_command_reply_posted_as_the_process_died_is_recorded_by_the_retry(
         app_ctx: Any, fake_github: Any, command: str, marker: str) -> None:
     """The worker replying to the command dies after GitHub created the reply. On main the
@@ -120,11 +124,7 @@ async def test_a_discussion_reply_posted_as_the_process_died_is_recorded_by_the_
     assert (row.comment_node_id, row.comment_id) == (posted[0]["id"], posted[0]["databaseId"])
 
 
-@pytest.mark.parametrize("command,marker", [
-    ("/rltracker methods entropy-collapse", "rltracker:reply-to:"),
-    ("/rltracker rules", "rltracker:reply-to:"),
-    ("/rltracker frobnicate", "rltracker:note-to:"),
-], ids=["methods", "rules", "note"])
+@EVERY_REPLY_KIND
 async def test_a_reply_a_maintainer_edited_while_its_claim_waited_is_left_as_they_wrote_it(
         app_ctx: Any, fake_github: Any, command: str, marker: str) -> None:
     """As above, and a maintainer edits the reply on GitHub (corrects a line, keeps the app's

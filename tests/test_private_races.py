@@ -128,6 +128,42 @@ async def _stored_public(ctx: Any) -> None:
     assert await _threads(ctx, SECRET) == 1
 
 
+async def _one_stopped_then_the_other(ctx: Any, table: str, *, write_first: bool) -> None:
+    """PostgreSQL: a delivery of issue 6 (the write) and `privatized` (the forget) of SECRET,
+    stored public. The first is stopped at `table`, locked by a third connection; the second
+    starts and runs until it waits on a lock too; then the lock is let go. Either order ends
+    with the repository marked private and nothing of it stored."""
+    _postgres_only(ctx)
+    await _stored_public(ctx)
+
+    def write() -> Any:
+        return events.handle(
+            "issues", envelope("opened", SECRET, issue=issue(6, title="Stored after")), ctx)
+
+    def forget() -> Any:
+        return handle_repository(_privatized(SECRET, 555), ctx)
+
+    first_step, second_step = (write, forget) if write_first else (forget, write)
+    async with ctx.engine.connect() as blocker:
+        await blocker.begin()
+        await blocker.execute(text(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE"))
+        pid = await _pid(blocker)
+        first = asyncio.create_task(first_step())
+        await _until(lambda: _blocked_by(ctx, pid), first)
+        assert not first.done(), first
+        second = asyncio.create_task(second_step())
+
+        async def second_waits() -> bool:
+            return await _lock_waiters(ctx) >= 2
+
+        await _until(second_waits, second)
+        await blocker.rollback()
+    await first
+    await second
+    assert await _marked(ctx, SECRET)
+    assert await _threads(ctx, SECRET) == 0
+
+
 async def test_a_write_checked_before_privatized_and_committed_after_it(ctx: Any) -> None:
     """PostgreSQL, two real connections. The delivery of issue 6 is checked (public) and its
     write begins; a third connection holding `deletions` (which the write reads before it
@@ -135,27 +171,7 @@ async def test_a_write_checked_before_privatized_and_committed_after_it(ctx: Any
     main it committed at once and the write then stored issue 6 of the private repository;
     now `privatized` waits for the write's lock on the repository row and forgets issue 6
     after the write commits."""
-    _postgres_only(ctx)
-    await _stored_public(ctx)
-    async with ctx.engine.connect() as blocker:
-        await blocker.begin()
-        await blocker.execute(text("LOCK TABLE deletions IN ACCESS EXCLUSIVE MODE"))
-        pid = await _pid(blocker)
-        write = asyncio.create_task(events.handle(
-            "issues", envelope("opened", SECRET, issue=issue(6, title="Stored after")), ctx))
-        await _until(lambda: _blocked_by(ctx, pid), write)
-        assert not write.done(), write
-        forget = asyncio.create_task(handle_repository(_privatized(SECRET, 555), ctx))
-
-        async def forget_waits() -> bool:
-            return await _lock_waiters(ctx) >= 2
-
-        await _until(forget_waits, forget)
-        await blocker.rollback()
-    await write
-    await forget
-    assert await _marked(ctx, SECRET)
-    assert await _threads(ctx, SECRET) == 0
+    await _one_stopped_then_the_other(ctx, "deletions", write_first=True)
 
 
 async def test_a_write_begun_while_privatized_forgets_stores_nothing(ctx: Any) -> None:
@@ -164,27 +180,7 @@ async def test_a_write_begun_while_privatized_forgets_stores_nothing(ctx: Any) -
     (the row not marked yet: the forget is not committed) and written. On main the write
     committed issue 6 at once, after the forget's delete; now it waits for the forget's lock on
     the repository row, then reads the row marked private and stores nothing."""
-    _postgres_only(ctx)
-    await _stored_public(ctx)
-    async with ctx.engine.connect() as blocker:
-        await blocker.begin()
-        await blocker.execute(text("LOCK TABLE reports IN ACCESS EXCLUSIVE MODE"))
-        pid = await _pid(blocker)
-        forget = asyncio.create_task(handle_repository(_privatized(SECRET, 555), ctx))
-        await _until(lambda: _blocked_by(ctx, pid), forget)
-        assert not forget.done(), forget
-        write = asyncio.create_task(events.handle(
-            "issues", envelope("opened", SECRET, issue=issue(6, title="Stored after")), ctx))
-
-        async def write_waits() -> bool:
-            return await _lock_waiters(ctx) >= 2
-
-        await _until(write_waits, write)
-        await blocker.rollback()
-    await forget
-    await write
-    assert await _marked(ctx, SECRET)
-    assert await _threads(ctx, SECRET) == 0
+    await _one_stopped_then_the_other(ctx, "reports", write_first=False)
 
 
 @pytest.mark.parametrize("reported", [True, False], ids=["failure-comment", "skip-record"])

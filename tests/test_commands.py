@@ -1086,3 +1086,85 @@ async def test_a_reaction_on_a_deleted_discussion_comment_is_refused_for_good(
                                 app_ctx) == "ignore"
     [row] = await actions(app_ctx, "command")
     assert row.details.get("react_refused") is True
+
+
+async def test_command_replies_on_a_thread_are_capped_per_hour(app_ctx: Any, fake_github: Any) -> None:
+    """Anyone may open an issue and so use the commands on it: its author posting twelve
+    `/rltracker rules` and unknown commands got twelve replies from the app (each comment is
+    answered once, but comments are free). At most five replies and notes a thread in an
+    hour; past them the command is recorded as skipped (`reply_rate`) and nothing is posted,
+    while a command acknowledged with a 👍 is still done. A redelivery of an answered command
+    still finds its reply (no second one), and an hour later the thread is answered again."""
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 40)
+    first = comment_event("/rltracker rules", number=40)
+    await commands_router.dispatch(first, app_ctx)
+    for body in ["/rltracker rules"] * 7 + ["/rltracker stpo"] * 4:
+        await commands_router.dispatch(comment_event(body, number=40), app_ctx)
+    assert len(replies_of(fake_github, 40)) == 5
+    skipped = [a for a in await actions(app_ctx, "command") if a.status == "skipped"
+               and (a.details or {}).get("code", "").startswith("reply_rate:")]
+    assert len(skipped) == 7
+    await commands_router.dispatch(first, app_ctx)  # redelivered: still answered once
+    assert len(replies_of(fake_github, 40)) == 5
+    ignore = comment_event("/rltracker ignore", number=40)
+    await commands_router.dispatch(ignore, app_ctx)  # a 👍, no reply: not held back
+    cid = ignore.data["comment"]["id"]
+    assert len(fake_github.requests("POST", rf"/issues/comments/{cid}/reactions")) == 1
+    async with app_ctx.sessionmaker() as s:
+        await s.execute(update(Action).values(created_at=Action.created_at - timedelta(hours=1, minutes=1)))
+        await s.commit()
+    await commands_router.dispatch(comment_event("/rltracker rules", number=40), app_ctx)
+    assert len(replies_of(fake_github, 40)) == 6
+    # another thread has its own five
+    await open_issue(app_ctx, fake_github, 41)
+    await commands_router.dispatch(comment_event("/rltracker rules", number=41), app_ctx)
+    assert len(replies_of(fake_github, 41)) == 1
+
+
+async def test_methods_with_an_unknown_kind_can_be_corrected_by_an_edit(
+        app_ctx: Any, fake_github: Any) -> None:
+    """`/rltracker methods entropy-colapse` was answered "Unknown failure kind" as a reply to
+    the command, so the comment counted as answered: the author's edit fixing the typo got a
+    note saying the command "was done already" (nothing was) instead of the methods. A kind
+    the catalog lacks (or none) is now a command that cannot be done as written, as for
+    `/rltracker kind`: one note listing the kinds, never the typed text, and an edit that
+    makes it right is answered."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 42)
+    event = comment_event("/rltracker methods entropy-colapse @bob", number=42)
+    assert await handle_command(event, app_ctx) == "unknown_kind"
+    [note] = note_replies(fake_github, 42)
+    assert "`entropy_collapse`" in note["body"] and "`/rltracker methods`" in note["body"]
+    assert "colapse" not in note["body"] and "@" not in note["body"]
+    assert "Edit your comment" in note["body"]
+    cid = event.data["comment"]["id"]
+    right = comment_event("/rltracker methods entropy-collapse", number=42, comment_id=cid)
+    right.data.update(action="edited", changes={"body": {"from": event.data["comment"]["body"]}})
+    assert await handle_command(right, app_ctx) == "posted"
+    replies = replies_of(fake_github, 42)
+    assert len(replies) == 2 and "/failures/entropy_collapse" in replies[1]["body"]
+    assert "done already" not in "".join(c["body"] for c in replies)
+    # without a kind at all: the same note's slot, nothing more posted
+    bare = comment_event("/rltracker methods", number=42)
+    assert await handle_command(bare, app_ctx) == "unknown_kind"
+    assert len(note_replies(fake_github, 42)) == 2
+
+
+async def test_help_lists_the_commands_without_calling_them_unknown(app_ctx: Any, fake_github: Any) -> None:
+    """`/rltracker help` (or a bare `/rltracker`) was answered "`/rltracker` has no such
+    command": the person asking for help is told they made a mistake. The note lists the
+    commands."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 43)
+    for body in ("/rltracker help", "/rltracker HELP?", "/rltracker"):
+        await commands_router.dispatch(comment_event(body, number=43), app_ctx)
+    notes = note_replies(fake_github, 43)
+    assert len(notes) == 3
+    for note in notes:
+        assert "no such command" not in note["body"] and "`rules`" in note["body"]
+        assert "Edit your comment" not in note["body"]

@@ -500,9 +500,11 @@ COMMAND_FORMS = ("recheck", "ignore", "stop", "methods <failure>", "rules", "kin
                  "not-a-failure", "resume")
 
 
-def command_note(problem: str, lang: str, done: str | None = None) -> str:
+def command_note(problem: str, lang: str, done: str | None = None,
+                 command: str | None = None) -> str:
     """The reply to a command the app could not do as written: `unknown` (no such command),
-    `unknown_kind` (`kind` with a kind the catalog lacks), `more` (a comment of several
+    `unknown_kind` (`command`, `kind` or `methods`, with a kind the catalog lacks), `help`
+    (`/rltracker help` or a bare `/rltracker`: the commands), `more` (a comment of several
     commands: only `done` was done) or `edited` (an edit changed a command done already). Built from fixed words and catalog keys only: what the
     person typed is never repeated (no mention to ping, no Markdown or HTML to inject)."""
     cat = _catalog()
@@ -514,5 +516,6 @@ def command_note(problem: str, lang: str, done: str | None = None) -> str:
             "commands": [code_span(c) for c in COMMAND_FORMS],
             "kinds": [code_span(k) for k in cat.failures],
             "done": code_span(f"/rltracker {done}") if done else "",
+            "command": command or "",
         },
     )

@@ -73,6 +73,8 @@ router = Router()
 
 COMMANDS = ("recheck", "ignore", "stop", "methods", "rules", "kind", "not-a-failure", "resume")
 VERDICT_COMMANDS = ("kind", "not-a-failure")
+# `/rltracker help`, or `/rltracker` alone: answered with the commands (a note, command_note).
+HELP_WORDS = ("", "help")
 # Pull-request review comments (on a line of the diff) and reviews (their summary): the kind
 # the store gives them (bot.webhooks.normalize.COMMENT_EVENTS).
 REVIEW_KINDS = {"pull_request_review_comment": "review_comment", "pull_request_review": "review"}
@@ -360,10 +362,18 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
                           command=word[:20])
         return "not_allowed"
     problem: str | None = None
-    if word not in COMMANDS:
+    if word in HELP_WORDS:
+        problem = "help"  # the commands listed: no mistake to correct
+    elif word not in COMMANDS:
         await record_skip(ctx, repo, number, "command", f"unknown:{ref}",
                           "unknown /rltracker command", command=word[:20])
         problem = "unknown"
+    elif word == "methods" and (not args or resolve_failure(" ".join(args)) is None):
+        # Not answered as done: an edit that makes the kind right is still answered.
+        await record_skip(ctx, repo, number, "command", f"unknown_kind:{ref}",
+                          "unknown failure kind: `/rltracker methods` takes a kind the catalog "
+                          "knows", command=word, asked=" ".join(args)[:40])
+        problem = "unknown_kind"
     if word == "resume" and association not in MAINTAINERS:
         await record_skip(ctx, repo, number, "command", f"not_maintainer:{ref}",
                           "only a maintainer of the repository may resume the app's comments "
@@ -404,7 +414,7 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
     if problem is not None:
         await _note(ctx, repo, number, installation_id, problem, key, discussion_id, dry_run, ref,
-                    delivery_id=delivery_of(data))
+                    delivery_id=delivery_of(data), command=word)
         return problem
     outcome = await _do_command(event, ctx, repo=repo, number=number, installation_id=installation_id,
                                 word=word, args=args, key=key, discussion_id=discussion_id,
@@ -539,11 +549,12 @@ async def _deleted(ctx: Any, kind: str, comment_id: int) -> bool:
 async def _note(
     ctx: Any, repo: str, number: int, installation_id: int | None, problem: str, key: str,
     discussion_id: str | None, dry_run: bool, ref: str, done: str | None = None,
-    delivery_id: str | None = None,
+    delivery_id: str | None = None, command: str | None = None,
 ) -> str:
     """The one reply to a command comment the app could not do as written (`unknown`,
-    `unknown_kind`, `more`: several commands, `done` the one done, or `edited`: the command
-    changed by an edit after it was done), in its own slot
+    `unknown_kind` of `command`, `help`: the commands listed, `more`: several commands,
+    `done` the one done, or `edited`: the command changed by an edit after it was done), in
+    its own slot
     (`{key}:note`, marker `note-to`): once per comment, whatever edits and redeliveries
     follow, and beside a reply to the command itself. Never the person's words."""
     from analyzers.language import detect_language
@@ -552,15 +563,11 @@ async def _note(
     async with ctx.sessionmaker() as session:
         thread = await get_thread(session, repo, number)
         lang = detect_language(thread.title, thread.body) if thread else "en"
-    body = command_note(problem, lang, done=done if done in COMMANDS else None)
-    marker = f"<!-- rltracker:note-to:{ref} -->"
-    details = {"note": problem}
-    if discussion_id:
-        return await _reply_in_discussion(ctx, repo, number, installation_id, body, f"{key}:note",
-                                          discussion_id, dry_run, marker, details, delivery_id)
-    return await post_reply(ctx, repo, number, installation_id, body, dedupe_key=f"{key}:note",
-                            details=details, dry_run=dry_run, marker=marker,
-                            delivery_id=delivery_id)
+    body = command_note(problem, lang, done=done if done in COMMANDS else None,
+                        command=command if command in COMMANDS else None)
+    return await _post_answer(ctx, repo, number, installation_id, body, f"{key}:note",
+                              discussion_id, dry_run, f"<!-- rltracker:note-to:{ref} -->",
+                              {"note": problem}, delivery_id, ref)
 
 
 async def _reply_command(
@@ -575,18 +582,28 @@ async def _reply_command(
         lang = detect_language(thread.title, thread.body) if thread else "en"
     framework = framework_id(repo)
     public = ctx.settings.public_url
-    if word == "methods":
+    if word == "methods":  # (a kind the catalog lacks got a note instead: handle_command)
         failure = resolve_failure(" ".join(args)) if args else None
-        body = methods_reply(failure or " ".join(args)[:40] or "?", framework, lang, public)
+        body = methods_reply(failure or "?", framework, lang, public)
     else:
         body = rules_reply(await rules_markdown(ctx, repo, lang, topics=None), framework, lang, public)
-    marker = f"<!-- rltracker:reply-to:{ref} -->"
+    return await _post_answer(ctx, repo, number, installation_id, body, key, discussion_id,
+                              dry_run, f"<!-- rltracker:reply-to:{ref} -->", {"command": word},
+                              delivery_id, ref)
+
+
+async def _post_answer(
+    ctx: Any, repo: str, number: int, installation_id: int | None, body: str, key: str,
+    discussion_id: str | None, dry_run: bool, marker: str, details: dict[str, Any],
+    delivery_id: str | None, ref: str,
+) -> str:
+    """A command's reply or note, in the issue or pull request (REST) or the discussion
+    (GraphQL), in its once-only slot `key`."""
     if discussion_id:
         return await _reply_in_discussion(ctx, repo, number, installation_id, body, key,
-                                          discussion_id, dry_run, marker, {"command": word},
-                                          delivery_id)
+                                          discussion_id, dry_run, marker, details, delivery_id)
     return await post_reply(ctx, repo, number, installation_id, body, dedupe_key=key,
-                            details={"command": word}, dry_run=dry_run, marker=marker,
+                            details=details, dry_run=dry_run, marker=marker,
                             delivery_id=delivery_id)
 
 

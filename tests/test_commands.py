@@ -1097,8 +1097,6 @@ async def test_command_replies_on_a_thread_are_capped_per_hour(app_ctx: Any, fak
     still finds its reply (no second one), and an hour later the thread is answered again."""
     from datetime import timedelta
 
-    from sqlalchemy import update
-
     await install(app_ctx, fake_github)
     await open_issue(app_ctx, fake_github, 40)
     first = comment_event("/rltracker rules", number=40)
@@ -1115,8 +1113,9 @@ async def test_command_replies_on_a_thread_are_capped_per_hour(app_ctx: Any, fak
     await commands_router.dispatch(ignore, app_ctx)  # a 👍, no reply: not held back
     cid = ignore.data["comment"]["id"]
     assert len(fake_github.requests("POST", rf"/issues/comments/{cid}/reactions")) == 1
-    async with app_ctx.sessionmaker() as s:
-        await s.execute(update(Action).values(created_at=Action.created_at - timedelta(hours=1, minutes=1)))
+    async with app_ctx.sessionmaker() as s:  # an hour on
+        for row in await s.scalars(select(Action)):
+            row.created_at = row.created_at - timedelta(hours=1, minutes=1)
         await s.commit()
     await commands_router.dispatch(comment_event("/rltracker rules", number=40), app_ctx)
     assert len(replies_of(fake_github, 40)) == 6

@@ -15,7 +15,7 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bot.speaking.records import record_skip
@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 BUDGET_KINDS = ("failure_comment", "rule_summary")
 LIVE_STATUSES = ("posted", "dry_run", "pending")
 STALE_PENDING = timedelta(minutes=10)  # a pending claim older than this was left by a crash
+REPLY_WINDOW = timedelta(hours=1)  # `per_hour` of claim_lease: the replies of the last hour
 
 
 class ClaimHeld(Exception):  # noqa: N818 - a state to wait out, not an error
@@ -75,9 +76,15 @@ async def claim_lease(
     language: str | None = None,
     details: dict[str, Any] | None = None,
     delivery_id: str | None = None,
+    per_hour: int | None = None,
 ) -> tuple[str, int | None, datetime | None]:
     """Take the once-only slot: ("claimed", action id, lease), ("owned", None, None) or
     ("budget", None, None). The lease is the claim's `updated_at` as this run wrote it.
+    `per_hour`: at most that many comments of `kind` on the thread claimed in the last hour
+    (REPLY_WINDOW; a command's replies and notes: a row with a text, or claimed and about to
+    get one; a command acknowledged with a 👍 has none), counted under the same lock as the
+    daily budget; past it ("budget", None, None). A slot claimed before is not counted
+    again: a retry finds its own row first.
     `delivery_id`: the delivery deciding; a pending claim an earlier attempt of it left raises
     ClaimHeld (see there) instead of "owned". A run that
     posts checks it is still theirs (`renew`) right before posting: a pending claim older
@@ -112,6 +119,20 @@ async def claim_lease(
                     return "claimed", existing_id, now
                 await session.rollback()
                 return "owned", None, None
+            if per_hour is not None:
+                sent = await session.scalar(
+                    select(func.count(Action.id)).where(
+                        Action.repo == situation.repo,
+                        Action.number == situation.number,
+                        Action.kind == kind,
+                        Action.status.in_(LIVE_STATUSES),
+                        or_(Action.status == "pending", Action.body.is_not(None)),
+                        Action.created_at >= now - REPLY_WINDOW,
+                    )
+                )
+                if (sent or 0) >= per_hour:
+                    await session.rollback()
+                    return "budget", None, None
             if budget is not None:
                 used = await session.scalar(
                     select(func.count(Action.id)).where(

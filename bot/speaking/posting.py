@@ -137,11 +137,13 @@ async def post_reply(
     ctx: Any, repo: str, number: int, installation_id: int | None, body: str, *,
     dedupe_key: str, kind: str = "command", details: dict[str, Any] | None = None,
     dry_run: bool = False, marker: str | None = None, delivery_id: str | None = None,
+    per_hour: int | None = None,
 ) -> str:
     """A reply to a command, once per command comment (dedupe_key carries its id); recorded,
     not posted, in dry run (the app's, or `dry_run` of the repository's config). `marker`:
     a hidden line naming this command, added to the body; a retry finds a reply GitHub
-    created without answering (a 5xx, a lost connection) by it instead of posting again."""
+    created without answering (a 5xx, a lost connection) by it instead of posting again.
+    `per_hour`: the thread's cap on such replies (`reply_once`)."""
     if marker:
         body = f"{body.rstrip()}\n{marker}\n"
     read: dict[str, Any] = {}
@@ -166,14 +168,14 @@ async def post_reply(
 
     return await reply_once(ctx, repo, number, installation_id, body, dedupe_key=dedupe_key,
                             kind=kind, details=details, dry_run=dry_run, look=look, send=send,
-                            delivery_id=delivery_id)
+                            delivery_id=delivery_id, per_hour=per_hour)
 
 
 async def reply_once(
     ctx: Any, repo: str, number: int, installation_id: int | None, body: str, *,
     dedupe_key: str, kind: str, details: dict[str, Any] | None, dry_run: bool,
     look: Callable[[], Awaitable[None]], send: Callable[[], Awaitable[dict[str, Any]]],
-    delivery_id: str | None = None,
+    delivery_id: str | None = None, per_hour: int | None = None,
 ) -> str:
     """The once-only slot of a reply, wherever it is posted (an issue's comments through
     REST, a discussion's through GraphQL): claim it under a lease ("owned" when another run
@@ -188,7 +190,9 @@ async def reply_once(
     replied) returns "owned" and posts nothing. `delivery_id`: the delivery replying (the
     worker's `_delivery_id`); a pending claim an earlier attempt of it left (its process died
     as it posted) raises ClaimHeld, so the worker retries once the claim is stale, takes it
-    over and `look()` finds the reply by its marker (review 58)."""
+    over and `look()` finds the reply by its marker (review 58). `per_hour`: at most that
+    many replies of `kind` on the thread in an hour (claims.claim_lease); past it nothing is
+    claimed nor posted and it returns "rate_limited"."""
     async with ctx.sessionmaker() as session:
         row = await repository_row(session, repo, installation_id)
         repo_id = row.id
@@ -198,7 +202,9 @@ async def reply_once(
                     paused_reason=None, muted=False, existing=None)
     state, action_id, lease = await claim_lease(ctx, sit, kind=kind, dedupe_key=dedupe_key,
                                                 budget=None, details=details,
-                                                delivery_id=delivery_id)
+                                                delivery_id=delivery_id, per_hour=per_hour)
+    if state == "budget":
+        return "rate_limited"
     if state != "claimed" or action_id is None:
         return "owned"
     if dry_run or ctx.settings.dry_run or ctx.github is None or installation_id is None:

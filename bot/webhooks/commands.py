@@ -73,6 +73,11 @@ router = Router()
 
 COMMANDS = ("recheck", "ignore", "stop", "methods", "rules", "kind", "not-a-failure", "resume")
 VERDICT_COMMANDS = ("kind", "not-a-failure")
+# Replies and notes the app posts on one thread in an hour at most (anyone may open an issue
+# and so use the commands on it; each comment is answered once, but comments cost nothing):
+# past them a command is recorded as skipped (`reply_rate`) and not answered. A command
+# acknowledged with a 👍 (ignore, stop, recheck, a verdict, resume) is not held back.
+REPLIES_PER_HOUR = 5
 # `/rltracker help`, or `/rltracker` alone: answered with the commands (a note, command_note).
 HELP_WORDS = ("", "help")
 # Pull-request review comments (on a line of the diff) and reviews (their summary): the kind
@@ -598,13 +603,21 @@ async def _post_answer(
     delivery_id: str | None, ref: str,
 ) -> str:
     """A command's reply or note, in the issue or pull request (REST) or the discussion
-    (GraphQL), in its once-only slot `key`."""
+    (GraphQL), in its once-only slot `key`, within the thread's REPLIES_PER_HOUR: past them
+    nothing is posted and the skip is recorded (`reply_rate:{ref}`), and "rate_limited" is
+    returned."""
     if discussion_id:
-        return await _reply_in_discussion(ctx, repo, number, installation_id, body, key,
-                                          discussion_id, dry_run, marker, details, delivery_id)
-    return await post_reply(ctx, repo, number, installation_id, body, dedupe_key=key,
-                            details=details, dry_run=dry_run, marker=marker,
-                            delivery_id=delivery_id)
+        outcome = await _reply_in_discussion(ctx, repo, number, installation_id, body, key,
+                                             discussion_id, dry_run, marker, details, delivery_id)
+    else:
+        outcome = await post_reply(ctx, repo, number, installation_id, body, dedupe_key=key,
+                                   details=details, dry_run=dry_run, marker=marker,
+                                   delivery_id=delivery_id, per_hour=REPLIES_PER_HOUR)
+    if outcome == "rate_limited":
+        await record_skip(ctx, repo, number, "command", f"reply_rate:{ref}",
+                          f"the app replied to {REPLIES_PER_HOUR} commands on this thread in "
+                          "the last hour; this one was not answered", **details)
+    return outcome
 
 
 async def _reply_in_discussion(
@@ -631,7 +644,7 @@ async def _reply_in_discussion(
 
     return await reply_once(ctx, repo, number, installation_id, body, dedupe_key=key,
                             kind="command", details=details, dry_run=dry_run, look=look, send=send,
-                            delivery_id=delivery_id)
+                            delivery_id=delivery_id, per_hour=REPLIES_PER_HOUR)
 
 
 async def _own_discussion_comment(ctx: Any, installation_id: int | None, discussion_id: str,

@@ -171,3 +171,21 @@ def test_hostile_64_kib_bodies_are_read(unit: str) -> None:
     for body in (unit * (65536 // len(unit)), (unit + "\n") * (65536 // (len(unit) + 1))):
         parse_command(body + "\n/rltracker stop")
         without_commands(body + "\n/rltracker stop")
+
+
+@pytest.mark.parametrize("sep", ["\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\x1e"])
+def test_only_markdowns_line_endings_end_a_line(sep: str) -> None:
+    """GitHub (CommonMark) ends a line at LF, CR or CRLF only; Python's splitlines also ends
+    one at U+2028, U+2029, NEL, VT, FF and the separators U+001C..U+001E (a paste from a PDF
+    or a word processor brings them). A `/rltracker` after one of them sits on the line GitHub
+    shows, in a quote or mid-sentence, and was read as a command of its own (a quoted stop
+    acted); the analysis dropped half of that line as a command."""
+    quoted = f"> If it is noise, write{sep}/rltracker stop\n\nIt is not noise."
+    assert parse_command(quoted) is None
+    assert without_commands(quoted) == quoted
+    prose = f"Please do not use{sep}/rltracker stop here."
+    assert parse_command(prose) is None
+    # a command on a line of its own is still one, whatever else the comment holds
+    body = f"Thanks{sep}again.\r\n/rltracker ignore\rLater line\n"
+    assert parse_command(body) == ("ignore", [])
+    assert without_commands(body) == f"Thanks{sep}again.\r\nLater line\n"

@@ -11,10 +11,13 @@ What GitHub shows as code (a fenced block, a line indented four columns), hides 
 quote, or everything below an e-mail reply's header: `On ... wrote:`, `在 ... 写道：` or
 Outlook's `From:` naming an address, and `-----Original Message-----`; Outlook does not quote
 the original with `>`) is no command: "to silence it, write ```/rltracker stop```" asks for nothing.
-Every rule is a scan of each line with string methods, linear on 64 KiB.
+Lines end where GitHub ends them (LF, CR, CRLF; not at U+2028 or a form feed, which it shows
+inside a line). Every rule is a scan of each line with string methods, linear on 64 KiB.
 """
 
 from __future__ import annotations
+
+import re
 
 PREFIX = "/rltracker"
 _MAX_BODY = 65536  # characters read for a command
@@ -24,6 +27,21 @@ _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff"))
 _SLASHES = ("/", "\uff0f")  # `／`: a full-width slash
 # Trailing punctuation people put after a command word or a kind ("/rltracker stop.").
 _TRAILING = ".,;:!?。，；：！？、"
+_LINE_END = re.compile(r"\r\n|\r|\n")  # CommonMark's line endings (no quantifier: linear)
+
+
+def _lines(text: str, keepends: bool = False) -> list[str]:
+    """`text`'s lines as GitHub (CommonMark) ends them: at LF, CR or CRLF only. str.splitlines
+    also ends a line at U+2028, U+2029, NEL, VT, FF and U+001C..U+001E, which GitHub shows
+    inside a line: a `/rltracker` after one sits in that line (a quote, a sentence)."""
+    out: list[str] = []
+    start = 0
+    for end in _LINE_END.finditer(text):
+        out.append(text[start:end.end() if keepends else end.start()])
+        start = end.end()
+    if start < len(text):
+        out.append(text[start:])
+    return out
 
 
 def _indent(line: str) -> int:
@@ -99,7 +117,7 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
     fence: tuple[str, int] | None = None
     in_comment = False
     details = 0
-    for n, raw in enumerate((body or "")[:_MAX_BODY].splitlines()):
+    for n, raw in enumerate(_lines((body or "")[:_MAX_BODY])):
         if not raw or raw.isspace():
             continue  # changes no state (a fence, a comment, <details> go on across it)
         line = raw.translate(_INVISIBLE)
@@ -182,7 +200,7 @@ def without_commands(body: str) -> str:
     if not drop:
         return body
     # The lines of the first _MAX_BODY characters are the body's first lines: same indexes.
-    return "".join(line for n, line in enumerate(body.splitlines(keepends=True)) if n not in drop)
+    return "".join(line for n, line in enumerate(_lines(body, keepends=True)) if n not in drop)
 
 
 def only_commands(body: str | None) -> bool:

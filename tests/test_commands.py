@@ -1167,3 +1167,34 @@ async def test_help_lists_the_commands_without_calling_them_unknown(app_ctx: Any
     for note in notes:
         assert "no such command" not in note["body"] and "`rules`" in note["body"]
         assert "Edit your comment" not in note["body"]
+
+
+@pytest.mark.parametrize("word", ["ignore", "stop", "recheck"])
+async def test_a_command_on_a_thread_not_stored_yet_is_done(
+        app_ctx: Any, fake_github: Any, shared_dir: Any, word: str) -> None:
+    """A delivery's handlers run in no fixed order (gidgethub fetches them as a set): the
+    command may come before the handler that stores the comment's thread, as on a thread the
+    app has not seen yet. Verdicts stored the thread first; `ignore` and `stop` muted nothing
+    (no row) and were recorded done with a 👍, so the app spoke on the thread afterwards, and
+    `recheck` was recorded done without running. Each is now done on the thread it stores."""
+    import json
+
+    from bot.webhooks.events import router as events_router
+
+    repo = "Codertocat/Hello-World"
+    await install(app_ctx, fake_github, repo=repo, framework="verl")
+    data = json.loads((shared_dir / "fixtures" / "webhooks" / "issue_comment" / "created.json").read_text())
+    data["comment"]["body"] = f"/rltracker {word}"
+    data["installation"] = {"id": INST}
+    number = data["issue"]["number"]
+    fake_github.add_issue(repo, number, data["issue"]["title"], data["issue"]["body"] or "",
+                          data["issue"]["user"]["login"])
+    event = sansio.Event(data, event="issue_comment", delivery_id=f"first-sight-{word}")
+    assert await handle_command(event, app_ctx) == word  # the commands handler first
+    await events_router.dispatch(event, app_ctx)  # then the one storing the thread
+    async with app_ctx.sessionmaker() as s:
+        thread = await s.scalar(select(Thread).where(Thread.repo == repo, Thread.number == number))
+        assert thread is not None
+        assert thread.muted == (word != "recheck")
+        if word == "recheck":
+            assert await s.scalar(select(Analysis).where(Analysis.thread_id == thread.id)) is not None

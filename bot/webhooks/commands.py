@@ -73,6 +73,7 @@ router = Router()
 
 COMMANDS = ("recheck", "ignore", "stop", "methods", "rules", "kind", "not-a-failure", "resume")
 VERDICT_COMMANDS = ("kind", "not-a-failure")
+THREAD_COMMANDS = ("recheck", "ignore", "stop")  # act on the stored thread (as verdicts do)
 # Replies and notes the app posts on one thread in an hour at most (anyone may open an issue
 # and so use the commands on it; each comment is answered once, but comments cost nothing):
 # past them a command is recorded as skipped (`reply_rate`) and not answered. A command
@@ -457,10 +458,11 @@ async def _do_command(
 
     async with ctx.sessionmaker() as session:
         thread = await get_thread(session, repo, number)
-    if thread is None and verdict is not None:
+    if thread is None and (verdict is not None or word in THREAD_COMMANDS):
         # The delivery's handlers run in no fixed order (gidgethub fetches them as a set):
-        # the one storing this comment's thread may not have run yet. A verdict needs the
-        # thread (and is worth its analysis then): store it now, as that handler does.
+        # the one storing this comment's thread may not have run yet. A verdict, a mute and a
+        # recheck need the thread (and it is worth its analysis then): store it now, as that
+        # handler does (a mute on no row was lost: the thread was stored unmuted after it).
         from bot.webhooks.events import handle
 
         await handle(event.event, data, ctx)

@@ -189,3 +189,17 @@ def test_only_markdowns_line_endings_end_a_line(sep: str) -> None:
     body = f"Thanks{sep}again.\r\n/rltracker ignore\rLater line\n"
     assert parse_command(body) == ("ignore", [])
     assert without_commands(body) == f"Thanks{sep}again.\r\nLater line\n"
+
+
+@pytest.mark.parametrize(("body", "parsed"), [
+    ("／ｒｌｔｒａｃｋｅｒ ｓｔｏｐ", ("stop", [])),  # a Chinese input method's full-width mode
+    ("／ｒｌｔｒａｃｋｅｒ　ｍｅｔｈｏｄｓ　ｋｌ＿ｇｒｏｗｔｈ", ("methods", ["kl_growth"])),
+    ("/rltracker ｋｉｎｄ 熵坍塌．", ("kind", ["熵坍塌"])),
+    ("／ＲＬＴＲＡＣＫＥＲ ＩＧＮＯＲＥ！", ("ignore", [])),
+])
+def test_a_command_typed_in_full_width_is_read(body: str, parsed: Any) -> None:
+    """The full-width slash a Chinese input method types was read, but not the full-width
+    letters its full-width mode types with it: `／ｒｌｔｒａｃｋｅｒ ｓｔｏｐ` got silence (no
+    command, no note). Read as its compatibility form (NFKC) when the line starts with a slash."""
+    assert parse_command(body) == parsed
+    assert without_commands(body) == ""

@@ -6,7 +6,8 @@ command is addressed to the app, not to the thread: `/rltracker kind entropy_col
 report wording, and a maintainer's `/rltracker rules` is no reply to a proposal.
 
 A command is a line of its own that starts with `/rltracker` (any case; a full-width `／` as
-Chinese input methods type it; zero-width characters ignored), read in the first 64 KiB.
+Chinese input methods type it, and the full-width letters their full-width mode types with it,
+read as NFKC; zero-width characters ignored), read in the first 64 KiB.
 What GitHub shows as code (a fenced block, a line indented four columns), hides (an HTML comment) or folds away (`<details>`), and what quotes someone else (a `>`
 quote, or everything below an e-mail reply's header: `On ... wrote:`, `在 ... 写道：` or
 Outlook's `From:` naming an address, and `-----Original Message-----`; Outlook does not quote
@@ -18,6 +19,7 @@ inside a line). Every rule is a scan of each line with string methods, linear on
 from __future__ import annotations
 
 import re
+import unicodedata
 
 PREFIX = "/rltracker"
 _MAX_BODY = 65536  # characters read for a command
@@ -102,7 +104,13 @@ def _email_header(text: str) -> bool:
 
 
 def _words(line: str) -> list[str] | None:
-    """The words of a command line (the first being the prefix), else None."""
+    """The words of a command line (the first being the prefix), else None. A line starting
+    with a slash that is not ASCII is read in its compatibility form (NFKC): the full-width
+    letters, `＿` and `．` a Chinese input method's full-width mode types with `／`."""
+    if line.lstrip()[:1] not in _SLASHES:
+        return None
+    if not line.isascii():
+        line = unicodedata.normalize("NFKC", line)
     words = line.split(maxsplit=1)
     if not words or len(words[0]) != len(PREFIX) or words[0][0] not in _SLASHES:
         return None
@@ -189,7 +197,9 @@ def parse_commands(body: str | None) -> list[tuple[str, list[str]]]:
 
 def _may_hold_command(body: str) -> bool:
     head = body[:_MAX_BODY].lower()
-    return "rltracker" in head
+    if "rltracker" in head:
+        return True
+    return not head.isascii() and "rltracker" in unicodedata.normalize("NFKC", head)
 
 
 def without_commands(body: str) -> str:

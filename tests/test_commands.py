@@ -14,7 +14,7 @@ from sqlalchemy import select
 from bot.command_syntax import parse_command
 from bot.speaking.decide import act
 from bot.speaking.render import FAILURE_MARKER, REPLY_MARKER
-from bot.store.models import Action, Analysis, Thread
+from bot.store.models import Action, Analysis, Repository, Thread
 from bot.webhooks.commands import handle_command, resolve_failure
 from bot.webhooks.commands import router as commands_router
 from tests.test_actions_e2e import FAILURE, INST, NOT_FAILURE, VERL, install, open_issue
@@ -1198,3 +1198,40 @@ async def test_a_command_on_a_thread_not_stored_yet_is_done(
         assert thread.muted == (word != "recheck")
         if word == "recheck":
             assert await s.scalar(select(Analysis).where(Analysis.thread_id == thread.id)) is not None
+
+
+async def test_a_maintainer_whose_membership_is_private_may_use_the_commands(
+        app_ctx: Any, fake_github: Any) -> None:
+    """GitHub calls an organisation member whose membership is private CONTRIBUTOR or NONE
+    (the quiet rules ask GitHub about such repliers, bot.speaking.quiet). A maintainer with
+    write access through such a membership wrote `/rltracker stop` on a report and was refused
+    as a stranger, silently (a skip nobody sees); their `resume` too. CONTRIBUTOR and NONE are
+    asked of GitHub as MEMBER is: write, maintain or admin may; anyone else is still refused,
+    and nothing is done."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 44)
+    fake_github.set_permission(VERL, "priv", "maintain")
+    fake_github.set_permission(VERL, "reader", "read")
+    for login, association in [("reader", "CONTRIBUTOR"), ("mallory", "NONE")]:
+        assert await handle_command(comment_event("/rltracker stop", user=login, association=association,
+                                                  number=44), app_ctx) == "not_allowed"
+    async with app_ctx.sessionmaker() as s:
+        assert not (await s.scalar(select(Thread).where(Thread.number == 44))).muted
+    assert not fake_github.requests("POST", r"/reactions")
+    event = comment_event("/rltracker stop", user="priv", association="CONTRIBUTOR", number=44)
+    assert await handle_command(event, app_ctx) == "stop"
+    async with app_ctx.sessionmaker() as s:
+        assert (await s.scalar(select(Thread).where(Thread.number == 44))).muted
+    cid = event.data["comment"]["id"]
+    assert len(fake_github.requests("POST", rf"/issues/comments/{cid}/reactions")) == 1
+    # the repository's pause, lifted by the same maintainer (asked of GitHub once)
+    async with app_ctx.sessionmaker() as s:
+        repo_row = await s.scalar(select(Repository).where(Repository.full_name == VERL))
+        repo_row.comments_paused = True
+        await s.commit()
+    asked = len(fake_github.requests("GET", r"/collaborators/priv/permission"))
+    assert await handle_command(comment_event("/rltracker resume", user="priv", association="NONE",
+                                              number=44), app_ctx) == "resume"
+    assert len(fake_github.requests("GET", r"/collaborators/priv/permission")) == asked + 1
+    async with app_ctx.sessionmaker() as s:
+        assert not (await s.scalar(select(Repository).where(Repository.full_name == VERL))).comments_paused

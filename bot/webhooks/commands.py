@@ -294,6 +294,9 @@ WRITE_ROLES = frozenset({"write", "maintain", "admin"})
 # Associations that say nothing of write access: an organisation member (its base permission
 # may be read or none) and a collaborator (who may be given read or triage only).
 ASKED_ASSOCIATIONS = ("MEMBER", "COLLABORATOR")
+# What GitHub calls an organisation member whose membership is private (as anyone with no
+# tie to the repository): asked of GitHub too where a maintainer's rights matter.
+UNLABELLED_ASSOCIATIONS = ("CONTRIBUTOR", "NONE", "")
 
 
 async def _may_write(ctx: Any, repo: str, installation_id: int | None, login: str) -> bool:
@@ -362,6 +365,22 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     login = user.get("login") or None
     author = (thread_data.get("user") or {}).get("login") or None
     is_author = login is not None and login == author
+    asked: list[bool] = []  # GitHub's word on the commenter's write access, asked once
+
+    async def may_write() -> bool:
+        if not asked:
+            asked.append(await _may_write(ctx, repo, installation_id, str(login)))
+        return asked[0]
+
+    if (association in UNLABELLED_ASSOCIATIONS and login is not None
+            and (not is_author or word == "resume")):
+        # GitHub calls an organisation member whose membership is private CONTRIBUTOR or NONE
+        # (the quiet rules ask about such repliers too): where a maintainer's rights matter,
+        # asked of GitHub as a MEMBER is; with write access they are one.
+        if installation_id is not None and await _silenced(ctx, repo, int(installation_id)):
+            return "not_installed"  # (nothing to ask GitHub through)
+        if await may_write():
+            association = "COLLABORATOR"  # (asked below again: answered from `asked`)
     if not is_author and association not in MAINTAINERS:
         await record_skip(ctx, repo, number, "command", f"not_allowed:{ref}",
                           "only the thread's author or a maintainer may use /rltracker commands",
@@ -397,15 +416,14 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     discussion_id = (data.get("discussion") or {}).get("node_id")
     if installation_id is not None and await _silenced(ctx, repo, int(installation_id)):
         return "not_installed"  # suspended, uninstalled or removed since it was written
-    if word == "resume" and association in ASKED_ASSOCIATIONS and not await _may_write(
-            ctx, repo, installation_id, str(login)):
+    if word == "resume" and association in ASKED_ASSOCIATIONS and not await may_write():
         await record_skip(ctx, repo, number, "command", f"not_maintainer:{ref}",
                           "only a maintainer of the repository may resume the app's comments "
                           "there (a member of the organisation or a collaborator without write "
                           "access to the repository is none)", command=word)
         return "not_allowed"
     if (word != "resume" and not is_author and association in ASKED_ASSOCIATIONS
-            and not await _may_write(ctx, repo, installation_id, str(login))):
+            and not await may_write()):
         # On a thread not their own a command speaks as a maintainer: `stop` hides the app's
         # comment to the reporter, a verdict can undo a maintainer's not-a-failure and becomes
         # a training label, a recheck lifts the rules that keep the app quiet where people

@@ -14,13 +14,15 @@ Only the thread's author or a maintainer (author_association OWNER, MEMBER, COLL
 use them (`resume` a maintainer only: it speaks for the repository, not the thread). A MEMBER,
 who belongs to the owning organisation but may not have write access to the repository, and a
 COLLABORATOR, who may have been invited with read or triage, are asked of GitHub for write
-access before any command on a thread not their own and before `resume` anywhere. Anyone else
+access before any command on a thread not their own and before `resume` anywhere, and so is a
+CONTRIBUTOR or NONE (GitHub's word for a member whose membership is private). Anyone else
 gets no answer (a skipped action records why; a payload naming no commenter is never the
 thread's author's). Bots and the app's own comments are ignored without a record. Each command comment is handled once: its
 Action row's dedupe key carries the comment id, so a redelivery does not answer twice. A
-command the app cannot do as written (unknown, an unknown kind, several in one comment) gets
-one note (`_note`), which never repeats what was typed. A comment deleted before its delivery
-was handled is not acted on.
+command the app cannot do as written (unknown, an unknown kind for `kind` or `methods`,
+several in one comment) gets one note (`_note`), which never repeats what was typed;
+`/rltracker help` gets the commands. Replies and notes are REPLIES_PER_HOUR a thread in an
+hour at most. A comment deleted before its delivery was handled is not acted on.
 
 Verdicts (`kind`, `not-a-failure`) are stored per thread, the latest winning (bot/store/
 verdicts.py), with who gave them and what the analyzer said then; `<failure>` is read as for

@@ -1235,3 +1235,31 @@ async def test_a_maintainer_whose_membership_is_private_may_use_the_commands(
     assert len(fake_github.requests("GET", r"/collaborators/priv/permission")) == asked + 1
     async with app_ctx.sessionmaker() as s:
         assert not (await s.scalar(select(Repository).where(Repository.full_name == VERL))).comments_paused
+
+
+async def test_command_replies_in_a_discussion_are_capped_too(app_ctx: Any, fake_github: Any) -> None:
+    """The cap holds for replies through GraphQL (a discussion) as through REST."""
+    await install(app_ctx, fake_github)
+    added: list[dict[str, Any]] = []
+
+    def graphql(query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        if "addDiscussionComment" not in query:
+            return {"data": {"node": {"comments": {"nodes": []}}}}
+        added.append(variables)
+        return {"data": {"addDiscussionComment": {"comment": {"id": f"DC_{len(added)}",
+                                                              "databaseId": 700 + len(added)}}}}
+
+    fake_github.graphql_handler = graphql
+    for n in range(7):
+        data = {
+            "action": "created",
+            "discussion": {"number": 45, "node_id": "D_45", "user": {"login": "alice"}},
+            "comment": {"id": 6000 + n, "node_id": f"DCc_{n}", "body": "/rltracker rules",
+                        "user": {"login": "alice", "type": "User"}, "author_association": "NONE"},
+            "repository": {"full_name": VERL}, "installation": {"id": INST},
+        }
+        await commands_router.dispatch(sansio.Event(data, event="discussion_comment",
+                                                    delivery_id=f"dd-{n}"), app_ctx)
+    assert len(added) == 5
+    skipped = [a for a in await actions(app_ctx, "command") if a.status == "skipped"]
+    assert [a.details["code"] for a in skipped] == ["reply_rate:6005", "reply_rate:6006"]

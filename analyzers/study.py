@@ -9,7 +9,9 @@ The rules (also returned as text under "rules", so every reader of the numbers h
   `first_commit` date among those options (the date written right after the commit hash;
   notes in parentheses are shown, not used), or an option's `first_landing` when earlier (a
   commit that brought the same method under an earlier option name, as the note says). Days = landing date - first public date;
-  negative days are kept and marked "code before the paper". A landing whose options carry no
+  negative days are kept and marked "code before the paper". Dates are UTC days: the
+  catalog's carry no zone and are read as UTC days; a merge time is dated by its UTC day
+  (an offset it carries is converted first). A landing whose options carry no
   date counts as landed, but not in the days, the median or first-anywhere.
 - First anywhere: the framework(s) holding a method's earliest dated landing (a tie counts
   for each framework sharing that date).
@@ -59,6 +61,11 @@ RULES: dict[str, str] = {
                "former option name where the catalog names one (first_landing)",
     "days": "landing date minus the method's first public date; negative days are kept and "
             "marked 'code before the paper'",
+    "dates": "the catalog's dates (first public, first commit) are calendar days with no time "
+             "of day or zone, read as UTC days; a merge is dated by its day in UTC, as every "
+             "date the tracker shows; days are whole days between two such dates, so a landing "
+             "within a day of the paper may be one day off (the shared data does not say in "
+             "which zone a commit was dated)",
     "undated_landing": "a landing whose options carry no first-commit date counts in methods "
                        "landed, not in days, medians or first-anywhere",
     "first_anywhere": "the framework(s) with the method's earliest dated landing; a tie counts "
@@ -134,11 +141,20 @@ def commit_date(first_commit: str | None) -> tuple[str | None, date | None]:
     return (first_commit or "").split()[0], date.fromisoformat(m.group(1))
 
 
-def _day(value: str | None) -> date | None:
+def _utc(value: str | None) -> datetime | None:
+    """A merge time in UTC (a day-only value is that day's midnight, a time without an
+    offset is UTC); None when absent or unreadable."""
     try:
-        return date.fromisoformat(value[:10]) if value else None
+        when = datetime.fromisoformat((value or "").strip().replace("Z", "+00:00"))
     except ValueError:
         return None
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+
+
+def _day(value: str | None) -> date | None:
+    """The UTC day of a merge time: `2025-06-19T21:30:00-05:00` is 2025-06-20."""
+    when = _utc(value)
+    return when.date() if when is not None else None
 
 
 def study_methods(catalog: Catalog) -> list[Method]:
@@ -169,12 +185,8 @@ def _landing(method: Method, framework: str, repo: str, published: date) -> dict
 
 
 def _moment(value: str | None) -> datetime:
-    """A merge time for ordering merges of one day (UTC; a day-only value is its midnight)."""
-    try:
-        when = datetime.fromisoformat((value or "").replace("Z", "+00:00"))
-    except ValueError:
-        return datetime.max.replace(tzinfo=UTC)
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    """A merge time for ordering merges (UTC; unknown ones last)."""
+    return _utc(value) or datetime.max.replace(tzinfo=UTC)
 
 
 def _median(values: list[int]) -> float | int | None:

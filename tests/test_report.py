@@ -319,6 +319,50 @@ async def test_the_nightly_report_counts_the_failures_opened_since_the_night_bef
     assert report["frameworks"]["verl"]["failures_today"] == {"kl_growth": [f"{V}#40"]}
 
 
+async def test_a_failure_report_is_counted_by_one_night_when_the_night_before_ran_late(
+        ctx: Any) -> None:
+    """Yesterday's report built this morning (its run went past midnight, or the catch-up run
+    at the next start) counted the failure reports of yesterday, to midnight; today's counted
+    the 24 hours up to now again: one opened yesterday was in both reports. Today's counts
+    from where yesterday's stopped."""
+    from bot.store.types import utcnow
+
+    now = utcnow()
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    yesterday = midnight - (timedelta(days=1) - (now - midnight)) / 2  # after now - 24 h
+    await seed(ctx, V, 43, created=yesterday, proposal=False, failure="kl_growth")
+    await seed(ctx, V, 44, created=midnight + (now - midnight) / 2, proposal=False,
+               failure="entropy_collapse")
+    await run_report(ctx, midnight.date() - timedelta(days=1))
+    await run_report(ctx, now.date())
+    async with ctx.sessionmaker() as session:
+        reports = list(await session.scalars(select(Report).order_by(Report.date)))
+    assert [r.data["frameworks"]["verl"]["failures_today"] for r in reports] == [
+        {"kl_growth": [f"{V}#43"]}, {"entropy_collapse": [f"{V}#44"]}]
+
+
+async def test_a_failure_report_opened_after_the_last_report_is_in_the_next_one(
+        ctx: Any) -> None:
+    """The night before, the report was built six hours later in the night than tonight's
+    (a long sync): tonight's counted the 24 hours up to now, and a failure report opened in
+    the six hours after the previous report was built was in neither. Tonight's counts from
+    where the previous report's count stopped (the time it was built, as a report stored
+    before this rule says)."""
+    from bot.store.types import format_datetime, utcnow
+
+    now = utcnow()
+    built = now - timedelta(hours=30)
+    async with ctx.sessionmaker() as session:
+        session.add(Report(date=built.date().isoformat(), markdown="",
+                           data={"generated_at": format_datetime(built), "snapshot": {}},
+                           created_at=built))
+        await session.commit()
+    await seed(ctx, V, 45, created=built - timedelta(hours=1), proposal=False, failure="kl_growth")
+    await seed(ctx, V, 46, created=now - timedelta(hours=27), proposal=False, failure="kl_growth")
+    report = await build_report(ctx, now.date())
+    assert report["frameworks"]["verl"]["failures_today"] == {"kl_growth": [f"{V}#46"]}
+
+
 async def test_todays_report_says_how_long_a_proposal_has_waited_until_now(ctx: Any) -> None:
     """'Waiting for any reply' counted the days until the end of the report's day, so the
     report the nightly job builds at 03:00 UTC added 21 hours to every wait: a proposal opened

@@ -325,7 +325,7 @@ async def test_a_failure_report_is_counted_by_one_night_when_the_night_before_ra
     at the next start) counted the failure reports of yesterday, to midnight; today's counted
     the 24 hours up to now again: one opened yesterday was in both reports. Today's counts
     from where yesterday's stopped."""
-    from bot.store.types import utcnow
+    from bot.store.types import format_datetime, utcnow
 
     now = utcnow()
     midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
@@ -339,6 +339,10 @@ async def test_a_failure_report_is_counted_by_one_night_when_the_night_before_ra
         reports = list(await session.scalars(select(Report).order_by(Report.date)))
     assert [r.data["frameworks"]["verl"]["failures_today"] for r in reports] == [
         {"kl_growth": [f"{V}#43"]}, {"entropy_collapse": [f"{V}#44"]}]
+    assert reports[1].data["failures_window"] == {
+        "from": format_datetime(midnight), "to": reports[1].data["generated_at"]}
+    assert f"Opened from {format_datetime(midnight)[:19].replace('T', ' ')} to " in render_html(
+        reports[1].data)
 
 
 async def test_a_failure_report_opened_after_the_last_report_is_in_the_next_one(

@@ -802,3 +802,38 @@ async def test_a_comment_github_hid_as_spam_is_no_first_reply(ctx: Any) -> None:
     data = await build_report(ctx, DAY1)
     waiting = [w["key"] for w in data["frameworks"]["verl"]["waiting"]]
     assert f"{V}#30" in waiting and f"{V}#31" not in waiting
+
+
+async def test_a_paper_pools_method_label_is_not_posted_as_markdown(ctx: Any) -> None:
+    """A paper pool (`rltracker papers import`, third-party metadata) may name a paper's
+    method with any text up to 64 characters; a proposal citing that paper carried the label
+    into its analysis' methods, and the posted report wrote it between backticks: a label
+    with a backtick closed the code span and its `@login` notified that person. The report
+    names catalog methods only (the pool's label has no page on the tracker either); the
+    arXiv id stays."""
+    from analyzers.analyze import analyze_thread
+    from analyzers.papers import PaperIndex
+
+    label = "x` @someone `y"
+    pool = PaperIndex.build([{"arxiv_id": "2601.00001", "title": "A New Policy Optimisation",
+                              "aliases": [], "method": label, "first_public": "2026-01-01"}])
+    record = {"id": f"{T}#70", "repo": T, "number": 70, "kind": "issue", "state": "open",
+              "title": "Add the policy optimisation of arXiv:2601.00001 with clip-higher",
+              "body": "We propose adding the method from https://arxiv.org/abs/2601.00001 as a new "
+                      "trainer option, on top of DAPO's clip-higher (arXiv:2503.14476).",
+              "author": "proposer", "created_at": "2026-11-30T10:00:00Z", "comments": [],
+              "labels": []}
+    analysis = analyze_thread(record, pool)
+    methods = sorted({p["method"] for p in analysis["papers"] if p.get("method")})
+    assert label in methods and analysis["proposal"]["is_proposal"]
+    await night_one(ctx)
+    await run_report(ctx, DAY1)
+    await seed(ctx, T, 70, created=at(DAY2, 1), methods=methods,
+               arxiv=sorted({p["arxiv_id"] for p in analysis["papers"] if p.get("arxiv_id")}))
+    await run_report(ctx, DAY2)
+    async with ctx.sessionmaker() as session:
+        row = await session.scalar(select(Report).where(Report.date == DAY2.isoformat()))
+    [item] = [c for c in row.data["frameworks"]["trl"]["changes"]["new_proposals"]
+              if c["key"] == f"{T}#70"]
+    assert item["methods"] == ["clip-higher"] and "2601.00001" in item["arxiv_ids"]
+    assert "@someone" not in row.markdown and "@someone" not in render_html(row.data)

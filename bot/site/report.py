@@ -89,8 +89,11 @@ async def _first_replies(session: Any, threads: dict[int, Thread]) -> dict[int, 
 
 async def collect_state(ctx: Any, now: datetime) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """The snapshot (thread key -> state) and the facts the report shows beside the changes."""
+    from analyzers.catalog import load_catalog
+
     snapshot: dict[str, dict[str, Any]] = {}
     extra: dict[str, Any] = {"titles": {}, "urls": {}}
+    catalog_methods = load_catalog().methods
     async with ctx.sessionmaker() as session:
         shown_is_failure, _ = shown_columns()
         rows = (await session.execute(
@@ -130,7 +133,11 @@ async def collect_state(ctx: Any, now: datetime) -> tuple[dict[str, dict[str, An
             "state": (analysis.review_state if analysis else None) or "open_no_reply",
             "replied": bool(review.get("replied_from_other")) or first_reply is not None,
             "concerns": sorted(review.get("concerns") or []),
-            "methods": list((analysis.methods if analysis else None) or []),
+            # catalog methods only: a paper pool's label for a paper's method is any text
+            # (third-party metadata) and has no page here; posted between backticks, one
+            # holding a backtick and an @login notified that person
+            "methods": [m for m in (analysis.methods if analysis else None) or []
+                        if m in catalog_methods],
             "arxiv_ids": list((analysis.arxiv_ids if analysis else None) or []),
             "created_at": format_datetime(thread.created_at),
             "first_reply_days": _days(first_reply - thread.created_at)

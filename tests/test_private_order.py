@@ -1,0 +1,93 @@
+"""`repository.privatized` and `publicized` handled out of the order GitHub sent them
+(privacy61).
+
+GitHub does not promise delivery order, a failed delivery is redelivered later (the nightly
+recovery, GitHub's "Redeliver"), and a retried one comes after the deliveries queued behind
+it. On main the handler did what the payload said, whenever it came: a `privatized`
+handled after the `publicized` that followed it forgot a public repository (its threads
+gone; a repository outside the seven is not backfilled) and marked it, so its later
+deliveries stored nothing until the night; a `publicized` handled after a later
+`privatized` lifted the mark of a private repository, so a delivery queued before that
+stored its thread again. With a GitHub client the handler now asks GitHub (GET
+/repos/{owner}/{repo}, as the installation) and does what GitHub says now.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select
+
+from bot.store.models import Repository, Thread
+from bot.webhooks import events
+from bot.webhooks.privacy import handle_repository
+from tests.fakegithub import install_app
+from tests.test_events import envelope, issue
+
+REPO = "someorg/flipflop"
+RID = 3131
+INST = 61
+
+
+def _event(action: str) -> dict[str, Any]:
+    payload = envelope(action, REPO, installation=INST)
+    private = action == "privatized"
+    payload["repository"].update(id=RID, private=private,
+                                 visibility="private" if private else "public")
+    return payload
+
+
+def _opened(number: int) -> dict[str, Any]:
+    payload = envelope("opened", REPO, installation=INST, issue=issue(number, title=f"#{number}"))
+    payload["repository"].update(id=RID, private=False, visibility="public")
+    return payload
+
+
+async def _state(ctx: Any) -> tuple[bool, int]:
+    async with ctx.sessionmaker() as session:
+        row = await session.scalar(select(Repository).where(Repository.full_name == REPO))
+        threads = await session.scalar(select(func.count()).select_from(Thread).where(
+            Thread.repo == REPO))
+    assert row is not None
+    return bool(row.private), int(threads or 0)
+
+
+async def test_a_privatized_handled_after_the_publicized_that_followed_it_forgets_nothing(
+        app_ctx: Any, fake_github: Any) -> None:
+    """Made private, then public again; the `publicized` handled first, the `privatized`
+    last (its first attempt failed). GitHub shows the repository public: on main its thread
+    was forgotten and its row marked."""
+    await install_app(app_ctx, fake_github, INST, "someorg", [REPO])
+    await events.handle("issues", _opened(1), app_ctx)
+    await handle_repository(_event("publicized"), app_ctx)
+    await handle_repository(_event("privatized"), app_ctx)
+    assert await _state(app_ctx) == (False, 1)
+    await events.handle("issues", _opened(2), app_ctx)  # and it is stored on
+    assert await _state(app_ctx) == (False, 2)
+
+
+async def test_a_publicized_handled_after_a_later_privatized_keeps_the_mark(
+        app_ctx: Any, fake_github: Any) -> None:
+    """Made public, then private again; the `privatized` handled first, the stale
+    `publicized` last. GitHub shows the repository private: on main the mark was lifted, and
+    a delivery queued before `privatized` (its payload says public) stored its thread."""
+    await install_app(app_ctx, fake_github, INST, "someorg", [REPO])
+    fake_github.private_repos = {REPO.lower()}
+    await handle_repository(_event("privatized"), app_ctx)
+    await handle_repository(_event("publicized"), app_ctx)
+    await events.handle("issues", _opened(3), app_ctx)
+    assert await _state(app_ctx) == (True, 0)
+
+
+async def test_privatized_and_publicized_in_order_do_what_they_say(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The usual order, GitHub agreeing each time: forgotten and marked, then the mark lifted."""
+    await install_app(app_ctx, fake_github, INST, "someorg", [REPO])
+    await events.handle("issues", _opened(1), app_ctx)
+    fake_github.private_repos = {REPO.lower()}
+    await handle_repository(_event("privatized"), app_ctx)
+    assert await _state(app_ctx) == (True, 0)
+    fake_github.private_repos = set()
+    await handle_repository(_event("publicized"), app_ctx)
+    await events.handle("issues", _opened(2), app_ctx)
+    assert await _state(app_ctx) == (False, 1)

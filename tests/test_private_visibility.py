@@ -55,6 +55,7 @@ async def test_the_nightly_sync_catches_up_a_lost_publicized_and_privatized(
                                            issue=issue(3, title="Public for now")), app_ctx)
     privatized = envelope("privatized", SECRET, installation=INST)
     privatized["repository"].update(id=901, private=True, visibility="private")
+    fake_github.private_repos = {SECRET.lower()}  # (the handler asks GitHub)
     await handle_repository(privatized, app_ctx)
     assert (await _row(app_ctx, SECRET)).private and await _threads(app_ctx, OPEN) == 1
     # Meanwhile on GitHub: SECRET public again, OPEN private; neither event arrives.
@@ -90,7 +91,9 @@ async def test_an_installation_github_refuses_is_named_and_the_others_checked(
     fake_github.remove_installation(56)
     privatized = envelope("privatized", SECRET, installation=INST)
     privatized["repository"].update(id=901, private=True, visibility="private")
+    fake_github.private_repos = {SECRET.lower()}  # (the handler asks GitHub)
     await handle_repository(privatized, app_ctx)
+    fake_github.private_repos = set()  # public again since
 
     result = await nightly_job(app_ctx, steps=[("sync", step_sync)])
     assert not (await _row(app_ctx, SECRET)).private
@@ -187,7 +190,9 @@ async def test_a_marked_repository_the_app_lost_loses_its_mark_when_github_shows
     await install_app(app_ctx, fake_github, INST, "octocat", [HELLO])
     privatized = envelope("privatized", HELLO, installation=INST)
     privatized["repository"].update(id=HELLO_ID, private=True, visibility="private")
+    fake_github.private_repos = {HELLO.lower()}  # (the handler asks GitHub)
     await handle_repository(privatized, app_ctx)
+    fake_github.private_repos = set()
     await _lose(app_ctx, fake_github, shared_dir, "removed")
     answers: dict[int, Any] = {HELLO_ID: 502}
     _github_shows(fake_github, answers)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from sqlalchemy import func, select
 
 from bot.store.models import Repository, Thread
@@ -91,3 +92,43 @@ async def test_privatized_and_publicized_in_order_do_what_they_say(
     await handle_repository(_event("publicized"), app_ctx)
     await events.handle("issues", _opened(2), app_ctx)
     assert await _state(app_ctx) == (False, 1)
+
+
+# ---- installed again on a repository made public meanwhile ------------------------------------
+def _shared(shared_dir: Any, event: str, action: str) -> dict[str, Any]:
+    import json
+
+    return json.loads((shared_dir / "fixtures" / "webhooks" / event / f"{action}.json").read_text())
+
+
+@pytest.mark.parametrize(("event", "key"), [("installation", "repositories"),
+                                            ("installation_repositories", "repositories_added")])
+async def test_installed_again_on_a_repository_made_public_meanwhile_it_is_stored_at_once(
+        app_ctx: Any, fake_github: Any, shared_dir: Any, event: str, key: str) -> None:
+    """The repository was made private (marked), the app lost it, the repository was made
+    public (no event reaches an app not installed there), and the app is installed on it
+    again: GitHub's installation event lists it public. On main the mark stayed until the
+    night (the listing may be an old one), and its issues opened meanwhile were never
+    stored. The handler now asks GitHub, which calls it public: the mark is lifted."""
+    from bot.webhooks.installations import handle_installation, handle_installation_repositories
+
+    payload = _shared(shared_dir, event, "created" if event == "installation" else "added")
+    listed = payload[key][0]
+    name, iid = listed["full_name"], payload["installation"]["id"]
+    privatized = envelope("privatized", name, installation=iid)
+    privatized["repository"].update(id=listed["id"], private=True, visibility="private")
+    fake_github.private_repos = {name.lower()}
+    await handle_repository(privatized, app_ctx)
+    fake_github.private_repos = set()  # public now
+    fake_github.add_installation(iid, name.split("/")[0], repos=[name])
+    if event == "installation":
+        await handle_installation(payload, app_ctx)
+    else:
+        await handle_installation_repositories(payload, app_ctx)
+    opened = envelope("opened", name, installation=iid, issue=issue(7, title="Public again"))
+    opened["repository"].update(id=listed["id"], private=False)
+    await events.handle("issues", opened, app_ctx)
+    async with app_ctx.sessionmaker() as session:
+        row = await session.scalar(select(Repository).where(Repository.full_name == name))
+        threads = await session.scalar(select(func.count()).select_from(Thread))
+    assert row is not None and not row.private and threads == 1

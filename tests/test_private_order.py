@@ -132,3 +132,25 @@ async def test_installed_again_on_a_repository_made_public_meanwhile_it_is_store
         row = await session.scalar(select(Repository).where(Repository.full_name == name))
         threads = await session.scalar(select(func.count()).select_from(Thread))
     assert row is not None and not row.private and threads == 1
+
+
+# ---- a lost `privatized` ---------------------------------------------------------------------
+async def test_a_delivery_calling_a_stored_repository_private_forgets_it_at_once(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The repository's thread stored while public; it is made private and the `privatized`
+    delivery is lost. The next delivery of it says `private: true` (and GitHub agrees): on
+    main it stored nothing of its own but the thread stored before stayed published until
+    the night's check. A delivery calling it private that GitHub contradicts (an old one,
+    redelivered after `publicized`) forgets nothing."""
+    await install_app(app_ctx, fake_github, INST, "someorg", [REPO])
+    await events.handle("issues", _opened(1), app_ctx)
+    stale = _opened(2)
+    stale["repository"].update(private=True, visibility="private")
+    await events.handle("issues", stale, app_ctx)  # GitHub: public
+    assert await _state(app_ctx) == (False, 1)
+
+    fake_github.private_repos = {REPO.lower()}
+    said = _opened(3)
+    said["repository"].update(private=True, visibility="private")
+    await events.handle("issues", said, app_ctx)
+    assert await _state(app_ctx) == (True, 0)

@@ -96,6 +96,28 @@ async def private_deliveries(session: AsyncSession,
     return out
 
 
+async def unmarked_said_private(session: AsyncSession, payloads: Iterable[Mapping[str, Any]]
+                                ) -> list[tuple[str, int | None, Mapping[str, Any]]]:
+    """The stored repositories not marked private that a payload calls private (its
+    `privatized` lost, or not handled yet): (stored name, GitHub id, the payload), one each.
+    No query unless a payload calls its repository private."""
+    said = [(p, *_repository_of(p)) for p in payloads if payload_is_private(p)]
+    names = {n.lower() for _, n, _ in said if n}
+    ids = {i for _, _, i in said if i is not None}
+    if not names and not ids:
+        return []
+    rows = (await session.execute(select(Repository.full_name, Repository.github_id).where(
+        Repository.private.is_(False), or_(
+            func.lower(Repository.full_name).in_(sorted(names)),
+            Repository.github_id.in_(sorted(ids)) if ids else false())))).all()
+    out: list[tuple[str, int | None, Mapping[str, Any]]] = []
+    for full_name, github_id in rows:
+        payload = next(p for p, n, i in said if (n or "").lower() == full_name.lower()
+                       or (i is not None and i == github_id))
+        out.append((full_name, github_id, payload))
+    return out
+
+
 async def delivery_is_private(session: AsyncSession, payload: Mapping[str, Any]) -> bool:
     return (await private_deliveries(session, [payload]))[0]
 

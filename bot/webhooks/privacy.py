@@ -37,6 +37,7 @@ from bot.store.privacy import (
     listed_private,
     private_deliveries,
     publicize_repository,
+    unmarked_said_private,
 )
 from bot.webhooks.normalize import PayloadError
 
@@ -45,9 +46,26 @@ router = Router()
 
 
 async def private_flags(ctx: Any, payloads: Iterable[Mapping[str, Any]]) -> list[bool]:
-    """Per payload, whether it is about a private repository (one query for them all)."""
+    """Per payload, whether it is about a private repository (one query for them all).
+
+    A stored repository not marked private that a payload calls private (its `privatized`
+    lost or not handled yet: privacy61) is forgotten now, as `privatized` would, when GitHub
+    agrees or cannot say (`_private_now`; a payload GitHub contradicts is an old one, handled
+    after `publicized`); before, what was stored of it stayed published until the night."""
+    payloads = list(payloads)
     async with ctx.sessionmaker() as session:
-        return await private_deliveries(session, payloads)
+        flags = await private_deliveries(session, payloads)
+        unmarked = await unmarked_said_private(session, payloads)
+    for name, rid, payload in unmarked:
+        if await _private_now(ctx, payload, name) is False:
+            continue
+        async with ctx.sessionmaker() as session:
+            await forget_repository(session, name, rid)
+            await session.commit()
+        _forget_written_repositories(ctx)
+        log.warning("repository %s: a delivery calls it private (its `privatized` not handled):"
+                    " what was stored of it is forgotten", name)
+    return flags
 
 
 async def moved_to_private(session: AsyncSession, payload: Mapping[str, Any]) -> bool:

@@ -25,10 +25,11 @@ actions, contribution rules, or the mark), outside the repositories the sync rea
 or /repos/{owner}/{repo} for a row without the id; GITHUB_TOKEN, else anonymous): public, its
 mark is lifted; private, or not found (private to whoever asks, or deleted: no longer public
 either way), what is stored of it is forgotten and it is marked, as `privatized` does. Its
-public data stays while GitHub shows it publicly. At most UNLISTED_LIMIT a night, in name
-order; a failure other than "not found" (a rate limit, GitHub down) stops them for the night
-(the counts say how many were left). A row linked to an installation whose listing failed is
-left for the next night.
+public data stays while GitHub shows it publicly. At most UNLISTED_LIMIT a night, those not
+marked first (what they hold is published), in name order; a failure other than "not found"
+(a rate limit, GitHub down) stops them for the night (the counts say how many were left).
+GitHub's answer to anyone is right whatever the installation, so the rows of an installation
+whose listing failed (uninstalled at GitHub with its event lost, every night) are asked too.
 """
 
 from __future__ import annotations
@@ -66,10 +67,9 @@ async def check_visibility(ctx: Any) -> dict[str, Any] | str:
         installations = [i for i in await session.scalars(select(Installation.id).order_by(
             Installation.id)) if i not in silenced]
         rows = (await session.execute(select(
-            Repository.full_name, Repository.github_id, Repository.private,
-            Repository.installation_id))).all()
-    by_name = {name.lower(): bool(private) for name, _, private, _ in rows}
-    by_id = {rid: (name, bool(private)) for name, rid, private, _ in rows if rid is not None}
+            Repository.full_name, Repository.github_id, Repository.private))).all()
+    by_name = {name.lower(): bool(private) for name, _, private in rows}
+    by_id = {rid: (name, bool(private)) for name, rid, private in rows if rid is not None}
     publicized: list[str] = []
     privatized: list[str] = []
     failed: list[int] = []
@@ -111,7 +111,7 @@ async def check_visibility(ctx: Any) -> dict[str, Any] | str:
             seen.add(stored_name.lower())
             await bring_in_line(stored_name, rid, marked, listed_private(repo),
                                 "no event said so")
-    unlisted = await _unlisted(ctx, rows, seen, set(failed))
+    unlisted = await _unlisted(ctx, rows, seen)
     asked = 0
     for stored_name, rid, marked in unlisted[:UNLISTED_LIMIT]:
         try:
@@ -131,11 +131,11 @@ async def check_visibility(ctx: Any) -> dict[str, Any] | str:
 UNLISTED_LIMIT = 200  # repositories no installation lists, asked of GitHub a night
 
 
-async def _unlisted(ctx: Any, rows: list[Any], seen: set[str],
-                    failed: set[int]) -> list[tuple[str, int | None, bool]]:
+async def _unlisted(ctx: Any, rows: list[Any], seen: set[str]
+                    ) -> list[tuple[str, int | None, bool]]:
     """(name, id, marked) of the stored rows no installation listed tonight that hold
-    something (threads, actions, contribution rules, or the mark), in name order: not those
-    the sync reads itself, nor those of an installation that could not be listed."""
+    something (threads, actions, contribution rules, or the mark), those not marked first
+    (what they hold is published), each in name order; not those the sync reads itself."""
     from bot.github.sync import default_repos
 
     synced = {r.lower() for r in default_repos()}
@@ -143,10 +143,11 @@ async def _unlisted(ctx: Any, rows: list[Any], seen: set[str],
         held = {str(n).lower() for n in await session.scalars(union(*(
             select(func.lower(model.repo)).distinct()
             for model in (Thread, Action, ContributionRules))))}
-    out = [(name, rid, bool(private)) for name, rid, private, iid in rows
+    out = [(name, rid, bool(private)) for name, rid, private in rows
            if name.lower() not in seen and name.lower() not in synced
-           and (iid is None or iid not in failed) and (private or name.lower() in held)]
-    return sorted(out, key=lambda r: r[0].lower())
+           and (private or name.lower() in held)]
+    # those not marked first (what they hold is published), then the marked ones
+    return sorted(out, key=lambda r: (r[2], r[0].lower()))
 
 
 async def _private_to_anyone(github: Any, name: str, rid: int | None) -> bool:

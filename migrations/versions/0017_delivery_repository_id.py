@@ -28,7 +28,7 @@ down_revision = "0016"
 branch_labels = None
 depends_on = None
 
-BATCH = 500
+BATCH = 200  # rows read at a time (payloads up to 25 MiB each, most a few KiB)
 
 
 def upgrade() -> None:

@@ -206,3 +206,18 @@ async def test_a_marked_repository_the_app_lost_loses_its_mark_when_github_shows
     assert not (await _row(app_ctx, HELLO)).private
     assert visibility["publicized"] == [HELLO]
     assert visibility["unlisted"] == {"asked": 1, "left": 0}
+
+
+async def test_a_refused_installations_repository_made_private_is_forgotten_too(
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
+    """The app uninstalled at GitHub with its `deleted` event lost: the installation's listing
+    is refused every night. Its repository, made private since, is asked of GitHub as
+    anyone may all the same (the answer does not depend on the installation)."""
+    await install_app(app_ctx, fake_github, INST, "octocat", [HELLO])
+    await _opened_in(app_ctx, HELLO, HELLO_ID, 3)
+    fake_github.remove_installation(INST)
+    _github_shows(fake_github, {})  # not found: private, or deleted
+
+    visibility = await _night(app_ctx, fake_github, shared_dir)
+    assert visibility["failed"] == [INST] and visibility["privatized"] == [HELLO]
+    assert await _threads(app_ctx, HELLO) == 0 and (await _row(app_ctx, HELLO)).private

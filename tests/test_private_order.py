@@ -154,3 +154,27 @@ async def test_a_delivery_calling_a_stored_repository_private_forgets_it_at_once
     said["repository"].update(private=True, visibility="private")
     await events.handle("issues", said, app_ctx)
     assert await _state(app_ctx) == (True, 0)
+
+
+async def test_a_repository_removed_while_listed_private_is_forgotten(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """GitHub's installation_repositories.removed lists the repository `private: true` (made
+    private while its `privatized` was lost, then removed from the installation): on main the
+    removal unlinked it and left its thread published (no later delivery or listing names it
+    again); now it is forgotten and marked, as an installation event listing it private does."""
+    from bot.webhooks.installations import handle_installation_repositories
+
+    payload = _shared(shared_dir, "installation_repositories", "removed")
+    listed = payload["repositories_removed"][0]
+    name, iid = listed["full_name"], payload["installation"]["id"]
+    await install_app(app_ctx, fake_github, iid, name.split("/")[0], [name])
+    opened = envelope("opened", name, installation=iid, issue=issue(4, title="Public then"))
+    opened["repository"].update(id=listed["id"], private=False)
+    await events.handle("issues", opened, app_ctx)
+    fake_github.installations[iid]["repositories"].remove(name)
+    listed["private"] = True
+    await handle_installation_repositories(payload, app_ctx)
+    async with app_ctx.sessionmaker() as session:
+        row = await session.scalar(select(Repository).where(Repository.full_name == name))
+        threads = await session.scalar(select(func.count()).select_from(Thread))
+    assert row is not None and row.private and threads == 0

@@ -490,6 +490,9 @@ async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any,
             if row.installation_id in (iid, None):
                 row.installation_id = None
                 row.removed_installation_id = iid
+            # listed private (its `privatized` lost): forgotten now, as an added one is; no
+            # event or listing names it after this (privacy61)
+            await _keep_private(session, row, repo)
         await session.commit()
     _forget_written_repositories(ctx)
     log.info("installation %s: %d repositories added, %d removed", iid, len(added), len(removed))

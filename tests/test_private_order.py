@@ -178,3 +178,31 @@ async def test_a_repository_removed_while_listed_private_is_forgotten(
         row = await session.scalar(select(Repository).where(Repository.full_name == name))
         threads = await session.scalar(select(func.count()).select_from(Thread))
     assert row is not None and row.private and threads == 0
+
+
+async def test_an_uninstall_listing_a_stored_repository_private_forgets_it(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """installation.deleted (GitHub's payload lists the installation's repositories) calling a
+    stored repository private, its `privatized` lost: on main the uninstall unlinked it and
+    left its thread published; now it is forgotten and marked. A repository the uninstall
+    lists that nothing was stored of gets no row."""
+    from bot.webhooks.installations import handle_installation
+
+    payload = _shared(shared_dir, "installation", "deleted")
+    listed = payload["repositories"][0]
+    name, iid = listed["full_name"], payload["installation"]["id"]
+    await install_app(app_ctx, fake_github, iid, name.split("/")[0], [name])
+    opened = envelope("opened", name, installation=iid, issue=issue(4, title="Public then"))
+    opened["repository"].update(id=listed["id"], private=False)
+    await events.handle("issues", opened, app_ctx)
+    fake_github.remove_installation(iid)
+    listed["private"] = True
+    payload["repositories"].append({"id": 99, "name": "other", "full_name": "octocat/other",
+                                    "private": True})
+    await handle_installation(payload, app_ctx)
+    async with app_ctx.sessionmaker() as session:
+        row = await session.scalar(select(Repository).where(Repository.full_name == name))
+        threads = await session.scalar(select(func.count()).select_from(Thread))
+        other = await session.scalar(select(Repository).where(Repository.github_id == 99))
+    assert row is not None and row.private and threads == 0
+    assert other is None

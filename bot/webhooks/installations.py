@@ -329,6 +329,30 @@ async def _keep_private(session: AsyncSession, row: Repository, listed: Mapping[
         log.info("repository %s is public on GitHub: it may be stored again", row.full_name)
 
 
+async def _forget_listed_private(session: AsyncSession, payload: Mapping[str, Any]) -> None:
+    """`installation.deleted` lists the installation's repositories: the stored ones it calls
+    private (their `privatized` lost) are forgotten and marked, as a listing of an installed
+    one does (before, the uninstall left what was stored of them published: privacy61). A
+    repository nothing was stored of gets no row."""
+    from bot.store.privacy import forget_repository
+
+    listed = payload.get("repositories")
+    for repo in listed if isinstance(listed, list) else []:
+        if not (isinstance(repo, Mapping) and isinstance(repo.get("full_name"), str)
+                and _listed_private(repo)):
+            continue
+        rid = repo.get("id") if isinstance(repo.get("id"), int) else None
+        name = canonical_repo(repo["full_name"])
+        row = await session.scalar(select(Repository).where(
+            (Repository.github_id == rid) if rid is not None
+            else func.lower(Repository.full_name) == name.lower()))
+        if row is None and rid is not None:
+            row = await session.scalar(select(Repository).where(
+                func.lower(Repository.full_name) == name.lower()))
+        if row is not None and not row.private:
+            await forget_repository(session, row.full_name, row.github_id or rid)
+
+
 async def _public_again(ctx: Any, iid: int, listed: list[Mapping[str, Any]]) -> set[str]:
     """Of the repositories an installation event lists public whose stored row is marked
     private (made public while the app was not installed there: no `publicized` reached it),
@@ -433,6 +457,7 @@ async def handle_installation(payload: Mapping[str, Any], ctx: Any,
             await session.execute(
                 update(Repository).where(Repository.installation_id == iid).values(installation_id=None)
             )
+            await _forget_listed_private(session, payload)
         elif action == "suspend":
             _set_suspended(inst, True, _time(data.get("suspended_at"))
                            or await _received(session, delivery_id))

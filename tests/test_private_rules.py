@@ -53,6 +53,7 @@ async def test_privatized_while_the_refresh_reads_the_rules_stores_none(app_ctx,
     async def contributing(fake: Any, request: Any, match: Any, body: Any) -> Any:
         if not done:
             done.append(True)
+            fake.private_repos.add(REPO.lower())  # (the handler asks GitHub)
             await handle_repository(_privatized(), app_ctx)
         return fake._get_contents(request, match, body, None)
 

@@ -487,6 +487,8 @@ class Worker:
             ).all()
             claimed = sorted((Claimed(*row) for row in rows), key=lambda c: c.id)  # arrival order
             set_aside = [c for c in claimed if c.status == "failed"]
+            # a private repository's keeps no payload, as a finished one (privacy61)
+            await empty_finished_deliveries(conn, [(c.id, c.repo, c.payload) for c in set_aside])
             for c in set_aside:
                 self.counts["failed"] += 1
                 self._log(c, "failed", logging.ERROR,

@@ -120,6 +120,13 @@ HOSTILE_FILES = [
     pytest.param("daily_budget: " + "9" * 5000 + "\n", "cannot be read", id="integer-past-digit-limit"),
     pytest.param("daily_budget: !!int many\n", "cannot be read", id="int-tag-on-a-word"),
     pytest.param("min_confidence: !!float high\n", "cannot be read", id="float-tag-on-a-word"),
+    # Tags whose PyYAML constructor fails with other than ValueError: a KeyError, an
+    # AttributeError, an IndexError, a TypeError escaped get_repo_config.
+    pytest.param("dry_run: !!bool maybe\n", "cannot be read", id="bool-tag-on-a-word"),
+    pytest.param("released: !!timestamp soon\n", "cannot be read", id="timestamp-tag-on-a-word"),
+    pytest.param("daily_budget: !!int\n", "cannot be read", id="int-tag-on-nothing"),
+    pytest.param("labels: !!map [kl_growth]\n", "cannot be read", id="map-tag-on-a-list"),
+    pytest.param("ignore_labels: !!set [bug]\n", "cannot be read", id="set-tag-on-a-list"),
     pytest.param("labels: " + "[" * 5000 + "]" * 5000 + "\n", "nested", id="deep-flow-sequence"),
     pytest.param("labels: " + "{a: " * 3000 + "1" + "}" * 3000 + "\n", "nested", id="deep-flow-mapping"),
 ]
@@ -155,6 +162,8 @@ async def test_unbuildable_yaml_falls_back_and_is_reported(app_ctx: Any, fake_gi
     "labels: {entropy_collapse: [oops\n",  # a bracket left open
     "released: 2024-13-45\n",  # a value YAML cannot build
     "notes: &n x\nmore: *n\n",  # an alias
+    "released: !!timestamp soon\n",  # a tag PyYAML fails to build with an AttributeError
+    "notes: !!bool maybe\n",  # ... with a KeyError
 ])
 async def test_opt_out_holds_when_the_file_does_not_parse(app_ctx: Any, fake_github: Any,
                                                           broken: str) -> None:

@@ -242,6 +242,12 @@ def parse_config_text(text: str) -> RepoConfig:
         # A scalar PyYAML cannot build: a date that is no date (2024-13-45), an integer past
         # Python's digit limit, `!!int` on a word.
         raise ConfigError(f"a value cannot be read: {str(exc)[:120]}", _stated_opt_outs(text)) from exc
+    except Exception as exc:  # noqa: BLE001 - PyYAML's constructors on a tag the value does not fit
+        # `!!bool maybe` (KeyError), `!!timestamp soon` (AttributeError), `!!int` on nothing
+        # (IndexError), `!!map` on a list (TypeError): a file like any other invalid one, not
+        # an exception in every decision and command of the repository.
+        raise ConfigError("a value cannot be read: a YAML tag (!!bool, !!timestamp, !!map...) "
+                          "on a value it does not fit", _stated_opt_outs(text)) from exc
     return validate_config(data)
 
 

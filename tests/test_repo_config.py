@@ -299,3 +299,39 @@ async def test_an_uninstalled_installation_is_not_read_as_a_repository_without_c
     async with app_ctx.sessionmaker() as session:
         row = await session.scalar(select(Repository).where(Repository.full_name == repo))
     assert row.config["failure_comments"] is False
+
+
+async def test_the_preview_says_the_file_is_invalid(app_ctx: Any, fake_github: Any) -> None:
+    """The install preview is where a maintainer installing the app looks at what it would do
+    under their settings. A file with a typo (`failure_coments`) is invalid and the defaults
+    apply: the page and `rltracker preview` listed the would-be comments and "failure comments
+    on" without a word of the file, as if it had been read (the problem was only in the log
+    and /api/actions)."""
+    from datetime import UTC, datetime, timedelta
+
+    from bot.site.preview_pages import render_html
+    from bot.speaking.preview import compute_preview, render_markdown
+    from bot.store.models import Analysis
+    from bot.store.threads import upsert_thread
+    from tests.test_actions_e2e import FAILURE, iso
+
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "failure_coments: false\n")
+    assert (await get_repo_config(app_ctx, VERL, INST, refresh=True)).source == "invalid"
+    async with app_ctx.sessionmaker() as s:
+        thread = await upsert_thread(s, {
+            "repo": VERL, "number": 1, "kind": "issue", "title": "entropy collapse",
+            "body": "entropy falls", "state": "open",
+            "created_at": iso(datetime.now(UTC) - timedelta(days=1))})
+        s.add(Analysis(thread_id=thread.id, analyzer_version="t", result=FAILURE,
+                       is_failure_report=True))
+        await s.commit()
+    preview = await compute_preview(app_ctx, VERL)
+    assert [c["number"] for c in preview["comments"]] == [1]  # the defaults: comments on
+    for shown in (render_html({**preview, "install_problems": []}), render_markdown(preview)):
+        assert ".github/rltracker.yml" in shown and "unknown settings: failure_coments" in shown
+    fake_github.set_file(VERL, ".github/rltracker.yml", "failure_comments: false\n")
+    await get_repo_config(app_ctx, VERL, INST, refresh=True)
+    preview = await compute_preview(app_ctx, VERL)
+    for shown in (render_html({**preview, "install_problems": []}), render_markdown(preview)):
+        assert "unknown settings" not in shown

@@ -126,6 +126,14 @@ def unescape_pem(key: str) -> str:
     return key
 
 
+def webhook_secret(value: str | None) -> str | None:
+    """GITHUB_WEBHOOK_SECRET(_PREVIOUS) as deliveries are signed with it, None when unset.
+    GitHub's secret field is one line: a newline at the end came from the file the variable
+    was filled from (`echo secret > file`) and would refuse every delivery. `serve` verifies
+    and `rltracker replay` signs with the same value."""
+    return (value or "").rstrip("\r\n") or None
+
+
 def parse_port(text: str | int) -> int:
     """A TCP port number; ValueError saying what is expected otherwise."""
     try:
@@ -447,11 +455,8 @@ class Settings:
         port = parse_port(env["PORT"]) if env.get("PORT") else DEFAULT_PORT
         values: dict[str, object] = dict(
             database_url=normalise_database_url(env.get("DATABASE_URL") or DEFAULT_DATABASE_URL),
-            # GitHub's secret field is one line: a newline at the end came from the file the
-            # variable was filled from (`echo secret > file`) and would refuse every delivery.
-            webhook_secret=(env.get("GITHUB_WEBHOOK_SECRET") or "").rstrip("\r\n") or None,
-            webhook_secret_previous=(env.get("GITHUB_WEBHOOK_SECRET_PREVIOUS") or "").rstrip("\r\n")
-            or None,
+            webhook_secret=webhook_secret(env.get("GITHUB_WEBHOOK_SECRET")),
+            webhook_secret_previous=webhook_secret(env.get("GITHUB_WEBHOOK_SECRET_PREVIOUS")),
             app_id=app_id,
             private_key=key or None,
             token=(env.get("GITHUB_TOKEN") or "").strip() or None,  # no token holds a space

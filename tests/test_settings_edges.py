@@ -12,7 +12,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from bot.app import create_app
 from bot.cli import main
-from bot.config import Settings
+from bot.config import SettingError, Settings
 from bot.context import AppContext
 
 
@@ -37,3 +37,43 @@ async def test_replay_signs_with_the_secret_serve_verifies_with(
         await ctx.close()
     out = capsys.readouterr().out
     assert code == 0 and "summary: 202: 1" in out, out
+
+
+def _refused(env: dict[str, str]) -> SettingError:
+    with pytest.raises(SettingError) as caught:
+        Settings.from_env(env)
+    return caught.value
+
+
+@pytest.mark.parametrize(("name", "value", "read"), [
+    # `.env` lines and files keep what follows the value: the public URL went into every link
+    # the app posts ("https://tracker.example/ /methods/..."), the API URL into every request.
+    ("RLTRACKER_PUBLIC_URL", "https://tracker.example/ ", "https://tracker.example"),
+    ("RLTRACKER_PUBLIC_URL", "https://tracker.example\n", "https://tracker.example"),
+    ("GITHUB_API_URL", "https://ghe.example/api/v3\n", "https://ghe.example/api/v3"),
+    ("GITHUB_API_URL", " https://ghe.example/api/v3/ ", "https://ghe.example/api/v3"),
+])
+def test_a_url_read_with_spaces_around_it(name: str, value: str, read: str, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    settings = Settings.from_env({name: value})
+    assert (settings.public_url if name == "RLTRACKER_PUBLIC_URL" else settings.api_url) == read
+    if name == "GITHUB_API_URL":
+        assert settings.graphql_url == "https://ghe.example/api/graphql"
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    # paths are appended to both: a query or a fragment swallowed them (gidgethub's
+    # urljoin of "https://ghe.example/api/v3?x=1" and "repos/o/r" is https://ghe.example/api/repos/o/r)
+    ("GITHUB_API_URL", "https://ghe.example/api/v3?per_page=100"),
+    ("GITHUB_API_URL", "https://ghe.example/api/v3#x"),
+    ("RLTRACKER_PUBLIC_URL", "https://tracker.example/#top"),
+    ("RLTRACKER_PUBLIC_URL", "https://tracker.example/?ref=github"),
+    ("RLTRACKER_PUBLIC_URL", "https://tracker.example/rl tracker"),
+    ("GITHUB_API_URL", "https://ghe.example/api/v3\n/extra"),
+])
+def test_a_base_url_that_paths_cannot_follow_is_refused(name: str, value: str, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    error = _refused({name: value})
+    assert error.name == name and error.exit_code == 2 and "\n" not in error.message

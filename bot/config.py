@@ -276,17 +276,35 @@ def _check_app_credentials(env: Mapping[str, str]) -> None:
         raise SettingError("GITHUB_APP_ID", app_id, "expected the app's numeric id (App settings, About)")
 
 
+# URL variables Settings reads without the spaces and newlines around them (a `.env` line, a
+# file), and that paths are appended to (API routes, the tracker's pages in posted links).
+_BASE_URLS = ("GITHUB_API_URL", "RLTRACKER_PUBLIC_URL")
+
+
+def _base_url(env: Mapping[str, str], name: str) -> str | None:
+    """A _BASE_URLS variable's value as Settings reads it: stripped, None when empty."""
+    return (env.get(name) or "").strip() or None
+
+
 def _check_http_url(env: Mapping[str, str], name: str) -> None:
-    value = env.get(name)
+    raw = env.get(name)
+    value = _base_url(env, name) if name in _BASE_URLS else raw
     if not value:
         return
+    if any(c.isspace() or not c.isprintable() for c in value):
+        raise SettingError(name, raw, "expected an http:// or https:// URL, without spaces in it")
     try:
         parts = urlsplit(value)  # raises on an unclosed IPv6 bracket (http://[::1)
         parts.port  # noqa: B018 - parsing it raises on a bad port
     except ValueError:
-        raise SettingError(name, value, "expected an http:// or https:// URL") from None
+        raise SettingError(name, raw, "expected an http:// or https:// URL") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SettingError(name, value, "expected an http:// or https:// URL")
+        raise SettingError(name, raw, "expected an http:// or https:// URL")
+    if name in _BASE_URLS and ("?" in value or "#" in value):
+        # gidgethub joins "https://ghe.example/api/v3?x=1" and "repos/o/r" into
+        # https://ghe.example/api/repos/o/r; a posted link would end in the fragment
+        raise SettingError(name, raw, "expected the base URL, without a ?query or #fragment: "
+                           "paths are appended to it")
 
 
 _CRONTAB_DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
@@ -460,9 +478,9 @@ class Settings:
             app_id=app_id,
             private_key=key or None,
             token=(env.get("GITHUB_TOKEN") or "").strip() or None,  # no token holds a space
-            api_url=(env.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"),
+            api_url=(_base_url(env, "GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"),
             dry_run=dry_run,
-            public_url=(env.get("RLTRACKER_PUBLIC_URL") or local_url(port)).rstrip("/"),
+            public_url=(_base_url(env, "RLTRACKER_PUBLIC_URL") or local_url(port)).rstrip("/"),
             nightly_cron=env.get("RLTRACKER_NIGHTLY_CRON") or "0 3 * * *",
             report_issue=(env.get("RLTRACKER_REPORT_ISSUE") or "").strip() or None,
             port=port,

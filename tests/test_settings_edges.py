@@ -77,3 +77,48 @@ def test_a_base_url_that_paths_cannot_follow_is_refused(name: str, value: str, t
     monkeypatch.chdir(tmp_path)
     error = _refused({name: value})
     assert error.name == name and error.exit_code == 2 and "\n" not in error.message
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    # PostgreSQL's statement_timeout is an int of milliseconds: past 2147483647 every
+    # bounded transaction (every page, the webhook's inbox write) failed at SET LOCAL.
+    ("RLTRACKER_STATEMENT_TIMEOUT", "3000000"),
+    ("RLTRACKER_STATEMENT_TIMEOUT", "1e10"),
+    # the lease end is now + lease: past year 9999 every claim raised OverflowError
+    ("RLTRACKER_WORKER_LEASE", "1e12"),
+    ("RLTRACKER_WORKER_LEASE", "1e300"),
+])
+def test_a_number_the_check_passed_and_the_run_could_not_use(
+        name: str, value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    error = _refused({name: value})
+    assert error.name == name and error.message.startswith(f"{name}={value}:")
+
+
+def test_the_largest_statement_timeout_postgresql_takes_is_taken(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert Settings.from_env({"RLTRACKER_STATEMENT_TIMEOUT": "2147483"}).statement_timeout == 2147483
+    assert Settings.from_env({"RLTRACKER_WORKER_LEASE": "86400"}).worker_lease == 86400
+
+
+async def test_the_largest_statement_timeout_bounds_a_request(db_url: str) -> None:
+    """What the check lets through is what PostgreSQL takes: a request's transaction under
+    the largest bound runs (on SQLite, where nothing is bounded, too)."""
+    from sqlalchemy import text
+
+    from bot.store import db as store_db
+
+    settings = Settings.from_env({"RLTRACKER_STATEMENT_TIMEOUT": "2147483"}, database_url=db_url)
+    ctx = AppContext.create(settings)
+    try:
+        with store_db.bounded_statements(settings.statement_timeout):
+            async with ctx.sessionmaker() as session:
+                assert await session.scalar(text("SELECT 1")) == 1
+        if db_url.startswith("postgresql"):  # a second more: what every request met on main
+            with pytest.raises(Exception, match="statement_timeout"), \
+                    store_db.bounded_statements(settings.statement_timeout + 1):
+                async with ctx.sessionmaker() as session:
+                    await session.scalar(text("SELECT 1"))
+    finally:
+        await ctx.close()

@@ -369,7 +369,15 @@ def _check_cron(env: Mapping[str, str]) -> None:
                            "month weekday, e.g. '0 3 * * *'") from None
 
 
-def _check_number(env: Mapping[str, str], name: str) -> None:
+# The largest values the run can use: PostgreSQL's statement_timeout is an int of
+# milliseconds (SET LOCAL refuses more, in every bounded transaction); a lease end is now +
+# the lease (past year 9999 a claim overflows), and a lease of more than a day leaves a dead
+# process's deliveries unhandled for longer than anyone waits.
+MAX_STATEMENT_TIMEOUT = 2147483.0  # seconds
+MAX_WORKER_LEASE = 86400.0  # seconds
+
+
+def _check_number(env: Mapping[str, str], name: str, maximum: float) -> None:
     value = env.get(name)
     if not value:
         return
@@ -377,8 +385,9 @@ def _check_number(env: Mapping[str, str], name: str) -> None:
         number = float(value)
     except ValueError:
         number = float("nan")
-    if not number > 0 or number == float("inf"):
-        raise SettingError(name, value, "expected a number of seconds greater than 0")
+    if not 0 < number <= maximum:
+        raise SettingError(name, value, f"expected a number of seconds greater than 0 and at "
+                           f"most {maximum:g}")
 
 
 def _check_choice(env: Mapping[str, str], name: str, allowed: set[str] | tuple[str, ...],
@@ -401,8 +410,8 @@ def check_env(env: Mapping[str, str], *, database_may_be_absent: bool = False) -
             parse_port(env["PORT"])
         except ValueError as exc:
             raise SettingError("PORT", env["PORT"], str(exc)) from None
-    _check_number(env, "RLTRACKER_WORKER_LEASE")
-    _check_number(env, "RLTRACKER_STATEMENT_TIMEOUT")
+    _check_number(env, "RLTRACKER_WORKER_LEASE", MAX_WORKER_LEASE)
+    _check_number(env, "RLTRACKER_STATEMENT_TIMEOUT", MAX_STATEMENT_TIMEOUT)
     report_issue = env.get("RLTRACKER_REPORT_ISSUE")
     if report_issue and not _REPORT_ISSUE.fullmatch(report_issue.strip()):
         raise SettingError("RLTRACKER_REPORT_ISSUE", report_issue,

@@ -122,3 +122,19 @@ async def test_the_largest_statement_timeout_bounds_a_request(db_url: str) -> No
                     await session.scalar(text("SELECT 1"))
     finally:
         await ctx.close()
+
+
+@pytest.mark.parametrize("cache_size", ["abc", "1.5", ""])
+def test_a_postgresql_statement_cache_size_that_is_no_count(cache_size: str) -> None:
+    """`?prepared_statement_cache_size=` reaches the driver as a whole number: anything else
+    passed the check and ended `rltracker migrate` (and serve) in a ValueError traceback
+    saying "this is a bug"."""
+    url = f"postgresql+asyncpg://u:p@db.example/rl?prepared_statement_cache_size={cache_size}"
+    error = _refused({"DATABASE_URL": url})
+    assert error.name == "DATABASE_URL" and "prepared_statement_cache_size" in error.message
+    assert ":p@" not in error.message  # the password is not shown
+
+
+def test_a_postgresql_statement_cache_size_that_is_a_count_is_taken() -> None:
+    url = "postgresql+asyncpg://u:p@db.example/rl?prepared_statement_cache_size=0"
+    assert Settings.from_env({"DATABASE_URL": url}).database_url == url

@@ -178,6 +178,12 @@ def check_database_url(url: str, *, may_be_absent: bool = False) -> None:
             if key == "ssl" and value not in _SSL_MODES:
                 raise SettingError("DATABASE_URL", shown, "sslmode (or ssl) must be one of "
                                    + ", ".join(_SSL_MODES))
+            if key == "prepared_statement_cache_size":  # the driver takes int(value)
+                try:
+                    int(value)
+                except ValueError:
+                    raise SettingError("DATABASE_URL", shown, "prepared_statement_cache_size "
+                                       "must be a whole number (0 turns the cache off)") from None
         return
     if not normal.startswith(SQLITE_PREFIX):
         raise SettingError("DATABASE_URL", shown, SUPPORTED_DATABASES)

@@ -138,3 +138,20 @@ def test_a_postgresql_statement_cache_size_that_is_no_count(cache_size: str) -> 
 def test_a_postgresql_statement_cache_size_that_is_a_count_is_taken() -> None:
     url = "postgresql+asyncpg://u:p@db.example/rl?prepared_statement_cache_size=0"
     assert Settings.from_env({"DATABASE_URL": url}).database_url == url
+
+
+@pytest.mark.parametrize("app_id", ["4242", None])
+@pytest.mark.parametrize("content", ["", "\n  \n"])
+def test_a_private_key_file_that_is_empty(app_id: str | None, content: str,
+                                          tmp_path: Path) -> None:
+    """The .pem file named by GITHUB_PRIVATE_KEY_PATH is empty (a download cut short, `touch`):
+    with GITHUB_APP_ID the message said GITHUB_PRIVATE_KEY is not set, and to set it or the
+    path (which is set); without it the app ran without credentials, in dry run, silently."""
+    key = tmp_path / "app.pem"
+    key.write_text(content)
+    env = {"GITHUB_PRIVATE_KEY_PATH": str(key), "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/x.db"}
+    if app_id:
+        env["GITHUB_APP_ID"] = app_id
+    error = _refused(env)
+    assert error.name == "GITHUB_PRIVATE_KEY_PATH" and str(key) in error.message
+    assert "empty" in error.message

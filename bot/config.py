@@ -256,11 +256,15 @@ def read_private_key(env: Mapping[str, str]) -> str | None:
     if key or not key_path:
         return key or None
     try:
-        return Path(key_path).read_text(encoding="utf-8")
+        text = Path(key_path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or "not a text file"
         raise SettingError("GITHUB_PRIVATE_KEY_PATH", key_path,
                            f"cannot read it ({reason}); expected the path of the app's .pem file") from None
+    if not text.strip():  # (a download cut short): not "no key", which means no app
+        raise SettingError("GITHUB_PRIVATE_KEY_PATH", key_path, "the file is empty; expected the "
+                           "app's .pem file (App settings, Private keys, Generate a private key)")
+    return text
 
 
 def _check_app_credentials(env: Mapping[str, str]) -> None:

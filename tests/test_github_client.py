@@ -698,3 +698,16 @@ async def test_the_etag_cache_is_bounded_across_installations(client_settings: S
         assert c.cached_responses == 2  # installation 8's responses went with it
     finally:
         await c.close()
+
+
+async def test_429_without_retry_after_waits_as_a_secondary_limit(
+    client: GitHubClient, installed: FakeGitHub, sleeper: RecordingSleep
+):
+    """GitHub answers a secondary rate limit with 403 or 429; without retry-after (and with
+    requests left) it asks for at least a minute's wait, then exponentially longer. A 429
+    was retried after the 5xx backoff (0.5 s, 1 s, 2 s...): more requests into the limit,
+    which GitHub may answer by banning the integration."""
+    installed.fail_next("GET", r"/issues/1$", 429, body={"message": "Too many requests"})
+    gh = await client.api(7)
+    await gh.getitem("/repos/verl-project/verl/issues/1")
+    assert sleeper.delays == [60.0]  # GitHub: wait at least a minute

@@ -471,8 +471,9 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
             except ValueError:
                 reset = now
             return max(0.0, reset - now) + 1.0 + self._rand()
-        if reason == "secondary_rate_limit":
-            # GitHub: without retry-after, wait at least a minute, then exponentially longer.
+        if reason in ("secondary_rate_limit", "too_many_requests"):
+            # GitHub answers a secondary limit with 403 or 429: without retry-after (or a
+            # spent primary limit) wait at least a minute, then exponentially longer.
             return 60.0 * 2 ** (attempt - 1) + self._rand()
         return self._backoff(attempt)
 

@@ -335,3 +335,35 @@ async def test_the_preview_says_the_file_is_invalid(app_ctx: Any, fake_github: A
     preview = await compute_preview(app_ctx, VERL)
     for shown in (render_html({**preview, "install_problems": []}), render_markdown(preview)):
         assert "unknown settings" not in shown
+
+
+@pytest.mark.parametrize(("text", "kept"), [
+    # valid settings that make the app quieter than the defaults, beside a typo
+    ("daily_budget: 0\nrule_summary: false\n", {"daily_budget": 0}),
+    ("daily_budget: 1\nmin_confidence: 0.99\nfailure_coments: false\n",
+     {"daily_budget": 1, "min_confidence": 0.99}),
+    # in a file that does not parse: on a top-level line of its own
+    ("daily_budget: 0   # nothing spontaneous, please\nlabels: {kl_growth: [oops\n", {"daily_budget": 0}),
+    # settings that would make it louder are not kept from an invalid file
+    ("daily_budget: 10\nmin_confidence: 0.1\ntypo: 1\n", {"daily_budget": 3, "min_confidence": None}),
+])
+def test_a_quieter_budget_or_bar_holds_in_an_invalid_file(text: str, kept: dict[str, Any]) -> None:
+    """docs/comments.md: "a typo in another setting never turns on what the repository turned
+    off". `daily_budget: 0` turns spontaneous comments off as surely as `failure_comments:
+    false`, yet a typo beside it (`rule_summary`) restored the default budget of 3 a day; a
+    budget of 1 or a bar of 0.99 went back to the defaults the same way."""
+    with pytest.raises(ConfigError) as caught:
+        parse_config_text(text)
+    config = RepoConfig(source="invalid", error=str(caught.value), **caught.value.opt_outs)
+    assert {k: getattr(config, k) for k in kept} == kept
+
+
+async def test_a_zero_budget_holds_beside_a_typo(app_ctx: Any, fake_github: Any) -> None:
+    from bot.speaking.decide import act
+    from tests.test_actions_e2e import FAILURE, open_issue
+
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "daily_budget: 0\nrule_summary: false\n")
+    payload = await open_issue(app_ctx, fake_github, 1)
+    out = await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out.get("failure_comment") != "posted" and not fake_github.comments_of(VERL, 1)

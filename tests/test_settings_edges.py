@@ -71,6 +71,8 @@ def test_a_url_read_with_spaces_around_it(name: str, value: str, read: str, tmp_
     ("RLTRACKER_PUBLIC_URL", "https://tracker.example/?ref=github"),
     ("RLTRACKER_PUBLIC_URL", "https://tracker.example/rl tracker"),
     ("GITHUB_API_URL", "https://ghe.example/api/v3\n/extra"),
+    # read as it is by the papers fetch (not stripped): a space asked arXiv for /api/query%20
+    ("RLTRACKER_ARXIV_API_URL", "http://export.arxiv.org/api/query "),
 ])
 def test_a_base_url_that_paths_cannot_follow_is_refused(name: str, value: str, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:

@@ -711,3 +711,24 @@ async def test_429_without_retry_after_waits_as_a_secondary_limit(
     gh = await client.api(7)
     await gh.getitem("/repos/verl-project/verl/issues/1")
     assert sleeper.delays == [60.0]  # GitHub: wait at least a minute
+
+
+async def test_an_uninstalled_installation_is_forgotten_with_several_repositories_mapped(
+    client: GitHubClient, installed: FakeGitHub
+):
+    """forget_installation scanned the repository mapping with items(), whose reads moved
+    each entry in the LRU while it was iterated: with two repositories mapped, RuntimeError
+    ("OrderedDict mutated during iteration") instead of InstallationGone for a request through
+    an uninstalled installation, and from installation.deleted and suspend."""
+    from bot.github.client import InstallationGone
+
+    assert await client.installation_for_repo(REPO) == 7
+    assert await client.installation_for_repo("huggingface/trl") == 8
+    installed.remove_installation(7)
+    gh = await client.api(7)
+    with pytest.raises(InstallationGone):
+        await gh.getitem("/repos/verl-project/verl/issues/1")
+    client.forget_installation(8)  # as installation.deleted does
+    calls = len(installed.requests("GET", r"/installation$"))
+    assert await client.installation_for_repo("huggingface/trl") == 8  # asked again
+    assert len(installed.requests("GET", r"/installation$")) == calls + 1

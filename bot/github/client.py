@@ -119,6 +119,12 @@ class LRUCache(MutableMapping[Any, Any]):
     def __len__(self) -> int:
         return len(self._data)
 
+    def items(self) -> list[tuple[Any, Any]]:  # type: ignore[override]
+        """A snapshot, read without touching recency: Mapping's items() reads each entry
+        through __getitem__, which moved it while the OrderedDict was iterated (RuntimeError
+        with two entries or more)."""
+        return list(self._data.items())
+
 
 class _CacheView(MutableMapping[str, Any]):
     """One installation's (or the app's, GITHUB_TOKEN's, anonymous) ETag cache: its share of

@@ -157,3 +157,17 @@ def test_a_private_key_file_that_is_empty(app_id: str | None, content: str,
     error = _refused(env)
     assert error.name == "GITHUB_PRIVATE_KEY_PATH" and str(key) in error.message
     assert "empty" in error.message
+
+
+def test_a_key_file_path_given_as_the_key_itself(tmp_path: Path) -> None:
+    """GITHUB_PRIVATE_KEY=/secrets/app.pem (the path where the key text goes, a usual slip):
+    the message said only that a PEM key was expected, the value not shown; the path is no
+    secret and the variable for it is GITHUB_PRIVATE_KEY_PATH."""
+    from tests.fakegithub import rsa_key_pair
+
+    key = tmp_path / "app.pem"
+    key.write_text(rsa_key_pair()[0])
+    error = _refused({"GITHUB_APP_ID": "4242", "GITHUB_PRIVATE_KEY": f"{key}\n",
+                      "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/x.db"})
+    assert error.name == "GITHUB_PRIVATE_KEY" and "GITHUB_PRIVATE_KEY_PATH" in error.message
+    assert str(key) in error.message

@@ -243,10 +243,23 @@ def _check_pem(name: str, value: str | None, pem: str) -> None:
     try:
         key = load_pem_private_key(unescape_pem(pem).strip().encode("utf-8"), password=None)
     except (ValueError, TypeError, UnsupportedAlgorithm):
+        path = pem.strip()
+        if secret and "-----" not in path and "\n" not in path and _is_file(path):
+            # the path where the key text goes: no secret, and it has a variable of its own
+            raise SettingError(name, path, "a file's path, not the key; set "
+                               "GITHUB_PRIVATE_KEY_PATH to the .pem file's path, or "
+                               "GITHUB_PRIVATE_KEY to its text") from None
         raise SettingError(name, value, expected, secret=secret) from None
     if not isinstance(key, RSAPrivateKey):
         kind = type(key).__name__.removesuffix("PrivateKey").lstrip("_")
         raise SettingError(name, value, f"{expected}; this key is {kind}", secret=secret)
+
+
+def _is_file(path: str) -> bool:
+    try:
+        return len(path) < 4096 and Path(path).is_file()
+    except (OSError, ValueError):  # a name too long, a NUL
+        return False
 
 
 def read_private_key(env: Mapping[str, str]) -> str | None:

@@ -410,7 +410,7 @@ def _check_number(env: Mapping[str, str], name: str, maximum: float) -> None:
         number = float("nan")
     if not 0 < number <= maximum:
         raise SettingError(name, value, f"expected a number of seconds greater than 0 and at "
-                           f"most {maximum:g}")
+                           f"most {maximum:.0f}")
 
 
 def _check_choice(env: Mapping[str, str], name: str, allowed: set[str] | tuple[str, ...],

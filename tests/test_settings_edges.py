@@ -172,3 +172,14 @@ def test_a_key_file_path_given_as_the_key_itself(tmp_path: Path) -> None:
                       "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/x.db"})
     assert error.name == "GITHUB_PRIVATE_KEY" and "GITHUB_PRIVATE_KEY_PATH" in error.message
     assert str(key) in error.message
+
+
+@pytest.mark.parametrize("app_id", ["４２４２", "٤٢", "4²"])
+def test_an_app_id_of_digits_that_are_not_ascii(app_id: str, tmp_path: Path) -> None:
+    """str.isdigit() takes full-width, Arabic-Indic and superscript digits: the check passed
+    and every JWT's `iss` was refused by GitHub (401)."""
+    from tests.fakegithub import rsa_key_pair
+
+    error = _refused({"GITHUB_APP_ID": app_id, "GITHUB_PRIVATE_KEY": rsa_key_pair()[0],
+                      "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/x.db"})
+    assert error.name == "GITHUB_APP_ID" and "numeric id" in error.message

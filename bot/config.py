@@ -295,7 +295,7 @@ def _check_app_credentials(env: Mapping[str, str]) -> None:
         raise SettingError("GITHUB_PRIVATE_KEY", None, f"the app's private key is needed with "
                            f"GITHUB_APP_ID={app_id}: set GITHUB_PRIVATE_KEY (PEM text) or "
                            "GITHUB_PRIVATE_KEY_PATH (a .pem file)")
-    if app_id and not app_id.isdigit():
+    if app_id and not (app_id.isascii() and app_id.isdigit()):
         raise SettingError("GITHUB_APP_ID", app_id, "expected the app's numeric id (App settings, About)")
 
 

@@ -1,0 +1,108 @@
+"""Where the app must stay quiet although the thread is a confident report or proposal, as a
+maintainer of a tracked framework sees it (review speak61): the decision (`act`) given an
+analysis as the pipeline gives it, GitHub the fake server of tests/fakegithub.py, on SQLite and
+PostgreSQL (`app_ctx`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bot.speaking.decide import act
+from bot.speaking.repo_config import get_repo_config
+from tests.test_actions_e2e import (
+    FAILURE,
+    INST,
+    PROPOSAL,
+    VERL,
+    actions_of,
+    app_comments,
+    install,
+    open_issue,
+)
+
+
+@pytest.mark.parametrize("stated", ['"false"', "'no'", '"off"', "0", '"False"'])
+async def test_an_opt_out_written_as_a_string_or_number_holds(
+        app_ctx: Any, fake_github: Any, stated: str) -> None:
+    """`failure_comments: "false"` (quoted, as GitHub Actions' `with:` values are written) is
+    not YAML's false: the file was refused as invalid and the defaults applied, so the app
+    commented in a repository that had written that it wants no comments. A stated opt-out
+    the app cannot read as true or false now holds as the quiet value (the file is still
+    reported invalid); likewise `rule_summaries` and `dry_run`."""
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml",
+                         f"failure_comments: {stated}\nrule_summaries: {stated}\n")
+    payload = await open_issue(app_ctx, fake_github, 20)
+    out = await act(app_ctx, VERL, 20, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:config_off"
+    payload = await open_issue(app_ctx, fake_github, 21, title="Add GSPO", body="Please add GSPO.")
+    out = await act(app_ctx, VERL, 21, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert out["rule_summary"] == "skipped:config_off"
+    assert not fake_github.comments_of(VERL, 20) and not fake_github.comments_of(VERL, 21)
+    config = await get_repo_config(app_ctx, VERL, INST)
+    assert config.source == "invalid" and "failure_comments must be true or false" in (config.error or "")
+    assert (config.failure_comments, config.rule_summaries) == (False, False)
+
+
+async def test_a_dry_run_written_as_a_string_holds(app_ctx: Any, fake_github: Any) -> None:
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", 'dry_run: "true"\n')
+    payload = await open_issue(app_ctx, fake_github, 22)
+    out = await act(app_ctx, VERL, 22, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "dry_run"
+    assert not fake_github.comments_of(VERL, 22)
+
+
+async def test_an_invalid_opt_in_value_is_not_taken_for_on(app_ctx: Any, fake_github: Any) -> None:
+    """`failure_comments: "yes"`: unreadable too; stated, it is not the default's `true`
+    either, and the app stays quiet rather than guess (the problem is recorded)."""
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", 'failure_comments: "yes"\n')
+    payload = await open_issue(app_ctx, fake_github, 23)
+    out = await act(app_ctx, VERL, 23, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:config_off"
+    [config_row] = await actions_of(app_ctx, kind="config")
+    assert "failure_comments must be true or false" in config_row.reason
+
+
+@pytest.mark.parametrize("association", ["OWNER", "MEMBER", "COLLABORATOR"])
+async def test_no_failure_comment_on_a_report_a_maintainer_opened(
+        app_ctx: Any, fake_github: Any, association: str) -> None:
+    """A maintainer who opens an issue about a failing run in their own framework (tracking a
+    regression, a CI run gone wrong) knows its options: the app told them how to turn on
+    clip-higher in verl. As the rule summary (`maintainer_author`), the failure comment is
+    not posted on an issue its repository's maintainer opened; a recheck they ask for still
+    answers."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 30, user="maint", association=association)
+    out = await act(app_ctx, VERL, 30, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:maintainer_author"
+    assert not fake_github.comments_of(VERL, 30)
+    [row] = await actions_of(app_ctx, 30, "failure_comment")
+    assert row.status == "skipped" and row.details["code"] == "maintainer_author"
+    out = await act(app_ctx, VERL, 30, trigger="command", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "posted"
+    assert len(app_comments(fake_github, VERL, 30)) == 1
+
+
+async def test_no_failure_comment_on_a_report_a_maintainer_github_labels_a_contributor_opened(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The payload says CONTRIBUTOR or NONE for an organisation member whose membership is
+    private: their role is asked of GitHub right before posting, as for the rule summary.
+    Someone with read or triage access, or none, still gets the comment."""
+    await install(app_ctx, fake_github)
+    fake_github.set_permission(VERL, "carol", "maintain")
+    fake_github.set_permission(VERL, "dave", "triage")
+    payload = await open_issue(app_ctx, fake_github, 31, user="carol", association="CONTRIBUTOR")
+    out = await act(app_ctx, VERL, 31, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:maintainer_author"
+    assert not fake_github.comments_of(VERL, 31)
+    [row] = await actions_of(app_ctx, 31, "failure_comment")
+    assert row.details.get("checked") == "live"
+    for number, user in ((32, "dave"), (33, "erin")):
+        payload = await open_issue(app_ctx, fake_github, number, user=user, association="NONE")
+        out = await act(app_ctx, VERL, number, trigger="issues.opened", payload=payload,
+                        analysis=FAILURE)
+        assert out["failure_comment"] == "posted"

@@ -106,3 +106,16 @@ async def test_no_failure_comment_on_a_report_a_maintainer_github_labels_a_contr
         out = await act(app_ctx, VERL, number, trigger="issues.opened", payload=payload,
                         analysis=FAILURE)
         assert out["failure_comment"] == "posted"
+
+
+def test_a_quoted_opt_out_in_a_file_that_does_not_parse_holds() -> None:
+    from bot.speaking.repo_config import ConfigError, parse_config_text
+
+    with pytest.raises(ConfigError) as raised:
+        parse_config_text('failure_comments: "false"  # off, please\nrule_summaries: 0\n'
+                          'dry_run: true\nlabels: [oops\n')
+    assert raised.value.opt_outs == {"failure_comments": False, "rule_summaries": False,
+                                     "dry_run": True}
+    with pytest.raises(ConfigError) as raised:
+        parse_config_text("failure_comments: true\ndry_run: false\nlabels: [oops\n")
+    assert raised.value.opt_outs == {}

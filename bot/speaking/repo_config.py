@@ -202,14 +202,18 @@ def validate_config(data: Any) -> RepoConfig:
         else:
             values["ignore_labels"] = tuple(ignore)
     if problems:
-        raise ConfigError("; ".join(problems),
-                          {k: v for k, v in _QUIET.items() if values.get(k) is v})
+        # An opt-out stated with a value that is not true or false ("false" quoted, `0`,
+        # "no") holds as the quiet value: the repository wrote the setting, and the app does
+        # not guess it on (the file is still reported invalid).
+        raise ConfigError("; ".join(problems), {
+            k: v for k, v in _QUIET.items()
+            if values.get(k) is v or (k in data and not isinstance(data[k], bool))})
     return RepoConfig(source="file", **values)
 
 
 # A top-level line of its own stating one of them: `failure_comments: false  # a comment`
-_OPT_OUT_LINE = re.compile(r"(failure_comments|rule_summaries|dry_run)[ \t]*:[ \t]*([A-Za-z]{1,5})"
-                           r"[ \t]*(?:#.*)?")
+_OPT_OUT_LINE = re.compile(r"(failure_comments|rule_summaries|dry_run)[ \t]*:[ \t]*"
+                           r"([A-Za-z0-9]{1,5}|\"[^\"\n]{0,8}\"|'[^'\n]{0,8}')[ \t]*(?:#.*)?")
 
 
 def _stated_opt_outs(text: str) -> dict[str, bool]:
@@ -218,7 +222,12 @@ def _stated_opt_outs(text: str) -> dict[str, bool]:
     found: dict[str, bool] = {}
     for line in text.removeprefix("\ufeff").splitlines():  # (a BOM, as Windows editors write)
         m = _OPT_OUT_LINE.fullmatch(line.rstrip())
-        if m and yaml.safe_load(m.group(2)) is _QUIET[m.group(1)]:  # YAML's false, no, off...
+        if m is None:
+            continue
+        value = yaml.safe_load(m.group(2))  # YAML's false, no, off...
+        # (a value that is no boolean, "false" quoted or 0, holds as the quiet one:
+        # validate_config)
+        if value is _QUIET[m.group(1)] or not isinstance(value, bool):
             found[m.group(1)] = _QUIET[m.group(1)]
     return found
 

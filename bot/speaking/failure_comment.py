@@ -32,8 +32,10 @@ from bot.speaking.posting import (
 from bot.speaking.quiet import (
     CONFIG_OFF,
     EDIT_TRIGGERS,
+    MAINTAINER_AUTHOR,
     NEW_TRIGGERS,
     REOPEN_TRIGGERS,
+    UNLABELLED,
     WRITE_ROLES,
     live_record,
     maintainer_replies,
@@ -234,6 +236,12 @@ async def failure_comment(
         if not own and quiet is None and trigger != "command" and await _maintainer_among(
                 ctx, sit, unlabelled_replies(live)):
             quiet = ("maintainer_replied", "a maintainer has already replied")
+        if not own and quiet is None and trigger != "command" and (
+                live.get("author_association") or "NONE").upper() in UNLABELLED and (
+                await _maintainer_among(ctx, sit, [{"author": live.get("author")}])):
+            # Opened by a maintainer GitHub does not call one (a private organisation member
+            # reads CONTRIBUTOR or NONE): asked, once per comment about to be posted.
+            quiet = MAINTAINER_AUTHOR
         if quiet:
             await release(ctx, action_id, lease=lease)
             await record_skip(ctx, repo, number, "failure_comment", *quiet, checked="live")

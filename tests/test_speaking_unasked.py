@@ -119,3 +119,51 @@ def test_a_quoted_opt_out_in_a_file_that_does_not_parse_holds() -> None:
     with pytest.raises(ConfigError) as raised:
         parse_config_text("failure_comments: true\ndry_run: false\nlabels: [oops\n")
     assert raised.value.opt_outs == {}
+
+
+async def test_a_report_labelled_by_a_maintainer_then_transferred_in_gets_no_comment(
+        app_ctx: Any, fake_github: Any) -> None:
+    """Opened in a related project of the organisation (no framework: nothing said), labelled
+    there by a maintainer who then moved it into verl: its `opened` delivery at the new place
+    carries the maintainer's label, which the app took for a label the issue was opened with
+    (an issue template's) and ignored, so it commented on an issue a maintainer had triaged.
+    The labels of a transferred issue's opening are those its first opening recorded."""
+    import copy
+    from datetime import UTC, datetime, timedelta
+
+    from sqlalchemy import select
+
+    from bot.store.models import Analysis, Repository
+    from tests.test_actions_e2e import iso
+    from tests.test_speaking_when import RECIPE, REPORT, deliver, fixture, transfer_payloads
+
+    await install(app_ctx, fake_github)
+    async with app_ctx.sessionmaker() as s:
+        s.add(Repository(full_name=RECIPE, installation_id=INST))
+        await s.commit()
+    fake_github.add_installation(INST, "verl-project", repos=[VERL, RECIPE])
+    opened_at = datetime.now(UTC) - timedelta(minutes=30)
+    issue = fake_github.add_issue(RECIPE, 8, "Entropy collapse during GRPO training", REPORT,
+                                  "alice", created_at=iso(opened_at))
+    opened = fixture("issues", "opened")
+    opened["issue"].update(copy.deepcopy(fake_github._served(issue)))
+    opened["issue"].update(author_association="NONE", labels=[], assignees=[], assignee=None,
+                           milestone=None)
+    opened.update(repository=fake_github.repo_json(RECIPE), installation={"id": INST},
+                  sender={"login": "alice", "type": "User", "id": 1})
+    await deliver(app_ctx, opened, "issues", "r-8-opened")
+    async with app_ctx.sessionmaker() as s:
+        analysis = await s.scalar(select(Analysis))
+    if not analysis.is_failure_report or (analysis.failure_confidence or 0) < 0.7:
+        pytest.skip("the failure analyzer does not (yet) recognise this report")
+    # A maintainer labels it in the related project, then moves it into verl.
+    issue["labels"] = [{"name": "bug"}]
+    gone, came = transfer_payloads(fake_github, (RECIPE, 8), (VERL, 340))
+    fake_github.issue(VERL, 340)["labels"] = [{"name": "bug"}]
+    came["issue"]["labels"] = gone["issue"]["labels"] = [{"name": "bug", "id": 1}]
+    came["sender"] = gone["sender"] = {"login": "maint", "type": "User", "id": 2}
+    await deliver(app_ctx, gone, "issues", "r-8-gone")
+    await deliver(app_ctx, came, "issues", "v-340-came")
+    assert not fake_github.comments_of(VERL, 340)
+    codes = [a.details.get("code") for a in await actions_of(app_ctx, 340, "failure_comment")]
+    assert "labelled" in codes

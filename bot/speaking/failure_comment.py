@@ -132,7 +132,12 @@ async def failure_comment(
     # The labels the issue was opened with (issue templates add those): kept in the skips
     # recorded on its opening, so that an edit that makes it a report judges them alike.
     opened_labels: set[str] = set()
-    if trigger == "issues.opened":
+    if trigger == "issues.opened" and transferred_in(payload):
+        # Moved here from another repository: the labels it carries are those it was given
+        # there (a maintainer's triage among them), not its template's; those its first
+        # opening recorded moved here with its skips (bot.store.repositories.follow_transfer).
+        opened_labels = await labels_at_opening(ctx, repo, number)
+    elif trigger == "issues.opened":
         opened_labels = {
             (lab.get("name") if isinstance(lab, dict) else str(lab))
             for lab in ((payload or {}).get("issue") or {}).get("labels") or []
@@ -370,6 +375,13 @@ async def _maintainer_among(ctx: Any, sit: Situation, comments: list[dict[str, A
         if await ctx.github.repository_role(sit.installation_id, sit.repo, login) in WRITE_ROLES:
             return True
     return False
+
+
+def transferred_in(payload: dict[str, Any] | None) -> bool:
+    """An `issues.opened` delivery at the new place of a transferred issue (GitHub names the
+    old one in `changes.old_issue`)."""
+    changes = (payload or {}).get("changes")
+    return isinstance(changes, dict) and changes.get("old_issue") is not None
 
 
 async def labels_at_opening(ctx: Any, repo: str, number: int) -> set[str]:

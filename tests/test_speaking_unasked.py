@@ -167,3 +167,29 @@ async def test_a_report_labelled_by_a_maintainer_then_transferred_in_gets_no_com
     assert not fake_github.comments_of(VERL, 340)
     codes = [a.details.get("code") for a in await actions_of(app_ctx, 340, "failure_comment")]
     assert "labelled" in codes
+
+
+ARCHIVED = {"message": "Repository was archived so is read-only.",
+            "documentation_url": "https://docs.github.com/rest/issues/comments#create-an-issue-comment",
+            "status": "403"}
+
+
+async def test_an_archived_repository_is_a_reason_to_stay_quiet_not_a_failure(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A delivery that waited while its repository was archived: GitHub refuses the comment
+    (403, read-only). On main the attempt was recorded failed with the text it meant to post
+    and the delivery failed for good, an operator's alarm for nothing, and every later
+    decision on the thread took the failed attempt for one that may have posted. Now the
+    claim is given up and the skip `archived` recorded, for the failure comment and the rule
+    summary alike; the delivery succeeds."""
+    await install(app_ctx, fake_github)
+    fake_github.fail_next("POST", r"/issues/\d+/comments$", 403, times=2, body=ARCHIVED)
+    payload = await open_issue(app_ctx, fake_github, 50)
+    out = await act(app_ctx, VERL, 50, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:archived"
+    payload = await open_issue(app_ctx, fake_github, 51, title="Add GSPO", body="Please add GSPO.")
+    out = await act(app_ctx, VERL, 51, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert out["rule_summary"] == "skipped:archived"
+    for number, kind in ((50, "failure_comment"), (51, "rule_summary")):
+        rows = await actions_of(app_ctx, number, kind)
+        assert [(a.status, a.details.get("code")) for a in rows] == [("skipped", "archived")]

@@ -23,6 +23,8 @@ from bot.speaking.claims import (
     texts_written,
 )
 from bot.speaking.posting import (
+    ARCHIVED,
+    archived_refusal,
     installation_gh,
     live_issue,
     own_comment,
@@ -276,6 +278,10 @@ async def failure_comment(
             comment_id=posted.get("id"), comment_node_id=posted.get("node_id"),
         )
     except Exception as exc:
+        if archived_refusal(exc):  # archived while the delivery waited: nothing was posted
+            await release(ctx, action_id, lease=lease)
+            await record_skip(ctx, repo, number, "failure_comment", *ARCHIVED, checked="live")
+            return "skipped:" + ARCHIVED[0]
         # Give the slot back so the worker's retry can post; the failure stays visible.
         await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,
                      reason=f"{type(exc).__name__}: {exc}"[:500])

@@ -20,6 +20,8 @@ from bot.speaking.claims import (
     texts_written,
 )
 from bot.speaking.posting import (
+    ARCHIVED,
+    archived_refusal,
     installation_gh,
     live_issue,
     own_comment,
@@ -281,6 +283,10 @@ async def rule_summary(
         await finish(ctx, action_id, lease=lease, status="posted", body=body, details=details,
                       comment_id=posted.get("id"), comment_node_id=posted.get("node_id"))
     except Exception as exc:
+        if archived_refusal(exc):  # archived while the delivery waited: nothing was posted
+            await release(ctx, action_id, lease=lease)
+            await record_skip(ctx, repo, number, "rule_summary", *ARCHIVED, checked="live")
+            return "skipped:" + ARCHIVED[0]
         await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,
                      reason=f"{type(exc).__name__}: {exc}"[:500])
         raise

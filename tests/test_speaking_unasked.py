@@ -55,14 +55,17 @@ async def test_a_dry_run_written_as_a_string_holds(app_ctx: Any, fake_github: An
     assert not fake_github.comments_of(VERL, 22)
 
 
-async def test_an_invalid_opt_in_value_is_not_taken_for_on(app_ctx: Any, fake_github: Any) -> None:
-    """`failure_comments: "yes"`: unreadable too; stated, it is not the default's `true`
-    either, and the app stays quiet rather than guess (the problem is recorded)."""
+@pytest.mark.parametrize(("stated", "posted"), [('"maybe"', False), ("[]", False),
+                                                 ('"true"', True), ("'yes'", True)])
+async def test_an_unreadable_value_is_not_taken_for_on_and_a_quoted_true_is(
+        app_ctx: Any, fake_github: Any, stated: str, posted: bool) -> None:
+    """`failure_comments: "maybe"`: unreadable, it is not guessed on, and the app stays quiet;
+    `"true"` quoted spells the default, which holds. Either way the problem is recorded."""
     await install(app_ctx, fake_github)
-    fake_github.set_file(VERL, ".github/rltracker.yml", 'failure_comments: "yes"\n')
+    fake_github.set_file(VERL, ".github/rltracker.yml", f"failure_comments: {stated}\n")
     payload = await open_issue(app_ctx, fake_github, 23)
     out = await act(app_ctx, VERL, 23, trigger="issues.opened", payload=payload, analysis=FAILURE)
-    assert out["failure_comment"] == "skipped:config_off"
+    assert out["failure_comment"] == ("posted" if posted else "skipped:config_off")
     [config_row] = await actions_of(app_ctx, kind="config")
     assert "failure_comments must be true or false" in config_row.reason
 
@@ -117,7 +120,8 @@ def test_a_quoted_opt_out_in_a_file_that_does_not_parse_holds() -> None:
     assert raised.value.opt_outs == {"failure_comments": False, "rule_summaries": False,
                                      "dry_run": True}
     with pytest.raises(ConfigError) as raised:
-        parse_config_text("failure_comments: true\ndry_run: false\nlabels: [oops\n")
+        parse_config_text('failure_comments: true\ndry_run: "false"\nrule_summaries: "yes"\n'
+                          "labels: [oops\n")
     assert raised.value.opt_outs == {}
 
 

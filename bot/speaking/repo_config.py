@@ -202,13 +202,25 @@ def validate_config(data: Any) -> RepoConfig:
         else:
             values["ignore_labels"] = tuple(ignore)
     if problems:
-        # An opt-out stated with a value that is not true or false ("false" quoted, `0`,
-        # "no") holds as the quiet value: the repository wrote the setting, and the app does
-        # not guess it on (the file is still reported invalid).
         raise ConfigError("; ".join(problems), {
             k: v for k, v in _QUIET.items()
-            if values.get(k) is v or (k in data and not isinstance(data[k], bool))})
+            if values.get(k) is v or (k in data and _stated(data[k]) is not (not v))})
     return RepoConfig(source="file", **values)
+
+
+def _stated(value: Any) -> bool | None:
+    """What an opt-out setting's value says when it is no YAML boolean: a quoted boolean word
+    ("false", 'no', "off", "True") the boolean YAML reads it as, else None (`0`, "maybe", a
+    list). An opt-out stated so holds (the file is still reported invalid); one whose value
+    says nothing holds too: the repository wrote the setting, and the app does not guess it
+    on. Only a value that spells the default (`"true"`) leaves the default."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and len(value) <= 8 and value.strip().isalpha():
+        read = yaml.safe_load(value.strip())
+        if isinstance(read, bool):
+            return read
+    return None
 
 
 # A top-level line of its own stating one of them: `failure_comments: false  # a comment`
@@ -224,10 +236,8 @@ def _stated_opt_outs(text: str) -> dict[str, bool]:
         m = _OPT_OUT_LINE.fullmatch(line.rstrip())
         if m is None:
             continue
-        value = yaml.safe_load(m.group(2))  # YAML's false, no, off...
-        # (a value that is no boolean, "false" quoted or 0, holds as the quiet one:
-        # validate_config)
-        if value is _QUIET[m.group(1)] or not isinstance(value, bool):
+        # YAML's false, no, off...; quoted or unreadable as for a file that parses (`_stated`)
+        if _stated(yaml.safe_load(m.group(2))) is not (not _QUIET[m.group(1)]):
             found[m.group(1)] = _QUIET[m.group(1)]
     return found
 

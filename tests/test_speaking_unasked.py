@@ -197,3 +197,30 @@ async def test_an_archived_repository_is_a_reason_to_stay_quiet_not_a_failure(
     for number, kind in ((50, "failure_comment"), (51, "rule_summary")):
         rows = await actions_of(app_ctx, number, kind)
         assert [(a.status, a.details.get("code")) for a in rows] == [("skipped", "archived")]
+
+
+async def test_no_rule_summary_on_a_proposal_opened_days_ago(app_ctx: Any, fake_github: Any) -> None:
+    """The rule summary is for a new proposal, but only the failure comment had an age rule:
+    an `opened` delivery handled days late (a worker outage, an operator replaying a failed
+    delivery) or the `opened` at the new place of a year-old proposal a maintainer moved in
+    from a related project got the contribution rules on a thread long past. As the failure
+    comment: nothing after 48 hours (`too_old`), on the stored thread and the live one."""
+    from datetime import UTC, datetime, timedelta
+
+    await install(app_ctx, fake_github)
+    old = datetime.now(UTC) - timedelta(days=5)
+    payload = await open_issue(app_ctx, fake_github, 60, title="Add GSPO", body="Please add GSPO.",
+                               created_at=old)
+    out = await act(app_ctx, VERL, 60, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert out["rule_summary"] == "skipped:too_old"
+    payload = await open_issue(app_ctx, fake_github, 61, title="Add GSPO", body="Please add GSPO.",
+                               kind="pull_request", created_at=old)
+    out = await act(app_ctx, VERL, 61, trigger="pull_request.opened", payload=payload,
+                    analysis=PROPOSAL)
+    assert out["rule_summary"] == "skipped:too_old"
+    assert not fake_github.comments_of(VERL, 60) and not fake_github.comments_of(VERL, 61)
+    fresh = datetime.now(UTC) - timedelta(hours=47)
+    payload = await open_issue(app_ctx, fake_github, 62, title="Add GSPO", body="Please add GSPO.",
+                               created_at=fresh)
+    out = await act(app_ctx, VERL, 62, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert out["rule_summary"] == "posted"

@@ -224,3 +224,35 @@ async def test_no_rule_summary_on_a_proposal_opened_days_ago(app_ctx: Any, fake_
                                created_at=fresh)
     out = await act(app_ctx, VERL, 62, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
     assert out["rule_summary"] == "posted"
+
+
+@pytest.mark.parametrize("reason", ["OFF_TOPIC", "spam"])
+async def test_an_edit_leaves_the_comment_a_maintainer_hid_and_its_label(
+        app_ctx: Any, fake_github: Any, reason: str) -> None:
+    """A maintainer hid the app's comment as off-topic or spam (the nightly reception read it
+    minimised), saying nothing in the thread. The author's next edit, now reading as another
+    kind, rewrote the hidden comment and moved the app's label to the new kind: the app went on
+    acting on a thread where it had been told off. A comment a person minimised is left as it
+    is on an edit (as a kind verdict already left it), frozen, and its label stays."""
+    from sqlalchemy import update
+
+    from bot.store.models import Action
+
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml",
+                         "labels:\n  entropy_collapse: 'rl: entropy'\n  kl_growth: 'rl: kl'\n")
+    payload = await open_issue(app_ctx, fake_github, 70)
+    out = await act(app_ctx, VERL, 70, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "posted"
+    async with app_ctx.sessionmaker() as s:  # as refresh_reception records it
+        await s.execute(update(Action).where(Action.number == 70, Action.kind == "failure_comment")
+                        .values(is_minimized=True, minimized_reason=reason))
+        await s.commit()
+    kl = {**FAILURE, "failure": {**FAILURE["failure"], "category": "kl_growth",
+                                 "categories": ["kl_growth"]}}
+    out = await act(app_ctx, VERL, 70, trigger="issues.edited", payload=payload, analysis=kl)
+    assert out["failure_comment"] == "frozen"
+    assert not fake_github.requests("PATCH")
+    assert {lab["name"] for lab in fake_github.issue(VERL, 70)["labels"]} == {"rl: entropy"}
+    [row] = await actions_of(app_ctx, 70, "failure_comment")
+    assert row.frozen and row.details["category"] == "entropy_collapse"

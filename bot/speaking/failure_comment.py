@@ -565,6 +565,11 @@ async def _rewrite(
             return "frozen"
     elif await freeze_if_maintainer_replied(ctx, sit):
         return "frozen"
+    elif _left_alone(action):
+        # Hidden by a person on GitHub (known from the nightly reception or a verdict's read
+        # of it): told off without a word in the thread, as a maintainer's reply freezes it.
+        await finish(ctx, action.id, frozen=True)
+        return "frozen"
     lang = action.language or "en"
     ok, _, _ = _is_confident_failure(analysis, config)
     composed = None

@@ -256,3 +256,38 @@ async def test_an_edit_leaves_the_comment_a_maintainer_hid_and_its_label(
     assert {lab["name"] for lab in fake_github.issue(VERL, 70)["labels"]} == {"rl: entropy"}
     [row] = await actions_of(app_ctx, 70, "failure_comment")
     assert row.frozen and row.details["category"] == "entropy_collapse"
+
+
+@pytest.mark.parametrize("reference", [
+    "Fixes verl-project/verl#{n}",
+    "Fixes https://github.com/verl-project/verl/issues/{n} by raising clip_ratio_high",
+    "Closes volcengine/verl#{n} (the repository's former name)",
+    "Resolves https://github.com/Verl-Project/VERL/issues/{n}.",
+])
+async def test_a_pull_request_naming_the_issue_in_full_is_a_linked_one(
+        app_ctx: Any, fake_github: Any, reference: str) -> None:
+    """GitHub links a pull request to the issue (and closes it on merge) whether it writes
+    `#12`, `verl-project/verl#12` or the issue's URL; only the short form was read, so an
+    issue a pull request already addresses in the other forms got the comment."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 80)
+    await open_issue(app_ctx, fake_github, 81, kind="pull_request", title="Fix entropy",
+                     body=reference.format(n=80))
+    out = await act(app_ctx, VERL, 80, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:linked_pr"
+    assert not fake_github.comments_of(VERL, 80)
+
+
+@pytest.mark.parametrize("reference", [
+    "See huggingface/trl#{n}", "https://github.com/verl-project/verl/issues/{n}0",
+    "https://github.com/verl-project/verl/pull/{n}", "verl-project/verl-recipe#{n}",
+    "myfork/verl-project/verl#{n}0",
+])
+async def test_a_pull_request_naming_another_issue_is_not_a_linked_one(
+        app_ctx: Any, fake_github: Any, reference: str) -> None:
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 82)
+    await open_issue(app_ctx, fake_github, 83, kind="pull_request", title="Fix entropy",
+                     body=reference.format(n=82))
+    out = await act(app_ctx, VERL, 82, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "posted"

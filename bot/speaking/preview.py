@@ -88,7 +88,8 @@ async def decide_opened(ctx: Any, sit: Any, analysis: dict[str, Any], config: Re
                     "runner_up": composed.details.get("runner_up")}, ("", "")
         reason = ("nothing_to_suggest", "every method this framework has for the failure is "
                   "already set, declined here, or absent")
-    summary = await summary_reason(ctx, sit, analysis, config)
+    summary = await summary_reason(ctx, sit, analysis, config,
+                                   now=parse_datetime(record.get("created_at")) or utcnow())
     if summary is None:
         from analyzers.language import detect_language
 

@@ -295,6 +295,7 @@ class Stream:
     closed: bool = False  # final cursor state written
     at_mark: set[int] = field(default_factory=set)  # stored threads updated at stop_at
     hold: datetime | None = None  # the oldest time of a thread the database refused
+    refused: set[int] = field(default_factory=set)  # numbers of the threads it refused
     seen: set[int] = field(default_factory=set)  # numbers its listing returned in this pass
     fresh: bool = False  # a backfill that lists from the newest thread in this pass
     checked: bool = False  # its stored threads the listing did not return were asked about
@@ -913,6 +914,7 @@ class Syncer:
             keys.discard(pt.key)
         when = parse_datetime(pt.record.get("updated_at"))
         s = pt.stream
+        s.refused.add(int(pt.record["number"]))
         if when is None:
             s.failed = s.failed or f"{pt.key} not stored"
         elif s.hold is None or when < s.hold:
@@ -1311,7 +1313,8 @@ class Syncer:
         every stored thread it did not return (one updated while it paged moved ahead of its
         cursor: GitHub still has it, it stays); a refresh (or a backfill resumed from a
         cursor), which lists only what changed: when GitHub counts fewer threads of the kind
-        than are stored (`totalCount`), the stored ones it did not return."""
+        than are stored, with those it read and the database refused (`totalCount`), the
+        stored ones it did not return."""
         for s in self.streams:
             if (s.installation_id != installation_id or s.checked or not s.done or s.failed
                     or not s.requests or any(pt.stream is s for pt in self.pending.values())):
@@ -1319,7 +1322,11 @@ class Syncer:
             async with self.ctx.sessionmaker() as session:
                 stored = set(await session.scalars(select(Thread.number).where(
                     func.lower(Thread.repo) == s.repo.lower(), Thread.kind == s.kind)))
-            if not (s.backfill and s.fresh) and (s.total is None or len(stored) <= s.total):
+            # GitHub's threads this pass read and the database refused are not stored: beside
+            # the stored ones, they are counted (a deletion on the night a new thread was
+            # refused left the counts equal, and waited for `--full`)
+            if not (s.backfill and s.fresh) and (
+                    s.total is None or len(stored | s.refused) <= s.total):
                 s.checked = True
                 continue
             todo = sorted(stored - s.seen)

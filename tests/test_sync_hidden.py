@@ -1,7 +1,7 @@
 """Comments GitHub hides (minimized as spam, abuse, off-topic...) after their thread's last
 sync: no webhook tells of hiding, and hiding does not move the thread's `updatedAt`, which the
 nightly refresh pages by. The nightly sync asks GitHub again, a hundred node ids a request,
-whether the stored comments of the recently active threads it did not read are hidden
+whether the stored comments posted recently, of threads it did not read, are hidden
 (`Syncer._check_hidden`); one found hidden or shown again is stored so and its thread analysed
 again, one GitHub no longer finds (NOT_FOUND) is deleted as its webhook deletes it.
 
@@ -120,12 +120,12 @@ async def test_a_comment_deleted_without_a_webhook_leaves_at_the_next_refresh(
 async def test_the_check_is_bounded_to_recent_threads_and_batched_by_a_hundred(
         sync_ctx: AppContext, fake_github: Any, schema_path: Path,
         monkeypatch: Any) -> None:
-    """Which comments are asked about: those of threads active within the last
-    HIDDEN_ACTIVE_DAYS that this pass did not read (a thread read tonight was read with its
-    comments' state), a hundred node ids to a request, at most HIDDEN_CHECK_REQUESTS
-    requests a night, the most recently active threads first."""
+    """Which comments are asked about: those posted within the last HIDDEN_RECENT_DAYS, of
+    threads this pass did not read (a thread read tonight was read with its comments'
+    state), a hundred node ids to a request, at most HIDDEN_CHECK_REQUESTS requests a
+    night, the newest first."""
     data = world(schema_path, fake_github, days_ago=90)
-    old, _ = issue_with_reply(data, replies=3)  # last active ~90 days ago: not asked
+    old, _ = issue_with_reply(data, replies=3)  # posted ~90 days ago: not asked
     data.clock = datetime.now(UTC) - timedelta(days=5)
     recent = [issue_with_reply(data, replies=60)[0] for _ in range(4)]  # 240 comments
     await run(sync_ctx)
@@ -140,9 +140,9 @@ async def test_the_check_is_bounded_to_recent_threads_and_batched_by_a_hundred(
     # (its 60 comments: the listing and one continuation, then two of node ids)
     assert stats.hidden_checked == 180 and stats.requests == 2 + 2
 
-    # the bound: what is left is said, the most recently active threads asked first
+    # the bound: what is left is said, the newest comments asked first
     monkeypatch.setattr(sync_module, "HIDDEN_CHECK_REQUESTS", 1)
-    recent[1]["_comments"][-1].update(isMinimized=True, minimizedReason="abuse")  # least recent
+    recent[1]["_comments"][-1].update(isMinimized=True, minimizedReason="abuse")  # older
     recent[3]["_comments"][-1].update(isMinimized=True, minimizedReason="off-topic")
     stats = await run(sync_ctx)
     assert stats.hidden_checked == 100 and stats.hidden_left == 140 and stats.requests == 2

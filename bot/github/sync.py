@@ -85,10 +85,10 @@ GRAPHQL_ATTEMPTS = 4  # consecutive requests answered with GraphQL errors before
 RATE_LIMIT_WAITS = 5  # rate-limit answers waited out in a row before giving up
 MIN_THREADS_PER_REQUEST = 10
 CHECKS_PER_REQUEST = 100  # stored threads asked about by number in one request
-# Comments asked whether GitHub hides them (Syncer._check_hidden): those of the threads active
-# on GitHub within the last HIDDEN_ACTIVE_DAYS that the pass did not read, a hundred node ids a
-# request, at most HIDDEN_CHECK_REQUESTS requests a run (the most recently active first).
-HIDDEN_ACTIVE_DAYS = 14
+# Comments asked whether GitHub hides them (Syncer._check_hidden): those posted within the last
+# HIDDEN_RECENT_DAYS, of threads the pass did not read, a hundred node ids a request, at most
+# HIDDEN_CHECK_REQUESTS requests a run (the newest first).
+HIDDEN_RECENT_DAYS = 7
 HIDDEN_IDS_PER_REQUEST = 100
 HIDDEN_CHECK_REQUESTS = 50
 
@@ -1175,21 +1175,22 @@ class Syncer:
         a comment hidden as spam after its thread's last read, and no webhook tells of it; the
         analyzers and the quiet rules went on counting it as a reply until a `--full` sync.
 
-        Which: the comments of the threads GitHub last updated within HIDDEN_ACTIVE_DAYS
-        (spam is hidden soon after it is posted, and posting it moved the thread's time;
-        an issue whose failure-comment decision is still to come is younger still) that this
-        pass did not read (those were read with their state), of repositories whose listing
-        was not refused; the most recently active threads first, at most
-        HIDDEN_CHECK_REQUESTS requests a run (`hidden_left` counts the rest). A comment found
-        hidden or shown again is stored so and its thread analysed again; one GitHub answers
-        NOT_FOUND for is deleted, and noted, as its `deleted` webhook deletes it."""
+        Which: the comments posted within the last HIDDEN_RECENT_DAYS (spam is hidden soon
+        after it is posted; an issue whose failure-comment decision is still to come is
+        younger still) of the threads this pass did not read (those were read with their
+        comments' state), in repositories whose listing was not refused; the newest first, at
+        most HIDDEN_CHECK_REQUESTS requests a run (`hidden_left` counts the rest). A comment
+        found hidden or shown again is stored so and its thread analysed again; one GitHub
+        answers NOT_FOUND for is deleted, and noted, as its `deleted` webhook deletes it.
+        Not asked: older comments (a "+1" hidden as off-topic months later is read at the
+        thread's next change, or by `--full`)."""
         groups: dict[str, int | None] = {}
         for s in self.streams:
             if not s.failed and s.repo not in self.marked_private:
                 groups.setdefault(s.repo.lower(), s.installation_id)
         if not groups:
             return
-        cutoff = utcnow() - timedelta(days=HIDDEN_ACTIVE_DAYS)
+        cutoff = utcnow() - timedelta(days=HIDDEN_RECENT_DAYS)
         async with self.ctx.sessionmaker() as session:
             rows = (await session.execute(
                 select(Comment.id, Comment.node_id, Comment.kind, Comment.github_id,
@@ -1197,12 +1198,11 @@ class Syncer:
                        Thread.updated_at, Comment.created_at)
                 .join(Thread, Thread.id == Comment.thread_id)
                 .where(func.lower(Thread.repo).in_(sorted(groups)),
-                       Thread.updated_at >= cutoff, Comment.node_id.is_not(None)))).all()
+                       Comment.created_at >= cutoff, Comment.node_id.is_not(None)))).all()
         rows = [r for r in rows if r[5] not in self.read_threads]
         if not rows:
             return
-        floor = datetime.min.replace(tzinfo=cutoff.tzinfo)
-        rows.sort(key=lambda r: (r[7] or floor, r[5], r[8] or floor, r[0]), reverse=True)
+        rows.sort(key=lambda r: (r[8], r[0]), reverse=True)
         room = HIDDEN_CHECK_REQUESTS * HIDDEN_IDS_PER_REQUEST
         self.stats.hidden_left += max(0, len(rows) - room)
         by_group: dict[int | None, list[Any]] = {}

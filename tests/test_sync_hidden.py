@@ -151,3 +151,35 @@ async def test_the_check_is_bounded_to_recent_threads_and_batched_by_a_hundred(
     assert last == {recent[1]["number"]: None, recent[3]["number"]: "off-topic"}
     async with sync_ctx.sessionmaker() as session:
         assert await session.scalar(select(func.count()).select_from(Comment)) == 243
+
+
+async def test_comments_of_a_kind_github_refused_to_list_are_not_taken_for_deleted(
+        sync_ctx: AppContext, fake_github: Any, schema_path: Path) -> None:
+    """GitHub answers NOT_FOUND for nodes the reader may not see, as for those deleted: with
+    the discussions of a repository refused to the listing (FORBIDDEN: an installation
+    without the discussions permission), a discussion comment's NOT_FOUND tells nothing, and
+    the comments of that kind are not asked about at all."""
+    data = world(schema_path, fake_github, days_ago=3)
+    disc = data.add_thread(SLIME, "discussion", n_comments=1, closed=False)
+    disc["_comments"][0]["_replies"].clear()
+    issue_with_reply(data)
+    await run(sync_ctx)
+    responder = fake_github.graphql_handler
+    data.nodes.pop(disc["_comments"][0]["id"])  # what GitHub shows a reader it refuses
+
+    def no_discussions(query: str, variables: dict[str, Any]) -> Any:
+        answer = responder(query, variables)
+        for alias, value in list((answer.get("data") or {}).items()):
+            if isinstance(value, dict) and "discussions" in value:
+                value["discussions"] = None
+                answer.setdefault("errors", []).append({
+                    "type": "FORBIDDEN", "path": [alias, "discussions"],
+                    "message": "Resource not accessible by integration"})
+        return answer
+
+    fake_github.graphql_handler = no_discussions
+    stats = await run(sync_ctx)
+    assert stats.failed_streams == [f"{SLIME}:discussion"]
+    record, _ = await stored(sync_ctx, disc["number"])
+    assert len(record["comments"]) == 1
+    assert stats.hidden_deleted == 0 and stats.hidden_checked == 1  # the issue's reply alone

@@ -1178,16 +1178,21 @@ class Syncer:
         Which: the comments posted within the last HIDDEN_RECENT_DAYS (spam is hidden soon
         after it is posted; an issue whose failure-comment decision is still to come is
         younger still) of the threads this pass did not read (those were read with their
-        comments' state), in repositories whose listing was not refused; the newest first, at
+        comments' state), of the (repository, kind)s GitHub listed tonight; the newest first, at
         most HIDDEN_CHECK_REQUESTS requests a run (`hidden_left` counts the rest). A comment
         found hidden or shown again is stored so and its thread analysed again; one GitHub
         answers NOT_FOUND for is deleted, and noted, as its `deleted` webhook deletes it.
         Not asked: older comments (a "+1" hidden as off-topic months later is read at the
         thread's next change, or by `--full`)."""
+        # Only the kinds GitHub listed tonight: it answers NOT_FOUND for a node the reader
+        # may not see as for one deleted (discussions refused to an installation without
+        # their permission), and a listing that ran says the reader sees that kind.
         groups: dict[str, int | None] = {}
+        listed: set[tuple[str, str]] = set()
         for s in self.streams:
             if not s.failed and s.repo not in self.marked_private:
                 groups.setdefault(s.repo.lower(), s.installation_id)
+                listed.add((s.repo.lower(), s.kind))
         if not groups:
             return
         cutoff = utcnow() - timedelta(days=HIDDEN_RECENT_DAYS)
@@ -1195,11 +1200,11 @@ class Syncer:
             rows = (await session.execute(
                 select(Comment.id, Comment.node_id, Comment.kind, Comment.github_id,
                        Comment.minimized_reason, Thread.id, func.lower(Thread.repo),
-                       Thread.updated_at, Comment.created_at)
+                       Thread.kind, Comment.created_at)
                 .join(Thread, Thread.id == Comment.thread_id)
                 .where(func.lower(Thread.repo).in_(sorted(groups)),
                        Comment.created_at >= cutoff, Comment.node_id.is_not(None)))).all()
-        rows = [r for r in rows if r[5] not in self.read_threads]
+        rows = [r for r in rows if r[5] not in self.read_threads and (r[6], r[7]) in listed]
         if not rows:
             return
         rows.sort(key=lambda r: (r[8], r[0]), reverse=True)

@@ -54,7 +54,7 @@ from bot.github.queries import (
     build_sync_query,
 )
 from bot.store.installations import silenced_installations
-from bot.store.models import Comment, Repository, SyncCursor, Thread
+from bot.store.models import Analysis, Comment, Repository, SyncCursor, Thread
 from bot.store.privacy import lock_repositories
 from bot.store.repositories import settle_repository
 from bot.store.threads import (
@@ -924,7 +924,15 @@ class Syncer:
         """on_changed of one thread. One that raises (an analyzer bug, the database refusing its
         analysis row) ended the whole sync: the threads after it, stored in the same commit,
         were never analysed (and, their cursors stored, not seen as changed again), the
-        streams not yet read were not synced. It is recorded and the sync goes on."""
+        streams not yet read were not synced. It is recorded and the sync goes on.
+
+        Its stored analysis, when this call did not write it, is of the thread before the
+        change, under the current analyzer version: kept, neither the next refresh (the mark
+        moved past the thread) nor the nightly re-analysis (which takes threads with no
+        analysis or an older version) analysed it again until its next change on GitHub. It
+        is deleted, so the night's re-analysis step analyses the thread again (and records
+        a failure that persists)."""
+        started = utcnow()
         try:
             await self.on_changed(repo, number)  # type: ignore[misc]
         except Exception as exc:  # noqa: BLE001 - one thread must not stop the others
@@ -933,6 +941,22 @@ class Syncer:
             log.error("sync: %s#%s was stored but not analysed (%s); the other threads are synced",
                       repo, number, error)
             log.debug("sync: %s#%s", repo, number, exc_info=True)
+            await self._forget_stale_analysis(repo, number, started)
+
+    async def _forget_stale_analysis(self, repo: str, number: int, before: datetime) -> None:
+        """The analysis of `repo`#`number` deleted when stored before `before` (not by the
+        call that failed): it is of the thread's former text."""
+        try:
+            async with self.ctx.sessionmaker() as session:
+                thread_id = await session.scalar(select(Thread.id).where(
+                    func.lower(Thread.repo) == repo.lower(), Thread.number == number))
+                if thread_id is not None:
+                    await session.execute(delete(Analysis).where(
+                        Analysis.thread_id == thread_id, Analysis.analyzed_at < before))
+                    await session.commit()
+        except SQLAlchemyError as exc:
+            log.error("sync: the former analysis of %s#%s was not set aside (%s)", repo, number,
+                      _first_line(exc))
 
     @staticmethod
     async def _stored_threads(session: Any, threads: list[PendingThread]) -> dict[tuple[str, int], Thread]:

@@ -306,3 +306,32 @@ async def test_threads_hidden_by_a_feature_turned_off_are_not_deleted(
     data.disabled.clear()
     stats = await sync(sync_ctx, [REPO], full=True, sleep=no_sleep)
     assert await numbers(sync_ctx, REPO) == before and not stats.failed_threads
+
+
+async def test_a_deletion_on_a_night_the_database_refused_a_new_thread_is_seen(
+        sync_ctx: AppContext, small: Any) -> None:
+    """On main: the refresh asks about unlisted threads only when GitHub counts fewer than are
+    stored; a new issue the database refused (not stored) and an issue deleted on GitHub the
+    same night left the counts equal, and the deleted one stayed until a `--full` sync (every
+    night while the new one is refused). The threads the pass read but could not store count
+    as GitHub's beside the stored ones."""
+    from tests.test_sync_writes import _allow, _refuse
+
+    data, _ = small
+    await sync(sync_ctx, [REPO], sleep=no_sleep)
+    before = await numbers(sync_ctx, REPO)
+    issue = first(data, REPO, "issue")
+    new = data.add_thread(REPO, "issue", n_comments=1, closed=False, body="OOM at step 10.")
+    data.delete_thread(REPO, "issue", issue["number"])
+    await _refuse(sync_ctx, "threads", new["number"])
+    stats = await sync(sync_ctx, [REPO], sleep=no_sleep)  # a refresh
+    assert [f["thread"] for f in stats.failed_threads] == [f"{REPO}#{new['number']}"]
+    assert stats.deleted == 1
+    assert await numbers(sync_ctx, REPO) == before - {issue["number"]}
+    # the next night, the new one still refused: nothing more to delete, the rest asked no more
+    stats = await sync(sync_ctx, [REPO], sleep=no_sleep)
+    assert stats.deleted == 0 and stats.checked == 0
+    await _allow(sync_ctx, "threads")
+    stats = await sync(sync_ctx, [REPO], sleep=no_sleep)
+    assert not stats.failed_threads
+    assert await numbers(sync_ctx, REPO) == (before - {issue["number"]}) | {new["number"]}

@@ -314,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  "failure analyzer most (its least sure findings), with the "
                                  "command to type")
     pw.add_argument("--framework", default=None, metavar="F", help="one framework (default: all)")
-    pw.add_argument("--limit", type=int, default=100, metavar="N",
+    pw.add_argument("--limit", type=_limit, default=100, metavar="N",
                     help="the N least sure threads of all (default: 100)")
 
     p = sub.add_parser("repos", help="the repositories the app comments in",

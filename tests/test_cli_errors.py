@@ -931,3 +931,16 @@ async def test_a_sync_stopped_by_github_says_so_as_the_command(migrated_db: str,
     assert len(stopped) == 1, lines
     assert stopped[0].startswith("rltracker sync: stopped: GraphQL request failed"), stopped
     assert "cursors are stored; run again to resume" in stopped[0]
+
+
+def test_serve_workers_past_what_a_machine_runs_is_refused_before_anything_starts() -> None:
+    """`serve --workers N` took any count: a key held down (`--workers 1000000`) made serve
+    allocate a shared counter and spawn a process (each holding the analyzers) per worker,
+    until the machine ran out of memory. It is bounded as analyze's --jobs is (1024), refused
+    by the parser before anything starts (ops61). Here the database cannot be reached
+    (nothing listens on port 9): on main the count was taken and the start-up failed there."""
+    env = {"DATABASE_URL": "postgresql+asyncpg://u:p@127.0.0.1:9/none",
+           "GITHUB_WEBHOOK_SECRET": "workers-secret", "RLTRACKER_DRY_RUN": "1"}
+    line = one_line(rltracker("serve", "--workers", "1000000", "--port", "18999", env=env),
+                    "serve", 2, "--workers", "1000000", "1024")
+    assert "argument --workers" in line

@@ -105,13 +105,14 @@ class Serve:
     def log(self) -> Path:
         return self.workdir / f"serve.{self.runs}.log"
 
-    def start(self) -> None:
+    def start(self, *, session: bool = False) -> None:
+        """`session`: in a session (and process group) of its own, as in a terminal of its own."""
         self.runs += 1
         self.proc = subprocess.Popen(
             [str(RLTRACKER), "serve", "--host", "127.0.0.1", "--port", str(free_port()),
              "--no-scheduler", "--no-backfill", *self.extra],
             env=self.env, cwd=self.workdir, stdout=subprocess.DEVNULL,
-            stderr=self.log.open("wb"))
+            stderr=self.log.open("wb"), start_new_session=session)
 
     def lines(self) -> list[dict[str, Any]]:
         out = []
@@ -180,6 +181,33 @@ async def test_sighup_stops_serve_in_order(db_url: str, tmp_path: Path, fake_git
         assert stopping and stopping[0].get("signal") == "SIGHUP", stopping
         assert "Traceback" not in log, log[-3000:]
         assert row["status"] == "done" and row["attempts"] == 1, row  # finished, once
+        assert held.count == 1
+    finally:
+        held.release.set()
+        serve.kill()
+
+
+async def test_a_hangup_of_the_whole_group_stops_the_worker_process_in_order_too(
+        db_url: str, tmp_path: Path, fake_github: Any) -> None:
+    """A terminal that closes sends SIGHUP to its whole foreground group: `serve` and its
+    `--workers` processes alike. The worker process died of it (its default action) with
+    the row in hand; it now stops as on SIGTERM, finishing the row, as serve does."""
+    await _store_delivery(db_url, _command_delivery())
+    held = HeldAnswer(fake_github)
+    serve = Serve(db_url, fake_github, tmp_path, "--workers", "1")
+    serve.start(session=True)
+    assert serve.proc is not None
+    try:
+        await _in_the_handler(held, serve)
+        os.killpg(serve.proc.pid, signal.SIGHUP)  # the group this test made for it
+        said = await serve.stopping()
+        held.release.set()
+        status = await serve.wait(120)
+        log = serve.log.read_text(errors="replace")
+        row = await _row(db_url)
+        assert status == 0, (status, row, log[-3000:])
+        assert said and "Traceback" not in log, log[-3000:]
+        assert row["status"] == "done" and row["attempts"] == 1, (row, log[-3000:])
         assert held.count == 1
     finally:
         held.release.set()

@@ -78,3 +78,65 @@ def test_a_request_handlers_exception_is_still_an_error_with_its_traceback() -> 
     assert line["level"] == "error"
     assert "RuntimeError: a bug in a handler" in line["exc"]
     assert line["msg"] == "Error handling request from 127.0.0.1"
+
+
+async def test_serve_runs_with_its_standard_output_closed(sqlite_db_url: str,
+                                                          tmp_path: Path) -> None:
+    """`rltracker serve >&-` (a supervisor or a shell that closes standard output; the logs
+    are on stderr): the line "rltracker serve: <stdout>: Bad file descriptor", exit 2, once
+    the port was bound and the worker started: the "serving on" line, which says nothing the
+    JSON "serving" log line does not, stopped the server (ops61). It now serves; SIGTERM stops
+    it, exit 0. `--dev`'s webhook secret, which cannot be printed then, is said to be
+    unprinted (not printed to the logs)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    import aiohttp
+
+    from tests.test_crash_recovery import RLTRACKER, free_port
+
+    for dev in (False, True):
+        port = free_port()
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("GITHUB_", "DATABASE_URL", "RLTRACKER_"))}
+        env.update({"DATABASE_URL": sqlite_db_url, "RLTRACKER_DRY_RUN": "1",
+                    "PYTHONUNBUFFERED": "1"})
+        if not dev:
+            env["GITHUB_WEBHOOK_SECRET"] = "closed-stdout-secret"
+        log = tmp_path / f"serve-{dev}.log"
+        args = [str(RLTRACKER), "serve", "--host", "127.0.0.1", "--port", str(port),
+                "--no-scheduler", *(["--dev"] if dev else [])]
+        proc = subprocess.Popen(  # noqa: ASYNC220 - starting it does not block
+            [sys.executable, "-c", "import os, sys; os.close(1); os.execv(sys.argv[1], sys.argv[1:])",
+             *args], env=env, cwd=tmp_path, stdin=subprocess.DEVNULL, stderr=log.open("wb"))
+        try:
+            answered = False
+            async with aiohttp.ClientSession() as session:
+                for _ in range(600):  # bounded polls of /healthz
+                    if proc.poll() is not None:
+                        break
+                    try:
+                        async with session.get(f"http://127.0.0.1:{port}/healthz") as resp:
+                            answered = resp.status == 200
+                    except aiohttp.ClientError:
+                        pass
+                    if answered:
+                        break
+                    await asyncio.sleep(0.05)
+            assert answered, (proc.poll(), log.read_text()[-2000:])
+            proc.send_signal(signal.SIGTERM)
+            status = await asyncio.to_thread(proc.wait, 60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        text = log.read_text()
+        assert status == 0, text[-2000:]
+        assert "Traceback" not in text and "Bad file descriptor" not in text, text[-2000:]
+        if dev:
+            lines = [json.loads(x) for x in text.splitlines() if x.startswith("{")]
+            said = [x for x in lines if "webhook secret" in x.get("msg", "")]
+            assert len(said) == 1 and said[0]["level"] == "warning", said
+            assert "GITHUB_WEBHOOK_SECRET" in said[0]["msg"]

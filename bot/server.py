@@ -30,6 +30,23 @@ def _fail(message: str, exit_code: int = 2) -> int:
     return exit_code
 
 
+def _say(text: str) -> bool:
+    """A line for the person who started `serve`, on standard output; False when it cannot
+    be written (closed: `>&-`, a supervisor's; a reader gone). The logs are on stderr, and
+    the line is not worth stopping a server for (it stopped it, exit 2, once started)."""
+    try:
+        print(text, flush=True)
+    except OSError:
+        try:  # what is buffered would fail again at exit: standard output to /dev/null
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (AttributeError, OSError, ValueError):
+            pass  # (closed from the start: nothing is buffered)
+        return False
+    return True
+
+
 def _bind_failure(host: str, port: int, exc: OSError) -> str:
     # asyncio's strerror repeats the address; a host that does not resolve has errno < 0
     reason = os.strerror(exc.errno) if exc.errno and exc.errno > 0 else exc.strerror or str(exc)
@@ -360,7 +377,7 @@ async def _serve(settings: Settings, host: str, port: int, asked: _Asked, *,
             await site.start()
         except OSError as exc:  # taken, not ours to bind, or no such host: one line
             raise UserError(_bind_failure(host, port, exc)) from exc
-        print(f"rltracker serving on http://{host}:{port}", flush=True)
+        _say(f"rltracker serving on http://{host}:{port}")  # (the "serving" log line too)
         _stop_asked_between(stop)
         if worker:
             started.procs = _start_worker_processes(
@@ -433,7 +450,10 @@ def serve_command(args: Any) -> int:
     host = getattr(args, "host", None) or "0.0.0.0"
     if generated is not None:
         # Printed on purpose (stdout, not the logs): the developer needs it to sign deliveries.
-        print(f"dev mode: dry-run on; webhook secret for this run: {generated}", flush=True)
+        if not _say(f"dev mode: dry-run on; webhook secret for this run: {generated}"):
+            log.warning("dev mode: the webhook secret for this run could not be printed "
+                        "(standard output cannot be written); set GITHUB_WEBHOOK_SECRET to "
+                        "sign deliveries with a secret of your own")
     return asyncio.run(
         serve(
             settings,

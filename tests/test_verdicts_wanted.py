@@ -240,3 +240,20 @@ async def test_cli_prints_a_chinese_title_whatever_the_locale(ctx: Any) -> None:
     out = result.stdout.decode("latin-1")
     assert "huggingface/trl#4  \\u71b5\\u5d29\\u6e83\\uff0cKL \\u98d9\\u5347" in out
     assert "huggingface/trl#1" in out  # the threads after it are listed too
+
+
+async def test_cli_limit_past_what_a_database_counts_is_one_line(ctx: Any) -> None:
+    """`--limit` took any integer (type=int): 2**64 reached the database with the list
+    (SQLite's OverflowError, asyncpg's int64 error): a traceback and "this is a bug" (ops61).
+    It is read as the other commands' --limit (bot.cli.MAX_LIMIT at most): one line, exit 2."""
+    from tests.test_cli import run_cli
+
+    await seed(ctx)
+    env = {"DATABASE_URL": ctx.settings.database_url}
+    result = await asyncio.to_thread(run_cli, "verdicts", "wanted", "--limit", str(2**64), env=env)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and "bug" not in result.stderr, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rltracker verdicts wanted: argument --limit:"), lines
+    zero = await asyncio.to_thread(run_cli, "verdicts", "wanted", "--limit", "0", env=env)
+    assert zero.returncode == 2 and zero.stderr.startswith("rltracker verdicts wanted:"), zero.stderr

@@ -25,6 +25,48 @@ def shown_title(text: object, empty: str = "(no title)") -> str:
     return title if visible else empty
 
 
+def _kana(ch: str) -> bool:
+    """Hiragana and katakana letters (not the middle dot U+30FB, which Chinese uses too)."""
+    code = ord(ch)
+    return (0x3041 <= code <= 0x30FF and code != 0x30FB) or 0x31F0 <= code <= 0x31FF \
+        or 0xFF66 <= code <= 0xFF9D
+
+
+def _hangul(ch: str) -> bool:
+    """Hangul syllables and jamo (not the fillers, which draw nothing)."""
+    code = ord(ch)
+    return ch not in _BLANK_LETTERS and (0xAC00 <= code <= 0xD7A3 or 0x1100 <= code <= 0x11FF
+                                         or 0x3131 <= code <= 0x318E)
+
+
+def title_lang(text: object) -> str | None:
+    """The language of a title from GitHub as its own script tells it, for the `lang` of the
+    element showing it in a page written in English: "zh" for a title `analyzers.language`
+    would call Chinese by its ideographs, "ja" with kana, "ko" with Hangul; "" (HTML's
+    "unknown") for a title mostly in another script (Arabic, Cyrillic, ...: one script,
+    several languages); None (the page's English stands) for a Latin title or one with no
+    letters. Nothing else is guessed: a Latin title may be French, and is left English."""
+    from analyzers.language import cjk_share
+
+    title = "" if text is None else str(text)[:1000]
+    if any(_kana(ch) for ch in title):
+        return "ja"
+    if any(_hangul(ch) for ch in title):
+        return "ko"
+    ideographs, share = cjk_share(title)
+    if ideographs >= 2 and share >= 0.4:  # detect_language's rule for a title
+        return "zh"
+    latin = other = 0
+    for ch in title:
+        if not ch.isalpha() or ch in _BLANK_LETTERS:
+            continue
+        if ch.isascii() or unicodedata.name(ch, "").startswith("LATIN"):
+            latin += 1
+        elif cjk_share(ch)[0] == 0:
+            other += 1
+    return "" if other > latin else None
+
+
 @cache
 def html_env() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -35,6 +77,7 @@ def html_env() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["shown_title"] = shown_title
+    env.filters["title_lang"] = title_lang
     return env
 
 

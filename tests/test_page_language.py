@@ -10,6 +10,7 @@ several languages) is `lang=""`, HTML's "unknown"; a Latin one keeps the page's 
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 from typing import Any
 
@@ -132,3 +133,110 @@ async def test_a_right_to_left_title_reads_right_to_left_in_its_heading(sqlite_c
         found = await chromium.evaluate(urls, "return getComputedStyle(document.querySelector('h1')).direction;",
                                         width=1000)
     assert [found[u] for u in urls] == ["rtl", "ltr"], found
+
+
+# --- dates: the day an instant fell on, in which zone ----------------------------------------
+
+DATE = re.compile(r"\b(\d{4}-\d\d-\d\d)\b")
+INSTANT = re.compile(r"^(\d{4}-\d\d-\d\d)T\d\d:\d\d:\d\dZ$")
+
+
+class _Dates(HTMLParser):
+    """Each date a page shows, with the <time> enclosing it (its datetime attribute, or None)
+    and whether the page says its zone: in the header of the date's table column, or in the
+    words right after the <time>."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[tuple[str, str | None, bool]] = []
+        self.headers: list[str] = []
+        self.column = -1
+        self.th: str | None = None
+        self.time: str | None = None
+        self.in_time = False
+        self.after: int | None = None  # the index in `found` of a date waiting for its zone
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "table":
+            self.headers = []
+        elif tag == "tr":
+            self.column = -1
+        elif tag in ("td", "th"):
+            self.column += 1
+            if tag == "th":
+                self.th = ""
+        elif tag == "time":
+            self.in_time, self.time = True, a.get("datetime")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "th" and self.th is not None:
+            self.headers.append(self.th)
+            self.th = None
+        elif tag == "time":
+            self.in_time = False
+        elif tag in ("td", "p", "li", "span") and self.after is not None:
+            self.after = None
+
+    def handle_data(self, data: str) -> None:
+        if self.th is not None:
+            self.th += data
+        if self.after is not None and not self.in_time:
+            text, when, _ = self.found[self.after]
+            self.found[self.after] = (text, when, data.lstrip().startswith(("UTC", "(UTC)")))
+            self.after = None
+        for day in DATE.findall(data):
+            in_column = 0 <= self.column < len(self.headers) and "UTC" in self.headers[self.column]
+            self.found.append((day, self.time if self.in_time else None, in_column))
+            if self.in_time and not in_column:
+                self.after = len(self.found) - 1
+
+
+async def test_a_date_says_which_day_and_zone_it_is(ctx) -> None:
+    """The pages cut every stored time (UTC) to its date and said nothing of the zone: a
+    thread opened at 07:30 in Beijing on 18 November was 'Opened 2026-11-17' (UTC), a day
+    off for the tracker's Chinese readers, with nothing on the page to tell. Each date of
+    an instant is in a <time> whose datetime is the instant itself (…Z), and the page says
+    UTC: in the column's header, or after the date."""
+    from datetime import UTC, datetime
+
+    from bot.store.models import Repository, Thread
+
+    client = await _client(ctx)
+    late = datetime(2026, 11, 17, 23, 30, tzinfo=UTC)
+    async with ctx.sessionmaker() as session, session.begin():
+        await session.execute(update(Thread).where(Thread.repo == "huggingface/trl", Thread.number == 8)
+                              .values(created_at=late, closed_at=late, state="closed"))
+        await session.execute(update(Repository).where(Repository.full_name == "huggingface/trl")
+                              .values(comments_paused=False, resumed_by="@maintainer", resumed_at=late))
+    await _verdict_on(ctx, "huggingface/trl", 8)
+    try:
+        for path in ("/", "/proposals", "/failures/entropy_collapse", "/threads/huggingface/trl/8",
+                     "/verdicts", "/repos/", "/frameworks/trl", "/frameworks/verl"):
+            resp = await client.get(path)
+            assert resp.status == 200, (path, resp.status)
+            page = _Dates()
+            page.feed(await resp.text())
+            assert page.found, path
+            for day, when, zoned in page.found:
+                match = INSTANT.match(when or "")
+                assert match and match.group(1) == day, (path, day, when)
+                assert zoned, (path, day, "no zone said")
+        html = await (await client.get("/threads/huggingface/trl/8")).text()
+        assert '<time datetime="2026-11-17T23:30:00Z">2026-11-17</time>' in html
+    finally:
+        await client.close()
+
+
+async def test_a_calendar_date_of_the_catalog_is_a_date(ctx) -> None:
+    """A method's first public version is a day as its source gives it (the catalog has no
+    time): a <time> of that day, with no zone to say."""
+    client = await _client(ctx)
+    try:
+        html = await (await client.get("/methods/gspo")).text()
+    finally:
+        await client.close()
+    from analyzers.catalog import load_catalog
+
+    day = load_catalog().methods["gspo"].first_public
+    assert day and f'First public: <time datetime="{day}">{day}</time>' in html

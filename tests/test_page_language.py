@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select, update
@@ -139,6 +140,11 @@ async def test_a_right_to_left_title_reads_right_to_left_in_its_heading(sqlite_c
 
 DATE = re.compile(r"\b(\d{4}-\d\d-\d\d)\b")
 INSTANT = re.compile(r"^(\d{4}-\d\d-\d\d)T\d\d:\d\d:\d\dZ$")
+# Days the catalog's words name ("Since PR #4795 (2026-01-06) the recipe ..."): text, not a
+# stored instant (the seeded threads are of November 2026).
+CATALOG_DAYS = {day for name in ("methods.yaml", "frameworks.yaml", "failures.yaml")
+                for day in DATE.findall((Path(__file__).parents[1] / "analyzers" / "catalog" / name)
+                                        .read_text(encoding="utf-8"))}
 
 
 class _Dates(HTMLParser):
@@ -219,6 +225,8 @@ async def test_a_date_says_which_day_and_zone_it_is(ctx) -> None:
             page.feed(await resp.text())
             assert page.found, path
             for day, when, zoned in page.found:
+                if when is None and day in CATALOG_DAYS:
+                    continue  # a day the catalog's own words name (an option's note)
                 match = INSTANT.match(when or "")
                 assert match and match.group(1) == day, (path, day, when)
                 assert zoned, (path, day, "no zone said")

@@ -194,3 +194,41 @@ async def test_not_a_failure_report_says_what_its_confidence_is_of(ctx) -> None:
     assert "Not a training-failure report" in html
     assert "(confidence 0.10)" not in html
     assert "confidence 0.10 that this reports a failing run" in html
+
+
+async def test_the_page_of_a_thread_gone_from_github_says_so(ctx) -> None:
+    """A thread deleted on GitHub, or transferred to another repository, left its page as
+    "No such thread." (404), as though the tracker had never listed it: a link from a
+    nightly report or an old list read as a broken tracker. The page says the thread left
+    that place on GitHub (410 Gone), and links GitHub's address, which forwards a transferred
+    one. A thread the tracker never stored stays "No such thread" (404); so does one of a
+    repository since made private (nothing is said of it)."""
+    from sqlalchemy import update
+
+    from bot.store.models import Repository
+    from tests.test_events import dispatch, envelope, issue
+
+    client = await _client(ctx)
+    try:
+        await dispatch(ctx, "issues", envelope("deleted", repo="huggingface/trl",
+                                               issue=issue(number=8, created_at=None)))
+        new = issue(number=301, html_url="https://github.com/THUDM/slime/issues/301")
+        await dispatch(ctx, "issues", envelope(
+            "transferred", repo="huggingface/trl", issue=issue(number=7),
+            changes={"new_issue": new, "new_repository": {"id": 10, "full_name": "THUDM/slime"}}))
+        for path in ("/threads/huggingface/trl/8", "/threads/huggingface/TRL/7"):
+            resp = await client.get(path)
+            html = await resp.text()
+            assert resp.status == 410, (path, resp.status)
+            assert "No longer on GitHub at" in html and "deleted, or transferred" in html, path
+            number = path.rsplit("/", 1)[1]
+            assert f'href="https://github.com/huggingface/trl/issues/{number}"' in html, path
+        assert (await client.get("/threads/THUDM/slime/301")).status == 200  # where it went
+        assert (await client.get("/threads/huggingface/trl/9999")).status == 404
+        async with ctx.sessionmaker() as session, session.begin():
+            await session.execute(update(Repository).where(Repository.full_name == "huggingface/trl")
+                                  .values(private=True))
+        resp = await client.get("/threads/huggingface/trl/8")
+        assert resp.status == 404 and "No such thread" in await resp.text()
+    finally:
+        await client.close()

@@ -248,3 +248,31 @@ async def test_a_calendar_date_of_the_catalog_is_a_date(ctx) -> None:
 
     day = load_catalog().methods["gspo"].first_public
     assert day and f'First public: <time datetime="{day}">{day}</time>' in html
+
+
+# --- the thread page's <title>: the tab, the history, what a screen reader announces first ----
+
+FSI, PDI, RLO = "\u2068", "\u2069", "\u202e"
+
+
+async def test_the_thread_pages_title_names_the_thread(ctx) -> None:
+    """The thread page's <title> was 'huggingface/trl#8 · rltracker': every tab, bookmark and
+    history entry of a thread page read as a number, and a screen reader announced the page
+    by it. It names the thread's title first. A <title> holds no markup, so the title is
+    isolated there by FSI ... PDI (its own direction controls taken out, so none of them can
+    end the isolate or reorder the words after it)."""
+    import html as html_lib
+
+    client = await _client(ctx)
+    try:
+        page = await (await client.get("/threads/huggingface/trl/8")).text()
+        assert f"<title>{FSI}{EN}{PDI} · huggingface/trl#8 · rltracker</title>" in page
+        await _retitle(ctx, {("huggingface/trl", 8): f"Entropy {RLO}collapse{PDI}{PDI} \u200b"})
+        page = await (await client.get("/threads/huggingface/trl/8")).text()
+        title = html_lib.unescape(page.split("<title>")[1].split("</title>")[0])
+        assert title == f"{FSI}Entropy collapse \u200b{PDI} · huggingface/trl#8 · rltracker", title
+        await _retitle(ctx, {("huggingface/trl", 8): "\u200b "})
+        page = await (await client.get("/threads/huggingface/trl/8")).text()
+        assert "<title>(no title) · huggingface/trl#8 · rltracker</title>" in page
+    finally:
+        await client.close()

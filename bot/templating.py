@@ -25,6 +25,22 @@ def shown_title(text: object, empty: str = "(no title)") -> str:
     return title if visible else empty
 
 
+# Unicode's direction controls: marks, embeddings, overrides and isolates with their ends.
+_DIRECTION_CONTROLS = dict.fromkeys(map(ord, "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                                              "\u2066\u2067\u2068\u2069"))
+
+
+def plain_title(text: object) -> str:
+    """A title from GitHub where no markup can isolate it (a page's <title>): its own
+    direction controls taken out, the rest between FIRST STRONG ISOLATE and POP DIRECTIONAL
+    ISOLATE (<bdi> in plain text), so it cannot reorder the words after it; "(no title)"
+    when nothing of it would be seen."""
+    shown = shown_title(text)
+    if shown != text or not shown.translate(_DIRECTION_CONTROLS).strip():
+        return shown_title(None)
+    return "\u2068" + shown.translate(_DIRECTION_CONTROLS) + "\u2069"
+
+
 def _kana(ch: str) -> bool:
     """Hiragana and katakana letters (not the middle dot U+30FB, which Chinese uses too)."""
     code = ord(ch)
@@ -78,6 +94,7 @@ def html_env() -> jinja2.Environment:
     )
     env.filters["shown_title"] = shown_title
     env.filters["title_lang"] = title_lang
+    env.filters["plain_title"] = plain_title
     return env
 
 

@@ -276,3 +276,22 @@ async def test_the_thread_pages_title_names_the_thread(ctx) -> None:
         assert "<title>(no title) · huggingface/trl#8 · rltracker</title>" in page
     finally:
         await client.close()
+
+
+async def test_labels_and_a_discussions_category_carry_their_language(ctx) -> None:
+    """A label and a discussion's category are GitHub's text too, often Chinese in these
+    repositories ('性能问题', '问答'): on the thread page they were read in the page's
+    English, as titles were."""
+    from bot.store.models import Thread
+
+    client = await _client(ctx)
+    async with ctx.sessionmaker() as session, session.begin():
+        await session.execute(update(Thread).where(Thread.repo == "huggingface/trl", Thread.number == 8)
+                              .values(labels=["性能问题", "bug", "Ошибка"], category="问答"))
+    try:
+        page = _Langs()
+        page.feed(await (await client.get("/threads/huggingface/trl/8")).text())
+    finally:
+        await client.close()
+    assert [page.lang_of(x) for x in ("性能问题", "bug", "Ошибка", "问答")] == \
+        [{"zh"}, {"en"}, {""}, {"zh"}]

@@ -361,3 +361,13 @@ async def test_a_suspended_installation_is_not_shown_as_commenting(client, ctx) 
         (await session.get(Installation, 6)).suspended = False
     row = re.search(r"<tr><td>THUDM/slime</td>.*?</tr>", await _text(client, "/repos/"), re.S)
     assert row is not None and "commenting" in row.group(0)
+
+
+async def test_the_repositories_page_without_its_slash(client) -> None:
+    """The navigation's 'Repositories' is /repos/, the other pages have no slash (/proposals,
+    /study, /verdicts): /repos, typed by analogy, was aiohttp's bare '404: Not Found' in plain
+    text, with no way back to the site. It leads to /repos/ (the query kept)."""
+    resp = await client.get("/repos?x=1", allow_redirects=False)
+    assert (resp.status, resp.headers.get("Location")) == (301, "/repos/?x=1")
+    assert "default-src 'none'" in resp.headers["Content-Security-Policy"]
+    assert "Installed repositories" in await _text(client, "/repos")

@@ -323,6 +323,14 @@ def _to_index_section(section: str) -> Handler:
     return handler
 
 
+async def repos_without_slash(request: web.Request) -> web.Response:
+    """/repos as typed by analogy with /proposals and /study: the page is /repos/."""
+    location = "/repos/"
+    if request.rel_url.raw_query_string:
+        location += "?" + quote(request.rel_url.raw_query_string, safe="!$%&'()*+,/:;=?@~")
+    return web.Response(status=301, headers={**HEADERS, "Location": location})
+
+
 async def repos_page(request: web.Request) -> web.Response:
     return await render_page(request, "repos.html", repos=await _session_call(request, data.reception))
 
@@ -419,6 +427,7 @@ def setup(app: web.Application) -> None:
           for section in ("frameworks", "methods", "failures") for slash in ("", "/")),
         ("/proposals", proposals_page),
         ("/repos/", repos_page),
+        ("/repos", repos_without_slash),
         ("/api/methods", api_methods),
         ("/api/methods/{id}", api_method),
         ("/api/failures", api_failures),

@@ -232,3 +232,19 @@ async def test_the_page_of_a_thread_gone_from_github_says_so(ctx) -> None:
         assert resp.status == 404 and "No such thread" in await resp.text()
     finally:
         await client.close()
+
+
+async def test_a_thread_of_unknown_author_reads_opened_on_its_day(ctx) -> None:
+    """A thread stored without its author (a record from the sync of a deleted account, a
+    hand-made one) read 'issue · open on 2026-11-17 UTC' under its heading: the opening day
+    read as the day it has been open since. It reads 'opened on'."""
+    import re
+
+    client = await _client(ctx)
+    try:
+        html = await _page(client, "/threads/huggingface/trl/8")
+    finally:
+        await client.close()
+    line = re.search(r'<p class="muted">huggingface/trl#8 · (.*?)</p>', html)
+    assert line is not None
+    assert re.sub(r"<[^>]+>", "", line.group(1)) == "issue · open · opened on 2026-11-17 UTC", line.group(1)

@@ -248,3 +248,25 @@ async def test_a_thread_of_unknown_author_reads_opened_on_its_day(ctx) -> None:
     line = re.search(r'<p class="muted">huggingface/trl#8 · (.*?)</p>', html)
     assert line is not None
     assert re.sub(r"<[^>]+>", "", line.group(1)) == "issue · open · opened on 2026-11-17 UTC", line.group(1)
+
+
+async def test_a_skip_reason_quoting_a_label_keeps_its_words_in_order(ctx) -> None:
+    """The app's skip reason quotes the thread's labels in a plain sentence ('the issue is
+    already labelled (bug, help wanted)'): a label holding an unclosed U+202E reversed the rest
+    of the sentence on the thread page ('(detnaw pleh ,gub' in Chromium: the other labels and
+    the app's own parenthesis). A reason is the app's sentence: direction controls in it are
+    dropped where it is shown (the thread page, the install preview's skip table)."""
+    from bot.store.models import Action
+
+    rlo = "\u202e"
+    reason = f"the issue is already labelled ({rlo}bug, help wanted)"
+    async with ctx.sessionmaker() as session, session.begin():
+        session.add(Action(repo="huggingface/trl", number=7, kind="failure_comment", status="skipped",
+                           dedupe_key="t7", reason=reason, details={"code": "labelled"}))
+    client = await _client(ctx)
+    try:
+        html = await _page(client, "/threads/huggingface/trl/7")
+    finally:
+        await client.close()
+    assert "<p>Why: the issue is already labelled (bug, help wanted)</p>" in html
+    assert rlo not in html

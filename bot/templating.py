@@ -30,6 +30,13 @@ _DIRECTION_CONTROLS = dict.fromkeys(map(ord, "\u061c\u200e\u200f\u202a\u202b\u20
                                               "\u2066\u2067\u2068\u2069"))
 
 
+def without_direction_controls(text: object) -> str:
+    """The app's own sentence quoting GitHub's text in a plain string (a skip reason quoting
+    labels) with the direction controls that text held taken out: one of them would reorder
+    the sentence's words after it, and no markup can isolate a part of a plain string."""
+    return "" if text is None else str(text).translate(_DIRECTION_CONTROLS)
+
+
 def plain_title(text: object) -> str:
     """A title from GitHub where no markup can isolate it (a page's <title>): its own
     direction controls taken out, the rest between FIRST STRONG ISOLATE and POP DIRECTIONAL
@@ -95,6 +102,7 @@ def html_env() -> jinja2.Environment:
     env.filters["shown_title"] = shown_title
     env.filters["title_lang"] = title_lang
     env.filters["plain_title"] = plain_title
+    env.filters["without_direction_controls"] = without_direction_controls
     return env
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from aiohttp.test_utils import TestClient, TestServer
 
 from bot.store.models import Action, Installation, Repository
+from tests.browser import chromium  # noqa: F401 - the fixture
 from tests.test_site import seed
 
 # The app's own Markdown, plus what must never become markup: raw HTML and a javascript: link.
@@ -270,3 +271,29 @@ async def test_a_skip_reason_quoting_a_label_keeps_its_words_in_order(ctx) -> No
         await client.close()
     assert "<p>Why: the issue is already labelled (bug, help wanted)</p>" in html
     assert rlo not in html
+
+
+async def test_the_comments_details_are_no_paragraphs_a_browser_must_mend(sqlite_ctx: Any, chromium: Any) -> None:  # noqa: F811
+    """markdown-it sets the comment's own `<details><summary>…</summary>` line and its
+    `</details>` line in paragraphs, and the page turned them back into tags there:
+    `<p><details><summary>Why this suggestion</summary></p>` … `<p></details></p>`. A browser
+    closes the first <p> before <details> and makes a new, empty one of each stray `</p>`: in
+    Chromium the comment held empty paragraphs (blank gaps) around its collapsed part. The
+    tags stand on their own."""
+    from bot.speaking.failure_comment import compose_for
+    from tests.browser import serving
+
+    composed = compose_for(
+        {"title": "Entropy collapse", "body": "Entropy collapses after 100 steps."},
+        {"failure": {"is_failure_report": True, "category": "entropy_collapse", "confidence": 0.95}},
+        "verl", public_url="http://localhost:8000", declined=set())
+    assert composed is not None and "<details>" in composed.body
+    await seed(sqlite_ctx)
+    async with sqlite_ctx.sessionmaker() as session, session.begin():
+        session.add(Action(repo="verl-project/verl", number=101, kind="failure_comment",
+                           status="dry_run", dedupe_key="v101", body=composed.body, language="en"))
+    async with serving(sqlite_ctx) as server:
+        dom = await chromium.dump_dom(str(server.make_url("/threads/verl-project/verl/101")))
+    comment = dom.split('<blockquote class="comment"')[1].split("</blockquote>")[0]
+    assert "<details><summary>Why this suggestion</summary>" in comment
+    assert "<p></p>" not in comment, comment

@@ -42,6 +42,10 @@ ACTION_KINDS = {"failure_comment": "Failure comment", "rule_summary": "Contribut
 COMMENT_TAGS = {f"&lt;{slash}{tag}&gt;": f"<{slash}{tag}>"
                 for tag in ("details", "summary", "sub") for slash in ("", "/")}
 _CODE = re.compile(r"(<code[^>]*>.*?</code>)", re.S)  # markdown-it's code spans and blocks
+# The templates' <details><summary>...</summary> line and </details> line, as markdown-it
+# sets each in a paragraph once their tags are restored: the tags without the paragraph.
+_WRAPPED_BLOCK_TAGS = (("<p><details>", "<details>"), ("</summary></p>", "</summary>"),
+                       ("<p></details></p>", "</details>"))
 ACTION_STATUSES = {"posted": "posted", "dry_run": "would have posted (dry run)",
                    "skipped": "stayed quiet", "failed": "failed", "pending": "in progress"}
 
@@ -63,6 +67,10 @@ def comment_html(body: str | None) -> Markup:
     for i in range(0, len(parts), 2):
         for escaped, tag in COMMENT_TAGS.items():
             parts[i] = parts[i].replace(escaped, tag)
+        # A line of the template that is only these tags is a paragraph to markdown-it, and
+        # <details> may not stand in a <p>: a browser made empty paragraphs of the rest.
+        for wrapped, bare in _WRAPPED_BLOCK_TAGS:
+            parts[i] = parts[i].replace(wrapped, bare)
     return Markup("".join(parts))
 
 

@@ -92,8 +92,9 @@ async def test_a_thread_deleted_on_github_leaves_after_a_full_sync(
                        on_changed=partial(sync_changed, sync_ctx))
 
     assert await numbers(sync_ctx, REPO) == before - {issue["number"], disc["number"]}
-    assert (await client.get(f"/threads/{REPO}/{issue['number']}")).status == 404
-    assert (await client.get(f"/threads/{REPO}/{disc['number']}")).status == 404
+    # the page says it left GitHub's place (410), no longer "No such thread" (pages61)
+    assert (await client.get(f"/threads/{REPO}/{issue['number']}")).status == 410
+    assert (await client.get(f"/threads/{REPO}/{disc['number']}")).status == 410
     assert (REPO, issue["number"]) not in await exported(client)
     assert stats.deleted == 2 and not stats.failed_threads
     async with sync_ctx.sessionmaker() as session:
@@ -144,7 +145,7 @@ async def test_a_thread_transferred_away_is_moved(
     moved = await stored(sync_ctx, ELSEWHERE, issue["number"])
     assert moved is not None and moved["title"] == issue["title"]
     assert len(moved["comments"]) == comments == 2
-    assert (await client.get(f"/threads/{REPO}/{old_number}")).status == 404
+    assert (await client.get(f"/threads/{REPO}/{old_number}")).status == 410  # gone from there
     assert (await client.get(f"/threads/{ELSEWHERE}/{issue['number']}")).status == 200
     async with sync_ctx.sessionmaker() as session:
         keys = set(await session.scalars(select(Deletion.key)))

@@ -257,3 +257,20 @@ async def test_cli_limit_past_what_a_database_counts_is_one_line(ctx: Any) -> No
     assert len(lines) == 1 and lines[0].startswith("rltracker verdicts wanted: argument --limit:"), lines
     zero = await asyncio.to_thread(run_cli, "verdicts", "wanted", "--limit", "0", env=env)
     assert zero.returncode == 2 and zero.stderr.startswith("rltracker verdicts wanted:"), zero.stderr
+
+
+async def test_a_split_kind_of_unknown_confidence_says_no_number(ctx: Any) -> None:
+    """An analysis stored without a report confidence (before the column was filled: migration
+    0007 reads it from the stored result, which may lack it) whose kinds are split is listed
+    by its split alone; /verdicts printed 'confidence None' under it."""
+    await seed(ctx)
+    async with ctx.sessionmaker() as s, s.begin():
+        await s.execute(update(Analysis).where(Analysis.thread_id == select(Thread.id).where(
+            Thread.number == 2).scalar_subquery()).values(failure_confidence=None))
+    async with client_for(ctx) as client:
+        page = await get(client, "/verdicts")
+        rows = {t["number"]: t for f in (await get(client, "/api/verdicts"))["wanted"]["frameworks"]
+                for t in f["threads"]}
+    assert rows[2]["confidence"] is None and rows[2]["score"] == SPLIT_BONUS
+    assert "None" not in page
+    assert "confidence not recorded" in page

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.analysis import hidden_from_discussion
-from bot.command_syntax import only_commands
+from bot.command_syntax import only_commands, opening_command
 from bot.speaking.render import (
     is_app_comment,
 )
@@ -107,7 +107,7 @@ def quiet_reason(
         return "paused", "comments are paused for this repository" + (
             f" ({paused_reason})" if paused_reason else ""
         )
-    if muted:
+    if muted or opening_command(record.get("body")) is not None:  # (in a comment or the opening post)
         return "muted", "the thread was muted with /rltracker ignore or stop"
     if record.get("kind") != "issue":
         return "not_issue", "only issues get failure comments (not pull requests or discussions)"

@@ -33,6 +33,13 @@ as `stop` does, until a later kind undoes it. What is done is the thread's lates
 whichever command's delivery does it. Both are acknowledged with a reaction, and `rltracker verdicts export` writes
 them as labelled threads.
 
+The opening post of an issue, pull request or discussion may say `/rltracker ignore` or
+`stop` (an author ending their report with it): done as in a comment, when it is opened or an
+edit of its body adds the line (`handle_opening_command`); the other commands are not read
+there. The opening decision reads the line itself (bot.speaking.situation: the thread counts
+as muted), since the delivery's handlers run in no fixed order. Command lines of the opening
+post, like those of comments, are no part of what the analyzers read (bot.analysis).
+
 Edited comments: an edit that adds a command, or changes one (a misspelt `/rltracker metods`
 made right), is handled as a new comment's command would be. An edit that leaves the command
 as it was is not: the comment was answered already, or was written when the app could not
@@ -54,7 +61,7 @@ from gidgethub.routing import Router
 from sqlalchemy import delete, func, select
 
 from analyzers.catalog import canonical_repo, framework_id
-from bot.command_syntax import parse_command, parse_commands
+from bot.command_syntax import opening_command, parse_command, parse_commands
 from bot.github.client import refused_for_good
 from bot.speaking.claims import delivery_of
 from bot.speaking.posting import post_reply, reply_once
@@ -680,6 +687,83 @@ async def _own_discussion_comment(ctx: Any, installation_id: int | None, discuss
     return None
 
 
+# The opening post's key under the event's payload.
+OPENING_EVENTS = {"issues": "issue", "pull_request": "pull_request", "discussion": "discussion"}
+
+
+def _opening_before_edit(data: dict[str, Any]) -> str | None | bool:
+    """What the opening post asked before an edit (`opening_command` of `changes.body.from`);
+    False when the edit did not change the body (a title edit: `changes` names the title
+    only) or the payload does not say what it was."""
+    changes = data.get("changes")
+    before = changes.get("body") if isinstance(changes, dict) else None
+    if not isinstance(before, dict) or not isinstance(before.get("from"), str):
+        return False
+    return opening_command(before["from"])
+
+
+async def handle_opening_command(event: sansio.Event, ctx: Any) -> str:
+    """`/rltracker ignore` or `stop` in the opening post of an issue, pull request or
+    discussion (command_syntax.OPENING_COMMANDS), when it is opened or its body is edited to
+    say it: done as the same command in a comment is (the thread muted, the app's comments
+    minimised for `stop`, recorded once per command word), by its author, or by whoever
+    edited it in if they have write access (asked of GitHub, as for a command on a thread not
+    one's own). An edit that leaves the command as it was (a title edit, a typo fixed
+    elsewhere) or takes it out changes nothing: a mute stays, as a comment's does. No
+    reaction: the app has no comment of the person's to acknowledge. Returns what happened."""
+    data = event.data
+    thread_data = data.get(OPENING_EVENTS.get(event.event, "")) or {}
+    word = opening_command(thread_data.get("body"))
+    if word is None:
+        return "no_command"
+    if data.get("action") == "edited":
+        before = _opening_before_edit(data)
+        if before is False or before == word:
+            return "unchanged_command"
+    if await private_flags(ctx, [data]) == [True]:
+        return "private"
+    if "number" not in thread_data:
+        raise ValueError("thread payload without a number")
+    repo = canonical_repo((data.get("repository") or {}).get("full_name") or "")
+    number = int(thread_data["number"])
+    installation_id = (data.get("installation") or {}).get("id")
+    user = thread_data.get("user") or {}
+    author = user.get("login") or None
+    sender = data.get("sender") or {}
+    if (data.get("action") == "edited" and isinstance(sender, dict) and sender.get("login")
+            and sender.get("login") != author):
+        user = sender  # someone else edited the command in: theirs
+    login = user.get("login") or None
+    if _is_bot(user):
+        return "ignored_bot"
+    is_author = login is not None and login == author
+    ref = f"opening:{word}"
+    key = f"{repo}#{number}:command:{ref}"
+    if installation_id is not None and await _silenced(ctx, repo, int(installation_id)):
+        return "not_installed"
+    if not is_author and (login is None
+                          or not await _may_write(ctx, repo, installation_id, str(login))):
+        await record_skip(ctx, repo, number, "command", f"not_maintainer:{ref}",
+                          "only the thread's author or a maintainer of the repository may "
+                          "silence the app on it", command=word)
+        return "not_allowed"
+    dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
+    return await _do_command(event, ctx, repo=repo, number=number, installation_id=installation_id,
+                             word=word, args=[], key=key, discussion_id=None, dry_run=dry_run,
+                             comment_id=0, ref=ref, kind=None, login=login, is_author=is_author,
+                             verdict=None)
+
+
+@router.register("issues", action="opened")
+@router.register("issues", action="edited")
+@router.register("pull_request", action="opened")
+@router.register("pull_request", action="edited")
+@router.register("discussion", action="created")
+@router.register("discussion", action="edited")
+async def on_opening_post(event: sansio.Event, ctx: Any) -> None:
+    await handle_opening_command(event, ctx)
+
+
 # A command comes in a new comment or an edit of one (handle_command tells an edit that adds a
 # command from one that leaves it as it was).
 @router.register("issue_comment", action="created")
@@ -694,4 +778,4 @@ async def on_comment(event: sansio.Event, ctx: Any) -> None:
     await handle_command(event, ctx)
 
 
-__all__ = ["handle_command", "resolve_failure", "router"]
+__all__ = ["handle_command", "handle_opening_command", "resolve_failure", "router"]

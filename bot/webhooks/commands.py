@@ -497,12 +497,14 @@ async def _do_command(
             thread = await get_thread(session, repo, number)
     role = "author" if is_author else "maintainer"
     details: dict[str, Any] = {"command": word, "by": role}
+    if thread is None and (verdict is not None or word in THREAD_COMMANDS):
+        # Still none: deleted on GitHub (or transferred away) before the command was handled.
+        # Nothing to recheck, mute or give a verdict on: said so, not recorded as done.
+        await record_skip(ctx, repo, number, "command", f"unknown_thread:{ref}",
+                          "the thread is not stored (deleted or moved on GitHub); the command "
+                          "was not done", command=word)
+        return "unknown_thread"
     if verdict is not None:
-        if thread is None:
-            await record_skip(ctx, repo, number, "command", f"unknown_thread:{ref}",
-                              "the thread is not stored yet; the verdict was not recorded",
-                              command=word)
-            return "unknown_thread"
         details.update(is_failure_report=verdict[0], category=verdict[1])
         # Stored before the command is recorded as handled, and its effects finished on a
         # redelivery too: an attempt cut short after the record (the worker stopped or
@@ -528,8 +530,6 @@ async def _do_command(
         return "duplicate"
     try:
         if word == "recheck":
-            if thread is None:
-                return "unknown_thread"
             from bot.pipeline import thread_changed
 
             await thread_changed(ctx, repo, number, trigger="command", payload=data)

@@ -207,3 +207,19 @@ async def test_an_edit_by_someone_without_write_access_does_not_mute(
     await commands_router.dispatch(edited(payload, body=f"{BODY}\n/rltracker ignore",
                                           sender="walt"), app_ctx)
     assert await muted(app_ctx, 10)
+
+
+def test_a_verdict_export_leaves_the_opening_posts_command_lines_out() -> None:
+    """`rltracker verdicts export` writes what `python -m training --extra` fits on: the
+    thread as the analyzers read it. On main its comments were, its body was not (with a
+    `/rltracker ignore` line the analyzers never read)."""
+    from bot.cli.verdicts import labelled_thread
+    from bot.store.models import Verdict
+
+    thread = Thread(repo=VERL, number=3, kind="issue", title="KL grows", state="open",
+                    author="alice", body="KL goes up to 40 after step 300.\n/rltracker ignore\n",
+                    complete=True)
+    verdict = Verdict(is_failure_report=True, category="kl_growth", login="alice", role="author")
+    row = labelled_thread(thread, [], verdict)
+    assert row["body"] == analysis_input({"body": thread.body, "comments": []})["body"] == (
+        "KL goes up to 40 after step 300.\n")

@@ -70,6 +70,10 @@ def threaded_discussion_api(fake_github: Any, shared_dir: Any) -> dict[str, Any]
                 "id": node["id"], "databaseId": node["databaseId"]}}}}
         if "replyTo" in body["query"]:  # the command's thread and its replies
             assert variables == {"id": "DC_cmd"}
+            if state.get("gone"):  # the command deleted on GitHub meanwhile
+                return {"data": {"node": None}, "errors": [{
+                    "type": "NOT_FOUND", "path": ["node"],
+                    "message": "Could not resolve to a node with the global id of 'DC_cmd'"}]}
             return {"data": {"node": {"replyTo": {"id": "DC_top", "replies": {
                 "nodes": json.loads(json.dumps(state["replies"]))}}}}}
         return {"data": {"node": {"comments": {"nodes": json.loads(json.dumps(state["top"]))}}}}
@@ -129,3 +133,25 @@ async def test_a_note_to_a_threaded_reply_goes_in_its_thread(
     await handle_command(sansio.Event(data, event="discussion_comment", delivery_id="n"), app_ctx)
     ours = [n for n in state["top"] + state["replies"] if n["viewerDidAuthor"]]
     assert len(ours) == 1 and ours[0] in state["replies"], state
+
+
+async def test_a_threaded_command_github_no_longer_serves_is_answered_at_the_top_level(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """GitHub answers the read of the command's thread with NOT_FOUND (deleted meanwhile): the
+    answer goes where it went before, not a failed delivery retried for nothing."""
+    import json
+
+    from tests.test_actions_e2e import INST
+
+    await install(app_ctx, fake_github)
+    state = threaded_discussion_api(fake_github, shared_dir)
+    state.update(created=1, gone=True)
+    path = shared_dir / "fixtures" / "webhooks" / "discussion_comment" / "created.json"
+    data = json.loads(path.read_text())
+    data["comment"].update(id=501, node_id="DC_cmd", parent_id=500,
+                           body="/rltracker methods entropy_collapse")
+    data["repository"]["full_name"] = VERL
+    data["installation"] = {"id": INST}
+    event = sansio.Event(data, event="discussion_comment", delivery_id="gone")
+    assert await handle_command(event, app_ctx) == "posted"
+    assert [n["id"] for n in state["top"] if n["viewerDidAuthor"]] == ["DC_app2"]

@@ -103,6 +103,26 @@ mutation($id: ID!, $body: String!) {
   addDiscussionComment(input: {discussionId: $id, body: $body}) { comment { id databaseId } }
 }
 """
+# A reply in a discussion's thread (a command written as a reply to a comment is answered
+# there): `replyToId` is the thread's top comment (GitHub threads one level deep).
+ADD_DISCUSSION_REPLY = """
+mutation($id: ID!, $body: String!, $replyTo: ID!) {
+  addDiscussionComment(input: {discussionId: $id, body: $body, replyToId: $replyTo}) {
+    comment { id databaseId }
+  }
+}
+"""
+# The thread a reply is in (its top comment) and that thread's latest replies, where an answer
+# GitHub created without answering is found by its marker.
+THREAD_OF_REPLY = """
+query($id: ID!) {
+  node(id: $id) {
+    ... on DiscussionComment {
+      replyTo { id replies(last: 100) { nodes { id databaseId body viewerDidAuthor } } }
+    }
+  }
+}
+"""
 # The discussion's latest top-level comments, where a reply GitHub created without answering
 # (a 5xx, a lost connection) is found by its marker; a command reply comes soon after its
 # command, so it is among the last hundred.
@@ -358,6 +378,9 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     word, args = parsed
     key = f"{repo}#{number}:command:{ref}"
     stored_kind = kind or ("discussion_comment" if event.event == "discussion_comment" else "comment")
+    # A discussion comment that is a reply in a thread: answered in that thread.
+    in_thread = (str(comment["node_id"]) if event.event == "discussion_comment"
+                 and comment.get("parent_id") and comment.get("node_id") else None)
     if comment_id and not await _answered(ctx, key) and await _deleted(ctx, stored_kind, comment_id):
         return "deleted"  # its author took it back before it was handled
     if data.get("action") == "edited" and await _answered(ctx, key):
@@ -369,7 +392,7 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
             dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
             await _note(ctx, repo, number, installation_id, "edited", key,
                         (data.get("discussion") or {}).get("node_id"), dry_run, ref,
-                        delivery_id=delivery_of(data))
+                        delivery_id=delivery_of(data), in_thread=in_thread)
         return "already_answered"
     login = user.get("login") or None
     author = (thread_data.get("user") or {}).get("login") or None
@@ -447,18 +470,19 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
     if problem is not None:
         await _note(ctx, repo, number, installation_id, problem, key, discussion_id, dry_run, ref,
-                    delivery_id=delivery_of(data), command=word)
+                    delivery_id=delivery_of(data), command=word, in_thread=in_thread)
         return problem
     outcome = await _do_command(event, ctx, repo=repo, number=number, installation_id=installation_id,
                                 word=word, args=args, key=key, discussion_id=discussion_id,
                                 dry_run=dry_run, comment_id=comment_id, ref=ref, kind=kind,
-                                login=login, is_author=is_author, verdict=verdict)
+                                login=login, is_author=is_author, verdict=verdict,
+                                in_thread=in_thread)
     if outcome in (word, "posted", "dry_run", "owned", "duplicate") and len(parse_commands(body)) > 1:
         # One command a comment (its dedupe key is the comment's): say the rest were not done
         # (once: the note has its own slot, and a retry of a delivery whose note failed
         # finds the command done and posts it then).
         await _note(ctx, repo, number, installation_id, "more", key, discussion_id, dry_run,
-                    ref, done=word, delivery_id=delivery_of(data))
+                    ref, done=word, delivery_id=delivery_of(data), in_thread=in_thread)
     return outcome
 
 
@@ -471,14 +495,15 @@ async def _do_command(
     event: sansio.Event, ctx: Any, *, repo: str, number: int, installation_id: int | None,
     word: str, args: list[str], key: str, discussion_id: str | None, dry_run: bool,
     comment_id: int, ref: str, kind: str | None, login: str | None, is_author: bool,
-    verdict: tuple[bool, str | None] | None,
+    verdict: tuple[bool, str | None] | None, in_thread: str | None = None,
 ) -> str:
     """Do the command (allowed, known, installed); returns what happened (`word` when done
     now, `posted` / `dry_run` / `owned` for a reply, `duplicate` when done before)."""
     data = event.data
     if word in ("methods", "rules"):
         return await _reply_command(ctx, repo, number, installation_id, word, args, key,
-                                    discussion_id, dry_run, ref, delivery_of(data))
+                                    discussion_id, dry_run, ref, delivery_of(data),
+                                    in_thread=in_thread)
     # recheck / ignore / stop / kind / not-a-failure: once per command comment, acknowledged
     # with a reaction
     from bot.store.threads import get_thread
@@ -583,7 +608,7 @@ async def _deleted(ctx: Any, kind: str, comment_id: int) -> bool:
 async def _note(
     ctx: Any, repo: str, number: int, installation_id: int | None, problem: str, key: str,
     discussion_id: str | None, dry_run: bool, ref: str, done: str | None = None,
-    delivery_id: str | None = None, command: str | None = None,
+    delivery_id: str | None = None, command: str | None = None, in_thread: str | None = None,
 ) -> str:
     """The one reply to a command comment the app could not do as written (`unknown`,
     `unknown_kind` of `command`, `help`: the commands listed, `more`: several commands,
@@ -601,12 +626,13 @@ async def _note(
                         command=command if command in COMMANDS else None)
     return await _post_answer(ctx, repo, number, installation_id, body, f"{key}:note",
                               discussion_id, dry_run, f"<!-- rltracker:note-to:{ref} -->",
-                              {"note": problem}, delivery_id, ref)
+                              {"note": problem}, delivery_id, ref, in_thread=in_thread)
 
 
 async def _reply_command(
     ctx: Any, repo: str, number: int, installation_id: int | None, word: str, args: list[str],
     key: str, discussion_id: str | None, dry_run: bool, ref: str, delivery_id: str | None = None,
+    *, in_thread: str | None = None,
 ) -> str:
     from analyzers.language import detect_language
     from bot.store.threads import get_thread
@@ -623,21 +649,23 @@ async def _reply_command(
         body = rules_reply(await rules_markdown(ctx, repo, lang, topics=None), framework, lang, public)
     return await _post_answer(ctx, repo, number, installation_id, body, key, discussion_id,
                               dry_run, f"<!-- rltracker:reply-to:{ref} -->", {"command": word},
-                              delivery_id, ref)
+                              delivery_id, ref, in_thread=in_thread)
 
 
 async def _post_answer(
     ctx: Any, repo: str, number: int, installation_id: int | None, body: str, key: str,
     discussion_id: str | None, dry_run: bool, marker: str, details: dict[str, Any],
-    delivery_id: str | None, ref: str,
+    delivery_id: str | None, ref: str, *, in_thread: str | None = None,
 ) -> str:
     """A command's reply or note, in the issue or pull request (REST) or the discussion
-    (GraphQL), in its once-only slot `key`, within the thread's REPLIES_PER_HOUR: past them
+    (GraphQL; in the thread of `in_thread`, the command's node, when it is a reply in one),
+    in its once-only slot `key`, within the thread's REPLIES_PER_HOUR: past them
     nothing is posted and the skip is recorded (`reply_rate:{ref}`), and "rate_limited" is
     returned."""
     if discussion_id:
         outcome = await _reply_in_discussion(ctx, repo, number, installation_id, body, key,
-                                             discussion_id, dry_run, marker, details, delivery_id)
+                                             discussion_id, dry_run, marker, details, delivery_id,
+                                             in_thread=in_thread)
     else:
         outcome = await post_reply(ctx, repo, number, installation_id, body, dedupe_key=key,
                                    details=details, dry_run=dry_run, marker=marker,
@@ -652,20 +680,34 @@ async def _post_answer(
 async def _reply_in_discussion(
     ctx: Any, repo: str, number: int, installation_id: int | None, body: str, key: str,
     discussion_id: str, dry_run: bool, marker: str, details: dict[str, Any],
-    delivery_id: str | None = None,
+    delivery_id: str | None = None, *, in_thread: str | None = None,
 ) -> str:
     """As `post_reply` for issues (the same once-only slot, `reply_once`), through GraphQL:
     the body carries `marker`, and a reply already in the discussion with it (created by an
-    attempt whose answer was lost) is adopted instead of posted again."""
+    attempt whose answer was lost) is adopted instead of posted again. `in_thread`: the
+    command's node when it is a reply in a thread: answered in that thread (replyToId: its
+    top comment), and looked for among that thread's replies; a command GitHub no longer
+    serves (deleted meanwhile) is answered at the top level, as before."""
     body = f"{body.rstrip()}\n{marker}\n"
     found: list[dict[str, Any] | None] = []
+    top: list[str | None] = []  # the thread's top comment, as the last look read it
 
     async def look() -> None:
+        if in_thread:
+            thread_top, node = await _own_thread_reply(ctx, installation_id, in_thread, marker)
+            top.append(thread_top)
+            if thread_top is not None:
+                found.append(node)
+                return
         found.append(await _own_discussion_comment(ctx, installation_id, discussion_id, marker))
 
     async def send() -> dict[str, Any]:
         node = found[-1]
-        if node is None:
+        if node is None and top and top[-1]:
+            result = await ctx.github.graphql(ADD_DISCUSSION_REPLY, installation_id=installation_id,
+                                              id=discussion_id, body=body, replyTo=top[-1])
+            node = ((result or {}).get("addDiscussionComment") or {}).get("comment") or {}
+        elif node is None:
             result = await ctx.github.graphql(ADD_DISCUSSION_COMMENT, installation_id=installation_id,
                                               id=discussion_id, body=body)
             node = ((result or {}).get("addDiscussionComment") or {}).get("comment") or {}
@@ -674,6 +716,26 @@ async def _reply_in_discussion(
     return await reply_once(ctx, repo, number, installation_id, body, dedupe_key=key,
                             kind="command", details=details, dry_run=dry_run, look=look, send=send,
                             delivery_id=delivery_id, per_hour=REPLIES_PER_HOUR)
+
+
+async def _own_thread_reply(ctx: Any, installation_id: int | None, reply_id: str,
+                            marker: str) -> tuple[str | None, dict[str, Any] | None]:
+    """(the thread's top comment, the app's reply with `marker` among its latest replies) of
+    the thread the comment `reply_id` is a reply in; (None, None) when GitHub serves no such
+    reply (deleted, or not a reply)."""
+    try:
+        result = await ctx.github.graphql(THREAD_OF_REPLY, installation_id=installation_id,
+                                          id=reply_id)
+    except gidgethub.GraphQLException:  # GitHub's 200 with errors: NOT_FOUND (deleted)
+        log.warning("could not read the thread of discussion comment %s", reply_id, exc_info=True)
+        return None, None
+    thread = (((result or {}).get("node") or {}).get("replyTo")) or {}
+    if not thread.get("id"):
+        return None, None
+    for node in ((thread.get("replies") or {}).get("nodes")) or []:
+        if node and node.get("viewerDidAuthor") and marker in (node.get("body") or ""):
+            return str(thread["id"]), node
+    return str(thread["id"]), None
 
 
 async def _own_discussion_comment(ctx: Any, installation_id: int | None, discussion_id: str,

@@ -223,3 +223,22 @@ def test_a_verdict_export_leaves_the_opening_posts_command_lines_out() -> None:
     row = labelled_thread(thread, [], verdict)
     assert row["body"] == analysis_input({"body": thread.body, "comments": []})["body"] == (
         "KL goes up to 40 after step 300.\n")
+
+
+async def test_ignore_edited_in_before_the_decision_posts_is_read_on_the_live_issue(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The author adds `/rltracker ignore` seconds after opening; the opening decision runs
+    before the edit's delivery (the stored body has no command). The live issue, read right
+    before posting, has it: quiet, as for a label or a lock added meanwhile. On main: posted."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 11)
+    fake_github.issue(VERL, 11)["body"] = f"{BODY}\n/rltracker ignore"
+    out = await act(app_ctx, VERL, 11, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:muted"
+    assert not app_comments(fake_github, VERL, 11)
+    pr = await open_issue(app_ctx, fake_github, 12, kind="pull_request", title="Add GSPO",
+                          body="Implements GSPO.")
+    pr = {**pr, "action": "opened", "pull_request": pr.pop("issue")}
+    fake_github.issue(VERL, 12)["body"] = "Implements GSPO.\n/rltracker stop"
+    out = await act(app_ctx, VERL, 12, trigger="pull_request.opened", payload=pr, analysis=PROPOSAL)
+    assert out["rule_summary"] == "skipped:muted", out

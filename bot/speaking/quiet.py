@@ -150,7 +150,8 @@ def _hidden_reasons(stored: dict[str, Any]) -> dict[tuple[Any, datetime], str]:
 
 
 def live_record(issue: dict[str, Any], comments: list[dict[str, Any]], stored: dict[str, Any]) -> dict[str, Any]:
-    """The stored record with the live issue's state, lock, labels, assignees and comments.
+    """The stored record with the live issue's state, lock, labels, assignees, body and comments
+    (for the quiet rules: what is composed is composed from the stored thread).
     REST does not say which comments GitHub shows hidden: a live comment keeps the
     `minimized_reason` the sync stored for it (same author, same creation time), so a reply
     hidden as spam is no reply live either."""
@@ -164,6 +165,8 @@ def live_record(issue: dict[str, Any], comments: list[dict[str, Any]], stored: d
         (lab.get("name") if isinstance(lab, dict) else str(lab)) for lab in issue.get("labels") or []
     ]
     record["assignees"] = [a.get("login") for a in issue.get("assignees") or [] if isinstance(a, dict)]
+    if isinstance(issue.get("body"), str):  # `/rltracker ignore` edited in meanwhile
+        record["body"] = issue["body"]
     if issue.get("author_association"):
         record["author_association"] = issue.get("author_association")
     if user.get("login"):

@@ -242,3 +242,25 @@ async def test_ignore_edited_in_before_the_decision_posts_is_read_on_the_live_is
     fake_github.issue(VERL, 12)["body"] = "Implements GSPO.\n/rltracker stop"
     out = await act(app_ctx, VERL, 12, trigger="pull_request.opened", payload=pr, analysis=PROPOSAL)
     assert out["rule_summary"] == "skipped:muted", out
+
+
+def test_a_thread_event_whose_opening_post_holds_ignore_runs_alone_not_batched() -> None:
+    """The worker batches thread deliveries (all stored, then all decided on the stored
+    thread): an `opened` saying `/rltracker ignore` batched with the edit that took it out
+    again was decided on the edited body (the comment posted) before its command ran. A
+    command runs alone, in its place, whether in a comment or in the opening post."""
+    from bot.webhooks.routers import batch_handling
+
+    def event(name: str, key: str, body: str, action: str = "opened") -> sansio.Event:
+        return sansio.Event({"action": action, key: {"number": 1, "body": body}},
+                            event=name, delivery_id="x")
+
+    for name, key in (("issues", "issue"), ("pull_request", "pull_request"),
+                      ("discussion", "discussion")):
+        assert not batch_handling.takes(event(name, key, f"{BODY}\n/rltracker ignore")), name
+        assert batch_handling.takes(event(name, key, BODY)), name
+    # a comment on a thread whose opening post says it: batched (the comment holds no command)
+    comment = sansio.Event({"action": "created", "issue": {"number": 1, "body": "/rltracker stop"},
+                            "comment": {"id": 1, "body": "same here"}},
+                           event="issue_comment", delivery_id="y")
+    assert batch_handling.takes(comment)

@@ -259,6 +259,7 @@ def test_a_thread_event_whose_opening_post_holds_ignore_runs_alone_not_batched()
                       ("discussion", "discussion")):
         assert not batch_handling.takes(event(name, key, f"{BODY}\n/rltracker ignore")), name
         assert batch_handling.takes(event(name, key, BODY)), name
+        assert batch_handling.takes(event(name, key, f"{BODY}\n/rltracker ignore", "labeled"))
     # a comment on a thread whose opening post says it: batched (the comment holds no command)
     comment = sansio.Event({"action": "created", "issue": {"number": 1, "body": "/rltracker stop"},
                             "comment": {"id": 1, "body": "same here"}},

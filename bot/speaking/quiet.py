@@ -99,7 +99,9 @@ def quiet_reason(
     """(code, reason) when the app must stay quiet on this issue; None when it may speak.
 
     `command` (a /rltracker recheck by the author or a maintainer) lifts the rules about
-    maintainers being on it (their own issue among them) and about age: someone asked.
+    maintainers being on it (their own issue among them) and about age: someone asked. A
+    thread whose opening post says `/rltracker ignore` or `stop` is muted (`record`'s body:
+    the stored one, or the live one right before posting) as one a comment muted.
     """
     if not config.failure_comments:
         return CONFIG_OFF

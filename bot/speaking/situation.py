@@ -41,7 +41,7 @@ class Situation:
     framework: str | None
     paused: bool
     paused_reason: str | None
-    muted: bool
+    muted: bool  # /rltracker ignore, stop or not-a-failure, or ignore/stop in the opening post
     existing: Action | None  # the failure comment action, if one owns the slot
     repository: Repository | None = None  # the row read for it (its cached config)
     # Read with `existing`, in the same query (`claims_of`): an attempt at the failure comment

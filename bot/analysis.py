@@ -79,8 +79,8 @@ def hidden_from_discussion(comment: dict[str, Any]) -> bool:
 
 
 def analysis_input(record: dict[str, Any]) -> dict[str, Any]:
-    """What the analyzers read of a stored thread: its comments without `/rltracker` command
-    lines, and without the comments that were nothing but commands (a command is addressed to
+    """What the analyzers read of a stored thread: its opening post and comments without
+    `/rltracker` command lines, and without the comments that were nothing but commands (a command is addressed to
     the app: its words are no report wording, and a maintainer's command is no reply), nor
     those GitHub shows hidden as spam, abuse or off-topic (HIDDEN_FROM_ANALYSIS). The
     contract's shape: `minimized_reason` is left out of the comments kept."""
@@ -103,7 +103,11 @@ def analysis_input(record: dict[str, Any]) -> dict[str, Any]:
         changed = True
         if not only_commands(body):
             kept.append({**c, "body": text})
-    return {**record, "comments": kept} if changed else record
+    out = {**record, "comments": kept} if changed else record
+    body = record.get("body")
+    if isinstance(body, str) and (text := without_commands(body)) != body:
+        out = {**out, "body": text}  # the opening post's command lines too (ignore, stop)
+    return out
 
 
 async def run_analysis(record: dict[str, Any], pool: Any = None) -> dict[str, Any]:

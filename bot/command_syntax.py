@@ -213,6 +213,26 @@ def without_commands(body: str) -> str:
     return "".join(line for n, line in enumerate(_lines(body, keepends=True)) if n not in drop)
 
 
+# What the opening post of an issue, pull request or discussion may ask of the app: to be left
+# alone (`/rltracker ignore`, or `stop`). The other commands answer something said in the
+# thread (a reply, a verdict on what the app said, a recheck of its decision): nothing is
+# there to answer when the thread opens, and they are not done from there (their lines are
+# still left out of what the analyzers read, as every command line is).
+OPENING_COMMANDS = ("ignore", "stop")
+
+
+def opening_command(body: str | None) -> str | None:
+    """What an opening post asks (OPENING_COMMANDS): `stop` when a command line of it says
+    stop, else `ignore` when one says ignore, else None."""
+    if not body or not _may_hold_command(body):
+        return None
+    words = {word for word, _ in parse_commands(body)}
+    for word in reversed(OPENING_COMMANDS):
+        if word in words:
+            return word
+    return None
+
+
 def only_commands(body: str | None) -> bool:
     """A comment that is nothing but command lines: addressed to the app alone (no reply to
     the thread, nothing for the analyzers to read)."""

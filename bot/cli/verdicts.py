@@ -49,13 +49,14 @@ def labelled_thread(thread: Thread, comments: list[Comment], verdict: Verdict) -
         if not is_app_comment(c.body):
             before.append({"author": c.author, "created_at": _day(c.created_at), "body": c.body or ""})
     # as the app's analyzers read them: without command lines, nor comments of commands only
-    kept = analysis_input({"comments": before})["comments"]
+    read = analysis_input({"body": thread.body or "", "comments": before})
+    kept = read["comments"]
     # url left out when not stored: the contract types it a string, missing = not known
     return {
         "id": f"{thread.repo}#{thread.number}", "repo": thread.repo, "number": thread.number,
         "kind": thread.kind, **({"url": thread.url} if thread.url is not None else {}),
         "title": thread.title or "", "state": thread.state,
-        "author": thread.author, "created_at": _day(thread.created_at), "body": thread.body or "",
+        "author": thread.author, "created_at": _day(thread.created_at), "body": read["body"],
         "comments": kept, "complete": bool(thread.complete),
         "labels": {"is_failure_report": bool(verdict.is_failure_report),
                    "category": verdict.category if verdict.is_failure_report else None},

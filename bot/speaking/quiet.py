@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.analysis import hidden_from_discussion
-from bot.command_syntax import only_commands
+from bot.command_syntax import only_commands, opening_command
 from bot.speaking.render import (
     is_app_comment,
 )
@@ -99,7 +99,9 @@ def quiet_reason(
     """(code, reason) when the app must stay quiet on this issue; None when it may speak.
 
     `command` (a /rltracker recheck by the author or a maintainer) lifts the rules about
-    maintainers being on it (their own issue among them) and about age: someone asked.
+    maintainers being on it (their own issue among them) and about age: someone asked. A
+    thread whose opening post says `/rltracker ignore` or `stop` is muted (`record`'s body:
+    the stored one, or the live one right before posting) as one a comment muted.
     """
     if not config.failure_comments:
         return CONFIG_OFF
@@ -107,7 +109,7 @@ def quiet_reason(
         return "paused", "comments are paused for this repository" + (
             f" ({paused_reason})" if paused_reason else ""
         )
-    if muted:
+    if muted or opening_command(record.get("body")) is not None:  # (in a comment or the opening post)
         return "muted", "the thread was muted with /rltracker ignore or stop"
     if record.get("kind") != "issue":
         return "not_issue", "only issues get failure comments (not pull requests or discussions)"
@@ -150,7 +152,8 @@ def _hidden_reasons(stored: dict[str, Any]) -> dict[tuple[Any, datetime], str]:
 
 
 def live_record(issue: dict[str, Any], comments: list[dict[str, Any]], stored: dict[str, Any]) -> dict[str, Any]:
-    """The stored record with the live issue's state, lock, labels, assignees and comments.
+    """The stored record with the live issue's state, lock, labels, assignees, body and comments
+    (for the quiet rules: what is composed is composed from the stored thread).
     REST does not say which comments GitHub shows hidden: a live comment keeps the
     `minimized_reason` the sync stored for it (same author, same creation time), so a reply
     hidden as spam is no reply live either."""
@@ -164,6 +167,8 @@ def live_record(issue: dict[str, Any], comments: list[dict[str, Any]], stored: d
         (lab.get("name") if isinstance(lab, dict) else str(lab)) for lab in issue.get("labels") or []
     ]
     record["assignees"] = [a.get("login") for a in issue.get("assignees") or [] if isinstance(a, dict)]
+    if isinstance(issue.get("body"), str):  # `/rltracker ignore` edited in meanwhile
+        record["body"] = issue["body"]
     if issue.get("author_association"):
         record["author_association"] = issue.get("author_association")
     if user.get("login"):

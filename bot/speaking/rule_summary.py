@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import select
 
 from analyzers.rules import format_rules_markdown
+from bot.command_syntax import opening_command
 from bot.speaking import contribution
 from bot.speaking.claims import (
     claim_within_budget,
@@ -120,7 +121,7 @@ def summary_quiet(record: dict[str, Any], config: RepoConfig, sit: Situation, *,
         return SUMMARIES_OFF
     if sit.paused:
         return "paused", "comments are paused for this repository"
-    if sit.muted:
+    if sit.muted or opening_command(record.get("body")) is not None:  # (the live body too)
         return "muted", "the thread was muted with /rltracker ignore or stop"
     if record.get("state") != "open":
         return "closed", "the thread is closed"

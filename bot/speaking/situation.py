@@ -13,6 +13,7 @@ from sqlalchemy import bindparam, func, select
 from sqlalchemy.exc import IntegrityError
 
 from analyzers.catalog import framework_id
+from bot.command_syntax import opening_command
 from bot.speaking.quiet import issue_ref
 from bot.store.installations import silenced_installations
 from bot.store.models import Action, Analysis, Repository, Thread
@@ -40,7 +41,7 @@ class Situation:
     framework: str | None
     paused: bool
     paused_reason: str | None
-    muted: bool
+    muted: bool  # /rltracker ignore, stop or not-a-failure, or ignore/stop in the opening post
     existing: Action | None  # the failure comment action, if one owns the slot
     repository: Repository | None = None  # the row read for it (its cached config)
     # Read with `existing`, in the same query (`claims_of`): an attempt at the failure comment
@@ -162,7 +163,10 @@ def _situation(thread: Any, number: int, record: dict[str, Any], row: Repository
         repo=thread.repo, number=number, record=record, repo_id=row.id,
         installation_id=installation_id, framework=row.framework or framework_id(thread.repo),
         paused=bool(row.comments_paused), paused_reason=row.paused_reason,
-        muted=bool(thread.muted), existing=existing, repository=row,
+        # `/rltracker ignore` or `stop` in the opening post mutes it as in a comment (the
+        # command's handler records it; the decision, which may run first, reads it here)
+        muted=bool(thread.muted) or opening_command(record.get("body")) is not None,
+        existing=existing, repository=row,
         failed_with_text=failed_with_text, rules_claim=rules_claim,
     )
 

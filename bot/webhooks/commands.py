@@ -33,6 +33,13 @@ as `stop` does, until a later kind undoes it. What is done is the thread's lates
 whichever command's delivery does it. Both are acknowledged with a reaction, and `rltracker verdicts export` writes
 them as labelled threads.
 
+The opening post of an issue, pull request or discussion may say `/rltracker ignore` or
+`stop` (an author ending their report with it): done as in a comment, when it is opened or an
+edit of its body adds the line (`handle_opening_command`); the other commands are not read
+there. The opening decision reads the line itself (bot.speaking.situation: the thread counts
+as muted), since the delivery's handlers run in no fixed order. Command lines of the opening
+post, like those of comments, are no part of what the analyzers read (bot.analysis).
+
 Edited comments: an edit that adds a command, or changes one (a misspelt `/rltracker metods`
 made right), is handled as a new comment's command would be. An edit that leaves the command
 as it was is not: the comment was answered already, or was written when the app could not
@@ -54,7 +61,7 @@ from gidgethub.routing import Router
 from sqlalchemy import delete, func, select
 
 from analyzers.catalog import canonical_repo, framework_id
-from bot.command_syntax import parse_command, parse_commands
+from bot.command_syntax import opening_command, parse_command, parse_commands
 from bot.github.client import refused_for_good
 from bot.speaking.claims import delivery_of
 from bot.speaking.posting import post_reply, reply_once
@@ -94,6 +101,26 @@ mutation($id: ID!) {
 ADD_DISCUSSION_COMMENT = """
 mutation($id: ID!, $body: String!) {
   addDiscussionComment(input: {discussionId: $id, body: $body}) { comment { id databaseId } }
+}
+"""
+# A reply in a discussion's thread (a command written as a reply to a comment is answered
+# there): `replyToId` is the thread's top comment (GitHub threads one level deep).
+ADD_DISCUSSION_REPLY = """
+mutation($id: ID!, $body: String!, $replyTo: ID!) {
+  addDiscussionComment(input: {discussionId: $id, body: $body, replyToId: $replyTo}) {
+    comment { id databaseId }
+  }
+}
+"""
+# The thread a reply is in (its top comment) and that thread's latest replies, where an answer
+# GitHub created without answering is found by its marker.
+THREAD_OF_REPLY = """
+query($id: ID!) {
+  node(id: $id) {
+    ... on DiscussionComment {
+      replyTo { id replies(last: 100) { nodes { id databaseId body viewerDidAuthor } } }
+    }
+  }
 }
 """
 # The discussion's latest top-level comments, where a reply GitHub created without answering
@@ -351,6 +378,9 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     word, args = parsed
     key = f"{repo}#{number}:command:{ref}"
     stored_kind = kind or ("discussion_comment" if event.event == "discussion_comment" else "comment")
+    # A discussion comment that is a reply in a thread: answered in that thread.
+    in_thread = (str(comment["node_id"]) if event.event == "discussion_comment"
+                 and comment.get("parent_id") and comment.get("node_id") else None)
     if comment_id and not await _answered(ctx, key) and await _deleted(ctx, stored_kind, comment_id):
         return "deleted"  # its author took it back before it was handled
     if data.get("action") == "edited" and await _answered(ctx, key):
@@ -362,7 +392,7 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
             dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
             await _note(ctx, repo, number, installation_id, "edited", key,
                         (data.get("discussion") or {}).get("node_id"), dry_run, ref,
-                        delivery_id=delivery_of(data))
+                        delivery_id=delivery_of(data), in_thread=in_thread)
         return "already_answered"
     login = user.get("login") or None
     author = (thread_data.get("user") or {}).get("login") or None
@@ -440,18 +470,19 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
     if problem is not None:
         await _note(ctx, repo, number, installation_id, problem, key, discussion_id, dry_run, ref,
-                    delivery_id=delivery_of(data), command=word)
+                    delivery_id=delivery_of(data), command=word, in_thread=in_thread)
         return problem
     outcome = await _do_command(event, ctx, repo=repo, number=number, installation_id=installation_id,
                                 word=word, args=args, key=key, discussion_id=discussion_id,
                                 dry_run=dry_run, comment_id=comment_id, ref=ref, kind=kind,
-                                login=login, is_author=is_author, verdict=verdict)
+                                login=login, is_author=is_author, verdict=verdict,
+                                in_thread=in_thread)
     if outcome in (word, "posted", "dry_run", "owned", "duplicate") and len(parse_commands(body)) > 1:
         # One command a comment (its dedupe key is the comment's): say the rest were not done
         # (once: the note has its own slot, and a retry of a delivery whose note failed
         # finds the command done and posts it then).
         await _note(ctx, repo, number, installation_id, "more", key, discussion_id, dry_run,
-                    ref, done=word, delivery_id=delivery_of(data))
+                    ref, done=word, delivery_id=delivery_of(data), in_thread=in_thread)
     return outcome
 
 
@@ -464,14 +495,15 @@ async def _do_command(
     event: sansio.Event, ctx: Any, *, repo: str, number: int, installation_id: int | None,
     word: str, args: list[str], key: str, discussion_id: str | None, dry_run: bool,
     comment_id: int, ref: str, kind: str | None, login: str | None, is_author: bool,
-    verdict: tuple[bool, str | None] | None,
+    verdict: tuple[bool, str | None] | None, in_thread: str | None = None,
 ) -> str:
     """Do the command (allowed, known, installed); returns what happened (`word` when done
     now, `posted` / `dry_run` / `owned` for a reply, `duplicate` when done before)."""
     data = event.data
     if word in ("methods", "rules"):
         return await _reply_command(ctx, repo, number, installation_id, word, args, key,
-                                    discussion_id, dry_run, ref, delivery_of(data))
+                                    discussion_id, dry_run, ref, delivery_of(data),
+                                    in_thread=in_thread)
     # recheck / ignore / stop / kind / not-a-failure: once per command comment, acknowledged
     # with a reaction
     from bot.store.threads import get_thread
@@ -490,12 +522,14 @@ async def _do_command(
             thread = await get_thread(session, repo, number)
     role = "author" if is_author else "maintainer"
     details: dict[str, Any] = {"command": word, "by": role}
+    if thread is None and (verdict is not None or word in THREAD_COMMANDS):
+        # Still none: deleted on GitHub (or transferred away) before the command was handled.
+        # Nothing to recheck, mute or give a verdict on: said so, not recorded as done.
+        await record_skip(ctx, repo, number, "command", f"unknown_thread:{ref}",
+                          "the thread is not stored (deleted or moved on GitHub); the command "
+                          "was not done", command=word)
+        return "unknown_thread"
     if verdict is not None:
-        if thread is None:
-            await record_skip(ctx, repo, number, "command", f"unknown_thread:{ref}",
-                              "the thread is not stored yet; the verdict was not recorded",
-                              command=word)
-            return "unknown_thread"
         details.update(is_failure_report=verdict[0], category=verdict[1])
         # Stored before the command is recorded as handled, and its effects finished on a
         # redelivery too: an attempt cut short after the record (the worker stopped or
@@ -521,8 +555,6 @@ async def _do_command(
         return "duplicate"
     try:
         if word == "recheck":
-            if thread is None:
-                return "unknown_thread"
             from bot.pipeline import thread_changed
 
             await thread_changed(ctx, repo, number, trigger="command", payload=data)
@@ -576,7 +608,7 @@ async def _deleted(ctx: Any, kind: str, comment_id: int) -> bool:
 async def _note(
     ctx: Any, repo: str, number: int, installation_id: int | None, problem: str, key: str,
     discussion_id: str | None, dry_run: bool, ref: str, done: str | None = None,
-    delivery_id: str | None = None, command: str | None = None,
+    delivery_id: str | None = None, command: str | None = None, in_thread: str | None = None,
 ) -> str:
     """The one reply to a command comment the app could not do as written (`unknown`,
     `unknown_kind` of `command`, `help`: the commands listed, `more`: several commands,
@@ -594,12 +626,13 @@ async def _note(
                         command=command if command in COMMANDS else None)
     return await _post_answer(ctx, repo, number, installation_id, body, f"{key}:note",
                               discussion_id, dry_run, f"<!-- rltracker:note-to:{ref} -->",
-                              {"note": problem}, delivery_id, ref)
+                              {"note": problem}, delivery_id, ref, in_thread=in_thread)
 
 
 async def _reply_command(
     ctx: Any, repo: str, number: int, installation_id: int | None, word: str, args: list[str],
     key: str, discussion_id: str | None, dry_run: bool, ref: str, delivery_id: str | None = None,
+    *, in_thread: str | None = None,
 ) -> str:
     from analyzers.language import detect_language
     from bot.store.threads import get_thread
@@ -616,21 +649,23 @@ async def _reply_command(
         body = rules_reply(await rules_markdown(ctx, repo, lang, topics=None), framework, lang, public)
     return await _post_answer(ctx, repo, number, installation_id, body, key, discussion_id,
                               dry_run, f"<!-- rltracker:reply-to:{ref} -->", {"command": word},
-                              delivery_id, ref)
+                              delivery_id, ref, in_thread=in_thread)
 
 
 async def _post_answer(
     ctx: Any, repo: str, number: int, installation_id: int | None, body: str, key: str,
     discussion_id: str | None, dry_run: bool, marker: str, details: dict[str, Any],
-    delivery_id: str | None, ref: str,
+    delivery_id: str | None, ref: str, *, in_thread: str | None = None,
 ) -> str:
     """A command's reply or note, in the issue or pull request (REST) or the discussion
-    (GraphQL), in its once-only slot `key`, within the thread's REPLIES_PER_HOUR: past them
+    (GraphQL; in the thread of `in_thread`, the command's node, when it is a reply in one),
+    in its once-only slot `key`, within the thread's REPLIES_PER_HOUR: past them
     nothing is posted and the skip is recorded (`reply_rate:{ref}`), and "rate_limited" is
     returned."""
     if discussion_id:
         outcome = await _reply_in_discussion(ctx, repo, number, installation_id, body, key,
-                                             discussion_id, dry_run, marker, details, delivery_id)
+                                             discussion_id, dry_run, marker, details, delivery_id,
+                                             in_thread=in_thread)
     else:
         outcome = await post_reply(ctx, repo, number, installation_id, body, dedupe_key=key,
                                    details=details, dry_run=dry_run, marker=marker,
@@ -645,20 +680,34 @@ async def _post_answer(
 async def _reply_in_discussion(
     ctx: Any, repo: str, number: int, installation_id: int | None, body: str, key: str,
     discussion_id: str, dry_run: bool, marker: str, details: dict[str, Any],
-    delivery_id: str | None = None,
+    delivery_id: str | None = None, *, in_thread: str | None = None,
 ) -> str:
     """As `post_reply` for issues (the same once-only slot, `reply_once`), through GraphQL:
     the body carries `marker`, and a reply already in the discussion with it (created by an
-    attempt whose answer was lost) is adopted instead of posted again."""
+    attempt whose answer was lost) is adopted instead of posted again. `in_thread`: the
+    command's node when it is a reply in a thread: answered in that thread (replyToId: its
+    top comment), and looked for among that thread's replies; a command GitHub no longer
+    serves (deleted meanwhile) is answered at the top level, as before."""
     body = f"{body.rstrip()}\n{marker}\n"
     found: list[dict[str, Any] | None] = []
+    top: list[str | None] = []  # the thread's top comment, as the last look read it
 
     async def look() -> None:
+        if in_thread:
+            thread_top, node = await _own_thread_reply(ctx, installation_id, in_thread, marker)
+            top.append(thread_top)
+            if thread_top is not None:
+                found.append(node)
+                return
         found.append(await _own_discussion_comment(ctx, installation_id, discussion_id, marker))
 
     async def send() -> dict[str, Any]:
         node = found[-1]
-        if node is None:
+        if node is None and top and top[-1]:
+            result = await ctx.github.graphql(ADD_DISCUSSION_REPLY, installation_id=installation_id,
+                                              id=discussion_id, body=body, replyTo=top[-1])
+            node = ((result or {}).get("addDiscussionComment") or {}).get("comment") or {}
+        elif node is None:
             result = await ctx.github.graphql(ADD_DISCUSSION_COMMENT, installation_id=installation_id,
                                               id=discussion_id, body=body)
             node = ((result or {}).get("addDiscussionComment") or {}).get("comment") or {}
@@ -667,6 +716,26 @@ async def _reply_in_discussion(
     return await reply_once(ctx, repo, number, installation_id, body, dedupe_key=key,
                             kind="command", details=details, dry_run=dry_run, look=look, send=send,
                             delivery_id=delivery_id, per_hour=REPLIES_PER_HOUR)
+
+
+async def _own_thread_reply(ctx: Any, installation_id: int | None, reply_id: str,
+                            marker: str) -> tuple[str | None, dict[str, Any] | None]:
+    """(the thread's top comment, the app's reply with `marker` among its latest replies) of
+    the thread the comment `reply_id` is a reply in; (None, None) when GitHub serves no such
+    reply (deleted, or not a reply)."""
+    try:
+        result = await ctx.github.graphql(THREAD_OF_REPLY, installation_id=installation_id,
+                                          id=reply_id)
+    except gidgethub.GraphQLException:  # GitHub's 200 with errors: NOT_FOUND (deleted)
+        log.warning("could not read the thread of discussion comment %s", reply_id, exc_info=True)
+        return None, None
+    thread = (((result or {}).get("node") or {}).get("replyTo")) or {}
+    if not thread.get("id"):
+        return None, None
+    for node in ((thread.get("replies") or {}).get("nodes")) or []:
+        if node and node.get("viewerDidAuthor") and marker in (node.get("body") or ""):
+            return str(thread["id"]), node
+    return str(thread["id"]), None
 
 
 async def _own_discussion_comment(ctx: Any, installation_id: int | None, discussion_id: str,
@@ -678,6 +747,83 @@ async def _own_discussion_comment(ctx: Any, installation_id: int | None, discuss
         if node and node.get("viewerDidAuthor") and marker in (node.get("body") or ""):
             return node
     return None
+
+
+# The opening post's key under the event's payload.
+OPENING_EVENTS = {"issues": "issue", "pull_request": "pull_request", "discussion": "discussion"}
+
+
+def _opening_before_edit(data: dict[str, Any]) -> str | None | bool:
+    """What the opening post asked before an edit (`opening_command` of `changes.body.from`);
+    False when the edit did not change the body (a title edit: `changes` names the title
+    only) or the payload does not say what it was."""
+    changes = data.get("changes")
+    before = changes.get("body") if isinstance(changes, dict) else None
+    if not isinstance(before, dict) or not isinstance(before.get("from"), str):
+        return False
+    return opening_command(before["from"])
+
+
+async def handle_opening_command(event: sansio.Event, ctx: Any) -> str:
+    """`/rltracker ignore` or `stop` in the opening post of an issue, pull request or
+    discussion (command_syntax.OPENING_COMMANDS), when it is opened or its body is edited to
+    say it: done as the same command in a comment is (the thread muted, the app's comments
+    minimised for `stop`, recorded once per command word), by its author, or by whoever
+    edited it in if they have write access (asked of GitHub, as for a command on a thread not
+    one's own). An edit that leaves the command as it was (a title edit, a typo fixed
+    elsewhere) or takes it out changes nothing: a mute stays, as a comment's does. No
+    reaction: the app has no comment of the person's to acknowledge. Returns what happened."""
+    data = event.data
+    thread_data = data.get(OPENING_EVENTS.get(event.event, "")) or {}
+    word = opening_command(thread_data.get("body"))
+    if word is None:
+        return "no_command"
+    if data.get("action") == "edited":
+        before = _opening_before_edit(data)
+        if before is False or before == word:
+            return "unchanged_command"
+    if await private_flags(ctx, [data]) == [True]:
+        return "private"
+    if "number" not in thread_data:
+        raise ValueError("thread payload without a number")
+    repo = canonical_repo((data.get("repository") or {}).get("full_name") or "")
+    number = int(thread_data["number"])
+    installation_id = (data.get("installation") or {}).get("id")
+    user = thread_data.get("user") or {}
+    author = user.get("login") or None
+    sender = data.get("sender") or {}
+    if (data.get("action") == "edited" and isinstance(sender, dict) and sender.get("login")
+            and sender.get("login") != author):
+        user = sender  # someone else edited the command in: theirs
+    login = user.get("login") or None
+    if _is_bot(user):
+        return "ignored_bot"
+    is_author = login is not None and login == author
+    ref = f"opening:{word}"
+    key = f"{repo}#{number}:command:{ref}"
+    if installation_id is not None and await _silenced(ctx, repo, int(installation_id)):
+        return "not_installed"
+    if not is_author and (login is None
+                          or not await _may_write(ctx, repo, installation_id, str(login))):
+        await record_skip(ctx, repo, number, "command", f"not_maintainer:{ref}",
+                          "only the thread's author or a maintainer of the repository may "
+                          "silence the app on it", command=word)
+        return "not_allowed"
+    dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
+    return await _do_command(event, ctx, repo=repo, number=number, installation_id=installation_id,
+                             word=word, args=[], key=key, discussion_id=None, dry_run=dry_run,
+                             comment_id=0, ref=ref, kind=None, login=login, is_author=is_author,
+                             verdict=None)
+
+
+@router.register("issues", action="opened")
+@router.register("issues", action="edited")
+@router.register("pull_request", action="opened")
+@router.register("pull_request", action="edited")
+@router.register("discussion", action="created")
+@router.register("discussion", action="edited")
+async def on_opening_post(event: sansio.Event, ctx: Any) -> None:
+    await handle_opening_command(event, ctx)
 
 
 # A command comes in a new comment or an edit of one (handle_command tells an edit that adds a
@@ -694,4 +840,4 @@ async def on_comment(event: sansio.Event, ctx: Any) -> None:
     await handle_command(event, ctx)
 
 
-__all__ = ["handle_command", "resolve_failure", "router"]
+__all__ = ["handle_command", "handle_opening_command", "resolve_failure", "router"]

@@ -26,13 +26,21 @@ class BatchHandling:
 
 
 def _thread_event_without_command(event: Any) -> bool:
-    """Thread events, except comments holding a /rltracker command: a command acts on what
-    the deliveries before it did, so it runs alone, in its place."""
+    """Thread events, except comments holding a /rltracker command and opening posts holding
+    `ignore` or `stop`: a command acts on what the deliveries before it did, so it runs alone,
+    in its place."""
     if event.event not in events.EVENTS:
         return False
     data = event.data if isinstance(event.data, Mapping) else {}
     comment = data.get("comment") or data.get("review")  # a review's summary holds commands too
-    return not (isinstance(comment, Mapping) and commands.parse_command(comment.get("body")))
+    if isinstance(comment, Mapping):
+        return not commands.parse_command(comment.get("body"))
+    # an opening post saying `/rltracker ignore` or `stop`, opened or edited
+    # (commands.handle_opening_command; its labels, assignments... batch as any)
+    if data.get("action") not in ("opened", "created", "edited"):
+        return True
+    opening = data.get(commands.OPENING_EVENTS.get(event.event, ""))
+    return not (isinstance(opening, Mapping) and commands.opening_command(opening.get("body")))
 
 
 batch_handling = BatchHandling(

@@ -1,0 +1,157 @@
+"""Commands on threads GitHub no longer has, and command replies in threaded discussions. On
+SQLite and PostgreSQL (`app_ctx` behind `db_url`), GitHub through the fake server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gidgethub import sansio
+
+from bot.webhooks.commands import handle_command
+from bot.webhooks.routers import router as all_routers
+from tests.test_actions_e2e import VERL, actions_of, install, open_issue
+from tests.test_commands import comment_event
+
+
+async def test_a_command_on_a_thread_deleted_on_github_is_recorded_as_not_done(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The issue deleted on GitHub (its `deleted` delivery handled), then a recheck, an
+    ignore and a stop written before it delivered: on main each was recorded `posted` (the
+    command done) although nothing ran: the thread is gone. Now a skip says why."""
+    await install(app_ctx, fake_github)
+    opened = await open_issue(app_ctx, fake_github, 1)
+    deleted = {**opened, "action": "deleted", "sender": {"login": "maint", "type": "User"}}
+    await all_routers.dispatch(sansio.Event(deleted, event="issues", delivery_id="del-1"), app_ctx)
+    for word in ("recheck", "ignore", "stop"):
+        assert await handle_command(comment_event(f"/rltracker {word}", number=1),
+                                    app_ctx) == "unknown_thread", word
+    rows = await actions_of(app_ctx, kind="command")
+    assert [(a.status, a.details.get("code", "").split(":")[0], a.details.get("command"))
+            for a in rows] == [("skipped", "unknown_thread", w) for w in ("recheck", "ignore", "stop")]
+    assert not fake_github.requests("POST", r"/reactions")
+
+
+def threaded_discussion_api(fake_github: Any, shared_dir: Any) -> dict[str, Any]:
+    """GitHub's GraphQL for a discussion with one top-level comment (`DC_top`) and its thread
+    of replies, the command (`DC_cmd`) among them; every document checked against GitHub's
+    schema. addDiscussionComment puts the app's comment in the thread when given replyToId,
+    else at the top level; the first one it creates is answered with a 502 (GitHub created
+    it, the answer was lost). Returns the state: {"top": [...], "replies": [...], "asked": [...]}."""
+    import json
+
+    import graphql as gql
+
+    from tests.fake_graphql import load_github_schema
+
+    schema = load_github_schema(shared_dir / "fixtures" / "github-api" / "schema.graphql")
+    state: dict[str, Any] = {
+        "top": [{"id": "DC_top", "databaseId": 500, "viewerDidAuthor": False,
+                 "body": "How do I stop the entropy collapse?"}],
+        "replies": [{"id": "DC_cmd", "databaseId": 501, "viewerDidAuthor": False,
+                     "body": "/rltracker methods entropy_collapse"}],
+        "asked": [], "created": 0,
+    }
+
+    @fake_github.route("POST", r"/graphql")
+    def discussion_api(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        assert not gql.validate(schema, gql.parse(body["query"]))
+        variables = body.get("variables") or {}
+        state["asked"].append((body["query"], variables))
+        if "addDiscussionComment" in body["query"]:
+            state["created"] += 1
+            node = {"id": f"DC_app{state['created']}", "databaseId": 600 + state["created"],
+                    "viewerDidAuthor": True, "body": variables["body"]}
+            reply_to = variables.get("replyTo")
+            assert reply_to in (None, "DC_top")  # GitHub threads one level deep
+            (state["replies"] if reply_to else state["top"]).append(node)
+            if state["created"] == 1:
+                return 502, {"message": "Server Error"}
+            return {"data": {"addDiscussionComment": {"comment": {
+                "id": node["id"], "databaseId": node["databaseId"]}}}}
+        if "replyTo" in body["query"]:  # the command's thread and its replies
+            assert variables == {"id": "DC_cmd"}
+            if state.get("gone"):  # the command deleted on GitHub meanwhile
+                return {"data": {"node": None}, "errors": [{
+                    "type": "NOT_FOUND", "path": ["node"],
+                    "message": "Could not resolve to a node with the global id of 'DC_cmd'"}]}
+            return {"data": {"node": {"replyTo": {"id": "DC_top", "replies": {
+                "nodes": json.loads(json.dumps(state["replies"]))}}}}}
+        return {"data": {"node": {"comments": {"nodes": json.loads(json.dumps(state["top"]))}}}}
+
+    return state
+
+
+async def test_a_command_in_a_threaded_reply_is_answered_in_its_thread_once(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """GitHub's own discussion_comment payload, made a reply in a thread (`parent_id`): on
+    main the answer went to the discussion's top level, away from the question, and the
+    lost-reply lookup read only top-level comments. Now it is posted in the thread
+    (addDiscussionComment's replyToId: the thread's top comment) and a retry after a lost
+    answer finds it among the thread's replies: posted once."""
+    import json
+
+    import gidgethub
+    import pytest
+
+    from tests.test_actions_e2e import INST
+
+    await install(app_ctx, fake_github)
+    state = threaded_discussion_api(fake_github, shared_dir)
+    path = shared_dir / "fixtures" / "webhooks" / "discussion_comment" / "created.json"
+    data = json.loads(path.read_text())
+    data["comment"].update(id=501, node_id="DC_cmd", parent_id=500,
+                           body="/rltracker methods entropy_collapse")
+    data["discussion"]["node_id"] = "D_9"
+    data["repository"]["full_name"] = VERL
+    data["installation"] = {"id": INST}
+    event = sansio.Event(data, event="discussion_comment", delivery_id="dd-thread")
+    with pytest.raises(gidgethub.GitHubException):
+        await handle_command(event, app_ctx)
+    assert await handle_command(event, app_ctx) == "posted"  # the worker's retry
+    await handle_command(event, app_ctx)  # a redelivery: nothing more
+    ours = [n for n in state["top"] + state["replies"] if n["viewerDidAuthor"]]
+    assert len(ours) == 1 and ours[0] in state["replies"]
+    assert "<!-- rltracker:reply-to:501 -->" in ours[0]["body"]
+    [row] = [a for a in await actions_of(app_ctx, kind="command") if a.status == "posted"]
+    assert row.comment_node_id == ours[0]["id"]
+
+
+async def test_a_note_to_a_threaded_reply_goes_in_its_thread(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    import json
+
+    from tests.test_actions_e2e import INST
+
+    await install(app_ctx, fake_github)
+    state = threaded_discussion_api(fake_github, shared_dir)
+    state["created"] = 1  # (no lost answer here)
+    path = shared_dir / "fixtures" / "webhooks" / "discussion_comment" / "created.json"
+    data = json.loads(path.read_text())
+    data["comment"].update(id=501, node_id="DC_cmd", parent_id=500, body="/rltracker metods")
+    data["repository"]["full_name"] = VERL
+    data["installation"] = {"id": INST}
+    await handle_command(sansio.Event(data, event="discussion_comment", delivery_id="n"), app_ctx)
+    ours = [n for n in state["top"] + state["replies"] if n["viewerDidAuthor"]]
+    assert len(ours) == 1 and ours[0] in state["replies"], state
+
+
+async def test_a_threaded_command_github_no_longer_serves_is_answered_at_the_top_level(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """GitHub answers the read of the command's thread with NOT_FOUND (deleted meanwhile): the
+    answer goes where it went before, not a failed delivery retried for nothing."""
+    import json
+
+    from tests.test_actions_e2e import INST
+
+    await install(app_ctx, fake_github)
+    state = threaded_discussion_api(fake_github, shared_dir)
+    state.update(created=1, gone=True)
+    path = shared_dir / "fixtures" / "webhooks" / "discussion_comment" / "created.json"
+    data = json.loads(path.read_text())
+    data["comment"].update(id=501, node_id="DC_cmd", parent_id=500,
+                           body="/rltracker methods entropy_collapse")
+    data["repository"]["full_name"] = VERL
+    data["installation"] = {"id": INST}
+    event = sansio.Event(data, event="discussion_comment", delivery_id="gone")
+    assert await handle_command(event, app_ctx) == "posted"
+    assert [n["id"] for n in state["top"] if n["viewerDidAuthor"]] == ["DC_app2"]

@@ -1,0 +1,117 @@
+"""What the app derived from a repository made private leaves with it (privacy62).
+
+The nightly study step records its result (JobRun "study": each detected landing names the
+merged pull request behind it); the nightly report lists the landings that record first saw,
+and is posted as a comment. A framework repository (or a related one whose threads count)
+made private between the study step and the report step, or once both ran, must not be named
+by what the app stored or posted since. Driven through the `repository` webhook, the study's
+nightly step and the report's build; GitHub through the fake server.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func, select
+
+from bot.store.models import Analysis, JobRun, Report, Repository, Thread
+from tests.test_private_repos import _repository_event, dispatch_all
+
+FW = "OpenRLHF/OpenRLHF"  # a framework repository of the shipped catalog
+KEY = f"{FW}#77"
+# a thread of it, as a key or a page link (the catalog, project data, names the repository
+# and its commits: that is no thread of it)
+THREADS = ("openrlhf/openrlhf#", "threads/openrlhf/openrlhf/")
+
+
+def names_a_thread(text: str) -> bool:
+    return any(t in text.lower() for t in THREADS)
+
+
+async def seed_merged_landing(ctx: Any) -> None:
+    """A merged OpenRLHF pull request naming CISPO, which the catalog does not list for
+    OpenRLHF: the study's nightly step records it as a detected landing."""
+    async with ctx.sessionmaker() as session:
+        session.add(Repository(full_name=FW, github_id=4242))
+        thread = Thread(repo=FW, number=77, kind="pull_request", state="merged",
+                        title="Add CISPO loss", closed_at=datetime(2025, 12, 1, tzinfo=UTC))
+        session.add(thread)
+        await session.flush()
+        session.add(Analysis(thread_id=thread.id, analyzer_version="test", is_proposal=True,
+                             review_state="merged", methods=["cispo"],
+                             result={"review": {"state": "merged", "replied_from_other": True,
+                                                "concerns": []}}))
+        await session.commit()
+
+
+async def study_records(ctx: Any) -> str:
+    async with ctx.sessionmaker() as session:
+        return json.dumps([r.counts for r in await session.scalars(
+            select(JobRun).where(JobRun.name == "study"))])
+
+
+async def test_forgetting_scrubs_the_studys_nightly_record(ctx: Any) -> None:
+    """Study step, then `privatized`, then the report step: before, the stored study record
+    kept the pull request's key and the report built after it listed it as a new landing."""
+    from bot.site.report import build_report, render_markdown
+    from bot.site.study import refresh_study
+
+    await seed_merged_landing(ctx)
+    done = await refresh_study(ctx)
+    assert done["new_detected"] == ["cispo@openrlhf"]
+    assert KEY in await study_records(ctx)
+
+    await dispatch_all(ctx, "repository", _repository_event("privatized", FW, is_private=True,
+                                                            rid=4242))
+    assert not names_a_thread(await study_records(ctx))
+    data = await build_report(ctx)
+    assert not names_a_thread(json.dumps(data))
+    assert not names_a_thread(render_markdown(data, "http://x"))
+
+
+async def test_a_study_record_written_after_forgetting_is_not_listed(ctx: Any) -> None:
+    """The study step read the threads before `privatized` and recorded its result after it
+    (the record holds the key, nothing scrubs it again): the report must not list it."""
+    from bot.site.report import build_report
+    from bot.site.study import build_study, detected_since
+    from bot.store.jobs import record_job_run
+    from bot.store.types import utcnow
+
+    await seed_merged_landing(ctx)
+    async with ctx.sessionmaker() as session:
+        study, _ = await build_study(session)  # the step's read, before the change
+    await dispatch_all(ctx, "repository", _repository_event("privatized", FW, is_private=True,
+                                                            rid=4242))
+    from bot.site.study import _compact
+
+    for x in study["landings"]:
+        if x["detected"]:
+            x["detected_at"] = "2026-12-04T03:00:00Z"
+    await record_job_run(ctx, "study", None, started_at=utcnow(), finished_at=utcnow(),
+                         outcome="ok", counts=_compact(study))
+    assert KEY in await study_records(ctx)  # written after the scrub
+    async with ctx.sessionmaker() as session:
+        assert await detected_since(session, None) == []
+    data = await build_report(ctx)
+    assert not names_a_thread(json.dumps(data))
+
+
+async def test_a_report_stored_after_forgetting_keeps_nothing_of_it(ctx: Any) -> None:
+    """The report step read the threads before `privatized` and stored the report after
+    it: its stored data and Markdown must not keep the repository's keys."""
+    from bot.site.report import build_report, render_markdown, store_report
+
+    await seed_merged_landing(ctx)
+    data = await build_report(ctx)  # read before the change
+    assert KEY in json.dumps(data)
+    await dispatch_all(ctx, "repository", _repository_event("privatized", FW, is_private=True,
+                                                            rid=4242))
+    await store_report(ctx, data, render_markdown(data, "http://x") + f"\n`{KEY}`\n")
+    async with ctx.sessionmaker() as session:
+        report = await session.scalar(select(Report))
+        assert report is not None
+        assert not names_a_thread(json.dumps(report.data))
+        assert not names_a_thread(report.markdown)
+        assert await session.scalar(select(func.count()).select_from(Report)) == 1

@@ -399,7 +399,14 @@ async def store_report(ctx: Any, data: dict[str, Any], markdown: str) -> Report:
     INSERT ... ON CONFLICT (date) DO UPDATE: a hand-run `rltracker report` and the nightly
     job storing the same date at once both succeed, the later one kept (reading the row and
     then inserting it made the second of two racing stores fail on the unique date)."""
+    from bot.store.privacy import without_private
+
     async with ctx.sessionmaker() as session:
+        # A repository made private since the threads were read (privacy62): its keys are
+        # taken out under the lock `forget` takes too, and the Markdown rendered again.
+        data, scrubbed = await without_private(session, data)
+        if scrubbed:
+            markdown = render_markdown(data, ctx.settings.public_url)
         insert = dialect_insert(session.get_bind().dialect.name)(Report.__table__).values(
             date=data["date"], data=data, markdown=markdown, created_at=utcnow())
         await session.execute(insert.on_conflict_do_update(
@@ -619,7 +626,9 @@ async def run_report(ctx: Any, day: date | None = None, out: Path | None = None,
     else:
         data = await build_report(ctx, day, sync=sync)
         markdown = render_markdown(data, ctx.settings.public_url)
-        await store_report(ctx, data, markdown)
+        row = await store_report(ctx, data, markdown)
+        # as stored: without a repository made private since the threads were read
+        data, markdown = row.data, row.markdown
     error: dict[str, str] = {}
     if out is not None:
         # The files are a copy of the stored report (`rltracker report --date DAY --out DIR`

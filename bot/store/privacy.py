@@ -37,6 +37,7 @@ from bot.store.models import (
     Comment,
     ContributionRules,
     Delivery,
+    JobRun,
     Report,
     Repository,
     SyncCursor,
@@ -202,6 +203,7 @@ def forget(conn: Any, name: str, github_id: int | None = None, *,
             table = model.__table__
             conn.execute(delete(table).where(func.lower(table.c.repo) == lname))
         _scrub_reports(conn, each)
+        _scrub_study_records(conn, each)
         _empty_deliveries_of(conn, each, github_id, by_repository_id=by_repository_id)
 
 
@@ -268,6 +270,69 @@ def _scrub_markdown(text: str, name: str) -> str:
     text = link.sub("", text)
     lname = name.lower()
     return "".join(line for line in text.splitlines(keepends=True) if lname not in line.lower())
+
+
+def _scrub_study_records(conn: Any, name: str) -> None:
+    """The study's nightly records (JobRun "study", bot.site.study) without the repository's
+    pull requests: a detected landing names the merged pull request behind it, and the
+    nightly report lists the landings the latest record first saw (privacy62). A landing
+    whose first pull request is the repository's leaves the record (the next nightly step
+    finds it again from another repository's, if there is one)."""
+    runs = JobRun.__table__
+    lname = name.lower()
+    for rid, counts in conn.execute(select(runs.c.id, runs.c.counts).where(
+            runs.c.name == STUDY_JOB)).all():
+        if counts is None or lname + "#" not in json.dumps(counts).lower():
+            continue
+        conn.execute(update(runs).where(runs.c.id == rid).values(counts=_scrub(counts, lname)))
+
+
+STUDY_JOB = "study"  # bot.site.study.JOB_NAME (the store does not import the site)
+_KEY = re.compile(r"([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#\d+")
+
+
+def repositories_named(value: Any) -> set[str]:
+    """The repositories a derived record (a report's data, a study record) names: by a thread
+    key `owner/name#N` anywhere in it, or by a `repo` field."""
+    out: set[str] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            match = _KEY.fullmatch(item)
+            if match:
+                out.add(match.group(1))
+        elif isinstance(item, Mapping):
+            repo = item.get("repo")
+            if isinstance(repo, str) and "/" in repo:
+                out.add(repo)
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return out
+
+
+async def without_private(session: AsyncSession, value: Any) -> tuple[Any, bool]:
+    """A derived record about to be stored (a report, a study record) without what it names
+    of the repositories marked private, read under `lock_repositories`: a `forget` that
+    marked one after the record was computed (from threads read before it) and scrubbed the
+    stored records before this one was written does not leave it naming them; one that has
+    not marked it yet waits for this transaction, then scrubs what it stored. Returns the
+    record and whether something was taken out."""
+    marked = await lock_repositories(session, repositories_named(value))
+    for lname in sorted(marked):
+        value = _scrub(value, lname)
+    return value, bool(marked)
+
+
+async def marked_private(session: AsyncSession, names: Iterable[str]) -> set[str]:
+    """Of `names`, the lower-case names of the repositories whose row is marked private."""
+    lnames = sorted({n.lower() for n in names})
+    if not lnames:
+        return set()
+    return set(await session.scalars(select(func.lower(Repository.full_name)).where(
+        func.lower(Repository.full_name).in_(lnames), Repository.private.is_(True))))
 
 
 def _scrub_reports(conn: Any, name: str) -> None:

@@ -115,3 +115,70 @@ async def test_a_report_stored_after_forgetting_keeps_nothing_of_it(ctx: Any) ->
         assert not names_a_thread(json.dumps(report.data))
         assert not names_a_thread(report.markdown)
         assert await session.scalar(select(func.count()).select_from(Report)) == 1
+
+
+# ---------------------------------------------------------------- a rename merging two rows
+OLD, NEW = "someorg/old-name", "someorg/new-name"
+
+
+async def test_a_rename_merge_keeps_the_private_mark_of_the_row_it_drops(ctx: Any) -> None:
+    """Two rows of one repository: the one holding its id under the former name, public, its
+    thread stored; one under the new name, no id, marked private (`privatized` handled under
+    that name before the rename reached the id's row). The merge keeps the id's row: before,
+    the marked row was deleted, the mark lost, and the thread stayed published."""
+    from bot.store.repositories import settle_repository
+
+    async with ctx.sessionmaker() as session:
+        session.add_all([Repository(full_name=OLD, github_id=555),
+                         Repository(full_name=NEW, private=True),
+                         Thread(repo=OLD, number=3, kind="issue", title="Was public")])
+        await session.commit()
+    async with ctx.sessionmaker() as session:
+        await settle_repository(session, NEW, 555, former=[OLD])
+        await session.commit()
+    async with ctx.sessionmaker() as session:
+        [row] = list(await session.scalars(select(Repository)))
+        assert (row.full_name, row.github_id, row.private) == (NEW, 555, True)
+        assert await session.scalar(select(func.count()).select_from(Thread)) == 0
+
+
+async def test_a_rename_merge_into_the_marked_row_forgets_what_it_moves(ctx: Any) -> None:
+    """The row kept (holding the id) is the marked one; the other, public, brings its thread
+    under the new name: before, it was stored under a repository marked private."""
+    from bot.store.repositories import settle_repository
+
+    async with ctx.sessionmaker() as session:
+        session.add_all([Repository(full_name=OLD, github_id=555, private=True),
+                         Repository(full_name=NEW),
+                         Thread(repo=NEW, number=4, kind="issue", title="Synced")])
+        await session.commit()
+    async with ctx.sessionmaker() as session:
+        await settle_repository(session, NEW, 555, former=[OLD])
+        await session.commit()
+    async with ctx.sessionmaker() as session:
+        [row] = list(await session.scalars(select(Repository)))
+        assert (row.full_name, row.github_id, row.private) == (NEW, 555, True)
+        assert await session.scalar(select(func.count()).select_from(Thread)) == 0
+
+
+# ---------------------------------------------------------------- the marked row itself
+async def test_a_marked_row_keeps_no_config_pause_reason_or_resumer(ctx: Any) -> None:
+    """The row of a repository made private keeps its mark, its id and installation, not what
+    was read from it: its `.github/rltracker.yml` (parsed, or the error quoting it), the pause
+    reason the reception of the app's comments there gave, who lifted a pause there."""
+    async with ctx.sessionmaker() as session:
+        session.add(Repository(
+            full_name=FW, github_id=4242, config={"comments": {"failure": False}},
+            config_error="line 3: mapping values are not allowed here: `secret: [x`",
+            config_fetched_at=datetime(2026, 12, 1, tzinfo=UTC), comments_paused=True,
+            paused_reason="2 of 3 comments hidden (paused 2026-12-01)",
+            resumed_by="@maintainer", resumed_at=datetime(2026, 11, 30, tzinfo=UTC)))
+        await session.commit()
+    await dispatch_all(ctx, "repository", _repository_event("privatized", FW, is_private=True,
+                                                            rid=4242))
+    async with ctx.sessionmaker() as session:
+        row = await session.scalar(select(Repository))
+        assert row is not None and row.private is True and row.github_id == 4242
+        assert (row.config, row.config_error, row.config_fetched_at) == (None, None, None)
+        assert "hidden" not in (row.paused_reason or "")
+        assert (row.resumed_by, row.resumed_at) == (None, None)

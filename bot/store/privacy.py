@@ -26,8 +26,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import bindparam, delete, false, func, or_, select, update
+from sqlalchemy import bindparam, case, delete, false, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import set_committed_value
 
 from bot.store.db import dialect_insert
 from bot.store.models import (
@@ -168,12 +169,25 @@ def _mark_private(conn: Any, name: str, github_id: int | None) -> None:
     repos = Repository.__table__
     match = or_(func.lower(repos.c.full_name) == name.lower(),
                 *([repos.c.github_id == github_id] if github_id is not None else []))
-    if conn.execute(update(repos).where(match).values(private=True)).rowcount:
+    if conn.execute(update(repos).where(match).values(private=True, **_UNKEPT)).rowcount:
         return
     conn.execute(dialect_insert(_dialect_name(conn))(repos).values(
         full_name=name, github_id=github_id, private=True, comments_paused=False)
         .on_conflict_do_nothing())
-    conn.execute(update(repos).where(match).values(private=True))
+    conn.execute(update(repos).where(match).values(private=True, **_UNKEPT))
+
+
+# What a marked row does not keep (privacy62): what was read from the repository (its
+# `.github/rltracker.yml` parsed, or the error quoting it; read again once it is public), the
+# reason the reception of the app's comments there gave for a pause (the pause itself stays:
+# a maintainer's or the reception check's word on the app's comments there), who lifted one.
+PAUSED_PRIVATE = "paused before the repository was made private"
+_UNKEPT: dict[str, Any] = {
+    "config": None, "config_error": None, "config_fetched_at": None,
+    "paused_reason": case((Repository.__table__.c.comments_paused.is_(True), PAUSED_PRIVATE),
+                          else_=None),
+    "resumed_by": None, "resumed_at": None,
+}
 
 
 def forget(conn: Any, name: str, github_id: int | None = None, *,
@@ -239,6 +253,12 @@ def _held(session: AsyncSession, name: str, github_id: int | None, *, private: b
         if isinstance(obj, Repository) and (obj.full_name.lower() == lname or (
                 github_id is not None and obj.github_id == github_id)):
             obj.private = private
+            if private:  # as _mark_private left it (set_committed_value: nothing to flush)
+                for key in ("config", "config_error", "config_fetched_at", "resumed_by",
+                            "resumed_at"):
+                    set_committed_value(obj, key, None)
+                paused = obj.__dict__.get("comments_paused")  # (no load: an async session)
+                set_committed_value(obj, "paused_reason", PAUSED_PRIVATE if paused else None)
         elif private and isinstance(obj, Thread | Action) and obj.repo.lower() == lname:
             session.expunge(obj)
 

@@ -182,3 +182,67 @@ async def test_a_marked_row_keeps_no_config_pause_reason_or_resumer(ctx: Any) ->
         assert (row.config, row.config_error, row.config_fetched_at) == (None, None, None)
         assert "hidden" not in (row.paused_reason or "")
         assert (row.resumed_by, row.resumed_at) == (None, None)
+
+
+# ---------------------------------------------------------------- a report already posted
+async def test_a_posted_report_naming_a_repository_made_private_is_edited(
+        app_ctx: Any, fake_github: Any) -> None:
+    """Night one's report posted on the report issue names TRL's proposals; TRL is made
+    private; the next report run edits night one's comment (one PATCH) to drop them: before,
+    the stored report was scrubbed and the posted comment kept naming them. A comment
+    deleted on GitHub since is not posted anew."""
+    import dataclasses
+
+    from bot.site.report import run_report
+    from bot.store.models import Action
+    from tests.test_report import DAY1, DAY2, T, report_issue_with_night_one
+
+    ctx = app_ctx
+    await report_issue_with_night_one(ctx, fake_github)
+    assert (await run_report(ctx, DAY1))["posted"] == "posted"
+    [night] = fake_github.comments_of("tracker-org/tracker", 1)
+    assert f"{T}#12" in night["body"]
+    fake_github.private_repos.add(T.lower())  # GitHub says so when the app asks
+    await dispatch_all(ctx, "repository", _repository_event("privatized", T, is_private=True,
+                                                            rid=9191))
+    async with ctx.sessionmaker() as session:
+        action = await session.scalar(select(Action).where(Action.kind == "report"))
+        assert action is not None and f"{T}#" not in (action.body or "")
+    patches = len(fake_github.requests("PATCH", r"/issues/comments/\d+$"))
+
+    ctx.settings = dataclasses.replace(ctx.settings, public_url="http://tracker.test")
+    assert (await run_report(ctx, DAY2))["posted"] == "posted"
+    first, second = fake_github.comments_of("tracker-org/tracker", 1)
+    assert first["id"] == night["id"] and f"<!-- rltracker:report:{DAY1} -->" in first["body"]
+    assert f"{T}#" not in first["body"] and f"threads/{T}/" not in first["body"]
+    assert f"{T}#" not in second["body"]
+    assert len(fake_github.requests("PATCH", r"/issues/comments/\d+$")) == patches + 1
+    # once edited, not again
+    await run_report(ctx, DAY2)
+    assert len(fake_github.requests("PATCH", r"/issues/comments/\d+$")) == patches + 2  # DAY2's own
+
+
+async def test_a_stored_reports_markdown_loses_the_whole_section_of_a_framework_made_private(
+        ctx: Any) -> None:
+    """Before, the heading of the framework's section went and its lines stayed, read as the
+    previous framework's; a waiting list kept the days of each link it lost ("15.5 d")."""
+    trl = "huggingface/trl"
+    markdown = (
+        "## Nightly report\n"
+        "### verl (`verl-project/verl`)\n"
+        "- Waiting for any reply: [`verl-project/verl#1`](http://x/threads/verl-project/verl/1)"
+        f" 3.5 d, [`{trl}#2`](http://x/threads/{trl}/2) 15.5 d.\n"
+        f"### TRL (`{trl}`)\n- Proposals: 3 (open 2).\n- Failure reports of the day: kl growth 2.\n"
+        "### OpenRLHF (`OpenRLHF/OpenRLHF`)\n- Proposals: 1.\n")
+    async with ctx.sessionmaker() as session:
+        session.add(Report(date="2026-12-01", markdown=markdown, data={}))
+        await session.commit()
+    await dispatch_all(ctx, "repository", _repository_event("privatized", trl, is_private=True,
+                                                            rid=9191))
+    async with ctx.sessionmaker() as session:
+        report = await session.scalar(select(Report))
+    assert report is not None
+    assert trl not in report.markdown and ".5 d." not in report.markdown
+    assert "Proposals: 3" not in report.markdown and "kl growth" not in report.markdown
+    assert "### OpenRLHF (`OpenRLHF/OpenRLHF`)\n- Proposals: 1.\n" in report.markdown
+    assert "verl-project/verl#1`](http://x/threads/verl-project/verl/1) 3.5 d" in report.markdown

@@ -218,6 +218,7 @@ def forget(conn: Any, name: str, github_id: int | None = None, *,
             conn.execute(delete(table).where(func.lower(table.c.repo) == lname))
         _scrub_reports(conn, each)
         _scrub_study_records(conn, each)
+        _scrub_posted_reports(conn, each)
         _empty_deliveries_of(conn, each, github_id, by_repository_id=by_repository_id)
 
 
@@ -285,11 +286,23 @@ def _scrub(value: Any, lname: str) -> Any:
 
 
 def _scrub_markdown(text: str, name: str) -> str:
-    link = re.compile(r"\[`" + re.escape(name) + r"#\d+`\]\([^)\s]*\)(?: \d+ d)?(?:; |, )?",
-                      re.IGNORECASE)
+    """A report's Markdown without the repository: its thread links (with the days a waiting
+    list gives each, "15.5 d": before, the fraction stayed behind), and every line naming it.
+    A framework's section whose heading names it (`### verl (`owner/name`)`) goes whole, to
+    the next heading: before, the heading alone went and the section's lines read as the
+    previous framework's."""
+    link = re.compile(r"\[`" + re.escape(name) + r"#\d+`\]\([^)\s]*\)(?: \d+(?:\.\d+)? d)?"
+                      r"(?:; |, )?", re.IGNORECASE)
     text = link.sub("", text)
     lname = name.lower()
-    return "".join(line for line in text.splitlines(keepends=True) if lname not in line.lower())
+    out: list[str] = []
+    dropping = False
+    for line in text.splitlines(keepends=True):
+        if line.startswith(("#", "<sub>", "<!--")):
+            dropping = line.startswith("### ") and f"(`{lname}`)" in line.lower()
+        if not dropping and lname not in line.lower():
+            out.append(line)
+    return "".join(out)
 
 
 def _scrub_study_records(conn: Any, name: str) -> None:
@@ -305,6 +318,24 @@ def _scrub_study_records(conn: Any, name: str) -> None:
         if counts is None or lname + "#" not in json.dumps(counts).lower():
             continue
         conn.execute(update(runs).where(runs.c.id == rid).values(counts=_scrub(counts, lname)))
+
+
+REDACT = "redact"  # a posted report's claim (Action details): edit it on GitHub (bot.site.report)
+
+
+def _scrub_posted_reports(conn: Any, name: str) -> None:
+    """The nightly reports posted on GitHub that name the repository (their claims' `body`,
+    the text posted) keep the text without it, flagged to be edited so on GitHub
+    (`redact_posted_reports`, the next report run: privacy62). Before, the comment kept
+    naming the repository's threads."""
+    actions = Action.__table__
+    lname = name.lower()
+    for aid, body, details in conn.execute(select(
+            actions.c.id, actions.c.body, actions.c.details).where(
+            actions.c.kind == "report", actions.c.comment_id.is_not(None),
+            func.lower(actions.c.body).contains(lname, autoescape=True))).all():
+        conn.execute(update(actions).where(actions.c.id == aid).values(
+            body=_scrub_markdown(body or "", name), details={**(details or {}), REDACT: True}))
 
 
 STUDY_JOB = "study"  # bot.site.study.JOB_NAME (the store does not import the site)

@@ -246,3 +246,24 @@ async def test_a_stored_reports_markdown_loses_the_whole_section_of_a_framework_
     assert "Proposals: 3" not in report.markdown and "kl growth" not in report.markdown
     assert "### OpenRLHF (`OpenRLHF/OpenRLHF`)\n- Proposals: 1.\n" in report.markdown
     assert "verl-project/verl#1`](http://x/threads/verl-project/verl/1) 3.5 d" in report.markdown
+
+
+async def test_forgetting_scrubs_every_job_runs_counts(ctx: Any) -> None:
+    """The nightly run's counts name the repositories it synced (threads per repository, its
+    failed streams "owner/name:kind"); an install preview's name each repository with what
+    its config read said (a YAML error quotes the file). Before, only the threads went."""
+    secret = "someorg/secret-repo"
+    async with ctx.sessionmaker() as session:
+        session.add_all([
+            JobRun(name="nightly", outcome="partial", counts={"sync": {
+                "repos": {secret: 3, "a/b": 1}, "failed_streams": [f"{secret}:issue", "a/b:pr"]}}),
+            JobRun(name="install_preview", outcome="ok", counts={"repos": {
+                secret: {"config": "failed: line 2: `token: hunter2`"}, "a/b": {"config": "ok"}},
+                "skipped": []})])
+        await session.commit()
+    await dispatch_all(ctx, "repository", _repository_event("privatized", secret, is_private=True))
+    async with ctx.sessionmaker() as session:
+        runs = {r.name: r.counts for r in await session.scalars(select(JobRun))}
+    assert secret not in json.dumps(runs)
+    assert runs["nightly"] == {"sync": {"repos": {"a/b": 1}, "failed_streams": ["a/b:pr"]}}
+    assert runs["install_preview"]["repos"] == {"a/b": {"config": "ok"}}

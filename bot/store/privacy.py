@@ -195,8 +195,10 @@ def forget(conn: Any, name: str, github_id: int | None = None, *,
     """Delete everything stored of the repository `name` that a page, the API, an export or
     the report could show (threads with their comments, analyses and verdicts; the app's
     actions there; sync cursors, so a repository made public again is backfilled; its
-    contribution rules; its threads in stored reports; its threads' re-analysis failures) and mark its row private, creating
-    the row when there is none. `conn`: a sync Session or Connection. `by_repository_id`:
+    contribution rules; its threads in stored reports, in the reports posted (their claims'
+    text, flagged to be edited on GitHub) and in the job runs' counts, the study's nightly
+    records among them; its threads' re-analysis failures) and mark its row private, creating
+    the row when there is none (the row keeps no config, pause reason or resumer: _UNKEPT). `conn`: a sync Session or Connection. `by_repository_id`:
     its deliveries are found by `deliveries.repo_id` too (False only in migration 0014, which
     runs before the column exists; 0017 empties what it left)."""
     _mark_private(conn, name, github_id)
@@ -217,7 +219,7 @@ def forget(conn: Any, name: str, github_id: int | None = None, *,
             table = model.__table__
             conn.execute(delete(table).where(func.lower(table.c.repo) == lname))
         _scrub_reports(conn, each)
-        _scrub_study_records(conn, each)
+        _scrub_job_runs(conn, each)
         _scrub_posted_reports(conn, each)
         _empty_deliveries_of(conn, each, github_id, by_repository_id=by_repository_id)
 
@@ -267,8 +269,8 @@ def _held(session: AsyncSession, name: str, github_id: int | None, *, private: b
 def _refers(value: Any, lname: str) -> bool:
     """Whether a report's entry (a thread key `owner/name#N`, or an object naming one or the
     repository) is about the repository `lname`."""
-    if isinstance(value, str):
-        return value.lower() == lname or value.lower().startswith(lname + "#")
+    if isinstance(value, str):  # (a sync's failed stream: "owner/name:kind")
+        return value.lower() == lname or value.lower().startswith((lname + "#", lname + ":"))
     if isinstance(value, Mapping):
         return (str(value.get("repo") or "").lower() == lname
                 or any(_refers(value.get(k), lname) for k in ("key", "pull_request", "thread")
@@ -305,17 +307,19 @@ def _scrub_markdown(text: str, name: str) -> str:
     return "".join(out)
 
 
-def _scrub_study_records(conn: Any, name: str) -> None:
-    """The study's nightly records (JobRun "study", bot.site.study) without the repository's
-    pull requests: a detected landing names the merged pull request behind it, and the
-    nightly report lists the landings the latest record first saw (privacy62). A landing
-    whose first pull request is the repository's leaves the record (the next nightly step
-    finds it again from another repository's, if there is one)."""
+def _scrub_job_runs(conn: Any, name: str) -> None:
+    """The job runs' counts without the repository (privacy62): the study's nightly records
+    (JobRun "study", bot.site.study: a detected landing names the merged pull request behind
+    it, and the nightly report lists the landings the latest record first saw; a landing
+    whose first pull request is the repository's leaves the record, and the next nightly
+    step finds it again from another repository's, if there is one), the nightly run's
+    (threads synced per repository, failed streams "owner/name:kind"), an install preview's
+    (each repository's config read, a YAML error quoting the file)."""
     runs = JobRun.__table__
     lname = name.lower()
     for rid, counts in conn.execute(select(runs.c.id, runs.c.counts).where(
-            runs.c.name == STUDY_JOB)).all():
-        if counts is None or lname + "#" not in json.dumps(counts).lower():
+            runs.c.counts.is_not(None))).all():
+        if counts is None or lname not in json.dumps(counts).lower():
             continue
         conn.execute(update(runs).where(runs.c.id == rid).values(counts=_scrub(counts, lname)))
 
@@ -338,7 +342,6 @@ def _scrub_posted_reports(conn: Any, name: str) -> None:
             body=_scrub_markdown(body or "", name), details={**(details or {}), REDACT: True}))
 
 
-STUDY_JOB = "study"  # bot.site.study.JOB_NAME (the store does not import the site)
 _KEY = re.compile(r"([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#\d+")
 
 

@@ -267,3 +267,23 @@ async def test_forgetting_scrubs_every_job_runs_counts(ctx: Any) -> None:
     assert secret not in json.dumps(runs)
     assert runs["nightly"] == {"sync": {"repos": {"a/b": 1}, "failed_streams": ["a/b:pr"]}}
     assert runs["install_preview"]["repos"] == {"a/b": {"config": "ok"}}
+
+
+async def test_a_scrubbed_reports_totals_count_what_it_lists(ctx: Any) -> None:
+    """Before, the report kept "new proposals 2" and "1 new landing" (the list page shows both)
+    after the repository's proposal and landing left its lists."""
+    secret = "someorg/secret-repo"
+    async with ctx.sessionmaker() as session:
+        session.add(Report(date="2026-12-01", markdown="# Report\n", data={
+            "totals": {"new_proposals": 2, "merged": 0}, "new_landings": 1,
+            "frameworks": {"x": {
+                "changes": {"new_proposals": [{"key": f"{secret}#5"}, {"key": "a/b#1"}],
+                            "merged": []},
+                "new_landings": [{"method": "m", "pull_request": f"{secret}#7"}]}}}))
+        await session.commit()
+    await dispatch_all(ctx, "repository", _repository_event("privatized", secret, is_private=True))
+    async with ctx.sessionmaker() as session:
+        report = await session.scalar(select(Report))
+    assert report is not None
+    assert report.data["totals"] == {"new_proposals": 1, "merged": 0}
+    assert report.data["new_landings"] == 0

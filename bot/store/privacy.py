@@ -377,7 +377,7 @@ async def without_private(session: AsyncSession, value: Any) -> tuple[Any, bool]
     marked = await lock_repositories(session, repositories_named(value))
     for lname in sorted(marked):
         value = _scrub(value, lname)
-    return value, bool(marked)
+    return (recounted(value) if marked else value), bool(marked)
 
 
 async def marked_private(session: AsyncSession, names: Iterable[str]) -> set[str]:
@@ -397,7 +397,23 @@ def _scrub_reports(conn: Any, name: str) -> None:
         if lname not in (markdown or "").lower() and lname not in json.dumps(data).lower():
             continue
         conn.execute(update(reports).where(reports.c.id == rid).values(
-            data=_scrub(data, lname), markdown=_scrub_markdown(markdown or "", name)))
+            data=recounted(_scrub(data, lname)), markdown=_scrub_markdown(markdown or "", name)))
+
+
+def recounted(data: Any) -> Any:
+    """A report's data whose lists were scrubbed, its totals counted again from them (the
+    change counts, the new landings): before, "new proposals 2" stood over a list of one."""
+    frameworks = data.get("frameworks") if isinstance(data, Mapping) else None
+    if not isinstance(frameworks, Mapping):
+        return data
+    fws = [fw for fw in frameworks.values() if isinstance(fw, Mapping)]
+    out = dict(data)
+    if isinstance(data.get("totals"), Mapping):
+        out["totals"] = {kind: sum(len((fw.get("changes") or {}).get(kind) or []) for fw in fws)
+                         for kind in data["totals"]}
+    if isinstance(data.get("new_landings"), int):
+        out["new_landings"] = sum(len(fw.get("new_landings") or []) for fw in fws)
+    return out
 
 
 # ---- what was stored before this check (migration 0014) ------------------------------------

@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import bindparam, case, delete, false, func, or_, select, update
+from sqlalchemy import Text, bindparam, case, cast, delete, false, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -318,7 +318,7 @@ def _scrub_job_runs(conn: Any, name: str) -> None:
     runs = JobRun.__table__
     lname = name.lower()
     for rid, counts in conn.execute(select(runs.c.id, runs.c.counts).where(
-            runs.c.counts.is_not(None))).all():
+            runs.c.counts.is_not(None), _names(cast(runs.c.counts, Text), lname))).all():
         if counts is None or lname not in json.dumps(counts).lower():
             continue
         conn.execute(update(runs).where(runs.c.id == rid).values(counts=_scrub(counts, lname)))
@@ -392,12 +392,20 @@ async def marked_private(session: AsyncSession, names: Iterable[str]) -> set[str
 def _scrub_reports(conn: Any, name: str) -> None:
     reports = Report.__table__
     lname = name.lower()
+    # only the reports naming it are read (a night's data holds a snapshot of every tracked
+    # thread, a megabyte or more: before, a year of them were read at once)
     for rid, data, markdown in conn.execute(
-            select(reports.c.id, reports.c.data, reports.c.markdown)).all():
+            select(reports.c.id, reports.c.data, reports.c.markdown).where(or_(
+                _names(reports.c.markdown, lname), _names(cast(reports.c.data, Text), lname)))
+    ).all():
         if lname not in (markdown or "").lower() and lname not in json.dumps(data).lower():
             continue
         conn.execute(update(reports).where(reports.c.id == rid).values(
             data=recounted(_scrub(data, lname)), markdown=_scrub_markdown(markdown or "", name)))
+
+
+def _names(column: Any, lname: str) -> Any:
+    return func.lower(column).contains(lname, autoescape=True)
 
 
 def recounted(data: Any) -> Any:

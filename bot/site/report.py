@@ -680,6 +680,9 @@ async def redact_posted_reports(ctx: Any, limit: int = REDACT_LIMIT) -> int:
             installation = await _stored_installation(ctx, claim.repo)
             if installation is None:
                 installation = await ctx.github.installation_for_repo(claim.repo)
+            if installation is None and ctx.settings.has_app_credentials:
+                # (the client's fallback would edit it as GITHUB_TOKEN's person: it cannot)
+                raise NotInstalled(f"the app is not installed on {claim.repo}")
             gh = await ctx.github.api(installation)
             await gh.patch(f"/repos/{owner}/{name}/issues/comments/{claim.comment_id}",
                            data={"body": claim.body})

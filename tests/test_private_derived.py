@@ -287,3 +287,28 @@ async def test_a_scrubbed_reports_totals_count_what_it_lists(ctx: Any) -> None:
     assert report is not None
     assert report.data["totals"] == {"new_proposals": 1, "merged": 0}
     assert report.data["new_landings"] == 0
+
+
+async def test_a_posted_report_deleted_on_github_is_not_posted_again_to_redact_it(
+        app_ctx: Any, fake_github: Any) -> None:
+    """Night one's comment deleted on GitHub before the edit: nothing is posted anew for it
+    (the next night's report is posted, once), and it is not tried again."""
+    import dataclasses
+
+    from bot.site.report import redact_posted_reports, run_report
+    from tests.test_report import DAY1, DAY2, T, report_issue_with_night_one
+
+    ctx = app_ctx
+    await report_issue_with_night_one(ctx, fake_github)
+    await run_report(ctx, DAY1)
+    [night] = fake_github.comments_of("tracker-org/tracker", 1)
+    del fake_github.comments[night["id"]]
+    fake_github.private_repos.add(T.lower())
+    await dispatch_all(ctx, "repository", _repository_event("privatized", T, is_private=True,
+                                                            rid=9191))
+    ctx.settings = dataclasses.replace(ctx.settings, public_url="http://tracker.test")
+    summary = await run_report(ctx, DAY2)
+    assert summary["posted"] == "posted" and summary.get("redacted") == 1
+    [second] = fake_github.comments_of("tracker-org/tracker", 1)
+    assert f"rltracker:report:{DAY2}" in second["body"]
+    assert await redact_posted_reports(ctx) == 0

@@ -312,3 +312,24 @@ async def test_a_posted_report_deleted_on_github_is_not_posted_again_to_redact_i
     [second] = fake_github.comments_of("tracker-org/tracker", 1)
     assert f"rltracker:report:{DAY2}" in second["body"]
     assert await redact_posted_reports(ctx) == 0
+
+
+async def test_a_config_read_finishing_after_forget_stores_nothing(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A read of `.github/rltracker.yml` that finishes once the repository is marked private
+    (begun before `privatized`: the preview, a decision) stored the file's settings on the
+    marked row again, after `forget` had cleared them."""
+    from bot.speaking.repo_config import get_repo_config
+    from bot.store.privacy import forget_repository
+    from tests.test_actions_e2e import INST, VERL, install
+
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "min_confidence: 0.9\n")
+    async with app_ctx.sessionmaker() as session:
+        await forget_repository(session, VERL)
+        await session.commit()
+    await get_repo_config(app_ctx, VERL, INST, refresh=True)
+    async with app_ctx.sessionmaker() as session:
+        row = await session.scalar(select(Repository).where(Repository.full_name == VERL))
+    assert row is not None and row.private is True
+    assert (row.config, row.config_error, row.config_fetched_at) == (None, None, None)

@@ -399,7 +399,14 @@ async def store_report(ctx: Any, data: dict[str, Any], markdown: str) -> Report:
     INSERT ... ON CONFLICT (date) DO UPDATE: a hand-run `rltracker report` and the nightly
     job storing the same date at once both succeed, the later one kept (reading the row and
     then inserting it made the second of two racing stores fail on the unique date)."""
+    from bot.store.privacy import without_private
+
     async with ctx.sessionmaker() as session:
+        # A repository made private since the threads were read (privacy62): its keys are
+        # taken out under the lock `forget` takes too, and the Markdown rendered again.
+        data, scrubbed = await without_private(session, data)
+        if scrubbed:
+            markdown = render_markdown(data, ctx.settings.public_url)
         insert = dialect_insert(session.get_bind().dialect.name)(Report.__table__).values(
             date=data["date"], data=data, markdown=markdown, created_at=utcnow())
         await session.execute(insert.on_conflict_do_update(
@@ -619,7 +626,9 @@ async def run_report(ctx: Any, day: date | None = None, out: Path | None = None,
     else:
         data = await build_report(ctx, day, sync=sync)
         markdown = render_markdown(data, ctx.settings.public_url)
-        await store_report(ctx, data, markdown)
+        row = await store_report(ctx, data, markdown)
+        # as stored: without a repository made private since the threads were read
+        data, markdown = row.data, row.markdown
     error: dict[str, str] = {}
     if out is not None:
         # The files are a copy of the stored report (`rltracker report --date DAY --out DIR`
@@ -637,9 +646,63 @@ async def run_report(ctx: Any, day: date | None = None, out: Path | None = None,
         # Said by the caller: the nightly run's record (partial), the command's exit status.
         outcome = "failed"
         error["error"] = f"{type(exc).__name__}: {exc}"[:300]
+    redacted = await redact_posted_reports(ctx)
     return {"date": data["date"], "posted": outcome, "totals": data["totals"],
             # a report stored by the first release has no new_landings (the study came later)
-            "new_landings": data.get("new_landings", 0), "baseline": data["baseline"], **error}
+            "new_landings": data.get("new_landings", 0), "baseline": data["baseline"], **error,
+            **({"redacted": redacted} if redacted else {})}
+
+
+REDACT_LIMIT = 20  # posted reports edited to drop a repository made private, per run
+
+
+async def redact_posted_reports(ctx: Any, limit: int = REDACT_LIMIT) -> int:
+    """Edit on GitHub the reports already posted that named a repository made private since
+    (privacy62): `forget` left each claim's `body` without it and flagged it (REDACT); one
+    PATCH each, at most `limit` a run (the rest the next run), oldest night first. A comment
+    deleted on GitHub is not posted anew (nothing of it is shown). One GitHub refuses stays
+    flagged for the next run. Returns how many were edited (or found gone)."""
+    from gidgethub import BadRequest
+
+    from bot.store.privacy import REDACT
+
+    if ctx.settings.dry_run or ctx.github is None:
+        return 0
+    async with ctx.sessionmaker() as session:
+        claims = [a for a in await session.scalars(
+            select(Action).where(Action.kind == "report", Action.comment_id.is_not(None),
+                                 Action.status != "pending").order_by(Action.dedupe_key))
+            if (a.details or {}).get(REDACT) and a.body][:limit]
+    done = 0
+    for claim in claims:
+        owner, name = claim.repo.split("/", 1)
+        try:
+            installation = await _stored_installation(ctx, claim.repo)
+            if installation is None:
+                installation = await ctx.github.installation_for_repo(claim.repo)
+            if installation is None and ctx.settings.has_app_credentials:
+                # (the client's fallback would edit it as GITHUB_TOKEN's person: it cannot)
+                raise NotInstalled(f"the app is not installed on {claim.repo}")
+            gh = await ctx.github.api(installation)
+            await gh.patch(f"/repos/{owner}/{name}/issues/comments/{claim.comment_id}",
+                           data={"body": claim.body})
+        except BadRequest as exc:
+            if int(exc.status_code) not in (404, 410):
+                log.warning("report %s: not edited to drop a private repository: %s",
+                            claim.dedupe_key, exc)
+                continue
+        except Exception as exc:  # noqa: BLE001 - tried again the next run
+            log.warning("report %s: not edited to drop a private repository: %s: %s",
+                        claim.dedupe_key, type(exc).__name__, exc)
+            continue
+        details = {k: v for k, v in (claim.details or {}).items() if k != REDACT}
+        async with ctx.sessionmaker() as session:  # unless taken since (another run posts it)
+            await session.execute(update(Action).where(
+                Action.id == claim.id, Action.updated_at == claim.updated_at,
+                Action.body == claim.body).values(details=details))
+            await session.commit()
+        done += 1
+    return done
 
 
 def _write_files(out: Path, day: str, markdown: str, html: str) -> str | None:

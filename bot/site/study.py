@@ -122,8 +122,6 @@ def _compact(study: dict[str, Any]) -> dict[str, Any]:
 async def refresh_study(ctx: Any) -> dict[str, Any]:
     """The nightly step: compute the study, date the detected landings first seen now, and
     record the run (JobRun "study", the numbers in `counts`)."""
-    from bot.store.jobs import record_job_run
-
     started = utcnow()
     async with ctx.sessionmaker() as session:
         study, _ = await build_study(session)
@@ -133,23 +131,50 @@ async def refresh_study(ctx: Any) -> dict[str, Any]:
         if x["detected"] and not x.get("detected_at"):
             x["detected_at"] = now
             new.append(f"{x['method']}@{x['framework']}")
-    await record_job_run(ctx, JOB_NAME, None, started_at=started, finished_at=utcnow(),
-                         outcome="ok", counts=_compact(study))
+    await _record(ctx, started, _compact(study))
     return {"landings": sum(1 for x in study["landings"] if not x["detected"]),
             "detected": sum(1 for x in study["landings"] if x["detected"]),
             "new_detected": new, "proposals": study["proposals_stored"]}
 
 
+async def _record(ctx: Any, started: datetime, counts: dict[str, Any]) -> None:
+    """The run's record (JobRun "study"), without the pull requests of a repository made
+    private since the threads were read (privacy62: `forget` scrubs the records stored
+    before, and waits for this write or is waited for: bot.store.privacy.without_private)."""
+    from bot.store.privacy import without_private
+
+    async with ctx.sessionmaker() as session:
+        counts, _ = await without_private(session, counts)
+        session.add(JobRun(name=JOB_NAME, started_at=started, finished_at=utcnow(),
+                           outcome="ok", counts=counts))
+        await session.commit()
+
+
 async def detected_since(session: AsyncSession, since: datetime | None) -> list[dict[str, Any]]:
     """Detected landings the nightly job first recorded after `since` (all when None), from
-    its latest record; for the nightly report."""
+    its latest record; for the nightly report. None whose pull request is of a repository
+    marked private (privacy62: a record written from threads read before it was)."""
+    from bot.store.privacy import marked_private
+
     stored = await _latest_stored(session)
     if stored is None:
         return []
     cutoff = format_datetime(since) if since is not None else None
-    return [dict(x) for x in (stored.counts or {}).get("landings") or []
-            if x.get("detected") and x.get("detected_at")
-            and (cutoff is None or x["detected_at"] > cutoff)]
+    found = [dict(x) for x in (stored.counts or {}).get("landings") or []
+             if x.get("detected") and x.get("detected_at")
+             and (cutoff is None or x["detected_at"] > cutoff)]
+    repos = {str(k).rpartition("#")[0] for x in found
+             for k in [x.get("pull_request"), *(x.get("pull_requests") or [])] if k}
+    hidden = await marked_private(session, repos)
+    if not hidden:
+        return found
+    out = []
+    for x in found:
+        prs = [k for k in x.get("pull_requests") or [x.get("pull_request")]
+               if k and str(k).rpartition("#")[0].lower() not in hidden]
+        if str(x.get("pull_request") or "").rpartition("#")[0].lower() not in hidden:
+            out.append({**x, "pull_requests": prs})
+    return out
 
 
 # --- the timeline ----------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from datetime import timedelta
 from typing import Any
 
 import yaml
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from bot.store.models import Repository
 from bot.store.types import utcnow
@@ -375,12 +375,12 @@ async def get_repo_config(
         error = str(exc)
         config = RepoConfig(source="invalid", error=error, **exc.opt_outs)
     async with ctx.sessionmaker() as session:
-        row = await _repository(session, repo)
-        if row is not None:
-            row.config = config.as_dict()
-            row.config_error = error
-            row.config_fetched_at = now
-            await session.commit()
+        # not on a row marked private meanwhile (privacy62: `forget` cleared it; the WHERE
+        # is evaluated again after a concurrent `forget`'s commit)
+        await session.execute(update(Repository).where(
+            func.lower(Repository.full_name) == repo.lower(), Repository.private.is_not(True))
+            .values(config=config.as_dict(), config_error=error, config_fetched_at=now))
+        await session.commit()
     if error:
         log.warning("invalid .github/rltracker.yml in %s: %s (defaults apply)", repo, error)
         from bot.speaking.records import record_once

@@ -26,8 +26,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import bindparam, delete, false, func, or_, select, update
+from sqlalchemy import Text, bindparam, case, cast, delete, false, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import set_committed_value
 
 from bot.store.db import dialect_insert
 from bot.store.models import (
@@ -37,6 +38,7 @@ from bot.store.models import (
     Comment,
     ContributionRules,
     Delivery,
+    JobRun,
     Report,
     Repository,
     SyncCursor,
@@ -167,12 +169,25 @@ def _mark_private(conn: Any, name: str, github_id: int | None) -> None:
     repos = Repository.__table__
     match = or_(func.lower(repos.c.full_name) == name.lower(),
                 *([repos.c.github_id == github_id] if github_id is not None else []))
-    if conn.execute(update(repos).where(match).values(private=True)).rowcount:
+    if conn.execute(update(repos).where(match).values(private=True, **_UNKEPT)).rowcount:
         return
     conn.execute(dialect_insert(_dialect_name(conn))(repos).values(
         full_name=name, github_id=github_id, private=True, comments_paused=False)
         .on_conflict_do_nothing())
-    conn.execute(update(repos).where(match).values(private=True))
+    conn.execute(update(repos).where(match).values(private=True, **_UNKEPT))
+
+
+# What a marked row does not keep (privacy62): what was read from the repository (its
+# `.github/rltracker.yml` parsed, or the error quoting it; read again once it is public), the
+# reason the reception of the app's comments there gave for a pause (the pause itself stays:
+# a maintainer's or the reception check's word on the app's comments there), who lifted one.
+PAUSED_PRIVATE = "paused before the repository was made private"
+_UNKEPT: dict[str, Any] = {
+    "config": None, "config_error": None, "config_fetched_at": None,
+    "paused_reason": case((Repository.__table__.c.comments_paused.is_(True), PAUSED_PRIVATE),
+                          else_=None),
+    "resumed_by": None, "resumed_at": None,
+}
 
 
 def forget(conn: Any, name: str, github_id: int | None = None, *,
@@ -180,8 +195,10 @@ def forget(conn: Any, name: str, github_id: int | None = None, *,
     """Delete everything stored of the repository `name` that a page, the API, an export or
     the report could show (threads with their comments, analyses and verdicts; the app's
     actions there; sync cursors, so a repository made public again is backfilled; its
-    contribution rules; its threads in stored reports; its threads' re-analysis failures) and mark its row private, creating
-    the row when there is none. `conn`: a sync Session or Connection. `by_repository_id`:
+    contribution rules; its threads in stored reports, in the reports posted (their claims'
+    text, flagged to be edited on GitHub) and in the job runs' counts, the study's nightly
+    records among them; its threads' re-analysis failures) and mark its row private, creating
+    the row when there is none (the row keeps no config, pause reason or resumer: _UNKEPT). `conn`: a sync Session or Connection. `by_repository_id`:
     its deliveries are found by `deliveries.repo_id` too (False only in migration 0014, which
     runs before the column exists; 0017 empties what it left)."""
     _mark_private(conn, name, github_id)
@@ -202,6 +219,8 @@ def forget(conn: Any, name: str, github_id: int | None = None, *,
             table = model.__table__
             conn.execute(delete(table).where(func.lower(table.c.repo) == lname))
         _scrub_reports(conn, each)
+        _scrub_job_runs(conn, each)
+        _scrub_posted_reports(conn, each)
         _empty_deliveries_of(conn, each, github_id, by_repository_id=by_repository_id)
 
 
@@ -237,6 +256,12 @@ def _held(session: AsyncSession, name: str, github_id: int | None, *, private: b
         if isinstance(obj, Repository) and (obj.full_name.lower() == lname or (
                 github_id is not None and obj.github_id == github_id)):
             obj.private = private
+            if private:  # as _mark_private left it (set_committed_value: nothing to flush)
+                for key in ("config", "config_error", "config_fetched_at", "resumed_by",
+                            "resumed_at"):
+                    set_committed_value(obj, key, None)
+                paused = obj.__dict__.get("comments_paused")  # (no load: an async session)
+                set_committed_value(obj, "paused_reason", PAUSED_PRIVATE if paused else None)
         elif private and isinstance(obj, Thread | Action) and obj.repo.lower() == lname:
             session.expunge(obj)
 
@@ -244,8 +269,8 @@ def _held(session: AsyncSession, name: str, github_id: int | None, *, private: b
 def _refers(value: Any, lname: str) -> bool:
     """Whether a report's entry (a thread key `owner/name#N`, or an object naming one or the
     repository) is about the repository `lname`."""
-    if isinstance(value, str):
-        return value.lower() == lname or value.lower().startswith(lname + "#")
+    if isinstance(value, str):  # (a sync's failed stream: "owner/name:kind")
+        return value.lower() == lname or value.lower().startswith((lname + "#", lname + ":"))
     if isinstance(value, Mapping):
         return (str(value.get("repo") or "").lower() == lname
                 or any(_refers(value.get(k), lname) for k in ("key", "pull_request", "thread")
@@ -263,22 +288,140 @@ def _scrub(value: Any, lname: str) -> Any:
 
 
 def _scrub_markdown(text: str, name: str) -> str:
-    link = re.compile(r"\[`" + re.escape(name) + r"#\d+`\]\([^)\s]*\)(?: \d+ d)?(?:; |, )?",
-                      re.IGNORECASE)
+    """A report's Markdown without the repository: its thread links (with the days a waiting
+    list gives each, "15.5 d": before, the fraction stayed behind), and every line naming it.
+    A framework's section whose heading names it (`### verl (`owner/name`)`) goes whole, to
+    the next heading: before, the heading alone went and the section's lines read as the
+    previous framework's."""
+    link = re.compile(r"\[`" + re.escape(name) + r"#\d+`\]\([^)\s]*\)(?: \d+(?:\.\d+)? d)?"
+                      r"(?:; |, )?", re.IGNORECASE)
     text = link.sub("", text)
     lname = name.lower()
-    return "".join(line for line in text.splitlines(keepends=True) if lname not in line.lower())
+    out: list[str] = []
+    dropping = False
+    for line in text.splitlines(keepends=True):
+        if line.startswith(("#", "<sub>", "<!--")):
+            dropping = line.startswith("### ") and f"(`{lname}`)" in line.lower()
+        if not dropping and lname not in line.lower():
+            out.append(line)
+    return "".join(out)
+
+
+def _scrub_job_runs(conn: Any, name: str) -> None:
+    """The job runs' counts without the repository (privacy62): the study's nightly records
+    (JobRun "study", bot.site.study: a detected landing names the merged pull request behind
+    it, and the nightly report lists the landings the latest record first saw; a landing
+    whose first pull request is the repository's leaves the record, and the next nightly
+    step finds it again from another repository's, if there is one), the nightly run's
+    (threads synced per repository, failed streams "owner/name:kind"), an install preview's
+    (each repository's config read, a YAML error quoting the file)."""
+    runs = JobRun.__table__
+    lname = name.lower()
+    for rid, counts in conn.execute(select(runs.c.id, runs.c.counts).where(
+            runs.c.counts.is_not(None), _names(cast(runs.c.counts, Text), lname))).all():
+        if counts is None or lname not in json.dumps(counts).lower():
+            continue
+        conn.execute(update(runs).where(runs.c.id == rid).values(counts=_scrub(counts, lname)))
+
+
+REDACT = "redact"  # a posted report's claim (Action details): edit it on GitHub (bot.site.report)
+
+
+def _scrub_posted_reports(conn: Any, name: str) -> None:
+    """The nightly reports posted on GitHub that name the repository (their claims' `body`,
+    the text posted) keep the text without it, flagged to be edited so on GitHub
+    (`redact_posted_reports`, the next report run: privacy62). Before, the comment kept
+    naming the repository's threads."""
+    actions = Action.__table__
+    lname = name.lower()
+    for aid, body, details in conn.execute(select(
+            actions.c.id, actions.c.body, actions.c.details).where(
+            actions.c.kind == "report", actions.c.comment_id.is_not(None),
+            func.lower(actions.c.body).contains(lname, autoescape=True))).all():
+        conn.execute(update(actions).where(actions.c.id == aid).values(
+            body=_scrub_markdown(body or "", name), details={**(details or {}), REDACT: True}))
+
+
+_KEY = re.compile(r"([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#\d+")
+
+
+def repositories_named(value: Any) -> set[str]:
+    """The repositories a derived record (a report's data, a study record) names: by a thread
+    key `owner/name#N` anywhere in it, or by a `repo` field."""
+    out: set[str] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            match = _KEY.fullmatch(item)
+            if match:
+                out.add(match.group(1))
+        elif isinstance(item, Mapping):
+            repo = item.get("repo")
+            if isinstance(repo, str) and "/" in repo:
+                out.add(repo)
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return out
+
+
+async def without_private(session: AsyncSession, value: Any) -> tuple[Any, bool]:
+    """A derived record about to be stored (a report, a study record) without what it names
+    of the repositories marked private, read under `lock_repositories`: a `forget` that
+    marked one after the record was computed (from threads read before it) and scrubbed the
+    stored records before this one was written does not leave it naming them; one that has
+    not marked it yet waits for this transaction, then scrubs what it stored. Returns the
+    record and whether something was taken out."""
+    marked = await lock_repositories(session, repositories_named(value))
+    for lname in sorted(marked):
+        value = _scrub(value, lname)
+    return (recounted(value) if marked else value), bool(marked)
+
+
+async def marked_private(session: AsyncSession, names: Iterable[str]) -> set[str]:
+    """Of `names`, the lower-case names of the repositories whose row is marked private."""
+    lnames = sorted({n.lower() for n in names})
+    if not lnames:
+        return set()
+    return set(await session.scalars(select(func.lower(Repository.full_name)).where(
+        func.lower(Repository.full_name).in_(lnames), Repository.private.is_(True))))
 
 
 def _scrub_reports(conn: Any, name: str) -> None:
     reports = Report.__table__
     lname = name.lower()
+    # only the reports naming it are read (a night's data holds a snapshot of every tracked
+    # thread, a megabyte or more: before, a year of them were read at once)
     for rid, data, markdown in conn.execute(
-            select(reports.c.id, reports.c.data, reports.c.markdown)).all():
+            select(reports.c.id, reports.c.data, reports.c.markdown).where(or_(
+                _names(reports.c.markdown, lname), _names(cast(reports.c.data, Text), lname)))
+    ).all():
         if lname not in (markdown or "").lower() and lname not in json.dumps(data).lower():
             continue
         conn.execute(update(reports).where(reports.c.id == rid).values(
-            data=_scrub(data, lname), markdown=_scrub_markdown(markdown or "", name)))
+            data=recounted(_scrub(data, lname)), markdown=_scrub_markdown(markdown or "", name)))
+
+
+def _names(column: Any, lname: str) -> Any:
+    return func.lower(column).contains(lname, autoescape=True)
+
+
+def recounted(data: Any) -> Any:
+    """A report's data whose lists were scrubbed, its totals counted again from them (the
+    change counts, the new landings): before, "new proposals 2" stood over a list of one."""
+    frameworks = data.get("frameworks") if isinstance(data, Mapping) else None
+    if not isinstance(frameworks, Mapping):
+        return data
+    fws = [fw for fw in frameworks.values() if isinstance(fw, Mapping)]
+    out = dict(data)
+    if isinstance(data.get("totals"), Mapping):
+        out["totals"] = {kind: sum(len((fw.get("changes") or {}).get(kind) or []) for fw in fws)
+                         for kind in data["totals"]}
+    if isinstance(data.get("new_landings"), int):
+        out["new_landings"] = sum(len(fw.get("new_landings") or []) for fw in fws)
+    return out
 
 
 # ---- what was stored before this check (migration 0014) ------------------------------------

@@ -121,6 +121,13 @@ async def settle_repository(session: AsyncSession, name: str, github_id: int | N
     # the row to keep: the one holding the id (its installation, settings), else the name's
     keep = next((r for r in mine if github_id is not None and r.github_id == github_id), None)
     keep = keep or here or mine[0]
+    # One of them marked private (privacy62): the repository is taken as private until GitHub
+    # says otherwise (`publicized`, the sync, the nightly visibility check): the mark stays on
+    # the row kept, and what the merge brings under it is forgotten. (Before, a marked row
+    # merged away took its mark with it, and the other row's threads stayed published.)
+    # (Not for a marked row merely settled: nothing was moved under it.)
+    marked = any(r.private for r in mine) and (
+        len(mine) > 1 or keep.full_name.lower() != name.lower())
     for row in mine:
         if row is keep:
             continue
@@ -136,6 +143,10 @@ async def settle_repository(session: AsyncSession, name: str, github_id: int | N
     if seen_at is not None and (keep.name_seen_at is None or seen_at > keep.name_seen_at):
         keep.name_seen_at = seen_at
     await session.flush()
+    if marked:
+        from bot.store.privacy import forget_repository
+
+        await forget_repository(session, name, keep.github_id)
 
 
 async def follow_transfer(session: AsyncSession, old_repo: str, old_number: int,

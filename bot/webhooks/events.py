@@ -24,8 +24,11 @@ the payload rule stands: `edited` overwrites, `submitted` and `dismissed` only f
 delivery judged in order is written only if the stored review is still the one it was judged
 on (`_still`; else ReviewChanged, and the worker tries it again). Comments and threads edited
 twice in one second (GitHub's `updated_at` counts seconds): of the same second, only the edit
-of the stored text applies (`_same_second`, `_keep_same_second_text`). A thread stored from a
-later delivery is completed by its opening one handled afterwards (`_complete`).
+of the stored text applies (`_same_second`, `_keep_same_second_text`); of the stored thread's
+second, a `labeled` / `unlabeled` / `assigned` / `unassigned` changes the stored list by the
+one name it carries (`_keep_same_second_lists`), and an opening delivery (`opened`,
+`created`: the first version) changes nothing but what `_complete` fills. A thread stored
+from a later delivery is completed by its opening one handled afterwards (`_complete`).
 """
 
 from __future__ import annotations
@@ -150,15 +153,17 @@ def _buried_comment(change: Change, found: dict[str, datetime | None]) -> bool:
 async def _store_thread(
     session: AsyncSession, record: dict[str, Any], *, opened: bool,
     looked: LookedUp | None = None, edited: Mapping[str, str] | None = None,
+    named: tuple[str, str, bool] | None = None,
 ) -> Thread:
-    """`edited`: an `edited` delivery's `changes.*.from` (`_edit_froms`)."""
+    """`edited`: an `edited` delivery's `changes.*.from` (`_edit_froms`); `named`: the label
+    or assignee a delivery adds or removes (normalize._named)."""
     key = (str(record["repo"]).lower(), int(record["number"]))
     if looked is not None and key in looked.threads:
         existing = looked.threads[key]
     else:
         existing = await get_thread(session, record["repo"], record["number"])
     thread = await _write_thread(session, dict(record), existing, opened=opened,
-                                 flush=looked is None, edited=edited or {})
+                                 flush=looked is None, edited=edited or {}, named=named)
     if looked is not None:
         looked.threads[key] = thread
     return thread
@@ -166,7 +171,8 @@ async def _store_thread(
 
 async def _write_thread(session: AsyncSession, record: dict[str, Any], existing: Thread | None,
                         *, opened: bool, flush: bool = True,
-                        edited: Mapping[str, str] | None = None) -> Thread:
+                        edited: Mapping[str, str] | None = None,
+                        named: tuple[str, str, bool] | None = None) -> Thread:
     if existing is None:
         # Only a thread seen from its first event is known in full; others wait for sync.
         record["complete"] = bool(opened)
@@ -176,7 +182,11 @@ async def _write_thread(session: AsyncSession, record: dict[str, Any], existing:
         _complete(existing, record)
     if _older(record.get("updated_at"), existing.updated_at):
         return existing  # a late or repeated delivery: keep the newer stored state
-    _keep_same_second_text(record, existing, edited or {})
+    if _thread_same_second(record, existing):
+        if opened:
+            return existing  # the first version, late or redelivered: not newer than stored
+        _keep_same_second_text(record, existing, edited or {})
+        _keep_same_second_lists(record, existing, named)
     if existing.state == "merged" and record.get("state") in ("open", "closed"):
         record.pop("state")  # the issue-shaped view of a PR may not know it was merged
     if existing.kind != record.get("kind", existing.kind) and existing.kind == "pull_request":
@@ -270,6 +280,28 @@ def _edit_froms(payload: Mapping[str, Any]) -> dict[str, str]:
             if isinstance(was, Mapping) and "from" in was:
                 out[name] = str(was.get("from") or "")
     return out
+
+
+def _thread_same_second(record: dict[str, Any], existing: Thread) -> bool:
+    """A thread delivery of the stored thread's second: the times cannot order the two."""
+    return (bool(record.get("updated_at")) and existing.updated_at is not None
+            and parse_datetime(record["updated_at"]) == existing.updated_at)
+
+
+def _keep_same_second_lists(record: dict[str, Any], existing: Thread,
+                            named: tuple[str, str, bool] | None) -> None:
+    """Of the stored thread's second, a `labeled` / `unlabeled` (`assigned` / `unassigned`)
+    delivery's list may be older than the stored one (two labels picked at once, a bot
+    labelling a new issue): it changes the stored list by the one name it adds or removes
+    (`named`, normalize._named) and nothing else."""
+    if named is None or named[0] not in record:
+        return
+    name, item, added = named
+    stored = [str(x) for x in (getattr(existing, name) or [])]
+    if added:
+        record[name] = stored if item in stored else [*stored, item]
+    else:
+        record[name] = [x for x in stored if x != item]
 
 
 def _keep_same_second_text(record: dict[str, Any], existing: Thread,
@@ -604,7 +636,7 @@ async def apply_change(
     record = await _with_discussion_label(session, change, looked)
     thread = await _store_thread(session, record, opened=change.opened, looked=looked,
                                  edited=_edit_froms(payload) if change.action == "edited"
-                                 else None)
+                                 else None, named=change.extras.get("named"))
     if change.delete_comment is not None:
         kind, github_id = change.delete_comment
         await delete_comment(session, kind, github_id)

@@ -128,3 +128,41 @@ async def test_an_opening_delivery_of_the_same_second_changes_nothing_stored(
     assert (stored["state"], stored["labels"]) == ("closed", ["invalid"])
     if event == "issues":
         assert stored["state_reason"] == "not_planned"
+
+
+# comment event -> (its payload, the thread's event, the thread's key, number)
+CLOSED_WITH_A_COMMENT = {
+    "issue_comment": ("issue_comment/created.json", "issues", "issue", 1),
+    "discussion_comment": ("discussion_comment/created.json", "discussion", "discussion", 4),
+    "pull_request_review_comment": ("pull_request_review_comment/created.json", "pull_request",
+                                    "pull_request", 2),
+}
+
+
+@pytest.mark.parametrize("event", sorted(CLOSED_WITH_A_COMMENT))
+@pytest.mark.parametrize("batched", [False, True], ids=["alone", "batch"])
+async def test_closed_with_a_comment_handled_close_first_stays_closed(
+        ctx: Any, shared_dir: Path, event: str, batched: bool):
+    """GitHub's "Close with comment": the comment is made, then the thread closed, in one
+    second. The comment's delivery shows the thread as it was when commented on (open); the
+    `closed` one, handled first, was undone by it — the stored thread (the pages, the
+    analysis's review state) read open what GitHub shows closed, until the next event of the
+    thread. A comment delivery's view of its thread, of the stored thread's second, is no
+    newer than the stored thread: its comment is stored, the thread left as it is."""
+    name, thread_event, key, number = CLOSED_WITH_A_COMMENT[event]
+    commented = _shared(shared_dir, name)
+    commented[key].update(updated_at=AT, state="open", labels=[])
+    commented["comment"].update(created_at=AT, updated_at=AT)
+    closed = copy.deepcopy(commented)
+    closed.pop("comment")
+    closed["action"] = "closed"
+    closed[key].update(state="closed", closed_at=AT, labels=labels("wontfix"))
+    if thread_event == "issues":
+        closed[key]["state_reason"] = "not_planned"
+    await deliver(ctx, batched, (thread_event, closed), (event, commented))
+    stored = await record(ctx, number)
+    assert (stored["state"], stored["labels"], stored["closed_at"]) == (
+        "closed", ["wontfix"], AT)
+    assert [c["body"] for c in stored["comments"]] == [commented["comment"]["body"]]
+    if thread_event == "issues":
+        assert stored["state_reason"] == "not_planned"

@@ -26,8 +26,10 @@ on (`_still`; else ReviewChanged, and the worker tries it again). Comments and t
 twice in one second (GitHub's `updated_at` counts seconds): of the same second, only the edit
 of the stored text applies (`_same_second`, `_keep_same_second_text`); of the stored thread's
 second, a `labeled` / `unlabeled` / `assigned` / `unassigned` changes the stored list by the
-one name it carries (`_keep_same_second_lists`), and an opening delivery (`opened`,
-`created`: the first version) changes nothing but what `_complete` fills. A thread stored
+one name it carries (`_keep_same_second_lists`), and neither an opening delivery (`opened`,
+`created`: the first version) nor a comment delivery's view of its thread (commented on
+before the thread was closed in that second: "Close with comment") changes the stored thread
+but for what `_complete` fills. A thread stored
 from a later delivery is completed by its opening one handled afterwards (`_complete`).
 """
 
@@ -70,6 +72,7 @@ from bot.store.threads import (
 from bot.store.types import parse_datetime, storable_text
 from bot.webhooks.installations import canonical_repo, ensure_installation, upsert_repository
 from bot.webhooks.normalize import (
+    COMMENT_EVENTS,
     Change,
     PayloadError,
     change_from_payload,
@@ -153,17 +156,19 @@ def _buried_comment(change: Change, found: dict[str, datetime | None]) -> bool:
 async def _store_thread(
     session: AsyncSession, record: dict[str, Any], *, opened: bool,
     looked: LookedUp | None = None, edited: Mapping[str, str] | None = None,
-    named: tuple[str, str, bool] | None = None,
+    named: tuple[str, str, bool] | None = None, view: bool = False,
 ) -> Thread:
     """`edited`: an `edited` delivery's `changes.*.from` (`_edit_froms`); `named`: the label
-    or assignee a delivery adds or removes (normalize._named)."""
+    or assignee a delivery adds or removes (normalize._named); `view`: the record is a
+    comment delivery's view of its thread."""
     key = (str(record["repo"]).lower(), int(record["number"]))
     if looked is not None and key in looked.threads:
         existing = looked.threads[key]
     else:
         existing = await get_thread(session, record["repo"], record["number"])
     thread = await _write_thread(session, dict(record), existing, opened=opened,
-                                 flush=looked is None, edited=edited or {}, named=named)
+                                 flush=looked is None, edited=edited or {}, named=named,
+                                 view=view)
     if looked is not None:
         looked.threads[key] = thread
     return thread
@@ -172,7 +177,8 @@ async def _store_thread(
 async def _write_thread(session: AsyncSession, record: dict[str, Any], existing: Thread | None,
                         *, opened: bool, flush: bool = True,
                         edited: Mapping[str, str] | None = None,
-                        named: tuple[str, str, bool] | None = None) -> Thread:
+                        named: tuple[str, str, bool] | None = None,
+                        view: bool = False) -> Thread:
     if existing is None:
         # Only a thread seen from its first event is known in full; others wait for sync.
         record["complete"] = bool(opened)
@@ -183,8 +189,11 @@ async def _write_thread(session: AsyncSession, record: dict[str, Any], existing:
     if _older(record.get("updated_at"), existing.updated_at):
         return existing  # a late or repeated delivery: keep the newer stored state
     if _thread_same_second(record, existing):
-        if opened:
-            return existing  # the first version, late or redelivered: not newer than stored
+        if opened or view:
+            # The first version (late, or redelivered), or the thread as a comment of that
+            # second saw it (made before the thread was closed, labelled...: "Close with
+            # comment"): not newer than what is stored.
+            return existing
         _keep_same_second_text(record, existing, edited or {})
         _keep_same_second_lists(record, existing, named)
     if existing.state == "merged" and record.get("state") in ("open", "closed"):
@@ -636,7 +645,8 @@ async def apply_change(
     record = await _with_discussion_label(session, change, looked)
     thread = await _store_thread(session, record, opened=change.opened, looked=looked,
                                  edited=_edit_froms(payload) if change.action == "edited"
-                                 else None, named=change.extras.get("named"))
+                                 else None, named=change.extras.get("named"),
+                                 view=change.event in COMMENT_EVENTS)
     if change.delete_comment is not None:
         kind, github_id = change.delete_comment
         await delete_comment(session, kind, github_id)

@@ -362,7 +362,7 @@ async def move_thread(session: AsyncSession, old_repo: str, old_number: int,
     if old is not None and target is None:
         old.repo, old.number = new["repo"], int(new["number"])
         await session.flush()
-        return await upsert_thread(session, new)
+        return await _unless_older(session, new, old)
     if target is None:
         record = dict(new)
         record["complete"] = False  # its history is elsewhere
@@ -373,4 +373,16 @@ async def move_thread(session: AsyncSession, old_repo: str, old_number: int,
         )
         await session.execute(delete(Thread).where(Thread.id == old.id))
         target.complete = bool(target.complete and old.complete)
-    return await upsert_thread(session, new)
+    return await _unless_older(session, new, target)
+
+
+async def _unless_older(session: AsyncSession, record: dict[str, Any], row: Thread) -> Thread:
+    """`record` written over `row` unless it describes an older version (its `updated_at`
+    before the stored one): a transfer's delivery handled after a later delivery of the
+    thread at its new place (the two repositories' deliveries come in any order), or
+    redelivered, does not put an older title, body or state back."""
+    new = parse_datetime(record.get("updated_at"))
+    if new is not None and row.updated_at is not None and new < row.updated_at:
+        await session.flush()
+        return row
+    return await upsert_thread(session, record, looked_up=(row,))

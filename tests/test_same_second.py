@@ -166,3 +166,28 @@ async def test_closed_with_a_comment_handled_close_first_stays_closed(
     assert [c["body"] for c in stored["comments"]] == [commented["comment"]["body"]]
     if thread_event == "issues":
         assert stored["state_reason"] == "not_planned"
+
+
+@pytest.mark.parametrize("event", sorted(THREADS) + ["discussion"])
+@pytest.mark.parametrize("batched", [False, True], ids=["alone", "batch"])
+async def test_labelled_and_closed_in_one_second_handled_close_first_stays_closed(
+        ctx: Any, shared_dir: Path, event: str, batched: bool):
+    """A bot labels a thread `invalid` and closes it in one second (or a maintainer labels
+    and closes at once): the `labeled` handled after the `closed` showed the thread still open
+    and reopened the stored one. A label (assignee) delivery of the stored thread's second
+    changes its list and nothing else."""
+    name, key, number = {**THREADS, "discussion": ("discussion/created.json", "discussion", 4)}[event]
+    opened = _shared(shared_dir, name)
+    opened[key].update(labels=[], state="open")
+    labelled = at_second(opened, key, "labeled", labels=labels("invalid"))
+    labelled["label"] = labels("invalid")[0]
+    closed = at_second(opened, key, "closed", state="closed", closed_at=AT,
+                       labels=labels("invalid"))
+    if event == "issues":
+        closed[key]["state_reason"] = "not_planned"
+    await deliver(ctx, batched, (event, opened), (event, closed), (event, labelled))
+    stored = await record(ctx, number)
+    assert (stored["state"], stored["labels"], stored["closed_at"]) == (
+        "closed", ["invalid"], AT)
+    if event == "issues":
+        assert stored["state_reason"] == "not_planned"

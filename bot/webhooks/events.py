@@ -24,13 +24,13 @@ the payload rule stands: `edited` overwrites, `submitted` and `dismissed` only f
 delivery judged in order is written only if the stored review is still the one it was judged
 on (`_still`; else ReviewChanged, and the worker tries it again). Comments and threads edited
 twice in one second (GitHub's `updated_at` counts seconds): of the same second, only the edit
-of the stored text applies (`_same_second`, `_keep_same_second_text`); of the stored thread's
+of the stored text applies (`_same_second`, `_keep_same_second_text`). Of the stored thread's
 second, a `labeled` / `unlabeled` / `assigned` / `unassigned` changes the stored list by the
-one name it carries (`_keep_same_second_lists`), and neither an opening delivery (`opened`,
-`created`: the first version) nor a comment delivery's view of its thread (commented on
-before the thread was closed in that second: "Close with comment") changes the stored thread
-but for what `_complete` fills. A thread stored
-from a later delivery is completed by its opening one handled afterwards (`_complete`).
+one name it carries and nothing else (`_keep_same_second_lists`); neither an opening delivery
+(`opened`, `created`: the first version) nor a comment delivery's view of its thread
+(commented on before the thread was closed in that second: "Close with comment") changes the
+stored thread but for what `_complete` fills. A thread stored from a later delivery is
+completed by its opening one handled afterwards (`_complete`).
 """
 
 from __future__ import annotations
@@ -297,15 +297,26 @@ def _thread_same_second(record: dict[str, Any], existing: Thread) -> bool:
             and parse_datetime(record["updated_at"]) == existing.updated_at)
 
 
+# What a label or assignee delivery of the stored thread's second leaves as stored: the
+# thread as its payload shows it may be older (labelled, then closed, in one second).
+_NOT_NAMED = ("title", "body", "state", "state_reason", "closed_by", "closed_at", "labels",
+              "assignees", "answered", "answer_chosen_by", "category", "author_association")
+
+
 def _keep_same_second_lists(record: dict[str, Any], existing: Thread,
                             named: tuple[str, str, bool] | None) -> None:
     """Of the stored thread's second, a `labeled` / `unlabeled` (`assigned` / `unassigned`)
-    delivery's list may be older than the stored one (two labels picked at once, a bot
-    labelling a new issue): it changes the stored list by the one name it adds or removes
-    (`named`, normalize._named) and nothing else."""
-    if named is None or named[0] not in record:
+    delivery's view of the thread may be older than the stored one (two labels picked at
+    once, a bot labelling and closing a new issue): it changes the stored list by the one
+    name it adds or removes (`named`, normalize._named) and nothing else."""
+    if named is None:
         return
     name, item, added = named
+    has_list = name in record
+    for key in _NOT_NAMED:
+        record.pop(key, None)
+    if not has_list:
+        return
     stored = [str(x) for x in (getattr(existing, name) or [])]
     if added:
         record[name] = stored if item in stored else [*stored, item]

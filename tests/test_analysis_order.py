@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import select, text
 
 from bot.store.models import Analysis, Thread
-from tests.test_edit_order import _shared, dispatch
+from tests.test_edit_order import _shared, deliver, dispatch
 
 LINKED = "GRPO (https://arxiv.org/abs/2402.03300) collapses: the loss is NaN after step 300."
 UNLINKED = "The policy collapses: the loss is NaN after step 300."
@@ -39,13 +39,15 @@ async def waiters(watcher: Any) -> int:
     return found
 
 
+@pytest.mark.parametrize("batched", [False, True], ids=["alone", "batch"])
 async def test_the_analysis_stored_last_is_of_the_thread_stored_last(
-        ctx: Any, shared_dir: Path) -> None:
+        ctx: Any, shared_dir: Path, batched: bool) -> None:
     """An issue's arXiv link removed by one edit and put back by the next, the two handled
     by two workers at once: the first worker read the thread without the link, the second
     stored the edit putting it back and analysed (the same analysis as stored: nothing
     written), then the first stored its analysis — the stored analysis said no paper while
-    the issue links one, until the thread's next event or the nightly re-analysis."""
+    the issue links one, until the thread's next event or the nightly re-analysis. Alone
+    (`thread_changed`) and in the worker's batches (`threads_changed`)."""
     if ctx.engine.dialect.name != "postgresql":
         pytest.skip("two workers at once: PostgreSQL (SQLite has one process writing)")
     opened = _shared(shared_dir, "issues/opened.json")
@@ -57,13 +59,13 @@ async def test_the_analysis_stored_last_is_of_the_thread_stored_last(
         # The analysis row held: the first worker's analysis, read and computed, waits to
         # be written.
         await blocker.execute(select(Analysis.id).with_for_update())
-        one = asyncio.create_task(dispatch(ctx, "issues", first))
+        one = asyncio.create_task(deliver(ctx, batched, ("issues", first)))
         for _ in range(100_000):
             if await waiters(watcher) or one.done():
                 break
             await asyncio.sleep(0)
         assert not one.done()
-        two = asyncio.create_task(dispatch(ctx, "issues", second))
+        two = asyncio.create_task(deliver(ctx, batched, ("issues", second)))
         for _ in range(100_000):
             if two.done() or await waiters(watcher) >= 2:
                 break

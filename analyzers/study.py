@@ -5,11 +5,14 @@ The rules (also returned as text under "rules", so every reader of the numbers h
 
 - Study methods: catalog methods whose `first_public` is in 2025 or later. A month-only date
   (`2025-08`) counts as the first of that month; a method without a date is left out.
-- A landing: a framework the catalog lists options for. Its date is the earliest
+- A landing: a framework the catalog lists options for (an option whose status calls it
+  related, `found (related, ...)`, is a near relative, not a landing). Its date is the earliest
   `first_commit` date among those options (the date written right after the commit hash;
   notes in parentheses are shown, not used), or an option's `first_landing` when earlier (a
   commit that brought the same method under an earlier option name, as the note says). Days = landing date - first public date;
-  negative days are kept and marked "code before the paper". A landing whose options carry no
+  negative days are kept and marked "code before the paper". Dates are UTC days: the
+  catalog's carry no zone and are read as UTC days; a merge time is dated by its UTC day
+  (an offset it carries is converted first). A landing whose options carry no
   date counts as landed, but not in the days, the median or first-anywhere.
 - First anywhere: the framework(s) holding a method's earliest dated landing (a tie counts
   for each framework sharing that date).
@@ -40,7 +43,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
-from analyzers.catalog import Catalog, Method
+from analyzers.catalog import Catalog, Method, Option
 
 STUDY_FROM_YEAR = 2025
 REVIEW_GROUPS = ("merged_prs", "unmerged_prs", "requests")
@@ -53,12 +56,19 @@ CONCERN_KINDS = ("design_or_interface", "tests_or_docs", "maintenance_burden", "
 RULES: dict[str, str] = {
     "study_methods": f"catalog methods whose first public version is dated {STUDY_FROM_YEAR} or "
                      "later; a month-only date counts as the first of that month",
-    "landing": "a framework the catalog lists options for; its date is the earliest first-commit "
+    "landing": "a framework the catalog lists options for (an option whose status calls it "
+               "related to the method is a near relative, not a landing); its date is the "
+               "earliest first-commit "
                "date among those options (the oldest commit adding the option string: an upper "
                "bound of the landing), or the earlier commit that brought the method under a "
                "former option name where the catalog names one (first_landing)",
     "days": "landing date minus the method's first public date; negative days are kept and "
             "marked 'code before the paper'",
+    "dates": "the catalog's dates (first public, first commit) are calendar days with no time "
+             "of day or zone, read as UTC days; a merge is dated by its day in UTC, as every "
+             "date the tracker shows; days are whole days between two such dates, so a landing "
+             "within a day of the paper may be one day off (the shared data does not say in "
+             "which zone a commit was dated)",
     "undated_landing": "a landing whose options carry no first-commit date counts in methods "
                        "landed, not in days, medians or first-anywhere",
     "first_anywhere": "the framework(s) with the method's earliest dated landing; a tie counts "
@@ -134,11 +144,32 @@ def commit_date(first_commit: str | None) -> tuple[str | None, date | None]:
     return (first_commit or "").split()[0], date.fromisoformat(m.group(1))
 
 
-def _day(value: str | None) -> date | None:
+def _utc(value: str | None) -> datetime | None:
+    """A merge time in UTC (a day-only value is that day's midnight, a time without an
+    offset is UTC); None when absent or unreadable."""
     try:
-        return date.fromisoformat(value[:10]) if value else None
+        when = datetime.fromisoformat((value or "").strip().replace("Z", "+00:00"))
     except ValueError:
         return None
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+
+
+def _day(value: str | None) -> date | None:
+    """The UTC day of a merge time: `2025-06-19T21:30:00-05:00` is 2025-06-20."""
+    when = _utc(value)
+    return when.date() if when is not None else None
+
+
+def landing_options(method: Method, framework: str) -> list[Option]:
+    """The options that are the method in `framework`: those the catalog lists, less those
+    whose status calls them a relative (`found (related, not counted by paper)`: AReaL's
+    action clamp for TIS), which the catalog keeps beside the method for the comments."""
+    return [o for o in method.options.get(framework, []) if "related" not in o.status]
+
+
+def lands(method: Method, framework: str) -> bool:
+    """Whether the method has landed in `framework` (an option that is the method)."""
+    return bool(landing_options(method, framework))
 
 
 def study_methods(catalog: Catalog) -> list[Method]:
@@ -150,7 +181,7 @@ def study_methods(catalog: Catalog) -> list[Method]:
 
 def _landing(method: Method, framework: str, repo: str, published: date) -> dict[str, Any]:
     best: tuple[date, str | None, str | None] | None = None
-    for option in method.options.get(framework, []):
+    for option in landing_options(method, framework):
         # the option's first commit, or an earlier one that brought the method under another
         # name (`first_landing`, named in the first commit's note)
         for sha, when in (commit_date(option.first_commit), commit_date(option.first_landing)):
@@ -169,12 +200,8 @@ def _landing(method: Method, framework: str, repo: str, published: date) -> dict
 
 
 def _moment(value: str | None) -> datetime:
-    """A merge time for ordering merges of one day (UTC; a day-only value is its midnight)."""
-    try:
-        when = datetime.fromisoformat((value or "").replace("Z", "+00:00"))
-    except ValueError:
-        return datetime.max.replace(tzinfo=UTC)
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    """A merge time for ordering merges (UTC; unknown ones last)."""
+    return _utc(value) or datetime.max.replace(tzinfo=UTC)
 
 
 def _median(values: list[int]) -> float | int | None:
@@ -194,7 +221,7 @@ def _detected(catalog: Catalog, threads: list[StudyThread], published: Mapping[s
             continue
         for mid in t.methods:
             method = catalog.methods.get(mid)
-            if method is not None and not method.has(fw.id):
+            if method is not None and not lands(method, fw.id):
                 found.setdefault((mid, fw.id), []).append(t)
     out = []
     for (mid, fid), prs in found.items():
@@ -233,7 +260,7 @@ def compute_study(catalog: Catalog, threads: Iterable[StudyThread],
         start = published[m.id]
         assert start is not None
         mine = [_landing(m, fid, catalog.frameworks[fid].repo, start)
-                for fid in frameworks if m.has(fid)]
+                for fid in frameworks if lands(m, fid)]
         dated = [x for x in mine if x["date"]]
         earliest = min((x["date"] for x in dated), default=None)
         for x in mine:
@@ -245,7 +272,7 @@ def compute_study(catalog: Catalog, threads: Iterable[StudyThread],
                      "first_landing": earliest})
 
     detected = _detected(catalog, threads, published, seen or {})
-    carried = {m.id for m in catalog.methods.values() if any(m.has(f) for f in frameworks)}
+    carried = {m.id for m in catalog.methods.values() if any(lands(m, f) for f in frameworks)}
 
     per_fw: dict[str, Any] = {}
     for fid in frameworks:
@@ -347,6 +374,8 @@ __all__ = [
     "StudyThread",
     "commit_date",
     "compute_study",
+    "landing_options",
+    "lands",
     "public_date",
     "study_methods",
 ]

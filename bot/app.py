@@ -3,6 +3,7 @@ routes and the tracker pages (bot.site), and the inbox writer and worker started
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -19,6 +20,25 @@ from bot.webhooks.receive import webhook, webhook_expect
 from bot.webhooks.worker import Worker
 
 log = logging.getLogger(__name__)
+
+
+# The tasks of the requests in flight: a stop asked twice (bot.server) cancels them.
+REQUESTS = web.AppKey("requests", set[asyncio.Task[Any]])
+
+
+@web.middleware
+async def track_requests(request: web.Request,
+                         handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                         ) -> web.StreamResponse:
+    task = asyncio.current_task()
+    tasks = request.app[REQUESTS]
+    if task is not None:
+        tasks.add(task)
+    try:
+        return await handler(request)
+    finally:
+        if task is not None:
+            tasks.discard(task)
 
 
 @web.middleware
@@ -78,9 +98,11 @@ def create_app(ctx: Any, *, worker: bool = True, worker_options: dict[str, Any] 
                ) -> web.Application:
     """The whole web app. With `worker=True` the inbox worker runs inside it (started and
     stopped with the app); the inbox writer always does, since /webhook needs it."""
-    app = web.Application(client_max_size=WEBHOOK_BODY_LIMIT, middlewares=[refuse_nul, api.json_errors,
-                                                                      bounded_statements])
+    app = web.Application(client_max_size=WEBHOOK_BODY_LIMIT,
+                          middlewares=[track_requests, refuse_nul, api.json_errors,
+                                       bounded_statements])
     app[CTX] = ctx
+    app[REQUESTS] = set()
     app[METRICS] = Metrics()
     inbox = Inbox(ctx.engine)
     app[INBOX] = inbox

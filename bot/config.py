@@ -126,6 +126,14 @@ def unescape_pem(key: str) -> str:
     return key
 
 
+def webhook_secret(value: str | None) -> str | None:
+    """GITHUB_WEBHOOK_SECRET(_PREVIOUS) as deliveries are signed with it, None when unset.
+    GitHub's secret field is one line: a newline at the end came from the file the variable
+    was filled from (`echo secret > file`) and would refuse every delivery. `serve` verifies
+    and `rltracker replay` signs with the same value."""
+    return (value or "").rstrip("\r\n") or None
+
+
 def parse_port(text: str | int) -> int:
     """A TCP port number; ValueError saying what is expected otherwise."""
     try:
@@ -170,6 +178,12 @@ def check_database_url(url: str, *, may_be_absent: bool = False) -> None:
             if key == "ssl" and value not in _SSL_MODES:
                 raise SettingError("DATABASE_URL", shown, "sslmode (or ssl) must be one of "
                                    + ", ".join(_SSL_MODES))
+            if key == "prepared_statement_cache_size":  # the driver takes int(value)
+                try:
+                    int(value)
+                except ValueError:
+                    raise SettingError("DATABASE_URL", shown, "prepared_statement_cache_size "
+                                       "must be a whole number (0 turns the cache off)") from None
         return
     if not normal.startswith(SQLITE_PREFIX):
         raise SettingError("DATABASE_URL", shown, SUPPORTED_DATABASES)
@@ -229,10 +243,23 @@ def _check_pem(name: str, value: str | None, pem: str) -> None:
     try:
         key = load_pem_private_key(unescape_pem(pem).strip().encode("utf-8"), password=None)
     except (ValueError, TypeError, UnsupportedAlgorithm):
+        path = pem.strip()
+        if secret and "-----" not in path and "\n" not in path and _is_file(path):
+            # the path where the key text goes: no secret, and it has a variable of its own
+            raise SettingError(name, path, "a file's path, not the key; set "
+                               "GITHUB_PRIVATE_KEY_PATH to the .pem file's path, or "
+                               "GITHUB_PRIVATE_KEY to its text") from None
         raise SettingError(name, value, expected, secret=secret) from None
     if not isinstance(key, RSAPrivateKey):
         kind = type(key).__name__.removesuffix("PrivateKey").lstrip("_")
         raise SettingError(name, value, f"{expected}; this key is {kind}", secret=secret)
+
+
+def _is_file(path: str) -> bool:
+    try:
+        return len(path) < 4096 and Path(path).is_file()
+    except (OSError, ValueError):  # a name too long, a NUL
+        return False
 
 
 def read_private_key(env: Mapping[str, str]) -> str | None:
@@ -242,11 +269,15 @@ def read_private_key(env: Mapping[str, str]) -> str | None:
     if key or not key_path:
         return key or None
     try:
-        return Path(key_path).read_text(encoding="utf-8")
+        text = Path(key_path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or "not a text file"
         raise SettingError("GITHUB_PRIVATE_KEY_PATH", key_path,
                            f"cannot read it ({reason}); expected the path of the app's .pem file") from None
+    if not text.strip():  # (a download cut short): not "no key", which means no app
+        raise SettingError("GITHUB_PRIVATE_KEY_PATH", key_path, "the file is empty; expected the "
+                           "app's .pem file (App settings, Private keys, Generate a private key)")
+    return text
 
 
 def _check_app_credentials(env: Mapping[str, str]) -> None:
@@ -264,21 +295,39 @@ def _check_app_credentials(env: Mapping[str, str]) -> None:
         raise SettingError("GITHUB_PRIVATE_KEY", None, f"the app's private key is needed with "
                            f"GITHUB_APP_ID={app_id}: set GITHUB_PRIVATE_KEY (PEM text) or "
                            "GITHUB_PRIVATE_KEY_PATH (a .pem file)")
-    if app_id and not app_id.isdigit():
+    if app_id and not (app_id.isascii() and app_id.isdigit()):
         raise SettingError("GITHUB_APP_ID", app_id, "expected the app's numeric id (App settings, About)")
 
 
+# URL variables Settings reads without the spaces and newlines around them (a `.env` line, a
+# file), and that paths are appended to (API routes, the tracker's pages in posted links).
+_BASE_URLS = ("GITHUB_API_URL", "RLTRACKER_PUBLIC_URL")
+
+
+def _base_url(env: Mapping[str, str], name: str) -> str | None:
+    """A _BASE_URLS variable's value as Settings reads it: stripped, None when empty."""
+    return (env.get(name) or "").strip() or None
+
+
 def _check_http_url(env: Mapping[str, str], name: str) -> None:
-    value = env.get(name)
+    raw = env.get(name)
+    value = _base_url(env, name) if name in _BASE_URLS else raw
     if not value:
         return
+    if any(c.isspace() or not c.isprintable() for c in value):
+        raise SettingError(name, raw, "expected an http:// or https:// URL, without spaces in it")
     try:
         parts = urlsplit(value)  # raises on an unclosed IPv6 bracket (http://[::1)
         parts.port  # noqa: B018 - parsing it raises on a bad port
     except ValueError:
-        raise SettingError(name, value, "expected an http:// or https:// URL") from None
+        raise SettingError(name, raw, "expected an http:// or https:// URL") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SettingError(name, value, "expected an http:// or https:// URL")
+        raise SettingError(name, raw, "expected an http:// or https:// URL")
+    if name in _BASE_URLS and ("?" in value or "#" in value):
+        # gidgethub joins "https://ghe.example/api/v3?x=1" and "repos/o/r" into
+        # https://ghe.example/api/repos/o/r; a posted link would end in the fragment
+        raise SettingError(name, raw, "expected the base URL, without a ?query or #fragment: "
+                           "paths are appended to it")
 
 
 _CRONTAB_DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
@@ -343,7 +392,15 @@ def _check_cron(env: Mapping[str, str]) -> None:
                            "month weekday, e.g. '0 3 * * *'") from None
 
 
-def _check_number(env: Mapping[str, str], name: str) -> None:
+# The largest values the run can use: PostgreSQL's statement_timeout is an int of
+# milliseconds (SET LOCAL refuses more, in every bounded transaction); a lease end is now +
+# the lease (past year 9999 a claim overflows), and a lease of more than a day leaves a dead
+# process's deliveries unhandled for longer than anyone waits.
+MAX_STATEMENT_TIMEOUT = 2147483.0  # seconds
+MAX_WORKER_LEASE = 86400.0  # seconds
+
+
+def _check_number(env: Mapping[str, str], name: str, maximum: float) -> None:
     value = env.get(name)
     if not value:
         return
@@ -351,8 +408,9 @@ def _check_number(env: Mapping[str, str], name: str) -> None:
         number = float(value)
     except ValueError:
         number = float("nan")
-    if not number > 0 or number == float("inf"):
-        raise SettingError(name, value, "expected a number of seconds greater than 0")
+    if not 0 < number <= maximum:
+        raise SettingError(name, value, f"expected a number of seconds greater than 0 and at "
+                           f"most {maximum:.0f}")
 
 
 def _check_choice(env: Mapping[str, str], name: str, allowed: set[str] | tuple[str, ...],
@@ -375,8 +433,8 @@ def check_env(env: Mapping[str, str], *, database_may_be_absent: bool = False) -
             parse_port(env["PORT"])
         except ValueError as exc:
             raise SettingError("PORT", env["PORT"], str(exc)) from None
-    _check_number(env, "RLTRACKER_WORKER_LEASE")
-    _check_number(env, "RLTRACKER_STATEMENT_TIMEOUT")
+    _check_number(env, "RLTRACKER_WORKER_LEASE", MAX_WORKER_LEASE)
+    _check_number(env, "RLTRACKER_STATEMENT_TIMEOUT", MAX_STATEMENT_TIMEOUT)
     report_issue = env.get("RLTRACKER_REPORT_ISSUE")
     if report_issue and not _REPORT_ISSUE.fullmatch(report_issue.strip()):
         raise SettingError("RLTRACKER_REPORT_ISSUE", report_issue,
@@ -447,17 +505,14 @@ class Settings:
         port = parse_port(env["PORT"]) if env.get("PORT") else DEFAULT_PORT
         values: dict[str, object] = dict(
             database_url=normalise_database_url(env.get("DATABASE_URL") or DEFAULT_DATABASE_URL),
-            # GitHub's secret field is one line: a newline at the end came from the file the
-            # variable was filled from (`echo secret > file`) and would refuse every delivery.
-            webhook_secret=(env.get("GITHUB_WEBHOOK_SECRET") or "").rstrip("\r\n") or None,
-            webhook_secret_previous=(env.get("GITHUB_WEBHOOK_SECRET_PREVIOUS") or "").rstrip("\r\n")
-            or None,
+            webhook_secret=webhook_secret(env.get("GITHUB_WEBHOOK_SECRET")),
+            webhook_secret_previous=webhook_secret(env.get("GITHUB_WEBHOOK_SECRET_PREVIOUS")),
             app_id=app_id,
             private_key=key or None,
             token=(env.get("GITHUB_TOKEN") or "").strip() or None,  # no token holds a space
-            api_url=(env.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"),
+            api_url=(_base_url(env, "GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"),
             dry_run=dry_run,
-            public_url=(env.get("RLTRACKER_PUBLIC_URL") or local_url(port)).rstrip("/"),
+            public_url=(_base_url(env, "RLTRACKER_PUBLIC_URL") or local_url(port)).rstrip("/"),
             nightly_cron=env.get("RLTRACKER_NIGHTLY_CRON") or "0 3 * * *",
             report_issue=(env.get("RLTRACKER_REPORT_ISSUE") or "").strip() or None,
             port=port,

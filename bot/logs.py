@@ -115,6 +115,37 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, ensure_ascii=False, default=str).translate(_UNSAFE)
 
 
+class _MalformedRequests(logging.Filter):
+    """aiohttp's line for a request its HTTP parser refused (a header line without a colon, a
+    control character in the path, a header over 8 KiB, a bad chunk size: what scanners and
+    broken clients send) was an ERROR with the parser's traceback: the client's fault, nothing
+    for an operator to do. It becomes one WARNING line naming the client and what was wrong.
+    Only the parser's errors (aiohttp's HttpProcessingError, answered 4xx): an exception of a
+    request handler (answered 500, a bug) keeps its level and traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is None or record.levelno < logging.ERROR:
+            return True
+        from aiohttp.http_exceptions import HttpProcessingError
+
+        code = getattr(exc, "code", 0)
+        if not isinstance(exc, HttpProcessingError) or not 400 <= int(code or 0) < 500:
+            return True
+        remote = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
+        what = (str(getattr(exc, "message", "") or "").strip().splitlines() or [""])[0]
+        # (without the client's bytes some messages quote: `...reading: b'aaaa...`)
+        what = re.split(r": b['\"]", what)[0].rstrip(":")[:120] or type(exc).__name__
+        record.msg = "malformed HTTP request from %s refused (%s %s: %s)"
+        record.args = (str(remote)[:100], code, type(exc).__name__, what)
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        record.exc_info, record.exc_text = None, None
+        return True
+
+
+_MALFORMED = _MalformedRequests()
+
+
 def configure_logging(level: str | int = "INFO", stream: Any = None) -> None:
     """Route every logger through one JSON handler on stderr (idempotent)."""
     root = logging.getLogger()
@@ -128,6 +159,9 @@ def configure_logging(level: str | int = "INFO", stream: Any = None) -> None:
     root.setLevel(level)
     # aiohttp's access log is one more line per request; the delivery line says more.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    server = logging.getLogger("aiohttp.server")  # a refused malformed request: one warning
+    if _MALFORMED not in server.filters:
+        server.addFilter(_MALFORMED)
     logging.getLogger("alembic").setLevel(logging.WARNING)  # revision checks at start-up
 
 

@@ -573,14 +573,24 @@ def nightly_trigger(ctx: Any) -> Any:
     return crontab_trigger(ctx.settings.nightly_cron, timezone=UTC)
 
 
+# Days looked back for the last fire time, widened in turn: a daily or weekly schedule is
+# found in the first window (its fires walked one by one, few), a monthly or yearly one
+# (RLTRACKER_NIGHTLY_CRON `0 3 1 * *`) in a wider one, where it fires once or twice; looking
+# back 8 days only, it had "no" last fire most of the month and a missed run was never caught up.
+LOOK_BACK_DAYS = (8, 64, 400)
+
+
 def last_fire_time(trigger: Any, now: datetime) -> datetime | None:
-    """The latest time at or before `now` the trigger fired (looking back up to 8 days)."""
-    fire = trigger.get_next_fire_time(None, now - timedelta(days=8))
-    last = None
-    while fire is not None and fire <= now:
-        last = fire
-        fire = trigger.get_next_fire_time(fire, fire + timedelta(seconds=1))
-    return last
+    """The latest time at or before `now` the trigger fired (looking back up to 400 days)."""
+    for days in LOOK_BACK_DAYS:
+        fire = trigger.get_next_fire_time(None, now - timedelta(days=days))
+        last = None
+        while fire is not None and fire <= now:
+            last = fire
+            fire = trigger.get_next_fire_time(fire, fire + timedelta(seconds=1))
+        if last is not None:
+            return last
+    return None
 
 
 _COUNTED = ("ok", "partial", "failed", "running")  # outcomes of a run that stands for its night

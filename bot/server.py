@@ -10,6 +10,8 @@ import os
 import secrets
 import signal
 import sys
+import threading
+import time
 from typing import Any
 
 from aiohttp import web
@@ -26,6 +28,23 @@ def _fail(message: str, exit_code: int = 2) -> int:
     a failure to act on while it runs (README, "When something is wrong")."""
     print(f"rltracker serve: {message}", file=sys.stderr, flush=True)
     return exit_code
+
+
+def _say(text: str) -> bool:
+    """A line for the person who started `serve`, on standard output; False when it cannot
+    be written (closed: `>&-`, a supervisor's; a reader gone). The logs are on stderr, and
+    the line is not worth stopping a server for (it stopped it, exit 2, once started)."""
+    try:
+        print(text, flush=True)
+    except OSError:
+        try:  # what is buffered would fail again at exit: standard output to /dev/null
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (AttributeError, OSError, ValueError):
+            pass  # (closed from the start: nothing is buffered)
+        return False
+    return True
 
 
 def _bind_failure(host: str, port: int, exc: OSError) -> str:
@@ -84,23 +103,28 @@ def _github_client(settings: Settings) -> Any:
     return GitHubClient(settings)
 
 
-def _start_worker_processes(settings: Settings, count: int, counts: list[Any] | None = None
-                            ) -> list[Any]:
+def _start_worker_processes(settings: Settings, count: int, counts: list[Any] | None = None,
+                            ids: list[str] | None = None) -> list[Any]:
     """`--workers N`: the inbox worker in N processes of their own (spawned), so analyses
     and handlers never hold the web process's interpreter lock. Each counts its outcomes in
-    memory shared with this process (appended to `counts`), which /metrics sums."""
+    memory shared with this process (appended to `counts`), which /metrics sums. Each works
+    under a worker id given here (appended to `ids`): what a process held when it ended
+    without finishing it (killed) is given back under that id (bot.webhooks.worker.give_back)."""
     import multiprocessing
 
     from bot.metrics import shared_counts_array
-    from bot.webhooks.worker import worker_process_main
+    from bot.webhooks.worker import make_worker_id, worker_process_main
 
     spawn = multiprocessing.get_context("spawn")
     level = os.environ.get("RLTRACKER_LOG_LEVEL", "INFO")
     arrays = [shared_counts_array(spawn) for _ in range(count)]
     if counts is not None:
         counts.extend(arrays)
+    worker_ids = [f"{make_worker_id()}-w{k}" for k in range(count)]
+    if ids is not None:
+        ids.extend(worker_ids)
     procs = [spawn.Process(target=worker_process_main,
-                           args=(settings, _github_client, level, arrays[k]),
+                           args=(settings, _github_client, level, arrays[k], worker_ids[k]),
                            name=f"rltracker-worker-{k}") for k in range(count)]
     for p in procs:
         p.start()
@@ -142,31 +166,67 @@ def _watch_worker_processes(procs: list[Any], stop: asyncio.Event, worker: Any =
     return died
 
 
-def _stop_worker_processes(procs: list[Any]) -> None:
-    """SIGTERM: each finishes the row in hand; one that does not within the grace is killed
-    (its row's lease runs out and another worker takes it)."""
+def _stop_worker_processes(procs: list[Any], hurry: threading.Event | None = None) -> None:
+    """SIGTERM: each finishes the rows in hand; those that have not ended within the grace,
+    or when the stop is hurried (a second signal), are killed (what they held is then given
+    back by `_Started.stop`)."""
     for p in procs:
         p.terminate()
+    deadline = time.monotonic() + SHUTDOWN_GRACE
+    while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
+        if hurry is not None and hurry.wait(0.05):
+            break
+        if hurry is None:
+            time.sleep(0.05)  # a poll of the processes' state
     for p in procs:
-        p.join(SHUTDOWN_GRACE)
         if p.is_alive():
             p.kill()
-            p.join()
+        p.join()
 
 
 class _StopAsked(Exception):
-    """SIGTERM or SIGINT arrived while `serve` was still starting."""
+    """SIGTERM, SIGINT or SIGHUP arrived while `serve` was still starting."""
 
 
-def _install_stop_handlers(stop: asyncio.Event) -> list[signal.Signals]:
-    """SIGINT and SIGTERM set `stop`. Installed before any start-up work, so that a stop
-    asked for while starting is as orderly as one while serving (it killed the process:
-    a claimed delivery, a job run or a request in flight was left as it stood)."""
+class _Asked:
+    """What the stop signals asked for. The first SIGTERM, SIGINT or SIGHUP sets `stop`: stop
+    in order, waiting for what is in hand. One more while stopping (or a signal after serve
+    began stopping by itself) sets `hurry`: stop now, cutting what is in hand and giving back
+    what the workers held (`_Started.stop`)."""
+
+    def __init__(self, stop: asyncio.Event) -> None:
+        self.stop = stop
+        self.hurry = asyncio.Event()
+        self.signal: str | None = None
+
+    def __call__(self, sig: signal.Signals) -> None:
+        if not self.stop.is_set():
+            self.signal = sig.name
+            self.stop.set()
+        elif not self.hurry.is_set():
+            log.warning("stopping now (%s while stopping): the work in hand is cut and given "
+                        "back for another attempt", sig.name, extra={"signal": sig.name})
+            self.hurry.set()
+
+
+# SIGHUP (the terminal `serve` runs in closed, `kill -HUP`) is a stop too: its default action
+# killed the process with no shutdown, leaving a claimed delivery `processing`. Nothing can be
+# reloaded (the settings are the environment, read at start), so it is not read as "reload".
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _install_stop_handlers(asked: _Asked) -> list[signal.Signals]:
+    """SIGINT, SIGTERM and SIGHUP ask `asked` to stop (a second one: to hurry). Installed
+    before any start-up work, so that a stop asked for while starting is as orderly as one
+    while serving (it killed the process: a claimed delivery, a job run or a request in
+    flight was left as it stood). SIGHUP ignored when serve started (`nohup`) stays ignored."""
     loop = asyncio.get_running_loop()
     installed = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in STOP_SIGNALS:
+        if sig == signal.SIGHUP and signal.getsignal(sig) == signal.SIG_IGN:
+            continue
         try:
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, asked, sig)
         except RuntimeError:  # not the main thread: whoever runs us there stops us
             continue
         installed.append(sig)
@@ -202,10 +262,11 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
                 scheduler: bool = True, backfill: bool = True,
                 ready: asyncio.Event | None = None, worker_processes: int = 0) -> int:
     stop = asyncio.Event()
+    asked = _Asked(stop)
     loop = asyncio.get_running_loop()
-    installed = _install_stop_handlers(stop)  # first: a stop while starting is orderly too
+    installed = _install_stop_handlers(asked)  # first: a stop while starting is orderly too
     try:
-        return await _serve(settings, host, port, stop, worker=worker, scheduler=scheduler,
+        return await _serve(settings, host, port, asked, worker=worker, scheduler=scheduler,
                             backfill=backfill, ready=ready, worker_processes=worker_processes)
     finally:
         for sig in installed:
@@ -220,8 +281,41 @@ class _Started:
     first_backfill: asyncio.Task[Any] | None = None
     runner: web.AppRunner | None = None
     procs: list[Any] = dataclasses.field(default_factory=list)
+    worker_ids: list[str] = dataclasses.field(default_factory=list)  # of the worker processes
 
-    async def stop(self, ctx: Any) -> None:
+    async def stop(self, ctx: Any, hurry: asyncio.Event | None = None) -> None:
+        """In order, each step waiting for what it has in hand; when `hurry` is set (a second
+        signal), what is still in hand is cut instead (`_cut`)."""
+        cut = threading.Event()
+        watch = asyncio.ensure_future(self._cut(ctx, hurry, cut)) if hurry is not None else None
+        try:
+            await self._stop(ctx, cut)
+        finally:
+            if watch is not None:
+                watch.cancel()
+                await asyncio.gather(watch, return_exceptions=True)
+
+    async def _cut(self, ctx: Any, hurry: asyncio.Event, cut: threading.Event) -> None:
+        """A stop asked twice: the in-process worker's handler is cancelled and its rows given
+        back, requests in flight cancelled (a webhook not answered yet is delivered again by
+        GitHub: what its inbox commit stored is a duplicate then), worker processes killed
+        (their rows given back after), background tasks cancelled. Each of these was already
+        what happened to whatever outlived its grace, or to a process killed outright."""
+        await hurry.wait()
+        cut.set()
+        from bot.app import REQUESTS
+        from bot.context import WORKER
+        from bot.speaking.preview import BACKGROUND_KEY
+
+        app = self.runner.app if self.runner is not None else None
+        if app is not None and WORKER in app:
+            app[WORKER].abort()
+        for task in list(app.get(REQUESTS) or ()) if app is not None else ():
+            task.cancel()
+        for task in list(ctx.extras.get(BACKGROUND_KEY) or ()):
+            task.cancel()
+
+    async def _stop(self, ctx: Any, cut: threading.Event) -> None:
         loop = asyncio.get_running_loop()
         for p in self.procs:
             loop.remove_reader(p.sentinel)
@@ -234,19 +328,27 @@ class _Started:
             await asyncio.gather(self.first_backfill, return_exceptions=True)
         if self.runner is not None:  # the server (requests in flight finish), the inbox
             await self.runner.cleanup()  # writer, then the worker (its rows in hand finish)
-        await loop.run_in_executor(None, _stop_worker_processes, self.procs)
+        await loop.run_in_executor(None, _stop_worker_processes, self.procs, cut)
+        from bot.webhooks.worker import give_back
+
+        for worker_id in self.worker_ids:  # what a killed worker process held, given back
+            try:
+                await give_back(ctx.engine, worker_id)
+            except Exception:  # noqa: BLE001 - its lease runs out instead
+                log.warning("could not give back what worker %s held", worker_id, exc_info=True)
         from bot.speaking.preview import wait_background
 
-        await wait_background(ctx, grace=SHUTDOWN_GRACE)  # e.g. an installation preview
+        await wait_background(ctx, grace=0 if cut.is_set() else SHUTDOWN_GRACE)  # e.g. a preview
 
 
-async def _serve(settings: Settings, host: str, port: int, stop: asyncio.Event, *,
+async def _serve(settings: Settings, host: str, port: int, asked: _Asked, *,
                  worker: bool, scheduler: bool, backfill: bool, ready: asyncio.Event | None,
                  worker_processes: int) -> int:
+    stop = asked.stop
     try:
         await _unless_stopped(stop, _check_address(host, port))
     except _StopAsked:
-        return _stopped_while_starting()
+        return _stopped_while_starting(asked)
     from bot.app import create_app
     from bot.context import WORKER, WORKER_PROCESS_COUNTS, AppContext
     from bot.store.migrate import current_revision, head_revision
@@ -275,11 +377,12 @@ async def _serve(settings: Settings, host: str, port: int, stop: asyncio.Event, 
             await site.start()
         except OSError as exc:  # taken, not ours to bind, or no such host: one line
             raise UserError(_bind_failure(host, port, exc)) from exc
-        print(f"rltracker serving on http://{host}:{port}", flush=True)
+        _say(f"rltracker serving on http://{host}:{port}")  # (the "serving" log line too)
         _stop_asked_between(stop)
         if worker:
             started.procs = _start_worker_processes(
-                settings, worker_processes, ctx.extras.setdefault(WORKER_PROCESS_COUNTS, []))
+                settings, worker_processes, ctx.extras.setdefault(WORKER_PROCESS_COUNTS, []),
+                started.worker_ids)
         if scheduler:
             from bot.scheduler import create_scheduler
 
@@ -296,17 +399,18 @@ async def _serve(settings: Settings, host: str, port: int, stop: asyncio.Event, 
         if ready is not None:
             ready.set()
         await stop.wait()
-        log.info("stopping")
-        await started.stop(ctx)
+        log.info("stopping", extra={"signal": asked.signal} if asked.signal else {})
+        await started.stop(ctx, asked.hurry)
         if died:  # a failure while running: one line, exit status 1
             print(f"rltracker serve: {died[0]}; stopped so that it is restarted (what was stored "
                   "stays queued)", file=sys.stderr, flush=True)
             return 1
         return 0
     except _StopAsked:
-        log.info("stopping (asked to while starting)")
-        await started.stop(ctx)
-        return _stopped_while_starting()
+        log.info("stopping (asked to while starting)",
+                 extra={"signal": asked.signal} if asked.signal else {})
+        await started.stop(ctx, asked.hurry)
+        return _stopped_while_starting(asked)
     except BaseException:
         # A start-up that failed (or was cancelled): what it had started is stopped, then
         # the failure is told (one line, bot.cli.errors).
@@ -319,10 +423,10 @@ async def _serve(settings: Settings, host: str, port: int, stop: asyncio.Event, 
         await ctx.close()
 
 
-def _stopped_while_starting() -> int:
+def _stopped_while_starting(asked: _Asked) -> int:
     """A stop asked for during start-up: done in order, exit status 0 as for any stop."""
-    print("rltracker serve: stopped while starting (SIGTERM or SIGINT)", file=sys.stderr,
-          flush=True)
+    print(f"rltracker serve: stopped while starting ({asked.signal or 'asked to stop'})",
+          file=sys.stderr, flush=True)
     return 0
 
 
@@ -346,7 +450,10 @@ def serve_command(args: Any) -> int:
     host = getattr(args, "host", None) or "0.0.0.0"
     if generated is not None:
         # Printed on purpose (stdout, not the logs): the developer needs it to sign deliveries.
-        print(f"dev mode: dry-run on; webhook secret for this run: {generated}", flush=True)
+        if not _say(f"dev mode: dry-run on; webhook secret for this run: {generated}"):
+            log.warning("dev mode: the webhook secret for this run could not be printed "
+                        "(standard output cannot be written); set GITHUB_WEBHOOK_SECRET to "
+                        "sign deliveries with a secret of your own")
     return asyncio.run(
         serve(
             settings,

@@ -25,6 +25,71 @@ def shown_title(text: object, empty: str = "(no title)") -> str:
     return title if visible else empty
 
 
+# Unicode's direction controls: marks, embeddings, overrides and isolates with their ends.
+_DIRECTION_CONTROLS = dict.fromkeys(map(ord, "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                                              "\u2066\u2067\u2068\u2069"))
+
+
+def without_direction_controls(text: object) -> str:
+    """The app's own sentence quoting GitHub's text in a plain string (a skip reason quoting
+    labels) with the direction controls that text held taken out: one of them would reorder
+    the sentence's words after it, and no markup can isolate a part of a plain string."""
+    return "" if text is None else str(text).translate(_DIRECTION_CONTROLS)
+
+
+def plain_title(text: object) -> str:
+    """A title from GitHub where no markup can isolate it (a page's <title>): its own
+    direction controls taken out, the rest between FIRST STRONG ISOLATE and POP DIRECTIONAL
+    ISOLATE (<bdi> in plain text), so it cannot reorder the words after it; "(no title)"
+    when nothing of it would be seen."""
+    shown = shown_title(text)
+    if shown != text or not shown.translate(_DIRECTION_CONTROLS).strip():
+        return shown_title(None)
+    return "\u2068" + shown.translate(_DIRECTION_CONTROLS) + "\u2069"
+
+
+def _kana(ch: str) -> bool:
+    """Hiragana and katakana letters (not the middle dot U+30FB, which Chinese uses too)."""
+    code = ord(ch)
+    return (0x3041 <= code <= 0x30FF and code != 0x30FB) or 0x31F0 <= code <= 0x31FF \
+        or 0xFF66 <= code <= 0xFF9D
+
+
+def _hangul(ch: str) -> bool:
+    """Hangul syllables and jamo (not the fillers, which draw nothing)."""
+    code = ord(ch)
+    return ch not in _BLANK_LETTERS and (0xAC00 <= code <= 0xD7A3 or 0x1100 <= code <= 0x11FF
+                                         or 0x3131 <= code <= 0x318E)
+
+
+def title_lang(text: object) -> str | None:
+    """The language of a title from GitHub as its own script tells it, for the `lang` of the
+    element showing it in a page written in English: "zh" for a title `analyzers.language`
+    would call Chinese by its ideographs, "ja" with kana, "ko" with Hangul; "" (HTML's
+    "unknown") for a title mostly in another script (Arabic, Cyrillic, ...: one script,
+    several languages); None (the page's English stands) for a Latin title or one with no
+    letters. Nothing else is guessed: a Latin title may be French, and is left English."""
+    from analyzers.language import cjk_share
+
+    title = "" if text is None else str(text)[:1000]
+    if any(_kana(ch) for ch in title):
+        return "ja"
+    if any(_hangul(ch) for ch in title):
+        return "ko"
+    ideographs, share = cjk_share(title)
+    if ideographs >= 2 and share >= 0.4:  # detect_language's rule for a title
+        return "zh"
+    latin = other = 0
+    for ch in title:
+        if not ch.isalpha() or ch in _BLANK_LETTERS:
+            continue
+        if ch.isascii() or unicodedata.name(ch, "").startswith("LATIN"):
+            latin += 1
+        elif cjk_share(ch)[0] == 0:
+            other += 1
+    return "" if other > latin else None
+
+
 @cache
 def html_env() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -35,6 +100,9 @@ def html_env() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["shown_title"] = shown_title
+    env.filters["title_lang"] = title_lang
+    env.filters["plain_title"] = plain_title
+    env.filters["without_direction_controls"] = without_direction_controls
     return env
 
 

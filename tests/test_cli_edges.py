@@ -474,7 +474,8 @@ def test_repos_resume_names_the_repository_as_stored_once(db_url: str) -> None:
     (`comments in foo-org/bar resumed`), and the reception module's log line said it again on
     stderr (`reception: comments in Foo-Org/Bar resumed by operator ...`). The answer names
     the repository as stored, once: stdout when it was resumed, one stderr line when it was
-    not paused."""
+    not paused, prefixed `rltracker repos:` as every other message of the command is (it had
+    no prefix)."""
     asyncio.run(_paused_repository(db_url, "Foo-Org/Bar"))
     env = {"DATABASE_URL": db_url}
     result = text(rltracker("repos", "resume", "foo-org/bar", env=env))
@@ -485,4 +486,5 @@ def test_repos_resume_names_the_repository_as_stored_once(db_url: str) -> None:
     assert result.stderr == "", result.stderr
     again = text(rltracker("repos", "resume", "FOO-ORG/BAR", env=env))
     assert again.returncode == 0 and again.stdout == ""
-    assert again.stderr == "comments in Foo-Org/Bar are not paused; nothing to resume\n"
+    assert again.stderr == ("rltracker repos: comments in Foo-Org/Bar are not paused; "
+                            "nothing to resume\n")

@@ -909,3 +909,38 @@ def test_a_lock_not_granted_in_time_is_one_line_not_a_bug(
     err = io.StringIO()
     assert report_failure("stats", exc, debug=False, err=err) == 1
     assert len(err.getvalue().splitlines()) == 1 and "Traceback" not in err.getvalue()
+
+
+async def test_a_sync_stopped_by_github_says_so_as_the_command(migrated_db: str,
+                                                                fake_github: FakeGitHub) -> None:
+    """GitHub answering every GraphQL request with errors and no data: the sync stops (exit
+    1). Its line was `sync stopped: ...`, the one message of the command without the
+    `rltracker sync:` prefix (ops61)."""
+    fake_github.graphql_handler = lambda query, variables: {
+        "errors": [{"message": "Something went wrong while executing your query."}]}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "sync", "--repo", "volcengine/verl",
+        env={**CLEAN_ENV, "DATABASE_URL": migrated_db, "GITHUB_API_URL": fake_github.url,
+             "GITHUB_TOKEN": fake_github.user_token},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), HANG_GUARD)
+    lines = err.decode().splitlines()
+    assert proc.returncode == 1, err.decode()[-2000:]
+    assert "Traceback" not in err.decode()
+    stopped = [line for line in lines if "stopped" in line]
+    assert len(stopped) == 1, lines
+    assert stopped[0].startswith("rltracker sync: stopped: GraphQL request failed"), stopped
+    assert "cursors are stored; run again to resume" in stopped[0]
+
+
+def test_serve_workers_past_what_a_machine_runs_is_refused_before_anything_starts() -> None:
+    """`serve --workers N` took any count: a key held down (`--workers 1000000`) made serve
+    allocate a shared counter and spawn a process (each holding the analyzers) per worker,
+    until the machine ran out of memory. It is bounded as analyze's --jobs is (1024), refused
+    by the parser before anything starts (ops61). Here the database cannot be reached
+    (nothing listens on port 9): on main the count was taken and the start-up failed there."""
+    env = {"DATABASE_URL": "postgresql+asyncpg://u:p@127.0.0.1:9/none",
+           "GITHUB_WEBHOOK_SECRET": "workers-secret", "RLTRACKER_DRY_RUN": "1"}
+    line = one_line(rltracker("serve", "--workers", "1000000", "--port", "18999", env=env),
+                    "serve", 2, "--workers", "1000000", "1024")
+    assert "argument --workers" in line

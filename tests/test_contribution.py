@@ -156,7 +156,8 @@ async def test_refresh_all_covers_frameworks_and_installed_repositories(app_ctx,
         await session.flush()
         session.add(Repository(full_name=REPO, installation_id=91))
     counts = await refresh_all(app_ctx)
-    assert counts == {"refreshed": 8, "failed": 0}  # seven frameworks + the installed one
+    # seven frameworks + the installed one
+    assert counts == {"refreshed": 8, "failed": 0, "private": 0, "cached": 0}
     async with app_ctx.sessionmaker() as session:
         repos = set(await session.scalars(select(ContributionRules.repo)))
     assert REPO in repos and "huggingface/trl" in repos

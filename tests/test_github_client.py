@@ -698,3 +698,37 @@ async def test_the_etag_cache_is_bounded_across_installations(client_settings: S
         assert c.cached_responses == 2  # installation 8's responses went with it
     finally:
         await c.close()
+
+
+async def test_429_without_retry_after_waits_as_a_secondary_limit(
+    client: GitHubClient, installed: FakeGitHub, sleeper: RecordingSleep
+):
+    """GitHub answers a secondary rate limit with 403 or 429; without retry-after (and with
+    requests left) it asks for at least a minute's wait, then exponentially longer. A 429
+    was retried after the 5xx backoff (0.5 s, 1 s, 2 s...): more requests into the limit,
+    which GitHub may answer by banning the integration."""
+    installed.fail_next("GET", r"/issues/1$", 429, body={"message": "Too many requests"})
+    gh = await client.api(7)
+    await gh.getitem("/repos/verl-project/verl/issues/1")
+    assert sleeper.delays == [60.0]  # GitHub: wait at least a minute
+
+
+async def test_an_uninstalled_installation_is_forgotten_with_several_repositories_mapped(
+    client: GitHubClient, installed: FakeGitHub
+):
+    """forget_installation scanned the repository mapping with items(), whose reads moved
+    each entry in the LRU while it was iterated: with two repositories mapped, RuntimeError
+    ("OrderedDict mutated during iteration") instead of InstallationGone for a request through
+    an uninstalled installation, and from installation.deleted and suspend."""
+    from bot.github.client import InstallationGone
+
+    assert await client.installation_for_repo(REPO) == 7
+    assert await client.installation_for_repo("huggingface/trl") == 8
+    installed.remove_installation(7)
+    gh = await client.api(7)
+    with pytest.raises(InstallationGone):
+        await gh.getitem("/repos/verl-project/verl/issues/1")
+    client.forget_installation(8)  # as installation.deleted does
+    calls = len(installed.requests("GET", r"/installation$"))
+    assert await client.installation_for_repo("huggingface/trl") == 8  # asked again
+    assert len(installed.requests("GET", r"/installation$")) == calls + 1

@@ -182,3 +182,26 @@ async def test_two_replicas_firing_together_run_the_night_once(ctx: Any) -> None
         release.set()
         await other.close()
     assert outcomes == ["ok", "skipped"] and entered == ["in"]
+
+
+async def test_a_monthly_schedule_missed_while_down_is_caught_up(ctx: Any) -> None:
+    """RLTRACKER_NIGHTLY_CRON may fire less often than weekly (`0 3 1 * *`, the first of the
+    month). The last fire time was looked for in the last 8 days only: from the 10th on it
+    was "none", so a run missed on the 1st (the service down that night) was never caught up
+    at start nor by the watch, as README promises (ops61)."""
+    from bot.scheduler import missed_run
+
+    ctx.settings = dataclasses.replace(ctx.settings, nightly_cron="0 3 1 * *")
+    now = datetime(2026, 12, 20, 12, 0, tzinfo=UTC)
+    assert last_fire_time(nightly_trigger(ctx), now) == datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
+    async with ctx.sessionmaker() as session:  # November's run; none since
+        start = datetime(2026, 11, 1, 3, 0, tzinfo=UTC)
+        session.add(JobRun(name="nightly", outcome="ok", started_at=start,
+                           finished_at=start + timedelta(minutes=20)))
+        await session.commit()
+    assert await missed_run(ctx, now)
+    # a yearly one too (the last fire months ago), and a daily one as before
+    ctx.settings = dataclasses.replace(ctx.settings, nightly_cron="0 3 1 1 *")
+    assert last_fire_time(nightly_trigger(ctx), now) == datetime(2026, 1, 1, 3, 0, tzinfo=UTC)
+    ctx.settings = dataclasses.replace(ctx.settings, nightly_cron="0 3 * * *")
+    assert last_fire_time(nightly_trigger(ctx), now) == datetime(2026, 12, 20, 3, 0, tzinfo=UTC)

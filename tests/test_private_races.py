@@ -235,6 +235,7 @@ async def test_privatized_while_the_sync_reads_a_page_keeps_the_page_out(
             result = inner(query, variables)
             if not fired:
                 fired.append(True)
+                fake_github.private_repos.add(SECRET.lower())  # (the handler asks GitHub)
                 await handle_repository(_privatized(SECRET, 555), ctx)
             return result
 

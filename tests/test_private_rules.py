@@ -53,14 +53,32 @@ async def test_privatized_while_the_refresh_reads_the_rules_stores_none(app_ctx,
     async def contributing(fake: Any, request: Any, match: Any, body: Any) -> Any:
         if not done:
             done.append(True)
+            fake.private_repos.add(REPO.lower())  # (the handler asks GitHub)
             await handle_repository(_privatized(), app_ctx)
         return fake._get_contents(request, match, body, None)
 
-    await refresh_all(app_ctx)
+    counts = await refresh_all(app_ctx)
     assert done
     async with app_ctx.sessionmaker() as session:
         assert await session.scalar(select(Repository.private).where(Repository.full_name == REPO))
     assert await _rules(app_ctx) == []
+    # the night's counts say so: on main it counted among the refreshed (8 with the seven
+    # frameworks) though its rules' write was refused
+    assert counts == {"refreshed": 7, "failed": 0, "private": 1, "cached": 0}
+
+
+async def test_a_refresh_github_refuses_keeps_the_cache_and_says_so(app_ctx, fake_github) -> None:
+    """GitHub refusing the repository's files on a later night: the rules stored before are
+    kept (and still answered), and the night counts them as kept from the cache, not as
+    refreshed (on main: refreshed 8)."""
+    _seed(fake_github)
+    fake_github.add_installation(91, "acme", repos=[REPO])
+    await _install(app_ctx)
+    assert (await refresh_all(app_ctx))["refreshed"] == 8
+    fake_github.fail_next("GET", rf"^/repos/{REPO}/contents/", 403, times=50)
+    counts = await refresh_all(app_ctx)
+    assert counts == {"refreshed": 7, "failed": 0, "private": 0, "cached": 1}
+    assert await _rules(app_ctx) == [REPO]
 
 
 async def test_a_repository_marked_private_gets_no_rules_from_the_refresh(app_ctx, fake_github) -> None:

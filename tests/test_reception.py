@@ -164,3 +164,33 @@ async def test_comments_the_app_hid_on_request_do_not_pause_the_repository(rctx:
     async with ctx.sessionmaker() as session:
         repo = await session.scalar(select(Repository).where(Repository.full_name == "e/corrected"))
     assert not repo.comments_paused
+
+
+async def test_comments_hidden_as_resolved_outdated_or_duplicate_do_not_pause(rctx: Any) -> None:
+    """A maintainer who tidies a thread once the problem is fixed hides the app's comment as
+    resolved or outdated (GitHub's Hide menu): the suggestion was taken up, or the thread
+    moved on, not refused. On main two such hides among the last ten paused the app's comments
+    in the whole repository, as spam or off-topic ones do. Hidden as spam, abuse or off-topic
+    (the analyzers' rule, bot.analysis.HIDDEN_FROM_ANALYSIS), or for no reason GitHub gives,
+    a comment still counts; GraphQL's spelling (lower case, or the enum's) either way."""
+    ctx, data = rctx
+    await _repos(ctx, "g/tidied", "h/spam", "i/unsaid")
+    tidy = {1: "resolved", 2: "OUTDATED", 3: "duplicate", 4: "RESOLVED"}
+    for n in range(1, 6):
+        await _post(ctx, data, "g/tidied", n, up=1, minimized=tidy.get(n))
+        await _post(ctx, data, "h/spam", n, up=1, minimized={2: "spam", 4: "OFF_TOPIC"}.get(n))
+    await _post(ctx, data, "i/unsaid", 1, up=1, minimized="abuse")
+    for n in (2, 3):  # hidden, GitHub giving no reason
+        await _post(ctx, data, "i/unsaid", n, up=1)
+        node = data.nodes[(await _action(ctx, "i/unsaid", n)).comment_node_id]
+        node["isMinimized"], node["minimizedReason"] = True, None
+    stats = await refresh_reception(ctx)
+    assert sorted(stats.paused) == ["h/spam", "i/unsaid"]
+    async with ctx.sessionmaker() as session:
+        repo = await session.scalar(select(Repository).where(Repository.full_name == "g/tidied"))
+    assert not repo.comments_paused and stats.minimized == 4 + 2 + 3
+
+
+async def _action(ctx: AppContext, repo: str, n: int) -> Action:
+    async with ctx.sessionmaker() as session:
+        return await session.scalar(select(Action).where(Action.repo == repo, Action.number == n))

@@ -120,6 +120,13 @@ HOSTILE_FILES = [
     pytest.param("daily_budget: " + "9" * 5000 + "\n", "cannot be read", id="integer-past-digit-limit"),
     pytest.param("daily_budget: !!int many\n", "cannot be read", id="int-tag-on-a-word"),
     pytest.param("min_confidence: !!float high\n", "cannot be read", id="float-tag-on-a-word"),
+    # Tags whose PyYAML constructor fails with other than ValueError: a KeyError, an
+    # AttributeError, an IndexError, a TypeError escaped get_repo_config.
+    pytest.param("dry_run: !!bool maybe\n", "cannot be read", id="bool-tag-on-a-word"),
+    pytest.param("released: !!timestamp soon\n", "cannot be read", id="timestamp-tag-on-a-word"),
+    pytest.param("daily_budget: !!int\n", "cannot be read", id="int-tag-on-nothing"),
+    pytest.param("labels: !!map [kl_growth]\n", "cannot be read", id="map-tag-on-a-list"),
+    pytest.param("ignore_labels: !!set [bug]\n", "cannot be read", id="set-tag-on-a-list"),
     pytest.param("labels: " + "[" * 5000 + "]" * 5000 + "\n", "nested", id="deep-flow-sequence"),
     pytest.param("labels: " + "{a: " * 3000 + "1" + "}" * 3000 + "\n", "nested", id="deep-flow-mapping"),
 ]
@@ -155,6 +162,8 @@ async def test_unbuildable_yaml_falls_back_and_is_reported(app_ctx: Any, fake_gi
     "labels: {entropy_collapse: [oops\n",  # a bracket left open
     "released: 2024-13-45\n",  # a value YAML cannot build
     "notes: &n x\nmore: *n\n",  # an alias
+    "released: !!timestamp soon\n",  # a tag PyYAML fails to build with an AttributeError
+    "notes: !!bool maybe\n",  # ... with a KeyError
 ])
 async def test_opt_out_holds_when_the_file_does_not_parse(app_ctx: Any, fake_github: Any,
                                                           broken: str) -> None:
@@ -290,3 +299,71 @@ async def test_an_uninstalled_installation_is_not_read_as_a_repository_without_c
     async with app_ctx.sessionmaker() as session:
         row = await session.scalar(select(Repository).where(Repository.full_name == repo))
     assert row.config["failure_comments"] is False
+
+
+async def test_the_preview_says_the_file_is_invalid(app_ctx: Any, fake_github: Any) -> None:
+    """The install preview is where a maintainer installing the app looks at what it would do
+    under their settings. A file with a typo (`failure_coments`) is invalid and the defaults
+    apply: the page and `rltracker preview` listed the would-be comments and "failure comments
+    on" without a word of the file, as if it had been read (the problem was only in the log
+    and /api/actions)."""
+    from datetime import UTC, datetime, timedelta
+
+    from bot.site.preview_pages import render_html
+    from bot.speaking.preview import compute_preview, render_markdown
+    from bot.store.models import Analysis
+    from bot.store.threads import upsert_thread
+    from tests.test_actions_e2e import FAILURE, iso
+
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "failure_coments: false\n")
+    assert (await get_repo_config(app_ctx, VERL, INST, refresh=True)).source == "invalid"
+    async with app_ctx.sessionmaker() as s:
+        thread = await upsert_thread(s, {
+            "repo": VERL, "number": 1, "kind": "issue", "title": "entropy collapse",
+            "body": "entropy falls", "state": "open",
+            "created_at": iso(datetime.now(UTC) - timedelta(days=1))})
+        s.add(Analysis(thread_id=thread.id, analyzer_version="t", result=FAILURE,
+                       is_failure_report=True))
+        await s.commit()
+    preview = await compute_preview(app_ctx, VERL)
+    assert [c["number"] for c in preview["comments"]] == [1]  # the defaults: comments on
+    for shown in (render_html({**preview, "install_problems": []}), render_markdown(preview)):
+        assert ".github/rltracker.yml" in shown and "unknown settings: failure_coments" in shown
+    fake_github.set_file(VERL, ".github/rltracker.yml", "failure_comments: false\n")
+    await get_repo_config(app_ctx, VERL, INST, refresh=True)
+    preview = await compute_preview(app_ctx, VERL)
+    for shown in (render_html({**preview, "install_problems": []}), render_markdown(preview)):
+        assert "unknown settings" not in shown
+
+
+@pytest.mark.parametrize(("text", "kept"), [
+    # valid settings that make the app quieter than the defaults, beside a typo
+    ("daily_budget: 0\nrule_summary: false\n", {"daily_budget": 0}),
+    ("daily_budget: 1\nmin_confidence: 0.99\nfailure_coments: false\n",
+     {"daily_budget": 1, "min_confidence": 0.99}),
+    # in a file that does not parse: on a top-level line of its own
+    ("daily_budget: 0   # nothing spontaneous, please\nlabels: {kl_growth: [oops\n", {"daily_budget": 0}),
+    # settings that would make it louder are not kept from an invalid file
+    ("daily_budget: 10\nmin_confidence: 0.1\ntypo: 1\n", {"daily_budget": 3, "min_confidence": None}),
+])
+def test_a_quieter_budget_or_bar_holds_in_an_invalid_file(text: str, kept: dict[str, Any]) -> None:
+    """docs/comments.md: "a typo in another setting never turns on what the repository turned
+    off". `daily_budget: 0` turns spontaneous comments off as surely as `failure_comments:
+    false`, yet a typo beside it (`rule_summary`) restored the default budget of 3 a day; a
+    budget of 1 or a bar of 0.99 went back to the defaults the same way."""
+    with pytest.raises(ConfigError) as caught:
+        parse_config_text(text)
+    config = RepoConfig(source="invalid", error=str(caught.value), **caught.value.opt_outs)
+    assert {k: getattr(config, k) for k in kept} == kept
+
+
+async def test_a_zero_budget_holds_beside_a_typo(app_ctx: Any, fake_github: Any) -> None:
+    from bot.speaking.decide import act
+    from tests.test_actions_e2e import FAILURE, open_issue
+
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "daily_budget: 0\nrule_summary: false\n")
+    payload = await open_issue(app_ctx, fake_github, 1)
+    out = await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out.get("failure_comment") != "posted" and not fake_github.comments_of(VERL, 1)

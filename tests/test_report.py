@@ -319,6 +319,54 @@ async def test_the_nightly_report_counts_the_failures_opened_since_the_night_bef
     assert report["frameworks"]["verl"]["failures_today"] == {"kl_growth": [f"{V}#40"]}
 
 
+async def test_a_failure_report_is_counted_by_one_night_when_the_night_before_ran_late(
+        ctx: Any) -> None:
+    """Yesterday's report built this morning (its run went past midnight, or the catch-up run
+    at the next start) counted the failure reports of yesterday, to midnight; today's counted
+    the 24 hours up to now again: one opened yesterday was in both reports. Today's counts
+    from where yesterday's stopped."""
+    from bot.store.types import format_datetime, utcnow
+
+    now = utcnow()
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    yesterday = midnight - (timedelta(days=1) - (now - midnight)) / 2  # after now - 24 h
+    await seed(ctx, V, 43, created=yesterday, proposal=False, failure="kl_growth")
+    await seed(ctx, V, 44, created=midnight + (now - midnight) / 2, proposal=False,
+               failure="entropy_collapse")
+    await run_report(ctx, midnight.date() - timedelta(days=1))
+    await run_report(ctx, now.date())
+    async with ctx.sessionmaker() as session:
+        reports = list(await session.scalars(select(Report).order_by(Report.date)))
+    assert [r.data["frameworks"]["verl"]["failures_today"] for r in reports] == [
+        {"kl_growth": [f"{V}#43"]}, {"entropy_collapse": [f"{V}#44"]}]
+    assert reports[1].data["failures_window"] == {
+        "from": format_datetime(midnight), "to": reports[1].data["generated_at"]}
+    assert f"Opened from {format_datetime(midnight)[:19].replace('T', ' ')} to " in render_html(
+        reports[1].data)
+
+
+async def test_a_failure_report_opened_after_the_last_report_is_in_the_next_one(
+        ctx: Any) -> None:
+    """The night before, the report was built six hours later in the night than tonight's
+    (a long sync): tonight's counted the 24 hours up to now, and a failure report opened in
+    the six hours after the previous report was built was in neither. Tonight's counts from
+    where the previous report's count stopped (the time it was built, as a report stored
+    before this rule says)."""
+    from bot.store.types import format_datetime, utcnow
+
+    now = utcnow()
+    built = now - timedelta(hours=30)
+    async with ctx.sessionmaker() as session:
+        session.add(Report(date=built.date().isoformat(), markdown="",
+                           data={"generated_at": format_datetime(built), "snapshot": {}},
+                           created_at=built))
+        await session.commit()
+    await seed(ctx, V, 45, created=built - timedelta(hours=1), proposal=False, failure="kl_growth")
+    await seed(ctx, V, 46, created=now - timedelta(hours=27), proposal=False, failure="kl_growth")
+    report = await build_report(ctx, now.date())
+    assert report["frameworks"]["verl"]["failures_today"] == {"kl_growth": [f"{V}#46"]}
+
+
 async def test_todays_report_says_how_long_a_proposal_has_waited_until_now(ctx: Any) -> None:
     """'Waiting for any reply' counted the days until the end of the report's day, so the
     report the nightly job builds at 03:00 UTC added 21 hours to every wait: a proposal opened
@@ -754,3 +802,38 @@ async def test_a_comment_github_hid_as_spam_is_no_first_reply(ctx: Any) -> None:
     data = await build_report(ctx, DAY1)
     waiting = [w["key"] for w in data["frameworks"]["verl"]["waiting"]]
     assert f"{V}#30" in waiting and f"{V}#31" not in waiting
+
+
+async def test_a_paper_pools_method_label_is_not_posted_as_markdown(ctx: Any) -> None:
+    """A paper pool (`rltracker papers import`, third-party metadata) may name a paper's
+    method with any text up to 64 characters; a proposal citing that paper carried the label
+    into its analysis' methods, and the posted report wrote it between backticks: a label
+    with a backtick closed the code span and its `@login` notified that person. The report
+    names catalog methods only (the pool's label has no page on the tracker either); the
+    arXiv id stays."""
+    from analyzers.analyze import analyze_thread
+    from analyzers.papers import PaperIndex
+
+    label = "x` @someone `y"
+    pool = PaperIndex.build([{"arxiv_id": "2601.00001", "title": "A New Policy Optimisation",
+                              "aliases": [], "method": label, "first_public": "2026-01-01"}])
+    record = {"id": f"{T}#70", "repo": T, "number": 70, "kind": "issue", "state": "open",
+              "title": "Add the policy optimisation of arXiv:2601.00001 with clip-higher",
+              "body": "We propose adding the method from https://arxiv.org/abs/2601.00001 as a new "
+                      "trainer option, on top of DAPO's clip-higher (arXiv:2503.14476).",
+              "author": "proposer", "created_at": "2026-11-30T10:00:00Z", "comments": [],
+              "labels": []}
+    analysis = analyze_thread(record, pool)
+    methods = sorted({p["method"] for p in analysis["papers"] if p.get("method")})
+    assert label in methods and analysis["proposal"]["is_proposal"]
+    await night_one(ctx)
+    await run_report(ctx, DAY1)
+    await seed(ctx, T, 70, created=at(DAY2, 1), methods=methods,
+               arxiv=sorted({p["arxiv_id"] for p in analysis["papers"] if p.get("arxiv_id")}))
+    await run_report(ctx, DAY2)
+    async with ctx.sessionmaker() as session:
+        row = await session.scalar(select(Report).where(Report.date == DAY2.isoformat()))
+    [item] = [c for c in row.data["frameworks"]["trl"]["changes"]["new_proposals"]
+              if c["key"] == f"{T}#70"]
+    assert item["methods"] == ["clip-higher"] and "2601.00001" in item["arxiv_ids"]
+    assert "@someone" not in row.markdown and "@someone" not in render_html(row.data)

@@ -361,3 +361,29 @@ async def test_a_suspended_installation_is_not_shown_as_commenting(client, ctx) 
         (await session.get(Installation, 6)).suspended = False
     row = re.search(r"<tr><td>THUDM/slime</td>.*?</tr>", await _text(client, "/repos/"), re.S)
     assert row is not None and "commenting" in row.group(0)
+
+
+async def test_the_repositories_page_without_its_slash(client) -> None:
+    """The navigation's 'Repositories' is /repos/, the other pages have no slash (/proposals,
+    /study, /verdicts): /repos, typed by analogy, was aiohttp's bare '404: Not Found' in plain
+    text, with no way back to the site. It leads to /repos/ (the query kept)."""
+    resp = await client.get("/repos?x=1", allow_redirects=False)
+    assert (resp.status, resp.headers.get("Location")) == (301, "/repos/?x=1")
+    assert "default-src 'none'" in resp.headers["Content-Security-Policy"]
+    assert "Installed repositories" in await _text(client, "/repos")
+
+
+async def test_a_path_of_no_page_answers_the_sites_not_found_page(client) -> None:
+    """A path no route has (a trailing slash: /proposals/, /threads/; a typo) was aiohttp's
+    bare '404: Not Found' in plain text: no navigation, nothing saying which site it is. A
+    browser gets the site's 'Not found' page; the API keeps its JSON error."""
+    for path in ("/proposals/", "/threads/", "/no/such/page"):
+        resp = await client.get(path)
+        assert (resp.status, resp.content_type) == (404, "text/html"), path
+        html = await resp.text()
+        assert "<h1>Not found</h1>" in html and 'href="/proposals"' in html, path
+        assert "default-src 'none'" in resp.headers["Content-Security-Policy"]
+    resp = await client.get("/api/no-such-route")
+    assert (resp.status, resp.content_type) == (404, "application/json")
+    head = await client.head("/proposals/")
+    assert head.status == 404

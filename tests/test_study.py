@@ -20,7 +20,14 @@ from aiohttp.test_utils import TestClient, TestServer
 from sqlalchemy import select
 
 from analyzers.catalog import CATALOG_DIR, Catalog, load_catalog, load_catalog_from
-from analyzers.study import StudyThread, commit_date, compute_study, public_date, study_methods
+from analyzers.study import (
+    StudyThread,
+    commit_date,
+    compute_study,
+    lands,
+    public_date,
+    study_methods,
+)
 from bot.context import AppContext
 from bot.store.models import Analysis, JobRun, Report, Thread
 
@@ -219,13 +226,36 @@ def test_same_day_merges_land_by_the_earlier_merge_not_by_the_key_string(
     assert landing["pull_requests"] == [f"{T}#9", f"{T}#10"]
 
 
+def test_a_merge_is_dated_by_its_day_in_utc_whatever_offset_it_carries(
+        small_catalog: Catalog) -> None:
+    """Every day the study counts is a UTC day (the pages, the API, the exports and the report
+    all show UTC). A merge time given with an offset was dated by the day written in it:
+    01:00 on the 20th at +09:00 is 16:00 on the 19th in UTC, and 21:30 on the 19th at -05:00
+    is 02:30 on the 20th; the earlier merge (in time) lands, on its UTC day."""
+    tokyo = th(T, 30, "pull_request", state="merged", review="merged", methods=("eta",),
+               closed_at="2025-06-20T01:00:00+09:00")
+    chicago = th(T, 31, "pull_request", state="merged", review="merged", methods=("eta",),
+                 closed_at="2025-06-19T21:30:00-05:00")
+    [landing] = [x for x in compute_study(small_catalog, [chicago])["landings"] if x["detected"]]
+    assert (landing["date"], landing["days"]) == ("2025-06-20", 46)  # eta: first public 05-05
+    [landing] = [x for x in compute_study(small_catalog, [tokyo, chicago])["landings"]
+                 if x["detected"]]
+    assert (landing["pull_request"], landing["date"], landing["days"]) == (f"{T}#30", "2025-06-19", 45)
+    assert landing["pull_requests"] == [f"{T}#30", f"{T}#31"]
+    # just before and at midnight UTC: two days
+    for closed_at, day in (("2025-06-19T23:59:59Z", "2025-06-19"), ("2025-06-20T00:00:00Z", "2025-06-20")):
+        pr = dataclasses.replace(tokyo, closed_at=closed_at)
+        [landing] = [x for x in compute_study(small_catalog, [pr])["landings"] if x["detected"]]
+        assert landing["date"] == day
+
+
 def test_shipped_catalog_numbers_follow_the_rules() -> None:
     cat = load_catalog()
     study = compute_study(cat, [])
     clip = next(x for x in study["landings"] if (x["method"], x["framework"]) == ("clip-higher", "verl"))
     assert (clip["date"], clip["days"], clip["detected"]) == ("2025-04-04", 17, False)
     for fid, fw in study["frameworks"].items():
-        carried = [m for m in cat.methods.values() if m.has(fid) and public_date(m.first_public)
+        carried = [m for m in cat.methods.values() if lands(m, fid) and public_date(m.first_public)
                    and public_date(m.first_public).year >= 2025]
         assert fw["methods"] == len(carried), fid
     assert sum(fw["first_anywhere"] for fw in study["frameworks"].values()) >= len(

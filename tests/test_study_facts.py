@@ -53,7 +53,8 @@ def test_every_landing_is_dated_by_the_shared_first_commit(shared: dict, study: 
             continue
         for fw, v in m["frameworks"].items():
             present = [x for x in v["verification"]
-                       if not x["status"].startswith(("not found", "related"))]
+                       if not x["status"].startswith(("not found", "related"))
+                       and "related" not in x["status"]]
             if not present:
                 assert (m["id"], fw) not in landings
                 continue
@@ -114,3 +115,17 @@ def test_code_before_the_paper_keeps_negative_days(study: dict) -> None:
     early = landings[("overlong-filtering", "areal")]
     assert (early["date"], early["days"], early["before_paper"]) == ("2025-02-24", -22, True)
     assert landings[("dr-grpo", "trl")]["days"] == -4
+
+
+def test_an_option_the_shared_data_calls_related_is_no_landing(shared: dict, study: dict) -> None:
+    """AReaL's rejection_sampling (action clamp) is "found (related, not counted by paper)"
+    for TIS: a near relative, as the paper reads it (TIS in six frameworks). The study counted
+    it as TIS landing in AReaL (262 days), in AReaL's methods and its median."""
+    tis = next(m for m in shared["methods"] if m["id"] == "tis")
+    [entry] = tis["frameworks"]["areal"]["verification"]
+    assert entry["status"].startswith("found (related")
+    assert tis["paper"]["frameworks_count"] == 6
+    assert ("tis", "areal") not in _landings(study)
+    row = next(m for m in study["methods"] if m["method"] == "tis")
+    assert "areal" not in row["frameworks"] and len(row["frameworks"]) == 6
+    assert "tis" not in study["sets"]["landed.areal"]

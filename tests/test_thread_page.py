@@ -9,6 +9,7 @@ from typing import Any
 from aiohttp.test_utils import TestClient, TestServer
 
 from bot.store.models import Action, Installation, Repository
+from tests.browser import chromium  # noqa: F401 - the fixture
 from tests.test_site import seed
 
 # The app's own Markdown, plus what must never become markup: raw HTML and a javascript: link.
@@ -194,3 +195,105 @@ async def test_not_a_failure_report_says_what_its_confidence_is_of(ctx) -> None:
     assert "Not a training-failure report" in html
     assert "(confidence 0.10)" not in html
     assert "confidence 0.10 that this reports a failing run" in html
+
+
+async def test_the_page_of_a_thread_gone_from_github_says_so(ctx) -> None:
+    """A thread deleted on GitHub, or transferred to another repository, left its page as
+    "No such thread." (404), as though the tracker had never listed it: a link from a
+    nightly report or an old list read as a broken tracker. The page says the thread left
+    that place on GitHub (410 Gone), and links GitHub's address, which forwards a transferred
+    one. A thread the tracker never stored stays "No such thread" (404); so does one of a
+    repository since made private (nothing is said of it)."""
+    from sqlalchemy import update
+
+    from bot.store.models import Repository
+    from tests.test_events import dispatch, envelope, issue
+
+    client = await _client(ctx)
+    try:
+        await dispatch(ctx, "issues", envelope("deleted", repo="huggingface/trl",
+                                               issue=issue(number=8, created_at=None)))
+        new = issue(number=301, html_url="https://github.com/THUDM/slime/issues/301")
+        await dispatch(ctx, "issues", envelope(
+            "transferred", repo="huggingface/trl", issue=issue(number=7),
+            changes={"new_issue": new, "new_repository": {"id": 10, "full_name": "THUDM/slime"}}))
+        for path in ("/threads/huggingface/trl/8", "/threads/huggingface/TRL/7"):
+            resp = await client.get(path)
+            html = await resp.text()
+            assert resp.status == 410, (path, resp.status)
+            assert "No longer on GitHub at" in html and "deleted, or transferred" in html, path
+            number = path.rsplit("/", 1)[1]
+            assert f'href="https://github.com/huggingface/trl/issues/{number}"' in html, path
+        assert (await client.get("/threads/THUDM/slime/301")).status == 200  # where it went
+        assert (await client.get("/threads/huggingface/trl/9999")).status == 404
+        async with ctx.sessionmaker() as session, session.begin():
+            await session.execute(update(Repository).where(Repository.full_name == "huggingface/trl")
+                                  .values(private=True))
+        resp = await client.get("/threads/huggingface/trl/8")
+        assert resp.status == 404 and "No such thread" in await resp.text()
+    finally:
+        await client.close()
+
+
+async def test_a_thread_of_unknown_author_reads_opened_on_its_day(ctx) -> None:
+    """A thread stored without its author (a record from the sync of a deleted account, a
+    hand-made one) read 'issue · open on 2026-11-17 UTC' under its heading: the opening day
+    read as the day it has been open since. It reads 'opened on'."""
+    import re
+
+    client = await _client(ctx)
+    try:
+        html = await _page(client, "/threads/huggingface/trl/8")
+    finally:
+        await client.close()
+    line = re.search(r'<p class="muted">huggingface/trl#8 · (.*?)</p>', html)
+    assert line is not None
+    assert re.sub(r"<[^>]+>", "", line.group(1)) == "issue · open · opened on 2026-11-17 UTC", line.group(1)
+
+
+async def test_a_skip_reason_quoting_a_label_keeps_its_words_in_order(ctx) -> None:
+    """The app's skip reason quotes the thread's labels in a plain sentence ('the issue is
+    already labelled (bug, help wanted)'): a label holding an unclosed U+202E reversed the rest
+    of the sentence on the thread page ('(detnaw pleh ,gub' in Chromium: the other labels and
+    the app's own parenthesis). A reason is the app's sentence: direction controls in it are
+    dropped where it is shown (the thread page, the install preview's skip table)."""
+    from bot.store.models import Action
+
+    rlo = "\u202e"
+    reason = f"the issue is already labelled ({rlo}bug, help wanted)"
+    async with ctx.sessionmaker() as session, session.begin():
+        session.add(Action(repo="huggingface/trl", number=7, kind="failure_comment", status="skipped",
+                           dedupe_key="t7", reason=reason, details={"code": "labelled"}))
+    client = await _client(ctx)
+    try:
+        html = await _page(client, "/threads/huggingface/trl/7")
+    finally:
+        await client.close()
+    assert "<p>Why: the issue is already labelled (bug, help wanted)</p>" in html
+    assert rlo not in html
+
+
+async def test_the_comments_details_are_no_paragraphs_a_browser_must_mend(sqlite_ctx: Any, chromium: Any) -> None:  # noqa: F811
+    """markdown-it sets the comment's own `<details><summary>…</summary>` line and its
+    `</details>` line in paragraphs, and the page turned them back into tags there:
+    `<p><details><summary>Why this suggestion</summary></p>` … `<p></details></p>`. A browser
+    closes the first <p> before <details> and makes a new, empty one of each stray `</p>`: in
+    Chromium the comment held empty paragraphs (blank gaps) around its collapsed part. The
+    tags stand on their own."""
+    from bot.speaking.failure_comment import compose_for
+    from tests.browser import serving
+
+    composed = compose_for(
+        {"title": "Entropy collapse", "body": "Entropy collapses after 100 steps."},
+        {"failure": {"is_failure_report": True, "category": "entropy_collapse", "confidence": 0.95}},
+        "verl", public_url="http://localhost:8000", declined=set())
+    assert composed is not None and "<details>" in composed.body
+    await seed(sqlite_ctx)
+    async with sqlite_ctx.sessionmaker() as session, session.begin():
+        session.add(Action(repo="verl-project/verl", number=101, kind="failure_comment",
+                           status="dry_run", dedupe_key="v101", body=composed.body, language="en"))
+    async with serving(sqlite_ctx) as server:
+        dom = await chromium.dump_dom(str(server.make_url("/threads/verl-project/verl/101")))
+    comment = dom.split('<blockquote class="comment"')[1].split("</blockquote>")[0]
+    assert "<details><summary>Why this suggestion</summary>" in comment
+    assert "<p></p>" not in comment, comment

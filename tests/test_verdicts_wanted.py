@@ -240,3 +240,37 @@ async def test_cli_prints_a_chinese_title_whatever_the_locale(ctx: Any) -> None:
     out = result.stdout.decode("latin-1")
     assert "huggingface/trl#4  \\u71b5\\u5d29\\u6e83\\uff0cKL \\u98d9\\u5347" in out
     assert "huggingface/trl#1" in out  # the threads after it are listed too
+
+
+async def test_cli_limit_past_what_a_database_counts_is_one_line(ctx: Any) -> None:
+    """`--limit` took any integer (type=int): 2**64 reached the database with the list
+    (SQLite's OverflowError, asyncpg's int64 error): a traceback and "this is a bug" (ops61).
+    It is read as the other commands' --limit (bot.cli.MAX_LIMIT at most): one line, exit 2."""
+    from tests.test_cli import run_cli
+
+    await seed(ctx)
+    env = {"DATABASE_URL": ctx.settings.database_url}
+    result = await asyncio.to_thread(run_cli, "verdicts", "wanted", "--limit", str(2**64), env=env)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and "bug" not in result.stderr, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rltracker verdicts wanted: argument --limit:"), lines
+    zero = await asyncio.to_thread(run_cli, "verdicts", "wanted", "--limit", "0", env=env)
+    assert zero.returncode == 2 and zero.stderr.startswith("rltracker verdicts wanted:"), zero.stderr
+
+
+async def test_a_split_kind_of_unknown_confidence_says_no_number(ctx: Any) -> None:
+    """An analysis stored without a report confidence (before the column was filled: migration
+    0007 reads it from the stored result, which may lack it) whose kinds are split is listed
+    by its split alone; /verdicts printed 'confidence None' under it."""
+    await seed(ctx)
+    async with ctx.sessionmaker() as s, s.begin():
+        await s.execute(update(Analysis).where(Analysis.thread_id == select(Thread.id).where(
+            Thread.number == 2).scalar_subquery()).values(failure_confidence=None))
+    async with client_for(ctx) as client:
+        page = await get(client, "/verdicts")
+        rows = {t["number"]: t for f in (await get(client, "/api/verdicts"))["wanted"]["frameworks"]
+                for t in f["threads"]}
+    assert rows[2]["confidence"] is None and rows[2]["score"] == SPLIT_BONUS
+    assert "None" not in page
+    assert "confidence not recorded" in page

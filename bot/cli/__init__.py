@@ -108,7 +108,8 @@ def _port(text: str) -> int:
 # The largest count --limit and --jobs take: a number past it (a key held down) reached the
 # database (`deliveries --limit`: an OverflowError or DBAPIError traceback as a bug) or the
 # process pool (`analyze --jobs`: an OverflowError). --jobs has a bound of its own: more
-# processes than a machine has CPUs only cost memory, each holding the analyzers. Other counts
+# processes than a machine has CPUs only cost memory, each holding the analyzers; so has serve's
+# --workers (a key held down spawned a process per unit until memory ran out). Other counts
 # are checked by their commands (preview's --days: 1 to 90).
 MAX_LIMIT = 2**31 - 1
 MAX_JOBS = 1024
@@ -197,9 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-worker", action="store_true", help="accept deliveries, do not process")
     p.add_argument("--no-backfill", action="store_true",
                    help="do not start the first backfill (with a token and an empty database)")
-    p.add_argument("--workers", type=_count, default=0, metavar="N",
-                   help="run the inbox worker in N processes beside the web process "
-                        "(default 0: inside it; SQLite takes 1)")
+    p.add_argument("--workers", type=_jobs, default=0, metavar="N",
+                   help="run the inbox worker in N processes beside the web process (at most "
+                        "1024; default 0: inside it; SQLite takes 1)")
 
     sub.add_parser("migrate", help="alembic upgrade head on DATABASE_URL")
 
@@ -314,7 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  "failure analyzer most (its least sure findings), with the "
                                  "command to type")
     pw.add_argument("--framework", default=None, metavar="F", help="one framework (default: all)")
-    pw.add_argument("--limit", type=int, default=100, metavar="N",
+    pw.add_argument("--limit", type=_limit, default=100, metavar="N",
                     help="the N least sure threads of all (default: 100)")
 
     p = sub.add_parser("repos", help="the repositories the app comments in",

@@ -35,7 +35,8 @@ def sync_command(args: Any) -> int:
             stats = await sync(ctx, args.repo or None, full=args.full, progress=Progress(),
                                on_changed=partial(sync_changed, ctx))
         except SyncError as exc:
-            print(f"sync stopped: {exc} (cursors are stored; run again to resume)", file=sys.stderr)
+            print(f"rltracker sync: stopped: {exc} (cursors are stored; run again to resume)",
+                  file=sys.stderr)
             return 1
         finally:
             await ctx.close()

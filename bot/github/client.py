@@ -119,6 +119,12 @@ class LRUCache(MutableMapping[Any, Any]):
     def __len__(self) -> int:
         return len(self._data)
 
+    def items(self) -> list[tuple[Any, Any]]:  # type: ignore[override]
+        """A snapshot, read without touching recency: Mapping's items() reads each entry
+        through __getitem__, which moved it while the OrderedDict was iterated (RuntimeError
+        with two entries or more)."""
+        return list(self._data.items())
+
 
 class _CacheView(MutableMapping[str, Any]):
     """One installation's (or the app's, GITHUB_TOKEN's, anonymous) ETag cache: its share of
@@ -471,8 +477,9 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
             except ValueError:
                 reset = now
             return max(0.0, reset - now) + 1.0 + self._rand()
-        if reason == "secondary_rate_limit":
-            # GitHub: without retry-after, wait at least a minute, then exponentially longer.
+        if reason in ("secondary_rate_limit", "too_many_requests"):
+            # GitHub answers a secondary limit with 403 or 429: without retry-after (or a
+            # spent primary limit) wait at least a minute, then exponentially longer.
             return 60.0 * 2 ** (attempt - 1) + self._rand()
         return self._backoff(attempt)
 

@@ -272,10 +272,25 @@ query Reception($ids: [ID!]!) {
 
 RATE_LIMIT_QUERY = "query RateLimit { " + RATE_LIMIT + " }"
 
+# Whether stored comments (issue, review and discussion comments, reviews) are hidden on
+# GitHub now, a hundred node ids a request (the nightly sync: hiding moves no time GitHub pages
+# threads by, and no webhook tells of it). A comment deleted answers null with NOT_FOUND.
+HIDDEN_QUERY = """
+query Hidden($ids: [ID!]!) {
+  rateLimit { cost remaining resetAt limit }
+  nodes(ids: $ids) {
+    __typename
+    id
+    ... on Minimizable { isMinimized minimizedReason }
+  }
+}
+""".strip()
+
 
 def example_documents() -> list[tuple[str, str]]:
     """(name, document) for every query shape the project sends; the schema test checks them."""
-    docs = [("reception", RECEPTION_QUERY), ("rate_limit", RATE_LIMIT_QUERY)]
+    docs = [("reception", RECEPTION_QUERY), ("rate_limit", RATE_LIMIT_QUERY),
+            ("hidden", HIDDEN_QUERY)]
     for kind in STREAMS:
         doc, _ = build_sync_query([StreamSlot("o", "n", kind, 100, None)], [])
         docs.append((f"stream:{kind}", doc))

@@ -36,15 +36,16 @@ import sys
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from analyzers.catalog import canonical_repo, framework_id
 from bot.github.queries import (
     CONTINUATIONS,
+    HIDDEN_QUERY,
     PAGE_MAX,
     CheckSlot,
     ContinuationSlot,
@@ -53,13 +54,15 @@ from bot.github.queries import (
     build_sync_query,
 )
 from bot.store.installations import silenced_installations
-from bot.store.models import Comment, Repository, SyncCursor, Thread
+from bot.store.models import Analysis, Comment, Repository, SyncCursor, Thread
 from bot.store.privacy import lock_repositories
 from bot.store.repositories import settle_repository
 from bot.store.threads import (
     COMMENT_FIELDS,
     COMMENT_TIMES,
+    bury,
     comment_grave,
+    delete_comment,
     delete_thread,
     graves,
     is_buried,
@@ -82,6 +85,12 @@ GRAPHQL_ATTEMPTS = 4  # consecutive requests answered with GraphQL errors before
 RATE_LIMIT_WAITS = 5  # rate-limit answers waited out in a row before giving up
 MIN_THREADS_PER_REQUEST = 10
 CHECKS_PER_REQUEST = 100  # stored threads asked about by number in one request
+# Comments asked whether GitHub hides them (Syncer._check_hidden): those posted within the last
+# HIDDEN_RECENT_DAYS, of threads the pass did not read, a hundred node ids a request, at most
+# HIDDEN_CHECK_REQUESTS requests a run (the newest first).
+HIDDEN_RECENT_DAYS = 7
+HIDDEN_IDS_PER_REQUEST = 100
+HIDDEN_CHECK_REQUESTS = 50
 
 SleepFn = Callable[[float], Awaitable[None]]
 ChangedFn = Callable[[str, int], Awaitable[object]]
@@ -286,6 +295,7 @@ class Stream:
     closed: bool = False  # final cursor state written
     at_mark: set[int] = field(default_factory=set)  # stored threads updated at stop_at
     hold: datetime | None = None  # the oldest time of a thread the database refused
+    refused: set[int] = field(default_factory=set)  # numbers of the threads it refused
     seen: set[int] = field(default_factory=set)  # numbers its listing returned in this pass
     fresh: bool = False  # a backfill that lists from the newest thread in this pass
     checked: bool = False  # its stored threads the listing did not return were asked about
@@ -350,6 +360,13 @@ class SyncStats:
     checked: int = 0
     deleted: int = 0
     moved: int = 0
+    # stored comments of recently active threads asked whether GitHub hides them
+    # (`Syncer._check_hidden`): asked, found hidden or shown again, found deleted, and those
+    # the run's bound left unasked
+    hidden_checked: int = 0
+    hidden_changed: int = 0
+    hidden_deleted: int = 0
+    hidden_left: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -360,6 +377,8 @@ class SyncStats:
             "repos": dict(self.repos), "failed_streams": list(self.failed_streams),
             "failed_threads": [dict(f) for f in self.failed_threads],
             "checked": self.checked, "deleted": self.deleted, "moved": self.moved,
+            "hidden_checked": self.hidden_checked, "hidden_changed": self.hidden_changed,
+            "hidden_deleted": self.hidden_deleted, "hidden_left": self.hidden_left,
         }
 
 
@@ -432,6 +451,8 @@ class Syncer:
         self.continuation_budget = CONTINUATIONS_PER_REQUEST
         self.errors: list[dict[str, Any]] = []  # the GraphQL errors of the last partial answer
         self.marked_private: set[str] = set()  # stored rows marked private (bot/store/privacy.py)
+        self.read_threads: set[int] = set()  # ids of the threads written (read) in this pass
+        self._batch_read: list[int] = []
         # repositories seen in a stream's first answer, to settle at the next write:
         # lower-case name -> (name, GitHub id, its updatedAt, former names the sync was given)
         self._identities: dict[str, tuple[str, int | None, datetime | None, set[str]]] = {}
@@ -824,6 +845,7 @@ class Syncer:
         comments = self.stats.comments
         changed: list[tuple[str, int]] = []
         hidden: set[str] = set()
+        self._batch_read = []
         try:
             async with self.ctx.sessionmaker() as session:
                 for name, gid, seen_at, former in list(self._identities.values()):
@@ -856,6 +878,7 @@ class Syncer:
                             await self._store_cursor(session, s)
                 await session.commit()
         except BaseException:
+            self._batch_read = []
             self._new_rows = []
             self.stats.comments = comments
             for pt in threads:
@@ -865,6 +888,8 @@ class Syncer:
                 s.committed, s.cursor_dirty, s.closed = committed, dirty, closed
             raise
         self._identities.clear()
+        self.read_threads.update(self._batch_read)
+        self._batch_read = []
         for s in self.streams:
             if s.repo.lower() in hidden and not s.closed:  # its pages are read no more
                 s.done = s.closed = True
@@ -889,6 +914,7 @@ class Syncer:
             keys.discard(pt.key)
         when = parse_datetime(pt.record.get("updated_at"))
         s = pt.stream
+        s.refused.add(int(pt.record["number"]))
         if when is None:
             s.failed = s.failed or f"{pt.key} not stored"
         elif s.hold is None or when < s.hold:
@@ -898,7 +924,15 @@ class Syncer:
         """on_changed of one thread. One that raises (an analyzer bug, the database refusing its
         analysis row) ended the whole sync: the threads after it, stored in the same commit,
         were never analysed (and, their cursors stored, not seen as changed again), the
-        streams not yet read were not synced. It is recorded and the sync goes on."""
+        streams not yet read were not synced. It is recorded and the sync goes on.
+
+        Its stored analysis, when this call did not write it, is of the thread before the
+        change, under the current analyzer version: kept, neither the next refresh (the mark
+        moved past the thread) nor the nightly re-analysis (which takes threads with no
+        analysis or an older version) analysed it again until its next change on GitHub. It
+        is deleted, so the night's re-analysis step analyses the thread again (and records
+        a failure that persists)."""
+        started = utcnow()
         try:
             await self.on_changed(repo, number)  # type: ignore[misc]
         except Exception as exc:  # noqa: BLE001 - one thread must not stop the others
@@ -907,6 +941,22 @@ class Syncer:
             log.error("sync: %s#%s was stored but not analysed (%s); the other threads are synced",
                       repo, number, error)
             log.debug("sync: %s#%s", repo, number, exc_info=True)
+            await self._forget_stale_analysis(repo, number, started)
+
+    async def _forget_stale_analysis(self, repo: str, number: int, before: datetime) -> None:
+        """The analysis of `repo`#`number` deleted when stored before `before` (not by the
+        call that failed): it is of the thread's former text."""
+        try:
+            async with self.ctx.sessionmaker() as session:
+                thread_id = await session.scalar(select(Thread.id).where(
+                    func.lower(Thread.repo) == repo.lower(), Thread.number == number))
+                if thread_id is not None:
+                    await session.execute(delete(Analysis).where(
+                        Analysis.thread_id == thread_id, Analysis.analyzed_at < before))
+                    await session.commit()
+        except SQLAlchemyError as exc:
+            log.error("sync: the former analysis of %s#%s was not set aside (%s)", repo, number,
+                      _first_line(exc))
 
     @staticmethod
     async def _stored_threads(session: Any, threads: list[PendingThread]) -> dict[tuple[str, int], Thread]:
@@ -966,6 +1016,7 @@ class Syncer:
             rows = await session.scalars(select(Comment).where(Comment.thread_id == existing.id))
             stored = {(c.kind, int(c.github_id)): c for c in rows}
         thread = existing if stale and existing is not None else await upsert_thread(session, record)
+        self._batch_read.append(thread.id)
         for key, comment in pt.comments.items():
             if comment_grave(*key) in buried:
                 continue  # deleted since this pass fetched it
@@ -1057,6 +1108,7 @@ class Syncer:
                             groups.append(None)
                         continue
                     self._refused(installation_id, str(exc))
+            await self._check_hidden()
         finally:
             self.progress.stop()
         return self.stats
@@ -1139,6 +1191,143 @@ class Syncer:
             await self._pace(data.get("rateLimit"))
         await self._check_unlisted(installation_id)
 
+    # ------------------------------------------------------------------ hidden comments
+    async def _check_hidden(self) -> None:
+        """Stored comments asked again whether GitHub hides them (`isMinimized`,
+        `minimizedReason`), a hundred node ids a request (`nodes(ids:)`): hiding a comment
+        moves no time of its thread's, so the refresh (which pages by `updatedAt`) never read
+        a comment hidden as spam after its thread's last read, and no webhook tells of it; the
+        analyzers and the quiet rules went on counting it as a reply until a `--full` sync.
+
+        Which: the comments posted within the last HIDDEN_RECENT_DAYS (spam is hidden soon
+        after it is posted; an issue whose failure-comment decision is still to come is
+        younger still) of the threads this pass did not read (those were read with their
+        comments' state), of the (repository, kind)s GitHub listed tonight; the newest first, at
+        most HIDDEN_CHECK_REQUESTS requests a run (`hidden_left` counts the rest). A comment
+        found hidden or shown again is stored so and its thread analysed again; one GitHub
+        answers NOT_FOUND for is deleted, and noted, as its `deleted` webhook deletes it.
+        Not asked: older comments (a "+1" hidden as off-topic months later is read at the
+        thread's next change, or by `--full`)."""
+        # Only the kinds GitHub listed tonight: it answers NOT_FOUND for a node the reader
+        # may not see as for one deleted (discussions refused to an installation without
+        # their permission), and a listing that ran says the reader sees that kind.
+        groups: dict[str, int | None] = {}
+        listed: set[tuple[str, str]] = set()
+        for s in self.streams:
+            if not s.failed and s.repo not in self.marked_private:
+                groups.setdefault(s.repo.lower(), s.installation_id)
+                listed.add((s.repo.lower(), s.kind))
+        if not groups:
+            return
+        cutoff = utcnow() - timedelta(days=HIDDEN_RECENT_DAYS)
+        async with self.ctx.sessionmaker() as session:
+            rows = (await session.execute(
+                select(Comment.id, Comment.node_id, Comment.kind, Comment.github_id,
+                       Comment.minimized_reason, Thread.id, func.lower(Thread.repo),
+                       Thread.kind, Comment.created_at)
+                .join(Thread, Thread.id == Comment.thread_id)
+                .where(func.lower(Thread.repo).in_(sorted(groups)),
+                       Comment.created_at >= cutoff, Comment.node_id.is_not(None)))).all()
+        rows = [r for r in rows if r[5] not in self.read_threads and (r[6], r[7]) in listed]
+        if not rows:
+            return
+        rows.sort(key=lambda r: (r[8], r[0]), reverse=True)
+        room = HIDDEN_CHECK_REQUESTS * HIDDEN_IDS_PER_REQUEST
+        self.stats.hidden_left += max(0, len(rows) - room)
+        by_group: dict[int | None, list[Any]] = {}
+        for r in rows[:room]:
+            by_group.setdefault(groups[r[6]], []).append(r)
+        for installation_id, todo in by_group.items():
+            for i in range(0, len(todo), HIDDEN_IDS_PER_REQUEST):
+                chunk = todo[i:i + HIDDEN_IDS_PER_REQUEST]
+                if not await self._hidden_chunk(chunk, installation_id):
+                    self.stats.hidden_left += len(todo) - i - len(chunk)
+                    break
+
+    async def _hidden_chunk(self, chunk: list[Any], installation_id: int | None) -> bool:
+        """One request about the comments of `chunk`, and what it tells stored. False when
+        the request failed for good (recorded): the group's other comments are not asked."""
+        import gidgethub
+
+        repos = sorted({r[6] for r in chunk})
+        failures = 0
+        while True:
+            try:
+                data = await self._request(HIDDEN_QUERY, {"ids": [r[1] for r in chunk]},
+                                           installation_id)
+                break
+            except _Transient as exc:
+                failures += 1
+                if failures >= GRAPHQL_ATTEMPTS:
+                    return self._hidden_failed(repos, len(chunk), str(exc))
+                await self.sleep(min(60.0, 2.0 ** failures))
+            except _Refused as exc:
+                return self._hidden_failed(repos, len(chunk), f"refused: {exc}")
+            except gidgethub.BadRequest as exc:
+                return self._hidden_failed(repos, len(chunk), f"{int(exc.status_code)} {exc}")
+        nodes = data.get("nodes")
+        if not isinstance(nodes, list) or len(nodes) != len(chunk):
+            return self._hidden_failed(repos, len(chunk),
+                                       _messages({"errors": self.errors}) or "no nodes answered")
+        self.stats.hidden_checked += len(chunk)
+        shown: list[tuple[int, str | None]] = []
+        gone: list[tuple[str, int]] = []
+        threads: set[int] = set()
+        for k, (row, node) in enumerate(zip(chunk, nodes, strict=True)):
+            if node is None:
+                errors = [e for e in self.errors if isinstance(e.get("path"), list)
+                          and e["path"][:2] == ["nodes", k]]
+                if errors and all(e.get("type") == "NOT_FOUND" for e in errors):
+                    gone.append((row[2], int(row[3])))  # deleted on GitHub
+                    threads.add(row[5])
+                continue  # anything else tells nothing: kept as stored
+            if "isMinimized" not in node:
+                continue
+            reason = minimized_reason(node)
+            if reason != row[4]:
+                shown.append((row[0], reason))
+                threads.add(row[5])
+        if not threads:
+            await self._pace(data.get("rateLimit"))
+            return True
+        try:
+            async with self.ctx.sessionmaker() as session:
+                private = await lock_repositories(session, repos)
+                keep = {r[0] for r in chunk if r[6] not in private}
+                kinds = {r[0]: (r[2], int(r[3])) for r in chunk}
+                for comment_id, reason in shown:
+                    if comment_id in keep:
+                        await session.execute(update(Comment).where(Comment.id == comment_id)
+                                              .values(minimized_reason=reason))
+                deleted = 0
+                for row in chunk:
+                    if row[0] in keep and kinds[row[0]] in gone:
+                        deleted += await delete_comment(session, *kinds[row[0]])
+                        await bury(session, comment_grave(*kinds[row[0]]))
+                changed = [(repo, number) for repo, number in (await session.execute(
+                    select(Thread.repo, Thread.number).where(
+                        Thread.id.in_(sorted(threads)),
+                        func.lower(Thread.repo).not_in(sorted(private) or [""])))).all()]
+                await session.commit()
+        except SQLAlchemyError as exc:
+            return self._hidden_failed(repos, len(chunk), f"{type(exc).__name__}: {_first_line(exc)}")
+        self.stats.hidden_changed += sum(1 for c, _ in shown if c in keep)
+        self.stats.hidden_deleted += deleted
+        self.stats.changed += len(changed)
+        for repo, number in changed:
+            log.info("sync: comments of %s#%s were hidden, shown again or deleted on GitHub",
+                     repo, number)
+            if self.on_changed is not None:
+                await self._act_on(repo, number)
+        await self._pace(data.get("rateLimit"))
+        return True
+
+    def _hidden_failed(self, repos: list[str], count: int, message: str) -> bool:
+        what = f"{', '.join(repos)} ({count} comments asked whether GitHub hides them)"
+        self.stats.failed_threads.append({"thread": what, "error": message[:500]})
+        log.error("sync: %s were not checked (%s); they are kept as stored", what, message[:500])
+        return False
+
     # ------------------------------------------------------------------ gone threads
     async def _check_unlisted(self, installation_id: int | None) -> None:
         """Stored threads the listing did not return, asked about one by one (by number, a
@@ -1153,7 +1342,8 @@ class Syncer:
         every stored thread it did not return (one updated while it paged moved ahead of its
         cursor: GitHub still has it, it stays); a refresh (or a backfill resumed from a
         cursor), which lists only what changed: when GitHub counts fewer threads of the kind
-        than are stored (`totalCount`), the stored ones it did not return."""
+        than are stored, with those it read and the database refused (`totalCount`), the
+        stored ones it did not return."""
         for s in self.streams:
             if (s.installation_id != installation_id or s.checked or not s.done or s.failed
                     or not s.requests or any(pt.stream is s for pt in self.pending.values())):
@@ -1161,7 +1351,11 @@ class Syncer:
             async with self.ctx.sessionmaker() as session:
                 stored = set(await session.scalars(select(Thread.number).where(
                     func.lower(Thread.repo) == s.repo.lower(), Thread.kind == s.kind)))
-            if not (s.backfill and s.fresh) and (s.total is None or len(stored) <= s.total):
+            # GitHub's threads this pass read and the database refused are not stored: beside
+            # the stored ones, they are counted (a deletion on the night a new thread was
+            # refused left the counts equal, and waited for `--full`)
+            if not (s.backfill and s.fresh) and (
+                    s.total is None or len(stored | s.refused) <= s.total):
                 s.checked = True
                 continue
             todo = sorted(stored - s.seen)

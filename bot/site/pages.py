@@ -323,6 +323,14 @@ def _to_index_section(section: str) -> Handler:
     return handler
 
 
+async def repos_without_slash(request: web.Request) -> web.Response:
+    """/repos as typed by analogy with /proposals and /study: the page is /repos/."""
+    location = "/repos/"
+    if request.rel_url.raw_query_string:
+        location += "?" + quote(request.rel_url.raw_query_string, safe="!$%&'()*+,/:;=?@~")
+    return web.Response(status=301, headers={**HEADERS, "Location": location})
+
+
 async def repos_page(request: web.Request) -> web.Response:
     return await render_page(request, "repos.html", repos=await _session_call(request, data.reception))
 
@@ -407,9 +415,24 @@ async def _security_headers(request: web.Request, response: web.StreamResponse) 
         response.headers.setdefault(name, value)
 
 
+@web.middleware
+async def _page_not_found(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """A path no route has, read with GET or HEAD outside /api/ (a trailing slash, a typo):
+    the site's "Not found" page, not aiohttp's bare text with no way back to the site."""
+    try:
+        return await handler(request)
+    except web.HTTPNotFound:
+        if request.method not in ("GET", "HEAD") or request.path.startswith("/api/") \
+                or request.match_info.route.resource is not None:
+            raise
+        return not_found("page")
+
+
 def setup(app: web.Application) -> None:
-    """Adds the tracker pages and their JSON routes to the app, and HEADERS to every answer."""
+    """Adds the tracker pages and their JSON routes to the app, HEADERS to every answer, and
+    the site's "Not found" page to a path no route has."""
     app.on_response_prepare.append(_security_headers)
+    app.middlewares.append(_page_not_found)
     routes: list[tuple[str, Handler]] = [
         ("/", index),
         ("/methods/{id}", method_page),
@@ -419,6 +442,7 @@ def setup(app: web.Application) -> None:
           for section in ("frameworks", "methods", "failures") for slash in ("", "/")),
         ("/proposals", proposals_page),
         ("/repos/", repos_page),
+        ("/repos", repos_without_slash),
         ("/api/methods", api_methods),
         ("/api/methods/{id}", api_method),
         ("/api/failures", api_failures),

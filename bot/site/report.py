@@ -89,8 +89,11 @@ async def _first_replies(session: Any, threads: dict[int, Thread]) -> dict[int, 
 
 async def collect_state(ctx: Any, now: datetime) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """The snapshot (thread key -> state) and the facts the report shows beside the changes."""
+    from analyzers.catalog import load_catalog
+
     snapshot: dict[str, dict[str, Any]] = {}
     extra: dict[str, Any] = {"titles": {}, "urls": {}}
+    catalog_methods = load_catalog().methods
     async with ctx.sessionmaker() as session:
         shown_is_failure, _ = shown_columns()
         rows = (await session.execute(
@@ -130,7 +133,11 @@ async def collect_state(ctx: Any, now: datetime) -> tuple[dict[str, dict[str, An
             "state": (analysis.review_state if analysis else None) or "open_no_reply",
             "replied": bool(review.get("replied_from_other")) or first_reply is not None,
             "concerns": sorted(review.get("concerns") or []),
-            "methods": list((analysis.methods if analysis else None) or []),
+            # catalog methods only: a paper pool's label for a paper's method is any text
+            # (third-party metadata) and has no page here; posted between backticks, one
+            # holding a backtick and an @login notified that person
+            "methods": [m for m in (analysis.methods if analysis else None) or []
+                        if m in catalog_methods],
             "arxiv_ids": list((analysis.arxiv_ids if analysis else None) or []),
             "created_at": format_datetime(thread.created_at),
             "first_reply_days": _days(first_reply - thread.created_at)
@@ -212,6 +219,29 @@ async def _resumed(session: Any, since: datetime | None, now: datetime) -> list[
     return out
 
 
+def _day_end(day: date) -> datetime:
+    return datetime.combine(day, datetime.min.time(), UTC) + timedelta(days=1)
+
+
+def _window_start(previous: Report | None, opened_to: datetime) -> datetime:
+    """Where a report's count of failure reports starts: where the previous report's ended
+    (`failures_window`; for a report stored before it was kept, when it was built, or its
+    day's end for a day that had ended), so each failure report is counted by one report,
+    however late in the night each was built; 24 hours before `opened_to` for a first
+    report (or a previous one that says neither)."""
+    data = (previous.data or {}) if previous is not None else {}
+    end = parse_datetime((data.get("failures_window") or {}).get("to"))
+    if end is None and previous is not None and data.get("generated_at"):
+        built = parse_datetime(data["generated_at"])
+        try:
+            end = min(built, _day_end(date.fromisoformat(previous.date))) if built else None
+        except ValueError:
+            end = built
+    if end is None or end > opened_to:
+        return opened_to - timedelta(days=1)
+    return end
+
+
 async def build_report(ctx: Any, day: date | None = None, *,
                        sync: dict[str, Any] | None = None) -> dict[str, Any]:
     """The report data for `day` (default today, UTC), diffed against the previous report.
@@ -228,14 +258,17 @@ async def build_report(ctx: Any, day: date | None = None, *,
         new_landings = await detected_since(session, previous.created_at if previous is not None else None)
         resumed = await _resumed(session, previous.created_at if previous is not None else None, now)
     changes = diff(prev_snapshot, snapshot)
-    day_end = datetime.combine(day, datetime.min.time(), UTC) + timedelta(days=1)
-    # Failure reports opened in the 24 hours up to the report: the nightly job builds today's
-    # at 03:00 UTC (RLTRACKER_NIGHTLY_CRON), and the calendar day counted the three hours
-    # since midnight; one opened later that day was in no report. A report of a day that has
-    # ended (tests, a rebuild) counts that day. Waits are counted up to the same moment:
-    # to the end of the day, today's report added the 21 hours still to come to each.
-    opened_to = min(now, day_end)
-    opened_from = opened_to - timedelta(days=1)
+    # Failure reports opened up to the report: the nightly job builds today's at 03:00 UTC
+    # (RLTRACKER_NIGHTLY_CRON), and the calendar day counted the three hours since midnight;
+    # one opened later that day was in no report. A report of a day that has ended (a night
+    # that ran past midnight, tests) counts to that day's end. Waits are counted up to the
+    # same moment: to the end of the day, today's report added the 21 hours still to come.
+    # They are counted from where the previous report's count ended (24 hours before, for a
+    # first report): "the 24 hours up to the report" counted one opened yesterday in
+    # yesterday's report built this morning and in today's again, and one opened between a
+    # late report and 24 hours before the next one in neither.
+    opened_to = min(now, _day_end(day))
+    opened_from = _window_start(previous, opened_to)
     frameworks = _frameworks()
     per_fw: dict[str, Any] = {}
     for fid, fw in frameworks.items():
@@ -271,6 +304,7 @@ async def build_report(ctx: Any, day: date | None = None, *,
         "generated_at": format_datetime(now), "frameworks": per_fw, "paused": extra["paused"],
         "resumed": resumed, "sync": sync,
         "totals": {kind: len(items) for kind, items in changes.items()},
+        "failures_window": {"from": format_datetime(opened_from), "to": format_datetime(opened_to)},
         "new_landings": len(new_landings),
         "agreement": extra["agreement"],
         "snapshot": snapshot, "titles": extra["titles"], "urls": extra["urls"],

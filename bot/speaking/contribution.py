@@ -323,6 +323,14 @@ async def rules_for_repo(ctx: AppContext, repo: str, *, refresh: bool = False,
 
     A failed fetch falls back to the cached summary however old it is; with no cache at all
     the error propagates (the caller decides whether to skip its comment)."""
+    return (await _rules_for_repo(ctx, repo, refresh=refresh, max_age=max_age))[0]
+
+
+async def _rules_for_repo(ctx: AppContext, repo: str, *, refresh: bool,
+                          max_age: timedelta) -> tuple[dict[str, Any], str]:
+    """(the summary, where it came from): `refreshed` (fetched and stored), `private` (fetched,
+    not stored: the repository is marked private), `cached` (the stored summary: fresh, or
+    GitHub failed), `snapshot` (no credentials: this checkout's development snapshot)."""
     repo = canonical_repo(repo)
     row = await cached_rules(ctx, repo)
     if row is not None and (row.summary or {}).get("version") != RULES_VERSION and row.files:
@@ -335,16 +343,16 @@ async def rules_for_repo(ctx: AppContext, repo: str, *, refresh: bool = False,
         await store_rules(ctx, repo, dict(row.files), redone, fetched_at=row.fetched_at)
         row = await cached_rules(ctx, repo)
     if row is not None and not refresh and utcnow() - row.fetched_at <= max_age:
-        return dict(row.summary)
+        return dict(row.summary), "cached"
     if ctx.github is None or not (ctx.settings.has_app_credentials or ctx.settings.token):
         # No credentials (dev mode, a demo replay): GitHub is not called, as for the
         # repository config; the cache, else this checkout's development snapshot.
         if row is not None:
-            return dict(row.summary)
+            return dict(row.summary), "cached"
         framework = framework_id(repo)
         summary = await on_analysis_thread(snapshot_rules, framework) if framework else None
         if summary is not None:
-            return dict(summary)
+            return dict(summary), "snapshot"
         raise RuntimeError("no GitHub credentials to fetch contribution rules")
     try:
         api = await ctx.github.api(await _installation_id(ctx, repo))
@@ -354,13 +362,13 @@ async def rules_for_repo(ctx: AppContext, repo: str, *, refresh: bool = False,
         # (a dropped connection is an aiohttp.ClientError, not an OSError)
         if row is not None:
             log.warning("contribution rules of %s not refreshed (%s); using the cache", repo, exc)
-            return dict(row.summary)
+            return dict(row.summary), "cached"
         raise
     summary = await on_analysis_thread(functools.partial(summarize_rules, files, framework=framework_id(repo)))
     summary["repo"] = repo
     note_partial(summary, partial)
-    await store_rules(ctx, repo, files, summary)
-    return summary
+    stored = await store_rules(ctx, repo, files, summary)
+    return summary, "refreshed" if stored else "private"
 
 
 async def refresh_all(ctx: AppContext) -> dict[str, int]:
@@ -378,11 +386,16 @@ async def refresh_all(ctx: AppContext) -> dict[str, int]:
                                                Repository.private.is_not(True))
         )
         repos += list(installed)
-    counts = {"refreshed": 0, "failed": 0}
+    # refreshed: read from GitHub and stored; private: read, but not stored (the repository
+    # is marked private, or was made private while its files were read); cached: nothing
+    # read (GitHub failed, or no credentials) and what was stored before (or the checkout's
+    # snapshot) kept; failed: not even that. (All but failed counted as refreshed: a write
+    # refused and a fetch that failed read as a night's refresh.)
+    counts = {"refreshed": 0, "failed": 0, "private": 0, "cached": 0}
     for repo in dict.fromkeys(canonical_repo(r) for r in repos):
         try:
-            await rules_for_repo(ctx, repo, refresh=True)
-            counts["refreshed"] += 1
+            _, outcome = await _rules_for_repo(ctx, repo, refresh=True, max_age=MAX_AGE)
+            counts["cached" if outcome == "snapshot" else outcome] += 1
         except Exception as exc:  # noqa: BLE001 - one repository must not stop the others
             log.warning("contribution rules of %s failed: %s", repo, exc)
             counts["failed"] += 1

@@ -23,6 +23,8 @@ from bot.speaking.claims import (
     texts_written,
 )
 from bot.speaking.posting import (
+    ARCHIVED,
+    archived_refusal,
     installation_gh,
     live_issue,
     own_comment,
@@ -32,8 +34,10 @@ from bot.speaking.posting import (
 from bot.speaking.quiet import (
     CONFIG_OFF,
     EDIT_TRIGGERS,
+    MAINTAINER_AUTHOR,
     NEW_TRIGGERS,
     REOPEN_TRIGGERS,
+    UNLABELLED,
     WRITE_ROLES,
     live_record,
     maintainer_replies,
@@ -130,7 +134,12 @@ async def failure_comment(
     # The labels the issue was opened with (issue templates add those): kept in the skips
     # recorded on its opening, so that an edit that makes it a report judges them alike.
     opened_labels: set[str] = set()
-    if trigger == "issues.opened":
+    if trigger == "issues.opened" and transferred_in(payload):
+        # Moved here from another repository: the labels it carries are those it was given
+        # there (a maintainer's triage among them), not its template's; those its first
+        # opening recorded moved here with its skips (bot.store.repositories.follow_transfer).
+        opened_labels = await labels_at_opening(ctx, repo, number)
+    elif trigger == "issues.opened":
         opened_labels = {
             (lab.get("name") if isinstance(lab, dict) else str(lab))
             for lab in ((payload or {}).get("issue") or {}).get("labels") or []
@@ -234,6 +243,12 @@ async def failure_comment(
         if not own and quiet is None and trigger != "command" and await _maintainer_among(
                 ctx, sit, unlabelled_replies(live)):
             quiet = ("maintainer_replied", "a maintainer has already replied")
+        if not own and quiet is None and trigger != "command" and (
+                live.get("author_association") or "NONE").upper() in UNLABELLED and (
+                await _maintainer_among(ctx, sit, [{"author": live.get("author")}])):
+            # Opened by a maintainer GitHub does not call one (a private organisation member
+            # reads CONTRIBUTOR or NONE): asked, once per comment about to be posted.
+            quiet = MAINTAINER_AUTHOR
         if quiet:
             await release(ctx, action_id, lease=lease)
             await record_skip(ctx, repo, number, "failure_comment", *quiet, checked="live")
@@ -263,6 +278,10 @@ async def failure_comment(
             comment_id=posted.get("id"), comment_node_id=posted.get("node_id"),
         )
     except Exception as exc:
+        if archived_refusal(exc):  # archived while the delivery waited: nothing was posted
+            await release(ctx, action_id, lease=lease)
+            await record_skip(ctx, repo, number, "failure_comment", *ARCHIVED, checked="live")
+            return "skipped:" + ARCHIVED[0]
         # Give the slot back so the worker's retry can post; the failure stays visible.
         await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,
                      reason=f"{type(exc).__name__}: {exc}"[:500])
@@ -362,6 +381,13 @@ async def _maintainer_among(ctx: Any, sit: Situation, comments: list[dict[str, A
         if await ctx.github.repository_role(sit.installation_id, sit.repo, login) in WRITE_ROLES:
             return True
     return False
+
+
+def transferred_in(payload: dict[str, Any] | None) -> bool:
+    """An `issues.opened` delivery at the new place of a transferred issue (GitHub names the
+    old one in `changes.old_issue`)."""
+    changes = (payload or {}).get("changes")
+    return isinstance(changes, dict) and changes.get("old_issue") is not None
 
 
 async def labels_at_opening(ctx: Any, repo: str, number: int) -> set[str]:
@@ -538,6 +564,11 @@ async def _rewrite(
         if _left_alone(action):
             return "frozen"
     elif await freeze_if_maintainer_replied(ctx, sit):
+        return "frozen"
+    elif _left_alone(action):
+        # Hidden by a person on GitHub (known from the nightly reception or a verdict's read
+        # of it): told off without a word in the thread, as a maintainer's reply freezes it.
+        await finish(ctx, action.id, frozen=True)
         return "frozen"
     lang = action.language or "en"
     ok, _, _ = _is_confident_failure(analysis, config)

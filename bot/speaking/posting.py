@@ -14,6 +14,19 @@ from bot.speaking.situation import Situation, repository_row
 log = logging.getLogger(__name__)
 
 
+ARCHIVED = ("archived", "the repository is archived (read-only)")
+
+
+def archived_refusal(error: BaseException) -> bool:
+    """GitHub refusing a write because the repository was archived (403, "Repository was
+    archived so is read-only."): a delivery that waited while it was archived. Nothing was
+    written, and nothing will be: a reason to stay quiet, not a failure."""
+    import gidgethub
+
+    return (isinstance(error, gidgethub.BadRequest) and int(error.status_code) == 403
+            and "archived" in str(error).lower())
+
+
 def comments_url(repo: str, number: int) -> str:
     """An issue's comments, a hundred a page (GitHub's most): at its default of 30 a thread
     of 3,000 comments cost a hundred requests each time the app looked for its own."""

@@ -30,6 +30,7 @@ import asyncio
 import logging
 import sys
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -67,7 +68,6 @@ async def decide_opened(ctx: Any, sit: Any, analysis: dict[str, Any], config: Re
     thread as opened, with the live path's own functions: (the would-be comment, None) or
     (None, (code, reason)) when it stays quiet. `sit.record` must be the thread as opened;
     the repository's pause and the daily budget are stated by the preview, not applied."""
-    from dataclasses import replace
 
     from bot.speaking.failure_comment import compose_for, failure_reason
     from bot.speaking.quiet import quiet_reason
@@ -88,7 +88,8 @@ async def decide_opened(ctx: Any, sit: Any, analysis: dict[str, Any], config: Re
                     "runner_up": composed.details.get("runner_up")}, ("", "")
         reason = ("nothing_to_suggest", "every method this framework has for the failure is "
                   "already set, declined here, or absent")
-    summary = await summary_reason(ctx, sit, analysis, config)
+    summary = await summary_reason(ctx, sit, analysis, config,
+                                   now=parse_datetime(record.get("created_at")) or utcnow())
     if summary is None:
         from analyzers.language import detect_language
 
@@ -164,6 +165,8 @@ async def _compute(ctx: Any, repo: str, since: Any, days: int) -> dict[str, Any]
     async with ctx.sessionmaker() as session:
         row = await session.scalar(select(Repository).where(func.lower(Repository.full_name) == repo.lower()))
         config = RepoConfig.from_dict(row.config) if row is not None else RepoConfig()
+        if row is not None and row.config_error:  # said on the page, not taken for the file read
+            config = replace(config, source="invalid", error=row.config_error)
         threads = list(await session.scalars(
             select(Thread).where(
                 func.lower(Thread.repo) == repo.lower(), Thread.kind == "issue", Thread.created_at >= since,
@@ -212,6 +215,7 @@ async def _compute(ctx: Any, repo: str, since: Any, days: int) -> dict[str, Any]
     return {
         "repo": repo, "framework": fw.name if fw else None, "days": days, "total": len(records),
         "comments": comments, "skipped": skipped, "config": config, "failure_bar": config.failure_bar(), "budget": config.daily_budget,
+        "config_problem": f"{CONFIG_PROBLEM}: {config.error}" if config.error else None,
         "paused": bool(row.comments_paused) if row is not None else False,
         "paused_reason": row.paused_reason if row is not None else None,
         "generated_at": format_datetime(utcnow()),
@@ -451,6 +455,8 @@ async def wait_background(ctx: Any, grace: float | None = None) -> int:
 def render_markdown(preview: dict[str, Any]) -> str:
     lines = [f"# rltracker preview: {preview['repo']} (last {preview['days']} days, dry run)", ""]
     lines.append(f"{len(preview['comments'])} of {preview['total']} issues would get a comment.")
+    if preview.get("config_problem"):
+        lines += ["", preview["config_problem"]]
     for item in preview["comments"]:
         lines += ["", f"## #{item['number']}", "", item["body"].rstrip()]
     if preview["skipped"]:
@@ -467,6 +473,9 @@ async def any_thread_stored(ctx: Any, repo: str) -> bool:
             func.lower(Thread.repo) == canonical_repo(repo).lower()).limit(1)) is not None
 
 
+# How the page and the command say the repository's file could not be used (then its error).
+CONFIG_PROBLEM = (".github/rltracker.yml could not be used, so the defaults apply (except a "
+                  "failure_comments: false, rule_summaries: false or dry_run: true it states)")
 MAX_DAYS = 90  # the longest window the page and the command preview
 
 

@@ -32,9 +32,15 @@ REOPEN_TRIGGERS = frozenset({"issues.reopened"})
 PROPOSAL_TRIGGERS = frozenset({"issues.opened", "pull_request.opened"})
 COMMENT_TRIGGERS = frozenset({"issue_comment.created", "issue_comment.edited"})
 MAINTAINERS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+# What GitHub calls a maintainer whose organisation membership is private: their role is
+# asked of GitHub before the app speaks (`unlabelled_replies`, the failure comment's author).
+UNLABELLED = frozenset({"CONTRIBUTOR", "NONE"})
 WRITE_ROLES = frozenset({"write", "maintain", "admin"})  # a repository role that maintains it
 MAX_AGE = timedelta(hours=48)
 CONFIG_OFF = ("config_off", "failure comments are turned off in .github/rltracker.yml")
+# A report its repository's maintainer opened (tracking a regression, a CI run gone wrong):
+# they know the framework's options; the rule summary's `maintainer_author` likewise.
+MAINTAINER_AUTHOR = ("maintainer_author", "opened by a maintainer, who knows the framework's options")
 
 
 def maintainer_replies(record: dict[str, Any], after: datetime | None = None) -> list[dict[str, Any]]:
@@ -48,7 +54,7 @@ def unlabelled_replies(record: dict[str, Any], after: datetime | None = None) ->
     (CONTRIBUTOR or NONE: GitHub's word for an organisation member whose membership is
     private); their role is asked of GitHub before posting or rewriting."""
     return [c for c in replies(record, after)
-            if (c.get("author_association") or "NONE").upper() in ("CONTRIBUTOR", "NONE")]
+            if (c.get("author_association") or "NONE").upper() in UNLABELLED]
 
 
 def replies(record: dict[str, Any], after: datetime | None = None) -> list[dict[str, Any]]:
@@ -93,7 +99,7 @@ def quiet_reason(
     """(code, reason) when the app must stay quiet on this issue; None when it may speak.
 
     `command` (a /rltracker recheck by the author or a maintainer) lifts the rules about
-    maintainers being on it and about age: someone asked.
+    maintainers being on it (their own issue among them) and about age: someone asked.
     """
     if not config.failure_comments:
         return CONFIG_OFF
@@ -113,6 +119,8 @@ def quiet_reason(
         return "bot_author", "the issue was opened by a bot"
     if trigger == "command":
         return None
+    if (record.get("author_association") or "").upper() in MAINTAINERS:
+        return MAINTAINER_AUTHOR
     if maintainer_replies(record):
         return "maintainer_replied", "a maintainer has already replied"
     if record.get("assignees"):
@@ -156,6 +164,8 @@ def live_record(issue: dict[str, Any], comments: list[dict[str, Any]], stored: d
         (lab.get("name") if isinstance(lab, dict) else str(lab)) for lab in issue.get("labels") or []
     ]
     record["assignees"] = [a.get("login") for a in issue.get("assignees") or [] if isinstance(a, dict)]
+    if issue.get("author_association"):
+        record["author_association"] = issue.get("author_association")
     if user.get("login"):
         record["author"] = user.get("login")
         record["author_is_bot"] = user.get("type") == "Bot" or str(user.get("login")).endswith("[bot]")

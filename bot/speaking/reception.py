@@ -7,7 +7,8 @@ deleted comment. The counts are stored on the Action rows (the tracker site show
 
 A repository is paused (Repository.comments_paused, with the reason) when, among its last
 PAUSE_WINDOW comments, PAUSE_HIDDEN or more were hidden or deleted, or 👎 outnumber 👍. A
-comment the app minimised itself on a command (`stop`, `not-a-failure`) is not one hidden.
+comment the app minimised itself on a command (`stop`, `not-a-failure`) is not one hidden,
+nor one a person hid as resolved, outdated or a duplicate (tidying the thread: `TIDIED`).
 Pausing is sticky: the numbers that caused it do not go away by themselves, so un-pausing is
 a maintainer's decision, not the job's: `/rltracker resume` by a maintainer of the repository
 (bot/webhooks/commands.py), or an operator's `rltracker repos resume OWNER/REPO`, both through
@@ -59,10 +60,28 @@ def hidden_on_request(action: Action) -> bool:
     return bool((action.details or {}).get("minimized_by"))
 
 
+# Why a person hides a comment that was no refusal of it (GitHub's Hide menu): the problem
+# it answered was fixed, the thread moved on, it repeats another. As the analyzers read a
+# comment hidden so as part of the discussion (bot.analysis.HIDDEN_FROM_ANALYSIS names the
+# others: spam, abuse, off-topic), a maintainer tidying a thread does not pause the app.
+TIDIED = frozenset({"resolved", "outdated", "duplicate"})
+
+
+def hidden_by_people(action: Action) -> bool:
+    """The comment was hidden by the repository's people as unwanted: deleted, or minimised
+    (not by the app on request, not as resolved, outdated or a duplicate; for no reason
+    GitHub gives, it counts)."""
+    if action.comment_deleted:
+        return True
+    if not action.is_minimized or hidden_on_request(action):
+        return False
+    return str(action.minimized_reason or "").strip().lower().replace("_", "-") not in TIDIED
+
+
 def pause_reason(actions: list[Action]) -> str | None:
     """Why a repository's recent reception calls for a pause, or None. Newest first."""
     recent = actions[:PAUSE_WINDOW]
-    hidden = sum(1 for a in recent if a.comment_deleted or (a.is_minimized and not hidden_on_request(a)))
+    hidden = sum(1 for a in recent if hidden_by_people(a))
     up = sum(a.reactions_up or 0 for a in recent)
     down = sum(a.reactions_down or 0 for a in recent)
     if hidden >= PAUSE_HIDDEN:

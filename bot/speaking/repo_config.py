@@ -91,10 +91,11 @@ class RepoConfig:
 
 class ConfigError(ValueError):
     """An invalid file. `opt_outs`: the settings it validly states that make the app quieter
-    (`failure_comments: false`, `rule_summaries: false`, `dry_run: true`); they hold even so,
-    so a typo elsewhere never turns on what the repository turned off."""
+    (`failure_comments: false`, `rule_summaries: false`, `dry_run: true`, a daily budget below
+    the default, a confidence bar above the default bars); they hold even so, so a typo
+    elsewhere never turns on what the repository turned off."""
 
-    def __init__(self, message: str, opt_outs: dict[str, bool] | None = None) -> None:
+    def __init__(self, message: str, opt_outs: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.opt_outs = dict(opt_outs or {})
 
@@ -202,24 +203,65 @@ def validate_config(data: Any) -> RepoConfig:
         else:
             values["ignore_labels"] = tuple(ignore)
     if problems:
-        raise ConfigError("; ".join(problems),
-                          {k: v for k, v in _QUIET.items() if values.get(k) is v})
+        raise ConfigError("; ".join(problems), _quieter(values, data))
     return RepoConfig(source="file", **values)
 
 
+def _quieter(values: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+    """The validated settings of an invalid file that make the app quieter than the defaults
+    do: the opt-outs at their quiet values (or stated with a value that is no YAML boolean:
+    `_stated`), a daily budget below the default (0: nothing
+    spontaneous) and a confidence bar above both default bars."""
+    from analyzers.failures import threshold
+
+    kept: dict[str, Any] = {
+        k: v for k, v in _QUIET.items()
+        if values.get(k) is v or (k in data and _stated(data[k]) is not (not v))}
+    if values.get("daily_budget", DEFAULT_DAILY_BUDGET) < DEFAULT_DAILY_BUDGET:
+        kept["daily_budget"] = values["daily_budget"]
+    bar = values.get("min_confidence")
+    if bar is not None and bar >= max(threshold(), DEFAULT_PROPOSAL_CONFIDENCE):
+        kept["min_confidence"] = bar
+    return kept
+
+
+def _stated(value: Any) -> bool | None:
+    """What an opt-out setting's value says when it is no YAML boolean: a quoted boolean word
+    ("false", 'no', "off", "True") the boolean YAML reads it as, else None (`0`, "maybe", a
+    list). An opt-out stated so holds (the file is still reported invalid); one whose value
+    says nothing holds too: the repository wrote the setting, and the app does not guess it
+    on. Only a value that spells the default (`"true"`) leaves the default."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and len(value) <= 8 and value.strip().isalpha():
+        read = yaml.safe_load(value.strip())
+        if isinstance(read, bool):
+            return read
+    return None
+
+
 # A top-level line of its own stating one of them: `failure_comments: false  # a comment`
-_OPT_OUT_LINE = re.compile(r"(failure_comments|rule_summaries|dry_run)[ \t]*:[ \t]*([A-Za-z]{1,5})"
-                           r"[ \t]*(?:#.*)?")
+_OPT_OUT_LINE = re.compile(r"(failure_comments|rule_summaries|dry_run)[ \t]*:[ \t]*"
+                           r"([A-Za-z0-9]{1,5}|\"[^\"\n]{0,8}\"|'[^'\n]{0,8}')[ \t]*(?:#.*)?")
 
 
-def _stated_opt_outs(text: str) -> dict[str, bool]:
-    """The opt-outs a file that does not parse states on top-level lines of their own: the
-    rest of it is unreadable, but a typo elsewhere must not turn on what it turned off."""
-    found: dict[str, bool] = {}
+# ... and a daily budget: `daily_budget: 0  # nothing spontaneous`
+_BUDGET_LINE = re.compile(r"daily_budget[ \t]*:[ \t]*([0-9]{1,2})[ \t]*(?:#.*)?")
+
+
+def _stated_opt_outs(text: str) -> dict[str, Any]:
+    """The opt-outs a file that does not parse states on top-level lines of their own (and
+    a daily budget below the default, the lowest stated): the rest of it is unreadable, but
+    a typo elsewhere must not turn on what it turned off."""
+    found: dict[str, Any] = {}
     for line in text.removeprefix("\ufeff").splitlines():  # (a BOM, as Windows editors write)
         m = _OPT_OUT_LINE.fullmatch(line.rstrip())
-        if m and yaml.safe_load(m.group(2)) is _QUIET[m.group(1)]:  # YAML's false, no, off...
+        # YAML's false, no, off...; quoted or unreadable as for a file that parses (`_stated`)
+        if m and _stated(yaml.safe_load(m.group(2))) is not (not _QUIET[m.group(1)]):
             found[m.group(1)] = _QUIET[m.group(1)]
+        budget = _BUDGET_LINE.fullmatch(line.rstrip())
+        if budget and int(budget.group(1)) < found.get("daily_budget", DEFAULT_DAILY_BUDGET):
+            found["daily_budget"] = int(budget.group(1))
     return found
 
 
@@ -242,6 +284,12 @@ def parse_config_text(text: str) -> RepoConfig:
         # A scalar PyYAML cannot build: a date that is no date (2024-13-45), an integer past
         # Python's digit limit, `!!int` on a word.
         raise ConfigError(f"a value cannot be read: {str(exc)[:120]}", _stated_opt_outs(text)) from exc
+    except Exception as exc:  # noqa: BLE001 - PyYAML's constructors on a tag the value does not fit
+        # `!!bool maybe` (KeyError), `!!timestamp soon` (AttributeError), `!!int` on nothing
+        # (IndexError), `!!map` on a list (TypeError): a file like any other invalid one, not
+        # an exception in every decision and command of the repository.
+        raise ConfigError("a value cannot be read: a YAML tag (!!bool, !!timestamp, !!map...) "
+                          "on a value it does not fit", _stated_opt_outs(text)) from exc
     return validate_config(data)
 
 

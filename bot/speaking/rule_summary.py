@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -20,13 +21,15 @@ from bot.speaking.claims import (
     texts_written,
 )
 from bot.speaking.posting import (
+    ARCHIVED,
+    archived_refusal,
     installation_gh,
     live_issue,
     own_comment,
     own_login,
     post_or_adopt,
 )
-from bot.speaking.quiet import MAINTAINERS, WRITE_ROLES, live_record
+from bot.speaking.quiet import MAINTAINERS, MAX_AGE, WRITE_ROLES, live_record
 from bot.speaking.records import record_skip
 from bot.speaking.render import (
     _REF,
@@ -38,6 +41,7 @@ from bot.speaking.repo_config import RepoConfig, config_now, effective_dry_run
 from bot.speaking.situation import Situation, earlier_proposals, proposed_subjects, rules_key
 from bot.store.models import Action
 from bot.store.threads import get_thread
+from bot.store.types import parse_datetime, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -107,10 +111,11 @@ MAINTAINER_AUTHOR = ("maintainer_author", "opened by a maintainer, who knows the
 SUMMARIES_OFF = ("config_off", "rule summaries are turned off in .github/rltracker.yml")
 
 
-def summary_quiet(record: dict[str, Any], config: RepoConfig,
-                  sit: Situation) -> tuple[str, str] | None:
+def summary_quiet(record: dict[str, Any], config: RepoConfig, sit: Situation, *,
+                  now: datetime | None = None) -> tuple[str, str] | None:
     """(code, reason) when the rule summary must not be posted on this proposal, judged on
-    the stored thread and again on the live one right before posting; None to go ahead."""
+    the stored thread and again on the live one right before posting; None to go ahead.
+    `now`: when it is decided (the install preview decides as of the opening)."""
     if not config.rule_summaries:
         return SUMMARIES_OFF
     if sit.paused:
@@ -125,6 +130,11 @@ def summary_quiet(record: dict[str, Any], config: RepoConfig,
         return "bot_author", "opened by a bot"
     if (record.get("author_association") or "").upper() in MAINTAINERS:
         return MAINTAINER_AUTHOR
+    created = parse_datetime(record.get("created_at"))
+    if created is not None and (now or utcnow()) - created > MAX_AGE:
+        # For a new proposal, as the failure comment: not on one whose `opened` was handled
+        # days late (an outage, a replayed delivery) nor on an old one transferred in.
+        return "too_old", "the thread was opened more than 48 hours before processing"
     return None
 
 
@@ -157,7 +167,8 @@ NOT_PROPOSAL = ("not_proposal", "not a method proposal")
 
 
 async def summary_reason(ctx: Any, sit: Situation, analysis: dict[str, Any],
-                         config: RepoConfig) -> tuple[str, str] | None:
+                         config: RepoConfig, *, now: datetime | None = None,
+                         ) -> tuple[str, str] | None:
     """(code, reason) when the thread gets no rule summary, judged on `sit.record`; None to
     reply. What the live decision and the install preview both ask (`not_proposal` is not
     recorded as a skip: most threads are not proposals)."""
@@ -179,7 +190,7 @@ async def summary_reason(ctx: Any, sit: Situation, analysis: dict[str, Any],
         # A report of a run going wrong that names a method is not a proposal to add one;
         # it gets the failure comment (if anything), never two comments.
         return ("failure_report", "a training-failure report, not a method proposal")
-    reason = summary_quiet(record, config, sit)
+    reason = summary_quiet(record, config, sit, now=now)
     if reason is None and record.get("kind") == "pull_request":
         issue = await summarised_issue(ctx, sit.repo, record)
         if issue is not None:
@@ -281,6 +292,10 @@ async def rule_summary(
         await finish(ctx, action_id, lease=lease, status="posted", body=body, details=details,
                       comment_id=posted.get("id"), comment_node_id=posted.get("node_id"))
     except Exception as exc:
+        if archived_refusal(exc):  # archived while the delivery waited: nothing was posted
+            await release(ctx, action_id, lease=lease)
+            await record_skip(ctx, repo, number, "rule_summary", *ARCHIVED, checked="live")
+            return "skipped:" + ARCHIVED[0]
         await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,
                      reason=f"{type(exc).__name__}: {exc}"[:500])
         raise

@@ -5,6 +5,7 @@ questions a decision asks (declined methods, a linked pull request, earlier prop
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -215,20 +216,38 @@ async def declined_methods(ctx: Any, repo: str) -> set[str]:
         return {m for methods in rows for m in (methods or [])}
 
 
+def full_issue_ref(repo: str, number: int) -> re.Pattern[str]:
+    """The issue named in full, as GitHub links it too: `owner/repo#12` or its URL
+    (`https://github.com/owner/repo/issues/12`), under the repository's name or a former one
+    its framework had (a rename redirects), any case; not another repository's (`a/owner/repo`,
+    `owner/repo-x`), nor a pull request's URL or another number."""
+    from analyzers.catalog import load_catalog
+
+    framework = load_catalog().framework_for_repo(repo)
+    names = sorted({repo.lower(), *(r.lower() for r in (framework.repos if framework else []))})
+    alternatives = "|".join(re.escape(n) for n in names)
+    return re.compile(rf"(?:(?<![\w./-])|(?<=github\.com/))(?:{alternatives})(?:#|/issues/){number}(?!\d)",
+                      re.IGNORECASE)
+
+
 async def linked_pull_request(ctx: Any, repo: str, number: int) -> int | None:
-    """A stored open or merged pull request in this repository that references the issue."""
-    pattern = issue_ref(number)
+    """A stored open or merged pull request in this repository that references the issue
+    (`#12`, `owner/repo#12` or the issue's URL)."""
+    short, full = issue_ref(number), full_issue_ref(repo, number)
     async with ctx.sessionmaker() as session:
         rows = await session.execute(
             select(Thread.number, Thread.title, Thread.body).where(
                 func.lower(Thread.repo) == repo.lower(),
                 Thread.kind == "pull_request",
                 Thread.state != "closed",
-                Thread.body.contains(f"#{number}") | Thread.title.contains(f"#{number}"),
+                Thread.body.contains(f"#{number}") | Thread.title.contains(f"#{number}")
+                | Thread.body.contains(f"/issues/{number}"),
             )
         )
         for pr_number, title, body in rows:
-            if pattern.search(title or "") or pattern.search((body or "")[:65536]):
+            text = (body or "")[:65536]
+            if (short.search(title or "") or short.search(text) or full.search(title or "")
+                    or full.search(text)):
                 return int(pr_number)
     return None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -167,6 +168,27 @@ class Deletion(Base):
     deleted_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+def repository_id_of(payload: Any) -> int | None:
+    """A delivery's `repository.id` (a parsed payload or its raw JSON), when it is an integer
+    a BIGINT column holds; else None (no repository, an emptied payload, not JSON)."""
+    if isinstance(payload, str):
+        if '"repository"' not in payload:
+            return None
+        try:
+            payload = json.loads(payload)
+        except (ValueError, RecursionError):
+            return None
+    repo = payload.get("repository") if isinstance(payload, dict) else None
+    rid = repo.get("id") if isinstance(repo, dict) else None
+    if isinstance(rid, int) and not isinstance(rid, bool) and -(2**63) <= rid < 2**63:
+        return rid
+    return None
+
+
+def _payload_repository_id(context: Any) -> int | None:
+    return repository_id_of(context.get_current_parameters().get("payload"))
+
+
 class Delivery(Base):
     """The webhook inbox. `id` gives arrival order; `delivery_id` is GitHub's X-GitHub-Delivery."""
 
@@ -175,12 +197,17 @@ class Delivery(Base):
         Index("ix_deliveries_status_id", "status", "id"),
         # the worker's claim (status, and when a row is due) without reading the rows
         Index("ix_deliveries_status_next_attempt", "status", "next_attempt_at"),
+        # `forget`: a repository's deliveries by its id, whatever name they were stored under
+        Index("ix_deliveries_repo_id", "repo_id"),
     )
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     delivery_id: Mapped[str] = mapped_column(String(64), unique=True)
     event: Mapped[str] = mapped_column(String(64))
     action: Mapped[str | None] = mapped_column(String(64))
     repo: Mapped[str | None] = mapped_column(String(255))
+    # the payload's `repository.id` (migration 0017): given by the inbox's writers, else read
+    # from the payload as the row is inserted
+    repo_id: Mapped[int | None] = mapped_column(BigInteger, default=_payload_repository_id)
     installation_id: Mapped[int | None] = mapped_column(BigInteger)
     payload: Mapped[str] = mapped_column(Text)  # the raw JSON body as received
     status: Mapped[str] = mapped_column(String(16), default="pending")

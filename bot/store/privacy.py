@@ -96,6 +96,28 @@ async def private_deliveries(session: AsyncSession,
     return out
 
 
+async def unmarked_said_private(session: AsyncSession, payloads: Iterable[Mapping[str, Any]]
+                                ) -> list[tuple[str, int | None, Mapping[str, Any]]]:
+    """The stored repositories not marked private that a payload calls private (its
+    `privatized` lost, or not handled yet): (stored name, GitHub id, the payload), one each.
+    No query unless a payload calls its repository private."""
+    said = [(p, *_repository_of(p)) for p in payloads if payload_is_private(p)]
+    names = {n.lower() for _, n, _ in said if n}
+    ids = {i for _, _, i in said if i is not None}
+    if not names and not ids:
+        return []
+    rows = (await session.execute(select(Repository.full_name, Repository.github_id).where(
+        Repository.private.is_(False), or_(
+            func.lower(Repository.full_name).in_(sorted(names)),
+            Repository.github_id.in_(sorted(ids)) if ids else false())))).all()
+    out: list[tuple[str, int | None, Mapping[str, Any]]] = []
+    for full_name, github_id in rows:
+        payload = next(p for p, n, i in said if (n or "").lower() == full_name.lower()
+                       or (i is not None and i == github_id))
+        out.append((full_name, github_id, payload))
+    return out
+
+
 async def delivery_is_private(session: AsyncSession, payload: Mapping[str, Any]) -> bool:
     return (await private_deliveries(session, [payload]))[0]
 
@@ -153,12 +175,15 @@ def _mark_private(conn: Any, name: str, github_id: int | None) -> None:
     conn.execute(update(repos).where(match).values(private=True))
 
 
-def forget(conn: Any, name: str, github_id: int | None = None) -> None:
+def forget(conn: Any, name: str, github_id: int | None = None, *,
+           by_repository_id: bool = True) -> None:
     """Delete everything stored of the repository `name` that a page, the API, an export or
     the report could show (threads with their comments, analyses and verdicts; the app's
     actions there; sync cursors, so a repository made public again is backfilled; its
     contribution rules; its threads in stored reports; its threads' re-analysis failures) and mark its row private, creating
-    the row when there is none. `conn`: a sync Session or Connection."""
+    the row when there is none. `conn`: a sync Session or Connection. `by_repository_id`:
+    its deliveries are found by `deliveries.repo_id` too (False only in migration 0014, which
+    runs before the column exists; 0017 empties what it left)."""
     _mark_private(conn, name, github_id)
     names = {name.lower(): name}
     if github_id is not None:  # a rename not followed yet: its rows are under the former name
@@ -177,7 +202,7 @@ def forget(conn: Any, name: str, github_id: int | None = None) -> None:
             table = model.__table__
             conn.execute(delete(table).where(func.lower(table.c.repo) == lname))
         _scrub_reports(conn, each)
-        _empty_deliveries_of(conn, each, github_id)
+        _empty_deliveries_of(conn, each, github_id, by_repository_id=by_repository_id)
 
 
 def mark_public(conn: Any, name: str, github_id: int | None = None) -> None:
@@ -274,7 +299,7 @@ def _private_in(payload: Mapping[str, Any]) -> list[tuple[str, int | None, bool]
     return out
 
 
-def forget_private_in_inbox(conn: Any) -> list[str]:
+def forget_private_in_inbox(conn: Any, *, by_repository_id: bool = True) -> list[str]:
     """Forget the repositories the inbox's stored payloads last called private (a later
     payload calling one public, after it was made public again, wins). Returns their names."""
     deliveries = Delivery.__table__
@@ -295,7 +320,7 @@ def forget_private_in_inbox(conn: Any) -> list[str]:
         if any(n.lower() == lname and not p for raw in later
                for n, _, p in _payload_repositories(raw)):
             continue  # public again since
-        forget(conn, name, rid)
+        forget(conn, name, rid, by_repository_id=by_repository_id)
         forgotten.append(name)
     return forgotten
 
@@ -363,22 +388,20 @@ def _marked_names() -> Any:
 
 
 async def empty_finished_deliveries(conn: Any, rows: Iterable[tuple[int, str | None, str]]) -> int:
-    """Of deliveries just finished (done or failed) as (row id, repository, raw payload), those
-    about a private repository (as the payload says, or as its row is marked: a delivery
-    queued before `privatized`) keep no payload. `conn`: the worker's AsyncConnection, in the
-    transaction that finishes them. Returns how many were emptied."""
+    """Of deliveries just finished (done or failed, or set aside as abandoned) as (row id,
+    repository, raw payload), those about a private repository (as the payload says, or as
+    its row is marked, by name or by the delivery's `repo_id`: a delivery queued before
+    `privatized`, or under a former name) keep no payload. `conn`: the worker's
+    AsyncConnection, in the transaction that finishes them. Returns how many were emptied."""
     rows = list(rows)
+    if not rows:
+        return 0
     t = Delivery.__table__
     said = [rid for rid, _, raw in rows if says_private(raw)]
-    marked_ids = set((await conn.execute(_marked_ids())).scalars())
-    said += [rid for rid, repo, raw in rows
-             if repo and rid not in said and _about_ids(raw, marked_ids)]
-    named = [rid for rid, repo, raw in rows if repo]
-    if not said and not named:
-        return 0
     where = t.c.id.in_([rid for rid, _, _ in rows]) & or_(
         t.c.id.in_(said) if said else false(),
-        func.lower(t.c.repo).in_(_marked_names()) if named else false())
+        func.lower(t.c.repo).in_(_marked_names()),
+        t.c.repo_id.in_(_marked_ids()))
     emptied = (await conn.execute(_emptying(where))).all()
     cut = _first_lines(emptied)
     if cut:
@@ -392,46 +415,33 @@ def _marked_ids() -> Any:
                                            repos.c.github_id.is_not(None))
 
 
-def _about_ids(raw: str | None, ids: set[int]) -> bool:
-    """Whether the raw payload's repository is one of the repository ids `ids` (parsed only
-    when one of them appears in it at all)."""
-    if not raw or not ids or not any(str(i) in raw for i in ids):
-        return False
-    try:
-        payload = json.loads(raw)
-    except ValueError:
-        return False
-    return isinstance(payload, Mapping) and _repository_of(payload)[1] in ids
-
-
-def _empty_deliveries_of(conn: Any, name: str, github_id: int | None = None) -> None:
+def _empty_deliveries_of(conn: Any, name: str, github_id: int | None = None, *,
+                         by_repository_id: bool = True) -> None:
     """The finished deliveries of the repository `name` keep no payload (`forget`): those
-    stored under its name, and those whose payload's repository is its id (stored under a
-    former name, before a rename). Those not finished yet are emptied by the worker as it
-    finishes them (the row is marked private)."""
+    stored under its name, and those whose `repo_id` is its id (the event's, else its row's:
+    stored under a former name, before a rename). Those not finished yet are emptied by the
+    worker as it finishes them (the row is marked private)."""
     t = Delivery.__table__
     repos = Repository.__table__
-    ids = {github_id} if github_id is not None else set(conn.execute(select(
-        repos.c.github_id).where(func.lower(repos.c.full_name) == name.lower(),
-                                 repos.c.github_id.is_not(None))).scalars())
-    by_id: list[int] = []
-    for i in ids:
-        by_id += [rid for rid, raw in conn.execute(select(t.c.id, t.c.payload).where(
-            t.c.status.in_(FINISHED), func.lower(t.c.repo) != name.lower(),
-            t.c.payload.like(f"%{int(i)}%"), t.c.payload != EMPTIED_PAYLOAD)).all()
-            if _about_ids(raw, ids)]
-    emptied = conn.execute(_emptying(
-        (func.lower(t.c.repo) == name.lower()) & t.c.status.in_(FINISHED))).all()
-    for k in range(0, len(by_id), 500):
-        emptied += conn.execute(_emptying(t.c.id.in_(by_id[k:k + 500]))).all()
+    which = func.lower(t.c.repo) == name.lower()
+    if by_repository_id:
+        ids = {github_id} if github_id is not None else set(conn.execute(select(
+            repos.c.github_id).where(func.lower(repos.c.full_name) == name.lower(),
+                                     repos.c.github_id.is_not(None))).scalars())
+        if ids:
+            which = or_(which, t.c.repo_id.in_(sorted(ids)))
+    emptied = conn.execute(_emptying(which & t.c.status.in_(FINISHED))).all()
     cut = _first_lines(emptied)
     if cut:
         conn.execute(_cut_errors(), cut)
 
 
-def empty_private_inbox(conn: Any) -> int:
+def empty_private_inbox(conn: Any, *, by_repository_id: bool = False) -> int:
     """The finished deliveries stored before review59 whose repository is marked private, or
-    whose payload says private, keep no payload (migration 0016). Returns how many."""
+    whose payload says private, keep no payload (migration 0016). `by_repository_id`: also
+    those whose `repo_id` is a marked repository's (migration 0017, once the column is
+    filled: a delivery set aside as abandoned, under the repository's name or a former one,
+    kept its payload). Returns how many."""
     t = Delivery.__table__
     said = [rid for rid, raw in conn.execute(select(t.c.id, t.c.payload).where(
         t.c.status.in_(FINISHED), or_(t.c.payload.like('%"private":true%'),
@@ -442,6 +452,7 @@ def empty_private_inbox(conn: Any) -> int:
     for k in range(0, len(said) + 1, 500):
         where = t.c.status.in_(FINISHED) & or_(
             func.lower(t.c.repo).in_(_marked_names()),
+            t.c.repo_id.in_(_marked_ids()) if by_repository_id else false(),
             t.c.id.in_(said[k:k + 500]) if said[k:k + 500] else false())
         emptied = conn.execute(_emptying(where)).all()
         cut = _first_lines(emptied)

@@ -81,6 +81,7 @@ class InboxRow:
     installation_id: int | None
     payload: str
     received_at: datetime = field(default_factory=utcnow)
+    repo_id: int | None = None  # the payload's `repository.id` (`forget` finds it by this)
 
     def values(self) -> dict[str, Any]:
         return {
@@ -88,6 +89,7 @@ class InboxRow:
             "event": self.event,
             "action": self.action,
             "repo": self.repo,
+            "repo_id": self.repo_id,
             "installation_id": self.installation_id,
             "payload": self.payload,
             "status": "pending",
@@ -200,8 +202,8 @@ class SqliteBatchWriter:
     """
 
     _INSERT = (
-        "INSERT INTO deliveries (delivery_id, event, action, repo, installation_id, payload, "
-        "status, attempts, received_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?) "
+        "INSERT INTO deliveries (delivery_id, event, action, repo, repo_id, installation_id, "
+        "payload, status, attempts, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?) "
         "ON CONFLICT (delivery_id) DO NOTHING RETURNING delivery_id"
     )
     BUSY_SECONDS = 30.0  # as busy_timeout=30000 on the engine's connections
@@ -314,7 +316,8 @@ class SqliteBatchWriter:
             inserted: set[str] = set()
             for r in first.values():
                 cursor = conn.execute(self._INSERT, (
-                    r.delivery_id, r.event, r.action, r.repo, r.installation_id, r.payload,
+                    r.delivery_id, r.event, r.action, r.repo, r.repo_id, r.installation_id,
+                    r.payload,
                     self._datetime(r.received_at) if self._datetime else r.received_at,
                 ))
                 if cursor.fetchone() is not None:

@@ -14,7 +14,7 @@ said (bot.speaking.preview.preview_on_install; tests and shutdown await it with 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -314,14 +314,81 @@ def _listed_private(repo: Mapping[str, Any]) -> bool:
     return repo.get("private") is True or repo.get("visibility") in ("private", "internal")
 
 
-async def _keep_private(session: AsyncSession, row: Repository, listed: Mapping[str, Any]) -> None:
+async def _keep_private(session: AsyncSession, row: Repository, listed: Mapping[str, Any],
+                        public_now: Collection[str] = ()) -> None:
     """A repository the installation lists as private: its row is marked and nothing of it
-    is kept (bot/store/privacy.py). One listed public keeps its mark: only `publicized` or the
-    sync (GitHub's answer now) lifts it, as an installation event may be an old one."""
-    if _listed_private(listed):
-        from bot.store.privacy import forget_repository
+    is kept (bot/store/privacy.py). One listed public keeps its mark unless GitHub calls it
+    public now (`public_now`, `_public_again`), as an installation event may be an old one;
+    else `publicized`, the sync or the night lifts it."""
+    from bot.store.privacy import forget_repository, publicize_repository
 
+    if _listed_private(listed):
         await forget_repository(session, row.full_name, row.github_id)
+    elif row.private and canonical_repo(str(listed["full_name"])).lower() in public_now:
+        await publicize_repository(session, row.full_name, row.github_id)
+        log.info("repository %s is public on GitHub: it may be stored again", row.full_name)
+
+
+async def _forget_listed_private(session: AsyncSession, payload: Mapping[str, Any]) -> None:
+    """`installation.deleted` lists the installation's repositories: the stored ones it calls
+    private (their `privatized` lost) are forgotten and marked, as a listing of an installed
+    one does (before, the uninstall left what was stored of them published: privacy61). A
+    repository nothing was stored of gets no row."""
+    from bot.store.privacy import forget_repository
+
+    listed = payload.get("repositories")
+    for repo in listed if isinstance(listed, list) else []:
+        if not (isinstance(repo, Mapping) and isinstance(repo.get("full_name"), str)
+                and _listed_private(repo)):
+            continue
+        rid = repo.get("id") if isinstance(repo.get("id"), int) else None
+        name = canonical_repo(repo["full_name"])
+        row = await session.scalar(select(Repository).where(
+            (Repository.github_id == rid) if rid is not None
+            else func.lower(Repository.full_name) == name.lower()))
+        if row is None and rid is not None:
+            row = await session.scalar(select(Repository).where(
+                func.lower(Repository.full_name) == name.lower()))
+        if row is not None and not row.private:
+            await forget_repository(session, row.full_name, row.github_id or rid)
+
+
+async def _public_again(ctx: Any, iid: int, listed: list[Mapping[str, Any]]) -> set[str]:
+    """Of the repositories an installation event lists public whose stored row is marked
+    private (made public while the app was not installed there: no `publicized` reached it),
+    the lower-case names GitHub calls public now (GET /repos/{owner}/{repo}, as the
+    installation; at most VERIFY_LIMIT). Before, the mark stayed until the night and the
+    repository's deliveries stored nothing meanwhile (privacy61). An answer other than the
+    repository leaves the mark; a 5xx or a rate limit retries the delivery."""
+    github = getattr(ctx, "github", None)
+    settings = getattr(ctx, "settings", None)
+    public = {canonical_repo(str(r["full_name"])).lower(): r for r in listed
+              if not _listed_private(r)}
+    if not public or github is None or settings is None or not settings.has_app_credentials:
+        return set()
+    async with ctx.sessionmaker() as session:
+        marked = set(await session.scalars(select(func.lower(Repository.full_name)).where(
+            Repository.private.is_(True), func.lower(Repository.full_name).in_(sorted(public)))))
+    if not marked:
+        return set()
+    import gidgethub
+
+    from bot.github.client import rate_limit_wait
+    from bot.store.privacy import listed_private
+
+    gh = await github.api(iid)
+    out: set[str] = set()
+    for name in sorted(marked)[:VERIFY_LIMIT]:
+        owner, _, repo = str(public[name]["full_name"]).partition("/")
+        try:
+            data = await gh.getitem("/repos/{owner}/{repo}", {"owner": owner, "repo": repo})
+        except gidgethub.BadRequest as exc:
+            if rate_limit_wait(exc) is not None or int(exc.status_code) in (408, 409, 429):
+                raise
+            continue
+        if isinstance(data, Mapping) and not listed_private(data):
+            out.add(name)
+    return out
 
 
 def _forget_written_repositories(ctx: Any) -> None:
@@ -378,6 +445,7 @@ async def handle_installation(payload: Mapping[str, Any], ctx: Any,
     listed = (_repositories(payload, "repositories", where)
               if action in ("created", "new_permissions_accepted", "unsuspend") else [])
     github_holds = await _in_doubt(ctx, iid, listed, [])
+    public_now = await _public_again(ctx, iid, listed) if action != "suspend" else set()
     async with ctx.sessionmaker() as session:
         inst = await _upsert_installation(session, data, alive=action != "deleted",
                                           suspension=action not in ("suspend", "unsuspend"),
@@ -389,6 +457,7 @@ async def handle_installation(payload: Mapping[str, Any], ctx: Any,
             await session.execute(
                 update(Repository).where(Repository.installation_id == iid).values(installation_id=None)
             )
+            await _forget_listed_private(session, payload)
         elif action == "suspend":
             _set_suspended(inst, True, _time(data.get("suspended_at"))
                            or await _received(session, delivery_id))
@@ -410,7 +479,7 @@ async def handle_installation(payload: Mapping[str, Any], ctx: Any,
                 session, repo["full_name"], github_id=repo.get("id"),
                 installation_id=None if inst.deleted else iid, installation_event=True,
             )
-            await _keep_private(session, row, repo)
+            await _keep_private(session, row, repo, public_now)
         await session.commit()
     _forget_written_repositories(ctx)
     _forget_token(ctx, iid, str(action))  # dead, refused, or lacking the new permissions
@@ -428,6 +497,7 @@ async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any,
     added = _repositories(payload, "repositories_added", where)
     removed = _repositories(payload, "repositories_removed", where)
     github_holds = await _in_doubt(ctx, iid, added, removed)
+    public_now = await _public_again(ctx, iid, added)
     async with ctx.sessionmaker() as session:
         inst = await _upsert_installation(session, data, alive=bool(added),
                                           delivery_id=delivery_id)
@@ -437,7 +507,7 @@ async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any,
             row = await upsert_repository(session, repo["full_name"], github_id=repo.get("id"),
                                           installation_id=None if inst.deleted else iid,
                                           installation_event=True)
-            await _keep_private(session, row, repo)
+            await _keep_private(session, row, repo, public_now)
         for repo in removed:
             if github_holds.get(str(repo["full_name"]).lower()) == iid:
                 continue  # a removal older than an add since: GitHub holds it here
@@ -445,6 +515,9 @@ async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any,
             if row.installation_id in (iid, None):
                 row.installation_id = None
                 row.removed_installation_id = iid
+            # listed private (its `privatized` lost): forgotten now, as an added one is; no
+            # event or listing names it after this (privacy61)
+            await _keep_private(session, row, repo)
         await session.commit()
     _forget_written_repositories(ctx)
     log.info("installation %s: %d repositories added, %d removed", iid, len(added), len(removed))

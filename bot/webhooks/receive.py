@@ -20,6 +20,7 @@ from gidgethub import ValidationFailure, sansio
 from bot.config import WEBHOOK_BODY_LIMIT
 from bot.context import CTX, INBOX, METRICS
 from bot.logs import log_delivery
+from bot.store.models import repository_id_of
 from bot.store.types import storable_text
 from bot.webhooks.inbox import DUPLICATE, InboxRow
 
@@ -204,6 +205,7 @@ async def _webhook(request: web.Request, event_name: str | None) -> web.Response
         event=event_name,
         action=_str_field(data, "action", 64),
         repo=_repo_of(data),
+        repo_id=repository_id_of(data),
         installation_id=_installation_of(data),
         payload=payload_text,
     )

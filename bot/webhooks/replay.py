@@ -120,7 +120,9 @@ async def replay(paths: list[str], url: str, secret: str, event: str | None = No
 
 
 def replay_command(args: Any) -> int:
-    secret = args.secret or os.environ.get("GITHUB_WEBHOOK_SECRET")
+    from bot.config import webhook_secret  # read as `serve` reads it (no newline at the end)
+
+    secret = args.secret or webhook_secret(os.environ.get("GITHUB_WEBHOOK_SECRET"))
     if not secret:
         print("rltracker replay: give --secret or set GITHUB_WEBHOOK_SECRET", file=sys.stderr)
         return 2

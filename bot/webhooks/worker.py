@@ -268,6 +268,26 @@ def _storable(value: Any) -> Any:
 _ESCAPED_UNSTORABLE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 
 
+async def give_back(engine: Any, worker_id: str) -> int:
+    """End the lease of every row `worker_id` still holds, now: they stay `processing` (an
+    abandoned claim: its attempt counts, and one that keeps being cut is set aside after its
+    attempts) but claimed by no one and takeable at once, by another replica or the next
+    start, instead of after the lease. For a worker cut short: its handler cancelled (a
+    second SIGTERM), or its process killed. Fenced by the worker id: a row it finished, or
+    lost to another worker, is not touched. Returns how many rows it gave back."""
+    t = Delivery.__table__
+    async with engine.begin() as conn:
+        result = await conn.execute(
+            update(t).where(t.c.claimed_by == worker_id, t.c.status == "processing")
+            .values(next_attempt_at=utcnow(), claimed_by=None))
+    count = int(result.rowcount or 0)
+    if count:
+        log.warning("stopped before finishing the deliveries in hand (%d): given back for "
+                    "another attempt",
+                    count, extra={"worker": worker_id})
+    return count
+
+
 def default_backoff(attempt: int) -> float:
     """Seconds before attempt `attempt + 1`: 5, 20, 80, 320, 1280, then an hour (+-25%
     jitter): the first five attempts span about seven minutes (a short GitHub outage), the
@@ -338,6 +358,7 @@ class Worker:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
+        self._aborted = False  # `abort`: cut short, the rows in hand given back
         self._next: list[Claimed] = []  # claimed together with the previous batch's finish
         # outcome -> deliveries; in a worker process, memory shared with serve (bot.metrics.SharedCounts)
         self.counts: MutableMapping[str, int] = (
@@ -388,7 +409,30 @@ class Worker:
             await self._task
             self._task = None
 
+    def abort(self) -> None:
+        """Stop now, without waiting for the rows in hand (serve's second SIGTERM): the task
+        is cancelled, the rows claimed for the next step are released, and every row this
+        worker still holds is given back (`give_back`). `stop` returns once that is written."""
+        self._stopping = self._aborted = True
+        self._wake.set()
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
     async def _run(self) -> None:
+        try:
+            await self._work()
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not self._aborted or task is None:
+                raise
+            task.uncancel()  # cancelled by `abort`: what it held is given back, then it ends
+            try:
+                await self.release_next()
+                await give_back(self.ctx.engine, self.worker_id)
+            except Exception:  # noqa: BLE001 - their leases run out instead
+                log.warning("could not give back the deliveries in hand", exc_info=True)
+
+    async def _work(self) -> None:
         await self.recover()
         from bot.analysis import paper_pool, warm_up
 
@@ -487,6 +531,8 @@ class Worker:
             ).all()
             claimed = sorted((Claimed(*row) for row in rows), key=lambda c: c.id)  # arrival order
             set_aside = [c for c in claimed if c.status == "failed"]
+            # a private repository's keeps no payload, as a finished one (privacy61)
+            await empty_finished_deliveries(conn, [(c.id, c.repo, c.payload) for c in set_aside])
             for c in set_aside:
                 self.counts["failed"] += 1
                 self._log(c, "failed", logging.ERROR,
@@ -711,11 +757,15 @@ class Worker:
 
 # -- a worker process beside the web process ------------------------------------------------
 async def run_worker(ctx: Any, stop: asyncio.Event, *, poll_seconds: float = 0.25,
-                     counts: MutableMapping[str, int] | None = None) -> Worker:
+                     counts: MutableMapping[str, int] | None = None,
+                     worker_id: str | None = None) -> Worker:
     """Drain the inbox of `ctx` until `stop` is set, then finish the row in hand. Used by a
     process that only works (`rltracker serve --workers N`): the web process that stores
-    the deliveries cannot wake it, so it looks for new rows every `poll_seconds` when idle."""
-    worker = Worker(ctx, poll_seconds=poll_seconds, batch_size=PROCESS_BATCH, counts=counts)
+    the deliveries cannot wake it, so it looks for new rows every `poll_seconds` when idle.
+    `worker_id`: the one serve gave it, so that serve can give back what it held if it has
+    to be killed (`give_back`)."""
+    worker = Worker(ctx, poll_seconds=poll_seconds, batch_size=PROCESS_BATCH, counts=counts,
+                    worker_id=worker_id)
     worker.start()
     task = worker.task
     assert task is not None
@@ -730,7 +780,8 @@ async def run_worker(ctx: Any, stop: asyncio.Event, *, poll_seconds: float = 0.2
 
 
 def worker_process_main(settings: Any, make_github: Callable[[Any], Any] | None = None,
-                        log_level: str = "INFO", counts_array: Any = None) -> None:
+                        log_level: str = "INFO", counts_array: Any = None,
+                        worker_id: str | None = None) -> None:
     """Entry point of a worker process (spawned, so it shares no state with its parent). It
     loads the analyzers and the saved paper index once, then works until SIGTERM or SIGINT;
     leases, fencing and recovery are the Worker's, as in the web process. It stops too when
@@ -750,8 +801,11 @@ def worker_process_main(settings: Any, make_github: Callable[[Any], Any] | None 
             ctx.github = make_github(settings)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+        # SIGHUP too (a terminal that closes sends it to serve and its worker processes
+        # alike), unless it was ignored when serve started (nohup)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            if sig != signal.SIGHUP or signal.getsignal(sig) != signal.SIG_IGN:
+                loop.add_signal_handler(sig, stop.set)
         # `serve` gone without stopping us (SIGKILL, out of memory): stop as on SIGTERM, not
         # work on as an orphan beside the next serve's worker (its pipe closes with it).
         parent = multiprocessing.parent_process()
@@ -759,7 +813,7 @@ def worker_process_main(settings: Any, make_github: Callable[[Any], Any] | None 
             loop.add_reader(parent.sentinel, stop.set)
         try:
             await run_worker(ctx, stop, counts=None if counts_array is None
-                             else SharedCounts(counts_array))
+                             else SharedCounts(counts_array), worker_id=worker_id)
         finally:
             await ctx.close()
 

@@ -32,7 +32,7 @@ def upgrade() -> None:
                                    server_default=sa.false()))
     from bot.store.privacy import forget_private_in_inbox
 
-    forget_private_in_inbox(op.get_bind())
+    forget_private_in_inbox(op.get_bind(), by_repository_id=False)  # (0017 adds the column)
 
 
 def downgrade() -> None:

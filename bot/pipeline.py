@@ -112,7 +112,10 @@ async def thread_changed(
     result: dict[str, Any] | None = None
     for attempt in range(2):
         async with ctx.sessionmaker() as session:
-            thread = await get_thread(session, repo, number)
+            # Locked to the commit: a delivery of the thread handled meanwhile (another worker)
+            # waits, then analyses what it stored; an analysis read before it cannot be
+            # stored after its analysis.
+            thread = await get_thread(session, repo, number, lock=True)
             if thread is None:
                 return None
             repo = thread.repo  # canonical spelling from here on
@@ -179,7 +182,9 @@ async def threads_changed(ctx: Any, changes: list[ThreadChange]) -> list[BaseExc
     found: dict[tuple[str, int], tuple[Thread, dict[str, Any], dict[str, Any]]] = {}
     if keys:
         async with ctx.sessionmaker() as session:
-            threads = [t for t in (await get_threads(session, keys)).values() if t is not None]
+            # Locked to the commit, as thread_changed locks its thread.
+            threads = [t for t in (await get_threads(session, keys, lock=True)).values()
+                       if t is not None]
             ids = [t.id for t in threads]
             comments: dict[int, list[Comment]] = {i: [] for i in ids}
             if ids:

@@ -77,17 +77,27 @@ _COMMENTS_WITH_IDS = select(Comment).where(
     Comment.github_id.in_(bindparam("github_ids", expanding=True)))
 
 
-async def get_thread(session: AsyncSession, repo: str, number: int) -> Thread | None:
-    return await session.scalar(_THREAD_BY_NAME, {"repo": repo.lower(), "number": number})
+# Locked (PostgreSQL FOR UPDATE; SQLite renders nothing, its writes are serialised): an
+# analysis reads its thread so, and holds it to its commit (bot.pipeline), in id order.
+_THREAD_BY_NAME_LOCKED = _THREAD_BY_NAME.with_for_update()
+_THREADS_NAMED_LOCKED = _THREADS_NAMED.order_by(Thread.id).with_for_update()
 
 
-async def get_threads(session: AsyncSession, keys: set[tuple[str, int]]
+async def get_thread(session: AsyncSession, repo: str, number: int, *,
+                     lock: bool = False) -> Thread | None:
+    """`lock`: the row locked to the end of the transaction (a delivery writing the thread
+    meanwhile waits)."""
+    statement = _THREAD_BY_NAME_LOCKED if lock else _THREAD_BY_NAME
+    return await session.scalar(statement, {"repo": repo.lower(), "number": number})
+
+
+async def get_threads(session: AsyncSession, keys: set[tuple[str, int]], *, lock: bool = False
                       ) -> dict[tuple[str, int], Thread | None]:
     """Several threads in one query: (lower-case repo, number) -> thread, or None when not
-    stored (every key is in the result)."""
+    stored (every key is in the result). `lock` as for `get_thread`, taken in id order."""
     found: dict[tuple[str, int], Thread | None] = dict.fromkeys(keys)
     if keys:
-        for thread in await session.scalars(_THREADS_NAMED, {
+        for thread in await session.scalars(_THREADS_NAMED_LOCKED if lock else _THREADS_NAMED, {
             "repos": sorted({r for r, _ in keys}), "numbers": sorted({n for _, n in keys}),
         }):
             key = (thread.repo.lower(), thread.number)
@@ -362,7 +372,7 @@ async def move_thread(session: AsyncSession, old_repo: str, old_number: int,
     if old is not None and target is None:
         old.repo, old.number = new["repo"], int(new["number"])
         await session.flush()
-        return await upsert_thread(session, new)
+        return await _unless_older(session, new, old)
     if target is None:
         record = dict(new)
         record["complete"] = False  # its history is elsewhere
@@ -373,4 +383,16 @@ async def move_thread(session: AsyncSession, old_repo: str, old_number: int,
         )
         await session.execute(delete(Thread).where(Thread.id == old.id))
         target.complete = bool(target.complete and old.complete)
-    return await upsert_thread(session, new)
+    return await _unless_older(session, new, target)
+
+
+async def _unless_older(session: AsyncSession, record: dict[str, Any], row: Thread) -> Thread:
+    """`record` written over `row` unless it describes an older version (its `updated_at`
+    before the stored one): a transfer's delivery handled after a later delivery of the
+    thread at its new place (the two repositories' deliveries come in any order), or
+    redelivered, does not put an older title, body or state back."""
+    new = parse_datetime(record.get("updated_at"))
+    if new is not None and row.updated_at is not None and new < row.updated_at:
+        await session.flush()
+        return row
+    return await upsert_thread(session, record, looked_up=(row,))

@@ -24,8 +24,13 @@ the payload rule stands: `edited` overwrites, `submitted` and `dismissed` only f
 delivery judged in order is written only if the stored review is still the one it was judged
 on (`_still`; else ReviewChanged, and the worker tries it again). Comments and threads edited
 twice in one second (GitHub's `updated_at` counts seconds): of the same second, only the edit
-of the stored text applies (`_same_second`, `_keep_same_second_text`). A thread stored from a
-later delivery is completed by its opening one handled afterwards (`_complete`).
+of the stored text applies (`_same_second`, `_keep_same_second_text`). Of the stored thread's
+second, a `labeled` / `unlabeled` / `assigned` / `unassigned` changes the stored list by the
+one name it carries and nothing else (`_keep_same_second_lists`); neither an opening delivery
+(`opened`, `created`: the first version) nor a comment delivery's view of its thread
+(commented on before the thread was closed in that second: "Close with comment") changes the
+stored thread but for what `_complete` fills. A thread stored from a later delivery is
+completed by its opening one handled afterwards (`_complete`).
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ from bot.store.threads import (
 from bot.store.types import parse_datetime, storable_text
 from bot.webhooks.installations import canonical_repo, ensure_installation, upsert_repository
 from bot.webhooks.normalize import (
+    COMMENT_EVENTS,
     Change,
     PayloadError,
     change_from_payload,
@@ -150,15 +156,19 @@ def _buried_comment(change: Change, found: dict[str, datetime | None]) -> bool:
 async def _store_thread(
     session: AsyncSession, record: dict[str, Any], *, opened: bool,
     looked: LookedUp | None = None, edited: Mapping[str, str] | None = None,
+    named: tuple[str, str, bool] | None = None, view: bool = False,
 ) -> Thread:
-    """`edited`: an `edited` delivery's `changes.*.from` (`_edit_froms`)."""
+    """`edited`: an `edited` delivery's `changes.*.from` (`_edit_froms`); `named`: the label
+    or assignee a delivery adds or removes (normalize._named); `view`: the record is a
+    comment delivery's view of its thread."""
     key = (str(record["repo"]).lower(), int(record["number"]))
     if looked is not None and key in looked.threads:
         existing = looked.threads[key]
     else:
         existing = await get_thread(session, record["repo"], record["number"])
     thread = await _write_thread(session, dict(record), existing, opened=opened,
-                                 flush=looked is None, edited=edited or {})
+                                 flush=looked is None, edited=edited or {}, named=named,
+                                 view=view)
     if looked is not None:
         looked.threads[key] = thread
     return thread
@@ -166,7 +176,9 @@ async def _store_thread(
 
 async def _write_thread(session: AsyncSession, record: dict[str, Any], existing: Thread | None,
                         *, opened: bool, flush: bool = True,
-                        edited: Mapping[str, str] | None = None) -> Thread:
+                        edited: Mapping[str, str] | None = None,
+                        named: tuple[str, str, bool] | None = None,
+                        view: bool = False) -> Thread:
     if existing is None:
         # Only a thread seen from its first event is known in full; others wait for sync.
         record["complete"] = bool(opened)
@@ -176,7 +188,14 @@ async def _write_thread(session: AsyncSession, record: dict[str, Any], existing:
         _complete(existing, record)
     if _older(record.get("updated_at"), existing.updated_at):
         return existing  # a late or repeated delivery: keep the newer stored state
-    _keep_same_second_text(record, existing, edited or {})
+    if _thread_same_second(record, existing):
+        if opened or view:
+            # The first version (late, or redelivered), or the thread as a comment of that
+            # second saw it (made before the thread was closed, labelled...: "Close with
+            # comment"): not newer than what is stored.
+            return existing
+        _keep_same_second_text(record, existing, edited or {})
+        _keep_same_second_lists(record, existing, named)
     if existing.state == "merged" and record.get("state") in ("open", "closed"):
         record.pop("state")  # the issue-shaped view of a PR may not know it was merged
     if existing.kind != record.get("kind", existing.kind) and existing.kind == "pull_request":
@@ -270,6 +289,39 @@ def _edit_froms(payload: Mapping[str, Any]) -> dict[str, str]:
             if isinstance(was, Mapping) and "from" in was:
                 out[name] = str(was.get("from") or "")
     return out
+
+
+def _thread_same_second(record: dict[str, Any], existing: Thread) -> bool:
+    """A thread delivery of the stored thread's second: the times cannot order the two."""
+    return (bool(record.get("updated_at")) and existing.updated_at is not None
+            and parse_datetime(record["updated_at"]) == existing.updated_at)
+
+
+# What a label or assignee delivery of the stored thread's second leaves as stored: the
+# thread as its payload shows it may be older (labelled, then closed, in one second).
+_NOT_NAMED = ("title", "body", "state", "state_reason", "closed_by", "closed_at", "labels",
+              "assignees", "answered", "answer_chosen_by", "category", "author_association")
+
+
+def _keep_same_second_lists(record: dict[str, Any], existing: Thread,
+                            named: tuple[str, str, bool] | None) -> None:
+    """Of the stored thread's second, a `labeled` / `unlabeled` (`assigned` / `unassigned`)
+    delivery's view of the thread may be older than the stored one (two labels picked at
+    once, a bot labelling and closing a new issue): it changes the stored list by the one
+    name it adds or removes (`named`, normalize._named) and nothing else."""
+    if named is None:
+        return
+    name, item, added = named
+    has_list = name in record
+    for key in _NOT_NAMED:
+        record.pop(key, None)
+    if not has_list:
+        return
+    stored = [str(x) for x in (getattr(existing, name) or [])]
+    if added:
+        record[name] = stored if item in stored else [*stored, item]
+    else:
+        record[name] = [x for x in stored if x != item]
 
 
 def _keep_same_second_text(record: dict[str, Any], existing: Thread,
@@ -604,7 +656,8 @@ async def apply_change(
     record = await _with_discussion_label(session, change, looked)
     thread = await _store_thread(session, record, opened=change.opened, looked=looked,
                                  edited=_edit_froms(payload) if change.action == "edited"
-                                 else None)
+                                 else None, named=change.extras.get("named"),
+                                 view=change.event in COMMENT_EVENTS)
     if change.delete_comment is not None:
         kind, github_id = change.delete_comment
         await delete_comment(session, kind, github_id)

@@ -396,6 +396,7 @@ def change_from_payload(
         return change
     if kind == "discussion":
         _discussion_label(payload, change)
+    _named(payload, change)
     side = _transfer_side(payload, f"old_{obj_key}", "old_repository", where)
     if side is not None:  # "opened" at the new place of a transferred issue
         obj, old_repo = side
@@ -417,3 +418,26 @@ def _discussion_label(payload: Mapping[str, Any], change: Change) -> None:
     name = label.get("name") if isinstance(label, Mapping) else None
     if isinstance(name, str) and name:
         change.extras["discussion_label"] = (change.action, name)
+
+
+# What a label or assignee delivery adds or removes, by the field of the thread record it changes.
+_NAMED = {"labeled": ("labels", "label", "name", True),
+          "unlabeled": ("labels", "label", "name", False),
+          "assigned": ("assignees", "assignee", "login", True),
+          "unassigned": ("assignees", "assignee", "login", False)}
+
+
+def _named(payload: Mapping[str, Any], change: Change) -> None:
+    """`labeled` / `unlabeled` name their label (`label`), `assigned` / `unassigned` their
+    assignee (`assignee`): noted in `extras["named"]` as (field, name, added). Two such
+    deliveries of one second (GitHub's `updated_at` counts seconds) carry lists the times do
+    not order; the handler then applies only the change each names
+    (bot.webhooks.events._same_second)."""
+    spec = _NAMED.get(change.action or "")
+    if spec is None or change.thread is None:
+        return
+    field_name, key, name_key, added = spec
+    obj = payload.get(key)
+    name = obj.get(name_key) if isinstance(obj, Mapping) else None
+    if isinstance(name, str) and name:
+        change.extras["named"] = (field_name, name, added)

@@ -302,15 +302,36 @@ STEPS: list[tuple[str, Step]] = [
 
 
 # ---------------------------------------------------------------------------- locking
-class _Lock:
-    """The run-once lock: a PostgreSQL advisory lock, or a per-process asyncio lock."""
+LOCK_HOLDER = "nightly_lock_holder"  # ctx.extras: what holds the run-once lock in this process
 
-    def __init__(self, ctx: Any) -> None:
+
+class _Lock:
+    """The run-once lock: a PostgreSQL advisory lock, or a per-process asyncio lock.
+
+    `holder` says what takes it ("the nightly run", "the first backfill"): while this
+    process holds it, ctx.extras[LOCK_HOLDER] says what does, so a run that does not get it
+    can say what holds it (`held_by`) instead of "another replica" when it is this process."""
+
+    def __init__(self, ctx: Any, holder: str = "the nightly run") -> None:
         self.ctx = ctx
+        self.holder = holder
         self.conn: Any = None
         self.local: asyncio.Lock | None = None
 
+    def held_by(self) -> str:
+        """What holds the lock this did not get (said after a failed `acquire`)."""
+        mine = self.ctx.extras.get(LOCK_HOLDER)
+        if mine is not None:
+            return f"{mine} of this process holds the lock"
+        return "another replica holds the lock"
+
     async def acquire(self) -> bool:
+        got = await self._acquire()
+        if got:
+            self.ctx.extras[LOCK_HOLDER] = self.holder
+        return got
+
+    async def _acquire(self) -> bool:
         if is_postgres(self.ctx.settings.database_url):
             self.conn = await self.ctx.engine.connect()
             got = await self.conn.scalar(text("SELECT pg_try_advisory_lock(:k)"), {"k": NIGHTLY_LOCK})
@@ -326,6 +347,11 @@ class _Lock:
         return True
 
     async def release(self) -> None:
+        if self.conn is not None or (self.local is not None and self.local.locked()):
+            self.ctx.extras.pop(LOCK_HOLDER, None)
+        await self._release()
+
+    async def _release(self) -> None:
         if self.conn is not None:
             try:
                 await self.conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": NIGHTLY_LOCK})
@@ -351,10 +377,11 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
     run already started at or after `fire_time` makes this one a `skipped` record."""
     lock = _Lock(ctx)
     if not await lock.acquire():
-        log.info("nightly: another replica is running it")
+        reason = lock.held_by()  # (this process's first backfill: not another replica)
+        log.info("nightly: not run: %s", reason)
         now = utcnow()
         await record_job_run(ctx, JOB_NAME, None, started_at=now, finished_at=now, outcome="skipped",
-                      counts={"reason": "another replica holds the lock"})
+                             counts={"reason": reason})
         return {"outcome": "skipped"}
     try:
         await _close_dead_runs(ctx)
@@ -408,12 +435,16 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
             problems.append(f"GitHub refused the sync of {', '.join(refused)}")
         # Threads the sync left unread, unstored, unanalysed or unchecked (`rltracker sync`
         # exits 2 for them): the run said "ok" and named them nowhere.
-        unsynced = [str(f.get("thread")) for f in (sync_counts.get("failed_threads") or ())
-                    if isinstance(f, dict)] if isinstance(sync_counts, dict) else []
+        unsynced = _unsynced(sync_counts)
         if unsynced:
-            shown = ", ".join(unsynced[:10]) + (
-                f" and {len(unsynced) - 10} more" if len(unsynced) > 10 else "")
-            problems.append(f"the sync left {len(unsynced)} thread(s) unsynced: {shown}")
+            problems.append(unsynced)
+        # Repositories whose contribution rules were neither read nor kept from before
+        # (bot.speaking.contribution.refresh_all's `failed`): the night said "ok" (sched61).
+        rules = counts.get("rules")
+        rules_failed = int(rules.get("failed") or 0) if isinstance(rules, dict) else 0
+        if rules_failed:
+            problems.append(f"the contribution rules of {rules_failed} repository(ies) could "
+                            "not be refreshed (see the log)")
         # The report was built and stored but not posted where RLTRACKER_REPORT_ISSUE says
         # (the run said "ok"): the reason is on its action, `rltracker report` posts it again.
         report = counts.get("report")
@@ -428,7 +459,8 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
             total = max(len(unanalysed), int(reanalysed.get("failed_total") or 0))
             shown = ", ".join(unanalysed[:10]) + (f" and {total - 10} more" if total > 10 else "")
             problems.append(f"the re-analysis of {total} thread(s) failed: {shown}")
-        outcome = ("failed" if errors else "partial" if refused or unposted or unanalysed or unsynced
+        outcome = ("failed" if errors else "partial" if (refused or unposted or unanalysed
+                                                         or unsynced or rules_failed)
                    else "ok")
         await record_job_run(ctx, JOB_NAME, run_id, finished_at=utcnow(), outcome=outcome, counts=_jsonable(counts),
                       error="; ".join(problems) or None)
@@ -436,6 +468,17 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
         return {"outcome": outcome, "counts": counts, "run_id": run_id}
     finally:
         await lock.release()
+
+
+def _unsynced(sync_counts: Any) -> str | None:
+    """What a run says of the threads its sync left unsynced (`failed_threads`), or None."""
+    unsynced = [str(f.get("thread")) for f in (sync_counts.get("failed_threads") or ())
+                if isinstance(f, dict)] if isinstance(sync_counts, dict) else []
+    if not unsynced:
+        return None
+    shown = ", ".join(unsynced[:10]) + (
+        f" and {len(unsynced) - 10} more" if len(unsynced) > 10 else "")
+    return f"the sync left {len(unsynced)} thread(s) unsynced: {shown}"
 
 
 def _refused_repos(failed_streams: Any) -> list[str]:
@@ -501,7 +544,7 @@ async def first_backfill(ctx: Any) -> dict[str, Any]:
     """The nightly job's sync step as the first backfill of the tracked repositories, recorded
     as a JobRun `first_backfill` (running, then ok / failed / cancelled) with its progress.
     Runs under the nightly job's lock, so the two never sync at the same time."""
-    lock = _Lock(ctx)
+    lock = _Lock(ctx, "the first backfill")
     if not await lock.acquire():
         log.info("first backfill: the nightly job is running; it syncs instead")
         return {"outcome": "skipped"}
@@ -529,13 +572,19 @@ async def first_backfill(ctx: Any) -> dict[str, Any]:
         # Repositories GitHub did not let it read (no token for them, or gone) are not
         # backfilled: the front page says so, and the next start tries them again.
         unread = _refused_repos(stats.failed_streams)
-        outcome = "failed" if unread else "ok"
-        error = None
+        # Threads it left unsynced: "partial" and named, as the nightly run says of the same
+        # sync (it said "ok"; sched61). The nightly sync reads them again when next updated.
+        unsynced = _unsynced(counts)
+        outcome = "failed" if unread else "partial" if unsynced else "ok"
+        problems = []
         if unread:
-            error = (f"GitHub did not let this service read {', '.join(unread)}"
-                     + ("" if ctx.settings.token else
-                        " (with app credentials only, the repositories the app is not installed"
-                        " on need GITHUB_TOKEN)"))
+            problems.append(f"GitHub did not let this service read {', '.join(unread)}"
+                            + ("" if ctx.settings.token else
+                               " (with app credentials only, the repositories the app is not"
+                               " installed on need GITHUB_TOKEN)"))
+        if unsynced:
+            problems.append(unsynced)
+        error = "; ".join(problems) or None
         await record_job_run(ctx, FIRST_BACKFILL, run_id, finished_at=utcnow(), outcome=outcome,
                              counts=counts, error=error)
         log.info("first backfill: %s %s", outcome, counts)
@@ -661,7 +710,7 @@ async def close_interrupted_runs(ctx: Any) -> int:
     03:05) become "cancelled", so the run they stood for counts as missed and `catch_up`
     runs it again; they used to count as that night's run for good. Only when this process
     gets the run-once lock: a run that holds it elsewhere is not interrupted."""
-    lock = _Lock(ctx)
+    lock = _Lock(ctx, "the start's look for interrupted runs")
     if not await lock.acquire():
         return 0
     try:

@@ -1,47 +1,19 @@
 """`rltracker papers fetch` after a long gap (sched61): more new listings than one run reads
-(MAX_PAGES pages) are all fetched over the next runs, none lost.
-
-The fake arXiv API here answers as arXiv's does: the query's `submittedDate:[FROM TO TO]`
-range, `sortOrder` ascending or descending by submission date, `start` and `max_results`."""
+(MAX_PAGES pages) are all fetched over the next runs, none lost (the fake arXiv API:
+tests.test_papers_import.fake_arxiv)."""
 
 from __future__ import annotations
 
-import re
 from datetime import date, timedelta
 from typing import Any
 
-from aiohttp import web
 from sqlalchemy import func, select
 
 from bot.github.papers import MAX_PAGES, PAGE_SIZE, fetch_new_papers
 from bot.store.models import Paper
 from bot.store.types import utcnow
 from tests.fakegithub import no_sleep
-from tests.test_papers_import import atom_feed
-
-_RANGE = re.compile(r"submittedDate:\[(\d{8})\d* TO (\d{8})\d*\]")
-
-
-def fake_arxiv(fake_github: Any, entries: list[tuple[str, str, str]]) -> list[dict[str, str]]:
-    """Serve `entries` (id, title, published) at /api/query as arXiv's API does; the
-    queries asked are returned."""
-    seen: list[dict[str, str]] = []
-
-    @fake_github.route("GET", r"^/api/query$")
-    def listing(fake: Any, request: Any, match: Any, body: Any) -> web.Response:
-        query = dict(request.query)
-        seen.append(query)
-        chosen = list(entries)
-        bounds = _RANGE.search(query.get("search_query", ""))
-        if bounds:
-            low, high = bounds.groups()
-            chosen = [e for e in chosen if low <= e[2][:10].replace("-", "") <= high]
-        chosen.sort(key=lambda e: (e[2], e[0]), reverse=query.get("sortOrder") != "ascending")
-        start, size = int(query.get("start", 0)), int(query.get("max_results", 10))
-        return web.Response(text=atom_feed(chosen[start:start + size]),
-                            content_type="application/atom+xml")
-
-    return seen
+from tests.test_papers_import import fake_arxiv
 
 
 async def test_a_gap_longer_than_one_run_is_fetched_over_two_runs(ctx: Any, fake_github: Any) -> None:

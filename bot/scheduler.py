@@ -542,7 +542,8 @@ async def needs_first_backfill(ctx: Any) -> bool:
 
 async def first_backfill(ctx: Any) -> dict[str, Any]:
     """The nightly job's sync step as the first backfill of the tracked repositories, recorded
-    as a JobRun `first_backfill` (running, then ok / failed / cancelled) with its progress.
+    as a JobRun `first_backfill` (running, then ok / partial / failed / cancelled) with its
+    progress.
     Runs under the nightly job's lock, so the two never sync at the same time."""
     lock = _Lock(ctx, "the first backfill")
     if not await lock.acquire():

@@ -110,3 +110,45 @@ async def test_a_catch_up_behind_this_process_first_backfill_says_so(
     assert skipped is not None
     reason = skipped.counts["reason"]
     assert "another replica" not in reason and "first backfill" in reason, reason
+
+
+async def test_the_watch_records_nothing_while_this_process_holds_the_lock(
+        settings: Any, fake_github: Any, shared_dir: Path) -> None:
+    """The watch (every 15 minutes) found the last night missed while this process's own
+    first backfill (or a night longer than a day) held the lock: it recorded a `skipped`
+    run at each look, hours of rows. It looks again at its next tick instead; the night runs
+    once the lock is free."""
+    from bot.scheduler import rerun_dead_night
+
+    async with graphql_context(settings, fake_github, shared_dir, _data()) as ctx:
+        responder = fake_github.graphql_handler
+        entered, release = asyncio.Event(), asyncio.Event()
+
+        async def held(query: str, variables: dict[str, Any]) -> Any:
+            entered.set()
+            await release.wait()
+            return responder(query, variables)
+
+        fake_github.graphql_handler = held
+        long_ago = utcnow() - timedelta(days=3)
+        async with ctx.sessionmaker() as session:
+            session.add(JobRun(name="nightly", outcome="ok", started_at=long_ago,
+                               finished_at=long_ago, heartbeat_at=long_ago))
+            await session.commit()
+        from bot.scheduler import first_backfill
+
+        backfill = asyncio.create_task(first_backfill(ctx))
+        try:
+            await entered.wait()
+            for _ in range(3):
+                assert await rerun_dead_night(ctx) is None
+        finally:
+            release.set()
+            await backfill
+        async with ctx.sessionmaker() as session:
+            outcomes = list(await session.scalars(select(JobRun.outcome).where(
+                JobRun.name == "nightly").order_by(JobRun.id)))
+        assert outcomes == ["ok"], outcomes
+        fake_github.graphql_handler = responder
+        ran = await rerun_dead_night(ctx)  # the lock free: the missed night runs now
+    assert ran is not None and ran["outcome"] != "skipped"

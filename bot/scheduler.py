@@ -702,6 +702,12 @@ async def rerun_dead_night(ctx: Any, now: datetime | None = None) -> dict[str, A
     fire = last_fire_time(nightly_trigger(ctx), now)
     if fire is None or fire > now - RUN_LEASE or not await missed_run(ctx, now):
         return None
+    if ctx.extras.get(LOCK_HOLDER) is not None:
+        # This process's own first backfill (or a night run past the next scheduled time)
+        # holds the lock: the next look runs the night once it is free. A `skipped` run was
+        # recorded at every look, for hours (sched61).
+        log.info("nightly: the run of %s waits for %s", fire.isoformat(), ctx.extras[LOCK_HOLDER])
+        return None
     log.info("nightly: the run of %s stopped with its process; running it now", fire.isoformat())
     return await nightly_job(ctx, fire_time=fire)
 

@@ -152,3 +152,24 @@ async def test_the_watch_records_nothing_while_this_process_holds_the_lock(
         fake_github.graphql_handler = responder
         ran = await rerun_dead_night(ctx)  # the lock free: the missed night runs now
     assert ran is not None and ran["outcome"] != "skipped"
+
+
+async def test_a_first_night_cut_short_is_caught_up_at_the_next_start(ctx: Any) -> None:
+    """The service's first scheduled night was cut short by a stop (recorded `cancelled`):
+    the next start called the service one that never ran (a fresh installation waits for
+    its first scheduled time) and the night was not caught up, nor by the watch."""
+    import dataclasses
+    from datetime import UTC, datetime
+
+    from bot.scheduler import last_fire_time, missed_run, nightly_trigger
+
+    fire_at = datetime.now(UTC) - timedelta(hours=2)
+    ctx.settings = dataclasses.replace(ctx.settings,
+                                       nightly_cron=f"{fire_at.minute} {fire_at.hour} * * *")
+    fire = last_fire_time(nightly_trigger(ctx), utcnow())
+    assert fire is not None
+    async with ctx.sessionmaker() as session:
+        session.add(JobRun(name="nightly", outcome="cancelled", started_at=fire + timedelta(seconds=1),
+                           finished_at=fire + timedelta(minutes=5), error="stopped"))
+        await session.commit()
+    assert await missed_run(ctx)

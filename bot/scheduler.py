@@ -676,8 +676,9 @@ async def scheduled_nightly(ctx: Any) -> dict[str, Any]:
 async def missed_run(ctx: Any, now: datetime | None = None) -> bool:
     """True when the last scheduled time has no run that started after it.
 
-    Only for a service that ran the job before: a fresh installation (no run recorded) waits
-    for its first scheduled time instead of starting a sync the moment it boots."""
+    Only for a service that ran the job before (one run started, if only cut short): a fresh
+    installation (no run recorded) waits for its first scheduled time instead of starting a
+    sync the moment it boots."""
     now = now or utcnow()
     fire = last_fire_time(nightly_trigger(ctx), now)
     if fire is None:
@@ -685,8 +686,12 @@ async def missed_run(ctx: Any, now: datetime | None = None) -> bool:
     async with ctx.sessionmaker() as session:
         counted = select(JobRun.started_at).where(JobRun.name == JOB_NAME,
                                                   JobRun.outcome.in_(_COUNTED))
-        if await session.scalar(counted.limit(1)) is None:
-            return False  # never ran
+        # never ran: no night started (a night cut short, `cancelled`, started: its service
+        # is not a fresh one, and that night was not caught up; sched61)
+        started = select(JobRun.id).where(JobRun.name == JOB_NAME,
+                                          JobRun.outcome.in_((*_COUNTED, "cancelled")))
+        if await session.scalar(started.limit(1)) is None:
+            return False
         # the latest run that stands for its night (one whose process died does not)
         last = await session.scalar(
             counted.where(alive(now)).order_by(JobRun.started_at.desc()).limit(1))

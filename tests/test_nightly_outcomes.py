@@ -173,3 +173,33 @@ async def test_a_first_night_cut_short_is_caught_up_at_the_next_start(ctx: Any) 
                            finished_at=fire + timedelta(minutes=5), error="stopped"))
         await session.commit()
     assert await missed_run(ctx)
+
+
+async def test_a_nightly_sync_stopped_by_github_keeps_what_it_did(
+        settings: Any, fake_github: Any, shared_dir: Path) -> None:
+    """The nightly sync stopped by GitHub (every request failing after the first page): the
+    run's counts said only the error; what the sync stored (deleted, moved) before the stop
+    was in the log alone."""
+    from bot.scheduler import nightly_job, step_sync
+    from tests.fake_graphql import FakeGraphQL
+
+    data = FakeData()
+    for _ in range(130):  # more than a page: the second request is refused
+        data.add_thread("verl-project/verl", "issue", n_comments=0, closed=False,
+                        body="Loss spikes at step 9.")
+    async with graphql_context(settings, fake_github, shared_dir, data) as ctx:
+        responder = FakeGraphQL(data, shared_dir / "fixtures" / "github-api" / "schema.graphql")
+        answered = 0
+
+        def then_down(query: str, variables: dict[str, Any]) -> Any:
+            nonlocal answered
+            if answered < 1:
+                answered += 1
+                return responder(query, variables)
+            return {"errors": [{"message": "Something went wrong while executing your query."}]}
+
+        fake_github.graphql_handler = then_down
+        result = await nightly_job(ctx, steps=[("sync", step_sync)])
+    sync_counts = result["counts"]["sync"]
+    assert result["outcome"] == "failed" and "error" in sync_counts, result
+    assert 0 < int(sync_counts.get("threads") or 0) < 130, sync_counts

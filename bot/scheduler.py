@@ -63,6 +63,16 @@ INTERRUPTED = "the process stopped during the run; the next start runs it again"
 Step = Callable[[Any], Awaitable[Any]]
 
 
+class StepStopped(Exception):
+    """A step stopped by an error after doing part of its work: `counts` says what it did
+    (the run records them beside the error, and the step as failed)."""
+
+    def __init__(self, error: BaseException, counts: dict[str, Any]) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.counts = counts
+
+
 # ---------------------------------------------------------------------------- steps
 def _can_read_github(ctx: Any) -> bool:
     from bot.site.progress import can_read_github
@@ -75,7 +85,7 @@ async def step_sync(ctx: Any) -> Any:
         return "skipped: no GITHUB_TOKEN or app credentials"
     from functools import partial
 
-    from bot.github.sync import sync
+    from bot.github.sync import Syncer, SyncError
     from bot.github.visibility import check_visibility
     from bot.pipeline import sync_changed
 
@@ -85,7 +95,13 @@ async def step_sync(ctx: Any) -> Any:
     except Exception as exc:  # noqa: BLE001 - the sync runs all the same
         log.exception("nightly: the visibility check failed")
         visibility = {"failed": f"{type(exc).__name__}: {exc}"[:500]}
-    stats = await sync(ctx, on_changed=partial(sync_changed, ctx))
+    syncer = Syncer(ctx, None, on_changed=partial(sync_changed, ctx))  # (bot.github.sync.sync)
+    try:
+        stats = await syncer.run()
+    except SyncError as exc:
+        # What it stored, deleted and moved before the stop stays in the run's counts (they
+        # said only the error; sched61).
+        raise StepStopped(exc, {**syncer.stats.as_dict(), "visibility": visibility}) from exc
     return {**stats.as_dict(), "visibility": visibility}
 
 
@@ -409,7 +425,11 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
                         counts[name] = await step(ctx)
                     except Exception as exc:  # noqa: BLE001 - one failing step must not stop the others
                         log.exception("nightly: step %s failed", name)
-                        counts[name] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+                        # a step stopped after part of its work: what it did, then the error
+                        stopped = exc if isinstance(exc, StepStopped) else None
+                        error = stopped.error if stopped is not None else exc
+                        counts[name] = {**(stopped.counts if stopped is not None else {}),
+                                        "error": f"{type(error).__name__}: {error}"[:500]}
                         errors.append(name)
         except asyncio.CancelledError:
             # A normal stop (serve's scheduler shut down, Ctrl-C): the run is recorded as

@@ -12,7 +12,10 @@ from typing import Any
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
-WORKER_OUTCOMES = ("done", "failed", "retry", "lost")  # what the inbox worker counts
+# What the inbox worker counts: handled (done), failed for good, to be retried, its lease
+# lost to another worker, and given back unfinished when it was cut short (`Worker.abort`:
+# left `processing`, claimed by no one, taken again; `rltracker deliveries` lists them).
+WORKER_OUTCOMES = ("done", "failed", "retry", "lost", "given_back")
 
 
 class SharedCounts(MutableMapping[str, int]):

@@ -63,6 +63,16 @@ INTERRUPTED = "the process stopped during the run; the next start runs it again"
 Step = Callable[[Any], Awaitable[Any]]
 
 
+class StepStopped(Exception):
+    """A step stopped by an error after doing part of its work: `counts` says what it did
+    (the run records them beside the error, and the step as failed)."""
+
+    def __init__(self, error: BaseException, counts: dict[str, Any]) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.counts = counts
+
+
 # ---------------------------------------------------------------------------- steps
 def _can_read_github(ctx: Any) -> bool:
     from bot.site.progress import can_read_github
@@ -75,7 +85,7 @@ async def step_sync(ctx: Any) -> Any:
         return "skipped: no GITHUB_TOKEN or app credentials"
     from functools import partial
 
-    from bot.github.sync import sync
+    from bot.github.sync import Syncer, SyncError
     from bot.github.visibility import check_visibility
     from bot.pipeline import sync_changed
 
@@ -85,7 +95,13 @@ async def step_sync(ctx: Any) -> Any:
     except Exception as exc:  # noqa: BLE001 - the sync runs all the same
         log.exception("nightly: the visibility check failed")
         visibility = {"failed": f"{type(exc).__name__}: {exc}"[:500]}
-    stats = await sync(ctx, on_changed=partial(sync_changed, ctx))
+    syncer = Syncer(ctx, None, on_changed=partial(sync_changed, ctx))  # (bot.github.sync.sync)
+    try:
+        stats = await syncer.run()
+    except SyncError as exc:
+        # What it stored, deleted and moved before the stop stays in the run's counts (they
+        # said only the error; sched61).
+        raise StepStopped(exc, {**syncer.stats.as_dict(), "visibility": visibility}) from exc
     return {**stats.as_dict(), "visibility": visibility}
 
 
@@ -302,15 +318,36 @@ STEPS: list[tuple[str, Step]] = [
 
 
 # ---------------------------------------------------------------------------- locking
-class _Lock:
-    """The run-once lock: a PostgreSQL advisory lock, or a per-process asyncio lock."""
+LOCK_HOLDER = "nightly_lock_holder"  # ctx.extras: what holds the run-once lock in this process
 
-    def __init__(self, ctx: Any) -> None:
+
+class _Lock:
+    """The run-once lock: a PostgreSQL advisory lock, or a per-process asyncio lock.
+
+    `holder` says what takes it ("the nightly run", "the first backfill"): while this
+    process holds it, ctx.extras[LOCK_HOLDER] says what does, so a run that does not get it
+    can say what holds it (`held_by`) instead of "another replica" when it is this process."""
+
+    def __init__(self, ctx: Any, holder: str = "the nightly run") -> None:
         self.ctx = ctx
+        self.holder = holder
         self.conn: Any = None
         self.local: asyncio.Lock | None = None
 
+    def held_by(self) -> str:
+        """What holds the lock this did not get (said after a failed `acquire`)."""
+        mine = self.ctx.extras.get(LOCK_HOLDER)
+        if mine is not None:
+            return f"{mine} of this process holds the lock"
+        return "another replica holds the lock"
+
     async def acquire(self) -> bool:
+        got = await self._acquire()
+        if got:
+            self.ctx.extras[LOCK_HOLDER] = self.holder
+        return got
+
+    async def _acquire(self) -> bool:
         if is_postgres(self.ctx.settings.database_url):
             self.conn = await self.ctx.engine.connect()
             got = await self.conn.scalar(text("SELECT pg_try_advisory_lock(:k)"), {"k": NIGHTLY_LOCK})
@@ -326,6 +363,11 @@ class _Lock:
         return True
 
     async def release(self) -> None:
+        if self.conn is not None or (self.local is not None and self.local.locked()):
+            self.ctx.extras.pop(LOCK_HOLDER, None)
+        await self._release()
+
+    async def _release(self) -> None:
         if self.conn is not None:
             try:
                 await self.conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": NIGHTLY_LOCK})
@@ -351,10 +393,11 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
     run already started at or after `fire_time` makes this one a `skipped` record."""
     lock = _Lock(ctx)
     if not await lock.acquire():
-        log.info("nightly: another replica is running it")
+        reason = lock.held_by()  # (this process's first backfill: not another replica)
+        log.info("nightly: not run: %s", reason)
         now = utcnow()
         await record_job_run(ctx, JOB_NAME, None, started_at=now, finished_at=now, outcome="skipped",
-                      counts={"reason": "another replica holds the lock"})
+                             counts={"reason": reason})
         return {"outcome": "skipped"}
     try:
         await _close_dead_runs(ctx)
@@ -382,7 +425,11 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
                         counts[name] = await step(ctx)
                     except Exception as exc:  # noqa: BLE001 - one failing step must not stop the others
                         log.exception("nightly: step %s failed", name)
-                        counts[name] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+                        # a step stopped after part of its work: what it did, then the error
+                        stopped = exc if isinstance(exc, StepStopped) else None
+                        error = stopped.error if stopped is not None else exc
+                        counts[name] = {**(stopped.counts if stopped is not None else {}),
+                                        "error": f"{type(error).__name__}: {error}"[:500]}
                         errors.append(name)
         except asyncio.CancelledError:
             # A normal stop (serve's scheduler shut down, Ctrl-C): the run is recorded as
@@ -408,12 +455,16 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
             problems.append(f"GitHub refused the sync of {', '.join(refused)}")
         # Threads the sync left unread, unstored, unanalysed or unchecked (`rltracker sync`
         # exits 2 for them): the run said "ok" and named them nowhere.
-        unsynced = [str(f.get("thread")) for f in (sync_counts.get("failed_threads") or ())
-                    if isinstance(f, dict)] if isinstance(sync_counts, dict) else []
+        unsynced = _unsynced(sync_counts)
         if unsynced:
-            shown = ", ".join(unsynced[:10]) + (
-                f" and {len(unsynced) - 10} more" if len(unsynced) > 10 else "")
-            problems.append(f"the sync left {len(unsynced)} thread(s) unsynced: {shown}")
+            problems.append(unsynced)
+        # Repositories whose contribution rules were neither read nor kept from before
+        # (bot.speaking.contribution.refresh_all's `failed`): the night said "ok" (sched61).
+        rules = counts.get("rules")
+        rules_failed = int(rules.get("failed") or 0) if isinstance(rules, dict) else 0
+        if rules_failed:
+            problems.append(f"the contribution rules of {rules_failed} repository(ies) could "
+                            "not be refreshed (see the log)")
         # The report was built and stored but not posted where RLTRACKER_REPORT_ISSUE says
         # (the run said "ok"): the reason is on its action, `rltracker report` posts it again.
         report = counts.get("report")
@@ -428,7 +479,8 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
             total = max(len(unanalysed), int(reanalysed.get("failed_total") or 0))
             shown = ", ".join(unanalysed[:10]) + (f" and {total - 10} more" if total > 10 else "")
             problems.append(f"the re-analysis of {total} thread(s) failed: {shown}")
-        outcome = ("failed" if errors else "partial" if refused or unposted or unanalysed or unsynced
+        outcome = ("failed" if errors else "partial" if (refused or unposted or unanalysed
+                                                         or unsynced or rules_failed)
                    else "ok")
         await record_job_run(ctx, JOB_NAME, run_id, finished_at=utcnow(), outcome=outcome, counts=_jsonable(counts),
                       error="; ".join(problems) or None)
@@ -436,6 +488,17 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
         return {"outcome": outcome, "counts": counts, "run_id": run_id}
     finally:
         await lock.release()
+
+
+def _unsynced(sync_counts: Any) -> str | None:
+    """What a run says of the threads its sync left unsynced (`failed_threads`), or None."""
+    unsynced = [str(f.get("thread")) for f in (sync_counts.get("failed_threads") or ())
+                if isinstance(f, dict)] if isinstance(sync_counts, dict) else []
+    if not unsynced:
+        return None
+    shown = ", ".join(unsynced[:10]) + (
+        f" and {len(unsynced) - 10} more" if len(unsynced) > 10 else "")
+    return f"the sync left {len(unsynced)} thread(s) unsynced: {shown}"
 
 
 def _refused_repos(failed_streams: Any) -> list[str]:
@@ -499,9 +562,10 @@ async def needs_first_backfill(ctx: Any) -> bool:
 
 async def first_backfill(ctx: Any) -> dict[str, Any]:
     """The nightly job's sync step as the first backfill of the tracked repositories, recorded
-    as a JobRun `first_backfill` (running, then ok / failed / cancelled) with its progress.
+    as a JobRun `first_backfill` (running, then ok / partial / failed / cancelled) with its
+    progress.
     Runs under the nightly job's lock, so the two never sync at the same time."""
-    lock = _Lock(ctx)
+    lock = _Lock(ctx, "the first backfill")
     if not await lock.acquire():
         log.info("first backfill: the nightly job is running; it syncs instead")
         return {"outcome": "skipped"}
@@ -529,13 +593,19 @@ async def first_backfill(ctx: Any) -> dict[str, Any]:
         # Repositories GitHub did not let it read (no token for them, or gone) are not
         # backfilled: the front page says so, and the next start tries them again.
         unread = _refused_repos(stats.failed_streams)
-        outcome = "failed" if unread else "ok"
-        error = None
+        # Threads it left unsynced: "partial" and named, as the nightly run says of the same
+        # sync (it said "ok"; sched61). The nightly sync reads them again when next updated.
+        unsynced = _unsynced(counts)
+        outcome = "failed" if unread else "partial" if unsynced else "ok"
+        problems = []
         if unread:
-            error = (f"GitHub did not let this service read {', '.join(unread)}"
-                     + ("" if ctx.settings.token else
-                        " (with app credentials only, the repositories the app is not installed"
-                        " on need GITHUB_TOKEN)"))
+            problems.append(f"GitHub did not let this service read {', '.join(unread)}"
+                            + ("" if ctx.settings.token else
+                               " (with app credentials only, the repositories the app is not"
+                               " installed on need GITHUB_TOKEN)"))
+        if unsynced:
+            problems.append(unsynced)
+        error = "; ".join(problems) or None
         await record_job_run(ctx, FIRST_BACKFILL, run_id, finished_at=utcnow(), outcome=outcome,
                              counts=counts, error=error)
         log.info("first backfill: %s %s", outcome, counts)
@@ -626,8 +696,9 @@ async def scheduled_nightly(ctx: Any) -> dict[str, Any]:
 async def missed_run(ctx: Any, now: datetime | None = None) -> bool:
     """True when the last scheduled time has no run that started after it.
 
-    Only for a service that ran the job before: a fresh installation (no run recorded) waits
-    for its first scheduled time instead of starting a sync the moment it boots."""
+    Only for a service that ran the job before (one run started, if only cut short): a fresh
+    installation (no run recorded) waits for its first scheduled time instead of starting a
+    sync the moment it boots."""
     now = now or utcnow()
     fire = last_fire_time(nightly_trigger(ctx), now)
     if fire is None:
@@ -635,8 +706,12 @@ async def missed_run(ctx: Any, now: datetime | None = None) -> bool:
     async with ctx.sessionmaker() as session:
         counted = select(JobRun.started_at).where(JobRun.name == JOB_NAME,
                                                   JobRun.outcome.in_(_COUNTED))
-        if await session.scalar(counted.limit(1)) is None:
-            return False  # never ran
+        # never ran: no night started (a night cut short, `cancelled`, started: its service
+        # is not a fresh one, and that night was not caught up; sched61)
+        started = select(JobRun.id).where(JobRun.name == JOB_NAME,
+                                          JobRun.outcome.in_((*_COUNTED, "cancelled")))
+        if await session.scalar(started.limit(1)) is None:
+            return False
         # the latest run that stands for its night (one whose process died does not)
         last = await session.scalar(
             counted.where(alive(now)).order_by(JobRun.started_at.desc()).limit(1))
@@ -652,6 +727,12 @@ async def rerun_dead_night(ctx: Any, now: datetime | None = None) -> dict[str, A
     fire = last_fire_time(nightly_trigger(ctx), now)
     if fire is None or fire > now - RUN_LEASE or not await missed_run(ctx, now):
         return None
+    if ctx.extras.get(LOCK_HOLDER) is not None:
+        # This process's own first backfill (or a night run past the next scheduled time)
+        # holds the lock: the next look runs the night once it is free. A `skipped` run was
+        # recorded at every look, for hours (sched61).
+        log.info("nightly: the run of %s waits for %s", fire.isoformat(), ctx.extras[LOCK_HOLDER])
+        return None
     log.info("nightly: the run of %s stopped with its process; running it now", fire.isoformat())
     return await nightly_job(ctx, fire_time=fire)
 
@@ -661,7 +742,7 @@ async def close_interrupted_runs(ctx: Any) -> int:
     03:05) become "cancelled", so the run they stood for counts as missed and `catch_up`
     runs it again; they used to count as that night's run for good. Only when this process
     gets the run-once lock: a run that holds it elsewhere is not interrupted."""
-    lock = _Lock(ctx)
+    lock = _Lock(ctx, "the start's look for interrupted runs")
     if not await lock.acquire():
         return 0
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +185,32 @@ def atom_feed(entries: list[tuple[str, str, str]]) -> str:
 """
 
 
+_RANGE = re.compile(r"submittedDate:\[(\d{8})\d* TO (\d{8})\d*\]")
+
+
+def fake_arxiv(fake_github: Any, entries: list[tuple[str, str, str]]) -> list[dict[str, str]]:
+    """Serve `entries` (id, title, published) at /api/query as arXiv's API does: the
+    query's `submittedDate:[FROM TO TO]` range, `sortOrder` ascending or descending by
+    submission date, `start` and `max_results`. The queries asked are returned."""
+    seen: list[dict[str, str]] = []
+
+    @fake_github.route("GET", r"^/api/query$")
+    def listing(fake: Any, request: Any, match: Any, body: Any) -> web.Response:
+        query = dict(request.query)
+        seen.append(query)
+        chosen = list(entries)
+        bounds = _RANGE.search(query.get("search_query", ""))
+        if bounds:
+            low, high = bounds.groups()
+            chosen = [e for e in chosen if low <= e[2][:10].replace("-", "") <= high]
+        chosen.sort(key=lambda e: (e[2], e[0]), reverse=query.get("sortOrder") != "ascending")
+        start, size = int(query.get("start", 0)), int(query.get("max_results", 10))
+        return web.Response(text=atom_feed(chosen[start:start + size]),
+                            content_type="application/atom+xml")
+
+    return seen
+
+
 def test_parse_atom() -> None:
     records = parse_atom(atom_feed([("2512.01234v2", "Stable\n   GRPO &amp; friends", "2025-12-01T18:00:00Z")]))
     assert records == [{"arxiv_id": "2512.01234", "title": "Stable GRPO & friends", "aliases": [],
@@ -199,20 +226,16 @@ async def test_fetch_reads_new_listings_until_known(ctx: Any, fake_github: Any) 
     stamp = [date.fromordinal(d).isoformat() + "T12:00:00Z" for d in days]
     # A full page (100 entries) spread over 30 days.
     entries = [(f"2512.{i:05d}v1", f"Paper {i}", stamp[i % 30]) for i in range(100)]
-    seen: list[dict[str, str]] = []
-
-    @fake_github.route("GET", r"^/api/query$")
-    def listing(fake: Any, request: Any, match: Any, body: Any) -> web.Response:
-        seen.append(dict(request.query))
-        return web.Response(text=atom_feed(entries), content_type="application/atom+xml")
-
+    seen = fake_arxiv(fake_github, entries)
     stats = await fetch_new_papers(ctx, base_url=fake_github.url + "/api/query", sleep=no_sleep)
-    # Only the last seven days are new on a first run; a page reaching older ones ends it.
+    # Only the last seven days are new on a first run (asked as a submittedDate range,
+    # oldest first: a run cut by the page limit is taken up by the next; sched61).
     recent = [e for e in entries if e[2][:10] >= date.fromordinal(today.toordinal() - 7).isoformat()]
     assert stats.added == len(recent) and len(seen) == 1
     query = seen[0]["search_query"]
     assert "cat:cs.LG" in query and "cat:cs.CL" in query and "cat:cs.AI" in query
-    assert seen[0]["sortBy"] == "submittedDate" and seen[0]["sortOrder"] == "descending"
+    assert seen[0]["sortBy"] == "submittedDate" and seen[0]["sortOrder"] == "ascending"
+    assert "submittedDate:[" in query
 
 
 async def test_a_title_with_a_capital_beyond_ascii_is_found_again(ctx: Any) -> None:

@@ -9,7 +9,9 @@ not hold: a failed row stays failed until someone re-queues it. They are counted
 (`deliveries_failed`) and `/api/stats`.
 
     rltracker deliveries [--json] [--limit N]    the failed ones, newest first, with the error,
-                                                 and those waiting for their next attempt
+                                                 those waiting for their next attempt, and
+                                                 those left `processing` (in a worker's hands,
+                                                 or given back by one cut short)
     rltracker deliveries retry ID... | --all     failed ones back to pending with fresh
                                                  attempts; waiting ones attempted now
 
@@ -82,6 +84,32 @@ async def waiting_deliveries(engine: Any, limit: int) -> tuple[int, list[dict[st
         for r in rows]
 
 
+async def processing_deliveries(engine: Any, limit: int) -> tuple[int, list[dict[str, Any]]]:
+    """(how many are left `processing`, the `limit` oldest): in a worker's hands until
+    their lease ends, or given back by a worker cut short (claimed by no one) or left by a
+    process that died (its lease over), waiting to be taken again (bot.webhooks.worker)."""
+    t = Delivery.__table__
+    processing = t.c.status == "processing"
+    async with engine.connect() as conn:
+        total = await conn.scalar(select(func.count()).select_from(t).where(processing))
+        rows = (await conn.execute(
+            select(t.c.delivery_id, t.c.event, t.c.action, t.c.repo, t.c.attempts,
+                   t.c.claimed_by, t.c.next_attempt_at, t.c.last_error)
+            .where(processing).order_by(t.c.id).limit(limit))).all()
+    return int(total or 0), [
+        {"delivery_id": r.delivery_id, "event": r.event, "action": r.action, "repo": r.repo,
+         "attempts": r.attempts, "claimed_by": r.claimed_by,
+         "lease_end": r.next_attempt_at.isoformat() if r.next_attempt_at else None,
+         "error": (r.last_error or "").split("\n", 1)[0][:300]}
+        for r in rows]
+
+
+def _processing_state(r: dict[str, Any]) -> str:
+    if r["claimed_by"] is None:
+        return "claimed by no one (given back), taken again by the next worker"
+    return f"claimed by {r['claimed_by']} until {r['lease_end'] or '-'}"
+
+
 async def retry_deliveries(engine: Any, delivery_ids: list[str] | None) -> list[str]:
     """Failed deliveries re-queued with fresh attempts, and deliveries waiting for a retry
     made due now (their attempts kept); the ids of both. A failed delivery of a private
@@ -132,6 +160,7 @@ def deliveries_command(args: Any) -> int:
                 return await _retry(engine, args)
             total, rows = await failed_deliveries(engine, args.limit)
             waiting, retrying = await waiting_deliveries(engine, args.limit)
+            processing, in_hand = await processing_deliveries(engine, args.limit)
         finally:
             await engine.dispose()
         if args.json:
@@ -139,7 +168,8 @@ def deliveries_command(args: Any) -> int:
 
             utf8_stdout()
             print(json.dumps({"failed": total, "deliveries": rows, "waiting": waiting,
-                              "waiting_deliveries": retrying}, ensure_ascii=False))
+                              "waiting_deliveries": retrying, "processing": processing,
+                              "processing_deliveries": in_hand}, ensure_ascii=False))
             return 0
         for r in rows:
             print(_delivery_line(r, r["failed_at"] or "-"))
@@ -152,6 +182,11 @@ def deliveries_command(args: Any) -> int:
             shown = f" (the {len(retrying)} due first shown)" if len(retrying) < waiting else ""
             print(f"deliveries waiting for a retry: {waiting}{shown}; attempt them now with "
                   "`rltracker deliveries retry ID...` or `--all`")
+        if processing:  # (they were listed nowhere: sched61)
+            for r in in_hand:
+                print(_delivery_line(r, _processing_state(r)))
+            shown = f" (the oldest {len(in_hand)} shown)" if len(in_hand) < processing else ""
+            print(f"deliveries left processing: {processing}{shown}")
         return 0
 
     async def _retry(engine: Any, args: Any) -> int:

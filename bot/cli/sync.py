@@ -8,7 +8,7 @@ import sys
 from functools import partial
 from typing import Any
 
-from bot.github.sync import Progress, SyncError, sync
+from bot.github.sync import Progress, Syncer, SyncError
 from bot.pipeline import sync_changed
 
 
@@ -30,21 +30,29 @@ def sync_command(args: Any) -> int:
 
         ctx = AppContext.create(settings)
         ctx.github = GitHubClient(ctx.settings)
+        stopped: SyncError | None = None
         try:
             await ctx.github.check_access()
-            stats = await sync(ctx, args.repo or None, full=args.full, progress=Progress(),
-                               on_changed=partial(sync_changed, ctx))
-        except SyncError as exc:
-            print(f"rltracker sync: stopped: {exc} (cursors are stored; run again to resume)",
-                  file=sys.stderr)
-            return 1
+            # (bot.github.sync.sync, its Syncer kept: a stopped sync's counts are its stats)
+            syncer = Syncer(ctx, args.repo or None, full=args.full, progress=Progress(),
+                            on_changed=partial(sync_changed, ctx))
+            try:
+                stats = await syncer.run()
+            except SyncError as exc:
+                # What was stored, deleted and moved before the stop is printed as a finished
+                # sync's counts are, then the error (they were only in the log; sched61).
+                stopped, stats = exc, syncer.stats
         finally:
             await ctx.close()
-        # 2: some work failed (a repository not read, a thread not analysed), the rest done
-        status = 0 if not (stats.failed_streams or stats.failed_threads) else 2
+        # 2: some work failed (a repository not read, a thread not analysed), the rest done;
+        # 1: stopped before the end
+        status = 1 if stopped else 0 if not (stats.failed_streams or stats.failed_threads) else 2
         try:
             print(json.dumps(stats.as_dict(), indent=2), flush=True)
         except BrokenPipeError:
+            if stopped is not None:
+                print(f"rltracker sync: stopped: {stopped} (cursors are stored; run again to "
+                      "resume)", file=sys.stderr, flush=True)
             raise  # the reader left (`| head`): bot.cli.main stops quietly, 141
         except OSError as exc:
             # Standard output closed (`>&-`, cron) or its disk full: the sync is done and
@@ -56,6 +64,9 @@ def sync_command(args: Any) -> int:
             reason = exc.strerror or type(exc).__name__
             print(f"rltracker sync: synced {stats.threads} threads ({stats.changed} changed); "
                   f"the counts were not written to standard output ({reason})",
+                  file=sys.stderr, flush=True)
+        if stopped is not None:
+            print(f"rltracker sync: stopped: {stopped} (cursors are stored; run again to resume)",
                   file=sys.stderr, flush=True)
         return status
 

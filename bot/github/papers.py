@@ -9,7 +9,11 @@ column) is named with its reason on stderr and skipped; every other line is impo
 the exit status is 1 (0 when no line was skipped).
 
 fetch: new listings from the arXiv API (Atom XML, parsed with xml.etree) for the RL-relevant
-part of cs.LG, cs.CL and cs.AI, newest first, stopping at what is already stored. The base
+part of cs.LG, cs.CL and cs.AI, submitted since the newest one stored (a day of overlap; a
+week on the first run), OLDEST first, at most MAX_PAGES pages a run. A run cut by that limit
+(after a long gap) has stored the older part, so the next run goes on from where it stopped;
+read newest first, the older part was never fetched (the next run started from the newest
+stored date; sched61). The base
 URL is $RLTRACKER_ARXIV_API_URL (default the public export API), so tests serve a recorded
 response. arXiv asks API clients to wait 3 s between calls; the wait is injectable.
 """
@@ -269,9 +273,15 @@ def parse_atom(text: str | bytes) -> list[dict[str, Any]]:
     return records
 
 
-def arxiv_query(categories: Iterable[str]) -> str:
+def arxiv_query(categories: Iterable[str], since: str | None = None, until: str | None = None) -> str:
+    """The search query; with `since` (and `until`), dates YYYY-MM-DD, only listings
+    submitted from the start of `since` to the end of `until` (arXiv's submittedDate range)."""
     cats = " OR ".join(f"cat:{c}" for c in categories)
-    return f"({cats}) AND ({TOPIC_QUERY})"
+    query = f"({cats}) AND ({TOPIC_QUERY})"
+    if since is not None:
+        low, high = since.replace("-", ""), (until or "9999-12-31").replace("-", "")
+        query += f" AND submittedDate:[{low}0000 TO {high}2359]"
+    return query
 
 
 async def fetch_new_papers(
@@ -283,7 +293,9 @@ async def fetch_new_papers(
     max_pages: int = MAX_PAGES,
     session: Any = None,
 ) -> ImportStats:
-    """Reads listings newest first until they reach the newest paper already fetched."""
+    """Reads the listings submitted since the newest paper already fetched (a day of
+    overlap), oldest first, at most `max_pages` pages: a run cut by the limit is taken up by
+    the next one from the newest date it stored."""
     import aiohttp
 
     base = base_url or os.environ.get("RLTRACKER_ARXIV_API_URL") or DEFAULT_ARXIV_API
@@ -292,7 +304,8 @@ async def fetch_new_papers(
     # A day of overlap: the API's dates are submission dates, listings appear a day later.
     since = ((datetime.fromisoformat(newest) - timedelta(days=1)).date().isoformat() if newest
              else (datetime.now(UTC) - timedelta(days=7)).date().isoformat())
-    query = arxiv_query(list(categories) or DEFAULT_CATEGORIES)
+    until = (datetime.now(UTC) + timedelta(days=1)).date().isoformat()  # (a clock a little behind)
+    query = arxiv_query(list(categories) or DEFAULT_CATEGORIES, since, until)
     own = session is None
     http = session or aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
     found: list[dict[str, Any]] = []
@@ -300,14 +313,17 @@ async def fetch_new_papers(
         for page in range(max_pages):
             if page:
                 await sleep(ARXIV_DELAY)
-            params = {"search_query": query, "sortBy": "submittedDate", "sortOrder": "descending",
+            params = {"search_query": query, "sortBy": "submittedDate", "sortOrder": "ascending",
                       "start": str(page * PAGE_SIZE), "max_results": str(PAGE_SIZE)}
             async with http.get(base, params=params) as resp:
                 resp.raise_for_status()
                 records = parse_atom(await resp.read())
             found += [r for r in records if (r["first_public"] or "") >= since]
-            if len(records) < PAGE_SIZE or any((r["first_public"] or "") < since for r in records):
+            if len(records) < PAGE_SIZE:
                 break
+        else:
+            log.info("papers: %d pages read; the next fetch goes on from %s", max_pages,
+                     max((r["first_public"] or "" for r in found), default=since))
     finally:
         if own:
             await http.close()

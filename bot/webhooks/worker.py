@@ -428,7 +428,9 @@ class Worker:
             task.uncancel()  # cancelled by `abort`: what it held is given back, then it ends
             try:
                 await self.release_next()
-                await give_back(self.ctx.engine, self.worker_id)
+                given = await give_back(self.ctx.engine, self.worker_id)
+                if given:  # /metrics counts them (rltracker_worker_outcomes_total, sched61)
+                    self.counts["given_back"] = self.counts.get("given_back", 0) + given
             except Exception:  # noqa: BLE001 - their leases run out instead
                 log.warning("could not give back the deliveries in hand", exc_info=True)
 

@@ -524,7 +524,11 @@ async def _do_command(
     details: dict[str, Any] = {"command": word, "by": role}
     if thread is None and (verdict is not None or word in THREAD_COMMANDS):
         # Still none: deleted on GitHub (or transferred away) before the command was handled.
-        # Nothing to recheck, mute or give a verdict on: said so, not recorded as done.
+        # Nothing to recheck, mute or give a verdict on: said so, not recorded as done. A
+        # repository made private since the delivery was checked forgot the thread too: that
+        # is what happened, and nothing of it is recorded.
+        if await _made_private(ctx, repo):
+            return "private"
         await record_skip(ctx, repo, number, "command", f"unknown_thread:{ref}",
                           "the thread is not stored (deleted or moved on GitHub); the command "
                           "was not done", command=word)

@@ -11,9 +11,9 @@ several languages) is `lang=""`, HTML's "unknown"; a Latin one keeps the page's 
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from html.parser import HTMLParser
 from pathlib import Path
-from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import select, update

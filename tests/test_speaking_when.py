@@ -203,6 +203,7 @@ async def test_a_budget_or_bar_set_after_the_delivery_was_queued_holds(
     assert not app_comments(fake_github, VERL, 313, RULES_MARKER)
     # a budget with room (311 to 313 gave their slots back) lets the next comment be posted
     fake_github.set_file(VERL, ".github/rltracker.yml", "daily_budget: 1\n")
+    await get_repo_config(app_ctx, VERL, INST, refresh=True)
     payload = await open_issue(app_ctx, fake_github, 314)
     out = await act(app_ctx, VERL, 314, trigger="issues.opened", payload=payload, analysis=FAILURE)
     assert out["failure_comment"] == "posted" and app_comments(fake_github, VERL, 314)

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from bot.speaking.claims import (
     LIVE_STATUSES,
     WRITTEN,
+    budget_now,
     claim_within_budget,
     delivery_of,
     finish,
@@ -249,6 +250,10 @@ async def failure_comment(
             # Opened by a maintainer GitHub does not call one (a private organisation member
             # reads CONTRIBUTOR or NONE): asked, once per comment about to be posted.
             quiet = MAINTAINER_AUTHOR
+        if not own and quiet is None:
+            # The re-read config's bar and budget, as its opt-outs (config_now above).
+            ok, code, reason = _is_confident_failure(analysis, config)
+            quiet = (code, reason) if not ok else await budget_now(ctx, sit, config, action_id)
         if quiet:
             await release(ctx, action_id, lease=lease)
             await record_skip(ctx, repo, number, "failure_comment", *quiet, checked="live")

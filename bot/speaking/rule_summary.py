@@ -14,6 +14,7 @@ from analyzers.rules import format_rules_markdown
 from bot.command_syntax import opening_command
 from bot.speaking import contribution
 from bot.speaking.claims import (
+    budget_now,
     claim_within_budget,
     delivery_of,
     finish,
@@ -282,6 +283,14 @@ async def rule_summary(
             # A maintainer GitHub does not call one in the payload (a private organisation
             # member reads CONTRIBUTOR or NONE): asked, once per reply about to be posted.
             quiet = MAINTAINER_AUTHOR
+        if not own and quiet is None:
+            # The re-read config's bar and budget, as its opt-outs (see failure_comment).
+            confidence = float((analysis.get("proposal") or {}).get("confidence") or 0.0)
+            if confidence < config.proposal_bar():
+                quiet = ("low_confidence",
+                         f"proposal confidence {confidence:.2f} below {config.proposal_bar():.2f}")
+            else:
+                quiet = await budget_now(ctx, sit, config, action_id)
         if quiet:
             await release(ctx, action_id, lease=lease)
             await record_skip(ctx, repo, number, "rule_summary", *quiet, checked="live")

@@ -978,3 +978,51 @@ async def test_a_maintainers_comment_hidden_as_spam_or_off_topic_is_no_reply(
     assert out["failure_comment"] == ("frozen" if quiet else "updated")
     [row] = await actions_of(app_ctx, 61, "failure_comment")
     assert row.frozen is quiet
+
+
+async def test_an_edit_handled_while_another_worker_posts_reaches_the_comment(
+        app_ctx: Any, fake_github: Any) -> None:
+    """speak61 left it: worker A claims the failure comment of a new issue and is posting it
+    (GitHub reading it the thread); the author edits the issue, worker B stores the new
+    analysis (another kind) and finds the claim pending: "unchanged", nothing to rewrite yet.
+    A then posted the finding it had composed before the edit, and the comment said the
+    pre-edit kind until the next edit. The poster reads the stored analysis again after
+    posting and rewrites its comment once. Two tasks, each on its own connection of the
+    pool (PostgreSQL: two sessions); A is held inside GitHub's answer, no sleeps."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 69)
+    edited = {**FAILURE, "failure": {**FAILURE["failure"], "category": "kl_growth",
+                                     "categories": ["kl_growth"]}}
+    async with app_ctx.sessionmaker() as s:
+        thread = await s.scalar(select(Thread).where(Thread.repo == VERL, Thread.number == 69))
+        s.add(Analysis(thread_id=thread.id, analyzer_version="test", result=FAILURE))
+        await s.commit()
+    reached, release = asyncio.Event(), asyncio.Event()
+    held: list[int] = []
+
+    @fake_github.route("GET", rf"/repos/{VERL}/issues/69/comments")
+    async def comments(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        read = [{k: v for k, v in c.items() if not k.startswith("_")}
+                for c in fake.comments_of(VERL, 69)]
+        if not held:  # worker A's read before it posts
+            held.append(1)
+            reached.set()
+            await release.wait()
+        return read
+
+    worker_a = asyncio.create_task(
+        act(app_ctx, VERL, 69, trigger="issues.opened", payload=payload, analysis=FAILURE))
+    await reached.wait()
+    async with app_ctx.sessionmaker() as s:  # worker B stores the edited issue's analysis
+        row = await s.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
+        row.result = edited
+        await s.commit()
+    out = await act(app_ctx, VERL, 69, trigger="issues.edited", payload=payload, analysis=edited)
+    assert out["failure_comment"] == "unchanged"  # the claim was pending: A's to finish
+    release.set()
+    assert (await worker_a)["failure_comment"] == "posted"
+    [comment] = app_comments(fake_github, VERL, 69)
+    assert "/failures/kl_growth" in comment["body"], comment["body"][:300]
+    assert "/failures/entropy_collapse" not in comment["body"], comment["body"][:300]
+    [row] = await actions_of(app_ctx, 69, "failure_comment")
+    assert row.status == "posted" and row.body == comment["body"]

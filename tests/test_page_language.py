@@ -11,6 +11,7 @@ several languages) is `lang=""`, HTML's "unknown"; a Latin one keeps the page's 
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -295,3 +296,35 @@ async def test_labels_and_a_discussions_category_carry_their_language(ctx) -> No
         await client.close()
     assert [page.lang_of(x) for x in ("性能问题", "bug", "Ошибка", "问答")] == \
         [{"zh"}, {"en"}, {""}, {"zh"}]
+
+
+async def test_the_study_sets_and_the_nightly_report_mark_a_titles_language(ctx) -> None:
+    """The study's set pages and the night's report page showed titles in a bare <bdi>: a
+    Chinese title there was read in the page's English, as on every page before the
+    `title_text` macro. They use the one macro now (a report lists a key with no stored
+    title, a thread since made private, with nothing after its links, as before)."""
+    from bot.site.report import run_report
+    from tests.test_report import DAY1, DAY2, T, V, at
+    from tests.test_report import seed as seed_proposal
+    from tests.test_study import seed_threads
+
+    await seed_threads(ctx)
+    await _retitle(ctx, {("verl-project/verl", 501): ZH, ("verl-project/verl", 502): AR})
+    await seed_proposal(ctx, T, 12, created=at(DAY1) - timedelta(days=9), title=KO)
+    await run_report(ctx, DAY1)
+    await seed_proposal(ctx, T, 13, created=at(DAY2, 1), title=JA)
+    await seed_proposal(ctx, V, 14, created=at(DAY2, 2), title=EN)
+    await run_report(ctx, DAY2)
+    client = await _client(ctx)
+    try:
+        pages = {"/study/sets/proposals.verl.declined": {ZH: "zh", AR: ""},
+                 f"/reports/{DAY2}": {KO: "ko", JA: "ja", EN: "en"}}
+        for path, wanted in pages.items():
+            resp = await client.get(path)
+            assert resp.status == 200, (path, resp.status)
+            page = _Langs()
+            page.feed(await resp.text())
+            for title, lang in wanted.items():
+                assert page.lang_of(title) == {lang}, (path, title, page.lang_of(title))
+    finally:
+        await client.close()

@@ -194,3 +194,34 @@ async def test_comments_hidden_as_resolved_outdated_or_duplicate_do_not_pause(rc
 async def _action(ctx: AppContext, repo: str, n: int) -> Action:
     async with ctx.sessionmaker() as session:
         return await session.scalar(select(Action).where(Action.repo == repo, Action.number == n))
+
+
+async def test_the_repos_page_counts_the_hidden_comments_the_pause_rule_counts(rctx: Any) -> None:
+    """/repos/ said how many of the app's comments were hidden or deleted, counting every
+    minimised one: comments tidied away as resolved, outdated or duplicate, and the app's own
+    minimising on a `/rltracker stop` or `not-a-failure`, all read there as signs against the
+    app, while the pause rule (`hidden_by_people`) counts none of them. A maintainer saw
+    "4 hidden" on a repository the rule had rightly left commenting. The page states the
+    rule's figure."""
+    from bot.site.data import reception
+
+    ctx, data = rctx
+    await _repos(ctx, "g/tidied", "h/spam", "e/corrected")
+    tidy = {1: "resolved", 2: "OUTDATED", 3: "duplicate"}
+    for n in range(1, 6):
+        await _post(ctx, data, "g/tidied", n, up=1, minimized=tidy.get(n))
+        await _post(ctx, data, "h/spam", n, up=1, minimized={2: "spam"}.get(n), deleted=n == 5)
+        await _post(ctx, data, "e/corrected", n, up=1)
+    await refresh_reception(ctx)
+    async with ctx.sessionmaker() as session:
+        row = await session.scalar(select(Action).where(Action.repo == "e/corrected", Action.number == 2))
+        row.details, row.is_minimized, row.minimized_reason = {"minimized_by": "stop"}, True, "outdated"
+        from bot.store.models import Installation
+
+        session.add(Installation(id=4242, account="someone"))
+        await session.flush()
+        for repo in await session.scalars(select(Repository)):
+            repo.installation_id = 4242
+        await session.commit()
+        shown = {r["repo"]: r["hidden_or_deleted"] for r in await reception(session)}
+    assert shown == {"e/corrected": 0, "g/tidied": 0, "h/spam": 2}, shown

@@ -97,6 +97,23 @@ async def test_the_rules_reply_fits_in_a_github_comment(app_ctx, fake_github) ->
         assert len(body) <= GITHUB_LIMIT, len(body)
         assert body.count("<details") == body.count("</details>") == 1
         assert "Open an issue" in body or "issue" in body.lower()
+        # The note of what was left out names what a reader on GitHub can turn to: not the
+        # operator's CLI (`rltracker rules`, which a reader cannot run), nor the command
+        # this reply answers (it lists no more than this).
+        [note] = [x for x in body.splitlines() if "more lines not shown" in x or "未显示" in x]
+        assert "rltracker rules" not in note and "CONTRIBUTING" in note, note
+
+
+def test_an_opening_posts_cut_rules_name_the_command_a_reader_can_type() -> None:
+    """The opening post's summary (a few rules per topic), cut at 60,000 characters, said
+    "`rltracker rules` lists them all": the operator's CLI, which nobody reading the issue on
+    GitHub can run. It names `/rltracker rules`, the command they can type there."""
+    from bot.speaking.rule_summary import within_budget
+
+    text = "\n".join(f"- rule {i} " + "words " * 20 for i in range(2000))
+    for lang in ("en", "zh"):
+        cut = within_budget(text, lang)
+        assert len(cut) <= 60_000 and "`/rltracker rules`" in cut.splitlines()[-1], cut[-300:]
 
 
 def test_the_cli_prints_no_terminal_control_sequences(tmp_path, capsys) -> None:

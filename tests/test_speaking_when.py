@@ -170,6 +170,45 @@ async def test_rule_summaries_turned_off_after_the_delivery_was_queued(
     assert not app_comments(fake_github, VERL, 306, RULES_MARKER)
 
 
+async def test_a_budget_or_bar_set_after_the_delivery_was_queued_holds(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The maintainers push `daily_budget: 0`, or raise `min_confidence` above the finding's,
+    while the delivery waits: nothing is posted. On main the config was read again before
+    posting for its opt-outs only: the cached budget (up to ten minutes old) let the claim
+    through and the cached bar passed a 0.92 finding, and the comment appeared minutes after
+    the maintainer had said none today, or none this unsure."""
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "failure_comments: true\n")
+    await get_repo_config(app_ctx, VERL, INST)
+    payload = await open_issue(app_ctx, fake_github, 311)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "daily_budget: 0\n")
+    out = await act(app_ctx, VERL, 311, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:budget"
+    assert not app_comments(fake_github, VERL, 311)
+
+    fake_github.set_file(VERL, ".github/rltracker.yml", "failure_comments: true\n")
+    await get_repo_config(app_ctx, VERL, INST, refresh=True)
+    payload = await open_issue(app_ctx, fake_github, 312)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "min_confidence: 0.99\n")
+    out = await act(app_ctx, VERL, 312, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:low_confidence"
+    assert not app_comments(fake_github, VERL, 312)
+
+    fake_github.set_file(VERL, ".github/rltracker.yml", "rule_summaries: true\n")
+    await get_repo_config(app_ctx, VERL, INST, refresh=True)
+    payload = await open_issue(app_ctx, fake_github, 313, title="Add GSPO", body="Please add GSPO.")
+    fake_github.set_file(VERL, ".github/rltracker.yml", "min_confidence: 0.95\n")
+    out = await act(app_ctx, VERL, 313, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert out["rule_summary"] == "skipped:low_confidence"
+    assert not app_comments(fake_github, VERL, 313, RULES_MARKER)
+    # a budget with room (311 to 313 gave their slots back) lets the next comment be posted
+    fake_github.set_file(VERL, ".github/rltracker.yml", "daily_budget: 1\n")
+    await get_repo_config(app_ctx, VERL, INST, refresh=True)
+    payload = await open_issue(app_ctx, fake_github, 314)
+    out = await act(app_ctx, VERL, 314, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "posted" and app_comments(fake_github, VERL, 314)
+
+
 @pytest.mark.parametrize("change", ["closed", "locked"])
 async def test_no_rule_summary_on_a_proposal_closed_or_locked_before_the_worker_runs(
         app_ctx: Any, fake_github: Any, change: str) -> None:

@@ -225,14 +225,26 @@ async def reception(session: AsyncSession, repos: list[str] | None = None) -> li
     from bot.store.installations import silenced_installations
 
     silenced = await silenced_installations(session)  # suspended (or uninstalled): no comment
-    hidden = case((or_(Action.is_minimized.is_(True), Action.comment_deleted.is_(True)), 1), else_=0)
     rows = await session.execute(
         select(func.lower(Action.repo), func.count(), func.coalesce(func.sum(Action.reactions_up), 0),
-               func.coalesce(func.sum(Action.reactions_down), 0), func.coalesce(func.sum(hidden), 0))
+               func.coalesce(func.sum(Action.reactions_down), 0))
         .where(Action.status == "posted", Action.kind.in_(COMMENT_KINDS))
         .group_by(func.lower(Action.repo))
     )
-    stats = {repo: (int(n), int(up), int(down), int(h)) for repo, n, up, down, h in rows.all()}
+    stats = {repo: (int(n), int(up), int(down), 0) for repo, n, up, down in rows.all()}
+    # Hidden or deleted as the pause rule counts them (the one definition,
+    # bot.speaking.reception.hidden_by_people): not the app's own minimising on a request, not
+    # a maintainer tidying a thread (resolved, outdated, duplicate). Only the few comments
+    # hidden or deleted at all are read.
+    from bot.speaking.reception import hidden_by_people
+
+    candidates = await session.scalars(
+        select(Action).where(Action.status == "posted", Action.kind.in_(COMMENT_KINDS),
+                             or_(Action.is_minimized.is_(True), Action.comment_deleted.is_(True))))
+    for action in candidates:
+        if hidden_by_people(action):
+            n, up, down, h = stats.get(action.repo.lower(), (0, 0, 0, 0))
+            stats[action.repo.lower()] = (n, up, down, h + 1)
     out = []
     for r in repositories:
         n, up, down, h = stats.get(r.full_name.lower(), (0, 0, 0, 0))

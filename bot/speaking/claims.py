@@ -176,6 +176,23 @@ async def claim_within_budget(
     return "claimed", action_id, lease
 
 
+async def budget_now(ctx: Any, sit: Situation, config: Any,
+                     action_id: int) -> tuple[str, str] | None:
+    """("budget", reason) when the repository's daily budget as `config` says it now (read
+    again right before posting: `config_now`) is spent by the other comments of the day, not
+    counting this run's claim; else None. The claim was judged under the cached budget: a
+    maintainer who set `daily_budget: 0` meanwhile gets no comment. One COUNT."""
+    now = utcnow()
+    async with ctx.sessionmaker() as session:
+        used = await session.scalar(select(func.count(Action.id)).where(
+            Action.repo == sit.repo, Action.kind.in_(BUDGET_KINDS),
+            Action.status.in_(LIVE_STATUSES), Action.created_at >= day_start(now),
+            Action.id != action_id))
+    if (used or 0) >= config.daily_budget:
+        return "budget", f"daily comment budget of {config.daily_budget} reached"
+    return None
+
+
 async def renew(ctx: Any, action_id: int, lease: datetime | None, **values: Any) -> datetime | None:
     """Right before posting: the pending claim is still this run's (nobody took it over as
     stale) and is renewed for another STALE_PENDING, with `values` written (the body about to

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from bot.speaking.claims import (
     LIVE_STATUSES,
     WRITTEN,
+    budget_now,
     claim_within_budget,
     delivery_of,
     finish,
@@ -130,6 +131,54 @@ async def failure_comment(
     payload: dict[str, Any] | None,
 ) -> str:
     """Decide and act for the failure comment; returns what happened (for logs and tests)."""
+    outcome = await _failure_comment(ctx, sit, analysis, config, trigger=trigger, payload=payload)
+    if outcome == "posted":
+        await _edited_while_posting(ctx, sit, analysis, config)
+    return outcome
+
+
+async def _edited_while_posting(ctx: Any, sit: Situation, analysis: dict[str, Any],
+                                config: RepoConfig) -> None:
+    """After posting: an edit of the issue handled by another worker while this run's claim
+    was pending stored its analysis and found nothing posted to rewrite ("unchanged"). The
+    stored analysis (with the stored verdict) is read again, and when it is not the one this
+    run composed from, the comment is rewritten once, as that edit would have. The edit
+    stored its analysis before reading the claim, and this reads after the claim is posted:
+    one of the two sees the other."""
+    import json
+
+    from bot.speaking.situation import load_situation
+    from bot.store.models import Analysis
+    from bot.store.threads import get_thread
+    from bot.store.verdicts import as_failure, verdict_of
+
+    async with ctx.sessionmaker() as session:
+        thread = await get_thread(session, sit.repo, sit.number)
+        if thread is None:
+            return
+        stored = await session.scalar(select(Analysis.result).where(Analysis.thread_id == thread.id))
+        verdict = await verdict_of(session, sit.repo, sit.number)
+    if not stored:
+        return
+    now = with_verdict(stored, as_failure(verdict) if verdict is not None else None)
+
+    def canonical(x: Any) -> str:
+        return json.dumps(x, sort_keys=True, default=str)
+
+    if canonical(now) == canonical(analysis):
+        return
+    fresh = await load_situation(ctx, sit.repo, sit.number, None)
+    if fresh is None or fresh.existing is None:
+        return
+    log.info("%s#%s: the issue was edited while its failure comment was posted; rewriting once",
+             sit.repo, sit.number)
+    await update_failure_comment(ctx, fresh, now, config)
+
+
+async def _failure_comment(
+    ctx: Any, sit: Situation, analysis: dict[str, Any], config: RepoConfig, *, trigger: str,
+    payload: dict[str, Any] | None,
+) -> str:
     repo, number = sit.repo, sit.number
     # The labels the issue was opened with (issue templates add those): kept in the skips
     # recorded on its opening, so that an edit that makes it a report judges them alike.
@@ -249,6 +298,10 @@ async def failure_comment(
             # Opened by a maintainer GitHub does not call one (a private organisation member
             # reads CONTRIBUTOR or NONE): asked, once per comment about to be posted.
             quiet = MAINTAINER_AUTHOR
+        if not own and quiet is None:
+            # The re-read config's bar and budget, as its opt-outs (config_now above).
+            ok, code, reason = _is_confident_failure(analysis, config)
+            quiet = (code, reason) if not ok else await budget_now(ctx, sit, config, action_id)
         if quiet:
             await release(ctx, action_id, lease=lease)
             await record_skip(ctx, repo, number, "failure_comment", *quiet, checked="live")

@@ -14,6 +14,7 @@ from analyzers.rules import format_rules_markdown
 from bot.command_syntax import opening_command
 from bot.speaking import contribution
 from bot.speaking.claims import (
+    budget_now,
     claim_within_budget,
     delivery_of,
     finish,
@@ -66,26 +67,38 @@ async def rules_markdown(
         return None
     text = format_rules_markdown(summary, lang=lang, topics=list(topics) if topics else None,
                                  max_per_topic=2 if topics else None, heading=False)
-    return within_budget(_no_references(text).strip(), lang) or None
+    return within_budget(_no_references(text).strip(), lang, full=not topics) or None
 
 
 # GitHub refuses a comment over 65,536 characters (422): the rules part is kept well inside
 # it, leaving room for the reply's own text and the earlier proposals.
 MAX_RULES_CHARS = 60_000
+# The note names what a reader on GitHub can turn to (not the operator's CLI): the opening
+# post's summary (a few rules per topic) points to `/rltracker rules`, the command they can
+# type there; that command's reply (every rule, cut the same way) points to the files.
 CUT_NOTE = {
     "en": "- … {n} more lines not shown here (a GitHub comment holds 65,536 characters); "
-          "`rltracker rules` lists them all.",
-    "zh": "- …… 另有 {n} 行未显示（GitHub 评论最多 65,536 个字符）；`rltracker rules` 可列出全部。",
+          "`/rltracker rules` lists them all.",
+    "zh": "- …… 另有 {n} 行未显示（GitHub 评论最多 65,536 个字符）；`/rltracker rules` 可列出全部。",
+}
+CUT_NOTE_FULL = {
+    "en": "- … {n} more lines not shown here (a GitHub comment holds 65,536 characters); "
+          "the repository's CONTRIBUTING and issue templates hold them all.",
+    "zh": "- …… 另有 {n} 行未显示（GitHub 评论最多 65,536 个字符）；完整内容见仓库的 CONTRIBUTING "
+          "与 issue 模板。",
 }
 
 
-def within_budget(markdown: str, lang: str, budget: int = MAX_RULES_CHARS) -> str:
+def within_budget(markdown: str, lang: str, budget: int = MAX_RULES_CHARS, *,
+                  full: bool = False) -> str:
     """`markdown` cut at whole lines to `budget` characters, with a line saying how many were
-    left out (a line is never cut inside: a code span stays closed)."""
+    left out (a line is never cut inside: a code span stays closed). `full`: the summary is
+    already every rule (the `/rltracker rules` reply), so the note points to the files."""
     if len(markdown) <= budget:
         return markdown
     lines = markdown.splitlines()
-    note = CUT_NOTE.get(lang, CUT_NOTE["en"])
+    notes = CUT_NOTE_FULL if full else CUT_NOTE
+    note = notes.get(lang, notes["en"])
     kept: list[str] = []
     size = len(note) + 16
     for line in lines:
@@ -270,6 +283,14 @@ async def rule_summary(
             # A maintainer GitHub does not call one in the payload (a private organisation
             # member reads CONTRIBUTOR or NONE): asked, once per reply about to be posted.
             quiet = MAINTAINER_AUTHOR
+        if not own and quiet is None:
+            # The re-read config's bar and budget, as its opt-outs (see failure_comment).
+            confidence = float((analysis.get("proposal") or {}).get("confidence") or 0.0)
+            if confidence < config.proposal_bar():
+                quiet = ("low_confidence",
+                         f"proposal confidence {confidence:.2f} below {config.proposal_bar():.2f}")
+            else:
+                quiet = await budget_now(ctx, sit, config, action_id)
         if quiet:
             await release(ctx, action_id, lease=lease)
             await record_skip(ctx, repo, number, "rule_summary", *quiet, checked="live")

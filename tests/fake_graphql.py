@@ -606,6 +606,36 @@ def rest_review(node: dict[str, Any]) -> dict[str, Any]:
             "state": node["state"], "submitted_at": node["submittedAt"]}
 
 
+def forbidding_first_issue(responder: Callable[[str, dict[str, Any]], Any]) -> Callable[..., Any]:
+    """`responder`, but GitHub answers the first issue of every listing null with FORBIDDEN
+    (the sync lists it in `failed_threads`)."""
+    def forbidden(query: str, variables: dict[str, Any]) -> Any:
+        answer = responder(query, variables)
+        for alias, repo in (answer.get("data") or {}).items():
+            nodes = (repo or {}).get("issues", {}).get("nodes") if isinstance(repo, dict) else None
+            if nodes:
+                nodes[0] = None
+                answer.setdefault("errors", []).append({
+                    "type": "FORBIDDEN", "path": [alias, "issues", "nodes", 0],
+                    "message": "Resource not accessible by integration"})
+        return answer
+    return forbidden
+
+
+def answering_then_down(responder: Callable[[str, dict[str, Any]], Any], answers: int = 1) -> Callable[..., Any]:
+    """`responder` for the first `answers` requests, then GitHub's "something went wrong" to
+    every request (a sync stopped part-way)."""
+    answered = 0
+
+    def then_down(query: str, variables: dict[str, Any]) -> Any:
+        nonlocal answered
+        if answered < answers:
+            answered += 1
+            return responder(query, variables)
+        return {"errors": [{"message": "Something went wrong while executing your query."}]}
+    return then_down
+
+
 @asynccontextmanager
 async def graphql_context(settings: Any, fake_github: Any, shared_dir: Path, data: FakeData) -> AsyncIterator[Any]:
     """An AppContext reading the fake GitHub with a plain token, its GraphQL answered from

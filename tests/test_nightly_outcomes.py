@@ -12,23 +12,13 @@ from sqlalchemy import select
 
 from bot.store.models import JobRun
 from bot.store.types import utcnow
-from tests.fake_graphql import REPOS, FakeData, graphql_context
-
-
-def _forbidding_first_issue(responder: Any) -> Any:
-    """GitHub answers the first issue of every listing null with FORBIDDEN (the sync lists
-    it in `failed_threads`)."""
-    def forbidden(query: str, variables: dict[str, Any]) -> Any:
-        answer = responder(query, variables)
-        for alias, repo in (answer.get("data") or {}).items():
-            nodes = (repo or {}).get("issues", {}).get("nodes") if isinstance(repo, dict) else None
-            if nodes:
-                nodes[0] = None
-                answer.setdefault("errors", []).append({
-                    "type": "FORBIDDEN", "path": [alias, "issues", "nodes", 0],
-                    "message": "Resource not accessible by integration"})
-        return answer
-    return forbidden
+from tests.fake_graphql import (
+    REPOS,
+    FakeData,
+    answering_then_down,
+    forbidding_first_issue,
+    graphql_context,
+)
 
 
 def _data() -> FakeData:
@@ -46,7 +36,7 @@ async def test_a_first_backfill_that_left_threads_unsynced_is_not_ok(
     from bot.scheduler import first_backfill
 
     async with graphql_context(settings, fake_github, shared_dir, _data()) as ctx:
-        fake_github.graphql_handler = _forbidding_first_issue(fake_github.graphql_handler)
+        fake_github.graphql_handler = forbidding_first_issue(fake_github.graphql_handler)
         result = await first_backfill(ctx)
         async with ctx.sessionmaker() as session:
             run = await session.scalar(select(JobRun).where(JobRun.name == "first_backfill"))
@@ -189,16 +179,7 @@ async def test_a_nightly_sync_stopped_by_github_keeps_what_it_did(
                         body="Loss spikes at step 9.")
     async with graphql_context(settings, fake_github, shared_dir, data) as ctx:
         responder = FakeGraphQL(data, shared_dir / "fixtures" / "github-api" / "schema.graphql")
-        answered = 0
-
-        def then_down(query: str, variables: dict[str, Any]) -> Any:
-            nonlocal answered
-            if answered < 1:
-                answered += 1
-                return responder(query, variables)
-            return {"errors": [{"message": "Something went wrong while executing your query."}]}
-
-        fake_github.graphql_handler = then_down
+        fake_github.graphql_handler = answering_then_down(responder)
         result = await nightly_job(ctx, steps=[("sync", step_sync)])
     sync_counts = result["counts"]["sync"]
     assert result["outcome"] == "failed" and "error" in sync_counts, result

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 
 from bot.github.sync import sync
 from bot.store.models import Comment, SyncCursor, Thread
-from tests.fake_graphql import FakeData, FakeGraphQL
+from tests.fake_graphql import FakeData, FakeGraphQL, forbidding_first_issue
 from tests.fakegithub import no_sleep
 
 REPO = "huggingface/trl"
@@ -54,18 +54,7 @@ async def test_a_nightly_run_whose_sync_left_a_thread_unread_says_so(
     async with graphql_context(settings, fake_github, shared_dir, data) as ctx:
         responder = fake_github.graphql_handler
 
-        def forbidden(query: str, variables: dict[str, Any]) -> Any:
-            answer = responder(query, variables)
-            for alias, repo in (answer.get("data") or {}).items():
-                nodes = (repo or {}).get("issues", {}).get("nodes") if isinstance(repo, dict) else None
-                if nodes:
-                    nodes[0] = None
-                    answer.setdefault("errors", []).append({
-                        "type": "FORBIDDEN", "path": [alias, "issues", "nodes", 0],
-                        "message": "Resource not accessible by integration"})
-            return answer
-
-        fake_github.graphql_handler = forbidden
+        fake_github.graphql_handler = forbidding_first_issue(responder)
         result = await nightly_job(ctx, steps=[("sync", step_sync)])
     sync_counts = result["counts"]["sync"]
     assert sync_counts["failed_threads"] and not sync_counts["failed_streams"]

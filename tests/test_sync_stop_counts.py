@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.fake_graphql import FakeData, FakeGraphQL
+from tests.fake_graphql import FakeData, FakeGraphQL, answering_then_down
 from tests.test_cli_errors import CLEAN_ENV
 
 HANG_GUARD = 120  # seconds: only so a broken test ends
@@ -25,16 +25,7 @@ async def test_a_sync_stopped_by_github_prints_what_it_did(
         data.add_thread("verl-project/verl", "issue", n_comments=0, closed=False,
                         body="Loss spikes at step 9.")
     responder = FakeGraphQL(data, shared_dir / "fixtures" / "github-api" / "schema.graphql")
-    answered = 0
-
-    def then_down(query: str, variables: dict[str, Any]) -> Any:
-        nonlocal answered
-        if answered < 1:
-            answered += 1
-            return responder(query, variables)
-        return {"errors": [{"message": "Something went wrong while executing your query."}]}
-
-    fake_github.graphql_handler = then_down
+    fake_github.graphql_handler = answering_then_down(responder)
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot.cli", "sync", "--repo", "verl-project/verl",
         env={**CLEAN_ENV, "DATABASE_URL": db_url, "GITHUB_API_URL": fake_github.url,

@@ -14,6 +14,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from sqlalchemy import func, select
 
 from bot.store.models import Analysis, JobRun, Report, Repository, Thread
@@ -121,36 +122,26 @@ async def test_a_report_stored_after_forgetting_keeps_nothing_of_it(ctx: Any) ->
 OLD, NEW = "someorg/old-name", "someorg/new-name"
 
 
-async def test_a_rename_merge_keeps_the_private_mark_of_the_row_it_drops(ctx: Any) -> None:
-    """Two rows of one repository: the one holding its id under the former name, public, its
-    thread stored; one under the new name, no id, marked private (`privatized` handled under
-    that name before the rename reached the id's row). The merge keeps the id's row: before,
-    the marked row was deleted, the mark lost, and the thread stayed published."""
+@pytest.mark.parametrize(("marked", "stored_under"), [
+    # The row dropped (no id, under the new name: `privatized` handled under that name
+    # before the rename reached the id's row) is the marked one, the thread stored under the
+    # former name: before, the mark was lost and the thread stayed published.
+    (NEW, OLD),
+    # The row kept (holding the id) is the marked one; the other, public, brings its thread
+    # under the new name: before, it was stored under a repository marked private.
+    (OLD, NEW),
+], ids=["mark-on-the-row-dropped", "mark-on-the-row-kept"])
+async def test_a_rename_merge_keeps_the_private_mark_and_forgets_the_threads(
+        ctx: Any, marked: str, stored_under: str) -> None:
+    """Two rows of one repository merged by a rename (the one holding its id under the former
+    name, one under the new name without an id), one of them marked private: the merged row
+    keeps the mark and no thread stays stored under it."""
     from bot.store.repositories import settle_repository
 
     async with ctx.sessionmaker() as session:
-        session.add_all([Repository(full_name=OLD, github_id=555),
-                         Repository(full_name=NEW, private=True),
-                         Thread(repo=OLD, number=3, kind="issue", title="Was public")])
-        await session.commit()
-    async with ctx.sessionmaker() as session:
-        await settle_repository(session, NEW, 555, former=[OLD])
-        await session.commit()
-    async with ctx.sessionmaker() as session:
-        [row] = list(await session.scalars(select(Repository)))
-        assert (row.full_name, row.github_id, row.private) == (NEW, 555, True)
-        assert await session.scalar(select(func.count()).select_from(Thread)) == 0
-
-
-async def test_a_rename_merge_into_the_marked_row_forgets_what_it_moves(ctx: Any) -> None:
-    """The row kept (holding the id) is the marked one; the other, public, brings its thread
-    under the new name: before, it was stored under a repository marked private."""
-    from bot.store.repositories import settle_repository
-
-    async with ctx.sessionmaker() as session:
-        session.add_all([Repository(full_name=OLD, github_id=555, private=True),
-                         Repository(full_name=NEW),
-                         Thread(repo=NEW, number=4, kind="issue", title="Synced")])
+        session.add_all([Repository(full_name=OLD, github_id=555, private=marked == OLD),
+                         Repository(full_name=NEW, private=marked == NEW),
+                         Thread(repo=stored_under, number=3, kind="issue", title="Stored")])
         await session.commit()
     async with ctx.sessionmaker() as session:
         await settle_repository(session, NEW, 555, former=[OLD])

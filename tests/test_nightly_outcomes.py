@@ -4,6 +4,8 @@ outcome for the same facts, and a skipped run naming what really held the lock."
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -65,35 +67,45 @@ async def test_a_night_whose_rules_refresh_failed_is_partial(ctx: Any) -> None:
     assert (await nightly_job(ctx, steps=[("rules", fine)]))["outcome"] == "ok"
 
 
+@asynccontextmanager
+async def _first_backfill_held(ctx: Any, fake_github: Any) -> AsyncIterator[None]:
+    """A night ran three days ago (the last one is missed) and this process's first backfill
+    holds the nightly lock, held inside its first GitHub request until the block ends."""
+    from bot.scheduler import first_backfill
+
+    responder = fake_github.graphql_handler
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def held(query: str, variables: dict[str, Any]) -> Any:
+        entered.set()
+        await release.wait()
+        return responder(query, variables)
+
+    fake_github.graphql_handler = held
+    long_ago = utcnow() - timedelta(days=3)
+    async with ctx.sessionmaker() as session:
+        session.add(JobRun(name="nightly", outcome="ok", started_at=long_ago,
+                           finished_at=long_ago, heartbeat_at=long_ago))
+        await session.commit()
+    backfill = asyncio.create_task(first_backfill(ctx))
+    try:
+        await entered.wait()
+        yield
+    finally:
+        release.set()
+        await backfill
+
+
 async def test_a_catch_up_behind_this_process_first_backfill_says_so(
         settings: Any, fake_github: Any, shared_dir: Path) -> None:
     """A catch-up run that finds this process's own first backfill holding the lock recorded
     a skipped run saying "another replica holds the lock" (on SQLite there is none; on
     PostgreSQL it was this process too)."""
-    from bot.scheduler import catch_up, first_backfill
+    from bot.scheduler import catch_up
 
     async with graphql_context(settings, fake_github, shared_dir, _data()) as ctx:
-        responder = fake_github.graphql_handler
-        entered, release = asyncio.Event(), asyncio.Event()
-
-        async def held(query: str, variables: dict[str, Any]) -> Any:
-            entered.set()
-            await release.wait()
-            return responder(query, variables)
-
-        fake_github.graphql_handler = held
-        long_ago = utcnow() - timedelta(days=3)
-        async with ctx.sessionmaker() as session:  # a night ran before: the last one is missed
-            session.add(JobRun(name="nightly", outcome="ok", started_at=long_ago,
-                               finished_at=long_ago, heartbeat_at=long_ago))
-            await session.commit()
-        backfill = asyncio.create_task(first_backfill(ctx))
-        try:
-            await entered.wait()
+        async with _first_backfill_held(ctx, fake_github):
             assert (await catch_up(ctx) or {}).get("outcome") == "skipped"
-        finally:
-            release.set()
-            await backfill
         async with ctx.sessionmaker() as session:
             skipped = await session.scalar(select(JobRun).where(JobRun.name == "nightly",
                                                                 JobRun.outcome == "skipped"))
@@ -112,29 +124,9 @@ async def test_the_watch_records_nothing_while_this_process_holds_the_lock(
 
     async with graphql_context(settings, fake_github, shared_dir, _data()) as ctx:
         responder = fake_github.graphql_handler
-        entered, release = asyncio.Event(), asyncio.Event()
-
-        async def held(query: str, variables: dict[str, Any]) -> Any:
-            entered.set()
-            await release.wait()
-            return responder(query, variables)
-
-        fake_github.graphql_handler = held
-        long_ago = utcnow() - timedelta(days=3)
-        async with ctx.sessionmaker() as session:
-            session.add(JobRun(name="nightly", outcome="ok", started_at=long_ago,
-                               finished_at=long_ago, heartbeat_at=long_ago))
-            await session.commit()
-        from bot.scheduler import first_backfill
-
-        backfill = asyncio.create_task(first_backfill(ctx))
-        try:
-            await entered.wait()
+        async with _first_backfill_held(ctx, fake_github):
             for _ in range(3):
                 assert await rerun_dead_night(ctx) is None
-        finally:
-            release.set()
-            await backfill
         async with ctx.sessionmaker() as session:
             outcomes = list(await session.scalars(select(JobRun.outcome).where(
                 JobRun.name == "nightly").order_by(JobRun.id)))

@@ -31,6 +31,7 @@ from bot.webhooks.privacy import handle_repository
 from bot.webhooks.replay import delivery_headers
 from bot.webhooks.worker import MAX_ATTEMPTS, Worker
 from tests.test_events import envelope
+from tests.test_private_inbox import _row
 
 SECRET = "someorg/secret-repo"
 FORMER = "someorg/old-secret"
@@ -64,13 +65,6 @@ async def _claimed_elsewhere(ctx: Any, payload: dict[str, Any], *, lease_ends: A
             started_at=utcnow() - timedelta(minutes=30), next_attempt_at=lease_ends))
         await session.commit()
     return delivery_id
-
-
-async def _row(ctx: Any, delivery_id: str) -> Delivery:
-    async with ctx.sessionmaker() as session:
-        row = await session.scalar(select(Delivery).where(Delivery.delivery_id == delivery_id))
-    assert row is not None
-    return row
 
 
 async def _lease_ran_out(ctx: Any, *delivery_ids: str) -> None:

@@ -21,8 +21,10 @@ from bot.speaking.failure_comment import (
     update_failure_comment,
     with_verdict,
 )
+from bot.speaking.posting import note_deleted
 from bot.speaking.quiet import (
     COMMENT_TRIGGERS,
+    DELETE_TRIGGERS,
     EDIT_TRIGGERS,
     NEW_TRIGGERS,
     PROPOSAL_TRIGGERS,
@@ -48,6 +50,10 @@ async def act(
     """What the pipeline calls after storing the analysis. Returns {kind: outcome}.
     `thread`: (Thread row, its record) when the caller has just loaded them; `prefetched`:
     what a batch of decisions read for all of them."""
+    if trigger in DELETE_TRIGGERS:
+        # A person deleted the app's own comment: never posted there again (posting.note_deleted)
+        noted = await note_deleted(ctx, repo, number, payload)
+        return {noted: "deleted"} if noted else {}
     interesting = NEW_TRIGGERS | EDIT_TRIGGERS | PROPOSAL_TRIGGERS | COMMENT_TRIGGERS | REOPEN_TRIGGERS
     if trigger not in interesting or analysis is None:
         return {}

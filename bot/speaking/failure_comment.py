@@ -25,7 +25,9 @@ from bot.speaking.claims import (
 )
 from bot.speaking.posting import (
     ARCHIVED,
+    DELETED,
     archived_refusal,
+    deleted_by_person,
     installation_gh,
     live_issue,
     own_comment,
@@ -293,6 +295,10 @@ async def _failure_comment(
         )
         if not own and quiet is None and stored_quiet:
             quiet = stored_quiet  # (nothing of ours there: quiet, as the stored thread said)
+        if not own and quiet is None and await deleted_by_person(ctx, repo, number,
+                                                                 "failure_comment"):
+            # An attempt whose answer was lost posted it, and a person deleted it since.
+            quiet = DELETED
         if not own and quiet is None and trigger != "command" and await _maintainer_among(
                 ctx, sit, unlabelled_replies(live)):
             quiet = ("maintainer_replied", "a maintainer has already replied")

@@ -31,6 +31,7 @@ EDIT_TRIGGERS = frozenset({"issues.edited"})
 REOPEN_TRIGGERS = frozenset({"issues.reopened"})
 PROPOSAL_TRIGGERS = frozenset({"issues.opened", "pull_request.opened"})
 COMMENT_TRIGGERS = frozenset({"issue_comment.created", "issue_comment.edited"})
+DELETE_TRIGGERS = frozenset({"issue_comment.deleted"})  # the app's own comment deleted: noted
 MAINTAINERS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 # What GitHub calls a maintainer whose organisation membership is private: their role is
 # asked of GitHub before the app speaks (`unlabelled_replies`, the failure comment's author).

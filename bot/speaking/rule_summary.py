@@ -24,7 +24,9 @@ from bot.speaking.claims import (
 )
 from bot.speaking.posting import (
     ARCHIVED,
+    DELETED,
     archived_refusal,
+    deleted_by_person,
     installation_gh,
     live_issue,
     own_comment,
@@ -278,6 +280,9 @@ async def rule_summary(
         quiet = None if own else summary_quiet(live, config, sit)
         if not own and quiet is None and stored_quiet:
             quiet = stored_quiet  # (nothing of ours there: quiet, as the stored thread said)
+        if not own and quiet is None and await deleted_by_person(ctx, repo, number,
+                                                                 "rule_summary"):
+            quiet = DELETED  # (see failure_comment)
         if not own and quiet is None and live.get("author") and await ctx.github.repository_role(
                 sit.installation_id, repo, str(live["author"])) in WRITE_ROLES:
             # A maintainer GitHub does not call one in the payload (a private organisation

@@ -149,3 +149,57 @@ async def test_an_edit_that_leaves_no_proposal_leaves_the_reply(
     assert out.get("rule_summary") in (None, "unchanged"), out
     [after] = app_comments(fake_github, VERL, 124, RULES_MARKER)
     assert after["body"] == reply["body"]
+
+
+async def test_an_edit_handled_while_another_worker_posts_the_reply_reaches_it(
+        app_ctx: Any, fake_github: Any) -> None:
+    """Worker A claims the rule summary of a new GSPO proposal and is posting it; the author
+    edits it into a CISPO proposal and worker B, storing the edit, finds the claim pending
+    (nothing posted to rewrite). A posts what it composed before the edit, then reads the
+    stored thread and analysis again and rewrites the reply once."""
+    import asyncio
+
+    from sqlalchemy import select
+
+    from bot.store.models import Thread
+
+    await install(app_ctx, fake_github)
+    await earlier_of_both(app_ctx)
+    payload = await open_issue(app_ctx, fake_github, 125, title="Add GSPO", body="Please add GSPO.",
+                               created_at=datetime.now(UTC) - timedelta(hours=1))
+    async with app_ctx.sessionmaker() as s:
+        thread = await s.scalar(select(Thread).where(Thread.repo == VERL, Thread.number == 125))
+        s.add(Analysis(thread_id=thread.id, analyzer_version="test", result=PROPOSAL))
+        await s.commit()
+    reached, release = asyncio.Event(), asyncio.Event()
+    held: list[int] = []
+
+    @fake_github.route("GET", rf"/repos/{VERL}/issues/125/comments")
+    async def comments(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        read = [{k: v for k, v in c.items() if not k.startswith("_")}
+                for c in fake.comments_of(VERL, 125)]
+        if not held:  # worker A's read before it posts
+            held.append(1)
+            reached.set()
+            await release.wait()
+        return read
+
+    worker_a = asyncio.create_task(
+        act(app_ctx, VERL, 125, trigger="issues.opened", payload=payload, analysis=PROPOSAL))
+    await reached.wait()
+    async with app_ctx.sessionmaker() as s:  # worker B stores the edited proposal
+        await upsert_thread(s, {"repo": VERL, "number": 125, "title": "Add CISPO",
+                                "body": "Please add CISPO instead."})
+        row = await s.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
+        row.result = proposing(CISPO)
+        await s.commit()
+    edit = {**payload, "action": "edited", "sender": {"login": "alice", "type": "User"}}
+    out = await act(app_ctx, VERL, 125, trigger="issues.edited", payload=edit,
+                    analysis=proposing(CISPO))
+    assert "rule_summary" not in out  # the claim was pending: A's to finish
+    release.set()
+    assert (await worker_a)["rule_summary"] == "posted"
+    [reply] = app_comments(fake_github, VERL, 125, RULES_MARKER)
+    assert f"{TRL}#302" in reply["body"] and f"{TRL}#301" not in reply["body"], reply["body"][:400]
+    [row] = await actions_of(app_ctx, 125, "rule_summary")
+    assert row.status == "posted" and row.body == reply["body"]

@@ -29,9 +29,10 @@ from bot.speaking.quiet import (
     NEW_TRIGGERS,
     PROPOSAL_TRIGGERS,
     REOPEN_TRIGGERS,
+    SUMMARY_EDIT_TRIGGERS,
 )
 from bot.speaking.repo_config import effective_dry_run, get_repo_config
-from bot.speaking.rule_summary import rule_summary
+from bot.speaking.rule_summary import rule_summary, update_rule_summary
 from bot.speaking.situation import Prefetched, load_situation
 from bot.speaking.verdict import minimize_if_stopped, settle_verdict
 from bot.store.types import utcnow
@@ -54,7 +55,8 @@ async def act(
         # A person deleted the app's own comment: never posted there again (posting.note_deleted)
         noted = await note_deleted(ctx, repo, number, payload)
         return {noted: "deleted"} if noted else {}
-    interesting = NEW_TRIGGERS | EDIT_TRIGGERS | PROPOSAL_TRIGGERS | COMMENT_TRIGGERS | REOPEN_TRIGGERS
+    interesting = (NEW_TRIGGERS | EDIT_TRIGGERS | PROPOSAL_TRIGGERS | COMMENT_TRIGGERS
+                   | REOPEN_TRIGGERS | SUMMARY_EDIT_TRIGGERS)
     if trigger not in interesting or analysis is None:
         return {}
     sit = await load_situation(ctx, repo, number, payload, thread, prefetched)
@@ -68,6 +70,10 @@ async def act(
     config = await get_repo_config(
         ctx, sit.repo, sit.installation_id, refresh=trigger == "command", row=sit.repository
     )
+    if trigger in SUMMARY_EDIT_TRIGGERS and trigger not in EDIT_TRIGGERS:
+        # A pull request's edit: no failure comment there, its rule summary only.
+        said = await update_rule_summary(ctx, sit, analysis, config)
+        return {"rule_summary": said} if said else outcome
     used: dict[str, Any] | None = None
     if trigger in REOPEN_TRIGGERS and not await _reopened_after_closed_skip(ctx, sit, payload):
         return outcome
@@ -117,6 +123,9 @@ async def act(
         outcome["rule_summary"] = await rule_summary(
             ctx, sit, analysis, config, trigger=trigger, payload=payload
         )
+    elif trigger in SUMMARY_EDIT_TRIGGERS and (
+            said := await update_rule_summary(ctx, sit, analysis, config)) is not None:
+        outcome["rule_summary"] = said
     if {"posted", "owned"} & {outcome.get("failure_comment"), outcome.get("rule_summary")}:
         # `/rltracker stop` while this decision posted: it found nothing to minimise.
         await minimize_if_stopped(ctx, sit.repo, sit.number, sit.installation_id,

@@ -67,6 +67,9 @@ async def act(
         if await freeze_if_maintainer_replied(ctx, sit):
             outcome["failure_comment"] = "frozen"
         return outcome
+    if trigger in SUMMARY_EDIT_TRIGGERS and trigger not in EDIT_TRIGGERS and (
+            sit.rules_claim is None or sit.rules_claim.status not in ("posted", "dry_run")):
+        return outcome  # a pull request's edit, and no rule summary of the app's there
     config = await get_repo_config(
         ctx, sit.repo, sit.installation_id, refresh=trigger == "command", row=sit.repository
     )

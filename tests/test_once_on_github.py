@@ -658,3 +658,31 @@ async def test_a_rule_summary_whose_answer_was_lost_and_a_maintainer_deleted_is_
     assert app_comments(fake_github, VERL, 95, RULES_MARKER) == [], out
     rows = [a for a in await actions(app_ctx, "rule_summary") if a.number == 95]
     assert not [a for a in rows if a.status in ("posted", "pending")], rows
+
+
+async def test_a_comment_whose_answer_was_lost_deleted_before_its_deleted_delivery_is_handled(
+        app_ctx: Any, fake_github: Any) -> None:
+    """As above, but the retry runs before the `deleted` delivery is handled: the comment's
+    `created` delivery was (the app's comment stored with its marker), and GitHub no longer
+    has it. It was created and is gone: deleted, not posted again."""
+    from sqlalchemy import select
+
+    from bot.cli.deliveries import retry_deliveries
+    from bot.store.models import Thread
+    from bot.store.threads import upsert_comment
+
+    await install(app_ctx, fake_github)
+    await opened_through_worker_with_a_verdict(app_ctx, fake_github, 96)
+    comment, worker = await first_comment_answer_lost(app_ctx, fake_github, 96)
+    async with app_ctx.sessionmaker() as s:  # its `created` delivery, handled
+        thread = await s.scalar(select(Thread).where(Thread.number == 96))
+        await upsert_comment(s, thread, {"github_id": comment["id"], "author": comment["user"]["login"],
+                                         "author_is_bot": True, "author_association": "NONE",
+                                         "body": comment["body"], "created_at": comment["created_at"]})
+        await s.commit()
+    deleted_on_github(fake_github, 96, comment)  # its `deleted` delivery not handled yet
+    assert len(await retry_deliveries(app_ctx.engine, None)) == 1
+    assert await worker.run_until_idle() == 1
+    assert app_comments(fake_github, VERL, 96) == []
+    rows = [a for a in await actions(app_ctx, "failure_comment") if a.number == 96]
+    assert not [a for a in rows if a.status in ("posted", "pending")], rows

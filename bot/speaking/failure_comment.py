@@ -295,8 +295,8 @@ async def _failure_comment(
         )
         if not own and quiet is None and stored_quiet:
             quiet = stored_quiet  # (nothing of ours there: quiet, as the stored thread said)
-        if not own and quiet is None and await deleted_by_person(ctx, repo, number,
-                                                                 "failure_comment"):
+        if not own and quiet is None and await deleted_by_person(
+                ctx, repo, number, "failure_comment", sit.record, login):
             # An attempt whose answer was lost posted it, and a person deleted it since.
             quiet = DELETED
         if not own and quiet is None and trigger != "command" and await _maintainer_among(

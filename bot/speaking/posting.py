@@ -155,8 +155,27 @@ async def note_deleted(ctx: Any, repo: str, number: int,
     return None
 
 
-async def deleted_by_person(ctx: Any, repo: str, number: int, kind: str) -> bool:
-    """Whether a person deleted the app's `kind` comment on the thread (`note_deleted`)."""
+def stored_and_gone(record: dict[str, Any], marker: str, login: str | None) -> bool:
+    """Whether the stored thread holds the app's `marker` comment (its `created` delivery, or
+    the sync, stored it) that the live read of GitHub just did not find: it was created and
+    is gone, deleted before its `deleted` delivery was handled. Called when none was found."""
+    for c in record.get("comments") or []:
+        who = str(c.get("author") or "")
+        mine = who.lower() == login.lower() if login is not None else (
+            bool(c.get("author_is_bot")) or who.endswith("[bot]"))
+        if mine and marker in (c.get("body") or ""):
+            return True
+    return False
+
+
+async def deleted_by_person(ctx: Any, repo: str, number: int, kind: str,
+                            record: dict[str, Any] | None = None,
+                            login: str | None = None) -> bool:
+    """Whether a person deleted the app's `kind` comment on the thread (`note_deleted`, or,
+    with the stored `record`, `stored_and_gone`); asked when GitHub shows none of the app's."""
+    marker = dict(SPONTANEOUS)[kind]
+    if record is not None and stored_and_gone(record, marker, login):
+        return True
     from sqlalchemy import select
 
     from bot.store.models import Action

@@ -292,8 +292,8 @@ async def rule_summary(
         quiet = None if own else summary_quiet(live, config, sit)
         if not own and quiet is None and stored_quiet:
             quiet = stored_quiet  # (nothing of ours there: quiet, as the stored thread said)
-        if not own and quiet is None and await deleted_by_person(ctx, repo, number,
-                                                                 "rule_summary"):
+        if not own and quiet is None and await deleted_by_person(
+                ctx, repo, number, "rule_summary", sit.record, login):
             quiet = DELETED  # (see failure_comment)
         if not own and quiet is None and live.get("author") and await ctx.github.repository_role(
                 sit.installation_id, repo, str(live["author"])) in WRITE_ROLES:

@@ -1026,3 +1026,48 @@ async def test_an_edit_handled_while_another_worker_posts_reaches_the_comment(
     assert "/failures/entropy_collapse" not in comment["body"], comment["body"][:300]
     [row] = await actions_of(app_ctx, 69, "failure_comment")
     assert row.status == "posted" and row.body == comment["body"]
+
+
+async def test_an_edit_of_the_pasted_setup_alone_while_another_worker_posts_reaches_the_comment(
+        app_ctx: Any, fake_github: Any) -> None:
+    """left62 left it: as the test above, but the author's edit pastes their config only
+    (clip-higher set) and the analyzers' finding stays the same. Worker B stores the edited
+    thread (the analysis unchanged) and finds the claim pending: "unchanged". A compared the
+    stored analysis with its own, found them equal and kept the comment it had composed from
+    the pre-edit body, which suggested clip-higher, already on in the pasted config, until
+    the next edit. The comment is composed from the thread too: it is rewritten once."""
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 70)
+    async with app_ctx.sessionmaker() as s:
+        thread = await s.scalar(select(Thread).where(Thread.repo == VERL, Thread.number == 70))
+        s.add(Analysis(thread_id=thread.id, analyzer_version="test", result=FAILURE))
+        await s.commit()
+    reached, release = asyncio.Event(), asyncio.Event()
+    held: list[int] = []
+
+    @fake_github.route("GET", rf"/repos/{VERL}/issues/70/comments")
+    async def comments(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        read = [{k: v for k, v in c.items() if not k.startswith("_")}
+                for c in fake.comments_of(VERL, 70)]
+        if not held:  # worker A's read before it posts
+            held.append(1)
+            reached.set()
+            await release.wait()
+        return read
+
+    worker_a = asyncio.create_task(
+        act(app_ctx, VERL, 70, trigger="issues.opened", payload=payload, analysis=FAILURE))
+    await reached.wait()
+    pasted = BODY + "\n\n```\nactor_rollout_ref.actor.clip_ratio_high=0.28\n```\n"
+    async with app_ctx.sessionmaker() as s:  # worker B stores the edited issue (same finding)
+        await upsert_thread(s, {"repo": VERL, "number": 70, "body": pasted})
+        await s.commit()
+    out = await act(app_ctx, VERL, 70, trigger="issues.edited", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "unchanged"  # the claim was pending: A's to finish
+    release.set()
+    assert (await worker_a)["failure_comment"] == "posted"
+    [comment] = app_comments(fake_github, VERL, 70)
+    assert "Already set in your config" in comment["body"], comment["body"][:600]
+    assert "`actor_rollout_ref.actor.clip_ratio_high=0.28`" not in comment["body"]
+    [row] = await actions_of(app_ctx, 70, "failure_comment")
+    assert row.status == "posted" and row.body == comment["body"]

@@ -586,3 +586,103 @@ async def test_a_batch_looks_up_a_rule_summary_that_died_as_posted_after_the_clo
     [reply] = app_comments(fake_github, VERL, 94, RULES_MARKER)
     rows = [a for a in await actions(app_ctx, "rule_summary") if a.number == 94]
     assert [(r.status, r.comment_id) for r in rows] == [("posted", reply["id"])]
+
+
+def deleted_on_github(fake: Any, number: int, comment: dict[str, Any]) -> dict[str, Any]:
+    """A maintainer deletes `comment` on GitHub; the `issue_comment.deleted` delivery GitHub
+    sends then (the comment as it was, its author the app's bot)."""
+    import copy
+
+    from tests.test_actions_e2e import INST
+
+    del fake.comments[comment["id"]]
+    fake.issue(VERL, number)["comments"] -= 1
+    return {"action": "deleted", "issue": copy.deepcopy(fake.issue(VERL, number)),
+            "comment": {k: v for k, v in comment.items() if not k.startswith("_")},
+            "repository": fake.repo_json(VERL), "installation": {"id": INST},
+            "sender": {"login": "maint", "type": "User"}}
+
+
+async def test_a_comment_whose_answer_was_lost_and_a_maintainer_deleted_is_not_posted_again(
+        app_ctx: Any, fake_github: Any) -> None:
+    """GitHub created the failure comment and answered 502; the delivery failed. Before its
+    replay a maintainer deleted the comment (the `deleted` delivery handled). The replay
+    found no comment of the app's on GitHub and posted it again: a deleted comment is an
+    answer (an edit never re-posts one), and the pause rule counts deletions."""
+    from gidgethub import sansio
+
+    from bot.cli.deliveries import retry_deliveries
+
+    await install(app_ctx, fake_github)
+    await opened_through_worker_with_a_verdict(app_ctx, fake_github, 94)
+    comment, worker = await first_comment_answer_lost(app_ctx, fake_github, 94)
+    await deliver(app_ctx, sansio.Event(deleted_on_github(fake_github, 94, comment),
+                                        event="issue_comment", delivery_id="del-94"))
+    assert await worker.run_until_idle() == 1
+    assert len(await retry_deliveries(app_ctx.engine, None)) == 1
+    assert await worker.run_until_idle() == 1
+    assert app_comments(fake_github, VERL, 94) == []
+    rows = [a for a in await actions(app_ctx, "failure_comment") if a.number == 94]
+    assert not [a for a in rows if a.status in ("posted", "pending")], rows
+    assert "deleted" in {(a.details or {}).get("code") for a in rows if a.status == "skipped"}
+
+
+async def test_a_rule_summary_whose_answer_was_lost_and_a_maintainer_deleted_is_not_posted_again(
+        app_ctx: Any, fake_github: Any) -> None:
+    """As above for the rule summary: created, answered 502, deleted by a maintainer (the
+    `deleted` delivery handled), then the delivery's retry posted it again."""
+    from gidgethub import GitHubBroken
+
+    from bot.speaking.decide import act
+    from bot.speaking.render import RULES_MARKER
+    from bot.webhooks.events import handle
+    from tests.test_actions_e2e import PROPOSAL
+
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 95, title="Add GSPO", body="Please add GSPO.")
+    answered = {"lost": 1}
+
+    @fake_github.route("POST", rf"/repos/{VERL}/issues/95/comments$")
+    async def create(fake_: Any, request: Any, match: Any, body: Any) -> Any:
+        made = fake_.add_comment(VERL, 95, body["body"], f"{fake_.app_slug}[bot]", "Bot")
+        if answered["lost"]:
+            answered["lost"] -= 1
+            return 502, {"message": "Server Error"}
+        return 201, {k: v for k, v in made.items() if not k.startswith("_")}
+
+    with pytest.raises(GitHubBroken):
+        await act(app_ctx, VERL, 95, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    [reply] = app_comments(fake_github, VERL, 95, RULES_MARKER)
+    await handle("issue_comment", deleted_on_github(fake_github, 95, reply), app_ctx)
+    out = await act(app_ctx, VERL, 95, trigger="issues.opened", payload=payload, analysis=PROPOSAL)
+    assert app_comments(fake_github, VERL, 95, RULES_MARKER) == [], out
+    rows = [a for a in await actions(app_ctx, "rule_summary") if a.number == 95]
+    assert not [a for a in rows if a.status in ("posted", "pending")], rows
+
+
+async def test_a_comment_whose_answer_was_lost_deleted_before_its_deleted_delivery_is_handled(
+        app_ctx: Any, fake_github: Any) -> None:
+    """As above, but the retry runs before the `deleted` delivery is handled: the comment's
+    `created` delivery was (the app's comment stored with its marker), and GitHub no longer
+    has it. It was created and is gone: deleted, not posted again."""
+    from sqlalchemy import select
+
+    from bot.cli.deliveries import retry_deliveries
+    from bot.store.models import Thread
+    from bot.store.threads import upsert_comment
+
+    await install(app_ctx, fake_github)
+    await opened_through_worker_with_a_verdict(app_ctx, fake_github, 96)
+    comment, worker = await first_comment_answer_lost(app_ctx, fake_github, 96)
+    async with app_ctx.sessionmaker() as s:  # its `created` delivery, handled
+        thread = await s.scalar(select(Thread).where(Thread.number == 96))
+        await upsert_comment(s, thread, {"github_id": comment["id"], "author": comment["user"]["login"],
+                                         "author_is_bot": True, "author_association": "NONE",
+                                         "body": comment["body"], "created_at": comment["created_at"]})
+        await s.commit()
+    deleted_on_github(fake_github, 96, comment)  # its `deleted` delivery not handled yet
+    assert len(await retry_deliveries(app_ctx.engine, None)) == 1
+    assert await worker.run_until_idle() == 1
+    assert app_comments(fake_github, VERL, 96) == []
+    rows = [a for a in await actions(app_ctx, "failure_comment") if a.number == 96]
+    assert not [a for a in rows if a.status in ("posted", "pending")], rows

@@ -225,3 +225,28 @@ async def test_the_repos_page_counts_the_hidden_comments_the_pause_rule_counts(r
         await session.commit()
         shown = {r["repo"]: r["hidden_or_deleted"] for r in await reception(session)}
     assert shown == {"e/corrected": 0, "g/tidied": 0, "h/spam": 2}, shown
+
+
+async def test_comments_gone_with_their_deleted_issues_do_not_pause(rctx: Any) -> None:
+    """A repository's admin deleted two issues the app had commented on (test issues,
+    duplicates, spam: the `issues.deleted` deliveries buried them). Their comments went with
+    them, and the nightly check counted each as a comment the maintainers deleted: the
+    repository was paused for "2 of the app's last 10 comments were hidden or deleted". A
+    comment deleted on its own still counts."""
+    from bot.store.threads import bury, thread_grave
+
+    ctx, data = rctx
+    await _repos(ctx, "e/tidy", "f/refused")
+    for n in range(1, 11):
+        await _post(ctx, data, "e/tidy", n, up=1, deleted=n in (4, 7))
+        await _post(ctx, data, "f/refused", n, up=1, deleted=n in (4, 7))
+    async with ctx.sessionmaker() as session:
+        for n in (4, 7):
+            await bury(session, thread_grave("e/tidy", n, "issue"))
+        await session.commit()
+    stats = await refresh_reception(ctx)
+    assert stats.paused == ["f/refused"]
+    async with ctx.sessionmaker() as session:
+        gone = list(await session.scalars(select(Action).where(
+            Action.repo == "e/tidy", Action.number.in_((4, 7)))))
+    assert all(a.comment_deleted for a in gone)  # (gone all the same: never read again)

@@ -21,15 +21,18 @@ from bot.speaking.failure_comment import (
     update_failure_comment,
     with_verdict,
 )
+from bot.speaking.posting import note_deleted
 from bot.speaking.quiet import (
     COMMENT_TRIGGERS,
+    DELETE_TRIGGERS,
     EDIT_TRIGGERS,
     NEW_TRIGGERS,
     PROPOSAL_TRIGGERS,
     REOPEN_TRIGGERS,
+    SUMMARY_EDIT_TRIGGERS,
 )
 from bot.speaking.repo_config import effective_dry_run, get_repo_config
-from bot.speaking.rule_summary import rule_summary
+from bot.speaking.rule_summary import rule_summary, update_rule_summary
 from bot.speaking.situation import Prefetched, load_situation
 from bot.speaking.verdict import minimize_if_stopped, settle_verdict
 from bot.store.types import utcnow
@@ -48,7 +51,12 @@ async def act(
     """What the pipeline calls after storing the analysis. Returns {kind: outcome}.
     `thread`: (Thread row, its record) when the caller has just loaded them; `prefetched`:
     what a batch of decisions read for all of them."""
-    interesting = NEW_TRIGGERS | EDIT_TRIGGERS | PROPOSAL_TRIGGERS | COMMENT_TRIGGERS | REOPEN_TRIGGERS
+    if trigger in DELETE_TRIGGERS:
+        # A person deleted the app's own comment: never posted there again (posting.note_deleted)
+        noted = await note_deleted(ctx, repo, number, payload)
+        return {noted: "deleted"} if noted else {}
+    interesting = (NEW_TRIGGERS | EDIT_TRIGGERS | PROPOSAL_TRIGGERS | COMMENT_TRIGGERS
+                   | REOPEN_TRIGGERS | SUMMARY_EDIT_TRIGGERS)
     if trigger not in interesting or analysis is None:
         return {}
     sit = await load_situation(ctx, repo, number, payload, thread, prefetched)
@@ -59,9 +67,16 @@ async def act(
         if await freeze_if_maintainer_replied(ctx, sit):
             outcome["failure_comment"] = "frozen"
         return outcome
+    if trigger in SUMMARY_EDIT_TRIGGERS and trigger not in EDIT_TRIGGERS and (
+            sit.rules_claim is None or sit.rules_claim.status not in ("posted", "dry_run")):
+        return outcome  # a pull request's edit, and no rule summary of the app's there
     config = await get_repo_config(
         ctx, sit.repo, sit.installation_id, refresh=trigger == "command", row=sit.repository
     )
+    if trigger in SUMMARY_EDIT_TRIGGERS and trigger not in EDIT_TRIGGERS:
+        # A pull request's edit: no failure comment there, its rule summary only.
+        said = await update_rule_summary(ctx, sit, analysis, config)
+        return {"rule_summary": said} if said else outcome
     used: dict[str, Any] | None = None
     if trigger in REOPEN_TRIGGERS and not await _reopened_after_closed_skip(ctx, sit, payload):
         return outcome
@@ -111,6 +126,9 @@ async def act(
         outcome["rule_summary"] = await rule_summary(
             ctx, sit, analysis, config, trigger=trigger, payload=payload
         )
+    elif trigger in SUMMARY_EDIT_TRIGGERS and (
+            said := await update_rule_summary(ctx, sit, analysis, config)) is not None:
+        outcome["rule_summary"] = said
     if {"posted", "owned"} & {outcome.get("failure_comment"), outcome.get("rule_summary")}:
         # `/rltracker stop` while this decision posted: it found nothing to minimise.
         await minimize_if_stopped(ctx, sit.repo, sit.number, sit.installation_id,

@@ -25,7 +25,9 @@ from bot.speaking.claims import (
 )
 from bot.speaking.posting import (
     ARCHIVED,
+    DELETED,
     archived_refusal,
+    deleted_by_person,
     installation_gh,
     live_issue,
     own_comment,
@@ -141,10 +143,12 @@ async def _edited_while_posting(ctx: Any, sit: Situation, analysis: dict[str, An
                                 config: RepoConfig) -> None:
     """After posting: an edit of the issue handled by another worker while this run's claim
     was pending stored its analysis and found nothing posted to rewrite ("unchanged"). The
-    stored analysis (with the stored verdict) is read again, and when it is not the one this
-    run composed from, the comment is rewritten once, as that edit would have. The edit
-    stored its analysis before reading the claim, and this reads after the claim is posted:
-    one of the two sees the other."""
+    stored analysis (with the stored verdict) and the stored title and body (the comment is
+    composed from them too: the language, the setup the reporter pasted) are read again, and
+    when they are not the ones this run composed from, the comment is rewritten once, as that
+    edit would have. The edit stored them before reading the claim, and this reads after the
+    claim is posted: one of the two sees the other. (An edit that pasted a config alone
+    changes no finding: it was compared on the analysis only until speak62.)"""
     import json
 
     from bot.speaking.situation import load_situation
@@ -161,11 +165,13 @@ async def _edited_while_posting(ctx: Any, sit: Situation, analysis: dict[str, An
     if not stored:
         return
     now = with_verdict(stored, as_failure(verdict) if verdict is not None else None)
+    text_now = (thread.title or "", thread.body or "")
 
     def canonical(x: Any) -> str:
         return json.dumps(x, sort_keys=True, default=str)
 
-    if canonical(now) == canonical(analysis):
+    if canonical(now) == canonical(analysis) and text_now == (
+            sit.record.get("title") or "", sit.record.get("body") or ""):
         return
     fresh = await load_situation(ctx, sit.repo, sit.number, None)
     if fresh is None or fresh.existing is None:
@@ -289,6 +295,10 @@ async def _failure_comment(
         )
         if not own and quiet is None and stored_quiet:
             quiet = stored_quiet  # (nothing of ours there: quiet, as the stored thread said)
+        if not own and quiet is None and await deleted_by_person(
+                ctx, repo, number, "failure_comment", sit.record, login):
+            # An attempt whose answer was lost posted it, and a person deleted it since.
+            quiet = DELETED
         if not own and quiet is None and trigger != "command" and await _maintainer_among(
                 ctx, sit, unlabelled_replies(live)):
             quiet = ("maintainer_replied", "a maintainer has already replied")

@@ -9,6 +9,8 @@ from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 from bot.speaking.claims import claim_lease, finish, renew, text_digest, texts_written
+from bot.speaking.records import record_skip
+from bot.speaking.render import FAILURE_MARKER, RULES_MARKER
 from bot.speaking.situation import Situation, repository_row
 
 log = logging.getLogger(__name__)
@@ -123,6 +125,65 @@ def own_comment(comments: list[dict[str, Any]], marker: str,
         if mine and marker in (c.get("body") or ""):
             return c
     return None
+
+
+# A person deleted the app's failure comment or rule summary on GitHub (its `deleted` delivery
+# said so): that is an answer, and the comment is never posted there again. Kept as a skip
+# of the comment's kind (`{repo}#{n}:{kind}:skip:deleted`), read right before posting.
+DELETED = ("deleted", "a person deleted the app's comment on GitHub: it is not posted again")
+SPONTANEOUS = (("failure_comment", FAILURE_MARKER), ("rule_summary", RULES_MARKER))
+
+
+async def note_deleted(ctx: Any, repo: str, number: int,
+                       payload: dict[str, Any] | None) -> str | None:
+    """An `issue_comment.deleted` delivery of the app's own failure comment or rule summary
+    (its marker, written by the app's login): recorded (`DELETED`), so that no later attempt
+    posts it again. The comment's record may not know it: GitHub's answer to the POST was
+    lost (a 5xx, a dropped connection), the attempt failed and gave the slot up, and its
+    retry, minutes or hours later, found no comment of the app's on GitHub and posted a
+    second one where a maintainer had deleted the first. Returns the kind noted, or None."""
+    comment = (payload or {}).get("comment")
+    if not isinstance(comment, dict):
+        return None
+    body = comment.get("body") or ""
+    for kind, marker in SPONTANEOUS:
+        if isinstance(body, str) and marker in body:
+            if own_comment([comment], marker, await app_login(ctx)) is None:
+                return None  # another bot's comment carrying the marker
+            await record_skip(ctx, repo, number, kind, *DELETED, comment_id=comment.get("id"))
+            return kind
+    return None
+
+
+def stored_and_gone(record: dict[str, Any], marker: str, login: str | None) -> bool:
+    """Whether the stored thread holds the app's `marker` comment (its `created` delivery, or
+    the sync, stored it) that the live read of GitHub just did not find: it was created and
+    is gone, deleted before its `deleted` delivery was handled. Called when none was found."""
+    for c in record.get("comments") or []:
+        who = str(c.get("author") or "")
+        mine = who.lower() == login.lower() if login is not None else (
+            bool(c.get("author_is_bot")) or who.endswith("[bot]"))
+        if mine and marker in (c.get("body") or ""):
+            return True
+    return False
+
+
+async def deleted_by_person(ctx: Any, repo: str, number: int, kind: str,
+                            record: dict[str, Any] | None = None,
+                            login: str | None = None) -> bool:
+    """Whether a person deleted the app's `kind` comment on the thread (`note_deleted`, or,
+    with the stored `record`, `stored_and_gone`); asked when GitHub shows none of the app's."""
+    marker = dict(SPONTANEOUS)[kind]
+    if record is not None and stored_and_gone(record, marker, login):
+        return True
+    from sqlalchemy import select
+
+    from bot.store.models import Action
+
+    async with ctx.sessionmaker() as session:
+        found = await session.scalar(select(Action.id).where(
+            Action.dedupe_key == f"{repo}#{number}:{kind}:skip:{DELETED[0]}"))
+    return found is not None
 
 
 async def post_or_adopt(

@@ -67,12 +67,19 @@ def hidden_on_request(action: Action) -> bool:
 TIDIED = frozenset({"resolved", "outdated", "duplicate"})
 
 
+# An action's details[THREAD_DELETED]: its comment went with the issue or pull request, deleted
+# (its `deleted` delivery buried it): no comment the maintainers deleted (speak62: deleting
+# two test or spam issues the app had commented on paused it in the repository).
+THREAD_DELETED = "thread_deleted"
+
+
 def hidden_by_people(action: Action) -> bool:
     """The comment was hidden by the repository's people as unwanted: deleted, or minimised
     (not by the app on request, not as resolved, outdated or a duplicate; for no reason
     GitHub gives, it counts)."""
     if action.comment_deleted:
-        return True
+        # (gone with its issue, which a person with admin rights deleted: no answer to it)
+        return not (action.details or {}).get(THREAD_DELETED)
     if not action.is_minimized or hidden_on_request(action):
         return False
     return str(action.minimized_reason or "").strip().lower().replace("_", "-") not in TIDIED
@@ -106,6 +113,18 @@ async def _read_nodes(ctx: Any, ids: list[str], installation_id: int | None) -> 
     return list(data.get("nodes") or [None] * len(ids))
 
 
+async def _with_their_threads(session: Any, gone: list[Action]) -> None:
+    """Mark the deleted comments whose issue or pull request was deleted (buried: the
+    thread's Deletion key) as gone with it (THREAD_DELETED)."""
+    from bot.store.threads import graves, thread_grave
+
+    keys = {a.id: thread_grave(a.repo, a.number or 0, "issue") for a in gone}
+    buried = await graves(session, set(keys.values()))
+    for action in gone:
+        if keys[action.id] in buried:
+            action.details = {**(action.details or {}), THREAD_DELETED: True}
+
+
 async def refresh_reception(ctx: Any) -> ReceptionStats:
     stats = ReceptionStats()
     if ctx.github is None:
@@ -117,6 +136,7 @@ async def refresh_reception(ctx: Any) -> ReceptionStats:
         repos = {r.full_name.lower(): r for r in await session.scalars(select(Repository))}
         # A suspended or uninstalled installation's token is refused: read those with the rest.
         silenced = await silenced_installations(session)
+        gone: list[Action] = []  # read as deleted tonight
         by_installation: dict[int | None, list[Action]] = defaultdict(list)
         for action in actions:
             repo = repos.get(action.repo.lower())
@@ -142,12 +162,14 @@ async def refresh_reception(ctx: Any) -> ReceptionStats:
                     if node is None:
                         action.comment_deleted = True
                         stats.deleted += 1
+                        gone.append(action)
                         continue
                     action.is_minimized = bool(node.get("isMinimized"))
                     action.minimized_reason = (node.get("minimizedReason") or None) if action.is_minimized else None
                     action.reactions_up = int((node.get("up") or {}).get("totalCount") or 0)
                     action.reactions_down = int((node.get("down") or {}).get("totalCount") or 0)
                     stats.minimized += int(action.is_minimized)
+        await _with_their_threads(session, gone)
         await session.flush()
         # The pause check over every repository the app has commented in.
         recent: dict[str, list[Action]] = defaultdict(list)

@@ -18,20 +18,32 @@ from bot.speaking.claims import (
     claim_within_budget,
     delivery_of,
     finish,
+    locked_action,
+    record_text,
     release,
     renew,
+    text_digest,
     texts_written,
 )
 from bot.speaking.posting import (
     ARCHIVED,
+    DELETED,
     archived_refusal,
+    deleted_by_person,
     installation_gh,
     live_issue,
     own_comment,
     own_login,
     post_or_adopt,
 )
-from bot.speaking.quiet import MAINTAINERS, MAX_AGE, WRITE_ROLES, live_record
+from bot.speaking.quiet import (
+    MAINTAINERS,
+    MAX_AGE,
+    WRITE_ROLES,
+    live_record,
+    maintainer_replies,
+    unlabelled_replies,
+)
 from bot.speaking.records import record_skip
 from bot.speaking.render import (
     _REF,
@@ -214,17 +226,19 @@ async def summary_reason(ctx: Any, sit: Situation, analysis: dict[str, Any],
 
 
 async def compose_summary(ctx: Any, sit: Situation, analysis: dict[str, Any],
-                          lang: str) -> tuple[str, dict[str, Any]]:
-    """(body, details) of the rule summary on this thread: the framework's rules and the
-    earlier proposals of the same methods (opened before it)."""
+                          lang: str, *, rules: str | None = None) -> tuple[str, dict[str, Any]]:
+    """(body, details) of the rule summary on this thread: the framework's rules (`rules`
+    when the caller read them already) and the earlier proposals of the same methods (opened
+    before it)."""
     methods, arxiv = proposed_subjects(analysis.get("papers") or [])
     async with ctx.sessionmaker() as session:
         thread = await get_thread(session, sit.repo, sit.number)
         thread_id = thread.id if thread else None
     earlier = await earlier_proposals(ctx, thread_id, methods, arxiv)
     body = rule_summary_reply(
-        rules_markdown=await rules_markdown(ctx, sit.repo, lang), framework_id=sit.framework,
-        earlier=earlier, lang=lang, public_url=ctx.settings.public_url,
+        rules_markdown=rules if rules is not None else await rules_markdown(ctx, sit.repo, lang),
+        framework_id=sit.framework, earlier=earlier, lang=lang,
+        public_url=ctx.settings.public_url,
     )
     return body, {"methods": methods, "arxiv_ids": arxiv, "earlier": len(earlier)}
 
@@ -278,6 +292,9 @@ async def rule_summary(
         quiet = None if own else summary_quiet(live, config, sit)
         if not own and quiet is None and stored_quiet:
             quiet = stored_quiet  # (nothing of ours there: quiet, as the stored thread said)
+        if not own and quiet is None and await deleted_by_person(
+                ctx, repo, number, "rule_summary", sit.record, login):
+            quiet = DELETED  # (see failure_comment)
         if not own and quiet is None and live.get("author") and await ctx.github.repository_role(
                 sit.installation_id, repo, str(live["author"])) in WRITE_ROLES:
             # A maintainer GitHub does not call one in the payload (a private organisation
@@ -321,4 +338,140 @@ async def rule_summary(
         await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,
                      reason=f"{type(exc).__name__}: {exc}"[:500])
         raise
+    await _edited_while_posting(ctx, sit, analysis, config)
     return "posted"
+
+
+MAX_ROLES_ASKED = 5  # (as the failure comment's rewrite: unlabelled repliers asked of GitHub)
+
+
+async def update_rule_summary(ctx: Any, sit: Situation, analysis: dict[str, Any],
+                              config: RepoConfig) -> str | None:
+    """An edit of the proposal (an issue or a pull request): the reply names the earlier
+    proposals of the paper or method the thread proposes, so an edit that changes what it
+    proposes rewrites it, as an edit of a report rewrites the failure comment (speak62:
+    a proposal edited from GSPO into CISPO kept listing the GSPO proposals). Not once a
+    maintainer replied after it (their reply may answer what it says), nor after a person
+    edited it on GitHub, deleted or hid it, on a muted or paused thread, or with
+    `rule_summaries: false`. An edit that leaves no proposal (or a failure report) leaves
+    the reply as posted: its rules still serve whoever contributes. The framework's rules
+    are read as for a new reply: a change of them alone rewrites nothing (nothing asks
+    until the thread is edited). None when the thread has no reply of the app's."""
+    action = sit.rules_claim
+    if action is None or action.status not in ("posted", "dry_run"):
+        return None
+    details = dict(action.details or {})
+    if action.frozen or details.get("edited_on_github") or action.comment_deleted or (
+            action.is_minimized):
+        return "frozen"
+    if sit.muted or opening_command(sit.record.get("body")) is not None:
+        return "muted"
+    if not config.rule_summaries:
+        return "config_off"
+    if sit.paused:
+        return "paused"
+    proposal = analysis.get("proposal") or {}
+    if not proposal.get("is_proposal") or (analysis.get("failure") or {}).get("is_failure_report"):
+        return "unchanged"
+    live_github = (action.status == "posted" and action.comment_id is not None
+                   and ctx.github is not None and sit.installation_id is not None)
+    if live_github and effective_dry_run(ctx, config):
+        return "dry_run"  # (nothing edited on GitHub, nor the record's text moved away from it)
+    if maintainer_replies(sit.record, after=action.created_at):
+        await finish(ctx, action.id, frozen=True)
+        return "frozen"
+    from analyzers.language import detect_language
+
+    lang = detect_language(sit.record.get("title"), sit.record.get("body"))
+    rules = await rules_markdown(ctx, sit.repo, lang)
+    if rules is None:
+        return "unchanged"  # the rules cannot be had now: the posted ones stay
+    body, new = await compose_summary(ctx, sit, analysis, lang, rules=rules)
+    known = action.body
+    if body == known:
+        return "unchanged"
+    if live_github:
+        logins = list(dict.fromkeys(str(c["author"]) for c in unlabelled_replies(
+            sit.record, action.created_at) if c.get("author")))
+        for login in logins[:MAX_ROLES_ASKED]:
+            # A maintainer GitHub does not call one (private organisation membership).
+            if await ctx.github.repository_role(sit.installation_id, sit.repo, login) in WRITE_ROLES:
+                await finish(ctx, action.id, frozen=True)
+                return "frozen"
+        from gidgethub import BadRequest
+
+        gh = await installation_gh(ctx, sit.installation_id)
+        url = f"/repos/{sit.repo}/issues/comments/{action.comment_id}"
+        try:
+            live = (await gh.getitem(url)).get("body") or ""
+            if live != known:
+                # Ours all the same when another decision rewrote it since this one read the
+                # record, or a PATCH GitHub applied lost its answer; else a person's edit.
+                known = await _recorded_body(ctx, action.id)
+                if known == body:
+                    return "unchanged"
+                if live != known and text_digest(live) not in await texts_written(
+                        ctx, sit.repo, sit.number, "rule_summary"):
+                    log.info("%s#%s: the rule summary was edited on GitHub; left as it is",
+                             sit.repo, sit.number)
+                    await finish(ctx, action.id, frozen=True,
+                                 details={**details, "edited_on_github": True})
+                    return "edited"
+            if live != body:
+                await record_text(ctx, action.id, body)
+                await gh.patch(url, data={"body": body})
+        except BadRequest as exc:
+            if exc.status_code != 404:
+                raise
+            await finish(ctx, action.id, comment_deleted=True, frozen=True)
+            return "deleted"  # a person deleted it: an answer, never posted again
+    async with ctx.sessionmaker() as session:
+        row = await locked_action(session, action.id)
+        if row is not None and row.body == known:
+            now = dict(row.details or {})
+            now.update(new, edits=int(now.get("edits", 0)) + 1)
+            row.body, row.details, row.language = body, now, lang
+            row.updated_at = utcnow()
+        await session.commit()
+    return "updated"
+
+
+async def _recorded_body(ctx: Any, action_id: int) -> str | None:
+    async with ctx.sessionmaker() as session:
+        return await session.scalar(select(Action.body).where(Action.id == action_id))
+
+
+def _proposed(analysis: dict[str, Any]) -> tuple[Any, ...]:
+    """What of an analysis the rule summary is composed from (whether it gets one aside)."""
+    import json
+
+    return (json.dumps(analysis.get("papers") or [], sort_keys=True, default=str),
+            bool((analysis.get("proposal") or {}).get("is_proposal")),
+            bool((analysis.get("failure") or {}).get("is_failure_report")))
+
+
+async def _edited_while_posting(ctx: Any, sit: Situation, analysis: dict[str, Any],
+                                config: RepoConfig) -> None:
+    """After posting: an edit handled by another worker while this run's claim was pending
+    found nothing posted to rewrite. The stored analysis, title and body are read again and,
+    when they are not what this run composed from, the reply is rewritten once, as that edit
+    would have (the failure comment's `_edited_while_posting`). The edit stored them before
+    reading the claim, and this reads after the claim is posted: one sees the other."""
+    from bot.speaking.situation import load_situation
+    from bot.store.models import Analysis
+
+    async with ctx.sessionmaker() as session:
+        thread = await get_thread(session, sit.repo, sit.number)
+        if thread is None:
+            return
+        stored = await session.scalar(select(Analysis.result).where(Analysis.thread_id == thread.id))
+        text_now = (thread.title or "", thread.body or "")
+    if not stored or (_proposed(stored) == _proposed(analysis) and text_now == (
+            sit.record.get("title") or "", sit.record.get("body") or "")):
+        return
+    fresh = await load_situation(ctx, sit.repo, sit.number, None)
+    if fresh is None:
+        return
+    log.info("%s#%s: the proposal was edited while its rule summary was posted; rewriting once",
+             sit.repo, sit.number)
+    await update_rule_summary(ctx, fresh, stored, config)

@@ -112,12 +112,15 @@ mutation($id: ID!, $body: String!, $replyTo: ID!) {
   }
 }
 """
-# The thread a reply is in (its top comment) and that thread's latest replies, where an answer
-# GitHub created without answering is found by its marker.
-THREAD_OF_REPLY = """
+# The thread a discussion comment is in, and that thread's latest replies, where an answer
+# GitHub created without answering is found by its marker: a reply's thread is its `replyTo`
+# (GitHub threads one level deep); a top-level comment (`replyTo` null) starts its own.
+THREAD_OF_COMMENT = """
 query($id: ID!) {
   node(id: $id) {
     ... on DiscussionComment {
+      id
+      replies(last: 100) { nodes { id databaseId body viewerDidAuthor } }
       replyTo { id replies(last: 100) { nodes { id databaseId body viewerDidAuthor } } }
     }
   }
@@ -378,9 +381,10 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     word, args = parsed
     key = f"{repo}#{number}:command:{ref}"
     stored_kind = kind or ("discussion_comment" if event.event == "discussion_comment" else "comment")
-    # A discussion comment that is a reply in a thread: answered in that thread.
+    # A discussion comment: answered in its thread (the one it replies in, or its own when it
+    # is a top-level comment), under the command as GitHub shows a reply to it.
     in_thread = (str(comment["node_id"]) if event.event == "discussion_comment"
-                 and comment.get("parent_id") and comment.get("node_id") else None)
+                 and comment.get("node_id") else None)
     if comment_id and not await _answered(ctx, key) and await _deleted(ctx, stored_kind, comment_id):
         return "deleted"  # its author took it back before it was handled
     if data.get("action") == "edited" and await _answered(ctx, key):
@@ -662,7 +666,7 @@ async def _post_answer(
     delivery_id: str | None, ref: str, *, in_thread: str | None = None,
 ) -> str:
     """A command's reply or note, in the issue or pull request (REST) or the discussion
-    (GraphQL; in the thread of `in_thread`, the command's node, when it is a reply in one),
+    (GraphQL; in the thread of `in_thread`, the command's node),
     in its once-only slot `key`, within the thread's REPLIES_PER_HOUR: past them
     nothing is posted and the skip is recorded (`reply_rate:{ref}`), and "rate_limited" is
     returned."""
@@ -689,9 +693,9 @@ async def _reply_in_discussion(
     """As `post_reply` for issues (the same once-only slot, `reply_once`), through GraphQL:
     the body carries `marker`, and a reply already in the discussion with it (created by an
     attempt whose answer was lost) is adopted instead of posted again. `in_thread`: the
-    command's node when it is a reply in a thread: answered in that thread (replyToId: its
-    top comment), and looked for among that thread's replies; a command GitHub no longer
-    serves (deleted meanwhile) is answered at the top level, as before."""
+    command's node: answered in its thread (replyToId: the thread's top comment, the command
+    itself when it is a top-level comment), and looked for among that thread's replies; a
+    command GitHub no longer serves (deleted meanwhile) is answered at the top level."""
     body = f"{body.rstrip()}\n{marker}\n"
     found: list[dict[str, Any] | None] = []
     top: list[str | None] = []  # the thread's top comment, as the last look read it
@@ -725,15 +729,16 @@ async def _reply_in_discussion(
 async def _own_thread_reply(ctx: Any, installation_id: int | None, reply_id: str,
                             marker: str) -> tuple[str | None, dict[str, Any] | None]:
     """(the thread's top comment, the app's reply with `marker` among its latest replies) of
-    the thread the comment `reply_id` is a reply in; (None, None) when GitHub serves no such
-    reply (deleted, or not a reply)."""
+    the thread the comment `reply_id` is in: the thread it replies in, or its own when it is a
+    top-level comment; (None, None) when GitHub serves no such comment (deleted)."""
     try:
-        result = await ctx.github.graphql(THREAD_OF_REPLY, installation_id=installation_id,
+        result = await ctx.github.graphql(THREAD_OF_COMMENT, installation_id=installation_id,
                                           id=reply_id)
     except gidgethub.GraphQLException:  # GitHub's 200 with errors: NOT_FOUND (deleted)
         log.warning("could not read the thread of discussion comment %s", reply_id, exc_info=True)
         return None, None
-    thread = (((result or {}).get("node") or {}).get("replyTo")) or {}
+    node = ((result or {}).get("node")) or {}
+    thread = node.get("replyTo") or node
     if not thread.get("id"):
         return None, None
     for node in ((thread.get("replies") or {}).get("nodes")) or []:

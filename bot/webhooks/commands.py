@@ -176,11 +176,13 @@ def _is_bot(user: dict[str, Any]) -> bool:
 
 
 async def _react(ctx: Any, repo: str, comment_id: int, installation_id: int | None,
-                 dry_run: bool, comment_node_id: str | None = None, rest: str = "issues") -> str:
-    """A 👍 on the command: quiet acknowledgement, no extra comment. A discussion comment or a
-    pull-request review (`comment_node_id`) has no REST reactions endpoint: GraphQL
-    `addReaction` on its node. `rest`: `issues` for an issue or pull-request comment, `pulls`
-    for a review comment on a line of the diff. Returns `reacted`, `would` (dry run),
+                 dry_run: bool, comment_node_id: str | None = None, rest: str = "issues",
+                 path: str | None = None) -> str:
+    """A 👍 on the command: quiet acknowledgement, no extra comment. A discussion comment, a
+    discussion or a pull-request review (`comment_node_id`) has no REST reactions endpoint:
+    GraphQL `addReaction` on its node. `rest`: `issues` for an issue or pull-request comment,
+    `pulls` for a review comment on a line of the diff; `path`: another REST reactions
+    endpoint (an issue's or pull request's own, for a command in its opening post). Returns `reacted`, `would` (dry run),
     `refused` (GitHub refused for good: a deleted comment, no permission; logged) or `none`
     (no GitHub client or installation). Any other failure (a rate limit, a 5xx, a dropped
     connection) is raised: the delivery is retried, and the retry, finding the command
@@ -194,7 +196,8 @@ async def _react(ctx: Any, repo: str, comment_id: int, installation_id: int | No
             await ctx.github.graphql(ADD_REACTION, installation_id=installation_id, id=comment_node_id)
         else:
             gh = await ctx.github.api(installation_id)
-            await gh.post(f"/repos/{repo}/{rest}/comments/{comment_id}/reactions", data={"content": "+1"})
+            await gh.post(path or f"/repos/{repo}/{rest}/comments/{comment_id}/reactions",
+                          data={"content": "+1"})
     except Exception as error:
         # A GraphQL answer with errors (NOT_FOUND: the comment deleted; FORBIDDEN) is GitHub's
         # 200, the same however often asked (its 5xx and rate limits come as GitHubBroken and
@@ -206,18 +209,29 @@ async def _react(ctx: Any, repo: str, comment_id: int, installation_id: int | No
     return "reacted"
 
 
-async def _acknowledge(ctx: Any, data: dict[str, Any], *, repo: str, comment_id: int,
-                       installation_id: int | None, dry_run: bool, kind: str | None,
-                       discussion_id: str | None, key: str) -> None:
-    """React to the command comment unless the command's action says it was done (`reacted`,
-    `would_react` in dry run, or `react_refused`); what happened is kept in its details, so
-    a retried delivery reacts once more only when the reaction failed."""
+async def _acknowledge(ctx: Any, data: dict[str, Any], *, repo: str, number: int,
+                       comment_id: int, installation_id: int | None, dry_run: bool,
+                       kind: str | None, discussion_id: str | None, key: str) -> None:
+    """React to the command comment (kind `opening`: to the issue, pull request or
+    discussion whose opening post holds the command) unless the command's action says it
+    was done (`reacted`, `would_react` in dry run, or `react_refused`); what happened is kept
+    in its details, so a retried delivery reacts once more only when the reaction failed."""
     async with ctx.sessionmaker() as session:
         action = await session.scalar(select(Action).where(Action.dedupe_key == key))
         done = dict(action.details or {}) if action is not None else {}
     if done.get("reacted") or done.get("react_refused") or (dry_run and done.get("would_react")):
         return
-    if discussion_id or kind == "review":  # no REST reactions endpoint: GraphQL on its node
+    if kind == "opening":
+        discussion = data.get("discussion")
+        if isinstance(discussion, dict):  # a discussion: GraphQL on its node
+            if not discussion.get("node_id"):
+                return
+            outcome = await _react(ctx, repo, 0, installation_id, dry_run,
+                                   comment_node_id=str(discussion["node_id"]))
+        else:  # an issue or pull request (a pull request's reactions are its issue's)
+            outcome = await _react(ctx, repo, 0, installation_id, dry_run,
+                                   path=f"/repos/{repo}/issues/{number}/reactions")
+    elif discussion_id or kind == "review":  # no REST reactions endpoint: GraphQL on its node
         node_id = ((data.get("review") if kind == "review" else data.get("comment")) or {}).get("node_id")
         if not node_id:
             return
@@ -557,7 +571,7 @@ async def _do_command(
             await _verdict_effects(ctx, repo, number, verdict, installation_id=installation_id,
                                    dry_run=dry_run)
         # A retry of a delivery whose reaction failed (a rate limit, a 5xx): react now.
-        await _acknowledge(ctx, data, repo=repo, comment_id=comment_id,
+        await _acknowledge(ctx, data, repo=repo, number=number, comment_id=comment_id,
                            installation_id=installation_id, dry_run=dry_run, kind=kind,
                            discussion_id=discussion_id, key=key)
         return "duplicate"
@@ -587,7 +601,7 @@ async def _do_command(
             await session.execute(delete(Action).where(Action.dedupe_key == key))
             await session.commit()
         raise
-    await _acknowledge(ctx, data, repo=repo, comment_id=comment_id,
+    await _acknowledge(ctx, data, repo=repo, number=number, comment_id=comment_id,
                        installation_id=installation_id, dry_run=dry_run, kind=kind,
                        discussion_id=discussion_id, key=key)
     return word
@@ -780,8 +794,9 @@ async def handle_opening_command(event: sansio.Event, ctx: Any) -> str:
     minimised for `stop`, recorded once per command word), by its author, or by whoever
     edited it in if they have write access (asked of GitHub, as for a command on a thread not
     one's own). An edit that leaves the command as it was (a title edit, a typo fixed
-    elsewhere) or takes it out changes nothing: a mute stays, as a comment's does. No
-    reaction: the app has no comment of the person's to acknowledge. Returns what happened."""
+    elsewhere) or takes it out changes nothing: a mute stays, as a comment's does.
+    Acknowledged as a comment's command is, with a 👍, on the issue, pull request or
+    discussion itself. Returns what happened."""
     data = event.data
     thread_data = data.get(OPENING_EVENTS.get(event.event, "")) or {}
     word = opening_command(thread_data.get("body"))
@@ -821,7 +836,7 @@ async def handle_opening_command(event: sansio.Event, ctx: Any) -> str:
     dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
     return await _do_command(event, ctx, repo=repo, number=number, installation_id=installation_id,
                              word=word, args=[], key=key, discussion_id=None, dry_run=dry_run,
-                             comment_id=0, ref=ref, kind=None, login=login, is_author=is_author,
+                             comment_id=0, ref=ref, kind="opening", login=login, is_author=is_author,
                              verdict=None)
 
 

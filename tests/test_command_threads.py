@@ -297,3 +297,40 @@ async def test_a_command_in_a_top_level_discussion_comment_is_answered_under_it_
     note = [n for n in api.ours() if "note-to:502" in n["body"]]
     assert len(note) == 1 and note[0]["replyTo"] is api.comments["DC_typo"]
     assert [n["id"] for n in api.top] == ["DC_other", "DC_q", "DC_typo"]  # none of ours
+
+
+LOCKED = {"message": "Unable to create comment because issue is locked.",
+          "documentation_url": "https://docs.github.com/rest/issues/comments#create-an-issue-comment"}
+
+
+async def test_a_reply_github_refuses_on_a_locked_issue_is_recorded_not_a_failed_delivery(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A locked issue where GitHub refuses the app's comment (403, "Unable to create comment
+    because issue is locked.": an installation without the right to comment there): a
+    maintainer's `/rltracker methods` (only people with write access comment on a locked
+    issue), and a comment doing `ignore` with a second command (its note). On main the 403
+    raised out of the handler: the delivery failed (listed by `rltracker deliveries`; a
+    replay meets the same 403), the failed claim left as a `failed` command action, and for
+    the second comment the `ignore` done and 👍'd but its delivery failed all the same. Now
+    the refusal is recorded as a skip (`locked:{comment id}`), as the failure comment's
+    quiet rule records a locked conversation, and the delivery is done."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 5)
+    fake_github.issue(VERL, 5)["locked"] = True
+
+    @fake_github.route("POST", r"/repos/[^/]+/[^/]+/issues/5/comments")
+    def locked(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        return 403, LOCKED
+
+    fake_github.set_permission(VERL, "maint", "write")
+    asked = comment_event("/rltracker methods entropy_collapse", number=5, user="maint",
+                          association="COLLABORATOR", comment_id=801)
+    assert await handle_command(asked, app_ctx) == "locked"
+    assert await handle_command(asked, app_ctx) == "locked"  # a redelivery: the same, once recorded
+    two = comment_event("/rltracker ignore\n/rltracker rules", number=5, user="maint",
+                        association="COLLABORATOR", comment_id=802)
+    assert await handle_command(two, app_ctx) == "ignore"
+    rows = await actions_of(app_ctx, kind="command")
+    assert sorted((a.status, a.details.get("code") or a.details.get("command")) for a in rows) == [
+        ("posted", "ignore"), ("skipped", "locked:801"), ("skipped", "locked:802")]
+    assert len(fake_github.requests("POST", r"/reactions")) == 1  # the ignore's 👍

@@ -64,7 +64,7 @@ from analyzers.catalog import canonical_repo, framework_id
 from bot.command_syntax import opening_command, parse_command, parse_commands
 from bot.github.client import refused_for_good
 from bot.speaking.claims import delivery_of
-from bot.speaking.posting import post_reply, reply_once
+from bot.speaking.posting import ARCHIVED, LOCKED, post_reply, reply_once
 from bot.speaking.quiet import MAINTAINERS
 from bot.speaking.records import record_once, record_skip
 from bot.speaking.render import command_note, is_app_comment, methods_reply, rules_reply
@@ -683,7 +683,10 @@ async def _post_answer(
     (GraphQL; in the thread of `in_thread`, the command's node),
     in its once-only slot `key`, within the thread's REPLIES_PER_HOUR: past them
     nothing is posted and the skip is recorded (`reply_rate:{ref}`), and "rate_limited" is
-    returned."""
+    returned. A reply GitHub refuses for a locked conversation (an installation without the
+    right to comment there) or an archived repository is recorded as a skip
+    (`locked:{ref}`, `archived:{ref}`) and "locked" / "archived" returned: the delivery is
+    done, not failed for an answer every retry meets."""
     if discussion_id:
         outcome = await _reply_in_discussion(ctx, repo, number, installation_id, body, key,
                                              discussion_id, dry_run, marker, details, delivery_id,
@@ -696,6 +699,11 @@ async def _post_answer(
         await record_skip(ctx, repo, number, "command", f"reply_rate:{ref}",
                           f"the app replied to {REPLIES_PER_HOUR} commands on this thread in "
                           "the last hour; this one was not answered", **details)
+    elif outcome in ("skipped:locked", "skipped:archived"):
+        code, reason = LOCKED if outcome == "skipped:locked" else ARCHIVED
+        await record_skip(ctx, repo, number, "command", f"{code}:{ref}",
+                          f"{reason}; this command was not answered", **details)
+        outcome = code
     return outcome
 
 

@@ -1241,3 +1241,38 @@ async def test_command_replies_in_a_discussion_are_capped_too(app_ctx: Any, fake
     assert len(added) == 5
     skipped = [a for a in await actions(app_ctx, "command") if a.status == "skipped"]
     assert [a.details["code"] for a in skipped] == ["reply_rate:6005", "reply_rate:6006"]
+
+
+async def test_an_edit_adding_a_command_line_below_an_answered_one_gets_the_note(
+        app_ctx: Any, fake_github: Any) -> None:
+    """`/rltracker rules`, answered; its author then edits the comment to add `/rltracker
+    stop` below it. On main only the first command line was compared, so the edit was taken
+    as leaving the command as it was: nothing done, nothing said, though the person asked for
+    something (an edit changing the command gets the note that a new comment asks again).
+    Now the added line gets that note, once; an edit that only takes a line out asks
+    nothing."""
+    import copy
+
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 15)
+    first = comment_event("/rltracker rules", number=15, comment_id=7015)
+    assert await handle_command(first, app_ctx) == "posted"
+
+    def edit(before: str, after: str) -> sansio.Event:
+        data = copy.deepcopy(first.data)
+        data.update(action="edited", changes={"body": {"from": before}})
+        data["comment"]["body"] = after
+        return sansio.Event(data, event="issue_comment", delivery_id=f"e-{next(_ids)}")
+
+    added = edit("/rltracker rules", "/rltracker rules\n/rltracker stop")
+    assert await handle_command(added, app_ctx) == "already_answered"
+    assert await handle_command(added, app_ctx) == "already_answered"  # redelivered
+    assert len(note_replies(fake_github, 15)) == 1
+    async with app_ctx.sessionmaker() as s:
+        assert not (await s.scalar(select(Thread).where(Thread.number == 15))).muted
+    # taking the added line out again, or words after a command that reads none: no request
+    assert await handle_command(edit("/rltracker rules\n/rltracker stop", "/rltracker rules"),
+                                app_ctx) == "unchanged_command"
+    assert await handle_command(edit("/rltracker rules", "/rltracker rules, thanks"),
+                                app_ctx) == "unchanged_command"
+    assert len(note_replies(fake_github, 15)) == 1

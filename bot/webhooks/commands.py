@@ -44,9 +44,10 @@ Edited comments: an edit that adds a command, or changes one (a misspelt `/rltra
 made right), is handled as a new comment's command would be. An edit that leaves the command
 as it was is not: the comment was answered already, or was written when the app could not
 answer it, and fixing a typo elsewhere in it is no request (nor are words added after a
-command that reads none). A comment is still answered once at most: an edit that changes a
-command already answered records why nothing was done and says so in the comment's one note
-(write a new comment to ask again).
+command that reads none, nor is a command line taken out). A comment is still answered once
+at most: an edit that changes a command already answered, or adds a command line below it,
+records why nothing was done and says so in the comment's one note (write a new comment to
+ask again).
 """
 
 from __future__ import annotations
@@ -290,29 +291,36 @@ def _written_at(data: dict[str, Any]) -> datetime | None:
         return None
 
 
-def _command_before_edit(data: dict[str, Any]) -> tuple[str, list[str]] | None | bool:
-    """The command of an edited comment's previous body (None: it had none); False when the
-    payload does not say what the body was."""
+def _commands_before_edit(data: dict[str, Any]) -> list[tuple[str, list[str]]] | bool:
+    """The command lines of an edited comment's previous body ([]: it had none); False when
+    the payload does not say what the body was."""
     changes = data.get("changes")
     before = changes.get("body") if isinstance(changes, dict) else None
     if not isinstance(before, dict) or not isinstance(before.get("from"), str):
         return False
-    return parse_command(before["from"])
+    return parse_commands(before["from"])
 
 
 ARGUMENT_COMMANDS = ("methods", "kind")  # the others take no words after them
 
 
-def _same_command(before: tuple[str, list[str]] | None | bool,
-                  after: tuple[str, list[str]]) -> bool:
-    """Whether an edit left the command as it was: the same word, and the same words after it
-    for a command that reads them (`/rltracker ignore` and `/rltracker ignore, thanks` ask
-    the same)."""
-    if not isinstance(before, tuple):
+def _asks(command: tuple[str, list[str]]) -> tuple[str, tuple[str, ...]]:
+    """What a command line asks: its word, and the words after it for a command that reads
+    them (`/rltracker ignore` and `/rltracker ignore, thanks` ask the same)."""
+    word, args = command
+    return word, tuple(args) if word in ARGUMENT_COMMANDS else ()
+
+
+def _same_command(before: list[tuple[str, list[str]]] | bool,
+                  after: list[tuple[str, list[str]]]) -> bool:
+    """Whether an edit left the comment's commands as they were: the same first command (the
+    one a comment does), and no command line it did not have before (a line added below an
+    answered command asks for something, and gets the note; a line taken out asks nothing)."""
+    if not isinstance(before, list) or not before or not after:
         return False
-    if before[0] != after[0]:
+    if _asks(before[0]) != _asks(after[0]):
         return False
-    return after[0] not in ARGUMENT_COMMANDS or before[1] == after[1]
+    return {_asks(c) for c in after} <= {_asks(c) for c in before}
 
 
 async def _answered(ctx: Any, key: str) -> bool:
@@ -369,7 +377,8 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         return "no_command"
     if await private_flags(ctx, [data]) == [True]:
         return "private"  # a private repository: nothing stored, no reply (bot/webhooks/privacy.py)
-    if data.get("action") == "edited" and _same_command(_command_before_edit(data), parsed):
+    if data.get("action") == "edited" and _same_command(_commands_before_edit(data),
+                                                        parse_commands(body)):
         return "unchanged_command"
     user = comment.get("user") or {}
     association = (comment.get("author_association") or "").upper()

@@ -1276,3 +1276,30 @@ async def test_an_edit_adding_a_command_line_below_an_answered_one_gets_the_note
     assert await handle_command(edit("/rltracker rules", "/rltracker rules, thanks"),
                                 app_ctx) == "unchanged_command"
     assert len(note_replies(fake_github, 15)) == 1
+
+
+async def test_a_typo_handled_after_its_correction_was_answered_gets_no_note(
+        app_ctx: Any, fake_github: Any) -> None:
+    """`/rltracker metods kl_growth`, whose first attempt failed (GitHub's 502 on the note:
+    the worker retries it later and goes on with the next delivery), then its author's edit
+    making it right, answered with the methods. The created delivery's retry then read the
+    older body: on main it posted "no such command ... Edit your comment to correct it" below
+    the answer to the corrected command. Now a problem read from a body older than the
+    answered one says nothing."""
+    import copy
+
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 16)
+    created = comment_event("/rltracker metods kl_growth", number=16, comment_id=7016)
+    fake_github.fail_next("POST", r"/issues/16/comments", 502)
+    with pytest.raises(gidgethub.GitHubException):
+        await handle_command(created, app_ctx)
+    data = copy.deepcopy(created.data)
+    data.update(action="edited", changes={"body": {"from": "/rltracker metods kl_growth"}})
+    data["comment"]["body"] = "/rltracker methods kl_growth"
+    assert await handle_command(sansio.Event(data, event="issue_comment", delivery_id="e16"),
+                                app_ctx) == "posted"
+    await handle_command(created, app_ctx)  # the worker's retry of the created delivery
+    assert note_replies(fake_github, 16) == []
+    [answer] = replies_of(fake_github, 16)
+    assert "/failures/kl_growth" in answer["body"]

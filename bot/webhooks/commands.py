@@ -496,6 +496,11 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     # "dry_run: true" in the repository's config holds for commands as for comments.
     dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
     if problem is not None:
+        if data.get("action") != "edited" and await _answered(ctx, key):
+            # The comment's command was answered from a later body (an edit made it right
+            # while this delivery waited for a retry): what this older body got wrong was
+            # corrected already, and saying so now would contradict the answer.
+            return "superseded"
         await _note(ctx, repo, number, installation_id, problem, key, discussion_id, dry_run, ref,
                     delivery_id=delivery_of(data), command=word, in_thread=in_thread)
         return problem

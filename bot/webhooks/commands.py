@@ -183,8 +183,9 @@ async def _react(ctx: Any, repo: str, comment_id: int, installation_id: int | No
     discussion or a pull-request review (`comment_node_id`) has no REST reactions endpoint:
     GraphQL `addReaction` on its node. `rest`: `issues` for an issue or pull-request comment,
     `pulls` for a review comment on a line of the diff; `path`: another REST reactions
-    endpoint (an issue's or pull request's own, for a command in its opening post). Returns `reacted`, `would` (dry run),
-    `refused` (GitHub refused for good: a deleted comment, no permission; logged) or `none`
+    endpoint (an issue's or pull request's own, for a command in its opening post). Returns
+    `reacted`, `would` (dry run), `refused` (GitHub refused for good: a deleted comment, no
+    permission; logged) or `none`
     (no GitHub client or installation). Any other failure (a rate limit, a 5xx, a dropped
     connection) is raised: the delivery is retried, and the retry, finding the command
     done, only reacts (`_acknowledge`)."""

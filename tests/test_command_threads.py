@@ -155,3 +155,182 @@ async def test_a_threaded_command_github_no_longer_serves_is_answered_at_the_top
     event = sansio.Event(data, event="discussion_comment", delivery_id="gone")
     assert await handle_command(event, app_ctx) == "posted"
     assert [n["id"] for n in state["top"] if n["viewerDidAuthor"]] == ["DC_app2"]
+
+
+class DiscussionAPI:
+    """GitHub's GraphQL for one discussion (`D_9`), executed by graphql-core against GitHub's
+    schema (as tests/fake_graphql.py does for the sync): `node` serves the discussion and its
+    comments (a comment's `replyTo` and `replies`, the discussion's top-level `comments`),
+    `addDiscussionComment` creates a comment, at the top level or, given `replyToId`, in that
+    comment's thread (GitHub threads one level deep: a reply to a reply is refused), and
+    `addReaction` records the reaction. The creations numbered in `lost` are answered with a
+    502 (GitHub created the comment, the answer was lost). Install with `route(fake_github)`."""
+
+    def __init__(self, schema: Any, discussion_id: str = "D_9") -> None:
+        self.schema = schema
+        self.comments: dict[str, dict[str, Any]] = {}
+        self.top: list[dict[str, Any]] = []
+        self.discussion = {"__typename": "Discussion", "id": discussion_id,
+                           "comments": lambda info=None, last=None, **_: {"nodes": self.top[-(last or 100):]}}
+        self.reactions: list[tuple[str, str]] = []
+        self.created = 0
+        self.lost: set[int] = set()
+        self.documents: list[str] = []
+
+    def comment(self, node_id: str, database_id: int, body: str, *, reply_to: str | None = None,
+                viewer: bool = False) -> dict[str, Any]:
+        parent = self.comments[reply_to] if reply_to else None
+        node: dict[str, Any] = {"__typename": "DiscussionComment", "id": node_id,
+                                "databaseId": database_id, "body": body, "viewerDidAuthor": viewer,
+                                "replyTo": parent, "_replies": []}
+        node["replies"] = lambda info=None, last=None, **_: {"nodes": node["_replies"][-(last or 100):]}
+        self.comments[node_id] = node
+        (parent["_replies"] if parent else self.top).append(node)
+        return node
+
+    def ours(self) -> list[dict[str, Any]]:
+        return [n for n in self.comments.values() if n["viewerDidAuthor"]]
+
+    def _node(self, info: Any = None, id: str = "", **_: Any) -> Any:  # noqa: A002
+        found = self.discussion if id == self.discussion["id"] else self.comments.get(id)
+        if found is None:
+            self._missing.append(id)
+        return found
+
+    def _add_comment(self, info: Any = None, input: dict[str, Any] | None = None, **_: Any) -> Any:  # noqa: A002
+        args = input or {}
+        assert args["discussionId"] == self.discussion["id"]
+        reply_to = args.get("replyToId")
+        if reply_to and self.comments[reply_to]["replyTo"] is not None:
+            raise AssertionError("GitHub threads one level deep: no reply to a reply")
+        self.created += 1
+        return {"comment": self.comment(f"DC_app{self.created}", 600 + self.created, args["body"],
+                                        reply_to=reply_to, viewer=True)}
+
+    def _add_reaction(self, info: Any = None, input: dict[str, Any] | None = None, **_: Any) -> Any:  # noqa: A002
+        args = input or {}
+        self.reactions.append((args["subjectId"], args["content"]))
+        return {"reaction": {"content": args["content"]}}
+
+    @staticmethod
+    def _resolve(source: Any, info: Any, **args: Any) -> Any:
+        value = source.get(info.field_name) if isinstance(source, dict) else None
+        return value(info, **args) if callable(value) else value
+
+    def route(self, fake_github: Any) -> None:
+        import graphql as gql
+
+        @fake_github.route("POST", r"/graphql")
+        def discussion_api(fake: Any, request: Any, match: Any, body: Any) -> Any:
+            self.documents.append(body["query"])
+            self._missing: list[str] = []
+            before = self.created
+            result = gql.graphql_sync(
+                self.schema, body["query"], variable_values=body.get("variables") or {},
+                root_value={"node": self._node, "addDiscussionComment": self._add_comment,
+                            "addReaction": self._add_reaction},
+                field_resolver=self._resolve)
+            assert not result.errors, result.errors
+            if self.created > before and self.created in self.lost:
+                return 502, {"message": "Server Error"}
+            out: dict[str, Any] = {"data": result.data}
+            if self._missing:  # GitHub's NOT_FOUND for a node it no longer serves
+                out["errors"] = [{"type": "NOT_FOUND", "path": ["node"],
+                                  "message": f"Could not resolve to a node with the global id of '{i}'"}
+                                 for i in self._missing]
+            return out
+
+
+def discussion_comment_payload(shared_dir: Any, *, comment_id: int, node_id: str, body: str,
+                               parent_id: int | None = None) -> dict[str, Any]:
+    """GitHub's own `discussion_comment.created` payload, in the installed repository, in
+    discussion D_9, its comment made this one."""
+    import json
+
+    from tests.test_actions_e2e import INST
+
+    path = shared_dir / "fixtures" / "webhooks" / "discussion_comment" / "created.json"
+    data = json.loads(path.read_text())
+    data["comment"].update(id=comment_id, node_id=node_id, parent_id=parent_id, body=body)
+    data["discussion"]["node_id"] = "D_9"
+    data["repository"]["full_name"] = VERL
+    data["installation"] = {"id": INST}
+    return data
+
+
+async def test_a_command_in_a_top_level_discussion_comment_is_answered_under_it_once(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """GitHub's own discussion_comment payload (a top-level comment: `parent_id` null) asking
+    `/rltracker methods`: on main the answer was a new top-level comment of the discussion,
+    away from the question (a reply in a thread was answered in it, a top-level comment not).
+    Now it is a reply under the command (replyToId: the command, which starts its thread),
+    found there by a retry after a lost answer: posted once; the note to a misspelt command in
+    another top-level comment goes under that one."""
+    import gidgethub
+    import pytest
+
+    from tests.fake_graphql import load_github_schema
+
+    await install(app_ctx, fake_github)
+    api = DiscussionAPI(load_github_schema(shared_dir / "fixtures" / "github-api" / "schema.graphql"))
+    api.comment("DC_other", 499, "Has anyone seen this?")
+    api.comment("DC_q", 500, "/rltracker methods entropy_collapse")
+    api.comment("DC_typo", 502, "/rltracker metods")
+    api.lost = {1}
+    api.route(fake_github)
+    event = sansio.Event(discussion_comment_payload(
+        shared_dir, comment_id=500, node_id="DC_q", body="/rltracker methods entropy_collapse"),
+        event="discussion_comment", delivery_id="dd-top")
+    with pytest.raises(gidgethub.GitHubException):
+        await handle_command(event, app_ctx)
+    assert await handle_command(event, app_ctx) == "posted"  # the worker's retry
+    await handle_command(event, app_ctx)  # a redelivery: nothing more
+    [answer] = api.ours()
+    assert answer["replyTo"] is api.comments["DC_q"], "answered under the command"
+    assert "<!-- rltracker:reply-to:500 -->" in answer["body"]
+    [row] = [a for a in await actions_of(app_ctx, kind="command") if a.status == "posted"]
+    assert row.comment_node_id == answer["id"]
+
+    await handle_command(sansio.Event(discussion_comment_payload(
+        shared_dir, comment_id=502, node_id="DC_typo", body="/rltracker metods"),
+        event="discussion_comment", delivery_id="dd-typo"), app_ctx)
+    note = [n for n in api.ours() if "note-to:502" in n["body"]]
+    assert len(note) == 1 and note[0]["replyTo"] is api.comments["DC_typo"]
+    assert [n["id"] for n in api.top] == ["DC_other", "DC_q", "DC_typo"]  # none of ours
+
+
+LOCKED = {"message": "Unable to create comment because issue is locked.",
+          "documentation_url": "https://docs.github.com/rest/issues/comments#create-an-issue-comment"}
+
+
+async def test_a_reply_github_refuses_on_a_locked_issue_is_recorded_not_a_failed_delivery(
+        app_ctx: Any, fake_github: Any) -> None:
+    """A locked issue where GitHub refuses the app's comment (403, "Unable to create comment
+    because issue is locked.": an installation without the right to comment there): a
+    maintainer's `/rltracker methods` (only people with write access comment on a locked
+    issue), and a comment doing `ignore` with a second command (its note). On main the 403
+    raised out of the handler: the delivery failed (listed by `rltracker deliveries`; a
+    replay meets the same 403), the failed claim left as a `failed` command action, and for
+    the second comment the `ignore` done and 👍'd but its delivery failed all the same. Now
+    the refusal is recorded as a skip (`locked:{comment id}`), as the failure comment's
+    quiet rule records a locked conversation, and the delivery is done."""
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 5)
+    fake_github.issue(VERL, 5)["locked"] = True
+
+    @fake_github.route("POST", r"/repos/[^/]+/[^/]+/issues/5/comments")
+    def locked(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        return 403, LOCKED
+
+    fake_github.set_permission(VERL, "maint", "write")
+    asked = comment_event("/rltracker methods entropy_collapse", number=5, user="maint",
+                          association="COLLABORATOR", comment_id=801)
+    assert await handle_command(asked, app_ctx) == "locked"
+    assert await handle_command(asked, app_ctx) == "locked"  # a redelivery: the same, once recorded
+    two = comment_event("/rltracker ignore\n/rltracker rules", number=5, user="maint",
+                        association="COLLABORATOR", comment_id=802)
+    assert await handle_command(two, app_ctx) == "ignore"
+    rows = await actions_of(app_ctx, kind="command")
+    assert sorted((a.status, a.details.get("code") or a.details.get("command")) for a in rows) == [
+        ("posted", "ignore"), ("skipped", "locked:801"), ("skipped", "locked:802")]
+    assert len(fake_github.requests("POST", r"/reactions")) == 1  # the ignore's 👍

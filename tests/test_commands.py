@@ -286,49 +286,27 @@ async def test_discussion_reply_whose_answer_was_lost_is_not_posted_twice(
         app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
     """addDiscussionComment creates the reply but GitHub answers 502: neither the client's
     retries nor the worker's retry of the delivery post it again; the retry finds it among
-    the discussion's latest comments by its hidden marker (GraphQL checked against GitHub's
-    schema)."""
-    import json
-
-    import graphql as gql
-
+    the replies under the command (its thread) by its hidden marker; someone else's reply
+    quoting the marker is not ours (GraphQL executed against GitHub's schema)."""
     from tests.fake_graphql import load_github_schema
+    from tests.test_command_threads import DiscussionAPI, discussion_comment_payload
 
-    schema = load_github_schema(shared_dir / "fixtures" / "github-api" / "schema.graphql")
     await install(app_ctx, fake_github)
-    posted: list[dict[str, Any]] = [  # someone else's comment, quoting a marker: not ours
-        {"id": "DC_0", "databaseId": 70, "viewerDidAuthor": False,
-         "body": "> <!-- rltracker:reply-to:5556 -->"}]
-
-    @fake_github.route("POST", r"/graphql")
-    def discussion_api(fake: Any, request: Any, match: Any, body: Any) -> Any:
-        document = gql.parse(body["query"])
-        assert not gql.validate(schema, document)
-        variables = body.get("variables") or {}
-        if "addDiscussionComment" in body["query"]:
-            node = {"id": f"DC_{len(posted)}", "databaseId": 70 + len(posted),
-                    "viewerDidAuthor": True, "body": variables["body"]}
-            posted.append(node)
-            if len(posted) == 2:  # the first reply: created, but the answer is a 502
-                return 502, {"message": "Server Error"}
-            return {"data": {"addDiscussionComment": {"comment": {
-                "id": node["id"], "databaseId": node["databaseId"]}}}}
-        assert variables == {"id": "D_9"}
-        return {"data": {"node": {"comments": {"nodes": json.loads(json.dumps(posted))}}}}
-
+    api = DiscussionAPI(load_github_schema(shared_dir / "fixtures" / "github-api" / "schema.graphql"))
+    api.comment("DC_cmd", 5556, "/rltracker methods entropy_collapse")
+    api.comment("DC_0", 70, "> <!-- rltracker:reply-to:5556 -->", reply_to="DC_cmd")
+    api.lost = {1}  # the first reply: created, but the answer is a 502
+    api.route(fake_github)
     # GitHub's own discussion_comment payload, with a command in it, in an installed repository
-    data = json.loads((shared_dir / "fixtures" / "webhooks" / "discussion_comment" / "created.json").read_text())
-    data["comment"]["id"] = 5556
-    data["comment"]["body"] = "/rltracker methods entropy_collapse"
-    data["discussion"]["node_id"] = "D_9"
-    data["repository"]["full_name"] = VERL
-    data["installation"]["id"] = INST
-    event = sansio.Event(data, event="discussion_comment", delivery_id="dd-lost")
+    event = sansio.Event(discussion_comment_payload(
+        shared_dir, comment_id=5556, node_id="DC_cmd", body="/rltracker methods entropy_collapse"),
+        event="discussion_comment", delivery_id="dd-lost")
     with pytest.raises(gidgethub.GitHubException):
         await commands_router.dispatch(event, app_ctx)
     await commands_router.dispatch(event, app_ctx)  # the worker's retry
-    replies = [n for n in posted if REPLY_MARKER in n["body"]]
+    replies = [n for n in api.ours() if REPLY_MARKER in n["body"]]
     assert len(replies) == 1 and "<!-- rltracker:reply-to:5556 -->" in replies[0]["body"]
+    assert replies[0]["replyTo"] is api.comments["DC_cmd"]
     assert len(fake_github.requests("POST", r"/graphql")) == 3  # look, post (502), look: found
     [row] = [a for a in await actions(app_ctx, "command") if a.status == "posted"]
     assert row.comment_node_id == replies[0]["id"] and row.comment_id == replies[0]["databaseId"]
@@ -1263,3 +1241,65 @@ async def test_command_replies_in_a_discussion_are_capped_too(app_ctx: Any, fake
     assert len(added) == 5
     skipped = [a for a in await actions(app_ctx, "command") if a.status == "skipped"]
     assert [a.details["code"] for a in skipped] == ["reply_rate:6005", "reply_rate:6006"]
+
+
+async def test_an_edit_adding_a_command_line_below_an_answered_one_gets_the_note(
+        app_ctx: Any, fake_github: Any) -> None:
+    """`/rltracker rules`, answered; its author then edits the comment to add `/rltracker
+    stop` below it. On main only the first command line was compared, so the edit was taken
+    as leaving the command as it was: nothing done, nothing said, though the person asked for
+    something (an edit changing the command gets the note that a new comment asks again).
+    Now the added line gets that note, once; an edit that only takes a line out asks
+    nothing."""
+    import copy
+
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 15)
+    first = comment_event("/rltracker rules", number=15, comment_id=7015)
+    assert await handle_command(first, app_ctx) == "posted"
+
+    def edit(before: str, after: str) -> sansio.Event:
+        data = copy.deepcopy(first.data)
+        data.update(action="edited", changes={"body": {"from": before}})
+        data["comment"]["body"] = after
+        return sansio.Event(data, event="issue_comment", delivery_id=f"e-{next(_ids)}")
+
+    added = edit("/rltracker rules", "/rltracker rules\n/rltracker stop")
+    assert await handle_command(added, app_ctx) == "already_answered"
+    assert await handle_command(added, app_ctx) == "already_answered"  # redelivered
+    assert len(note_replies(fake_github, 15)) == 1
+    async with app_ctx.sessionmaker() as s:
+        assert not (await s.scalar(select(Thread).where(Thread.number == 15))).muted
+    # taking the added line out again, or words after a command that reads none: no request
+    assert await handle_command(edit("/rltracker rules\n/rltracker stop", "/rltracker rules"),
+                                app_ctx) == "unchanged_command"
+    assert await handle_command(edit("/rltracker rules", "/rltracker rules, thanks"),
+                                app_ctx) == "unchanged_command"
+    assert len(note_replies(fake_github, 15)) == 1
+
+
+async def test_a_typo_handled_after_its_correction_was_answered_gets_no_note(
+        app_ctx: Any, fake_github: Any) -> None:
+    """`/rltracker metods kl_growth`, whose first attempt failed (GitHub's 502 on the note:
+    the worker retries it later and goes on with the next delivery), then its author's edit
+    making it right, answered with the methods. The created delivery's retry then read the
+    older body: on main it posted "no such command ... Edit your comment to correct it" below
+    the answer to the corrected command. Now a problem read from a body older than the
+    answered one says nothing."""
+    import copy
+
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 16)
+    created = comment_event("/rltracker metods kl_growth", number=16, comment_id=7016)
+    fake_github.fail_next("POST", r"/issues/16/comments", 502)
+    with pytest.raises(gidgethub.GitHubException):
+        await handle_command(created, app_ctx)
+    data = copy.deepcopy(created.data)
+    data.update(action="edited", changes={"body": {"from": "/rltracker metods kl_growth"}})
+    data["comment"]["body"] = "/rltracker methods kl_growth"
+    assert await handle_command(sansio.Event(data, event="issue_comment", delivery_id="e16"),
+                                app_ctx) == "posted"
+    await handle_command(created, app_ctx)  # the worker's retry of the created delivery
+    assert note_replies(fake_github, 16) == []
+    [answer] = replies_of(fake_github, 16)
+    assert "/failures/kl_growth" in answer["body"]

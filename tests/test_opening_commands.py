@@ -265,3 +265,73 @@ def test_a_thread_event_whose_opening_post_holds_ignore_runs_alone_not_batched()
                             "comment": {"id": 1, "body": "same here"}},
                            event="issue_comment", delivery_id="y")
     assert batch_handling.takes(comment)
+
+
+# ---- acknowledged as a comment's command is ---------------------------------------------
+async def test_an_opening_post_command_is_acknowledged_with_a_reaction_once(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """GitHub's own `issues.opened` and `pull_request.opened` payloads ending with `ignore` /
+    `stop`, and an edit adding it: on main the thread was muted but the author got no sign the
+    app read the line (a command in a comment gets a 👍). Now the 👍 goes on the issue or pull
+    request itself (REST `issues/{n}/reactions`), once across redeliveries, recorded in the
+    command's details."""
+    await install(app_ctx, fake_github)
+    issue = fixture(shared_dir, "issues", "opened")
+    number = issue["issue"]["number"]
+    issue["issue"]["body"] = (issue["issue"]["body"] or "") + "\n\n/rltracker ignore"
+    fake_github.add_issue(VERL, number, issue["issue"]["title"], issue["issue"]["body"],
+                          issue["issue"]["user"]["login"])
+    pr = fixture(shared_dir, "pull_request", "opened")
+    pr["pull_request"]["number"] = pr_number = number + 1
+    pr["pull_request"]["body"] = "Implements GSPO.\n/rltracker stop"
+    fake_github.add_issue(VERL, pr_number, "Add GSPO", pr["pull_request"]["body"],
+                          pr["pull_request"]["user"]["login"], pull_request=True)
+    fake_github.graphql_handler = comment_read
+    for data, name in ((issue, "issues"), (pr, "pull_request")):
+        event = sansio.Event(data, event=name, delivery_id=f"open-{name}")
+        await all_routers.dispatch(event, app_ctx)
+        await all_routers.dispatch(event, app_ctx)  # redelivered
+    assert [r.path for r in fake_github.requests("POST", r"/reactions")] == [
+        f"/repos/{VERL}/issues/{number}/reactions", f"/repos/{VERL}/issues/{pr_number}/reactions"]
+    for n in (number, pr_number):
+        assert [r["content"] for r in fake_github.reactions[(VERL.lower(), ("issue", n))]] == ["+1"]
+    rows = [a for a in await actions_of(app_ctx, kind="command") if a.status != "skipped"]
+    assert [(a.details["command"], a.details.get("reacted")) for a in rows] == [
+        ("ignore", True), ("stop", True)]
+    # an edit adding the line later, by the author: acknowledged too
+    payload = await open_issue(app_ctx, fake_github, 40)
+    await commands_router.dispatch(edited(payload, body=f"{BODY}\n/rltracker ignore"), app_ctx)
+    assert [r["content"] for r in fake_github.reactions[(VERL.lower(), ("issue", 40))]] == ["+1"]
+
+
+async def test_a_discussion_opened_with_stop_is_acknowledged_on_the_discussion(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """GitHub's own `discussion.created` payload ending with `/rltracker stop`: the 👍 goes on
+    the discussion (GraphQL addReaction on its node; no REST reactions endpoint for
+    discussions), executed against GitHub's schema. On main: none."""
+    from tests.fake_graphql import load_github_schema
+    from tests.test_command_threads import DiscussionAPI
+
+    await install(app_ctx, fake_github)
+    data = fixture(shared_dir, "discussion", "created")
+    data["discussion"]["body"] = "How do I read the entropy curve?\n/rltracker stop"
+    api = DiscussionAPI(load_github_schema(shared_dir / "fixtures" / "github-api" / "schema.graphql"),
+                        discussion_id=data["discussion"]["node_id"])
+    api.route(fake_github)
+    event = sansio.Event(data, event="discussion", delivery_id="disc-stop")
+    await commands_router.dispatch(event, app_ctx)
+    await commands_router.dispatch(event, app_ctx)  # redelivered
+    assert api.reactions == [(data["discussion"]["node_id"], "THUMBS_UP")]
+    assert not fake_github.requests("POST", r"/reactions")
+
+
+async def test_an_opening_post_command_in_dry_run_reacts_to_nothing(
+        ctx: Any, fake_github: Any) -> None:
+    """In dry run (the app's) the mute holds and the 👍 is only recorded, as for comments."""
+    await install(ctx, fake_github)
+    payload = await open_issue(ctx, fake_github, 41, body=f"{BODY}\n/rltracker ignore")
+    await commands_router.dispatch(sansio.Event(payload, event="issues", delivery_id="o41"), ctx)
+    assert await muted(ctx, 41)
+    assert not fake_github.requests("POST", r"/reactions")
+    [row] = await actions_of(ctx, kind="command")
+    assert row.status == "dry_run" and row.details.get("would_react") is True

@@ -8,7 +8,7 @@ import time
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
-from bot.speaking.claims import claim_lease, finish, renew, text_digest, texts_written
+from bot.speaking.claims import claim_lease, finish, release, renew, text_digest, texts_written
 from bot.speaking.records import record_skip
 from bot.speaking.render import FAILURE_MARKER, RULES_MARKER
 from bot.speaking.situation import Situation, repository_row
@@ -27,6 +27,19 @@ def archived_refusal(error: BaseException) -> bool:
 
     return (isinstance(error, gidgethub.BadRequest) and int(error.status_code) == 403
             and "archived" in str(error).lower())
+
+
+LOCKED = ("locked", "the conversation is locked and GitHub refused the app's comment there")
+
+
+def locked_refusal(error: BaseException) -> bool:
+    """GitHub refusing a comment on a locked issue or pull request (403, "Unable to create
+    comment because issue is locked."): an installation without the right to comment there.
+    The same on every retry: a reason the reply is not posted, not a failure."""
+    import gidgethub
+
+    return (isinstance(error, gidgethub.BadRequest) and int(error.status_code) == 403
+            and "is locked" in str(error).lower())
 
 
 def comments_url(repo: str, number: int) -> str:
@@ -266,7 +279,9 @@ async def reply_once(
     as it posted) raises ClaimHeld, so the worker retries once the claim is stale, takes it
     over and `look()` finds the reply by its marker (review 58). `per_hour`: at most that
     many replies of `kind` on the thread in an hour (claims.claim_lease); past it nothing is
-    claimed nor posted and it returns "rate_limited"."""
+    claimed nor posted and it returns "rate_limited". GitHub refusing the reply for a locked
+    conversation or an archived repository (`locked_refusal`, `archived_refusal`) gives the
+    slot back and returns "skipped:locked" / "skipped:archived" (the caller records why)."""
     async with ctx.sessionmaker() as session:
         row = await repository_row(session, repo, installation_id)
         repo_id = row.id
@@ -294,6 +309,10 @@ async def reply_once(
             return "owned"
         posted = await send()
     except Exception as exc:
+        for refusal, (code, _) in ((locked_refusal, LOCKED), (archived_refusal, ARCHIVED)):
+            if refusal(exc):  # nothing was posted, and nothing will be: the slot given back
+                await release(ctx, action_id, lease=lease)
+                return "skipped:" + code
         await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,
                      reason=f"{type(exc).__name__}: {exc}"[:500])
         raise

@@ -44,9 +44,10 @@ Edited comments: an edit that adds a command, or changes one (a misspelt `/rltra
 made right), is handled as a new comment's command would be. An edit that leaves the command
 as it was is not: the comment was answered already, or was written when the app could not
 answer it, and fixing a typo elsewhere in it is no request (nor are words added after a
-command that reads none). A comment is still answered once at most: an edit that changes a
-command already answered records why nothing was done and says so in the comment's one note
-(write a new comment to ask again).
+command that reads none, nor is a command line taken out). A comment is still answered once
+at most: an edit that changes a command already answered, or adds a command line below it,
+records why nothing was done and says so in the comment's one note (write a new comment to
+ask again).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ from analyzers.catalog import canonical_repo, framework_id
 from bot.command_syntax import opening_command, parse_command, parse_commands
 from bot.github.client import refused_for_good
 from bot.speaking.claims import delivery_of
-from bot.speaking.posting import post_reply, reply_once
+from bot.speaking.posting import ARCHIVED, LOCKED, post_reply, reply_once
 from bot.speaking.quiet import MAINTAINERS
 from bot.speaking.records import record_once, record_skip
 from bot.speaking.render import command_note, is_app_comment, methods_reply, rules_reply
@@ -112,12 +113,15 @@ mutation($id: ID!, $body: String!, $replyTo: ID!) {
   }
 }
 """
-# The thread a reply is in (its top comment) and that thread's latest replies, where an answer
-# GitHub created without answering is found by its marker.
-THREAD_OF_REPLY = """
+# The thread a discussion comment is in, and that thread's latest replies, where an answer
+# GitHub created without answering is found by its marker: a reply's thread is its `replyTo`
+# (GitHub threads one level deep); a top-level comment (`replyTo` null) starts its own.
+THREAD_OF_COMMENT = """
 query($id: ID!) {
   node(id: $id) {
     ... on DiscussionComment {
+      id
+      replies(last: 100) { nodes { id databaseId body viewerDidAuthor } }
       replyTo { id replies(last: 100) { nodes { id databaseId body viewerDidAuthor } } }
     }
   }
@@ -173,12 +177,15 @@ def _is_bot(user: dict[str, Any]) -> bool:
 
 
 async def _react(ctx: Any, repo: str, comment_id: int, installation_id: int | None,
-                 dry_run: bool, comment_node_id: str | None = None, rest: str = "issues") -> str:
-    """A 👍 on the command: quiet acknowledgement, no extra comment. A discussion comment or a
-    pull-request review (`comment_node_id`) has no REST reactions endpoint: GraphQL
-    `addReaction` on its node. `rest`: `issues` for an issue or pull-request comment, `pulls`
-    for a review comment on a line of the diff. Returns `reacted`, `would` (dry run),
-    `refused` (GitHub refused for good: a deleted comment, no permission; logged) or `none`
+                 dry_run: bool, comment_node_id: str | None = None, rest: str = "issues",
+                 path: str | None = None) -> str:
+    """A 👍 on the command: quiet acknowledgement, no extra comment. A discussion comment, a
+    discussion or a pull-request review (`comment_node_id`) has no REST reactions endpoint:
+    GraphQL `addReaction` on its node. `rest`: `issues` for an issue or pull-request comment,
+    `pulls` for a review comment on a line of the diff; `path`: another REST reactions
+    endpoint (an issue's or pull request's own, for a command in its opening post). Returns
+    `reacted`, `would` (dry run), `refused` (GitHub refused for good: a deleted comment, no
+    permission; logged) or `none`
     (no GitHub client or installation). Any other failure (a rate limit, a 5xx, a dropped
     connection) is raised: the delivery is retried, and the retry, finding the command
     done, only reacts (`_acknowledge`)."""
@@ -191,7 +198,8 @@ async def _react(ctx: Any, repo: str, comment_id: int, installation_id: int | No
             await ctx.github.graphql(ADD_REACTION, installation_id=installation_id, id=comment_node_id)
         else:
             gh = await ctx.github.api(installation_id)
-            await gh.post(f"/repos/{repo}/{rest}/comments/{comment_id}/reactions", data={"content": "+1"})
+            await gh.post(path or f"/repos/{repo}/{rest}/comments/{comment_id}/reactions",
+                          data={"content": "+1"})
     except Exception as error:
         # A GraphQL answer with errors (NOT_FOUND: the comment deleted; FORBIDDEN) is GitHub's
         # 200, the same however often asked (its 5xx and rate limits come as GitHubBroken and
@@ -203,18 +211,29 @@ async def _react(ctx: Any, repo: str, comment_id: int, installation_id: int | No
     return "reacted"
 
 
-async def _acknowledge(ctx: Any, data: dict[str, Any], *, repo: str, comment_id: int,
-                       installation_id: int | None, dry_run: bool, kind: str | None,
-                       discussion_id: str | None, key: str) -> None:
-    """React to the command comment unless the command's action says it was done (`reacted`,
-    `would_react` in dry run, or `react_refused`); what happened is kept in its details, so
-    a retried delivery reacts once more only when the reaction failed."""
+async def _acknowledge(ctx: Any, data: dict[str, Any], *, repo: str, number: int,
+                       comment_id: int, installation_id: int | None, dry_run: bool,
+                       kind: str | None, discussion_id: str | None, key: str) -> None:
+    """React to the command comment (kind `opening`: to the issue, pull request or
+    discussion whose opening post holds the command) unless the command's action says it
+    was done (`reacted`, `would_react` in dry run, or `react_refused`); what happened is kept
+    in its details, so a retried delivery reacts once more only when the reaction failed."""
     async with ctx.sessionmaker() as session:
         action = await session.scalar(select(Action).where(Action.dedupe_key == key))
         done = dict(action.details or {}) if action is not None else {}
     if done.get("reacted") or done.get("react_refused") or (dry_run and done.get("would_react")):
         return
-    if discussion_id or kind == "review":  # no REST reactions endpoint: GraphQL on its node
+    if kind == "opening":
+        discussion = data.get("discussion")
+        if isinstance(discussion, dict):  # a discussion: GraphQL on its node
+            if not discussion.get("node_id"):
+                return
+            outcome = await _react(ctx, repo, 0, installation_id, dry_run,
+                                   comment_node_id=str(discussion["node_id"]))
+        else:  # an issue or pull request (a pull request's reactions are its issue's)
+            outcome = await _react(ctx, repo, 0, installation_id, dry_run,
+                                   path=f"/repos/{repo}/issues/{number}/reactions")
+    elif discussion_id or kind == "review":  # no REST reactions endpoint: GraphQL on its node
         node_id = ((data.get("review") if kind == "review" else data.get("comment")) or {}).get("node_id")
         if not node_id:
             return
@@ -273,29 +292,36 @@ def _written_at(data: dict[str, Any]) -> datetime | None:
         return None
 
 
-def _command_before_edit(data: dict[str, Any]) -> tuple[str, list[str]] | None | bool:
-    """The command of an edited comment's previous body (None: it had none); False when the
-    payload does not say what the body was."""
+def _commands_before_edit(data: dict[str, Any]) -> list[tuple[str, list[str]]] | bool:
+    """The command lines of an edited comment's previous body ([]: it had none); False when
+    the payload does not say what the body was."""
     changes = data.get("changes")
     before = changes.get("body") if isinstance(changes, dict) else None
     if not isinstance(before, dict) or not isinstance(before.get("from"), str):
         return False
-    return parse_command(before["from"])
+    return parse_commands(before["from"])
 
 
 ARGUMENT_COMMANDS = ("methods", "kind")  # the others take no words after them
 
 
-def _same_command(before: tuple[str, list[str]] | None | bool,
-                  after: tuple[str, list[str]]) -> bool:
-    """Whether an edit left the command as it was: the same word, and the same words after it
-    for a command that reads them (`/rltracker ignore` and `/rltracker ignore, thanks` ask
-    the same)."""
-    if not isinstance(before, tuple):
+def _asks(command: tuple[str, list[str]]) -> tuple[str, tuple[str, ...]]:
+    """What a command line asks: its word, and the words after it for a command that reads
+    them (`/rltracker ignore` and `/rltracker ignore, thanks` ask the same)."""
+    word, args = command
+    return word, tuple(args) if word in ARGUMENT_COMMANDS else ()
+
+
+def _same_command(before: list[tuple[str, list[str]]] | bool,
+                  after: list[tuple[str, list[str]]]) -> bool:
+    """Whether an edit left the comment's commands as they were: the same first command (the
+    one a comment does), and no command line it did not have before (a line added below an
+    answered command asks for something, and gets the note; a line taken out asks nothing)."""
+    if not isinstance(before, list) or not before or not after:
         return False
-    if before[0] != after[0]:
+    if _asks(before[0]) != _asks(after[0]):
         return False
-    return after[0] not in ARGUMENT_COMMANDS or before[1] == after[1]
+    return {_asks(c) for c in after} <= {_asks(c) for c in before}
 
 
 async def _answered(ctx: Any, key: str) -> bool:
@@ -352,7 +378,8 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         return "no_command"
     if await private_flags(ctx, [data]) == [True]:
         return "private"  # a private repository: nothing stored, no reply (bot/webhooks/privacy.py)
-    if data.get("action") == "edited" and _same_command(_command_before_edit(data), parsed):
+    if data.get("action") == "edited" and _same_command(_commands_before_edit(data),
+                                                        parse_commands(body)):
         return "unchanged_command"
     user = comment.get("user") or {}
     association = (comment.get("author_association") or "").upper()
@@ -378,9 +405,10 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     word, args = parsed
     key = f"{repo}#{number}:command:{ref}"
     stored_kind = kind or ("discussion_comment" if event.event == "discussion_comment" else "comment")
-    # A discussion comment that is a reply in a thread: answered in that thread.
+    # A discussion comment: answered in its thread (the one it replies in, or its own when it
+    # is a top-level comment), under the command as GitHub shows a reply to it.
     in_thread = (str(comment["node_id"]) if event.event == "discussion_comment"
-                 and comment.get("parent_id") and comment.get("node_id") else None)
+                 and comment.get("node_id") else None)
     if comment_id and not await _answered(ctx, key) and await _deleted(ctx, stored_kind, comment_id):
         return "deleted"  # its author took it back before it was handled
     if data.get("action") == "edited" and await _answered(ctx, key):
@@ -469,6 +497,11 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     # "dry_run: true" in the repository's config holds for commands as for comments.
     dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
     if problem is not None:
+        if data.get("action") != "edited" and await _answered(ctx, key):
+            # The comment's command was answered from a later body (an edit made it right
+            # while this delivery waited for a retry): what this older body got wrong was
+            # corrected already, and saying so now would contradict the answer.
+            return "superseded"
         await _note(ctx, repo, number, installation_id, problem, key, discussion_id, dry_run, ref,
                     delivery_id=delivery_of(data), command=word, in_thread=in_thread)
         return problem
@@ -553,7 +586,7 @@ async def _do_command(
             await _verdict_effects(ctx, repo, number, verdict, installation_id=installation_id,
                                    dry_run=dry_run)
         # A retry of a delivery whose reaction failed (a rate limit, a 5xx): react now.
-        await _acknowledge(ctx, data, repo=repo, comment_id=comment_id,
+        await _acknowledge(ctx, data, repo=repo, number=number, comment_id=comment_id,
                            installation_id=installation_id, dry_run=dry_run, kind=kind,
                            discussion_id=discussion_id, key=key)
         return "duplicate"
@@ -583,7 +616,7 @@ async def _do_command(
             await session.execute(delete(Action).where(Action.dedupe_key == key))
             await session.commit()
         raise
-    await _acknowledge(ctx, data, repo=repo, comment_id=comment_id,
+    await _acknowledge(ctx, data, repo=repo, number=number, comment_id=comment_id,
                        installation_id=installation_id, dry_run=dry_run, kind=kind,
                        discussion_id=discussion_id, key=key)
     return word
@@ -662,10 +695,13 @@ async def _post_answer(
     delivery_id: str | None, ref: str, *, in_thread: str | None = None,
 ) -> str:
     """A command's reply or note, in the issue or pull request (REST) or the discussion
-    (GraphQL; in the thread of `in_thread`, the command's node, when it is a reply in one),
+    (GraphQL; in the thread of `in_thread`, the command's node),
     in its once-only slot `key`, within the thread's REPLIES_PER_HOUR: past them
     nothing is posted and the skip is recorded (`reply_rate:{ref}`), and "rate_limited" is
-    returned."""
+    returned. A reply GitHub refuses for a locked conversation (an installation without the
+    right to comment there) or an archived repository is recorded as a skip
+    (`locked:{ref}`, `archived:{ref}`) and "locked" / "archived" returned: the delivery is
+    done, not failed for an answer every retry meets."""
     if discussion_id:
         outcome = await _reply_in_discussion(ctx, repo, number, installation_id, body, key,
                                              discussion_id, dry_run, marker, details, delivery_id,
@@ -678,6 +714,11 @@ async def _post_answer(
         await record_skip(ctx, repo, number, "command", f"reply_rate:{ref}",
                           f"the app replied to {REPLIES_PER_HOUR} commands on this thread in "
                           "the last hour; this one was not answered", **details)
+    elif outcome in ("skipped:locked", "skipped:archived"):
+        code, reason = LOCKED if outcome == "skipped:locked" else ARCHIVED
+        await record_skip(ctx, repo, number, "command", f"{code}:{ref}",
+                          f"{reason}; this command was not answered", **details)
+        outcome = code
     return outcome
 
 
@@ -689,9 +730,9 @@ async def _reply_in_discussion(
     """As `post_reply` for issues (the same once-only slot, `reply_once`), through GraphQL:
     the body carries `marker`, and a reply already in the discussion with it (created by an
     attempt whose answer was lost) is adopted instead of posted again. `in_thread`: the
-    command's node when it is a reply in a thread: answered in that thread (replyToId: its
-    top comment), and looked for among that thread's replies; a command GitHub no longer
-    serves (deleted meanwhile) is answered at the top level, as before."""
+    command's node: answered in its thread (replyToId: the thread's top comment, the command
+    itself when it is a top-level comment), and looked for among that thread's replies; a
+    command GitHub no longer serves (deleted meanwhile) is answered at the top level."""
     body = f"{body.rstrip()}\n{marker}\n"
     found: list[dict[str, Any] | None] = []
     top: list[str | None] = []  # the thread's top comment, as the last look read it
@@ -725,15 +766,16 @@ async def _reply_in_discussion(
 async def _own_thread_reply(ctx: Any, installation_id: int | None, reply_id: str,
                             marker: str) -> tuple[str | None, dict[str, Any] | None]:
     """(the thread's top comment, the app's reply with `marker` among its latest replies) of
-    the thread the comment `reply_id` is a reply in; (None, None) when GitHub serves no such
-    reply (deleted, or not a reply)."""
+    the thread the comment `reply_id` is in: the thread it replies in, or its own when it is a
+    top-level comment; (None, None) when GitHub serves no such comment (deleted)."""
     try:
-        result = await ctx.github.graphql(THREAD_OF_REPLY, installation_id=installation_id,
+        result = await ctx.github.graphql(THREAD_OF_COMMENT, installation_id=installation_id,
                                           id=reply_id)
     except gidgethub.GraphQLException:  # GitHub's 200 with errors: NOT_FOUND (deleted)
         log.warning("could not read the thread of discussion comment %s", reply_id, exc_info=True)
         return None, None
-    thread = (((result or {}).get("node") or {}).get("replyTo")) or {}
+    node = ((result or {}).get("node")) or {}
+    thread = node.get("replyTo") or node
     if not thread.get("id"):
         return None, None
     for node in ((thread.get("replies") or {}).get("nodes")) or []:
@@ -775,8 +817,9 @@ async def handle_opening_command(event: sansio.Event, ctx: Any) -> str:
     minimised for `stop`, recorded once per command word), by its author, or by whoever
     edited it in if they have write access (asked of GitHub, as for a command on a thread not
     one's own). An edit that leaves the command as it was (a title edit, a typo fixed
-    elsewhere) or takes it out changes nothing: a mute stays, as a comment's does. No
-    reaction: the app has no comment of the person's to acknowledge. Returns what happened."""
+    elsewhere) or takes it out changes nothing: a mute stays, as a comment's does.
+    Acknowledged as a comment's command is, with a 👍, on the issue, pull request or
+    discussion itself. Returns what happened."""
     data = event.data
     thread_data = data.get(OPENING_EVENTS.get(event.event, "")) or {}
     word = opening_command(thread_data.get("body"))
@@ -816,7 +859,7 @@ async def handle_opening_command(event: sansio.Event, ctx: Any) -> str:
     dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
     return await _do_command(event, ctx, repo=repo, number=number, installation_id=installation_id,
                              word=word, args=[], key=key, discussion_id=None, dry_run=dry_run,
-                             comment_id=0, ref=ref, kind=None, login=login, is_author=is_author,
+                             comment_id=0, ref=ref, kind="opening", login=login, is_author=is_author,
                              verdict=None)
 
 

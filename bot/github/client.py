@@ -276,8 +276,31 @@ def rate_limit_wait(exc: BaseException, now: float | None = None) -> float | Non
 RETRYABLE_CLIENT_ERRORS = frozenset({401, 408, 409, 429})
 
 
+# GitHub's GraphQL errors (in an answer of status 200) that the same request meets again
+# however often it is asked, as REST's 404 and 403: the node deleted meanwhile (NOT_FOUND: a
+# discussion or comment gone), or not the app's to read or change (FORBIDDEN). A rate limit
+# (RATE_LIMITED) comes as REST's 403 (RetryingGitHubAPI._graphql_once); an error of no type
+# ("Something went wrong while executing your query": GitHub's own timeout) may pass.
+GRAPHQL_REFUSALS = frozenset({"NOT_FOUND", "FORBIDDEN"})
+
+
+def _graphql_refusal(error: BaseException) -> bool:
+    """GitHub's 200 whose every error is a refusal (GRAPHQL_REFUSALS)."""
+    if not isinstance(error, gidgethub.QueryError):
+        return False
+    response = error.response if isinstance(error.response, dict) else {}
+    errors = response.get("errors")
+    return (isinstance(errors, list) and bool(errors)
+            and all(isinstance(e, dict) and e.get("type") in GRAPHQL_REFUSALS for e in errors))
+
+
 def refused_for_good(error: BaseException) -> bool:
-    """A GitHub answer that retrying cannot change (the delivery fails at once, with it)."""
+    """A GitHub answer that retrying cannot change (the delivery fails at once, with it):
+    a 4xx other than those worth another attempt, or a GraphQL answer refusing the same way
+    (GRAPHQL_REFUSALS: it was retried five times, minutes apart, and each attempt of a
+    command reply left a failed row)."""
+    if _graphql_refusal(error):
+        return True
     status = getattr(error, "status_code", None)
     return (isinstance(error, gidgethub.BadRequest) and status is not None
             and 400 <= int(status) < 500 and int(status) not in RETRYABLE_CLIENT_ERRORS

@@ -354,10 +354,16 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
             if not explicit and self._credentials is not None:
                 kind, value = await self._credentials()
                 jwt, oauth_token = (value, None) if kind == "jwt" else (None, value)
+            self._last_status = 0
             try:
                 return await super()._make_request(
                     method, url, url_vars, data, accept, jwt=jwt, oauth_token=oauth_token, **kwargs
                 )
+            except ValueError as exc:
+                # gidgethub decodes the body before it reads the status: GitHub's 5xx from its
+                # front end, said to be JSON but an HTML page, came out as JSONDecodeError, a
+                # ValueError the worker fails at once, where GitHub down is GitHubBroken.
+                raise self._broken(exc) from exc
             except gidgethub.BadRequest as exc:
                 # A token revoked or expired early: drop it and try once with a fresh one.
                 if (
@@ -392,6 +398,7 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
             if kind == "token":
                 self.oauth_token = value
         self._rate_limited = None
+        self._last_status = 0
         try:
             return await super().graphql(query, endpoint=endpoint or self._graphql_endpoint(),
                                          **variables)
@@ -411,13 +418,21 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
                           or "rate limited")
             raise gidgethub.BadRequest(status or http.HTTPStatus.FORBIDDEN, message,
                                        headers=self._rate_limited) from exc
-        except gidgethub.GraphQLException as exc:
+        except (gidgethub.GraphQLException, ValueError) as exc:
             # gidgethub decodes the body before it looks at the status: GitHub's 5xx with an
-            # HTML or empty body (its front end's) came back as a GraphQL error, which the
-            # worker does not take for GitHub being down (GitHubBroken, retried for hours).
-            if self._last_status >= 500:
-                raise gidgethub.GitHubBroken(http.HTTPStatus(self._last_status)) from exc
-            raise
+            # HTML or empty body (its front end's) came back as a GraphQL error, or as
+            # JSONDecodeError when said to be JSON, which the worker does not take for GitHub
+            # being down (GitHubBroken, retried for hours).
+            raise self._broken(exc) from exc
+
+    def _broken(self, exc: Exception) -> Exception:
+        """GitHubBroken when the last answer was a 5xx (its body undecodable), else `exc`."""
+        if self._last_status < 500:
+            return exc
+        try:
+            return gidgethub.GitHubBroken(http.HTTPStatus(self._last_status))
+        except ValueError:  # a status http.HTTPStatus does not name (599)
+            return gidgethub.GitHubBroken(http.HTTPStatus.BAD_GATEWAY)
 
     def _graphql_endpoint(self) -> str:
         return self.base_url.rstrip("/") + "/graphql"

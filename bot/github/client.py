@@ -13,7 +13,9 @@
   test suite's fake server.
 - Retries with exponential backoff and jitter on 5xx, 429 and rate limits (403 with
   `retry-after`, the secondary-limit message, or `x-ratelimit-remaining: 0`), honouring
-  `retry-after` and `x-ratelimit-reset`, bounded in attempts and in total wait. What still
+  `retry-after` and `x-ratelimit-reset` (a rate limit with neither: a minute at least, as GitHub
+  asks), bounded in attempts and in total wait; a 5xx whose body does not decode (an HTML
+  page) is GitHubBroken as any 5xx. What still
   fails raises gidgethub's exception, so the caller's job stays queued instead of being lost.
   A POST that creates something (a comment, by REST or by a GraphQL mutation such as
   addDiscussionComment) is not repeated after a 5xx: it may have been created, and the job's own retry checks for it first instead of posting twice.
@@ -509,15 +511,17 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
             seconds = _retry_after_seconds(retry_after, now)
             if seconds is not None:
                 return seconds + self._rand()  # a little jitter past the server's hint
-        if headers.get("x-ratelimit-remaining") == "0" and headers.get("x-ratelimit-reset"):
+        if headers.get("x-ratelimit-remaining") == "0":
             try:
-                reset = float(headers["x-ratelimit-reset"])
+                reset = float(headers.get("x-ratelimit-reset") or "")
             except ValueError:
-                reset = now
-            return max(0.0, reset - now) + 1.0 + self._rand()
-        if reason in ("secondary_rate_limit", "too_many_requests"):
-            # GitHub answers a secondary limit with 403 or 429: without retry-after (or a
-            # spent primary limit) wait at least a minute, then exponentially longer.
+                reset = None
+            if reset is not None:
+                return max(0.0, reset - now) + 1.0 + self._rand()
+        if reason != "server_error":
+            # A rate limit (403 or 429) with neither retry-after nor the reset of a spent
+            # primary limit: GitHub says to wait at least a minute, then exponentially longer.
+            # (A spent limit without its reset was asked again after 0.5, 1, 2 and 4 s.)
             return 60.0 * 2 ** (attempt - 1) + self._rand()
         return self._backoff(attempt)
 

@@ -730,7 +730,12 @@ async def _own_thread_reply(ctx: Any, installation_id: int | None, reply_id: str
     try:
         result = await ctx.github.graphql(THREAD_OF_REPLY, installation_id=installation_id,
                                           id=reply_id)
-    except gidgethub.GraphQLException:  # GitHub's 200 with errors: NOT_FOUND (deleted)
+    except gidgethub.GraphQLException as exc:
+        # GitHub's 200 with errors. NOT_FOUND (deleted): answered at the top level. Any other
+        # (GitHub's own failure) raises: read as gone, a retry looked for a reply it had
+        # lost among the top-level comments only and posted a second one.
+        if not refused_for_good(exc):
+            raise
         log.warning("could not read the thread of discussion comment %s", reply_id, exc_info=True)
         return None, None
     thread = (((result or {}).get("node") or {}).get("replyTo")) or {}

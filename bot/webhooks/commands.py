@@ -193,10 +193,10 @@ async def _react(ctx: Any, repo: str, comment_id: int, installation_id: int | No
             gh = await ctx.github.api(installation_id)
             await gh.post(f"/repos/{repo}/{rest}/comments/{comment_id}/reactions", data={"content": "+1"})
     except Exception as error:
-        # A GraphQL answer with errors (NOT_FOUND: the comment deleted; FORBIDDEN) is GitHub's
-        # 200, the same however often asked (its 5xx and rate limits come as GitHubBroken and
-        # BadRequest, bot.github.client).
-        if not (refused_for_good(error) or isinstance(error, gidgethub.GraphQLException)):
+        # A GraphQL answer with errors NOT_FOUND (the comment deleted) or FORBIDDEN is GitHub's
+        # 200, the same however often asked: refused_for_good. One of no type (GitHub's own
+        # failure) is not, and raises as its 5xx does: it was taken for a refusal, no 👍 ever.
+        if not refused_for_good(error):
             raise
         log.warning("could not react to %s comment %s", repo, comment_node_id or comment_id, exc_info=True)
         return "refused"

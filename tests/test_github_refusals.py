@@ -17,7 +17,7 @@ from bot.app import create_app
 from bot.github.client import refused_for_good
 from bot.store.models import Action, Delivery
 from bot.webhooks.replay import delivery_headers
-from bot.webhooks.worker import Worker
+from bot.webhooks.worker import MAX_ATTEMPTS, MAX_TRANSIENT_ATTEMPTS, Worker
 from tests.fake_graphql import load_github_schema
 from tests.test_actions_e2e import INST, VERL, install
 
@@ -111,3 +111,28 @@ async def test_graphql_refusals_are_told_from_what_a_retry_may_cure(
         except gidgethub.GraphQLException as exc:
             seen.append(refused_for_good(exc))
     assert seen == [True, True, False, False]
+
+
+async def test_graphql_refusing_the_apps_token_is_retried_as_rests_401_is(
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
+    """GitHub refuses the installation's token for GraphQL (its recorded answer: 401, "Bad
+    credentials"; the client drops the token and asks once more with a fresh one, refused
+    too). REST's 401 is a failure worth retrying for hours (credentials being fixed); the
+    GraphQL one was an unexpected error, given up after 5 attempts: a command in a discussion
+    stayed unanswered once the credentials were fixed, where one on an issue was answered."""
+    recorded = json.loads((shared_dir / "fixtures" / "github-api" / "gidgethub-samples" / "GraphQL"
+                           / "bad-credentials-401.json").read_text())
+    await install(app_ctx, fake_github)
+
+    @fake_github.route("POST", r"/graphql")
+    def refused(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        return 401, recorded
+
+    data = json.loads((shared_dir / "fixtures" / "webhooks" / "discussion_comment" / "created.json")
+                      .read_text())
+    data["comment"]["body"] = "/rltracker methods entropy_collapse"
+    data["repository"]["full_name"] = VERL
+    data["installation"]["id"] = INST
+    row = await deliver(app_ctx, "discussion_comment", data, rounds=MAX_TRANSIENT_ATTEMPTS + 1)
+    assert row.attempts == MAX_TRANSIENT_ATTEMPTS > MAX_ATTEMPTS, (row.attempts, row.status)
+    assert "GraphQLAuthorizationFailure" in (row.last_error or "")

@@ -70,6 +70,11 @@ def threaded_discussion_api(fake_github: Any, shared_dir: Any) -> dict[str, Any]
                 "id": node["id"], "databaseId": node["databaseId"]}}}}
         if "replyTo" in body["query"]:  # the command's thread and its replies
             assert variables == {"id": "DC_cmd"}
+            if state.get("flaky"):  # GitHub's own failure (200, an error of no type)
+                state["flaky"] -= 1
+                return {"data": None, "errors": [{"message": (
+                    "Something went wrong while executing your query. This may be the "
+                    "result of a timeout, or it could be a GitHub bug.")}]}
             if state.get("gone"):  # the command deleted on GitHub meanwhile
                 return {"data": {"node": None}, "errors": [{
                     "type": "NOT_FOUND", "path": ["node"],
@@ -334,3 +339,40 @@ async def test_a_reply_github_refuses_on_a_locked_issue_is_recorded_not_a_failed
     assert sorted((a.status, a.details.get("code") or a.details.get("command")) for a in rows) == [
         ("posted", "ignore"), ("skipped", "locked:801"), ("skipped", "locked:802")]
     assert len(fake_github.requests("POST", r"/reactions")) == 1  # the ignore's 👍
+
+
+async def test_a_threaded_reply_whose_thread_github_failed_to_read_is_not_posted_twice(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """The reply is created in the command's thread but GitHub's answer is lost (502); the
+    delivery's retry then meets GitHub's own failure reading the thread (200 with an error of
+    no type: "Something went wrong ... timeout"). That was read as "the command is gone": the
+    retry looked for the lost reply among the top-level comments only, did not find it, and
+    posted a second reply at the top level. Now only NOT_FOUND reads so; the retry raises, and
+    the next finds the reply in the thread: one reply, in its thread."""
+    import json
+
+    import gidgethub
+    import pytest
+
+    from tests.test_actions_e2e import INST
+
+    await install(app_ctx, fake_github)
+    state = threaded_discussion_api(fake_github, shared_dir)
+    path = shared_dir / "fixtures" / "webhooks" / "discussion_comment" / "created.json"
+    data = json.loads(path.read_text())
+    data["comment"].update(id=501, node_id="DC_cmd", parent_id=500,
+                           body="/rltracker methods entropy_collapse")
+    data["discussion"]["node_id"] = "D_9"
+    data["repository"]["full_name"] = VERL
+    data["installation"] = {"id": INST}
+    event = sansio.Event(data, event="discussion_comment", delivery_id="dd-flaky")
+    with pytest.raises(gidgethub.GitHubException):
+        await handle_command(event, app_ctx)  # created in the thread, the answer lost
+    state["flaky"] = 1
+    try:
+        await handle_command(event, app_ctx)  # the worker's retry: GitHub fails the read
+    except gidgethub.GitHubException:
+        pass
+    await handle_command(event, app_ctx)  # and the next
+    ours = [n for n in state["top"] + state["replies"] if n["viewerDidAuthor"]]
+    assert len(ours) == 1 and ours[0] in state["replies"], ours

@@ -1066,6 +1066,42 @@ async def test_a_reaction_on_a_deleted_discussion_comment_is_refused_for_good(
     assert row.details.get("react_refused") is True
 
 
+async def test_a_reaction_github_failed_to_add_is_added_by_the_retry(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """GraphQL answers `addReaction` with GitHub's own failure (200, an error of no type: "Something
+    went wrong ... timeout"), which a later attempt does not meet. It was taken for a refusal
+    for good as NOT_FOUND is: the command recorded `react_refused`, no 👍 ever. Now it raises,
+    the delivery is retried, and the retry reacts (once)."""
+    import json
+
+    await install(app_ctx, fake_github)
+    asked: list[str] = []
+
+    @fake_github.route("POST", r"/graphql")
+    def flaky(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        asked.append(body["query"])
+        if len(asked) == 1:
+            return {"data": None, "errors": [{"message": (
+                "Something went wrong while executing your query. This may be the result of a "
+                "timeout, or it could be a GitHub bug.")}]}
+        return {"data": {"addReaction": {"reaction": {"content": "THUMBS_UP"}}}}
+
+    data = json.loads((shared_dir / "fixtures" / "webhooks" / "discussion_comment" / "created.json").read_text())
+    data["comment"]["body"] = "/rltracker ignore"
+    data["repository"]["full_name"] = VERL
+    data["installation"]["id"] = INST
+    event = sansio.Event(data, event="discussion_comment", delivery_id="dd-flaky")
+    try:
+        await handle_command(event, app_ctx)
+    except gidgethub.GitHubException:
+        pass
+    await handle_command(event, app_ctx)  # the worker's retry
+    await handle_command(event, app_ctx)  # a redelivery: nothing more
+    assert len(asked) == 2 and all("addReaction" in q for q in asked)
+    [row] = await actions(app_ctx, "command")
+    assert row.details.get("reacted") is True and not row.details.get("react_refused")
+
+
 async def test_command_replies_on_a_thread_are_capped_per_hour(app_ctx: Any, fake_github: Any) -> None:
     """Anyone may open an issue and so use the commands on it: its author posting twelve
     `/rltracker rules` and unknown commands got twelve replies from the app (each comment is

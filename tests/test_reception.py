@@ -250,3 +250,45 @@ async def test_comments_gone_with_their_deleted_issues_do_not_pause(rctx: Any) -
         gone = list(await session.scalars(select(Action).where(
             Action.repo == "e/tidy", Action.number.in_((4, 7)))))
     assert all(a.comment_deleted for a in gone)  # (gone all the same: never read again)
+
+
+@pytest.mark.parametrize("error", [
+    {"type": "FORBIDDEN", "message": "Resource not accessible by integration"},
+    {"message": "Something went wrong while executing your query. This may be the result of a timeout."},
+], ids=["forbidden", "untyped"])
+async def test_a_comment_github_would_not_read_is_not_taken_for_deleted(
+        rctx: Any, fake_github: Any, error: dict[str, Any]) -> None:
+    """GitHub's partial answer (status 200): two of a repository's comments null, each with an
+    error other than NOT_FOUND (the app may not read them now; GitHub's own failure on that
+    node). Only NOT_FOUND says a comment was deleted: these were marked deleted for good
+    (never read again), counted as hidden by the repository's people, and the repository was
+    paused ("2 of the app's last 10 comments were hidden or deleted"). Left unread, they are
+    read the next night."""
+    ctx, data = rctx
+    await _repos(ctx, "e/guarded")
+    ids = [await _post(ctx, data, "e/guarded", n, up=1) for n in range(1, 11)]
+    refused = set(ids[3:5])
+    answer = fake_github.graphql_handler
+
+    def partly_refused(query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        out = answer(query, variables)
+        for k, node_id in enumerate(variables.get("ids") or []):
+            if node_id in refused:
+                out["data"]["nodes"][k] = None
+                out.setdefault("errors", []).append({**error, "path": ["nodes", k]})
+        return out
+
+    fake_github.graphql_handler = partly_refused
+    stats = await refresh_reception(ctx)
+    assert stats.paused == [] and stats.deleted == 0 and stats.unread == 2
+    async with ctx.sessionmaker() as session:
+        repo = await session.scalar(select(Repository).where(Repository.full_name == "e/guarded"))
+        actions = list(await session.scalars(select(Action).order_by(Action.number)))
+    assert not repo.comments_paused
+    assert [a.comment_deleted for a in actions] == [False] * 10
+    assert [a.reactions_up for a in actions] == [1, 1, 1, 0, 0, 1, 1, 1, 1, 1]
+    refused.clear()  # the next night GitHub reads them
+    stats = await refresh_reception(ctx)
+    assert stats.comments == 10 and stats.unread == 0 and stats.paused == []
+    async with ctx.sessionmaker() as session:
+        assert [a.reactions_up for a in await session.scalars(select(Action))] == [1] * 10

@@ -13,7 +13,9 @@
   test suite's fake server.
 - Retries with exponential backoff and jitter on 5xx, 429 and rate limits (403 with
   `retry-after`, the secondary-limit message, or `x-ratelimit-remaining: 0`), honouring
-  `retry-after` and `x-ratelimit-reset`, bounded in attempts and in total wait. What still
+  `retry-after` and `x-ratelimit-reset` (a rate limit with neither: a minute at least, as GitHub
+  asks), bounded in attempts and in total wait; a 5xx whose body does not decode (an HTML
+  page) is GitHubBroken as any 5xx. What still
   fails raises gidgethub's exception, so the caller's job stays queued instead of being lost.
   A POST that creates something (a comment, by REST or by a GraphQL mutation such as
   addDiscussionComment) is not repeated after a 5xx: it may have been created, and the job's own retry checks for it first instead of posting twice.
@@ -276,8 +278,31 @@ def rate_limit_wait(exc: BaseException, now: float | None = None) -> float | Non
 RETRYABLE_CLIENT_ERRORS = frozenset({401, 408, 409, 429})
 
 
+# GitHub's GraphQL errors (in an answer of status 200) that the same request meets again
+# however often it is asked, as REST's 404 and 403: the node deleted meanwhile (NOT_FOUND: a
+# discussion or comment gone), or not the app's to read or change (FORBIDDEN). A rate limit
+# (RATE_LIMITED) comes as REST's 403 (RetryingGitHubAPI._graphql_once); an error of no type
+# ("Something went wrong while executing your query": GitHub's own timeout) may pass.
+GRAPHQL_REFUSALS = frozenset({"NOT_FOUND", "FORBIDDEN"})
+
+
+def _graphql_refusal(error: BaseException) -> bool:
+    """GitHub's 200 whose every error is a refusal (GRAPHQL_REFUSALS)."""
+    if not isinstance(error, gidgethub.QueryError):
+        return False
+    response = error.response if isinstance(error.response, dict) else {}
+    errors = response.get("errors")
+    return (isinstance(errors, list) and bool(errors)
+            and all(isinstance(e, dict) and e.get("type") in GRAPHQL_REFUSALS for e in errors))
+
+
 def refused_for_good(error: BaseException) -> bool:
-    """A GitHub answer that retrying cannot change (the delivery fails at once, with it)."""
+    """A GitHub answer that retrying cannot change (the delivery fails at once, with it):
+    a 4xx other than those worth another attempt, or a GraphQL answer refusing the same way
+    (GRAPHQL_REFUSALS: it was retried five times, minutes apart, and each attempt of a
+    command reply left a failed row)."""
+    if _graphql_refusal(error):
+        return True
     status = getattr(error, "status_code", None)
     return (isinstance(error, gidgethub.BadRequest) and status is not None
             and 400 <= int(status) < 500 and int(status) not in RETRYABLE_CLIENT_ERRORS
@@ -331,10 +356,16 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
             if not explicit and self._credentials is not None:
                 kind, value = await self._credentials()
                 jwt, oauth_token = (value, None) if kind == "jwt" else (None, value)
+            self._last_status = 0
             try:
                 return await super()._make_request(
                     method, url, url_vars, data, accept, jwt=jwt, oauth_token=oauth_token, **kwargs
                 )
+            except ValueError as exc:
+                # gidgethub decodes the body before it reads the status: GitHub's 5xx from its
+                # front end, said to be JSON but an HTML page, came out as JSONDecodeError, a
+                # ValueError the worker fails at once, where GitHub down is GitHubBroken.
+                raise self._broken(exc) from exc
             except gidgethub.BadRequest as exc:
                 # A token revoked or expired early: drop it and try once with a fresh one.
                 if (
@@ -369,6 +400,7 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
             if kind == "token":
                 self.oauth_token = value
         self._rate_limited = None
+        self._last_status = 0
         try:
             return await super().graphql(query, endpoint=endpoint or self._graphql_endpoint(),
                                          **variables)
@@ -388,13 +420,21 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
                           or "rate limited")
             raise gidgethub.BadRequest(status or http.HTTPStatus.FORBIDDEN, message,
                                        headers=self._rate_limited) from exc
-        except gidgethub.GraphQLException as exc:
+        except (gidgethub.GraphQLException, ValueError) as exc:
             # gidgethub decodes the body before it looks at the status: GitHub's 5xx with an
-            # HTML or empty body (its front end's) came back as a GraphQL error, which the
-            # worker does not take for GitHub being down (GitHubBroken, retried for hours).
-            if self._last_status >= 500:
-                raise gidgethub.GitHubBroken(http.HTTPStatus(self._last_status)) from exc
-            raise
+            # HTML or empty body (its front end's) came back as a GraphQL error, or as
+            # JSONDecodeError when said to be JSON, which the worker does not take for GitHub
+            # being down (GitHubBroken, retried for hours).
+            raise self._broken(exc) from exc
+
+    def _broken(self, exc: Exception) -> Exception:
+        """GitHubBroken when the last answer was a 5xx (its body undecodable), else `exc`."""
+        if self._last_status < 500:
+            return exc
+        try:
+            return gidgethub.GitHubBroken(http.HTTPStatus(self._last_status))
+        except ValueError:  # a status http.HTTPStatus does not name (599)
+            return gidgethub.GitHubBroken(http.HTTPStatus.BAD_GATEWAY)
 
     def _graphql_endpoint(self) -> str:
         return self.base_url.rstrip("/") + "/graphql"
@@ -471,15 +511,17 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
             seconds = _retry_after_seconds(retry_after, now)
             if seconds is not None:
                 return seconds + self._rand()  # a little jitter past the server's hint
-        if headers.get("x-ratelimit-remaining") == "0" and headers.get("x-ratelimit-reset"):
+        if headers.get("x-ratelimit-remaining") == "0":
             try:
-                reset = float(headers["x-ratelimit-reset"])
+                reset = float(headers.get("x-ratelimit-reset") or "")
             except ValueError:
-                reset = now
-            return max(0.0, reset - now) + 1.0 + self._rand()
-        if reason in ("secondary_rate_limit", "too_many_requests"):
-            # GitHub answers a secondary limit with 403 or 429: without retry-after (or a
-            # spent primary limit) wait at least a minute, then exponentially longer.
+                reset = None
+            if reset is not None:
+                return max(0.0, reset - now) + 1.0 + self._rand()
+        if reason != "server_error":
+            # A rate limit (403 or 429) with neither retry-after nor the reset of a spent
+            # primary limit: GitHub says to wait at least a minute, then exponentially longer.
+            # (A spent limit without its reset was asked again after 0.5, 1, 2 and 4 s.)
             return 60.0 * 2 ** (attempt - 1) + self._rand()
         return self._backoff(attempt)
 

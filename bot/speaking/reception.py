@@ -45,7 +45,7 @@ class ReceptionStats:
     requests: int = 0
     minimized: int = 0
     deleted: int = 0
-    unread: int = 0  # comments whose group GitHub would not read
+    unread: int = 0  # comments GitHub would not read (their group refused; null, not NOT_FOUND)
     paused: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -98,19 +98,32 @@ def pause_reason(actions: list[Action]) -> str | None:
     return None
 
 
+UNREAD = object()  # a node of the answer GitHub did not read (`_read_nodes`)
+
+
 async def _read_nodes(ctx: Any, ids: list[str], installation_id: int | None) -> list[Any]:
+    """The comments' nodes, in the order of `ids`: None for a deleted one (GitHub answers
+    null and a NOT_FOUND error pointing at it), UNREAD for one null under another error
+    (FORBIDDEN: not the app's to read now; GitHub's own failure on that node): that was taken
+    for deleted, for good, and counted as hidden by the repository's people."""
     import gidgethub
 
+    errors: list[Any] = []
     try:
         data = await ctx.github.graphql(RECEPTION_QUERY, installation_id=installation_id, ids=ids)
     except gidgethub.GraphQLException as exc:
-        # A deleted comment makes GitHub answer null for it plus a NOT_FOUND error; the other
-        # nodes are still in `data`.
+        # The other nodes of a partial answer are still in `data`.
         response = exc.response if isinstance(exc.response, dict) else {}
         data = response.get("data")
         if not data:
             raise
-    return list(data.get("nodes") or [None] * len(ids))
+        errors = [e for e in response.get("errors") or [] if isinstance(e, dict)]
+    nodes = list(data.get("nodes") or [None] * len(ids))
+    if not errors:
+        return nodes
+    gone = {e["path"][1] for e in errors if e.get("type") == "NOT_FOUND"
+            and isinstance(e.get("path"), list) and len(e["path"]) == 2 and e["path"][0] == "nodes"}
+    return [UNREAD if node is None and k not in gone else node for k, node in enumerate(nodes)]
 
 
 async def _with_their_threads(session: Any, gone: list[Action]) -> None:
@@ -158,6 +171,9 @@ async def refresh_reception(ctx: Any) -> ReceptionStats:
                     break
                 stats.requests += 1
                 for action, node in zip(chunk, nodes, strict=False):
+                    if node is UNREAD:  # read again the next night
+                        stats.unread += 1
+                        continue
                     stats.comments += 1
                     if node is None:
                         action.comment_deleted = True

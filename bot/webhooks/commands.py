@@ -201,10 +201,10 @@ async def _react(ctx: Any, repo: str, comment_id: int, installation_id: int | No
             await gh.post(path or f"/repos/{repo}/{rest}/comments/{comment_id}/reactions",
                           data={"content": "+1"})
     except Exception as error:
-        # A GraphQL answer with errors (NOT_FOUND: the comment deleted; FORBIDDEN) is GitHub's
-        # 200, the same however often asked (its 5xx and rate limits come as GitHubBroken and
-        # BadRequest, bot.github.client).
-        if not (refused_for_good(error) or isinstance(error, gidgethub.GraphQLException)):
+        # A GraphQL answer with errors NOT_FOUND (the comment deleted) or FORBIDDEN is GitHub's
+        # 200, the same however often asked: refused_for_good. One of no type (GitHub's own
+        # failure) is not, and raises as its 5xx does: it was taken for a refusal, no 👍 ever.
+        if not refused_for_good(error):
             raise
         log.warning("could not react to %s comment %s", repo, comment_node_id or comment_id, exc_info=True)
         return "refused"
@@ -771,7 +771,12 @@ async def _own_thread_reply(ctx: Any, installation_id: int | None, reply_id: str
     try:
         result = await ctx.github.graphql(THREAD_OF_COMMENT, installation_id=installation_id,
                                           id=reply_id)
-    except gidgethub.GraphQLException:  # GitHub's 200 with errors: NOT_FOUND (deleted)
+    except gidgethub.GraphQLException as exc:
+        # GitHub's 200 with errors. NOT_FOUND (deleted): answered at the top level. Any other
+        # (GitHub's own failure) raises: read as gone, a retry looked for a reply it had
+        # lost among the top-level comments only and posted a second one.
+        if not refused_for_good(exc):
+            raise
         log.warning("could not read the thread of discussion comment %s", reply_id, exc_info=True)
         return None, None
     node = ((result or {}).get("node")) or {}

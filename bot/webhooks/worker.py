@@ -136,6 +136,8 @@ def transient(error: BaseException) -> bool:
     reaches the worker is more likely a bug, retried within `max_attempts`."""
     if isinstance(error, gidgethub.GitHubBroken) or rate_limit_wait(error) is not None:
         return True
+    if isinstance(error, gidgethub.GraphQLAuthorizationFailure):  # GraphQL's 401, as REST's
+        return True
     if _asked_wait(error) is not None:
         return True
     if isinstance(error, gidgethub.BadRequest):

@@ -82,7 +82,9 @@ async def test_a_command_in_a_discussion_deleted_meanwhile_is_not_retried(
     async with app_ctx.sessionmaker() as session:
         commands = list(await session.scalars(select(Action).where(Action.kind == "command")))
     assert [a.status for a in commands] == ["failed"]
-    assert asked == ["node"]  # the look for an earlier reply: the discussion is gone
+    # the looks for an earlier reply (the command's own thread, then the discussion's
+    # comments), each answered NOT_FOUND once: nothing was sent, nothing asked again
+    assert asked == ["node", "node"]
 
 
 async def test_graphql_refusals_are_told_from_what_a_retry_may_cure(

@@ -733,8 +733,22 @@ async def rerun_dead_night(ctx: Any, now: datetime | None = None) -> dict[str, A
         # recorded at every look, for hours (sched61).
         log.info("nightly: the run of %s waits for %s", fire.isoformat(), ctx.extras[LOCK_HOLDER])
         return None
+    if await _live_run(ctx, now):
+        # Another replica's run (its heartbeat live) holds the lock, past the next night's
+        # time: the watch of every other replica recorded a `skipped` run at every look while
+        # it lasted. It looks again at its next tick and runs the night once that run ended.
+        log.info("nightly: the run of %s waits for another replica's run", fire.isoformat())
+        return None
     log.info("nightly: the run of %s stopped with its process; running it now", fire.isoformat())
     return await nightly_job(ctx, fire_time=fire)
+
+
+async def _live_run(ctx: Any, now: datetime) -> bool:
+    """Whether a nightly run is going on (running, its heartbeat within the lease)."""
+    async with ctx.sessionmaker() as session:
+        return await session.scalar(
+            select(JobRun.id).where(JobRun.name == JOB_NAME, JobRun.outcome == "running",
+                                    alive(now)).limit(1)) is not None
 
 
 async def close_interrupted_runs(ctx: Any) -> int:

@@ -43,3 +43,29 @@ async def test_a_gap_longer_than_one_run_is_fetched_over_two_runs(ctx: Any, fake
     assert total == len(entries) + 1
     third = await fetch_new_papers(ctx, base_url=url, sleep=no_sleep)  # nothing new: no loss, no growth
     assert third.added == 0
+
+
+async def test_a_day_of_more_listings_than_one_run_reads_is_fetched_on(
+        ctx: Any, fake_github: Any) -> None:
+    """One day with 1,500 listings (more than the 1,000 one run reads). Every run started from
+    the day before the newest stored date (a day of overlap) and read the same first 1,000 of
+    that day again: the other 500 were never fetched, whatever the number of runs. A run
+    whose overlap alone would fill it goes on from the listings it stored (the last page of
+    them read again)."""
+    today = utcnow().date()
+    async with ctx.sessionmaker() as session:
+        session.add(Paper(arxiv_id="2401.00001", title="An older fetch", aliases=[],
+                          first_public=(today - timedelta(days=3)).isoformat(), source="arxiv-api"))
+        await session.commit()
+    day = (today - timedelta(days=1)).isoformat()
+    entries = [(f"2512.{k:05d}v1", f"Paper {k}", f"{day}T{k // 60 // 60 % 24:02d}:"
+                f"{k // 60 % 60:02d}:{k % 60:02d}Z") for k in range(1500)]
+    assert len(entries) > MAX_PAGES * PAGE_SIZE
+    seen = fake_arxiv(fake_github, entries)
+    url = fake_github.url + "/api/query"
+    runs = [await fetch_new_papers(ctx, base_url=url, sleep=no_sleep) for _ in range(3)]
+    async with ctx.sessionmaker() as session:
+        stored = set(await session.scalars(select(Paper.arxiv_id).where(Paper.arxiv_id.like("2512.%"))))
+    missing = {e[0][:10] for e in entries} - stored
+    assert not missing, f"{len(missing)} listings never fetched ({[r.as_dict() for r in runs]})"
+    assert runs[2].added == 0 and len(seen) <= 3 * MAX_PAGES

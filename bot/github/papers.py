@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, insert, or_, select
 
 from analyzers.arxiv import normalise_arxiv_id
 from bot.store.models import Paper
@@ -305,13 +305,23 @@ async def fetch_new_papers(
     since = ((datetime.fromisoformat(newest) - timedelta(days=1)).date().isoformat() if newest
              else (datetime.now(UTC) - timedelta(days=7)).date().isoformat())
     until = (datetime.now(UTC) + timedelta(days=1)).date().isoformat()  # (a clock a little behind)
-    query = arxiv_query(list(categories) or DEFAULT_CATEGORIES, since, until)
+    cats = list(categories) or DEFAULT_CATEGORIES
+    query = arxiv_query(cats, since, until)
+    # The listings of the window already stored come first (oldest first): when they alone
+    # would fill the run (a day of more listings than one run reads), every run read the same
+    # first MAX_PAGES pages of that day again and never the rest. The run then starts at
+    # their last page (read again: a listing that appeared late among them shifts the rest).
+    async with ctx.sessionmaker() as db:
+        known = int(await db.scalar(select(func.count()).select_from(Paper).where(
+            Paper.source == "arxiv-api", Paper.first_public >= since, Paper.first_public <= until,
+            or_(*[Paper.categories.like(f"%{c}%") for c in cats]))) or 0)
+    first_page = max(0, known - PAGE_SIZE) // PAGE_SIZE if known + PAGE_SIZE > max_pages * PAGE_SIZE else 0
     own = session is None
     http = session or aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
     found: list[dict[str, Any]] = []
     try:
-        for page in range(max_pages):
-            if page:
+        for page in range(first_page, first_page + max_pages):
+            if page > first_page:
                 await sleep(ARXIV_DELAY)
             params = {"search_query": query, "sortBy": "submittedDate", "sortOrder": "ascending",
                       "start": str(page * PAGE_SIZE), "max_results": str(PAGE_SIZE)}

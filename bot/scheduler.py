@@ -95,7 +95,8 @@ async def step_sync(ctx: Any) -> Any:
     except Exception as exc:  # noqa: BLE001 - the sync runs all the same
         log.exception("nightly: the visibility check failed")
         visibility = {"failed": f"{type(exc).__name__}: {exc}"[:500]}
-    syncer = Syncer(ctx, None, on_changed=partial(sync_changed, ctx))  # (bot.github.sync.sync)
+    # (bot.github.sync.sync; recheck: older comments asked again in a rotation, sync62)
+    syncer = Syncer(ctx, None, on_changed=partial(sync_changed, ctx), recheck=True)
     try:
         stats = await syncer.run()
     except SyncError as exc:

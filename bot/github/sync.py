@@ -1146,6 +1146,8 @@ class Syncer:
                     else ": set GITHUB_TOKEN to read the repositories the app is not installed on")
 
     async def _run_group(self, installation_id: int | None) -> None:
+        import gidgethub
+
         failures = 0
         while True:
             streams, slots, conts = self._plan(installation_id)
@@ -1158,6 +1160,13 @@ class Syncer:
                 # nothing was taken: the continuations are asked again (with GITHUB_TOKEN)
                 self.continuations.extendleft(reversed(conts))
                 raise
+            except gidgethub.BadRequest as exc:
+                # A rate limit that outlasted RATE_LIMIT_WAITS, a 4xx for the token's group:
+                # gidgethub's error left the sync as it was, not a SyncError, so `rltracker
+                # sync` printed no counts and the nightly step recorded none (sync62).
+                self.continuations.extendleft(reversed(conts))
+                raise SyncFailed(f"GitHub answered {int(exc.status_code)}: {exc}"
+                                 " (cursors are stored)") from exc
             except _Transient as exc:
                 failures += 1
                 self.continuations.extendleft(reversed(conts))  # nothing was taken

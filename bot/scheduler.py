@@ -466,6 +466,13 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
         if rules_failed:
             problems.append(f"the contribution rules of {rules_failed} repository(ies) could "
                             "not be refreshed (see the log)")
+        # Deliveries the inbox never got whose redelivery GitHub refused (the POST failed):
+        # the night said "ok"; they are asked again the next nights while GitHub keeps them.
+        recovery = counts.get("recovery")
+        unrecovered = int(recovery.get("errors") or 0) if isinstance(recovery, dict) else 0
+        if unrecovered:
+            problems.append(f"the redelivery of {unrecovered} missed delivery(ies) failed (see "
+                            "the log; asked again the next nights while GitHub keeps them)")
         # The report was built and stored but not posted where RLTRACKER_REPORT_ISSUE says
         # (the run said "ok"): the reason is on its action, `rltracker report` posts it again.
         report = counts.get("report")
@@ -481,7 +488,8 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
             shown = ", ".join(unanalysed[:10]) + (f" and {total - 10} more" if total > 10 else "")
             problems.append(f"the re-analysis of {total} thread(s) failed: {shown}")
         outcome = ("failed" if errors else "partial" if (refused or unposted or unanalysed
-                                                         or unsynced or rules_failed)
+                                                         or unsynced or rules_failed
+                                                         or unrecovered)
                    else "ok")
         await record_job_run(ctx, JOB_NAME, run_id, finished_at=utcnow(), outcome=outcome, counts=_jsonable(counts),
                       error="; ".join(problems) or None)

@@ -88,7 +88,7 @@ class Metrics:
         worker: dict[str, int] | None = None,
         inbox: dict[str, int] | None = None,
         actions: dict[tuple[str, str], int] | None = None,
-        jobs: dict[str, tuple[str, Any, Any]] | None = None,
+        jobs: dict[str, tuple[str, Any, Any, dict[str, Any]]] | None = None,
         database_up: bool | None = None,
         database_busy: bool | None = None,
     ) -> str:
@@ -141,15 +141,26 @@ class Metrics:
             name = "rltracker_job_last_run_timestamp_seconds"
             family(name, "gauge", "start of each background job's latest run, with its outcome "
                    "as it stands (interrupted: its process died)")
-            for job, (outcome, started, _) in sorted(jobs.items()):
+            for job, (outcome, started, _, _) in sorted(jobs.items()):
                 if started is not None:
                     out.append(f"{name}{_labels([('job', job), ('outcome', outcome)])} "
                                f"{_num(float(started.timestamp()))}")
             name = "rltracker_job_last_success_timestamp_seconds"
             family(name, "gauge", "end of each background job's latest successful run")
-            for job, (_, _, ok) in sorted(jobs.items()):
+            for job, (_, _, ok, _) in sorted(jobs.items()):
                 if ok is not None:
                     out.append(f"{name}{_labels([('job', job)])} {_num(float(ok.timestamp()))}")
+            # A `partial` night ran (one thread not re-analysed, one repository refused): the
+            # success gauge above reads it as no run. Each outcome's latest end, so an alert
+            # can take `ok` alone or any run that finished (`ok|partial`).
+            name = "rltracker_job_last_finish_timestamp_seconds"
+            family(name, "gauge", "end of each background job's latest run that ended with each "
+                   "outcome (ok, partial, failed, cancelled)")
+            for job, (_, _, _, ends) in sorted(jobs.items()):
+                for outcome, end in sorted(ends.items()):
+                    if end is not None:
+                        out.append(f"{name}{_labels([('job', job), ('outcome', outcome)])} "
+                                   f"{_num(float(end.timestamp()))}")
         if database_up is not None:
             family("rltracker_database_up", "gauge", "1 when the database answered the scrape")
             out.append(f"rltracker_database_up {1 if database_up else 0}")

@@ -95,7 +95,8 @@ async def step_sync(ctx: Any) -> Any:
     except Exception as exc:  # noqa: BLE001 - the sync runs all the same
         log.exception("nightly: the visibility check failed")
         visibility = {"failed": f"{type(exc).__name__}: {exc}"[:500]}
-    syncer = Syncer(ctx, None, on_changed=partial(sync_changed, ctx))  # (bot.github.sync.sync)
+    # (bot.github.sync.sync; recheck: older comments asked again in a rotation, sync62)
+    syncer = Syncer(ctx, None, on_changed=partial(sync_changed, ctx), recheck=True)
     try:
         stats = await syncer.run()
     except SyncError as exc:
@@ -458,6 +459,12 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
         unsynced = _unsynced(sync_counts)
         if unsynced:
             problems.append(unsynced)
+        # The visibility check before the sync could not list an installation (or raised):
+        # a repository of it made private while its event was lost stays published until a
+        # night lists it. The night said "ok" (sync62).
+        unlisted = _unlisted_installations(sync_counts)
+        if unlisted:
+            problems.append(unlisted)
         # Repositories whose contribution rules were neither read nor kept from before
         # (bot.speaking.contribution.refresh_all's `failed`): the night said "ok" (sched61).
         rules = counts.get("rules")
@@ -465,6 +472,13 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
         if rules_failed:
             problems.append(f"the contribution rules of {rules_failed} repository(ies) could "
                             "not be refreshed (see the log)")
+        # Deliveries the inbox never got whose redelivery GitHub refused (the POST failed):
+        # the night said "ok"; they are asked again the next nights while GitHub keeps them.
+        recovery = counts.get("recovery")
+        unrecovered = int(recovery.get("errors") or 0) if isinstance(recovery, dict) else 0
+        if unrecovered:
+            problems.append(f"the redelivery of {unrecovered} missed delivery(ies) failed (see "
+                            "the log; asked again the next nights while GitHub keeps them)")
         # The report was built and stored but not posted where RLTRACKER_REPORT_ISSUE says
         # (the run said "ok"): the reason is on its action, `rltracker report` posts it again.
         report = counts.get("report")
@@ -480,7 +494,8 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
             shown = ", ".join(unanalysed[:10]) + (f" and {total - 10} more" if total > 10 else "")
             problems.append(f"the re-analysis of {total} thread(s) failed: {shown}")
         outcome = ("failed" if errors else "partial" if (refused or unposted or unanalysed
-                                                         or unsynced or rules_failed)
+                                                         or unsynced or rules_failed
+                                                         or unrecovered or unlisted)
                    else "ok")
         await record_job_run(ctx, JOB_NAME, run_id, finished_at=utcnow(), outcome=outcome, counts=_jsonable(counts),
                       error="; ".join(problems) or None)
@@ -488,6 +503,21 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
         return {"outcome": outcome, "counts": counts, "run_id": run_id}
     finally:
         await lock.release()
+
+
+def _unlisted_installations(sync_counts: Any) -> str | None:
+    """What a run says of the installations its visibility check could not list, or None."""
+    visibility = sync_counts.get("visibility") if isinstance(sync_counts, dict) else None
+    if not isinstance(visibility, dict):
+        return None  # skipped (no app credentials), or the sync step did not run
+    failed = visibility.get("failed")
+    if isinstance(failed, str):  # the check itself raised
+        return f"the visibility check failed ({failed[:200]})"
+    if failed:
+        return (f"the visibility check could not list installation(s) "
+                f"{', '.join(str(i) for i in failed)}: their repositories made private are "
+                "found at a later night")
+    return None
 
 
 def _unsynced(sync_counts: Any) -> str | None:
@@ -733,8 +763,22 @@ async def rerun_dead_night(ctx: Any, now: datetime | None = None) -> dict[str, A
         # recorded at every look, for hours (sched61).
         log.info("nightly: the run of %s waits for %s", fire.isoformat(), ctx.extras[LOCK_HOLDER])
         return None
+    if await _live_run(ctx, now):
+        # Another replica's run (its heartbeat live) holds the lock, past the next night's
+        # time: the watch of every other replica recorded a `skipped` run at every look while
+        # it lasted. It looks again at its next tick and runs the night once that run ended.
+        log.info("nightly: the run of %s waits for another replica's run", fire.isoformat())
+        return None
     log.info("nightly: the run of %s stopped with its process; running it now", fire.isoformat())
     return await nightly_job(ctx, fire_time=fire)
+
+
+async def _live_run(ctx: Any, now: datetime) -> bool:
+    """Whether a nightly run is going on (running, its heartbeat within the lease)."""
+    async with ctx.sessionmaker() as session:
+        return await session.scalar(
+            select(JobRun.id).where(JobRun.name == JOB_NAME, JobRun.outcome == "running",
+                                    alive(now)).limit(1)) is not None
 
 
 async def close_interrupted_runs(ctx: Any) -> int:

@@ -174,3 +174,35 @@ async def test_metrics_show_each_jobs_last_run_as_it_stands(ctx: AppContext) -> 
     [ok] = [x for x in text.splitlines()
             if x.startswith('rltracker_job_last_success_timestamp_seconds{job="nightly"}')]
     assert abs(float(ok.rpartition(" ")[2]) - ok_end.timestamp()) < 2
+
+
+async def test_metrics_show_the_last_finish_of_each_outcome(ctx: AppContext) -> None:
+    """The success gauge counts `ok` runs only: a night that ran and ended `partial` (one
+    thread not re-analysed, one repository refused) read as no run at all to an alert on its
+    age, and one on "no run finished" could not be written. Each job's latest finish per
+    outcome is shown beside it, so an alert may take `ok` alone or `ok|partial`; `skipped`
+    records and runs still going are not finishes."""
+    now = datetime.now(UTC)
+    ok_end = now - timedelta(days=3)
+    partial_end = now - timedelta(days=1)
+    failed_end = now - timedelta(days=2)
+    await add_run(ctx, "nightly", "ok", ok_end - timedelta(minutes=30), finished_at=ok_end)
+    await add_run(ctx, "nightly", "failed", failed_end - timedelta(minutes=30),
+                  finished_at=failed_end)
+    await add_run(ctx, "nightly", "partial", partial_end - timedelta(minutes=30),
+                  finished_at=partial_end)
+    await add_run(ctx, "nightly", "skipped", now - timedelta(hours=2),
+                  finished_at=now - timedelta(hours=2))
+    await add_run(ctx, "nightly", "running", now - timedelta(minutes=5))
+    async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
+        text = await (await client.get("/metrics")).text()
+    name = "rltracker_job_last_finish_timestamp_seconds"
+    assert f"# TYPE {name} gauge" in text
+    lines = {x.rpartition(" ")[0]: float(x.rpartition(" ")[2]) for x in text.splitlines()
+             if x.startswith(name + "{")}
+    assert set(lines) == {f'{name}{{job="nightly",outcome="{o}"}}' for o in ("ok", "partial", "failed")}
+    for outcome, end in (("ok", ok_end), ("partial", partial_end), ("failed", failed_end)):
+        assert abs(lines[f'{name}{{job="nightly",outcome="{outcome}"}}'] - end.timestamp()) < 2
+    [ok] = [x for x in text.splitlines()
+            if x.startswith('rltracker_job_last_success_timestamp_seconds{job="nightly"}')]
+    assert abs(float(ok.rpartition(" ")[2]) - ok_end.timestamp()) < 2

@@ -206,3 +206,45 @@ async def test_a_monthly_schedule_missed_while_down_is_caught_up(ctx: Any) -> No
     assert last_fire_time(nightly_trigger(ctx), now) == datetime(2026, 1, 1, 3, 0, tzinfo=UTC)
     ctx.settings = dataclasses.replace(ctx.settings, nightly_cron="0 3 * * *")
     assert last_fire_time(nightly_trigger(ctx), now) == datetime(2026, 12, 20, 3, 0, tzinfo=UTC)
+
+
+async def test_other_replicas_watches_record_nothing_while_a_long_night_runs(ctx: Any) -> None:
+    """Another replica's night still running (its heartbeat live, the lock held) past the
+    next night's time: the watch of every other replica found the next night without a run
+    every 15 minutes, did not get the lock and recorded a `skipped` run each time, for as long
+    as the long run lasted. Now a live run of the job holds the lock and the watch looks
+    again at its next tick, recording nothing; the night is run once the long run ended."""
+    from bot.context import AppContext
+    from bot.scheduler import _Lock
+    from bot.store.db import is_postgres
+
+    now = datetime.now(UTC)
+    ctx.settings = dataclasses.replace(ctx.settings, nightly_cron=_cron(now - timedelta(minutes=30)))
+    await _ran_before(ctx, days=2)
+    # the other replica's run, started for the night before and still alive
+    async with ctx.sessionmaker() as session:
+        long_run = JobRun(name="nightly", outcome="running", started_at=now - timedelta(hours=25),
+                          heartbeat_at=now, counts={})
+        session.add(long_run)
+        await session.commit()
+        long_id = long_run.id
+    other = AppContext.create(ctx.settings) if is_postgres(ctx.settings.database_url) else None
+    lock = _Lock(other) if other is not None else None
+    try:
+        if lock is not None:
+            assert await lock.acquire()  # the other replica holds the advisory lock
+        assert await rerun_dead_night(ctx) is None
+        assert [r.outcome for r in await _nightly_runs(ctx)] == ["ok", "running"]
+    finally:
+        if lock is not None:
+            await lock.release()
+        if other is not None:
+            await other.close()
+    async with ctx.sessionmaker() as session:  # the long run ends
+        row = await session.get(JobRun, long_id)
+        assert row is not None
+        row.outcome, row.finished_at = "ok", datetime.now(UTC)
+        await session.commit()
+    second = await rerun_dead_night(ctx)
+    assert second is not None and second["outcome"] in ("ok", "partial"), second
+    assert [r.outcome for r in await _nightly_runs(ctx)] == ["ok", "ok", second["outcome"]]

@@ -221,3 +221,25 @@ async def test_a_refused_installations_repository_made_private_is_forgotten_too(
     visibility = await _night(app_ctx, fake_github, shared_dir)
     assert visibility["failed"] == [INST] and visibility["privatized"] == [HELLO]
     assert await _threads(app_ctx, HELLO) == 0 and (await _row(app_ctx, HELLO)).private
+
+
+async def test_a_night_whose_visibility_check_could_not_list_an_installation_says_so(
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
+    """The visibility check could not list an installation's repositories (GitHub refused
+    it): a repository of it made private while its event was lost stays published until a
+    later night lists it, and the night recorded `ok`, the installation named only deep in
+    the counts. The night is `partial` and its error names the installation (sync62; the
+    fake holds none of the seven repositories, so the night is partial for them too)."""
+    fake_github.graphql_handler = FakeGraphQL(FakeData.generate(2, seed=5, long_every=0),
+                                              shared_dir / "fixtures" / "github-api" / "schema.graphql")
+    await install_app(app_ctx, fake_github, INST, "someorg", [SECRET])
+    await install_app(app_ctx, fake_github, 56, "otherorg", ["otherorg/gone"])
+    fake_github.remove_installation(56)
+    result = await nightly_job(app_ctx, steps=[("sync", step_sync)])
+    assert result["counts"]["sync"]["visibility"]["failed"] == [56]
+    assert result["outcome"] == "partial"
+    from bot.store.models import JobRun
+
+    async with app_ctx.sessionmaker() as session:
+        row = await session.get(JobRun, result["run_id"])
+    assert row is not None and "installation(s) 56" in (row.error or "")

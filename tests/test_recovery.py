@@ -89,3 +89,22 @@ async def test_missed_deliveries_are_redelivered_oldest_first(
     assert repo is not None and repo.full_name == "octocat/Hello-World"
     assert repo.installation_id == removed["installation"]["id"]
     assert repo.removed_installation_id is None
+
+
+async def test_a_night_whose_redeliveries_failed_is_partial(app_ctx: Any, fake_github: Any) -> None:
+    """GitHub refused the redelivery of a delivery the inbox never got (its POST answered
+    422): the night recorded `ok`, its run's error said nothing, and nothing but the step's
+    counts told that a delivery was still missing (GitHub keeps them 3 days). The night is
+    `partial` and says how many."""
+    from bot.scheduler import nightly_job, step_recovery
+
+    fake_github.add_delivery("issues", "opened", status_code=502, delivered_at=_ago(hours=1), guid="a")
+    fake_github.fail_next("POST", r"/attempts$", 422, times=10)
+    result = await nightly_job(app_ctx, steps=[("recovery", step_recovery)])
+    assert result["counts"]["recovery"]["errors"] == 1
+    assert result["outcome"] == "partial"
+    from bot.store.models import JobRun
+
+    async with app_ctx.sessionmaker() as session:
+        row = await session.get(JobRun, result["run_id"])
+    assert row is not None and "redelivery" in (row.error or "")

@@ -336,3 +336,32 @@ async def test_a_deletion_on_a_night_the_database_refused_a_new_thread_is_seen(
     stats = await sync(sync_ctx, [REPO], sleep=no_sleep)
     assert not stats.failed_threads
     assert await numbers(sync_ctx, REPO) == (before - {issue["number"]}) | {new["number"]}
+
+
+async def test_a_deletion_on_a_night_github_answered_a_new_thread_null_is_seen(
+        sync_ctx: AppContext, small: Any, schema_path: Path, fake_github: Any) -> None:
+    """A new issue GitHub answered null inside the refresh's page (FORBIDDEN on it: its number
+    unknown, not stored) and an issue deleted on GitHub the same night left GitHub's count
+    equal to the stored one: the unlisted threads were not asked about and the deleted issue
+    stayed until a `--full` sync. A thread answered null counts beside the stored ones, as
+    one the database refused does."""
+    from tests.test_sync_partial import NullThread
+
+    data, responder = small
+    await sync(sync_ctx, [REPO], sleep=no_sleep)
+    before = await numbers(sync_ctx, REPO)
+    issue = first(data, REPO, "issue")
+    new = data.add_thread(REPO, "issue", n_comments=1, closed=False, body="OOM at step 10.")
+    data.delete_thread(REPO, "issue", issue["number"])
+    nulled = NullThread(responder, new["number"])
+    nulled.times = 1
+    fake_github.graphql_handler = nulled
+    stats = await sync(sync_ctx, [REPO], sleep=no_sleep)  # a refresh
+    assert nulled.nulled == 1
+    assert [f["thread"] for f in stats.failed_threads] == [
+        f"{REPO} issues (a thread GitHub answered null)"], stats.failed_threads
+    assert stats.deleted == 1
+    assert await numbers(sync_ctx, REPO) == before - {issue["number"]}
+    stats = await sync(sync_ctx, [REPO], sleep=no_sleep)  # GitHub answers it again
+    assert not stats.failed_threads and stats.deleted == 0
+    assert await numbers(sync_ctx, REPO) == (before - {issue["number"]}) | {new["number"]}

@@ -183,3 +183,81 @@ async def test_comments_of_a_kind_github_refused_to_list_are_not_taken_for_delet
     record, _ = await stored(sync_ctx, disc["number"])
     assert len(record["comments"]) == 1
     assert stats.hidden_deleted == 0 and stats.hidden_checked == 1  # the issue's reply alone
+
+
+async def nightly(ctx: AppContext) -> dict[str, Any]:
+    """The nightly job's sync step (bot.scheduler.step_sync: the seven catalog repositories;
+    those the fake does not hold are answered not found)."""
+    from bot.scheduler import step_sync
+
+    counts = await step_sync(ctx)
+    assert isinstance(counts, dict)
+    return counts
+
+
+async def test_an_older_comment_hidden_or_edited_later_is_read_by_the_nightly_sync(
+        sync_ctx: AppContext, fake_github: Any, schema_path: Path) -> None:
+    """On main: only comments of the last HIDDEN_RECENT_DAYS were asked about. A reply posted
+    three months ago and hidden as off-topic tonight, and a comment edited without its
+    thread's time moving (old or recent), stayed as stored until the thread's next change or
+    a `--full` sync. The nightly sync asks older comments again in a rotation and reads the
+    edits of those it asks."""
+    data = world(schema_path, fake_github, days_ago=90)
+    old, (reply,) = issue_with_reply(data)
+    edited_old = data.add_thread(SLIME, "issue", n_comments=1, closed=False)
+    data.clock = datetime.now(UTC) - timedelta(days=3)
+    recent = data.add_thread(SLIME, "issue", n_comments=1, closed=False)
+    await run(sync_ctx)
+    _, analysis = await stored(sync_ctx, old["number"])
+    assert analysis is not None and analysis["review"]["replied_from_other"] is True
+
+    reply.update(isMinimized=True, minimizedReason="off-topic")  # no time of the thread's moves
+    later = (datetime.now(UTC) - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for thread, words in ((edited_old, "Edited: it was the tokenizer."),
+                          (recent, "Edited: fixed by #12.")):
+        thread["_comments"][0].update(body=words, updatedAt=later)
+    counts = await nightly(sync_ctx)
+    record, analysis = await stored(sync_ctx, old["number"])
+    assert record["comments"][0].get("minimized_reason") == "off-topic"
+    assert analysis is not None and analysis["review"]["replied_from_other"] is False
+    for thread, words in ((edited_old, "Edited: it was the tokenizer."),
+                          (recent, "Edited: fixed by #12.")):
+        record, _ = await stored(sync_ctx, thread["number"])
+        assert record["comments"][0]["body"] == words
+    assert counts["hidden_edited"] == 2 and counts["recheck_checked"] == 2
+    assert counts["recheck_runs"] == 1 and counts["changed"] == 3
+
+    # nothing changed since: asked again, nothing written
+    counts = await nightly(sync_ctx)
+    assert counts["hidden_edited"] == 0 and counts["hidden_changed"] == 0
+    assert counts["changed"] == 0 and counts["recheck_checked"] == 2
+
+
+async def test_the_rotation_asks_every_older_comment_within_its_period(
+        sync_ctx: AppContext, fake_github: Any, schema_path: Path, monkeypatch: Any) -> None:
+    """RECHECK_PER_REPO older comments a run per repository, from where the last run stopped,
+    round the end to the first: 250 comments at 100 a run are all asked within 3 runs
+    (`recheck_runs`), the last one's change read on the third."""
+    monkeypatch.setattr(sync_module, "RECHECK_PER_REPO", 100)
+    data = world(schema_path, fake_github, days_ago=90)
+    threads = [issue_with_reply(data, replies=50)[0] for _ in range(5)]
+    await run(sync_ctx)
+    async with sync_ctx.sessionmaker() as session:  # the comment stored last: asked last
+        newest = await session.scalar(select(Comment.github_id).order_by(Comment.id.desc()).limit(1))
+    [(thread, last)] = [(t, c) for t in threads for c in t["_comments"] if c["databaseId"] == newest]
+    last.update(isMinimized=True, minimizedReason="spam")
+    before = graphql_calls(fake_github)
+    counts = [await nightly(sync_ctx) for _ in range(2)]
+    assert [c["recheck_checked"] for c in counts] == [100, 100]
+    assert all(c["recheck_runs"] == 3 for c in counts)
+    record, _ = await stored(sync_ctx, thread["number"])
+    [row] = [c for c in record["comments"] if c["created_at"] == last["createdAt"]]
+    assert row.get("minimized_reason") is None  # not asked yet
+    third = await nightly(sync_ctx)
+    assert third["recheck_checked"] == 100  # the last 50, then round to the first 50
+    record, _ = await stored(sync_ctx, thread["number"])
+    [row] = [c for c in record["comments"] if c["created_at"] == last["createdAt"]]
+    assert row.get("minimized_reason") == "spam"
+    # each run: the listing, and one request of node ids a hundred comments
+    assert graphql_calls(fake_github) - before == sum(
+        c["requests"] for c in (*counts, third)) == 3 * (1 + 1)

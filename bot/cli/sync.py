@@ -35,7 +35,7 @@ def sync_command(args: Any) -> int:
             await ctx.github.check_access()
             # (bot.github.sync.sync, its Syncer kept: a stopped sync's counts are its stats)
             syncer = Syncer(ctx, args.repo or None, full=args.full, progress=Progress(),
-                            on_changed=partial(sync_changed, ctx))
+                            on_changed=partial(sync_changed, ctx), recheck=True)
             try:
                 stats = await syncer.run()
             except SyncError as exc:

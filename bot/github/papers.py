@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, insert, or_, select
 
 from analyzers.arxiv import normalise_arxiv_id
 from bot.store.models import Paper
@@ -48,6 +48,8 @@ TOPIC_QUERY = ('abs:"reinforcement learning" OR abs:RLHF OR abs:RLVR OR '
 PAGE_SIZE = 100
 MAX_PAGES = 10
 ARXIV_DELAY = 3.0
+ARXIV_ATTEMPTS = 3  # answers of 503 / 429 / 5xx in a row for one page before the fetch stops
+ARXIV_MAX_WAIT = 120.0  # seconds: the longest Retry-After waited for
 BATCH = 1000
 MAX_SKIPS_SHOWN = 50  # lines named on stderr; the count covers them all
 ATOM = "{http://www.w3.org/2005/Atom}"
@@ -305,29 +307,64 @@ async def fetch_new_papers(
     since = ((datetime.fromisoformat(newest) - timedelta(days=1)).date().isoformat() if newest
              else (datetime.now(UTC) - timedelta(days=7)).date().isoformat())
     until = (datetime.now(UTC) + timedelta(days=1)).date().isoformat()  # (a clock a little behind)
-    query = arxiv_query(list(categories) or DEFAULT_CATEGORIES, since, until)
+    cats = list(categories) or DEFAULT_CATEGORIES
+    query = arxiv_query(cats, since, until)
+    # The listings of the window already stored come first (oldest first): when they alone
+    # would fill the run (a day of more listings than one run reads), every run read the same
+    # first MAX_PAGES pages of that day again and never the rest. The run then starts at
+    # their last page (read again: a listing that appeared late among them shifts the rest).
+    async with ctx.sessionmaker() as db:
+        known = int(await db.scalar(select(func.count()).select_from(Paper).where(
+            Paper.source == "arxiv-api", Paper.first_public >= since, Paper.first_public <= until,
+            or_(*[Paper.categories.like(f"%{c}%") for c in cats]))) or 0)
+    first_page = max(0, known - PAGE_SIZE) // PAGE_SIZE if known + PAGE_SIZE > max_pages * PAGE_SIZE else 0
     own = session is None
     http = session or aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
     found: list[dict[str, Any]] = []
     try:
-        for page in range(max_pages):
-            if page:
+        for page in range(first_page, first_page + max_pages):
+            if page > first_page:
                 await sleep(ARXIV_DELAY)
             params = {"search_query": query, "sortBy": "submittedDate", "sortOrder": "ascending",
                       "start": str(page * PAGE_SIZE), "max_results": str(PAGE_SIZE)}
-            async with http.get(base, params=params) as resp:
-                resp.raise_for_status()
-                records = parse_atom(await resp.read())
+            records = parse_atom(await _get_page(http, base, params, sleep))
             found += [r for r in records if (r["first_public"] or "") >= since]
             if len(records) < PAGE_SIZE:
                 break
         else:
             log.info("papers: %d pages read; the next fetch goes on from %s", max_pages,
                      max((r["first_public"] or "" for r in found), default=since))
+    except Exception:
+        # The pages read before the error are stored (they were all dropped): read oldest
+        # first, the next fetch goes on from the newest date stored.
+        if found:
+            kept = await upsert_papers(ctx, found)
+            log.warning("papers: the fetch stopped after %d listings (%s stored)", len(found),
+                        kept.as_dict())
+        raise
     finally:
         if own:
             await http.close()
     return await upsert_papers(ctx, found)
+
+
+async def _get_page(http: Any, base: str, params: dict[str, str],
+                    sleep: Callable[[float], Awaitable[None]]) -> bytes:
+    """One page of the API. arXiv answers 503 (or 429) with Retry-After when loaded: asked
+    again after the wait it asks (at most ARXIV_MAX_WAIT seconds, else ARXIV_DELAY doubled),
+    ARXIV_ATTEMPTS times in all; one such answer failed the whole fetch."""
+    for attempt in range(1, ARXIV_ATTEMPTS + 1):
+        async with http.get(base, params=params) as resp:
+            if resp.status in (429, 500, 502, 503, 504) and attempt < ARXIV_ATTEMPTS:
+                after = resp.headers.get("Retry-After", "")
+                wait = (min(float(after), ARXIV_MAX_WAIT) if after.strip().isdigit()
+                        else ARXIV_DELAY * 2 ** attempt)
+                log.warning("papers: arXiv answered %d; asking again in %.0f s", resp.status, wait)
+            else:
+                resp.raise_for_status()
+                return await resp.read()
+        await sleep(wait)
+    raise AssertionError("unreachable")
 
 
 def papers_command(args: Any) -> int:

@@ -282,6 +282,7 @@ query Hidden($ids: [ID!]!) {
     __typename
     id
     ... on Minimizable { isMinimized minimizedReason }
+    ... on Comment { body updatedAt }
   }
 }
 """.strip()

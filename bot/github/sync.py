@@ -91,6 +91,12 @@ CHECKS_PER_REQUEST = 100  # stored threads asked about by number in one request
 HIDDEN_RECENT_DAYS = 7
 HIDDEN_IDS_PER_REQUEST = 100
 HIDDEN_CHECK_REQUESTS = 50
+# Older stored comments asked the same (hidden, shown again, deleted, edited) in a rotation
+# (Syncer._recheck_older): per repository, RECHECK_PER_REPO a run in comment id order from
+# where the last run stopped (a SyncCursor row of kind RECHECK_KIND), wrapping round, so that
+# every stored comment is asked again within ceil(older comments / RECHECK_PER_REPO) runs.
+RECHECK_PER_REPO = 2500
+RECHECK_KIND = "comments"
 
 SleepFn = Callable[[float], Awaitable[None]]
 ChangedFn = Callable[[str, int], Awaitable[object]]
@@ -296,6 +302,7 @@ class Stream:
     at_mark: set[int] = field(default_factory=set)  # stored threads updated at stop_at
     hold: datetime | None = None  # the oldest time of a thread the database refused
     refused: set[int] = field(default_factory=set)  # numbers of the threads it refused
+    nulls: int = 0  # threads its pages answered null (number unknown): GitHub counts them
     seen: set[int] = field(default_factory=set)  # numbers its listing returned in this pass
     fresh: bool = False  # a backfill that lists from the newest thread in this pass
     checked: bool = False  # its stored threads the listing did not return were asked about
@@ -367,6 +374,11 @@ class SyncStats:
     hidden_changed: int = 0
     hidden_deleted: int = 0
     hidden_left: int = 0
+    # comments found edited on GitHub (body changed) by those checks, and the older comments
+    # asked in the rotation, with the runs a whole round takes at the current size
+    hidden_edited: int = 0
+    recheck_checked: int = 0
+    recheck_runs: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -379,6 +391,8 @@ class SyncStats:
             "checked": self.checked, "deleted": self.deleted, "moved": self.moved,
             "hidden_checked": self.hidden_checked, "hidden_changed": self.hidden_changed,
             "hidden_deleted": self.hidden_deleted, "hidden_left": self.hidden_left,
+            "hidden_edited": self.hidden_edited, "recheck_checked": self.recheck_checked,
+            "recheck_runs": self.recheck_runs,
         }
 
 
@@ -434,8 +448,10 @@ class Syncer:
         progress: Progress | None = None,
         on_changed: ChangedFn | None = None,
         max_requests: int | None = None,
+        recheck: bool = False,
     ) -> None:
         self.ctx = ctx
+        self.recheck = recheck  # older comments asked again in a rotation (_recheck_older)
         self.repos = [canonical_repo(r) for r in (repos or default_repos())]
         self.full = full
         self.sleep = sleep
@@ -693,6 +709,7 @@ class Syncer:
         reached_known = False
         for k, node in nodes:
             if not node:
+                stream.nulls += 1
                 self._null_thread(stream, nodes[k + 1:], where, k)
                 continue
             stream.seen.add(int(node["number"]))
@@ -1129,6 +1146,8 @@ class Syncer:
                     else ": set GITHUB_TOKEN to read the repositories the app is not installed on")
 
     async def _run_group(self, installation_id: int | None) -> None:
+        import gidgethub
+
         failures = 0
         while True:
             streams, slots, conts = self._plan(installation_id)
@@ -1141,6 +1160,13 @@ class Syncer:
                 # nothing was taken: the continuations are asked again (with GITHUB_TOKEN)
                 self.continuations.extendleft(reversed(conts))
                 raise
+            except gidgethub.BadRequest as exc:
+                # A rate limit that outlasted RATE_LIMIT_WAITS, a 4xx for the token's group:
+                # gidgethub's error left the sync as it was, not a SyncError, so `rltracker
+                # sync` printed no counts and the nightly step recorded none (sync62).
+                self.continuations.extendleft(reversed(conts))
+                raise SyncFailed(f"GitHub answered {int(exc.status_code)}: {exc}"
+                                 " (cursors are stored)") from exc
             except _Transient as exc:
                 failures += 1
                 self.continuations.extendleft(reversed(conts))  # nothing was taken
@@ -1222,15 +1248,17 @@ class Syncer:
         cutoff = utcnow() - timedelta(days=HIDDEN_RECENT_DAYS)
         async with self.ctx.sessionmaker() as session:
             rows = (await session.execute(
-                select(Comment.id, Comment.node_id, Comment.kind, Comment.github_id,
-                       Comment.minimized_reason, Thread.id, func.lower(Thread.repo),
-                       Thread.kind, Comment.created_at)
-                .join(Thread, Thread.id == Comment.thread_id)
+                select(*_CHECKED).join(Thread, Thread.id == Comment.thread_id)
                 .where(func.lower(Thread.repo).in_(sorted(groups)),
                        Comment.created_at >= cutoff, Comment.node_id.is_not(None)))).all()
         rows = [r for r in rows if r[5] not in self.read_threads and (r[6], r[7]) in listed]
-        if not rows:
-            return
+        if rows:
+            await self._check_recent(rows, groups)
+        if self.recheck:
+            await self._recheck_older(groups, listed, cutoff)
+
+    async def _check_recent(self, rows: list[Any], groups: dict[str, int | None]) -> None:
+        """The recent comments `rows` asked, newest first, within HIDDEN_CHECK_REQUESTS."""
         rows.sort(key=lambda r: (r[8], r[0]), reverse=True)
         room = HIDDEN_CHECK_REQUESTS * HIDDEN_IDS_PER_REQUEST
         self.stats.hidden_left += max(0, len(rows) - room)
@@ -1244,7 +1272,67 @@ class Syncer:
                     self.stats.hidden_left += len(todo) - i - len(chunk)
                     break
 
-    async def _hidden_chunk(self, chunk: list[Any], installation_id: int | None) -> bool:
+    async def _recheck_older(self, groups: dict[str, int | None], listed: set[tuple[str, str]],
+                             cutoff: datetime) -> None:
+        """The stored comments older than the recent ones (posted before `cutoff`, or undated)
+        asked again as the recent ones are, in a rotation: per repository, RECHECK_PER_REPO
+        of them a run, in id order from after the last one asked (its SyncCursor row, kind
+        RECHECK_KIND, `cursor` = that comment's id), wrapping round to the first. A comment
+        hidden as off-topic months after it was posted, or edited without its thread's time
+        moving, was read only at the thread's next change or by `--full`; now within
+        `recheck_runs` runs (the largest repository's ceil(older comments / RECHECK_PER_REPO)).
+        Those of threads read in this run, or of a kind GitHub did not list tonight, are
+        passed over (counted as asked: read tonight, or asked at the next round). A request
+        that fails leaves the rotation where the last answered one ended."""
+        names = {s.repo.lower(): s.repo for s in self.streams}
+        older = (Comment.created_at < cutoff) | Comment.created_at.is_(None)
+        for repo, installation_id in groups.items():
+            where = (func.lower(Thread.repo) == repo, older, Comment.node_id.is_not(None))
+            async with self.ctx.sessionmaker() as session:
+                total = int(await session.scalar(
+                    select(func.count()).select_from(Comment)
+                    .join(Thread, Thread.id == Comment.thread_id).where(*where)) or 0)
+                if not total:
+                    continue
+                name = names.get(repo, repo)
+                cur = await session.scalar(select(SyncCursor).where(
+                    SyncCursor.repo == name, SyncCursor.kind == RECHECK_KIND))
+                after = int(cur.cursor) if cur is not None and (cur.cursor or "").isdigit() else 0
+                ask = select(*_CHECKED).join(Thread, Thread.id == Comment.thread_id).where(*where)
+                rows = list((await session.execute(
+                    ask.where(Comment.id > after).order_by(Comment.id).limit(RECHECK_PER_REPO))).all())
+                if len(rows) < RECHECK_PER_REPO:  # round the end: on from the first
+                    rows += (await session.execute(
+                        ask.where(Comment.id <= after).order_by(Comment.id)
+                        .limit(RECHECK_PER_REPO - len(rows)))).all()
+            self.stats.recheck_runs = max(self.stats.recheck_runs, -(-total // RECHECK_PER_REPO))
+            last: int | None = None
+            for i in range(0, len(rows), HIDDEN_IDS_PER_REQUEST):
+                chunk = rows[i:i + HIDDEN_IDS_PER_REQUEST]
+                todo = [r for r in chunk
+                        if r[5] not in self.read_threads and (r[6], r[7]) in listed]
+                if todo and not await self._hidden_chunk(todo, installation_id, counted=False):
+                    break
+                self.stats.recheck_checked += len(todo)
+                last = int(chunk[-1][0])
+            if last is None:
+                continue
+            async with self.ctx.sessionmaker() as session:
+                cur = await session.scalar(select(SyncCursor).where(
+                    SyncCursor.repo == name, SyncCursor.kind == RECHECK_KIND))
+                if cur is None:
+                    # full_done: not a listing a first backfill waits for (needs_first_backfill)
+                    cur = SyncCursor(repo=name, kind=RECHECK_KIND, full_done=True)
+                    session.add(cur)
+                cur.cursor, cur.last_run_at = str(last), utcnow()
+                try:
+                    await session.commit()
+                except SQLAlchemyError as exc:  # the next run asks the same slice again
+                    log.error("sync: where the re-check of %s's comments stopped was not "
+                              "stored (%s)", name, _first_line(exc))
+
+    async def _hidden_chunk(self, chunk: list[Any], installation_id: int | None,
+                            counted: bool = True) -> bool:
         """One request about the comments of `chunk`, and what it tells stored. False when
         the request failed for good (recorded): the group's other comments are not asked."""
         import gidgethub
@@ -1269,10 +1357,13 @@ class Syncer:
         if not isinstance(nodes, list) or len(nodes) != len(chunk):
             return self._hidden_failed(repos, len(chunk),
                                        _messages({"errors": self.errors}) or "no nodes answered")
-        self.stats.hidden_checked += len(chunk)
+        if counted:
+            self.stats.hidden_checked += len(chunk)
         shown: list[tuple[int, str | None]] = []
         gone: list[tuple[str, int]] = []
         threads: set[int] = set()
+        # comments whose text may have changed: (id, body, updatedAt, thread id)
+        maybe: list[tuple[int, str, str | None, int]] = []
         for k, (row, node) in enumerate(zip(chunk, nodes, strict=True)):
             if node is None:
                 errors = [e for e in self.errors if isinstance(e.get("path"), list)
@@ -1281,15 +1372,22 @@ class Syncer:
                     gone.append((row[2], int(row[3])))  # deleted on GitHub
                     threads.add(row[5])
                 continue  # anything else tells nothing: kept as stored
-            if "isMinimized" not in node:
-                continue
-            reason = minimized_reason(node)
-            if reason != row[4]:
-                shown.append((row[0], reason))
-                threads.add(row[5])
-        if not threads:
+            if "isMinimized" in node:
+                reason = minimized_reason(node)
+                if reason != row[4]:
+                    shown.append((row[0], reason))
+                    threads.add(row[5])
+            # An edit moves the comment's updatedAt, not always its thread's (the refresh
+            # never read it). A review has no stored time (as the webhook path stores it):
+            # its text is compared.
+            fetched = parse_datetime(node.get("updatedAt"))
+            if isinstance(node.get("body"), str) and (row[2] == "review" or (
+                    fetched is not None and (row[9] is None or fetched > row[9]))):
+                maybe.append((row[0], node["body"], node.get("updatedAt"), row[5]))
+        if not (threads or maybe):
             await self._pace(data.get("rateLimit"))
             return True
+        edited = 0
         try:
             async with self.ctx.sessionmaker() as session:
                 private = await lock_repositories(session, repos)
@@ -1299,6 +1397,19 @@ class Syncer:
                     if comment_id in keep:
                         await session.execute(update(Comment).where(Comment.id == comment_id)
                                               .values(minimized_reason=reason))
+                texts = dict((await session.execute(select(Comment.id, Comment.body).where(
+                    Comment.id.in_([m[0] for m in maybe if m[0] in keep] or [-1])))).all())
+                for comment_id, body, updated, thread_id in maybe:
+                    text = storable_text(body)
+                    if comment_id not in texts or (texts[comment_id] or "") == text:
+                        continue
+                    values: dict[str, Any] = {"body": text}
+                    if kinds[comment_id][0] != "review" and parse_datetime(updated) is not None:
+                        values["updated_at"] = parse_datetime(updated)
+                    await session.execute(update(Comment).where(Comment.id == comment_id)
+                                          .values(**values))
+                    edited += 1
+                    threads.add(thread_id)
                 deleted = 0
                 for row in chunk:
                     if row[0] in keep and kinds[row[0]] in gone:
@@ -1313,6 +1424,7 @@ class Syncer:
             return self._hidden_failed(repos, len(chunk), f"{type(exc).__name__}: {_first_line(exc)}")
         self.stats.hidden_changed += sum(1 for c, _ in shown if c in keep)
         self.stats.hidden_deleted += deleted
+        self.stats.hidden_edited += edited
         self.stats.changed += len(changed)
         for repo, number in changed:
             log.info("sync: comments of %s#%s were hidden, shown again or deleted on GitHub",
@@ -1353,9 +1465,11 @@ class Syncer:
                     func.lower(Thread.repo) == s.repo.lower(), Thread.kind == s.kind)))
             # GitHub's threads this pass read and the database refused are not stored: beside
             # the stored ones, they are counted (a deletion on the night a new thread was
-            # refused left the counts equal, and waited for `--full`)
+            # refused left the counts equal, and waited for `--full`); so are those its pages
+            # answered null, their numbers unknown (a new one hid a deletion the same way; a
+            # stored one counted twice costs a check that finds nothing gone; sync62)
             if not (s.backfill and s.fresh) and (
-                    s.total is None or len(stored | s.refused) <= s.total):
+                    s.total is None or len(stored | s.refused) + s.nulls <= s.total):
                 s.checked = True
                 continue
             todo = sorted(stored - s.seen)
@@ -1499,6 +1613,13 @@ class Syncer:
         return True
 
 
+# The columns of a stored comment the hidden checks read (Syncer._check_hidden, _hidden_chunk):
+# 0 id, 1 node id, 2 kind, 3 GitHub id, 4 hidden reason, 5 thread id, 6 repository (lower
+# case), 7 thread kind, 8 created, 9 updated
+_CHECKED = (Comment.id, Comment.node_id, Comment.kind, Comment.github_id, Comment.minimized_reason,
+            Thread.id, func.lower(Thread.repo), Thread.kind, Comment.created_at, Comment.updated_at)
+
+
 def _first_line(exc: BaseException) -> str:
     """The first line of an error's text, at most 300 characters. A database error's text
     starts with the driver's message (SQLAlchemy appends the statement on later lines)."""
@@ -1514,10 +1635,11 @@ def _messages(response: dict[str, Any]) -> str:
 
 async def sync(ctx: Any, repos: Iterable[str] | None = None, *, full: bool = False,
                sleep: SleepFn = asyncio.sleep, progress: Progress | None = None,
-               on_changed: ChangedFn | None = None, max_requests: int | None = None) -> SyncStats:
+               on_changed: ChangedFn | None = None, max_requests: int | None = None,
+               recheck: bool = False) -> SyncStats:
     """Backfill (first run, or --full) or refresh (afterwards) the given or default repos;
     `on_changed(repo, number)` is awaited for every thread that changed (the pipeline, when
     the caller wants analyses: this layer does not import it)."""
     syncer = Syncer(ctx, repos, full=full, sleep=sleep, progress=progress, on_changed=on_changed,
-                    max_requests=max_requests)
+                    max_requests=max_requests, recheck=recheck)
     return await syncer.run()

@@ -76,20 +76,29 @@ def dead(now: datetime | None = None) -> ColumnElement[bool]:
                 func.coalesce(JobRun.heartbeat_at, JobRun.started_at) < cutoff)
 
 
+FINISHES = ("ok", "partial", "failed", "cancelled")  # outcomes of a run that ended
+
+
 async def last_runs(session: Any, now: datetime | None = None
-                    ) -> dict[str, tuple[str, datetime, datetime | None]]:
-    """Per job name: its latest run's (outcome as it stands, start) and the end of its
-    latest successful run (None: none yet). For /metrics. A `skipped` record (another
-    replica held the lock, or had run that night) is not a run."""
+                    ) -> dict[str, tuple[str, datetime, datetime | None, dict[str, datetime]]]:
+    """Per job name: its latest run's (outcome as it stands, start), the end of its latest
+    successful run (None: none yet) and the end of its latest run of each outcome it ended
+    with (FINISHES). For /metrics. A `skipped` record (another replica held the lock, or had
+    run that night) is not a run, nor a finish."""
     from sqlalchemy import select
 
     latest = (select(JobRun.name, func.max(JobRun.id).label("id"))
               .where(JobRun.outcome != "skipped").group_by(JobRun.name).subquery())
     rows = list(await session.scalars(select(JobRun).join(latest, JobRun.id == latest.c.id)))
-    ok = dict((await session.execute(
-        select(JobRun.name, func.max(JobRun.finished_at)).where(JobRun.outcome == "ok")
-        .group_by(JobRun.name))).all())
-    return {row.name: (shown_outcome(row, now), row.started_at, ok.get(row.name)) for row in rows}
+    finishes: dict[str, dict[str, datetime]] = {}
+    for name, outcome, end in (await session.execute(
+            select(JobRun.name, JobRun.outcome, func.max(JobRun.finished_at))
+            .where(JobRun.outcome.in_(FINISHES), JobRun.finished_at.is_not(None))
+            .group_by(JobRun.name, JobRun.outcome))).all():
+        finishes.setdefault(name, {})[outcome] = end
+    return {row.name: (shown_outcome(row, now), row.started_at,
+                       finishes.get(row.name, {}).get("ok"), finishes.get(row.name, {}))
+            for row in rows}
 
 
 async def _beat(ctx: Any, run_id: int) -> None:

@@ -15,8 +15,8 @@ from sqlalchemy import select, text
 
 from bot import pipeline
 from bot.store.models import Analysis, Thread
-from tests.test_events import REPO, dispatch, envelope, issue, record
 from tests.test_edit_order import deliver
+from tests.test_events import REPO, dispatch, envelope, issue, record
 
 WAITING = text(
     "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "

@@ -613,6 +613,19 @@ async def _with_discussion_label(session: AsyncSession, change: Change,
     return {**change.thread, "labels": labels}
 
 
+def _thread_key(record: Mapping[str, Any]) -> tuple[str, int]:
+    return (str(record["repo"]).lower(), int(record["number"]))
+
+
+def _touched(change: Change) -> set[tuple[str, int]]:
+    """The (lower-case repo, number) of every thread `change` may write, delete or move."""
+    keys = {_thread_key(r) for r in (change.thread, change.gone) if r is not None}
+    if change.transfer is not None:
+        keys |= {(change.transfer.old_repo.lower(), int(change.transfer.old_number)),
+                 _thread_key(change.transfer.new)}
+    return keys
+
+
 async def apply_change(
     session: AsyncSession,
     change: Change,
@@ -629,6 +642,10 @@ async def apply_change(
     if change.transfer is not None and await moved_to_private(session, payload):
         # Transferred to a private repository: it leaves the tracker as a deleted one does.
         change = replace(change, transfer=None, delete_thread=True)
+    if change.transfer is not None and looked is None:
+        # Two threads (the old place and the new): locked in id order, as an analysis
+        # locks them (a batch locked them all in write_all).
+        await get_threads(session, _touched(change), lock=True)
     if looked is not None and (change.transfer is not None or change.delete_thread):
         looked.forget()
         looked = None
@@ -741,9 +758,11 @@ async def handle_batch(events: list[sansio.Event], ctx: Any) -> list[BaseExcepti
         readable[:] = [r for r in readable if r[2].repo.lower() not in hidden]
         grave_keys = {key for _, _, c, _ in readable for key in _grave_keys(c)}
         looked = LookedUp(
+            # Every stored thread the batch may write, deletes or moves, locked now in id
+            # order (PostgreSQL): an analysis holds its threads so (bot.pipeline), and a
+            # batch deleting #2 and then updating #1 waited for it holding #2 (a deadlock).
             threads=await get_threads(session, {
-                (str(c.thread["repo"]).lower(), int(c.thread["number"]))
-                for _, _, c, _ in readable if c.thread is not None}),
+                key for _, _, c, _ in readable for key in _touched(c)}, lock=True),
             comments=await get_comments(session, {
                 _comment_key(c.comment) for _, _, c, _ in readable if c.comment is not None}),
             graves_checked=grave_keys, graves=await graves(session, grave_keys),

@@ -75,6 +75,7 @@ from bot.webhooks.normalize import (
     COMMENT_EVENTS,
     Change,
     PayloadError,
+    Transfer,
     change_from_payload,
     comment_from_review,
 )
@@ -646,6 +647,11 @@ async def _with_discussion_label(session: AsyncSession, change: Change,
     return {**change.thread, "labels": labels}
 
 
+async def _deleted_at_new_place(session: AsyncSession, transfer: Transfer) -> bool:
+    key = _record_grave(transfer.new)
+    return is_buried(await graves(session, {key}), key, transfer.new.get("created_at"))
+
+
 def _thread_key(record: Mapping[str, Any]) -> tuple[str, int]:
     return (str(record["repo"]).lower(), int(record["number"]))
 
@@ -682,6 +688,13 @@ async def apply_change(
     if looked is not None and (change.transfer is not None or change.delete_thread):
         looked.forget()
         looked = None
+    if change.transfer is not None and await _deleted_at_new_place(session, change.transfer):
+        # Deleted at its new place since it moved there (this delivery is late, or
+        # redelivered): nothing of it is stored, at either place.
+        was = change.gone or change.transfer.new
+        await delete_thread(session, change.transfer.old_repo, change.transfer.old_number,
+                            was.get("kind"), was.get("created_at"))
+        return change.transfer.old_repo, change.transfer.old_number
     if change.transfer is not None and change.thread is None:
         # `transferred` at the old place: the thread now lives at the new one.
         moved = await move_thread(session, change.transfer.old_repo, change.transfer.old_number,

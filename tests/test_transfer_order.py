@@ -68,3 +68,37 @@ async def test_a_redelivered_opened_at_the_new_place_does_not_put_an_older_versi
     assert thread is not None
     assert (thread["title"], thread["state"], thread["updated_at"]) == (
         "Entropy collapses after step 300", "closed", LATER)
+
+
+def _deleted_at_new_place(transferred: dict[str, Any]) -> dict[str, Any]:
+    """`discussion.deleted` of the transferred discussion at its new place."""
+    return {"action": "deleted", "discussion": copy.deepcopy(transferred["changes"]["new_discussion"]),
+            "repository": copy.deepcopy(transferred["changes"]["new_repository"]),
+            "sender": copy.deepcopy(transferred["sender"]),
+            "installation": copy.deepcopy(transferred["installation"])}
+
+
+@pytest.mark.parametrize("order", ["redelivered", "late"])
+@pytest.mark.parametrize("batched", [False, True], ids=["alone", "batch"])
+async def test_a_transfer_handled_after_the_deletion_at_its_new_place_stores_nothing(
+        ctx: Any, shared_dir: Path, batched: bool, order: str):
+    """discussion.transferred (Hello-World#4 -> hello-world-npm#1), and the discussion then
+    deleted at its new place (spam, a pasted token): the transfer's delivery handled after
+    the deletion (GitHub's Redeliver, or the old repository's delivery behind the new one's)
+    stored the deleted discussion again at its new place — the tracker showed it and the app
+    analysed it — though a delivery about a deleted thread stores nothing of it. The old place
+    is left too (the thread moved away)."""
+    created = _shared(shared_dir, "discussion/created.json")
+    transferred = _shared(shared_dir, "discussion/transferred.json")
+    new_repo = transferred["changes"]["new_repository"]["full_name"]
+    deleted = _deleted_at_new_place(transferred)
+    if order == "redelivered":
+        await deliver(ctx, batched, ("discussion", created), ("discussion", transferred),
+                      ("discussion", deleted))
+        assert await stored(ctx, new_repo, 1) is None
+        await deliver(ctx, batched, ("discussion", transferred))
+    else:
+        await deliver(ctx, batched, ("discussion", created), ("discussion", deleted),
+                      ("discussion", transferred))
+    assert await stored(ctx, new_repo, 1) is None
+    assert await stored(ctx, "Codertocat/Hello-World", 4) is None

@@ -44,7 +44,7 @@ from typing import Any, TypeVar
 import gidgethub
 from gidgethub import sansio
 from gidgethub.routing import Router
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -75,6 +75,7 @@ from bot.webhooks.normalize import (
     COMMENT_EVENTS,
     Change,
     PayloadError,
+    Transfer,
     change_from_payload,
     comment_from_review,
 )
@@ -112,12 +113,14 @@ class LookedUp:
     comments: dict[tuple[str, int], Comment | None] = field(default_factory=dict)
     graves_checked: set[str] = field(default_factory=set)  # Deletion keys looked up
     graves: dict[str, datetime | None] = field(default_factory=dict)  # those found
+    fresh: set[tuple[str, int]] = field(default_factory=set)  # comments `_insert_new` inserted
 
     def forget(self) -> None:
         self.threads.clear()
         self.comments.clear()
         self.graves_checked.clear()
         self.graves.clear()
+        self.fresh.clear()
 
 
 def _record_grave(record: Mapping[str, Any]) -> str:
@@ -125,11 +128,18 @@ def _record_grave(record: Mapping[str, Any]) -> str:
     return thread_grave(record["repo"], record["number"], record["kind"])
 
 
+def _issue_grave(record: Mapping[str, Any]) -> str:
+    """The Deletion key of the issue a discussion's record would be converted from."""
+    return thread_grave(record["repo"], record["number"], "issue")
+
+
 def _grave_keys(change: Change) -> set[str]:
     """The Deletion keys a change that stores something must not store over."""
     keys = set()
     if change.thread is not None:
         keys.add(_record_grave(change.thread))
+        if change.thread["kind"] == "discussion":
+            keys.add(_issue_grave(change.thread))  # a converted issue's (`_converted`)
     if change.comment is not None:
         keys.add(comment_grave(*_comment_key(change.comment)))
     return keys
@@ -184,6 +194,11 @@ async def _write_thread(session: AsyncSession, record: dict[str, Any], existing:
         record["complete"] = bool(opened)
         return await upsert_thread(session, record, looked_up=(None,))
     record.pop("complete", None)
+    if existing.kind == "issue" and record.get("kind") == "discussion":
+        # The issue converted (`_converted`): the discussion GitHub made of it, whose
+        # times the issue's do not order, replaces it; the issue's comments stay on the row
+        # until their discussion copies arrive (`_drop_converted_copy`).
+        return await upsert_thread(session, record, looked_up=(existing,), flush=flush)
     if opened and not existing.complete:
         _complete(existing, record)
     if _older(record.get("updated_at"), existing.updated_at):
@@ -449,10 +464,11 @@ async def _still(session: AsyncSession, key: tuple[str, int], was: str | None,
 
 async def _store_comment(session: AsyncSession, thread: Thread, record: dict[str, Any],
                          looked: LookedUp | None = None, *, fill_only: bool = False,
-                         was: Any = _UNJUDGED, edited_from: str | None = None) -> None:
+                         was: Any = _UNJUDGED, edited_from: str | None = None) -> bool:
     """`was`: the stored review's body (None: not stored) a review delivery's order was
     judged on (`_reviews_now`); what is stored must still be it when this writes.
-    `edited_from`: an `edited` delivery's `changes.body.from`."""
+    `edited_from`: an `edited` delivery's `changes.body.from`. True when the comment was not
+    stored before this delivery."""
     key = _comment_key(record)
     if looked is not None and key in looked.comments:
         existing = looked.comments[key]
@@ -460,15 +476,20 @@ async def _store_comment(session: AsyncSession, thread: Thread, record: dict[str
         existing = await session.scalar(
             select(Comment).where(Comment.kind == key[0], Comment.github_id == key[1])
         )
+    new = existing is None
+    if looked is not None and key in looked.fresh:
+        looked.fresh.discard(key)  # inserted by `_insert_new` as this delivery would
+        new = True
     if existing is not None and (fill_only or _older(record.get("updated_at"), existing.updated_at)
                                  or _same_second(record, existing, edited_from)):
-        return
+        return new
     if was is not _UNJUDGED:
         await _still(session, key, was, record.get("body") or "")
     comment = await upsert_comment(session, thread, record, looked_up=(existing,),
                                    flush=looked is None)
     if looked is not None:
         looked.comments[key] = comment
+    return new
 
 
 async def _repository(
@@ -564,6 +585,8 @@ async def _insert_new(session: AsyncSession, changes: list[Change], looked: Look
     for change in changes:
         if change.transfer is not None or change.delete_thread or change.delete_comment:
             break
+        if _converting(change, looked):
+            break  # the issue's later deliveries in the batch store nothing (`_converted`)
         if change.thread is None or _buried_thread(change, looked.graves):
             continue
         record = change.thread
@@ -588,6 +611,17 @@ async def _insert_new(session: AsyncSession, changes: list[Change], looked: Look
     if rows:
         await insert_new(session, Comment, rows)
         looked.comments.update(await get_comments(session, {(r["kind"], r["github_id"]) for r in rows}))
+        looked.fresh.update((r["kind"], r["github_id"]) for r in rows)
+
+
+def _converting(change: Change, looked: LookedUp) -> bool:
+    """Whether `change` may note its discussion as a converted issue (`_converted`) for the
+    first time."""
+    record = change.thread
+    if record is None or record["kind"] != "discussion" or _issue_grave(record) in looked.graves:
+        return False
+    stored = looked.threads.get(_thread_key(record))
+    return bool(change.extras.get("converted")) or (stored is not None and stored.kind == "issue")
 
 
 async def _with_discussion_label(session: AsyncSession, change: Change,
@@ -613,6 +647,24 @@ async def _with_discussion_label(session: AsyncSession, change: Change,
     return {**change.thread, "labels": labels}
 
 
+async def _deleted_at_new_place(session: AsyncSession, transfer: Transfer) -> bool:
+    key = _record_grave(transfer.new)
+    return is_buried(await graves(session, {key}), key, transfer.new.get("created_at"))
+
+
+def _thread_key(record: Mapping[str, Any]) -> tuple[str, int]:
+    return (str(record["repo"]).lower(), int(record["number"]))
+
+
+def _touched(change: Change) -> set[tuple[str, int]]:
+    """The (lower-case repo, number) of every thread `change` may write, delete or move."""
+    keys = {_thread_key(r) for r in (change.thread, change.gone) if r is not None}
+    if change.transfer is not None:
+        keys |= {(change.transfer.old_repo.lower(), int(change.transfer.old_number)),
+                 _thread_key(change.transfer.new)}
+    return keys
+
+
 async def apply_change(
     session: AsyncSession,
     change: Change,
@@ -629,9 +681,20 @@ async def apply_change(
     if change.transfer is not None and await moved_to_private(session, payload):
         # Transferred to a private repository: it leaves the tracker as a deleted one does.
         change = replace(change, transfer=None, delete_thread=True)
+    if change.transfer is not None and looked is None:
+        # Two threads (the old place and the new): locked in id order, as an analysis
+        # locks them (a batch locked them all in write_all).
+        await get_threads(session, _touched(change), lock=True)
     if looked is not None and (change.transfer is not None or change.delete_thread):
         looked.forget()
         looked = None
+    if change.transfer is not None and await _deleted_at_new_place(session, change.transfer):
+        # Deleted at its new place since it moved there (this delivery is late, or
+        # redelivered): nothing of it is stored, at either place.
+        was = change.gone or change.transfer.new
+        await delete_thread(session, change.transfer.old_repo, change.transfer.old_number,
+                            was.get("kind"), was.get("created_at"))
+        return change.transfer.old_repo, change.transfer.old_number
     if change.transfer is not None and change.thread is None:
         # `transferred` at the old place: the thread now lives at the new one.
         moved = await move_thread(session, change.transfer.old_repo, change.transfer.old_number,
@@ -653,6 +716,7 @@ async def apply_change(
     found = await _graves(session, change, looked)
     if _buried_thread(change, found):
         return change.repo, change.number  # about a deleted thread: nothing of it is stored
+    converted = await _converted(session, change, found, looked)
     record = await _with_discussion_label(session, change, looked)
     thread = await _store_thread(session, record, opened=change.opened, looked=looked,
                                  edited=_edit_froms(payload) if change.action == "edited"
@@ -667,12 +731,67 @@ async def apply_change(
             looked.graves_checked.add(comment_grave(kind, github_id))
             looked.graves[comment_grave(kind, github_id)] = None
     if change.comment is not None and not _buried_comment(change, found):
-        await _store_comment(session, thread, change.comment, looked,
-                             fill_only=_fills_only(change),
-                             was=change.extras.get("review_was", _UNJUDGED),
-                             edited_from=_edited_from(payload) if change.action == "edited"
-                             else None)
+        new = await _store_comment(session, thread, change.comment, looked,
+                                   fill_only=_fills_only(change),
+                                   was=change.extras.get("review_was", _UNJUDGED),
+                                   edited_from=_edited_from(payload) if change.action == "edited"
+                                   else None)
+        if new and converted:
+            await _drop_converted_copy(session, thread, change.comment)
     return thread.repo, thread.number
+
+
+async def _converted(session: AsyncSession, change: Change, found: dict[str, datetime | None],
+                     looked: LookedUp | None) -> bool:
+    """Whether `change` is about a discussion GitHub made of the issue of its number ("Convert
+    to discussion": the discussion keeps the issue's number, the issue is gone, its comments
+    are the discussion's now under ids of their own). Known from the discussion's state
+    "converting", from the issue stored under its number, or from the issue's Deletion key,
+    which is noted the first time (with the issue's creation time, else the discussion's):
+    a late delivery about the issue (a retry, a redelivery) then stores nothing
+    (`_buried_thread`)."""
+    record = change.thread
+    assert record is not None
+    if record["kind"] != "discussion":
+        return False
+    grave = _issue_grave(record)
+    if grave in found:
+        return True
+    key = _thread_key(record)
+    if looked is not None and key in looked.threads:
+        stored = looked.threads[key]
+    else:
+        stored = await get_thread(session, record["repo"], record["number"])
+    was_issue = stored is not None and stored.kind == "issue"
+    if not (change.extras.get("converted") or was_issue):
+        return False
+    created = (stored.created_at if was_issue and stored is not None
+               else parse_datetime(record.get("created_at")))
+    await bury(session, grave, created)
+    found[grave] = created
+    if looked is not None:
+        looked.graves_checked.add(grave)
+        looked.graves[grave] = created
+    return True
+
+
+async def _drop_converted_copy(session: AsyncSession, thread: Thread,
+                               record: Mapping[str, Any]) -> None:
+    """A new comment of a discussion converted from an issue: the issue's comment it was
+    made from (the thread's oldest `comment` row with its author and words), stored before
+    the conversion, is deleted (the nightly sync drops any left: its listing returns the
+    discussion's comments only)."""
+    if record.get("kind") != "discussion_comment":
+        return
+    author = record.get("author")
+    same = select(Comment.id).where(
+        Comment.thread_id == thread.id, Comment.kind == "comment",
+        Comment.body == storable_text(record.get("body") or ""),
+        Comment.author.is_(None) if author is None else Comment.author == author,
+    ).order_by(Comment.created_at.asc().nulls_last(), Comment.id).limit(1)
+    first = await session.scalar(same)
+    if first is not None:
+        await session.execute(delete(Comment).where(Comment.id == first))
 
 
 async def handle(event_name: str, payload: Mapping[str, Any], ctx: Any) -> tuple[str, int]:
@@ -741,9 +860,11 @@ async def handle_batch(events: list[sansio.Event], ctx: Any) -> list[BaseExcepti
         readable[:] = [r for r in readable if r[2].repo.lower() not in hidden]
         grave_keys = {key for _, _, c, _ in readable for key in _grave_keys(c)}
         looked = LookedUp(
+            # Every stored thread the batch may write, deletes or moves, locked now in id
+            # order (PostgreSQL): an analysis holds its threads so (bot.pipeline), and a
+            # batch deleting #2 and then updating #1 waited for it holding #2 (a deadlock).
             threads=await get_threads(session, {
-                (str(c.thread["repo"]).lower(), int(c.thread["number"]))
-                for _, _, c, _ in readable if c.thread is not None}),
+                key for _, _, c, _ in readable for key in _touched(c)}, lock=True),
             comments=await get_comments(session, {
                 _comment_key(c.comment) for _, _, c, _ in readable if c.comment is not None}),
             graves_checked=grave_keys, graves=await graves(session, grave_keys),

@@ -369,6 +369,11 @@ def change_from_payload(
     thread = thread_from_payload(event, payload, repo)
     change = Change(event=event, action=action, repo=repo, number=thread["number"], thread=thread)
     kind = thread["kind"]
+    discussion = payload.get("discussion")
+    if kind == "discussion" and isinstance(discussion, Mapping) and (
+            discussion.get("state") == "converting"):
+        # made from the issue of its number (GitHub's "Convert to discussion"), which is gone
+        change.extras["converted"] = True
     if event in COMMENT_EVENTS:
         comment = comment_from_payload(event, payload)
         if action == "deleted":

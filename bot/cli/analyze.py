@@ -429,15 +429,26 @@ def _analyze_line(number: int, raw: str, pool: Any) -> tuple[str, str | None]:
     return json.dumps(result, ensure_ascii=False) + "\n", message
 
 
-def _numbered_chunks(lines: Any, size: int) -> Iterator[list[tuple[int, str]]]:
-    """The non-blank lines of `lines` with their 1-based line numbers, `size` at a time."""
-    chunk: list[tuple[int, str]] = []
+def _records(lines: Any) -> Iterator[tuple[int, str]]:
+    """The non-blank lines of `lines` with their 1-based line numbers. A UTF-8 byte-order mark
+    opening the first line is no part of it: a file that is only the mark (an empty file saved
+    by Notepad), or has it on a line of its own, was given an error record for it ("line 1: not
+    valid JSON", exit 1) and one output line more than it has records."""
     for number, raw in enumerate(lines, 1):
+        if number == 1:
+            raw = raw.removeprefix("\ufeff")
         if raw.strip():
-            chunk.append((number, raw))
-            if len(chunk) == size:
-                yield chunk
-                chunk = []
+            yield number, raw
+
+
+def _numbered_chunks(lines: Any, size: int) -> Iterator[list[tuple[int, str]]]:
+    """The records of `lines` (_records) with their 1-based line numbers, `size` at a time."""
+    chunk: list[tuple[int, str]] = []
+    for number, raw in _records(lines):
+        chunk.append((number, raw))
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
     if chunk:
         yield chunk
 
@@ -495,8 +506,7 @@ def analyze_lines(lines: Any, out: TextIO, pool: Any, err: TextIO, jobs: int = 1
     if jobs > 1:
         analyzed: Iterator[tuple[str, str | None]] = _analyzed_in_processes(lines, pool, jobs)
     else:
-        analyzed = (_analyze_line(number, raw, pool)
-                    for number, raw in enumerate(lines, 1) if raw.strip())
+        analyzed = (_analyze_line(number, raw, pool) for number, raw in _records(lines))
     written = bad = 0
     for line, message in analyzed:
         if message is not None:

@@ -37,6 +37,7 @@ from sqlalchemy import func, insert, select
 
 from analyzers.arxiv import normalise_arxiv_id
 from bot.store.models import Paper
+from bot.store.types import storable_text
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,10 @@ class SkippedLine(ValueError):
 
 
 def _text(obj: dict[str, Any], key: str, limit: int | None = None) -> str | None:
+    """The string under `key` (None when absent or empty), with what no database stores (a
+    NUL: PostgreSQL's text refuses it; a lone surrogate escaped in the line: no UTF-8 encoder
+    writes it) as U+FFFD, as thread texts are stored. They reached the database as they were,
+    and the batch holding one failed with a traceback, its good papers lost with it."""
     value = obj.get(key)
     if value is None or value == "":
         return None
@@ -90,7 +95,7 @@ def _text(obj: dict[str, Any], key: str, limit: int | None = None) -> str | None
         raise SkippedLine(f"{key} is not a string")
     if limit is not None and len(value) > limit:
         raise SkippedLine(f"{key} is longer than {limit} characters")
-    return value
+    return storable_text(value)
 
 
 def _first_public(value: str | None) -> str | None:
@@ -123,7 +128,8 @@ def record_from_json(obj: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
             raise SkippedLine("aliases is not a list of strings")
         return {
-            "arxiv_id": arxiv_id, "title": title, "aliases": [a.strip() for a in aliases if a.strip()],
+            "arxiv_id": arxiv_id, "title": title,
+            "aliases": [storable_text(a).strip() for a in aliases if a.strip()],
             "method": _text(obj, "method", 64), "first_public": _first_public(_text(obj, "first_public")),
             "categories": categories, "source": "contract",
         }

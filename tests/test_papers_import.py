@@ -313,3 +313,21 @@ def test_a_nul_or_a_lone_surrogate_in_a_paper_does_not_stop_the_import(
     assert papers["Nul\ufffdTitle"].aliases == ["N\ufffdL"]
     assert papers["Cut \ufffd"].method == "m\ufffd"
     assert papers["No id \ufffd here"].categories == "cs.LG\ufffd"
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32"])
+def test_a_pool_in_utf16_or_utf32_is_named_not_skipped_line_by_line(
+        db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], encoding: str) -> None:
+    """Windows PowerShell 5 writes `>` and Out-File as UTF-16 with a byte-order mark. Such a
+    pool was read line by line as UTF-8: "line 1: not UTF-8 text", then "not valid JSON" for
+    every line, and one line more skipped than the file has papers, nothing said of why. It is
+    refused whole, saying its encoding and how to convert it (exit 2, as `analyze` does)."""
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    path = tmp_path / "pool.jsonl"
+    path.write_bytes("\r\n".join(json.dumps(o) for o in CONTRACT_LINES).encode(encoding))
+    assert main(["papers", "import", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"rltracker papers import: {path} is {encoding.upper()} ")
+    assert "iconv" in err and "skipped" not in err

@@ -48,6 +48,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
+from bot.files import encoding_problem
+
 
 class PoolError(Exception):
     pass
@@ -95,20 +97,8 @@ class NotUtf8(Exception):
     """The input is in an encoding no line of which reads as UTF-8 (its byte-order mark says so)."""
 
 
-# Byte-order marks of the encodings Windows tools write besides UTF-8 (PowerShell 5's `>` and
-# Out-File write UTF-16): read as UTF-8, every record of such a file was an error record (one
-# more than there were records) and -o FILE was replaced by them. UTF-32 LE's starts as UTF-16 LE's.
-_OTHER_BOMS = (("UTF-32", b"\xff\xfe\x00\x00"), ("UTF-32", b"\x00\x00\xfe\xff"),
-               ("UTF-16", b"\xff\xfe"), ("UTF-16", b"\xfe\xff"))
-
-
-def _encoding_problem(head: bytes, name: str) -> str | None:
-    """What to say of an input starting with `head` when it is not UTF-8, else None."""
-    for encoding, bom in _OTHER_BOMS:
-        if head.startswith(bom):
-            return (f"{name} is {encoding} (it starts with a {encoding} byte-order mark); records "
-                    f"are UTF-8 JSON lines: convert it first, e.g. iconv -f {encoding} -t UTF-8")
-    return None
+# What to say of an input in UTF-16 or UTF-32 (its byte-order mark says so): bot.files.
+_encoding_problem = encoding_problem
 
 
 @contextmanager

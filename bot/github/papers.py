@@ -6,7 +6,9 @@ import: JSON lines, either arXiv's bulk metadata (`id`, `title`, `categories`, `
 tens of thousands of papers import in seconds. A line that cannot be a paper (not JSON, no
 id and no title, an id that is not arXiv's, a field of the wrong type or too long for its
 column) is named with its reason on stderr and skipped; every other line is imported, and
-the exit status is 1 (0 when no line was skipped).
+the exit status is 1 (0 when no line was skipped). A file in UTF-16 or UTF-32 (its byte-order
+mark says so) is refused whole, exit 2, saying how to convert it. Texts hold what no database
+stores (a NUL, a lone surrogate) as U+FFFD.
 
 fetch: new listings from the arXiv API (Atom XML, parsed with xml.etree) for the RL-relevant
 part of cs.LG, cs.CL and cs.AI, submitted since the newest one stored (a day of overlap; a
@@ -365,6 +367,23 @@ def papers_command(args: Any) -> int:
     if args.papers_command != "import":
         return asyncio.run(main(None))
     if args.file == "-":
+        if _not_utf8(sys.stdin.buffer, "<stdin>"):
+            return 2
         return asyncio.run(main(sys.stdin.buffer))
     with open(args.file, "rb") as fh:  # read as the import goes, not all at once
+        if _not_utf8(fh, args.file):
+            return 2
         return asyncio.run(main(fh))
+
+
+def _not_utf8(stream: Any, name: str) -> bool:
+    """Whether `stream` is in UTF-16 or UTF-32 (its byte-order mark says so), said on stderr:
+    read line by line as UTF-8, every line of it was skipped as "not UTF-8" or "not valid JSON"
+    (one more than it has papers), nothing said of why. Reads nothing (peek)."""
+    from bot.files import encoding_problem
+
+    peek = getattr(stream, "peek", None)
+    problem = encoding_problem(peek(4)[:4], name) if peek is not None else None
+    if problem:
+        print(f"rltracker papers import: {problem}", file=sys.stderr)
+    return problem is not None

@@ -497,11 +497,15 @@ def analyze_lines(lines: Any, out: TextIO, pool: Any, err: TextIO, jobs: int = 1
         analyzed: Iterator[tuple[str, str | None]] = _analyzed_in_processes(lines, pool, jobs)
     else:
         analyzed = (_analyze_line(number, raw, pool) for number, raw in _records(lines))
+    from bot.cli import printable
+
     written = bad = 0
     for line, message in analyzed:
         if message is not None:
             bad += 1
-            print(f"rltracker analyze: {message}", file=err)
+            # the message quotes the value refused: no control or direction character of it
+            # reaches the terminal (the error record keeps the text as read)
+            print(f"rltracker analyze: {printable(message)}", file=err)
         out.write(line)
         written += 1
     return written, bad
@@ -593,7 +597,9 @@ def analyze_command(args: argparse.Namespace) -> int:
             with _collector_off():
                 pool = load_pool(args.papers, use_cache=not getattr(args, "no_cache", False))
         except PoolError as exc:
-            print(f"rltracker analyze: --papers {exc}", file=sys.stderr)
+            from bot.cli import printable
+
+            print(f"rltracker analyze: --papers {printable(exc)}", file=sys.stderr)
             return 2
         except OSError as exc:
             print(f"rltracker analyze: {file_problem(exc, [('--papers', args.papers)])}",

@@ -20,6 +20,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO, cast
 
+# Byte-order marks of the encodings Windows tools write besides UTF-8 (PowerShell 5's `>` and
+# Out-File write UTF-16). Read as UTF-8, every record of such a file was an error record (one
+# more than there were records): `analyze` wrote them over -o FILE, `papers import` skipped
+# every line as "not UTF-8" or "not valid JSON". UTF-32 LE's starts as UTF-16 LE's.
+_OTHER_BOMS = (("UTF-32", b"\xff\xfe\x00\x00"), ("UTF-32", b"\x00\x00\xfe\xff"),
+               ("UTF-16", b"\xff\xfe"), ("UTF-16", b"\xfe\xff"))
+
+
+def encoding_problem(head: bytes, name: str) -> str | None:
+    """What to say of an input of JSON lines starting with `head` (its first 4 bytes) when it
+    is not UTF-8, else None."""
+    for encoding, bom in _OTHER_BOMS:
+        if head.startswith(bom):
+            return (f"{name} is {encoding} (it starts with a {encoding} byte-order mark); records "
+                    f"are UTF-8 JSON lines: convert it first, e.g. iconv -f {encoding} -t UTF-8")
+    return None
+
 
 class NamedStream:
     """A text stream whose failed writes name it. An OSError of a write names no file, and

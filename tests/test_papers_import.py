@@ -274,3 +274,60 @@ async def test_a_title_with_a_capital_beyond_ascii_is_found_again(ctx: Any) -> N
 )
 def test_bare_ids_are_the_ids_threads_link_to(given: str, expected: str | None) -> None:
     assert bare_arxiv_id(given) == expected
+
+
+def test_a_nul_or_a_lone_surrogate_in_a_paper_does_not_stop_the_import(
+        db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A NUL (PostgreSQL's text cannot hold one) or a lone UTF-16 surrogate escaped in a line
+    (a title cut mid-pair; no UTF-8 encoder writes one) reached the database as it was: the
+    batch holding it failed with a traceback ("this is a bug") and every paper of it, the good
+    ones too, was lost. They are stored as U+FFFD, as the app stores thread texts."""
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    path = tmp_path / "pool.jsonl"
+    path.write_text(
+        '{"arxiv_id": "2501.00021", "title": "Before"}\n'
+        '{"arxiv_id": "2501.00022", "title": "Nul\\u0000Title", "aliases": ["N\\u0000L"]}\n'
+        '{"arxiv_id": "2501.00023", "title": "Cut \\ud83d", "method": "m\\udc00"}\n'
+        '{"arxiv_id": null, "title": "No id \\u0000 here", "categories": "cs.LG\\u0000"}\n'
+        '{"arxiv_id": "2501.00024", "title": "After"}\n', encoding="utf-8")
+    assert main(["papers", "import", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"added": 5, "updated": 0, "unchanged": 0, "skipped": 0}, err
+
+    async def stored() -> dict[str, Paper]:
+        from bot.config import Settings
+        from bot.context import AppContext
+
+        ctx = AppContext.create(Settings.from_env())
+        try:
+            async with ctx.sessionmaker() as session:
+                return {p.title: p for p in await session.scalars(select(Paper))}
+        finally:
+            await ctx.close()
+
+    import asyncio
+
+    papers = asyncio.run(stored())
+    assert set(papers) == {"Before", "Nul\ufffdTitle", "Cut \ufffd", "No id \ufffd here", "After"}
+    assert papers["Nul\ufffdTitle"].aliases == ["N\ufffdL"]
+    assert papers["Cut \ufffd"].method == "m\ufffd"
+    assert papers["No id \ufffd here"].categories == "cs.LG\ufffd"
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32"])
+def test_a_pool_in_utf16_or_utf32_is_named_not_skipped_line_by_line(
+        db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], encoding: str) -> None:
+    """Windows PowerShell 5 writes `>` and Out-File as UTF-16 with a byte-order mark. Such a
+    pool was read line by line as UTF-8: "line 1: not UTF-8 text", then "not valid JSON" for
+    every line, and one line more skipped than the file has papers, nothing said of why. It is
+    refused whole, saying its encoding and how to convert it (exit 2, as `analyze` does)."""
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    path = tmp_path / "pool.jsonl"
+    path.write_bytes("\r\n".join(json.dumps(o) for o in CONTRACT_LINES).encode(encoding))
+    assert main(["papers", "import", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"rltracker papers import: {path} is {encoding.upper()} ")
+    assert "iconv" in err and "skipped" not in err

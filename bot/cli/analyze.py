@@ -48,6 +48,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
+from bot.files import encoding_problem
+
 
 class PoolError(Exception):
     pass
@@ -95,20 +97,8 @@ class NotUtf8(Exception):
     """The input is in an encoding no line of which reads as UTF-8 (its byte-order mark says so)."""
 
 
-# Byte-order marks of the encodings Windows tools write besides UTF-8 (PowerShell 5's `>` and
-# Out-File write UTF-16): read as UTF-8, every record of such a file was an error record (one
-# more than there were records) and -o FILE was replaced by them. UTF-32 LE's starts as UTF-16 LE's.
-_OTHER_BOMS = (("UTF-32", b"\xff\xfe\x00\x00"), ("UTF-32", b"\x00\x00\xfe\xff"),
-               ("UTF-16", b"\xff\xfe"), ("UTF-16", b"\xfe\xff"))
-
-
-def _encoding_problem(head: bytes, name: str) -> str | None:
-    """What to say of an input starting with `head` when it is not UTF-8, else None."""
-    for encoding, bom in _OTHER_BOMS:
-        if head.startswith(bom):
-            return (f"{name} is {encoding} (it starts with a {encoding} byte-order mark); records "
-                    f"are UTF-8 JSON lines: convert it first, e.g. iconv -f {encoding} -t UTF-8")
-    return None
+# What to say of an input in UTF-16 or UTF-32 (its byte-order mark says so): bot.files.
+_encoding_problem = encoding_problem
 
 
 @contextmanager
@@ -429,15 +419,26 @@ def _analyze_line(number: int, raw: str, pool: Any) -> tuple[str, str | None]:
     return json.dumps(result, ensure_ascii=False) + "\n", message
 
 
-def _numbered_chunks(lines: Any, size: int) -> Iterator[list[tuple[int, str]]]:
-    """The non-blank lines of `lines` with their 1-based line numbers, `size` at a time."""
-    chunk: list[tuple[int, str]] = []
+def _records(lines: Any) -> Iterator[tuple[int, str]]:
+    """The non-blank lines of `lines` with their 1-based line numbers. A UTF-8 byte-order mark
+    opening the first line is no part of it: a file that is only the mark (an empty file saved
+    by Notepad), or has it on a line of its own, was given an error record for it ("line 1: not
+    valid JSON", exit 1) and one output line more than it has records."""
     for number, raw in enumerate(lines, 1):
+        if number == 1:
+            raw = raw.removeprefix("\ufeff")
         if raw.strip():
-            chunk.append((number, raw))
-            if len(chunk) == size:
-                yield chunk
-                chunk = []
+            yield number, raw
+
+
+def _numbered_chunks(lines: Any, size: int) -> Iterator[list[tuple[int, str]]]:
+    """The records of `lines` (_records) with their 1-based line numbers, `size` at a time."""
+    chunk: list[tuple[int, str]] = []
+    for number, raw in _records(lines):
+        chunk.append((number, raw))
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
     if chunk:
         yield chunk
 
@@ -495,13 +496,16 @@ def analyze_lines(lines: Any, out: TextIO, pool: Any, err: TextIO, jobs: int = 1
     if jobs > 1:
         analyzed: Iterator[tuple[str, str | None]] = _analyzed_in_processes(lines, pool, jobs)
     else:
-        analyzed = (_analyze_line(number, raw, pool)
-                    for number, raw in enumerate(lines, 1) if raw.strip())
+        analyzed = (_analyze_line(number, raw, pool) for number, raw in _records(lines))
+    from bot.cli import printable
+
     written = bad = 0
     for line, message in analyzed:
         if message is not None:
             bad += 1
-            print(f"rltracker analyze: {message}", file=err)
+            # the message quotes the value refused: no control or direction character of it
+            # reaches the terminal (the error record keeps the text as read)
+            print(f"rltracker analyze: {printable(message)}", file=err)
         out.write(line)
         written += 1
     return written, bad
@@ -593,7 +597,9 @@ def analyze_command(args: argparse.Namespace) -> int:
             with _collector_off():
                 pool = load_pool(args.papers, use_cache=not getattr(args, "no_cache", False))
         except PoolError as exc:
-            print(f"rltracker analyze: --papers {exc}", file=sys.stderr)
+            from bot.cli import printable
+
+            print(f"rltracker analyze: --papers {printable(exc)}", file=sys.stderr)
             return 2
         except OSError as exc:
             print(f"rltracker analyze: {file_problem(exc, [('--papers', args.papers)])}",

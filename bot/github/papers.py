@@ -6,7 +6,9 @@ import: JSON lines, either arXiv's bulk metadata (`id`, `title`, `categories`, `
 tens of thousands of papers import in seconds. A line that cannot be a paper (not JSON, no
 id and no title, an id that is not arXiv's, a field of the wrong type or too long for its
 column) is named with its reason on stderr and skipped; every other line is imported, and
-the exit status is 1 (0 when no line was skipped).
+the exit status is 1 (0 when no line was skipped). A file in UTF-16 or UTF-32 (its byte-order
+mark says so) is refused whole, exit 2, saying how to convert it. Texts hold what no database
+stores (a NUL, a lone surrogate) as U+FFFD.
 
 fetch: new listings from the arXiv API (Atom XML, parsed with xml.etree) for the RL-relevant
 part of cs.LG, cs.CL and cs.AI, submitted since the newest one stored (a day of overlap; a
@@ -37,6 +39,7 @@ from sqlalchemy import func, insert, or_, select
 
 from analyzers.arxiv import normalise_arxiv_id
 from bot.store.models import Paper
+from bot.store.types import storable_text
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +88,10 @@ class SkippedLine(ValueError):
 
 
 def _text(obj: dict[str, Any], key: str, limit: int | None = None) -> str | None:
+    """The string under `key` (None when absent or empty), with what no database stores (a
+    NUL: PostgreSQL's text refuses it; a lone surrogate escaped in the line: no UTF-8 encoder
+    writes it) as U+FFFD, as thread texts are stored. They reached the database as they were,
+    and the batch holding one failed with a traceback, its good papers lost with it."""
     value = obj.get(key)
     if value is None or value == "":
         return None
@@ -92,7 +99,7 @@ def _text(obj: dict[str, Any], key: str, limit: int | None = None) -> str | None
         raise SkippedLine(f"{key} is not a string")
     if limit is not None and len(value) > limit:
         raise SkippedLine(f"{key} is longer than {limit} characters")
-    return value
+    return storable_text(value)
 
 
 def _first_public(value: str | None) -> str | None:
@@ -125,7 +132,8 @@ def record_from_json(obj: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
             raise SkippedLine("aliases is not a list of strings")
         return {
-            "arxiv_id": arxiv_id, "title": title, "aliases": [a.strip() for a in aliases if a.strip()],
+            "arxiv_id": arxiv_id, "title": title,
+            "aliases": [storable_text(a).strip() for a in aliases if a.strip()],
             "method": _text(obj, "method", 64), "first_public": _first_public(_text(obj, "first_public")),
             "categories": categories, "source": "contract",
         }
@@ -396,6 +404,23 @@ def papers_command(args: Any) -> int:
     if args.papers_command != "import":
         return asyncio.run(main(None))
     if args.file == "-":
+        if _not_utf8(sys.stdin.buffer, "<stdin>"):
+            return 2
         return asyncio.run(main(sys.stdin.buffer))
     with open(args.file, "rb") as fh:  # read as the import goes, not all at once
+        if _not_utf8(fh, args.file):
+            return 2
         return asyncio.run(main(fh))
+
+
+def _not_utf8(stream: Any, name: str) -> bool:
+    """Whether `stream` is in UTF-16 or UTF-32 (its byte-order mark says so), said on stderr:
+    read line by line as UTF-8, every line of it was skipped as "not UTF-8" or "not valid JSON"
+    (one more than it has papers), nothing said of why. Reads nothing (peek)."""
+    from bot.files import encoding_problem
+
+    peek = getattr(stream, "peek", None)
+    problem = encoding_problem(peek(4)[:4], name) if peek is not None else None
+    if problem:
+        print(f"rltracker papers import: {problem}", file=sys.stderr)
+    return problem is not None

@@ -383,7 +383,12 @@ class PaperIndex:
         key = arxiv_id or f"title:{norm}"
         i = self._by_key.get(key)
         if i is None and norm and norm in self._title_exact:
-            i = self._title_exact[norm]
+            same_title = self._title_exact[norm]
+            # One title under two different arXiv ids is two papers (a resubmission, two
+            # "Position paper"s); a title without an id completes the paper that has one.
+            other_id = self.papers[same_title].arxiv_id
+            if not (arxiv_id and other_id and other_id != arxiv_id):
+                i = same_title
         if i is None:
             i = len(self.papers)
             self.papers.append(

@@ -165,6 +165,25 @@ def test_unknown_arxiv_id_is_kept_without_title() -> None:
     }
 
 
+def test_two_pool_papers_sharing_a_title_keep_their_own_ids() -> None:
+    """Two papers of the pool with different arXiv ids and one title (a resubmission under a
+    new id, two short papers both called "Position paper"): each id is its own paper. The
+    second was merged into the first, its id never indexed, so a thread citing it got the
+    paper with an empty title, as an id no pool knows."""
+    pool = PaperIndex.build([
+        {"arxiv_id": "2611.00001", "title": "Steady Rewards for Long Rollouts", "aliases": []},
+        {"arxiv_id": "2611.00002", "title": "Steady Rewards for Long Rollouts", "aliases": []},
+    ], include_catalog=False)
+    got = links(thread("Two ids", "see arXiv:2611.00001 and arXiv:2611.00002"), pool)
+    assert got["2611.00001"]["title"] == got["2611.00002"]["title"] == "Steady Rewards for Long Rollouts"
+    # a pool entry with no id and the same title still completes the paper with the id
+    merged = PaperIndex.build([
+        {"arxiv_id": None, "title": "Steady Rewards for Long Rollouts", "aliases": ["SRLR"]},
+        {"arxiv_id": "2611.00001", "title": "Steady Rewards for Long Rollouts", "aliases": []},
+    ], include_catalog=False)
+    assert len(merged.papers) == 1 and merged.papers[0].arxiv_id == "2611.00001"
+
+
 def test_arxiv_link_in_code_block_counts_but_bare_number_does_not() -> None:
     body = "```\n# from https://arxiv.org/abs/2507.18071\nthroughput 2503.14476 tokens\n```"
     got = links(thread("logs", body))

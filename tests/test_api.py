@@ -108,6 +108,24 @@ async def test_actions_api_lists_and_filters(client: TestClient, ctx: AppContext
     assert (await client.get("/api/actions", params={"number": "x"})).status == 400
 
 
+async def test_actions_api_lists_only_the_statuses_the_contract_names(client: TestClient,
+                                                                     ctx: AppContext) -> None:
+    """An action still `pending` (a claim being posted, or one a crash left for its lease to
+    run out) is not yet something the app did: the contract's list is posted, dry_run, failed
+    and skipped, and a consumer reading it met "pending" and its X-Total-Count."""
+    async with ctx.sessionmaker() as s:
+        s.add_all([Action(repo="Org/Repo", number=1, kind="failure_comment", status="pending"),
+                   Action(repo="Org/Repo", number=2, kind="failure_comment", status="posted",
+                          body="b")])
+        await s.commit()
+    for params in ({}, {"repo": "Org/Repo"}, {"repo": "Org/Repo", "number": "1"}):
+        answer = await client.get("/api/actions", params=params)
+        listed = await answer.json()
+        assert {a["status"] for a in listed} <= {"posted", "dry_run", "failed", "skipped"}
+        assert answer.headers["X-Total-Count"] == str(len(listed))
+    assert [a["number"] for a in await (await client.get("/api/actions")).json()] == [2]
+
+
 async def test_actions_api_reaches_the_newest_past_the_first_page(client: TestClient,
                                                                     ctx: AppContext) -> None:
     """Oldest first, 1,000 by default: the total says there are more, and `offset` reaches the

@@ -344,7 +344,9 @@ async def api_actions(request: web.Request) -> web.Response:
     from bot.store.types import format_datetime
 
     ctx = request.app[CTX]
-    conditions = []
+    # A `pending` row is a claim being posted (or one a crash left for its lease): not yet
+    # something the app did, and not a status the contract lists.
+    conditions = [Action.status != "pending"]
     repo = (request.query.get("repo") or "").strip()
     if repo and not REPO_NAME.fullmatch(repo):
         return _json_error(400, "repo must be OWNER/NAME, as on GitHub (huggingface/trl)")

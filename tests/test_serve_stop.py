@@ -30,7 +30,7 @@ from bot.config import Settings
 from bot.context import AppContext
 from bot.webhooks.inbox import InboxRow
 from tests.test_crash_recovery import RLTRACKER, free_port
-from tests.test_serve_signals import _store_delivery
+from tests.test_serve_signals import _children, _cmdline, _store_delivery
 
 POLLS = 2400  # bounded polls, a twentieth of a second apart
 # Seconds the test waits for a stop asked twice. Below the GitHub client's own timeout (60 s),
@@ -266,3 +266,37 @@ async def test_a_second_sigterm_cuts_a_worker_process_short(
     """`--workers 1`: the worker process is cut and its row given back as well (before, it
     was killed after SHUTDOWN_GRACE, its row left claimed until its lease ran out)."""
     await _second_signal_cuts_the_stop(db_url, tmp_path, fake_github, "--workers", "1")
+
+
+async def test_ctrl_c_while_a_worker_process_is_still_starting_prints_no_traceback(
+        db_url: str, tmp_path: Path, fake_github: Any) -> None:
+    """Ctrl-C in the terminal of `serve --workers 1` reaches its whole foreground group. A
+    worker process is spawned once serve is serving, and spends its first second importing
+    (the spawn unpickles its target: sqlalchemy, aiohttp, the analyzers' modules) before its
+    handlers exist: the SIGINT raised KeyboardInterrupt there and Python printed a traceback
+    of the imports. It now waits, blocked, until the process's stop handler is installed, and
+    is a stop like any other."""
+    serve = Serve(db_url, fake_github, tmp_path, "--workers", "1")
+    serve.runs += 1
+    serve.proc = subprocess.Popen(
+        [str(RLTRACKER), "serve", "--host", "127.0.0.1", "--port", str(free_port()),
+         "--no-scheduler", "--no-backfill", "--workers", "1"],
+        env=serve.env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=serve.log.open("wb"),
+        start_new_session=True)
+    try:
+        assert serve.proc.stdout is not None
+        line = await asyncio.to_thread(serve.proc.stdout.readline)
+        assert b"serving on" in line, serve.log.read_text()[-3000:]
+        for _ in range(POLLS):  # the worker process is spawned right after that line
+            if any("spawn_main" in _cmdline(c) for c in _children(serve.proc.pid)):
+                break  # it is importing now (a second or so)
+            await asyncio.sleep(0.01)  # a poll of /proc
+        else:
+            raise AssertionError("no worker process was spawned")
+        os.killpg(serve.proc.pid, signal.SIGINT)  # Ctrl-C: the group the test made for it
+        status = await serve.wait(120)
+        log = serve.log.read_text(errors="replace")
+        assert status == 0, (status, log[-3000:])
+        assert "Traceback" not in log and "KeyboardInterrupt" not in log, log[-3000:]
+    finally:
+        serve.kill()

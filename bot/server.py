@@ -111,6 +111,7 @@ def _start_worker_processes(settings: Settings, count: int, counts: list[Any] | 
     under a worker id given here (appended to `ids`): what a process held when it ended
     without finishing it (killed) is given back under that id (bot.webhooks.worker.give_back)."""
     import multiprocessing
+    from multiprocessing import resource_tracker
 
     from bot.metrics import shared_counts_array
     from bot.webhooks.worker import make_worker_id, worker_process_main
@@ -126,8 +127,20 @@ def _start_worker_processes(settings: Settings, count: int, counts: list[Any] | 
     procs = [spawn.Process(target=worker_process_main,
                            args=(settings, _github_client, level, arrays[k], worker_ids[k]),
                            name=f"rltracker-worker-{k}") for k in range(count)]
-    for p in procs:
-        p.start()
+    # Each starts with the stop signals blocked (a thread's mask is inherited through fork and
+    # exec) and unblocks them once its stop handlers are installed (worker_process_main): a
+    # Ctrl-C or SIGHUP to the terminal's group, or a SIGTERM to the group (systemd), while it
+    # was still importing (a second or so) killed it, or printed a KeyboardInterrupt traceback
+    # of the imports, and serve exited 1 saying its worker process ended. A signal sent to
+    # serve meanwhile is not lost: another thread takes it, or it is delivered on unblocking.
+    # The spawn's resource tracker first: its launch unblocks SIGINT and SIGTERM after it.
+    resource_tracker.ensure_running()
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        for p in procs:
+            p.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     return procs
 
 

@@ -105,13 +105,13 @@ class Serve:
     def log(self) -> Path:
         return self.workdir / f"serve.{self.runs}.log"
 
-    def start(self, *, session: bool = False) -> None:
+    def start(self, *, session: bool = False, stdout: int = subprocess.DEVNULL) -> None:
         """`session`: in a session (and process group) of its own, as in a terminal of its own."""
         self.runs += 1
         self.proc = subprocess.Popen(
             [str(RLTRACKER), "serve", "--host", "127.0.0.1", "--port", str(free_port()),
              "--no-scheduler", "--no-backfill", *self.extra],
-            env=self.env, cwd=self.workdir, stdout=subprocess.DEVNULL,
+            env=self.env, cwd=self.workdir, stdout=stdout,
             stderr=self.log.open("wb"), start_new_session=session)
 
     def lines(self) -> list[dict[str, Any]]:
@@ -277,14 +277,9 @@ async def test_ctrl_c_while_a_worker_process_is_still_starting_prints_no_traceba
     of the imports. It now waits, blocked, until the process's stop handler is installed, and
     is a stop like any other."""
     serve = Serve(db_url, fake_github, tmp_path, "--workers", "1")
-    serve.runs += 1
-    serve.proc = subprocess.Popen(
-        [str(RLTRACKER), "serve", "--host", "127.0.0.1", "--port", str(free_port()),
-         "--no-scheduler", "--no-backfill", "--workers", "1"],
-        env=serve.env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=serve.log.open("wb"),
-        start_new_session=True)
+    serve.start(session=True, stdout=subprocess.PIPE)
     try:
-        assert serve.proc.stdout is not None
+        assert serve.proc is not None and serve.proc.stdout is not None
         line = await asyncio.to_thread(serve.proc.stdout.readline)
         assert b"serving on" in line, serve.log.read_text()[-3000:]
         for _ in range(POLLS):  # the worker process is spawned right after that line

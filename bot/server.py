@@ -460,7 +460,11 @@ def serve_command(args: Any) -> int:
     configure_logging(os.environ.get("RLTRACKER_LOG_LEVEL", "INFO"))
     register_settings_secrets(settings)
     port = settings.port
-    host = getattr(args, "host", None) or "0.0.0.0"
+    # --dev is a local service (its pages, exports, /metrics and the deliveries replayed into
+    # it were anyone's on a shared network, as no development server's are): this machine
+    # only unless --host says otherwise. The image's `serve` listens on every interface.
+    host = getattr(args, "host", None) or ("127.0.0.1" if getattr(args, "dev", False)
+                                           else "0.0.0.0")
     if generated is not None:
         # Printed on purpose (stdout, not the logs): the developer needs it to sign deliveries.
         if not _say(f"dev mode: dry-run on; webhook secret for this run: {generated}"):

@@ -6,11 +6,11 @@ so make installs nothing). The listening socket is read from /proc/net/tcp: the 
 kernel says the port is bound to, not what the program prints.
 
 - `serve --dev` and `make run` listened on 0.0.0.0, every interface: on a laptop on a shared
-  network the dev server's pages, /api/export, /metrics and the install preview (which asks
-  GitHub with the developer's GITHUB_TOKEN, spending its rate limit on any repository a
-  neighbour names) were anyone's. README opens http://localhost:8000/ and the refusal of a
-  plain `serve` calls --dev "a local, dry-run service": it now listens on 127.0.0.1 unless
-  --host (or make's HOST) says otherwise. A plain `serve` (the image's) keeps 0.0.0.0.
+  network the dev server's pages, /api/export, /metrics and whatever deliveries the developer
+  replayed into it were anyone's, unlike the development servers an operator knows. README
+  opens http://localhost:8000/ and the refusal of a plain `serve` calls --dev "a local,
+  dry-run service": it now listens on 127.0.0.1 unless --host (or make's HOST) says
+  otherwise. A plain `serve` (the image's) keeps 0.0.0.0.
 - SIGTERM to `make run` (a supervisor, `kill`) reaches serve: GNU make sends it on to the
   recipe's command, which it runs without a shell in between, and waits for it. It stops
   in order, exit 0 (make then exits on the signal it was sent).

@@ -191,7 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("serve", help="run the web app, the inbox worker and the scheduler")
-    p.add_argument("--host", default="0.0.0.0")
+    p.add_argument("--host", default=None,
+                   help="the address to listen on (default: 0.0.0.0, every interface; with "
+                        "--dev 127.0.0.1, this machine only)")
     p.add_argument("--port", type=_port, default=None, help="default: $PORT or 8000")
     p.add_argument("--dev", action="store_true", help="random webhook secret, dry-run")
     p.add_argument("--no-scheduler", action="store_true", help="do not run the nightly jobs")

@@ -24,6 +24,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import text
 
 from bot.config import Settings
@@ -36,6 +37,9 @@ POLLS = 2400  # bounded polls, a twentieth of a second apart
 # Seconds the test waits for a stop asked twice. Below the GitHub client's own timeout (60 s),
 # so that a `serve` that goes on waiting for the held answer is seen as such.
 CUT = 45.0
+# Seconds the test waits for a stop asked twice while the inbox's table is locked: below the
+# 30 s a write waits for a lock (SQLite's busy timeout, PostgreSQL's lock_timeout).
+NOW = 20.0
 PERMISSION = r"/repos/acme/trainer/collaborators/[^/]+/permission"
 
 
@@ -294,4 +298,83 @@ async def test_ctrl_c_while_a_worker_process_is_still_starting_prints_no_traceba
         assert status == 0, (status, log[-3000:])
         assert "Traceback" not in log and "KeyboardInterrupt" not in log, log[-3000:]
     finally:
+        serve.kill()
+
+
+class WriteLock:
+    """Another session holding the inbox's table (SQLite: the write lock; PostgreSQL: an
+    EXCLUSIVE lock on `deliveries`, as a migration's ALTER TABLE does): every write of the
+    stop's last steps (the worker's give-back, its release of the rows claimed for the next
+    step) waits for it, up to SQLite's busy timeout or PostgreSQL's lock_timeout (30 s each)."""
+
+    def __init__(self, db_url: str) -> None:
+        self.db_url = db_url
+        self.sqlite: Any = None
+        self.pg: Any = None
+
+    async def take(self) -> None:
+        if self.db_url.startswith("sqlite"):
+            import sqlite3
+
+            self.sqlite = sqlite3.connect(self.db_url.partition(":///")[2], isolation_level=None)
+            self.sqlite.execute("BEGIN IMMEDIATE")
+            return
+        import asyncpg
+
+        self.pg = await asyncpg.connect(self.db_url.replace("postgresql+asyncpg://", "postgresql://"))
+        await self.pg.execute("BEGIN")
+        await self.pg.execute("LOCK TABLE deliveries IN EXCLUSIVE MODE")
+
+    async def release(self) -> None:
+        if self.sqlite is not None:
+            self.sqlite.execute("ROLLBACK")
+            self.sqlite.close()
+            self.sqlite = None
+        if self.pg is not None:
+            await self.pg.close()
+            self.pg = None
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+async def test_a_second_signal_cuts_the_stops_last_steps_too(
+        db_url: str, tmp_path: Path, fake_github: Any, workers: int) -> None:
+    """The second signal cut what was in hand, but the steps after it (giving back what the
+    worker held, the inbox writer's last commit, the scheduler's record) still waited for the
+    database: with the inbox's table locked by another session, `serve` went on for each
+    step's lock wait (30 s each) after the operator asked it to stop now, then logged a
+    traceback. It now gives those steps a few seconds and then stops without them: what
+    they would have written is left to the leases (the row is taken again once its lease
+    ends), exit 0, no traceback."""
+    await _store_delivery(db_url, _command_delivery())
+    held = HeldAnswer(fake_github)
+    extra = ("--workers", "1") if workers else ()
+    serve = Serve(db_url, fake_github, tmp_path, *extra)
+    serve.env["RLTRACKER_WORKER_LEASE"] = "5"  # the lease the row is left to, short here
+    lock = WriteLock(db_url)
+    serve.start()
+    try:
+        await _in_the_handler(held, serve)
+        serve.signal(signal.SIGTERM)
+        assert await serve.stopping(), serve.log.read_text()[-3000:]
+        await lock.take()
+        serve.signal(signal.SIGTERM)  # stop now
+        status = await serve.wait(NOW)
+        log = serve.log.read_text(errors="replace")
+        await lock.release()
+        assert status == 0, (status, log[-3000:])  # None: still waiting for the lock
+        assert "Traceback" not in log, log[-3000:]
+        # nothing is lost: the next start handles the row (once its lease has ended)
+        held.release.set()
+        serve.start()
+        for _ in range(POLLS):
+            row = await _row(db_url)
+            if row["status"] == "done":
+                break
+            await asyncio.sleep(0.05)  # a poll of the inbox
+        assert row["status"] == "done", (row, serve.log.read_text()[-3000:])
+        serve.signal(signal.SIGTERM)
+        assert await serve.wait(120) == 0
+    finally:
+        held.release.set()
+        await lock.release()
         serve.kill()

@@ -713,6 +713,21 @@ def test_sqlite_url_with_two_slashes(tmp_path: Path) -> None:
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("url", ["sqlite+aiosqlite:///", "sqlite:///", "sqlite+aiosqlite://",
+                                 "sqlite+aiosqlite:///:memory:"])
+def test_sqlite_url_that_names_no_file(tmp_path: Path, url: str) -> None:
+    """`DATABASE_URL=sqlite+aiosqlite:///$DB` with DB unset (or `:memory:`) names no file:
+    SQLite opened an in-memory database, gone when the command ends. `migrate` said "database
+    at 0017" (exit 0) and migrated nothing that stays; `serve` then said the database is
+    behind the migrations, "run `rltracker migrate` first", which the operator had just done;
+    `stats` said the database has no tables. Each is now the setting's one line, exit 2."""
+    for args in (["migrate"], ["stats"], ["serve", "--dev", "--port", str(free_port())]):
+        result = rltracker(*args, env={"DATABASE_URL": url}, cwd=tmp_path)
+        line = one_line(result, args[0], 2, "DATABASE_URL", "names no file")
+        assert "sqlite+aiosqlite:///rltracker.db" in line, line
+    assert not list(tmp_path.iterdir())
+
+
 def test_postgresql_url_query_parameters() -> None:
     """Hosting platforms give `postgres://...?sslmode=require` (libpq's name); asyncpg's is
     `ssl`, and every other query parameter went to asyncpg.connect as a keyword it refused

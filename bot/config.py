@@ -194,7 +194,11 @@ def check_database_url(url: str, *, may_be_absent: bool = False) -> None:
                            "(sqlite+aiosqlite:///rltracker.db), four before an absolute one")
     path = sqlite_path(normal)
     if path is None:
-        return
+        # in memory: each command (and each connection) had a new, empty database; `migrate`
+        # said it migrated one that was gone at exit, and `serve` sent the operator back to it
+        raise SettingError("DATABASE_URL", shown, "names no file (an unset shell variable? "
+                           "`:memory:` is gone when the command ends); expected a SQLite file, "
+                           "e.g. sqlite+aiosqlite:///rltracker.db")
     where = os.path.abspath(path)
     if path.is_dir():
         raise SettingError("DATABASE_URL", shown, f"{where} is a folder; expected a SQLite file path")

@@ -21,6 +21,10 @@ from bot.logs import configure_logging, register_settings_secrets
 
 log = logging.getLogger(__name__)
 SHUTDOWN_GRACE = 10.0  # seconds background tasks get to finish before they are cancelled
+# Seconds the stop's last steps get after a second signal (giving back what the workers held,
+# the last commits, the scheduler's record: each one short statement), before `serve` ends
+# without them: with the database locked or gone each waited 30 s or more.
+HURRY_GRACE = 3.0
 
 
 def _fail(message: str, exit_code: int = 2) -> int:
@@ -211,6 +215,7 @@ class _Asked:
         self.stop = stop
         self.hurry = asyncio.Event()
         self.signal: str | None = None
+        self.on_hurry: Any = None  # called once, with the hurry (serve's last-steps bound)
 
     def __call__(self, sig: signal.Signals) -> None:
         if not self.stop.is_set():
@@ -220,6 +225,8 @@ class _Asked:
             log.warning("stopping now (%s while stopping): the work in hand is cut and given "
                         "back for another attempt", sig.name, extra={"signal": sig.name})
             self.hurry.set()
+            if self.on_hurry is not None:
+                self.on_hurry()
 
 
 # SIGHUP (the terminal `serve` runs in closed, `kill -HUP`) is a stop too: its default action
@@ -271,12 +278,36 @@ def _stop_asked_between(stop: asyncio.Event) -> None:
         raise _StopAsked
 
 
+def _end_now(grace: float) -> None:
+    """A stop asked twice whose last steps have not finished within `grace` seconds: the
+    process ends without them (exit status 0, as any stop asked for). What they would have
+    written is not lost: a row not given back is taken again when its lease ends, a nightly
+    run not recorded as cancelled is seen as dead by the next start's watch, a delivery
+    whose commit did not land was not answered, so GitHub delivers it again."""
+    log.warning("stopped without the stop's last steps: not finished %.0f s after the second "
+                "signal (the database locked or not answering?); what the workers held is "
+                "taken again when its lease ends", grace)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(0)
+
+
 async def serve(settings: Settings, host: str, port: int, *, worker: bool = True,
                 scheduler: bool = True, backfill: bool = True,
-                ready: asyncio.Event | None = None, worker_processes: int = 0) -> int:
+                ready: asyncio.Event | None = None, worker_processes: int = 0,
+                hurry_grace: float | None = None) -> int:
+    """`hurry_grace`: after a second signal, end the process (os._exit) when the stop has not
+    finished within that many seconds (`rltracker serve`; None in a caller's own process)."""
     stop = asyncio.Event()
     asked = _Asked(stop)
     loop = asyncio.get_running_loop()
+    if hurry_grace is not None:
+        deadline = threading.Timer(hurry_grace, _end_now, args=(hurry_grace,))
+        deadline.daemon = True  # (a process that ends first does not wait for it)
+        asked.on_hurry = deadline.start
     installed = _install_stop_handlers(asked)  # first: a stop while starting is orderly too
     try:
         return await _serve(settings, host, port, asked, worker=worker, scheduler=scheduler,
@@ -320,6 +351,9 @@ class _Started:
         from bot.context import WORKER
         from bot.speaking.preview import BACKGROUND_KEY
 
+        for p in self.procs:  # now, not when the stop reaches them (a step before may wait)
+            if p.is_alive():
+                p.kill()
         app = self.runner.app if self.runner is not None else None
         if app is not None and WORKER in app:
             app[WORKER].abort()
@@ -347,8 +381,11 @@ class _Started:
         for worker_id in self.worker_ids:  # what a killed worker process held, given back
             try:
                 await give_back(ctx.engine, worker_id)
-            except Exception:  # noqa: BLE001 - its lease runs out instead
-                log.warning("could not give back what worker %s held", worker_id, exc_info=True)
+            except Exception as exc:  # noqa: BLE001 - its lease runs out instead
+                # the database's failure (a lock not granted, unreachable): one line
+                reason = (str(exc).splitlines() or [""])[0][:300]
+                log.warning("could not give back what worker %s held (%s: %s); taken again "
+                            "when its lease ends", worker_id, type(exc).__name__, reason)
         from bot.speaking.preview import wait_background
 
         await wait_background(ctx, grace=0 if cut.is_set() else SHUTDOWN_GRACE)  # e.g. a preview
@@ -480,5 +517,6 @@ def serve_command(args: Any) -> int:
             scheduler=not getattr(args, "no_scheduler", False),
             backfill=not getattr(args, "no_backfill", False),
             worker_processes=int(getattr(args, "workers", 0) or 0),
+            hurry_grace=HURRY_GRACE,
         )
     )

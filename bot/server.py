@@ -24,7 +24,7 @@ SHUTDOWN_GRACE = 10.0  # seconds background tasks get to finish before they are 
 # Seconds the stop's last steps get after a second signal (giving back what the workers held,
 # the last commits, the scheduler's record: each one short statement), before `serve` ends
 # without them: with the database locked or gone each waited 30 s or more.
-HURRY_GRACE = 3.0
+HURRY_GRACE = 5.0
 
 
 def _fail(message: str, exit_code: int = 2) -> int:

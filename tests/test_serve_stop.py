@@ -363,6 +363,7 @@ async def test_a_second_signal_cuts_the_stops_last_steps_too(
         await lock.release()
         assert status == 0, (status, log[-3000:])  # None: still waiting for the lock
         assert "Traceback" not in log, log[-3000:]
+        assert "stopped without the stop's last steps" in log, log[-3000:]
         # nothing is lost: the next start handles the row (once its lease has ended)
         held.release.set()
         serve.start()

@@ -377,6 +377,23 @@ def test_log_level_debug_adds_the_traceback(tmp_path: Path) -> None:
     assert result.returncode == 2 and "Traceback" in result.stderr
 
 
+@pytest.mark.parametrize("level", ["", "debug", " Debug "])
+def test_log_level_is_read_as_the_other_variables_are(tmp_path: Path, migrated_db: str,
+                                                       level: str) -> None:
+    """RLTRACKER_LOG_LEVEL set but empty (a compose file's `${LOG_LEVEL}` with nothing behind
+    it) stopped every command: "RLTRACKER_LOG_LEVEL is not set: expected DEBUG, ...", exit 2,
+    where every other variable empty means its default (here INFO); `debug` was refused
+    too, where RLTRACKER_DRY_RUN's and the others' words are read in any case. Now empty is
+    INFO and the level is read in any case, with spaces around it: `debug` adds the
+    traceback of a known failure as DEBUG does."""
+    stats = rltracker("stats", env={"DATABASE_URL": migrated_db, "RLTRACKER_LOG_LEVEL": level})
+    assert stats.returncode == 0, stats.stderr
+    replay = rltracker("replay", str(tmp_path / "gone.json"), "--url", "http://127.0.0.1:9/",
+                       "--secret", "s", env={"RLTRACKER_LOG_LEVEL": level})
+    assert replay.returncode == 2, replay.stderr
+    assert ("Traceback" in replay.stderr) == bool(level), replay.stderr
+
+
 def test_usage_error_is_one_line() -> None:
     result = rltracker("replay", env={})
     one_line(result, "replay", 2, "--url", "rltracker replay --help")

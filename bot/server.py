@@ -16,7 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.config import Settings, UserError, require_database
+from bot.config import Settings, UserError, log_level, require_database
 from bot.logs import configure_logging, register_settings_secrets
 
 log = logging.getLogger(__name__)
@@ -121,7 +121,7 @@ def _start_worker_processes(settings: Settings, count: int, counts: list[Any] | 
     from bot.webhooks.worker import make_worker_id, worker_process_main
 
     spawn = multiprocessing.get_context("spawn")
-    level = os.environ.get("RLTRACKER_LOG_LEVEL", "INFO")
+    level = log_level(os.environ)
     arrays = [shared_counts_array(spawn) for _ in range(count)]
     if counts is not None:
         counts.extend(arrays)
@@ -494,7 +494,7 @@ def serve_command(args: Any) -> int:
     # refused before anything opens it: SQLite would create it empty, and `rltracker migrate`
     # (which `make run` and the image run first) is the one step that creates the database.
     require_database(env)
-    configure_logging(os.environ.get("RLTRACKER_LOG_LEVEL", "INFO"))
+    configure_logging(log_level(os.environ))
     register_settings_secrets(settings)
     port = settings.port
     # --dev is a local service (its pages, exports, /metrics and the deliveries replayed into

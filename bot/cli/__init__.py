@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import date
 from typing import TextIO
 
-from bot.config import parse_port
+from bot.config import log_level, parse_port
 from bot.files import NamedStream
 
 DESCRIPTION = ("rltracker: a GitHub App and tracker that links the issues, pull requests and "
@@ -457,7 +457,7 @@ def _run(args: argparse.Namespace, module_name: str, func_name: str) -> int:
             return _stop_for_closed_stdout()
         from bot.cli.errors import report_failure
 
-        debug = args.debug or os.environ.get("RLTRACKER_LOG_LEVEL") == "DEBUG"
+        debug = args.debug or log_level(os.environ) == "DEBUG"
         return report_failure(args.command, exc, debug=debug)
     except KeyboardInterrupt:
         print(f"rltracker {args.command}: interrupted", file=sys.stderr)
@@ -467,7 +467,7 @@ def _run(args: argparse.Namespace, module_name: str, func_name: str) -> int:
 
         if isinstance(exc, OSError) and exc.filename == "<stdout>":
             discard_stdout()  # what is still buffered would fail again at exit
-        debug = args.debug or os.environ.get("RLTRACKER_LOG_LEVEL") == "DEBUG"
+        debug = args.debug or log_level(os.environ) == "DEBUG"
         return report_failure(args.command, exc, debug=debug)
 
 

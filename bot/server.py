@@ -352,8 +352,7 @@ class _Started:
         from bot.speaking.preview import BACKGROUND_KEY
 
         for p in self.procs:  # now, not when the stop reaches them (a step before may wait)
-            if p.is_alive():
-                p.kill()
+            p.kill()  # (no poll here: the stop's thread may be reaping them; a reaped one is skipped)
         app = self.runner.app if self.runner is not None else None
         if app is not None and WORKER in app:
             app[WORKER].abort()

@@ -147,3 +147,30 @@ async def test_make_run_listens_as_readme_says_and_sigterm_to_make_stops_serve(
         assert not listening_on(port), text
     finally:
         _stop(proc)
+
+
+async def test_serve_on_an_ipv6_address_prints_a_url_that_opens(tmp_path: Path,
+                                                                 sqlite_template: Path) -> None:
+    """`serve --host ::1` printed `rltracker serving on http://::1:PORT`, which no browser or
+    client reads as an address (an IPv6 host goes in brackets): `http://[::1]:PORT`."""
+    db = tmp_path / "v6.db"
+    shutil.copy(sqlite_template, db)
+    port = free_port()
+    log = tmp_path / "serve.log"
+    proc = subprocess.Popen(  # noqa: ASYNC220 - starting it does not block
+        [str(RLTRACKER), "serve", "--dev", "--host", "::1", "--port", str(port),
+         "--no-scheduler", "--no-backfill"],
+        env={**CLEAN_ENV, "DATABASE_URL": f"sqlite+aiosqlite:///{db}"},
+        stdout=subprocess.PIPE, stderr=log.open("wb"))
+    try:
+        assert proc.stdout is not None
+        lines = [await asyncio.to_thread(proc.stdout.readline) for _ in range(2)]
+        if proc.poll() is not None and b"cannot listen" in log.read_bytes():
+            pytest.skip("no IPv6 loopback here")
+        said = b"".join(lines).decode()
+        assert f"rltracker serving on http://[::1]:{port}" in said, (said, _tail(log))
+        url = said.split("serving on ")[1].split()[0]
+        async with aiohttp.ClientSession() as session, session.get(url + "/healthz") as resp:
+            assert resp.status == 200
+    finally:
+        _stop(proc)

@@ -51,6 +51,11 @@ def _say(text: str) -> bool:
     return True
 
 
+def _address(host: str, port: int) -> str:
+    """HOST:PORT as a URL holds it: an IPv6 address in brackets (`[::1]:8000`)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def _bind_failure(host: str, port: int, exc: OSError) -> str:
     # asyncio's strerror repeats the address; a host that does not resolve has errno < 0
     reason = os.strerror(exc.errno) if exc.errno and exc.errno > 0 else exc.strerror or str(exc)
@@ -60,7 +65,7 @@ def _bind_failure(host: str, port: int, exc: OSError) -> str:
         hint = "ports below 1024 need privileges: choose another --port / PORT"
     else:
         hint = "check --host"
-    return f"cannot listen on {host}:{port} ({reason}); {hint}"
+    return f"cannot listen on {_address(host, port)} ({reason}); {hint}"
 
 
 async def _check_address(host: str, port: int) -> None:
@@ -426,7 +431,7 @@ async def _serve(settings: Settings, host: str, port: int, asked: _Asked, *,
             await site.start()
         except OSError as exc:  # taken, not ours to bind, or no such host: one line
             raise UserError(_bind_failure(host, port, exc)) from exc
-        _say(f"rltracker serving on http://{host}:{port}")  # (the "serving" log line too)
+        _say(f"rltracker serving on http://{_address(host, port)}")  # (the "serving" log line too)
         _stop_asked_between(stop)
         if worker:
             started.procs = _start_worker_processes(

@@ -2,6 +2,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
+# make run listens on this machine only; `make run HOST=0.0.0.0` to be reached from others
+# (`:=`: a HOST in the environment, the machine's name in some shells, is not read)
+HOST := 127.0.0.1
 export DATABASE_URL ?= sqlite+aiosqlite:///rltracker.db
 
 .PHONY: run test install install-test migrate train catalog eval bench lint clean
@@ -25,7 +28,7 @@ migrate: install
 	$(BIN)/rltracker migrate
 
 run: install migrate
-	$(BIN)/rltracker serve --dev --port $(PORT)
+	$(BIN)/rltracker serve --dev --host $(HOST) --port $(PORT)
 
 test: install-test
 	$(BIN)/lint-imports

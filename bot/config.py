@@ -194,7 +194,11 @@ def check_database_url(url: str, *, may_be_absent: bool = False) -> None:
                            "(sqlite+aiosqlite:///rltracker.db), four before an absolute one")
     path = sqlite_path(normal)
     if path is None:
-        return
+        # in memory: each command (and each connection) had a new, empty database; `migrate`
+        # said it migrated one that was gone at exit, and `serve` sent the operator back to it
+        raise SettingError("DATABASE_URL", shown, "names no file (an unset shell variable? "
+                           "`:memory:` is gone when the command ends); expected a SQLite file, "
+                           "e.g. sqlite+aiosqlite:///rltracker.db")
     where = os.path.abspath(path)
     if path.is_dir():
         raise SettingError("DATABASE_URL", shown, f"{where} is a folder; expected a SQLite file path")
@@ -443,9 +447,16 @@ def check_env(env: Mapping[str, str], *, database_may_be_absent: bool = False) -
     _check_choice(env, "RLTRACKER_FETCH_PAPERS", _TRUE | _FALSE,
                   "expected 1 (fetch arXiv listings nightly) or 0 (or true/false, yes/no, on/off)")
     level = env.get("RLTRACKER_LOG_LEVEL")
-    if level is not None and level not in _LOG_LEVELS:
+    if log_level(env) not in _LOG_LEVELS:
         raise SettingError("RLTRACKER_LOG_LEVEL", level, "expected " + ", ".join(_LOG_LEVELS[:-1])
-                           + " or " + _LOG_LEVELS[-1])
+                           + " or " + _LOG_LEVELS[-1] + " (any case)")
+
+
+def log_level(env: Mapping[str, str]) -> str:
+    """RLTRACKER_LOG_LEVEL as the logging module names it: any case, spaces around it
+    dropped; empty or unset is INFO, as every variable's empty value is its default
+    (check_env refuses a name that is no level)."""
+    return (env.get("RLTRACKER_LOG_LEVEL") or "").strip().upper() or "INFO"
 
 
 def graphql_url(api_url: str) -> str:

@@ -16,11 +16,15 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.config import Settings, UserError, require_database
+from bot.config import Settings, UserError, log_level, require_database
 from bot.logs import configure_logging, register_settings_secrets
 
 log = logging.getLogger(__name__)
 SHUTDOWN_GRACE = 10.0  # seconds background tasks get to finish before they are cancelled
+# Seconds the stop's last steps get after a second signal (giving back what the workers held,
+# the last commits, the scheduler's record: each one short statement), before `serve` ends
+# without them: with the database locked or gone each waited 30 s or more.
+HURRY_GRACE = 5.0
 
 
 def _fail(message: str, exit_code: int = 2) -> int:
@@ -47,6 +51,11 @@ def _say(text: str) -> bool:
     return True
 
 
+def _address(host: str, port: int) -> str:
+    """HOST:PORT as a URL holds it: an IPv6 address in brackets (`[::1]:8000`)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def _bind_failure(host: str, port: int, exc: OSError) -> str:
     # asyncio's strerror repeats the address; a host that does not resolve has errno < 0
     reason = os.strerror(exc.errno) if exc.errno and exc.errno > 0 else exc.strerror or str(exc)
@@ -56,7 +65,7 @@ def _bind_failure(host: str, port: int, exc: OSError) -> str:
         hint = "ports below 1024 need privileges: choose another --port / PORT"
     else:
         hint = "check --host"
-    return f"cannot listen on {host}:{port} ({reason}); {hint}"
+    return f"cannot listen on {_address(host, port)} ({reason}); {hint}"
 
 
 async def _check_address(host: str, port: int) -> None:
@@ -111,12 +120,13 @@ def _start_worker_processes(settings: Settings, count: int, counts: list[Any] | 
     under a worker id given here (appended to `ids`): what a process held when it ended
     without finishing it (killed) is given back under that id (bot.webhooks.worker.give_back)."""
     import multiprocessing
+    from multiprocessing import resource_tracker
 
     from bot.metrics import shared_counts_array
     from bot.webhooks.worker import make_worker_id, worker_process_main
 
     spawn = multiprocessing.get_context("spawn")
-    level = os.environ.get("RLTRACKER_LOG_LEVEL", "INFO")
+    level = log_level(os.environ)
     arrays = [shared_counts_array(spawn) for _ in range(count)]
     if counts is not None:
         counts.extend(arrays)
@@ -126,8 +136,20 @@ def _start_worker_processes(settings: Settings, count: int, counts: list[Any] | 
     procs = [spawn.Process(target=worker_process_main,
                            args=(settings, _github_client, level, arrays[k], worker_ids[k]),
                            name=f"rltracker-worker-{k}") for k in range(count)]
-    for p in procs:
-        p.start()
+    # Each starts with the stop signals blocked (a thread's mask is inherited through fork and
+    # exec) and unblocks them once its stop handlers are installed (worker_process_main): a
+    # Ctrl-C or SIGHUP to the terminal's group, or a SIGTERM to the group (systemd), while it
+    # was still importing (a second or so) killed it, or printed a KeyboardInterrupt traceback
+    # of the imports, and serve exited 1 saying its worker process ended. A signal sent to
+    # serve meanwhile is not lost: another thread takes it, or it is delivered on unblocking.
+    # The spawn's resource tracker first: its launch unblocks SIGINT and SIGTERM after it.
+    resource_tracker.ensure_running()
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        for p in procs:
+            p.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     return procs
 
 
@@ -198,6 +220,7 @@ class _Asked:
         self.stop = stop
         self.hurry = asyncio.Event()
         self.signal: str | None = None
+        self.on_hurry: Any = None  # called once, with the hurry (serve's last-steps bound)
 
     def __call__(self, sig: signal.Signals) -> None:
         if not self.stop.is_set():
@@ -207,6 +230,8 @@ class _Asked:
             log.warning("stopping now (%s while stopping): the work in hand is cut and given "
                         "back for another attempt", sig.name, extra={"signal": sig.name})
             self.hurry.set()
+            if self.on_hurry is not None:
+                self.on_hurry()
 
 
 # SIGHUP (the terminal `serve` runs in closed, `kill -HUP`) is a stop too: its default action
@@ -258,12 +283,36 @@ def _stop_asked_between(stop: asyncio.Event) -> None:
         raise _StopAsked
 
 
+def _end_now(grace: float) -> None:
+    """A stop asked twice whose last steps have not finished within `grace` seconds: the
+    process ends without them (exit status 0, as any stop asked for). What they would have
+    written is not lost: a row not given back is taken again when its lease ends, a nightly
+    run not recorded as cancelled is seen as dead by the next start's watch, a delivery
+    whose commit did not land was not answered, so GitHub delivers it again."""
+    log.warning("stopped without the stop's last steps: not finished %.0f s after the second "
+                "signal (the database locked or not answering?); what the workers held is "
+                "taken again when its lease ends", grace)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(0)
+
+
 async def serve(settings: Settings, host: str, port: int, *, worker: bool = True,
                 scheduler: bool = True, backfill: bool = True,
-                ready: asyncio.Event | None = None, worker_processes: int = 0) -> int:
+                ready: asyncio.Event | None = None, worker_processes: int = 0,
+                hurry_grace: float | None = None) -> int:
+    """`hurry_grace`: after a second signal, end the process (os._exit) when the stop has not
+    finished within that many seconds (`rltracker serve`; None in a caller's own process)."""
     stop = asyncio.Event()
     asked = _Asked(stop)
     loop = asyncio.get_running_loop()
+    if hurry_grace is not None:
+        deadline = threading.Timer(hurry_grace, _end_now, args=(hurry_grace,))
+        deadline.daemon = True  # (a process that ends first does not wait for it)
+        asked.on_hurry = deadline.start
     installed = _install_stop_handlers(asked)  # first: a stop while starting is orderly too
     try:
         return await _serve(settings, host, port, asked, worker=worker, scheduler=scheduler,
@@ -307,6 +356,8 @@ class _Started:
         from bot.context import WORKER
         from bot.speaking.preview import BACKGROUND_KEY
 
+        for p in self.procs:  # now, not when the stop reaches them (a step before may wait)
+            p.kill()  # (no poll here: the stop's thread may be reaping them; a reaped one is skipped)
         app = self.runner.app if self.runner is not None else None
         if app is not None and WORKER in app:
             app[WORKER].abort()
@@ -334,8 +385,11 @@ class _Started:
         for worker_id in self.worker_ids:  # what a killed worker process held, given back
             try:
                 await give_back(ctx.engine, worker_id)
-            except Exception:  # noqa: BLE001 - its lease runs out instead
-                log.warning("could not give back what worker %s held", worker_id, exc_info=True)
+            except Exception as exc:  # noqa: BLE001 - its lease runs out instead
+                # the database's failure (a lock not granted, unreachable): one line
+                reason = (str(exc).splitlines() or [""])[0][:300]
+                log.warning("could not give back what worker %s held (%s: %s); taken again "
+                            "when its lease ends", worker_id, type(exc).__name__, reason)
         from bot.speaking.preview import wait_background
 
         await wait_background(ctx, grace=0 if cut.is_set() else SHUTDOWN_GRACE)  # e.g. a preview
@@ -377,7 +431,7 @@ async def _serve(settings: Settings, host: str, port: int, asked: _Asked, *,
             await site.start()
         except OSError as exc:  # taken, not ours to bind, or no such host: one line
             raise UserError(_bind_failure(host, port, exc)) from exc
-        _say(f"rltracker serving on http://{host}:{port}")  # (the "serving" log line too)
+        _say(f"rltracker serving on http://{_address(host, port)}")  # (the "serving" log line too)
         _stop_asked_between(stop)
         if worker:
             started.procs = _start_worker_processes(
@@ -444,10 +498,14 @@ def serve_command(args: Any) -> int:
     # refused before anything opens it: SQLite would create it empty, and `rltracker migrate`
     # (which `make run` and the image run first) is the one step that creates the database.
     require_database(env)
-    configure_logging(os.environ.get("RLTRACKER_LOG_LEVEL", "INFO"))
+    configure_logging(log_level(os.environ))
     register_settings_secrets(settings)
     port = settings.port
-    host = getattr(args, "host", None) or "0.0.0.0"
+    # --dev is a local service (its pages, exports, /metrics and the deliveries replayed into
+    # it were anyone's on a shared network, as no development server's are): this machine
+    # only unless --host says otherwise. The image's `serve` listens on every interface.
+    host = getattr(args, "host", None) or ("127.0.0.1" if getattr(args, "dev", False)
+                                           else "0.0.0.0")
     if generated is not None:
         # Printed on purpose (stdout, not the logs): the developer needs it to sign deliveries.
         if not _say(f"dev mode: dry-run on; webhook secret for this run: {generated}"):
@@ -463,5 +521,6 @@ def serve_command(args: Any) -> int:
             scheduler=not getattr(args, "no_scheduler", False),
             backfill=not getattr(args, "no_backfill", False),
             worker_processes=int(getattr(args, "workers", 0) or 0),
+            hurry_grace=HURRY_GRACE,
         )
     )

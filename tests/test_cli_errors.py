@@ -26,6 +26,7 @@ from bot.config import (
     redact_url,
     sqlite_path,
 )
+from bot.store.migrate import head_revision
 from tests.conftest import postgres_admin_urls
 from tests.fakegithub import FakeGitHub, rsa_key_pair
 from tests.test_crash_recovery import free_port
@@ -83,6 +84,21 @@ def test_migrate_creates_a_missing_sqlite_folder(tmp_path: Path) -> None:
     assert db.is_file()
     stats = rltracker("stats", "--json", env={"DATABASE_URL": f"sqlite+aiosqlite:///{db}"})
     assert stats.returncode == 0, stats.stderr
+
+
+def test_migrate_says_one_line_and_nothing_on_stderr_twice(tmp_path: Path, db_url: str) -> None:
+    """`rltracker migrate` (the first step of `make run` and of the image) on a new SQLite
+    file printed SQLAlchemy's `SAWarning: Skipped unsupported reflection of expression-based
+    index ix_threads_lower_repo_number` and the line of contextlib it came from: alembic's
+    batch copy of `comments` (0013) reflects `threads`, whose expression index it leaves alone.
+    A warning an operator cannot act on, at every first start. Run again (a restart), it is
+    a no-op saying the same line. On PostgreSQL (db_url: migrated already) the second run."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'new.db'}" if db_url.startswith("sqlite") else db_url
+    for _ in range(2):
+        result = rltracker("migrate", env={"DATABASE_URL": url})
+        assert result.returncode == 0, result.stderr
+        assert result.stderr == "", result.stderr
+        assert result.stdout.splitlines() == [f"database at {head_revision()}"], result.stdout
 
 
 def test_sqlite_folder_that_cannot_be_created(tmp_path: Path) -> None:
@@ -359,6 +375,23 @@ def test_log_level_debug_adds_the_traceback(tmp_path: Path) -> None:
     result = rltracker("replay", str(tmp_path / "gone.json"), "--url", "http://127.0.0.1:9/",
                        "--secret", "s", env={"RLTRACKER_LOG_LEVEL": "DEBUG"})
     assert result.returncode == 2 and "Traceback" in result.stderr
+
+
+@pytest.mark.parametrize("level", ["", "debug", " Debug "])
+def test_log_level_is_read_as_the_other_variables_are(tmp_path: Path, migrated_db: str,
+                                                       level: str) -> None:
+    """RLTRACKER_LOG_LEVEL set but empty (a compose file's `${LOG_LEVEL}` with nothing behind
+    it) stopped every command: "RLTRACKER_LOG_LEVEL is not set: expected DEBUG, ...", exit 2,
+    where every other variable empty means its default (here INFO); `debug` was refused
+    too, where RLTRACKER_DRY_RUN's and the others' words are read in any case. Now empty is
+    INFO and the level is read in any case, with spaces around it: `debug` adds the
+    traceback of a known failure as DEBUG does."""
+    stats = rltracker("stats", env={"DATABASE_URL": migrated_db, "RLTRACKER_LOG_LEVEL": level})
+    assert stats.returncode == 0, stats.stderr
+    replay = rltracker("replay", str(tmp_path / "gone.json"), "--url", "http://127.0.0.1:9/",
+                       "--secret", "s", env={"RLTRACKER_LOG_LEVEL": level})
+    assert replay.returncode == 2, replay.stderr
+    assert ("Traceback" in replay.stderr) == bool(level), replay.stderr
 
 
 def test_usage_error_is_one_line() -> None:
@@ -710,6 +743,21 @@ def test_sqlite_url_with_two_slashes(tmp_path: Path) -> None:
     for url in ("sqlite+aiosqlite://rl.db", "sqlite://rl.db"):
         result = rltracker("stats", env={"DATABASE_URL": url}, cwd=tmp_path)
         one_line(result, "stats", 2, "DATABASE_URL", "rl.db", "sqlite+aiosqlite:///")
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("url", ["sqlite+aiosqlite:///", "sqlite:///", "sqlite+aiosqlite://",
+                                 "sqlite+aiosqlite:///:memory:"])
+def test_sqlite_url_that_names_no_file(tmp_path: Path, url: str) -> None:
+    """`DATABASE_URL=sqlite+aiosqlite:///$DB` with DB unset (or `:memory:`) names no file:
+    SQLite opened an in-memory database, gone when the command ends. `migrate` said "database
+    at 0017" (exit 0) and migrated nothing that stays; `serve` then said the database is
+    behind the migrations, "run `rltracker migrate` first", which the operator had just done;
+    `stats` said the database has no tables. Each is now the setting's one line, exit 2."""
+    for args in (["migrate"], ["stats"], ["serve", "--dev", "--port", str(free_port())]):
+        result = rltracker(*args, env={"DATABASE_URL": url}, cwd=tmp_path)
+        line = one_line(result, args[0], 2, "DATABASE_URL", "names no file")
+        assert "sqlite+aiosqlite:///rltracker.db" in line, line
     assert not list(tmp_path.iterdir())
 
 

@@ -24,18 +24,22 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import text
 
 from bot.config import Settings
 from bot.context import AppContext
 from bot.webhooks.inbox import InboxRow
 from tests.test_crash_recovery import RLTRACKER, free_port
-from tests.test_serve_signals import _store_delivery
+from tests.test_serve_signals import _children, _cmdline, _store_delivery
 
 POLLS = 2400  # bounded polls, a twentieth of a second apart
 # Seconds the test waits for a stop asked twice. Below the GitHub client's own timeout (60 s),
 # so that a `serve` that goes on waiting for the held answer is seen as such.
 CUT = 45.0
+# Seconds the test waits for a stop asked twice while the inbox's table is locked: below the
+# 30 s a write waits for a lock (SQLite's busy timeout, PostgreSQL's lock_timeout).
+NOW = 20.0
 PERMISSION = r"/repos/acme/trainer/collaborators/[^/]+/permission"
 
 
@@ -105,13 +109,13 @@ class Serve:
     def log(self) -> Path:
         return self.workdir / f"serve.{self.runs}.log"
 
-    def start(self, *, session: bool = False) -> None:
+    def start(self, *, session: bool = False, stdout: int = subprocess.DEVNULL) -> None:
         """`session`: in a session (and process group) of its own, as in a terminal of its own."""
         self.runs += 1
         self.proc = subprocess.Popen(
             [str(RLTRACKER), "serve", "--host", "127.0.0.1", "--port", str(free_port()),
              "--no-scheduler", "--no-backfill", *self.extra],
-            env=self.env, cwd=self.workdir, stdout=subprocess.DEVNULL,
+            env=self.env, cwd=self.workdir, stdout=stdout,
             stderr=self.log.open("wb"), start_new_session=session)
 
     def lines(self) -> list[dict[str, Any]]:
@@ -266,3 +270,112 @@ async def test_a_second_sigterm_cuts_a_worker_process_short(
     """`--workers 1`: the worker process is cut and its row given back as well (before, it
     was killed after SHUTDOWN_GRACE, its row left claimed until its lease ran out)."""
     await _second_signal_cuts_the_stop(db_url, tmp_path, fake_github, "--workers", "1")
+
+
+async def test_ctrl_c_while_a_worker_process_is_still_starting_prints_no_traceback(
+        db_url: str, tmp_path: Path, fake_github: Any) -> None:
+    """Ctrl-C in the terminal of `serve --workers 1` reaches its whole foreground group. A
+    worker process is spawned once serve is serving, and spends its first second importing
+    (the spawn unpickles its target: sqlalchemy, aiohttp, the analyzers' modules) before its
+    handlers exist: the SIGINT raised KeyboardInterrupt there and Python printed a traceback
+    of the imports. It now waits, blocked, until the process's stop handler is installed, and
+    is a stop like any other."""
+    serve = Serve(db_url, fake_github, tmp_path, "--workers", "1")
+    serve.start(session=True, stdout=subprocess.PIPE)
+    try:
+        assert serve.proc is not None and serve.proc.stdout is not None
+        line = await asyncio.to_thread(serve.proc.stdout.readline)
+        assert b"serving on" in line, serve.log.read_text()[-3000:]
+        for _ in range(POLLS):  # the worker process is spawned right after that line
+            if any("spawn_main" in _cmdline(c) for c in _children(serve.proc.pid)):
+                break  # it is importing now (a second or so)
+            await asyncio.sleep(0.01)  # a poll of /proc
+        else:
+            raise AssertionError("no worker process was spawned")
+        os.killpg(serve.proc.pid, signal.SIGINT)  # Ctrl-C: the group the test made for it
+        status = await serve.wait(120)
+        log = serve.log.read_text(errors="replace")
+        assert status == 0, (status, log[-3000:])
+        assert "Traceback" not in log and "KeyboardInterrupt" not in log, log[-3000:]
+    finally:
+        serve.kill()
+
+
+class WriteLock:
+    """Another session holding the inbox's table (SQLite: the write lock; PostgreSQL: an
+    EXCLUSIVE lock on `deliveries`, as a migration's ALTER TABLE does): every write of the
+    stop's last steps (the worker's give-back, its release of the rows claimed for the next
+    step) waits for it, up to SQLite's busy timeout or PostgreSQL's lock_timeout (30 s each)."""
+
+    def __init__(self, db_url: str) -> None:
+        self.db_url = db_url
+        self.sqlite: Any = None
+        self.pg: Any = None
+
+    async def take(self) -> None:
+        if self.db_url.startswith("sqlite"):
+            import sqlite3
+
+            self.sqlite = sqlite3.connect(self.db_url.partition(":///")[2], isolation_level=None)
+            self.sqlite.execute("BEGIN IMMEDIATE")
+            return
+        import asyncpg
+
+        self.pg = await asyncpg.connect(self.db_url.replace("postgresql+asyncpg://", "postgresql://"))
+        await self.pg.execute("BEGIN")
+        await self.pg.execute("LOCK TABLE deliveries IN EXCLUSIVE MODE")
+
+    async def release(self) -> None:
+        if self.sqlite is not None:
+            self.sqlite.execute("ROLLBACK")
+            self.sqlite.close()
+            self.sqlite = None
+        if self.pg is not None:
+            await self.pg.close()
+            self.pg = None
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+async def test_a_second_signal_cuts_the_stops_last_steps_too(
+        db_url: str, tmp_path: Path, fake_github: Any, workers: int) -> None:
+    """The second signal cut what was in hand, but the steps after it (giving back what the
+    worker held, the inbox writer's last commit, the scheduler's record) still waited for the
+    database: with the inbox's table locked by another session, `serve` went on for each
+    step's lock wait (30 s each) after the operator asked it to stop now, then logged a
+    traceback. It now gives those steps a few seconds and then stops without them: what
+    they would have written is left to the leases (the row is taken again once its lease
+    ends), exit 0, no traceback."""
+    await _store_delivery(db_url, _command_delivery())
+    held = HeldAnswer(fake_github)
+    extra = ("--workers", "1") if workers else ()
+    serve = Serve(db_url, fake_github, tmp_path, *extra)
+    serve.env["RLTRACKER_WORKER_LEASE"] = "5"  # the lease the row is left to, short here
+    lock = WriteLock(db_url)
+    serve.start()
+    try:
+        await _in_the_handler(held, serve)
+        serve.signal(signal.SIGTERM)
+        assert await serve.stopping(), serve.log.read_text()[-3000:]
+        await lock.take()
+        serve.signal(signal.SIGTERM)  # stop now
+        status = await serve.wait(NOW)
+        log = serve.log.read_text(errors="replace")
+        await lock.release()
+        assert status == 0, (status, log[-3000:])  # None: still waiting for the lock
+        assert "Traceback" not in log, log[-3000:]
+        assert "stopped without the stop's last steps" in log, log[-3000:]
+        # nothing is lost: the next start handles the row (once its lease has ended)
+        held.release.set()
+        serve.start()
+        for _ in range(POLLS):
+            row = await _row(db_url)
+            if row["status"] == "done":
+                break
+            await asyncio.sleep(0.05)  # a poll of the inbox
+        assert row["status"] == "done", (row, serve.log.read_text()[-3000:])
+        serve.signal(signal.SIGTERM)
+        assert await serve.wait(120) == 0
+    finally:
+        held.release.set()
+        await lock.release()
+        serve.kill()

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import date
 from typing import TextIO
 
-from bot.config import parse_port
+from bot.config import log_level, parse_port
 from bot.files import NamedStream
 
 DESCRIPTION = ("rltracker: a GitHub App and tracker that links the issues, pull requests and "
@@ -191,7 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("serve", help="run the web app, the inbox worker and the scheduler")
-    p.add_argument("--host", default="0.0.0.0")
+    p.add_argument("--host", default=None,
+                   help="the address to listen on (default: 0.0.0.0, every interface; with "
+                        "--dev 127.0.0.1, this machine only)")
     p.add_argument("--port", type=_port, default=None, help="default: $PORT or 8000")
     p.add_argument("--dev", action="store_true", help="random webhook secret, dry-run")
     p.add_argument("--no-scheduler", action="store_true", help="do not run the nightly jobs")
@@ -455,7 +457,7 @@ def _run(args: argparse.Namespace, module_name: str, func_name: str) -> int:
             return _stop_for_closed_stdout()
         from bot.cli.errors import report_failure
 
-        debug = args.debug or os.environ.get("RLTRACKER_LOG_LEVEL") == "DEBUG"
+        debug = args.debug or log_level(os.environ) == "DEBUG"
         return report_failure(args.command, exc, debug=debug)
     except KeyboardInterrupt:
         print(f"rltracker {args.command}: interrupted", file=sys.stderr)
@@ -465,7 +467,7 @@ def _run(args: argparse.Namespace, module_name: str, func_name: str) -> int:
 
         if isinstance(exc, OSError) and exc.filename == "<stdout>":
             discard_stdout()  # what is still buffered would fail again at exit
-        debug = args.debug or os.environ.get("RLTRACKER_LOG_LEVEL") == "DEBUG"
+        debug = args.debug or log_level(os.environ) == "DEBUG"
         return report_failure(args.command, exc, debug=debug)
 
 

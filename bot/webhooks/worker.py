@@ -807,9 +807,18 @@ def worker_process_main(settings: Any, make_github: Callable[[Any], Any] | None 
         loop = asyncio.get_running_loop()
         # SIGHUP too (a terminal that closes sends it to serve and its worker processes
         # alike), unless it was ignored when serve started (nohup)
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        for sig in stops:
             if sig != signal.SIGHUP or signal.getsignal(sig) != signal.SIG_IGN:
                 loop.add_signal_handler(sig, stop.set)
+        # serve spawns it with these blocked (bot.server._start_worker_processes): one sent
+        # while it was starting is pending, and delivered to the handler now; the process
+        # then stops before working (it holds nothing yet)
+        asked_while_starting = bool(signal.sigpending() & set(stops))
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
+        if asked_while_starting:
+            await ctx.close()
+            return
         # `serve` gone without stopping us (SIGKILL, out of memory): stop as on SIGTERM, not
         # work on as an orphan beside the next serve's worker (its pipe closes with it).
         parent = multiprocessing.parent_process()

@@ -29,6 +29,7 @@ from bot.store.db import dialect_insert
 from bot.store.models import Comment, Deletion, Thread
 from bot.store.repositories import follow_transfer
 from bot.store.types import format_datetime, parse_datetime, utcnow
+from bot.templating import without_controls
 
 THREAD_FIELDS = (
     "kind", "github_id", "node_id", "title", "body", "author", "author_association",
@@ -153,7 +154,7 @@ def thread_values(record: dict[str, Any]) -> dict[str, Any]:
             if key in ("labels", "assignees"):
                 value = list(value or [])
             if key == "title":
-                value = value or ""
+                value = without_controls(value or "")
             if key in ("title", "body"):
                 value = storable_text(value)
             if key == "complete" and value is None:

@@ -140,8 +140,16 @@ def _bool(data: dict[str, Any], key: str, problems: list[str]) -> bool | None:
     return None
 
 
+# Settings written under one top-level key naming the app (as some apps' files nest them) are
+# read as the settings: a maintainer writing `rltracker:\n  failure_comments: false` means it.
+NAMESPACE = "rltracker"
+
+
 def validate_config(data: Any) -> RepoConfig:
     """The validated config; raises ConfigError listing every problem found."""
+    if isinstance(data, dict) and list(data) == [NAMESPACE] and (
+            data[NAMESPACE] is None or isinstance(data[NAMESPACE], dict)):
+        data = data[NAMESPACE]
     if data is None:
         return RepoConfig(source="file")
     if not isinstance(data, dict):
@@ -308,12 +316,75 @@ def _check_depth(text: str) -> None:
             depth -= 1
 
 
+# Where else a maintainer puts the file (`.rltracker.yml` at the root, a name in `.github/`
+# spelt otherwise): looked for only when neither CONFIG_PATHS holds one.
+_ELSEWHERE = re.compile(r"\.?rltracker\.(?:ya?ml|json)", re.IGNORECASE)
+
+
+async def _misplaced(gh: Any, repo: str) -> str | None:
+    """The path of a settings file the app does not read (`_ELSEWHERE`, at the root or in
+    `.github/`), None when there is none. Two folder listings at most (one when the
+    repository has no `.github/`)."""
+    from gidgethub import BadRequest
+
+    for folder in ("", ".github"):
+        try:
+            items = await gh.getitem(f"/repos/{repo}/contents/{folder}")
+        except BadRequest as exc:
+            if getattr(exc, "status_code", None) == 404:  # an empty repository, no .github/
+                continue
+            raise
+        for item in items if isinstance(items, list) else []:
+            name = item.get("name") if isinstance(item, dict) else None
+            path = f"{folder}/{name}".lstrip("/")
+            if (isinstance(name, str) and item.get("type") == "file"
+                    and _ELSEWHERE.fullmatch(name) and path not in CONFIG_PATHS):
+                return path
+    return None
+
+
+def _misplaced_error(path: str, text: str | None) -> ConfigError:
+    """The problem of a settings file at `path`, which the app does not read: said where the
+    maintainer looks (the preview, /api/actions), with the opt-outs the file states holding
+    (as in an invalid file: it was written to turn something off)."""
+    message = (f"{path} is not read: the app reads .github/rltracker.yml; move the file "
+               "there (until then, only what it turns off holds)")
+    if text is None:
+        return ConfigError(message)
+    try:
+        found = parse_config_text(text)
+    except ConfigError as exc:
+        return ConfigError(message, exc.opt_outs)
+    values = found.as_dict()
+    return ConfigError(message, _quieter(values, values))
+
+
 async def _fetch_file(ctx: Any, repo: str, installation_id: int | None) -> str | None:
-    """The config file's text, or None when the repository has none."""
+    """The config file's text, or None when the repository has none. A file at another
+    path (`_misplaced`) raises ConfigError saying so."""
     from gidgethub import BadRequest
 
     gh = await ctx.github.api(installation_id)
-    for path in CONFIG_PATHS:
+    text = await _read_file(gh, repo, CONFIG_PATHS)
+    if text is not None:
+        return text
+    elsewhere = await _misplaced(gh, repo)
+    if elsewhere is None:
+        return None
+    try:
+        raw = await _read_file(gh, repo, (elsewhere,))
+    except ConfigError as exc:  # too large, not UTF-8: said, its opt-out lines holding
+        raise ConfigError(str(_misplaced_error(elsewhere, None)), exc.opt_outs) from exc
+    except BadRequest:
+        raw = None
+    raise _misplaced_error(elsewhere, raw)
+
+
+async def _read_file(gh: Any, repo: str, paths: tuple[str, ...]) -> str | None:
+    """The text of the first of `paths` the repository has, None when it has none."""
+    from gidgethub import BadRequest
+
+    for path in paths:
         try:
             item = await gh.getitem(f"/repos/{repo}/contents/{path}")
         except BadRequest as exc:

@@ -5,7 +5,9 @@ that also refuses aliases (an alias bomb in a 1 KiB file can expand to gigabytes
 and cached on the Repository row for `CONFIG_TTL` (the app is not subscribed to pushes;
 `/rltracker recheck` refetches at once). An invalid file never breaks anything: the defaults
 apply (except the opt-outs it validly states: see ConfigError), the problem is logged and
-shows in `/api/actions` as a skipped action of kind "config".
+shows in `/api/actions` as a skipped action of kind "config". Settings under one `rltracker:`
+key are read as the settings; a file at a path the app does not read (`.rltracker.yml` at
+the root...) is reported as an invalid file naming the path, its opt-outs holding.
 
 ```yaml
 failure_comments: true     # comment on new training-failure reports

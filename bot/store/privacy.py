@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import Text, bindparam, case, cast, delete, false, func, or_, select, update
+from sqlalchemy import Text, and_, bindparam, case, cast, delete, false, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -197,7 +197,7 @@ def forget(conn: Any, name: str, github_id: int | None = None, *,
     actions there; sync cursors, so a repository made public again is backfilled; its
     contribution rules; its threads in stored reports, in the reports posted (their claims'
     text, flagged to be edited on GitHub) and in the job runs' counts, the study's nightly
-    records among them; its threads' re-analysis failures) and mark its row private, creating
+    records among them, and in their free-text errors (`PRIVATE_PLACEHOLDER` in its place); its threads' re-analysis failures) and mark its row private, creating
     the row when there is none (the row keeps no config, pause reason or resumer: _UNKEPT). `conn`: a sync Session or Connection. `by_repository_id`:
     its deliveries are found by `deliveries.repo_id` too (False only in migration 0014, which
     runs before the column exists; 0017 empties what it left)."""
@@ -317,11 +317,41 @@ def _scrub_job_runs(conn: Any, name: str) -> None:
     (each repository's config read, a YAML error quoting the file)."""
     runs = JobRun.__table__
     lname = name.lower()
-    for rid, counts in conn.execute(select(runs.c.id, runs.c.counts).where(
-            runs.c.counts.is_not(None), _names(cast(runs.c.counts, Text), lname))).all():
-        if counts is None or lname not in json.dumps(counts).lower():
-            continue
-        conn.execute(update(runs).where(runs.c.id == rid).values(counts=_scrub(counts, lname)))
+    named = _named_in_text(name)
+    for rid, counts, error in conn.execute(select(runs.c.id, runs.c.counts, runs.c.error).where(
+            or_(and_(runs.c.counts.is_not(None), _names(cast(runs.c.counts, Text), lname)),
+                _names(runs.c.error, lname)))).all():
+        values: dict[str, Any] = {}
+        if counts is not None and lname in json.dumps(counts).lower():
+            values["counts"] = _scrub_text(_scrub(counts, lname), named)
+        if error and named.search(error):  # a run's free text (edges62): "sync of owner/name, ..."
+            values["error"] = named.sub(PRIVATE_PLACEHOLDER, error)
+        if values:
+            conn.execute(update(runs).where(runs.c.id == rid).values(**values))
+
+
+# What stands for a private repository, or one of its threads, in free text that named it (a
+# job run's error: "GitHub refused the sync of (a private repository), a/b").
+PRIVATE_PLACEHOLDER = "(a private repository)"
+
+
+def _named_in_text(name: str) -> re.Pattern[str]:
+    """The repository `name` (any case) or a thread of it (`name#N`) in free text, as a whole
+    name: not the start of a longer one (`owner/name-two`, `owner/name.js`); a full stop
+    after it ends a sentence."""
+    return re.compile(r"(?<![A-Za-z0-9_.-])" + re.escape(name)
+                      + r"(?:#[0-9]+)?(?![A-Za-z0-9_-]|\.[A-Za-z0-9_-])", re.IGNORECASE)
+
+
+def _scrub_text(value: Any, named: re.Pattern[str]) -> Any:
+    """`value` (a job run's counts) with every string naming the repository rewritten so."""
+    if isinstance(value, str):
+        return named.sub(PRIVATE_PLACEHOLDER, value)
+    if isinstance(value, Mapping):
+        return {k: _scrub_text(v, named) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub_text(v, named) for v in value]
+    return value
 
 
 REDACT = "redact"  # a posted report's claim (Action details): edit it on GitHub (bot.site.report)

@@ -44,3 +44,72 @@ async def test_forgetting_scrubs_the_job_runs_free_text_errors(ctx: Any) -> None
     assert runs[1].error == "(a private repository) sync: SyncFailed: 502; a/b preview: KeyError: 'x'"
     assert runs[2].error is None and runs[2].counts == {"sync": {"repos": {"a/b": 2}}}
     assert runs[3].error == "GitHub refused the sync of someorg/secret-repository"
+
+
+async def _verdict(session: Any, repo: str, number: int, *, said: bool, person: bool,
+                   category: str | None = "entropy_collapse") -> None:
+    from bot.store.models import Thread, Verdict
+
+    thread = Thread(repo=repo, number=number, kind="issue", title="t")
+    session.add(thread)
+    await session.flush()
+    session.add(Verdict(thread_id=thread.id, is_failure_report=person,
+                        category=category if person else None, login="m", role="maintainer",
+                        analyzer_version="-47", analyzer_is_failure_report=said,
+                        analyzer_category="entropy_collapse" if said else None))
+
+
+def _agreement_section(markdown: str) -> str:
+    start = markdown.index("### The failure analyzer against people's verdicts")
+    end = markdown.find("\n#", start + 1)
+    return markdown[start:] if end < 0 else markdown[start:end]
+
+
+async def test_a_stored_reports_agreement_no_longer_counts_the_repositorys_verdicts(ctx: Any) -> None:
+    """The report's "failure analyzer against people's verdicts" counts every stored verdict:
+    after `forget`, a stored report still counted the repository's (its page and Markdown:
+    "3 verdicts; called a failure report 3 ..."). The figures are now those of the verdicts
+    left, as a report built after `forget` counts them."""
+    from datetime import date
+
+    from bot.site.report import build_report, render_markdown, store_report
+    from bot.store.models import Report
+
+    async with ctx.sessionmaker() as session:
+        await _verdict(session, SECRET, 1, said=True, person=True)
+        await _verdict(session, SECRET, 2, said=True, person=False)
+        await _verdict(session, "a/b", 3, said=True, person=True, category="kl_growth")
+        await _verdict(session, "a/b", 4, said=False, person=False)
+        await session.commit()
+    day = date(2026, 12, 1)
+    data = await build_report(ctx, day)
+    assert data["agreement"][-1]["verdicts"] == 4
+    await store_report(ctx, data, render_markdown(data, "https://t.example"))
+    await dispatch_all(ctx, "repository", _repository_event("privatized", SECRET, is_private=True))
+    fresh = await build_report(ctx, day)
+    assert fresh["agreement"][-1]["verdicts"] == 2
+    async with ctx.sessionmaker() as session:
+        report = await session.scalar(select(Report))
+    assert report is not None
+    assert report.data["agreement"] == fresh["agreement"]
+    assert _agreement_section(report.markdown) == _agreement_section(
+        render_markdown(fresh, "https://t.example"))
+
+
+async def test_a_report_left_with_no_verdict_loses_the_agreement_section(ctx: Any) -> None:
+    from datetime import date
+
+    from bot.site.report import build_report, render_markdown, store_report
+    from bot.store.models import Report
+
+    async with ctx.sessionmaker() as session:
+        await _verdict(session, SECRET, 1, said=True, person=True)
+        await session.commit()
+    data = await build_report(ctx, date(2026, 12, 1))
+    await store_report(ctx, data, render_markdown(data, "https://t.example"))
+    await dispatch_all(ctx, "repository", _repository_event("privatized", SECRET, is_private=True))
+    async with ctx.sessionmaker() as session:
+        report = await session.scalar(select(Report))
+    assert report is not None and report.data["agreement"][-1]["verdicts"] == 0
+    assert "people's verdicts" not in report.markdown
+    assert report.markdown.rstrip().endswith("</sub>")

@@ -82,3 +82,25 @@ def test_shown_and_plain_titles_drop_control_characters() -> None:
     assert shown_title("GSPO\x07 loss") == "GSPO loss"
     assert shown_title("\x07\x1b") == "(no title)"
     assert plain_title("GSPO\x07 loss") == "\u2068GSPO loss\u2069"
+
+
+async def test_the_thread_page_carries_no_control_character_of_other_github_text(ctx) -> None:
+    """Labels, a discussion's category and the app's comments (quoting the reporter's setup)
+    are GitHub's text as well: a control character in them reached the thread page as is."""
+    from sqlalchemy import update
+
+    from bot.store.models import Action, Thread
+
+    client = await _client(ctx)
+    async with ctx.sessionmaker() as session, session.begin():
+        await session.execute(update(Thread).where(Thread.repo == "huggingface/trl",
+                                                   Thread.number == 8)
+                              .values(labels=["bug\x07", "kind\x1b[1m"], category="Q\x08A"))
+        await session.execute(update(Action).where(Action.dedupe_key == "t8").values(
+            body="Your setup: `lr\x07 = 1e-6`\n\n> clip\x1b[0m 0.2\n"))
+    try:
+        body = await (await client.get("/threads/huggingface/trl/8")).text()
+        assert "bug" in body and "lr" in body and "clip" in body
+        assert not CONTROLS.search(body), CONTROLS.findall(body)
+    finally:
+        await client.close()

@@ -6,6 +6,7 @@ import unicodedata
 from functools import cache
 
 import jinja2
+from markupsafe import Markup
 
 from bot.config import TEMPLATES_DIR
 
@@ -104,11 +105,29 @@ def title_lang(text: object) -> str | None:
     return "" if other > latin else None
 
 
+# In a page, every control character but tab, line feed and carriage return: a parse error in
+# every browser, and invalid in XML. GitHub's text shown anywhere (labels, a category, the
+# app's comments quoting a reporter's setup) is written without them (`_finalize`).
+_HTML_CONTROLS: dict[int, None] = dict.fromkeys(
+    [*(c for c in range(0x20) if c not in (0x09, 0x0A, 0x0D)), *range(0x7F, 0xA0)])
+
+
+def _finalize(value: object) -> object:
+    """Every value a page writes (`{{ ... }}`), without `_HTML_CONTROLS`; Markup stays
+    Markup (escaped already)."""
+    if isinstance(value, Markup):
+        return Markup(str.translate(value, _HTML_CONTROLS))
+    if isinstance(value, str):
+        return value.translate(_HTML_CONTROLS)
+    return value
+
+
 @cache
 def html_env() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES_DIR),
         autoescape=True,
+        finalize=_finalize,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,

@@ -57,3 +57,20 @@ async def test_no_file_anywhere_is_the_defaults_without_a_word(app_ctx: Any, fak
     config = await get_repo_config(app_ctx, VERL, INST, refresh=True)
     assert (config.source, config.error) == ("defaults", None)
     assert not await actions_of(app_ctx, kind="config")
+
+
+@pytest.mark.parametrize(("text", "kept"), [
+    ("failure-comments: false\n", {"failure_comments": False}),
+    ("Rule_Summaries: no\n", {"rule_summaries": False}),
+    ("dry-run: true\nDaily-Budget: 0\n", {"dry_run": True, "daily_budget": 0}),
+])
+def test_an_opt_out_spelt_with_hyphens_or_capitals_holds(text: str, kept: dict[str, Any]) -> None:
+    """`failure-comments: false` (the hyphen many YAML files use) was an unknown setting and
+    the defaults applied: the app commented where the maintainer had written it should not.
+    The file is still reported (with the setting's name), and the opt-out holds."""
+    from bot.speaking.repo_config import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        parse_config_text(text)
+    assert err.value.opt_outs == kept
+    assert "did you mean" in str(err.value)

@@ -162,7 +162,12 @@ def validate_config(data: Any) -> RepoConfig:
         "failure_comments", "rule_summaries", "min_confidence", "dry_run", "daily_budget",
         "labels", "ignore_labels",
     }
-    unknown = sorted(_shown(k) for k in data if k not in allowed)
+    # a setting spelt with hyphens, capitals or spaces (`failure-comments`): still unknown,
+    # but named, and what it turns off holds (`_respelt`)
+    respelt = {k: _folded(k) for k in data if k not in allowed and _folded(k) in allowed
+               and _folded(k) not in data}
+    unknown = sorted(_shown(k) + (f" (did you mean {respelt[k]}?)" if k in respelt else "")
+                     for k in data if k not in allowed)
     if unknown:
         problems.append("unknown settings: " + ", ".join(unknown[:10]))
     for key in ("failure_comments", "rule_summaries", "dry_run"):
@@ -213,8 +218,41 @@ def validate_config(data: Any) -> RepoConfig:
         else:
             values["ignore_labels"] = tuple(ignore)
     if problems:
-        raise ConfigError("; ".join(problems), _quieter(values, data))
+        raise ConfigError("; ".join(problems),
+                          _quietest(_quieter(values, data), _respelt(data, respelt)))
     return RepoConfig(source="file", **values)
+
+
+def _folded(key: Any) -> str | None:
+    return key.strip().lower().replace("-", "_").replace(" ", "_") if isinstance(key, str) else None
+
+
+def _respelt(data: dict[str, Any], respelt: dict[Any, str | None]) -> dict[str, Any]:
+    """What the settings spelt otherwise (`failure-comments: false`) turn off, read as the
+    settings they spell."""
+    if not respelt:
+        return {}
+    spelt = {name: data[key] for key, name in respelt.items() if name}
+    try:
+        config = validate_config(spelt)
+    except ConfigError as exc:
+        return exc.opt_outs
+    values = {k: v for k, v in config.as_dict().items() if k in spelt}
+    return _quieter(values, spelt)
+
+
+def _quietest(*opt_outs: dict[str, Any]) -> dict[str, Any]:
+    """Opt-outs together: the lowest daily budget, the highest bar, every quiet setting."""
+    out: dict[str, Any] = {}
+    for each in opt_outs:
+        for key, value in each.items():
+            if key == "daily_budget" and key in out:
+                out[key] = min(out[key], value)
+            elif key == "min_confidence" and key in out:
+                out[key] = max(out[key], value)
+            else:
+                out[key] = value
+    return out
 
 
 def _quieter(values: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:

@@ -74,3 +74,12 @@ def test_an_opt_out_spelt_with_hyphens_or_capitals_holds(text: str, kept: dict[s
         parse_config_text(text)
     assert err.value.opt_outs == kept
     assert "did you mean" in str(err.value)
+
+
+def test_settings_both_under_the_key_and_at_the_top_level_keep_the_opt_outs_of_both() -> None:
+    from bot.speaking.repo_config import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        parse_config_text("labels: {}\nrltracker:\n  failure_comments: false\n  daily_budget: 1\n")
+    assert "rltracker" in str(err.value)
+    assert err.value.opt_outs == {"failure_comments": False, "daily_budget": 1}

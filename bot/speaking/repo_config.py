@@ -166,7 +166,9 @@ def validate_config(data: Any) -> RepoConfig:
     # but named, and what it turns off holds (`_respelt`)
     respelt = {k: _folded(k) for k in data if k not in allowed and _folded(k) in allowed
                and _folded(k) not in data}
-    unknown = sorted(_shown(k) + (f" (did you mean {respelt[k]}?)" if k in respelt else "")
+    unknown = sorted(_shown(k) + (f" (did you mean {respelt[k]}?)" if k in respelt else
+                                  " (beside other settings: put them all under it, or none)"
+                                  if k == NAMESPACE else "")
                      for k in data if k not in allowed)
     if unknown:
         problems.append("unknown settings: " + ", ".join(unknown[:10]))
@@ -217,9 +219,17 @@ def validate_config(data: Any) -> RepoConfig:
             problems.append("ignore_labels must be a list of label names")
         else:
             values["ignore_labels"] = tuple(ignore)
+    nested: dict[str, Any] = {}
+    if isinstance(data.get(NAMESPACE), dict):  # beside top-level settings: read for opt-outs
+        try:
+            inner = validate_config(data[NAMESPACE]).as_dict()
+            nested = _quieter({k: inner[k] for k in data[NAMESPACE] if k in inner},
+                              data[NAMESPACE])
+        except ConfigError as exc:
+            nested = exc.opt_outs
     if problems:
         raise ConfigError("; ".join(problems),
-                          _quietest(_quieter(values, data), _respelt(data, respelt)))
+                          _quietest(_quieter(values, data), _respelt(data, respelt), nested))
     return RepoConfig(source="file", **values)
 
 

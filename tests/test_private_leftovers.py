@@ -113,3 +113,34 @@ async def test_a_report_left_with_no_verdict_loses_the_agreement_section(ctx: An
     assert report is not None and report.data["agreement"][-1]["verdicts"] == 0
     assert "people's verdicts" not in report.markdown
     assert report.markdown.rstrip().endswith("</sub>")
+
+
+async def test_a_posted_reports_agreement_is_edited_too(ctx: Any) -> None:
+    """The report posted on GitHub (its claim's `body`, the text posted) kept the figures
+    counting the repository's verdicts: it is rewritten so and flagged to be edited on GitHub
+    (REDACT: `redact_posted_reports`, the next report run), as for a report naming it."""
+    from datetime import date
+
+    from bot.site.report import build_report, render_markdown, store_report
+    from bot.store.models import Action
+    from bot.store.privacy import REDACT
+
+    async with ctx.sessionmaker() as session:
+        await _verdict(session, SECRET, 1, said=True, person=True)
+        await _verdict(session, "a/b", 3, said=True, person=False)
+        await session.commit()
+    day = date(2026, 12, 1)
+    data = await build_report(ctx, day)
+    markdown = render_markdown(data, "https://t.example")
+    await store_report(ctx, data, markdown)
+    async with ctx.sessionmaker() as session:
+        session.add(Action(repo="o/reports", number=1, kind="report", status="posted",
+                           dedupe_key=f"report:{day.isoformat()}", comment_id=99, body=markdown,
+                           details={"run": 1}))
+        await session.commit()
+    await dispatch_all(ctx, "repository", _repository_event("privatized", SECRET, is_private=True))
+    fresh = render_markdown(await build_report(ctx, day), "https://t.example")
+    async with ctx.sessionmaker() as session:
+        claim = await session.scalar(select(Action).where(Action.kind == "report"))
+    assert claim is not None and claim.details.get(REDACT) is True
+    assert _agreement_section(claim.body) == _agreement_section(fresh)

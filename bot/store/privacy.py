@@ -199,7 +199,8 @@ def forget(conn: Any, name: str, github_id: int | None = None, *,
     actions there; sync cursors, so a repository made public again is backfilled; its
     contribution rules; its threads in stored reports, in the reports posted (their claims'
     text, flagged to be edited on GitHub) and in the job runs' counts, the study's nightly
-    records among them, and in their free-text errors (`PRIVATE_PLACEHOLDER` in its place); its threads' re-analysis failures) and mark its row private, creating
+    records among them, and in their free-text errors (`PRIVATE_PLACEHOLDER` in its place); its verdicts in the stored and posted
+    reports' agreement figures (`_take_out_verdicts`); its threads' re-analysis failures) and mark its row private, creating
     the row when there is none (the row keeps no config, pause reason or resumer: _UNKEPT). `conn`: a sync Session or Connection. `by_repository_id`:
     its deliveries are found by `deliveries.repo_id` too (False only in migration 0014, which
     runs before the column exists; 0017 empties what it left)."""
@@ -478,6 +479,23 @@ def _take_out_verdicts(conn: Any, thread_ids: Any) -> None:
         conn.execute(update(reports).where(reports.c.id == rid).values(
             data={**data, "agreement": agreement},
             markdown=_agreement_markdown(markdown or "", agreement)))
+        _edit_posted_agreement(conn, data.get("date"), agreement)
+
+
+def _edit_posted_agreement(conn: Any, day: Any, agreement: list[Any]) -> None:
+    """The report of `day` posted on GitHub (its claim's `body`) with the agreement figures
+    `agreement`, flagged to be edited so (REDACT), when they change its text."""
+    actions = Action.__table__
+    if not isinstance(day, str):
+        return
+    for aid, body, details in conn.execute(select(
+            actions.c.id, actions.c.body, actions.c.details).where(
+            actions.c.kind == "report", actions.c.dedupe_key == f"report:{day}",
+            actions.c.comment_id.is_not(None))).all():
+        edited = _agreement_markdown(body or "", agreement)
+        if edited != (body or ""):
+            conn.execute(update(actions).where(actions.c.id == aid).values(
+                body=edited, details={**(details or {}), REDACT: True}))
 
 
 def _aware(moment: Any) -> Any:

@@ -130,8 +130,25 @@ def webhook_secret(value: str | None) -> str | None:
     """GITHUB_WEBHOOK_SECRET(_PREVIOUS) as deliveries are signed with it, None when unset.
     GitHub's secret field is one line: a newline at the end came from the file the variable
     was filled from (`echo secret > file`) and would refuse every delivery. `serve` verifies
-    and `rltracker replay` signs with the same value."""
-    return (value or "").rstrip("\r\n") or None
+    and `rltracker replay` signs with the same value. A value of blanks only is no secret
+    (None: `serve` says it is not set): a line `GITHUB_WEBHOOK_SECRET= ` in an env file set
+    one that anyone could sign with. Spaces around a secret are kept (GitHub's field may hold
+    them); `webhook_secrets` verifies with the value without them too."""
+    secret = (value or "").rstrip("\r\n")
+    return secret if secret.strip() else None
+
+
+def webhook_secrets(*values: str | None) -> tuple[str, ...]:
+    """The secrets a delivery's signature is checked against: each of `values` (the current
+    secret, the previous one during a rotation) as it is and, when blanks stand around it
+    (pasted with it, or written so in an env file), without them too: which of the two
+    GitHub's field holds cannot be told from here, and both are the operator's."""
+    out: list[str] = []
+    for value in values:
+        for secret in (value, (value or "").strip()):
+            if secret and secret not in out:
+                out.append(secret)
+    return tuple(out)
 
 
 def parse_port(text: str | int) -> int:
@@ -402,9 +419,14 @@ def _check_cron(env: Mapping[str, str]) -> None:
 # process's deliveries unhandled for longer than anyone waits.
 MAX_STATEMENT_TIMEOUT = 2147483.0  # seconds
 MAX_WORKER_LEASE = 86400.0  # seconds
+# The shortest lease: the heartbeat renews a claimed delivery every third of it, and a worker
+# whose loop is busy longer (an analysis of a long thread, a slow database) loses its
+# deliveries to another worker mid-handling. Under a second is a unit slip (milliseconds).
+MIN_WORKER_LEASE = 1.0  # seconds
 
 
-def _check_number(env: Mapping[str, str], name: str, maximum: float) -> None:
+def _check_number(env: Mapping[str, str], name: str, maximum: float,
+                  minimum: float | None = None) -> None:
     value = env.get(name)
     if not value:
         return
@@ -412,6 +434,9 @@ def _check_number(env: Mapping[str, str], name: str, maximum: float) -> None:
         number = float(value)
     except ValueError:
         number = float("nan")
+    if minimum is not None and not minimum <= number <= maximum:
+        raise SettingError(name, value, f"expected a number of seconds at least {minimum:.0f} "
+                           f"and at most {maximum:.0f}")
     if not 0 < number <= maximum:
         raise SettingError(name, value, f"expected a number of seconds greater than 0 and at "
                            f"most {maximum:.0f}")
@@ -437,7 +462,7 @@ def check_env(env: Mapping[str, str], *, database_may_be_absent: bool = False) -
             parse_port(env["PORT"])
         except ValueError as exc:
             raise SettingError("PORT", env["PORT"], str(exc)) from None
-    _check_number(env, "RLTRACKER_WORKER_LEASE", MAX_WORKER_LEASE)
+    _check_number(env, "RLTRACKER_WORKER_LEASE", MAX_WORKER_LEASE, MIN_WORKER_LEASE)
     _check_number(env, "RLTRACKER_STATEMENT_TIMEOUT", MAX_STATEMENT_TIMEOUT)
     report_issue = env.get("RLTRACKER_REPORT_ISSUE")
     if report_issue and not _REPORT_ISSUE.fullmatch(report_issue.strip()):

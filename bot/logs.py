@@ -71,7 +71,10 @@ def registered_secret_count() -> int:
 def register_settings_secrets(settings: Any) -> None:
     """The secrets of `Settings` (webhook secret, token, private key), in every process that
     logs: a spawned worker process starts with none registered."""
-    for value in (settings.webhook_secret, getattr(settings, "webhook_secret_previous", None),
+    from bot.config import webhook_secrets  # (each as it is and without blanks around it)
+
+    for value in (*webhook_secrets(settings.webhook_secret,
+                                   getattr(settings, "webhook_secret_previous", None)),
                   settings.token, settings.private_key):
         register_secret(value)
     if settings.private_key and "\\n" in settings.private_key:  # pasted on one line

@@ -6,6 +6,7 @@ import unicodedata
 from functools import cache
 
 import jinja2
+from markupsafe import Markup
 
 from bot.config import TEMPLATES_DIR
 
@@ -14,11 +15,25 @@ from bot.config import TEMPLATES_DIR
 _BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 
 
+# Control characters (C0, DEL, C1): GitHub strips them from a title, which is one line; one
+# stored before (an older version, an imported record, a replayed file) was a parse error in
+# every page and an invalid character for an XML reader. Tab, line feed and carriage return
+# become a space, the others go.
+_TITLE_CONTROLS: dict[int, str | None] = {
+    **dict.fromkeys([*range(0x20), *range(0x7F, 0xA0)]), 0x09: " ", 0x0A: " ", 0x0D: " "}
+
+
+def without_controls(text: object) -> str:
+    """A title without control characters (`_TITLE_CONTROLS`); "" for None."""
+    return "" if text is None else str(text).translate(_TITLE_CONTROLS)
+
+
 def shown_title(text: object, empty: str = "(no title)") -> str:
     """A title from GitHub as a page shows it: `empty` when nothing of it would be seen (no
-    text, or only blanks, zero-width and other format characters), else the title as it is.
+    text, or only blanks, zero-width and other format characters), else the title as it is,
+    without control characters (`without_controls`).
     A link whose whole text was such a title could be neither seen nor clicked."""
-    title = "" if text is None else str(text)
+    title = without_controls(text)
     visible = any(not ch.isspace() and ch not in _BLANK_LETTERS
                   and unicodedata.category(ch) not in ("Cf", "Cc", "Zs", "Zl", "Zp")
                   for ch in title)
@@ -43,7 +58,7 @@ def plain_title(text: object) -> str:
     ISOLATE (<bdi> in plain text), so it cannot reorder the words after it; "(no title)"
     when nothing of it would be seen."""
     shown = shown_title(text)
-    if shown != text or not shown.translate(_DIRECTION_CONTROLS).strip():
+    if shown != without_controls(text) or not shown.translate(_DIRECTION_CONTROLS).strip():
         return shown_title(None)
     return "\u2068" + shown.translate(_DIRECTION_CONTROLS) + "\u2069"
 
@@ -90,11 +105,29 @@ def title_lang(text: object) -> str | None:
     return "" if other > latin else None
 
 
+# In a page, every control character but tab, line feed and carriage return: a parse error in
+# every browser, and invalid in XML. GitHub's text shown anywhere (labels, a category, the
+# app's comments quoting a reporter's setup) is written without them (`_finalize`).
+_HTML_CONTROLS: dict[int, None] = dict.fromkeys(
+    [*(c for c in range(0x20) if c not in (0x09, 0x0A, 0x0D)), *range(0x7F, 0xA0)])
+
+
+def _finalize(value: object) -> object:
+    """Every value a page writes (`{{ ... }}`), without `_HTML_CONTROLS`; Markup stays
+    Markup (escaped already)."""
+    if isinstance(value, Markup):
+        return Markup(str.translate(value, _HTML_CONTROLS))
+    if isinstance(value, str):
+        return value.translate(_HTML_CONTROLS)
+    return value
+
+
 @cache
 def html_env() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES_DIR),
         autoescape=True,
+        finalize=_finalize,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -103,6 +136,7 @@ def html_env() -> jinja2.Environment:
     env.filters["title_lang"] = title_lang
     env.filters["plain_title"] = plain_title
     env.filters["without_direction_controls"] = without_direction_controls
+    env.filters["without_controls"] = without_controls
     return env
 
 

@@ -103,7 +103,8 @@ async def test_ranking_and_the_api_key(ctx: Any) -> None:
         "/rltracker kind reward_hacking", "/rltracker not-a-failure"]
     assert (rows[3]["is_failure_report"], rows[3]["category"]) == (False, None)
     assert rows[3]["commands"] == ["/rltracker kind <failure>", "/rltracker not-a-failure"]
-    assert rows[11]["title"] == HOSTILE_TITLE
+    # as GitHub shows it: without control characters, the line feed a space (edges62)
+    assert rows[11]["title"] == "<script>alert('w')</script> KL & [2J rm -rf"
 
 
 async def test_framework_and_limit(ctx: Any) -> None:
@@ -195,7 +196,7 @@ async def test_cli_prints_the_list(ctx: Any) -> None:
     everything = await asyncio.to_thread(run_cli, "verdicts", "wanted", env=env)
     assert everything.returncode == 0, everything.stderr
     assert "\x1b" not in everything.stdout  # a title's control characters are not written
-    assert "verl-project/verl#11  <script>alert('w')</script> KL &  [2J rm -rf" in everything.stdout
+    assert "verl-project/verl#11  <script>alert('w')</script> KL & [2J rm -rf" in everything.stdout
 
     bad = await asyncio.to_thread(run_cli, "verdicts", "wanted", "--framework", "nope", env=env)
     assert bad.returncode == 2 and "unknown framework 'nope'" in bad.stderr

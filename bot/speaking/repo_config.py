@@ -5,7 +5,9 @@ that also refuses aliases (an alias bomb in a 1 KiB file can expand to gigabytes
 and cached on the Repository row for `CONFIG_TTL` (the app is not subscribed to pushes;
 `/rltracker recheck` refetches at once). An invalid file never breaks anything: the defaults
 apply (except the opt-outs it validly states: see ConfigError), the problem is logged and
-shows in `/api/actions` as a skipped action of kind "config".
+shows in `/api/actions` as a skipped action of kind "config". Settings under one `rltracker:`
+key are read as the settings; a file at a path the app does not read (`.rltracker.yml` at
+the root...) is reported as an invalid file naming the path, its opt-outs holding.
 
 ```yaml
 failure_comments: true     # comment on new training-failure reports
@@ -140,8 +142,16 @@ def _bool(data: dict[str, Any], key: str, problems: list[str]) -> bool | None:
     return None
 
 
+# Settings written under one top-level key naming the app (as some apps' files nest them) are
+# read as the settings: a maintainer writing `rltracker:\n  failure_comments: false` means it.
+NAMESPACE = "rltracker"
+
+
 def validate_config(data: Any) -> RepoConfig:
     """The validated config; raises ConfigError listing every problem found."""
+    if isinstance(data, dict) and list(data) == [NAMESPACE] and (
+            data[NAMESPACE] is None or isinstance(data[NAMESPACE], dict)):
+        data = data[NAMESPACE]
     if data is None:
         return RepoConfig(source="file")
     if not isinstance(data, dict):
@@ -152,7 +162,14 @@ def validate_config(data: Any) -> RepoConfig:
         "failure_comments", "rule_summaries", "min_confidence", "dry_run", "daily_budget",
         "labels", "ignore_labels",
     }
-    unknown = sorted(_shown(k) for k in data if k not in allowed)
+    # a setting spelt with hyphens, capitals or spaces (`failure-comments`): still unknown,
+    # but named, and what it turns off holds (`_respelt`)
+    respelt = {k: _folded(k) for k in data if k not in allowed and _folded(k) in allowed
+               and _folded(k) not in data}
+    unknown = sorted(_shown(k) + (f" (did you mean {respelt[k]}?)" if k in respelt else
+                                  " (beside other settings: put them all under it, or none)"
+                                  if k == NAMESPACE else "")
+                     for k in data if k not in allowed)
     if unknown:
         problems.append("unknown settings: " + ", ".join(unknown[:10]))
     for key in ("failure_comments", "rule_summaries", "dry_run"):
@@ -202,9 +219,50 @@ def validate_config(data: Any) -> RepoConfig:
             problems.append("ignore_labels must be a list of label names")
         else:
             values["ignore_labels"] = tuple(ignore)
+    nested: dict[str, Any] = {}
+    if isinstance(data.get(NAMESPACE), dict):  # beside top-level settings: read for opt-outs
+        try:
+            inner = validate_config(data[NAMESPACE]).as_dict()
+            nested = _quieter({k: inner[k] for k in data[NAMESPACE] if k in inner},
+                              data[NAMESPACE])
+        except ConfigError as exc:
+            nested = exc.opt_outs
     if problems:
-        raise ConfigError("; ".join(problems), _quieter(values, data))
+        raise ConfigError("; ".join(problems),
+                          _quietest(_quieter(values, data), _respelt(data, respelt), nested))
     return RepoConfig(source="file", **values)
+
+
+def _folded(key: Any) -> str | None:
+    return key.strip().lower().replace("-", "_").replace(" ", "_") if isinstance(key, str) else None
+
+
+def _respelt(data: dict[str, Any], respelt: dict[Any, str | None]) -> dict[str, Any]:
+    """What the settings spelt otherwise (`failure-comments: false`) turn off, read as the
+    settings they spell."""
+    if not respelt:
+        return {}
+    spelt = {name: data[key] for key, name in respelt.items() if name}
+    try:
+        config = validate_config(spelt)
+    except ConfigError as exc:
+        return exc.opt_outs
+    values = {k: v for k, v in config.as_dict().items() if k in spelt}
+    return _quieter(values, spelt)
+
+
+def _quietest(*opt_outs: dict[str, Any]) -> dict[str, Any]:
+    """Opt-outs together: the lowest daily budget, the highest bar, every quiet setting."""
+    out: dict[str, Any] = {}
+    for each in opt_outs:
+        for key, value in each.items():
+            if key == "daily_budget" and key in out:
+                out[key] = min(out[key], value)
+            elif key == "min_confidence" and key in out:
+                out[key] = max(out[key], value)
+            else:
+                out[key] = value
+    return out
 
 
 def _quieter(values: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
@@ -308,12 +366,75 @@ def _check_depth(text: str) -> None:
             depth -= 1
 
 
+# Where else a maintainer puts the file (`.rltracker.yml` at the root, a name in `.github/`
+# spelt otherwise): looked for only when neither CONFIG_PATHS holds one.
+_ELSEWHERE = re.compile(r"\.?rltracker\.(?:ya?ml|json)", re.IGNORECASE)
+
+
+async def _misplaced(gh: Any, repo: str) -> str | None:
+    """The path of a settings file the app does not read (`_ELSEWHERE`, at the root or in
+    `.github/`), None when there is none. Two folder listings at most (one when the
+    repository has no `.github/`)."""
+    from gidgethub import BadRequest
+
+    for folder in ("", ".github"):
+        try:
+            items = await gh.getitem(f"/repos/{repo}/contents/{folder}")
+        except BadRequest as exc:
+            if getattr(exc, "status_code", None) == 404:  # an empty repository, no .github/
+                continue
+            raise
+        for item in items if isinstance(items, list) else []:
+            name = item.get("name") if isinstance(item, dict) else None
+            path = f"{folder}/{name}".lstrip("/")
+            if (isinstance(name, str) and item.get("type") == "file"
+                    and _ELSEWHERE.fullmatch(name) and path not in CONFIG_PATHS):
+                return path
+    return None
+
+
+def _misplaced_error(path: str, text: str | None) -> ConfigError:
+    """The problem of a settings file at `path`, which the app does not read: said where the
+    maintainer looks (the preview, /api/actions), with the opt-outs the file states holding
+    (as in an invalid file: it was written to turn something off)."""
+    message = (f"{path} is not read: the app reads .github/rltracker.yml; move the file "
+               "there (until then, only what it turns off holds)")
+    if text is None:
+        return ConfigError(message)
+    try:
+        found = parse_config_text(text)
+    except ConfigError as exc:
+        return ConfigError(message, exc.opt_outs)
+    values = found.as_dict()
+    return ConfigError(message, _quieter(values, values))
+
+
 async def _fetch_file(ctx: Any, repo: str, installation_id: int | None) -> str | None:
-    """The config file's text, or None when the repository has none."""
+    """The config file's text, or None when the repository has none. A file at another
+    path (`_misplaced`) raises ConfigError saying so."""
     from gidgethub import BadRequest
 
     gh = await ctx.github.api(installation_id)
-    for path in CONFIG_PATHS:
+    text = await _read_file(gh, repo, CONFIG_PATHS)
+    if text is not None:
+        return text
+    elsewhere = await _misplaced(gh, repo)
+    if elsewhere is None:
+        return None
+    try:
+        raw = await _read_file(gh, repo, (elsewhere,))
+    except ConfigError as exc:  # too large, not UTF-8: said, its opt-out lines holding
+        raise ConfigError(str(_misplaced_error(elsewhere, None)), exc.opt_outs) from exc
+    except BadRequest:
+        raw = None
+    raise _misplaced_error(elsewhere, raw)
+
+
+async def _read_file(gh: Any, repo: str, paths: tuple[str, ...]) -> str | None:
+    """The text of the first of `paths` the repository has, None when it has none."""
+    from gidgethub import BadRequest
+
+    for path in paths:
         try:
             item = await gh.getitem(f"/repos/{repo}/contents/{path}")
         except BadRequest as exc:

@@ -21,7 +21,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from bot.store.types import UTCDateTime, utcnow
+from bot.store.types import TitleText, UTCDateTime, utcnow
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -100,7 +100,7 @@ class Thread(Base):
     kind: Mapped[str] = mapped_column(String(16))  # issue | pull_request | discussion
     github_id: Mapped[int | None] = mapped_column(BigInteger)
     node_id: Mapped[str | None] = mapped_column(String(64))
-    title: Mapped[str] = mapped_column(Text, default="")
+    title: Mapped[str] = mapped_column(TitleText, default="")
     body: Mapped[str | None] = mapped_column(Text)
     author: Mapped[str | None] = mapped_column(String(255))
     author_association: Mapped[str | None] = mapped_column(String(32))

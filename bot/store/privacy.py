@@ -24,9 +24,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
+from datetime import UTC, timedelta
 from typing import Any
 
-from sqlalchemy import Text, bindparam, case, cast, delete, false, func, or_, select, update
+from sqlalchemy import Text, and_, bindparam, case, cast, delete, false, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -45,6 +46,7 @@ from bot.store.models import (
     Thread,
     Verdict,
 )
+from bot.store.types import parse_datetime
 
 
 def payload_is_private(payload: Mapping[str, Any] | None) -> bool:
@@ -197,7 +199,8 @@ def forget(conn: Any, name: str, github_id: int | None = None, *,
     actions there; sync cursors, so a repository made public again is backfilled; its
     contribution rules; its threads in stored reports, in the reports posted (their claims'
     text, flagged to be edited on GitHub) and in the job runs' counts, the study's nightly
-    records among them; its threads' re-analysis failures) and mark its row private, creating
+    records among them, and in their free-text errors (`PRIVATE_PLACEHOLDER` in its place); its verdicts in the stored and posted
+    reports' agreement figures (`_take_out_verdicts`); its threads' re-analysis failures) and mark its row private, creating
     the row when there is none (the row keeps no config, pause reason or resumer: _UNKEPT). `conn`: a sync Session or Connection. `by_repository_id`:
     its deliveries are found by `deliveries.repo_id` too (False only in migration 0014, which
     runs before the column exists; 0017 empties what it left)."""
@@ -211,6 +214,7 @@ def forget(conn: Any, name: str, github_id: int | None = None, *,
     for lname, each in sorted(names.items()):
         threads = Thread.__table__
         ids = select(threads.c.id).where(func.lower(threads.c.repo) == lname)
+        _take_out_verdicts(conn, ids)  # from the stored reports' figures, before they go
         for model in (Comment, Analysis, AnalysisFailure, Verdict):  # no reliance on ON DELETE CASCADE
             table = model.__table__
             conn.execute(delete(table).where(table.c.thread_id.in_(ids)))
@@ -317,11 +321,41 @@ def _scrub_job_runs(conn: Any, name: str) -> None:
     (each repository's config read, a YAML error quoting the file)."""
     runs = JobRun.__table__
     lname = name.lower()
-    for rid, counts in conn.execute(select(runs.c.id, runs.c.counts).where(
-            runs.c.counts.is_not(None), _names(cast(runs.c.counts, Text), lname))).all():
-        if counts is None or lname not in json.dumps(counts).lower():
-            continue
-        conn.execute(update(runs).where(runs.c.id == rid).values(counts=_scrub(counts, lname)))
+    named = _named_in_text(name)
+    for rid, counts, error in conn.execute(select(runs.c.id, runs.c.counts, runs.c.error).where(
+            or_(and_(runs.c.counts.is_not(None), _names(cast(runs.c.counts, Text), lname)),
+                _names(runs.c.error, lname)))).all():
+        values: dict[str, Any] = {}
+        if counts is not None and lname in json.dumps(counts).lower():
+            values["counts"] = _scrub_text(_scrub(counts, lname), named)
+        if error and named.search(error):  # a run's free text (edges62): "sync of owner/name, ..."
+            values["error"] = named.sub(PRIVATE_PLACEHOLDER, error)
+        if values:
+            conn.execute(update(runs).where(runs.c.id == rid).values(**values))
+
+
+# What stands for a private repository, or one of its threads, in free text that named it (a
+# job run's error: "GitHub refused the sync of (a private repository), a/b").
+PRIVATE_PLACEHOLDER = "(a private repository)"
+
+
+def _named_in_text(name: str) -> re.Pattern[str]:
+    """The repository `name` (any case) or a thread of it (`name#N`) in free text, as a whole
+    name: not the start of a longer one (`owner/name-two`, `owner/name.js`); a full stop
+    after it ends a sentence."""
+    return re.compile(r"(?<![A-Za-z0-9_.-])" + re.escape(name)
+                      + r"(?:#[0-9]+)?(?![A-Za-z0-9_-]|\.[A-Za-z0-9_-])", re.IGNORECASE)
+
+
+def _scrub_text(value: Any, named: re.Pattern[str]) -> Any:
+    """`value` (a job run's counts) with every string naming the repository rewritten so."""
+    if isinstance(value, str):
+        return named.sub(PRIVATE_PLACEHOLDER, value)
+    if isinstance(value, Mapping):
+        return {k: _scrub_text(v, named) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub_text(v, named) for v in value]
+    return value
 
 
 REDACT = "redact"  # a posted report's claim (Action details): edit it on GitHub (bot.site.report)
@@ -402,6 +436,112 @@ def _scrub_reports(conn: Any, name: str) -> None:
             continue
         conn.execute(update(reports).where(reports.c.id == rid).values(
             data=recounted(_scrub(data, lname)), markdown=_scrub_markdown(markdown or "", name)))
+
+
+# ---- the stored reports' verdict agreement (edges62) -----------------------------------------
+AGREEMENT_HEADING = "### The failure analyzer against people's verdicts"
+
+
+def _take_out_verdicts(conn: Any, thread_ids: Any) -> None:
+    """The verdicts on the threads `thread_ids` (a repository's) taken out of the stored
+    reports' agreement figures (`bot.store.verdicts.count_agreement`, counted over every
+    verdict when the report was built): each report built after a verdict was given counts
+    it no more, in its data and its Markdown. Before, a stored report kept counting a
+    forgotten repository's verdicts. A verdict given again after a report was built (its
+    `given_at` moved) is taken out of the reports built after that only: the one before is
+    not kept."""
+    from bot.store.verdicts import count_agreement
+
+    verdicts = Verdict.__table__
+    rows = conn.execute(select(
+        verdicts.c.given_at, verdicts.c.analyzer_version, verdicts.c.analyzer_is_failure_report,
+        verdicts.c.analyzer_category, verdicts.c.is_failure_report, verdicts.c.category).where(
+        verdicts.c.thread_id.in_(thread_ids))).all()
+    if not rows:
+        return
+    reports = Report.__table__
+    first = min(_aware(r[0]) for r in rows)
+    for rid in conn.execute(select(reports.c.id).where(reports.c.created_at >= first)
+                            .order_by(reports.c.id)).scalars().all():  # one report at a time
+        data, markdown, created = conn.execute(select(
+            reports.c.data, reports.c.markdown, reports.c.created_at).where(
+            reports.c.id == rid)).one()
+        stored = data.get("agreement") if isinstance(data, Mapping) else None
+        if not isinstance(stored, list) or not stored:
+            continue
+        # (generated_at is kept to the second: a verdict given within it was counted)
+        built = parse_datetime(data.get("generated_at"))
+        built = _aware(created) if built is None else built + timedelta(seconds=1)
+        counted = [tuple(r[1:]) for r in rows if _aware(r[0]) <= built]
+        if not counted:
+            continue
+        agreement = _less_agreement(stored, count_agreement(counted))
+        conn.execute(update(reports).where(reports.c.id == rid).values(
+            data={**data, "agreement": agreement},
+            markdown=_agreement_markdown(markdown or "", agreement)))
+        _edit_posted_agreement(conn, data.get("date"), agreement)
+
+
+def _edit_posted_agreement(conn: Any, day: Any, agreement: list[Any]) -> None:
+    """The report of `day` posted on GitHub (its claim's `body`) with the agreement figures
+    `agreement`, flagged to be edited so (REDACT), when they change its text."""
+    actions = Action.__table__
+    if not isinstance(day, str):
+        return
+    for aid, body, details in conn.execute(select(
+            actions.c.id, actions.c.body, actions.c.details).where(
+            actions.c.kind == "report", actions.c.dedupe_key == f"report:{day}",
+            actions.c.comment_id.is_not(None))).all():
+        edited = _agreement_markdown(body or "", agreement)
+        if edited != (body or ""):
+            conn.execute(update(actions).where(actions.c.id == aid).values(
+                body=edited, details={**(details or {}), REDACT: True}))
+
+
+def _aware(moment: Any) -> Any:
+    return moment.replace(tzinfo=UTC) if moment is not None and moment.tzinfo is None else moment
+
+
+def _less_agreement(stored: list[Any], minus: list[dict[str, Any]]) -> list[Any]:
+    """A report's agreement rows less `minus` (count_agreement's rows of the verdicts taken
+    out), version by version: the shares counted again, a version left with no verdict gone
+    (the total, "all", stays)."""
+    from bot.store.verdicts import AGREEMENT_KEYS, _with_shares
+
+    less = {m["version"]: m for m in minus}
+    out: list[Any] = []
+    for row in stored:
+        if not isinstance(row, Mapping) or row.get("version") not in less:
+            out.append(row)
+            continue
+        taken = less[row.get("version")]
+        counts = {k: max(0, int(row.get(k) or 0) - int(taken.get(k) or 0)) for k in AGREEMENT_KEYS}
+        if counts["verdicts"] or row.get("version") == "all":
+            out.append(_with_shares({**row, **counts}))
+    return out
+
+
+def _agreement_markdown(markdown: str, agreement: list[Any]) -> str:
+    """A stored report's Markdown with its agreement section's lines written again from
+    `agreement` (the template's own line, reports/_agreement.md.j2), or without the section
+    when no verdict is left (as the template leaves it out)."""
+    from bot.templating import markdown_env
+
+    lines = markdown.splitlines(keepends=True)
+    try:
+        start = next(i for i, line in enumerate(lines) if line.startswith(AGREEMENT_HEADING))
+    except StopIteration:
+        return markdown
+    end = next((i for i in range(start + 1, len(lines))
+                if lines[i].startswith(("#", "<sub>", "<!--"))), len(lines))
+    total = agreement[-1] if agreement and isinstance(agreement[-1], Mapping) else {}
+    if not total.get("verdicts"):
+        return "".join(lines[:start] + lines[end:])
+    line = markdown_env().get_template("reports/_agreement.md.j2").module.agreement_line
+    body = [x for x in lines[start:end] if not x.startswith("- ")]
+    at = next((i for i, x in enumerate(body) if x.startswith("Against ")), 0) + 1
+    new = [str(line(r)) + "\n" for r in agreement if isinstance(r, Mapping)]
+    return "".join(lines[:start] + body[:at] + new + body[at:] + lines[end:])
 
 
 def _names(column: Any, lname: str) -> Any:

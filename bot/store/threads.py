@@ -29,6 +29,7 @@ from bot.store.db import dialect_insert
 from bot.store.models import Comment, Deletion, Thread
 from bot.store.repositories import follow_transfer
 from bot.store.types import format_datetime, parse_datetime, utcnow
+from bot.templating import without_controls
 
 THREAD_FIELDS = (
     "kind", "github_id", "node_id", "title", "body", "author", "author_association",
@@ -152,10 +153,10 @@ def thread_values(record: dict[str, Any]) -> dict[str, Any]:
                 value = _blank_to_none(value)
             if key in ("labels", "assignees"):
                 value = list(value or [])
-            if key == "title":
-                value = value or ""
-            if key in ("title", "body"):
-                value = storable_text(value)
+            if key in ("title", "body"):  # (a U+0000 as U+FFFD, on both databases)
+                value = storable_text(value or "" if key == "title" else value)
+            if key == "title":  # the other control characters go, as on GitHub
+                value = without_controls(value)
             if key == "complete" and value is None:
                 continue
             values[key] = value

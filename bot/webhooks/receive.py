@@ -17,7 +17,7 @@ from typing import Any
 from aiohttp import HttpVersion11, web
 from gidgethub import ValidationFailure, sansio
 
-from bot.config import WEBHOOK_BODY_LIMIT
+from bot.config import WEBHOOK_BODY_LIMIT, webhook_secrets
 from bot.context import CTX, INBOX, METRICS
 from bot.logs import log_delivery
 from bot.store.models import repository_id_of
@@ -187,7 +187,8 @@ async def _webhook(request: web.Request, event_name: str | None) -> web.Response
     # present and well-formed, as are the event and delivery headers (_refused_by_headers)
     signature = request.headers["X-Hub-Signature-256"]
     event_name, delivery_id = request.headers["X-GitHub-Event"], request.headers["X-GitHub-Delivery"]
-    if not _signed_with_any(body, signature, (secret, ctx.settings.webhook_secret_previous)):
+    if not _signed_with_any(body, signature,
+                            webhook_secrets(secret, ctx.settings.webhook_secret_previous)):
         return reject(401, "signature does not match")
     try:
         data, payload_text = _decode_payload(request.content_type, request.charset, body)

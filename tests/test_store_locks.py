@@ -1,0 +1,85 @@
+"""Writers of the threads that lock several rows at once, against the analysis (and a
+webhook batch), which lock a batch's threads FOR UPDATE in id order (bot.pipeline,
+bot.webhooks.events): each other writer must take the threads it writes in that order too,
+or the two can each hold what the other waits for (PostgreSQL aborts one: a deadlock).
+PostgreSQL, two real connections interleaved through a row lock the test holds, watched in
+pg_stat_activity (no timing); the same steps run on SQLite, whose writers are serialised."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from bot import pipeline
+from bot.github.sync import sync
+from bot.store.models import Comment, Thread
+from tests.fake_graphql import FakeData, graphql_context
+from tests.fakegithub import no_sleep
+from tests.test_ingest_locks import until
+
+REPO = "huggingface/trl"
+
+
+def _postgres(ctx: Any) -> bool:
+    return bool(ctx.engine.dialect.name == "postgresql")
+
+
+async def _ids(ctx: Any) -> dict[int, int]:
+    async with ctx.sessionmaker() as session:
+        return {t.number: t.id for t in await session.scalars(select(Thread))}
+
+
+async def test_the_sync_writing_a_page_meets_an_analysis_of_its_threads(
+        settings: Any, fake_github: Any, shared_dir: Path, caplog: Any) -> None:
+    """Issues #1 and #2 stored by a first sync (#2, listed first, got the lower id). The next
+    sync's page lists #1 (changed last) before #2: on main it updated #1, deleted #1's
+    comment gone on GitHub (held here), then updated #2; an analysis of #1 and #2 by
+    another worker had locked #2 (the lower id) and waited for #1. Each waited for the other:
+    PostgreSQL aborted the sync's write ("a batch of 2 threads was refused", written again
+    one by one) or the analysis."""
+    data = FakeData(repos={})
+    for _ in (1, 2):
+        data.add_thread(REPO, "issue", n_comments=2, closed=False)
+    async with graphql_context(settings, fake_github, shared_dir, data) as ctx:
+        await sync(ctx, [REPO], sleep=no_sleep)
+        ids = await _ids(ctx)
+        assert ids[2] < ids[1]
+        data.touch(REPO, "issue", 2, new_comments=0, title="Entropy collapse, reproduced")
+        gone = data.delete_comment(REPO, "issue", 1)  # #1 changed last: listed first
+        async with ctx.sessionmaker() as session:
+            held = await session.scalar(select(Comment.id).where(
+                Comment.github_id == gone["databaseId"]))
+        assert held is not None
+        caplog.set_level(logging.WARNING, logger="bot.github.sync")
+        if _postgres(ctx):
+            async with ctx.engine.connect() as blocker, ctx.engine.connect() as watcher:
+                # #1's gone comment held: the sync's deletion of it waits there.
+                await blocker.execute(
+                    select(Comment.id).where(Comment.id == held).with_for_update())
+                syncing = asyncio.create_task(sync(ctx, [REPO], sleep=no_sleep))
+                await until(watcher, 1, syncing)
+                assert not syncing.done()
+                analysis = asyncio.create_task(pipeline.threads_changed(ctx, [
+                    pipeline.ThreadChange(REPO, 1, trigger="sync"),
+                    pipeline.ThreadChange(REPO, 2, trigger="sync")]))
+                await until(watcher, 2, syncing, analysis)
+                await blocker.rollback()
+                done = await asyncio.gather(syncing, analysis, return_exceptions=True)
+        else:
+            done = [await sync(ctx, [REPO], sleep=no_sleep),
+                    await pipeline.threads_changed(ctx, [
+                        pipeline.ThreadChange(REPO, 1, trigger="sync"),
+                        pipeline.ThreadChange(REPO, 2, trigger="sync")])]
+        assert [d for d in done if isinstance(d, BaseException)] == []
+        assert "refused" not in caplog.text, caplog.text
+        stats = done[0]
+        assert not stats.failed_threads and stats.threads == 2
+        async with ctx.sessionmaker() as session:
+            assert await session.scalar(select(Comment.id).where(Comment.id == held)) is None
+            title = await session.scalar(select(Thread.title).where(Thread.number == 2))
+        assert title == "Entropy collapse, reproduced"

@@ -83,3 +83,48 @@ async def test_the_sync_writing_a_page_meets_an_analysis_of_its_threads(
             assert await session.scalar(select(Comment.id).where(Comment.id == held)) is None
             title = await session.scalar(select(Thread.title).where(Thread.number == 2))
         assert title == "Entropy collapse, reproduced"
+
+
+async def test_forgetting_a_repository_meets_an_analysis_of_its_thread(ctx: Any) -> None:
+    """`repository.privatized` (or the visibility check, or the sync finding it private)
+    forgets a repository while another worker analyses one of its threads. On main `forget`
+    deleted the thread's analysis row (held), then its re-analysis failures (one held here),
+    then went for the thread row, which the analysis held while it waited to store its
+    analysis in the row `forget` had deleted: each waited for the other and PostgreSQL
+    aborted one. Now `forget` locks the repository's threads in id order first."""
+    from bot.store.models import AnalysisFailure
+    from bot.store.privacy import forget_repository
+    from tests.test_events import REPO as EREPO
+    from tests.test_events import dispatch, envelope, issue
+
+    await dispatch(ctx, "issues", envelope("opened", issue=issue(1, minute=1)))
+    async with ctx.sessionmaker() as session:
+        thread_id = await session.scalar(select(Thread.id))
+        failure = AnalysisFailure(thread_id=thread_id, analyzer_version="0", attempts=1,
+                                  error="RuntimeError")
+        session.add(failure)
+        await session.commit()
+
+    async def forget() -> None:
+        async with ctx.sessionmaker() as session:
+            await forget_repository(session, EREPO)
+            await session.commit()
+
+    change = [pipeline.ThreadChange(EREPO, 1, trigger="sync")]
+    if _postgres(ctx):
+        async with ctx.engine.connect() as blocker, ctx.engine.connect() as watcher:
+            # the failure row held: `forget` waits there, after deleting the analysis row
+            await blocker.execute(select(AnalysisFailure.thread_id).where(
+                AnalysisFailure.thread_id == thread_id).with_for_update())
+            forgetting = asyncio.create_task(forget())
+            await until(watcher, 1, forgetting)
+            assert not forgetting.done()
+            analysis = asyncio.create_task(pipeline.threads_changed(ctx, change))
+            await until(watcher, 2, forgetting, analysis)
+            await blocker.rollback()
+            done = await asyncio.gather(forgetting, analysis, return_exceptions=True)
+    else:
+        done = [await forget(), await pipeline.threads_changed(ctx, change)]
+    assert [d for d in done if isinstance(d, BaseException)] == []
+    async with ctx.sessionmaker() as session:
+        assert list(await session.scalars(select(Thread.id))) == []

@@ -128,3 +128,60 @@ async def test_forgetting_a_repository_meets_an_analysis_of_its_thread(ctx: Any)
     assert [d for d in done if isinstance(d, BaseException)] == []
     async with ctx.sessionmaker() as session:
         assert list(await session.scalars(select(Thread.id))) == []
+
+
+async def test_a_rename_meets_an_analysis_of_its_threads(ctx: Any) -> None:
+    """A repository renamed (`repository.renamed`, or the sync reading its new name) while
+    another worker analyses two of its threads. #2 stored before #1 (as a sync stores a
+    listing, newest first), so #2 has the lower id. On main the rename moved the threads in
+    one UPDATE that locks them in the order it reads them (by number through the index on
+    lower(repo), number; in the table's order, #1 first too once #2 was edited: its new row
+    version lies after #1's), and the analysis locks them in id order (#2 first): each held
+    one and waited for the other, PostgreSQL aborted one. The UPDATE is paused between #1
+    and #2 by a trigger on #1 (it fires once the row is locked) waiting for an advisory
+    lock the test holds (PostgreSQL). Now
+    the rename locks the repository's rows and then its threads in id order first."""
+    from sqlalchemy import text
+
+    from bot.store.repositories import follow_rename
+    from tests.test_events import REPO as EREPO
+    from tests.test_events import dispatch, envelope, issue
+
+    for number in (2, 1):
+        await dispatch(ctx, "issues", envelope("opened", issue=issue(number, minute=1)))
+    ids = await _ids(ctx)
+    assert ids[2] < ids[1]
+    renamed = EREPO + "-renamed"
+
+    async def rename() -> None:
+        async with ctx.sessionmaker() as session:
+            await follow_rename(session, EREPO, renamed)
+            await session.commit()
+
+    changes = [pipeline.ThreadChange(EREPO, 1, trigger="sync"),
+               pipeline.ThreadChange(EREPO, 2, trigger="sync")]
+    if _postgres(ctx):
+        async with ctx.engine.begin() as conn:
+            # #2 edited after #1 was stored: its new row version lies after #1's (as any
+            # edit of an older thread leaves it), so a scan of the table meets #1 first.
+            await conn.execute(text(f"UPDATE threads SET title = title || '!' WHERE id = {ids[2]}"))
+            await conn.execute(text(
+                "CREATE FUNCTION pause_here() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                "PERFORM pg_advisory_xact_lock(6363); RETURN NEW; END $$"))
+            await conn.execute(text(
+                "CREATE TRIGGER pause_here BEFORE UPDATE ON threads FOR EACH ROW "
+                f"WHEN (OLD.id = {ids[1]}) EXECUTE FUNCTION pause_here()"))
+        async with ctx.engine.connect() as blocker, ctx.engine.connect() as watcher:
+            await blocker.execute(text("SELECT pg_advisory_xact_lock(6363)"))
+            renaming = asyncio.create_task(rename())
+            await until(watcher, 1, renaming)
+            assert not renaming.done()
+            analysis = asyncio.create_task(pipeline.threads_changed(ctx, changes))
+            await until(watcher, 2, renaming, analysis)
+            await blocker.rollback()
+            done = await asyncio.gather(renaming, analysis, return_exceptions=True)
+    else:
+        done = [await rename(), await pipeline.threads_changed(ctx, changes)]
+    assert [d for d in done if isinstance(d, BaseException)] == []
+    async with ctx.sessionmaker() as session:
+        assert sorted(await session.scalars(select(Thread.repo))) == [renamed, renamed]

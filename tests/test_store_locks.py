@@ -12,7 +12,6 @@ import logging
 from pathlib import Path
 from typing import Any
 
-import pytest
 from sqlalchemy import select
 
 from bot import pipeline

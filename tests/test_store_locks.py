@@ -184,3 +184,60 @@ async def test_a_rename_meets_an_analysis_of_its_threads(ctx: Any) -> None:
     assert [d for d in done if isinstance(d, BaseException)] == []
     async with ctx.sessionmaker() as session:
         assert sorted(await session.scalars(select(Thread.repo))) == [renamed, renamed]
+
+
+async def test_the_reception_check_pausing_a_repository_meets_its_rename(
+        settings: Any, fake_github: Any, shared_dir: Path) -> None:
+    """The nightly reception check reads the reactions to the app's comments, stores them on
+    their actions and pauses a repository whose comments were disliked, while the repository
+    is renamed (`repository.renamed`). The check wrote the actions and then the repository's
+    row in one transaction; a rename locks the repository's row, its threads (one held
+    here), then moves its actions (the order of a batch, which takes its repositories
+    first): each held what the other waited for and PostgreSQL aborted one. (On main the
+    rename took the repository's row last and this order passed; a batch moving a
+    transferred thread's actions under its repository's FOR SHARE lock met the check so.)
+    Now the actions are committed before the pause is decided."""
+    from bot.speaking.reception import refresh_reception
+    from bot.store.models import Action, Repository
+    from bot.store.repositories import follow_rename
+    from tests.test_reception import _post, _repos
+
+    name, renamed = "c/disliked", "c/liked-better"
+    data = FakeData()
+    async with graphql_context(settings, fake_github, shared_dir, data) as ctx:
+        await _repos(ctx, name)
+        async with ctx.sessionmaker() as session:
+            thread = Thread(repo=name, number=1, kind="issue", title="Entropy collapse")
+            session.add(thread)
+            await session.commit()
+            thread_id = thread.id
+        await _post(ctx, data, name, 1, up=1, down=2)
+
+        async def rename() -> None:  # as the `repository.renamed` handler moves it
+            async with ctx.sessionmaker() as session:
+                row = await session.scalar(select(Repository))
+                assert row is not None
+                await follow_rename(session, name, renamed)
+                row.full_name = renamed
+                await session.commit()
+
+        if _postgres(ctx):
+            async with ctx.engine.connect() as blocker, ctx.engine.connect() as watcher:
+                # the thread held: the rename waits there, holding the repository's row
+                await blocker.execute(select(Thread.id).where(Thread.id == thread_id)
+                                      .with_for_update())
+                renaming = asyncio.create_task(rename())
+                await until(watcher, 1, renaming)
+                assert not renaming.done()
+                reception = asyncio.create_task(refresh_reception(ctx))
+                await until(watcher, 2, renaming, reception)
+                await blocker.rollback()
+                done = await asyncio.gather(renaming, reception, return_exceptions=True)
+        else:
+            done = [await rename(), await refresh_reception(ctx)]
+        assert [d for d in done if isinstance(d, BaseException)] == []
+        async with ctx.sessionmaker() as session:
+            repo = await session.scalar(select(Repository))
+            action = await session.scalar(select(Action))
+        assert repo is not None and repo.full_name == renamed and repo.comments_paused
+        assert action is not None and action.repo == renamed and action.reactions_down == 2

@@ -875,8 +875,12 @@ class Syncer:
                 hidden = await lock_repositories(
                     session, {s.repo for s in self.streams} | {pt.stream.repo for pt in threads})
                 kept = [pt for pt in threads if pt.stream.repo.lower() not in hidden]
-                known = await self._stored_comments(session, kept)
+                # Every stored thread of the page locked first, in id order, as an analysis
+                # and a webhook batch lock theirs: written in the listing's order, the page
+                # held one thread while an analysis held another and waited for it (a
+                # deadlock on PostgreSQL). Its comments are read under those locks.
                 stored = await self._stored_threads(session, kept)
+                known = await self._stored_comments(session, kept)
                 buried = await self._graves(session, kept)
                 for pt in threads:
                     if pt.stream.repo.lower() not in hidden and await self._write_thread(
@@ -980,12 +984,21 @@ class Syncer:
         by_repo: dict[str, list[int]] = {}
         for pt in threads:
             by_repo.setdefault(pt.record["repo"], []).append(pt.record["number"])
-        found: dict[tuple[str, int], Thread] = {}
+        ids: set[int] = set()
         for repo, numbers in by_repo.items():
             for i in range(0, len(numbers), 500):
-                rows = await session.scalars(select(Thread).where(
-                    func.lower(Thread.repo) == repo.lower(), Thread.number.in_(numbers[i:i + 500])))
-                found.update({(t.repo.lower(), t.number): t for t in rows})
+                ids.update(await session.scalars(select(Thread.id).where(
+                    func.lower(Thread.repo) == repo.lower(), Thread.number.in_(numbers[i:i + 500]))))
+        # Locked FOR UPDATE in id order (PostgreSQL; SQLite renders nothing, its writes are
+        # serialised), read again under the lock (a webhook may have written one meanwhile).
+        keys = {(pt.record["repo"].lower(), int(pt.record["number"])) for pt in threads}
+        order = sorted(ids)
+        found: dict[tuple[str, int], Thread] = {}
+        for i in range(0, len(order), 500):
+            rows = await session.scalars(
+                select(Thread).where(Thread.id.in_(order[i:i + 500])).order_by(Thread.id)
+                .with_for_update().execution_options(populate_existing=True))
+            found.update({k: t for t in rows if (k := (t.repo.lower(), t.number)) in keys})
         return found
 
     @staticmethod

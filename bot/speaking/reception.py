@@ -186,7 +186,11 @@ async def refresh_reception(ctx: Any) -> ReceptionStats:
                     action.reactions_down = int((node.get("down") or {}).get("totalCount") or 0)
                     stats.minimized += int(action.is_minimized)
         await _with_their_threads(session, gone)
-        await session.flush()
+        # What was read committed before any repository is paused: a rename or a batch
+        # takes a repository's row before its actions, and this transaction, holding the
+        # actions and then waiting for the row, met one holding the row and waiting for an
+        # action (a deadlock on PostgreSQL).
+        await session.commit()
         # The pause check over every repository the app has commented in.
         recent: dict[str, list[Action]] = defaultdict(list)
         for action in await session.scalars(

@@ -211,8 +211,13 @@ def forget(conn: Any, name: str, github_id: int | None = None, *,
         for former in conn.execute(select(repos.c.full_name).where(
                 repos.c.github_id == github_id)).scalars():
             names.setdefault(former.lower(), former)
+    threads = Thread.__table__
+    # The repository's threads locked first, in id order, as an analysis and a webhook batch
+    # lock theirs (PostgreSQL; SQLite renders nothing): deleting an analysis row and then
+    # waiting for its thread, held by an analysis waiting to store into that row, deadlocked.
+    conn.execute(select(threads.c.id).where(func.lower(threads.c.repo).in_(sorted(names)))
+                 .order_by(threads.c.id).with_for_update())
     for lname, each in sorted(names.items()):
-        threads = Thread.__table__
         ids = select(threads.c.id).where(func.lower(threads.c.repo) == lname)
         _take_out_verdicts(conn, ids)  # from the stored reports' figures, before they go
         for model in (Comment, Analysis, AnalysisFailure, Verdict):  # no reliance on ON DELETE CASCADE

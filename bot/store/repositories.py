@@ -35,6 +35,16 @@ async def follow_rename(session: AsyncSession, old: str, new: str) -> None:
     was, now = old.lower(), new.lower()
     if was == now:
         return
+    # The repository's rows and then its threads under both names locked first, each in id
+    # order (PostgreSQL; SQLite renders nothing), as a webhook batch takes them (its
+    # repositories FOR SHARE, then its threads) and an analysis its threads: the UPDATE below
+    # locks the threads in the order it reads them (by number, or the table's order), and
+    # met an analysis holding one and waiting for another (a deadlock).
+    await session.execute(select(Repository.id).where(
+        func.lower(Repository.full_name).in_([was, now])).order_by(Repository.id)
+        .with_for_update())
+    await session.execute(select(Thread.id).where(func.lower(Thread.repo).in_([was, now]))
+                          .order_by(Thread.id).with_for_update())
     await _merge_threads(session, was, now)
     taken = select(Thread.number).where(func.lower(Thread.repo) == now).scalar_subquery()
     await session.execute(

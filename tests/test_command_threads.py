@@ -376,3 +376,50 @@ async def test_a_threaded_reply_whose_thread_github_failed_to_read_is_not_posted
     await handle_command(event, app_ctx)  # and the next
     ours = [n for n in state["top"] + state["replies"] if n["viewerDidAuthor"]]
     assert len(ours) == 1 and ours[0] in state["replies"], ours
+
+
+async def test_a_discussion_reply_whose_answer_was_lost_and_a_maintainer_deleted_is_not_posted_again(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """addDiscussionComment created the `/rltracker methods` reply under the command and GitHub
+    answered 502; before the worker's retry a maintainer deleted the reply (GitHub's own
+    `discussion_comment.deleted` payload, the app's reply in it, handled). On main the retry
+    found no reply of the app's in the thread and posted it a second time. The deletion is
+    recorded (`deleted:reply-to:REF`) and read before posting (GraphQL executed against
+    GitHub's schema)."""
+    import json
+
+    import gidgethub
+    import pytest
+
+    from bot.webhooks.events import handle
+    from tests.fake_graphql import load_github_schema
+    from tests.test_actions_e2e import INST
+
+    await install(app_ctx, fake_github)
+    api = DiscussionAPI(load_github_schema(shared_dir / "fixtures" / "github-api" / "schema.graphql"))
+    api.comment("DC_q", 510, "/rltracker methods entropy_collapse")
+    api.lost = {1}
+    api.route(fake_github)
+    event = sansio.Event(discussion_comment_payload(
+        shared_dir, comment_id=510, node_id="DC_q", body="/rltracker methods entropy_collapse"),
+        event="discussion_comment", delivery_id="dd-gone")
+    with pytest.raises(gidgethub.GitHubException):
+        await handle_command(event, app_ctx)
+    [answer] = api.ours()
+    # a maintainer deletes it: gone from GitHub, and GitHub's `deleted` delivery of it
+    api.comments.pop(answer["id"])
+    api.comments["DC_q"]["_replies"].remove(answer)
+    gone = json.loads((shared_dir / "fixtures" / "webhooks" / "discussion_comment"
+                       / "deleted.json").read_text())
+    gone["comment"].update(id=answer["databaseId"], node_id=answer["id"], parent_id=510,
+                           body=answer["body"], author_association="NONE",
+                           user={"login": f"{fake_github.app_slug}[bot]", "type": "Bot"})
+    gone["discussion"]["node_id"] = "D_9"
+    gone["repository"]["full_name"] = VERL
+    gone["installation"] = {"id": INST}
+    await handle("discussion_comment", gone, app_ctx)
+    assert await handle_command(event, app_ctx) == "deleted"  # the worker's retry
+    assert api.ours() == [] and api.created == 1
+    rows = await actions_of(app_ctx, kind="command")
+    assert not [a for a in rows if a.status in ("posted", "pending")], rows
+    assert "deleted:reply-to:510" in {(a.details or {}).get("code") for a in rows}

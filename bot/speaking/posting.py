@@ -33,12 +33,22 @@ def archived_refusal(error: BaseException) -> bool:
 LOCKED = ("locked", "the conversation is locked and GitHub refused the app's comment there")
 
 
+class DiscussionLocked(Exception):
+    """GitHub refused addDiscussionComment (a GraphQL error) and the discussion reads
+    `locked: true` (bot.webhooks.commands): the lock's refusal, as REST's 403 on a locked
+    issue. GitHub's error for it is not documented: it is told by the discussion, not by
+    the error's shape."""
+
+
 def locked_refusal(error: BaseException) -> bool:
     """GitHub refusing a comment on a locked issue or pull request (403, "Unable to create
-    comment because issue is locked."): an installation without the right to comment there.
-    The same on every retry: a reason the reply is not posted, not a failure."""
+    comment because issue is locked."): an installation without the right to comment there;
+    or in a locked discussion (`DiscussionLocked`). The same on every retry: a reason the
+    reply is not posted, not a failure."""
     import gidgethub
 
+    if isinstance(error, DiscussionLocked):
+        return True
     return (isinstance(error, gidgethub.BadRequest) and int(error.status_code) == 403
             and "is locked" in str(error).lower())
 

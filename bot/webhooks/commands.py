@@ -63,9 +63,17 @@ from sqlalchemy import delete, func, select
 
 from analyzers.catalog import canonical_repo, framework_id
 from bot.command_syntax import opening_command, parse_command, parse_commands
-from bot.github.client import refused_for_good
+from bot.github.client import rate_limit_wait, refused_for_good
 from bot.speaking.claims import delivery_of
-from bot.speaking.posting import ARCHIVED, DELETED, LOCKED, deletion_of, post_reply, reply_once
+from bot.speaking.posting import (
+    ARCHIVED,
+    DELETED,
+    LOCKED,
+    DiscussionLocked,
+    deletion_of,
+    post_reply,
+    reply_once,
+)
 from bot.speaking.quiet import MAINTAINERS
 from bot.speaking.records import record_once, record_skip
 from bot.speaking.render import command_note, is_app_comment, methods_reply, rules_reply
@@ -126,6 +134,11 @@ query($id: ID!) {
     }
   }
 }
+"""
+# Whether a discussion is locked (GitHub's schema: Discussion implements Lockable), read when
+# GitHub refuses a reply there.
+DISCUSSION_LOCKED = """
+query($id: ID!) { node(id: $id) { ... on Discussion { locked } } }
 """
 # The discussion's latest top-level comments, where a reply GitHub created without answering
 # (a 5xx, a lost connection) is found by its marker; a command reply comes soon after its
@@ -757,19 +770,45 @@ async def _reply_in_discussion(
 
     async def send() -> dict[str, Any]:
         node = found[-1]
-        if node is None and top and top[-1]:
-            result = await ctx.github.graphql(ADD_DISCUSSION_REPLY, installation_id=installation_id,
-                                              id=discussion_id, body=body, replyTo=top[-1])
-            node = ((result or {}).get("addDiscussionComment") or {}).get("comment") or {}
-        elif node is None:
-            result = await ctx.github.graphql(ADD_DISCUSSION_COMMENT, installation_id=installation_id,
-                                              id=discussion_id, body=body)
-            node = ((result or {}).get("addDiscussionComment") or {}).get("comment") or {}
+        try:
+            if node is None and top and top[-1]:
+                result = await ctx.github.graphql(ADD_DISCUSSION_REPLY,
+                                                  installation_id=installation_id,
+                                                  id=discussion_id, body=body, replyTo=top[-1])
+                node = ((result or {}).get("addDiscussionComment") or {}).get("comment") or {}
+            elif node is None:
+                result = await ctx.github.graphql(ADD_DISCUSSION_COMMENT,
+                                                  installation_id=installation_id,
+                                                  id=discussion_id, body=body)
+                node = ((result or {}).get("addDiscussionComment") or {}).get("comment") or {}
+        except (gidgethub.QueryError, gidgethub.BadGraphQLRequest) as exc:
+            if await _refused_as_locked(ctx, installation_id, discussion_id, exc):
+                raise DiscussionLocked(str(exc)) from exc
+            raise
         return {"id": node.get("databaseId"), "node_id": node.get("id")}
 
     return await reply_once(ctx, repo, number, installation_id, body, dedupe_key=key,
                             kind="command", details=details, dry_run=dry_run, look=look, send=send,
                             delivery_id=delivery_id, per_hour=REPLIES_PER_HOUR, marker=marker)
+
+
+async def _refused_as_locked(ctx: Any, installation_id: int | None, discussion_id: str,
+                             error: BaseException) -> bool:
+    """Whether GitHub's GraphQL refusal of a reply (`error`) is the discussion's lock: it reads
+    `locked: true` now (GitHub's schema: Discussion is Lockable). GitHub's error for a comment
+    on a locked discussion is not documented nor recorded here, so it is told by the
+    discussion, not by the error's shape; a token refused (401: credentials being fixed) or a
+    rate limit is not a refusal, and a discussion GitHub does not serve (deleted) or fails to
+    read leaves the error as it was."""
+    if isinstance(error, gidgethub.GraphQLAuthorizationFailure) or rate_limit_wait(error) is not None:
+        return False
+    try:
+        result = await ctx.github.graphql(DISCUSSION_LOCKED, installation_id=installation_id,
+                                          id=discussion_id)
+    except gidgethub.GitHubException:
+        log.warning("could not read whether discussion %s is locked", discussion_id, exc_info=True)
+        return False
+    return ((result or {}).get("node") or {}).get("locked") is True
 
 
 async def _own_thread_reply(ctx: Any, installation_id: int | None, reply_id: str,

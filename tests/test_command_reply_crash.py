@@ -6,6 +6,7 @@ PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import pytest
@@ -216,3 +217,77 @@ async def test_a_two_command_comment_gets_its_note_after_its_edited_reply_is_ado
     assert [c["body"] for c in replies(fake_github, 94, "rltracker:reply-to:")] == [edited]
     assert len(replies(fake_github, 94, "rltracker:note-to:")) == 1
     assert second.counts["failed"] == 0
+
+
+def reply_lost_once(fake: Any, number: int) -> None:
+    """GitHub creates the first reply or note the app posts on the issue and answers 502 (a
+    lost answer, not repeated: it may have been created); later ones are answered 201."""
+    lost = [1]
+
+    @fake.route("POST", rf"/repos/{VERL}/issues/{number}/comments$")
+    async def create(fake_: Any, request: Any, match: Any, body: Any) -> Any:
+        comment = fake_.add_comment(VERL, number, body["body"], f"{fake_.app_slug}[bot]", "Bot")
+        if lost and lost.pop():
+            return 502, {"message": "Server Error"}
+        return 201, {k: v for k, v in comment.items() if not k.startswith("_")}
+
+
+@EVERY_REPLY_KIND
+async def test_a_reply_whose_answer_was_lost_and_a_maintainer_deleted_is_not_posted_again(
+        app_ctx: Any, fake_github: Any, command: str, marker: str) -> None:
+    """GitHub created the reply (or note) and answered 502; the attempt failed and gave its
+    slot back. Before the worker's retry a maintainer deleted the reply (its `deleted`
+    delivery handled). On main the retry found no reply of the app's and posted it a second
+    time: a deletion is an answer (as for the failure comment, speak62). Now the deletion is
+    recorded (`deleted:reply-to:REF` / `deleted:note-to:REF`) and read before posting."""
+    from bot.webhooks.events import handle
+    from tests.test_once_on_github import deleted_on_github
+
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 96, title="How do I log metrics", body="Which logger?")
+    reply_lost_once(fake_github, 96)
+    await deliver(app_ctx, comment_event(command, number=96))
+    worker = Worker(app_ctx, backoff=no_wait)
+    assert await worker.process_one() and worker.counts["retry"] == 1
+    [reply] = replies(fake_github, 96, marker)
+    await handle("issue_comment", deleted_on_github(fake_github, 96, reply), app_ctx)
+    assert await worker.run_until_idle() == 1 and worker.counts["done"] == 1
+    assert replies(fake_github, 96, marker) == []
+    assert len(fake_github.requests("POST", r"/issues/96/comments$")) == 1
+    rows = await actions(app_ctx, "command")
+    assert not [a for a in rows if a.status in ("posted", "pending")], rows
+    [tag] = re.findall(r"rltracker:((?:reply|note)-to:\S+) -->", reply["body"])
+    assert f"deleted:{tag}" in {(a.details or {}).get("code") for a in rows}
+
+
+async def test_a_reply_whose_answer_was_lost_deleted_before_its_deleted_delivery_is_handled(
+        app_ctx: Any, fake_github: Any) -> None:
+    """As above, but the retry runs before the `deleted` delivery is handled: the reply's
+    `created` delivery was (the app's reply stored with its marker), and GitHub no longer has
+    it. On main it was posted again; it was created and is gone: not posted again."""
+    from sqlalchemy import select
+
+    from bot.store.models import Thread
+    from bot.store.threads import upsert_comment
+    from tests.test_once_on_github import deleted_on_github
+
+    marker = "rltracker:reply-to:"
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 97, title="How do I log metrics", body="Which logger?")
+    reply_lost_once(fake_github, 97)
+    await deliver(app_ctx, comment_event("/rltracker methods entropy-collapse", number=97))
+    worker = Worker(app_ctx, backoff=no_wait)
+    assert await worker.process_one() and worker.counts["retry"] == 1
+    [reply] = replies(fake_github, 97, marker)
+    async with app_ctx.sessionmaker() as s:  # its `created` delivery, handled
+        thread = await s.scalar(select(Thread).where(Thread.number == 97))
+        await upsert_comment(s, thread, {"github_id": reply["id"], "author": reply["user"]["login"],
+                                         "author_is_bot": True, "author_association": "NONE",
+                                         "body": reply["body"], "created_at": reply["created_at"]})
+        await s.commit()
+    deleted_on_github(fake_github, 97, reply)  # its `deleted` delivery not handled yet
+    assert await worker.run_until_idle() == 1 and worker.counts["done"] == 1
+    assert replies(fake_github, 97, marker) == []
+    assert len(fake_github.requests("POST", r"/issues/97/comments$")) == 1
+    rows = await actions(app_ctx, "command")
+    assert not [a for a in rows if a.status in ("posted", "pending")], rows

@@ -292,3 +292,55 @@ async def test_a_comment_github_would_not_read_is_not_taken_for_deleted(
     assert stats.comments == 10 and stats.unread == 0 and stats.paused == []
     async with ctx.sessionmaker() as session:
         assert [a.reactions_up for a in await session.scalars(select(Action))] == [1] * 10
+
+
+async def test_comments_of_issues_deleted_before_their_deliveries_are_handled_do_not_pause(
+        rctx: Any, fake_github: Any) -> None:
+    """As above, but the nightly check reads the comments gone before the issues' `deleted`
+    deliveries are handled (no grave yet). On main each counted as a comment the maintainers
+    deleted, and the repository was paused. GitHub answers the issue itself 410 Gone (its
+    answer for a deleted issue; the message is written for the test): gone with it, not
+    counted. Issues GitHub still serves (their comment deleted on its own) count."""
+    ctx, data = rctx
+    await _repos(ctx, "e/tidy", "f/refused")
+    for n in range(1, 11):
+        await _post(ctx, data, "e/tidy", n, up=1, deleted=n in (4, 7))
+        await _post(ctx, data, "f/refused", n, up=1, deleted=n in (4, 7))
+        fake_github.add_issue("f/refused", n)
+
+    @fake_github.route("GET", r"/repos/e/tidy/issues/(4|7)$")
+    def deleted_issue(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        return 410, {"message": "This issue was deleted (test)"}
+
+    stats = await refresh_reception(ctx)
+    assert stats.paused == ["f/refused"]
+
+
+async def test_a_comment_counted_before_its_issues_deletion_was_handled_stops_counting(
+        rctx: Any, fake_github: Any) -> None:
+    """The nightly check marked a comment deleted and GitHub would not say whether its issue
+    was (403): counted, one of two. The issue's `deleted` delivery is handled the next day
+    (its grave); the next night another comment is deleted on its own. On main the first
+    still counted (its thread was looked up only the night it was marked) and the repository
+    was paused for two; whichever comes first, a comment whose thread is gone is not counted."""
+    from bot.store.threads import bury, thread_grave
+
+    ctx, data = rctx
+    await _repos(ctx, "g/late")
+    nodes = {}
+    for n in range(1, 11):
+        nodes[n] = await _post(ctx, data, "g/late", n, up=1, deleted=n == 4)
+        fake_github.add_issue("g/late", n)
+
+    @fake_github.route("GET", r"/repos/g/late/issues/4$")
+    def not_told(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        return 403, {"message": "Resource not accessible by integration"}
+
+    stats = await refresh_reception(ctx)
+    assert stats.deleted == 1 and stats.paused == []
+    async with ctx.sessionmaker() as session:  # the issue's `deleted` delivery, handled
+        await bury(session, thread_grave("g/late", 4, "issue"))
+        await session.commit()
+    data.nodes.pop(nodes[7])  # a comment deleted on its own (its issue still there)
+    stats = await refresh_reception(ctx)
+    assert stats.deleted == 1 and stats.paused == [], stats

@@ -304,6 +304,7 @@ class Stream:
     refused: set[int] = field(default_factory=set)  # numbers of the threads it refused
     nulls: int = 0  # threads its pages answered null (number unknown): GitHub counts them
     seen: set[int] = field(default_factory=set)  # numbers its listing returned in this pass
+    cursors: set[str] = field(default_factory=set)  # the endCursors its pages gave in this pass
     fresh: bool = False  # a backfill that lists from the newest thread in this pass
     checked: bool = False  # its stored threads the listing did not return were asked about
 
@@ -347,6 +348,17 @@ class Continuation:
     thread_key: str
     child_type: str  # GraphQL type of the connection's nodes
     failures: int = 0  # answers in a row where it came back null with an error
+
+
+def _no_way_on(cursor: Any, asked: str | None, given: set[str]) -> str | None:
+    """Why a page GitHub says has a next one gives no way to it, or None: no `endCursor`, or
+    the cursor the page was asked with, or one an earlier page of the same connection gave
+    (asked again, the same pages would come back for ever). Not seen from GitHub."""
+    if not isinstance(cursor, str) or not cursor:
+        return "GitHub said there is a next page but gave no next cursor"
+    if cursor == asked or cursor in given:
+        return "GitHub said there is a next page but gave the same cursor again"
+    return None
 
 
 @dataclass
@@ -466,6 +478,8 @@ class Syncer:
         self.thread_budget = THREADS_PER_REQUEST  # halved after an error, restored after success
         self.continuation_budget = CONTINUATIONS_PER_REQUEST
         self.errors: list[dict[str, Any]] = []  # the GraphQL errors of the last partial answer
+        # The endCursors each thread's connection gave in this pass ((node id, field): cursors)
+        self._slot_cursors: dict[tuple[str, str], set[str]] = {}
         self.marked_private: set[str] = set()  # stored rows marked private (bot/store/privacy.py)
         self.read_threads: set[int] = set()  # ids of the threads written (read) in this pass
         self._batch_read: list[int] = []
@@ -631,8 +645,12 @@ class Syncer:
 
     # ------------------------------------------------------------------ answers
     def _add_children(self, pt: PendingThread, typename: str, conn: dict[str, Any] | None,
-                      parent_id: str, parent_type: str, field_name: str) -> None:
-        """Collects a connection's nodes (and nested ones) and queues what did not fit."""
+                      parent_id: str, parent_type: str, field_name: str,
+                      after: str | None = None) -> None:
+        """Collects a connection's nodes (and nested ones) and queues what did not fit.
+        `after`: the cursor the connection was asked with (None: from its start). A next page
+        GitHub gives no new cursor to (`_no_way_on`) is not asked for: the thread is written
+        with what was read, kept incomplete, and named in `failed_threads`."""
         if not conn:
             return
         for node in conn.get("nodes") or []:
@@ -651,6 +669,15 @@ class Syncer:
                                    node["id"], "DiscussionComment", "replies")
         info = conn.get("pageInfo") or {}
         if info.get("hasNextPage"):
+            if after is None:  # read from its start (again: a null asked again): a new chain
+                self._slot_cursors.pop((parent_id, field_name), None)
+            seen = self._slot_cursors.setdefault((parent_id, field_name), set())
+            stuck = _no_way_on(info.get("endCursor"), after, seen)
+            if stuck is not None:
+                pt.incomplete = True
+                self._stopped(f"{pt.key} ({field_name})", stuck)
+                return
+            seen.add(str(info.get("endCursor")))
             pt.open += 1
             self.continuations.append(Continuation(
                 ContinuationSlot(parent_id, parent_type, field_name, info.get("endCursor")),
@@ -728,13 +755,31 @@ class Syncer:
                 self._ask_again_nulled(pt, node, self._errors_under(*where, "nodes", k), 4)
         stream.fetched += len(keys)
         info = conn.get("pageInfo") or {}
-        cursor = info.get("endCursor") or stream.after
+        stuck = None
+        if info.get("hasNextPage") and not reached_known:
+            # A next page GitHub gives no new cursor to: asked with the same `after`, the same
+            # page came back for ever (its threads taken again each time).
+            stuck = _no_way_on(info.get("endCursor"), stream.after, stream.cursors)
+            if stuck is not None:
+                what = f"{stream.repo} {where[1] if where else stream.kind} (the listing)"
+                stream.failed = stream.failed or f"{what}: {stuck}"
+                self._stopped(what, stuck)
+        cursor = (info.get("endCursor") if stuck is None else None) or stream.after
+        if cursor is not None:
+            stream.cursors.add(cursor)
         stream.after = cursor
         stream.pages.append((cursor, keys))
-        if reached_known or not info.get("hasNextPage"):
+        if reached_known or not info.get("hasNextPage") or stuck is not None:
             stream.done = True
         if stream.backfill and stream.fetched == len(keys):
             stream.cursor_dirty = True  # the pass's high-water mark must be stored now
+
+    def _stopped(self, what: str, why: str) -> None:
+        """A listing or a thread's connection stopped where GitHub gave no way to its next
+        page (`_no_way_on`): said once in the log, and counted in `failed_threads` (the
+        night's run is "partial", `rltracker sync` exits 2); the next sync reads it again."""
+        self.stats.failed_threads.append({"thread": what, "error": why})
+        log.error("sync: %s: %s; stopped there, the rest is synced", what, why)
 
     def _null_thread(self, stream: Stream, after: list[tuple[int, Any]],
                      where: tuple[str, str] | None, k: int) -> None:
@@ -821,7 +866,7 @@ class Syncer:
             pt.incomplete = True
             return
         self._add_children(pt, cont.child_type, node.get(cont.slot.field), cont.slot.node_id,
-                           cont.slot.typename, cont.slot.field)
+                           cont.slot.typename, cont.slot.field, cont.slot.after)
 
     # ------------------------------------------------------------------ writing
     async def _flush(self) -> None:

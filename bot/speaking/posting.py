@@ -4,6 +4,7 @@ and edit it instead of posting twice, and replies to commands (`post_reply`)."""
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any
@@ -32,12 +33,22 @@ def archived_refusal(error: BaseException) -> bool:
 LOCKED = ("locked", "the conversation is locked and GitHub refused the app's comment there")
 
 
+class DiscussionLocked(Exception):
+    """GitHub refused addDiscussionComment (a GraphQL error) and the discussion reads
+    `locked: true` (bot.webhooks.commands): the lock's refusal, as REST's 403 on a locked
+    issue. GitHub's error for it is not documented: it is told by the discussion, not by
+    the error's shape."""
+
+
 def locked_refusal(error: BaseException) -> bool:
     """GitHub refusing a comment on a locked issue or pull request (403, "Unable to create
-    comment because issue is locked."): an installation without the right to comment there.
-    The same on every retry: a reason the reply is not posted, not a failure."""
+    comment because issue is locked."): an installation without the right to comment there;
+    or in a locked discussion (`DiscussionLocked`). The same on every retry: a reason the
+    reply is not posted, not a failure."""
     import gidgethub
 
+    if isinstance(error, DiscussionLocked):
+        return True
     return (isinstance(error, gidgethub.BadRequest) and int(error.status_code) == 403
             and "is locked" in str(error).lower())
 
@@ -142,30 +153,50 @@ def own_comment(comments: list[dict[str, Any]], marker: str,
 
 # A person deleted the app's failure comment or rule summary on GitHub (its `deleted` delivery
 # said so): that is an answer, and the comment is never posted there again. Kept as a skip
-# of the comment's kind (`{repo}#{n}:{kind}:skip:deleted`), read right before posting.
+# of the comment's kind (`{repo}#{n}:{kind}:skip:deleted`), read right before posting. A
+# command's reply or note likewise (its marker names the command comment: a skip of kind
+# `command`, code `deleted:reply-to:REF` / `deleted:note-to:REF`, one per reply slot).
 DELETED = ("deleted", "a person deleted the app's comment on GitHub: it is not posted again")
 SPONTANEOUS = (("failure_comment", FAILURE_MARKER), ("rule_summary", RULES_MARKER))
+# A command reply's or note's own marker (bot.webhooks.commands: `reply-to:REF`, `note-to:REF`,
+# REF a comment id, or `review:ID` / `review_comment:ID`).
+COMMAND_REPLY_MARK = re.compile(r"<!-- rltracker:((?:reply|note)-to:(?:[a-z_]{1,20}:)?\d{1,20}) -->")
+
+
+def deletion_of(text: str) -> tuple[str, str, str] | None:
+    """(kind, skip code, marker) under which a person's deletion of the app's comment carrying
+    `text`'s marker is recorded: the failure comment, the rule summary, a command's reply or
+    note (its own slot); None for any other text."""
+    for kind, marker in SPONTANEOUS:
+        if marker in text:
+            return kind, DELETED[0], marker
+    found = COMMAND_REPLY_MARK.search(text)
+    if found is not None:
+        return "command", f"{DELETED[0]}:{found.group(1)}", found.group(0)
+    return None
 
 
 async def note_deleted(ctx: Any, repo: str, number: int,
                        payload: dict[str, Any] | None) -> str | None:
-    """An `issue_comment.deleted` delivery of the app's own failure comment or rule summary
-    (its marker, written by the app's login): recorded (`DELETED`), so that no later attempt
-    posts it again. The comment's record may not know it: GitHub's answer to the POST was
-    lost (a 5xx, a dropped connection), the attempt failed and gave the slot up, and its
-    retry, minutes or hours later, found no comment of the app's on GitHub and posted a
-    second one where a maintainer had deleted the first. Returns the kind noted, or None."""
+    """An `issue_comment.deleted` (or `discussion_comment.deleted`) delivery of the app's own
+    failure comment, rule summary or command reply (its marker, written by the app's login):
+    recorded (`DELETED`), so that no later attempt posts it again. The comment's record may
+    not know it: GitHub's answer to the POST was lost (a 5xx, a dropped connection), the
+    attempt failed and gave the slot up, and its retry, minutes or hours later, found no
+    comment of the app's on GitHub and posted a second one where a maintainer had deleted the
+    first. Returns the kind noted, or None."""
     comment = (payload or {}).get("comment")
     if not isinstance(comment, dict):
         return None
-    body = comment.get("body") or ""
-    for kind, marker in SPONTANEOUS:
-        if isinstance(body, str) and marker in body:
-            if own_comment([comment], marker, await app_login(ctx)) is None:
-                return None  # another bot's comment carrying the marker
-            await record_skip(ctx, repo, number, kind, *DELETED, comment_id=comment.get("id"))
-            return kind
-    return None
+    body = comment.get("body")
+    what = deletion_of(body) if isinstance(body, str) else None
+    if what is None:
+        return None
+    kind, code, marker = what
+    if own_comment([comment], marker, await app_login(ctx)) is None:
+        return None  # another bot's comment carrying the marker
+    await record_skip(ctx, repo, number, kind, code, DELETED[1], comment_id=comment.get("id"))
+    return kind
 
 
 def stored_and_gone(record: dict[str, Any], marker: str, login: str | None) -> bool:
@@ -186,16 +217,32 @@ async def deleted_by_person(ctx: Any, repo: str, number: int, kind: str,
                             login: str | None = None) -> bool:
     """Whether a person deleted the app's `kind` comment on the thread (`note_deleted`, or,
     with the stored `record`, `stored_and_gone`); asked when GitHub shows none of the app's."""
-    marker = dict(SPONTANEOUS)[kind]
-    if record is not None and stored_and_gone(record, marker, login):
-        return True
+    return await marker_deleted(ctx, repo, number, dict(SPONTANEOUS)[kind], record, login)
+
+
+async def marker_deleted(ctx: Any, repo: str, number: int, marker: str,
+                         record: dict[str, Any] | None, login: str | None) -> bool:
+    """`deleted_by_person` for the app's comment carrying `marker` (a spontaneous comment's,
+    or a command reply's own `reply-to:REF` / `note-to:REF`). `record`: the stored thread
+    (None: read here)."""
     from sqlalchemy import select
 
     from bot.store.models import Action
+    from bot.store.threads import get_thread, load_comments, thread_record
 
+    what = deletion_of(marker)
+    if what is None:
+        return False
+    kind, code, marker = what
     async with ctx.sessionmaker() as session:
+        if record is None:
+            thread = await get_thread(session, repo, number)
+            if thread is not None:
+                record = thread_record(thread, await load_comments(session, thread))
+        if record is not None and stored_and_gone(record, marker, login):
+            return True
         found = await session.scalar(select(Action.id).where(
-            Action.dedupe_key == f"{repo}#{number}:{kind}:skip:{DELETED[0]}"))
+            Action.dedupe_key == f"{repo}#{number}:{kind}:skip:{code}"))
     return found is not None
 
 
@@ -235,7 +282,7 @@ async def post_reply(
         body = f"{body.rstrip()}\n{marker}\n"
     read: dict[str, Any] = {}
 
-    async def look() -> None:
+    async def look() -> bool:
         read["gh"] = await installation_gh(ctx, installation_id)
         if marker:
             read["comments"] = [c async for c in read["gh"].getiter(comments_url(repo, number))]
@@ -245,6 +292,8 @@ async def post_reply(
                 # posted): the texts the app recorded before posting, read before this
                 # attempt's is; the reply with none of them was edited by a person.
                 read["written"] = await texts_written(ctx, repo, number, kind)
+                return True
+        return False
 
     async def send() -> dict[str, Any]:
         gh = read["gh"]
@@ -255,14 +304,14 @@ async def post_reply(
 
     return await reply_once(ctx, repo, number, installation_id, body, dedupe_key=dedupe_key,
                             kind=kind, details=details, dry_run=dry_run, look=look, send=send,
-                            delivery_id=delivery_id, per_hour=per_hour)
+                            delivery_id=delivery_id, per_hour=per_hour, marker=marker)
 
 
 async def reply_once(
     ctx: Any, repo: str, number: int, installation_id: int | None, body: str, *,
     dedupe_key: str, kind: str, details: dict[str, Any] | None, dry_run: bool,
-    look: Callable[[], Awaitable[None]], send: Callable[[], Awaitable[dict[str, Any]]],
-    delivery_id: str | None = None, per_hour: int | None = None,
+    look: Callable[[], Awaitable[bool]], send: Callable[[], Awaitable[dict[str, Any]]],
+    delivery_id: str | None = None, per_hour: int | None = None, marker: str | None = None,
 ) -> str:
     """The once-only slot of a reply, wherever it is posted (an issue's comments through
     REST, a discussion's through GraphQL): claim it under a lease ("owned" when another run
@@ -281,7 +330,12 @@ async def reply_once(
     many replies of `kind` on the thread in an hour (claims.claim_lease); past it nothing is
     claimed nor posted and it returns "rate_limited". GitHub refusing the reply for a locked
     conversation or an archived repository (`locked_refusal`, `archived_refusal`) gives the
-    slot back and returns "skipped:locked" / "skipped:archived" (the caller records why)."""
+    slot back and returns "skipped:locked" / "skipped:archived" (the caller records why).
+    `look()` answers whether it found the app's reply; when it did not, a reply carrying
+    `marker` that a person deleted (`marker_deleted`: its `deleted` delivery noted, or the
+    stored thread holds it and GitHub not) was created by an attempt whose answer GitHub lost:
+    the slot is given back and "skipped:deleted" returned, nothing posted again (as for the
+    failure comment and the rule summary)."""
     async with ctx.sessionmaker() as session:
         row = await repository_row(session, repo, installation_id)
         repo_id = row.id
@@ -300,7 +354,11 @@ async def reply_once(
         await finish(ctx, action_id, status="dry_run", body=body)
         return "dry_run"
     try:
-        await look()
+        if (not await look() and marker
+                and await marker_deleted(ctx, repo, number, marker, None, await app_login(ctx))):
+            # An attempt whose answer was lost posted it, and a person deleted it since.
+            await release(ctx, action_id, lease=lease)
+            return "skipped:" + DELETED[0]
         # Still ours? A run slow enough for its claim to be taken over as stale (a retry of
         # the delivery took it and replied) must not reply beside it with what it read.
         # The text recorded before it is posted, so that a retry knows what it finds.

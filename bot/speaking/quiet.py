@@ -33,7 +33,7 @@ PROPOSAL_TRIGGERS = frozenset({"issues.opened", "pull_request.opened"})
 # An edit of a thread that may hold the rule summary: rewritten for what it proposes now.
 SUMMARY_EDIT_TRIGGERS = frozenset({"issues.edited", "pull_request.edited"})
 COMMENT_TRIGGERS = frozenset({"issue_comment.created", "issue_comment.edited"})
-DELETE_TRIGGERS = frozenset({"issue_comment.deleted"})  # the app's own comment deleted: noted
+DELETE_TRIGGERS = frozenset({"issue_comment.deleted", "discussion_comment.deleted"})  # the app's own comment deleted: noted
 MAINTAINERS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 # What GitHub calls a maintainer whose organisation membership is private: their role is
 # asked of GitHub before the app speaks (`unlabelled_replies`, the failure comment's author).

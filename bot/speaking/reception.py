@@ -131,11 +131,35 @@ async def _with_their_threads(session: Any, gone: list[Action]) -> None:
     thread's Deletion key) as gone with it (THREAD_DELETED)."""
     from bot.store.threads import graves, thread_grave
 
+    if not gone:
+        return
     keys = {a.id: thread_grave(a.repo, a.number or 0, "issue") for a in gone}
     buried = await graves(session, set(keys.values()))
     for action in gone:
         if keys[action.id] in buried:
             action.details = {**(action.details or {}), THREAD_DELETED: True}
+
+
+async def _thread_deleted_on_github(ctx: Any, installation_id: int | None, repo: str,
+                                    number: int) -> bool:
+    """Whether GitHub answers the comment's issue 410 Gone (REST's answer for a deleted
+    issue): asked of a comment read deleted whose thread has no grave yet (its `deleted`
+    delivery not handled). Anything else (it is there, 404, a refusal, GitHub failing)
+    tells nothing: the comment counts, as before, and a grave its delivery leaves later
+    stops it counting (`_with_their_threads` at each check)."""
+    import gidgethub
+
+    try:
+        gh = await ctx.github.api(installation_id)
+        await gh.getitem(f"/repos/{repo}/issues/{number}")
+    except gidgethub.BadRequest as exc:
+        if int(exc.status_code) == 410:
+            return True
+        log.info("reception: %s#%s answered %s: its comment counts as deleted",
+                 repo, number, exc.status_code)
+    except Exception as exc:  # noqa: BLE001 - one thread unread, the check goes on
+        log.warning("reception: could not ask GitHub about %s#%s: %s", repo, number, exc)
+    return False
 
 
 async def refresh_reception(ctx: Any) -> ReceptionStats:
@@ -150,6 +174,7 @@ async def refresh_reception(ctx: Any) -> ReceptionStats:
         # A suspended or uninstalled installation's token is refused: read those with the rest.
         silenced = await silenced_installations(session)
         gone: list[Action] = []  # read as deleted tonight
+        read_with: dict[int, int | None] = {}  # action id: the installation it was read with
         by_installation: dict[int | None, list[Action]] = defaultdict(list)
         for action in actions:
             repo = repos.get(action.repo.lower())
@@ -179,6 +204,7 @@ async def refresh_reception(ctx: Any) -> ReceptionStats:
                         action.comment_deleted = True
                         stats.deleted += 1
                         gone.append(action)
+                        read_with[action.id] = installation_id
                         continue
                     action.is_minimized = bool(node.get("isMinimized"))
                     action.minimized_reason = (node.get("minimizedReason") or None) if action.is_minimized else None
@@ -186,6 +212,19 @@ async def refresh_reception(ctx: Any) -> ReceptionStats:
                     action.reactions_down = int((node.get("down") or {}).get("totalCount") or 0)
                     stats.minimized += int(action.is_minimized)
         await _with_their_threads(session, gone)
+        # Its issue's `deleted` delivery not handled yet (no grave): GitHub asked about the
+        # issue (speak62 looked only at graves, the night a comment was read deleted: read
+        # before the delivery, it counted as one the maintainers deleted, for good).
+        asked: dict[tuple[str, int], bool] = {}
+        for action in gone:
+            if (action.details or {}).get(THREAD_DELETED) or not action.number:
+                continue
+            key = (action.repo, int(action.number))
+            if key not in asked:
+                asked[key] = await _thread_deleted_on_github(
+                    ctx, read_with.get(action.id), action.repo, int(action.number))
+            if asked[key]:
+                action.details = {**(action.details or {}), THREAD_DELETED: True}
         # What was read committed before any repository is paused: a rename or a batch
         # takes a repository's row before its actions, and this transaction, holding the
         # actions and then waiting for the row, met one holding the row and waiting for an
@@ -204,6 +243,11 @@ async def refresh_reception(ctx: Any) -> ReceptionStats:
                 continue
             if repo.resumed_at is not None:  # judged on what was posted after the resume
                 repo_actions = [a for a in repo_actions if a.created_at > repo.resumed_at]
+            # A comment counted as deleted whose thread's deletion was handled since (its
+            # grave): gone with it, whichever came first.
+            await _with_their_threads(session, [
+                a for a in repo_actions[:PAUSE_WINDOW]
+                if a.comment_deleted and not (a.details or {}).get(THREAD_DELETED)])
             reason = pause_reason(repo_actions)
             if reason is None:
                 continue

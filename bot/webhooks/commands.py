@@ -63,9 +63,17 @@ from sqlalchemy import delete, func, select
 
 from analyzers.catalog import canonical_repo, framework_id
 from bot.command_syntax import opening_command, parse_command, parse_commands
-from bot.github.client import refused_for_good
+from bot.github.client import rate_limit_wait, refused_for_good
 from bot.speaking.claims import delivery_of
-from bot.speaking.posting import ARCHIVED, LOCKED, post_reply, reply_once
+from bot.speaking.posting import (
+    ARCHIVED,
+    DELETED,
+    LOCKED,
+    DiscussionLocked,
+    deletion_of,
+    post_reply,
+    reply_once,
+)
 from bot.speaking.quiet import MAINTAINERS
 from bot.speaking.records import record_once, record_skip
 from bot.speaking.render import command_note, is_app_comment, methods_reply, rules_reply
@@ -126,6 +134,11 @@ query($id: ID!) {
     }
   }
 }
+"""
+# Whether a discussion is locked (GitHub's schema: Discussion implements Lockable), read when
+# GitHub refuses a reply there.
+DISCUSSION_LOCKED = """
+query($id: ID!) { node(id: $id) { ... on Discussion { locked } } }
 """
 # The discussion's latest top-level comments, where a reply GitHub created without answering
 # (a 5xx, a lost connection) is found by its marker; a command reply comes soon after its
@@ -701,7 +714,9 @@ async def _post_answer(
     returned. A reply GitHub refuses for a locked conversation (an installation without the
     right to comment there) or an archived repository is recorded as a skip
     (`locked:{ref}`, `archived:{ref}`) and "locked" / "archived" returned: the delivery is
-    done, not failed for an answer every retry meets."""
+    done, not failed for an answer every retry meets. A reply an attempt whose answer GitHub
+    lost created, and a person deleted since, is not posted again: "deleted" (the skip
+    `deleted:reply-to:{ref}` / `deleted:note-to:{ref}`, as its `deleted` delivery records)."""
     if discussion_id:
         outcome = await _reply_in_discussion(ctx, repo, number, installation_id, body, key,
                                              discussion_id, dry_run, marker, details, delivery_id,
@@ -719,6 +734,12 @@ async def _post_answer(
         await record_skip(ctx, repo, number, "command", f"{code}:{ref}",
                           f"{reason}; this command was not answered", **details)
         outcome = code
+    elif outcome == "skipped:deleted":
+        # Created by an attempt whose answer GitHub lost, and deleted by a person since: the
+        # deletion kept as its `deleted` delivery keeps it (posting.note_deleted; once).
+        _, code, _ = deletion_of(marker) or ("", f"deleted:{ref}", "")
+        await record_skip(ctx, repo, number, "command", code, DELETED[1], **details)
+        outcome = "deleted"
     return outcome
 
 
@@ -737,30 +758,57 @@ async def _reply_in_discussion(
     found: list[dict[str, Any] | None] = []
     top: list[str | None] = []  # the thread's top comment, as the last look read it
 
-    async def look() -> None:
+    async def look() -> bool:
         if in_thread:
             thread_top, node = await _own_thread_reply(ctx, installation_id, in_thread, marker)
             top.append(thread_top)
             if thread_top is not None:
                 found.append(node)
-                return
+                return node is not None
         found.append(await _own_discussion_comment(ctx, installation_id, discussion_id, marker))
+        return found[-1] is not None
 
     async def send() -> dict[str, Any]:
         node = found[-1]
-        if node is None and top and top[-1]:
-            result = await ctx.github.graphql(ADD_DISCUSSION_REPLY, installation_id=installation_id,
-                                              id=discussion_id, body=body, replyTo=top[-1])
-            node = ((result or {}).get("addDiscussionComment") or {}).get("comment") or {}
-        elif node is None:
-            result = await ctx.github.graphql(ADD_DISCUSSION_COMMENT, installation_id=installation_id,
-                                              id=discussion_id, body=body)
-            node = ((result or {}).get("addDiscussionComment") or {}).get("comment") or {}
+        try:
+            if node is None and top and top[-1]:
+                result = await ctx.github.graphql(ADD_DISCUSSION_REPLY,
+                                                  installation_id=installation_id,
+                                                  id=discussion_id, body=body, replyTo=top[-1])
+                node = ((result or {}).get("addDiscussionComment") or {}).get("comment") or {}
+            elif node is None:
+                result = await ctx.github.graphql(ADD_DISCUSSION_COMMENT,
+                                                  installation_id=installation_id,
+                                                  id=discussion_id, body=body)
+                node = ((result or {}).get("addDiscussionComment") or {}).get("comment") or {}
+        except (gidgethub.QueryError, gidgethub.BadGraphQLRequest) as exc:
+            if await _refused_as_locked(ctx, installation_id, discussion_id, exc):
+                raise DiscussionLocked(str(exc)) from exc
+            raise
         return {"id": node.get("databaseId"), "node_id": node.get("id")}
 
     return await reply_once(ctx, repo, number, installation_id, body, dedupe_key=key,
                             kind="command", details=details, dry_run=dry_run, look=look, send=send,
-                            delivery_id=delivery_id, per_hour=REPLIES_PER_HOUR)
+                            delivery_id=delivery_id, per_hour=REPLIES_PER_HOUR, marker=marker)
+
+
+async def _refused_as_locked(ctx: Any, installation_id: int | None, discussion_id: str,
+                             error: BaseException) -> bool:
+    """Whether GitHub's GraphQL refusal of a reply (`error`) is the discussion's lock: it reads
+    `locked: true` now (GitHub's schema: Discussion is Lockable). GitHub's error for a comment
+    on a locked discussion is not documented nor recorded here, so it is told by the
+    discussion, not by the error's shape; a token refused (401: credentials being fixed) or a
+    rate limit is not a refusal, and a discussion GitHub does not serve (deleted) or fails to
+    read leaves the error as it was."""
+    if isinstance(error, gidgethub.GraphQLAuthorizationFailure) or rate_limit_wait(error) is not None:
+        return False
+    try:
+        result = await ctx.github.graphql(DISCUSSION_LOCKED, installation_id=installation_id,
+                                          id=discussion_id)
+    except gidgethub.GitHubException:
+        log.warning("could not read whether discussion %s is locked", discussion_id, exc_info=True)
+        return False
+    return ((result or {}).get("node") or {}).get("locked") is True
 
 
 async def _own_thread_reply(ctx: Any, installation_id: int | None, reply_id: str,

@@ -17,10 +17,8 @@ from bot.speaking.claims import (
     delivery_of,
     finish,
     locked_action,
-    record_text,
     release,
     renew,
-    text_digest,
     texts_written,
 )
 from bot.speaking.posting import (
@@ -33,6 +31,7 @@ from bot.speaking.posting import (
     own_comment,
     own_login,
     post_or_adopt,
+    rewrite_own_comment,
 )
 from bot.speaking.quiet import (
     CONFIG_OFF,
@@ -581,11 +580,6 @@ def _left_alone(action: Action) -> bool:
     return bool(details.get("edited_on_github") or action.comment_deleted or minimized_by_person)
 
 
-async def _recorded_body(ctx: Any, action_id: int) -> str | None:
-    async with ctx.sessionmaker() as session:
-        return await session.scalar(select(Action.body).where(Action.id == action_id))
-
-
 async def update_failure_comment(
     ctx: Any, sit: Situation, analysis: dict[str, Any], config: RepoConfig, *,
     asked: bool = False,
@@ -662,39 +656,11 @@ async def _rewrite(
     else:
         details["withdrawn"] = True
     if action.status == "posted" and action.comment_id and not effective_dry_run(ctx, config):
-        from gidgethub import BadRequest
-
-        gh = await installation_gh(ctx, sit.installation_id)
-        url = f"/repos/{sit.repo}/issues/comments/{action.comment_id}"
-        try:
-            # Read it first: a maintainer may have edited our comment (corrected the category,
-            # added a link); their text is not ours to overwrite.
-            current = await gh.getitem(url)
-            live = current.get("body") or ""
-            if live != known:
-                # Ours all the same when a concurrent decision (another replica's verdict or
-                # edit) rewrote it since this one read the record, or when it is a text the
-                # app was about to write (a PATCH GitHub applied, its answer lost): not a
-                # person's edit.
-                known = await _recorded_body(ctx, action.id)
-                if known == body:
-                    return "unchanged"
-                if live != known and text_digest(live) not in await texts_written(
-                        ctx, sit.repo, sit.number, "failure_comment"):
-                    log.info("%s#%s: the failure comment was edited on GitHub; left as it is",
-                             sit.repo, sit.number)
-                    await finish(ctx, action.id, frozen=True,
-                                 details=dict(action.details or {}, edited_on_github=True))
-                    return "edited"
-            if live != body:  # (it is already when a PATCH was applied and its answer lost)
-                await record_text(ctx, action.id, body)
-                await gh.patch(url, data={"body": body})
-        except BadRequest as exc:
-            if exc.status_code != 404:
-                raise
-            # Someone deleted our comment: that is an answer, not an error. Never re-post.
-            await finish(ctx, action.id, comment_deleted=True, frozen=True)
-            return "deleted"
+        stopped, known = await rewrite_own_comment(
+            ctx, sit, action, body, known, "failure_comment",
+            dict(action.details or {}, edited_on_github=True))
+        if stopped:
+            return stopped
     # Only the row whose body we read is updated: a concurrent edit does not resurrect old text.
     # The texts recorded before a PATCH (this one's, a concurrent rewrite's) are kept.
     async with ctx.sessionmaker() as session:

@@ -9,7 +9,15 @@ import time
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
-from bot.speaking.claims import claim_lease, finish, release, renew, text_digest, texts_written
+from bot.speaking.claims import (
+    claim_lease,
+    finish,
+    record_text,
+    release,
+    renew,
+    text_digest,
+    texts_written,
+)
 from bot.speaking.records import record_skip
 from bot.speaking.render import FAILURE_MARKER, RULES_MARKER
 from bot.speaking.situation import Situation, repository_row
@@ -386,3 +394,50 @@ async def reply_once(
     await finish(ctx, action_id, lease=lease, status="posted", body=body,
                  comment_id=posted.get("id"), comment_node_id=posted.get("node_id"))
     return "posted"
+
+
+async def recorded_body(ctx: Any, action_id: int) -> str | None:
+    """The text the action's row holds now (another decision may have rewritten it)."""
+    from sqlalchemy import select
+
+    from bot.store.models import Action
+
+    async with ctx.sessionmaker() as session:
+        return await session.scalar(select(Action.body).where(Action.id == action_id))
+
+
+async def rewrite_own_comment(ctx: Any, sit: Situation, action: Any, body: str, known: str | None,
+                              kind: str, frozen_details: dict[str, Any]) -> tuple[str | None, str | None]:
+    """Make the app's posted comment of `action` read `body`, unless a person edited it on
+    GitHub (their text is not ours to overwrite) or deleted it. Returns (`unchanged`, `edited`
+    or `deleted`, known) when it stops there, (None, known) when the comment now reads `body`;
+    `known` is the recorded text the caller's row update is conditioned on."""
+    from gidgethub import BadRequest
+
+    gh = await installation_gh(ctx, sit.installation_id)
+    url = f"/repos/{sit.repo}/issues/comments/{action.comment_id}"
+    try:
+        live = (await gh.getitem(url)).get("body") or ""
+        if live != known:
+            # Ours all the same when a concurrent decision (another replica's verdict or edit)
+            # rewrote it since this one read the record, or when it is a text the app was
+            # about to write (a PATCH GitHub applied, its answer lost): not a person's edit.
+            known = await recorded_body(ctx, action.id)
+            if known == body:
+                return "unchanged", known
+            if live != known and text_digest(live) not in await texts_written(
+                    ctx, sit.repo, sit.number, kind):
+                log.info("%s#%s: the app's %s was edited on GitHub; left as it is",
+                         sit.repo, sit.number, kind.replace("_", " "))
+                await finish(ctx, action.id, frozen=True, details=frozen_details)
+                return "edited", known
+        if live != body:  # (it is already when a PATCH was applied and its answer lost)
+            await record_text(ctx, action.id, body)
+            await gh.patch(url, data={"body": body})
+    except BadRequest as exc:
+        if exc.status_code != 404:
+            raise
+        # Someone deleted our comment: that is an answer, not an error. Never re-post.
+        await finish(ctx, action.id, comment_deleted=True, frozen=True)
+        return "deleted", known
+    return None, known

@@ -19,10 +19,8 @@ from bot.speaking.claims import (
     delivery_of,
     finish,
     locked_action,
-    record_text,
     release,
     renew,
-    text_digest,
     texts_written,
 )
 from bot.speaking.posting import (
@@ -35,6 +33,7 @@ from bot.speaking.posting import (
     own_comment,
     own_login,
     post_or_adopt,
+    rewrite_own_comment,
 )
 from bot.speaking.quiet import (
     MAINTAINERS,
@@ -398,33 +397,10 @@ async def update_rule_summary(ctx: Any, sit: Situation, analysis: dict[str, Any]
             if await ctx.github.repository_role(sit.installation_id, sit.repo, login) in WRITE_ROLES:
                 await finish(ctx, action.id, frozen=True)
                 return "frozen"
-        from gidgethub import BadRequest
-
-        gh = await installation_gh(ctx, sit.installation_id)
-        url = f"/repos/{sit.repo}/issues/comments/{action.comment_id}"
-        try:
-            live = (await gh.getitem(url)).get("body") or ""
-            if live != known:
-                # Ours all the same when another decision rewrote it since this one read the
-                # record, or a PATCH GitHub applied lost its answer; else a person's edit.
-                known = await _recorded_body(ctx, action.id)
-                if known == body:
-                    return "unchanged"
-                if live != known and text_digest(live) not in await texts_written(
-                        ctx, sit.repo, sit.number, "rule_summary"):
-                    log.info("%s#%s: the rule summary was edited on GitHub; left as it is",
-                             sit.repo, sit.number)
-                    await finish(ctx, action.id, frozen=True,
-                                 details={**details, "edited_on_github": True})
-                    return "edited"
-            if live != body:
-                await record_text(ctx, action.id, body)
-                await gh.patch(url, data={"body": body})
-        except BadRequest as exc:
-            if exc.status_code != 404:
-                raise
-            await finish(ctx, action.id, comment_deleted=True, frozen=True)
-            return "deleted"  # a person deleted it: an answer, never posted again
+        stopped, known = await rewrite_own_comment(
+            ctx, sit, action, body, known, "rule_summary", {**details, "edited_on_github": True})
+        if stopped:
+            return stopped
     async with ctx.sessionmaker() as session:
         row = await locked_action(session, action.id)
         if row is not None and row.body == known:
@@ -434,11 +410,6 @@ async def update_rule_summary(ctx: Any, sit: Situation, analysis: dict[str, Any]
             row.updated_at = utcnow()
         await session.commit()
     return "updated"
-
-
-async def _recorded_body(ctx: Any, action_id: int) -> str | None:
-    async with ctx.sessionmaker() as session:
-        return await session.scalar(select(Action.body).where(Action.id == action_id))
 
 
 def _proposed(analysis: dict[str, Any]) -> tuple[Any, ...]:

@@ -74,3 +74,33 @@ async def test_charts_scroll_on_a_phone_instead_of_shrinking(sqlite_ctx: Any, ch
     assert shrunk == {"/study": [], charted[1]: []}, "charts drawn smaller than their size"
     # ... and the page itself still fits the phone: the chart's box scrolls, not the page
     assert all(w[0] <= w[1] for w in widths.values()), widths
+
+
+# The report chart's bars, each [framework, state, count], and what a table outside the
+# chart says for the same framework and state.
+CHART_STATES = r"""
+const bars = [...document.querySelectorAll('#chart g.row rect.bar')].map(r => [
+  r.closest('g.row').dataset.framework, r.dataset.state,
+  r.querySelector('title').textContent.split(': ').pop()]);
+const table = document.querySelector('#chart-table');
+const said = bars.map(([fw, state]) => {
+  if (!table) return null;
+  const row = table.querySelector(`tr[data-framework="${fw}"]`);
+  const cell = row && row.querySelector(`td[data-state="${state}"]`);
+  return cell && cell.textContent.trim();
+});
+return [bars, said];
+"""
+
+
+async def test_the_report_chart_states_are_not_told_by_colour_alone(sqlite_ctx: Any, chromium: Any) -> None:  # noqa: F811
+    """The report's stacked bars told proposal states apart by colour only (merged green,
+    declined red, waiting orange: the three a red-green colour-blind reader confuses), their
+    counts in hover tooltips a phone or a keyboard never shows and a screen reader skips
+    (the chart is one image). The same counts are in a table beside it."""
+    report = (await _pages(sqlite_ctx))[-1]
+    async with serving(sqlite_ctx) as server:
+        url = f"http://127.0.0.1:{server.port}{report}"
+        bars, said = (await chromium.evaluate([url], CHART_STATES, width=375))[url]
+    assert {b[1] for b in bars} >= {"declined", "open_no_reply"}, bars
+    assert said == [b[2] for b in bars], list(zip(bars, said, strict=True))

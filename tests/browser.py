@@ -97,7 +97,8 @@ class Chromium:
 
     async def evaluate(self, urls: list[str], script: str, width: int = 390) -> dict[str, Any]:
         """url -> what `script` (a function body: `return ...`) returned on the laid-out page,
-        at a window `width` pixels wide. Measured through chromedriver (W3C WebDriver): the
+        at a viewport `width` pixels wide (as narrow as a phone's: not the 500 px headless
+        Chromium's windows are at least). Measured through chromedriver (W3C WebDriver): the
         pages themselves run no script (their CSP forbids it), the driver's evaluation is not
         subject to it."""
         driver = shutil.which("chromedriver")
@@ -127,8 +128,13 @@ class Chromium:
                     except aiohttp.ClientConnectionError:
                         await asyncio.sleep(0.05)
                 flags = [*self._flags()[1:], f"--window-size={width},1200"]
+                # Headless Chromium opens no window narrower than 500 px: a 390 px window
+                # laid pages out at 500 px. The driver's device metrics set the viewport to
+                # the width asked for (a desktop viewport: no mobile scaling).
+                metrics = {"width": width, "height": 1200, "pixelRatio": 1.0, "mobile": False}
                 caps = {"capabilities": {"alwaysMatch": {"goog:chromeOptions": {
-                    "binary": self.executable, "args": flags}}}}
+                    "binary": self.executable, "args": flags,
+                    "mobileEmulation": {"deviceMetrics": metrics}}}}}
                 async with http.post(f"{base}/session", json=caps) as r:
                     session = f"{base}/session/{(await r.json())['value']['sessionId']}"
                 try:

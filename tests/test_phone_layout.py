@@ -46,3 +46,13 @@ async def test_no_page_is_wider_than_a_phone(sqlite_ctx: Any, chromium: Any) -> 
         widths = await chromium.page_widths([base + p for p in pages])
     too_wide = {url.removeprefix(base): w for url, w in widths.items() if w[0] > w[1]}
     assert too_wide == {}, "pages wider than the window (scroll width, window width)"
+
+
+async def test_the_phone_window_is_as_narrow_as_asked(sqlite_ctx: Any, chromium: Any) -> None:  # noqa: F811
+    """The widths above are measured in a window of the width asked for: headless Chromium
+    will not open a window narrower than 500 px, so a "390 px" window laid pages out at
+    500 px and a page 450 px wide passed as fitting a phone."""
+    async with serving(sqlite_ctx) as server:
+        base = f"http://127.0.0.1:{server.port}"
+        widths = await chromium.page_widths([f"{base}/", f"{base}/study"], width=375)
+    assert {w[1] for w in widths.values()} == {375}, widths

@@ -311,3 +311,67 @@ async def test_the_syncs_comment_check_meets_a_batch_editing_the_same_comments(
     assert stats.hidden_edited == 2
     assert stats.failed_threads == [] and outcomes == [None, None], (stats.failed_threads, outcomes)
     assert "deadlock" not in caplog.text.lower(), caplog.text
+
+
+async def test_the_reception_check_marking_a_comment_gone_with_its_issue_meets_a_rename(
+        settings: Any, fake_github: Any, shared_dir: Path) -> None:
+    """As above, but one of the repository's comments was counted deleted on an earlier night
+    and its issue's deletion has been handled since (its grave): the pause check marks it
+    gone with its issue (left63's second look at the graves, in the pause loop) and pauses
+    the repository in the same transaction, which locks63 had made write the repository's
+    row only. On main the check held that action and waited for the row the rename held,
+    the rename waited for the action: PostgreSQL aborted one."""
+    from sqlalchemy import update
+
+    from bot.speaking.reception import THREAD_DELETED, refresh_reception
+    from bot.store.models import Action, Repository
+    from bot.store.repositories import follow_rename
+    from bot.store.threads import bury, thread_grave
+    from tests.test_reception import _post, _repos
+
+    name, renamed = "c/disliked", "c/liked-better"
+    data = FakeData()
+    async with graphql_context(settings, fake_github, shared_dir, data) as ctx:
+        await _repos(ctx, name)
+        async with ctx.sessionmaker() as session:
+            thread = Thread(repo=name, number=1, kind="issue", title="Entropy collapse")
+            session.add(thread)
+            await session.commit()
+            thread_id = thread.id
+        await _post(ctx, data, name, 1, up=1, down=2)
+        await _post(ctx, data, name, 2, deleted=True)
+        async with ctx.sessionmaker() as session:  # counted deleted on an earlier night
+            await session.execute(update(Action).where(Action.number == 2)
+                                  .values(comment_deleted=True))
+            await bury(session, thread_grave(name, 2, "issue"))  # then its issue's deletion
+            await session.commit()
+
+        async def rename() -> None:  # as the `repository.renamed` handler moves it
+            async with ctx.sessionmaker() as session:
+                row = await session.scalar(select(Repository))
+                assert row is not None
+                await follow_rename(session, name, renamed)
+                row.full_name = renamed
+                await session.commit()
+
+        if _postgres(ctx):
+            async with ctx.engine.connect() as blocker, ctx.engine.connect() as watcher:
+                # the thread held: the rename waits there, holding the repository's row
+                await blocker.execute(select(Thread.id).where(Thread.id == thread_id)
+                                      .with_for_update())
+                renaming = asyncio.create_task(rename())
+                await until(watcher, 1, renaming)
+                assert not renaming.done()
+                reception = asyncio.create_task(refresh_reception(ctx))
+                await until(watcher, 2, renaming, reception)
+                await blocker.rollback()
+                done = await asyncio.gather(renaming, reception, return_exceptions=True)
+        else:
+            done = [await rename(), await refresh_reception(ctx)]
+        assert [d for d in done if isinstance(d, BaseException)] == [], done
+        async with ctx.sessionmaker() as session:
+            repo = await session.scalar(select(Repository))
+            gone = await session.scalar(select(Action).where(Action.number == 2))
+        assert repo is not None and repo.full_name == renamed and repo.comments_paused
+        assert gone is not None and gone.repo == renamed
+        assert (gone.details or {}).get(THREAD_DELETED)

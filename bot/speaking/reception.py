@@ -237,6 +237,7 @@ async def refresh_reception(ctx: Any) -> ReceptionStats:
         await session.commit()
         # The pause check over every repository the app has commented in.
         recent: dict[str, list[Action]] = defaultdict(list)
+        pause: list[tuple[Repository, str]] = []
         for action in await session.scalars(
                 select(Action).where(Action.comment_node_id.is_not(None), Action.status == "posted",
                                      Action.kind.in_(OWN_KINDS))
@@ -254,8 +255,13 @@ async def refresh_reception(ctx: Any) -> ReceptionStats:
                 a for a in repo_actions[:PAUSE_WINDOW]
                 if a.comment_deleted and not (a.details or {}).get(THREAD_DELETED)])
             reason = pause_reason(repo_actions)
-            if reason is None:
-                continue
+            if reason is not None:
+                pause.append((repo, reason))
+        # The actions marked gone with their threads committed before any repository's row
+        # is written, as above (written in one transaction with the pause, they met a
+        # rename holding the row and waiting for them: a deadlock on PostgreSQL).
+        await session.commit()
+        for repo, reason in pause:
             repo.comments_paused = True
             repo.paused_reason = f"{reason} (paused {utcnow().date().isoformat()})"
             stats.paused.append(repo.full_name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -344,3 +345,53 @@ async def test_a_comment_counted_before_its_issues_deletion_was_handled_stops_co
     data.nodes.pop(nodes[7])  # a comment deleted on its own (its issue still there)
     stats = await refresh_reception(ctx)
     assert stats.deleted == 1 and stats.paused == [], stats
+
+
+async def test_github_is_asked_about_deleted_issues_without_holding_the_actions_rows(
+        rctx: Any, fake_github: Any) -> None:
+    """The nightly check asks GitHub about the issue of each comment read deleted (left63),
+    in the transaction that has written the comments' reception (locks63 commits it before
+    the pause check). On main the rows were written (flushed) before those requests: a
+    webhook batch writing one of those actions waited on PostgreSQL for the length of the
+    GitHub calls. Here, while GitHub answers, another connection updates the deleted
+    comment's action (PostgreSQL: watched in pg_stat_activity, no timing); it must not wait."""
+    from tests.test_ingest_locks import until
+
+    ctx, data = rctx
+    await _repos(ctx, "h/busy")
+    for n in range(1, 11):
+        await _post(ctx, data, "h/busy", n, up=1, deleted=n == 4)
+    async with ctx.sessionmaker() as session:
+        held = await session.scalar(select(Action.id).where(Action.number == 4))
+    seen: dict[str, Any] = {}
+    postgres = ctx.engine.dialect.name == "postgresql"
+
+    @fake_github.route("GET", r"/repos/h/busy/issues/4$")
+    async def deleted_issue(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        from sqlalchemy import update
+
+        if postgres:
+            writer, watcher = seen["connections"]
+
+            async def write() -> None:
+                await writer.execute(update(Action).where(Action.id == held)
+                                     .values(reactions_up=Action.reactions_up))
+                await writer.commit()
+            seen["writing"] = writing = asyncio.create_task(write())
+            await until(watcher, 1, writing)
+            seen["waited"] = not writing.done()
+        return 410, {"message": "This issue was deleted (test)"}
+
+    if postgres:
+        async with ctx.engine.connect() as writer, ctx.engine.connect() as watcher:
+            seen["connections"] = (writer, watcher)
+            stats = await refresh_reception(ctx)
+            await seen["writing"]  # on main: once the check committed
+        assert seen["waited"] is False, "a write waited on the reception's row locks"
+    else:
+        stats = await refresh_reception(ctx)
+    assert stats.deleted == 1 and stats.paused == []
+    async with ctx.sessionmaker() as session:
+        action = await session.get(Action, held)
+        assert action is not None and action.comment_deleted
+        assert (action.details or {}).get("thread_deleted")

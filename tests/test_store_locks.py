@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -241,3 +242,136 @@ async def test_the_reception_check_pausing_a_repository_meets_its_rename(
             action = await session.scalar(select(Action))
         assert repo is not None and repo.full_name == renamed and repo.comments_paused
         assert action is not None and action.repo == renamed and action.reactions_down == 2
+
+
+async def test_the_syncs_comment_check_meets_a_batch_editing_the_same_comments(
+        sync_ctx: Any, fake_github: Any, schema_path: Path, caplog: Any) -> None:
+    """Two replies of a stored issue edited on GitHub; the nightly sync's comment check
+    (`_hidden_chunk`, which sync62's rotation now runs over every older comment too) writes
+    the two edits newest first, without their thread's lock (locks63 left it); a webhook
+    batch of the same two edits locks the thread and writes the older first (id order).
+    Here the newer reply is held: the check waits for it, the batch takes the older one and
+    waits for the newer. On main each then held what the other waited for: PostgreSQL
+    aborted one (here the batch: DeadlockDetected, its deliveries retried by the worker;
+    the rotation makes such meetings nightly on busy repositories)."""
+    import uuid
+
+    from gidgethub import sansio
+
+    from bot.webhooks import events
+    from tests.test_events import comment, envelope, issue
+    from tests.test_sync_hidden import SLIME, issue_with_reply, run, world
+
+    data = world(schema_path, fake_github, days_ago=3)
+    thread, replies = issue_with_reply(data, replies=2)
+    await run(sync_ctx)
+
+    def now(minutes: int) -> str:
+        return (datetime.now(UTC) + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    for k, reply in enumerate(replies):
+        reply.update(body=f"Edited on GitHub: it was the tokenizer ({k}).", updatedAt=now(-5))
+    async with sync_ctx.sessionmaker() as session:
+        stored = {c.github_id: c for c in await session.scalars(select(Comment))}
+    older, newer = sorted(replies, key=lambda r: stored[r["databaseId"]].id)
+    assert stored[older["databaseId"]].created_at < stored[newer["databaseId"]].created_at
+    numbers = {r["databaseId"]: thread["number"] for r in replies}
+    batch = [sansio.Event(envelope(
+        "edited", repo=SLIME, issue=issue(numbers[r["databaseId"]], minute=50, node_id=thread["id"]),
+        comment=comment(r["databaseId"], f"Edited by webhook ({r['databaseId']}).",
+                        updated_at=now(-1), node_id=r["id"],
+                        created_at=r["createdAt"]),
+        changes={"body": {"from": "…"}}), event="issue_comment", delivery_id=str(uuid.uuid4()))
+        for r in (older, newer)]
+    held = stored[newer["databaseId"]].id
+    # A running worker has written the repository's row before (its `seen`): the batch
+    # does not write it again.
+    first = older["databaseId"]
+    assert await events.handle_batch([sansio.Event(envelope(
+        "edited", repo=SLIME, issue=issue(numbers[first], minute=40, node_id=thread["id"]),
+        comment=comment(first, "Edited by an earlier webhook.", updated_at=now(-10),
+                        node_id=older["id"], created_at=older["createdAt"]),
+        changes={"body": {"from": "…"}}), event="issue_comment",
+        delivery_id=str(uuid.uuid4()))], sync_ctx) == [None]
+    caplog.set_level(logging.WARNING)
+    if _postgres(sync_ctx):
+        async with sync_ctx.engine.connect() as blocker, sync_ctx.engine.connect() as watcher:
+            await blocker.execute(select(Comment.id).where(Comment.id == held).with_for_update())
+            syncing = asyncio.create_task(run(sync_ctx))
+            await until(watcher, 1, syncing)
+            assert not syncing.done()
+            batching = asyncio.create_task(events.handle_batch(batch, sync_ctx))
+            await until(watcher, 2, syncing, batching)
+            await blocker.rollback()
+            done = await asyncio.gather(syncing, batching, return_exceptions=True)
+    else:
+        done = [await run(sync_ctx), await events.handle_batch(batch, sync_ctx)]
+    assert [d for d in done if isinstance(d, BaseException)] == [], done
+    stats, outcomes = done
+    assert stats.hidden_edited == 2
+    assert stats.failed_threads == [] and outcomes == [None, None], (stats.failed_threads, outcomes)
+    assert "deadlock" not in caplog.text.lower(), caplog.text
+
+
+async def test_the_reception_check_marking_a_comment_gone_with_its_issue_meets_a_rename(
+        settings: Any, fake_github: Any, shared_dir: Path) -> None:
+    """As above, but one of the repository's comments was counted deleted on an earlier night
+    and its issue's deletion has been handled since (its grave): the pause check marks it
+    gone with its issue (left63's second look at the graves, in the pause loop) and pauses
+    the repository in the same transaction, which locks63 had made write the repository's
+    row only. On main the check held that action and waited for the row the rename held,
+    the rename waited for the action: PostgreSQL aborted one."""
+    from sqlalchemy import update
+
+    from bot.speaking.reception import THREAD_DELETED, refresh_reception
+    from bot.store.models import Action, Repository
+    from bot.store.repositories import follow_rename
+    from bot.store.threads import bury, thread_grave
+    from tests.test_reception import _post, _repos
+
+    name, renamed = "c/disliked", "c/liked-better"
+    data = FakeData()
+    async with graphql_context(settings, fake_github, shared_dir, data) as ctx:
+        await _repos(ctx, name)
+        async with ctx.sessionmaker() as session:
+            thread = Thread(repo=name, number=1, kind="issue", title="Entropy collapse")
+            session.add(thread)
+            await session.commit()
+            thread_id = thread.id
+        await _post(ctx, data, name, 1, up=1, down=2)
+        await _post(ctx, data, name, 2, deleted=True)
+        async with ctx.sessionmaker() as session:  # counted deleted on an earlier night
+            await session.execute(update(Action).where(Action.number == 2)
+                                  .values(comment_deleted=True))
+            await bury(session, thread_grave(name, 2, "issue"))  # then its issue's deletion
+            await session.commit()
+
+        async def rename() -> None:  # as the `repository.renamed` handler moves it
+            async with ctx.sessionmaker() as session:
+                row = await session.scalar(select(Repository))
+                assert row is not None
+                await follow_rename(session, name, renamed)
+                row.full_name = renamed
+                await session.commit()
+
+        if _postgres(ctx):
+            async with ctx.engine.connect() as blocker, ctx.engine.connect() as watcher:
+                # the thread held: the rename waits there, holding the repository's row
+                await blocker.execute(select(Thread.id).where(Thread.id == thread_id)
+                                      .with_for_update())
+                renaming = asyncio.create_task(rename())
+                await until(watcher, 1, renaming)
+                assert not renaming.done()
+                reception = asyncio.create_task(refresh_reception(ctx))
+                await until(watcher, 2, renaming, reception)
+                await blocker.rollback()
+                done = await asyncio.gather(renaming, reception, return_exceptions=True)
+        else:
+            done = [await rename(), await refresh_reception(ctx)]
+        assert [d for d in done if isinstance(d, BaseException)] == [], done
+        async with ctx.sessionmaker() as session:
+            repo = await session.scalar(select(Repository))
+            gone = await session.scalar(select(Action).where(Action.number == 2))
+        assert repo is not None and repo.full_name == renamed and repo.comments_paused
+        assert gone is not None and gone.repo == renamed
+        assert (gone.details or {}).get(THREAD_DELETED)

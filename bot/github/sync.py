@@ -1451,6 +1451,14 @@ class Syncer:
                 private = await lock_repositories(session, repos)
                 keep = {r[0] for r in chunk if r[6] not in private}
                 kinds = {r[0]: (r[2], int(r[3])) for r in chunk}
+                # The threads of the comments it may write, locked in id order first, as a
+                # batch and an analysis lock theirs: written in the chunk's order (newest
+                # first) without them, two comments a batch edits met it in the opposite
+                # order (a deadlock on PostgreSQL; the rotation asks every older comment).
+                await session.execute(
+                    select(Thread.id).where(Thread.id.in_(sorted(
+                        {r[5] for r in chunk if r[0] in keep} & (threads | {m[3] for m in maybe})
+                    ) or [-1])).order_by(Thread.id).with_for_update())
                 for comment_id, reason in shown:
                     if comment_id in keep:
                         await session.execute(update(Comment).where(Comment.id == comment_id)

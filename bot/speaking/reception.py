@@ -211,20 +211,25 @@ async def refresh_reception(ctx: Any) -> ReceptionStats:
                     action.reactions_up = int((node.get("up") or {}).get("totalCount") or 0)
                     action.reactions_down = int((node.get("down") or {}).get("totalCount") or 0)
                     stats.minimized += int(action.is_minimized)
-        await _with_their_threads(session, gone)
-        # Its issue's `deleted` delivery not handled yet (no grave): GitHub asked about the
-        # issue (speak62 looked only at graves, the night a comment was read deleted: read
-        # before the delivery, it counted as one the maintainers deleted, for good).
-        asked: dict[tuple[str, int], bool] = {}
-        for action in gone:
-            if (action.details or {}).get(THREAD_DELETED) or not action.number:
-                continue
-            key = (action.repo, int(action.number))
-            if key not in asked:
-                asked[key] = await _thread_deleted_on_github(
-                    ctx, read_with.get(action.id), action.repo, int(action.number))
-            if asked[key]:
-                action.details = {**(action.details or {}), THREAD_DELETED: True}
+        # Nothing written yet (no flush): the graves read and the GitHub requests below hold
+        # no row lock. Flushed before them (left63's requests in locks63's transaction), the
+        # actions' rows stayed locked on PostgreSQL for the length of the GitHub calls, and
+        # a webhook batch writing one of them waited that long.
+        with session.no_autoflush:
+            await _with_their_threads(session, gone)
+            # Its issue's `deleted` delivery not handled yet (no grave): GitHub asked about the
+            # issue (speak62 looked only at graves, the night a comment was read deleted: read
+            # before the delivery, it counted as one the maintainers deleted, for good).
+            asked: dict[tuple[str, int], bool] = {}
+            for action in gone:
+                if (action.details or {}).get(THREAD_DELETED) or not action.number:
+                    continue
+                key = (action.repo, int(action.number))
+                if key not in asked:
+                    asked[key] = await _thread_deleted_on_github(
+                        ctx, read_with.get(action.id), action.repo, int(action.number))
+                if asked[key]:
+                    action.details = {**(action.details or {}), THREAD_DELETED: True}
         # What was read committed before any repository is paused: a rename or a batch
         # takes a repository's row before its actions, and this transaction, holding the
         # actions and then waiting for the row, met one holding the row and waiting for an
@@ -232,6 +237,7 @@ async def refresh_reception(ctx: Any) -> ReceptionStats:
         await session.commit()
         # The pause check over every repository the app has commented in.
         recent: dict[str, list[Action]] = defaultdict(list)
+        pause: list[tuple[Repository, str]] = []
         for action in await session.scalars(
                 select(Action).where(Action.comment_node_id.is_not(None), Action.status == "posted",
                                      Action.kind.in_(OWN_KINDS))
@@ -249,8 +255,13 @@ async def refresh_reception(ctx: Any) -> ReceptionStats:
                 a for a in repo_actions[:PAUSE_WINDOW]
                 if a.comment_deleted and not (a.details or {}).get(THREAD_DELETED)])
             reason = pause_reason(repo_actions)
-            if reason is None:
-                continue
+            if reason is not None:
+                pause.append((repo, reason))
+        # The actions marked gone with their threads committed before any repository's row
+        # is written, as above (written in one transaction with the pause, they met a
+        # rename holding the row and waiting for them: a deadlock on PostgreSQL).
+        await session.commit()
+        for repo, reason in pause:
             repo.comments_paused = True
             repo.paused_reason = f"{reason} (paused {utcnow().date().isoformat()})"
             stats.paused.append(repo.full_name)

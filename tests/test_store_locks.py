@@ -187,6 +187,36 @@ async def test_a_rename_meets_an_analysis_of_its_threads(ctx: Any) -> None:
         assert sorted(await session.scalars(select(Thread.repo))) == [renamed, renamed]
 
 
+async def _rename_meets_reception(ctx: Any, name: str, renamed: str, thread_id: int) -> list[Any]:
+    """The repository renamed (as the `repository.renamed` handler moves it) while the nightly
+    reception check runs. On PostgreSQL the thread is held so the rename waits there holding
+    the repository's row, and the check starts against it; on SQLite the two run one after
+    the other. What each returned or raised."""
+    from bot.speaking.reception import refresh_reception
+    from bot.store.models import Repository
+    from bot.store.repositories import follow_rename
+
+    async def rename() -> None:
+        async with ctx.sessionmaker() as session:
+            row = await session.scalar(select(Repository))
+            assert row is not None
+            await follow_rename(session, name, renamed)
+            row.full_name = renamed
+            await session.commit()
+
+    if not _postgres(ctx):
+        return [await rename(), await refresh_reception(ctx)]
+    async with ctx.engine.connect() as blocker, ctx.engine.connect() as watcher:
+        await blocker.execute(select(Thread.id).where(Thread.id == thread_id).with_for_update())
+        renaming = asyncio.create_task(rename())
+        await until(watcher, 1, renaming)
+        assert not renaming.done()
+        reception = asyncio.create_task(refresh_reception(ctx))
+        await until(watcher, 2, renaming, reception)
+        await blocker.rollback()
+        return list(await asyncio.gather(renaming, reception, return_exceptions=True))
+
+
 async def test_the_reception_check_pausing_a_repository_meets_its_rename(
         settings: Any, fake_github: Any, shared_dir: Path) -> None:
     """The nightly reception check reads the reactions to the app's comments, stores them on
@@ -198,9 +228,7 @@ async def test_the_reception_check_pausing_a_repository_meets_its_rename(
     rename took the repository's row last and this order passed; a batch moving a
     transferred thread's actions under its repository's FOR SHARE lock met the check so.)
     Now the actions are committed before the pause is decided."""
-    from bot.speaking.reception import refresh_reception
     from bot.store.models import Action, Repository
-    from bot.store.repositories import follow_rename
     from tests.test_reception import _post, _repos
 
     name, renamed = "c/disliked", "c/liked-better"
@@ -214,28 +242,7 @@ async def test_the_reception_check_pausing_a_repository_meets_its_rename(
             thread_id = thread.id
         await _post(ctx, data, name, 1, up=1, down=2)
 
-        async def rename() -> None:  # as the `repository.renamed` handler moves it
-            async with ctx.sessionmaker() as session:
-                row = await session.scalar(select(Repository))
-                assert row is not None
-                await follow_rename(session, name, renamed)
-                row.full_name = renamed
-                await session.commit()
-
-        if _postgres(ctx):
-            async with ctx.engine.connect() as blocker, ctx.engine.connect() as watcher:
-                # the thread held: the rename waits there, holding the repository's row
-                await blocker.execute(select(Thread.id).where(Thread.id == thread_id)
-                                      .with_for_update())
-                renaming = asyncio.create_task(rename())
-                await until(watcher, 1, renaming)
-                assert not renaming.done()
-                reception = asyncio.create_task(refresh_reception(ctx))
-                await until(watcher, 2, renaming, reception)
-                await blocker.rollback()
-                done = await asyncio.gather(renaming, reception, return_exceptions=True)
-        else:
-            done = [await rename(), await refresh_reception(ctx)]
+        done = await _rename_meets_reception(ctx, name, renamed, thread_id)
         assert [d for d in done if isinstance(d, BaseException)] == []
         async with ctx.sessionmaker() as session:
             repo = await session.scalar(select(Repository))
@@ -323,9 +330,8 @@ async def test_the_reception_check_marking_a_comment_gone_with_its_issue_meets_a
     the rename waited for the action: PostgreSQL aborted one."""
     from sqlalchemy import update
 
-    from bot.speaking.reception import THREAD_DELETED, refresh_reception
+    from bot.speaking.reception import THREAD_DELETED
     from bot.store.models import Action, Repository
-    from bot.store.repositories import follow_rename
     from bot.store.threads import bury, thread_grave
     from tests.test_reception import _post, _repos
 
@@ -346,28 +352,7 @@ async def test_the_reception_check_marking_a_comment_gone_with_its_issue_meets_a
             await bury(session, thread_grave(name, 2, "issue"))  # then its issue's deletion
             await session.commit()
 
-        async def rename() -> None:  # as the `repository.renamed` handler moves it
-            async with ctx.sessionmaker() as session:
-                row = await session.scalar(select(Repository))
-                assert row is not None
-                await follow_rename(session, name, renamed)
-                row.full_name = renamed
-                await session.commit()
-
-        if _postgres(ctx):
-            async with ctx.engine.connect() as blocker, ctx.engine.connect() as watcher:
-                # the thread held: the rename waits there, holding the repository's row
-                await blocker.execute(select(Thread.id).where(Thread.id == thread_id)
-                                      .with_for_update())
-                renaming = asyncio.create_task(rename())
-                await until(watcher, 1, renaming)
-                assert not renaming.done()
-                reception = asyncio.create_task(refresh_reception(ctx))
-                await until(watcher, 2, renaming, reception)
-                await blocker.rollback()
-                done = await asyncio.gather(renaming, reception, return_exceptions=True)
-        else:
-            done = [await rename(), await refresh_reception(ctx)]
+        done = await _rename_meets_reception(ctx, name, renamed, thread_id)
         assert [d for d in done if isinstance(d, BaseException)] == [], done
         async with ctx.sessionmaker() as session:
             repo = await session.scalar(select(Repository))

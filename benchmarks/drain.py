@@ -107,6 +107,10 @@ def make_backlog(n: int, seed: int = 5) -> list[tuple[str, str, str, dict[str, A
             p["review"].update(id=4 * 10**9 + i, body="Please add a test for the new loss.",
                                submitted_at=stamp)
         else:
+            # The shared discussion.created payload is a converted issue's (state
+            # "converting"); a backlog's new discussions are started as discussions.
+            if p["discussion"].get("state") == "converting":
+                p["discussion"]["state"] = "open"
             p["discussion"].update(number=80_000 + i, id=5 * 10**9 + i, body=text,
                                    title=f"Discussion {i}", updated_at=stamp)
             if "comment" in p:

@@ -4,7 +4,6 @@ one client, unchanged but for the host in their Link headers: pages, errors, rat
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -17,19 +16,9 @@ from bot.config import Settings
 from bot.github.client import GitHubClient, rate_limit_wait, refused_for_good
 from bot.webhooks.worker import transient
 from tests.fakegithub import FakeGitHub, rsa_key_pair
+from tests.test_github_client import RecordingSleep
 
 REPO = "verl-project/verl"
-
-
-class RecordingSleep:
-    """The client's sleep: remembers the delays asked for and returns at once."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.delays.append(seconds)
-        await asyncio.sleep(0)
 
 
 @pytest.fixture

@@ -930,6 +930,25 @@ async def test_another_bots_marker_comment_asks_github_once_and_stays_theirs(
     assert len(fake_github.requests("GET", r"^/app$")) == 2
 
 
+def hold_first_comments_read(fake: Any, repo: str, number: int) -> tuple[asyncio.Event, asyncio.Event]:
+    """GitHub's comment list of `repo#number`, its first read (worker A's, before it posts)
+    held: `reached` is set when A is inside it, and it answers once `release` is set."""
+    reached, release = asyncio.Event(), asyncio.Event()
+    held: list[int] = []
+
+    @fake.route("GET", rf"/repos/{repo}/issues/{number}/comments")
+    async def comments(fake: Any, request: Any, match: Any, body: Any) -> Any:
+        read = [{k: v for k, v in c.items() if not k.startswith("_")}
+                for c in fake.comments_of(repo, number)]
+        if not held:
+            held.append(1)
+            reached.set()
+            await release.wait()
+        return read
+
+    return reached, release
+
+
 async def _stored_comment(ctx: Any, number: int, comment: dict[str, Any],
                           minimized_reason: str | None) -> None:
     """`comment` (the fake GitHub's) stored as the sync stores it, with why GitHub shows it
@@ -997,18 +1016,7 @@ async def test_an_edit_handled_while_another_worker_posts_reaches_the_comment(
         thread = await s.scalar(select(Thread).where(Thread.repo == VERL, Thread.number == 69))
         s.add(Analysis(thread_id=thread.id, analyzer_version="test", result=FAILURE))
         await s.commit()
-    reached, release = asyncio.Event(), asyncio.Event()
-    held: list[int] = []
-
-    @fake_github.route("GET", rf"/repos/{VERL}/issues/69/comments")
-    async def comments(fake: Any, request: Any, match: Any, body: Any) -> Any:
-        read = [{k: v for k, v in c.items() if not k.startswith("_")}
-                for c in fake.comments_of(VERL, 69)]
-        if not held:  # worker A's read before it posts
-            held.append(1)
-            reached.set()
-            await release.wait()
-        return read
+    reached, release = hold_first_comments_read(fake_github, VERL, 69)
 
     worker_a = asyncio.create_task(
         act(app_ctx, VERL, 69, trigger="issues.opened", payload=payload, analysis=FAILURE))
@@ -1042,18 +1050,7 @@ async def test_an_edit_of_the_pasted_setup_alone_while_another_worker_posts_reac
         thread = await s.scalar(select(Thread).where(Thread.repo == VERL, Thread.number == 70))
         s.add(Analysis(thread_id=thread.id, analyzer_version="test", result=FAILURE))
         await s.commit()
-    reached, release = asyncio.Event(), asyncio.Event()
-    held: list[int] = []
-
-    @fake_github.route("GET", rf"/repos/{VERL}/issues/70/comments")
-    async def comments(fake: Any, request: Any, match: Any, body: Any) -> Any:
-        read = [{k: v for k, v in c.items() if not k.startswith("_")}
-                for c in fake.comments_of(VERL, 70)]
-        if not held:  # worker A's read before it posts
-            held.append(1)
-            reached.set()
-            await release.wait()
-        return read
+    reached, release = hold_first_comments_read(fake_github, VERL, 70)
 
     worker_a = asyncio.create_task(
         act(app_ctx, VERL, 70, trigger="issues.opened", payload=payload, analysis=FAILURE))

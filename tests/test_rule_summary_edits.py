@@ -22,6 +22,7 @@ from tests.test_actions_e2e import (
     VERL,
     actions_of,
     app_comments,
+    hold_first_comments_read,
     install,
     iso,
     open_issue,
@@ -171,18 +172,7 @@ async def test_an_edit_handled_while_another_worker_posts_the_reply_reaches_it(
         thread = await s.scalar(select(Thread).where(Thread.repo == VERL, Thread.number == 125))
         s.add(Analysis(thread_id=thread.id, analyzer_version="test", result=PROPOSAL))
         await s.commit()
-    reached, release = asyncio.Event(), asyncio.Event()
-    held: list[int] = []
-
-    @fake_github.route("GET", rf"/repos/{VERL}/issues/125/comments")
-    async def comments(fake: Any, request: Any, match: Any, body: Any) -> Any:
-        read = [{k: v for k, v in c.items() if not k.startswith("_")}
-                for c in fake.comments_of(VERL, 125)]
-        if not held:  # worker A's read before it posts
-            held.append(1)
-            reached.set()
-            await release.wait()
-        return read
+    reached, release = hold_first_comments_read(fake_github, VERL, 125)
 
     worker_a = asyncio.create_task(
         act(app_ctx, VERL, 125, trigger="issues.opened", payload=payload, analysis=PROPOSAL))

@@ -8,6 +8,7 @@ pg_stat_activity (no timing)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -36,6 +37,25 @@ async def until(watcher: Any, count: int, *tasks: asyncio.Task[Any]) -> None:
         await asyncio.sleep(0)
 
 
+async def meet(ctx: Any, hold: Any, first: Callable[[], Awaitable[Any]],
+               second: Callable[[], Awaitable[Any]]) -> list[Any]:
+    """Two writers meeting on PostgreSQL: a third connection runs `hold` (a row or advisory
+    lock) in a transaction, `first` starts and waits on it, `second` starts and waits too
+    (both seen waiting in pg_stat_activity, no sleeps), then the hold is let go. What each
+    returned or raised. On SQLite (one writer at a time) the two run one after the other."""
+    if ctx.engine.dialect.name != "postgresql":
+        return [await first(), await second()]
+    async with ctx.engine.connect() as blocker, ctx.engine.connect() as watcher:
+        await blocker.execute(hold)
+        one = asyncio.create_task(first())
+        await until(watcher, 1, one)
+        assert not one.done()
+        two = asyncio.create_task(second())
+        await until(watcher, 2, one, two)
+        await blocker.rollback()
+        return list(await asyncio.gather(one, two, return_exceptions=True))
+
+
 async def test_a_batch_deleting_one_thread_and_editing_another_meets_an_analysis(ctx: Any):
     """Issues #1 and #2 stored; a batch [issues.deleted #2, issues.edited #1] deleted #2 (its
     row locked), then updated #1 at its commit, while another worker's analysis of #1 and #2
@@ -52,18 +72,12 @@ async def test_a_batch_deleting_one_thread_and_editing_another_meets_an_analysis
     edited = envelope("edited", issue=issue(1, minute=5, body="Entropy falls to 0.001 now."),
                       changes={"body": {"from": "Entropy falls to 0.01 with GRPO."}})
     deleted = envelope("deleted", issue=issue(2, minute=5))
-    async with ctx.engine.connect() as blocker, ctx.engine.connect() as watcher:
-        # #2's analysis row held: the batch's deletion of #2 (which cascades to it) waits there.
-        await blocker.execute(select(Analysis.id).where(Analysis.id == held).with_for_update())
-        batch = asyncio.create_task(deliver(ctx, True, ("issues", deleted), ("issues", edited)))
-        await until(watcher, 1, batch)
-        assert not batch.done()
-        analysis = asyncio.create_task(pipeline.threads_changed(ctx, [
-            pipeline.ThreadChange(REPO, 1, trigger="sync"),
-            pipeline.ThreadChange(REPO, 2, trigger="sync")]))
-        await until(watcher, 2, batch, analysis)
-        await blocker.rollback()
-        done = await asyncio.gather(batch, analysis, return_exceptions=True)
+    # #2's analysis row held: the batch's deletion of #2 (which cascades to it) waits there.
+    done = await meet(
+        ctx, select(Analysis.id).where(Analysis.id == held).with_for_update(),
+        lambda: deliver(ctx, True, ("issues", deleted), ("issues", edited)),
+        lambda: pipeline.threads_changed(ctx, [pipeline.ThreadChange(REPO, 1, trigger="sync"),
+                                               pipeline.ThreadChange(REPO, 2, trigger="sync")]))
     assert [d for d in done if isinstance(d, BaseException)] == []
     assert await record(ctx, REPO, 2) is None
     stored = await record(ctx, REPO, 1)

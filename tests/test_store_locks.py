@@ -7,7 +7,6 @@ pg_stat_activity (no timing); the same steps run on SQLite, whose writers are se
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,7 +19,7 @@ from bot.github.sync import sync
 from bot.store.models import Comment, Thread
 from tests.fake_graphql import FakeData, graphql_context
 from tests.fakegithub import no_sleep
-from tests.test_ingest_locks import until
+from tests.test_ingest_locks import meet
 
 REPO = "huggingface/trl"
 
@@ -56,25 +55,12 @@ async def test_the_sync_writing_a_page_meets_an_analysis_of_its_threads(
                 Comment.github_id == gone["databaseId"]))
         assert held is not None
         caplog.set_level(logging.WARNING, logger="bot.github.sync")
-        if _postgres(ctx):
-            async with ctx.engine.connect() as blocker, ctx.engine.connect() as watcher:
-                # #1's gone comment held: the sync's deletion of it waits there.
-                await blocker.execute(
-                    select(Comment.id).where(Comment.id == held).with_for_update())
-                syncing = asyncio.create_task(sync(ctx, [REPO], sleep=no_sleep))
-                await until(watcher, 1, syncing)
-                assert not syncing.done()
-                analysis = asyncio.create_task(pipeline.threads_changed(ctx, [
-                    pipeline.ThreadChange(REPO, 1, trigger="sync"),
-                    pipeline.ThreadChange(REPO, 2, trigger="sync")]))
-                await until(watcher, 2, syncing, analysis)
-                await blocker.rollback()
-                done = await asyncio.gather(syncing, analysis, return_exceptions=True)
-        else:
-            done = [await sync(ctx, [REPO], sleep=no_sleep),
-                    await pipeline.threads_changed(ctx, [
-                        pipeline.ThreadChange(REPO, 1, trigger="sync"),
-                        pipeline.ThreadChange(REPO, 2, trigger="sync")])]
+        # #1's gone comment held: the sync's deletion of it waits there.
+        done = await meet(
+            ctx, select(Comment.id).where(Comment.id == held).with_for_update(),
+            lambda: sync(ctx, [REPO], sleep=no_sleep),
+            lambda: pipeline.threads_changed(ctx, [pipeline.ThreadChange(REPO, 1, trigger="sync"),
+                                                   pipeline.ThreadChange(REPO, 2, trigger="sync")]))
         assert [d for d in done if isinstance(d, BaseException)] == []
         assert "refused" not in caplog.text, caplog.text
         stats = done[0]
@@ -111,20 +97,10 @@ async def test_forgetting_a_repository_meets_an_analysis_of_its_thread(ctx: Any)
             await session.commit()
 
     change = [pipeline.ThreadChange(EREPO, 1, trigger="sync")]
-    if _postgres(ctx):
-        async with ctx.engine.connect() as blocker, ctx.engine.connect() as watcher:
-            # the failure row held: `forget` waits there, after deleting the analysis row
-            await blocker.execute(select(AnalysisFailure.thread_id).where(
-                AnalysisFailure.thread_id == thread_id).with_for_update())
-            forgetting = asyncio.create_task(forget())
-            await until(watcher, 1, forgetting)
-            assert not forgetting.done()
-            analysis = asyncio.create_task(pipeline.threads_changed(ctx, change))
-            await until(watcher, 2, forgetting, analysis)
-            await blocker.rollback()
-            done = await asyncio.gather(forgetting, analysis, return_exceptions=True)
-    else:
-        done = [await forget(), await pipeline.threads_changed(ctx, change)]
+    # the failure row held: `forget` waits there, after deleting the analysis row
+    done = await meet(ctx, select(AnalysisFailure.thread_id).where(
+        AnalysisFailure.thread_id == thread_id).with_for_update(),
+        forget, lambda: pipeline.threads_changed(ctx, change))
     assert [d for d in done if isinstance(d, BaseException)] == []
     async with ctx.sessionmaker() as session:
         assert list(await session.scalars(select(Thread.id))) == []
@@ -171,17 +147,8 @@ async def test_a_rename_meets_an_analysis_of_its_threads(ctx: Any) -> None:
             await conn.execute(text(
                 "CREATE TRIGGER pause_here BEFORE UPDATE ON threads FOR EACH ROW "
                 f"WHEN (OLD.id = {ids[1]}) EXECUTE FUNCTION pause_here()"))
-        async with ctx.engine.connect() as blocker, ctx.engine.connect() as watcher:
-            await blocker.execute(text("SELECT pg_advisory_xact_lock(6363)"))
-            renaming = asyncio.create_task(rename())
-            await until(watcher, 1, renaming)
-            assert not renaming.done()
-            analysis = asyncio.create_task(pipeline.threads_changed(ctx, changes))
-            await until(watcher, 2, renaming, analysis)
-            await blocker.rollback()
-            done = await asyncio.gather(renaming, analysis, return_exceptions=True)
-    else:
-        done = [await rename(), await pipeline.threads_changed(ctx, changes)]
+    done = await meet(ctx, text("SELECT pg_advisory_xact_lock(6363)"),
+                      rename, lambda: pipeline.threads_changed(ctx, changes))
     assert [d for d in done if isinstance(d, BaseException)] == []
     async with ctx.sessionmaker() as session:
         assert sorted(await session.scalars(select(Thread.repo))) == [renamed, renamed]
@@ -204,17 +171,8 @@ async def _rename_meets_reception(ctx: Any, name: str, renamed: str, thread_id: 
             row.full_name = renamed
             await session.commit()
 
-    if not _postgres(ctx):
-        return [await rename(), await refresh_reception(ctx)]
-    async with ctx.engine.connect() as blocker, ctx.engine.connect() as watcher:
-        await blocker.execute(select(Thread.id).where(Thread.id == thread_id).with_for_update())
-        renaming = asyncio.create_task(rename())
-        await until(watcher, 1, renaming)
-        assert not renaming.done()
-        reception = asyncio.create_task(refresh_reception(ctx))
-        await until(watcher, 2, renaming, reception)
-        await blocker.rollback()
-        return list(await asyncio.gather(renaming, reception, return_exceptions=True))
+    return await meet(ctx, select(Thread.id).where(Thread.id == thread_id).with_for_update(),
+                      rename, lambda: refresh_reception(ctx))
 
 
 async def test_the_reception_check_pausing_a_repository_meets_its_rename(
@@ -301,18 +259,8 @@ async def test_the_syncs_comment_check_meets_a_batch_editing_the_same_comments(
         changes={"body": {"from": "…"}}), event="issue_comment",
         delivery_id=str(uuid.uuid4()))], sync_ctx) == [None]
     caplog.set_level(logging.WARNING)
-    if _postgres(sync_ctx):
-        async with sync_ctx.engine.connect() as blocker, sync_ctx.engine.connect() as watcher:
-            await blocker.execute(select(Comment.id).where(Comment.id == held).with_for_update())
-            syncing = asyncio.create_task(run(sync_ctx))
-            await until(watcher, 1, syncing)
-            assert not syncing.done()
-            batching = asyncio.create_task(events.handle_batch(batch, sync_ctx))
-            await until(watcher, 2, syncing, batching)
-            await blocker.rollback()
-            done = await asyncio.gather(syncing, batching, return_exceptions=True)
-    else:
-        done = [await run(sync_ctx), await events.handle_batch(batch, sync_ctx)]
+    done = await meet(sync_ctx, select(Comment.id).where(Comment.id == held).with_for_update(),
+                      lambda: run(sync_ctx), lambda: events.handle_batch(batch, sync_ctx))
     assert [d for d in done if isinstance(d, BaseException)] == [], done
     stats, outcomes = done
     assert stats.hidden_edited == 2

@@ -84,7 +84,9 @@ async def night_two(ctx: Any) -> None:
                title="<script>alert(1)</script> add DAPO")  # new
     await seed(ctx, V, 20, created=at(DAY2, 5), proposal=False, failure="kl_growth")
     await seed(ctx, V, 21, created=at(DAY2, 6), proposal=False, failure="kl_growth")
-    await seed(ctx, V, 22, created=at(DAY1, 6), proposal=False, failure="entropy_collapse")  # yesterday's
+    # opened during DAY1 but stored after DAY1's report was built: DAY1's did not count it,
+    # so DAY2's does (review dates64: it was counted by no report)
+    await seed(ctx, V, 22, created=at(DAY1, 6), proposal=False, failure="entropy_collapse")
     async with ctx.sessionmaker() as session:
         session.add(Repository(full_name="THUDM/slime", comments_paused=True,
                                paused_reason="2 of the app's last 10 comments were hidden or deleted"))
@@ -121,7 +123,8 @@ async def test_a_night_with_known_changes_lists_exactly_those(ctx: Any) -> None:
     # Waiting for any reply, longest first, with how long.
     waiting = data["frameworks"]["trl"]["waiting"]
     assert [w["key"] for w in waiting] == [f"{T}#12", f"{T}#13"] and waiting[0]["days"] == 16.5  # until the end of the report day
-    assert data["frameworks"]["verl"]["failures_today"] == {"kl_growth": [f"{V}#20", f"{V}#21"]}
+    assert data["frameworks"]["verl"]["failures_today"] == {
+        "entropy_collapse": [f"{V}#22"], "kl_growth": [f"{V}#20", f"{V}#21"]}
     assert data["frameworks"]["verl"]["median_first_reply_days"] is not None
     assert data["paused"] == [{"repo": "THUDM/slime", "reason": "2 of the app's last 10 comments were hidden or deleted"}]
 
@@ -306,7 +309,8 @@ async def test_the_nightly_report_counts_the_failures_opened_since_the_night_bef
     default), and "failure reports of the day" were those opened on that calendar day: the
     three hours since midnight. One opened later in the day was in no report (the next
     night's counts its own day). Today's report counts the 24 hours up to it; a report of
-    a day that has ended counts that day (above: #20 and #21, not yesterday's #22)."""
+    a day that has ended counts that day (above: #20 and #21; #22, opened the day before,
+    because that day's report was built before it was stored)."""
     from bot.store.types import utcnow
 
     now = utcnow()

@@ -242,6 +242,27 @@ def _window_start(previous: Report | None, opened_to: datetime) -> datetime:
     return end
 
 
+def _counted_before(previous: Report | None, opened_from: datetime
+                    ) -> tuple[datetime, set[tuple[str, str]]]:
+    """Where the previous report's count of failure reports started, and the threads it
+    counted (its snapshot's failure reports opened in its window). A failure report opened
+    in that window that it did not count (stored after it was built: a late webhook, a night
+    whose sync failed, one opened after the sync read its repository) is counted by the next
+    report; it was counted by none. `opened_from` when the previous report says no window."""
+    data = (previous.data or {}) if previous is not None else {}
+    window = data.get("failures_window") or {}
+    start, end = parse_datetime(window.get("from")), parse_datetime(window.get("to"))
+    if start is None or end is None or start >= opened_from:
+        return opened_from, set()
+    counted = set()
+    for key, v in (data.get("snapshot") or {}).items():
+        created = parse_datetime(v.get("created_at"))
+        if v.get("is_failure") and created is not None and start <= created < end:
+            counted.add(_same_thread(v.get("repo") or key.rpartition("#")[0],
+                                     v.get("number", key.rpartition("#")[2])))
+    return start, counted
+
+
 async def build_report(ctx: Any, day: date | None = None, *,
                        sync: dict[str, Any] | None = None) -> dict[str, Any]:
     """The report data for `day` (default today, UTC), diffed against the previous report.
@@ -269,6 +290,7 @@ async def build_report(ctx: Any, day: date | None = None, *,
     # late report and 24 hours before the next one in neither.
     opened_to = min(now, _day_end(day))
     opened_from = _window_start(previous, opened_to)
+    late_from, counted_before = _counted_before(previous, opened_from)
     frameworks = _frameworks()
     per_fw: dict[str, Any] = {}
     for fid, fw in frameworks.items():
@@ -284,7 +306,11 @@ async def build_report(ctx: Any, day: date | None = None, *,
         failures_set_by: list[str] = []  # of those, the ones whose kind a person set
         for k, v in sorted(mine.items(), key=lambda kv: _sort_key(kv[0])):
             created = parse_datetime(v["created_at"])
-            if v["is_failure"] and created and opened_from <= created < opened_to:
+            # (or opened in the previous report's window, which did not count it: stored
+            # after that report was built)
+            late = (created is not None and late_from <= created < opened_from
+                    and _same_thread(v["repo"], v["number"]) not in counted_before)
+            if v["is_failure"] and created and (opened_from <= created < opened_to or late):
                 failures[v["category"] or "other_failure"].append(k)
                 if v.get("set_by"):
                     failures_set_by.append(k)

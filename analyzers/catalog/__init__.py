@@ -7,8 +7,10 @@ time: a method naming an unknown failure kind or framework is an error, not a si
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +186,40 @@ def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+# The dates the study reads (analyzers.study): a first public version (a year, a month or a
+# day) and the day written right after a commit hash. One no calendar has, or that the study
+# cannot read, is an error here: /study raised on the first and left the method out, without
+# a word, on the second (review dates64).
+_PUBLIC_DATE = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")
+_COMMIT_DATE = re.compile(r"^\s*[0-9a-f]{6,40}\s+(\d{4}-\d{2}-\d{2})\b")
+
+
+def _public_date(value: Any, where: str) -> str | None:
+    text = _opt_str(value)
+    if text is None:
+        return None
+    m = _PUBLIC_DATE.match(text.strip())
+    try:
+        if m is None:
+            raise ValueError
+        date(int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1))
+    except ValueError:
+        raise CatalogError(f"{where}.first_public: {text!r} is not a date (YYYY, YYYY-MM or "
+                           "YYYY-MM-DD)") from None
+    return text
+
+
+def _commit(value: Any, where: str) -> str | None:
+    text = _opt_str(value)
+    m = _COMMIT_DATE.match(text or "")
+    if m is not None:
+        try:
+            date.fromisoformat(m.group(1))
+        except ValueError:
+            raise CatalogError(f"{where}: {text!r}: {m.group(1)} is no calendar day") from None
+    return text
+
+
 # libyaml's loader when present: the pure-Python one takes seconds on methods.yaml.
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -226,8 +262,8 @@ def _build_options(
                     default=_opt_str(o.get("default")),
                     commit=_opt_str(o.get("commit")) or frameworks[fw_id].verified_commit,
                     note=_opt_str(o.get("note")),
-                    first_commit=_opt_str(o.get("first_commit")),
-                    first_landing=_opt_str(o.get("first_landing")),
+                    first_commit=_commit(o.get("first_commit"), w + ".first_commit"),
+                    first_landing=_commit(o.get("first_landing"), w + ".first_landing"),
                 )
             )
         if opts:
@@ -306,7 +342,7 @@ def load_catalog_from(directory: Path) -> Catalog:
             name=str(_require(m, "name", w)),
             aliases=_str_list(m.get("aliases"), w + ".aliases"),
             papers=papers,
-            first_public=_opt_str(m.get("first_public")),
+            first_public=_public_date(m.get("first_public"), w),
             failures=fails,
             cautions=cautions,
             options=_build_options(m.get("options"), w + ".options", frameworks),

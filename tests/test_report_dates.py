@@ -52,3 +52,18 @@ async def test_a_failure_report_stored_after_the_report_that_should_count_it_is_
     report = await build_report(ctx, now.date())
     assert report["frameworks"]["verl"]["failures_today"] == {
         "entropy_collapse": [f"{V}#63"], "kl_growth": [f"{V}#60"]}
+
+
+async def test_a_proposal_opened_after_the_reports_day_ended_has_waited_no_negative_time(
+        ctx: Any) -> None:
+    """The report of a day that has ended (yesterday's night run late, or caught up at the
+    next start this morning) counts waits to that day's end; a proposal opened this morning,
+    after it, is in the report (its state is read when the report is built) and read
+    "-0.4 d" waiting for a reply. It has waited nothing by then: 0 d."""
+    now = utcnow()
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    await seed(ctx, V, 70, created=midnight - timedelta(hours=12))
+    await seed(ctx, V, 71, created=now - (now - midnight) / 2)  # this morning, after midnight
+    report = await build_report(ctx, midnight.date() - timedelta(days=1))
+    waiting = {w["key"]: w["days"] for w in report["frameworks"]["verl"]["waiting"]}
+    assert waiting == {f"{V}#70": 0.5, f"{V}#71": 0.0}

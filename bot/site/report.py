@@ -298,7 +298,8 @@ async def build_report(ctx: Any, day: date | None = None, *,
         proposals = {k: v for k, v in mine.items() if v["is_proposal"]}
         by_state = {s: sum(1 for v in proposals.values() if v["state"] == s) for s in STATES}
         waiting = sorted(
-            ({"key": k, "days": _days(opened_to - _parsed(v["created_at"]))}
+            # (0 for one opened after the end of the report's day: it had not waited then)
+            ({"key": k, "days": max(0.0, _days(opened_to - _parsed(v["created_at"])))}
              for k, v in proposals.items()
              if v["state"] == "open_no_reply" and not v["replied"] and v["created_at"]),
             key=lambda w: (-w["days"], _sort_key(w["key"])))

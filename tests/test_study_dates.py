@@ -57,3 +57,28 @@ def test_a_year_a_month_a_day_or_no_date_loads(tmp_path: Path, first_public: str
         "first_public": first_public,
         "options": _opt(first_commit="aaaaaaa 2025-04-01 (note naming 2025-02-30)")}))
     assert cat.methods["alpha"].first_public == first_public
+
+
+async def test_the_study_page_dates_its_times_as_every_page_does(ctx: Any) -> None:
+    """Every page shows a stored time as the minute it fell on in UTC, in a <time> holding the
+    instant, followed by "UTC" (templates/site/_time.html); the study page printed its times
+    raw ("at 2026-12-04T03:00:04Z"), in no <time>, the detected landings' "first seen" too."""
+    import re
+
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from bot.app import create_app
+    from bot.site.study import refresh_study
+    from tests.test_study import seed_threads
+
+    await seed_threads(ctx)  # a merged OpenRLHF pull request naming CISPO: a detected landing
+    await refresh_study(ctx)
+    async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
+        api = await (await client.get("/api/study")).json()
+        page = await (await client.get("/study")).text()
+    [landing] = [x for x in api["landings"] if x["detected"]]
+    for instant in (api["computed_at"], api["recorded_at"], landing["detected_at"]):
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", instant)
+        shown = f'<time datetime="{instant}">{instant[:16].replace("T", " ")}</time> UTC'
+        assert shown in page, instant
+    assert not re.search(r">[^<]*\d\d:\d\d:\d\dZ", page)  # no raw instant in the text

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from bot.site.report import build_report
+from bot.site.report import build_report, render_html, render_markdown
 from bot.store.models import Report
 from bot.store.types import format_datetime, utcnow
 from tests.test_report import V, seed
@@ -52,6 +52,14 @@ async def test_a_failure_report_stored_after_the_report_that_should_count_it_is_
     report = await build_report(ctx, now.date())
     assert report["frameworks"]["verl"]["failures_today"] == {
         "entropy_collapse": [f"{V}#63"], "kl_growth": [f"{V}#60"]}
+    # the page says why one opened before its window is there
+    assert report["frameworks"]["verl"]["failures_today_late"] == [f"{V}#60"]
+    html = render_html(report)
+    assert (f'{V}#60</a> <span class="tag late">opened before, stored after the report of '
+            f'{built.date().isoformat()}</span>') in html
+    assert f'{V}#63</a> <span class="tag late">' not in html
+    assert (f"kl growth 1 (1 opened before the report of {built.date().isoformat()} and "
+            "stored after it)") in render_markdown(report)
 
 
 async def test_a_proposal_opened_after_the_reports_day_ended_has_waited_no_negative_time(

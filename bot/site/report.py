@@ -305,6 +305,7 @@ async def build_report(ctx: Any, day: date | None = None, *,
             key=lambda w: (-w["days"], _sort_key(w["key"])))
         failures: dict[str, list[str]] = defaultdict(list)
         failures_set_by: list[str] = []  # of those, the ones whose kind a person set
+        failures_late: list[str] = []  # and those the previous report missed (stored after it)
         for k, v in sorted(mine.items(), key=lambda kv: _sort_key(kv[0])):
             created = parse_datetime(v["created_at"])
             # (or opened in the previous report's window, which did not count it: stored
@@ -315,6 +316,8 @@ async def build_report(ctx: Any, day: date | None = None, *,
                 failures[v["category"] or "other_failure"].append(k)
                 if v.get("set_by"):
                     failures_set_by.append(k)
+                if created < opened_from:
+                    failures_late.append(k)
         reply_days = [v["first_reply_days"] for v in proposals.values() if v["first_reply_days"] is not None]
         per_fw[fid] = {
             "name": fw.name, "repo": fw.repo,
@@ -322,6 +325,7 @@ async def build_report(ctx: Any, day: date | None = None, *,
             "by_state": by_state, "proposals": len(proposals), "waiting": waiting,
             "failures_today": dict(sorted(failures.items())),
             "failures_today_set_by": failures_set_by,
+            "failures_today_late": failures_late,
             "median_first_reply_days": round(statistics.median(reply_days), 1) if reply_days else None,
             "replied": len(reply_days),
             "new_landings": [x for x in new_landings if x["framework"] == fid],

@@ -75,3 +75,24 @@ async def test_a_proposal_opened_after_the_reports_day_ended_has_waited_no_negat
     report = await build_report(ctx, midnight.date() - timedelta(days=1))
     waiting = {w["key"]: w["days"] for w in report["frameworks"]["verl"]["waiting"]}
     assert waiting == {f"{V}#70": 0.5, f"{V}#71": 0.0}
+
+
+async def test_a_resume_while_the_previous_report_was_being_stored_is_in_the_next_one(
+        ctx: Any) -> None:
+    """A report lists the repositories resumed up to the moment it reads the store
+    (`generated_at`), and the next one those resumed after the previous report's `created_at`:
+    the moment it was stored, after its threads were read and its numbers counted (minutes on
+    a large store). A repository resumed in between was in neither."""
+    from bot.store.models import Repository
+
+    now = utcnow()
+    read = now - timedelta(hours=24)  # when last night's report read the store
+    stored = read + timedelta(minutes=5)  # and when it was stored
+    async with ctx.sessionmaker() as session:
+        session.add(Report(date=read.date().isoformat(), markdown="", created_at=stored,
+                           data={"generated_at": format_datetime(read), "snapshot": {}}))
+        session.add(Repository(full_name="THUDM/slime", comments_paused=False,
+                               resumed_by="operator", resumed_at=read + timedelta(minutes=2)))
+        await session.commit()
+    report = await build_report(ctx, now.date())
+    assert [r["repo"] for r in report["resumed"]] == ["THUDM/slime"]

@@ -219,6 +219,13 @@ async def _resumed(session: Any, since: datetime | None, now: datetime) -> list[
     return out
 
 
+def _read_at(previous: Report | None) -> datetime | None:
+    """When the previous report read the store (`generated_at`), else when it was stored."""
+    if previous is None:
+        return None
+    return parse_datetime((previous.data or {}).get("generated_at")) or previous.created_at
+
+
 def _day_end(day: date) -> datetime:
     return datetime.combine(day, datetime.min.time(), UTC) + timedelta(days=1)
 
@@ -277,7 +284,8 @@ async def build_report(ctx: Any, day: date | None = None, *,
         prev_snapshot = (previous.data or {}).get("snapshot") if previous is not None else None
         prev_date = previous.date if previous is not None else None
         new_landings = await detected_since(session, previous.created_at if previous is not None else None)
-        resumed = await _resumed(session, previous.created_at if previous is not None else None, now)
+        # (from when the previous report read the store, not when it was stored, minutes later)
+        resumed = await _resumed(session, _read_at(previous), now)
     changes = diff(prev_snapshot, snapshot)
     # Failure reports opened up to the report: the nightly job builds today's at 03:00 UTC
     # (RLTRACKER_NIGHTLY_CRON), and the calendar day counted the three hours since midnight;

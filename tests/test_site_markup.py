@@ -305,6 +305,47 @@ return {k: e.getAttribute('data-k'), tag: e.tagName, text: (e.textContent || '')
 """
 
 
+async def test_every_link_and_control_is_reached_by_tab_and_shows_focus(sqlite_ctx: Any,
+                                                                      chromium: Any) -> None:  # noqa: F811
+    """Tab from the top of each page reaches every link, button and field in order, each drawn
+    with a visible focus outline; the first stop skips the navigation to the page's content."""
+    from tests.browser import serving
+
+    await seed_everything(sqlite_ctx)
+    problems: dict[str, list[str]] = {}
+    async with serving(sqlite_ctx) as server, chromium.driven(width=1024) as driver:
+        for path in BROWSER_PAGES:
+            await driver.get(str(server.make_url(path)))
+            count = await driver.execute(MARK_FOCUSABLE)
+            reached: list[str] = []
+            found: list[str] = []
+            for step in range(count + 1):
+                await driver.press(TAB)
+                focus = await driver.execute(FOCUSED)
+                if focus is None or focus["k"] is None:
+                    break  # past the last stop (the browser's own controls)
+                reached.append(focus["k"])
+                if not ((focus["outline"] != "none" and focus["width"] > 0)
+                        or focus["shadow"] != "none"):
+                    found.append(f"{focus['tag']} {focus['text']!r}: no focus outline")
+                if not focus["visible"]:
+                    found.append(f"{focus['tag']} {focus['text']!r}: focused off screen")
+                if step == 0:
+                    target = (focus["href"] or "")[1:]
+                    lands = target and await driver.execute(
+                        "const t = document.getElementById(arguments[0]);"
+                        " return !!t && (t.tagName === 'MAIN' || !!t.closest('main'));", target)
+                    if not (focus["href"] or "").startswith("#") or not lands:
+                        found.append(f"the first Tab stop is {focus['tag']} {focus['text']!r}"
+                                     f" ({focus['href']}), not a link past the navigation")
+            missed = sorted(set(map(str, range(count))) - set(reached), key=int)
+            if missed:
+                found.append(f"{len(missed)} of {count} never reached by Tab: {missed[:10]}")
+            if found:
+                problems[path] = found
+    assert not problems, _listed(problems)
+
+
 async def test_no_link_or_button_is_unnamed_in_the_accessibility_tree(sqlite_ctx: Any,
                                                                      chromium: Any) -> None:  # noqa: F811
     """What a screen reader is given: every link, button, field and image in Chromium's

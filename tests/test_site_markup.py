@@ -278,6 +278,20 @@ async def test_every_page_reached_is_sound_markup(ctx: Any, seeded: bool) -> Non
     assert not shared, shared
 
 
+async def test_every_kind_of_page_is_reached_from_the_front_page(ctx: Any) -> None:
+    """A visitor (and a crawler) finds every kind of page by following links from `/`."""
+    client = await _site(ctx, seeded=True)
+    try:
+        reached = {urlsplit(url).path for url, answer in (await crawl(client, ["/"])).items()
+                   if answer["status"] == 200}
+    finally:
+        await client.close()
+    wanted = {"/proposals", "/repos/", "/study", "/verdicts", "/reports/", "/reports/2026-11-19",
+              "/reports/2026-11-20", "/threads/huggingface/trl/8", "/methods/gspo",
+              "/failures/entropy_collapse", "/frameworks/verl", "/study/sets/landed.verl"}
+    assert not wanted - reached, sorted(wanted - reached)
+
+
 # --- with the keyboard, in Chromium ---------------------------------------------------------
 
 BROWSER_PAGES = ["/", "/proposals", "/threads/huggingface/trl/8", "/frameworks/verl", "/verdicts",

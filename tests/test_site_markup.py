@@ -292,6 +292,31 @@ async def test_every_kind_of_page_is_reached_from_the_front_page(ctx: Any) -> No
     assert not wanted - reached, sorted(wanted - reached)
 
 
+def _canonical(body: bytes) -> list[str]:
+    doc, _ = _parse(body)
+    return [link.get("href") for link in doc.iter("link")
+            if "canonical" in (link.get("rel") or "").split()]
+
+
+async def test_a_thread_page_names_its_one_address(ctx: Any) -> None:
+    """The thread page answers under any spelling of its repository's name and under the
+    framework's other names (a renamed repository): each says which address is the page's,
+    the one every list links to, so a search engine keeps one page, not one per name."""
+    client = await _site(ctx, seeded=True)
+    try:
+        for path, own in [("/threads/huggingface/trl/8", "/threads/huggingface/trl/8"),
+                          ("/threads/HuggingFace/TRL/8", "/threads/huggingface/trl/8"),
+                          ("/threads/verl-project/verl/300", "/threads/volcengine/verl/300"),
+                          ("/threads/volcengine/verl/300", "/threads/volcengine/verl/300")]:
+            resp = await client.get(path)
+            assert resp.status == 200, path
+            assert _canonical(await resp.read()) == [own], path
+        listed = await (await client.get("/proposals")).text()
+        assert 'href="/threads/volcengine/verl/300"' in listed
+    finally:
+        await client.close()
+
+
 # --- with the keyboard, in Chromium ---------------------------------------------------------
 
 BROWSER_PAGES = ["/", "/proposals", "/threads/huggingface/trl/8", "/frameworks/verl", "/verdicts",

@@ -317,6 +317,31 @@ async def test_a_thread_page_names_its_one_address(ctx: Any) -> None:
         await client.close()
 
 
+@pytest.mark.parametrize("method,path", [("POST", "/"), ("PUT", "/threads/huggingface/trl/8"),
+                                         ("GET", "/webhook"), ("DELETE", "/proposals")])
+async def test_a_method_a_page_does_not_take_is_answered_in_the_sites_layout(
+        ctx: Any, method: str, path: str) -> None:
+    """`GET /webhook` typed into a browser (an installer checking the address GitHub is given)
+    or a form sent to a page: a 405 page of the site (its navigation, a heading, what the
+    address takes), not aiohttp's bare "405: Method Not Allowed"."""
+    client = await _site(ctx, seeded=False)
+    try:
+        resp = await client.request(method, path, headers={"Accept": "text/html"})
+        body = await resp.read()
+        allow = resp.headers.get("Allow")
+    finally:
+        await client.close()
+    assert resp.status == 405
+    assert allow in ("GET,HEAD", "POST"), allow
+    assert resp.content_type == "text/html" and resp.charset == "utf-8", resp.content_type
+    problems, title = markup_problems(body)
+    assert not problems, problems
+    assert title and "not allowed" in title.lower(), title
+    assert b'<nav><a href="/">' in body
+    text = body.decode()
+    assert all(m in text for m in allow.split(",")), text  # what the address does take
+
+
 # --- with the keyboard, in Chromium ---------------------------------------------------------
 
 BROWSER_PAGES = ["/", "/proposals", "/threads/huggingface/trl/8", "/frameworks/verl", "/verdicts",

@@ -342,6 +342,32 @@ async def test_a_method_a_page_does_not_take_is_answered_in_the_sites_layout(
     assert all(m in text for m in allow.split(",")), text  # what the address does take
 
 
+async def test_the_front_page_reloading_itself_can_be_stopped(ctx: Any) -> None:
+    """While the first backfill runs, `/` reloads itself every 10 seconds (a backfill takes
+    hours): each reload took a keyboard or screen reader user back to the top of the page,
+    with no way to stop it (WCAG 2.2.1, failure F41). A link, the first in the page's
+    content, shows the same page without the reload, and that one links back to it."""
+    client = await _site(ctx, seeded=True)
+    try:
+        page = await (await client.get("/")).read()
+        doc, _ = _parse(page)
+        assert any(m.get("http-equiv") == "refresh" for m in doc.iter("meta"))
+        main = doc.find(".//main")
+        assert main is not None
+        first = next(main.iter("a"), None)
+        assert first is not None and "stop" in _text(first).lower(), \
+            (first.get("href"), _text(first)) if first is not None else None
+        still = await client.get(first.get("href"))
+        assert still.status == 200
+        calm, _ = _parse(await still.read())
+        assert not any(m.get("http-equiv") == "refresh" for m in calm.iter("meta"))
+        assert "First backfill: running" in " ".join(_text(calm.find(".//main")).split())
+        back = [a.get("href") for a in calm.find(".//main").iter("a")]
+        assert "/" in back, back
+    finally:
+        await client.close()
+
+
 # --- with the keyboard, in Chromium ---------------------------------------------------------
 
 BROWSER_PAGES = ["/", "/proposals", "/threads/huggingface/trl/8", "/frameworks/verl", "/verdicts",

@@ -428,6 +428,19 @@ async def test_every_link_and_control_is_reached_by_tab_and_shows_focus(sqlite_c
                     if not (focus["href"] or "").startswith("#") or not lands:
                         found.append(f"the first Tab stop is {focus['tag']} {focus['text']!r}"
                                      f" ({focus['href']}), not a link past the navigation")
+            # Followed (Enter), the skip link's next Tab stop is the first one of the page's
+            # content (in <main>, or after it when it has none).
+            await driver.get(str(server.make_url(path)))
+            await driver.execute(MARK_FOCUSABLE)
+            await driver.press(TAB)
+            await driver.press("\ue007")  # Enter
+            await driver.press(TAB)
+            if not await driver.execute(
+                    "const main = document.querySelector('main');"
+                    " const first = [...document.querySelectorAll('[data-k]')].find(e =>"
+                    "   main.contains(e) || (main.compareDocumentPosition(e) & 4));"
+                    " return document.activeElement === first;"):
+                found.append("Tab after following the first stop is not the content's first")
             missed = sorted(set(map(str, range(count))) - set(reached), key=int)
             if missed:
                 found.append(f"{len(missed)} of {count} never reached by Tab: {missed[:10]}")

@@ -170,7 +170,11 @@ async def render_page(request: web.Request, template: str, status: int = 200,
 
 
 async def index(request: web.Request) -> web.Response:
+    # While the first backfill runs the page reloads itself every 10 s, for hours: each
+    # reload takes a keyboard or screen reader user back to the top (WCAG 2.2.1), so the
+    # page links to itself without the reload, `?reload=off`.
     return await render_page(request, "index.html", backfill=await _session_call(request, backfill_progress),
+                             reload=request.query.get("reload") != "off",
                              **await _session_call(request, data.index_data))
 
 

@@ -368,6 +368,24 @@ async def test_the_front_page_reloading_itself_can_be_stopped(ctx: Any) -> None:
         await client.close()
 
 
+async def test_head_answers_every_page_as_get_without_the_body(ctx: Any) -> None:
+    """A crawler's or a link checker's HEAD: the status and headers of GET, no body, for
+    every page, error page and export the crawl reaches."""
+    client = await _site(ctx, seeded=True)
+    try:
+        pages = await crawl(client)
+        for url, answer in pages.items():
+            resp = await client.head(url, allow_redirects=False)
+            assert resp.status == answer["status"], (url, resp.status)
+            for name in ("Content-Type", "Location", "Allow", "Content-Security-Policy"):
+                assert resp.headers.get(name) == answer["headers"].get(name), (url, name)
+            length = answer["headers"].get("Content-Length")
+            assert resp.headers.get("Content-Length") in (length, None), url
+            assert await resp.read() == b"", url
+    finally:
+        await client.close()
+
+
 # --- with the keyboard, in Chromium ---------------------------------------------------------
 
 BROWSER_PAGES = ["/", "/proposals", "/threads/huggingface/trl/8", "/frameworks/verl", "/verdicts",

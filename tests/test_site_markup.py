@@ -368,6 +368,30 @@ async def test_the_front_page_reloading_itself_can_be_stopped(ctx: Any) -> None:
         await client.close()
 
 
+async def test_each_filtered_list_of_proposals_has_a_title_of_its_own(ctx: Any) -> None:
+    """The front page links each framework's count per review state to the proposals list
+    filtered by them: every one of those lists was titled "Proposals", so their tabs, history
+    entries and bookmarks read alike (and a screen reader announced the same page)."""
+    client = await _site(ctx, seeded=True)
+    try:
+        pages = await crawl(client, ["/", "/proposals?paper=2507.18071",
+                                     "/proposals?framework=trl&state=declined&paper=cispo"])
+    finally:
+        await client.close()
+    titles: dict[str, list[str]] = {}
+    for url, answer in pages.items():
+        if url.startswith("/proposals") and answer["status"] == 200:
+            titles.setdefault(markup_problems(answer["body"])[1] or "", []).append(url)
+    assert len(titles) >= 10, titles
+    assert all(len(urls) == 1 for urls in titles.values()), titles
+    assert titles.get("Proposals · rltracker") == ["/proposals"], titles
+    found = {url: title for title, (url,) in titles.items()}
+    assert found["/proposals?framework=verl&state=open_no_reply"] == \
+        "Proposals: verl, open, no reply · rltracker"
+    assert found["/proposals?framework=trl&state=declined&paper=cispo"] == \
+        "Proposals: TRL, declined, naming cispo · rltracker"
+
+
 async def test_head_answers_every_page_as_get_without_the_body(ctx: Any) -> None:
     """A crawler's or a link checker's HEAD: the status and headers of GET, no body, for
     every page, error page and export the crawl reaches."""

@@ -101,6 +101,17 @@ class Chromium:
         Chromium's windows are at least). Measured through chromedriver (W3C WebDriver): the
         pages themselves run no script (their CSP forbids it), the driver's evaluation is not
         subject to it."""
+        values: dict[str, Any] = {}
+        async with self.driven(width=width) as driver:
+            for url in urls:
+                await driver.get(url)
+                values[url] = await driver.execute(script)
+        return values
+
+    @asynccontextmanager
+    async def driven(self, width: int = 390) -> AsyncIterator[Driver]:
+        """A browser driven through chromedriver (W3C WebDriver) at a viewport `width` pixels
+        wide: load pages, run a script, press keys, send DevTools commands."""
         driver = shutil.which("chromedriver")
         if driver is None:
             if os.environ.get("RLTRACKER_REQUIRE_CHROMIUM") == "1":
@@ -117,7 +128,6 @@ class Chromium:
             driver, f"--port={port}", stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL)
         base = f"http://127.0.0.1:{port}"
-        values: dict[str, Any] = {}
         try:
             async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=RUN_TIMEOUT)) as http:
                 for _ in range(200):  # the driver answers /status once it listens
@@ -138,19 +148,46 @@ class Chromium:
                 async with http.post(f"{base}/session", json=caps) as r:
                     session = f"{base}/session/{(await r.json())['value']['sessionId']}"
                 try:
-                    for url in urls:
-                        async with http.post(f"{session}/url", json={"url": url}) as r:
-                            assert r.status == 200, await r.text()
-                        async with http.post(f"{session}/execute/sync",
-                                             json={"script": script, "args": []}) as r:
-                            values[url] = (await r.json())["value"]
+                    yield Driver(http, session)
                 finally:
                     async with http.delete(session):
                         pass
         finally:
             proc.terminate()
             await proc.wait()
-        return values
+
+
+@dataclass
+class Driver:
+    """One WebDriver session (`Chromium.driven`)."""
+
+    http: Any
+    session: str
+
+    async def _post(self, path: str, body: dict[str, Any]) -> Any:
+        async with self.http.post(f"{self.session}/{path}", json=body) as r:
+            answer = await r.json()
+            assert r.status == 200, answer
+            return answer["value"]
+
+    async def get(self, url: str) -> None:
+        await self._post("url", {"url": url})
+
+    async def execute(self, script: str, *args: Any) -> Any:
+        """What `script` (a function body: `return ...`) returns on the page."""
+        return await self._post("execute/sync", {"script": script, "args": list(args)})
+
+    async def press(self, key: str, modifiers: tuple[str, ...] = ()) -> None:
+        """One key pressed and let go (WebDriver's key codes: TAB is \ue004, SHIFT \ue008)."""
+        actions = [*({"type": "keyDown", "value": m} for m in modifiers),
+                   {"type": "keyDown", "value": key}, {"type": "keyUp", "value": key},
+                   *({"type": "keyUp", "value": m} for m in reversed(modifiers))]
+        await self._post("actions", {"actions": [{"type": "key", "id": "keyboard",
+                                                  "actions": actions}]})
+
+    async def cdp(self, command: str, params: dict[str, Any] | None = None) -> Any:
+        """A Chrome DevTools Protocol command on the page (chromedriver's goog/cdp/execute)."""
+        return await self._post("goog/cdp/execute", {"cmd": command, "params": params or {}})
 
 
 @pytest.fixture

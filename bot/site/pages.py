@@ -170,7 +170,11 @@ async def render_page(request: web.Request, template: str, status: int = 200,
 
 
 async def index(request: web.Request) -> web.Response:
+    # While the first backfill runs the page reloads itself every 10 s, for hours: each
+    # reload takes a keyboard or screen reader user back to the top (WCAG 2.2.1), so the
+    # page links to itself without the reload, `?reload=off`.
     return await render_page(request, "index.html", backfill=await _session_call(request, backfill_progress),
+                             reload=request.query.get("reload") != "off",
                              **await _session_call(request, data.index_data))
 
 
@@ -418,7 +422,9 @@ async def _security_headers(request: web.Request, response: web.StreamResponse) 
 @web.middleware
 async def _page_not_found(request: web.Request, handler: Handler) -> web.StreamResponse:
     """A path no route has, read with GET or HEAD outside /api/ (a trailing slash, a typo):
-    the site's "Not found" page, not aiohttp's bare text with no way back to the site."""
+    the site's "Not found" page, not aiohttp's bare text with no way back to the site. A
+    method a route does not take outside /api/ (`GET /webhook` typed into a browser, a form
+    sent to a page): the site's "Method not allowed" page, its Allow header kept."""
     try:
         return await handler(request)
     except web.HTTPNotFound:
@@ -426,6 +432,14 @@ async def _page_not_found(request: web.Request, handler: Handler) -> web.StreamR
                 or request.match_info.route.resource is not None:
             raise
         return not_found("page")
+    except web.HTTPMethodNotAllowed as error:
+        if request.path.startswith("/api/"):
+            raise
+        allowed = sorted(error.allowed_methods, key=lambda m: (m != "GET", m))
+        response = render("not_allowed.html", status=405, allowed=allowed,
+                          method=request.method)
+        response.headers["Allow"] = error.headers.get("Allow", ",".join(allowed))
+        return response
 
 
 def setup(app: web.Application) -> None:

@@ -1,0 +1,56 @@
+"""What the failure comment says about a reporter's pasted setup, read as a maintainer of each
+framework would read it (review speech64): "Already set in your config" only when the pasted
+config really turns the method on, and a method the reporter already has on is not suggested
+again. Short configurations written for these tests; the catalog is the project's."""
+
+from __future__ import annotations
+
+import pytest
+
+from analyzers.setup_config import parse_setup
+from bot.speaking.failure_comment import compose_for
+
+PUBLIC = "https://tracker.example"
+
+
+def _comment(framework: str, kind: str, body: str):
+    record = {"title": "training fails", "body": body}
+    analysis = {"failure": {"is_failure_report": True, "category": kind, "categories": [kind],
+                            "confidence": 0.95}}
+    return compose_for(record, analysis, framework, public_url=PUBLIC, declined=set())
+
+
+def _on(framework: str, text: str) -> set[str]:
+    return {m for m, v in parse_setup(text, framework)["options"].items() if v["enabled"]}
+
+
+def test_roll_pg_clip_high_alone_is_not_clip_higher() -> None:
+    """ROLL applies pg_clip_high only with use_pg_clip_range: true (the catalog's own caution):
+    a config setting pg_clip_high: 0.28 alone runs symmetric clipping, and the comment said
+    "Already set in your config: Clip-higher" and did not suggest it."""
+    alone = "```yaml\npg_clip_high: 0.28\n```"
+    assert "clip-higher" not in _on("roll", alone)
+    c = _comment("roll", "entropy_collapse", alone)
+    assert c is not None and "clip-higher" in c.suggested and "clip-higher" not in c.already_set
+    both = "```yaml\nuse_pg_clip_range: true\npg_clip_high: 0.28\n```"
+    assert "clip-higher" in _on("roll", both)
+    off = "```yaml\nuse_pg_clip_range: false\npg_clip_high: 0.28\n```"
+    assert "clip-higher" not in _on("roll", off)
+
+
+def test_roll_pg_variant_needs_the_pg_worker() -> None:
+    """The pg_variant route needs actor_train.worker_cls ActorPGWorker (the catalog's caution on
+    TOPR; CISPO and TIS take the same route): pg_variant alone is not the method on."""
+    assert "topr" not in _on("roll", "```yaml\npg_variant: topr\n```")
+    assert "cispo" not in _on("roll", "```yaml\npg_variant: cispo\n```")
+    worker = ("```yaml\npg_variant: cispo\nactor_train:\n"
+              "  worker_cls: roll.pipeline.rlvr.actor_pg_worker.ActorPGWorker\n```")
+    assert "cispo" in _on("roll", worker)
+
+
+def test_nemo_rl_trajectory_age_without_async_is_not_a_staleness_bound() -> None:
+    """max_trajectory_age_steps is read only with grpo.async_grpo.enabled=true."""
+    assert "staleness-bound" not in _on(
+        "nemo-rl", "grpo.async_grpo.enabled=false grpo.async_grpo.max_trajectory_age_steps=2")
+    assert "staleness-bound" in _on(
+        "nemo-rl", "grpo.async_grpo.enabled=true grpo.async_grpo.max_trajectory_age_steps=2")

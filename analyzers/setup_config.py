@@ -423,6 +423,21 @@ def _candidates(path: str) -> Iterable[str]:
         yield ".".join(parts[i:])
 
 
+def _requirements_met(option: Any, pairs: list[Pair], known: dict[str, bool]) -> bool:
+    """Every `key=value` the option `requires` is set so in the text (ROLL's pg_clip_high is
+    clip-higher only with use_pg_clip_range: true). `known` keeps each requirement's answer:
+    one pass over the pairs per requirement, however often the option is met."""
+    for requirement in option.requires:
+        if requirement not in known:
+            key, _, value = requirement.partition("=")
+            key = _norm_key(key)
+            known[requirement] = any(
+                key in _candidates(p.path) and option_enabled(p.value, value, None) for p in pairs)
+        if not known[requirement]:
+            return False
+    return True
+
+
 def parse_setup(text: str, framework: str) -> dict[str, Any]:
     """Options of the catalog found in `text` for `framework`, and version lines.
 
@@ -434,13 +449,16 @@ def parse_setup(text: str, framework: str) -> dict[str, Any]:
     text = (text or "")[:MAX_CHARS]
     table = _option_table(framework)
     options: dict[str, dict[str, Any]] = {}
-    for pair in extract_pairs(text):
+    pairs = extract_pairs(text)
+    known: dict[str, bool] = {}
+    for pair in pairs:
         for candidate in _candidates(pair.path):
             hits = table.get(candidate)
             if not hits:
                 continue
             for method, option in hits:
-                enabled = option_enabled(pair.value, option.value_hint, option.default)
+                enabled = (option_enabled(pair.value, option.value_hint, option.default)
+                           and _requirements_met(option, pairs, known))
                 current = options.get(method.id)
                 if current is None or (enabled and not current["enabled"]):
                     options[method.id] = {

@@ -54,3 +54,32 @@ def test_nemo_rl_trajectory_age_without_async_is_not_a_staleness_bound() -> None
         "nemo-rl", "grpo.async_grpo.enabled=false grpo.async_grpo.max_trajectory_age_steps=2")
     assert "staleness-bound" in _on(
         "nemo-rl", "grpo.async_grpo.enabled=true grpo.async_grpo.max_trajectory_age_steps=2")
+
+
+@pytest.mark.parametrize(("framework", "text", "method"), [
+    # verl: `rollout_is=token (or sequence)`
+    ("verl", "algorithm.rollout_correction.rollout_is=sequence", "tis"),
+    ("verl", "algorithm.rollout_correction.rollout_is=token", "tis"),
+    # verl: Seq-MIS `rollout_rs=seq_sum_k1` or Geo-RS `rollout_rs=seq_mean_k1`
+    ("verl", "algorithm.rollout_correction.rollout_rs=seq_mean_k1", "masked-importance-sampling"),
+    # TRL: `vllm_importance_sampling_mode='token_truncate' (or 'sequence_truncate')`
+    ("trl", "GRPOConfig(vllm_importance_sampling_mode='sequence_truncate')", "tis"),
+])
+def test_every_value_the_catalog_names_as_turning_it_on_counts(framework: str, text: str,
+                                                               method: str) -> None:
+    """The catalog's setting names more than one value that turns the method on; only the
+    first was read as on, and the comment suggested TIS to a verl reporter whose pasted
+    config had rollout_is=sequence."""
+    assert method in _on(framework, text)
+    kind = "rollout_training_mismatch"
+    c = _comment(framework, kind, f"```\n{text}\n```")
+    assert c is None or (method in c.already_set and method not in c.suggested)
+
+
+def test_verl_bypass_mode_false_alone_is_not_decoupled_ppo() -> None:
+    """bypass_mode=false is verl's default and, with rollout_is null (also the default), no
+    correction weight is applied (the catalog's default says so): alone it was read as
+    decoupled PPO already set."""
+    assert "decoupled-ppo" not in _on("verl", "algorithm.rollout_correction.bypass_mode=false")
+    assert "decoupled-ppo" in _on("verl", "algorithm.rollout_correction.bypass_mode=false "
+                                          "algorithm.rollout_correction.rollout_is=sequence")

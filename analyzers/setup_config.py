@@ -388,8 +388,10 @@ def option_enabled(value: str, value_hint: str | None, default: str | None) -> b
             return False  # a zero coefficient where the method needs a positive one
         default_number = _first_number(default)
         return default_number is None or numbers[0] != default_number
-    # An enumerated choice (loss_mode=cispo): on only with that choice.
-    return value.lower().replace("-", "_") == hint.lower().replace("-", "_")
+    # An enumerated choice (loss_mode=cispo): on only with that choice, or one of the choices
+    # `a|b` the catalog names as turning it on (verl's rollout_is=token or sequence).
+    return value.lower().replace("-", "_") in {h.strip().lower().replace("-", "_")
+                                               for h in hint.split("|")}
 
 
 SECONDARY_STATUS = ("submodule", "example config", "example plug-in", "related")

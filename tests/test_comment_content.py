@@ -83,3 +83,26 @@ def test_verl_bypass_mode_false_alone_is_not_decoupled_ppo() -> None:
     assert "decoupled-ppo" not in _on("verl", "algorithm.rollout_correction.bypass_mode=false")
     assert "decoupled-ppo" in _on("verl", "algorithm.rollout_correction.bypass_mode=false "
                                           "algorithm.rollout_correction.rollout_is=sequence")
+
+
+@pytest.mark.parametrize(("framework", "kind", "method", "off"), [
+    # verl: clip_ratio_c 3.0, "applied in loss_mode vanilla (on by default)"
+    ("verl", "collapse_or_divergence", "dual-clip-ppo", "actor_rollout_ref.actor.clip_ratio_c=0"),
+    # OpenRLHF: --algo.kl.init_coef 0.01 "(on by default)"
+    ("openrlhf", "kl_growth", "kl-penalty", "--algo.kl.init_coef 0"),
+    # TRL: "'sequence_mask' is the default mode, so masking is on whenever vLLM is used"
+    ("trl", "rollout_training_mismatch", "masked-importance-sampling",
+     "GRPOConfig(vllm_importance_sampling_mode='token_truncate')"),
+    # verl: loss_agg_mode token-mean "(default)"
+    ("verl", "response_length_drift", "token-level-loss",
+     "actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean"),
+])
+def test_a_method_on_by_default_is_suggested_only_to_a_config_that_turns_it_off(
+        framework: str, kind: str, method: str, off: str) -> None:
+    """The comment told a verl reporter of a collapse to set clip_ratio_c=3.0 and an OpenRLHF
+    reporter of growing KL to set --algo.kl.init_coef 0.01: the framework's defaults, which
+    their run already had. Such a method is named only when the pasted config turns it off."""
+    silent = _comment(framework, kind, "the run collapsed")
+    assert silent is None or method not in silent.suggested
+    turned_off = _comment(framework, kind, f"```\n{off}\n```")
+    assert turned_off is not None and method in turned_off.suggested

@@ -101,6 +101,9 @@ class Option:
     # path, `value` as `value_hint` is (the project's own field, read from the catalog's
     # facts: a caution or the default that says so)
     requires: tuple[str, ...] = ()
+    # the framework runs the method unless a config turns it off (the catalog's default says
+    # so: verl's clip_ratio_c 3.0 "on by default"): suggested only to a config that turns it off
+    on_by_default: bool = False
 
     @property
     def experimental(self) -> bool:
@@ -243,6 +246,7 @@ def _build_options(
                     first_commit=_opt_str(o.get("first_commit")),
                     first_landing=_opt_str(o.get("first_landing")),
                     requires=tuple(_requires(o.get("requires"), w + ".requires")),
+                    on_by_default=o.get("on_by_default") is True,
                 )
             )
         if opts:

@@ -296,6 +296,8 @@ def compose_failure_comment(
             )
             continue
         option = _suggestable(method, framework_id)
+        if option is not None and option.on_by_default and not found:
+            continue  # the framework runs it already; named only to a config that turns it off
         if option is not None:
             suggestions.append(
                 Suggestion(

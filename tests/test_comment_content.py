@@ -106,3 +106,16 @@ def test_a_method_on_by_default_is_suggested_only_to_a_config_that_turns_it_off(
     assert silent is None or method not in silent.suggested
     turned_off = _comment(framework, kind, f"```\n{off}\n```")
     assert turned_off is not None and method in turned_off.suggested
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_methods_reply_says_which_settings_are_the_default(lang: str) -> None:
+    """`/rltracker methods` lists every method with its setting; verl's dual-clip setting is
+    the default, and the reply gave it as a thing to set."""
+    from bot.speaking.render import methods_reply
+
+    body = methods_reply("collapse_or_divergence", "verl", lang, PUBLIC)
+    line = next(x for x in body.splitlines() if "/methods/dual-clip-ppo)" in x)
+    assert ("on by default" if lang == "en" else "默认已开启") in line
+    other = next(x for x in body.splitlines() if "/methods/gspo)" in x)
+    assert "on by default" not in other and "默认已开启" not in other

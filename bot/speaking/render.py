@@ -390,7 +390,8 @@ def methods_reply(failure_key: str, framework_id: str | None, lang: str, public_
         url = f"{public_url}/methods/{method.id}"
         option = _suggestable(method, framework.id) if framework else None
         if option is not None:
-            rows_here.append({"name": md_text(short_name(method.name)), "url": url, "setting": setting_md(option.set_by)})
+            rows_here.append({"name": md_text(short_name(method.name)), "url": url,
+                              "setting": setting_md(option.set_by), "default": option.on_by_default})
         elif framework is not None and method.has(framework.id):
             # always on in this framework: nothing to turn on, but not "only in other frameworks"
             rows_builtin.append({"name": md_text(short_name(method.name)), "url": url})

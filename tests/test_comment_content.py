@@ -119,3 +119,19 @@ def test_the_methods_reply_says_which_settings_are_the_default(lang: str) -> Non
     assert ("on by default" if lang == "en" else "默认已开启") in line
     other = next(x for x in body.splitlines() if "/methods/gspo)" in x)
     assert "on by default" not in other and "默认已开启" not in other
+
+
+@pytest.mark.parametrize("line", [
+    "actor_rollout_ref.actor.clip_ratio_high=${CLIP_HIGH}",
+    "actor_rollout_ref.actor.clip_ratio_high=$CLIP_HIGH",
+    "actor_rollout_ref.actor.clip_ratio_high=${oc.env:CLIP_HIGH}",
+])
+def test_a_value_the_paste_does_not_give_is_not_already_set(line: str) -> None:
+    """A variable the pasted script never assigns leaves the value unknown (it may be the
+    symmetric 0.2): the comment said "Already set in your config: Clip-higher"."""
+    c = _comment("verl", "entropy_collapse", f"```bash\npython3 -m verl.trainer.main_ppo \\\n    {line}\n```")
+    assert c is not None and "clip-higher" not in c.already_set and "clip-higher" in c.suggested
+    assigned = _comment("verl", "entropy_collapse",
+                        f"```bash\nCLIP_HIGH=0.28\npython3 -m verl.trainer.main_ppo \\\n    {line}\n```")
+    if "oc.env" not in line:
+        assert assigned is None or "clip-higher" in assigned.already_set

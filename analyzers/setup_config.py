@@ -362,6 +362,10 @@ def _numbers(text: str) -> list[float] | None:
 def option_enabled(value: str, value_hint: str | None, default: str | None) -> bool:
     """Does `value` turn the method on, judged from the catalog's hint and default?"""
     value = value.strip().strip("\"'")
+    if "$" in value:
+        # a variable the paste never assigns (`${CLIP_HIGH}`, `${oc.env:X}`): the value is
+        # unknown, and "already set" would claim what the paste does not say
+        return False
     hint = (value_hint or "").strip().strip("\"'").rstrip(";:,.")
     if not hint:
         # A bare switch or a free-form value: on unless it reads as off, is zero (a zero
@@ -377,7 +381,7 @@ def option_enabled(value: str, value_hint: str | None, default: str | None) -> b
             return False
         numbers = _numbers(value)
         if numbers is None:
-            return True  # an expression or an unresolved variable: set, value unknown
+            return True  # an expression: set, value unknown
         if len(numbers) > 1:
             # a low/high pair is only asymmetric (on) when the two differ
             return len(set(numbers)) > 1

@@ -135,3 +135,36 @@ def test_a_value_the_paste_does_not_give_is_not_already_set(line: str) -> None:
                         f"```bash\nCLIP_HIGH=0.28\npython3 -m verl.trainer.main_ppo \\\n    {line}\n```")
     if "oc.env" not in line:
         assert assigned is None or "clip-higher" in assigned.already_set
+
+
+# ------------------------------------------------------------------ the rule summary's words
+def _summary() -> dict:
+    """A project-written summary: tests has advice only (a hint), sign-off and CI nothing."""
+    fact = {"topic": "tests", "rule": "x", "statement": "Test changes often.", "statement_zh": None,
+            "strength": "hint", "source": "CLAUDE.md", "sources": ["CLAUDE.md"], "evidence": "",
+            "observed": False}
+    return {"framework": "roll", "files": ["CLAUDE.md"], "facts": [fact],
+            "not_stated": ["tests", "sign-off", "ci"]}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_not_stated_never_names_a_topic_the_summary_just_gave(lang: str) -> None:
+    """ROLL's summary read "**Tests** - Test changes often, with realistic inputs. (`CLAUDE.md`)"
+    then "Not stated in the files read: tests, docs, ...": a topic with advice but no rule was
+    listed as not stated right under its advice (verl's and slime's "discuss first" too)."""
+    from analyzers.rules import format_rules_markdown
+
+    md = format_rules_markdown(_summary(), lang=lang, heading=False)
+    not_stated = next(x for x in md.splitlines() if x.startswith(("Not stated", "所读文件中未说明")))
+    assert ("tests" not in not_stated) if lang == "en" else ("测试" not in not_stated)
+    advice = [x for x in md.splitlines() if ("tests" in x if lang == "en" else "测试" in x)
+              and not x.startswith("-")]
+    assert advice, md  # said as advice without a rule
+
+
+def test_not_stated_keeps_acronyms() -> None:
+    """"sign-off / cla", "ci": the topic names lowercased whole."""
+    from analyzers.rules import format_rules_markdown
+
+    md = format_rules_markdown(_summary(), lang="en", heading=False)
+    assert "sign-off / CLA" in md and ", CI" in md and " cla" not in md and " ci." not in md

@@ -168,3 +168,17 @@ def test_not_stated_keeps_acronyms() -> None:
 
     md = format_rules_markdown(_summary(), lang="en", heading=False)
     assert "sign-off / CLA" in md and ", CI" in md and " cla" not in md and " ci." not in md
+
+
+@pytest.mark.parametrize(("framework", "text"), [
+    # slime: --eps-clip-high "None (falls back to --eps-clip 0.2)"
+    ("slime", "--eps-clip 0.2 --eps-clip-high 0.2"),
+    # TRL: epsilon_high "None (falls back to epsilon=0.2)"
+    ("trl", "GRPOConfig(epsilon=0.2, epsilon_high=0.2)"),
+])
+def test_an_upper_bound_equal_to_the_fallback_is_not_clip_higher(framework: str, text: str) -> None:
+    """An upper clip bound set to the value it falls back to is symmetric clipping: the
+    comment said "Already set in your config: Clip-higher (`--eps-clip-high` = `0.2`)"."""
+    assert "clip-higher" not in _on(framework, text)
+    c = _comment(framework, "entropy_collapse", f"```\n{text}\n```")
+    assert c is not None and "clip-higher" not in c.already_set

@@ -336,6 +336,16 @@ def _first_number(text: str | None) -> float | None:
         return None
 
 
+_FALLBACK_RE = re.compile(r"falls back to [^0-9()]{0,40}?(\d+(?:\.\d+)?)\b")
+
+
+def _fallback_number(default: str | None) -> float | None:
+    """The number a default of "None (falls back to --eps-clip 0.2)" stands for: an upper
+    bound set to it is the symmetric clipping the default gives."""
+    m = _FALLBACK_RE.search(default or "")
+    return float(m.group(1)) if m else None
+
+
 def _bool_word(text: str) -> bool | None:
     word = text.strip().strip("\"'.,;:").lower()
     if word in TRUE_WORDS:
@@ -391,6 +401,8 @@ def option_enabled(value: str, value_hint: str | None, default: str | None) -> b
         if numbers[0] == 0 and all(h != 0 for h in hint_numbers):
             return False  # a zero coefficient where the method needs a positive one
         default_number = _first_number(default)
+        if default_number is None:
+            default_number = _fallback_number(default)
         return default_number is None or numbers[0] != default_number
     # An enumerated choice (loss_mode=cispo): on only with that choice, or one of the choices
     # `a|b` the catalog names as turning it on (verl's rollout_is=token or sequence).

@@ -182,3 +182,25 @@ def test_an_upper_bound_equal_to_the_fallback_is_not_clip_higher(framework: str,
     assert "clip-higher" not in _on(framework, text)
     c = _comment(framework, "entropy_collapse", f"```\n{text}\n```")
     assert c is not None and "clip-higher" not in c.already_set
+
+
+def test_words_where_the_option_takes_a_number_are_neither_set_nor_quoted_back() -> None:
+    """A pasted `clip_ratio_high: <words>` was read as "set, value unknown" and the words came
+    back in the comment: "Already set in your config: Clip-higher
+    (`actor_rollout_ref.actor.clip_ratio_high` = `buy cheap pills at example`)"."""
+    words = "buy cheap pills at example"
+    body = f"```yaml\nactor_rollout_ref:\n  actor:\n    clip_ratio_high: {words}\n```"
+    c = _comment("verl", "entropy_collapse", body)
+    assert c is not None and words not in c.body and "clip-higher" not in c.already_set
+    python = _comment("verl", "entropy_collapse",
+                      "actor_rollout_ref.actor.clip_ratio_high=args.eps_high")
+    assert python is not None and "clip-higher" not in python.already_set
+
+
+def test_a_switchs_trailing_words_are_not_quoted_back() -> None:
+    """A bare switch followed by words (`--use-tis please ban user x`): the method is on, and
+    the words were shown as its value."""
+    c = _comment("slime", "rollout_training_mismatch", "```\n--use-tis please ban user x\n```")
+    assert c is None or "please ban user x" not in c.body
+    both = _comment("slime", "stale_rollout_data", "```\n--use-tis please ban user x\n```")
+    assert both is None or "please ban user x" not in both.body

@@ -391,7 +391,9 @@ def option_enabled(value: str, value_hint: str | None, default: str | None) -> b
             return False
         numbers = _numbers(value)
         if numbers is None:
-            return True  # an expression: set, value unknown
+            # words or an expression (`args.eps_high`) where a number goes: the value is
+            # unknown, and "already set" would claim what the paste does not say
+            return False
         if len(numbers) > 1:
             # a low/high pair is only asymmetric (on) when the two differ
             return len(set(numbers)) > 1
@@ -491,4 +493,14 @@ def parse_setup(text: str, framework: str) -> dict[str, Any]:
     return {"options": options, "versions": _versions(lines)}
 
 
-__all__ = ["Pair", "extract_pairs", "option_enabled", "parse_setup"]
+def plain_value(value: str, value_hint: str | None) -> bool:
+    """A pasted value plain enough to show back: numbers, a yes/no word or one of the choices
+    the catalog names (`value_hint`), never other words the reporter wrote."""
+    text = value.strip().strip("\"'")
+    if _numbers(text) is not None or _bool_word(text) is not None:
+        return True
+    choices = {h.strip().lower().replace("-", "_") for h in (value_hint or "").split("|") if h.strip()}
+    return text.lower().replace("-", "_") in choices
+
+
+__all__ = ["Pair", "extract_pairs", "option_enabled", "parse_setup", "plain_value"]

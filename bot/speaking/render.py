@@ -247,6 +247,18 @@ def _catalog_key(method: Any, framework_id: str, found: dict[str, Any]) -> str:
     return str(named[0].name if named else method.id)
 
 
+def _shown_value(method: Any, framework_id: str, found: dict[str, Any]) -> str | None:
+    """The value of a setting already on, shown back only when it is a number, a yes/no word
+    or a choice the catalog names for the option (never other words of the reporter's), and
+    passes the strict check."""
+    from analyzers.setup_config import plain_value
+
+    value = safe_value(found.get("value"))
+    options = method.options.get(framework_id, [])
+    hint = next((o.value_hint for o in options if o.name == found.get("option")), None)
+    return value if value is not None and plain_value(value, hint) else None
+
+
 def _suggestable(method: Any, framework_id: str) -> Any | None:
     """The option to suggest for `method` in this framework, or None (absent or built in)."""
     options = [o for o in method.options.get(framework_id, []) if not o.is_builtin]
@@ -292,7 +304,7 @@ def compose_failure_comment(
             already.append(
                 {"id": method.id, "name": md_text(short_name(method.name)), "url": url,
                  "key": code_span(_catalog_key(method, framework_id, found)),
-                 "value": safe_value(found.get("value"))}
+                 "value": _shown_value(method, framework_id, found)}
             )
             continue
         option = _suggestable(method, framework_id)

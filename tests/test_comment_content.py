@@ -204,3 +204,32 @@ def test_a_switchs_trailing_words_are_not_quoted_back() -> None:
     assert c is None or "please ban user x" not in c.body
     both = _comment("slime", "stale_rollout_data", "```\n--use-tis please ban user x\n```")
     assert both is None or "please ban user x" not in both.body
+
+
+@pytest.mark.parametrize(("set_by", "spans"), [
+    ("YAML pg_clip_high: 0.28 together with use_pg_clip_range: true (without it pg_clip is used)",
+     ["pg_clip_high: 0.28", "use_pg_clip_range: true"]),
+    ("GRPOConfig(epsilon_high=0.28) or --epsilon_high 0.28; also in trl/trainer/rloo_config.py",
+     ["GRPOConfig(epsilon_high=0.28)", "--epsilon_high 0.28"]),
+    ("loss_fn.reference_policy_kl_penalty=0.01 with loss_fn.reference_policy_kl_type=k3",
+     ["loss_fn.reference_policy_kl_penalty=0.01", "loss_fn.reference_policy_kl_type=k3"]),
+    ("YAML train_infer_correction: {filters: [{enabled: true, agg_type: token}]} with "
+     "enable_old_logprobs_recompute: true",
+     ["train_infer_correction: {filters: [{enabled: true, agg_type: token}]}",
+      "enable_old_logprobs_recompute: true"]),
+    ("actor_rollout_ref.actor.clip_ratio_high=0.28 (with actor_rollout_ref.actor.clip_ratio_low=0.2)",
+     ["actor_rollout_ref.actor.clip_ratio_high=0.28"]),
+])
+def test_a_setting_is_code_and_the_words_joining_settings_are_text(set_by: str, spans: list) -> None:
+    """ROLL's clip-higher came as one code span `YAML pg_clip_high: 0.28 together with
+    use_pg_clip_range: true` (TRL's as `GRPOConfig(epsilon_high=0.28) or --epsilon_high 0.28;
+    also in trl/trainer/rloo_config.py`): pasted as written it is no YAML and no command. Each
+    setting is its own code span, the words between them text."""
+    from markdown_it import MarkdownIt
+
+    from bot.speaking.render import setting_md
+
+    tokens = [t for tok in MarkdownIt("commonmark").parse(setting_md(set_by)) for t in tok.children or []]
+    assert [t.content for t in tokens if t.type == "code_inline"] == spans
+    text = "".join(t.content for t in tokens if t.type in ("text", "code_inline"))
+    assert " ".join(text.split()).replace("YAML ", "") == " ".join(set_by.split()).replace("YAML ", "")

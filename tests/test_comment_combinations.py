@@ -4,8 +4,8 @@ a config (written for these tests, in the framework's own style) that turns some
 and with one that sets the same options to values that leave them off. Each rendering is
 parsed as Markdown (markdown-it, CommonMark) and checked against the catalog:
 
-- a suggested method addresses the kind, is this framework's, and its setting is the catalog's
-  `set_by` exactly, in one code span;
+- a suggested method addresses the kind, is this framework's, and its setting reads as the
+  catalog's `set_by` exactly, each override or flag in a code span;
 - "Already set" names only methods the pasted config turns on, by one of the option's own
   keys, with the value pasted; a config that leaves them off gets no "Already set";
 - a method is never both suggested (or "only in other frameworks") and already set;
@@ -143,7 +143,11 @@ def test_every_failure_comment_states_catalog_facts(framework: str, lang: str, c
             assert options, (where, mid)
             item = next(i for i in _items(body) if _method_of(i) == mid)
             codes = [t.content for t in item if t.type == "code_inline"]
-            assert any(_head(o.set_by) in codes for o in options), (where, mid, codes)
+            text = " ".join("".join(t.content for t in item
+                                    if t.type in ("text", "code_inline")).split())
+            # the setting read as written, each override or flag of it in a code span of its own
+            assert any(_head(o.set_by) in text and codes and all(c in o.set_by for c in codes[:1])
+                       for o in options), (where, mid, codes)
         # already set: on in the pasted config, named by the option's own key, the value pasted
         for mid in c.already_set:
             assert mid in on, (where, mid)

@@ -58,13 +58,67 @@ def md_text(text: str) -> str:
     return "".join(out)
 
 
+# Words that join two settings in the catalog's `set_by` ("a=1 with b=2", "X or --x 1; also
+# in F"), split at outside brackets and quotes only; the order matters (longest first).
+_JOINERS = (" together with ", " with ", " and ", " or ", " plus ", "; ")
+_SETTING = re.compile(r"=|: |:$|^--?\w|^[\w.]+\(|^[\w.]*[_.][\w.]*$")
+
+
+def _joined(text: str) -> list[tuple[str, bool]]:
+    """`text` cut at the joining words outside brackets and quotes: (piece, is_joiner)."""
+    out: list[tuple[str, bool]] = []
+    depth, quote, start, i = 0, "", 0, 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            joiner = next((j for j in _JOINERS if text.startswith(j, i)), None)
+            if joiner:
+                out.append((text[start:i], False))
+                out.append((joiner, True))
+                i += len(joiner)
+                start = i
+                continue
+        i += 1
+    out.append((text[start:], False))
+    return [(piece, joiner) for piece, joiner in out if piece]
+
+
+def _settings_md(text: str) -> str:
+    """Each setting of `text` its own code span, the words between them text (a leading
+    "YAML" says where the setting goes, and stays a word)."""
+    lead = ""
+    if text.startswith("YAML "):
+        lead, text = "YAML ", text[len("YAML "):]
+    parts = _joined(text)
+    if len(parts) == 1:
+        return lead + code_span(text)
+    out = []
+    for piece, joiner in parts:
+        if joiner:  # the joiners hold their spaces: " with ", "; "
+            out.append((" " if piece.startswith(" ") else "") + md_text(piece) + " ")
+        elif _SETTING.search(piece.strip()):
+            out.append(code_span(piece))
+        else:
+            out.append(md_text(piece))
+    return lead + "".join(out)
+
+
 def setting_md(set_by: str) -> str:
-    """The catalog's exact setting: the command/override in code, a trailing remark as text."""
+    """The catalog's exact setting: each override, flag or call in code, the words joining
+    them and a trailing remark as text."""
     set_by = " ".join(set_by.split())
     head, sep, rest = set_by.partition(" (")
     if sep and rest.endswith(")") and head:
-        return f"{code_span(head)} ({md_text(rest[:-1])})"
-    return code_span(set_by)
+        return f"{_settings_md(head)} ({md_text(rest[:-1])})"
+    return _settings_md(set_by)
 
 
 def _clauses(text: str) -> list[str]:

@@ -233,3 +233,26 @@ def test_a_setting_is_code_and_the_words_joining_settings_are_text(set_by: str, 
     assert [t.content for t in tokens if t.type == "code_inline"] == spans
     text = "".join(t.content for t in tokens if t.type in ("text", "code_inline"))
     assert " ".join(text.split()).replace("YAML ", "") == " ".join(set_by.split()).replace("YAML ", "")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("second", ["kl_growth", "other_failure"])
+@pytest.mark.parametrize("evidence", [[], ["entropy keeps falling"]])
+def test_the_runner_up_line_is_a_list_item_of_its_own(lang: str, second: str, evidence: list) -> None:
+    """With a second kind named, its line in the details ran into the next bullet ("...the kind
+    it ranks first.- GMPO: option ..."): one list item where there were two."""
+    from markdown_it import MarkdownIt
+
+    from bot.speaking.render import compose_failure_comment
+
+    analysis = {"failure": {"is_failure_report": True, "category": "entropy_collapse",
+                            "categories": ["entropy_collapse", second], "confidence": 0.9,
+                            "evidence": evidence}}
+    c = compose_failure_comment(analysis, "verl", setup=None, lang=lang, public_url=PUBLIC)
+    assert c is not None
+    details = c.body.split("</summary>", 1)[1].split("</details>", 1)[0]
+    items = [t for t in MarkdownIt("commonmark").parse(details) if t.type == "list_item_open"]
+    expected = 1 + (1 if evidence else 0) + len(c.suggested) + 1
+    assert len(items) == expected, details
+    assert all(line.count("- ") <= 1 or not line.startswith("- ") or "。- " not in line
+               for line in details.splitlines())

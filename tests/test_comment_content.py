@@ -256,3 +256,19 @@ def test_the_runner_up_line_is_a_list_item_of_its_own(lang: str, second: str, ev
     assert len(items) == expected, details
     assert all(line.count("- ") <= 1 or not line.startswith("- ") or "。- " not in line
                for line in details.splitlines())
+
+
+def test_a_second_setting_after_a_remark_is_not_taken_into_the_remark() -> None:
+    """verl's Clip-Cov / KL-Cov setting is "loss_mode=clip_cov (clip_cov_ratio ...) or
+    loss_mode=kl_cov (kl_cov_ratio ...)": everything after the first " (" was taken as one
+    trailing remark, so `loss_mode=kl_cov` came out as escaped prose, not as a setting."""
+    from markdown_it import MarkdownIt
+
+    from bot.speaking.render import setting_md
+
+    md = setting_md("actor_rollout_ref.actor.policy_loss.loss_mode=clip_cov (clip_cov_ratio 0.0002, "
+                    "clip_cov_ub 5.0) or loss_mode=kl_cov (kl_cov_ratio 0.0002, ppo_kl_coef 0.1)")
+    codes = [t.content for tok in MarkdownIt("commonmark").parse(md) for t in tok.children or []
+             if t.type == "code_inline"]
+    assert "loss_mode=kl_cov" in codes, md
+    assert setting_md("a.b=1 (with c=2)") == "`a.b=1` (with c=2)"

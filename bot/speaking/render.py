@@ -105,7 +105,8 @@ def _settings_md(text: str) -> str:
         if joiner:  # the joiners hold their spaces: " with ", "; "
             out.append((" " if piece.startswith(" ") else "") + md_text(piece) + " ")
         elif _SETTING.search(piece.strip()):
-            out.append(code_span(piece))
+            # a comma the sentence puts after a setting ("mode=R2, or =R3") is no part of it
+            out.append(code_span(piece[:-1]) + "," if piece.endswith(",") else code_span(piece))
         else:
             out.append(md_text(piece))
     return lead + "".join(out)
@@ -115,10 +116,27 @@ def setting_md(set_by: str) -> str:
     """The catalog's exact setting: each override, flag or call in code, the words joining
     them and a trailing remark as text."""
     set_by = " ".join(set_by.split())
-    head, sep, rest = set_by.partition(" (")
-    if sep and rest.endswith(")") and head:
-        return f"{_settings_md(head)} ({md_text(rest[:-1])})"
+    cut = _trailing_group(set_by)
+    if cut > 0:
+        return f"{_settings_md(set_by[:cut])} ({md_text(set_by[cut + 2:-1])})"
     return _settings_md(set_by)
+
+
+def _trailing_group(text: str) -> int:
+    """Where the parenthesised remark that ends `text` starts (the index of its " ("), or -1:
+    the group whose ")" is the last character, matched by depth, so "a=1 (x) or b=2 (y)"
+    keeps `b=2` a setting."""
+    if not text.endswith(")"):
+        return -1
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        if text[i] == ")":
+            depth += 1
+        elif text[i] == "(":
+            depth -= 1
+            if depth == 0:
+                return i - 1 if i > 1 and text[i - 1] == " " else -1
+    return -1
 
 
 def _clauses(text: str) -> list[str]:

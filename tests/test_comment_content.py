@@ -272,3 +272,19 @@ def test_a_second_setting_after_a_remark_is_not_taken_into_the_remark() -> None:
              if t.type == "code_inline"]
     assert "loss_mode=kl_cov" in codes, md
     assert setting_md("a.b=1 (with c=2)") == "`a.b=1` (with c=2)"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_methods_reply_outside_the_seven_frameworks(lang: str) -> None:
+    """In a repository that is none of the seven (an organisation-wide installation, a project
+    built on verl), `/rltracker methods entropy_collapse` answered "None in the catalog." and
+    "Only in other frameworks: Clip-higher (verl, TRL, ...)": the catalog has five methods for
+    it, and there is no "this" framework for the others to be other than."""
+    from bot.speaking.render import methods_reply
+
+    body = methods_reply("entropy_collapse", None, lang, PUBLIC)
+    assert "None in the catalog" not in body and "目录中没有对应选项" not in body
+    assert "Only in other frameworks" not in body and "仅其他框架提供" not in body
+    assert "/methods/clip-higher)" in body
+    here = methods_reply("entropy_collapse", "verl", lang, PUBLIC)
+    assert "/methods/clip-higher)" in here

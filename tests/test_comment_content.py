@@ -288,3 +288,18 @@ def test_the_methods_reply_outside_the_seven_frameworks(lang: str) -> None:
     assert "/methods/clip-higher)" in body
     here = methods_reply("entropy_collapse", "verl", lang, PUBLIC)
     assert "/methods/clip-higher)" in here
+
+
+def test_one_setting_pasted_on_and_off_is_not_already_set() -> None:
+    """The YAML the reporter pasted sets clip_ratio_high 0.28 and their launch line overrides it
+    with 0.2 (a Hydra override wins over the file): the enabling value was taken, and the
+    comment said "Already set in your config: Clip-higher". With both there, the paste does
+    not say which one ran."""
+    body = ("```yaml\nactor_rollout_ref:\n  actor:\n    clip_ratio_high: 0.28\n```\n"
+            "```bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.actor.clip_ratio_high=0.2\n```")
+    assert "clip-higher" not in _on("verl", body)
+    c = _comment("verl", "entropy_collapse", body)
+    assert c is not None and "clip-higher" not in c.already_set and "clip-higher" in c.suggested
+    # two keys of one option, one on and one at its default: still on (NeMo-RL async GRPO)
+    assert "staleness-bound" in _on(
+        "nemo-rl", "grpo.async_grpo.enabled=true grpo.async_grpo.max_trajectory_age_steps=1")

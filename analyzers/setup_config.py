@@ -390,6 +390,8 @@ def option_enabled(value: str, value_hint: str | None, default: str | None) -> b
         if not value or value.lower() in FALSE_WORDS - {"0"}:
             return False
         numbers = _numbers(value)
+        if numbers is None and _bool_word(value) is True:
+            return True  # the option's switch key (NeMo-RL's async_grpo.enabled=true)
         if numbers is None:
             # words or an expression (`args.eps_high`) where a number goes: the value is
             # unknown, and "already set" would claim what the paste does not say
@@ -464,13 +466,18 @@ def parse_setup(text: str, framework: str) -> dict[str, Any]:
     Returns `{"options": {method_id: {"option", "key", "value", "source", "enabled"}},
     "versions": {package: version}}`. `enabled` says whether the value turns the method on
     (a value equal to the default, or another choice of an enumerated option, does not).
-    When a method is found several times, an enabling setting wins over a disabling one.
+    When a method is found several times, an enabling setting wins over a disabling one of
+    another key; one key set both on and off (a YAML file and the launch line's override of
+    it) leaves it unknown, so not on: the paste does not say which one ran.
     """
     text = (text or "")[:MAX_CHARS]
     table = _option_table(framework)
     options: dict[str, dict[str, Any]] = {}
     pairs = extract_pairs(text)
     known: dict[str, bool] = {}
+    # (method, option, the key's last segment) -> the values it was seen with, on or off
+    seen: dict[tuple[str, str, str], set[bool]] = {}
+    first_on: dict[tuple[str, str, str], dict[str, Any]] = {}
     for pair in pairs:
         for candidate in _candidates(pair.path):
             hits = table.get(candidate)
@@ -479,16 +486,29 @@ def parse_setup(text: str, framework: str) -> dict[str, Any]:
             for method, option in hits:
                 enabled = (option_enabled(pair.value, option.value_hint, option.default)
                            and _requirements_met(option, pairs, known))
+                entry = {
+                    "option": option.name,
+                    "key": pair.path.lstrip("+~-"),
+                    "value": pair.value,
+                    "source": pair.source,
+                    "enabled": enabled,
+                }
+                group = (method.id, option.name, candidate.rsplit(".", 1)[-1])
+                seen.setdefault(group, set()).add(enabled)
+                if enabled:
+                    first_on.setdefault(group, entry)
                 current = options.get(method.id)
                 if current is None or (enabled and not current["enabled"]):
-                    options[method.id] = {
-                        "option": option.name,
-                        "key": pair.path.lstrip("+~-"),
-                        "value": pair.value,
-                        "source": pair.source,
-                        "enabled": enabled,
-                    }
+                    options[method.id] = entry
             break  # the longest matching suffix decides
+    for method_id, entry in options.items():
+        if not entry["enabled"]:
+            continue
+        sure = [g for g in first_on if g[0] == method_id and seen[g] == {True}]
+        if sure:
+            options[method_id] = first_on[sure[0]]
+        else:
+            options[method_id] = dict(entry, enabled=False)
     lines = text.splitlines()
     return {"options": options, "versions": _versions(lines)}
 

@@ -303,3 +303,11 @@ def test_one_setting_pasted_on_and_off_is_not_already_set() -> None:
     # two keys of one option, one on and one at its default: still on (NeMo-RL async GRPO)
     assert "staleness-bound" in _on(
         "nemo-rl", "grpo.async_grpo.enabled=true grpo.async_grpo.max_trajectory_age_steps=1")
+
+
+def test_a_switch_key_of_an_option_with_a_number_hint_is_on() -> None:
+    """An option whose keys are a switch and a number (NeMo-RL async GRPO, OpenRLHF's async
+    queue): the switch set true is the method on."""
+    assert "staleness-bound" in _on("nemo-rl", "grpo.async_grpo.enabled=true")
+    assert "staleness-bound" in _on("openrlhf", "--train.async_enable --train.async_queue_size 2")
+    assert "staleness-bound" not in _on("nemo-rl", "grpo.async_grpo.enabled=false")

@@ -311,3 +311,11 @@ def test_a_switch_key_of_an_option_with_a_number_hint_is_on() -> None:
     assert "staleness-bound" in _on("nemo-rl", "grpo.async_grpo.enabled=true")
     assert "staleness-bound" in _on("openrlhf", "--train.async_enable --train.async_queue_size 2")
     assert "staleness-bound" not in _on("nemo-rl", "grpo.async_grpo.enabled=false")
+
+
+def test_verl_v1_async_trainer_mode_is_the_staleness_bound() -> None:
+    """verl's v1 async trainer bounds staleness (max_off_policy_threshold, default 8) once
+    trainer_mode is separate_async or colocate_async: the mode is the switch."""
+    for mode in ("separate_async", "colocate_async"):
+        assert "staleness-bound" in _on("verl", f"trainer.v1.trainer_mode={mode}")
+    assert "staleness-bound" not in _on("verl", "trainer.v1.trainer_mode=colocate_sync")

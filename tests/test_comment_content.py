@@ -319,3 +319,16 @@ def test_verl_v1_async_trainer_mode_is_the_staleness_bound() -> None:
     for mode in ("separate_async", "colocate_async"):
         assert "staleness-bound" in _on("verl", f"trainer.v1.trainer_mode={mode}")
     assert "staleness-bound" not in _on("verl", "trainer.v1.trainer_mode=colocate_sync")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_rule_summary_tells_its_reader_how_to_hide_it(lang: str) -> None:
+    """The rule summary's footer named only `rule_summaries: false` in the repository's config,
+    which the proposer it answers cannot set; `/rltracker stop` from them hides it (and mutes
+    the thread)."""
+    from bot.speaking.render import rule_summary_reply
+
+    body = rule_summary_reply(rules_markdown=None, framework_id="verl", earlier=[], lang=lang,
+                              public_url=PUBLIC)
+    footer = body.strip().splitlines()[-1]
+    assert "`/rltracker stop`" in footer and "`rule_summaries: false`" in footer

@@ -671,6 +671,12 @@ def _cited_path(path: str) -> str:
     return f"`{path}`" if path else ""
 
 
+def _topic_in_text(name: str) -> str:
+    """A topic's name inside a sentence: its first letter lowercased, an acronym kept ("CI",
+    "PR title and commits", "sign-off / CLA")."""
+    return name if name[:2].isupper() else name[:1].lower() + name[1:]
+
+
 def format_rules_markdown(
     summary: Mapping[str, Any],
     lang: str = "en",
@@ -718,9 +724,15 @@ def format_rules_markdown(
             lines.append("")
         lines.append(tab.texts["no_files"]["zh" if zh else "en"])
         missing = []
-    if missing:
-        names = ", ".join(tab.topics[t]["zh" if zh else "en"].lower() for t in missing)
-        lines.append(tab.texts["not_stated"]["zh" if zh else "en"].format(topics=names))
+    # A topic printed above with advice only (no rule) is said as such, not as "not stated"
+    # right under its advice.
+    advice = [t for t in missing if t in by_topic]
+    missing = [t for t in missing if t not in by_topic]
+    for key, group in (("not_stated", missing), ("advice_only", advice)):
+        if group and key in tab.texts:
+            names = ("、" if zh else ", ").join(
+                _topic_in_text(tab.topics[t]["zh" if zh else "en"]) for t in group)
+            lines.append(tab.texts[key]["zh" if zh else "en"].format(topics=names))
     # Files GitHub served only in part or not at all (bot.speaking.contribution): said, so a
     # rule or a CONTRIBUTING file past the cut is not taken for absent.
     partial = summary.get("partial") or {}

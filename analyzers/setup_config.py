@@ -336,6 +336,16 @@ def _first_number(text: str | None) -> float | None:
         return None
 
 
+_FALLBACK_RE = re.compile(r"falls back to [^0-9()]{0,40}?(\d+(?:\.\d+)?)\b")
+
+
+def _fallback_number(default: str | None) -> float | None:
+    """The number a default of "None (falls back to --eps-clip 0.2)" stands for: an upper
+    bound set to it is the symmetric clipping the default gives."""
+    m = _FALLBACK_RE.search(default or "")
+    return float(m.group(1)) if m else None
+
+
 def _bool_word(text: str) -> bool | None:
     word = text.strip().strip("\"'.,;:").lower()
     if word in TRUE_WORDS:
@@ -362,6 +372,10 @@ def _numbers(text: str) -> list[float] | None:
 def option_enabled(value: str, value_hint: str | None, default: str | None) -> bool:
     """Does `value` turn the method on, judged from the catalog's hint and default?"""
     value = value.strip().strip("\"'")
+    if "$" in value:
+        # a variable the paste never assigns (`${CLIP_HIGH}`, `${oc.env:X}`): the value is
+        # unknown, and "already set" would claim what the paste does not say
+        return False
     hint = (value_hint or "").strip().strip("\"'").rstrip(";:,.")
     if not hint:
         # A bare switch or a free-form value: on unless it reads as off, is zero (a zero
@@ -376,8 +390,12 @@ def option_enabled(value: str, value_hint: str | None, default: str | None) -> b
         if not value or value.lower() in FALSE_WORDS - {"0"}:
             return False
         numbers = _numbers(value)
+        if numbers is None and _bool_word(value) is True:
+            return True  # the option's switch key (NeMo-RL's async_grpo.enabled=true)
         if numbers is None:
-            return True  # an expression or an unresolved variable: set, value unknown
+            # words or an expression (`args.eps_high`) where a number goes: the value is
+            # unknown, and "already set" would claim what the paste does not say
+            return False
         if len(numbers) > 1:
             # a low/high pair is only asymmetric (on) when the two differ
             return len(set(numbers)) > 1
@@ -387,9 +405,13 @@ def option_enabled(value: str, value_hint: str | None, default: str | None) -> b
         if numbers[0] == 0 and all(h != 0 for h in hint_numbers):
             return False  # a zero coefficient where the method needs a positive one
         default_number = _first_number(default)
+        if default_number is None:
+            default_number = _fallback_number(default)
         return default_number is None or numbers[0] != default_number
-    # An enumerated choice (loss_mode=cispo): on only with that choice.
-    return value.lower().replace("-", "_") == hint.lower().replace("-", "_")
+    # An enumerated choice (loss_mode=cispo): on only with that choice, or one of the choices
+    # `a|b` the catalog names as turning it on (verl's rollout_is=token or sequence).
+    return value.lower().replace("-", "_") in {h.strip().lower().replace("-", "_")
+                                               for h in hint.split("|")}
 
 
 SECONDARY_STATUS = ("submodule", "example config", "example plug-in", "related")
@@ -423,36 +445,82 @@ def _candidates(path: str) -> Iterable[str]:
         yield ".".join(parts[i:])
 
 
+def _requirements_met(option: Any, pairs: list[Pair], known: dict[str, bool]) -> bool:
+    """Every `key=value` the option `requires` is set so in the text (ROLL's pg_clip_high is
+    clip-higher only with use_pg_clip_range: true). `known` keeps each requirement's answer:
+    one pass over the pairs per requirement, however often the option is met."""
+    for requirement in option.requires:
+        if requirement not in known:
+            key, _, value = requirement.partition("=")
+            key = _norm_key(key)
+            known[requirement] = any(
+                key in _candidates(p.path) and option_enabled(p.value, value, None) for p in pairs)
+        if not known[requirement]:
+            return False
+    return True
+
+
 def parse_setup(text: str, framework: str) -> dict[str, Any]:
     """Options of the catalog found in `text` for `framework`, and version lines.
 
     Returns `{"options": {method_id: {"option", "key", "value", "source", "enabled"}},
     "versions": {package: version}}`. `enabled` says whether the value turns the method on
     (a value equal to the default, or another choice of an enumerated option, does not).
-    When a method is found several times, an enabling setting wins over a disabling one.
+    When a method is found several times, an enabling setting wins over a disabling one of
+    another key; one key set both on and off (a YAML file and the launch line's override of
+    it) leaves it unknown, so not on: the paste does not say which one ran.
     """
     text = (text or "")[:MAX_CHARS]
     table = _option_table(framework)
     options: dict[str, dict[str, Any]] = {}
-    for pair in extract_pairs(text):
+    pairs = extract_pairs(text)
+    known: dict[str, bool] = {}
+    # (method, option, the key's last segment) -> the values it was seen with, on or off
+    seen: dict[tuple[str, str, str], set[bool]] = {}
+    first_on: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for pair in pairs:
         for candidate in _candidates(pair.path):
             hits = table.get(candidate)
             if not hits:
                 continue
             for method, option in hits:
-                enabled = option_enabled(pair.value, option.value_hint, option.default)
+                enabled = (option_enabled(pair.value, option.value_hint, option.default)
+                           and _requirements_met(option, pairs, known))
+                entry = {
+                    "option": option.name,
+                    "key": pair.path.lstrip("+~-"),
+                    "value": pair.value,
+                    "source": pair.source,
+                    "enabled": enabled,
+                }
+                group = (method.id, option.name, candidate.rsplit(".", 1)[-1])
+                seen.setdefault(group, set()).add(enabled)
+                if enabled:
+                    first_on.setdefault(group, entry)
                 current = options.get(method.id)
                 if current is None or (enabled and not current["enabled"]):
-                    options[method.id] = {
-                        "option": option.name,
-                        "key": pair.path.lstrip("+~-"),
-                        "value": pair.value,
-                        "source": pair.source,
-                        "enabled": enabled,
-                    }
+                    options[method.id] = entry
             break  # the longest matching suffix decides
+    for method_id, entry in options.items():
+        if not entry["enabled"]:
+            continue
+        sure = [g for g in first_on if g[0] == method_id and seen[g] == {True}]
+        if sure:
+            options[method_id] = first_on[sure[0]]
+        else:
+            options[method_id] = dict(entry, enabled=False)
     lines = text.splitlines()
     return {"options": options, "versions": _versions(lines)}
 
 
-__all__ = ["Pair", "extract_pairs", "option_enabled", "parse_setup"]
+def plain_value(value: str, value_hint: str | None) -> bool:
+    """A pasted value plain enough to show back: numbers, a yes/no word or one of the choices
+    the catalog names (`value_hint`), never other words the reporter wrote."""
+    text = value.strip().strip("\"'")
+    if _numbers(text) is not None or _bool_word(text) is not None:
+        return True
+    choices = {h.strip().lower().replace("-", "_") for h in (value_hint or "").split("|") if h.strip()}
+    return text.lower().replace("-", "_") in choices
+
+
+__all__ = ["Pair", "extract_pairs", "option_enabled", "parse_setup", "plain_value"]

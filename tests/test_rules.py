@@ -356,7 +356,7 @@ def test_unrelated_project_gets_a_sensible_summary() -> None:
                            "stale_workflow", "ci_labels", "tests_experiments", "observed"}
     assert summary["not_stated"] == ["algorithms", "ci", "stale"]
     markdown = format_rules_markdown(summary)
-    assert "Not stated in the files read: where new methods go, ci, stale automation." in markdown
+    assert "Not stated in the files read: where new methods go, CI, stale automation." in markdown
 
 
 def test_benchmarking_advice_is_not_a_bug_report_rule() -> None:

@@ -349,6 +349,10 @@ def _option(x: dict[str, Any], mine: dict[str, Any] | None, commit: str, where: 
     out: dict[str, Any] = {"name": x["option"], "set_by": x["set_by"], "keys": mine.get("keys")}
     if mine.get("value_hint") is not None:
         out["value_hint"] = mine["value_hint"]
+    if mine.get("requires") is not None:
+        out["requires"] = mine["requires"]
+    if mine.get("on_by_default") is not None:
+        out["on_by_default"] = mine["on_by_default"]
     out["file"] = x["file"]
     out["status"] = x["status"]
     if x.get("default") is not None:

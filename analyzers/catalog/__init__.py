@@ -98,6 +98,14 @@ class Option:
     # another option name, as the first commit's note names it (the study dates the landing by
     # it; `first_commit` finds only the string of the option as it is now)
     first_landing: str | None = None
+    # `key=value` settings without which this option does not turn the method on (ROLL's
+    # pg_clip_high needs use_pg_clip_range: true); `key` is matched as the end of a pasted
+    # path, `value` as `value_hint` is (the project's own field, read from the catalog's
+    # facts: a caution or the default that says so)
+    requires: tuple[str, ...] = ()
+    # the framework runs the method unless a config turns it off (the catalog's default says
+    # so: verl's clip_ratio_c 3.0 "on by default"): suggested only to a config that turns it off
+    on_by_default: bool = False
 
     @property
     def experimental(self) -> bool:
@@ -232,6 +240,15 @@ def _load_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
+def _requires(value: Any, where: str) -> list[str]:
+    out = _str_list(value, where)
+    for item in out:
+        key, sep, val = item.partition("=")
+        if not sep or not key.strip() or not val.strip():
+            raise CatalogError(f"{where}: {item!r} is not key=value")
+    return out
+
+
 def _build_options(
     raw: Any, where: str, frameworks: Mapping[str, Framework]
 ) -> dict[str, list[Option]]:
@@ -264,6 +281,8 @@ def _build_options(
                     note=_opt_str(o.get("note")),
                     first_commit=_commit(o.get("first_commit"), w + ".first_commit"),
                     first_landing=_commit(o.get("first_landing"), w + ".first_landing"),
+                    requires=tuple(_requires(o.get("requires"), w + ".requires")),
+                    on_by_default=o.get("on_by_default") is True,
                 )
             )
         if opts:

@@ -58,13 +58,85 @@ def md_text(text: str) -> str:
     return "".join(out)
 
 
+# Words that join two settings in the catalog's `set_by` ("a=1 with b=2", "X or --x 1; also
+# in F"), split at outside brackets and quotes only; the order matters (longest first).
+_JOINERS = (" together with ", " with ", " and ", " or ", " plus ", "; ")
+_SETTING = re.compile(r"=|: |:$|^--?\w|^[\w.]+\(|^[\w.]*[_.][\w.]*$")
+
+
+def _joined(text: str) -> list[tuple[str, bool]]:
+    """`text` cut at the joining words outside brackets and quotes: (piece, is_joiner)."""
+    out: list[tuple[str, bool]] = []
+    depth, quote, start, i = 0, "", 0, 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            joiner = next((j for j in _JOINERS if text.startswith(j, i)), None)
+            if joiner:
+                out.append((text[start:i], False))
+                out.append((joiner, True))
+                i += len(joiner)
+                start = i
+                continue
+        i += 1
+    out.append((text[start:], False))
+    return [(piece, joiner) for piece, joiner in out if piece]
+
+
+def _settings_md(text: str) -> str:
+    """Each setting of `text` its own code span, the words between them text (a leading
+    "YAML" says where the setting goes, and stays a word)."""
+    lead = ""
+    if text.startswith("YAML "):
+        lead, text = "YAML ", text[len("YAML "):]
+    parts = _joined(text)
+    if len(parts) == 1:
+        return lead + code_span(text)
+    out = []
+    for piece, joiner in parts:
+        if joiner:  # the joiners hold their spaces: " with ", "; "
+            out.append((" " if piece.startswith(" ") else "") + md_text(piece) + " ")
+        elif _SETTING.search(piece.strip()):
+            # a comma the sentence puts after a setting ("mode=R2, or =R3") is no part of it
+            out.append(code_span(piece[:-1]) + "," if piece.endswith(",") else code_span(piece))
+        else:
+            out.append(md_text(piece))
+    return lead + "".join(out)
+
+
 def setting_md(set_by: str) -> str:
-    """The catalog's exact setting: the command/override in code, a trailing remark as text."""
+    """The catalog's exact setting: each override, flag or call in code, the words joining
+    them and a trailing remark as text."""
     set_by = " ".join(set_by.split())
-    head, sep, rest = set_by.partition(" (")
-    if sep and rest.endswith(")") and head:
-        return f"{code_span(head)} ({md_text(rest[:-1])})"
-    return code_span(set_by)
+    cut = _trailing_group(set_by)
+    if cut > 0:
+        return f"{_settings_md(set_by[:cut])} ({md_text(set_by[cut + 2:-1])})"
+    return _settings_md(set_by)
+
+
+def _trailing_group(text: str) -> int:
+    """Where the parenthesised remark that ends `text` starts (the index of its " ("), or -1:
+    the group whose ")" is the last character, matched by depth, so "a=1 (x) or b=2 (y)"
+    keeps `b=2` a setting."""
+    if not text.endswith(")"):
+        return -1
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        if text[i] == ")":
+            depth += 1
+        elif text[i] == "(":
+            depth -= 1
+            if depth == 0:
+                return i - 1 if i > 1 and text[i - 1] == " " else -1
+    return -1
 
 
 def _clauses(text: str) -> list[str]:
@@ -247,6 +319,18 @@ def _catalog_key(method: Any, framework_id: str, found: dict[str, Any]) -> str:
     return str(named[0].name if named else method.id)
 
 
+def _shown_value(method: Any, framework_id: str, found: dict[str, Any]) -> str | None:
+    """The value of a setting already on, shown back only when it is a number, a yes/no word
+    or a choice the catalog names for the option (never other words of the reporter's), and
+    passes the strict check."""
+    from analyzers.setup_config import plain_value
+
+    value = safe_value(found.get("value"))
+    options = method.options.get(framework_id, [])
+    hint = next((o.value_hint for o in options if o.name == found.get("option")), None)
+    return value if value is not None and plain_value(value, hint) else None
+
+
 def _suggestable(method: Any, framework_id: str) -> Any | None:
     """The option to suggest for `method` in this framework, or None (absent or built in)."""
     options = [o for o in method.options.get(framework_id, []) if not o.is_builtin]
@@ -292,10 +376,12 @@ def compose_failure_comment(
             already.append(
                 {"id": method.id, "name": md_text(short_name(method.name)), "url": url,
                  "key": code_span(_catalog_key(method, framework_id, found)),
-                 "value": safe_value(found.get("value"))}
+                 "value": _shown_value(method, framework_id, found)}
             )
             continue
         option = _suggestable(method, framework_id)
+        if option is not None and option.on_by_default and not found:
+            continue  # the framework runs it already; named only to a config that turns it off
         if option is not None:
             suggestions.append(
                 Suggestion(
@@ -388,7 +474,8 @@ def methods_reply(failure_key: str, framework_id: str | None, lang: str, public_
         url = f"{public_url}/methods/{method.id}"
         option = _suggestable(method, framework.id) if framework else None
         if option is not None:
-            rows_here.append({"name": md_text(short_name(method.name)), "url": url, "setting": setting_md(option.set_by)})
+            rows_here.append({"name": md_text(short_name(method.name)), "url": url,
+                              "setting": setting_md(option.set_by), "default": option.on_by_default})
         elif framework is not None and method.has(framework.id):
             # always on in this framework: nothing to turn on, but not "only in other frameworks"
             rows_builtin.append({"name": md_text(short_name(method.name)), "url": url})

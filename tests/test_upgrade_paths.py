@@ -385,3 +385,190 @@ def test_each_downgrade_then_upgrade_round_trips_a_populated_database(populated:
     migrate.upgrade(populated)
     assert_kept(populated, expected(rev, schema))
     assert indexes_of(populated) == indexes
+
+
+# ------------------------------------------------------------------------- as a command
+def rltracker(*args: str, url: str) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GITHUB_", "DATABASE_URL", "RLTRACKER_", "PORT"))}
+    return subprocess.Popen([sys.executable, "-m", "bot.cli", *args], text=True,
+                            env={**env, "DATABASE_URL": url, "PYTHONPATH": str(ROOT)}, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def finished(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
+    out, err = proc.communicate(timeout=HANG_GUARD)
+    return proc.returncode, out, err
+
+
+def one_line(err: str, command_name: str, *names: str) -> str:
+    assert "Traceback" not in err, err
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"rltracker {command_name}: "), lines[0]
+    for name in names:
+        assert name in lines[0], (name, lines[0])
+    return lines[0]
+
+
+def version_of(url: str) -> str | None:
+    return run(url, lambda conn: conn.execute(sa.text(
+        "SELECT version_num FROM alembic_version")).scalar())
+
+
+def set_version(url: str, version: str) -> None:
+    run(url, lambda conn: conn.execute(sa.text("UPDATE alembic_version SET version_num = :v"),
+                                       {"v": version}))
+
+
+NEWER = "0019_from_a_newer_version"
+
+
+def test_migrate_on_a_database_a_newer_version_migrated_is_one_line(populated: str) -> None:
+    """A rolled-back deploy: the database at a revision this code does not know (a newer
+    release migrated it). `rltracker migrate` ended in alembic's CommandError traceback and
+    "this is a bug". One line now, exit 1, saying what the revision is and to run the newer
+    version; nothing is written."""
+    set_version(populated, NEWER)
+    before = stored(populated), schema_of(populated)
+    status, out, err = finished(rltracker("migrate", url=populated))
+    line = one_line(err, "migrate", NEWER, HEAD, "newer version")
+    assert status == 1 and out == ""
+    assert "behind" not in line
+    assert version_of(populated) == NEWER
+    assert (stored(populated), schema_of(populated)) == before
+
+
+def test_serve_on_a_database_a_newer_version_migrated_says_so(populated: str) -> None:
+    """`rltracker serve` on that database refused, but said the database is "behind the
+    migrations ... run `rltracker migrate` first": a command that cannot help (it failed with
+    a traceback). It says now that a newer version migrated it, exit 1."""
+    set_version(populated, NEWER)
+    from tests.test_crash_recovery import free_port
+
+    serve = rltracker("serve", "--dev", "--no-backfill", "--port", str(free_port()), url=populated)
+    status, out, err = finished(serve)
+    line = err.strip().splitlines()[-1]
+    assert status == 1 and "Traceback" not in err, err
+    assert line.startswith("rltracker serve: ") and NEWER in line and "newer version" in line, line
+    assert "behind" not in line and "rltracker migrate" not in line, line
+
+
+def _waiting_sessions(url: str) -> int:
+    return int(run(url, lambda conn: conn.execute(sa.text(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
+        "wait_event_type = 'Lock' AND pid <> pg_backend_pid()")).scalar()))
+
+
+def _holding_a_write_lock(url: str) -> Any:
+    """Another session holding what 0018's first statement needs (PostgreSQL: the actions
+    table; SQLite: the database's write lock) until `.release()`."""
+    if url.startswith("sqlite"):
+        import sqlite3
+
+        conn = sqlite3.connect(url.split("///", 1)[1], isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+
+        class Held:
+            def release(self) -> None:
+                conn.execute("ROLLBACK")
+                conn.close()
+        return Held()
+    import asyncpg
+
+    loop = asyncio.new_event_loop()
+    conn = loop.run_until_complete(asyncpg.connect(
+        url.replace("postgresql+asyncpg://", "postgresql://")))
+    tx = conn.transaction()
+    loop.run_until_complete(tx.start())
+    loop.run_until_complete(conn.execute("LOCK TABLE actions IN ACCESS EXCLUSIVE MODE"))
+
+    class HeldPg:
+        def release(self) -> None:
+            loop.run_until_complete(tx.rollback())
+            loop.run_until_complete(conn.close())
+            loop.close()
+    return HeldPg()
+
+
+def _both_started(url: str, procs: list[subprocess.Popen[str]]) -> None:
+    """Bounded wait until both migrations are under way: on PostgreSQL both sessions wait
+    for a lock (pg_stat_activity); on SQLite both processes have the file open."""
+    import time
+
+    for _ in range(600):
+        if any(p.poll() is not None for p in procs):
+            return
+        if url.startswith("postgresql"):
+            if _waiting_sessions(url) >= 2:
+                return
+        else:
+            path = os.path.realpath(url.split("///", 1)[1])
+            opened = 0
+            for p in procs:
+                fds = Path(f"/proc/{p.pid}/fd")
+                try:
+                    opened += any(os.path.realpath(fd) == path for fd in fds.iterdir())
+                except OSError:
+                    pass
+            if opened == 2:
+                time.sleep(2)  # (then each reads the revision and meets the lock)
+                return
+        time.sleep(0.1)
+
+
+def test_two_replicas_migrating_at_once_end_at_head(populated: str) -> None:
+    """Two replicas start together and each runs `rltracker migrate` (the image's command)
+    on one database at 0017. Both met 0018's first statement: on PostgreSQL the second
+    failed with DuplicateTable, a traceback and "this is a bug" (the container restarts); on
+    SQLite "index ... already exists", exit 1. Now one migrates and the other waits for it,
+    then finds the database at head: both exit 0, one schema, no half-applied state."""
+    command.downgrade(migrate.alembic_config(populated), "0017")
+    held = _holding_a_write_lock(populated)
+    try:
+        procs = [rltracker("migrate", url=populated) for _ in range(2)]
+        _both_started(populated, procs)
+    finally:
+        held.release()
+    results = [finished(p) for p in procs]
+    for status, out, err in results:
+        assert (status, err) == (0, ""), err
+        assert out == f"database at {HEAD}\n"
+    assert version_of(populated) == HEAD
+    from tests.test_migrations import schema_differences
+
+    assert schema_differences(populated) == []
+    assert_kept(populated, expected(HEAD, schema_of(populated)))
+
+
+def test_two_migrations_of_a_new_database_at_once(empty_url: str) -> None:
+    """Two first starts at once on an empty database: both exit 0 at head."""
+    procs = [rltracker("migrate", url=empty_url) for _ in range(2)]
+    for status, _out, err in (finished(p) for p in procs):
+        assert (status, err) == (0, ""), err
+    assert version_of(empty_url) == HEAD
+
+
+def test_a_migration_failing_halfway_leaves_the_previous_revision(populated: str) -> None:
+    """0018's second statement fails (an index of that name made by hand). On SQLite the
+    first statement's index stayed, alembic_version said 0017, and every rerun failed on the
+    index it had made ("index ix_actions_lower_repo_number already exists"), fixed or not; on
+    PostgreSQL a traceback. Now: one line naming the migration and what failed, exit 1, the
+    database as it was at 0017 (nothing of the failed upgrade kept), and once the cause is
+    gone a rerun reaches head."""
+    command.downgrade(migrate.alembic_config(populated), "0017")
+    run(populated, lambda conn: conn.execute(sa.text(
+        "CREATE INDEX ix_deliveries_lower_repo ON deliveries (repo)")))
+    indexes = indexes_of(populated)
+    status, out, err = finished(rltracker("migrate", url=populated))
+    one_line(err, "migrate", "0018", "ix_deliveries_lower_repo", "0017")
+    assert status == 1
+    assert version_of(populated) == "0017"
+    assert indexes_of(populated) == indexes  # ix_actions_lower_repo_number not left behind
+    run(populated, lambda conn: conn.execute(sa.text("DROP INDEX ix_deliveries_lower_repo")))
+    status, out, err = finished(rltracker("migrate", url=populated))
+    assert (status, err, out) == (0, "", f"database at {HEAD}\n")
+    assert_kept(populated, expected(HEAD, schema_of(populated)))

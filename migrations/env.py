@@ -7,7 +7,9 @@ import os
 from logging.config import fileConfig
 
 from alembic import context
+from sqlalchemy import event
 from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.config import DEFAULT_DATABASE_URL
 from bot.store.db import make_engine
@@ -28,19 +30,70 @@ def database_url() -> str:
     )
 
 
+# One upgrade at a time, whole or not at all (upgrade64). Two replicas starting together both
+# run `rltracker migrate` (the image's command): both read the same revision and ran the same
+# migration, and the second failed on what the first had made (PostgreSQL: a traceback;
+# SQLite: "index ... already exists"). And on SQLite a migration that failed halfway kept its
+# first statements (the sqlite3 driver runs DDL outside any transaction), alembic_version
+# behind them: every rerun failed on what the failed run had made. Now the whole upgrade is
+# one transaction on both databases, taken before the revision is read: PostgreSQL an
+# advisory lock held to the transaction's end, SQLite BEGIN IMMEDIATE (the database's write
+# lock; the driver's own transaction handling off). The second replica waits for the first
+# (at most MIGRATION_WAIT), then finds the database at head. A failure leaves the database at
+# the revision it was at.
+MIGRATION_LOCK = 0x726C746D  # pg_advisory_xact_lock's key: "rltm"
+MIGRATION_WAIT = 600  # seconds a migrate waits for another one to finish
+
+
+def serialised(engine: AsyncEngine) -> AsyncEngine:
+    """The migrations' engine: on SQLite each transaction BEGIN IMMEDIATE, DDL inside it."""
+    if engine.dialect.name != "sqlite":
+        return engine
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _driver_transactions_off(dbapi_conn: object, _record: object) -> None:
+        dbapi_conn.isolation_level = None  # type: ignore[attr-defined]
+        cur = dbapi_conn.cursor()  # type: ignore[attr-defined]
+        cur.execute(f"PRAGMA busy_timeout={MIGRATION_WAIT * 1000}")
+        cur.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _begin_immediate(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+def _take_the_lock(connection: Connection) -> None:
+    if connection.dialect.name == "postgresql":
+        timeout = connection.exec_driver_sql("SHOW lock_timeout").scalar()
+        connection.exec_driver_sql(f"SET LOCAL lock_timeout = '{MIGRATION_WAIT}s'")
+        connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
+        connection.exec_driver_sql(f"SET LOCAL lock_timeout = '{timeout}'")
+
+
+def _applied(ctx: object, step: object, heads: object, run_args: object) -> None:
+    config.attributes.setdefault("applied", []).append(step.up_revision_id)  # type: ignore[attr-defined]
+
+
 def do_run_migrations(connection: Connection) -> None:
+    sqlite = connection.dialect.name == "sqlite"
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
-        render_as_batch=connection.dialect.name == "sqlite",
+        render_as_batch=sqlite,
         compare_type=True,
+        transactional_ddl=True,  # SQLite too: its DDL is transactional (see `serialised`)
+        on_version_apply=_applied,
     )
     with context.begin_transaction():
+        _take_the_lock(connection)
+        config.attributes["from"] = context.get_context().get_current_revision()
         context.run_migrations()
 
 
 async def run_async_migrations() -> None:
-    engine = make_engine(database_url())
+    engine = serialised(make_engine(database_url()))
     async with engine.connect() as connection:
         await connection.run_sync(do_run_migrations)
         await connection.commit()

@@ -273,7 +273,46 @@ def populate(url: str, rev: str) -> dict[str, set[str]]:
                                          f"(SELECT coalesce(max(id), 1) FROM {table}))"))
 
     run(url, write)
+    if rev < "0014":
+        run(url, lambda conn: _a_private_repository(conn, schema))
     return schema
+
+
+SECRET, SECRET_ID = "o/secret", 202
+
+
+def _a_private_repository(conn: Any, schema: dict[str, set[str]]) -> None:
+    """Before 0014 the app stored a private repository's threads like any other: its thread
+    and a finished delivery whose payload says `"private":true`. 0014 forgets the thread
+    and marks the repository, 0016 empties the delivery's payload."""
+    payload = json.loads(_payload("opened", 1, "secret"))
+    payload["repository"].update(id=SECRET_ID, full_name=SECRET, private=True)
+    raw = json.dumps(payload, separators=(",", ":"))
+    threads = Base.metadata.tables["threads"].c
+    thread = {c: v for c, v in {**full_rows()["threads"][0], "id": 50, "repo": SECRET}.items()
+              if c in schema["threads"]}
+    conn.execute(sa.insert(sa.table("threads", *(sa.column(c, threads[c].type) for c in thread)))
+                 .values(**thread))
+    delivery = {c: v for c, v in {**full_rows()["deliveries"][0], "id": 50, "repo": SECRET,
+                                  "delivery_id": "d-secret", "payload": raw}.items()
+                if c in schema["deliveries"]}
+    deliveries = Base.metadata.tables["deliveries"].c
+    conn.execute(sa.insert(sa.table("deliveries", *(sa.column(c, deliveries[c].type)
+                                                    for c in delivery))).values(**delivery))
+
+
+def assert_forgotten(url: str) -> None:
+    """The private repository's thread gone, its row marked, its delivery's payload emptied."""
+    from bot.store.privacy import EMPTIED_PAYLOAD
+
+    def read(conn: Any) -> tuple[Any, ...]:
+        return (conn.execute(sa.text("SELECT count(*) FROM threads WHERE repo = :r"),
+                             {"r": SECRET}).scalar(),
+                conn.execute(sa.text("SELECT private FROM repositories WHERE full_name = :r"),
+                             {"r": SECRET}).scalar(),
+                conn.execute(sa.text("SELECT payload FROM deliveries WHERE id = 50")).scalar())
+    count, private, payload = run(url, read)
+    assert (count, bool(private), payload) == (0, True, EMPTIED_PAYLOAD)
 
 
 def stored(url: str) -> dict[str, list[dict[str, Any]]]:
@@ -293,7 +332,7 @@ def stored(url: str) -> dict[str, list[dict[str, Any]]]:
 def assert_kept(url: str, want: dict[str, list[dict[str, Any]]]) -> None:
     got = stored(url)
     for table, rows in want.items():
-        have = got[table]
+        have = [r for r in got[table] if r.get("full_name") != SECRET and r.get("id") != 50]
         if any(r.get("id", 0) is None for r in rows):  # a row a migration made: its id is its own
             have = [{**r, "id": None} if r["id"] not in {w.get("id") for w in rows} else r
                     for r in have]
@@ -350,12 +389,15 @@ def test_a_deployment_at_an_older_revision_upgrades_keeping_its_rows(empty_url: 
     """Each older revision, holding the rows its app stored, migrated to head: every row and
     value kept (the conversions the migrations document: a discussion's comments their own
     kind, a comment's deletion noted for both kinds, the analysis' uncertainty and the
-    delivery's repository id read from what was stored), the schema the models', the indexes
+    delivery's repository id read from what was stored; before 0014, a private repository's
+    thread forgotten and its delivery emptied), the schema the models', the indexes
     of both (the SQLite table copies included), and today's app reads it."""
     migrate.upgrade(empty_url, rev)
     schema = populate(empty_url, rev)
     migrate.upgrade(empty_url)
     assert_kept(empty_url, expected(rev, schema))
+    if rev < "0014":
+        assert_forgotten(empty_url)
     from tests.test_migrations import EXPRESSION_INDEXES, schema_differences
 
     assert schema_differences(empty_url) == []

@@ -614,3 +614,24 @@ def test_a_migration_failing_halfway_leaves_the_previous_revision(populated: str
     status, out, err = finished(rltracker("migrate", url=populated))
     assert (status, err, out) == (0, "", f"database at {HEAD}\n")
     assert_kept(populated, expected(HEAD, schema_of(populated)))
+
+
+def test_a_refused_row_is_named_in_the_failure_line(populated: str) -> None:
+    """What a migration's failure line says of a row a constraint refuses: the database's
+    first line, and on PostgreSQL its DETAIL (the key and value), which the first line
+    lacks."""
+    from sqlalchemy.exc import IntegrityError
+
+    from bot.store.migrate import _failure_message
+
+    def duplicate(conn: Any) -> None:
+        conn.execute(sa.text("INSERT INTO deletions (key, deleted_at) VALUES "
+                             "('comment:comment:13', CURRENT_TIMESTAMP)"))
+
+    with pytest.raises(IntegrityError) as refused:
+        run(populated, duplicate)
+    line = _failure_message(SCRIPT.get_revision(HEAD), "0017", refused.value)
+    assert line.startswith(f"migration {HEAD} (") and "still at 0017" in line
+    assert "deletions" in line or "uq_deletions_key" in line, line
+    if populated.startswith("postgresql"):
+        assert "(key)=(comment:comment:13) already exists" in line, line

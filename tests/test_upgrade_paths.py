@@ -635,3 +635,58 @@ def test_a_refused_row_is_named_in_the_failure_line(populated: str) -> None:
     assert "deletions" in line or "uq_deletions_key" in line, line
     if populated.startswith("postgresql"):
         assert "(key)=(comment:comment:13) already exists" in line, line
+
+
+NEXT_MIGRATION = '''"""A later migration that copies `threads` on SQLite (a test's own).
+
+Revision ID: 9001
+Revises: {head}
+"""
+import sqlalchemy as sa
+from alembic import op
+
+revision = "9001"
+down_revision = "{head}"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("threads", recreate="always") as batch:
+        batch.add_column(sa.Column("extra", sa.Text(), nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("threads", recreate="always") as batch:
+        batch.drop_column("extra")
+'''
+
+
+def test_a_later_migration_copying_a_parent_table_keeps_its_children(populated: str,
+                                                                     tmp_path: Path) -> None:
+    """A migration that copies `threads` (SQLite's way to alter a table: make a new one, copy,
+    drop the old, rename) dropped the old table with foreign keys on: SQLite deletes its rows
+    first, and ON DELETE CASCADE took every comment, analysis, verdict and re-analysis
+    failure with them (0009 avoided it for `installations` with a plain ALTER; a migration
+    could not turn the check off inside the one transaction an upgrade now is). The
+    migrations' connection has foreign keys off: the children stay. (PostgreSQL alters a
+    table in place.)"""
+    import shutil
+
+    if not populated.startswith("sqlite"):
+        pytest.skip("SQLite's table copy; PostgreSQL alters in place")
+
+    scripts = tmp_path / "migrations"
+    shutil.copytree(Path(migrate.MIGRATIONS_DIR), scripts,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (scripts / "versions" / "9001_copy_threads.py").write_text(NEXT_MIGRATION.format(head=HEAD))
+    cfg = migrate.alembic_config(populated)
+    cfg.set_main_option("script_location", str(scripts))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        command.upgrade(cfg, "9001")
+    counts = run(populated, lambda conn: {t: conn.execute(sa.text(f"SELECT count(*) FROM {t}"))
+                                          .scalar() for t in ("threads", "comments", "analyses",
+                                                              "verdicts", "analysis_failures")})
+    assert counts == {"threads": 3, "comments": 3, "analyses": 1, "verdicts": 1,
+                      "analysis_failures": 1}

@@ -690,3 +690,31 @@ def test_a_later_migration_copying_a_parent_table_keeps_its_children(populated: 
                                                               "verdicts", "analysis_failures")})
     assert counts == {"threads": 3, "comments": 3, "analyses": 1, "verdicts": 1,
                       "analysis_failures": 1}
+
+
+def test_a_migration_leaving_rows_pointing_nowhere_keeps_nothing(populated: str,
+                                                                 tmp_path: Path) -> None:
+    """With foreign keys off for the migrations (above), a migration deleting a thread but
+    not its comments would leave them pointing nowhere: the upgrade fails whole, naming a
+    row, and the database stays as it was."""
+    import shutil
+
+    from bot.store.migrate import MigrationFailed
+
+    if not populated.startswith("sqlite"):
+        pytest.skip("SQLite's foreign keys; PostgreSQL's stay on")
+    scripts = tmp_path / "migrations"
+    shutil.copytree(Path(migrate.MIGRATIONS_DIR), scripts,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (scripts / "versions" / "9001_orphans.py").write_text(
+        NEXT_MIGRATION.format(head=HEAD).split("def upgrade")[0]
+        + 'def upgrade() -> None:\n    op.execute("DELETE FROM threads WHERE id = 1")\n')
+    cfg = migrate.alembic_config(populated)
+    cfg.set_main_option("script_location", str(scripts))
+    with pytest.raises(MigrationFailed) as failed:
+        command.upgrade(cfg, "9001")
+    assert "3 row(s) pointing nowhere, e.g. analyses rowid 1 (its threads row is gone)" in (
+        failed.value.message)
+    assert f"still at {HEAD}" in failed.value.message
+    assert version_of(populated) == HEAD
+    assert_kept(populated, expected(HEAD, schema_of(populated)))

@@ -405,7 +405,12 @@ async def _serve(settings: Settings, host: str, port: int, asked: _Asked, *,
         return _stopped_while_starting(asked)
     from bot.app import create_app
     from bot.context import WORKER, WORKER_PROCESS_COUNTS, AppContext
-    from bot.store.migrate import current_revision, head_revision
+    from bot.store.migrate import (
+        current_revision,
+        head_revision,
+        known_revisions,
+        unknown_revision_message,
+    )
 
     ctx = AppContext.create(settings)
     started = _Started()
@@ -414,6 +419,8 @@ async def _serve(settings: Settings, host: str, port: int, asked: _Asked, *,
         # unreachable: one line (bot.cli.errors)
         current = await _unless_stopped(stop, current_revision(ctx.engine))
         head = head_revision()
+        if current is not None and current != head and current not in known_revisions():
+            return _fail(unknown_revision_message(current), exit_code=1)  # a rolled-back deploy
         if current != head:
             return _fail(
                 f"the database is behind the migrations (it is at {current or 'no revision'}, "

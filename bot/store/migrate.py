@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
@@ -11,7 +12,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.exc import SAWarning
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.config import ALEMBIC_INI, MIGRATIONS_DIR
+from bot.config import ALEMBIC_INI, MIGRATIONS_DIR, UserError
 
 
 def alembic_config(database_url: str) -> Config:
@@ -22,15 +23,97 @@ def alembic_config(database_url: str) -> Config:
     return cfg
 
 
+class MigrationFailed(UserError):
+    """A migration's statement failed (upgrade64): which migration, what the database said,
+    and the revision the database stayed at (the upgrade is one transaction: nothing of it is
+    kept)."""
+
+
+class UnknownRevision(UserError):
+    """The database is at a revision this code does not know: a newer version migrated it."""
+
+
+def unknown_revision_message(current: str) -> str:
+    return (f"the database is at migration {current}, which this version does not know (its "
+            f"latest is {head_revision()}): a newer version has migrated it; run that version "
+            "(a rolled-back deploy cannot use the database; nothing was changed)")
+
+
 def upgrade(database_url: str, revision: str = "head") -> None:
-    """Run `alembic upgrade` (blocking: call from a thread inside an event loop)."""
+    """Run `alembic upgrade` (blocking: call from a thread inside an event loop). One upgrade
+    at a time and all of it or nothing (migrations/env.py). A statement that fails raises
+    MigrationFailed naming the migration; a database at a revision this code does not know
+    raises UnknownRevision."""
+    from alembic.util import CommandError
+    from sqlalchemy.exc import DBAPIError
+
+    cfg = alembic_config(database_url)
     with warnings.catch_warnings():
         # On SQLite alembic's batch copy of a table (0013's `comments`) reflects the tables it
         # refers to, and SQLAlchemy warns that it skips `threads`' expression index, which
         # the copy leaves alone: two lines of stderr at every first `make run`, nothing to do.
         warnings.filterwarnings("ignore", category=SAWarning,
                                 message="Skipped unsupported reflection of expression-based index")
-        command.upgrade(alembic_config(database_url), revision)
+        try:
+            command.upgrade(cfg, revision)
+        except CommandError as exc:
+            current = cfg.attributes.get("from")
+            if current is not None and current not in known_revisions():
+                raise UnknownRevision(unknown_revision_message(current)) from exc
+            raise
+        except DBAPIError as exc:
+            failed = _failed_migration(cfg.attributes)
+            if failed is None or _not_the_migration(exc):
+                raise
+            raise MigrationFailed(_failure_message(failed, cfg.attributes.get("from"), exc)) from exc
+
+
+def known_revisions() -> set[str]:
+    script = ScriptDirectory.from_config(alembic_config("sqlite://"))
+    return {rev.revision for rev in script.walk_revisions()}
+
+
+def _failed_migration(attributes: dict[str, Any]) -> Any:
+    """The migration that was running when a statement failed: the one after the last
+    applied (None when no migration had started: the failure was reaching the database)."""
+    if "from" not in attributes:
+        return None
+    script = ScriptDirectory.from_config(alembic_config("sqlite://"))
+    path = list(reversed(list(script.iterate_revisions("head", attributes["from"]))))
+    done = len(attributes.get("applied", []))
+    return path[done] if done < len(path) else None
+
+
+def _not_the_migration(exc: BaseException) -> bool:
+    """A failure of the database itself, which bot.cli.errors tells as such: locked, a lock
+    not granted in time, read-only, full, damaged, unreachable."""
+    from bot.store.db import refuses_writes
+
+    orig = getattr(exc, "orig", None)
+    state = getattr(orig, "sqlstate", None) or ""
+    text = str(orig or exc).lower()
+    return refuses_writes(exc) or state.startswith(("08", "55P03", "57P")) or text.startswith(
+        ("database is locked", "database table is locked", "database disk image is malformed",
+         "file is not a database"))
+
+
+def _failure_message(failed: Any, start: str | None, exc: BaseException) -> str:
+    orig = getattr(exc, "orig", exc)
+    lines = str(orig).strip().splitlines()
+    detail = lines[0].strip() if lines else type(orig).__name__
+    cause: BaseException | None = orig
+    seen = 0
+    while cause is not None and seen < 5:  # asyncpg's DETAIL: the row a constraint refused
+        extra = getattr(cause, "detail", None)
+        if isinstance(extra, str) and extra and extra not in detail:
+            detail = f"{detail}; {extra}"
+            break
+        cause = cause.__cause__ or cause.__context__
+        seen += 1
+    title = (failed.doc or "").strip().splitlines()[0] if failed.doc else ""
+    return (f"migration {failed.revision} ({title}) failed: {detail}; nothing of this upgrade "
+            f"was kept, the database is still at {start or 'no revision (empty)'}: fix what "
+            "the error names, then run `rltracker migrate` again")
 
 
 def head_revision() -> str | None:
@@ -56,6 +139,12 @@ def migrate_command(args: object) -> int:
     path = sqlite_path(settings.database_url)
     if path is not None:  # checked: it can be created (SQLite itself creates only the file)
         path.parent.mkdir(parents=True, exist_ok=True)
-    upgrade(settings.database_url)
+    try:
+        upgrade(settings.database_url)
+    except UserError as exc:  # one line (bot.cli.errors), the database named
+        from bot.config import describe_value, redact_url
+
+        exc.message = f"{describe_value('DATABASE_URL', redact_url(settings.database_url))}: {exc.message}"
+        raise
     print(f"database at {head_revision()}")
     return 0

@@ -24,7 +24,6 @@ page's cleaning leaves (lone surrogates, U+FFFE, U+FFFF) are dropped from the do
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -72,12 +71,8 @@ async def _threads(request: web.Request, *, by_activity: bool, **filters: Any
     query = query.order_by(when.desc().nulls_last(), Thread.id.desc()).limit(FEED_ROWS)
     async with app_context(request).sessionmaker() as session:
         rows = (await session.execute(query)).all()
-    return [{**data._row(r), "activity_at": _instant(r.activity_at),
-             "stored_at": _instant(r.stored_at)} for r in rows]
-
-
-def _instant(value: datetime | None) -> str | None:
-    return format_datetime(value)
+    return [{**data._row(r), "activity_at": format_datetime(r.activity_at),
+             "stored_at": format_datetime(r.stored_at)} for r in rows]
 
 
 def _thread_entry(base: str, row: dict[str, Any], updated: str, summary: str,

@@ -328,3 +328,21 @@ async def test_a_bad_filter_on_the_page_offers_no_feed(ctx: Any) -> None:
     finally:
         await client.close()
     assert "application/atom+xml" not in html and "proposals.atom" not in html
+
+
+async def test_a_hostile_paper_filter_is_text_in_the_feeds_title_and_id(ctx: Any) -> None:
+    """The `paper` filter is typed by anyone: the feed's title names it as the page's title
+    does, and its id and links carry it encoded; the XML still parses."""
+    await seed(ctx)
+    client = await client_for(ctx)
+    try:
+        body = await fetch(client, "/proposals.atom?paper=%3C/title%3E%5D%5D%3E%26%22x")
+        rtl = await fetch(client, "/proposals.atom?paper=%E2%80%AEgspo%E2%80%AC")
+    finally:
+        await client.close()
+    assert "</title>]]>" not in body
+    entries = parse_feed(body, f"{BASE}/proposals.atom?paper=%3C%2Ftitle%3E%5D%5D%3E%26%22x")
+    assert entries == []
+    assert _one(ET.fromstring(body.encode()), "title").text == 'Proposals: naming </title>]]>&"x · rltracker'
+    assert "\u202e" not in rtl
+    ET.fromstring(rtl.encode())

@@ -13,7 +13,7 @@ from aiohttp import web
 from bot.config import WEBHOOK_BODY_LIMIT
 from bot.context import CTX, INBOX, METRICS, WORKER
 from bot.metrics import Metrics
-from bot.site import api, pages, preview_pages, report_pages, study, threads, verdicts
+from bot.site import api, feeds, pages, preview_pages, report_pages, study, threads, verdicts
 from bot.store import db as store_db
 from bot.webhooks.inbox import Inbox
 from bot.webhooks.receive import webhook, webhook_expect
@@ -132,6 +132,7 @@ def create_app(ctx: Any, *, worker: bool = True, worker_options: dict[str, Any] 
 
     app.router.add_post("/webhook", webhook, expect_handler=webhook_expect)
     api.setup(app)
+    feeds.setup(app)  # before the pages: /failures/{key} would take /failures/{key}.atom
     pages.setup(app)
     report_pages.setup(app)
     preview_pages.setup(app)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from aiohttp import web
 from sqlalchemy import select
@@ -10,6 +11,7 @@ from sqlalchemy import select
 from bot.context import app_context
 from bot.site.pages import HEADERS
 from bot.store.models import Report
+from bot.store.types import format_datetime
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -21,25 +23,39 @@ def _html(text: str, status: int = 200) -> web.Response:
                         headers=HEADERS)
 
 
-async def reports_index(request: web.Request) -> web.Response:
-    from bot.site.report import CHANGE_TITLES
-    from bot.templating import html_env
-
+async def report_list(session: Any, limit: int | None = None) -> list[dict[str, Any]]:
+    """The reports newest first (the first `limit`): each night's date, whether it is a
+    baseline, its totals by change (new landings among them) and when it was stored; the
+    list page and the reports feed (bot.site.feeds)."""
     # The date, baseline and totals of each night, not its whole data: that holds the
     # snapshot of every tracked thread (a megabyte or more a night), and the list read a
     # year of them on every visit.
-    async with app_context(request).sessionmaker() as session:
-        rows = (await session.execute(
-            select(Report.date, Report.data["baseline"].label("baseline"),
-                   Report.data["totals"].label("totals"),
-                   Report.data["new_landings"].label("new_landings"))
-            .order_by(Report.date.desc()))).all()
+    rows = (await session.execute(
+        select(Report.date, Report.data["baseline"].label("baseline"),
+               Report.data["totals"].label("totals"),
+               Report.data["new_landings"].label("new_landings"), Report.created_at)
+        .order_by(Report.date.desc()).limit(limit))).all()
     # A night's new landings are news too (the report lists them); they are not in `totals`.
-    reports = [{"date": r.date, "baseline": bool(r.baseline),
-                "totals": {**(r.totals or {}), "new_landings": r.new_landings or 0}}
-               for r in rows]
-    titles = {**CHANGE_TITLES, "new_landings": "New landings"}
-    return _html(html_env().get_template("reports/list.html.j2").render(reports=reports, titles=titles))
+    return [{"date": r.date, "baseline": bool(r.baseline),
+             "totals": {**(r.totals or {}), "new_landings": r.new_landings or 0},
+             "created_at": format_datetime(r.created_at)}
+            for r in rows]
+
+
+def change_titles() -> dict[str, str]:
+    """The titles of a night's totals (`report_list`), for `reports/_changes.html.j2`."""
+    from bot.site.report import CHANGE_TITLES
+
+    return {**CHANGE_TITLES, "new_landings": "New landings"}
+
+
+async def reports_index(request: web.Request) -> web.Response:
+    from bot.templating import html_env
+
+    async with app_context(request).sessionmaker() as session:
+        reports = await report_list(session)
+    return _html(html_env().get_template("reports/list.html.j2").render(
+        reports=reports, titles=change_titles()))
 
 
 async def report_page(request: web.Request) -> web.Response:

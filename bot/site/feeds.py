@@ -1,0 +1,163 @@
+"""Atom feeds (RFC 4287) of what three pages list, to subscribe to instead of visiting them:
+
+- `/reports/feed.atom`: the nightly proposal-status reports, newest first (at most FEED_ROWS),
+  each linking to its page and saying the night's counts as the reports list does;
+- `/proposals.atom`: the proposals `/proposals` lists, with its filters read by its own
+  parser (`pages._filters`; a bad value is the page's 400), the most recently active first;
+- `/failures/{key}.atom`: the failure reports `/failures/{key}` lists, newest first (an
+  unknown kind is the page's 404, another spelling of one the page's 301).
+
+The threads are read with the pages' own query parts (`data._tracked`, `data._thread_filters`,
+`data._row`): the same threads, so nothing of a repository made private or forgotten (its
+rows are deleted, bot/store/privacy.py) can appear. The store keeps no time of a review-state
+change (an analysis row's `analyzed_at` moves with every nightly re-analysis), so a proposal's
+`updated` is the thread's last activity on GitHub (`threads.updated_at`), else its opening,
+else when the tracker stored it; a failure report's is its opening (`published` too).
+
+Ids are the pages' absolute addresses under the configured public URL (`settings.public_url`,
+the one the app's comments link with): the same on every run and every database. Titles are
+GitHub's text: written by the autoescaping template engine, without control characters and
+isolated as a page's `<title>` is (`plain_title`), and the characters XML forbids that a
+page's cleaning leaves (lone surrogates, U+FFFE, U+FFFF) are dropped from the document.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import quote
+
+from aiohttp import web
+from markupsafe import Markup
+from sqlalchemy import func, select
+
+from bot.context import app_context
+from bot.site import data, pages
+from bot.store.models import Thread
+from bot.store.types import format_datetime
+from bot.templating import html_env
+
+FEED_ROWS = 50  # entries in a feed
+ATOM = "application/atom+xml"
+# An empty feed's `updated`: nothing in it ever changed (RFC 4287 wants a date).
+NEVER = "1970-01-01T00:00:00Z"
+_NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
+
+
+def _base(request: web.Request) -> str:
+    return str(app_context(request).settings.public_url).rstrip("/")
+
+
+def atom(feed: dict[str, Any], entries: list[dict[str, Any]]) -> web.Response:
+    """The feed document: `feed` (id, text_title, page, base: the public URL) and its
+    `entries` (id, title (GitHub's) or text_title (ours), link, related, updated,
+    published, summary, terms), its `updated` the latest entry's (NEVER when empty)."""
+    updated = max((e["updated"] for e in entries), default=NEVER)
+    body = html_env().get_template("feeds/feed.atom.j2").render(
+        feed=feed, entries=entries, updated=updated)
+    return web.Response(text=_NOT_XML.sub("", body), content_type=ATOM, charset="utf-8",
+                        headers=pages.HEADERS)
+
+
+async def _threads(request: web.Request, *, by_activity: bool, **filters: Any
+                   ) -> list[dict[str, Any]]:
+    """The first FEED_ROWS thread summaries `filters` name (`data._thread_filters`, as the
+    pages), the most recently active first or (`by_activity` false) newest first as the
+    pages list them, each with `activity_at` and `stored_at`."""
+    columns = [*data._thread_columns(), Thread.updated_at.label("activity_at"),
+               Thread.stored_at.label("stored_at")]
+    query = data._thread_filters(data._tracked(select(*columns).select_from(Thread)), **filters)
+    when = func.coalesce(Thread.updated_at, Thread.created_at) if by_activity else Thread.created_at
+    query = query.order_by(when.desc().nulls_last(), Thread.id.desc()).limit(FEED_ROWS)
+    async with app_context(request).sessionmaker() as session:
+        rows = (await session.execute(query)).all()
+    return [{**data._row(r), "activity_at": format_datetime(r.activity_at),
+             "stored_at": format_datetime(r.stored_at)} for r in rows]
+
+
+def _thread_entry(base: str, row: dict[str, Any], updated: str, summary: str,
+                  terms: list[str]) -> dict[str, Any]:
+    page = f"{base}/threads/{row['repo']}/{row['number']}"
+    return {"id": page, "title": row["title"], "link": page, "related": row["url"],
+            "updated": updated, "published": row["created_at"], "summary": summary,
+            "terms": [t for t in terms if t]}
+
+
+def _where(row: dict[str, Any]) -> str:
+    kind = "" if row["kind"] == "issue" else f" ({row['kind'].replace('_', ' ')})"
+    return f"{row['repo']}#{row['number']}{kind}"
+
+
+# --- the feeds -------------------------------------------------------------------------------
+
+
+async def reports_feed(request: web.Request) -> web.Response:
+    from bot.site.report_pages import change_titles, report_list
+
+    base = _base(request)
+    async with app_context(request).sessionmaker() as session:
+        reports = await report_list(session, limit=FEED_ROWS)
+    changes = html_env().get_template("reports/_changes.html.j2").module
+    entries = [{
+        "id": f"{base}/reports/{r['date']}", "text_title": f"Proposal status, {r['date']}",
+        "link": f"{base}/reports/{r['date']}", "related": None,
+        "updated": r["created_at"] or f"{r['date']}T00:00:00Z", "published": None,
+        "summary": Markup(str(changes.changes(r, change_titles()))).striptags(), "terms": [],
+    } for r in reports]
+    return atom({"id": f"{base}/reports/feed.atom", "text_title": "Nightly proposal-status reports",
+                 "page": f"{base}/reports/", "base": base}, entries)
+
+
+async def proposals_feed(request: web.Request) -> web.Response:
+    filters, error = pages._filters(request)
+    if error:
+        return await pages.proposals_page(request)  # the page's 400, saying what was wrong
+    base = _base(request)
+    page = pages._page_url(filters, 1)  # /proposals?framework=…: the filters in one order
+    rows = await _threads(request, by_activity=True, proposals=True, **filters)
+    labels = pages.STATE_LABELS
+    entries = [_thread_entry(
+        base, r, r["activity_at"] or r["created_at"] or r["stored_at"] or NEVER,
+        f"{_where(r)}: {labels.get(r['review_state'] or 'unknown', r['review_state'])}"
+        + (f", {data.catalog().frameworks[r['framework']].name}" if r["framework"] else ""),
+        [r["review_state"], r["framework"]]) for r in rows]
+    return atom({"id": base + page.replace("/proposals", "/proposals.atom", 1),
+                 "text_title": _page_title("proposals.html", filters=filters,
+                                           frameworks=data.catalog().frameworks),
+                 "page": base + page, "base": base}, entries)
+
+
+async def failure_feed(request: web.Request) -> web.Response:
+    if moved := pages._failure_moved(request):
+        return moved
+    key = request.match_info["key"]
+    failure = data.catalog().failures.get(key)
+    if failure is None:
+        return pages.not_found("failure kind")
+    base = _base(request)
+    rows = await _threads(request, by_activity=False, failures=True, category=key)
+    entries = [_thread_entry(
+        base, r, r["created_at"] or r["stored_at"] or NEVER,
+        f"{_where(r)}: reported {failure.title}"
+        + (f" (set by a person, {r['failure_set_by']})" if r["failure_set_by"] else ""),
+        [key, r["framework"]]) for r in rows]
+    return atom({"id": f"{base}/failures/{quote(key)}.atom",
+                 "text_title": f"Failure reports: {failure.title}",
+                 "page": f"{base}/failures/{quote(key)}", "base": base}, entries)
+
+
+def _page_title(template: str, **context: Any) -> Markup:
+    """The `title` block of a page's template, as the page's `<title>` words it (a filtered
+    list of proposals names its filters): escaped already."""
+    env = html_env()
+    env.globals.setdefault("state_labels", pages.STATE_LABELS)
+    page = env.get_template(f"site/{template}")
+    return Markup("".join(page.blocks["title"](page.new_context(context))))
+
+
+def setup(app: web.Application) -> None:
+    """Adds the feeds. Before the pages' routes: `/failures/{key}` and `/reports/{date}`
+    would take `/failures/x.atom` and `/reports/feed.atom` otherwise."""
+    app.router.add_get("/reports/feed.atom", reports_feed)
+    app.router.add_get("/proposals.atom", proposals_feed)
+    app.router.add_get("/failures/{key}.atom", failure_feed)

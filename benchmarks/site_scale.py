@@ -83,13 +83,13 @@ async def build_store(ctx: Any, n_threads: int, *, comments: int = COMMENTS_PER_
     from bot.site.study import refresh_study
     from bot.store.models import (
         Action,
+        Comment,
         ContributionRules,
         Installation,
         JobRun,
         Paper,
         Repository,
         Thread,
-        Comment,
     )
     from bot.store.threads import bury, insert_new, thread_grave
     from bot.store.verdicts import set_verdict

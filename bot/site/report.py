@@ -364,7 +364,7 @@ async def shown_data(session: Any, data: dict[str, Any]) -> dict[str, Any]:
     """A stored report's data as shown (its page, `--out` of a past night): without the titles
     of the threads deleted on GitHub since (buried: bot.store.threads.graves), whose text the
     tracker no longer keeps anywhere else. The key, links and numbers stay."""
-    from bot.store.threads import graves, is_buried, thread_grave
+    from bot.store.threads import graves_among, is_buried, thread_grave
 
     titles = data.get("titles") or {}
     snapshot = data.get("snapshot") or {}
@@ -376,10 +376,7 @@ async def shown_data(session: Any, data: dict[str, Any]) -> dict[str, Any]:
             of_key[key] = thread_grave(str(state.get("repo") or repo),
                                        int(state.get("number") or number),
                                        str(state.get("kind") or "issue"))
-    found: dict[str, datetime | None] = {}
-    wanted = sorted(set(of_key.values()))
-    for i in range(0, len(wanted), 500):
-        found.update(await graves(session, set(wanted[i:i + 500])))
+    found = await graves_among(session, set(of_key.values()))  # one statement, however many
     gone = {key for key, grave in of_key.items()
             if is_buried(found, grave, (snapshot.get(key) or {}).get("created_at"))}
     if not gone:

@@ -63,11 +63,13 @@ async def report_page(request: web.Request) -> web.Response:
 
 async def report_markdown(request: web.Request) -> web.Response:
     day = request.match_info["date"]
+    # The Markdown alone: the row's data holds the snapshot of every tracked thread.
     async with app_context(request).sessionmaker() as session:
-        row = await session.scalar(select(Report).where(Report.date == day)) if _DATE.match(day) else None
-    if row is None:
+        markdown = await session.scalar(
+            select(Report.markdown).where(Report.date == day)) if _DATE.match(day) else None
+    if markdown is None:
         raise web.HTTPNotFound()
-    return web.Response(text=row.markdown, content_type="text/markdown", charset="utf-8",
+    return web.Response(text=markdown, content_type="text/markdown", charset="utf-8",
                         headers=HEADERS)
 
 

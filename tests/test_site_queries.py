@@ -8,6 +8,7 @@ only, never times; SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -128,3 +129,38 @@ async def test_pages_do_not_count_every_thread_to_know_one_is_stored(stores) -> 
                 if any(" ".join(s.split()).startswith("SELECT count(*) AS count_1 FROM threads")
                        and " ".join(s.split()).endswith("FROM threads") for s in seen)}
     assert not counting, sorted(counting)
+
+
+async def test_the_list_of_reports_reads_no_nights_data(stores) -> None:
+    """/reports/ shows each night's date, baseline flag and totals: it read them out of each
+    night's data (`data -> 'totals'`), which had the database parse the whole snapshot of
+    every tracked thread, three times a night listed (525 ms for two nights of a
+    20,000-thread store on PostgreSQL)."""
+    url, named = stores[LARGE]
+    status, count, seen = (await _statements(url, named, ["/reports/"]))["/reports/"]
+    assert status == 200 and count == 1
+    assert "reports.data" not in seen[0], seen[0]
+
+
+def test_0019_report_summary_is_filled_from_the_stored_data(db_url: str) -> None:
+    """Migration 0019: the summary of each stored report, filled from its data on the way up
+    (baseline, totals, new landings); dropped on the way down, the rows kept."""
+    from alembic import command
+
+    from bot.store import migrate
+    from tests.test_migrations import _execute, columns, schema_differences
+
+    command.downgrade(migrate.alembic_config(db_url), "0018")
+    assert "summary" not in columns(db_url, "reports")
+    data = {"baseline": False, "totals": {"merged": 2, "lapsed": 1}, "new_landings": 3,
+            "snapshot": {"o/r#1": {}}}
+    asyncio.run(_execute(db_url, "INSERT INTO reports (date, data, markdown, created_at) VALUES "
+                                 f"('2026-12-01', '{json.dumps(data)}', '# r', CURRENT_TIMESTAMP), "
+                                 "('2026-12-02', '{}', '# r', CURRENT_TIMESTAMP)"))
+    migrate.upgrade(db_url)
+    rows = dict(asyncio.run(_execute(db_url, "SELECT date, summary FROM reports")))
+    read = {day: json.loads(v) if isinstance(v, str) else v for day, v in rows.items()}
+    assert read == {"2026-12-01": {"baseline": False, "totals": {"merged": 2, "lapsed": 1},
+                                   "new_landings": 3},
+                    "2026-12-02": {"baseline": False, "totals": {}, "new_landings": 0}}
+    assert schema_differences(db_url) == []

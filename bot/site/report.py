@@ -37,7 +37,16 @@ from analyzers.catalog import canonical_repo, framework_id
 from bot.analysis import hidden_from_discussion
 from bot.site.study import detected_since
 from bot.store.db import dialect_insert
-from bot.store.models import Action, Analysis, Comment, Report, Repository, Thread, Verdict
+from bot.store.models import (
+    Action,
+    Analysis,
+    Comment,
+    Report,
+    Repository,
+    Thread,
+    Verdict,
+    report_summary,
+)
 from bot.store.types import format_datetime, parse_datetime, utcnow
 from bot.store.verdicts import agreement, shown_columns, shown_failure
 
@@ -405,10 +414,11 @@ async def store_report(ctx: Any, data: dict[str, Any], markdown: str) -> Report:
         if scrubbed:
             markdown = render_markdown(data, ctx.settings.public_url)
         insert = dialect_insert(session.get_bind().dialect.name)(Report.__table__).values(
-            date=data["date"], data=data, markdown=markdown, created_at=utcnow())
+            date=data["date"], data=data, summary=report_summary(data), markdown=markdown,
+            created_at=utcnow())
         await session.execute(insert.on_conflict_do_update(
             index_elements=["date"],
-            set_={c: insert.excluded[c] for c in ("data", "markdown", "created_at")}))
+            set_={c: insert.excluded[c] for c in ("data", "summary", "markdown", "created_at")}))
         await session.commit()
         row = await session.scalar(select(Report).where(Report.date == data["date"])
                                    .execution_options(populate_existing=True))

@@ -227,14 +227,15 @@ def routes(named: dict[str, Any]) -> list[str]:
 
 
 @contextmanager
-def counting(engine: Any) -> Iterator[list[str]]:
-    """The statements `engine` runs inside the block (an executemany counts once)."""
+def counting(engine: Any) -> Iterator[list[tuple[str, Any]]]:
+    """The statements `engine` runs inside the block, with their parameters (an
+    executemany counts once)."""
     from sqlalchemy import event
 
-    seen: list[str] = []
+    seen: list[tuple[str, Any]] = []
 
-    def on_execute(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        seen.append(statement)
+    def on_execute(conn: Any, cursor: Any, statement: str, parameters: Any, *args: Any) -> None:
+        seen.append((statement, parameters))
 
     event.listen(engine.sync_engine, "before_cursor_execute", on_execute)
     try:
@@ -245,10 +246,16 @@ def counting(engine: Any) -> Iterator[list[str]]:
 
 async def measure(client: Any, engine: Any, path: str) -> tuple[int, int, list[str]]:
     """One GET of `path`: its status, the statements it ran and their text."""
+    status, seen, _ = await measure_body(client, engine, path)
+    return status, len(seen), seen
+
+
+async def measure_body(client: Any, engine: Any, path: str) -> tuple[int, list[str], bytes]:
+    """One GET of `path`: its status, the statements it ran, and its body."""
     with counting(engine) as seen:
         resp = await client.get(path)
-        await resp.read()
-    return resp.status, len(seen), list(seen)
+        body = await resp.read()
+    return resp.status, [statement for statement, _ in seen], body
 
 
 @asynccontextmanager
@@ -280,8 +287,8 @@ async def store_at(admin_url: str | None, folder: str) -> AsyncIterator[str]:
 
 
 async def run_size(admin_url: str | None, n: int, n_requests: int, folder: str
-                   ) -> dict[str, tuple[int, int, float]]:
-    """path -> (status, statements, median ms) on a store of `n` threads."""
+                   ) -> dict[str, tuple[int, int, float, int]]:
+    """path -> (status, statements, median ms, bytes) on a store of `n` threads."""
     from aiohttp.test_utils import TestClient, TestServer
 
     from bot.app import create_app
@@ -297,14 +304,14 @@ async def run_size(admin_url: str | None, n: int, n_requests: int, folder: str
             out = {}
             async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
                 for path in routes(named):
-                    status, count, _ = await measure(client, ctx.engine, path)
+                    status, seen, body = await measure_body(client, ctx.engine, path)
                     times = []
                     for _ in range(n_requests):
                         t0 = time.perf_counter()
                         resp = await client.get(path)
                         await resp.read()
                         times.append(time.perf_counter() - t0)
-                    out[path] = (status, count, 1000 * statistics.median(times))
+                    out[path] = (status, len(seen), 1000 * statistics.median(times), len(body))
             return out
         finally:
             await ctx.close()
@@ -317,12 +324,13 @@ async def main_async(args: argparse.Namespace) -> None:
     backend = "PostgreSQL" if args.database_url else "SQLite"
     print(f"{backend}: {args.small} and {args.large} threads ({COMMENTS_PER_THREAD} comments each), "
           f"median of {args.requests} requests")
-    print(f"{'route':48} {'status':>6} {'stmts S/L':>10} {'ms S':>8} {'ms L':>8} {'L/S':>6}")
-    for path, (status, count, ms) in small.items():
-        lstatus, lcount, lms = large[path]
+    print(f"{'route':44} {'status':>7} {'stmts S/L':>9} {'ms S':>7} {'ms L':>7} {'L/S':>5} "
+          f"{'KiB L':>7}")
+    for path, (status, count, ms, _) in small.items():
+        lstatus, lcount, lms, size = large[path]
         shown = status if status == lstatus else f"{status}/{lstatus}"
-        print(f"{path[:48]:48} {shown!s:>6} {f'{count}/{lcount}':>10} {ms:8.1f} {lms:8.1f} "
-              f"{lms / ms if ms else 0:6.1f}")
+        print(f"{path[:44]:44} {shown!s:>7} {f'{count}/{lcount}':>9} {ms:7.1f} {lms:7.1f} "
+              f"{lms / ms if ms else 0:5.1f} {size / 1024:7.0f}")
 
 
 def main() -> None:

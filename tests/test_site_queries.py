@@ -206,3 +206,34 @@ async def test_newest_first_lists_read_threads_in_order_not_all_then_sort(stores
             if "TEMP B-TREE FOR ORDER BY" in plan or "Sort Key: threads.created_at" in plan:
                 sorted_all[path] = plan
     assert not sorted_all, sorted_all
+
+
+@pytest.mark.parametrize("route, key, total_key", [
+    ("/api/failures/entropy_collapse", "recent_reports", "reports_total"),
+    ("/api/methods/gspo", "threads", "threads_total"),
+])
+async def test_the_lists_of_a_kind_and_a_method_page_through_every_thread(
+        stores, route: str, key: str, total_key: str) -> None:
+    """/api/failures/{key} gave a kind's 30 newest reports and /api/methods/{id} a method's
+    100 newest threads, ignoring `limit` and `offset` (docs/site.md called these lists whole):
+    on a large store the rest could not be read from the JSON API at all. They page as every
+    /api/ list does now (`api_paging`, X-Total-Count), the first page as before."""
+    url, named = stores[LARGE]
+    async for client, _ in _client(url):
+        first = await client.get(route)
+        body = await first.json()
+        total = body[total_key]
+        assert total > 10
+        seen: list[tuple[str, int]] = []
+        offset = 0
+        while offset < total:
+            resp = await client.get(f"{route}?limit=10&offset={offset}")
+            assert resp.status == 200 and resp.headers["X-Total-Count"] == str(total)
+            page = (await resp.json())[key]
+            assert page, offset
+            seen += [(t["repo"], t["number"]) for t in page]
+            offset += 10
+        assert len(seen) == len(set(seen)) == total
+        assert seen[:len(body[key])] == [(t["repo"], t["number"]) for t in body[key]]  # as before
+        bad = await client.get(f"{route}?limit=0")
+        assert bad.status == 400 and "limit" in (await bad.json())["error"]

@@ -10,8 +10,9 @@ prints, per route: the SQL statements one request runs (a `before_cursor_execute
 the median milliseconds of R requests at the small and the large size, and the ratio
 large/small. Figures only: tests/test_site_queries.py holds the assertions (on counts).
 
-`--database-url` (a PostgreSQL admin URL): each store is a database created there and dropped
-after; without it, SQLite files in a temporary folder.
+`--database-url` (a PostgreSQL admin URL): each store is a database created there (ANALYZEd
+once built, as autovacuum keeps a live one) and dropped after; without it, SQLite files in a
+temporary folder.
 """
 
 from __future__ import annotations
@@ -300,6 +301,12 @@ async def run_size(admin_url: str | None, n: int, n_requests: int, folder: str
         try:
             t0 = time.perf_counter()
             named = await build_store(ctx, n)
+            if ctx.engine.dialect.name == "postgresql":
+                # The statistics a live database has (autovacuum's ANALYZE): a database just
+                # loaded has none yet, and the planner's guesses are not what it would do.
+                async with ctx.engine.connect() as conn:
+                    await conn.execution_options(isolation_level="AUTOCOMMIT")
+                    await conn.exec_driver_sql("ANALYZE")
             print(f"  store of {n} threads built in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
             out = {}
             async with TestClient(TestServer(create_app(ctx, worker=False))) as client:

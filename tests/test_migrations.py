@@ -35,10 +35,11 @@ def columns(url: str, table: str) -> set[str]:
         url, lambda conn: {c["name"] for c in inspect(conn).get_columns(table)}))
 
 
-# Made by migrations 0002 and 0018 on lower(repo): expression indexes, which the models do not
-# declare (the lookups that use it are written in bot/store/threads.py).
+# Made by migrations 0002 and 0018 on lower(repo), and 0020 on the threads' date newest first:
+# expression indexes, which the models do not declare (the lookups that use it are written in
+# bot/store/threads.py).
 EXPRESSION_INDEXES = {"ix_threads_lower_repo_number", "ix_actions_lower_repo_number",
-                      "ix_deliveries_lower_repo"}
+                      "ix_deliveries_lower_repo", "ix_threads_created_at_id"}
 
 
 def schema_differences(url: str) -> list[Any]:

@@ -172,6 +172,24 @@ async def thread_rows(session: AsyncSession, *, newest_first: bool = True, limit
     return [_row(r) for r in (await session.execute(query)).all()]
 
 
+async def newest_by_state(session: AsyncSession, *, limit: int, **filters: Any
+                          ) -> dict[str | None, list[dict[str, Any]]]:
+    """`thread_rows` of each review state at once: per state, the `limit` newest (ties by id,
+    threads of no known date last) of the threads `filters` names. One statement ranking
+    them per state (a window), not one per state: each of those, asked for a rare framework
+    and state, walked the threads' date index (migration 0020) through most of the table."""
+    order = (Thread.created_at.desc().nulls_last(), Thread.id.desc())
+    rank = func.row_number().over(partition_by=Analysis.review_state, order_by=order).label("rank")
+    ranked = _thread_filters(_tracked(select(*_thread_columns(), rank).select_from(Thread)),
+                             **filters).subquery()
+    rows = await session.execute(select(ranked).where(ranked.c.rank <= limit)
+                                 .order_by(ranked.c.review_state, ranked.c.rank))
+    out: dict[str | None, list[dict[str, Any]]] = {}
+    for r in rows.all():
+        out.setdefault(r.review_state, []).append(_row(r))
+    return out
+
+
 def oldest_first() -> list[Any]:
     """The export's order, the same on SQLite and PostgreSQL: oldest first, threads of no
     known date last (SQLite put them first and PostgreSQL last), ties in the order stored."""
@@ -374,11 +392,8 @@ async def framework_data(session: AsyncSession, name: str) -> dict[str, Any] | N
     # The counts are of every tracked proposal; the lists show the newest LIST_ROWS of each
     # state (the page links to /proposals for the rest).
     counts = (await proposal_counts(session)).get(name, {})
-    by_state = {
-        state: await thread_rows(session, proposals=True, framework=name, state=state,
-                                 limit=LIST_ROWS)
-        for state in REVIEW_STATES if counts.get(state)
-    }
+    newest = await newest_by_state(session, proposals=True, framework=name, limit=LIST_ROWS)
+    by_state = {state: newest.get(state, []) for state in REVIEW_STATES if counts.get(state)}
     installed = await reception(session)
     return {
         "framework": framework_dict(fw),

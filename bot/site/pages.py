@@ -347,11 +347,24 @@ async def api_methods(request: web.Request) -> web.Response:
     return json_response([data.method_dict(m, list(cat.frameworks)) for m in cat.methods.values()])
 
 
+def _paged(found: dict[str, Any], total_key: str) -> web.Response:
+    response = json_response(found)
+    response.headers["X-Total-Count"] = str(found[total_key])
+    return response
+
+
 async def api_method(request: web.Request) -> web.Response:
+    """A method and the threads naming it, newest first: `limit` (LIST_ROWS by default, at
+    most MAX_ROWS) after `offset`, as every /api/ list; X-Total-Count counts them all."""
     if moved := _method_moved(request):
         return moved
-    found = await _session_call(request, data.method_data, request.match_info["id"])
-    return json_response(found) if found else json_response({"error": "no such method"}, 404)
+    paging = api_paging(request.query, default_limit=data.LIST_ROWS, max_limit=data.MAX_ROWS)
+    if isinstance(paging, str):
+        return json_response({"error": paging}, 400)
+    limit, offset = paging
+    found = await _session_call(request, data.method_data, request.match_info["id"],
+                                limit=limit, offset=offset)
+    return _paged(found, "threads_total") if found else json_response({"error": "no such method"}, 404)
 
 
 async def api_failures(request: web.Request) -> web.Response:
@@ -363,10 +376,18 @@ async def api_failures(request: web.Request) -> web.Response:
 
 
 async def api_failure(request: web.Request) -> web.Response:
+    """A failure kind and its reports, newest first: `limit` (REPORTS_PAGE by default, at
+    most MAX_ROWS) after `offset`, as every /api/ list; X-Total-Count counts them all."""
     if moved := _failure_moved(request):
         return moved
-    found = await _session_call(request, data.failure_data, request.match_info["key"])
-    return json_response(found) if found else json_response({"error": "no such failure kind"}, 404)
+    paging = api_paging(request.query, default_limit=REPORTS_PAGE, max_limit=data.MAX_ROWS)
+    if isinstance(paging, str):
+        return json_response({"error": paging}, 400)
+    limit, offset = paging
+    found = await _session_call(request, data.failure_data, request.match_info["key"],
+                                limit=limit, offset=offset)
+    return (_paged(found, "reports_total") if found
+            else json_response({"error": "no such failure kind"}, 404))
 
 
 async def api_frameworks(request: web.Request) -> web.Response:

@@ -67,10 +67,12 @@ async def backfill_progress(session: AsyncSession) -> dict[str, Any] | None:
 
 
 async def tracking_state(session: AsyncSession, settings: Any) -> dict[str, Any]:
-    """What the empty sections of the pages say: whether anything is stored yet, whether a
-    first backfill is running, and whether this service could read GitHub at all."""
-    threads = await session.scalar(select(func.count()).select_from(Thread)) or 0
+    """What the empty sections of the pages say: whether anything is stored yet (`threads`,
+    true or false), whether a first backfill is running, and whether this service could read
+    GitHub at all."""
+    # Whether one is stored, not how many: every page asks, and a count read the whole table.
+    stored = await session.scalar(select(Thread.id).limit(1)) is not None
     running = await session.scalar(select(JobRun.id).where(
         JobRun.name == FIRST_BACKFILL, JobRun.outcome == "running", alive()).limit(1))
-    return {"threads": int(threads), "backfill_running": running is not None,
+    return {"threads": stored, "backfill_running": running is not None,
             "github": can_read_github(settings)}

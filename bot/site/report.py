@@ -37,7 +37,16 @@ from analyzers.catalog import canonical_repo, framework_id
 from bot.analysis import hidden_from_discussion
 from bot.site.study import detected_since
 from bot.store.db import dialect_insert
-from bot.store.models import Action, Analysis, Comment, Report, Repository, Thread, Verdict
+from bot.store.models import (
+    Action,
+    Analysis,
+    Comment,
+    Report,
+    Repository,
+    Thread,
+    Verdict,
+    report_summary,
+)
 from bot.store.types import format_datetime, parse_datetime, utcnow
 from bot.store.verdicts import agreement, shown_columns, shown_failure
 
@@ -403,7 +412,7 @@ async def shown_data(session: Any, data: dict[str, Any]) -> dict[str, Any]:
     """A stored report's data as shown (its page, `--out` of a past night): without the titles
     of the threads deleted on GitHub since (buried: bot.store.threads.graves), whose text the
     tracker no longer keeps anywhere else. The key, links and numbers stay."""
-    from bot.store.threads import graves, is_buried, thread_grave
+    from bot.store.threads import graves_among, is_buried, thread_grave
 
     titles = data.get("titles") or {}
     snapshot = data.get("snapshot") or {}
@@ -415,10 +424,7 @@ async def shown_data(session: Any, data: dict[str, Any]) -> dict[str, Any]:
             of_key[key] = thread_grave(str(state.get("repo") or repo),
                                        int(state.get("number") or number),
                                        str(state.get("kind") or "issue"))
-    found: dict[str, datetime | None] = {}
-    wanted = sorted(set(of_key.values()))
-    for i in range(0, len(wanted), 500):
-        found.update(await graves(session, set(wanted[i:i + 500])))
+    found = await graves_among(session, set(of_key.values()))  # one statement, however many
     gone = {key for key, grave in of_key.items()
             if is_buried(found, grave, (snapshot.get(key) or {}).get("created_at"))}
     if not gone:
@@ -447,10 +453,11 @@ async def store_report(ctx: Any, data: dict[str, Any], markdown: str) -> Report:
         if scrubbed:
             markdown = render_markdown(data, ctx.settings.public_url)
         insert = dialect_insert(session.get_bind().dialect.name)(Report.__table__).values(
-            date=data["date"], data=data, markdown=markdown, created_at=utcnow())
+            date=data["date"], data=data, summary=report_summary(data), markdown=markdown,
+            created_at=utcnow())
         await session.execute(insert.on_conflict_do_update(
             index_elements=["date"],
-            set_={c: insert.excluded[c] for c in ("data", "markdown", "created_at")}))
+            set_={c: insert.excluded[c] for c in ("data", "summary", "markdown", "created_at")}))
         await session.commit()
         row = await session.scalar(select(Report).where(Report.date == data["date"])
                                    .execution_options(populate_existing=True))

@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from bot.context import app_context
 from bot.site.pages import HEADERS
-from bot.store.models import Report
+from bot.store.models import Report, report_summary
 from bot.store.types import format_datetime
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -27,19 +27,28 @@ async def report_list(session: Any, limit: int | None = None) -> list[dict[str, 
     """The reports newest first (the first `limit`): each night's date, whether it is a
     baseline, its totals by change (new landings among them) and when it was stored; the
     list page and the reports feed (bot.site.feeds)."""
-    # The date, baseline and totals of each night, not its whole data: that holds the
-    # snapshot of every tracked thread (a megabyte or more a night), and the list read a
-    # year of them on every visit.
+    # The date, baseline and totals of each night, from its summary (migration 0019), not its
+    # data: that holds the snapshot of every tracked thread (a megabyte or more a night), and
+    # even `data -> 'totals'` had the database parse all of it, for each night of a year.
     rows = (await session.execute(
-        select(Report.date, Report.data["baseline"].label("baseline"),
-               Report.data["totals"].label("totals"),
-               Report.data["new_landings"].label("new_landings"), Report.created_at)
+        select(Report.date, Report.summary, Report.created_at)
         .order_by(Report.date.desc()).limit(limit))).all()
+    summaries = {r.date: r.summary for r in rows}
+    stored = {r.date: r.created_at for r in rows}
+    missing = [day for day, summary in summaries.items() if summary is None]
+    if missing:  # a row written without one (by hand, an older release beside this one)
+        for r in (await session.execute(
+                select(Report.date, Report.data["baseline"].label("baseline"),
+                       Report.data["totals"].label("totals"),
+                       Report.data["new_landings"].label("new_landings"))
+                .where(Report.date.in_(missing)))).all():
+            summaries[r.date] = report_summary(
+                {"baseline": r.baseline, "totals": r.totals, "new_landings": r.new_landings})
     # A night's new landings are news too (the report lists them); they are not in `totals`.
-    return [{"date": r.date, "baseline": bool(r.baseline),
-             "totals": {**(r.totals or {}), "new_landings": r.new_landings or 0},
-             "created_at": format_datetime(r.created_at)}
-            for r in rows]
+    return [{"date": day, "baseline": bool(s["baseline"]),
+             "totals": {**(s["totals"] or {}), "new_landings": s["new_landings"] or 0},
+             "created_at": format_datetime(stored[day])}
+            for day, s in summaries.items()]
 
 
 def change_titles() -> dict[str, str]:
@@ -79,11 +88,13 @@ async def report_page(request: web.Request) -> web.Response:
 
 async def report_markdown(request: web.Request) -> web.Response:
     day = request.match_info["date"]
+    # The Markdown alone: the row's data holds the snapshot of every tracked thread.
     async with app_context(request).sessionmaker() as session:
-        row = await session.scalar(select(Report).where(Report.date == day)) if _DATE.match(day) else None
-    if row is None:
+        markdown = await session.scalar(
+            select(Report.markdown).where(Report.date == day)) if _DATE.match(day) else None
+    if markdown is None:
         raise web.HTTPNotFound()
-    return web.Response(text=row.markdown, content_type="text/markdown", charset="utf-8",
+    return web.Response(text=markdown, content_type="text/markdown", charset="utf-8",
                         headers=HEADERS)
 
 

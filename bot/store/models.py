@@ -367,10 +367,25 @@ class JobRun(Base):
     heartbeat_at: Mapped[datetime | None]
 
 
+def report_summary(data: dict[str, Any] | None) -> dict[str, Any]:
+    """What the list of reports shows of a night (`Report.summary`): whether it is a
+    baseline, its totals of changes and its number of new landings."""
+    data = data or {}
+    return {"baseline": bool(data.get("baseline")), "totals": dict(data.get("totals") or {}),
+            "new_landings": int(data.get("new_landings") or 0)}
+
+
+def _report_summary_of_row(context: Any) -> dict[str, Any]:
+    return report_summary(context.get_current_parameters().get("data"))
+
+
 class Report(Base):
     __tablename__ = "reports"
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     date: Mapped[str] = mapped_column(String(10), unique=True)  # YYYY-MM-DD
     data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # report_summary(data), written with it (migration 0019): the list of reports reads this,
+    # not the data, which holds the snapshot of every tracked thread (megabytes a night)
+    summary: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=_report_summary_of_row)
     markdown: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -45,6 +45,7 @@ from bot.store.models import (
     SyncCursor,
     Thread,
     Verdict,
+    report_summary,
 )
 from bot.store.types import parse_datetime
 
@@ -439,8 +440,9 @@ def _scrub_reports(conn: Any, name: str) -> None:
     ).all():
         if lname not in (markdown or "").lower() and lname not in json.dumps(data).lower():
             continue
+        data = recounted(_scrub(data, lname))
         conn.execute(update(reports).where(reports.c.id == rid).values(
-            data=recounted(_scrub(data, lname)), markdown=_scrub_markdown(markdown or "", name)))
+            data=data, summary=report_summary(data), markdown=_scrub_markdown(markdown or "", name)))
 
 
 # ---- the stored reports' verdict agreement (edges62) -----------------------------------------

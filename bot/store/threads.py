@@ -322,6 +322,27 @@ async def graves(session: AsyncSession, keys: set[str]) -> dict[str, datetime | 
     return {key: created for key, created in rows}
 
 
+async def graves_among(session: AsyncSession, keys: set[str]) -> dict[str, datetime | None]:
+    """`graves` for any number of keys in one statement: the keys go as one parameter (a
+    PostgreSQL array, a JSON list SQLite reads with json_each), not one placeholder each (a
+    statement holds at most 32,767; a nightly report names every tracked thread)."""
+    if not keys:
+        return {}
+    from sqlalchemy import String, any_
+    from sqlalchemy.dialects.postgresql import ARRAY
+
+    wanted = sorted(keys)
+    if session.get_bind().dialect.name == "postgresql":
+        among = Deletion.key == any_(bindparam("keys", wanted, type_=ARRAY(String)))
+    else:
+        import json
+
+        listed = func.json_each(bindparam("keys", json.dumps(wanted))).table_valued("value")
+        among = Deletion.key.in_(select(listed.c.value))
+    rows = await session.execute(select(Deletion.key, Deletion.created_at).where(among))
+    return {key: created for key, created in rows}
+
+
 def is_buried(found: dict[str, datetime | None], key: str, created_at: Any = None) -> bool:
     """Whether a delivery about `key` (a thread created at `created_at`) is about the deleted
     one: yes unless both creation times are known and the delivery's is later (a repository

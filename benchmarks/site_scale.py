@@ -1,0 +1,354 @@
+"""Measured, not asserted: the tracker site and its JSON API on a small and a large store.
+
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/site_scale.py [--small 300] [--large 20000]
+        [--requests 5] [--database-url postgresql+asyncpg://.../postgres]
+
+Builds each store through the project's own store code (`insert_new` for threads and comments,
+`store_analysis_if` for the analyses, `set_verdict`, `bury`, `build_report` + `store_report`,
+`refresh_study`), then asks every page and API route over real HTTP (aiohttp TestServer) and
+prints, per route: the SQL statements one request runs (a `before_cursor_execute` listener),
+the median milliseconds of R requests at the small and the large size, and the ratio
+large/small. Figures only: tests/test_site_queries.py holds the assertions (on counts).
+
+`--database-url` (a PostgreSQL admin URL): each store is a database created there (ANALYZEd
+once built, as autovacuum keeps a live one) and dropped after; without it, SQLite files in a
+temporary folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+REVIEW_STATES = ("merged", "open_no_reply", "open_replied", "declined", "redirected", "lapsed",
+                 "closed_by_author", "closed_other")
+OTHER_REPOS = ("someone/rl-playground", "lab/grpo-experiments")
+COMMENTS_PER_THREAD = 5
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+def _repos() -> list[str]:
+    from analyzers.catalog import load_catalog
+
+    return [fw.repo for fw in load_catalog().frameworks.values()] + list(OTHER_REPOS)
+
+
+def _result(i: int, role: int, methods: list[str], failures: list[str]) -> dict[str, Any]:
+    """An analysis result of the contract's shape: role 0 a proposal, 1 a failure report, 2
+    neither, 3 both; the review state, the failure kind and the methods cycle with `i`."""
+    cycle = i // (len(_repos()) * 4)
+    proposal = role in (0, 3)
+    failure = failures[cycle % len(failures)] if role in (1, 3) else None
+    runner_up = failures[(cycle + 1) % len(failures)] if failure and i % 5 == 0 else None
+    method = methods[cycle % len(methods)]
+    confidence = round(0.3 + (i % 40) / 100, 3) if failure else round((i % 30) / 100, 3)
+    state = REVIEW_STATES[cycle % len(REVIEW_STATES)]
+    return {
+        "failure": {"is_failure_report": failure is not None, "category": failure,
+                    "categories": [c for c in (failure, runner_up) if c],
+                    "confidence": confidence, "evidence": ["entropy", "collapse"] if failure else []},
+        "papers": [{"arxiv_id": f"2503.{10000 + cycle % 50}", "title": f"Paper {cycle % 50}",
+                    "method": method, "how": "arxiv_id", "score": 1.0}] if proposal or i % 3 == 0 else [],
+        "proposal": {"is_proposal": proposal, "confidence": 0.9 if proposal else 0.1},
+        "review": {"state": state if proposal else None, "replied_from_other": i % 2 == 0,
+                   "concerns": ["design", "tests_or_docs"][: i % 3] if proposal else []},
+    }
+
+
+async def build_store(ctx: Any, n_threads: int, *, comments: int = COMMENTS_PER_THREAD) -> dict[str, Any]:
+    """A store of `n_threads` threads over the seven frameworks' repositories and two others,
+    `comments` comments each, an analysis for each (proposals in every review state of every
+    repository once n_threads >= 288, failure reports of every kind), a verdict on one thread
+    in 20, installations on three frameworks (one suspended) with posted comments (some
+    hidden or deleted), dry runs and quiet decisions, a few buried threads, papers,
+    contribution rules, the study's nightly record, and two nightly reports (the second
+    diffed against the first). Returns what the routes need to name (a thread, a report)."""
+    from analyzers.catalog import load_catalog
+    from analyzers.rules import summarize_rules
+    from bot.pipeline import store_analysis_if
+    from bot.site.report import build_report, render_markdown, store_report
+    from bot.site.study import refresh_study
+    from bot.store.models import (
+        Action,
+        Comment,
+        ContributionRules,
+        Installation,
+        JobRun,
+        Paper,
+        Repository,
+        Thread,
+    )
+    from bot.store.threads import bury, insert_new, thread_grave
+    from bot.store.verdicts import set_verdict
+
+    cat = load_catalog()
+    repos = _repos()
+    methods = list(cat.methods)
+    failures = list(cat.failures)
+    kinds = ("issue", "pull_request", "discussion")
+    threads = []
+    for i in range(n_threads):
+        created = NOW - timedelta(hours=3 * (n_threads - i)) if i % 97 else None
+        threads.append({
+            "repo": repos[i % len(repos)], "number": i + 1, "kind": kinds[i % 3],
+            "title": f"Thread {i}: entropy <b>collapse</b> & GSPO 中文" if i % 7 else f"Support {methods[i % len(methods)]}",
+            "body": "A body that pages never show.", "author": f"user{i % 50}",
+            "author_association": "NONE", "author_is_bot": False,
+            "state": "open" if i % 4 else "closed", "labels": ["bug"] if i % 2 else [],
+            "assignees": [], "url": f"https://github.com/{repos[i % len(repos)]}/issues/{i + 1}",
+            "complete": True, "muted": False, "created_at": created, "updated_at": created,
+            "closed_at": None if i % 4 else created, "stored_at": NOW,
+        })
+    async with ctx.sessionmaker() as session, session.begin():
+        for start in range(0, len(threads), 2000):
+            await insert_new(session, Thread, threads[start:start + 2000])
+    async with ctx.sessionmaker() as session:
+        from sqlalchemy import select
+
+        ids = {(r, n): tid for tid, r, n in (await session.execute(
+            select(Thread.id, Thread.repo, Thread.number))).all()}
+    rows = []
+    for i, t in enumerate(threads):
+        tid = ids[(t["repo"], t["number"])]
+        for c in range(comments):
+            rows.append({"thread_id": tid, "kind": "comment", "github_id": i * 100 + c + 1,
+                         "author": f"user{(i + c + 1) % 50}", "author_association": "MEMBER",
+                         "author_is_bot": False, "body": f"comment {c}",
+                         "created_at": (t["created_at"] or NOW) + timedelta(minutes=c + 1),
+                         "updated_at": None})
+    async with ctx.sessionmaker() as session, session.begin():
+        for start in range(0, len(rows), 5000):
+            await insert_new(session, Comment, rows[start:start + 5000])
+    async with ctx.sessionmaker() as session, session.begin():
+        for i, t in enumerate(threads):
+            role = (i // len(repos)) % 4
+            await store_analysis_if(session, ids[(t["repo"], t["number"])], None,
+                                    _result(i, role, methods, failures))
+    # Installations: verl and trl installed, slime's suspended; repositories of no framework
+    # installed too.
+    installed = {repos[0]: 1, repos[1]: 1, repos[5]: 2, OTHER_REPOS[0]: 1}
+    async with ctx.sessionmaker() as session, session.begin():
+        session.add(Installation(id=1, account="org"))
+        session.add(Installation(id=2, account="suspended-org", suspended=True))
+        await session.flush()
+        for name in repos:
+            session.add(Repository(full_name=name, framework=None, installation_id=installed.get(name),
+                                   comments_paused=name == repos[1],
+                                   paused_reason="3 of the last 10 comments were hidden."
+                                   if name == repos[1] else None))
+        summary = summarize_rules({"CONTRIBUTING.md": "Every commit must be signed off "
+                                   "(`git commit -s`).\n\nOpen an issue before a new feature.\n"},
+                                  framework="verl")
+        session.add(ContributionRules(repo=repos[0], files={}, summary=summary))
+        for p in range(60):
+            session.add(Paper(arxiv_id=f"2503.{10000 + p}", title=f"Paper {p}", aliases=[],
+                              method=methods[p % len(methods)], source="pool"))
+    # What the app did: a failure comment on failure reports of installed repositories
+    # (posted, some hidden or deleted), dry runs, quiet decisions, command replies.
+    async with ctx.sessionmaker() as session, session.begin():
+        for i, t in enumerate(threads):
+            if t["repo"] not in installed or i % 3:
+                continue
+            status = ("posted", "skipped", "dry_run", "posted")[i % 4]
+            session.add(Action(repo=t["repo"], number=t["number"], kind="failure_comment",
+                               status=status, dedupe_key=f"fc:{t['repo']}#{t['number']}",
+                               body="**Entropy collapse?**\n\n<details><summary>why</summary>x</details>",
+                               reason=None if status != "skipped" else "below the bar",
+                               reactions_up=i % 3, reactions_down=i % 2,
+                               is_minimized=i % 11 == 0, minimized_reason="OFF_TOPIC" if i % 11 == 0 else None,
+                               comment_deleted=i % 13 == 0, created_at=NOW, updated_at=NOW))
+            if i % 9 == 0:
+                session.add(Action(repo=t["repo"], number=t["number"], kind="command",
+                                   status="posted", body="Done.", created_at=NOW, updated_at=NOW))
+    # Verdicts: one thread in 20, kinds and not-a-failure, by authors and maintainers.
+    async with ctx.sessionmaker() as session, session.begin():
+        rows_by_id = {t.id: t for t in await session.scalars(
+            select(Thread).where(Thread.id.in_([ids[(t["repo"], t["number"])]
+                                                for i, t in enumerate(threads) if i % 20 == 0])))}
+        for i, t in enumerate(threads):
+            if i % 20:
+                continue
+            thread = rows_by_id[ids[(t["repo"], t["number"])]]
+            is_failure = i % 40 != 0
+            await set_verdict(session, thread, is_failure_report=is_failure,
+                              category=failures[(i // 20) % len(failures)] if is_failure else None,
+                              login=f"person{i % 7}", role=("author", "maintainer")[i % 2],
+                              comment_id=i, given_at=NOW - timedelta(minutes=i))
+    # Threads gone from GitHub (their rows stay for the pages: a deletion noted after a
+    # transfer elsewhere), and the jobs' records.
+    async with ctx.sessionmaker() as session, session.begin():
+        for i in range(0, n_threads, 50):
+            t = threads[i]
+            await bury(session, thread_grave(t["repo"], t["number"] + n_threads, t["kind"]), t["created_at"])
+        session.add(JobRun(name="first_backfill", started_at=NOW, finished_at=NOW, outcome="ok"))
+        session.add(JobRun(name="nightly", started_at=NOW, finished_at=NOW, outcome="ok"))
+    await refresh_study(ctx)
+    day = datetime.now(UTC).date()
+    for d in (day - timedelta(days=2), day - timedelta(days=1)):
+        data = await build_report(ctx, d)
+        await store_report(ctx, data, render_markdown(data))
+    t = threads[1]
+    return {"thread": f"{t['repo']}/{t['number']}", "report": (day - timedelta(days=1)).isoformat(),
+            "n_threads": n_threads}
+
+
+def routes(named: dict[str, Any]) -> list[str]:
+    """Every GET route the app serves, each once (with the list filters and pages it reads)."""
+    thread = named["thread"]
+    return [
+        "/", "/study", "/study/sets/review.merged_prs.threads", "/api/study",
+        "/proposals", "/proposals?framework=verl&state=declined", "/proposals?paper=gspo",
+        "/proposals?page=2",
+        "/verdicts", "/verdicts?page=2", "/api/verdicts",
+        "/frameworks/verl", "/frameworks/slime", "/failures/entropy_collapse",
+        "/failures/entropy_collapse?page=2", "/methods/gspo", "/methods/gspo?page=2",
+        "/repos/", "/repos/verl-project/verl/preview", f"/threads/{thread}",
+        "/reports/", f"/reports/{named['report']}", f"/reports/{named['report']}.md",
+        "/api/methods", "/api/methods/gspo", "/api/failures", "/api/failures/entropy_collapse",
+        "/api/frameworks", "/api/frameworks/verl", "/api/proposals",
+        "/api/proposals?framework=trl&state=merged", "/api/proposals?limit=50&offset=100",
+        "/api/repos", f"/api/threads/{thread}", "/api/actions", "/api/actions?limit=50",
+        "/api/stats", "/api/export.json", "/api/export.csv", "/api/export.csv?limit=100",
+        "/metrics", "/healthz",
+    ]
+
+
+@contextmanager
+def counting(engine: Any) -> Iterator[list[tuple[str, Any]]]:
+    """The statements `engine` runs inside the block, with their parameters (an
+    executemany counts once)."""
+    from sqlalchemy import event
+
+    seen: list[tuple[str, Any]] = []
+
+    def on_execute(conn: Any, cursor: Any, statement: str, parameters: Any, *args: Any) -> None:
+        seen.append((statement, parameters))
+
+    event.listen(engine.sync_engine, "before_cursor_execute", on_execute)
+    try:
+        yield seen
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", on_execute)
+
+
+async def measure(client: Any, engine: Any, path: str) -> tuple[int, int, list[str]]:
+    """One GET of `path`: its status, the statements it ran and their text."""
+    status, seen, _ = await measure_body(client, engine, path)
+    return status, len(seen), seen
+
+
+async def measure_body(client: Any, engine: Any, path: str) -> tuple[int, list[str], bytes]:
+    """One GET of `path`: its status, the statements it ran, and its body."""
+    with counting(engine) as seen:
+        resp = await client.get(path)
+        body = await resp.read()
+    return resp.status, [statement for statement, _ in seen], body
+
+
+@asynccontextmanager
+async def store_at(admin_url: str | None, folder: str) -> AsyncIterator[str]:
+    """A freshly migrated database: a SQLite file in `folder`, or one created on the
+    PostgreSQL server of `admin_url` (dropped after)."""
+    from bot.store import migrate
+
+    if admin_url is None:
+        url = f"sqlite+aiosqlite:///{folder}/{uuid.uuid4().hex[:8]}.db"
+        await asyncio.to_thread(migrate.upgrade, url)
+        yield url
+        return
+    import asyncpg
+
+    name = f"rlt_scale_{uuid.uuid4().hex[:10]}"
+    dsn = admin_url.replace("postgresql+asyncpg://", "postgresql://")
+    conn = await asyncpg.connect(dsn)
+    await conn.execute(f'CREATE DATABASE "{name}"')
+    await conn.close()
+    url = admin_url.rpartition("/")[0] + "/" + name
+    try:
+        await asyncio.to_thread(migrate.upgrade, url)
+        yield url
+    finally:
+        conn = await asyncpg.connect(dsn)
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await conn.close()
+
+
+async def run_size(admin_url: str | None, n: int, n_requests: int, folder: str
+                   ) -> dict[str, tuple[int, int, float, int]]:
+    """path -> (status, statements, median ms, bytes) on a store of `n` threads."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from bot.app import create_app
+    from bot.config import Settings
+    from bot.context import AppContext
+
+    async with store_at(admin_url, folder) as url:
+        ctx = AppContext.create(Settings.from_env({}, database_url=url, dry_run=True))
+        try:
+            t0 = time.perf_counter()
+            named = await build_store(ctx, n)
+            if ctx.engine.dialect.name == "postgresql":
+                # The statistics a live database has (autovacuum's ANALYZE): a database just
+                # loaded has none yet, and the planner's guesses are not what it would do.
+                async with ctx.engine.connect() as conn:
+                    await conn.execution_options(isolation_level="AUTOCOMMIT")
+                    await conn.exec_driver_sql("ANALYZE")
+            print(f"  store of {n} threads built in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+            out = {}
+            async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
+                for path in routes(named):
+                    status, seen, body = await measure_body(client, ctx.engine, path)
+                    times = []
+                    for _ in range(n_requests):
+                        t0 = time.perf_counter()
+                        resp = await client.get(path)
+                        await resp.read()
+                        times.append(time.perf_counter() - t0)
+                    out[path] = (status, len(seen), 1000 * statistics.median(times), len(body))
+            return out
+        finally:
+            await ctx.close()
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        small = await run_size(args.database_url, args.small, args.requests, folder)
+        large = await run_size(args.database_url, args.large, args.requests, folder)
+    backend = "PostgreSQL" if args.database_url else "SQLite"
+    print(f"{backend}: {args.small} and {args.large} threads ({COMMENTS_PER_THREAD} comments each), "
+          f"median of {args.requests} requests")
+    print(f"{'route':44} {'status':>7} {'stmts S/L':>9} {'ms S':>7} {'ms L':>7} {'L/S':>5} "
+          f"{'KiB L':>7}")
+    for path, (status, count, ms, _) in small.items():
+        lstatus, lcount, lms, size = large[path]
+        shown = status if status == lstatus else f"{status}/{lstatus}"
+        print(f"{path[:44]:44} {shown!s:>7} {f'{count}/{lcount}':>9} {ms:7.1f} {lms:7.1f} "
+              f"{lms / ms if ms else 0:5.1f} {size / 1024:7.0f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--small", type=int, default=300)
+    parser.add_argument("--large", type=int, default=20_000)
+    parser.add_argument("--requests", type=int, default=5)
+    parser.add_argument("--database-url", default=None,
+                        help="a PostgreSQL admin URL (postgresql+asyncpg://...); default SQLite")
+    asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

@@ -198,13 +198,14 @@ async def test_a_night_of_many_unsynced_threads_keeps_a_bounded_row(
         settings: Any, fake_github: Any, shared_dir: Path) -> None:
     """Every issue of a repository answered null (FORBIDDEN, by the hundred): the run's
     counts kept every `failed_threads` entry, a row growing with the failures (a thousand
-    of them, half a megabyte). The row keeps the first FAILED_SHOWN and the full count
+    of them, half a megabyte). The row keeps the first FAILED_THREADS_SHOWN and the full count
     (`failed_threads_total`); the run's error and `rltracker sync`'s counts say the full count."""
     import json
 
-    from bot.scheduler import FAILED_SHOWN, nightly_job, step_sync
+    from bot.github.sync import FAILED_THREADS_SHOWN
+    from bot.scheduler import nightly_job, step_sync
 
-    many = FAILED_SHOWN + 30
+    many = FAILED_THREADS_SHOWN + 30
     data = FakeData()
     for _ in range(many):
         data.add_thread("verl-project/verl", "issue", n_comments=0, closed=False,
@@ -218,7 +219,7 @@ async def test_a_night_of_many_unsynced_threads_keeps_a_bounded_row(
             run = await session.scalar(select(JobRun).where(JobRun.name == "nightly"))
     assert run is not None
     stored = run.counts["sync"]
-    assert len(stored["failed_threads"]) == FAILED_SHOWN, len(stored["failed_threads"])
+    assert len(stored["failed_threads"]) == FAILED_THREADS_SHOWN, len(stored["failed_threads"])
     assert stored.get("failed_threads_total") == many, stored.get("failed_threads_total")
     assert len(json.dumps(stored["failed_threads"])) < 100_000
     assert run.error and f"the sync left {many} thread(s) unsynced" in run.error, run.error

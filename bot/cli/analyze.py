@@ -181,7 +181,9 @@ def load_pool(path: str, *, use_cache: bool = True) -> Any:
             raise PoolError(
                 f"{path} line {number}: a paper is an object with a title, arxiv_id or aliases"
             )
-        if problem := _keys_problem(record, _PAPER_KEYS, ""):
+        # (null_is_unknown: `"aliases": null` is no aliases, as `rltracker papers import`
+        # reads it; it refused the whole pool here: left64)
+        if problem := _keys_problem(record, _PAPER_KEYS, "", null_is_unknown=True):
             raise PoolError(f"{path} line {number}: {problem}")
         papers.append(record)
     index = PaperIndex.build(papers)

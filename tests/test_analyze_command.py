@@ -231,6 +231,20 @@ def test_a_pool_paper_with_null_aliases_is_read_as_papers_import_reads_it(
     assert any(p["arxiv_id"] == "2412.99001" for p in read_jsonl(out)[0]["papers"])
 
 
+def test_a_thread_file_given_as_the_pool_is_refused_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The threads file passed as `--papers` too (`analyze --papers in.jsonl in.jsonl`): each
+    thread record has a title, so it was indexed as a paper of that title, silently (exit 0,
+    the threads' own titles linked as papers). Refused: exit 2, one line naming the file and
+    what its lines are."""
+    src = write_lines(tmp_path / "in.jsonl", [json.dumps(GOOD_1), json.dumps(GOOD_2)])
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", "--papers", str(src), str(src), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(src) in err and "thread record" in err, err
+    assert not out.exists()
+
+
 def test_bad_pool_exits_2_naming_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pool = write_lines(tmp_path / "pool.jsonl", [json.dumps({"title": "ok"}), "nope"])
     src = write_lines(tmp_path / "in.jsonl", [json.dumps(GOOD_1)])

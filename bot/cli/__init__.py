@@ -148,8 +148,9 @@ def _repo_name(text: str) -> str:
     return text.strip()
 
 
-# One label of a host name (RFC 1123): letters, digits and hyphens, not at either end.
-_HOST_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+# One label of a host name (RFC 1123): letters, digits and hyphens, not at either end; and
+# underscores, which resolvers take (/etc/hosts, container names) though RFC 1123 does not.
+_HOST_LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
 
 
 def _host(text: str) -> str:

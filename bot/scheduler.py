@@ -526,9 +526,10 @@ def _unsynced(sync_counts: Any) -> str | None:
                 if isinstance(f, dict)] if isinstance(sync_counts, dict) else []
     if not unsynced:
         return None
-    shown = ", ".join(unsynced[:10]) + (
-        f" and {len(unsynced) - 10} more" if len(unsynced) > 10 else "")
-    return f"the sync left {len(unsynced)} thread(s) unsynced: {shown}"
+    # (the counts keep the first entries and the full count, `failed_threads_total`)
+    total = max(len(unsynced), int(sync_counts.get("failed_threads_total") or 0))
+    shown = ", ".join(unsynced[:10]) + (f" and {total - 10} more" if total > 10 else "")
+    return f"the sync left {total} thread(s) unsynced: {shown}"
 
 
 def _refused_repos(failed_streams: Any) -> list[str]:

@@ -211,6 +211,40 @@ def test_papers_pool_is_used(tmp_path: Path) -> None:
     assert any(p["arxiv_id"] == "2999.00001" for p in papers)
 
 
+def test_a_pool_paper_with_null_aliases_is_read_as_papers_import_reads_it(
+        db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`"aliases": null` (no aliases, as a null `method` or `first_public` says not known):
+    `rltracker papers import` stored the paper, `rltracker analyze --papers` refused the whole
+    pool (exit 2, "aliases must be a list of strings, got null")."""
+    paper = {"arxiv_id": "2412.99001", "title": "Frobnicated Widget Policy Optimization for Teapots",
+             "aliases": None, "method": None, "first_public": None}
+    pool = write_lines(tmp_path / "pool.jsonl", [json.dumps(paper)])
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    assert main(["papers", "import", str(pool)]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["added"] == 1
+    t = dict(GOOD_2, body='We implement "Frobnicated Widget Policy Optimization for Teapots".')
+    src = write_lines(tmp_path / "in.jsonl", [json.dumps(t)])
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", "--papers", str(pool), str(src), "-o", str(out)]) == 0, \
+        capsys.readouterr().err
+    assert any(p["arxiv_id"] == "2412.99001" for p in read_jsonl(out)[0]["papers"])
+
+
+def test_a_thread_file_given_as_the_pool_is_refused_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The threads file passed as `--papers` too (`analyze --papers in.jsonl in.jsonl`): each
+    thread record has a title, so it was indexed as a paper of that title, silently (exit 0,
+    the threads' own titles linked as papers). Refused: exit 2, one line naming the file and
+    what its lines are."""
+    src = write_lines(tmp_path / "in.jsonl", [json.dumps(GOOD_1), json.dumps(GOOD_2)])
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", "--papers", str(src), str(src), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(src) in err and "thread record" in err, err
+    assert not out.exists()
+
+
 def test_bad_pool_exits_2_naming_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pool = write_lines(tmp_path / "pool.jsonl", [json.dumps({"title": "ok"}), "nope"])
     src = write_lines(tmp_path / "in.jsonl", [json.dumps(GOOD_1)])

@@ -992,3 +992,24 @@ def test_serve_workers_past_what_a_machine_runs_is_refused_before_anything_start
     line = one_line(rltracker("serve", "--workers", "1000000", "--port", "18999", env=env),
                     "serve", 2, "--workers", "1000000", "1024")
     assert "argument --workers" in line
+
+
+@pytest.mark.parametrize("host", ["999.1.1.1", "", "1.2.3", "[::1]"])
+def test_serve_on_a_host_that_is_no_address_is_a_usage_error(migrated_db: str, host: str) -> None:
+    """`serve --host 999.1.1.1` (no address: a dotted quad past 255, three numbers, an empty
+    value, an IPv6 address in a URL's brackets) went on to bind, asked the resolver and
+    stopped with exit 1, a failure while running, where every other bad argument (--port
+    99999, --workers -1) exits 2 at parse time, one line."""
+    result = rltracker("serve", "--host", host, "--port", str(free_port()), "--no-scheduler",
+                       env={"DATABASE_URL": migrated_db, "GITHUB_WEBHOOK_SECRET": "whsecret-1"})
+    one_line(result, "serve", 2, "--host")
+
+
+def test_papers_fetch_of_an_empty_category_is_a_usage_error(migrated_db: str) -> None:
+    """`papers fetch --category ""` (an unset shell variable) was sent to arXiv as `cat:`,
+    and counted the stored papers of every category (`LIKE '%%'`) for where to start."""
+    api = f"http://127.0.0.1:{free_port()}/api/query"  # nothing listens there
+    for category in ("", " ", "cs.LG OR all"):
+        result = rltracker("papers", "fetch", "--category", category,
+                           env={"DATABASE_URL": migrated_db, "RLTRACKER_ARXIV_API_URL": api})
+        one_line(result, "papers fetch", 2, "--category")

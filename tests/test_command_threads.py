@@ -488,3 +488,41 @@ async def test_an_unlocked_discussions_refusal_is_not_taken_for_a_lock(
         await handle_command(event, app_ctx)
     rows = await actions_of(app_ctx, kind="command")
     assert [a.status for a in rows] == ["failed"]
+
+
+async def test_a_top_level_command_deleted_after_its_reply_was_created_is_answered_once(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """review63's edge, provoked (left64): `/rltracker methods` at the top level of a
+    discussion; the first attempt creates the reply under it and GitHub's answer is lost
+    (502); the command's author deletes the command before the retry, the reply not stored
+    (no `created` delivery of it handled). GitHub's schema says what GitHub keeps:
+    `DiscussionComment.deletedAt`, "the time when this replied-to comment was deleted" (a
+    comment with replies, deleted, stays a node with its replies, its text gone). The retry
+    reads the command's thread through that node, finds the reply by its marker and adopts
+    it: one answer, none at the top level. (Only a command with no reply, deleted, is
+    NOT_FOUND and answered at the top level: nothing of an earlier attempt exists then.)"""
+    import gidgethub
+
+    from tests.fake_graphql import load_github_schema
+
+    await install(app_ctx, fake_github)
+    api = DiscussionAPI(load_github_schema(shared_dir / "fixtures" / "github-api" / "schema.graphql"))
+    api.comment("DC_other", 509, "Has anyone seen this?")
+    api.comment("DC_q", 510, "/rltracker methods entropy_collapse")
+    api.lost = {1}
+    api.route(fake_github)
+    event = sansio.Event(discussion_comment_payload(
+        shared_dir, comment_id=510, node_id="DC_q", body="/rltracker methods entropy_collapse"),
+        event="discussion_comment", delivery_id="dd-cmd-gone")
+    with pytest.raises(gidgethub.GitHubException):
+        await handle_command(event, app_ctx)  # the reply created under it, the answer lost
+    [created] = api.ours()
+    assert created["replyTo"] is api.comments["DC_q"]
+    # its author deletes the command: a replied-to comment, kept as GitHub keeps one
+    api.comments["DC_q"].update(body="", deletedAt="2026-12-04T17:00:00Z")
+    assert await handle_command(event, app_ctx) == "posted"  # the worker's retry: adopted
+    await handle_command(event, app_ctx)  # a redelivery: nothing more
+    assert api.ours() == [created] and api.created == 1
+    assert [n["id"] for n in api.top] == ["DC_other", "DC_q"]  # none of ours at the top level
+    [row] = [a for a in await actions_of(app_ctx, kind="command") if a.status == "posted"]
+    assert row.comment_node_id == created["id"]

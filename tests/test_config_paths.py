@@ -59,6 +59,30 @@ async def test_no_file_anywhere_is_the_defaults_without_a_word(app_ctx: Any, fak
     assert not await actions_of(app_ctx, kind="config")
 
 
+@pytest.mark.parametrize("files", [
+    {"README.md": "# verl\n", ".github/workflows/ci.yml": "on: push\n"},  # a .github/, no file
+    {"README.md": "# verl\n"},  # no .github/ at all
+    {"README.md": "# verl\n", ".github/rltracker.yml": "daily_budget: 1\n"},
+    {"README.md": "# verl\n", ".github/rltracker.yaml": "daily_budget: 1\n"},
+])
+async def test_a_read_costs_two_contents_requests_at_most(
+        app_ctx: Any, fake_github: Any, files: dict[str, str]) -> None:
+    """A repository with no settings file cost four contents requests per read (its TTL is
+    ten minutes): .github/rltracker.yml, .github/rltracker.yaml, then the root's and
+    .github/'s listings for a file at another path. Two at most now, the file read and a
+    file elsewhere still found (above)."""
+    await install(app_ctx, fake_github)
+    for path, text in files.items():
+        fake_github.set_file(VERL, path, text)
+    before = len(fake_github.requests("GET", r"/contents"))
+    config = await get_repo_config(app_ctx, VERL, INST, refresh=True)
+    contents = fake_github.requests("GET", r"/contents")[before:]
+    assert len(contents) <= 2, [c.path for c in contents]
+    settings_file = any(p.startswith(".github/rltracker.") for p in files)
+    assert (config.source, config.error) == ("file" if settings_file else "defaults", None)
+    assert config.daily_budget == (1 if settings_file else 3)
+
+
 @pytest.mark.parametrize(("text", "kept"), [
     ("failure-comments: false\n", {"failure_comments": False}),
     ("Rule_Summaries: no\n", {"rule_summaries": False}),

@@ -272,7 +272,8 @@ async def test_the_page_says_when_the_install_preview_could_not_read_github(
 
     from tests.test_preview import _preview_app
 
-    fake_github.fail_next("GET", r"/contents/\.github/rltracker\.yml", 500, times=50)
+    # (the settings read's first request: .github/'s listing, since left64)
+    fake_github.fail_next("GET", r"/contents/\.github", 500, times=50)
     await deliver(app_ctx, "installation", created_payload(shared_dir))
     assert await wait_background(app_ctx) == 1
     async with TestClient(TestServer(_preview_app(app_ctx))) as client:

@@ -176,3 +176,51 @@ async def test_a_nightly_sync_stopped_by_github_keeps_what_it_did(
     sync_counts = result["counts"]["sync"]
     assert result["outcome"] == "failed" and "error" in sync_counts, result
     assert 0 < int(sync_counts.get("threads") or 0) < 130, sync_counts
+
+
+def _forbidding_every_issue(responder: Any) -> Any:
+    """`responder`, but GitHub answers every issue of every listing null with FORBIDDEN (a
+    repository whose threads the token may not read: one `failed_threads` entry each)."""
+    def forbidden(query: str, variables: dict[str, Any]) -> Any:
+        answer = responder(query, variables)
+        for alias, repo in (answer.get("data") or {}).items():
+            nodes = (repo or {}).get("issues", {}).get("nodes") if isinstance(repo, dict) else None
+            for k in range(len(nodes or ())):
+                nodes[k] = None
+                answer.setdefault("errors", []).append({
+                    "type": "FORBIDDEN", "path": [alias, "issues", "nodes", k],
+                    "message": "Resource not accessible by integration " + "x" * 300})
+        return answer
+    return forbidden
+
+
+async def test_a_night_of_many_unsynced_threads_keeps_a_bounded_row(
+        settings: Any, fake_github: Any, shared_dir: Path) -> None:
+    """Every issue of a repository answered null (FORBIDDEN, by the hundred): the run's
+    counts kept every `failed_threads` entry, a row growing with the failures (a thousand
+    of them, half a megabyte). The row keeps the first FAILED_THREADS_SHOWN and the full count
+    (`failed_threads_total`); the run's error and `rltracker sync`'s counts say the full count."""
+    import json
+
+    from bot.github.sync import FAILED_THREADS_SHOWN
+    from bot.scheduler import nightly_job, step_sync
+
+    many = FAILED_THREADS_SHOWN + 30
+    data = FakeData()
+    for _ in range(many):
+        data.add_thread("verl-project/verl", "issue", n_comments=0, closed=False,
+                        body="Loss spikes at step 9.")
+    data.add_thread("verl-project/verl", "pull_request", n_comments=0, closed=False,
+                    body="Fix the loss spike.")
+    async with graphql_context(settings, fake_github, shared_dir, data) as ctx:
+        fake_github.graphql_handler = _forbidding_every_issue(fake_github.graphql_handler)
+        await nightly_job(ctx, steps=[("sync", step_sync)])
+        async with ctx.sessionmaker() as session:
+            run = await session.scalar(select(JobRun).where(JobRun.name == "nightly"))
+    assert run is not None
+    stored = run.counts["sync"]
+    assert len(stored["failed_threads"]) == FAILED_THREADS_SHOWN, len(stored["failed_threads"])
+    assert stored.get("failed_threads_total") == many, stored.get("failed_threads_total")
+    assert len(json.dumps(stored["failed_threads"])) < 100_000
+    assert run.error and f"the sync left {many} thread(s) unsynced" in run.error, run.error
+    assert f"and {many - 10} more" in run.error, run.error

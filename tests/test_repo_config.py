@@ -63,7 +63,8 @@ async def test_fetched_cached_and_refreshed(app_ctx: Any, fake_github: Any) -> N
     assert c.min_confidence == 0.9 and c.source == "file"
     fake_github.set_file(VERL, ".github/rltracker.yml", "min_confidence: 0.5\n")
     assert (await get_repo_config(app_ctx, VERL, INST)).min_confidence == 0.9  # cached (TTL)
-    assert len(fake_github.requests("GET", r"/contents/")) == 1
+    # one read (.github/'s listing, then the file it names: left64), none while cached
+    assert len(fake_github.requests("GET", r"/contents/")) == 2
     assert (await get_repo_config(app_ctx, VERL, INST, refresh=True)).min_confidence == 0.5
     async with app_ctx.sessionmaker() as s:
         row = await s.scalar(select(Repository).where(Repository.full_name == VERL))

@@ -243,6 +243,31 @@ async def test_proposals_filters(client) -> None:
     assert "unknown framework" in await _text(client, "/proposals?framework=nope", status=400)
 
 
+async def test_a_bad_filter_is_ignored_and_named_the_others_kept(client) -> None:
+    """/proposals?state=nonsense&framework=verl emptied the whole form and listed nothing
+    (400, "unknown state: nonsense"): the framework, which is valid, was dropped with it. The
+    valid filters apply, the bad one is named as ignored; the page stays a 400 (the URL is
+    bad), the JSON API still refuses it."""
+    html = await _text(client, "/proposals?state=nonsense&framework=verl", status=400)
+    assert '<option value="verl" selected>' in html
+    assert "Support GSPO" in html and "Add CISPO loss" not in html
+    assert "nonsense" in html and "ignored" in html
+    await _json(client, "/api/proposals?state=nonsense&framework=verl", status=400)
+
+
+async def test_a_repository_name_as_the_framework_filter_selects_its_framework(client) -> None:
+    """`framework=verl-project/verl` (the repository, as every page writes it) was "unknown
+    framework" and listed nothing; it is verl's (a former name too: volcengine/verl)."""
+    for typed in ("verl-project/verl", "Volcengine/Verl"):
+        html = await _text(client, f"/proposals?framework={typed}")
+        assert '<option value="verl" selected>' in html, typed
+        assert "Support GSPO" in html and "Add CISPO loss" not in html, typed
+        rows = await _json(client, f"/api/proposals?framework={typed}")
+        assert sorted(p["number"] for p in rows) == [101, 102], typed
+    html = await _text(client, "/proposals?framework=someone/else", status=400)
+    assert "someone/else" in html and "not a tracked framework" in html
+
+
 async def test_unknown_ids_are_404(client) -> None:
     for path in ("/methods/nope", "/failures/nope", "/frameworks/nope"):
         assert "Not found" in await _text(client, path, status=404)

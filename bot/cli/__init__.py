@@ -148,6 +148,48 @@ def _repo_name(text: str) -> str:
     return text.strip()
 
 
+# One label of a host name (RFC 1123): letters, digits and hyphens, not at either end; and
+# underscores, which resolvers take (/etc/hosts, container names) though RFC 1123 does not.
+_HOST_LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
+
+
+def _host(text: str) -> str:
+    """serve --host: an IP address or a host name. Anything else (999.1.1.1, `[::1]`) went on
+    to bind and exited 1 as a failure while running, after asking the resolver; `1.2.3` was
+    read by inet_aton as 1.2.0.3; an empty value (an unset variable) served on every
+    interface (left64)."""
+    import ipaddress
+
+    value = text.strip()
+    if not value:
+        raise argparse.ArgumentTypeError("the host is empty (an unset shell variable?)")
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        pass
+    labels = value.removesuffix(".").split(".")
+    # (a last label of digits only is no host name: a mistyped IPv4 address)
+    if len(value) <= 253 and all(_HOST_LABEL.fullmatch(label) for label in labels) \
+            and not labels[-1].isdigit():
+        return value
+    hint = " (without brackets)" if value.startswith("[") else ""
+    raise argparse.ArgumentTypeError(f"{text!r}: expected an IP address{hint} (127.0.0.1, "
+                                     "0.0.0.0, ::1) or a host name")
+
+
+# An arXiv category: an archive (cs, hep-th, q-bio) and its subject class (LG, comp-ph).
+_CATEGORY = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*(?:\.[A-Za-z]+(?:-[A-Za-z]+)*)?")
+
+
+def _category(text: str) -> str:
+    """papers fetch --category: an empty one (an unset variable) was sent to arXiv as `cat:`
+    and counted the stored papers of every category for where to start; one with spaces
+    (`cs.LG OR all`) changed the query (left64)."""
+    if not _CATEGORY.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected an arXiv category, e.g. cs.LG")
+    return text.strip()
+
+
 def _http_url(text: str) -> str:
     """An http(s) URL with a host (replay --url): anything else failed once per file."""
     from urllib.parse import urlsplit
@@ -191,7 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("serve", help="run the web app, the inbox worker and the scheduler")
-    p.add_argument("--host", default=None,
+    p.add_argument("--host", type=_host, default=None,
                    help="the address to listen on (default: 0.0.0.0, every interface; with "
                         "--dev 127.0.0.1, this machine only)")
     p.add_argument("--port", type=_port, default=None, help="default: $PORT or 8000")
@@ -283,7 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
     pi = papers_sub.add_parser("import", help="add papers from arXiv metadata or paper records")
     pi.add_argument("file", help="JSON lines; - for stdin")
     pf = papers_sub.add_parser("fetch", help="read new listings from the arXiv API")
-    pf.add_argument("--category", action="append", default=[])
+    pf.add_argument("--category", action="append", default=[], type=_category,
+                    help="an arXiv category (default: cs.LG, cs.CL and cs.AI); repeatable")
 
     p = sub.add_parser("preview", help="dry-run over a repository's last 30 days of issues")
     p.add_argument("repo", metavar="OWNER/NAME", type=_repo_name)

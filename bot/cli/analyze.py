@@ -61,7 +61,7 @@ class PoolError(Exception):
 # and the newer check never ran. Saved indexes start with this line; one saved under another
 # version (or none) is built again through the checks and saved over. Bump it whenever the
 # checks refuse something they accepted before.
-POOL_CHECKS_VERSION = 2
+POOL_CHECKS_VERSION = 3  # 3: a thread record refused (left64)
 POOL_CHECKS_HEADER = f"rltracker pool checks {POOL_CHECKS_VERSION}\n".encode()
 
 
@@ -175,13 +175,21 @@ def load_pool(path: str, *, use_cache: bool = True) -> Any:
             raise PoolError(f"{path} line {number}: {TOO_DEEP}") from None
         except ValueError:  # an integer past Python's digit limit
             raise PoolError(f"{path} line {number}: {_too_long()}") from None
+        if isinstance(record, dict) and _looks_like_a_thread(record):
+            # A threads file given as the pool (each thread's title indexed as a paper's,
+            # silently: left64)
+            raise PoolError(f"{path} line {number}: a thread record (repo, number, comments), "
+                            "not a paper: --papers takes paper records (arxiv_id, title, "
+                            "aliases, method, first_public)")
         if not isinstance(record, dict) or not (
             isinstance(record.get("title"), str) or record.get("arxiv_id") or record.get("aliases")
         ):
             raise PoolError(
                 f"{path} line {number}: a paper is an object with a title, arxiv_id or aliases"
             )
-        if problem := _keys_problem(record, _PAPER_KEYS, ""):
+        # (null_is_unknown: `"aliases": null` is no aliases, as `rltracker papers import`
+        # reads it; it refused the whole pool here: left64)
+        if problem := _keys_problem(record, _PAPER_KEYS, "", null_is_unknown=True):
             raise PoolError(f"{path} line {number}: {problem}")
         papers.append(record)
     index = PaperIndex.build(papers)
@@ -231,6 +239,11 @@ _PAPER_KEYS: tuple[tuple[str, bool, str | tuple[str, ...]], ...] = (
     ("aliases", False, _STR_LIST), ("method", False, _STR_OR_NULL),
     ("first_public", False, _STR_OR_NULL),
 )
+
+
+def _looks_like_a_thread(record: dict[str, Any]) -> bool:
+    """A contract thread, or an object with a thread's keys no paper has."""
+    return thread_problem(record) is None or {"repo", "number", "comments"} <= record.keys()
 
 
 def _fits(value: Any, want: str | tuple[str, ...]) -> bool:

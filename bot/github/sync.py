@@ -361,6 +361,9 @@ def _no_way_on(cursor: Any, asked: str | None, given: set[str]) -> str | None:
     return None
 
 
+FAILED_THREADS_SHOWN = 100  # failed_threads entries the counts keep (with the full count)
+
+
 @dataclass
 class SyncStats:
     requests: int = 0
@@ -399,7 +402,10 @@ class SyncStats:
             "graphql_errors": self.graphql_errors,
             "waited_for_rate_limit": round(self.waited_for_rate_limit, 1),
             "repos": dict(self.repos), "failed_streams": list(self.failed_streams),
-            "failed_threads": [dict(f) for f in self.failed_threads],
+            # The first FAILED_THREADS_SHOWN and the count: a repository whose threads GitHub
+            # refuses by the thousand made a job_runs.counts row of megabytes (left64).
+            "failed_threads": [dict(f) for f in self.failed_threads[:FAILED_THREADS_SHOWN]],
+            "failed_threads_total": len(self.failed_threads),
             "checked": self.checked, "deleted": self.deleted, "moved": self.moved,
             "hidden_checked": self.hidden_checked, "hidden_changed": self.hidden_changed,
             "hidden_deleted": self.hidden_deleted, "hidden_left": self.hidden_left,

@@ -124,7 +124,8 @@ def _failure_moved(request: web.Request) -> web.Response | None:
 
 
 def _filters(request: web.Request) -> tuple[dict[str, str | None], str | None]:
-    """framework / state / paper from the query string, and an error for unknown values."""
+    """framework / state / paper from the query string (a value that names none: None), and
+    what was wrong with the values dropped, else None."""
     q = request.query
     framework = (q.get("framework") or "").strip() or None
     state = (q.get("state") or "").strip() or None
@@ -140,17 +141,31 @@ def _filters(request: web.Request) -> tuple[dict[str, str | None], str | None]:
         methods = data.catalog().methods
         paper = ids[0] if ids else (
             paper if paper in methods else canonical_id(paper, methods, _method_names()) or paper[:64])
-    empty: dict[str, str | None] = {"framework": None, "state": None, "paper": None}
+    # A bad value is dropped and named, the other filters kept (left64: one bad value
+    # emptied the whole form, the valid framework with it).
+    problems: list[str] = []
     frameworks = data.catalog().frameworks
     if framework and framework not in frameworks:
-        framework = canonical_id(framework, frameworks, _framework_names()) or framework
+        framework = canonical_id(framework, frameworks, _framework_names()) or (
+            _framework_of_repo(framework) if "/" in framework else None) or framework
     if framework and framework not in frameworks:
-        return empty, f"unknown framework: {framework}"
+        problems.append(f"{framework} is not a tracked framework's repository" if "/" in framework
+                        else f"unknown framework: {framework}")
+        framework = None
     if state and state not in data.REVIEW_STATES:
         state = canonical_id(state, data.REVIEW_STATES) or state  # Merged, open-no-reply
     if state and state not in data.REVIEW_STATES:
-        return empty, f"unknown state: {state}"
-    return {"framework": framework, "state": state, "paper": paper}, None
+        problems.append(f"unknown state: {state}")
+        state = None
+    return {"framework": framework, "state": state, "paper": paper}, "; ".join(problems) or None
+
+
+def _framework_of_repo(name: str) -> str | None:
+    """The framework whose repository (or a former name of it) is `name`, any case:
+    `framework=verl-project/verl` as the pages write repositories."""
+    wanted = name.strip().lower()
+    return next((fid for fid, f in data.catalog().frameworks.items()
+                 if wanted in (r.lower() for r in f.repos)), None)
 
 
 async def _session_call(request: web.Request, fn: Callable[..., Awaitable[Any]], *args: Any,
@@ -277,15 +292,16 @@ async def framework_page(request: web.Request) -> web.Response:
 
 
 async def proposals_page(request: web.Request) -> web.Response:
-    filters, error = _filters(request)
+    filters, ignored = _filters(request)
     typed = read_page(request)
-    if not error and typed is None:
-        error = "page must be a whole number from 1"
     context = {"filters": filters, "frameworks": data.catalog().frameworks,
-               "states": data.REVIEW_STATES}
-    if error or typed is None:
-        return await render_page(request, "proposals.html", status=400, rows=[], error=error,
-                                 pages=None, **context)
+               "states": data.REVIEW_STATES,
+               "ignored": f"{ignored}: ignored (the other filters apply)" if ignored else None}
+    if typed is None:
+        return await render_page(request, "proposals.html", status=400, rows=[],
+                                 error="page must be a whole number from 1", pages=None, **context)
+    # (a bad filter value: the page of the others, still a 400: the URL is bad)
+    status = 400 if ignored else 200
     page = typed[0]
     offset = (page - 1) * PROPOSALS_PAGE
     total = await _session_call(request, data.count_threads, proposals=True, **filters)
@@ -302,7 +318,7 @@ async def proposals_page(request: web.Request) -> web.Response:
             error=f"page {typed[1]} is past the last page of these proposals ({last})", **context)
     rows = await _session_call(request, data.thread_rows, proposals=True, limit=PROPOSALS_PAGE,
                                offset=offset, **filters)
-    return await render_page(request, "proposals.html", rows=rows, error=None,
+    return await render_page(request, "proposals.html", status=status, rows=rows, error=None,
                              pages=pager(url, page, total, offset, len(rows)), **context)
 
 

@@ -371,26 +371,31 @@ def _check_depth(text: str) -> None:
 _ELSEWHERE = re.compile(r"\.?rltracker\.(?:ya?ml|json)", re.IGNORECASE)
 
 
-async def _misplaced(gh: Any, repo: str) -> str | None:
-    """The path of a settings file the app does not read (`_ELSEWHERE`, at the root or in
-    `.github/`), None when there is none. Two folder listings at most (one when the
-    repository has no `.github/`)."""
+async def _listing(gh: Any, repo: str, folder: str) -> list[Any]:
+    """The entries of `folder` (the root: ""), none when the repository has no such folder
+    (an empty repository, no .github/) or it is a file."""
     from gidgethub import BadRequest
 
-    for folder in ("", ".github"):
-        try:
-            items = await gh.getitem(f"/repos/{repo}/contents/{folder}")
-        except BadRequest as exc:
-            if getattr(exc, "status_code", None) == 404:  # an empty repository, no .github/
-                continue
-            raise
-        for item in items if isinstance(items, list) else []:
-            name = item.get("name") if isinstance(item, dict) else None
-            path = f"{folder}/{name}".lstrip("/")
-            if (isinstance(name, str) and item.get("type") == "file"
-                    and _ELSEWHERE.fullmatch(name) and path not in CONFIG_PATHS):
-                return path
-    return None
+    try:
+        items = await gh.getitem(f"/repos/{repo}/contents/{folder}")
+    except BadRequest as exc:
+        if getattr(exc, "status_code", None) == 404:
+            return []
+        raise
+    return items if isinstance(items, list) else []
+
+
+def _named(folder: str, items: list[Any]) -> dict[str, str]:
+    """The listing's entries as {path: type}."""
+    return {f"{folder}/{item['name']}".lstrip("/"): str(item.get("type") or "")
+            for item in items if isinstance(item, dict) and isinstance(item.get("name"), str)}
+
+
+def _misplaced(entries: dict[str, str]) -> str | None:
+    """The path of a settings file the app does not read (`_ELSEWHERE`), None when there is none."""
+    return next((path for path, kind in entries.items()
+                 if kind == "file" and _ELSEWHERE.fullmatch(path.rpartition("/")[2])
+                 and path not in CONFIG_PATHS), None)
 
 
 def _misplaced_error(path: str, text: str | None) -> ConfigError:
@@ -411,14 +416,20 @@ def _misplaced_error(path: str, text: str | None) -> ConfigError:
 
 async def _fetch_file(ctx: Any, repo: str, installation_id: int | None) -> str | None:
     """The config file's text, or None when the repository has none. A file at another
-    path (`_misplaced`) raises ConfigError saying so."""
+    path (`_misplaced`, at the root or in `.github/`) raises ConfigError saying so.
+
+    Two contents requests (left64: four for a repository with no file, the two names asked
+    in turn then both folders listed): `.github/`'s listing, then the file it names (either
+    of CONFIG_PATHS, whatever its entry's type: the read says what is wrong with it) or, when
+    it names none, the root's listing. A third only to read a file found elsewhere."""
     from gidgethub import BadRequest
 
     gh = await ctx.github.api(installation_id)
-    text = await _read_file(gh, repo, CONFIG_PATHS)
+    in_github = _named(".github", await _listing(gh, repo, ".github"))
+    text = await _read_file(gh, repo, tuple(p for p in CONFIG_PATHS if p in in_github))
     if text is not None:
         return text
-    elsewhere = await _misplaced(gh, repo)
+    elsewhere = _misplaced(in_github) or _misplaced(_named("", await _listing(gh, repo, "")))
     if elsewhere is None:
         return None
     try:

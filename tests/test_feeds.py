@@ -321,13 +321,19 @@ async def test_each_page_with_a_feed_links_it(ctx: Any, page: str, feed: str) ->
     ET.fromstring(followed.encode())
 
 
-async def test_a_bad_filter_on_the_page_offers_no_feed(ctx: Any) -> None:
+async def test_a_bad_filter_on_the_page_offers_the_feed_of_the_filters_that_apply(ctx: Any) -> None:
+    """The page drops a bad value and lists what the others select (left64); the feed it
+    offers is of those, never of the value it ignored."""
     client = await client_for(ctx)
     try:
-        html = await (await client.get("/proposals?state=nope")).text()
+        html = await (await client.get("/proposals?state=nope&framework=verl")).text()
+        feed = await client.get("/proposals.atom?state=nope&framework=verl")
     finally:
         await client.close()
-    assert "application/atom+xml" not in html and "proposals.atom" not in html
+    feeds = re.findall(r'href="(/proposals\.atom[^"]*)"', html)
+    assert feeds and set(feeds) == {"/proposals.atom?framework=verl"}
+    assert "nope" not in " ".join(feeds)
+    assert feed.status == 400  # the feed's own URL with the bad value is refused, as the page's
 
 
 async def test_a_hostile_paper_filter_is_text_in_the_feeds_title_and_id(ctx: Any) -> None:

@@ -461,6 +461,12 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
         if rule.collect_codes and rule.id in hits_by_rule:
             # Only the segments that gave a matching code count (a rule without one is silent).
             hits_by_rule[rule.id] = [h for h in hits_by_rule[rule.id] if h[2].get("_codes")]
+        elif rule.collect and rule.collect_value and rule.id in hits_by_rule:
+            # Likewise a list of extracted values cites only the files that gave one (a file
+            # that only mentions "labels" is not cited for "Labels that start CI jobs: ...").
+            key = rule.collect_value
+            hits_by_rule[rule.id] = [h for h in hits_by_rule[rule.id]
+                                     if h[2].get(key) or h[2].get(f"_all_{key}")]
     fired = {rule_id for rule_id, hits in hits_by_rule.items() if hits}
     # A rule made redundant by another (`unless`) still says where the rule is written: its
     # files are cited by the rule that speaks for it.

@@ -162,3 +162,30 @@ def test_every_cited_file_read_alone_states_a_rule_of_the_facts_topic(corpora) -
                 if source not in alone:
                     alone[source] = {f["topic"] for f in summarize_rules({source: files[source]})["facts"]}
                 assert fact["topic"] in alone[source], (name, fact["rule"], source)
+
+
+# --- a rule made redundant by another is not cited for the other's statement ----------------
+
+
+def test_a_file_is_not_cited_for_a_more_specific_rule_another_file_states() -> None:
+    """`unless` keeps one statement of a rule where one file says more: the other file's rule
+    is not put into its mouth. The PR template asks for tests; only CONTRIBUTING says that a PR
+    without good tests is not merged."""
+    files = {"CONTRIBUTING.md": "Please add high-coverage tests. PRs with no quality testing "
+                                "are not merged.\n",
+             ".github/PULL_REQUEST_TEMPLATE.md": "- [ ] Did you write tests for the new code?\n"}
+    facts = _facts(files, topic="tests")
+    (coverage,) = [f for f in facts if f["rule"] == "tests_coverage"]
+    assert coverage["sources"] == ["CONTRIBUTING.md"], coverage
+    assert any(".github/PULL_REQUEST_TEMPLATE.md" in f["sources"] for f in facts), facts
+
+
+def test_who_reviews_is_said_of_the_file_that_says_it() -> None:
+    files = {"CONTRIBUTING.md": "A core maintainer will review your PR.\n",
+             ".github/PULL_REQUEST_TEMPLATE.md": "Anyone in the community is free to review "
+                                                 "the PR once the tests have passed.\n"}
+    for fact in _facts(files, topic="review"):
+        if fact["rule"] == "review_anyone":
+            assert fact["sources"] == [".github/PULL_REQUEST_TEMPLATE.md"], fact
+        else:
+            assert fact["sources"] == ["CONTRIBUTING.md"], fact

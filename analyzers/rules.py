@@ -683,6 +683,87 @@ def _topic_in_text(name: str) -> str:
     return name if name[:2].isupper() else name[:1].lower() + name[1:]
 
 
+def _topic_name(topic: str, lang: str, tab: Wording) -> str:
+    meta = tab.topics.get(topic)
+    if meta is None:  # a topic of an older extractor, shown by its id
+        return topic.replace("_", " ").replace("-", " ").capitalize()
+    return meta["zh" if lang == "zh" else "en"]
+
+
+def rules_outline(
+    summary: Mapping[str, Any],
+    lang: str = "en",
+    topics: list[str] | None = None,
+    max_per_topic: int | None = None,
+    unknown: bool = False,
+) -> dict[str, Any]:
+    """What a rendered summary says, before any markup: the comment and CLI
+    (format_rules_markdown) and the framework page (templates/site/framework.html) are both
+    rendered from it, so they state the same rules, cite the same files and say the same of the
+    topics no rule covers.
+
+    `sections`: per topic (the table's order) its name and facts, each with `statement` (our
+    words, backticks marking names), `cited` (the files stating it, the main one first, up to
+    MAX_CITED) and `observed`. `notes`: the sentences after the facts (topics not stated,
+    topics with advice only, no files at all). `partial`: (how, text before the files, the
+    files, text after them) for files read in part or not at all. With `unknown`, topics an
+    older extractor stored are kept, named by their id (the page); without, left out (the
+    comment: the next refresh drops them)."""
+    tab = wording()
+    zh = lang == "zh"
+    by_topic: dict[str, list[Mapping[str, Any]]] = {}
+    for fact in summary.get("facts", []):
+        if topics is None or fact["topic"] in topics:
+            by_topic.setdefault(fact["topic"], []).append(fact)
+    order = list(tab.topics)
+    if unknown:
+        order += [t for t in by_topic if t not in tab.topics]
+    sections = []
+    for topic in order:
+        facts = by_topic.get(topic)
+        if not facts:
+            continue
+        # Stated rules before hints, so a short rendering keeps the rules.
+        facts = sorted(facts, key=lambda f: f.get("strength") == "hint")
+        shown = []
+        for fact in facts[: max_per_topic or None]:
+            text = (fact.get("statement_zh") if zh else None) or fact["statement"]
+            # Every file that states the rule (up to MAX_CITED), the main one first.
+            cited = [fact.get("source") or ""] + [
+                s for s in fact.get("sources") or [] if s and s != fact.get("source")]
+            shown.append({"statement": text, "cited": [c for c in cited if c][:MAX_CITED],
+                          "observed": bool(fact.get("observed")),
+                          "strength": fact.get("strength", "rule")})
+        sections.append({"topic": topic, "name": _topic_name(topic, lang, tab), "facts": shown})
+    missing = [t for t in summary.get("not_stated", [])
+               if (unknown or t in tab.topics) and (topics is None or t in topics)]
+    notes = []
+    if "files" in summary and not summary["files"] and not (summary.get("partial") or {}):
+        # Nothing was read: said plainly, not as topics "not stated in the files read".
+        notes.append(tab.texts["no_files"]["zh" if zh else "en"])
+        missing = []
+    # A topic printed above with advice only (no rule) is said as such, not as "not stated"
+    # right under its advice.
+    advice = [t for t in missing if t in by_topic]
+    missing = [t for t in missing if t not in by_topic]
+    for key, group in (("not_stated", missing), ("advice_only", advice)):
+        if group and key in tab.texts:
+            names = ("、" if zh else ", ").join(
+                _topic_in_text(_topic_name(t, lang, tab)) for t in group)
+            notes.append(tab.texts[key]["zh" if zh else "en"].format(topics=names))
+    # Files GitHub served only in part or not at all (bot.speaking.contribution): said, so a
+    # rule or a CONTRIBUTING file past the cut is not taken for absent.
+    partial_files = summary.get("partial") or {}
+    partial = []
+    for how in ("cut", "unread"):
+        paths = [p for p, h in partial_files.items() if h == how][:MAX_CITED * 3]
+        if paths and f"partial_{how}" in tab.texts:
+            before, _, after = tab.texts[f"partial_{how}"]["zh" if zh else "en"].partition("{files}")
+            partial.append({"how": how, "before": before, "paths": paths, "after": after})
+    return {"sections": sections, "notes": notes, "partial": partial,
+            "no_files": bool(notes) and notes[0] == tab.texts["no_files"]["zh" if zh else "en"]}
+
+
 def format_rules_markdown(
     summary: Mapping[str, Any],
     lang: str = "en",
@@ -700,52 +781,20 @@ def format_rules_markdown(
         who = summary.get("framework") or ""
         lines.append(f"### {title}{f' — {who}' if who else ''}")
         lines.append("")
-    by_topic: dict[str, list[Mapping[str, Any]]] = {}
-    for fact in summary.get("facts", []):
-        if topics is None or fact["topic"] in topics:
-            by_topic.setdefault(fact["topic"], []).append(fact)
-    for topic, meta in tab.topics.items():
-        facts = by_topic.get(topic)
-        if not facts:
-            continue
-        lines.append(f"**{meta['zh'] if zh else meta['en']}**")
-        # Stated rules before hints, so a short rendering keeps the rules.
-        facts = sorted(facts, key=lambda f: f.get("strength") == "hint")
-        for fact in facts[: max_per_topic or None]:
-            text = (fact.get("statement_zh") if zh else None) or fact["statement"]
-            # Every file that states the rule (up to MAX_CITED), the main one first.
-            cited = [fact.get("source") or ""] + [
-                s for s in fact.get("sources") or [] if s and s != fact.get("source")]
-            src = "; ".join(c for c in (_cited_path(p) for p in cited[:MAX_CITED]) if c)
-            note = tab.texts["observed"]["zh" if zh else "en"] if fact.get("observed") else ""
+    outline = rules_outline(summary, lang, topics, max_per_topic)
+    for section in outline["sections"]:
+        lines.append(f"**{section['name']}**")
+        for fact in section["facts"]:
+            src = "; ".join(c for c in (_cited_path(p) for p in fact["cited"]) if c)
+            note = tab.texts["observed"]["zh" if zh else "en"] if fact["observed"] else ""
             where = f" ({src}{note})" if src else (f" ({note.strip(', ')})" if note else "")
-            lines.append(f"- {_safe(_CONTROL.sub(' ', text))}{_safe(where)}")
+            lines.append(f"- {_safe(_CONTROL.sub(' ', fact['statement']))}{_safe(where)}")
         lines.append("")
-    # A summary stored by an earlier release may name a topic the table no longer has: the
-    # next refresh drops it; until then it is left out here rather than failing the render.
-    missing = [t for t in summary.get("not_stated", []) if t in tab.topics and (topics is None or t in topics)]
-    if "files" in summary and not summary["files"] and not (summary.get("partial") or {}):
-        # Nothing was read: said plainly, not as topics "not stated in the files read".
-        if lines and lines[-1]:
-            lines.append("")
-        lines.append(tab.texts["no_files"]["zh" if zh else "en"])
-        missing = []
-    # A topic printed above with advice only (no rule) is said as such, not as "not stated"
-    # right under its advice.
-    advice = [t for t in missing if t in by_topic]
-    missing = [t for t in missing if t not in by_topic]
-    for key, group in (("not_stated", missing), ("advice_only", advice)):
-        if group and key in tab.texts:
-            names = ("、" if zh else ", ").join(
-                _topic_in_text(tab.topics[t]["zh" if zh else "en"]) for t in group)
-            lines.append(tab.texts[key]["zh" if zh else "en"].format(topics=names))
-    # Files GitHub served only in part or not at all (bot.speaking.contribution): said, so a
-    # rule or a CONTRIBUTING file past the cut is not taken for absent.
-    partial = summary.get("partial") or {}
-    for how in ("cut", "unread"):
-        paths = [_cited_path(p) for p, h in partial.items() if h == how][:MAX_CITED * 3]
-        if paths and f"partial_{how}" in tab.texts:
-            lines.append("")
-            lines.append(_safe(tab.texts[f"partial_{how}"]["zh" if zh else "en"].format(
-                files=", ".join(p for p in paths if p))))
+    if outline["no_files"] and lines and lines[-1]:
+        lines.append("")
+    lines += outline["notes"]
+    for part in outline["partial"]:
+        paths = [c for c in (_cited_path(p) for p in part["paths"]) if c]
+        lines.append("")
+        lines.append(_safe(part["before"] + ", ".join(paths) + part["after"]))
     return "\n".join(lines).rstrip() + "\n"

@@ -468,19 +468,16 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
             hits_by_rule[rule.id] = [h for h in hits_by_rule[rule.id]
                                      if h[2].get(key) or h[2].get(f"_all_{key}")]
     fired = {rule_id for rule_id, hits in hits_by_rule.items() if hits}
-    # A rule made redundant by another (`unless`) still says where the rule is written: its
-    # files are cited by the rule that speaks for it.
-    also_in: dict[str, list[str]] = {}
-    for rule in tab.rules:
-        suppressor = next((u for u in rule.unless if u in fired), None)
-        if suppressor and hits_by_rule.get(rule.id):
-            also_in.setdefault(suppressor, []).extend(seg.file for seg, _, _ in hits_by_rule[rule.id])
     for rule in tab.rules:
         hits = hits_by_rule.get(rule.id)
+        # A rule made redundant by another (`unless`) is silent, and its files are not cited
+        # for the other's statement: a PR template that only asks for tests was cited for
+        # "without good tests a PR is not merged" (rules64). Citing fewer files never states
+        # a rule a file does not contain; the weaker readings such files gave were often not
+        # rules at all (docs/rules.md, review rules64).
         if not hits or any(u in fired for u in rule.unless):
             continue
-        sources = list(dict.fromkeys(
-            [seg.file for seg, _, _ in hits] + also_in.get(rule.id, [])))
+        sources = list(dict.fromkeys(seg.file for seg, _, _ in hits))
         if rule.collect_codes:
             found = [x for _, _, v in hits for x in v.get("_codes", "").split("\n") if x]
             if not found:

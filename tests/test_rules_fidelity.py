@@ -190,3 +190,29 @@ def test_who_reviews_is_said_of_the_file_that_says_it() -> None:
             assert fact["sources"] == [".github/PULL_REQUEST_TEMPLATE.md"], fact
         else:
             assert fact["sources"] == ["CONTRIBUTING.md"], fact
+
+
+# --- one framework's details are not said of another's files --------------------------------
+
+
+@pytest.mark.parametrize(("text", "rule", "foreign"), [
+    ("Please add or update tests, or explain why tests are not feasible.\n",
+     "tests_or_explain", ["ci workflow"]),
+    ("For a new method, first open an issue with a link to the paper describing the algorithm.\n",
+     "issue_first_paper", ["implementation", "weights"]),
+    ("Our work is focused on bug fixes.\n", "scope_limited", ["optimization"]),
+    ("Performance work must come with benchmarks that reviewers can verify.\n",
+     "optimization_benchmarks", ["ci", "standard runs"]),
+    ("Please validate your change with experiments and share the evaluation results.\n",
+     "tests_experiments", ["algorithm implementation", "new model support", "training curve"]),
+])
+def test_a_statement_says_no_detail_its_file_does_not_name(text: str, rule: str,
+                                                             foreign: list[str]) -> None:
+    """Statements written for one framework's sentence carried its details ("in the CI
+    workflows", "reference implementation or weights", "general-purpose optimizations", ...)
+    to every file the rule fires on."""
+    facts = _facts({"CONTRIBUTING.md": text}, rule=rule)
+    assert facts, f"{rule} is stated"
+    for fact in facts:
+        said = fact["statement"].lower()
+        assert not [w for w in foreign if re.search(rf"\b{w}", said)], fact["statement"]

@@ -87,6 +87,8 @@ class Rule:
     collect_plain: bool  # collect: values listed as plain lower-case words, not code spans
     within: int  # > 0: a first-group hit is followed within this many tokens (no punctuation
     # between) by a last-group hit ("must have informative docstrings")
+    when: tuple[str, ...] = ()  # extracted values the main statement needs beyond its
+    # placeholders: its details are said only of a segment that names them, else a fallback
 
 
 @dataclass
@@ -191,6 +193,7 @@ def table() -> Table:
             collect_format=str(raw.get("collect_format", "")),
             collect_plain=bool(raw.get("collect_plain", False)),
             within=int(raw.get("within", 0)),
+            when=tuple(raw.get("when", [])),
         ))
     by_first_key: dict[str, list[int]] = {}
     for i, rule in enumerate(rules):
@@ -391,7 +394,7 @@ def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
             values[name] = ", ".join(f"`{x}`" for x in found[:10])
             values[f"_all_{name}"] = "\n".join(found)
     for primary, template in ((True, rule.statement), *((False, f) for f in rule.fallback)):
-        needed = _PLACEHOLDER.findall(template)
+        needed = _PLACEHOLDER.findall(template) + (list(rule.when) if primary else [])
         if all(n in values or n == "items" for n in needed):
             values["_primary"] = "1" if primary else ""
             return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template), values

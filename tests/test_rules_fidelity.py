@@ -205,6 +205,14 @@ def test_who_reviews_is_said_of_the_file_that_says_it() -> None:
      "optimization_benchmarks", ["ci", "standard runs"]),
     ("Please validate your change with experiments and share the evaluation results.\n",
      "tests_experiments", ["algorithm implementation", "new model support", "training curve"]),
+    # PyTorch Lightning's PR template: "Anyone in the community is welcome to review the PR."
+    ("Anyone in the community is welcome to review the PR.\n", "review_anyone", ["tests? pass"]),
+    ("Slow GPU tests run nightly; the unit tests run on every PR.\n", "ci_every_pr", ["cpu"]),
+    ("Maintainers may merge trivial changes without waiting.\n", "review_admin_bypass",
+     ["administrator", "hotfix", "second approval"]),
+    ("PRs that ignore the template will be closed without review.\n", "template_or_closed",
+     ["checklist", "linked issue"]),
+    ("New options must be opt-in.\n", "method_opt_in", ["loss function"]),
 ])
 def test_a_statement_says_no_detail_its_file_does_not_name(text: str, rule: str,
                                                              foreign: list[str]) -> None:

@@ -393,10 +393,12 @@ def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
         if found:
             values[name] = ", ".join(f"`{x}`" for x in found[:10])
             values[f"_all_{name}"] = "\n".join(found)
-    for primary, template in ((True, rule.statement), *((False, f) for f in rule.fallback)):
+    templates = ((True, rule.statement), *((False, f) for f in rule.fallback))
+    for rank, (primary, template) in enumerate(templates):
         needed = _PLACEHOLDER.findall(template) + (list(rule.when) if primary else [])
         if all(n in values or n == "items" for n in needed):
             values["_primary"] = "1" if primary else ""
+            values["_rank"] = str(rank)  # the fuller statement a segment gives, the earlier
             return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template), values
     return None
 
@@ -518,10 +520,10 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
             statement = rule.statement.replace("{items}", joined)
             zh = rule.statement_zh.replace("{items}", joined) if rule.statement_zh else None
         else:
-            # Prefer a segment that filled the full statement over one that needed the fallback.
+            # Prefer a segment that filled the full statement, then the fuller fallback.
             # With `prefer: combined`, a "lead: items" segment (the whole list) wins ties.
             hits.sort(key=lambda h: (
-                not h[2].get("_primary"),
+                int(h[2].get("_rank") or 0),
                 rule.prefer_combined and h[0].kind != "combined",
             ))
             statement = hits[0][1]

@@ -87,6 +87,8 @@ class Rule:
     collect_plain: bool  # collect: values listed as plain lower-case words, not code spans
     within: int  # > 0: a first-group hit is followed within this many tokens (no punctuation
     # between) by a last-group hit ("must have informative docstrings")
+    when: tuple[str, ...] = ()  # extracted values the main statement needs beyond its
+    # placeholders: its details are said only of a segment that names them, else a fallback
 
 
 @dataclass
@@ -191,6 +193,7 @@ def table() -> Table:
             collect_format=str(raw.get("collect_format", "")),
             collect_plain=bool(raw.get("collect_plain", False)),
             within=int(raw.get("within", 0)),
+            when=tuple(raw.get("when", [])),
         ))
     by_first_key: dict[str, list[int]] = {}
     for i, rule in enumerate(rules):
@@ -390,10 +393,12 @@ def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
         if found:
             values[name] = ", ".join(f"`{x}`" for x in found[:10])
             values[f"_all_{name}"] = "\n".join(found)
-    for primary, template in ((True, rule.statement), *((False, f) for f in rule.fallback)):
-        needed = _PLACEHOLDER.findall(template)
+    templates = ((True, rule.statement), *((False, f) for f in rule.fallback))
+    for rank, (primary, template) in enumerate(templates):
+        needed = _PLACEHOLDER.findall(template) + (list(rule.when) if primary else [])
         if all(n in values or n == "items" for n in needed):
             values["_primary"] = "1" if primary else ""
+            values["_rank"] = str(rank)  # the fuller statement a segment gives, the earlier
             return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template), values
     return None
 
@@ -461,20 +466,23 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
         if rule.collect_codes and rule.id in hits_by_rule:
             # Only the segments that gave a matching code count (a rule without one is silent).
             hits_by_rule[rule.id] = [h for h in hits_by_rule[rule.id] if h[2].get("_codes")]
+        elif rule.collect and rule.collect_value and rule.id in hits_by_rule:
+            # Likewise a list of extracted values cites only the files that gave one (a file
+            # that only mentions "labels" is not cited for "Labels that start CI jobs: ...").
+            key = rule.collect_value
+            hits_by_rule[rule.id] = [h for h in hits_by_rule[rule.id]
+                                     if h[2].get(key) or h[2].get(f"_all_{key}")]
     fired = {rule_id for rule_id, hits in hits_by_rule.items() if hits}
-    # A rule made redundant by another (`unless`) still says where the rule is written: its
-    # files are cited by the rule that speaks for it.
-    also_in: dict[str, list[str]] = {}
-    for rule in tab.rules:
-        suppressor = next((u for u in rule.unless if u in fired), None)
-        if suppressor and hits_by_rule.get(rule.id):
-            also_in.setdefault(suppressor, []).extend(seg.file for seg, _, _ in hits_by_rule[rule.id])
     for rule in tab.rules:
         hits = hits_by_rule.get(rule.id)
+        # A rule made redundant by another (`unless`) is silent, and its files are not cited
+        # for the other's statement: a PR template that only asks for tests was cited for
+        # "without good tests a PR is not merged" (rules64). Citing fewer files never states
+        # a rule a file does not contain; the weaker readings such files gave were often not
+        # rules at all (docs/rules.md, review rules64).
         if not hits or any(u in fired for u in rule.unless):
             continue
-        sources = list(dict.fromkeys(
-            [seg.file for seg, _, _ in hits] + also_in.get(rule.id, [])))
+        sources = list(dict.fromkeys(seg.file for seg, _, _ in hits))
         if rule.collect_codes:
             found = [x for _, _, v in hits for x in v.get("_codes", "").split("\n") if x]
             if not found:
@@ -512,10 +520,10 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
             statement = rule.statement.replace("{items}", joined)
             zh = rule.statement_zh.replace("{items}", joined) if rule.statement_zh else None
         else:
-            # Prefer a segment that filled the full statement over one that needed the fallback.
+            # Prefer a segment that filled the full statement, then the fuller fallback.
             # With `prefer: combined`, a "lead: items" segment (the whole list) wins ties.
             hits.sort(key=lambda h: (
-                not h[2].get("_primary"),
+                int(h[2].get("_rank") or 0),
                 rule.prefer_combined and h[0].kind != "combined",
             ))
             statement = hits[0][1]
@@ -677,6 +685,87 @@ def _topic_in_text(name: str) -> str:
     return name if name[:2].isupper() else name[:1].lower() + name[1:]
 
 
+def _topic_name(topic: str, lang: str, tab: Wording) -> str:
+    meta = tab.topics.get(topic)
+    if meta is None:  # a topic of an older extractor, shown by its id
+        return topic.replace("_", " ").replace("-", " ").capitalize()
+    return meta["zh" if lang == "zh" else "en"]
+
+
+def rules_outline(
+    summary: Mapping[str, Any],
+    lang: str = "en",
+    topics: list[str] | None = None,
+    max_per_topic: int | None = None,
+    unknown: bool = False,
+) -> dict[str, Any]:
+    """What a rendered summary says, before any markup: the comment and CLI
+    (format_rules_markdown) and the framework page (templates/site/framework.html) are both
+    rendered from it, so they state the same rules, cite the same files and say the same of the
+    topics no rule covers.
+
+    `sections`: per topic (the table's order) its name and facts, each with `statement` (our
+    words, backticks marking names), `cited` (the files stating it, the main one first, up to
+    MAX_CITED) and `observed`. `notes`: the sentences after the facts (topics not stated,
+    topics with advice only, no files at all). `partial`: (how, text before the files, the
+    files, text after them) for files read in part or not at all. With `unknown`, topics an
+    older extractor stored are kept, named by their id (the page); without, left out (the
+    comment: the next refresh drops them)."""
+    tab = wording()
+    zh = lang == "zh"
+    by_topic: dict[str, list[Mapping[str, Any]]] = {}
+    for fact in summary.get("facts", []):
+        if topics is None or fact["topic"] in topics:
+            by_topic.setdefault(fact["topic"], []).append(fact)
+    order = list(tab.topics)
+    if unknown:
+        order += [t for t in by_topic if t not in tab.topics]
+    sections = []
+    for topic in order:
+        facts = by_topic.get(topic)
+        if not facts:
+            continue
+        # Stated rules before hints, so a short rendering keeps the rules.
+        facts = sorted(facts, key=lambda f: f.get("strength") == "hint")
+        shown = []
+        for fact in facts[: max_per_topic or None]:
+            text = (fact.get("statement_zh") if zh else None) or fact["statement"]
+            # Every file that states the rule (up to MAX_CITED), the main one first.
+            cited = [fact.get("source") or ""] + [
+                s for s in fact.get("sources") or [] if s and s != fact.get("source")]
+            shown.append({"statement": text, "cited": [c for c in cited if c][:MAX_CITED],
+                          "observed": bool(fact.get("observed")),
+                          "strength": fact.get("strength", "rule")})
+        sections.append({"topic": topic, "name": _topic_name(topic, lang, tab), "facts": shown})
+    missing = [t for t in summary.get("not_stated", [])
+               if (unknown or t in tab.topics) and (topics is None or t in topics)]
+    notes = []
+    if "files" in summary and not summary["files"] and not (summary.get("partial") or {}):
+        # Nothing was read: said plainly, not as topics "not stated in the files read".
+        notes.append(tab.texts["no_files"]["zh" if zh else "en"])
+        missing = []
+    # A topic printed above with advice only (no rule) is said as such, not as "not stated"
+    # right under its advice.
+    advice = [t for t in missing if t in by_topic]
+    missing = [t for t in missing if t not in by_topic]
+    for key, group in (("not_stated", missing), ("advice_only", advice)):
+        if group and key in tab.texts:
+            names = ("、" if zh else ", ").join(
+                _topic_in_text(_topic_name(t, lang, tab)) for t in group)
+            notes.append(tab.texts[key]["zh" if zh else "en"].format(topics=names))
+    # Files GitHub served only in part or not at all (bot.speaking.contribution): said, so a
+    # rule or a CONTRIBUTING file past the cut is not taken for absent.
+    partial_files = summary.get("partial") or {}
+    partial = []
+    for how in ("cut", "unread"):
+        paths = [p for p, h in partial_files.items() if h == how][:MAX_CITED * 3]
+        if paths and f"partial_{how}" in tab.texts:
+            before, _, after = tab.texts[f"partial_{how}"]["zh" if zh else "en"].partition("{files}")
+            partial.append({"how": how, "before": before, "paths": paths, "after": after})
+    return {"sections": sections, "notes": notes, "partial": partial,
+            "no_files": bool(notes) and notes[0] == tab.texts["no_files"]["zh" if zh else "en"]}
+
+
 def format_rules_markdown(
     summary: Mapping[str, Any],
     lang: str = "en",
@@ -694,52 +783,20 @@ def format_rules_markdown(
         who = summary.get("framework") or ""
         lines.append(f"### {title}{f' — {who}' if who else ''}")
         lines.append("")
-    by_topic: dict[str, list[Mapping[str, Any]]] = {}
-    for fact in summary.get("facts", []):
-        if topics is None or fact["topic"] in topics:
-            by_topic.setdefault(fact["topic"], []).append(fact)
-    for topic, meta in tab.topics.items():
-        facts = by_topic.get(topic)
-        if not facts:
-            continue
-        lines.append(f"**{meta['zh'] if zh else meta['en']}**")
-        # Stated rules before hints, so a short rendering keeps the rules.
-        facts = sorted(facts, key=lambda f: f.get("strength") == "hint")
-        for fact in facts[: max_per_topic or None]:
-            text = (fact.get("statement_zh") if zh else None) or fact["statement"]
-            # Every file that states the rule (up to MAX_CITED), the main one first.
-            cited = [fact.get("source") or ""] + [
-                s for s in fact.get("sources") or [] if s and s != fact.get("source")]
-            src = "; ".join(c for c in (_cited_path(p) for p in cited[:MAX_CITED]) if c)
-            note = tab.texts["observed"]["zh" if zh else "en"] if fact.get("observed") else ""
+    outline = rules_outline(summary, lang, topics, max_per_topic)
+    for section in outline["sections"]:
+        lines.append(f"**{section['name']}**")
+        for fact in section["facts"]:
+            src = "; ".join(c for c in (_cited_path(p) for p in fact["cited"]) if c)
+            note = tab.texts["observed"]["zh" if zh else "en"] if fact["observed"] else ""
             where = f" ({src}{note})" if src else (f" ({note.strip(', ')})" if note else "")
-            lines.append(f"- {_safe(_CONTROL.sub(' ', text))}{_safe(where)}")
+            lines.append(f"- {_safe(_CONTROL.sub(' ', fact['statement']))}{_safe(where)}")
         lines.append("")
-    # A summary stored by an earlier release may name a topic the table no longer has: the
-    # next refresh drops it; until then it is left out here rather than failing the render.
-    missing = [t for t in summary.get("not_stated", []) if t in tab.topics and (topics is None or t in topics)]
-    if "files" in summary and not summary["files"] and not (summary.get("partial") or {}):
-        # Nothing was read: said plainly, not as topics "not stated in the files read".
-        if lines and lines[-1]:
-            lines.append("")
-        lines.append(tab.texts["no_files"]["zh" if zh else "en"])
-        missing = []
-    # A topic printed above with advice only (no rule) is said as such, not as "not stated"
-    # right under its advice.
-    advice = [t for t in missing if t in by_topic]
-    missing = [t for t in missing if t not in by_topic]
-    for key, group in (("not_stated", missing), ("advice_only", advice)):
-        if group and key in tab.texts:
-            names = ("、" if zh else ", ").join(
-                _topic_in_text(tab.topics[t]["zh" if zh else "en"]) for t in group)
-            lines.append(tab.texts[key]["zh" if zh else "en"].format(topics=names))
-    # Files GitHub served only in part or not at all (bot.speaking.contribution): said, so a
-    # rule or a CONTRIBUTING file past the cut is not taken for absent.
-    partial = summary.get("partial") or {}
-    for how in ("cut", "unread"):
-        paths = [_cited_path(p) for p, h in partial.items() if h == how][:MAX_CITED * 3]
-        if paths and f"partial_{how}" in tab.texts:
-            lines.append("")
-            lines.append(_safe(tab.texts[f"partial_{how}"]["zh" if zh else "en"].format(
-                files=", ".join(p for p in paths if p))))
+    if outline["no_files"] and lines and lines[-1]:
+        lines.append("")
+    lines += outline["notes"]
+    for part in outline["partial"]:
+        paths = [c for c in (_cited_path(p) for p in part["paths"]) if c]
+        lines.append("")
+        lines.append(_safe(part["before"] + ", ".join(paths) + part["after"]))
     return "\n".join(lines).rstrip() + "\n"

@@ -4,6 +4,8 @@ quarter, so a quadratic scan fails without timing anything."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from analyzers.rules import format_rules_markdown, summarize_rules
@@ -63,3 +65,67 @@ def test_rule_extraction_work_grows_linearly(name: str, warm: None) -> None:
 def test_the_reference_guard_is_linear_on_a_long_summary() -> None:
     text = _fill("- o/r#1 `x` @a #2 [y](z) ") + "\n"
     assert_linear_work(lambda t: within_budget(_no_references(t), "zh"), text * 4, text)
+
+
+# rules64: one 64 KiB guide of every structure at once: headings between nested lists whose
+# items are checkboxes, leads ending in ":", bold heads and code spans, nesting ever deeper.
+def _nested_guide(size: int = SIZE) -> str:
+    parts, i = [], 0
+    while sum(map(len, parts)) < size:
+        depth = i % 12
+        parts.append(f"{'#' * (1 + i % 6)} Tests {i}\n\nYou must include:\n"
+                     f"{'  ' * depth}- [ ] **Add tests** for `x{i}`:\n"
+                     f"{'  ' * (depth + 1)}- [x] Run `pytest` and sign off\n"
+                     f"{'  ' * (depth + 2)}1. Update the docs\n")
+        i += 1
+    return "".join(parts)[:size]
+
+
+def _deep_nesting(size: int = SIZE) -> str:
+    lines, i = [], 0
+    while sum(map(len, lines)) < size:
+        lines.append(f"{' ' * (2 * (i % 200))}- [ ] Please add tests {i}:\n")
+        i += 1
+    return "".join(lines)[:size]
+
+
+@pytest.mark.parametrize("make", [_nested_guide, _deep_nesting], ids=["mixed", "deep"])
+def test_nested_lists_headings_and_checkboxes_are_read_linearly(make, warm: None) -> None:
+    assert_linear_work(_summary_and_rendering, make())
+
+
+_OUTSIDE_CODE = re.compile(r"`[^`\n]*`")
+
+
+def test_mentions_and_html_of_a_rule_file_do_not_reach_the_comment_raw() -> None:
+    """Every place a statement takes text from a file (a bold head, a code span, an extracted
+    label, a form's name, stale labels, owners) carries @mentions and HTML: outside code spans
+    the comment holds no live mention and no tag."""
+    hostile = "@octocat <img src=x onerror=alert(1)> <script>x</script>"
+    files = {
+        "CONTRIBUTING.md": (
+            "## Out of scope\n\n"
+            f"- **{hostile} refactoring** — this would add overhead.\n\n"
+            "## Testing\n\n"
+            f"Run the tests with `pytest {hostile}` before you open a PR.\n\n"
+            f"Apply the CI label CI:{hostile} to run the tests.\n\n"
+            f"New datasets are not added here: share them on the {hostile} hub instead.\n"
+        ),
+        ".github/ISSUE_TEMPLATE/bug.yml": (
+            f"name: \"{hostile}\"\nbody:\n  - type: textarea\n    attributes:\n"
+            f"      label: \"{hostile}\"\n    validations:\n      required: true\n"
+        ),
+        ".github/workflows/stale.yml": (
+            "on:\n  schedule:\n    - cron: '0 0 * * *'\njobs:\n  stale:\n    steps:\n"
+            "      - uses: actions/stale@v9\n        with:\n          days-before-stale: 30\n"
+            f"          exempt-issue-labels: \"{hostile}\"\n"
+        ),
+        ".github/CODEOWNERS": "/trainer/ @octocat <b>x</b>\n",
+        f"docs/{hostile}.md": "Please add tests for new features.\n",
+    }
+    summary = summarize_rules(files)
+    for lang in ("en", "zh"):
+        text = format_rules_markdown(summary, lang)
+        outside = _OUTSIDE_CODE.sub(" ", text)
+        assert not re.search(r"(?<!\w)@\w", outside), outside
+        assert not re.search(r"<[A-Za-z/!]", outside), outside

@@ -412,3 +412,35 @@ async def test_a_path_of_no_page_answers_the_sites_not_found_page(client) -> Non
     assert (resp.status, resp.content_type) == (404, "application/json")
     head = await client.head("/proposals/")
     assert head.status == 404
+
+
+async def test_framework_page_says_the_rule_notes_as_the_comment_does(client, ctx) -> None:
+    """rules64: the page and the rule-summary comment say the same from the same code: acronyms
+    kept ("CI", "sign-off / CLA", not "ci", "sign-off / cla"), a topic with advice but no rule
+    said as advice only (not "not stated" under its advice), every file a rule cites named."""
+    from sqlalchemy import select
+
+    from analyzers.rules import format_rules_markdown
+
+    async with ctx.sessionmaker() as session, session.begin():
+        row = await session.scalar(select(ContributionRules))
+        summary = dict(row.summary)
+        summary["facts"] = [
+            {"topic": "tests", "rule": "t", "statement": "Add tests.", "strength": "rule",
+             "source": "CONTRIBUTING.md", "sources": ["CONTRIBUTING.md", "docs/testing.md"],
+             "observed": False},
+            {"topic": "ci", "rule": "c", "statement": "Run the CI locally first.",
+             "strength": "hint", "source": "AGENTS.md", "sources": ["AGENTS.md"],
+             "observed": False},
+        ]
+        summary["not_stated"] = ["docs", "sign-off", "ci"]
+        row.summary = summary
+    html = await _text(client, "/frameworks/verl")
+    comment = format_rules_markdown(summary, heading=False)
+    notes = [line for line in comment.splitlines() if line.startswith(("Not stated", "Advice"))]
+    assert notes == ["Not stated in the files read: docs, sign-off / CLA.",
+                     "Advice or practice only, no rule stated: CI."]
+    for note in notes:
+        assert note in html, note
+    assert "sign-off / cla" not in html and ", ci." not in html
+    assert "docs/testing.md" in html

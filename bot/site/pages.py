@@ -45,10 +45,12 @@ REPORTS_PAGE = 30  # reports per page of /failures/{key}
 
 
 
-def _rule_topics() -> dict[str, dict[str, str]]:
-    from analyzers.rules import wording
+def _rule_outline(summary: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The stored rule summary as the comment says it (analyzers.rules.rules_outline), with
+    the topics an older extractor stored kept by name."""
+    from analyzers.rules import rules_outline
 
-    return wording().topics
+    return rules_outline(summary, unknown=True) if summary else None
 
 
 def code_spans(text: str | None, isolate: bool = False) -> Markup:
@@ -287,7 +289,7 @@ async def framework_page(request: web.Request) -> web.Response:
     found = await _session_call(request, data.framework_data, request.match_info["name"])
     if found is None:
         return not_found("framework")
-    return await render_page(request, "framework.html", d=found, topics=_rule_topics(),
+    return await render_page(request, "framework.html", d=found, outline=_rule_outline(found["rules"]),
                   frameworks=data.catalog().frameworks)
 
 

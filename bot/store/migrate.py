@@ -29,8 +29,23 @@ class MigrationFailed(UserError):
     kept)."""
 
 
-class UnknownRevision(UserError):
+class SchemaMismatch(UserError):
+    """The database is not at this code's migration (ops64): behind it, or at a revision this
+    code does not know. Every command using the store refuses it with this one line, exit 1
+    (`check_revision`)."""
+
+
+class UnknownRevision(SchemaMismatch):
     """The database is at a revision this code does not know: a newer version migrated it."""
+
+
+class BehindMigrations(SchemaMismatch):
+    """The database is at an older revision (or none): `rltracker migrate` brings it to head."""
+
+
+def behind_message(current: str | None) -> str:
+    return (f"the database is behind the migrations (it is at {current or 'no revision'}, "
+            f"this code needs {head_revision()}); run `rltracker migrate` first")
 
 
 def unknown_revision_message(current: str) -> str:
@@ -130,6 +145,52 @@ async def current_revision(engine: AsyncEngine) -> str | None:
 
 async def is_up_to_date(engine: AsyncEngine) -> bool:
     return await current_revision(engine) == head_revision()
+
+
+def revision_mismatch(current: str | None, subject: str = "") -> SchemaMismatch | None:
+    """The error for a database at `current` (None: no revision), None at head. `subject`
+    (`DATABASE_URL=...`) starts the message when given."""
+    if current == head_revision():
+        return None
+    prefix = f"{subject}: " if subject else ""
+    if current is not None and current not in known_revisions():
+        return UnknownRevision(prefix + unknown_revision_message(current))
+    return BehindMigrations(prefix + behind_message(current))
+
+
+def _subject(engine: AsyncEngine) -> str:
+    from bot.config import describe_value, redact_url
+
+    return describe_value("DATABASE_URL",
+                          redact_url(engine.url.render_as_string(hide_password=False)))
+
+
+async def check_revision(engine: AsyncEngine) -> None:
+    """The one check of the database's revision before anything uses the store (ops64):
+    `serve`, every command that reads or writes it (bot.cli), `rules` when it reads the
+    cache. Raises SchemaMismatch (one line, exit 1) for a database behind this code (not
+    migrated yet: queries would fail deep inside) or ahead of it (a newer version migrated
+    it: an older version's cron job would write into the newer schema as the older code
+    did). Nothing is written. A database that does not answer raises the driver's error."""
+    problem = revision_mismatch(await current_revision(engine), _subject(engine))
+    if problem is not None:
+        raise problem
+
+
+def require_revision(database_url: str) -> None:
+    """`check_revision` on an engine of its own (blocking: for the commands, before they run)."""
+    import asyncio
+
+    from bot.store.db import make_engine
+
+    async def check() -> None:
+        engine = make_engine(database_url)
+        try:
+            await check_revision(engine)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(check())
 
 
 def migrate_command(args: object) -> int:

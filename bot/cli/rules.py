@@ -34,7 +34,6 @@ async def _from_database(settings: Settings, repo: str) -> dict[str, Any] | None
 
     from bot.context import AppContext
     from bot.speaking.contribution import cached_rules
-
     from bot.store.migrate import check_revision
 
     ctx = AppContext.create(settings)

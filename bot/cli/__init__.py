@@ -206,7 +206,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the inbox worker in N processes beside the web process (at most "
                         "1024; default 0: inside it; SQLite takes 1)")
 
-    sub.add_parser("migrate", help="alembic upgrade head on DATABASE_URL")
+    p = sub.add_parser("migrate", help="alembic upgrade head on DATABASE_URL",
+                       description="Upgrades the database to this version's latest migration, "
+                                   "all of it or nothing, one migrate at a time: another "
+                                   "replica's migrate under way is waited for (said on stderr).")
+    p.add_argument("--wait", type=_count, default=None, metavar="SECONDS",
+                   help="wait at most SECONDS for another migrate to finish (default 600)")
 
     p = sub.add_parser(
         "analyze", help="thread records in, analysis records out (JSON lines)",

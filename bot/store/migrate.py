@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from alembic import command
@@ -27,6 +28,11 @@ class MigrationFailed(UserError):
     """A migration's statement failed (upgrade64): which migration, what the database said,
     and the revision the database stayed at (the upgrade is one transaction: nothing of it is
     kept)."""
+
+
+class MigrationWaitRanOut(UserError):
+    """Another migrate held the lock for longer than this one waits (`migrate --wait`): the
+    time waited said, nothing changed (ops64)."""
 
 
 class SchemaMismatch(UserError):
@@ -54,7 +60,8 @@ def unknown_revision_message(current: str) -> str:
             "(a rolled-back deploy cannot use the database; nothing was changed)")
 
 
-def upgrade(database_url: str, revision: str = "head") -> None:
+def upgrade(database_url: str, revision: str = "head", *, wait: float | None = None,
+            on_wait: Callable[[str], None] | None = None) -> None:
     """Run `alembic upgrade` (blocking: call from a thread inside an event loop). One upgrade
     at a time and all of it or nothing (migrations/env.py). A statement that fails raises
     MigrationFailed naming the migration; a database at a revision this code does not know
@@ -63,6 +70,10 @@ def upgrade(database_url: str, revision: str = "head") -> None:
     from sqlalchemy.exc import DBAPIError
 
     cfg = alembic_config(database_url)
+    if wait is not None:  # seconds to wait for another migrate (migrations/env.py)
+        cfg.attributes["wait"] = wait
+    if on_wait is not None:  # told once when it starts waiting
+        cfg.attributes["on_wait"] = on_wait
     with warnings.catch_warnings():
         # On SQLite alembic's batch copy of a table (0013's `comments`) reflects the tables it
         # refers to, and SQLAlchemy warns that it skips `threads`' expression index, which
@@ -200,8 +211,13 @@ def migrate_command(args: object) -> int:
     path = sqlite_path(settings.database_url)
     if path is not None:  # checked: it can be created (SQLite itself creates only the file)
         path.parent.mkdir(parents=True, exist_ok=True)
+    def say_waiting(line: str) -> None:
+        import sys
+
+        print(f"rltracker migrate: {line}", file=sys.stderr, flush=True)
+
     try:
-        upgrade(settings.database_url)
+        upgrade(settings.database_url, wait=getattr(args, "wait", None), on_wait=say_waiting)
     except UserError as exc:  # one line (bot.cli.errors), the database named
         from bot.config import describe_value, redact_url
 

@@ -160,7 +160,8 @@ async def is_up_to_date(engine: AsyncEngine) -> bool:
 
 def revision_mismatch(current: str | None, subject: str = "") -> SchemaMismatch | None:
     """The error for a database at `current` (None: no revision), None at head. `subject`
-    (`DATABASE_URL=...`) starts the message when given."""
+    (`DATABASE_URL=...`) starts the message when given. The one judgement of a revision:
+    `check_revision` (serve, the commands) and /healthz, /metrics (bot.site.api) use it."""
     if current == head_revision():
         return None
     prefix = f"{subject}: " if subject else ""

@@ -133,3 +133,32 @@ def test_commands_without_a_database_still_run_without_one(tmp_path: Path) -> No
         rules = rltracker("rules", str(folder), env={"DATABASE_URL": url}, cwd=tmp_path)
         assert rules.returncode == 0 and "pre-commit" in rules.stdout, rules.stderr
     assert not missing.exists()
+
+
+def test_a_query_meeting_a_migration_run_meanwhile_says_the_same_line(
+        db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command already past the check when another version's migrate runs: its query meets
+    a column gone. The failure line is the check's (bot.store.migrate), the database's own
+    words after it."""
+    from bot.cli.errors import explain
+
+    _behind(db_url, NEWER)  # resumed_at dropped, the revision a newer version's
+
+    async def query() -> BaseException:
+        engine = make_engine(db_url)
+        try:
+            async with engine.connect() as conn:
+                await conn.execute(text("SELECT resumed_at FROM repositories"))
+        except Exception as exc:  # noqa: BLE001 - the error under test
+            return exc
+        finally:
+            await engine.dispose()
+        raise AssertionError("the column is still there")
+
+    exc = asyncio.run(query())
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    explained = explain(exc)
+    assert explained is not None and explained[1] == 1
+    message = explained[0]
+    assert message.startswith("DATABASE_URL=") and NEWER in message, message
+    assert "does not know" in message and "resumed_at" in message, message

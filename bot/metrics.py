@@ -91,6 +91,7 @@ class Metrics:
         jobs: dict[str, tuple[str, Any, Any, dict[str, Any]]] | None = None,
         database_up: bool | None = None,
         database_busy: bool | None = None,
+        schema_current: bool | None = None,
     ) -> str:
         out: list[str] = []
 
@@ -169,4 +170,9 @@ class Metrics:
                    "1 when the database answered but a table the scrape reads was locked by "
                    "another session (a migration): its counts are left out")
             out.append(f"rltracker_database_busy {1 if database_busy else 0}")
+        if schema_current is not None:
+            family("rltracker_database_schema_current", "gauge",
+                   "1 when the database is at this code's latest migration; 0 when another "
+                   "version migrated it under the running app (/healthz says which)")
+            out.append(f"rltracker_database_schema_current {1 if schema_current else 0}")
         return "\n".join(out) + "\n"

@@ -405,27 +405,15 @@ async def _serve(settings: Settings, host: str, port: int, asked: _Asked, *,
         return _stopped_while_starting(asked)
     from bot.app import create_app
     from bot.context import WORKER, WORKER_PROCESS_COUNTS, AppContext
-    from bot.store.migrate import (
-        current_revision,
-        head_revision,
-        known_revisions,
-        unknown_revision_message,
-    )
+    from bot.store.migrate import check_revision
 
     ctx = AppContext.create(settings)
     started = _Started()
     died: list[str] = []
     try:
         # unreachable: one line (bot.cli.errors)
-        current = await _unless_stopped(stop, current_revision(ctx.engine))
-        head = head_revision()
-        if current is not None and current != head and current not in known_revisions():
-            return _fail(unknown_revision_message(current), exit_code=1)  # a rolled-back deploy
-        if current != head:
-            return _fail(
-                f"the database is behind the migrations (it is at {current or 'no revision'}, "
-                f"this code needs {head}); run `rltracker migrate` first", exit_code=1,
-            )
+        # behind or ahead of this code: the one line every command says (bot.store.migrate)
+        await _unless_stopped(stop, check_revision(ctx.engine))
         if worker_processes and ctx.engine.dialect.name == "sqlite" and worker_processes > 1:
             return _fail("SQLite takes one worker process (--workers 1); use PostgreSQL for more")
         ctx.github = _github_client(settings)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from logging.config import fileConfig
 
 from alembic import context
@@ -42,7 +43,36 @@ def database_url() -> str:
 # (at most MIGRATION_WAIT), then finds the database at head. A failure leaves the database at
 # the revision it was at.
 MIGRATION_LOCK = 0x726C746D  # pg_advisory_xact_lock's key: "rltm"
-MIGRATION_WAIT = 600  # seconds a migrate waits for another one to finish
+MIGRATION_WAIT = 600  # seconds a migrate waits for another one to finish (`migrate --wait`)
+# SQLite's write lock is also taken, for a moment, by the running app's writes: a migrate says
+# it waits only once the lock has not come within this many seconds (ops64).
+SQLITE_QUIET_WAIT = 2.0
+
+
+def migration_wait() -> float:
+    return float(config.attributes.get("wait", MIGRATION_WAIT))
+
+
+def _waiting(what: str) -> None:
+    """Said once when a migrate starts waiting (ops64): it said nothing for up to 10 minutes."""
+    on_wait = config.attributes.get("on_wait")
+    if on_wait is not None:
+        on_wait(f"waiting for another migrate ({what}) to finish, at most "
+                f"{_seconds(migration_wait())}")
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.0f} s" if value < 120 else f"{value / 60:.0f} minutes"
+
+
+def _wait_ran_out(started: float, what: str) -> Exception:
+    from bot.store.migrate import MigrationWaitRanOut
+
+    waited = time.monotonic() - started
+    return MigrationWaitRanOut(
+        f"waited {_seconds(waited)} for another migrate ({what}) to finish, and it has not: "
+        "nothing was changed; run `rltracker migrate` again once it is done (or with a "
+        "longer --wait), or see what holds the database")
 
 
 def serialised(engine: AsyncEngine) -> AsyncEngine:
@@ -54,7 +84,7 @@ def serialised(engine: AsyncEngine) -> AsyncEngine:
     def _driver_transactions_off(dbapi_conn: object, _record: object) -> None:
         dbapi_conn.isolation_level = None  # type: ignore[attr-defined]
         cur = dbapi_conn.cursor()  # type: ignore[attr-defined]
-        cur.execute(f"PRAGMA busy_timeout={MIGRATION_WAIT * 1000}")
+        cur.execute(f"PRAGMA busy_timeout={int(migration_wait() * 1000)}")
         # A table copy (batch_alter_table) drops the old table: with foreign keys on, SQLite
         # deletes its rows first and ON DELETE CASCADE takes the children (a copy of `threads`
         # emptied comments, analyses, verdicts). Off for the migrations, as alembic advises;
@@ -64,17 +94,56 @@ def serialised(engine: AsyncEngine) -> AsyncEngine:
 
     @event.listens_for(engine.sync_engine, "begin")
     def _begin_immediate(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        from sqlalchemy.exc import OperationalError
+
+        started = time.monotonic()
+        quiet = min(SQLITE_QUIET_WAIT, migration_wait())
+        conn.exec_driver_sql(f"PRAGMA busy_timeout={int(quiet * 1000)}")
+        try:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            return
+        except OperationalError as exc:
+            if "locked" not in str(exc.orig):
+                raise
+        finally:
+            conn.exec_driver_sql(f"PRAGMA busy_timeout={int(migration_wait() * 1000)}")
+        what = "the database's write lock is taken"
+        _waiting(what)
+        remaining = max(0.0, migration_wait() - (time.monotonic() - started))
+        conn.exec_driver_sql(f"PRAGMA busy_timeout={int(remaining * 1000)}")
+        try:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        except OperationalError as exc:
+            if "locked" not in str(exc.orig):
+                raise
+            raise _wait_ran_out(started, what) from exc
 
     return engine
 
 
 def _take_the_lock(connection: Connection) -> None:
-    if connection.dialect.name == "postgresql":
-        timeout = connection.exec_driver_sql("SHOW lock_timeout").scalar()
-        connection.exec_driver_sql(f"SET LOCAL lock_timeout = '{MIGRATION_WAIT}s'")
+    if connection.dialect.name != "postgresql":
+        return
+    if connection.exec_driver_sql(f"SELECT pg_try_advisory_xact_lock({MIGRATION_LOCK})").scalar():
+        return
+    from sqlalchemy.exc import DBAPIError
+
+    what = "it holds the migration lock"
+    _waiting(what)
+    started = time.monotonic()
+    if migration_wait() <= 0:  # --wait 0: PostgreSQL's lock_timeout 0 would wait for ever
+        raise _wait_ran_out(started, what)
+    timeout = connection.exec_driver_sql("SHOW lock_timeout").scalar()
+    connection.exec_driver_sql(f"SET LOCAL lock_timeout = '{int(migration_wait() * 1000)}ms'")
+    try:
         connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
-        connection.exec_driver_sql(f"SET LOCAL lock_timeout = '{timeout}'")
+    except DBAPIError as exc:
+        # lock_not_available after the wait: its message said "not granted within 30s"
+        # (the app's lock_timeout, bot.cli.errors), not the wait it was
+        if getattr(exc.orig, "sqlstate", None) != "55P03":
+            raise
+        raise _wait_ran_out(started, what) from exc
+    connection.exec_driver_sql(f"SET LOCAL lock_timeout = '{timeout}'")
 
 
 def _applied(ctx: object, step: object, heads: object, run_args: object) -> None:

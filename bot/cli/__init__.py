@@ -42,9 +42,11 @@ COMMANDS = {
 
 # Commands that read or need a migrated database. Before they open it, a SQLite file that
 # does not exist is said to be missing (bot.config.require_database): opening it created an
-# empty file, the command said "no tables", and the empty file stayed. Not here: `migrate`
-# creates the database, `serve` checks it itself (bot.server), `rules` skips a missing
-# one, `analyze` and `replay` use none.
+# empty file, the command said "no tables", and the empty file stayed. Then the database's
+# revision is checked (bot.store.migrate.check_revision, ops64): behind this code or ahead of
+# it, the command refuses with serve's line. Not here: `migrate` creates the database,
+# `serve` checks both itself (bot.server), `rules` skips a missing one and checks the
+# revision when it reads the cache, `analyze` and `replay` use none.
 NEEDS_DATABASE = frozenset({"stats", "deliveries", "verdicts", "study", "report", "repos",
                             "preview", "papers", "sync"})
 
@@ -246,7 +248,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the inbox worker in N processes beside the web process (at most "
                         "1024; default 0: inside it; SQLite takes 1)")
 
-    sub.add_parser("migrate", help="alembic upgrade head on DATABASE_URL")
+    p = sub.add_parser("migrate", help="alembic upgrade head on DATABASE_URL",
+                       description="Upgrades the database to this version's latest migration, "
+                                   "all of it or nothing, one migrate at a time: another "
+                                   "replica's migrate under way is waited for (said on stderr).")
+    p.add_argument("--wait", type=_count, default=None, metavar="SECONDS",
+                   help="wait at most SECONDS for another migrate to finish (default 600)")
 
     p = sub.add_parser(
         "analyze", help="thread records in, analysis records out (JSON lines)",
@@ -488,9 +495,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace, module_name: str, func_name: str) -> int:
     try:
         if args.command in NEEDS_DATABASE:
-            from bot.config import require_database
+            from bot.config import (
+                DEFAULT_DATABASE_URL,
+                check_database_url,
+                normalise_database_url,
+                require_database,
+            )
+            from bot.store.migrate import require_revision
 
             require_database(os.environ)
+            # Behind or ahead of this code: serve's one line, exit 1, before the command runs
+            # (ops64; bot.store.migrate.check_revision).
+            raw = os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL
+            check_database_url(raw)
+            require_revision(normalise_database_url(raw))
         func = getattr(importlib.import_module(module_name), func_name)
         status = int(func(args) or 0)
         sys.stdout.flush()  # here, where a reader gone is seen, not at exit

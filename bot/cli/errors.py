@@ -78,15 +78,12 @@ _MISSING_SQLSTATES = ("42P01", "42703")
 _LOCK_NOT_AVAILABLE = "55P03"  # lock_timeout (bot.store.db.LOCK_TIMEOUT) ran out
 
 
-def _revisions() -> tuple[str | None, str | None, bool] | None:
-    """(the database's migration revision, the code's head, whether this code knows the
-    database's revision); None when they cannot be read."""
+def _current_revision() -> tuple[str | None] | None:
+    """(the database's migration revision,), None when it cannot be read."""
     import asyncio
 
-    from alembic.script import ScriptDirectory
-
     from bot.store.db import make_engine
-    from bot.store.migrate import alembic_config, current_revision, head_revision
+    from bot.store.migrate import current_revision
 
     async def read() -> str | None:
         engine = make_engine(_database_url())
@@ -96,26 +93,22 @@ def _revisions() -> tuple[str | None, str | None, bool] | None:
             await engine.dispose()
 
     try:
-        current = asyncio.run(read())
-        script = ScriptDirectory.from_config(alembic_config(_database_url()))
-        known = {rev.revision for rev in script.walk_revisions()}
-        return current, head_revision(), current is None or current in known
+        return (asyncio.run(read()),)
     except Exception:  # noqa: BLE001 - only a better message is lost
         return None
 
 
 def _schema_missing(subject: str, detail: str) -> str:
-    """A table or column missing: no migrations run yet, or the database behind the code (a
-    new version deployed before `rltracker migrate`, which `rltracker serve` refuses)."""
-    revisions = _revisions()
-    if revisions is not None and revisions[0] is not None and revisions[0] != revisions[1]:
-        current, head, known = revisions
-        if not known:  # an older version on a database a newer one migrated: migrate cannot help
-            return (f"{subject}: the database is at migration {current}, which this version "
-                    f"does not know (its latest is {head}: {detail}); a newer version of "
-                    "rltracker migrated it: run that version")
-        return (f"{subject}: the database is behind the migrations (it is at {current}, this "
-                f"code needs {head}: {detail}); run `rltracker migrate` first")
+    """A table or column missing: no migrations run yet, or the database behind or ahead of
+    the code (the commands and `serve` check the revision before they start,
+    bot.store.migrate.check_revision; a migrate run meanwhile is told here, in its words)."""
+    from bot.store.migrate import revision_mismatch
+
+    read = _current_revision()
+    if read is not None and read[0] is not None:
+        problem = revision_mismatch(read[0], subject)
+        if problem is not None:
+            return f"{problem.message} ({detail})"
     return f"{subject}: the database has no tables ({detail}); run `rltracker migrate` first"
 
 

@@ -34,9 +34,13 @@ async def _from_database(settings: Settings, repo: str) -> dict[str, Any] | None
 
     from bot.context import AppContext
     from bot.speaking.contribution import cached_rules
+    from bot.store.migrate import check_revision
 
     ctx = AppContext.create(settings)
     try:
+        # behind or ahead of this code: refused as every command refuses it (SchemaMismatch);
+        # a database that does not answer is no cache, as before
+        await check_revision(ctx.engine)
         row = await cached_rules(ctx, repo)
         return dict(row.summary) if row is not None and row.summary else None
     except (SQLAlchemyError, OSError):

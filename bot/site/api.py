@@ -189,11 +189,47 @@ async def _failed_deliveries(ctx: Any) -> int | None:
         return None
 
 
+_SCHEMA_HEAD = "schema_head"  # ctx.extras: this code's latest migration, read once
+_SCHEMA_SAID = "schema_said"  # ctx.extras: the mismatch last logged (said once)
+
+
+async def _schema_mismatch(ctx: Any) -> str | None:
+    """The database's revision against this code's (ops64): serve checks it when it starts,
+    but another version's `migrate` can run under a running app (a newer replica's during a
+    rolling deploy, a downgrade). Its line (bot.store.migrate's, as every command says it)
+    when they differ, logged once as a warning; None at head or when it cannot be read."""
+    from bot.store.migrate import current_revision, head_revision, revision_mismatch
+
+    try:
+        current = await asyncio.wait_for(current_revision(ctx.engine), timeout=HEALTH_TIMEOUT)
+    except Exception:  # noqa: BLE001 - reachability is /healthz's own check
+        return None
+    head = ctx.extras.get(_SCHEMA_HEAD)
+    if head is None:
+        head = ctx.extras[_SCHEMA_HEAD] = head_revision()
+    problem = None if current == head else revision_mismatch(current)
+    message = problem.message if problem is not None else None
+    if message != ctx.extras.get(_SCHEMA_SAID):
+        ctx.extras[_SCHEMA_SAID] = message
+        if message is not None:
+            log.warning("the database's schema is not this code's: %s; this app's queries may "
+                        "fail until it runs the version that matches the database", message)
+        else:
+            log.info("the database's schema is this code's again (migration %s)", head)
+    return message
+
+
 async def healthz(request: web.Request) -> web.Response:
     ctx = request.app[CTX]
     state = await _database_state(ctx)
     if state == "ok":
         body: dict[str, Any] = {"status": "ok", "database": "ok"}
+        schema = await _schema_mismatch(ctx)
+        if schema is not None:
+            # 200, not 503: the replica may still work (an additive migration), and a
+            # restart cannot help (the same code refuses to start on this database)
+            body["status"] = "degraded"
+            body["schema"] = schema
         failed = await _failed_deliveries(ctx)
         if failed is not None:
             body["deliveries_failed"] = failed
@@ -282,6 +318,8 @@ async def metrics_view(request: web.Request) -> web.Response:
         },
         database_up=database_up,
         database_busy=database_busy,
+        schema_current=(None if not database_up or database_busy
+                        else await _schema_mismatch(ctx) is None),
     )
     return web.Response(text=body, content_type="text/plain", charset="utf-8",
                         headers={"X-Content-Type-Options": "nosniff"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from alembic import command
@@ -29,8 +30,28 @@ class MigrationFailed(UserError):
     kept)."""
 
 
-class UnknownRevision(UserError):
+class MigrationWaitRanOut(UserError):
+    """Another migrate held the lock for longer than this one waits (`migrate --wait`): the
+    time waited said, nothing changed (ops64)."""
+
+
+class SchemaMismatch(UserError):
+    """The database is not at this code's migration (ops64): behind it, or at a revision this
+    code does not know. Every command using the store refuses it with this one line, exit 1
+    (`check_revision`)."""
+
+
+class UnknownRevision(SchemaMismatch):
     """The database is at a revision this code does not know: a newer version migrated it."""
+
+
+class BehindMigrations(SchemaMismatch):
+    """The database is at an older revision (or none): `rltracker migrate` brings it to head."""
+
+
+def behind_message(current: str | None) -> str:
+    return (f"the database is behind the migrations (it is at {current or 'no revision'}, "
+            f"this code needs {head_revision()}); run `rltracker migrate` first")
 
 
 def unknown_revision_message(current: str) -> str:
@@ -39,7 +60,8 @@ def unknown_revision_message(current: str) -> str:
             "(a rolled-back deploy cannot use the database; nothing was changed)")
 
 
-def upgrade(database_url: str, revision: str = "head") -> None:
+def upgrade(database_url: str, revision: str = "head", *, wait: float | None = None,
+            on_wait: Callable[[str], None] | None = None) -> None:
     """Run `alembic upgrade` (blocking: call from a thread inside an event loop). One upgrade
     at a time and all of it or nothing (migrations/env.py). A statement that fails raises
     MigrationFailed naming the migration; a database at a revision this code does not know
@@ -48,6 +70,10 @@ def upgrade(database_url: str, revision: str = "head") -> None:
     from sqlalchemy.exc import DBAPIError
 
     cfg = alembic_config(database_url)
+    if wait is not None:  # seconds to wait for another migrate (migrations/env.py)
+        cfg.attributes["wait"] = wait
+    if on_wait is not None:  # told once when it starts waiting
+        cfg.attributes["on_wait"] = on_wait
     with warnings.catch_warnings():
         # On SQLite alembic's batch copy of a table (0013's `comments`) reflects the tables it
         # refers to, and SQLAlchemy warns that it skips `threads`' expression index, which
@@ -132,6 +158,53 @@ async def is_up_to_date(engine: AsyncEngine) -> bool:
     return await current_revision(engine) == head_revision()
 
 
+def revision_mismatch(current: str | None, subject: str = "") -> SchemaMismatch | None:
+    """The error for a database at `current` (None: no revision), None at head. `subject`
+    (`DATABASE_URL=...`) starts the message when given. The one judgement of a revision:
+    `check_revision` (serve, the commands) and /healthz, /metrics (bot.site.api) use it."""
+    if current == head_revision():
+        return None
+    prefix = f"{subject}: " if subject else ""
+    if current is not None and current not in known_revisions():
+        return UnknownRevision(prefix + unknown_revision_message(current))
+    return BehindMigrations(prefix + behind_message(current))
+
+
+def _subject(engine: AsyncEngine) -> str:
+    from bot.config import describe_value, redact_url
+
+    return describe_value("DATABASE_URL",
+                          redact_url(engine.url.render_as_string(hide_password=False)))
+
+
+async def check_revision(engine: AsyncEngine) -> None:
+    """The one check of the database's revision before anything uses the store (ops64):
+    `serve`, every command that reads or writes it (bot.cli), `rules` when it reads the
+    cache. Raises SchemaMismatch (one line, exit 1) for a database behind this code (not
+    migrated yet: queries would fail deep inside) or ahead of it (a newer version migrated
+    it: an older version's cron job would write into the newer schema as the older code
+    did). Nothing is written. A database that does not answer raises the driver's error."""
+    problem = revision_mismatch(await current_revision(engine), _subject(engine))
+    if problem is not None:
+        raise problem
+
+
+def require_revision(database_url: str) -> None:
+    """`check_revision` on an engine of its own (blocking: for the commands, before they run)."""
+    import asyncio
+
+    from bot.store.db import make_engine
+
+    async def check() -> None:
+        engine = make_engine(database_url)
+        try:
+            await check_revision(engine)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(check())
+
+
 def migrate_command(args: object) -> int:
     from bot.config import Settings, sqlite_path
 
@@ -139,8 +212,13 @@ def migrate_command(args: object) -> int:
     path = sqlite_path(settings.database_url)
     if path is not None:  # checked: it can be created (SQLite itself creates only the file)
         path.parent.mkdir(parents=True, exist_ok=True)
+    def say_waiting(line: str) -> None:
+        import sys
+
+        print(f"rltracker migrate: {line}", file=sys.stderr, flush=True)
+
     try:
-        upgrade(settings.database_url)
+        upgrade(settings.database_url, wait=getattr(args, "wait", None), on_wait=say_waiting)
     except UserError as exc:  # one line (bot.cli.errors), the database named
         from bot.config import describe_value, redact_url
 

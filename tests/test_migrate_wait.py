@@ -1,0 +1,107 @@
+"""`rltracker migrate` waiting for another one (ops64). Two replicas starting together both run
+`rltracker migrate && exec rltracker serve`: the second waits for the first's lock (PostgreSQL:
+the migration's advisory lock; SQLite: the database's write lock). It said nothing while it
+waited (up to 10 minutes): a deploy that seemed hung. It says one line when it starts waiting;
+and should the wait run out, the line says how long it waited (PostgreSQL said "not granted
+within 30s", the app's lock_timeout, after 10 minutes). The other migration is stood for by a
+session holding the same lock; each `migrate` is a real process, the timeouts hang guards."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import select
+import sqlite3
+import subprocess
+import sys
+import time
+from typing import Any
+
+from bot.store.migrate import head_revision
+from tests.test_cli_errors import CLEAN_ENV, HANG_GUARD
+
+MIGRATION_LOCK = 0x726C746D  # migrations/env.py's key
+
+
+def _migrate(url: str, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "bot.cli", "migrate", *args],
+                            env={**CLEAN_ENV, "DATABASE_URL": url}, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _first_stderr_line(proc: subprocess.Popen[str]) -> str:
+    """The first line on stderr, waited for at most HANG_GUARD seconds ('' if none came)."""
+    assert proc.stderr is not None
+    fd = proc.stderr.fileno()
+    deadline = time.monotonic() + HANG_GUARD
+    buf = b""
+    while b"\n" not in buf and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            buf += chunk
+    return buf.decode().partition("\n")[0]
+
+
+class _Held:
+    """Another migration's lock, held until release()."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        if url.startswith("sqlite"):
+            self.conn: Any = sqlite3.connect(url.split("///", 1)[1], isolation_level=None)
+            self.conn.execute("BEGIN IMMEDIATE")
+            return
+        import asyncpg
+
+        self.loop = asyncio.new_event_loop()
+        self.conn = self.loop.run_until_complete(asyncpg.connect(
+            url.replace("postgresql+asyncpg://", "postgresql://")))
+        self.loop.run_until_complete(self.conn.execute(f"SELECT pg_advisory_lock({MIGRATION_LOCK})"))
+
+    def release(self) -> None:
+        if self.url.startswith("sqlite"):
+            self.conn.execute("ROLLBACK")
+            self.conn.close()
+            return
+        self.loop.run_until_complete(self.conn.close())
+        self.loop.close()
+
+
+def _finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
+    out, err = proc.communicate(timeout=HANG_GUARD)
+    return proc.returncode, out, err
+
+
+def test_a_migrate_waiting_for_another_says_so(db_url: str) -> None:
+    """Another migration holds the lock: one line says this one waits, then it goes on once
+    the other is done (here: the database already at head), exit 0."""
+    held = _Held(db_url)
+    try:
+        proc = _migrate(db_url)
+        line = _first_stderr_line(proc)
+    finally:
+        held.release()
+    status, out, rest = _finish(proc)
+    assert line.startswith("rltracker migrate: waiting for another migrate"), line
+    assert (status, out, rest) == (0, f"database at {head_revision()}\n", "")
+
+
+def test_a_wait_that_runs_out_says_how_long_it_waited(db_url: str) -> None:
+    """`migrate --wait 2` with the lock held past it: the waiting line, then one line saying
+    it waited 2 s for another migrate (not the app's 30 s lock_timeout), exit 1, nothing
+    changed."""
+    held = _Held(db_url)
+    try:
+        proc = _migrate(db_url, "--wait", "2")
+        status, out, err = _finish(proc)
+    finally:
+        held.release()
+    lines = err.splitlines()
+    assert status == 1 and out == "" and "Traceback" not in err, err
+    assert len(lines) == 2, err
+    assert lines[0].startswith("rltracker migrate: waiting for another migrate"), lines
+    assert lines[1].startswith("rltracker migrate: ") and "waited 2 s" in lines[1], lines
+    assert "30s" not in lines[1] and "30 s" not in lines[1], lines

@@ -29,6 +29,10 @@ State model (all public attributes; repository names are matched case-insensitiv
   ``fake.installations``; ``suspend_installation(id)``; ``remove_installation(id)`` (uninstalled:
   its tokens are revoked). ``fake.tokens`` maps issued tokens to
   :class:`Token`; ``fake.token_ttl`` (seconds, default 3600) sets ``expires_at`` of new ones.
+  An installation's ``permissions`` (issues, pull_requests, discussions, ...; drop one to
+  withhold it) are copied into each token issued: GraphQL answers a repository's
+  ``issues`` / ``pullRequests`` / ``discussions`` / ``discussion`` null with FORBIDDEN to a
+  token without the permission, as GitHub does.
 - ``add_issue(repo, number, title=..., body=..., user=..., pull_request=False, ...)`` ->
   the stored issue dict; ``issue(repo, n)``; ``add_comment(repo, n, body, user=...)``;
   ``comments_of(repo, n)``; ``fake.comments`` (id -> comment dict; each carries
@@ -131,6 +135,9 @@ class Token:
     token: str
     installation_id: int
     expires_at: datetime
+    # the installation's permissions when the token was issued (GitHub's tokens keep them:
+    # permissions accepted later need a new token)
+    permissions: dict[str, str] | None = None
 
 
 @dataclass
@@ -278,7 +285,8 @@ class FakeGitHub:
             "app_slug": self.app_slug,
             "target_type": account_type,
             "repository_selection": "selected",
-            "permissions": {"issues": "write", "metadata": "read", "contents": "read"},
+            "permissions": {"issues": "write", "metadata": "read", "contents": "read",
+                            "pull_requests": "read", "discussions": "write"},
             "events": ["issues", "issue_comment"],
             "suspended_at": None,
             "repositories": list(repos or []),
@@ -628,7 +636,7 @@ class FakeGitHub:
             return 403, {"message": "This installation has been suspended"}
         value = "ghs_" + secrets.token_hex(18)
         expires = _now() + timedelta(seconds=self.token_ttl)
-        self.tokens[value] = Token(value, inst["id"], expires)
+        self.tokens[value] = Token(value, inst["id"], expires, dict(inst["permissions"]))
         return 201, {
             "token": value,
             "expires_at": _iso(expires),
@@ -914,7 +922,32 @@ class FakeGitHub:
             return result
         if not isinstance(result, dict) or not ({"data", "errors"} & result.keys()):
             result = {"data": result}
+        token = self.tokens.get(auth.token or "") if auth.kind == "installation" else None
+        if token is not None and token.permissions is not None:
+            self._withhold(result, token.permissions)
         return 200, result
+
+    # A repository's fields GitHub answers null (FORBIDDEN, "Resource not accessible by
+    # integration") to an installation token without the permission they need.
+    GRAPHQL_PERMISSIONS = {"issues": "issues", "pullRequests": "pull_requests",
+                           "discussions": "discussions", "discussion": "discussions"}
+
+    def _withhold(self, result: dict[str, Any], permissions: dict[str, str]) -> None:
+        """What the token's permissions do not cover, withheld from an answer as GitHub does:
+        a repository's connection (an alias at the top of `data`) null with a FORBIDDEN error
+        at its path (an installation that did not grant Discussions, or Issues)."""
+        data = result.get("data")
+        for alias, value in (data.items() if isinstance(data, dict) else ()):
+            if not isinstance(value, dict) or value.get("__typename", "Repository") != "Repository":
+                continue
+            for field_name, permission in self.GRAPHQL_PERMISSIONS.items():
+                if field_name in value and permission not in permissions:
+                    value[field_name] = None
+                    result.setdefault("errors", []).append({
+                        "type": "FORBIDDEN", "path": [alias, field_name],
+                        "extensions": {"saml_failure": False},
+                        "locations": [{"line": 1, "column": 1}],
+                        "message": "Resource not accessible by integration"})
 
 
 # -------------------------------------------------------------------- fixtures

@@ -1,0 +1,79 @@
+"""The app's permissions as GitHub grants them per installation (auth64).
+
+An organisation installs the app and may leave a permission out (Discussions, Issues write),
+or suspend the installation; GitHub answers what the token does not cover with "Resource not
+accessible by integration" (GraphQL: the field null, an error of type FORBIDDEN at its path).
+Driven through the one fake GitHub (tests/fakegithub.py), whose tokens carry the
+installation's permissions as they were when issued.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from gidgethub import sansio
+from sqlalchemy import func, select
+
+from bot.scheduler import _sync_problem, nightly_job, step_sync
+from bot.store.models import Thread
+from bot.webhooks import installations
+from tests.fake_graphql import REPOS, FakeData, FakeGraphQL
+from tests.fakegithub import install_app
+
+INST = 55
+
+
+def _graphql(fake_github: Any, shared_dir: Path) -> FakeData:
+    data = FakeData.generate(2, seed=5, long_every=0)
+    fake_github.graphql_handler = FakeGraphQL(
+        data, shared_dir / "fixtures" / "github-api" / "schema.graphql")
+    return data
+
+
+async def _threads(ctx: Any, kind: str) -> int:
+    async with ctx.sessionmaker() as session:
+        return int(await session.scalar(
+            select(func.count()).select_from(Thread).where(Thread.kind == kind)) or 0)
+
+
+async def test_discussions_not_granted_are_a_skip_named_not_a_refused_sync_every_night(
+        app_ctx: Any, fake_github: Any, shared_dir: Path, caplog: Any) -> None:
+    """The installation did not grant Discussions. GitHub answers each repository's
+    `discussions` null with FORBIDDEN, its issues and pull requests in full. The night was
+    "partial" every night, "GitHub refused the sync of" every repository of the installation
+    (the run's error, the posted report's notice: "they could not be synced", though their
+    issues were), and the log named neither the repositories nor the permission. Now the
+    discussions are a skip named with the permission and the installation (the counts, one
+    log line), the night is "ok" for it, and once the permission is accepted
+    (`new_permissions_accepted`) the next night syncs the discussions it skipped."""
+    _graphql(fake_github, shared_dir)
+    await install_app(app_ctx, fake_github, INST, "someorg", list(REPOS))
+    del fake_github.installations[INST]["permissions"]["discussions"]
+    caplog.set_level(logging.INFO)
+
+    night = await nightly_job(app_ctx, steps=[("sync", step_sync)])
+    sync = night["counts"]["sync"]
+    assert night["outcome"] == "ok", night
+    assert sync["failed_streams"] == []
+    assert _sync_problem(sync) is None  # the report says nothing was refused
+    assert await _threads(app_ctx, "issue") > 0 and await _threads(app_ctx, "discussion") == 0
+    assert sorted(s["repo"] for s in sync["not_permitted"]) == sorted(REPOS)
+    assert {(s["kind"], s["permission"], s["installation"]) for s in sync["not_permitted"]} == {
+        ("discussion", "discussions", INST)}
+    said = [r.getMessage() for r in caplog.records if "permission" in r.getMessage()]
+    assert any(REPOS[0] in line and "Discussions" in line and str(INST) in line for line in said), said
+
+    # The organisation accepts the permission: GitHub's event, then the next night.
+    fake_github.installations[INST]["permissions"]["discussions"] = "write"
+    await installations.router.dispatch(sansio.Event(
+        {"action": "new_permissions_accepted",
+         "installation": {"id": INST, "account": {"login": "someorg", "type": "Organization"},
+                          "target_type": "Organization", "suspended_at": None},
+         "sender": {"login": "admin", "type": "User"}},
+        event="installation", delivery_id="perm-1"), app_ctx)
+    again = await nightly_job(app_ctx, steps=[("sync", step_sync)])
+    assert again["outcome"] == "ok", again
+    assert again["counts"]["sync"]["not_permitted"] == []
+    assert await _threads(app_ctx, "discussion") > 0

@@ -10,17 +10,19 @@ installation's permissions as they were when issued.
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
 from gidgethub import sansio
 from sqlalchemy import func, select
 
+from bot.github.client import GitHubClient
 from bot.scheduler import _sync_problem, nightly_job, step_sync
 from bot.store.models import Thread
 from bot.webhooks import installations
 from tests.fake_graphql import REPOS, FakeData, FakeGraphQL
-from tests.fakegithub import install_app
+from tests.fakegithub import install_app, no_sleep
 
 INST = 55
 
@@ -77,3 +79,72 @@ async def test_discussions_not_granted_are_a_skip_named_not_a_refused_sync_every
     assert again["outcome"] == "ok", again
     assert again["counts"]["sync"]["not_permitted"] == []
     assert await _threads(app_ctx, "discussion") > 0
+
+
+# ---- a secondary rate limit holds every request of the installation --------------------------
+async def test_a_secondary_rate_limit_holds_the_installations_other_deliveries_too(
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
+    """Two commands in one repository; GitHub answers the first reply with a secondary rate
+    limit (403, retry-after 120 s: "You have exceeded a secondary rate limit"). Its delivery
+    waited as told, but the next delivery went on asking GitHub through the same installation
+    at once (its config, its issue, its reply): requests into a limit GitHub says to wait out,
+    which it may answer by blocking the app. Now every request through the installation waits
+    for GitHub's time (the next delivery is deferred as the first, asking nothing); then each
+    reply goes out once."""
+    import json as json_module
+
+    from tests.test_failed_deliveries import REPO, _command_comment
+
+    first = await _command_comment(app_ctx, fake_github, shared_dir)
+    second = json_module.loads(json_module.dumps(first))
+    second["issue"]["number"] = first["issue"]["number"] + 1
+    second["comment"]["id"] += 1
+    second["comment"]["node_id"] += "2"
+    fake_github.add_issue(REPO, second["issue"]["number"], "Another", "", "octocat")
+    fake_github.secondary_rate_limit("POST", r"/issues/\d+/comments$", retry_after=120)
+    now = [time.time()]  # the client's clock, moved on when GitHub's time has come
+    fixture_client, app_ctx.github = app_ctx.github, GitHubClient(
+        app_ctx.settings, sleep=no_sleep, clock=lambda: now[0])
+    try:
+        await _two_commands_rate_limited(app_ctx, fake_github, first, second, now)
+    finally:
+        await app_ctx.github.close()
+        app_ctx.github = fixture_client
+
+
+async def _two_commands_rate_limited(app_ctx: Any, fake_github: Any, first: dict[str, Any],
+                                     second: dict[str, Any], now: list[float]) -> None:
+    from aiohttp.test_utils import TestClient, TestServer
+    from sqlalchemy import update
+
+    from bot.app import create_app
+    from bot.speaking.render import REPLY_MARKER
+    from bot.store.models import Delivery
+    from bot.store.types import utcnow
+    from bot.webhooks.worker import Worker
+    from tests.test_actions_e2e import INST as E2E_INST
+    from tests.test_failed_deliveries import REPO, _received
+
+    async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
+        await _received(client, app_ctx, first, "dlv-a")
+        await _received(client, app_ctx, second, "dlv-b")
+    worker = Worker(app_ctx, backoff=lambda attempt: 5.0)
+    before = utcnow()
+    await worker.run_until_idle()
+    limited = next(i for i, c in enumerate(fake_github.calls) if c.status == 403)
+    after = [f"{c.method} {c.path}" for c in fake_github.calls[limited + 1:]
+             if c.installation_id == E2E_INST]
+    assert after == [], f"asked through the installation inside GitHub's limit: {after}"
+    async with app_ctx.sessionmaker() as s:
+        rows = list(await s.scalars(select(Delivery).order_by(Delivery.id)))
+    assert [r.status for r in rows] == ["pending", "pending"]
+    assert all((r.next_attempt_at - before).total_seconds() >= 110 for r in rows)
+
+    async with app_ctx.sessionmaker() as s:  # GitHub's time has come
+        await s.execute(update(Delivery).values(next_attempt_at=before))
+        await s.commit()
+    now[0] += 121
+    await worker.run_until_idle()
+    for payload in (first, second):
+        [reply] = fake_github.comments_of(REPO, payload["issue"]["number"])
+        assert REPLY_MARKER in reply["body"]

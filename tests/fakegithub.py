@@ -1047,6 +1047,42 @@ async def install_app(ctx: Any, fake: FakeGitHub, installation_id: int, account:
         await session.commit()
 
 
+class Clock:
+    """A clock a test moves: the app's GitHub client reads it (`clocked_github`), and its
+    `sleep` moves it as a real sleep would, without waiting."""
+
+    def __init__(self) -> None:
+        import time
+
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        await asyncio.sleep(0)
+
+
+@asynccontextmanager
+async def clocked_github(ctx: Any) -> AsyncIterator[Clock]:
+    """`ctx.github` replaced, for the block, by a client on the same settings whose clock
+    (token freshness, rate-limit holds) the test moves: waits of minutes or an hour pass
+    without sleeping."""
+    from bot.github.client import GitHubClient
+
+    clock = Clock()
+    before, ctx.github = ctx.github, GitHubClient(ctx.settings, sleep=clock.sleep, clock=clock)
+    try:
+        yield clock
+    finally:
+        await ctx.github.close()
+        ctx.github = before
+
+
 no_sleep = _no_sleep
-__all__ = ["FakeGitHub", "Call", "Token", "install_app", "no_sleep", "rsa_key_pair", "token_context",
-           "SECONDARY_LIMIT_MESSAGE"]
+__all__ = ["FakeGitHub", "Call", "Clock", "Token", "clocked_github", "install_app", "no_sleep",
+           "rsa_key_pair", "token_context", "SECONDARY_LIMIT_MESSAGE"]

@@ -10,19 +10,17 @@ installation's permissions as they were when issued.
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 from typing import Any
 
 from gidgethub import sansio
 from sqlalchemy import func, select
 
-from bot.github.client import GitHubClient
 from bot.scheduler import _sync_problem, nightly_job, step_sync
 from bot.store.models import Thread
 from bot.webhooks import installations
 from tests.fake_graphql import REPOS, FakeData, FakeGraphQL
-from tests.fakegithub import install_app, no_sleep
+from tests.fakegithub import Clock, clocked_github, install_app
 
 INST = 55
 
@@ -102,18 +100,12 @@ async def test_a_secondary_rate_limit_holds_the_installations_other_deliveries_t
     second["comment"]["node_id"] += "2"
     fake_github.add_issue(REPO, second["issue"]["number"], "Another", "", "octocat")
     fake_github.secondary_rate_limit("POST", r"/issues/\d+/comments$", retry_after=120)
-    now = [time.time()]  # the client's clock, moved on when GitHub's time has come
-    fixture_client, app_ctx.github = app_ctx.github, GitHubClient(
-        app_ctx.settings, sleep=no_sleep, clock=lambda: now[0])
-    try:
-        await _two_commands_rate_limited(app_ctx, fake_github, first, second, now)
-    finally:
-        await app_ctx.github.close()
-        app_ctx.github = fixture_client
+    async with clocked_github(app_ctx) as clock:  # moved on when GitHub's time has come
+        await _two_commands_rate_limited(app_ctx, fake_github, first, second, clock)
 
 
 async def _two_commands_rate_limited(app_ctx: Any, fake_github: Any, first: dict[str, Any],
-                                     second: dict[str, Any], now: list[float]) -> None:
+                                     second: dict[str, Any], clock: Clock) -> None:
     from aiohttp.test_utils import TestClient, TestServer
     from sqlalchemy import update
 
@@ -143,7 +135,7 @@ async def _two_commands_rate_limited(app_ctx: Any, fake_github: Any, first: dict
     async with app_ctx.sessionmaker() as s:  # GitHub's time has come
         await s.execute(update(Delivery).values(next_attempt_at=before))
         await s.commit()
-    now[0] += 121
+    clock.advance(121)
     await worker.run_until_idle()
     for payload in (first, second):
         [reply] = fake_github.comments_of(REPO, payload["issue"]["number"])

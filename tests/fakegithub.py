@@ -172,6 +172,9 @@ class FakeGitHub:
         self.installations: dict[int, dict[str, Any]] = {}
         self.tokens: dict[str, Token] = {}
         self.token_ttl: float = 3600
+        # GitHub's clock ahead of the machine's by this many seconds: tokens are issued,
+        # expire and JWTs are checked by it (a test moves it with the app's, `Clock`)
+        self.skew: float = 0.0
         self.issues: dict[tuple[str, int], dict[str, Any]] = {}
         self.comments: dict[int, dict[str, Any]] = {}
         self.files: dict[tuple[str, str], str | bytes] = {}
@@ -208,6 +211,10 @@ class FakeGitHub:
     async def close(self) -> None:
         if self._server is not None:
             await self._server.close()
+
+    def now(self) -> datetime:
+        """GitHub's clock: the machine's, moved by `skew`."""
+        return _now() + timedelta(seconds=self.skew)
 
     # ---------------------------------------------------------------- extension API
     def route(self, method: str, path_regex: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -539,7 +546,7 @@ class FakeGitHub:
         if scheme in ("token", "bearer"):
             tok = self.tokens.get(value)
             if tok is not None:
-                if tok.expires_at <= _now():
+                if tok.expires_at <= self.now():
                     return _Auth("installation", value, tok.installation_id, error="Bad credentials: token expired")
                 return _Auth("installation", value, tok.installation_id)
             if value == self.user_token:
@@ -551,16 +558,21 @@ class FakeGitHub:
         try:
             if self.public_key is None:
                 claims = pyjwt.decode(token, options={"verify_signature": False})
-            else:
-                claims = pyjwt.decode(token, self.public_key, algorithms=["RS256"], leeway=0)
+            else:  # (its times are checked below, by GitHub's clock)
+                claims = pyjwt.decode(token, self.public_key, algorithms=["RS256"], leeway=0,
+                                      options={"verify_exp": False, "verify_iat": False,
+                                               "verify_nbf": False})
         except pyjwt.PyJWTError as exc:
             return _Auth("jwt", token, error=f"A JSON web token could not be decoded: {exc}")
         auth = _Auth("jwt", token, claims=claims)
+        now = int(self.now().timestamp())
         if self.app_id is not None and str(claims.get("iss")) != str(self.app_id):
             auth.error = "JWT issuer is not this app"
+        elif int(claims.get("exp", 0)) <= now:
+            auth.error = "'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires"
         elif int(claims.get("exp", 0)) - int(claims.get("iat", 0)) > 600:
             auth.error = "'Expiration time' claim ('exp') is too far in the future"
-        elif int(claims.get("iat", 0)) > int(_now().timestamp()) + 1:
+        elif int(claims.get("iat", 0)) > now + 1:
             auth.error = "'Issued at' claim ('iat') must be an Integer representing a time in the past"
         return auth
 
@@ -635,7 +647,7 @@ class FakeGitHub:
         if inst["suspended_at"]:
             return 403, {"message": "This installation has been suspended"}
         value = "ghs_" + secrets.token_hex(18)
-        expires = _now() + timedelta(seconds=self.token_ttl)
+        expires = self.now() + timedelta(seconds=self.token_ttl)
         self.tokens[value] = Token(value, inst["id"], expires, dict(inst["permissions"]))
         return 201, {
             "token": value,
@@ -1051,30 +1063,33 @@ class Clock:
     """A clock a test moves: the app's GitHub client reads it (`clocked_github`), and its
     `sleep` moves it as a real sleep would, without waiting."""
 
-    def __init__(self) -> None:
+    def __init__(self, fake: FakeGitHub | None = None) -> None:
         import time
 
         self.now = time.time()
+        self.fake = fake  # GitHub's clock moves with it (`FakeGitHub.skew`)
 
     def __call__(self) -> float:
         return self.now
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
+        if self.fake is not None:
+            self.fake.skew += seconds
 
     async def sleep(self, seconds: float) -> None:
-        self.now += seconds
+        self.advance(seconds)
         await asyncio.sleep(0)
 
 
 @asynccontextmanager
-async def clocked_github(ctx: Any) -> AsyncIterator[Clock]:
+async def clocked_github(ctx: Any, fake: FakeGitHub | None = None) -> AsyncIterator[Clock]:
     """`ctx.github` replaced, for the block, by a client on the same settings whose clock
     (token freshness, rate-limit holds) the test moves: waits of minutes or an hour pass
-    without sleeping."""
+    without sleeping. With `fake`, GitHub's clock moves with it (tokens expire)."""
     from bot.github.client import GitHubClient
 
-    clock = Clock()
+    clock = Clock(fake)
     before, ctx.github = ctx.github, GitHubClient(ctx.settings, sleep=clock.sleep, clock=clock)
     try:
         yield clock

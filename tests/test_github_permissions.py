@@ -140,3 +140,36 @@ async def _two_commands_rate_limited(app_ctx: Any, fake_github: Any, first: dict
     for payload in (first, second):
         [reply] = fake_github.comments_of(REPO, payload["issue"]["number"])
         assert REPLY_MARKER in reply["body"]
+
+
+# ---- installation tokens expire after an hour ------------------------------------------------
+async def test_a_sync_waiting_an_hour_mid_run_goes_on_with_new_tokens(
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
+    """Checked (held): a night whose sync waits out GraphQL's rate limit (an hour, several
+    times) outlives each installation token (GitHub's expire an hour after they are issued).
+    GitHub's clock is 8 minutes ahead of the machine's, so the client takes a token for
+    fresh (more than its 5-minute margin left by its clock) that GitHub has let expire: the
+    401 ("Bad credentials") is answered by a new token, once, and the night goes on; no
+    repository is refused, every thread is stored."""
+    from datetime import UTC, datetime, timedelta
+
+    from bot.github.sync import sync as run_sync
+
+    data = FakeData.generate(120, seed=5, long_every=0)
+    responder = FakeGraphQL(data, shared_dir / "fixtures" / "github-api" / "schema.graphql",
+                            rate_limit=101)  # each answer leaves too few points: `_pace` waits
+    responder.reset_at = datetime.now(UTC) + timedelta(seconds=3650)
+    fake_github.graphql_handler = responder
+    await install_app(app_ctx, fake_github, INST, "someorg", list(REPOS))
+    fake_github.skew = 8 * 60
+    async with clocked_github(app_ctx, fake_github) as clock:
+        stats = await run_sync(app_ctx, sleep=clock.sleep)
+    asked = fake_github.requests("POST", r"^/graphql$")
+    assert stats.failed_streams == [] and stats.waited_for_rate_limit >= 3 * 3600, stats
+    assert [c.status for c in asked].count(401) >= 2  # (expired on GitHub's clock)
+    assert all(c.status == 200 for i, c in enumerate(asked) if c.status != 401
+               ) and all(asked[i + 1].status == 200 for i, c in enumerate(asked) if c.status == 401)
+    assert len({c.token for c in asked}) >= 3  # a new token after each hour
+    async with app_ctx.sessionmaker() as session:
+        stored = int(await session.scalar(select(func.count()).select_from(Thread)) or 0)
+    assert stored == sum(len(t) for kinds in data.repos.values() for t in kinds.values())

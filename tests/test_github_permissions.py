@@ -173,3 +173,33 @@ async def test_a_sync_waiting_an_hour_mid_run_goes_on_with_new_tokens(
     async with app_ctx.sessionmaker() as session:
         stored = int(await session.scalar(select(func.count()).select_from(Thread)) or 0)
     assert stored == sum(len(t) for kinds in data.repos.values() for t in kinds.values())
+
+
+# ---- two installations, one repository moved between them ------------------------------------
+async def test_a_repository_moved_to_another_installation_is_written_to_with_its_token(
+        app_ctx: Any, fake_github: Any) -> None:
+    """Checked (held): the repository was installed through one account's installation and
+    moved to another's (transferred; GitHub now lists it under the second). The first
+    installation's token, cached and fresh, is never used for it again once a delivery comes
+    through the second: the failure comment is posted with the second's token, once."""
+    from bot.speaking.decide import act
+    from bot.webhooks import events
+    from tests.test_actions_e2e import FAILURE, INST as FIRST, VERL, app_comments, install, open_issue
+
+    second = FIRST + 1
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 1)
+    await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert fake_github.requests("POST", r"/issues/1/comments$")[0].installation_id == FIRST
+    fake_github.installations[FIRST]["repositories"] = []  # moved
+    fake_github.add_installation(second, "new-owner", repos=[VERL])
+
+    payload = await open_issue(app_ctx, fake_github, 2)
+    payload["installation"] = {"id": second}
+    await events.handle("issues", payload, app_ctx)
+    await act(app_ctx, VERL, 2, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    writes = [c for c in fake_github.calls if c.method in ("POST", "PATCH", "DELETE")
+              and c.path.startswith("/repos/") and "/issues/2" in c.path]
+    assert writes and {c.installation_id for c in writes} == {second}, [
+        (c.method, c.path, c.installation_id, c.status) for c in writes]
+    assert len(app_comments(fake_github, VERL, 2)) == 1

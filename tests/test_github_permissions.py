@@ -9,6 +9,7 @@ installation's permissions as they were when issued.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 from typing import Any
@@ -184,7 +185,8 @@ async def test_a_repository_moved_to_another_installation_is_written_to_with_its
     through the second: the failure comment is posted with the second's token, once."""
     from bot.speaking.decide import act
     from bot.webhooks import events
-    from tests.test_actions_e2e import FAILURE, INST as FIRST, VERL, app_comments, install, open_issue
+    from tests.test_actions_e2e import FAILURE, VERL, app_comments, install, open_issue
+    from tests.test_actions_e2e import INST as FIRST
 
     second = FIRST + 1
     await install(app_ctx, fake_github)
@@ -203,3 +205,50 @@ async def test_a_repository_moved_to_another_installation_is_written_to_with_its
     assert writes and {c.installation_id for c in writes} == {second}, [
         (c.method, c.path, c.installation_id, c.status) for c in writes]
     assert len(app_comments(fake_github, VERL, 2)) == 1
+
+
+# ---- serve with a key GitHub refuses ---------------------------------------------------------
+async def test_serve_says_at_start_that_github_refuses_the_apps_key(
+        db_url: str, tmp_path: Path, fake_github: Any) -> None:
+    """`serve` with a well-formed RSA key that is not the app's (another app's, one revoked in
+    the app's settings, or GITHUB_APP_ID of another app): the settings check passes, and
+    serve started without a word; every delivery then met GitHub's 401 for the app's JWT,
+    retried for hours, one warning per attempt. It now says at start, in one line, that
+    GitHub refuses the app's credentials (and goes on receiving: nothing is lost)."""
+    import signal
+
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from tests.fakegithub import rsa_key_pair
+    from tests.test_serve_stop import POLLS, Serve
+
+    fake_github.app_id = "4242"
+    fake_github.public_key = rsa_key_pair()[1]  # the app's key at GitHub
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()).decode()
+    serve = Serve(db_url, fake_github, tmp_path)
+    serve.env.update({"GITHUB_APP_ID": "4242", "GITHUB_PRIVATE_KEY": other})
+    serve.start()
+    try:
+        said: list[str] = []
+        for _ in range(POLLS):
+            said = [str(line.get("msg")) for line in serve.lines()
+                    if "credentials" in str(line.get("msg"))]
+            if said or fake_github.requests("GET", r"^/app$"):
+                break
+            assert serve.proc is not None and serve.proc.poll() is None, serve.log.read_text()[-3000:]
+            await asyncio.sleep(0.05)  # a poll of the log file
+        for _ in range(POLLS):  # (the answer, then its line)
+            said = [str(line.get("msg")) for line in serve.lines()
+                    if "credentials" in str(line.get("msg"))]
+            if said or not fake_github.requests("GET", r"^/app$"):
+                break
+            await asyncio.sleep(0.05)
+        assert said and "GITHUB_APP_ID" in said[0] and "401" in said[0], serve.log.read_text()[-3000:]
+        assert other not in serve.log.read_text()
+        serve.signal(signal.SIGTERM)
+        assert await serve.wait(120) == 0
+    finally:
+        serve.kill()

@@ -711,6 +711,11 @@ class FakeGitHub:
         inst = self.installations.get(auth.installation_id or -1)
         if inst is None or not any(r.lower() == repo.lower() for r in inst["repositories"]):
             return 403, {"message": "Resource not accessible by integration"}
+        token = self.tokens.get(auth.token or "")
+        if token is not None and token.permissions is not None and (
+                token.permissions.get("issues") != "write"):  # (Issues read-only, or none)
+            return 403, {"message": "Resource not accessible by integration",
+                         "documentation_url": "https://docs.github.com/rest/issues/comments"}
         return None
 
     def _actor(self, auth: _Auth) -> dict[str, Any]:

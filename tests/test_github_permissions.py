@@ -24,6 +24,7 @@ from tests.fake_graphql import REPOS, FakeData, FakeGraphQL
 from tests.fakegithub import Clock, clocked_github, install_app
 
 INST = 55
+E2E_INST = 4711  # (tests.test_actions_e2e.INST)
 
 
 def _graphql(fake_github: Any, shared_dir: Path) -> FakeData:
@@ -252,3 +253,28 @@ async def test_serve_says_at_start_that_github_refuses_the_apps_key(
         assert await serve.wait(120) == 0
     finally:
         serve.kill()
+
+
+# ---- Issues write not granted ----------------------------------------------------------------
+async def test_a_failure_comment_refused_for_a_missing_permission_is_a_skip_naming_it(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The installation grants Issues read only. GitHub refuses the app's comment (403
+    "Resource not accessible by integration", no rate-limit headers). The failure comment
+    was a failed action and its delivery failed (counted among the failed deliveries of
+    /healthz and /metrics, one more for each issue opened in the repository), GitHub's words
+    the only reason given. It is now a recorded skip, as an archived repository's is, saying
+    the installation lacks the permission (nothing retried, nothing failed); other
+    repositories are untouched."""
+    from bot.speaking.decide import act
+    from tests.test_actions_e2e import FAILURE, VERL, actions_of, app_comments, install, open_issue
+
+    await install(app_ctx, fake_github)
+    fake_github.installations[E2E_INST]["permissions"]["issues"] = "read"
+    payload = await open_issue(app_ctx, fake_github, 1)
+    out = await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:not_permitted", out
+    assert app_comments(fake_github, VERL, 1) == []
+    rows = await actions_of(app_ctx, 1, "failure_comment")
+    assert [r.status for r in rows] == ["skipped"], [(r.status, r.reason) for r in rows]
+    assert "Issues" in (rows[0].reason or "") and "permission" in (rows[0].reason or "")
+    assert len(fake_github.requests("POST", r"/issues/1/comments$")) == 1  # asked once

@@ -328,6 +328,7 @@ class _Started:
 
     sched: Any = None
     first_backfill: asyncio.Task[Any] | None = None
+    credentials_check: asyncio.Task[Any] | None = None
     runner: web.AppRunner | None = None
     procs: list[Any] = dataclasses.field(default_factory=list)
     worker_ids: list[str] = dataclasses.field(default_factory=list)  # of the worker processes
@@ -374,6 +375,9 @@ class _Started:
             from bot.scheduler import stop_scheduler
 
             await stop_scheduler(ctx, self.sched)
+        if self.credentials_check is not None:
+            self.credentials_check.cancel()
+            await asyncio.gather(self.credentials_check, return_exceptions=True)
         if self.first_backfill is not None:  # the stored cursors resume it at the next start
             self.first_backfill.cancel()
             await asyncio.gather(self.first_backfill, return_exceptions=True)
@@ -393,6 +397,28 @@ class _Started:
         from bot.speaking.preview import wait_background
 
         await wait_background(ctx, grace=0 if cut.is_set() else SHUTDOWN_GRACE)  # e.g. a preview
+
+
+async def _check_credentials(ctx: Any) -> None:
+    """One line at start when GitHub refuses the app's credentials (401 for its JWT: a key
+    that is not the app's, one revoked in the app's settings, the id of another app): the
+    settings check only reads the key's form, and each delivery then met the 401, retried
+    for hours, one warning per attempt. Serving goes on (deliveries are received and kept);
+    other answers (GitHub unreachable, a 5xx) are the deliveries' retries' to meet."""
+    import gidgethub
+
+    try:
+        await ctx.github.check_access()
+    except gidgethub.BadRequest as exc:
+        log.error("GitHub refuses the app's credentials (GITHUB_APP_ID=%s and the private "
+                  "key: %d %s): nothing is read or posted as the app until they are fixed; "
+                  "deliveries are received and kept", ctx.settings.app_id,
+                  int(exc.status_code), str(exc)[:200])
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a check only: unreachable now, met later
+        log.debug("the start's check of the app's credentials did not answer (%s)",
+                  type(exc).__name__)
 
 
 async def _serve(settings: Settings, host: str, port: int, asked: _Asked, *,
@@ -444,6 +470,8 @@ async def _serve(settings: Settings, host: str, port: int, asked: _Asked, *,
             started.first_backfill = await _unless_stopped(stop, start_first_backfill(ctx))
         log.info("serving", extra={"host": host, "port": port, "dry_run": settings.dry_run,
                                    "worker": worker, "scheduler": started.sched is not None})
+        if settings.has_app_credentials:  # (in the background: serving does not wait for it)
+            started.credentials_check = asyncio.ensure_future(_check_credentials(ctx))
         died = _watch_worker_processes(started.procs, stop, app.get(WORKER))
         if ready is not None:
             ready.set()

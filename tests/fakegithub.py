@@ -29,6 +29,10 @@ State model (all public attributes; repository names are matched case-insensitiv
   ``fake.installations``; ``suspend_installation(id)``; ``remove_installation(id)`` (uninstalled:
   its tokens are revoked). ``fake.tokens`` maps issued tokens to
   :class:`Token`; ``fake.token_ttl`` (seconds, default 3600) sets ``expires_at`` of new ones.
+  An installation's ``permissions`` (issues, pull_requests, discussions, ...; drop one to
+  withhold it) are copied into each token issued: GraphQL answers a repository's
+  ``issues`` / ``pullRequests`` / ``discussions`` / ``discussion`` null with FORBIDDEN to a
+  token without the permission, as GitHub does.
 - ``add_issue(repo, number, title=..., body=..., user=..., pull_request=False, ...)`` ->
   the stored issue dict; ``issue(repo, n)``; ``add_comment(repo, n, body, user=...)``;
   ``comments_of(repo, n)``; ``fake.comments`` (id -> comment dict; each carries
@@ -131,6 +135,9 @@ class Token:
     token: str
     installation_id: int
     expires_at: datetime
+    # the installation's permissions when the token was issued (GitHub's tokens keep them:
+    # permissions accepted later need a new token)
+    permissions: dict[str, str] | None = None
 
 
 @dataclass
@@ -165,6 +172,9 @@ class FakeGitHub:
         self.installations: dict[int, dict[str, Any]] = {}
         self.tokens: dict[str, Token] = {}
         self.token_ttl: float = 3600
+        # GitHub's clock ahead of the machine's by this many seconds: tokens are issued,
+        # expire and JWTs are checked by it (a test moves it with the app's, `Clock`)
+        self.skew: float = 0.0
         self.issues: dict[tuple[str, int], dict[str, Any]] = {}
         self.comments: dict[int, dict[str, Any]] = {}
         self.files: dict[tuple[str, str], str | bytes] = {}
@@ -201,6 +211,10 @@ class FakeGitHub:
     async def close(self) -> None:
         if self._server is not None:
             await self._server.close()
+
+    def now(self) -> datetime:
+        """GitHub's clock: the machine's, moved by `skew`."""
+        return _now() + timedelta(seconds=self.skew)
 
     # ---------------------------------------------------------------- extension API
     def route(self, method: str, path_regex: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -278,7 +292,8 @@ class FakeGitHub:
             "app_slug": self.app_slug,
             "target_type": account_type,
             "repository_selection": "selected",
-            "permissions": {"issues": "write", "metadata": "read", "contents": "read"},
+            "permissions": {"issues": "write", "metadata": "read", "contents": "read",
+                            "pull_requests": "read", "discussions": "write"},
             "events": ["issues", "issue_comment"],
             "suspended_at": None,
             "repositories": list(repos or []),
@@ -531,7 +546,7 @@ class FakeGitHub:
         if scheme in ("token", "bearer"):
             tok = self.tokens.get(value)
             if tok is not None:
-                if tok.expires_at <= _now():
+                if tok.expires_at <= self.now():
                     return _Auth("installation", value, tok.installation_id, error="Bad credentials: token expired")
                 return _Auth("installation", value, tok.installation_id)
             if value == self.user_token:
@@ -543,16 +558,21 @@ class FakeGitHub:
         try:
             if self.public_key is None:
                 claims = pyjwt.decode(token, options={"verify_signature": False})
-            else:
-                claims = pyjwt.decode(token, self.public_key, algorithms=["RS256"], leeway=0)
+            else:  # (its times are checked below, by GitHub's clock)
+                claims = pyjwt.decode(token, self.public_key, algorithms=["RS256"], leeway=0,
+                                      options={"verify_exp": False, "verify_iat": False,
+                                               "verify_nbf": False})
         except pyjwt.PyJWTError as exc:
             return _Auth("jwt", token, error=f"A JSON web token could not be decoded: {exc}")
         auth = _Auth("jwt", token, claims=claims)
+        now = int(self.now().timestamp())
         if self.app_id is not None and str(claims.get("iss")) != str(self.app_id):
             auth.error = "JWT issuer is not this app"
+        elif int(claims.get("exp", 0)) <= now:
+            auth.error = "'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires"
         elif int(claims.get("exp", 0)) - int(claims.get("iat", 0)) > 600:
             auth.error = "'Expiration time' claim ('exp') is too far in the future"
-        elif int(claims.get("iat", 0)) > int(_now().timestamp()) + 1:
+        elif int(claims.get("iat", 0)) > now + 1:
             auth.error = "'Issued at' claim ('iat') must be an Integer representing a time in the past"
         return auth
 
@@ -627,8 +647,8 @@ class FakeGitHub:
         if inst["suspended_at"]:
             return 403, {"message": "This installation has been suspended"}
         value = "ghs_" + secrets.token_hex(18)
-        expires = _now() + timedelta(seconds=self.token_ttl)
-        self.tokens[value] = Token(value, inst["id"], expires)
+        expires = self.now() + timedelta(seconds=self.token_ttl)
+        self.tokens[value] = Token(value, inst["id"], expires, dict(inst["permissions"]))
         return 201, {
             "token": value,
             "expires_at": _iso(expires),
@@ -691,6 +711,11 @@ class FakeGitHub:
         inst = self.installations.get(auth.installation_id or -1)
         if inst is None or not any(r.lower() == repo.lower() for r in inst["repositories"]):
             return 403, {"message": "Resource not accessible by integration"}
+        token = self.tokens.get(auth.token or "")
+        if token is not None and token.permissions is not None and (
+                token.permissions.get("issues") != "write"):  # (Issues read-only, or none)
+            return 403, {"message": "Resource not accessible by integration",
+                         "documentation_url": "https://docs.github.com/rest/issues/comments"}
         return None
 
     def _actor(self, auth: _Auth) -> dict[str, Any]:
@@ -914,7 +939,32 @@ class FakeGitHub:
             return result
         if not isinstance(result, dict) or not ({"data", "errors"} & result.keys()):
             result = {"data": result}
+        token = self.tokens.get(auth.token or "") if auth.kind == "installation" else None
+        if token is not None and token.permissions is not None:
+            self._withhold(result, token.permissions)
         return 200, result
+
+    # A repository's fields GitHub answers null (FORBIDDEN, "Resource not accessible by
+    # integration") to an installation token without the permission they need.
+    GRAPHQL_PERMISSIONS = {"issues": "issues", "pullRequests": "pull_requests",
+                           "discussions": "discussions", "discussion": "discussions"}
+
+    def _withhold(self, result: dict[str, Any], permissions: dict[str, str]) -> None:
+        """What the token's permissions do not cover, withheld from an answer as GitHub does:
+        a repository's connection (an alias at the top of `data`) null with a FORBIDDEN error
+        at its path (an installation that did not grant Discussions, or Issues)."""
+        data = result.get("data")
+        for alias, value in (data.items() if isinstance(data, dict) else ()):
+            if not isinstance(value, dict) or value.get("__typename", "Repository") != "Repository":
+                continue
+            for field_name, permission in self.GRAPHQL_PERMISSIONS.items():
+                if field_name in value and permission not in permissions:
+                    value[field_name] = None
+                    result.setdefault("errors", []).append({
+                        "type": "FORBIDDEN", "path": [alias, field_name],
+                        "extensions": {"saml_failure": False},
+                        "locations": [{"line": 1, "column": 1}],
+                        "message": "Resource not accessible by integration"})
 
 
 # -------------------------------------------------------------------- fixtures
@@ -1014,6 +1064,45 @@ async def install_app(ctx: Any, fake: FakeGitHub, installation_id: int, account:
         await session.commit()
 
 
+class Clock:
+    """A clock a test moves: the app's GitHub client reads it (`clocked_github`), and its
+    `sleep` moves it as a real sleep would, without waiting."""
+
+    def __init__(self, fake: FakeGitHub | None = None) -> None:
+        import time
+
+        self.now = time.time()
+        self.fake = fake  # GitHub's clock moves with it (`FakeGitHub.skew`)
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+        if self.fake is not None:
+            self.fake.skew += seconds
+
+    async def sleep(self, seconds: float) -> None:
+        self.advance(seconds)
+        await asyncio.sleep(0)
+
+
+@asynccontextmanager
+async def clocked_github(ctx: Any, fake: FakeGitHub | None = None) -> AsyncIterator[Clock]:
+    """`ctx.github` replaced, for the block, by a client on the same settings whose clock
+    (token freshness, rate-limit holds) the test moves: waits of minutes or an hour pass
+    without sleeping. With `fake`, GitHub's clock moves with it (tokens expire)."""
+    from bot.github.client import GitHubClient
+
+    clock = Clock(fake)
+    before, ctx.github = ctx.github, GitHubClient(ctx.settings, sleep=clock.sleep, clock=clock)
+    try:
+        yield clock
+    finally:
+        await ctx.github.close()
+        ctx.github = before
+
+
 no_sleep = _no_sleep
-__all__ = ["FakeGitHub", "Call", "Token", "install_app", "no_sleep", "rsa_key_pair", "token_context",
-           "SECONDARY_LIMIT_MESSAGE"]
+__all__ = ["FakeGitHub", "Call", "Clock", "Token", "clocked_github", "install_app", "no_sleep",
+           "rsa_key_pair", "token_context", "SECONDARY_LIMIT_MESSAGE"]

@@ -20,7 +20,7 @@ from bot.store.models import Analysis, Comment, SyncCursor, Thread
 from bot.store.threads import load_thread_record
 from bot.webhooks import events
 from tests.fake_graphql import REPOS, FakeData, FakeGraphQL
-from tests.fakegithub import install_app, no_sleep
+from tests.fakegithub import clocked_github, install_app, no_sleep
 
 THREADS_PER_REPO = 80  # 560 threads; every 40th has 250 comments, some PRs 45 reviews
 
@@ -165,7 +165,8 @@ async def test_a_long_rate_limit_is_waited_out(sync_ctx: AppContext, fake_github
         fake_github.secondary_rate_limit("POST", r"^/graphql$", times=4, retry_after=300)
     else:
         fake_github.rate_limited("POST", r"^/graphql$", reset_in=1200, times=4)
-    stats = await sync(sync_ctx, sleep=no_sleep)
+    async with clocked_github(sync_ctx) as clock:  # (the waits pass for the client too)
+        stats = await sync(sync_ctx, sleep=clock.sleep)
     await assert_matches(sync_ctx, data)
     assert stats.waited_for_rate_limit >= 4 * 290 and stats.graphql_errors == 0
 

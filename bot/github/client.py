@@ -32,6 +32,7 @@ import email.utils
 import http
 import json
 import logging
+import math
 import random
 import re
 import time
@@ -70,6 +71,13 @@ REPO_INSTALLATION_CACHE_SIZE = 4096
 # it is lost, every request through the installation asked for a token and was refused.
 SUSPENDED_REFUSAL_TTL = 300.0  # seconds
 SECONDARY_LIMIT_MARKERS = (b"secondary rate limit", b"abuse detection")
+# A secondary rate limit (or a 429) holds every request with the same credentials (an
+# installation's token, the app's JWT, GITHUB_TOKEN) until GitHub's `retry-after`, this long
+# without one (GitHub: at least a minute); requests meanwhile wait, or are answered 403 with
+# the time left (HELD_MESSAGE) without asking GitHub (auth64).
+SECONDARY_LIMIT_HOLD = 60.0
+HELD_MESSAGE = ("You have exceeded a secondary rate limit (rltracker: not sent; GitHub asked "
+                "to wait before the next request with these credentials)")
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 # POSTs that create something: after a 5xx GitHub may have created it anyway, so repeating the
 # request could post a second comment. They are not retried on 5xx (rate-limit answers, which
@@ -325,9 +333,14 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
         rand: Callable[[], float],
         clock: Callable[[], float],
         on_unauthorized: Callable[[str | None], None] | None = None,
+        holds: dict[object, float] | None = None,
+        hold_key: object = None,
     ) -> None:
         super().__init__(session, requester, cache=cache, base_url=base_url)
         self._credentials = credentials
+        # The client's shared "GitHub said wait until" per credentials (`_hold`, `_held`)
+        self._holds = holds
+        self._hold_key = hold_key
         self._policy = policy
         self._sleep = sleep
         self._rand = rand
@@ -439,6 +452,33 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
     def _graphql_endpoint(self) -> str:
         return self.base_url.rstrip("/") + "/graphql"
 
+    def _held(self) -> float | None:
+        """Seconds left of a secondary rate limit GitHub gave a request with the same
+        credentials, None when there is none."""
+        if self._holds is None:
+            return None
+        until = self._holds.get(self._hold_key)
+        if until is None:
+            return None
+        left = until - self._clock()
+        if left <= 0:
+            self._holds.pop(self._hold_key, None)
+            return None
+        return left
+
+    def _hold(self, headers: Mapping[str, str]) -> None:
+        """A secondary rate limit (or a 429) holds every request with these credentials
+        until GitHub's time: it is the installation's (the app's, the token's), not the
+        request's, and GitHub may block an integration that keeps asking inside it."""
+        if self._holds is None:
+            return
+        now = self._clock()
+        wait = None
+        if headers.get("retry-after") is not None:
+            wait = _retry_after_seconds(headers["retry-after"], now)
+        until = now + (SECONDARY_LIMIT_HOLD if wait is None else wait)
+        self._holds[self._hold_key] = max(until, self._holds.get(self._hold_key, 0.0))
+
     async def _request(
         self, method: str, url: str, headers: Mapping[str, str], body: bytes = b""
     ) -> tuple[int, Mapping[str, str], bytes]:
@@ -446,8 +486,27 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
         waited = 0.0
         attempt = 0
         path = _safe_path(url)
+        own_wait = False  # this request has just waited out its own rate limit
         while True:
             attempt += 1
+            held = None if own_wait else self._held()
+            own_wait = False
+            if held is not None:
+                # Another request with these credentials met a secondary rate limit: wait
+                # for GitHub's time, or (longer than this request may wait) answer as GitHub
+                # would, without asking it, so the caller's job is deferred as that one was.
+                if not self._within(policy, attempt, waited, held):
+                    log.warning("GitHub %s %s not sent: a secondary rate limit holds these "
+                                "credentials for %.0fs more", method, path, held)
+                    answer = {"retry-after": str(max(1, math.ceil(held))),
+                              "content-type": "application/json; charset=utf-8"}
+                    self._rate_limited = answer
+                    self._last_status = 403
+                    return 403, answer, json.dumps({"message": HELD_MESSAGE}).encode()
+                log.warning("GitHub %s %s: waiting %.1fs (a secondary rate limit holds these "
+                            "credentials)", method, path, held)
+                await self._sleep(held)
+                waited += held
             try:
                 status, resp_headers, data = await super()._request(method, url, headers, body)
                 self._last_status = status
@@ -475,6 +534,8 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
             if reason == "server_error" and method == "POST" and _creates(path, body):
                 log.warning("GitHub %s %s -> %d; not repeated (it may have been created)", method, path, status)
                 return status, resp_headers, data
+            if reason in ("secondary_rate_limit", "too_many_requests"):
+                self._hold(resp_headers)
             delay = self._delay(reason, resp_headers, attempt)
             if not self._within(policy, attempt, waited, delay):
                 if reason != "server_error":
@@ -490,6 +551,7 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
             )
             await self._sleep(delay)
             waited += delay
+            own_wait = reason != "server_error"
 
     @staticmethod
     def _within(policy: RetryPolicy, attempt: int, waited: float, delay: float) -> bool:
@@ -568,6 +630,9 @@ class GitHubClient:
         self._repo_installations = LRUCache(REPO_INSTALLATION_CACHE_SIZE)
         # installation id -> (GitHub's 403 for its token, when it was given): `SUSPENDED_REFUSAL_TTL`
         self._refused: dict[int, tuple[gidgethub.BadRequest, float]] = {}
+        # credentials key (installation id, "app", "token", ...) -> when GitHub's secondary
+        # rate limit on them ends (RetryingGitHubAPI._hold)
+        self._holds: dict[object, float] = {}
         self.token_refreshes = 0  # counted for tests and /metrics
 
     # ------------------------------------------------------------------ plumbing
@@ -603,6 +668,8 @@ class GitHubClient:
             rand=self._rand,
             clock=self._clock,
             on_unauthorized=on_unauthorized,
+            holds=self._holds,
+            hold_key=cache_key,
         )
 
     async def close(self) -> None:

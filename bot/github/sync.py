@@ -77,6 +77,8 @@ from bot.store.types import is_bot_login, parse_datetime, utcnow
 log = logging.getLogger(__name__)
 
 KINDS = ("issue", "pull_request", "discussion")
+# The installation permission a listing needs (GitHub's names, as the installation lists them)
+PERMISSIONS = {"issues": "issues", "pullRequests": "pull_requests", "discussions": "discussions"}
 THREADS_PER_REQUEST = 100
 CONTINUATIONS_PER_REQUEST = 25
 INCREMENTAL_PROBE = 5  # threads asked per stream in the first request of a refresh
@@ -375,6 +377,10 @@ class SyncStats:
     waited_for_rate_limit: float = 0.0
     repos: dict[str, int] = field(default_factory=dict)
     failed_streams: list[str] = field(default_factory=list)
+    # (repository, kind)s the installation's token may not read: GitHub answered the listing
+    # null with FORBIDDEN (a permission the organisation did not grant, such as Discussions):
+    # {"repo", "kind", "permission", "installation"}. Not failures: skipped, and named (auth64)
+    not_permitted: list[dict[str, Any]] = field(default_factory=list)
     # threads stored but not acted on (on_changed raised): {"thread": "owner/repo#N", "error"}
     failed_threads: list[dict[str, str]] = field(default_factory=list)
     # stored threads the listing did not return, asked about (`Syncer._check_unlisted`);
@@ -402,6 +408,7 @@ class SyncStats:
             "graphql_errors": self.graphql_errors,
             "waited_for_rate_limit": round(self.waited_for_rate_limit, 1),
             "repos": dict(self.repos), "failed_streams": list(self.failed_streams),
+            "not_permitted": [dict(n) for n in self.not_permitted],
             # The first FAILED_THREADS_SHOWN and the count: a repository whose threads GitHub
             # refuses by the thousand made a job_runs.counts row of megabytes (left64).
             "failed_threads": [dict(f) for f in self.failed_threads[:FAILED_THREADS_SHOWN]],
@@ -731,6 +738,8 @@ class Syncer:
     def _take_page(self, stream: Stream, conn: dict[str, Any] | None,
                    where: tuple[str, str] | None = None) -> None:
         stream.requests += 1
+        if conn is None and where is not None and self._not_permitted(stream, where):
+            return
         if conn is None:
             stream.done = True
             stream.failed = "not found"
@@ -779,6 +788,33 @@ class Syncer:
             stream.done = True
         if stream.backfill and stream.fetched == len(keys):
             stream.cursor_dirty = True  # the pass's high-water mark must be stored now
+
+    def _not_permitted(self, stream: Stream, where: tuple[str, str]) -> bool:
+        """The listing answered null with FORBIDDEN at its own path: the installation's token
+        may not read that kind (the organisation did not grant the app its permission:
+        Discussions, Issues, Pull requests). A skip named with the permission (the counts,
+        one log line), not a failed stream: the night was "partial" every night, "GitHub
+        refused the sync of" the repository in its error and the posted report, though its
+        other kinds were synced. The stream's cursor is not marked whole, so the first sync
+        after the permission is accepted (`new_permissions_accepted`, which drops the token)
+        reads the kind from its start."""
+        errors = [e for e in self.errors if isinstance(e.get("path"), list)
+                  and tuple(e["path"]) == where and e.get("type") == "FORBIDDEN"]
+        if not errors:
+            return False
+        permission = PERMISSIONS.get(where[1], where[1])
+        stream.done = True
+        stream.failed = f"not permitted: {permission}"
+        self.stats.not_permitted.append({"repo": stream.repo, "kind": stream.kind,
+                                         "permission": permission,
+                                         "installation": stream.installation_id})
+        who = (f"installation {stream.installation_id}" if stream.installation_id is not None
+               else "GITHUB_TOKEN" if self.ctx.settings.token else "an anonymous reader")
+        log.warning("sync: %s may not read the %s of %s (GitHub: %s): the app lacks its %s "
+                    "permission there; skipped until it is granted", who, where[1], stream.repo,
+                    str(errors[0].get("message") or "FORBIDDEN")[:200],
+                    permission.replace("_", " ").capitalize())
+        return True
 
     def _stopped(self, what: str, why: str) -> None:
         """A listing or a thread's connection stopped where GitHub gave no way to its next

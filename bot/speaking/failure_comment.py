@@ -24,12 +24,14 @@ from bot.speaking.claims import (
 from bot.speaking.posting import (
     ARCHIVED,
     DELETED,
+    NOT_PERMITTED,
     archived_refusal,
     deleted_by_person,
     installation_gh,
     live_issue,
     own_comment,
     own_login,
+    permission_refusal,
     post_or_adopt,
     rewrite_own_comment,
 )
@@ -344,6 +346,11 @@ async def _failure_comment(
             await release(ctx, action_id, lease=lease)
             await record_skip(ctx, repo, number, "failure_comment", *ARCHIVED, checked="live")
             return "skipped:" + ARCHIVED[0]
+        if permission_refusal(exc):  # Issues write not granted: nothing was posted (auth64)
+            await release(ctx, action_id, lease=lease)
+            await record_skip(ctx, repo, number, "failure_comment", *NOT_PERMITTED, checked="live",
+                              installation=sit.installation_id, github=str(exc)[:200])
+            return "skipped:" + NOT_PERMITTED[0]
         # Give the slot back so the worker's retry can post; the failure stays visible.
         await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,
                      reason=f"{type(exc).__name__}: {exc}"[:500])

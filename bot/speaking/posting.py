@@ -38,6 +38,26 @@ def archived_refusal(error: BaseException) -> bool:
             and "archived" in str(error).lower())
 
 
+NOT_PERMITTED = ("not_permitted", "GitHub refused the app's comment (Resource not accessible by "
+                 "integration): the installation has not granted the app the Issues write "
+                 "permission, or no longer covers this repository")
+
+
+def permission_refusal(error: BaseException) -> bool:
+    """GitHub refusing a write the installation's token does not cover (403, "Resource not
+    accessible by integration", no rate limit): Issues write not granted (read only), or the
+    repository no longer in the installation. The same on every retry until the permission
+    is accepted: a reason to stay quiet, recorded with the permission it lacks, not a failed
+    delivery per issue opened (auth64)."""
+    import gidgethub
+
+    from bot.github.client import rate_limit_wait
+
+    return (isinstance(error, gidgethub.BadRequest) and int(error.status_code) == 403
+            and "not accessible by integration" in str(error).lower()
+            and rate_limit_wait(error) is None)
+
+
 LOCKED = ("locked", "the conversation is locked and GitHub refused the app's comment there")
 
 

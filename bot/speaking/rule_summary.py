@@ -26,12 +26,14 @@ from bot.speaking.claims import (
 from bot.speaking.posting import (
     ARCHIVED,
     DELETED,
+    NOT_PERMITTED,
     archived_refusal,
     deleted_by_person,
     installation_gh,
     live_issue,
     own_comment,
     own_login,
+    permission_refusal,
     post_or_adopt,
     rewrite_own_comment,
 )
@@ -334,6 +336,11 @@ async def rule_summary(
             await release(ctx, action_id, lease=lease)
             await record_skip(ctx, repo, number, "rule_summary", *ARCHIVED, checked="live")
             return "skipped:" + ARCHIVED[0]
+        if permission_refusal(exc):  # Issues write not granted: nothing was posted (auth64)
+            await release(ctx, action_id, lease=lease)
+            await record_skip(ctx, repo, number, "rule_summary", *NOT_PERMITTED, checked="live",
+                              installation=sit.installation_id, github=str(exc)[:200])
+            return "skipped:" + NOT_PERMITTED[0]
         await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,
                      reason=f"{type(exc).__name__}: {exc}"[:500])
         raise

@@ -53,7 +53,7 @@ def _like_json(column: Any, value: str) -> Any:
     return cast(column, Text).like(f'%"{safe}"%', escape="\\")
 
 
-def _thread_columns() -> list[Any]:
+def thread_columns() -> list[Any]:
     return [Thread.repo, Thread.number, Thread.kind, Thread.title, Thread.state,
             Thread.created_at, Thread.closed_at, Analysis.is_failure_report,
             Analysis.failure_category, Analysis.is_proposal, Analysis.review_state,
@@ -62,7 +62,7 @@ def _thread_columns() -> list[Any]:
             Verdict.category.label("verdict_category"), Verdict.role.label("verdict_role")]
 
 
-def _tracked(query: Any) -> Any:
+def tracked_only(query: Any) -> Any:
     """`query` over Thread with its Analysis and Verdict (either may be missing): the threads
     that have an analysis or a person's verdict."""
     return (query.outerjoin(Analysis, Analysis.thread_id == Thread.id)
@@ -70,7 +70,7 @@ def _tracked(query: Any) -> Any:
             .where(or_(Analysis.id.is_not(None), Verdict.id.is_not(None))))
 
 
-def _row(r: Any) -> dict[str, Any]:
+def summary_row(r: Any) -> dict[str, Any]:
     result = r.result or {}
     failure = result.get("failure") or {}
     shown = shown_failure(r.is_failure_report, r.failure_category,
@@ -130,11 +130,11 @@ def _framework_repos(framework: str) -> list[str]:
     return [r.lower() for r in fw.repos] if fw else []
 
 
-def _thread_filters(query: Any, *, proposals: bool | None = None, failures: bool | None = None,
+def thread_filters(query: Any, *, proposals: bool | None = None, failures: bool | None = None,
                     framework: str | None = None, state: str | None = None,
                     paper: str | None = None, method: str | None = None,
                     category: str | None = None) -> Any:
-    """`query` (over Thread joined with Analysis and Verdict, `_tracked`) narrowed to the
+    """`query` (over Thread joined with Analysis and Verdict, `tracked_only`) narrowed to the
     threads the filters name; `failures` and `category` by the failure finding shown."""
     shown_is_failure, shown_category = shown_columns()
     if proposals is not None:
@@ -162,14 +162,14 @@ def _thread_filters(query: Any, *, proposals: bool | None = None, failures: bool
 
 async def thread_rows(session: AsyncSession, *, newest_first: bool = True, limit: int = MAX_ROWS,
                       offset: int = 0, **filters: Any) -> list[dict[str, Any]]:
-    """Summaries of the threads `filters` (see `_thread_filters`) name, newest first (ties by
+    """Summaries of the threads `filters` (see `thread_filters`) name, newest first (ties by
     id, threads of no known date last), the `limit` after the first `offset`."""
-    query = _thread_filters(_tracked(select(*_thread_columns()).select_from(Thread)), **filters)
+    query = thread_filters(tracked_only(select(*thread_columns()).select_from(Thread)), **filters)
     # A thread of unknown date last either way, on both databases (PostgreSQL sorted NULLs
     # first in a descending order, SQLite last).
     order = (Thread.created_at.desc() if newest_first else Thread.created_at.asc()).nulls_last()
     query = query.order_by(order, Thread.id.desc()).offset(offset).limit(limit)
-    return [_row(r) for r in (await session.execute(query)).all()]
+    return [summary_row(r) for r in (await session.execute(query)).all()]
 
 
 async def newest_by_state(session: AsyncSession, *, limit: int, **filters: Any
@@ -180,13 +180,13 @@ async def newest_by_state(session: AsyncSession, *, limit: int, **filters: Any
     and state, walked the threads' date index (migration 0020) through most of the table."""
     order = (Thread.created_at.desc().nulls_last(), Thread.id.desc())
     rank = func.row_number().over(partition_by=Analysis.review_state, order_by=order).label("rank")
-    ranked = _thread_filters(_tracked(select(*_thread_columns(), rank).select_from(Thread)),
+    ranked = thread_filters(tracked_only(select(*thread_columns(), rank).select_from(Thread)),
                              **filters).subquery()
     rows = await session.execute(select(ranked).where(ranked.c.rank <= limit)
                                  .order_by(ranked.c.review_state, ranked.c.rank))
     out: dict[str | None, list[dict[str, Any]]] = {}
     for r in rows.all():
-        out.setdefault(r.review_state, []).append(_row(r))
+        out.setdefault(r.review_state, []).append(summary_row(r))
     return out
 
 
@@ -198,22 +198,22 @@ def oldest_first() -> list[Any]:
 
 async def tracked_ids(session: AsyncSession, *, limit: int | None = None, offset: int = 0
                       ) -> list[int]:
-    """The ids of the tracked threads (`_tracked`), `oldest_first`: the `limit` after `offset`."""
-    query = _tracked(select(Thread.id).select_from(Thread)).order_by(*oldest_first())
+    """The ids of the tracked threads (`tracked_only`), `oldest_first`: the `limit` after `offset`."""
+    query = tracked_only(select(Thread.id).select_from(Thread)).order_by(*oldest_first())
     return list(await session.scalars(query.offset(offset).limit(limit)))
 
 
 async def rows_by_id(session: AsyncSession, ids: list[int]) -> list[dict[str, Any]]:
     """Summaries of the tracked threads `ids` names, in that order; a thread deleted (or no
     longer tracked) since the ids were read is left out."""
-    query = _tracked(select(Thread.id.label("thread_id"), *_thread_columns()).select_from(Thread))
-    found = {r.thread_id: _row(r) for r in (await session.execute(query.where(Thread.id.in_(ids)))).all()}
+    query = tracked_only(select(Thread.id.label("thread_id"), *thread_columns()).select_from(Thread))
+    found = {r.thread_id: summary_row(r) for r in (await session.execute(query.where(Thread.id.in_(ids)))).all()}
     return [found[i] for i in ids if i in found]
 
 
 async def count_threads(session: AsyncSession, **filters: Any) -> int:
     """How many threads `thread_rows` with the same filters would list without a limit."""
-    query = _thread_filters(_tracked(select(func.count()).select_from(Thread)), **filters)
+    query = thread_filters(tracked_only(select(func.count()).select_from(Thread)), **filters)
     return int(await session.scalar(query) or 0)
 
 

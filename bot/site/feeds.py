@@ -3,12 +3,12 @@
 - `/reports/feed.atom`: the nightly proposal-status reports, newest first (at most FEED_ROWS),
   each linking to its page and saying the night's counts as the reports list does;
 - `/proposals.atom`: the proposals `/proposals` lists, with its filters read by its own
-  parser (`pages._filters`; a bad value is the page's 400), the most recently active first;
+  parser (`pages.proposal_filters`; a bad value is the page's 400), the most recently active first;
 - `/failures/{key}.atom`: the failure reports `/failures/{key}` lists, newest first (an
   unknown kind is the page's 404, another spelling of one the page's 301).
 
-The threads are read with the pages' own query parts (`data._tracked`, `data._thread_filters`,
-`data._row`): the same threads, so nothing of a repository made private or forgotten (its
+The threads are read with the pages' own query parts (`data.tracked_only`, `data.thread_filters`,
+`data.summary_row`): the same threads, so nothing of a repository made private or forgotten (its
 rows are deleted, bot/store/privacy.py) can appear. The store keeps no time of a review-state
 change (an analysis row's `analyzed_at` moves with every nightly re-analysis), so a proposal's
 `updated` is the thread's last activity on GitHub (`threads.updated_at`), else its opening,
@@ -61,17 +61,17 @@ def atom(feed: dict[str, Any], entries: list[dict[str, Any]]) -> web.Response:
 
 async def _threads(request: web.Request, *, by_activity: bool, **filters: Any
                    ) -> list[dict[str, Any]]:
-    """The first FEED_ROWS thread summaries `filters` name (`data._thread_filters`, as the
+    """The first FEED_ROWS thread summaries `filters` name (`data.thread_filters`, as the
     pages), the most recently active first or (`by_activity` false) newest first as the
     pages list them, each with `activity_at` and `stored_at`."""
-    columns = [*data._thread_columns(), Thread.updated_at.label("activity_at"),
+    columns = [*data.thread_columns(), Thread.updated_at.label("activity_at"),
                Thread.stored_at.label("stored_at")]
-    query = data._thread_filters(data._tracked(select(*columns).select_from(Thread)), **filters)
+    query = data.thread_filters(data.tracked_only(select(*columns).select_from(Thread)), **filters)
     when = func.coalesce(Thread.updated_at, Thread.created_at) if by_activity else Thread.created_at
     query = query.order_by(when.desc().nulls_last(), Thread.id.desc()).limit(FEED_ROWS)
     async with app_context(request).sessionmaker() as session:
         rows = (await session.execute(query)).all()
-    return [{**data._row(r), "activity_at": format_datetime(r.activity_at),
+    return [{**data.summary_row(r), "activity_at": format_datetime(r.activity_at),
              "stored_at": format_datetime(r.stored_at)} for r in rows]
 
 
@@ -109,11 +109,11 @@ async def reports_feed(request: web.Request) -> web.Response:
 
 
 async def proposals_feed(request: web.Request) -> web.Response:
-    filters, error = pages._filters(request)
+    filters, error = pages.proposal_filters(request)
     if error:
         return await pages.proposals_page(request)  # the page's 400, saying what was wrong
     base = _base(request)
-    page = pages._page_url(filters, 1)  # /proposals?framework=…: the filters in one order
+    page = pages.proposals_url(filters, 1)  # /proposals?framework=…: the filters in one order
     rows = await _threads(request, by_activity=True, proposals=True, **filters)
     labels = pages.STATE_LABELS
     entries = [_thread_entry(
@@ -128,7 +128,7 @@ async def proposals_feed(request: web.Request) -> web.Response:
 
 
 async def failure_feed(request: web.Request) -> web.Response:
-    if moved := pages._failure_moved(request):
+    if moved := pages.failure_moved(request):
         return moved
     key = request.match_info["key"]
     failure = data.catalog().failures.get(key)

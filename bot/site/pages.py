@@ -121,11 +121,11 @@ def _method_moved(request: web.Request) -> web.Response | None:
     return moved_to(request, "id", data.catalog().methods)
 
 
-def _failure_moved(request: web.Request) -> web.Response | None:
+def failure_moved(request: web.Request) -> web.Response | None:
     return moved_to(request, "key", data.catalog().failures)
 
 
-def _filters(request: web.Request) -> tuple[dict[str, str | None], str | None]:
+def proposal_filters(request: web.Request) -> tuple[dict[str, str | None], str | None]:
     """framework / state / paper from the query string (a value that names none: None), and
     what was wrong with the values dropped, else None."""
     q = request.query
@@ -224,7 +224,7 @@ async def method_page(request: web.Request) -> web.Response:
 
 
 async def failure_page(request: web.Request) -> web.Response:
-    if moved := _failure_moved(request):
+    if moved := failure_moved(request):
         return moved
     key = request.match_info["key"]
     typed = read_page(request)
@@ -294,7 +294,7 @@ async def framework_page(request: web.Request) -> web.Response:
 
 
 async def proposals_page(request: web.Request) -> web.Response:
-    filters, ignored = _filters(request)
+    filters, ignored = proposal_filters(request)
     typed = read_page(request)
     context = {"filters": filters, "frameworks": data.catalog().frameworks,
                "states": data.REVIEW_STATES,
@@ -309,7 +309,7 @@ async def proposals_page(request: web.Request) -> web.Response:
     total = await _session_call(request, data.count_threads, proposals=True, **filters)
 
     def url(n: int) -> str:
-        return _page_url(filters, n)
+        return proposals_url(filters, n)
 
     if (last := past_last_page(page, total, PROPOSALS_PAGE)) is not None:
         # Past the last page (an old link after a filter or the data changed): it said
@@ -330,7 +330,7 @@ def _shown_number(typed: str) -> str:
     return digits if len(digits) <= 30 else digits[:30] + "…"
 
 
-def _page_url(filters: dict[str, str | None], page: int) -> str:
+def proposals_url(filters: dict[str, str | None], page: int) -> str:
     """/proposals with the same filters, on another page."""
     query = {k: v for k, v in filters.items() if v}
     if page > 1:
@@ -396,7 +396,7 @@ async def api_failures(request: web.Request) -> web.Response:
 async def api_failure(request: web.Request) -> web.Response:
     """A failure kind and its reports, newest first: `limit` (REPORTS_PAGE by default, at
     most MAX_ROWS) after `offset`, as every /api/ list; X-Total-Count counts them all."""
-    if moved := _failure_moved(request):
+    if moved := failure_moved(request):
         return moved
     paging = api_paging(request.query, default_limit=REPORTS_PAGE, max_limit=data.MAX_ROWS)
     if isinstance(paging, str):
@@ -422,7 +422,7 @@ async def api_framework(request: web.Request) -> web.Response:
 async def api_proposals(request: web.Request) -> web.Response:
     """The proposals the filters name, newest first: `limit` (at most MAX_ROWS, the default)
     after `offset`; the X-Total-Count header counts them all."""
-    filters, error = _filters(request)
+    filters, error = proposal_filters(request)
     paging = api_paging(request.query, default_limit=data.MAX_ROWS, max_limit=data.MAX_ROWS)
     if error or isinstance(paging, str):
         return json_response({"error": error or paging}, 400)

@@ -39,6 +39,7 @@ from tests.conftest import (
     _with_database,
     database_backends,
 )
+from tests.test_migrations import downgrade
 
 HEAD = migrate.head_revision()
 SCRIPT = ScriptDirectory.from_config(migrate.alembic_config("sqlite://"))
@@ -233,14 +234,6 @@ def schema_of(url: str) -> dict[str, set[str]]:
             return {t: {c["name"] for c in inspector.get_columns(t)}
                     for t in inspector.get_table_names() if t != "alembic_version"}
     return run(url, read)
-
-
-def downgrade(url: str, rev: str) -> None:
-    """alembic downgrade (SQLite's table copies warn that they skip reflecting `threads`'
-    expression index, which they leave alone: bot.store.migrate.upgrade filters the same)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Skipped unsupported reflection")
-        command.downgrade(migrate.alembic_config(url), rev)
 
 
 def indexes_of(url: str) -> dict[str, set[str]]:

@@ -13,7 +13,7 @@ import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -57,6 +57,14 @@ async def _pg_execute(admin_url: str, *statements: str) -> None:
             await conn.execute(statement)
     finally:
         await conn.close()
+
+
+def no_postgres() -> NoReturn:
+    """A PostgreSQL case with no server to run on: a failure under RLTRACKER_REQUIRE_POSTGRES=1
+    (CI must run it), else a skip saying what to set."""
+    if REQUIRE_POSTGRES:
+        pytest.fail("RLTRACKER_REQUIRE_POSTGRES=1 but TEST_DATABASE_URLS is not set")
+    pytest.skip("no PostgreSQL: set TEST_DATABASE_URLS")
 
 
 def database_backends() -> list[object]:
@@ -118,9 +126,7 @@ def db_url(
         yield f"sqlite+aiosqlite:///{target}"
         return
     if request.param is None:
-        if REQUIRE_POSTGRES:
-            pytest.fail("RLTRACKER_REQUIRE_POSTGRES=1 but TEST_DATABASE_URLS is not set")
-        pytest.skip("no PostgreSQL: set TEST_DATABASE_URLS")
+        no_postgres()
     template = request.getfixturevalue("postgres_template")
     admin = request.param
     name = f"rlt_{uuid.uuid4().hex[:12]}"

@@ -21,7 +21,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from benchmarks.site_scale import build_store, counting, measure, routes
 from bot.config import Settings
 from bot.context import AppContext
-from tests.conftest import REQUIRE_POSTGRES, _pg_execute, _with_database, database_backends
+from tests.conftest import _pg_execute, _with_database, database_backends, no_postgres
 
 SMALL, LARGE = 300, 1200
 # Streamed 500 threads at a time by design (docs/site.md, "JSON"): one statement per batch.
@@ -45,9 +45,7 @@ def stores(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
             shutil.copy(sqlite_template, folder / f"{n}.db")
             urls[n] = f"sqlite+aiosqlite:///{folder}/{n}.db"
     elif request.param is None:
-        if REQUIRE_POSTGRES:
-            pytest.fail("RLTRACKER_REQUIRE_POSTGRES=1 but TEST_DATABASE_URLS is not set")
-        pytest.skip("no PostgreSQL: set TEST_DATABASE_URLS")
+        no_postgres()
     else:
         template = request.getfixturevalue("postgres_template")
         for n in (SMALL, LARGE):

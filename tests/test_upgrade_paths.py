@@ -34,10 +34,10 @@ from bot.store import migrate
 from bot.store.db import make_engine
 from bot.store.models import Base
 from tests.conftest import (
-    REQUIRE_POSTGRES,
     _pg_execute,
     _with_database,
     database_backends,
+    no_postgres,
 )
 from tests.test_migrations import downgrade
 
@@ -204,9 +204,7 @@ def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield f"sqlite+aiosqlite:///{tmp_path / 'deploy.db'}"
         return
     if request.param is None:
-        if REQUIRE_POSTGRES:
-            pytest.fail("RLTRACKER_REQUIRE_POSTGRES=1 but TEST_DATABASE_URLS is not set")
-        pytest.skip("no PostgreSQL: set TEST_DATABASE_URLS")
+        no_postgres()
     name = f"rlt_up_{uuid.uuid4().hex[:12]}"
     asyncio.run(_pg_execute(request.param, f'CREATE DATABASE "{name}"'))
     yield _with_database(request.param, name)

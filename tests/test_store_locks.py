@@ -175,6 +175,21 @@ async def _rename_meets_reception(ctx: Any, name: str, renamed: str, thread_id: 
                       rename, lambda: refresh_reception(ctx))
 
 
+async def _disliked_thread(ctx: Any, data: Any, name: str) -> int:
+    """Repository `name` tracked, its issue #1 stored, and our comment on it with one 👍 and
+    two 👎 (what the reception check pauses on); the thread's id."""
+    from tests.test_reception import _post, _repos
+
+    await _repos(ctx, name)
+    async with ctx.sessionmaker() as session:
+        thread = Thread(repo=name, number=1, kind="issue", title="Entropy collapse")
+        session.add(thread)
+        await session.commit()
+        thread_id = thread.id
+    await _post(ctx, data, name, 1, up=1, down=2)
+    return thread_id
+
+
 async def test_the_reception_check_pausing_a_repository_meets_its_rename(
         settings: Any, fake_github: Any, shared_dir: Path) -> None:
     """The nightly reception check reads the reactions to the app's comments, stores them on
@@ -187,18 +202,11 @@ async def test_the_reception_check_pausing_a_repository_meets_its_rename(
     transferred thread's actions under its repository's FOR SHARE lock met the check so.)
     Now the actions are committed before the pause is decided."""
     from bot.store.models import Action, Repository
-    from tests.test_reception import _post, _repos
 
     name, renamed = "c/disliked", "c/liked-better"
     data = FakeData()
     async with graphql_context(settings, fake_github, shared_dir, data) as ctx:
-        await _repos(ctx, name)
-        async with ctx.sessionmaker() as session:
-            thread = Thread(repo=name, number=1, kind="issue", title="Entropy collapse")
-            session.add(thread)
-            await session.commit()
-            thread_id = thread.id
-        await _post(ctx, data, name, 1, up=1, down=2)
+        thread_id = await _disliked_thread(ctx, data, name)
 
         done = await _rename_meets_reception(ctx, name, renamed, thread_id)
         assert [d for d in done if isinstance(d, BaseException)] == []
@@ -281,18 +289,12 @@ async def test_the_reception_check_marking_a_comment_gone_with_its_issue_meets_a
     from bot.speaking.reception import THREAD_DELETED
     from bot.store.models import Action, Repository
     from bot.store.threads import bury, thread_grave
-    from tests.test_reception import _post, _repos
+    from tests.test_reception import _post
 
     name, renamed = "c/disliked", "c/liked-better"
     data = FakeData()
     async with graphql_context(settings, fake_github, shared_dir, data) as ctx:
-        await _repos(ctx, name)
-        async with ctx.sessionmaker() as session:
-            thread = Thread(repo=name, number=1, kind="issue", title="Entropy collapse")
-            session.add(thread)
-            await session.commit()
-            thread_id = thread.id
-        await _post(ctx, data, name, 1, up=1, down=2)
+        thread_id = await _disliked_thread(ctx, data, name)
         await _post(ctx, data, name, 2, deleted=True)
         async with ctx.sessionmaker() as session:  # counted deleted on an earlier night
             await session.execute(update(Action).where(Action.number == 2)

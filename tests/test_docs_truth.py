@@ -83,6 +83,22 @@ def test_documented_defaults_are_the_code_defaults() -> None:
     assert settings.dry_run and not settings.fetch_papers  # "off" (dry run forced: no credentials)
 
 
+def test_documented_defaults_and_bounds_of_the_numbers_are_the_code_s() -> None:
+    """The table's default and "checked" cells of the numeric settings, and the log level's."""
+    from bot import config
+    from bot.config import Settings
+
+    table = _env_table()
+    settings = Settings.from_env({})
+    cells = {name: table[name].split("|") for name in table}
+    assert f"`{settings.statement_timeout:g}`" in cells["RLTRACKER_STATEMENT_TIMEOUT"][2]
+    assert f"{config.MAX_STATEMENT_TIMEOUT:.0f}" in cells["RLTRACKER_STATEMENT_TIMEOUT"][4]
+    lease = cells["RLTRACKER_WORKER_LEASE"][4]
+    assert f"at least {config.MIN_WORKER_LEASE:.0f}" in lease
+    assert f"at most {config.MAX_WORKER_LEASE:.0f}" in lease
+    assert f"`{config.log_level({})}`" in cells["RLTRACKER_LOG_LEVEL"][2]
+
+
 def test_dockerfile_sets_only_variables_the_app_reads() -> None:
     text = (ROOT / "Dockerfile").read_text()
     env_block = re.search(r"^ENV (.*?)(?:\n\n|\n[A-Z])", text, re.M | re.S)
@@ -624,3 +640,19 @@ def test_commands_readme_says_read_no_setting_run_with_every_setting_bad(tmp_pat
     assert sent.returncode == 1 and "cannot connect" in sent.stderr, sent.stderr
     refused = run_cli("rules", "verl", env=bad)
     assert refused.returncode == 2 and "DATABASE_URL=bogus" in refused.stderr, refused.stderr
+
+
+# The parameters of a GitHub App manifest (GitHub's docs, "Registering a GitHub App from a
+# manifest"): README says app.yaml converts to JSON unchanged and is such a manifest.
+MANIFEST_PARAMETERS = {"name", "url", "hook_attributes", "redirect_url", "callback_urls",
+                       "setup_url", "description", "public", "default_events",
+                       "default_permissions", "request_oauth_on_install", "setup_on_update"}
+
+
+def test_app_yaml_is_a_manifest_github_takes_as_it_is() -> None:
+    manifest = yaml.safe_load((ROOT / "app.yaml").read_text())
+    assert set(manifest) <= MANIFEST_PARAMETERS, sorted(set(manifest) - MANIFEST_PARAMETERS)
+    assert set(manifest["hook_attributes"]) <= {"url", "active"}
+    assert manifest["hook_attributes"]["url"].endswith("/webhook")  # README, step 1
+    assert ("POST", "/webhook") in _app_routes()
+    assert isinstance(manifest["public"], bool)

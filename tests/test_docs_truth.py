@@ -49,6 +49,9 @@ def _env_read_by_code() -> set[str]:
         text = path.read_text(encoding="utf-8")
         names |= set(re.findall(r"\benv(?:iron)?(?:\.get)?[\[(]\s*\"([A-Z][A-Z0-9_]+)\"", text))
         names |= set(re.findall(r"getenv\(\s*\"([A-Z][A-Z0-9_]+)\"", text))
+        # the app's own names wherever they stand whole in a string, e.g. the names a check
+        # loops over (`for name in ("GITHUB_API_URL", ...)`), which the patterns above miss
+        names |= set(re.findall(r"\"((?:RLTRACKER|GITHUB)_[A-Z0-9_]*[A-Z0-9])\"", text))
     return names
 
 
@@ -656,3 +659,22 @@ def test_app_yaml_is_a_manifest_github_takes_as_it_is() -> None:
     assert manifest["hook_attributes"]["url"].endswith("/webhook")  # README, step 1
     assert ("POST", "/webhook") in _app_routes()
     assert isinstance(manifest["public"], bool)
+
+
+async def test_every_metric_served_is_named_in_the_docs_and_every_one_named_is_served(
+        sqlite_ctx: object) -> None:
+    """docs/site.md, "/metrics": an operator writes alerts with the names; the webhook and the
+    inbox writer's families were described in words only."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from bot.app import create_app
+
+    # with its inbox worker, as `serve` runs (without one the workers' outcomes are left out)
+    async with TestClient(TestServer(create_app(sqlite_ctx, worker=True))) as client:
+        text = await (await client.get("/metrics")).text()
+    served = set(re.findall(r"^# TYPE (\w+) ", text, re.M))
+    assert "rltracker_database_up" in served
+    section = _section((ROOT / "docs" / "site.md").read_text(encoding="utf-8"), "## /metrics")
+    named = set(re.findall(r"\b(rltracker_[a-z_]+[a-z])\b", section))
+    assert not sorted(served - named), "metrics docs/site.md's /metrics section does not name"
+    assert not sorted(named - served), "metrics docs/site.md names that /metrics does not serve"

@@ -378,6 +378,8 @@ def _typed(synopsis: str) -> list[list[str]]:
         argv = []
         for word in line.replace("[", " ").replace("]", " ").split()[1:]:
             word = word.removesuffix("...")
+            if not word:  # `[--repo OWNER/NAME]...`: the option once stands for its repeats
+                continue
             if word.isupper() or word in PLACEHOLDER_VALUES:
                 assert word in PLACEHOLDER_VALUES, f"give the placeholder {word} a value ({synopsis})"
                 word = PLACEHOLDER_VALUES[word]

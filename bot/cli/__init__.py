@@ -239,7 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the address to listen on (default: 0.0.0.0, every interface; with "
                         "--dev 127.0.0.1, this machine only)")
     p.add_argument("--port", type=_port, default=None, help="default: $PORT or 8000")
-    p.add_argument("--dev", action="store_true", help="random webhook secret, dry-run")
+    p.add_argument("--dev", action="store_true",
+                   help="a random webhook secret (printed), dry-run, and 127.0.0.1 unless --host")
     p.add_argument("--no-scheduler", action="store_true", help="do not run the nightly jobs")
     p.add_argument("--no-worker", action="store_true", help="accept deliveries, do not process")
     p.add_argument("--no-backfill", action="store_true",
@@ -281,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "needs fork, i.e. Linux)")
 
     p = sub.add_parser("replay", help="send payload files as signed deliveries")
-    p.add_argument("paths", nargs="+", help="payload files or folders of them")
+    p.add_argument("paths", nargs="+", metavar="FILE_OR_DIR", help="payload files or folders of them")
     p.add_argument("--url", required=True, type=_http_url,
                    help="where to send them: the app's webhook, e.g. http://localhost:8000/webhook")
     p.add_argument("--secret", default=None, help="default: $GITHUB_WEBHOOK_SECRET")
@@ -332,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("papers", help="the paper pool")
     papers_sub = p.add_subparsers(dest="papers_command", required=True)
     pi = papers_sub.add_parser("import", help="add papers from arXiv metadata or paper records")
-    pi.add_argument("file", help="JSON lines; - for stdin")
+    pi.add_argument("file", metavar="FILE", help="JSON lines; - for stdin")
     pf = papers_sub.add_parser("fetch", help="read new listings from the arXiv API")
     pf.add_argument("--category", action="append", default=[], type=_category,
                     help="an arXiv category (default: cs.LG, cs.CL and cs.AI); repeatable")

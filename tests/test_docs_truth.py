@@ -692,3 +692,15 @@ async def test_every_metric_served_is_named_in_the_docs_and_every_one_named_is_s
     named = set(re.findall(r"\b(rltracker_[a-z_]+[a-z])\b", section))
     assert not sorted(served - named), "metrics docs/site.md's /metrics section does not name"
     assert not sorted(named - served), "metrics docs/site.md names that /metrics does not serve"
+
+
+def test_relative_links_in_the_documents_lead_to_files() -> None:
+    """`[docs/site.md](docs/site.md)`, `[study.md](study.md)`: each relative Markdown link,
+    read from the document's folder as GitHub reads it, names a file of the project."""
+    broken, checked = [], 0
+    for doc in [*USER_DOCS, ROOT / "docs" / "analyzers.md"]:
+        for target in re.findall(r"\]\(([\w./-]+\.\w+)(?:#[\w-]*)?\)", doc.read_text(encoding="utf-8")):
+            checked += 1
+            if not (doc.parent / target).exists():
+                broken.append((doc.name, target))
+    assert checked > 20 and not broken, broken

@@ -1399,33 +1399,18 @@ def _lead(vector: dict[str, float]) -> str | None:
     (`symptom_kinds` of failure_patterns.yaml: "entropy|down" -> entropy collapse) counted as
     a pair of that kind where its own subjects and changes formed none ("KL keeps climbing":
     no KL change word, but a KL that goes up). Read at run time only: the features the models
-    were fitted on are unchanged. Experiment kindreply65 (measured, NOT merged): the kind
-    evidence of other people's replies (`others:ev:`, and their symptom pairs that name a kind
-    where their own cues do not) added to the post's, as body cues; a thread nobody answered
-    has none, so its lead is the post's alone."""
-    strength = _lead_strength(vector, "")
-    for kind, value in _lead_strength(vector, "others:").items():
-        strength[kind] = strength.get(kind, 0.0) + value
-    if not strength:
-        return None
-    return min(strength, key=lambda c: (-strength[c], _PRIORITY.get(c, 99)))
-
-
-def _lead_strength(vector: dict[str, float], prefix: str) -> dict[str, float]:
-    """Per kind, the lead's strength from the post's features (prefix "") or a follow-up
-    family's ("others:"): category evidence plus the symptom pairs that name a kind."""
+    were fitted on are unchanged."""
+    top = next((k[4:] for k in vector if k.startswith("top:")), None)
     kinds = _rules().symptom_kinds
-    strength = {k[len(prefix) + 3:]: v for k, v in vector.items() if k.startswith(prefix + "ev:")}
-    if prefix:
-        named = {(kind, "b") for name in vector if name.startswith(prefix + "sym:")
-                 and (kind := kinds.get(name[len(prefix) + 4:])) and kind not in strength}
-    else:
-        named = {(kind, name[0]) for name in vector if name.startswith(("tsym:", "bsym:"))
-                 and (kind := kinds.get(name[5:]))
-                 and f"{kind}|{name[0]}pair" not in vector and f"{kind}|{name[0]}zh_pair" not in vector}
+    named = {(kind, name[0]) for name in vector if name.startswith(("tsym:", "bsym:"))
+             and (kind := kinds.get(name[5:]))
+             and f"{kind}|{name[0]}pair" not in vector and f"{kind}|{name[0]}zh_pair" not in vector}  # fmt: skip
+    if not named:
+        return top
+    strength = {k[3:]: v for k, v in vector.items() if k.startswith("ev:")}
     for kind, where in named:
         strength[kind] = strength.get(kind, 0.0) + (2.0 if where == "t" else 1.0)
-    return strength
+    return min(strength, key=lambda c: (-strength[c], _PRIORITY.get(c, 99)))
 
 
 # Kinds that say what went wrong only in general terms (a collapse whose cause is not named; other).

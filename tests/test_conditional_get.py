@@ -100,7 +100,7 @@ async def test_the_reports_feed_has_a_last_modified_and_if_modified_since(client
                                                 "If-Modified-Since": earlier})
     # A date that is no HTTP date is ignored (a 200), not an error
     assert (await client.get("/reports/feed.atom", headers={"If-Modified-Since": "yesterday"})).status == 200
-    await _reports(ctx, 3)
+    await _reports(ctx, 5)  # stored after `later`
     assert (await client.get("/reports/feed.atom", headers={"If-Modified-Since": later})).status == 200
 
 

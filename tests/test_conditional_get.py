@@ -176,3 +176,22 @@ async def test_a_304_is_only_for_a_success(client: TestClient) -> None:
     assert moved.status == 301
     bad = await client.get("/proposals.atom?state=nope", headers={"If-None-Match": "*"})
     assert bad.status == 400
+
+
+async def test_a_304_sends_no_body_on_the_wire(client: TestClient) -> None:
+    """What aiohttp's client reads of a 304 is empty whatever follows it; on the connection
+    itself, nothing follows the headers (a proxy would take stray bytes for the next answer)."""
+    import asyncio
+
+    tag = (await client.get("/proposals.atom")).headers["ETag"]
+    reader, writer = await asyncio.open_connection(client.host, client.port)
+    try:
+        writer.write(f"GET /proposals.atom HTTP/1.1\r\nHost: x\r\nIf-None-Match: {tag}\r\n"
+                     "Connection: close\r\n\r\n".encode())
+        await writer.drain()
+        raw = await reader.read()  # to the server's close
+    finally:
+        writer.close()
+    head, _, rest = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 304 ") and rest == b""
+    assert b"transfer-encoding" not in head.lower()

@@ -27,9 +27,10 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
+from bot.site.api import API_PREFIX
+
 FRESH_SECONDS = 60  # how long a page or feed may be kept before it is asked for again
 NEVER_STORED = frozenset({"/healthz", "/metrics"})
-API_PREFIX = "/api/"
 STREAMED_ONLY = "none"  # Accept-Ranges of a streamed answer: no part of it is served alone
 # What a 304 leaves out of the 200's headers: the body's own (RFC 9110 15.4.5).
 _BODY_HEADERS = frozenset({"content-type", "content-length", "content-encoding",

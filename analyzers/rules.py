@@ -289,6 +289,7 @@ MAX_COMMANDS = 3
 
 _NON_WORD = re.compile(r"[^\w\s'-]")
 _LAST_SENTENCE = re.compile(r"[.!?]\s")  # a list's intro is the sentence just before it
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 @lru_cache(maxsize=256)
@@ -320,10 +321,15 @@ def is_directive(seg: Segment, kind: str) -> bool:
     if seg.intro and seg.kind in ("item", "combined", "lead_item") and tab.offers.search(
             _LAST_SENTENCE.split(seg.intro[-300:].lower())[-1]):
         return False  # "Ways you can contribute:" lists kinds of help, not requests
-    if seg.kind in ("item", "combined") and seg.section and any(
+    if seg.kind in ("item", "combined", "row") and seg.section and any(
             f" {w}" in _heading_words(seg.section) for w in tab.checklist_sections):
-        return True  # an item of a checklist or requirements section
+        return True  # an item (or a table row) of a checklist or requirements section
     low = seg.text[:600].lower()
+    if "?" in low:
+        # "Do I need to update the docs for a typo fix? No.": a question (an FAQ entry) asks
+        # nothing; the sentences around it still may
+        low = " ".join(s for s in _SENTENCE_END.split(low)
+                       if not (s.endswith("?") and s.split(" ", 1)[0] in tab.question_starts))
     if tab.waived.search(low):
         # "You do not need to add an entry" asks nothing: the modal inside a waiver is not
         # a request (the rest of the sentence may still be one).

@@ -170,3 +170,50 @@ def test_the_benchmark_scores_a_project_that_states_nothing(tmp_path: Path, caps
     _evaluate_rules_module().report(tmp_path, verbose=False)
     out = capsys.readouterr().out
     assert "quiet" in out and "0/0" in out and "0 invented" in out
+
+
+def test_rst_auto_numbered_items_are_list_items() -> None:
+    rst = ("Contributing\n============\n\n#. Fork the repository.\n#. Add tests for your change.\n"
+           "#. Run ``tox``.\n")
+    by_rule = _rules({"CONTRIBUTING.rst": rst})
+    assert by_rule["tests_add"]["evidence"] == "Add tests for your change."
+    assert by_rule["tests_command"]["statement"] == "Tests run with `tox`."
+
+
+def test_a_page_asked_for_in_a_one_folder_path_is_a_docs_request() -> None:
+    text = ("If your change adds a user-facing feature, add a section to docs/ and, where it "
+            "helps, a tutorial notebook.\n")
+    assert "docs" in {f["topic"] for f in _rules({"CONTRIBUTING.md": text}).values()}
+
+
+def test_a_question_in_an_faq_asks_nothing() -> None:
+    faq = "# FAQ\n\nDo I need to update the docs for a typo fix? No.\n"
+    assert "docs" not in {f["topic"] for f in _rules({"CONTRIBUTING.md": faq}).values()}
+    answer = "# FAQ\n\nWhat about new options? Please update the docs for them.\n"
+    assert "docs" in {f["topic"] for f in _rules({"CONTRIBUTING.md": answer}).values()}
+
+
+def test_a_request_under_a_changelog_heading_is_a_changelog_rule() -> None:
+    guide = "# Contributing\n\n## Changelog\n\nAdd a file to `newsfragments/` describing your change.\n"
+    assert _rules({"CONTRIBUTING.md": guide})["changelog_section"]["statement"] == (
+        "Add an entry to the changelog (`newsfragments/`).")
+    release = "# Contributing\n\n## Release notes\n\nMaintainers update the release notes when cutting a release.\n"
+    assert "docs" not in {f["topic"] for f in _rules({"CONTRIBUTING.md": release}).values()}
+
+
+def test_pep8_is_the_code_style_named_not_the_linters() -> None:
+    by_rule = _rules({"CONTRIBUTING.md": "Please follow the PEP 8 style guide.\n"})
+    assert by_rule["style_pep8"]["statement"] == "Code follows PEP 8."
+    assert "lint_generic" not in by_rule
+    naming = _rules({"CLAUDE.md": "- Use PEP 8 naming (snake_case for functions).\n"})
+    assert naming["style_pep8"]["statement"] == "Names follow the PEP 8 naming conventions."
+
+
+def test_rows_of_a_requirements_table_are_requests() -> None:
+    guide = ("# Requirements\n\n| Requirement | Applies to |\n|---|---|\n| Unit tests | all PRs |\n"
+             "| Changelog entry | all PRs |\n")
+    topics = {f["topic"] for f in _rules({"CONTRIBUTING.md": guide}).values()}
+    assert {"tests", "docs"} <= topics
+    # the same table under another heading describes
+    other = guide.replace("# Requirements", "# What CI covers")
+    assert "tests_new_code" not in _rules({"CONTRIBUTING.md": other})

@@ -217,3 +217,16 @@ def test_rows_of_a_requirements_table_are_requests() -> None:
     # the same table under another heading describes
     other = guide.replace("# Requirements", "# What CI covers")
     assert "tests_new_code" not in _rules({"CONTRIBUTING.md": other})
+
+
+def test_claiming_an_issue_says_who_assigns_only_when_the_file_does() -> None:
+    text = "Leave a comment on the issue saying you'd like to work on it.\n"
+    assert _rules({"CONTRIBUTING.md": text})["issue_claim"]["statement"] == (
+        "Comment on an issue to claim it before working on it.")
+    assigned = "Comment on the issue and a maintainer assigns it to you; then work on it.\n"
+    assert "(a maintainer assigns it)" in _rules({"CONTRIBUTING.md": assigned})["issue_claim"]["statement"]
+
+
+def test_pure_agent_prs_ask_what_the_file_asks() -> None:
+    text = "Pure code-agent PRs are not allowed. A human must understand and defend the change.\n"
+    assert "review" not in _rules({"CONTRIBUTING.md": text})["ai_no_pure_agent"]["statement"]

@@ -387,6 +387,9 @@ def _command(code: str) -> str:
     return code
 
 
+_NUMBER_WORDS = frozenset({"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"})
+
+
 def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
     """The rule's statement with its placeholders filled from the segment, or None."""
     values: dict[str, str] = {}
@@ -406,7 +409,9 @@ def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
     for name, pattern in rule.extract:
         m = pattern.search(seg.text[:2000])
         if m and plain(m.group(1)):
-            values[name] = plain(m.group(1))
+            value = plain(m.group(1))
+            # a count that opened the sentence ("Two approvals are required") is said mid-statement
+            values[name] = value.lower() if value.lower() in _NUMBER_WORDS else value
     for name, pattern in rule.extract_all:
         found = list(dict.fromkeys(x.replace("`", "") for x in pattern.findall(seg.text[:2000])))
         if found:

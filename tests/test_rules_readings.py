@@ -230,3 +230,30 @@ def test_claiming_an_issue_says_who_assigns_only_when_the_file_does() -> None:
 def test_pure_agent_prs_ask_what_the_file_asks() -> None:
     text = "Pure code-agent PRs are not allowed. A human must understand and defend the change.\n"
     assert "review" not in _rules({"CONTRIBUTING.md": text})["ai_no_pure_agent"]["statement"]
+
+
+def test_public_apis_documented_in_a_reference_page_is_no_docstring_rule() -> None:
+    text = "New public APIs must be documented in the API reference.\n"
+    by_rule = _rules({"CONTRIBUTING.md": text})
+    assert "docstrings_public" not in by_rule and "docs_generic" in by_rule
+    assert "docstrings_public" in _rules({"CLAUDE.md": "- Public APIs must have docstrings\n"})
+
+
+def test_approvals_counted_without_at_least_an_lgtm_and_code_owners() -> None:
+    two = _rules({"CONTRIBUTING.md": "PRs require two approving reviews.\n"})
+    assert two["review_approvals_count"]["statement"] == "Every PR needs two approving reviews before merging."
+    lgtm = _rules({"CONTRIBUTING.md": "A PR can be merged once it has an LGTM from a maintainer.\n"})
+    assert "review_merge_after_approval" in lgtm
+    owners = "Changes to files owned by a team in CODEOWNERS need that team's approval.\n"
+    assert _rules({"CONTRIBUTING.md": owners})["review_codeowners"]["topic"] == "review"
+    listed = "CODEOWNERS lists who approves changes in each area.\n"
+    assert "review_codeowners" not in _rules({"CONTRIBUTING.md": listed})
+
+
+def test_ci_must_pass_and_the_docs_must_build_cleanly() -> None:
+    ci = _rules({"CONTRIBUTING.md": "Your PR must pass all CI checks before it can be merged.\n"})
+    assert ci["ci_must_pass"]["statement"] == "CI checks must pass before a PR is merged."
+    docs = "Make sure the docs build without warnings (`make -C docs html`).\n"
+    assert "docs_build_clean" in _rules({"CONTRIBUTING.md": docs})
+    howto = "To build the docs locally, run `make -C docs html`.\n"
+    assert "docs_build_clean" not in _rules({"CONTRIBUTING.md": howto})

@@ -6,18 +6,11 @@ checks a statement the files give, and that nothing is said they do not."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
-from analyzers.rules import summarize_rules
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _rules(files: dict[str, str]) -> dict[str, dict[str, Any]]:
-    return {f["rule"]: f for f in summarize_rules(files)["facts"]}
+from tests.test_rules_generalise import _evaluate_rules_module, _rules
 
 
 def _chooser(about: str, name: str = "Discussions") -> str:
@@ -146,15 +139,6 @@ def test_how_to_write_a_test_is_no_rule_that_code_needs_tests() -> None:
     assert not {"tests_new_code", "tests_section"} & set(_rules({"docs/ci.md": howto}))
     rule = "## Writing a new test\n\nEvery new feature must add a test covering it.\n"
     assert "tests" in {f["topic"] for f in _rules({"docs/ci.md": rule}).values()}
-
-
-def _evaluate_rules_module() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "evaluate_rules", ROOT / "benchmarks" / "evaluate_rules.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_benchmark_scores_a_project_that_states_nothing(tmp_path: Path, capsys: Any) -> None:

@@ -5,10 +5,12 @@ of a repository runs, and a report built at a given time. SQLite and PostgreSQL;
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import func, select
 
 from bot.site.report import build_report, render_markdown, store_report
@@ -153,3 +155,37 @@ async def test_a_verdicts_thread_without_analysis_is_counted_as_not_analysed(ctx
     assert counted(row.data["agreement"])["verdicts"] == 2
     async with ctx.sessionmaker() as s:
         assert await s.scalar(select(func.count()).select_from(Analysis)) == 1
+
+
+async def test_a_report_stored_while_forget_is_in_progress_waits_for_it(ctx: Any) -> None:
+    """PostgreSQL, two real connections: `forget` of a repository no framework's has deleted
+    its verdicts and taken them out of the reports stored so far (none yet), uncommitted; the
+    report, built before, is stored meanwhile. It waits for the forget (the verdicts'
+    repositories' rows FOR SHARE: the row forget marked first), then counts without them.
+    On main it did not wait, counted the verdict still visible, and forget had already passed
+    over the reports: the stored report kept it."""
+    from bot.store.models import Repository
+    from bot.store.privacy import forget
+    from tests.test_analysis_order import waiters
+
+    if ctx.engine.dialect.name != "postgresql":
+        pytest.skip("two transactions at once: PostgreSQL (SQLite has one writer)")
+    async with ctx.sessionmaker() as s:
+        s.add_all([Repository(full_name=V, github_id=4141),
+                   Repository(full_name=ELSEWHERE, github_id=4343)])
+        await s.commit()
+    for repo in (V, ELSEWHERE):
+        await analysed(ctx, repo, 5)
+        await give(ctx, repo, 5, "entropy_collapse", T0)
+    data = await build_report(ctx, now=T0 + timedelta(hours=1))
+    assert counted(data["agreement"])["verdicts"] == 2
+    async with ctx.engine.connect() as forgetting, ctx.engine.connect() as watcher:
+        await forgetting.run_sync(lambda conn: forget(conn, ELSEWHERE, 4343))
+        storing = asyncio.create_task(store_report(ctx, data, render_markdown(data)))
+        for _ in range(100_000):
+            if storing.done() or await waiters(watcher):
+                break
+            await asyncio.sleep(0)
+        await forgetting.commit()
+        row = await storing
+    assert counted(row.data["agreement"])["verdicts"] == 1

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,7 +48,7 @@ def test_files_saved_by_windows_tools_are_read(tmp_path: Path) -> None:
     src.write_text(bom_crlf, encoding="utf-8", newline="")
     pool = tmp_path / "pool.jsonl"
     pool.write_text("\ufeff" + json.dumps(
-        {"arxiv_id": "2999.00001", "title": "Frobnicated Widget Policy Optimization for Teapots",
+        {"arxiv_id": "2512.99001", "title": "Frobnicated Widget Policy Optimization for Teapots",
          "aliases": [], "method": None, "first_public": None}) + "\r\n", encoding="utf-8", newline="")
     t = dict(GOOD_1, body='We implement "Frobnicated Widget Policy Optimization for Teapots".')
     src2 = tmp_path / "in2.jsonl"
@@ -55,7 +57,7 @@ def test_files_saved_by_windows_tools_are_read(tmp_path: Path) -> None:
     assert main(["analyze", str(src), "-o", str(out)]) == 0
     assert [r["id"] for r in read_jsonl(out)] == ["o/r#1", "o/r#2"]
     assert main(["analyze", "--papers", str(pool), str(src2), "-o", str(out)]) == 0
-    assert any(p["arxiv_id"] == "2999.00001" for p in read_jsonl(out)[0]["papers"])
+    assert any(p["arxiv_id"] == "2512.99001" for p in read_jsonl(out)[0]["papers"])
 
 
 def test_bad_lines_get_error_records_and_nothing_is_lost(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -201,14 +203,14 @@ def test_every_json_line_is_analysed_or_refused_by_the_contract_check() -> None:
 
 def test_papers_pool_is_used(tmp_path: Path) -> None:
     pool = write_lines(tmp_path / "pool.jsonl", [json.dumps(
-        {"arxiv_id": "2999.00001", "title": "Frobnicated Widget Policy Optimization for Teapots",
+        {"arxiv_id": "2512.99001", "title": "Frobnicated Widget Policy Optimization for Teapots",
          "aliases": [], "method": None, "first_public": None})])  # fmt: skip
     t = dict(GOOD_2, body='We implement "Frobnicated Widget Policy Optimization for Teapots".')
     src = write_lines(tmp_path / "in.jsonl", [json.dumps(t)])
     out = tmp_path / "out.jsonl"
     assert main(["analyze", "--papers", str(pool), str(src), "-o", str(out)]) == 0
     papers = read_jsonl(out)[0]["papers"]
-    assert any(p["arxiv_id"] == "2999.00001" for p in papers)
+    assert any(p["arxiv_id"] == "2512.99001" for p in papers)
 
 
 def test_a_pool_paper_with_null_aliases_is_read_as_papers_import_reads_it(
@@ -259,7 +261,7 @@ def test_bad_pool_exits_2_naming_the_line(tmp_path: Path, capsys: pytest.Capture
      "arxiv_id must be a string or null, got the number 5"),
     ({"title": "Frobnicated Widget Policy Optimization", "aliases": "FWPO"},
      'aliases must be a list of strings, got "FWPO"'),
-    ({"title": ["Frobnicated"], "arxiv_id": "2999.00001"}, "title must be a string or null, got a list"),
+    ({"title": ["Frobnicated"], "arxiv_id": "2512.99001"}, "title must be a string or null, got a list"),
     ({"title": "Frobnicated Widget Policy Optimization", "first_public": 2020},
      "first_public must be a string or null, got the number 2020"),
 ])
@@ -620,7 +622,7 @@ def test_a_line_nested_too_deeply_gets_an_error_record_and_the_rest_is_analysed(
     assert rows[1]["id"] == "o/r#2" and "error" not in rows[1]
     assert "line 1: " in capsys.readouterr().err
     pool = write_lines(tmp_path / "pool.jsonl", [
-        json.dumps({"arxiv_id": "2999.00002", "title": "A Paper", "aliases": []}),
+        json.dumps({"arxiv_id": "2512.99002", "title": "A Paper", "aliases": []}),
         '{"title": "Deep", "x": ' + "[" * 50_000 + "]" * 50_000 + "}"])
     assert main(["analyze", "--no-cache", "--papers", str(pool), str(src), "-o", str(out)]) == 2
     err = capsys.readouterr().err
@@ -675,12 +677,12 @@ def test_a_carriage_return_inside_a_record_does_not_split_it(tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == out.read_bytes()
     pool = tmp_path / "pool.jsonl"
-    pool.write_bytes(b'{"arxiv_id": "2999.00002",\r"title": "Frobnicated Widget Policy '
+    pool.write_bytes(b'{"arxiv_id": "2512.99002",\r"title": "Frobnicated Widget Policy '
                      b'Optimization for Teapots", "aliases": []}\n')
     src2 = write_lines(tmp_path / "in2.jsonl", [json.dumps(dict(
         GOOD_1, body='We implement "Frobnicated Widget Policy Optimization for Teapots".'))])
     assert main(["analyze", "--papers", str(pool), "--no-cache", str(src2), "-o", str(out)]) == 0
-    assert any(p["arxiv_id"] == "2999.00002" for p in read_jsonl(out)[0]["papers"])
+    assert any(p["arxiv_id"] == "2512.99002" for p in read_jsonl(out)[0]["papers"])
 
 
 def test_the_thread_records_the_app_serves_are_analysed(tmp_path: Path) -> None:
@@ -795,3 +797,46 @@ def test_error_lines_on_the_terminal_carry_no_control_or_direction_characters(
     assert main(["analyze", "--papers", str(pool), str(src), "-o", str(out)]) == 2
     err = capsys.readouterr().err
     assert "aliases must be" in err and "\u202e" not in err and "\u009b" not in err
+
+
+def test_a_pool_paper_is_read_as_papers_import_reads_it(
+        db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """One reader of the paper shape (left65): `analyze --papers` indexed a pool line as
+    written where `papers import` (whose stored pool the app matches threads against) cleans
+    it: a title wrapped over lines came out in the analysis records with its line break and
+    spaces, and an arXiv id of no valid month (`2999.00001`), which the import refuses, was
+    indexed and linked. Now the pool's title is the stored one, and that id refuses the
+    pool (exit 2, the import's reason)."""
+    paper = {"arxiv_id": "2412.99001", "title": "Frobnicated  Widget\n  Policy Optimization for Teapots",
+             "aliases": [" FWPO "], "method": None, "first_public": "2025-01-01T00:00:00+05:00"}
+    pool = write_lines(tmp_path / "pool.jsonl", [json.dumps(paper)])
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    assert main(["papers", "import", str(pool)]) == 0
+    capsys.readouterr()
+
+    async def stored() -> Any:
+        from sqlalchemy import select
+        from sqlalchemy.ext.asyncio import create_async_engine
+
+        from bot.store.models import Paper
+
+        engine = create_async_engine(db_url)
+        async with engine.connect() as conn:
+            row = (await conn.execute(select(Paper.title, Paper.aliases))).one()
+        await engine.dispose()
+        return row
+
+    title, aliases = asyncio.run(stored())
+    t = dict(GOOD_2, body='We implement "Frobnicated Widget Policy Optimization for Teapots".')
+    src = write_lines(tmp_path / "in.jsonl", [json.dumps(t)])
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", "--no-cache", "--papers", str(pool), str(src), "-o", str(out)]) == 0, \
+        capsys.readouterr().err
+    [found] = [p for p in read_jsonl(out)[0]["papers"] if p["arxiv_id"] == "2412.99001"]
+    assert found["title"] == title == "Frobnicated Widget Policy Optimization for Teapots"
+    assert aliases == ["FWPO"]
+    bad = write_lines(tmp_path / "bad.jsonl", [json.dumps({**paper, "arxiv_id": "2999.00001"})])
+    assert main(["analyze", "--no-cache", "--papers", str(bad), str(src), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "line 1: arxiv_id is not an arXiv identifier: '2999.00001'" in err, err

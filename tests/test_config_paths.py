@@ -107,3 +107,38 @@ def test_settings_both_under_the_key_and_at_the_top_level_keep_the_opt_outs_of_b
         parse_config_text("labels: {}\nrltracker:\n  failure_comments: false\n  daily_budget: 1\n")
     assert "rltracker" in str(err.value)
     assert err.value.opt_outs == {"failure_comments": False, "daily_budget": 1}
+
+
+async def test_both_settings_file_names_are_said_and_what_either_turns_off_holds(
+        app_ctx: Any, fake_github: Any) -> None:
+    """`.github/rltracker.yml` and `.github/rltracker.yaml` both there (left65): the .yml was
+    read and the .yaml ignored without a word, so a `failure_comments: false` written into
+    the .yaml did nothing, and nobody was told. Which one the maintainer meant is not known:
+    it is said (the config's error, `/api/actions`), and what either turns off holds, as
+    for a key set twice in one file."""
+    from bot.speaking.decide import act
+
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "daily_budget: 2\nlabels:\n  kl_growth: x\n")
+    fake_github.set_file(VERL, ".github/rltracker.yaml", "failure_comments: false\ndaily_budget: 1\n")
+    config = await get_repo_config(app_ctx, VERL, INST, refresh=True)
+    assert (config.source, config.failure_comments, config.daily_budget) == ("invalid", False, 1)
+    assert config.labels == {}
+    assert ".github/rltracker.yml and .github/rltracker.yaml are both there" in (config.error or "")
+    payload = await open_issue(app_ctx, fake_github, 1)
+    await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert not fake_github.comments_of(VERL, 1)
+    [row] = await actions_of(app_ctx, kind="config")
+    assert "both there" in (row.reason or "")
+
+
+async def test_one_of_both_names_gone_since_the_listing_is_read_as_the_one(
+        app_ctx: Any, fake_github: Any) -> None:
+    """`.github/` listed both, GitHub then answers 404 for one (deleted meanwhile): the
+    other is the settings file, read as usual."""
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "daily_budget: 2\n")
+    fake_github.set_file(VERL, ".github/rltracker.yaml", "daily_budget: 1\n")
+    fake_github.fail_next("GET", r"/contents/\.github/rltracker\.yml$", 404)
+    config = await get_repo_config(app_ctx, VERL, INST, refresh=True)
+    assert (config.source, config.error, config.daily_budget) == ("file", None, 1)

@@ -331,3 +331,24 @@ def test_a_pool_in_utf16_or_utf32_is_named_not_skipped_line_by_line(
     assert out == ""
     assert err.startswith(f"rltracker papers import: {path} is {encoding.upper()} ")
     assert "iconv" in err and "skipped" not in err
+
+
+async def test_a_time_with_an_offset_is_read_on_its_utc_day(ctx: Any) -> None:
+    """`first_public` written as a time with an offset (left65): `2025-01-01T00:00:00+05:00`
+    is 2024-12-31 in UTC, the day every other paper date is read on (the bulk metadata's
+    RFC 2822 times, arXiv's listings, the fetch's window); it was stored as 2025-01-01, the
+    day before the offset was taken off. A bare date and a naive time stay as written; the
+    same in an arXiv listing's `published`."""
+    given = {"2501.00001": "2025-01-01T00:00:00+05:00", "2501.00002": "2025-01-01T22:30:00-05:00",
+             "2501.00003": "2025-01-01", "2501.00004": "2025-01-01T23:59:59"}
+    lines = [json.dumps({"arxiv_id": i, "title": f"Paper {i}", "first_public": d})
+             for i, d in given.items()]
+    await upsert_papers(ctx, read_json_lines(lines))
+    async with ctx.sessionmaker() as session:
+        stored = {p.arxiv_id: p.first_public for p in await session.scalars(select(Paper))}
+    assert stored == {"2501.00001": "2024-12-31", "2501.00002": "2025-01-02",
+                      "2501.00003": "2025-01-01", "2501.00004": "2025-01-01"}
+    [listing] = parse_atom(atom_feed([("2501.00005v1", "Late", "2025-01-01T21:00:00-05:00")]))
+    assert listing["first_public"] == "2025-01-02"
+    [undated] = parse_atom(atom_feed([("2501.00006v1", "Undated", "soon")]))
+    assert undated["first_public"] is None

@@ -61,7 +61,7 @@ class PoolError(Exception):
 # and the newer check never ran. Saved indexes start with this line; one saved under another
 # version (or none) is built again through the checks and saved over. Bump it whenever the
 # checks refuse something they accepted before.
-POOL_CHECKS_VERSION = 3  # 3: a thread record refused (left64)
+POOL_CHECKS_VERSION = 4  # 3: a thread record refused (left64); 4: read as papers import reads it (left65)
 POOL_CHECKS_HEADER = f"rltracker pool checks {POOL_CHECKS_VERSION}\n".encode()
 
 
@@ -143,6 +143,7 @@ def load_pool(path: str, *, use_cache: bool = True) -> Any:
     from analyzers.papers import PaperIndex, index_tag
     from bot.analysis import read_saved_index, save_index
     from bot.config import cache_dir
+    from bot.github.papers import SkippedLine, record_from_json
 
     if path == "-":
         stdin = sys.stdin
@@ -191,7 +192,11 @@ def load_pool(path: str, *, use_cache: bool = True) -> Any:
         # reads it; it refused the whole pool here: left64)
         if problem := _keys_problem(record, _PAPER_KEYS, "", null_is_unknown=True):
             raise PoolError(f"{path} line {number}: {problem}")
-        papers.append(record)
+        try:  # the one reader of the paper shape, `papers import`'s (left65): the same
+            # arXiv ids refused, titles and aliases cleaned, dates read, as the stored pool
+            papers.append(record_from_json(record))
+        except SkippedLine as exc:
+            raise PoolError(f"{path} line {number}: {exc}") from None
     index = PaperIndex.build(papers)
     if saved is not None:
         save_index(saved, index, POOL_CHECKS_HEADER)

@@ -39,7 +39,7 @@ from sqlalchemy import func, insert, or_, select
 
 from analyzers.arxiv import normalise_arxiv_id
 from bot.store.models import Paper
-from bot.store.types import storable_text
+from bot.store.types import parse_datetime, storable_text
 
 log = logging.getLogger(__name__)
 
@@ -102,12 +102,23 @@ def _text(obj: dict[str, Any], key: str, limit: int | None = None) -> str | None
     return storable_text(value)
 
 
+def _utc_date(value: str) -> str:
+    """YYYY-MM-DD of an ISO 8601 date or time; a time with an offset on its UTC day
+    (`2025-01-01T00:00:00+05:00` is 2024-12-31), as `_rfc2822_date` reads the bulk metadata's
+    and the fetch compares them (left65: it took the day before the offset, a day late or
+    early beside the same paper's date read from arXiv). ValueError when it is neither."""
+    parsed = parse_datetime(value)
+    if parsed is None:
+        raise ValueError(value)
+    return parsed.astimezone(UTC).date().isoformat()
+
+
 def _first_public(value: str | None) -> str | None:
-    """A date YYYY-MM-DD (a longer ISO timestamp is cut to its date)."""
+    """A date YYYY-MM-DD (a longer ISO timestamp is its UTC date)."""
     if value is None:
         return None
     try:
-        return datetime.fromisoformat(value.strip().replace("Z", "+00:00")).date().isoformat()
+        return _utc_date(value)
     except ValueError:
         raise SkippedLine(f"first_public is not a date YYYY-MM-DD: {value[:40]!r}") from None
 
@@ -269,7 +280,10 @@ def parse_atom(text: str | bytes) -> list[dict[str, Any]]:
         title = _clean_title(entry.findtext(f"{ATOM}title"))
         if arxiv_id is None or not title or title.lower() == "error":
             continue
-        published = (entry.findtext(f"{ATOM}published") or "")[:10] or None
+        try:
+            published: str | None = _utc_date(entry.findtext(f"{ATOM}published") or "")
+        except ValueError:  # (none, or no date: the listing is kept undated, as before)
+            published = None
         categories = [c.get("term") for c in entry.findall(f"{ATOM}category") if c.get("term")]
         primary = entry.find(f"{ARXIV_NS}primary_category")
         if primary is not None and primary.get("term") in categories:

@@ -48,7 +48,7 @@ from bot.store.models import (
     report_summary,
 )
 from bot.store.types import format_datetime, parse_datetime, utcnow
-from bot.store.verdicts import agreement, shown_columns, shown_failure
+from bot.store.verdicts import agreement, agreement_to_store, shown_columns, shown_failure
 
 log = logging.getLogger(__name__)
 
@@ -280,11 +280,15 @@ def _counted_before(previous: Report | None, opened_from: datetime
 
 
 async def build_report(ctx: Any, day: date | None = None, *,
-                       sync: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The report data for `day` (default today, UTC), diffed against the previous report.
-    `sync`: the nightly job's word on a sync that failed (`failed`: whole; `refused`: the
-    repositories GitHub did not let it read), said at the top of the report."""
-    now = utcnow()
+                       sync: dict[str, Any] | None = None,
+                       now: datetime | None = None) -> dict[str, Any]:
+    """The report data for `day` (default the day of `now`, UTC), diffed against the previous
+    report. `sync`: the nightly job's word on a sync that failed (`failed`: whole; `refused`:
+    the repositories GitHub did not let it read), said at the top of the report. `now`: the
+    time the report is built at (default the clock): its `generated_at`, the end of its
+    failure-report window and of the waits, the resumes it lists; given, the same store gives
+    the same report (the waits moved with the clock between two builds)."""
+    now = utcnow() if now is None else parse_datetime(now).astimezone(UTC)  # (naive: UTC)
     day = day or now.date()
     snapshot, extra = await collect_state(ctx, now)
     async with ctx.sessionmaker() as session:
@@ -450,6 +454,11 @@ async def store_report(ctx: Any, data: dict[str, Any], markdown: str) -> Report:
         # A repository made private since the threads were read (privacy62): its keys are
         # taken out under the lock `forget` takes too, and the Markdown rendered again.
         data, scrubbed = await without_private(session, data)
+        built = parse_datetime(data.get("generated_at"))
+        if built is not None:  # (the verdicts of a repository forgotten since it was built)
+            figures = await agreement_to_store(session, built)
+            if figures != data.get("agreement"):
+                data, scrubbed = {**data, "agreement": figures}, True
         if scrubbed:
             markdown = render_markdown(data, ctx.settings.public_url)
         insert = dialect_insert(session.get_bind().dialect.name)(Report.__table__).values(

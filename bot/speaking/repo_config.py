@@ -404,14 +404,52 @@ def _misplaced_error(path: str, text: str | None) -> ConfigError:
     (as in an invalid file: it was written to turn something off)."""
     message = (f"{path} is not read: the app reads .github/rltracker.yml; move the file "
                "there (until then, only what it turns off holds)")
+    return ConfigError(message, _opt_outs_of(text))
+
+
+def _opt_outs_of(text: str | None) -> dict[str, Any]:
+    """What a settings file turns off (ConfigError's opt-outs), valid or not."""
     if text is None:
-        return ConfigError(message)
+        return {}
     try:
         found = parse_config_text(text)
     except ConfigError as exc:
-        return ConfigError(message, exc.opt_outs)
+        return exc.opt_outs
     values = found.as_dict()
-    return ConfigError(message, _quieter(values, values))
+    return _quieter(values, values)
+
+
+async def _read_both(gh: Any, repo: str) -> str | None:
+    """`.github/` lists both CONFIG_PATHS (a third contents request, only then): the text of
+    the one GitHub serves, else ConfigError. With both there, which one the maintainer meant
+    is not known: it is said, as a key set twice in one file is, and what either turns off
+    holds (left65; before, the .yml was read and the .yaml ignored without a word)."""
+    read: list[tuple[str, str | ConfigError]] = []
+    for path in CONFIG_PATHS:
+        try:
+            text = await _read_file(gh, repo, (path,))
+        except ConfigError as exc:  # too large, not UTF-8: what it states still holds
+            read.append((path, exc))
+            continue
+        if text is not None:
+            read.append((path, text))
+    if len(read) < 2:
+        only = read[0][1] if read else None
+        if isinstance(only, ConfigError):
+            raise only
+        return only
+    kept: dict[str, Any] = {}
+    for _, found in read:
+        outs = found.opt_outs if isinstance(found, ConfigError) else _opt_outs_of(found)
+        for key, value in outs.items():
+            if key == "daily_budget":
+                value = min(value, kept.get(key, value))
+            elif key == "min_confidence":
+                value = max(value, kept.get(key, value))
+            kept[key] = value
+    raise ConfigError(f"{' and '.join(p for p, _ in read)} are both there: the app reads one "
+                      "settings file; keep one (until then, only what either turns off holds)",
+                      kept)
 
 
 async def _fetch_file(ctx: Any, repo: str, installation_id: int | None) -> str | None:
@@ -421,12 +459,14 @@ async def _fetch_file(ctx: Any, repo: str, installation_id: int | None) -> str |
     Two contents requests (left64: four for a repository with no file, the two names asked
     in turn then both folders listed): `.github/`'s listing, then the file it names (either
     of CONFIG_PATHS, whatever its entry's type: the read says what is wrong with it) or, when
-    it names none, the root's listing. A third only to read a file found elsewhere."""
+    it names none, the root's listing. A third only to read a file found elsewhere, or the
+    second of CONFIG_PATHS when `.github/` holds both."""
     from gidgethub import BadRequest
 
     gh = await ctx.github.api(installation_id)
     in_github = _named(".github", await _listing(gh, repo, ".github"))
-    text = await _read_file(gh, repo, tuple(p for p in CONFIG_PATHS if p in in_github))
+    present = tuple(p for p in CONFIG_PATHS if p in in_github)
+    text = await (_read_both(gh, repo) if len(present) > 1 else _read_file(gh, repo, present))
     if text is not None:
         return text
     elsewhere = _misplaced(in_github) or _misplaced(_named("", await _listing(gh, repo, "")))

@@ -228,6 +228,7 @@ def markup_problems(body: bytes) -> tuple[list[str], str | None]:
                 problems.append("a <table> without a header cell")
             problems += [f"<th>{' '.join(_text(th).split())!r} has no scope"
                          for th in headers if not th.get("scope")]
+    problems += scroll_box_problems(elements)
     headings = [int(e.tag[1]) for e in elements if re.fullmatch(r"h[1-6]", str(e.tag))]
     if headings.count(1) != 1:
         problems.append(f"{headings.count(1)} <h1> elements")
@@ -237,6 +238,32 @@ def markup_problems(body: bytes) -> tuple[list[str], str | None]:
         if after > before + 1:
             problems.append(f"heading levels skip: <h{before}> then <h{after}>")
     return problems, title
+
+
+def scroll_box_problems(elements: list[Any]) -> list[str]:
+    """A box that scrolls sideways (`.scroll`: a table or chart wider than a phone) is a Tab
+    stop of its own (tabindex=0), so a keyboard user can scroll it with the arrows: Safari
+    makes no scroll box focusable, and a table whose links end before its last columns
+    leaves those out of reach. A focusable box is announced, so it is a region with a
+    name, one no other region of the page has (the pattern of WCAG 2.1.1's scrollable
+    regions; axe's `scrollable-region-focusable` and `landmark-unique`)."""
+    ids = {e.get("id"): e for e in elements if e.get("id")}
+    problems: list[str] = []
+    names: Counter[str] = Counter()
+    for e in elements:
+        if "scroll" not in (e.get("class") or "").split():
+            continue
+        label = (e.get("aria-label") or "").strip() or " ".join(
+            " ".join(_text(ids[i]).split()) for i in (e.get("aria-labelledby") or "").split()
+            if i in ids).strip()
+        inside = next((c.tag for c in e if isinstance(c.tag, str)), None)
+        if e.get("tabindex") != "0" or e.get("role") != "region" or not label:
+            problems.append(f"scroll box of a <{inside}> (label {label!r}): tabindex"
+                            f" {e.get('tabindex')!r}, role {e.get('role')!r}, not a named"
+                            " focusable region")
+        names[label] += 1
+    problems += [f"{n} scroll boxes named {label!r}" for label, n in names.items() if label and n > 1]
+    return problems
 
 
 def _page_of(url: str) -> str:

@@ -555,3 +555,60 @@ async def test_no_link_or_button_is_unnamed_in_the_accessibility_tree(sqlite_ctx
             if found:
                 problems[path] = found
     assert not problems, _listed(problems)
+
+
+@pytest.mark.parametrize("width", [1024, 375])
+async def test_the_study_timeline_is_one_tab_stop(sqlite_ctx: Any, chromium: Any,  # noqa: F811
+                                                 width: int) -> None:
+    """The study's timeline links each method's row label and each landing's mark: 117 Tab
+    stops on the seeded store between the page's introduction and the landings table under
+    the chart, which has the same links in rows (WCAG 2.4.1, 2.4.3). The chart is one stop,
+    its scroll box (a named region: at a phone's width the arrows scroll it); its links stay
+    for a pointer, and the landings table is the next stop. Still, each mark links where its
+    row of the table does."""
+    from tests.browser import serving
+
+    await seed_everything(sqlite_ctx)
+    async with serving(sqlite_ctx) as server, chromium.driven(width=width) as driver:
+        await driver.get(str(server.make_url("/study")))
+        marks = await driver.execute(
+            "return [...document.querySelectorAll('#timeline circle.mark')]"
+            ".map(c => c.closest('a') && c.closest('a').getAttribute('href'));")
+        assert len(marks) > 20 and all(marks), marks[:5]
+        table_links = await driver.execute(
+            "return [...document.querySelectorAll('#landings-table a')].map(a => a.getAttribute('href'));")
+        assert set(marks) <= set(table_links), set(marks) - set(table_links)
+        # From the introduction's last link, Tab to the landings table.
+        await driver.execute("const links = document.querySelectorAll('main > p a');"
+                             " links[links.length - 1].focus();")
+        stops: list[str] = []
+        for _ in range(200):
+            await driver.press(TAB)
+            where = await driver.execute(
+                "const e = document.activeElement;"
+                " if (e.closest('#landings-table') || e.querySelector('#landings-table')) return null;"
+                " return e.tagName + ' ' + (e.getAttribute('aria-label') || e.textContent || '').trim().slice(0, 40);")
+            if where is None:
+                break
+            stops.append(where)
+        assert stops == ["DIV Landings timeline"], (len(stops), stops[:5])
+        # The chart's box, focused, is a region named as the chart, and scrolls with the arrows
+        # where it is wider than the window.
+        await driver.execute("document.querySelector('.scroll:has(#timeline)').focus();")
+        tree = await driver.cdp("Accessibility.getFullAXTree")
+        regions = [(n.get("name") or {}).get("value") for n in tree["nodes"]
+                   if (n.get("role") or {}).get("value") == "region" and not n.get("ignored")]
+        assert "Landings timeline" in regions, regions
+        wide = await driver.execute("const b = document.querySelector('.scroll:has(#timeline)');"
+                                    " return b.scrollWidth > b.clientWidth;")
+        if wide:
+            await driver.press("\ue014")  # ArrowRight
+            # (Chromium scrolls smoothly: the box moves over the next frames, so it is asked
+            # again, a bounded number of times, until it has moved)
+            moved = 0
+            for _ in range(100):
+                moved = await driver.execute(
+                    "return document.querySelector('.scroll:has(#timeline)').scrollLeft;")
+                if moved > 0:
+                    break
+            assert moved > 0

@@ -612,3 +612,81 @@ async def test_the_study_timeline_is_one_tab_stop(sqlite_ctx: Any, chromium: Any
                 if moved > 0:
                     break
             assert moved > 0
+
+
+async def test_every_page_reflows_at_320_css_pixels(sqlite_ctx: Any, chromium: Any) -> None:  # noqa: F811
+    """WCAG 1.4.10: at 320 CSS px (a 1,280 px window zoomed to 400 %) no page scrolls
+    sideways; tables and charts scroll inside their own boxes (tests/test_phone_layout.py
+    holds the hostile titles; these are the seeded site's pages, forms and errors)."""
+    from tests.browser import serving
+
+    await seed_everything(sqlite_ctx)
+    paths = [*BROWSER_PAGES, "/repos/huggingface/trl/preview", "/study/sets/landed.verl",
+             "/proposals?framework=nope&state=open_no_reply", "/proposals?page=9", "/methods/gspo"]
+    async with serving(sqlite_ctx) as server:
+        widths = await chromium.page_widths([str(server.make_url(p)) for p in paths], width=320)
+    too_wide = {url: w for url, w in widths.items() if w[0] > w[1]}
+    assert {w[1] for w in widths.values()} == {320}, widths
+    assert too_wide == {}, "pages wider than 320 px (scroll width, window width)"
+
+
+# Each element with text of its own: its text colour (an SVG text's fill) against the first
+# background colour behind it, WCAG's contrast ratio, and whether its text is large (24 px, or
+# 18.66 px bold: 3:1 then, else 4.5:1). The timeline's marks (WCAG 1.4.11, graphical objects:
+# 3:1): the colour of their edge against the page (a stroke drawn, else the fill, its
+# opacity blended over the white).
+CONTRAST = """
+const rgb = s => { const m = s.match(/[\\d.]+/g); if (!m) return null;
+  return {c: m.slice(0, 3).map(Number), a: m.length > 3 ? Number(m[3]) : 1}; };
+const lum = c => { const [r, g, b] = c.map(v => { v /= 255;
+  return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+const ratio = (x, y) => { const [a, b] = [lum(x), lum(y)].sort((p, q) => q - p);
+  return (a + 0.05) / (b + 0.05); };
+const over = (fg, bg) => fg.c.map((v, i) => v * fg.a + bg[i] * (1 - fg.a));
+const behind = e => { for (let n = e; n; n = n.parentElement) {
+  const b = rgb(getComputedStyle(n).backgroundColor); if (b && b.a > 0) return b.c; }
+  return [255, 255, 255]; };
+const low = [];
+for (const e of document.querySelectorAll('body *')) {
+  const own = [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+  if (!own || !e.getClientRects().length) continue;
+  const s = getComputedStyle(e);
+  if (s.visibility === 'hidden' || (e.closest('.skip') && document.activeElement !== e)) continue;
+  const svg = e instanceof SVGElement;
+  const fg = rgb(svg ? s.fill : s.color); if (!fg) continue;
+  const bg = behind(svg ? e.ownerSVGElement.parentElement : e);
+  const size = parseFloat(s.fontSize), bold = Number(s.fontWeight) >= 700;
+  const need = size >= 24 || (bold && size >= 18.66) ? 3 : 4.5;
+  const r = ratio(over(fg, bg), bg);
+  if (r < need) low.push(`${e.tagName} '${e.textContent.trim().slice(0, 30)}': ${r.toFixed(2)} < ${need}`);
+}
+for (const m of document.querySelectorAll('circle.mark')) {
+  const s = getComputedStyle(m), bg = behind(m.ownerSVGElement.parentElement);
+  const stroke = rgb(s.stroke), fill = rgb(s.fill);
+  const edge = stroke && parseFloat(s.strokeWidth) > 0 && ratio(stroke.c, bg) > 1.1
+    ? over({c: stroke.c, a: stroke.a * Number(s.strokeOpacity)}, bg)
+    : over({c: fill.c, a: fill.a * Number(s.fillOpacity)}, bg);
+  const r = ratio(edge, bg);
+  if (r < 3) low.push(`mark ${m.dataset.framework}: edge ${r.toFixed(2)} < 3`);
+}
+return [...new Set(low)];
+"""
+
+
+async def test_text_and_marks_contrast_with_what_is_behind_them(sqlite_ctx: Any,
+                                                               chromium: Any) -> None:  # noqa: F811
+    """WCAG 1.4.3 (text 4.5:1, large text 3:1) and 1.4.11 (the timeline's marks 3:1), measured
+    on the colours Chromium computed, the focused skip link included."""
+    from tests.browser import serving
+
+    await seed_everything(sqlite_ctx)
+    problems: dict[str, list[str]] = {}
+    async with serving(sqlite_ctx) as server, chromium.driven(width=1024) as driver:
+        for path in [*BROWSER_PAGES, "/repos/huggingface/trl/preview", "/study/sets/landed.verl"]:
+            await driver.get(str(server.make_url(path)))
+            await driver.press(TAB)  # the skip link, shown
+            found = await driver.execute(CONTRAST)
+            if found:
+                problems[path] = found
+    assert not problems, _listed(problems)

@@ -690,3 +690,42 @@ async def test_text_and_marks_contrast_with_what_is_behind_them(sqlite_ctx: Any,
             if found:
                 problems[path] = found
     assert not problems, _listed(problems)
+
+
+async def test_a_box_that_scrolls_sideways_shows_there_is_more(sqlite_ctx: Any,
+                                                              chromium: Any) -> None:  # noqa: F811
+    """Safari (and any browser with overlay scrollbars, as this one runs: no scrollbar drawn
+    until the box is scrolled) shows nothing at the edge of a table cut by its box: a
+    reader saw four columns of five and no sign of the fifth. A shade at each edge with
+    more beyond it: at the right edge of the landings table (375 px) before it is scrolled,
+    at neither once scrolled to its end... then at the left."""
+    from tests.browser import serving
+
+    await seed_everything(sqlite_ctx)
+    box = "document.querySelector('.scroll:has(#landings-table)')"
+
+    async def edges() -> tuple[float, float]:
+        """The share of the box's leftmost and rightmost pixels (below its header row) that
+        are not the page's white."""
+        rect = await driver.execute(
+            f"const b = {box}, r = b.getBoundingClientRect(),"
+            " head = b.querySelector('thead').getBoundingClientRect();"
+            " return [r.left + scrollX, head.bottom + scrollY, r.width,"
+            "         Math.min(r.bottom, innerHeight) - head.bottom];")  # (the clip: page px)
+        left, top, width, height = rect
+        shaded = []
+        for x in (left, left + width - 2):
+            column = await driver.pixels(x, top, 2, height)
+            dots = [px for row in column for px in row]
+            shaded.append(sum(1 for px in dots if min(px) < 250) / len(dots))
+        return shaded[0], shaded[1]
+
+    async with serving(sqlite_ctx) as server, chromium.driven(width=375) as driver:
+        await driver.get(str(server.make_url("/study")))
+        assert await driver.execute(f"const b = {box}; b.scrollIntoView();"
+                                    " return b.scrollWidth > b.clientWidth;")
+        start_left, start_right = await edges()
+        await driver.execute(f"const b = {box}; b.scrollLeft = b.scrollWidth;")
+        end_left, end_right = await edges()
+    assert start_right > 0.9 and start_left < 0.5, (start_left, start_right)
+    assert end_left > 0.9 and end_right < 0.5, (end_left, end_right)

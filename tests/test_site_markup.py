@@ -729,3 +729,44 @@ async def test_a_box_that_scrolls_sideways_shows_there_is_more(sqlite_ctx: Any,
         end_left, end_right = await edges()
     assert start_right > 0.9 and start_left < 0.5, (start_left, start_right)
     assert end_left > 0.9 and end_right < 0.5, (end_left, end_right)
+
+
+# Links that sit in text (their block holds text of its own beside them): each underlined, or
+# of a colour 3:1 from the text around it (WCAG 1.4.1, failure F73). The tags (a bordered
+# pill) and the charts' marks are told apart by their shape.
+LINKS_BY_COLOUR_ONLY = """
+const lum = s => { const c = s.match(/[\\d.]+/g).slice(0, 3).map(Number).map(v => { v /= 255;
+  return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+  return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]; };
+const found = [];
+for (const a of document.querySelectorAll('main a[href]:not(.tag)')) {
+  if (a.closest('svg') || !a.textContent.trim() || !a.getClientRects().length) continue;
+  let block = a.parentElement;
+  while (getComputedStyle(block).display.startsWith('inline')) block = block.parentElement;
+  if (block.textContent.replace(/\\s+/g, '') === a.textContent.replace(/\\s+/g, '')) continue;
+  if (getComputedStyle(a).textDecorationLine.includes('underline')) continue;
+  const around = getComputedStyle(a.parentElement).color, [x, y] =
+    [lum(getComputedStyle(a).color), lum(around)].sort((p, q) => q - p);
+  if ((x + 0.05) / (y + 0.05) < 3)
+    found.push(`${a.textContent.trim().slice(0, 30)} (in ${block.tagName})`);
+}
+return [...new Set(found)].slice(0, 8);
+"""
+
+
+async def test_links_in_text_are_told_apart_by_more_than_colour(sqlite_ctx: Any,
+                                                              chromium: Any) -> None:  # noqa: F811
+    """A thread's line under its title in every list reads "huggingface/trl#8 · discussion ·
+    arXiv:2507.18071": two links and a word in grey and blue (1.0:1 between them), no
+    underline, so a reader who does not see the colours cannot tell which words link."""
+    from tests.browser import serving
+
+    await seed_everything(sqlite_ctx)
+    problems: dict[str, list[str]] = {}
+    async with serving(sqlite_ctx) as server, chromium.driven(width=1024) as driver:
+        for path in [*BROWSER_PAGES, "/study/sets/landed.verl", "/methods/gspo"]:
+            await driver.get(str(server.make_url(path)))
+            found = await driver.execute(LINKS_BY_COLOUR_ONLY)
+            if found:
+                problems[path] = found
+    assert not problems, _listed(problems)

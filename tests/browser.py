@@ -189,6 +189,57 @@ class Driver:
         """A Chrome DevTools Protocol command on the page (chromedriver's goog/cdp/execute)."""
         return await self._post("goog/cdp/execute", {"cmd": command, "params": params or {}})
 
+    async def pixels(self, x: float, y: float, width: float, height: float) -> list[list[tuple[int, ...]]]:
+        """The page's pixels (RGB) in a rectangle of the viewport, rows of columns, as drawn
+        (DevTools' screenshot of that clip)."""
+        import base64
+
+        shot = await self.cdp("Page.captureScreenshot", {"format": "png", "clip": {
+            "x": x, "y": y, "width": width, "height": height, "scale": 1}})
+        return png_pixels(base64.b64decode(shot["data"]))
+
+
+def png_pixels(data: bytes) -> list[list[tuple[int, ...]]]:
+    """The RGB pixels of an 8-bit, non-interlaced RGB or RGBA PNG (what Chromium writes), rows
+    of columns: enough to read a screenshot without an imaging library."""
+    import struct
+    import zlib
+
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, chunks, header = 8, [], b""
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            header = body
+        elif kind == b"IDAT":
+            chunks.append(body)
+        pos += 12 + length
+    width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", header)
+    assert depth == 8 and colour in (2, 6) and not interlace, (depth, colour, interlace)
+    step = 3 if colour == 2 else 4
+    raw, stride = zlib.decompress(b"".join(chunks)), width * step
+    rows: list[list[tuple[int, ...]]] = []
+    previous = bytearray(stride)
+    for r in range(height):
+        kind, line = raw[r * (stride + 1)], bytearray(raw[r * (stride + 1) + 1:(r + 1) * (stride + 1)])
+        for i in range(stride):
+            left = line[i - step] if i >= step else 0
+            up, corner = previous[i], previous[i - step] if i >= step else 0
+            if kind == 1:
+                line[i] = (line[i] + left) & 255
+            elif kind == 2:
+                line[i] = (line[i] + up) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (left + up) // 2) & 255
+            elif kind == 4:
+                guess = left + up - corner
+                pa, pb, pc = abs(guess - left), abs(guess - up), abs(guess - corner)
+                line[i] = (line[i] + (left if pa <= pb and pa <= pc else up if pb <= pc else corner)) & 255
+        rows.append([tuple(line[c:c + 3]) for c in range(0, stride, step)])
+        previous = line
+    return rows
+
 
 @pytest.fixture
 def chromium(tmp_path: Path) -> Iterator[Chromium]:

@@ -228,6 +228,7 @@ def markup_problems(body: bytes) -> tuple[list[str], str | None]:
                 problems.append("a <table> without a header cell")
             problems += [f"<th>{' '.join(_text(th).split())!r} has no scope"
                          for th in headers if not th.get("scope")]
+    problems += scroll_box_problems(elements)
     headings = [int(e.tag[1]) for e in elements if re.fullmatch(r"h[1-6]", str(e.tag))]
     if headings.count(1) != 1:
         problems.append(f"{headings.count(1)} <h1> elements")
@@ -237,6 +238,32 @@ def markup_problems(body: bytes) -> tuple[list[str], str | None]:
         if after > before + 1:
             problems.append(f"heading levels skip: <h{before}> then <h{after}>")
     return problems, title
+
+
+def scroll_box_problems(elements: list[Any]) -> list[str]:
+    """A box that scrolls sideways (`.scroll`: a table or chart wider than a phone) is a Tab
+    stop of its own (tabindex=0), so a keyboard user can scroll it with the arrows: Safari
+    makes no scroll box focusable, and a table whose links end before its last columns
+    leaves those out of reach. A focusable box is announced, so it is a region with a
+    name, one no other region of the page has (the pattern of WCAG 2.1.1's scrollable
+    regions; axe's `scrollable-region-focusable` and `landmark-unique`)."""
+    ids = {e.get("id"): e for e in elements if e.get("id")}
+    problems: list[str] = []
+    names: Counter[str] = Counter()
+    for e in elements:
+        if "scroll" not in (e.get("class") or "").split():
+            continue
+        label = (e.get("aria-label") or "").strip() or " ".join(
+            " ".join(_text(ids[i]).split()) for i in (e.get("aria-labelledby") or "").split()
+            if i in ids).strip()
+        inside = next((c.tag for c in e if isinstance(c.tag, str)), None)
+        if e.get("tabindex") != "0" or e.get("role") != "region" or not label:
+            problems.append(f"scroll box of a <{inside}> (label {label!r}): tabindex"
+                            f" {e.get('tabindex')!r}, role {e.get('role')!r}, not a named"
+                            " focusable region")
+        names[label] += 1
+    problems += [f"{n} scroll boxes named {label!r}" for label, n in names.items() if label and n > 1]
+    return problems
 
 
 def _page_of(url: str) -> str:
@@ -525,6 +552,221 @@ async def test_no_link_or_button_is_unnamed_in_the_accessibility_tree(sqlite_ctx
                 name = ((node.get("name") or {}).get("value") or "").strip()
                 if role in named and not node.get("ignored") and not name:
                     found.append(f"{role} without a name (node {node.get('backendDOMNodeId')})")
+            if found:
+                problems[path] = found
+    assert not problems, _listed(problems)
+
+
+@pytest.mark.parametrize("width", [1024, 375])
+async def test_the_study_timeline_is_one_tab_stop(sqlite_ctx: Any, chromium: Any,  # noqa: F811
+                                                 width: int) -> None:
+    """The study's timeline links each method's row label and each landing's mark: 117 Tab
+    stops on the seeded store between the page's introduction and the landings table under
+    the chart, which has the same links in rows (WCAG 2.4.1, 2.4.3). The chart is one stop,
+    its scroll box (a named region: at a phone's width the arrows scroll it); its links stay
+    for a pointer, and the landings table is the next stop. Still, each mark links where its
+    row of the table does."""
+    from tests.browser import serving
+
+    await seed_everything(sqlite_ctx)
+    async with serving(sqlite_ctx) as server, chromium.driven(width=width) as driver:
+        await driver.get(str(server.make_url("/study")))
+        marks = await driver.execute(
+            "return [...document.querySelectorAll('#timeline circle.mark')]"
+            ".map(c => c.closest('a') && c.closest('a').getAttribute('href'));")
+        assert len(marks) > 20 and all(marks), marks[:5]
+        table_links = await driver.execute(
+            "return [...document.querySelectorAll('#landings-table a')].map(a => a.getAttribute('href'));")
+        assert set(marks) <= set(table_links), set(marks) - set(table_links)
+        # From the introduction's last link, Tab to the landings table.
+        await driver.execute("const links = document.querySelectorAll('main > p a');"
+                             " links[links.length - 1].focus();")
+        stops: list[str] = []
+        for _ in range(200):
+            await driver.press(TAB)
+            where = await driver.execute(
+                "const e = document.activeElement;"
+                " if (e.closest('#landings-table') || e.querySelector('#landings-table')) return null;"
+                " return e.tagName + ' ' + (e.getAttribute('aria-label') || e.textContent || '').trim().slice(0, 40);")
+            if where is None:
+                break
+            stops.append(where)
+        assert stops == ["DIV Landings timeline"], (len(stops), stops[:5])
+        # The chart's box, focused, is a region named as the chart, and scrolls with the arrows
+        # where it is wider than the window.
+        await driver.execute("document.querySelector('.scroll:has(#timeline)').focus();")
+        tree = await driver.cdp("Accessibility.getFullAXTree")
+        regions = [(n.get("name") or {}).get("value") for n in tree["nodes"]
+                   if (n.get("role") or {}).get("value") == "region" and not n.get("ignored")]
+        assert "Landings timeline" in regions, regions
+        wide = await driver.execute("const b = document.querySelector('.scroll:has(#timeline)');"
+                                    " return b.scrollWidth > b.clientWidth;")
+        if wide:
+            await driver.press("\ue014")  # ArrowRight
+            # (Chromium scrolls smoothly: the box moves over the next frames, so it is asked
+            # again, a bounded number of times, until it has moved)
+            moved = 0
+            for _ in range(100):
+                moved = await driver.execute(
+                    "return document.querySelector('.scroll:has(#timeline)').scrollLeft;")
+                if moved > 0:
+                    break
+            assert moved > 0
+
+
+async def test_every_page_reflows_at_320_css_pixels(sqlite_ctx: Any, chromium: Any) -> None:  # noqa: F811
+    """WCAG 1.4.10: at 320 CSS px (a 1,280 px window zoomed to 400 %) no page scrolls
+    sideways; tables and charts scroll inside their own boxes (tests/test_phone_layout.py
+    holds the hostile titles; these are the seeded site's pages, forms and errors)."""
+    from tests.browser import serving
+
+    await seed_everything(sqlite_ctx)
+    paths = [*BROWSER_PAGES, "/repos/huggingface/trl/preview", "/study/sets/landed.verl",
+             "/proposals?framework=nope&state=open_no_reply", "/proposals?page=9", "/methods/gspo"]
+    async with serving(sqlite_ctx) as server:
+        widths = await chromium.page_widths([str(server.make_url(p)) for p in paths], width=320)
+    too_wide = {url: w for url, w in widths.items() if w[0] > w[1]}
+    assert {w[1] for w in widths.values()} == {320}, widths
+    assert too_wide == {}, "pages wider than 320 px (scroll width, window width)"
+
+
+# Each element with text of its own: its text colour (an SVG text's fill) against the first
+# background colour behind it, WCAG's contrast ratio, and whether its text is large (24 px, or
+# 18.66 px bold: 3:1 then, else 4.5:1). The timeline's marks (WCAG 1.4.11, graphical objects:
+# 3:1): the colour of their edge against the page (a stroke drawn, else the fill, its
+# opacity blended over the white).
+CONTRAST = """
+const rgb = s => { const m = s.match(/[\\d.]+/g); if (!m) return null;
+  return {c: m.slice(0, 3).map(Number), a: m.length > 3 ? Number(m[3]) : 1}; };
+const lum = c => { const [r, g, b] = c.map(v => { v /= 255;
+  return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+const ratio = (x, y) => { const [a, b] = [lum(x), lum(y)].sort((p, q) => q - p);
+  return (a + 0.05) / (b + 0.05); };
+const over = (fg, bg) => fg.c.map((v, i) => v * fg.a + bg[i] * (1 - fg.a));
+const behind = e => { for (let n = e; n; n = n.parentElement) {
+  const b = rgb(getComputedStyle(n).backgroundColor); if (b && b.a > 0) return b.c; }
+  return [255, 255, 255]; };
+const low = [];
+for (const e of document.querySelectorAll('body *')) {
+  const own = [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+  if (!own || !e.getClientRects().length) continue;
+  const s = getComputedStyle(e);
+  if (s.visibility === 'hidden' || (e.closest('.skip') && document.activeElement !== e)) continue;
+  const svg = e instanceof SVGElement;
+  const fg = rgb(svg ? s.fill : s.color); if (!fg) continue;
+  const bg = behind(svg ? e.ownerSVGElement.parentElement : e);
+  const size = parseFloat(s.fontSize), bold = Number(s.fontWeight) >= 700;
+  const need = size >= 24 || (bold && size >= 18.66) ? 3 : 4.5;
+  const r = ratio(over(fg, bg), bg);
+  if (r < need) low.push(`${e.tagName} '${e.textContent.trim().slice(0, 30)}': ${r.toFixed(2)} < ${need}`);
+}
+for (const m of document.querySelectorAll('circle.mark')) {
+  const s = getComputedStyle(m), bg = behind(m.ownerSVGElement.parentElement);
+  const stroke = rgb(s.stroke), fill = rgb(s.fill);
+  const edge = stroke && parseFloat(s.strokeWidth) > 0 && ratio(stroke.c, bg) > 1.1
+    ? over({c: stroke.c, a: stroke.a * Number(s.strokeOpacity)}, bg)
+    : over({c: fill.c, a: fill.a * Number(s.fillOpacity)}, bg);
+  const r = ratio(edge, bg);
+  if (r < 3) low.push(`mark ${m.dataset.framework}: edge ${r.toFixed(2)} < 3`);
+}
+return [...new Set(low)];
+"""
+
+
+async def test_text_and_marks_contrast_with_what_is_behind_them(sqlite_ctx: Any,
+                                                               chromium: Any) -> None:  # noqa: F811
+    """WCAG 1.4.3 (text 4.5:1, large text 3:1) and 1.4.11 (the timeline's marks 3:1), measured
+    on the colours Chromium computed, the focused skip link included."""
+    from tests.browser import serving
+
+    await seed_everything(sqlite_ctx)
+    problems: dict[str, list[str]] = {}
+    async with serving(sqlite_ctx) as server, chromium.driven(width=1024) as driver:
+        for path in [*BROWSER_PAGES, "/repos/huggingface/trl/preview", "/study/sets/landed.verl"]:
+            await driver.get(str(server.make_url(path)))
+            await driver.press(TAB)  # the skip link, shown
+            found = await driver.execute(CONTRAST)
+            if found:
+                problems[path] = found
+    assert not problems, _listed(problems)
+
+
+async def test_a_box_that_scrolls_sideways_shows_there_is_more(sqlite_ctx: Any,
+                                                              chromium: Any) -> None:  # noqa: F811
+    """Safari (and any browser with overlay scrollbars, as this one runs: no scrollbar drawn
+    until the box is scrolled) shows nothing at the edge of a table cut by its box: a
+    reader saw four columns of five and no sign of the fifth. A shade at each edge with
+    more beyond it: at the right edge of the landings table (375 px) before it is scrolled,
+    at neither once scrolled to its end... then at the left."""
+    from tests.browser import serving
+
+    await seed_everything(sqlite_ctx)
+    box = "document.querySelector('.scroll:has(#landings-table)')"
+
+    async def edges() -> tuple[float, float]:
+        """The share of the box's leftmost and rightmost pixels (below its header row) that
+        are not the page's white."""
+        rect = await driver.execute(
+            f"const b = {box}, r = b.getBoundingClientRect(),"
+            " head = b.querySelector('thead').getBoundingClientRect();"
+            " return [r.left + scrollX, head.bottom + scrollY, r.width,"
+            "         Math.min(r.bottom, innerHeight) - head.bottom];")  # (the clip: page px)
+        left, top, width, height = rect
+        shaded = []
+        for x in (left, left + width - 2):
+            column = await driver.pixels(x, top, 2, height)
+            dots = [px for row in column for px in row]
+            shaded.append(sum(1 for px in dots if min(px) < 250) / len(dots))
+        return shaded[0], shaded[1]
+
+    async with serving(sqlite_ctx) as server, chromium.driven(width=375) as driver:
+        await driver.get(str(server.make_url("/study")))
+        assert await driver.execute(f"const b = {box}; b.scrollIntoView();"
+                                    " return b.scrollWidth > b.clientWidth;")
+        start_left, start_right = await edges()
+        await driver.execute(f"const b = {box}; b.scrollLeft = b.scrollWidth;")
+        end_left, end_right = await edges()
+    assert start_right > 0.9 and start_left < 0.5, (start_left, start_right)
+    assert end_left > 0.9 and end_right < 0.5, (end_left, end_right)
+
+
+# Links that sit in text (their block holds text of its own beside them): each underlined, or
+# of a colour 3:1 from the text around it (WCAG 1.4.1, failure F73). The tags (a bordered
+# pill) and the charts' marks are told apart by their shape.
+LINKS_BY_COLOUR_ONLY = """
+const lum = s => { const c = s.match(/[\\d.]+/g).slice(0, 3).map(Number).map(v => { v /= 255;
+  return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+  return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]; };
+const found = [];
+for (const a of document.querySelectorAll('main a[href]:not(.tag)')) {
+  if (a.closest('svg') || !a.textContent.trim() || !a.getClientRects().length) continue;
+  let block = a.parentElement;
+  while (getComputedStyle(block).display.startsWith('inline')) block = block.parentElement;
+  if (block.textContent.replace(/\\s+/g, '') === a.textContent.replace(/\\s+/g, '')) continue;
+  if (getComputedStyle(a).textDecorationLine.includes('underline')) continue;
+  const around = getComputedStyle(a.parentElement).color, [x, y] =
+    [lum(getComputedStyle(a).color), lum(around)].sort((p, q) => q - p);
+  if ((x + 0.05) / (y + 0.05) < 3)
+    found.push(`${a.textContent.trim().slice(0, 30)} (in ${block.tagName})`);
+}
+return [...new Set(found)].slice(0, 8);
+"""
+
+
+async def test_links_in_text_are_told_apart_by_more_than_colour(sqlite_ctx: Any,
+                                                              chromium: Any) -> None:  # noqa: F811
+    """A thread's line under its title in every list reads "huggingface/trl#8 · discussion ·
+    arXiv:2507.18071": two links and a word in grey and blue (1.0:1 between them), no
+    underline, so a reader who does not see the colours cannot tell which words link."""
+    from tests.browser import serving
+
+    await seed_everything(sqlite_ctx)
+    problems: dict[str, list[str]] = {}
+    async with serving(sqlite_ctx) as server, chromium.driven(width=1024) as driver:
+        for path in [*BROWSER_PAGES, "/study/sets/landed.verl", "/methods/gspo"]:
+            await driver.get(str(server.make_url(path)))
+            found = await driver.execute(LINKS_BY_COLOUR_ONLY)
             if found:
                 problems[path] = found
     assert not problems, _listed(problems)

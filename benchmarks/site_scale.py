@@ -224,6 +224,9 @@ def routes(named: dict[str, Any]) -> list[str]:
         "/api/repos", f"/api/threads/{thread}", "/api/actions", "/api/actions?limit=50",
         "/api/stats", "/api/export.json", "/api/export.csv", "/api/export.csv?limit=100",
         "/metrics", "/healthz",
+        # deep pages (scale65): the last pages of the large store's lists, a page past the end
+        "/proposals?page=19", "/proposals?page=99999", "/methods/gspo?page=9",
+        "/api/proposals?limit=50&offset=9900", "/api/actions?limit=50&offset=3000",
     ]
 
 

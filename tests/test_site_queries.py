@@ -210,6 +210,8 @@ async def test_newest_first_lists_read_threads_in_order_not_all_then_sort(stores
 @pytest.mark.parametrize("route, key, total_key", [
     ("/api/failures/entropy_collapse", "recent_reports", "reports_total"),
     ("/api/methods/gspo", "threads", "threads_total"),
+    # scale65: /api/verdicts gave the latest 100 verdicts and ignored limit and offset too
+    ("/api/verdicts", "latest", "total"),
 ])
 async def test_the_lists_of_a_kind_and_a_method_page_through_every_thread(
         stores, route: str, key: str, total_key: str) -> None:

@@ -401,3 +401,13 @@ def test_0021_actions_index_goes_down_and_up(db_url: str) -> None:
     assert "ix_actions_created_at_id" in indexes(db_url)
     assert asyncio.run(_execute(db_url, "SELECT repo, number FROM actions")) == [("o/r", 1)]
     assert schema_differences(db_url) == []
+
+
+async def test_the_list_of_frameworks_reads_their_counts_alone(stores) -> None:
+    """/api/frameworks answers the front page's table of frameworks: it built the whole front
+    page's data, its 15 recent failure reports with it, and dropped them (a second
+    statement on every request). One statement, the proposals counted by repository and state."""
+    url, named = stores[SMALL]
+    status, count, seen = (await _statements(url, named, ["/api/frameworks"]))["/api/frameworks"]
+    assert status == 200 and count == 1, seen
+    assert "count(*)" in seen[0] and "threads.title" not in seen[0]

@@ -373,16 +373,21 @@ def framework_dict(fw: Any) -> dict[str, Any]:
             "default_branch": fw.default_branch, "verified_commit": fw.verified_commit}
 
 
-async def index_data(session: AsyncSession) -> dict[str, Any]:
+async def frameworks_data(session: AsyncSession) -> list[dict[str, Any]]:
+    """The frameworks with their proposals counted by review state (the front page's table,
+    /api/frameworks)."""
     cat = catalog()
     counts = await proposal_counts(session)
-    return {
-        "frameworks": [
-            dict(framework_dict(fw), proposals=counts.get(fid, {}),
+    return [dict(framework_dict(fw), proposals=counts.get(fid, {}),
                  proposals_total=sum(counts.get(fid, {}).values()),
                  methods=sum(1 for m in cat.methods.values() if m.has(fid)))
-            for fid, fw in cat.frameworks.items()
-        ],
+            for fid, fw in cat.frameworks.items()]
+
+
+async def index_data(session: AsyncSession) -> dict[str, Any]:
+    cat = catalog()
+    return {
+        "frameworks": await frameworks_data(session),
         "states": list(REVIEW_STATES),
         "recent_failures": await thread_rows(session, failures=True, limit=15),
         "methods": [{"id": m.id, "name": m.name} for m in cat.methods.values()],

@@ -40,7 +40,7 @@ from analyzers.rules_text import (
 # 4: statements only with the details their sentence names, citations only of the files that
 # state the rule (rules64); 3: MyST admonitions, lead + item segments, contributions sent
 # elsewhere (rules7).
-RULES_VERSION = "4"
+RULES_VERSION = "5"
 # The topics a researcher proposing a method needs (for a short comment:
 # format_rules_markdown(summary, lang, topics=PROPOSAL_TOPICS, max_per_topic=3)).
 PROPOSAL_TOPICS = ["general", "scope", "issue-first", "tests", "docs", "lint", "sign-off",
@@ -113,6 +113,7 @@ class Table:
     template_table_sections: tuple[str, ...]  # a PR template's headings whose table rows are
     offers: re.Pattern[str]  # a list introduced as kinds of contribution ("ways you can help:")
     question_starts: frozenset[str]  # "Do you want to add docs?" asks a question, not for a thing
+    commit_type: re.Pattern[str]  # "test: adding missing tests": a kind of commit described
 
 
 def _nlp() -> Any:
@@ -221,6 +222,8 @@ def table() -> Table:
             re.escape(m).replace(r"\ ", r"\s{1,3}") for m in sorted(cues["offers"], key=len, reverse=True)
         ) + r")\b"),
         question_starts=frozenset(cues["question_starts"]),
+        commit_type=re.compile(r"^(?:" + "|".join(map(re.escape, cues.get("commit_types", []))) +
+                               r")(?:\([\w-]{1,20}\))?(?::|\s{1,3}[—–-])\s"),
         by_first_key=by_first_key,
         topics=data["topics"],
         core=tuple(data["core_topics"]),
@@ -286,6 +289,7 @@ MAX_COMMANDS = 3
 
 _NON_WORD = re.compile(r"[^\w\s'-]")
 _LAST_SENTENCE = re.compile(r"[.!?]\s")  # a list's intro is the sentence just before it
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 @lru_cache(maxsize=256)
@@ -305,15 +309,27 @@ def is_directive(seg: Segment, kind: str) -> bool:
     if kind == "pr_template" and seg.kind == "row" and seg.section and any(
             f" {w}" in _heading_words(seg.section) for w in tab.template_table_sections):
         return True  # a row of a PR template's "Checks" table is a checklist entry
+    if seg.kind == "item" and tab.commit_type.match(seg.text[:40]):
+        return False  # "test: adding missing tests" in a list of commit types describes one
+    if seg.kind == "combined":
+        # the whole list joined to its lead ("We follow Conventional Commits: feat: ...; ...")
+        items = seg.text[:600].split(": ", 1)[-1].split("; ")
+        if len(items) > 1 and all(tab.commit_type.match(item[:40]) for item in items[:-1]):
+            return False
     if seg.text.endswith("?") and seg.text.split(" ", 1)[0].lower() in tab.question_starts:
         return False  # "Do you want to add documentation?": a question heading or FAQ entry
     if seg.intro and seg.kind in ("item", "combined", "lead_item") and tab.offers.search(
             _LAST_SENTENCE.split(seg.intro[-300:].lower())[-1]):
         return False  # "Ways you can contribute:" lists kinds of help, not requests
-    if seg.kind in ("item", "combined") and seg.section and any(
+    if seg.kind in ("item", "combined", "row") and seg.section and any(
             f" {w}" in _heading_words(seg.section) for w in tab.checklist_sections):
-        return True  # an item of a checklist or requirements section
+        return True  # an item (or a table row) of a checklist or requirements section
     low = seg.text[:600].lower()
+    if "?" in low:
+        # "Do I need to update the docs for a typo fix? No.": a question (an FAQ entry) asks
+        # nothing; the sentences around it still may
+        low = " ".join(s for s in _SENTENCE_END.split(low)
+                       if not (s.endswith("?") and s.split(" ", 1)[0] in tab.question_starts))
     if tab.waived.search(low):
         # "You do not need to add an entry" asks nothing: the modal inside a waiver is not
         # a request (the rest of the sentence may still be one).
@@ -371,6 +387,9 @@ def _command(code: str) -> str:
     return code
 
 
+_NUMBER_WORDS = frozenset({"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"})
+
+
 def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
     """The rule's statement with its placeholders filled from the segment, or None."""
     values: dict[str, str] = {}
@@ -390,7 +409,9 @@ def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
     for name, pattern in rule.extract:
         m = pattern.search(seg.text[:2000])
         if m and plain(m.group(1)):
-            values[name] = plain(m.group(1))
+            value = plain(m.group(1))
+            # a count that opened the sentence ("Two approvals are required") is said mid-statement
+            values[name] = value.lower() if value.lower() in _NUMBER_WORDS else value
     for name, pattern in rule.extract_all:
         found = list(dict.fromkeys(x.replace("`", "") for x in pattern.findall(seg.text[:2000])))
         if found:
@@ -475,6 +496,12 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
             key = rule.collect_value
             hits_by_rule[rule.id] = [h for h in hits_by_rule[rule.id]
                                      if h[2].get(key) or h[2].get(f"_all_{key}")]
+        elif rule.collect and rule.collect_format and rule.id in hits_by_rule:
+            # And a formatted list only the segments that fill an item: a table's header row
+            # ("Component — Directory") was the evidence of "Where code goes, from the table".
+            needed = _PLACEHOLDER.findall(rule.collect_format)
+            hits_by_rule[rule.id] = [h for h in hits_by_rule[rule.id]
+                                     if all(n in h[2] for n in needed)]
     fired = {rule_id for rule_id, hits in hits_by_rule.items() if hits}
     for rule in tab.rules:
         hits = hits_by_rule.get(rule.id)

@@ -350,11 +350,25 @@ def issue_config_facts(text: str, source: str, form_names: list[str]) -> list[di
                            source))
     for link in data.get("contact_links") or []:
         if isinstance(link, dict) and "discussions" in str(link.get("url", "")).lower():
-            facts.append(_fact("templates", "discussions_link",
-                               "Questions and ideas are sent to GitHub Discussions instead of "
-                               "issues.", source))
+            facts.append(_fact("templates", "discussions_link", _discussions_statement(link),
+                               source))
             break
     return facts
+
+
+_LINK_QUESTIONS = re.compile(r"\bquestions?\b|\bq\s?&\s?a\b|\bfaq\b|\bhelp\b|\bsupport\b", re.I)
+_LINK_IDEAS = re.compile(r"\bideas?\b|\bfeatures?\b|\bproposals?\b|\bsuggestions?\b", re.I)
+
+
+def _discussions_statement(link: dict[str, Any]) -> str:
+    """What the chooser sends to Discussions, as its link names it: "Ask usage questions" is
+    not "questions and ideas"."""
+    words = f"{str(link.get('name', ''))[:200]} {str(link.get('about', ''))[:400]}"
+    what = [name for name, cue in (("questions", _LINK_QUESTIONS), ("ideas", _LINK_IDEAS))
+            if cue.search(words)]
+    if not what:
+        return "The issue template chooser links to GitHub Discussions."
+    return f"{' and '.join(what).capitalize()} are sent to GitHub Discussions instead of issues."
 
 
 def pointer_fact(text: str, source: str) -> dict[str, Any] | None:

@@ -32,7 +32,7 @@ _LINK = re.compile(r"!?\[([^\]\n]{0,300})\]\([^)\s]{0,600}\)")
 _TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,200}>")
 _HTML_COMMENT_MARK = re.compile(r"<!--|-->")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*)$")
-_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+(\[[ xX]\]\s+)?(.*)$")
+_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)]|#[.)])\s+(\[[ xX]\]\s+)?(.*)$")  # "#." : rST auto-numbering
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 # A checklist written with ballot boxes ("☐ Make sure existing tests pass.<br>"): a task item.
 _BALLOT = re.compile(r"^(\s*)[☐☑☒□✅✔]\ufe0f?\s*(?=\S)")
@@ -142,13 +142,14 @@ def inline(text: str) -> tuple[str, list[str]]:
     return " ".join("".join(out).split()), codes
 
 
-_JOINER = re.compile(r"(?<=\w)[./](?=\w)|(?<!\S)/(?=\w)")
+_JOINER = re.compile(r"(?<=\w)[./](?=\w)|(?<!\S)/(?=\w)|(?<=\w)/(?=[\s,.;:)]|$)")
 
 
 def match_form(text: str) -> str:
     """Text as the matchers see it: dotted and slashed names split ("trl.experimental" ->
-    "trl . experimental"), so a phrase matches a part of a module path or file name. Patterns
-    go through the same function."""
+    "trl . experimental", "docs/" -> "docs /"), so a phrase matches a part of a module path or
+    file name, and "add a page to docs/" names the docs. Patterns go through the same
+    function."""
     return _JOINER.sub(lambda m: f" {m.group(0)} ", text)
 
 

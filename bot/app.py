@@ -13,7 +13,17 @@ from aiohttp import web
 from bot.config import WEBHOOK_BODY_LIMIT
 from bot.context import CTX, INBOX, METRICS, WORKER
 from bot.metrics import Metrics
-from bot.site import api, feeds, pages, preview_pages, report_pages, study, threads, verdicts
+from bot.site import (
+    api,
+    conditional,
+    feeds,
+    pages,
+    preview_pages,
+    report_pages,
+    study,
+    threads,
+    verdicts,
+)
 from bot.store import db as store_db
 from bot.webhooks.inbox import Inbox
 from bot.webhooks.receive import webhook, webhook_expect
@@ -99,8 +109,8 @@ def create_app(ctx: Any, *, worker: bool = True, worker_options: dict[str, Any] 
     """The whole web app. With `worker=True` the inbox worker runs inside it (started and
     stopped with the app); the inbox writer always does, since /webhook needs it."""
     app = web.Application(client_max_size=WEBHOOK_BODY_LIMIT,
-                          middlewares=[track_requests, refuse_nul, api.json_errors,
-                                       bounded_statements])
+                          middlewares=[track_requests, refuse_nul, conditional.conditional_get,
+                                       api.json_errors, bounded_statements])
     app[CTX] = ctx
     app[REQUESTS] = set()
     app[METRICS] = Metrics()

@@ -49,6 +49,9 @@ def _env_read_by_code() -> set[str]:
         text = path.read_text(encoding="utf-8")
         names |= set(re.findall(r"\benv(?:iron)?(?:\.get)?[\[(]\s*\"([A-Z][A-Z0-9_]+)\"", text))
         names |= set(re.findall(r"getenv\(\s*\"([A-Z][A-Z0-9_]+)\"", text))
+        # the app's own names wherever they stand whole in a string, e.g. the names a check
+        # loops over (`for name in ("GITHUB_API_URL", ...)`), which the patterns above miss
+        names |= set(re.findall(r"\"((?:RLTRACKER|GITHUB)_[A-Z0-9_]*[A-Z0-9])\"", text))
     return names
 
 
@@ -81,6 +84,22 @@ def test_documented_defaults_are_the_code_defaults() -> None:
         assert f"`{value}`" in default_cell, (name, value, default_cell)
     assert settings.public_url == "http://localhost:8000"  # "http://localhost:PORT"
     assert settings.dry_run and not settings.fetch_papers  # "off" (dry run forced: no credentials)
+
+
+def test_documented_defaults_and_bounds_of_the_numbers_are_the_code_s() -> None:
+    """The table's default and "checked" cells of the numeric settings, and the log level's."""
+    from bot import config
+    from bot.config import Settings
+
+    table = _env_table()
+    settings = Settings.from_env({})
+    cells = {name: table[name].split("|") for name in table}
+    assert f"`{settings.statement_timeout:g}`" in cells["RLTRACKER_STATEMENT_TIMEOUT"][2]
+    assert f"{config.MAX_STATEMENT_TIMEOUT:.0f}" in cells["RLTRACKER_STATEMENT_TIMEOUT"][4]
+    lease = cells["RLTRACKER_WORKER_LEASE"][4]
+    assert f"at least {config.MIN_WORKER_LEASE:.0f}" in lease
+    assert f"at most {config.MAX_WORKER_LEASE:.0f}" in lease
+    assert f"`{config.log_level({})}`" in cells["RLTRACKER_LOG_LEVEL"][2]
 
 
 def test_dockerfile_sets_only_variables_the_app_reads() -> None:
@@ -158,6 +177,18 @@ def test_every_route_in_readme_http_table_exists() -> None:
         method = cell.split()[0].strip("`")
         for path in re.findall(r"(?<![\w.:/])(/[A-Za-z0-9_{}./-]*)", cell):
             assert (method, _shape(path)) in served, (method, path)
+
+
+def test_readme_http_table_lists_every_route() -> None:
+    """The reverse of the test above: README's HTTP table, the operator's list of what the
+    service answers, names every route (`/methods` and its kin were named in no table, the
+    general check finding them as the start of longer paths)."""
+    section = _section((ROOT / "README.md").read_text(), "## Running it")
+    listed = {(row.split("|")[1].split()[0].strip("`"), _shape(path))
+              for row in section.splitlines() if re.match(r"\| `(GET|POST) ", row)
+              for path in re.findall(r"(?<![\w.:/])(/[A-Za-z0-9_{}./-]*)", row.split("|")[1])}
+    missing = sorted((m, p) for m, p in _app_routes() if (m, _shape(p)) not in listed)
+    assert not missing, f"routes README's HTTP table does not list: {missing}"
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -317,3 +348,359 @@ def test_every_query_parameter_read_is_documented() -> None:
     docs = "\n".join(doc.read_text(encoding="utf-8") for doc in USER_DOCS)
     missing = sorted(key for key in read if not re.search(rf"[?&]{key}=|`{key}`", docs))
     assert not missing, f"query parameters the server reads that no user document names: {missing}"
+
+
+# ------------------------------------------------------------------ docs65: fresh eyes
+# A value for each placeholder the documents' command lines use, so that each line can be
+# given to the parser as a person would type it. A new placeholder fails the test below
+# until it is given a value here.
+PLACEHOLDER_VALUES = {
+    "SECONDS": "5", "H": "127.0.0.1", "P": "8000", "N": "2", "URL": "http://localhost:8000/webhook",
+    "S": "secret", "E": "issues", "FILE": "threads.jsonl", "F": "verl", "C": "cs.LG",
+    "OWNER/NAME": "verl-project/verl", "INPUT": "-", "POOL": "pool.jsonl", "OUT": "-",
+    "TARGET": "verl", "DIR": "out", "YYYY-MM-DD": "2026-01-01", "ID": "1f0e", "FILE_OR_DIR": "examples/",
+    "<printed secret>": "secret",
+}
+
+
+def _code_lines() -> list[tuple[str, str]]:
+    """(document, command) for each `rltracker SUBCOMMAND ...` line of a code block (four
+    spaces in), its `# comment` dropped: the synopses of README's "Running it" and the
+    demo's replay line. Error messages quoted the same way (`rltracker serve: ...`) are not
+    commands."""
+    found = []
+    for doc in USER_DOCS:
+        for line in doc.read_text(encoding="utf-8").splitlines():
+            code = re.match(r"^ {4}(?:\.venv/bin/)?(rltracker [^#]*)", line)
+            if code and not re.match(r"rltracker [\w-]+:", code.group(1)):
+                found.append((doc.name, code.group(1).strip()))
+    return found
+
+
+def _typed(synopsis: str) -> list[list[str]]:
+    """The argument lists a synopsis stands for, placeholders filled: `[--flag V]` given, and
+    each side of `A... | --all` on its own (the alternative keeps the words before A)."""
+    text = synopsis.replace("<printed secret>", "secret")
+    first, *others = text.split(" | ")
+    head = [w for w in first.split() if not w.strip("[]").startswith("-") and not w.endswith("...")
+            and not w.strip("[]").isupper()]
+    lines = [first] + [" ".join(head) + " " + other for other in others]
+    typed = []
+    for line in lines:
+        argv = []
+        for word in line.replace("[", " ").replace("]", " ").split()[1:]:
+            word = word.removesuffix("...")
+            if not word:  # `[--repo OWNER/NAME]...`: the option once stands for its repeats
+                continue
+            if word.isupper() or word in PLACEHOLDER_VALUES:
+                assert word in PLACEHOLDER_VALUES, f"give the placeholder {word} a value ({synopsis})"
+                word = PLACEHOLDER_VALUES[word]
+            argv.append(word)
+        typed.append(argv)
+    return typed
+
+
+def test_every_documented_command_line_parses() -> None:
+    """Each synopsis and example line, typed as shown, is accepted by the parser: an option
+    that takes a value shown without one (or the reverse), a positional shown in the wrong
+    place, a value the option's type refuses, all fail here (the option-name check above
+    reads names only)."""
+    import contextlib
+    import io
+
+    from bot.cli import build_parser
+
+    lines = _code_lines()
+    assert len(lines) > 15  # README's "Running it" block is found
+    refused = []
+    for doc, synopsis in lines:
+        for argv in _typed(synopsis):
+            stderr = io.StringIO()
+            try:
+                with contextlib.redirect_stderr(stderr):
+                    build_parser().parse_args(argv)
+            except SystemExit as exc:
+                if exc.code:
+                    refused.append((doc, synopsis, argv, stderr.getvalue().strip()))
+    assert not refused, refused
+
+
+def _all_parsers() -> list[tuple[str, argparse.ArgumentParser]]:
+    from bot.cli import build_parser
+
+    found: list[tuple[str, argparse.ArgumentParser]] = []
+
+    def walk(parser: argparse.ArgumentParser, name: str) -> None:
+        found.append((name, parser))
+        for sub, child in _subparsers(parser).items():
+            walk(child, f"{name} {sub}")
+
+    walk(build_parser(), "rltracker")
+    return found
+
+
+def test_every_cli_option_is_documented() -> None:
+    """The reverse of the check above: every option of every command is shown with it in a
+    document (either of its spellings, `-o` or `--output`)."""
+    mentions = [text for _, text in _command_mentions()]
+    missing = []
+    for name, parser in _all_parsers()[1:]:
+        shown = " ".join(t for t in mentions if t == name or t.startswith(name + " "))
+        for action in parser._actions:
+            spellings = [s for s in action.option_strings if s not in ("-h", "--help", "--debug")]
+            if spellings and not any(re.search(rf"(?<![\w-]){re.escape(s)}(?![\w-])", shown)
+                                     for s in spellings):
+                missing.append((name, spellings))
+    assert not missing, f"options no document shows with their command: {missing}"
+
+
+def test_every_argument_has_help() -> None:
+    """`rltracker COMMAND --help` says what each option and argument is: `replay --url`,
+    `sync --repo`, `preview --days`, `stats --json` were listed with no word about them."""
+    bare = [(name, action.option_strings or action.dest) for name, parser in _all_parsers()
+            for action in parser._actions
+            if not isinstance(action, argparse._SubParsersAction) and not action.help]
+    assert not bare, f"arguments whose --help says nothing: {bare}"
+
+
+def test_defaults_the_help_states_are_the_parser_defaults() -> None:
+    """`(default 50)`, `(default: 100)` in an option's help is the value it gets unset (an
+    option whose default None is decided by its command, as `migrate --wait`, is not
+    compared)."""
+    wrong = []
+    for name, parser in _all_parsers():
+        for action in parser._actions:
+            stated = re.search(r"default:? (\d+)\b", action.help or "")
+            if stated and isinstance(action.default, int) and not isinstance(action.default, bool) \
+                    and action.default != int(stated.group(1)):
+                wrong.append((name, action.option_strings, stated.group(0), action.default))
+    assert not wrong, wrong
+
+
+def test_environment_variables_the_tests_read_are_documented() -> None:
+    """The knobs of the test suite (a PostgreSQL server, failing instead of skipping, where
+    screenshots go, the crash test's size) are named in README, as the app's are."""
+    read: set[str] = set()
+    for path in (ROOT / "tests").glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        read |= set(re.findall(r"environ(?:\.get)?[\[(]\s*\"([A-Z][A-Z0-9_]+)\"", text))
+    read -= {"PATH", "HOME", "PYTHONPATH", "TZ", "LANG", "LC_ALL"} | _env_read_by_code()
+    assert "TEST_DATABASE_URLS" in read  # the scan finds them
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert not sorted(n for n in read if f"`{n}" not in readme), "README: the test suite's variables"
+
+
+def _makefile_targets() -> set[str]:
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    phony = re.search(r"^\.PHONY:(.*)$", text, re.M)
+    assert phony
+    return set(phony.group(1).split())
+
+
+# `make` targets of other projects the documents quote (docs/rules.md: the lint scripts a
+# CONTRIBUTING file may name).
+OTHER_PROJECTS_MAKE = {"style"}
+
+
+def test_make_targets_documented_exist_and_every_target_is_documented() -> None:
+    targets = _makefile_targets() | OTHER_PROJECTS_MAKE
+    docs = "\n".join(doc.read_text(encoding="utf-8") for doc in USER_DOCS)
+    shown = set(re.findall(r"`make ([a-z][a-z-]*)", docs)) | set(
+        re.findall(r"^ {4}make ([a-z][a-z-]*)", docs, re.M))
+    assert not sorted(shown - targets), "make targets the documents show that the Makefile lacks"
+    assert not sorted(targets - shown), "Makefile targets no document shows"
+
+
+def test_dockerfile_copies_what_the_app_reads_and_runs_migrate_then_serve() -> None:
+    """README: the image runs `rltracker migrate && rltracker serve` on SQLite under /data and
+    checks /healthz. The app reads its templates, migrations and alembic.ini beside the
+    packages (bot.config); each must be in the image."""
+    from bot.config import ALEMBIC_INI, MIGRATIONS_DIR, TEMPLATES_DIR
+
+    text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    copied = {word.rstrip("/") for line in re.findall(r"^COPY (.*)$", text, re.M)
+              for word in line.split()[:-1]}
+    packages = set(tomllib_loads()["tool"]["setuptools"]["packages"]["find"]["include"])
+    needed = {p.rstrip("*") for p in packages} | {
+        path.relative_to(ROOT).as_posix() for path in (ALEMBIC_INI, MIGRATIONS_DIR, TEMPLATES_DIR)}
+    assert needed <= copied, sorted(needed - copied)
+    command = re.search(r"^CMD (.*)$", text, re.M)
+    assert command and re.search(r"rltracker migrate && exec rltracker serve\b", command.group(1))
+    assert "DATABASE_URL=sqlite+aiosqlite:////data/" in text and 'VOLUME ["/data"]' in text
+    health = re.search(r"^HEALTHCHECK(?:.*\\\n)*.*$", text, re.M)
+    assert health and "/healthz" in health.group(0)
+    assert ("GET", "/healthz") in _app_routes()
+
+
+def tomllib_loads() -> dict:
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+# What each GitHub call the app makes needs of the installation (GitHub's docs, "Permissions
+# required for GitHub Apps"): REST paths as written in bot/ (f-string fields and URI-template
+# variables as {}), GraphQL mutations by name. Calls made with the app's JWT, and the
+# transport (/graphql), need none. A call not listed fails the test below: add it here with
+# what it needs, and to app.yaml and README's table if that is a new permission.
+LEVELS = {"read": 1, "write": 2}
+GITHUB_CALLS: dict[str, set[tuple[str, str]]] = {
+    "/app": set(), "/app/installations/{}": set(), "/app/installations/{}/access_tokens": set(),
+    "/app/hook/deliveries": set(), "/app/hook/deliveries/{}/attempts": set(),
+    "/repos/{}/{}/installation": set(), "/installation/repositories": set(),
+    "/rate_limit": set(), "/graphql": set(),
+    "/repos/{}/{}": {("metadata", "read")},
+    "/repositories/{}": {("metadata", "read")},
+    "/repos/{}/{}/collaborators/{}/permission": {("metadata", "read")},
+    "/repos/{}/contents": {("contents", "read")},
+    "/repos/{}/contents/{}": {("contents", "read")},
+    # an issue or a pull request read through the issues API
+    "/repos/{}/issues/{}": {("issues", "read"), ("pull_requests", "read")},
+    # comments posted, edited, read on issues and on pull requests' conversations
+    "/repos/{}/issues/{}/comments": {("issues", "write"), ("pull_requests", "write")},
+    "/repos/{}/issues/comments/{}": {("issues", "write"), ("pull_requests", "write")},
+    "/repos/{}/{}/issues/comments/{}": {("issues", "write")},  # the nightly report's issue
+    "/repos/{}/issues/{}/labels": {("issues", "write")},
+    "/repos/{}/issues/{}/reactions": {("issues", "write"), ("pull_requests", "write")},
+    # {} is issues or pulls: a 👍 on an issue comment or on a review comment
+    "/repos/{}/{}/comments/{}/reactions": {("issues", "write"), ("pull_requests", "write")},
+    "/repos/{}/pulls/{}": {("pull_requests", "read")},
+    "mutation addDiscussionComment": {("discussions", "write")},
+    # on a discussion, its comments, a pull request review
+    "mutation addReaction": {("discussions", "write"), ("pull_requests", "write")},
+    # the app's own failure comment on an issue
+    "mutation minimizeComment": {("issues", "write")},
+    "mutation unminimizeComment": {("issues", "write")},
+}
+# What an installation must grant for GitHub to deliver each event.
+EVENT_PERMISSIONS = {
+    "issues": "issues", "issue_comment": "issues", "pull_request": "pull_requests",
+    "pull_request_review": "pull_requests", "pull_request_review_comment": "pull_requests",
+    "discussion": "discussions", "discussion_comment": "discussions", "repository": "metadata",
+}
+
+
+def _github_calls() -> dict[str, set[str]]:
+    """Each REST path (from the strings of bot/ that start like GitHub's API paths) and GraphQL
+    mutation the code holds -> the modules holding it. The app's own routes (`/repos/`, a
+    preview page) are left out."""
+    import ast
+
+    ours = {_shape(path) for _, path in _app_routes()}
+    calls: dict[str, set[str]] = {}
+    for path in (ROOT / "bot").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        parts = {id(part) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr)
+                 for part in node.values}  # an f-string's pieces: read with it, not alone
+        for node in ast.walk(tree):
+            if id(node) in parts:
+                continue
+            if isinstance(node, ast.JoinedStr):
+                text = "".join(part.value if isinstance(part, ast.Constant) else "{}"
+                               for part in node.values)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                text = node.value
+            else:
+                continue
+            mutation = re.match(r"\s*mutation\b[^{]*\{\s*(\w+)", text)
+            if mutation:
+                key = f"mutation {mutation.group(1)}"
+            elif re.fullmatch(r"/(?:repos|repositories|app|installation|rate_limit|orgs|users?|"
+                              r"search|graphql|notifications|gists)\b[\w{}/.-]*(?:\?\S*)?", text):
+                key = re.sub(r"\{[^}]*\}", "{}", text.partition("?")[0])
+                if _shape(key) in ours:
+                    continue
+            else:
+                continue
+            calls.setdefault(key, set()).add(path.relative_to(ROOT).as_posix())
+    return calls
+
+
+def test_app_yaml_grants_what_every_github_call_needs_and_nothing_more() -> None:
+    manifest = yaml.safe_load((ROOT / "app.yaml").read_text())
+    granted = manifest["default_permissions"]
+    calls = _github_calls()
+    assert "/repos/{}/issues/{}/comments" in calls and "mutation addDiscussionComment" in calls
+    unknown = {call: sorted(where) for call, where in calls.items() if call not in GITHUB_CALLS}
+    assert not unknown, f"GitHub calls whose permission is not known to this test: {unknown}"
+    needed: set[tuple[str, str]] = set()
+    for call in calls:
+        needed |= GITHUB_CALLS[call]
+    for event in manifest["default_events"]:
+        needed.add((EVENT_PERMISSIONS[event], "read"))
+    short = sorted((p, lvl) for p, lvl in needed if LEVELS[lvl] > LEVELS.get(granted.get(p, ""), 0))
+    assert not short, f"app.yaml grants less than the code needs: {short}"
+    unused = sorted(p for p in granted if p not in {p for p, _ in needed})
+    assert not unused, f"app.yaml grants permissions no call or event needs: {unused}"
+    over = sorted(p for p, lvl in granted.items()
+                  if LEVELS[lvl] > max(LEVELS[n] for q, n in needed if q == p))
+    assert not over, f"app.yaml grants a higher level than any call needs: {over}"
+
+
+def test_commands_readme_says_read_no_setting_run_with_every_setting_bad(tmp_path: Path) -> None:
+    """README, "Environment": `analyze`, `replay` and `rules FOLDER` read none of the app's
+    settings, so a bad one does not stop them; `rules FRAMEWORK` (which may read the
+    database) is refused as every other command is."""
+    from tests.test_cli import run_cli
+    from tests.test_crash_recovery import free_port
+
+    bad = {"DATABASE_URL": "bogus", "PORT": "x", "GITHUB_API_URL": "ftp://x",
+           "RLTRACKER_NIGHTLY_CRON": "99 * *", "RLTRACKER_DRY_RUN": "perhaps"}
+    (tmp_path / "CONTRIBUTING.md").write_text("Please add tests with every change.\n")
+    (tmp_path / "empty.jsonl").write_text("")
+    analyzed = run_cli("analyze", str(tmp_path / "empty.jsonl"), env=bad)
+    assert analyzed.returncode == 0, analyzed.stderr
+    summarised = run_cli("rules", str(tmp_path), env=bad)
+    assert summarised.returncode == 0 and "Tests" in summarised.stdout, summarised.stderr
+    sent = run_cli("replay", str(ROOT / "examples" / "issues" / "opened.failure-en.json"),
+                   "--url", f"http://127.0.0.1:{free_port()}/webhook", "--secret", "s", env=bad)
+    assert sent.returncode == 1 and "cannot connect" in sent.stderr, sent.stderr
+    refused = run_cli("rules", "verl", env=bad)
+    assert refused.returncode == 2 and "DATABASE_URL=bogus" in refused.stderr, refused.stderr
+
+
+# The parameters of a GitHub App manifest (GitHub's docs, "Registering a GitHub App from a
+# manifest"): README says app.yaml converts to JSON unchanged and is such a manifest.
+MANIFEST_PARAMETERS = {"name", "url", "hook_attributes", "redirect_url", "callback_urls",
+                       "setup_url", "description", "public", "default_events",
+                       "default_permissions", "request_oauth_on_install", "setup_on_update"}
+
+
+def test_app_yaml_is_a_manifest_github_takes_as_it_is() -> None:
+    manifest = yaml.safe_load((ROOT / "app.yaml").read_text())
+    assert set(manifest) <= MANIFEST_PARAMETERS, sorted(set(manifest) - MANIFEST_PARAMETERS)
+    assert set(manifest["hook_attributes"]) <= {"url", "active"}
+    assert manifest["hook_attributes"]["url"].endswith("/webhook")  # README, step 1
+    assert ("POST", "/webhook") in _app_routes()
+    assert isinstance(manifest["public"], bool)
+
+
+async def test_every_metric_served_is_named_in_the_docs_and_every_one_named_is_served(
+        sqlite_ctx: object) -> None:
+    """docs/site.md, "/metrics": an operator writes alerts with the names; the webhook and the
+    inbox writer's families were described in words only."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from bot.app import create_app
+
+    # with its inbox worker, as `serve` runs (without one the workers' outcomes are left out)
+    async with TestClient(TestServer(create_app(sqlite_ctx, worker=True))) as client:
+        text = await (await client.get("/metrics")).text()
+    served = set(re.findall(r"^# TYPE (\w+) ", text, re.M))
+    assert "rltracker_database_up" in served
+    section = _section((ROOT / "docs" / "site.md").read_text(encoding="utf-8"), "## /metrics")
+    named = set(re.findall(r"\b(rltracker_[a-z_]+[a-z])\b", section))
+    assert not sorted(served - named), "metrics docs/site.md's /metrics section does not name"
+    assert not sorted(named - served), "metrics docs/site.md names that /metrics does not serve"
+
+
+def test_relative_links_in_the_documents_lead_to_files() -> None:
+    """`[docs/site.md](docs/site.md)`, `[study.md](study.md)`: each relative Markdown link,
+    read from the document's folder as GitHub reads it, names a file of the project."""
+    broken, checked = [], 0
+    for doc in [*USER_DOCS, ROOT / "docs" / "analyzers.md"]:
+        for target in re.findall(r"\]\(([\w./-]+\.\w+)(?:#[\w-]*)?\)", doc.read_text(encoding="utf-8")):
+            checked += 1
+            if not (doc.parent / target).exists():
+                broken.append((doc.name, target))
+    assert checked > 20 and not broken, broken

@@ -323,7 +323,9 @@ def test_other_wordings_of_issue_first_review_placement_and_examples() -> None:
             "If you report a bug, provide a minimal example that reproduces it.\n")
     by_rule = _rules(summarize_rules({"CONTRIBUTING.md": text}))
     assert by_rule["issue_first_general"]["topic"] == "issue-first"
-    assert by_rule["review_required"]["topic"] == "review"
+    # the count is said (rules65; before, "Every PR needs a review before it is merged")
+    assert by_rule["review_approvals_count"]["statement"] == (
+        "Every PR needs two approving reviews before merging.")
     assert "`src/rlkit/algorithms/`" in by_rule["place_paths_declarative"]["statement"]
     assert by_rule["examples_add"]["statement"] == "Add an example for the change (in `examples/`)."
     bug_only = summarize_rules({"CONTRIBUTING.md": text.split("\n\n")[-1]})

@@ -239,7 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the address to listen on (default: 0.0.0.0, every interface; with "
                         "--dev 127.0.0.1, this machine only)")
     p.add_argument("--port", type=_port, default=None, help="default: $PORT or 8000")
-    p.add_argument("--dev", action="store_true", help="random webhook secret, dry-run")
+    p.add_argument("--dev", action="store_true",
+                   help="a random webhook secret (printed), dry-run, and 127.0.0.1 unless --host")
     p.add_argument("--no-scheduler", action="store_true", help="do not run the nightly jobs")
     p.add_argument("--no-worker", action="store_true", help="accept deliveries, do not process")
     p.add_argument("--no-backfill", action="store_true",
@@ -281,15 +282,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "needs fork, i.e. Linux)")
 
     p = sub.add_parser("replay", help="send payload files as signed deliveries")
-    p.add_argument("paths", nargs="+", help="payload files or folders of them")
-    p.add_argument("--url", required=True, type=_http_url)
+    p.add_argument("paths", nargs="+", metavar="FILE_OR_DIR", help="payload files or folders of them")
+    p.add_argument("--url", required=True, type=_http_url,
+                   help="where to send them: the app's webhook, e.g. http://localhost:8000/webhook")
     p.add_argument("--secret", default=None, help="default: $GITHUB_WEBHOOK_SECRET")
     p.add_argument("--event", default=None, help="default: the folder name of each file")
     p.add_argument("--fresh", action="store_true",
                    help="move all timestamps forward together so the newest is now")
 
     p = sub.add_parser("sync", help="GraphQL backfill or incremental refresh")
-    p.add_argument("--repo", action="append", default=[], metavar="OWNER/NAME", type=_repo_name)
+    p.add_argument("--repo", action="append", default=[], metavar="OWNER/NAME", type=_repo_name,
+                   help="a repository to sync (repeatable; default: the seven frameworks')")
     p.add_argument("--full", action="store_true", help="ignore stored cursors")
 
     p = sub.add_parser("report", help="the proposal-status report, Markdown and HTML",
@@ -325,19 +328,22 @@ def build_parser() -> argparse.ArgumentParser:
                         "the text safely is the reader's concern)")
 
     p = sub.add_parser("stats", help="counts, as in GET /api/stats")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="the counts as one JSON object")
 
     p = sub.add_parser("papers", help="the paper pool")
     papers_sub = p.add_subparsers(dest="papers_command", required=True)
     pi = papers_sub.add_parser("import", help="add papers from arXiv metadata or paper records")
-    pi.add_argument("file", help="JSON lines; - for stdin")
+    pi.add_argument("file", metavar="FILE", help="JSON lines; - for stdin")
     pf = papers_sub.add_parser("fetch", help="read new listings from the arXiv API")
     pf.add_argument("--category", action="append", default=[], type=_category,
                     help="an arXiv category (default: cs.LG, cs.CL and cs.AI); repeatable")
 
-    p = sub.add_parser("preview", help="dry-run over a repository's last 30 days of issues")
-    p.add_argument("repo", metavar="OWNER/NAME", type=_repo_name)
-    p.add_argument("--days", type=_count, default=30)
+    p = sub.add_parser("preview", help="dry-run over a repository's stored issues of the last "
+                       "30 days (--days)")
+    p.add_argument("repo", metavar="OWNER/NAME", type=_repo_name,
+                   help="a repository whose issues are stored (rltracker sync --repo OWNER/NAME)")
+    p.add_argument("--days", type=_count, default=30, metavar="N",
+                   help="issues opened in the last N days, 1 to 90 (default 30)")
 
     p = sub.add_parser("deliveries", help="webhook deliveries that failed, and re-queueing them",
                        description="Lists the webhook deliveries whose processing failed for good, "
@@ -376,10 +382,10 @@ def build_parser() -> argparse.ArgumentParser:
     repos_sub = p.add_subparsers(dest="repos_command", required=True)
     pr = repos_sub.add_parser("resume", help="lift the pause of the app's comments in a "
                               "repository (set by the nightly reception check)")
-    pr.add_argument("repo", metavar="OWNER/REPO", type=_repo_name)
+    pr.add_argument("repo", metavar="OWNER/REPO", type=_repo_name, help="the paused repository")
 
     p = sub.add_parser("study", help="the study: landings, per framework, review records")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="the study as JSON, as GET /api/study")
     _add_debug_flag(parser, top=True)
     return parser
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import hashlib
 import json
 import logging
 import re
@@ -52,23 +51,6 @@ def _api_error_message(request: web.Request, error: web.HTTPException) -> str:
     return error.reason
 
 
-def _validated(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
-    """A whole 200 answer of GET (or HEAD) with an ETag of its bytes and `no-cache` (a client
-    keeps it and asks again with If-None-Match); the 304 without a body when that is the one
-    the client has. Streamed answers (the exports, written as they are read) carry none."""
-    if (request.method not in ("GET", "HEAD") or response.status != 200
-            or not isinstance(response, web.Response) or not isinstance(response.body, bytes)):
-        return response
-    tag = hashlib.sha256(response.body).hexdigest()[:32]
-    headers = {"ETag": f'"{tag}"', "Cache-Control": "no-cache"}
-    if "X-Total-Count" in response.headers:
-        headers["X-Total-Count"] = response.headers["X-Total-Count"]
-    if any(e.value in (tag, "*") for e in request.if_none_match or ()):
-        return web.Response(status=304, headers=headers)
-    response.headers.update(headers)
-    return response
-
-
 @web.middleware
 async def json_errors(request: web.Request,
                       handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -79,7 +61,7 @@ async def json_errors(request: web.Request,
     if not request.path.startswith(API_PREFIX):
         return await handler(request)
     try:
-        return _validated(request, await handler(request))
+        return await handler(request)
     except web.HTTPException as error:
         if error.status < 400:
             raise

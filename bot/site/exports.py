@@ -30,6 +30,7 @@ from aiohttp import web
 
 from bot.context import app_context
 from bot.site.api import api_paging
+from bot.site.conditional import streamed_headers
 from bot.site.data import count_threads, reception, rows_by_id, tracked_ids
 from bot.store.types import format_datetime, utcnow
 
@@ -123,7 +124,7 @@ async def serve_export(request: web.Request, *, as_csv: bool, headers: Mapping[s
         received = [] if as_csv else await reception(session)
     name = "rltracker-export." + ("csv" if as_csv else "json")
     response = web.StreamResponse(headers={
-        **headers, "Content-Disposition": f'attachment; filename="{name}"',
+        **headers, **streamed_headers(request), "Content-Disposition": f'attachment; filename="{name}"',
         "X-Total-Count": str(total)})
     response.content_type = "text/csv" if as_csv else "application/json"
     response.charset = "utf-8"

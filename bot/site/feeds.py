@@ -34,7 +34,7 @@ from sqlalchemy import func, select
 from bot.context import app_context
 from bot.site import data, pages
 from bot.store.models import Thread
-from bot.store.types import format_datetime
+from bot.store.types import format_datetime, parse_datetime
 from bot.templating import html_env
 
 FEED_ROWS = 50  # entries in a feed
@@ -48,15 +48,21 @@ def _base(request: web.Request) -> str:
     return str(app_context(request).settings.public_url).rstrip("/")
 
 
-def atom(feed: dict[str, Any], entries: list[dict[str, Any]]) -> web.Response:
+def atom(feed: dict[str, Any], entries: list[dict[str, Any]], *, dated: bool = False
+         ) -> web.Response:
     """The feed document: `feed` (id, text_title, page, base: the public URL) and its
     `entries` (id, title (GitHub's) or text_title (ours), link, related, updated,
-    published, summary, terms), its `updated` the latest entry's (NEVER when empty)."""
+    published, summary, terms), its `updated` the latest entry's (NEVER when empty).
+    `dated`: that `updated` bounds every change of the feed, and is its Last-Modified
+    (bot.site.conditional reads If-Modified-Since against it)."""
     updated = max((e["updated"] for e in entries), default=NEVER)
     body = html_env().get_template("feeds/feed.atom.j2").render(
         feed=feed, entries=entries, updated=updated)
-    return web.Response(text=_NOT_XML.sub("", body), content_type=ATOM, charset="utf-8",
-                        headers=pages.HEADERS)
+    response = web.Response(text=_NOT_XML.sub("", body), content_type=ATOM, charset="utf-8",
+                            headers=pages.HEADERS)
+    if dated and entries:
+        response.last_modified = parse_datetime(updated)
+    return response
 
 
 async def _threads(request: web.Request, *, by_activity: bool, **filters: Any
@@ -104,8 +110,10 @@ async def reports_feed(request: web.Request) -> web.Response:
         "updated": r["created_at"] or f"{r['date']}T00:00:00Z", "published": None,
         "summary": Markup(str(changes.changes(r, change_titles()))).striptags(), "terms": [],
     } for r in reports]
+    # A night's entry moves when its report is built again, and reports are not deleted: the
+    # newest storing bounds every change of this feed (the thread feeds have no such date).
     return atom({"id": f"{base}/reports/feed.atom", "text_title": "Nightly proposal-status reports",
-                 "page": f"{base}/reports/", "base": base}, entries)
+                 "page": f"{base}/reports/", "base": base}, entries, dated=True)
 
 
 async def proposals_feed(request: web.Request) -> web.Response:

@@ -376,7 +376,10 @@ def next_link(request: web.Request, kind: str, position: Position | None) -> dic
     with the same filters and limit; none on the last page."""
     if position is None:
         return {}
-    query = {k: v for k, v in request.query.items() if k not in ("offset", "after")}
+    query: dict[str, str] = {}
+    for name, value in request.query.items():
+        if name not in ("offset", "after"):
+            query.setdefault(name, value)  # a repeated name: the first, as the handlers read it
     query["after"] = encode_cursor(kind, position)
     return {"Link": f'<{request.rel_url.with_query(query)}>; rel="next"'}
 

@@ -299,6 +299,11 @@ async def test_api_lists_page_by_cursor_through_every_row(stores, route: str, li
         resp = await client.get(route + f"{join}limit={limit}&offset={limit}&limit=1")
         assert "after=" in resp.headers["Link"] and len(await resp.json()) == limit
         assert f"limit={limit}&" in resp.headers["Link"] and "limit=1&" not in resp.headers["Link"]
+        # a page asked again with its ETag (cache65): the 304 keeps the link and the total
+        second = await client.get(urls[1])
+        again = await client.get(urls[1], headers={"If-None-Match": second.headers["ETag"]})
+        assert again.status == 304 and again.headers.get("Link") == second.headers.get("Link")
+        assert again.headers["X-Total-Count"] == second.headers["X-Total-Count"]
 
 
 async def test_a_page_after_a_cursor_is_sought_in_the_index(stores) -> None:

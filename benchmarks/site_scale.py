@@ -8,7 +8,9 @@ Builds each store through the project's own store code (`insert_new` for threads
 `refresh_study`), then asks every page and API route over real HTTP (aiohttp TestServer) and
 prints, per route: the SQL statements one request runs (a `before_cursor_execute` listener),
 the median milliseconds of R requests at the small and the large size, and the ratio
-large/small. Figures only: tests/test_site_queries.py holds the assertions (on counts).
+large/small. Then, for the lists that page by cursor (scale65), a page deep in each read by
+`offset` (the baseline, measured in the same run) and after its cursor. Figures only:
+tests/test_site_queries.py holds the assertions (on counts).
 
 `--database-url` (a PostgreSQL admin URL): each store is a database created there (ANALYZEd
 once built, as autovacuum keeps a live one) and dropped after; without it, SQLite files in a
@@ -224,6 +226,9 @@ def routes(named: dict[str, Any]) -> list[str]:
         "/api/repos", f"/api/threads/{thread}", "/api/actions", "/api/actions?limit=50",
         "/api/stats", "/api/export.json", "/api/export.csv", "/api/export.csv?limit=100",
         "/metrics", "/healthz",
+        # deep pages (scale65): the last pages of the large store's lists, a page past the end
+        "/proposals?page=19", "/proposals?page=99999", "/methods/gspo?page=9",
+        "/api/proposals?limit=50&offset=9900", "/api/actions?limit=50&offset=3000",
     ]
 
 
@@ -287,9 +292,51 @@ async def store_at(admin_url: str | None, folder: str) -> AsyncIterator[str]:
         await conn.close()
 
 
+# The lists that page by cursor (scale65): a page deep in each read by `offset` and the same
+# rows read after the cursor the page before it links to (Link: rel="next"), both measured in
+# the same run: the offset page is the baseline.
+SEEK_LISTS = ("/api/proposals", "/api/actions")
+SEEK_LIMIT = 50
+SEEK_DEPTH = 0.95  # the page at 95% of the list (before the few threads of no known date)
+
+
+async def _median_ms(client: Any, path: str, n_requests: int) -> tuple[float, bytes]:
+    times = []
+    body = b""
+    for _ in range(n_requests):
+        t0 = time.perf_counter()
+        resp = await client.get(path)
+        body = await resp.read()
+        times.append(time.perf_counter() - t0)
+    return 1000 * statistics.median(times), body
+
+
+async def seek_pages(client: Any, engine: Any, n_requests: int
+                     ) -> dict[str, tuple[str, int, int, float, float]]:
+    """list -> (offset page, its statements, the cursor page's, median ms by offset, by cursor)."""
+    out = {}
+    for listing in SEEK_LISTS:
+        total = int((await client.get(f"{listing}?limit=1")).headers["X-Total-Count"])
+        limit = min(SEEK_LIMIT, max(1, total // 4))  # (a small store's short lists)
+        offset = min(max(limit, int(total * SEEK_DEPTH) // limit * limit), total - 1)
+        by_offset = f"{listing}?limit={limit}&offset={offset}"
+        before = await client.get(f"{listing}?limit={limit}&offset={offset - limit}")
+        by_cursor = before.headers["Link"].split(";")[0][1:-1]
+        _, offset_statements, offset_body = await measure_body(client, engine, by_offset)
+        _, cursor_statements, cursor_body = await measure_body(client, engine, by_cursor)
+        assert offset_body == cursor_body, listing  # the same rows either way
+        offset_ms, _ = await _median_ms(client, by_offset, n_requests)
+        cursor_ms, _ = await _median_ms(client, by_cursor, n_requests)
+        out[listing] = (by_offset, len(offset_statements), len(cursor_statements), offset_ms,
+                        cursor_ms)
+    return out
+
+
 async def run_size(admin_url: str | None, n: int, n_requests: int, folder: str
-                   ) -> dict[str, tuple[int, int, float, int]]:
-    """path -> (status, statements, median ms, bytes) on a store of `n` threads."""
+                   ) -> tuple[dict[str, tuple[int, int, float, int]],
+                              dict[str, tuple[str, int, int, float, float]]]:
+    """path -> (status, statements, median ms, bytes) on a store of `n` threads, and the
+    `seek_pages` figures."""
     from aiohttp.test_utils import TestClient, TestServer
 
     from bot.app import create_app
@@ -312,22 +359,18 @@ async def run_size(admin_url: str | None, n: int, n_requests: int, folder: str
             async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
                 for path in routes(named):
                     status, seen, body = await measure_body(client, ctx.engine, path)
-                    times = []
-                    for _ in range(n_requests):
-                        t0 = time.perf_counter()
-                        resp = await client.get(path)
-                        await resp.read()
-                        times.append(time.perf_counter() - t0)
-                    out[path] = (status, len(seen), 1000 * statistics.median(times), len(body))
-            return out
+                    ms, _ = await _median_ms(client, path, n_requests)
+                    out[path] = (status, len(seen), ms, len(body))
+                seek = await seek_pages(client, ctx.engine, n_requests)
+            return out, seek
         finally:
             await ctx.close()
 
 
 async def main_async(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        small = await run_size(args.database_url, args.small, args.requests, folder)
-        large = await run_size(args.database_url, args.large, args.requests, folder)
+        small, small_seek = await run_size(args.database_url, args.small, args.requests, folder)
+        large, large_seek = await run_size(args.database_url, args.large, args.requests, folder)
     backend = "PostgreSQL" if args.database_url else "SQLite"
     print(f"{backend}: {args.small} and {args.large} threads ({COMMENTS_PER_THREAD} comments each), "
           f"median of {args.requests} requests")
@@ -338,6 +381,14 @@ async def main_async(args: argparse.Namespace) -> None:
         shown = status if status == lstatus else f"{status}/{lstatus}"
         print(f"{path[:44]:44} {shown!s:>7} {f'{count}/{lcount}':>9} {ms:7.1f} {lms:7.1f} "
               f"{lms / ms if ms else 0:5.1f} {size / 1024:7.0f}")
+    print(f"\nThe same page of {SEEK_LIMIT} at {SEEK_DEPTH:.0%} of a list, by offset (the baseline) "
+          "and after the cursor the page before links to (same run, same rows)")
+    print(f"{'page (large store)':44} {'stmts O/C':>9} {'S off':>7} {'S cur':>7} {'L off':>7} "
+          f"{'L cur':>7} {'L off/cur':>9}")
+    for listing, (path, o_count, c_count, o_ms, c_ms) in large_seek.items():
+        _, _, _, so_ms, sc_ms = small_seek[listing]
+        print(f"{path[:44]:44} {f'{o_count}/{c_count}':>9} {so_ms:7.1f} {sc_ms:7.1f} {o_ms:7.1f} "
+              f"{c_ms:7.1f} {o_ms / c_ms if c_ms else 0:9.1f}")
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from bot.context import AppContext
 from bot.pipeline import sync_changed
-from bot.site.data import thread_rows
+from bot.site.data import rows_by_id, thread_rows, tracked_ids
 from bot.store.models import Thread
 from bot.store.threads import load_comments, load_thread_record, upsert_comment, upsert_thread
 
@@ -47,7 +47,8 @@ async def test_threads_without_a_time_end_the_lists_on_both_databases(ctx: AppCo
         await sync_changed(ctx, REPO, number)
     async with ctx.sessionmaker() as session:
         newest = [r["number"] for r in await thread_rows(session)]
-        oldest = [r["number"] for r in await thread_rows(session, newest_first=False)]
+        # oldest first: the exports' order (thread_rows had a newest_first=False no page used)
+        oldest = [r["number"] for r in await rows_by_id(session, await tracked_ids(session))]
         page = [r["number"] for r in await thread_rows(session, limit=2)]
     assert newest == [3, 1, 2]
     assert oldest == [1, 3, 2]

@@ -1,13 +1,18 @@
 """Operational and JSON routes: /healthz, /metrics, /api/threads, /api/actions, /api/stats;
 `json_errors`, the middleware that gives every /api/ error the API's JSON shape; and
-`api_paging`, how every /api/ list reads its `limit` and `offset`."""
+`api_paging`, how every /api/ list reads its `limit` and `offset` (and `api_cursor`, the
+`after` cursor of the lists that page by their order's keys)."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
+import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aiohttp import web
@@ -16,7 +21,7 @@ from sqlalchemy import func, select, text
 from analyzers.catalog import load_catalog
 from bot.context import CTX, INBOX, METRICS, WORKER, WORKER_PROCESS_COUNTS
 from bot.store import db as store_db
-from bot.store.types import MAX_THREAD_NUMBER, parse_count, parse_thread_number
+from bot.store.types import MAX_THREAD_NUMBER, Position, beyond, parse_count, parse_thread_number
 
 log = logging.getLogger(__name__)
 
@@ -330,6 +335,55 @@ def api_paging(query: Mapping[str, str], *, default_limit: int, max_limit: int
     return min(limit, max_limit), offset
 
 
+CURSOR_CHARS = 200  # a cursor this API writes is under 60 characters
+CURSOR_ERROR = ("after must be a cursor this list gave (the rel=\"next\" link of its Link "
+                "header), not combined with offset")
+
+
+def encode_cursor(kind: str, position: Position) -> str:
+    """`position` in list `kind`'s order as an opaque token (URL-safe base64 of a small JSON
+    list): what comes after it is read by the order's index (keyset, or seek, paging), not by
+    counting the rows before it as an offset does."""
+    created, row_id = position
+    raw = json.dumps([kind, created.astimezone(UTC).isoformat() if created else None, row_id],
+                     separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def api_cursor(query: Mapping[str, str], kind: str) -> Position | None | str:
+    """The `after` cursor of list `kind`'s query string: None when absent, the position it
+    holds, or the message of its 400 (not one this list wrote, or sent with an offset)."""
+    typed = (query.get("after") or "").strip()
+    if not typed:
+        return None
+    if "offset" in query or len(typed) > CURSOR_CHARS:
+        return CURSOR_ERROR
+    try:
+        read = json.loads(base64.urlsafe_b64decode(typed + "=" * (-len(typed) % 4)))
+        tag, created, row_id = read
+        if tag != kind or type(row_id) is not int or not 0 < row_id < 2 ** 63:
+            return CURSOR_ERROR
+        at = None if created is None else datetime.fromisoformat(created)
+    except (binascii.Error, ValueError, TypeError):  # (json's errors are ValueErrors)
+        return CURSOR_ERROR
+    if at is not None and at.utcoffset() != timedelta(0):  # written in UTC: else not ours
+        return CURSOR_ERROR
+    return at, row_id
+
+
+def next_link(request: web.Request, kind: str, position: Position | None) -> dict[str, str]:
+    """The Link header of a list's page: the next page, after its last row (`api_cursor`),
+    with the same filters and limit; none on the last page."""
+    if position is None:
+        return {}
+    query: dict[str, str] = {}
+    for name, value in request.query.items():
+        if name not in ("offset", "after"):
+            query.setdefault(name, value)  # a repeated name: the first, as the handlers read it
+    query["after"] = encode_cursor(kind, position)
+    return {"Link": f'<{request.rel_url.with_query(query)}>; rel="next"'}
+
+
 async def api_thread(request: web.Request) -> web.Response:
     from bot.site.data import find_thread
     from bot.store.models import Analysis
@@ -359,7 +413,8 @@ async def api_thread(request: web.Request) -> web.Response:
 
 async def api_actions(request: web.Request) -> web.Response:
     """What the app posted or would have posted, and why it stayed quiet: oldest first,
-    `limit` (1,000 by default, at most 5,000) after `offset`; X-Total-Count counts them all."""
+    `limit` (1,000 by default, at most 5,000) after `offset` or after the `after` cursor of
+    the Link header's next page; X-Total-Count counts them all."""
     from bot.store.models import Action
     from bot.store.types import format_datetime
 
@@ -384,11 +439,20 @@ async def api_actions(request: web.Request) -> web.Response:
     if isinstance(paging, str):
         return _json_error(400, paging)
     limit, offset = paging
+    after = api_cursor(request.query, "actions")
+    if isinstance(after, str) or (after is not None and after[0] is None):  # all dated
+        return _json_error(400, after if isinstance(after, str) else CURSOR_ERROR)
+    page = select(Action).where(*conditions)
+    if after is not None:
+        # read from the cursor by the (created_at, id) index (migration 0021), not by
+        # skipping `offset` rows
+        page = page.where(beyond(Action.created_at, Action.id, after, descending=False))
     async with ctx.sessionmaker() as session:
         total = await session.scalar(select(func.count()).select_from(Action).where(*conditions))
         rows = list(await session.scalars(
-            select(Action).where(*conditions).order_by(Action.created_at, Action.id)
-            .offset(offset).limit(limit)))
+            page.order_by(Action.created_at, Action.id).offset(offset).limit(limit + 1)))
+    last = (rows[limit - 1].created_at, rows[limit - 1].id) if len(rows) > limit else None
+    rows = rows[:limit]
     return web.json_response(
         [
             {
@@ -402,7 +466,7 @@ async def api_actions(request: web.Request) -> web.Response:
             }
             for a in rows
         ],
-        headers={"X-Total-Count": str(total or 0)},
+        headers={"X-Total-Count": str(total or 0), **next_link(request, "actions", last)},
     )
 
 

@@ -24,7 +24,7 @@ from markupsafe import Markup, escape
 
 from bot.context import app_context
 from bot.site import data
-from bot.site.api import api_paging
+from bot.site.api import api_cursor, api_paging, next_link
 from bot.site.progress import backfill_progress, tracking_state
 from bot.store.types import canonical_id, parse_count
 from bot.templating import html_env
@@ -409,7 +409,8 @@ async def api_failure(request: web.Request) -> web.Response:
 
 
 async def api_frameworks(request: web.Request) -> web.Response:
-    return json_response((await _session_call(request, data.index_data))["frameworks"])
+    # (the frameworks alone: it read the front page's recent failure reports and dropped them)
+    return json_response(await _session_call(request, data.frameworks_data))
 
 
 async def api_framework(request: web.Request) -> web.Response:
@@ -421,17 +422,22 @@ async def api_framework(request: web.Request) -> web.Response:
 
 async def api_proposals(request: web.Request) -> web.Response:
     """The proposals the filters name, newest first: `limit` (at most MAX_ROWS, the default)
-    after `offset`; the X-Total-Count header counts them all."""
+    after `offset`, or after the `after` cursor of the Link header's next page (read from
+    there by the date index, however deep); the X-Total-Count header counts them all."""
     filters, error = proposal_filters(request)
     paging = api_paging(request.query, default_limit=data.MAX_ROWS, max_limit=data.MAX_ROWS)
-    if error or isinstance(paging, str):
-        return json_response({"error": error or paging}, 400)
+    after = api_cursor(request.query, "proposals")
+    if error or isinstance(paging, str) or isinstance(after, str):
+        return json_response({"error": error or (paging if isinstance(paging, str) else after)},
+                             400)
     limit, offset = paging
-    total = await _session_call(request, data.count_threads, proposals=True, **filters)
-    rows = await _session_call(request, data.thread_rows, proposals=True,
-                               limit=limit, offset=offset, **filters)
+    async with app_context(request).sessionmaker() as session:
+        total = await data.count_threads(session, proposals=True, **filters)
+        rows, last = await data.thread_page(session, proposals=True, limit=limit,
+                                            offset=offset, after=after, **filters)
     response = json_response(rows)
     response.headers["X-Total-Count"] = str(total)
+    response.headers.update(next_link(request, "proposals", last))
     return response
 
 

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from analyzers.catalog import framework_id
 from bot.context import app_context
 from bot.site import data
+from bot.site.api import api_paging
 from bot.site.pages import json_response, pager, past_last_page, read_page, render
 from bot.store.models import Analysis, Repository, Thread, Verdict
 from bot.store.verdicts import agreement, verdict_dict
@@ -169,8 +170,19 @@ async def verdicts_page(request: web.Request) -> web.Response:
 
 
 async def api_verdicts(request: web.Request) -> web.Response:
+    """The figures, and the verdicts latest first: `limit` (LIST_ROWS by default, at most
+    MAX_ROWS) after `offset`, as every /api/ list (scale65: it gave the latest 100 and
+    ignored both, so past them the JSON API could not read a verdict); X-Total-Count and
+    `total` count them all."""
+    paging = api_paging(request.query, default_limit=LIST_ROWS, max_limit=data.MAX_ROWS)
+    if isinstance(paging, str):
+        return json_response({"error": paging}, 400)
+    limit, offset = paging
     async with app_context(request).sessionmaker() as session:
-        return json_response(await verdicts_data(session))
+        found = await verdicts_data(session, limit=limit, offset=offset)
+    response = json_response(found)
+    response.headers["X-Total-Count"] = str(found["total"])
+    return response
 
 
 def setup(app: web.Application) -> None:

@@ -291,7 +291,9 @@ class Action(Base):
     """
 
     __tablename__ = "actions"
-    __table_args__ = (Index("ix_actions_repo_number", "repo", "number"),)
+    __table_args__ = (Index("ix_actions_repo_number", "repo", "number"),
+                      # /api/actions' order, oldest first (migration 0021)
+                      Index("ix_actions_created_at_id", "created_at", "id"))
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     repo: Mapped[str] = mapped_column(String(255))
     number: Mapped[int | None] = mapped_column(Integer)

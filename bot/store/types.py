@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import DateTime, Text
+from sqlalchemy import DateTime, Text, literal, tuple_
 from sqlalchemy.types import TypeDecorator
 
 from bot.templating import without_controls
@@ -37,6 +38,21 @@ def parse_thread_number(text: str) -> int | None:
         return None
     number = int(text)
     return number if 1 <= number <= MAX_THREAD_NUMBER else None
+
+
+# A row's place in a list's order, (its date or None, its id): what a keyset cursor holds.
+Position = tuple[datetime | None, int]
+
+
+def beyond(date: Any, row_id: Any, position: Position, *, descending: bool) -> Any:
+    """The rows after `position` in the order (`date`, `row_id`), both ascending or both
+    descending, compared as one row value so the database seeks to it in an index of
+    that order (keyset paging) instead of counting the rows before it (OFFSET). The
+    values are bound with the columns' types (SQLite stores dates as text of one form).
+    `position`'s date is not None: the rows of no known date are the caller's to add."""
+    keys = tuple_(date, row_id)
+    bound = tuple_(literal(position[0], date.type), literal(position[1], row_id.type))
+    return keys < bound if descending else keys > bound
 
 
 def parse_count(text: str | None, default: int) -> int | None:

@@ -92,6 +92,9 @@ class Rule:
     # between) by a last-group hit ("must have informative docstrings")
     when: tuple[str, ...] = ()  # extracted values the main statement needs beyond its
     # placeholders: its details are said only of a segment that names them, else a fallback
+    bare_paths: bool = False  # no code span like codes_match: paths written as plain text
+    # ("Put new wrappers in kea/wrappers/") fill {code} / {codes}
+    lower: tuple[str, ...] = ()  # extracted values said mid-statement (first letter lowered)
 
 
 @dataclass
@@ -198,6 +201,8 @@ def table() -> Table:
             collect_plain=bool(raw.get("collect_plain", False)),
             within=int(raw.get("within", 0)),
             when=tuple(raw.get("when", [])),
+            bare_paths=bool(raw.get("bare_paths", False)),
+            lower=tuple(raw.get("lower", [])),
         ))
     by_first_key: dict[str, list[int]] = {}
     for i, rule in enumerate(rules):
@@ -387,6 +392,27 @@ def _command(code: str) -> str:
     return code
 
 
+# A path written as plain text: a lower-case folder then "/" (then more parts, or a file); read
+# only by rules with `bare_paths`, only when no code span matches. The lookbehind keeps URLs
+# ("https://host/a/b") out; slash pairs of prose ("and/or", "input/output") are left out.
+_BARE_PATH = re.compile(r"(?<![\w/.:@~-])((?:[a-z_][\w.-]{0,40}/){1,6}(?:[\w.-]{1,40}/?)?)(?![\w/])")
+_PROSE_SLASH = frozenset({"and", "or", "input", "output", "read", "write", "true", "false", "yes",
+                          "no", "on", "off", "i", "o", "w", "either", "he", "she", "his", "her",
+                          "him", "they", "ci", "pr", "prs", "issues", "client", "server", "train",
+                          "test", "eval", "dev", "cpu", "gpu", "tp", "dp", "pp"})
+
+
+def _bare_paths(text: str) -> list[str]:
+    found = []
+    for m in _BARE_PATH.finditer(text[:2000]):
+        path = m.group(1).rstrip(".")
+        parts = [p for p in path.split("/") if p]
+        if parts[0] in _PROSE_SLASH or (len(parts) < 2 and not path.endswith("/")):
+            continue
+        found.append(path)
+    return found
+
+
 _NUMBER_WORDS = frozenset({"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"})
 
 
@@ -396,6 +422,8 @@ def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
     codes = [c.replace("`", "") for c in seg.codes if c.strip()]
     if rule.codes_match is not None:
         codes = [_command(c) for c in codes if rule.codes_match.search(_command(c))]
+        if not codes and rule.bare_paths:
+            codes = [c for c in _bare_paths(seg.text) if rule.codes_match.search(c)]
         if rule.collect_codes and codes:
             values["_codes"] = "\n".join(codes)
     if codes:
@@ -410,8 +438,11 @@ def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
         m = pattern.search(seg.text[:2000])
         if m and plain(m.group(1)):
             value = plain(m.group(1))
-            # a count that opened the sentence ("Two approvals are required") is said mid-statement
-            values[name] = value.lower() if value.lower() in _NUMBER_WORDS else value
+            # a count or a noun that opened the sentence ("Two approvals are required", "Issues
+            # without activity ...") is said mid-statement; "PRs" keeps its capitals
+            if value.lower() in _NUMBER_WORDS or (name in rule.lower and value[1:2].islower()):
+                value = value[0].lower() + value[1:]
+            values[name] = value
     for name, pattern in rule.extract_all:
         found = list(dict.fromkeys(x.replace("`", "") for x in pattern.findall(seg.text[:2000])))
         if found:

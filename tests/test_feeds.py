@@ -354,10 +354,6 @@ async def test_a_hostile_paper_filter_is_text_in_the_feeds_title_and_id(ctx: Any
     ET.fromstring(rtl.encode())
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cache65: an entry's id is its thread page under the repository's current name, and the "
-    "store keeps no earlier name of a repository (follow_rename moves the rows): a rename-stable "
-    "id that keeps every existing id needs the first name kept per thread (a migration)"))
 async def test_an_entrys_id_stays_when_its_repository_is_renamed(ctx: Any) -> None:
     """A feed reader knows an entry by its id: renamed, the repository's threads came back as
     new entries beside the old ones. Ids of unrenamed repositories stay as they were."""
@@ -407,10 +403,6 @@ async def test_a_proposal_that_lapses_moves_with_its_close(ctx: Any) -> None:
     assert lapsed["updated"] == "2026-12-11T09:00:00Z" and "lapsed" in lapsed["terms"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cache65: the store keeps no time of a review-state change (analyzed_at moves with every "
-    "re-analysis, changed or not): needs a column the pipeline sets when review_state changes "
-    "(a migration this pass does not own)"))
 async def test_a_state_the_nightly_reanalysis_changes_moves_its_entry(ctx: Any) -> None:
     """The one way a proposal's state changes with no activity on GitHub: the nightly
     re-analysis under a new analyzer version (bot.scheduler.step_reanalyse) reads a close it

@@ -380,6 +380,29 @@ async def test_an_entrys_id_stays_when_its_repository_is_renamed(ctx: Any) -> No
     assert page.status == 200 and "verl-project/verl-core" in page_text
 
 
+async def test_a_thread_stored_under_both_names_keeps_the_first_stored_id(ctx: Any) -> None:
+    """A sync under the new name stored the thread again before the rename event came: the
+    rename makes the two one (follow_rename), and the one left keeps the id of the one stored
+    first, under the former name."""
+    from bot.webhooks.installations import upsert_repository
+
+    await seed(ctx)
+    await add(ctx, "verl-project/verl-core", 11, "Support GSPO in the PPO trainer", days=1,
+              active=10, proposal=True, state="open_replied")
+    async with ctx.sessionmaker() as session, session.begin():
+        await upsert_repository(session, "verl-project/verl", github_id=7070)
+    await dispatch_all(ctx, "repository", _repository_event(
+        "renamed", "verl-project/verl-core", is_private=False, rid=7070))
+    client = await client_for(ctx)
+    try:
+        entries = parse_feed(await fetch(client, "/proposals.atom"), f"{BASE}/proposals.atom")
+    finally:
+        await client.close()
+    [merged] = [e for e in entries if e["id"].endswith("/11")]
+    assert merged["id"] == f"{BASE}/threads/verl-project/verl/11"
+    assert merged["link"] == f"{BASE}/threads/verl-project/verl-core/11"
+
+
 async def test_a_proposal_that_lapses_moves_with_its_close(ctx: Any) -> None:
     """Lapsed (analyzers/review.py) is always a close: by a bot, with a stale label, or with
     a comment saying it went stale; the analyzer reads no clock, so no proposal lapses by

@@ -82,7 +82,7 @@ async def analyse_and_store(
         row = Analysis(thread_id=thread.id)
         session.add(row)
     elif row.review_state != (result.get("review") or {}).get("state"):
-        row.review_state_changed_at = utcnow()  # as _STATE_CHANGED
+        row.review_state_changed_at = utcnow()  # as _state_changed does in SQL
     _fill_analysis(row, result)
     await session.flush()
     return result

@@ -214,7 +214,8 @@ def routes(named: dict[str, Any]) -> list[str]:
     return [
         "/", "/study", "/study/sets/review.merged_prs.threads", "/api/study",
         "/proposals", "/proposals?framework=verl&state=declined", "/proposals?paper=gspo",
-        "/proposals?page=2",
+        "/proposals?page=2", "/proposals.atom", "/failures/entropy_collapse.atom",
+        "/reports/feed.atom",
         "/verdicts", "/verdicts?page=2", "/api/verdicts",
         "/frameworks/verl", "/frameworks/slime", "/failures/entropy_collapse",
         "/failures/entropy_collapse?page=2", "/methods/gspo", "/methods/gspo?page=2",

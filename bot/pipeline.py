@@ -9,13 +9,14 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, case, literal, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.analysis import paper_pool, run_analyses, run_analysis
 from bot.store.db import dialect_insert
 from bot.store.models import Analysis, Comment, Thread
 from bot.store.threads import get_threads, load_comments, thread_record
+from bot.store.types import UTCDateTime, utcnow
 
 
 def _analysis_values(result: dict[str, Any]) -> dict[str, Any]:
@@ -50,6 +51,16 @@ def _runner_up(categories: Any) -> str | None:
     return None
 
 
+def _state_changed(new_state: Any, now: Any) -> Any:
+    """The SET value of `review_state_changed_at` when an analysis reading `new_state` is
+    written over the stored one: `now` if the stored state is another, else as it was (the
+    right-hand side of an UPDATE's SET reads the row before it, on both databases). Not at
+    every re-analysis: the feed's `updated` would move for every proposal at each release."""
+    table = Analysis.__table__
+    return case((table.c.review_state.is_distinct_from(new_state), now),
+                else_=table.c.review_state_changed_at)
+
+
 def _fill_analysis(row: Analysis, result: dict[str, Any]) -> None:
     for column, value in _analysis_values(result).items():
         setattr(row, column, value)
@@ -70,6 +81,8 @@ async def analyse_and_store(
     if row is None:
         row = Analysis(thread_id=thread.id)
         session.add(row)
+    elif row.review_state != (result.get("review") or {}).get("state"):
+        row.review_state_changed_at = utcnow()  # as _state_changed does in SQL
     _fill_analysis(row, result)
     await session.flush()
     return result
@@ -93,7 +106,8 @@ async def store_analysis_if(
     else:
         statement = (update(Analysis.__table__)
                      .where(Analysis.thread_id == thread_id, Analysis.analyzer_version == expected)
-                     .values(**values))
+                     .values(**values, review_state_changed_at=_state_changed(
+                         values["review_state"], literal(utcnow(), UTCDateTime()))))
     return (await session.execute(statement)).rowcount == 1
 
 async def thread_changed(
@@ -161,8 +175,13 @@ def _analyses_upsert(dialect: str) -> Any:
     (run as an executemany, one row per distinct thread)."""
     table = Analysis.__table__
     base = dialect_insert(dialect)(table)
-    columns = [c.name for c in table.columns if c.name not in ("id", "thread_id")]
-    return base.on_conflict_do_update(index_elements=["thread_id"], set_={c: base.excluded[c] for c in columns})
+    columns = [c.name for c in table.columns
+               if c.name not in ("id", "thread_id", "review_state_changed_at")]
+    set_: dict[str, Any] = {c: base.excluded[c] for c in columns}
+    # the row's analyzed_at (now) when the state read is another than the stored one
+    set_["review_state_changed_at"] = _state_changed(base.excluded.review_state,
+                                                     base.excluded.analyzed_at)
+    return base.on_conflict_do_update(index_elements=["thread_id"], set_=set_)
 
 
 async def threads_changed(ctx: Any, changes: list[ThreadChange]) -> list[BaseException | None]:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
+from sqlalchemy import select, update
 
 from bot.store.models import Analysis, Report
 from bot.store.threads import upsert_thread
@@ -354,10 +355,6 @@ async def test_a_hostile_paper_filter_is_text_in_the_feeds_title_and_id(ctx: Any
     ET.fromstring(rtl.encode())
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cache65: an entry's id is its thread page under the repository's current name, and the "
-    "store keeps no earlier name of a repository (follow_rename moves the rows): a rename-stable "
-    "id that keeps every existing id needs the first name kept per thread (a migration)"))
 async def test_an_entrys_id_stays_when_its_repository_is_renamed(ctx: Any) -> None:
     """A feed reader knows an entry by its id: renamed, the repository's threads came back as
     new entries beside the old ones. Ids of unrenamed repositories stay as they were."""
@@ -372,11 +369,38 @@ async def test_an_entrys_id_stays_when_its_repository_is_renamed(ctx: Any) -> No
         await dispatch_all(ctx, "repository", _repository_event(
             "renamed", "verl-project/verl-core", is_private=False, rid=7070))
         after = parse_feed(await fetch(client, "/proposals.atom"), f"{BASE}/proposals.atom")
+        # the id is still a page that answers: the thread, under its new name
+        page = await client.get("/threads/verl-project/verl/11", allow_redirects=False)
+        page_text = await page.text()
     finally:
         await client.close()
     assert any("/verl-core/" in e["link"] for e in after)  # the rename was followed
     assert [e["id"] for e in after] == [e["id"] for e in before]
     assert f"{BASE}/threads/huggingface/trl/13" in [e["id"] for e in after]
+    assert page.status == 200 and "verl-project/verl-core" in page_text
+
+
+async def test_a_thread_stored_under_both_names_keeps_the_first_stored_id(ctx: Any) -> None:
+    """A sync under the new name stored the thread again before the rename event came: the
+    rename makes the two one (follow_rename), and the one left keeps the id of the one stored
+    first, under the former name."""
+    from bot.webhooks.installations import upsert_repository
+
+    await seed(ctx)
+    await add(ctx, "verl-project/verl-core", 11, "Support GSPO in the PPO trainer", days=1,
+              active=10, proposal=True, state="open_replied")
+    async with ctx.sessionmaker() as session, session.begin():
+        await upsert_repository(session, "verl-project/verl", github_id=7070)
+    await dispatch_all(ctx, "repository", _repository_event(
+        "renamed", "verl-project/verl-core", is_private=False, rid=7070))
+    client = await client_for(ctx)
+    try:
+        entries = parse_feed(await fetch(client, "/proposals.atom"), f"{BASE}/proposals.atom")
+    finally:
+        await client.close()
+    [merged] = [e for e in entries if e["id"].endswith("/11")]
+    assert merged["id"] == f"{BASE}/threads/verl-project/verl/11"
+    assert merged["link"] == f"{BASE}/threads/verl-project/verl-core/11"
 
 
 async def test_a_proposal_that_lapses_moves_with_its_close(ctx: Any) -> None:
@@ -407,33 +431,15 @@ async def test_a_proposal_that_lapses_moves_with_its_close(ctx: Any) -> None:
     assert lapsed["updated"] == "2026-12-11T09:00:00Z" and "lapsed" in lapsed["terms"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cache65: the store keeps no time of a review-state change (analyzed_at moves with every "
-    "re-analysis, changed or not): needs a column the pipeline sets when review_state changes "
-    "(a migration this pass does not own)"))
 async def test_a_state_the_nightly_reanalysis_changes_moves_its_entry(ctx: Any) -> None:
     """The one way a proposal's state changes with no activity on GitHub: the nightly
     re-analysis under a new analyzer version (bot.scheduler.step_reanalyse) reads a close it
-    had read otherwise. The entry says the new state; its `updated` stayed at the close."""
+    had read otherwise. The entry says the new state, `updated` when the tracker recorded it
+    (it stayed at the close before feedids65: a reader saw no change)."""
     from bot.scheduler import step_reanalyse
-    from bot.store.threads import upsert_comment
 
-    closed = T0 + timedelta(days=10)  # (before the re-analysis runs: before now)
-    async with ctx.sessionmaker() as session, session.begin():
-        thread = await upsert_thread(session, {
-            "repo": "huggingface/trl", "number": 41, "kind": "issue", "title": "Add CISPO loss",
-            "state": "closed", "closed_by": "github-actions[bot]", "labels": ["stale"],
-            "created_at": T0.isoformat(), "closed_at": closed.isoformat(),
-            "updated_at": closed.isoformat()})
-        await upsert_comment(session, thread, {
-            "kind": "comment", "github_id": 4402, "author": "github-actions[bot]",
-            "author_is_bot": True, "created_at": closed.isoformat(),
-            "body": "This issue has been automatically closed due to inactivity."})
-        # what an older analyzer stored: a proposal it read as closed otherwise
-        session.add(Analysis(thread_id=thread.id, analyzer_version="2020.01.01-1",
-                             is_proposal=True, review_state="closed_other", methods=[],
-                             arxiv_ids=[], result={"proposal": {"is_proposal": True},
-                                                   "review": {"state": "closed_other"}}))
+    # what an older analyzer stored: a proposal it read as closed otherwise
+    closed = await _closed_proposal_read_by_an_older_analyzer(ctx, 41, "closed_other")
     await step_reanalyse(ctx)
     client = await client_for(ctx)
     try:
@@ -443,3 +449,92 @@ async def test_a_state_the_nightly_reanalysis_changes_moves_its_entry(ctx: Any) 
     [entry] = [e for e in entries if e["id"].endswith("/trl/41")]
     assert "lapsed" in entry["terms"]  # the new state, read by the re-analysis
     assert _time(entry["updated"]) > closed  # when the tracker recorded it, not the close
+
+
+async def _closed_proposal_read_by_an_older_analyzer(ctx: Any, number: int, state: str) -> Any:
+    """Proposal `number` of huggingface/trl closed by a stale bot at T0 + 10 days (before now),
+    its analysis stored by an older analyzer version reading it `state`. Returns the close."""
+    from bot.store.threads import upsert_comment
+
+    closed = T0 + timedelta(days=10)
+    async with ctx.sessionmaker() as session, session.begin():
+        thread = await upsert_thread(session, {
+            "repo": "huggingface/trl", "number": number, "kind": "issue", "title": "Add CISPO loss",
+            "state": "closed", "closed_by": "github-actions[bot]", "labels": ["stale"],
+            "created_at": T0.isoformat(), "closed_at": closed.isoformat(),
+            "updated_at": closed.isoformat()})
+        await upsert_comment(session, thread, {
+            "kind": "comment", "github_id": 4400 + number, "author": "github-actions[bot]",
+            "author_is_bot": True, "created_at": closed.isoformat(),
+            "body": "This issue has been automatically closed due to inactivity."})
+        session.add(Analysis(thread_id=thread.id, analyzer_version="2020.01.01-1",
+                             is_proposal=True, review_state=state, methods=[], arxiv_ids=[],
+                             result={"proposal": {"is_proposal": True}, "review": {"state": state}}))
+    return closed
+
+
+async def test_a_reanalysis_reading_the_same_state_leaves_its_entry(ctx: Any) -> None:
+    """The nightly re-analysis under a new analyzer version rewrites every analysis (its
+    `analyzed_at` moves): an entry whose state it reads as before keeps its `updated`, or
+    every proposal would be new to feed readers at each release."""
+    from bot.scheduler import step_reanalyse
+
+    closed = await _closed_proposal_read_by_an_older_analyzer(ctx, 42, "lapsed")
+    await step_reanalyse(ctx)
+    async with ctx.sessionmaker() as session:
+        version = await session.scalar(select(Analysis.analyzer_version))
+    client = await client_for(ctx)
+    try:
+        [entry] = parse_feed(await fetch(client, "/proposals.atom"), f"{BASE}/proposals.atom")
+    finally:
+        await client.close()
+    assert version != "2020.01.01-1"  # re-analysed
+    assert "lapsed" in entry["terms"] and _time(entry["updated"]) == closed
+
+
+async def test_each_analysis_write_records_a_state_change_only(ctx: Any) -> None:
+    """The three ways an analysis is stored (bot.pipeline: one thread, the worker's batch
+    upsert, the nightly compare-and-set) set the time of a review-state change when the state
+    read is another than the stored one, and leave it when it is the same."""
+    from bot.pipeline import ThreadChange, analyse_and_store, store_analysis_if, threads_changed
+    from bot.store.threads import get_thread
+
+    await _closed_proposal_read_by_an_older_analyzer(ctx, 43, "closed_other")
+
+    async def stored() -> tuple[str | None, Any, Any]:
+        async with ctx.sessionmaker() as session:
+            row = (await session.execute(select(
+                Analysis.review_state, Analysis.review_state_changed_at, Analysis.analyzer_version)
+            )).one()
+        return row.review_state, row.review_state_changed_at, row.analyzer_version
+
+    async def set_state(state: str) -> None:
+        async with ctx.sessionmaker() as session, session.begin():
+            await session.execute(update(Analysis).values(review_state=state))
+
+    assert (await stored())[:2] == ("closed_other", None)
+    await threads_changed(ctx, [ThreadChange("huggingface/trl", 43, "sync")])  # the batch upsert
+    state, changed, version = await stored()
+    assert state == "lapsed" and changed is not None
+    await threads_changed(ctx, [ThreadChange("huggingface/trl", 43, "sync")])
+    assert (await stored())[1] == changed  # the same state: left
+    async with ctx.sessionmaker() as session, session.begin():  # one thread (webhooks, commands)
+        thread = await get_thread(session, "huggingface/trl", 43)
+        assert thread is not None
+        result = await analyse_and_store(session, thread)
+    assert (await stored())[1] == changed
+    await set_state("closed_other")
+    async with ctx.sessionmaker() as session, session.begin():
+        thread = await get_thread(session, "huggingface/trl", 43)
+        assert thread is not None
+        await analyse_and_store(session, thread)
+    again = (await stored())[1]
+    assert again is not None and again != changed
+    async with ctx.sessionmaker() as session, session.begin():  # the nightly compare-and-set
+        assert await store_analysis_if(session, thread.id, version, result)
+    assert (await stored())[1] == again
+    await set_state("closed_other")
+    async with ctx.sessionmaker() as session, session.begin():
+        assert await store_analysis_if(session, thread.id, version, result)
+    last = (await stored())[1]
+    assert last is not None and last != again

@@ -323,3 +323,29 @@ def test_0015_comment_minimized_goes_down_and_up(db_url: str) -> None:
     assert asyncio.run(_execute(db_url, "SELECT id, body, minimized_reason FROM comments")) == [
         (5, "spam", None)]
     assert schema_differences(db_url) == []
+
+
+def test_0022_first_repo_and_state_change_time_go_down_and_up(db_url: str) -> None:
+    """feedids65: a thread's first name (its feed entry's id) is dropped on the way down and
+    filled with its repository's name on the way up, so no stored thread's id changes; the
+    time of a review-state change is dropped and comes back empty (as first stored). The
+    threads' expression indexes stay (SQLite drops the column in place, no table copy)."""
+    asyncio.run(_execute(db_url, "INSERT INTO threads (id, repo, number, kind, title, state, labels, "
+                                 "assignees, complete, muted, stored_at, first_repo) VALUES (1, "
+                                 "'o/renamed', 1, 'issue', 't', 'open', '[]', '[]', true, false, "
+                                 "CURRENT_TIMESTAMP, 'o/first')"))
+    asyncio.run(_execute(db_url, "INSERT INTO analyses (id, thread_id, analyzer_version, result, "
+                                 "is_failure_report, is_proposal, review_state, methods, arxiv_ids, "
+                                 "analyzed_at, review_state_changed_at) VALUES (3, 1, 'v', '{}', "
+                                 "false, true, 'lapsed', '[]', '[]', CURRENT_TIMESTAMP, "
+                                 "CURRENT_TIMESTAMP)"))
+    downgrade(db_url, "0021")
+    assert "first_repo" not in columns(db_url, "threads")
+    assert "review_state_changed_at" not in columns(db_url, "analyses")
+    migrate.upgrade(db_url)
+    assert asyncio.run(_execute(db_url, "SELECT id, repo, first_repo FROM threads")) == [
+        (1, "o/renamed", "o/renamed")]
+    assert asyncio.run(_execute(
+        db_url, "SELECT id, review_state, review_state_changed_at FROM analyses")) == [
+        (3, "lapsed", None)]
+    assert schema_differences(db_url) == []

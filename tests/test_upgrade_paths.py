@@ -82,7 +82,7 @@ def full_rows() -> dict[str, list[dict[str, Any]]]:
               "state": "open", "state_reason": None, "closed_by": None, "labels": ["bug"],
               "assignees": [], "complete": True, "muted": False, "answered": None,
               "answer_chosen_by": None, "category": None, "closed_at": None, "stored_at": T0,
-              **common}
+              "first_repo": REPO, **common}
     return {
         "installations": [{"id": 7, "account": "huggingface", "account_type": "Organization",
                            "suspended": False, "deleted": False, "suspension_changed_at": T0,
@@ -120,7 +120,8 @@ def full_rows() -> dict[str, list[dict[str, Any]]]:
                       "failure_category": "entropy_collapse", "failure_confidence": 0.61,
                       "failure_runner_up": "kl_growth", "is_proposal": False,
                       "review_state": None, "methods": ["grpo"], "arxiv_ids": [],
-                      "analyzed_at": T0}],
+                      # (None: as first stored; a time is dropped by a downgrade below 0022)
+                      "analyzed_at": T0, "review_state_changed_at": None}],
         "verdicts": [{"id": 1, "thread_id": 1, "is_failure_report": True,
                       "category": "entropy_collapse", "login": "alice", "role": "author",
                       "comment_id": 77, "analyzer_category": "entropy_collapse",
@@ -170,7 +171,8 @@ def full_rows() -> dict[str, list[dict[str, Any]]]:
 FILLED = {("repositories", "private"): False,
           ("analyses", "failure_confidence"): 0.61,  # 0007, from the stored JSON
           ("analyses", "failure_runner_up"): "kl_growth",
-          ("deliveries", "repo_id"): RID}  # 0017, from the stored payload
+          ("deliveries", "repo_id"): RID,  # 0017, from the stored payload
+          ("threads", "first_repo"): REPO}  # 0022, from the thread's repository name
 
 
 def _stored_then(table: str, row: dict[str, Any], rev: str) -> dict[str, Any]:

@@ -106,7 +106,8 @@ def summary_row(r: Any) -> dict[str, Any]:
 async def find_thread(session: AsyncSession, repo: str, number: int) -> Thread | None:
     """The stored thread `repo#number` under the name asked for, else under any other name of
     its framework's repository, the current one first (a thread delivered before a rename
-    stays under the former name until a rename event moves it)."""
+    stays under the former name until a rename event moves it), else the one first stored
+    under that name (its feed entry's id: renamed since, to a name the catalog may not know)."""
     from bot.store.threads import get_thread
 
     thread = await get_thread(session, repo, number)
@@ -116,6 +117,9 @@ async def find_thread(session: AsyncSession, repo: str, number: int) -> Thread |
             break
         if name.lower() != repo.lower():
             thread = await get_thread(session, name, number)
+    if thread is None:
+        thread = await session.scalar(select(Thread).where(
+            Thread.first_repo == repo, Thread.number == number).order_by(Thread.id).limit(1))
     return thread
 
 

@@ -3,19 +3,24 @@
 - `/reports/feed.atom`: the nightly proposal-status reports, newest first (at most FEED_ROWS),
   each linking to its page and saying the night's counts as the reports list does;
 - `/proposals.atom`: the proposals `/proposals` lists, with its filters read by its own
-  parser (`pages.proposal_filters`; a bad value is the page's 400), the most recently active first;
+  parser (`pages.proposal_filters`; a bad value is the page's 400), the most recently changed first;
 - `/failures/{key}.atom`: the failure reports `/failures/{key}` lists, newest first (an
   unknown kind is the page's 404, another spelling of one the page's 301).
 
 The threads are read with the pages' own query parts (`data.tracked_only`, `data.thread_filters`,
 `data.summary_row`): the same threads, so nothing of a repository made private or forgotten (its
-rows are deleted, bot/store/privacy.py) can appear. The store keeps no time of a review-state
-change (an analysis row's `analyzed_at` moves with every nightly re-analysis), so a proposal's
-`updated` is the thread's last activity on GitHub (`threads.updated_at`), else its opening,
-else when the tracker stored it; a failure report's is its opening (`published` too).
+rows are deleted, bot/store/privacy.py) can appear. A proposal's `updated` is the later of
+the thread's last activity on GitHub (`threads.updated_at`, else its opening) and the last
+change of its stored review state (`analyses.review_state_changed_at`: a nightly re-analysis
+under a new analyzer version can read a close otherwise, with no activity; `analyzed_at`
+moves at every re-analysis, changed or not), else when the tracker stored it; a failure
+report's is its opening (`published` too).
 
 Ids are the pages' absolute addresses under the configured public URL (`settings.public_url`,
-the one the app's comments link with): the same on every run and every database. Titles are
+the one the app's comments link with): the same on every run and every database. A thread's
+is its page under the name it was first stored under (`threads.first_repo`, migration 0022):
+a renamed or moved repository's entries keep their ids, and the page answers there
+(`data.find_thread`); the entry links the page under the current name. Titles are
 GitHub's text: written by the autoescaping template engine, without control characters and
 isolated as a page's `<title>` is (`plain_title`), and the characters XML forbids that a
 page's cleaning leaves (lone surrogates, U+FFFE, U+FFFF) are dropped from the document.
@@ -29,11 +34,11 @@ from urllib.parse import quote
 
 from aiohttp import web
 from markupsafe import Markup
-from sqlalchemy import func, select
+from sqlalchemy import case, func, select
 
 from bot.context import app_context
 from bot.site import data, pages
-from bot.store.models import Thread
+from bot.store.models import Analysis, Thread
 from bot.store.types import format_datetime, parse_datetime
 from bot.templating import html_env
 
@@ -65,28 +70,40 @@ def atom(feed: dict[str, Any], entries: list[dict[str, Any]], *, dated: bool = F
     return response
 
 
-async def _threads(request: web.Request, *, by_activity: bool, **filters: Any
+# When a thread's entry last changed: its last activity on GitHub (else its opening) or the
+# last change of its stored review state (a re-analysis reading the thread otherwise), the later.
+_ACTIVITY = func.coalesce(Thread.updated_at, Thread.created_at)
+_CHANGED = case((Analysis.review_state_changed_at > _ACTIVITY, Analysis.review_state_changed_at),
+                else_=func.coalesce(_ACTIVITY, Analysis.review_state_changed_at))
+
+
+async def _threads(request: web.Request, *, by_change: bool, **filters: Any
                    ) -> list[dict[str, Any]]:
     """The first FEED_ROWS thread summaries `filters` name (`data.thread_filters`, as the
-    pages), the most recently active first or (`by_activity` false) newest first as the
-    pages list them, each with `activity_at` and `stored_at`."""
-    columns = [*data.thread_columns(), Thread.updated_at.label("activity_at"),
-               Thread.stored_at.label("stored_at")]
+    pages), the most recently changed first (`_CHANGED`) or (`by_change` false) newest first
+    as the pages list them, each with `changed_at`, `stored_at` and `first_repo`."""
+    columns = [*data.thread_columns(), _CHANGED.label("changed_at"),
+               Thread.stored_at.label("stored_at"),
+               func.coalesce(Thread.first_repo, Thread.repo).label("first_repo")]
     query = data.thread_filters(data.tracked_only(select(*columns).select_from(Thread)), **filters)
-    when = func.coalesce(Thread.updated_at, Thread.created_at) if by_activity else Thread.created_at
+    when = _CHANGED if by_change else Thread.created_at
     query = query.order_by(when.desc().nulls_last(), Thread.id.desc()).limit(FEED_ROWS)
     async with app_context(request).sessionmaker() as session:
         rows = (await session.execute(query)).all()
-    return [{**data.summary_row(r), "activity_at": format_datetime(r.activity_at),
-             "stored_at": format_datetime(r.stored_at)} for r in rows]
+    return [{**data.summary_row(r), "changed_at": format_datetime(r.changed_at),
+             "stored_at": format_datetime(r.stored_at), "first_repo": r.first_repo}
+            for r in rows]
 
 
 def _thread_entry(base: str, row: dict[str, Any], updated: str, summary: str,
                   terms: list[str]) -> dict[str, Any]:
+    """The entry of a thread: its id the thread page under the name it was first stored under
+    (the page answers there), the same after its repository is renamed or moved; its link
+    the page under the current name."""
     page = f"{base}/threads/{row['repo']}/{row['number']}"
-    return {"id": page, "title": row["title"], "link": page, "related": row["url"],
-            "updated": updated, "published": row["created_at"], "summary": summary,
-            "terms": [t for t in terms if t]}
+    return {"id": f"{base}/threads/{row['first_repo']}/{row['number']}", "title": row["title"],
+            "link": page, "related": row["url"], "updated": updated,
+            "published": row["created_at"], "summary": summary, "terms": [t for t in terms if t]}
 
 
 def _where(row: dict[str, Any]) -> str:
@@ -122,10 +139,10 @@ async def proposals_feed(request: web.Request) -> web.Response:
         return await pages.proposals_page(request)  # the page's 400, saying what was wrong
     base = _base(request)
     page = pages.proposals_url(filters, 1)  # /proposals?framework=…: the filters in one order
-    rows = await _threads(request, by_activity=True, proposals=True, **filters)
+    rows = await _threads(request, by_change=True, proposals=True, **filters)
     labels = pages.STATE_LABELS
     entries = [_thread_entry(
-        base, r, r["activity_at"] or r["created_at"] or r["stored_at"] or NEVER,
+        base, r, r["changed_at"] or r["stored_at"] or NEVER,
         f"{_where(r)}: {labels.get(r['review_state'] or 'unknown', r['review_state'])}"
         + (f", {data.catalog().frameworks[r['framework']].name}" if r["framework"] else ""),
         [r["review_state"], r["framework"]]) for r in rows]
@@ -143,7 +160,7 @@ async def failure_feed(request: web.Request) -> web.Response:
     if failure is None:
         return pages.not_found("failure kind")
     base = _base(request)
-    rows = await _threads(request, by_activity=False, failures=True, category=key)
+    rows = await _threads(request, by_change=False, failures=True, category=key)
     entries = [_thread_entry(
         base, r, r["created_at"] or r["stored_at"] or NEVER,
         f"{_where(r)}: reported {failure.title}"

@@ -89,14 +89,25 @@ class Repository(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 
+def _repo_inserted(context: Any) -> Any:
+    """A thread's `first_repo` when it is inserted: the name it is stored under."""
+    return context.get_current_parameters()["repo"]
+
+
 class Thread(Base):
     """An issue, pull request or discussion. Keyed by canonical repository name and number."""
 
     __tablename__ = "threads"
-    __table_args__ = (UniqueConstraint("repo", "number", name="uq_threads_repo_number"),)
+    __table_args__ = (UniqueConstraint("repo", "number", name="uq_threads_repo_number"),
+                      Index("ix_threads_first_repo_number", "first_repo", "number"))
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     repo: Mapped[str] = mapped_column(String(255), index=True)
     number: Mapped[int] = mapped_column(Integer)
+    # The repository name the thread was first stored under: a rename moves `repo`
+    # (bot.store.repositories.follow_rename), not this. Its feed entry's id is
+    # /threads/{first_repo}/{number}, the same across renames (migration 0022; None only for
+    # a row written around the model: readers take `repo` then).
+    first_repo: Mapped[str | None] = mapped_column(String(255), default=_repo_inserted)
     kind: Mapped[str] = mapped_column(String(16))  # issue | pull_request | discussion
     github_id: Mapped[int | None] = mapped_column(BigInteger)
     node_id: Mapped[str | None] = mapped_column(String(64))
@@ -239,6 +250,10 @@ class Analysis(Base):
     failure_runner_up: Mapped[str | None] = mapped_column(String(64))
     is_proposal: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
     review_state: Mapped[str | None] = mapped_column(String(32))
+    # When the stored review state last became another (None: as first stored): set by
+    # bot.pipeline only when an analysis reads a state other than the stored one, not at every
+    # re-analysis as `analyzed_at` (migration 0022).
+    review_state_changed_at: Mapped[datetime | None]
     methods: Mapped[list[Any]] = mapped_column(JSON, default=list)  # catalog method ids linked
     arxiv_ids: Mapped[list[Any]] = mapped_column(JSON, default=list)
     analyzed_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)

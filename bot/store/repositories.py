@@ -92,6 +92,8 @@ async def _merge_threads(session: AsyncSession, was: str, now: str) -> None:
             for column in MERGED_COLUMNS:
                 setattr(new, column, getattr(old, column))
         new.muted = bool(new.muted or old.muted)
+        # the name the one stored first was stored under: its feed entry's id, read first
+        new.first_repo = (old if old.id < new.id else new).first_repo or new.first_repo
         await session.execute(delete(Thread).where(Thread.id == old_id)
                               .execution_options(synchronize_session=False))
         session.expunge(old)

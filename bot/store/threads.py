@@ -392,7 +392,9 @@ async def move_thread(session: AsyncSession, old_repo: str, old_number: int,
     await follow_transfer(session, old.repo if old is not None else old_repo,
                           old_number, new["repo"], int(new["number"]))
     if old is not None and target is None:
-        old.repo, old.number = new["repo"], int(new["number"])
+        # A new place and number: the thread's entry id is of them (the former name with the
+        # new number could be another thread of the former repository).
+        old.repo, old.first_repo, old.number = new["repo"], new["repo"], int(new["number"])
         await session.flush()
         return await _unless_older(session, new, old)
     if target is None:

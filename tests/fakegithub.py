@@ -250,15 +250,19 @@ class FakeGitHub:
         headers = {"retry-after": str(retry_after)} if retry_after is not None else {}
         self.fail_next(method, path_regex, 403, times, headers, {"message": SECONDARY_LIMIT_MESSAGE})
 
-    def rate_limited(self, method: str, path_regex: str, reset_in: int = 30, times: int = 1) -> None:
-        """A primary rate limit: 403 with x-ratelimit-remaining 0 and a reset time."""
-        reset = int(_now().timestamp()) + reset_in
-        headers = {
-            "x-ratelimit-limit": "5000",
-            "x-ratelimit-remaining": "0",
-            "x-ratelimit-reset": str(reset),
-        }
+    def rate_limited(self, method: str, path_regex: str, reset_in: int = 30, times: int = 1,
+                     resource: str = "core") -> None:
+        """A primary rate limit: 403 with x-ratelimit-remaining 0 and a reset time (by
+        GitHub's clock, `now`), of `resource` (`x-ratelimit-resource`: core, graphql, search)."""
+        headers = self.limit_spent(reset_in, resource)
         self.fail_next(method, path_regex, 403, times, headers, {"message": "API rate limit exceeded"})
+
+    def limit_spent(self, reset_in: int = 30, resource: str = "core") -> dict[str, str]:
+        """GitHub's headers on an answer that spent the last request of a primary limit (the
+        request taken, or refused), reset `reset_in` seconds from GitHub's now."""
+        return {"x-ratelimit-limit": "5000", "x-ratelimit-remaining": "0",
+                "x-ratelimit-reset": str(int(self.now().timestamp()) + reset_in),
+                "x-ratelimit-used": "5000", "x-ratelimit-resource": resource}
 
     def requests(self, method: str | None = None, path_regex: str | None = None) -> list[Call]:
         pattern = re.compile(path_regex) if path_regex else None

@@ -1,0 +1,184 @@
+"""GitHub's rate limits and refusals as the app meets them (limits65), over HTTP to the one
+fake GitHub (tests/fakegithub.py), its clock and the client's moved by the test (no sleeps).
+
+A primary rate limit (`x-ratelimit-remaining: 0` with `x-ratelimit-reset`) is the budget of
+one set of credentials for one resource (REST's "core", "graphql", "search") spent until the
+reset: every request of those credentials to that resource is refused until then, and GitHub
+counts the refusals. A secondary limit holds every request of the credentials (auth64)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import gidgethub
+import pytest
+
+from bot.config import Settings
+from bot.github.client import GitHubClient, rate_limit_wait
+from tests.fakegithub import Clock, FakeGitHub, clocked_github, rsa_key_pair
+
+REPO = "verl-project/verl"
+ISSUE = f"/repos/{REPO}/issues/1"
+
+
+@pytest.fixture
+def client_settings(fake_github: FakeGitHub) -> Settings:
+    # The client needs no database: these tests run once, not once per database backend.
+    pem, public = rsa_key_pair()
+    fake_github.app_id = "4242"
+    fake_github.public_key = public
+    return Settings.from_env({}, app_id="4242", private_key=pem, api_url=fake_github.url,
+                             dry_run=False)
+
+
+@pytest.fixture
+def installed(fake_github: FakeGitHub) -> FakeGitHub:
+    fake_github.add_installation(7, "verl-project", [REPO])
+    fake_github.add_installation(8, "huggingface", ["huggingface/trl"])
+    fake_github.add_issue(REPO, 1, "Entropy collapses", "after step 200")
+    fake_github.add_issue("huggingface/trl", 2, "KL grows")
+    fake_github.graphql_handler = lambda query, variables: {"viewer": {"login": "rltracker[bot]"}}
+    return fake_github
+
+
+@pytest.fixture
+def clock(installed: FakeGitHub) -> Clock:
+    return Clock(installed)
+
+
+@pytest.fixture
+async def client(client_settings: Settings, clock: Clock) -> AsyncIterator[GitHubClient]:
+    c = GitHubClient(client_settings, sleep=clock.sleep, clock=clock, rand=lambda: 0.0)
+    yield c
+    await c.close()
+
+
+def _sent(fake: FakeGitHub, path_regex: str) -> int:
+    return len(fake.requests(None, path_regex))
+
+
+# ---- a primary rate limit holds the credentials' requests to its resource until the reset ----
+async def test_a_spent_rest_limit_holds_the_installations_rest_requests_until_the_reset(
+        client: GitHubClient, installed: FakeGitHub, clock: Clock) -> None:
+    """GitHub answers 403 `x-ratelimit-remaining: 0`, reset in 20 minutes. The request gives
+    up (longer than it may wait) and its caller is deferred to the reset. The next request of
+    the installation went to GitHub and was refused again (one more refusal counted against
+    an app already over its limit, for every delivery until the reset). Now it is answered
+    the same refusal, with the same reset, without asking GitHub; GraphQL (counted apart),
+    and another installation's requests, still go; after the reset GitHub is asked again."""
+    installed.rate_limited("GET", r"/issues/1$", reset_in=1200)
+    gh = await client.api(7)
+    with pytest.raises(gidgethub.RateLimitExceeded) as first:
+        await gh.getitem(ISSUE)
+    assert _sent(installed, r"/issues/1$") == 1
+    wait = rate_limit_wait(first.value, now=clock())
+    assert wait is not None and 1190 <= wait <= 1210
+
+    for path in (ISSUE, f"{ISSUE}/comments", f"/repos/{REPO}/labels"):
+        with pytest.raises(gidgethub.RateLimitExceeded) as again:
+            await gh.getitem(path)
+        later = rate_limit_wait(again.value, now=clock())
+        assert later is not None and 1190 <= later <= 1212, (path, later)
+    assert _sent(installed, rf"^/repos/{REPO}/") == 1, "asked GitHub inside its spent limit"
+
+    # GraphQL's limit is its own; another installation's is its own.
+    assert await client.graphql("{ viewer { login } }", installation_id=7) == {
+        "viewer": {"login": "rltracker[bot]"}}
+    other = await client.api(8)
+    assert (await other.getitem("/repos/huggingface/trl/issues/2"))["title"] == "KL grows"
+
+    clock.advance(1202)  # the reset has come
+    assert (await gh.getitem(ISSUE))["number"] == 1
+    assert _sent(installed, r"/issues/1$") == 2
+
+
+async def test_a_held_request_within_its_bound_waits_for_the_reset_then_goes(
+        client: GitHubClient, installed: FakeGitHub, clock: Clock) -> None:
+    """A near reset (20 s): the request that met the limit waits it out itself, as before;
+    another request of the installation sent meanwhile waits for the same reset instead of
+    being refused by GitHub first (it went, was refused, then waited)."""
+    installed.rate_limited("GET", r"/issues/1$", reset_in=1200)
+    gh = await client.api(7)
+    with pytest.raises(gidgethub.RateLimitExceeded):
+        await gh.getitem(ISSUE)
+    clock.advance(1180)  # 20 s left
+    before = clock()
+    assert [c async for c in gh.getiter(f"{ISSUE}/comments")] == []
+    assert 19 <= clock() - before <= 23  # waited for the reset, once
+    calls = installed.requests("GET", r"/issues/1/comments")
+    assert [c.status for c in calls] == [200]
+
+
+async def test_the_last_request_of_a_limit_holds_the_next_one(
+        client: GitHubClient, installed: FakeGitHub, clock: Clock) -> None:
+    """GitHub takes the request that spends the limit (200, `x-ratelimit-remaining: 0`):
+    the next one would be refused; it is held until the reset without asking GitHub."""
+    @installed.route("GET", r"/repos/verl-project/verl/issues/1")
+    def last_one(fake: FakeGitHub, request: Any, match: Any, body: Any) -> Any:
+        return 200, {"number": 1, "title": "Entropy collapses"}, fake.limit_spent(900)
+
+    gh = await client.api(7)
+    assert (await gh.getitem(ISSUE))["number"] == 1
+    with pytest.raises(gidgethub.RateLimitExceeded):
+        await gh.getitem(f"/repos/{REPO}/labels")
+    assert _sent(installed, r"/labels$") == 0
+
+
+async def test_a_spent_graphql_limit_holds_graphql_not_rest(
+        client: GitHubClient, installed: FakeGitHub, clock: Clock) -> None:
+    """GitHub answers a spent GraphQL limit with 200, errors of type RATE_LIMITED and the
+    reset in its headers (`x-ratelimit-resource: graphql`). The next query went to GitHub
+    and was refused again; now it is answered as a rate limit with the reset without asking
+    GitHub, while REST (counted apart) goes on."""
+    limited = {"data": None, "errors": [
+        {"type": "RATE_LIMITED", "message": "API rate limit exceeded for installation ID 7."}]}
+    installed.fail_next("POST", r"^/graphql$", 200, headers=installed.limit_spent(1800, "graphql"),
+                        body=limited)
+    for _ in range(2):
+        with pytest.raises(gidgethub.BadRequest) as info:
+            await client.graphql("{ viewer { login } }", installation_id=7)
+        wait = rate_limit_wait(info.value, now=clock())
+        assert wait is not None and 1790 <= wait <= 1812
+    assert _sent(installed, r"^/graphql$") == 1
+    gh = await client.api(7)
+    assert (await gh.getitem(ISSUE))["number"] == 1
+    clock.advance(1802)
+    assert await client.graphql("{ viewer { login } }", installation_id=7) == {
+        "viewer": {"login": "rltracker[bot]"}}
+
+
+async def test_a_command_reply_met_by_a_spent_limit_defers_the_installations_deliveries(
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
+    """Two commands in one repository; GitHub refuses the first reply for the installation's
+    spent REST limit (403, `x-ratelimit-remaining: 0`, reset in two minutes). Its delivery
+    was deferred to the reset, but the next delivery asked GitHub at once (its config, its
+    issue, its reply), refused again. Now both are deferred to the reset, nothing asked
+    inside it; then each reply goes out once."""
+    import json as json_module
+
+    from tests.test_failed_deliveries import REPO as HELLO
+    from tests.test_failed_deliveries import _command_comment
+    from tests.test_github_permissions import _two_commands_rate_limited
+
+    first = await _command_comment(app_ctx, fake_github, shared_dir)
+    second = json_module.loads(json_module.dumps(first))
+    second["issue"]["number"] = first["issue"]["number"] + 1
+    second["comment"]["id"] += 1
+    second["comment"]["node_id"] += "2"
+    fake_github.add_issue(HELLO, second["issue"]["number"], "Another", "", "octocat")
+    async with clocked_github(app_ctx) as clock:
+        fake_github.rate_limited("POST", r"/issues/\d+/comments$", reset_in=119)
+        await _two_commands_rate_limited(app_ctx, fake_github, first, second, clock)
+
+
+def test_the_resource_of_a_request() -> None:
+    from bot.github.client import rate_limit_resource
+
+    assert rate_limit_resource("/graphql") == "graphql"
+    assert rate_limit_resource("/api/graphql") == "graphql"
+    assert rate_limit_resource("/search/issues") == "search"
+    assert rate_limit_resource("/api/v3/search/issues") == "search"
+    assert rate_limit_resource("/repos/o/search/issues") == "core"  # a repository named search
+    assert rate_limit_resource("/repos/o/r/issues/1") == "core"

@@ -182,3 +182,85 @@ def test_the_resource_of_a_request() -> None:
     assert rate_limit_resource("/api/v3/search/issues") == "search"
     assert rate_limit_resource("/repos/o/search/issues") == "core"  # a repository named search
     assert rate_limit_resource("/repos/o/r/issues/1") == "core"
+
+
+# ---- a command reply refused for a permission the installation has not granted -----------------
+async def test_a_command_reply_refused_for_a_permission_is_a_skip_answered_once_accepted(
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
+    """The installation grants Issues read only; a person asks `/rltracker methods ...`.
+    GitHub refuses the reply (403 "Resource not accessible by integration"). The delivery
+    failed (one more failed delivery in /healthz and /metrics), nothing on the thread's page
+    said why the command was not answered, and accepting the permission answered nothing
+    (only `rltracker deliveries retry` by hand). Now the refusal is a skip on the thread's
+    page naming the permission, the delivery is done, and the installation's
+    `new_permissions_accepted` handles the delivery again: the reply goes out, once."""
+    from aiohttp.test_utils import TestClient, TestServer
+    from gidgethub import sansio
+    from sqlalchemy import select
+
+    from bot.app import create_app
+    from bot.speaking.render import REPLY_MARKER
+    from bot.store.models import Action, Delivery
+    from bot.webhooks import installations
+    from bot.webhooks.worker import Worker
+    from tests.test_actions_e2e import INST
+    from tests.test_failed_deliveries import REPO as HELLO
+    from tests.test_failed_deliveries import _command_comment, _received
+
+    payload = await _command_comment(app_ctx, fake_github, shared_dir)
+    number, ref = payload["issue"]["number"], payload["comment"]["id"]
+    fake_github.installations[INST]["permissions"]["issues"] = "read"
+    app = create_app(app_ctx, worker=False)
+    async with TestClient(TestServer(app)) as client:
+        await _received(client, app_ctx, payload, "dlv-perm")
+        worker = Worker(app_ctx, backoff=lambda attempt: 0.0)
+        assert await worker.run_until_idle() == 1
+        assert worker.counts["failed"] == 0 and worker.counts["done"] == 1, worker.counts
+        async with app_ctx.sessionmaker() as s:
+            delivery = await s.scalar(select(Delivery).where(Delivery.delivery_id == "dlv-perm"))
+            skips = list(await s.scalars(select(Action).where(Action.status == "skipped")))
+        assert delivery.status == "done"
+        [skip] = [a for a in skips if a.dedupe_key.endswith(f":command:skip:not_permitted:{ref}")]
+        assert "Issues write" in (skip.reason or "") and "once the permission is accepted" in (
+            skip.reason or "")
+        assert fake_github.comments_of(HELLO, number) == []
+        page = await client.get(f"/threads/{HELLO}/{number}")
+        assert page.status == 200
+        assert "Issues write permission" in await page.text()
+
+        fake_github.installations[INST]["permissions"]["issues"] = "write"
+        await installations.router.dispatch(sansio.Event(
+            {"action": "new_permissions_accepted",
+             "installation": {"id": INST, "account": {"login": "Codertocat", "type": "User"},
+                              "target_type": "User", "suspended_at": None},
+             "sender": {"login": "Codertocat", "type": "User"}},
+            event="installation", delivery_id="perm-accepted"), app_ctx)
+        assert await worker.run_until_idle() == 1
+    [reply] = fake_github.comments_of(HELLO, number)
+    assert REPLY_MARKER in reply["body"]
+    async with app_ctx.sessionmaker() as s:
+        left = list(await s.scalars(select(Action.dedupe_key).where(
+            Action.dedupe_key.contains(":skip:not_permitted:"))))
+        delivery = await s.scalar(select(Delivery).where(Delivery.delivery_id == "dlv-perm"))
+    assert left == [] and delivery.status == "done"
+    assert await worker.run_until_idle() == 0  # answered once
+    assert len(fake_github.comments_of(HELLO, number)) == 1
+
+
+def test_a_graphql_forbidden_write_is_a_permission_refusal() -> None:
+    """addDiscussionComment without Discussions write: GitHub's 200 with data null and an
+    error of type FORBIDDEN, "Resource not accessible by integration" (as the fake's
+    `_withhold` answers a read). Told from a lock or another FORBIDDEN."""
+    import gidgethub
+
+    from bot.speaking.posting import permission_refusal
+
+    def answer(*errors: dict[str, Any]) -> gidgethub.QueryError:
+        return gidgethub.QueryError({"data": None, "errors": list(errors)})
+
+    forbidden = {"type": "FORBIDDEN", "path": ["addDiscussionComment"],
+                 "message": "Resource not accessible by integration"}
+    assert permission_refusal(answer(forbidden))
+    assert not permission_refusal(answer({**forbidden, "message": "Discussion is locked"}))
+    assert not permission_refusal(answer(forbidden, {"type": "NOT_FOUND", "message": "gone"}))
+    assert not permission_refusal(answer({"message": "Something went wrong"}))

@@ -45,14 +45,21 @@ NOT_PERMITTED = ("not_permitted", "GitHub refused the app's comment (Resource no
 
 def permission_refusal(error: BaseException) -> bool:
     """GitHub refusing a write the installation's token does not cover (403, "Resource not
-    accessible by integration", no rate limit): Issues write not granted (read only), or the
-    repository no longer in the installation. The same on every retry until the permission
-    is accepted: a reason to stay quiet, recorded with the permission it lacks, not a failed
-    delivery per issue opened (auth64)."""
+    accessible by integration", no rate limit; through GraphQL, an answer whose every error
+    is FORBIDDEN with those words, as for addDiscussionComment without Discussions write):
+    Issues write not granted (read only), or the repository no longer in the installation.
+    The same on every retry until the permission is accepted: a reason to stay quiet,
+    recorded with the permission it lacks, not a failed delivery per issue opened (auth64)."""
     import gidgethub
 
     from bot.github.client import rate_limit_wait
 
+    if isinstance(error, gidgethub.QueryError) and isinstance(error.response, dict):
+        errors = error.response.get("errors")
+        return (isinstance(errors, list) and bool(errors) and all(
+            isinstance(e, dict) and e.get("type") == "FORBIDDEN"
+            and "not accessible by integration" in str(e.get("message") or "").lower()
+            for e in errors))
     return (isinstance(error, gidgethub.BadRequest) and int(error.status_code) == 403
             and "not accessible by integration" in str(error).lower()
             and rate_limit_wait(error) is None)
@@ -357,8 +364,10 @@ async def reply_once(
     over and `look()` finds the reply by its marker (review 58). `per_hour`: at most that
     many replies of `kind` on the thread in an hour (claims.claim_lease); past it nothing is
     claimed nor posted and it returns "rate_limited". GitHub refusing the reply for a locked
-    conversation or an archived repository (`locked_refusal`, `archived_refusal`) gives the
-    slot back and returns "skipped:locked" / "skipped:archived" (the caller records why).
+    conversation, an archived repository or a permission the installation has not granted
+    (`locked_refusal`, `archived_refusal`, `permission_refusal`) gives the slot back and
+    returns "skipped:locked" / "skipped:archived" / "skipped:not_permitted" (the caller
+    records why).
     `look()` answers whether it found the app's reply; when it did not, a reply carrying
     `marker` that a person deleted (`marker_deleted`: its `deleted` delivery noted, or the
     stored thread holds it and GitHub not) was created by an attempt whose answer GitHub lost:
@@ -395,7 +404,8 @@ async def reply_once(
             return "owned"
         posted = await send()
     except Exception as exc:
-        for refusal, (code, _) in ((locked_refusal, LOCKED), (archived_refusal, ARCHIVED)):
+        for refusal, (code, _) in ((locked_refusal, LOCKED), (archived_refusal, ARCHIVED),
+                                   (permission_refusal, NOT_PERMITTED)):
             if refusal(exc):  # nothing was posted, and nothing will be: the slot given back
                 await release(ctx, action_id, lease=lease)
                 return "skipped:" + code

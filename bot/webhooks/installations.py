@@ -484,6 +484,11 @@ async def handle_installation(payload: Mapping[str, Any], ctx: Any,
     _forget_written_repositories(ctx)
     _forget_token(ctx, iid, str(action))  # dead, refused, or lacking the new permissions
     log.info("installation %s %s", iid, action)
+    if action == "new_permissions_accepted" and not inst.deleted:
+        # The commands GitHub refused to let the app answer are answered now (limits65).
+        from bot.webhooks.commands import answer_when_permitted
+
+        await answer_when_permitted(ctx, iid)
     if action == "created" and not inst.deleted:
         await _start_preview(ctx, [r for r in repos if not _listed_private(r)])
 

@@ -264,3 +264,30 @@ def test_a_graphql_forbidden_write_is_a_permission_refusal() -> None:
     assert not permission_refusal(answer({**forbidden, "message": "Discussion is locked"}))
     assert not permission_refusal(answer(forbidden, {"type": "NOT_FOUND", "message": "gone"}))
     assert not permission_refusal(answer({"message": "Something went wrong"}))
+
+
+# ---- a conversation locked between the app's read and its comment ------------------------------
+@pytest.mark.parametrize("status", [403, 422])
+async def test_a_failure_comment_github_refuses_as_locked_is_a_skip(
+        app_ctx: Any, fake_github: Any, status: int) -> None:
+    """The issue reads unlocked when the app looks, and is locked before its comment reaches
+    GitHub: GitHub refuses it, "Unable to create comment because issue is locked." (403; its
+    GraphQL schema names the reason CommentCannotUpdateReason.LOCKED; 422 with the same words
+    taken too). The failure comment was a failed action and its delivery failed (one more
+    failed delivery in /healthz), for an answer every retry meets. It is now the same
+    recorded skip as a conversation read locked ("locked"): nothing posted, asked once."""
+    from bot.speaking.decide import act
+    from tests.test_actions_e2e import FAILURE, VERL, actions_of, app_comments, install, open_issue
+
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 1)
+    fake_github.fail_next("POST", r"/issues/1/comments$", status, body={
+        "message": "Unable to create comment because issue is locked.",
+        "documentation_url": "https://docs.github.com/articles/locking-conversations/"})
+    out = await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:locked", out
+    assert app_comments(fake_github, VERL, 1) == []
+    rows = await actions_of(app_ctx, 1, "failure_comment")
+    assert [r.status for r in rows] == ["skipped"], [(r.status, r.reason) for r in rows]
+    assert "locked" in (rows[0].reason or "")
+    assert len(fake_github.requests("POST", r"/issues/1/comments$")) == 1

@@ -77,15 +77,27 @@ class DiscussionLocked(Exception):
 
 def locked_refusal(error: BaseException) -> bool:
     """GitHub refusing a comment on a locked issue or pull request (403, "Unable to create
-    comment because issue is locked."): an installation without the right to comment there;
-    or in a locked discussion (`DiscussionLocked`). The same on every retry: a reason the
+    comment because issue is locked.", GitHub's CommentCannotUpdateReason.LOCKED; 422 with
+    the same words taken too): an installation without the right to comment there, or the
+    issue locked after the app read it unlocked; or in a locked discussion (`DiscussionLocked`). The same on every retry: a reason the
     reply is not posted, not a failure."""
     import gidgethub
 
     if isinstance(error, DiscussionLocked):
         return True
-    return (isinstance(error, gidgethub.BadRequest) and int(error.status_code) == 403
+    return (isinstance(error, gidgethub.BadRequest) and int(error.status_code) in (403, 422)
             and "is locked" in str(error).lower())
+
+
+def refusal_of(error: BaseException) -> tuple[str, str] | None:
+    """(skip code, reason) when GitHub refused the app's comment for a reason every retry
+    meets and nothing was posted (`locked_refusal`, `archived_refusal`, `permission_refusal`):
+    a reason to stay quiet, recorded; None for anything else (a failure, retried)."""
+    for refusal, skip in ((locked_refusal, LOCKED), (archived_refusal, ARCHIVED),
+                          (permission_refusal, NOT_PERMITTED)):
+        if refusal(error):
+            return skip
+    return None
 
 
 def comments_url(repo: str, number: int) -> str:
@@ -404,11 +416,10 @@ async def reply_once(
             return "owned"
         posted = await send()
     except Exception as exc:
-        for refusal, (code, _) in ((locked_refusal, LOCKED), (archived_refusal, ARCHIVED),
-                                   (permission_refusal, NOT_PERMITTED)):
-            if refusal(exc):  # nothing was posted, and nothing will be: the slot given back
-                await release(ctx, action_id, lease=lease)
-                return "skipped:" + code
+        if (refused := refusal_of(exc)) is not None:
+            # Nothing was posted, and nothing will be: the slot given back
+            await release(ctx, action_id, lease=lease)
+            return "skipped:" + refused[0]
         await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,
                      reason=f"{type(exc).__name__}: {exc}"[:500])
         raise

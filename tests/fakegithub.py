@@ -102,6 +102,8 @@ from aiohttp.test_utils import TestServer
 
 # Routes that take the app JWT (and nothing else); every other route takes a token.
 APP_ROUTE = re.compile(r"/app(?:/.*)?$|/(?:repos/[^/]+/[^/]+|orgs/[^/]+|users/[^/]+)/installation$")
+# An issue's own routes (the issue, its comments, labels, reactions)
+ISSUE_PATH = re.compile(r"/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<number>\d+)(?:/.*)?$")
 COMMENT_BODY_LIMIT = 65536  # characters GitHub takes in an issue comment's body
 SECONDARY_LIMIT_MESSAGE = (
     "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
@@ -186,6 +188,9 @@ class FakeGitHub:
         self.repo_labels: dict[str, list[str]] = {}
         self.permissions: dict[tuple[str, str], str] = {}
         self.private_repos: set[str] = set()  # lower-case names GitHub calls private
+        # lower-case names whose issues are turned off: their issues' routes answer 410
+        # "Issues are disabled for this repo" (pull requests still served), as GitHub does
+        self.issues_disabled: set[str] = set()
         self.graphql_handler: Callable[[str, dict[str, Any]], Any] | None = None
         self.allow_anonymous = True
         self.user_token = "ghp_test_user_token"
@@ -491,6 +496,9 @@ class FakeGitHub:
             return self._error(401, "'Authorization' header is using a JWT on a non-app route")
         if not is_app_route and auth.kind is None and not self.allow_anonymous:
             return self._error(401, "Requires authentication")
+        if (off := ISSUE_PATH.match(path)) and off["repo"].lower() in self.issues_disabled and not (
+                (self.issue(off["repo"], int(off["number"])) or {}).get("pull_request")):
+            return self._error(410, "Issues are disabled for this repo")
         for route in itertools.chain(self._routes, self._builtin):
             if route.method not in ("*", request.method):
                 continue

@@ -291,3 +291,71 @@ async def test_a_failure_comment_github_refuses_as_locked_is_a_skip(
     assert [r.status for r in rows] == ["skipped"], [(r.status, r.reason) for r in rows]
     assert "locked" in (rows[0].reason or "")
     assert len(fake_github.requests("POST", r"/issues/1/comments$")) == 1
+
+
+# ---- 410 Gone: an issue deleted, or the repository's issues turned off -------------------------
+def test_a_410_is_told_apart() -> None:
+    """GitHub answers 410 for a deleted issue ("This issue was deleted") and for every issue
+    of a repository whose issues are turned off ("Issues are disabled for this repo"); the
+    client answers 410 itself for an installation GitHub no longer knows (InstallationGone),
+    which says nothing about the issue."""
+    import http
+
+    from bot.github.client import InstallationGone, gone_answer
+
+    def refused(message: str) -> gidgethub.BadRequest:
+        return gidgethub.BadRequest(http.HTTPStatus.GONE, message)
+
+    assert gone_answer(refused("This issue was deleted")) == "deleted"
+    assert gone_answer(refused("Issues are disabled for this repo")) == "disabled"
+    assert gone_answer(InstallationGone(http.HTTPStatus.GONE, "installation 7 is gone")) is None
+    assert gone_answer(gidgethub.BadRequest(http.HTTPStatus.NOT_FOUND, "Not Found")) is None
+
+
+async def test_a_failure_comment_in_a_repository_whose_issues_were_turned_off_is_a_skip(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The repository's issues are turned off after the issue's delivery was stored: GitHub
+    answers the app's read of the issue 410 "Issues are disabled for this repo". The failure
+    comment was a failed action and the delivery failed; it is a recorded skip saying so."""
+    from bot.speaking.decide import act
+    from tests.test_actions_e2e import FAILURE, VERL, actions_of, install, open_issue
+
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 1)
+    fake_github.issues_disabled.add(VERL)
+    out = await act(app_ctx, VERL, 1, trigger="issues.opened", payload=payload, analysis=FAILURE)
+    assert out["failure_comment"] == "skipped:issues_disabled", out
+    rows = await actions_of(app_ctx, 1, "failure_comment")
+    assert [r.status for r in rows] == ["skipped"], [(r.status, r.reason) for r in rows]
+    assert "issues are turned off" in (rows[0].reason or "")
+    assert fake_github.requests("POST", r"/issues/1/comments$") == []
+
+
+# ---- GitHub down, saying when to come back ----------------------------------------------------
+async def test_a_503_with_retry_after_defers_the_delivery_as_asked(
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
+    """GitHub answers the command's reply 503 with `retry-after: 600` (a maintenance
+    window). The reply is a creating POST, not repeated by the client; the delivery was
+    retried after the worker's 5 s, then 20 s, ... into the window. It is now deferred no
+    earlier than GitHub asked."""
+    from aiohttp.test_utils import TestClient, TestServer
+    from sqlalchemy import select
+
+    from bot.app import create_app
+    from bot.store.models import Delivery
+    from bot.store.types import utcnow
+    from bot.webhooks.worker import Worker
+    from tests.test_failed_deliveries import _command_comment, _received
+
+    payload = await _command_comment(app_ctx, fake_github, shared_dir)
+    fake_github.fail_next("POST", r"/issues/\d+/comments$", 503, headers={"retry-after": "600"},
+                          body={"message": "Service Unavailable"})
+    async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
+        await _received(client, app_ctx, payload, "dlv-503")
+    before = utcnow()
+    worker = Worker(app_ctx, backoff=lambda attempt: 5.0)
+    await worker.run_until_idle()
+    async with app_ctx.sessionmaker() as s:
+        row = await s.scalar(select(Delivery).where(Delivery.delivery_id == "dlv-503"))
+    assert row.status == "pending"
+    assert (row.next_attempt_at - before).total_seconds() >= 590

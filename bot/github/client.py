@@ -274,14 +274,22 @@ def rate_limit_wait(exc: BaseException, now: float | None = None) -> float | Non
     `retry-after`, the secondary-limit message or no requests left) that the client's own
     bounded retries gave up on; None for any other failure. A job retried sooner (the
     worker's first backoff is 5 s) only meets the limit again, and GitHub may block an
-    integration that keeps doing so."""
-    if not isinstance(exc, gidgethub.HTTPException) or exc.status_code not in (403, 429):
+    integration that keeps doing so. Also GitHub's 5xx that says when to come back
+    (`retry-after`: a maintenance window's 503), which the worker retried after 5 s,
+    20 s, ... as any 5xx; None for a 5xx without it."""
+    if not isinstance(exc, gidgethub.HTTPException):
         return None
     headers = {k.lower(): v for k, v in (getattr(exc, "headers", None) or {}).items()}
+    now = time.time() if now is None else now
+    if isinstance(exc, gidgethub.GitHubBroken):
+        asked = (_retry_after_seconds(headers["retry-after"], now)
+                 if headers.get("retry-after") is not None else None)
+        return None if asked is None else min(MAX_RATE_LIMIT_WAIT, max(1.0, asked))
+    if exc.status_code not in (403, 429):
+        return None
     reason = retry_reason(int(exc.status_code), headers, str(exc).encode("utf-8", "replace"))
     if reason is None:
         return None
-    now = time.time() if now is None else now
     wait: float | None = None
     if headers.get("retry-after") is not None:
         wait = _retry_after_seconds(headers["retry-after"], now)
@@ -654,6 +662,18 @@ class InstallationGone(gidgethub.BadRequest):
     A BadRequest of status 410 (Gone), refused for good (`refused_for_good`), and not the 404
     GitHub gave for the token: raised from a request through the installation, that 404 read
     as the resource's own answer ("no config file", "our comment was deleted")."""
+
+
+def gone_answer(error: BaseException) -> str | None:
+    """What GitHub's 410 Gone for an issue (its comments, labels) says: "disabled" when the
+    repository's issues are turned off ("Issues are disabled for this repo": the issue is
+    there, unserved while they are off), "deleted" for another 410 ("This issue was
+    deleted"); None for any other answer, and for the client's own 410 for an installation
+    GitHub no longer knows (`InstallationGone`: nothing said about the issue)."""
+    if (not isinstance(error, gidgethub.BadRequest) or isinstance(error, InstallationGone)
+            or int(error.status_code) != 410):
+        return None
+    return "disabled" if "disabled" in str(error).lower() else "deleted"
 
 
 @dataclass

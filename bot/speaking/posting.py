@@ -89,14 +89,29 @@ def locked_refusal(error: BaseException) -> bool:
             and "is locked" in str(error).lower())
 
 
+# GitHub's 410 Gone for the issue (`bot.github.client.gone_answer`): its issues turned off, or
+# the issue deleted before its `deleted` delivery was handled.
+ISSUES_OFF = ("issues_disabled", "the repository's issues are turned off (GitHub answers 410 "
+              "\"Issues are disabled for this repo\")")
+ISSUE_GONE = ("issue_deleted", "the issue was deleted on GitHub (410 Gone)")
+# Every refusal `refusal_of` tells, by skip code: the reason recorded.
+REFUSAL_REASONS = dict((LOCKED, ARCHIVED, NOT_PERMITTED, ISSUES_OFF, ISSUE_GONE))
+
+
 def refusal_of(error: BaseException) -> tuple[str, str] | None:
     """(skip code, reason) when GitHub refused the app's comment for a reason every retry
-    meets and nothing was posted (`locked_refusal`, `archived_refusal`, `permission_refusal`):
-    a reason to stay quiet, recorded; None for anything else (a failure, retried)."""
+    meets and nothing was posted (`locked_refusal`, `archived_refusal`, `permission_refusal`,
+    a 410 Gone: `gone_answer`): a reason to stay quiet, recorded; None for anything else (a
+    failure, retried)."""
+    from bot.github.client import gone_answer
+
     for refusal, skip in ((locked_refusal, LOCKED), (archived_refusal, ARCHIVED),
                           (permission_refusal, NOT_PERMITTED)):
         if refusal(error):
             return skip
+    gone = gone_answer(error)
+    if gone is not None:
+        return ISSUES_OFF if gone == "disabled" else ISSUE_GONE
     return None
 
 
@@ -376,10 +391,9 @@ async def reply_once(
     over and `look()` finds the reply by its marker (review 58). `per_hour`: at most that
     many replies of `kind` on the thread in an hour (claims.claim_lease); past it nothing is
     claimed nor posted and it returns "rate_limited". GitHub refusing the reply for a locked
-    conversation, an archived repository or a permission the installation has not granted
-    (`locked_refusal`, `archived_refusal`, `permission_refusal`) gives the slot back and
-    returns "skipped:locked" / "skipped:archived" / "skipped:not_permitted" (the caller
-    records why).
+    conversation, an archived repository, a permission the installation has not granted or
+    an issue gone (`refusal_of`) gives the slot back and returns "skipped:" and the refusal's
+    code ("locked", "archived", "not_permitted", ...; the caller records why).
     `look()` answers whether it found the app's reply; when it did not, a reply carrying
     `marker` that a person deleted (`marker_deleted`: its `deleted` delivery noted, or the
     stored thread holds it and GitHub not) was created by an attempt whose answer GitHub lost:

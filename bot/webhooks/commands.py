@@ -59,17 +59,16 @@ from typing import Any
 import gidgethub
 from gidgethub import sansio
 from gidgethub.routing import Router
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, func, select
 
 from analyzers.catalog import canonical_repo, framework_id
 from bot.command_syntax import opening_command, parse_command, parse_commands
 from bot.github.client import rate_limit_wait, refused_for_good
 from bot.speaking.claims import delivery_of
 from bot.speaking.posting import (
-    ARCHIVED,
     DELETED,
-    LOCKED,
     NOT_PERMITTED,
+    REFUSAL_REASONS,
     DiscussionLocked,
     deletion_of,
     post_reply,
@@ -718,7 +717,7 @@ async def _post_answer(
     done, not failed for an answer every retry meets. One refused for a permission the
     installation has not granted (Issues or Discussions write) is a skip too
     (`not_permitted:{ref}`, "not_permitted") naming its delivery, handled again when the
-    permission is accepted (`answer_when_permitted`). A reply an attempt whose answer GitHub
+    permission is accepted (`installations.answer_when_permitted`). A reply an attempt whose answer GitHub
     lost created, and a person deleted since, is not posted again: "deleted" (the skip
     `deleted:reply-to:{ref}` / `deleted:note-to:{ref}`, as its `deleted` delivery records)."""
     if discussion_id:
@@ -733,14 +732,9 @@ async def _post_answer(
         await record_skip(ctx, repo, number, "command", f"reply_rate:{ref}",
                           f"the app replied to {REPLIES_PER_HOUR} commands on this thread in "
                           "the last hour; this one was not answered", **details)
-    elif outcome in ("skipped:locked", "skipped:archived"):
-        code, reason = LOCKED if outcome == "skipped:locked" else ARCHIVED
-        await record_skip(ctx, repo, number, "command", f"{code}:{ref}",
-                          f"{reason}; this command was not answered", **details)
-        outcome = code
     elif outcome == "skipped:" + NOT_PERMITTED[0]:
         # Owed all the same (a person asked): kept with its delivery, which is handled again
-        # once the installation accepts the permission (`answer_when_permitted`).
+        # once the installation accepts the permission (`installations.answer_when_permitted`).
         permission = "Discussions" if discussion_id else "Issues"
         await record_skip(ctx, repo, number, "command", f"{NOT_PERMITTED[0]}:{ref}",
                           "GitHub refused the app's reply (Resource not accessible by "
@@ -756,6 +750,12 @@ async def _post_answer(
         _, code, _ = deletion_of(marker) or ("", f"deleted:{ref}", "")
         await record_skip(ctx, repo, number, "command", code, DELETED[1], **details)
         outcome = "deleted"
+    elif outcome.removeprefix("skipped:") in REFUSAL_REASONS:
+        # Locked, archived, the issue gone: every retry meets the same answer
+        code = outcome.removeprefix("skipped:")
+        await record_skip(ctx, repo, number, "command", f"{code}:{ref}",
+                          f"{REFUSAL_REASONS[code]}; this command was not answered", **details)
+        outcome = code
     return outcome
 
 
@@ -958,40 +958,3 @@ async def on_comment(event: sansio.Event, ctx: Any) -> None:
 
 __all__ = ["handle_command", "handle_opening_command", "resolve_failure", "router"]
 
-
-async def answer_when_permitted(ctx: Any, installation_id: int) -> list[str]:
-    """The installation accepted new permissions (`new_permissions_accepted`): the commands
-    whose reply GitHub refused for a permission it lacked (skips `not_permitted:{ref}`) are
-    owed, and their deliveries are handled again (back to pending, a fresh set of attempts);
-    their skips go, so that the thread no longer says the command was not answered (a
-    refusal again records it again). A delivery whose payload was not kept (its repository
-    made private since) is not. Returns the delivery ids re-queued."""
-    from bot.store.models import Delivery
-    from bot.store.privacy import EMPTIED_PAYLOAD
-
-    marker = f":command:skip:{NOT_PERMITTED[0]}:"
-    async with ctx.sessionmaker() as session:
-        skips = [a for a in await session.scalars(select(Action).where(
-                     Action.kind == "command", Action.status == "skipped",
-                     Action.dedupe_key.contains(marker, autoescape=True)))
-                 if (a.details or {}).get("installation") == int(installation_id)
-                 and (a.details or {}).get("delivery")]
-        deliveries = sorted({str(a.details["delivery"]) for a in skips})
-        if not deliveries:
-            return []
-        table = Delivery.__table__
-        result = await session.execute(
-            update(table).where(table.c.delivery_id.in_(deliveries),
-                                table.c.status.in_(("done", "failed")),
-                                table.c.payload != EMPTIED_PAYLOAD)
-            .values(status="pending", attempts=0, next_attempt_at=None, claimed_by=None)
-            .returning(table.c.delivery_id))
-        requeued = set(result.scalars().all())
-        for action in skips:
-            if str(action.details["delivery"]) in requeued:
-                await session.delete(action)
-        await session.commit()
-    if requeued:
-        log.info("installation %s accepted new permissions: %d command deliveries handled "
-                 "again", installation_id, len(requeued))
-    return sorted(requeued)

@@ -17,34 +17,19 @@ import pytest
 
 from bot.config import Settings
 from bot.github.client import GitHubClient, rate_limit_wait
-from tests.fakegithub import Clock, FakeGitHub, clocked_github, rsa_key_pair
+from tests import test_github_client
+from tests.fakegithub import Clock, FakeGitHub, clocked_github
+from tests.test_github_client import REPO
 
-REPO = "verl-project/verl"
 ISSUE = f"/repos/{REPO}/issues/1"
-
-
-@pytest.fixture
-def client_settings(fake_github: FakeGitHub) -> Settings:
-    # The client needs no database: these tests run once, not once per database backend.
-    pem, public = rsa_key_pair()
-    fake_github.app_id = "4242"
-    fake_github.public_key = public
-    return Settings.from_env({}, app_id="4242", private_key=pem, api_url=fake_github.url,
-                             dry_run=False)
-
-
-@pytest.fixture
-def installed(fake_github: FakeGitHub) -> FakeGitHub:
-    fake_github.add_installation(7, "verl-project", [REPO])
-    fake_github.add_installation(8, "huggingface", ["huggingface/trl"])
-    fake_github.add_issue(REPO, 1, "Entropy collapses", "after step 200")
-    fake_github.add_issue("huggingface/trl", 2, "KL grows")
-    fake_github.graphql_handler = lambda query, variables: {"viewer": {"login": "rltracker[bot]"}}
-    return fake_github
+# test_github_client's fixtures: the app's settings on the fake, two installations and issues
+client_settings = test_github_client.client_settings
+installed = test_github_client.installed
 
 
 @pytest.fixture
 def clock(installed: FakeGitHub) -> Clock:
+    installed.graphql_handler = lambda query, variables: {"viewer": {"login": "rltracker[bot]"}}
     return Clock(installed)
 
 
@@ -156,18 +141,9 @@ async def test_a_command_reply_met_by_a_spent_limit_defers_the_installations_del
     was deferred to the reset, but the next delivery asked GitHub at once (its config, its
     issue, its reply), refused again. Now both are deferred to the reset, nothing asked
     inside it; then each reply goes out once."""
-    import json as json_module
+    from tests.test_github_permissions import _two_commands_rate_limited, two_command_comments
 
-    from tests.test_failed_deliveries import REPO as HELLO
-    from tests.test_failed_deliveries import _command_comment
-    from tests.test_github_permissions import _two_commands_rate_limited
-
-    first = await _command_comment(app_ctx, fake_github, shared_dir)
-    second = json_module.loads(json_module.dumps(first))
-    second["issue"]["number"] = first["issue"]["number"] + 1
-    second["comment"]["id"] += 1
-    second["comment"]["node_id"] += "2"
-    fake_github.add_issue(HELLO, second["issue"]["number"], "Another", "", "octocat")
+    first, second = await two_command_comments(app_ctx, fake_github, shared_dir)
     async with clocked_github(app_ctx) as clock:
         fake_github.rate_limited("POST", r"/issues/\d+/comments$", reset_in=119)
         await _two_commands_rate_limited(app_ctx, fake_github, first, second, clock)
@@ -195,17 +171,16 @@ async def test_a_command_reply_refused_for_a_permission_is_a_skip_answered_once_
     page naming the permission, the delivery is done, and the installation's
     `new_permissions_accepted` handles the delivery again: the reply goes out, once."""
     from aiohttp.test_utils import TestClient, TestServer
-    from gidgethub import sansio
     from sqlalchemy import select
 
     from bot.app import create_app
     from bot.speaking.render import REPLY_MARKER
     from bot.store.models import Action, Delivery
-    from bot.webhooks import installations
     from bot.webhooks.worker import Worker
     from tests.test_actions_e2e import INST
     from tests.test_failed_deliveries import REPO as HELLO
     from tests.test_failed_deliveries import _command_comment, _received
+    from tests.test_github_permissions import permissions_accepted
 
     payload = await _command_comment(app_ctx, fake_github, shared_dir)
     number, ref = payload["issue"]["number"], payload["comment"]["id"]
@@ -228,13 +203,7 @@ async def test_a_command_reply_refused_for_a_permission_is_a_skip_answered_once_
         assert page.status == 200
         assert "Issues write permission" in await page.text()
 
-        fake_github.installations[INST]["permissions"]["issues"] = "write"
-        await installations.router.dispatch(sansio.Event(
-            {"action": "new_permissions_accepted",
-             "installation": {"id": INST, "account": {"login": "Codertocat", "type": "User"},
-                              "target_type": "User", "suspended_at": None},
-             "sender": {"login": "Codertocat", "type": "User"}},
-            event="installation", delivery_id="perm-accepted"), app_ctx)
+        await permissions_accepted(app_ctx, fake_github, INST, "Codertocat", issues="write")
         assert await worker.run_until_idle() == 1
     [reply] = fake_github.comments_of(HELLO, number)
     assert REPLY_MARKER in reply["body"]

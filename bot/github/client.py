@@ -20,6 +20,10 @@
   A POST that creates something (a comment, by REST or by a GraphQL mutation such as
   addDiscussionComment) is not repeated after a 5xx: it may have been created, and the job's own retry checks for it first instead of posting twice.
   The retry loop wraps the HTTP transport, so REST and GraphQL get the same treatment.
+- A rate limit holds the credentials' later requests too, answered without asking GitHub
+  when they may not wait so long: a secondary one every request until its `retry-after`
+  (auth64), a spent primary one (`x-ratelimit-remaining: 0`) the requests to its resource
+  (core, graphql, search) until `x-ratelimit-reset` (limits65).
 - ETag cache (gidgethub's `cache`) kept apart per installation, in one LRU bounded over all of
   them (ETAG_CACHE_TOTAL): a 304 costs no rate limit.
 - Secrets never reach the logs: only method, path (without query) and status are logged.

@@ -102,6 +102,8 @@ from aiohttp.test_utils import TestServer
 
 # Routes that take the app JWT (and nothing else); every other route takes a token.
 APP_ROUTE = re.compile(r"/app(?:/.*)?$|/(?:repos/[^/]+/[^/]+|orgs/[^/]+|users/[^/]+)/installation$")
+# An issue's own routes (the issue, its comments, labels, reactions)
+ISSUE_PATH = re.compile(r"/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<number>\d+)(?:/.*)?$")
 COMMENT_BODY_LIMIT = 65536  # characters GitHub takes in an issue comment's body
 SECONDARY_LIMIT_MESSAGE = (
     "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
@@ -186,6 +188,9 @@ class FakeGitHub:
         self.repo_labels: dict[str, list[str]] = {}
         self.permissions: dict[tuple[str, str], str] = {}
         self.private_repos: set[str] = set()  # lower-case names GitHub calls private
+        # lower-case names whose issues are turned off: their issues' routes answer 410
+        # "Issues are disabled for this repo" (pull requests still served), as GitHub does
+        self.issues_disabled: set[str] = set()
         self.graphql_handler: Callable[[str, dict[str, Any]], Any] | None = None
         self.allow_anonymous = True
         self.user_token = "ghp_test_user_token"
@@ -250,15 +255,19 @@ class FakeGitHub:
         headers = {"retry-after": str(retry_after)} if retry_after is not None else {}
         self.fail_next(method, path_regex, 403, times, headers, {"message": SECONDARY_LIMIT_MESSAGE})
 
-    def rate_limited(self, method: str, path_regex: str, reset_in: int = 30, times: int = 1) -> None:
-        """A primary rate limit: 403 with x-ratelimit-remaining 0 and a reset time."""
-        reset = int(_now().timestamp()) + reset_in
-        headers = {
-            "x-ratelimit-limit": "5000",
-            "x-ratelimit-remaining": "0",
-            "x-ratelimit-reset": str(reset),
-        }
+    def rate_limited(self, method: str, path_regex: str, reset_in: int = 30, times: int = 1,
+                     resource: str = "core") -> None:
+        """A primary rate limit: 403 with x-ratelimit-remaining 0 and a reset time (by
+        GitHub's clock, `now`), of `resource` (`x-ratelimit-resource`: core, graphql, search)."""
+        headers = self.limit_spent(reset_in, resource)
         self.fail_next(method, path_regex, 403, times, headers, {"message": "API rate limit exceeded"})
+
+    def limit_spent(self, reset_in: int = 30, resource: str = "core") -> dict[str, str]:
+        """GitHub's headers on an answer that spent the last request of a primary limit (the
+        request taken, or refused), reset `reset_in` seconds from GitHub's now."""
+        return {"x-ratelimit-limit": "5000", "x-ratelimit-remaining": "0",
+                "x-ratelimit-reset": str(int(self.now().timestamp()) + reset_in),
+                "x-ratelimit-used": "5000", "x-ratelimit-resource": resource}
 
     def requests(self, method: str | None = None, path_regex: str | None = None) -> list[Call]:
         pattern = re.compile(path_regex) if path_regex else None
@@ -487,6 +496,9 @@ class FakeGitHub:
             return self._error(401, "'Authorization' header is using a JWT on a non-app route")
         if not is_app_route and auth.kind is None and not self.allow_anonymous:
             return self._error(401, "Requires authentication")
+        if (off := ISSUE_PATH.match(path)) and off["repo"].lower() in self.issues_disabled and not (
+                (self.issue(off["repo"], int(off["number"])) or {}).get("pull_request")):
+            return self._error(410, "Issues are disabled for this repo")
         for route in itertools.chain(self._routes, self._builtin):
             if route.method not in ("*", request.method):
                 continue

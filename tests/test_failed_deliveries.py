@@ -139,15 +139,15 @@ async def test_a_rate_limited_delivery_waits_as_long_as_github_asks(
 
 async def test_a_refusal_retrying_cannot_change_fails_at_once(
         app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
-    """GitHub refuses the reply for good (the installation lacks the permission: 403, no rate
-    limit): the delivery was attempted five times over seven minutes, posting nothing each
-    time. It now fails at once with GitHub's reason, listed for `rltracker deliveries retry`
-    once the cause is gone. (A locked issue's 403 was this test's example until the
-    commands62 pass; it is now a recorded skip, as the failure comment's quiet rule records a
-    locked conversation: tests/test_command_threads.py.)"""
+    """GitHub refuses the reply for good (403, no rate limit): the delivery was attempted five
+    times over seven minutes, posting nothing each time. It now fails at once with GitHub's
+    reason, listed for `rltracker deliveries retry` once the cause is gone. (A locked issue's
+    403 was this test's example until the commands62 pass, and a missing permission's until
+    limits65; both are recorded skips now: tests/test_command_threads.py,
+    tests/test_github_limits.py.)"""
     payload = await _command_comment(app_ctx, fake_github, shared_dir)
     fake_github.fail_next("POST", r"/issues/\d+/comments$", 403, times=10,
-                          body={"message": "Resource not accessible by integration"})
+                          body={"message": "Must have admin rights to Repository."})
     async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
         await _received(client, app_ctx, payload, "dlv-locked")
     worker = Worker(app_ctx, backoff=lambda attempt: 0.0)
@@ -156,7 +156,7 @@ async def test_a_refusal_retrying_cannot_change_fails_at_once(
     async with app_ctx.sessionmaker() as s:
         row = await s.scalar(select(Delivery).where(Delivery.delivery_id == "dlv-locked"))
     assert row.status == "failed" and row.attempts == 1
-    assert "not accessible by integration" in (row.last_error or "")
+    assert "admin rights" in (row.last_error or "")
     assert len(fake_github.requests("POST", r"/issues/\d+/comments$")) == 1
 
 

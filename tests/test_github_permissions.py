@@ -34,6 +34,20 @@ def _graphql(fake_github: Any, shared_dir: Path) -> FakeData:
     return data
 
 
+async def permissions_accepted(ctx: Any, fake: Any, installation_id: int, account: str,
+                               **permissions: str) -> None:
+    """The account accepts the app's new `permissions` (at the fake GitHub: its next tokens
+    carry them), and GitHub's `installation.new_permissions_accepted` is handled."""
+    fake.installations[installation_id]["permissions"].update(permissions)
+    await installations.router.dispatch(sansio.Event(
+        {"action": "new_permissions_accepted",
+         "installation": {"id": installation_id,
+                          "account": {"login": account, "type": "Organization"},
+                          "target_type": "Organization", "suspended_at": None},
+         "sender": {"login": "admin", "type": "User"}},
+        event="installation", delivery_id=f"perm-{installation_id}-{len(fake.calls)}"), ctx)
+
+
 async def _threads(ctx: Any, kind: str) -> int:
     async with ctx.sessionmaker() as session:
         return int(await session.scalar(
@@ -68,13 +82,7 @@ async def test_discussions_not_granted_are_a_skip_named_not_a_refused_sync_every
     assert any(REPOS[0] in line and "Discussions" in line and str(INST) in line for line in said), said
 
     # The organisation accepts the permission: GitHub's event, then the next night.
-    fake_github.installations[INST]["permissions"]["discussions"] = "write"
-    await installations.router.dispatch(sansio.Event(
-        {"action": "new_permissions_accepted",
-         "installation": {"id": INST, "account": {"login": "someorg", "type": "Organization"},
-                          "target_type": "Organization", "suspended_at": None},
-         "sender": {"login": "admin", "type": "User"}},
-        event="installation", delivery_id="perm-1"), app_ctx)
+    await permissions_accepted(app_ctx, fake_github, INST, "someorg", discussions="write")
     again = await nightly_job(app_ctx, steps=[("sync", step_sync)])
     assert again["outcome"] == "ok", again
     assert again["counts"]["sync"]["not_permitted"] == []
@@ -91,6 +99,16 @@ async def test_a_secondary_rate_limit_holds_the_installations_other_deliveries_t
     which it may answer by blocking the app. Now every request through the installation waits
     for GitHub's time (the next delivery is deferred as the first, asking nothing); then each
     reply goes out once."""
+    first, second = await two_command_comments(app_ctx, fake_github, shared_dir)
+    fake_github.secondary_rate_limit("POST", r"/issues/\d+/comments$", retry_after=120)
+    async with clocked_github(app_ctx) as clock:  # moved on when GitHub's time has come
+        await _two_commands_rate_limited(app_ctx, fake_github, first, second, clock)
+
+
+async def two_command_comments(app_ctx: Any, fake_github: Any,
+                               shared_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two issue_comment payloads, each a command on its own issue of one installed
+    repository (both issues at the fake GitHub)."""
     import json as json_module
 
     from tests.test_failed_deliveries import REPO, _command_comment
@@ -101,9 +119,7 @@ async def test_a_secondary_rate_limit_holds_the_installations_other_deliveries_t
     second["comment"]["id"] += 1
     second["comment"]["node_id"] += "2"
     fake_github.add_issue(REPO, second["issue"]["number"], "Another", "", "octocat")
-    fake_github.secondary_rate_limit("POST", r"/issues/\d+/comments$", retry_after=120)
-    async with clocked_github(app_ctx) as clock:  # moved on when GitHub's time has come
-        await _two_commands_rate_limited(app_ctx, fake_github, first, second, clock)
+    return first, second
 
 
 async def _two_commands_rate_limited(app_ctx: Any, fake_github: Any, first: dict[str, Any],

@@ -395,3 +395,27 @@ async def test_github_is_asked_about_deleted_issues_without_holding_the_actions_
         action = await session.get(Action, held)
         assert action is not None and action.comment_deleted
         assert (action.details or {}).get("thread_deleted")
+
+
+async def test_comments_unserved_while_issues_are_turned_off_are_read_again_after(
+        rctx: Any, fake_github: Any) -> None:
+    """The repository's issues are turned off: GitHub serves none of the app's comments there
+    and answers their issues 410 "Issues are disabled for this repo". That 410 was read as
+    the issues deleted: the comments were marked deleted for good (never read again once the
+    issues were turned back on, their reactions no longer followed). Now they are unread
+    that night and read again the next (limits65); nothing paused either way."""
+    ctx, data = rctx
+    await _repos(ctx, "j/off")
+    nodes = [await _post(ctx, data, "j/off", n, up=1) for n in range(1, 11)]
+    for n in range(1, 11):
+        fake_github.add_issue("j/off", n)
+    unserved = {node: data.nodes.pop(node) for node in nodes[3:5]}
+    fake_github.issues_disabled.add("j/off")
+    stats = await refresh_reception(ctx)
+    assert stats.paused == [] and stats.deleted == 0 and stats.unread == 2, stats
+    fake_github.issues_disabled.clear()  # turned back on: GitHub serves them again
+    data.nodes.update(unserved)
+    stats = await refresh_reception(ctx)
+    assert stats.comments == 10 and stats.deleted == 0 and stats.unread == 0, stats
+    async with ctx.sessionmaker() as session:
+        assert not any(a.comment_deleted for a in await session.scalars(select(Action)))

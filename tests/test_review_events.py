@@ -22,6 +22,7 @@ from bot.store.models import Analysis, Comment, Deletion
 from bot.store.threads import get_thread, load_thread_record
 from bot.webhooks import events
 from bot.webhooks.worker import transient
+from tests.fakegithub import clocked_github
 
 HELLO = "Codertocat/Hello-World"
 REVIEW_ID = 237895671
@@ -218,9 +219,24 @@ async def test_github_failing_leaves_the_delivery_to_be_retried(
     async with app_ctx.sessionmaker() as session:
         kinds = sorted(c.kind for c in await session.scalars(select(Comment)))
     assert kinds == ["review", "review_comment"] and await reviews(app_ctx) == [PLAIN]
-    # The retry, once GitHub answers, stores the current body.
+    # The retry, once GitHub answers (a rate limit: once its reset has come; until then the
+    # client holds the installation's requests without asking GitHub, limits65), stores the
+    # current body.
     fake_github._failures.clear()
-    await dispatch(app_ctx, "pull_request_review", edited(shared_dir, "stale", "other"))
+    async with clocked_github(app_ctx) as clock:
+        if failure == "rate_limit":
+            fail()
+            with pytest.raises(Exception) as held:
+                await dispatch(app_ctx, "pull_request_review", edited(shared_dir, "stale", "other"))
+            assert transient(held.value), held.value
+            fake_github._failures.clear()
+            asked = len(fake_github.requests("GET", REVIEW_PATH))
+            with pytest.raises(Exception) as held:  # GitHub's reset has not come: not asked
+                await dispatch(app_ctx, "pull_request_review", edited(shared_dir, "stale", "other"))
+            assert transient(held.value), held.value
+            assert len(fake_github.requests("GET", REVIEW_PATH)) == asked
+            clock.advance(602)
+        await dispatch(app_ctx, "pull_request_review", edited(shared_dir, "stale", "other"))
     assert await reviews(app_ctx) == [CONCERN]
 
 

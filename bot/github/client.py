@@ -20,6 +20,10 @@
   A POST that creates something (a comment, by REST or by a GraphQL mutation such as
   addDiscussionComment) is not repeated after a 5xx: it may have been created, and the job's own retry checks for it first instead of posting twice.
   The retry loop wraps the HTTP transport, so REST and GraphQL get the same treatment.
+- A rate limit holds the credentials' later requests too, answered without asking GitHub
+  when they may not wait so long: a secondary one every request until its `retry-after`
+  (auth64), a spent primary one (`x-ratelimit-remaining: 0`) the requests to its resource
+  (core, graphql, search) until `x-ratelimit-reset` (limits65).
 - ETag cache (gidgethub's `cache`) kept apart per installation, in one LRU bounded over all of
   them (ETAG_CACHE_TOTAL): a 304 costs no rate limit.
 - Secrets never reach the logs: only method, path (without query) and status are logged.
@@ -78,6 +82,13 @@ SECONDARY_LIMIT_MARKERS = (b"secondary rate limit", b"abuse detection")
 SECONDARY_LIMIT_HOLD = 60.0
 HELD_MESSAGE = ("You have exceeded a secondary rate limit (rltracker: not sent; GitHub asked "
                 "to wait before the next request with these credentials)")
+# A primary rate limit (`x-ratelimit-remaining: 0`, with its `x-ratelimit-reset`) is the
+# credentials' budget of one resource spent until the reset: REST's ("core"), GraphQL's
+# ("graphql") and search's count apart. Every request of those credentials to that resource
+# is held until the reset (limits65), answered PRIMARY_HELD_MESSAGE when it may not wait so
+# long, instead of going to GitHub to be refused again.
+PRIMARY_HELD_MESSAGE = ("API rate limit exceeded (rltracker: not sent; the rate limit of these "
+                        "credentials is spent until its reset)")
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 # POSTs that create something: after a 5xx GitHub may have created it anyway, so repeating the
 # request could post a second comment. They are not retried on 5xx (rate-limit answers, which
@@ -208,6 +219,15 @@ def retry_reason(status: int, headers: Mapping[str, str], body: bytes) -> str | 
 
 
 GRAPHQL_MUTATION = re.compile(r"\s*mutation\b")
+SEARCH_PATH = re.compile(r"(?:/api/v3)?/search/")
+
+
+def rate_limit_resource(path: str) -> str:
+    """The primary rate limit a request counts against (GitHub's `x-ratelimit-resource`):
+    GraphQL's and search's apart from REST's ("core")."""
+    if path.endswith("/graphql"):
+        return "graphql"
+    return "search" if SEARCH_PATH.match(path) else "core"
 
 
 def _graphql_query(path: str, body: bytes) -> bool:
@@ -258,14 +278,22 @@ def rate_limit_wait(exc: BaseException, now: float | None = None) -> float | Non
     `retry-after`, the secondary-limit message or no requests left) that the client's own
     bounded retries gave up on; None for any other failure. A job retried sooner (the
     worker's first backoff is 5 s) only meets the limit again, and GitHub may block an
-    integration that keeps doing so."""
-    if not isinstance(exc, gidgethub.HTTPException) or exc.status_code not in (403, 429):
+    integration that keeps doing so. Also GitHub's 5xx that says when to come back
+    (`retry-after`: a maintenance window's 503), which the worker retried after 5 s,
+    20 s, ... as any 5xx; None for a 5xx without it."""
+    if not isinstance(exc, gidgethub.HTTPException):
         return None
     headers = {k.lower(): v for k, v in (getattr(exc, "headers", None) or {}).items()}
+    now = time.time() if now is None else now
+    if isinstance(exc, gidgethub.GitHubBroken):
+        asked = (_retry_after_seconds(headers["retry-after"], now)
+                 if headers.get("retry-after") is not None else None)
+        return None if asked is None else min(MAX_RATE_LIMIT_WAIT, max(1.0, asked))
+    if exc.status_code not in (403, 429):
+        return None
     reason = retry_reason(int(exc.status_code), headers, str(exc).encode("utf-8", "replace"))
     if reason is None:
         return None
-    now = time.time() if now is None else now
     wait: float | None = None
     if headers.get("retry-after") is not None:
         wait = _retry_after_seconds(headers["retry-after"], now)
@@ -452,19 +480,47 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
     def _graphql_endpoint(self) -> str:
         return self.base_url.rstrip("/") + "/graphql"
 
-    def _held(self) -> float | None:
-        """Seconds left of a secondary rate limit GitHub gave a request with the same
-        credentials, None when there is none."""
+    def _left(self, key: object) -> float | None:
+        """Seconds left of the hold `key` (`_holds`), None when there is none."""
         if self._holds is None:
             return None
-        until = self._holds.get(self._hold_key)
+        until = self._holds.get(key)
         if until is None:
             return None
         left = until - self._clock()
         if left <= 0:
-            self._holds.pop(self._hold_key, None)
+            self._holds.pop(key, None)
             return None
         return left
+
+    def _held(self, path: str) -> tuple[float, bool] | None:
+        """(seconds left, whether it is a primary limit) of the longest rate limit GitHub gave
+        a request with the same credentials that holds a request to `path`: a secondary limit
+        (every resource), or the primary limit of its resource (`rate_limit_resource`) spent;
+        None when there is none."""
+        secondary = self._left(self._hold_key)
+        primary = self._left((self._hold_key, rate_limit_resource(path)))
+        if primary is not None and (secondary is None or primary > secondary):
+            return primary, True
+        return None if secondary is None else (secondary, False)
+
+    def _hold_primary(self, path: str, headers: Mapping[str, str]) -> None:
+        """An answer saying the credentials' primary limit is spent (`x-ratelimit-remaining:
+        0`, whether the answer is GitHub's refusal or the last request it took) holds every
+        request of theirs to the same resource until `x-ratelimit-reset` (at most an hour):
+        until then GitHub refuses each, and counts them."""
+        if self._holds is None or headers.get("x-ratelimit-remaining") != "0":
+            return
+        try:
+            reset = float(headers.get("x-ratelimit-reset") or "")
+        except ValueError:
+            return
+        now = self._clock()
+        if not math.isfinite(reset) or reset <= now:
+            return
+        until = min(reset, now + MAX_RATE_LIMIT_WAIT) + 1.0  # (GitHub counts whole seconds)
+        key = (self._hold_key, headers.get("x-ratelimit-resource") or rate_limit_resource(path))
+        self._holds[key] = max(until, self._holds.get(key, 0.0))
 
     def _hold(self, headers: Mapping[str, str]) -> None:
         """A secondary rate limit (or a 429) holds every request with these credentials
@@ -489,22 +545,21 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
         own_wait = False  # this request has just waited out its own rate limit
         while True:
             attempt += 1
-            held = None if own_wait else self._held()
+            hold = None if own_wait else self._held(path)
             own_wait = False
-            if held is not None:
-                # Another request with these credentials met a secondary rate limit: wait
-                # for GitHub's time, or (longer than this request may wait) answer as GitHub
-                # would, without asking it, so the caller's job is deferred as that one was.
+            if hold is not None:
+                # Another request with these credentials met a secondary rate limit, or spent
+                # the primary limit of this request's resource: wait for GitHub's time, or
+                # (longer than this request may wait) answer as GitHub would, without asking
+                # it, so the caller's job is deferred as that one was.
+                held, primary = hold
+                which = "the spent primary" if primary else "a secondary"
                 if not self._within(policy, attempt, waited, held):
-                    log.warning("GitHub %s %s not sent: a secondary rate limit holds these "
-                                "credentials for %.0fs more", method, path, held)
-                    answer = {"retry-after": str(max(1, math.ceil(held))),
-                              "content-type": "application/json; charset=utf-8"}
-                    self._rate_limited = answer
-                    self._last_status = 403
-                    return 403, answer, json.dumps({"message": HELD_MESSAGE}).encode()
-                log.warning("GitHub %s %s: waiting %.1fs (a secondary rate limit holds these "
-                            "credentials)", method, path, held)
+                    log.warning("GitHub %s %s not sent: %s rate limit holds these credentials "
+                                "for %.0fs more", method, path, which, held)
+                    return self._held_answer(held, primary, path)
+                log.warning("GitHub %s %s: waiting %.1fs (%s rate limit holds these "
+                            "credentials)", method, path, held, which)
                 await self._sleep(held)
                 waited += held
             try:
@@ -526,6 +581,7 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
                 waited += delay
                 continue
             log.debug("GitHub %s %s -> %d", method, path, status)
+            self._hold_primary(path, resp_headers)
             reason = retry_reason(status, resp_headers, data)
             if reason is None and status == 200 and method == "POST" and path.endswith("/graphql"):
                 reason = graphql_rate_limit(data)
@@ -552,6 +608,23 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
             await self._sleep(delay)
             waited += delay
             own_wait = reason != "server_error"
+
+    def _held_answer(self, held: float, primary: bool,
+                     path: str) -> tuple[int, Mapping[str, str], bytes]:
+        """GitHub's answer to a request a rate limit holds, made without asking GitHub: 403
+        with `retry-after` (a secondary limit) or `x-ratelimit-remaining: 0` and the reset (a
+        primary one), as `rate_limit_wait` and gidgethub read GitHub's own."""
+        answer = {"content-type": "application/json; charset=utf-8"}
+        if primary:
+            answer.update({"x-ratelimit-limit": "0", "x-ratelimit-remaining": "0",
+                           "x-ratelimit-reset": str(math.ceil(self._clock() + held)),
+                           "x-ratelimit-resource": rate_limit_resource(path)})
+        else:
+            answer["retry-after"] = str(max(1, math.ceil(held)))
+        self._rate_limited = answer
+        self._last_status = 403
+        message = PRIMARY_HELD_MESSAGE if primary else HELD_MESSAGE
+        return 403, answer, json.dumps({"message": message}).encode()
 
     @staticmethod
     def _within(policy: RetryPolicy, attempt: int, waited: float, delay: float) -> bool:
@@ -593,6 +666,18 @@ class InstallationGone(gidgethub.BadRequest):
     A BadRequest of status 410 (Gone), refused for good (`refused_for_good`), and not the 404
     GitHub gave for the token: raised from a request through the installation, that 404 read
     as the resource's own answer ("no config file", "our comment was deleted")."""
+
+
+def gone_answer(error: BaseException) -> str | None:
+    """What GitHub's 410 Gone for an issue (its comments, labels) says: "disabled" when the
+    repository's issues are turned off ("Issues are disabled for this repo": the issue is
+    there, unserved while they are off), "deleted" for another 410 ("This issue was
+    deleted"); None for any other answer, and for the client's own 410 for an installation
+    GitHub no longer knows (`InstallationGone`: nothing said about the issue)."""
+    if (not isinstance(error, gidgethub.BadRequest) or isinstance(error, InstallationGone)
+            or int(error.status_code) != 410):
+        return None
+    return "disabled" if "disabled" in str(error).lower() else "deleted"
 
 
 @dataclass

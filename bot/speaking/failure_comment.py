@@ -22,17 +22,14 @@ from bot.speaking.claims import (
     texts_written,
 )
 from bot.speaking.posting import (
-    ARCHIVED,
     DELETED,
-    NOT_PERMITTED,
-    archived_refusal,
     deleted_by_person,
     installation_gh,
     live_issue,
     own_comment,
     own_login,
-    permission_refusal,
     post_or_adopt,
+    refusal_of,
     rewrite_own_comment,
 )
 from bot.speaking.quiet import (
@@ -342,15 +339,13 @@ async def _failure_comment(
             comment_id=posted.get("id"), comment_node_id=posted.get("node_id"),
         )
     except Exception as exc:
-        if archived_refusal(exc):  # archived while the delivery waited: nothing was posted
+        if (refused := refusal_of(exc)) is not None:
+            # Archived or locked while the delivery waited, Issues write not granted (auth64):
+            # nothing was posted, and a retry meets the same answer.
             await release(ctx, action_id, lease=lease)
-            await record_skip(ctx, repo, number, "failure_comment", *ARCHIVED, checked="live")
-            return "skipped:" + ARCHIVED[0]
-        if permission_refusal(exc):  # Issues write not granted: nothing was posted (auth64)
-            await release(ctx, action_id, lease=lease)
-            await record_skip(ctx, repo, number, "failure_comment", *NOT_PERMITTED, checked="live",
+            await record_skip(ctx, repo, number, "failure_comment", *refused, checked="live",
                               installation=sit.installation_id, github=str(exc)[:200])
-            return "skipped:" + NOT_PERMITTED[0]
+            return "skipped:" + refused[0]
         # Give the slot back so the worker's retry can post; the failure stays visible.
         await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,
                      reason=f"{type(exc).__name__}: {exc}"[:500])

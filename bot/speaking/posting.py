@@ -45,14 +45,21 @@ NOT_PERMITTED = ("not_permitted", "GitHub refused the app's comment (Resource no
 
 def permission_refusal(error: BaseException) -> bool:
     """GitHub refusing a write the installation's token does not cover (403, "Resource not
-    accessible by integration", no rate limit): Issues write not granted (read only), or the
-    repository no longer in the installation. The same on every retry until the permission
-    is accepted: a reason to stay quiet, recorded with the permission it lacks, not a failed
-    delivery per issue opened (auth64)."""
+    accessible by integration", no rate limit; through GraphQL, an answer whose every error
+    is FORBIDDEN with those words, as for addDiscussionComment without Discussions write):
+    Issues write not granted (read only), or the repository no longer in the installation.
+    The same on every retry until the permission is accepted: a reason to stay quiet,
+    recorded with the permission it lacks, not a failed delivery per issue opened (auth64)."""
     import gidgethub
 
     from bot.github.client import rate_limit_wait
 
+    if isinstance(error, gidgethub.QueryError) and isinstance(error.response, dict):
+        errors = error.response.get("errors")
+        return (isinstance(errors, list) and bool(errors) and all(
+            isinstance(e, dict) and e.get("type") == "FORBIDDEN"
+            and "not accessible by integration" in str(e.get("message") or "").lower()
+            for e in errors))
     return (isinstance(error, gidgethub.BadRequest) and int(error.status_code) == 403
             and "not accessible by integration" in str(error).lower()
             and rate_limit_wait(error) is None)
@@ -70,15 +77,42 @@ class DiscussionLocked(Exception):
 
 def locked_refusal(error: BaseException) -> bool:
     """GitHub refusing a comment on a locked issue or pull request (403, "Unable to create
-    comment because issue is locked."): an installation without the right to comment there;
-    or in a locked discussion (`DiscussionLocked`). The same on every retry: a reason the
+    comment because issue is locked.", GitHub's CommentCannotUpdateReason.LOCKED; 422 with
+    the same words taken too): an installation without the right to comment there, or the
+    issue locked after the app read it unlocked; or in a locked discussion (`DiscussionLocked`). The same on every retry: a reason the
     reply is not posted, not a failure."""
     import gidgethub
 
     if isinstance(error, DiscussionLocked):
         return True
-    return (isinstance(error, gidgethub.BadRequest) and int(error.status_code) == 403
+    return (isinstance(error, gidgethub.BadRequest) and int(error.status_code) in (403, 422)
             and "is locked" in str(error).lower())
+
+
+# GitHub's 410 Gone for the issue (`bot.github.client.gone_answer`): its issues turned off, or
+# the issue deleted before its `deleted` delivery was handled.
+ISSUES_OFF = ("issues_disabled", "the repository's issues are turned off (GitHub answers 410 "
+              "\"Issues are disabled for this repo\")")
+ISSUE_GONE = ("issue_deleted", "the issue was deleted on GitHub (410 Gone)")
+# Every refusal `refusal_of` tells, by skip code: the reason recorded.
+REFUSAL_REASONS = dict((LOCKED, ARCHIVED, NOT_PERMITTED, ISSUES_OFF, ISSUE_GONE))
+
+
+def refusal_of(error: BaseException) -> tuple[str, str] | None:
+    """(skip code, reason) when GitHub refused the app's comment for a reason every retry
+    meets and nothing was posted (`locked_refusal`, `archived_refusal`, `permission_refusal`,
+    a 410 Gone: `gone_answer`): a reason to stay quiet, recorded; None for anything else (a
+    failure, retried)."""
+    from bot.github.client import gone_answer
+
+    for refusal, skip in ((locked_refusal, LOCKED), (archived_refusal, ARCHIVED),
+                          (permission_refusal, NOT_PERMITTED)):
+        if refusal(error):
+            return skip
+    gone = gone_answer(error)
+    if gone is not None:
+        return ISSUES_OFF if gone == "disabled" else ISSUE_GONE
+    return None
 
 
 def comments_url(repo: str, number: int) -> str:
@@ -357,8 +391,9 @@ async def reply_once(
     over and `look()` finds the reply by its marker (review 58). `per_hour`: at most that
     many replies of `kind` on the thread in an hour (claims.claim_lease); past it nothing is
     claimed nor posted and it returns "rate_limited". GitHub refusing the reply for a locked
-    conversation or an archived repository (`locked_refusal`, `archived_refusal`) gives the
-    slot back and returns "skipped:locked" / "skipped:archived" (the caller records why).
+    conversation, an archived repository, a permission the installation has not granted or
+    an issue gone (`refusal_of`) gives the slot back and returns "skipped:" and the refusal's
+    code ("locked", "archived", "not_permitted", ...; the caller records why).
     `look()` answers whether it found the app's reply; when it did not, a reply carrying
     `marker` that a person deleted (`marker_deleted`: its `deleted` delivery noted, or the
     stored thread holds it and GitHub not) was created by an attempt whose answer GitHub lost:
@@ -395,10 +430,10 @@ async def reply_once(
             return "owned"
         posted = await send()
     except Exception as exc:
-        for refusal, (code, _) in ((locked_refusal, LOCKED), (archived_refusal, ARCHIVED)):
-            if refusal(exc):  # nothing was posted, and nothing will be: the slot given back
-                await release(ctx, action_id, lease=lease)
-                return "skipped:" + code
+        if (refused := refusal_of(exc)) is not None:
+            # Nothing was posted, and nothing will be: the slot given back
+            await release(ctx, action_id, lease=lease)
+            return "skipped:" + refused[0]
         await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,
                      reason=f"{type(exc).__name__}: {exc}"[:500])
         raise

@@ -140,26 +140,29 @@ async def _with_their_threads(session: Any, gone: list[Action]) -> None:
             action.details = {**(action.details or {}), THREAD_DELETED: True}
 
 
-async def _thread_deleted_on_github(ctx: Any, installation_id: int | None, repo: str,
-                                    number: int) -> bool:
-    """Whether GitHub answers the comment's issue 410 Gone (REST's answer for a deleted
-    issue): asked of a comment read deleted whose thread has no grave yet (its `deleted`
-    delivery not handled). Anything else (it is there, 404, a refusal, GitHub failing)
-    tells nothing: the comment counts, as before, and a grave its delivery leaves later
-    stops it counting (`_with_their_threads` at each check)."""
+async def _issue_gone(ctx: Any, installation_id: int | None, repo: str, number: int) -> str | None:
+    """GitHub's 410 Gone for the comment's issue, asked of a comment read deleted whose thread
+    has no grave yet (its `deleted` delivery not handled): "deleted" (REST's answer for a
+    deleted issue), or "disabled" (the repository's issues turned off: the issue and the
+    comment are there, unserved while they are; `gone_answer`). Anything else (it is there,
+    404, a refusal, GitHub failing, the installation gone) tells nothing: None, and the
+    comment counts, as before; a grave its delivery leaves later stops it counting
+    (`_with_their_threads` at each check)."""
     import gidgethub
+
+    from bot.github.client import gone_answer
 
     try:
         gh = await ctx.github.api(installation_id)
         await gh.getitem(f"/repos/{repo}/issues/{number}")
     except gidgethub.BadRequest as exc:
-        if int(exc.status_code) == 410:
-            return True
+        if (answer := gone_answer(exc)) is not None:
+            return answer
         log.info("reception: %s#%s answered %s: its comment counts as deleted",
                  repo, number, exc.status_code)
     except Exception as exc:  # noqa: BLE001 - one thread unread, the check goes on
         log.warning("reception: could not ask GitHub about %s#%s: %s", repo, number, exc)
-    return False
+    return None
 
 
 async def refresh_reception(ctx: Any) -> ReceptionStats:
@@ -220,16 +223,23 @@ async def refresh_reception(ctx: Any) -> ReceptionStats:
             # Its issue's `deleted` delivery not handled yet (no grave): GitHub asked about the
             # issue (speak62 looked only at graves, the night a comment was read deleted: read
             # before the delivery, it counted as one the maintainers deleted, for good).
-            asked: dict[tuple[str, int], bool] = {}
+            asked: dict[tuple[str, int], str | None] = {}
             for action in gone:
                 if (action.details or {}).get(THREAD_DELETED) or not action.number:
                     continue
                 key = (action.repo, int(action.number))
                 if key not in asked:
-                    asked[key] = await _thread_deleted_on_github(
+                    asked[key] = await _issue_gone(
                         ctx, read_with.get(action.id), action.repo, int(action.number))
-                if asked[key]:
+                if asked[key] == "deleted":
                     action.details = {**(action.details or {}), THREAD_DELETED: True}
+                elif asked[key] == "disabled":
+                    # The repository's issues turned off (410 "Issues are disabled"), not the
+                    # comment deleted: unread, and read again the next night (marked deleted,
+                    # it was never read again once they were turned back on).
+                    action.comment_deleted = False
+                    stats.deleted -= 1
+                    stats.unread += 1
         # What was read committed before any repository is paused: a rename or a batch
         # takes a repository's row before its actions, and this transaction, holding the
         # actions and then waiting for the row, met one holding the row and waiting for an

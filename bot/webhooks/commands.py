@@ -66,9 +66,9 @@ from bot.command_syntax import opening_command, parse_command, parse_commands
 from bot.github.client import rate_limit_wait, refused_for_good
 from bot.speaking.claims import delivery_of
 from bot.speaking.posting import (
-    ARCHIVED,
     DELETED,
-    LOCKED,
+    NOT_PERMITTED,
+    REFUSAL_REASONS,
     DiscussionLocked,
     deletion_of,
     post_reply,
@@ -714,7 +714,10 @@ async def _post_answer(
     returned. A reply GitHub refuses for a locked conversation (an installation without the
     right to comment there) or an archived repository is recorded as a skip
     (`locked:{ref}`, `archived:{ref}`) and "locked" / "archived" returned: the delivery is
-    done, not failed for an answer every retry meets. A reply an attempt whose answer GitHub
+    done, not failed for an answer every retry meets. One refused for a permission the
+    installation has not granted (Issues or Discussions write) is a skip too
+    (`not_permitted:{ref}`, "not_permitted") naming its delivery, handled again when the
+    permission is accepted (`installations.answer_when_permitted`). A reply an attempt whose answer GitHub
     lost created, and a person deleted since, is not posted again: "deleted" (the skip
     `deleted:reply-to:{ref}` / `deleted:note-to:{ref}`, as its `deleted` delivery records)."""
     if discussion_id:
@@ -729,17 +732,30 @@ async def _post_answer(
         await record_skip(ctx, repo, number, "command", f"reply_rate:{ref}",
                           f"the app replied to {REPLIES_PER_HOUR} commands on this thread in "
                           "the last hour; this one was not answered", **details)
-    elif outcome in ("skipped:locked", "skipped:archived"):
-        code, reason = LOCKED if outcome == "skipped:locked" else ARCHIVED
-        await record_skip(ctx, repo, number, "command", f"{code}:{ref}",
-                          f"{reason}; this command was not answered", **details)
-        outcome = code
+    elif outcome == "skipped:" + NOT_PERMITTED[0]:
+        # Owed all the same (a person asked): kept with its delivery, which is handled again
+        # once the installation accepts the permission (`installations.answer_when_permitted`).
+        permission = "Discussions" if discussion_id else "Issues"
+        await record_skip(ctx, repo, number, "command", f"{NOT_PERMITTED[0]}:{ref}",
+                          "GitHub refused the app's reply (Resource not accessible by "
+                          "integration): the installation has not granted the app the "
+                          f"{permission} write permission, or no longer covers this repository; "
+                          "this command is answered once the permission is accepted",
+                          **details, installation=installation_id, delivery=delivery_id,
+                          permission=permission.lower())
+        outcome = NOT_PERMITTED[0]
     elif outcome == "skipped:deleted":
         # Created by an attempt whose answer GitHub lost, and deleted by a person since: the
         # deletion kept as its `deleted` delivery keeps it (posting.note_deleted; once).
         _, code, _ = deletion_of(marker) or ("", f"deleted:{ref}", "")
         await record_skip(ctx, repo, number, "command", code, DELETED[1], **details)
         outcome = "deleted"
+    elif outcome.removeprefix("skipped:") in REFUSAL_REASONS:
+        # Locked, archived, the issue gone: every retry meets the same answer
+        code = outcome.removeprefix("skipped:")
+        await record_skip(ctx, repo, number, "command", f"{code}:{ref}",
+                          f"{REFUSAL_REASONS[code]}; this command was not answered", **details)
+        outcome = code
     return outcome
 
 
@@ -941,3 +957,4 @@ async def on_comment(event: sansio.Event, ctx: Any) -> None:
 
 
 __all__ = ["handle_command", "handle_opening_command", "resolve_failure", "router"]
+

@@ -24,7 +24,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from analyzers.catalog import canonical_repo, framework_id
-from bot.store.models import Delivery, Installation, Repository
+from bot.store.models import Action, Delivery, Installation, Repository
 from bot.store.repositories import follow_rename, settle_repository
 from bot.store.types import parse_datetime, utcnow
 from bot.webhooks.normalize import PayloadError
@@ -484,8 +484,49 @@ async def handle_installation(payload: Mapping[str, Any], ctx: Any,
     _forget_written_repositories(ctx)
     _forget_token(ctx, iid, str(action))  # dead, refused, or lacking the new permissions
     log.info("installation %s %s", iid, action)
+    if action == "new_permissions_accepted" and not inst.deleted:
+        # The commands GitHub refused to let the app answer are answered now (limits65).
+        await answer_when_permitted(ctx, iid)
     if action == "created" and not inst.deleted:
         await _start_preview(ctx, [r for r in repos if not _listed_private(r)])
+
+
+async def answer_when_permitted(ctx: Any, installation_id: int) -> list[str]:
+    """The installation accepted new permissions (`new_permissions_accepted`): the commands
+    whose reply GitHub refused for a permission it lacked (skips `not_permitted:{ref}`) are
+    owed, and their deliveries are handled again (back to pending, a fresh set of attempts);
+    their skips go, so that the thread no longer says the command was not answered (a
+    refusal again records it again: bot.webhooks.commands._post_answer). A delivery whose payload was not kept (its repository
+    made private since) is not. Returns the delivery ids re-queued."""
+    from bot.speaking.posting import NOT_PERMITTED
+    from bot.store.privacy import EMPTIED_PAYLOAD
+
+    marker = f":command:skip:{NOT_PERMITTED[0]}:"
+    async with ctx.sessionmaker() as session:
+        skips = [a for a in await session.scalars(select(Action).where(
+                     Action.kind == "command", Action.status == "skipped",
+                     Action.dedupe_key.contains(marker, autoescape=True)))
+                 if (a.details or {}).get("installation") == int(installation_id)
+                 and (a.details or {}).get("delivery")]
+        deliveries = sorted({str(a.details["delivery"]) for a in skips})
+        if not deliveries:
+            return []
+        table = Delivery.__table__
+        result = await session.execute(
+            update(table).where(table.c.delivery_id.in_(deliveries),
+                                table.c.status.in_(("done", "failed")),
+                                table.c.payload != EMPTIED_PAYLOAD)
+            .values(status="pending", attempts=0, next_attempt_at=None, claimed_by=None)
+            .returning(table.c.delivery_id))
+        requeued = set(result.scalars().all())
+        for action in skips:
+            if str(action.details["delivery"]) in requeued:
+                await session.delete(action)
+        await session.commit()
+    if requeued:
+        log.info("installation %s accepted new permissions: %d command deliveries handled "
+                 "again", installation_id, len(requeued))
+    return sorted(requeued)
 
 
 async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any,

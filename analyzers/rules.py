@@ -474,13 +474,18 @@ _PROSE_SLASH = frozenset({"and", "or", "input", "output", "read", "write", "true
                           "test", "eval", "dev", "cpu", "gpu", "tp", "dp", "pp"})
 
 
-def _bare_paths(text: str) -> list[str]:
+def _bare_paths(text: str, folders: bool = False) -> list[str]:
+    """Paths written as plain text; with `folders`, one without an extension or a last slash
+    is a folder ("put in quoll/sims and ..."): only in text without code spans, where two
+    spans read as a path ("bare `pip`/`pip install`") cannot be."""
     found = []
     for m in _BARE_PATH.finditer(text[:2000]):
         path = m.group(1).rstrip(".")
         parts = [p for p in path.split("/") if p]
         if parts[0] in _PROSE_SLASH or (len(parts) < 2 and not path.endswith("/")):
             continue
+        if folders and "." not in parts[-1] and not path.endswith("/"):
+            path += "/"
         found.append(path)
     return found
 
@@ -495,7 +500,7 @@ def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
     if rule.codes_match is not None:
         codes = [_command(c) for c in codes if rule.codes_match.search(_command(c))]
         if not codes and rule.bare_paths:
-            codes = [c for c in _bare_paths(seg.matched) if rule.codes_match.search(c)]
+            codes = [c for c in _bare_paths(seg.matched, folders=not seg.codes) if rule.codes_match.search(c)]
         if rule.collect_codes and codes:
             values["_codes"] = "\n".join(codes)
     if codes:

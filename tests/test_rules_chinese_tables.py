@@ -65,3 +65,37 @@ def test_a_forum_or_tracker_named_first_is_issue_first() -> None:
     # a forum for questions is no rule about changes
     questions = "Questions are best asked in GitHub Discussions.\n"
     assert "issue-first" not in _topics({"CONTRIBUTING.md": questions})
+
+
+def test_wrong_statements_of_set_k_are_not_made_in_other_words() -> None:
+    # a link put in the PR after a sentence ending in a folder is no placement of code
+    md = ("A new policy must match a published score on one of the configs in presets/. "
+          "Put the run link in the pull request.\n")
+    assert "algorithms" not in _topics({"CONTRIBUTING.md": md})
+    # a test marker described is no kind of test asked for; the request itself is read
+    marker = "Every change must have tests; slow tests are marked with @pytest.mark.slow.\n"
+    rules = _rules({"CONTRIBUTING.md": marker})
+    assert "tests_kinds" not in rules and rules["tests_add"]["topic"] == "tests"
+    # rejecting code its author cannot explain restricts unexplained code, not AI use
+    ai = "If an AI assistant wrote part of it, say so in the PR; we do not accept code you cannot explain.\n"
+    rules = _rules({"CONTRIBUTING.md": ai})
+    assert "ai_restricted" not in rules and "ai_understand" in rules
+    # a folder written without its last slash is named, not only the file inside it
+    place = "New solvers are put in pkg/solvers and must be registered in pkg/solvers/index.py.\n"
+    assert "`pkg/solvers/`," in _rules({"CONTRIBUTING.md": place})["place_paths"]["statement"]
+    # a before/after request said of one component is said of that component
+    perf = ("If your change touches the data loader, paste the output of `bench/load.py` from "
+            "before and after the change into the pull request.\n")
+    fact = _rules({"CONTRIBUTING.md": perf})["results_conditional"]
+    assert "the data loader" in fact["statement"] and "speed or memory" not in fact["statement"]
+
+
+def test_faq_heading_answer_and_descriptive_title() -> None:
+    faq = ("## FAQ\n\n### Where do new schedulers go?\n\nInto `sched/impl/`, one file each.\n\n"
+           "### Can I use Copilot?\n\nYes, but tell us in the PR which parts it wrote.\n")
+    rules = _rules({"CONTRIBUTING.md": faq})
+    assert "`sched/impl/`" in rules["place_question"]["statement"]
+    assert "ai_disclose_general" in rules
+    title = "Please give your pull request a short title in the imperative mood.\n"
+    assert _rules({"CONTRIBUTING.md": title})["pr_title_descriptive"]["statement"] == (
+        "Give the PR a descriptive title, in the imperative mood.")

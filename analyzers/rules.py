@@ -273,6 +273,8 @@ def gloss_zh(text: str) -> str:
     if not has_cjk(text):
         return ""
     low = text.lower()
+    if len(low) != len(text):  # a few letters lengthen when lowered ("İ"): keep offsets
+        low = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
     spans: list[tuple[int, int, str]] = []
     for m in _ZH_WAIT.finditer(text):
         spans.append((m.start(), m.end(), f"{m.group(1)} {_ZH_WAIT_UNIT[m.group(2)]}"))

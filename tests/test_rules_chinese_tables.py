@@ -99,3 +99,12 @@ def test_faq_heading_answer_and_descriptive_title() -> None:
     title = "Please give your pull request a short title in the imperative mood.\n"
     assert _rules({"CONTRIBUTING.md": title})["pr_title_descriptive"]["statement"] == (
         "Give the PR a descriptive title, in the imperative mood.")
+
+
+def test_gloss_keeps_offsets_when_lowering_lengthens_letters() -> None:
+    from analyzers.rules import gloss_zh
+
+    # "İ" lowers to two characters: the phrases after it are still read where they are
+    assert gloss_zh("İİİİ 超过 30 天无人回复的 PR 会被自动关闭") == (
+        "30 days without activity PRs closed automatically")
+    assert gloss_zh("no Chinese here") == ""

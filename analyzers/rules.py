@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from analyzers import rules_structured as structured
+from analyzers.nlp import SubstringTable, has_cjk
 from analyzers.rules_text import (
     Segment,
     bounded_runs,
@@ -249,6 +250,68 @@ def observed_facts() -> dict[str, list[dict[str, Any]]]:
 # --- segmentation of every file -----------------------------------------------------------
 
 
+@lru_cache(maxsize=1)
+def _chinese_phrases() -> SubstringTable:
+    return SubstringTable({en: zh for en, zh in _patterns_data().get("chinese_gloss", {}).items()})
+
+
+# Counts said in Chinese: "30 天" is "30 days", "两位维护者" is "two approvals".
+_ZH_WAIT = re.compile(r"(\d{1,3})\s{0,2}(天|日|周|个月)")
+_ZH_WAIT_UNIT = {"天": "days", "日": "days", "周": "weeks", "个月": "months"}
+_ZH_APPROVERS = re.compile(r"(两|二|三|[2-9])\s{0,2}[位名个]\s{0,2}(?:维护者|审核者|评审者|reviewers?|maintainers?)", re.I)
+_ZH_NUMBER = {"两": "two", "二": "two", "三": "three"}
+_ZH_PUNCT = {"，": ",", "、": ",", "；": ";", "：": ":", "。": ".", "！": "!", "？": "?", "（": "(", "）": ")"}
+_ZH_PLURAL = {"pr": "PRs", "issue": "issues", "pull request": "pull requests"}
+_LATIN_RUN = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]{0,400}[\x21-\x7e])?")
+
+
+def gloss_zh(text: str) -> str:
+    """A Chinese sentence read in English for the rule patterns: the glosses of the known
+    phrases (rules_patterns.yaml `chinese_gloss`), its counts, its punctuation and its Latin
+    runs (paths, commands, "issue", "PR"), in text order; "" for text without Chinese. Only
+    words the file has are glossed, so no rule is read that the sentence does not state."""
+    if not has_cjk(text):
+        return ""
+    low = text.lower()
+    if len(low) != len(text):  # a few letters lengthen when lowered ("İ"): keep offsets
+        low = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+    spans: list[tuple[int, int, str]] = []
+    for m in _ZH_WAIT.finditer(text):
+        spans.append((m.start(), m.end(), f"{m.group(1)} {_ZH_WAIT_UNIT[m.group(2)]}"))
+    for m in _ZH_APPROVERS.finditer(text):
+        spans.append((m.start(), m.end(), f"{_ZH_NUMBER.get(m.group(1), m.group(1))} approvals"))
+    for hit in _chinese_phrases().find(low, lowered=True):
+        spans.append((hit.start, hit.start + len(hit.text), hit.label))
+    covered = bytearray(len(text))
+    kept: list[tuple[int, str]] = []
+    # longer spans first, so the phrases inside them are not read again
+    for start, end, words in sorted(spans, key=lambda s: (s[0] - s[1], s[0])):
+        if any(covered[start:end]):
+            continue
+        covered[start:end] = b"\x01" * (end - start)
+        kept.append((start, words))
+    for i, ch in enumerate(text):
+        if ch in _ZH_PUNCT and not covered[i]:
+            kept.append((i, _ZH_PUNCT[ch]))
+    for m in _LATIN_RUN.finditer(text):
+        run = "".join(ch if not covered[m.start() + k] else " " for k, ch in enumerate(m.group()))
+        if run.strip():
+            # Chinese nouns have no number: "超过 30 天的 PR" speaks of PRs
+            kept.append((m.start(), _ZH_PLURAL.get(run.strip().lower(), run.strip())))
+    kept.sort(key=lambda k: k[0])
+    return " ".join(words for _, words in kept)
+
+
+def _gloss_segment(seg: Segment) -> None:
+    """Chinese segments are matched on their English gloss (their evidence stays as written);
+    a Chinese heading or list intro is read with its gloss too ("## 提交 PR 之前")."""
+    seg.gloss = gloss_zh(seg.text)
+    if has_cjk(seg.section):
+        seg.section = f"{seg.section} {gloss_zh(seg.section)}"
+    if has_cjk(seg.intro):
+        seg.intro = f"{seg.intro} {gloss_zh(seg.intro)}"
+
+
 def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
     out: list[Segment] = []
     for path, text in files.items():
@@ -269,6 +332,8 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
             if isinstance(meta.get(key), str):
                 out += markdown_segments(meta[key], path)
         out += markdown_segments(body, path)
+    for seg in out:
+        _gloss_segment(seg)
     # An item joined to its lead helps only when the lead asks for something ("The PR needs
     # to include:"); other leads' items are read on their own and in the combined segment.
     asks: dict[str, bool] = {}
@@ -276,8 +341,9 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
     for seg in out:
         if seg.kind == "lead_item":
             if seg.intro not in asks:
-                asks[seg.intro] = is_directive(Segment(seg.intro, seg.file, "sentence"),
-                                               kinds.get(seg.file, ""))
+                lead = Segment(seg.intro, seg.file, "sentence")
+                _gloss_segment(lead)
+                asks[seg.intro] = is_directive(lead, kinds.get(seg.file, ""))
             if not asks[seg.intro]:
                 continue
         kept.append(seg)
@@ -286,8 +352,9 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
 
 _LEAD_NOISE = re.compile(r"^[^A-Za-z]{0,12}(?:\((?:optional|required)\)\s{0,3})?", re.I)
 # Clause ends for finding an imperative; ", so" and ", then" start a request after a reason
-# ("The changelog is built from titles, so prefix the title with ...").
-_CLAUSE = re.compile(r"[.;!?]\s+|:\s+(?=[A-Za-z])|,\s(?:so|then)\s")
+# ("The changelog is built from titles, so prefix the title with ..."), and ", but" one after
+# an answer ("It is, but tell us which parts a model wrote").
+_CLAUSE = re.compile(r"[.;!?]\s+|:\s+(?=[A-Za-z])|,\s(?:so|then|but)\s")
 MAX_COMMAND = 60
 MAX_COMMANDS = 3
 
@@ -301,6 +368,10 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 def _heading_words(section: str) -> str:
     """A heading as " word word ...": punctuation ("Tests/Docs", "(AI)") becomes a space."""
     return " " + _NON_WORD.sub(" ", section)
+
+
+# A table header that asks for what its rows name ("Change | Required with it", "then also").
+_ASKING_HEADER = re.compile(r"\b(?:required|also|needed|what to do|to do)\b")
 
 
 def is_directive(seg: Segment, kind: str) -> bool:
@@ -329,7 +400,10 @@ def is_directive(seg: Segment, kind: str) -> bool:
     if seg.kind in ("item", "combined", "row") and seg.section and any(
             f" {w}" in _heading_words(seg.section) for w in tab.checklist_sections):
         return True  # an item (or a table row) of a checklist or requirements section
-    low = seg.text[:600].lower()
+    if seg.kind == "row" and seg.intro and (
+            tab.modal.search(header := seg.intro[:300].lower()) or _ASKING_HEADER.search(header)):
+        return True  # a row of a table headed "If you change ... | you also need to ..."
+    low = seg.matched[:600].lower()
     if "?" in low:
         # "Do I need to update the docs for a typo fix? No.": a question (an FAQ entry) asks
         # nothing; the sentences around it still may
@@ -402,13 +476,18 @@ _PROSE_SLASH = frozenset({"and", "or", "input", "output", "read", "write", "true
                           "test", "eval", "dev", "cpu", "gpu", "tp", "dp", "pp"})
 
 
-def _bare_paths(text: str) -> list[str]:
+def _bare_paths(text: str, folders: bool = False) -> list[str]:
+    """Paths written as plain text; with `folders`, one without an extension or a last slash
+    is a folder ("put in quoll/sims and ..."): only in text without code spans, where two
+    spans read as a path ("bare `pip`/`pip install`") cannot be."""
     found = []
     for m in _BARE_PATH.finditer(text[:2000]):
         path = m.group(1).rstrip(".")
         parts = [p for p in path.split("/") if p]
         if parts[0] in _PROSE_SLASH or (len(parts) < 2 and not path.endswith("/")):
             continue
+        if folders and "." not in parts[-1] and not path.endswith("/"):
+            path += "/"
         found.append(path)
     return found
 
@@ -423,7 +502,7 @@ def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
     if rule.codes_match is not None:
         codes = [_command(c) for c in codes if rule.codes_match.search(_command(c))]
         if not codes and rule.bare_paths:
-            codes = [c for c in _bare_paths(seg.text) if rule.codes_match.search(c)]
+            codes = [c for c in _bare_paths(seg.matched, folders=not seg.codes) if rule.codes_match.search(c)]
         if rule.collect_codes and codes:
             values["_codes"] = "\n".join(codes)
     if codes:
@@ -435,7 +514,7 @@ def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
     if seg.head:
         values["head"] = plain(seg.head)
     for name, pattern in rule.extract:
-        m = pattern.search(seg.text[:2000])
+        m = pattern.search(seg.matched[:2000])
         if m and plain(m.group(1)):
             value = plain(m.group(1))
             # a count or a noun that opened the sentence ("Two approvals are required", "Issues
@@ -444,7 +523,7 @@ def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
                 value = value[0].lower() + value[1:]
             values[name] = value
     for name, pattern in rule.extract_all:
-        found = list(dict.fromkeys(x.replace("`", "") for x in pattern.findall(seg.text[:2000])))
+        found = list(dict.fromkeys(x.replace("`", "") for x in pattern.findall(seg.matched[:2000])))
         if found:
             values[name] = ", ".join(f"`{x}`" for x in found[:10])
             values[f"_all_{name}"] = "\n".join(found)
@@ -478,7 +557,7 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
     pipe = _nlp()
     strings = pipe.vocab.strings
     hits_by_rule: dict[str, list[tuple[Segment, str, dict[str, str]]]] = {}
-    docs = pipe.tokenizer.pipe(bounded_runs(match_form(s.text)) for s in segments)
+    docs = pipe.tokenizer.pipe(bounded_runs(match_form(s.matched)) for s in segments)
     for seg, doc in zip(segments, docs, strict=True):
         matches = tab.phrase_matcher(doc)
         if len(tab.token_matcher):

@@ -47,8 +47,9 @@ from bot.store.models import (
     Verdict,
     report_summary,
 )
+from bot.store.privacy import agreement_to_store
 from bot.store.types import format_datetime, parse_datetime, utcnow
-from bot.store.verdicts import agreement, agreement_to_store, shown_columns, shown_failure
+from bot.store.verdicts import agreement, shown_columns, shown_failure
 
 log = logging.getLogger(__name__)
 

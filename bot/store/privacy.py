@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Text, and_, bindparam, case, cast, delete, false, func, or_, select, update
@@ -750,3 +750,21 @@ def empty_private_inbox(conn: Any, *, by_repository_id: bool = False) -> int:
             conn.execute(_cut_errors(), cut)
         total += len(emptied)
     return total
+
+
+async def agreement_to_store(session: AsyncSession, built: datetime) -> list[dict[str, Any]]:
+    """The agreement figure a report built at `built` is stored with: the verdicts given by
+    then (to the second after it: `generated_at` is kept to the second) that are still
+    stored, counted under `lock_repositories` of their repositories. A `forget` (which takes
+    a repository's verdicts out of the stored reports' figures, those given by each report's
+    `generated_at`: bot.store.privacy._take_out_verdicts) that committed since the report read
+    the store has deleted them, and one in progress is waited for; one that comes after
+    waits for this transaction and takes them out of the stored report. Before, a report
+    whose build read the verdicts before a `forget` and was stored after it kept counting the
+    forgotten repository's verdicts (and those of any repository: the figure counts them
+    all, named or not)."""
+    from bot.store.verdicts import agreement
+
+    await lock_repositories(session, await session.scalars(
+        select(Thread.repo).join(Verdict, Verdict.thread_id == Thread.id).distinct()))
+    return await agreement(session, built + timedelta(seconds=1))

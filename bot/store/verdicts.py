@@ -191,23 +191,3 @@ async def agreement(session: AsyncSession, given_by: datetime | None = None
         query = query.where(Verdict.given_at <= given_by)
     rows = await session.execute(query)
     return count_agreement([tuple(r) for r in rows.all()])
-
-
-async def agreement_to_store(session: AsyncSession, built: datetime) -> list[dict[str, Any]]:
-    """The agreement figure a report built at `built` is stored with: the verdicts given by
-    then (to the second after it: `generated_at` is kept to the second) that are still
-    stored, counted under `lock_repositories` of their repositories. A `forget` (which takes
-    a repository's verdicts out of the stored reports' figures, those given by each report's
-    `generated_at`: bot.store.privacy._take_out_verdicts) that committed since the report read
-    the store has deleted them, and one in progress is waited for; one that comes after
-    waits for this transaction and takes them out of the stored report. Before, a report
-    whose build read the verdicts before a `forget` and was stored after it kept counting the
-    forgotten repository's verdicts (and those of any repository: the figure counts them
-    all, named or not)."""
-    from datetime import timedelta
-
-    from bot.store.privacy import lock_repositories
-
-    await lock_repositories(session, await session.scalars(
-        select(Thread.repo).join(Verdict, Verdict.thread_id == Thread.id).distinct()))
-    return await agreement(session, built + timedelta(seconds=1))

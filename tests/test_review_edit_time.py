@@ -34,12 +34,16 @@ def _iso(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-async def stored_review(ctx: AppContext, repo: str, number: int) -> tuple[Comment, list[str]]:
+async def stored_review(ctx: AppContext, repo: str, number: int, github_id: int | None = None
+                        ) -> tuple[Comment, list[str]]:
+    """The thread's one review (or the one of `github_id`), and its analysis's concerns."""
     async with ctx.sessionmaker() as session:
         thread = await get_thread(session, repo, number)
         assert thread is not None
         (review,) = (await session.scalars(select(Comment).where(
-            Comment.thread_id == thread.id, Comment.kind == "review"))).all()
+            Comment.thread_id == thread.id, Comment.kind == "review",
+            Comment.github_id == github_id if github_id is not None else Comment.kind == "review"
+        ))).all()
         row = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
     assert row is not None
     return review, list(row.result["review"]["concerns"])
@@ -95,3 +99,49 @@ async def test_a_review_edited_on_github_is_read_by_the_nightly_sync_at_its_subm
     stored, concerns = await stored_review(sync_ctx, SLIME, pr["number"])
     assert (stored.body, _utc(stored.created_at), stored.updated_at, concerns) == (
         CONCERN, submit, None, ["tests_or_docs"])
+
+
+async def test_a_review_edit_stored_while_the_sync_held_its_pull_request_is_read_back(
+        sync_ctx: AppContext, fake_github: Any, schema_path: Path, shared_dir: Path) -> None:
+    """The reviewer edits a review while the sync holds the pull request it read (its other
+    reviews come in a later request); the `edited` delivery is handled meanwhile, and the
+    edit does not move the pull request's time. Before: the sync's older snapshot of the
+    review overwrote the edit (no time to compare), and the run's check passed the thread
+    over (read tonight): the old text stayed, and was analysed, until a later night. Now a
+    review whose text the sync replaced is asked again at the end of the run."""
+    data = FakeData(rng=random.Random(7))
+    data.clock = datetime.now(UTC) - timedelta(days=90)  # older than the check of recent ones
+    pr = data.add_thread(SLIME, "pull_request", n_reviews=25, closed=False)  # more than nested
+    pr["author"] = {"__typename": "User", "login": "alice"}
+    review = pr["_reviews"][0]
+    review.update(author={"__typename": "User", "login": "bob"}, authorAssociation="MEMBER",
+                  body=PLAIN, state="COMMENTED")
+    responder = FakeGraphQL(data, schema_path)
+    calls = 0
+
+    async def handler(query: str, variables: dict[str, Any]) -> Any:
+        nonlocal calls
+        calls += 1
+        answer = responder(query, variables)
+        if calls == 2:  # the rest of the reviews; meanwhile the first one is edited
+            review["body"] = CONCERN
+            payload = edited(shared_dir, CONCERN, PLAIN)
+            payload["repository"].update(full_name=SLIME, name="slime",
+                                         owner={**payload["repository"]["owner"], "login": "THUDM"})
+            payload["pull_request"].update(
+                id=pr["databaseId"], node_id=pr["id"], number=pr["number"], title=pr["title"],
+                body=pr["body"], state="open", user={"login": "alice", "id": 1, "type": "User"},
+                created_at=pr["createdAt"], updated_at=pr["updatedAt"])  # its time unmoved
+            payload["review"].update(id=review["databaseId"], node_id=review["id"],
+                                     user={"login": "bob", "id": 2, "type": "User"},
+                                     submitted_at=review["submittedAt"])
+            await dispatch(sync_ctx, "pull_request_review", payload)
+        return answer
+
+    fake_github.graphql_handler = handler
+    stats = await sync(sync_ctx, [SLIME], sleep=no_sleep, on_changed=partial(sync_changed, sync_ctx))
+    assert calls >= 3
+    stored, concerns = await stored_review(sync_ctx, SLIME, pr["number"], review["databaseId"])
+    assert (stored.body, _utc(stored.created_at), concerns) == (
+        CONCERN, parse_datetime(review["submittedAt"]), ["tests_or_docs"])
+    assert stats.hidden_edited == 1

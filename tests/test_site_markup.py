@@ -110,7 +110,8 @@ async def seed_everything(ctx: Any) -> None:
 # the install preview (typed by an installer), pages past the last, unknown ids.
 ENTRY_POINTS = ["/", "/threads/verl-project/verl/555", "/no/such/page", "/proposals/",
                 "/repos/huggingface/trl/preview", "/proposals?page=9", "/methods/no-such-method",
-                "/threads/huggingface/trl/99999", "/reports/2020-01-01", "/study/sets/no-such-set"]
+                "/threads/huggingface/trl/99999", "/reports/2020-01-01", "/study/sets/no-such-set",
+                "/proposals?framework=nope&state=nonsense"]
 
 
 async def crawl(client: TestClient, starts: list[str] = ENTRY_POINTS) -> dict[str, Any]:
@@ -203,6 +204,11 @@ def markup_problems(body: bytes) -> tuple[list[str], str | None]:
     for e in elements:
         if e.tag == "label" and e.get("for") is not None and e.get("for") not in ids:
             problems.append(f"<label for={e.get('for')!r}> names no element")
+    for e in elements:  # a description or name of no element on the page says nothing
+        for attr in ("aria-describedby", "aria-labelledby"):
+            missing = [i for i in (e.get(attr) or "").split() if i not in ids]
+            if missing:
+                problems.append(f"<{e.tag} {attr}={e.get(attr)!r}> names no element {missing}")
     labelled = {e.get("for") for e in elements if e.tag == "label"}
     inside_label = {id(c) for e in elements if e.tag == "label" for c in e.iter()}
     for e in elements:
@@ -425,6 +431,67 @@ async def test_each_filtered_list_of_proposals_has_a_title_of_its_own(ctx: Any) 
         "Proposals: verl, open, no reply · rltracker"
     assert found["/proposals?framework=trl&state=declined&paper=cispo"] == \
         "Proposals: TRL, declined, naming cispo · rltracker"
+
+
+def _fields_told(body: bytes) -> dict[str, tuple[str | None, str]]:
+    """Each filter field of a /proposals page: its aria-invalid, and the text of what it is
+    described by."""
+    doc, _ = _parse(body)
+    by_id = {e.get("id"): e for e in doc.iter() if e.get("id")}
+    return {e.get("name"): (e.get("aria-invalid"), " ".join(
+                " ".join(_text(by_id[i]).split()) for i in (e.get("aria-describedby") or "").split()))
+            for e in doc.iter() if e.tag in CONTROLS}
+
+
+async def test_a_filter_value_dropped_is_told_at_its_field(ctx: Any) -> None:
+    """leftb65 (a11y65 left it): /proposals?framework=nope said "unknown framework: nope:
+    ignored" in a notice tied to no field: the framework field, showing "all", was neither
+    marked invalid nor described by it. Each dropped value's notice now describes its field,
+    marked invalid; the fields whose value applies are not."""
+    client = await _site(ctx, seeded=True)
+    try:
+        pages = await crawl(client, ["/proposals?framework=nope&state=open_no_reply",
+                                     "/proposals?framework=trl&state=nonsense",
+                                     "/proposals?framework=someone/else&state=nonsense"])
+    finally:
+        await client.close()
+    told = {url: _fields_told(pages[url]["body"]) for url in list(pages)[:3]}
+    ignored = ": ignored (the other filters apply)"
+    assert told == {
+        "/proposals?framework=nope&state=open_no_reply": {
+            "framework": ("true", "unknown framework: nope" + ignored),
+            "state": (None, ""), "paper": (None, "")},
+        "/proposals?framework=trl&state=nonsense": {
+            "framework": (None, ""), "state": ("true", "unknown state: nonsense" + ignored),
+            "paper": (None, "")},
+        "/proposals?framework=someone/else&state=nonsense": {
+            "framework": ("true", "someone/else is not a tracked framework's repository" + ignored),
+            "state": ("true", "unknown state: nonsense" + ignored), "paper": (None, "")},
+    }, told
+    assert all(pages[url]["status"] == 400 for url in told)
+
+
+async def test_a_dropped_filter_is_the_description_of_its_field_in_the_accessibility_tree(
+        sqlite_ctx: Any, chromium: Any) -> None:  # noqa: F811
+    """What a screen reader says on the framework field of /proposals?framework=nope: an
+    invalid combobox described by what was dropped (before: a combobox "Framework", all)."""
+    from tests.browser import serving
+
+    await seed_everything(sqlite_ctx)
+    async with serving(sqlite_ctx) as server, chromium.driven(width=1024) as driver:
+        await driver.get(str(server.make_url("/proposals?framework=nope")))
+        tree = await driver.cdp("Accessibility.getFullAXTree")
+    boxes = {}
+    for node in tree["nodes"]:
+        if (node.get("role") or {}).get("value") == "combobox" and not node.get("ignored"):
+            invalid = {p["name"]: p["value"].get("value") for p in node.get("properties") or []
+                       }.get("invalid")
+            boxes[(node.get("name") or {}).get("value")] = (
+                invalid, (node.get("description") or {}).get("value"))
+    assert boxes == {
+        "Framework": ("true", "unknown framework: nope: ignored (the other filters apply)"),
+        "State": ("false", None),
+    }, boxes
 
 
 async def test_head_answers_every_page_as_get_without_the_body(ctx: Any) -> None:

@@ -496,6 +496,11 @@ class Syncer:
         self.marked_private: set[str] = set()  # stored rows marked private (bot/store/privacy.py)
         self.read_threads: set[int] = set()  # ids of the threads written (read) in this pass
         self._batch_read: list[int] = []
+        # Stored reviews whose text this pass replaced with its snapshot (ids), asked again at
+        # the end of the run (`_check_hidden`): a review has no time to tell the snapshot from
+        # an edit a webhook stored while this pass held the thread (leftb65).
+        self.reviews_rewritten: set[int] = set()
+        self._batch_reviews: list[int] = []
         # repositories seen in a stream's first answer, to settle at the next write:
         # lower-case name -> (name, GitHub id, its updatedAt, former names the sync was given)
         self._identities: dict[str, tuple[str, int | None, datetime | None, set[str]]] = {}
@@ -950,6 +955,7 @@ class Syncer:
         changed: list[tuple[str, int]] = []
         hidden: set[str] = set()
         self._batch_read = []
+        self._batch_reviews = []
         try:
             async with self.ctx.sessionmaker() as session:
                 for name, gid, seen_at, former in list(self._identities.values()):
@@ -987,6 +993,7 @@ class Syncer:
                 await session.commit()
         except BaseException:
             self._batch_read = []
+            self._batch_reviews = []
             self._new_rows = []
             self.stats.comments = comments
             for pt in threads:
@@ -997,6 +1004,7 @@ class Syncer:
             raise
         self._identities.clear()
         self.read_threads.update(self._batch_read)
+        self.reviews_rewritten.update(self._batch_reviews)
         self._batch_read = []
         for s in self.streams:
             if s.repo.lower() in hidden and not s.closed:  # its pages are read no more
@@ -1157,7 +1165,13 @@ class Syncer:
             # Hidden or shown again on GitHub changes what the analyzers are given, and
             # moves no time of the thread's: analysed again.
             rehide |= hidden
-            await upsert_comment(session, thread, comment)
+            was = old.body or ""  # (`old` may be the row upsert_comment writes)
+            written_row = await upsert_comment(session, thread, comment)
+            if "updated_at" not in comment and was != written_row.body:
+                # A review's text replaced: this snapshot may be older than an edit stored
+                # since it was read (an edit need not move the pull request's time). GitHub
+                # is asked for the review's text at the end of the run.
+                self._batch_reviews.append(written_row.id)
             self.stats.comments += 1
             written += 1
         if stale:
@@ -1333,7 +1347,9 @@ class Syncer:
         found hidden or shown again is stored so and its thread analysed again; one GitHub
         answers NOT_FOUND for is deleted, and noted, as its `deleted` webhook deletes it.
         Not asked: older comments (a "+1" hidden as off-topic months later is read at the
-        thread's next change, or by `--full`)."""
+        thread's next change, or by `--full`). Asked first, of any age, read or not: the
+        reviews whose stored text this pass replaced (`reviews_rewritten`), so that an edit
+        stored meanwhile by its webhook, which the older snapshot overwrote, is read back."""
         # Only the kinds GitHub listed tonight: it answers NOT_FOUND for a node the reader
         # may not see as for one deleted (discussions refused to an installation without
         # their permission), and a listing that ran says the reader sees that kind.
@@ -1346,12 +1362,15 @@ class Syncer:
         if not groups:
             return
         cutoff = utcnow() - timedelta(days=HIDDEN_RECENT_DAYS)
+        rewritten = sorted(self.reviews_rewritten)
         async with self.ctx.sessionmaker() as session:
             rows = (await session.execute(
                 select(*_CHECKED).join(Thread, Thread.id == Comment.thread_id)
                 .where(func.lower(Thread.repo).in_(sorted(groups)),
-                       Comment.created_at >= cutoff, Comment.node_id.is_not(None)))).all()
-        rows = [r for r in rows if r[5] not in self.read_threads and (r[6], r[7]) in listed]
+                       (Comment.created_at >= cutoff) | Comment.id.in_(rewritten or [-1]),
+                       Comment.node_id.is_not(None)))).all()
+        rows = [r for r in rows if (r[5] not in self.read_threads or r[0] in self.reviews_rewritten)
+                and (r[6], r[7]) in listed]
         if rows:
             await self._check_recent(rows, groups)
         if self.recheck:
@@ -1359,7 +1378,8 @@ class Syncer:
 
     async def _check_recent(self, rows: list[Any], groups: dict[str, int | None]) -> None:
         """The recent comments `rows` asked, newest first, within HIDDEN_CHECK_REQUESTS."""
-        rows.sort(key=lambda r: (r[8], r[0]), reverse=True)
+        # the reviews this pass rewrote first, then the newest
+        rows.sort(key=lambda r: (r[0] in self.reviews_rewritten, r[8], r[0]), reverse=True)
         room = HIDDEN_CHECK_REQUESTS * HIDDEN_IDS_PER_REQUEST
         self.stats.hidden_left += max(0, len(rows) - room)
         by_group: dict[int | None, list[Any]] = {}

@@ -134,8 +134,8 @@ async def reports_feed(request: web.Request) -> web.Response:
 
 
 async def proposals_feed(request: web.Request) -> web.Response:
-    filters, error = pages.proposal_filters(request)
-    if error:
+    filters, dropped = pages.proposal_filters(request)
+    if dropped:
         return await pages.proposals_page(request)  # the page's 400, saying what was wrong
     base = _base(request)
     page = pages.proposals_url(filters, 1)  # /proposals?framework=…: the filters in one order

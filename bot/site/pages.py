@@ -125,9 +125,10 @@ def failure_moved(request: web.Request) -> web.Response | None:
     return moved_to(request, "key", data.catalog().failures)
 
 
-def proposal_filters(request: web.Request) -> tuple[dict[str, str | None], str | None]:
+def proposal_filters(request: web.Request) -> tuple[dict[str, str | None], dict[str, str]]:
     """framework / state / paper from the query string (a value that names none: None), and
-    what was wrong with the values dropped, else None."""
+    what was wrong with each value dropped, by its filter (the form field the page ties the
+    notice to: leftb65), empty when none was."""
     q = request.query
     framework = (q.get("framework") or "").strip() or None
     state = (q.get("state") or "").strip() or None
@@ -145,21 +146,21 @@ def proposal_filters(request: web.Request) -> tuple[dict[str, str | None], str |
             paper if paper in methods else canonical_id(paper, methods, _method_names()) or paper[:64])
     # A bad value is dropped and named, the other filters kept (left64: one bad value
     # emptied the whole form, the valid framework with it).
-    problems: list[str] = []
+    dropped: dict[str, str] = {}
     frameworks = data.catalog().frameworks
     if framework and framework not in frameworks:
         framework = canonical_id(framework, frameworks, _framework_names()) or (
             _framework_of_repo(framework) if "/" in framework else None) or framework
     if framework and framework not in frameworks:
-        problems.append(f"{framework} is not a tracked framework's repository" if "/" in framework
-                        else f"unknown framework: {framework}")
+        dropped["framework"] = (f"{framework} is not a tracked framework's repository"
+                                if "/" in framework else f"unknown framework: {framework}")
         framework = None
     if state and state not in data.REVIEW_STATES:
         state = canonical_id(state, data.REVIEW_STATES) or state  # Merged, open-no-reply
     if state and state not in data.REVIEW_STATES:
-        problems.append(f"unknown state: {state}")
+        dropped["state"] = f"unknown state: {state}"
         state = None
-    return {"framework": framework, "state": state, "paper": paper}, "; ".join(problems) or None
+    return {"framework": framework, "state": state, "paper": paper}, dropped
 
 
 def _framework_of_repo(name: str) -> str | None:
@@ -297,8 +298,7 @@ async def proposals_page(request: web.Request) -> web.Response:
     filters, ignored = proposal_filters(request)
     typed = read_page(request)
     context = {"filters": filters, "frameworks": data.catalog().frameworks,
-               "states": data.REVIEW_STATES,
-               "ignored": f"{ignored}: ignored (the other filters apply)" if ignored else None}
+               "states": data.REVIEW_STATES, "ignored": ignored}
     if typed is None:
         return await render_page(request, "proposals.html", status=400, rows=[],
                                  error="page must be a whole number from 1", pages=None, **context)
@@ -424,7 +424,8 @@ async def api_proposals(request: web.Request) -> web.Response:
     """The proposals the filters name, newest first: `limit` (at most MAX_ROWS, the default)
     after `offset`, or after the `after` cursor of the Link header's next page (read from
     there by the date index, however deep); the X-Total-Count header counts them all."""
-    filters, error = proposal_filters(request)
+    filters, dropped = proposal_filters(request)
+    error = "; ".join(dropped.values())
     paging = api_paging(request.query, default_limit=data.MAX_ROWS, max_limit=data.MAX_ROWS)
     after = api_cursor(request.query, "proposals")
     if error or isinstance(paging, str) or isinstance(after, str):

@@ -49,3 +49,27 @@ def test_responsibility_for_ai_code_is_not_a_review_duty() -> None:
     asked = "If you use AI tools, you are responsible for the code and must review it yourself.\n"
     assert _rules({"CONTRIBUTING.md": asked})["ai_responsible"]["statement"] == (
         "Authors are responsible for AI-assisted code and must review it themselves.")
+
+
+def test_missed_classes_of_set_l_in_other_wordings() -> None:
+    # a plural "Titles" of pull requests in Conventional Commits
+    titles = "Titles of merge requests and PRs follow Conventional Commits.\n"
+    assert "pr_title_conventional" in _rules({"CONTRIBUTING.md": titles})
+    # CI named first and "green" several words before the merge
+    ci = "Our CI builds the wheels for each PR and it must be green before anyone merges.\n"
+    assert _rules({"CONTRIBUTING.md": ci})["ci_green_clause"]["statement"] == (
+        "CI checks must pass before a PR is merged.")
+    # an approval asked of every PR, with who approves
+    review = "One maintainer must approve each pull request.\n"
+    assert _rules({"CONTRIBUTING.md": review})["review_approve_every"]["statement"] == (
+        "Every PR must be approved by a maintainer.")
+    # a test asked in a request table's row, beside where the code goes
+    table = ("| If you add | you also need to |\n|---|---|\n"
+             "| a scheduler | register it in `ops/sched/`, with a test in `tests/sched/` |\n")
+    assert _rules({"CONTRIBUTING.md": table})["tests_with_path"]["statement"] == (
+        "New or changed code needs tests (in `tests/sched/`).")
+    # and what is not asked is not said: a description of a test file, a green badge
+    calm = ("The README badge is green when the nightly build passes.\n"
+            "The example ships with a test in `tests/demo/` that you can read.\n")
+    by_rule = _rules({"CONTRIBUTING.md": calm})
+    assert "ci_green_clause" not in by_rule and "tests_with_path" not in by_rule

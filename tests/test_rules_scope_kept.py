@@ -73,3 +73,13 @@ def test_missed_classes_of_set_l_in_other_wordings() -> None:
             "The example ships with a test in `tests/demo/` that you can read.\n")
     by_rule = _rules({"CONTRIBUTING.md": calm})
     assert "ci_green_clause" not in by_rule and "tests_with_path" not in by_rule
+
+
+def test_an_item_under_a_lead_that_asks_is_a_request() -> None:
+    # a Chinese numbered list without a request word in the item, its lead asks
+    md = "合并前请确保：\n\n1. 新增功能补充文档（`docs/guide.md`）；\n"
+    assert _rules({"CONTRIBUTING.md": md})["docs_generic"]["statement"] == (
+        "Add or update the documentation with the change (in `docs/guide.md`).")
+    # a lead that only describes asks nothing of its items
+    calm = "Our release notes cover:\n\n1. new features and their documentation;\n"
+    assert "docs_generic" not in _rules({"CONTRIBUTING.md": calm})

@@ -49,6 +49,10 @@ def test_responsibility_for_ai_code_is_not_a_review_duty() -> None:
     asked = "If you use AI tools, you are responsible for the code and must review it yourself.\n"
     assert _rules({"CONTRIBUTING.md": asked})["ai_responsible"]["statement"] == (
         "Authors are responsible for AI-assisted code and must review it themselves.")
+    # the review asked with other words between the verb and the code
+    other = "With Copilot you are responsible for the PR; please review every generated line yourself.\n"
+    assert _rules({"CONTRIBUTING.md": other})["ai_responsible"]["statement"].endswith(
+        "must review it themselves.")
 
 
 def test_missed_classes_of_set_l_in_other_wordings() -> None:

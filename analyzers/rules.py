@@ -397,6 +397,10 @@ def is_directive(seg: Segment, kind: str) -> bool:
     if seg.intro and seg.kind in ("item", "combined", "lead_item") and tab.offers.search(
             _LAST_SENTENCE.split(seg.intro[-300:].lower())[-1]):
         return False  # "Ways you can contribute:" lists kinds of help, not requests
+    if seg.intro and seg.kind in ("item", "lead_item") and (
+            lead := _LAST_SENTENCE.split(seg.intro[-300:].lower())[-1].strip()).endswith(":") \
+            and tab.modal.search(lead):
+        return True  # an item of a list whose lead asks ("提交 PR 前请确认：", "Please make sure:")
     if seg.kind in ("item", "combined", "row") and seg.section and any(
             f" {w}" in _heading_words(seg.section) for w in tab.checklist_sections):
         return True  # an item (or a table row) of a checklist or requirements section

@@ -20,12 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from analyzers import rules_structured as structured
-from analyzers.nlp import SubstringTable, has_cjk
 from analyzers.rules_text import (
     Segment,
     bounded_runs,
@@ -38,7 +37,11 @@ from analyzers.rules_text import (
     repository_path,
 )
 
-# 4: statements only with the details their sentence names, citations only of the files that
+if TYPE_CHECKING:
+    from analyzers.nlp import SubstringTable
+
+# 5: rules as other projects write them, Chinese guides through a gloss, conditions and scope
+# kept (rules65, rulesj65, ruleszh65, rulesm65); 4: statements only with the details their sentence names, citations only of the files that
 # state the rule (rules64); 3: MyST admonitions, lead + item segments, contributions sent
 # elsewhere (rules7).
 RULES_VERSION = "5"
@@ -252,6 +255,8 @@ def observed_facts() -> dict[str, list[dict[str, Any]]]:
 
 @lru_cache(maxsize=1)
 def _chinese_phrases() -> SubstringTable:
+    from analyzers.nlp import SubstringTable
+
     return SubstringTable({en: zh for en, zh in _patterns_data().get("chinese_gloss", {}).items()})
 
 
@@ -270,6 +275,10 @@ def gloss_zh(text: str) -> str:
     phrases (rules_patterns.yaml `chinese_gloss`), its counts, its punctuation and its Latin
     runs (paths, commands, "issue", "PR"), in text order; "" for text without Chinese. Only
     words the file has are glossed, so no rule is read that the sentence does not state."""
+    # analyzers.nlp imports spaCy: imported here, so rendering a stored summary (this module's
+    # format_rules_markdown, on the event loop) never loads it.
+    from analyzers.nlp import has_cjk
+
     if not has_cjk(text):
         return ""
     low = text.lower()
@@ -305,6 +314,8 @@ def gloss_zh(text: str) -> str:
 def _gloss_segment(seg: Segment) -> None:
     """Chinese segments are matched on their English gloss (their evidence stays as written);
     a Chinese heading or list intro is read with its gloss too ("## 提交 PR 之前")."""
+    from analyzers.nlp import has_cjk  # not at the top: see gloss_zh
+
     seg.gloss = gloss_zh(seg.text)
     if has_cjk(seg.section):
         seg.section = f"{seg.section} {gloss_zh(seg.section)}"

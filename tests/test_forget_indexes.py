@@ -44,9 +44,10 @@ def test_0018_goes_down_and_up(db_url: str) -> None:
     from alembic import command
 
     from bot.store.migrate import alembic_config
+    from tests.test_migrations import downgrade
 
     config = alembic_config(db_url)
-    command.downgrade(config, "0017")
+    downgrade(db_url, "0017")
     assert "ix_actions_lower_repo_number" not in asyncio.run(
         _plan(db_url, QUERIES["ix_actions_lower_repo_number"]))
     command.upgrade(config, "head")

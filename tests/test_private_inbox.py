@@ -191,12 +191,11 @@ def test_migration_0016_empties_what_the_inbox_kept_of_private_repositories(db_u
     whose repository's row is marked private, keep no payload after the upgrade (a failed
     one's error its first line); a pending one (the worker empties it when it finishes it)
     and a public repository's keep theirs. On main they all kept their payloads."""
-    from alembic import command
 
     from bot.store import migrate
-    from tests.test_migrations import _execute
+    from tests.test_migrations import _execute, downgrade
 
-    command.downgrade(migrate.alembic_config(db_url), "0015")
+    downgrade(db_url, "0015")
 
     def payload(repo: str, private: bool) -> str:
         return json.dumps({"action": "opened", "repository": {"full_name": repo, "private": private},

@@ -150,12 +150,11 @@ def test_migration_0017_fills_the_repository_ids_and_empties_set_aside_rows(db_u
     names no repository, or was emptied), and a finished row of a repository marked private
     whose payload was kept (set aside as abandoned after 0016 ran, under its name or a former
     one) keeps no payload after the upgrade. On main (no 0017) nothing changed."""
-    from alembic import command
 
     from bot.store import migrate
-    from tests.test_migrations import _execute
+    from tests.test_migrations import _execute, downgrade
 
-    command.downgrade(migrate.alembic_config(db_url), "0016")
+    downgrade(db_url, "0016")
 
     def payload(repo: str, rid: int) -> str:
         return json.dumps({"action": "opened", "repository": {"full_name": repo, "id": rid,

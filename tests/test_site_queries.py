@@ -144,12 +144,11 @@ async def test_the_list_of_reports_reads_no_nights_data(stores) -> None:
 def test_0019_report_summary_is_filled_from_the_stored_data(db_url: str) -> None:
     """Migration 0019: the summary of each stored report, filled from its data on the way up
     (baseline, totals, new landings); dropped on the way down, the rows kept."""
-    from alembic import command
 
     from bot.store import migrate
-    from tests.test_migrations import _execute, columns, schema_differences
+    from tests.test_migrations import _execute, columns, downgrade, schema_differences
 
-    command.downgrade(migrate.alembic_config(db_url), "0018")
+    downgrade(db_url, "0018")
     assert "summary" not in columns(db_url, "reports")
     data = {"baseline": False, "totals": {"merged": 2, "lapsed": 1}, "new_landings": 3,
             "snapshot": {"o/r#1": {}}}

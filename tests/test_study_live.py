@@ -32,7 +32,7 @@ from analyzers.catalog import load_catalog
 from analyzers.study import compute_study
 from bot.webhooks import events
 
-O = "OpenRLHF/OpenRLHF"
+OPENRLHF = "OpenRLHF/OpenRLHF"
 CISPO_PUBLIC = date(2025, 6, 16)
 
 # --- the numbers, computed independently from the shared catalog ----------------------------
@@ -136,8 +136,8 @@ def _payload(shared_dir: Path, name: str) -> dict[str, Any]:
 
 
 def _in_openrlhf(payload: dict[str, Any]) -> dict[str, Any]:
-    owner, name = O.split("/")
-    payload["repository"].update(full_name=O, name=name)
+    owner, name = OPENRLHF.split("/")
+    payload["repository"].update(full_name=OPENRLHF, name=name)
     payload["repository"]["owner"]["login"] = owner
     return payload
 
@@ -153,7 +153,7 @@ def pull_request(shared_dir: Path, number: int, opened: str, *, closed: str | No
         title="[Feature] Add CISPO loss", body=BODY, created_at=opened,
         updated_at=closed or opened, closed_at=closed, merged=merged,
         merged_at=closed if merged else None, state="closed" if closed else "open",
-        html_url=f"https://github.com/{O}/pull/{number}")
+        html_url=f"https://github.com/{OPENRLHF}/pull/{number}")
     return "pull_request", payload
 
 
@@ -163,7 +163,7 @@ def request_issue(shared_dir: Path, number: int, opened: str) -> tuple[str, dict
         number=number, id=800000 + number, node_id=f"I_{number}",
         title="[Feature request] Support CISPO",
         body="Please add the CISPO loss (arXiv:2506.13585) as a policy loss option.",
-        created_at=opened, updated_at=opened, html_url=f"https://github.com/{O}/issues/{number}")
+        created_at=opened, updated_at=opened, html_url=f"https://github.com/{OPENRLHF}/issues/{number}")
     return "issues", payload
 
 
@@ -214,7 +214,7 @@ async def test_a_merged_pull_request_delivered_by_webhook_lands_in_the_tables(
                                     "pull_request", "pull_requests", "in_study", "detected_at")} == {
         "method": "cispo", "framework": "openrlhf", "date": "2026-03-02",
         "days": (date(2026, 3, 2) - CISPO_PUBLIC).days, "before_paper": False,
-        "pull_request": f"{O}#903", "pull_requests": [f"{O}#903", f"{O}#902"],
+        "pull_request": f"{OPENRLHF}#903", "pull_requests": [f"{OPENRLHF}#903", f"{OPENRLHF}#902"],
         "in_study": True, "detected_at": None}
     assert landing["days"] == 259
     assert study["frameworks"]["openrlhf"]["detected"] == 1
@@ -227,7 +227,7 @@ async def test_a_merged_pull_request_delivered_by_webhook_lands_in_the_tables(
     page = await (await client.get("/study")).text()
     table = re.search(r'<table id="detected-table">.*?</table>', page, re.S)
     assert table is not None
-    assert f'href="/threads/{O}/903" aria-label="2026-03-02: {O}#903 merged">2026-03-02<' in table.group(0)
+    assert f'href="/threads/{OPENRLHF}/903" aria-label="2026-03-02: {OPENRLHF}#903 merged">2026-03-02<' in table.group(0)
     assert 'data-days="259"' in page  # its mark on the timeline
 
     # The nightly step records it once; the night's report lists it, the next night's not.
@@ -240,7 +240,7 @@ async def test_a_merged_pull_request_delivered_by_webhook_lands_in_the_tables(
     first = await build_report(ctx, day)
     assert [(x["method"], x["pull_request"], x["date"], x["days"])
             for x in first["frameworks"]["openrlhf"]["new_landings"]] == [
-        ("cispo", f"{O}#903", "2026-03-02", 259)]
+        ("cispo", f"{OPENRLHF}#903", "2026-03-02", 259)]
     await store_report(ctx, first, render_markdown(first))
     nxt = await build_report(ctx, day + timedelta(days=1))
     assert nxt["new_landings"] == 0 and nxt["frameworks"]["openrlhf"]["new_landings"] == []

@@ -29,8 +29,9 @@ from aiohttp.test_utils import TestClient, TestServer
 from gidgethub import sansio
 
 from analyzers.catalog import load_catalog
-from analyzers.study import compute_study
+from analyzers.study import compute_study, public_date
 from bot.webhooks import events
+from tests.test_study_facts import shared_options
 
 OPENRLHF = "OpenRLHF/OpenRLHF"
 CISPO_PUBLIC = date(2025, 6, 16)
@@ -45,33 +46,21 @@ _FIRST_UNDER_OTHER_NAME = re.compile(r"\(first [^():]* option [^():]*: ([0-9a-f]
                                      r"(\d{4}-\d{2}-\d{2})\)")
 
 
-def _public(value: str | None) -> date | None:
-    if not value:
-        return None
-    parts = [int(p) for p in value.split("-")]
-    return date(parts[0], *(parts[1:] + [1, 1])[:2])
-
-
 def _shared_landings(shared: dict[str, Any]) -> dict[tuple[str, str], date | None]:
     """(method, framework) -> landing date (None: landed, undated), for methods first public
-    in 2025 or later; an option the shared data calls related (or not found) is none."""
+    in 2025 or later, from the shared data's first commits (and a note naming the commit that
+    brought the method first under another option name)."""
     out: dict[tuple[str, str], date | None] = {}
-    for m in shared["methods"]:
-        start = _public(m.get("first_public"))
-        if start is None or start.year < 2025:
+    for m, fw, _, present in shared_options(shared):
+        if not present:
             continue
-        for fw, entry in m["frameworks"].items():
-            present = [x for x in entry["verification"]
-                       if not x["status"].startswith("not found") and "related" not in x["status"]]
-            if not present:
-                continue
-            dates = []
-            for x in present:
-                text = x.get("first_commit_with_string") or ""
-                for found in (_FIRST.match(text), _FIRST_UNDER_OTHER_NAME.search(text)):
-                    if found:
-                        dates.append(date.fromisoformat(found.group(2)))
-            out[(m["id"], fw)] = min(dates) if dates else None
+        dates = []
+        for x in present:
+            text = x.get("first_commit_with_string") or ""
+            for found in (_FIRST.match(text), _FIRST_UNDER_OTHER_NAME.search(text)):
+                if found:
+                    dates.append(date.fromisoformat(found.group(2)))
+        out[(m["id"], fw)] = min(dates) if dates else None
     return out
 
 
@@ -85,7 +74,7 @@ def test_the_per_framework_numbers_are_the_shared_catalogs(shared: dict[str, Any
     two middle ones for an even count) and dated landings per framework, and the number of
     study methods that reached any framework: counted here from the shared data alone."""
     landings = _shared_landings(shared)
-    starts = {m["id"]: _public(m.get("first_public")) for m in shared["methods"]}
+    starts = {m["id"]: public_date(m.get("first_public")) for m in shared["methods"]}
     earliest: dict[str, date] = {}
     for (mid, _), when in landings.items():
         if when is not None and (mid not in earliest or when < earliest[mid]):

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +21,21 @@ from analyzers.study import compute_study, public_date
 # "<sha> <date>" anywhere in a shared first-commit string: the main one and any earlier
 # commit its note names
 _SHA_DATE = re.compile(r"\b([0-9a-f]{7,40}) (\d{4}-\d{2}-\d{2})\b")
+
+
+def shared_options(shared: dict[str, Any]
+                   ) -> Iterator[tuple[dict[str, Any], str, date, list[dict[str, Any]]]]:
+    """(method, framework, first public date, the options that are the method there) for
+    each shared method first public in 2025 or later: an option the shared data does not find
+    or calls related (`related ...`, `found (related, ...)`) is none."""
+    for m in shared["methods"]:
+        start = public_date(m.get("first_public"))
+        if start is None or start.year < 2025:
+            continue
+        for fw, v in m["frameworks"].items():
+            yield m, fw, start, [x for x in v["verification"]
+                                 if not x["status"].startswith("not found")
+                                 and "related" not in x["status"]]
 
 
 @pytest.fixture(scope="module")
@@ -47,35 +64,28 @@ def test_every_landing_is_dated_by_the_shared_first_commit(shared: dict, study: 
     landings = _landings(study)
     cat = load_catalog()
     seen = 0
-    for m in shared["methods"]:
-        start = public_date(m.get("first_public"))
-        if start is None or start.year < 2025:
+    for m, fw, start, present in shared_options(shared):
+        if not present:
+            assert (m["id"], fw) not in landings
             continue
-        for fw, v in m["frameworks"].items():
-            present = [x for x in v["verification"]
-                       if not x["status"].startswith(("not found", "related"))
-                       and "related" not in x["status"]]
-            if not present:
-                assert (m["id"], fw) not in landings
-                continue
-            main = [date.fromisoformat(_SHA_DATE.match(x["first_commit_with_string"]).group(2))
-                    for x in present if _SHA_DATE.match(x.get("first_commit_with_string") or "")]
-            got = landings[(m["id"], fw)]
-            if not main:  # landed, undated: in no day count
-                assert (got["date"], got["days"]) == (None, None), (m["id"], fw)
-                continue
-            earliest = min(main)
-            # an earlier commit the note names counts only where the project's catalog says it
-            # is the same method under an earlier name (`first_landing`), taken from the note
-            for o in cat.methods[m["id"]].options[fw]:
-                first_landing = getattr(o, "first_landing", None)
-                if first_landing:
-                    assert first_landing in (o.first_commit or ""), (m["id"], fw)
-                    earliest = min(earliest, date.fromisoformat(first_landing.split()[1]))
-            assert got["date"] == earliest.isoformat(), (m["id"], fw, got["date"], earliest)
-            assert got["days"] == (earliest - start).days, (m["id"], fw)
-            assert got["before_paper"] == (earliest < start)
-            seen += 1
+        main = [date.fromisoformat(_SHA_DATE.match(x["first_commit_with_string"]).group(2))
+                for x in present if _SHA_DATE.match(x.get("first_commit_with_string") or "")]
+        got = landings[(m["id"], fw)]
+        if not main:  # landed, undated: in no day count
+            assert (got["date"], got["days"]) == (None, None), (m["id"], fw)
+            continue
+        earliest = min(main)
+        # an earlier commit the note names counts only where the project's catalog says it
+        # is the same method under an earlier name (`first_landing`), taken from the note
+        for o in cat.methods[m["id"]].options[fw]:
+            first_landing = getattr(o, "first_landing", None)
+            if first_landing:
+                assert first_landing in (o.first_commit or ""), (m["id"], fw)
+                earliest = min(earliest, date.fromisoformat(first_landing.split()[1]))
+        assert got["date"] == earliest.isoformat(), (m["id"], fw, got["date"], earliest)
+        assert got["days"] == (earliest - start).days, (m["id"], fw)
+        assert got["before_paper"] == (earliest < start)
+        seen += 1
     assert seen > 80
 
 

@@ -34,6 +34,7 @@ from typing import Any
 from sqlalchemy import select, update
 
 from analyzers.catalog import canonical_repo, framework_id
+from analyzers.study import DECLINED_STATES
 from bot.analysis import hidden_from_discussion
 from bot.site.study import detected_since
 from bot.store.db import dialect_insert
@@ -102,7 +103,8 @@ async def collect_state(ctx: Any, now: datetime) -> tuple[dict[str, dict[str, An
     from analyzers.catalog import load_catalog
 
     snapshot: dict[str, dict[str, Any]] = {}
-    extra: dict[str, Any] = {"titles": {}, "urls": {}}
+    # waits_for_reply: each replied thread's wait unrounded, for the median (not stored)
+    extra: dict[str, Any] = {"titles": {}, "urls": {}, "waits_for_reply": {}}
     catalog_methods = load_catalog().methods
     async with ctx.sessionmaker() as session:
         shown_is_failure, _ = shown_columns()
@@ -153,6 +155,8 @@ async def collect_state(ctx: Any, now: datetime) -> tuple[dict[str, dict[str, An
             "first_reply_days": _days(first_reply - thread.created_at)
             if first_reply and thread.created_at else None,
         }
+        if first_reply and thread.created_at:
+            extra["waits_for_reply"][key] = first_reply - thread.created_at
         extra["titles"][key] = thread.title or ""
         extra["urls"][key] = thread.url or f"https://github.com/{thread.repo}/issues/{thread.number}"
     extra["paused"] = paused
@@ -185,10 +189,12 @@ def diff(previous: dict[str, dict[str, Any]] | None, current: dict[str, dict[str
         new_concerns = sorted(set(now["concerns"]) - set((before or {}).get("concerns") or []))
         if new_concerns and before is not None:
             changes["concerns_raised"].append({**item, "concerns": new_concerns})
-        moved = before is None or before.get("state") != now["state"]
-        if moved and now["state"] in ("declined", "redirected"):
+        was = (before or {}).get("state")
+        # one change, declined or redirected: a decline read again as a redirect (a closing
+        # comment edited, the nightly re-analysis) is not declined again
+        if now["state"] in DECLINED_STATES and was not in DECLINED_STATES:
             changes["declined_or_redirected"].append(item)
-        if moved and now["state"] in ("lapsed", "merged"):
+        if now["state"] in ("lapsed", "merged") and was != now["state"]:
             changes[now["state"]].append(item)
     return changes
 
@@ -297,8 +303,10 @@ async def build_report(ctx: Any, day: date | None = None, *,
             select(Report).where(Report.date < day.isoformat()).order_by(Report.date.desc()).limit(1))
         prev_snapshot = (previous.data or {}).get("snapshot") if previous is not None else None
         prev_date = previous.date if previous is not None else None
-        new_landings = await detected_since(session, previous.created_at if previous is not None else None)
-        # (from when the previous report read the store, not when it was stored, minutes later)
+        # Both from when the previous report read the store (not when it was stored, minutes
+        # later) up to this one's `now`: each night's landings and resumes are its own, and a
+        # report built at an earlier time lists none found after it.
+        new_landings = await detected_since(session, _read_at(previous), until=now)
         resumed = await _resumed(session, _read_at(previous), now)
     changes = diff(prev_snapshot, snapshot)
     # Failure reports opened up to the report: the nightly job builds today's at 03:00 UTC
@@ -341,6 +349,9 @@ async def build_report(ctx: Any, day: date | None = None, *,
                 if created < opened_from:
                     failures_late.append(k)
         reply_days = [v["first_reply_days"] for v in proposals.values() if v["first_reply_days"] is not None]
+        # the median of the waits, rounded once (the median of waits each rounded to a tenth
+        # of a day was a tenth off: 1.04 and 1.05 days read 1.1)
+        waits = [extra["waits_for_reply"][k] for k in proposals if k in extra["waits_for_reply"]]
         per_fw[fid] = {
             "name": fw.name, "repo": fw.repo,
             "changes": {kind: [c for c in items if c["framework"] == fid] for kind, items in changes.items()},
@@ -348,7 +359,7 @@ async def build_report(ctx: Any, day: date | None = None, *,
             "failures_today": dict(sorted(failures.items())),
             "failures_today_set_by": failures_set_by,
             "failures_today_late": failures_late,
-            "median_first_reply_days": round(statistics.median(reply_days), 1) if reply_days else None,
+            "median_first_reply_days": _days(statistics.median(waits)) if waits else None,
             "replied": len(reply_days),
             "new_landings": [x for x in new_landings if x["framework"] == fid],
         }

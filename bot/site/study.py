@@ -150,19 +150,23 @@ async def _record(ctx: Any, started: datetime, counts: dict[str, Any]) -> None:
         await session.commit()
 
 
-async def detected_since(session: AsyncSession, since: datetime | None) -> list[dict[str, Any]]:
-    """Detected landings the nightly job first recorded after `since` (all when None), from
-    its latest record; for the nightly report. None whose pull request is of a repository
-    marked private (privacy62: a record written from threads read before it was)."""
+async def detected_since(session: AsyncSession, since: datetime | None,
+                         until: datetime | None = None) -> list[dict[str, Any]]:
+    """Detected landings the nightly job first recorded after `since` (all when None) and by
+    `until` (the time a report is built at), from its latest record; for the nightly report.
+    None whose pull request is of a repository marked private (privacy62: a record written
+    from threads read before it was)."""
     from bot.store.privacy import marked_private
 
     stored = await _latest_stored(session)
     if stored is None:
         return []
     cutoff = format_datetime(since) if since is not None else None
+    end = format_datetime(until) if until is not None else None
     found = [dict(x) for x in (stored.counts or {}).get("landings") or []
              if x.get("detected") and x.get("detected_at")
-             and (cutoff is None or x["detected_at"] > cutoff)]
+             and (cutoff is None or x["detected_at"] > cutoff)
+             and (end is None or x["detected_at"] <= end)]
     repos = {str(k).rpartition("#")[0] for x in found
              for k in [x.get("pull_request"), *(x.get("pull_requests") or [])] if k}
     hidden = await marked_private(session, repos)

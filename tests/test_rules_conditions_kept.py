@@ -111,3 +111,9 @@ def test_generated_docs_regenerated_under_their_condition() -> None:
     md = "If you add a CLI flag, rebuild the API reference with `make api-docs` and commit it.\n"
     assert _rules({"CONTRIBUTING.md": md})["docs_regenerate"]["statement"] == (
         "Regenerate the generated documentation (`make api-docs`), if you add a CLI flag.")
+
+
+def test_a_japanese_paragraph_is_cut_into_sentences() -> None:
+    # the request of the second sentence is not read into the first, which asks nothing
+    md = "変更履歴はメンテナーが追加します。コードは black で整形してください。\n"
+    assert "docs" not in _topics({"CONTRIBUTING.md": md})

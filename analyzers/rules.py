@@ -580,9 +580,17 @@ _CONDITION = re.compile(
     r"|possible|required|any|so|in doubt|unsure|not sure|to|you are (?:unsure|not sure|in doubt)"
     r"|you have (?:any )?questions?|you want|you like|you wish|you prefer|you can|you could)\b)"
     r"([^,;:()!?\n]{3,120}?)(?=\s*(?:[,;:()!?]|\.(?:\s|$)|$))", re.I)
-_ASKS_WHETHER = frozenset({"check", "checks", "see", "verify", "test", "know", "ask", "asks", "sure",
-                           "unsure", "whether", "confirm", "decide", "determine", "wonder", "tell",
-                           "find", "out", "look", "mention", "state", "indicate", "say", "note"})
+_NOT_A_CONDITION_AFTER = frozenset({
+    # "check if ...": whether
+    "check", "checks", "see", "verify", "test", "know", "ask", "asks", "sure", "unsure", "whether",
+    "confirm", "decide", "determine", "wonder", "tell", "find", "out", "look", "mention", "state",
+    "indicate", "say", "note",
+    # "explain what happens when ...": a time the text is about
+    "happens", "happen", "behaves", "behave", "works", "work", "what", "how", "behaviour",
+    "behavior", "occurs", "fails"})
+# "when you open a PR": every PR, no condition
+_EVERY_PR = re.compile(r"(?:you\s)?(?:open|submit|send|create|make|file)(?:ing)?\s(?:a|the|your)\s"
+                       r"(?:new\s)?(?:pr|pull\srequest)s?", re.I)
 MAX_CONDITION = 80
 _CONDITION_MARKUP = re.compile(r"[<>\[\]`*|#\\]|(?<!\w)_|_(?!\w)")
 # more than one sentence or "; " part: which one the rule's words are in is not known here
@@ -597,11 +605,13 @@ def stated_condition(text: str, waived: re.Pattern[str]) -> str | None:
         return None
     for m in _CONDITION.finditer(text[:600]):
         before = text[: m.start()].split()
-        if before and before[-1].lower().strip(",") in _ASKS_WHETHER:
+        if before and before[-1].lower().strip(",") in _NOT_A_CONDITION_AFTER:
             continue
         # markup dropped as plain() does, but a name's inner "_" kept ("pkg_name/")
         clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(2)).split())
         word = m.group(1).lower()
+        if _EVERY_PR.fullmatch(clause):
+            return ""
         if len(clause) > MAX_CONDITION:
             return "in the cases the guide names"
         if word == "unless" and waived.search(text[: m.start()].lower()):

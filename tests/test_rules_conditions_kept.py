@@ -117,3 +117,10 @@ def test_a_japanese_paragraph_is_cut_into_sentences() -> None:
     # the request of the second sentence is not read into the first, which asks nothing
     md = "変更履歴はメンテナーが追加します。コードは black で整形してください。\n"
     assert "docs" not in _topics({"CONTRIBUTING.md": md})
+
+
+def test_what_is_not_a_condition() -> None:
+    for md in ("When you open a pull request, update the documentation.\n",
+               "Update the documentation that explains what happens when the trainer restarts.\n"):
+        assert _docs({"CONTRIBUTING.md": md}) == [
+            "Add or update the documentation with the change."], md

@@ -521,7 +521,7 @@ def _bare_paths(text: str, folders: bool = False) -> list[str]:
 _NUMBER_WORDS = frozenset({"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"})
 
 
-def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
+def _fill(rule: Rule, seg: Segment, piece: int | None = None) -> tuple[str, dict[str, str]] | None:
     """The rule's statement with its placeholders filled from the segment, or None."""
     values: dict[str, str] = {}
     codes = [c.replace("`", "") for c in seg.codes if c.strip()]
@@ -563,7 +563,7 @@ def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
             if statement[:1].islower():  # a value from mid-sentence opens it ("public classes")
                 statement = statement[0].upper() + statement[1:]
             if rule.keep_condition and seg.kind != "combined" and not seg.gloss:
-                condition = stated_condition(seg.text, table().waived)
+                condition = stated_condition(seg.text, table().waived, piece)
                 if condition is not None:
                     values["_conditional"] = (
                         f"{statement.rstrip('.')}, {condition}." if condition else "")
@@ -593,16 +593,20 @@ _EVERY_PR = re.compile(r"(?:you\s)?(?:open|submit|send|create|make|file)(?:ing)?
                        r"(?:new\s)?(?:pr|pull\srequest)s?", re.I)
 MAX_CONDITION = 80
 _CONDITION_MARKUP = re.compile(r"[<>\[\]`*|#\\]|(?<!\w)_|_(?!\w)")
-# more than one sentence or "; " part: which one the rule's words are in is not known here
-_PIECES = re.compile(r"[.!?;]\s+(?=\S)")
+# Sentences and "; " parts of a segment. A name's dot is not an end: in the matched text
+# (analyzers.rules_text.match_form) it has a space before it, so both texts cut alike.
+_PIECES = re.compile(r"(?<=\S)[.!?;]\s+(?=\S)")
 
 
-def stated_condition(text: str, waived: re.Pattern[str]) -> str | None:
-    """The condition a one-sentence request is stated under ("if you change the public API"),
-    as our short plain text; "" when it has none; None when the text has several sentences
-    (the condition may be another sentence's). "We do not ask for X, unless Y" asks X if Y."""
-    if _PIECES.search(text.rstrip(".!?; ")):
+def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = None) -> str | None:
+    """The condition a request is stated under ("if you change the public API"), as our short
+    plain text, looked for in the sentence or "; " part `piece` of `text` (the one holding the
+    rule's words); "" when it has none; None when that part is not known. "We do not ask for
+    X, unless Y" asks X if Y."""
+    pieces = _PIECES.split(text.rstrip(".!?; "))
+    if piece is None and len(pieces) > 1 or piece is not None and piece >= len(pieces):
         return None
+    text = pieces[piece or 0]
     for m in _CONDITION.finditer(text[:600]):
         before = text[: m.start()].split()
         if before and before[-1].lower().strip(",") in _NOT_A_CONDITION_AFTER:
@@ -675,7 +679,8 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                     waived = waived_clauses(doc) if tab.waived.search(doc.text.lower()) else []
                 if waived and _group_waived(rule, matches, waived, strings):
                     continue
-                filled = _fill(rule, seg)
+                piece = _piece_of_hit(rule, matches, doc, strings) if rule.keep_condition else None
+                filled = _fill(rule, seg, piece)
                 if filled is not None:
                     hits_by_rule.setdefault(rule.id, []).append((seg, *filled))
     facts: list[dict[str, Any]] = []
@@ -785,6 +790,14 @@ def _near(rule: Rule, matches: list[tuple[int, int, int]], doc: Any, strings: An
     return any(0 <= start - end < rule.within
                and not any(doc[i].is_punct for i in range(end, start))
                for end in ends for start in starts)
+
+
+def _piece_of_hit(rule: Rule, matches: list[tuple[int, int, int]], doc: Any, strings: Any) -> int:
+    """Which sentence or "; " part of the segment holds the rule's last words (the request's
+    object or check: "...; please check that it builds without warnings when ...")."""
+    last = set(rule.groups[-1])
+    start = min(s for m, s, _ in matches if strings[m] in last)
+    return len(_PIECES.findall(doc.text, 0, doc[start].idx + 1))  # ends before the hit's word
 
 
 def _group_waived(rule: Rule, matches: list[tuple[int, int, int]], waived: list[int],

@@ -124,3 +124,13 @@ def test_what_is_not_a_condition() -> None:
                "Update the documentation that explains what happens when the trainer restarts.\n"):
         assert _docs({"CONTRIBUTING.md": md}) == [
             "Add or update the documentation with the change."], md
+
+
+def test_the_condition_is_read_in_the_sentence_of_the_request() -> None:
+    # a short paragraph is one segment: its other sentences carry no condition of this rule
+    md = "Keep the PR small. Update the docs if the CLI changed; run the tests.\n"
+    assert _docs({"CONTRIBUTING.md": md}) == [
+        "Add or update the documentation with the change, if the CLI changed."]
+    other = "If the CLI changed, say so in the PR. Update the docs.\n"
+    assert _docs({"CONTRIBUTING.md": other}) == [
+        "Add or update the documentation with the change."]

@@ -99,6 +99,8 @@ class Rule:
     bare_paths: bool = False  # no code span like codes_match: paths written as plain text
     # ("Put new wrappers in kea/wrappers/") fill {code} / {codes}
     lower: tuple[str, ...] = ()  # extracted values said mid-statement (first letter lowered)
+    keep_condition: bool = False  # a rule the file states under a condition ("if you change
+    # the public API, add an entry ...") is stated with it, not as asked of every PR
 
 
 @dataclass
@@ -207,6 +209,7 @@ def table() -> Table:
             when=tuple(raw.get("when", [])),
             bare_paths=bool(raw.get("bare_paths", False)),
             lower=tuple(raw.get("lower", [])),
+            keep_condition=bool(raw.get("keep_condition", False)),
         ))
     by_first_key: dict[str, list[int]] = {}
     for i, rule in enumerate(rules):
@@ -253,33 +256,43 @@ def observed_facts() -> dict[str, list[dict[str, Any]]]:
 # --- segmentation of every file -----------------------------------------------------------
 
 
-@lru_cache(maxsize=1)
-def _chinese_phrases() -> SubstringTable:
+@lru_cache(maxsize=2)
+def _gloss_phrases(language: str) -> SubstringTable:
+    """The known phrases of one language (`chinese_gloss`, `japanese_gloss`) as a lookup."""
     from analyzers.nlp import SubstringTable
 
-    return SubstringTable({en: zh for en, zh in _patterns_data().get("chinese_gloss", {}).items()})
+    return SubstringTable(dict(_patterns_data().get(f"{language}_gloss", {}).items()))
+
+
+# Kana (hiragana, katakana) mark a Japanese text: Chinese has none.
+_KANA = re.compile(r"[\u3040-\u30ff]")
 
 
 # Counts said in Chinese: "30 天" is "30 days", "两位维护者" is "two approvals".
 _ZH_WAIT = re.compile(r"(\d{1,3})\s{0,2}(天|日|周|个月)")
 _ZH_WAIT_UNIT = {"天": "days", "日": "days", "周": "weeks", "个月": "months"}
-_ZH_APPROVERS = re.compile(r"(两|二|三|[2-9])\s{0,2}[位名个]\s{0,2}(?:维护者|审核者|评审者|reviewers?|maintainers?)", re.I)
+_ZH_APPROVERS = re.compile(r"(两|二|三|[2-9])\s{0,2}[位名个人]\s{0,2}(?:の\s{0,2})?(?:维护者|审核者|评审者|メンテナー?|レビュアー|reviewers?|maintainers?)", re.I)
 _ZH_NUMBER = {"两": "two", "二": "two", "三": "three"}
-_ZH_PUNCT = {"，": ",", "、": ",", "；": ";", "：": ":", "。": ".", "！": "!", "？": "?", "（": "(", "）": ")"}
+_ZH_PUNCT = {"，": ",", "、": ",", "；": ";", "：": ":", "。": ".", "！": "!", "？": "?", "（": "(", "）": ")",
+             "「": '"', "」": '"'}
 _ZH_PLURAL = {"pr": "PRs", "issue": "issues", "pull request": "pull requests"}
 _LATIN_RUN = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]{0,400}[\x21-\x7e])?")
 
 
 def gloss_zh(text: str) -> str:
-    """A Chinese sentence read in English for the rule patterns: the glosses of the known
-    phrases (rules_patterns.yaml `chinese_gloss`), its counts, its punctuation and its Latin
-    runs (paths, commands, "issue", "PR"), in text order; "" for text without Chinese. Only
-    words the file has are glossed, so no rule is read that the sentence does not state."""
+    """A Chinese or Japanese sentence read in English for the rule patterns: the glosses of
+    the known phrases (rules_patterns.yaml `chinese_gloss`, or `japanese_gloss` for a text
+    with kana), its counts, its punctuation and its Latin runs (paths, commands, "issue",
+    "PR"), in text order; "" for text without either. Only words the file has are glossed, so
+    no rule is read that the sentence does not state."""
     # analyzers.nlp imports spaCy: imported here, so rendering a stored summary (this module's
     # format_rules_markdown, on the event loop) never loads it.
     from analyzers.nlp import has_cjk
 
-    if not has_cjk(text):
+    if text.isascii():
+        return ""
+    japanese = _KANA.search(text) is not None
+    if not japanese and not has_cjk(text):
         return ""
     low = text.lower()
     if len(low) != len(text):  # a few letters lengthen when lowered ("İ"): keep offsets
@@ -289,7 +302,7 @@ def gloss_zh(text: str) -> str:
         spans.append((m.start(), m.end(), f"{m.group(1)} {_ZH_WAIT_UNIT[m.group(2)]}"))
     for m in _ZH_APPROVERS.finditer(text):
         spans.append((m.start(), m.end(), f"{_ZH_NUMBER.get(m.group(1), m.group(1))} approvals"))
-    for hit in _chinese_phrases().find(low, lowered=True):
+    for hit in _gloss_phrases("japanese" if japanese else "chinese").find(low, lowered=True):
         spans.append((hit.start, hit.start + len(hit.text), hit.label))
     covered = bytearray(len(text))
     kept: list[tuple[int, str]] = []
@@ -312,15 +325,13 @@ def gloss_zh(text: str) -> str:
 
 
 def _gloss_segment(seg: Segment) -> None:
-    """Chinese segments are matched on their English gloss (their evidence stays as written);
-    a Chinese heading or list intro is read with its gloss too ("## 提交 PR 之前")."""
-    from analyzers.nlp import has_cjk  # not at the top: see gloss_zh
-
+    """Chinese and Japanese segments are matched on their English gloss (their evidence stays
+    as written); such a heading or list intro is read with its gloss too ("## 提交 PR 之前")."""
     seg.gloss = gloss_zh(seg.text)
-    if has_cjk(seg.section):
-        seg.section = f"{seg.section} {gloss_zh(seg.section)}"
-    if has_cjk(seg.intro):
-        seg.intro = f"{seg.intro} {gloss_zh(seg.intro)}"
+    if section := gloss_zh(seg.section):
+        seg.section = f"{seg.section} {section}"
+    if intro := gloss_zh(seg.intro):
+        seg.intro = f"{seg.intro} {intro}"
 
 
 def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
@@ -510,7 +521,7 @@ def _bare_paths(text: str, folders: bool = False) -> list[str]:
 _NUMBER_WORDS = frozenset({"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"})
 
 
-def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
+def _fill(rule: Rule, seg: Segment, piece: int | None = None) -> tuple[str, dict[str, str]] | None:
     """The rule's statement with its placeholders filled from the segment, or None."""
     values: dict[str, str] = {}
     codes = [c.replace("`", "") for c in seg.codes if c.strip()]
@@ -548,8 +559,69 @@ def _fill(rule: Rule, seg: Segment) -> tuple[str, dict[str, str]] | None:
         if all(n in values or n == "items" for n in needed):
             values["_primary"] = "1" if primary else ""
             values["_rank"] = str(rank)  # the fuller statement a segment gives, the earlier
-            return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template), values
+            statement = _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
+            if statement[:1].islower():  # a value from mid-sentence opens it ("public classes")
+                statement = statement[0].upper() + statement[1:]
+            if rule.keep_condition and seg.kind != "combined" and not seg.gloss:
+                condition = stated_condition(seg.text, table().waived, piece)
+                if condition is not None:
+                    values["_conditional"] = (
+                        f"{statement.rstrip('.')}, {condition}." if condition else "")
+            return statement, values
     return None
+
+
+# A condition a rule is stated under: "if" / "when" / "whenever" / "unless" and its clause, to
+# the next punctuation. Not a condition: "if needed" and the like (they narrow nothing), "if in
+# doubt" (advice), "when to ..." (a topic); nor "if" after a verb that asks whether ("check if
+# the docs build", "state if an AI tool was used").
+_CONDITION = re.compile(
+    r"(?:^|(?<=[\s,(]))(if|when|whenever|unless)\s(?!(?:needed|necessary|applicable|appropriate|relevant"
+    r"|possible|required|any|so|in doubt|unsure|not sure|to|you are (?:unsure|not sure|in doubt)"
+    r"|you have (?:any )?questions?|you want|you like|you wish|you prefer|you can|you could)\b)"
+    r"([^,;:()!?\n]{3,120}?)(?=\s*(?:[,;:()!?]|\.(?:\s|$)|$))", re.I)
+_NOT_A_CONDITION_AFTER = frozenset({
+    # "check if ...": whether
+    "check", "checks", "see", "verify", "test", "know", "ask", "asks", "sure", "unsure", "whether",
+    "confirm", "decide", "determine", "wonder", "tell", "find", "out", "look", "mention", "state",
+    "indicate", "say", "note",
+    # "explain what happens when ...": a time the text is about
+    "happens", "happen", "behaves", "behave", "works", "work", "what", "how", "behaviour",
+    "behavior", "occurs", "fails"})
+# "when you open a PR": every PR, no condition
+_EVERY_PR = re.compile(r"(?:you\s)?(?:open|submit|send|create|make|file)(?:ing)?\s(?:a|the|your)\s"
+                       r"(?:new\s)?(?:pr|pull\srequest)s?", re.I)
+MAX_CONDITION = 80
+_CONDITION_MARKUP = re.compile(r"[<>\[\]`*|#\\]|(?<!\w)_|_(?!\w)")
+# Sentences and "; " parts of a segment. A name's dot is not an end: in the matched text
+# (analyzers.rules_text.match_form) it has a space before it, so both texts cut alike.
+_PIECES = re.compile(r"(?<=\S)[.!?;]\s+(?=\S)")
+
+
+def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = None) -> str | None:
+    """The condition a request is stated under ("if you change the public API"), as our short
+    plain text, looked for in the sentence or "; " part `piece` of `text` (the one holding the
+    rule's words); "" when it has none; None when that part is not known. "We do not ask for
+    X, unless Y" asks X if Y."""
+    pieces = _PIECES.split(text.rstrip(".!?; "))
+    if piece is None and len(pieces) > 1 or piece is not None and piece >= len(pieces):
+        return None
+    text = pieces[piece or 0]
+    for m in _CONDITION.finditer(text[:600]):
+        before = text[: m.start()].split()
+        if before and before[-1].lower().strip(",") in _NOT_A_CONDITION_AFTER:
+            continue
+        # markup dropped as plain() does, but a name's inner "_" kept ("pkg_name/")
+        clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(2)).split())
+        word = m.group(1).lower()
+        if _EVERY_PR.fullmatch(clause):
+            return ""
+        if len(clause) > MAX_CONDITION:
+            return "in the cases the guide names"
+        if word == "unless" and waived.search(text[: m.start()].lower()):
+            word = "if"  # the waiver ends where its exception starts
+        return f"{word} {clause}"
+    return ""
 
 
 def _fill_zh(template: str | None, values: dict[str, str]) -> str | None:
@@ -607,7 +679,8 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                     waived = waived_clauses(doc) if tab.waived.search(doc.text.lower()) else []
                 if waived and _group_waived(rule, matches, waived, strings):
                     continue
-                filled = _fill(rule, seg)
+                piece = _piece_of_hit(rule, matches, doc, strings) if rule.keep_condition else None
+                filled = _fill(rule, seg, piece)
                 if filled is not None:
                     hits_by_rule.setdefault(rule.id, []).append((seg, *filled))
     facts: list[dict[str, Any]] = []
@@ -637,6 +710,14 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
         # rules at all (docs/rules.md, review rules64).
         if not hits or any(u in fired for u in rule.unless):
             continue
+        conditional = False
+        if rule.keep_condition:
+            # Stated under its condition only when every sentence that states it has one (a
+            # list joined to its lead, or several sentences, tells nothing of which has it).
+            known = [h for h in hits if "_conditional" in h[2]]
+            conditional = bool(known) and all(h[2]["_conditional"] for h in known)
+            if conditional:
+                hits = known
         sources = list(dict.fromkeys(seg.file for seg, _, _ in hits))
         if rule.collect_codes:
             found = [x for _, _, v in hits for x in v.get("_codes", "").split("\n") if x]
@@ -683,6 +764,9 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
             ))
             statement = hits[0][1]
             zh = _fill_zh(rule.statement_zh, hits[0][2]) if hits[0][2].get("_primary") else None
+            if conditional:
+                # the condition is the file's words: said in English, not after a Chinese rule
+                statement, zh = hits[0][2]["_conditional"], None
         facts.append({
             "topic": rule.topic,
             "rule": rule.id,
@@ -706,6 +790,14 @@ def _near(rule: Rule, matches: list[tuple[int, int, int]], doc: Any, strings: An
     return any(0 <= start - end < rule.within
                and not any(doc[i].is_punct for i in range(end, start))
                for end in ends for start in starts)
+
+
+def _piece_of_hit(rule: Rule, matches: list[tuple[int, int, int]], doc: Any, strings: Any) -> int:
+    """Which sentence or "; " part of the segment holds the rule's last words (the request's
+    object or check: "...; please check that it builds without warnings when ...")."""
+    last = set(rule.groups[-1])
+    start = min(s for m, s, _ in matches if strings[m] in last)
+    return len(_PIECES.findall(doc.text, 0, doc[start].idx + 1))  # ends before the hit's word
 
 
 def _group_waived(rule: Rule, matches: list[tuple[int, int, int]], waived: list[int],

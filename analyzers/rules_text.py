@@ -177,7 +177,21 @@ def bounded_runs(text: str) -> str:
 _PATH_END = re.compile(r"(?<=\w/\.)\s+(?=[A-Z])")
 
 
+# Chinese and Japanese sentences end with a full-width mark and no space: spaCy's English
+# sentencizer does not cut there, so a request and the permission after it were one segment.
+_CJK_END = re.compile(r"(?<=[。！？])(?=\S)")
+_WORDY = re.compile(r"[^\W_]")
+
+
 def _split_sentences(text: str) -> list[str]:
+    if not text.isascii() and ("。" in text or "！" in text or "？" in text):
+        # a run of marks alone is no sentence (64 KiB of "。" made 64K segments)
+        return [piece for part in _CJK_END.split(text) if _WORDY.search(part)
+                for piece in _split_latin(part.strip()) if piece]
+    return _split_latin(text)
+
+
+def _split_latin(text: str) -> list[str]:
     if len(text) < 80 or ". " not in text:
         return [text]
     try:

@@ -127,8 +127,10 @@ def test_a_guide_written_from_scratch_gives_every_rule_it_states() -> None:
     # Tests: the kinds asked for, and the command under the Tests heading.
     assert "unit, integration tests" in by_rule["tests_kinds"]["statement"]
     assert "`python -m pytest tests/`" in by_rule["tests_command"]["statement"]
-    # Docs: "add a page" is about docs because it sits under the Documentation heading.
-    assert by_rule["docs_section"]["statement"].endswith("(in `docs/reference/`).")
+    # Docs: "add a page" is about docs because it sits under the Documentation heading; asked
+    # "if you add a public function", it is stated with that condition (rules66).
+    assert by_rule["docs_section"]["statement"].endswith(
+        "(in `docs/reference/`), if you add a public function.")
     # Where examples go.
     assert "`examples/`" in by_rule["place_paths"]["statement"]
     assert by_rule["place_paths"]["topic"] == "algorithms"

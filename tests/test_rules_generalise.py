@@ -361,7 +361,9 @@ Anything that adds a public API goes through an RFC.
     by_rule = _rules({"AGENTS.md": text})
     assert by_rule["tests_add"]["topic"] == "tests"
     assert by_rule["issue_claim"]["topic"] == "issue-first"
-    assert by_rule["review_merge_after_approval"]["topic"] == "review"
+    # the count of approvers is said (rules66), not only "merged after an approving review"
+    assert by_rule["review_count_approvers"]["statement"] == (
+        "Every PR needs the approval of two maintainers before it is merged.")
     assert by_rule["issue_rfc"]["topic"] == "issue-first"
 
 

@@ -41,6 +41,8 @@ CASES = {
     "rule-words": _fill("Please add tests and sign off (`git commit -s`). "),
     "lead-items": _fill("You must include:\n- `a`\n- b\n"),
     "cjk": _fill("请在提交前运行测试并签署 DCO。"),
+    "cjk-marks": _fill("。"),
+    "japanese": _fill("テストを追加してください。"),
     "front-matter": "---\n" + _fill("name: a\n", SIZE - 8) + "\n---\n",
 }
 

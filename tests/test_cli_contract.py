@@ -1,0 +1,171 @@
+"""The command line against the data contracts (../shared/contracts/README.md): hostile and
+malformed input to the commands that read files (analyze, papers import, replay, rules), and
+every record `rltracker analyze` writes checked against the contract's `analysis` shape."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from bot.cli import main
+from bot.store.models import Paper
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+THREAD = {"id": "o/r#1", "repo": "o/r", "number": 1, "kind": "issue", "state": "open",
+          "title": "Entropy collapses after 40 steps",
+          "body": "During training the entropy drops to zero.", "comments": []}
+
+
+def _lines(path: Path, objects: list[Any], extra: str = "") -> Path:
+    path.write_text("".join(json.dumps(o, ensure_ascii=False) + "\n" for o in objects) + extra,
+                    encoding="utf-8")
+    return path
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+
+
+async def _stored_papers(db_url: str) -> dict[str | None, Paper]:
+    from bot.store.db import make_engine, make_sessionmaker
+
+    engine = make_engine(db_url)
+    try:
+        async with make_sessionmaker(engine)() as session:
+            return {p.arxiv_id: p for p in await session.scalars(select(Paper))}
+    finally:
+        await engine.dispose()
+
+
+# --- first_public as the catalog and the study read it --------------------------------------
+
+REDUCED = [{"arxiv_id": "2508.00001", "title": "A method first public in a month",
+            "aliases": [], "method": None, "first_public": "2025-08"},
+           {"arxiv_id": "2501.00002", "title": "A method first public in a year",
+            "aliases": [], "method": None, "first_public": "2025"},
+           {"arxiv_id": "2503.00003", "title": "A method first public on a day",
+            "aliases": [], "method": None, "first_public": "2025-03-18"}]
+
+
+async def test_papers_import_keeps_a_first_public_of_a_month_or_a_year(
+        db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """ISO 8601's reduced precision (`2025-08`, `2025`), as the catalog's methods and the
+    shared evaluation pool write a date known only to the month: each such paper was skipped,
+    "first_public is not a date YYYY-MM-DD", exit 1 (10 of the shared pool's 142)."""
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    bad = [dict(REDUCED[0], arxiv_id="2508.00004", first_public="2025-13"),
+           dict(REDUCED[0], arxiv_id="2508.00005", first_public="18/03/2025")]
+    path = _lines(tmp_path / "pool.jsonl", REDUCED + bad)
+    assert await _in_thread(main, ["papers", "import", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out.splitlines()[-1]) == {"added": 3, "updated": 0, "unchanged": 0,
+                                                "skipped": 2}
+    assert "line 4: first_public is not a date" in err and "line 5: first_public" in err
+    assert "line 1" not in err and "line 2" not in err
+    stored = await _stored_papers(db_url)
+    assert {k: stored[k].first_public for k in ("2508.00001", "2501.00002", "2503.00003")} == {
+        "2508.00001": "2025-08", "2501.00002": "2025", "2503.00003": "2025-03-18"}
+
+
+def test_analyze_takes_a_pool_with_a_first_public_of_a_month(tmp_path: Path) -> None:
+    """The same pool given to `analyze --papers` was refused whole (exit 2, no analysis)."""
+    pool = _lines(tmp_path / "pool.jsonl", REDUCED)
+    thread = dict(THREAD, body='We tried "A method first public in a month" and it collapsed.')
+    src = _lines(tmp_path / "in.jsonl", [thread])
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", "--no-cache", "--papers", str(pool), str(src), "-o", str(out)]) == 0
+    assert [p["arxiv_id"] for p in _rows(out)[0]["papers"]] == ["2508.00001"]
+
+
+def test_analyze_takes_the_shared_evaluation_pool(shared_dir: Path, tmp_path: Path) -> None:
+    """The contract's paper pool as ../shared/eval holds it is accepted as --papers."""
+    pool = shared_dir / "eval" / "papers.jsonl"
+    if not pool.is_file():
+        pytest.skip("no shared paper pool")
+    src = _lines(tmp_path / "in.jsonl", [THREAD])
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", "--no-cache", "--papers", str(pool), str(src), "-o", str(out)]) == 0
+    assert _rows(out)[0]["id"] == "o/r#1"
+
+
+async def _in_thread(func: Any, *args: Any) -> Any:
+    """A command (which runs its own event loop) called from an async test."""
+    import asyncio
+
+    return await asyncio.to_thread(func, *args)
+
+
+# --- a line nested too deeply, a line cut short ----------------------------------------------
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+async def test_papers_import_skips_a_line_nested_too_deeply_and_imports_the_others(
+        db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A line of valid JSON nested deeper than Python's decoder goes stopped the import with
+    a RecursionError traceback ("this is a bug"), exit 1: the papers read before it in the
+    same batch were never stored, nor any after it."""
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    path = _lines(tmp_path / "pool.jsonl", [REDUCED[2]], DEEP + "\n" + json.dumps(REDUCED[0]) + "\n")
+    assert await _in_thread(main, ["papers", "import", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and "bug" not in err
+    assert "line 2: JSON nested too deeply to read; skipped" in err
+    assert json.loads(out.splitlines()[-1])["added"] == 2
+    assert set(await _stored_papers(db_url)) == {"2503.00003", "2508.00001"}
+
+
+def test_a_line_cut_short_is_named_where_it_ends(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A record cut short (a write interrupted, `head -c`) was said to be wrong "at column 1":
+    the line's own line feed made the decoder count a second line. The column is where the
+    line ends, and the message says it ends there; every message says where (the decoder's
+    "Unterminated string starting at" was printed with nothing after it)."""
+    good = json.dumps(THREAD)
+    cut = good[:40]
+    src = tmp_path / "in.jsonl"
+    src.write_text(good + "\n" + cut + "\n" + '{"id": "o/r#3", "title": "unterminated\n' + good
+                   + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", str(src), "-o", str(out)]) == 1
+    rows = _rows(out)
+    assert [r.get("line") for r in rows] == [None, 2, 3, None]
+    assert rows[1]["error"] == (f"line 2: not valid JSON (Expecting value: the line ends at "
+                                f"column {len(cut)}, cut short?)")
+    assert rows[2]["error"] == ("line 3: not valid JSON (Unterminated string starting at "
+                                "column 26: the line ends at column 38, cut short?)")
+    err = capsys.readouterr().err
+    assert "column 1:" not in err and "column 1)" not in err
+
+
+def test_a_pool_line_cut_short_is_named_where_it_ends(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text(json.dumps(REDUCED[2]) + '\n{"arxiv_id": "2503.1447', encoding="utf-8")
+    src = _lines(tmp_path / "in.jsonl", [THREAD])
+    assert main(["analyze", "--no-cache", "--papers", str(pool), str(src)]) == 2
+    assert capsys.readouterr().err == (
+        f"rltracker analyze: --papers {pool} line 2: not valid JSON (Unterminated string "
+        "starting at column 14: the line ends at column 23, cut short?)\n")
+
+
+async def test_papers_import_names_the_column_and_a_number_too_long(
+        db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """papers import said "not valid JSON (Unterminated string starting at)", and of an
+    integer past Python's digit limit told the user to call sys.set_int_max_str_digits()."""
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    path = _lines(tmp_path / "pool.jsonl", [REDUCED[2]],
+                  '{"arxiv_id": "2503.1447\n{"arxiv_id": "2503.00009", "n": ' + "9" * 5000 + "}\n")
+    assert await _in_thread(main, ["papers", "import", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert ("line 2: not valid JSON (Unterminated string starting at column 14: the line ends "
+            "at column 23, cut short?); skipped") in err
+    assert "line 3: a number too long to read (more than 4300 digits); skipped" in err
+    assert "set_int_max_str_digits" not in err

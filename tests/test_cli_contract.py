@@ -169,3 +169,43 @@ async def test_papers_import_names_the_column_and_a_number_too_long(
             "at column 23, cut short?); skipped") in err
     assert "line 3: a number too long to read (more than 4300 digits); skipped" in err
     assert "set_int_max_str_digits" not in err
+
+
+# --- replay --fresh: payloads it cannot re-time are sent as they are ------------------------
+
+async def test_replay_fresh_sends_every_payload_whatever_it_holds(
+        ctx: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--fresh re-times every payload before the first is sent: one nested deeper than the
+    decoder goes (RecursionError) or holding an escaped lone surrogate (a title GitHub cut
+    mid-pair: "\\ud83d", which json.dumps(ensure_ascii=False) cannot encode as UTF-8)
+    stopped the replay with a traceback ("this is a bug"), nothing sent. The first is sent
+    unchanged, as a file that is not JSON is; the second re-timed, its surrogate escaped as
+    it came."""
+    import asyncio
+
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from bot.app import create_app
+    from bot.store.models import Delivery
+
+    folder = tmp_path / "issues"
+    folder.mkdir()
+    example = REPO_ROOT / "examples" / "issues" / "opened.failure-en.json"
+    (folder / "a.json").write_bytes(example.read_bytes())
+    (folder / "b.json").write_text(DEEP, encoding="utf-8")
+    payload = json.loads(example.read_text(encoding="utf-8"))
+    payload["issue"]["title"] = "Entropy collapses \ud83d"
+    (folder / "c.json").write_text(json.dumps(payload), encoding="utf-8")  # escaped: \\ud83d
+    async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
+        url = str(client.make_url("/webhook"))
+        code = await asyncio.to_thread(main, ["replay", str(folder), "--url", url,
+                                              "--secret", "test-secret", "--fresh"])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and "bug" not in err
+    assert code == 1 and "summary: 202: 2, 400: 1" in out, (out, err)
+    async with ctx.sessionmaker() as session:
+        rows = list(await session.scalars(select(Delivery).order_by(Delivery.id)))
+    assert len(rows) == 2
+    sent = json.loads(rows[1].payload) if isinstance(rows[1].payload, str) else rows[1].payload
+    assert sent["issue"]["title"] in ("Entropy collapses \ufffd", "Entropy collapses \ud83d")
+    assert sent["issue"]["created_at"] != payload["issue"]["created_at"]  # re-timed

@@ -5,6 +5,7 @@ every record `rltracker analyze` writes checked against the contract's `analysis
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -209,3 +210,159 @@ async def test_replay_fresh_sends_every_payload_whatever_it_holds(
     sent = json.loads(rows[1].payload) if isinstance(rows[1].payload, str) else rows[1].payload
     assert sent["issue"]["title"] in ("Entropy collapses \ufffd", "Entropy collapses \ud83d")
     assert sent["issue"]["created_at"] != payload["issue"]["created_at"]  # re-timed
+
+
+# --- every record analyze writes, against the contract's `analysis` shape --------------------
+
+FAILURE_KEYS = ("entropy_collapse", "entropy_explosion", "collapse_or_divergence",
+                "rollout_training_mismatch", "response_length_drift", "stale_rollout_data",
+                "kl_growth", "moe_instability", "groups_without_signal", "other_failure")
+REVIEW_STATES = ("merged", "open_no_reply", "open_replied", "declined", "redirected", "lapsed",
+                 "closed_by_author", "closed_other")
+CONCERN_KEYS = ("design_or_interface", "tests_or_docs", "maintenance_burden", "evidence",
+                "placement", "demand", "already_covered", "other")
+# The contract's bare identifier: new style without version, or old style `cs/0112017`.
+ARXIV_ID = re.compile(r"\d{4}\.\d{4,5}|[a-z]+(?:-[a-z]+)*/\d{7}")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def contract_problems(a: Any) -> list[str]:
+    """Where record `a` departs from the contract's `analysis` (README, "analysis"): each
+    required key with its type and allowed values, and the optional keys the project adds
+    (failure evidence, counter_evidence, analyzer_version) with theirs when present."""
+    if not isinstance(a, dict):
+        return ["not an object"]
+    problems: list[str] = []
+
+    def need(ok: bool, what: str) -> None:
+        if not ok:
+            problems.append(what)
+
+    optional_top = {"analyzer_version"}
+    need(set(a) >= {"id", "failure", "papers", "proposal", "review"}, f"keys {sorted(a)}")
+    need(set(a) <= {"id", "failure", "papers", "proposal", "review"} | optional_top,
+         f"a key the contract does not name: {sorted(set(a) - {'id', 'failure', 'papers', 'proposal', 'review'} - optional_top)}")
+    need(isinstance(a.get("id"), str), "id is a string")
+    if "analyzer_version" in a:
+        need(isinstance(a["analyzer_version"], str) and bool(a["analyzer_version"]),
+             "analyzer_version is a string")
+    f = a.get("failure")
+    if isinstance(f, dict):
+        need(set(f) >= {"is_failure_report", "category", "categories", "confidence"},
+             f"failure keys {sorted(f)}")
+        need(set(f) <= {"is_failure_report", "category", "categories", "confidence", "evidence",
+                        "counter_evidence"}, f"failure keys {sorted(f)}")
+        need(isinstance(f.get("is_failure_report"), bool), "failure.is_failure_report is a bool")
+        need(f.get("category") is None or f.get("category") in FAILURE_KEYS,
+             f"failure.category {f.get('category')!r}")
+        cats = f.get("categories")
+        need(isinstance(cats, list) and all(c in FAILURE_KEYS for c in cats)
+             and len(set(cats)) == len(cats), f"failure.categories {cats!r}")
+        need((f.get("category") is not None) == bool(f.get("is_failure_report")),
+             "failure.category is null exactly when it is no failure report")
+        if f.get("category") is not None and isinstance(cats, list):
+            need(cats[:1] == [f["category"]], "failure.categories starts with the main category")
+        need(_number(f.get("confidence")) and 0.0 <= f["confidence"] <= 1.0,
+             f"failure.confidence {f.get('confidence')!r}")
+        for key in ("evidence", "counter_evidence"):
+            if key in f:
+                need(isinstance(f[key], list) and all(isinstance(x, str) for x in f[key]),
+                     f"failure.{key} is a list of strings")
+    else:
+        problems.append("failure is an object")
+    papers = a.get("papers")
+    if isinstance(papers, list):
+        seen: set[str] = set()
+        for i, p in enumerate(papers):
+            if not isinstance(p, dict):
+                problems.append(f"papers[{i}] is an object")
+                continue
+            need(set(p) == {"arxiv_id", "title", "method", "how", "score"},
+                 f"papers[{i}] keys {sorted(p)}")
+            aid = p.get("arxiv_id")
+            need(aid is None or (isinstance(aid, str) and bool(ARXIV_ID.fullmatch(aid))),
+                 f"papers[{i}].arxiv_id {aid!r} is a bare identifier or null")
+            # (a string; empty for an identifier the pool and the catalog do not hold, the
+            # only case where the title is not known)
+            need(isinstance(p.get("title"), str)
+                 and (bool(p["title"].strip()) or (p.get("how") == "arxiv_id" and bool(aid))),
+                 f"papers[{i}].title is a string, empty only for an unknown identifier")
+            need(p.get("method") is None or isinstance(p.get("method"), str),
+                 f"papers[{i}].method is a string or null")
+            need(p.get("how") in ("arxiv_id", "title", "method_name"), f"papers[{i}].how")
+            need(_number(p.get("score")) and 0.0 <= p["score"] <= 1.0, f"papers[{i}].score")
+            key = aid or str(p.get("title")).lower()
+            need(key not in seen, f"papers[{i}] once each: {key!r} again")
+            seen.add(key)
+    else:
+        problems.append("papers is a list")
+    pr = a.get("proposal")
+    need(isinstance(pr, dict) and set(pr) == {"is_proposal", "confidence"}
+         and isinstance(pr.get("is_proposal"), bool) and _number(pr.get("confidence"))
+         and 0.0 <= pr["confidence"] <= 1.0, f"proposal {pr!r}")
+    r = a.get("review")
+    need(isinstance(r, dict) and set(r) == {"state", "replied_from_other", "concerns"},
+         f"review keys {sorted(r) if isinstance(r, dict) else r!r}")
+    if isinstance(r, dict):
+        need(r.get("state") in REVIEW_STATES, f"review.state {r.get('state')!r}")
+        need(isinstance(r.get("replied_from_other"), bool), "review.replied_from_other is a bool")
+        concerns = r.get("concerns")
+        need(isinstance(concerns, list) and all(c in CONCERN_KEYS for c in concerns)
+             and len(set(concerns)) == len(concerns), f"review.concerns {concerns!r}")
+    return problems
+
+
+def test_the_contract_example_analysis_is_what_the_check_reads(shared_dir: Path) -> None:
+    """The check below reads the contract as written: its example record passes it."""
+    readme = shared_dir / "contracts" / "README.md"
+    if not readme.is_file():
+        pytest.skip("no contracts README")
+    example = re.search(r"```json\n(.*?)```", readme.read_text(encoding="utf-8"), re.S)
+    assert example is not None
+    assert contract_problems(json.loads(example.group(1))) == []
+
+
+WRITTEN_SETS = sorted((REPO_ROOT / "benchmarks").glob("*_written/*/threads.jsonl"))
+
+
+def test_every_record_analyze_writes_for_the_written_threads_is_a_contract_analysis(
+        tmp_path: Path) -> None:
+    """Every project-written thread set (benchmarks/threads_written, review_written) through
+    the command, with a pool in the contract's paper shape (an old-style id, a paper with
+    no arXiv id, dates to the day, the month and the year): one record per thread, same
+    order, each field of the contract's type and values; and a bad line's error record is
+    exactly {"id", "line", "error"}."""
+    assert WRITTEN_SETS, "no written thread set found"
+    threads = [json.loads(line) for path in WRITTEN_SETS
+               for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert len(threads) > 500
+    pool = _lines(tmp_path / "pool.jsonl", REDUCED + [
+        {"arxiv_id": "cs/0112017", "title": "An old-style identifier", "aliases": [],
+         "method": None, "first_public": None},
+        {"arxiv_id": None, "title": "A blog post without an arXiv identifier",
+         "aliases": ["BlogRL"], "method": None, "first_public": None}])
+    cites = dict(THREAD, id="o/r#cites", body=(
+        "Compare cs/0112017, 2508.00001 and https://arxiv.org/abs/2503.14476v2, and "
+        '"A blog post without an arXiv identifier"; BlogRL too.'))
+    src = _lines(tmp_path / "in.jsonl", threads + [cites], '{"id": "o/r#bad", "number": "x"}\n')
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", "--no-cache", "--papers", str(pool), str(src), "-o", str(out)]) == 1
+    rows = _rows(out)
+    assert len(rows) == len(threads) + 2
+    *analyses, error = rows
+    assert [a.get("id") for a in analyses] == [t["id"] for t in threads] + ["o/r#cites"]
+    problems = {a["id"]: p for a in analyses if (p := contract_problems(a))}
+    assert problems == {}
+    assert error == {"id": "o/r#bad", "line": len(threads) + 2,
+                     "error": f"line {len(threads) + 2}: missing required keys repo, kind, "
+                              "title, body, state, comments"}
+    # the paths of the contract the written threads may not take are taken here
+    linked = {(p["arxiv_id"], p["how"]) for p in analyses[-1]["papers"]}
+    assert {("cs/0112017", "arxiv_id"), ("2508.00001", "arxiv_id"), ("2503.14476", "arxiv_id"),
+            (None, "title")} <= linked
+    assert any(a["failure"]["is_failure_report"] for a in analyses)
+    assert any(a["proposal"]["is_proposal"] for a in analyses)
+    assert any(a["review"]["concerns"] for a in analyses)

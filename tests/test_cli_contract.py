@@ -366,3 +366,23 @@ def test_every_record_analyze_writes_for_the_written_threads_is_a_contract_analy
     assert any(a["failure"]["is_failure_report"] for a in analyses)
     assert any(a["proposal"]["is_proposal"] for a in analyses)
     assert any(a["review"]["concerns"] for a in analyses)
+
+
+# --- papers import: a paper given twice in one file ---------------------------------------
+
+async def test_papers_import_counts_a_paper_given_twice_in_one_file_as_two_imports_do(
+        db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The printed counts account for every line: a paper given again later in the same file
+    (a pool joined from two sources) was merged into the first and counted nowhere (2 lines,
+    "added": 1 and nothing else), where the same lines imported one file at a time, or
+    falling into two batches, count "updated" (or "unchanged")."""
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    first = dict(REDUCED[2])
+    again = dict(first, arxiv_id="arXiv:2503.00003v2", aliases=["M3"])
+    same = dict(first)
+    path = _lines(tmp_path / "pool.jsonl", [first, again, same])
+    assert await _in_thread(main, ["papers", "import", str(path)]) == 0
+    counts = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert counts == {"added": 1, "updated": 1, "unchanged": 1, "skipped": 0}
+    assert (await _stored_papers(db_url))["2503.00003"].aliases == ["M3"]

@@ -386,3 +386,20 @@ async def test_papers_import_counts_a_paper_given_twice_in_one_file_as_two_impor
     counts = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert counts == {"added": 1, "updated": 1, "unchanged": 1, "skipped": 0}
     assert (await _stored_papers(db_url))["2503.00003"].aliases == ["M3"]
+
+
+# --- rules: a file where a folder is wanted ---------------------------------------------
+
+def test_rules_of_a_file_says_it_wants_the_folder_holding_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`rltracker rules CONTRIBUTING.md` (the file rather than its folder) was "unknown
+    framework or folder: CONTRIBUTING.md", as if the name were mistyped."""
+    contributing = tmp_path / "CONTRIBUTING.md"
+    contributing.write_text("# Contributing\n\nEvery pull request needs tests.\n", encoding="utf-8")
+    assert main(["rules", str(contributing)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"rltracker rules: {contributing} is a file: give the folder holding "
+                   f"CONTRIBUTING and the templates ({tmp_path}), or a framework (verl, trl, "
+                   "openrlhf, nemo-rl, roll, slime, areal)\n")
+    assert main(["rules", str(tmp_path)]) == 0
+    assert "tests" in capsys.readouterr().out

@@ -403,3 +403,25 @@ def test_rules_of_a_file_says_it_wants_the_folder_holding_it(
                    "openrlhf, nemo-rl, roll, slime, areal)\n")
     assert main(["rules", str(tmp_path)]) == 0
     assert "tests" in capsys.readouterr().out
+
+
+# --- analyze: -o naming the pool -------------------------------------------------------------
+
+@pytest.mark.parametrize("through_link", [False, True], ids=["same-path", "symlink"])
+def test_analyze_refuses_to_write_over_its_paper_pool(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], through_link: bool) -> None:
+    """`-o POOL` (the --papers file, a slip of the shell's history) replaced the pool with the
+    analysis records, exit 0: the pool was lost. INPUT as -o stays allowed (sort -o: the
+    records are read before the file is replaced); the pool is never the output."""
+    pool = _lines(tmp_path / "pool.jsonl", REDUCED)
+    before = pool.read_bytes()
+    out = pool
+    if through_link:
+        out = tmp_path / "link.jsonl"
+        out.symlink_to(pool)
+    src = _lines(tmp_path / "in.jsonl", [THREAD])
+    assert main(["analyze", "--no-cache", "--papers", str(pool), str(src), "-o", str(out)]) == 2
+    assert pool.read_bytes() == before
+    assert capsys.readouterr().err == (
+        f"rltracker analyze: -o {out} is the --papers pool {pool}: the analysis would replace "
+        "it; give another output file\n")

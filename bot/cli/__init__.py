@@ -264,7 +264,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "place, the same message on stderr, and the other lines are analysed.",
         epilog="exit status: 0 every line analysed; 1 some lines were bad (error records); 2 the "
                "command could not run (INPUT unreadable or not UTF-8, a bad pool line, OUT not "
-               "writable, a --jobs worker died), OUT left as it was; 130 interrupted, OUT left "
+               "writable or the --papers pool itself, a --jobs worker died), OUT left as it was; "
+               "130 interrupted, OUT left "
                "as it was; 141 the reader of stdout went away.")
     p.add_argument("input", type=_path, metavar="INPUT",
                    help="thread records (JSON lines), - for stdin")

@@ -582,6 +582,16 @@ def file_problem(exc: OSError, options: list[tuple[str, str | None]]) -> str:
     return str(exc)
 
 
+def _same_file(a: str | None, b: str | None) -> bool:
+    """Whether paths `a` and `b` (neither `-`) name one existing file, through links too."""
+    if not a or not b or "-" in (a, b):
+        return False
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist (yet): said when it is opened
+        return False
+
+
 def analyze_command(args: argparse.Namespace) -> int:
     from bot.analysis import load_analyzers
 
@@ -590,6 +600,11 @@ def analyze_command(args: argparse.Namespace) -> int:
         # The pool would read all of stdin and leave no thread to analyse: exit 0, no output.
         print("rltracker analyze: --papers - and INPUT - both read stdin; give one of them "
               "as a file", file=sys.stderr)
+        return 2
+    if _same_file(getattr(args, "papers", None), args.output):
+        # (INPUT as -o is allowed, as sort -o: the pool is never the output; contract66)
+        print(f"rltracker analyze: -o {args.output} is the --papers pool {args.papers}: the "
+              "analysis would replace it; give another output file", file=sys.stderr)
         return 2
     if getattr(args, "papers", None):
         try:

@@ -22,12 +22,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO, cast
 
+# The codec of each byte-order mark, longest first (UTF-32 LE's starts as UTF-16 LE's).
+_BOM_CODECS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),
+               (b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
 # Byte-order marks of the encodings Windows tools write besides UTF-8 (PowerShell 5's `>` and
 # Out-File write UTF-16). Read as UTF-8, every record of such a file was an error record (one
 # more than there were records): `analyze` wrote them over -o FILE, `papers import` skipped
-# every line as "not UTF-8" or "not valid JSON". UTF-32 LE's starts as UTF-16 LE's.
-_OTHER_BOMS = (("UTF-32", b"\xff\xfe\x00\x00"), ("UTF-32", b"\x00\x00\xfe\xff"),
-               ("UTF-16", b"\xff\xfe"), ("UTF-16", b"\xfe\xff"))
+# every line as "not UTF-8" or "not valid JSON".
+_OTHER_BOMS = tuple((codec.upper(), bom) for bom, codec in _BOM_CODECS if codec != "utf-8-sig")
 
 
 def encoding_problem(head: bytes, name: str) -> str | None:
@@ -38,6 +40,16 @@ def encoding_problem(head: bytes, name: str) -> str | None:
             return (f"{name} is {encoding} (it starts with a {encoding} byte-order mark); records "
                     f"are UTF-8 JSON lines: convert it first, e.g. iconv -f {encoding} -t UTF-8")
     return None
+
+
+def decoded_text(blob: bytes) -> str:
+    """A text file's bytes as text: in the encoding its byte-order mark names (the mark is no
+    part of the text), else UTF-8; what does not decode is U+FFFD. A CONTRIBUTING file saved
+    in UTF-16 by a Windows editor was read as UTF-8, every rule of it lost (contract66)."""
+    for bom, codec in _BOM_CODECS:
+        if blob.startswith(bom):
+            return blob.decode(codec, errors="replace")
+    return blob.decode("utf-8", errors="replace")
 
 
 class BadJsonLine(ValueError):

@@ -425,3 +425,21 @@ def test_analyze_refuses_to_write_over_its_paper_pool(
     assert capsys.readouterr().err == (
         f"rltracker analyze: -o {out} is the --papers pool {pool}: the analysis would replace "
         "it; give another output file\n")
+
+
+def test_rules_reads_a_contributing_file_saved_in_utf16_as_its_utf8_copy(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A CONTRIBUTING file saved by a Windows editor in UTF-16 (its byte-order mark says so)
+    was read as UTF-8 with replacement: every rule "Not stated in the files read", nothing
+    said. Its byte-order mark now says how to read it (UTF-8's, UTF-16's, UTF-32's)."""
+    text = ("# Contributing\r\n\r\nEvery pull request needs tests and must pass pre-commit.\r\n"
+            "Sign off your commits (DCO).\r\n")
+    summaries = {}
+    for encoding in ("utf-8", "utf-8-sig", "utf-16", "utf-32"):
+        folder = tmp_path / encoding
+        folder.mkdir()
+        (folder / "CONTRIBUTING.md").write_bytes(text.encode(encoding))
+        assert main(["rules", str(folder)]) == 0
+        summaries[encoding] = capsys.readouterr().out
+    assert "Not stated in the files read: tests" not in summaries["utf-8"]
+    assert summaries == {encoding: summaries["utf-8"] for encoding in summaries}

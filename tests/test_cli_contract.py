@@ -443,3 +443,18 @@ def test_rules_reads_a_contributing_file_saved_in_utf16_as_its_utf8_copy(
         summaries[encoding] = capsys.readouterr().out
     assert "Not stated in the files read: tests" not in summaries["utf-8"]
     assert summaries == {encoding: summaries["utf-8"] for encoding in summaries}
+
+
+# --- every command that reads files says what its exit statuses mean --------------------------
+
+@pytest.mark.parametrize("command", [["analyze"], ["papers", "import"], ["replay"], ["rules"]],
+                         ids=" ".join)
+def test_each_command_reading_files_documents_its_exit_statuses(
+        command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """`papers import` (0, 1 some lines skipped, 2 FILE unreadable) and `replay` (1 an answer
+    not 2xx) said nothing of their exit statuses in their --help, where analyze and rules do."""
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "exit status: 0 " in help_text
+    assert all(f"; {status} " in help_text for status in (1, 2)), help_text

@@ -13,19 +13,23 @@ before), or a folder no file can be made in, is opened in place. A write that fa
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import stat
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO, cast
 
+# The codec of each byte-order mark, longest first (UTF-32 LE's starts as UTF-16 LE's).
+_BOM_CODECS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),
+               (b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
 # Byte-order marks of the encodings Windows tools write besides UTF-8 (PowerShell 5's `>` and
 # Out-File write UTF-16). Read as UTF-8, every record of such a file was an error record (one
 # more than there were records): `analyze` wrote them over -o FILE, `papers import` skipped
-# every line as "not UTF-8" or "not valid JSON". UTF-32 LE's starts as UTF-16 LE's.
-_OTHER_BOMS = (("UTF-32", b"\xff\xfe\x00\x00"), ("UTF-32", b"\x00\x00\xfe\xff"),
-               ("UTF-16", b"\xff\xfe"), ("UTF-16", b"\xfe\xff"))
+# every line as "not UTF-8" or "not valid JSON".
+_OTHER_BOMS = tuple((codec.upper(), bom) for bom, codec in _BOM_CODECS if codec != "utf-8-sig")
 
 
 def encoding_problem(head: bytes, name: str) -> str | None:
@@ -36,6 +40,50 @@ def encoding_problem(head: bytes, name: str) -> str | None:
             return (f"{name} is {encoding} (it starts with a {encoding} byte-order mark); records "
                     f"are UTF-8 JSON lines: convert it first, e.g. iconv -f {encoding} -t UTF-8")
     return None
+
+
+def decoded_text(blob: bytes) -> str:
+    """A text file's bytes as text: in the encoding its byte-order mark names (the mark is no
+    part of the text), else UTF-8; what does not decode is U+FFFD. A CONTRIBUTING file saved
+    in UTF-16 by a Windows editor was read as UTF-8, every rule of it lost (contract66)."""
+    for bom, codec in _BOM_CODECS:
+        if blob.startswith(bom):
+            return blob.decode(codec, errors="replace")
+    return blob.decode("utf-8", errors="replace")
+
+
+class BadJsonLine(ValueError):
+    """A line of JSON lines that holds no JSON value: why, in one phrase for the user."""
+
+
+# A line of arrays or objects nested thousands deep (valid JSON) raises RecursionError, and an
+# integer of more than sys.get_int_max_str_digits() digits (4,300) a ValueError that is no
+# JSONDecodeError: each stopped a run with a traceback as a bug (analyze's input and pool,
+# papers import, which lost the papers of the batch in hand).
+TOO_DEEP = "JSON nested too deeply to read"
+_TOO_LONG = "a number too long to read (more than {} digits)"
+
+
+def json_line(line: str) -> Any:
+    """The JSON value of one line of JSON lines (`analyze` INPUT and --papers, `papers
+    import`); BadJsonLine says why it holds none, at which column. The line feed ending the
+    line is no part of it: counted by the decoder as a line of its own, a record cut short
+    (a write interrupted, `head -c`) was said to be wrong "at column 1". A line ending where
+    the decoder wanted more is said to end there, cut short."""
+    text = line.rstrip(" \t\r\n")  # JSON's whitespace: nothing that would make a line valid
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        at_end = exc.pos >= len(text)
+        # ("Unterminated string starting at" ends with its own "at")
+        where = "" if at_end else f"{'' if exc.msg.endswith(' at') else ' at'} column {exc.colno}"
+        if at_end or exc.msg.startswith("Unterminated string"):  # no closing quote on the line
+            where += f": the line ends at column {len(text)}, cut short?"
+        raise BadJsonLine(f"not valid JSON ({exc.msg}{where})") from None
+    except RecursionError:
+        raise BadJsonLine(TOO_DEEP) from None
+    except ValueError:
+        raise BadJsonLine(_TOO_LONG.format(sys.get_int_max_str_digits())) from None
 
 
 class NamedStream:

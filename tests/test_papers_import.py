@@ -112,7 +112,7 @@ def test_import_names_every_line_it_skips(db_url: str, tmp_path: Path, monkeypat
     assert "line 2: neither an arxiv_id nor a title; skipped" in err
     assert "line 3: title is not a string" in err
     assert "line 4: method is longer than 64 characters" in err
-    assert "line 5: first_public is not a date YYYY-MM-DD: 'spring'" in err
+    assert "line 5: first_public is not a date (YYYY-MM-DD, YYYY-MM or YYYY): 'spring'" in err
     assert "line 8: not a JSON object" in err
 
     async def stored() -> dict[str | None, Paper]:

@@ -264,7 +264,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "place, the same message on stderr, and the other lines are analysed.",
         epilog="exit status: 0 every line analysed; 1 some lines were bad (error records); 2 the "
                "command could not run (INPUT unreadable or not UTF-8, a bad pool line, OUT not "
-               "writable, a --jobs worker died), OUT left as it was; 130 interrupted, OUT left "
+               "writable or the --papers pool itself, a --jobs worker died), OUT left as it was; "
+               "130 interrupted, OUT left "
                "as it was; 141 the reader of stdout went away.")
     p.add_argument("input", type=_path, metavar="INPUT",
                    help="thread records (JSON lines), - for stdin")
@@ -281,7 +282,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "(0: one per CPU; default: one per CPU for an input file of 1 MiB or more, else 1; "
                         "needs fork, i.e. Linux)")
 
-    p = sub.add_parser("replay", help="send payload files as signed deliveries")
+    p = sub.add_parser("replay", help="send payload files as signed deliveries",
+                       epilog="exit status: 0 every answer was 2xx; 1 some answer was not (or a "
+                              "file failed to send: each is listed), or nothing listens at "
+                              "--url; 2 no secret, no payload file found, or a file that "
+                              "cannot be read (nothing sent).")
     p.add_argument("paths", nargs="+", metavar="FILE_OR_DIR", help="payload files or folders of them")
     p.add_argument("--url", required=True, type=_http_url,
                    help="where to send them: the app's webhook, e.g. http://localhost:8000/webhook")
@@ -332,7 +337,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("papers", help="the paper pool")
     papers_sub = p.add_subparsers(dest="papers_command", required=True)
-    pi = papers_sub.add_parser("import", help="add papers from arXiv metadata or paper records")
+    pi = papers_sub.add_parser("import", help="add papers from arXiv metadata or paper records",
+                               epilog="exit status: 0 every line imported; 1 some lines were "
+                                      "skipped (each named on stderr with why; the others "
+                                      "are imported), or the database failed; 2 FILE cannot "
+                                      "be read, or is UTF-16 or UTF-32 (nothing imported).")
     pi.add_argument("file", metavar="FILE", help="JSON lines; - for stdin")
     pf = papers_sub.add_parser("fetch", help="read new listings from the arXiv API")
     pf.add_argument("--category", action="append", default=[], type=_category,

@@ -48,7 +48,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-from bot.files import encoding_problem
+from bot.files import BadJsonLine, encoding_problem, json_line
 
 
 class PoolError(Exception):
@@ -170,12 +170,8 @@ def load_pool(path: str, *, use_cache: bool = True) -> Any:
             continue
         try:
             record = _decoded(raw)
-        except json.JSONDecodeError as exc:
-            raise PoolError(f"{path} line {number}: not valid JSON ({exc.msg})") from None
-        except RecursionError:
-            raise PoolError(f"{path} line {number}: {TOO_DEEP}") from None
-        except ValueError:  # an integer past Python's digit limit
-            raise PoolError(f"{path} line {number}: {_too_long()}") from None
+        except BadJsonLine as exc:
+            raise PoolError(f"{path} line {number}: {exc}") from None
         if isinstance(record, dict) and _looks_like_a_thread(record):
             # A threads file given as the pool (each thread's title indexed as a paper's,
             # silently: left64)
@@ -374,18 +370,6 @@ _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-# A line of arrays or objects nested thousands deep (valid JSON) stopped the run with a
-# RecursionError traceback, every later record lost: it is a bad line like any other.
-TOO_DEEP = "JSON nested too deeply to read"
-# Likewise an integer of more than sys.get_int_max_str_digits() digits (4,300): json.loads
-# raises ValueError, not JSONDecodeError, and the run stopped with a traceback as a bug.
-TOO_LONG = "a number too long to read (more than {} digits)"
-
-
-def _too_long() -> str:
-    return TOO_LONG.format(sys.get_int_max_str_digits())
-
-
 def _without_surrogates(value: Any) -> Any:
     if isinstance(value, str):
         return _SURROGATE.sub("\ufffd", value)
@@ -397,8 +381,9 @@ def _without_surrogates(value: Any) -> Any:
 
 
 def _decoded(raw: str) -> Any:
-    """json.loads of a line, lone surrogates read as U+FFFD (the cheap test first)."""
-    value = json.loads(raw)
+    """The JSON value of a line (bot.files.json_line: BadJsonLine says why there is none),
+    lone surrogates read as U+FFFD (the cheap test first)."""
+    value = json_line(raw)
     if "\\u" in raw and _ESCAPED_SURROGATE.search(raw):
         value = _without_surrogates(value)
     return value
@@ -414,12 +399,8 @@ def _analyze_line(number: int, raw: str, pool: Any) -> tuple[str, str | None]:
         raw = raw.removeprefix("\ufeff")
     try:
         record = _decoded(raw)
-    except json.JSONDecodeError as exc:
-        problem = f"not valid JSON ({exc.msg} at column {exc.colno})"
-    except RecursionError:  # valid JSON, but deeper than Python's decoder goes
-        problem = TOO_DEEP
-    except ValueError:  # valid JSON, but an integer longer than Python reads
-        problem = _too_long()
+    except BadJsonLine as exc:
+        problem = str(exc)
     if problem is None and not isinstance(record, dict):
         problem = f"a thread record must be a JSON object, got {type(record).__name__}"
     if problem is None:
@@ -601,6 +582,16 @@ def file_problem(exc: OSError, options: list[tuple[str, str | None]]) -> str:
     return str(exc)
 
 
+def _same_file(a: str | None, b: str | None) -> bool:
+    """Whether paths `a` and `b` (neither `-`) name one existing file, through links too."""
+    if not a or not b or "-" in (a, b):
+        return False
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist (yet): said when it is opened
+        return False
+
+
 def analyze_command(args: argparse.Namespace) -> int:
     from bot.analysis import load_analyzers
 
@@ -609,6 +600,11 @@ def analyze_command(args: argparse.Namespace) -> int:
         # The pool would read all of stdin and leave no thread to analyse: exit 0, no output.
         print("rltracker analyze: --papers - and INPUT - both read stdin; give one of them "
               "as a file", file=sys.stderr)
+        return 2
+    if _same_file(getattr(args, "papers", None), args.output):
+        # (INPUT as -o is allowed, as sort -o: the pool is never the output; contract66)
+        print(f"rltracker analyze: -o {args.output} is the --papers pool {args.papers}: the "
+              "analysis would replace it; give another output file", file=sys.stderr)
         return 2
     if getattr(args, "papers", None):
         try:

@@ -81,6 +81,11 @@ def summary_for(target: str, settings: Settings | None = None,
         summary = note_partial(summarize_rules(load_folder(path, partial), framework=fid), partial)
         summary["source"] = "folder"
         return summary
+    if target not in frameworks and path.is_file():
+        # the file rather than its folder: not a name mistyped (contract66)
+        raise UserError(f"{target} is a file: give the folder holding CONTRIBUTING and the "
+                        f"templates ({path.parent}), or a framework ({', '.join(frameworks)})",
+                        exit_code=2)
     if target not in frameworks:
         # a bad argument: exit 2, as for every command (README, "When something is wrong")
         raise UserError(f"unknown framework or folder: {target}{framework_hint(target)} "

@@ -38,6 +38,8 @@ from typing import Any
 from sqlalchemy import func, insert, or_, select
 
 from analyzers.arxiv import normalise_arxiv_id
+from analyzers.study import public_date
+from bot.files import BadJsonLine, json_line
 from bot.store.models import Paper
 from bot.store.types import parse_datetime, storable_text
 
@@ -59,6 +61,7 @@ ATOM = "{http://www.w3.org/2005/Atom}"
 ARXIV_NS = "{http://arxiv.org/schemas/atom}"
 
 _SPACES = re.compile(r"\s+")
+_REDUCED_DATE = re.compile(r"\d{4}(?:-\d{2})?")  # a first_public of a year or a month
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
@@ -114,13 +117,19 @@ def _utc_date(value: str) -> str:
 
 
 def _first_public(value: str | None) -> str | None:
-    """A date YYYY-MM-DD (a longer ISO timestamp is its UTC date)."""
+    """A date YYYY-MM-DD (a longer ISO timestamp is its UTC date), or one known only to the
+    month or the year (`2025-08`, `2025`: ISO 8601's reduced precision) as written: the
+    catalog's methods and the study read them so (analyzers.study.public_date), and the
+    shared evaluation pool holds them; such a paper was skipped (contract66)."""
     if value is None:
         return None
+    if _REDUCED_DATE.fullmatch(value.strip()) and public_date(value) is not None:
+        return value.strip()
     try:
         return _utc_date(value)
     except ValueError:
-        raise SkippedLine(f"first_public is not a date YYYY-MM-DD: {value[:40]!r}") from None
+        raise SkippedLine(f"first_public is not a date (YYYY-MM-DD, YYYY-MM or YYYY): "
+                          f"{value[:40]!r}") from None
 
 
 def record_from_json(obj: dict[str, Any]) -> dict[str, Any]:
@@ -180,9 +189,9 @@ def read_json_lines(lines: Iterable[str | bytes], skipped: list[tuple[int, str]]
             if not line:
                 continue
             try:
-                obj = json.loads(line)
-            except ValueError as exc:
-                raise SkippedLine(f"not valid JSON ({getattr(exc, 'msg', exc)})") from None
+                obj = json_line(line)
+            except BadJsonLine as exc:  # (one too deep stopped the import: contract66)
+                raise SkippedLine(str(exc)) from None
             if not isinstance(obj, dict):
                 raise SkippedLine("not a JSON object")
             record = record_from_json(obj)
@@ -219,13 +228,22 @@ async def upsert_papers(ctx: Any, records: Iterable[dict[str, Any]]) -> ImportSt
 
 
 async def _upsert_batch(ctx: Any, batch: list[dict[str, Any]], stats: ImportStats) -> None:
-    # Later lines win within a batch, as they would one line at a time.
+    # Later lines win within a batch, as they would one line at a time, and are counted as
+    # they would be then: updated when they change the paper, else unchanged (they were
+    # counted nowhere, the printed counts one short per paper given twice: contract66).
     by_key: dict[str, dict[str, Any]] = {}
     for r in batch:
         key = r["arxiv_id"] or "title:" + r["title"].lower()
         if key in by_key:
-            merged = {**by_key[key], **{k: v for k, v in r.items() if v not in (None, [], "")}}
-            merged["aliases"] = sorted(set(by_key[key]["aliases"]) | set(r["aliases"]))
+            before = by_key[key]
+            merged = {**before, **{k: v for k, v in r.items() if v not in (None, [], "")}}
+            merged["aliases"] = sorted(set(before["aliases"]) | set(r["aliases"]))
+            if any(merged[k] != before[k] for k in ("title", "method", "first_public",
+                                                     "categories")) \
+                    or set(merged["aliases"]) != set(before["aliases"]):
+                stats.updated += 1
+            else:
+                stats.unchanged += 1
             by_key[key] = merged
         else:
             by_key[key] = r

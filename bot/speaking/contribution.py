@@ -25,6 +25,7 @@ from analyzers.rules_text import file_kind
 from bot.analysis import on_analysis_thread
 from bot.config import PROJECT_ROOT
 from bot.context import AppContext
+from bot.files import decoded_text
 from bot.store.installations import silenced_installations
 from bot.store.models import ContributionRules, Repository
 from bot.store.privacy import lock_repositories
@@ -106,7 +107,7 @@ class _Fetcher:
             blob = blob[:MAX_FILE_BYTES]
             blob = blob[: blob.rfind(b"\n") + 1] or blob
             self.partial[path] = "cut"
-        return blob.decode("utf-8", errors="replace")
+        return decoded_text(blob)
 
 
 async def fetch_rule_files(api: Any, repo: str,
@@ -247,7 +248,7 @@ def load_folder(folder: Path, partial: dict[str, str] | None = None) -> dict[str
             blob = blob[: blob.rfind(b"\n") + 1] or blob
             if partial is not None:
                 partial[repo_path] = "cut"
-        files[repo_path] = blob.decode("utf-8", errors="replace")
+        files[repo_path] = decoded_text(blob)
     return files
 
 

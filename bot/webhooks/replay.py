@@ -79,14 +79,24 @@ def freshened(bodies: list[bytes], now: datetime | None = None) -> list[bytes]:
     for body in bodies:
         try:
             decoded.append(json.loads(body))
-        except ValueError:
+        except (ValueError, RecursionError):  # nested deeper than the decoder goes: as not JSON
             decoded.append(None)
     newest = max((t for d in decoded if d is not None for t in _timestamps(d)), default=None)
     if newest is None:
         return bodies
     by = (now or datetime.now(UTC)).replace(microsecond=0) - newest
-    return [body if d is None else json.dumps(_shifted(d, by), ensure_ascii=False).encode("utf-8")
+    return [body if d is None else _encoded(_shifted(d, by))
             for body, d in zip(bodies, decoded, strict=True)]
+
+
+def _encoded(value: Any) -> bytes:
+    """A payload as UTF-8 JSON. One holding a lone surrogate, escaped in the file as GitHub
+    sends a text cut mid-pair ("\\ud83d"), has it escaped again: UTF-8 has no encoding for
+    it, and the replay stopped with a UnicodeEncodeError traceback, nothing sent (contract66)."""
+    try:
+        return json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value).encode("ascii")
 
 
 async def replay(paths: list[str], url: str, secret: str, event: str | None = None,

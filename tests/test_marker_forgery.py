@@ -8,12 +8,14 @@ its failure comment or as the reply to another command. Real webhook payloads fr
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bot.site.threads import comment_html
 from bot.speaking.posting import COMMAND_REPLY_MARK, deletion_of
 from bot.speaking.render import FAILURE_MARKER, MARKERS, REPLY_MARKER, RULES_MARKER
 from bot.webhooks.commands import router as commands_router
@@ -21,7 +23,8 @@ from tests.test_actions_e2e import INST, VERL, install, open_issue
 
 TEMPLATE = "---\nname: Bug\nabout: A bug\n---\nPlease add tests for the fix.\n"
 # File names a repository may hold (git allows `<`, `!`, `:` and spaces in a name)
-FORGED = (f"{FAILURE_MARKER}.md", f"{RULES_MARKER}.md", "<!-- rltracker:reply-to:424242 -->.md")
+FORGED = (f"{FAILURE_MARKER}.md", f"{RULES_MARKER}.md", "<!-- rltracker:reply-to:424242 -->.md",
+          "<!-- a.md")
 
 
 def rules_command(shared_dir: Path, number: int, comment_id: int) -> Any:
@@ -47,7 +50,9 @@ async def test_a_file_name_spelling_a_marker_does_not_forge_one_in_the_rules_rep
     so it carried the failure comment's and the rule summary's markers and a reply-to marker
     of a command never made. A person deleting that reply was recorded as deleting the failure
     comment (`deletion_of` reads the failure marker first), which is then never posted on the
-    thread, and the reply's own slot was left open."""
+    thread, and the reply's own slot was left open. The tracker's thread page, which drops
+    the hidden markers of the replies it shows, dropped the name from its `<!--` on (to the
+    end of the reply, its footer too, for a name that closes no comment)."""
     await install(app_ctx, fake_github)
     fake_github.set_file(VERL, "CONTRIBUTING.md", "# Contributing\n\nPlease add tests.\n")
     fake_github.set_file(VERL, f".github/ISSUE_TEMPLATE/{name}", TEMPLATE)
@@ -55,8 +60,10 @@ async def test_a_file_name_spelling_a_marker_does_not_forge_one_in_the_rules_rep
     await open_issue(app_ctx, fake_github, 6, user=event.data["issue"]["user"]["login"])
     await commands_router.dispatch(event, app_ctx)
     [reply] = [c["body"] for c in fake_github.comments_of(VERL, 6) if REPLY_MARKER in c["body"]]
-    assert "ISSUE_TEMPLATE/<!" in reply and "rltracker:" + name.split(":", 1)[1] in reply  # cited
+    assert "ISSUE_TEMPLATE/<!" in reply and name[2:] in reply  # cited
     assert [m for m in MARKERS if m in reply] == [REPLY_MARKER], reply
+    page = html.unescape(str(comment_html(reply))).replace("\u200b", "")
+    assert f"ISSUE_TEMPLATE/{name}" in page and "To hide it" in page, page
     assert [m.group(0) for m in COMMAND_REPLY_MARK.finditer(reply)] == [
         "<!-- rltracker:reply-to:770001 -->"], reply
     assert deletion_of(reply) == ("command", "deleted:reply-to:770001",

@@ -8,9 +8,10 @@ report wording, and a maintainer's `/rltracker rules` is no reply to a proposal.
 A command is a line of its own that starts with `/rltracker` (any case; a full-width `／` as
 Chinese input methods type it, and the full-width letters their full-width mode types with it,
 read as NFKC; zero-width characters ignored), read in the first 64 KiB.
-What GitHub shows as code (a fenced block, a line indented four columns), hides (an HTML comment) or folds away (`<details>`), and what quotes someone else (a `>`
-quote, or everything below an e-mail reply's header: `On ... wrote:`, `在 ... 写道：` or
-Outlook's `From:` naming an address, and `-----Original Message-----`; Outlook does not quote
+What GitHub shows as code (a fenced block, a line indented four columns, an HTML `<pre>`
+block), hides (an HTML comment) or folds away (`<details>`), and what quotes someone else (a `>`
+quote, an HTML `<blockquote>` block, or everything below an e-mail reply's header:
+`On ... wrote:`, `在 ... 写道：` or Outlook's `From:` naming an address, and `-----Original Message-----`; Outlook does not quote
 the original with `>`) is no command: "to silence it, write ```/rltracker stop```" asks for nothing.
 Lines end where GitHub ends them (LF, CR, CRLF; not at U+2028 or a form feed, which it shows
 inside a line). Every rule is a scan of each line with string methods, linear on 64 KiB.
@@ -30,6 +31,10 @@ _SLASHES = ("/", "\uff0f")  # `／`: a full-width slash
 # Trailing punctuation people put after a command word or a kind ("/rltracker stop.").
 _TRAILING = ".,;:!?。，；：！？、"
 _LINE_END = re.compile(r"\r\n|\r|\n")  # CommonMark's line endings (no quantifier: linear)
+# HTML blocks whose lines GitHub shows folded (`<details>`), quoted (`<blockquote>`: a
+# maintainer quoting a reporter's `/rltracker kind ...` gave the verdict as theirs) or as code
+# (`<pre>`): no command inside, as in a `>` quote or a fence.
+_HIDING_TAGS = ("details", "blockquote", "pre")
 
 
 def _lines(text: str, keepends: bool = False) -> list[str]:
@@ -84,6 +89,14 @@ def _outside_code_spans(line: str) -> str:
     return " ".join(parts[0::2])
 
 
+def _tags_opened(lowered: str, tag: str) -> int:
+    """How many `<tag>` or `<tag attributes...` a lowercased line opens (not `<tagname...>`
+    of a longer name: `<preview>` is no `<pre>`)."""
+    start = "<" + tag
+    return (lowered.count(start + ">") + lowered.count(start + " ") + lowered.count(start + "\t")
+            + lowered.endswith(start))
+
+
 def _has_address(text: str) -> bool:
     """Whether the line holds an e-mail address (`name@host.tld`, maybe in `<...>`)."""
     for token in text.split():
@@ -124,7 +137,7 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
     found: list[tuple[int, list[str]]] = []
     fence: tuple[str, int] | None = None
     in_comment = False
-    details = 0
+    hiding = 0  # open _HIDING_TAGS blocks
     for n, raw in enumerate(_lines((body or "")[:_MAX_BODY])):
         if not raw or raw.isspace():
             continue  # changes no state (a fence, a comment, <details> go on across it)
@@ -134,7 +147,7 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
             if closing and closing[0] == fence[0] and closing[1] >= fence[1] and not closing[2].strip():
                 fence = None
             continue
-        hidden = in_comment or details > 0
+        hidden = in_comment or hiding > 0
         commented = in_comment
         # HTML comments: open and close along the line, outside its code spans
         scanned = _outside_code_spans(line) if "`" in line else line
@@ -150,11 +163,12 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
                 if start < 0:
                     break
                 in_comment, pos = True, start + 4
-        # <details> as GitHub renders it: an HTML block (the line starts with a tag), not the
-        # word in prose or in an inline code span ("fold logs in `<details>`")
+        # <details>, <blockquote>, <pre> as GitHub renders them: an HTML block (the line starts
+        # with a tag), not the word in prose or in an inline code span ("fold logs in `<details>`")
         if not commented and line.lstrip().startswith("<"):
             lowered = line.lower()
-            details = max(0, details + lowered.count("<details") - lowered.count("</details"))
+            hiding = max(0, hiding + sum(_tags_opened(lowered, tag) - lowered.count(f"</{tag}")
+                                         for tag in _HIDING_TAGS))
         if hidden:
             continue
         opening = _fence(line)

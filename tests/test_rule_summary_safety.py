@@ -36,7 +36,9 @@ async def test_hostile_file_names_stay_inert_in_the_comment(app_ctx, fake_github
     md = await rules_markdown(app_ctx, REPO, "en", topics=None)
     assert md is not None
     for name in names:
-        assert name in md, md  # cited, whole
+        # cited, whole (a `<!--` with a zero-width space in it: no marker of the app's, see
+        # tests/test_marker_forgery.py)
+        assert name in md.replace("<!\u200b--", "<!--"), md
     outside = _outside_code(md)
     for needle in ("<!--", "<details", "](javascript:", "*d*", "@bob", "#12"):
         assert needle not in outside, (needle, md)

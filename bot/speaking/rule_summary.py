@@ -77,7 +77,7 @@ async def rules_markdown(
         return None
     text = format_rules_markdown(summary, lang=lang, topics=list(topics) if topics else None,
                                  max_per_topic=2 if topics else None, heading=False)
-    return within_budget(_no_references(text).strip(), lang, full=not topics) or None
+    return within_budget(_no_markers(_no_references(text)).strip(), lang, full=not topics) or None
 
 
 # GitHub refuses a comment over 65,536 characters (422): the rules part is kept well inside
@@ -129,6 +129,16 @@ def _no_references(markdown: str) -> str:
     for i in range(0, len(parts), 2):
         parts[i] = _REF.sub(lambda m: code_span(m.group(0)), parts[i])
     return "`".join(parts)
+
+
+def _no_markers(markdown: str) -> str:
+    """`<!--` of a repository's text (a template's file name, cited in a code span) with a
+    zero-width space after its `!`: the app finds its own comments by the hidden markers they
+    carry (`<!-- rltracker:failure-comment -->`, a reply's `<!-- rltracker:reply-to:REF -->`),
+    and a file so named made the rules reply read as the failure comment, or as the reply to
+    another command, to `own_comment` and `deletion_of`. Shown the same; outside code spans
+    the rules helper leaves no `<!--` at all."""
+    return markdown.replace("<!--", "<!\u200b--")
 
 
 MAINTAINER_AUTHOR = ("maintainer_author", "opened by a maintainer, who knows the rules")

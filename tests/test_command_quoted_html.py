@@ -1,0 +1,63 @@
+"""A command GitHub shows quoted or as code through HTML is no command, as through Markdown
+(`>`, fences): a maintainer quoting a reporter's `/rltracker kind ...` in a `<blockquote>`
+gave the verdict as theirs, and a `<pre>` block showing how to silence the app silenced it.
+Real issue_comment payload from ../shared/fixtures/webhooks/; GitHub is tests/fakegithub.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from bot.command_syntax import parse_command, without_commands
+from bot.store.models import Verdict
+from bot.webhooks.commands import handle_command
+from tests.test_actions_e2e import INST, VERL, install, open_issue
+
+
+@pytest.mark.parametrize("body", [
+    "As the reporter wrote:\n<blockquote>\n/rltracker kind kl_growth\n</blockquote>\nI disagree.",
+    "<blockquote>\n\n/rltracker kind kl_growth\n\n</blockquote>",
+    '<BLOCKQUOTE cite="#1">\n/rltracker stop\n</BLOCKQUOTE>',
+    "To silence the app, write:\n<pre>\n/rltracker stop\n</pre>",
+    "<pre>\nlog line\n\n/rltracker stop\n</pre>",
+    "<blockquote><pre>\n/rltracker stop\n</pre>\n</blockquote>",
+])
+def test_a_command_in_an_html_quote_or_pre_block_is_none(body: str) -> None:
+    assert parse_command(body) is None, body
+    assert without_commands(body) == body
+
+
+@pytest.mark.parametrize(("body", "parsed"), [
+    ("<blockquote>\n/rltracker kind kl_growth\n</blockquote>\n/rltracker stop", ("stop", [])),
+    ("<pre>\nx\n</pre>\n/rltracker stop", ("stop", [])),
+    ("Quote with `<blockquote>` or `>`.\n/rltracker stop", ("stop", [])),  # a code span
+    ("Write it in <pre> tags.\n/rltracker stop", ("stop", [])),  # prose: no HTML block
+    ("<preview>\n/rltracker stop", ("stop", [])),  # another tag
+])
+def test_a_command_after_or_beside_such_words_is_read(body: str, parsed: Any) -> None:
+    assert parse_command(body) == parsed
+
+
+async def test_a_maintainer_quoting_a_reporters_verdict_gives_none(
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
+    from gidgethub import sansio
+
+    await install(app_ctx, fake_github)
+    await open_issue(app_ctx, fake_github, 5)
+    data = json.loads((shared_dir / "fixtures" / "webhooks" / "issue_comment" / "created.json")
+                      .read_text())
+    data["comment"].update(id=880001, author_association="OWNER", body=(
+        "The reporter asked for\n<blockquote>\n/rltracker kind kl_growth\n</blockquote>\n"
+        "but the logs show an entropy collapse; let us look again."))
+    data["issue"].update(number=5, state="open")
+    data["repository"]["full_name"] = VERL
+    data["installation"] = {"id": INST}
+    event = sansio.Event(data, event="issue_comment", delivery_id="quoted-880001")
+    assert await handle_command(event, app_ctx) == "no_command"
+    async with app_ctx.sessionmaker() as session:
+        assert list(await session.scalars(select(Verdict))) == []
+    assert not fake_github.requests("POST")

@@ -94,6 +94,8 @@ async def record_all(ctx: Any, rows: list[dict[str, Any]], *, refresh: tuple[str
     by_key: dict[str, dict[str, Any]] = {}
     for fields in rows:
         by_key.setdefault(fields["dedupe_key"], fields)  # the first reason recorded counts
+    if not by_key:
+        return
     present: set[str] = set()
     # With `refresh`, a key another writer inserted meanwhile is refreshed on the second try.
     for _ in range(2 if refresh else 1):

@@ -9,13 +9,13 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from sqlalchemy import bindparam, case, literal, select
+from sqlalchemy import case, literal, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.analysis import paper_pool, run_analyses, run_analysis
 from bot.store.db import dialect_insert
-from bot.store.models import Analysis, Comment, Thread
-from bot.store.threads import get_threads, load_comments, thread_record
+from bot.store.models import Analysis, Thread
+from bot.store.threads import get_threads, load_comments, load_comments_of, thread_record
 from bot.store.types import UTCDateTime, utcnow
 
 
@@ -163,12 +163,6 @@ class ThreadChange:
     payload: dict[str, Any] | None = None
 
 
-# The batch's reads, built once: the comments of its threads, their analyses.
-_COMMENTS_OF_THREADS = (
-    select(Comment)
-    .where(Comment.thread_id.in_(bindparam("thread_ids", expanding=True)))
-    .order_by(Comment.thread_id, Comment.created_at.asc().nulls_last(), Comment.id)  # as load_comments
-)
 @cache
 def _analyses_upsert(dialect: str) -> Any:
     """INSERT INTO analyses ... ON CONFLICT (thread_id) DO UPDATE, built once per dialect
@@ -204,11 +198,7 @@ async def threads_changed(ctx: Any, changes: list[ThreadChange]) -> list[BaseExc
             # Locked to the commit, as thread_changed locks its thread.
             threads = [t for t in (await get_threads(session, keys, lock=True)).values()
                        if t is not None]
-            ids = [t.id for t in threads]
-            comments: dict[int, list[Comment]] = {i: [] for i in ids}
-            if ids:
-                for c in await session.scalars(_COMMENTS_OF_THREADS, {"thread_ids": ids}):
-                    comments[c.thread_id].append(c)
+            comments = await load_comments_of(session, [t.id for t in threads])
             records = [thread_record(t, comments[t.id]) for t in threads]
             pool = await paper_pool(session, ctx.extras) if threads else None
             results = await run_analyses(records, pool)

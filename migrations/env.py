@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.config import DEFAULT_DATABASE_URL
 from bot.store.db import make_engine
+from bot.store.migrate import MIGRATION_LOCK_TIMEOUT, MIGRATION_WAIT
 from bot.store.models import Base
 
 config = context.config
@@ -43,7 +44,6 @@ def database_url() -> str:
 # (at most MIGRATION_WAIT), then finds the database at head. A failure leaves the database at
 # the revision it was at.
 MIGRATION_LOCK = 0x726C746D  # pg_advisory_xact_lock's key: "rltm"
-MIGRATION_WAIT = 600  # seconds a migrate waits for another one to finish (`migrate --wait`)
 # SQLite's write lock is also taken, for a moment, by the running app's writes: a migrate says
 # it waits only once the lock has not come within this many seconds (ops64).
 SQLITE_QUIET_WAIT = 2.0
@@ -162,6 +162,9 @@ def do_run_migrations(connection: Connection) -> None:
     )
     with context.begin_transaction():
         _take_the_lock(connection)
+        if not sqlite:  # a table lock: waited for briefly, then tried again (bot.store.migrate)
+            wait_ms = max(1, int(1000 * config.attributes.get("lock_timeout", MIGRATION_LOCK_TIMEOUT)))
+            connection.exec_driver_sql(f"SET LOCAL lock_timeout = '{wait_ms}ms'")  # 0: for ever
         config.attributes["from"] = context.get_context().get_current_revision()
         orphans = _orphans(connection) if sqlite else set()
         context.run_migrations()

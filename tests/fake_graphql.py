@@ -19,6 +19,7 @@ HTTP-level failures (502, 429, secondary limits) are injected with the fake serv
 from __future__ import annotations
 
 import base64
+import inspect
 import random
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -634,6 +635,39 @@ def answering_then_down(responder: Callable[[str, dict[str, Any]], Any], answers
             return responder(query, variables)
         return {"errors": [{"message": "Something went wrong while executing your query."}]}
     return then_down
+
+
+def paging_by(responder: Callable[[str, dict[str, Any]], Any], size: int) -> Callable[..., Any]:
+    """`responder`, every page of every connection at most `size` long (the query's `first*`
+    variables lowered): a listing of a few threads takes several requests."""
+    def paged(query: str, variables: dict[str, Any]) -> Any:
+        return responder(query, {**variables, **{k: min(v, size) for k, v in variables.items()
+                                                 if k.startswith("f")}})
+    return paged
+
+
+class ActingOnCall:
+    """A `fake_github.graphql_handler`: `responder`'s answers, and `act()` (a plain or a
+    coroutine function) done once, after the `call`-th request is answered and before the
+    answer is sent. That is GitHub changing (an edit, a comment, a deletion, and the deliveries
+    the app handles about it) while the sync holds what it read in earlier requests, the
+    rest of a long thread coming in a later one. `calls` counts the requests answered."""
+
+    def __init__(self, responder: Callable[[str, dict[str, Any]], Any], call: int,
+                 act: Callable[[], object]) -> None:
+        self.responder = responder
+        self.call = call
+        self.act = act
+        self.calls = 0
+
+    async def __call__(self, query: str, variables: dict[str, Any]) -> Any:
+        self.calls += 1
+        answer = self.responder(query, variables)
+        if self.calls == self.call:
+            acted = self.act()
+            if inspect.isawaitable(acted):
+                await acted
+        return answer
 
 
 @asynccontextmanager

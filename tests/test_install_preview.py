@@ -287,3 +287,38 @@ async def test_the_page_says_when_the_install_preview_could_not_read_github(
     async with TestClient(TestServer(_preview_app(app_ctx))) as client:
         html = await (await client.get(f"/repos/{VERL}/preview")).text()
     assert "could not read everything" not in html
+
+
+async def test_the_install_preview_asks_the_same_statements_for_3_times_the_issues(ctx: Any) -> None:
+    """The install preview of stored issues read each issue's comments one query each, and
+    stored each would-be comment in four statements of its own (the repository's privacy lock,
+    the look-up of its key, the insert; or the update when previewed again): 4 issues took 42,
+    12 issues 102. Now as many statements for 12 issues as for 4, on the first preview and on
+    the next (its actions updated), and each action holds what the preview says. Counted in SQL
+    statements (`benchmarks.site_scale.counting`), not time. Failure reports only: a method
+    proposal's rule-summary decision still reads its own rows (docs/github.md, leftc66)."""
+    from benchmarks.site_scale import counting
+    from bot.speaking.preview import compute_preview, install_preview
+    from bot.store.models import Comment
+    from tests.test_preview_parity import FAILURE, installed, opened
+
+    statements: dict[str, list[int]] = {}
+    for repo, issues in ((VERL, 4), ("huggingface/trl", 12)):
+        await installed(ctx, repo=repo, framework=repo.split("/")[1])
+        for number in range(1, issues + 1):
+            await opened(ctx, number, FAILURE, repo=repo, title=f"issue {number}")
+        async with ctx.sessionmaker() as s:  # a reply on each: read with its issue
+            for t in await s.scalars(select(Thread).where(Thread.repo == repo)):
+                s.add(Comment(thread_id=t.id, kind="comment", github_id=t.id * 10,
+                              author="bob", body="same here"))
+            await s.commit()
+        for _ in range(2):  # stored, then previewed again (its actions updated)
+            with counting(ctx.engine) as seen:
+                await install_preview(ctx, [repo])
+            statements.setdefault(repo, []).append(len(seen))
+        preview = await compute_preview(ctx, repo)
+        stored = {a.number: a.body for a in await rows(ctx, Action, Action.kind == "preview",
+                                                       Action.repo == repo)}
+        assert len(preview["comments"]) == issues
+        assert stored == {c["number"]: c["body"] for c in preview["comments"]}
+    assert statements[VERL] == statements["huggingface/trl"], statements

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import select
 import sqlite3
 import subprocess
@@ -105,3 +106,67 @@ def test_a_wait_that_runs_out_says_how_long_it_waited(db_url: str) -> None:
     assert lines[0].startswith("rltracker migrate: waiting for another migrate"), lines
     assert lines[1].startswith("rltracker migrate: ") and "waited 2 s" in lines[1], lines
     assert "30s" not in lines[1] and "30 s" not in lines[1], lines
+
+
+class _TableReader:
+    """A running replica's transaction left open on PostgreSQL (idle in transaction): it read
+    `threads`, so it holds that table's ACCESS SHARE lock, which any ALTER TABLE waits for."""
+
+    NAME = "stuck-replica"
+
+    def __init__(self, url: str) -> None:
+        import asyncpg
+
+        self.loop = asyncio.new_event_loop()
+        self.conn = self.loop.run_until_complete(asyncpg.connect(
+            url.replace("postgresql+asyncpg://", "postgresql://"),
+            server_settings={"application_name": self.NAME}))
+        self.pid = self.loop.run_until_complete(self.conn.fetchval("SELECT pg_backend_pid()"))
+        self.loop.run_until_complete(self.conn.execute("BEGIN; SELECT count(*) FROM threads"))
+
+    def release(self) -> None:
+        self.loop.run_until_complete(self.conn.close())
+        self.loop.close()
+
+
+def _revision(url: str) -> str:
+    from tests.test_migrations import _execute
+
+    [(revision,)] = asyncio.run(_execute(url, "SELECT version_num FROM alembic_version"))
+    return revision
+
+
+def test_a_table_lock_a_running_replica_holds_is_waited_for_naming_its_session(db_url: str) -> None:
+    """PostgreSQL, a rolling deploy: the running replica holds a lock on a table the new
+    migration alters (here a transaction left open after reading `threads`). The migration's
+    ALTER waited the app's lock_timeout (30 s), every query on the table queued behind it
+    meanwhile, then migrate failed with "not granted within 30s", naming nobody. Now each
+    try waits 3 s (bot.store.migrate.MIGRATION_LOCK_TIMEOUT), the upgrade is rolled back and
+    tried again with backoff within --wait, and the lines name the session holding the lock
+    (pid, application, state); once it lets go, the upgrade goes through."""
+    if db_url.startswith("sqlite"):
+        import pytest
+
+        pytest.skip("PostgreSQL's table locks: SQLite has one write lock, waited for as "
+                    "another migrate's (the tests above)")
+    from tests.test_migrations import downgrade
+
+    downgrade(db_url, "0021")  # 0022 alters threads
+    reader = _TableReader(db_url)
+    try:
+        status, out, err = _finish(_migrate(db_url, "--wait", "5"))
+        assert _revision(db_url) == "0021"
+        waiting = _migrate(db_url, "--wait", "120")
+        line = _first_stderr_line(waiting)
+    finally:
+        reader.release()
+    lines = err.splitlines()
+    assert status == 1 and out == "" and "Traceback" not in err, err
+    named = f"pid {reader.pid} (application '{_TableReader.NAME}', idle in transaction since "
+    assert len(lines) == 2 and named in lines[0] and named in lines[1], lines
+    assert lines[0].startswith("rltracker migrate: a lock it needs (on a table or its rows) is held by"), lines
+    assert re.search(r"waited \d+ s for a lock", lines[1]) and "still at 0021" in lines[1], lines
+    assert "30s" not in err, err
+    assert named in line, line
+    assert _finish(waiting) == (0, f"database at {head_revision()}\n", "")
+    assert _revision(db_url) == head_revision()

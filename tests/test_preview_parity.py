@@ -153,26 +153,19 @@ async def test_a_repeated_preview_is_not_recomputed_until_something_it_reads_cha
     request now asks a few questions whatever the number of issues, and what changes the
     preview (a verdict, a mute, the config, a new issue) is shown at once. Counted in SQL
     statements, not time."""
-    from sqlalchemy import event, update
+    from sqlalchemy import update
+
+    from benchmarks.site_scale import counting
 
     await installed(ctx)
     for n in range(1, 13):
         await opened(ctx, n, FAILURE if n % 2 else PROPOSAL, title=f"issue {n}")
-    statements: list[str] = []
-
-    def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        statements.append(statement)
-
-    event.listen(ctx.engine.sync_engine, "before_cursor_execute", count)
-    try:
+    with counting(ctx.engine) as computed:
         first = await compute_preview(ctx, VERL)
-        computed = len(statements)
-        statements.clear()
+    with counting(ctx.engine) as statements:
         again = await compute_preview(ctx, VERL)
-        assert again["comments"] == first["comments"] and again["skipped"] == first["skipped"]
-        assert len(statements) <= 7 < computed, (len(statements), computed)
-    finally:
-        event.remove(ctx.engine.sync_engine, "before_cursor_execute", count)
+    assert again["comments"] == first["comments"] and again["skipped"] == first["skipped"]
+    assert len(statements) <= 7 < len(computed), (len(statements), len(computed))
 
     def said(preview: dict[str, Any]) -> set[int]:
         return {c["number"] for c in preview["comments"]}

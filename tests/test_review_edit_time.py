@@ -23,7 +23,7 @@ from bot.pipeline import sync_changed
 from bot.store.models import Analysis, Comment
 from bot.store.threads import get_thread
 from bot.store.types import parse_datetime
-from tests.fake_graphql import FakeData, FakeGraphQL
+from tests.fake_graphql import ActingOnCall, FakeData, FakeGraphQL
 from tests.fakegithub import no_sleep
 from tests.test_review_events import CONCERN, HELLO, PLAIN, Reviews, dispatch, edited, submitted
 
@@ -116,31 +116,26 @@ async def test_a_review_edit_stored_while_the_sync_held_its_pull_request_is_read
     review = pr["_reviews"][0]
     review.update(author={"__typename": "User", "login": "bob"}, authorAssociation="MEMBER",
                   body=PLAIN, state="COMMENTED")
-    responder = FakeGraphQL(data, schema_path)
-    calls = 0
 
-    async def handler(query: str, variables: dict[str, Any]) -> Any:
-        nonlocal calls
-        calls += 1
-        answer = responder(query, variables)
-        if calls == 2:  # the rest of the reviews; meanwhile the first one is edited
-            review["body"] = CONCERN
-            payload = edited(shared_dir, CONCERN, PLAIN)
-            payload["repository"].update(full_name=SLIME, name="slime",
-                                         owner={**payload["repository"]["owner"], "login": "THUDM"})
-            payload["pull_request"].update(
-                id=pr["databaseId"], node_id=pr["id"], number=pr["number"], title=pr["title"],
-                body=pr["body"], state="open", user={"login": "alice", "id": 1, "type": "User"},
-                created_at=pr["createdAt"], updated_at=pr["updatedAt"])  # its time unmoved
-            payload["review"].update(id=review["databaseId"], node_id=review["id"],
-                                     user={"login": "bob", "id": 2, "type": "User"},
-                                     submitted_at=review["submittedAt"])
-            await dispatch(sync_ctx, "pull_request_review", payload)
-        return answer
+    async def edit_the_first_review() -> None:
+        review["body"] = CONCERN
+        payload = edited(shared_dir, CONCERN, PLAIN)
+        payload["repository"].update(full_name=SLIME, name="slime",
+                                     owner={**payload["repository"]["owner"], "login": "THUDM"})
+        payload["pull_request"].update(
+            id=pr["databaseId"], node_id=pr["id"], number=pr["number"], title=pr["title"],
+            body=pr["body"], state="open", user={"login": "alice", "id": 1, "type": "User"},
+            created_at=pr["createdAt"], updated_at=pr["updatedAt"])  # its time unmoved
+        payload["review"].update(id=review["databaseId"], node_id=review["id"],
+                                 user={"login": "bob", "id": 2, "type": "User"},
+                                 submitted_at=review["submittedAt"])
+        await dispatch(sync_ctx, "pull_request_review", payload)
 
+    # the 2nd request: the rest of the reviews; meanwhile the first one is edited
+    handler = ActingOnCall(FakeGraphQL(data, schema_path), 2, edit_the_first_review)
     fake_github.graphql_handler = handler
     stats = await sync(sync_ctx, [SLIME], sleep=no_sleep, on_changed=partial(sync_changed, sync_ctx))
-    assert calls >= 3
+    assert handler.calls >= 3
     stored, concerns = await stored_review(sync_ctx, SLIME, pr["number"], review["databaseId"])
     assert (stored.body, _utc(stored.created_at), concerns) == (
         CONCERN, parse_datetime(review["submittedAt"]), ["tests_or_docs"])

@@ -289,7 +289,7 @@ async def test_a_review_edited_during_the_sync_is_not_undone(
     compare. The sync keeps a stored review when the stored thread is newer than its
     snapshot, as it keeps the newer thread (and comments with `updated_at`)."""
     from bot.github.sync import sync
-    from tests.fake_graphql import FakeData, FakeGraphQL
+    from tests.fake_graphql import ActingOnCall, FakeData, FakeGraphQL
     from tests.fakegithub import no_sleep, token_context
 
     repo = "huggingface/trl"
@@ -297,34 +297,30 @@ async def test_a_review_edited_during_the_sync_is_not_undone(
     pr = data.add_thread(repo, "pull_request", n_reviews=25, closed=False)  # more than nested
     responder = FakeGraphQL(data, shared_dir / "fixtures" / "github-api" / "schema.graphql")
     review = pr["_reviews"][0]
-    calls = 0
     alice = {"login": "alice", "type": "User"}
 
     async with token_context(settings, fake_github) as ctx:
-        async def handler(query: str, variables: dict[str, Any]) -> Any:
-            nonlocal calls
-            calls += 1
-            answer = responder(query, variables)
-            if calls == 2:  # the rest of the reviews; meanwhile the first one is edited
-                was = review["body"] or ""
-                review["body"] = CONCERN
-                data.touch(repo, "pull_request", pr["number"], new_comments=0)
-                await dispatch(ctx, "pull_request_review", {
-                    "action": "edited", "changes": {"body": {"from": was}},
-                    "repository": {"id": 9, "full_name": repo}, "sender": alice,
-                    "pull_request": {"id": pr["databaseId"], "number": pr["number"],
-                                     "title": pr["title"], "body": pr["body"], "state": "open",
-                                     "user": alice, "created_at": pr["createdAt"],
-                                     "updated_at": pr["updatedAt"]},
-                    "review": {"id": review["databaseId"], "node_id": review["id"],
-                               "body": CONCERN, "user": alice, "state": "commented",
-                               "author_association": "MEMBER",
-                               "submitted_at": review["submittedAt"]}})
-            return answer
+        async def edit_the_first_review() -> None:
+            was = review["body"] or ""
+            review["body"] = CONCERN
+            data.touch(repo, "pull_request", pr["number"], new_comments=0)
+            await dispatch(ctx, "pull_request_review", {
+                "action": "edited", "changes": {"body": {"from": was}},
+                "repository": {"id": 9, "full_name": repo}, "sender": alice,
+                "pull_request": {"id": pr["databaseId"], "number": pr["number"],
+                                 "title": pr["title"], "body": pr["body"], "state": "open",
+                                 "user": alice, "created_at": pr["createdAt"],
+                                 "updated_at": pr["updatedAt"]},
+                "review": {"id": review["databaseId"], "node_id": review["id"],
+                           "body": CONCERN, "user": alice, "state": "commented",
+                           "author_association": "MEMBER",
+                           "submitted_at": review["submittedAt"]}})
 
+        # the 2nd request: the rest of the reviews; meanwhile the first one is edited
+        handler = ActingOnCall(responder, 2, edit_the_first_review)
         fake_github.graphql_handler = handler
         await sync(ctx, [repo], sleep=no_sleep)
-        assert calls >= 2
+        assert handler.calls >= 2
         async with ctx.sessionmaker() as session:
             body = await session.scalar(select(Comment.body).where(
                 Comment.kind == "review", Comment.github_id == review["databaseId"]))

@@ -19,7 +19,7 @@ from bot.pipeline import sync_changed
 from bot.store.models import Analysis, Comment, SyncCursor, Thread
 from bot.store.threads import load_thread_record
 from bot.webhooks import events
-from tests.fake_graphql import REPOS, FakeData, FakeGraphQL
+from tests.fake_graphql import REPOS, ActingOnCall, FakeData, FakeGraphQL
 from tests.fakegithub import clocked_github, install_app, no_sleep
 
 THREADS_PER_REPO = 80  # 560 threads; every 40th has 250 comments, some PRs 45 reviews
@@ -213,32 +213,27 @@ async def test_a_webhook_during_the_sync_is_not_undone(
     data = FakeData()
     data.add_thread(repo, "issue", n_comments=1, closed=False)
     long = data.add_thread(repo, "issue", n_comments=60, closed=False)  # more than fit nested
-    responder = FakeGraphQL(data, schema_path)
-    calls = 0
 
-    async def handler(query: str, variables: dict[str, Any]) -> Any:
-        nonlocal calls
-        calls += 1
-        answer = responder(query, variables)
-        if calls == 2:  # the rest of the long thread's comments: then someone comments there
-            thread = data.touch(repo, "issue", long["number"], new_comments=1)
-            node = thread["_comments"][-1]
-            alice = {"login": "alice", "type": "User"}
-            await events.router.dispatch(sansio.Event({
-                "action": "created", "repository": {"id": 9, "full_name": repo}, "sender": alice,
-                "issue": {"id": thread["databaseId"], "number": thread["number"],
-                          "title": thread["title"], "body": thread["body"], "state": "open",
-                          "user": alice, "labels": [], "assignees": [],
-                          "created_at": thread["createdAt"], "updated_at": thread["updatedAt"]},
-                "comment": {"id": node["databaseId"], "body": node["body"], "user": alice,
-                            "author_association": "NONE", "created_at": node["createdAt"],
-                            "updated_at": node["updatedAt"]},
-            }, event="issue_comment", delivery_id="d-1"), sync_ctx)
-        return answer
+    async def someone_comments() -> None:
+        thread = data.touch(repo, "issue", long["number"], new_comments=1)
+        node = thread["_comments"][-1]
+        alice = {"login": "alice", "type": "User"}
+        await events.router.dispatch(sansio.Event({
+            "action": "created", "repository": {"id": 9, "full_name": repo}, "sender": alice,
+            "issue": {"id": thread["databaseId"], "number": thread["number"],
+                      "title": thread["title"], "body": thread["body"], "state": "open",
+                      "user": alice, "labels": [], "assignees": [],
+                      "created_at": thread["createdAt"], "updated_at": thread["updatedAt"]},
+            "comment": {"id": node["databaseId"], "body": node["body"], "user": alice,
+                        "author_association": "NONE", "created_at": node["createdAt"],
+                        "updated_at": node["updatedAt"]},
+        }, event="issue_comment", delivery_id="d-1"), sync_ctx)
 
+    # the 2nd request: the rest of the long thread's comments; then someone comments there
+    handler = ActingOnCall(FakeGraphQL(data, schema_path), 2, someone_comments)
     fake_github.graphql_handler = handler
     await sync(sync_ctx, [repo], sleep=no_sleep)
-    assert calls == 2
+    assert handler.calls == 2
     async with sync_ctx.sessionmaker() as session:
         stored = await load_thread_record(session, repo, long["number"])
     assert stored is not None and stored["updated_at"] == long["updatedAt"]
@@ -255,8 +250,6 @@ async def test_a_deletion_during_the_sync_stays_deleted(
     data = FakeData()
     gone = data.add_thread(repo, "issue", n_comments=60, closed=False)  # more than fit nested
     kept = data.add_thread(repo, "issue", n_comments=60, closed=False)
-    responder = FakeGraphQL(data, schema_path)
-    calls = 0
     alice = {"login": "alice", "type": "User"}
 
     def issue(t: dict[str, Any]) -> dict[str, Any]:
@@ -268,26 +261,23 @@ async def test_a_deletion_during_the_sync_stays_deleted(
         payload = {"repository": {"id": 9, "full_name": repo}, "sender": alice, **payload}
         await events.router.dispatch(sansio.Event(payload, event=event, delivery_id=event), sync_ctx)
 
-    async def handler(query: str, variables: dict[str, Any]) -> Any:
-        nonlocal calls
-        calls += 1
-        answer = responder(query, variables)
-        if calls == 2:  # the rest of both threads' comments; then the deletions on GitHub
-            data.repos[repo]["issue"].remove(gone)
-            await deliver("issues", {"action": "deleted", "issue": issue(gone)})
-            node = data.delete_comment(repo, "issue", kept["number"], index=0)
-            await deliver("issue_comment", {"action": "deleted", "issue": issue(kept), "comment": {
-                "id": node["databaseId"], "body": node["body"], "user": alice,
-                "created_at": node["createdAt"], "updated_at": node["updatedAt"]}})
-        return answer
+    async def delete_both() -> None:
+        data.repos[repo]["issue"].remove(gone)
+        await deliver("issues", {"action": "deleted", "issue": issue(gone)})
+        node = data.delete_comment(repo, "issue", kept["number"], index=0)
+        await deliver("issue_comment", {"action": "deleted", "issue": issue(kept), "comment": {
+            "id": node["databaseId"], "body": node["body"], "user": alice,
+            "created_at": node["createdAt"], "updated_at": node["updatedAt"]}})
 
+    # the 2nd request: the rest of both threads' comments; then the deletions on GitHub
+    handler = ActingOnCall(FakeGraphQL(data, schema_path), 2, delete_both)
     fake_github.graphql_handler = handler
     await sync(sync_ctx, [repo], sleep=no_sleep)
     async with sync_ctx.sessionmaker() as session:
         stored = await load_thread_record(session, repo, kept["number"])
     assert stored is not None and len(stored["comments"]) == 59  # (a refresh repaired that)
     await sync(sync_ctx, [repo], sleep=no_sleep)  # a refresh: GitHub lists the issue no more
-    assert calls >= 3
+    assert handler.calls >= 3
     async with sync_ctx.sessionmaker() as session:
         assert await load_thread_record(session, repo, gone["number"]) is None
 

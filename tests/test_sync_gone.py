@@ -26,7 +26,7 @@ from bot.github.sync import SyncError, sync
 from bot.pipeline import sync_changed
 from bot.store.models import Analysis, Comment, Deletion, Thread
 from bot.store.threads import load_thread_record
-from tests.fake_graphql import FakeData, FakeGraphQL
+from tests.fake_graphql import ActingOnCall, FakeData, FakeGraphQL, paging_by
 from tests.fakegithub import no_sleep
 
 REPO = "huggingface/trl"
@@ -214,14 +214,14 @@ async def test_a_listing_paged_and_cut_short_deletes_nothing(
     before = await numbers(sync_ctx, REPO)
     assert len(before) == 30
     calls = 0
+    paged = paging_by(responder, 10)
 
     def cut(query: str, variables: dict[str, Any]) -> Any:
         nonlocal calls
         calls += 1
         if calls > 1 and "issues(" in query:
             return {"data": None, "errors": [{"type": "SERVICE_UNAVAILABLE", "message": "timeout"}]}
-        return responder(query, {**variables, **{k: min(v, 10) for k, v in variables.items()
-                                                 if k.startswith("f")}})
+        return paged(query, variables)
 
     fake_github.graphql_handler = cut
     with pytest.raises(SyncError):
@@ -274,18 +274,10 @@ async def test_a_thread_updated_during_the_full_sync_is_kept(
     await sync(sync_ctx, [REPO], sleep=no_sleep)
     before = await numbers(sync_ctx, REPO)
     oldest = min(data.repos[REPO]["issue"], key=lambda t: t["updatedAt"])
-    calls = 0
-
-    def touching(query: str, variables: dict[str, Any]) -> Any:
-        nonlocal calls
-        calls += 1
-        answer = responder(query, {**variables, **{k: min(v, 1) for k, v in variables.items()
-                                                   if k.startswith("f")}})
-        if calls == 1:
-            data.touch(REPO, "issue", oldest["number"], new_comments=0)
-        return answer
-
-    fake_github.graphql_handler = touching
+    # one thread a page; once the first page is answered the oldest thread is updated
+    fake_github.graphql_handler = ActingOnCall(
+        paging_by(responder, 1), 1,
+        lambda: data.touch(REPO, "issue", oldest["number"], new_comments=0))
     stats = await sync(sync_ctx, [REPO], full=True, sleep=no_sleep)
     assert await numbers(sync_ctx, REPO) == before
     assert stats.deleted == 0 and stats.checked >= 1

@@ -252,9 +252,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("migrate", help="alembic upgrade head on DATABASE_URL",
                        description="Upgrades the database to this version's latest migration, "
                                    "all of it or nothing, one migrate at a time: another "
-                                   "replica's migrate under way is waited for (said on stderr).")
+                                   "replica's migrate under way is waited for (said on stderr); "
+                                   "on PostgreSQL a table lock a running replica holds is waited "
+                                   "for 3 s a try, then tried again with backoff (said, naming "
+                                   "the session holding it).")
     p.add_argument("--wait", type=_count, default=None, metavar="SECONDS",
-                   help="wait at most SECONDS for another migrate to finish (default 600)")
+                   help="wait at most SECONDS in all for another migrate, or a table lock, to "
+                        "be let go (default 600)")
 
     p = sub.add_parser(
         "analyze", help="thread records in, analysis records out (JSON lines)",

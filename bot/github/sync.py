@@ -1367,7 +1367,7 @@ class Syncer:
             rows = (await session.execute(
                 select(*_CHECKED).join(Thread, Thread.id == Comment.thread_id)
                 .where(func.lower(Thread.repo).in_(sorted(groups)),
-                       (Comment.created_at >= cutoff) | Comment.id.in_(rewritten or [-1]),
+                       (Comment.created_at >= cutoff) | Comment.id.in_(rewritten),
                        Comment.node_id.is_not(None)))).all()
         rows = [r for r in rows if (r[5] not in self.read_threads or r[0] in self.reviews_rewritten)
                 and (r[6], r[7]) in listed]
@@ -1520,13 +1520,13 @@ class Syncer:
                 await session.execute(
                     select(Thread.id).where(Thread.id.in_(sorted(
                         {r[5] for r in chunk if r[0] in keep} & (threads | {m[3] for m in maybe})
-                    ) or [-1])).order_by(Thread.id).with_for_update())
+                    ))).order_by(Thread.id).with_for_update())
                 for comment_id, reason in shown:
                     if comment_id in keep:
                         await session.execute(update(Comment).where(Comment.id == comment_id)
                                               .values(minimized_reason=reason))
                 texts = dict((await session.execute(select(Comment.id, Comment.body).where(
-                    Comment.id.in_([m[0] for m in maybe if m[0] in keep] or [-1])))).all())
+                    Comment.id.in_([m[0] for m in maybe if m[0] in keep])))).all())
                 for comment_id, body, updated, thread_id in maybe:
                     text = storable_text(body)
                     if comment_id not in texts or (texts[comment_id] or "") == text:

@@ -38,12 +38,12 @@ from sqlalchemy import func, select
 
 from analyzers.catalog import canonical_repo
 from bot.speaking.failure_comment import with_verdict
-from bot.speaking.records import record_once
+from bot.speaking.records import record_all
 from bot.speaking.repo_config import RepoConfig
 from bot.speaking.situation import declined_methods
 from bot.store.jobs import keep_alive, record_job_run
-from bot.store.models import Action, Analysis, Repository, Thread, Verdict
-from bot.store.threads import load_comments, thread_record
+from bot.store.models import Analysis, Repository, Thread, Verdict
+from bot.store.threads import load_comments_of, thread_record
 from bot.store.types import format_datetime, utcnow
 from bot.store.verdicts import as_failure
 
@@ -172,16 +172,13 @@ async def _compute(ctx: Any, repo: str, since: Any, days: int) -> dict[str, Any]
                 func.lower(Thread.repo) == repo.lower(), Thread.kind == "issue", Thread.created_at >= since,
             ).order_by(Thread.created_at.desc().nulls_last(), Thread.number.desc())
         ))
-        analyses = {
-            a.thread_id: a.result for a in await session.scalars(
-                select(Analysis).where(Analysis.thread_id.in_([t.id for t in threads] or [-1]))
-            )
-        }
-        verdicts = {
-            v.thread_id: v for v in await session.scalars(
-                select(Verdict).where(Verdict.thread_id.in_([t.id for t in threads] or [-1])))
-        }
-        records = [(t, thread_record(t, await load_comments(session, t))) for t in threads]
+        ids = [t.id for t in threads]
+        analyses = {a.thread_id: a.result for a in await session.scalars(
+            select(Analysis).where(Analysis.thread_id.in_(ids)))}
+        verdicts = {v.thread_id: v for v in await session.scalars(
+            select(Verdict).where(Verdict.thread_id.in_(ids)))}
+        comments_of = await load_comments_of(session, ids)  # one query, not one per issue
+        records = [(t, thread_record(t, comments_of[t.id])) for t in threads]
     # The repository as the live decision sees it (its framework: the row's, else the catalog's).
     repo_row = row if row is not None else Repository(full_name=repo, framework=framework_id(repo))
     declined = await declined_methods(ctx, repo)
@@ -223,21 +220,16 @@ async def _compute(ctx: Any, repo: str, since: Any, days: int) -> dict[str, Any]
 
 
 async def run_preview(ctx: Any, repo: str, days: int = DEFAULT_DAYS) -> dict[str, Any]:
-    """Compute the preview and store each would-be comment as a `preview` action (dry run)."""
+    """Compute the preview and store each would-be comment as a `preview` action (dry run),
+    all in one transaction; one stored by an earlier preview gets the new text."""
     preview = await compute_preview(ctx, repo, days)
-    for item in preview["comments"]:
-        key = f"{preview['repo']}#{item['number']}:preview"
-        if not await record_once(ctx, repo=preview["repo"], number=item["number"], kind="preview",
-                                 status="dry_run", body=item["body"], dedupe_key=key,
-                                 language=item["lang"],
-                                 details={"category": item["category"], "runner_up": item["runner_up"],
-                                          **({"comment": "rule_summary"}
-                                             if item["kind"] == "rule_summary" else {})}):
-            async with ctx.sessionmaker() as session:
-                row = await session.scalar(select(Action).where(Action.dedupe_key == key))
-                if row is not None:
-                    row.body, row.updated_at = item["body"], utcnow()
-                    await session.commit()
+    await record_all(ctx, [
+        {"repo": preview["repo"], "number": item["number"], "kind": "preview",
+         "status": "dry_run", "body": item["body"],
+         "dedupe_key": f"{preview['repo']}#{item['number']}:preview", "language": item["lang"],
+         "details": {"category": item["category"], "runner_up": item["runner_up"],
+                     **({"comment": "rule_summary"} if item["kind"] == "rule_summary" else {})}}
+        for item in preview["comments"]], refresh=("body",))
     return preview
 
 

@@ -15,11 +15,12 @@ from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from sqlalchemy import bindparam, insert, select
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bot.store.models import Action
 from bot.store.privacy import lock_repositories
+from bot.store.types import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -75,25 +76,48 @@ async def skips_written_together(ctx: Any) -> AsyncIterator[None]:
     finally:
         _COLLECTED_SKIPS.reset(token)
     if collected:
-        await _record_all(ctx, collected)
+        await record_all(ctx, collected)
 
 
-async def _record_all(ctx: Any, rows: list[dict[str, Any]]) -> None:
-    by_key = {}
+def _refresh(columns: tuple[str, ...]) -> Any:
+    """UPDATE actions SET <columns>, updated_at WHERE dedupe_key = ..., run as an executemany."""
+    table = Action.__table__
+    return (update(table).where(table.c.dedupe_key == bindparam("b_key"))
+            .values(updated_at=bindparam("b_now"), **{c: bindparam(f"b_{c}") for c in columns}))
+
+
+async def record_all(ctx: Any, rows: list[dict[str, Any]], *, refresh: tuple[str, ...] = ()) -> None:
+    """`record_once` of each row, in one transaction of a few statements whatever their
+    number: the first row of a dedupe key counts, nothing is written for a repository marked
+    private. A key already present has its `refresh` columns (and updated_at) set from the
+    row instead (the preview's actions hold its latest text), in one statement."""
+    by_key: dict[str, dict[str, Any]] = {}
     for fields in rows:
         by_key.setdefault(fields["dedupe_key"], fields)  # the first reason recorded counts
-    async with ctx.sessionmaker() as session:
-        hidden = await lock_repositories(session, {str(f.get("repo") or "") for f in rows})
-        present = set(await session.scalars(_KEYS_PRESENT, {"keys": list(by_key)}))
-        present |= {k for k, f in by_key.items() if str(f.get("repo") or "").lower() in hidden}
-        new = [f for k, f in by_key.items() if k not in present]
-        try:
-            if new:  # one statement for all (the ORM inserts them one by one)
-                await session.execute(insert(Action.__table__), new)
-            await session.commit()
-            return
-        except IntegrityError:  # another worker recorded one of them meanwhile
-            await session.rollback()
+    if not by_key:
+        return
+    present: set[str] = set()
+    # With `refresh`, a key another writer inserted meanwhile is refreshed on the second try.
+    for _ in range(2 if refresh else 1):
+        async with ctx.sessionmaker() as session:
+            hidden = await lock_repositories(session, {str(f.get("repo") or "") for f in rows})
+            present = set(await session.scalars(_KEYS_PRESENT, {"keys": list(by_key)}))
+            private = {k for k, f in by_key.items() if str(f.get("repo") or "").lower() in hidden}
+            new = [f for k, f in by_key.items() if k not in present | private]
+            stale = sorted(present - private) if refresh else []
+            present |= private
+            try:
+                if new:  # one statement for all (the ORM inserts them one by one)
+                    await session.execute(insert(Action.__table__), new)
+                if stale:
+                    now = utcnow()
+                    await session.execute(_refresh(refresh), [
+                        {"b_key": k, "b_now": now, **{f"b_{c}": by_key[k][c] for c in refresh}}
+                        for k in stale])
+                await session.commit()
+                return
+            except IntegrityError:  # another worker recorded one of them meanwhile
+                await session.rollback()
     for key, fields in by_key.items():
         if key not in present:
             await record_once(ctx, **fields)

@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import (
 # worker took the row over either. Well inside the worker's lease (120 s by default); a wait
 # this long is no ordinary contention (the app's transactions last milliseconds).
 LOCK_TIMEOUT = "30s"
+LOCK_NOT_AVAILABLE = "55P03"  # the SQLSTATE of a lock not granted within lock_timeout
 # The statement timeout of the code running inside `bounded_statements` (the web requests and
 # the webhook's inbox writer, bot.app), in seconds; None outside it (the inbox worker, the
 # nightly job, the export, commands, migrations: their statements run to their end). Applied

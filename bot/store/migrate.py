@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from datetime import UTC
 from typing import Any
 
 from alembic import command
@@ -60,20 +61,113 @@ def unknown_revision_message(current: str) -> str:
             "(a rolled-back deploy cannot use the database; nothing was changed)")
 
 
+MIGRATION_WAIT = 600  # seconds a migrate waits for another one, or a table lock (`migrate --wait`)
+# PostgreSQL: how long one statement of the migrations waits for a table lock another session
+# holds before the upgrade is rolled back and tried again (leftc66). While an ALTER TABLE
+# waits, every later query on its table queues behind it: with the app's 30 s lock_timeout a
+# rolling deploy's migrate held the running replicas' requests on the table for 30 s (GitHub
+# waits 10 s for a webhook's answer, and does not deliver it again by itself), then failed.
+MIGRATION_LOCK_TIMEOUT = 3.0  # seconds
+RETRY_FIRST, RETRY_MOST = 1.0, 30.0  # seconds between tries: doubling from the first, capped
+
+
 def upgrade(database_url: str, revision: str = "head", *, wait: float | None = None,
             on_wait: Callable[[str], None] | None = None) -> None:
     """Run `alembic upgrade` (blocking: call from a thread inside an event loop). One upgrade
     at a time and all of it or nothing (migrations/env.py). A statement that fails raises
     MigrationFailed naming the migration; a database at a revision this code does not know
-    raises UnknownRevision."""
+    raises UnknownRevision. On PostgreSQL a table lock not granted within
+    MIGRATION_LOCK_TIMEOUT rolls the upgrade back and it is tried again, backing off, for at
+    most `wait` seconds (default MIGRATION_WAIT) in all; `on_wait` is told once, naming the
+    sessions holding locks; the wait running out raises MigrationWaitRanOut naming them."""
+    import time
+
+    from sqlalchemy.exc import DBAPIError
+
+    from bot.store.db import LOCK_NOT_AVAILABLE
+
+    budget = MIGRATION_WAIT if wait is None else wait
+    started = time.monotonic()
+    deadline = started + budget
+    pause = RETRY_FIRST
+    told = False
+    while True:
+        cfg = alembic_config(database_url)
+        # seconds left to wait for another migrate (migrations/env.py)
+        cfg.attributes["wait"] = max(0.0, deadline - time.monotonic())
+        # a table lock: waited for at most this long a try, never past the deadline
+        cfg.attributes["lock_timeout"] = min(MIGRATION_LOCK_TIMEOUT, cfg.attributes["wait"])
+        if on_wait is not None:  # told once when it starts waiting
+            cfg.attributes["on_wait"] = on_wait
+        try:
+            _upgrade_once(cfg, revision)
+            return
+        except DBAPIError as exc:
+            if getattr(exc.orig, "sqlstate", None) != LOCK_NOT_AVAILABLE:
+                raise
+            holders = describe_lock_holders(database_url)
+            if time.monotonic() >= deadline:
+                raise MigrationWaitRanOut(
+                    f"waited {time.monotonic() - started:.0f} s for a lock held by {holders}, trying again "
+                    f"every {RETRY_FIRST:.0f} to {RETRY_MOST:.0f} s: nothing was changed, the "
+                    f"database is still at {cfg.attributes.get('from') or 'no revision (empty)'}; "
+                    "end that transaction (a session idle in transaction: "
+                    "SELECT pg_terminate_backend(pid)), or run `rltracker migrate` again with a "
+                    "longer --wait") from exc
+            if on_wait is not None and not told:
+                on_wait(f"a lock it needs (on a table or its rows) is held by {holders}: trying again, at most "
+                        f"{budget:.0f} s in all")
+                told = True
+            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(pause * 2, RETRY_MOST)
+
+
+def describe_lock_holders(database_url: str, most: int = 3) -> str:
+    """The sessions other than this one that hold a lock on a table of this database, the
+    longest in a transaction first: "pid 4242 (application 'rltracker', idle in transaction
+    since 2026-01-02 03:04:05 UTC, on threads, comments)"; "a session that has let it go
+    since" when none does any more."""
+    import asyncio
+
+    from sqlalchemy import text
+
+    from bot.store.db import make_engine
+
+    query = text(
+        "SELECT a.pid, a.application_name, a.state, a.xact_start, "
+        "string_agg(DISTINCT c.relname, ', ') FROM pg_locks l "
+        "JOIN pg_stat_activity a ON a.pid = l.pid JOIN pg_class c ON c.oid = l.relation "
+        "WHERE l.granted AND l.locktype = 'relation' AND c.relkind IN ('r', 'p') "
+        "AND c.relnamespace = current_schema()::regnamespace AND l.pid <> pg_backend_pid() "
+        "AND a.datname = current_database() "
+        "GROUP BY a.pid, a.application_name, a.state, a.xact_start "
+        "ORDER BY a.xact_start NULLS LAST, a.pid LIMIT :most")
+
+    async def read() -> list[Any]:
+        engine = make_engine(database_url)
+        try:
+            async with engine.connect() as conn:
+                return list(await conn.execute(query, {"most": most}))
+        finally:
+            await engine.dispose()
+
+    try:
+        rows = asyncio.run(read())
+    except Exception:  # noqa: BLE001 - the holders only name the cause; the failure is said anyway
+        return "another session"
+    if not rows:
+        return "a session that has let it go since"
+    return "; ".join(
+        f"pid {pid} (application {name or '(none)'!r}, {state or 'unknown state'}"
+        f"{f' since {since.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC' if since is not None else ''}"
+        f", on {tables})"
+        for pid, name, state, since, tables in rows)
+
+
+def _upgrade_once(cfg: Config, revision: str) -> None:
     from alembic.util import CommandError
     from sqlalchemy.exc import DBAPIError
 
-    cfg = alembic_config(database_url)
-    if wait is not None:  # seconds to wait for another migrate (migrations/env.py)
-        cfg.attributes["wait"] = wait
-    if on_wait is not None:  # told once when it starts waiting
-        cfg.attributes["on_wait"] = on_wait
     with warnings.catch_warnings():
         # On SQLite alembic's batch copy of a table (0013's `comments`) reflects the tables it
         # refers to, and SQLAlchemy warns that it skips `threads`' expression index, which
@@ -113,12 +207,12 @@ def _failed_migration(attributes: dict[str, Any]) -> Any:
 def _not_the_migration(exc: BaseException) -> bool:
     """A failure of the database itself, which bot.cli.errors tells as such: locked, a lock
     not granted in time, read-only, full, damaged, unreachable."""
-    from bot.store.db import refuses_writes
+    from bot.store.db import LOCK_NOT_AVAILABLE, refuses_writes
 
     orig = getattr(exc, "orig", None)
     state = getattr(orig, "sqlstate", None) or ""
     text = str(orig or exc).lower()
-    return refuses_writes(exc) or state.startswith(("08", "55P03", "57P")) or text.startswith(
+    return refuses_writes(exc) or state.startswith(("08", LOCK_NOT_AVAILABLE, "57P")) or text.startswith(
         ("database is locked", "database table is locked", "database disk image is malformed",
          "file is not a database"))
 

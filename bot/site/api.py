@@ -92,15 +92,6 @@ _WRITE_PROBE = text("UPDATE deliveries SET attempts = attempts WHERE 1 = 0")
 # wait at all means another session holds a lock no ordinary statement of the app takes on
 # the inbox (a migration's ALTER TABLE, a LOCK TABLE, a CREATE INDEX without CONCURRENTLY).
 HEALTH_LOCK_WAIT_MS = 1000
-LOCK_NOT_AVAILABLE = "55P03"
-
-
-def _lock_not_granted(exc: BaseException) -> bool:
-    """`exc` (or what it wraps) is PostgreSQL's lock_timeout: a lock another session holds."""
-    for candidate in (exc, getattr(exc, "orig", None), exc.__cause__):
-        if getattr(candidate, "sqlstate", None) == LOCK_NOT_AVAILABLE:
-            return True
-    return False
 
 
 async def _bound_lock_wait(conn: Any) -> None:
@@ -124,7 +115,7 @@ async def _database_state(ctx: Any) -> str:
             except Exception as exc:  # noqa: BLE001 - classified below
                 if store_db.refuses_writes(exc):
                     return "read-only"
-                if _lock_not_granted(exc):
+                if store_db.is_lock_not_granted(exc):
                     return "busy"
                 if not (sqlite and "locked" in str(exc)):
                     raise
@@ -148,7 +139,7 @@ async def _database_state(ctx: Any) -> str:
         try:
             await asyncio.wait_for(_committed_write(ctx), timeout=HEALTH_TIMEOUT)
         except Exception as exc:  # noqa: BLE001 - still refused (or no answer): as the inbox saw
-            return "busy" if _lock_not_granted(exc) else "read-only"
+            return "busy" if store_db.is_lock_not_granted(exc) else "read-only"
         inbox.write_failure = None
     return state
 
@@ -287,7 +278,7 @@ async def metrics_view(request: web.Request) -> web.Response:
         deliveries, actions, jobs = None, None, None
         # A lock another session holds (a migration): the database answers, as /healthz's
         # "busy" says; an alert on database_up must not fire for it. The counts are left out.
-        if _lock_not_granted(exc):
+        if store_db.is_lock_not_granted(exc):
             database_busy = True
         else:
             database_up = False

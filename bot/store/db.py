@@ -44,17 +44,27 @@ def bounded_statements(seconds: float | None) -> Iterator[None]:
         _STATEMENT_TIMEOUT.reset(token)
 
 
-def is_statement_timeout(exc: BaseException) -> bool:
-    """`exc` (or what it wraps) is PostgreSQL cutting a statement at statement_timeout."""
+def _carries_sqlstate(exc: BaseException, sqlstate: str) -> bool:
+    """`exc`, or anything it wraps or was raised from, carries PostgreSQL's `sqlstate`."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         for candidate in (current, getattr(current, "orig", None)):
-            if getattr(candidate, "sqlstate", None) == QUERY_CANCELED:
+            if getattr(candidate, "sqlstate", None) == sqlstate:
                 return True
         current = current.__cause__ or current.__context__
     return False
+
+
+def is_statement_timeout(exc: BaseException) -> bool:
+    """`exc` (or what it wraps) is PostgreSQL cutting a statement at statement_timeout."""
+    return _carries_sqlstate(exc, QUERY_CANCELED)
+
+
+def is_lock_not_granted(exc: BaseException) -> bool:
+    """`exc` (or what it wraps) is PostgreSQL's lock_timeout: a lock another session holds."""
+    return _carries_sqlstate(exc, LOCK_NOT_AVAILABLE)
 
 
 # SQLite result codes (primary) and PostgreSQL SQLSTATEs saying the database takes no writes

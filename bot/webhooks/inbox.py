@@ -33,7 +33,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bot.logs import error_text
-from bot.store.db import dialect_insert, is_statement_timeout, refuses_writes
+from bot.store.db import dialect_insert, is_lock_not_granted, is_statement_timeout, refuses_writes
 from bot.store.models import Delivery
 from bot.store.privacy import EMPTIED_PAYLOAD
 from bot.store.types import utcnow
@@ -47,23 +47,19 @@ DUPLICATE = "duplicate"
 MAX_BATCH = 256  # rows per transaction; bounds statement size (SQLite variable limit)
 
 
-LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL: lock_timeout ran out
-
 
 def _waited_out(exc: BaseException) -> bool:
     """`exc` says the database could not take ANY row for a while, not that a row is bad: a
     statement cut at the bound, a lock not granted within lock_timeout (PostgreSQL), the write
     lock still held when the writer stopped waiting (SQLite BUSY/LOCKED). Trying the rows again
     one by one would wait the whole bound again for each of them."""
-    if is_statement_timeout(exc):
+    if is_statement_timeout(exc) or is_lock_not_granted(exc):
         return True
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         for candidate in (current, getattr(current, "orig", None)):
-            if getattr(candidate, "sqlstate", None) == LOCK_NOT_AVAILABLE:
-                return True
             code = getattr(candidate, "sqlite_errorcode", None)
             if isinstance(candidate, sqlite3.OperationalError) and code is not None and (
                     code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)):

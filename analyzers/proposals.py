@@ -86,7 +86,8 @@ _CONVENTIONAL = re.compile(
 )
 
 
-def _method_names_in_title(title: str) -> int:
+def method_names_in_title(title: str) -> int:
+    """How many names shaped like a method's the title holds (GRPO, CISPO, Re-max)."""
     n = len(_PO_ACRONYM.findall(title))
     for m in _NAMEISH.finditer(title):
         word = m.group(0)
@@ -126,7 +127,7 @@ def _score(thread: dict[str, Any], papers: list[dict[str, Any]], title: str, bod
     if named:
         method += 1.0
         cues.append("method named")
-    title_names = _method_names_in_title(title)
+    title_names = method_names_in_title(title)
     if rules.method_name_words.search(tl) or title_names:
         method += 1.0
         cues.append("method-like name in title")

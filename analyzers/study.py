@@ -23,8 +23,10 @@ The rules (also returned as text under "rules", so every reader of the numbers h
   does not list for that framework; dated by its merge. Kept apart (`"detected": true` in
   `landings`): it counts in no verified number until the catalog lists the method there.
 - Proposals for methods no framework carries: proposals in the framework's repositories
-  whose linked catalog methods are carried by no framework (linking none counts: the method
-  is not in the catalog). open = open_no_reply + open_replied; declined = declined +
+  whose proposed catalog methods are carried by no framework (proposing none counts: the
+  method is not in the catalog). The proposed methods are those of the linked ones the title
+  names, else the opening post cites, else it names, outside a comparison or the place the
+  new one goes (analyzers.proposed): "add FooPO, like GRPO but ..." proposes none. open = open_no_reply + open_replied; declined = declined +
   redirected; lapsed = lapsed.
 - Review records: method pull requests (proposals) merged, not merged, and method requests
   (issues that are proposals): threads, replied to by someone other than the proposer, with at
@@ -44,6 +46,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from analyzers.catalog import Catalog, Method, Option
+from analyzers.proposed import proposed_methods
 
 STUDY_FROM_YEAR = 2025
 REVIEW_GROUPS = ("merged_prs", "unmerged_prs", "requests")
@@ -79,7 +82,13 @@ RULES: dict[str, str] = {
                         "proposal and links a catalog method the catalog does not list for that "
                         "framework; dated by the merge, counted in no verified number",
     "proposals": "proposals (issues, pull requests, discussions) in the framework's repositories "
-                 "whose linked catalog methods no framework carries (none linked counts); open = "
+                 "whose proposed catalog methods no framework carries (none proposed counts: what "
+                 "it proposes is not in the catalog); the proposed methods are those of the "
+                 "linked ones the title names, else the opening post cites by arXiv id or paper "
+                 "title, else it names, leaving out a method named in a comparison ('like "
+                 "GRPO', 'compared with PPO'), as a base ('based on') or as the place the new "
+                 "one goes ('to GRPO'); a title that names a method the catalog lacks decides "
+                 "alone; open = "
                  "open_no_reply + open_replied, declined = declined + redirected, lapsed = "
                  "lapsed (closed as inactive or by a stale bot)",
     "review_records": "method pull requests (proposals) merged or not merged, and method requests "
@@ -106,6 +115,16 @@ class StudyThread:
     replied_from_other: bool = False
     concerns: tuple[str, ...] = ()
     closed_at: str | None = None  # ISO date or datetime; a merged PR's merge time
+    # The title and the opening post, which say what a proposal proposes; None: the texts
+    # were not given, and every linked method stands for a proposed one.
+    title: str | None = None
+    body: str | None = None
+
+    def proposed(self) -> list[str]:
+        """The linked catalog methods the thread proposes (analyzers.proposed)."""
+        if self.title is None:
+            return list(self.methods)
+        return proposed_methods({"title": self.title, "body": self.body}, self.methods)
 
     @property
     def key(self) -> str:
@@ -279,7 +298,7 @@ def compute_study(catalog: Catalog, threads: Iterable[StudyThread],
         mine = [x for x in landings if x["framework"] == fid]
         days = [x["days"] for x in mine if x["days"] is not None]
         proposals = [t for t in threads if _framework(catalog, t) == fid and t.is_proposal
-                     and not (set(t.methods) & carried)]
+                     and not (set(t.proposed()) & carried)]
         buckets = {
             "all": proposals,
             "open": [t for t in proposals if _state(t) in OPEN_STATES],

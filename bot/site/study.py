@@ -48,7 +48,7 @@ async def _threads(session: AsyncSession) -> tuple[list[Any], dict[str, dict[str
 
     rows = (await session.execute(
         select(Thread.repo, Thread.number, Thread.kind, Thread.state, Thread.title,
-               Thread.closed_at, Analysis.is_proposal, Analysis.review_state, Analysis.methods,
+               Thread.body, Thread.closed_at, Analysis.is_proposal, Analysis.review_state, Analysis.methods,
                Analysis.result["review"].label("review"))  # not the whole result: papers are long
         .join(Analysis, Analysis.thread_id == Thread.id)
         .where(Analysis.is_proposal.is_(True))
@@ -64,7 +64,7 @@ async def _threads(session: AsyncSession) -> tuple[list[Any], dict[str, dict[str
             methods=tuple(r.methods or ()),
             replied_from_other=bool(review.get("replied_from_other")),
             concerns=tuple(review.get("concerns") or ()),
-            closed_at=format_datetime(r.closed_at),
+            closed_at=format_datetime(r.closed_at), title=r.title or "", body=r.body,
         )
         records.append(record)
         shown[record.key] = {

@@ -1,0 +1,65 @@
+"""The study's "proposals for methods no framework carries" counts what a stored proposal
+proposes (analyzers.proposed), not every catalog method it names: a proposal of a method the
+catalog lacks that names GRPO as its comparison counts (proposed66). On SQLite and
+PostgreSQL, through /api/study."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from bot.context import AppContext
+from bot.store.models import Analysis, Thread
+
+V = "verl-project/verl"
+# (number, title, opening post, linked catalog methods as the analysis stores them)
+PROPOSALS = [
+    (601, "Add FooPO loss", "FooPO works like GRPO but with a learned baseline.", ["grpo"]),
+    (602, "Add a new advantage estimator to GRPO", "It replaces the group mean.", ["grpo"]),
+    (603, "Support GSPO", "GSPO is better than GRPO on MoE models.", ["grpo", "gspo"]),
+    (604, "[Feature] a new estimator", "Please add RLOO. It outperforms PPO.", ["ppo", "rloo"]),
+]
+
+
+@pytest.fixture
+async def client(ctx: AppContext) -> AsyncIterator[TestClient]:
+    from bot.app import create_app
+
+    async with TestClient(TestServer(create_app(ctx, worker=False))) as c:
+        yield c
+
+
+async def test_a_proposal_naming_grpo_as_context_counts(ctx: AppContext,
+                                                        client: TestClient) -> None:
+    async with ctx.sessionmaker() as session:
+        for number, title, body, methods in PROPOSALS:
+            thread = Thread(repo=V, number=number, kind="issue", state="closed", title=title,
+                            body=body, closed_at=datetime(2025, 12, 1, tzinfo=UTC))
+            session.add(thread)
+            await session.flush()
+            session.add(Analysis(thread_id=thread.id, analyzer_version="test", is_proposal=True,
+                                 review_state="declined", methods=methods,
+                                 result={"review": {"state": "declined"}}))
+        await session.commit()
+    data = await (await client.get("/api/study")).json()
+    # FooPO (GRPO its comparison) and the estimator (GRPO where it goes) propose no catalog
+    # method; GSPO and RLOO are carried (RLOO named by the opening post: the title names none)
+    assert data["sets"]["proposals.verl.all"] == [f"{V}#601", f"{V}#602"]
+    assert data["frameworks"]["verl"]["proposals"]["declined"] == 2
+    assert "none proposed counts" in data["rules"]["proposals"]
+
+
+def test_texts_not_given_keep_every_linked_method_as_proposed() -> None:
+    from analyzers.catalog import load_catalog
+    from analyzers.study import StudyThread, compute_study
+
+    def record(number: int, **texts: str) -> StudyThread:
+        return StudyThread(repo=V, number=number, kind="issue", state="open", is_proposal=True,
+                           review_state="open_no_reply", methods=("grpo",), **texts)
+
+    study = compute_study(load_catalog(), [record(1), record(2, title="Add FooPO",
+                                                          body="like GRPO, but ...")])
+    assert study["sets"]["proposals.verl.all"] == [f"{V}#2"]

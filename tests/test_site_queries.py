@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import uuid
 import warnings
@@ -417,3 +418,105 @@ async def test_the_list_of_frameworks_reads_their_counts_alone(stores) -> None:
     status, count, seen = (await _statements(url, named, ["/api/frameworks"]))["/api/frameworks"]
     assert status == 200 and count == 1, seen
     assert "count(*)" in seen[0] and "threads.title" not in seen[0]
+
+
+def _listed(html: str) -> list[str]:
+    return re.findall(r'<a href="/threads/([^"]+)">', html)
+
+
+def _link(html: str, rel: str) -> str | None:
+    found = re.search(rf'<a rel="{rel}" href="([^"]+)">', html)
+    return found.group(1).replace("&amp;", "&") if found else None
+
+
+async def _walk(client: TestClient, path: str, rel: str) -> list[tuple[str, list[str]]]:
+    """The pages met following `rel` links from `path`: (URL, the threads it lists)."""
+    pages: list[tuple[str, list[str]]] = []
+    next_path: str | None = path
+    while next_path is not None:
+        resp = await client.get(next_path)
+        html = await resp.text()
+        assert resp.status == 200, (next_path, resp.status)
+        pages.append((next_path, _listed(html)))
+        next_path = _link(html, rel)
+        assert len(pages) < 100
+    return pages
+
+
+@pytest.mark.parametrize("path, per_page", [
+    ("/proposals", 500),
+    ("/failures/entropy_collapse", 30)])
+async def test_html_lists_link_their_pages_by_cursor_both_ways(stores, path: str,
+                                                               per_page: int) -> None:
+    """The HTML lists linked their pages by number (`?page=N`), read by OFFSET: a deep page
+    read and joined every row before it (/proposals?page=19 at 20,000 threads: 209 ms for
+    its list on PostgreSQL). Their Older and Newer links carry cursors now (`after`,
+    `before`, the API's): followed down and back up they give the pages `?page=N` gives
+    (every thread once, threads of no known date last), and a bookmarked `?page=N` still
+    answers its page."""
+    url, named = stores[LARGE]
+    join = "&" if "?" in path else "?"
+    async for client, _ in _client(url):
+        down = await _walk(client, path, "next")
+        assert len(down) >= 2, path
+        numbered = [_listed(await (await client.get(path + (f"{join}page={n}" if n > 1 else "")))
+                            .text()) for n in range(1, len(down) + 1)]
+        assert [rows for _, rows in down] == numbered
+        everything = [t for rows in numbered for t in rows]
+        assert len(everything) == len(set(everything)) and all(len(r) == per_page
+                                                                for r in numbered[:-1])
+        assert all("after=" in u and "page=" not in u for u, _ in down[1:]), down[1][0]
+        up = await _walk(client, down[-1][0], "prev")
+        assert [rows for _, rows in up] == numbered[::-1]
+        # (the top is the first page, though reached by a cursor: no Newer link on it)
+        assert all("before=" in u and "page=" not in u for u, _ in up[1:])
+
+
+async def test_a_page_after_an_older_or_newer_link_is_sought_in_the_index(stores) -> None:
+    """The page an Older (`after`) or Newer (`before`) link leads to reads its threads from
+    the cursor in the threads' date index (0020), as /api/proposals' cursor pages do: no
+    OFFSET, no sort of every thread. (A kind's reports, a rarer filter, PostgreSQL reads
+    by a join and a sort of the rows past the cursor at this size, as it chooses.)"""
+    url, named = stores[LARGE]
+    async for client, ctx in _client(url):
+        first = await (await client.get("/proposals")).text()
+        second = await (await client.get(_link(first, "next") or "")).text()
+        for link in (_link(first, "next"), _link(second, "prev")):
+            assert link and ("after=" in link or "before=" in link), link
+            with counting(ctx.engine) as seen:
+                resp = await client.get(link)
+                await resp.read()
+            assert resp.status == 200
+            # (the Newer link of the second page: the rows before it are fewer than a page,
+            # so the first page is read after them, from the top)
+            listing = [(s, p) for s, p in seen if " ORDER BY threads.created_at" in s]
+            assert 1 <= len(listing) <= 2, [s for s, _ in seen]
+            seeks = [(s, p) for s, p in listing if "threads.id) <" in s or "threads.id) >" in s]
+            assert len(seeks) == 1, listing
+            for statement, params in listing:  # (SQLite writes an OFFSET of 0 with a LIMIT)
+                assert "OFFSET" not in statement or list(params)[-1] == 0, (statement, params)
+            plan = await _plan(ctx, *seeks[0])
+            # the rows past the cursor read from it in the index (PostgreSQL may then sort
+            # those: at the end of a list they are fewer than a page; the thousand newer
+            # rows before the last page of this small store it reads whole, as cheaper)
+            if ctx.engine.dialect.name == "sqlite":
+                assert "SEARCH threads USING INDEX ix_threads_created_at_id (created_at" in plan, plan
+                assert "TEMP B-TREE FOR ORDER BY" not in plan, plan
+            elif "after=" in link:
+                assert "Index Cond: (ROW(" in plan, plan
+
+
+@pytest.mark.parametrize("query", [
+    "after=x", "before=%%%", "after=WyJ0aHJlYWRzIiwxLDJd&page=2",
+    # a cursor of another list (/api/actions'), and both directions at once
+    "after=WyJhY3Rpb25zIiwiMjAyNi0xMi0wMVQxMjowMDowMCswMDowMCIsMl0",
+    "after=WyJ0aHJlYWRzIixudWxsLDJd&before=WyJ0aHJlYWRzIixudWxsLDJd"])
+async def test_a_list_cursor_the_page_did_not_give_is_a_400(stores, query: str) -> None:
+    """An `after` or `before` the page did not write answers 400 with the rule (the page
+    without its list), never a 500 or another list's page."""
+    url, named = stores[SMALL]
+    async for client, _ in _client(url):
+        for path in ("/failures/entropy_collapse", "/methods/grpo"):
+            resp = await client.get(f"{path}?{query}")
+            assert resp.status == 400, (path, query, resp.status)
+            assert "must be a cursor of this list" in await resp.text()

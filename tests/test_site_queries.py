@@ -520,3 +520,29 @@ async def test_a_list_cursor_the_page_did_not_give_is_a_400(stores, query: str) 
             resp = await client.get(f"{path}?{query}")
             assert resp.status == 400, (path, query, resp.status)
             assert "must be a cursor of this list" in await resp.text()
+
+
+async def test_proposal_counts_equal_a_recount_and_a_framework_counts_its_own(stores) -> None:
+    """The proposals by framework and state (front page, /api/frameworks, each framework
+    page) equal a recount of /api/proposals' rows; a framework's page counted every
+    framework's proposals (a join of every proposal with its thread) to show one's: it
+    counts its own repositories' now (site66: 55 -> 30 ms at 20,000 threads, PostgreSQL)."""
+    from collections import Counter
+
+    from analyzers.catalog import load_catalog
+
+    url, named = stores[LARGE]
+    async for client, ctx in _client(url):
+        rows = await (await client.get("/api/proposals?limit=2000")).json()
+        recount: dict[str, Counter[str]] = {}
+        for r in rows:
+            recount.setdefault(r["framework"], Counter())[r["review_state"] or "unknown"] += 1
+        listed = {f["id"]: f["proposals"] for f in await (await client.get("/api/frameworks")).json()}
+        for fid, framework in load_catalog().frameworks.items():
+            assert listed[fid] == dict(recount.get(fid, {})), fid
+            with counting(ctx.engine) as seen:
+                page = await (await client.get(f"/api/frameworks/{fid}")).json()
+            assert page["proposal_counts"] == dict(recount.get(fid, {})), fid
+            count = [s for s, _ in seen if "count(*)" in s and "GROUP BY threads.repo" in s]
+            assert len(count) == 1 and "lower(threads.repo) IN" in count[0], count
+        assert sum(sum(c.values()) for c in recount.values()) == len(rows) > 100

@@ -538,7 +538,7 @@ async def test_proposal_counts_equal_a_recount_and_a_framework_counts_its_own(st
         for r in rows:
             recount.setdefault(r["framework"], Counter())[r["review_state"] or "unknown"] += 1
         listed = {f["id"]: f["proposals"] for f in await (await client.get("/api/frameworks")).json()}
-        for fid, framework in load_catalog().frameworks.items():
+        for fid in load_catalog().frameworks:
             assert listed[fid] == dict(recount.get(fid, {})), fid
             with counting(ctx.engine) as seen:
                 page = await (await client.get(f"/api/frameworks/{fid}")).json()
@@ -546,3 +546,44 @@ async def test_proposal_counts_equal_a_recount_and_a_framework_counts_its_own(st
             count = [s for s, _ in seen if "count(*)" in s and "GROUP BY threads.repo" in s]
             assert len(count) == 1 and "lower(threads.repo) IN" in count[0], count
         assert sum(sum(c.values()) for c in recount.values()) == len(rows) > 100
+
+
+def test_0024_proposal_counts_index_goes_down_and_up(db_url: str) -> None:
+    """Migration 0024: the index the proposals' counts read instead of the analyses' rows,
+    dropped on the way down and made again on the way up, as the model declares it."""
+    from sqlalchemy import inspect
+
+    from bot.store import migrate
+    from tests.test_migrations import _inspect, downgrade, schema_differences
+
+    def indexes(url: str) -> set[str]:
+        return asyncio.run(_inspect(url, lambda conn: {
+            i["name"] for i in inspect(conn).get_indexes("analyses")}))
+
+    assert "ix_analyses_proposal_counts" in indexes(db_url)
+    downgrade(db_url, "0022")
+    assert "ix_analyses_proposal_counts" not in indexes(db_url)
+    migrate.upgrade(db_url)
+    assert "ix_analyses_proposal_counts" in indexes(db_url)
+    assert schema_differences(db_url) == []
+
+
+async def test_proposal_counts_read_the_index_not_the_analyses(stores) -> None:
+    """The proposals' counts (front page, /api/frameworks, framework pages) read the wide
+    analyses rows for two columns; with migration 0024's index SQLite reads it alone (a
+    covering index), PostgreSQL as an index-only scan once (auto)vacuum has marked the
+    table's pages visible."""
+    url, named = stores[LARGE]
+    async for client, ctx in _client(url):
+        with counting(ctx.engine) as seen:
+            resp = await client.get("/api/frameworks")
+            await resp.read()
+        count = [(s, p) for s, p in seen if "GROUP BY threads.repo" in s]
+        assert resp.status == 200 and len(count) == 1
+        if ctx.engine.dialect.name == "postgresql":  # (as autovacuum does on a live table)
+            async with ctx.engine.connect() as conn:
+                raw = await conn.get_raw_connection()
+                await raw.driver_connection.execute("VACUUM analyses")
+        plan = await _plan(ctx, *count[0])
+        assert ("COVERING INDEX ix_analyses_proposal_counts" in plan
+                or "Index Only Scan using ix_analyses_proposal_counts" in plan), plan

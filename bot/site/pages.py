@@ -201,52 +201,47 @@ async def method_page(request: web.Request) -> web.Response:
     if moved := _method_moved(request):
         return moved
     key = request.match_info["id"]
-    asked = read_list_request(request, "threads", data.LIST_ROWS)
-    found = await _session_call(request, data.method_data, key,
-                                **(asked.reads() if isinstance(asked, ListRequest) else {}))
-    if found is None:
-        return not_found("method")
-    m, threads = found
-    context = {"m": m, "frameworks": data.catalog().frameworks}
-    if isinstance(asked, str):
-        m["threads"] = []
-        return await render_page(request, "method.html", status=400, pages=None, error=asked,
-                                 **context)
-
-    def url(n: int = 1, cursor: tuple[str, str] | None = None) -> str:
-        return list_url(f"/methods/{quote(key)}", {}, n, cursor)
-
-    status, pages, error = list_pages(asked, url, m["threads_total"], threads, "threads")
-    if error:
-        m["threads"] = []
-    return await render_page(request, "method.html", status=status, error=error, pages=pages,
-                             **context)
+    return await _thread_list_page(
+        request, data.method_data, key, f"/methods/{quote(key)}", data.LIST_ROWS,
+        template="method.html", name="m", rows="threads", total="threads_total",
+        things="threads", missing="method")
 
 
 async def failure_page(request: web.Request) -> web.Response:
     if moved := failure_moved(request):
         return moved
     key = request.match_info["key"]
-    asked = read_list_request(request, "threads", REPORTS_PAGE)
-    found = await _session_call(request, data.failure_data, key,
-                                **(asked.reads() if isinstance(asked, ListRequest)
-                                   else {"limit": REPORTS_PAGE}))
+    return await _thread_list_page(
+        request, data.failure_data, key, f"/failures/{quote(key)}", REPORTS_PAGE,
+        template="failure.html", name="d", rows="recent_reports", total="reports_total",
+        things="reports", missing="failure kind")
+
+
+async def _thread_list_page(request: web.Request, load: Callable[..., Awaitable[Any]], key: str,
+                            path: str, per_page: int, *, template: str, name: str, rows: str,
+                            total: str, things: str, missing: str) -> web.Response:
+    """A page with a paged list of threads (a method's, a failure kind's): `load` gives its
+    data (`name` in the template; the list under `rows`, its count under `total`) and the
+    page of threads asked for (`read_list_request`), or None for an unknown `key` (404)."""
+    asked = read_list_request(request, "threads", per_page)
+    found = await _session_call(request, load, key, **(
+        asked.reads() if isinstance(asked, ListRequest) else {"limit": per_page}))
     if found is None:
-        return not_found("failure kind")
-    d, reports = found
-    context = {"d": d, "frameworks": data.catalog().frameworks}
+        return not_found(missing)
+    shown, threads = found
+    context = {name: shown, "frameworks": data.catalog().frameworks}
     if isinstance(asked, str):
-        d["recent_reports"] = []
-        return await render_page(request, "failure.html", status=400, pages=None, error=asked,
+        shown[rows] = []
+        return await render_page(request, template, status=400, pages=None, error=asked,
                                  **context)
 
     def url(n: int = 1, cursor: tuple[str, str] | None = None) -> str:
-        return list_url(f"/failures/{quote(key)}", {}, n, cursor)
+        return list_url(path, {}, n, cursor)
 
-    status, pages, error = list_pages(asked, url, d["reports_total"], reports, "reports")
+    status, pages, error = list_pages(asked, url, shown[total], threads, things)
     if error:
-        d["recent_reports"] = []
-    return await render_page(request, "failure.html", status=status, error=error, pages=pages,
+        shown[rows] = []
+    return await render_page(request, template, status=status, error=error, pages=pages,
                              **context)
 
 

@@ -333,11 +333,51 @@ async def seek_pages(client: Any, engine: Any, n_requests: int
     return out
 
 
+# The HTML list that pages by cursor (site66): the page at 95% of /proposals asked by its
+# number (`?page=N`, by offset: a bookmark), after the cursor of the Older link of the page
+# before it, and before the cursor of the Newer link of the page after it (the same rows).
+HTML_PAGE = 500  # bot.site.pages.PROPOSALS_PAGE
+
+
+def _listed(html: bytes) -> list[str]:
+    import re
+
+    return re.findall(r'<a href="/threads/([^"]+)">', html.decode())
+
+
+def _linked(html: bytes, rel: str) -> str:
+    import re
+
+    found = re.search(rf'<a rel="{rel}" href="([^"]+)">', html.decode())
+    assert found, rel
+    return found.group(1).replace("&amp;", "&")
+
+
+async def html_seek_pages(client: Any, n_requests: int
+                          ) -> tuple[str, float, float, float] | None:
+    """(the numbered page, median ms by its number, after the Older link's cursor, before the
+    Newer link's); None when the list has fewer than three pages."""
+    total = int((await client.get("/api/proposals?limit=1")).headers["X-Total-Count"])
+    pages = -(-total // HTML_PAGE)
+    if pages < 3:
+        return None
+    number = max(2, min(pages - 1, round(pages * SEEK_DEPTH)))
+    by_number = f"/proposals?page={number}"
+    older = _linked(await (await client.get(f"/proposals?page={number - 1}")).read(), "next")
+    newer = _linked(await (await client.get(f"/proposals?page={number + 1}")).read(), "prev")
+    number_ms, body = await _median_ms(client, by_number, n_requests)
+    older_ms, older_body = await _median_ms(client, older, n_requests)
+    newer_ms, newer_body = await _median_ms(client, newer, n_requests)
+    assert _listed(body) == _listed(older_body) == _listed(newer_body), by_number
+    return by_number, number_ms, older_ms, newer_ms
+
+
 async def run_size(admin_url: str | None, n: int, n_requests: int, folder: str
                    ) -> tuple[dict[str, tuple[int, int, float, int]],
-                              dict[str, tuple[str, int, int, float, float]]]:
+                              dict[str, tuple[str, int, int, float, float]],
+                              tuple[str, float, float, float] | None]:
     """path -> (status, statements, median ms, bytes) on a store of `n` threads, and the
-    `seek_pages` figures."""
+    `seek_pages` and `html_seek_pages` figures."""
     from aiohttp.test_utils import TestClient, TestServer
 
     from bot.app import create_app
@@ -363,15 +403,18 @@ async def run_size(admin_url: str | None, n: int, n_requests: int, folder: str
                     ms, _ = await _median_ms(client, path, n_requests)
                     out[path] = (status, len(seen), ms, len(body))
                 seek = await seek_pages(client, ctx.engine, n_requests)
-            return out, seek
+                html_seek = await html_seek_pages(client, n_requests)
+            return out, seek, html_seek
         finally:
             await ctx.close()
 
 
 async def main_async(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        small, small_seek = await run_size(args.database_url, args.small, args.requests, folder)
-        large, large_seek = await run_size(args.database_url, args.large, args.requests, folder)
+        small, small_seek, small_html = await run_size(args.database_url, args.small,
+                                                       args.requests, folder)
+        large, large_seek, large_html = await run_size(args.database_url, args.large,
+                                                       args.requests, folder)
     backend = "PostgreSQL" if args.database_url else "SQLite"
     print(f"{backend}: {args.small} and {args.large} threads ({COMMENTS_PER_THREAD} comments each), "
           f"median of {args.requests} requests")
@@ -390,6 +433,13 @@ async def main_async(args: argparse.Namespace) -> None:
         _, _, _, so_ms, sc_ms = small_seek[listing]
         print(f"{path[:44]:44} {f'{o_count}/{c_count}':>9} {so_ms:7.1f} {sc_ms:7.1f} {o_ms:7.1f} "
               f"{c_ms:7.1f} {o_ms / c_ms if c_ms else 0:9.1f}")
+    print(f"\nThe same page of /proposals ({HTML_PAGE} a page) by its number (offset), after the "
+          "Older link's cursor and before the Newer link's (same run, same rows), whole request")
+    print(f"{'size':>7} {'page':28} {'ms number':>9} {'ms after':>9} {'ms before':>9}")
+    for size, html in ((args.small, small_html), (args.large, large_html)):
+        if html is not None:
+            path, number_ms, older_ms, newer_ms = html
+            print(f"{size:7} {path:28} {number_ms:9.1f} {older_ms:9.1f} {newer_ms:9.1f}")
 
 
 def main() -> None:

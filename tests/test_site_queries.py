@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import uuid
 import warnings
@@ -417,3 +418,172 @@ async def test_the_list_of_frameworks_reads_their_counts_alone(stores) -> None:
     status, count, seen = (await _statements(url, named, ["/api/frameworks"]))["/api/frameworks"]
     assert status == 200 and count == 1, seen
     assert "count(*)" in seen[0] and "threads.title" not in seen[0]
+
+
+def _listed(html: str) -> list[str]:
+    return re.findall(r'<a href="/threads/([^"]+)">', html)
+
+
+def _link(html: str, rel: str) -> str | None:
+    found = re.search(rf'<a rel="{rel}" href="([^"]+)">', html)
+    return found.group(1).replace("&amp;", "&") if found else None
+
+
+async def _walk(client: TestClient, path: str, rel: str) -> list[tuple[str, list[str]]]:
+    """The pages met following `rel` links from `path`: (URL, the threads it lists)."""
+    pages: list[tuple[str, list[str]]] = []
+    next_path: str | None = path
+    while next_path is not None:
+        resp = await client.get(next_path)
+        html = await resp.text()
+        assert resp.status == 200, (next_path, resp.status)
+        pages.append((next_path, _listed(html)))
+        next_path = _link(html, rel)
+        assert len(pages) < 100
+    return pages
+
+
+@pytest.mark.parametrize("path, per_page", [
+    ("/proposals", 500),
+    ("/failures/entropy_collapse", 30)])
+async def test_html_lists_link_their_pages_by_cursor_both_ways(stores, path: str,
+                                                               per_page: int) -> None:
+    """The HTML lists linked their pages by number (`?page=N`), read by OFFSET: a deep page
+    read and joined every row before it (/proposals?page=19 at 20,000 threads: 209 ms for
+    its list on PostgreSQL). Their Older and Newer links carry cursors now (`after`,
+    `before`, the API's): followed down and back up they give the pages `?page=N` gives
+    (every thread once, threads of no known date last), and a bookmarked `?page=N` still
+    answers its page."""
+    url, named = stores[LARGE]
+    join = "&" if "?" in path else "?"
+    async for client, _ in _client(url):
+        down = await _walk(client, path, "next")
+        assert len(down) >= 2, path
+        numbered = [_listed(await (await client.get(path + (f"{join}page={n}" if n > 1 else "")))
+                            .text()) for n in range(1, len(down) + 1)]
+        assert [rows for _, rows in down] == numbered
+        everything = [t for rows in numbered for t in rows]
+        assert len(everything) == len(set(everything)) and all(len(r) == per_page
+                                                                for r in numbered[:-1])
+        assert all("after=" in u and "page=" not in u for u, _ in down[1:]), down[1][0]
+        up = await _walk(client, down[-1][0], "prev")
+        assert [rows for _, rows in up] == numbered[::-1]
+        # (the top is the first page, though reached by a cursor: no Newer link on it)
+        assert all("before=" in u and "page=" not in u for u, _ in up[1:])
+
+
+async def test_a_page_after_an_older_or_newer_link_is_sought_in_the_index(stores) -> None:
+    """The page an Older (`after`) or Newer (`before`) link leads to reads its threads from
+    the cursor in the threads' date index (0020), as /api/proposals' cursor pages do: no
+    OFFSET, no sort of every thread. (A kind's reports, a rarer filter, PostgreSQL reads
+    by a join and a sort of the rows past the cursor at this size, as it chooses.)"""
+    url, named = stores[LARGE]
+    async for client, ctx in _client(url):
+        first = await (await client.get("/proposals")).text()
+        second = await (await client.get(_link(first, "next") or "")).text()
+        for link in (_link(first, "next"), _link(second, "prev")):
+            assert link and ("after=" in link or "before=" in link), link
+            with counting(ctx.engine) as seen:
+                resp = await client.get(link)
+                await resp.read()
+            assert resp.status == 200
+            # (the Newer link of the second page: the rows before it are fewer than a page,
+            # so the first page is read after them, from the top)
+            listing = [(s, p) for s, p in seen if " ORDER BY threads.created_at" in s]
+            assert 1 <= len(listing) <= 2, [s for s, _ in seen]
+            seeks = [(s, p) for s, p in listing if "threads.id) <" in s or "threads.id) >" in s]
+            assert len(seeks) == 1, listing
+            for statement, params in listing:  # (SQLite writes an OFFSET of 0 with a LIMIT)
+                assert "OFFSET" not in statement or list(params)[-1] == 0, (statement, params)
+            plan = await _plan(ctx, *seeks[0])
+            # the rows past the cursor read from it in the index (PostgreSQL may then sort
+            # those: at the end of a list they are fewer than a page; the thousand newer
+            # rows before the last page of this small store it reads whole, as cheaper)
+            if ctx.engine.dialect.name == "sqlite":
+                assert "SEARCH threads USING INDEX ix_threads_created_at_id (created_at" in plan, plan
+                assert "TEMP B-TREE FOR ORDER BY" not in plan, plan
+            elif "after=" in link:
+                assert "Index Cond: (ROW(" in plan, plan
+
+
+@pytest.mark.parametrize("query", [
+    "after=x", "before=%%%", "after=WyJ0aHJlYWRzIiwxLDJd&page=2",
+    # a cursor of another list (/api/actions'), and both directions at once
+    "after=WyJhY3Rpb25zIiwiMjAyNi0xMi0wMVQxMjowMDowMCswMDowMCIsMl0",
+    "after=WyJ0aHJlYWRzIixudWxsLDJd&before=WyJ0aHJlYWRzIixudWxsLDJd"])
+async def test_a_list_cursor_the_page_did_not_give_is_a_400(stores, query: str) -> None:
+    """An `after` or `before` the page did not write answers 400 with the rule (the page
+    without its list), never a 500 or another list's page."""
+    url, named = stores[SMALL]
+    async for client, _ in _client(url):
+        for path in ("/failures/entropy_collapse", "/methods/grpo"):
+            resp = await client.get(f"{path}?{query}")
+            assert resp.status == 400, (path, query, resp.status)
+            assert "must be a cursor of this list" in await resp.text()
+
+
+async def test_proposal_counts_equal_a_recount_and_a_framework_counts_its_own(stores) -> None:
+    """The proposals by framework and state (front page, /api/frameworks, each framework
+    page) equal a recount of /api/proposals' rows; a framework's page counted every
+    framework's proposals (a join of every proposal with its thread) to show one's: it
+    counts its own repositories' now (site66: 55 -> 30 ms at 20,000 threads, PostgreSQL)."""
+    from collections import Counter
+
+    from analyzers.catalog import load_catalog
+
+    url, named = stores[LARGE]
+    async for client, ctx in _client(url):
+        rows = await (await client.get("/api/proposals?limit=2000")).json()
+        recount: dict[str, Counter[str]] = {}
+        for r in rows:
+            recount.setdefault(r["framework"], Counter())[r["review_state"] or "unknown"] += 1
+        listed = {f["id"]: f["proposals"] for f in await (await client.get("/api/frameworks")).json()}
+        for fid in load_catalog().frameworks:
+            assert listed[fid] == dict(recount.get(fid, {})), fid
+            with counting(ctx.engine) as seen:
+                page = await (await client.get(f"/api/frameworks/{fid}")).json()
+            assert page["proposal_counts"] == dict(recount.get(fid, {})), fid
+            count = [s for s, _ in seen if "count(*)" in s and "GROUP BY threads.repo" in s]
+            assert len(count) == 1 and "lower(threads.repo) IN" in count[0], count
+        assert sum(sum(c.values()) for c in recount.values()) == len(rows) > 100
+
+
+def test_0024_proposal_counts_index_goes_down_and_up(db_url: str) -> None:
+    """Migration 0024: the index the proposals' counts read instead of the analyses' rows,
+    dropped on the way down and made again on the way up, as the model declares it."""
+    from sqlalchemy import inspect
+
+    from bot.store import migrate
+    from tests.test_migrations import _inspect, downgrade, schema_differences
+
+    def indexes(url: str) -> set[str]:
+        return asyncio.run(_inspect(url, lambda conn: {
+            i["name"] for i in inspect(conn).get_indexes("analyses")}))
+
+    assert "ix_analyses_proposal_counts" in indexes(db_url)
+    downgrade(db_url, "0022")
+    assert "ix_analyses_proposal_counts" not in indexes(db_url)
+    migrate.upgrade(db_url)
+    assert "ix_analyses_proposal_counts" in indexes(db_url)
+    assert schema_differences(db_url) == []
+
+
+async def test_proposal_counts_read_the_index_not_the_analyses(stores) -> None:
+    """The proposals' counts (front page, /api/frameworks, framework pages) read the wide
+    analyses rows for two columns; with migration 0024's index SQLite reads it alone (a
+    covering index), PostgreSQL as an index-only scan once (auto)vacuum has marked the
+    table's pages visible."""
+    url, named = stores[LARGE]
+    async for client, ctx in _client(url):
+        with counting(ctx.engine) as seen:
+            resp = await client.get("/api/frameworks")
+            await resp.read()
+        count = [(s, p) for s, p in seen if "GROUP BY threads.repo" in s]
+        assert resp.status == 200 and len(count) == 1
+        if ctx.engine.dialect.name == "postgresql":  # (as autovacuum does on a live table)
+            async with ctx.engine.connect() as conn:
+                raw = await conn.get_raw_connection()
+                await raw.driver_connection.execute("VACUUM analyses")
+        plan = await _plan(ctx, *count[0])
+        assert ("COVERING INDEX ix_analyses_proposal_counts" in plan
+                or "Index Only Scan using ix_analyses_proposal_counts" in plan), plan

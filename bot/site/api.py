@@ -341,25 +341,32 @@ def encode_cursor(kind: str, position: Position) -> str:
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
+def read_cursor(typed: str, kind: str) -> Position | None:
+    """The position a cursor of list `kind` holds (`encode_cursor`), or None when it is not
+    one that list wrote (typed, cut, another list's, altered)."""
+    if len(typed) > CURSOR_CHARS:
+        return None
+    try:
+        read = json.loads(base64.urlsafe_b64decode(typed + "=" * (-len(typed) % 4)))
+        tag, created, row_id = read
+        if tag != kind or type(row_id) is not int or not 0 < row_id < 2 ** 63:
+            return None
+        at = None if created is None else datetime.fromisoformat(created)
+    except (binascii.Error, ValueError, TypeError):  # (json's errors are ValueErrors)
+        return None
+    if at is not None and at.utcoffset() != timedelta(0):  # written in UTC: else not ours
+        return None
+    return at, row_id
+
+
 def api_cursor(query: Mapping[str, str], kind: str) -> Position | None | str:
     """The `after` cursor of list `kind`'s query string: None when absent, the position it
     holds, or the message of its 400 (not one this list wrote, or sent with an offset)."""
     typed = (query.get("after") or "").strip()
     if not typed:
         return None
-    if "offset" in query or len(typed) > CURSOR_CHARS:
-        return CURSOR_ERROR
-    try:
-        read = json.loads(base64.urlsafe_b64decode(typed + "=" * (-len(typed) % 4)))
-        tag, created, row_id = read
-        if tag != kind or type(row_id) is not int or not 0 < row_id < 2 ** 63:
-            return CURSOR_ERROR
-        at = None if created is None else datetime.fromisoformat(created)
-    except (binascii.Error, ValueError, TypeError):  # (json's errors are ValueErrors)
-        return CURSOR_ERROR
-    if at is not None and at.utcoffset() != timedelta(0):  # written in UTC: else not ours
-        return CURSOR_ERROR
-    return at, row_id
+    position = None if "offset" in query else read_cursor(typed, kind)
+    return CURSOR_ERROR if position is None else position
 
 
 def next_link(request: web.Request, kind: str, position: Position | None) -> dict[str, str]:

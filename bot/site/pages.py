@@ -16,6 +16,7 @@ not set its own (aiohttp's 404 for an unknown path, its 500 page when a handler 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -24,9 +25,9 @@ from markupsafe import Markup, escape
 
 from bot.context import app_context
 from bot.site import data
-from bot.site.api import api_cursor, api_paging, next_link
+from bot.site.api import api_cursor, api_paging, encode_cursor, next_link, read_cursor
 from bot.site.progress import backfill_progress, tracking_state
-from bot.store.types import canonical_id, parse_count
+from bot.store.types import Position, canonical_id, parse_count
 from bot.templating import html_env
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
@@ -200,57 +201,137 @@ async def method_page(request: web.Request) -> web.Response:
     if moved := _method_moved(request):
         return moved
     key = request.match_info["id"]
-    typed = read_page(request)
-    page = typed[0] if typed else 1
-    offset = (page - 1) * data.LIST_ROWS if typed else 0
-    found = await _session_call(request, data.method_data, key, offset=offset)
-    if found is None:
-        return not_found("method")
-    context = {"m": found, "frameworks": data.catalog().frameworks}
-    if typed is None:
-        found["threads"] = []
-        return await render_page(request, "method.html", status=400, pages=None,
-                                 error="page must be a whole number from 1", **context)
-
-    def url(n: int) -> str:
-        return f"/methods/{quote(key)}" + (f"?page={n}" if n > 1 else "")
-
-    total = found["threads_total"]
-    if (last := past_last_page(page, total, data.LIST_ROWS)) is not None:
-        return await render_page(
-            request, "method.html", status=404, pages=pager(url, last, total, 0, 0, past=True),
-            error=f"page {typed[1]} is past the last page of these threads ({last})", **context)
-    return await render_page(request, "method.html", error=None, **context,
-                             pages=pager(url, page, total, offset, len(found["threads"])))
+    return await _thread_list_page(
+        request, data.method_data, key, f"/methods/{quote(key)}", data.LIST_ROWS,
+        template="method.html", name="m", rows="threads", total="threads_total",
+        things="threads", missing="method")
 
 
 async def failure_page(request: web.Request) -> web.Response:
     if moved := failure_moved(request):
         return moved
     key = request.match_info["key"]
-    typed = read_page(request)
-    page = typed[0] if typed else 1
-    offset = (page - 1) * REPORTS_PAGE
-    found = await _session_call(request, data.failure_data, key, limit=REPORTS_PAGE,
-                                offset=offset if typed else 0)
+    return await _thread_list_page(
+        request, data.failure_data, key, f"/failures/{quote(key)}", REPORTS_PAGE,
+        template="failure.html", name="d", rows="recent_reports", total="reports_total",
+        things="reports", missing="failure kind")
+
+
+async def _thread_list_page(request: web.Request, load: Callable[..., Awaitable[Any]], key: str,
+                            path: str, per_page: int, *, template: str, name: str, rows: str,
+                            total: str, things: str, missing: str) -> web.Response:
+    """A page with a paged list of threads (a method's, a failure kind's): `load` gives its
+    data (`name` in the template; the list under `rows`, its count under `total`) and the
+    page of threads asked for (`read_list_request`), or None for an unknown `key` (404)."""
+    asked = read_list_request(request, "threads", per_page)
+    found = await _session_call(request, load, key, **(
+        asked.reads() if isinstance(asked, ListRequest) else {"limit": per_page}))
     if found is None:
-        return not_found("failure kind")
-    context = {"d": found, "frameworks": data.catalog().frameworks}
+        return not_found(missing)
+    shown, threads = found
+    context = {name: shown, "frameworks": data.catalog().frameworks}
+    if isinstance(asked, str):
+        shown[rows] = []
+        return await render_page(request, template, status=400, pages=None, error=asked,
+                                 **context)
+
+    def url(n: int = 1, cursor: tuple[str, str] | None = None) -> str:
+        return list_url(path, {}, n, cursor)
+
+    status, pages, error = list_pages(asked, url, shown[total], threads, things)
+    if error:
+        shown[rows] = []
+    return await render_page(request, template, status=status, error=error, pages=pages,
+                             **context)
+
+
+PAGE_ERROR = "page must be a whole number from 1"
+CURSOR_ERROR = ("after and before must be a cursor of this list's Older or Newer link, one "
+                "of them, without page")
+
+
+@dataclass(frozen=True)
+class ListRequest:
+    """Which page of a thread list was asked for: by number (`?page=N`, read by offset: the
+    page numbers bookmarked before the lists paged by cursor), or after or before a thread
+    (`?after=` / `?before=`, the cursors the Older and Newer links carry: read by the
+    threads' date index from there, however deep)."""
+
+    kind: str  # the cursor's list (read_cursor)
+    per_page: int
+    number: int  # the page number (1 when a cursor is given)
+    shown: str  # how a notice names the page number typed
+    cursor: tuple[str, Position] | None  # ("after" | "before", position)
+
+    def reads(self) -> dict[str, Any]:
+        """`data.thread_page`'s arguments for this page."""
+        if self.cursor is None:
+            return {"limit": self.per_page, "offset": (self.number - 1) * self.per_page}
+        return {"limit": self.per_page, self.cursor[0]: self.cursor[1]}
+
+
+def read_list_request(request: web.Request, kind: str, per_page: int) -> ListRequest | str:
+    """The page of list `kind` the query string asks for, or the message of its 400."""
+    typed = read_page(request)
     if typed is None:
-        found["recent_reports"] = []
-        return await render_page(request, "failure.html", status=400, pages=None,
-                                 error="page must be a whole number from 1", **context)
+        return PAGE_ERROR
+    after = (request.query.get("after") or "").strip()
+    before = (request.query.get("before") or "").strip()
+    if not after and not before:
+        return ListRequest(kind, per_page, typed[0], typed[1], None)
+    if (after and before) or "page" in request.query:
+        return CURSOR_ERROR
+    direction, token = ("after", after) if after else ("before", before)
+    position = read_cursor(token, kind)
+    if position is None:
+        return CURSOR_ERROR
+    return ListRequest(kind, per_page, 1, "", (direction, position))
 
-    def url(n: int) -> str:
-        return f"/failures/{quote(key)}" + (f"?page={n}" if n > 1 else "")
 
-    total = found["reports_total"]
-    if (last := past_last_page(page, total, REPORTS_PAGE)) is not None:
-        return await render_page(
-            request, "failure.html", status=404, pages=pager(url, last, total, 0, 0, past=True),
-            error=f"page {typed[1]} is past the last page of these reports ({last})", **context)
-    return await render_page(request, "failure.html", error=None, **context,
-                             pages=pager(url, page, total, offset, len(found["recent_reports"])))
+def list_pages(asked: ListRequest, url: Callable[..., str], total: int,
+               page: data.ThreadPage, things: str
+               ) -> tuple[int, dict[str, Any], str | None]:
+    """The status, the pager (`_pager.html`) and the error of a thread list's page: its
+    Newer and Older links carry the cursors of its first and last rows (the page 2 before
+    it is page 1's plain address); a page number past the last page, or a cursor past
+    which nothing is left (the list changed since the link was made), is a 404 linking
+    back."""
+    if asked.cursor is None and (last := past_last_page(asked.number, total,
+                                                          asked.per_page)) is not None:
+        return 404, pager(url, last, total, 0, 0, past=True), (
+            f"page {asked.shown} is past the last page of these {things} ({last})")
+    if asked.cursor is not None and not page.rows:
+        return 404, pager(url, 1, total, 0, 0, past=True), (
+            f"none of these {things} is left past that link (the list changed since): "
+            "the first page")
+    numbered = asked.cursor is None
+    offset = (asked.number - 1) * asked.per_page
+    previous = None
+    if page.newer is not None:
+        previous = (url(1) if numbered and asked.number == 2
+                    else url(cursor=("before", encode_cursor(asked.kind, page.newer))))
+    return 200, {
+        "total": total, "shown": len(page.rows),
+        # the rows' places when the page was asked by number (a cursor's page says only
+        # how many it shows: counting the rows before it is what the cursor spares)
+        "first": offset + 1 if numbered else None,
+        "last": offset + len(page.rows) if numbered else None,
+        "previous": previous,
+        "next": (url(cursor=("after", encode_cursor(asked.kind, page.older)))
+                 if page.older is not None else None),
+    }, None
+
+
+def list_url(path: str, query: Mapping[str, str | None], page: int = 1,
+             cursor: tuple[str, str] | None = None) -> str:
+    """`path` with the list's filters (`query`, empty values left out) and a page: its
+    number (none for 1) or a cursor ("after" or "before", the token)."""
+    params = {k: v for k, v in query.items() if v}
+    if cursor is not None:
+        params[cursor[0]] = cursor[1]
+    elif page > 1:
+        params["page"] = str(page)
+    return path + ("?" + urlencode(params) if params else "")
 
 
 def read_page(request: web.Request) -> tuple[int, str] | None:
@@ -296,32 +377,28 @@ async def framework_page(request: web.Request) -> web.Response:
 
 async def proposals_page(request: web.Request) -> web.Response:
     filters, ignored = proposal_filters(request)
-    typed = read_page(request)
+    asked = read_list_request(request, "proposals", PROPOSALS_PAGE)
     context = {"filters": filters, "frameworks": data.catalog().frameworks,
                "states": data.REVIEW_STATES, "ignored": ignored}
-    if typed is None:
-        return await render_page(request, "proposals.html", status=400, rows=[],
-                                 error="page must be a whole number from 1", pages=None, **context)
-    # (a bad filter value: the page of the others, still a 400: the URL is bad)
-    status = 400 if ignored else 200
-    page = typed[0]
-    offset = (page - 1) * PROPOSALS_PAGE
+    if isinstance(asked, str):
+        return await render_page(request, "proposals.html", status=400, rows=[], error=asked,
+                                 pages=None, **context)
     total = await _session_call(request, data.count_threads, proposals=True, **filters)
 
-    def url(n: int) -> str:
-        return proposals_url(filters, n)
+    def url(n: int = 1, cursor: tuple[str, str] | None = None) -> str:
+        return proposals_url(filters, n, cursor)
 
-    if (last := past_last_page(page, total, PROPOSALS_PAGE)) is not None:
-        # Past the last page (an old link after a filter or the data changed): it said
-        # "N proposals. No tracked proposal matches." under a 200.
-        return await render_page(
-            request, "proposals.html", status=404, rows=[],
-            pages=pager(url, last, total, 0, 0, past=True),
-            error=f"page {typed[1]} is past the last page of these proposals ({last})", **context)
-    rows = await _session_call(request, data.thread_rows, proposals=True, limit=PROPOSALS_PAGE,
-                               offset=offset, **filters)
-    return await render_page(request, "proposals.html", status=status, rows=rows, error=None,
-                             pages=pager(url, page, total, offset, len(rows)), **context)
+    if asked.cursor is None and past_last_page(asked.number, total, PROPOSALS_PAGE):
+        page = data.ThreadPage([], None, None)  # (not read: list_pages says which is last)
+    else:
+        page = await _session_call(request, data.thread_page, proposals=True, **asked.reads(),
+                                   **filters)
+    status, pages, error = list_pages(asked, url, total, page, "proposals")
+    # (a bad filter value: the page of the others, still a 400: the URL is bad)
+    if status == 200 and ignored:
+        status = 400
+    return await render_page(request, "proposals.html", status=status, rows=page.rows,
+                             error=error, pages=pages, **context)
 
 
 def _shown_number(typed: str) -> str:
@@ -330,12 +407,10 @@ def _shown_number(typed: str) -> str:
     return digits if len(digits) <= 30 else digits[:30] + "…"
 
 
-def proposals_url(filters: dict[str, str | None], page: int) -> str:
-    """/proposals with the same filters, on another page."""
-    query = {k: v for k, v in filters.items() if v}
-    if page > 1:
-        query["page"] = str(page)
-    return "/proposals" + ("?" + urlencode(query) if query else "")
+def proposals_url(filters: Mapping[str, str | None], page: int = 1,
+                  cursor: tuple[str, str] | None = None) -> str:
+    """/proposals with the same filters, on another page (`list_url`)."""
+    return list_url("/proposals", filters, page, cursor)
 
 
 def _to_index_section(section: str) -> Handler:
@@ -382,7 +457,8 @@ async def api_method(request: web.Request) -> web.Response:
     limit, offset = paging
     found = await _session_call(request, data.method_data, request.match_info["id"],
                                 limit=limit, offset=offset)
-    return _paged(found, "threads_total") if found else json_response({"error": "no such method"}, 404)
+    return (_paged(found[0], "threads_total") if found
+            else json_response({"error": "no such method"}, 404))
 
 
 async def api_failures(request: web.Request) -> web.Response:
@@ -404,7 +480,7 @@ async def api_failure(request: web.Request) -> web.Response:
     limit, offset = paging
     found = await _session_call(request, data.failure_data, request.match_info["key"],
                                 limit=limit, offset=offset)
-    return (_paged(found, "reports_total") if found
+    return (_paged(found[0], "reports_total") if found
             else json_response({"error": "no such failure kind"}, 404))
 
 
@@ -434,11 +510,11 @@ async def api_proposals(request: web.Request) -> web.Response:
     limit, offset = paging
     async with app_context(request).sessionmaker() as session:
         total = await data.count_threads(session, proposals=True, **filters)
-        rows, last = await data.thread_page(session, proposals=True, limit=limit,
-                                            offset=offset, after=after, **filters)
-    response = json_response(rows)
+        page = await data.thread_page(session, proposals=True, limit=limit, offset=offset,
+                                      after=after, **filters)
+    response = json_response(page.rows)
     response.headers["X-Total-Count"] = str(total)
-    response.headers.update(next_link(request, "proposals", last))
+    response.headers.update(next_link(request, "proposals", page.older))
     return response
 
 

@@ -258,6 +258,10 @@ class Analysis(Base):
     arxiv_ids: Mapped[list[Any]] = mapped_column(JSON, default=list)
     analyzed_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
+    # Everything the proposals' counts by framework and state read of the table, so they
+    # read the index alone, not the wide rows (bot.site.data.proposal_counts; migration 0024).
+    __table_args__ = (Index("ix_analyses_proposal_counts", "is_proposal", "thread_id",
+                            "review_state"),)
 
 
 class AnalysisFailure(Base):

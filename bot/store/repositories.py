@@ -13,13 +13,12 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, false, func, or_, select, update
+from sqlalchemy import false, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from bot.store.models import (
     Action,
-    Comment,
     ContributionRules,
     Deletion,
     Repository,
@@ -75,28 +74,24 @@ async def follow_rename(session: AsyncSession, old: str, new: str) -> None:
 
 async def _merge_threads(session: AsyncSession, was: str, now: str) -> None:
     """Each thread stored under both `was` and `now` (lower-case names of one repository) with
-    the same number becomes the one under `now`: the other's comments move to it (GitHub's
-    comment ids are unique, so none is there twice), its fields too when it is the later
-    version, a mute on either stays; the one under `was` is deleted (its analysis with it: the
-    caller analyses the thread again). The app's actions follow in follow_rename."""
+    the same number becomes the one under `now`: the other's fields when it is the later
+    version, a mute on either stays, and what `join_threads` carries (comments, a verdict,
+    the first entry id); the one under `was` is deleted. The app's actions follow in
+    follow_rename."""
     old_t, new_t = aliased(Thread), aliased(Thread)
     pairs = (await session.execute(
         select(old_t.id, new_t.id).join(new_t, new_t.number == old_t.number)
         .where(func.lower(old_t.repo) == was, func.lower(new_t.repo) == now))).all()
+    from bot.store.threads import join_threads
+
     for old_id, new_id in pairs:
         old, new = await session.get(Thread, old_id), await session.get(Thread, new_id)
         assert old is not None and new is not None
-        await session.execute(update(Comment).where(Comment.thread_id == old_id)
-                              .values(thread_id=new_id).execution_options(synchronize_session=False))
         if old.updated_at is not None and (new.updated_at is None or old.updated_at > new.updated_at):
             for column in MERGED_COLUMNS:
                 setattr(new, column, getattr(old, column))
         new.muted = bool(new.muted or old.muted)
-        # the name the one stored first was stored under: its feed entry's id, read first
-        new.first_repo = (old if old.id < new.id else new).first_repo or new.first_repo
-        await session.execute(delete(Thread).where(Thread.id == old_id)
-                              .execution_options(synchronize_session=False))
-        session.expunge(old)
+        await join_threads(session, old, new)
     if pairs:
         await session.flush()
 

@@ -18,9 +18,11 @@ report's is its opening (`published` too).
 
 Ids are the pages' absolute addresses under the configured public URL (`settings.public_url`,
 the one the app's comments link with): the same on every run and every database. A thread's
-is its page under the name it was first stored under (`threads.first_repo`, migration 0022):
-a renamed or moved repository's entries keep their ids, and the page answers there
-(`data.find_thread`); the entry links the page under the current name. Titles are
+is its page under the name and number it was first stored under (`threads.first_repo`,
+migration 0022; `first_number`, 0023): a renamed or moved repository's entries, and an issue
+transferred to another repository, keep their ids, and the page answers there
+(`data.find_thread`); the entry links the page under the current name. A thread first stored
+under a name another repository held before adds `?repository={its GitHub id}` (0023). Titles are
 GitHub's text: written by the autoescaping template engine, without control characters and
 isolated as a page's `<title>` is (`plain_title`), and the characters XML forbids that a
 page's cleaning leaves (lone surrogates, U+FFFE, U+FFFF) are dropped from the document.

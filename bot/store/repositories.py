@@ -13,17 +13,19 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import false, func, or_, select, update
+from sqlalchemy import delete, false, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from bot.store.models import (
     Action,
+    Comment,
     ContributionRules,
     Deletion,
     Repository,
     SyncCursor,
     Thread,
+    Verdict,
 )
 
 
@@ -82,8 +84,6 @@ async def _merge_threads(session: AsyncSession, was: str, now: str) -> None:
     pairs = (await session.execute(
         select(old_t.id, new_t.id).join(new_t, new_t.number == old_t.number)
         .where(func.lower(old_t.repo) == was, func.lower(new_t.repo) == now))).all()
-    from bot.store.threads import join_threads
-
     for old_id, new_id in pairs:
         old, new = await session.get(Thread, old_id), await session.get(Thread, new_id)
         assert old is not None and new is not None
@@ -94,6 +94,28 @@ async def _merge_threads(session: AsyncSession, was: str, now: str) -> None:
         await join_threads(session, old, new)
     if pairs:
         await session.flush()
+
+
+async def join_threads(session: AsyncSession, gone: Thread, kept: Thread) -> None:
+    """One thread stored twice (under two names of a repository, or at both ends of a
+    transfer) becomes `kept`: `gone`'s comments move to it (GitHub's comment ids are unique,
+    so none is there twice), a person's verdict on `gone` too when `kept` has none (a
+    verdict is the person's word on the thread, wherever it was given), and `kept` takes the
+    entry id of the one stored first (its feed entry: `first_repo`, `first_number`,
+    `first_repo_id`); then `gone` is deleted (its analysis with it: the caller analyses the
+    thread again)."""
+    await session.execute(update(Comment).where(Comment.thread_id == gone.id)
+                          .values(thread_id=kept.id).execution_options(synchronize_session=False))
+    if await session.scalar(select(Verdict.id).where(Verdict.thread_id == kept.id)) is None:
+        await session.execute(update(Verdict).where(Verdict.thread_id == gone.id)
+                              .values(thread_id=kept.id)
+                              .execution_options(synchronize_session=False))
+    first = gone if gone.id < kept.id else kept
+    kept.first_repo, kept.first_number, kept.first_repo_id = (
+        first.first_repo or first.repo, first.first_number or first.number, first.first_repo_id)
+    await session.execute(delete(Thread).where(Thread.id == gone.id)
+                          .execution_options(synchronize_session=False))
+    session.expunge(gone)
 
 
 # what the later version of a thread merged into another brings (not its place: repo, number)

@@ -22,12 +22,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, insert, select, update
+from sqlalchemy import bindparam, delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.store.db import dialect_insert
 from bot.store.models import Comment, Deletion, Repository, Thread
-from bot.store.repositories import follow_transfer
+from bot.store.repositories import follow_transfer, join_threads
 from bot.store.types import format_datetime, parse_datetime, utcnow
 from bot.templating import without_controls
 
@@ -434,30 +434,6 @@ async def move_thread(session: AsyncSession, old_repo: str, old_number: int,
         await join_threads(session, old, target)
         target.complete = bool(target.complete and old.complete)
     return await _unless_older(session, new, target)
-
-
-async def join_threads(session: AsyncSession, gone: Thread, kept: Thread) -> None:
-    """One thread stored twice (under two names of a repository, or at both ends of a
-    transfer) becomes `kept`: `gone`'s comments move to it (GitHub's comment ids are unique,
-    so none is there twice), a person's verdict on `gone` too when `kept` has none (a
-    verdict is the person's word on the thread, wherever it was given), and `kept` takes the
-    entry id of the one stored first (its feed entry: `first_repo`, `first_number`,
-    `first_repo_id`); then `gone` is deleted (its analysis with it: the caller analyses the
-    thread again)."""
-    from bot.store.models import Verdict
-
-    await session.execute(update(Comment).where(Comment.thread_id == gone.id)
-                          .values(thread_id=kept.id).execution_options(synchronize_session=False))
-    if await session.scalar(select(Verdict.id).where(Verdict.thread_id == kept.id)) is None:
-        await session.execute(update(Verdict).where(Verdict.thread_id == gone.id)
-                              .values(thread_id=kept.id)
-                              .execution_options(synchronize_session=False))
-    first = gone if gone.id < kept.id else kept
-    kept.first_repo, kept.first_number, kept.first_repo_id = (
-        first.first_repo or first.repo, first.first_number or first.number, first.first_repo_id)
-    await session.execute(delete(Thread).where(Thread.id == gone.id)
-                          .execution_options(synchronize_session=False))
-    session.expunge(gone)
 
 
 async def _unless_older(session: AsyncSession, record: dict[str, Any], row: Thread) -> Thread:

@@ -159,6 +159,9 @@ async def test_a_name_taken_again_after_a_rename_gives_its_threads_ids_of_their_
     payload = envelope("opened", VERL, issue=issue(11, title="A new repository's first issue"))
     payload["repository"]["id"] = 8080
     await dispatch_all(ctx, "issues", copy.deepcopy(payload))
+    async with ctx.sessionmaker() as session:  # (the batch's insert fills the first pair too)
+        row = await get_thread(session, VERL, 11)
+        assert row is not None and (row.first_repo, row.first_number) == (VERL, 11)
     await _proposal(ctx, VERL, 11)
     async with ctx.sessionmaker() as session, session.begin():  # the sync stores #12 there
         await upsert_thread(session, {"repo": VERL, "number": 12, "kind": "issue",
@@ -170,3 +173,30 @@ async def test_a_name_taken_again_after_a_rename_gives_its_threads_ids_of_their_
     assert entries[f"{BASE}/threads/verl-project/verl-core/12"] == f"{BASE}/threads/{VERL}/12"
     assert entries[f"{BASE}/threads/{VERL}/11"] == f"{BASE}/threads/{VERL}/11?repository=8080"
     assert entries[f"{BASE}/threads/{VERL}/12"] == f"{BASE}/threads/{VERL}/12?repository=8080"
+
+
+async def test_threads_inserted_together_each_get_their_first_pair(ctx: Any) -> None:
+    """The webhook batch inserts its new threads in one statement (`insert_new`): each row's
+    first name and number are its own, and only the one whose pair another thread holds is
+    marked with its repository's id."""
+    from bot.store.threads import insert_new
+
+    await add(ctx, VERL, 5, "Older", days=1)
+    async with ctx.sessionmaker() as session, session.begin():
+        from bot.webhooks.installations import upsert_repository
+
+        await upsert_repository(session, VERL, github_id=7070)
+        thread = await get_thread(session, VERL, 5)
+        assert thread is not None
+        thread.repo = "verl-project/verl-core"  # renamed away (as follow_rename moves it)
+    async with ctx.sessionmaker() as session, session.begin():
+        await insert_new(session, Thread, [
+            {"repo": VERL, "number": n, "kind": "issue", "title": f"t{n}", "labels": [],
+             "assignees": [], "complete": True, "muted": False, "state": "open"}
+            for n in (4, 5, 6)])
+    async with ctx.sessionmaker() as session:
+        rows = (await session.execute(select(
+            Thread.repo, Thread.number, Thread.first_repo, Thread.first_number,
+            Thread.first_repo_id).where(Thread.repo == VERL).order_by(Thread.number))).all()
+    assert [tuple(r) for r in rows] == [(VERL, 4, VERL, 4, None), (VERL, 5, VERL, 5, 7070),
+                                        (VERL, 6, VERL, 6, None)]

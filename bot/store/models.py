@@ -118,7 +118,7 @@ class Thread(Base):
     first_number: Mapped[int | None] = mapped_column(Integer, default=_number_inserted)
     # The GitHub id of the repository it was first stored in, set only when another thread
     # held (first_repo, first_number) already (a name taken again after a rename): its entry
-    # id then carries it (bot/site/feeds.py; bot.store.threads.mark_reused_names).
+    # id then carries it (bot/site/feeds.py; bot.store.threads.reused_names).
     first_repo_id: Mapped[int | None] = mapped_column(BigInteger)
     kind: Mapped[str] = mapped_column(String(16))  # issue | pull_request | discussion
     github_id: Mapped[int | None] = mapped_column(BigInteger)

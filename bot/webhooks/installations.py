@@ -504,7 +504,8 @@ def _owed_skip(kind: str, key: str, code: str) -> bool:
     return f"{mark}:" in key if kind == "command" else key.endswith(mark)
 
 
-async def answer_when_permitted(ctx: Any, installation_id: int) -> list[str]:
+async def answer_when_permitted(ctx: Any, installation_id: int,
+                                repos: Collection[str] | None = None) -> list[str]:
     """The installation accepted new permissions (`new_permissions_accepted`): what GitHub
     refused to let the app post for a permission it lacked (skips `not_permitted`: a command's
     reply, a failure comment, a rule summary) is owed, and the deliveries that decided it are
@@ -518,15 +519,18 @@ async def answer_when_permitted(ctx: Any, installation_id: int) -> list[str]:
     `failed`, so a redelivery of the acceptance, or two replicas handling it at once, hand it
     back once (its skip deleted by the one that did); and the decision posts at most once
     whatever runs it. A delivery whose payload was not kept (its repository made private
-    since) is not. Returns the delivery ids re-queued."""
+    since) is not. `repos`: only theirs (the repositories an `installation_repositories.added`
+    covers again). Returns the delivery ids re-queued."""
     from bot.speaking.posting import NOT_PERMITTED
     from bot.store.privacy import EMPTIED_PAYLOAD
 
+    only = None if repos is None else {r.lower() for r in repos}
     async with ctx.sessionmaker() as session:
         skips = [a for a in await session.scalars(select(Action).where(
                      Action.kind.in_(OWED_WHEN_PERMITTED), Action.status == "skipped",
                      Action.dedupe_key.contains(f":skip:{NOT_PERMITTED[0]}", autoescape=True)))
                  if _owed_skip(a.kind, a.dedupe_key or "", NOT_PERMITTED[0])
+                 and (only is None or a.repo.lower() in only)
                  and (a.details or {}).get("installation") == int(installation_id)
                  and (a.details or {}).get("delivery")]
         deliveries = sorted({str(a.details["delivery"]) for a in skips})
@@ -583,6 +587,11 @@ async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any,
         await session.commit()
     _forget_written_repositories(ctx)
     log.info("installation %s: %d repositories added, %d removed", iid, len(added), len(removed))
+    if action == "added" and not inst.deleted and added:
+        # GitHub's refusal "not accessible by integration" is also its answer for a
+        # repository the installation no longer covered: covered again, what it refused is
+        # decided again, as after accepted permissions (left66).
+        await answer_when_permitted(ctx, iid, [str(r["full_name"]) for r in added])
     if action == "added" and not inst.deleted:
         await _start_preview(ctx, [r for r in added if not _listed_private(r)])
 

@@ -349,3 +349,23 @@ def test_0022_first_repo_and_state_change_time_go_down_and_up(db_url: str) -> No
         db_url, "SELECT id, review_state, review_state_changed_at FROM analyses")) == [
         (3, "lapsed", None)]
     assert schema_differences(db_url) == []
+
+
+def test_0023_first_number_and_first_repo_id_go_down_and_up(db_url: str) -> None:
+    """left66: a thread's first number (its feed entry's id with `first_repo`, kept through a
+    transfer) and the id of a reused name's repository are dropped on the way down (0022's
+    index on `first_repo, number` back) and come back on the way up, the number filled from
+    the thread's own (no stored id changes), the repository's id empty."""
+    asyncio.run(_execute(db_url, "INSERT INTO threads (id, repo, number, kind, title, state, labels, "
+                                 "assignees, complete, muted, stored_at, first_repo, first_number, "
+                                 "first_repo_id) VALUES (1, 'o/moved', 7, 'issue', 't', 'open', "
+                                 "'[]', '[]', true, false, CURRENT_TIMESTAMP, 'o/first', 3, 99)"))
+    downgrade(db_url, "0022")
+    assert {"first_number", "first_repo_id"} & set(columns(db_url, "threads")) == set()
+    assert "ix_threads_first_repo_number" in asyncio.run(_inspect(
+        db_url, lambda conn: {i["name"] for i in inspect(conn).get_indexes("threads")}))
+    migrate.upgrade(db_url)
+    assert asyncio.run(_execute(
+        db_url, "SELECT id, first_repo, first_number, first_repo_id FROM threads")) == [
+        (1, "o/first", 7, None)]
+    assert schema_differences(db_url) == []

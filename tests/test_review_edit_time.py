@@ -140,3 +140,36 @@ async def test_a_review_edit_stored_while_the_sync_held_its_pull_request_is_read
     assert (stored.body, _utc(stored.created_at), concerns) == (
         CONCERN, parse_datetime(review["submittedAt"]), ["tests_or_docs"])
     assert stats.hidden_edited == 1
+
+
+@pytest.mark.parametrize("state", ["open", "closed"])
+async def test_an_older_review_edited_on_an_active_open_pull_request_is_read_the_next_night(
+        sync_ctx: AppContext, fake_github: Any, schema_path: Path, state: str) -> None:
+    """left66: a review submitted 90 days ago on a pull request still open and active in the
+    last week (its time moved 3 days ago) is edited; the delivery is lost and the edit does
+    not move the pull request's time. Before, only the rotation of older comments read it
+    (within `recheck_runs` nights; here a sync without the rotation: the edit was never read).
+    Now the nightly check of recent comments asks the reviews of the open pull requests
+    active within its window too, whatever their age; a closed one's waits for the rotation."""
+    data = FakeData(rng=random.Random(11))
+    data.clock = datetime.now(UTC) - timedelta(days=90)
+    fake_github.graphql_handler = FakeGraphQL(data, schema_path)
+    pr = data.add_thread(SLIME, "pull_request", n_reviews=1, closed=state == "closed")
+    pr["author"] = {"__typename": "User", "login": "alice"}
+    (review,) = pr["_reviews"]
+    review.update(author={"__typename": "User", "login": "bob"}, authorAssociation="MEMBER",
+                  body=PLAIN, state="COMMENTED", _comments=[])
+    pr["updatedAt"] = _iso(datetime.now(UTC) - timedelta(days=3))  # active this week
+    await sync(sync_ctx, [SLIME], sleep=no_sleep, on_changed=partial(sync_changed, sync_ctx))
+    stored, _ = await stored_review(sync_ctx, SLIME, pr["number"])
+    assert stored.body == PLAIN
+
+    later = _iso(datetime.now(UTC) - timedelta(minutes=5))
+    review.update(body=CONCERN, updatedAt=later, lastEditedAt=later)  # the PR's time unmoved
+    stats = await sync(sync_ctx, [SLIME], sleep=no_sleep,
+                       on_changed=partial(sync_changed, sync_ctx), recheck=False)
+    stored, concerns = await stored_review(sync_ctx, SLIME, pr["number"])
+    if state == "closed":
+        assert (stored.body, stats.hidden_edited) == (PLAIN, 0)
+        return
+    assert (stored.body, concerns, stats.hidden_edited) == (CONCERN, ["tests_or_docs"], 1)

@@ -561,7 +561,7 @@ def test_0024_proposal_counts_index_goes_down_and_up(db_url: str) -> None:
             i["name"] for i in inspect(conn).get_indexes("analyses")}))
 
     assert "ix_analyses_proposal_counts" in indexes(db_url)
-    downgrade(db_url, "0022")
+    downgrade(db_url, "0023")
     assert "ix_analyses_proposal_counts" not in indexes(db_url)
     migrate.upgrade(db_url)
     assert "ix_analyses_proposal_counts" in indexes(db_url)

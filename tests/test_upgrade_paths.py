@@ -82,7 +82,7 @@ def full_rows() -> dict[str, list[dict[str, Any]]]:
               "state": "open", "state_reason": None, "closed_by": None, "labels": ["bug"],
               "assignees": [], "complete": True, "muted": False, "answered": None,
               "answer_chosen_by": None, "category": None, "closed_at": None, "stored_at": T0,
-              "first_repo": REPO, **common}
+              "first_repo": REPO, "first_repo_id": None, **common}
     return {
         "installations": [{"id": 7, "account": "huggingface", "account_type": "Organization",
                            "suspended": False, "deleted": False, "suspension_changed_at": T0,
@@ -95,11 +95,11 @@ def full_rows() -> dict[str, list[dict[str, Any]]]:
                           "paused_reason": None, "resumed_at": None, "resumed_by": None,
                           "private": False, **common}],
         "threads": [
-            {**thread, "id": 1, "number": 1, "kind": "issue",
+            {**thread, "id": 1, "number": 1, "first_number": 1, "kind": "issue",
              "title": "GRPO entropy collapses to zero", "github_id": 9001},
-            {**thread, "id": 2, "number": 2, "kind": "discussion", "title": "How to read KL?",
+            {**thread, "id": 2, "number": 2, "first_number": 2, "kind": "discussion", "title": "How to read KL?",
              "answered": True, "answer_chosen_by": "bob", "category": "Q&A"},
-            {**thread, "id": 3, "number": 3, "kind": "pull_request", "title": "Fix the KL term",
+            {**thread, "id": 3, "number": 3, "first_number": 3, "kind": "pull_request", "title": "Fix the KL term",
              "state": "merged", "closed_at": T0},
         ],
         "comments": [
@@ -172,7 +172,8 @@ FILLED = {("repositories", "private"): False,
           ("analyses", "failure_confidence"): 0.61,  # 0007, from the stored JSON
           ("analyses", "failure_runner_up"): "kl_growth",
           ("deliveries", "repo_id"): RID,  # 0017, from the stored payload
-          ("threads", "first_repo"): REPO}  # 0022, from the thread's repository name
+          ("threads", "first_repo"): REPO,  # 0022, from the thread's repository name
+          ("threads", "first_number"): lambda row: row["number"]}  # 0023, from its number
 
 
 def _stored_then(table: str, row: dict[str, Any], rev: str) -> dict[str, Any]:
@@ -183,6 +184,13 @@ def _stored_then(table: str, row: dict[str, Any], rev: str) -> dict[str, Any]:
     return row
 
 
+def _filled(table: str, col: str, row: dict[str, Any]) -> Any:
+    """What `col`'s migration fills a row stored before it with (FILLED: a value, or what it
+    takes from the row's other columns)."""
+    value = FILLED.get((table, col))
+    return value(row) if callable(value) else value
+
+
 def expected(rev: str, schema: dict[str, set[str]]) -> dict[str, list[dict[str, Any]]]:
     """The rows stored at `rev` (tables and columns `schema` had) as head holds them."""
     out: dict[str, list[dict[str, Any]]] = {}
@@ -190,7 +198,7 @@ def expected(rev: str, schema: dict[str, set[str]]) -> dict[str, list[dict[str, 
         if table not in schema:
             out[table] = []
             continue
-        out[table] = [{col: (value if col in schema[table] else FILLED.get((table, col)))
+        out[table] = [{col: (value if col in schema[table] else _filled(table, col, row))
                        for col, value in row.items()} for row in rows]
     if rev < "0013" and out["deletions"]:  # a comment deletion noted before: for both kinds since
         out["deletions"] = out["deletions"] + [

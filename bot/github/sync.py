@@ -1349,7 +1349,10 @@ class Syncer:
         Not asked: older comments (a "+1" hidden as off-topic months later is read at the
         thread's next change, or by `--full`). Asked first, of any age, read or not: the
         reviews whose stored text this pass replaced (`reviews_rewritten`), so that an edit
-        stored meanwhile by its webhook, which the older snapshot overwrote, is read back."""
+        stored meanwhile by its webhook, which the older snapshot overwrote, is read back.
+        Asked too, of any age: the reviews of open pull requests active within the window
+        (`_active_open_review`): a review edited there (the discussion going on) need not move
+        the pull request's time, and its lost delivery waited for the rotation (left66)."""
         # Only the kinds GitHub listed tonight: it answers NOT_FOUND for a node the reader
         # may not see as for one deleted (discussions refused to an installation without
         # their permission), and a listing that ran says the reader sees that kind.
@@ -1367,7 +1370,8 @@ class Syncer:
             rows = (await session.execute(
                 select(*_CHECKED).join(Thread, Thread.id == Comment.thread_id)
                 .where(func.lower(Thread.repo).in_(sorted(groups)),
-                       (Comment.created_at >= cutoff) | Comment.id.in_(rewritten),
+                       (Comment.created_at >= cutoff) | Comment.id.in_(rewritten)
+                       | _active_open_review(cutoff),
                        Comment.node_id.is_not(None)))).all()
         rows = [r for r in rows if (r[5] not in self.read_threads or r[0] in self.reviews_rewritten)
                 and (r[6], r[7]) in listed]
@@ -1744,6 +1748,13 @@ class Syncer:
 # The columns of a stored comment the hidden checks read (Syncer._check_hidden, _hidden_chunk):
 # 0 id, 1 node id, 2 kind, 3 GitHub id, 4 hidden reason, 5 thread id, 6 repository (lower
 # case), 7 thread kind, 8 created, 9 updated
+def _active_open_review(cutoff: datetime) -> Any:
+    """A review of an open pull request whose time moved since `cutoff`: asked by the check
+    of recent comments whatever its own age (one node id each, in the same requests)."""
+    return ((Comment.kind == "review") & (Thread.kind == "pull_request")
+            & (Thread.state == "open") & (Thread.updated_at >= cutoff))
+
+
 _CHECKED = (Comment.id, Comment.node_id, Comment.kind, Comment.github_id, Comment.minimized_reason,
             Thread.id, func.lower(Thread.repo), Thread.kind, Comment.created_at, Comment.updated_at)
 

@@ -108,7 +108,8 @@ async def find_thread(session: AsyncSession, repo: str, number: int) -> Thread |
     """The stored thread `repo#number` under the name asked for, else under any other name of
     its framework's repository, the current one first (a thread delivered before a rename
     stays under the former name until a rename event moves it), else the one first stored
-    under that name (its feed entry's id: renamed since, to a name the catalog may not know)."""
+    under that name and number (its feed entry's id: renamed since, to a name the catalog may
+    not know, or transferred to another repository and number)."""
     from bot.store.threads import get_thread
 
     thread = await get_thread(session, repo, number)
@@ -120,7 +121,7 @@ async def find_thread(session: AsyncSession, repo: str, number: int) -> Thread |
             thread = await get_thread(session, name, number)
     if thread is None:
         thread = await session.scalar(select(Thread).where(
-            Thread.first_repo == repo, Thread.number == number).order_by(Thread.id).limit(1))
+            Thread.first_repo == repo, Thread.first_number == number).order_by(Thread.id).limit(1))
     return thread
 
 

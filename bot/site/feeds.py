@@ -18,9 +18,11 @@ report's is its opening (`published` too).
 
 Ids are the pages' absolute addresses under the configured public URL (`settings.public_url`,
 the one the app's comments link with): the same on every run and every database. A thread's
-is its page under the name it was first stored under (`threads.first_repo`, migration 0022):
-a renamed or moved repository's entries keep their ids, and the page answers there
-(`data.find_thread`); the entry links the page under the current name. Titles are
+is its page under the name and number it was first stored under (`threads.first_repo`,
+migration 0022; `first_number`, 0023): a renamed or moved repository's entries, and an issue
+transferred to another repository, keep their ids, and the page answers there
+(`data.find_thread`); the entry links the page under the current name. A thread first stored
+under a name another repository held before adds `?repository={its GitHub id}` (0023). Titles are
 GitHub's text: written by the autoescaping template engine, without control characters and
 isolated as a page's `<title>` is (`plain_title`), and the characters XML forbids that a
 page's cleaning leaves (lone surrogates, U+FFFE, U+FFFF) are dropped from the document.
@@ -81,27 +83,36 @@ async def _threads(request: web.Request, *, by_change: bool, **filters: Any
                    ) -> list[dict[str, Any]]:
     """The first FEED_ROWS thread summaries `filters` name (`data.thread_filters`, as the
     pages), the most recently changed first (`_CHANGED`) or (`by_change` false) newest first
-    as the pages list them, each with `changed_at`, `stored_at` and `first_repo`."""
+    as the pages list them, each with `changed_at`, `stored_at` and its entry id's parts
+    (`first_repo`, `first_number`, `first_repo_id`)."""
     columns = [*data.thread_columns(), _CHANGED.label("changed_at"),
                Thread.stored_at.label("stored_at"),
-               func.coalesce(Thread.first_repo, Thread.repo).label("first_repo")]
+               func.coalesce(Thread.first_repo, Thread.repo).label("first_repo"),
+               func.coalesce(Thread.first_number, Thread.number).label("first_number"),
+               Thread.first_repo_id.label("first_repo_id")]
     query = data.thread_filters(data.tracked_only(select(*columns).select_from(Thread)), **filters)
     when = _CHANGED if by_change else Thread.created_at
     query = query.order_by(when.desc().nulls_last(), Thread.id.desc()).limit(FEED_ROWS)
     async with app_context(request).sessionmaker() as session:
         rows = (await session.execute(query)).all()
     return [{**data.summary_row(r), "changed_at": format_datetime(r.changed_at),
-             "stored_at": format_datetime(r.stored_at), "first_repo": r.first_repo}
+             "stored_at": format_datetime(r.stored_at), "first_repo": r.first_repo,
+             "first_number": r.first_number, "first_repo_id": r.first_repo_id}
             for r in rows]
 
 
 def _thread_entry(base: str, row: dict[str, Any], updated: str, summary: str,
                   terms: list[str]) -> dict[str, Any]:
-    """The entry of a thread: its id the thread page under the name it was first stored under
-    (the page answers there), the same after its repository is renamed or moved; its link
-    the page under the current name."""
+    """The entry of a thread: its id the thread page under the name and number it was first
+    stored under (the page answers there), the same after its repository is renamed or moved
+    and after the thread is transferred; a thread first stored under a name another
+    repository had held (`first_repo_id`) adds that repository's id, apart from the older
+    thread's; its link the page under the current name and number."""
     page = f"{base}/threads/{row['repo']}/{row['number']}"
-    return {"id": f"{base}/threads/{row['first_repo']}/{row['number']}", "title": row["title"],
+    entry_id = f"{base}/threads/{row['first_repo']}/{row['first_number']}"
+    if row.get("first_repo_id") is not None:
+        entry_id += f"?repository={int(row['first_repo_id'])}"
+    return {"id": entry_id, "title": row["title"],
             "link": page, "related": row["url"], "updated": updated,
             "published": row["created_at"], "summary": summary, "terms": [t for t in terms if t]}
 

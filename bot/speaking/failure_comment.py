@@ -343,8 +343,11 @@ async def _failure_comment(
             # Archived or locked while the delivery waited, Issues write not granted (auth64):
             # nothing was posted, and a retry meets the same answer.
             await release(ctx, action_id, lease=lease)
+            # (the delivery named: handled again once the permission is accepted,
+            # bot.webhooks.installations.answer_when_permitted)
             await record_skip(ctx, repo, number, "failure_comment", *refused, checked="live",
-                              installation=sit.installation_id, github=str(exc)[:200])
+                              installation=sit.installation_id, github=str(exc)[:200],
+                              delivery=delivery_id)
             return "skipped:" + refused[0]
         # Give the slot back so the worker's retry can post; the failure stays visible.
         await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,

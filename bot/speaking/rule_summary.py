@@ -343,8 +343,10 @@ async def rule_summary(
             # Archived or locked while the delivery waited, Issues write not granted (auth64):
             # nothing was posted, and a retry meets the same answer.
             await release(ctx, action_id, lease=lease)
+            # (the delivery named: see failure_comment)
             await record_skip(ctx, repo, number, "rule_summary", *refused, checked="live",
-                              installation=sit.installation_id, github=str(exc)[:200])
+                              installation=sit.installation_id, github=str(exc)[:200],
+                              delivery=delivery_of(payload))
             return "skipped:" + refused[0]
         await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,
                      reason=f"{type(exc).__name__}: {exc}"[:500])

@@ -94,20 +94,32 @@ def _repo_inserted(context: Any) -> Any:
     return context.get_current_parameters()["repo"]
 
 
+def _number_inserted(context: Any) -> Any:
+    """A thread's `first_number` when it is inserted: the number it is stored under."""
+    return context.get_current_parameters()["number"]
+
+
 class Thread(Base):
     """An issue, pull request or discussion. Keyed by canonical repository name and number."""
 
     __tablename__ = "threads"
     __table_args__ = (UniqueConstraint("repo", "number", name="uq_threads_repo_number"),
-                      Index("ix_threads_first_repo_number", "first_repo", "number"))
+                      Index("ix_threads_first_repo_first_number", "first_repo", "first_number"))
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     repo: Mapped[str] = mapped_column(String(255), index=True)
     number: Mapped[int] = mapped_column(Integer)
     # The repository name the thread was first stored under: a rename moves `repo`
     # (bot.store.repositories.follow_rename), not this. Its feed entry's id is
-    # /threads/{first_repo}/{number}, the same across renames (migration 0022; None only for
+    # /threads/{first_repo}/{first_number}, the same across renames (migration 0022; None only for
     # a row written around the model: readers take `repo` then).
     first_repo: Mapped[str | None] = mapped_column(String(255), default=_repo_inserted)
+    # ... and the number: a transfer moves `repo` and `number`, not these (migration 0023;
+    # None only for a row written around the model: readers take `number` then).
+    first_number: Mapped[int | None] = mapped_column(Integer, default=_number_inserted)
+    # The GitHub id of the repository it was first stored in, set only when another thread
+    # held (first_repo, first_number) already (a name taken again after a rename): its entry
+    # id then carries it (bot/site/feeds.py; bot.store.threads.reused_names).
+    first_repo_id: Mapped[int | None] = mapped_column(BigInteger)
     kind: Mapped[str] = mapped_column(String(16))  # issue | pull_request | discussion
     github_id: Mapped[int | None] = mapped_column(BigInteger)
     node_id: Mapped[str | None] = mapped_column(String(64))

@@ -25,6 +25,7 @@ from bot.store.models import (
     Repository,
     SyncCursor,
     Thread,
+    Verdict,
 )
 
 
@@ -75,10 +76,10 @@ async def follow_rename(session: AsyncSession, old: str, new: str) -> None:
 
 async def _merge_threads(session: AsyncSession, was: str, now: str) -> None:
     """Each thread stored under both `was` and `now` (lower-case names of one repository) with
-    the same number becomes the one under `now`: the other's comments move to it (GitHub's
-    comment ids are unique, so none is there twice), its fields too when it is the later
-    version, a mute on either stays; the one under `was` is deleted (its analysis with it: the
-    caller analyses the thread again). The app's actions follow in follow_rename."""
+    the same number becomes the one under `now`: the other's fields when it is the later
+    version, a mute on either stays, and what `join_threads` carries (comments, a verdict,
+    the first entry id); the one under `was` is deleted. The app's actions follow in
+    follow_rename."""
     old_t, new_t = aliased(Thread), aliased(Thread)
     pairs = (await session.execute(
         select(old_t.id, new_t.id).join(new_t, new_t.number == old_t.number)
@@ -86,19 +87,35 @@ async def _merge_threads(session: AsyncSession, was: str, now: str) -> None:
     for old_id, new_id in pairs:
         old, new = await session.get(Thread, old_id), await session.get(Thread, new_id)
         assert old is not None and new is not None
-        await session.execute(update(Comment).where(Comment.thread_id == old_id)
-                              .values(thread_id=new_id).execution_options(synchronize_session=False))
         if old.updated_at is not None and (new.updated_at is None or old.updated_at > new.updated_at):
             for column in MERGED_COLUMNS:
                 setattr(new, column, getattr(old, column))
         new.muted = bool(new.muted or old.muted)
-        # the name the one stored first was stored under: its feed entry's id, read first
-        new.first_repo = (old if old.id < new.id else new).first_repo or new.first_repo
-        await session.execute(delete(Thread).where(Thread.id == old_id)
-                              .execution_options(synchronize_session=False))
-        session.expunge(old)
+        await join_threads(session, old, new)
     if pairs:
         await session.flush()
+
+
+async def join_threads(session: AsyncSession, gone: Thread, kept: Thread) -> None:
+    """One thread stored twice (under two names of a repository, or at both ends of a
+    transfer) becomes `kept`: `gone`'s comments move to it (GitHub's comment ids are unique,
+    so none is there twice), a person's verdict on `gone` too when `kept` has none (a
+    verdict is the person's word on the thread, wherever it was given), and `kept` takes the
+    entry id of the one stored first (its feed entry: `first_repo`, `first_number`,
+    `first_repo_id`); then `gone` is deleted (its analysis with it: the caller analyses the
+    thread again)."""
+    await session.execute(update(Comment).where(Comment.thread_id == gone.id)
+                          .values(thread_id=kept.id).execution_options(synchronize_session=False))
+    if await session.scalar(select(Verdict.id).where(Verdict.thread_id == kept.id)) is None:
+        await session.execute(update(Verdict).where(Verdict.thread_id == gone.id)
+                              .values(thread_id=kept.id)
+                              .execution_options(synchronize_session=False))
+    first = gone if gone.id < kept.id else kept
+    kept.first_repo, kept.first_number, kept.first_repo_id = (
+        first.first_repo or first.repo, first.first_number or first.number, first.first_repo_id)
+    await session.execute(delete(Thread).where(Thread.id == gone.id)
+                          .execution_options(synchronize_session=False))
+    session.expunge(gone)
 
 
 # what the later version of a thread merged into another brings (not its place: repo, number)

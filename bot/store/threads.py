@@ -22,12 +22,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, insert, select, update
+from sqlalchemy import bindparam, delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.store.db import dialect_insert
-from bot.store.models import Comment, Deletion, Thread
-from bot.store.repositories import follow_transfer
+from bot.store.models import Comment, Deletion, Repository, Thread
+from bot.store.repositories import follow_transfer, join_threads
 from bot.store.types import format_datetime, parse_datetime, utcnow
 from bot.templating import without_controls
 
@@ -134,6 +134,8 @@ async def upsert_thread(
         thread = await get_thread(session, record["repo"], int(record["number"]))
     if thread is None:
         thread = Thread(repo=record["repo"], number=int(record["number"]), kind=record["kind"])
+        reused = await reused_names(session, {(thread.repo, thread.number)})
+        thread.first_repo_id = reused.get((thread.repo, thread.number))
         session.add(thread)
     for key, value in thread_values(record).items():
         setattr(thread, key, value)
@@ -183,11 +185,38 @@ def comment_values(record: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
+async def reused_names(session: AsyncSession, keys: set[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """Of the (repo, number) of threads about to be inserted, those another stored thread was
+    first stored under (`first_repo`, `first_number`: its feed entry's id), each with the
+    GitHub id of the repository now called `repo`. GitHub gives a repository's number to one
+    thread only, and a thread moved away leaves its place empty for good: held by another
+    thread, the name is another repository's now (the one that held it renamed or moved away
+    since), and the new thread's entry id carries this id (`Thread.first_repo_id`). A name
+    whose repository's id is not stored (no delivery or sync named it yet) is left out."""
+    if not keys:
+        return {}
+    held = {(r, n) for r, n in (await session.execute(
+        select(Thread.first_repo, Thread.first_number).where(
+            Thread.first_repo.in_(sorted({k[0] for k in keys})),
+            Thread.first_number.in_(sorted({k[1] for k in keys}))))).all()} & keys
+    if not held:
+        return {}
+    ids = {name.lower(): gid for name, gid in (await session.execute(
+        select(Repository.full_name, Repository.github_id).where(
+            func.lower(Repository.full_name).in_(sorted({r.lower() for r, _ in held}))))).all()
+        if gid is not None}
+    return {key: ids[key[0].lower()] for key in held if key[0].lower() in ids}
+
+
 async def insert_new(session: AsyncSession, model: type[Thread] | type[Comment],
                      rows: list[dict[str, Any]]) -> None:
     """INSERT rows known to be new, as few statements as there are column sets (Core
     executemany: the ORM inserts them one by one). The caller reads them back if it needs
-    them; a row stored meanwhile by someone else raises IntegrityError."""
+    them; a row stored meanwhile by someone else raises IntegrityError. A thread under a
+    name taken again is marked as `upsert_thread` marks it (`reused_names`)."""
+    if model is Thread:
+        reused = await reused_names(session, {(r["repo"], int(r["number"])) for r in rows})
+        rows = [{**r, "first_repo_id": reused.get((r["repo"], int(r["number"])))} for r in rows]
     by_columns: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for row in rows:
         by_columns.setdefault(tuple(sorted(row)), []).append(row)
@@ -409,9 +438,9 @@ async def move_thread(session: AsyncSession, old_repo: str, old_number: int,
     await follow_transfer(session, old.repo if old is not None else old_repo,
                           old_number, new["repo"], int(new["number"]))
     if old is not None and target is None:
-        # A new place and number: the thread's entry id is of them (the former name with the
-        # new number could be another thread of the former repository).
-        old.repo, old.first_repo, old.number = new["repo"], new["repo"], int(new["number"])
+        # A new place and number; the entry id (`first_repo`, `first_number`) stays: the
+        # thread's feed entry, verdict and analysis are the same thread's (left66).
+        old.repo, old.number = new["repo"], int(new["number"])
         await session.flush()
         return await _unless_older(session, new, old)
     if target is None:
@@ -419,10 +448,7 @@ async def move_thread(session: AsyncSession, old_repo: str, old_number: int,
         record["complete"] = False  # its history is elsewhere
         return await upsert_thread(session, record)
     if old is not None and old.id != target.id:
-        await session.execute(
-            update(Comment).where(Comment.thread_id == old.id).values(thread_id=target.id)
-        )
-        await session.execute(delete(Thread).where(Thread.id == old.id))
+        await join_threads(session, old, target)
         target.complete = bool(target.complete and old.complete)
     return await _unless_older(session, new, target)
 

@@ -485,28 +485,53 @@ async def handle_installation(payload: Mapping[str, Any], ctx: Any,
     _forget_token(ctx, iid, str(action))  # dead, refused, or lacking the new permissions
     log.info("installation %s %s", iid, action)
     if action == "new_permissions_accepted" and not inst.deleted:
-        # The commands GitHub refused to let the app answer are answered now (limits65).
+        # What GitHub refused to let the app post is decided again now (limits65, left66).
         await answer_when_permitted(ctx, iid)
     if action == "created" and not inst.deleted:
         await _start_preview(ctx, [r for r in repos if not _listed_private(r)])
 
 
-async def answer_when_permitted(ctx: Any, installation_id: int) -> list[str]:
-    """The installation accepted new permissions (`new_permissions_accepted`): the commands
-    whose reply GitHub refused for a permission it lacked (skips `not_permitted:{ref}`) are
-    owed, and their deliveries are handled again (back to pending, a fresh set of attempts);
-    their skips go, so that the thread no longer says the command was not answered (a
-    refusal again records it again: bot.webhooks.commands._post_answer). A delivery whose payload was not kept (its repository
-    made private since) is not. Returns the delivery ids re-queued."""
+# What a refusal for a missing permission leaves owed, by the skip's kind: a command's reply
+# (`{repo}#{n}:command:skip:not_permitted:{ref}`), and what the app posts unasked, the failure
+# comment and the rule summary (`{repo}#{n}:{kind}:skip:not_permitted`).
+OWED_WHEN_PERMITTED = ("command", "failure_comment", "rule_summary")
+
+
+def _owed_skip(kind: str, key: str, code: str) -> bool:
+    """A skip of `kind` whose once-only key says GitHub refused it with `code` (a command's
+    carries its comment's id after the code; the comments' ends with it)."""
+    mark = f":{kind}:skip:{code}"
+    return f"{mark}:" in key if kind == "command" else key.endswith(mark)
+
+
+async def answer_when_permitted(ctx: Any, installation_id: int,
+                                repos: Collection[str] | None = None) -> list[str]:
+    """The installation accepted new permissions (`new_permissions_accepted`): what GitHub
+    refused to let the app post for a permission it lacked (skips `not_permitted`: a command's
+    reply, a failure comment, a rule summary) is owed, and the deliveries that decided it are
+    handled again (back to pending, a fresh set of attempts). The decision is made anew there,
+    with its own checks: a failure comment or rule summary only on a thread still open,
+    unlocked, with no comment of the app's of that kind (the claim's once-only key, the marker
+    read live), and within the 48 hours after its opening that any first comment of the app
+    has (`quiet.MAX_AGE`: past them it is noise on a thread people have moved on in; recorded
+    `too_old`). Their skips go, so that the thread no longer says it was not posted (a
+    refusal again records it again). Once: a delivery is handed back only from `done` or
+    `failed`, so a redelivery of the acceptance, or two replicas handling it at once, hand it
+    back once (its skip deleted by the one that did); and the decision posts at most once
+    whatever runs it. A delivery whose payload was not kept (its repository made private
+    since) is not. `repos`: only theirs (the repositories an `installation_repositories.added`
+    covers again). Returns the delivery ids re-queued."""
     from bot.speaking.posting import NOT_PERMITTED
     from bot.store.privacy import EMPTIED_PAYLOAD
 
-    marker = f":command:skip:{NOT_PERMITTED[0]}:"
+    only = None if repos is None else {r.lower() for r in repos}
     async with ctx.sessionmaker() as session:
         skips = [a for a in await session.scalars(select(Action).where(
-                     Action.kind == "command", Action.status == "skipped",
-                     Action.dedupe_key.contains(marker, autoescape=True)))
-                 if (a.details or {}).get("installation") == int(installation_id)
+                     Action.kind.in_(OWED_WHEN_PERMITTED), Action.status == "skipped",
+                     Action.dedupe_key.contains(f":skip:{NOT_PERMITTED[0]}", autoescape=True)))
+                 if _owed_skip(a.kind, a.dedupe_key or "", NOT_PERMITTED[0])
+                 and (only is None or a.repo.lower() in only)
+                 and (a.details or {}).get("installation") == int(installation_id)
                  and (a.details or {}).get("delivery")]
         deliveries = sorted({str(a.details["delivery"]) for a in skips})
         if not deliveries:
@@ -524,8 +549,8 @@ async def answer_when_permitted(ctx: Any, installation_id: int) -> list[str]:
                 await session.delete(action)
         await session.commit()
     if requeued:
-        log.info("installation %s accepted new permissions: %d command deliveries handled "
-                 "again", installation_id, len(requeued))
+        log.info("installation %s accepted new permissions: %d deliveries handled again (the "
+                 "replies and comments GitHub refused)", installation_id, len(requeued))
     return sorted(requeued)
 
 
@@ -562,6 +587,11 @@ async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any,
         await session.commit()
     _forget_written_repositories(ctx)
     log.info("installation %s: %d repositories added, %d removed", iid, len(added), len(removed))
+    if action == "added" and not inst.deleted and added:
+        # GitHub's refusal "not accessible by integration" is also its answer for a
+        # repository the installation no longer covered: covered again, what it refused is
+        # decided again, as after accepted permissions (left66).
+        await answer_when_permitted(ctx, iid, [str(r["full_name"]) for r in added])
     if action == "added" and not inst.deleted:
         await _start_preview(ctx, [r for r in added if not _listed_private(r)])
 

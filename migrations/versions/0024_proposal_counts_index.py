@@ -10,7 +10,7 @@ PostgreSQL; the whole statement 34 -> 19 ms on SQLite (docs/site.md, "Review sit
 model declares it; the downgrade drops it.
 
 Revision ID: 0024
-Revises: 0022
+Revises: 0023
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0024"
-down_revision = "0022"
+down_revision = "0023"
 branch_labels = None
 depends_on = None
 

@@ -12,7 +12,6 @@ import json
 import re
 import shutil
 import uuid
-import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -385,27 +384,19 @@ async def test_the_proposals_total_counts_the_analyses_alone(stores, path: str) 
 def test_0021_actions_index_goes_down_and_up(db_url: str) -> None:
     """Migration 0021: the index of /api/actions' order, dropped on the way down (the rows
     kept) and made again on the way up, as the model declares it."""
-    from sqlalchemy import inspect
-
     from bot.store import migrate
-    from tests.test_migrations import _execute, _inspect, downgrade, schema_differences
+    from tests.test_migrations import _execute, downgrade, indexes, schema_differences
 
-    def indexes(url: str) -> set[str]:
-        with warnings.catch_warnings():  # SQLite: skips reflecting the lower(repo) index
-            warnings.filterwarnings("ignore", message="Skipped unsupported reflection")
-            return asyncio.run(_inspect(url, lambda conn: {
-                i["name"] for i in inspect(conn).get_indexes("actions")}))
-
-    assert "ix_actions_created_at_id" in indexes(db_url)
+    assert "ix_actions_created_at_id" in indexes(db_url, "actions")
     asyncio.run(_execute(db_url, "INSERT INTO actions (repo, number, kind, status, details, "
                                  "reactions_up, reactions_down, is_minimized, comment_deleted, "
                                  "frozen, created_at, updated_at) VALUES ('o/r', 1, 'command', "
                                  "'posted', '{}', 0, 0, false, false, false, CURRENT_TIMESTAMP, "
                                  "CURRENT_TIMESTAMP)"))
     downgrade(db_url, "0020")
-    assert "ix_actions_created_at_id" not in indexes(db_url)
+    assert "ix_actions_created_at_id" not in indexes(db_url, "actions")
     migrate.upgrade(db_url)
-    assert "ix_actions_created_at_id" in indexes(db_url)
+    assert "ix_actions_created_at_id" in indexes(db_url, "actions")
     assert asyncio.run(_execute(db_url, "SELECT repo, number FROM actions")) == [("o/r", 1)]
     assert schema_differences(db_url) == []
 
@@ -551,20 +542,14 @@ async def test_proposal_counts_equal_a_recount_and_a_framework_counts_its_own(st
 def test_0024_proposal_counts_index_goes_down_and_up(db_url: str) -> None:
     """Migration 0024: the index the proposals' counts read instead of the analyses' rows,
     dropped on the way down and made again on the way up, as the model declares it."""
-    from sqlalchemy import inspect
-
     from bot.store import migrate
-    from tests.test_migrations import _inspect, downgrade, schema_differences
+    from tests.test_migrations import downgrade, indexes, schema_differences
 
-    def indexes(url: str) -> set[str]:
-        return asyncio.run(_inspect(url, lambda conn: {
-            i["name"] for i in inspect(conn).get_indexes("analyses")}))
-
-    assert "ix_analyses_proposal_counts" in indexes(db_url)
+    assert "ix_analyses_proposal_counts" in indexes(db_url, "analyses")
     downgrade(db_url, "0023")
-    assert "ix_analyses_proposal_counts" not in indexes(db_url)
+    assert "ix_analyses_proposal_counts" not in indexes(db_url, "analyses")
     migrate.upgrade(db_url)
-    assert "ix_analyses_proposal_counts" in indexes(db_url)
+    assert "ix_analyses_proposal_counts" in indexes(db_url, "analyses")
     assert schema_differences(db_url) == []
 
 

@@ -1,0 +1,64 @@
+"""rules67: negative answers and negated lists state nothing of what they deny, and the miss
+classes of the written sets N and O read in general form. Every text here is a short one
+written for these tests (none copied from the written sets)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from analyzers.rules import summarize_rules
+
+
+def _facts(files: dict[str, str]) -> list[dict[str, Any]]:
+    return summarize_rules(files)["facts"]
+
+
+def _rules(files: dict[str, str]) -> dict[str, dict[str, Any]]:
+    return {f["rule"]: f for f in _facts(files)}
+
+
+def _topics(files: dict[str, str]) -> set[str]:
+    return {f["topic"] for f in _facts(files)}
+
+
+# --- FAQ questions answered "No" --------------------------------------------------------------
+
+
+def test_a_question_heading_answered_no_states_nothing() -> None:
+    text = ("# Contributing to Wren\n\n## Questions\n\n### Is a CLA required to contribute?\n\n"
+            "No, we have no agreement for you to sign.\n\n### Must my commits be signed off?\n\n"
+            "Not required. Neither a DCO trailer nor a signed tag is asked for.\n\n"
+            "### Do tests need to pass?\n\nYes: `pytest` must pass before review.\n")
+    facts = _facts({"CONTRIBUTING.md": text})
+    assert not [f for f in facts if f["topic"] == "sign-off"], facts
+    assert "tests" in {f["topic"] for f in facts}  # an answer "Yes" still states its rule
+
+
+def test_a_question_answered_no_in_one_paragraph_and_in_chinese() -> None:
+    english = ("# Contributing\n\nShould I sign the contributor license agreement? No. "
+               "Nothing has to be signed here.\n")
+    assert "sign-off" not in _topics({"CONTRIBUTING.md": english})
+    chinese = "# 贡献指南\n\n### 需要签署 CLA 吗？\n\n不需要。本项目没有贡献者协议。\n"
+    assert "sign-off" not in _topics({"CONTRIBUTING.md": chinese})
+
+
+def test_a_question_answered_yes_keeps_its_rule() -> None:
+    text = "# Contributing\n\n### Do I need to sign a CLA?\n\nYes, sign the CLA before your first PR.\n"
+    assert "cla_required" in _rules({"CONTRIBUTING.md": text})
+
+
+# --- negated bullets ------------------------------------------------------------------------
+
+
+def test_a_negated_bullet_is_no_example_sign_off() -> None:
+    text = ("# Contributing\n\n## Not needed here\n\n- **No DCO.** You don't need `Signed-off-by` "
+            "trailers, and we keep no contributor agreement either.\n")
+    assert "sign-off" not in _topics({"CONTRIBUTING.md": text})
+
+
+def test_release_notes_from_titles_are_not_called_a_changelog() -> None:
+    text = ("# Contributing\n\nThere is no changelog file to edit. Release notes are compiled "
+            "from the titles of merged pull requests, so write a clear title.\n")
+    by_rule = _rules({"CONTRIBUTING.md": text})
+    assert "changelog_from_titles" not in by_rule
+    assert by_rule["release_notes_from_titles"]["statement"] == "Release notes are generated from PR titles."

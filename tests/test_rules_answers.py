@@ -62,3 +62,22 @@ def test_release_notes_from_titles_are_not_called_a_changelog() -> None:
     by_rule = _rules({"CONTRIBUTING.md": text})
     assert "changelog_from_titles" not in by_rule
     assert by_rule["release_notes_from_titles"]["statement"] == "Release notes are generated from PR titles."
+
+
+# --- rules said in the present tense, without a modal --------------------------------------
+
+
+def test_a_changelog_rule_in_the_present_tense() -> None:
+    text = ("Contributing\n============\n\nRelease notes\n-------------\n\nBreaking changes get an "
+            "entry in ``CHANGES.rst`` under the next version.\n")
+    assert "`CHANGES.rst`" in _rules({"CONTRIBUTING.rst": text})["changelog_update"]["statement"]
+    every = "# Contributing\n\nEvery pull request that fixes a bug adds a line to `NEWS.md`.\n"
+    assert "changelog_update" in _rules({"CONTRIBUTING.md": every})
+
+
+def test_docstrings_that_public_code_needs() -> None:
+    text = "# Contributing\n\n## Style\n\nPublic modules and methods need docstrings.\n"
+    assert "docstrings_required" in _rules({"CONTRIBUTING.md": text})
+    # a description with the same words asks nothing
+    said = "# Contributing\n\nOur docstrings are rendered by Sphinx.\n"
+    assert "docstrings_required" not in _rules({"CONTRIBUTING.md": said})

@@ -71,7 +71,7 @@ def test_a_changelog_rule_in_the_present_tense() -> None:
     text = ("Contributing\n============\n\nRelease notes\n-------------\n\nBreaking changes get an "
             "entry in ``CHANGES.rst`` under the next version.\n")
     assert "`CHANGES.rst`" in _rules({"CONTRIBUTING.rst": text})["changelog_update"]["statement"]
-    every = "# Contributing\n\nEvery pull request that fixes a bug adds a line to `NEWS.md`.\n"
+    every = "# Contributing\n\nEvery pull request that fixes a bug adds a line to the change log.\n"
     assert "changelog_update" in _rules({"CONTRIBUTING.md": every})
 
 

@@ -257,16 +257,17 @@ def observed_facts() -> dict[str, list[dict[str, Any]]]:
 # --- segmentation of every file -----------------------------------------------------------
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=3)
 def _gloss_phrases(language: str) -> SubstringTable:
-    """The known phrases of one language (`chinese_gloss`, `japanese_gloss`) as a lookup."""
+    """The known phrases of one language (`chinese_gloss`, `japanese_gloss`, `korean_gloss`) as a lookup."""
     from analyzers.nlp import SubstringTable
 
     return SubstringTable(dict(_patterns_data().get(f"{language}_gloss", {}).items()))
 
 
-# Kana (hiragana, katakana) mark a Japanese text: Chinese has none.
+# Kana (hiragana, katakana) mark a Japanese text: Chinese has none; Hangul a Korean one.
 _KANA = re.compile(r"[\u3040-\u30ff]")
+_HANGUL = re.compile(r"[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]")
 
 
 # Counts said in Chinese: "30 天" is "30 days", "两位维护者" is "two approvals".
@@ -293,7 +294,8 @@ def gloss_zh(text: str) -> str:
     if text.isascii():
         return ""
     japanese = _KANA.search(text) is not None
-    if not japanese and not has_cjk(text):
+    korean = not japanese and _HANGUL.search(text) is not None
+    if not japanese and not korean and not has_cjk(text):
         return ""
     low = text.lower()
     if len(low) != len(text):  # a few letters lengthen when lowered ("İ"): keep offsets
@@ -303,7 +305,8 @@ def gloss_zh(text: str) -> str:
         spans.append((m.start(), m.end(), f"{m.group(1)} {_ZH_WAIT_UNIT[m.group(2)]}"))
     for m in _ZH_APPROVERS.finditer(text):
         spans.append((m.start(), m.end(), f"{_ZH_NUMBER.get(m.group(1), m.group(1))} approvals"))
-    for hit in _gloss_phrases("japanese" if japanese else "chinese").find(low, lowered=True):
+    language = "japanese" if japanese else "korean" if korean else "chinese"
+    for hit in _gloss_phrases(language).find(low, lowered=True):
         spans.append((hit.start, hit.start + len(hit.text), hit.label))
     covered = bytearray(len(text))
     kept: list[tuple[int, str]] = []

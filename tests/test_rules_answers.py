@@ -81,3 +81,18 @@ def test_docstrings_that_public_code_needs() -> None:
     # a description with the same words asks nothing
     said = "# Contributing\n\nOur docstrings are rendered by Sphinx.\n"
     assert "docstrings_required" not in _rules({"CONTRIBUTING.md": said})
+
+
+# --- Korean guides, read through a gloss like the Chinese and Japanese ones ---------------------
+
+
+def test_a_korean_guide_is_read_through_its_gloss() -> None:
+    text = ("# 기여 안내\n\n## 시작하기 전에\n\n큰 변경 사항은 코드를 쓰기 전에 먼저 이슈를 열어 "
+            "논의해 주세요.\n\n## 코드\n\n새 모델은 `skate/models/` 디렉터리에 만들고 테스트를 "
+            "추가해야 합니다.\n\n모든 커밋에는 DCO 서명이 있어야 합니다.\n")
+    by_rule = _rules({"CONTRIBUTING.md": text})
+    assert by_rule["issue_first"]["topic"] == "issue-first"
+    assert any("`skate/models/`" in f["statement"] for f in by_rule.values() if f["topic"] == "algorithms")
+    assert "signoff_required" in by_rule
+    # a Korean sentence that asks nothing states nothing
+    assert not _facts({"CONTRIBUTING.md": "# 소개\n\n이 프로젝트는 강화학습 환경 모음입니다.\n"})

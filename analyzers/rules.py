@@ -596,6 +596,12 @@ _NOT_A_CONDITION_AFTER = frozenset({
 _EVERY_PR = re.compile(r"(?:you\s)?(?:open|submit|send|create|make|file)(?:ing)?\s(?:a|the|your)\s"
                        r"(?:new\s)?(?:pr|pull\srequest)s?", re.I)
 MAX_CONDITION = 80
+# A condition said as the PRs it is about: "a PR that touches `pkg/io/`", "pull requests which
+# change the sampler" (to the next punctuation).
+_SCOPE_CONDITION = re.compile(
+    r"\b((?:a|any)\s(?:pr|pull\srequest|change)\s(?:that|which)\s"
+    r"(?:touch(?:es)?|changes?|modif(?:y|ies)|alters?)\s[^,;:()!?\n]{3,120}?)(?=\s*(?:[,;:()!?]|\.(?:\s|$)|$))",
+    re.I)
 _CONDITION_MARKUP = re.compile(r"[<>\[\]`*|#\\]|(?<!\w)_|_(?!\w)")
 # Sentences and "; " parts of a segment. A name's dot is not an end: in the matched text
 # (analyzers.rules_text.match_form) it has a space before it, so both texts cut alike.
@@ -625,6 +631,11 @@ def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = Non
         if word == "unless" and waived.search(text[: m.start()].lower()):
             word = "if"  # the waiver ends where its exception starts
         return f"{word} {clause}"
+    if m := _SCOPE_CONDITION.search(text[:600]):
+        # "The exception is a PR that touches `pkg/io/`: there, include ...": said of those PRs
+        clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1)).split())
+        clause = clause[0].lower() + clause[1:]
+        return f"for {clause}" if len(clause) <= MAX_CONDITION else "in the cases the guide names"
     return ""
 
 

@@ -96,3 +96,20 @@ def test_a_korean_guide_is_read_through_its_gloss() -> None:
     assert "signoff_required" in by_rule
     # a Korean sentence that asks nothing states nothing
     assert not _facts({"CONTRIBUTING.md": "# 소개\n\n이 프로젝트는 강화학습 환경 모음입니다.\n"})
+
+
+# --- counts after the noun, rates as speed numbers, conditions said as the PRs they are about --
+
+
+def test_approvals_counted_after_the_noun() -> None:
+    text = "# Contributing\n\n- Each pull request needs approvals from three reviewers.\n"
+    statement = _rules({"CONTRIBUTING.md": text})["review_approvals_count"]["statement"]
+    assert statement == "Every PR needs three approving reviews before merging."
+
+
+def test_a_rate_before_and_after_for_the_prs_it_is_about() -> None:
+    text = ("# Contributing\n\n## Speed\n\nWe rarely ask for numbers. One case is a PR that changes "
+            "`tern/decode/`: there, report tokens per second before and after the change.\n")
+    statement = _rules({"CONTRIBUTING.md": text})["results_perf"]["statement"]
+    assert statement.endswith(", for a PR that changes tern/decode/.")
+    assert "before and after" in statement

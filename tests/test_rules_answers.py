@@ -113,3 +113,18 @@ def test_a_rate_before_and_after_for_the_prs_it_is_about() -> None:
     statement = _rules({"CONTRIBUTING.md": text})["results_perf"]["statement"]
     assert statement.endswith(", for a PR that changes tern/decode/.")
     assert "before and after" in statement
+
+
+# --- AI disclosure worded as "which tool" or as what the PR description holds -------------------
+
+
+def test_ai_disclosure_as_which_tool_and_as_the_description() -> None:
+    asked = ("# Contributing\n\n> [!NOTE]\n> Working with an AI assistant? Say in the pull request "
+             "which tools helped and where.\n")
+    assert "ai-policy" in _topics({"CONTRIBUTING.md": asked})
+    agents = ("# AGENTS.md\n\n## Pull requests\n\n- The pull request description says that an AI "
+              "agent wrote the patch and names the model.\n")
+    assert "ai-policy" in _topics({"AGENTS.md": agents})
+    # a description that mentions AI without saying the PR discloses it states nothing
+    plain = "# Contributing\n\nThe pull request description explains the change. We study AI agents.\n"
+    assert "ai-policy" not in _topics({"CONTRIBUTING.md": plain})

@@ -780,8 +780,12 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
             statement = hits[0][1]
             zh = _fill_zh(rule.statement_zh, hits[0][2]) if hits[0][2].get("_primary") else None
             if conditional:
-                # the condition is the file's words: said in English, not after a Chinese rule
-                statement, zh = hits[0][2]["_conditional"], None
+                # the condition is the file's words: said in English, not after a Chinese rule;
+                # several different ones are not all said (the first alone would narrow the rule)
+                said = dict.fromkeys(h[2]["_conditional"] for h in hits)
+                statement = (hits[0][2]["_conditional"] if len(said) == 1
+                             else f"{statement.rstrip('.')}, in the cases the guide names.")
+                zh = None
         facts.append({
             "topic": rule.topic,
             "rule": rule.id,

@@ -322,6 +322,7 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
     table_columns: list[int] | None = None  # column starts inside an rST simple table
     in_table = False  # the line before was a Markdown table row
     table_header = ""  # the header row of the Markdown table being read
+    header_cells: list[tuple[str, list[str]]] = []  # its cells
     for raw in text.split("\n"):
         line = raw.rstrip()
         if fence is None and _RST_TABLE_BORDER.match(line):
@@ -428,8 +429,11 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
             head = plains[0][0] if plains else ""
             if not in_table:
                 table_header = row_text  # the first row heads the table
+                header_cells = plains
             segments.append(Segment(row_text, file, "row", section, row_codes, head=head,
                                     intro="" if row_text == table_header else table_header))
+            if row_text != table_header:
+                segments += _yes_cells(plains, header_cells, file, section)
             in_table = True
             continue
         in_table = False
@@ -469,6 +473,29 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
         segments = [seg for seg in segments if id(seg) not in answered_no]
     combined = _combined(segments)
     return [part for seg in segments for part in _split_long(seg)] + combined
+
+
+# A cell that answers its column with yes ("| Bug fix | ... | yes, under Fixed |").
+_YES_CELL = re.compile(r"^(?:yes|required|always|✅|✔|☑)\b[\s,.:;—-]*", re.I)
+MAX_YES_CELLS = 8
+
+
+def _yes_cells(cells: list[tuple[str, list[str]]], header: list[tuple[str, list[str]]],
+               file: str, section: str) -> list[Segment]:
+    """A table of what each kind of change needs ("Kind of change | Tests | Changelog entry")
+    answers each column in its cells: a cell that says yes asks for its column's thing, for the
+    row's kind of change ("If the change is new model, Changelog entry is required (under Added)")."""
+    out = []
+    for k, (cell, codes) in enumerate(cells[1:MAX_YES_CELLS + 1], start=1):
+        m = _YES_CELL.match(cell)
+        if not m or k >= len(header) or not header[k][0] or not cells[0][0]:
+            continue
+        rest = cell[m.end():].strip()
+        # said as a condition, so the rule keeps it ("if the change is a new model")
+        text = f"If the change is {cells[0][0].lower()}, {header[k][0]} is required" + (
+            f" ({rest})" if rest else "")
+        out.append(Segment(text, file, "sentence", section, header[k][1] + codes, head=cells[0][0]))
+    return out
 
 
 def _split_long(seg: Segment) -> list[Segment]:

@@ -128,3 +128,18 @@ def test_ai_disclosure_as_which_tool_and_as_the_description() -> None:
     # a description that mentions AI without saying the PR discloses it states nothing
     plain = "# Contributing\n\nThe pull request description explains the change. We study AI agents.\n"
     assert "ai-policy" not in _topics({"CONTRIBUTING.md": plain})
+
+
+# --- a table of what each kind of change needs ---------------------------------------------------
+
+
+def test_a_table_of_what_each_kind_of_change_needs() -> None:
+    text = ("# Contributing\n\n| Change | Changelog entry | API docs |\n|---|---|---|\n"
+            "| New optimizer | yes, under Features | yes: a page in `docs/optim/` |\n"
+            "| Fix | yes | no |\n| Typo | no | no |\n")
+    by_rule = _rules({"CONTRIBUTING.md": text})
+    # two kinds of change need an entry: neither is said alone
+    assert by_rule["changelog_update"]["statement"] == (
+        "Add an entry to the changelog, in the cases the guide names.")
+    docs = [f["statement"] for f in by_rule.values() if f["topic"] == "docs" and "changelog" not in f["statement"]]
+    assert docs and all(s.endswith("if the change is new optimizer.") for s in docs), docs

@@ -143,3 +143,14 @@ def test_a_table_of_what_each_kind_of_change_needs() -> None:
         "Add an entry to the changelog, in the cases the guide names.")
     docs = [f["statement"] for f in by_rule.values() if f["topic"] == "docs" and "changelog" not in f["statement"]]
     assert docs and all(s.endswith("if the change is new optimizer.") for s in docs), docs
+
+
+# --- a written proposal accepted before the implementation ----------------------------------
+
+
+def test_an_accepted_proposal_before_the_implementation() -> None:
+    text = ("# Contributing\n\nA new storage backend needs an approved design doc first; send it as a "
+            "pull request to `design/`.\n")
+    assert "issue_proposal_first" in _rules({"CONTRIBUTING.md": text})
+    invited = "# Contributing\n\nDesign proposals are welcome at any time, accepted or not.\n"
+    assert "issue-first" not in _topics({"CONTRIBUTING.md": invited})

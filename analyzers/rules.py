@@ -15,6 +15,7 @@ our statements and file names, never the files' own text beyond short code names
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -606,6 +607,7 @@ _CONDITION_MARKUP = re.compile(r"[<>\[\]`*|#\\]|(?<!\w)_|_(?!\w)")
 # Sentences and "; " parts of a segment. A name's dot is not an end: in the matched text
 # (analyzers.rules_text.match_form) it has a space before it, so both texts cut alike.
 _PIECES = re.compile(r"(?<=\S)[.!?;]\s+(?=\S)")
+_SENTENCE_BREAK = re.compile(r"(?<=\S)[.!?]\s+(?=\S)")
 
 
 def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = None) -> str | None:
@@ -680,8 +682,9 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
             if rule.section and not any(f" {s}" in _heading_words(seg.section)
                                         for s in rule.section):
                 continue
-            if any(k in found for k in rule.none):
-                continue
+            vetoed = any(k in found for k in rule.none)
+            if vetoed and not _SENTENCE_BREAK.search(doc.text):
+                continue  # one sentence: its veto word is about the rule's words
             if rule.directive:
                 if id(seg) not in directive:
                     directive[id(seg)] = is_directive(seg, kinds.get(seg.file, ""))
@@ -689,6 +692,8 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                     continue
             if all(any(k in found for k in group) for group in rule.groups):
                 if rule.within and not _near(rule, matches, doc, strings):
+                    continue
+                if vetoed and not _stated_apart_from_veto(rule, matches, doc, strings):
                     continue
                 if waived is None:
                     waived = waived_clauses(doc) if tab.waived.search(doc.text.lower()) else []
@@ -809,6 +814,28 @@ def _near(rule: Rule, matches: list[tuple[int, int, int]], doc: Any, strings: An
     return any(0 <= start - end < rule.within
                and not any(doc[i].is_punct for i in range(end, start))
                for end in ends for start in starts)
+
+
+def _stated_apart_from_veto(rule: Rule, matches: list[tuple[int, int, int]], doc: Any,
+                            strings: Any) -> bool:
+    """A sentence of the segment holds a hit of every group of the rule and no veto word:
+    "Merged only when CI is green. A maintainer can re-run a flaky job." states the CI rule;
+    the "flaky" of the next sentence is not about it (a "; " part still is: it goes on with
+    the same thing)."""
+    ends = [m.end() for m in _SENTENCE_BREAK.finditer(doc.text)]
+
+    def piece(start: int) -> int:
+        return bisect.bisect_right(ends, doc[start].idx)
+
+    vetoed = {piece(s) for m, s, _ in matches if strings[m] in rule.none}
+    by_piece: dict[int, set[int]] = {}
+    for m, s, _ in matches:
+        p = piece(s)
+        if p not in vetoed:
+            for g, group in enumerate(rule.groups):
+                if strings[m] in group:
+                    by_piece.setdefault(p, set()).add(g)
+    return any(len(groups) == len(rule.groups) for groups in by_piece.values())
 
 
 def _piece_of_hit(rule: Rule, matches: list[tuple[int, int, int]], doc: Any, strings: Any) -> int:

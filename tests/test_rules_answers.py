@@ -154,3 +154,15 @@ def test_an_accepted_proposal_before_the_implementation() -> None:
     assert "issue_proposal_first" in _rules({"CONTRIBUTING.md": text})
     invited = "# Contributing\n\nDesign proposals are welcome at any time, accepted or not.\n"
     assert "issue-first" not in _topics({"CONTRIBUTING.md": invited})
+
+
+# --- a veto word of another sentence of the same item --------------------------------------------
+
+
+def test_a_veto_word_in_the_next_sentence_does_not_silence_the_rule() -> None:
+    text = ("# Contributing\n\n- A change is merged only when the CI checks are green. Ask a "
+            "maintainer to restart a flaky run.\n")
+    assert "ci" in _topics({"CONTRIBUTING.md": text})
+    # in the same sentence the veto still holds
+    same = "# Contributing\n\n- Flaky CI checks need not be green for a change to be merged.\n"
+    assert "ci" not in _topics({"CONTRIBUTING.md": same})

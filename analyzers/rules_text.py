@@ -533,8 +533,10 @@ def _combined(segments: list[Segment]) -> list[Segment]:
         lead = _split_sentences(seg.text)[-1] if len(seg.text) >= 160 else seg.text
         text = lead.rstrip(":.") + ": " + "; ".join(k.text.rstrip(".;") for k in kids)
         codes = _codes_in(lead, seg.codes) + [c for k in kids for c in k.codes]
+        # a checklist entry with its sub-boxes ("- [ ] **Results** (if ...)" / "  - [ ] curves
+        # attached") is a checklist entry too
         out.append(Segment(text, seg.file, "combined", seg.section, codes, head=seg.head,
-                           intro=lead))
+                           intro=lead, checkbox=seg.checkbox and all(k.checkbox for k in kids)))
         if not lead.endswith(":"):
             continue
         # Each item also read as the lead's sentence ("The PR needs to include: ...; a

@@ -166,3 +166,14 @@ def test_a_veto_word_in_the_next_sentence_does_not_silence_the_rule() -> None:
     # in the same sentence the veto still holds
     same = "# Contributing\n\n- Flaky CI checks need not be green for a change to be merged.\n"
     assert "ci" not in _topics({"CONTRIBUTING.md": same})
+
+
+# --- a checklist entry with its sub-boxes -------------------------------------------------------
+
+
+def test_a_checklist_entry_with_sub_boxes_keeps_its_condition() -> None:
+    template = ("## Checklist\n\n- [ ] **Curves** (only if this PR touches the critic)\n"
+                "  - [ ] Value and entropy curves for this branch are attached\n")
+    statement = _rules({".github/PULL_REQUEST_TEMPLATE.md": template})["results_scoped"]["statement"]
+    assert "(if this PR touches the critic)" in statement
+    assert "results_share" not in _rules({".github/PULL_REQUEST_TEMPLATE.md": template})

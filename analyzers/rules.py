@@ -15,6 +15,7 @@ our statements and file names, never the files' own text beyond short code names
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -257,16 +258,17 @@ def observed_facts() -> dict[str, list[dict[str, Any]]]:
 # --- segmentation of every file -----------------------------------------------------------
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=3)
 def _gloss_phrases(language: str) -> SubstringTable:
-    """The known phrases of one language (`chinese_gloss`, `japanese_gloss`) as a lookup."""
+    """The known phrases of one language (`chinese_gloss`, `japanese_gloss`, `korean_gloss`) as a lookup."""
     from analyzers.nlp import SubstringTable
 
     return SubstringTable(dict(_patterns_data().get(f"{language}_gloss", {}).items()))
 
 
-# Kana (hiragana, katakana) mark a Japanese text: Chinese has none.
+# Kana (hiragana, katakana) mark a Japanese text: Chinese has none; Hangul a Korean one.
 _KANA = re.compile(r"[\u3040-\u30ff]")
+_HANGUL = re.compile(r"[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]")
 
 
 # Counts said in Chinese: "30 天" is "30 days", "两位维护者" is "two approvals".
@@ -293,7 +295,8 @@ def gloss_zh(text: str) -> str:
     if text.isascii():
         return ""
     japanese = _KANA.search(text) is not None
-    if not japanese and not has_cjk(text):
+    korean = not japanese and _HANGUL.search(text) is not None
+    if not japanese and not korean and not has_cjk(text):
         return ""
     low = text.lower()
     if len(low) != len(text):  # a few letters lengthen when lowered ("İ"): keep offsets
@@ -303,7 +306,8 @@ def gloss_zh(text: str) -> str:
         spans.append((m.start(), m.end(), f"{m.group(1)} {_ZH_WAIT_UNIT[m.group(2)]}"))
     for m in _ZH_APPROVERS.finditer(text):
         spans.append((m.start(), m.end(), f"{_ZH_NUMBER.get(m.group(1), m.group(1))} approvals"))
-    for hit in _gloss_phrases("japanese" if japanese else "chinese").find(low, lowered=True):
+    language = "japanese" if japanese else "korean" if korean else "chinese"
+    for hit in _gloss_phrases(language).find(low, lowered=True):
         spans.append((hit.start, hit.start + len(hit.text), hit.label))
     covered = bytearray(len(text))
     kept: list[tuple[int, str]] = []
@@ -593,10 +597,17 @@ _NOT_A_CONDITION_AFTER = frozenset({
 _EVERY_PR = re.compile(r"(?:you\s)?(?:open|submit|send|create|make|file)(?:ing)?\s(?:a|the|your)\s"
                        r"(?:new\s)?(?:pr|pull\srequest)s?", re.I)
 MAX_CONDITION = 80
+# A condition said as the PRs it is about: "a PR that touches `pkg/io/`", "pull requests which
+# change the sampler" (to the next punctuation).
+_SCOPE_CONDITION = re.compile(
+    r"\b((?:a|any)\s(?:pr|pull\srequest|change)\s(?:that|which)\s"
+    r"(?:touch(?:es)?|changes?|modif(?:y|ies)|alters?)\s[^,;:()!?\n]{3,120}?)(?=\s*(?:[,;:()!?]|\.(?:\s|$)|$))",
+    re.I)
 _CONDITION_MARKUP = re.compile(r"[<>\[\]`*|#\\]|(?<!\w)_|_(?!\w)")
 # Sentences and "; " parts of a segment. A name's dot is not an end: in the matched text
 # (analyzers.rules_text.match_form) it has a space before it, so both texts cut alike.
 _PIECES = re.compile(r"(?<=\S)[.!?;]\s+(?=\S)")
+_SENTENCE_BREAK = re.compile(r"(?<=\S)[.!?]\s+(?=\S)")
 
 
 def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = None) -> str | None:
@@ -622,6 +633,11 @@ def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = Non
         if word == "unless" and waived.search(text[: m.start()].lower()):
             word = "if"  # the waiver ends where its exception starts
         return f"{word} {clause}"
+    if m := _SCOPE_CONDITION.search(text[:600]):
+        # "The exception is a PR that touches `pkg/io/`: there, include ...": said of those PRs
+        clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1)).split())
+        clause = clause[0].lower() + clause[1:]
+        return f"for {clause}" if len(clause) <= MAX_CONDITION else "in the cases the guide names"
     return ""
 
 
@@ -666,8 +682,9 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
             if rule.section and not any(f" {s}" in _heading_words(seg.section)
                                         for s in rule.section):
                 continue
-            if any(k in found for k in rule.none):
-                continue
+            vetoed = any(k in found for k in rule.none)
+            if vetoed and not _SENTENCE_BREAK.search(doc.text):
+                continue  # one sentence: its veto word is about the rule's words
             if rule.directive:
                 if id(seg) not in directive:
                     directive[id(seg)] = is_directive(seg, kinds.get(seg.file, ""))
@@ -675,6 +692,8 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                     continue
             if all(any(k in found for k in group) for group in rule.groups):
                 if rule.within and not _near(rule, matches, doc, strings):
+                    continue
+                if vetoed and not _stated_apart_from_veto(rule, matches, doc, strings):
                     continue
                 if waived is None:
                     waived = waived_clauses(doc) if tab.waived.search(doc.text.lower()) else []
@@ -766,8 +785,12 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
             statement = hits[0][1]
             zh = _fill_zh(rule.statement_zh, hits[0][2]) if hits[0][2].get("_primary") else None
             if conditional:
-                # the condition is the file's words: said in English, not after a Chinese rule
-                statement, zh = hits[0][2]["_conditional"], None
+                # the condition is the file's words: said in English, not after a Chinese rule;
+                # several different ones are not all said (the first alone would narrow the rule)
+                said = dict.fromkeys(h[2]["_conditional"] for h in hits)
+                statement = (hits[0][2]["_conditional"] if len(said) == 1
+                             else f"{statement.rstrip('.')}, in the cases the guide names.")
+                zh = None
         facts.append({
             "topic": rule.topic,
             "rule": rule.id,
@@ -791,6 +814,28 @@ def _near(rule: Rule, matches: list[tuple[int, int, int]], doc: Any, strings: An
     return any(0 <= start - end < rule.within
                and not any(doc[i].is_punct for i in range(end, start))
                for end in ends for start in starts)
+
+
+def _stated_apart_from_veto(rule: Rule, matches: list[tuple[int, int, int]], doc: Any,
+                            strings: Any) -> bool:
+    """A sentence of the segment holds a hit of every group of the rule and no veto word:
+    "Merged only when CI is green. A maintainer can re-run a flaky job." states the CI rule;
+    the "flaky" of the next sentence is not about it (a "; " part still is: it goes on with
+    the same thing)."""
+    ends = [m.end() for m in _SENTENCE_BREAK.finditer(doc.text)]
+
+    def piece(start: int) -> int:
+        return bisect.bisect_right(ends, doc[start].idx)
+
+    vetoed = {piece(s) for m, s, _ in matches if strings[m] in rule.none}
+    by_piece: dict[int, set[int]] = {}
+    for m, s, _ in matches:
+        p = piece(s)
+        if p not in vetoed:
+            for g, group in enumerate(rule.groups):
+                if strings[m] in group:
+                    by_piece.setdefault(p, set()).add(g)
+    return any(len(groups) == len(rule.groups) for groups in by_piece.values())
 
 
 def _piece_of_hit(rule: Rule, matches: list[tuple[int, int, int]], doc: Any, strings: Any) -> int:

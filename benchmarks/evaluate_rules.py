@@ -39,7 +39,8 @@ RULES_WRITTEN = ROOT / "benchmarks" / "rules_written"
 WRITTEN_SETS = sorted(path for path in RULES_WRITTEN.iterdir() if (path / "expected.json").is_file())
 # The sets the extractor was changed from after their first score (development sets); any
 # other set is held out: scored, never tuned on (its misses are left for the next round).
-DEVELOPED_ON = frozenset({"rules-dev", "a", "b", "c", "d", "e", "f", "h", "i", "k", "l", "m"})
+DEVELOPED_ON = frozenset({"rules-dev", "a", "b", "c", "d", "e", "f", "h", "i", "k", "l", "m",
+                          "n", "o"})
 GOAL = 0.85
 
 

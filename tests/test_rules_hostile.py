@@ -43,6 +43,9 @@ CASES = {
     "cjk": _fill("请在提交前运行测试并签署 DCO。"),
     "cjk-marks": _fill("。"),
     "japanese": _fill("テストを追加してください。"),
+    "korean": _fill("테스트를 추가해 주세요. "),
+    "yes-cells": "| Change | Changelog entry | Docs |\n|---|---|---|\n" + _fill("| a fix | yes, a line | yes |\n"),
+    "faq-answered-no": _fill("### Do I need a CLA?\n\nNo.\n\nIs a test needed? No, not here. "),
     "front-matter": "---\n" + _fill("name: a\n", SIZE - 8) + "\n---\n",
 }
 

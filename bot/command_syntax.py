@@ -89,12 +89,17 @@ def _outside_code_spans(line: str) -> str:
     return " ".join(parts[0::2])
 
 
-def _tags_opened(lowered: str, tag: str) -> int:
+def _tags_opened(lowered: str, tag: str, start: str = "<") -> int:
     """How many `<tag>` or `<tag attributes...` a lowercased line opens (not `<tagname...>`
-    of a longer name: `<preview>` is no `<pre>`)."""
-    start = "<" + tag
+    of a longer name: `<preview>` is no `<pre>`); with `start` "</", how many it closes."""
+    start += tag
     return (lowered.count(start + ">") + lowered.count(start + " ") + lowered.count(start + "\t")
             + lowered.endswith(start))
+
+
+def _tags_closed(lowered: str) -> int:
+    """How many _HIDING_TAGS blocks a lowercased line closes (`</pre>`, not `</preview>`)."""
+    return sum(_tags_opened(lowered, tag, "</") for tag in _HIDING_TAGS)
 
 
 def _has_address(text: str) -> bool:
@@ -167,8 +172,12 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
         # with a tag), not the word in prose or in an inline code span ("fold logs in `<details>`")
         if not commented and line.lstrip().startswith("<"):
             lowered = line.lower()
-            hiding = max(0, hiding + sum(_tags_opened(lowered, tag) - lowered.count(f"</{tag}")
-                                         for tag in _HIDING_TAGS))
+            hiding = max(0, hiding + sum(_tags_opened(lowered, tag) for tag in _HIDING_TAGS)
+                         - _tags_closed(lowered))
+        elif not commented and hiding:
+            # ... closed where the block's text ends, on a line of it ("ValueError: nan</pre>"),
+            # outside a code span: the lines after it are GitHub's Markdown again (review66)
+            hiding = max(0, hiding - _tags_closed(scanned.lower()))
         if hidden:
             continue
         opening = _fence(line)

@@ -79,6 +79,9 @@ def test_a_block_closed_at_the_end_of_its_text_hides_nothing_after_it(body: str)
 @pytest.mark.parametrize("body", [
     "<details>\nclose it with `</details>` when done\n/rltracker stop\n</details>",
     "<pre>\nlog</pre-not-a-close>\n/rltracker stop\n</pre>",
+    # a stray closing tag of another kind closes no quote (the browser ignores it)
+    "<blockquote>\nsee the </details> tag\n/rltracker kind kl_growth\n</blockquote>",
+    "<blockquote>\n</details>\n/rltracker kind kl_growth\n</blockquote>",
 ])
 def test_a_closing_tag_in_a_code_span_or_another_name_keeps_the_block_open(body: str) -> None:
     assert parse_command(body) is None, body

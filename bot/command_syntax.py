@@ -89,10 +89,10 @@ def _outside_code_spans(line: str) -> str:
     return " ".join(parts[0::2])
 
 
-def _tags_opened(lowered: str, tag: str) -> int:
+def _tags_opened(lowered: str, tag: str, start: str = "<") -> int:
     """How many `<tag>` or `<tag attributes...` a lowercased line opens (not `<tagname...>`
-    of a longer name: `<preview>` is no `<pre>`)."""
-    start = "<" + tag
+    of a longer name: `<preview>` is no `<pre>`); with `start` "</", how many it closes."""
+    start += tag
     return (lowered.count(start + ">") + lowered.count(start + " ") + lowered.count(start + "\t")
             + lowered.endswith(start))
 
@@ -137,7 +137,8 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
     found: list[tuple[int, list[str]]] = []
     fence: tuple[str, int] | None = None
     in_comment = False
-    hiding = 0  # open _HIDING_TAGS blocks
+    hiding = dict.fromkeys(_HIDING_TAGS, 0)  # open blocks of each tag (a stray `</details>`
+    # in a quote closes no `<blockquote>`)
     for n, raw in enumerate(_lines((body or "")[:_MAX_BODY])):
         if not raw or raw.isspace():
             continue  # changes no state (a fence, a comment, <details> go on across it)
@@ -147,7 +148,7 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
             if closing and closing[0] == fence[0] and closing[1] >= fence[1] and not closing[2].strip():
                 fence = None
             continue
-        hidden = in_comment or hiding > 0
+        hidden = in_comment or any(hiding.values())
         commented = in_comment
         # HTML comments: open and close along the line, outside its code spans
         scanned = _outside_code_spans(line) if "`" in line else line
@@ -167,8 +168,16 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
         # with a tag), not the word in prose or in an inline code span ("fold logs in `<details>`")
         if not commented and line.lstrip().startswith("<"):
             lowered = line.lower()
-            hiding = max(0, hiding + sum(_tags_opened(lowered, tag) - lowered.count(f"</{tag}")
-                                         for tag in _HIDING_TAGS))
+            for tag in _HIDING_TAGS:
+                hiding[tag] = max(0, hiding[tag] + _tags_opened(lowered, tag)
+                                  - _tags_opened(lowered, tag, "</"))
+        elif not commented and any(hiding.values()):
+            # ... closed where the block's text ends, on a line of it ("ValueError: nan</pre>"),
+            # outside a code span: the lines after it are GitHub's Markdown again (review66)
+            lowered = scanned.lower()
+            for tag in _HIDING_TAGS:
+                if hiding[tag]:
+                    hiding[tag] = max(0, hiding[tag] - _tags_opened(lowered, tag, "</"))
         if hidden:
             continue
         opening = _fence(line)

@@ -61,3 +61,27 @@ async def test_a_maintainer_quoting_a_reporters_verdict_gives_none(
     async with app_ctx.sessionmaker() as session:
         assert list(await session.scalars(select(Verdict))) == []
     assert not fake_github.requests("POST")
+
+
+@pytest.mark.parametrize("body", [
+    "<pre>\nTraceback (most recent call last):\nValueError: nan loss</pre>\n/rltracker stop",
+    "<details><summary>log</summary>\n\nstep 100 loss nan</details>\n/rltracker stop",
+    "<blockquote>\nthe reporter said so</blockquote>\n/rltracker stop",
+])
+def test_a_block_closed_at_the_end_of_its_text_hides_nothing_after_it(body: str) -> None:
+    """review66: a `<pre>`, `<details>` or `<blockquote>` block closed at the end of its last
+    line of text (`...nan loss</pre>`, as logs are pasted) was counted open to the end of the
+    comment (only lines starting with `<` were read for tags): the command after it, which
+    GitHub shows as the comment's own line, was not answered."""
+    assert parse_command(body) == ("stop", [])
+
+
+@pytest.mark.parametrize("body", [
+    "<details>\nclose it with `</details>` when done\n/rltracker stop\n</details>",
+    "<pre>\nlog</pre-not-a-close>\n/rltracker stop\n</pre>",
+    # a stray closing tag of another kind closes no quote (the browser ignores it)
+    "<blockquote>\nsee the </details> tag\n/rltracker kind kl_growth\n</blockquote>",
+    "<blockquote>\n</details>\n/rltracker kind kl_growth\n</blockquote>",
+])
+def test_a_closing_tag_in_a_code_span_or_another_name_keeps_the_block_open(body: str) -> None:
+    assert parse_command(body) is None, body

@@ -375,5 +375,25 @@ def test_0023_first_number_and_first_repo_id_go_down_and_up(db_url: str) -> None
     migrate.upgrade(db_url)
     assert asyncio.run(_execute(
         db_url, "SELECT id, first_repo, first_number, first_repo_id FROM threads")) == [
-        (1, "o/first", 7, None)]
+        (1, "o/moved", 7, None)]  # (0022's id of a thread transferred to 7, review66)
+    assert schema_differences(db_url) == []
+
+
+def test_0023_downgrade_leaves_no_two_threads_one_entry_id(db_url: str) -> None:
+    """review66: 0022's feed entry id is `/threads/{first_repo}/{number}`, and before 0023 a
+    transfer set `first_repo` to the new repository. Going down, 0023 dropped `first_number`
+    and left a transferred thread's `first_repo` at its former repository beside its new
+    number: o/a#5 moved to o/b#9 took o/a#9's entry id (one id, two entries in a reader) and
+    0022's `find_thread` fell back to it for o/a#9. The downgrade gives such a thread the id
+    0022 gave it (its new place); a thread whose number did not change keeps its own."""
+    rows = ("(1, 'o/a', 9, 'o/a', 9), (2, 'o/b', 9, 'o/a', 5), (3, 'o/c', 4, 'o/old', 4)")
+    asyncio.run(_execute(db_url, "INSERT INTO threads (id, repo, number, first_repo, first_number, "
+                                 "kind, title, state, labels, assignees, complete, muted, stored_at) "
+                                 "SELECT v.*, 'issue', 't', 'open', '[]', '[]', true, false, "
+                                 f"CURRENT_TIMESTAMP FROM (VALUES {rows}) AS v"))
+    downgrade(db_url, "0022")
+    entry_ids = asyncio.run(_execute(
+        db_url, "SELECT id, coalesce(first_repo, repo), number FROM threads ORDER BY id"))
+    assert entry_ids == [(1, "o/a", 9), (2, "o/b", 9), (3, "o/old", 4)]
+    migrate.upgrade(db_url)
     assert schema_differences(db_url) == []

@@ -14,7 +14,10 @@ stored in. Its entry's id then carries `?repository={id}`; the older thread's st
 Empty here: no stored pair of ids can be told apart after the fact.
 
 The index on `first_repo, number` (0022) becomes one on `first_repo, first_number`. The
-downgrade puts 0022's back and drops both columns.
+downgrade puts 0022's back and drops both columns; a thread transferred to another number
+gets 0022's entry id back first, its new place (as 0022's transfer set it): else its former
+repository beside its new number was another thread's id (review66). A reused name's
+`first_repo_id` has no place in 0022's ids: its entry shares the older thread's again.
 
 Revision ID: 0023
 Revises: 0022
@@ -42,6 +45,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.execute("UPDATE threads SET first_repo = repo WHERE first_number <> number")
     op.drop_index("ix_threads_first_repo_first_number", table_name="threads")
     op.create_index("ix_threads_first_repo_number", "threads", ["first_repo", "number"])
     # Not a batch: SQLite drops the columns in place (3.35), as 0022's downgrade.

@@ -704,3 +704,29 @@ def test_relative_links_in_the_documents_lead_to_files() -> None:
             if not (doc.parent / target).exists():
                 broken.append((doc.name, target))
     assert checked > 20 and not broken, broken
+
+
+def _statuses(text: str) -> set[int]:
+    """The exit statuses an `exit status: 0 ...; 1 ...; 2 ...` text names."""
+    return {int(n) for n in re.findall(r"(?:exit status: |; )(\d+) ", " ".join(text.split()))}
+
+
+def test_every_command_s_help_says_its_exit_statuses_and_readme_s_table_names_them() -> None:
+    """README, "When something is wrong": "each command's `--help` says what its own mean".
+    `serve`, `migrate`, `sync`, `stats`, `study`, `preview` and `papers fetch` said nothing,
+    and a subcommand's --help (`deliveries retry`) showed none of its command's; `sync`'s 2
+    for a repository it could not read was in docs/sync.md only. Each parser's epilog names
+    its statuses; every one named is a row of README's table, and every row is named by some
+    command."""
+    section = _section((ROOT / "README.md").read_text(encoding="utf-8"), "### When something is wrong")
+    table = {int(n) for n in re.findall(r"^\| (\d+) \|", section, re.M)}
+    assert {0, 1, 2} <= table
+    silent, named = [], set()
+    for name, parser in _all_parsers():
+        statuses = _statuses(parser.epilog or "")
+        if not {0, 1, 2} <= statuses:
+            silent.append(name)
+        named |= statuses
+    assert not silent, f"--help says nothing of the exit statuses of: {silent}"
+    assert not sorted(named - table), "exit statuses a --help names that README's table lacks"
+    assert not sorted(table - named), "exit statuses README's table names that no --help does"

@@ -44,8 +44,9 @@ def _env_table() -> dict[str, str]:
 
 
 def _env_read_by_code() -> set[str]:
+    """The variables the app reads: bot/, and migrations/ (env.py reads DATABASE_URL)."""
     names: set[str] = set()
-    for path in (ROOT / "bot").rglob("*.py"):
+    for path in [*(ROOT / "bot").rglob("*.py"), *(ROOT / "migrations").rglob("*.py")]:
         text = path.read_text(encoding="utf-8")
         names |= set(re.findall(r"\benv(?:iron)?(?:\.get)?[\[(]\s*\"([A-Z][A-Z0-9_]+)\"", text))
         names |= set(re.findall(r"getenv\(\s*\"([A-Z][A-Z0-9_]+)\"", text))
@@ -770,3 +771,23 @@ def test_every_query_parameter_read_is_documented_and_every_one_shown_is_read() 
     unread = sorted({(doc, path, name) for doc, path, name in shown
                      if name not in read | SHOWN_UNREAD_PARAMETERS})
     assert not unread, f"query parameters the documents show that no route reads: {unread}"
+
+
+def test_the_lock_waits_readme_and_migrate_s_help_state_are_the_code_s() -> None:
+    """`migrate --wait` (its default is decided by the command, so the check of the help's
+    defaults above passes it by), the 3 s a try of a migration waiting for a table lock
+    (leftc66), and the app's own `lock_timeout`: README and `migrate --help` quote them."""
+    from bot.store.db import LOCK_TIMEOUT
+    from bot.store.migrate import MIGRATION_LOCK_TIMEOUT, MIGRATION_WAIT
+
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    migrate = dict(_all_parsers())["rltracker migrate"]
+    wait = next(a for a in migrate._actions if "--wait" in a.option_strings)
+    described = " ".join((migrate.description or "").split())
+    assert f"`--wait SECONDS`, default {MIGRATION_WAIT}," in readme
+    assert f"(default {MIGRATION_WAIT})" in (wait.help or "")
+    for text in (readme, described):
+        assert f"waited for {MIGRATION_LOCK_TIMEOUT:g} s a try" in text
+    app_lock = int(LOCK_TIMEOUT.removesuffix("s"))
+    assert f"`lock_timeout` = {app_lock} s" in readme
+    assert f"not granted within {app_lock} s" in readme

@@ -791,3 +791,27 @@ def test_the_lock_waits_readme_and_migrate_s_help_state_are_the_code_s() -> None
     app_lock = int(LOCK_TIMEOUT.removesuffix("s"))
     assert f"`lock_timeout` = {app_lock} s" in readme
     assert f"not granted within {app_lock} s" in readme
+
+
+def test_test_files_and_test_names_the_documents_cite_exist() -> None:
+    """The reviews cite their tests by a bare file name (docs/app.md's table: `test_site.py`)
+    or a bare function name (`test_html_lists_link_their_pages_by_cursor_both_ways`, a
+    `test_..._` cut short with `...`); the check above reads only `tests/test_x.py::name`.
+    A test renamed or removed leaves a review pointing at nothing."""
+    files = {path.name for path in (ROOT / "tests").glob("test_*.py")}
+    defined = set()
+    for path in (ROOT / "tests").glob("*.py"):
+        defined |= set(re.findall(r"^\s*(?:async )?def (test_\w+)", path.read_text(encoding="utf-8"), re.M))
+    missing, checked = [], 0
+    for doc in USER_DOCS:
+        text = doc.read_text(encoding="utf-8")
+        for name in set(re.findall(r"(?<![\w/])(test_\w+\.py)\b", text)):
+            checked += 1
+            if name not in files:
+                missing.append((doc.name, name))
+        for name, cut in set(re.findall(r"(?<![\w/:.])(test_\w+)\b(?!\.py)(\.\.\.)?", text)):
+            checked += 1
+            known = defined | {f.removesuffix(".py") for f in files}  # or a file, `test_sync`
+            if not (any(d.startswith(name) for d in known) if cut else name in known):
+                missing.append((doc.name, name))
+    assert checked > 50 and not missing, missing

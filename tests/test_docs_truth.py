@@ -815,3 +815,34 @@ def test_test_files_and_test_names_the_documents_cite_exist() -> None:
             if not (any(d.startswith(name) for d in known) if cut else name in known):
                 missing.append((doc.name, name))
     assert checked > 50 and not missing, missing
+
+
+# Packages of bot/ README's architecture map lists module by module (cli/ and store/ it
+# describes as a whole).
+MAPPED_PACKAGES = ("site", "speaking", "webhooks", "github")
+
+
+def test_readme_architecture_map_names_every_module_and_only_modules_that_exist() -> None:
+    """README's "Architecture map" is where a new reader looks for a file: each module of bot/
+    and of its mapped packages is named there (bot/site/conditional.py, the pages' ETag and
+    304s, was not), and each `x.py` it names in a package is a file of that package."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = _section(readme, "## Architecture map").split("```")[1]
+    lines = block[block.index("\nbot/"):block.index("\nmigrations/")].splitlines()
+    named: dict[str | None, set[str]] = {}
+    package: str | None = None
+    for line in lines:
+        header = re.match(r"^  (\w+)/\s", line)
+        if header:
+            package = header.group(1)
+        elif re.match(r"^  \w", line):
+            package = None
+        named.setdefault(package, set()).update(re.findall(r"\b(\w+\.py)\b", line))
+    in_block = set().union(*named.values())
+    problems = [f"bot/{p.name} not in the map" for p in (ROOT / "bot").glob("*.py")
+                if p.name != "__init__.py" and p.name not in in_block]
+    for package in MAPPED_PACKAGES:
+        files = {p.name for p in (ROOT / "bot" / package).glob("*.py")} - {"__init__.py"}
+        problems += [f"bot/{package}/{name} not in the map" for name in sorted(files - named[package])]
+        problems += [f"the map's {package}/{name} does not exist" for name in sorted(named[package] - files)]
+    assert not problems, problems

@@ -846,3 +846,23 @@ def test_readme_architecture_map_names_every_module_and_only_modules_that_exist(
         problems += [f"bot/{package}/{name} not in the map" for name in sorted(files - named[package])]
         problems += [f"the map's {package}/{name} does not exist" for name in sorted(named[package] - files)]
     assert not problems, problems
+
+
+def test_page_sizes_and_limits_the_documents_quote_are_the_code_s() -> None:
+    """The sizes README's HTTP table and docs/site.md's page and JSON tables quote, each
+    against the constant it describes."""
+    from bot.config import WEBHOOK_BODY_LIMIT
+    from bot.site import data, pages, verdicts
+    from bot.site.exports import EXPORT_PAGE
+
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    site = " ".join((ROOT / "docs" / "site.md").read_text(encoding="utf-8").split())
+    assert f"413 body over {WEBHOOK_BODY_LIMIT // 2**20} MiB" in readme
+    assert f"`limit` (at most {EXPORT_PAGE:,})" in readme
+    assert f"all proposals, {pages.PROPOSALS_PAGE} a page" in site
+    assert f"the threads naming it, newest first, {data.LIST_ROWS} a page" in site
+    assert f"its reports newest first, {pages.REPORTS_PAGE} a page" in site
+    assert f"the verdicts latest first, {verdicts.LIST_ROWS} a page" in site
+    assert f"`limit` (at most {data.MAX_ROWS:,}, the default)" in site
+    assert f"`limit` {data.LIST_ROWS} by default, at most {data.MAX_ROWS:,}" in site
+    assert f"the same way, {pages.REPORTS_PAGE} by default" in site

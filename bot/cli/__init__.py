@@ -388,10 +388,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("deliveries", help="webhook deliveries that failed, and re-queueing them",
                        description="Lists the webhook deliveries whose processing failed for good, "
-                                   "newest first, with the error, and those waiting for their "
-                                   "next attempt.",
+                                   "newest first, with the error, those waiting for their "
+                                   "next attempt, and those left processing (in a worker's "
+                                   "hands, or given back by one cut short).",
                        epilog="exit status: 0 listed or re-queued; 1 an id given to retry is "
-                              "neither failed nor waiting (named; the others are re-queued), or "
+                              "neither failed nor waiting, or is a private repository's whose "
+                              "payload was not kept (named; the others are re-queued), or "
                               "the database failed; 2 retry without ids or --all.")
     p.add_argument("--json", action="store_true", help="the list as one JSON object")
     p.add_argument("--limit", type=_limit, default=50, metavar="N", help="list at most N (default 50)")

@@ -866,3 +866,19 @@ def test_page_sizes_and_limits_the_documents_quote_are_the_code_s() -> None:
     assert f"`limit` (at most {data.MAX_ROWS:,}, the default)" in site
     assert f"`limit` {data.LIST_ROWS} by default, at most {data.MAX_ROWS:,}" in site
     assert f"the same way, {pages.REPORTS_PAGE} by default" in site
+
+
+def test_every_variable_the_documents_name_is_read() -> None:
+    """README's table is checked both ways above; the other pages name variables too
+    (docs/sync.md `RLTRACKER_ARXIV_API_URL`, docs/performance.md the test suite's): each
+    `RLTRACKER_*` or `GITHUB_*` name anywhere in a user document is one the app or the
+    tests read (a renamed or removed variable leaves no page behind)."""
+    read = set(_env_read_by_code())
+    for path in (ROOT / "tests").glob("*.py"):
+        read |= set(re.findall(r"\"((?:RLTRACKER|GITHUB)_[A-Z0-9_]*[A-Z0-9])\"",
+                               path.read_text(encoding="utf-8")))
+    named = {(doc.name, name) for doc in USER_DOCS for name in re.findall(
+        r"\b((?:RLTRACKER|GITHUB)_[A-Z0-9_]*[A-Z0-9])\b", doc.read_text(encoding="utf-8"))}
+    assert len(named) > 20
+    unread = sorted((doc, name) for doc, name in named if name not in read)
+    assert not unread, f"variables the documents name that nothing reads: {unread}"

@@ -886,3 +886,24 @@ def test_every_variable_the_documents_name_is_read() -> None:
     assert len(named) > 20
     unread = sorted((doc, name) for doc, name in named if name not in read)
     assert not unread, f"variables the documents name that nothing reads: {unread}"
+
+
+def test_the_error_lines_the_documents_quote_are_printed_as_quoted(tmp_path: Path) -> None:
+    """README, "When something is wrong", shows the one line a bad setting gets: each such
+    code line (`rltracker COMMAND: VARIABLE='value': ...`) is, word for word, what the
+    command prints with that setting, and its status is 2."""
+    from tests.test_cli import run_cli
+
+    quoted = []
+    for doc in USER_DOCS:
+        for line in doc.read_text(encoding="utf-8").splitlines():
+            shown = re.match(r"^ {4}(rltracker ([a-z-]+): ([A-Z][A-Z0-9_]+)=('([^']*)'|[^\s:']+): .*)$", line)
+            if shown:
+                quoted.append((doc.name, shown))
+    assert quoted
+    for doc, shown in quoted:
+        line, command, variable, value = shown.group(1, 2, 3, 4)
+        value = shown.group(5) if value.startswith("'") else value
+        result = run_cli(command, env={variable: value,
+                                       "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/none.db"})
+        assert (result.returncode, result.stderr.strip()) == (2, line), doc

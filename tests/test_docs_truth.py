@@ -907,3 +907,19 @@ def test_the_error_lines_the_documents_quote_are_printed_as_quoted(tmp_path: Pat
         result = run_cli(command, env={variable: value,
                                        "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/none.db"})
         assert (result.returncode, result.stderr.strip()) == (2, line), doc
+
+
+def test_the_commands_readme_says_refuse_a_database_of_another_version_are_those_that_check() -> None:
+    """README, "Running it": the commands listed as refusing a database behind or ahead of
+    the migrations (`rules FRAMEWORK` aside, which checks when it reads the cache) are the
+    ones `bot.cli` checks before they start, and `serve`, `migrate` and those named as using
+    no database are the rest."""
+    from bot.cli import COMMANDS, NEEDS_DATABASE
+
+    text = " ".join(_section((ROOT / "README.md").read_text(encoding="utf-8"), "## Running it").split())
+    listed = re.search(r"Every other command that reads or writes the database \(([^)]*)\)", text)
+    assert listed
+    named = set(re.findall(r"`(\w+)`", listed.group(1)))
+    assert named == set(NEEDS_DATABASE), named ^ set(NEEDS_DATABASE)
+    without = re.search(r"`analyze`, `replay` and `rules FOLDER` use no database", text)
+    assert without and set(COMMANDS) == named | {"serve", "migrate", "rules", "analyze", "replay"}

@@ -923,3 +923,19 @@ def test_the_commands_readme_says_refuse_a_database_of_another_version_are_those
     assert named == set(NEEDS_DATABASE), named ^ set(NEEDS_DATABASE)
     without = re.search(r"`analyze`, `replay` and `rules FOLDER` use no database", text)
     assert without and set(COMMANDS) == named | {"serve", "migrate", "rules", "analyze", "replay"}
+
+
+def test_the_frameworks_readme_and_rules_help_name_are_the_catalog_s() -> None:
+    """README's first lines name the seven frameworks as the catalog names them, and `rules
+    --help` lists the ids it takes: both the catalog's, in its order."""
+    from analyzers.catalog import load_catalog
+
+    frameworks = load_catalog().frameworks
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    names = ", ".join(f.name for f in frameworks.values())
+    count = "zero one two three four five six seven eight nine ten".split()[len(frameworks)]
+    assert f"of {count} RL post-training frameworks" in readme
+    assert f"post-training frameworks ({names})" in readme
+    rules = dict(_all_parsers())["rltracker rules"]
+    target = next(a for a in rules._actions if a.dest == "target")
+    assert f"({', '.join(frameworks)}; any case)" in " ".join((target.help or "").split())

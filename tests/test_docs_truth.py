@@ -939,3 +939,13 @@ def test_the_frameworks_readme_and_rules_help_name_are_the_catalog_s() -> None:
     rules = dict(_all_parsers())["rltracker rules"]
     target = next(a for a in rules._actions if a.dest == "target")
     assert f"({', '.join(frameworks)}; any case)" in " ".join((target.help or "").split())
+
+
+def test_the_python_readme_asks_for_is_pyproject_s_and_the_image_s() -> None:
+    """Quick start's "Python 3.11+" is pyproject's requires-python, and the image README
+    names (`python:3.11-slim`) is the Dockerfile's."""
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    required = re.fullmatch(r">=(\d+\.\d+)", tomllib_loads()["project"]["requires-python"])
+    assert required and f"Needs only Python {required.group(1)}+" in readme
+    image = re.search(r"^FROM (\S+)", (ROOT / "Dockerfile").read_text(encoding="utf-8"), re.M)
+    assert image and f"`Dockerfile`: {image.group(1)}," in readme

@@ -870,6 +870,10 @@ def test_page_sizes_and_limits_the_documents_quote_are_the_code_s() -> None:
     assert f"`limit` (at most {data.MAX_ROWS:,}, the default)" in site
     assert f"`limit` {data.LIST_ROWS} by default, at most {data.MAX_ROWS:,}" in site
     assert f"the same way, {pages.REPORTS_PAGE} by default" in site
+    from bot.site.feeds import FEED_ROWS
+
+    assert f"one per nightly report, newest first, at most {FEED_ROWS}" in site
+    assert f"the {FEED_ROWS} most recently changed first" in site
 
 
 def test_every_variable_the_documents_name_is_read() -> None:

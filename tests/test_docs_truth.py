@@ -4,7 +4,9 @@ there is read, with the default it states); every event the webhook router handl
 GitHub sends (subscribed in app.yaml, or sent to every app) and README names it; every HTTP
 route is documented and every route README's HTTP table lists exists; every `rltracker`
 command and option README and docs/ show exists; the `.github/rltracker.yml` settings
-docs/comments.md shows are the ones the app reads. docs/analyzers.md (the analyzers'
+docs/comments.md shows are the ones the app reads; each command's `--help` says its exit
+statuses as README's table does; the query parameters, page sizes, lock waits, test names
+and modules the documents quote are the code's. docs/analyzers.md (the analyzers'
 measurement record) is not a user document and is left out."""
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ there is read, with the default it states); every event the webhook router handl
 GitHub sends (subscribed in app.yaml, or sent to every app) and README names it; every HTTP
 route is documented and every route README's HTTP table lists exists; every `rltracker`
 command and option README and docs/ show exists; the `.github/rltracker.yml` settings
-docs/comments.md shows are the ones the app reads. docs/analyzers.md (the analyzers'
+docs/comments.md shows are the ones the app reads; each command's `--help` says its exit
+statuses as README's table does; the query parameters, page sizes, lock waits, test names
+and modules the documents quote are the code's. docs/analyzers.md (the analyzers'
 measurement record) is not a user document and is left out."""
 
 from __future__ import annotations
@@ -44,8 +46,9 @@ def _env_table() -> dict[str, str]:
 
 
 def _env_read_by_code() -> set[str]:
+    """The variables the app reads: bot/, and migrations/ (env.py reads DATABASE_URL)."""
     names: set[str] = set()
-    for path in (ROOT / "bot").rglob("*.py"):
+    for path in [*(ROOT / "bot").rglob("*.py"), *(ROOT / "migrations").rglob("*.py")]:
         text = path.read_text(encoding="utf-8")
         names |= set(re.findall(r"\benv(?:iron)?(?:\.get)?[\[(]\s*\"([A-Z][A-Z0-9_]+)\"", text))
         names |= set(re.findall(r"getenv\(\s*\"([A-Z][A-Z0-9_]+)\"", text))
@@ -339,17 +342,6 @@ def test_nightly_steps_documented_in_order() -> None:
     assert [n for n in shown if n in names] == names
 
 
-def test_every_query_parameter_read_is_documented() -> None:
-    read: set[str] = set()
-    for path in [*(ROOT / "bot" / "site").rglob("*.py"), ROOT / "bot" / "app.py"]:
-        text = path.read_text(encoding="utf-8")
-        read |= set(re.findall(r"\b(?:query|q)(?:\.get\(|\[)\"([a-z_]+)\"", text))
-    assert {"limit", "offset", "page", "days"} <= read  # the scan finds them
-    docs = "\n".join(doc.read_text(encoding="utf-8") for doc in USER_DOCS)
-    missing = sorted(key for key in read if not re.search(rf"[?&]{key}=|`{key}`", docs))
-    assert not missing, f"query parameters the server reads that no user document names: {missing}"
-
-
 # ------------------------------------------------------------------ docs65: fresh eyes
 # A value for each placeholder the documents' command lines use, so that each line can be
 # given to the parser as a person would type it. A new placeholder fails the test below
@@ -494,7 +486,11 @@ def _makefile_targets() -> set[str]:
     text = (ROOT / "Makefile").read_text(encoding="utf-8")
     phony = re.search(r"^\.PHONY:(.*)$", text, re.M)
     assert phony
-    return set(phony.group(1).split())
+    # the rules a person types (`run:`, not `$(BIN)/python:` nor `HOST := ...`) are the .PHONY
+    # list: one left out of it would be neither documented nor checked
+    rules = set(re.findall(r"^([a-z][a-z-]*):(?!=)", text, re.M))
+    assert rules == set(phony.group(1).split()), rules ^ set(phony.group(1).split())
+    return rules
 
 
 # `make` targets of other projects the documents quote (docs/rules.md: the lint scripts a
@@ -692,6 +688,10 @@ async def test_every_metric_served_is_named_in_the_docs_and_every_one_named_is_s
     named = set(re.findall(r"\b(rltracker_[a-z_]+[a-z])\b", section))
     assert not sorted(served - named), "metrics docs/site.md's /metrics section does not name"
     assert not sorted(named - served), "metrics docs/site.md names that /metrics does not serve"
+    everywhere = {name for doc in USER_DOCS
+                  for name in re.findall(r"\b(rltracker_[a-z_]+[a-z])\b", doc.read_text(encoding="utf-8"))}
+    # (README's /metrics row names three; a name in any document is one served)
+    assert not sorted(everywhere - served), "metrics a document names that /metrics does not serve"
 
 
 def test_relative_links_in_the_documents_lead_to_files() -> None:
@@ -704,3 +704,258 @@ def test_relative_links_in_the_documents_lead_to_files() -> None:
             if not (doc.parent / target).exists():
                 broken.append((doc.name, target))
     assert checked > 20 and not broken, broken
+
+
+def _statuses(text: str) -> set[int]:
+    """The exit statuses an `exit status: 0 ...; 1 ...; 2 ...` text names."""
+    return {int(n) for n in re.findall(r"(?:exit status: |; )(\d+) ", " ".join(text.split()))}
+
+
+def test_every_command_s_help_says_its_exit_statuses_and_readme_s_table_names_them() -> None:
+    """README, "When something is wrong": "each command's `--help` says what its own mean".
+    `serve`, `migrate`, `sync`, `stats`, `study`, `preview` and `papers fetch` said nothing,
+    and a subcommand's --help (`deliveries retry`) showed none of its command's; `sync`'s 2
+    for a repository it could not read was in docs/sync.md only. Each parser's epilog names
+    its statuses; every one named is a row of README's table, and every row is named by some
+    command."""
+    section = _section((ROOT / "README.md").read_text(encoding="utf-8"), "### When something is wrong")
+    table = {int(n) for n in re.findall(r"^\| (\d+) \|", section, re.M)}
+    assert {0, 1, 2} <= table
+    silent, named = [], set()
+    for name, parser in _all_parsers():
+        statuses = _statuses(parser.epilog or "")
+        if not {0, 1, 2} <= statuses:
+            silent.append(name)
+        named |= statuses
+    assert not silent, f"--help says nothing of the exit statuses of: {silent}"
+    assert not sorted(named - table), "exit statuses a --help names that README's table lacks"
+    assert not sorted(table - named), "exit statuses README's table names that no --help does"
+
+
+def _query_parameters_read() -> set[str]:
+    """The query-string parameters the app's routes read: `request.query.get("x")`, `"x" in
+    request.query`, and the same on a name bound to `request.query` (`q = request.query`) or
+    on a `query` argument (`api_paging(query, ...)`)."""
+    names: set[str] = set()
+    for path in (ROOT / "bot").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        aliases = {"query", *re.findall(r"\b(\w+) = request\.query\b", text)}
+        holder = rf"(?:\brequest\.query|\b(?:{'|'.join(sorted(aliases))}))"
+        names |= set(re.findall(rf"{holder}(?:\.get\(|\[)\s*\"(\w+)\"", text))
+        names |= set(re.findall(rf"\"(\w+)\" in {holder}\b", text))
+    return names
+
+
+# Parameters the documents show on a route that the app does not read, on purpose: the 301 of
+# a framework page keeps a query string it does not read (docs/site.md).
+SHOWN_UNREAD_PARAMETERS = {"from"}
+
+
+def _documented_queries() -> list[tuple[str, str, str]]:
+    """(document, path, parameter) for each `/path?a=1&b=2` the documents show on a route of
+    the app (its path matching one of the routes)."""
+    patterns = [re.compile(re.sub(r"\\\{[^}]*\\\}", "[^/?]+", re.escape(path)) + "/?")
+                for _, path in _app_routes()]
+    found = []
+    for doc in USER_DOCS:
+        text = doc.read_text(encoding="utf-8")
+        for path, query in re.findall(r"(?<![\w.:/])(/[A-Za-z0-9_{}./-]*)\?([^\s`)\]>]+)", text):
+            if any(p.fullmatch(path) for p in patterns):
+                found += [(doc.name, path, name) for name in re.findall(r"(?:^|&)(\w+)=", query)]
+    return found
+
+
+def test_every_query_parameter_read_is_documented_and_every_one_shown_is_read() -> None:
+    """(It replaces a check of the first direction alone, which took a backticked word for a
+    parameter shown.) The HTML lists' `?after=` / `?before=` cursors (site66), `?page=`, the API's `limit`,
+    `offset`, `after`, the filters, `?bom=`, `?days=`, `?reload=`: each parameter a route reads
+    is shown as one (`?name=` or `&name=`) in a user document, and each one the documents show
+    on a route is read (a typo, or one a change dropped, would be ignored in silence)."""
+    read = _query_parameters_read()
+    assert {"after", "before", "page", "limit", "offset", "framework"} <= read  # the scan finds them
+    docs = "\n".join(doc.read_text(encoding="utf-8") for doc in USER_DOCS)
+    undocumented = sorted(n for n in read if not re.search(rf"[?&]{n}=", docs))
+    assert not undocumented, f"query parameters read but shown as ?name= in no document: {undocumented}"
+    shown = _documented_queries()
+    assert len(shown) > 20
+    unread = sorted({(doc, path, name) for doc, path, name in shown
+                     if name not in read | SHOWN_UNREAD_PARAMETERS})
+    assert not unread, f"query parameters the documents show that no route reads: {unread}"
+
+
+def test_the_lock_waits_readme_and_migrate_s_help_state_are_the_code_s() -> None:
+    """`migrate --wait` (its default is decided by the command, so the check of the help's
+    defaults above passes it by), the 3 s a try of a migration waiting for a table lock
+    (leftc66), and the app's own `lock_timeout`: README and `migrate --help` quote them."""
+    from bot.store.db import LOCK_TIMEOUT
+    from bot.store.migrate import MIGRATION_LOCK_TIMEOUT, MIGRATION_WAIT
+
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    migrate = dict(_all_parsers())["rltracker migrate"]
+    wait = next(a for a in migrate._actions if "--wait" in a.option_strings)
+    described = " ".join((migrate.description or "").split())
+    assert f"`--wait SECONDS`, default {MIGRATION_WAIT}," in readme
+    assert f"(default {MIGRATION_WAIT})" in (wait.help or "")
+    for text in (readme, described):
+        assert f"waited for {MIGRATION_LOCK_TIMEOUT:g} s a try" in text
+    app_lock = int(LOCK_TIMEOUT.removesuffix("s"))
+    assert f"`lock_timeout` = {app_lock} s" in readme
+    assert f"not granted within {app_lock} s" in readme
+
+
+def test_test_files_and_test_names_the_documents_cite_exist() -> None:
+    """The reviews cite their tests by a bare file name (docs/app.md's table: `test_site.py`)
+    or a bare function name (`test_html_lists_link_their_pages_by_cursor_both_ways`, a
+    `test_..._` cut short with `...`); the check above reads only `tests/test_x.py::name`.
+    A test renamed or removed leaves a review pointing at nothing."""
+    files = {path.name for path in (ROOT / "tests").glob("test_*.py")}
+    defined = set()
+    for path in (ROOT / "tests").glob("*.py"):
+        defined |= set(re.findall(r"^\s*(?:async )?def (test_\w+)", path.read_text(encoding="utf-8"), re.M))
+    missing, checked = [], 0
+    for doc in USER_DOCS:
+        text = doc.read_text(encoding="utf-8")
+        for name in set(re.findall(r"(?<![\w/])(test_\w+\.py)\b", text)):
+            checked += 1
+            if name not in files:
+                missing.append((doc.name, name))
+        for name, cut in set(re.findall(r"(?<![\w/:.])(test_\w+)\b(?!\.py)(\.\.\.)?", text)):
+            checked += 1
+            known = defined | {f.removesuffix(".py") for f in files}  # or a file, `test_sync`
+            if not (any(d.startswith(name) for d in known) if cut else name in known):
+                missing.append((doc.name, name))
+    assert checked > 50 and not missing, missing
+
+
+# Packages of bot/ README's architecture map lists module by module (cli/ and store/ it
+# describes as a whole).
+MAPPED_PACKAGES = ("site", "speaking", "webhooks", "github")
+
+
+def test_readme_architecture_map_names_every_module_and_only_modules_that_exist() -> None:
+    """README's "Architecture map" is where a new reader looks for a file: each module of bot/
+    and of its mapped packages is named there (bot/site/conditional.py, the pages' ETag and
+    304s, was not), and each `x.py` it names in a package is a file of that package."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = _section(readme, "## Architecture map").split("```")[1]
+    lines = block[block.index("\nbot/"):block.index("\nmigrations/")].splitlines()
+    named: dict[str | None, set[str]] = {}
+    package: str | None = None
+    for line in lines:
+        header = re.match(r"^  (\w+)/\s", line)
+        if header:
+            package = header.group(1)
+        elif re.match(r"^  \w", line):
+            package = None
+        named.setdefault(package, set()).update(re.findall(r"\b(\w+\.py)\b", line))
+    in_block = set().union(*named.values())
+    problems = [f"bot/{p.name} not in the map" for p in (ROOT / "bot").glob("*.py")
+                if p.name != "__init__.py" and p.name not in in_block]
+    for package in MAPPED_PACKAGES:
+        files = {p.name for p in (ROOT / "bot" / package).glob("*.py")} - {"__init__.py"}
+        problems += [f"bot/{package}/{name} not in the map" for name in sorted(files - named[package])]
+        problems += [f"the map's {package}/{name} does not exist" for name in sorted(named[package] - files)]
+    assert not problems, problems
+
+
+def test_page_sizes_and_limits_the_documents_quote_are_the_code_s() -> None:
+    """The sizes README's HTTP table and docs/site.md's page and JSON tables quote, each
+    against the constant it describes."""
+    from bot.config import WEBHOOK_BODY_LIMIT
+    from bot.site import data, pages, verdicts
+    from bot.site.exports import EXPORT_PAGE
+
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    site = " ".join((ROOT / "docs" / "site.md").read_text(encoding="utf-8").split())
+    assert f"413 body over {WEBHOOK_BODY_LIMIT // 2**20} MiB" in readme
+    assert f"`limit` (at most {EXPORT_PAGE:,})" in readme
+    assert f"all proposals, {pages.PROPOSALS_PAGE} a page" in site
+    assert f"the threads naming it, newest first, {data.LIST_ROWS} a page" in site
+    assert f"its reports newest first, {pages.REPORTS_PAGE} a page" in site
+    assert f"the verdicts latest first, {verdicts.LIST_ROWS} a page" in site
+    assert f"`limit` (at most {data.MAX_ROWS:,}, the default)" in site
+    assert f"`limit` {data.LIST_ROWS} by default, at most {data.MAX_ROWS:,}" in site
+    assert f"the same way, {pages.REPORTS_PAGE} by default" in site
+    from bot.site.feeds import FEED_ROWS
+
+    assert f"one per nightly report, newest first, at most {FEED_ROWS}" in site
+    assert f"the {FEED_ROWS} most recently changed first" in site
+
+
+def test_every_variable_the_documents_name_is_read() -> None:
+    """README's table is checked both ways above; the other pages name variables too
+    (docs/sync.md `RLTRACKER_ARXIV_API_URL`, docs/performance.md the test suite's): each
+    `RLTRACKER_*` or `GITHUB_*` name anywhere in a user document is one the app or the
+    tests read (a renamed or removed variable leaves no page behind)."""
+    read = set(_env_read_by_code())
+    for path in (ROOT / "tests").glob("*.py"):
+        read |= set(re.findall(r"\"((?:RLTRACKER|GITHUB)_[A-Z0-9_]*[A-Z0-9])\"",
+                               path.read_text(encoding="utf-8")))
+    named = {(doc.name, name) for doc in USER_DOCS for name in re.findall(
+        r"\b((?:RLTRACKER|GITHUB)_[A-Z0-9_]*[A-Z0-9])\b", doc.read_text(encoding="utf-8"))}
+    assert len(named) > 20
+    unread = sorted((doc, name) for doc, name in named if name not in read)
+    assert not unread, f"variables the documents name that nothing reads: {unread}"
+
+
+def test_the_error_lines_the_documents_quote_are_printed_as_quoted(tmp_path: Path) -> None:
+    """README, "When something is wrong", shows the one line a bad setting gets: each such
+    code line (`rltracker COMMAND: VARIABLE='value': ...`) is, word for word, what the
+    command prints with that setting, and its status is 2."""
+    from tests.test_cli import run_cli
+
+    quoted = []
+    for doc in USER_DOCS:
+        for line in doc.read_text(encoding="utf-8").splitlines():
+            shown = re.match(r"^ {4}(rltracker ([a-z-]+): ([A-Z][A-Z0-9_]+)=('([^']*)'|[^\s:']+): .*)$", line)
+            if shown:
+                quoted.append((doc.name, shown))
+    assert quoted
+    for doc, shown in quoted:
+        line, command, variable, value = shown.group(1, 2, 3, 4)
+        value = shown.group(5) if value.startswith("'") else value
+        result = run_cli(command, env={variable: value,
+                                       "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/none.db"})
+        assert (result.returncode, result.stderr.strip()) == (2, line), doc
+
+
+def test_the_commands_readme_says_refuse_a_database_of_another_version_are_those_that_check() -> None:
+    """README, "Running it": the commands listed as refusing a database behind or ahead of
+    the migrations (`rules FRAMEWORK` aside, which checks when it reads the cache) are the
+    ones `bot.cli` checks before they start, and `serve`, `migrate` and those named as using
+    no database are the rest."""
+    from bot.cli import COMMANDS, NEEDS_DATABASE
+
+    text = " ".join(_section((ROOT / "README.md").read_text(encoding="utf-8"), "## Running it").split())
+    listed = re.search(r"Every other command that reads or writes the database \(([^)]*)\)", text)
+    assert listed
+    named = set(re.findall(r"`(\w+)`", listed.group(1)))
+    assert named == set(NEEDS_DATABASE), named ^ set(NEEDS_DATABASE)
+    without = re.search(r"`analyze`, `replay` and `rules FOLDER` use no database", text)
+    assert without and set(COMMANDS) == named | {"serve", "migrate", "rules", "analyze", "replay"}
+
+
+def test_the_frameworks_readme_and_rules_help_name_are_the_catalog_s() -> None:
+    """README's first lines name the seven frameworks as the catalog names them, and `rules
+    --help` lists the ids it takes: both the catalog's, in its order."""
+    from analyzers.catalog import load_catalog
+
+    frameworks = load_catalog().frameworks
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    names = ", ".join(f.name for f in frameworks.values())
+    count = "zero one two three four five six seven eight nine ten".split()[len(frameworks)]
+    assert f"of {count} RL post-training frameworks" in readme
+    assert f"post-training frameworks ({names})" in readme
+    rules = dict(_all_parsers())["rltracker rules"]
+    target = next(a for a in rules._actions if a.dest == "target")
+    assert f"({', '.join(frameworks)}; any case)" in " ".join((target.help or "").split())
+
+
+def test_the_python_readme_asks_for_is_pyproject_s_and_the_image_s() -> None:
+    """Quick start's "Python 3.11+" is pyproject's requires-python, and the image README
+    names (`python:3.11-slim`) is the Dockerfile's."""
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    required = re.fullmatch(r">=(\d+\.\d+)", tomllib_loads()["project"]["requires-python"])
+    assert required and f"Needs only Python {required.group(1)}+" in readme
+    image = re.search(r"^FROM (\S+)", (ROOT / "Dockerfile").read_text(encoding="utf-8"), re.M)
+    assert image and f"`Dockerfile`: {image.group(1)}," in readme

@@ -82,7 +82,8 @@ EXIT_STATUS = ("exit status: 0 done; 1 a failure while it ran (the database, Git
                "of analyze's input); 2 a bad argument or setting, or a file (standard output "
                "included) that cannot be read or written; 130 interrupted (Ctrl-C: a file given "
                "to analyze -o or verdicts export --out is left as it was); 141 the reader of "
-               "standard output went away (| head), quietly.")
+               "standard output went away (| head), quietly. Each command's --help says what "
+               "its own mean.")
 
 
 def printable(text: object, keep: str = "") -> str:
@@ -234,7 +235,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="rltracker", description=DESCRIPTION, epilog=EXIT_STATUS)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("serve", help="run the web app, the inbox worker and the scheduler")
+    p = sub.add_parser("serve", help="run the web app, the inbox worker and the scheduler",
+                       epilog="exit status: 0 stopped by SIGTERM, SIGINT or SIGHUP (also while "
+                              "starting); 1 a failure while it started or ran (the port taken, "
+                              "the database, behind or ahead of the migrations, a worker "
+                              "process or the inbox worker that ended by itself); 2 a bad "
+                              "setting or argument (no GITHUB_WEBHOOK_SECRET without --dev, no "
+                              "RLTRACKER_PUBLIC_URL when it would post, a SQLite file that does "
+                              "not exist).")
     p.add_argument("--host", type=_host, default=None,
                    help="the address to listen on (default: 0.0.0.0, every interface; with "
                         "--dev 127.0.0.1, this machine only)")
@@ -255,7 +263,11 @@ def build_parser() -> argparse.ArgumentParser:
                                    "replica's migrate under way is waited for (said on stderr); "
                                    "on PostgreSQL a table lock a running replica holds is waited "
                                    "for 3 s a try, then tried again with backoff (said, naming "
-                                   "the session holding it).")
+                                   "the session holding it).",
+                       epilog="exit status: 0 the database is at this version's latest "
+                              "migration; 1 the wait ran out, a migration failed (nothing of "
+                              "the upgrade kept), or the database failed; 2 a bad setting or "
+                              "--wait.")
     p.add_argument("--wait", type=_count, default=None, metavar="SECONDS",
                    help="wait at most SECONDS in all for another migrate, or a table lock, to "
                         "be let go (default 600)")
@@ -299,7 +311,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fresh", action="store_true",
                    help="move all timestamps forward together so the newest is now")
 
-    p = sub.add_parser("sync", help="GraphQL backfill or incremental refresh")
+    p = sub.add_parser("sync", help="GraphQL backfill or incremental refresh",
+                       epilog="exit status: 0 synced; 1 stopped (GitHub unreachable, a 401, a "
+                              "request that kept failing: cursors are stored, run again to "
+                              "resume), or the database failed; 2 no GITHUB_TOKEN nor app "
+                              "credentials, a bad setting or --repo, or some repository or "
+                              "thread could not be read or analysed (named on stderr; the "
+                              "others are synced).")
     p.add_argument("--repo", action="append", default=[], metavar="OWNER/NAME", type=_repo_name,
                    help="a repository to sync (repeatable; default: the seven frameworks')")
     p.add_argument("--full", action="store_true", help="ignore stored cursors")
@@ -336,10 +354,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "direction characters are kept (JSON escapes the controls; showing "
                         "the text safely is the reader's concern)")
 
-    p = sub.add_parser("stats", help="counts, as in GET /api/stats")
+    p = sub.add_parser("stats", help="counts, as in GET /api/stats",
+                       epilog="exit status: 0 printed; 1 the database failed; 2 a bad setting.")
     p.add_argument("--json", action="store_true", help="the counts as one JSON object")
 
-    p = sub.add_parser("papers", help="the paper pool")
+    p = sub.add_parser("papers", help="the paper pool",
+                       epilog="exit status: 0 done; 1 import: some lines were skipped, fetch: "
+                              "arXiv failed, or the database failed; 2 a bad argument or "
+                              "setting, or a FILE that cannot be read (see each one's --help).")
     papers_sub = p.add_subparsers(dest="papers_command", required=True)
     pi = papers_sub.add_parser("import", help="add papers from arXiv metadata or paper records",
                                epilog="exit status: 0 every line imported; 1 some lines were "
@@ -347,12 +369,18 @@ def build_parser() -> argparse.ArgumentParser:
                                       "are imported), or the database failed; 2 FILE cannot "
                                       "be read, or is UTF-16 or UTF-32 (nothing imported).")
     pi.add_argument("file", metavar="FILE", help="JSON lines; - for stdin")
-    pf = papers_sub.add_parser("fetch", help="read new listings from the arXiv API")
+    pf = papers_sub.add_parser("fetch", help="read new listings from the arXiv API",
+                               epilog="exit status: 0 fetched; 1 arXiv or the database failed "
+                                      "(the listings read before are stored); 2 a bad "
+                                      "--category or setting.")
     pf.add_argument("--category", action="append", default=[], type=_category,
                     help="an arXiv category (default: cs.LG, cs.CL and cs.AI); repeatable")
 
     p = sub.add_parser("preview", help="dry-run over a repository's stored issues of the last "
-                       "30 days (--days)")
+                       "30 days (--days)",
+                       epilog="exit status: 0 printed; 1 no thread of the repository is stored "
+                              "(rltracker sync --repo first), or the database failed; 2 a bad "
+                              "--days, OWNER/NAME or setting.")
     p.add_argument("repo", metavar="OWNER/NAME", type=_repo_name,
                    help="a repository whose issues are stored (rltracker sync --repo OWNER/NAME)")
     p.add_argument("--days", type=_count, default=30, metavar="N",
@@ -360,16 +388,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("deliveries", help="webhook deliveries that failed, and re-queueing them",
                        description="Lists the webhook deliveries whose processing failed for good, "
-                                   "newest first, with the error, and those waiting for their "
-                                   "next attempt.",
+                                   "newest first, with the error, those waiting for their "
+                                   "next attempt, and those left processing (in a worker's "
+                                   "hands, or given back by one cut short).",
                        epilog="exit status: 0 listed or re-queued; 1 an id given to retry is "
-                              "neither failed nor waiting (named; the others are re-queued), or "
+                              "neither failed nor waiting, or is a private repository's whose "
+                              "payload was not kept (named; the others are re-queued), or "
                               "the database failed; 2 retry without ids or --all.")
     p.add_argument("--json", action="store_true", help="the list as one JSON object")
     p.add_argument("--limit", type=_limit, default=50, metavar="N", help="list at most N (default 50)")
     deliveries_sub = p.add_subparsers(dest="deliveries_command")
+    # (a subcommand's --help shows its own epilog only: it repeats its command's statuses)
     pr = deliveries_sub.add_parser("retry", help="failed deliveries back to pending, and "
-                                   "those waiting for a retry attempted now")
+                                   "those waiting for a retry attempted now", epilog=p.epilog)
     pr.add_argument("ids", nargs="*", metavar="DELIVERY_ID", help="X-GitHub-Delivery ids")
     pr.add_argument("--all", action="store_true", help="every failed or waiting delivery")
 
@@ -380,11 +411,12 @@ def build_parser() -> argparse.ArgumentParser:
                               "or --out FILE cannot be written (left as it was).")
     verdicts_sub = p.add_subparsers(dest="verdicts_command", required=True)
     pv = verdicts_sub.add_parser("export", help="every verdict as a labelled thread (JSON lines), "
-                                 "for review and `python -m training --extra FILE`")
+                                 "for review and `python -m training --extra FILE`",
+                                 epilog=p.epilog)
     pv.add_argument("--out", type=_path, default=None, metavar="FILE", help="default: stdout")
     pw = verdicts_sub.add_parser("wanted", help="the open threads where a verdict would teach the "
                                  "failure analyzer most (its least sure findings), with the "
-                                 "command to type")
+                                 "command to type", epilog=p.epilog)
     pw.add_argument("--framework", default=None, metavar="F", help="one framework (default: all)")
     pw.add_argument("--limit", type=_limit, default=100, metavar="N",
                     help="the N least sure threads of all (default: 100)")
@@ -394,10 +426,12 @@ def build_parser() -> argparse.ArgumentParser:
                               "repository is not stored, or the database failed; 2 not OWNER/REPO.")
     repos_sub = p.add_subparsers(dest="repos_command", required=True)
     pr = repos_sub.add_parser("resume", help="lift the pause of the app's comments in a "
-                              "repository (set by the nightly reception check)")
+                              "repository (set by the nightly reception check)",
+                              epilog=p.epilog)
     pr.add_argument("repo", metavar="OWNER/REPO", type=_repo_name, help="the paused repository")
 
-    p = sub.add_parser("study", help="the study: landings, per framework, review records")
+    p = sub.add_parser("study", help="the study: landings, per framework, review records",
+                       epilog="exit status: 0 printed; 1 the database failed; 2 a bad setting.")
     p.add_argument("--json", action="store_true", help="the study as JSON, as GET /api/study")
     _add_debug_flag(parser, top=True)
     return parser

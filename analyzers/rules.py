@@ -103,6 +103,8 @@ class Rule:
     lower: tuple[str, ...] = ()  # extracted values said mid-statement (first letter lowered)
     keep_condition: bool = False  # a rule the file states under a condition ("if you change
     # the public API, add an entry ...") is stated with it, not as asked of every PR
+    absence: bool = False  # the statement says a rule is NOT stated ("No sign-off rule is
+    # stated; ..."): never made when a file has sentences the patterns cannot read
 
 
 @dataclass
@@ -212,6 +214,7 @@ def table() -> Table:
             bare_paths=bool(raw.get("bare_paths", False)),
             lower=tuple(raw.get("lower", [])),
             keep_condition=bool(raw.get("keep_condition", False)),
+            absence=bool(raw.get("absence", False)),
         ))
     by_first_key: dict[str, list[int]] = {}
     for i, rule in enumerate(rules):
@@ -327,6 +330,40 @@ def gloss_zh(text: str) -> str:
             kept.append((m.start(), _ZH_PLURAL.get(run.strip().lower(), run.strip())))
     kept.sort(key=lambda k: k[0])
     return " ".join(words for _, words in kept)
+
+
+@lru_cache(maxsize=1)
+def _function_words() -> tuple[frozenset[str], frozenset[str]]:
+    """rules_patterns.yaml's function words of the unread languages, and the English ones."""
+    data = _patterns_data()
+    return (frozenset(data.get("unread_language_words") or ()),
+            frozenset(data.get("unread_language_english") or ()))
+
+
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def unread_language(text: str) -> bool:
+    """Whether a sentence is in a language the extractor does not read: not English and not
+    glossed (Chinese, Japanese and Korean are read through their gloss). French, Spanish or
+    German prose (more of their function words than English ones, at least two), or letters
+    mostly outside the Latin script (Cyrillic, Arabic, ...)."""
+    from analyzers.nlp import has_cjk
+
+    if text.isascii():
+        foreign_letters = 0
+    elif has_cjk(text) or _KANA.search(text) or _HANGUL.search(text):
+        return False
+    else:
+        foreign_letters = sum(1 for ch in text if ch.isalpha() and ord(ch) > 0x24F)
+    words = _WORD.findall(text[:4096].lower())
+    if not words:
+        return False
+    if foreign_letters * 2 > sum(len(w) for w in words):
+        return True
+    unread, english = _function_words()
+    foreign = sum(1 for w in words if w in unread)
+    return foreign >= 2 and foreign > sum(1 for w in words if w in english)
 
 
 def _gloss_segment(seg: Segment) -> None:
@@ -729,6 +766,11 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
         # a rule a file does not contain; the weaker readings such files gave were often not
         # rules at all (docs/rules.md, review rules64).
         if not hits or any(u in fired for u in rule.unless):
+            continue
+        if rule.absence and any(s.kind != "code" and unread_language(s.text) for s in segments):
+            # "No sign-off rule is stated" is said of every file: a French or Spanish sentence
+            # may state the rule the patterns cannot see (rules68: a French DCO rule was read
+            # as "no sign-off rule")
             continue
         conditional = False
         if rule.keep_condition:

@@ -1,0 +1,43 @@
+"""A summary invents nothing: "no sign-off rule is stated" is a claim about everything the
+files say, and a sentence in a language the extractor does not read (French, Spanish, German:
+not English and not glossed) may state the rule it cannot see (docs/rules.md, "Review
+rules68"). Such a file gives no absence line; an English example still does. The sentences
+are written for these tests."""
+
+from __future__ import annotations
+
+from analyzers.rules import summarize_rules, unread_language
+from tests.test_rules_generalise import _rules
+
+FRENCH_DCO = ("## Signature\n\nToutes les contributions doivent porter la mention `Signed-off-by` "
+              "(utilisez `git commit -s`) ; les demandes sans cette mention seront refusées.\n")
+SPANISH_DCO = ("## Firma\n\nCada commit debe incluir la línea `Signed-off-by` que añade "
+               "`git commit -s`; no aceptamos cambios sin ella.\n")
+ENGLISH_EXAMPLE = ("## Commit messages\n\nA commit message looks like this:\n\n```\n"
+                   "Fix the reward scaling\n\nSigned-off-by: Ada <ada@example.org>\n```\n")
+
+
+def test_no_absence_line_from_a_french_or_spanish_sign_off_sentence() -> None:
+    for md in (FRENCH_DCO, SPANISH_DCO):
+        summary = summarize_rules({"CONTRIBUTING.md": md})
+        lines = [f["statement"] for f in summary["facts"]]
+        assert not any(line.startswith("No sign-off rule") for line in lines), lines
+
+
+def test_no_absence_line_when_an_example_sits_beside_an_unread_rule() -> None:
+    # the example is English (a code block) but the file also speaks French about sign-off
+    assert "signoff_example" not in _rules({"CONTRIBUTING.md": ENGLISH_EXAMPLE + FRENCH_DCO})
+
+
+def test_an_english_example_still_gives_the_absence_line() -> None:
+    assert "signoff_example" in _rules({"CONTRIBUTING.md": ENGLISH_EXAMPLE})
+
+
+def test_which_sentences_are_unread() -> None:
+    assert unread_language("Chaque contribution doit être relue par un mainteneur avant la fusion.")
+    assert unread_language("Los cambios deben incluir pruebas y una entrada en el registro.")
+    assert unread_language("Jeder Commit muss mit einer Signatur versehen werden und die Tests bestehen.")
+    assert not unread_language("Every commit must be signed off with `git commit -s`.")
+    assert not unread_language("Use `git commit -s` to add the line.")  # short, English
+    assert not unread_language("每个 commit 都必须签署。")  # Chinese: read through its gloss
+    assert not unread_language("Signed-off-by: Ada <ada@example.org>")

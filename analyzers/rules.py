@@ -698,6 +698,9 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
     pipe = _nlp()
     strings = pipe.vocab.strings
     hits_by_rule: dict[str, list[tuple[Segment, str, dict[str, str]]]] = {}
+    # absence rules whose words a sentence (not an example) names: that sentence may state
+    # the rule in words the patterns lack ("each commit will carry a `Signed-off-by` line")
+    named_in_prose: set[str] = set()
     docs = pipe.tokenizer.pipe(bounded_runs(match_form(s.matched)) for s in segments)
     for seg, doc in zip(segments, docs, strict=True):
         matches = tab.phrase_matcher(doc)
@@ -711,6 +714,9 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
         candidates = sorted({i for k in found for i in tab.by_first_key.get(k, ())})
         for rule in (tab.rules[i] for i in candidates):
             if rule.kinds and kinds.get(seg.file) not in rule.kinds:
+                continue
+            if rule.absence and seg.kind != "code":
+                named_in_prose.add(rule.id)
                 continue
             if rule.segment_kinds and seg.kind not in rule.segment_kinds:
                 continue
@@ -767,10 +773,12 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
         # rules at all (docs/rules.md, review rules64).
         if not hits or any(u in fired for u in rule.unless):
             continue
-        if rule.absence and any(s.kind != "code" and unread_language(s.text) for s in segments):
-            # "No sign-off rule is stated" is said of every file: a French or Spanish sentence
-            # may state the rule the patterns cannot see (rules68: a French DCO rule was read
-            # as "no sign-off rule")
+        if rule.absence and (rule.id in named_in_prose or any(
+                s.kind != "code" and unread_language(s.text) for s in segments)):
+            # "No sign-off rule is stated" is said of every file, from an example (a code
+            # block): a sentence naming the trailer, or a French or Spanish sentence, may state
+            # the rule the patterns cannot see (rules68: a French DCO rule and a required
+            # issue-form checkbox were read as "no sign-off rule")
             continue
         conditional = False
         if rule.keep_condition:

@@ -41,3 +41,16 @@ def test_which_sentences_are_unread() -> None:
     assert not unread_language("Use `git commit -s` to add the line.")  # short, English
     assert not unread_language("每个 commit 都必须签署。")  # Chinese: read through its gloss
     assert not unread_language("Signed-off-by: Ada <ada@example.org>")
+
+
+def test_a_prose_mention_of_the_trailer_is_not_an_example() -> None:
+    # "an example commit message ends with a Signed-off-by line" needs an example (a code
+    # block); a sentence that names the trailer may state the rule in words the patterns lack
+    prose = ("## Commits\n\nEach commit you push will carry a `Signed-off-by` trailer; commits "
+             "lacking it are sent back.\n")
+    assert "signoff_example" not in _rules({"CONTRIBUTING.md": prose})
+    assert "signoff_example" not in _rules({"CONTRIBUTING.md": ENGLISH_EXAMPLE + prose})
+    form = ("name: Port a model\nbody:\n  - type: checkboxes\n    attributes:\n      label: Promise\n"
+            "      options:\n        - label: My commits will each have a `Signed-off-by` line.\n"
+            "          required: true\n")
+    assert "signoff_example" not in _rules({".github/ISSUE_TEMPLATE/port.yml": form})

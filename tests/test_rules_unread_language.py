@@ -54,3 +54,10 @@ def test_a_prose_mention_of_the_trailer_is_not_an_example() -> None:
             "      options:\n        - label: My commits will each have a `Signed-off-by` line.\n"
             "          required: true\n")
     assert "signoff_example" not in _rules({".github/ISSUE_TEMPLATE/port.yml": form})
+
+
+def test_a_sign_off_request_beside_an_example_is_the_rule_not_its_absence() -> None:
+    md = ENGLISH_EXAMPLE + "\n## Sign-off\n\nSign off every commit with `git commit -s`.\n"
+    rules = _rules({"CONTRIBUTING.md": md})
+    assert "signoff_example" not in rules
+    assert rules["signoff_directive"]["statement"] == "Every commit must be signed off (DCO, `git commit -s`)."

@@ -438,12 +438,20 @@ def _heading_words(section: str) -> str:
 _ASKING_HEADER = re.compile(r"\b(?:required|also|needed|what to do|to do)\b")
 
 
+def required_form_box(seg: Segment, kind: str) -> bool:
+    """A box an issue form will not submit unchecked (`required: true`, form_segments): a
+    commitment the author makes, read as a checklist entry (rule kind `issue_form_box`)."""
+    return kind == "issue_template" and seg.checkbox and seg.file.lower().endswith((".yml", ".yaml"))
+
+
 def is_directive(seg: Segment, kind: str) -> bool:
     """A segment that asks something of contributors: a modal or request word ("must",
     "should", "please", "make sure", "we require"), a sentence that starts with an imperative
     verb ("Add tests ..."), or an item of a PR template's checklist (boxes and "Did you ...?"
     questions alike). Descriptions ("We use pytest.") are not requests."""
     if kind == "pr_template" and (seg.checkbox or (seg.kind == "item" and seg.text.endswith("?"))):
+        return True
+    if required_form_box(seg, kind):
         return True
     tab = table()
     if kind == "pr_template" and seg.kind == "row" and seg.section and any(
@@ -713,7 +721,8 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
         # Only rules whose first group has a hit can fire: look those up instead of all.
         candidates = sorted({i for k in found for i in tab.by_first_key.get(k, ())})
         for rule in (tab.rules[i] for i in candidates):
-            if rule.kinds and kinds.get(seg.file) not in rule.kinds:
+            if rule.kinds and kinds.get(seg.file) not in rule.kinds and not (
+                    "issue_form_box" in rule.kinds and required_form_box(seg, kinds.get(seg.file, ""))):
                 continue
             if rule.absence and seg.kind != "code":
                 named_in_prose.add(rule.id)

@@ -61,3 +61,29 @@ def test_a_sign_off_request_beside_an_example_is_the_rule_not_its_absence() -> N
     rules = _rules({"CONTRIBUTING.md": md})
     assert "signoff_example" not in rules
     assert rules["signoff_directive"]["statement"] == "Every commit must be signed off (DCO, `git commit -s`)."
+
+
+# --- issue forms: a required box is a commitment, an optional one is not ----------------------
+
+FORM = """name: Add an environment
+description: Propose a new environment wrapper.
+body:
+  - type: checkboxes
+    id: promises
+    attributes:
+      label: Commitments
+      options:
+        - label: The wrapper will come with integration tests under `tests/envs/`.
+          required: {required}
+        - label: Every commit in the pull request will be signed off (`git commit -s`).
+          required: {required}
+"""
+
+
+def test_required_boxes_of_an_issue_form_are_read_as_checklist_entries() -> None:
+    rules = _rules({".github/ISSUE_TEMPLATE/add_env.yml": FORM.format(required="true")})
+    assert rules["tests_kinds"]["statement"] == "Tests the guide asks for: integration tests."
+    assert rules["signoff_directive"]["statement"] == "Every commit must be signed off (DCO, `git commit -s`)."
+    # the same boxes left optional ask nothing
+    optional = _rules({".github/ISSUE_TEMPLATE/add_env.yml": FORM.format(required="false")})
+    assert "tests_kinds" not in optional and "signoff_directive" not in optional

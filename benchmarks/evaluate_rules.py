@@ -40,7 +40,7 @@ WRITTEN_SETS = sorted(path for path in RULES_WRITTEN.iterdir() if (path / "expec
 # The sets the extractor was changed from after their first score (development sets); any
 # other set is held out: scored, never tuned on (its misses are left for the next round).
 DEVELOPED_ON = frozenset({"rules-dev", "a", "b", "c", "d", "e", "f", "h", "i", "k", "l", "m",
-                          "n", "o"})
+                          "n", "o", "q"})
 GOAL = 0.85
 
 

@@ -87,3 +87,15 @@ def test_required_boxes_of_an_issue_form_are_read_as_checklist_entries() -> None
     # the same boxes left optional ask nothing
     optional = _rules({".github/ISSUE_TEMPLATE/add_env.yml": FORM.format(required="false")})
     assert "tests_kinds" not in optional and "signoff_directive" not in optional
+
+
+def test_a_summary_says_when_some_sentences_were_not_read() -> None:
+    from analyzers.rules import format_rules_markdown
+
+    note = "Some sentences are in a language not read here: rules they state are not listed."
+    assert note in format_rules_markdown(summarize_rules({"CONTRIBUTING.md": SPANISH_DCO}))
+    assert note not in format_rules_markdown(summarize_rules({"CONTRIBUTING.md": ENGLISH_EXAMPLE}))
+
+
+def test_links_are_not_words() -> None:
+    assert not unread_language("[Search]: https://github.com/o/r/search?q=is%3Aissue [Chat]: https://example.com/c")

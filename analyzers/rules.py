@@ -103,6 +103,8 @@ class Rule:
     lower: tuple[str, ...] = ()  # extracted values said mid-statement (first letter lowered)
     keep_condition: bool = False  # a rule the file states under a condition ("if you change
     # the public API, add an entry ...") is stated with it, not as asked of every PR
+    absence: bool = False  # the statement says a rule is NOT stated ("No sign-off rule is
+    # stated; ..."): never made when a file has sentences the patterns cannot read
 
 
 @dataclass
@@ -212,6 +214,7 @@ def table() -> Table:
             bare_paths=bool(raw.get("bare_paths", False)),
             lower=tuple(raw.get("lower", [])),
             keep_condition=bool(raw.get("keep_condition", False)),
+            absence=bool(raw.get("absence", False)),
         ))
     by_first_key: dict[str, list[int]] = {}
     for i, rule in enumerate(rules):
@@ -329,6 +332,54 @@ def gloss_zh(text: str) -> str:
     return " ".join(words for _, words in kept)
 
 
+@lru_cache(maxsize=1)
+def _function_words() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """rules_patterns.yaml's function words of the unread languages, and the English ones, each
+    as one pattern of whole words (counted in one C-level pass per sentence)."""
+    data = _patterns_data()
+    return tuple(  # type: ignore[return-value]
+        re.compile(r"(?<![^\W\d_])(?:" + "|".join(sorted(map(re.escape, data.get(key) or ()),
+                                                           key=len, reverse=True))
+                   + r")(?![^\W\d_])")
+        for key in ("unread_language_words", "unread_language_english"))
+
+
+_LETTERS = re.compile(r"[^\W\d_]+")
+_URL = re.compile(r"\b(?:https?://|www\.)\S{1,2000}")  # "github.com/..." is not Portuguese "com"
+
+
+def unread_language(text: str) -> bool:
+    """Whether a sentence is in a language the extractor does not read: not English and not
+    glossed (Chinese, Japanese and Korean are read through their gloss). French, Spanish or
+    German prose (more of their function words than English ones, at least two), or letters
+    mostly outside the Latin script (Cyrillic, Arabic, ...)."""
+    from analyzers.nlp import has_cjk
+
+    low = _URL.sub(" ", text[:4096].lower())
+    if not text.isascii():
+        if has_cjk(text) or _KANA.search(text) or _HANGUL.search(text):
+            return False
+        letters = sum(len(w) for w in _LETTERS.findall(low))
+        if sum(1 for ch in low if ch.isalpha() and ord(ch) > 0x24F) * 2 > letters > 0:
+            return True
+    unread, english = _function_words()
+    foreign = len(unread.findall(low))
+    return foreign >= 2 and foreign > len(english.findall(low))
+
+
+# Letters English does not write (accented Latin, Greek, Cyrillic, Hebrew, Arabic, Indic, ...):
+# a file without any is not looked at word by word (the frameworks' guides: ~10 ms saved).
+_OTHER_LETTERS = re.compile(r"[\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0370-\u1fff]")
+
+
+def has_unread_prose(segments: list[Segment]) -> bool:
+    """Whether any sentence (not code) of the files is in a language the extractor does not
+    read. Only files with a letter English does not write are looked at: a French or Spanish
+    file without a single accent is taken for English."""
+    files = {s.file for s in segments if _OTHER_LETTERS.search(s.text)}
+    return any(s.kind != "code" and s.file in files and unread_language(s.text) for s in segments)
+
+
 def _gloss_segment(seg: Segment) -> None:
     """Chinese and Japanese segments are matched on their English gloss (their evidence stays
     as written); such a heading or list intro is read with its gloss too ("## 提交 PR 之前")."""
@@ -401,12 +452,20 @@ def _heading_words(section: str) -> str:
 _ASKING_HEADER = re.compile(r"\b(?:required|also|needed|what to do|to do)\b")
 
 
+def required_form_box(seg: Segment, kind: str) -> bool:
+    """A box an issue form will not submit unchecked (`required: true`, form_segments): a
+    commitment the author makes, read as a checklist entry (rule kind `issue_form_box`)."""
+    return kind == "issue_template" and seg.checkbox and seg.file.lower().endswith((".yml", ".yaml"))
+
+
 def is_directive(seg: Segment, kind: str) -> bool:
     """A segment that asks something of contributors: a modal or request word ("must",
     "should", "please", "make sure", "we require"), a sentence that starts with an imperative
     verb ("Add tests ..."), or an item of a PR template's checklist (boxes and "Did you ...?"
     questions alike). Descriptions ("We use pytest.") are not requests."""
     if kind == "pr_template" and (seg.checkbox or (seg.kind == "item" and seg.text.endswith("?"))):
+        return True
+    if required_form_box(seg, kind):
         return True
     tab = table()
     if kind == "pr_template" and seg.kind == "row" and seg.section and any(
@@ -661,6 +720,9 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
     pipe = _nlp()
     strings = pipe.vocab.strings
     hits_by_rule: dict[str, list[tuple[Segment, str, dict[str, str]]]] = {}
+    # absence rules whose words a sentence (not an example) names: that sentence may state
+    # the rule in words the patterns lack ("each commit will carry a `Signed-off-by` line")
+    named_in_prose: set[str] = set()
     docs = pipe.tokenizer.pipe(bounded_runs(match_form(s.matched)) for s in segments)
     for seg, doc in zip(segments, docs, strict=True):
         matches = tab.phrase_matcher(doc)
@@ -673,7 +735,11 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
         # Only rules whose first group has a hit can fire: look those up instead of all.
         candidates = sorted({i for k in found for i in tab.by_first_key.get(k, ())})
         for rule in (tab.rules[i] for i in candidates):
-            if rule.kinds and kinds.get(seg.file) not in rule.kinds:
+            if rule.kinds and kinds.get(seg.file) not in rule.kinds and not (
+                    "issue_form_box" in rule.kinds and required_form_box(seg, kinds.get(seg.file, ""))):
+                continue
+            if rule.absence and seg.kind != "code":
+                named_in_prose.add(rule.id)
                 continue
             if rule.segment_kinds and seg.kind not in rule.segment_kinds:
                 continue
@@ -729,6 +795,12 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
         # a rule a file does not contain; the weaker readings such files gave were often not
         # rules at all (docs/rules.md, review rules64).
         if not hits or any(u in fired for u in rule.unless):
+            continue
+        if rule.absence and (rule.id in named_in_prose or has_unread_prose(segments)):
+            # "No sign-off rule is stated" is said of every file, from an example (a code
+            # block): a sentence naming the trailer, or a French or Spanish sentence, may state
+            # the rule the patterns cannot see (rules68: a French DCO rule and a required
+            # issue-form checkbox were read as "no sign-off rule")
             continue
         conditional = False
         if rule.keep_condition:
@@ -926,7 +998,8 @@ def summarize_rules(files: Mapping[str, str], framework: str | None = None) -> d
     # The main guide first, so a fact stated in several files cites CONTRIBUTING.
     files = {p: files[p] for p in sorted(kinds, key=lambda p: (KIND_ORDER.get(kinds[p], 9), p))}
     tab = table()
-    facts = _structural(files, kinds) + _match(_segments(files, kinds), kinds)
+    segments = _segments(files, kinds)
+    facts = _structural(files, kinds) + _match(segments, kinds)
     if framework:
         for obs in observed_facts().get(framework, []):
             facts.append({
@@ -938,13 +1011,17 @@ def summarize_rules(files: Mapping[str, str], framework: str | None = None) -> d
     order = {t: i for i, t in enumerate(tab.topics)}
     facts.sort(key=lambda f: order.get(f["topic"], len(order)))
     stated = {f["topic"] for f in facts if f["strength"] == "rule"}
-    return {
+    summary: dict[str, Any] = {
         "version": RULES_VERSION,
         "framework": framework,
         "files": sorted(files),
         "facts": facts,
         "not_stated": [t for t in tab.core if t not in stated],
     }
+    if has_unread_prose(segments):
+        # said under the summary: a topic "not stated" may be stated in those sentences
+        summary["unread_language"] = True
+    return summary
 
 
 # --- rendering ------------------------------------------------------------------------------
@@ -1046,6 +1123,8 @@ def rules_outline(
             names = ("、" if zh else ", ").join(
                 _topic_in_text(_topic_name(t, lang, tab)) for t in group)
             notes.append(tab.texts[key]["zh" if zh else "en"].format(topics=names))
+    if summary.get("unread_language") and "unread_language" in tab.texts:
+        notes.append(tab.texts["unread_language"]["zh" if zh else "en"])
     # Files GitHub served only in part or not at all (bot.speaking.contribution): said, so a
     # rule or a CONTRIBUTING file past the cut is not taken for absent.
     partial_files = summary.get("partial") or {}

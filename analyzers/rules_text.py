@@ -590,7 +590,10 @@ def form_segments(data: Any, file: str) -> list[Segment]:
             text = option.get("label") if isinstance(option, dict) else option
             if isinstance(text, str):
                 plain, codes = inline(text)
-                segments.append(Segment(plain, file, "item", section, codes))
+                # a box the form will not submit unchecked (`required: true`) is a checklist
+                # entry the author commits to, as a PR template's box is
+                required = isinstance(option, dict) and option.get("required") is True
+                segments.append(Segment(plain, file, "item", section, codes, checkbox=required))
     return segments
 
 

@@ -40,8 +40,12 @@ WRITTEN_SETS = sorted(path for path in RULES_WRITTEN.iterdir() if (path / "expec
 # The sets the extractor was changed from after their first score (development sets); any
 # other set is held out: scored, never tuned on (its misses are left for the next round).
 DEVELOPED_ON = frozenset({"rules-dev", "a", "b", "c", "d", "e", "f", "h", "i", "k", "l", "m",
-                          "n", "o"})
+                          "n", "o", "q"})
 GOAL = 0.85
+# Development sets not yet at the goal, with the count of facts stated they must keep: Q
+# (rules68 fixed its wrong lines and read issue forms; its French and Spanish rules need a
+# gloss that reads negation and scope, left for a later pass).
+BELOW_GOAL_FLOOR = {"q": 23}
 
 
 def summary_lines(summary: dict[str, Any]) -> list[tuple[str, list[str]]]:

@@ -119,9 +119,14 @@ class StudyThread:
     # were not given, and every linked method stands for a proposed one.
     title: str | None = None
     body: str | None = None
+    # What analyzers.proposed already found in those texts (the site remembers it per thread
+    # text, bot.site.study.ProposedMemo, so a recompute does not read every opening post again).
+    proposes: tuple[str, ...] | None = None
 
     def proposed(self) -> list[str]:
         """The linked catalog methods the thread proposes (analyzers.proposed)."""
+        if self.proposes is not None:
+            return list(self.proposes)
         if self.title is None:
             return list(self.methods)
         return proposed_methods({"title": self.title, "body": self.body}, self.methods)

@@ -15,6 +15,7 @@ import asyncio
 import json
 import math
 import sys
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +24,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from analyzers.catalog import framework_id
+from analyzers.version import ANALYZER_VERSION
 from bot.context import app_context
 from bot.site import data
 from bot.site.pages import json_response, not_found, render
@@ -42,21 +44,69 @@ METHOD_SET_PREFIXES = ("landed", "first", "dated", "detected")
 # --- data ------------------------------------------------------------------------------------
 
 
-async def _threads(session: AsyncSession) -> tuple[list[Any], dict[str, dict[str, Any]]]:
+@dataclass
+class ProposedMemo:
+    """Each stored proposal's proposed methods (analyzers.proposed), remembered with what they
+    were read from: the thread's row version (`stored_at`, moved by every write of the row, so
+    by an edited title or opening post), its title, the catalog methods its analysis links and
+    ANALYZER_VERSION. A recompute of the study runs the rule, and loads the opening post, only
+    for threads whose key changed (studyperf68: the rule over every opening post cost about
+    0.7 ms a proposal, seconds for thousands, on every recompute, and one is due whenever any
+    thread is stored). One per process (`ctx.extras`); None given to build_study: a fresh one."""
+
+    entries: dict[int, tuple[tuple[Any, ...], tuple[str, ...]]] = field(default_factory=dict)
+    runs: int = 0  # how many times the rule ran, over all recomputes
+
+
+BODY_CHUNK = 500  # thread ids per `IN (...)` when loading the opening posts to read again
+
+
+def _run_rule(texts: list[tuple[int, str, str | None, tuple[str, ...]]]
+              ) -> dict[int, tuple[str, ...]]:
+    """thread id -> its proposed methods, from (id, title, opening post, linked methods)."""
+    from analyzers.proposed import proposed_methods
+
+    return {tid: tuple(proposed_methods({"title": title, "body": body}, methods))
+            for tid, title, body, methods in texts}
+
+
+async def _proposed(session: AsyncSession, rows: list[Any], memo: ProposedMemo
+                    ) -> dict[int, tuple[str, ...]]:
+    """thread id -> proposed methods for `rows`, the rule run only where the memo is stale."""
+    keys = {r.id: (r.stored_at, r.title or "", tuple(r.methods or ()), ANALYZER_VERSION)
+            for r in rows}
+    kept = {tid: entry for tid, entry in memo.entries.items()
+            if tid in keys and entry[0] == keys[tid]}
+    stale = [r for r in rows if r.id not in kept]
+    bodies: dict[int, str | None] = {}
+    for at in range(0, len(stale), BODY_CHUNK):
+        ids = [r.id for r in stale[at:at + BODY_CHUNK]]
+        bodies.update((await session.execute(
+            select(Thread.id, Thread.body).where(Thread.id.in_(ids)))).all())
+    found = await asyncio.to_thread(
+        _run_rule, [(r.id, r.title or "", bodies.get(r.id), keys[r.id][2]) for r in stale])
+    memo.runs += len(found)
+    kept.update((tid, (keys[tid], methods)) for tid, methods in found.items())
+    memo.entries = kept  # the rows of now only: a thread gone or changed leaves nothing behind
+    return {tid: entry[1] for tid, entry in kept.items()}
+
+
+async def _threads(session: AsyncSession, memo: ProposedMemo
+                   ) -> tuple[list[Any], dict[str, dict[str, Any]]]:
     """The stored proposals as study records, and per thread key what a list of them shows."""
     from analyzers.study import StudyThread
 
-    rows = (await session.execute(
-        select(Thread.repo, Thread.number, Thread.kind, Thread.state, Thread.title,
-               Thread.body, Thread.closed_at, Analysis.is_proposal, Analysis.review_state, Analysis.methods,
+    rows = [r for r in (await session.execute(
+        select(Thread.id, Thread.repo, Thread.number, Thread.kind, Thread.state, Thread.title,
+               Thread.stored_at, Thread.closed_at, Analysis.is_proposal, Analysis.review_state,
+               Analysis.methods,
                Analysis.result["review"].label("review"))  # not the whole result: papers are long
         .join(Analysis, Analysis.thread_id == Thread.id)
         .where(Analysis.is_proposal.is_(True))
-    )).all()
+    )).all() if framework_id(r.repo) is not None]
+    proposes = await _proposed(session, rows, memo)
     records, shown = [], {}
     for r in rows:
-        if framework_id(r.repo) is None:
-            continue
         review = r.review or {}
         record = StudyThread(
             repo=r.repo, number=int(r.number), kind=r.kind, state=r.state,
@@ -64,7 +114,7 @@ async def _threads(session: AsyncSession) -> tuple[list[Any], dict[str, dict[str
             methods=tuple(r.methods or ()),
             replied_from_other=bool(review.get("replied_from_other")),
             concerns=tuple(review.get("concerns") or ()),
-            closed_at=format_datetime(r.closed_at), title=r.title or "", body=r.body,
+            closed_at=format_datetime(r.closed_at), proposes=proposes[r.id],
         )
         records.append(record)
         shown[record.key] = {
@@ -74,6 +124,12 @@ async def _threads(session: AsyncSession) -> tuple[list[Any], dict[str, dict[str
             "url": data.thread_url(r.repo, int(r.number), r.kind),
         }
     return records, shown
+
+
+def proposed_memo(ctx: Any) -> ProposedMemo:
+    """The process's memo of proposed methods (the pages' and the nightly step's)."""
+    memo: ProposedMemo = ctx.extras.setdefault("study_proposed", ProposedMemo())
+    return memo
 
 
 async def _latest_stored(session: AsyncSession) -> JobRun | None:
@@ -89,11 +145,13 @@ def _seen(stored: JobRun | None) -> dict[str, str]:
             for x in landings if x.get("detected") and x.get("detected_at")}
 
 
-async def build_study(session: AsyncSession) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """The study computed now, and the shown fields of every thread it counts."""
+async def build_study(session: AsyncSession, memo: ProposedMemo | None = None
+                      ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The study computed now, and the shown fields of every thread it counts; `memo` keeps
+    the proposals' proposed methods between recomputes (None: all read from scratch)."""
     from analyzers.study import compute_study
 
-    records, shown = await _threads(session)
+    records, shown = await _threads(session, memo if memo is not None else ProposedMemo())
     stored = await _latest_stored(session)
     study = await asyncio.to_thread(compute_study, data.catalog(), records, _seen(stored))
     study["computed_at"] = format_datetime(utcnow())
@@ -124,7 +182,7 @@ async def refresh_study(ctx: Any) -> dict[str, Any]:
     record the run (JobRun "study", the numbers in `counts`)."""
     started = utcnow()
     async with ctx.sessionmaker() as session:
-        study, _ = await build_study(session)
+        study, _ = await build_study(session, proposed_memo(ctx))
     now = format_datetime(started)
     new = []
     for x in study["landings"]:
@@ -262,7 +320,7 @@ async def _study(request: web.Request) -> tuple[dict[str, Any], dict[str, dict[s
         cached = ctx.extras.get("study_cache")
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        built = await build_study(session)
+        built = await build_study(session, proposed_memo(ctx))
     ctx.extras["study_cache"] = (stamp, built)
     return built
 

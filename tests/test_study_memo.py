@@ -1,0 +1,87 @@
+"""The study remembers each proposal's proposed methods between recomputes
+(bot.site.study.ProposedMemo, studyperf68): a recompute after one thread is stored runs the
+rule on that thread only, and its numbers stay those of a computation from scratch after an
+opening post is edited (a memo keyed by the thread alone would keep the old answer). On SQLite
+and PostgreSQL, through /api/study and the store's own upsert_thread."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from bot.context import AppContext
+from bot.site.study import build_study, proposed_memo
+from bot.store.models import Analysis
+from bot.store.threads import upsert_thread
+
+V = "verl-project/verl"
+# (number, title, opening post, linked catalog methods): the title names no method, so the
+# opening post decides. 801 proposes RLOO (carried: not counted) until its post is edited.
+PROPOSALS = [
+    (801, "[Feature] a new estimator", "Please add RLOO to the trainer.", ["rloo"]),
+    (802, "Add FooPO loss", "FooPO works like GRPO but with a learned baseline.", ["grpo"]),
+    (803, "Support GSPO", "GSPO is better than GRPO on MoE models.", ["grpo", "gspo"]),
+]
+EDITED = "A new estimator that outperforms RLOO on long rollouts."
+
+
+@pytest.fixture
+async def client(ctx: AppContext) -> AsyncIterator[TestClient]:
+    from bot.app import create_app
+
+    async with TestClient(TestServer(create_app(ctx, worker=False))) as c:
+        yield c
+
+
+async def _store(ctx: AppContext, number: int, title: str, body: str, methods: list[str]) -> None:
+    async with ctx.sessionmaker() as session:
+        thread = await upsert_thread(session, {"repo": V, "number": number, "kind": "issue",
+                                               "state": "open", "title": title, "body": body})
+        session.add(Analysis(thread_id=thread.id, analyzer_version="test", is_proposal=True,
+                             review_state="open_no_reply", methods=methods,
+                             result={"review": {"state": "open_no_reply"}}))
+        await session.commit()
+
+
+async def _from_scratch(ctx: AppContext) -> dict[str, Any]:
+    async with ctx.sessionmaker() as session:
+        study, _ = await build_study(session)  # no memo: every opening post read again
+    return study
+
+
+def _numbers(study: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in study.items() if k not in ("computed_at", "recorded_at")}
+
+
+async def test_a_recompute_reads_again_only_the_thread_stored(ctx: AppContext,
+                                                              client: TestClient) -> None:
+    for number, title, body, methods in PROPOSALS:
+        await _store(ctx, number, title, body, methods)
+    first = await (await client.get("/api/study")).json()
+    memo = proposed_memo(ctx)
+    assert memo.runs == len(PROPOSALS)
+    assert f"{V}#801" not in first["sets"]["proposals.verl.all"]
+    assert _numbers(first) == _numbers(await _from_scratch(ctx))
+
+    # The opening post of 801 is edited: RLOO becomes its comparison, so it proposes none.
+    async with ctx.sessionmaker() as session:
+        await upsert_thread(session, {"repo": V, "number": 801, "body": EDITED})
+        await session.commit()
+    edited = await (await client.get("/api/study")).json()
+    assert memo.runs == len(PROPOSALS) + 1  # 801 alone
+    assert f"{V}#801" in edited["sets"]["proposals.verl.all"]
+    assert _numbers(edited) == _numbers(await _from_scratch(ctx))
+
+    # A new proposal stored: the rule runs on it alone; the others are remembered.
+    await _store(ctx, 804, "[Feature] another estimator", "Please add RLOO.", ["rloo"])
+    added = await (await client.get("/api/study")).json()
+    assert memo.runs == len(PROPOSALS) + 2
+    assert len(memo.entries) == len(PROPOSALS) + 1
+    assert _numbers(added) == _numbers(await _from_scratch(ctx))
+
+    # Nothing stored: the page's cache answers, the rule does not run.
+    await client.get("/study")
+    assert memo.runs == len(PROPOSALS) + 2

@@ -365,7 +365,8 @@ class LatinGloss:
 
     french_words: re.Pattern[str]
     spanish_words: re.Pattern[str]
-    phrases: dict[str, tuple[re.Pattern[str], dict[str, str]]]  # language -> (pattern, phrase -> gloss)
+    # language -> (pattern of its phrases and the names, phrase -> gloss, pattern of its phrases)
+    phrases: dict[str, tuple[re.Pattern[str], dict[str, str], re.Pattern[str]]]
     negation: re.Pattern[str]
     without: re.Pattern[str]
     audience: re.Pattern[str]
@@ -376,10 +377,9 @@ def _latin_gloss() -> LatinGloss:
     data = _patterns_data()
     phrases = {}
     for language in ("french", "spanish"):
-        glosses = {name.lower(): name for name in data["latin_names"]}
-        for english, words in data[f"{language}_gloss"].items():
-            glosses.update({w.lower(): english for w in words})
-        phrases[language] = (_whole_words(glosses), glosses)
+        own = {w.lower(): english for english, words in data[f"{language}_gloss"].items() for w in words}
+        glosses = {name.lower(): name for name in data["latin_names"]} | own
+        phrases[language] = (_whole_words(glosses), glosses, _whole_words(own))
     return LatinGloss(_whole_words(data["french_words"]), _whole_words(data["spanish_words"]),
                       phrases, _whole_words(data["latin_negation"]), _whole_words(data["latin_without"]),
                       _whole_words(data["audience_headings"]))
@@ -402,17 +402,19 @@ def gloss_latin(text: str) -> str:
     it ("aucune PR n'est fusionnée sans l'approbation de ..." needs the approval); other words
     than the known phrases, names and paths are dropped, so no rule is read that the sentence
     does not state. A sentence whose every piece is negated reads as "." (nothing)."""
-    if not unread_language(text):
-        return ""
     gl = _latin_gloss()
-    low = text[:4096].lower()
+    low = _URL.sub(" ", text[:4096].lower())
     french, spanish = len(gl.french_words.findall(low)), len(gl.spanish_words.findall(low))
     if not french and not spanish:
-        return ""  # German, Portuguese, ...: not read
-    # the language whose function words and known phrases the sentence has more of
-    french += len(gl.phrases["french"][0].findall(low))
-    spanish += len(gl.phrases["spanish"][0].findall(low))
-    pattern, glosses = gl.phrases["french" if french >= spanish else "spanish"]
+        return ""  # English, German, Portuguese, ...: not read
+    # French or Spanish: more of its function words and phrases (not its loanwords) than
+    # English function words, at least two ("Chaque PR doit recevoir l'approbation ..."); the
+    # language of the two the sentence has more of
+    french += len(gl.phrases["french"][2].findall(low))
+    spanish += len(gl.phrases["spanish"][2].findall(low))
+    if max(french, spanish) < 2 or max(french, spanish) <= len(_function_words()[1].findall(low)):
+        return ""
+    pattern, glosses, _ = gl.phrases["french" if french >= spanish else "spanish"]
     words: list[str] = []
     for piece in _LATIN_PIECE.split(text[:4096])[:64]:
         low_piece = _lower_in_place(piece)

@@ -555,6 +555,15 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
         if _OTHER_LETTERS.search(body) and (scoped := scoped_sections(body)):
             for seg in out[start:]:
                 seg.scoped = seg.section.split(" / ", 1)[0] in scoped
+    closed: dict[str, str] = {}  # per file, the numbered-rule section a "---" has closed
+    for seg in out:
+        if _NUMBERED_RULE.match(seg.section):
+            if seg.kind == "heading":
+                closed.pop(seg.file, None)
+            elif _THEMATIC_BREAK.fullmatch(seg.text):
+                closed[seg.file] = seg.section
+            if closed.get(seg.file) == seg.section:
+                seg.section = ""  # "---" then "Not a rule, just a note: ..."
     # French and Spanish are looked for only in files with a letter English does not write
     # (as has_unread_prose): the frameworks' guides are not read word by word.
     latin = {s.file for s in out if _OTHER_LETTERS.search(s.text)}
@@ -600,6 +609,15 @@ def _heading_words(section: str) -> str:
 _ASKING_HEADER = re.compile(r"\b(?:required|also|needed|what to do|to do)\b")
 
 
+# A guide of numbered rules ("## Rule 3: Test what you add", "### Règle 2 : ..."): what is
+# written under such a heading states the rule, in the present tense too ("Every PR adds a
+# bullet to the changelog"), except its rationale ("*Why:* ...") and what follows a thematic
+# break ("---") in it (rules69).
+_NUMBERED_RULE = re.compile(r"(?:rule|règle|regla)\s{1,3}\d{1,3}\b")
+_RATIONALE = re.compile(r"[*_ ]{0,3}(?:why|rationale|reason|pourquoi|por qué|motivo)\s{0,2}[*_]{0,2}\s{0,2}:", re.I)
+_THEMATIC_BREAK = re.compile(r"[-*_ ]{3,}")
+
+
 def required_form_box(seg: Segment, kind: str) -> bool:
     """A box an issue form will not submit unchecked (`required: true`, form_segments): a
     commitment the author makes, read as a checklist entry (rule kind `issue_form_box`)."""
@@ -641,6 +659,9 @@ def is_directive(seg: Segment, kind: str) -> bool:
     if seg.kind == "row" and seg.intro and (
             tab.modal.search(header := seg.intro[:300].lower()) or _ASKING_HEADER.search(header)):
         return True  # a row of a table headed "If you change ... | you also need to ..."
+    if _NUMBERED_RULE.match(seg.section) and seg.kind in ("sentence", "item") \
+            and not _RATIONALE.match(seg.text):
+        return True  # a sentence under "## Rule 3: Test what you add" spells the rule out
     low = seg.matched[:600].lower()
     if "?" in low:
         # "Do I need to update the docs for a typo fix? No.": a question (an FAQ entry) asks

@@ -82,3 +82,20 @@ def test_english_and_other_languages_are_not_glossed() -> None:
     assert gloss_latin("Las nuevas funciones van en `pkg/losses/` y se registran en `LOSSES`.") \
         == "new go in pkg/losses/ in LOSSES ."
     assert gloss_latin("Indica en la descripción si usaste asistentes de IA.").startswith("please state")
+
+
+# "## Rule N: ..." guides (English numbered rules): what is written under such a heading is
+# the rule, in the present tense too; its "*Why:*" rationale and a note after "---" are not.
+def test_a_numbered_rule_in_the_present_tense_is_a_request() -> None:
+    sentence = "A pull request that fixes a bug adds a bullet to the changelog.\n"
+    assert "changelog_update" in _rules({"CONTRIBUTING.md": "## Rule 4: Changelog\n\n" + sentence})
+    assert "changelog_update" not in _rules({"CONTRIBUTING.md": "## Changelog\n\n" + sentence})
+
+
+def test_a_rationale_or_a_note_after_a_break_is_no_rule() -> None:
+    why = ("## Rule 4: Releases\n\nTag releases from `main` only.\n\n*Why:* the release notes are "
+           "built from each bullet the changelog gets.\n")
+    assert "changelog_update" not in _rules({"CONTRIBUTING.md": why})
+    note = ("## Rule 5: Lint\n\n`make lint` must pass.\n\n---\n\nNot a rule: a pull request "
+            "usually adds a bullet to the changelog.\n")
+    assert "changelog_update" not in _rules({"CONTRIBUTING.md": note})

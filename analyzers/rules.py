@@ -27,11 +27,13 @@ import yaml
 
 from analyzers import rules_structured as structured
 from analyzers.rules_text import (
+    MAX_CHARS,
     Segment,
     bounded_runs,
     file_kind,
     form_segments,
     front_matter,
+    inline,
     load_yaml,
     markdown_segments,
     match_form,
@@ -285,6 +287,15 @@ _ZH_PLURAL = {"pr": "PRs", "issue": "issues", "pull request": "pull requests"}
 _LATIN_RUN = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]{0,400}[\x21-\x7e])?")
 
 
+def _lower_in_place(text: str) -> str:
+    """The text in lower case, each character where it was (a few letters lengthen when
+    lowered, "İ": those stay as written), so offsets in it are offsets in the text."""
+    low = text.lower()
+    if len(low) != len(text):
+        low = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+    return low
+
+
 def gloss_zh(text: str) -> str:
     """A Chinese or Japanese sentence read in English for the rule patterns: the glosses of
     the known phrases (rules_patterns.yaml `chinese_gloss`, or `japanese_gloss` for a text
@@ -301,9 +312,7 @@ def gloss_zh(text: str) -> str:
     korean = not japanese and _HANGUL.search(text) is not None
     if not japanese and not korean and not has_cjk(text):
         return ""
-    low = text.lower()
-    if len(low) != len(text):  # a few letters lengthen when lowered ("İ"): keep offsets
-        low = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+    low = _lower_in_place(text)
     spans: list[tuple[int, int, str]] = []
     for m in _ZH_WAIT.finditer(text):
         spans.append((m.start(), m.end(), f"{m.group(1)} {_ZH_WAIT_UNIT[m.group(2)]}"))
@@ -332,16 +341,117 @@ def gloss_zh(text: str) -> str:
     return " ".join(words for _, words in kept)
 
 
+def _whole_words(phrases: Any) -> re.Pattern[str]:
+    """Phrases as one pattern of whole words, longest first (one C-level pass per sentence);
+    a phrase ending in an apostrophe ("n'", "avant d'") may run into the next word."""
+    alternatives = sorted(map(re.escape, phrases or ()), key=len, reverse=True)
+    return re.compile(r"(?<![^\W\d_])(?:" + "|".join(alternatives) + r")(?:(?<=['’])|(?![^\W\d_]))")
+
+
 @lru_cache(maxsize=1)
 def _function_words() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """rules_patterns.yaml's function words of the unread languages, and the English ones, each
-    as one pattern of whole words (counted in one C-level pass per sentence)."""
+    """rules_patterns.yaml's function words of the unread languages (French and Spanish are
+    read through a gloss but still counted here: rules68's note and absence rule use them),
+    and the English ones."""
     data = _patterns_data()
-    return tuple(  # type: ignore[return-value]
-        re.compile(r"(?<![^\W\d_])(?:" + "|".join(sorted(map(re.escape, data.get(key) or ()),
-                                                           key=len, reverse=True))
-                   + r")(?![^\W\d_])")
-        for key in ("unread_language_words", "unread_language_english"))
+    unread = [*data["french_words"], *data["spanish_words"], *data["unread_language_words"]]
+    return _whole_words(unread), _whole_words(data["unread_language_english"])
+
+
+@dataclass(frozen=True)
+class LatinGloss:
+    """French and Spanish read in English (rules_patterns.yaml `french_gloss`, `spanish_gloss`):
+    which language a sentence is, its known phrases, its negations and "without"."""
+
+    french_words: re.Pattern[str]
+    spanish_words: re.Pattern[str]
+    # language -> (pattern of its phrases and the names, phrase -> gloss, pattern of its phrases)
+    phrases: dict[str, tuple[re.Pattern[str], dict[str, str], re.Pattern[str]]]
+    negation: re.Pattern[str]
+    without: re.Pattern[str]
+    audience: re.Pattern[str]
+
+
+@lru_cache(maxsize=1)
+def _latin_gloss() -> LatinGloss:
+    data = _patterns_data()
+    phrases = {}
+    for language in ("french", "spanish"):
+        own = {w.lower(): english for english, words in data[f"{language}_gloss"].items() for w in words}
+        glosses = {name.lower(): name for name in data["latin_names"]} | own
+        phrases[language] = (_whole_words(glosses), glosses, _whole_words(own))
+    return LatinGloss(_whole_words(data["french_words"]), _whole_words(data["spanish_words"]),
+                      phrases, _whole_words(data["latin_negation"]), _whole_words(data["latin_without"]),
+                      _whole_words(data["audience_headings"]))
+
+
+# What a gloss keeps of the words it has no phrase for: names and paths ("CHANGELOG.md",
+# "tests/", "pkg.module", "LOSSES", "snake_case", taken whole before any phrase inside them)
+# and punctuation.
+_LATIN_TOKEN = re.compile(r"\S{1,300}")
+_LATIN_TOKEN_EDGES = "`'\"«»“”()[]{}<>,;:.!?*"
+_LATIN_NAME = re.compile(r"[/_]|\.\w")
+_LATIN_PUNCT = re.compile(r"[,;:()!?]|\.(?=\s|$)")
+_LATIN_PIECE = re.compile(r"(?<=[.;!?])\s+")
+
+
+def gloss_latin(text: str) -> str:
+    """A French or Spanish sentence read in English for the rule patterns (as gloss_zh reads
+    Chinese): "" for any other text. A piece (sentence or "; " part) with a negation states
+    nothing ("ne doivent jamais être poussés" is no request to push), unless "without" undoes
+    it ("aucune PR n'est fusionnée sans l'approbation de ..." needs the approval); other words
+    than the known phrases, names and paths are dropped, so no rule is read that the sentence
+    does not state. A sentence whose every piece is negated reads as "." (nothing)."""
+    gl = _latin_gloss()
+    low = _URL.sub(" ", text[:4096].lower())
+    french, spanish = len(gl.french_words.findall(low)), len(gl.spanish_words.findall(low))
+    if not french and not spanish:
+        return ""  # English, German, Portuguese, ...: not read
+    # French or Spanish: more of its function words and phrases (not its loanwords) than
+    # English function words, at least two ("Chaque PR doit recevoir l'approbation ..."); the
+    # language of the two the sentence has more of
+    french += len(gl.phrases["french"][2].findall(low))
+    spanish += len(gl.phrases["spanish"][2].findall(low))
+    if max(french, spanish) < 2 or max(french, spanish) <= len(_function_words()[1].findall(low)):
+        return ""
+    pattern, glosses, _ = gl.phrases["french" if french >= spanish else "spanish"]
+    words: list[str] = []
+    for piece in _LATIN_PIECE.split(text[:4096])[:64]:
+        low_piece = _lower_in_place(piece)
+        undone = False
+        if gl.negation.search(low_piece):
+            if not gl.without.search(low_piece):
+                continue
+            undone = True  # "no ... without X": X is asked for
+        kept: list[tuple[int, str]] = []
+        covered = bytearray(len(piece))
+        for m in _LATIN_TOKEN.finditer(piece):
+            name = m.group().strip(_LATIN_TOKEN_EDGES)
+            if len(name) > 1 and (_LATIN_NAME.search(name) or name.isupper()) \
+                    and name.lower() not in glosses:  # "IA" is a word: "AI"
+                at = m.start() + m.group().index(name)
+                kept.append((at, name))
+                covered[at:at + len(name)] = b"\x01" * len(name)
+        for m in pattern.finditer(low_piece):
+            if any(covered[m.start():m.end()]):
+                continue
+            english = glosses[m.group()]
+            if undone and gl.without.fullmatch(m.group()):
+                english = "needs"
+            kept.append((m.start(), english))
+            covered[m.start():m.end()] = b"\x01" * (m.end() - m.start())
+        for m in _LATIN_PUNCT.finditer(piece):
+            if not covered[m.start()]:
+                kept.append((m.start(), m.group()))
+        kept.sort(key=lambda k: k[0])
+        words += [w for _, w in kept]
+    return " ".join(words) or "."
+
+
+def addressed_to_some(heading: str) -> bool:
+    """Whether a heading addresses some contributors only ("Pour les membres du laboratoire",
+    "Solo para el equipo interno"): rules_patterns.yaml `audience_headings`."""
+    return _latin_gloss().audience.search(heading[:300].lower()) is not None
 
 
 _LETTERS = re.compile(r"[^\W\d_]+")
@@ -380,14 +490,45 @@ def has_unread_prose(segments: list[Segment]) -> bool:
     return any(s.kind != "code" and s.file in files and unread_language(s.text) for s in segments)
 
 
-def _gloss_segment(seg: Segment) -> None:
-    """Chinese and Japanese segments are matched on their English gloss (their evidence stays
-    as written); such a heading or list intro is read with its gloss too ("## 提交 PR 之前")."""
-    seg.gloss = gloss_zh(seg.text)
-    if section := gloss_zh(seg.section):
+def _gloss_segment(seg: Segment, latin: bool = False) -> None:
+    """Chinese, Japanese and Korean segments (and with `latin`, French and Spanish ones) are
+    matched on their English gloss (their evidence stays as written); such a heading or list
+    intro is read with its gloss too ("## 提交 PR 之前", "## Journal des modifications")."""
+    def gloss(text: str) -> str:
+        return gloss_zh(text) or (gloss_latin(text) if latin else "")
+
+    seg.gloss = gloss(seg.text)
+    if section := gloss(seg.section):
         seg.section = f"{seg.section} {section}"
-    if intro := gloss_zh(seg.intro):
+    if intro := gloss(seg.intro):
         seg.intro = f"{seg.intro} {intro}"
+
+
+_ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*)$")
+_FENCE_LINE = re.compile(r"^ {0,3}(?:`{3,}|~{3,})")
+
+
+def scoped_sections(text: str) -> set[str]:
+    """The headings (as segments name them: plain, lower case) under a heading addressed to
+    some contributors only, that heading and its subheadings: one pass over the lines (a
+    "# comment" in a fenced block is no heading)."""
+    scoped: set[str] = set()
+    open_at: int | None = None  # the level of the open addressed heading
+    fenced = False
+    for line in text[:MAX_CHARS].split("\n"):
+        if _FENCE_LINE.match(line):
+            fenced = not fenced
+        if fenced or not (m := _ATX_HEADING.match(line)):
+            continue
+        level = len(m.group(1))
+        if open_at is not None and level <= open_at:
+            open_at = None
+        name = inline(m.group(2).strip("# "))[0].lower()
+        if open_at is None and addressed_to_some(name):
+            open_at = level
+        if open_at is not None:
+            scoped.add(name)
+    return scoped
 
 
 def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
@@ -409,9 +550,25 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
         for key in ("name", "about"):
             if isinstance(meta.get(key), str):
                 out += markdown_segments(meta[key], path)
+        start = len(out)
         out += markdown_segments(body, path)
+        if _OTHER_LETTERS.search(body) and (scoped := scoped_sections(body)):
+            for seg in out[start:]:
+                seg.scoped = seg.section.split(" / ", 1)[0] in scoped
+    closed: dict[str, str] = {}  # per file, the numbered-rule section a "---" has closed
     for seg in out:
-        _gloss_segment(seg)
+        if _NUMBERED_RULE.match(seg.section):
+            if seg.kind == "heading":
+                closed.pop(seg.file, None)
+            elif _THEMATIC_BREAK.fullmatch(seg.text):
+                closed[seg.file] = seg.section
+            if closed.get(seg.file) == seg.section:
+                seg.section = ""  # "---" then "Not a rule, just a note: ..."
+    # French and Spanish are looked for only in files with a letter English does not write
+    # (as has_unread_prose): the frameworks' guides are not read word by word.
+    latin = {s.file for s in out if _OTHER_LETTERS.search(s.text)}
+    for seg in out:
+        _gloss_segment(seg, seg.file in latin)
     # An item joined to its lead helps only when the lead asks for something ("The PR needs
     # to include:"); other leads' items are read on their own and in the combined segment.
     asks: dict[str, bool] = {}
@@ -420,7 +577,7 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
         if seg.kind == "lead_item":
             if seg.intro not in asks:
                 lead = Segment(seg.intro, seg.file, "sentence")
-                _gloss_segment(lead)
+                _gloss_segment(lead, seg.file in latin)
                 asks[seg.intro] = is_directive(lead, kinds.get(seg.file, ""))
             if not asks[seg.intro]:
                 continue
@@ -450,6 +607,15 @@ def _heading_words(section: str) -> str:
 
 # A table header that asks for what its rows name ("Change | Required with it", "then also").
 _ASKING_HEADER = re.compile(r"\b(?:required|also|needed|what to do|to do)\b")
+
+
+# A guide of numbered rules ("## Rule 3: Test what you add", "### Règle 2 : ..."): what is
+# written under such a heading states the rule, in the present tense too ("Every PR adds a
+# bullet to the changelog"), except its rationale ("*Why:* ...") and what follows a thematic
+# break ("---") in it (rules69).
+_NUMBERED_RULE = re.compile(r"(?:rule|règle|regla)\s{1,3}\d{1,3}\b")
+_RATIONALE = re.compile(r"[*_ ]{0,3}(?:why|rationale|reason|pourquoi|por qué|motivo)\s{0,2}[*_]{0,2}\s{0,2}:", re.I)
+_THEMATIC_BREAK = re.compile(r"[-*_ ]{3,}")
 
 
 def required_form_box(seg: Segment, kind: str) -> bool:
@@ -493,6 +659,9 @@ def is_directive(seg: Segment, kind: str) -> bool:
     if seg.kind == "row" and seg.intro and (
             tab.modal.search(header := seg.intro[:300].lower()) or _ASKING_HEADER.search(header)):
         return True  # a row of a table headed "If you change ... | you also need to ..."
+    if _NUMBERED_RULE.match(seg.section) and seg.kind in ("sentence", "item") \
+            and not _RATIONALE.match(seg.text):
+        return True  # a sentence under "## Rule 3: Test what you add" spells the rule out
     low = seg.matched[:600].lower()
     if "?" in low:
         # "Do I need to update the docs for a typo fix? No.": a question (an FAQ entry) asks
@@ -810,6 +979,11 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
             conditional = bool(known) and all(h[2]["_conditional"] for h in known)
             if conditional:
                 hits = known
+        # A rule read under a heading addressed to some contributors is said as theirs, unless
+        # another sentence states it for everyone (then that one is cited).
+        scoped = all(seg.scoped for seg, _, _ in hits)
+        if not scoped:
+            hits = [h for h in hits if not h[0].scoped]
         sources = list(dict.fromkeys(seg.file for seg, _, _ in hits))
         if rule.collect_codes:
             found = [x for _, _, v in hits for x in v.get("_codes", "").split("\n") if x]
@@ -863,6 +1037,10 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 statement = (hits[0][2]["_conditional"] if len(said) == 1
                              else f"{statement.rstrip('.')}, in the cases the guide names.")
                 zh = None
+        if scoped:
+            scope = wording().texts["scoped"]
+            statement = f"{statement.rstrip('.')} {scope['en']}."
+            zh = f"{zh.rstrip('。')}{scope['zh']}。" if zh else None
         facts.append({
             "topic": rule.topic,
             "rule": rule.id,

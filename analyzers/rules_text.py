@@ -72,6 +72,7 @@ class Segment:
     intro: str = ""  # a list item: the sentence just before its list ("Ways you can help:");
     # a table row: its table's header row ("If you change ... — you also need to ...")
     gloss: str = ""  # Chinese text read in English (analyzers.rules.gloss_zh): what is matched
+    scoped: bool = False  # under a heading addressed to some contributors only (rules69)
 
     @property
     def matched(self) -> str:

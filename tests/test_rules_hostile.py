@@ -44,6 +44,11 @@ CASES = {
     "cjk-marks": _fill("。"),
     "japanese": _fill("テストを追加してください。"),
     "korean": _fill("테스트를 추가해 주세요. "),
+    # rules69: French and Spanish through their gloss, negations, scoped headings
+    "french": _fill("Chaque commit doit être signé ; vous ne devez jamais oublier les tests unitaires. "),
+    "french-one-sentence": _fill("doit être é "),
+    "spanish-names": _fill("Añade `a/b_c.d` con pruebas, LOSSES y IA; ningún cambio sin aprobación "),
+    "scoped-headings": _fill("## Pour les membres du laboratoire\n### é\n```\n# x\nDoit être fait.\n"),
     "yes-cells": "| Change | Changelog entry | Docs |\n|---|---|---|\n" + _fill("| a fix | yes, a line | yes |\n"),
     "faq-answered-no": _fill("### Do I need a CLA?\n\nNo.\n\nIs a test needed? No, not here. "),
     "front-matter": "---\n" + _fill("name: a\n", SIZE - 8) + "\n---\n",

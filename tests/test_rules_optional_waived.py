@@ -5,14 +5,7 @@ folder is no rule. Every text here is a short one written for these tests."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from analyzers.rules import summarize_rules
-
-
-def _rules(files: dict[str, str]) -> dict[str, dict[str, Any]]:
-    return {f["rule"]: f for f in summarize_rules(files)["facts"]}
-
+from tests.test_rules_generalise import _rules
 
 TEMPLATE = ".github/PULL_REQUEST_TEMPLATE.md"
 

@@ -713,9 +713,9 @@ def is_bare_waiver(text: str) -> bool:
 def waived_clauses(doc: Any) -> list[int]:
     """Per token of a matched segment, the clause index when that clause says the thing is
     not asked ("you do not need to sign a CLA", "signing off is optional"), else -1. A bare
-    waiver ("Post the numbers. Not needed.") and a waiver that is the sentence's condition
-    ("If you are curious, run ...") waive their whole sentence, a bare one the sentence before
-    it too."""
+    waiver ("Optional: post the numbers.") and a waiver that is the sentence's condition
+    ("If you are curious, run ...") waive their whole sentence; a bare waiver alone in its
+    sentence ("Post the numbers. Not needed.") the sentence before it."""
     tab = table()
     clause_of: list[int] = []
     texts: list[list[str]] = [[]]
@@ -734,7 +734,9 @@ def waived_clauses(doc: Any) -> list[int]:
         text = _EDGE_PUNCTUATION.sub("", "".join(words))
         if is_bare_waiver(text):
             whole.add(sentence_of[i])
-            if i == 0 or sentence_of[i - 1] != sentence_of[i]:
+            if sentence_of.count(sentence_of[i]) == 1:
+                # "Post the numbers. Not needed." (alone in its sentence: about the one before);
+                # "Optional: post the numbers." is a label over its own sentence only
                 whole.add(sentence_of[i] - 1)
         elif words[0].strip() in CONDITIONAL and tab.waived.match(text):
             whole.add(sentence_of[i])

@@ -53,3 +53,11 @@ def test_a_stated_benchmark_rule_survives_a_waiver_about_something_else() -> Non
     assert "results_perf" in _rules({"CONTRIBUTING.md": other})
     optional_elsewhere = stated + "\n## Screenshots (optional)\n\nAdd one if the UI changes.\n"
     assert "results_perf" in _rules({"CONTRIBUTING.md": optional_elsewhere})
+
+
+def test_an_optional_label_waives_its_own_sentence_not_the_one_before() -> None:
+    text = ("## Checks\n\n- Post before and after throughput numbers. Optional: attach a "
+            "profile of the run.\n")
+    assert "results_perf" in _rules({TEMPLATE: text})
+    labelled = "## Checks\n\n- Describe the change.\n- Optional: post before/after latency numbers.\n"
+    assert "results_perf" not in _rules({TEMPLATE: labelled})

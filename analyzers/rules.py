@@ -696,21 +696,61 @@ CLAUSE_BREAKS = frozenset({".", ";", ":", "!", "?", ",", "but", "however", "alth
 CONDITIONAL = frozenset({"if", "when", "whenever", "once", "unless"})
 
 
+# Where a sentence ends inside a segment (a bare "Not needed." waives the sentence before it).
+SENTENCE_BREAKS = frozenset({".", ";", "!", "?"})
+
+
+_EDGE_PUNCTUATION = re.compile(r"^[\W_]+|[\W_]+$")
+
+
+def is_bare_waiver(text: str) -> bool:
+    """True when a clause or a heading's remark is nothing but a waiver ("Not needed.",
+    "(optional)", "Not required"): it says of what it is attached to that it is not asked."""
+    bare = _EDGE_PUNCTUATION.sub("", text.lower())
+    return bool(bare) and not _EDGE_PUNCTUATION.sub("", table().waived.sub(" ", bare))
+
+
 def waived_clauses(doc: Any) -> list[int]:
     """Per token of a matched segment, the clause index when that clause says the thing is
-    not asked ("you do not need to sign a CLA", "signing off is optional"), else -1."""
+    not asked ("you do not need to sign a CLA", "signing off is optional"), else -1. A bare
+    waiver ("Optional: post the numbers.") and a waiver that is the sentence's condition
+    ("If you are curious, run ...") waive their whole sentence; a bare waiver alone in its
+    sentence ("Post the numbers. Not needed.") the sentence before it."""
     tab = table()
     clause_of: list[int] = []
     texts: list[list[str]] = [[]]
+    sentence_of = [0]  # per clause, its sentence
     for token in doc:
         if token.lower_ in CLAUSE_BREAKS and texts[-1]:
             texts.append([])
+            sentence_of.append(sentence_of[-1] + (token.lower_ in SENTENCE_BREAKS))
         clause_of.append(len(texts) - 1)
         texts[-1].append(token.text_with_ws.lower())  # "don't" is two tokens: keep the text
     # A condition ("If there is no activity for 60 days, ...") states no waiver.
     waived = {i for i, words in enumerate(texts)
               if words[0].strip() not in CONDITIONAL and tab.waived.search("".join(words))}
+    whole: set[int] = set()  # sentences waived as a whole
+    for i, words in enumerate(texts):
+        text = _EDGE_PUNCTUATION.sub("", "".join(words))
+        if is_bare_waiver(text):
+            whole.add(sentence_of[i])
+            if sentence_of.count(sentence_of[i]) == 1:
+                # "Post the numbers. Not needed." (alone in its sentence: about the one before);
+                # "Optional: post the numbers." is a label over its own sentence only
+                whole.add(sentence_of[i] - 1)
+        elif words[0].strip() in CONDITIONAL and tab.waived.match(text):
+            whole.add(sentence_of[i])
+    waived |= {i for i, sentence in enumerate(sentence_of) if sentence in whole}
     return [c if c in waived else -1 for c in clause_of]
+
+
+_HEADING_REMARK = re.compile(r"\(([^()]{1,60})\)")
+
+
+def heading_waives(section: str) -> bool:
+    """True when a heading is marked as not asked ("## Performance impact (optional)"): what
+    is requested under it is not a rule."""
+    return any(is_bare_waiver(remark) for remark in _HEADING_REMARK.findall(section[:300]))
 
 
 def _command(code: str) -> str:
@@ -931,7 +971,8 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 if vetoed and not _stated_apart_from_veto(rule, matches, doc, strings):
                     continue
                 if waived is None:
-                    waived = waived_clauses(doc) if tab.waived.search(doc.text.lower()) else []
+                    waived = ([0] * len(doc) if heading_waives(seg.section)
+                              else waived_clauses(doc) if tab.waived.search(doc.text.lower()) else [])
                 if waived and _group_waived(rule, matches, waived, strings):
                     continue
                 piece = _piece_of_hit(rule, matches, doc, strings) if rule.keep_condition else None

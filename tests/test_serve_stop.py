@@ -43,6 +43,14 @@ NOW = 20.0
 PERMISSION = r"/repos/acme/trainer/collaborators/[^/]+/permission"
 
 
+def _hangup_as_from_a_terminal() -> None:
+    """serve keeps a SIGHUP that was ignored when it started ignored, as `nohup` asks
+    (bot/server.py), and a child inherits an ignored signal: a suite run under nohup made
+    every hangup test here wait for a stop that rightly never came. These tests are about a
+    terminal's hangup, so serve starts with SIGHUP's default, whatever the runner's is."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def _command_delivery() -> InboxRow:
     alice = {"login": "alice", "id": 1, "type": "User"}
     bob = {"login": "bob", "id": 2, "type": "User"}
@@ -116,7 +124,8 @@ class Serve:
             [str(RLTRACKER), "serve", "--host", "127.0.0.1", "--port", str(free_port()),
              "--no-scheduler", "--no-backfill", *self.extra],
             env=self.env, cwd=self.workdir, stdout=stdout,
-            stderr=self.log.open("wb"), start_new_session=session)
+            stderr=self.log.open("wb"), start_new_session=session,
+            preexec_fn=_hangup_as_from_a_terminal)
 
     def lines(self) -> list[dict[str, Any]]:
         out = []

@@ -2,7 +2,7 @@
 
     python benchmarks/nonlinear_failure.py [--only NAME ...] [--cuts] [--sets b c e f g]
 
-Every estimator fitted for the failure models so far is linear (docs/analyzers.md, nb10). This
+Every estimator fitted for the failure models so far is linear (docs/history/analyzers-journal.md, nb10). This
 measures tree ensembles over the dense, NAMED features of `failure_features` (category cues,
 symptom pairs, `about:*`, `ev:*`, `top:*`, negatives, observation cues: every feature whose name
 has no `#`; the hashed n-grams are left out), where interactions could matter:

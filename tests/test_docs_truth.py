@@ -6,8 +6,10 @@ route is documented and every route README's HTTP table lists exists; every `rlt
 command and option README and docs/ show exists; the `.github/rltracker.yml` settings
 docs/comments.md shows are the ones the app reads; each command's `--help` says its exit
 statuses as README's table does; the query parameters, page sizes, lock waits, test names
-and modules the documents quote are the code's. docs/analyzers.md (the analyzers'
-measurement record) is not a user document and is left out."""
+and modules the documents quote are the code's. docs/analyzers.md, the analyzers' reference,
+is checked like the others; docs/history/ (the measurement journal: what each session measured,
+naming branches, scratch scripts and code since reverted) is a record, not a user document, and
+is left out but for its links."""
 
 from __future__ import annotations
 
@@ -20,8 +22,8 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-USER_DOCS = [ROOT / "README.md", ROOT / "examples" / "README.md"] + [
-    p for p in sorted((ROOT / "docs").glob("*.md")) if p.name != "analyzers.md"]
+USER_DOCS = [ROOT / "README.md", ROOT / "examples" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+HISTORY_DOCS = sorted((ROOT / "docs" / "history").glob("*.md"))
 # Sent to every GitHub App whatever it subscribes to (GitHub's docs, "Webhook events and
 # payloads"); everything else arrives only when app.yaml's default_events names it.
 ALWAYS_SENT = {"installation", "installation_repositories", "installation_target"}
@@ -698,7 +700,7 @@ def test_relative_links_in_the_documents_lead_to_files() -> None:
     """`[docs/site.md](docs/site.md)`, `[study.md](study.md)`: each relative Markdown link,
     read from the document's folder as GitHub reads it, names a file of the project."""
     broken, checked = [], 0
-    for doc in [*USER_DOCS, ROOT / "docs" / "analyzers.md"]:
+    for doc in [*USER_DOCS, *HISTORY_DOCS]:
         for target in re.findall(r"\]\(([\w./-]+\.\w+)(?:#[\w-]*)?\)", doc.read_text(encoding="utf-8")):
             checked += 1
             if not (doc.parent / target).exists():

@@ -262,7 +262,7 @@ def score(rows: list[Example], preds: dict[str, Prediction], threshold: float, v
 # a clear call, more an ambiguous one. Three things the app could do with an ambiguous kind:
 # comment on the leading kind anyway ("any"), not comment ("single_kind"), or cover the first
 # two kinds in one comment. Skipping the ambiguous kinds gained in grouped CV and lost on a
-# held-out written set (docs/analyzers.md, gate10): not done. The comment names the second
+# held-out written set (docs/history/analyzers-journal.md, gate10): not done. The comment names the second
 # kind as a link without its methods (hedge11), so "cover_two" counts what it gets right.
 
 

@@ -122,7 +122,8 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
             "title": data.kind_title(category),
             "confidence": failure.get("confidence"),
             # The runner-up kind the analysis lists, named as the failure comment names it: the
-            # leading kind is wrong about twice as often when there is one (docs/analyzers.md, hedge11).
+            # leading kind is wrong about twice as often when there is one
+            # (docs/history/analyzers-journal.md, hedge11).
             "runner_up": {"key": r.key, "title": r.title} if (r := cat.runner_up(failure)) else None,
             "cues": list(dict.fromkeys(str(e) for e in failure.get("evidence") or []))[:12],
         },

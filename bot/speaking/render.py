@@ -401,7 +401,8 @@ def compose_failure_comment(
     # said as theirs: no runner-up, no confidence, no cue terms of the analyzer's own finding.
     set_by = SET_BY.get(lang, SET_BY["en"]).get(failure.get("set_by") or "")
     # A second listed kind is named (a link to its page, no methods): the leading kind is
-    # wrong about twice as often when the analysis lists more than one (docs/analyzers.md, hedge11).
+    # wrong about twice as often when the analysis lists more than one
+    # (docs/history/analyzers-journal.md, hedge11).
     second = None if set_by else cat.runner_up(failure)
     context = {
         "marker": FAILURE_MARKER,

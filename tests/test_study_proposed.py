@@ -63,3 +63,37 @@ def test_texts_not_given_keep_every_linked_method_as_proposed() -> None:
     study = compute_study(load_catalog(), [record(1), record(2, title="Add FooPO",
                                                           body="like GRPO, but ...")])
     assert study["sets"]["proposals.verl.all"] == [f"{V}#2"]
+
+
+O = "OpenRLHF/OpenRLHF"
+# Merged method pull requests in OpenRLHF, which the catalog lists without CISPO:
+# (number, title, opening post, linked catalog methods as the analysis stores them)
+MERGED = [
+    (701, "Add FooPO loss", "FooPO clips like CISPO but keeps the token gradient.", ["cispo"]),
+    (702, "feat: add CISPO loss", "Implements CISPO from MiniMax-M1.", ["cispo"]),
+]
+
+
+async def test_a_merged_pull_request_citing_a_method_as_context_is_no_landing_of_it(
+        ctx: AppContext, client: TestClient) -> None:
+    """A detected landing counts what a merged proposal proposes, as the proposals table
+    does (review study71): FooPO's pull request names CISPO as its comparison, so it is no
+    CISPO landing in OpenRLHF; the one adding CISPO is. Failed on main (#701 the landing:
+    the earlier merge of the two)."""
+    async with ctx.sessionmaker() as session:
+        for number, title, body, methods in MERGED:
+            thread = Thread(repo=O, number=number, kind="pull_request", state="merged",
+                            title=title, body=body,
+                            closed_at=datetime(2026, 11, number - 690, tzinfo=UTC))
+            session.add(thread)
+            await session.flush()
+            session.add(Analysis(thread_id=thread.id, analyzer_version="test", is_proposal=True,
+                                 review_state="merged", methods=methods,
+                                 result={"review": {"state": "merged"}}))
+        await session.commit()
+    data = await (await client.get("/api/study")).json()
+    [landing] = [x for x in data["landings"] if x["detected"]]
+    assert (landing["method"], landing["framework"]) == ("cispo", "openrlhf")
+    assert landing["pull_requests"] == [f"{O}#702"]
+    assert landing["date"] == "2026-11-12"
+    assert "proposes" in data["rules"]["detected_landing"]

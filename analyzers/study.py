@@ -19,8 +19,9 @@ The rules (also returned as text under "rules", so every reader of the numbers h
 - Median days: the median of a framework's landing days (the mean of the two middle values
   for an even count).
 - Detected landing: a merged pull request in a framework's repository that the analyzers call
-  a method proposal and that links a catalog method (any, study method or not) the catalog
-  does not list for that framework; dated by its merge. Kept apart (`"detected": true` in
+  a method proposal and that proposes a catalog method (any, study method or not; proposed as
+  in the proposals' rule below: "like GRPO but ..." is no GRPO landing) the catalog does not
+  list for that framework; dated by its merge. Kept apart (`"detected": true` in
   `landings`): it counts in no verified number until the catalog lists the method there.
 - Proposals for methods no framework carries: proposals in the framework's repositories
   whose proposed catalog methods are carried by no framework (proposing none counts: the
@@ -79,8 +80,10 @@ RULES: dict[str, str] = {
     "median_days": "median of the framework's landing days; the mean of the two middle values "
                    "for an even count",
     "detected_landing": "a merged pull request in the framework's repositories that is a method "
-                        "proposal and links a catalog method the catalog does not list for that "
-                        "framework; dated by the merge, counted in no verified number",
+                        "proposal and proposes a catalog method the catalog does not list for "
+                        "that framework (proposed as in the proposals' rule: a method it names "
+                        "as a comparison, a base or the place the new one goes is not landed); "
+                        "dated by the merge, counted in no verified number",
     "proposals": "proposals (issues, pull requests, discussions) in the framework's repositories "
                  "whose proposed catalog methods no framework carries (none proposed counts: what "
                  "it proposes is not in the catalog); the proposed methods are those of the "
@@ -237,13 +240,14 @@ def _median(values: list[int]) -> float | int | None:
 
 def _detected(catalog: Catalog, threads: list[StudyThread], published: Mapping[str, date | None],
               seen: Mapping[str, str]) -> list[dict[str, Any]]:
-    """One detected landing per (method, framework): the earliest merged PR linking it."""
+    """One detected landing per (method, framework): the earliest merged PR proposing it (the
+    proposals' one rule, StudyThread.proposed: a PR citing GRPO as context does not land it)."""
     found: dict[tuple[str, str], list[StudyThread]] = {}
     for t in threads:
         fw = catalog.framework_for_repo(t.repo)
         if fw is None or t.kind != "pull_request" or not t.is_proposal or not t.merged:
             continue
-        for mid in t.methods:
+        for mid in t.proposed():
             method = catalog.methods.get(mid)
             if method is not None and not lands(method, fw.id):
                 found.setdefault((mid, fw.id), []).append(t)

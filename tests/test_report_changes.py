@@ -10,9 +10,10 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
+from sqlalchemy import select
 
 from bot.site.report import build_report, render_html, render_markdown, store_report
-from bot.store.models import JobRun
+from bot.store.models import JobRun, Thread
 from bot.store.types import format_datetime, utcnow
 from tests.test_report import DAY1, DAY2, OR, T, V, at, reply, seed
 
@@ -116,8 +117,8 @@ async def test_a_decline_read_again_as_a_redirect_is_no_new_decline(ctx: Any) ->
     """"Declined or redirected" is one change: a proposal declined the night before and read
     as redirected tonight (the nightly re-analysis under a new analyzer version, a closing
     comment edited to point elsewhere) was listed as declined again, and counted in the
-    night's total. A redirect of an open proposal is listed; a declined one reopened and
-    declined again within the night is no change (the report diffs the states it stored)."""
+    night's total. A redirect of an open proposal is listed (a declined one reopened and
+    declined again: `test_a_proposal_closed_again_since_the_previous_report_is_listed_again`)."""
     base = at(DAY1) - timedelta(days=5)
     await seed(ctx, V, 1, created=base, state="declined", replied=True)
     await seed(ctx, V, 2, created=base, state="open_replied", replied=True)
@@ -184,3 +185,44 @@ async def test_the_median_time_to_first_reply_is_rounded_once(ctx: Any) -> None:
     assert sorted(v["first_reply_days"] for v in data["snapshot"].values()
                   if v["framework"] == "verl") == [1.0, 1.1]
     assert verl["median_first_reply_days"] == 1.0
+
+
+async def closed(ctx: Any, repo: str, number: int, when: datetime) -> None:
+    """GitHub's `closed_at` as the store keeps it: the time of the thread's latest close."""
+    async with ctx.sessionmaker() as session:
+        thread = await session.scalar(select(Thread).where(Thread.repo == repo,
+                                                           Thread.number == number))
+        thread.closed_at = when
+        await session.commit()
+
+
+async def test_a_proposal_closed_again_since_the_previous_report_is_listed_again(
+        ctx: Any) -> None:
+    """Declined (or lapsed) at the previous report and again tonight, but closed anew since
+    that report read the store (GitHub sets `closed_at` at each close, so it was reopened in
+    between): a decline (a lapse) of this night, listed and counted, marked "again". Only the
+    two closes are known: the store keeps no history of states (review study71). On main the
+    report diffed the two states alone and called it no change. One closed before the
+    previous report and read again, or read again as a redirect, is still no change."""
+    base = at(DAY1) - timedelta(days=5)
+    for number, state in ((1, "declined"), (2, "lapsed"), (3, "declined"), (4, "declined")):
+        await seed(ctx, V, number, created=base, state=state, replied=True)
+        await closed(ctx, V, number, base + timedelta(days=1))
+    await night(ctx, DAY1)
+    # reopened and closed again after the report of DAY1 (built at 03:00 DAY1)
+    await closed(ctx, V, 1, at(DAY1, 20))
+    await closed(ctx, V, 2, at(DAY2, 1))
+    await seed(ctx, V, 3, created=base, state="redirected", replied=True)  # only read again
+    data = await night(ctx, DAY2)
+    verl = data["frameworks"]["verl"]["changes"]
+    assert [(c["key"], c.get("again")) for c in verl["declined_or_redirected"]] == [
+        (f"{V}#1", True)]
+    assert [(c["key"], c.get("again")) for c in verl["lapsed"]] == [(f"{V}#2", True)]
+    assert data["totals"]["declined_or_redirected"] == 1 and data["totals"]["lapsed"] == 1
+    assert (f"[`{V}#1`](/threads/{V}/1) (again: reopened and closed since the previous "
+            "report)") in data["markdown"]
+    html = render_html(data)
+    assert html.count("again: reopened and closed since the previous report") == 2
+    # the night after: the same closes are behind the previous report, no change
+    quiet = await night(ctx, DAY2 + timedelta(days=1))
+    assert quiet["totals"]["declined_or_redirected"] == 0 == quiet["totals"]["lapsed"]

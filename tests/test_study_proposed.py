@@ -5,7 +5,7 @@ PostgreSQL, through /api/study."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -32,18 +32,26 @@ async def client(ctx: AppContext) -> AsyncIterator[TestClient]:
         yield c
 
 
-async def test_a_proposal_naming_grpo_as_context_counts(ctx: AppContext,
-                                                        client: TestClient) -> None:
+async def store(ctx: AppContext, repo: str, rows: list[tuple[int, str, str, list[str]]], *,
+                kind: str, state: str, review_state: str,
+                closed: Callable[[int], datetime]) -> None:
+    """Proposals stored with their analysis (linked methods as the analysis stores them)."""
     async with ctx.sessionmaker() as session:
-        for number, title, body, methods in PROPOSALS:
-            thread = Thread(repo=V, number=number, kind="issue", state="closed", title=title,
-                            body=body, closed_at=datetime(2025, 12, 1, tzinfo=UTC))
+        for number, title, body, methods in rows:
+            thread = Thread(repo=repo, number=number, kind=kind, state=state, title=title,
+                            body=body, closed_at=closed(number))
             session.add(thread)
             await session.flush()
             session.add(Analysis(thread_id=thread.id, analyzer_version="test", is_proposal=True,
-                                 review_state="declined", methods=methods,
-                                 result={"review": {"state": "declined"}}))
+                                 review_state=review_state, methods=methods,
+                                 result={"review": {"state": review_state}}))
         await session.commit()
+
+
+async def test_a_proposal_naming_grpo_as_context_counts(ctx: AppContext,
+                                                        client: TestClient) -> None:
+    await store(ctx, V, PROPOSALS, kind="issue", state="closed", review_state="declined",
+                closed=lambda number: datetime(2025, 12, 1, tzinfo=UTC))
     data = await (await client.get("/api/study")).json()
     # FooPO (GRPO its comparison) and the estimator (GRPO where it goes) propose no catalog
     # method; GSPO and RLOO are carried (RLOO named by the opening post: the title names none)
@@ -63,3 +71,28 @@ def test_texts_not_given_keep_every_linked_method_as_proposed() -> None:
     study = compute_study(load_catalog(), [record(1), record(2, title="Add FooPO",
                                                           body="like GRPO, but ...")])
     assert study["sets"]["proposals.verl.all"] == [f"{V}#2"]
+
+
+OR = "OpenRLHF/OpenRLHF"
+# Merged method pull requests in OpenRLHF, which the catalog lists without CISPO:
+# (number, title, opening post, linked catalog methods as the analysis stores them)
+MERGED = [
+    (701, "Add FooPO loss", "FooPO clips like CISPO but keeps the token gradient.", ["cispo"]),
+    (702, "feat: add CISPO loss", "Implements CISPO from MiniMax-M1.", ["cispo"]),
+]
+
+
+async def test_a_merged_pull_request_citing_a_method_as_context_is_no_landing_of_it(
+        ctx: AppContext, client: TestClient) -> None:
+    """A detected landing counts what a merged proposal proposes, as the proposals table
+    does (review study71): FooPO's pull request names CISPO as its comparison, so it is no
+    CISPO landing in OpenRLHF; the one adding CISPO is. Failed on main (#701 the landing:
+    the earlier merge of the two)."""
+    await store(ctx, OR, MERGED, kind="pull_request", state="merged", review_state="merged",
+                closed=lambda number: datetime(2026, 11, number - 690, tzinfo=UTC))
+    data = await (await client.get("/api/study")).json()
+    [landing] = [x for x in data["landings"] if x["detected"]]
+    assert (landing["method"], landing["framework"]) == ("cispo", "openrlhf")
+    assert landing["pull_requests"] == [f"{OR}#702"]
+    assert landing["date"] == "2026-11-12"
+    assert "proposes" in data["rules"]["detected_landing"]

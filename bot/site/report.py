@@ -160,6 +160,9 @@ async def collect_state(ctx: Any, now: datetime) -> tuple[dict[str, dict[str, An
                         if m in catalog_methods],
             "arxiv_ids": list((analysis.arxiv_ids if analysis else None) or []),
             "created_at": format_datetime(thread.created_at),
+            # GitHub's time of the latest close (each close sets it anew): a proposal closed
+            # again after the previous report read the store was reopened in between
+            "closed_at": format_datetime(thread.closed_at),
             "first_reply_days": _days(first_reply - thread.created_at)
             if first_reply and thread.created_at else None,
         }
@@ -172,8 +175,13 @@ async def collect_state(ctx: Any, now: datetime) -> tuple[dict[str, dict[str, An
     return snapshot, extra
 
 
-def diff(previous: dict[str, dict[str, Any]] | None, current: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Changes between two snapshots, per change kind; proposals only."""
+def diff(previous: dict[str, dict[str, Any]] | None, current: dict[str, dict[str, Any]],
+         read_at: datetime | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Changes between two snapshots, per change kind; proposals only. `read_at`: when the
+    previous report read the store; a proposal declined (or lapsed) then and now, whose
+    latest close (GitHub's `closed_at`) is after it, was reopened and closed again in
+    between: it is listed again, marked `again` (the store keeps no history of states, so
+    what happened between the two closes is not known; docs/report.md)."""
     changes: dict[str, list[dict[str, Any]]] = {k: [] for k in CHANGE_KINDS}
     if previous is None:
         return changes
@@ -200,11 +208,20 @@ def diff(previous: dict[str, dict[str, Any]] | None, current: dict[str, dict[str
         was = (before or {}).get("state")
         # one change, declined or redirected: a decline read again as a redirect (a closing
         # comment edited, the nightly re-analysis) is not declined again
-        if now["state"] in DECLINED_STATES and was not in DECLINED_STATES:
-            changes["declined_or_redirected"].append(item)
-        if now["state"] in ("lapsed", "merged") and was != now["state"]:
-            changes[now["state"]].append(item)
+        again = before is not None and _closed_again(now, read_at)
+        if now["state"] in DECLINED_STATES and (was not in DECLINED_STATES or again):
+            changes["declined_or_redirected"].append(
+                {**item, "again": True} if was in DECLINED_STATES else item)
+        if now["state"] in ("lapsed", "merged") and (
+                was != now["state"] or (again and was == "lapsed")):
+            changes[now["state"]].append({**item, "again": True} if was == now["state"] else item)
     return changes
+
+
+def _closed_again(state: dict[str, Any], read_at: datetime | None) -> bool:
+    """Whether the thread's latest close is after `read_at` (the previous report's read)."""
+    closed = parse_datetime(state.get("closed_at"))
+    return read_at is not None and closed is not None and closed > read_at
 
 
 def _parsed(value: str) -> datetime:
@@ -316,7 +333,7 @@ async def build_report(ctx: Any, day: date | None = None, *,
         # report built at an earlier time lists none found after it.
         new_landings = await detected_since(session, _read_at(previous), until=now)
         resumed = await _resumed(session, _read_at(previous), now)
-    changes = diff(prev_snapshot, snapshot)
+    changes = diff(prev_snapshot, snapshot, _read_at(previous))
     # Failure reports opened up to the report: the nightly job builds today's at 03:00 UTC
     # (RLTRACKER_NIGHTLY_CRON), and the calendar day counted the three hours since midnight;
     # one opened later that day was in no report. A report of a day that has ended (a night

@@ -99,14 +99,20 @@ async def _merge_threads(session: AsyncSession, was: str, now: str) -> None:
 async def join_threads(session: AsyncSession, gone: Thread, kept: Thread) -> None:
     """One thread stored twice (under two names of a repository, or at both ends of a
     transfer) becomes `kept`: `gone`'s comments move to it (GitHub's comment ids are unique,
-    so none is there twice), a person's verdict on `gone` too when `kept` has none (a
-    verdict is the person's word on the thread, wherever it was given), and `kept` takes the
+    so none is there twice), a person's verdict on `gone` too when `kept` has none or an
+    earlier one (a verdict is the person's word on the thread, wherever it was given, and the
+    latest word wins by when it was given, as `set_verdict` decides; on a tie `kept`'s
+    stays), and `kept` takes the
     entry id of the one stored first (its feed entry: `first_repo`, `first_number`,
     `first_repo_id`); then `gone` is deleted (its analysis with it: the caller analyses the
     thread again)."""
     await session.execute(update(Comment).where(Comment.thread_id == gone.id)
                           .values(thread_id=kept.id).execution_options(synchronize_session=False))
-    if await session.scalar(select(Verdict.id).where(Verdict.thread_id == kept.id)) is None:
+    kept_given = await session.scalar(select(Verdict.given_at).where(Verdict.thread_id == kept.id))
+    gone_given = await session.scalar(select(Verdict.given_at).where(Verdict.thread_id == gone.id))
+    if gone_given is not None and (kept_given is None or gone_given > kept_given):
+        await session.execute(delete(Verdict).where(Verdict.thread_id == kept.id)
+                              .execution_options(synchronize_session=False))
         await session.execute(update(Verdict).where(Verdict.thread_id == gone.id)
                               .values(thread_id=kept.id)
                               .execution_options(synchronize_session=False))

@@ -85,3 +85,57 @@ async def test_a_recompute_reads_again_only_the_thread_stored(ctx: AppContext,
     # Nothing stored: the page's cache answers, the rule does not run.
     await client.get("/study")
     assert memo.runs == len(PROPOSALS) + 2
+
+
+async def test_a_new_process_reads_the_memo_the_nightly_step_kept(ctx: AppContext,
+                                                                  settings) -> None:
+    """The memo lived in the process only: the first /study of each process (a restart, a
+    deploy, every web replica) ran the rule on every opening post again (20,000 proposals:
+    about 11 CPU seconds on SQLite, docs/study.md "Review studyperf68"). The nightly step
+    keeps it in the store now (site71): a new process's first /study runs the rule on none
+    of them, then on the threads changed since (an edited opening post, an entry whose key
+    no longer matches), with the numbers of a computation from scratch."""
+    from sqlalchemy import text
+
+    from bot.app import create_app
+    from bot.site.study import refresh_study
+
+    for number, title, body, methods in PROPOSALS:
+        await _store(ctx, number, title, body, methods)
+    await refresh_study(ctx)  # the nightly step, in the worker's process
+    assert proposed_memo(ctx).runs == len(PROPOSALS)
+
+    async def first_study_of_a_new_process() -> tuple[dict[str, Any], int]:
+        fresh = AppContext.create(settings)
+        try:
+            async with TestClient(TestServer(create_app(fresh, worker=False))) as c:
+                study = await (await c.get("/api/study")).json()
+            return study, proposed_memo(fresh).runs
+        finally:
+            await fresh.close()
+
+    study, runs = await first_study_of_a_new_process()
+    assert runs == 0
+    assert _numbers(study) == _numbers(await _from_scratch(ctx))
+
+    async with ctx.sessionmaker() as session:
+        await upsert_thread(session, {"repo": V, "number": 801, "body": EDITED})
+        await session.execute(text(
+            "UPDATE proposed_methods SET key = 'read by another analyzer' WHERE thread_id = "
+            "(SELECT id FROM threads WHERE number = 803)"))
+        await session.commit()
+    study, runs = await first_study_of_a_new_process()
+    assert runs == 2  # 801 (edited) and 803 (its kept key stale)
+    assert f"{V}#801" in study["sets"]["proposals.verl.all"]
+    assert _numbers(study) == _numbers(await _from_scratch(ctx))
+
+    # The next night keeps the edited answers, and drops a thread deleted since.
+    async with ctx.sessionmaker() as session:
+        await session.execute(text("DELETE FROM threads WHERE number = 802"))
+        await session.commit()
+    await refresh_study(ctx)
+    study, runs = await first_study_of_a_new_process()
+    assert runs == 0
+    async with ctx.sessionmaker() as session:
+        kept = (await session.execute(text("SELECT count(*) FROM proposed_methods"))).scalar()
+    assert kept == len(PROPOSALS) - 1

@@ -204,23 +204,6 @@ async def test_verdicts_page_pages_through_every_verdict(ctx: AppContext, client
 MANY_VERDICTS = 250  # three pages of /verdicts
 
 
-def _link(html: str, rel: str) -> str | None:
-    found = re.search(rf'<a rel="{rel}" href="([^"]+)">', html)
-    return found.group(1).replace("&amp;", "&") if found else None
-
-
-async def _walk(client: TestClient, path: str, rel: str) -> list[tuple[str, list[str]]]:
-    """The pages met following `rel` links from `path`: (URL, the threads it lists)."""
-    pages: list[tuple[str, list[str]]] = []
-    next_path: str | None = path
-    while next_path is not None:
-        html = await _html(client, next_path)
-        pages.append((next_path, _threads_listed(html)))
-        next_path = _link(html, rel)
-        assert len(pages) < 20
-    return pages
-
-
 async def test_verdicts_page_by_cursor_both_ways(ctx: AppContext, client) -> None:
     """/verdicts linked its pages by number (`?page=N`, read by OFFSET) when /proposals,
     /methods/{id} and /failures/{key} linked theirs by cursor (site66). Its Older and Newer
@@ -231,6 +214,7 @@ async def test_verdicts_page_by_cursor_both_ways(ctx: AppContext, client) -> Non
 
     from bot.site.api import encode_cursor
     from bot.store.models import Verdict
+    from tests.test_site_queries import _walk
 
     async with ctx.sessionmaker() as s, s.begin():
         ids = list(await s.scalars(select(Thread.id).where(Thread.repo == "verl-project/verl")

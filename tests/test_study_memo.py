@@ -139,3 +139,29 @@ async def test_a_new_process_reads_the_memo_the_nightly_step_kept(ctx: AppContex
     async with ctx.sessionmaker() as session:
         kept = (await session.execute(text("SELECT count(*) FROM proposed_methods"))).scalar()
     assert kept == len(PROPOSALS) - 1
+
+
+def test_0025_proposed_methods_goes_down_and_up(db_url: str) -> None:
+    """Migration 0025: the kept memo, dropped on the way down (the next night makes it
+    again), made again, empty, on the way up as the model declares it; a row goes with its
+    thread."""
+    import asyncio
+
+    from sqlalchemy import inspect
+
+    from bot.store import migrate
+    from tests.test_migrations import _execute, _inspect, downgrade, schema_differences
+
+    asyncio.run(_execute(db_url, "INSERT INTO threads (id, repo, number, kind, title, state, "
+                                 "labels, assignees, complete, muted, stored_at) VALUES (5, 'o/r', "
+                                 "1, 'issue', 't', 'open', '[]', '[]', true, false, CURRENT_TIMESTAMP)"))
+    asyncio.run(_execute(db_url, "INSERT INTO proposed_methods (thread_id, key, methods) "
+                                 "VALUES (5, 'k', '[\"grpo\"]')"))
+    asyncio.run(_execute(db_url, "DELETE FROM threads WHERE id = 5"))
+    assert asyncio.run(_execute(db_url, "SELECT count(*) FROM proposed_methods")) == [(0,)]
+    downgrade(db_url, "0024")
+    tables = asyncio.run(_inspect(db_url, lambda conn: set(inspect(conn).get_table_names())))
+    assert "proposed_methods" not in tables and "threads" in tables
+    migrate.upgrade(db_url)
+    assert asyncio.run(_execute(db_url, "SELECT count(*) FROM proposed_methods")) == [(0,)]
+    assert schema_differences(db_url) == []

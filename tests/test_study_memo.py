@@ -165,3 +165,30 @@ def test_0025_proposed_methods_goes_down_and_up(db_url: str) -> None:
     migrate.upgrade(db_url)
     assert asyncio.run(_execute(db_url, "SELECT count(*) FROM proposed_methods")) == [(0,)]
     assert schema_differences(db_url) == []
+
+
+async def test_a_thread_deleted_while_the_memo_is_made_leaves_the_kept_rows(ctx: AppContext
+                                                                              ) -> None:
+    """A proposal deleted between the nightly computation and the keeping of its memo: the
+    store refuses its row; the step goes on (no error), the kept rows stay as they were, and
+    the next night keeps the memo."""
+    from sqlalchemy import text
+
+    from bot.site.study import keep_proposed, refresh_study
+
+    for number, title, body, methods in PROPOSALS:
+        await _store(ctx, number, title, body, methods)
+    memo = proposed_memo(ctx)
+    async with ctx.sessionmaker() as session:
+        await build_study(session, memo)
+        await session.execute(text("DELETE FROM threads WHERE number = 802"))
+        await session.commit()
+    await keep_proposed(ctx, memo)
+
+    async def kept() -> int:
+        async with ctx.sessionmaker() as session:
+            return (await session.execute(text("SELECT count(*) FROM proposed_methods"))).scalar()
+
+    assert await kept() == 0
+    await refresh_study(ctx)
+    assert await kept() == len(PROPOSALS) - 1

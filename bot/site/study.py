@@ -122,16 +122,17 @@ async def keep_proposed(ctx: Any, memo: ProposedMemo) -> None:
             select(ProposedMethods.thread_id, ProposedMethods.key))).all())
         changed = [tid for tid, (key, _) in memo.entries.items() if stored.get(tid) != key]
         dropped = changed + [tid for tid in stored if tid not in memo.entries]
-        for at in range(0, len(dropped), BODY_CHUNK):
-            await session.execute(delete(ProposedMethods).where(
-                ProposedMethods.thread_id.in_(dropped[at:at + BODY_CHUNK])))
-        for at in range(0, len(changed), BODY_CHUNK):
-            await session.execute(insert(ProposedMethods), [
-                {"thread_id": tid, "key": memo.entries[tid][0],
-                 "methods": list(memo.entries[tid][1])} for tid in changed[at:at + BODY_CHUNK]])
         try:
+            for at in range(0, len(dropped), BODY_CHUNK):
+                await session.execute(delete(ProposedMethods).where(
+                    ProposedMethods.thread_id.in_(dropped[at:at + BODY_CHUNK])))
+            for at in range(0, len(changed), BODY_CHUNK):
+                await session.execute(insert(ProposedMethods), [
+                    {"thread_id": tid, "key": memo.entries[tid][0],
+                     "methods": list(memo.entries[tid][1])}
+                    for tid in changed[at:at + BODY_CHUNK]])
             await session.commit()
-        except IntegrityError:
+        except IntegrityError:  # (raised by the insert, or by the commit where deferred)
             await session.rollback()
             log.info("study memo not kept this time: a thread was deleted while it was made")
 

@@ -1,7 +1,7 @@
 """Measured, not asserted: the tracker site and its JSON API on a small and a large store.
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/site_scale.py [--small 300] [--large 20000]
-        [--requests 5] [--database-url postgresql+asyncpg://.../postgres]
+        [--requests 5] [--database-url postgresql+asyncpg://.../postgres] [--lists-only]
 
 Builds each store through the project's own store code (`insert_new` for threads and comments,
 `store_analysis_if` for the analyses, `set_verdict`, `bury`, `build_report` + `store_report`,
@@ -372,12 +372,12 @@ async def html_seek_pages(client: Any, n_requests: int
     return by_number, number_ms, older_ms, newer_ms
 
 
-async def run_size(admin_url: str | None, n: int, n_requests: int, folder: str
-                   ) -> tuple[dict[str, tuple[int, int, float, int]],
+async def run_size(admin_url: str | None, n: int, n_requests: int, folder: str,
+                   lists_only: bool = False) -> tuple[dict[str, tuple[int, int, float, int]],
                               dict[str, tuple[str, int, int, float, float]],
                               tuple[str, float, float, float] | None]:
     """path -> (status, statements, median ms, bytes) on a store of `n` threads, and the
-    `seek_pages` and `html_seek_pages` figures."""
+    `seek_pages` and `html_seek_pages` figures (`lists_only`: these alone)."""
     from aiohttp.test_utils import TestClient, TestServer
 
     from bot.app import create_app
@@ -398,7 +398,7 @@ async def run_size(admin_url: str | None, n: int, n_requests: int, folder: str
             print(f"  store of {n} threads built in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
             out = {}
             async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
-                for path in routes(named):
+                for path in [] if lists_only else routes(named):
                     status, seen, body = await measure_body(client, ctx.engine, path)
                     ms, _ = await _median_ms(client, path, n_requests)
                     out[path] = (status, len(seen), ms, len(body))
@@ -412,9 +412,9 @@ async def run_size(admin_url: str | None, n: int, n_requests: int, folder: str
 async def main_async(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as folder:
         small, small_seek, small_html = await run_size(args.database_url, args.small,
-                                                       args.requests, folder)
+                                                       args.requests, folder, args.lists_only)
         large, large_seek, large_html = await run_size(args.database_url, args.large,
-                                                       args.requests, folder)
+                                                       args.requests, folder, args.lists_only)
     backend = "PostgreSQL" if args.database_url else "SQLite"
     print(f"{backend}: {args.small} and {args.large} threads ({COMMENTS_PER_THREAD} comments each), "
           f"median of {args.requests} requests")
@@ -447,6 +447,8 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=300)
     parser.add_argument("--large", type=int, default=20_000)
     parser.add_argument("--requests", type=int, default=5)
+    parser.add_argument("--lists-only", action="store_true",
+                        help="only the lists paged by offset and by cursor (the last two tables)")
     parser.add_argument("--database-url", default=None,
                         help="a PostgreSQL admin URL (postgresql+asyncpg://...); default SQLite")
     asyncio.run(main_async(parser.parse_args()))

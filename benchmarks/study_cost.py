@@ -8,7 +8,9 @@ citing catalog methods, an analysis linking them) through the store's own `inser
 times `bot.site.study.build_study`: from scratch (every opening post loaded and read by
 analyzers.proposed, what each recompute cost before studyperf68), then with the process's
 memo warm after one thread's opening post was edited (what a recompute costs once a thread is
-stored: the rule runs on that thread only). Prints wall and CPU seconds and the rule's runs.
+stored: the rule runs on that thread only), then the nightly step leaving the memo in the
+store and a new process's first recompute reading it (site71). Prints wall and CPU seconds
+and the rule's runs.
 Run against a tree without the memo (PYTHONPATH=/work/main) it prints the from-scratch row
 only. tests/test_study_memo.py holds the assertions (on the rule's runs and the numbers).
 
@@ -113,6 +115,17 @@ async def run_size(admin_url: str | None, n: int, body_bytes: int, folder: str
             _, _, again = await _timed(ctx, None)
             assert {k: v for k, v in warm.items() if k != "computed_at"} == \
                 {k: v for k, v in again.items() if k != "computed_at"}, "memo differs from scratch"
+            if not hasattr(study_module, "keep_proposed"):
+                return out
+            wall, cpu = time.perf_counter(), time.process_time()
+            await study_module.keep_proposed(ctx, memo)  # the nightly step's part (site71)
+            out.append(("nightly step keeps the memo", time.perf_counter() - wall,
+                        time.process_time() - cpu, None))
+            fresh = study_module.ProposedMemo(from_store=True)  # a new process's memo
+            wall, cpu, kept = await _timed(ctx, fresh)
+            out.append(("new process, memo kept", wall, cpu, fresh.runs))
+            assert {k: v for k, v in kept.items() if k != "computed_at"} == \
+                {k: v for k, v in again.items() if k != "computed_at"}, "kept memo differs"
             return out
         finally:
             await ctx.close()
@@ -133,7 +146,8 @@ async def main_async(args: argparse.Namespace) -> None:
         for n in args.sizes:
             for what, wall, cpu, runs in await run_size(args.database_url, n, args.body_bytes,
                                                         folder):
-                shown = "all" if runs is None else runs
+                shown = "-" if runs is None and what.startswith("nightly") else \
+                    "all" if runs is None else runs
                 print(f"{n:9}  {what:30} {wall:7.3f} {cpu:7.3f} {shown!s:>9}", flush=True)
 
 

@@ -201,6 +201,55 @@ async def test_verdicts_page_pages_through_every_verdict(ctx: AppContext, client
     assert re.search(r'<a rel="prev" href="/verdicts\?page=2">', past)
 
 
+MANY_VERDICTS = 250  # three pages of /verdicts
+
+
+async def test_verdicts_page_by_cursor_both_ways(ctx: AppContext, client) -> None:
+    """/verdicts linked its pages by number (`?page=N`, read by OFFSET) when /proposals,
+    /methods/{id} and /failures/{key} linked theirs by cursor (site66). Its Older and Newer
+    links carry cursors now (`after`, `before`): followed down and back up they give the
+    pages `?page=N` gives, latest first (ties of `given_at` by id), every verdict once; a
+    cursor the page did not write is a 400 saying so."""
+    from sqlalchemy import select
+
+    from bot.site.api import encode_cursor
+    from bot.store.models import Verdict
+    from tests.test_site_queries import _walk
+
+    async with ctx.sessionmaker() as s, s.begin():
+        ids = list(await s.scalars(select(Thread.id).where(Thread.repo == "verl-project/verl")
+                                   .order_by(Thread.id).limit(MANY_VERDICTS)))
+        # three verdicts a minute: the order's ties are broken by the verdict's id
+        s.add_all([Verdict(thread_id=i, is_failure_report=False, category=None, login="someone",
+                           role="author", given_at=START + timedelta(minutes=n // 3))
+                   for n, i in enumerate(ids)])
+    async with ctx.sessionmaker() as s:
+        latest_first = [f"{r}/{n}" for r, n in (await s.execute(
+            select(Thread.repo, Thread.number).join(Verdict, Verdict.thread_id == Thread.id)
+            .order_by(Verdict.given_at.desc(), Verdict.id.desc()))).all()]
+    down = await _walk(client, "/verdicts", "next")
+    numbered = [_threads_listed(await _html(client, "/verdicts" + (f"?page={n}" if n > 1 else "")))
+                for n in (1, 2, 3)]
+    assert [rows for _, rows in down] == numbered
+    assert [t for rows in numbered for t in rows] == latest_first
+    assert all("after=" in u and "page=" not in u for u, _ in down[1:]), down[1][0]
+    up = await _walk(client, down[-1][0], "prev")
+    assert [rows for _, rows in up] == numbered[::-1]
+    assert all("before=" in u and "page=" not in u for u, _ in up[1:-1]), [u for u, _ in up]
+    cursor_page = await _html(client, down[1][0])
+    assert "100 on this page" in cursor_page
+    threads_cursor = encode_cursor("threads", (START, ids[0]))
+    for query in ("after=x", "before=%%%", f"after={threads_cursor}",
+                  f"{down[1][0].split('?')[1]}&page=2"):
+        bad = await _html(client, f"/verdicts?{query}", status=400)
+        assert "must be a cursor of this list" in bad and _threads_listed(bad) == [], query
+    # past the oldest verdict nothing is left (verdicts removed since the link was made)
+    gone = encode_cursor("verdicts", (START - timedelta(days=1), 1))
+    past = await _html(client, f"/verdicts?after={gone}", status=404)
+    assert "none of these verdicts is left past that link" in past
+    assert re.search(r'<a rel="prev" href="/verdicts">', past)
+
+
 async def test_method_page_pages_through_every_thread_naming_it(ctx: AppContext, client) -> None:
     """The method page listed the 100 newest threads naming the method and linked only to the
     proposals among the rest: a thread naming it that is no proposal (a failure report citing

@@ -497,6 +497,32 @@ async def test_a_page_after_an_older_or_newer_link_is_sought_in_the_index(stores
                 assert "Index Cond: (ROW(" in plan, plan
 
 
+async def test_a_page_before_a_newer_link_reads_the_index_backwards_unsorted(stores) -> None:
+    """The rows before a Newer link's cursor were asked `created_at ASC` (NULLS LAST on
+    PostgreSQL), which the date index (`created_at DESC NULLS LAST, id DESC`, 0020) read
+    backwards does not give (it gives NULLS FIRST): PostgreSQL read every newer row, joined
+    and sorted them (site66: 111 ms near the end of /proposals at 20,000 threads). The
+    order is the index's, backwards, now (the cursor leaves no row of unknown date, so the
+    rows are the same): a plan with sorting disabled needs no Sort. SQLite puts NULLs first
+    ascending either way (the other test asserts its SEARCH of the index)."""
+    url, named = stores[LARGE]
+    async for client, ctx in _client(url):
+        if ctx.engine.dialect.name != "postgresql":
+            pytest.skip("SQLite's ascending order already is the index's read backwards")
+        first = await (await client.get("/proposals")).text()
+        second = await (await client.get(_link(first, "next") or "")).text()
+        with counting(ctx.engine) as seen:
+            await (await client.get(_link(second, "prev") or "")).read()
+        seek = [(s, p) for s, p in seen if "threads.id) >" in s]
+        assert len(seek) == 1, seen
+        async with ctx.engine.connect() as conn:
+            driver = (await conn.get_raw_connection()).driver_connection
+            await driver.execute("SET enable_sort = off")
+            plan = "\n".join(r[0] for r in await driver.fetch("EXPLAIN " + seek[0][0],
+                                                              *seek[0][1]))
+        assert "Sort" not in plan and "ix_threads_created_at_id" in plan, plan
+
+
 @pytest.mark.parametrize("query", [
     "after=x", "before=%%%", "after=WyJ0aHJlYWRzIiwxLDJd&page=2",
     # a cursor of another list (/api/actions'), and both directions at once

@@ -85,3 +85,110 @@ async def test_a_recompute_reads_again_only_the_thread_stored(ctx: AppContext,
     # Nothing stored: the page's cache answers, the rule does not run.
     await client.get("/study")
     assert memo.runs == len(PROPOSALS) + 2
+
+
+async def test_a_new_process_reads_the_memo_the_nightly_step_kept(ctx: AppContext,
+                                                                  settings) -> None:
+    """The memo lived in the process only: the first /study of each process (a restart, a
+    deploy, every web replica) ran the rule on every opening post again (20,000 proposals:
+    about 11 CPU seconds on SQLite, docs/study.md "Review studyperf68"). The nightly step
+    keeps it in the store now (site71): a new process's first /study runs the rule on none
+    of them, then on the threads changed since (an edited opening post, an entry whose key
+    no longer matches), with the numbers of a computation from scratch."""
+    from sqlalchemy import text
+
+    from bot.app import create_app
+    from bot.site.study import refresh_study
+
+    for number, title, body, methods in PROPOSALS:
+        await _store(ctx, number, title, body, methods)
+    await refresh_study(ctx)  # the nightly step, in the worker's process
+    assert proposed_memo(ctx).runs == len(PROPOSALS)
+
+    async def first_study_of_a_new_process() -> tuple[dict[str, Any], int]:
+        fresh = AppContext.create(settings)
+        try:
+            async with TestClient(TestServer(create_app(fresh, worker=False))) as c:
+                study = await (await c.get("/api/study")).json()
+            return study, proposed_memo(fresh).runs
+        finally:
+            await fresh.close()
+
+    study, runs = await first_study_of_a_new_process()
+    assert runs == 0
+    assert _numbers(study) == _numbers(await _from_scratch(ctx))
+
+    async with ctx.sessionmaker() as session:
+        await upsert_thread(session, {"repo": V, "number": 801, "body": EDITED})
+        await session.execute(text(
+            "UPDATE proposed_methods SET key = 'read by another analyzer' WHERE thread_id = "
+            "(SELECT id FROM threads WHERE number = 803)"))
+        await session.commit()
+    study, runs = await first_study_of_a_new_process()
+    assert runs == 2  # 801 (edited) and 803 (its kept key stale)
+    assert f"{V}#801" in study["sets"]["proposals.verl.all"]
+    assert _numbers(study) == _numbers(await _from_scratch(ctx))
+
+    # The next night keeps the edited answers, and drops a thread deleted since.
+    async with ctx.sessionmaker() as session:
+        await session.execute(text("DELETE FROM threads WHERE number = 802"))
+        await session.commit()
+    await refresh_study(ctx)
+    study, runs = await first_study_of_a_new_process()
+    assert runs == 0
+    async with ctx.sessionmaker() as session:
+        kept = (await session.execute(text("SELECT count(*) FROM proposed_methods"))).scalar()
+    assert kept == len(PROPOSALS) - 1
+
+
+def test_0025_proposed_methods_goes_down_and_up(db_url: str) -> None:
+    """Migration 0025: the kept memo, dropped on the way down (the next night makes it
+    again), made again, empty, on the way up as the model declares it; a row goes with its
+    thread."""
+    import asyncio
+
+    from sqlalchemy import inspect
+
+    from bot.store import migrate
+    from tests.test_migrations import _execute, _inspect, downgrade, schema_differences
+
+    asyncio.run(_execute(db_url, "INSERT INTO threads (id, repo, number, kind, title, state, "
+                                 "labels, assignees, complete, muted, stored_at) VALUES (5, 'o/r', "
+                                 "1, 'issue', 't', 'open', '[]', '[]', true, false, CURRENT_TIMESTAMP)"))
+    asyncio.run(_execute(db_url, "INSERT INTO proposed_methods (thread_id, key, methods) "
+                                 "VALUES (5, 'k', '[\"grpo\"]')"))
+    asyncio.run(_execute(db_url, "DELETE FROM threads WHERE id = 5"))
+    assert asyncio.run(_execute(db_url, "SELECT count(*) FROM proposed_methods")) == [(0,)]
+    downgrade(db_url, "0024")
+    tables = asyncio.run(_inspect(db_url, lambda conn: set(inspect(conn).get_table_names())))
+    assert "proposed_methods" not in tables and "threads" in tables
+    migrate.upgrade(db_url)
+    assert asyncio.run(_execute(db_url, "SELECT count(*) FROM proposed_methods")) == [(0,)]
+    assert schema_differences(db_url) == []
+
+
+async def test_a_thread_deleted_while_the_memo_is_made_leaves_the_kept_rows(ctx: AppContext
+                                                                              ) -> None:
+    """A proposal deleted between the nightly computation and the keeping of its memo: the
+    store refuses its row; the step goes on (no error), the kept rows stay as they were, and
+    the next night keeps the memo."""
+    from sqlalchemy import text
+
+    from bot.site.study import keep_proposed, refresh_study
+
+    for number, title, body, methods in PROPOSALS:
+        await _store(ctx, number, title, body, methods)
+    memo = proposed_memo(ctx)
+    async with ctx.sessionmaker() as session:
+        await build_study(session, memo)
+        await session.execute(text("DELETE FROM threads WHERE number = 802"))
+        await session.commit()
+    await keep_proposed(ctx, memo)
+
+    async def kept() -> int:
+        async with ctx.sessionmaker() as session:
+            return (await session.execute(text("SELECT count(*) FROM proposed_methods"))).scalar()
+
+    assert await kept() == 0
+    await refresh_study(ctx)
+    assert await kept() == len(PROPOSALS) - 1

@@ -198,7 +198,11 @@ async def thread_page(session: AsyncSession, *, limit: int, offset: int = 0,
     # A thread of unknown date last, on both databases (PostgreSQL sorted NULLs first in a
     # descending order, SQLite last).
     newest_first = (Thread.created_at.desc().nulls_last(), Thread.id.desc())
-    oldest_last = (Thread.created_at.asc(), Thread.id.asc())  # (newest_first read backwards)
+    # newest_first read backwards, the date index's order backwards (0020: created_at DESC
+    # NULLS LAST, id DESC) to the NULLS: PostgreSQL's plain ASC is NULLS LAST, which that
+    # index does not give, and near the end of a long list it read, joined and sorted every
+    # newer row (site71: 31-63 -> 2 ms). The rows read are dated, so the order is the same.
+    oldest_last = (Thread.created_at.asc().nulls_first(), Thread.id.asc())
     dated_rows = query.where(Thread.created_at.is_not(None))
     undated = query.where(Thread.created_at.is_(None))
     wanted = limit + 1  # one more than shown: whether a page beyond this one exists

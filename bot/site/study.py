@@ -12,7 +12,9 @@ detected landing once, and the nightly report lists it as new once.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import logging
 import math
 import sys
 from dataclasses import dataclass, field
@@ -20,7 +22,8 @@ from datetime import datetime
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, insert, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from analyzers.catalog import framework_id
@@ -28,8 +31,10 @@ from analyzers.version import ANALYZER_VERSION
 from bot.context import app_context
 from bot.site import data
 from bot.site.pages import json_response, not_found, render
-from bot.store.models import Analysis, JobRun, Thread
+from bot.store.models import Analysis, JobRun, ProposedMethods, Thread
 from bot.store.types import format_datetime, utcnow
+
+log = logging.getLogger(__name__)
 
 JOB_NAME = "study"
 HOW_TO_FILL = ("No proposals are stored yet. They come in with `rltracker sync` (set "
@@ -46,19 +51,29 @@ METHOD_SET_PREFIXES = ("landed", "first", "dated", "detected")
 
 @dataclass
 class ProposedMemo:
-    """Each stored proposal's proposed methods (analyzers.proposed), remembered with what they
-    were read from: the thread's row version (`stored_at`, moved by every write of the row, so
-    by an edited title or opening post), its title, the catalog methods its analysis links and
-    ANALYZER_VERSION. A recompute of the study runs the rule, and loads the opening post, only
-    for threads whose key changed (studyperf68: the rule over every opening post cost about
-    0.7 ms a proposal, seconds for thousands, on every recompute, and one is due whenever any
-    thread is stored). One per process (`ctx.extras`); None given to build_study: a fresh one."""
+    """Each stored proposal's proposed methods (analyzers.proposed), remembered with a digest
+    of what they were read from (`_memo_key`): the thread's row version (`stored_at`, moved
+    by every write of the row, so by an edited title or opening post), its title, the catalog
+    methods its analysis links and ANALYZER_VERSION. A recompute of the study runs the rule,
+    and loads the opening post, only for threads whose key changed (studyperf68: the rule
+    over every opening post cost about 0.7 ms a proposal, seconds for thousands, on every
+    recompute, and one is due whenever any thread is stored). One per process (`ctx.extras`),
+    which first reads the entries the nightly step kept in the store (`keep_proposed`,
+    site71); None given to build_study: a fresh one, from scratch."""
 
-    entries: dict[int, tuple[tuple[Any, ...], tuple[str, ...]]] = field(default_factory=dict)
+    entries: dict[int, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
     runs: int = 0  # how many times the rule ran, over all recomputes
+    from_store: bool = False  # the next recompute first reads the kept entries (once)
 
 
 BODY_CHUNK = 500  # thread ids per `IN (...)` when loading the opening posts to read again
+
+
+def _memo_key(row: Any) -> str:
+    """What a proposal's proposed methods are read from, as a digest the store can keep."""
+    stored_at = row.stored_at.isoformat() if row.stored_at is not None else None  # (to the µs)
+    read_from = [stored_at, row.title or "", list(row.methods or ()), ANALYZER_VERSION]
+    return hashlib.sha256(json.dumps(read_from).encode()).hexdigest()
 
 
 def _run_rule(texts: list[tuple[int, str, str | None, tuple[str, ...]]]
@@ -73,8 +88,13 @@ def _run_rule(texts: list[tuple[int, str, str | None, tuple[str, ...]]]
 async def _proposed(session: AsyncSession, rows: list[Any], memo: ProposedMemo
                     ) -> dict[int, tuple[str, ...]]:
     """thread id -> proposed methods for `rows`, the rule run only where the memo is stale."""
-    keys = {r.id: (r.stored_at, r.title or "", tuple(r.methods or ()), ANALYZER_VERSION)
-            for r in rows}
+    if memo.from_store:
+        kept_rows = await session.execute(select(ProposedMethods.thread_id, ProposedMethods.key,
+                                                 ProposedMethods.methods))
+        memo.entries = {**{tid: (key, tuple(methods)) for tid, key, methods in kept_rows.all()},
+                        **memo.entries}
+        memo.from_store = False
+    keys = {r.id: _memo_key(r) for r in rows}
     kept = {tid: entry for tid, entry in memo.entries.items()
             if tid in keys and entry[0] == keys[tid]}
     stale = [r for r in rows if r.id not in kept]
@@ -84,11 +104,37 @@ async def _proposed(session: AsyncSession, rows: list[Any], memo: ProposedMemo
         bodies.update((await session.execute(
             select(Thread.id, Thread.body).where(Thread.id.in_(ids)))).all())
     found = await asyncio.to_thread(
-        _run_rule, [(r.id, r.title or "", bodies.get(r.id), keys[r.id][2]) for r in stale])
+        _run_rule, [(r.id, r.title or "", bodies.get(r.id), tuple(r.methods or ()))
+                    for r in stale])
     memo.runs += len(found)
     kept.update((tid, (keys[tid], methods)) for tid, methods in found.items())
     memo.entries = kept  # the rows of now only: a thread gone or changed leaves nothing behind
     return {tid: entry[1] for tid, entry in kept.items()}
+
+
+async def keep_proposed(ctx: Any, memo: ProposedMemo) -> None:
+    """Leaves the memo in the store (`proposed_methods`) for the next process's first
+    computation: the entries whose key changed written again, those of threads gone dropped.
+    A thread deleted since the memo was made (its row refused) leaves the store's entries as
+    they were: the next night writes them."""
+    async with ctx.sessionmaker() as session:
+        stored = dict((await session.execute(
+            select(ProposedMethods.thread_id, ProposedMethods.key))).all())
+        changed = [tid for tid, (key, _) in memo.entries.items() if stored.get(tid) != key]
+        dropped = changed + [tid for tid in stored if tid not in memo.entries]
+        try:
+            for at in range(0, len(dropped), BODY_CHUNK):
+                await session.execute(delete(ProposedMethods).where(
+                    ProposedMethods.thread_id.in_(dropped[at:at + BODY_CHUNK])))
+            for at in range(0, len(changed), BODY_CHUNK):
+                await session.execute(insert(ProposedMethods), [
+                    {"thread_id": tid, "key": memo.entries[tid][0],
+                     "methods": list(memo.entries[tid][1])}
+                    for tid in changed[at:at + BODY_CHUNK]])
+            await session.commit()
+        except IntegrityError:  # (raised by the insert, or by the commit where deferred)
+            await session.rollback()
+            log.info("study memo not kept this time: a thread was deleted while it was made")
 
 
 async def _threads(session: AsyncSession, memo: ProposedMemo
@@ -127,8 +173,9 @@ async def _threads(session: AsyncSession, memo: ProposedMemo
 
 
 def proposed_memo(ctx: Any) -> ProposedMemo:
-    """The process's memo of proposed methods (the pages' and the nightly step's)."""
-    memo: ProposedMemo = ctx.extras.setdefault("study_proposed", ProposedMemo())
+    """The process's memo of proposed methods (the pages' and the nightly step's), which
+    first reads what the nightly step kept."""
+    memo: ProposedMemo = ctx.extras.setdefault("study_proposed", ProposedMemo(from_store=True))
     return memo
 
 
@@ -181,8 +228,10 @@ async def refresh_study(ctx: Any) -> dict[str, Any]:
     """The nightly step: compute the study, date the detected landings first seen now, and
     record the run (JobRun "study", the numbers in `counts`)."""
     started = utcnow()
+    memo = proposed_memo(ctx)
     async with ctx.sessionmaker() as session:
-        study, _ = await build_study(session, proposed_memo(ctx))
+        study, _ = await build_study(session, memo)
+    await keep_proposed(ctx, memo)  # a web process's first /study reads it (site71)
     now = format_datetime(started)
     new = []
     for x in study["landings"]:

@@ -10,6 +10,7 @@ Logins and titles are text from GitHub: the template escapes them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from aiohttp import web
@@ -20,8 +21,16 @@ from analyzers.catalog import framework_id
 from bot.context import app_context
 from bot.site import data
 from bot.site.api import api_paging
-from bot.site.pages import json_response, pager, past_last_page, read_page, render
+from bot.site.pages import (
+    ListRequest,
+    json_response,
+    list_pages,
+    list_url,
+    read_list_request,
+    render,
+)
 from bot.store.models import Analysis, Repository, Thread, Verdict
+from bot.store.types import Position, beyond
 from bot.store.verdicts import agreement, verdict_dict
 
 LIST_ROWS = 100  # verdicts per page of /verdicts, latest first (the figures count them all)
@@ -31,14 +40,56 @@ async def verdicts_data(session: AsyncSession, limit: int = LIST_ROWS, offset: i
                         ) -> dict[str, Any]:
     """The agreement figures, the verdicts latest first (the `limit` after the first
     `offset`: the page pages through them all) and the threads a verdict is wanted on."""
+    page = await verdict_page(session, limit=limit, offset=offset)
+    return await _with_figures(session, page)
+
+
+async def _with_figures(session: AsyncSession, page: data.ThreadPage) -> dict[str, Any]:
+    figures = await agreement(session)
+    return {"agreement": figures, "total": figures[-1]["verdicts"], "latest": page.rows,
+            "wanted": await wanted_verdicts(session)}
+
+
+async def verdict_page(session: AsyncSession, *, limit: int, offset: int = 0,
+                       after: Position | None = None, before: Position | None = None
+                       ) -> data.ThreadPage:
+    """The verdicts latest first (ties by id): the `limit` after the first `offset`, after
+    the verdict at `after` or before the one at `before` (the cursors of /verdicts' Older and
+    Newer links, as the thread lists', `data.thread_page`). A page `before` a verdict near the
+    top, with fewer than `limit` verdicts before it, is the first page (pages keep their size).
+    `given_at` is never empty, so no row falls outside the cursors' order."""
+    query = select(Verdict, Thread).join(Thread, Thread.id == Verdict.thread_id)
+    wanted = limit + 1  # one more than shown: whether a page beyond this one exists
+    if before is not None:
+        rows = (await session.execute(
+            query.where(beyond(Verdict.given_at, Verdict.id, before, descending=False))
+            .order_by(Verdict.given_at, Verdict.id).limit(wanted))).all()
+        if len(rows) < wanted:
+            return await verdict_page(session, limit=limit)
+        rows = rows[:limit][::-1]
+        return data.ThreadPage(_verdict_rows(rows), _position(rows[0]), _position(rows[-1]))
+    if after is not None:
+        query = query.where(beyond(Verdict.given_at, Verdict.id, after, descending=True))
+    rows = (await session.execute(query.order_by(Verdict.given_at.desc(), Verdict.id.desc())
+                                  .offset(offset).limit(wanted))).all()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return data.ThreadPage(_verdict_rows(rows),
+                           _position(rows[0]) if rows and (offset or after) else None,
+                           _position(rows[-1]) if more else None)
+
+
+def _position(row: Any) -> Position:
+    return row.Verdict.given_at, row.Verdict.id
+
+
+def _verdict_rows(rows: Sequence[Any]) -> list[dict[str, Any]]:
+    """The page's verdicts with their threads and the kinds' titles."""
     cat = data.catalog()
 
     def title(key: str | None) -> str | None:
         return cat.failures[key].title if key in cat.failures else key
 
-    rows = (await session.execute(
-        select(Verdict, Thread).join(Thread, Thread.id == Verdict.thread_id)
-        .order_by(Verdict.given_at.desc(), Verdict.id.desc()).offset(offset).limit(limit))).all()
     latest = []
     for v, t in rows:
         item = verdict_dict(v)
@@ -47,9 +98,7 @@ async def verdicts_data(session: AsyncSession, limit: int = LIST_ROWS, offset: i
                     category_title=title(v.category),
                     analyzer_category_title=title(v.analyzer_category))
         latest.append(item)
-    figures = await agreement(session)
-    return {"agreement": figures, "total": figures[-1]["verdicts"], "latest": latest,
-            "wanted": await wanted_verdicts(session)}
+    return latest
 
 
 # --- the threads where a verdict would teach the analyzer most ---------------------------------
@@ -147,26 +196,24 @@ def _wanted_row(r: Any) -> dict[str, Any]:
 
 
 async def verdicts_page(request: web.Request) -> web.Response:
-    """The figures and the verdicts, LIST_ROWS a page (`?page=`, the rule of /proposals)."""
-    typed = read_page(request)
-    page = typed[0] if typed else 1
-    offset = (page - 1) * LIST_ROWS if typed else 0
+    """The figures and the verdicts, LIST_ROWS a page, paged as the thread lists are
+    (`read_list_request`: Older and Newer links with cursors, a bookmarked `?page=N`)."""
+    asked = read_list_request(request, "verdicts", LIST_ROWS)
     async with app_context(request).sessionmaker() as session:
-        found = await verdicts_data(session, offset=offset)
-    if typed is None:
+        page = await verdict_page(session, **(asked.reads() if isinstance(asked, ListRequest)
+                                              else {"limit": LIST_ROWS}))
+        found = await _with_figures(session, page)
+    if isinstance(asked, str):
         found["latest"] = []
-        return render("verdicts.html", status=400, d=found, pages=None,
-                      error="page must be a whole number from 1")
+        return render("verdicts.html", status=400, d=found, pages=None, error=asked)
 
-    def url(n: int) -> str:
-        return "/verdicts" + (f"?page={n}" if n > 1 else "")
+    def url(n: int = 1, cursor: tuple[str, str] | None = None) -> str:
+        return list_url("/verdicts", {}, n, cursor)
 
-    if (last := past_last_page(page, found["total"], LIST_ROWS)) is not None:
-        return render("verdicts.html", status=404, d=found,
-                      pages=pager(url, last, found["total"], 0, 0, past=True),
-                      error=f"page {typed[1]} is past the last page of these verdicts ({last})")
-    return render("verdicts.html", d=found, error=None,
-                  pages=pager(url, page, found["total"], offset, len(found["latest"])))
+    status, pages, error = list_pages(asked, url, found["total"], page, "verdicts")
+    if error:
+        found["latest"] = []
+    return render("verdicts.html", status=status, d=found, pages=pages, error=error)
 
 
 async def api_verdicts(request: web.Request) -> web.Response:

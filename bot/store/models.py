@@ -291,6 +291,22 @@ class AnalysisFailure(Base):
     error: Mapped[str | None] = mapped_column(Text)
     failed_at: Mapped[datetime] = mapped_column(default=utcnow)
 
+class ProposedMethods(Base):
+    """The study's memo (bot.site.study.ProposedMemo) as the nightly step leaves it: each
+    stored proposal's proposed methods (analyzers.proposed) and `key`, a digest of what they
+    were read from (the row version, title, linked methods, ANALYZER_VERSION). A process's
+    first /study reads these instead of running the rule on every opening post, and runs it
+    only where the key no longer matches (migration 0025). Method ids only, no text; the row
+    goes with its thread."""
+
+    __tablename__ = "proposed_methods"
+    thread_id: Mapped[int] = mapped_column(
+        BigId, ForeignKey("threads.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    key: Mapped[str] = mapped_column(String(64))
+    methods: Mapped[list[Any]] = mapped_column(JSON, default=list)
+
+
 class Verdict(Base):
     """A person's word on a thread (`/rltracker kind <failure>`, `/rltracker not-a-failure`):
     whether it reports a training failure and of which kind, who said it (login; `author` of

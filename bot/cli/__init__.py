@@ -231,6 +231,16 @@ def _add_debug_flag(parser: argparse.ArgumentParser, *, top: bool = False) -> No
                 _add_debug_flag(child)
 
 
+def _name_subcommands(parser: argparse.ArgumentParser) -> None:
+    """A subcommand slot is named by its choices, as the usage line shows them: argparse
+    otherwise names a missing one by its `dest` ("required: papers_command")."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            action.metavar = "{" + ",".join(action.choices) + "}"
+            for child in dict.fromkeys(action.choices.values()):
+                _name_subcommands(child)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="rltracker", description=DESCRIPTION, epilog=EXIT_STATUS)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -434,6 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog="exit status: 0 printed; 1 the database failed; 2 a bad setting.")
     p.add_argument("--json", action="store_true", help="the study as JSON, as GET /api/study")
     _add_debug_flag(parser, top=True)
+    _name_subcommands(parser)
     return parser
 
 

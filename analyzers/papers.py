@@ -369,7 +369,9 @@ class PaperIndex:
         for i, paper in enumerate(list(self.papers)):
             short = paper.title.split(":", 1)[0].strip() if ":" in paper.title else ""
             if _SHORT_NAME_RE.fullmatch(short) and short.lower() not in framework_names:
-                self._add_alias(short, i, paper.method)
+                # The paper's name names none of its methods (DAPO is four): no method here,
+                # so the one a thread names beside it decides (link_papers, `named`).
+                self._add_alias(short, i, None)
         self._adding_catalog = False
 
     def _add_paper(self, p: dict[str, Any]) -> int:
@@ -1311,6 +1313,9 @@ def link_papers(thread: dict[str, Any], pool: PaperIndex | None = None) -> list[
     index = pool if pool is not None else catalog_index()
     found: dict[str, dict[str, Any]] = {}
     order: dict[str, tuple[int, int]] = {}  # key -> (text number, offset) of first evidence
+    # key -> (place, method) of the first catalog method the thread names for that paper: it
+    # wins over the paper's first method (an id cites DAPO; "dynamic sampling" says which).
+    named: dict[str, tuple[tuple[int, int], str]] = {}
 
     def add(key: str, entry: dict[str, Any], where: tuple[int, int]) -> None:
         old = found.get(key)
@@ -1333,6 +1338,8 @@ def link_papers(thread: dict[str, Any], pool: PaperIndex | None = None) -> list[
         paper = index.papers[pi]
         entry = {"arxiv_id": paper.arxiv_id, "title": paper.title, "method": method or paper.method}
         add(paper.key, {**entry, "how": "method_name", "score": score}, where)
+        if method and (paper.key not in named or where < named[paper.key][0]):
+            named[paper.key] = (where, method)
 
     # Evidence already added: a later identical hit (same id, same name, same code value)
     # changes nothing, because its entry is the same and the earliest place wins; skipping
@@ -1406,6 +1413,8 @@ def link_papers(thread: dict[str, Any], pool: PaperIndex | None = None) -> list[
             alias_done[id(al)] = place
             pi, method = owners[0]
             add_method(pi, method, al.score, (ti, start))
+    for key, (_, method) in named.items():
+        found[key]["method"] = method
     keys = sorted(found, key=lambda k: (_HOW_RANK[found[k]["how"]], order[k]))
     return [found[k] for k in keys]
 

@@ -120,7 +120,9 @@ def _mentions(text: str, index: PaperIndex) -> list[_Mention]:
         first = bisect.bisect_left(starts, start)
         last = min(first + alias.ntokens - 1, len(toks) - 1)
         comparing = in_context(prose, start, toks.end(last))
-        out.extend((method, comparing, False) for _, method in alias.papers)
+        # a paper's own name (DAPO) names no one method of it: its first, as link_papers does
+        out.extend((method or index.papers[pi].method, comparing, False)
+                   for pi, method in alias.papers)
     return out
 
 

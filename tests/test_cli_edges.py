@@ -488,3 +488,21 @@ def test_repos_resume_names_the_repository_as_stored_once(db_url: str) -> None:
     assert again.returncode == 0 and again.stdout == ""
     assert again.stderr == ("rltracker repos: comments in Foo-Org/Bar are not paused; "
                             "nothing to resume\n")
+
+
+# ------------------------------------------------------------------ a command without its subcommand
+@pytest.mark.parametrize(("args", "choices"), [
+    ((), "{serve,migrate,analyze,replay,sync,report,rules,stats,papers,preview,deliveries,"
+         "verdicts,repos,study}"),
+    (("papers",), "{import,fetch}"),
+    (("verdicts",), "{export,wanted}"),
+    (("repos",), "{resume}"),
+])
+def test_a_missing_subcommand_names_the_ones_there_are(args: tuple[str, ...], choices: str) -> None:
+    """`rltracker papers` alone said "the following arguments are required: papers_command":
+    the parser's internal name for the slot, which is no word the help uses nor one a person
+    could type. The line names the subcommands, as the usage line shows them."""
+    line = one_line(text(rltracker(*args)), " ".join(args), 2) if args else \
+        text(rltracker()).stderr.strip()
+    assert "_command" not in line and ": command " not in line, line
+    assert f"required: {choices} " in line, line

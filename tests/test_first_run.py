@@ -326,6 +326,21 @@ async def test_every_empty_section_says_what_fills_it(ctx: AppContext, token: st
         assert "<code>rltracker report</code> builds today's at once" in html and "rltracker sync" in html
 
 
+async def test_the_empty_sections_replay_line_names_this_services_webhook(ctx: AppContext) -> None:
+    """The empty tracker's "replay the examples" line is a command to copy: it named
+    http://localhost:8000/webhook whatever port or address served the page (`serve --port
+    8771` answered a copied command with "cannot connect"). It names this service's own
+    webhook, at RLTRACKER_PUBLIC_URL (the default: localhost at the port served)."""
+    from bot.app import create_app
+
+    ctx.settings = dataclasses.replace(ctx.settings, token=None,
+                                       public_url="https://tracker.example.org/rl")
+    async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
+        html = await (await client.get("/")).text()
+    assert "--url https://tracker.example.org/rl/webhook --secret" in html
+    assert "localhost:8000" not in html
+
+
 def test_fresh_moves_every_timestamp_by_one_offset() -> None:
     from datetime import UTC, datetime
 

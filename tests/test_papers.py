@@ -154,6 +154,25 @@ def test_known_arxiv_id_gets_title_and_method() -> None:
     assert p["title"].startswith("DAPO") and p["method"] == "clip-higher"
 
 
+def test_method_the_thread_names_wins_over_the_papers_first() -> None:
+    """DAPO's paper is the paper of four catalog methods; a thread citing it by id and naming
+    one of them ("dynamic sampling") is about that one. The entry carried the paper's first
+    method (clip-higher) whatever the thread named, so TRL's proposal to add DAPO dynamic
+    sampling was listed under Clip-higher and /methods/dynamic-sampling said no thread names
+    it. The paper's own name ("DAPO") names none of its methods: the first one stays."""
+    body = ("Please add dynamic sampling from DAPO (https://arxiv.org/abs/2503.14476): groups "
+            "whose completions all get the same reward give no gradient.")
+    got = links(thread("Support DAPO dynamic sampling in GRPOTrainer", body))
+    assert got["2503.14476"]["how"] == "arxiv_id"
+    assert got["2503.14476"]["method"] == "dynamic-sampling"
+    # the first method named wins, in the thread's order, the code spans' included
+    got = links(thread("Overlong filtering", "and `clip_ratio_high` as in arXiv:2503.14476, "
+                       "then clip-higher and dynamic sampling"))
+    assert got["2503.14476"]["method"] == "overlong-filtering"
+    got = links(thread("DAPO results", "We tried DAPO (arXiv:2503.14476) on Qwen."))
+    assert got["2503.14476"]["method"] == "clip-higher"
+
+
 def test_unknown_arxiv_id_is_kept_without_title() -> None:
     got = links(thread("New idea", "see arXiv:2611.04321 for details"))
     assert got["2611.04321"] == {

@@ -162,12 +162,16 @@ async def test_preview_days_beyond_the_bound_is_refused(ctx: Any) -> None:
             assert (await client.get(f"/repos/{VERL}/preview", params={"days": days})).status == 200
 
 
-@pytest.mark.parametrize("days", ["0", "91", "100000000000"])
+@pytest.mark.parametrize("days", ["0", "91", "100000000000", "-1", "x"])
 def test_preview_command_days_bounds(db_url: str, monkeypatch: Any, capsys: Any, days: str) -> None:
+    """One range, one message: `--days -1` and `--days x` said "a whole number, 0 or more",
+    which 0 is not (user71)."""
     from bot.cli import main
 
     monkeypatch.setenv("DATABASE_URL", db_url)
     with pytest.raises(SystemExit) as exit_status:
         main(["preview", VERL, "--days", days])
     assert exit_status.value.code == 2
-    assert "--days: expected a whole number from 1 to 90" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("rltracker preview: argument --days: ") and err.count("\n") == 1, err
+    assert "expected a whole number from 1 to 90" in err, err

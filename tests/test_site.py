@@ -444,3 +444,12 @@ async def test_framework_page_says_the_rule_notes_as_the_comment_does(client, ct
         assert note in html, note
     assert "sign-off / cla" not in html and ", ci." not in html
     assert "docs/testing.md" in html
+
+
+async def test_thread_lists_name_the_framework_as_every_other_page_does(client) -> None:
+    """The thread lists' Framework column wrote the catalog id ("trl") beside the filter that
+    says "TRL", the front page's "TRL" and the thread page's "framework TRL"; the link still
+    goes to the id's page."""
+    html = await _text(client, "/proposals")
+    assert '<td><a href="/frameworks/trl">TRL</a></td>' in html
+    assert '<a href="/frameworks/trl">trl</a>' not in html

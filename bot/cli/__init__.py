@@ -113,7 +113,7 @@ def _port(text: str) -> int:
 # process pool (`analyze --jobs`: an OverflowError). --jobs has a bound of its own: more
 # processes than a machine has CPUs only cost memory, each holding the analyzers; so has serve's
 # --workers (a key held down spawned a process per unit until memory ran out). Other counts
-# are checked by their commands (preview's --days: 1 to 90).
+# have their own types (preview's --days: 1 to 90).
 MAX_LIMIT = 2**31 - 1
 MAX_JOBS = 1024
 
@@ -138,6 +138,19 @@ def _jobs(text: str) -> int:
 
 def _limit(text: str) -> int:
     return _count(text, MAX_LIMIT)
+
+
+def _days(text: str) -> int:
+    """preview's --days: 1 to MAX_DAYS, one message for every value outside (-1, 0, 91, x)."""
+    from bot.speaking.preview import MAX_DAYS  # imported only when --days is given
+
+    try:
+        days = _count(text, MAX_DAYS)
+    except argparse.ArgumentTypeError:
+        days = 0
+    if days < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number from 1 to {MAX_DAYS}")
+    return days
 
 
 _REPO_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
@@ -229,6 +242,16 @@ def _add_debug_flag(parser: argparse.ArgumentParser, *, top: bool = False) -> No
         if isinstance(action, argparse._SubParsersAction):
             for child in dict.fromkeys(action.choices.values()):
                 _add_debug_flag(child)
+
+
+def _name_subcommands(parser: argparse.ArgumentParser) -> None:
+    """A subcommand slot is named by its choices, as the usage line shows them: argparse
+    otherwise names a missing one by its `dest` ("required: papers_command")."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            action.metavar = "{" + ",".join(action.choices) + "}"
+            for child in dict.fromkeys(action.choices.values()):
+                _name_subcommands(child)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -383,7 +406,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "--days, OWNER/NAME or setting.")
     p.add_argument("repo", metavar="OWNER/NAME", type=_repo_name,
                    help="a repository whose issues are stored (rltracker sync --repo OWNER/NAME)")
-    p.add_argument("--days", type=_count, default=30, metavar="N",
+    p.add_argument("--days", type=_days, default=30, metavar="N",
                    help="issues opened in the last N days, 1 to 90 (default 30)")
 
     p = sub.add_parser("deliveries", help="webhook deliveries that failed, and re-queueing them",
@@ -434,6 +457,7 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog="exit status: 0 printed; 1 the database failed; 2 a bad setting.")
     p.add_argument("--json", action="store_true", help="the study as JSON, as GET /api/study")
     _add_debug_flag(parser, top=True)
+    _name_subcommands(parser)
     return parser
 
 

@@ -70,6 +70,7 @@ def code_spans(text: str | None, isolate: bool = False) -> Markup:
 def render(template: str, status: int = 200, **context: Any) -> web.Response:
     env = html_env()
     env.globals.setdefault("state_labels", STATE_LABELS)
+    env.globals.setdefault("framework_names", _framework_names())  # id -> "TRL", "NeMo-RL"
     env.filters.setdefault("code_spans", code_spans)
     body = env.get_template(f"site/{template}").render(**context)
     return web.Response(text=body, status=status, content_type="text/html", charset="utf-8",

@@ -68,11 +68,13 @@ async def backfill_progress(session: AsyncSession) -> dict[str, Any] | None:
 
 async def tracking_state(session: AsyncSession, settings: Any) -> dict[str, Any]:
     """What the empty sections of the pages say: whether anything is stored yet (`threads`,
-    true or false), whether a first backfill is running, and whether this service could read
-    GitHub at all."""
+    true or false), whether a first backfill is running, whether this service could read
+    GitHub at all, and its webhook's URL (`webhook_url`)."""
     # Whether one is stored, not how many: every page asks, and a count read the whole table.
     stored = await session.scalar(select(Thread.id).limit(1)) is not None
     running = await session.scalar(select(JobRun.id).where(
         JobRun.name == FIRST_BACKFILL, JobRun.outcome == "running", alive()).limit(1))
     return {"threads": stored, "backfill_running": running is not None,
-            "github": can_read_github(settings)}
+            "github": can_read_github(settings),
+            # where `rltracker replay` sends the examples: this service, not a fixed port
+            "webhook_url": f"{settings.public_url}/webhook"}

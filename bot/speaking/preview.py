@@ -475,12 +475,6 @@ def preview_command(args: argparse.Namespace) -> int:
     from bot.config import Settings
     from bot.context import AppContext
 
-    if not 1 <= args.days <= MAX_DAYS:
-        # --days 0 printed "0 of 0 issues would get a comment"; a huge one, a traceback.
-        print(f"rltracker preview: --days: expected a whole number from 1 to {MAX_DAYS}",
-              file=sys.stderr)
-        raise SystemExit(2)
-
     async def main() -> int:
         ctx = AppContext.create(Settings.from_env(dry_run=True))
         try:

@@ -42,17 +42,22 @@ def test_a_command_after_or_beside_such_words_is_read(body: str, parsed: Any) ->
     assert parse_command(body) == parsed
 
 
+@pytest.mark.parametrize("body", [
+    "The reporter asked for\n<blockquote>\n/rltracker kind kl_growth\n</blockquote>\n"
+    "but the logs show an entropy collapse; let us look again.",
+    # security71: shown as code (failed on main: the verdict was recorded)
+    "If you are sure, a maintainer can write\n<code>\n/rltracker kind kl_growth\n</code>\n"
+    "but the logs show an entropy collapse.",
+])
 async def test_a_maintainer_quoting_a_reporters_verdict_gives_none(
-        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
+        app_ctx: Any, fake_github: Any, shared_dir: Path, body: str) -> None:
     from gidgethub import sansio
 
     await install(app_ctx, fake_github)
     await open_issue(app_ctx, fake_github, 5)
     data = json.loads((shared_dir / "fixtures" / "webhooks" / "issue_comment" / "created.json")
                       .read_text())
-    data["comment"].update(id=880001, author_association="OWNER", body=(
-        "The reporter asked for\n<blockquote>\n/rltracker kind kl_growth\n</blockquote>\n"
-        "but the logs show an entropy collapse; let us look again."))
+    data["comment"].update(id=880001, author_association="OWNER", body=body)
     data["issue"].update(number=5, state="open")
     data["repository"]["full_name"] = VERL
     data["installation"] = {"id": INST}
@@ -130,24 +135,3 @@ def test_a_command_shown_as_code_through_html_or_a_span_across_lines_is_none(bod
 def test_a_command_beside_code_closed_before_it_is_read(body: str, parsed: Any) -> None:
     assert parse_command(body) == parsed
 
-
-async def test_a_maintainer_showing_a_verdict_in_code_gives_none(
-        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
-    """Failed on main: the maintainer's verdict was recorded from the command they showed."""
-    from gidgethub import sansio
-
-    await install(app_ctx, fake_github)
-    await open_issue(app_ctx, fake_github, 5)
-    data = json.loads((shared_dir / "fixtures" / "webhooks" / "issue_comment" / "created.json")
-                      .read_text())
-    data["comment"].update(id=880002, author_association="OWNER", body=(
-        "If you are sure, a maintainer can write\n<code>\n/rltracker kind kl_growth\n</code>\n"
-        "but the logs show an entropy collapse."))
-    data["issue"].update(number=5, state="open")
-    data["repository"]["full_name"] = VERL
-    data["installation"] = {"id": INST}
-    event = sansio.Event(data, event="issue_comment", delivery_id="code-880002")
-    assert await handle_command(event, app_ctx) == "no_command"
-    async with app_ctx.sessionmaker() as session:
-        assert list(await session.scalars(select(Verdict))) == []
-    assert not fake_github.requests("POST")

@@ -1276,11 +1276,9 @@ def catalog_index() -> PaperIndex:
 
 # ---- threads ----------------------------------------------------------------------------
 def _is_bot_comment(c: dict[str, Any]) -> bool:
-    if c.get("author_is_bot"):
-        return True
-    author = str(c.get("author") or "")
-    body = c.get("body") or ""
-    return author.endswith("[bot]") or "<!-- rltracker:" in body
+    """A bot's comment (the app's own among them): told by its author, not by the app's
+    `<!-- rltracker:` marker, which a person's comment may hold too (security71)."""
+    return bool(c.get("author_is_bot")) or str(c.get("author") or "").endswith("[bot]")
 
 
 def thread_texts(thread: dict[str, Any]) -> list[str]:

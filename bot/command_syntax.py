@@ -9,12 +9,15 @@ A command is a line of its own that starts with `/rltracker` (any case; a full-w
 Chinese input methods type it, and the full-width letters their full-width mode types with it,
 read as NFKC; zero-width characters ignored), read in the first 64 KiB.
 What GitHub shows as code (a fenced block, a line indented four columns, an HTML `<pre>`
-block), hides (an HTML comment) or folds away (`<details>`), and what quotes someone else (a `>`
+or `<code>` block, a `<textarea>`, a code span running across a paragraph's lines, as a
+hard-wrapped "type `` ` `` and a new line starting `/rltracker stop`"), hides (an HTML
+comment) or folds away (`<details>`), and what quotes someone else (a `>`
 quote, an HTML `<blockquote>` block, or everything below an e-mail reply's header:
 `On ... wrote:`, `在 ... 写道：` or Outlook's `From:` naming an address, and `-----Original Message-----`; Outlook does not quote
 the original with `>`) is no command: "to silence it, write ```/rltracker stop```" asks for nothing.
 Lines end where GitHub ends them (LF, CR, CRLF; not at U+2028 or a form feed, which it shows
-inside a line). Every rule is a scan of each line with string methods, linear on 64 KiB.
+inside a line). Every rule is a scan of each line with string methods, linear on 64 KiB (a
+paragraph's backtick runs are paired with one pointer per run length).
 """
 
 from __future__ import annotations
@@ -33,8 +36,9 @@ _TRAILING = ".,;:!?。，；：！？、"
 _LINE_END = re.compile(r"\r\n|\r|\n")  # CommonMark's line endings (no quantifier: linear)
 # HTML blocks whose lines GitHub shows folded (`<details>`), quoted (`<blockquote>`: a
 # maintainer quoting a reporter's `/rltracker kind ...` gave the verdict as theirs) or as code
-# (`<pre>`): no command inside, as in a `>` quote or a fence.
-_HIDING_TAGS = ("details", "blockquote", "pre")
+# (`<pre>`, `<code>`; a `<textarea>`, whose tags GitHub's tag filter prints as text, frames
+# what it holds as a sample): no command inside, as in a `>` quote or a fence.
+_HIDING_TAGS = ("details", "blockquote", "pre", "code", "textarea")
 
 
 def _lines(text: str, keepends: bool = False) -> list[str]:
@@ -89,6 +93,74 @@ def _outside_code_spans(line: str) -> str:
     return " ".join(parts[0::2])
 
 
+def _backtick_runs(line: str) -> list[int]:
+    """The length of each run of backticks in `line`, in order."""
+    runs: list[int] = []
+    pos = line.find("`")
+    while pos >= 0:
+        end = pos
+        while end < len(line) and line[end] == "`":
+            end += 1
+        runs.append(end - pos)
+        pos = line.find("`", end)
+    return runs
+
+
+def _in_spans(paragraph: list[tuple[int, str]]) -> set[int]:
+    """The line indexes of `paragraph` (its (index, line) pairs) whose start lies inside a
+    code span opened on an earlier line of it: CommonMark pairs a run of backticks with the
+    next run of the same length in the paragraph, across its lines (an unpaired run is
+    literal). Linear: each length's runs are visited once, by a pointer that only advances."""
+    runs = [(n, length) for n, line in paragraph if "`" in line for length in _backtick_runs(line)]
+    if len(runs) < 2:
+        return set()
+    by_length: dict[int, list[int]] = {}
+    for i, (_, length) in enumerate(runs):
+        by_length.setdefault(length, []).append(i)
+    pointer = dict.fromkeys(by_length, 0)
+    inside: set[int] = set()
+    i = 0
+    while i < len(runs):
+        n, length = runs[i]
+        same = by_length[length]
+        while pointer[length] < len(same) and same[pointer[length]] <= i:
+            pointer[length] += 1
+        if pointer[length] == len(same):
+            i += 1  # no closer: a literal run
+            continue
+        closer = same[pointer[length]]
+        inside.update(range(n + 1, runs[closer][0] + 1))
+        i = closer + 1
+    return inside
+
+
+def _heading(text: str) -> bool:
+    """An ATX heading line (`#` to `######`, then a space or the end), spaces stripped."""
+    hashes = len(text) - len(text.lstrip("#"))
+    return 0 < hashes <= 6 and text[hashes:hashes + 1] in ("", " ", "\t")
+
+
+def _starts_block(line: str) -> bool:
+    """A line that starts a block of its own or in a new container, after up to three
+    spaces: a heading, a list item (`-`, `*`, `+`, `1.`, `1)` and a space), a `>` quote, a
+    setext underline or a thematic break. A code span of the paragraph before it does not go
+    on into it. (A command line, starting with a slash, starts no block: it goes on the
+    paragraph before it.)"""
+    if _indent(line) > 3:
+        return False
+    text = line.strip(" \t")
+    if text[:1] == ">" or _heading(text) or (text and text.strip(text[0]) == "" and text[0] in "=-*_"):
+        return True
+    marker = len(text) - len(text.lstrip("0123456789"))
+    if 0 < marker <= 9 and text[marker:marker + 1] in (".", ")"):
+        marker += 1
+    elif text[:1] in ("-", "*", "+"):
+        marker = 1
+    else:
+        return False
+    return text[marker:marker + 1] in ("", " ", "\t")
+
+
 def _tags_opened(lowered: str, tag: str, start: str = "<") -> int:
     """How many `<tag>` or `<tag attributes...` a lowercased line opens (not `<tagname...>`
     of a longer name: `<preview>` is no `<pre>`); with `start` "</", how many it closes."""
@@ -139,8 +211,12 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
     in_comment = False
     hiding = dict.fromkeys(_HIDING_TAGS, 0)  # open blocks of each tag (a stray `</details>`
     # in a quote closes no `<blockquote>`)
+    paragraph: list[tuple[int, str]] = []  # the text lines since the last block break
+    spanned: set[int] = set()  # command lines inside a code span across lines
     for n, raw in enumerate(_lines((body or "")[:_MAX_BODY])):
         if not raw or raw.isspace():
+            spanned |= _in_spans(paragraph)  # a blank line ends a paragraph
+            paragraph = []
             continue  # changes no state (a fence, a comment, <details> go on across it)
         line = raw.translate(_INVISIBLE)
         if fence is not None:
@@ -179,9 +255,13 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
                 if hiding[tag]:
                     hiding[tag] = max(0, hiding[tag] - _tags_opened(lowered, tag, "</"))
         if hidden:
+            spanned |= _in_spans(paragraph)
+            paragraph = []
             continue
         opening = _fence(line)
         if opening is not None:
+            spanned |= _in_spans(paragraph)
+            paragraph = []
             fence = opening[:2]
             continue
         text = line.strip()
@@ -189,10 +269,18 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
             break
         if _indent(line) >= 4:  # an indented code block
             continue
+        if _starts_block(line):
+            spanned |= _in_spans(paragraph)
+            paragraph = []
+        paragraph.append((n, line))
+        if _heading(text):  # a heading ends on its line
+            spanned |= _in_spans(paragraph)
+            paragraph = []
         words = _words(line)
         if words is not None:
             found.append((n, words))
-    return found
+    spanned |= _in_spans(paragraph)
+    return [(n, words) for n, words in found if n not in spanned]
 
 
 def _command(words: list[str]) -> tuple[str, list[str]]:

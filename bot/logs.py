@@ -118,6 +118,24 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, ensure_ascii=False, default=str).translate(_UNSAFE)
 
 
+# A plain line's message (`PlainFormatter`): every control character (C0 with tab, line feed
+# and carriage return, DEL, C1) and U+2028/9 as a backslash-u escape, as in a JSON line.
+_PLAIN_UNSAFE = {**{c: f"\\u{c:04x}" for c in range(0x20)}, **_UNSAFE}
+
+
+class PlainFormatter(logging.Formatter):
+    """A command's log as plain lines (`rltracker sync`): each record's message on one line
+    (a GraphQL error's message from GitHub, a skip reason quoting a repository's labels could
+    start a line reading as the command's own, or drive the terminal; security71), secrets
+    scrubbed as in a JSON line. A traceback keeps its own lines."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = str(_scrub(record.getMessage())).translate(_PLAIN_UNSAFE)
+        if record.exc_info:
+            line += "\n" + str(_scrub(self.formatException(record.exc_info)))
+        return line
+
+
 class _MalformedRequests(logging.Filter):
     """aiohttp's line for a request its HTTP parser refused (a header line without a colon, a
     control character in the path, a header over 8 KiB, a bad chunk size: what scanners and
@@ -149,14 +167,15 @@ class _MalformedRequests(logging.Filter):
 _MALFORMED = _MalformedRequests()
 
 
-def configure_logging(level: str | int = "INFO", stream: Any = None) -> None:
-    """Route every logger through one JSON handler on stderr (idempotent)."""
+def configure_logging(level: str | int = "INFO", stream: Any = None, plain: bool = False) -> None:
+    """Route every logger through one JSON handler on stderr (idempotent); `plain`: one
+    `PlainFormatter` line per record instead (a command a person reads)."""
     root = logging.getLogger()
     for handler in list(root.handlers):
         if getattr(handler, "_rltracker", False):
             root.removeHandler(handler)
     handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(PlainFormatter() if plain else JsonFormatter())
     handler._rltracker = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(level)

@@ -41,12 +41,14 @@ def test_quiet_rules_table() -> None:
     # commands, the app's own comments, bots and the opener's own comments do not count
     for c in (
         {**maint, "body": "/rltracker recheck"},
-        {**maint, "body": FAILURE_MARKER + " hi"},
+        {**maint, "author": "rltracker[bot]", "author_is_bot": True, "body": FAILURE_MARKER + " hi"},
         {**maint, "author": "ci[bot]", "author_is_bot": True},
         {**maint, "author": "alice"},
         {**maint, "author_association": "CONTRIBUTOR"},
     ):
         assert reason(record(comments=[c])) is None, c
+    # the app's marker in a person's comment makes it no comment of the app's (security71)
+    assert reason(record(comments=[{**maint, "body": FAILURE_MARKER + " hi"}])) == "maintainer_replied"
     assert reason(record(assignees=["bob"])) == "assigned"
     assert reason(record(labels=["needs-info"])) == "labelled"
     assert reason(record(labels=["bug"]), ignore_labels={"bug"}) is None

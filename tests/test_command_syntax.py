@@ -164,7 +164,8 @@ def test_without_commands_keeps_a_fenced_command_and_drops_the_real_one() -> Non
 
 
 @pytest.mark.parametrize("unit", ["<!--", "-->", "```\n", "<details>", "</details>", "<!-- -->",
-                                  "On x wrote", "／", "\u200b", "/rltracker ", "> "])
+                                  "On x wrote", "／", "\u200b", "/rltracker ", "> ",
+                                  "<code>", "</code>", "<textarea>", "`", "``\n`", "`\n/rltracker stop"])
 def test_hostile_64_kib_bodies_are_read(unit: str) -> None:
     """Every rule is a scan of each line (no regular expression backtracks): 64 KiB of one
     unit repeated, with and without line breaks, is read (no timing asserted here)."""

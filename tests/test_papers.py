@@ -345,7 +345,10 @@ def test_bot_comments_are_ignored() -> None:
                 "author_is_bot": True,
                 "body": "Try CISPO (arXiv:2506.13585)",
             },
-            {"author": "x", "body": "<!-- rltracker:failure-comment --> GSPO"},
+            # GraphQL's login of the app's bot, without `[bot]`: its type tells (security71: a
+            # person's comment holding the marker is read as theirs, tests/test_app_comment_author.py)
+            {"author": "rltracker", "author_is_bot": True,
+             "body": "<!-- rltracker:failure-comment --> GSPO"},
         ],
     )
     assert link_papers(t) == []

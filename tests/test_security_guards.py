@@ -107,7 +107,9 @@ def test_a_large_settings_file_that_does_not_parse_is_read_in_linear_work(unit: 
 
 
 @pytest.mark.parametrize("unit", ["/rltracker stop\n", "> /rltracker stop\n", "```\n/rltracker x\n",
-                                  "<!--\n", "<details>\n", "    /rltracker stop\n", "`/rltracker`"])
+                                  "<!--\n", "<details>\n", "    /rltracker stop\n", "`/rltracker`",
+                                  "<code>\n", "<textarea>\n", "`\n/rltracker stop\n",
+                                  "``\n/rltracker stop `\n", "` `` ``` ", "- `\n"])
 def test_command_lines_of_a_64_kib_comment_are_read_in_linear_work(unit: str) -> None:
     body = _fill(unit)
     assert_linear_work(lambda text: (parse_commands(text), without_commands(text)), body)

@@ -8,6 +8,7 @@ import sys
 from functools import partial
 from typing import Any
 
+from bot.cli import printable
 from bot.github.sync import Progress, Syncer, SyncError
 from bot.pipeline import sync_changed
 
@@ -23,7 +24,11 @@ def sync_command(args: Any) -> int:
     if not (settings.has_app_credentials or settings.token):
         raise SettingError("GITHUB_TOKEN", None, "sync reads GitHub's GraphQL API, which refuses "
                            "anonymous clients: set GITHUB_TOKEN, or GITHUB_APP_ID and the app's key")
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    from bot.logs import configure_logging
+
+    # Plain lines, each record's on one line: GitHub's text (a GraphQL error's message) starts
+    # no line of its own (security71)
+    configure_logging(logging.INFO, plain=True)
 
     async def main() -> int:
         from bot.github.client import GitHubClient
@@ -51,7 +56,7 @@ def sync_command(args: Any) -> int:
             print(json.dumps(stats.as_dict(), indent=2), flush=True)
         except BrokenPipeError:
             if stopped is not None:
-                print(f"rltracker sync: stopped: {stopped} (cursors are stored; run again to "
+                print(f"rltracker sync: stopped: {printable(stopped)} (cursors are stored; run again to "
                       "resume)", file=sys.stderr, flush=True)
             raise  # the reader left (`| head`): bot.cli.main stops quietly, 141
         except OSError as exc:
@@ -66,7 +71,7 @@ def sync_command(args: Any) -> int:
                   f"the counts were not written to standard output ({reason})",
                   file=sys.stderr, flush=True)
         if stopped is not None:
-            print(f"rltracker sync: stopped: {stopped} (cursors are stored; run again to resume)",
+            print(f"rltracker sync: stopped: {printable(stopped)} (cursors are stored; run again to resume)",
                   file=sys.stderr, flush=True)
         return status
 

@@ -46,7 +46,7 @@ def labelled_thread(thread: Thread, comments: list[Comment], verdict: Verdict) -
             break
         if c.created_at is not None and verdict.given_at is not None and c.created_at >= verdict.given_at:
             break
-        if not is_app_comment(c.body):
+        if not is_app_comment(c.body, c.author, c.author_is_bot):
             before.append({"author": c.author, "created_at": _day(c.created_at), "body": c.body or ""})
     # as the app's analyzers read them: without command lines, nor comments of commands only
     read = analysis_input({"body": thread.body or "", "comments": before})

@@ -26,7 +26,6 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from analyzers.catalog import framework_id
-from analyzers.text import strip_html_comments
 from bot.context import app_context
 from bot.site import data
 from bot.site.pages import not_found, render
@@ -41,6 +40,9 @@ ACTION_KINDS = {"failure_comment": "Failure comment", "rule_summary": "Contribut
 # The tags of templates/comments/*.j2 that GitHub renders, escaped by markdown-it: restored.
 COMMENT_TAGS = {f"&lt;{slash}{tag}&gt;": f"<{slash}{tag}>"
                 for tag in ("details", "summary", "sub") for slash in ("", "/")}
+# A line that is one of the app's hidden markers (`<!-- rltracker:failure-comment -->`, a
+# reply's `<!-- rltracker:reply-to:REF -->`, the report's `<!-- rltracker:report:DAY -->`).
+MARKER_LINE = re.compile(r"<!-- rltracker:[a-z0-9_:-]{1,80} -->")
 _CODE = re.compile(r"(<code[^>]*>.*?</code>)", re.S)  # markdown-it's code spans and blocks
 # The templates' <details><summary>...</summary> line and </details> line, as markdown-it
 # sets each in a paragraph once their tags are restored: the tags without the paragraph.
@@ -57,10 +59,19 @@ def _markdown() -> Any:
     return MarkdownIt("commonmark", {"html": False}).enable("table")
 
 
+def without_markers(body: str) -> str:
+    """The app's Markdown without its hidden marker lines (`MARKER_LINE`). Nothing else is
+    taken as an HTML comment: a rules reply stored before security66 cites a template's file
+    name with its raw `<!--` in a code span, and dropping every comment cut the reply there
+    (to its end when nothing closed it); markdown-it shows such a `<!--` as the text it is."""
+    return "".join(line for line in body.splitlines(keepends=True)
+                   if MARKER_LINE.fullmatch(line.strip()) is None)
+
+
 def comment_html(body: str | None) -> Markup:
     """An action body (the app's Markdown) as HTML: raw HTML stays text except COMMENT_TAGS,
     the hidden marker goes."""
-    html = _markdown().render(strip_html_comments(body or "").strip())
+    html = _markdown().render(without_markers(body or "").strip())
     # Not inside code: a code span may hold the reporter's own text (the key of a setting
     # they have), and a `<details>` typed there became a tag hiding the rest of the page.
     parts = _CODE.split(html)

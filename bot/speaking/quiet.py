@@ -15,9 +15,6 @@ from typing import Any
 
 from bot.analysis import hidden_from_discussion
 from bot.command_syntax import only_commands, opening_command
-from bot.speaking.render import (
-    is_app_comment,
-)
 from bot.speaking.repo_config import RepoConfig
 from bot.store.types import parse_datetime
 
@@ -67,13 +64,14 @@ def replies(record: dict[str, Any], after: datetime | None = None) -> list[dict[
     out = []
     for c in record.get("comments") or []:
         if c.get("author_is_bot") or (c.get("author") or "").endswith("[bot]"):
-            continue
+            continue  # the app's own comments among them: told by their author, never by a
+            # marker a person's comment may hold too (security71)
         if hidden_from_discussion(c):
             continue
         if c.get("author") and c.get("author") == record.get("author"):
             continue
         body = c.get("body") or ""
-        if only_commands(body) or is_app_comment(body):
+        if only_commands(body):
             continue
         if after is not None:
             created = parse_datetime(c.get("created_at"))

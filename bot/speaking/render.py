@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from bot.store.types import is_bot_login
 from bot.templating import markdown_env
 
 FAILURE_MARKER = "<!-- rltracker:failure-comment -->"
@@ -580,8 +581,13 @@ def has_marker(body: str | None, marker: str = FAILURE_MARKER) -> bool:
     return bool(body) and marker in body  # type: ignore[operator]
 
 
-def is_app_comment(body: str | None) -> bool:
-    return bool(body) and any(m in body for m in MARKERS)  # type: ignore[operator]
+def is_app_comment(body: str | None, author: str | None, author_is_bot: bool | None) -> bool:
+    """A comment the app wrote: a bot's (GitHub's type "Bot" or a `[bot]` login) carrying one
+    of its markers. Never the marker alone: a person may type or paste it (the app's comment's
+    source copied, an edit quoting it), and their comment stays theirs: its command is done
+    and it counts as a reply (security71)."""
+    return (is_bot_login(author, "Bot" if author_is_bot else None)
+            and bool(body) and any(m in body for m in MARKERS))  # type: ignore[operator]
 
 
 COMMAND_FORMS = ("recheck", "ignore", "stop", "methods <failure>", "rules", "kind <failure>",

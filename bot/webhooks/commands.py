@@ -403,7 +403,9 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         # command is the editor's, not the comment author's. The payload says nothing of the
         # editor's association: asked of GitHub below, as a collaborator's would be.
         user, association = sender, "COLLABORATOR"
-    if _is_bot(user) or is_app_comment(body):
+    # (the app's own comment edited by a maintainer stays the app's: its author and marker)
+    written_by = comment.get("user") or {}
+    if _is_bot(user) or is_app_comment(body, written_by.get("login"), _is_bot(written_by)):
         return "ignored_bot"
     thread_data = data.get("issue") or data.get("discussion") or data.get("pull_request") or {}
     if not thread_data or "number" not in thread_data:

@@ -867,9 +867,13 @@ _EVERY_PR = re.compile(r"(?:you\s)?(?:open|submit|send|create|make|file)(?:ing)?
 MAX_CONDITION = 80
 # A condition said as the PRs it is about: "a PR that touches `pkg/io/`", "pull requests which
 # change the sampler" (to the next punctuation).
+# Or as the folder the rule holds under: "changes under `pkg/io/` need two approvals", "two
+# approvals for anything under `pkg/core/` or `pkg/net/`" (the path or paths, not what follows).
 _SCOPE_CONDITION = re.compile(
     r"\b((?:a|any)\s(?:pr|pull\srequest|change)\s(?:that|which)\s"
-    r"(?:touch(?:es)?|changes?|modif(?:y|ies)|alters?)\s[^,;:()!?\n]{3,120}?)(?=\s*(?:[,;:()!?]|\.(?:\s|$)|$))",
+    r"(?:touch(?:es)?|changes?|modif(?:y|ies)|alters?)\s[^,;:()!?\n]{3,120}?)(?=\s*(?:[,;:()!?]|\.(?:\s|$)|$))"
+    r"|\b((?:anything|everything|changes|code|files)\sunder\s(?:the\s)?`?[\w.-]{1,40}/[\w./-]{0,60}`?"
+    r"(?:\s(?:or|and)\s`?[\w.-]{1,40}/[\w./-]{0,60}`?)?)",
     re.I)
 _CONDITION_MARKUP = re.compile(r"[<>\[\]`*|#\\]|(?<!\w)_|_(?!\w)")
 # Sentences and "; " parts of a segment. A name's dot is not an end: in the matched text
@@ -903,7 +907,7 @@ def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = Non
         return f"{word} {clause}"
     if m := _SCOPE_CONDITION.search(text[:600]):
         # "The exception is a PR that touches `pkg/io/`: there, include ...": said of those PRs
-        clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1)).split())
+        clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1) or m.group(2)).split())
         clause = clause[0].lower() + clause[1:]
         return f"for {clause}" if len(clause) <= MAX_CONDITION else "in the cases the guide names"
     return ""
@@ -1132,8 +1136,12 @@ def _stated_apart_from_veto(rule: Rule, matches: list[tuple[int, int, int]], doc
 def _piece_of_hit(rule: Rule, matches: list[tuple[int, int, int]], doc: Any, strings: Any) -> int:
     """Which sentence or "; " part of the segment holds the rule's last words (the request's
     object or check: "...; please check that it builds without warnings when ...")."""
-    last = set(rule.groups[-1])
-    start = min(s for m, s, _ in matches if strings[m] in last)
+    last, first = set(rule.groups[-1]), set(rule.groups[0])
+    begins = min((s for m, s, _ in matches if strings[m] in first), default=0)
+    # the first such word after the rule's first words: a bold label before them ("**Approvals.**
+    # Two approvals ... for anything under ...") is not the sentence that states the rule
+    start = min((s for m, s, _ in matches if strings[m] in last and s >= begins),
+                default=min(s for m, s, _ in matches if strings[m] in last))
     return len(_PIECES.findall(doc.text, 0, doc[start].idx + 1))  # ends before the hit's word
 
 

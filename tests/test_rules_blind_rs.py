@@ -1,0 +1,63 @@
+"""rules71: the miss classes of blind sets R and S (and of the classes left by rules66-70),
+each read in general form. Every text here is a short one written for these tests."""
+
+from __future__ import annotations
+
+from tests.test_rules_generalise import _rules
+
+TEMPLATE = ".github/PULL_REQUEST_TEMPLATE.md"
+
+
+def test_asking_for_review_only_once_checks_pass_is_the_review_after_ci_rule() -> None:
+    text = "## Before review\n\n- [ ] **Green build.** Request review only once every check on the PR passes.\n"
+    assert "review_after_ci" in _rules({"CONTRIBUTING.md": text})
+    after = "# Guide\n\nAsk for a review only after the CI checks pass.\n"
+    assert "review_after_ci" in _rules({"CONTRIBUTING.md": after})
+
+
+def test_a_feature_that_needs_an_issue_before_the_pr_is_discuss_first() -> None:
+    text = "## Plan first\n\nNew samplers need an issue marked `agreed` before a PR is opened.\n"
+    assert "issue_first_general" in _rules({"CONTRIBUTING.md": text})
+
+
+def test_an_approval_count_said_of_one_folder_keeps_that_folder() -> None:
+    text = ("# Guide\n\nA code owner must approve every PR; changes under `pkg/io/` need two "
+            "approvals because a bug there loses data.\n")
+    count = _rules({"CONTRIBUTING.md": text})["review_approvals_count"]["statement"]
+    assert "pkg/io/" in count
+    item = "# Guide\n\n- **Approvals.** Three approvals from maintainers for anything under `pkg/net/`; one elsewhere.\n"
+    facts = _rules({"CONTRIBUTING.md": item})
+    stated = " ".join(f["statement"] for f in facts.values() if f["topic"] == "review")
+    assert "pkg/net/" in stated and "approval of three maintainers" in stated
+    assert "approvals from" not in stated
+
+
+def test_an_unscoped_approval_count_stays_for_every_pr() -> None:
+    text = "# Guide\n\nEvery PR needs two approvals before it is merged.\n"
+    assert _rules({"CONTRIBUTING.md": text})["review_approvals_count"]["statement"] == (
+        "Every PR needs two approving reviews before merging.")
+
+
+def test_a_title_prefix_asked_in_a_template_or_a_guide_is_a_title_rule() -> None:
+    box = "## Checklist\n\n- [ ] The title has a `[module]` prefix.\n"
+    assert {f["topic"] for f in _rules({TEMPLATE: box}).values()} >= {"pr-title"}
+    guide = "# Guide\n\nPrefix the title of your pull request with the module in square brackets.\n"
+    assert {f["topic"] for f in _rules({"CONTRIBUTING.md": guide}).values()} >= {"pr-title"}
+    issue = "# Guide\n\nPrefix the title of a bug report with the module name.\n"
+    assert "pr-title" not in {f["topic"] for f in _rules({"CONTRIBUTING.md": issue}).values()}
+
+
+def test_a_chinese_title_format_is_a_title_rule() -> None:
+    text = "## 提交信息\n\n提交信息和 PR 标题须采用 `[模块] 描述` 的格式。\n"
+    assert "pr-title" in {f["topic"] for f in _rules({"CONTRIBUTING.md": text}).values()}
+
+
+def test_chinese_training_curves_against_a_baseline_are_results() -> None:
+    text = "## 实验\n\n新增损失函数的 PR 须附上训练曲线，并与基线进行对比。\n"
+    assert {f["topic"] for f in _rules({"CONTRIBUTING.md": text}).values()} >= {"results"}
+
+
+def test_work_without_reported_results_not_merged_asks_for_results() -> None:
+    text = ("# Guide\n\n- **Numbers.** A config's README reports the scores it reached. A config "
+            "without reported results is not merged.\n")
+    assert {f["topic"] for f in _rules({"CONTRIBUTING.md": text}).values()} >= {"results"}

@@ -51,6 +51,10 @@ CASES = {
     "scoped-headings": _fill("## Pour les membres du laboratoire\n### é\n```\n# x\nDoit être fait.\n"),
     "yes-cells": "| Change | Changelog entry | Docs |\n|---|---|---|\n" + _fill("| a fix | yes, a line | yes |\n"),
     "faq-answered-no": _fill("### Do I need a CLA?\n\nNo.\n\nIs a test needed? No, not here. "),
+    # rules71: approval counts under folders, title prefixes, Chinese title formats
+    "scoped-approvals": _fill("- **Approvals.** Two approvals from maintainers for anything under `a/b/` or c/d/; "
+                              "changes under x/ need two approvals. Request review only once checks pass. "),
+    "title-prefix": _fill("- [ ] The title has a `[x]` prefix. 提交信息和 PR 标题须采用 `[模块]` 的格式。"),
     "front-matter": "---\n" + _fill("name: a\n", SIZE - 8) + "\n---\n",
 }
 

@@ -372,7 +372,8 @@ def test_a_request_after_so_and_a_changelog_made_from_titles() -> None:
             "title with `[FIX]` or `[ENH]`.\n")
     by_rule = _rules({"CONTRIBUTING.md": text})
     assert by_rule["changelog_from_titles"]["topic"] == "docs"
-    assert "`[FIX]`" in by_rule["pr_title_general"]["statement"]
+    # a prefix asked is said as one (rules71: "PR titles start with a prefix, for example ...")
+    assert "`[FIX]`" in by_rule["pr_title_prefix"]["statement"]
 
 
 def test_placement_in_a_table_row() -> None:

@@ -281,6 +281,9 @@ _ZH_WAIT = re.compile(r"(\d{1,3})\s{0,2}(天|日|周|个月)")
 _ZH_WAIT_UNIT = {"天": "days", "日": "days", "周": "weeks", "个月": "months"}
 _ZH_APPROVERS = re.compile(r"(两|二|三|[2-9])\s{0,2}[位名个人]\s{0,2}(?:の\s{0,2})?(?:维护者|审核者|评审者|メンテナー?|レビュアー|reviewers?|maintainers?)", re.I)
 _ZH_NUMBER = {"两": "two", "二": "two", "三": "three"}
+# "新增算法的 PR" (PRs that add an algorithm): the PRs a rule is about, a condition (rules71);
+# "未签署 CLA 的 PR" or "45 天没有动态的 PR" (no verb of change) are not.
+_ZH_SCOPED_PRS = re.compile(r"(?:新增|修改|改动|变更|添加|增加|涉及|改变)[^，。；：！？,.;:!?\n]{1,24}?的\s{0,2}(?:pr|PR|pull request)")
 _ZH_PUNCT = {"，": ",", "、": ",", "；": ";", "：": ":", "。": ".", "！": "!", "？": "?", "（": "(", "）": ")",
              "「": '"', "」": '"'}
 _ZH_PLURAL = {"pr": "PRs", "issue": "issues", "pull request": "pull requests"}
@@ -318,6 +321,9 @@ def gloss_zh(text: str) -> str:
         spans.append((m.start(), m.end(), f"{m.group(1)} {_ZH_WAIT_UNIT[m.group(2)]}"))
     for m in _ZH_APPROVERS.finditer(text):
         spans.append((m.start(), m.end(), f"{_ZH_NUMBER.get(m.group(1), m.group(1))} approvals"))
+    for m in _ZH_SCOPED_PRS.finditer(text):
+        # only "的 PR" is glossed so: the words before it ("新增算法") are read as usual
+        spans.append((m.group().rindex("的") + m.start(), m.end(), "in some cases PRs"))
     language = "japanese" if japanese else "korean" if korean else "chinese"
     for hit in _gloss_phrases(language).find(low, lowered=True):
         spans.append((hit.start, hit.start + len(hit.text), hit.label))
@@ -840,6 +846,11 @@ def _fill(rule: Rule, seg: Segment, piece: int | None = None) -> tuple[str, dict
                 if condition is not None:
                     values["_conditional"] = (
                         f"{statement.rstrip('.')}, {condition}." if condition else "")
+            elif rule.keep_condition and seg.kind != "combined" and GLOSSED_CONDITION.search(seg.gloss):
+                # a glossed sentence's condition is in the file's word order, not English: the
+                # rule is said as conditional without quoting it (a sentence without one tells
+                # nothing: the gloss may have missed its condition)
+                values["_conditional"] = f"{statement.rstrip('.')}, in the cases the guide names."
             return statement, values
     return None
 
@@ -865,6 +876,10 @@ _NOT_A_CONDITION_AFTER = frozenset({
 _EVERY_PR = re.compile(r"(?:you\s)?(?:open|submit|send|create|make|file)(?:ing)?\s(?:a|the|your)\s"
                        r"(?:new\s)?(?:pr|pull\srequest)s?", re.I)
 MAX_CONDITION = 80
+# What a gloss (Chinese, Japanese, Korean, French, Spanish) reads as a condition: "如果" /
+# "Si vous ..." / "Cuando ..." are "in some cases", Japanese "場合" is "if", and a Chinese
+# "新增 X 的 PR" (PRs that add X) is "in some cases PRs" (analyzers.rules.gloss_zh).
+GLOSSED_CONDITION = re.compile(r"\b(?:if|in some cases)\b")
 # A condition said as the PRs it is about: "a PR that touches `pkg/io/`", "pull requests which
 # change the sampler" (to the next punctuation).
 # Or as the folder the rule holds under: "changes under `pkg/io/` need two approvals", "two

@@ -56,3 +56,31 @@ def test_work_without_reported_results_not_merged_asks_for_results() -> None:
     text = ("# Guide\n\n- **Numbers.** A config's README reports the scores it reached. A config "
             "without reported results is not merged.\n")
     assert {f["topic"] for f in _rules({"CONTRIBUTING.md": text}).values()} >= {"results"}
+
+
+# --- conditions in glossed sentences (Chinese, Japanese, Korean, French, Spanish) -------------
+
+def test_a_chinese_conditional_changelog_rule_is_said_with_its_condition() -> None:
+    text = "## 更新日志\n\n如果改动了公开接口，请在 `CHANGELOG.md` 中添加条目。\n"
+    facts = [f for f in _rules({"CONTRIBUTING.md": text}).values() if f["topic"] == "docs"]
+    assert facts and all("in the cases the guide names" in f["statement"] for f in facts)
+    plain = "## 更新日志\n\n请在 `CHANGELOG.md` 中添加条目。\n"
+    facts = [f for f in _rules({"CONTRIBUTING.md": plain}).values() if f["topic"] == "docs"]
+    assert facts and not any("cases" in f["statement"] for f in facts)
+
+
+def test_chinese_results_asked_of_some_prs_are_scoped() -> None:
+    text = "## 实验\n\n新增损失函数的 PR 须附上训练曲线，并与基线进行对比。\n"
+    rules = _rules({"CONTRIBUTING.md": text})
+    assert "results_scoped" in rules and "results_share" not in rules
+
+
+def test_french_and_spanish_conditions_are_kept() -> None:
+    french = ("## Journal\n\nSi vous modifiez l'interface publique, vous devez ajouter une entrée "
+              "dans `CHANGELOG.md`.\n")
+    facts = [f for f in _rules({"CONTRIBUTING.md": french}).values() if f["topic"] == "docs"]
+    assert facts and all("in the cases the guide names" in f["statement"] for f in facts)
+    spanish = ("## Registro\n\nCuando cambies la interfaz pública, debes añadir una entrada en "
+               "`CHANGELOG.md`.\n")
+    facts = [f for f in _rules({"CONTRIBUTING.md": spanish}).values() if f["topic"] == "docs"]
+    assert facts and all("in the cases the guide names" in f["statement"] for f in facts)

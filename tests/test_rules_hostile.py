@@ -55,6 +55,9 @@ CASES = {
     "scoped-approvals": _fill("- **Approvals.** Two approvals from maintainers for anything under `a/b/` or c/d/; "
                               "changes under x/ need two approvals. Request review only once checks pass. "),
     "title-prefix": _fill("- [ ] The title has a `[x]` prefix. 提交信息和 PR 标题须采用 `[模块]` 的格式。"),
+    # rules71: conditions in glossed sentences ("的 PR" after a verb of change, 如果, si, cuando)
+    "zh-scoped-prs": _fill("新增新增新增算法的 PR 须附上训练曲线与基线对比，如果改动了接口。新增"),
+    "latin-conditions": _fill("Si vous modifiez l'interface, vous devez ajouter une entrée ; cuando cambies, debes añadir. "),
     "front-matter": "---\n" + _fill("name: a\n", SIZE - 8) + "\n---\n",
 }
 

@@ -399,6 +399,10 @@ _LATIN_TOKEN_EDGES = "`'\"«»“”()[]{}<>,;:.!?*"
 _LATIN_NAME = re.compile(r"[/_]|\.\w")
 _LATIN_PUNCT = re.compile(r"[,;:()!?]|\.(?=\s|$)")
 _LATIN_PIECE = re.compile(r"(?<=[.;!?])\s+")
+# French « ne ... que » is "only" ("n'est fusionnée qu'après l'approbation": merged only after
+# the approval), not a negation, when no other negation word is in the piece (rules71).
+_NE_QUE = re.compile(r"(?<![^\W\d_])(?:ne\s|n['’])[^.;!?]{1,80}?(?<![^\W\d_])(qu(?:e(?![^\W\d_])|['’]))")
+_NE_ALONE = frozenset({"ne", "n'", "n’"})
 
 
 def gloss_latin(text: str) -> str:
@@ -425,12 +429,16 @@ def gloss_latin(text: str) -> str:
     for piece in _LATIN_PIECE.split(text[:4096])[:64]:
         low_piece = _lower_in_place(piece)
         undone = False
-        if gl.negation.search(low_piece):
+        kept: list[tuple[int, str]] = []
+        covered = bytearray(len(piece))
+        only = _NE_QUE.search(low_piece)
+        if only and _NE_ALONE.issuperset(gl.negation.findall(low_piece)):
+            kept.append((only.start(1), "only"))  # « ne ... que »: a restriction
+            covered[only.start(1):only.end(1)] = b"\x01" * (only.end(1) - only.start(1))
+        elif gl.negation.search(low_piece):
             if not gl.without.search(low_piece):
                 continue
             undone = True  # "no ... without X": X is asked for
-        kept: list[tuple[int, str]] = []
-        covered = bytearray(len(piece))
         for m in _LATIN_TOKEN.finditer(piece):
             name = m.group().strip(_LATIN_TOKEN_EDGES)
             if len(name) > 1 and (_LATIN_NAME.search(name) or name.isupper()) \

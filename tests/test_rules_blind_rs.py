@@ -84,3 +84,12 @@ def test_french_and_spanish_conditions_are_kept() -> None:
                "`CHANGELOG.md`.\n")
     facts = [f for f in _rules({"CONTRIBUTING.md": spanish}).values() if f["topic"] == "docs"]
     assert facts and all("in the cases the guide names" in f["statement"] for f in facts)
+
+
+def test_french_ne_que_is_only_not_a_negation() -> None:
+    only = ("## Relecture\n\nUne pull request n'est fusionnée qu'après l'approbation de deux "
+            "mainteneurs.\n")
+    assert "review" in {f["topic"] for f in _rules({"CONTRIBUTING.md": only}).values()}
+    never = ("## Relecture\n\nUne pull request n'est jamais fusionnée après l'approbation de deux "
+             "mainteneurs.\n")
+    assert "review" not in {f["topic"] for f in _rules({"CONTRIBUTING.md": never}).values()}

@@ -566,7 +566,8 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
                 out += markdown_segments(meta[key], path)
         start = len(out)
         out += markdown_segments(body, path)
-        if _OTHER_LETTERS.search(body) and (scoped := scoped_sections(body)):
+        # (looked for only where an audience phrase is written: one C-level search)
+        if _latin_gloss().audience.search(body[:MAX_CHARS].lower()) and (scoped := scoped_sections(body)):
             for seg in out[start:]:
                 seg.scoped = seg.section.split(" / ", 1)[0] in scoped
     closed: dict[str, str] = {}  # per file, the numbered-rule section a "---" has closed

@@ -59,6 +59,7 @@ CASES = {
     "zh-scoped-prs": _fill("新增新增新增算法的 PR 须附上训练曲线与基线对比，如果改动了接口。新增"),
     "latin-conditions": _fill("Si vous modifiez l'interface, vous devez ajouter une entrée ; cuando cambies, debes añadir. "),
     "french-ne-que": _fill("Une PR n'est fusionnée qu'après l'approbation ; ne ne ne n'n' que qu' é "),
+    "maintainers-only-headings": _fill("## Maintainers only\n### For maintainers\n```\n# y\nEvery commit must be signed off.\n"),
     "front-matter": "---\n" + _fill("name: a\n", SIZE - 8) + "\n---\n",
 }
 

@@ -1126,12 +1126,13 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
 
 def _near(rule: Rule, matches: list[tuple[int, int, int]], doc: Any, strings: Any) -> bool:
     """A hit of the rule's first group followed, within `rule.within` tokens and with no
-    punctuation between, by a hit of its last group."""
+    punctuation between, by a hit of its last group (a quote is no break: 'has written
+    "approved" on it')."""
     first, last = set(rule.groups[0]), set(rule.groups[-1])
     ends = [end for m, _, end in matches if strings[m] in first]
     starts = [start for m, start, _ in matches if strings[m] in last]
     return any(0 <= start - end < rule.within
-               and not any(doc[i].is_punct for i in range(end, start))
+               and not any(doc[i].is_punct and not doc[i].is_quote for i in range(end, start))
                for end in ends for start in starts)
 
 

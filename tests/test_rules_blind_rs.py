@@ -105,3 +105,21 @@ def test_english_sections_for_maintainers_only_are_scoped() -> None:
                 "signed off with `git commit -s`.\n")
     facts = [f for f in _rules({"CONTRIBUTING.md": everyone}).values() if f["topic"] == "sign-off"]
     assert facts and not any("addressed to" in f["statement"] for f in facts)
+
+
+def test_linking_the_issue_where_maintainers_agreed_is_discuss_first() -> None:
+    box = "## Checklist\n\n- [ ] I linked the issue where a maintainer agreed to the approach.\n"
+    assert "issue-first" in {f["topic"] for f in _rules({TEMPLATE: box}).values()}
+    fixes = "## Checklist\n\n- [ ] I linked the issue this PR fixes. The PR is merged once approved.\n"
+    assert "issue-first" not in {f["topic"] for f in _rules({TEMPLATE: fixes}).values()}
+
+
+def test_starting_the_implementation_after_approval_of_a_design_issue_is_discuss_first() -> None:
+    text = ("# Guide\n\n## Design notes\n\nA design note stays open for a week. Start the "
+            "implementation only after a maintainer has approved it.\n")
+    assert "issue-first" in {f["topic"] for f in _rules({"CONTRIBUTING.md": text}).values()}
+    quoted = text.replace("has approved it", 'has written "approved" on it')
+    assert "issue-first" in {f["topic"] for f in _rules({"CONTRIBUTING.md": quoted}).values()}
+    elsewhere = ("# Guide\n\n## Releases\n\nStart the implementation of the release notes after "
+                 "the tag is approved.\n")
+    assert "issue-first" not in {f["topic"] for f in _rules({"CONTRIBUTING.md": elsewhere}).values()}

@@ -60,6 +60,8 @@ CASES = {
     "latin-conditions": _fill("Si vous modifiez l'interface, vous devez ajouter une entrée ; cuando cambies, debes añadir. "),
     "french-ne-que": _fill("Une PR n'est fusionnée qu'après l'approbation ; ne ne ne n'n' que qu' é "),
     "maintainers-only-headings": _fill("## Maintainers only\n### For maintainers\n```\n# y\nEvery commit must be signed off.\n"),
+    "design-approved": "## Design proposals\n\n" + _fill('Start the implementation after "a" "approved" it. '
+                                                       'I linked the issue where a maintainer agreed. '),
     "front-matter": "---\n" + _fill("name: a\n", SIZE - 8) + "\n---\n",
 }
 

@@ -596,6 +596,13 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
                 asks[seg.intro] = is_directive(lead, kinds.get(seg.file, ""))
             if not asks[seg.intro]:
                 continue
+        if (seg.kind == "sentence" and len(seg.text) < 40 and kept and kept[-1].kind == "sentence"
+                and kept[-1].file == seg.file and kept[-1].section == seg.section
+                and is_bare_waiver(seg.text)):
+            # "Post the numbers.\n\nNot required.": a bare waiver, a sentence of its own (in the
+            # same paragraph or the next), waives the sentence just before it (rules70 read it
+            # only inside one segment)
+            kept.pop()
         kept.append(seg)
     return kept
 

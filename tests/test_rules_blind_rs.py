@@ -123,3 +123,13 @@ def test_starting_the_implementation_after_approval_of_a_design_issue_is_discuss
     elsewhere = ("# Guide\n\n## Releases\n\nStart the implementation of the release notes after "
                  "the tag is approved.\n")
     assert "issue-first" not in {f["topic"] for f in _rules({"CONTRIBUTING.md": elsewhere}).values()}
+
+
+def test_a_bare_not_required_after_a_request_in_its_own_paragraph_waives_it() -> None:
+    asked = ("# Guide\n\n## Speed\n\nPost before and after throughput numbers for changes to the "
+             "sampler.\n")
+    assert "results_perf" in _rules({"CONTRIBUTING.md": asked})
+    assert "results_perf" not in _rules({"CONTRIBUTING.md": asked + "\nNot required.\n"})
+    assert "results_perf" not in _rules({"CONTRIBUTING.md": asked.rstrip() + " Optional.\n"})
+    # a waiver under another heading is about that section
+    assert "results_perf" in _rules({"CONTRIBUTING.md": asked + "\n## Screenshots\n\nNot required.\n"})

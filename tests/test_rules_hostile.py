@@ -62,6 +62,7 @@ CASES = {
     "maintainers-only-headings": _fill("## Maintainers only\n### For maintainers\n```\n# y\nEvery commit must be signed off.\n"),
     "design-approved": "## Design proposals\n\n" + _fill('Start the implementation after "a" "approved" it. '
                                                        'I linked the issue where a maintainer agreed. '),
+    "bare-waiver-paragraphs": _fill("Post before and after numbers.\n\nNot required.\n\nOptional. "),
     "front-matter": "---\n" + _fill("name: a\n", SIZE - 8) + "\n---\n",
 }
 

@@ -496,11 +496,39 @@ def unread_language(text: str) -> bool:
 _OTHER_LETTERS = re.compile(r"[\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0370-\u1fff]")
 
 
-def has_unread_prose(segments: list[Segment]) -> bool:
-    """Whether any sentence (not code) of the files is in a language the extractor does not
-    read. Only files with a letter English does not write are looked at: a French or Spanish
-    file without a single accent is taken for English."""
+def files_read_word_by_word(segments: list[Segment]) -> set[str]:
+    """The files whose sentences are looked at for French and Spanish (and other languages):
+    those with a letter English does not write, and those whose prose has more French, Spanish
+    or German function words than English ones, at least four, in their first 3000 characters
+    (written without accents, rules71; one count per file, not per sentence)."""
     files = {s.file for s in segments if _OTHER_LETTERS.search(s.text)}
+    prose: dict[str, list[str]] = {}
+    for seg in segments:
+        if seg.file not in files and seg.kind != "code":
+            prose.setdefault(seg.file, []).append(seg.text)
+    unread, english = _function_word_sets()
+    for path, texts in prose.items():
+        # the first 3000 characters tell the language of a guide; words counted by set lookup
+        # (the whole-word patterns cost 20 ms on the frameworks' guides)
+        words = _LETTERS.findall(_URL.sub(" ", "\n".join(texts)[:3000].lower()))
+        foreign = sum(1 for w in words if w in unread)
+        if foreign >= 4 and foreign > sum(1 for w in words if w in english):
+            files.add(path)
+    return files
+
+
+@lru_cache(maxsize=1)
+def _function_word_sets() -> tuple[frozenset[str], frozenset[str]]:
+    """The function words of _function_words as sets of single words."""
+    data = _patterns_data()
+    unread = [*data["french_words"], *data["spanish_words"], *data["unread_language_words"]]
+    return frozenset(map(str.lower, unread)), frozenset(map(str.lower, data["unread_language_english"]))
+
+
+def has_unread_prose(segments: list[Segment], files: set[str] | None = None) -> bool:
+    """Whether any sentence (not code) of the files is in a language the extractor does not
+    read; only `files` (files_read_word_by_word) are looked at."""
+    files = files_read_word_by_word(segments) if files is None else files
     return any(s.kind != "code" and s.file in files and unread_language(s.text) for s in segments)
 
 
@@ -579,9 +607,9 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
                 closed[seg.file] = seg.section
             if closed.get(seg.file) == seg.section:
                 seg.section = ""  # "---" then "Not a rule, just a note: ..."
-    # French and Spanish are looked for only in files with a letter English does not write
-    # (as has_unread_prose): the frameworks' guides are not read word by word.
-    latin = {s.file for s in out if _OTHER_LETTERS.search(s.text)}
+    # French and Spanish are looked for only in files with a letter English does not write or
+    # mostly foreign function words (as has_unread_prose): English guides are not read word by word.
+    latin = files_read_word_by_word(out)
     for seg in out:
         _gloss_segment(seg, seg.file in latin)
     # An item joined to its lead helps only when the lead asks for something ("The PR needs

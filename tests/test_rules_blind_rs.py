@@ -3,6 +3,7 @@ each read in general form. Every text here is a short one written for these test
 
 from __future__ import annotations
 
+from analyzers.rules import summarize_rules
 from tests.test_rules_generalise import _rules
 
 TEMPLATE = ".github/PULL_REQUEST_TEMPLATE.md"
@@ -133,3 +134,14 @@ def test_a_bare_not_required_after_a_request_in_its_own_paragraph_waives_it() ->
     assert "results_perf" not in _rules({"CONTRIBUTING.md": asked.rstrip() + " Optional.\n"})
     # a waiver under another heading is about that section
     assert "results_perf" in _rules({"CONTRIBUTING.md": asked + "\n## Screenshots\n\nNot required.\n"})
+
+
+def test_french_and_spanish_without_accents_are_read_through_their_gloss() -> None:
+    french = ("# Contribuer\n\nVous devez ajouter des tests unitaires pour tout nouveau code. "
+              "Chaque commit doit passer les tests avant la fusion.\n")
+    summary = summarize_rules({"CONTRIBUTING.md": french})
+    assert "tests" in {f["topic"] for f in summary["facts"]}
+    assert summary.get("unread_language")  # the note: French is read only in part
+    english = ("# Contributing\n\nPlease add unit tests for new code. The sampler follows Le et "
+               "al. and the de la Cruz method; see the paper for the details of the loss.\n")
+    assert not summarize_rules({"CONTRIBUTING.md": english}).get("unread_language")

@@ -63,6 +63,7 @@ CASES = {
     "design-approved": "## Design proposals\n\n" + _fill('Start the implementation after "a" "approved" it. '
                                                        'I linked the issue where a maintainer agreed. '),
     "bare-waiver-paragraphs": _fill("Post before and after numbers.\n\nNot required.\n\nOptional. "),
+    "accent-free-french": _fill("Vous devez ajouter des tests pour tout nouveau code et les docs ; ne que. "),
     "front-matter": "---\n" + _fill("name: a\n", SIZE - 8) + "\n---\n",
 }
 

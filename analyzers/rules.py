@@ -868,7 +868,8 @@ def _fill(rule: Rule, seg: Segment, piece: int | None = None) -> tuple[str, dict
             value = plain(m.group(1))
             # a count or a noun that opened the sentence ("Two approvals are required", "Issues
             # without activity ...") is said mid-statement; "PRs" keeps its capitals
-            if value.lower() in _NUMBER_WORDS or (name in rule.lower and value[1:2].islower()):
+            if value.lower() in _NUMBER_WORDS or (name in rule.lower and (
+                    value[1:2].islower() or value[:2] == "A ")):  # "A new algorithm" mid-sentence
                 value = value[0].lower() + value[1:]
             values[name] = value
     for name, pattern in rule.extract_all:

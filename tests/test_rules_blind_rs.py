@@ -145,3 +145,12 @@ def test_french_and_spanish_without_accents_are_read_through_their_gloss() -> No
     english = ("# Contributing\n\nPlease add unit tests for new code. The sampler follows Le et "
                "al. and the de la Cruz method; see the paper for the details of the loss.\n")
     assert not summarize_rules({"CONTRIBUTING.md": english}).get("unread_language")
+
+
+def test_results_asked_of_a_kind_of_change_named_as_the_subject_are_scoped() -> None:
+    text = ("# Guide\n\n## Baselines\n\nA new loss is run against the baseline config: attach "
+            "the reward and the validation accuracy curves of both runs.\n")
+    rules = _rules({"CONTRIBUTING.md": text})
+    assert "results_share" not in rules
+    assert "new loss" in rules["results_scoped"]["statement"]
+    assert "accuracy curves" in rules["results_scoped"]["statement"]

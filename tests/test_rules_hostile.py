@@ -64,6 +64,7 @@ CASES = {
                                                        'I linked the issue where a maintainer agreed. '),
     "bare-waiver-paragraphs": _fill("Post before and after numbers.\n\nNot required.\n\nOptional. "),
     "accent-free-french": _fill("Vous devez ajouter des tests pour tout nouveau code et les docs ; ne que. "),
+    "new-kind-results": _fill("A new loss is run: attach the reward and the held-out accuracy curves. "),
     "front-matter": "---\n" + _fill("name: a\n", SIZE - 8) + "\n---\n",
 }
 

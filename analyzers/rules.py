@@ -283,7 +283,9 @@ _ZH_APPROVERS = re.compile(r"(两|二|三|[2-9])\s{0,2}[位名个人]\s{0,2}(?:�
 _ZH_NUMBER = {"两": "two", "二": "two", "三": "three"}
 # "新增算法的 PR" (PRs that add an algorithm): the PRs a rule is about, a condition (rules71);
 # "未签署 CLA 的 PR" or "45 天没有动态的 PR" (no verb of change) are not.
-_ZH_SCOPED_PRS = re.compile(r"(?:新增|修改|改动|变更|添加|增加|涉及|改变)[^，。；：！？,.;:!?\n]{1,24}?的\s{0,2}(?:pr|PR|pull request)")
+# "对公开接口的改动，" (changes to the public API): the changes a rule is about, likewise.
+_ZH_SCOPED_PRS = re.compile(r"(?:新增|修改|改动|变更|添加|增加|涉及|改变)[^，。；：！？,.;:!?\n]{1,24}?的\s{0,2}(?:pr|PR|pull request)"
+                            r"|对[^，。；：！？,.;:!?\n]{1,24}?的(?:改动|修改|变更|更改)")
 _ZH_PUNCT = {"，": ",", "、": ",", "；": ";", "：": ":", "。": ".", "！": "!", "？": "?", "（": "(", "）": ")",
              "「": '"', "」": '"'}
 _ZH_PLURAL = {"pr": "PRs", "issue": "issues", "pull request": "pull requests"}
@@ -927,13 +929,14 @@ MAX_CONDITION = 80
 GLOSSED_CONDITION = re.compile(r"\b(?:if|in some cases)\b")
 # A condition said as the PRs it is about: "a PR that touches `pkg/io/`", "pull requests which
 # change the sampler" (to the next punctuation).
-# Or as the folder the rule holds under: "changes under `pkg/io/` need two approvals", "two
-# approvals for anything under `pkg/core/` or `pkg/net/`" (the path or paths, not what follows).
+# Or as the folder the rule holds under: "changes under / to `pkg/io/` need two approvals", "two
+# approvals for anything under `pkg/core/` or `pkg/net/`" (one or two folders, ending in "/": "add
+# your changes to `CHANGES.md`" names a file to write to, not the changes a rule is about).
 _SCOPE_CONDITION = re.compile(
     r"\b((?:a|any)\s(?:pr|pull\srequest|change)\s(?:that|which)\s"
     r"(?:touch(?:es)?|changes?|modif(?:y|ies)|alters?)\s[^,;:()!?\n]{3,120}?)(?=\s*(?:[,;:()!?]|\.(?:\s|$)|$))"
-    r"|\b((?:anything|everything|changes|code|files)\sunder\s(?:the\s)?`?[\w.-]{1,40}/[\w./-]{0,60}`?"
-    r"(?:\s(?:or|and)\s`?[\w.-]{1,40}/[\w./-]{0,60}`?)?)",
+    r"|\b((?:anything|everything|changes|code|files)\s(?:under|to)\s(?:the\s)?`?(?:[\w.-]{1,40}/){1,6}`?"
+    r"(?:\s(?:or|and)\s`?(?:[\w.-]{1,40}/){1,6}`?)?)",
     re.I)
 _CONDITION_MARKUP = re.compile(r"[<>\[\]`*|#\\]|(?<!\w)_|_(?!\w)")
 # Sentences and "; " parts of a segment. A name's dot is not an end: in the matched text
@@ -1195,15 +1198,25 @@ def _stated_apart_from_veto(rule: Rule, matches: list[tuple[int, int, int]], doc
 
 
 def _piece_of_hit(rule: Rule, matches: list[tuple[int, int, int]], doc: Any, strings: Any) -> int:
-    """Which sentence or "; " part of the segment holds the rule's last words (the request's
-    object or check: "...; please check that it builds without warnings when ...")."""
-    last, first = set(rule.groups[-1]), set(rule.groups[0])
-    begins = min((s for m, s, _ in matches if strings[m] in first), default=0)
-    # the first such word after the rule's first words: a bold label before them ("**Approvals.**
-    # Two approvals ... for anything under ...") is not the sentence that states the rule
-    start = min((s for m, s, _ in matches if strings[m] in last and s >= begins),
-                default=min(s for m, s, _ in matches if strings[m] in last))
-    return len(_PIECES.findall(doc.text, 0, doc[start].idx + 1))  # ends before the hit's word
+    """Which sentence or "; " part of the segment states the rule: the first that holds a hit
+    of every phrase group ("...; changes under `pkg/io/` need two approvals"), else the one
+    holding the rule's last words (the request's object or check: "...; please check that it
+    builds without warnings when ...")."""
+    ends = [m.end() for m in _PIECES.finditer(doc.text)]  # a piece ends before each of these
+
+    def piece(token: int) -> int:
+        return bisect.bisect_right(ends, doc[token].idx + 1)
+
+    groups = [set(g) for g in rule.groups]
+    per_piece: dict[int, set[int]] = {}
+    for m, start, _ in matches:
+        word = strings[m]
+        per_piece.setdefault(piece(start), set()).update(i for i, g in enumerate(groups) if word in g)
+    whole = [p for p, found in sorted(per_piece.items()) if len(found) == len(groups)]
+    if whole:
+        return whole[0]
+    last = groups[-1]
+    return piece(min(s for m, s, _ in matches if strings[m] in last))
 
 
 def _group_waived(rule: Rule, matches: list[tuple[int, int, int]], waived: list[int],

@@ -26,6 +26,9 @@ def test_an_approval_count_said_of_one_folder_keeps_that_folder() -> None:
             "approvals because a bug there loses data.\n")
     count = _rules({"CONTRIBUTING.md": text})["review_approvals_count"]["statement"]
     assert "pkg/io/" in count
+    # the piece that holds every group's words states it, not the first "needs"
+    needs = text.replace("A code owner must approve every PR", "A PR needs a code owner's approving review")
+    assert "pkg/io/" in _rules({"CONTRIBUTING.md": needs})["review_approvals_count"]["statement"]
     item = "# Guide\n\n- **Approvals.** Three approvals from maintainers for anything under `pkg/net/`; one elsewhere.\n"
     facts = _rules({"CONTRIBUTING.md": item})
     stated = " ".join(f["statement"] for f in facts.values() if f["topic"] == "review")
@@ -154,3 +157,15 @@ def test_results_asked_of_a_kind_of_change_named_as_the_subject_are_scoped() -> 
     assert "results_share" not in rules
     assert "new loss" in rules["results_scoped"]["statement"]
     assert "accuracy curves" in rules["results_scoped"]["statement"]
+
+
+def test_an_approval_count_for_changes_to_a_folder_keeps_it() -> None:
+    text = ("# Guide\n\nOne approval is enough for most PRs. Changes to `pkg/sync/` (the weight "
+            "transfer) need two approvals.\n")
+    assert "pkg/sync/" in _rules({"CONTRIBUTING.md": text})["review_approvals_count"]["statement"]
+
+
+def test_a_chinese_rule_for_some_changes_is_conditional() -> None:
+    text = "## 更新日志\n\n对公开接口的改动，请在 `CHANGELOG.md` 中添加一条记录。\n"
+    facts = [f for f in _rules({"CONTRIBUTING.md": text}).values() if f["topic"] == "docs"]
+    assert facts and all("in the cases the guide names" in f["statement"] for f in facts)

@@ -505,13 +505,15 @@ def files_read_word_by_word(segments: list[Segment]) -> set[str]:
     (written without accents, rules71; one count per file, not per sentence)."""
     files = {s.file for s in segments if _OTHER_LETTERS.search(s.text)}
     prose: dict[str, list[str]] = {}
+    size: dict[str, int] = {}
     for seg in segments:
-        if seg.file not in files and seg.kind != "code":
+        # the first 3000 characters of prose tell the language of a guide
+        if seg.file not in files and seg.kind != "code" and size.get(seg.file, 0) < 3000:
             prose.setdefault(seg.file, []).append(seg.text)
+            size[seg.file] = size.get(seg.file, 0) + len(seg.text)
     unread, english = _function_word_sets()
     for path, texts in prose.items():
-        # the first 3000 characters tell the language of a guide; words counted by set lookup
-        # (the whole-word patterns cost 20 ms on the frameworks' guides)
+        # words counted by set lookup (the whole-word patterns cost 20 ms on the frameworks)
         words = _LETTERS.findall(_URL.sub(" ", "\n".join(texts)[:3000].lower()))
         foreign = sum(1 for w in words if w in unread)
         if foreign >= 4 and foreign > sum(1 for w in words if w in english):
@@ -527,11 +529,10 @@ def _function_word_sets() -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(map(str.lower, unread)), frozenset(map(str.lower, data["unread_language_english"]))
 
 
-def has_unread_prose(segments: list[Segment], files: set[str] | None = None) -> bool:
+def has_unread_prose(segments: list[Segment]) -> bool:
     """Whether any sentence (not code) of the files is in a language the extractor does not
-    read; only `files` (files_read_word_by_word) are looked at."""
-    files = files_read_word_by_word(segments) if files is None else files
-    return any(s.kind != "code" and s.file in files and unread_language(s.text) for s in segments)
+    read; only the files _segments marked (files_read_word_by_word) are looked at."""
+    return any(s.kind != "code" and s.word_by_word and unread_language(s.text) for s in segments)
 
 
 def _gloss_segment(seg: Segment, latin: bool = False) -> None:
@@ -596,8 +597,8 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
                 out += markdown_segments(meta[key], path)
         start = len(out)
         out += markdown_segments(body, path)
-        # (looked for only where an audience phrase is written: one C-level search)
-        if _latin_gloss().audience.search(body[:MAX_CHARS].lower()) and (scoped := scoped_sections(body)):
+        # (headings only: one pass over the lines, cheaper than searching the whole text)
+        if scoped := scoped_sections(body):
             for seg in out[start:]:
                 seg.scoped = seg.section.split(" / ", 1)[0] in scoped
     closed: dict[str, str] = {}  # per file, the numbered-rule section a "---" has closed
@@ -613,7 +614,8 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
     # mostly foreign function words (as has_unread_prose): English guides are not read word by word.
     latin = files_read_word_by_word(out)
     for seg in out:
-        _gloss_segment(seg, seg.file in latin)
+        seg.word_by_word = seg.file in latin
+        _gloss_segment(seg, seg.word_by_word)
     # An item joined to its lead helps only when the lead asks for something ("The PR needs
     # to include:"); other leads' items are read on their own and in the combined segment.
     asks: dict[str, bool] = {}

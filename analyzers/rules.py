@@ -281,6 +281,11 @@ _ZH_WAIT = re.compile(r"(\d{1,3})\s{0,2}(天|日|周|个月)")
 _ZH_WAIT_UNIT = {"天": "days", "日": "days", "周": "weeks", "个月": "months"}
 _ZH_APPROVERS = re.compile(r"(两|二|三|[2-9])\s{0,2}[位名个人]\s{0,2}(?:の\s{0,2})?(?:维护者|审核者|评审者|メンテナー?|レビュアー|reviewers?|maintainers?)", re.I)
 _ZH_NUMBER = {"两": "two", "二": "two", "三": "three"}
+# "新增算法的 PR" (PRs that add an algorithm): the PRs a rule is about, a condition (rules71);
+# "未签署 CLA 的 PR" or "45 天没有动态的 PR" (no verb of change) are not.
+# "对公开接口的改动，" (changes to the public API): the changes a rule is about, likewise.
+_ZH_SCOPED_PRS = re.compile(r"(?:新增|修改|改动|变更|添加|增加|涉及|改变)[^，。；：！？,.;:!?\n]{1,24}?的\s{0,2}(?:pr|PR|pull request)"
+                            r"|对[^，。；：！？,.;:!?\n]{1,24}?的(?:改动|修改|变更|更改)")
 _ZH_PUNCT = {"，": ",", "、": ",", "；": ";", "：": ":", "。": ".", "！": "!", "？": "?", "（": "(", "）": ")",
              "「": '"', "」": '"'}
 _ZH_PLURAL = {"pr": "PRs", "issue": "issues", "pull request": "pull requests"}
@@ -318,6 +323,9 @@ def gloss_zh(text: str) -> str:
         spans.append((m.start(), m.end(), f"{m.group(1)} {_ZH_WAIT_UNIT[m.group(2)]}"))
     for m in _ZH_APPROVERS.finditer(text):
         spans.append((m.start(), m.end(), f"{_ZH_NUMBER.get(m.group(1), m.group(1))} approvals"))
+    for m in _ZH_SCOPED_PRS.finditer(text):
+        # only "的 PR" is glossed so: the words before it ("新增算法") are read as usual
+        spans.append((m.group().rindex("的") + m.start(), m.end(), "in some cases PRs"))
     language = "japanese" if japanese else "korean" if korean else "chinese"
     for hit in _gloss_phrases(language).find(low, lowered=True):
         spans.append((hit.start, hit.start + len(hit.text), hit.label))
@@ -393,6 +401,10 @@ _LATIN_TOKEN_EDGES = "`'\"«»“”()[]{}<>,;:.!?*"
 _LATIN_NAME = re.compile(r"[/_]|\.\w")
 _LATIN_PUNCT = re.compile(r"[,;:()!?]|\.(?=\s|$)")
 _LATIN_PIECE = re.compile(r"(?<=[.;!?])\s+")
+# French « ne ... que » is "only" ("n'est fusionnée qu'après l'approbation": merged only after
+# the approval), not a negation, when no other negation word is in the piece (rules71).
+_NE_QUE = re.compile(r"(?<![^\W\d_])(?:ne\s|n['’])[^.;!?]{1,80}?(?<![^\W\d_])(qu(?:e(?![^\W\d_])|['’]))")
+_NE_ALONE = frozenset({"ne", "n'", "n’"})
 
 
 def gloss_latin(text: str) -> str:
@@ -419,12 +431,16 @@ def gloss_latin(text: str) -> str:
     for piece in _LATIN_PIECE.split(text[:4096])[:64]:
         low_piece = _lower_in_place(piece)
         undone = False
-        if gl.negation.search(low_piece):
+        kept: list[tuple[int, str]] = []
+        covered = bytearray(len(piece))
+        only = _NE_QUE.search(low_piece)
+        if only and _NE_ALONE.issuperset(gl.negation.findall(low_piece)):
+            kept.append((only.start(1), "only"))  # « ne ... que »: a restriction
+            covered[only.start(1):only.end(1)] = b"\x01" * (only.end(1) - only.start(1))
+        elif gl.negation.search(low_piece):
             if not gl.without.search(low_piece):
                 continue
             undone = True  # "no ... without X": X is asked for
-        kept: list[tuple[int, str]] = []
-        covered = bytearray(len(piece))
         for m in _LATIN_TOKEN.finditer(piece):
             name = m.group().strip(_LATIN_TOKEN_EDGES)
             if len(name) > 1 and (_LATIN_NAME.search(name) or name.isupper()) \
@@ -482,12 +498,41 @@ def unread_language(text: str) -> bool:
 _OTHER_LETTERS = re.compile(r"[\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0370-\u1fff]")
 
 
+def files_read_word_by_word(segments: list[Segment]) -> set[str]:
+    """The files whose sentences are looked at for French and Spanish (and other languages):
+    those with a letter English does not write, and those whose prose has more French, Spanish
+    or German function words than English ones, at least four, in their first 3000 characters
+    (written without accents, rules71; one count per file, not per sentence)."""
+    files = {s.file for s in segments if _OTHER_LETTERS.search(s.text)}
+    prose: dict[str, list[str]] = {}
+    size: dict[str, int] = {}
+    for seg in segments:
+        # the first 3000 characters of prose tell the language of a guide
+        if seg.file not in files and seg.kind != "code" and size.get(seg.file, 0) < 3000:
+            prose.setdefault(seg.file, []).append(seg.text)
+            size[seg.file] = size.get(seg.file, 0) + len(seg.text)
+    unread, english = _function_word_sets()
+    for path, texts in prose.items():
+        # words counted by set lookup (the whole-word patterns cost 20 ms on the frameworks)
+        words = _LETTERS.findall(_URL.sub(" ", "\n".join(texts)[:3000].lower()))
+        foreign = sum(1 for w in words if w in unread)
+        if foreign >= 4 and foreign > sum(1 for w in words if w in english):
+            files.add(path)
+    return files
+
+
+@lru_cache(maxsize=1)
+def _function_word_sets() -> tuple[frozenset[str], frozenset[str]]:
+    """The function words of _function_words as sets of single words."""
+    data = _patterns_data()
+    unread = [*data["french_words"], *data["spanish_words"], *data["unread_language_words"]]
+    return frozenset(map(str.lower, unread)), frozenset(map(str.lower, data["unread_language_english"]))
+
+
 def has_unread_prose(segments: list[Segment]) -> bool:
     """Whether any sentence (not code) of the files is in a language the extractor does not
-    read. Only files with a letter English does not write are looked at: a French or Spanish
-    file without a single accent is taken for English."""
-    files = {s.file for s in segments if _OTHER_LETTERS.search(s.text)}
-    return any(s.kind != "code" and s.file in files and unread_language(s.text) for s in segments)
+    read; only the files _segments marked (files_read_word_by_word) are looked at."""
+    return any(s.kind != "code" and s.word_by_word and unread_language(s.text) for s in segments)
 
 
 def _gloss_segment(seg: Segment, latin: bool = False) -> None:
@@ -552,7 +597,8 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
                 out += markdown_segments(meta[key], path)
         start = len(out)
         out += markdown_segments(body, path)
-        if _OTHER_LETTERS.search(body) and (scoped := scoped_sections(body)):
+        # (headings only: one pass over the lines, cheaper than searching the whole text)
+        if scoped := scoped_sections(body):
             for seg in out[start:]:
                 seg.scoped = seg.section.split(" / ", 1)[0] in scoped
     closed: dict[str, str] = {}  # per file, the numbered-rule section a "---" has closed
@@ -564,11 +610,12 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
                 closed[seg.file] = seg.section
             if closed.get(seg.file) == seg.section:
                 seg.section = ""  # "---" then "Not a rule, just a note: ..."
-    # French and Spanish are looked for only in files with a letter English does not write
-    # (as has_unread_prose): the frameworks' guides are not read word by word.
-    latin = {s.file for s in out if _OTHER_LETTERS.search(s.text)}
+    # French and Spanish are looked for only in files with a letter English does not write or
+    # mostly foreign function words (as has_unread_prose): English guides are not read word by word.
+    latin = files_read_word_by_word(out)
     for seg in out:
-        _gloss_segment(seg, seg.file in latin)
+        seg.word_by_word = seg.file in latin
+        _gloss_segment(seg, seg.word_by_word)
     # An item joined to its lead helps only when the lead asks for something ("The PR needs
     # to include:"); other leads' items are read on their own and in the combined segment.
     asks: dict[str, bool] = {}
@@ -581,6 +628,13 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
                 asks[seg.intro] = is_directive(lead, kinds.get(seg.file, ""))
             if not asks[seg.intro]:
                 continue
+        if (seg.kind == "sentence" and len(seg.text) < 40 and kept and kept[-1].kind == "sentence"
+                and kept[-1].file == seg.file and kept[-1].section == seg.section
+                and is_bare_waiver(seg.text)):
+            # "Post the numbers.\n\nNot required.": a bare waiver, a sentence of its own (in the
+            # same paragraph or the next), waives the sentence just before it (rules70 read it
+            # only inside one segment)
+            kept.pop()
         kept.append(seg)
     return kept
 
@@ -818,7 +872,8 @@ def _fill(rule: Rule, seg: Segment, piece: int | None = None) -> tuple[str, dict
             value = plain(m.group(1))
             # a count or a noun that opened the sentence ("Two approvals are required", "Issues
             # without activity ...") is said mid-statement; "PRs" keeps its capitals
-            if value.lower() in _NUMBER_WORDS or (name in rule.lower and value[1:2].islower()):
+            if value.lower() in _NUMBER_WORDS or (name in rule.lower and (
+                    value[1:2].islower() or value[:2] == "A ")):  # "A new algorithm" mid-sentence
                 value = value[0].lower() + value[1:]
             values[name] = value
     for name, pattern in rule.extract_all:
@@ -840,6 +895,11 @@ def _fill(rule: Rule, seg: Segment, piece: int | None = None) -> tuple[str, dict
                 if condition is not None:
                     values["_conditional"] = (
                         f"{statement.rstrip('.')}, {condition}." if condition else "")
+            elif rule.keep_condition and seg.kind != "combined" and GLOSSED_CONDITION.search(seg.gloss):
+                # a glossed sentence's condition is in the file's word order, not English: the
+                # rule is said as conditional without quoting it (a sentence without one tells
+                # nothing: the gloss may have missed its condition)
+                values["_conditional"] = f"{statement.rstrip('.')}, in the cases the guide names."
             return statement, values
     return None
 
@@ -865,11 +925,20 @@ _NOT_A_CONDITION_AFTER = frozenset({
 _EVERY_PR = re.compile(r"(?:you\s)?(?:open|submit|send|create|make|file)(?:ing)?\s(?:a|the|your)\s"
                        r"(?:new\s)?(?:pr|pull\srequest)s?", re.I)
 MAX_CONDITION = 80
+# What a gloss (Chinese, Japanese, Korean, French, Spanish) reads as a condition: "如果" /
+# "Si vous ..." / "Cuando ..." are "in some cases", Japanese "場合" is "if", and a Chinese
+# "新增 X 的 PR" (PRs that add X) is "in some cases PRs" (analyzers.rules.gloss_zh).
+GLOSSED_CONDITION = re.compile(r"\b(?:if|in some cases)\b")
 # A condition said as the PRs it is about: "a PR that touches `pkg/io/`", "pull requests which
 # change the sampler" (to the next punctuation).
+# Or as the folder the rule holds under: "changes under / to `pkg/io/` need two approvals", "two
+# approvals for anything under `pkg/core/` or `pkg/net/`" (one or two folders, ending in "/": "add
+# your changes to `CHANGES.md`" names a file to write to, not the changes a rule is about).
 _SCOPE_CONDITION = re.compile(
     r"\b((?:a|any)\s(?:pr|pull\srequest|change)\s(?:that|which)\s"
-    r"(?:touch(?:es)?|changes?|modif(?:y|ies)|alters?)\s[^,;:()!?\n]{3,120}?)(?=\s*(?:[,;:()!?]|\.(?:\s|$)|$))",
+    r"(?:touch(?:es)?|changes?|modif(?:y|ies)|alters?)\s[^,;:()!?\n]{3,120}?)(?=\s*(?:[,;:()!?]|\.(?:\s|$)|$))"
+    r"|\b((?:anything|everything|changes|code|files)\s(?:under|to)\s(?:the\s)?`?(?:[\w.-]{1,40}/){1,6}`?"
+    r"(?:\s(?:or|and)\s`?(?:[\w.-]{1,40}/){1,6}`?)?)",
     re.I)
 _CONDITION_MARKUP = re.compile(r"[<>\[\]`*|#\\]|(?<!\w)_|_(?!\w)")
 # Sentences and "; " parts of a segment. A name's dot is not an end: in the matched text
@@ -903,7 +972,7 @@ def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = Non
         return f"{word} {clause}"
     if m := _SCOPE_CONDITION.search(text[:600]):
         # "The exception is a PR that touches `pkg/io/`: there, include ...": said of those PRs
-        clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1)).split())
+        clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1) or m.group(2)).split())
         clause = clause[0].lower() + clause[1:]
         return f"for {clause}" if len(clause) <= MAX_CONDITION else "in the cases the guide names"
     return ""
@@ -1098,12 +1167,13 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
 
 def _near(rule: Rule, matches: list[tuple[int, int, int]], doc: Any, strings: Any) -> bool:
     """A hit of the rule's first group followed, within `rule.within` tokens and with no
-    punctuation between, by a hit of its last group."""
+    punctuation between, by a hit of its last group (a quote is no break: 'has written
+    "approved" on it')."""
     first, last = set(rule.groups[0]), set(rule.groups[-1])
     ends = [end for m, _, end in matches if strings[m] in first]
     starts = [start for m, start, _ in matches if strings[m] in last]
     return any(0 <= start - end < rule.within
-               and not any(doc[i].is_punct for i in range(end, start))
+               and not any(doc[i].is_punct and not doc[i].is_quote for i in range(end, start))
                for end in ends for start in starts)
 
 
@@ -1130,11 +1200,25 @@ def _stated_apart_from_veto(rule: Rule, matches: list[tuple[int, int, int]], doc
 
 
 def _piece_of_hit(rule: Rule, matches: list[tuple[int, int, int]], doc: Any, strings: Any) -> int:
-    """Which sentence or "; " part of the segment holds the rule's last words (the request's
-    object or check: "...; please check that it builds without warnings when ...")."""
-    last = set(rule.groups[-1])
-    start = min(s for m, s, _ in matches if strings[m] in last)
-    return len(_PIECES.findall(doc.text, 0, doc[start].idx + 1))  # ends before the hit's word
+    """Which sentence or "; " part of the segment states the rule: the first that holds a hit
+    of every phrase group ("...; changes under `pkg/io/` need two approvals"), else the one
+    holding the rule's last words (the request's object or check: "...; please check that it
+    builds without warnings when ...")."""
+    ends = [m.end() for m in _PIECES.finditer(doc.text)]  # a piece ends before each of these
+
+    def piece(token: int) -> int:
+        return bisect.bisect_right(ends, doc[token].idx + 1)
+
+    groups = [set(g) for g in rule.groups]
+    per_piece: dict[int, set[int]] = {}
+    for m, start, _ in matches:
+        word = strings[m]
+        per_piece.setdefault(piece(start), set()).update(i for i, g in enumerate(groups) if word in g)
+    whole = [p for p, found in sorted(per_piece.items()) if len(found) == len(groups)]
+    if whole:
+        return whole[0]
+    last = groups[-1]
+    return piece(min(s for m, s, _ in matches if strings[m] in last))
 
 
 def _group_waived(rule: Rule, matches: list[tuple[int, int, int]], waived: list[int],

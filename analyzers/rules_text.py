@@ -73,6 +73,9 @@ class Segment:
     # a table row: its table's header row ("If you change ... — you also need to ...")
     gloss: str = ""  # Chinese text read in English (analyzers.rules.gloss_zh): what is matched
     scoped: bool = False  # under a heading addressed to some contributors only (rules69)
+    # in a file looked at for French / Spanish / other languages (analyzers.rules
+    # .files_read_word_by_word): computed once per summary
+    word_by_word: bool = False
 
     @property
     def matched(self) -> str:

@@ -302,7 +302,11 @@ def test_inflected_verbs_of_checklist_items() -> None:
     by_rule = _rules({".github/PULL_REQUEST_TEMPLATE.md": template})
     assert "`CHANGES.md`" in by_rule["changelog_update"]["statement"]
     assert by_rule["ai_disclose_general"]["topic"] == "ai-policy"
-    assert by_rule["results_share"]["statement"] == "Share evaluation results in the PR (Learning curves)."
+    # asked for new algorithms only: said of them (rules71), not of every PR
+    assert "results_share" not in by_rule
+    assert by_rule["results_scoped"]["statement"] == (
+        "Some changes need evaluation results in the PR; the guide says which (new algorithms) "
+        "and what (learning curves).")
 
 
 def test_reproducing_published_results_is_about_what_is_contributed() -> None:
@@ -372,7 +376,8 @@ def test_a_request_after_so_and_a_changelog_made_from_titles() -> None:
             "title with `[FIX]` or `[ENH]`.\n")
     by_rule = _rules({"CONTRIBUTING.md": text})
     assert by_rule["changelog_from_titles"]["topic"] == "docs"
-    assert "`[FIX]`" in by_rule["pr_title_general"]["statement"]
+    # a prefix asked is said as one (rules71: "PR titles start with a prefix, for example ...")
+    assert "`[FIX]`" in by_rule["pr_title_prefix"]["statement"]
 
 
 def test_placement_in_a_table_row() -> None:

@@ -51,6 +51,20 @@ CASES = {
     "scoped-headings": _fill("## Pour les membres du laboratoire\n### é\n```\n# x\nDoit être fait.\n"),
     "yes-cells": "| Change | Changelog entry | Docs |\n|---|---|---|\n" + _fill("| a fix | yes, a line | yes |\n"),
     "faq-answered-no": _fill("### Do I need a CLA?\n\nNo.\n\nIs a test needed? No, not here. "),
+    # rules71: approval counts under folders, title prefixes, Chinese title formats
+    "scoped-approvals": _fill("- **Approvals.** Two approvals from maintainers for anything under `a/b/` or c/d/; "
+                              "changes under x/ need two approvals. Request review only once checks pass. "),
+    "title-prefix": _fill("- [ ] The title has a `[x]` prefix. 提交信息和 PR 标题须采用 `[模块]` 的格式。"),
+    # rules71: conditions in glossed sentences ("的 PR" after a verb of change, 如果, si, cuando)
+    "zh-scoped-prs": _fill("新增新增新增算法的 PR 须附上训练曲线与基线对比，如果改动了接口。新增"),
+    "latin-conditions": _fill("Si vous modifiez l'interface, vous devez ajouter une entrée ; cuando cambies, debes añadir. "),
+    "french-ne-que": _fill("Une PR n'est fusionnée qu'après l'approbation ; ne ne ne n'n' que qu' é "),
+    "maintainers-only-headings": _fill("## Maintainers only\n### For maintainers\n```\n# y\nEvery commit must be signed off.\n"),
+    "design-approved": "## Design proposals\n\n" + _fill('Start the implementation after "a" "approved" it. '
+                                                       'I linked the issue where a maintainer agreed. '),
+    "bare-waiver-paragraphs": _fill("Post before and after numbers.\n\nNot required.\n\nOptional. "),
+    "accent-free-french": _fill("Vous devez ajouter des tests pour tout nouveau code et les docs ; ne que. "),
+    "new-kind-results": _fill("A new loss is run: attach the reward and the held-out accuracy curves. "),
     "front-matter": "---\n" + _fill("name: a\n", SIZE - 8) + "\n---\n",
 }
 

@@ -547,11 +547,32 @@ async def answer_when_permitted(ctx: Any, installation_id: int,
         for action in skips:
             if str(action.details["delivery"]) in requeued:
                 await session.delete(action)
+        # Being handled now: not handed back (the worker's finish would set it done over it).
+        in_flight = sorted(set(await session.scalars(select(table.c.delivery_id).where(
+            table.c.delivery_id.in_(sorted(set(deliveries) - requeued)),
+            table.c.status == "processing"))))
         await session.commit()
     if requeued:
         log.info("installation %s accepted new permissions: %d deliveries handled again (the "
                  "replies and comments GitHub refused)", installation_id, len(requeued))
+    if in_flight:
+        raise HandBackWaits(installation_id, in_flight)
     return sorted(requeued)
+
+
+class HandBackWaits(Exception):
+    """A delivery owed a new decision (its refusal recorded) is still being handled: it was
+    passed by, and stayed unanswered once it finished (ops71). The delivery handing back is
+    tried again (the worker reads `retry_after`: 0, its own backoff, 5 s at first) and hands
+    it back then; what it did already is done again as a no-op."""
+
+    retry_after = 0.0
+
+    def __init__(self, installation_id: int, deliveries: list[str]) -> None:
+        super().__init__(f"installation {installation_id}: {len(deliveries)} deliveries owed a "
+                         f"new decision are still being handled ({', '.join(deliveries[:3])}); "
+                         "handed back on the next attempt")
+        self.deliveries = deliveries
 
 
 async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any,

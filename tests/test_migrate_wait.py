@@ -76,6 +76,17 @@ def _finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
     return proc.returncode, out, err
 
 
+def _waited_and_ran_out(status: int, out: str, err: str, *, seconds: int) -> None:
+    """The waiting line, then one line saying it waited `seconds` for another migrate (not
+    the app's 30 s lock_timeout), exit 1."""
+    lines = err.splitlines()
+    assert status == 1 and out == "" and "Traceback" not in err, err
+    assert len(lines) == 2, err
+    assert lines[0].startswith("rltracker migrate: waiting for another migrate"), lines
+    assert lines[1].startswith("rltracker migrate: ") and f"waited {seconds} s" in lines[1], lines
+    assert "30s" not in lines[1] and "30 s" not in lines[1], lines
+
+
 def test_a_migrate_waiting_for_another_says_so(db_url: str) -> None:
     """Another migration holds the lock: one line says this one waits, then it goes on once
     the other is done (here: the database already at head), exit 0."""
@@ -100,12 +111,7 @@ def test_a_wait_that_runs_out_says_how_long_it_waited(db_url: str) -> None:
         status, out, err = _finish(proc)
     finally:
         held.release()
-    lines = err.splitlines()
-    assert status == 1 and out == "" and "Traceback" not in err, err
-    assert len(lines) == 2, err
-    assert lines[0].startswith("rltracker migrate: waiting for another migrate"), lines
-    assert lines[1].startswith("rltracker migrate: ") and "waited 2 s" in lines[1], lines
-    assert "30s" not in lines[1] and "30 s" not in lines[1], lines
+    _waited_and_ran_out(status, out, err, seconds=2)
 
 
 class _TableReader:
@@ -212,10 +218,6 @@ def test_a_new_database_s_wal_switch_wait_runs_out_says_how_long(tmp_path: Any) 
     finally:
         held.execute("ROLLBACK")
         held.close()
-    lines = err.splitlines()
-    assert status == 1 and out == "" and "Traceback" not in err, err
-    assert len(lines) == 2, err
-    assert lines[0].startswith("rltracker migrate: waiting for another migrate"), lines
-    assert lines[1].startswith("rltracker migrate: ") and "waited 2 s" in lines[1], lines
+    _waited_and_ran_out(status, out, err, seconds=2)
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT name FROM sqlite_master").fetchall() == []

@@ -142,3 +142,35 @@ async def test_an_acceptance_handled_while_the_refused_delivery_finishes_hands_i
     assert len(app_comments(fake_github, VERL, 83)) == 1
     assert await _not_permitted_skips(app_ctx) == []
     assert set((await _statuses(app_ctx)).values()) == {"done"}
+
+
+async def test_a_worker_process_holding_a_token_from_before_the_acceptance_asks_a_new_one(
+        app_ctx: Any, app_settings: Any, fake_github: Any, shared_dir: Path) -> None:
+    """Two processes (a worker process and the web process, or two replicas), each with its
+    own client and tokens. The refused report's delivery was handled by the other one, which
+    keeps its token (Issues read); the acceptance, handled here, drops only this process's
+    token and hands the delivery back; the other process takes it again and GitHub refuses
+    its old token once more. On main: the skip written again, the delivery done, no comment
+    ever. Now the refusal finds its token older than the hand-back, drops it and the delivery
+    is tried again with a new one: the comment is posted, once."""
+    from bot.context import AppContext
+    from bot.github.client import GitHubClient
+    from tests.fakegithub import no_sleep
+
+    await install(app_ctx, fake_github)
+    await _report(app_ctx, fake_github, 84)
+    other = AppContext.create(app_settings)
+    other.github = GitHubClient(app_settings, sleep=no_sleep)
+    try:
+        other_worker = Worker(other, backoff=no_wait)
+        assert await other_worker.run_until_idle() == 1  # refused: its token has Issues read
+        assert len(await _not_permitted_skips(app_ctx)) == 1
+        await _accepting(app_ctx, fake_github, shared_dir)()  # handled here
+        await other_worker.run_until_idle()  # the delivery handed back, taken by the other
+    finally:
+        await other.github.close()
+        other.github = None
+        await other.close()
+    assert len(app_comments(fake_github, VERL, 84)) == 1
+    assert await _not_permitted_skips(app_ctx) == []
+    assert set((await _statuses(app_ctx)).values()) == {"done"}

@@ -4,9 +4,10 @@ not answered, and their repositories are read as any other (with GITHUB_TOKEN)."
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import and_, func, or_, select
 
 from bot.store.models import Delivery, Installation
 
@@ -44,3 +45,15 @@ async def handed_back_meanwhile(session: Any, installation_id: int | None,
                 and_(Delivery.status == "done", Delivery.finished_at >= started)))
         .limit(1))
     return found is not None
+
+
+async def last_handed_back(session: Any, installation_id: int | None) -> datetime | None:
+    """When the latest delivery handing back refused deliveries of `installation_id` finished
+    (None: none did)."""
+    if installation_id is None:
+        return None
+    handing_back = or_(*(and_(Delivery.event == event, Delivery.action == action)
+                         for event, action in HANDING_BACK))
+    return await session.scalar(select(func.max(Delivery.finished_at)).where(
+        Delivery.installation_id == int(installation_id), handing_back,
+        Delivery.status == "done"))

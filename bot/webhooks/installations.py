@@ -520,7 +520,10 @@ async def answer_when_permitted(ctx: Any, installation_id: int,
     back once (its skip deleted by the one that did); and the decision posts at most once
     whatever runs it. A delivery whose payload was not kept (its repository made private
     since) is not. `repos`: only theirs (the repositories an `installation_repositories.added`
-    covers again). Returns the delivery ids re-queued."""
+    covers again). Returns the delivery ids re-queued; raises HandBackWaits (the worker tries
+    the delivery handing back again) when an owed delivery is still being handled (ops71: its
+    finish would have left it done, passed by). A refusal recorded after this ran is the
+    refusing delivery's to catch (bot.speaking.posting.record_refusal)."""
     from bot.speaking.posting import NOT_PERMITTED
     from bot.store.privacy import EMPTIED_PAYLOAD
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Callable
 from logging.config import fileConfig
+from typing import Any
 
 from alembic import context
 from sqlalchemy import event
@@ -13,7 +15,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.config import DEFAULT_DATABASE_URL
-from bot.store.db import make_engine
+from bot.store.db import is_lock_not_granted, make_engine, switch_to_wal, take_sqlite_write_lock
 from bot.store.migrate import MIGRATION_LOCK_TIMEOUT, MIGRATION_WAIT
 from bot.store.models import Base
 
@@ -56,7 +58,8 @@ def migration_wait() -> float:
 def _waiting(what: str) -> None:
     """Said once when a migrate starts waiting (ops64): it said nothing for up to 10 minutes."""
     on_wait = config.attributes.get("on_wait")
-    if on_wait is not None:
+    if on_wait is not None and not config.attributes.get("told_waiting"):
+        config.attributes["told_waiting"] = True  # the WAL switch and BEGIN IMMEDIATE: once
         on_wait(f"waiting for another migrate ({what}) to finish, at most "
                 f"{_seconds(migration_wait())}")
 
@@ -80,10 +83,41 @@ def serialised(engine: AsyncEngine) -> AsyncEngine:
     if engine.dialect.name != "sqlite":
         return engine
 
+    what = "the database's write lock is taken"
+
+    def _wait_for_the_write_lock(step: Callable[[], None]) -> None:
+        from bot.store.db import is_sqlite_locked
+
+        started = time.monotonic()
+        try:
+            step()
+        except Exception as exc:
+            if not is_sqlite_locked(exc):
+                raise
+            raise _wait_ran_out(started, what) from exc
+
+    # Before make_engine's pragmas (insert): a new database's switch to WAL waits for another
+    # migrate's write lock within --wait, saying so (ops71: SQLite answered it "database is
+    # locked" at once, bot.store.db.switch_to_wal).
+    @event.listens_for(engine.sync_engine, "connect", insert=True)
+    def _wal_within_the_wait(dbapi_conn: Any, _record: object) -> None:
+        cur = dbapi_conn.cursor()
+
+        def execute(sql: str) -> None:
+            cur.execute(sql)
+            cur.fetchall()
+
+        try:
+            _wait_for_the_write_lock(lambda: switch_to_wal(
+                execute, migration_wait(), quiet=SQLITE_QUIET_WAIT,
+                on_wait=lambda: _waiting(what)))
+        finally:
+            cur.close()
+
     @event.listens_for(engine.sync_engine, "connect")
-    def _driver_transactions_off(dbapi_conn: object, _record: object) -> None:
-        dbapi_conn.isolation_level = None  # type: ignore[attr-defined]
-        cur = dbapi_conn.cursor()  # type: ignore[attr-defined]
+    def _driver_transactions_off(dbapi_conn: Any, _record: object) -> None:
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
         cur.execute(f"PRAGMA busy_timeout={int(migration_wait() * 1000)}")
         # A table copy (batch_alter_table) drops the old table: with foreign keys on, SQLite
         # deletes its rows first and ON DELETE CASCADE takes the children (a copy of `threads`
@@ -94,29 +128,9 @@ def serialised(engine: AsyncEngine) -> AsyncEngine:
 
     @event.listens_for(engine.sync_engine, "begin")
     def _begin_immediate(conn: Connection) -> None:
-        from sqlalchemy.exc import OperationalError
-
-        started = time.monotonic()
-        quiet = min(SQLITE_QUIET_WAIT, migration_wait())
-        conn.exec_driver_sql(f"PRAGMA busy_timeout={int(quiet * 1000)}")
-        try:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-            return
-        except OperationalError as exc:
-            if "locked" not in str(exc.orig):
-                raise
-        finally:
-            conn.exec_driver_sql(f"PRAGMA busy_timeout={int(migration_wait() * 1000)}")
-        what = "the database's write lock is taken"
-        _waiting(what)
-        remaining = max(0.0, migration_wait() - (time.monotonic() - started))
-        conn.exec_driver_sql(f"PRAGMA busy_timeout={int(remaining * 1000)}")
-        try:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-        except OperationalError as exc:
-            if "locked" not in str(exc.orig):
-                raise
-            raise _wait_ran_out(started, what) from exc
+        _wait_for_the_write_lock(lambda: take_sqlite_write_lock(
+            conn.exec_driver_sql, migration_wait(), quiet=SQLITE_QUIET_WAIT,
+            on_wait=lambda: _waiting(what)))
 
     return engine
 
@@ -140,7 +154,7 @@ def _take_the_lock(connection: Connection) -> None:
     except DBAPIError as exc:
         # lock_not_available after the wait: its message said "not granted within 30s"
         # (the app's lock_timeout, bot.cli.errors), not the wait it was
-        if getattr(exc.orig, "sqlstate", None) != "55P03":
+        if not is_lock_not_granted(exc):
             raise
         raise _wait_ran_out(started, what) from exc
     connection.exec_driver_sql(f"SET LOCAL lock_timeout = '{timeout}'")

@@ -76,6 +76,17 @@ def _finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
     return proc.returncode, out, err
 
 
+def _waited_and_ran_out(status: int, out: str, err: str, *, seconds: int) -> None:
+    """The waiting line, then one line saying it waited `seconds` for another migrate (not
+    the app's 30 s lock_timeout), exit 1."""
+    lines = err.splitlines()
+    assert status == 1 and out == "" and "Traceback" not in err, err
+    assert len(lines) == 2, err
+    assert lines[0].startswith("rltracker migrate: waiting for another migrate"), lines
+    assert lines[1].startswith("rltracker migrate: ") and f"waited {seconds} s" in lines[1], lines
+    assert "30s" not in lines[1] and "30 s" not in lines[1], lines
+
+
 def test_a_migrate_waiting_for_another_says_so(db_url: str) -> None:
     """Another migration holds the lock: one line says this one waits, then it goes on once
     the other is done (here: the database already at head), exit 0."""
@@ -100,12 +111,7 @@ def test_a_wait_that_runs_out_says_how_long_it_waited(db_url: str) -> None:
         status, out, err = _finish(proc)
     finally:
         held.release()
-    lines = err.splitlines()
-    assert status == 1 and out == "" and "Traceback" not in err, err
-    assert len(lines) == 2, err
-    assert lines[0].startswith("rltracker migrate: waiting for another migrate"), lines
-    assert lines[1].startswith("rltracker migrate: ") and "waited 2 s" in lines[1], lines
-    assert "30s" not in lines[1] and "30 s" not in lines[1], lines
+    _waited_and_ran_out(status, out, err, seconds=2)
 
 
 class _TableReader:
@@ -170,3 +176,48 @@ def test_a_table_lock_a_running_replica_holds_is_waited_for_naming_its_session(d
     assert named in line, line
     assert _finish(waiting) == (0, f"database at {head_revision()}\n", "")
     assert _revision(db_url) == head_revision()
+
+
+def _new_database_write_locked(path: Any) -> sqlite3.Connection:
+    """A new SQLite database (still in rollback mode: no connection switched it to WAL yet)
+    whose write lock another connection holds: what a second first `migrate` meets while the
+    first one switches the new database to WAL (ops71)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    return conn
+
+
+def test_a_new_database_s_switch_to_wal_waits_for_the_write_lock(tmp_path: Any) -> None:
+    """Two first `rltracker migrate` of one new SQLite database: the second failed now and
+    then with "database is locked" and no waiting line, from its connection's first pragma:
+    SQLite answers PRAGMA journal_mode=WAL at once, without waiting, while another connection
+    holds the write lock of a database still in rollback mode. Now it waits within --wait,
+    saying so, and migrates once the lock is let go."""
+    path = tmp_path / "new.db"
+    held = _new_database_write_locked(path)
+    try:
+        proc = _migrate(f"sqlite+aiosqlite:///{path}")
+        line = _first_stderr_line(proc)
+    finally:
+        held.execute("ROLLBACK")
+        held.close()
+    status, out, rest = _finish(proc)
+    assert line.startswith("rltracker migrate: waiting for another migrate"), line
+    assert (status, out, rest) == (0, f"database at {head_revision()}\n", "")
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_a_new_database_s_wal_switch_wait_runs_out_says_how_long(tmp_path: Any) -> None:
+    """The same with `--wait 2` and the lock held past it: the waiting line, then the line
+    saying it waited 2 s for another migrate, exit 1, the database not migrated."""
+    path = tmp_path / "new.db"
+    held = _new_database_write_locked(path)
+    try:
+        status, out, err = _finish(_migrate(f"sqlite+aiosqlite:///{path}", "--wait", "2"))
+    finally:
+        held.execute("ROLLBACK")
+        held.close()
+    _waited_and_ran_out(status, out, err, seconds=2)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == []

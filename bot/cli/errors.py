@@ -75,7 +75,6 @@ def _sqlstate(exc: BaseException) -> str | None:
 # PostgreSQL's undefined_table and undefined_column.
 _SQLITE_MISSING = ("no such table", "no such column", "has no column named")
 _MISSING_SQLSTATES = ("42P01", "42703")
-_LOCK_NOT_AVAILABLE = "55P03"  # lock_timeout (bot.store.db.LOCK_TIMEOUT) ran out
 
 
 def _current_revision() -> tuple[str | None] | None:
@@ -115,7 +114,6 @@ def _schema_missing(subject: str, detail: str) -> str:
 # SQLite's primary result codes (the sqlite3 module's `sqlite_errorname`, from Python 3.11)
 # and the start of its messages, for a driver that does not name the code.
 _SQLITE_KINDS = (
-    (("SQLITE_BUSY", "SQLITE_LOCKED"), ("database is locked", "database table is locked"), "locked"),
     (("SQLITE_READONLY",), ("attempt to write a readonly database",), "readonly"),
     (("SQLITE_FULL",), ("database or disk is full",), "full"),
     (("SQLITE_CORRUPT", "SQLITE_NOTADB"), ("database disk image is malformed",
@@ -125,7 +123,11 @@ _SQLITE_KINDS = (
 )
 
 
-def _sqlite_kind(orig: object, detail: str) -> str | None:
+def _sqlite_kind(orig: BaseException, detail: str) -> str | None:
+    from bot.store.db import is_sqlite_locked
+
+    if is_sqlite_locked(orig):  # BUSY, LOCKED: the one judgement of it (bot.store.db)
+        return "locked"
     name = str(getattr(orig, "sqlite_errorname", "") or "")
     lowered = detail.lower()
     for names, messages, kind in _SQLITE_KINDS:
@@ -136,7 +138,7 @@ def _sqlite_kind(orig: object, detail: str) -> str | None:
     return None
 
 
-def _sqlite_failure(subject: str, path: Any, orig: object, detail: str) -> str:
+def _sqlite_failure(subject: str, path: Any, orig: BaseException, detail: str) -> str:
     """What happened to the SQLite database, said as what it is: a database another process
     holds, a full disk, a read-only file, a damaged file, one that cannot be opened."""
     where = os.path.abspath(path)
@@ -177,8 +179,9 @@ def _database_failure(exc: BaseException) -> str | None:
             return _schema_missing(subject, detail)
         if _sqlstate(exc) in _MISSING_SQLSTATES:
             return _schema_missing(subject, detail)
-        if _sqlstate(exc) == _LOCK_NOT_AVAILABLE:
-            from bot.store.db import LOCK_TIMEOUT
+        from bot.store.db import LOCK_TIMEOUT, is_lock_not_granted
+
+        if is_lock_not_granted(exc):
 
             return (f"{subject}: a lock another session holds was not granted within "
                     f"{LOCK_TIMEOUT} ({detail}); a migration or a transaction left open (psql) "

@@ -684,6 +684,7 @@ def gone_answer(error: BaseException) -> str | None:
 class _CachedToken:
     token: str
     expires_at: float  # epoch seconds
+    issued_at: float = 0.0  # epoch seconds (this process's clock when GitHub gave it)
 
 
 class GitHubClient:
@@ -854,7 +855,7 @@ class GitHubClient:
             expires = parse_datetime(data.get("expires_at"))
             expires_at = expires.timestamp() if expires else self._clock() + 3600
             register_secret(data["token"], expires_in=expires_at - self._clock())  # out of the logs
-            self._tokens[iid] = _CachedToken(data["token"], expires_at)
+            self._tokens[iid] = _CachedToken(data["token"], expires_at, self._clock())
             self.token_refreshes += 1
             log.info("installation token refreshed for installation %d (expires %s)", iid, data.get("expires_at"))
             return data["token"]
@@ -865,6 +866,17 @@ class GitHubClient:
         cached = self._tokens.get(int(installation_id))
         if cached is not None and (token is None or cached.token == token):
             del self._tokens[int(installation_id)]
+
+    def drop_token_issued_before(self, installation_id: int, moment: float) -> bool:
+        """Drop the installation's token if GitHub gave it before `moment` (epoch seconds): a
+        token holds the permissions of its issue, and the installation accepted new ones
+        since (in another process, whose `invalidate_token` this one did not hear: ops71).
+        True when one was dropped."""
+        cached = self._tokens.get(int(installation_id))
+        if cached is None or cached.issued_at >= moment:
+            return False
+        del self._tokens[int(installation_id)]
+        return True
 
     def forget_installation(self, installation_id: int) -> None:
         """The installation is gone (uninstalled): its token, its ETag cache and every

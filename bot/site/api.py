@@ -117,7 +117,7 @@ async def _database_state(ctx: Any) -> str:
                     return "read-only"
                 if store_db.is_lock_not_granted(exc):
                     return "busy"
-                if not (sqlite and "locked" in str(exc)):
+                if not (sqlite and store_db.is_sqlite_locked(exc)):
                     raise
             finally:
                 await conn.rollback()

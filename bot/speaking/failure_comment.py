@@ -29,6 +29,7 @@ from bot.speaking.posting import (
     own_comment,
     own_login,
     post_or_adopt,
+    record_refusal,
     refusal_of,
     rewrite_own_comment,
 )
@@ -345,9 +346,9 @@ async def _failure_comment(
             await release(ctx, action_id, lease=lease)
             # (the delivery named: handled again once the permission is accepted,
             # bot.webhooks.installations.answer_when_permitted)
-            await record_skip(ctx, repo, number, "failure_comment", *refused, checked="live",
-                              installation=sit.installation_id, github=str(exc)[:200],
-                              delivery=delivery_id)
+            await record_refusal(ctx, repo, number, "failure_comment", *refused,
+                                 installation_id=sit.installation_id, delivery_id=delivery_id,
+                                 checked="live", github=str(exc)[:200])
             return "skipped:" + refused[0]
         # Give the slot back so the worker's retry can post; the failure stays visible.
         await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,

@@ -43,6 +43,54 @@ NOT_PERMITTED = ("not_permitted", "GitHub refused the app's comment (Resource no
                  "permission, or no longer covers this repository")
 
 
+class RefusedBeforeTheAcceptance(Exception):
+    """GitHub refused the app's comment for a missing permission, and the installation's new
+    permissions (or its repositories added again) were handled while this delivery was in
+    flight (`record_refusal`). The delivery is tried again (the worker reads `retry_after`:
+    0, its own backoff), with a new token; a refusal then is recorded as any."""
+
+    retry_after = 0.0
+
+    def __init__(self, repo: str, number: int, kind: str) -> None:
+        super().__init__(f"{repo}#{number}: GitHub refused the {kind} for a permission the "
+                         "installation accepted meanwhile; tried again with a new token")
+
+
+async def record_refusal(ctx: Any, repo: str, number: int, kind: str, code: str, reason: str,
+                         *, installation_id: int | None, delivery_id: str | None,
+                         **extra: Any) -> None:
+    """The skip of a comment GitHub refused (`refusal_of`), naming its installation and its
+    delivery. A refusal for a missing permission is owed a new decision once the permission
+    is accepted (bot.webhooks.installations.answer_when_permitted reads these skips): it is
+    written at once, then checked against the hand-backs of its installation. One that ran,
+    or runs, while this delivery was in flight (bot.store.installations.handed_back_meanwhile)
+    may have read the skips before this one was written, and passed the delivery by for
+    good (ops71); and a hand-back handled by another process (another worker process, a
+    replica) dropped that process's token only, while this one's, from before it, lacks the
+    permission. Either way the skip is taken back and RefusedBeforeTheAcceptance raised, so
+    that the worker tries the delivery again with a new token (once: a token issued after
+    the hand-back, refused in an attempt begun after it, is a refusal as any)."""
+    from bot.speaking.records import drop_skip, record_skip
+    from bot.store.installations import handed_back_meanwhile, last_handed_back
+
+    owed = code.startswith(NOT_PERMITTED[0])  # (a command's code carries its comment: ":ref")
+    await record_skip(ctx, repo, number, kind, code, reason, at_once=owed,
+                      installation=installation_id, delivery=delivery_id, **extra)
+    if not owed or installation_id is None:
+        return
+    async with ctx.sessionmaker() as session:
+        meanwhile = await handed_back_meanwhile(session, installation_id, delivery_id)
+        last = None if meanwhile else await last_handed_back(session, installation_id)
+    # This process's token from before the latest hand-back (handled by another process,
+    # which dropped only its own token): the refusal may be that token's.
+    stale = last is not None and ctx.github is not None and hasattr(
+        ctx.github, "drop_token_issued_before") and ctx.github.drop_token_issued_before(
+            installation_id, last.timestamp())
+    if meanwhile or stale:
+        await drop_skip(ctx, repo, number, kind, code)
+        raise RefusedBeforeTheAcceptance(repo, number, kind)
+
+
 def permission_refusal(error: BaseException) -> bool:
     """GitHub refusing a write the installation's token does not cover (403, "Resource not
     accessible by integration", no rate limit; through GraphQL, an answer whose every error

@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bot.store.models import Action
@@ -50,18 +50,34 @@ async def record_once(ctx: Any, **fields: Any) -> bool:
     return True
 
 
+def skip_key(repo: str, number: int | None, kind: str, code: str) -> str:
+    """The once-only key of a skip: one per thread, kind and reason."""
+    return f"{repo}#{number}:{kind}:skip:{code}"
+
+
 async def record_skip(
-    ctx: Any, repo: str, number: int | None, kind: str, code: str, reason: str, **extra: Any
+    ctx: Any, repo: str, number: int | None, kind: str, code: str, reason: str, *,
+    at_once: bool = False, **extra: Any
 ) -> None:
+    """`at_once`: written now, also inside `skips_written_together` (a skip something else
+    reads while the decision still runs: a refusal owed a new decision, bot.speaking.posting)."""
     log.info("skip %s %s#%s: %s", kind, repo, number, reason)
     fields = {"repo": repo, "number": number, "kind": kind, "status": "skipped",
-              "reason": reason, "dedupe_key": f"{repo}#{number}:{kind}:skip:{code}",
+              "reason": reason, "dedupe_key": skip_key(repo, number, kind, code),
               "details": {"code": code, **extra}}
     collected = _COLLECTED_SKIPS.get()
-    if collected is not None:
+    if collected is not None and not at_once:
         collected.append(fields)
         return
     await record_once(ctx, **fields)
+
+
+async def drop_skip(ctx: Any, repo: str, number: int | None, kind: str, code: str) -> None:
+    """The skip of that thread, kind and reason is gone (the decision is to be made again)."""
+    async with ctx.sessionmaker() as session:
+        await session.execute(delete(Action).where(
+            Action.dedupe_key == skip_key(repo, number, kind, code)))
+        await session.commit()
 
 
 @asynccontextmanager

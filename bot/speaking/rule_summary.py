@@ -31,6 +31,7 @@ from bot.speaking.posting import (
     own_comment,
     own_login,
     post_or_adopt,
+    record_refusal,
     refusal_of,
     rewrite_own_comment,
 )
@@ -344,9 +345,10 @@ async def rule_summary(
             # nothing was posted, and a retry meets the same answer.
             await release(ctx, action_id, lease=lease)
             # (the delivery named: see failure_comment)
-            await record_skip(ctx, repo, number, "rule_summary", *refused, checked="live",
-                              installation=sit.installation_id, github=str(exc)[:200],
-                              delivery=delivery_of(payload))
+            await record_refusal(ctx, repo, number, "rule_summary", *refused,
+                                 installation_id=sit.installation_id,
+                                 delivery_id=delivery_of(payload), checked="live",
+                                 github=str(exc)[:200])
             return "skipped:" + refused[0]
         await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,
                      reason=f"{type(exc).__name__}: {exc}"[:500])

@@ -84,7 +84,7 @@ def upgrade(database_url: str, revision: str = "head", *, wait: float | None = N
 
     from sqlalchemy.exc import DBAPIError
 
-    from bot.store.db import LOCK_NOT_AVAILABLE
+    from bot.store.db import is_lock_not_granted
 
     budget = MIGRATION_WAIT if wait is None else wait
     started = time.monotonic()
@@ -103,7 +103,7 @@ def upgrade(database_url: str, revision: str = "head", *, wait: float | None = N
             _upgrade_once(cfg, revision)
             return
         except DBAPIError as exc:
-            if getattr(exc.orig, "sqlstate", None) != LOCK_NOT_AVAILABLE:
+            if not is_lock_not_granted(exc):
                 raise
             holders = describe_lock_holders(database_url)
             if time.monotonic() >= deadline:
@@ -207,14 +207,13 @@ def _failed_migration(attributes: dict[str, Any]) -> Any:
 def _not_the_migration(exc: BaseException) -> bool:
     """A failure of the database itself, which bot.cli.errors tells as such: locked, a lock
     not granted in time, read-only, full, damaged, unreachable."""
-    from bot.store.db import LOCK_NOT_AVAILABLE, refuses_writes
+    from bot.store.db import lock_waited_out, refuses_writes
 
     orig = getattr(exc, "orig", None)
     state = getattr(orig, "sqlstate", None) or ""
     text = str(orig or exc).lower()
-    return refuses_writes(exc) or state.startswith(("08", LOCK_NOT_AVAILABLE, "57P")) or text.startswith(
-        ("database is locked", "database table is locked", "database disk image is malformed",
-         "file is not a database"))
+    return refuses_writes(exc) or lock_waited_out(exc) or state.startswith(("08", "57P")) or (
+        text.startswith(("database disk image is malformed", "file is not a database")))
 
 
 def _failure_message(failed: Any, start: str | None, exc: BaseException) -> str:

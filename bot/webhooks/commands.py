@@ -72,6 +72,7 @@ from bot.speaking.posting import (
     DiscussionLocked,
     deletion_of,
     post_reply,
+    record_refusal,
     reply_once,
 )
 from bot.speaking.quiet import MAINTAINERS
@@ -738,13 +739,14 @@ async def _post_answer(
         # Owed all the same (a person asked): kept with its delivery, which is handled again
         # once the installation accepts the permission (`installations.answer_when_permitted`).
         permission = "Discussions" if discussion_id else "Issues"
-        await record_skip(ctx, repo, number, "command", f"{NOT_PERMITTED[0]}:{ref}",
-                          "GitHub refused the app's reply (Resource not accessible by "
-                          "integration): the installation has not granted the app the "
-                          f"{permission} write permission, or no longer covers this repository; "
-                          "this command is answered once the permission is accepted",
-                          **details, installation=installation_id, delivery=delivery_id,
-                          permission=permission.lower())
+        await record_refusal(ctx, repo, number, "command", f"{NOT_PERMITTED[0]}:{ref}",
+                             "GitHub refused the app's reply (Resource not accessible by "
+                             "integration): the installation has not granted the app the "
+                             f"{permission} write permission, or no longer covers this "
+                             "repository; this command is answered once the permission is "
+                             "accepted", installation_id=installation_id,
+                             delivery_id=delivery_id, **details,
+                             permission=permission.lower())
         outcome = NOT_PERMITTED[0]
     elif outcome == "skipped:deleted":
         # Created by an attempt whose answer GitHub lost, and deleted by a person since: the

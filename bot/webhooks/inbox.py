@@ -33,7 +33,14 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bot.logs import error_text
-from bot.store.db import dialect_insert, is_lock_not_granted, is_statement_timeout, refuses_writes
+from bot.store.db import (
+    dialect_insert,
+    is_sqlite_locked,
+    is_statement_timeout,
+    lock_waited_out,
+    refuses_writes,
+    switch_to_wal,
+)
 from bot.store.models import Delivery
 from bot.store.privacy import EMPTIED_PAYLOAD
 from bot.store.types import utcnow
@@ -50,22 +57,10 @@ MAX_BATCH = 256  # rows per transaction; bounds statement size (SQLite variable 
 
 def _waited_out(exc: BaseException) -> bool:
     """`exc` says the database could not take ANY row for a while, not that a row is bad: a
-    statement cut at the bound, a lock not granted within lock_timeout (PostgreSQL), the write
-    lock still held when the writer stopped waiting (SQLite BUSY/LOCKED). Trying the rows again
-    one by one would wait the whole bound again for each of them."""
-    if is_statement_timeout(exc) or is_lock_not_granted(exc):
-        return True
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        for candidate in (current, getattr(current, "orig", None)):
-            code = getattr(candidate, "sqlite_errorcode", None)
-            if isinstance(candidate, sqlite3.OperationalError) and code is not None and (
-                    code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)):
-                return True
-        current = current.__cause__ or current.__context__
-    return False
+    statement cut at the bound (PostgreSQL), a lock not granted within the wait (PostgreSQL's
+    lock_timeout, SQLite's write lock still held when the writer stopped waiting). Trying the
+    rows again one by one would wait the whole bound again for each of them."""
+    return is_statement_timeout(exc) or lock_waited_out(exc)
 
 
 @dataclass
@@ -223,9 +218,10 @@ class SqliteBatchWriter:
         self._catch_up_due = False  # set by the checkpointer: the WAL is not restarting
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, uri=self.uri)
-        for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON",
-                       "busy_timeout=30000"):
+        conn = sqlite3.connect(self.path, timeout=self.BUSY_SECONDS, isolation_level=None,
+                               uri=self.uri)
+        switch_to_wal(lambda sql: conn.execute(sql).fetchall(), self.BUSY_SECONDS)
+        for pragma in ("synchronous=NORMAL", "foreign_keys=ON", "busy_timeout=30000"):
             conn.execute(f"PRAGMA {pragma}")
         # After the set-up above (which may wait like any connection): see the class docstring.
         conn.execute("PRAGMA wal_autocheckpoint=0")
@@ -241,9 +237,8 @@ class SqliteBatchWriter:
                 conn.execute("BEGIN IMMEDIATE")
                 return
             except sqlite3.OperationalError as exc:
-                code = getattr(exc, "sqlite_errorcode", None)  # extended: BUSY_RECOVERY too
-                if (code is None or code & 0xFF != sqlite3.SQLITE_BUSY
-                        or time.monotonic() >= deadline):
+                # any BUSY (BUSY_RECOVERY, BUSY_SNAPSHOT too): bot.store.db's one judgement
+                if not is_sqlite_locked(exc) or time.monotonic() >= deadline:
                     raise
             time.sleep(self.BUSY_POLL_SECONDS)
 

@@ -520,7 +520,10 @@ async def answer_when_permitted(ctx: Any, installation_id: int,
     back once (its skip deleted by the one that did); and the decision posts at most once
     whatever runs it. A delivery whose payload was not kept (its repository made private
     since) is not. `repos`: only theirs (the repositories an `installation_repositories.added`
-    covers again). Returns the delivery ids re-queued."""
+    covers again). Returns the delivery ids re-queued; raises HandBackWaits (the worker tries
+    the delivery handing back again) when an owed delivery is still being handled (ops71: its
+    finish would have left it done, passed by). A refusal recorded after this ran is the
+    refusing delivery's to catch (bot.speaking.posting.record_refusal)."""
     from bot.speaking.posting import NOT_PERMITTED
     from bot.store.privacy import EMPTIED_PAYLOAD
 
@@ -547,11 +550,32 @@ async def answer_when_permitted(ctx: Any, installation_id: int,
         for action in skips:
             if str(action.details["delivery"]) in requeued:
                 await session.delete(action)
+        # Being handled now: not handed back (the worker's finish would set it done over it).
+        in_flight = sorted(set(await session.scalars(select(table.c.delivery_id).where(
+            table.c.delivery_id.in_(sorted(set(deliveries) - requeued)),
+            table.c.status == "processing"))))
         await session.commit()
     if requeued:
         log.info("installation %s accepted new permissions: %d deliveries handled again (the "
                  "replies and comments GitHub refused)", installation_id, len(requeued))
+    if in_flight:
+        raise HandBackWaits(installation_id, in_flight)
     return sorted(requeued)
+
+
+class HandBackWaits(Exception):
+    """A delivery owed a new decision (its refusal recorded) is still being handled: it was
+    passed by, and stayed unanswered once it finished (ops71). The delivery handing back is
+    tried again (the worker reads `retry_after`: 0, its own backoff, 5 s at first) and hands
+    it back then; what it did already is done again as a no-op."""
+
+    retry_after = 0.0
+
+    def __init__(self, installation_id: int, deliveries: list[str]) -> None:
+        super().__init__(f"installation {installation_id}: {len(deliveries)} deliveries owed a "
+                         f"new decision are still being handled ({', '.join(deliveries[:3])}); "
+                         "handed back on the next attempt")
+        self.deliveries = deliveries
 
 
 async def handle_installation_repositories(payload: Mapping[str, Any], ctx: Any,

@@ -169,9 +169,12 @@ def test_a_table_lock_a_running_replica_holds_is_waited_for_naming_its_session(d
     lines = err.splitlines()
     assert status == 1 and out == "" and "Traceback" not in err, err
     named = f"pid {reader.pid} (application '{_TableReader.NAME}', idle in transaction since "
-    assert len(lines) == 2 and named in lines[0] and named in lines[1], lines
-    assert lines[0].startswith("rltracker migrate: a lock it needs (on a table or its rows) is held by"), lines
-    assert re.search(r"waited \d+ s for a lock", lines[1]) and "still at 0021" in lines[1], lines
+    # Under load a first try (3 s of lock wait plus start-up) can outlast --wait 5 before its
+    # "trying again" line: then the last line alone says it; every line names the session.
+    assert 1 <= len(lines) <= 2 and all(named in ln for ln in lines), lines
+    if len(lines) == 2:
+        assert lines[0].startswith("rltracker migrate: a lock it needs (on a table or its rows) is held by"), lines
+    assert re.search(r"waited \d+ s for a lock", lines[-1]) and "still at 0021" in lines[-1], lines
     assert "30s" not in err, err
     assert named in line, line
     assert _finish(waiting) == (0, f"database at {head_revision()}\n", "")

@@ -296,7 +296,7 @@ async def test_the_install_preview_asks_the_same_statements_for_3_times_the_issu
     12 issues 102. Now as many statements for 12 issues as for 4, on the first preview and on
     the next (its actions updated), and each action holds what the preview says. Counted in SQL
     statements (`benchmarks.site_scale.counting`), not time. Failure reports only: a method
-    proposal's rule-summary decision still reads its own rows (docs/github.md, leftc66)."""
+    proposal's rule-summary decision still reads its own rows (docs/history/github-journal.md, leftc66)."""
     from benchmarks.site_scale import counting
     from bot.speaking.preview import compute_preview, install_preview
     from bot.store.models import Comment

@@ -170,3 +170,15 @@ async def test_a_followed_pointer_cut_is_named_by_its_key(app_ctx, fake_github) 
     fake_github.set_file("acme/community", "GUIDE.md", ("Make sure all tests pass. " * 20 + "\n") * 600)
     summary = await rules_for_repo(app_ctx, REPO)
     assert summary["partial"] == {"acme/community/GUIDE.md": "cut"}
+
+
+async def test_a_followed_pointers_links_are_not_read_as_the_repositorys(app_ctx, fake_github) -> None:
+    """The file a stub points to lives in another repository: its relative links are not
+    pages of this one (they were looked up under `acme/community/...` here)."""
+    fake_github.set_file(REPO, "CONTRIBUTING.md",
+                         "See https://github.com/acme/community/blob/main/CONTRIBUTING.md\n")
+    fake_github.set_file("acme/community", "CONTRIBUTING.md", "- [Reviews](docs/reviews.md)\n")
+    fake_github.set_file("acme/community", "docs/reviews.md", APPROVALS)
+    files = await fetch_rule_files(await app_ctx.github.api(None), REPO)
+    assert set(files) == {"CONTRIBUTING.md", "acme/community/CONTRIBUTING.md"}
+    assert not any("docs/reviews.md" in p for p in _contents_calls(fake_github))

@@ -149,13 +149,17 @@ async def fetch_rule_files(api: Any, repo: str,
     repository needs 3 listings plus one request per file; docs/rules.md gives the maximum."""
     fetch = _Fetcher(api)
     files = await _read_repo(fetch, repo, "", kinds=None)
+    # where each guide whose links are followed lives: (repository, key prefix)
+    origins = {key: (repo, "") for key in files}
     owner = repo.split("/", 1)[0]
     org = f"{owner}/.github"
     lacking = ORG_DEFAULT_KINDS - {file_kind(p) for p in [*files, *fetch.partial]}
     if {"issue_template", "issue_config"} - lacking:
         lacking -= {"issue_template", "issue_config"}  # one issue-template folder or the other
     if lacking and repo.lower() != org.lower():
-        files.update(await _read_repo(fetch, org, f"{org}/", kinds=lacking))
+        defaults = await _read_repo(fetch, org, f"{org}/", kinds=lacking)
+        origins.update({key: (org, f"{org}/") for key in defaults})
+        files.update(defaults)
     # A stub CONTRIBUTING / GOVERNANCE that points to another repository: follow it once.
     for path in [p for p in files if p.upper().endswith(("CONTRIBUTING.MD", "GOVERNANCE.MD"))]:
         text = files[path]
@@ -167,15 +171,15 @@ async def fetch_rule_files(api: Any, repo: str,
             if linked is not None:
                 files[key] = linked
     # A CONTRIBUTING that is a table of contents: its pages, one level deep.
+    # (The repository's and the organisation's: a followed pointer's file is not walked on.)
     pages: dict[str, tuple[str, str]] = {}
-    for path in [p for p in files if file_kind(p) == "contributing"]:
-        other = path.startswith(f"{org}/")
-        source_repo, source_path = (org, path[len(org) + 1:]) if other else (repo, path)
-        prefix = f"{org}/" if other else ""
-        for target in linked_pages(files[path], source_repo, source_path):
-            key = prefix + target
-            if key not in files and key not in fetch.partial:
-                pages.setdefault(key, (source_repo, target))
+    for key, (source_repo, prefix) in origins.items():
+        if file_kind(key) != "contributing":
+            continue
+        for target in linked_pages(files[key], source_repo, key[len(prefix):]):
+            page = prefix + target
+            if page not in files and page not in fetch.partial:
+                pages.setdefault(page, (source_repo, target))
     for key, (source_repo, target) in list(pages.items())[:MAX_LINKED_PAGES]:
         text = await fetch.text(source_repo, target, key)
         if text is not None:
@@ -272,7 +276,9 @@ def linked_pages(text: str, repo: str, path: str) -> list[str]:
         else:
             resolved = "/".join(parts)
             name = parts[-1] if parts else ""
+            root_readme = len(parts) == 1 and name.lower().startswith("readme.")  # the project's
             if (resolved and resolved.lower().endswith(LINKED_SUFFIXES) and not _NOT_A_GUIDE.match(name)
+                    and not root_readme
                     and resolved != path and contents_url(repo, resolved) is not None):
                 out.setdefault(resolved, None)
     return list(out)

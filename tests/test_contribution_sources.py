@@ -182,3 +182,27 @@ async def test_a_followed_pointers_links_are_not_read_as_the_repositorys(app_ctx
     files = await fetch_rule_files(await app_ctx.github.api(None), REPO)
     assert set(files) == {"CONTRIBUTING.md", "acme/community/CONTRIBUTING.md"}
     assert not any("docs/reviews.md" in p for p in _contents_calls(fake_github))
+
+
+async def test_stored_files_keep_the_pages_and_defaults_for_a_remade_summary(app_ctx, fake_github) -> None:
+    """A summary of an earlier RULES_VERSION is made again from the stored files, with no
+    request: those files include the organisation's and the linked pages."""
+    from sqlalchemy import select
+
+    from bot.store.models import ContributionRules
+
+    fake_github.set_file(REPO, "CONTRIBUTING.md", "# Contributing\n\n- [Commits](docs/commits.md)\n")
+    fake_github.set_file(REPO, "docs/commits.md", SIGNOFF)
+    fake_github.set_file(ORG, ".github/PULL_REQUEST_TEMPLATE.md",
+                         "- [ ] Did you update the documentation with your changes?\n")
+    first = await rules_for_repo(app_ctx, REPO)
+    async with app_ctx.sessionmaker() as session, session.begin():
+        row = await session.scalar(select(ContributionRules))
+        assert set(row.files) == {"CONTRIBUTING.md", "docs/commits.md",
+                                  f"{ORG}/.github/PULL_REQUEST_TEMPLATE.md"}
+        row.summary = {**row.summary, "version": "an earlier one"}
+    before = len(fake_github.calls)
+    remade = await rules_for_repo(app_ctx, REPO)
+    assert len(fake_github.calls) == before
+    assert remade["files"] == first["files"] and remade["facts"] == first["facts"]
+    assert {"signoff_required", "docs_update"} <= {f["rule"] for f in remade["facts"]}

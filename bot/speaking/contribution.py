@@ -12,7 +12,7 @@ import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import aiohttp
 from gidgethub import BadRequest, GitHubException
@@ -38,17 +38,41 @@ log = logging.getLogger(__name__)
 
 MAX_AGE = timedelta(hours=26)  # nightly refresh plus slack
 MAX_FILE_BYTES = 256 * 1024
-# Single files, by repository path (first existing spelling of each wins).
+# Single files, by repository path (first existing spelling of each wins; a CONTRIBUTING is
+# matched in any of CONTRIBUTING_NAMES' spellings in its folder).
 FILES = (
-    "CONTRIBUTING.md", ".github/CONTRIBUTING.md", "docs/CONTRIBUTING.md", "CONTRIBUTING.rst",
+    "CONTRIBUTING.md", ".github/CONTRIBUTING.md", "docs/CONTRIBUTING.md",
     "GOVERNANCE.md", "AGENTS.md", "CLAUDE.md", ".ai/AGENTS.md",
-    ".github/PULL_REQUEST_TEMPLATE.md", ".github/pull_request_template.md",
-    "PULL_REQUEST_TEMPLATE.md", ".github/CODEOWNERS", "CODEOWNERS", ".github/stale.yml",
+    ".github/PULL_REQUEST_TEMPLATE.md", "PULL_REQUEST_TEMPLATE.md", "docs/PULL_REQUEST_TEMPLATE.md",
+    ".github/CODEOWNERS", "CODEOWNERS", ".github/stale.yml",
 )
-# Folders whose files are all read (issue and discussion templates), or filtered (workflows).
-FOLDERS = (".github/ISSUE_TEMPLATE", ".github/DISCUSSION_TEMPLATE", ".github/workflows")
+CONTRIBUTING_NAMES = ("contributing.md", "contributing.rst", "contributing.txt", "contributing")
+# Folders whose files are all read (issue, discussion and PR templates: GitHub offers every PR
+# template of such a folder), or filtered (workflows); MAX_FOLDER_FILES of each.
+FOLDERS = (".github/ISSUE_TEMPLATE", ".github/DISCUSSION_TEMPLATE", ".github/PULL_REQUEST_TEMPLATE",
+           "PULL_REQUEST_TEMPLATE", "docs/PULL_REQUEST_TEMPLATE", ".github/workflows")
+MAX_FOLDER_FILES = 40
 WORKFLOW_NAMES = re.compile(r"stale|inactive|title|semantic|dco|cla|pre-?commit|lint|copyright", re.I)
 _POINTER = re.compile(r"github\.com/([\w.-]{1,100})/([\w.-]{1,100})/blob/[\w.-]{1,100}/([\w./-]{1,200})")
+# GitHub's community health files: a repository lacking one of these kinds is shown the file
+# of its owner's `.github` repository (same paths), and so is our summary.
+ORG_DEFAULT_KINDS = frozenset({"contributing", "governance", "pr_template", "issue_template",
+                               "issue_config", "discussion_template"})
+# Pages a CONTRIBUTING links to (a table of contents), followed one level, in its repository.
+MAX_LINKED_PAGES = 8
+LINKED_SUFFIXES = (".md", ".rst", ".txt")
+# Link targets: Markdown inline links and reference definitions, reStructuredText embedded
+# URIs and targets. Bounded repeats only (linear on 64 KiB bodies).
+_LINK = re.compile(
+    r"\]\(\s{0,4}<?([^\s()<>]{1,300})"
+    r"|^ {0,3}\[[^\]\n]{1,200}\]:[ \t]{0,8}<?([^\s<>]{1,300})"
+    r"|<([^\s<>`]{1,300})>`__?"
+    r"|^\.\. _[^:\n]{1,200}:[ \t]{0,8}(\S{1,300})",
+    re.M,
+)
+# Linked files that are not contribution guides.
+_NOT_A_GUIDE = re.compile(r"^(?:license|licence|copying|notice|changelog|changes|history|authors"
+                          r"|code_of_conduct|security)(?:\.|$)", re.I)
 
 
 _REPO_NAME = re.compile(r"[A-Za-z0-9][\w.-]{0,99}/[\w.-]{1,100}")
@@ -89,14 +113,17 @@ class _Fetcher:
                 raise
             return None
 
-    async def text(self, repo: str, path: str) -> str | None:
+    async def text(self, repo: str, path: str, key: str | None = None) -> str | None:
+        """The text of `path` in `repo`; a partial read is noted under `key` (the path the
+        summary cites: another repository's file is keyed `owner/name/path`)."""
+        key = key or path
         data = await self.get(repo, path)
         if not isinstance(data, dict) or data.get("type") != "file":
             return None
         raw = data.get("content") or ""
         size = int(data.get("size") or 0)
         if not raw and size > 0:
-            self.partial[path] = "unread"
+            self.partial[key] = "unread"
             return None
         try:
             blob = base64.b64decode(raw)
@@ -106,19 +133,66 @@ class _Fetcher:
             # The rules of a long guide are near its top: its first 256 KiB, at a line end.
             blob = blob[:MAX_FILE_BYTES]
             blob = blob[: blob.rfind(b"\n") + 1] or blob
-            self.partial[path] = "cut"
+            self.partial[key] = "cut"
         return decoded_text(blob)
 
 
 async def fetch_rule_files(api: Any, repo: str,
                            partial: dict[str, str] | None = None) -> dict[str, str]:
-    """{repository path: text} of the contribution files of `repo` (contents API); the
-    files read only in part, or not at all for their size, go into `partial` (path -> "cut"
-    or "unread").
+    """{path: text} of the contribution files of `repo` (contents API); the files read only
+    in part, or not at all for their size, go into `partial` (path -> "cut" or "unread").
 
-    Folders are listed first (the root, then only the folders that exist), so absent files
-    cost no request: a typical repository needs 3 listings plus one request per file."""
+    A file of another repository is keyed `owner/name/path`: the kinds `repo` lacks read from
+    its owner's `.github` repository (GitHub's organisation defaults), and the file a stub
+    CONTRIBUTING points to. The pages a CONTRIBUTING links to in its own repository follow
+    (MAX_LINKED_PAGES). Folders are listed first, so absent files cost no request: a typical
+    repository needs 3 listings plus one request per file; docs/rules.md gives the maximum."""
     fetch = _Fetcher(api)
+    files = await _read_repo(fetch, repo, "", kinds=None)
+    # where each guide whose links are followed lives: (repository, key prefix)
+    origins = {key: (repo, "") for key in files}
+    owner = repo.split("/", 1)[0]
+    org = f"{owner}/.github"
+    lacking = ORG_DEFAULT_KINDS - {file_kind(p) for p in [*files, *fetch.partial]}
+    if {"issue_template", "issue_config"} - lacking:
+        lacking -= {"issue_template", "issue_config"}  # one issue-template folder or the other
+    if lacking and repo.lower() != org.lower():
+        defaults = await _read_repo(fetch, org, f"{org}/", kinds=lacking)
+        origins.update({key: (org, f"{org}/") for key in defaults})
+        files.update(defaults)
+    # A stub CONTRIBUTING / GOVERNANCE that points to another repository: follow it once.
+    for path in [p for p in files if p.upper().endswith(("CONTRIBUTING.MD", "GOVERNANCE.MD"))]:
+        text = files[path]
+        m = _POINTER.search(text) if len(text) < 600 else None
+        if m and f"{m.group(1)}/{m.group(2)}".lower() != repo.lower():
+            other = f"{m.group(1)}/{m.group(2)}"
+            key = f"{other}/{m.group(3)}"
+            linked = await fetch.text(other, m.group(3), key)
+            if linked is not None:
+                files[key] = linked
+    # A CONTRIBUTING that is a table of contents: its pages, one level deep.
+    # (The repository's and the organisation's: a followed pointer's file is not walked on.)
+    pages: dict[str, tuple[str, str]] = {}
+    for key, (source_repo, prefix) in origins.items():
+        if file_kind(key) != "contributing":
+            continue
+        for target in linked_pages(files[key], source_repo, key[len(prefix):]):
+            page = prefix + target
+            if page not in files and page not in fetch.partial:
+                pages.setdefault(page, (source_repo, target))
+    for key, (source_repo, target) in list(pages.items())[:MAX_LINKED_PAGES]:
+        text = await fetch.text(source_repo, target, key)
+        if text is not None:
+            files[key] = text
+    if partial is not None:
+        partial.update(fetch.partial)
+    return files
+
+
+async def _read_repo(fetch: _Fetcher, repo: str, prefix: str,
+                     kinds: set[str] | frozenset[str] | None) -> dict[str, str]:
+    """{prefix + path: text} of FILES and FOLDERS in `repo`, only those of `kinds` (file_kind)
+    when given."""
     listings: dict[str, dict[str, dict[str, Any]] | None] = {}
 
     async def listing(folder: str) -> dict[str, dict[str, Any]] | None:
@@ -135,45 +209,79 @@ async def fetch_rule_files(api: Any, repo: str,
                 )
         return listings[folder]
 
+    async def read(path: str) -> bool:
+        text = await fetch.text(repo, path, prefix + path)
+        if text is not None:
+            files[prefix + path] = text
+        return text is not None
+
     files: dict[str, str] = {}
     seen_kinds: set[str] = set()
     for path in FILES:
-        # One CONTRIBUTING / PR template / CODEOWNERS: later spellings are fallbacks.
+        if kinds is not None and file_kind(path) not in kinds:
+            continue
+        # One CONTRIBUTING / PR template / CODEOWNERS: later places are fallbacks.
         family = path.rsplit("/", 1)[-1].lower().split(".")[0]
         if family in seen_kinds and family in {"contributing", "pull_request_template", "codeowners"}:
             continue
         folder, _, name = path.rpartition("/")
-        entry = (await listing(folder) or {}).get(name.lower())
-        if not entry or entry.get("type") != "file":
-            continue
-        real = f"{folder}/{entry['name']}" if folder else str(entry["name"])
-        text = await fetch.text(repo, real)
-        if text is not None:
-            files[real] = text
+        entries = await listing(folder) or {}
+        names = CONTRIBUTING_NAMES if family == "contributing" else (name.lower(),)
+        entry = next((entries[n] for n in names if entries.get(n, {}).get("type") == "file"), None)
+        if entry is not None and await read(f"{folder}/{entry['name']}" if folder else str(entry["name"])):
             seen_kinds.add(family)
     for folder in FOLDERS:
+        if kinds is not None and file_kind(f"{folder}/x.yml") not in kinds:
+            continue
         entries = await listing(folder)
-        for entry in list((entries or {}).values())[:40]:
+        for entry in list((entries or {}).values())[:MAX_FOLDER_FILES]:
             if entry.get("type") != "file":
                 continue
             name = str(entry.get("name") or "")
             if folder.endswith("workflows") and not WORKFLOW_NAMES.search(name):
                 continue
-            text = await fetch.text(repo, f"{folder}/{name}")
-            if text is not None:
-                files[f"{folder}/{name}"] = text
-    # A stub CONTRIBUTING / GOVERNANCE that points to another repository: follow it once.
-    for path in [p for p in files if p.upper().endswith(("CONTRIBUTING.MD", "GOVERNANCE.MD"))]:
-        text = files[path]
-        m = _POINTER.search(text) if len(text) < 600 else None
-        if m and f"{m.group(1)}/{m.group(2)}".lower() != repo.lower():
-            other = f"{m.group(1)}/{m.group(2)}"
-            linked = await fetch.text(other, m.group(3))
-            if linked is not None:
-                files[f"{other}/{m.group(3)}"] = linked
-    if partial is not None:
-        partial.update(fetch.partial)
+            await read(f"{folder}/{name}")
     return files
+
+
+def linked_pages(text: str, repo: str, path: str) -> list[str]:
+    """Repository paths of the Markdown / reStructuredText / text pages `text` (the file
+    `path` of `repo`) links to in the same repository, in order, each once: relative links
+    resolved from the file's folder, `/...` from the root, `https://github.com/<repo>/blob/
+    <ref>/...` taken; anchors and queries dropped; a path leaving the repository refused."""
+    folder = path.rpartition("/")[0]
+    own = f"https://github.com/{repo}/blob/".lower()
+    out: dict[str, None] = {}
+    for m in _LINK.finditer(text[:MAX_FILE_BYTES]):
+        target = next(g for g in m.groups() if g)
+        target = target.split("#", 1)[0].split("?", 1)[0]
+        if target.lower().startswith(own):
+            ref_and_path = target[len(own):].split("/", 1)
+            if len(ref_and_path) != 2:
+                continue
+            target = "/" + ref_and_path[1]
+        elif ":" in target or target.startswith("//") or not target:
+            continue  # another host, mailto:, a scheme
+        start = [] if target.startswith("/") else [p for p in folder.split("/") if p]
+        parts = start
+        for part in unquote(target).split("/"):
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if not parts:
+                    break
+                parts.pop()
+            else:
+                parts.append(part)
+        else:
+            resolved = "/".join(parts)
+            name = parts[-1] if parts else ""
+            root_readme = len(parts) == 1 and name.lower().startswith("readme.")  # the project's
+            if (resolved and resolved.lower().endswith(LINKED_SUFFIXES) and not _NOT_A_GUIDE.match(name)
+                    and not root_readme
+                    and resolved != path and contents_url(repo, resolved) is not None):
+                out.setdefault(resolved, None)
+    return list(out)
 
 
 def note_partial(summary: dict[str, Any], partial: dict[str, str]) -> dict[str, Any]:

@@ -61,7 +61,7 @@ def md_text(text: str) -> str:
 
 # Words that join two settings in the catalog's `set_by` ("a=1 with b=2", "X or --x 1; also
 # in F"), split at outside brackets and quotes only; the order matters (longest first).
-_JOINERS = (" together with ", " with ", " and ", " or ", " plus ", "; ")
+_JOINERS = (" together with ", " and/or ", " with ", " and ", " or ", " plus ", "; ")
 _SETTING = re.compile(r"=|: |:$|^--?\w|^[\w.]+\(|^[\w.]*[_.][\w.]*$")
 
 
@@ -100,17 +100,83 @@ def _settings_md(text: str) -> str:
         lead, text = "YAML ", text[len("YAML "):]
     parts = _joined(text)
     if len(parts) == 1:
-        return lead + code_span(text)
+        settings = _SETTING.search(text.strip()) or any(map(_SETTING_TOKEN.search, _depth0_words(text)))
+        return lead + (_setting_piece_md(text) if settings else code_span(text))
     out = []
     for piece, joiner in parts:
         if joiner:  # the joiners hold their spaces: " with ", "; "
             out.append((" " if piece.startswith(" ") else "") + md_text(piece) + " ")
         elif _SETTING.search(piece.strip()):
-            # a comma the sentence puts after a setting ("mode=R2, or =R3") is no part of it
-            out.append(code_span(piece[:-1]) + "," if piece.endswith(",") else code_span(piece))
+            out.append(_setting_piece_md(piece))
         else:
             out.append(md_text(piece))
     return lead + "".join(out)
+
+
+# A token of a setting (a flag, `key=value`, a call, a dotted or snake_case name, a launcher
+# that starts a command line), and a plain word of the sentence around one ("example config
+# sets ...", "... for the in-reward KL").
+_SETTING_TOKEN = re.compile(r"^--?\w|\w=|=\w|\w\(|\w[_.]\w|^(?:python3?|torchrun|accelerate|deepspeed)$")
+_PLAIN_WORD = re.compile(r"[A-Za-z][A-Za-z-]*[,:]?")
+
+
+def _depth0_words(text: str) -> list[str]:
+    """`text` split at the spaces outside brackets and quotes."""
+    words: list[str] = []
+    depth, quote, start = 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif ch == " " and depth == 0:
+            words.append(text[start:i])
+            start = i + 1
+    words.append(text[start:])
+    return [w for w in words if w]
+
+
+def _setting_piece_md(piece: str) -> str:
+    """One setting between joining words: the setting in code; a parenthesised remark that
+    ends it, the sentence words before it ("example config sets") and two or more after it
+    ("moves it into the reward") as text, since a reader copies a code span as it is."""
+    piece = piece.strip()
+    cut = _trailing_group(piece)
+    if cut > 0:
+        return f"{_setting_piece_md(piece[:cut])} ({md_text(piece[cut + 2:-1])})"
+    words = _depth0_words(piece)
+    marks = [bool(_SETTING_TOKEN.search(w)) for w in words]
+    if not any(marks):
+        return md_text(piece)
+    first = marks.index(True)
+    # the setting ends where three plain words run, or two end the piece (one is a value
+    # after its flag: `--advantage-estimator gspo`)
+    end, i = len(words), first + 1
+    while i < len(words):
+        j = i
+        while j < len(words) and not marks[j] and _PLAIN_WORD.fullmatch(words[j]):
+            j += 1
+        if j - i >= 3 or (j == len(words) and j - i >= 2):
+            end = i
+            break
+        i = j + 1 if j == i else j
+    core = " ".join(words[first:end])
+    rest = " ".join(words[end:])
+    # a comma or colon the sentence puts after a setting ("mode=R2, or =R3") is no part of it
+    punct = core[-1] if core[-1] in ",:" and (rest or core.endswith(",")) else ""
+    out = [md_text(" ".join(words[:first])) + " "] if first else []
+    out.append(code_span(core[:-1] if punct else core) + punct)
+    if rest:
+        run = 0
+        while run < len(words) - end and not marks[end + run]:
+            run += 1
+        prose, after = " ".join(words[end:end + run]), " ".join(words[end + run:])
+        out.append(" " + md_text(prose) + (" " + _setting_piece_md(after) if after else ""))
+    return "".join(out)
 
 
 def setting_md(set_by: str) -> str:
@@ -426,6 +492,8 @@ def compose_failure_comment(
         "framework": md_text(framework.name),
         "evidence": [] if set_by else [code_span(e) for e in evidence_labels(failure.get("evidence"))],
         "set_by": set_by,
+        # the keys the footer's `/rltracker kind <failure>` takes (the site shows titles only)
+        "kinds": [code_span(k) for k in cat.failures],
         "verified": [
             {"name": s.name, "option": code_span(s.option_name), "file": code_span(short_file(s.file)),
              "commit": code_span((s.commit or framework.verified_commit)[:10])}

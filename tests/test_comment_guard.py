@@ -6,6 +6,8 @@ and Chinese. Invariants:
   another framework's, and holds no prose: no parenthesised remark, no leading or trailing
   sentence words (a reader copies a code span as it is);
 - every link is a route the tracker serves (method, failure kind), for an id the catalog has;
+- at most three methods of each list are shown: when there are more, the comment says so
+  and names `/rltracker methods <kind>`, which lists them all;
 - the headline says how unsure it is, and with a runner-up the details say how to make the
   runner-up the kind; the footer says how to correct the kind, and the details list
   every kind's key that `/rltracker kind <failure>` takes (the site shows titles only);
@@ -94,6 +96,17 @@ def _analyses(kind: str) -> list[dict]:
     return out
 
 
+def _catalog_lists(framework: str, kind: str) -> tuple[list[str], list[str]]:
+    """Methods for `kind` this framework switches on (not by default), and those only other
+    frameworks have: what a comment with no config pasted could list."""
+    here = [m.id for m in CAT.methods_for_failure(kind)
+            if any(not o.is_builtin for o in m.options.get(framework, []))
+            and not all(o.on_by_default for o in m.options[framework] if not o.is_builtin)]
+    elsewhere = [m.id for m in CAT.methods_for_failure(kind)
+                 if m.options and not m.options.get(framework)]
+    return here, elsewhere
+
+
 def _own_settings(framework: str) -> str:
     return " ".join(" ".join(o.set_by.split()) for m in CAT.methods.values()
                     for o in m.options.get(framework, []))
@@ -122,6 +135,8 @@ def test_every_failure_comment_keeps_its_invariants(framework: str, lang: str) -
             # code spans in the visible bullets: this framework's own settings, no prose
             visible = body.split("<details>")[0]
             for code in (t.content for t in _inline(visible) if t.type == "code_inline"):
+                if code == f"/rltracker methods {kind}":
+                    continue  # the command that lists the methods a cut list leaves out
                 assert code in own, (where, code)
                 assert _prose_in(code) is None, (where, code)
             # uncertainty said, and how to correct it
@@ -129,6 +144,12 @@ def test_every_failure_comment_keeps_its_invariants(framework: str, lang: str) -
             # the footer's `<failure>`: every key the command takes is in the details, as code
             details = body.split("<details>", 1)[1].split("</details>", 1)[0]
             assert all(f"`{key}`" in details for key in KINDS), (where, "the kinds' keys")
+            # a list cut short says so, and how to see the rest (it read as the whole list)
+            here, elsewhere = _catalog_lists(framework, kind)
+            if len(here) > len(c.suggested) or len(elsewhere) > len(c.elsewhere):
+                assert f"`/rltracker methods {kind}`" in body.split("<details>")[0], where
+            else:
+                assert "/rltracker methods" not in body, where
             if c.details["runner_up"]:
                 assert c.details["runner_up"] in body, where
             # Markdown: the details block closes, tables (none expected) are well formed

@@ -489,6 +489,10 @@ def compose_failure_comment(
         "methods": shown,
         "already": already[:3],
         "elsewhere": elsewhere[:MAX_ELSEWHERE],
+        # a list cut short says so (it read as the whole one), and the command listing it all
+        "more_here": max(0, len(suggestions) - MAX_METHODS),
+        "more_elsewhere": max(0, len(elsewhere) - MAX_ELSEWHERE),
+        "methods_command": code_span(f"/rltracker methods {kind.key}"),
         "framework": md_text(framework.name),
         "evidence": [] if set_by else [code_span(e) for e in evidence_labels(failure.get("evidence"))],
         "set_by": set_by,

@@ -158,3 +158,96 @@ def test_every_failure_comment_keeps_its_invariants(framework: str, lang: str) -
             assert len({line.count("|") for line in rows}) <= 1, where
     assert rendered
     print(f"{framework} {lang}: {rendered} comments, longest {longest} characters")
+
+
+# Short failure reports written for this test, one per kind (the analyzer decides the kind it
+# reads in each: the comment is checked for whatever it posts).
+REPORTS = {
+    "entropy_collapse": ("Entropy collapse during GRPO", "Policy entropy collapses to almost zero "
+                         "after 150 steps and the reward plateaus. The model stops exploring."),
+    "entropy_explosion": ("Entropy explodes and outputs become gibberish", "After 300 steps the "
+                          "policy entropy keeps rising sharply, entropy explodes and the responses "
+                          "turn into random gibberish tokens."),
+    "collapse_or_divergence": ("Training diverges, loss becomes NaN", "Around step 400 the reward "
+                               "suddenly drops to zero, grad norm spikes and the loss becomes NaN."),
+    "rollout_training_mismatch": ("Large mismatch between rollout and training log probs", "The "
+                                  "log-prob difference between vLLM rollout and FSDP training is "
+                                  "large; training-inference mismatch grows and the reward drops."),
+    "response_length_drift": ("Response length keeps growing until truncation", "Mean response "
+                              "length grows from 500 to 8000 tokens and most responses get "
+                              "truncated at max length."),
+    "stale_rollout_data": ("Async training unstable with stale rollouts", "With asynchronous "
+                           "rollout the samples are several policy versions stale (off-policy), "
+                           "and training becomes unstable as the staleness grows."),
+    "kl_growth": ("KL divergence keeps growing", "The KL divergence to the reference model keeps "
+                  "increasing during training, from 0.01 to 5 after 500 steps."),
+    "moe_instability": ("MoE training unstable", "Training Qwen3-30B-A3B MoE with GRPO is "
+                        "unstable: expert routing differs between rollout and training and the "
+                        "reward collapses."),
+    "groups_without_signal": ("Most groups have identical rewards", "Most GRPO groups get the "
+                              "same reward for all samples, so advantages are zero and there is "
+                              "no learning signal."),
+    "length_bias": ("Wrong answers get longer", "With the sequence-mean loss, long wrong responses "
+                    "are penalised less and the model is biased toward longer responses."),
+    "other_failure": ("Training does not improve", "The reward stays flat for 1000 steps and the "
+                      "validation score does not improve at all."),
+}
+
+
+async def test_each_kind_reported_through_a_real_issues_opened_payload(app_ctx, fake_github) -> None:
+    """GitHub's example `issues.opened` payload (../shared/fixtures/webhooks), carrying each
+    report above on verl, through the Router to the fake GitHub: every failure comment it
+    posts keeps the invariants (verl's own settings, tracker routes, no prose in code, the
+    kinds' keys, the length bound)."""
+    from datetime import UTC, datetime, timedelta
+
+    from tests.test_actions_e2e import VERL, app_comments, install
+    from tests.test_speaking_when import deliver, issue_payload
+
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "daily_budget: 50\n")  # one per report
+    own = _own_settings("verl")
+    start = datetime.now(UTC) - timedelta(minutes=30)
+    posted = 0
+    for number, (title, body) in enumerate(REPORTS.values(), start=700):
+        payload = issue_payload(fake_github, "opened", number, title, body, updated=start)
+        await deliver(app_ctx, payload, "issues", f"guard-{number}")
+        for comment in app_comments(fake_github, VERL, number):
+            posted += 1
+            text = comment["body"]
+            assert len(text) < GITHUB_BODY_LIMIT and len(visible_lines(text)) <= 8, number
+            tokens = _inline(text)
+            for href in (t.attrGet("href") for t in tokens if t.type == "link_open"):
+                path = href.split("://", 1)[-1].split("/", 1)[-1]
+                kind, _, key = path.partition("/")
+                assert (kind, key in {"methods": CAT.methods, "failures": CAT.failures}.get(kind, {})) \
+                    in (("methods", True), ("failures", True)), (number, href)
+            for code in (t.content for t in _inline(text.split("<details>")[0])
+                         if t.type == "code_inline"):
+                assert code.startswith("/rltracker ") or (code in own and _prose_in(code) is None), \
+                    (number, code)
+            assert all(f"`{key}`" in text for key in KINDS), number
+    assert posted, "the analyzer recognised none of the reports"
+    print(f"{posted} failure comments posted of {len(REPORTS)} reports")
+
+
+def test_the_longest_possible_failure_comment_fits_in_a_github_comment() -> None:
+    """An upper bound of any failure comment, from its bounded parts at their longest in the
+    catalog (each setting, caution, method name, file, kind title and key), far under GitHub's
+    65,536 characters (measured: at most 8,043, where the longest rendered is 3,120).
+    test_every_failure_comment_keeps_its_invariants checks each rendered one against 65,536."""
+    from bot.speaking.render import MAX_CAUTION, MAX_ELSEWHERE, MAX_METHODS, md_text
+
+    options = [o for m in CAT.methods.values() for opts in m.options.values() for o in opts]
+    name = max(len(md_text(m.name)) for m in CAT.methods.values()) + len(PUBLIC) + 64
+    setting = max(len(setting_md(o.set_by)) for o in options)
+    caution = 2 * MAX_CAUTION + 32  # a sentence cut at MAX_CAUTION, then escaped at worst
+    framework_names = sum(len(f.name) + 2 for f in CAT.frameworks.values())
+    title = max(len(md_text(k.title)) + len(k.title_zh) for k in CAT.failures.values()) + len(PUBLIC) + 64
+    detail = name + max(len(o.name) + len(o.file) for o in options) + 80
+    kinds = sum(len(k) + 4 for k in KINDS)
+    bound = (2 * title + 300 + MAX_METHODS * (name + setting + caution + 16) + 3 * (name + 120)
+             + MAX_ELSEWHERE * (name + framework_names) + 300 + 2 * title + 200
+             + 8 * 24 + MAX_METHODS * detail + kinds + 600)
+    print(f"longest possible failure comment: at most {bound} characters")
+    assert bound < GITHUB_BODY_LIMIT // 4

@@ -251,3 +251,23 @@ def test_the_longest_possible_failure_comment_fits_in_a_github_comment() -> None
              + 8 * 24 + MAX_METHODS * detail + kinds + 600)
     print(f"longest possible failure comment: at most {bound} characters")
     assert bound < GITHUB_BODY_LIMIT // 4
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_every_methods_reply_names_its_own_settings_only(framework: str, lang: str) -> None:
+    """`/rltracker methods <kind>` (what the failure comment sends a reader to for the methods
+    it leaves out): every method of the kind is there, each setting this framework's own
+    with no prose in its code, every link a tracker route."""
+    from bot.speaking.render import methods_reply
+
+    own = _own_settings(framework)
+    for kind in KINDS:
+        body = methods_reply(kind, framework, lang, PUBLIC)
+        tokens = _inline(body)
+        linked = {m.group(1) for t in tokens if t.type == "link_open"
+                  if (m := ROUTES[0][0].fullmatch(t.attrGet("href") or ""))}
+        assert linked == {m.id for m in CAT.methods_for_failure(kind) if m.options}, (framework, kind)
+        for code in (t.content for t in tokens if t.type == "code_inline"):
+            if code != "/rltracker methods":  # the footer names the command it answers
+                assert code in own and _prose_in(code) is None, (framework, kind, code)

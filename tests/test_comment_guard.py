@@ -21,17 +21,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from markdown_it import MarkdownIt
 
-from analyzers.catalog import load_catalog
 from bot.speaking.render import compose_failure_comment, setting_md, visible_lines
+from tests.test_comment_combinations import CAT, FRAMEWORKS, GITHUB_BODY_LIMIT, KINDS, MD, PUBLIC
 
-PUBLIC = "https://tracker.example"
-CAT = load_catalog()
-FRAMEWORKS = list(CAT.frameworks)
-KINDS = list(CAT.failures)
-MD = MarkdownIt("commonmark")
-GITHUB_BODY_LIMIT = 65_536
 # Routes of bot/site/pages.py the comment may link, with the ids the catalog has.
 ROUTES = (
     (re.compile(re.escape(PUBLIC) + r"/methods/([\w-]+)"), set(CAT.methods)),

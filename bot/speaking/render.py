@@ -65,8 +65,8 @@ _JOINERS = (" together with ", " and/or ", " with ", " and ", " or ", " plus ", 
 _SETTING = re.compile(r"=|: |:$|^--?\w|^[\w.]+\(|^[\w.]*[_.][\w.]*$")
 
 
-def _joined(text: str) -> list[tuple[str, bool]]:
-    """`text` cut at the joining words outside brackets and quotes: (piece, is_joiner)."""
+def _cut_outside(text: str, separators: tuple[str, ...]) -> list[tuple[str, bool]]:
+    """`text` cut at `separators` outside brackets and quotes: (piece, is_separator)."""
     out: list[tuple[str, bool]] = []
     depth, quote, start, i = 0, "", 0, 0
     while i < len(text):
@@ -80,16 +80,21 @@ def _joined(text: str) -> list[tuple[str, bool]]:
         elif ch in ")]}":
             depth = max(0, depth - 1)
         elif depth == 0:
-            joiner = next((j for j in _JOINERS if text.startswith(j, i)), None)
-            if joiner:
+            separator = next((j for j in separators if text.startswith(j, i)), None)
+            if separator:
                 out.append((text[start:i], False))
-                out.append((joiner, True))
-                i += len(joiner)
+                out.append((separator, True))
+                i += len(separator)
                 start = i
                 continue
         i += 1
     out.append((text[start:], False))
-    return [(piece, joiner) for piece, joiner in out if piece]
+    return [(piece, is_sep) for piece, is_sep in out if piece]
+
+
+def _joined(text: str) -> list[tuple[str, bool]]:
+    """`text` cut at the joining words outside brackets and quotes: (piece, is_joiner)."""
+    return _cut_outside(text, _JOINERS)
 
 
 def _settings_md(text: str) -> str:
@@ -122,22 +127,7 @@ _PLAIN_WORD = re.compile(r"[A-Za-z][A-Za-z-]*[,:]?")
 
 def _depth0_words(text: str) -> list[str]:
     """`text` split at the spaces outside brackets and quotes."""
-    words: list[str] = []
-    depth, quote, start = 0, "", 0
-    for i, ch in enumerate(text):
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth = max(0, depth - 1)
-        elif ch == " " and depth == 0:
-            words.append(text[start:i])
-            start = i + 1
-    words.append(text[start:])
-    return [w for w in words if w]
+    return [word for word, space in _cut_outside(text, (" ",)) if not space]
 
 
 def _setting_piece_md(piece: str) -> str:

@@ -264,3 +264,17 @@ def test_every_methods_reply_names_its_own_settings_only(framework: str, lang: s
         for code in (t.content for t in tokens if t.type == "code_inline"):
             if code != "/rltracker methods":  # the footer names the command it answers
                 assert code in own and _prose_in(code) is None, (framework, kind, code)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_help_reply_says_what_each_command_does(lang: str) -> None:
+    """`/rltracker help` listed the command names only (`recheck`, `ignore`, `stop`, ...): a
+    maintainer could not tell `ignore` from `stop` without the docs. Each is now a list item
+    with what it does, and who may use `resume`."""
+    from bot.speaking.render import COMMAND_FORMS, command_note
+
+    body = command_note("help", lang)
+    items = [line for line in body.splitlines() if line.startswith("- `")]
+    assert [line.split("`")[1] for line in items] == list(COMMAND_FORMS)
+    assert all(len(line.split("`", 2)[2].strip(" :：")) >= 8 for line in items), items
+    assert len(body) < 2000

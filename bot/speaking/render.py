@@ -654,6 +654,29 @@ def is_app_comment(body: str | None, author: str | None, author_is_bot: bool | N
 
 COMMAND_FORMS = ("recheck", "ignore", "stop", "methods <failure>", "rules", "kind <failure>",
                  "not-a-failure", "resume")
+# What each command does, as the `/rltracker help` reply says it (bot/webhooks/commands.py).
+COMMAND_HELP = {
+    "en": {
+        "recheck": "read the settings and this thread again, and decide again",
+        "ignore": "no more comments from rltracker on this thread",
+        "stop": "hide rltracker's comments here and mute this thread",
+        "methods <failure>": "list the methods for that failure in this framework",
+        "rules": "reply with this framework's contribution rules",
+        "kind <failure>": "say which kind of training failure this reports",
+        "not-a-failure": "say this reports no training failure",
+        "resume": "lift the pause of rltracker's comments in this repository (maintainers)",
+    },
+    "zh": {
+        "recheck": "重新读取设置与本帖，重新判断",
+        "ignore": "rltracker 不再在本帖评论",
+        "stop": "隐藏 rltracker 在此的评论，并静默本帖",
+        "methods <failure>": "列出本框架中针对该失败类型的方法",
+        "rules": "回复本框架的贡献规则摘要",
+        "kind <failure>": "指明本帖报告的训练失败类型",
+        "not-a-failure": "指明本帖并非训练失败报告",
+        "resume": "解除 rltracker 在本仓库评论的暂停（仅限维护者）",
+    },
+}
 
 
 def command_note(problem: str, lang: str, done: str | None = None,
@@ -670,6 +693,8 @@ def command_note(problem: str, lang: str, done: str | None = None,
             "marker": REPLY_MARKER,
             "problem": problem,
             "commands": [code_span(c) for c in COMMAND_FORMS],
+            "command_help": [(code_span(c), COMMAND_HELP.get(lang, COMMAND_HELP["en"])[c])
+                             for c in COMMAND_FORMS],
             "kinds": [code_span(k) for k in cat.failures],
             "done": code_span(f"/rltracker {done}") if done else "",
             "command": command or "",

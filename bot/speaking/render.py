@@ -61,12 +61,12 @@ def md_text(text: str) -> str:
 
 # Words that join two settings in the catalog's `set_by` ("a=1 with b=2", "X or --x 1; also
 # in F"), split at outside brackets and quotes only; the order matters (longest first).
-_JOINERS = (" together with ", " with ", " and ", " or ", " plus ", "; ")
+_JOINERS = (" together with ", " and/or ", " with ", " and ", " or ", " plus ", "; ")
 _SETTING = re.compile(r"=|: |:$|^--?\w|^[\w.]+\(|^[\w.]*[_.][\w.]*$")
 
 
-def _joined(text: str) -> list[tuple[str, bool]]:
-    """`text` cut at the joining words outside brackets and quotes: (piece, is_joiner)."""
+def _cut_outside(text: str, separators: tuple[str, ...]) -> list[tuple[str, bool]]:
+    """`text` cut at `separators` outside brackets and quotes: (piece, is_separator)."""
     out: list[tuple[str, bool]] = []
     depth, quote, start, i = 0, "", 0, 0
     while i < len(text):
@@ -80,16 +80,21 @@ def _joined(text: str) -> list[tuple[str, bool]]:
         elif ch in ")]}":
             depth = max(0, depth - 1)
         elif depth == 0:
-            joiner = next((j for j in _JOINERS if text.startswith(j, i)), None)
-            if joiner:
+            separator = next((j for j in separators if text.startswith(j, i)), None)
+            if separator:
                 out.append((text[start:i], False))
-                out.append((joiner, True))
-                i += len(joiner)
+                out.append((separator, True))
+                i += len(separator)
                 start = i
                 continue
         i += 1
     out.append((text[start:], False))
-    return [(piece, joiner) for piece, joiner in out if piece]
+    return [(piece, is_sep) for piece, is_sep in out if piece]
+
+
+def _joined(text: str) -> list[tuple[str, bool]]:
+    """`text` cut at the joining words outside brackets and quotes: (piece, is_joiner)."""
+    return _cut_outside(text, _JOINERS)
 
 
 def _settings_md(text: str) -> str:
@@ -100,17 +105,68 @@ def _settings_md(text: str) -> str:
         lead, text = "YAML ", text[len("YAML "):]
     parts = _joined(text)
     if len(parts) == 1:
-        return lead + code_span(text)
+        settings = _SETTING.search(text.strip()) or any(map(_SETTING_TOKEN.search, _depth0_words(text)))
+        return lead + (_setting_piece_md(text) if settings else code_span(text))
     out = []
     for piece, joiner in parts:
         if joiner:  # the joiners hold their spaces: " with ", "; "
             out.append((" " if piece.startswith(" ") else "") + md_text(piece) + " ")
         elif _SETTING.search(piece.strip()):
-            # a comma the sentence puts after a setting ("mode=R2, or =R3") is no part of it
-            out.append(code_span(piece[:-1]) + "," if piece.endswith(",") else code_span(piece))
+            out.append(_setting_piece_md(piece))
         else:
             out.append(md_text(piece))
     return lead + "".join(out)
+
+
+# A token of a setting (a flag, `key=value`, a call, a dotted or snake_case name, a launcher
+# that starts a command line), and a plain word of the sentence around one ("example config
+# sets ...", "... for the in-reward KL").
+_SETTING_TOKEN = re.compile(r"^--?\w|\w=|=\w|\w\(|\w[_.]\w|^(?:python3?|torchrun|accelerate|deepspeed)$")
+_PLAIN_WORD = re.compile(r"[A-Za-z][A-Za-z-]*[,:]?")
+
+
+def _depth0_words(text: str) -> list[str]:
+    """`text` split at the spaces outside brackets and quotes."""
+    return [word for word, space in _cut_outside(text, (" ",)) if not space]
+
+
+def _setting_piece_md(piece: str) -> str:
+    """One setting between joining words: the setting in code; a parenthesised remark that
+    ends it, the sentence words before it ("example config sets") and two or more after it
+    ("moves it into the reward") as text, since a reader copies a code span as it is."""
+    piece = piece.strip()
+    cut = _trailing_group(piece)
+    if cut > 0:
+        return f"{_setting_piece_md(piece[:cut])} ({md_text(piece[cut + 2:-1])})"
+    words = _depth0_words(piece)
+    marks = [bool(_SETTING_TOKEN.search(w)) for w in words]
+    if not any(marks):
+        return md_text(piece)
+    first = marks.index(True)
+    # the setting ends where three plain words run, or two end the piece (one is a value
+    # after its flag: `--advantage-estimator gspo`)
+    end, i = len(words), first + 1
+    while i < len(words):
+        j = i
+        while j < len(words) and not marks[j] and _PLAIN_WORD.fullmatch(words[j]):
+            j += 1
+        if j - i >= 3 or (j == len(words) and j - i >= 2):
+            end = i
+            break
+        i = j + 1 if j == i else j
+    core = " ".join(words[first:end])
+    rest = " ".join(words[end:])
+    # a comma or colon the sentence puts after a setting ("mode=R2, or =R3") is no part of it
+    punct = core[-1] if core[-1] in ",:" and (rest or core.endswith(",")) else ""
+    out = [md_text(" ".join(words[:first])) + " "] if first else []
+    out.append(code_span(core[:-1] if punct else core) + punct)
+    if rest:
+        run = 0
+        while run < len(words) - end and not marks[end + run]:
+            run += 1
+        prose, after = " ".join(words[end:end + run]), " ".join(words[end + run:])
+        out.append(" " + md_text(prose) + (" " + _setting_piece_md(after) if after else ""))
+    return "".join(out)
 
 
 def setting_md(set_by: str) -> str:
@@ -423,9 +479,15 @@ def compose_failure_comment(
         "methods": shown,
         "already": already[:3],
         "elsewhere": elsewhere[:MAX_ELSEWHERE],
+        # a list cut short says so (it read as the whole one), and the command listing it all
+        "more_here": max(0, len(suggestions) - MAX_METHODS),
+        "more_elsewhere": max(0, len(elsewhere) - MAX_ELSEWHERE),
+        "methods_command": code_span(f"/rltracker methods {kind.key}"),
         "framework": md_text(framework.name),
         "evidence": [] if set_by else [code_span(e) for e in evidence_labels(failure.get("evidence"))],
         "set_by": set_by,
+        # the keys the footer's `/rltracker kind <failure>` takes (the site shows titles only)
+        "kinds": [code_span(k) for k in cat.failures],
         "verified": [
             {"name": s.name, "option": code_span(s.option_name), "file": code_span(short_file(s.file)),
              "commit": code_span((s.commit or framework.verified_commit)[:10])}
@@ -592,6 +654,29 @@ def is_app_comment(body: str | None, author: str | None, author_is_bot: bool | N
 
 COMMAND_FORMS = ("recheck", "ignore", "stop", "methods <failure>", "rules", "kind <failure>",
                  "not-a-failure", "resume")
+# What each command does, as the `/rltracker help` reply says it (bot/webhooks/commands.py).
+COMMAND_HELP = {
+    "en": {
+        "recheck": "read the settings and this thread again, and decide again",
+        "ignore": "no more comments from rltracker on this thread",
+        "stop": "hide rltracker's comments here and mute this thread",
+        "methods <failure>": "list the methods for that failure in this framework",
+        "rules": "reply with this framework's contribution rules",
+        "kind <failure>": "say which kind of training failure this reports",
+        "not-a-failure": "say this reports no training failure",
+        "resume": "lift the pause of rltracker's comments in this repository (maintainers)",
+    },
+    "zh": {
+        "recheck": "重新读取设置与本帖，重新判断",
+        "ignore": "rltracker 不再在本帖评论",
+        "stop": "隐藏 rltracker 在此的评论，并静默本帖",
+        "methods <failure>": "列出本框架中针对该失败类型的方法",
+        "rules": "回复本框架的贡献规则摘要",
+        "kind <failure>": "指明本帖报告的训练失败类型",
+        "not-a-failure": "指明本帖并非训练失败报告",
+        "resume": "解除 rltracker 在本仓库评论的暂停（仅限维护者）",
+    },
+}
 
 
 def command_note(problem: str, lang: str, done: str | None = None,
@@ -608,6 +693,8 @@ def command_note(problem: str, lang: str, done: str | None = None,
             "marker": REPLY_MARKER,
             "problem": problem,
             "commands": [code_span(c) for c in COMMAND_FORMS],
+            "command_help": [(code_span(c), COMMAND_HELP.get(lang, COMMAND_HELP["en"])[c])
+                             for c in COMMAND_FORMS],
             "kinds": [code_span(k) for k in cat.failures],
             "done": code_span(f"/rltracker {done}") if done else "",
             "command": command or "",

@@ -1,5 +1,5 @@
 """Guards for paths of GitHub's text that the security66 review found safe and no test held
-(docs/site.md, "Review security66"): the metrics label of a delivery's event header, and the
+(docs/app.md, "Review security66"): the metrics label of a delivery's event header, and the
 app's own patterns over 64 KiB of GitHub text outside the analyzers (which
 tests/test_hostile_inputs.py covers): references to an issue in a pull request's body, the
 quoted rules of a repository, a settings file that does not parse, command lines.

@@ -66,6 +66,10 @@ CASES = {
     "accent-free-french": _fill("Vous devez ajouter des tests pour tout nouveau code et les docs ; ne que. "),
     "new-kind-results": _fill("A new loss is run: attach the reward and the held-out accuracy curves. "),
     "front-matter": "---\n" + _fill("name: a\n", SIZE - 8) + "\n---\n",
+    # rules72: contrasts, wishes, sections for the people who merge or that contributors skip
+    "contrasts": _fill("Sign off with the DCO rather than a CLA, instead of instead of rather than a. "),
+    "wishes": _fill("We would appreciate imperative commits; numbers are welcome but nice to have. "),
+    "skipped-sections": _fill("## Merging\nContributors can skip it. You may skip this section.\n- Add a label.\n"),
 }
 
 

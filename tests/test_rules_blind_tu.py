@@ -1,0 +1,92 @@
+"""rules72: the classes behind blind sets T and U's invented lines and misses. Every text here
+is a short one written for these tests (not copied from the sets)."""
+
+from __future__ import annotations
+
+from tests.test_rules_generalise import _rules
+
+GUIDE = "CONTRIBUTING.md"
+
+
+# --- what "rather than X" / "instead of X" names is what is NOT asked --------------------------
+
+
+def test_a_cla_named_after_rather_than_or_instead_of_is_not_asked() -> None:
+    rather = ("# Contributing\n\nEvery commit needs a `Signed-off-by:` trailer: the project relies "
+              "on the Developer Certificate of Origin rather than a Contributor License Agreement, "
+              "so there is nothing more to sign.\n")
+    assert "cla_required" not in _rules({GUIDE: rather})
+    instead = ("# Contributing\n\nEach commit is signed off; we chose that instead of having "
+               "people sign a CLA, which keeps things simple.\n")
+    assert "cla_required" not in _rules({GUIDE: instead})
+
+
+def test_a_cla_asked_before_a_rather_than_clause_is_still_asked() -> None:
+    text = ("# Contributing\n\nYou must sign the CLA before your first pull request rather than "
+            "after the review.\n")
+    assert "cla_required" in _rules({GUIDE: text})
+
+
+def test_instead_of_still_sends_contributions_elsewhere() -> None:
+    text = ("# Contributing\n\nPublish new datasets on the Hub instead of adding them to this "
+            "repository.\n")
+    assert "place_elsewhere" in _rules({GUIDE: text})
+
+
+# --- a wish ("we would appreciate", "nice to have", "welcome") is no requirement ---------------
+
+
+def test_an_appreciated_commit_style_is_no_rule() -> None:
+    text = ("# Contributing\n\n## Commits\n\nWe would appreciate commit subjects in the "
+            "imperative mood, though any wording is accepted.\n")
+    assert "commit_subject_style" not in _rules({GUIDE: text})
+    short = text.replace("We would appreciate", "We'd appreciate")
+    assert "commit_subject_style" not in _rules({GUIDE: short})
+    nice = ("# Contributing\n\n## Commits\n\nImperative-mood commit subjects are nice to have.\n")
+    assert "commit_subject_style" not in _rules({GUIDE: nice})
+
+
+def test_numbers_welcome_but_not_required_state_no_benchmark_rule() -> None:
+    text = ("# Contributing\n\n## Checklist\n\n1. Run the unit tests.\n2. Explain the change. "
+            "Before and after throughput numbers are welcome but not required.\n")
+    assert "results_perf" not in _rules({GUIDE: text})
+    welcome = ("# Contributing\n\nLatency numbers from the benchmark script are always welcome "
+               "in the PR description.\n")
+    assert "results_perf" not in _rules({GUIDE: welcome})
+
+
+def test_a_required_imperative_style_is_still_stated() -> None:
+    text = "# Contributing\n\n## Commits\n\nWrite commit subjects in the imperative mood.\n"
+    assert "commit_subject_style" in _rules({GUIDE: text})
+
+
+# --- a section for the people who merge asks nothing of contributors ---------------------------
+
+MERGING = ("- Give the squash commit a Conventional Commits title (`feat: ...`, `fix: ...`).\n"
+           "- Add the `perf` label when a pull request changes the scheduler, so the nightly "
+           "throughput job benchmarks it.\n")
+
+
+def test_a_maintainers_only_section_states_no_contributor_rule() -> None:
+    for heading in ("Maintainers only", "For maintainers", "Notes for committers"):
+        text = f"# Contributing\n\n## Tests\n\nRun `pytest` before you push.\n\n## {heading}\n\n{MERGING}"
+        rules = _rules({GUIDE: text})
+        assert "pr_title_conventional" not in rules, heading
+        assert "results_perf" not in rules, heading
+        assert "tests_command" in rules
+
+
+def test_a_section_contributors_can_skip_states_no_rule() -> None:
+    text = (f"# Contributing\n\n## Merging\n\nThis part is for the people who merge. "
+            f"Contributors can skip it.\n\n{MERGING}\n## Tests\n\nRun `pytest` before you push.\n")
+    rules = _rules({GUIDE: text})
+    assert "pr_title_conventional" not in rules
+    assert "tests_command" in rules
+
+
+def test_the_same_requests_for_contributors_are_stated() -> None:
+    text = f"# Contributing\n\n## Pull requests\n\n{MERGING}"
+    assert "pr_title_conventional" in _rules({GUIDE: text})
+    conditional = ("# Contributing\n\n## Pull requests\n\nIf you only change docs, you can skip "
+                   f"this section.\n\n{MERGING}")
+    assert "pr_title_conventional" in _rules({GUIDE: conditional})

@@ -779,13 +779,15 @@ def is_directive(seg: Segment, kind: str) -> bool:
     # Any sentence of the segment may be the request ("No benchmarks in tests/. Put them ...").
     for clause in _CLAUSE.split(low)[:8]:
         clause = _LEAD_NOISE.sub("", clause)
-        if clause.split(" ", 1)[0] in tab.conditions and "," in clause:
-            clause = clause.split(",", 1)[1].strip()
-        words = clause.split(" ", 3)
-        while len(words) > 1 and words[0].strip(",") in tab.lead_adverbs:
-            words = words[1:]
-        if words and words[0].strip(":,.") in tab.imperative:
-            return True
+        # "If you change the router, the gating or the loss, attach ...": the request follows
+        # the condition's last comma, not always its first (rules72); a few pieces are tried
+        pieces = clause.split(",", 8)[1:] if clause.split(" ", 1)[0] in tab.conditions else [clause]
+        for piece in pieces or [clause]:
+            words = piece.strip().split(" ", 3)
+            while len(words) > 1 and words[0].strip(",") in tab.lead_adverbs:
+                words = words[1:]
+            if words and words[0].strip(":,.") in tab.imperative:
+                return True
     return False
 
 

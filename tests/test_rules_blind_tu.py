@@ -90,3 +90,41 @@ def test_the_same_requests_for_contributors_are_stated() -> None:
     conditional = ("# Contributing\n\n## Pull requests\n\nIf you only change docs, you can skip "
                    f"this section.\n\n{MERGING}")
     assert "pr_title_conventional" in _rules({GUIDE: conditional})
+
+
+# --- results asked in other words: figures, accuracy, a histogram, a single curve --------------
+
+
+def test_speed_figures_from_a_named_script_are_a_benchmark_rule() -> None:
+    text = ("# Contributing\n\n## Speed\n\nIf your change touches the sampler, run "
+            "`python scripts/bench_sampler.py` on main and on your branch and paste both "
+            "samples-per-second figures into the PR.\n")
+    facts = _rules({GUIDE: text})
+    assert "results_perf" in facts
+    assert "bench_sampler" in facts["results_perf"]["statement"]
+
+
+def test_accuracy_before_and_after_for_some_changes_is_a_scoped_results_rule() -> None:
+    text = ("# Contributing\n\nIf your change can alter the classifier head, report top-1 "
+            "accuracy on the validation split before and after the change in the PR description.\n")
+    facts = _rules({GUIDE: text})
+    assert "results_scoped" in facts
+    assert "accuracy" in facts["results_scoped"]["statement"]
+    assert "before and after" in facts["results_scoped"]["statement"]
+
+
+def test_a_histogram_and_a_single_curve_for_some_changes_are_asked() -> None:
+    text = ("# Contributing\n\n- If you change the gating network, attach the token-routing "
+            "histogram and the z-loss curve from `bash scripts/tiny.sh` for main and your branch.\n")
+    facts = _rules({GUIDE: text})
+    assert "results_scoped" in facts
+    statement = facts["results_scoped"]["statement"]
+    assert "histogram" in statement or "z-loss curve" in statement
+
+
+def test_japanese_results_comparison_for_new_methods_and_title_format() -> None:
+    text = ("# コントリビューションガイド\n\n## 評価\n\n新しい学習手法を追加するプルリクエストでは、"
+            "ベースラインとの比較結果をプルリクエストの説明に記載してください。\n\n## タイトル\n\n"
+            "プルリクエストのタイトルは `feat: 〜`、`fix: 〜` の形式にしてください。\n")
+    facts = _rules({GUIDE: text})
+    assert {f["topic"] for f in facts.values()} >= {"results", "pr-title"}

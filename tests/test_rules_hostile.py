@@ -69,6 +69,8 @@ CASES = {
     # rules72: contrasts, wishes, sections for the people who merge or that contributors skip
     "contrasts": _fill("Sign off with the DCO rather than a CLA, instead of instead of rather than a. "),
     "wishes": _fill("We would appreciate imperative commits; numbers are welcome but nice to have. "),
+    "condition-lists": _fill("If you change a, b, c, d, e, f, g, h, i, attach the x-loss curve and histogram, accuracy figures. "),
+    "japanese-results": _fill("新しい学習手法を追加する場合、ベースラインとの比較結果と評価を記載し、タイトルの形式に従って。"),
     "skipped-sections": _fill("## Merging\nContributors can skip it. You may skip this section.\n- Add a label.\n"),
 }
 

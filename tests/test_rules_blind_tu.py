@@ -128,3 +128,26 @@ def test_japanese_results_comparison_for_new_methods_and_title_format() -> None:
             "プルリクエストのタイトルは `feat: 〜`、`fix: 〜` の形式にしてください。\n")
     facts = _rules({GUIDE: text})
     assert {f["topic"] for f in facts.values()} >= {"results", "pr-title"}
+
+
+# --- a test of its own asked for a kind of change, in a named tests folder ---------------------
+
+
+def test_a_test_folder_asked_for_a_kind_of_change_is_stated() -> None:
+    every = ("# Agent notes\n\n1. Every new solver gets a test in `tests/solvers/` that runs "
+             "ten iterations and checks the residual.\n")
+    facts = _rules({"AGENTS.md": every})
+    assert any("tests/solvers/" in f["statement"] for f in facts.values() if f["topic"] == "tests")
+    box = ("## Checklist\n\n- [ ] New tokenizers only: I added a fixture of five strings to "
+           "`tests/fixtures/`.\n")
+    facts = _rules({".github/PULL_REQUEST_TEMPLATE.md": box})
+    assert any("tests/fixtures/" in f["statement"] for f in facts.values() if f["topic"] == "tests")
+    changes = ("# Contributing\n\nChanges to a kernel in `pkg/kernels/` also need a numerical test "
+               "against the reference in `tests/golden/`.\n")
+    facts = _rules({GUIDE: changes})
+    assert any("tests/golden/" in f["statement"] for f in facts.values() if f["topic"] == "tests")
+
+
+def test_tests_in_the_tests_folder_for_all_code_are_not_said_of_some_changes() -> None:
+    text = "# Contributing\n\nAdd tests in `tests/` for new code.\n"
+    assert not any("some changes" in f["statement"].lower() for f in _rules({GUIDE: text}).values())

@@ -151,3 +151,15 @@ def test_a_test_folder_asked_for_a_kind_of_change_is_stated() -> None:
 def test_tests_in_the_tests_folder_for_all_code_are_not_said_of_some_changes() -> None:
     text = "# Contributing\n\nAdd tests in `tests/` for new code.\n"
     assert not any("some changes" in f["statement"].lower() for f in _rules({GUIDE: text}).values())
+
+
+# --- where new code is registered --------------------------------------------------------------
+
+
+def test_where_new_code_is_registered_is_stated() -> None:
+    box = ("## Checklist\n\n- [ ] New metrics are registered in `kit/metrics/catalog.py` and listed "
+           "in `docs/metrics.md`.\n")
+    facts = _rules({".github/PULL_REQUEST_TEMPLATE.md": box})
+    assert any("kit/metrics/catalog.py" in f["statement"] for f in facts.values())
+    described = "# Contributing\n\nThe registry in `kit/metrics/catalog.py` maps names to classes.\n"
+    assert not any("kit/metrics/catalog.py" in f["statement"] for f in _rules({GUIDE: described}).values())

@@ -72,6 +72,7 @@ CASES = {
     "condition-lists": _fill("If you change a, b, c, d, e, f, g, h, i, attach the x-loss curve and histogram, accuracy figures. "),
     "japanese-results": _fill("新しい学習手法を追加する場合、ベースラインとの比較結果と評価を記載し、タイトルの形式に従って。"),
     "tests-for-kind": _fill("- [ ] New x only: a fixture in `tests/a/`. Every new env gets a test in `tests/b/`. "),
+    "registered-in": _fill("- [ ] New x are registered in `a/b/registry.py` and registered with a/c.py. "),
     "skipped-sections": _fill("## Merging\nContributors can skip it. You may skip this section.\n- Add a label.\n"),
 }
 

@@ -107,6 +107,8 @@ class Rule:
     # the public API, add an entry ...") is stated with it, not as asked of every PR
     absence: bool = False  # the statement says a rule is NOT stated ("No sign-off rule is
     # stated; ..."): never made when a file has sentences the patterns cannot read
+    permission: bool = False  # the statement says what is allowed ("Anyone in the community
+    # may review a PR"), not what is asked: a waiver ("... is welcome to review") cannot undo it
 
 
 @dataclass
@@ -129,6 +131,8 @@ class Table:
     offers: re.Pattern[str]  # a list introduced as kinds of contribution ("ways you can help:")
     question_starts: frozenset[str]  # "Do you want to add docs?" asks a question, not for a thing
     commit_type: re.Pattern[str]  # "test: adding missing tests": a kind of commit described
+    contrasts: frozenset[tuple[str, str]]  # ("rather", "than"): what follows is not asked
+    contrast: re.Pattern[str]  # the same two words in a text
 
 
 def _nlp() -> Any:
@@ -217,6 +221,7 @@ def table() -> Table:
             lower=tuple(raw.get("lower", [])),
             keep_condition=bool(raw.get("keep_condition", False)),
             absence=bool(raw.get("absence", False)),
+            permission=bool(raw.get("permission", False)),
         ))
     by_first_key: dict[str, list[int]] = {}
     for i, rule in enumerate(rules):
@@ -243,6 +248,9 @@ def table() -> Table:
         question_starts=frozenset(cues["question_starts"]),
         commit_type=re.compile(r"^(?:" + "|".join(map(re.escape, cues.get("commit_types", []))) +
                                r")(?:\([\w-]{1,20}\))?(?::|\s{1,3}[—–-])\s"),
+        contrasts=frozenset((first, second) for first, second in (c.split(" ", 1) for c in cues["contrasts"])),
+        contrast=re.compile(r"\b(?:" + "|".join(
+            re.escape(c).replace(r"\ ", r"\s{1,3}") for c in cues["contrasts"]) + r")\b"),
         by_first_key=by_first_key,
         topics=data["topics"],
         core=tuple(data["core_topics"]),
@@ -378,6 +386,7 @@ class LatinGloss:
     negation: re.Pattern[str]
     without: re.Pattern[str]
     audience: re.Pattern[str]
+    maintainers: re.Pattern[str]
 
 
 @lru_cache(maxsize=1)
@@ -390,7 +399,7 @@ def _latin_gloss() -> LatinGloss:
         phrases[language] = (_whole_words(glosses), glosses, _whole_words(own))
     return LatinGloss(_whole_words(data["french_words"]), _whole_words(data["spanish_words"]),
                       phrases, _whole_words(data["latin_negation"]), _whole_words(data["latin_without"]),
-                      _whole_words(data["audience_headings"]))
+                      _whole_words(data["audience_headings"]), _whole_words(data["maintainer_headings"]))
 
 
 # What a gloss keeps of the words it has no phrase for: names and paths ("CHANGELOG.md",
@@ -468,6 +477,21 @@ def addressed_to_some(heading: str) -> bool:
     """Whether a heading addresses some contributors only ("Pour les membres du laboratoire",
     "Solo para el equipo interno"): rules_patterns.yaml `audience_headings`."""
     return _latin_gloss().audience.search(heading[:300].lower()) is not None
+
+
+def addressed_to_maintainers(heading: str) -> bool:
+    """Whether a heading addresses the people who merge ("Maintainers only", "For maintainers"):
+    rules_patterns.yaml `maintainer_headings`."""
+    return _latin_gloss().maintainers.search(heading[:300].lower()) is not None
+
+
+# A sentence that tells contributors a section is not for them ("Contributors can skip it.",
+# "You can skip this section."): said as a whole sentence, not under a condition ("If you only
+# change docs, you can skip this section" keeps the section's rules for everyone else).
+_SECTION_SKIP = re.compile(
+    r"(?:^|[.!?]\s)\s{0,3}(?:[-*>]\s{1,3})?(?:most\s|external\s|other\s)?(?:contributors|you)\s"
+    r"(?:can|may|could)\s(?:safely\s)?(?:skip|ignore)\s(?:it|this|this\s(?:section|part|page|chapter))"
+    r"\s{0,3}[.!]", re.I)
 
 
 _LETTERS = re.compile(r"[^\W\d_]+")
@@ -553,27 +577,47 @@ _ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*)$")
 _FENCE_LINE = re.compile(r"^ {0,3}(?:`{3,}|~{3,})")
 
 
-def scoped_sections(text: str) -> set[str]:
+def scoped_sections(text: str) -> tuple[set[str], set[str]]:
     """The headings (as segments name them: plain, lower case) under a heading addressed to
-    some contributors only, that heading and its subheadings: one pass over the lines (a
-    "# comment" in a fenced block is no heading)."""
+    some contributors only (scoped), and those under a heading addressed to maintainers or
+    whose text says contributors can skip it (dropped: no contributor rule): that heading and
+    its subheadings. One pass over the lines (a "# comment" in a fenced block is no heading);
+    a name also used by a heading outside the dropped ones is not dropped."""
     scoped: set[str] = set()
+    dropped: set[str] = set()
+    kept: set[str] = set()  # headings outside the dropped ones
     open_at: int | None = None  # the level of the open addressed heading
+    drop_at: int | None = None  # the level of the open heading for maintainers
+    name, level = "", 0  # the current heading
     fenced = False
     for line in text[:MAX_CHARS].split("\n"):
         if _FENCE_LINE.match(line):
             fenced = not fenced
-        if fenced or not (m := _ATX_HEADING.match(line)):
+        if fenced:
+            continue
+        if not (m := _ATX_HEADING.match(line)):
+            if drop_at is None and name and _SECTION_SKIP.search(line[:2000]):
+                drop_at = level  # "Contributors can skip it.": this heading and those under it
+                kept.discard(name)
+                dropped.add(name)
             continue
         level = len(m.group(1))
         if open_at is not None and level <= open_at:
             open_at = None
+        if drop_at is not None and level <= drop_at:
+            drop_at = None
         name = inline(m.group(2).strip("# "))[0].lower()
+        if drop_at is None and addressed_to_maintainers(name):
+            drop_at = level
+        if drop_at is not None:
+            dropped.add(name)
+            continue
+        kept.add(name)
         if open_at is None and addressed_to_some(name):
             open_at = level
         if open_at is not None:
             scoped.add(name)
-    return scoped
+    return scoped, dropped - kept
 
 
 def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
@@ -598,9 +642,13 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
         start = len(out)
         out += markdown_segments(body, path)
         # (headings only: one pass over the lines, cheaper than searching the whole text)
-        if scoped := scoped_sections(body):
+        scoped, dropped = scoped_sections(body)
+        if scoped:
             for seg in out[start:]:
                 seg.scoped = seg.section.split(" / ", 1)[0] in scoped
+        if dropped:
+            # a section for the people who merge asks nothing of contributors (rules72)
+            out[start:] = [seg for seg in out[start:] if seg.section.split(" / ", 1)[0] not in dropped]
     closed: dict[str, str] = {}  # per file, the numbered-rule section a "---" has closed
     for seg in out:
         if _NUMBERED_RULE.match(seg.section):
@@ -731,13 +779,15 @@ def is_directive(seg: Segment, kind: str) -> bool:
     # Any sentence of the segment may be the request ("No benchmarks in tests/. Put them ...").
     for clause in _CLAUSE.split(low)[:8]:
         clause = _LEAD_NOISE.sub("", clause)
-        if clause.split(" ", 1)[0] in tab.conditions and "," in clause:
-            clause = clause.split(",", 1)[1].strip()
-        words = clause.split(" ", 3)
-        while len(words) > 1 and words[0].strip(",") in tab.lead_adverbs:
-            words = words[1:]
-        if words and words[0].strip(":,.") in tab.imperative:
-            return True
+        # "If you change the router, the gating or the loss, attach ...": the request follows
+        # the condition's last comma, not always its first (rules72); a few pieces are tried
+        pieces = clause.split(",", 8)[1:] if clause.split(" ", 1)[0] in tab.conditions else [clause]
+        for piece in pieces or [clause]:
+            words = piece.strip().split(" ", 3)
+            while len(words) > 1 and words[0].strip(",") in tab.lead_adverbs:
+                words = words[1:]
+            if words and words[0].strip(":,.") in tab.imperative:
+                return True
     return False
 
 
@@ -769,15 +819,24 @@ def waived_clauses(doc: Any) -> list[int]:
     not asked ("you do not need to sign a CLA", "signing off is optional"), else -1. A bare
     waiver ("Optional: post the numbers.") and a waiver that is the sentence's condition
     ("If you are curious, run ...") waive their whole sentence; a bare waiver alone in its
-    sentence ("Post the numbers. Not needed.") the sentence before it."""
+    sentence ("Post the numbers. Not needed.") the sentence before it. What follows "rather
+    than" / "instead of" to the end of its clause is named as not asked ("the DCO rather than a
+    CLA"); those two words are not (they may be a rule's own words: "... instead of here")."""
     tab = table()
     clause_of: list[int] = []
     texts: list[list[str]] = [[]]
     sentence_of = [0]  # per clause, its sentence
+    contrasted: set[int] = set()  # clauses that start with "rather than" / "instead of"
+    contrast_words: set[int] = set()  # the tokens "rather", "than" themselves
     for token in doc:
-        if token.lower_ in CLAUSE_BREAKS and texts[-1]:
+        pair = (token.lower_, doc[token.i + 1].lower_) if token.i + 1 < len(doc) else None
+        contrast = pair in tab.contrasts
+        if (token.lower_ in CLAUSE_BREAKS or contrast) and texts[-1]:
             texts.append([])
             sentence_of.append(sentence_of[-1] + (token.lower_ in SENTENCE_BREAKS))
+        if contrast:
+            contrasted.add(len(texts) - 1)
+            contrast_words |= {token.i, token.i + 1}
         clause_of.append(len(texts) - 1)
         texts[-1].append(token.text_with_ws.lower())  # "don't" is two tokens: keep the text
     # A condition ("If there is no activity for 60 days, ...") states no waiver.
@@ -795,7 +854,9 @@ def waived_clauses(doc: Any) -> list[int]:
         elif words[0].strip() in CONDITIONAL and tab.waived.match(text):
             whole.add(sentence_of[i])
     waived |= {i for i, sentence in enumerate(sentence_of) if sentence in whole}
-    return [c if c in waived else -1 for c in clause_of]
+    waived |= contrasted
+    return [c if c in waived and (c not in contrasted or i not in contrast_words) else -1
+            for i, c in enumerate(clause_of)]
 
 
 _HEADING_REMARK = re.compile(r"\(([^()]{1,60})\)")
@@ -1039,10 +1100,11 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                     continue
                 if vetoed and not _stated_apart_from_veto(rule, matches, doc, strings):
                     continue
-                if waived is None:
+                if waived is None and not rule.permission:
                     waived = ([0] * len(doc) if heading_waives(seg.section)
-                              else waived_clauses(doc) if tab.waived.search(doc.text.lower()) else [])
-                if waived and _group_waived(rule, matches, waived, strings):
+                              else waived_clauses(doc) if tab.waived.search(low := doc.text.lower())
+                              or tab.contrast.search(low) else [])
+                if waived and not rule.permission and _group_waived(rule, matches, waived, strings):
                     continue
                 piece = _piece_of_hit(rule, matches, doc, strings) if rule.keep_condition else None
                 filled = _fill(rule, seg, piece)

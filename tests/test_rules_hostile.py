@@ -66,6 +66,14 @@ CASES = {
     "accent-free-french": _fill("Vous devez ajouter des tests pour tout nouveau code et les docs ; ne que. "),
     "new-kind-results": _fill("A new loss is run: attach the reward and the held-out accuracy curves. "),
     "front-matter": "---\n" + _fill("name: a\n", SIZE - 8) + "\n---\n",
+    # rules72: contrasts, wishes, sections for the people who merge or that contributors skip
+    "contrasts": _fill("Sign off with the DCO rather than a CLA, instead of instead of rather than a. "),
+    "wishes": _fill("We would appreciate imperative commits; numbers are welcome but nice to have. "),
+    "condition-lists": _fill("If you change a, b, c, d, e, f, g, h, i, attach the x-loss curve and histogram, accuracy figures. "),
+    "japanese-results": _fill("新しい学習手法を追加する場合、ベースラインとの比較結果と評価を記載し、タイトルの形式に従って。"),
+    "tests-for-kind": _fill("- [ ] New x only: a fixture in `tests/a/`. Every new env gets a test in `tests/b/`. "),
+    "registered-in": _fill("- [ ] New x are registered in `a/b/registry.py` and registered with a/c.py. "),
+    "skipped-sections": _fill("## Merging\nContributors can skip it. You may skip this section.\n- Add a label.\n"),
 }
 
 

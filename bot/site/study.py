@@ -117,8 +117,10 @@ async def _proposed(session: AsyncSession, rows: list[Any], memo: ProposedMemo
 async def keep_proposed(ctx: Any, memo: ProposedMemo) -> None:
     """Leaves the memo in the store (`proposed_methods`) for the next process's first
     computation: the entries whose key changed written again, those of threads gone dropped.
-    A thread deleted since the memo was made (its row refused) leaves the store's entries as
-    they were: the next night writes them."""
+    A thread deleted since the memo was made (its row refused), or a store that does not take
+    the rows now (a lock not granted, a statement cut, no writes), leaves the store's entries
+    as they were: the next night writes them. Called after the night's study record (review72:
+    the memo's write failing cost the night its record)."""
     async with ctx.sessionmaker() as session:
         stored = dict((await session.execute(
             select(ProposedMethods.thread_id, ProposedMethods.key))).all())

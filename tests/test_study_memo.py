@@ -192,3 +192,47 @@ async def test_a_thread_deleted_while_the_memo_is_made_leaves_the_kept_rows(ctx:
     assert await kept() == 0
     await refresh_study(ctx)
     assert await kept() == len(PROPOSALS) - 1
+
+
+async def test_a_memo_the_store_does_not_take_leaves_the_nights_study_recorded(
+        ctx: AppContext, db_url: str) -> None:
+    """Keeping the memo (site71) is a saving for the next process, the night's study record
+    is what the report reads (its detected landings first seen tonight). The memo's write was
+    made before the record, and a lock on `proposed_methods` not granted within lock_timeout
+    (another session's: a migration, a VACUUM FULL) raised out of the step: no study record
+    that night (review72). Here PostgreSQL answers the memo's insert as a lock not granted
+    (55P03, a trigger raising it, the answer the app's lock_timeout gives); the night's record
+    is written, and the memo is kept the next night."""
+    from sqlalchemy import func, select, text
+
+    from bot.site.study import refresh_study
+    from bot.store.models import JobRun
+
+    if not db_url.startswith("postgresql"):
+        pytest.skip("a lock not granted within lock_timeout: PostgreSQL's answer (55P03)")
+    for number, title, body, methods in PROPOSALS:
+        await _store(ctx, number, title, body, methods)
+    async with ctx.sessionmaker() as session:
+        await session.execute(text(
+            "CREATE FUNCTION refuse_memo() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+            "RAISE EXCEPTION 'canceling statement due to lock timeout' "
+            "USING ERRCODE = 'lock_not_available'; END $$"))
+        await session.execute(text(
+            "CREATE TRIGGER refuse_memo BEFORE INSERT ON proposed_methods "
+            "FOR EACH ROW EXECUTE FUNCTION refuse_memo()"))
+        await session.commit()
+
+    counts = await refresh_study(ctx)
+    assert counts["proposals"] == len(PROPOSALS)
+    async with ctx.sessionmaker() as session:
+        recorded = await session.scalar(select(func.count(JobRun.id)).where(JobRun.name == "study"))
+        kept = await session.scalar(text("SELECT count(*) FROM proposed_methods"))
+    assert (recorded, kept) == (1, 0)
+
+    async with ctx.sessionmaker() as session:
+        await session.execute(text("DROP TRIGGER refuse_memo ON proposed_methods"))
+        await session.commit()
+    await refresh_study(ctx)
+    async with ctx.sessionmaker() as session:
+        kept = await session.scalar(text("SELECT count(*) FROM proposed_methods"))
+    assert kept == len(PROPOSALS)

@@ -23,14 +23,16 @@ from typing import Any
 
 from aiohttp import web
 from sqlalchemy import delete, func, insert, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from analyzers.catalog import framework_id
 from analyzers.version import ANALYZER_VERSION
 from bot.context import app_context
+from bot.logs import error_text
 from bot.site import data
 from bot.site.pages import json_response, not_found, render
+from bot.store.db import is_statement_timeout, lock_waited_out, refuses_writes
 from bot.store.models import Analysis, JobRun, ProposedMethods, Thread
 from bot.store.types import format_datetime, utcnow
 
@@ -115,8 +117,10 @@ async def _proposed(session: AsyncSession, rows: list[Any], memo: ProposedMemo
 async def keep_proposed(ctx: Any, memo: ProposedMemo) -> None:
     """Leaves the memo in the store (`proposed_methods`) for the next process's first
     computation: the entries whose key changed written again, those of threads gone dropped.
-    A thread deleted since the memo was made (its row refused) leaves the store's entries as
-    they were: the next night writes them."""
+    A thread deleted since the memo was made (its row refused), or a store that does not take
+    the rows now (a lock not granted, a statement cut, no writes), leaves the store's entries
+    as they were: the next night writes them. Called after the night's study record (review72:
+    the memo's write failing cost the night its record)."""
     async with ctx.sessionmaker() as session:
         stored = dict((await session.execute(
             select(ProposedMethods.thread_id, ProposedMethods.key))).all())
@@ -135,6 +139,13 @@ async def keep_proposed(ctx: Any, memo: ProposedMemo) -> None:
         except IntegrityError:  # (raised by the insert, or by the commit where deferred)
             await session.rollback()
             log.info("study memo not kept this time: a thread was deleted while it was made")
+        except DBAPIError as exc:
+            # A saving only: a lock not granted, a statement cut at its bound, a store taking
+            # no writes leave the kept rows as they were (the next night writes them).
+            if not (lock_waited_out(exc) or is_statement_timeout(exc) or refuses_writes(exc)):
+                raise
+            await session.rollback()
+            log.warning("study memo not kept this time: %s", error_text(exc))
 
 
 async def _threads(session: AsyncSession, memo: ProposedMemo
@@ -231,7 +242,6 @@ async def refresh_study(ctx: Any) -> dict[str, Any]:
     memo = proposed_memo(ctx)
     async with ctx.sessionmaker() as session:
         study, _ = await build_study(session, memo)
-    await keep_proposed(ctx, memo)  # a web process's first /study reads it (site71)
     now = format_datetime(started)
     new = []
     for x in study["landings"]:
@@ -239,6 +249,9 @@ async def refresh_study(ctx: Any) -> dict[str, Any]:
             x["detected_at"] = now
             new.append(f"{x['method']}@{x['framework']}")
     await _record(ctx, started, _compact(study))
+    # After the night's record (what the report reads), a saving for the next process: a web
+    # process's first /study reads it (site71)
+    await keep_proposed(ctx, memo)
     return {"landings": sum(1 for x in study["landings"] if not x["detected"]),
             "detected": sum(1 for x in study["landings"] if x["detected"]),
             "new_detected": new, "proposals": study["proposals_stored"]}

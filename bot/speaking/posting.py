@@ -21,6 +21,7 @@ from bot.speaking.claims import (
 from bot.speaking.records import record_skip
 from bot.speaking.render import FAILURE_MARKER, RULES_MARKER
 from bot.speaking.situation import Situation, repository_row
+from bot.store.types import is_bot_login
 
 log = logging.getLogger(__name__)
 
@@ -212,7 +213,7 @@ async def app_login(ctx: Any, *, refresh: bool = False) -> str | None:
 def _bot_login(comment: dict[str, Any]) -> str | None:
     user = comment.get("user") or {}
     who = str(user.get("login") or "")
-    return who if who and (user.get("type") == "Bot" or who.endswith("[bot]")) else None
+    return who if who and is_bot_login(who, user.get("type")) else None
 
 
 async def own_login(ctx: Any, comments: list[dict[str, Any]], marker: str) -> str | None:
@@ -255,7 +256,7 @@ def own_comment(comments: list[dict[str, Any]], marker: str,
         if login is not None:
             mine = who.lower() == login.lower()
         else:
-            mine = user.get("type") == "Bot" or who.endswith("[bot]")
+            mine = is_bot_login(who, user.get("type"))
         if mine and marker in (c.get("body") or ""):
             return c
     return None
@@ -315,8 +316,8 @@ def stored_and_gone(record: dict[str, Any], marker: str, login: str | None) -> b
     is gone, deleted before its `deleted` delivery was handled. Called when none was found."""
     for c in record.get("comments") or []:
         who = str(c.get("author") or "")
-        mine = who.lower() == login.lower() if login is not None else (
-            bool(c.get("author_is_bot")) or who.endswith("[bot]"))
+        mine = who.lower() == login.lower() if login is not None else is_bot_login(
+            who, "Bot" if c.get("author_is_bot") else None)
         if mine and marker in (c.get("body") or ""):
             return True
     return False

@@ -31,7 +31,6 @@ MAX_EARLIER = 4
 _REF = re.compile(r"@[A-Za-z0-9][A-Za-z0-9-]{0,38}|[\w.-]{1,100}/[\w.-]{1,100}#\d{1,9}|#\d{1,9}")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#!])")
 _SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.+\- ]{1,40}$")
-_SAFE_LABEL = re.compile(r"^[\w .:/+=\-\u4e00-\u9fff]{1,48}$")
 
 
 def code_span(text: str) -> str:
@@ -255,15 +254,6 @@ def evidence_labels(evidence: Any) -> list[str]:
                     continue  # short cues only as whole words ("kl" in "weekly" is not KL)
                 out.append(label)
     return out[:8]
-
-
-def safe_labels(labels: Any) -> list[str]:
-    """Kept for callers that pass their own labels: short, safe-alphabet strings only."""
-    out: list[str] = []
-    for item in labels or []:
-        if isinstance(item, str) and _SAFE_LABEL.match(item.strip()) and item.strip() not in out:
-            out.append(item.strip())
-    return out[:6]
 
 
 # Who set the kind, as the failure comment says it (never a login: no pings).

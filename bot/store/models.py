@@ -291,6 +291,7 @@ class AnalysisFailure(Base):
     error: Mapped[str | None] = mapped_column(Text)
     failed_at: Mapped[datetime] = mapped_column(default=utcnow)
 
+
 class ProposedMethods(Base):
     """The study's memo (bot.site.study.ProposedMemo) as the nightly step leaves it: each
     stored proposal's proposed methods (analyzers.proposed) and `key`, a digest of what they

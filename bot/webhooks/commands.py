@@ -83,7 +83,7 @@ from bot.speaking.rule_summary import rules_markdown
 from bot.speaking.verdict import minimize_comments, mute_thread, settle_verdict
 from bot.store.models import Action, Repository
 from bot.store.privacy import stored_private
-from bot.store.types import parse_datetime
+from bot.store.types import is_bot_login, parse_datetime
 from bot.webhooks.privacy import private_flags
 
 log = logging.getLogger(__name__)
@@ -187,7 +187,8 @@ def parse_verdict(word: str, args: list[str]) -> tuple[bool, str | None] | None:
 
 
 def _is_bot(user: dict[str, Any]) -> bool:
-    return user.get("type") == "Bot" or str(user.get("login") or "").endswith("[bot]")
+    """A payload's user is a bot: the one judgement of it (`is_bot_login`, any case of `[bot]`)."""
+    return is_bot_login(user.get("login"), user.get("type"))
 
 
 async def _react(ctx: Any, repo: str, comment_id: int, installation_id: int | None,

@@ -16,7 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.config import Settings, UserError, log_level, require_database
+from bot.config import Settings, UserError, log_level, public_url_set, require_database
 from bot.logs import configure_logging, register_settings_secrets
 
 log = logging.getLogger(__name__)
@@ -95,8 +95,7 @@ def settings_for_serve(dev: bool, env: dict[str, str] | None = None) -> tuple[Se
             "GITHUB_WEBHOOK_SECRET is not set; set it to the app's webhook secret "
             "(or run `rltracker serve --dev` for a local, dry-run service)"
         )
-    elif not settings.dry_run and not (
-            (os.environ if env is None else env).get("RLTRACKER_PUBLIC_URL") or "").strip():
+    elif not settings.dry_run and not public_url_set(env):
         # Posting on GitHub: every link of every comment would lead to this machine's default.
         raise ValueError(
             f"RLTRACKER_PUBLIC_URL is not set: the comments this service posts on GitHub would "

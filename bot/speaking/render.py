@@ -590,14 +590,15 @@ def is_app_comment(body: str | None, author: str | None, author_is_bot: bool | N
             and bool(body) and any(m in body for m in MARKERS))  # type: ignore[operator]
 
 
-COMMAND_FORMS = ("recheck", "ignore", "stop", "methods <failure>", "rules", "kind <failure>",
+COMMAND_FORMS = ("recheck", "ignore", "stop", "methods [<failure>]", "rules", "kind <failure>",
                  "not-a-failure", "resume")
 
 
 def command_note(problem: str, lang: str, done: str | None = None,
                  command: str | None = None) -> str:
     """The reply to a command the app could not do as written: `unknown` (no such command),
-    `unknown_kind` (`command`, `kind` or `methods`, with a kind the catalog lacks), `help`
+    `unknown_kind` (`command`, `kind` or `methods`, with a kind the catalog lacks), `no_kind`
+    (`methods` with no kind named, on a thread of none), `help`
     (`/rltracker help` or a bare `/rltracker`: the commands), `more` (a comment of several
     commands: only `done` was done) or `edited` (an edit changed a command done already). Built from fixed words and catalog keys only: what the
     person typed is never repeated (no mention to ping, no Markdown or HTML to inject)."""

@@ -195,6 +195,20 @@ def test_serve_on_a_port_in_use(migrated_db: str) -> None:
     one_line(result, "serve", 1, f"127.0.0.1:{port}", "already in use", "--port")
 
 
+def test_serve_dev_on_a_port_in_use_prints_no_secret(migrated_db: str) -> None:
+    """user72: `serve --dev` printed "webhook secret for this run: ..." and then said the
+    port was taken: a secret for a service that never ran. It is printed once the port is
+    bound, beside "rltracker serving on"."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = rltracker("serve", "--dev", "--port", str(port), "--no-scheduler",
+                           env={"DATABASE_URL": migrated_db})
+    one_line(result, "serve", 1, f"127.0.0.1:{port}", "already in use", "--port")
+    assert result.stdout == "", result.stdout
+
+
 def test_nightly_cron_that_is_not_a_crontab_line(migrated_db: str) -> None:
     result = rltracker("serve", "--port", str(free_port()),
                        env={"DATABASE_URL": migrated_db, "GITHUB_WEBHOOK_SECRET": "whsecret-1",

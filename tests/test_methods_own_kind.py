@@ -42,6 +42,15 @@ async def _thread_with(ctx: Any, fake: Any, number: int, analysis: dict[str, Any
         await s.commit()
 
 
+async def _a_maintainers_verdict(ctx: Any, number: int, is_failure: bool,
+                                 kind: str | None) -> None:
+    async with ctx.sessionmaker() as s:
+        thread = await s.scalar(select(Thread).where(Thread.number == number))
+        await set_verdict(s, thread, is_failure_report=is_failure, category=kind,
+                          login="maint", role="maintainer", comment_id=5)
+        await s.commit()
+
+
 async def _ask(ctx: Any, shared_dir: Path, number: int, comment_id: int, body: str) -> dict:
     data = comment_payload(shared_dir, number, comment_id, body)
     await commands_router.dispatch(
@@ -66,11 +75,7 @@ async def test_methods_without_a_kind_answers_for_the_threads_own_kind(
     author = comment_payload(shared_dir, 7, 1, "")["issue"]["user"]["login"]
     await _thread_with(app_ctx, fake_github, 7, analysis, author)
     if verdict is not None:
-        async with app_ctx.sessionmaker() as s:
-            thread = await s.scalar(select(Thread).where(Thread.number == 7))
-            await set_verdict(s, thread, is_failure_report=verdict[0], category=verdict[1],
-                              login="maint", role="maintainer", comment_id=5)
-            await s.commit()
+        await _a_maintainers_verdict(app_ctx, 7, *verdict)
     await _ask(app_ctx, shared_dir, 7, 920001, "Which knobs help here?\n/rltracker methods")
     assert note_replies(fake_github, 7) == []
     [reply] = replies_of(fake_github, 7)
@@ -96,11 +101,7 @@ async def test_methods_without_a_kind_on_a_thread_of_none_says_how_to_name_one(
     author = comment_payload(shared_dir, 8, 1, "")["issue"]["user"]["login"]
     await _thread_with(app_ctx, fake_github, 8, analysis, author)
     if verdict is not None:
-        async with app_ctx.sessionmaker() as s:
-            thread = await s.scalar(select(Thread).where(Thread.number == 8))
-            await set_verdict(s, thread, is_failure_report=False, category=None,
-                              login="maint", role="maintainer", comment_id=5)
-            await s.commit()
+        await _a_maintainers_verdict(app_ctx, 8, *verdict)
     data = await _ask(app_ctx, shared_dir, 8, 920003, "/rltracker methods")
     assert replies_of(fake_github, 8) == []
     [note] = note_replies(fake_github, 8)

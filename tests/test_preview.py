@@ -92,21 +92,24 @@ async def test_preview_names_the_second_kind(ctx: Any, fake_github: Any) -> None
     assert "/failures/kl_growth" in rows[1].body and "/failures/kl_growth" not in rows[2].body
 
 
+async def _one_failure_stored(db_url: str) -> None:
+    """VERL#7, a failure report opened a day ago, in the database at `db_url`."""
+    from bot.config import Settings
+    from bot.context import AppContext
+
+    ctx = AppContext.create(Settings.from_env({}, database_url=db_url))
+    try:
+        await store(ctx, 7, FAILURE, title="entropy")
+    finally:
+        await ctx.close()
+
+
 def test_preview_command_prints_and_stores(db_url: str, monkeypatch: Any, capsys: Any) -> None:
     import asyncio
 
     from bot.cli import main
-    from bot.config import Settings
-    from bot.context import AppContext
 
-    async def seed() -> None:
-        ctx = AppContext.create(Settings.from_env({}, database_url=db_url))
-        try:
-            await store(ctx, 7, FAILURE, title="entropy")
-        finally:
-            await ctx.close()
-
-    asyncio.run(seed())
+    asyncio.run(_one_failure_stored(db_url))
     monkeypatch.setenv("DATABASE_URL", db_url)
     assert main(["preview", "volcengine/verl"]) == 0  # a former name resolves
     out = capsys.readouterr().out
@@ -127,13 +130,6 @@ def test_preview_command_stores_no_link_to_a_default_address(db_url: str, monkey
     from bot.config import Settings
     from bot.context import AppContext
 
-    async def seed() -> None:
-        ctx = AppContext.create(Settings.from_env({}, database_url=db_url))
-        try:
-            await store(ctx, 7, FAILURE, title="entropy")
-        finally:
-            await ctx.close()
-
     async def stored() -> list[str]:
         ctx = AppContext.create(Settings.from_env({}, database_url=db_url))
         try:
@@ -142,7 +138,7 @@ def test_preview_command_stores_no_link_to_a_default_address(db_url: str, monkey
         finally:
             await ctx.close()
 
-    asyncio.run(seed())
+    asyncio.run(_one_failure_stored(db_url))
     monkeypatch.setenv("DATABASE_URL", db_url)
     monkeypatch.delenv("RLTRACKER_PUBLIC_URL", raising=False)
     monkeypatch.setenv("PORT", "8123")

@@ -62,6 +62,15 @@ async def refuse_nul(request: web.Request,
     return await handler(request)
 
 
+# A path no route has whose form without its trailing slash is one (/proposals/, /study/,
+# /threads/o/r/N/) leads there: 308, the query kept. aiohttp's own middleware redirects only
+# to a path a route resolves, and folds a leading "//" to "/" (its fix of GHSA-v6wp-4m6f-gcjg),
+# so the Location is always a path on this site, never another host. /repos/ and /reports/
+# are routes of their own (the slash-less /repos leads to /repos/: pages.repos_without_slash).
+_without_trailing_slash = web.normalize_path_middleware(
+    append_slash=False, remove_slash=True, merge_slashes=False)
+
+
 _NO_ANSWER = "the database did not answer; try again later"
 
 
@@ -109,8 +118,9 @@ def create_app(ctx: Any, *, worker: bool = True, worker_options: dict[str, Any] 
     """The whole web app. With `worker=True` the inbox worker runs inside it (started and
     stopped with the app); the inbox writer always does, since /webhook needs it."""
     app = web.Application(client_max_size=WEBHOOK_BODY_LIMIT,
-                          middlewares=[track_requests, refuse_nul, conditional.conditional_get,
-                                       api.json_errors, bounded_statements])
+                          middlewares=[track_requests, refuse_nul, _without_trailing_slash,
+                                       conditional.conditional_get, api.json_errors,
+                                       bounded_statements])
     app[CTX] = ctx
     app[REQUESTS] = set()
     app[METRICS] = Metrics()

@@ -330,6 +330,13 @@ def _base_url(env: Mapping[str, str], name: str) -> str | None:
     return (env.get(name) or "").strip() or None
 
 
+def public_url_set(env: Mapping[str, str] | None = None) -> bool:
+    """Whether RLTRACKER_PUBLIC_URL is set: without it every tracker link leads to this
+    machine's default (`local_url`), which `serve` and `report` refuse to post and `preview`
+    does not store."""
+    return _base_url(os.environ if env is None else env, "RLTRACKER_PUBLIC_URL") is not None
+
+
 def _check_http_url(env: Mapping[str, str], name: str) -> None:
     raw = env.get(name)
     value = _base_url(env, name) if name in _BASE_URLS else raw

@@ -16,7 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.config import Settings, UserError, log_level, require_database
+from bot.config import Settings, UserError, log_level, public_url_set, require_database
 from bot.logs import configure_logging, register_settings_secrets
 
 log = logging.getLogger(__name__)
@@ -95,8 +95,7 @@ def settings_for_serve(dev: bool, env: dict[str, str] | None = None) -> tuple[Se
             "GITHUB_WEBHOOK_SECRET is not set; set it to the app's webhook secret "
             "(or run `rltracker serve --dev` for a local, dry-run service)"
         )
-    elif not settings.dry_run and not (
-            (os.environ if env is None else env).get("RLTRACKER_PUBLIC_URL") or "").strip():
+    elif not settings.dry_run and not public_url_set(env):
         # Posting on GitHub: every link of every comment would lead to this machine's default.
         raise ValueError(
             f"RLTRACKER_PUBLIC_URL is not set: the comments this service posts on GitHub would "
@@ -303,9 +302,10 @@ def _end_now(grace: float) -> None:
 async def serve(settings: Settings, host: str, port: int, *, worker: bool = True,
                 scheduler: bool = True, backfill: bool = True,
                 ready: asyncio.Event | None = None, worker_processes: int = 0,
-                hurry_grace: float | None = None) -> int:
+                hurry_grace: float | None = None, dev_secret: str | None = None) -> int:
     """`hurry_grace`: after a second signal, end the process (os._exit) when the stop has not
-    finished within that many seconds (`rltracker serve`; None in a caller's own process)."""
+    finished within that many seconds (`rltracker serve`; None in a caller's own process).
+    `dev_secret`: the webhook secret `serve --dev` made, printed once the port is bound."""
     stop = asyncio.Event()
     asked = _Asked(stop)
     loop = asyncio.get_running_loop()
@@ -316,7 +316,8 @@ async def serve(settings: Settings, host: str, port: int, *, worker: bool = True
     installed = _install_stop_handlers(asked)  # first: a stop while starting is orderly too
     try:
         return await _serve(settings, host, port, asked, worker=worker, scheduler=scheduler,
-                            backfill=backfill, ready=ready, worker_processes=worker_processes)
+                            backfill=backfill, ready=ready, worker_processes=worker_processes,
+                            dev_secret=dev_secret)
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
@@ -423,7 +424,7 @@ async def _check_credentials(ctx: Any) -> None:
 
 async def _serve(settings: Settings, host: str, port: int, asked: _Asked, *,
                  worker: bool, scheduler: bool, backfill: bool, ready: asyncio.Event | None,
-                 worker_processes: int) -> int:
+                 worker_processes: int, dev_secret: str | None = None) -> int:
     stop = asked.stop
     try:
         await _unless_stopped(stop, _check_address(host, port))
@@ -452,6 +453,13 @@ async def _serve(settings: Settings, host: str, port: int, asked: _Asked, *,
             await site.start()
         except OSError as exc:  # taken, not ours to bind, or no such host: one line
             raise UserError(_bind_failure(host, port, exc)) from exc
+        if dev_secret is not None:
+            # Printed on purpose (stdout, not the logs): the developer needs it to sign
+            # deliveries. After the bind: a port taken got the secret of a service never run.
+            if not _say(f"dev mode: dry-run on; webhook secret for this run: {dev_secret}"):
+                log.warning("dev mode: the webhook secret for this run could not be printed "
+                            "(standard output cannot be written); set GITHUB_WEBHOOK_SECRET "
+                            "to sign deliveries with a secret of your own")
         _say(f"rltracker serving on http://{_address(host, port)}")  # (the "serving" log line too)
         _stop_asked_between(stop)
         if worker:
@@ -529,17 +537,12 @@ def serve_command(args: Any) -> int:
     # only unless --host says otherwise. The image's `serve` listens on every interface.
     host = getattr(args, "host", None) or ("127.0.0.1" if getattr(args, "dev", False)
                                            else "0.0.0.0")
-    if generated is not None:
-        # Printed on purpose (stdout, not the logs): the developer needs it to sign deliveries.
-        if not _say(f"dev mode: dry-run on; webhook secret for this run: {generated}"):
-            log.warning("dev mode: the webhook secret for this run could not be printed "
-                        "(standard output cannot be written); set GITHUB_WEBHOOK_SECRET to "
-                        "sign deliveries with a secret of your own")
     return asyncio.run(
         serve(
             settings,
             host,
             port,
+            dev_secret=generated,
             worker=not getattr(args, "no_worker", False),
             scheduler=not getattr(args, "no_scheduler", False),
             backfill=not getattr(args, "no_backfill", False),

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_analyze_command import GOOD_1, GOOD_2, read_jsonl, write_lines
-from tests.test_cli_errors import CLEAN_ENV, HANG_GUARD, one_line
+from tests.test_cli_errors import CLEAN_ENV, HANG_GUARD, one_line, prog
 
 
 def rltracker(*args: str, env: dict[str, str] | None = None, stdin: bytes | None = None,
@@ -81,9 +81,9 @@ def test_standard_output_on_a_full_disk_is_one_line_naming_it(
     with DEV_FULL.open("wb") as full:
         result = text(rltracker(*args, env={"DATABASE_URL": db_url}, stdout=full))
     if command.startswith("repos"):  # nothing stored: no output to lose, the one line it owes
-        one_line(result, "repos", 1, "o/r is not a repository")
+        one_line(result, "repos resume", 1, "o/r is not a repository")
         return
-    line = one_line(result, args[0], 2, "<stdout>", "No space left on device")
+    line = one_line(result, prog(args), 2, "<stdout>", "No space left on device")
     assert "bug" not in line
 
 
@@ -132,7 +132,7 @@ def test_verdicts_export_out_file_is_replaced_whole_or_kept(tmp_path: Path, db_u
         [sys.executable, "-m", "bot.cli", "verdicts", "export", "--out", str(out)],
         env={**CLEAN_ENV, "DATABASE_URL": db_url}, capture_output=True, text=True,
         timeout=HANG_GUARD, preexec_fn=_file_size_limit(256 * 1024))
-    one_line(result, "verdicts", 2, str(out), "File too large")
+    one_line(result, "verdicts export", 2, str(out), "File too large")
     assert out.read_text(encoding="utf-8") == '{"previous": "export"}\n'
     assert [p.name for p in tmp_path.iterdir() if "verdicts" in p.name] == ["verdicts.jsonl"]
     # without the limit the export replaces it whole
@@ -474,8 +474,8 @@ def test_repos_resume_names_the_repository_as_stored_once(db_url: str) -> None:
     (`comments in foo-org/bar resumed`), and the reception module's log line said it again on
     stderr (`reception: comments in Foo-Org/Bar resumed by operator ...`). The answer names
     the repository as stored, once: stdout when it was resumed, one stderr line when it was
-    not paused, prefixed `rltracker repos:` as every other message of the command is (it had
-    no prefix)."""
+    not paused, prefixed `rltracker repos resume:` as every other message of the command is
+    (it had no prefix; user72 named the subcommand)."""
     asyncio.run(_paused_repository(db_url, "Foo-Org/Bar"))
     env = {"DATABASE_URL": db_url}
     result = text(rltracker("repos", "resume", "foo-org/bar", env=env))
@@ -486,7 +486,7 @@ def test_repos_resume_names_the_repository_as_stored_once(db_url: str) -> None:
     assert result.stderr == "", result.stderr
     again = text(rltracker("repos", "resume", "FOO-ORG/BAR", env=env))
     assert again.returncode == 0 and again.stdout == ""
-    assert again.stderr == ("rltracker repos: comments in Foo-Org/Bar are not paused; "
+    assert again.stderr == ("rltracker repos resume: comments in Foo-Org/Bar are not paused; "
                             "nothing to resume\n")
 
 
@@ -506,3 +506,23 @@ def test_a_missing_subcommand_names_the_ones_there_are(args: tuple[str, ...], ch
         text(rltracker()).stderr.strip()
     assert "_command" not in line and ": command " not in line, line
     assert f"required: {choices} " in line, line
+
+
+# ------------------------------------------------------------------ a subcommand's messages
+@pytest.mark.parametrize(("args", "prefix"), [
+    (("repos", "resume", "nobody/nothing"), "rltracker repos resume: nobody/nothing is not a"),
+    (("papers", "import", "/nonexistent/papers.jsonl"), "rltracker papers import: "),
+    (("verdicts", "export", "--out", "/nonexistent/dir/v.jsonl"), "rltracker verdicts export: "),
+])
+def test_a_subcommands_failure_names_the_subcommand(db_url: str, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str],
+                                                    args: tuple[str, ...], prefix: str) -> None:
+    """user72: a failure of `repos resume`, `papers import` or `verdicts export` was said as
+    the parent command's (`rltracker repos: ...`), while their usage errors and their own
+    messages name the subcommand as argparse's prog does (`rltracker repos resume: ...`)."""
+    from bot.cli import main
+
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    assert main(list(args)) in (1, 2)
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(prefix), line

@@ -42,6 +42,15 @@ def rltracker(*args: str, env: dict[str, str], cwd: Path | None = None) -> subpr
                           cwd=cwd, text=True, capture_output=True, timeout=HANG_GUARD)
 
 
+def prog(command: list[str]) -> str:
+    """The command's name in its error lines, as argparse's prog (user72): `repos resume`,
+    `papers import`, `deliveries retry`; `stats`, `preview`."""
+    with_subcommands = ("papers", "deliveries", "verdicts", "repos")
+    if command[0] in with_subcommands and len(command) > 1 and not command[1].startswith("-"):
+        return " ".join(command[:2])
+    return command[0]
+
+
 def one_line(result: subprocess.CompletedProcess[str], command: str, status: int, *names: str) -> str:
     """The single stderr line of a failed command; it names every one of `names`."""
     assert result.returncode == status, result.stderr
@@ -186,6 +195,20 @@ def test_serve_on_a_port_in_use(migrated_db: str) -> None:
     one_line(result, "serve", 1, f"127.0.0.1:{port}", "already in use", "--port")
 
 
+def test_serve_dev_on_a_port_in_use_prints_no_secret(migrated_db: str) -> None:
+    """user72: `serve --dev` printed "webhook secret for this run: ..." and then said the
+    port was taken: a secret for a service that never ran. It is printed once the port is
+    bound, beside "rltracker serving on"."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = rltracker("serve", "--dev", "--port", str(port), "--no-scheduler",
+                           env={"DATABASE_URL": migrated_db})
+    one_line(result, "serve", 1, f"127.0.0.1:{port}", "already in use", "--port")
+    assert result.stdout == "", result.stdout
+
+
 def test_nightly_cron_that_is_not_a_crontab_line(migrated_db: str) -> None:
     result = rltracker("serve", "--port", str(free_port()),
                        env={"DATABASE_URL": migrated_db, "GITHUB_WEBHOOK_SECRET": "whsecret-1",
@@ -250,7 +273,7 @@ def test_a_url_with_an_unclosed_bracket_is_one_line_naming_it(migrated_db: str) 
     for command in (["stats"], ["serve", "--dev", "--port", str(free_port())]):
         result = rltracker(*command, env={"DATABASE_URL": migrated_db,
                                           "GITHUB_API_URL": "http://[::1"})
-        one_line(result, command[0], 2, "GITHUB_API_URL='http://[::1'", "expected an http")
+        one_line(result, prog(command), 2, "GITHUB_API_URL='http://[::1'", "expected an http")
 
 
 def test_sqlite_database_not_migrated(tmp_path: Path) -> None:
@@ -274,7 +297,7 @@ def test_a_missing_sqlite_database_is_said_to_be_missing_and_not_created(
     db = tmp_path / "typo.db"
     result = rltracker(*command, env={"DATABASE_URL": f"sqlite:///{db}", "GITHUB_TOKEN": "t",
                                       "GITHUB_API_URL": "http://127.0.0.1:9"})
-    one_line(result, command[0], 2, "DATABASE_URL", f"{db} does not exist", "rltracker migrate")
+    one_line(result, prog(command), 2, "DATABASE_URL", f"{db} does not exist", "rltracker migrate")
     assert list(tmp_path.iterdir()) == []  # not the file, nor its -wal or -shm
 
 
@@ -286,7 +309,7 @@ def test_a_missing_postgresql_database_is_said_to_be_missing_with_the_remedy() -
     url = urls[0].rsplit("/", 1)[0] + "/rlt_never_created"
     for command in (["stats"], ["verdicts", "wanted"]):
         result = rltracker(*command, env={"DATABASE_URL": url})
-        one_line(result, command[0], 1, "DATABASE_URL", '"rlt_never_created" does not exist',
+        one_line(result, prog(command), 1, "DATABASE_URL", '"rlt_never_created" does not exist',
                  "CREATE DATABASE", "rltracker migrate")
 
 
@@ -580,7 +603,7 @@ def test_a_repository_that_is_not_owner_name_is_refused(command: list[str], migr
     "notarepo" and asked GitHub for a repository with no name."""
     env = {"DATABASE_URL": migrated_db, "GITHUB_TOKEN": "t", "GITHUB_API_URL": "http://127.0.0.1:9"}
     for bad in ("notarepo", "a/b/c", "owner/"):
-        one_line(rltracker(*command, bad, env=env), command[0], 2,
+        one_line(rltracker(*command, bad, env=env), prog(command), 2,
                  f"'{bad}': expected a repository as OWNER/NAME")
 
 
@@ -704,7 +727,7 @@ def test_a_standard_stream_closed_at_start_is_one_line_naming_it(
     result = subprocess.run(["sh", "-c", f'exec "$@" {closed}', "sh", sys.executable, "-m",
                              "bot.cli", *args], env={**CLEAN_ENV, "DATABASE_URL": migrated_db},
                             text=True, capture_output=True, timeout=HANG_GUARD)
-    line = one_line(result, command[0], 2, stream, "closed")
+    line = one_line(result, prog(command), 2, stream, "closed")
     assert "bug" not in line
 
 
@@ -876,7 +899,7 @@ def test_a_database_behind_the_migrations_says_run_migrate(db_url: str) -> None:
 
     before = _behind(db_url)
     result = rltracker("repos", "resume", "o/r", env={"DATABASE_URL": db_url})
-    line = one_line(result, "repos", 1, "DATABASE_URL", "behind", "rltracker migrate")
+    line = one_line(result, "repos resume", 1, "DATABASE_URL", "behind", "rltracker migrate")
     assert f"it is at {before}" in line and f"this code needs {head_revision()}" in line
 
 
@@ -908,7 +931,7 @@ def test_a_database_of_a_newer_version_is_not_said_to_be_behind(db_url: str) -> 
     revision): the line says the database is at a revision this code does not know."""
     _behind(db_url, "9999_from_a_newer_version")
     result = rltracker("repos", "resume", "o/r", env={"DATABASE_URL": db_url})
-    line = one_line(result, "repos", 1, "DATABASE_URL", "9999_from_a_newer_version",
+    line = one_line(result, "repos resume", 1, "DATABASE_URL", "9999_from_a_newer_version",
                     "does not know")
     assert "behind" not in line and "run `rltracker migrate`" not in line
 

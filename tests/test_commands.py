@@ -1162,9 +1162,10 @@ async def test_methods_with_an_unknown_kind_can_be_corrected_by_an_edit(
     replies = replies_of(fake_github, 42)
     assert len(replies) == 2 and "/failures/entropy_collapse" in replies[1]["body"]
     assert "done already" not in "".join(c["body"] for c in replies)
-    # without a kind at all: the same note's slot, nothing more posted
+    # without a kind, on a thread of none (not analysed): a note of its own (user72:
+    # tests/test_methods_own_kind.py), nothing more posted
     bare = comment_event("/rltracker methods", number=42)
-    assert await handle_command(bare, app_ctx) == "unknown_kind"
+    assert await handle_command(bare, app_ctx) == "no_kind"
     assert len(note_replies(fake_github, 42)) == 2
 
 

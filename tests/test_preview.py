@@ -92,25 +92,70 @@ async def test_preview_names_the_second_kind(ctx: Any, fake_github: Any) -> None
     assert "/failures/kl_growth" in rows[1].body and "/failures/kl_growth" not in rows[2].body
 
 
+async def _one_failure_stored(db_url: str) -> None:
+    """VERL#7, a failure report opened a day ago, in the database at `db_url`."""
+    from bot.config import Settings
+    from bot.context import AppContext
+
+    ctx = AppContext.create(Settings.from_env({}, database_url=db_url))
+    try:
+        await store(ctx, 7, FAILURE, title="entropy")
+    finally:
+        await ctx.close()
+
+
 def test_preview_command_prints_and_stores(db_url: str, monkeypatch: Any, capsys: Any) -> None:
+    import asyncio
+
+    from bot.cli import main
+
+    asyncio.run(_one_failure_stored(db_url))
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    assert main(["preview", "volcengine/verl"]) == 0  # a former name resolves
+    out = capsys.readouterr().out
+    assert "verl-project/verl" in out and "## #7" in out and "clip_ratio_high" in out
+
+
+def test_preview_command_stores_no_link_to_a_default_address(db_url: str, monkeypatch: Any,
+                                                              capsys: Any) -> None:
+    """user72: `rltracker preview` run in a shell without RLTRACKER_PUBLIC_URL stored its
+    would-be comments with links to http://localhost:8000 (the default of a service that may
+    listen elsewhere, or on another machine), and /api/actions listed them. As `report` and
+    `serve` do with links they would post, the command keeps no such text: it prints the
+    preview, says why nothing was stored and how to store it; with the address set it stores
+    the comments linking there."""
     import asyncio
 
     from bot.cli import main
     from bot.config import Settings
     from bot.context import AppContext
 
-    async def seed() -> None:
+    async def stored() -> list[str]:
         ctx = AppContext.create(Settings.from_env({}, database_url=db_url))
         try:
-            await store(ctx, 7, FAILURE, title="entropy")
+            async with ctx.sessionmaker() as s:
+                return list(await s.scalars(select(Action.body).where(Action.kind == "preview")))
         finally:
             await ctx.close()
 
-    asyncio.run(seed())
+    asyncio.run(_one_failure_stored(db_url))
     monkeypatch.setenv("DATABASE_URL", db_url)
-    assert main(["preview", "volcengine/verl"]) == 0  # a former name resolves
-    out = capsys.readouterr().out
-    assert "verl-project/verl" in out and "## #7" in out and "clip_ratio_high" in out
+    monkeypatch.delenv("RLTRACKER_PUBLIC_URL", raising=False)
+    monkeypatch.setenv("PORT", "8123")
+    assert main(["preview", VERL]) == 0
+    out, err = capsys.readouterr()
+    assert "## #7" in out and "http://localhost:8123/methods/" in out
+    assert err == ("rltracker preview: not stored: its links would lead to "
+                   "http://localhost:8123, RLTRACKER_PUBLIC_URL being unset; set it to where "
+                   "the tracker is reachable (https://...) to store the preview for "
+                   "/api/actions\n")
+    assert asyncio.run(stored()) == []
+    monkeypatch.setenv("RLTRACKER_PUBLIC_URL", " https://tracker.example/ ")
+    assert main(["preview", VERL]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and "https://tracker.example/methods/" in out
+    [body] = asyncio.run(stored())
+    assert "https://tracker.example/methods/" in body and "localhost" not in body
 
 
 def test_preview_command_says_when_nothing_is_stored(db_url: str, monkeypatch: Any, capsys: Any) -> None:

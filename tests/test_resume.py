@@ -236,7 +236,8 @@ def test_the_operator_resumes_from_the_command_line(db_url: str, monkeypatch: py
     assert "not paused" in capsys.readouterr().err
     assert main(["repos", "resume", "nobody/nothing"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("rltracker repos: nobody/nothing is not a repository")
+    assert len(err) == 1 and err[0].startswith("rltracker repos resume: nobody/nothing is not a "
+                                                     "repository")
 
 
 async def test_a_maintainer_resumes_from_a_discussion(app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:

@@ -4,6 +4,7 @@ hostile thread titles staying text."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 from datetime import UTC, datetime, timedelta
@@ -398,11 +399,42 @@ async def test_the_repositories_page_without_its_slash(client) -> None:
     assert "Installed repositories" in await _text(client, "/repos")
 
 
+async def test_a_known_page_with_a_trailing_slash_leads_to_the_page(client) -> None:
+    """user72: /proposals/, /study/, /verdicts/, /threads/o/r/N/ answered the site's 404 while
+    /repos led to /repos/ and /reports/ served: the slash-ended form of a page that exists
+    leads to it (308, the query kept, a relative Location); a path that is no page with or
+    without its slash stays a 404, and no path leads off the site."""
+    async def answer(method: str, path: str) -> tuple[int, str | None, str]:
+        """The request line sent as typed: aiohttp's client would read "//x" as a host."""
+        reader, writer = await asyncio.open_connection(client.host, client.port)
+        writer.write(f"{method} {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+                     .encode())
+        head = (await reader.read()).split(b"\r\n\r\n", 1)[0].decode().split("\r\n")
+        writer.close()
+        headers = dict(line.split(": ", 1) for line in head[1:])
+        return int(head[0].split()[1]), headers.get("Location"), headers.get(
+            "Content-Security-Policy", "")
+
+    for path, page in (("/proposals/?framework=trl", "/proposals?framework=trl"),
+                       ("/study/", "/study"), ("/verdicts/", "/verdicts"),
+                       ("/threads/huggingface/trl/200/", "/threads/huggingface/trl/200"),
+                       ("//proposals/", "/proposals"), ("/api/repos/", "/api/repos")):
+        for method in ("GET", "HEAD"):
+            status, location, policy = await answer(method, path)
+            assert (status, location) == (308, page), (method, path)
+            assert "default-src 'none'" in policy, path
+    assert "<h1>Proposals" in await _text(client, "/proposals/")
+    for path in ("//evil.example/", "///evil.example/", "/\\evil.example/",
+                 "//evil.example/proposals/", "/%2Fevil.example/", "//proposals.example/"):
+        status, location, _ = await answer("GET", path)
+        assert (status, location) == (404, None), path
+
+
 async def test_a_path_of_no_page_answers_the_sites_not_found_page(client) -> None:
-    """A path no route has (a trailing slash: /proposals/, /threads/; a typo) was aiohttp's
-    bare '404: Not Found' in plain text: no navigation, nothing saying which site it is. A
-    browser gets the site's 'Not found' page; the API keeps its JSON error."""
-    for path in ("/proposals/", "/threads/", "/no/such/page"):
+    """A path no route has (/threads/ is no page with or without its slash; a typo) was
+    aiohttp's bare '404: Not Found' in plain text: no navigation, nothing saying which site it
+    is. A browser gets the site's 'Not found' page; the API keeps its JSON error."""
+    for path in ("/threads/", "/no/such/page", "/no/such/page/"):
         resp = await client.get(path)
         assert (resp.status, resp.content_type) == (404, "text/html"), path
         html = await resp.text()
@@ -410,7 +442,7 @@ async def test_a_path_of_no_page_answers_the_sites_not_found_page(client) -> Non
         assert "default-src 'none'" in resp.headers["Content-Security-Policy"]
     resp = await client.get("/api/no-such-route")
     assert (resp.status, resp.content_type) == (404, "application/json")
-    head = await client.head("/proposals/")
+    head = await client.head("/no/such/page/")
     assert head.status == 404
 
 

@@ -569,6 +569,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout = stdout
 
 
+def command_name(args: argparse.Namespace) -> str:
+    """The command as its parser's prog names it, after `rltracker `: `report`, `repos resume`,
+    `papers import` (a subcommand's parser is `{command}_command`'s, as build_parser names
+    them), for the lines saying what failed."""
+    subcommand = getattr(args, f"{args.command}_command", None)
+    return f"{args.command} {subcommand}" if subcommand else args.command
+
+
 def _run(args: argparse.Namespace, module_name: str, func_name: str) -> int:
     try:
         if args.command in NEEDS_DATABASE:
@@ -596,9 +604,9 @@ def _run(args: argparse.Namespace, module_name: str, func_name: str) -> int:
         from bot.cli.errors import report_failure
 
         debug = args.debug or log_level(os.environ) == "DEBUG"
-        return report_failure(args.command, exc, debug=debug)
+        return report_failure(command_name(args), exc, debug=debug)
     except KeyboardInterrupt:
-        print(f"rltracker {args.command}: interrupted", file=sys.stderr)
+        print(f"rltracker {command_name(args)}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - known failures get one line, bugs their traceback
         from bot.cli.errors import report_failure
@@ -606,7 +614,7 @@ def _run(args: argparse.Namespace, module_name: str, func_name: str) -> int:
         if isinstance(exc, OSError) and exc.filename == "<stdout>":
             discard_stdout()  # what is still buffered would fail again at exit
         debug = args.debug or log_level(os.environ) == "DEBUG"
-        return report_failure(args.command, exc, debug=debug)
+        return report_failure(command_name(args), exc, debug=debug)
 
 
 if __name__ == "__main__":

@@ -14,13 +14,12 @@ import os
 import sys
 from typing import Any
 
-from bot.config import SettingError, Settings
+from bot.config import SettingError, Settings, public_url_set
 
 
 def report_command(args: Any) -> int:
     settings = Settings.from_env()
-    if settings.report_issue and not settings.dry_run and not (
-            os.environ.get("RLTRACKER_PUBLIC_URL") or "").strip():
+    if settings.report_issue and not settings.dry_run and not public_url_set():
         raise SettingError(
             "RLTRACKER_PUBLIC_URL", None,
             f"the report posted on {settings.report_issue} would link to {settings.public_url}; "

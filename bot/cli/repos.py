@@ -45,6 +45,6 @@ def repos_command(args: Any) -> int:
         print(f"comments in {repo} resumed (they were paused: {reason or 'no reason recorded'}); "
               "the reception check now judges only comments posted from now on")
     else:
-        print(f"rltracker repos: comments in {repo} are not paused; nothing to resume",
+        print(f"rltracker repos resume: comments in {repo} are not paused; nothing to resume",
               file=sys.stderr)
     return 0

@@ -3,7 +3,8 @@
 
 - `GET /repos/{owner}/{name}/preview`: the HTML page (autoescaped; issue titles are shown as
   text, the would-be comments as preformatted text).
-- `rltracker preview OWNER/NAME [--days N]`: prints the same as Markdown and stores it.
+- `rltracker preview OWNER/NAME [--days N]`: prints the same as Markdown and stores it (only
+  with RLTRACKER_PUBLIC_URL set: its links would otherwise lead to this shell's default).
 - `run_preview(ctx, repo)`: stores one `preview` action per issue that would get a comment.
 - `preview_on_install(ctx, repos)`: what the installation handlers call once their rows are
   committed: `start_install_preview` starts a background task that fetches each tracked
@@ -472,7 +473,7 @@ MAX_DAYS = 90  # the longest window the page and the command preview
 
 
 def preview_command(args: argparse.Namespace) -> int:
-    from bot.config import Settings
+    from bot.config import Settings, public_url_set
     from bot.context import AppContext
 
     async def main() -> int:
@@ -485,7 +486,16 @@ def preview_command(args: argparse.Namespace) -> int:
                 print(f"rltracker preview: no thread of {repo} is stored yet, so there is nothing "
                       f"to preview; fetch them first: rltracker sync --repo {repo}", file=sys.stderr)
                 return 1
-            preview = await run_preview(ctx, args.repo, args.days)
+            if public_url_set():
+                preview = await run_preview(ctx, args.repo, args.days)
+            else:
+                # Stored, its links to this shell's default address would be listed by
+                # /api/actions as the preview's: printed here, they are read where they work.
+                preview = await compute_preview(ctx, args.repo, args.days)
+                print(f"rltracker preview: not stored: its links would lead to "
+                      f"{ctx.settings.public_url}, RLTRACKER_PUBLIC_URL being unset; set it to "
+                      "where the tracker is reachable (https://...) to store the preview for "
+                      "/api/actions", file=sys.stderr)
         finally:
             await ctx.close()
         print(render_markdown(preview), end="")

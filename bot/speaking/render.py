@@ -642,7 +642,7 @@ def is_app_comment(body: str | None, author: str | None, author_is_bot: bool | N
             and bool(body) and any(m in body for m in MARKERS))  # type: ignore[operator]
 
 
-COMMAND_FORMS = ("recheck", "ignore", "stop", "methods <failure>", "rules", "kind <failure>",
+COMMAND_FORMS = ("recheck", "ignore", "stop", "methods [<failure>]", "rules", "kind <failure>",
                  "not-a-failure", "resume")
 # What each command does, as the `/rltracker help` reply says it (bot/webhooks/commands.py).
 COMMAND_HELP = {
@@ -650,7 +650,7 @@ COMMAND_HELP = {
         "recheck": "read the settings and this thread again, and decide again",
         "ignore": "no more comments from rltracker on this thread",
         "stop": "hide rltracker's comments here and mute this thread",
-        "methods <failure>": "list the methods for that failure in this framework",
+        "methods [<failure>]": "list the methods for that failure (or this thread's kind) in this framework",
         "rules": "reply with this framework's contribution rules",
         "kind <failure>": "say which kind of training failure this reports",
         "not-a-failure": "say this reports no training failure",
@@ -660,7 +660,7 @@ COMMAND_HELP = {
         "recheck": "重新读取设置与本帖，重新判断",
         "ignore": "rltracker 不再在本帖评论",
         "stop": "隐藏 rltracker 在此的评论，并静默本帖",
-        "methods <failure>": "列出本框架中针对该失败类型的方法",
+        "methods [<failure>]": "列出本框架中针对该失败类型（或本帖的类型）的方法",
         "rules": "回复本框架的贡献规则摘要",
         "kind <failure>": "指明本帖报告的训练失败类型",
         "not-a-failure": "指明本帖并非训练失败报告",
@@ -672,7 +672,8 @@ COMMAND_HELP = {
 def command_note(problem: str, lang: str, done: str | None = None,
                  command: str | None = None) -> str:
     """The reply to a command the app could not do as written: `unknown` (no such command),
-    `unknown_kind` (`command`, `kind` or `methods`, with a kind the catalog lacks), `help`
+    `unknown_kind` (`command`, `kind` or `methods`, with a kind the catalog lacks), `no_kind`
+    (`methods` with no kind named, on a thread of none), `help`
     (`/rltracker help` or a bare `/rltracker`: the commands), `more` (a comment of several
     commands: only `done` was done) or `edited` (an edit changed a command done already). Built from fixed words and catalog keys only: what the
     person typed is never repeated (no mention to ping, no Markdown or HTML to inject)."""

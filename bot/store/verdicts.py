@@ -115,6 +115,15 @@ def shown_failure(analyzer_is_failure: bool | None, analyzer_category: str | Non
             "set_by": None}
 
 
+async def shown_kind(session: AsyncSession, thread_id: int) -> str | None:
+    """The failure kind the tracker shows for a stored thread (`shown_failure`: a person's
+    verdict, else the analyzer's finding), None when it shows none."""
+    analysis = await session.scalar(select(Analysis).where(Analysis.thread_id == thread_id))
+    return shown_failure(analysis.is_failure_report if analysis is not None else None,
+                         analysis.failure_category if analysis is not None else None,
+                         await thread_verdict(session, thread_id))["category"]
+
+
 def shown_columns() -> tuple[Any, Any]:
     """`shown_failure` as SQL expressions (is it a failure report, which kind) over Analysis
     outer-joined with Verdict, for filters and counts: the verdict's where a row exists."""

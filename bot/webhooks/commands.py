@@ -470,7 +470,18 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         await record_skip(ctx, repo, number, "command", f"unknown:{ref}",
                           "unknown /rltracker command", command=word[:20])
         problem = "unknown"
-    elif word == "methods" and (not args or resolve_failure(" ".join(args)) is None):
+    elif word == "methods" and not args:
+        # No kind named: the thread's own, as the tracker shows it (a person's verdict, else
+        # the analyzer's), which the failure comment's methods are for.
+        own = await _shown_kind(ctx, repo, number)
+        if own is not None:
+            args = [own]
+        else:  # (not answered as done: an edit naming a kind is still answered)
+            await record_skip(ctx, repo, number, "command", f"no_kind:{ref}",
+                              "no failure kind named, and the thread has none (neither found "
+                              "by the analyzer nor named by a person)", command=word)
+            problem = "no_kind"
+    elif word == "methods" and resolve_failure(" ".join(args)) is None:
         # Not answered as done: an edit that makes the kind right is still answered.
         await record_skip(ctx, repo, number, "command", f"unknown_kind:{ref}",
                           "unknown failure kind: `/rltracker methods` takes a kind the catalog "
@@ -534,6 +545,17 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         await _note(ctx, repo, number, installation_id, "more", key, discussion_id, dry_run,
                     ref, done=word, delivery_id=delivery_of(data), in_thread=in_thread)
     return outcome
+
+
+async def _shown_kind(ctx: Any, repo: str, number: int) -> str | None:
+    """The failure kind the tracker shows for the stored thread, None for none (or no thread
+    stored yet)."""
+    from bot.store.threads import get_thread
+    from bot.store.verdicts import shown_kind
+
+    async with ctx.sessionmaker() as session:
+        thread = await get_thread(session, repo, number)
+        return await shown_kind(session, thread.id) if thread is not None else None
 
 
 async def _made_private(ctx: Any, repo: str) -> bool:
@@ -696,9 +718,8 @@ async def _reply_command(
         lang = detect_language(thread.title, thread.body) if thread else "en"
     framework = framework_id(repo)
     public = ctx.settings.public_url
-    if word == "methods":  # (a kind the catalog lacks got a note instead: handle_command)
-        failure = resolve_failure(" ".join(args)) if args else None
-        body = methods_reply(failure or "?", framework, lang, public)
+    if word == "methods":  # (a kind the catalog lacks, or none, got a note: handle_command)
+        body = methods_reply(resolve_failure(" ".join(args)) or "?", framework, lang, public)
     else:
         body = rules_reply(await rules_markdown(ctx, repo, lang, topics=None), framework, lang, public)
     return await _post_answer(ctx, repo, number, installation_id, body, key, discussion_id,

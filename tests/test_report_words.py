@@ -34,6 +34,7 @@ async def test_failure_kinds_and_states_are_named_as_the_site_names_them(ctx: An
     assert "- Proposals: 3 (open, replied: 2; declined: 1); median time to first reply" in markdown
     assert "- Proposals: 4 (open, no reply: 2; merged: 1; lapsed (stale / inactive): 1)." in markdown
     assert "kl growth" not in markdown and "open replied" not in markdown
+    assert "([arXiv:2503.14476](https://arxiv.org/abs/2503.14476), Clip-higher)" in markdown
     html = render_html(row.data)
     assert 'href="/failures/kl_growth">KL keeps growing</a>' in html
     # the chart and its table: frameworks by name, states by the site's labels

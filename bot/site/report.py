@@ -405,10 +405,10 @@ def _names() -> dict[str, Any]:
     kinds by the catalog's title, review states by the site's labels, frameworks and methods
     by their catalog names. Ids stay in links and `data-` attributes."""
     from bot.site.data import kind_title
-    from bot.site.pages import STATE_LABELS, _framework_names, _method_names
+    from bot.site.pages import STATE_LABELS, framework_names, method_names
 
     return {"kind_title": kind_title, "state_labels": STATE_LABELS,
-            "framework_names": _framework_names(), "method_names": _method_names()}
+            "framework_names": framework_names(), "method_names": method_names()}
 
 
 def render_markdown(data: dict[str, Any], public_url: str = "", cap: int | None = None) -> str:

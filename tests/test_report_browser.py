@@ -133,3 +133,23 @@ async def test_a_report_stored_by_the_first_release_still_shows(ctx: Any, tmp_pa
     summary = await run_report(ctx, DAY1, tmp_path / "out", stored=True)
     assert summary is not None and summary["date"] == DAY1.isoformat()
     assert (tmp_path / "out" / f"report-{DAY1.isoformat()}.html").is_file()
+
+
+async def test_the_chart_key_words_do_not_run_into_the_next_key(served: str, sqlite_ctx: Any, chromium: Any) -> None:  # noqa: F811
+    """The key names each state by the site's label (report72): "lapsed (stale / inactive)" is
+    longer than "lapsed", and a word drawn over the next swatch reads as neither. Measured in
+    Chromium: each word ends 10 px before the next swatch of its line (7 px with the keys 150 px
+    apart, a font a little wider from overlap: they are 160 apart, the chart 640 wide)."""
+    await seed_two_nights(sqlite_ctx)
+    url = f"{served}/reports/{DAY2.isoformat()}"
+    script = """
+      const keys = [...document.querySelectorAll('#chart rect.key')];
+      return keys.map(k => {
+        const word = k.nextElementSibling.getBBox();
+        return [k.getBBox().x, k.getBBox().y, word.x + word.width, word.y];
+      });"""
+    boxes = (await chromium.evaluate([url], script, width=1000))[url]
+    assert len(boxes) == 8
+    for (x, y, word_end, _), (next_x, next_y, _, _) in zip(boxes, boxes[1:], strict=False):
+        if next_y == y:  # the next swatch on the same line
+            assert word_end + 10 < next_x, (x, word_end, next_x)

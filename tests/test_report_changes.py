@@ -106,7 +106,7 @@ async def test_a_first_report_says_its_landings_in_the_list_and_the_feed(ctx: An
     await record_study(ctx, at(DAY1, 2), LANDING)
     first = await night(ctx, DAY1)
     assert first["baseline"] and first["new_landings"] == 1
-    assert "First report: a baseline" in first["markdown"] and "`cispo`" in first["markdown"]
+    assert "First report: a baseline" in first["markdown"] and "CISPO in [`" in first["markdown"]
     listing, feed, page = await pages(ctx, DAY1.isoformat())
     assert 'data-method="cispo"' in page
     assert listed(listing, DAY1.isoformat()) == "baseline, new landings 1" == summary_in_feed(

@@ -58,7 +58,7 @@ async def test_a_failure_report_stored_after_the_report_that_should_count_it_is_
     assert (f'{V}#60</a> <span class="tag late">opened before, stored after the report of '
             f'{built.date().isoformat()}</span>') in html
     assert f'{V}#63</a> <span class="tag late">' not in html
-    assert (f"kl growth 1 (1 opened before the report of {built.date().isoformat()} and "
+    assert (f"KL keeps growing: 1 (1 opened before the report of {built.date().isoformat()} and "
             "stored after it)") in render_markdown(report)
 
 

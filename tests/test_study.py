@@ -401,13 +401,13 @@ async def test_nightly_sync_makes_a_merged_pr_a_detected_landing_once(nctx: AppC
     assert landing["date"] == merged_at[:10] and landing["detected_at"]
     # the posted Markdown links the tracker's page, never GitHub (no "mentioned this" there)
     public = nctx.settings.public_url
-    assert (f"`cispo` in [`{key}`]({public}/threads/OpenRLHF/OpenRLHF/{pr['number']})"
+    assert (f"CISPO in [`{key}`]({public}/threads/OpenRLHF/OpenRLHF/{pr['number']})"
             in report.markdown)
     assert "New landings" in report.markdown
     from bot.site.report import render_html
 
     html = render_html(report.data)
-    assert f'<li data-method="cispo"><a href="/methods/cispo">cispo</a> in <a href="/threads/OpenRLHF/OpenRLHF/{pr["number"]}">' in html
+    assert f'<li data-method="cispo"><a href="/methods/cispo">CISPO</a> in <a href="/threads/OpenRLHF/OpenRLHF/{pr["number"]}">' in html
     from bot.app import create_app
 
     async with TestClient(TestServer(create_app(nctx, worker=False))) as client:

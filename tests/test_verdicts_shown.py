@@ -253,7 +253,7 @@ async def test_report_counts_the_days_failures_by_the_verdict(ctx: Any) -> None:
     assert report["snapshot"]["verl-project/verl#2"]["set_by"] == "author"
     assert "verl-project/verl#3" not in report["snapshot"]  # no report per the person, no proposal
     markdown = render_markdown(report, "https://tracker.example")
-    assert ("Failure reports of the day: entropy collapse 1, kl growth 3 (4 of them with the kind "
+    assert ("Failure reports of the day: Entropy collapse: 1; KL keeps growing: 3 (4 of them with the kind "
             "a person set).") in markdown
     assert render_html(report).count("set by a person") == 4
 

@@ -70,7 +70,7 @@ def code_spans(text: str | None, isolate: bool = False) -> Markup:
 def render(template: str, status: int = 200, **context: Any) -> web.Response:
     env = html_env()
     env.globals.setdefault("state_labels", STATE_LABELS)
-    env.globals.setdefault("framework_names", _framework_names())  # id -> "TRL", "NeMo-RL"
+    env.globals.setdefault("framework_names", framework_names())  # id -> "TRL", "NeMo-RL"
     env.filters.setdefault("code_spans", code_spans)
     body = env.get_template(f"site/{template}").render(**context)
     return web.Response(text=body, status=status, content_type="text/html", charset="utf-8",
@@ -85,12 +85,12 @@ def json_response(value: Any, status: int = 200) -> web.Response:
     return web.json_response(value, status=status, headers=HEADERS)
 
 
-def _framework_names() -> dict[str, str]:
+def framework_names() -> dict[str, str]:
     """Framework id -> display name: `NeMo-RL` as the pages write it finds `nemo-rl`."""
     return {k: f.name for k, f in data.catalog().frameworks.items()}
 
 
-def _method_names() -> dict[str, str]:
+def method_names() -> dict[str, str]:
     """Method id -> display name: `GSPO` as the pages write it finds `gspo`."""
     return {k: m.name for k, m in data.catalog().methods.items()}
 
@@ -116,7 +116,7 @@ def moved_to(request: web.Request, key: str, ids: Mapping[str, Any],
 
 
 def _framework_moved(request: web.Request) -> web.Response | None:
-    return moved_to(request, "name", data.catalog().frameworks, _framework_names())
+    return moved_to(request, "name", data.catalog().frameworks, framework_names())
 
 
 def _method_moved(request: web.Request) -> web.Response | None:
@@ -145,13 +145,13 @@ def proposal_filters(request: web.Request) -> tuple[dict[str, str | None], dict[
         # ignores ASCII case on SQLite only, so it matched there and not on PostgreSQL.
         methods = data.catalog().methods
         paper = ids[0] if ids else (
-            paper if paper in methods else canonical_id(paper, methods, _method_names()) or paper[:64])
+            paper if paper in methods else canonical_id(paper, methods, method_names()) or paper[:64])
     # A bad value is dropped and named, the other filters kept (left64: one bad value
     # emptied the whole form, the valid framework with it).
     dropped: dict[str, str] = {}
     frameworks = data.catalog().frameworks
     if framework and framework not in frameworks:
-        framework = canonical_id(framework, frameworks, _framework_names()) or (
+        framework = canonical_id(framework, frameworks, framework_names()) or (
             _framework_of_repo(framework) if "/" in framework else None) or framework
     if framework and framework not in frameworks:
         dropped["framework"] = (f"{framework} is not a tracked framework's repository"

@@ -400,16 +400,28 @@ async def build_report(ctx: Any, day: date | None = None, *,
     }
 
 
+def _names() -> dict[str, Any]:
+    """How the report names what it counts, as the site does (one way to name each): failure
+    kinds by the catalog's title, review states by the site's labels, frameworks and methods
+    by their catalog names. Ids stay in links and `data-` attributes."""
+    from bot.site.data import kind_title
+    from bot.site.pages import STATE_LABELS, framework_names, method_names
+
+    return {"kind_title": kind_title, "state_labels": STATE_LABELS,
+            "framework_names": framework_names(), "method_names": method_names()}
+
+
 def render_markdown(data: dict[str, Any], public_url: str = "", cap: int | None = None) -> str:
     """The report as posted on GitHub. Threads link to their tracker pages under
     `public_url`, not to github.com: a link to an issue of another repository, in a comment,
     puts a "mentioned this" event into that thread, and the report names dozens a night.
     `cap`: the items each list keeps (the rest counted, the whole report linked)."""
+    from bot.speaking.render import md_text
     from bot.templating import markdown_env
 
     return markdown_env().get_template("reports/report.md.j2").render(
         data=data, titles=CHANGE_TITLES, kinds=CHANGE_KINDS, states=STATES,
-        public_url=public_url.rstrip("/"), cap=cap)
+        public_url=public_url.rstrip("/"), cap=cap, md_text=md_text, **_names())
 
 
 def markdown_to_post(markdown: str, data: dict[str, Any], public_url: str = "") -> str:
@@ -478,7 +490,8 @@ def render_html(data: dict[str, Any]) -> str:
     from bot.templating import html_env
 
     return html_env().get_template("reports/report.html.j2").render(
-        data=data, titles=CHANGE_TITLES, kinds=CHANGE_KINDS, states=STATES, chart=chart(data))
+        data=data, titles=CHANGE_TITLES, kinds=CHANGE_KINDS, states=STATES, chart=chart(data),
+        **_names())
 
 
 async def store_report(ctx: Any, data: dict[str, Any], markdown: str) -> Report:

@@ -43,12 +43,16 @@ from analyzers.rules_text import (
 if TYPE_CHECKING:
     from analyzers.nlp import SubstringTable
 
+# 7: conditions kept in glossed sentences, audience-scoped and maintainers' sections, accent-free
+# French/Spanish (rules71); contrasts, wishes, tests for one kind of change (rules72); RFC 2119
+# MAY, Korean waivers (rules73); the organisation's .github files, PR template folders and a
+# CONTRIBUTING's linked pages read (fetch72).
 # 6: Japanese guides, waivers, conditions kept on docs/changelog/speed rules, approver counts,
 # commit subjects, news fragments (rules66); 5: rules as other projects write them, Chinese guides through a gloss, conditions and scope
 # kept (rules65, rulesj65, ruleszh65, rulesm65); 4: statements only with the details their sentence names, citations only of the files that
 # state the rule (rules64); 3: MyST admonitions, lead + item segments, contributions sent
 # elsewhere (rules7).
-RULES_VERSION = "6"
+RULES_VERSION = "7"
 # The topics a researcher proposing a method needs (for a short comment:
 # format_rules_markdown(summary, lang, topics=PROPOSAL_TOPICS, max_per_topic=3)).
 PROPOSAL_TOPICS = ["general", "scope", "issue-first", "tests", "docs", "lint", "sign-off",

@@ -814,6 +814,33 @@ def is_bare_waiver(text: str) -> bool:
     return bool(bare) and not _EDGE_PUNCTUATION.sub("", table().waived.sub(" ", bare))
 
 
+# Who decides, not who contributes: "Maintainers may close ..." is a consequence, a rule.
+_DECIDERS = frozenset({"maintainer", "maintainers", "we", "reviewer", "reviewers", "committer",
+                       "committers", "admins", "owners", "team", "bot", "they", "it", "ci"})
+
+
+_MAY = re.compile(r"\bmay\b")
+_OBLIGATIONS = frozenset({"must", "shall", "required", "require", "requires", "need", "needs"})
+
+
+def _permits(doc: Any, i: int) -> bool:
+    """True when token i is "may" saying what a contributor is allowed to do: RFC 2119's
+    "MAY" or "may" + a verb ("titles MAY start with ...", "you may open a PR without an
+    issue"), unless its subject is who decides ("Reviewers MAY close ...", "a maintainer who
+    holds the administrator role may merge ...": consequences, rules) or it says what may
+    happen ("PRs may be closed"). The subject is looked for back to the clause's start (rules73)."""
+    token = doc[i]
+    if token.lower_ != "may" or i + 1 >= len(doc) or doc[i + 1].lower_ in ("be", "not", "also"):
+        return False
+    for back in range(i - 1, max(i - 13, -1), -1):
+        word = doc[back].lower_
+        if word in CLAUSE_BREAKS:
+            break
+        if word in _DECIDERS:
+            return False
+    return True
+
+
 def waived_clauses(doc: Any) -> list[int]:
     """Per token of a matched segment, the clause index when that clause says the thing is
     not asked ("you do not need to sign a CLA", "signing off is optional"), else -1. A bare
@@ -842,6 +869,11 @@ def waived_clauses(doc: Any) -> list[int]:
     # A condition ("If there is no activity for 60 days, ...") states no waiver.
     waived = {i for i, words in enumerate(texts)
               if words[0].strip() not in CONDITIONAL and tab.waived.search("".join(words))}
+    # "Contributors MAY use AI tools, but MUST NOT submit code they do not understand": a
+    # permission beside an obligation in one sentence waives nothing
+    obliged = {sentence_of[clause_of[token.i]] for token in doc if token.lower_ in _OBLIGATIONS}
+    waived |= {clause_of[token.i] for token in doc if _permits(doc, token.i)
+               and sentence_of[clause_of[token.i]] not in obliged}
     whole: set[int] = set()  # sentences waived as a whole
     for i, words in enumerate(texts):
         text = _EDGE_PUNCTUATION.sub("", "".join(words))
@@ -1103,7 +1135,7 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 if waived is None and not rule.permission:
                     waived = ([0] * len(doc) if heading_waives(seg.section)
                               else waived_clauses(doc) if tab.waived.search(low := doc.text.lower())
-                              or tab.contrast.search(low) else [])
+                              or tab.contrast.search(low) or _MAY.search(low) else [])
                 if waived and not rule.permission and _group_waived(rule, matches, waived, strings):
                     continue
                 piece = _piece_of_hit(rule, matches, doc, strings) if rule.keep_condition else None

@@ -1085,6 +1085,31 @@ def _evidence(seg: Segment) -> str:
     return text if len(text) <= MAX_EVIDENCE else text[: MAX_EVIDENCE - 1] + "…"
 
 
+# An AI word as a part of a name ("@acme-ai/maintainers", "acme-ai/trainer",
+# "https://github.com/acme-ai", "tools/ai/run.py") names a team, repository, path or site, not
+# AI tools (rules73). A chunk of the text without spaces is a name when it starts with "@" or
+# has a "/" and is not only plain words ("AI/LLM tools" keeps both words).
+_CHUNK = re.compile(r"\S+")
+_AI_WORD = re.compile(r"(?<![a-z0-9])(?:ai|llms?|gpt|chatgpt|copilot|claude)(?![a-z0-9])", re.I)
+_PLAIN_SLASHED = re.compile(r"[A-Za-z]+(?:/[A-Za-z]+){1,3}[.,;:!?)]?")
+
+
+def unnamed_ai(text: str) -> str:
+    """The text with AI words inside handles, paths and URLs blanked ("_" each letter, so
+    offsets stay)."""
+    if not _AI_WORD.search(text):
+        return text
+
+    def blank(m: re.Match[str]) -> str:
+        chunk = m.group()
+        if not (chunk.lstrip("`(\"'[").startswith("@") or "/" in chunk) \
+                or _PLAIN_SLASHED.fullmatch(chunk.strip("`(\"'[")):
+            return chunk
+        return _AI_WORD.sub(lambda w: "_" * len(w.group()), chunk)
+
+    return _CHUNK.sub(blank, text)
+
+
 def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any]]:
     tab = table()
     directive: dict[int, bool] = {}  # per segment, computed when a directive rule asks
@@ -1094,7 +1119,7 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
     # absence rules whose words a sentence (not an example) names: that sentence may state
     # the rule in words the patterns lack ("each commit will carry a `Signed-off-by` line")
     named_in_prose: set[str] = set()
-    docs = pipe.tokenizer.pipe(bounded_runs(match_form(s.matched)) for s in segments)
+    docs = pipe.tokenizer.pipe(bounded_runs(match_form(unnamed_ai(s.matched))) for s in segments)
     for seg, doc in zip(segments, docs, strict=True):
         matches = tab.phrase_matcher(doc)
         if len(tab.token_matcher):

@@ -109,6 +109,9 @@ class Rule:
     # stated; ..."): never made when a file has sentences the patterns cannot read
     permission: bool = False  # the statement says what is allowed ("Anyone in the community
     # may review a PR"), not what is asked: a waiver ("... is welcome to review") cannot undo it
+    weak_first: tuple[str, ...] = ()  # first-group keys that alone do not say the topic
+    none_if_weak: tuple[str, ...] = ()  # veto words when the first group's hits are all weak
+    # ("benchmark" beside "accuracy" is an evaluation, not a speed measurement) (rules73)
 
 
 @dataclass
@@ -222,6 +225,8 @@ def table() -> Table:
             keep_condition=bool(raw.get("keep_condition", False)),
             absence=bool(raw.get("absence", False)),
             permission=bool(raw.get("permission", False)),
+            weak_first=tuple(key_for(e) for e in raw.get("weak_first", [])),
+            none_if_weak=tuple(key_for(e) for e in raw.get("none_if_weak", [])),
         ))
     by_first_key: dict[str, list[int]] = {}
     for i, rule in enumerate(rules):
@@ -1145,6 +1150,9 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                                         for s in rule.section):
                 continue
             vetoed = any(k in found for k in rule.none)
+            if rule.none_if_weak and any(k in found for k in rule.none_if_weak) and not any(
+                    k in found and k not in rule.weak_first for k in rule.groups[0]):
+                continue
             if vetoed and not _SENTENCE_BREAK.search(doc.text):
                 continue  # one sentence: its veto word is about the rule's words
             if rule.directive:

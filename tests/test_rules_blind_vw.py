@@ -118,3 +118,12 @@ def test_telling_reviewers_about_ai_tools_is_a_disclosure_rule() -> None:
     text = DO_DONT.replace("Run `make check` before you push.",
                            "Tell us in the pull request if an AI tool wrote part of the change.")
     assert "ai_disclose_general" in _rules({GUIDE: text})
+
+
+# --- "open an issue and wait for a maintainer's 👍" is an issue first ---------------------------
+
+
+def test_open_an_issue_and_wait_for_a_thumbs_up_is_issue_first() -> None:
+    text = ("# Contributing\n\nOpen an issue for any new stage and wait for a 👍 from a "
+            "maintainer.\n")
+    assert "issue_first" in _rules({GUIDE: text})

@@ -124,6 +124,6 @@ def test_telling_reviewers_about_ai_tools_is_a_disclosure_rule() -> None:
 
 
 def test_open_an_issue_and_wait_for_a_thumbs_up_is_issue_first() -> None:
-    text = ("# Contributing\n\nOpen an issue for any new stage and wait for a 👍 from a "
-            "maintainer.\n")
-    assert "issue_first" in _rules({GUIDE: text})
+    text = ("# Contributing\n\nOpen an issue for anything bigger than a typo and wait for a 👍 "
+            "from a maintainer on the approach.\n")
+    assert "issue-first" in {f["topic"] for f in _rules({GUIDE: text}).values()}

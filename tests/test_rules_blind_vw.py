@@ -127,3 +127,21 @@ def test_open_an_issue_and_wait_for_a_thumbs_up_is_issue_first() -> None:
     text = ("# Contributing\n\nOpen an issue for anything bigger than a typo and wait for a 👍 "
             "from a maintainer on the approach.\n")
     assert "issue-first" in {f["topic"] for f in _rules({GUIDE: text}).values()}
+
+
+# --- an issue key at the start of the PR title; a tracking issue before the PR ------------------
+
+
+def test_an_issue_key_at_the_start_of_the_title_is_a_title_rule() -> None:
+    text = ("# Contributing\n\nThe ticket key goes at the start of the pull request title, "
+            "like `[ACME-12] Fix the loader`.\n")
+    fact = _rules({GUIDE: text})["pr_title_issue_key"]
+    assert "`[ACME-12]" in fact["statement"], fact["statement"]
+    issue_title = "# Contributing\n\nPut the error in the title of your bug report.\n"
+    assert "pr_title_issue_key" not in _rules({GUIDE: issue_title})
+
+
+def test_a_tracking_issue_needed_before_the_pr_is_issue_first() -> None:
+    text = ("# Contributing\n\nEvery larger change needs a tracking issue before you open a pull "
+            "request.\n")
+    assert "issue_first_general" in _rules({GUIDE: text})

@@ -82,6 +82,7 @@ CASES = {
     "ai-in-names": _fill("Mention @a-ai/b-ai/c-ai on x-ai/repo https://a.ai/ai/ai tools/ai/run.py AI/LLM "),
     "ai-in-one-name": _fill("@" + "a-ai/" * 8, SIZE - 80) + " mention AI use.",
     "accuracy-benchmarks": _fill("Report the pairwise accuracy on the `x-bench` split before and after the change. "),
+    "issue-key-titles": _fill("The issue key goes at the start of the PR title `[AB-1]` [AB-12] needs a tracking issue. "),
     "do-dont-tables": "| ✅ Do | ❌ Don't |\n|---|---|\n" + _fill("| Run tests. | Force-push after review; merge. |\n"),
 }
 

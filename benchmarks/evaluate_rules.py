@@ -45,7 +45,7 @@ GOAL = 0.85
 # Development sets not yet at the goal, with the count of facts stated they must keep (Q
 # reached it in rules69; V and W were developed on in rules73, which fixed their invented lines
 # first: their misses are left).
-BELOW_GOAL_FLOOR: dict[str, int] = {"v": 33, "w": 30}
+BELOW_GOAL_FLOOR: dict[str, int] = {"v": 33, "w": 31}
 
 
 def summary_lines(summary: dict[str, Any]) -> list[tuple[str, list[str]]]:

@@ -145,3 +145,16 @@ def test_a_tracking_issue_needed_before_the_pr_is_issue_first() -> None:
     text = ("# Contributing\n\nEvery larger change needs a tracking issue before you open a pull "
             "request.\n")
     assert "issue_first_general" in _rules({GUIDE: text})
+
+
+# --- PRs closed when their author does not answer are said as PRs, with the wait ---------------
+
+
+def test_prs_closed_without_an_answer_are_said_as_prs_with_the_wait() -> None:
+    text = ("# Contributing\n\nPull requests that wait on their author with no response for 45 "
+            "days are closed.\n")
+    statement = _rules({GUIDE: text})["no_response_close"]["statement"]
+    assert statement == ("Open pull requests waiting for their author's answer are closed (after 45 "
+                         "days without a response)."), statement
+    issues = "# Contributing\n\nIssues labelled `needs-info` with no response are closed automatically.\n"
+    assert _rules({GUIDE: issues})["no_response_close"]["statement"].startswith("Issues")

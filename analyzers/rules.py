@@ -113,6 +113,9 @@ class Rule:
     # stated; ..."): never made when a file has sentences the patterns cannot read
     permission: bool = False  # the statement says what is allowed ("Anyone in the community
     # may review a PR"), not what is asked: a waiver ("... is welcome to review") cannot undo it
+    weak_first: tuple[str, ...] = ()  # first-group keys that alone do not say the topic
+    none_if_weak: tuple[str, ...] = ()  # veto words when the first group's hits are all weak
+    # ("benchmark" beside "accuracy" is an evaluation, not a speed measurement) (rules73)
 
 
 @dataclass
@@ -226,6 +229,8 @@ def table() -> Table:
             keep_condition=bool(raw.get("keep_condition", False)),
             absence=bool(raw.get("absence", False)),
             permission=bool(raw.get("permission", False)),
+            weak_first=tuple(key_for(e) for e in raw.get("weak_first", [])),
+            none_if_weak=tuple(key_for(e) for e in raw.get("none_if_weak", [])),
         ))
     by_first_key: dict[str, list[int]] = {}
     for i, rule in enumerate(rules):
@@ -818,6 +823,33 @@ def is_bare_waiver(text: str) -> bool:
     return bool(bare) and not _EDGE_PUNCTUATION.sub("", table().waived.sub(" ", bare))
 
 
+# Who decides, not who contributes: "Maintainers may close ..." is a consequence, a rule.
+_DECIDERS = frozenset({"maintainer", "maintainers", "we", "reviewer", "reviewers", "committer",
+                       "committers", "admins", "owners", "team", "bot", "they", "it", "ci"})
+
+
+_MAY = re.compile(r"\bmay\b")
+_OBLIGATIONS = frozenset({"must", "shall", "required", "require", "requires", "need", "needs"})
+
+
+def _permits(doc: Any, i: int) -> bool:
+    """True when token i is "may" saying what a contributor is allowed to do: RFC 2119's
+    "MAY" or "may" + a verb ("titles MAY start with ...", "you may open a PR without an
+    issue"), unless its subject is who decides ("Reviewers MAY close ...", "a maintainer who
+    holds the administrator role may merge ...": consequences, rules) or it says what may
+    happen ("PRs may be closed"). The subject is looked for back to the clause's start (rules73)."""
+    token = doc[i]
+    if token.lower_ != "may" or i + 1 >= len(doc) or doc[i + 1].lower_ in ("be", "not", "also"):
+        return False
+    for back in range(i - 1, max(i - 13, -1), -1):
+        word = doc[back].lower_
+        if word in CLAUSE_BREAKS:
+            break
+        if word in _DECIDERS:
+            return False
+    return True
+
+
 def waived_clauses(doc: Any) -> list[int]:
     """Per token of a matched segment, the clause index when that clause says the thing is
     not asked ("you do not need to sign a CLA", "signing off is optional"), else -1. A bare
@@ -846,6 +878,11 @@ def waived_clauses(doc: Any) -> list[int]:
     # A condition ("If there is no activity for 60 days, ...") states no waiver.
     waived = {i for i, words in enumerate(texts)
               if words[0].strip() not in CONDITIONAL and tab.waived.search("".join(words))}
+    # "Contributors MAY use AI tools, but MUST NOT submit code they do not understand": a
+    # permission beside an obligation in one sentence waives nothing
+    obliged = {sentence_of[clause_of[token.i]] for token in doc if token.lower_ in _OBLIGATIONS}
+    waived |= {clause_of[token.i] for token in doc if _permits(doc, token.i)
+               and sentence_of[clause_of[token.i]] not in obliged}
     whole: set[int] = set()  # sentences waived as a whole
     for i, words in enumerate(texts):
         text = _EDGE_PUNCTUATION.sub("", "".join(words))
@@ -1057,6 +1094,31 @@ def _evidence(seg: Segment) -> str:
     return text if len(text) <= MAX_EVIDENCE else text[: MAX_EVIDENCE - 1] + "…"
 
 
+# An AI word as a part of a name ("@acme-ai/maintainers", "acme-ai/trainer",
+# "https://github.com/acme-ai", "tools/ai/run.py") names a team, repository, path or site, not
+# AI tools (rules73). A chunk of the text without spaces is a name when it starts with "@" or
+# has a "/" and is not only plain words ("AI/LLM tools" keeps both words).
+_CHUNK = re.compile(r"\S+")
+_AI_WORD = re.compile(r"(?<![a-z0-9])(?:ai|llms?|gpt|chatgpt|copilot|claude)(?![a-z0-9])", re.I)
+_PLAIN_SLASHED = re.compile(r"[A-Za-z]+(?:/[A-Za-z]+){1,3}[.,;:!?)]?")
+
+
+def unnamed_ai(text: str) -> str:
+    """The text with AI words inside handles, paths and URLs blanked ("_" each letter, so
+    offsets stay)."""
+    if not _AI_WORD.search(text):
+        return text
+
+    def blank(m: re.Match[str]) -> str:
+        chunk = m.group()
+        if not (chunk.lstrip("`(\"'[").startswith("@") or "/" in chunk) \
+                or _PLAIN_SLASHED.fullmatch(chunk.strip("`(\"'[")):
+            return chunk
+        return _AI_WORD.sub(lambda w: "_" * len(w.group()), chunk)
+
+    return _CHUNK.sub(blank, text)
+
+
 def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any]]:
     tab = table()
     directive: dict[int, bool] = {}  # per segment, computed when a directive rule asks
@@ -1066,7 +1128,7 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
     # absence rules whose words a sentence (not an example) names: that sentence may state
     # the rule in words the patterns lack ("each commit will carry a `Signed-off-by` line")
     named_in_prose: set[str] = set()
-    docs = pipe.tokenizer.pipe(bounded_runs(match_form(s.matched)) for s in segments)
+    docs = pipe.tokenizer.pipe(bounded_runs(match_form(unnamed_ai(s.matched))) for s in segments)
     for seg, doc in zip(segments, docs, strict=True):
         matches = tab.phrase_matcher(doc)
         if len(tab.token_matcher):
@@ -1092,6 +1154,9 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                                         for s in rule.section):
                 continue
             vetoed = any(k in found for k in rule.none)
+            if rule.none_if_weak and any(k in found for k in rule.none_if_weak) and not any(
+                    k in found and k not in rule.weak_first for k in rule.groups[0]):
+                continue
             if vetoed and not _SENTENCE_BREAK.search(doc.text):
                 continue  # one sentence: its veto word is about the rule's words
             if rule.directive:
@@ -1107,7 +1172,7 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 if waived is None and not rule.permission:
                     waived = ([0] * len(doc) if heading_waives(seg.section)
                               else waived_clauses(doc) if tab.waived.search(low := doc.text.lower())
-                              or tab.contrast.search(low) else [])
+                              or tab.contrast.search(low) or _MAY.search(low) else [])
                 if waived and not rule.permission and _group_waived(rule, matches, waived, strings):
                     continue
                 piece = _piece_of_hit(rule, matches, doc, strings) if rule.keep_condition else None

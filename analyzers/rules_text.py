@@ -327,6 +327,7 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
     in_table = False  # the line before was a Markdown table row
     table_header = ""  # the header row of the Markdown table being read
     header_cells: list[tuple[str, list[str]]] = []  # its cells
+    dont_columns: set[int] = set()  # its "❌ Don't" columns: what is not to be done
     for raw in text.split("\n"):
         line = raw.rstrip()
         if fence is None and _RST_TABLE_BORDER.match(line):
@@ -427,6 +428,11 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
             if _TABLE_SEP.match(stripped):
                 continue
             cells = [c.strip() for c in stripped.strip("|").split("|")]
+            if not in_table:
+                dont_columns = {k for k, c in enumerate(cells[:MAX_YES_CELLS + 1])
+                                if _DONT_HEADER.match(c)}
+            if dont_columns:
+                cells = [c for k, c in enumerate(cells) if k not in dont_columns]
             plains = [inline(c) for c in cells]
             row_text = " — ".join(p for p, _ in plains if p)
             row_codes = [c for _, cs in plains for c in cs]
@@ -477,6 +483,12 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
         segments = [seg for seg in segments if id(seg) not in answered_no]
     combined = _combined(segments)
     return [part for seg in segments for part in _split_long(seg)] + combined
+
+
+# The header of a column of things not to do ("❌ Don't", "Avoid", "Never"): the extractor has
+# no prohibition form, so its cells are not read (their words would state the opposite
+# rule: "Force-push after review has started" is no review rule) (rules73).
+_DONT_HEADER = re.compile(r"^[^\w]{0,8}(?:don[’']?t|do not|avoid|never|not ok|bad|wrong)\b[^\w]{0,8}$", re.I)
 
 
 # A cell that answers its column with yes ("| Bug fix | ... | yes, under Fixed |").

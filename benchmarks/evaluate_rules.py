@@ -40,11 +40,12 @@ WRITTEN_SETS = sorted(path for path in RULES_WRITTEN.iterdir() if (path / "expec
 # The sets the extractor was changed from after their first score (development sets); any
 # other set is held out: scored, never tuned on (its misses are left for the next round).
 DEVELOPED_ON = frozenset({"rules-dev", "a", "b", "c", "d", "e", "f", "h", "i", "k", "l", "m",
-                          "n", "o", "q", "r", "s", "t", "u"})
+                          "n", "o", "q", "r", "s", "t", "u", "v", "w"})
 GOAL = 0.85
-# Development sets not yet at the goal, with the count of facts stated they must keep (none:
-# Q reached it in rules69, 32/35, its French and Spanish rules read through a gloss).
-BELOW_GOAL_FLOOR: dict[str, int] = {}
+# Development sets not yet at the goal, with the count of facts stated they must keep (Q
+# reached it in rules69; V and W were developed on in rules73, which fixed their invented lines
+# first: their misses are left).
+BELOW_GOAL_FLOOR: dict[str, int] = {"v": 33, "w": 31}
 
 
 def summary_lines(summary: dict[str, Any]) -> list[tuple[str, list[str]]]:

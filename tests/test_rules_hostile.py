@@ -74,6 +74,16 @@ CASES = {
     "tests-for-kind": _fill("- [ ] New x only: a fixture in `tests/a/`. Every new env gets a test in `tests/b/`. "),
     "registered-in": _fill("- [ ] New x are registered in `a/b/registry.py` and registered with a/c.py. "),
     "skipped-sections": _fill("## Merging\nContributors can skip it. You may skip this section.\n- Add a label.\n"),
+    # rules73: Korean waivers and negations, MAY, AI words inside names, accuracy benchmarks,
+    # Do / Don't tables
+    "korean-waivers": _fill("CLA 서명은 필요하지 않습니다. 불필요합니다. 리뷰하지 않습니다. 하지 않아도 됩니다. "),
+    "may-permissions": _fill("Titles MAY follow Conventional Commits, you may open a PR, maintainers may close it, "
+                             "PRs may be closed; may may MAY must. "),
+    "ai-in-names": _fill("Mention @a-ai/b-ai/c-ai on x-ai/repo https://a.ai/ai/ai tools/ai/run.py AI/LLM "),
+    "ai-in-one-name": _fill("@" + "a-ai/" * 8, SIZE - 80) + " mention AI use.",
+    "accuracy-benchmarks": _fill("Report the pairwise accuracy on the `x-bench` split before and after the change. "),
+    "issue-key-titles": _fill("The issue key goes at the start of the PR title `[AB-1]` [AB-12] needs a tracking issue. "),
+    "do-dont-tables": "| ✅ Do | ❌ Don't |\n|---|---|\n" + _fill("| Run tests. | Force-push after review; merge. |\n"),
 }
 
 

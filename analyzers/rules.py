@@ -309,6 +309,31 @@ _ZH_PLURAL = {"pr": "PRs", "issue": "issues", "pull request": "pull requests"}
 _LATIN_RUN = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]{0,400}[\x21-\x7e])?")
 
 
+@lru_cache(maxsize=1)
+def _traditional_chinese() -> tuple[dict[int, str], re.Pattern[str], dict[str, str]]:
+    """rules_patterns.yaml `chinese_traditional`: the Traditional characters the Chinese gloss
+    needs mapped to their Simplified forms (a str.translate table and a pattern finding any of
+    them), and the Taiwan words, each padded to its own length."""
+    data = _patterns_data()["chinese_traditional"]
+    pairs = data["characters"].split()
+    words = {word: simplified.ljust(len(word)) for word, simplified in data["words"].items()}
+    return ({ord(pair[0]): pair[1] for pair in pairs},
+            re.compile("[" + "".join(pair[0] for pair in pairs) + "]"),
+            words)
+
+
+def _simplified(text: str) -> str:
+    """A Chinese text in the Simplified spelling the gloss reads, character for character (so
+    offsets in it are offsets in the text): unchanged unless it has Traditional characters."""
+    table, traditional, words = _traditional_chinese()
+    if traditional.search(text) is None:
+        return text
+    text = text.translate(table)
+    for word, simplified in words.items():
+        text = text.replace(word, simplified)
+    return text
+
+
 def _lower_in_place(text: str) -> str:
     """The text in lower case, each character where it was (a few letters lengthen when
     lowered, "İ": those stay as written), so offsets in it are offsets in the text."""
@@ -334,6 +359,8 @@ def gloss_zh(text: str) -> str:
     korean = not japanese and _HANGUL.search(text) is not None
     if not japanese and not korean and not has_cjk(text):
         return ""
+    if not japanese and not korean:
+        text = _simplified(text)
     low = _lower_in_place(text)
     spans: list[tuple[int, int, str]] = []
     for m in _ZH_WAIT.finditer(text):

@@ -60,6 +60,8 @@ CASES = {
     "latin-conditions": _fill("Si vous modifiez l'interface, vous devez ajouter une entrée ; cuando cambies, debes añadir. "),
     "french-ne-que": _fill("Une PR n'est fusionnée qu'après l'approbation ; ne ne ne n'n' que qu' é "),
     "maintainers-only-headings": _fill("## Maintainers only\n### For maintainers\n```\n# y\nEvery commit must be signed off.\n"),
+    # rules74: Traditional Chinese read through the Simplified gloss (a character map, Taiwan words)
+    "zh-traditional": _fill("每一個 commit 都必須簽署，如果修改了程式碼，請更新文件。不需要簽署 CLA。訊息核准送出回覆"),
     "design-approved": "## Design proposals\n\n" + _fill('Start the implementation after "a" "approved" it. '
                                                        'I linked the issue where a maintainer agreed. '),
     "bare-waiver-paragraphs": _fill("Post before and after numbers.\n\nNot required.\n\nOptional. "),

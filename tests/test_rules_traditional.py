@@ -40,3 +40,12 @@ def test_the_reading_keeps_offsets_and_leaves_simplified_text_alone() -> None:
     # 文件 is "file" in Simplified text: read as documentation only in a Traditional one
     assert "documentation" not in gloss_zh("请把文件放到 `data/` 目录")
     assert "documentation" in gloss_zh("請更新文件")
+
+
+def test_an_update_of_the_docs_is_a_docs_rule() -> None:
+    # 更新 ("update"), in either spelling: "請在同一個 PR 中更新 `docs/config.md`"
+    for md in ("新增設定參數時，請在同一個 PR 中更新 `docs/config.md`。\n",
+               "新增配置参数时，请在同一个 PR 中更新 `docs/config.md`。\n"):
+        topics = _topics({"CONTRIBUTING.md": md})
+        assert "docs" in topics, md
+        assert not topics & {"sign-off", "stale", "ai-policy"}

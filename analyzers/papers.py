@@ -34,6 +34,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rapidfuzz import fuzz
@@ -1111,16 +1112,17 @@ _MAGIC = b"rltracker-paper-index\n"
 
 
 @functools.cache
-def index_tag() -> str:
+def index_tag(catalog_dir: Path | None = None) -> str:
     """What a saved index depends on besides the pool: the format, the analyzers' version and
-    the catalog's files (the index holds the catalog's papers and names)."""
+    the catalog's files (the index holds the catalog's papers and names). `catalog_dir`: the
+    catalog's directory (None: the project's, analyzers.catalog.CATALOG_DIR)."""
     import hashlib
 
     from analyzers.catalog import CATALOG_DIR
     from analyzers.version import ANALYZER_VERSION
 
     digest = hashlib.sha256()
-    for path in sorted(CATALOG_DIR.glob("*.yaml")):
+    for path in sorted((catalog_dir if catalog_dir is not None else CATALOG_DIR).glob("*.yaml")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return f"{INDEX_FORMAT}:{ANALYZER_VERSION}:{digest.hexdigest()[:16]}"
 

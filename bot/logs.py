@@ -7,12 +7,14 @@ messages and field values before the line is written.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 DELIVERY_LOGGER = "rltracker.delivery"
@@ -185,6 +187,28 @@ def configure_logging(level: str | int = "INFO", stream: Any = None, plain: bool
     if _MALFORMED not in server.filters:
         server.addFilter(_MALFORMED)
     logging.getLogger("alembic").setLevel(logging.WARNING)  # revision checks at start-up
+
+
+@contextlib.contextmanager
+def command_logging() -> Iterator[None]:
+    """A command's log (`bot.cli.main`): WARNING and above as plain lines on stderr for the
+    command's run (a warning quoting GitHub's text went through Python's last-resort handler
+    as written, a line of its own or a terminal control; left74), then the root logger's
+    handlers and level as they were (an in-process run keeps no handler on a stream closed
+    since). A command that sets its own log (`serve`, `sync`) replaces this one's handler."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    configure_logging(logging.WARNING, plain=True)
+    try:
+        yield
+    finally:
+        for handler in list(root.handlers):
+            if handler not in handlers:
+                root.removeHandler(handler)
+        for handler in handlers:
+            if handler not in root.handlers:
+                root.addHandler(handler)
+        root.setLevel(level)
 
 
 def is_statement_error(exc: BaseException | None) -> bool:

@@ -1036,3 +1036,45 @@ def test_papers_fetch_of_an_empty_category_is_a_usage_error(migrated_db: str) ->
         result = rltracker("papers", "fetch", "--category", category,
                            env={"DATABASE_URL": migrated_db, "RLTRACKER_ARXIV_API_URL": api})
         one_line(result, "papers fetch", 2, "--category")
+
+
+# ----------------------------------------------------------------- warnings of a command
+async def test_a_commands_warning_quoting_github_is_printed_on_one_escaped_line(
+        migrated_db: str, fake_github: FakeGitHub) -> None:
+    """`rltracker report` edits a posted report that named a repository made private; GitHub
+    refuses the edit with a message carrying a line feed and an escape sequence. Only `sync`
+    set up its log (security71): this warning went through Python's last-resort handler as
+    GitHub wrote it, a line of its own (reading as the command's) and a terminal control.
+    `main` now sets the plain handler for every command (left74)."""
+    from bot.config import Settings
+    from bot.context import AppContext
+    from bot.store.models import Action
+    from bot.store.privacy import REDACT
+
+    repo = "tracker-org/tracker"
+    fake_github.add_installation(77, "tracker-org", repos=[repo])
+    pem, public = rsa_key_pair()
+    fake_github.app_id, fake_github.public_key = "4242", public
+    ctx = AppContext.create(Settings.from_env({}, database_url=migrated_db))
+    try:
+        async with ctx.sessionmaker() as session:
+            session.add(Action(repo=repo, number=1, kind="report", status="posted",
+                               dedupe_key="report:2026-12-01", comment_id=555,
+                               body="# Report", details={REDACT: True}))
+            await session.commit()
+    finally:
+        await ctx.close()
+    hostile = "Validation Failed\nrltracker report: all fine\x1b[2J"
+    fake_github.fail_next("PATCH", r"/issues/comments/555$", 422, body={"message": hostile})
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "report",
+        env={**CLEAN_ENV, "DATABASE_URL": migrated_db, "GITHUB_API_URL": fake_github.url,
+             "GITHUB_APP_ID": "4242", "GITHUB_PRIVATE_KEY": pem},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), HANG_GUARD)
+    assert proc.returncode == 0, err.decode()
+    assert len(fake_github.requests("PATCH", r"/issues/comments/555$")) == 1
+    stderr = err.decode()
+    [line] = [x for x in stderr.splitlines() if "not edited" in x]
+    assert "Validation Failed\\u000arltracker report: all fine\\u001b[2J" in line
+    assert "\x1b" not in stderr and "\nrltracker report: all fine" not in stderr

@@ -236,3 +236,43 @@ async def test_a_memo_the_store_does_not_take_leaves_the_nights_study_recorded(
     async with ctx.sessionmaker() as session:
         kept = await session.scalar(text("SELECT count(*) FROM proposed_methods"))
     assert kept == len(PROPOSALS)
+
+
+async def test_a_memo_kept_under_another_catalog_is_read_again(ctx: AppContext,
+                                                                tmp_path) -> None:
+    """The kept entries were keyed by the thread's inputs and ANALYZER_VERSION only (review72):
+    a catalog edit deployed without a version bump let a new process use answers read against
+    the old catalog. The key holds the catalog's tag now (analyzers.papers.index_tag, the saved
+    paper index's): a memo kept under the project's catalog is used by a process with the same
+    catalog, and read again by one whose catalog files differ (here a copy with one edit)."""
+    import shutil
+
+    from analyzers.catalog import CATALOG_DIR
+    from analyzers.papers import index_tag
+    from bot.site.study import ProposedMemo, keep_proposed, refresh_study
+
+    for number, title, body, methods in PROPOSALS:
+        await _store(ctx, number, title, body, methods)
+    await refresh_study(ctx)  # keeps the memo, under the project's catalog
+    edited = tmp_path / "catalog"
+    shutil.copytree(CATALOG_DIR, edited, ignore=shutil.ignore_patterns("__pycache__"))
+    methods_yaml = edited / "methods.yaml"
+    methods_yaml.write_text(methods_yaml.read_text() + "\n# an edit, no version bump\n")
+    assert index_tag(edited) != index_tag()
+
+    async def first_study(memo: ProposedMemo) -> dict[str, Any]:
+        async with ctx.sessionmaker() as session:
+            study, _ = await build_study(session, memo)
+        return study
+
+    same = ProposedMemo(from_store=True)
+    await first_study(same)
+    assert same.runs == 0  # the kept entries are used under the catalog they were read with
+    other = ProposedMemo(from_store=True, catalog_tag=index_tag(edited))
+    study = await first_study(other)
+    assert other.runs == len(PROPOSALS)  # every entry stale under the edited catalog
+    assert _numbers(study) == _numbers(await _from_scratch(ctx))
+    await keep_proposed(ctx, other)  # the rows now carry the edited catalog's keys
+    again = ProposedMemo(from_store=True, catalog_tag=index_tag(edited))
+    await first_study(again)
+    assert again.runs == 0

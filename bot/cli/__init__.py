@@ -17,6 +17,7 @@ from typing import TextIO
 
 from bot.config import log_level, parse_port
 from bot.files import NamedStream
+from bot.logs import command_logging
 
 DESCRIPTION = ("rltracker: a GitHub App and tracker that links the issues, pull requests and "
                "discussions of seven RL post-training frameworks to research papers, answers "
@@ -564,7 +565,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not isinstance(stdout, _ClosedStream):
         sys.stdout = NamedStream(stdout, "<stdout>")  # type: ignore[assignment]
     try:
-        return _run(args, module_name, func_name)
+        with command_logging():
+            return _run(args, module_name, func_name)
     finally:
         sys.stdout = stdout
 

@@ -25,9 +25,11 @@ def repos_command(args: Any) -> int:
     repo = canonical_repo(args.repo)
 
     # The answer below is the operator's; the reception module's own line for the server's
-    # log said it again on stderr (Python's last-resort handler). Logging set up by the
-    # operator (a root handler) still receives it.
-    logging.getLogger("bot.speaking.reception").addHandler(logging.NullHandler())
+    # log said it again on stderr (Python's last-resort handler, then the command's handler,
+    # bot.logs.command_logging): kept from both for this run.
+    reception_log = logging.getLogger("bot.speaking.reception")
+    if not any(isinstance(h, logging.NullHandler) for h in reception_log.handlers):
+        reception_log.addHandler(logging.NullHandler())  # (no handler: the last-resort one)
 
     async def run() -> tuple[bool, str | None, str] | None:
         ctx = AppContext.create(Settings.from_env())
@@ -36,7 +38,11 @@ def repos_command(args: Any) -> int:
         finally:
             await ctx.close()
 
-    resumed = asyncio.run(run())
+    reception_log.propagate = False
+    try:
+        resumed = asyncio.run(run())
+    finally:
+        reception_log.propagate = True
     if resumed is None:
         raise UserError(f"{repo} is not a repository this service has stored (the app is not "
                         "installed there, or `rltracker sync` has not read it)")

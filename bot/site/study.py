@@ -27,7 +27,6 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from analyzers.catalog import framework_id
-from analyzers.version import ANALYZER_VERSION
 from bot.context import app_context
 from bot.logs import error_text
 from bot.site import data
@@ -51,12 +50,22 @@ METHOD_SET_PREFIXES = ("landed", "first", "dated", "detected")
 # --- data ------------------------------------------------------------------------------------
 
 
+def _catalog_tag() -> str:
+    """The project catalog's tag (the saved paper index's: the analyzers' version and the
+    catalog files' digest), computed once per process."""
+    from analyzers.papers import index_tag
+
+    return index_tag()
+
+
 @dataclass
 class ProposedMemo:
     """Each stored proposal's proposed methods (analyzers.proposed), remembered with a digest
     of what they were read from (`_memo_key`): the thread's row version (`stored_at`, moved
     by every write of the row, so by an edited title or opening post), its title, the catalog
-    methods its analysis links and ANALYZER_VERSION. A recompute of the study runs the rule,
+    methods its analysis links, and `catalog_tag` (analyzers.papers.index_tag: ANALYZER_VERSION
+    and a digest of the catalog's files, so a catalog edited without a version bump makes
+    the kept entries stale, left74). A recompute of the study runs the rule,
     and loads the opening post, only for threads whose key changed (studyperf68: the rule
     over every opening post cost about 0.7 ms a proposal, seconds for thousands, on every
     recompute, and one is due whenever any thread is stored). One per process (`ctx.extras`),
@@ -66,15 +75,16 @@ class ProposedMemo:
     entries: dict[int, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
     runs: int = 0  # how many times the rule ran, over all recomputes
     from_store: bool = False  # the next recompute first reads the kept entries (once)
+    catalog_tag: str = field(default_factory=_catalog_tag)
 
 
 BODY_CHUNK = 500  # thread ids per `IN (...)` when loading the opening posts to read again
 
 
-def _memo_key(row: Any) -> str:
+def _memo_key(row: Any, catalog_tag: str) -> str:
     """What a proposal's proposed methods are read from, as a digest the store can keep."""
     stored_at = row.stored_at.isoformat() if row.stored_at is not None else None  # (to the µs)
-    read_from = [stored_at, row.title or "", list(row.methods or ()), ANALYZER_VERSION]
+    read_from = [stored_at, row.title or "", list(row.methods or ()), catalog_tag]
     return hashlib.sha256(json.dumps(read_from).encode()).hexdigest()
 
 
@@ -96,7 +106,7 @@ async def _proposed(session: AsyncSession, rows: list[Any], memo: ProposedMemo
         memo.entries = {**{tid: (key, tuple(methods)) for tid, key, methods in kept_rows.all()},
                         **memo.entries}
         memo.from_store = False
-    keys = {r.id: _memo_key(r) for r in rows}
+    keys = {r.id: _memo_key(r, memo.catalog_tag) for r in rows}
     kept = {tid: entry for tid, entry in memo.entries.items()
             if tid in keys and entry[0] == keys[tid]}
     stale = [r for r in rows if r.id not in kept]

@@ -43,6 +43,9 @@ def _store_commands(tmp_path: Path) -> list[tuple[str, ...]]:
     ]
 
 
+SUBCOMMANDS = {"retry", "export", "wanted", "resume", "import", "fetch"}
+
+
 def _env(url: str) -> dict[str, str]:
     return {"DATABASE_URL": url, "GITHUB_TOKEN": "ghp_not_used", "GITHUB_API_URL": UNREACHABLE,
             "RLTRACKER_ARXIV_API_URL": UNREACHABLE}
@@ -102,7 +105,9 @@ def test_every_store_command_refuses_a_database_at_another_revision(
     for argv in _store_commands(tmp_path):
         result = rltracker(*argv, env=_env(db_url), cwd=tmp_path)
         lines = result.stderr.splitlines()
-        expected = f"rltracker {argv[0]}: {serve}"
+        # A failure line names the subcommand as its usage does (user72): `deliveries retry`.
+        named = " ".join(argv[:2]) if argv[1:2] and argv[1] in SUBCOMMANDS else argv[0]
+        expected = f"rltracker {named}: {serve}"
         if result.returncode != 1 or lines != [expected]:
             wrong.append(f"{' '.join(argv)} -> exit {result.returncode}: {result.stderr[-400:]!r}")
     assert not wrong, "\n".join(wrong)

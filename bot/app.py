@@ -67,8 +67,19 @@ async def refuse_nul(request: web.Request,
 # to a path a route resolves, and folds a leading "//" to "/" (its fix of GHSA-v6wp-4m6f-gcjg),
 # so the Location is always a path on this site, never another host. /repos/ and /reports/
 # are routes of their own (the slash-less /repos leads to /repos/: pages.repos_without_slash).
-_without_trailing_slash = web.normalize_path_middleware(
+# The JSON API keeps its own answer, a JSON 404 naming the route meant ("did you mean
+# /api/frameworks?"): a script reads an error it can parse rather than follow a redirect.
+_remove_trailing_slash = web.normalize_path_middleware(
     append_slash=False, remove_slash=True, merge_slashes=False)
+
+
+@web.middleware
+async def _without_trailing_slash(request: web.Request,
+                                  handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                                  ) -> web.StreamResponse:
+    if request.path.startswith("/api/"):
+        return await handler(request)
+    return await _remove_trailing_slash(request, handler)
 
 
 _NO_ANSWER = "the database did not answer; try again later"

@@ -423,6 +423,8 @@ class LatinGloss:
     without: re.Pattern[str]
     audience: re.Pattern[str]
     maintainers: re.Pattern[str]
+    retired: re.Pattern[str]
+    retired_remarks: re.Pattern[str]
 
 
 @lru_cache(maxsize=1)
@@ -435,7 +437,8 @@ def _latin_gloss() -> LatinGloss:
         phrases[language] = (_whole_words(glosses), glosses, _whole_words(own))
     return LatinGloss(_whole_words(data["french_words"]), _whole_words(data["spanish_words"]),
                       phrases, _whole_words(data["latin_negation"]), _whole_words(data["latin_without"]),
-                      _whole_words(data["audience_headings"]), _whole_words(data["maintainer_headings"]))
+                      _whole_words(data["audience_headings"]), _whole_words(data["maintainer_headings"]),
+                      _whole_words(data["retired_headings"]), _whole_words(data["retired_remarks"]))
 
 
 # What a gloss keeps of the words it has no phrase for: names and paths ("CHANGELOG.md",
@@ -521,13 +524,33 @@ def addressed_to_maintainers(heading: str) -> bool:
     return _latin_gloss().maintainers.search(heading[:300].lower()) is not None
 
 
+# A heading that names the version or date before which its rules held ("Before v0.6", "Prior to
+# version 3", "Until 2024", "Pre-1.0 rules"): the rules of an old release (rules76).
+_RETIRED_SINCE = re.compile(r"^(?:before|prior to|until|up to|pre-?)\s{0,2}(?:v|version\s{1,2}|release\s{1,2})?\d")
+
+
+def retired_heading(heading: str) -> bool:
+    """Whether a heading says its section's rules no longer apply ("Old rules (deprecated)",
+    "Legacy process", "Before v0.6"): rules_patterns.yaml `retired_headings` / `retired_remarks`."""
+    heading = heading[:300].lower()
+    gloss = _latin_gloss()
+    return bool(gloss.retired.search(heading) or _RETIRED_SINCE.match(heading)
+                or any(gloss.retired_remarks.search(remark) for remark in _HEADING_REMARK.findall(heading)))
+
+
 # A sentence that tells contributors a section is not for them ("Contributors can skip it.",
 # "You can skip this section."): said as a whole sentence, not under a condition ("If you only
 # change docs, you can skip this section" keeps the section's rules for everyone else).
 _SECTION_SKIP = re.compile(
-    r"(?:^|[.!?]\s)\s{0,3}(?:[-*>]\s{1,3})?(?:most\s|external\s|other\s)?(?:contributors|you)\s"
+    r"(?:^|[.!?]\s)\s{0,3}(?:[-*>]\s{1,3})?(?:[~*_]{1,2})?(?:"
+    r"(?:most\s|external\s|other\s)?(?:contributors|you)\s"
     r"(?:can|may|could)\s(?:safely\s)?(?:skip|ignore)\s(?:it|this|this\s(?:section|part|page|chapter))"
-    r"\s{0,3}[.!]", re.I)
+    # or that its rules no longer apply ("These rules no longer apply.", "This section is
+    # deprecated.") (rules76)
+    r"|(?:these|the following|this section[’']?s?)\s(?:rules\s|guidelines\s|instructions\s|steps\s"
+    r"|requirements\s)?(?:no longer apply|no longer applies|(?:is|are) no longer (?:in effect|valid|required|used)"
+    r"|(?:is|are) (?:deprecated|obsolete|outdated))"
+    r")\s{0,3}[~*_]{0,2}[.!]", re.I)
 
 
 _LETTERS = re.compile(r"[^\W\d_]+")
@@ -643,7 +666,7 @@ def scoped_sections(text: str) -> tuple[set[str], set[str]]:
         if drop_at is not None and level <= drop_at:
             drop_at = None
         name = inline(m.group(2).strip("# "))[0].lower()
-        if drop_at is None and addressed_to_maintainers(name):
+        if drop_at is None and (addressed_to_maintainers(name) or retired_heading(name)):
             drop_at = level
         if drop_at is not None:
             dropped.add(name)

@@ -55,3 +55,37 @@ def test_a_no_answer_with_an_exception_keeps_the_exception() -> None:
     text = ("# FAQ\n\n**Q: Do I need an issue for every change?**\n"
             "A: No, but open an issue before starting on a new trainer.\n")
     assert "issue-first" in _topics({"CONTRIBUTING.md": text})
+
+
+# --- sections whose rules no longer apply --------------------------------------------------------
+
+_CURRENT = ("# Contributing to Alder\n\n## How we work now\n\n"
+            "Every commit needs a `Signed-off-by:` line (`git commit -s`).\n\n")
+
+
+def test_a_section_headed_as_retired_states_nothing() -> None:
+    old_rules = ("- you had to sign a Contributor License Agreement (CLA) before your first PR;\n"
+                 "- every PR had to add an entry to `CHANGELOG.md`;\n"
+                 "- a bot closed pull requests after 21 days without activity.\n")
+    for heading in ("## Old rules (deprecated)", "## Legacy process", "## Historical guidelines",
+                    "## What we used to ask", "## Before v2.0", "## Obsolete: the 2023 workflow",
+                    "### Prior to version 3"):
+        facts = _rules({"CONTRIBUTING.md": f"{_CURRENT}{heading}\n\n{old_rules}"})
+        assert "signoff_required" in facts, heading  # the current section is read
+        assert not {"cla_required", "changelog_update", "stale_text"} & set(facts), (heading, facts)
+
+
+def test_a_sentence_saying_the_section_no_longer_applies_drops_it() -> None:
+    text = (f"{_CURRENT}## Signing\n\nThese rules no longer apply. Every contributor must sign a "
+            "CLA through the bot.\n\n## Tests\n\nRun `pytest` before you push.\n")
+    facts = _rules({"CONTRIBUTING.md": text})
+    assert "cla_required" not in facts
+    assert "tests_command" in facts  # the next section is read again
+
+
+def test_sections_about_deprecating_things_keep_their_rules() -> None:
+    # how to deprecate an API is a rule of today; so is a section that only names the old way
+    for heading in ("## Deprecation policy", "## Deprecating a public function"):
+        text = (f"{_CURRENT}{heading}\n\nEvery PR that removes a public function must add an "
+                "entry to `CHANGELOG.md`.\n")
+        assert "changelog_update" in _rules({"CONTRIBUTING.md": text}), heading

@@ -397,30 +397,51 @@ def _whole_words(phrases: Any) -> re.Pattern[str]:
     """Phrases as one pattern of whole words, longest first (one C-level pass per sentence);
     a phrase ending in an apostrophe ("n'", "avant d'") may run into the next word."""
     alternatives = sorted(map(re.escape, phrases or ()), key=len, reverse=True)
+    if not alternatives:
+        return re.compile(r"(?!)")  # no phrase: matches nothing (not the empty string)
     return re.compile(r"(?<![^\W\d_])(?:" + "|".join(alternatives) + r")(?:(?<=['’])|(?![^\W\d_]))")
+
+
+def _latin_languages() -> list[str]:
+    """The languages in Latin script read through a gloss (rules_patterns.yaml `latin_languages`)."""
+    return list(_patterns_data()["latin_languages"])
+
+
+def _unread_words() -> list[str]:
+    """The function words of every glossed Latin-script language and of the unread ones."""
+    data = _patterns_data()
+    return [w for language in _latin_languages() for w in data[f"{language}_words"]] + list(
+        data["unread_language_words"])
 
 
 @lru_cache(maxsize=1)
 def _function_words() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """rules_patterns.yaml's function words of the unread languages (French and Spanish are
-    read through a gloss but still counted here: rules68's note and absence rule use them),
-    and the English ones."""
-    data = _patterns_data()
-    unread = [*data["french_words"], *data["spanish_words"], *data["unread_language_words"]]
-    return _whole_words(unread), _whole_words(data["unread_language_english"])
+    """rules_patterns.yaml's function words of the languages English is told from (French,
+    Spanish, German, Portuguese and Vietnamese are read through a gloss but still counted here:
+    rules68's note and absence rule use them), and the English ones."""
+    return _whole_words(_unread_words()), _whole_words(_patterns_data()["unread_language_english"])
+
+
+@dataclass(frozen=True)
+class LatinLanguage:
+    """One language read through its gloss: its function words, its phrases with the names
+    (pattern, phrase -> English), its own phrases alone, its negations and its "without"."""
+
+    words: re.Pattern[str]
+    pattern: re.Pattern[str]
+    glosses: dict[str, str]
+    own: re.Pattern[str]
+    negation: re.Pattern[str]
+    without: re.Pattern[str]
 
 
 @dataclass(frozen=True)
 class LatinGloss:
-    """French and Spanish read in English (rules_patterns.yaml `french_gloss`, `spanish_gloss`):
-    which language a sentence is, its known phrases, its negations and "without"."""
+    """Guides in Latin script read in English (rules_patterns.yaml `latin_languages`, each with
+    `<language>_gloss` and `<language>_words`): the languages, and the headings that scope or
+    drop a section."""
 
-    french_words: re.Pattern[str]
-    spanish_words: re.Pattern[str]
-    # language -> (pattern of its phrases and the names, phrase -> gloss, pattern of its phrases)
-    phrases: dict[str, tuple[re.Pattern[str], dict[str, str], re.Pattern[str]]]
-    negation: re.Pattern[str]
-    without: re.Pattern[str]
+    languages: dict[str, LatinLanguage]
     audience: re.Pattern[str]
     maintainers: re.Pattern[str]
     retired: re.Pattern[str]
@@ -430,14 +451,18 @@ class LatinGloss:
 @lru_cache(maxsize=1)
 def _latin_gloss() -> LatinGloss:
     data = _patterns_data()
-    phrases = {}
-    for language in ("french", "spanish"):
+    languages = {}
+    for language in _latin_languages():
         own = {w.lower(): english for english, words in data[f"{language}_gloss"].items() for w in words}
         glosses = {name.lower(): name for name in data["latin_names"]} | own
-        phrases[language] = (_whole_words(glosses), glosses, _whole_words(own))
-    return LatinGloss(_whole_words(data["french_words"]), _whole_words(data["spanish_words"]),
-                      phrases, _whole_words(data["latin_negation"]), _whole_words(data["latin_without"]),
-                      _whole_words(data["audience_headings"]), _whole_words(data["maintainer_headings"]),
+        # French and Spanish share `latin_negation` / `latin_without`; a language whose "no" is
+        # another word ("no" is Portuguese "in the") has its own list
+        negation = data.get(f"{language}_negation", data["latin_negation"])
+        without = data.get(f"{language}_without", data["latin_without"])
+        languages[language] = LatinLanguage(_whole_words(data[f"{language}_words"]), _whole_words(glosses),
+                                            glosses, _whole_words(own), _whole_words(negation),
+                                            _whole_words(without))
+    return LatinGloss(languages, _whole_words(data["audience_headings"]), _whole_words(data["maintainer_headings"]),
                       _whole_words(data["retired_headings"]), _whole_words(data["retired_remarks"]))
 
 
@@ -464,17 +489,18 @@ def gloss_latin(text: str) -> str:
     does not state. A sentence whose every piece is negated reads as "." (nothing)."""
     gl = _latin_gloss()
     low = _URL.sub(" ", text[:4096].lower())
-    french, spanish = len(gl.french_words.findall(low)), len(gl.spanish_words.findall(low))
-    if not french and not spanish:
-        return ""  # English, German, Portuguese, ...: not read
-    # French or Spanish: more of its function words and phrases (not its loanwords) than
-    # English function words, at least two ("Chaque PR doit recevoir l'approbation ..."); the
-    # language of the two the sentence has more of
-    french += len(gl.phrases["french"][2].findall(low))
-    spanish += len(gl.phrases["spanish"][2].findall(low))
-    if max(french, spanish) < 2 or max(french, spanish) <= len(_function_words()[1].findall(low)):
+    counts = {name: len(language.words.findall(low)) for name, language in gl.languages.items()}
+    if not any(counts.values()):
+        return ""  # English, Italian, ...: not read
+    # French, Spanish, German, Portuguese or Vietnamese: more of its function words and phrases
+    # (not its loanwords) than English function words, at least two ("Chaque PR doit recevoir
+    # l'approbation ..."); the language the sentence has most of (the first listed on a tie)
+    counts = {name: n + len(gl.languages[name].own.findall(low)) for name, n in counts.items()}
+    best = max(counts, key=lambda name: counts[name])
+    if counts[best] < 2 or counts[best] <= len(_function_words()[1].findall(low)):
         return ""
-    pattern, glosses, _ = gl.phrases["french" if french >= spanish else "spanish"]
+    language = gl.languages[best]
+    pattern, glosses = language.pattern, language.glosses
     words: list[str] = []
     for piece in _LATIN_PIECE.split(text[:4096])[:64]:
         low_piece = _lower_in_place(piece)
@@ -482,11 +508,11 @@ def gloss_latin(text: str) -> str:
         kept: list[tuple[int, str]] = []
         covered = bytearray(len(piece))
         only = _NE_QUE.search(low_piece)
-        if only and _NE_ALONE.issuperset(gl.negation.findall(low_piece)):
+        if only and _NE_ALONE.issuperset(language.negation.findall(low_piece)):
             kept.append((only.start(1), "only"))  # « ne ... que »: a restriction
             covered[only.start(1):only.end(1)] = b"\x01" * (only.end(1) - only.start(1))
-        elif gl.negation.search(low_piece):
-            if not gl.without.search(low_piece):
+        elif language.negation.search(low_piece):
+            if not language.without.search(low_piece):
                 continue
             undone = True  # "no ... without X": X is asked for
         for m in _LATIN_TOKEN.finditer(piece):
@@ -500,7 +526,7 @@ def gloss_latin(text: str) -> str:
             if any(covered[m.start():m.end()]):
                 continue
             english = glosses[m.group()]
-            if undone and gl.without.fullmatch(m.group()):
+            if undone and language.without.fullmatch(m.group()):
                 english = "needs"
             kept.append((m.start(), english))
             covered[m.start():m.end()] = b"\x01" * (m.end() - m.start())
@@ -607,9 +633,8 @@ def files_read_word_by_word(segments: list[Segment]) -> set[str]:
 @lru_cache(maxsize=1)
 def _function_word_sets() -> tuple[frozenset[str], frozenset[str]]:
     """The function words of _function_words as sets of single words."""
-    data = _patterns_data()
-    unread = [*data["french_words"], *data["spanish_words"], *data["unread_language_words"]]
-    return frozenset(map(str.lower, unread)), frozenset(map(str.lower, data["unread_language_english"]))
+    unread = [w for words in map(str.split, _unread_words()) for w in words]
+    return frozenset(map(str.lower, unread)), frozenset(map(str.lower, _patterns_data()["unread_language_english"]))
 
 
 def has_unread_prose(segments: list[Segment]) -> bool:

@@ -89,3 +89,116 @@ def test_sections_about_deprecating_things_keep_their_rules() -> None:
         text = (f"{_CURRENT}{heading}\n\nEvery PR that removes a public function must add an "
                 "entry to `CHANGELOG.md`.\n")
         assert "changelog_update" in _rules({"CONTRIBUTING.md": text}), heading
+
+
+# --- German, Brazilian Portuguese and Vietnamese read through a gloss ----------------------------
+
+GERMAN = """# Mitwirken an Fjord
+
+Schön, dass du mithelfen willst! Hier steht, was wir von jedem Beitrag erwarten.
+
+## Vorschläge
+
+Bevor du einen neuen Sampler schreibst, eröffne bitte zuerst ein Issue und warte auf die Antwort.
+
+## Tests
+
+Jeder neue Sampler braucht Unit-Tests in `tests/samplers/`. `pytest` muss grün sein.
+
+## Commits
+
+Jeder Commit muss mit `git commit -s` signiert sein (DCO).
+
+## Changelog
+
+Jede Änderung an der API bekommt einen Eintrag in `CHANGES.md`.
+
+## Review
+
+Ein Pull Request wird erst gemergt, wenn zwei Maintainer ihn freigegeben haben.
+
+## Lizenz
+
+Eine CLA brauchen wir nicht, und das Format der Commit-Nachrichten ist uns egal.
+"""
+
+PORTUGUESE = """# Como colaborar com o Rio
+
+Obrigado pelo interesse! Este guia diz o que esperamos de cada PR.
+
+## Ideias novas
+
+Para uma nova funcionalidade, abra primeiro uma issue e espere a resposta de um mantenedor.
+
+## Testes
+
+Todo código novo vem com testes em `tests/`. `pytest` precisa passar.
+
+## Documentação
+
+Opções novas são documentadas em `docs/opcoes.md` no mesmo PR.
+
+## Resultados
+
+Se o seu PR muda o otimizador, inclua na descrição a acurácia antes e depois da mudança.
+
+## Commits
+
+Não é preciso assinar os commits e não existe CLA.
+"""
+
+VIETNAMESE = """# Hướng dẫn đóng góp cho Mê Kông
+
+Cảm ơn bạn đã quan tâm! Tài liệu này mô tả những gì chúng tôi cần ở mỗi PR.
+
+## Trước khi viết code
+
+Với tính năng mới, hãy mở một issue trước và chờ người bảo trì đồng ý.
+
+## Kiểm thử
+
+Mọi tính năng mới phải có test trong thư mục `tests/`. `pytest` phải chạy thành công.
+
+## Commit
+
+Mỗi commit phải có dòng `Signed-off-by` (DCO), dùng `git commit -s`.
+
+## Review
+
+Mỗi PR cần ít nhất hai lượt phê duyệt trước khi merge.
+
+## Không bắt buộc
+
+Không cần ký CLA và không cần sửa `CHANGELOG.md`.
+"""
+
+
+def test_a_german_guide_is_read_and_its_negations_state_nothing() -> None:
+    rules = _rules({"CONTRIBUTING.md": GERMAN})
+    assert {"issue_first", "tests_add", "tests_command", "signoff_required", "changelog_update"} <= set(rules), rules
+    assert any(f["topic"] == "review" for f in rules.values()), rules
+    topics = _topics({"CONTRIBUTING.md": GERMAN})
+    assert "cla_required" not in rules and "pr-title" not in topics, rules
+
+
+def test_a_portuguese_guide_is_read_and_its_negations_state_nothing() -> None:
+    rules = _rules({"CONTRIBUTING.md": PORTUGUESE})
+    assert {"issue_first", "tests_command", "docs_file_named", "results_scoped"} <= set(rules), rules
+    assert "accuracy" in rules["results_scoped"]["statement"]
+    assert "sign-off" not in _topics({"CONTRIBUTING.md": PORTUGUESE}), rules
+
+
+def test_a_vietnamese_guide_is_read_and_its_negations_state_nothing() -> None:
+    rules = _rules({"CONTRIBUTING.md": VIETNAMESE})
+    assert {"signoff_required", "review_approvals"} <= set(rules), rules
+    assert any(f["topic"] == "issue-first" for f in rules.values()), rules
+    assert "at least two approvals" in rules["review_approvals"]["statement"]
+    assert any(f["topic"] == "tests" for f in rules.values()), rules
+    assert "cla_required" not in rules and "changelog_update" not in rules, rules
+
+
+def test_what_a_change_carries_in_the_same_pr_is_asked() -> None:
+    text = "# Contributing\n\nNew CLI flags are documented in `docs/cli.md` in the same PR.\n"
+    assert "docs" in _topics({"CONTRIBUTING.md": text})
+    described = "# Contributing\n\nThe CLI flags are documented in `docs/cli.md`.\n"
+    assert "docs" not in _topics({"CONTRIBUTING.md": described})

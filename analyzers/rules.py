@@ -819,6 +819,8 @@ def is_directive(seg: Segment, kind: str) -> bool:
         return True
     if required_form_box(seg, kind):
         return True
+    if kind == "contributing" and seg.checkbox and _PR_CHECKLIST.search(f"{seg.section} {seg.intro[-300:]}"):
+        return True  # a guide's PR checklist ("Tick every box in your PR description") (rules76)
     tab = table()
     if kind == "pr_template" and seg.kind == "row" and seg.section and any(
             f" {w}" in _heading_words(seg.section) for w in tab.template_table_sections):
@@ -873,6 +875,11 @@ def is_directive(seg: Segment, kind: str) -> bool:
             if words and words[0].strip(":,.") in tab.imperative:
                 return True
     return False
+
+
+# A guide's list of boxes is a PR checklist when its heading or the sentence before it speaks of
+# the PR, its review or ticking the boxes (a roadmap's "- [ ] Support X" asks nothing).
+_PR_CHECKLIST = re.compile(r"\b(?:prs?|pull requests?|review|reviewing|submit|submitting|merge|merging|tick|check (?:off|each|every)|boxe?s?)\b", re.I)
 
 
 # Where one clause ends and the next begins, so "Using AI tools is fine; you do not have to

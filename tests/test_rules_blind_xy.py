@@ -202,3 +202,25 @@ def test_what_a_change_carries_in_the_same_pr_is_asked() -> None:
     assert "docs" in _topics({"CONTRIBUTING.md": text})
     described = "# Contributing\n\nThe CLI flags are documented in `docs/cli.md`.\n"
     assert "docs" not in _topics({"CONTRIBUTING.md": described})
+
+
+# --- a PR checklist inside the guide, its boxes said as the state the PR leaves -------------------
+
+
+def test_checklist_boxes_said_as_states_are_read() -> None:
+    text = ("# Contributing\n\n## Before you ask for review\n\nTick each box in your PR body.\n\n"
+            "- [ ] If a config option was renamed: `docs/options.md` is updated.\n"
+            "- [ ] If a grader in `kit/graders/` changed: the pass rate on the `kit-40` suite before "
+            "and after is in the description.\n"
+            "- [ ] New graders are Python modules in `kit/graders/`, one grader per module.\n")
+    rules = _rules({"CONTRIBUTING.md": text})
+    assert "if a config option was renamed" in rules["docs_file_named"]["statement"], rules
+    assert "pass rate" in rules["results_scoped"]["statement"], rules
+    assert "`kit/graders/`" in rules["place_paths_declarative"]["statement"], rules
+
+
+def test_a_roadmap_of_boxes_asks_nothing() -> None:
+    text = ("# Contributing\n\n## Roadmap\n\nWhat we plan for the next release:\n\n"
+            "- [ ] If a config option was renamed: `docs/options.md` is updated.\n"
+            "- [x] New graders are Python modules in `kit/graders/`.\n")
+    assert "docs" not in _topics({"CONTRIBUTING.md": text})

@@ -224,3 +224,20 @@ def test_a_roadmap_of_boxes_asks_nothing() -> None:
             "- [ ] If a config option was renamed: `docs/options.md` is updated.\n"
             "- [x] New graders are Python modules in `kit/graders/`.\n")
     assert "docs" not in _topics({"CONTRIBUTING.md": text})
+
+
+# --- a numbered pre-PR list of make targets, its rules said in the present tense -----------------
+
+
+def test_a_numbered_list_before_opening_a_pr_is_a_checklist() -> None:
+    text = ("# Contributing\n\nEverything runs through `make`.\n\n## Before you open a PR\n\n"
+            "1. `make verify` passes.\n"
+            "2. Each commit is signed off with `git commit -s` (DCO).\n"
+            "3. If you touched `kit/decode/`, run `make perf` on main and on your branch and paste "
+            "both samples/s tables into the PR.\n")
+    rules = _rules({"CONTRIBUTING.md": text})
+    assert "signoff_directive" in rules or "signoff_required" in rules, rules
+    assert "kit/decode/" in rules["results_perf"]["statement"], rules
+    # the same list under a heading that is no checklist describes a history
+    history = text.replace("## Before you open a PR", "## How the project started")
+    assert "sign-off" not in _topics({"CONTRIBUTING.md": history})

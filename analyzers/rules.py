@@ -850,6 +850,8 @@ def is_directive(seg: Segment, kind: str) -> bool:
     if _NUMBERED_RULE.match(seg.section) and seg.kind in ("sentence", "item") \
             and not _RATIONALE.match(seg.text):
         return True  # a sentence under "## Rule 3: Test what you add" spells the rule out
+    if seg.kind == "item" and len(seg.text) <= MAX_TERSE_RULE and _TERSE_RULE.search(_PARENTHESES.sub(" ", seg.text)):
+        return True  # "PR title = squash commit: ...", "New envs → `pkg/envs/`": a terse rule
     low = seg.matched[:600].lower()
     if "?" in low:
         # "Do I need to update the docs for a typo fix? No.": a question (an FAQ entry) asks
@@ -875,6 +877,15 @@ def is_directive(seg: Segment, kind: str) -> bool:
             if words and words[0].strip(":,.") in tab.imperative:
                 return True
     return False
+
+
+# A list item that states a rule without a verb, as a mapping: "PR title = squash commit",
+# "New envs → `pkg/envs/`", "No response for 60 days -> PR closed" (rules76).
+# Short, and the mark outside parentheses: "GPU tests (`tests.yml` → `gpu-tests` job): builds
+# an image and runs ..." describes a CI job.
+_TERSE_RULE = re.compile(r"\S\s{1,3}(?:→|⇒|->|=>|=)\s{1,3}\S")
+_PARENTHESES = re.compile(r"\([^()]{0,200}\)")
+MAX_TERSE_RULE = 120
 
 
 # A guide's list of boxes is a PR checklist when its heading or the sentence before it speaks of

@@ -241,3 +241,20 @@ def test_a_numbered_list_before_opening_a_pr_is_a_checklist() -> None:
     # the same list under a heading that is no checklist describes a history
     history = text.replace("## Before you open a PR", "## How the project started")
     assert "sign-off" not in _topics({"CONTRIBUTING.md": history})
+
+
+# --- terse rules: one bullet per rule, without verbs ---------------------------------------------
+
+
+def test_terse_bullets_with_arrows_and_equals_are_rules() -> None:
+    text = ("# Contributing\n\n- Small PRs.\n- PR title = merge commit subject: `area: what changed`.\n"
+            "- New samplers → `kit/samplers/`.\n- New config key → `docs/config.md`.\n"
+            "- Author silent for 30 days → PR closed.\n")
+    rules = _rules({"CONTRIBUTING.md": text})
+    assert "`area: what changed`" in rules["pr_title_general"]["statement"], rules
+    assert "`kit/samplers/`" in rules["place_paths_arrow"]["statement"], rules
+    assert "`docs/config.md`" in rules["docs_paths_arrow"]["statement"], rules
+    # an arrow inside a description names no place ("(`ci.yml` → `tests` job)")
+    described = ("# Contributing\n\n## CI\n\n- **Tests** (`ci.yml` → `tests` job): builds the image, "
+                 "uploads it and runs `kit/checks/run.py` on one GPU with a 45-minute timeout.\n")
+    assert "algorithms" not in _topics({"CONTRIBUTING.md": described})

@@ -92,6 +92,9 @@ CASES = {
                               "- you had to sign a CLA (legacy)\n"),
     "german": _fill("Jeder Commit muss signiert sein; eröffne bitte zuerst ein Issue, nicht egal. "),
     "portuguese": _fill("Todo PR precisa da aprovação de pelo menos um mantenedor no mesmo PR; não é preciso. "),
+    "terse-rules": _fill("- PR title = `a: b` → `x/y/` -> `docs/a.md` => PR closed (`a` → `b`) = = → \n"),
+    "checklist-boxes": _fill("## PR checklist\n- [ ] If a x changed: the pass rate is in the description; "
+                             "`docs/a.md` is updated; new x are YAML files in `a/b/`.\n"),
     "vietnamese": _fill("Mỗi commit phải có dòng `Signed-off-by`; không cần ký CLA và hãy mở một issue trước. "),
 }
 

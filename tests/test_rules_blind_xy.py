@@ -258,3 +258,14 @@ def test_terse_bullets_with_arrows_and_equals_are_rules() -> None:
     described = ("# Contributing\n\n## CI\n\n- **Tests** (`ci.yml` → `tests` job): builds the image, "
                  "uploads it and runs `kit/checks/run.py` on one GPU with a 45-minute timeout.\n")
     assert "algorithms" not in _topics({"CONTRIBUTING.md": described})
+
+
+def test_an_faq_where_question_and_a_new_things_issue_rule_are_read() -> None:
+    text = ("# FAQ\n\n**Q: Where does a new scorer go?**\nA: In `kit/scorers/<name>/`, one folder per "
+            "scorer. Don't put scorer code in `kit/base/`.\n\n**Q: Can I just open a PR for a new "
+            "scorer?**\nA: Please don't. New scorers need an issue first, where a maintainer agrees "
+            "the scorer fits.\n")
+    rules = _rules({"CONTRIBUTING.md": text})
+    assert rules["place_paths_declarative"]["statement"].endswith("(paths named: `kit/scorers/<name>/`)."), rules
+    assert "kit/base" not in str(rules), rules  # where code does not go is no place
+    assert any(f["topic"] == "issue-first" for f in rules.values()), rules

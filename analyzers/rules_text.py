@@ -276,6 +276,17 @@ def _denies_only(answer: str) -> bool:
     return _answers_no(answer) and not _ANSWER_EXCEPTION.search(answer[:2000])
 
 
+MAX_LABEL_ITEM_WORDS = 5
+
+
+def _is_label(item: Segment) -> bool:
+    """An item that only names what the items under it are about ("Where things go", "Review:"):
+    a few words, no code, no sentence."""
+    text = item.text
+    return (0 < len(text) <= 60 and len(text.split()) <= MAX_LABEL_ITEM_WORDS and not item.codes
+            and not item.checkbox and not text.endswith((".", "!", "?", ";", ",")))
+
+
 def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
     """Segments of a Markdown text (or of a plain text: it is Markdown without markup)."""
     text = (text or "")[:MAX_CHARS]
@@ -484,6 +495,10 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
                           checkbox=bool(im.group(2)), intro=intro)
             while items and items[-1].indent >= indent:
                 items.pop()
+            if items and _is_label(items[-1]):
+                # a nested list under a short label item ("3. Where things go" / "1. New
+                # algorithms: `pkg/algos/`"): the label is a heading word of its items (rules76)
+                seg.section = f"{items[-1].section} / {items[-1].text.lower().rstrip(':')}".strip(" /")
             if items:
                 items[-1].children.append(seg)
             elif lead is not None:

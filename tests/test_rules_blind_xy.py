@@ -269,3 +269,18 @@ def test_an_faq_where_question_and_a_new_things_issue_rule_are_read() -> None:
     assert rules["place_paths_declarative"]["statement"].endswith("(paths named: `kit/scorers/<name>/`)."), rules
     assert "kit/base" not in str(rules), rules  # where code does not go is no place
     assert any(f["topic"] == "issue-first" for f in rules.values()), rules
+
+
+# --- nested numbered lists: a short parent item heads its children --------------------------------
+
+
+def test_a_nested_list_under_a_label_item_is_read_under_that_label() -> None:
+    text = ("# Contributing\n\n1. Tests\n   1. `pytest -q` passes.\n2. Where things go\n"
+            "   1. New scorers: `kit/scorers/<name>/`, one class per module.\n"
+            "   2. New datasets: `kit/data/<name>/`.\n")
+    rules = _rules({"CONTRIBUTING.md": text})
+    statement = rules["layout_conventions"]["statement"]
+    assert "`kit/scorers/<name>/`" in statement and "`kit/data/<name>/`" in statement, rules
+    # a parent item that is a sentence is no label
+    sentence = text.replace("2. Where things go", "2. We reorganised the folders last year, see the notes.")
+    assert "layout_conventions" not in _rules({"CONTRIBUTING.md": sentence})

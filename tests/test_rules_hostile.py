@@ -95,6 +95,7 @@ CASES = {
     "terse-rules": _fill("- PR title = `a: b` → `x/y/` -> `docs/a.md` => PR closed (`a` → `b`) = = → \n"),
     "checklist-boxes": _fill("## PR checklist\n- [ ] If a x changed: the pass rate is in the description; "
                              "`docs/a.md` is updated; new x are YAML files in `a/b/`.\n"),
+    "label-items": _fill("1. Where things go\n   1. a: `x/y/`\n      1. b\n"),
     "vietnamese": _fill("Mỗi commit phải có dòng `Signed-off-by`; không cần ký CLA và hãy mở một issue trước. "),
 }
 

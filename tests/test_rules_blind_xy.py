@@ -284,3 +284,14 @@ def test_a_nested_list_under_a_label_item_is_read_under_that_label() -> None:
     # a parent item that is a sentence is no label
     sentence = text.replace("2. Where things go", "2. We reorganised the folders last year, see the notes.")
     assert "layout_conventions" not in _rules({"CONTRIBUTING.md": sentence})
+
+
+def test_an_ai_section_asks_for_the_tool_and_an_understood_change() -> None:
+    text = ("# Contributing\n\n## LLM-assisted patches\n\nYou may use AI assistants, but you must have "
+            "read and understood every line. Name in the PR description which tool you used.\n\n"
+            "## Tests\n\nName in the PR description which tool you used to profile.\n")
+    rules = _rules({"CONTRIBUTING.md": text})
+    assert {"ai_understand", "ai_disclose_section"} <= set(rules), rules
+    # the same words under another heading are about something else
+    other = "# Contributing\n\n## Tests\n\nName in the PR description which tool you used to profile.\n"
+    assert "ai-policy" not in _topics({"CONTRIBUTING.md": other})

@@ -295,3 +295,8 @@ def test_an_ai_section_asks_for_the_tool_and_an_understood_change() -> None:
     # the same words under another heading are about something else
     other = "# Contributing\n\n## Tests\n\nName in the PR description which tool you used to profile.\n"
     assert "ai-policy" not in _topics({"CONTRIBUTING.md": other})
+
+
+def test_a_tool_switched_away_from_is_not_named() -> None:
+    text = "# Contributing\n\nWe moved from pylint to ruff last year: `ruff check` must pass.\n"
+    assert _rules({"CONTRIBUTING.md": text})["lint_tools"]["statement"] == "Lint and format tools named: ruff."

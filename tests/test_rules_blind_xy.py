@@ -266,7 +266,7 @@ def test_an_faq_where_question_and_a_new_things_issue_rule_are_read() -> None:
             "scorer?**\nA: Please don't. New scorers need an issue first, where a maintainer agrees "
             "the scorer fits.\n")
     rules = _rules({"CONTRIBUTING.md": text})
-    assert rules["place_paths_declarative"]["statement"].endswith("(paths named: `kit/scorers/<name>/`)."), rules
+    assert rules["place_question"]["statement"].endswith("(paths named: `kit/scorers/<name>/`)."), rules
     assert "kit/base" not in str(rules), rules  # where code does not go is no place
     assert any(f["topic"] == "issue-first" for f in rules.values()), rules
 

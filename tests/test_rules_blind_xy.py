@@ -3,22 +3,7 @@ Every text here is a short one written for these tests (none copied from the wri
 
 from __future__ import annotations
 
-from typing import Any
-
-from analyzers.rules import summarize_rules
-
-
-def _facts(files: dict[str, str]) -> list[dict[str, Any]]:
-    return summarize_rules(files)["facts"]
-
-
-def _rules(files: dict[str, str]) -> dict[str, dict[str, Any]]:
-    return {f["rule"]: f for f in _facts(files)}
-
-
-def _topics(files: dict[str, str]) -> set[str]:
-    return {f["topic"] for f in _facts(files)}
-
+from tests.test_rules_answers import _facts, _rules, _topics
 
 # --- FAQ answers, labelled "A:", that negate or waive ------------------------------------------
 

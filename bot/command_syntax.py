@@ -9,8 +9,9 @@ A command is a line of its own that starts with `/rltracker` (any case; a full-w
 Chinese input methods type it, and the full-width letters their full-width mode types with it,
 read as NFKC; zero-width characters ignored), read in the first 64 KiB.
 What GitHub shows as code (a fenced block, a line indented four columns, an HTML `<pre>`
-or `<code>` block, a `<textarea>`, a code span running across a paragraph's lines, as a
-hard-wrapped "type `` ` `` and a new line starting `/rltracker stop`"), hides (an HTML
+block, a `<textarea>`, the lines an unclosed `<code>` runs on, a code span running across a
+paragraph's lines, as a hard-wrapped "type `` ` `` and a new line starting `/rltracker stop`"),
+hides (an HTML
 comment) or folds away (`<details>`), and what quotes someone else (a `>`
 quote, an HTML `<blockquote>` block, or everything below an e-mail reply's header:
 `On ... wrote:`, `在 ... 写道：` or Outlook's `From:` naming an address, and `-----Original Message-----`; Outlook does not quote
@@ -36,9 +37,12 @@ _TRAILING = ".,;:!?。，；：！？、"
 _LINE_END = re.compile(r"\r\n|\r|\n")  # CommonMark's line endings (no quantifier: linear)
 # HTML blocks whose lines GitHub shows folded (`<details>`), quoted (`<blockquote>`: a
 # maintainer quoting a reporter's `/rltracker kind ...` gave the verdict as theirs) or as code
-# (`<pre>`, `<code>`; a `<textarea>`, whose tags GitHub's tag filter prints as text, frames
-# what it holds as a sample): no command inside, as in a `>` quote or a fence.
-_HIDING_TAGS = ("details", "blockquote", "pre", "code", "textarea")
+# (`<pre>`; a `<textarea>`, whose tags GitHub's tag filter prints as text, frames what it holds
+# as a sample): no command inside, as in a `>` quote or a fence. `<code>` is not one of them
+# (`_code_depth`): it shows as code only up to the end of its paragraph.
+_HIDING_TAGS = ("details", "blockquote", "pre", "textarea")
+# `<code ...>` or `</code>` (one tag name, one character after it: linear)
+_CODE_TAG = re.compile(r"</?code(?=[\s>/]|$)")
 
 
 def _lines(text: str, keepends: bool = False) -> list[str]:
@@ -169,6 +173,60 @@ def _tags_opened(lowered: str, tag: str, start: str = "<") -> int:
             + lowered.endswith(start))
 
 
+def _code_depth(visible: str, depth: int) -> int:
+    """How many `<code>` elements are open after `visible` (a line's text outside its code
+    spans and HTML comments), `depth` being open before it, tags read left to right.
+
+    An unclosed `<code>` is inline HTML (GFM: a line holding only the tag starts an HTML block
+    of type 7, which a blank line ends; anywhere else the tag is inline in a paragraph): the
+    rest of its paragraph or HTML block sits in the code element, shown as code (the grey
+    code box). After the blank line that ends it, the browser keeps the paragraphs that
+    follow inside the open element (the HTML standard's tree building), in its font but
+    without the box, and renders their Markdown (emphasis, links, fences of their own): the
+    writer's own text again, as a reader sees it. So the depth counts within a paragraph and
+    its caller starts each paragraph at 0; `<pre>` (type 1) is otherwise: no blank line ends
+    it, its lines are raw text in a code box up to `</pre>`."""
+    for tag in _CODE_TAG.finditer(visible):
+        depth = depth - 1 if tag.group().startswith("</") else depth + 1
+        depth = max(depth, 0)
+    return depth
+
+
+# GFM's HTML block start condition 6: a line starting with one of these tags, whatever follows
+_BLOCK_TAGS = frozenset(
+    "address article aside base basefont blockquote body caption center col colgroup dd details "
+    "dialog dir div dl dt fieldset figcaption figure footer form frame frameset h1 h2 h3 h4 h5 "
+    "h6 head header hr html iframe legend li link main menu menuitem nav noframes ol optgroup "
+    "option p param section source summary table tbody td tfoot th thead title tr track ul".split())
+
+
+def _starts_html_block(text: str) -> bool:
+    """Whether a line (stripped) starting a paragraph starts a GFM HTML block that a blank
+    line ends: condition 6 (a block tag, anything after it) or 7 (one complete tag alone on
+    the line; `<code>` so, while `<code>x` is inline HTML of a paragraph)."""
+    if not text.startswith("<"):
+        return False
+    name = text[2:] if text.startswith("</") else text[1:]
+    end = 0
+    while end < len(name) and (name[end].isascii() and name[end].isalnum()):
+        end += 1
+    if name[:end].lower() in _BLOCK_TAGS:
+        return True
+    return end > 0 and text.endswith(">") and text.count("<") == 1
+
+
+def _quote_text(text: str) -> bool:
+    """Whether a `>` quote line (stripped) holds paragraph text, which the next lines go on
+    as its lazy continuation (shown inside the quote) until a blank line or another block."""
+    while text.startswith(">"):
+        text = text[2:] if text[1:2] in (" ", "\t") else text[1:]
+    rest = text.strip()
+    if not rest or _indent(text) >= 4 or _fence(text) is not None or _heading(rest):
+        return False  # no paragraph text: an empty `>`, indented code, a fence, a heading
+    marks = rest.replace(" ", "").replace("\t", "")
+    return not (len(marks) >= 3 and marks[0] in "-*_" and not marks.strip(marks[0]))  # a rule
+
+
 def _has_address(text: str) -> bool:
     """Whether the line holds an e-mail address (`name@host.tld`, maybe in `<...>`)."""
     for token in text.split():
@@ -213,10 +271,14 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
     # in a quote closes no `<blockquote>`)
     paragraph: list[tuple[int, str]] = []  # the text lines since the last block break
     spanned: set[int] = set()  # command lines inside a code span across lines
+    code_depth = 0  # `<code>` elements open in the paragraph (`_code_depth`)
+    html_block = False  # the paragraph is an HTML block (`_starts_html_block`): a list item
+    # or quote marker inside it is its raw text, no new block
+    quoted = False  # the paragraph is a `>` quote's: a line going on from it is quoted (lazy)
     for n, raw in enumerate(_lines((body or "")[:_MAX_BODY])):
         if not raw or raw.isspace():
             spanned |= _in_spans(paragraph)  # a blank line ends a paragraph
-            paragraph = []
+            paragraph, code_depth, html_block, quoted = [], 0, False, False
             continue  # changes no state (a fence, a comment, <details> go on across it)
         line = raw.translate(_INVISIBLE)
         if fence is not None:
@@ -228,6 +290,7 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
         commented = in_comment
         # HTML comments: open and close along the line, outside its code spans
         scanned = _outside_code_spans(line) if "`" in line else line
+        shown: list[str] = []  # the parts of `scanned` outside HTML comments
         pos = 0
         while True:
             if in_comment:
@@ -237,6 +300,7 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
                 in_comment, pos = False, end + 3
             else:
                 start = scanned.find("<!--", pos)
+                shown.append(scanned[pos:] if start < 0 else scanned[pos:start])
                 if start < 0:
                     break
                 in_comment, pos = True, start + 4
@@ -256,12 +320,12 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
                     hiding[tag] = max(0, hiding[tag] - _tags_opened(lowered, tag, "</"))
         if hidden:
             spanned |= _in_spans(paragraph)
-            paragraph = []
+            paragraph, code_depth, quoted = [], 0, False
             continue
         opening = _fence(line)
         if opening is not None:
             spanned |= _in_spans(paragraph)
-            paragraph = []
+            paragraph, code_depth, quoted = [], 0, False
             fence = opening[:2]
             continue
         text = line.strip()
@@ -269,16 +333,21 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
             break
         if _indent(line) >= 4:  # an indented code block
             continue
-        if _starts_block(line):
+        if _starts_block(line) and not (html_block and code_depth):
             spanned |= _in_spans(paragraph)
-            paragraph = []
+            paragraph, code_depth = [], 0
+            quoted = text.startswith(">") and _quote_text(text)
+        if not paragraph:
+            html_block = _starts_html_block(text)
         paragraph.append((n, line))
-        if _heading(text):  # a heading ends on its line
-            spanned |= _in_spans(paragraph)
-            paragraph = []
-        words = _words(line)
+        # in a `<code>` opened above: code; going on from a `>` quote's text: quoted
+        words = _words(line) if not (code_depth or quoted) else None
         if words is not None:
             found.append((n, words))
+        code_depth = _code_depth("".join(shown).lower(), code_depth) if "<" in line else code_depth
+        if _heading(text):  # a heading ends on its line
+            spanned |= _in_spans(paragraph)
+            paragraph, code_depth, quoted = [], 0, False
     spanned |= _in_spans(paragraph)
     return [(n, words) for n, words in found if n not in spanned]
 

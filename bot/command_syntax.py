@@ -218,8 +218,10 @@ def _starts_html_block(text: str) -> bool:
 def _quote_text(text: str) -> bool:
     """Whether a `>` quote line (stripped) holds paragraph text, which the next lines go on
     as its lazy continuation (shown inside the quote) until a blank line or another block."""
-    while text.startswith(">"):
-        text = text[2:] if text[1:2] in (" ", "\t") else text[1:]
+    pos = 0  # past the `>` markers, each with its optional space (an index: linear)
+    while text[pos:pos + 1] == ">":
+        pos += 2 if text[pos + 1:pos + 2] in (" ", "\t") else 1
+    text = text[pos:]
     rest = text.strip()
     if not rest or _indent(text) >= 4 or _fence(text) is not None or _heading(rest):
         return False  # no paragraph text: an empty `>`, indented code, a fence, a heading

@@ -29,8 +29,12 @@ import unicodedata
 PREFIX = "/rltracker"
 _MAX_BODY = 65536  # characters read for a command
 # Invisible characters a paste or an editor leaves around a command (zero-width space, joiners,
-# word joiner, byte-order mark): dropped before the line is read.
-_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff"))
+# word joiner, byte-order mark; security75: the soft hyphen, the left-to-right and right-to-left
+# and Arabic letter marks an RTL keyboard types, the invisible operators, the combining grapheme
+# joiner and the Mongolian vowel separator, none of which GitHub shows): dropped before the line
+# is read, and before a body is looked at for the word at all.
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad\u200e\u200f\u061c"
+                                    "\u2061\u2062\u2063\u2064\u034f\u180e"))
 _SLASHES = ("/", "\uff0f")  # `／`: a full-width slash
 # Trailing punctuation people put after a command word or a kind ("/rltracker stop.").
 _TRAILING = ".,;:!?。，；：！？、"
@@ -378,7 +382,7 @@ def parse_commands(body: str | None) -> list[tuple[str, list[str]]]:
 
 
 def _may_hold_command(body: str) -> bool:
-    head = body[:_MAX_BODY].lower()
+    head = body[:_MAX_BODY].lower().translate(_INVISIBLE)  # as `_command_lines` reads a line
     if "rltracker" in head:
         return True
     return not head.isascii() and "rltracker" in unicodedata.normalize("NFKC", head)

@@ -161,3 +161,40 @@ async def test_a_verdict_after_a_code_paragraph_is_recorded(
     async with app_ctx.sessionmaker() as session:
         [verdict] = list(await session.scalars(select(Verdict)))
     assert verdict.category == "kl_growth"
+
+
+# security75: characters GitHub does not show, inside or around the command. A zero-width space
+# inside the word was a command to the comment handler but not to the opening post's check or the
+# analysis (`_may_hold_command` looked for the word before dropping them); a soft hyphen or a
+# left-to-right mark (an RTL keyboard's) hid a command the reader sees.
+INVISIBLE_SPELLINGS = ["/rl\u200btracker stop", "\u00ad/rltracker stop", "/rl\u00adtracker stop",
+                       "\u200e/rltracker stop", "/rltracker\u200f stop", "\u061c/rltracker stop"]
+
+
+@pytest.mark.parametrize("body", INVISIBLE_SPELLINGS)
+def test_a_command_spelled_with_invisible_characters_is_read_by_every_reader(body: str) -> None:
+    from bot.command_syntax import only_commands, opening_command
+
+    assert parse_command(body) == ("stop", [])
+    assert opening_command(body) == "stop"
+    assert without_commands(body) == "" and only_commands(body)
+
+
+async def test_an_opening_post_with_a_zero_width_space_in_the_command_mutes_the_thread(
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
+    """GitHub's `issues.opened` payload through every router: the comment handler read
+    `/rl\u200btracker ignore` as a command, the opening post's check did not (not muted)."""
+    from gidgethub import sansio
+
+    from bot.webhooks.routers import router as all_routers
+    from tests.test_opening_commands import muted
+
+    await install(app_ctx, fake_github)
+    data = json.loads((shared_dir / "fixtures" / "webhooks" / "issues" / "opened.json").read_text())
+    data["issue"]["body"] = (data["issue"]["body"] or "") + "\n\n/rl\u200btracker ignore"
+    data["repository"]["full_name"] = VERL
+    data["installation"] = {"id": INST}
+    fake_github.add_issue(VERL, data["issue"]["number"], data["issue"]["title"],
+                          data["issue"]["body"], data["issue"]["user"]["login"])
+    await all_routers.dispatch(sansio.Event(data, event="issues", delivery_id="zw-ignore"), app_ctx)
+    assert await muted(app_ctx, data["issue"]["number"])

@@ -7,15 +7,18 @@ report wording, and a maintainer's `/rltracker rules` is no reply to a proposal.
 
 A command is a line of its own that starts with `/rltracker` (any case; a full-width `／` as
 Chinese input methods type it, and the full-width letters their full-width mode types with it,
-read as NFKC; zero-width characters ignored), read in the first 64 KiB.
-What GitHub shows as code (a fenced block, a line indented four columns, an HTML `<pre>`
-block, a `<textarea>`, the lines an unclosed `<code>` runs on, a code span running across a
-paragraph's lines, as a hard-wrapped "type `` ` `` and a new line starting `/rltracker stop`"),
-hides (an HTML
-comment) or folds away (`<details>`), and what quotes someone else (a `>`
-quote, an HTML `<blockquote>` block, or everything below an e-mail reply's header:
-`On ... wrote:`, `在 ... 写道：` or Outlook's `From:` naming an address, and `-----Original Message-----`; Outlook does not quote
-the original with `>`) is no command: "to silence it, write ```/rltracker stop```" asks for nothing.
+read as NFKC; characters GitHub does not show ignored), read in the first 64 KiB, and shown
+by GitHub as the writer's own line (security75: the finder agrees with the rendered comment).
+What GitHub shows as code (a fenced block, a line indented four columns, a `<pre>` (to
+`</pre>`), a `<textarea>` block, the rest of the paragraph after an unclosed `<code>`, a code
+span running across a paragraph's lines, as a hard-wrapped "type `` ` `` and a new line
+starting `/rltracker stop`"), hides (an HTML comment) or folds away (`<details>`), and what
+quotes someone else (a `>` quote and the lines going on from its text, a `<blockquote>`, or
+everything below an e-mail reply's header: `On ... wrote:`, `在 ... 写道：` or Outlook's `From:`
+naming an address, and `-----Original Message-----`; Outlook does not quote the original with
+`>`) is no command: "to silence it, write ```/rltracker stop```" asks for nothing. A bare
+`<pre>`, `<details>` or `<blockquote>` in prose holds the rest of the comment as one at the
+start of a line does (the browser keeps what follows inside the element).
 Lines end where GitHub ends them (LF, CR, CRLF; not at U+2028 or a form feed, which it shows
 inside a line). Every rule is a scan of each line with string methods, linear on 64 KiB (a
 paragraph's backtick runs are paired with one pointer per run length).
@@ -293,7 +296,6 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
                 fence = None
             continue
         hidden = in_comment or any(hiding.values())
-        commented = in_comment
         # HTML comments: open and close along the line, outside its code spans
         scanned = _outside_code_spans(line) if "`" in line else line
         shown: list[str] = []  # the parts of `scanned` outside HTML comments
@@ -310,20 +312,18 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
                 if start < 0:
                     break
                 in_comment, pos = True, start + 4
-        # <details>, <blockquote>, <pre> as GitHub renders them: an HTML block (the line starts
-        # with a tag), not the word in prose or in an inline code span ("fold logs in `<details>`")
-        if not commented and line.lstrip().startswith("<"):
-            lowered = line.lower()
-            for tag in _HIDING_TAGS:
-                hiding[tag] = max(0, hiding[tag] + _tags_opened(lowered, tag)
-                                  - _tags_opened(lowered, tag, "</"))
-        elif not commented and any(hiding.values()):
-            # ... closed where the block's text ends, on a line of it ("ValueError: nan</pre>"),
-            # outside a code span: the lines after it are GitHub's Markdown again (review66)
-            lowered = scanned.lower()
-            for tag in _HIDING_TAGS:
-                if hiding[tag]:
-                    hiding[tag] = max(0, hiding[tag] - _tags_opened(lowered, tag, "</"))
+        # <details>, <blockquote>, <pre> opened and closed along the line, outside its code
+        # spans ("fold logs in `<details>`") and HTML comments: at the start of a line (an HTML
+        # block) or in prose ("write it in <pre> tags"), the browser keeps the rest of the
+        # comment inside the element (security75: the HTML standard's tree building; a
+        # `<details>` without a summary folds it away). A `<textarea>` opens only at the start
+        # of a line: in prose its tag is shown as the text it is. Closed where the block's text
+        # ends ("ValueError: nan</pre>"): the lines after it are GitHub's Markdown (review66).
+        visible = "".join(shown).lower() if "<" in line else ""
+        starts_with_tag = line.lstrip().startswith("<")
+        for tag in _HIDING_TAGS if visible else ():
+            opened = _tags_opened(visible, tag) if starts_with_tag or tag != "textarea" else 0
+            hiding[tag] = max(0, hiding[tag] + opened - _tags_opened(visible, tag, "</"))
         if hidden:
             spanned |= _in_spans(paragraph)
             paragraph, code_depth, quoted = [], 0, False
@@ -350,7 +350,7 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
         words = _words(line) if not (code_depth or quoted) else None
         if words is not None:
             found.append((n, words))
-        code_depth = _code_depth("".join(shown).lower(), code_depth) if "<" in line else code_depth
+        code_depth = _code_depth(visible, code_depth) if visible else code_depth
         if _heading(text):  # a heading ends on its line
             spanned |= _in_spans(paragraph)
             paragraph, code_depth, quoted = [], 0, False

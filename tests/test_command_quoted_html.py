@@ -35,7 +35,8 @@ def test_a_command_in_an_html_quote_or_pre_block_is_none(body: str) -> None:
     ("<blockquote>\n/rltracker kind kl_growth\n</blockquote>\n/rltracker stop", ("stop", [])),
     ("<pre>\nx\n</pre>\n/rltracker stop", ("stop", [])),
     ("Quote with `<blockquote>` or `>`.\n/rltracker stop", ("stop", [])),  # a code span
-    ("Write it in <pre> tags.\n/rltracker stop", ("stop", [])),  # prose: no HTML block
+    ("Write it in `<pre>` tags.\n/rltracker stop", ("stop", [])),  # a code span (security75:
+    # a bare <pre> in prose boxes the rest of the comment: test_command_rendered.py)
     ("<preview>\n/rltracker stop", ("stop", [])),  # another tag
 ])
 def test_a_command_after_or_beside_such_words_is_read(body: str, parsed: Any) -> None:

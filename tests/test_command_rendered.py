@@ -46,6 +46,13 @@ NOT_SAID = [
     "As bob wrote:\n> it is the KL\n/rltracker kind kl_growth",
     "> the reporter said\ntwice:\n/rltracker kind kl_growth",
     "> - a quoted list item\n/rltracker stop",
+    # a bare tag in prose: the browser keeps the rest of the comment in the element, boxed,
+    # folded or quoted (each was done on main: only a line starting with `<` opened one)
+    "Write it in <pre> tags.\n/rltracker stop",
+    "Write it in <pre> tags.\n\n/rltracker stop",
+    "Fold long logs in <details> tags.\n\n/rltracker stop",
+    "Quote with <blockquote> tags.\n\n/rltracker kind kl_growth",
+    "Done <!-- note --> <details>\n/rltracker stop",
 ]
 
 # The writer's own line: a command (each was hidden on main: an unclosed `<code>`).
@@ -72,6 +79,9 @@ AGREED = [
     ("> quoted\n- item\n/rltracker stop", ("stop", [])),  # the list ends the quote
     ("- item\n/rltracker stop", ("stop", [])),  # a list item's text, the writer's own
     ("<code>x\n- item\n/rltracker stop", ("stop", [])),  # the list closes the code's paragraph
+    ("Fold logs in `<details>` tags.\n\n/rltracker stop", ("stop", [])),  # a code span
+    ("Fold logs in <!-- <details> --> tags.\n/rltracker stop", ("stop", [])),  # a comment
+    ("<pre>x</pre> is the tag\n/rltracker stop", ("stop", [])),  # closed on its line
 ]
 
 

@@ -36,6 +36,7 @@ from sqlalchemy import select, update
 from analyzers.catalog import canonical_repo, framework_id
 from analyzers.study import DECLINED_STATES
 from bot.analysis import hidden_from_discussion
+from bot.site.data import thread_url
 from bot.site.study import detected_since
 from bot.store.db import dialect_insert
 from bot.store.models import (
@@ -112,7 +113,7 @@ async def collect_state(ctx: Any, now: datetime) -> tuple[dict[str, dict[str, An
 
     snapshot: dict[str, dict[str, Any]] = {}
     # waits_for_reply: each replied thread's wait unrounded, for the median (not stored)
-    extra: dict[str, Any] = {"titles": {}, "urls": {}, "waits_for_reply": {}}
+    extra: dict[str, Any] = {"titles": {}, "waits_for_reply": {}}
     catalog_methods = load_catalog().methods
     async with ctx.sessionmaker() as session:
         shown_is_failure, _ = shown_columns()
@@ -169,7 +170,6 @@ async def collect_state(ctx: Any, now: datetime) -> tuple[dict[str, dict[str, An
         if first_reply and thread.created_at:
             extra["waits_for_reply"][key] = first_reply - thread.created_at
         extra["titles"][key] = thread.title or ""
-        extra["urls"][key] = thread.url or f"https://github.com/{thread.repo}/issues/{thread.number}"
     extra["paused"] = paused
     extra["agreement"] = agreed
     return snapshot, extra
@@ -396,7 +396,7 @@ async def build_report(ctx: Any, day: date | None = None, *,
         "failures_window": {"from": format_datetime(opened_from), "to": format_datetime(opened_to)},
         "new_landings": len(new_landings),
         "agreement": extra["agreement"],
-        "snapshot": snapshot, "titles": extra["titles"], "urls": extra["urls"],
+        "snapshot": snapshot, "titles": extra["titles"],
     }
 
 
@@ -486,12 +486,24 @@ async def shown_data(session: Any, data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "titles": {k: v for k, v in titles.items() if k not in gone}}
 
 
+def github_urls(data: dict[str, Any]) -> dict[str, str]:
+    """Each thread's address on GitHub, built from its key and the kind the snapshot stored
+    (`thread_url`, as every page builds it): never a URL a payload carried, which a report
+    stored before security75 kept in its data (`urls`) and is not read."""
+    urls: dict[str, str] = {}
+    for key, state in (data.get("snapshot") or {}).items():
+        repo, _, number = key.rpartition("#")
+        if repo and number.isdigit():
+            urls[key] = thread_url(repo, int(number), str((state or {}).get("kind") or "issue"))
+    return urls
+
+
 def render_html(data: dict[str, Any]) -> str:
     from bot.templating import html_env
 
     return html_env().get_template("reports/report.html.j2").render(
         data=data, titles=CHANGE_TITLES, kinds=CHANGE_KINDS, states=STATES, chart=chart(data),
-        **_names())
+        github_urls=github_urls(data), **_names())
 
 
 async def store_report(ctx: Any, data: dict[str, Any], markdown: str) -> Report:

@@ -33,6 +33,7 @@ from typing import Any
 
 from sqlalchemy import select, update
 
+from analyzers.accounts import is_bot_login
 from analyzers.catalog import canonical_repo, framework_id
 from analyzers.study import DECLINED_STATES
 from bot.analysis import hidden_from_discussion
@@ -97,7 +98,7 @@ async def _first_replies(session: Any, threads: dict[int, Thread]) -> dict[int, 
             .where(Comment.thread_id.in_(ids[i:i + 500])))
         for thread_id, author, is_bot, created, minimized_reason in rows:
             opener = threads[thread_id].author
-            if created is None or is_bot or (author or "").endswith("[bot]") or author == opener:
+            if created is None or is_bot_login(author, "Bot" if is_bot else None) or author == opener:
                 continue
             if hidden_from_discussion({"minimized_reason": minimized_reason}):
                 continue

@@ -25,7 +25,7 @@ from markupsafe import Markup, escape
 
 from bot.context import app_context
 from bot.site import data
-from bot.site.api import api_cursor, api_paging, encode_cursor, next_link, read_cursor
+from bot.site.api import API_PREFIX, api_cursor, api_paging, encode_cursor, next_link, read_cursor
 from bot.site.progress import backfill_progress, tracking_state
 from bot.store.types import Position, canonical_id, parse_count
 from bot.templating import html_env
@@ -551,12 +551,12 @@ async def _page_not_found(request: web.Request, handler: Handler) -> web.StreamR
     try:
         return await handler(request)
     except web.HTTPNotFound:
-        if request.method not in ("GET", "HEAD") or request.path.startswith("/api/") \
+        if request.method not in ("GET", "HEAD") or request.path.startswith(API_PREFIX) \
                 or request.match_info.route.resource is not None:
             raise
         return not_found("page")
     except web.HTTPMethodNotAllowed as error:
-        if request.path.startswith("/api/"):
+        if request.path.startswith(API_PREFIX):
             raise
         allowed = sorted(error.allowed_methods, key=lambda m: (m != "GET", m))
         response = render("not_allowed.html", status=405, allowed=allowed,

@@ -71,6 +71,8 @@ def render(template: str, status: int = 200, **context: Any) -> web.Response:
     env = html_env()
     env.globals.setdefault("state_labels", STATE_LABELS)
     env.globals.setdefault("framework_names", framework_names())  # id -> "TRL", "NeMo-RL"
+    env.globals.setdefault("concern_title", data.concern_title)
+    env.globals.setdefault("concern_meaning", data.concern_meaning)
     env.filters.setdefault("code_spans", code_spans)
     body = env.get_template(f"site/{template}").render(**context)
     return web.Response(text=body, status=status, content_type="text/html", charset="utf-8",

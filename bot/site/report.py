@@ -403,12 +403,13 @@ async def build_report(ctx: Any, day: date | None = None, *,
 
 def _names() -> dict[str, Any]:
     """How the report names what it counts, as the site does (one way to name each): failure
-    kinds by the catalog's title, review states by the site's labels, frameworks and methods
+    kinds and review concerns by the catalog's titles, review states by the site's labels, frameworks and methods
     by their catalog names. Ids stay in links and `data-` attributes."""
-    from bot.site.data import kind_title
+    from bot.site.data import concern_meaning, concern_title, kind_title
     from bot.site.pages import STATE_LABELS, framework_names, method_names
 
-    return {"kind_title": kind_title, "state_labels": STATE_LABELS,
+    return {"kind_title": kind_title, "concern_title": concern_title,
+            "concern_meaning": concern_meaning, "state_labels": STATE_LABELS,
             "framework_names": framework_names(), "method_names": method_names()}
 
 

@@ -443,25 +443,30 @@ async def api_methods(request: web.Request) -> web.Response:
     return json_response([data.method_dict(m, list(cat.frameworks)) for m in cat.methods.values()])
 
 
-def _paged(found: dict[str, Any], total_key: str) -> web.Response:
-    response = json_response(found)
-    response.headers["X-Total-Count"] = str(found[total_key])
+async def _item_with_threads(request: web.Request, fetch: Callable[..., Awaitable[Any]], key: str, *,
+                             default_limit: int, total_key: str, missing: str) -> web.Response:
+    """One catalog item and its threads (`fetch`: data.method_data, data.failure_data), paged
+    as every /api/ list: `limit` (`default_limit` by default, at most MAX_ROWS) after
+    `offset`; X-Total-Count counts them all (`total_key`); `missing`: the 404's message."""
+    paging = api_paging(request.query, default_limit=default_limit, max_limit=data.MAX_ROWS)
+    if isinstance(paging, str):
+        return json_response({"error": paging}, 400)
+    limit, offset = paging
+    found = await _session_call(request, fetch, key, limit=limit, offset=offset)
+    if not found:
+        return json_response({"error": missing}, 404)
+    response = json_response(found[0])
+    response.headers["X-Total-Count"] = str(found[0][total_key])
     return response
 
 
 async def api_method(request: web.Request) -> web.Response:
-    """A method and the threads naming it, newest first: `limit` (LIST_ROWS by default, at
-    most MAX_ROWS) after `offset`, as every /api/ list; X-Total-Count counts them all."""
+    """A method and the threads naming it, newest first (LIST_ROWS a page by default)."""
     if moved := _method_moved(request):
         return moved
-    paging = api_paging(request.query, default_limit=data.LIST_ROWS, max_limit=data.MAX_ROWS)
-    if isinstance(paging, str):
-        return json_response({"error": paging}, 400)
-    limit, offset = paging
-    found = await _session_call(request, data.method_data, request.match_info["id"],
-                                limit=limit, offset=offset)
-    return (_paged(found[0], "threads_total") if found
-            else json_response({"error": "no such method"}, 404))
+    return await _item_with_threads(request, data.method_data, request.match_info["id"],
+                                    default_limit=data.LIST_ROWS, total_key="threads_total",
+                                    missing="no such method")
 
 
 async def api_failures(request: web.Request) -> web.Response:
@@ -473,18 +478,12 @@ async def api_failures(request: web.Request) -> web.Response:
 
 
 async def api_failure(request: web.Request) -> web.Response:
-    """A failure kind and its reports, newest first: `limit` (REPORTS_PAGE by default, at
-    most MAX_ROWS) after `offset`, as every /api/ list; X-Total-Count counts them all."""
+    """A failure kind and its reports, newest first (REPORTS_PAGE a page by default)."""
     if moved := failure_moved(request):
         return moved
-    paging = api_paging(request.query, default_limit=REPORTS_PAGE, max_limit=data.MAX_ROWS)
-    if isinstance(paging, str):
-        return json_response({"error": paging}, 400)
-    limit, offset = paging
-    found = await _session_call(request, data.failure_data, request.match_info["key"],
-                                limit=limit, offset=offset)
-    return (_paged(found[0], "reports_total") if found
-            else json_response({"error": "no such failure kind"}, 404))
+    return await _item_with_threads(request, data.failure_data, request.match_info["key"],
+                                    default_limit=REPORTS_PAGE, total_key="reports_total",
+                                    missing="no such failure kind")
 
 
 async def api_frameworks(request: web.Request) -> web.Response:

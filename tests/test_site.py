@@ -434,6 +434,26 @@ async def test_a_known_page_with_a_trailing_slash_leads_to_the_page(client) -> N
         assert (status, location) == (404, None), path
 
 
+async def test_an_api_path_with_a_trailing_slash_names_the_route_meant(client) -> None:
+    """tidy75: an /api/ path written with a trailing slash keeps the API's JSON 404 (no 308:
+    a script reads an error it can parse), for GET and HEAD, its query string aside; the
+    message named the route meant only for a fixed path (/api/repos), not for one with a
+    parameter (/api/frameworks/verl/, /api/threads/o/r/N/), which pages redirect to."""
+    for path, meant in (("/api/repos/?framework=trl", "/api/repos"),
+                        ("/api/frameworks/verl/", "/api/frameworks/verl"),
+                        ("/api/threads/huggingface/trl/200/", "/api/threads/huggingface/trl/200"),
+                        ("/api/no/such/", None), ("/api/a%3Fb%25zz/", None)):
+        for method in ("GET", "HEAD"):
+            resp = await client.request(method, path, allow_redirects=False)
+            assert (resp.status, resp.content_type) == (404, "application/json"), (method, path)
+            assert "Location" not in resp.headers
+        error = (await (await client.get(path)).json())["error"]
+        assert (error.endswith(f"did you mean {meant}?") if meant else "did you mean" not in error), error
+    # A method the meant route does not take is still pointed at it (it is the address meant).
+    resp = await client.post("/api/repos/")
+    assert "did you mean /api/repos?" in (await resp.json())["error"]
+
+
 async def test_a_path_of_no_page_answers_the_sites_not_found_page(client) -> None:
     """A path no route has (/threads/ is no page with or without its slash; a typo) was
     aiohttp's bare '404: Not Found' in plain text: no navigation, nothing saying which site it

@@ -47,6 +47,22 @@ def kind_title(key: str | None) -> str | None:
     return failures[key].title if key in failures else key
 
 
+def concern_title(key: str) -> str:
+    """A review concern's title (analyzers/catalog/concerns.yaml); an unknown key as it is."""
+    from analyzers.catalog import concern_kinds
+
+    kinds = concern_kinds()
+    return kinds[key].title if key in kinds else key
+
+
+def concern_meaning(key: str) -> str:
+    """What a review concern means, in one line (concerns.yaml); "" for an unknown key."""
+    from analyzers.catalog import concern_kinds
+
+    kinds = concern_kinds()
+    return kinds[key].description if key in kinds else ""
+
+
 def _like_json(column: Any, value: str) -> Any:
     """`value` is one element of a JSON list column: a text match on the serialised list
     (the same on SQLite and PostgreSQL), with LIKE wildcards escaped."""

@@ -33,6 +33,7 @@ from typing import Any
 
 from sqlalchemy import select, update
 
+from analyzers.accounts import is_bot_login
 from analyzers.catalog import canonical_repo, framework_id
 from analyzers.study import DECLINED_STATES
 from bot.analysis import hidden_from_discussion
@@ -98,7 +99,7 @@ async def _first_replies(session: Any, threads: dict[int, Thread]) -> dict[int, 
             .where(Comment.thread_id.in_(ids[i:i + 500])))
         for thread_id, author, is_bot, created, minimized_reason in rows:
             opener = threads[thread_id].author
-            if created is None or is_bot or (author or "").endswith("[bot]") or author == opener:
+            if created is None or is_bot_login(author, "Bot" if is_bot else None) or author == opener:
                 continue
             if hidden_from_discussion({"minimized_reason": minimized_reason}):
                 continue
@@ -402,12 +403,13 @@ async def build_report(ctx: Any, day: date | None = None, *,
 
 def _names() -> dict[str, Any]:
     """How the report names what it counts, as the site does (one way to name each): failure
-    kinds by the catalog's title, review states by the site's labels, frameworks and methods
+    kinds and review concerns by the catalog's titles, review states by the site's labels, frameworks and methods
     by their catalog names. Ids stay in links and `data-` attributes."""
-    from bot.site.data import kind_title
+    from bot.site.data import concern_meaning, concern_title, kind_title
     from bot.site.pages import STATE_LABELS, framework_names, method_names
 
-    return {"kind_title": kind_title, "state_labels": STATE_LABELS,
+    return {"kind_title": kind_title, "concern_title": concern_title,
+            "concern_meaning": concern_meaning, "state_labels": STATE_LABELS,
             "framework_names": framework_names(), "method_names": method_names()}
 
 

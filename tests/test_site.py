@@ -539,3 +539,22 @@ async def test_the_repositories_page_links_each_install_preview(client, ctx) -> 
     # The preview page leads back to the list.
     preview = await _text(client, "/repos/huggingface/trl/preview")
     assert 'href="/repos/"' in preview
+
+
+async def test_a_proposals_list_links_its_json(client) -> None:
+    """/proposals offered its filtered list as an Atom feed only; its JSON twin,
+    /api/proposals with the same filters (docs/site.md, "Proposals"), was nowhere linked, so
+    a reader wanting the data of a filtered list took the whole export. The page links it,
+    with the filters it applies (a dropped value not among them)."""
+    import html as html_lib
+    import re
+
+    page = await _text(client, "/proposals?framework=VERL&state=nonsense", status=400)
+    found = re.search(r'<a href="(/api/proposals[^"]*)">', page)
+    assert found is not None
+    api = html_lib.unescape(found.group(1))
+    assert api == "/api/proposals?framework=verl", api
+    resp = await client.get(api)
+    assert resp.status == 200
+    assert int(resp.headers["X-Total-Count"]) == 2 == len(await resp.json())
+    assert 'href="/api/proposals"' in await _text(client, "/proposals")

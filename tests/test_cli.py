@@ -170,13 +170,16 @@ async def test_replay_sends_signed_deliveries(ctx: AppContext, shared_dir: Path,
 
 
 
+EXAMPLE_ISSUES = Path(__file__).resolve().parent.parent / "examples" / "issues"
+
+
 async def test_replay_says_why_a_delivery_was_refused(ctx: AppContext, tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """A refused delivery was printed as its status alone ("401\tfile" for every file sent
     with the wrong secret, the README demo's likeliest slip; "400" for a file that is no JSON
     object): the app's answer says why, and the line now does, on one line; a 2xx line is
     unchanged."""
-    examples = Path(__file__).resolve().parent.parent / "examples" / "issues"
+    examples = EXAMPLE_ISSUES
     (tmp_path / "issues").mkdir()
     (tmp_path / "issues" / "notes.json").write_text("not json\n")
     async with TestClient(TestServer(create_app(ctx, worker=False))) as client:

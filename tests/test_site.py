@@ -558,3 +558,20 @@ async def test_a_proposals_list_links_its_json(client) -> None:
     assert resp.status == 200
     assert int(resp.headers["X-Total-Count"]) == 2 == len(await resp.json())
     assert 'href="/api/proposals"' in await _text(client, "/proposals")
+
+
+async def test_a_filter_given_twice_is_not_read_as_its_first_value(client) -> None:
+    """`/api/proposals?framework=verl&framework=trl` answered verl's proposals alone, 200, as
+    if trl had not been asked (a script merging two frameworks got one); the page did the same
+    without a word. Two different values of one filter are refused as any bad value is: the
+    API's 400 says so, the page names them beside the field and applies the other filters;
+    the same value twice is that value."""
+    data = await _json(client, "/api/proposals?framework=verl&framework=trl", status=400)
+    assert "verl" in data["error"] and "trl" in data["error"], data
+    html = await _text(client, "/proposals?framework=verl&framework=trl&state=declined", status=400)
+    assert 'id="ignored-framework"' in html and "ignored" in html
+    assert "Add CISPO loss" in html and "Support GSPO" not in html  # the state still applies
+    await _json(client, "/api/proposals?state=merged&state=declined", status=400)
+    await _json(client, "/api/proposals?paper=gspo&paper=cispo", status=400)
+    rows = await _json(client, "/api/proposals?framework=verl&framework=VERL")
+    assert sorted(p["number"] for p in rows) == [101, 102]

@@ -134,9 +134,15 @@ def proposal_filters(request: web.Request) -> tuple[dict[str, str | None], dict[
     what was wrong with each value dropped, by its filter (the form field the page ties the
     notice to: leftb65), empty when none was."""
     q = request.query
-    framework = (q.get("framework") or "").strip() or None
-    state = (q.get("state") or "").strip() or None
-    paper = (q.get("paper") or "").strip()[:200] or None
+    # A filter given twice with two values (framework=verl&framework=trl) was read as its first,
+    # the second dropped without a word: a list of one framework answered as if of both. It is
+    # refused as a bad value is (the same value twice, in any case, is that value).
+    several = {name: values for name in ("framework", "state", "paper")
+               if len(values := list(dict.fromkeys(v.strip() for v in q.getall(name, []) if v.strip()))) > 1
+               and len({v.lower() for v in values}) > 1}
+    framework = None if "framework" in several else (q.get("framework") or "").strip() or None
+    state = None if "state" in several else (q.get("state") or "").strip() or None
+    paper = None if "paper" in several else (q.get("paper") or "").strip()[:200] or None
     if paper:
         # "arXiv:2503.14476", an arxiv.org or alphaxiv link, or a bare id: the id; else a
         # catalog method id as typed.
@@ -150,7 +156,10 @@ def proposal_filters(request: web.Request) -> tuple[dict[str, str | None], dict[
             paper if paper in methods else canonical_id(paper, methods, method_names()) or paper[:64])
     # A bad value is dropped and named, the other filters kept (left64: one bad value
     # emptied the whole form, the valid framework with it).
-    dropped: dict[str, str] = {}
+    dropped: dict[str, str] = {
+        name: f"one {name} at a time: " + ", ".join(v[:64] for v in values[:5])
+        + (", …" if len(values) > 5 else "") + " given"
+        for name, values in several.items()}
     frameworks = data.catalog().frameworks
     if framework and framework not in frameworks:
         framework = canonical_id(framework, frameworks, framework_names()) or (

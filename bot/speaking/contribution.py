@@ -108,8 +108,9 @@ def contents_url(repo: str, path: str) -> str | None:
 
 
 def tree_url(repo: str) -> str | None:
-    """The git trees API URL listing every file of `repo`'s default branch (HEAD)."""
-    if not _REPO_NAME.fullmatch(repo) or repo.split("/")[1] in (".", ".."):
+    """The git trees API URL listing every file of `repo`'s default branch (HEAD); None for
+    a name that is not a repository's (as contents_url)."""
+    if contents_url(repo, "") is None:
         return None
     return f"/repos/{repo}/git/trees/HEAD?recursive=1"
 
@@ -307,15 +308,12 @@ async def _package_guides(fetch: _Fetcher, repo: str, known: set[str]) -> dict[s
     fetch.calls += 1
     try:
         listing = await fetch.api.getitem(url)
-    except BadRequest as exc:
-        # 404 / 409: no tree to list (an empty repository, no default branch).
+    except (GitHubException, OSError, aiohttp.ClientError) as exc:
+        # 404 / 409: no tree to list (an empty repository, no default branch); anything else
+        # (a rate limit past the client's retries, 5xx, a dropped connection) is said.
         if int(getattr(exc, "status_code", 0) or 0) not in (404, 409):
             log.warning("file tree of %s not listed (%s); no package guides read", repo, exc)
             fetch.partial[TREE_KEY] = "unlisted"
-        return {}
-    except (GitHubException, OSError, aiohttp.ClientError) as exc:
-        log.warning("file tree of %s not listed (%s); no package guides read", repo, exc)
-        fetch.partial[TREE_KEY] = "unlisted"
         return {}
     if not isinstance(listing, dict):
         return {}

@@ -1125,13 +1125,14 @@ MAX_CONDITION = 80
 # "新增 X 的 PR" (PRs that add X) is "in some cases PRs" (analyzers.rules.gloss_zh).
 GLOSSED_CONDITION = re.compile(r"\b(?:if|in some cases)\b")
 # A condition said as the PRs it is about: "a PR that touches `pkg/io/`", "pull requests which
-# change the sampler" (to the next punctuation).
+# change the sampler" (to the next punctuation; the plural without an article since rules76).
 # Or as the folder the rule holds under: "changes under / to `pkg/io/` need two approvals", "two
 # approvals for anything under `pkg/core/` or `pkg/net/`" (one or two folders, ending in "/": "add
 # your changes to `CHANGES.md`" names a file to write to, not the changes a rule is about).
 _SCOPE_CONDITION = re.compile(
-    r"\b((?:a|any)\s(?:pr|pull\srequest|change)\s(?:that|which)\s"
-    r"(?:touch(?:es)?|changes?|modif(?:y|ies)|alters?)\s[^,;:()!?\n]{3,120}?)(?=\s*(?:[,;:()!?]|\.(?:\s|$)|$))"
+    r"\b((?:(?:a|any)\s(?:pr|pull\srequest|change)|prs|pull\srequests)\s(?:that|which)\s"
+    r"(?:touch(?:es)?|changes?|modif(?:y|ies)|alters?)\s[^,;:()!?\n]{3,120}?)"
+    r"(?=\s(?:must|should|need|needs|require|requires|get|gets)\b|\s*(?:[,;:()!?]|\.(?:\s|$)|$))"
     r"|\b((?:anything|everything|changes|code|files)\s(?:under|to)\s(?:the\s)?`?(?:[\w.-]{1,40}/){1,6}`?"
     r"(?:\s(?:or|and)\s`?(?:[\w.-]{1,40}/){1,6}`?)?)",
     re.I)
@@ -1168,7 +1169,7 @@ def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = Non
     if m := _SCOPE_CONDITION.search(text[:600]):
         # "The exception is a PR that touches `pkg/io/`: there, include ...": said of those PRs
         clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1) or m.group(2)).split())
-        clause = clause[0].lower() + clause[1:]
+        clause = clause if clause[:2].isupper() else clause[0].lower() + clause[1:]  # "PRs that ..."
         return f"for {clause}" if len(clause) <= MAX_CONDITION else "in the cases the guide names"
     return ""
 

@@ -285,3 +285,12 @@ def test_an_ai_section_asks_for_the_tool_and_an_understood_change() -> None:
 def test_a_tool_switched_away_from_is_not_named() -> None:
     text = "# Contributing\n\nWe moved from pylint to ruff last year: `ruff check` must pass.\n"
     assert _rules({"CONTRIBUTING.md": text})["lint_tools"]["statement"] == "Lint and format tools named: ruff."
+
+
+def test_an_approval_count_said_after_the_approval_keeps_its_scope() -> None:
+    text = ("# Contributing\n\nPull requests that change the sampler need approval from two of the "
+            "sampling owners listed in `OWNERS`.\n")
+    rules = _rules({"CONTRIBUTING.md": text})
+    assert rules["review_approval_from_count"]["statement"] == (
+        "Every PR needs the approval of two of the sampling owners before it is merged, "
+        "for pull requests that change the sampler."), rules

@@ -96,6 +96,8 @@ CASES = {
     "checklist-boxes": _fill("## PR checklist\n- [ ] If a x changed: the pass rate is in the description; "
                              "`docs/a.md` is updated; new x are YAML files in `a/b/`.\n"),
     "label-items": _fill("1. Where things go\n   1. a: `x/y/`\n      1. b\n"),
+    "approval-from-count": _fill("Pull requests that change a b c need approval from two of the x y owners; "
+                                 "PRs that touch need need "),
     "vietnamese": _fill("Mỗi commit phải có dòng `Signed-off-by`; không cần ký CLA và hãy mở một issue trước. "),
 }
 

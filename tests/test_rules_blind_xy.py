@@ -294,3 +294,9 @@ def test_an_approval_count_said_after_the_approval_keeps_its_scope() -> None:
     assert rules["review_approval_from_count"]["statement"] == (
         "Every PR needs the approval of two of the sampling owners before it is merged, "
         "for pull requests that change the sampler."), rules
+
+
+def test_the_apache_cla_forms_are_a_cla() -> None:
+    text = ("# Contributing\n\nThe bot on your first PR links to the signing page: individuals sign "
+            "the ICLA, and a company signs the CCLA.\n")
+    assert "cla_required" in _rules({"CONTRIBUTING.md": text})

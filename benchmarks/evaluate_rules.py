@@ -47,7 +47,7 @@ GOAL = 0.85
 # reached it in rules69; V and W were developed on in rules73, which fixed their invented lines
 # first; W reached it in rules74, Traditional Chinese read; X and Y, developed on in rules76,
 # reached it there).
-BELOW_GOAL_FLOOR: dict[str, int] = {"v": 34}
+BELOW_GOAL_FLOOR: dict[str, int] = {"v": 35}
 
 
 def summary_lines(summary: dict[str, Any]) -> list[tuple[str, list[str]]]:

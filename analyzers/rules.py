@@ -1134,7 +1134,9 @@ _SCOPE_CONDITION = re.compile(
     r"(?:touch(?:es)?|changes?|modif(?:y|ies)|alters?)\s[^,;:()!?\n]{3,120}?)"
     r"(?=\s(?:must|should|need|needs|require|requires|get|gets)\b|\s*(?:[,;:()!?]|\.(?:\s|$)|$))"
     r"|\b((?:anything|everything|changes|code|files)\s(?:under|to)\s(?:the\s)?`?(?:[\w.-]{1,40}/){1,6}`?"
-    r"(?:\s(?:or|and)\s`?(?:[\w.-]{1,40}/){1,6}`?)?)",
+    r"(?:\s(?:or|and)\s`?(?:[\w.-]{1,40}/){1,6}`?)?)"
+    # or as the folder that is the sentence's subject: "`pkg/core/` needs 2 approvals" (rules76)
+    r"|^[-*\s]{0,4}(`?(?:[\w.-]{1,40}/){1,6}`?)(?=\s(?:needs?|requires?|gets?)\b)",
     re.I)
 _CONDITION_MARKUP = re.compile(r"[<>\[\]`*|#\\]|(?<!\w)_|_(?!\w)")
 # Sentences and "; " parts of a segment. A name's dot is not an end: in the matched text
@@ -1168,7 +1170,7 @@ def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = Non
         return f"{word} {clause}"
     if m := _SCOPE_CONDITION.search(text[:600]):
         # "The exception is a PR that touches `pkg/io/`: there, include ...": said of those PRs
-        clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1) or m.group(2)).split())
+        clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1) or m.group(2) or f"changes under {m.group(3)}").split())
         clause = clause if clause[:2].isupper() else clause[0].lower() + clause[1:]  # "PRs that ..."
         return f"for {clause}" if len(clause) <= MAX_CONDITION else "in the cases the guide names"
     return ""

@@ -300,3 +300,9 @@ def test_the_apache_cla_forms_are_a_cla() -> None:
     text = ("# Contributing\n\nThe bot on your first PR links to the signing page: individuals sign "
             "the ICLA, and a company signs the CCLA.\n")
     assert "cla_required" in _rules({"CONTRIBUTING.md": text})
+
+
+def test_a_folder_as_the_subject_scopes_its_approval_count() -> None:
+    text = "# Contributing\n\n- `kit/core/` needs 2 approvals. Everything else: 1.\n"
+    assert _rules({"CONTRIBUTING.md": text})["review_approvals_count"]["statement"] == (
+        "Every PR needs 2 approving reviews before merging, for changes under kit/core/.")

@@ -1398,10 +1398,16 @@ def _near(rule: Rule, matches: list[tuple[int, int, int]], doc: Any, strings: An
     "approved" on it')."""
     first, last = set(rule.groups[0]), set(rule.groups[-1])
     ends = [end for m, _, end in matches if strings[m] in first]
-    starts = [start for m, start, _ in matches if strings[m] in last]
-    return any(0 <= start - end < rule.within
-               and not any(doc[i].is_punct and not doc[i].is_quote for i in range(end, start))
-               for end in ends for start in starts)
+    starts = sorted(start for m, start, _ in matches if strings[m] in last)
+    for end in ends:
+        # only the first start at or after the end can be near without punctuation between
+        # (a later one has that start's span between too): one lookup per end, not one per
+        # pair (64 KiB of "approval from two owners" without a full stop was quadratic)
+        k = bisect.bisect_left(starts, end)
+        if k < len(starts) and starts[k] - end < rule.within and not any(
+                doc[i].is_punct and not doc[i].is_quote for i in range(end, starts[k])):
+            return True
+    return False
 
 
 def _stated_apart_from_veto(rule: Rule, matches: list[tuple[int, int, int]], doc: Any,

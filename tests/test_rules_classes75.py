@@ -1,0 +1,23 @@
+"""Classes of rules the developed written sets (Q, T, U, V, W) still missed after rules74
+(docs/rules.md, "Review rules75"), read here in wordings written for these tests, not the
+sets' sentences. Each test also checks what is NOT said."""
+
+from __future__ import annotations
+
+from tests.test_rules_generalise import _rules, _topics
+
+
+def test_a_before_and_after_request_naming_an_evaluation_measure_says_the_measure() -> None:
+    # "outputs" here is what a model produces, not the output of a speed benchmark: the request
+    # is an evaluation result and the summary names it (it was "before/after output")
+    md = ("If your change can affect what the ranking model predicts (its outputs, its "
+          "features), report top-5 accuracy on the validation fold before and after the change.\n")
+    rules = _rules({"CONTRIBUTING.md": md})
+    assert "results_conditional" not in rules
+    assert rules["results_scoped"]["statement"] == (
+        "Some changes need evaluation results in the PR; the guide says which (if your change "
+        "can affect what the ranking model predicts) and what (top-5 accuracy, before and after).")
+    # a speed request without a measure of quality is still the before/after output one
+    speed = ("If your change touches the data loader, paste the timings from `bench/load.py` "
+             "before and after.\n")
+    assert "results_conditional" in _rules({"CONTRIBUTING.md": speed})

@@ -21,3 +21,15 @@ def test_a_before_and_after_request_naming_an_evaluation_measure_says_the_measur
     speed = ("If your change touches the data loader, paste the timings from `bench/load.py` "
              "before and after.\n")
     assert "results_conditional" in _rules({"CONTRIBUTING.md": speed})
+
+
+def test_results_asked_in_the_present_tense_of_what_a_pr_does_are_a_results_rule() -> None:
+    # the rule said as what the PR does ("reports", "attaches"), scoped to the PRs it names
+    md = ("A pull request that modifies a ranker reports its top-1 accuracy on the dev split "
+          "in the description.\n")
+    assert _rules({"CONTRIBUTING.md": md})["results_scoped"]["statement"] == (
+        "Some changes need evaluation results in the PR; the guide says which (that modifies a "
+        "ranker) and what (top-1 accuracy).")
+    # a description of what a tool reports asks nothing of the contributor
+    tool = "The nightly job reports accuracy on the dev split to the dashboard.\n"
+    assert "results" not in _topics({"CONTRIBUTING.md": tool})

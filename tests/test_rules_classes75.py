@@ -33,3 +33,13 @@ def test_results_asked_in_the_present_tense_of_what_a_pr_does_are_a_results_rule
     # a description of what a tool reports asks nothing of the contributor
     tool = "The nightly job reports accuracy on the dev split to the dashboard.\n"
     assert "results" not in _topics({"CONTRIBUTING.md": tool})
+
+
+def test_a_larger_change_that_starts_as_a_forum_thread_is_discussed_first() -> None:
+    md = "Larger changes should start as a GitHub Discussion in the Proposals category.\n"
+    assert _rules({"CONTRIBUTING.md": md})["issue_first_forum"]["statement"] == (
+        "Discuss a new feature or larger change first (in a GitHub Discussion) before the PR.")
+    # how the project began, or where questions go, asks nothing first
+    for told in ("The project started as a GitHub Discussion about larger reward models.\n",
+                 "Questions about larger changes can start as a GitHub Discussion.\n"):
+        assert "issue-first" not in _topics({"CONTRIBUTING.md": told}), told

@@ -43,3 +43,30 @@ def test_a_larger_change_that_starts_as_a_forum_thread_is_discussed_first() -> N
     for told in ("The project started as a GitHub Discussion about larger reward models.\n",
                  "Questions about larger changes can start as a GitHub Discussion.\n"):
         assert "issue-first" not in _topics({"CONTRIBUTING.md": told}), told
+
+
+_FORM = """name: Suggest a new sampler
+description: Propose a sampler for the library.
+body:
+  - type: checkboxes
+    id: promises
+    attributes:
+      label: Promises
+      options:
+        - label: I will wait until this proposal is approved before writing the implementation.
+          required: {required}
+        - label: The pull request will compare the new sampler with the ancestral baseline.
+          required: {required}
+"""
+
+
+def test_a_required_issue_form_box_states_its_proposal_and_results_rules() -> None:
+    form = {".github/ISSUE_TEMPLATE/new_sampler.yml": _FORM.format(required="true")}
+    rules = _rules(form)
+    assert rules["issue_proposal_first"]["statement"] == (
+        "Larger changes need an accepted design proposal before the implementation.")
+    assert rules["results_compare"]["statement"] == (
+        "Compare the results with the ancestral baseline.")
+    # the same boxes left optional are offers the author may tick: nothing is asked
+    optional = {".github/ISSUE_TEMPLATE/new_sampler.yml": _FORM.format(required="false")}
+    assert not {"issue-first", "results"} & _topics(optional)

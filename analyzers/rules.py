@@ -656,8 +656,21 @@ def scoped_sections(text: str) -> tuple[set[str], set[str]]:
     return scoped, dropped - kept
 
 
+def named_templates(kinds: Mapping[str, str]) -> dict[str, str]:
+    """PR templates of a `PULL_REQUEST_TEMPLATE/` folder holding several ({path: its name as
+    words}): each is chosen for one kind of pull request ("new_trainer.md"), so what its
+    checklist asks is asked of those pull requests only, not of every PR (rules75)."""
+    folder = [p for p, k in kinds.items() if k == "pr_template"
+              and p.lower().rsplit("/", 2)[-2:-1] == ["pull_request_template"]]
+    if len(folder) < 2:
+        return {}
+    return {p: re.sub(r"[\s_-]+", " ", p.rsplit("/", 1)[-1].rsplit(".", 1)[0]).strip()
+            for p in folder}
+
+
 def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
     out: list[Segment] = []
+    templates = named_templates(kinds)
     for path, text in files.items():
         kind = kinds[path]
         if kind in ("workflow", "codeowners", "ruleset"):
@@ -679,9 +692,9 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
         out += markdown_segments(body, path)
         # (headings only: one pass over the lines, cheaper than searching the whole text)
         scoped, dropped = scoped_sections(body)
-        if scoped:
+        if scoped or path in templates:
             for seg in out[start:]:
-                seg.scoped = seg.section.split(" / ", 1)[0] in scoped
+                seg.scoped = path in templates or seg.section.split(" / ", 1)[0] in scoped
         if dropped:
             # a section for the people who merge asks nothing of contributors (rules72)
             out[start:] = [seg for seg in out[start:] if seg.section.split(" / ", 1)[0] not in dropped]
@@ -1148,6 +1161,7 @@ def unnamed_ai(text: str) -> str:
 
 def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any]]:
     tab = table()
+    templates = named_templates(kinds)
     directive: dict[int, bool] = {}  # per segment, computed when a directive rule asks
     pipe = _nlp()
     strings = pipe.vocab.strings
@@ -1307,6 +1321,11 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 zh = None
         if scoped:
             scope = wording().texts["scoped"]
+            if all(seg.file in templates for seg, _, _ in hits):
+                # asked by named PR templates: said of the pull requests they are for
+                names = ", ".join(f"“{templates[f]}”" for f in sources)
+                scope = {key: text.replace("{names}", names)
+                         for key, text in wording().texts["template_scoped"].items()}
             statement = f"{statement.rstrip('.')} {scope['en']}."
             zh = f"{zh.rstrip('。')}{scope['zh']}。" if zh else None
         facts.append({

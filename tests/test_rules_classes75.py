@@ -25,7 +25,7 @@ def test_a_before_and_after_request_naming_an_evaluation_measure_says_the_measur
 
 def test_results_asked_in_the_present_tense_of_what_a_pr_does_are_a_results_rule() -> None:
     # the rule said as what the PR does ("reports", "attaches"), scoped to the PRs it names
-    md = ("A pull request that modifies a ranker reports its top-1 accuracy on the dev split "
+    md = ("Every pull request that modifies a ranker reports its top-1 accuracy on the dev split "
           "in the description.\n")
     assert _rules({"CONTRIBUTING.md": md})["results_scoped"]["statement"] == (
         "Some changes need evaluation results in the PR; the guide says which (that modifies a "
@@ -70,3 +70,22 @@ def test_a_required_issue_form_box_states_its_proposal_and_results_rules() -> No
     # the same boxes left optional are offers the author may tick: nothing is asked
     optional = {".github/ISSUE_TEMPLATE/new_sampler.yml": _FORM.format(required="false")}
     assert not {"issue-first", "results"} & _topics(optional)
+
+
+def test_a_named_pr_template_asks_its_checklist_of_its_own_pull_requests() -> None:
+    folder = ".github/PULL_REQUEST_TEMPLATE/"
+    files = {
+        folder + "new_metric.md": (
+            "## Checklist\n\n- [ ] I attached the loss-scale curves and the win rate against "
+            "the base model.\n- [ ] The metric is documented in `docs/metrics/`.\n"),
+        folder + "typo.md": "## Checklist\n\n- [ ] Only spelling changes.\n",
+    }
+    rules = _rules(files)
+    assert rules["results_share"]["statement"] == (
+        "Share evaluation results in the PR (loss-scale curves) (asked in the “new metric” "
+        "pull request template only).")
+    assert rules["results_share"]["source"] == folder + "new_metric.md"
+    # the one default template asks its checklist of every pull request
+    default = {".github/PULL_REQUEST_TEMPLATE.md": files[folder + "new_metric.md"]}
+    assert _rules(default)["results_share"]["statement"] == (
+        "Share evaluation results in the PR (loss-scale curves).")

@@ -89,3 +89,13 @@ def test_a_named_pr_template_asks_its_checklist_of_its_own_pull_requests() -> No
     default = {".github/PULL_REQUEST_TEMPLATE.md": files[folder + "new_metric.md"]}
     assert _rules(default)["results_share"]["statement"] == (
         "Share evaluation results in the PR (loss-scale curves).")
+
+
+def test_a_test_file_named_for_some_changes_must_pass_for_them() -> None:
+    md = ("If you touch the audio resampler, `tests/audio/test_resample.py` must pass as well.\n")
+    assert _rules({"CONTRIBUTING.md": md})["tests_named_file"]["statement"] == (
+        "Some changes must also pass the tests the guide names for them "
+        "(`tests/audio/test_resample.py`).")
+    # a test file shown as an example of where tests live asks nothing of some changes
+    layout = "Tests live in files such as `tests/audio/test_resample.py`.\n"
+    assert "tests_named_file" not in _rules({"CONTRIBUTING.md": layout})

@@ -99,3 +99,13 @@ def test_a_test_file_named_for_some_changes_must_pass_for_them() -> None:
     # a test file shown as an example of where tests live asks nothing of some changes
     layout = "Tests live in files such as `tests/audio/test_resample.py`.\n"
     assert "tests_named_file" not in _rules({"CONTRIBUTING.md": layout})
+
+
+def test_a_bug_fix_with_a_test_that_fails_first_is_a_regression_test_rule() -> None:
+    md = ("Each bug fix is accompanied by a test which fails on `master` and passes with the "
+          "patch.\n")
+    assert _rules({"CONTRIBUTING.md": md})["tests_fails_first"]["statement"] == (
+        "A bug fix needs a test that fails on master and passes with the fix.")
+    # a CI job that fails on master is no test asked of a bug fix
+    told = "The nightly job sometimes fails on master; a bug fix for it is welcome.\n"
+    assert "tests_fails_first" not in _rules({"CONTRIBUTING.md": told})

@@ -109,3 +109,12 @@ def test_a_bug_fix_with_a_test_that_fails_first_is_a_regression_test_rule() -> N
     # a CI job that fails on master is no test asked of a bug fix
     told = "The nightly job sometimes fails on master; a bug fix for it is welcome.\n"
     assert "tests_fails_first" not in _rules({"CONTRIBUTING.md": told})
+
+
+def test_the_individual_and_corporate_agreements_are_a_cla() -> None:
+    md = ("Before your first merge, sign the ICLA; if your employer owns your work, it signs "
+          "the CCLA. The LF EasyCLA check tells you which one is missing.\n")
+    assert _rules({"CONTRIBUTING.md": md})["cla_required"]["statement"] == (
+        "Contributors must sign a Contributor License Agreement (CLA).")
+    waived = "No ICLA or CCLA is needed to contribute here.\n"
+    assert "cla_required" not in _rules({"CONTRIBUTING.md": waived})

@@ -118,3 +118,16 @@ def test_the_individual_and_corporate_agreements_are_a_cla() -> None:
         "Contributors must sign a Contributor License Agreement (CLA).")
     waived = "No ICLA or CCLA is needed to contribute here.\n"
     assert "cla_required" not in _rules({"CONTRIBUTING.md": waived})
+
+
+def test_a_package_guide_asks_its_rules_of_that_package_and_counts_approvals() -> None:
+    files = {"CONTRIBUTING.md": "Run `make test` before pushing.\n",
+             "libs/tokenizers/CONTRIBUTING.md": (
+                 "Changes here need approval from three of the tokenizer maintainers.\n")}
+    assert _rules(files)["review_approvals_count"]["statement"] == (
+        "Every PR needs three approving reviews before merging (for changes to "
+        "“libs/tokenizers/”, as its own guide says).")
+    # the same sentence in the project's guide is every PR's rule
+    whole = {"CONTRIBUTING.md": files["libs/tokenizers/CONTRIBUTING.md"]}
+    assert _rules(whole)["review_approvals_count"]["statement"] == (
+        "Every PR needs three approving reviews before merging.")

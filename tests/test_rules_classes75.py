@@ -131,3 +131,15 @@ def test_a_package_guide_asks_its_rules_of_that_package_and_counts_approvals() -
     whole = {"CONTRIBUTING.md": files["libs/tokenizers/CONTRIBUTING.md"]}
     assert _rules(whole)["review_approvals_count"]["statement"] == (
         "Every PR needs three approving reviews before merging.")
+
+
+def test_work_that_must_reproduce_a_published_result_is_a_results_rule() -> None:
+    for md, what in (("A new scorer has to reproduce the original implementation on the "
+                      "shared inputs.\n", "the original implementation"),
+                     ("Every new dataset loader must reproduce the published accuracy.\n",
+                      "the published accuracy")):
+        assert _rules({"CONTRIBUTING.md": md})["results_reproduce"]["statement"] == (
+            f"Some new work should reproduce {what}; the guide says which."), md
+    # reproducing a bug is a bug report's step, not a results rule
+    bug = "Please include a script that can reproduce the published wheel's crash.\n"
+    assert "results" not in _topics({"CONTRIBUTING.md": bug})

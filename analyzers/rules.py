@@ -1118,6 +1118,9 @@ def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = Non
         word = m.group(1).lower()
         if _EVERY_PR.fullmatch(clause):
             return ""
+        if clause.lower() in ("yes", "no", "not"):
+            # "If yes: ..." answers a template's question: the condition is the question's
+            return "in the cases the guide names"
         if len(clause) > MAX_CONDITION:
             return "in the cases the guide names"
         if word == "unless" and waived.search(text[: m.start()].lower()):

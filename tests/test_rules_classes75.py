@@ -4,6 +4,7 @@ sets' sentences. Each test also checks what is NOT said."""
 
 from __future__ import annotations
 
+from analyzers.rules import stated_condition, table
 from tests.test_rules_generalise import _rules, _topics
 
 
@@ -143,3 +144,16 @@ def test_work_that_must_reproduce_a_published_result_is_a_results_rule() -> None
     # reproducing a bug is a bug report's step, not a results rule
     bug = "Please include a script that can reproduce the published wheel's crash.\n"
     assert "results" not in _topics({"CONTRIBUTING.md": bug})
+
+
+def test_a_consequence_in_the_present_tense_asks_what_it_names() -> None:
+    md = ("## New plugins\n\nDoes it add a plugin? Plugins without a page in the user guide "
+          "are not merged.\n")
+    assert _rules({".github/pull_request_template.md": md})["docs_entry"]["statement"] == (
+        "Add or update the documentation with the change.")
+    # "If yes:" answers the template's question: no condition of its own to repeat
+    assert stated_condition("If yes: is it registered with the loader", table().waived, 0) == (
+        "in the cases the guide names")
+    # what the project does not merge by itself is no request ("Drafts are not merged")
+    drafts = "Draft pull requests are not merged; the user guide explains drafts.\n"
+    assert "docs" not in _topics({"CONTRIBUTING.md": drafts})

@@ -157,3 +157,15 @@ def test_a_consequence_in_the_present_tense_asks_what_it_names() -> None:
     # what the project does not merge by itself is no request ("Drafts are not merged")
     drafts = "Draft pull requests are not merged; the user guide explains drafts.\n"
     assert "docs" not in _topics({"CONTRIBUTING.md": drafts})
+
+
+def test_a_list_for_those_pull_requests_keeps_their_scope_and_the_seeds_asked() -> None:
+    md = ("## Changes to the optimizer\n\nMost pull requests skip this. For those pull requests:\n\n"
+          "1. Train five seeds of your branch and of `main`.\n"
+          "2. Attach the loss curves of every run to the pull request description.\n")
+    assert _rules({"CONTRIBUTING.md": md})["results_scoped"]["statement"] == (
+        "Some changes need evaluation results in the PR (loss curves, five seeds); the guide "
+        "says which.")
+    # the same list for every pull request is not said of some
+    every = md.replace("For those pull requests:", "For every pull request:")
+    assert "results_scoped" not in _rules({"CONTRIBUTING.md": every})

@@ -127,7 +127,7 @@ def test_a_package_guide_asks_its_rules_of_that_package_and_counts_approvals() -
                  "Changes here need approval from three of the tokenizer maintainers.\n")}
     assert _rules(files)["review_approvals_count"]["statement"] == (
         "Every PR needs three approving reviews before merging (for changes to "
-        "“libs/tokenizers/”, as its own guide says).")
+        "“libs/tokenizers/”, as the package guide says).")
     # the same sentence in the project's guide is every PR's rule
     whole = {"CONTRIBUTING.md": files["libs/tokenizers/CONTRIBUTING.md"]}
     assert _rules(whole)["review_approvals_count"]["statement"] == (
@@ -169,3 +169,12 @@ def test_a_list_for_those_pull_requests_keeps_their_scope_and_the_seeds_asked() 
     # the same list for every pull request is not said of some
     every = md.replace("For those pull requests:", "For every pull request:")
     assert "results_scoped" not in _rules({"CONTRIBUTING.md": every})
+
+
+def test_one_folder_per_contribution_says_where_it_goes() -> None:
+    md = "One folder per benchmark: `suites/<benchmark_name>/` with a `spec.toml`.\n"
+    assert _rules({"CONTRIBUTING.md": md})["place_paths_declarative"]["statement"] == (
+        "The guide says where such code goes (paths named: `suites/<benchmark_name>/`).")
+    # a folder per run written by a tool is not where contributions go
+    told = "The trainer writes one folder per run, such as `outputs/<run_id>/`, and logs.\n"
+    assert "algorithms" not in _topics({"CONTRIBUTING.md": told})

@@ -178,3 +178,16 @@ def test_one_folder_per_contribution_says_where_it_goes() -> None:
     # a folder per run written by a tool is not where contributions go
     told = "The trainer writes one folder per run, such as `outputs/<run_id>/`, and logs.\n"
     assert "algorithms" not in _topics({"CONTRIBUTING.md": told})
+
+
+def test_a_command_block_inside_a_sentence_is_read_with_it() -> None:
+    md = ("## Accelerator tests\n\nIf you touch the attention kernels, run\n\n```bash\n"
+          "make gpu-test\n```\n\non a machine with a GPU and paste the last line of its output "
+          "into the pull request.\n")
+    fact = _rules({"CONTRIBUTING.md": md})["tests_gpu_run"]
+    assert fact["statement"] == (
+        "Some changes must be tested on a GPU by the contributor, with the output pasted in the "
+        "PR (`make gpu-test`); the guide says which.")
+    # GPU tests run by CI or a maintainer ask nothing of the contributor
+    ci = "GPU tests run nightly on our own machines; paste nothing.\n"
+    assert "tests_gpu_run" not in _rules({"CONTRIBUTING.md": ci})

@@ -704,8 +704,32 @@ def scoped_sections(text: str) -> tuple[set[str], set[str]]:
     return scoped, dropped - kept
 
 
+# Folders of a monorepo whose subfolders are packages: a contribution guide inside one
+# (`packages/<name>/CONTRIBUTING.md`) is that package's guide.
+_PACKAGE_GUIDE = re.compile(
+    r"^(?:packages|libs?|crates|plugins|extensions|integrations|apps|modules|components)"
+    r"/[^/]{1,100}/contributing[^/]{0,40}$", re.I)
+
+
+def part_files(kinds: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """Files that ask their rules of some pull requests only ({path: (wording key, name)}), so
+    a rule only they state is said as theirs, not of every PR (rules75):
+    - a PR template of a `PULL_REQUEST_TEMPLATE/` folder holding several: each is chosen for
+      one kind of pull request ("new_trainer.md"), named by its file name in words;
+    - a package's own guide in a monorepo (`packages/<name>/CONTRIBUTING.md`): its rules are
+      the package's, named by its folder."""
+    folder = [p for p, k in kinds.items() if k == "pr_template"
+              and p.lower().rsplit("/", 2)[-2:-1] == ["pull_request_template"]]
+    parts = {p: ("template_scoped", re.sub(r"[\s_-]+", " ", p.rsplit("/", 1)[-1].rsplit(".", 1)[0]).strip())
+             for p in folder} if len(folder) > 1 else {}
+    parts.update({p: ("package_scoped", p.rsplit("/", 1)[0] + "/") for p, k in kinds.items()
+                  if k == "contributing" and _PACKAGE_GUIDE.match(p)})
+    return parts
+
+
 def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
     out: list[Segment] = []
+    parts = part_files(kinds)
     for path, text in files.items():
         kind = kinds[path]
         if kind in ("workflow", "codeowners", "ruleset"):
@@ -727,9 +751,9 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
         out += markdown_segments(body, path)
         # (headings only: one pass over the lines, cheaper than searching the whole text)
         scoped, dropped = scoped_sections(body)
-        if scoped:
+        if scoped or path in parts:
             for seg in out[start:]:
-                seg.scoped = seg.section.split(" / ", 1)[0] in scoped
+                seg.scoped = path in parts or seg.section.split(" / ", 1)[0] in scoped
         if dropped:
             # a section for the people who merge asks nothing of contributors (rules72)
             out[start:] = [seg for seg in out[start:] if seg.section.split(" / ", 1)[0] not in dropped]
@@ -1163,6 +1187,9 @@ def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = Non
         word = m.group(1).lower()
         if _EVERY_PR.fullmatch(clause):
             return ""
+        if clause.lower() in ("yes", "no", "not"):
+            # "If yes: ..." answers a template's question: the condition is the question's
+            return "in the cases the guide names"
         if len(clause) > MAX_CONDITION:
             return "in the cases the guide names"
         if word == "unless" and waived.search(text[: m.start()].lower()):
@@ -1217,6 +1244,7 @@ def unnamed_ai(text: str) -> str:
 
 def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any]]:
     tab = table()
+    parts = part_files(kinds)
     directive: dict[int, bool] = {}  # per segment, computed when a directive rule asks
     pipe = _nlp()
     strings = pipe.vocab.strings
@@ -1376,6 +1404,12 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 zh = None
         if scoped:
             scope = wording().texts["scoped"]
+            said_by = {parts[f][0] for f in sources if f in parts}
+            if all(seg.file in parts for seg, _, _ in hits) and len(said_by) == 1:
+                # asked by named PR templates or a package's guide: said of their pull requests
+                names = ", ".join(f"“{parts[f][1]}”" for f in sources)
+                scope = {key: text.replace("{names}", names)
+                         for key, text in wording().texts[said_by.pop()].items()}
             statement = f"{statement.rstrip('.')} {scope['en']}."
             zh = f"{zh.rstrip('。')}{scope['zh']}。" if zh else None
         facts.append({

@@ -287,9 +287,55 @@ def _is_label(item: Segment) -> bool:
             and not item.checkbox and not text.endswith((".", "!", "?", ";", ",")))
 
 
+_CONTINUED = re.compile(r"[a-z]")  # a line that goes on with the sentence before it
+_ENDS_SENTENCE = re.compile(r"[.:!?;)>|*]$")
+
+
+def _next_filled(lines: list[str], start: int, most: int = 2) -> int:
+    """The index of the first non-blank line from `start`, skipping at most `most` blanks."""
+    while start < len(lines) and not lines[start].strip() and most > 0:
+        start += 1
+        most -= 1
+    return start
+
+
+def join_interrupted_sentences(text: str) -> str:
+    """"..., run" / a fenced command of one line / "on a GPU and paste its output ...": one
+    sentence with a code block in its middle, read as one sentence with the command as a code
+    span (the block is kept after it, so commands are still read as code) (rules75). One
+    pass over the lines."""
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        # prose that stops mid-sentence, then ``` / one line / ```, then a lower-case line
+        if line.strip() and not _ENDS_SENTENCE.search(line.rstrip()) and not _FENCE.match(line) \
+                and not line.lstrip().startswith(("#", "-", "*", "|", ">")):
+            opened = _next_filled(lines, i + 1)
+            m = _FENCE.match(lines[opened]) if opened < len(lines) else None
+            closing = opened + 2
+            if m and closing < len(lines) and lines[opened + 1].strip() \
+                    and lines[closing].strip().startswith(m.group(1)[:3]):
+                after = _next_filled(lines, closing + 1)
+                if after < len(lines) and _CONTINUED.match(lines[after].lstrip()):
+                    command = lines[opened + 1].strip().replace("`", "")
+                    out.append(f"{line.rstrip()} `{command}` {lines[after].strip()}")
+                    rest = after + 1  # the paragraph goes on; the block follows it, as code
+                    while rest < len(lines) and lines[rest].strip():
+                        out.append(lines[rest])
+                        rest += 1
+                    out += ["", *lines[opened:closing + 1]]
+                    i = rest
+                    continue
+        out.append(line)
+        i += 1
+    return "\n".join(out)
+
+
 def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
     """Segments of a Markdown text (or of a plain text: it is Markdown without markup)."""
-    text = (text or "")[:MAX_CHARS]
+    text = join_interrupted_sentences((text or "")[:MAX_CHARS])
     segments: list[Segment] = []
     para: list[str] = []
     fence: str | None = None

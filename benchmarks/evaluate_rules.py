@@ -45,9 +45,9 @@ DEVELOPED_ON = frozenset({"rules-dev", "a", "b", "c", "d", "e", "f", "h", "i", "
 GOAL = 0.85
 # Development sets not yet at the goal, with the count of facts stated they must keep (Q
 # reached it in rules69; V and W were developed on in rules73, which fixed their invented lines
-# first; W reached it in rules74, Traditional Chinese read; X and Y, developed on in rules76,
-# reached it there).
-BELOW_GOAL_FLOOR: dict[str, int] = {"v": 35}
+# first; W reached it in rules74, Traditional Chinese read; V reached it in rules75, 38/44; X
+# and Y, developed on in rules76, reached it there).
+BELOW_GOAL_FLOOR: dict[str, int] = {}
 
 
 def summary_lines(summary: dict[str, Any]) -> list[tuple[str, list[str]]]:

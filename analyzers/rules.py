@@ -1162,6 +1162,9 @@ _SCOPE_CONDITION = re.compile(
     # or as the folder that is the sentence's subject: "`pkg/core/` needs 2 approvals" (rules76)
     r"|^[-*\s]{0,4}(`?(?:[\w.-]{1,40}/){1,6}`?)(?=\s(?:needs?|requires?|gets?)\b)",
     re.I)
+# A scope that names the file's own project ("pull requests that change this package"): every
+# PR the file speaks to (a package guide's scope is said from its path, part_files) (rules76).
+_THIS_PROJECT = re.compile(r"\bth(?:is|e)\s(?:package|project|repository|repo|library|crate|codebase)$", re.I)
 _CONDITION_MARKUP = re.compile(r"[<>\[\]`*|#\\]|(?<!\w)_|_(?!\w)")
 # Sentences and "; " parts of a segment. A name's dot is not an end: in the matched text
 # (analyzers.rules_text.match_form) it has a space before it, so both texts cut alike.
@@ -1199,6 +1202,8 @@ def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = Non
         # "The exception is a PR that touches `pkg/io/`: there, include ...": said of those PRs
         clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1) or m.group(2) or f"changes under {m.group(3)}").split())
         clause = clause if clause[:2].isupper() else clause[0].lower() + clause[1:]  # "PRs that ..."
+        if _THIS_PROJECT.search(clause):
+            return ""  # "PRs that change this package": the file's own scope, no narrower one
         return f"for {clause}" if len(clause) <= MAX_CONDITION else "in the cases the guide names"
     return ""
 

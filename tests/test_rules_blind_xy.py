@@ -295,6 +295,10 @@ def test_an_approval_count_said_after_the_approval_keeps_its_scope() -> None:
     assert rules["review_approvals_count"]["statement"] == (
         "Every PR needs two approving reviews before merging, "
         "for pull requests that change the sampler."), rules
+    # "this package" is the file's own scope: no narrower condition
+    own = text.replace("the sampler", "this package")
+    assert _rules({"CONTRIBUTING.md": own})["review_approvals_count"]["statement"] == (
+        "Every PR needs two approving reviews before merging.")
 
 
 def test_the_apache_cla_forms_are_a_cla() -> None:

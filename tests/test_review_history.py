@@ -1,0 +1,231 @@
+"""A proposal's review-state history (history75: table `review_transitions`, migration 0026,
+bot/store/history.py): one row per change of the stored state, written by each of the
+pipeline's three writers, never twice for one change (redelivered webhooks, two workers at
+once), the nightly re-analysis's changes marked as the analyzer's; shown on the thread page
+and in /api/threads. SQLite and PostgreSQL; webhook payloads from
+../shared/fixtures/webhooks/ (skipped without ../shared)."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select, update
+
+from analyzers.version import ANALYZER_VERSION
+from bot.store.models import Analysis, ReviewTransition
+from bot.store.threads import upsert_comment, upsert_thread
+from tests.test_edit_order import _shared, deliver
+from tests.test_migrations import _execute, downgrade, schema_differences
+
+HELLO = "Codertocat/Hello-World"
+TITLE = "Support DAPO (arXiv:2503.14476) clip-higher"
+BODY = ("Please add DAPO: https://arxiv.org/abs/2503.14476 . I can open a PR implementing the "
+        "dynamic sampling and clip-higher.")
+REPLY = "Thanks, sounds good, we would welcome a PR."
+CLOSING = ("Closing: this is out of scope for the library, please implement it as a recipe in "
+           "your own repository.")
+
+
+async def history(ctx: Any) -> list[tuple[str | None, str | None, str]]:
+    async with ctx.sessionmaker() as session:
+        rows = await session.scalars(select(ReviewTransition)
+                                     .order_by(ReviewTransition.observed_at, ReviewTransition.id))
+        return [(r.from_state, r.to_state, r.source) for r in rows]
+
+
+# ---- migration 0026 ------------------------------------------------------------------------
+def test_0026_backfills_one_row_per_proposal_and_goes_down_and_up(db_url: str) -> None:
+    """Going up from 0025: one row per stored proposal (none for other threads), from no
+    state to its stored one, observed when the state last changed (0022) or else at its
+    analysis time, marked `backfill`. Down: the table goes; up again: backfilled again."""
+    downgrade(db_url, "0025")
+    rows = ", ".join(f"({i}, 'o/r', {i}, 'issue', 't', 'open', '[]', '[]', true, false, "
+                     "CURRENT_TIMESTAMP)" for i in (1, 2, 3))
+    asyncio.run(_execute(db_url, "INSERT INTO threads (id, repo, number, kind, title, state, "
+                                 f"labels, assignees, complete, muted, stored_at) VALUES {rows}"))
+    analyses = ("(1, 1, 'v1', '{}', false, true, 'declined', '[]', '[]', "
+                "'2026-01-02 03:04:05+00:00', '2025-12-30 00:00:00+00:00'), "
+                "(2, 2, 'v1', '{}', false, true, 'open_no_reply', '[]', '[]', "
+                "'2026-01-03 00:00:00+00:00', NULL), "
+                "(3, 3, 'v1', '{}', true, false, 'open_replied', '[]', '[]', "
+                "'2026-01-04 00:00:00+00:00', NULL)")
+    asyncio.run(_execute(db_url, "INSERT INTO analyses (id, thread_id, analyzer_version, result, "
+                                 "is_failure_report, is_proposal, review_state, methods, "
+                                 "arxiv_ids, analyzed_at, review_state_changed_at) "
+                                 f"VALUES {analyses}"))
+    from bot.store import migrate
+
+    migrate.upgrade(db_url)
+    expected = [(1, None, "declined", "v1", "backfill", datetime(2025, 12, 30, tzinfo=UTC)),
+                (2, None, "open_no_reply", "v1", "backfill", datetime(2026, 1, 3, tzinfo=UTC))]
+
+    async def backfilled() -> list[Any]:
+        from bot.store.db import make_engine, make_sessionmaker
+
+        engine = make_engine(db_url)
+        try:
+            async with make_sessionmaker(engine)() as session:
+                return [(r.thread_id, r.from_state, r.to_state, r.analyzer_version, r.source,
+                         r.observed_at) for r in await session.scalars(
+                    select(ReviewTransition).order_by(ReviewTransition.thread_id))]
+        finally:
+            await engine.dispose()
+
+    assert asyncio.run(backfilled()) == expected
+    assert schema_differences(db_url) == []
+    downgrade(db_url, "0025")
+    tables = asyncio.run(_execute(db_url, "SELECT count(*) FROM analyses"))
+    assert tables == [(3,)]
+    with pytest.raises(Exception, match="review_transitions"):
+        asyncio.run(_execute(db_url, "SELECT count(*) FROM review_transitions"))
+    migrate.upgrade(db_url)
+    assert asyncio.run(backfilled()) == expected
+    asyncio.run(_execute(db_url, "DELETE FROM threads WHERE id = 1"))  # rows go with the thread
+    assert [r[0] for r in asyncio.run(backfilled())] == [2]
+
+
+# ---- the webhook path ----------------------------------------------------------------------
+def opened(shared_dir: Path) -> dict[str, Any]:
+    payload = _shared(shared_dir, "issues/opened.json")
+    payload["issue"].update(title=TITLE, body=BODY)
+    return payload
+
+
+def commented(shared_dir: Path, comment_id: int, body: str, at: str) -> dict[str, Any]:
+    """issue_comment.created on the opened issue by a maintainer other than its opener."""
+    payload = _shared(shared_dir, "issue_comment/created.json")
+    payload["issue"].update(title=TITLE, body=BODY)
+    payload["comment"].update(id=comment_id, body=body, created_at=at, updated_at=at,
+                              author_association="MEMBER",
+                              user={"login": "maint", "id": 7001, "type": "User"})
+    return payload
+
+
+def closed(opened_payload: dict[str, Any], at: str) -> dict[str, Any]:
+    payload = copy.deepcopy(opened_payload)
+    payload["action"] = "closed"
+    payload["issue"].update(state="closed", state_reason="not_planned", closed_at=at,
+                            updated_at=at)
+    payload["sender"] = {"login": "maint", "id": 7001, "type": "User"}
+    return payload
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["alone", "batch"])
+async def test_webhooks_record_each_change_of_a_proposals_state_once(
+        ctx: Any, shared_dir: Path, batched: bool) -> None:
+    """Opened (no reply), a maintainer's reply (replied), the reply redelivered (nothing), a
+    closing comment (still replied: nothing), the close (redirected): three rows, each from
+    the state stored before, source `webhook`, this analyzer's version."""
+    first = opened(shared_dir)
+    reply = commented(shared_dir, 9101, REPLY, "2019-05-15T16:00:00Z")
+    await deliver(ctx, batched, ("issues", first))
+    await deliver(ctx, batched, ("issue_comment", reply))
+    await deliver(ctx, batched, ("issue_comment", reply))  # GitHub's "Redeliver"
+    await deliver(ctx, batched, ("issue_comment",
+                                 commented(shared_dir, 9102, CLOSING, "2019-05-16T15:20:00Z")))
+    await deliver(ctx, batched, ("issues", closed(first, "2019-05-16T15:20:05Z")))
+    assert await history(ctx) == [(None, "open_no_reply", "webhook"),
+                                  ("open_no_reply", "open_replied", "webhook"),
+                                  ("open_replied", "redirected", "webhook")]
+    async with ctx.sessionmaker() as session:
+        assert set(await session.scalars(select(ReviewTransition.analyzer_version))) == {
+            ANALYZER_VERSION}
+        assert await session.scalar(select(Analysis.review_state)) == "redirected"
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["alone", "batch"])
+async def test_two_workers_storing_one_change_record_it_once(
+        ctx: Any, shared_dir: Path, batched: bool) -> None:
+    """The same reply delivered twice (two delivery ids) and handled at once, as two workers
+    do: the thread's writers are serialised and the second finds the state stored, so one
+    row for the change."""
+    await deliver(ctx, batched, ("issues", opened(shared_dir)))
+    reply = commented(shared_dir, 9101, REPLY, "2019-05-15T16:00:00Z")
+    await asyncio.gather(*(deliver(ctx, batched, ("issue_comment", copy.deepcopy(reply)))
+                           for _ in range(3)))
+    assert await history(ctx) == [(None, "open_no_reply", "webhook"),
+                                  ("open_no_reply", "open_replied", "webhook")]
+
+
+# ---- the other writers: sync, command, the nightly re-analysis ------------------------------
+T0 = datetime(2026, 11, 1, 9, tzinfo=UTC)
+
+
+async def older_analysis(ctx: Any, number: int, state: str, *, history_row: bool) -> int:
+    """Proposal `number` of huggingface/trl closed by a stale bot (it reads `lapsed` now), its
+    analysis stored by an older analyzer version reading it `state` (and, with
+    `history_row`, its backfilled row)."""
+    closed_at = T0 + timedelta(days=10)
+    async with ctx.sessionmaker() as session, session.begin():
+        thread = await upsert_thread(session, {
+            "repo": "huggingface/trl", "number": number, "kind": "issue", "title": "Add CISPO loss",
+            "state": "closed", "closed_by": "github-actions[bot]", "labels": ["stale"],
+            "created_at": T0.isoformat(), "closed_at": closed_at.isoformat(),
+            "updated_at": closed_at.isoformat()})
+        await upsert_comment(session, thread, {
+            "kind": "comment", "github_id": 4400 + number, "author": "github-actions[bot]",
+            "author_is_bot": True, "created_at": closed_at.isoformat(),
+            "body": "This issue has been automatically closed due to inactivity."})
+        session.add(Analysis(thread_id=thread.id, analyzer_version="2020.01.01-1",
+                             is_proposal=True, review_state=state, methods=[], arxiv_ids=[],
+                             result={"proposal": {"is_proposal": True}, "review": {"state": state}}))
+        if history_row:
+            session.add(ReviewTransition(thread_id=thread.id, to_state=state, observed_at=T0,
+                                         analyzer_version="2020.01.01-1", source="backfill"))
+        return thread.id
+
+
+async def test_a_reanalysis_changing_the_state_is_recorded_as_the_analyzers(ctx: Any) -> None:
+    """The nightly re-analysis under a new analyzer version reads `lapsed` where the older
+    one read `closed_other`: recorded with source `reanalysis` and the new version (no
+    maintainer did anything); one that reads the state as before records nothing; a second
+    night (nothing stale) nothing more."""
+    from bot.scheduler import step_reanalyse
+
+    await older_analysis(ctx, 41, "closed_other", history_row=True)
+    await older_analysis(ctx, 42, "lapsed", history_row=True)
+    await step_reanalyse(ctx)
+    await step_reanalyse(ctx)
+    async with ctx.sessionmaker() as session:
+        rows = (await session.execute(
+            select(ReviewTransition.from_state, ReviewTransition.to_state,
+                   ReviewTransition.source, ReviewTransition.analyzer_version)
+            .order_by(ReviewTransition.id))).all()
+    assert [tuple(r) for r in rows] == [
+        (None, "closed_other", "backfill", "2020.01.01-1"),
+        (None, "lapsed", "backfill", "2020.01.01-1"),
+        ("closed_other", "lapsed", "reanalysis", ANALYZER_VERSION)]
+
+
+async def test_each_writer_records_its_source_and_only_changes(ctx: Any) -> None:
+    """The three writers of bot.pipeline: the worker's batch (`threads_changed`, here a
+    sync's trigger), one thread (`thread_changed`, a `/rltracker recheck`), the compare and
+    set (`store_analysis_if`: only when its compare holds). A proposal first stored with no
+    history gets its first row from no state."""
+    from bot.pipeline import ThreadChange, store_analysis_if, thread_changed, threads_changed
+
+    thread_id = await older_analysis(ctx, 43, "closed_other", history_row=False)
+
+    async def set_state(state: str) -> None:
+        async with ctx.sessionmaker() as session, session.begin():
+            await session.execute(update(Analysis).values(review_state=state))
+
+    await threads_changed(ctx, [ThreadChange("huggingface/trl", 43, "sync")])
+    await threads_changed(ctx, [ThreadChange("huggingface/trl", 43, "sync")])
+    assert await history(ctx) == [(None, "lapsed", "sync")]
+    await set_state("closed_other")  # as if another analysis had read it so
+    await thread_changed(ctx, "huggingface/trl", 43, trigger="command")
+    await thread_changed(ctx, "huggingface/trl", 43, trigger="issues.edited")
+    assert await history(ctx) == [(None, "lapsed", "sync"), ("closed_other", "lapsed", "command")]
+    result = {"proposal": {"is_proposal": True}, "review": {"state": "declined"}}
+    async with ctx.sessionmaker() as session, session.begin():
+        assert not await store_analysis_if(session, thread_id, "2020.01.01-1", result)
+    async with ctx.sessionmaker() as session, session.begin():
+        assert await store_analysis_if(session, thread_id, ANALYZER_VERSION, result)
+    assert await history(ctx) == [(None, "lapsed", "sync"), ("closed_other", "lapsed", "command"),
+                                  ("lapsed", "declined", "reanalysis")]

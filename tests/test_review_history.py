@@ -229,3 +229,76 @@ async def test_each_writer_records_its_source_and_only_changes(ctx: Any) -> None
         assert await store_analysis_if(session, thread_id, ANALYZER_VERSION, result)
     assert await history(ctx) == [(None, "lapsed", "sync"), ("closed_other", "lapsed", "command"),
                                   ("lapsed", "declined", "reanalysis")]
+
+
+# ---- shown: the thread page and /api/threads -----------------------------------------------
+async def test_the_thread_page_and_the_api_show_the_history(ctx: Any, shared_dir: Path) -> None:
+    """After the webhooks of a proposal replied to and closed with a pointer elsewhere: the
+    thread page lists the changes oldest first with their days, the states' display labels
+    and the source; /api/threads gives them as `review_history` (states as keys, ISO
+    times). A state the page has no label for is shown escaped."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from bot.app import create_app
+
+    first = opened(shared_dir)
+    await deliver(ctx, False, ("issues", first),
+                  ("issue_comment", commented(shared_dir, 9101, REPLY, "2019-05-15T16:00:00Z")),
+                  ("issue_comment", commented(shared_dir, 9102, CLOSING, "2019-05-16T15:20:00Z")),
+                  ("issues", closed(first, "2019-05-16T15:20:05Z")))
+    async with ctx.sessionmaker() as session, session.begin():
+        thread_id = await session.scalar(select(Analysis.thread_id))
+        session.add(ReviewTransition(thread_id=thread_id, from_state="redirected",
+                                     to_state="<b>odd</b>", observed_at=datetime.now(UTC),
+                                     analyzer_version="9999.01.01-1", source="reanalysis"))
+    async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
+        page = await client.get(f"/threads/{HELLO}/1")
+        assert page.status == 200
+        html = await page.text()
+        api = await client.get(f"/api/threads/{HELLO}/1")
+        assert api.status == 200
+        found = await api.json()
+    timeline = html.split('<ol id="review-history"', 1)[1].split("</ol>", 1)[0]
+    items = timeline.split("<li>")[1:]
+    assert len(items) == 4
+    assert '<span class="tag">open, no reply</span>' in items[0] and "→" not in items[0]
+    assert "open, no reply → " in items[1] and ">open, replied</span>" in items[1]
+    assert "open, replied → " in items[2] and ">redirected</span>" in items[2]
+    assert all("(GitHub event)" in item for item in items[:3])
+    assert "&lt;b&gt;odd&lt;/b&gt;" in items[3] and "<b>odd" not in html
+    assert "re-analysis (new analyzer version) 9999.01.01-1" in items[3]
+    assert [(h["from_state"], h["to_state"], h["source"]) for h in found["review_history"]] == [
+        (None, "open_no_reply", "webhook"), ("open_no_reply", "open_replied", "webhook"),
+        ("open_replied", "redirected", "webhook"), ("redirected", "<b>odd</b>", "reanalysis")]
+    assert all(h["observed_at"].endswith("Z") for h in found["review_history"])
+    assert found["review_history"][0]["analyzer_version"] == ANALYZER_VERSION
+
+
+# ---- the nightly report --------------------------------------------------------------------
+async def test_the_report_marks_a_change_the_reanalysis_stored(ctx: Any) -> None:
+    """Between two reports one proposal lapses by a person's recheck and another by the
+    nightly re-analysis under a new analyzer version: both are listed as lapsed (the
+    snapshots say so), the second marked as the re-analysis's reading with the version, in
+    the data, the posted Markdown and the page, so it is not read as a maintainer's act."""
+    from bot.pipeline import thread_changed
+    from bot.scheduler import step_reanalyse
+    from bot.site.report import build_report, render_html, render_markdown, store_report
+    from bot.store.types import utcnow
+
+    await older_analysis(ctx, 41, "closed_other", history_row=True)
+    await older_analysis(ctx, 44, "closed_other", history_row=True)
+    first_at = utcnow() - timedelta(minutes=1)
+    first = await build_report(ctx, first_at.date() - timedelta(days=1), now=first_at)
+    await store_report(ctx, first, render_markdown(first))
+    await thread_changed(ctx, "huggingface/trl", 44, trigger="command")
+    await step_reanalyse(ctx)
+    data = await build_report(ctx, first_at.date(), now=utcnow() + timedelta(minutes=1))
+    lapsed = {c["key"]: c for c in data["frameworks"]["trl"]["changes"]["lapsed"]}
+    assert set(lapsed) == {"huggingface/trl#41", "huggingface/trl#44"}
+    assert lapsed["huggingface/trl#41"]["reread"] == ANALYZER_VERSION
+    assert "reread" not in lapsed["huggingface/trl#44"]
+    markdown = render_markdown(data)
+    line = next(x for x in markdown.splitlines() if x.startswith("- **Lapsed**"))
+    assert line.count("read so by the nightly re-analysis") == 1
+    assert line.index("trl#41") < line.index("re-analysis") < line.index("trl#44")
+    assert f"read so by the nightly re-analysis, analyzer {ANALYZER_VERSION}" in render_html(data)

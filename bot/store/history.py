@@ -106,3 +106,23 @@ async def thread_history(session: AsyncSession, thread_id: int) -> list[dict[str
     return [{"from_state": r.from_state, "to_state": r.to_state,
              "observed_at": format_datetime(r.observed_at),
              "analyzer_version": r.analyzer_version, "source": r.source} for r in rows]
+
+
+async def reread_since(session: AsyncSession, since: datetime | None, until: datetime
+                       ) -> dict[str, str]:
+    """The proposals whose latest state change after `since` (up to `until`) was stored by the nightly
+    re-analysis (a new analyzer version read the thread otherwise; nobody acted on GitHub
+    for it): `owner/repo#N` -> the analyzer version. Empty when `since` is None."""
+    if since is None:
+        return {}
+    rows = await session.execute(
+        select(Thread.repo, Thread.number, ReviewTransition.source,
+               ReviewTransition.analyzer_version)
+        .join(Thread, Thread.id == ReviewTransition.thread_id)
+        .where(ReviewTransition.observed_at > since, ReviewTransition.observed_at <= until)
+        .order_by(ReviewTransition.thread_id, ReviewTransition.observed_at, ReviewTransition.id))
+    latest: dict[str, tuple[str, str | None]] = {}
+    for repo, number, source, version in rows:
+        latest[f"{repo}#{number}"] = (source, version)  # the last one of each thread wins
+    return {key: version or "" for key, (source, version) in latest.items()
+            if source == "reanalysis"}

@@ -302,3 +302,38 @@ async def test_the_report_marks_a_change_the_reanalysis_stored(ctx: Any) -> None
     assert line.count("read so by the nightly re-analysis") == 1
     assert line.index("trl#41") < line.index("re-analysis") < line.index("trl#44")
     assert f"read so by the nightly re-analysis, analyzer {ANALYZER_VERSION}" in render_html(data)
+
+
+async def test_a_reanalysis_waiting_behind_a_webhook_records_no_second_row(ctx: Any) -> None:
+    """PostgreSQL, a webhook and the nightly re-analysis storing the same change at once: the
+    thread's row held (a third session), the webhook's analysis waits for it, then the
+    re-analysis's compare and set. Released, the webhook stores `lapsed` and its row; the
+    re-analysis finds the version changed and stores nothing, and records nothing (its
+    comparison made before the thread was locked saw the old state: a second row)."""
+    if ctx.engine.dialect.name != "postgresql":
+        pytest.skip("two writers at once: PostgreSQL (SQLite has one writer)")
+    from bot.pipeline import thread_changed
+    from bot.scheduler import step_reanalyse
+    from bot.store.models import Thread
+    from tests.test_analysis_order import waiters
+
+    thread_id = await older_analysis(ctx, 45, "closed_other", history_row=True)
+    async with ctx.engine.connect() as blocker, ctx.engine.connect() as watcher:
+        await blocker.execute(select(Thread.id).where(Thread.id == thread_id).with_for_update())
+        webhook = asyncio.create_task(thread_changed(ctx, "huggingface/trl", 45,
+                                                     trigger="issues.closed"))
+        for _ in range(100_000):
+            if await waiters(watcher) or webhook.done():
+                break
+            await asyncio.sleep(0)
+        assert not webhook.done()
+        nightly = asyncio.create_task(step_reanalyse(ctx))
+        for _ in range(100_000):
+            if nightly.done() or await waiters(watcher) >= 2:
+                break
+            await asyncio.sleep(0)
+        assert not nightly.done()
+        await blocker.rollback()
+        await asyncio.gather(webhook, nightly)
+    assert await history(ctx) == [(None, "closed_other", "backfill"),
+                                  ("closed_other", "lapsed", "webhook")]

@@ -18,7 +18,6 @@ from sqlalchemy import select, update
 
 from analyzers.version import ANALYZER_VERSION
 from bot.store.models import Analysis, ReviewTransition
-from bot.store.threads import upsert_comment, upsert_thread
 from tests.test_edit_order import _shared, deliver
 from tests.test_migrations import _execute, downgrade, schema_differences
 
@@ -158,22 +157,15 @@ T0 = datetime(2026, 11, 1, 9, tzinfo=UTC)
 
 async def older_analysis(ctx: Any, number: int, state: str, *, history_row: bool) -> int:
     """Proposal `number` of huggingface/trl closed by a stale bot (it reads `lapsed` now), its
-    analysis stored by an older analyzer version reading it `state` (and, with
-    `history_row`, its backfilled row)."""
-    closed_at = T0 + timedelta(days=10)
+    analysis stored by an older analyzer version reading it `state` (test_feeds' helper), and,
+    with `history_row`, its backfilled row. Returns the thread's id."""
+    from bot.store.threads import get_thread
+    from tests.test_feeds import _closed_proposal_read_by_an_older_analyzer
+
+    await _closed_proposal_read_by_an_older_analyzer(ctx, number, state)
     async with ctx.sessionmaker() as session, session.begin():
-        thread = await upsert_thread(session, {
-            "repo": "huggingface/trl", "number": number, "kind": "issue", "title": "Add CISPO loss",
-            "state": "closed", "closed_by": "github-actions[bot]", "labels": ["stale"],
-            "created_at": T0.isoformat(), "closed_at": closed_at.isoformat(),
-            "updated_at": closed_at.isoformat()})
-        await upsert_comment(session, thread, {
-            "kind": "comment", "github_id": 4400 + number, "author": "github-actions[bot]",
-            "author_is_bot": True, "created_at": closed_at.isoformat(),
-            "body": "This issue has been automatically closed due to inactivity."})
-        session.add(Analysis(thread_id=thread.id, analyzer_version="2020.01.01-1",
-                             is_proposal=True, review_state=state, methods=[], arxiv_ids=[],
-                             result={"proposal": {"is_proposal": True}, "review": {"state": state}}))
+        thread = await get_thread(session, "huggingface/trl", number)
+        assert thread is not None
         if history_row:
             session.add(ReviewTransition(thread_id=thread.id, to_state=state, observed_at=T0,
                                          analyzer_version="2020.01.01-1", source="backfill"))

@@ -384,8 +384,8 @@ def next_link(request: web.Request, kind: str, position: Position | None) -> dic
 
 async def api_thread(request: web.Request) -> web.Response:
     from bot.site.data import find_thread
-    from bot.store.models import Analysis
     from bot.store.history import thread_history
+    from bot.store.models import Analysis
     from bot.store.threads import load_comments, thread_record
     from bot.store.verdicts import shown_failure, thread_verdict, verdict_dict
 

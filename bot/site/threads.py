@@ -29,8 +29,8 @@ from analyzers.catalog import framework_id
 from bot.context import app_context
 from bot.site import data
 from bot.site.pages import not_found, render
-from bot.store.models import Action, Analysis, Deletion, Repository
 from bot.store.history import SOURCE_LABELS, thread_history
+from bot.store.models import Action, Analysis, Deletion, Repository
 from bot.store.threads import thread_grave
 from bot.store.types import format_datetime, parse_thread_number
 from bot.store.verdicts import thread_verdict, verdict_dict

@@ -18,6 +18,7 @@ from sqlalchemy import select, update
 
 from analyzers.version import ANALYZER_VERSION
 from bot.store.models import Analysis, ReviewTransition
+from bot.store.threads import upsert_thread
 from tests.test_edit_order import _shared, deliver
 from tests.test_migrations import _execute, downgrade, schema_differences
 
@@ -329,3 +330,32 @@ async def test_a_reanalysis_waiting_behind_a_webhook_records_no_second_row(ctx: 
         await asyncio.gather(webhook, nightly)
     assert await history(ctx) == [(None, "closed_other", "backfill"),
                                   ("closed_other", "lapsed", "webhook")]
+
+
+async def test_a_repository_made_private_leaves_no_history(ctx: Any) -> None:
+    """Nothing of a private repository is kept (bot/store/privacy.py): its threads' review
+    history goes with them (ON DELETE CASCADE, on SQLite with foreign keys on too)."""
+    from bot.store.privacy import forget_repository
+
+    await older_analysis(ctx, 46, "closed_other", history_row=True)
+    async with ctx.sessionmaker() as session, session.begin():
+        await forget_repository(session, "huggingface/trl")
+    assert await history(ctx) == []
+
+
+async def test_a_thread_joined_into_its_other_copy_brings_its_history(ctx: Any) -> None:
+    """A proposal transferred to a place already stored (bot.store.threads.move_thread joins
+    the two): the copy kept takes the history of the one that goes when it has none."""
+    from bot.store.threads import get_thread, move_thread
+
+    await older_analysis(ctx, 47, "closed_other", history_row=True)
+    async with ctx.sessionmaker() as session, session.begin():
+        target = await upsert_thread(session, {"repo": "huggingface/trl", "number": 48,
+                                               "kind": "issue", "title": "Add CISPO loss"})
+        await move_thread(session, "huggingface/trl", 47,
+                          {"repo": "huggingface/trl", "number": 48, "kind": "issue"})
+        assert await get_thread(session, "huggingface/trl", 47) is None
+        kept = target.id
+    async with ctx.sessionmaker() as session:
+        assert set(await session.scalars(select(ReviewTransition.thread_id))) == {kept}
+    assert await history(ctx) == [(None, "closed_other", "backfill")]

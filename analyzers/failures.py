@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from analyzers import learned, nlp
+from analyzers.accounts import by_bot
 from analyzers.catalog import CONTRACT_FAILURE_KEYS
 from analyzers.text import visible_text
 
@@ -1211,7 +1212,7 @@ def follow_up_features(author: str | None, comments: list[dict[str, Any]] | None
     texts: dict[str, list[str]] = {"reporter": [], "others": []}
     sizes = {"reporter": 0, "others": 0}
     for c in comments or ():
-        if c.get("author_is_bot"):
+        if by_bot(c):
             continue
         who = "reporter" if author is not None and c.get("author") == author else "others"
         if sizes[who] < MAX_FOLLOW_UP:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from analyzers.text import strip_html_comments
+
 MAX_CHARS = 65_536
 # Share of CJK ideographs among letters (CJK + Latin) from which prose counts as Chinese.
 ZH_SHARE = 0.2
@@ -30,27 +32,11 @@ def _is_cjk(ch: str) -> bool:
     )
 
 
-def _drop_html_comments(text: str) -> str:
-    # str.find instead of a lazy regex: each character is looked at a bounded number of times.
-    parts: list[str] = []
-    pos = 0
-    while True:
-        start = text.find("<!--", pos)
-        if start < 0:
-            parts.append(text[pos:])
-            return " ".join(parts)
-        parts.append(text[pos:start])
-        end = text.find("-->", start + 4)
-        if end < 0:
-            return " ".join(parts)
-        pos = end + 3
-
-
 def prose(text: str | None) -> str:
     """The text without fenced code blocks, inline code, URLs and HTML comments (templates)."""
     if not text:
         return ""
-    text = _drop_html_comments(text[:MAX_CHARS])
+    text = strip_html_comments(text[:MAX_CHARS])
     kept: list[str] = []
     in_fence = False
     for line in text.splitlines():

@@ -39,6 +39,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
+from analyzers.accounts import by_bot
 from analyzers.arxiv import find_arxiv_mentions, normalise_arxiv_id
 from analyzers.text import strip_code, strip_html_comments, strip_inline_code, visible_text
 
@@ -1277,17 +1278,13 @@ def catalog_index() -> PaperIndex:
 
 
 # ---- threads ----------------------------------------------------------------------------
-def _is_bot_comment(c: dict[str, Any]) -> bool:
-    """A bot's comment (the app's own among them): told by its author, not by the app's
-    `<!-- rltracker:` marker, which a person's comment may hold too (security71)."""
-    return bool(c.get("author_is_bot")) or str(c.get("author") or "").endswith("[bot]")
-
-
 def thread_texts(thread: dict[str, Any]) -> list[str]:
     """Title, opening post and human comments, in order."""
     texts = [str(thread.get("title") or ""), str(thread.get("body") or "")]
     for c in thread.get("comments") or []:
-        if isinstance(c, dict) and not _is_bot_comment(c):
+        # A bot's comment (the app's own among them) is told by its author, not by the app's
+        # `<!-- rltracker:` marker, which a person's comment may hold too (security71).
+        if isinstance(c, dict) and not by_bot(c):
             texts.append(str(c.get("body") or ""))
     return [t for t in texts if t]
 

@@ -65,6 +65,7 @@ import numpy
 from spacy.attrs import IDX, IS_PUNCT, IS_SPACE, LEMMA, LENGTH, LOWER, ORTH
 
 from analyzers import learned
+from analyzers.catalog import CONTRACT_CONCERN_KEYS
 from analyzers.nlp import (
     has_cjk,
     has_run,
@@ -89,16 +90,7 @@ STATES = (
     "closed_by_author",
     "closed_other",
 )
-CONCERNS = (
-    "design_or_interface",
-    "tests_or_docs",
-    "maintenance_burden",
-    "evidence",
-    "placement",
-    "demand",
-    "already_covered",
-    "other",
-)
+CONCERNS = CONTRACT_CONCERN_KEYS  # titled for people in analyzers/catalog/concerns.yaml
 
 _PATTERNS_FILE = Path(__file__).with_name("review_patterns.yaml")
 _MAX_CHARS = 65_536  # contract cap per body; anything longer is cut so work stays bounded

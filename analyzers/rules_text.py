@@ -322,6 +322,18 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
         lead = last if last is not None and last.text.endswith(":") else None
         intro = last.text if last is not None else ""
 
+    def heading(text: str) -> None:
+        """A heading, ATX or setext: the section it opens, with no list, lead or question open."""
+        nonlocal section, lead, intro, asked, asked_heading
+        plain, codes = inline(text.strip("# "))
+        section = plain.lower()
+        segments.append(Segment(plain, file, "heading", section, codes))
+        items.clear()
+        lead = None
+        intro = ""
+        asked = plain if _is_short_question(plain) else ""
+        asked_heading = segments[-1] if asked else None
+
     block = ""  # "prose" / "code": inside the indented body of an admonition / directive
     table_columns: list[int] | None = None  # column starts inside an rST simple table
     in_table = False  # the line before was a Markdown table row
@@ -356,14 +368,7 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
             continue
         if len(para) == 1 and _UNDERLINE.match(line):
             # A setext (Markdown) or reStructuredText heading: the one line above, underlined.
-            plain, codes = inline(para.pop().strip("# "))
-            section = plain.lower()
-            segments.append(Segment(plain, file, "heading", section, codes))
-            items.clear()
-            lead = None
-            intro = ""
-            asked = plain if _is_short_question(plain) else ""
-            asked_heading = segments[-1] if asked else None
+            heading(para.pop())
             continue
         if prose_fence is not None and line.strip() == prose_fence:
             flush()
@@ -409,14 +414,7 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
         h = _HEADING.match(line)
         if h:
             flush()
-            plain, codes = inline(h.group(2).strip("# "))
-            section = plain.lower()
-            segments.append(Segment(plain, file, "heading", section, codes))
-            items.clear()
-            lead = None
-            intro = ""
-            asked = plain if _is_short_question(plain) else ""
-            asked_heading = segments[-1] if asked else None
+            heading(h.group(2))
             continue
         while stripped.startswith(">"):
             stripped = stripped[1:].strip()

@@ -77,7 +77,7 @@ _remove_trailing_slash = web.normalize_path_middleware(
 async def _without_trailing_slash(request: web.Request,
                                   handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
                                   ) -> web.StreamResponse:
-    if request.path.startswith("/api/"):
+    if request.path.startswith(api.API_PREFIX):
         return await handler(request)
     return await _remove_trailing_slash(request, handler)
 
@@ -86,7 +86,7 @@ _NO_ANSWER = "the database did not answer; try again later"
 
 
 def _unavailable(request: web.Request, message: str) -> web.Response:
-    if request.path.startswith("/api/"):
+    if request.path.startswith(api.API_PREFIX):
         return web.json_response({"error": message}, status=503)
     return web.Response(text=f"503 Service Unavailable: {message}\n", status=503,
                         headers={"Retry-After": "30"})
@@ -117,7 +117,7 @@ async def bounded_statements(request: web.Request,
                 log.warning("%s %s: %s (statement cut at %ss)", request.method,
                             request.path[:200], _TOO_LONG.partition(";")[0], seconds)
                 return _unavailable(request, _TOO_LONG)
-            if request.path.startswith("/api/") or not store_db.database_unreachable(exc):
+            if request.path.startswith(api.API_PREFIX) or not store_db.database_unreachable(exc):
                 raise  # the API's own answers (api.json_errors); anything else is a bug
             log.warning("%s %s: the database did not answer (%s)", request.method,
                         request.path[:200], type(exc).__name__)

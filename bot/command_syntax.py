@@ -7,14 +7,18 @@ report wording, and a maintainer's `/rltracker rules` is no reply to a proposal.
 
 A command is a line of its own that starts with `/rltracker` (any case; a full-width `／` as
 Chinese input methods type it, and the full-width letters their full-width mode types with it,
-read as NFKC; zero-width characters ignored), read in the first 64 KiB.
-What GitHub shows as code (a fenced block, a line indented four columns, an HTML `<pre>`
-or `<code>` block, a `<textarea>`, a code span running across a paragraph's lines, as a
-hard-wrapped "type `` ` `` and a new line starting `/rltracker stop`"), hides (an HTML
-comment) or folds away (`<details>`), and what quotes someone else (a `>`
-quote, an HTML `<blockquote>` block, or everything below an e-mail reply's header:
-`On ... wrote:`, `在 ... 写道：` or Outlook's `From:` naming an address, and `-----Original Message-----`; Outlook does not quote
-the original with `>`) is no command: "to silence it, write ```/rltracker stop```" asks for nothing.
+read as NFKC; characters GitHub does not show ignored), read in the first 64 KiB, and shown
+by GitHub as the writer's own line (security75: the finder agrees with the rendered comment).
+What GitHub shows as code (a fenced block, a line indented four columns, a `<pre>` (to
+`</pre>`), a `<textarea>` block, the rest of the paragraph after an unclosed `<code>`, a code
+span running across a paragraph's lines, as a hard-wrapped "type `` ` `` and a new line
+starting `/rltracker stop`"), hides (an HTML comment) or folds away (`<details>`), and what
+quotes someone else (a `>` quote and the lines going on from its text, a `<blockquote>`, or
+everything below an e-mail reply's header: `On ... wrote:`, `在 ... 写道：` or Outlook's `From:`
+naming an address, and `-----Original Message-----`; Outlook does not quote the original with
+`>`) is no command: "to silence it, write ```/rltracker stop```" asks for nothing. A bare
+`<pre>`, `<details>` or `<blockquote>` in prose holds the rest of the comment as one at the
+start of a line does (the browser keeps what follows inside the element).
 Lines end where GitHub ends them (LF, CR, CRLF; not at U+2028 or a form feed, which it shows
 inside a line). Every rule is a scan of each line with string methods, linear on 64 KiB (a
 paragraph's backtick runs are paired with one pointer per run length).
@@ -28,17 +32,24 @@ import unicodedata
 PREFIX = "/rltracker"
 _MAX_BODY = 65536  # characters read for a command
 # Invisible characters a paste or an editor leaves around a command (zero-width space, joiners,
-# word joiner, byte-order mark): dropped before the line is read.
-_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff"))
+# word joiner, byte-order mark; security75: the soft hyphen, the left-to-right and right-to-left
+# and Arabic letter marks an RTL keyboard types, the invisible operators, the combining grapheme
+# joiner and the Mongolian vowel separator, none of which GitHub shows): dropped before the line
+# is read, and before a body is looked at for the word at all.
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad\u200e\u200f\u061c"
+                                    "\u2061\u2062\u2063\u2064\u034f\u180e"))
 _SLASHES = ("/", "\uff0f")  # `／`: a full-width slash
 # Trailing punctuation people put after a command word or a kind ("/rltracker stop.").
 _TRAILING = ".,;:!?。，；：！？、"
 _LINE_END = re.compile(r"\r\n|\r|\n")  # CommonMark's line endings (no quantifier: linear)
 # HTML blocks whose lines GitHub shows folded (`<details>`), quoted (`<blockquote>`: a
 # maintainer quoting a reporter's `/rltracker kind ...` gave the verdict as theirs) or as code
-# (`<pre>`, `<code>`; a `<textarea>`, whose tags GitHub's tag filter prints as text, frames
-# what it holds as a sample): no command inside, as in a `>` quote or a fence.
-_HIDING_TAGS = ("details", "blockquote", "pre", "code", "textarea")
+# (`<pre>`; a `<textarea>`, whose tags GitHub's tag filter prints as text, frames what it holds
+# as a sample): no command inside, as in a `>` quote or a fence. `<code>` is not one of them
+# (`_code_depth`): it shows as code only up to the end of its paragraph.
+_HIDING_TAGS = ("details", "blockquote", "pre", "textarea")
+# `<code ...>` or `</code>` (one tag name, one character after it: linear)
+_CODE_TAG = re.compile(r"</?code(?=[\s>/]|$)")
 
 
 def _lines(text: str, keepends: bool = False) -> list[str]:
@@ -169,6 +180,62 @@ def _tags_opened(lowered: str, tag: str, start: str = "<") -> int:
             + lowered.endswith(start))
 
 
+def _code_depth(visible: str, depth: int) -> int:
+    """How many `<code>` elements are open after `visible` (a line's text outside its code
+    spans and HTML comments), `depth` being open before it, tags read left to right.
+
+    An unclosed `<code>` is inline HTML (GFM: a line holding only the tag starts an HTML block
+    of type 7, which a blank line ends; anywhere else the tag is inline in a paragraph): the
+    rest of its paragraph or HTML block sits in the code element, shown as code (the grey
+    code box). After the blank line that ends it, the browser keeps the paragraphs that
+    follow inside the open element (the HTML standard's tree building), in its font but
+    without the box, and renders their Markdown (emphasis, links, fences of their own): the
+    writer's own text again, as a reader sees it. So the depth counts within a paragraph and
+    its caller starts each paragraph at 0; `<pre>` (type 1) is otherwise: no blank line ends
+    it, its lines are raw text in a code box up to `</pre>`."""
+    for tag in _CODE_TAG.finditer(visible):
+        depth = depth - 1 if tag.group().startswith("</") else depth + 1
+        depth = max(depth, 0)
+    return depth
+
+
+# GFM's HTML block start condition 6: a line starting with one of these tags, whatever follows
+_BLOCK_TAGS = frozenset(
+    "address article aside base basefont blockquote body caption center col colgroup dd details "
+    "dialog dir div dl dt fieldset figcaption figure footer form frame frameset h1 h2 h3 h4 h5 "
+    "h6 head header hr html iframe legend li link main menu menuitem nav noframes ol optgroup "
+    "option p param section source summary table tbody td tfoot th thead title tr track ul".split())
+
+
+def _starts_html_block(text: str) -> bool:
+    """Whether a line (stripped) starting a paragraph starts a GFM HTML block that a blank
+    line ends: condition 6 (a block tag, anything after it) or 7 (one complete tag alone on
+    the line; `<code>` so, while `<code>x` is inline HTML of a paragraph)."""
+    if not text.startswith("<"):
+        return False
+    name = text[2:] if text.startswith("</") else text[1:]
+    end = 0
+    while end < len(name) and (name[end].isascii() and name[end].isalnum()):
+        end += 1
+    if name[:end].lower() in _BLOCK_TAGS:
+        return True
+    return end > 0 and text.endswith(">") and text.count("<") == 1
+
+
+def _quote_text(text: str) -> bool:
+    """Whether a `>` quote line (stripped) holds paragraph text, which the next lines go on
+    as its lazy continuation (shown inside the quote) until a blank line or another block."""
+    pos = 0  # past the `>` markers, each with its optional space (an index: linear)
+    while text[pos:pos + 1] == ">":
+        pos += 2 if text[pos + 1:pos + 2] in (" ", "\t") else 1
+    text = text[pos:]
+    rest = text.strip()
+    if not rest or _indent(text) >= 4 or _fence(text) is not None or _heading(rest):
+        return False  # no paragraph text: an empty `>`, indented code, a fence, a heading
+    marks = rest.replace(" ", "").replace("\t", "")
+    return not (len(marks) >= 3 and marks[0] in "-*_" and not marks.strip(marks[0]))  # a rule
+
+
 def _has_address(text: str) -> bool:
     """Whether the line holds an e-mail address (`name@host.tld`, maybe in `<...>`)."""
     for token in text.split():
@@ -213,10 +280,14 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
     # in a quote closes no `<blockquote>`)
     paragraph: list[tuple[int, str]] = []  # the text lines since the last block break
     spanned: set[int] = set()  # command lines inside a code span across lines
+    code_depth = 0  # `<code>` elements open in the paragraph (`_code_depth`)
+    html_block = False  # the paragraph is an HTML block (`_starts_html_block`): a list item
+    # or quote marker inside it is its raw text, no new block
+    quoted = False  # the paragraph is a `>` quote's: a line going on from it is quoted (lazy)
     for n, raw in enumerate(_lines((body or "")[:_MAX_BODY])):
         if not raw or raw.isspace():
             spanned |= _in_spans(paragraph)  # a blank line ends a paragraph
-            paragraph = []
+            paragraph, code_depth, html_block, quoted = [], 0, False, False
             continue  # changes no state (a fence, a comment, <details> go on across it)
         line = raw.translate(_INVISIBLE)
         if fence is not None:
@@ -225,9 +296,9 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
                 fence = None
             continue
         hidden = in_comment or any(hiding.values())
-        commented = in_comment
         # HTML comments: open and close along the line, outside its code spans
         scanned = _outside_code_spans(line) if "`" in line else line
+        shown: list[str] = []  # the parts of `scanned` outside HTML comments
         pos = 0
         while True:
             if in_comment:
@@ -237,31 +308,30 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
                 in_comment, pos = False, end + 3
             else:
                 start = scanned.find("<!--", pos)
+                shown.append(scanned[pos:] if start < 0 else scanned[pos:start])
                 if start < 0:
                     break
                 in_comment, pos = True, start + 4
-        # <details>, <blockquote>, <pre> as GitHub renders them: an HTML block (the line starts
-        # with a tag), not the word in prose or in an inline code span ("fold logs in `<details>`")
-        if not commented and line.lstrip().startswith("<"):
-            lowered = line.lower()
-            for tag in _HIDING_TAGS:
-                hiding[tag] = max(0, hiding[tag] + _tags_opened(lowered, tag)
-                                  - _tags_opened(lowered, tag, "</"))
-        elif not commented and any(hiding.values()):
-            # ... closed where the block's text ends, on a line of it ("ValueError: nan</pre>"),
-            # outside a code span: the lines after it are GitHub's Markdown again (review66)
-            lowered = scanned.lower()
-            for tag in _HIDING_TAGS:
-                if hiding[tag]:
-                    hiding[tag] = max(0, hiding[tag] - _tags_opened(lowered, tag, "</"))
+        # <details>, <blockquote>, <pre> opened and closed along the line, outside its code
+        # spans ("fold logs in `<details>`") and HTML comments: at the start of a line (an HTML
+        # block) or in prose ("write it in <pre> tags"), the browser keeps the rest of the
+        # comment inside the element (security75: the HTML standard's tree building; a
+        # `<details>` without a summary folds it away). A `<textarea>` opens only at the start
+        # of a line: in prose its tag is shown as the text it is. Closed where the block's text
+        # ends ("ValueError: nan</pre>"): the lines after it are GitHub's Markdown (review66).
+        visible = "".join(shown).lower() if "<" in line else ""
+        starts_with_tag = line.lstrip().startswith("<")
+        for tag in _HIDING_TAGS if visible else ():
+            opened = _tags_opened(visible, tag) if starts_with_tag or tag != "textarea" else 0
+            hiding[tag] = max(0, hiding[tag] + opened - _tags_opened(visible, tag, "</"))
         if hidden:
             spanned |= _in_spans(paragraph)
-            paragraph = []
+            paragraph, code_depth, quoted = [], 0, False
             continue
         opening = _fence(line)
         if opening is not None:
             spanned |= _in_spans(paragraph)
-            paragraph = []
+            paragraph, code_depth, quoted = [], 0, False
             fence = opening[:2]
             continue
         text = line.strip()
@@ -269,16 +339,21 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
             break
         if _indent(line) >= 4:  # an indented code block
             continue
-        if _starts_block(line):
+        if _starts_block(line) and not (html_block and code_depth):
             spanned |= _in_spans(paragraph)
-            paragraph = []
+            paragraph, code_depth = [], 0
+            quoted = text.startswith(">") and _quote_text(text)
+        if not paragraph:
+            html_block = _starts_html_block(text)
         paragraph.append((n, line))
-        if _heading(text):  # a heading ends on its line
-            spanned |= _in_spans(paragraph)
-            paragraph = []
-        words = _words(line)
+        # in a `<code>` opened above: code; going on from a `>` quote's text: quoted
+        words = _words(line) if not (code_depth or quoted) else None
         if words is not None:
             found.append((n, words))
+        code_depth = _code_depth(visible, code_depth) if visible else code_depth
+        if _heading(text):  # a heading ends on its line
+            spanned |= _in_spans(paragraph)
+            paragraph, code_depth, quoted = [], 0, False
     spanned |= _in_spans(paragraph)
     return [(n, words) for n, words in found if n not in spanned]
 
@@ -307,7 +382,7 @@ def parse_commands(body: str | None) -> list[tuple[str, list[str]]]:
 
 
 def _may_hold_command(body: str) -> bool:
-    head = body[:_MAX_BODY].lower()
+    head = body[:_MAX_BODY].lower().translate(_INVISIBLE)  # as `_command_lines` reads a line
     if "rltracker" in head:
         return True
     return not head.isascii() and "rltracker" in unicodedata.normalize("NFKC", head)

@@ -37,7 +37,10 @@ State model (all public attributes; repository names are matched case-insensitiv
   the stored issue dict; ``issue(repo, n)``; ``add_comment(repo, n, body, user=...)``;
   ``comments_of(repo, n)``; ``fake.comments`` (id -> comment dict; each carries
   ``_repo``/``_number`` bookkeeping keys that are not served).
-- ``set_file(repo, path, text)``: served base64 by the contents API (folders list too).
+- ``set_file(repo, path, text)``: served base64 by the contents API (folders list too), and
+  listed by the git trees API (``GET /repos/{o}/{r}/git/trees/{ref}``, any ref: one branch;
+  ``?recursive=1`` walks every folder, in git's order). ``fake.tree_entry_limit`` (GitHub's
+  100,000 by default) cuts a listing there and answers ``truncated: true``.
 - ``add_reaction(repo, ("comment", id) | ("issue", number), content, user)``; ``fake.reactions``.
 - ``repo_json(full_name)``, ``user(login)``: the JSON shapes the fake serves;
   ``fake.private_repos`` (lower-case names) are served ``private: true``.
@@ -58,7 +61,7 @@ GET /installation/repositories, GET /repos/{o}/{r}, GET/PATCH /repos/{o}/{r}/iss
 GET/POST /repos/{o}/{r}/issues/{n}/comments, GET/PATCH/DELETE
 /repos/{o}/{r}/issues/comments/{id}, GET/POST /repos/{o}/{r}/issues/{n}/labels, DELETE
 /repos/{o}/{r}/issues/{n}/labels/{name} (names case-insensitive, as GitHub's; ``fake.repo_labels``), GET/POST reactions of issues and comments,
-GET /repos/{o}/{r}/contents/{path}, GET /repos/{o}/{r}/collaborators/{login}/permission,
+GET /repos/{o}/{r}/contents/{path}, GET /repos/{o}/{r}/git/trees/{ref}, GET /repos/{o}/{r}/collaborators/{login}/permission,
 GET /app/hook/deliveries (+ /{id}), POST
 /app/hook/deliveries/{id}/attempts, POST /graphql. Lists paginate (``per_page``, ``page``,
 ``Link`` header). GET answers carry an ``ETag``; a matching ``If-None-Match`` gets 304.
@@ -180,6 +183,7 @@ class FakeGitHub:
         self.issues: dict[tuple[str, int], dict[str, Any]] = {}
         self.comments: dict[int, dict[str, Any]] = {}
         self.files: dict[tuple[str, str], str | bytes] = {}
+        self.tree_entry_limit = 100_000  # entries of a git tree listing; past it, truncated
         self.deliveries: list[dict[str, Any]] = []
         self.redeliveries: list[int] = []
         self.reactions: dict[tuple[str, Any], list[dict[str, Any]]] = {}
@@ -617,6 +621,7 @@ class FakeGitHub:
             ("GET", repo + r"/issues/(?P<number>\d+)/reactions", self._list_reactions),
             ("POST", repo + r"/issues/(?P<number>\d+)/reactions", self._add_reaction),
             ("GET", repo + r"/contents(?:/(?P<path>.*))?", self._get_contents),
+            ("GET", repo + r"/git/trees/(?P<ref>.+)", self._get_tree),
             ("GET", repo + r"/collaborators/(?P<login>[^/]+)/permission", self._get_permission),
             ("POST", r"/graphql", self._graphql),
         ]
@@ -936,6 +941,51 @@ class FakeGitHub:
         if not entries:
             return 404, {"message": "Not Found"}
         return [entries[k] for k in sorted(entries)]
+
+    def _get_tree(self, request: web.Request, match: re.Match[str], body: Any, auth: _Auth) -> Any:
+        """The git trees API on the files `set_file` made (one branch: every ref is it). Entries
+        in git's order (by name, a folder's name compared with a "/" after it), a folder's
+        entries right after it when `recursive` is given (any value, as GitHub's); blobs carry
+        their size. Past `tree_entry_limit` entries the list stops and `truncated` is true."""
+        full = f"{match['owner']}/{match['name']}"
+        repo_key = self._repo_key(full)
+        files = {path: text for (rk, path), text in self.files.items() if rk == repo_key}
+        if not files:
+            return 404, {"message": "Not Found"}
+        recursive = "recursive" in request.query
+        base = f"{self.url}/repos/{full}/git"
+
+        def sha(data: bytes) -> str:
+            return hashlib.sha1(data).hexdigest()
+
+        def walk(prefix: str) -> list[dict[str, Any]]:
+            children: dict[str, bool] = {}  # name -> is a folder
+            for path in files:
+                if path.startswith(prefix):
+                    head, sep, _ = path[len(prefix):].partition("/")
+                    children[head] = children.get(head, False) or bool(sep)
+            out: list[dict[str, Any]] = []
+            for name in sorted(children, key=lambda n: n + "/" if children[n] else n):
+                path = prefix + name
+                if children[name]:
+                    tree_sha = sha(path.encode())
+                    out.append({"path": path if recursive else name, "mode": "040000", "type": "tree",
+                                "sha": tree_sha, "url": f"{base}/trees/{tree_sha}"})
+                    if recursive:
+                        out += walk(path + "/")
+                else:
+                    text = files[path]
+                    raw = text if isinstance(text, bytes) else text.encode("utf-8")
+                    blob_sha = sha(b"blob %d\0" % len(raw) + raw)
+                    out.append({"path": path if recursive else name, "mode": "100644", "type": "blob",
+                                "sha": blob_sha, "size": len(raw), "url": f"{base}/blobs/{blob_sha}"})
+            return out
+
+        entries = walk("")
+        root_sha = sha(json.dumps(sorted(files)).encode())
+        return {"sha": root_sha, "url": f"{base}/trees/{root_sha}",
+                "tree": entries[: self.tree_entry_limit],
+                "truncated": len(entries) > self.tree_entry_limit}
 
     async def _graphql(self, request: web.Request, match: re.Match[str], body: Any, auth: _Auth) -> Any:
         if auth.kind is None:

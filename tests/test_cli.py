@@ -169,6 +169,35 @@ async def test_replay_sends_signed_deliveries(ctx: AppContext, shared_dir: Path,
     assert rows[3].action == "opened"
 
 
+
+EXAMPLE_ISSUES = Path(__file__).resolve().parent.parent / "examples" / "issues"
+
+
+async def test_replay_says_why_a_delivery_was_refused(ctx: AppContext, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A refused delivery was printed as its status alone ("401\tfile" for every file sent
+    with the wrong secret, the README demo's likeliest slip; "400" for a file that is no JSON
+    object): the app's answer says why, and the line now does, on one line; a 2xx line is
+    unchanged."""
+    examples = EXAMPLE_ISSUES
+    (tmp_path / "issues").mkdir()
+    (tmp_path / "issues" / "notes.json").write_text("not json\n")
+    async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
+        url = str(client.make_url("/webhook"))
+        code = await asyncio.to_thread(
+            main, ["replay", str(examples / "opened.failure-en.json"), "--url", url, "--secret", "nope"])
+        out = capsys.readouterr().out
+        assert code == 1
+        assert f"401\t{examples / 'opened.failure-en.json'}\tsignature does not match\n" in out, out
+        code = await asyncio.to_thread(
+            main, ["replay", str(tmp_path / "issues"), str(examples / "opened.failure-en.json"),
+                   "--url", url, "--secret", "test-secret"])
+        out = capsys.readouterr().out
+        assert code == 1
+        assert re.search(rf"^400\t{re.escape(str(tmp_path / 'issues' / 'notes.json'))}\tbody is "
+                         r"not a JSON payload\b.*$", out, re.M), out
+        assert f"202\t{examples / 'opened.failure-en.json'}\n" in out, out
+
 def test_stats_json(db_url: str) -> None:
     result = run_cli("stats", "--json", env={"DATABASE_URL": db_url})
     assert result.returncode == 0, result.stderr

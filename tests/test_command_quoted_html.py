@@ -35,7 +35,8 @@ def test_a_command_in_an_html_quote_or_pre_block_is_none(body: str) -> None:
     ("<blockquote>\n/rltracker kind kl_growth\n</blockquote>\n/rltracker stop", ("stop", [])),
     ("<pre>\nx\n</pre>\n/rltracker stop", ("stop", [])),
     ("Quote with `<blockquote>` or `>`.\n/rltracker stop", ("stop", [])),  # a code span
-    ("Write it in <pre> tags.\n/rltracker stop", ("stop", [])),  # prose: no HTML block
+    ("Write it in `<pre>` tags.\n/rltracker stop", ("stop", [])),  # a code span (security75:
+    # a bare <pre> in prose boxes the rest of the comment: test_command_rendered.py)
     ("<preview>\n/rltracker stop", ("stop", [])),  # another tag
 ])
 def test_a_command_after_or_beside_such_words_is_read(body: str, parsed: Any) -> None:
@@ -100,7 +101,6 @@ SHOWN_AS_CODE = [
     "To silence the app:\n<code>\n/rltracker stop\n</code>",
     "<p><code>\n/rltracker stop\n</code></p>",
     '<CODE class="language-text">\n/rltracker kind kl_growth\n</CODE>',
-    "<code>\nlog line\n\n/rltracker stop\n\n</code>",
     "<textarea>\n/rltracker stop\n</textarea>",
     "<textarea rows=3>\nstep 1 nan\n\n/rltracker stop\n</textarea>",
     "To silence it, type `\n/rltracker stop` in a comment.",
@@ -124,7 +124,6 @@ def test_a_command_shown_as_code_through_html_or_a_span_across_lines_is_none(bod
     ("<code>\nx</code>\n/rltracker stop", ("stop", [])),  # closed where its text ends
     ("<code>x</code> is the flag\n/rltracker stop", ("stop", [])),  # opened and closed
     ("<codex>\n/rltracker stop", ("stop", [])),  # another tag
-    ("Wrap it in <code> tags.\n/rltracker stop", ("stop", [])),  # prose: as <pre> in prose
     ("<textarea>\nx\n</textarea>\n/rltracker stop", ("stop", [])),
     ("An unpaired ` here\n/rltracker stop", ("stop", [])),  # no closer: a literal backtick
     ("Text with `\n\n/rltracker stop\n` and more", ("stop", [])),  # a blank line ends the paragraph

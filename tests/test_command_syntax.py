@@ -128,8 +128,9 @@ def test_text_shown_as_code_hidden_or_quoted_holds_no_command(body: str) -> None
      ("kind", ["kl_growth"])),
     ("   /rltracker stop", ("stop", [])),  # three spaces: no code block
     ("Please fold long logs in `<details>`.\n/rltracker stop", ("stop", [])),  # prose, no block
-    ("On second thought, as @bob wrote:\n> it is the KL\n/rltracker kind kl_growth",
-     ("kind", ["kl_growth"])),  # a person quoting someone, no e-mail header
+    ("On second thought, as @bob wrote:\n> it is the KL\n\n/rltracker kind kl_growth",
+     ("kind", ["kl_growth"])),  # a person quoting someone, no e-mail header (security75: the
+    # blank line ends the quote; without it the command line goes on bob's quoted paragraph)
     ("From: the logs, KL@step 100 is 12.0\n/rltracker kind kl_growth", ("kind", ["kl_growth"])),
     ("<!--\n<details>\n-->\n/rltracker stop", ("stop", [])),  # a tag inside a comment is none
     ("Templates hide their hints in `<!--` and `-->`; this one did not close: `<!--`.\n/rltracker stop",

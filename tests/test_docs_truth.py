@@ -552,6 +552,7 @@ GITHUB_CALLS: dict[str, set[tuple[str, str]]] = {
     "/repos/{}/{}/collaborators/{}/permission": {("metadata", "read")},
     "/repos/{}/contents": {("contents", "read")},
     "/repos/{}/contents/{}": {("contents", "read")},
+    "/repos/{}/git/trees/HEAD": {("contents", "read")},  # the rules' package guides (fetch75)
     # an issue or a pull request read through the issues API
     "/repos/{}/issues/{}": {("issues", "read"), ("pull_requests", "read")},
     # comments posted, edited, read on issues and on pull requests' conversations

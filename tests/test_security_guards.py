@@ -109,7 +109,10 @@ def test_a_large_settings_file_that_does_not_parse_is_read_in_linear_work(unit: 
 @pytest.mark.parametrize("unit", ["/rltracker stop\n", "> /rltracker stop\n", "```\n/rltracker x\n",
                                   "<!--\n", "<details>\n", "    /rltracker stop\n", "`/rltracker`",
                                   "<code>\n", "<textarea>\n", "`\n/rltracker stop\n",
-                                  "``\n/rltracker stop `\n", "` `` ``` ", "- `\n"])
+                                  "``\n/rltracker stop `\n", "` `` ``` ", "- `\n",
+                                  # security75: code tags in prose, quote markers, lazy lines
+                                  "x <code> ", "</code><code", ">", "> > a\n/rltracker x\n",
+                                  "<code>\n- a\n"])
 def test_command_lines_of_a_64_kib_comment_are_read_in_linear_work(unit: str) -> None:
     body = _fill(unit)
     assert_linear_work(lambda text: (parse_commands(text), without_commands(text)), body)

@@ -198,6 +198,7 @@ async def test_framework_page_rules_proposals_methods_and_reception(client) -> N
         "repo": "huggingface/trl", "framework": "trl", "comments_posted": 4, "thumbs_up": 2,
         "thumbs_down": 3, "hidden_or_deleted": 2, "paused": True, "suspended": False,
         "paused_reason": "2 of the last 10 comments were hidden.", "resumed_by": None, "resumed_at": None,
+        "threads_stored": True,
     }]
     assert data["proposal_counts"] == {"declined": 1}
     assert any(m["id"] == "clip-higher" for m in data["methods_present"])
@@ -434,6 +435,26 @@ async def test_a_known_page_with_a_trailing_slash_leads_to_the_page(client) -> N
         assert (status, location) == (404, None), path
 
 
+async def test_an_api_path_with_a_trailing_slash_names_the_route_meant(client) -> None:
+    """tidy75: an /api/ path written with a trailing slash keeps the API's JSON 404 (no 308:
+    a script reads an error it can parse), for GET and HEAD, its query string aside; the
+    message named the route meant only for a fixed path (/api/repos), not for one with a
+    parameter (/api/frameworks/verl/, /api/threads/o/r/N/), which pages redirect to."""
+    for path, meant in (("/api/repos/?framework=trl", "/api/repos"),
+                        ("/api/frameworks/verl/", "/api/frameworks/verl"),
+                        ("/api/threads/huggingface/trl/200/", "/api/threads/huggingface/trl/200"),
+                        ("/api/no/such/", None), ("/api/a%3Fb%25zz/", None)):
+        for method in ("GET", "HEAD"):
+            resp = await client.request(method, path, allow_redirects=False)
+            assert (resp.status, resp.content_type) == (404, "application/json"), (method, path)
+            assert "Location" not in resp.headers
+        error = (await (await client.get(path)).json())["error"]
+        assert (error.endswith(f"did you mean {meant}?") if meant else "did you mean" not in error), error
+    # A method the meant route does not take is still pointed at it (it is the address meant).
+    resp = await client.post("/api/repos/")
+    assert "did you mean /api/repos?" in (await resp.json())["error"]
+
+
 async def test_a_path_of_no_page_answers_the_sites_not_found_page(client) -> None:
     """A path no route has (/threads/ is no page with or without its slash; a typo) was
     aiohttp's bare '404: Not Found' in plain text: no navigation, nothing saying which site it
@@ -489,3 +510,88 @@ async def test_thread_lists_name_the_framework_as_every_other_page_does(client) 
     html = await _text(client, "/proposals")
     assert '<td><a href="/frameworks/trl">TRL</a></td>' in html
     assert '<a href="/frameworks/trl">trl</a>' not in html
+
+
+async def test_methods_it_lacks_names_and_links_the_frameworks_that_have_them(client) -> None:
+    """A framework page's "Methods it lacks" said where each method exists by catalog id ("in
+    trl, nemo-rl, roll, areal"), unlinked, beside the "TRL", "NeMo-RL", "AReaL" every other
+    page writes (the thread lists' user72 fix); each is the framework's name, linked to its page."""
+    import re
+
+    from analyzers.catalog import load_catalog
+
+    cat = load_catalog()
+    html = await _text(client, "/frameworks/verl")
+    lacks = html.split("<h2>Methods it lacks</h2>", 1)[1].split("</ul>", 1)[0]
+    missing = [m for m in cat.methods.values() if not m.has("verl")]
+    assert missing and any(m.has(f) for m in missing for f in cat.frameworks)
+    for m in missing:
+        item = re.search(rf'<li><a href="/methods/{re.escape(m.id)}">.*?</li>', lacks, re.S)
+        assert item is not None, m.id
+        links = re.findall(r'<a href="/frameworks/([^"]+)">([^<]+)</a>', item.group(0))
+        assert links == [(f, cat.frameworks[f].name) for f in cat.frameworks if m.has(f)], item.group(0)
+    # The JSON keeps the ids (what an API reader filters on).
+    data = await _json(client, "/api/frameworks/verl")
+    assert all(set(m["elsewhere"]) <= set(cat.frameworks) for m in data["methods_missing"])
+
+
+async def test_the_repositories_page_links_each_install_preview(client, ctx) -> None:
+    """/repos/ listed the installed repositories without a way to their install preview
+    (`/repos/{owner}/{name}/preview`, which README names beside it): a maintainer who had
+    just installed the app had to know the address. A repository with stored threads links
+    its preview (which answers); one with none (the preview's 404) links nothing."""
+    import re
+
+    async with ctx.sessionmaker() as session, session.begin():
+        session.add(Installation(id=7, account="alibaba"))
+        await session.flush()
+        session.add(Repository(full_name="alibaba/ROLL", framework="roll", installation_id=7))
+    page = await _text(client, "/repos/")
+    trl = re.search(r"<tr><td>huggingface/trl</td>.*?</tr>", page, re.S)
+    assert trl is not None and 'href="/repos/huggingface/trl/preview"' in trl.group(0), page
+    roll = re.search(r"<tr><td>alibaba/ROLL</td>.*?</tr>", page, re.S)
+    assert roll is not None and "/preview" not in roll.group(0)
+    for path in re.findall(r'href="(/repos/[^"]+/preview)"', page):
+        assert (await client.get(path)).status == 200, path
+    assert (await client.get("/repos/alibaba/ROLL/preview")).status == 404
+    # The framework page's reception table is the same rows.
+    assert 'href="/repos/huggingface/trl/preview"' in await _text(client, "/frameworks/trl")
+    # The preview page leads back to the list.
+    preview = await _text(client, "/repos/huggingface/trl/preview")
+    assert 'href="/repos/"' in preview
+
+
+async def test_a_proposals_list_links_its_json(client) -> None:
+    """/proposals offered its filtered list as an Atom feed only; its JSON twin,
+    /api/proposals with the same filters (docs/site.md, "Proposals"), was nowhere linked, so
+    a reader wanting the data of a filtered list took the whole export. The page links it,
+    with the filters it applies (a dropped value not among them)."""
+    import html as html_lib
+    import re
+
+    page = await _text(client, "/proposals?framework=VERL&state=nonsense", status=400)
+    found = re.search(r'<a href="(/api/proposals[^"]*)">', page)
+    assert found is not None
+    api = html_lib.unescape(found.group(1))
+    assert api == "/api/proposals?framework=verl", api
+    resp = await client.get(api)
+    assert resp.status == 200
+    assert int(resp.headers["X-Total-Count"]) == 2 == len(await resp.json())
+    assert 'href="/api/proposals"' in await _text(client, "/proposals")
+
+
+async def test_a_filter_given_twice_is_not_read_as_its_first_value(client) -> None:
+    """`/api/proposals?framework=verl&framework=trl` answered verl's proposals alone, 200, as
+    if trl had not been asked (a script merging two frameworks got one); the page did the same
+    without a word. Two different values of one filter are refused as any bad value is: the
+    API's 400 says so, the page names them beside the field and applies the other filters;
+    the same value twice is that value."""
+    data = await _json(client, "/api/proposals?framework=verl&framework=trl", status=400)
+    assert "verl" in data["error"] and "trl" in data["error"], data
+    html = await _text(client, "/proposals?framework=verl&framework=trl&state=declined", status=400)
+    assert 'id="ignored-framework"' in html and "ignored" in html
+    assert "Add CISPO loss" in html and "Support GSPO" not in html  # the state still applies
+    await _json(client, "/api/proposals?state=merged&state=declined", status=400)
+    await _json(client, "/api/proposals?paper=gspo&paper=cispo", status=400)
+    rows = await _json(client, "/api/proposals?framework=verl&framework=VERL")
+    assert sorted(p["number"] for p in rows) == [101, 102]

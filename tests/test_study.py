@@ -448,3 +448,17 @@ async def test_a_set_page_on_a_fresh_install_says_what_fills_it(client: TestClie
     assert landed, sorted(sets)[:20]
     html = await (await client.get(f"/study/sets/{landed[0]}")).text()
     assert "rltracker sync" in html
+
+
+async def test_a_landing_a_day_from_its_paper_is_one_day(client: TestClient) -> None:
+    """The timeline's marks and the landings table named a landing a day after its method's
+    first public version "1 days" (TRL's Clip-higher: "Clip-higher in TRL: 2025-03-19, 1
+    days"), as a screen reader and a pointer's tooltip read it."""
+    import re
+
+    data = await (await client.get("/api/study")).json()
+    if not any(x["days"] in (1, -1) for x in data["landings"]):
+        pytest.skip("no landing a day from its method's first public version in this catalog")
+    html = await (await client.get("/study")).text()
+    assert re.search(r"\b1 days\b", html) is None, re.search(r".{80}\b1 days\b.{20}", html)
+    assert re.search(r"\b1 day\b", html)

@@ -297,3 +297,35 @@ async def test_the_comments_details_are_no_paragraphs_a_browser_must_mend(sqlite
     comment = dom.split('<blockquote class="comment"')[1].split("</blockquote>")[0]
     assert "<details><summary>Why this suggestion</summary>" in comment
     assert "<p></p>" not in comment, comment
+
+
+async def test_a_reopened_thread_is_not_said_to_be_closed(ctx) -> None:
+    """GitHub keeps `closed_at` on an issue reopened after a close (the `issues` fixtures'
+    reopened issue: state open, state_reason reopened, closed_at set). The page read "open
+    (reopened) · opened on ... · closed 2021-07-05 UTC": open and closed at once. An open
+    thread's close is its last one; a closed thread's still reads "closed"."""
+    import re
+
+    from bot.store.threads import upsert_thread
+
+    async with ctx.sessionmaker() as session, session.begin():
+        await upsert_thread(session, {
+            "repo": "huggingface/trl", "number": 77, "kind": "issue", "title": "Reopened",
+            "state": "open", "state_reason": "reopened", "author": "someone",
+            "created_at": "2026-11-01T10:00:00Z", "closed_at": "2026-11-03T10:00:00Z"})
+    client = await _client(ctx)
+    try:
+        reopened = await _page(client, "/threads/huggingface/trl/77")
+        closed = await _page(client, "/threads/verl-project/verl/101")
+    finally:
+        await client.close()
+
+    def line(html: str, ref: str) -> str:
+        found = re.search(rf'<p class="muted">{re.escape(ref)} · (.*?)</p>', html)
+        assert found is not None
+        return re.sub(r"<[^>]+>", "", found.group(1))
+
+    assert line(reopened, "huggingface/trl#77") == (
+        "issue · open (reopened) · opened by someone on 2026-11-01 UTC · last closed 2026-11-03 UTC")
+    assert " · closed " not in line(reopened, "huggingface/trl#77")
+    assert "closed (completed)" in line(closed, "verl-project/verl#101")

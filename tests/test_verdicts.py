@@ -938,3 +938,34 @@ async def test_export_to_stdout_is_utf8_whatever_the_locale(ctx: Any, fake_githu
     assert result.returncode == 0, result.stderr.decode("utf-8", "replace")
     [row] = [json.loads(line) for line in result.stdout.decode("utf-8").splitlines()]
     assert row["title"] == "训练过程中熵崩溃" and row["labels"]["category"] == "entropy_collapse"
+
+
+async def test_verdicts_export_counts_one_verdict_in_the_singular(ctx: Any, tmp_path: Any) -> None:
+    """`rltracker verdicts export` ended with "1 verdicts exported"."""
+    from bot.store.models import Verdict
+    from bot.store.threads import upsert_thread
+    from tests.test_cli import run_cli
+
+    async with ctx.sessionmaker() as session, session.begin():
+        thread = await upsert_thread(session, {"repo": VERL, "number": 31, "kind": "issue",
+                                               "title": "KL grows", "state": "open"})
+        session.add(Verdict(thread_id=thread.id, is_failure_report=True, category="kl_growth",
+                            login="alice", role="author"))
+    result = await asyncio.to_thread(run_cli, "verdicts", "export", "--out", str(tmp_path / "v.jsonl"),
+                                     env={"DATABASE_URL": ctx.settings.database_url})
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines()[-1] == "1 verdict exported", result.stderr
+
+
+def test_verdicts_wanted_limit_is_told_one_way() -> None:
+    """`verdicts wanted --limit x` said "expected a whole number, 0 or more" and `--limit 0`
+    then "--limit must be a whole number from 1", in another form: one rule, said as every
+    other bad argument is."""
+    from tests.test_cli import run_cli
+
+    for value in ("0", "-1", "x"):
+        result = run_cli("verdicts", "wanted", "--limit", value, env={})
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.strip() == (
+            f"rltracker verdicts wanted: argument --limit: '{value}': expected a whole number "
+            "from 1 (see `rltracker verdicts wanted --help`)"), result.stderr

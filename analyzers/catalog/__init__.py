@@ -34,6 +34,20 @@ CONTRACT_FAILURE_KEYS: tuple[str, ...] = (
 )
 
 
+# The concern keys of the analysis contract (`review.concerns`), in contract order: what
+# analyzers/review.py finds, titled in concerns.yaml.
+CONTRACT_CONCERN_KEYS: tuple[str, ...] = (
+    "design_or_interface",
+    "tests_or_docs",
+    "maintenance_burden",
+    "evidence",
+    "placement",
+    "demand",
+    "already_covered",
+    "other",
+)
+
+
 class CatalogError(ValueError):
     """The catalog YAML is malformed or inconsistent."""
 
@@ -65,6 +79,15 @@ class FailureKind:
     @property
     def in_contract(self) -> bool:
         return self.key in CONTRACT_FAILURE_KEYS
+
+
+@dataclass(frozen=True)
+class ConcernKind:
+    """A kind of concern as people read it: its title and what it means, in one line."""
+
+    key: str
+    title: str
+    description: str
 
 
 @dataclass(frozen=True)
@@ -373,6 +396,27 @@ def load_catalog_from(directory: Path) -> Catalog:
     )
 
 
+def load_concerns_from(path: Path) -> dict[str, ConcernKind]:
+    """The concern kinds in `path` (a concerns.yaml), validated: exactly the contract's keys,
+    in its order, each with a title and a description."""
+    data = _load_yaml(path).get("concerns") or {}
+    concerns = {
+        key: ConcernKind(key=key, title=str(_require(c, "title", f"{path.name}:{key}")),
+                         description=str(_require(c, "description", f"{path.name}:{key}")))
+        for key, c in data.items()
+    }
+    if tuple(concerns) != CONTRACT_CONCERN_KEYS:
+        raise CatalogError(f"{path.name}: the contract's concern keys, in its order, are "
+                           f"{list(CONTRACT_CONCERN_KEYS)}; it has {list(concerns)}")
+    return concerns
+
+
+@functools.cache
+def concern_kinds() -> dict[str, ConcernKind]:
+    """The contract's concern kinds, titled (concerns.yaml beside this file), loaded once."""
+    return load_concerns_from(CATALOG_DIR / "concerns.yaml")
+
+
 @functools.cache
 def load_catalog() -> Catalog:
     """The project's catalog, loaded and validated once per process."""
@@ -392,17 +436,21 @@ def framework_id(full_name: str) -> str | None:
 
 
 __all__ = [
+    "CONTRACT_CONCERN_KEYS",
     "CONTRACT_FAILURE_KEYS",
     "Catalog",
     "CatalogError",
     "Caution",
+    "ConcernKind",
     "FailureKind",
     "Framework",
     "Method",
     "Option",
     "PaperRef",
     "canonical_repo",
+    "concern_kinds",
     "framework_id",
     "load_catalog",
     "load_catalog_from",
+    "load_concerns_from",
 ]

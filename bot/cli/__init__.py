@@ -141,17 +141,28 @@ def _limit(text: str) -> int:
     return _count(text, MAX_LIMIT)
 
 
+def _from_1(text: str, most: int, rule: str) -> int:
+    """A whole number of things from 1 to `most`: one message, `rule`, for every value outside
+    (0, -1, x, above `most`)."""
+    try:
+        value = _count(text, most)
+    except argparse.ArgumentTypeError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected {rule}")
+    return value
+
+
+def _limit_from_1(text: str) -> int:
+    """verdicts wanted's --limit: 1 or more."""
+    return _from_1(text, MAX_LIMIT, "a whole number from 1")
+
+
 def _days(text: str) -> int:
-    """preview's --days: 1 to MAX_DAYS, one message for every value outside (-1, 0, 91, x)."""
+    """preview's --days: 1 to MAX_DAYS."""
     from bot.speaking.preview import MAX_DAYS  # imported only when --days is given
 
-    try:
-        days = _count(text, MAX_DAYS)
-    except argparse.ArgumentTypeError:
-        days = 0
-    if days < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number from 1 to {MAX_DAYS}")
-    return days
+    return _from_1(text, MAX_DAYS, f"a whole number from 1 to {MAX_DAYS}")
 
 
 _REPO_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
@@ -442,7 +453,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  "failure analyzer most (its least sure findings), with the "
                                  "command to type", epilog=p.epilog)
     pw.add_argument("--framework", default=None, metavar="F", help="one framework (default: all)")
-    pw.add_argument("--limit", type=_limit, default=100, metavar="N",
+    pw.add_argument("--limit", type=_limit_from_1, default=100, metavar="N",
                     help="the N least sure threads of all (default: 100)")
 
     p = sub.add_parser("repos", help="the repositories the app comments in",

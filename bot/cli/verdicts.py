@@ -132,7 +132,7 @@ def verdicts_command(args: Any) -> int:
 
         utf8_stdout()
         sys.stdout.write(text)
-    print(f"{len(rows)} verdicts exported", file=sys.stderr)
+    print(f"{len(rows)} verdict{'' if len(rows) == 1 else 's'} exported", file=sys.stderr)
     return 0
 
 
@@ -149,9 +149,6 @@ def _wanted_command(args: Any) -> int:
                   f"{framework_hint(args.framework)} (one of "
                   + ", ".join(load_catalog().frameworks) + ")", file=sys.stderr)
             return 2
-    if args.limit < 1:
-        print("rltracker verdicts wanted: --limit must be a whole number from 1", file=sys.stderr)
-        return 2
 
     async def wanted(ctx: Any) -> dict[str, Any]:
         async with ctx.sessionmaker() as session:

@@ -25,7 +25,8 @@
   (auth64), a spent primary one (`x-ratelimit-remaining: 0`) the requests to its resource
   (core, graphql, search) until `x-ratelimit-reset` (limits65).
 - ETag cache (gidgethub's `cache`) kept apart per installation, in one LRU bounded over all of
-  them (ETAG_CACHE_TOTAL): a 304 costs no rate limit.
+  them (ETAG_CACHE_TOTAL): a 304 costs no rate limit. Recursive tree listings are not kept
+  (UNCACHED_URL: megabytes each).
 - Secrets never reach the logs: only method, path (without query) and status are logged.
 """
 
@@ -64,6 +65,10 @@ JWT_REUSE_MARGIN = 2 * 60  # mint a new JWT when less than this is left
 TOKEN_REFRESH_MARGIN = 5 * 60  # refresh installation tokens this long before they expire
 ETAG_CACHE_SIZE = 2000  # an LRUCache's default bound
 ETAG_CACHE_TOTAL = 20_000  # entries across every installation (and the app, token, anonymous)
+# Answers never kept in the ETag cache: a recursive git tree listing is megabytes for a large
+# repository (up to 100,000 entries) and asked once a night per repository (the rules' package
+# guides): kept, a few hundred of them would hold gigabytes for a 304 a day.
+UNCACHED_URL = re.compile(r"/git/trees/[^?]*\?(?:[^#]*&)?recursive=")
 # The repository -> installation mapping (`installation_for_repo`): kept this long, and for this
 # many repositories at most. A reinstall gives the installation a new id: a mapping dropped when
 # GitHub refuses it (`forget_installation`, `installation_for_repo(refresh=True)`) is read anew;
@@ -161,6 +166,8 @@ class _CacheView(MutableMapping[str, Any]):
         return self._shared[(self._namespace, key)]
 
     def __setitem__(self, key: str, value: Any) -> None:
+        if UNCACHED_URL.search(key):
+            return
         self._shared[(self._namespace, key)] = value
 
     def __delitem__(self, key: str) -> None:

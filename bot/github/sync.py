@@ -42,6 +42,7 @@ from typing import Any
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
+from analyzers.accounts import is_bot_login
 from analyzers.catalog import canonical_repo, framework_id
 from bot.github.queries import (
     CONTINUATIONS,
@@ -72,7 +73,7 @@ from bot.store.threads import (
     upsert_comment,
     upsert_thread,
 )
-from bot.store.types import is_bot_login, parse_datetime, utcnow
+from bot.store.types import parse_datetime, utcnow
 
 log = logging.getLogger(__name__)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from aiohttp import web
 from sqlalchemy import func, select, text
+from yarl import URL
 
 from analyzers.catalog import load_catalog
 from bot.context import CTX, INBOX, METRICS, WORKER, WORKER_PROCESS_COUNTS
@@ -35,15 +36,18 @@ def _json_error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
 
 
-def _route_exists(app: web.Application, path: str) -> bool:
-    return any(r.canonical == path for r in app.router.resources())
+async def _route_exists(request: web.Request, path: str) -> bool:
+    """A GET of `path` reaches a route: a fixed one (/api/repos) or one with parameters
+    (/api/frameworks/verl), as the pages' trailing-slash redirect resolves its target."""
+    match = await request.app.router.resolve(request.clone(method="GET", rel_url=URL.build(path=path)))
+    return match.http_exception is None
 
 
-def _api_error_message(request: web.Request, error: web.HTTPException) -> str:
+async def _api_error_message(request: web.Request, error: web.HTTPException) -> str:
     path = request.path[:200]
     if error.status == 404:
         listing = path.rstrip("/")
-        if listing != path and _route_exists(request.app, listing):
+        if listing != path and await _route_exists(request, listing):
             return f"no such API route: {path}; did you mean {listing}?"
         return f"no such API route: {path}"
     if error.status == 405:
@@ -65,7 +69,7 @@ async def json_errors(request: web.Request,
     except web.HTTPException as error:
         if error.status < 400:
             raise
-        response = _json_error(error.status, _api_error_message(request, error))
+        response = _json_error(error.status, await _api_error_message(request, error))
         if "Allow" in error.headers:
             response.headers["Allow"] = error.headers["Allow"]
         return response

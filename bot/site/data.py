@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import Text, case, cast, func, or_, select
+from sqlalchemy import Text, case, cast, exists, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from analyzers.catalog import framework_id
@@ -45,6 +45,22 @@ def kind_title(key: str | None) -> str | None:
     """A failure kind's title in the catalog; an unknown key as it is."""
     failures = catalog().failures
     return failures[key].title if key in failures else key
+
+
+def concern_title(key: str) -> str:
+    """A review concern's title (analyzers/catalog/concerns.yaml); an unknown key as it is."""
+    from analyzers.catalog import concern_kinds
+
+    kinds = concern_kinds()
+    return kinds[key].title if key in kinds else key
+
+
+def concern_meaning(key: str) -> str:
+    """What a review concern means, in one line (concerns.yaml); "" for an unknown key."""
+    from analyzers.catalog import concern_kinds
+
+    kinds = concern_kinds()
+    return kinds[key].description if key in kinds else ""
 
 
 def _like_json(column: Any, value: str) -> Any:
@@ -325,11 +341,18 @@ async def proposal_counts(session: AsyncSession, framework: str | None = None
 
 async def reception(session: AsyncSession, repos: list[str] | None = None) -> list[dict[str, Any]]:
     """Per installed repository: the app's comments and how they were received."""
-    query = select(Repository).where(Repository.installation_id.is_not(None),
-                                     Repository.private.is_(False))  # never named publicly
+    # Whether a thread of it is stored: its install preview has something to show (the
+    # preview answers 404 without one), so the pages link it. One probe of the threads'
+    # lower(repo) index per repository, in the same statement.
+    threads_stored = exists().where(func.lower(Thread.repo) == func.lower(Repository.full_name))
+    query = select(Repository, threads_stored).where(
+        Repository.installation_id.is_not(None),
+        Repository.private.is_(False))  # never named publicly
     if repos is not None:
         query = query.where(func.lower(Repository.full_name).in_([r.lower() for r in repos] or ["-"]))
-    repositories = list(await session.scalars(query.order_by(Repository.full_name)))
+    found = (await session.execute(query.order_by(Repository.full_name))).all()
+    repositories = [r for r, _ in found]
+    with_threads = {r.full_name for r, stored in found if stored}
     if not repositories:
         return []
     from bot.store.installations import silenced_installations
@@ -372,6 +395,7 @@ async def reception(session: AsyncSession, repos: list[str] | None = None) -> li
             # The last lift of a pause: "@login" (/rltracker resume) or "operator" (the CLI).
             "resumed_by": r.resumed_by,
             "resumed_at": format_datetime(r.resumed_at),
+            "threads_stored": r.full_name in with_threads,
         })
     return out
 

@@ -25,7 +25,7 @@ from markupsafe import Markup, escape
 
 from bot.context import app_context
 from bot.site import data
-from bot.site.api import api_cursor, api_paging, encode_cursor, next_link, read_cursor
+from bot.site.api import API_PREFIX, api_cursor, api_paging, encode_cursor, next_link, read_cursor
 from bot.site.progress import backfill_progress, tracking_state
 from bot.store.types import Position, canonical_id, parse_count
 from bot.templating import html_env
@@ -71,6 +71,8 @@ def render(template: str, status: int = 200, **context: Any) -> web.Response:
     env = html_env()
     env.globals.setdefault("state_labels", STATE_LABELS)
     env.globals.setdefault("framework_names", framework_names())  # id -> "TRL", "NeMo-RL"
+    env.globals.setdefault("concern_title", data.concern_title)
+    env.globals.setdefault("concern_meaning", data.concern_meaning)
     env.filters.setdefault("code_spans", code_spans)
     body = env.get_template(f"site/{template}").render(**context)
     return web.Response(text=body, status=status, content_type="text/html", charset="utf-8",
@@ -132,9 +134,15 @@ def proposal_filters(request: web.Request) -> tuple[dict[str, str | None], dict[
     what was wrong with each value dropped, by its filter (the form field the page ties the
     notice to: leftb65), empty when none was."""
     q = request.query
-    framework = (q.get("framework") or "").strip() or None
-    state = (q.get("state") or "").strip() or None
-    paper = (q.get("paper") or "").strip()[:200] or None
+    # A filter given twice with two values (framework=verl&framework=trl) was read as its first,
+    # the second dropped without a word: a list of one framework answered as if of both. It is
+    # refused as a bad value is (the same value twice, in any case, is that value).
+    several = {name: values for name in ("framework", "state", "paper")
+               if len(values := list(dict.fromkeys(v.strip() for v in q.getall(name, []) if v.strip()))) > 1
+               and len({v.lower() for v in values}) > 1}
+    framework = None if "framework" in several else (q.get("framework") or "").strip() or None
+    state = None if "state" in several else (q.get("state") or "").strip() or None
+    paper = None if "paper" in several else (q.get("paper") or "").strip()[:200] or None
     if paper:
         # "arXiv:2503.14476", an arxiv.org or alphaxiv link, or a bare id: the id; else a
         # catalog method id as typed.
@@ -148,7 +156,10 @@ def proposal_filters(request: web.Request) -> tuple[dict[str, str | None], dict[
             paper if paper in methods else canonical_id(paper, methods, method_names()) or paper[:64])
     # A bad value is dropped and named, the other filters kept (left64: one bad value
     # emptied the whole form, the valid framework with it).
-    dropped: dict[str, str] = {}
+    dropped: dict[str, str] = {
+        name: f"one {name} at a time: " + ", ".join(v[:64] for v in values[:5])
+        + (", …" if len(values) > 5 else "") + " given"
+        for name, values in several.items()}
     frameworks = data.catalog().frameworks
     if framework and framework not in frameworks:
         framework = canonical_id(framework, frameworks, framework_names()) or (
@@ -441,25 +452,30 @@ async def api_methods(request: web.Request) -> web.Response:
     return json_response([data.method_dict(m, list(cat.frameworks)) for m in cat.methods.values()])
 
 
-def _paged(found: dict[str, Any], total_key: str) -> web.Response:
-    response = json_response(found)
-    response.headers["X-Total-Count"] = str(found[total_key])
+async def _item_with_threads(request: web.Request, fetch: Callable[..., Awaitable[Any]], key: str, *,
+                             default_limit: int, total_key: str, missing: str) -> web.Response:
+    """One catalog item and its threads (`fetch`: data.method_data, data.failure_data), paged
+    as every /api/ list: `limit` (`default_limit` by default, at most MAX_ROWS) after
+    `offset`; X-Total-Count counts them all (`total_key`); `missing`: the 404's message."""
+    paging = api_paging(request.query, default_limit=default_limit, max_limit=data.MAX_ROWS)
+    if isinstance(paging, str):
+        return json_response({"error": paging}, 400)
+    limit, offset = paging
+    found = await _session_call(request, fetch, key, limit=limit, offset=offset)
+    if not found:
+        return json_response({"error": missing}, 404)
+    response = json_response(found[0])
+    response.headers["X-Total-Count"] = str(found[0][total_key])
     return response
 
 
 async def api_method(request: web.Request) -> web.Response:
-    """A method and the threads naming it, newest first: `limit` (LIST_ROWS by default, at
-    most MAX_ROWS) after `offset`, as every /api/ list; X-Total-Count counts them all."""
+    """A method and the threads naming it, newest first (LIST_ROWS a page by default)."""
     if moved := _method_moved(request):
         return moved
-    paging = api_paging(request.query, default_limit=data.LIST_ROWS, max_limit=data.MAX_ROWS)
-    if isinstance(paging, str):
-        return json_response({"error": paging}, 400)
-    limit, offset = paging
-    found = await _session_call(request, data.method_data, request.match_info["id"],
-                                limit=limit, offset=offset)
-    return (_paged(found[0], "threads_total") if found
-            else json_response({"error": "no such method"}, 404))
+    return await _item_with_threads(request, data.method_data, request.match_info["id"],
+                                    default_limit=data.LIST_ROWS, total_key="threads_total",
+                                    missing="no such method")
 
 
 async def api_failures(request: web.Request) -> web.Response:
@@ -471,18 +487,12 @@ async def api_failures(request: web.Request) -> web.Response:
 
 
 async def api_failure(request: web.Request) -> web.Response:
-    """A failure kind and its reports, newest first: `limit` (REPORTS_PAGE by default, at
-    most MAX_ROWS) after `offset`, as every /api/ list; X-Total-Count counts them all."""
+    """A failure kind and its reports, newest first (REPORTS_PAGE a page by default)."""
     if moved := failure_moved(request):
         return moved
-    paging = api_paging(request.query, default_limit=REPORTS_PAGE, max_limit=data.MAX_ROWS)
-    if isinstance(paging, str):
-        return json_response({"error": paging}, 400)
-    limit, offset = paging
-    found = await _session_call(request, data.failure_data, request.match_info["key"],
-                                limit=limit, offset=offset)
-    return (_paged(found[0], "reports_total") if found
-            else json_response({"error": "no such failure kind"}, 404))
+    return await _item_with_threads(request, data.failure_data, request.match_info["key"],
+                                    default_limit=REPORTS_PAGE, total_key="reports_total",
+                                    missing="no such failure kind")
 
 
 async def api_frameworks(request: web.Request) -> web.Response:
@@ -551,12 +561,12 @@ async def _page_not_found(request: web.Request, handler: Handler) -> web.StreamR
     try:
         return await handler(request)
     except web.HTTPNotFound:
-        if request.method not in ("GET", "HEAD") or request.path.startswith("/api/") \
+        if request.method not in ("GET", "HEAD") or request.path.startswith(API_PREFIX) \
                 or request.match_info.route.resource is not None:
             raise
         return not_found("page")
     except web.HTTPMethodNotAllowed as error:
-        if request.path.startswith("/api/"):
+        if request.path.startswith(API_PREFIX):
             raise
         allowed = sorted(error.allowed_methods, key=lambda m: (m != "GET", m))
         response = render("not_allowed.html", status=405, allowed=allowed,

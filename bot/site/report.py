@@ -33,9 +33,11 @@ from typing import Any
 
 from sqlalchemy import select, update
 
+from analyzers.accounts import is_bot_login
 from analyzers.catalog import canonical_repo, framework_id
 from analyzers.study import DECLINED_STATES
 from bot.analysis import hidden_from_discussion
+from bot.site.data import thread_url
 from bot.site.study import detected_since
 from bot.store.db import dialect_insert
 from bot.store.history import reread_since
@@ -98,7 +100,7 @@ async def _first_replies(session: Any, threads: dict[int, Thread]) -> dict[int, 
             .where(Comment.thread_id.in_(ids[i:i + 500])))
         for thread_id, author, is_bot, created, minimized_reason in rows:
             opener = threads[thread_id].author
-            if created is None or is_bot or (author or "").endswith("[bot]") or author == opener:
+            if created is None or is_bot_login(author, "Bot" if is_bot else None) or author == opener:
                 continue
             if hidden_from_discussion({"minimized_reason": minimized_reason}):
                 continue
@@ -113,7 +115,7 @@ async def collect_state(ctx: Any, now: datetime) -> tuple[dict[str, dict[str, An
 
     snapshot: dict[str, dict[str, Any]] = {}
     # waits_for_reply: each replied thread's wait unrounded, for the median (not stored)
-    extra: dict[str, Any] = {"titles": {}, "urls": {}, "waits_for_reply": {}}
+    extra: dict[str, Any] = {"titles": {}, "waits_for_reply": {}}
     catalog_methods = load_catalog().methods
     async with ctx.sessionmaker() as session:
         shown_is_failure, _ = shown_columns()
@@ -170,7 +172,6 @@ async def collect_state(ctx: Any, now: datetime) -> tuple[dict[str, dict[str, An
         if first_reply and thread.created_at:
             extra["waits_for_reply"][key] = first_reply - thread.created_at
         extra["titles"][key] = thread.title or ""
-        extra["urls"][key] = thread.url or f"https://github.com/{thread.repo}/issues/{thread.number}"
     extra["paused"] = paused
     extra["agreement"] = agreed
     return snapshot, extra
@@ -404,18 +405,19 @@ async def build_report(ctx: Any, day: date | None = None, *,
         "failures_window": {"from": format_datetime(opened_from), "to": format_datetime(opened_to)},
         "new_landings": len(new_landings),
         "agreement": extra["agreement"],
-        "snapshot": snapshot, "titles": extra["titles"], "urls": extra["urls"],
+        "snapshot": snapshot, "titles": extra["titles"],
     }
 
 
 def _names() -> dict[str, Any]:
     """How the report names what it counts, as the site does (one way to name each): failure
-    kinds by the catalog's title, review states by the site's labels, frameworks and methods
+    kinds and review concerns by the catalog's titles, review states by the site's labels, frameworks and methods
     by their catalog names. Ids stay in links and `data-` attributes."""
-    from bot.site.data import kind_title
+    from bot.site.data import concern_meaning, concern_title, kind_title
     from bot.site.pages import STATE_LABELS, framework_names, method_names
 
-    return {"kind_title": kind_title, "state_labels": STATE_LABELS,
+    return {"kind_title": kind_title, "concern_title": concern_title,
+            "concern_meaning": concern_meaning, "state_labels": STATE_LABELS,
             "framework_names": framework_names(), "method_names": method_names()}
 
 
@@ -494,12 +496,24 @@ async def shown_data(session: Any, data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "titles": {k: v for k, v in titles.items() if k not in gone}}
 
 
+def github_urls(data: dict[str, Any]) -> dict[str, str]:
+    """Each thread's address on GitHub, built from its key and the kind the snapshot stored
+    (`thread_url`, as every page builds it): never a URL a payload carried, which a report
+    stored before security75 kept in its data (`urls`) and is not read."""
+    urls: dict[str, str] = {}
+    for key, state in (data.get("snapshot") or {}).items():
+        repo, _, number = key.rpartition("#")
+        if repo and number.isdigit():
+            urls[key] = thread_url(repo, int(number), str((state or {}).get("kind") or "issue"))
+    return urls
+
+
 def render_html(data: dict[str, Any]) -> str:
     from bot.templating import html_env
 
     return html_env().get_template("reports/report.html.j2").render(
         data=data, titles=CHANGE_TITLES, kinds=CHANGE_KINDS, states=STATES, chart=chart(data),
-        **_names())
+        github_urls=github_urls(data), **_names())
 
 
 async def store_report(ctx: Any, data: dict[str, Any], markdown: str) -> Report:

@@ -430,8 +430,8 @@ def _set_title(name: str, frameworks: dict[str, Any]) -> str:
         group = {"merged_prs": "Merged method pull requests",
                  "unmerged_prs": "Unmerged method pull requests",
                  "requests": "Method requests (issues)"}.get(parts[1], parts[1])
-        what = parts[2] if len(parts) == 3 else f"concern: {parts[3].replace('_', ' ')}"
-        return f"{group}: {what.replace('_', ' ')}"
+        what = parts[2].replace("_", " ") if len(parts) == 3 else f"concern: {data.concern_title(parts[3])}"
+        return f"{group}: {what}"
     return name
 
 

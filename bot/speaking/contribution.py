@@ -73,6 +73,23 @@ _LINK = re.compile(
 # Linked files that are not contribution guides.
 _NOT_A_GUIDE = re.compile(r"^(?:license|licence|copying|notice|changelog|changes|history|authors"
                           r"|code_of_conduct|security)(?:\.|$)", re.I)
+# A monorepo's per-package guides (`packages/<name>/CONTRIBUTING.md`): a CONTRIBUTING (any of
+# CONTRIBUTING_NAMES) in a folder below the root, found in ONE listing of the whole tree (the
+# git trees API, recursive) and read for MAX_PACKAGE_GUIDES folders at most, the shallowest
+# first, then by path. Not the repository's own places (root, `docs/`; `.github/` is hidden).
+MAX_PACKAGE_GUIDES = 6
+MAX_GUIDE_DEPTH = 3  # folders above the file: `a/b/c/CONTRIBUTING.md` is read, one deeper is not
+REPO_GUIDE_FOLDERS = ("", "docs")
+# Folders whose CONTRIBUTING is another project's (vendored code, installed dependencies), build
+# output (a docs site, a wheel's tree) or test data; hidden folders (`.venv`, `.tox`) and
+# template folders (`{{cookiecutter.name}}`) neither.
+_NOT_THE_PROJECTS = re.compile(
+    r"(?:vendor|vendored|third[_-]?party|3rd[_-]?party|external|externals|extern|deps"
+    r"|node_modules|bower_components|site-packages|venv|_build|build|dist|site|_site|public"
+    r"|fixtures|testdata|test_data|__fixtures__)", re.I)
+# The key under which `partial` says the tree listing was cut (GitHub lists 100,000 entries /
+# 7 MB at most) or refused: package guides past it were not looked for.
+TREE_KEY = "**/CONTRIBUTING.md"
 
 
 _REPO_NAME = re.compile(r"[A-Za-z0-9][\w.-]{0,99}/[\w.-]{1,100}")
@@ -90,12 +107,22 @@ def contents_url(repo: str, path: str) -> str | None:
     return f"/repos/{repo}/contents" + "".join("/" + quote(p, safe="") for p in parts)
 
 
+def tree_url(repo: str) -> str | None:
+    """The git trees API URL listing every file of `repo`'s default branch (HEAD); None for
+    a name that is not a repository's (as contents_url)."""
+    if contents_url(repo, "") is None:
+        return None
+    return f"/repos/{repo}/git/trees/HEAD?recursive=1"
+
+
 class _Fetcher:
     def __init__(self, api: Any) -> None:
         self.api = api
         self.calls = 0
         # path -> "cut" (only its first MAX_FILE_BYTES read) or "unread" (GitHub served no
-        # content: over 1 MB): said in the summary, never taken for an absent file.
+        # content: over 1 MB): said in the summary, never taken for an absent file. A package
+        # guide GitHub refused (a rate limit, an error) is "failed"; a tree listing cut or
+        # refused is TREE_KEY -> "unlisted" (guides past it not looked for).
         self.partial: dict[str, str] = {}
 
     async def get(self, repo: str, path: str) -> Any:
@@ -145,8 +172,10 @@ async def fetch_rule_files(api: Any, repo: str,
     A file of another repository is keyed `owner/name/path`: the kinds `repo` lacks read from
     its owner's `.github` repository (GitHub's organisation defaults), and the file a stub
     CONTRIBUTING points to. The pages a CONTRIBUTING links to in its own repository follow
-    (MAX_LINKED_PAGES). Folders are listed first, so absent files cost no request: a typical
-    repository needs 3 listings plus one request per file; docs/rules.md gives the maximum."""
+    (MAX_LINKED_PAGES), then the guides of its packages (`packages/<name>/CONTRIBUTING.md`:
+    one tree listing, MAX_PACKAGE_GUIDES; a failure there is noted in `partial`, not raised).
+    Folders are listed first, so absent files cost no request: a typical repository needs 4
+    listings plus one request per file; docs/rules.md gives the maximum."""
     fetch = _Fetcher(api)
     files = await _read_repo(fetch, repo, "", kinds=None)
     # where each guide whose links are followed lives: (repository, key prefix)
@@ -184,6 +213,7 @@ async def fetch_rule_files(api: Any, repo: str,
         text = await fetch.text(source_repo, target, key)
         if text is not None:
             files[key] = text
+    files.update(await _package_guides(fetch, repo, known={*files, *fetch.partial}))
     if partial is not None:
         partial.update(fetch.partial)
     return files
@@ -244,6 +274,65 @@ async def _read_repo(fetch: _Fetcher, repo: str, prefix: str,
     return files
 
 
+def package_guide_paths(tree: list[Any]) -> list[str]:
+    """The package guides to read from a git tree listing: one CONTRIBUTING per folder (the
+    first spelling of CONTRIBUTING_NAMES), at most MAX_GUIDE_DEPTH folders deep, not in the
+    repository's own guide folders nor in another project's, build or test-data folders;
+    shallowest first, then by path (deterministic), all of them (the caller bounds)."""
+    by_folder: dict[str, tuple[int, str]] = {}
+    for entry in tree:
+        if not isinstance(entry, dict) or entry.get("type") != "blob":
+            continue
+        path = str(entry.get("path") or "")
+        folder, _, name = path.rpartition("/")
+        if name.lower() not in CONTRIBUTING_NAMES or folder in REPO_GUIDE_FOLDERS:
+            continue
+        parts = folder.split("/")
+        if len(parts) > MAX_GUIDE_DEPTH or any(
+                p.startswith(".") or "{{" in p or _NOT_THE_PROJECTS.fullmatch(p) for p in parts):
+            continue
+        rank = CONTRIBUTING_NAMES.index(name.lower())
+        if folder not in by_folder or rank < by_folder[folder][0]:
+            by_folder[folder] = (rank, path)
+    return sorted((path for _, path in by_folder.values()), key=lambda p: (p.count("/"), p))
+
+
+async def _package_guides(fetch: _Fetcher, repo: str, known: set[str]) -> dict[str, str]:
+    """{path: text} of `repo`'s package guides (package_guide_paths; those in `known`, read
+    already as a CONTRIBUTING's pages, skipped), MAX_PACKAGE_GUIDES at most: one tree request
+    plus one per guide. They add to the repository's own files, so a failure here degrades to
+    what was read, said in `fetch.partial`, instead of failing the summary."""
+    url = tree_url(repo)
+    if url is None:
+        return {}
+    fetch.calls += 1
+    try:
+        listing = await fetch.api.getitem(url)
+    except (GitHubException, OSError, aiohttp.ClientError) as exc:
+        # 404 / 409: no tree to list (an empty repository, no default branch); anything else
+        # (a rate limit past the client's retries, 5xx, a dropped connection) is said.
+        if int(getattr(exc, "status_code", 0) or 0) not in (404, 409):
+            log.warning("file tree of %s not listed (%s); no package guides read", repo, exc)
+            fetch.partial[TREE_KEY] = "unlisted"
+        return {}
+    if not isinstance(listing, dict):
+        return {}
+    if listing.get("truncated"):
+        fetch.partial[TREE_KEY] = "unlisted"  # the entries served are still read
+    paths = [p for p in package_guide_paths(listing.get("tree") or []) if p not in known]
+    guides: dict[str, str] = {}
+    for path in paths[:MAX_PACKAGE_GUIDES]:
+        try:
+            text = await fetch.text(repo, path)
+        except (GitHubException, OSError, aiohttp.ClientError) as exc:
+            log.warning("package guide %s of %s not read (%s)", path, repo, exc)
+            fetch.partial[path] = "failed"
+            continue
+        if text is not None:
+            guides[path] = text
+    return guides
+
+
 def linked_pages(text: str, repo: str, path: str) -> list[str]:
     """Repository paths of the Markdown / reStructuredText / text pages `text` (the file
     `path` of `repo`) links to in the same repository, in order, each once: relative links
@@ -290,7 +379,8 @@ def note_partial(summary: dict[str, Any], partial: dict[str, str]) -> dict[str, 
     if not partial:
         return summary
     summary["partial"] = dict(sorted(partial.items()))
-    if any(file_kind(p) == "contributing" for p in partial):
+    # (a tree listing cut short, TREE_KEY, names no file that exists)
+    if any(file_kind(p) == "contributing" and how != "unlisted" for p, how in partial.items()):
         summary["facts"] = [f for f in summary.get("facts", []) if f.get("rule") != "no_contributing"]
     return summary
 

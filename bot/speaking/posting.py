@@ -9,6 +9,7 @@ import time
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
+from analyzers.accounts import is_bot_login
 from bot.speaking.claims import (
     claim_lease,
     finish,
@@ -21,7 +22,6 @@ from bot.speaking.claims import (
 from bot.speaking.records import record_skip
 from bot.speaking.render import FAILURE_MARKER, RULES_MARKER
 from bot.speaking.situation import Situation, repository_row
-from bot.store.types import is_bot_login
 
 log = logging.getLogger(__name__)
 

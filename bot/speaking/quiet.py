@@ -13,6 +13,7 @@ import re
 from datetime import datetime, timedelta
 from typing import Any
 
+from analyzers.accounts import by_bot, is_bot_login
 from bot.analysis import hidden_from_discussion
 from bot.command_syntax import only_commands, opening_command
 from bot.speaking.repo_config import RepoConfig
@@ -63,7 +64,7 @@ def replies(record: dict[str, Any], after: datetime | None = None) -> list[dict[
     bot.analysis.hidden_from_discussion), created after `after` when given."""
     out = []
     for c in record.get("comments") or []:
-        if c.get("author_is_bot") or (c.get("author") or "").endswith("[bot]"):
+        if by_bot(c):
             continue  # the app's own comments among them: told by their author, never by a
             # marker a person's comment may hold too (security71)
         if hidden_from_discussion(c):
@@ -118,7 +119,7 @@ def quiet_reason(
         return "closed", "the issue is closed"
     if record.get("locked"):  # (known from the live issue, read right before posting)
         return "locked", "the conversation is locked"
-    if record.get("author_is_bot") or (record.get("author") or "").endswith("[bot]"):
+    if by_bot(record):
         return "bot_author", "the issue was opened by a bot"
     if trigger == "command":
         return None
@@ -174,16 +175,16 @@ def live_record(issue: dict[str, Any], comments: list[dict[str, Any]], stored: d
         record["author_association"] = issue.get("author_association")
     if user.get("login"):
         record["author"] = user.get("login")
-        record["author_is_bot"] = user.get("type") == "Bot" or str(user.get("login")).endswith("[bot]")
+        record["author_is_bot"] = is_bot_login(user.get("login"), user.get("type"))
     record["comments"] = [
         {
-            "author": (c.get("user") or {}).get("login"),
+            "author": who.get("login"),
             "author_association": c.get("author_association"),
-            "author_is_bot": (c.get("user") or {}).get("type") == "Bot",
+            "author_is_bot": is_bot_login(who.get("login"), who.get("type")),
             "created_at": c.get("created_at"),
             "body": c.get("body") or "",
         }
-        for c in comments
+        for c in comments for who in [c.get("user") or {}]
     ]
     if hidden:
         for c in record["comments"]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from bot.store.types import is_bot_login
+from analyzers.accounts import is_bot_login
 from bot.templating import markdown_env
 
 FAILURE_MARKER = "<!-- rltracker:failure-comment -->"

@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from analyzers.accounts import by_bot
 from analyzers.rules import format_rules_markdown
 from bot.command_syntax import opening_command
 from bot.speaking import contribution
@@ -161,7 +162,7 @@ def summary_quiet(record: dict[str, Any], config: RepoConfig, sit: Situation, *,
         return "closed", "the thread is closed"
     if record.get("locked"):
         return "locked", "the conversation is locked"
-    if record.get("author_is_bot") or str(record.get("author") or "").endswith("[bot]"):
+    if by_bot(record):
         return "bot_author", "opened by a bot"
     if (record.get("author_association") or "").upper() in MAINTAINERS:
         return MAINTAINER_AUTHOR

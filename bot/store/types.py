@@ -132,10 +132,3 @@ def format_datetime(value: datetime | None) -> str | None:
     if value is None:
         return None
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def is_bot_login(login: str | None, typename: str | None = None) -> bool:
-    """A bot account: GitHub's type "Bot" (REST `type`, GraphQL `__typename`) or a `[bot]` login."""
-    if typename == "Bot":
-        return True
-    return bool(login) and str(login).lower().endswith("[bot]")

@@ -61,6 +61,7 @@ from gidgethub import sansio
 from gidgethub.routing import Router
 from sqlalchemy import delete, func, select
 
+from analyzers.accounts import is_bot_login
 from analyzers.catalog import canonical_repo, framework_id
 from bot.command_syntax import opening_command, parse_command, parse_commands
 from bot.github.client import rate_limit_wait, refused_for_good
@@ -83,7 +84,7 @@ from bot.speaking.rule_summary import rules_markdown
 from bot.speaking.verdict import minimize_comments, mute_thread, settle_verdict
 from bot.store.models import Action, Repository
 from bot.store.privacy import stored_private
-from bot.store.types import is_bot_login, parse_datetime
+from bot.store.types import parse_datetime
 from bot.webhooks.privacy import private_flags
 
 log = logging.getLogger(__name__)

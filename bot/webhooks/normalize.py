@@ -24,7 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.store.types import MAX_THREAD_NUMBER, format_datetime, is_bot_login, parse_datetime
+from analyzers.accounts import is_bot_login
+from bot.store.types import MAX_THREAD_NUMBER, format_datetime, parse_datetime
 
 THREAD_EVENTS = {"issues": "issue", "pull_request": "pull_request", "discussion": "discussion"}
 COMMENT_EVENTS = {

@@ -100,10 +100,12 @@ def _encoded(value: Any) -> bytes:
 
 
 async def replay(paths: list[str], url: str, secret: str, event: str | None = None,
-                 *, fresh: bool = False) -> list[tuple[Path, int | str]]:
+                 *, fresh: bool = False) -> list[tuple[Path, int | str, str]]:
+    """Each file sent: its path, the answer's status (or the connection's error) and, for a
+    refusal, the reason the answer gives."""
     import aiohttp
 
-    results: list[tuple[Path, int | str]] = []
+    results: list[tuple[Path, int | str, str]] = []
     files = list(payload_files(paths))
     bodies = [path.read_bytes() for path in files]
     if fresh:
@@ -114,8 +116,8 @@ async def replay(paths: list[str], url: str, secret: str, event: str | None = No
             try:
                 async with session.post(url, data=body,
                                         headers=delivery_headers(name, body, secret)) as resp:
-                    await resp.read()
-                    results.append((path, resp.status))
+                    answer = await resp.read()
+                    results.append((path, resp.status, _refusal(resp.status, answer)))
             except aiohttp.ClientConnectorError as exc:
                 # Nothing listens there: every other file would fail the same way, each with
                 # a line naming only the exception's class.
@@ -125,8 +127,24 @@ async def replay(paths: list[str], url: str, secret: str, event: str | None = No
                                 f"`rltracker serve` running there? {len(results)} of "
                                 f"{len(files)} files sent") from exc
             except (aiohttp.ClientError, TimeoutError) as exc:  # this one failed: go on
-                results.append((path, f"error: {type(exc).__name__}"))
+                results.append((path, f"error: {type(exc).__name__}", ""))
     return results
+
+
+def _refusal(status: int, answer: bytes) -> str:
+    """Why a delivery was not taken, from the answer's `{"error": ...}` (the app's words: "signature
+    does not match" for a wrong secret), on one line without control characters (the URL may be
+    any server's); "" for a 2xx or an answer without one."""
+    if 200 <= status < 300:
+        return ""
+    try:
+        error = json.loads(answer).get("error")
+    except (ValueError, AttributeError, RecursionError):
+        return ""
+    if not isinstance(error, str):
+        return ""
+    # As bot.cli.printable (above this layer): control and format characters become spaces.
+    return " ".join("".join(ch if ch.isprintable() else " " for ch in error).split())[:300]
 
 
 def replay_command(args: Any) -> int:
@@ -141,9 +159,9 @@ def replay_command(args: Any) -> int:
     if not results:
         print("rltracker replay: no payload files found", file=sys.stderr)
         return 2
-    for path, status in results:
-        print(f"{status}\t{path}")
-    summary = Counter(str(status) for _, status in results)
+    for path, status, reason in results:
+        print(f"{status}\t{path}" + (f"\t{reason}" if reason else ""))
+    summary = Counter(str(status) for _, status, _ in results)
     print("summary: " + ", ".join(f"{status}: {n}" for status, n in sorted(summary.items())))
-    ok = all(isinstance(s, int) and 200 <= s < 300 for _, s in results)
+    ok = all(isinstance(s, int) and 200 <= s < 300 for _, s, _ in results)
     return 0 if ok else 1

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.analysis import paper_pool, run_analyses, run_analysis
 from bot.store.db import dialect_insert
+from bot.store.history import NewState, record_transitions, source_of
 from bot.store.models import Analysis, Thread
 from bot.store.threads import get_threads, load_comments, load_comments_of, thread_record
 from bot.store.types import UTCDateTime, utcnow
@@ -61,6 +62,12 @@ def _state_changed(new_state: Any, now: Any) -> Any:
                 else_=table.c.review_state_changed_at)
 
 
+def _new_state(thread_id: int, values: dict[str, Any]) -> NewState:
+    """The review state an Analysis row's `values` (`_analysis_values`) store, for its history."""
+    return NewState(thread_id, values["review_state"], values["is_proposal"],
+                    values["analyzer_version"])
+
+
 def _fill_analysis(row: Analysis, result: dict[str, Any]) -> None:
     for column, value in _analysis_values(result).items():
         setattr(row, column, value)
@@ -68,15 +75,18 @@ def _fill_analysis(row: Analysis, result: dict[str, Any]) -> None:
 
 async def analyse_and_store(
     session: AsyncSession, thread: Thread, cache: dict[str, Any] | None = None,
-    record: dict[str, Any] | None = None,
+    record: dict[str, Any] | None = None, *, source: str = "webhook",
 ) -> dict[str, Any]:
     """Run the analyzers on a stored thread and upsert its Analysis row; returns the analysis.
 
     `cache` is the process's ctx.extras: it keeps the paper pool's index between calls.
-    `record`: the thread's record when the caller already loaded it."""
+    `record`: the thread's record when the caller already loaded it. `source`: what the
+    review-state history says stored it (bot.store.history.SOURCES)."""
     if record is None:
         record = thread_record(thread, await load_comments(session, thread))
     result = await run_analysis(record, await paper_pool(session, cache))
+    await record_transitions(session, [_new_state(thread.id, _analysis_values(result))],
+                             source=source, at=utcnow())
     row = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
     if row is None:
         row = Analysis(thread_id=thread.id)
@@ -90,15 +100,25 @@ async def analyse_and_store(
 
 
 async def store_analysis_if(
-    session: AsyncSession, thread_id: int, expected: str | None, result: dict[str, Any]
+    session: AsyncSession, thread_id: int, expected: str | None, result: dict[str, Any], *,
+    source: str = "reanalysis",
 ) -> bool:
     """Store `result` as the thread's analysis only if the row still holds the version
     `expected` (None: there is still no row); False when another writer (a webhook, another
     replica on a newer release) stored one since it was read. One statement: a compare and
-    set on both databases, so what was written meanwhile is never overwritten."""
+    set on both databases, so what was written meanwhile is never overwritten.
+
+    The thread's row is locked first (PostgreSQL), as every other writer of its analysis
+    locks it: the review-state history's comparison (`record_transitions`, under the same
+    compare) and the write then see the same stored row. False when the thread is gone."""
     from sqlalchemy import update
 
+    if await session.scalar(select(Thread.id).where(Thread.id == thread_id)
+                            .with_for_update()) is None:
+        return False
     values = _analysis_values(result)
+    await record_transitions(session, [_new_state(thread_id, values)], source=source,
+                             at=utcnow(), expected=expected)
     if expected is None:
         insert = dialect_insert(session.get_bind().dialect.name)(Analysis.__table__)
         statement: Any = insert.values(thread_id=thread_id, **values).on_conflict_do_nothing(
@@ -135,7 +155,8 @@ async def thread_changed(
             repo = thread.repo  # canonical spelling from here on
             record = thread_record(thread, await load_comments(session, thread))
             try:
-                result = await analyse_and_store(session, thread, ctx.extras, record)
+                result = await analyse_and_store(session, thread, ctx.extras, record,
+                                                 source=source_of(trigger))
                 await session.commit()
                 break
             except IntegrityError:
@@ -203,13 +224,22 @@ async def threads_changed(ctx: Any, changes: list[ThreadChange]) -> list[BaseExc
             pool = await paper_pool(session, ctx.extras) if threads else None
             results = await run_analyses(records, pool)
             rows: list[dict[str, Any]] = []
+            sources: dict[str, list[NewState]] = {}
+            triggers = {(c.repo.lower(), c.number): c.trigger for c in changes}
             for thread, record, result in zip(threads, records, results, strict=True):
                 rows.append({"thread_id": thread.id, **_analysis_values(result)})
-                found[(thread.repo.lower(), thread.number)] = (thread, record, result)
+                key = (thread.repo.lower(), thread.number)
+                found[key] = (thread, record, result)
+                # (a thread found under another name than its changes': a webhook's)
+                sources.setdefault(source_of(triggers.get(key, "")), []).append(
+                    _new_state(thread.id, rows[-1]))
             # Read before the upsert: on SQLite its write lock is held from the first write to
             # the commit, and /webhook's group commit waits for it (docs/performance.md).
             prefetched = await prefetch(session, [(t.repo, t.number) for t in threads])
             if rows:  # one statement for all: a concurrent insert of one is updated, not an error
+                at = utcnow()
+                for source, states in sorted(sources.items()):
+                    await record_transitions(session, states, source=source, at=at)
                 rows.sort(key=lambda r: r["thread_id"])  # two workers lock rows in one order
                 await session.execute(_analyses_upsert(ctx.engine.dialect.name), rows)
             await session.commit()

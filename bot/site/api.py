@@ -388,6 +388,7 @@ def next_link(request: web.Request, kind: str, position: Position | None) -> dic
 
 async def api_thread(request: web.Request) -> web.Response:
     from bot.site.data import find_thread
+    from bot.store.history import thread_history
     from bot.store.models import Analysis
     from bot.store.threads import load_comments, thread_record
     from bot.store.verdicts import shown_failure, thread_verdict, verdict_dict
@@ -404,13 +405,15 @@ async def api_thread(request: web.Request) -> web.Response:
         record = thread_record(thread, await load_comments(session, thread))
         row = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
         verdict = await thread_verdict(session, thread.id)
+        history = await thread_history(session, thread.id)
     # `analysis` is the analyzer's own finding; `failure` the one the tracker shows (a
     # person's verdict where there is one: bot.store.verdicts.shown_failure), `verdict` theirs.
     shown = shown_failure(row.is_failure_report if row else None,
                           row.failure_category if row else None, verdict)
     return web.json_response({
         "thread": record, "analysis": row.result if row is not None else None,
-        "failure": shown, "verdict": verdict_dict(verdict) if verdict is not None else None})
+        "failure": shown, "verdict": verdict_dict(verdict) if verdict is not None else None,
+        "review_history": history})
 
 
 async def api_actions(request: web.Request) -> web.Response:

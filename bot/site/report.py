@@ -40,6 +40,7 @@ from bot.analysis import hidden_from_discussion
 from bot.site.data import thread_url
 from bot.site.study import detected_since
 from bot.store.db import dialect_insert
+from bot.store.history import reread_since
 from bot.store.models import (
     Action,
     Analysis,
@@ -177,12 +178,15 @@ async def collect_state(ctx: Any, now: datetime) -> tuple[dict[str, dict[str, An
 
 
 def diff(previous: dict[str, dict[str, Any]] | None, current: dict[str, dict[str, Any]],
-         read_at: datetime | None = None) -> dict[str, list[dict[str, Any]]]:
+         read_at: datetime | None = None,
+         reread: dict[str, str] | None = None) -> dict[str, list[dict[str, Any]]]:
     """Changes between two snapshots, per change kind; proposals only. `read_at`: when the
     previous report read the store; a proposal declined (or lapsed) then and now, whose
     latest close (GitHub's `closed_at`) is after it, was reopened and closed again in
-    between: it is listed again, marked `again` (the store keeps no history of states, so
-    what happened between the two closes is not known; docs/report.md)."""
+    between: it is listed again, marked `again` (docs/report.md). `reread`: the proposals
+    whose latest state change since `read_at` the nightly re-analysis stored
+    (bot.store.history.reread_since, key -> analyzer version): their state changes are
+    marked `reread` with the version, as the analyzer's reading, not anybody's action."""
     changes: dict[str, list[dict[str, Any]]] = {k: [] for k in CHANGE_KINDS}
     if previous is None:
         return changes
@@ -210,12 +214,15 @@ def diff(previous: dict[str, dict[str, Any]] | None, current: dict[str, dict[str
         # one change, declined or redirected: a decline read again as a redirect (a closing
         # comment edited, the nightly re-analysis) is not declined again
         again = before is not None and _closed_again(now, read_at)
+        version = (reread or {}).get(key)
+        state_item = item if version is None else {**item, "reread": version}
         if now["state"] in DECLINED_STATES and (was not in DECLINED_STATES or again):
             changes["declined_or_redirected"].append(
-                {**item, "again": True} if was in DECLINED_STATES else item)
+                {**state_item, "again": True} if was in DECLINED_STATES else state_item)
         if now["state"] in ("lapsed", "merged") and (
                 was != now["state"] or (again and was == "lapsed")):
-            changes[now["state"]].append({**item, "again": True} if was == now["state"] else item)
+            changes[now["state"]].append(
+                {**state_item, "again": True} if was == now["state"] else state_item)
     return changes
 
 
@@ -334,7 +341,8 @@ async def build_report(ctx: Any, day: date | None = None, *,
         # report built at an earlier time lists none found after it.
         new_landings = await detected_since(session, _read_at(previous), until=now)
         resumed = await _resumed(session, _read_at(previous), now)
-    changes = diff(prev_snapshot, snapshot, _read_at(previous))
+        reread = await reread_since(session, _read_at(previous), now)
+    changes = diff(prev_snapshot, snapshot, _read_at(previous), reread)
     # Failure reports opened up to the report: the nightly job builds today's at 03:00 UTC
     # (RLTRACKER_NIGHTLY_CRON), and the calendar day counted the three hours since midnight;
     # one opened later that day was in no report. A report of a day that has ended (a night

@@ -29,6 +29,7 @@ from analyzers.catalog import framework_id
 from bot.context import app_context
 from bot.site import data
 from bot.site.pages import not_found, render
+from bot.store.history import SOURCE_LABELS, thread_history
 from bot.store.models import Action, Analysis, Deletion, Repository
 from bot.store.threads import thread_grave
 from bot.store.types import format_datetime, parse_thread_number
@@ -101,6 +102,7 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
 
     suspended = installed is not None and installed in await silenced_installations(session)
     verdict = await thread_verdict(session, thread.id)
+    history = await thread_history(session, thread.id)
     framework = framework_id(thread.repo)
     result: dict[str, Any] = (analysis.result if analysis is not None else None) or {}
     failure = result.get("failure") or {}
@@ -145,6 +147,9 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
             "state": (result.get("review") or {}).get("state"),
             "concerns": list((result.get("review") or {}).get("concerns") or []),
         },
+        # the proposal's review states as the store saw them change, oldest first
+        "review_history": [{**h, "source_label": SOURCE_LABELS.get(h["source"], h["source"])}
+                           for h in history],
         "actions": [{
             "kind": a.kind, "kind_label": ACTION_KINDS.get(a.kind, a.kind.replace("_", " ")),
             "status": a.status, "status_label": ACTION_STATUSES.get(a.status, a.status),

@@ -276,6 +276,26 @@ class Analysis(Base):
                             "review_state"),)
 
 
+class ReviewTransition(Base):
+    """One change of a proposal's stored review state (migration 0026): the thread, the state
+    before (None: the first state it was stored in as a proposal) and after, when the change
+    was stored, the analyzer version that read the new state, and what stored it (`source`:
+    bot.store.history.SOURCES). Written only when the stored state changes
+    (bot.store.history.record_transitions); rows go with their thread."""
+
+    __tablename__ = "review_transitions"
+    __table_args__ = (Index("ix_review_transitions_thread_id_observed_at", "thread_id",
+                            "observed_at"),
+                      Index("ix_review_transitions_observed_at", "observed_at"))
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    thread_id: Mapped[int] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"))
+    from_state: Mapped[str | None] = mapped_column(String(32))
+    to_state: Mapped[str | None] = mapped_column(String(32))
+    observed_at: Mapped[datetime] = mapped_column(default=utcnow)
+    analyzer_version: Mapped[str | None] = mapped_column(String(32))
+    source: Mapped[str] = mapped_column(String(16))
+
+
 class AnalysisFailure(Base):
     """A thread the nightly re-analysis could not analyse or store (migration 0012): under
     which analyzer version, how many nights in a row, the last error. After MAX_ATTEMPTS

@@ -23,6 +23,7 @@ from bot.store.models import (
     ContributionRules,
     Deletion,
     Repository,
+    ReviewTransition,
     SyncCursor,
     Thread,
     Verdict,
@@ -104,7 +105,7 @@ async def join_threads(session: AsyncSession, gone: Thread, kept: Thread) -> Non
     latest word wins by when it was given, as `set_verdict` decides; on a tie `kept`'s
     stays), and `kept` takes the
     entry id of the one stored first (its feed entry: `first_repo`, `first_number`,
-    `first_repo_id`); then `gone` is deleted (its analysis with it: the caller analyses the
+    `first_repo_id`), and `gone`'s review history when `kept` has none; then `gone` is deleted (its analysis with it: the caller analyses the
     thread again)."""
     await session.execute(update(Comment).where(Comment.thread_id == gone.id)
                           .values(thread_id=kept.id).execution_options(synchronize_session=False))
@@ -114,6 +115,13 @@ async def join_threads(session: AsyncSession, gone: Thread, kept: Thread) -> Non
         await session.execute(delete(Verdict).where(Verdict.thread_id == kept.id)
                               .execution_options(synchronize_session=False))
         await session.execute(update(Verdict).where(Verdict.thread_id == gone.id)
+                              .values(thread_id=kept.id)
+                              .execution_options(synchronize_session=False))
+    # The review history of `gone` when `kept` has none (two histories of one thread, each a
+    # chain from its own first state, would not read as one).
+    if await session.scalar(select(ReviewTransition.id)
+                            .where(ReviewTransition.thread_id == kept.id).limit(1)) is None:
+        await session.execute(update(ReviewTransition).where(ReviewTransition.thread_id == gone.id)
                               .values(thread_id=kept.id)
                               .execution_options(synchronize_session=False))
     first = gone if gone.id < kept.id else kept

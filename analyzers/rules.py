@@ -397,45 +397,73 @@ def _whole_words(phrases: Any) -> re.Pattern[str]:
     """Phrases as one pattern of whole words, longest first (one C-level pass per sentence);
     a phrase ending in an apostrophe ("n'", "avant d'") may run into the next word."""
     alternatives = sorted(map(re.escape, phrases or ()), key=len, reverse=True)
+    if not alternatives:
+        return re.compile(r"(?!)")  # no phrase: matches nothing (not the empty string)
     return re.compile(r"(?<![^\W\d_])(?:" + "|".join(alternatives) + r")(?:(?<=['’])|(?![^\W\d_]))")
+
+
+def _latin_languages() -> list[str]:
+    """The languages in Latin script read through a gloss (rules_patterns.yaml `latin_languages`)."""
+    return list(_patterns_data()["latin_languages"])
+
+
+def _unread_words() -> list[str]:
+    """The function words of every glossed Latin-script language and of the unread ones."""
+    data = _patterns_data()
+    return [w for language in _latin_languages() for w in data[f"{language}_words"]] + list(
+        data["unread_language_words"])
 
 
 @lru_cache(maxsize=1)
 def _function_words() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """rules_patterns.yaml's function words of the unread languages (French and Spanish are
-    read through a gloss but still counted here: rules68's note and absence rule use them),
-    and the English ones."""
-    data = _patterns_data()
-    unread = [*data["french_words"], *data["spanish_words"], *data["unread_language_words"]]
-    return _whole_words(unread), _whole_words(data["unread_language_english"])
+    """rules_patterns.yaml's function words of the languages English is told from (French,
+    Spanish, German, Portuguese and Vietnamese are read through a gloss but still counted here:
+    rules68's note and absence rule use them), and the English ones."""
+    return _whole_words(_unread_words()), _whole_words(_patterns_data()["unread_language_english"])
+
+
+@dataclass(frozen=True)
+class LatinLanguage:
+    """One language read through its gloss: its function words, its phrases with the names
+    (pattern, phrase -> English), its own phrases alone, its negations and its "without"."""
+
+    words: re.Pattern[str]
+    pattern: re.Pattern[str]
+    glosses: dict[str, str]
+    own: re.Pattern[str]
+    negation: re.Pattern[str]
+    without: re.Pattern[str]
 
 
 @dataclass(frozen=True)
 class LatinGloss:
-    """French and Spanish read in English (rules_patterns.yaml `french_gloss`, `spanish_gloss`):
-    which language a sentence is, its known phrases, its negations and "without"."""
+    """Guides in Latin script read in English (rules_patterns.yaml `latin_languages`, each with
+    `<language>_gloss` and `<language>_words`): the languages, and the headings that scope or
+    drop a section."""
 
-    french_words: re.Pattern[str]
-    spanish_words: re.Pattern[str]
-    # language -> (pattern of its phrases and the names, phrase -> gloss, pattern of its phrases)
-    phrases: dict[str, tuple[re.Pattern[str], dict[str, str], re.Pattern[str]]]
-    negation: re.Pattern[str]
-    without: re.Pattern[str]
+    languages: dict[str, LatinLanguage]
     audience: re.Pattern[str]
     maintainers: re.Pattern[str]
+    retired: re.Pattern[str]
+    retired_remarks: re.Pattern[str]
 
 
 @lru_cache(maxsize=1)
 def _latin_gloss() -> LatinGloss:
     data = _patterns_data()
-    phrases = {}
-    for language in ("french", "spanish"):
+    languages = {}
+    for language in _latin_languages():
         own = {w.lower(): english for english, words in data[f"{language}_gloss"].items() for w in words}
         glosses = {name.lower(): name for name in data["latin_names"]} | own
-        phrases[language] = (_whole_words(glosses), glosses, _whole_words(own))
-    return LatinGloss(_whole_words(data["french_words"]), _whole_words(data["spanish_words"]),
-                      phrases, _whole_words(data["latin_negation"]), _whole_words(data["latin_without"]),
-                      _whole_words(data["audience_headings"]), _whole_words(data["maintainer_headings"]))
+        # French and Spanish share `latin_negation` / `latin_without`; a language whose "no" is
+        # another word ("no" is Portuguese "in the") has its own list
+        negation = data.get(f"{language}_negation", data["latin_negation"])
+        without = data.get(f"{language}_without", data["latin_without"])
+        languages[language] = LatinLanguage(_whole_words(data[f"{language}_words"]), _whole_words(glosses),
+                                            glosses, _whole_words(own), _whole_words(negation),
+                                            _whole_words(without))
+    return LatinGloss(languages, _whole_words(data["audience_headings"]), _whole_words(data["maintainer_headings"]),
+                      _whole_words(data["retired_headings"]), _whole_words(data["retired_remarks"]))
 
 
 # What a gloss keeps of the words it has no phrase for: names and paths ("CHANGELOG.md",
@@ -461,17 +489,18 @@ def gloss_latin(text: str) -> str:
     does not state. A sentence whose every piece is negated reads as "." (nothing)."""
     gl = _latin_gloss()
     low = _URL.sub(" ", text[:4096].lower())
-    french, spanish = len(gl.french_words.findall(low)), len(gl.spanish_words.findall(low))
-    if not french and not spanish:
-        return ""  # English, German, Portuguese, ...: not read
-    # French or Spanish: more of its function words and phrases (not its loanwords) than
-    # English function words, at least two ("Chaque PR doit recevoir l'approbation ..."); the
-    # language of the two the sentence has more of
-    french += len(gl.phrases["french"][2].findall(low))
-    spanish += len(gl.phrases["spanish"][2].findall(low))
-    if max(french, spanish) < 2 or max(french, spanish) <= len(_function_words()[1].findall(low)):
+    counts = {name: len(language.words.findall(low)) for name, language in gl.languages.items()}
+    if not any(counts.values()):
+        return ""  # English, Italian, ...: not read
+    # French, Spanish, German, Portuguese or Vietnamese: more of its function words and phrases
+    # (not its loanwords) than English function words, at least two ("Chaque PR doit recevoir
+    # l'approbation ..."); the language the sentence has most of (the first listed on a tie)
+    counts = {name: n + len(gl.languages[name].own.findall(low)) for name, n in counts.items()}
+    best = max(counts, key=lambda name: counts[name])
+    if counts[best] < 2 or counts[best] <= len(_function_words()[1].findall(low)):
         return ""
-    pattern, glosses, _ = gl.phrases["french" if french >= spanish else "spanish"]
+    language = gl.languages[best]
+    pattern, glosses = language.pattern, language.glosses
     words: list[str] = []
     for piece in _LATIN_PIECE.split(text[:4096])[:64]:
         low_piece = _lower_in_place(piece)
@@ -479,11 +508,11 @@ def gloss_latin(text: str) -> str:
         kept: list[tuple[int, str]] = []
         covered = bytearray(len(piece))
         only = _NE_QUE.search(low_piece)
-        if only and _NE_ALONE.issuperset(gl.negation.findall(low_piece)):
+        if only and _NE_ALONE.issuperset(language.negation.findall(low_piece)):
             kept.append((only.start(1), "only"))  # « ne ... que »: a restriction
             covered[only.start(1):only.end(1)] = b"\x01" * (only.end(1) - only.start(1))
-        elif gl.negation.search(low_piece):
-            if not gl.without.search(low_piece):
+        elif language.negation.search(low_piece):
+            if not language.without.search(low_piece):
                 continue
             undone = True  # "no ... without X": X is asked for
         for m in _LATIN_TOKEN.finditer(piece):
@@ -497,7 +526,7 @@ def gloss_latin(text: str) -> str:
             if any(covered[m.start():m.end()]):
                 continue
             english = glosses[m.group()]
-            if undone and gl.without.fullmatch(m.group()):
+            if undone and language.without.fullmatch(m.group()):
                 english = "needs"
             kept.append((m.start(), english))
             covered[m.start():m.end()] = b"\x01" * (m.end() - m.start())
@@ -521,13 +550,33 @@ def addressed_to_maintainers(heading: str) -> bool:
     return _latin_gloss().maintainers.search(heading[:300].lower()) is not None
 
 
+# A heading that names the version or date before which its rules held ("Before v0.6", "Prior to
+# version 3", "Until 2024", "Pre-1.0 rules"): the rules of an old release (rules76).
+_RETIRED_SINCE = re.compile(r"^(?:before|prior to|until|up to|pre-?)\s{0,2}(?:v|version\s{1,2}|release\s{1,2})?\d")
+
+
+def retired_heading(heading: str) -> bool:
+    """Whether a heading says its section's rules no longer apply ("Old rules (deprecated)",
+    "Legacy process", "Before v0.6"): rules_patterns.yaml `retired_headings` / `retired_remarks`."""
+    heading = heading[:300].lower()
+    gloss = _latin_gloss()
+    return bool(gloss.retired.search(heading) or _RETIRED_SINCE.match(heading)
+                or any(gloss.retired_remarks.search(remark) for remark in _HEADING_REMARK.findall(heading)))
+
+
 # A sentence that tells contributors a section is not for them ("Contributors can skip it.",
 # "You can skip this section."): said as a whole sentence, not under a condition ("If you only
 # change docs, you can skip this section" keeps the section's rules for everyone else).
 _SECTION_SKIP = re.compile(
-    r"(?:^|[.!?]\s)\s{0,3}(?:[-*>]\s{1,3})?(?:most\s|external\s|other\s)?(?:contributors|you)\s"
+    r"(?:^|[.!?]\s)\s{0,3}(?:[-*>]\s{1,3})?(?:[~*_]{1,2})?(?:"
+    r"(?:most\s|external\s|other\s)?(?:contributors|you)\s"
     r"(?:can|may|could)\s(?:safely\s)?(?:skip|ignore)\s(?:it|this|this\s(?:section|part|page|chapter))"
-    r"\s{0,3}[.!]", re.I)
+    # or that its rules no longer apply ("These rules no longer apply.", "This section is
+    # deprecated.") (rules76)
+    r"|(?:these|the following|this section[’']?s?)\s(?:rules\s|guidelines\s|instructions\s|steps\s"
+    r"|requirements\s)?(?:no longer apply|no longer applies|(?:is|are) no longer (?:in effect|valid|required|used)"
+    r"|(?:is|are) (?:deprecated|obsolete|outdated))"
+    r")\s{0,3}[~*_]{0,2}[.!]", re.I)
 
 
 _LETTERS = re.compile(r"[^\W\d_]+")
@@ -584,9 +633,8 @@ def files_read_word_by_word(segments: list[Segment]) -> set[str]:
 @lru_cache(maxsize=1)
 def _function_word_sets() -> tuple[frozenset[str], frozenset[str]]:
     """The function words of _function_words as sets of single words."""
-    data = _patterns_data()
-    unread = [*data["french_words"], *data["spanish_words"], *data["unread_language_words"]]
-    return frozenset(map(str.lower, unread)), frozenset(map(str.lower, data["unread_language_english"]))
+    unread = [w for words in map(str.split, _unread_words()) for w in words]
+    return frozenset(map(str.lower, unread)), frozenset(map(str.lower, _patterns_data()["unread_language_english"]))
 
 
 def has_unread_prose(segments: list[Segment]) -> bool:
@@ -643,7 +691,7 @@ def scoped_sections(text: str) -> tuple[set[str], set[str]]:
         if drop_at is not None and level <= drop_at:
             drop_at = None
         name = inline(m.group(2).strip("# "))[0].lower()
-        if drop_at is None and addressed_to_maintainers(name):
+        if drop_at is None and (addressed_to_maintainers(name) or retired_heading(name)):
             drop_at = level
         if drop_at is not None:
             dropped.add(name)
@@ -795,6 +843,8 @@ def is_directive(seg: Segment, kind: str) -> bool:
         return True
     if required_form_box(seg, kind):
         return True
+    if kind == "contributing" and seg.checkbox and _PR_CHECKLIST.search(f"{seg.section} {seg.intro[-300:]}"):
+        return True  # a guide's PR checklist ("Tick every box in your PR description") (rules76)
     tab = table()
     if kind == "pr_template" and seg.kind == "row" and seg.section and any(
             f" {w}" in _heading_words(seg.section) for w in tab.template_table_sections):
@@ -824,6 +874,8 @@ def is_directive(seg: Segment, kind: str) -> bool:
     if _NUMBERED_RULE.match(seg.section) and seg.kind in ("sentence", "item") \
             and not _RATIONALE.match(seg.text):
         return True  # a sentence under "## Rule 3: Test what you add" spells the rule out
+    if seg.kind == "item" and len(seg.text) <= MAX_TERSE_RULE and _TERSE_RULE.search(_PARENTHESES.sub(" ", seg.text)):
+        return True  # "PR title = squash commit: ...", "New envs → `pkg/envs/`": a terse rule
     low = seg.matched[:600].lower()
     if "?" in low:
         # "Do I need to update the docs for a typo fix? No.": a question (an FAQ entry) asks
@@ -849,6 +901,20 @@ def is_directive(seg: Segment, kind: str) -> bool:
             if words and words[0].strip(":,.") in tab.imperative:
                 return True
     return False
+
+
+# A list item that states a rule without a verb, as a mapping: "PR title = squash commit",
+# "New envs → `pkg/envs/`", "No response for 60 days -> PR closed" (rules76).
+# Short, and the mark outside parentheses: "GPU tests (`tests.yml` → `gpu-tests` job): builds
+# an image and runs ..." describes a CI job.
+_TERSE_RULE = re.compile(r"\S\s{1,3}(?:→|⇒|->|=>|=)\s{1,3}\S")
+_PARENTHESES = re.compile(r"\([^()]{0,200}\)")
+MAX_TERSE_RULE = 120
+
+
+# A guide's list of boxes is a PR checklist when its heading or the sentence before it speaks of
+# the PR, its review or ticking the boxes (a roadmap's "- [ ] Support X" asks nothing).
+_PR_CHECKLIST = re.compile(r"\b(?:prs?|pull requests?|review|reviewing|submit|submitting|merge|merging|tick|check (?:off|each|every)|boxe?s?)\b", re.I)
 
 
 # Where one clause ends and the next begins, so "Using AI tools is fine; you do not have to
@@ -1083,16 +1149,22 @@ MAX_CONDITION = 80
 # "新增 X 的 PR" (PRs that add X) is "in some cases PRs" (analyzers.rules.gloss_zh).
 GLOSSED_CONDITION = re.compile(r"\b(?:if|in some cases)\b")
 # A condition said as the PRs it is about: "a PR that touches `pkg/io/`", "pull requests which
-# change the sampler" (to the next punctuation).
+# change the sampler" (to the next punctuation; the plural without an article since rules76).
 # Or as the folder the rule holds under: "changes under / to `pkg/io/` need two approvals", "two
 # approvals for anything under `pkg/core/` or `pkg/net/`" (one or two folders, ending in "/": "add
 # your changes to `CHANGES.md`" names a file to write to, not the changes a rule is about).
 _SCOPE_CONDITION = re.compile(
-    r"\b((?:a|any)\s(?:pr|pull\srequest|change)\s(?:that|which)\s"
-    r"(?:touch(?:es)?|changes?|modif(?:y|ies)|alters?)\s[^,;:()!?\n]{3,120}?)(?=\s*(?:[,;:()!?]|\.(?:\s|$)|$))"
+    r"\b((?:(?:a|any)\s(?:pr|pull\srequest|change)|prs|pull\srequests)\s(?:that|which)\s"
+    r"(?:touch(?:es)?|changes?|modif(?:y|ies)|alters?)\s[^,;:()!?\n]{3,120}?)"
+    r"(?=\s(?:must|should|need|needs|require|requires|get|gets)\b|\s*(?:[,;:()!?]|\.(?:\s|$)|$))"
     r"|\b((?:anything|everything|changes|code|files)\s(?:under|to)\s(?:the\s)?`?(?:[\w.-]{1,40}/){1,6}`?"
-    r"(?:\s(?:or|and)\s`?(?:[\w.-]{1,40}/){1,6}`?)?)",
+    r"(?:\s(?:or|and)\s`?(?:[\w.-]{1,40}/){1,6}`?)?)"
+    # or as the folder that is the sentence's subject: "`pkg/core/` needs 2 approvals" (rules76)
+    r"|^[-*\s]{0,4}(`?(?:[\w.-]{1,40}/){1,6}`?)(?=\s(?:needs?|requires?|gets?)\b)",
     re.I)
+# A scope that names the file's own project ("pull requests that change this package"): every
+# PR the file speaks to (a package guide's scope is said from its path, part_files) (rules76).
+_THIS_PROJECT = re.compile(r"\bth(?:is|e)\s(?:package|project|repository|repo|library|crate|codebase)$", re.I)
 _CONDITION_MARKUP = re.compile(r"[<>\[\]`*|#\\]|(?<!\w)_|_(?!\w)")
 # Sentences and "; " parts of a segment. A name's dot is not an end: in the matched text
 # (analyzers.rules_text.match_form) it has a space before it, so both texts cut alike.
@@ -1128,8 +1200,10 @@ def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = Non
         return f"{word} {clause}"
     if m := _SCOPE_CONDITION.search(text[:600]):
         # "The exception is a PR that touches `pkg/io/`: there, include ...": said of those PRs
-        clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1) or m.group(2)).split())
-        clause = clause[0].lower() + clause[1:]
+        clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1) or m.group(2) or f"changes under {m.group(3)}").split())
+        clause = clause if clause[:2].isupper() else clause[0].lower() + clause[1:]  # "PRs that ..."
+        if _THIS_PROJECT.search(clause):
+            return ""  # "PRs that change this package": the file's own scope, no narrower one
         return f"for {clause}" if len(clause) <= MAX_CONDITION else "in the cases the guide names"
     return ""
 
@@ -1363,10 +1437,16 @@ def _near(rule: Rule, matches: list[tuple[int, int, int]], doc: Any, strings: An
     "approved" on it')."""
     first, last = set(rule.groups[0]), set(rule.groups[-1])
     ends = [end for m, _, end in matches if strings[m] in first]
-    starts = [start for m, start, _ in matches if strings[m] in last]
-    return any(0 <= start - end < rule.within
-               and not any(doc[i].is_punct and not doc[i].is_quote for i in range(end, start))
-               for end in ends for start in starts)
+    starts = sorted(start for m, start, _ in matches if strings[m] in last)
+    for end in ends:
+        # only the first start at or after the end can be near without punctuation between
+        # (a later one has that start's span between too): one lookup per end, not one per
+        # pair (64 KiB of "approval from two owners" without a full stop was quadratic)
+        k = bisect.bisect_left(starts, end)
+        if k < len(starts) and starts[k] - end < rule.within and not any(
+                doc[i].is_punct and not doc[i].is_quote for i in range(end, starts[k])):
+            return True
+    return False
 
 
 def _stated_apart_from_veto(rule: Rule, matches: list[tuple[int, int, int]], doc: Any,

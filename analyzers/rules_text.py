@@ -247,14 +247,44 @@ def _is_short_question(text: str) -> bool:
 
 # An answer that says no ("No.", "No, ...", "Not required.", "不需要。", "いいえ", "아니요"): the
 # question it answers ("Do I need to sign a CLA?") states nothing of what it asks about.
+# An answer that waives is one too ("You don't need to.", "It's optional."), and so is a "no" in
+# the languages the extractor glosses ("Nein.", "Não.", "Non.", "Không.") (rules76).
 _NO_ANSWER = re.compile(
-    r"^(?:no(?:pe)?\s{0,3}(?:[.,!;:\u2014\u2013-]|$)|no need\b|not (?:required|needed|necessary|at all)\b"
+    r"^(?:(?:no(?:pe)?|nein|não|nao|non|không)\s{0,3}(?:[.,!;:\u2014\u2013-]|$)|no need\b"
+    r"|not (?:required|needed|necessary|mandatory|at all|really|anymore|any more)\b"
+    r"|you (?:do not|don[’']?t|dont) (?:need|have) to\b|there(?:[’']s| is) no need\b"
+    r"|(?:it|that)(?:[’']s| is) (?:optional|not (?:required|needed|necessary))\b|optional\b"
     r"|(?:不需要|不用|不必|无需|無需|不要求|いいえ|不要です|必要(?:は)?ありません|아니요|아니오|필요(?:하지)? ?않))",
     re.I)
+# The label of an FAQ's answer ("A: No.", "Answer: ...", "R: Não.", "答：不需要"): read after it.
+_ANSWER_LABELS = r"(?:a|ans|answer|r|resp|resposta|respuesta|réponse|antwort|trả lời|đáp|答|回答|答え)\s{0,2}[:：]"
+_ANSWER_LABEL = re.compile(r"^" + _ANSWER_LABELS + r"\s*", re.I)
+# A question and its labelled answer on one line ("Q: Do I need a CLA? A: No."): two sentences.
+_QA_SPLIT = re.compile(r"(?<=[?？])\s{1,3}(?=" + _ANSWER_LABELS + ")", re.I)
+# A "no" answer that goes on with an exception ("No, but open an issue for a new trainer") keeps
+# its sentence: the exception is a rule.
+_ANSWER_EXCEPTION = re.compile(r"\b(?:but|unless|except|however|only|though|although)\b", re.I)
 
 
 def _answers_no(answer: str) -> bool:
-    return bool(_NO_ANSWER.match(answer.lstrip("*_ ")))
+    return bool(_NO_ANSWER.match(_ANSWER_LABEL.sub("", answer.lstrip("*_ "), count=1).lstrip("*_ ")))
+
+
+def _denies_only(answer: str) -> bool:
+    """True when a "no" answer's sentence holds no exception: it and the question state nothing
+    (its reason, "No, the changelog is generated at release", asks nothing either) (rules76)."""
+    return _answers_no(answer) and not _ANSWER_EXCEPTION.search(answer[:2000])
+
+
+MAX_LABEL_ITEM_WORDS = 5
+
+
+def _is_label(item: Segment) -> bool:
+    """An item that only names what the items under it are about ("Where things go", "Review:"):
+    a few words, no code, no sentence."""
+    text = item.text
+    return (0 < len(text) <= 60 and len(text.split()) <= MAX_LABEL_ITEM_WORDS and not item.codes
+            and not item.checkbox and not text.endswith((".", "!", "?", ";", ",")))
 
 
 _CONTINUED = re.compile(r"[a-z]")  # a line that goes on with the sentence before it
@@ -336,7 +366,7 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
         bm = _BOLD_LEAD.match(joined)
         if bm and len(bm.group(1).split()) <= MAX_LABEL_WORDS:
             where = f"{section} / {inline(bm.group(1))[0].lower().rstrip(':.')}".strip(" /")
-        sentences = _split_sentences(plain)
+        sentences = [piece for sentence in _split_sentences(plain) for piece in _QA_SPLIT.split(sentence)]
         last: Segment | None = None
         for sentence in sentences:
             last = Segment(sentence, file, "sentence", where, _codes_in(sentence, codes))
@@ -351,6 +381,8 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
                 continue
             if _answers_no(answer):
                 answered_no.add(id(asking[k]))
+                if _denies_only(answer):
+                    answered_no.add(id(asking[k + 1]))
                 continue
             both = f"{question} {answer}"
             segments.append(Segment(both, file, "sentence", where, _codes_in(both, codes)))
@@ -360,6 +392,8 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
             if _answers_no(sentences[0]):
                 if asked_heading is not None:
                     answered_no.add(id(asked_heading))
+                if _denies_only(sentences[0]):
+                    answered_no.add(id(asking[0]))
             else:
                 both = f"{asked} {sentences[0]}"
                 segments.append(Segment(both, file, "sentence", where, _codes_in(both, codes)))
@@ -505,6 +539,10 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
                           checkbox=bool(im.group(2)), intro=intro)
             while items and items[-1].indent >= indent:
                 items.pop()
+            if items and _is_label(items[-1]):
+                # a nested list under a short label item ("3. Where things go" / "1. New
+                # algorithms: `pkg/algos/`"): the label is a heading word of its items (rules76)
+                seg.section = f"{items[-1].section} / {items[-1].text.lower().rstrip(':')}".strip(" /")
             if items:
                 items[-1].children.append(seg)
             elif lead is not None:

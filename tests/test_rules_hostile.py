@@ -86,6 +86,19 @@ CASES = {
     "accuracy-benchmarks": _fill("Report the pairwise accuracy on the `x-bench` split before and after the change. "),
     "issue-key-titles": _fill("The issue key goes at the start of the PR title `[AB-1]` [AB-12] needs a tracking issue. "),
     "do-dont-tables": "| ✅ Do | ❌ Don't |\n|---|---|\n" + _fill("| Run tests. | Force-push after review; merge. |\n"),
+    # rules76: labelled FAQ answers, retired sections, German / Portuguese / Vietnamese glosses
+    "faq-labelled-answers": _fill("**Q: Do I need a CLA?** A: No, it is generated. Q: a? A: Nope. R: Não. "),
+    "retired-sections": _fill("## Old rules (deprecated)\n### Before v0.6\n~~These rules no longer apply.~~\n"
+                              "- you had to sign a CLA (legacy)\n"),
+    "german": _fill("Jeder Commit muss signiert sein; eröffne bitte zuerst ein Issue, nicht egal. "),
+    "portuguese": _fill("Todo PR precisa da aprovação de pelo menos um mantenedor no mesmo PR; não é preciso. "),
+    "terse-rules": _fill("- PR title = `a: b` → `x/y/` -> `docs/a.md` => PR closed (`a` → `b`) = = → \n"),
+    "checklist-boxes": _fill("## PR checklist\n- [ ] If a x changed: the pass rate is in the description; "
+                             "`docs/a.md` is updated; new x are YAML files in `a/b/`.\n"),
+    "label-items": _fill("1. Where things go\n   1. a: `x/y/`\n      1. b\n"),
+    "approval-from-count": _fill("Pull requests that change a b c need approval from two of the x y owners; "
+                                 "PRs that touch need need "),
+    "vietnamese": _fill("Mỗi commit phải có dòng `Signed-off-by`; không cần ký CLA và hãy mở một issue trước. "),
 }
 
 

@@ -1704,11 +1704,15 @@ def rules_outline(
     # rule or a CONTRIBUTING file past the cut is not taken for absent.
     partial_files = summary.get("partial") or {}
     partial = []
-    for how in ("cut", "unread"):
+    # "failed": GitHub refused the file; "unlisted": the tree listing that finds package
+    # guides was cut or refused, keyed by a search pattern, not a path: its text names no file.
+    for how in ("cut", "unread", "failed", "unlisted"):
         paths = [p for p, h in partial_files.items() if h == how][:MAX_CITED * 3]
         if paths and f"partial_{how}" in tab.texts:
-            before, _, after = tab.texts[f"partial_{how}"]["zh" if zh else "en"].partition("{files}")
-            partial.append({"how": how, "before": before, "paths": paths, "after": after})
+            text = tab.texts[f"partial_{how}"]["zh" if zh else "en"]
+            before, named, after = text.partition("{files}")
+            partial.append({"how": how, "before": before, "paths": paths if named else [],
+                            "after": after})
     return {"sections": sections, "notes": notes, "partial": partial,
             "no_files": bool(notes) and notes[0] == tab.texts["no_files"]["zh" if zh else "en"]}
 

@@ -134,3 +134,25 @@ async def test_the_tree_listing_is_not_kept_in_the_etag_cache(app_ctx, fake_gith
     assert second.status == 200 and "If-None-Match" not in second.headers
     # (contents answers still are: a 304 costs no rate limit)
     assert fake_github.requests("GET", r"/contents/CONTRIBUTING\.md$")[-1].status == 304
+
+
+async def test_a_refused_tree_and_a_refused_guide_are_said_in_the_summary(app_ctx, fake_github) -> None:
+    """A cut or refused tree listing and a package guide GitHub refused were stored in
+    `partial` but not said: a reader took the package's rules for absent. Each is said in
+    English and Chinese, as a file read only in part is."""
+    fake_github.set_file(REPO, "CONTRIBUTING.md", ROOT_GUIDE)
+    fake_github.set_file(REPO, "packages/a/CONTRIBUTING.md", BACKENDS)
+    fake_github.fail_next("GET", r"/contents/packages/a/CONTRIBUTING\.md$", 403, times=10,
+                          body={"message": "Resource not accessible by integration"})
+    summary = await rules_for_repo(app_ctx, REPO)
+    assert summary["partial"] == {"packages/a/CONTRIBUTING.md": "failed"}
+    md = format_rules_markdown(summary)
+    assert "Not read (GitHub refused it): `packages/a/CONTRIBUTING.md`." in md
+    assert "`packages/a/CONTRIBUTING.md`" in format_rules_markdown(summary, lang="zh")
+
+    fake_github.rate_limited("GET", r"/git/trees/", times=10)
+    summary = await rules_for_repo(app_ctx, "acme/other")
+    assert summary["partial"] == {TREE_KEY: "unlisted"}
+    md = format_rules_markdown(summary)
+    assert "Package guides may be missing (GitHub did not list the repository's files in full)." in md
+    assert TREE_KEY not in md  # a search pattern, not a file to cite

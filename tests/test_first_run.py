@@ -178,7 +178,7 @@ async def test_readme_demo_replays_the_examples(serve_factory: Any, fake_github:
     assert "Contribution-rule summary: would have posted (dry run)" in page
     assert "Why: not a training-failure report" in page and "open, replied" in page
     status, page = await server.get("/threads/OpenRLHF/OpenRLHF/1288")
-    assert "open, replied" in page and ">tests or docs<" in page and "/methods/cispo" in page
+    assert "open, replied" in page and ">Tests or docs<" in page and "/methods/cispo" in page
     status, page = await server.get("/threads/areal-project/AReaL/512")
     assert "lapsed (stale / inactive)" in page
     status, page = await server.get("/")

@@ -547,8 +547,14 @@ async def answer_when_permitted(ctx: Any, installation_id: int,
             .values(status="pending", attempts=0, next_attempt_at=None, claimed_by=None)
             .returning(table.c.delivery_id))
         requeued = set(result.scalars().all())
+        # Waiting for a retry (or given back): its next attempt decides anew, so its skip goes
+        # as a re-queued one's does; kept, it said "not posted" beside a comment its retry
+        # posted, and a later hand-back took the delivery again for it (left76).
+        waiting = set(await session.scalars(select(table.c.delivery_id).where(
+            table.c.delivery_id.in_(sorted(set(deliveries) - requeued)),
+            table.c.status == "pending", table.c.payload != EMPTIED_PAYLOAD)))
         for action in skips:
-            if str(action.details["delivery"]) in requeued:
+            if str(action.details["delivery"]) in requeued | waiting:
                 await session.delete(action)
         # Being handled now: not handed back (the worker's finish would set it done over it).
         in_flight = sorted(set(await session.scalars(select(table.c.delivery_id).where(

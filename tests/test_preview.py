@@ -223,6 +223,22 @@ def test_preview_command_says_what_the_window_left_out(db_url: str, monkeypatch:
     assert "before the last" not in out
 
 
+def test_preview_command_of_one_day_says_day(db_url: str, monkeypatch: Any, capsys: Any) -> None:
+    """left76: `--days 1` printed "(last 1 days, dry run)"."""
+    import asyncio
+
+    from bot.cli import main
+
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    asyncio.run(_stored(db_url, (6, FAILURE, 2.5)))
+    assert main(["preview", VERL, "--days", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# rltracker preview: verl-project/verl (last 1 day, dry run)\n"), out
+    assert out.endswith("\n1 stored issue of verl-project/verl was opened before the last 1 day, "
+                        "the newest 3 days ago: rltracker preview verl-project/verl --days 3 "
+                        "includes it.\n"), out
+
+
 def test_preview_command_with_no_would_be_comment_says_nothing_unstored(
         db_url: str, monkeypatch: Any, capsys: Any) -> None:
     """left76: "not stored: its links would lead to ..." was printed when no issue would get

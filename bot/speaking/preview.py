@@ -446,7 +446,8 @@ async def wait_background(ctx: Any, grace: float | None = None) -> int:
 
 
 def render_markdown(preview: dict[str, Any]) -> str:
-    lines = [f"# rltracker preview: {preview['repo']} (last {preview['days']} days, dry run)", ""]
+    lines = [f"# rltracker preview: {preview['repo']} (last {days_text(preview['days'])}, dry "
+             "run)", ""]
     issues = "issue" if preview["total"] == 1 else "issues"
     lines.append(f"{len(preview['comments'])} of {preview['total']} {issues} would get a comment.")
     if preview.get("config_problem"):
@@ -469,6 +470,11 @@ async def issues_before_window(ctx: Any, repo: str, days: int) -> tuple[int, Any
     return int(count), newest
 
 
+def days_text(days: int) -> str:
+    """"1 day", "30 days"."""
+    return f"{days} day" if days == 1 else f"{days} days"
+
+
 def window_hint(repo: str, days: int, older: int, newest: Any) -> str:
     """What the command says under "0 of 0 issues": the stored issues the window left out
     and the --days that reaches the newest of them (or that none does)."""
@@ -480,10 +486,10 @@ def window_hint(repo: str, days: int, older: int, newest: Any) -> str:
     opened = "was" if older == 1 else "were"
     reach = ceil((utcnow() - newest).total_seconds() / 86400)  # days back to the newest one
     if reach > MAX_DAYS:
-        return (f"{issues} of {repo} {opened} opened before the last {days} days, the newest "
-                f"{reach} days ago: beyond the longest window (--days {MAX_DAYS}).")
-    return (f"{issues} of {repo} {opened} opened before the last {days} days, the newest "
-            f"{reach} days ago: rltracker preview {repo} --days {reach} includes it.")
+        return (f"{issues} of {repo} {opened} opened before the last {days_text(days)}, the "
+                f"newest {days_text(reach)} ago: beyond the longest window (--days {MAX_DAYS}).")
+    return (f"{issues} of {repo} {opened} opened before the last {days_text(days)}, the newest "
+            f"{days_text(reach)} ago: rltracker preview {repo} --days {reach} includes it.")
 
 
 async def any_thread_stored(ctx: Any, repo: str) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from bot.cli.deliveries import retry_deliveries
@@ -37,12 +38,12 @@ async def _not_permitted(ctx: Any) -> list[Action]:
                 if str((a.details or {}).get("code") or "").startswith("not_permitted")]
 
 
-import pytest
-
-
 @pytest.mark.parametrize("waiting", [True, False])
 async def test_a_refused_delivery_waiting_for_its_retry_at_the_acceptance(
         app_ctx: Any, fake_github: Any, shared_dir: Path, waiting: bool) -> None:
+    """On main, waiting: the skip stayed and the retry found the recheck recorded, decided
+    nothing, and no comment came; done (`waiting` False): handed back, its skip deleted, and
+    the re-run decided nothing either. Now both post the comment once, no skip left."""
     await install(app_ctx, fake_github)
     await open_issue(app_ctx, fake_github, 95, title="Reward flat", body="The KL climbs to 50.")
     await commands_router.dispatch(comment_event("/rltracker kind kl_growth", number=95), app_ctx)

@@ -707,6 +707,11 @@ def test_replay_to_a_url_nothing_listens_on_says_so_once(tmp_path: Path) -> None
     one_line(result, "replay", 1, "cannot connect to http://127.0.0.1:9/webhook",
              "ConnectionRefusedError", "rltracker serve", "0 of 3 files sent")
     assert result.stdout == ""
+    for name in ("b", "c"):
+        (tmp_path / f"{name}.json").unlink()
+    result = rltracker("replay", str(tmp_path), "--url", "http://127.0.0.1:9/webhook",
+                       "--secret", "s", env={})
+    one_line(result, "replay", 1, "0 of 1 file sent")  # it said "1 files" (left76)
 
 
 @pytest.mark.parametrize(("closed", "command", "stream"), [

@@ -177,6 +177,84 @@ def test_preview_command_says_when_nothing_is_stored(db_url: str, monkeypatch: A
         assert "expected a repository as OWNER/NAME" in capsys.readouterr().err
 
 
+async def _stored(db_url: str, *threads: tuple[int, dict, float]) -> None:
+    """VERL issues (number, analysis, days ago) in the database at `db_url`."""
+    from bot.config import Settings
+    from bot.context import AppContext
+
+    ctx = AppContext.create(Settings.from_env({}, database_url=db_url))
+    try:
+        for number, analysis, days_ago in threads:
+            await store(ctx, number, analysis, title="entropy", days_ago=days_ago)
+    finally:
+        await ctx.close()
+
+
+def test_preview_command_says_what_the_window_left_out(db_url: str, monkeypatch: Any,
+                                                       capsys: Any) -> None:
+    """left76: with every stored issue older than the window the command printed "0 of 0
+    issues would get a comment", true and no help: it says how many stored issues are older
+    and the --days that reaches the newest (or that none does); its "not stored" line, said
+    when there was nothing to store, is said only when there is a would-be comment."""
+    import asyncio
+
+    from bot.cli import main
+
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    monkeypatch.delenv("RLTRACKER_PUBLIC_URL", raising=False)
+    asyncio.run(_stored(db_url, (3, FAILURE, 200.5)))
+    assert main(["preview", VERL]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert out.endswith("0 of 0 issues would get a comment.\n\n1 stored issue of verl-project/verl "
+                        "was opened before the last 30 days, the newest 201 days ago: beyond the "
+                        "longest window (--days 90).\n"), out
+    asyncio.run(_stored(db_url, (4, FAILURE, 40.5), (5, NOT_FAILURE, 60.5)))
+    assert main(["preview", VERL, "--days", "7"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert out.endswith("\n3 stored issues of verl-project/verl were opened before the last 7 "
+                        "days, the newest 41 days ago: rltracker preview verl-project/verl "
+                        "--days 41 includes it.\n"), out
+    assert main(["preview", VERL, "--days", "61"]) == 0  # one would-be comment: not stored, said
+    out, err = capsys.readouterr()
+    assert "2 of 2 issues" not in out and "1 of 2 issues would get a comment." in out
+    assert err.startswith("rltracker preview: not stored: ")
+    assert "before the last" not in out
+
+
+def test_preview_command_of_one_day_says_day(db_url: str, monkeypatch: Any, capsys: Any) -> None:
+    """left76: `--days 1` printed "(last 1 days, dry run)"."""
+    import asyncio
+
+    from bot.cli import main
+
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    asyncio.run(_stored(db_url, (6, FAILURE, 2.5)))
+    assert main(["preview", VERL, "--days", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# rltracker preview: verl-project/verl (last 1 day, dry run)\n"), out
+    assert out.endswith("\n1 stored issue of verl-project/verl was opened before the last 1 day, "
+                        "the newest 3 days ago: rltracker preview verl-project/verl --days 3 "
+                        "includes it.\n"), out
+
+
+def test_preview_command_with_no_would_be_comment_says_nothing_unstored(
+        db_url: str, monkeypatch: Any, capsys: Any) -> None:
+    """left76: "not stored: its links would lead to ..." was printed when no issue would get
+    a comment, so there were no links and nothing to store; one issue was "1 issues"."""
+    import asyncio
+
+    from bot.cli import main
+
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    monkeypatch.delenv("RLTRACKER_PUBLIC_URL", raising=False)
+    asyncio.run(_stored(db_url, (8, NOT_FAILURE, 1)))
+    assert main(["preview", VERL]) == 0
+    out, err = capsys.readouterr()
+    assert "0 of 1 issue would get a comment." in out and err == ""  # it said "1 issues"
+
+
 @pytest.mark.parametrize("owner", ["nobody", "%C3%A9t%C3%A9", "x" * 2000, "%3Cscript%3E"])
 async def test_preview_page_of_a_repository_with_nothing_stored_is_a_404(ctx: Any, owner: str) -> None:
     """/repos/{owner}/{name}/preview answered 200 "0 of 0 issues would get a comment" for any

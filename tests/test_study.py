@@ -462,3 +462,20 @@ async def test_a_landing_a_day_from_its_paper_is_one_day(client: TestClient) -> 
     html = await (await client.get("/study")).text()
     assert re.search(r"\b1 days\b", html) is None, re.search(r".{80}\b1 days\b.{20}", html)
     assert re.search(r"\b1 day\b", html)
+
+
+async def test_a_set_spelled_otherwise_moves_to_its_canonical_url(client: TestClient) -> None:
+    """/study/sets/landed.VERL was a 404 where /frameworks/VERL is a 301 to /frameworks/verl
+    (left76): another spelling of a set name is the same 301, its query kept; a name that
+    means no set is still the 404."""
+    sets = (await (await client.get("/api/study")).json())["sets"]
+    assert {"landed.verl", "proposals.nemo-rl.declined"} <= set(sets)
+    for typed, canonical in (("landed.VERL", "/study/sets/landed.verl"),
+                             ("Detected.verl", "/study/sets/detected.verl"),
+                             ("proposals.NeMo_RL.declined", "/study/sets/proposals.nemo-rl.declined"),
+                             ("landed.TRL?from=a%26b", "/study/sets/landed.trl?from=a%26b")):
+        moved = await client.get(f"/study/sets/{typed}", allow_redirects=False)
+        assert moved.status == 301, typed
+        assert moved.headers["Location"] == canonical
+        assert (await client.get(canonical)).status == 200
+    assert (await client.get("/study/sets/landed.nope", allow_redirects=False)).status == 404

@@ -30,7 +30,7 @@ from analyzers.catalog import framework_id
 from bot.context import app_context
 from bot.logs import error_text
 from bot.site import data
-from bot.site.pages import json_response, not_found, render
+from bot.site.pages import json_response, moved_to, not_found, render
 from bot.store.db import is_statement_timeout, lock_waited_out, refuses_writes
 from bot.store.models import Analysis, JobRun, ProposedMethods, Thread
 from bot.store.types import format_datetime, utcnow
@@ -455,9 +455,11 @@ async def set_page(request: web.Request) -> web.Response:
     name = request.match_info["name"]
     study, shown = await _study(request)
     members = study["sets"].get(name)
-    if members is None:
-        return not_found("study set")
     cat = data.catalog()
+    if members is None:
+        # Another spelling (landed.VERL, proposals.NeMo_RL.open): the 301 /frameworks/VERL
+        # gets, folded the same way (the frameworks' names fold to their ids).
+        return moved_to(request, "name", study["sets"]) or not_found("study set")
     kind = "methods" if name.split(".")[0] in METHOD_SET_PREFIXES else "threads"
     framework = name.split(".")[1] if kind == "methods" else None
     rows: list[dict[str, Any]] = []

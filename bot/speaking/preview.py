@@ -446,8 +446,10 @@ async def wait_background(ctx: Any, grace: float | None = None) -> int:
 
 
 def render_markdown(preview: dict[str, Any]) -> str:
-    lines = [f"# rltracker preview: {preview['repo']} (last {preview['days']} days, dry run)", ""]
-    lines.append(f"{len(preview['comments'])} of {preview['total']} issues would get a comment.")
+    lines = [f"# rltracker preview: {preview['repo']} (last {days_text(preview['days'])}, dry "
+             "run)", ""]
+    issues = "issue" if preview["total"] == 1 else "issues"
+    lines.append(f"{len(preview['comments'])} of {preview['total']} {issues} would get a comment.")
     if preview.get("config_problem"):
         lines += ["", preview["config_problem"]]
     for item in preview["comments"]:
@@ -456,6 +458,38 @@ def render_markdown(preview: dict[str, Any]) -> str:
         lines += ["", "## No comment", ""]
         lines += [f"- #{s['number']}: {s['reason']}" for s in preview["skipped"]]
     return "\n".join(lines) + "\n"
+
+
+async def issues_before_window(ctx: Any, repo: str, days: int) -> tuple[int, Any]:
+    """How many of `repo`'s stored issues were opened before the last `days` days, and when
+    the newest of them was (None when there is none): what "0 of 0 issues" leaves out."""
+    async with ctx.sessionmaker() as session:
+        count, newest = (await session.execute(select(func.count(Thread.id), func.max(Thread.created_at)).where(
+            func.lower(Thread.repo) == canonical_repo(repo).lower(), Thread.kind == "issue",
+            Thread.created_at < utcnow() - timedelta(days=days)))).one()
+    return int(count), newest
+
+
+def days_text(days: int) -> str:
+    """"1 day", "30 days"."""
+    return f"{days} day" if days == 1 else f"{days} days"
+
+
+def window_hint(repo: str, days: int, older: int, newest: Any) -> str:
+    """What the command says under "0 of 0 issues": the stored issues the window left out
+    and the --days that reaches the newest of them (or that none does)."""
+    from math import ceil
+
+    if older == 0:
+        return f"No issue of {repo} is stored (only pull requests or discussions)."
+    issues = "1 stored issue" if older == 1 else f"{older} stored issues"
+    opened = "was" if older == 1 else "were"
+    reach = ceil((utcnow() - newest).total_seconds() / 86400)  # days back to the newest one
+    if reach > MAX_DAYS:
+        return (f"{issues} of {repo} {opened} opened before the last {days_text(days)}, the "
+                f"newest {days_text(reach)} ago: beyond the longest window (--days {MAX_DAYS}).")
+    return (f"{issues} of {repo} {opened} opened before the last {days_text(days)}, the newest "
+            f"{days_text(reach)} ago: rltracker preview {repo} --days {reach} includes it.")
 
 
 async def any_thread_stored(ctx: Any, repo: str) -> bool:
@@ -492,13 +526,20 @@ def preview_command(args: argparse.Namespace) -> int:
                 # Stored, its links to this shell's default address would be listed by
                 # /api/actions as the preview's: printed here, they are read where they work.
                 preview = await compute_preview(ctx, args.repo, args.days)
-                print(f"rltracker preview: not stored: its links would lead to "
-                      f"{ctx.settings.public_url}, RLTRACKER_PUBLIC_URL being unset; set it to "
-                      "where the tracker is reachable (https://...) to store the preview for "
-                      "/api/actions", file=sys.stderr)
+                if preview["comments"]:  # with no would-be comment there was nothing to store
+                    print(f"rltracker preview: not stored: its links would lead to "
+                          f"{ctx.settings.public_url}, RLTRACKER_PUBLIC_URL being unset; set it "
+                          "to where the tracker is reachable (https://...) to store the preview "
+                          "for /api/actions", file=sys.stderr)
+            hint = None
+            if preview["total"] == 0:  # "0 of 0" alone reads as "nothing stored"
+                hint = window_hint(preview["repo"], args.days,
+                                   *await issues_before_window(ctx, preview["repo"], args.days))
         finally:
             await ctx.close()
         print(render_markdown(preview), end="")
+        if hint:
+            print(f"\n{hint}")
         return 0
 
     return asyncio.run(main())

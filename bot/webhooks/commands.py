@@ -625,6 +625,13 @@ async def _do_command(
         if verdict is not None:
             await _verdict_effects(ctx, repo, number, verdict, installation_id=installation_id,
                                    dry_run=dry_run)
+        elif word == "recheck":
+            # Decided again (idempotent: the comment's once-only slot): the decision GitHub
+            # refused for a permission, handed back once it was accepted
+            # (installations.answer_when_permitted), was otherwise never made again (left76).
+            from bot.pipeline import thread_changed
+
+            await thread_changed(ctx, repo, number, trigger="command", payload=data)
         # A retry of a delivery whose reaction failed (a rate limit, a 5xx): react now.
         await _acknowledge(ctx, data, repo=repo, number=number, comment_id=comment_id,
                            installation_id=installation_id, dry_run=dry_run, kind=kind,

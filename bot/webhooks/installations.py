@@ -20,7 +20,7 @@ from typing import Any
 
 from gidgethub import sansio
 from gidgethub.routing import Router
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from analyzers.catalog import canonical_repo, framework_id
@@ -515,7 +515,8 @@ async def answer_when_permitted(ctx: Any, installation_id: int,
     read live), and within the 48 hours after its opening that any first comment of the app
     has (`quiet.MAX_AGE`: past them it is noise on a thread people have moved on in; recorded
     `too_old`). Their skips go, so that the thread no longer says it was not posted (a
-    refusal again records it again). Once: a delivery is handed back only from `done` or
+    refusal again records it again); so do those of a delivery waiting for its retry, which
+    is not re-queued (its next attempt decides anew). Once: a delivery is handed back only from `done` or
     `failed`, so a redelivery of the acceptance, or two replicas handling it at once, hand it
     back once (its skip deleted by the one that did); and the decision posts at most once
     whatever runs it. A delivery whose payload was not kept (its repository made private
@@ -547,9 +548,15 @@ async def answer_when_permitted(ctx: Any, installation_id: int,
             .values(status="pending", attempts=0, next_attempt_at=None, claimed_by=None)
             .returning(table.c.delivery_id))
         requeued = set(result.scalars().all())
-        for action in skips:
-            if str(action.details["delivery"]) in requeued:
-                await session.delete(action)
+        # Waiting for a retry (or given back): its next attempt decides anew, so its skip goes
+        # as a re-queued one's does; kept, it said "not posted" beside a comment its retry
+        # posted, and a later hand-back took the delivery again for it (left76).
+        waiting = set(await session.scalars(select(table.c.delivery_id).where(
+            table.c.delivery_id.in_(sorted(set(deliveries) - requeued)),
+            table.c.status == "pending", table.c.payload != EMPTIED_PAYLOAD)))
+        # (one statement: two hand-backs at once may both delete a waiting one's skip)
+        await session.execute(delete(Action).where(Action.id.in_(
+            [a.id for a in skips if str(a.details["delivery"]) in requeued | waiting])))
         # Being handled now: not handed back (the worker's finish would set it done over it).
         in_flight = sorted(set(await session.scalars(select(table.c.delivery_id).where(
             table.c.delivery_id.in_(sorted(set(deliveries) - requeued)),

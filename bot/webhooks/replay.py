@@ -125,7 +125,8 @@ async def replay(paths: list[str], url: str, secret: str, event: str | None = No
 
                 raise UserError(f"cannot connect to {url} ({type(exc.os_error).__name__}); is "
                                 f"`rltracker serve` running there? {len(results)} of "
-                                f"{len(files)} files sent") from exc
+                                f"{len(files)} file{'' if len(files) == 1 else 's'} sent"
+                                ) from exc
             except (aiohttp.ClientError, TimeoutError) as exc:  # this one failed: go on
                 results.append((path, f"error: {type(exc).__name__}", ""))
     return results

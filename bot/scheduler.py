@@ -36,10 +36,11 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import IO, Any
 
 from sqlalchemy import delete, func, select, text
 
+from bot.config import sqlite_path
 from bot.github.sync import Progress
 from bot.store.db import is_postgres
 from bot.store.jobs import FIRST_BACKFILL, RUN_LEASE, alive, dead, keep_alive, record_job_run
@@ -322,6 +323,28 @@ STEPS: list[tuple[str, Step]] = [
 LOCK_HOLDER = "nightly_lock_holder"  # ctx.extras: what holds the run-once lock in this process
 
 
+def _lock_sqlite_file(database_url: str) -> IO[bytes] | None | bool:
+    """SQLite: the run-once lock across processes (ops77), an exclusive advisory lock on
+    `<database>.nightly-lock` beside the file. The asyncio lock held only within a process: a
+    second `serve` on the same file (a container started before the old one stopped) ran the
+    night again, and its start marked the first one's live run cancelled. The system lets the
+    lock go when its process dies, as PostgreSQL does a session's advisory lock. The open
+    file (hold it; closing it releases the lock), False when another process holds it, None
+    for an in-memory database (one process)."""
+    import fcntl
+
+    path = sqlite_path(database_url)
+    if path is None:
+        return None
+    handle = open(f"{path}.nightly-lock", "ab")  # noqa: SIM115 - held open while the lock is
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return False
+    return handle
+
+
 class _Lock:
     """The run-once lock: a PostgreSQL advisory lock, or a per-process asyncio lock.
 
@@ -334,6 +357,7 @@ class _Lock:
         self.holder = holder
         self.conn: Any = None
         self.local: asyncio.Lock | None = None
+        self.file: IO[bytes] | None = None  # SQLite: the lock file held (_lock_sqlite_file)
 
     def held_by(self) -> str:
         """What holds the lock this did not get (said after a failed `acquire`)."""
@@ -361,6 +385,11 @@ class _Lock:
         if self.local.locked():
             return False
         await self.local.acquire()
+        held = _lock_sqlite_file(self.ctx.settings.database_url)
+        if held is False:  # another process's
+            self.local.release()
+            return False
+        self.file = held
         return True
 
     async def release(self) -> None:
@@ -377,6 +406,9 @@ class _Lock:
                 await self.conn.close()
                 self.conn = None
         elif self.local is not None and self.local.locked():
+            if self.file is not None:
+                self.file.close()  # closing the file lets its lock go
+            self.file = None
             self.local.release()
 
 

@@ -667,6 +667,16 @@ async def _do_command(
     await _acknowledge(ctx, data, repo=repo, number=number, comment_id=comment_id,
                        installation_id=installation_id, dry_run=dry_run, kind=kind,
                        discussion_id=discussion_id, key=key)
+    if word == "recheck":
+        # The recheck read the settings file again (bot.speaking.decide): one it could not
+        # use is said to whoever asked, in the comment's note (user77; it was a 👍 beside a
+        # skip only the tracker's /api/actions showed, and the maintainer who asked to have
+        # their fixed file read took the 👍 for "fine").
+        config = await get_repo_config(ctx, repo, installation_id)
+        if config.source == "invalid" and config.error:
+            await _note(ctx, repo, number, installation_id, "config_invalid", key, discussion_id,
+                        dry_run, ref, delivery_id=delivery_of(data), in_thread=in_thread,
+                        config_error=config.error)
     return word
 
 
@@ -715,6 +725,7 @@ async def _note(
     ctx: Any, repo: str, number: int, installation_id: int | None, problem: str, key: str,
     discussion_id: str | None, dry_run: bool, ref: str, done: str | None = None,
     delivery_id: str | None = None, command: str | None = None, in_thread: str | None = None,
+    config_error: str | None = None,
 ) -> str:
     """The one reply to a command comment the app could not do as written (`unknown`,
     `unknown_kind` of `command`, `help`: the commands listed, `more`: several commands,
@@ -729,7 +740,8 @@ async def _note(
         thread = await get_thread(session, repo, number)
         lang = detect_language(thread.title, thread.body) if thread else "en"
     body = command_note(problem, lang, done=done if done in COMMANDS else None,
-                        command=command if command in COMMANDS else None)
+                        command=command if command in COMMANDS else None,
+                        config_error=config_error)
     return await _post_answer(ctx, repo, number, installation_id, body, f"{key}:note",
                               discussion_id, dry_run, f"<!-- rltracker:note-to:{ref} -->",
                               {"note": problem}, delivery_id, ref, in_thread=in_thread)

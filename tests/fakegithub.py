@@ -60,7 +60,10 @@ POST /app/installations/{id}/access_tokens, GET /repos/{o}/{r}/installation,
 GET /installation/repositories, GET /repos/{o}/{r}, GET/PATCH /repos/{o}/{r}/issues/{n},
 GET/POST /repos/{o}/{r}/issues/{n}/comments, GET/PATCH/DELETE
 /repos/{o}/{r}/issues/comments/{id}, GET/POST /repos/{o}/{r}/issues/{n}/labels, DELETE
-/repos/{o}/{r}/issues/{n}/labels/{name} (names case-insensitive, as GitHub's; ``fake.repo_labels``), GET/POST reactions of issues and comments,
+/repos/{o}/{r}/issues/{n}/labels/{name} (names case-insensitive, as GitHub's; ``fake.repo_labels``),
+GET /repos/{o}/{r}/labels/{name} and POST /repos/{o}/{r}/labels (colour and description:
+``fake.label_info``; a label an issue's add created has GitHub's grey, no description),
+GET/POST reactions of issues and comments,
 GET /repos/{o}/{r}/contents/{path}, GET /repos/{o}/{r}/git/trees/{ref}, GET /repos/{o}/{r}/collaborators/{login}/permission,
 GET /app/hook/deliveries (+ /{id}), POST
 /app/hook/deliveries/{id}/attempts, POST /graphql. Lists paginate (``per_page``, ``page``,
@@ -190,6 +193,8 @@ class FakeGitHub:
         # the repository's labels by repository key (names as created; GitHub matches them
         # case-insensitively)
         self.repo_labels: dict[str, list[str]] = {}
+        # each repository label's colour and description, by repository key and folded name
+        self.label_info: dict[str, dict[str, dict[str, Any]]] = {}
         self.permissions: dict[tuple[str, str], str] = {}
         self.private_repos: set[str] = set()  # lower-case names GitHub calls private
         # lower-case names whose issues are turned off: their issues' routes answer 410
@@ -618,6 +623,8 @@ class FakeGitHub:
             ("GET", repo + r"/issues/(?P<number>\d+)/labels", self._list_labels),
             ("POST", repo + r"/issues/(?P<number>\d+)/labels", self._add_labels),
             ("DELETE", repo + r"/issues/(?P<number>\d+)/labels/(?P<label>[^/]+)", self._remove_label),
+            ("GET", repo + r"/labels/(?P<label>[^/]+)", self._get_repo_label),
+            ("POST", repo + r"/labels", self._create_repo_label),
             ("GET", repo + r"/issues/(?P<number>\d+)/reactions", self._list_reactions),
             ("POST", repo + r"/issues/(?P<number>\d+)/reactions", self._add_reaction),
             ("GET", repo + r"/contents(?:/(?P<path>.*))?", self._get_contents),
@@ -861,6 +868,39 @@ class FakeGitHub:
                 issue["labels"].append({"name": name})
                 have.add(name.casefold())
         return issue["labels"]
+
+    def repo_label(self, repo: str, name: str) -> dict[str, Any] | None:
+        """The repository's label of that name (in any case), as GitHub's label API shows it."""
+        for known in self.repo_labels.get(self._repo_key(repo), []):
+            if known.casefold() == name.casefold():
+                info = self.label_info.get(self._repo_key(repo), {}).get(known.casefold(), {})
+                return {"name": known, "color": info.get("color", "ededed"),
+                        "description": info.get("description")}
+        return None
+
+    def _get_repo_label(self, request: web.Request, match: re.Match[str], body: Any, auth: _Auth) -> Any:
+        label = self.repo_label(f"{match['owner']}/{match['name']}", unquote(match["label"]))
+        return label if label is not None else (404, {"message": "Not Found"})
+
+    def _create_repo_label(self, request: web.Request, match: re.Match[str], body: Any, auth: _Auth) -> Any:
+        repo = f"{match['owner']}/{match['name']}"
+        if denied := self._check_write(auth, repo):
+            return denied
+        name = body.get("name") if isinstance(body, dict) else None
+        color = str(body.get("color") or "ededed") if isinstance(body, dict) else ""
+        description = body.get("description") if isinstance(body, dict) else None
+        if (not isinstance(name, str) or not name.strip() or len(name) > 50
+                or not re.fullmatch(r"[0-9a-fA-F]{6}", color)
+                or (description is not None and len(str(description)) > 100)):
+            return 422, {"message": "Validation Failed",
+                         "errors": [{"resource": "Label", "field": "name", "code": "invalid"}]}
+        if self.repo_label(repo, name) is not None:
+            return 422, {"message": "Validation Failed",
+                         "errors": [{"resource": "Label", "code": "already_exists", "field": "name"}]}
+        self.repo_labels.setdefault(self._repo_key(repo), []).append(name)
+        self.label_info.setdefault(self._repo_key(repo), {})[name.casefold()] = {
+            "color": color.lower(), "description": description}
+        return 201, {"name": name, "color": color.lower(), "description": description}
 
     def _remove_label(self, request: web.Request, match: re.Match[str], body: Any, auth: _Auth) -> Any:
         repo = f"{match['owner']}/{match['name']}"

@@ -92,18 +92,22 @@ async def test_ignore_by_author_mutes_and_acknowledges(app_ctx: Any, fake_github
     assert not fake_github.comments_of(VERL, 1)[1:]
 
 
-async def test_strangers_and_bots_get_nothing(app_ctx: Any, fake_github: Any) -> None:
+async def test_strangers_are_told_once_and_bots_get_nothing(app_ctx: Any, fake_github: Any) -> None:
+    """A stranger's command is not done; since user77 they are told so, in one note
+    (tests/test_command_refused.py), instead of nothing. A bot's is ignored."""
     await install(app_ctx, fake_github)
     await open_issue(app_ctx, fake_github, 2)
     await commands_router.dispatch(comment_event("/rltracker ignore", user="mallory", number=2), app_ctx)
     await commands_router.dispatch(
         comment_event("/rltracker methods kl_growth", user="ci[bot]", user_type="Bot", number=2), app_ctx
     )
-    [row] = await actions(app_ctx)
+    row, note = await actions(app_ctx)
     assert row.status == "skipped" and "author or a maintainer" in row.reason
+    assert note.status == "posted" and note.details["note"] == "not_allowed"
     async with app_ctx.sessionmaker() as s:
         assert not (await s.scalar(select(Thread).where(Thread.number == 2))).muted
-    assert not fake_github.comments_of(VERL, 2)
+    [told] = fake_github.comments_of(VERL, 2)
+    assert "Only the author of this thread or a maintainer" in told["body"]
     assert not fake_github.requests("POST", r"/reactions")
 
 
@@ -773,8 +777,11 @@ async def test_a_member_without_write_access_does_not_silence_someone_elses_thre
     async with app_ctx.sessionmaker() as s:
         assert not (await s.scalar(select(Thread).where(Thread.number == 34))).muted
     assert minimised == []
-    skips = await actions(app_ctx, "command")
+    skips = [a for a in await actions(app_ctx, "command") if a.status == "skipped"]
     assert [a.details["code"].split(":")[0] for a in skips] == ["not_maintainer"] * 3
+    # each told once that it is not theirs to do (user77)
+    assert [n["body"].count("Only the author of this thread or a maintainer")
+            for n in note_replies(fake_github, 34)] == [1, 1, 1]
     fake_github.set_permission(VERL, "walt", "write")
     assert await handle_command(comment_event("/rltracker stop", user="walt", association="COLLABORATOR",
                                               number=34), app_ctx) == "stop"

@@ -560,6 +560,9 @@ GITHUB_CALLS: dict[str, set[tuple[str, str]]] = {
     "/repos/{}/issues/comments/{}": {("issues", "write"), ("pull_requests", "write")},
     "/repos/{}/{}/issues/comments/{}": {("issues", "write")},  # the nightly report's issue
     "/repos/{}/issues/{}/labels": {("issues", "write")},
+    # the config's label read, and created when missing (user77)
+    "/repos/{}/labels/{}": {("issues", "read"), ("pull_requests", "read")},
+    "/repos/{}/labels": {("issues", "write"), ("pull_requests", "write")},
     "/repos/{}/issues/{}/reactions": {("issues", "write"), ("pull_requests", "write")},
     # {} is issues or pulls: a 👍 on an issue comment or on a review comment
     "/repos/{}/{}/comments/{}/reactions": {("issues", "write"), ("pull_requests", "write")},

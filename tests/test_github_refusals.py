@@ -30,7 +30,7 @@ def no_wait(attempt: int) -> float:
 
 async def deliver(ctx: Any, event: str, payload: dict[str, Any], *, rounds: int = 8) -> Delivery:
     """The payload posted to /webhook, then the worker run until nothing is left to retry
-    (its backoff made nil: each retry is due at once)."""
+    (its backoff made nil: each retry is due at once); its inbox row (the latest)."""
     body = json.dumps(payload).encode()
     async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
         resp = await client.post("/webhook", data=body, headers=delivery_headers(event, body, SECRET))
@@ -39,8 +39,7 @@ async def deliver(ctx: Any, event: str, payload: dict[str, Any], *, rounds: int 
     for _ in range(rounds):
         await worker.run_until_idle()
     async with ctx.sessionmaker() as session:
-        [row] = list(await session.scalars(select(Delivery)))
-    return row
+        return (await session.scalars(select(Delivery).order_by(Delivery.id.desc()))).first()
 
 
 def not_found(field: str, node_id: str) -> dict[str, Any]:

@@ -137,8 +137,9 @@ async def test_strangers_and_bots_give_no_verdict(app_ctx: Any, fake_github: Any
     await commands_router.dispatch(comment_event("/rltracker kind kl_growth", user="mallory", number=3), app_ctx)
     await commands_router.dispatch(
         comment_event("/rltracker not-a-failure", user="ci[bot]", user_type="Bot", number=3), app_ctx)
-    [row] = await actions(app_ctx, "command")
+    row, told = await actions(app_ctx, "command")  # the skip, and the one note saying so (user77)
     assert row.status == "skipped" and "author or a maintainer" in row.reason
+    assert told.status == "posted" and told.details == {"note": "not_allowed"}
     assert await verdicts(app_ctx) == []
     assert not fake_github.requests("PATCH") and not fake_github.requests("POST", r"/reactions")
     assert not fake_github.requests("POST", r"/graphql")

@@ -371,6 +371,35 @@ async def _failure_comment(
     return "posted"
 
 
+# A label the app makes (the repository lacked the one its config names): a colour of its
+# own and a description saying where it comes from, instead of GitHub's grey and nothing.
+LABEL_COLOR = "5319e7"
+LABEL_DESCRIPTION = "A training-failure kind, added by rltracker (see .github/rltracker.yml)"
+
+
+async def _make_label(gh: Any, repo: str, label: str) -> None:
+    """Create the repository's label `label` unless it has it (in any case: GitHub's names are
+    case-insensitive), so that adding it to an issue does not make GitHub create it grey and
+    undescribed (user77). One read per add; a label made meanwhile (422 `already_exists`) is
+    there. Its colour and description are never changed afterwards: the maintainers'."""
+    from urllib.parse import quote
+
+    from gidgethub import BadRequest
+
+    try:
+        await gh.getitem(f"/repos/{repo}/labels/{quote(label, safe='')}")
+        return
+    except BadRequest as exc:
+        if exc.status_code != 404:
+            raise
+    try:
+        await gh.post(f"/repos/{repo}/labels", data={
+            "name": label, "color": LABEL_COLOR, "description": LABEL_DESCRIPTION})
+    except BadRequest as exc:
+        if exc.status_code != 422 or "already_exists" not in str(getattr(exc, "errors", "")):
+            raise
+
+
 async def add_label(ctx: Any, gh: Any, repo: str, number: int, action_id: int,
                     label: str) -> None:
     """Add `label` to the issue (which does not have it: the caller read it) as the app's.
@@ -384,6 +413,7 @@ async def add_label(ctx: Any, gh: Any, repo: str, number: int, action_id: int,
     the intent kept."""
     await _record_label(ctx, action_id, label, key="label_pending")
     try:
+        await _make_label(gh, repo, label)
         await gh.post(f"/repos/{repo}/issues/{number}/labels", data={"labels": [label]})
     except Exception as exc:
         from bot.github.client import refused_for_good

@@ -463,6 +463,8 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         await record_skip(ctx, repo, number, "command", f"not_allowed:{ref}",
                           "only the thread's author or a maintainer may use /rltracker commands",
                           command=word[:20])
+        await _say_refused(ctx, data, repo=repo, number=number, installation_id=installation_id,
+                           login=login, ref=ref, problem="not_allowed", in_thread=in_thread)
         return "not_allowed"
     problem: str | None = None
     if word in HELP_WORDS:
@@ -492,6 +494,8 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         await record_skip(ctx, repo, number, "command", f"not_maintainer:{ref}",
                           "only a maintainer of the repository may resume the app's comments "
                           "there", command=word)
+        await _say_refused(ctx, data, repo=repo, number=number, installation_id=installation_id,
+                           login=login, ref=ref, problem="not_maintainer", in_thread=in_thread)
         return "not_allowed"
     verdict = parse_verdict(word, args) if word in VERDICT_COMMANDS else None
     if word in VERDICT_COMMANDS and verdict is None:
@@ -510,6 +514,8 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
                           "only a maintainer of the repository may resume the app's comments "
                           "there (a member of the organisation or a collaborator without write "
                           "access to the repository is none)", command=word)
+        await _say_refused(ctx, data, repo=repo, number=number, installation_id=installation_id,
+                           login=login, ref=ref, problem="not_maintainer", in_thread=in_thread)
         return "not_allowed"
     if (word != "resume" and not is_author and association in ASKED_ASSOCIATIONS
             and not await may_write()):
@@ -522,6 +528,8 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
                           "/rltracker commands on it (a member of the organisation or a "
                           "collaborator without write access to the repository is none)",
                           command=word[:20])
+        await _say_refused(ctx, data, repo=repo, number=number, installation_id=installation_id,
+                           login=login, ref=ref, problem="not_allowed", in_thread=in_thread)
         return "not_allowed"
     # "dry_run: true" in the repository's config holds for commands as for comments.
     dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
@@ -666,7 +674,38 @@ async def _do_command(
     await _acknowledge(ctx, data, repo=repo, number=number, comment_id=comment_id,
                        installation_id=installation_id, dry_run=dry_run, kind=kind,
                        discussion_id=discussion_id, key=key)
+    if word == "recheck":
+        # The recheck read the settings file again (bot.speaking.decide): one it could not
+        # use is said to whoever asked, in the comment's note (user77; it was a 👍 beside a
+        # skip only the tracker's /api/actions showed, and the maintainer who asked to have
+        # their fixed file read took the 👍 for "fine").
+        config = await get_repo_config(ctx, repo, installation_id)
+        if config.source == "invalid" and config.error:
+            await _note(ctx, repo, number, installation_id, "config_invalid", key, discussion_id,
+                        dry_run, ref, delivery_id=delivery_of(data), in_thread=in_thread,
+                        config_error=config.error)
     return word
+
+
+async def _say_refused(
+    ctx: Any, data: dict[str, Any], *, repo: str, number: int, installation_id: int | None,
+    login: str | None, ref: str, problem: str, in_thread: str | None,
+) -> None:
+    """Tell the person their command was not done because it is not theirs to give
+    (`not_allowed`: on a thread not their own, without write access; `not_maintainer`:
+    `resume`). Until user77 they got nothing: a skip only the operator sees, and a person
+    trying `/rltracker stop` could not tell a refusal from a broken app. Once per person a
+    thread (the slot `{repo}#{n}:command:refused:{login}:note`): their further commands there,
+    and redeliveries, get no second note; within the thread's REPLIES_PER_HOUR as any note.
+    Not through a suspended or removed installation."""
+    if installation_id is not None and await _silenced(ctx, repo, int(installation_id)):
+        return
+    who = login.lower() if login else ref  # (a payload naming nobody: once for that comment)
+    dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
+    await _note(ctx, repo, number, installation_id, problem,
+                f"{repo}#{number}:command:refused:{who}",
+                (data.get("discussion") or {}).get("node_id"), dry_run, ref,
+                delivery_id=delivery_of(data), in_thread=in_thread)
 
 
 async def _note_details(ctx: Any, key: str, **values: Any) -> None:
@@ -693,6 +732,7 @@ async def _note(
     ctx: Any, repo: str, number: int, installation_id: int | None, problem: str, key: str,
     discussion_id: str | None, dry_run: bool, ref: str, done: str | None = None,
     delivery_id: str | None = None, command: str | None = None, in_thread: str | None = None,
+    config_error: str | None = None,
 ) -> str:
     """The one reply to a command comment the app could not do as written (`unknown`,
     `unknown_kind` of `command`, `help`: the commands listed, `more`: several commands,
@@ -707,7 +747,8 @@ async def _note(
         thread = await get_thread(session, repo, number)
         lang = detect_language(thread.title, thread.body) if thread else "en"
     body = command_note(problem, lang, done=done if done in COMMANDS else None,
-                        command=command if command in COMMANDS else None)
+                        command=command if command in COMMANDS else None,
+                        config_error=config_error)
     return await _post_answer(ctx, repo, number, installation_id, body, f"{key}:note",
                               discussion_id, dry_run, f"<!-- rltracker:note-to:{ref} -->",
                               {"note": problem}, delivery_id, ref, in_thread=in_thread)

@@ -579,6 +579,35 @@ _SECTION_SKIP = re.compile(
     r")\s{0,3}[~*_]{0,2}[.!]", re.I)
 
 
+# A later note that replaces the rules above it where they disagree ("This paragraph replaces the
+# sections above wherever they disagree.", "The following supersedes the rules above."): the
+# rules above it that the note speaks of no longer hold; the note's own rules do (rules77).
+_REPLACES_ABOVE = re.compile(
+    r"\b(?:this|the following|these|the)\s(?:paragraph|section|note|update|notice|change|changes"
+    r"|rules|text)?\s?(?:below\s)?(?:replaces|supersedes|overrides|takes precedence over|replace"
+    r"|supersede|override|take precedence over)\s(?:the|all|any|every)?\s?(?:\w{1,20}\s){0,2}"
+    r"(?:above|earlier|before|previously)\b"
+    r"|\b(?:the|any|all)\s(?:rules|sections|guidelines|instructions)\s(?:above|earlier)\s(?:are|is)\s"
+    r"(?:replaced|superseded|overridden)\b", re.I)
+
+
+def replacing_notes(segments: list[Segment]) -> dict[int, int]:
+    """The segments of later notes that replace the rules above them ({segment index: index of
+    the note's first sentence}): the sentence that says so and those after it under the same
+    heading of the same file."""
+    notes: dict[int, int] = {}
+    start: int | None = None
+    for i, seg in enumerate(segments):
+        if start is not None and (seg.file != segments[start].file or seg.section != segments[start].section
+                                  or seg.kind == "heading"):
+            start = None
+        if start is None and seg.kind != "code" and _REPLACES_ABOVE.search(seg.matched[:2000]):
+            start = i
+        if start is not None:
+            notes[i] = start
+    return notes
+
+
 _LETTERS = re.compile(r"[^\W\d_]+")
 _URL = re.compile(r"\b(?:https?://|www\.)\S{1,2000}")  # "github.com/..." is not Portuguese "com"
 
@@ -885,7 +914,9 @@ def is_directive(seg: Segment, kind: str) -> bool:
     if tab.waived.search(low):
         # "You do not need to add an entry" asks nothing: the modal inside a waiver is not
         # a request (the rest of the sentence may still be one).
-        low = tab.waived.sub(" ", low)
+        # a sentence's or clause's end after the waiver is kept ("The CLA is gone: sign off
+        # every commit" still asks its second clause, rules77)
+        low = tab.waived.sub(lambda m: f" {m.group(0)[-1]} " if m.group(0)[-1] in ".;:!?" else " ", low)
     if tab.modal.search(low):
         return True
     # Any sentence of the segment may be the request ("No benchmarks in tests/. Put them ...").
@@ -1258,13 +1289,18 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
     # the rule in words the patterns lack ("each commit will carry a `Signed-off-by` line")
     named_in_prose: set[str] = set()
     docs = pipe.tokenizer.pipe(bounded_runs(match_form(unnamed_ai(s.matched))) for s in segments)
-    for seg, doc in zip(segments, docs, strict=True):
+    notes = replacing_notes(segments)
+    # per replacing note (by its first sentence's index), the words the note speaks of
+    replaced_words: dict[int, set[str]] = {}
+    for index, (seg, doc) in enumerate(zip(segments, docs, strict=True)):
         matches = tab.phrase_matcher(doc)
         if len(tab.token_matcher):
             matches += tab.token_matcher(doc)
         if not matches:
             continue
         found = {strings[m] for m, _, _ in matches}
+        if index in notes:
+            replaced_words.setdefault(notes[index], set()).update(found)
         waived: list[int] | None = None  # computed when a rule is about to fire
         # Only rules whose first group has a hit can fire: look those up instead of all.
         candidates = sorted({i for k in found for i in tab.by_first_key.get(k, ())})
@@ -1308,6 +1344,18 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 filled = _fill(rule, seg, piece)
                 if filled is not None:
                     hits_by_rule.setdefault(rule.id, []).append((seg, *filled))
+    if replaced_words:
+        # A rule stated above a note that replaces it is not stated: its subject's words (the
+        # first group of the rule or of the rules that say it more strongly, its `unless`) are
+        # among the note's ("The CLA is gone" retires a CLA bot's rule too).
+        position = {id(seg): i for i, seg in enumerate(segments)}
+        by_id = {rule.id: rule for rule in tab.rules}
+        for rule in tab.rules:
+            if rule.id in hits_by_rule:
+                subject = set(rule.groups[0]).union(*(by_id[u].groups[0] for u in rule.unless if u in by_id))
+                hits_by_rule[rule.id] = [h for h in hits_by_rule[rule.id] if not any(
+                    position[id(h[0])] < start and segments[start].file == h[0].file
+                    and not words.isdisjoint(subject) for start, words in replaced_words.items())]
     facts: list[dict[str, Any]] = []
     for rule in tab.rules:
         if rule.collect_codes and rule.id in hits_by_rule:

@@ -1,0 +1,32 @@
+"""rules77: the classes behind set Z's invented and missed lines, read in general form.
+Every text here is a short one written for these tests (none copied from the written sets)."""
+
+from __future__ import annotations
+
+from tests.test_rules_answers import _facts, _rules
+
+# --- a later note that replaces the rules above it ---------------------------------------------
+
+
+def test_a_note_that_replaces_the_rules_above_retires_the_rules_it_speaks_of() -> None:
+    text = ("# Contributing to wren\n\n## Agreement\n\nSign our Contributor License Agreement "
+            "before your first PR.\n\n## Tests\n\nEvery change needs a test; run `pytest`.\n\n"
+            "## Changelog\n\nAdd an entry to the changelog for each change.\n\n"
+            "## Old pull requests\n\nPull requests idle for 60 days are closed by the stale bot.\n\n"
+            "**March 2025 note.** The following supersedes the rules above where they conflict. "
+            "We dropped the CLA; please sign off every commit with `git commit -s`. "
+            "The changelog is written by the release script, so leave it alone. "
+            "The stale bot has been switched off.\n")
+    rules = _rules({"CONTRIBUTING.md": text})
+    topics = {f["topic"] for f in _facts({"CONTRIBUTING.md": text})}
+    assert "cla_required" not in rules, rules
+    assert not [r for r in rules if r.startswith("stale")], rules
+    assert "changelog_update" not in rules, rules
+    assert "tests" in topics  # the note says nothing of tests: the older rule stands
+    assert "sign-off" in topics, rules  # the note's own rule holds
+
+
+def test_rules_above_a_note_that_replaces_nothing_stand() -> None:
+    text = ("# Contributing\n\n## Agreement\n\nSign our Contributor License Agreement "
+            "before your first PR.\n\n**Note.** The CLA bot comments on your PR with a link.\n")
+    assert "cla_required" in _rules({"CONTRIBUTING.md": text})

@@ -30,3 +30,22 @@ def test_rules_above_a_note_that_replaces_nothing_stand() -> None:
     text = ("# Contributing\n\n## Agreement\n\nSign our Contributor License Agreement "
             "before your first PR.\n\n**Note.** The CLA bot comments on your PR with a link.\n")
     assert "cla_required" in _rules({"CONTRIBUTING.md": text})
+
+
+# --- Italian read through a gloss, with its own negations ---------------------------------------
+
+
+def test_italian_rules_are_read_through_the_gloss() -> None:
+    text = ("# Contribuire\n\n## Proposte\n\nPer una nuova funzionalità apri prima una issue e "
+            "aspetta il parere di un maintainer.\n\n## Documentazione\n\nOgni nuova opzione va "
+            "descritta in `docs/opzioni.md`.\n\n## Revisione\n\nServe l'approvazione di almeno "
+            "due maintainer prima del merge.\n")
+    topics = {f["topic"] for f in _facts({"CONTRIBUTING.md": text})}
+    assert {"issue-first", "docs", "review"} <= topics, _facts({"CONTRIBUTING.md": text})
+
+
+def test_what_an_italian_guide_says_is_not_needed_states_nothing() -> None:
+    text = ("# Contribuire\n\n## Cosa non serve\n\n- Non serve firmare un CLA, né aggiungere "
+            "`Signed-off-by` ai commit.\n- Non devi aggiornare il changelog: lo fanno i maintainer.\n")
+    rules = _rules({"CONTRIBUTING.md": text})
+    assert not [r for r in rules if r.startswith(("cla", "signoff", "changelog"))], rules

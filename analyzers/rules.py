@@ -1051,6 +1051,15 @@ def waived_clauses(doc: Any) -> list[int]:
 _HEADING_REMARK = re.compile(r"\(([^()]{1,60})\)")
 
 
+def lead_waives(seg: Segment) -> bool:
+    """True when a list item's lead says what follows is not asked ("Things you do not need to
+    do:", "Some things she did not have to do:"): its items state no rule (rules77)."""
+    if not seg.intro or seg.kind not in ("item", "combined", "lead_item"):
+        return False
+    lead = _LAST_SENTENCE.split(seg.intro[-300:].lower())[-1].strip()
+    return lead.endswith(":") and table().waived.search(lead) is not None
+
+
 def heading_waives(section: str) -> bool:
     """True when a heading is marked as not asked ("## Performance impact (optional)"): what
     is requested under it is not a rule."""
@@ -1335,7 +1344,7 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 if vetoed and not _stated_apart_from_veto(rule, matches, doc, strings):
                     continue
                 if waived is None and not rule.permission:
-                    waived = ([0] * len(doc) if heading_waives(seg.section)
+                    waived = ([0] * len(doc) if heading_waives(seg.section) or lead_waives(seg)
                               else waived_clauses(doc) if tab.waived.search(low := doc.text.lower())
                               or tab.contrast.search(low) or _MAY.search(low) else [])
                 if waived and not rule.permission and _group_waived(rule, matches, waived, strings):

@@ -49,3 +49,16 @@ def test_what_an_italian_guide_says_is_not_needed_states_nothing() -> None:
             "`Signed-off-by` ai commit.\n- Non devi aggiornare il changelog: lo fanno i maintainer.\n")
     rules = _rules({"CONTRIBUTING.md": text})
     assert not [r for r in rules if r.startswith(("cla", "signoff", "changelog"))], rules
+
+
+# --- a list led by what was not asked -----------------------------------------------------------
+
+
+def test_items_under_a_lead_that_says_they_were_not_needed_state_nothing() -> None:
+    text = ("# How Omar's fix landed\n\nOmar ran `pytest` before pushing.\n\n"
+            "A few steps Omar did not have to take:\n\n- The PR title did not matter.\n"
+            "- He did not sign a CLA.\n")
+    rules = _rules({"CONTRIBUTING.md": text})
+    assert not [r for r in rules if r.startswith(("pr_title", "cla"))], rules
+    listed = "## Checks\n\nBefore you open the PR:\n\n- Give the PR title a clear summary.\n"
+    assert [r for r in _rules({"CONTRIBUTING.md": listed}) if r.startswith(("pr_title", "title"))]

@@ -62,3 +62,18 @@ def test_items_under_a_lead_that_says_they_were_not_needed_state_nothing() -> No
     assert not [r for r in rules if r.startswith(("pr_title", "cla"))], rules
     listed = "## Checks\n\nBefore you open the PR:\n\n- Give the PR title a clear summary.\n"
     assert [r for r in _rules({"CONTRIBUTING.md": listed}) if r.startswith(("pr_title", "title"))]
+
+
+# --- rules told as a consequence inside a worked example ----------------------------------------
+
+
+def test_consequences_told_in_a_narrative_are_rules() -> None:
+    text = ("# How Lena's sampler landed\n\n## Day 1\n\nShe opened an issue first. A new sampler "
+            "is not reviewed until a maintainer has agreed on its issue.\n\n## Day 5\n\n"
+            "Undocumented samplers are not merged, so she wrote `docs/samplers.md`.\n\n"
+            "## Day 9\n\nThree approvals are needed; Lena got hers in a week.\n")
+    rules = _rules({"CONTRIBUTING.md": text})
+    assert {"issue_gate_until", "docs_required_merge", "review_approvals_count"} <= set(rules), rules
+    assert "three" in rules["review_approvals_count"]["statement"]
+    waived = "## Docs\n\nTypo fixes without documentation are not merged? No: no need to document them.\n"
+    assert "docs_required_merge" not in _rules({"CONTRIBUTING.md": waived})

@@ -1599,6 +1599,7 @@ def _structural(files: Mapping[str, str], kinds: dict[str, str]) -> list[dict[st
             pointer = structured.pointer_fact(text, path)
             if pointer:
                 facts.append(pointer)
+            facts += structured.policy_block_facts(text, path)
     if not any(k == "contributing" for k in kinds.values()):
         facts.append({"topic": "general", "rule": "no_contributing",
                       "statement": tab.texts["no_contributing"]["en"], "source": "",
@@ -1631,7 +1632,11 @@ def summarize_rules(files: Mapping[str, str], framework: str | None = None) -> d
     files = {p: files[p] for p in sorted(kinds, key=lambda p: (KIND_ORDER.get(kinds[p], 9), p))}
     tab = table()
     segments = _segments(files, kinds)
-    facts = _structural(files, kinds) + _match(segments, kinds)
+    matched = _match(segments, kinds)
+    stated_in_prose = {f["topic"] for f in matched}
+    # a policy block's setting is said when the prose does not state its topic (rules77)
+    facts = [f for f in _structural(files, kinds)
+             if not (f["rule"].startswith("policy_") and f["topic"] in stated_in_prose)] + matched
     if framework:
         for obs in observed_facts().get(framework, []):
             facts.append({

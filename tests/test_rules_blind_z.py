@@ -77,3 +77,28 @@ def test_consequences_told_in_a_narrative_are_rules() -> None:
     assert "three" in rules["review_approvals_count"]["statement"]
     waived = "## Docs\n\nTypo fixes without documentation are not merged? No: no need to document them.\n"
     assert "docs_required_merge" not in _rules({"CONTRIBUTING.md": waived})
+
+
+# --- a policy block (YAML or TOML settings) inside a guide --------------------------------------
+
+
+def test_a_policy_block_in_a_guide_states_its_settings() -> None:
+    yaml_block = ("# Contributing\n\nThe bot enforces this:\n\n```yaml\nreview:\n  approvals: 2\n"
+                  "checks:\n  - name: unit\n    run: python -m pytest -x tests/\ncommits:\n"
+                  "  dco: required\n  cla: not_required\nlayout:\n  tasks: pkg/tasks/\n```\n")
+    rules = _rules({"CONTRIBUTING.md": yaml_block})
+    assert {"policy_approvals", "policy_tests", "policy_placement"} <= set(rules), rules
+    assert "sign-off" in {f["topic"] for f in rules.values()}, rules
+    assert "2 approving reviews" in rules["policy_approvals"]["statement"]
+    assert not [r for r in rules if r.startswith("cla")], rules
+    toml_block = ("# Contributing\n\n```toml\n[review]\napprovals = 1\n\n[commits]\nsignoff = "
+                  "\"required\"\n```\n")
+    toml_rules = _rules({"CONTRIBUTING.md": toml_block})
+    assert "an approving review" in toml_rules["policy_approvals"]["statement"], toml_rules
+    assert "sign-off" in {f["topic"] for f in toml_rules.values()}, toml_rules
+
+
+def test_a_config_example_in_a_guide_is_no_policy() -> None:
+    config = ("# Contributing\n\nA run is configured like this:\n\n```yaml\nmodel: tiny\ntrainer:\n"
+              "  approvals: 3\n  run: pytest\ncommits:\n  signoff: required\n```\n")
+    assert not [r for r in _rules({"CONTRIBUTING.md": config}) if r.startswith("policy_")]

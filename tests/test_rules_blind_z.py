@@ -102,3 +102,10 @@ def test_a_config_example_in_a_guide_is_no_policy() -> None:
     config = ("# Contributing\n\nA run is configured like this:\n\n```yaml\nmodel: tiny\ntrainer:\n"
               "  approvals: 3\n  run: pytest\ncommits:\n  signoff: required\n```\n")
     assert not [r for r in _rules({"CONTRIBUTING.md": config}) if r.startswith("policy_")]
+
+
+def test_a_preference_measure_asked_for_some_changes_is_a_results_rule() -> None:
+    text = ("<!--\n  * If you change the reference model, paste the win rate on the held-out pairs "
+            "for main and for this branch below.\n-->\n\n## Summary\n")
+    rules = _rules({".github/pull_request_template.md": text})
+    assert "win rate" in rules["results_scoped"]["statement"], rules

@@ -911,6 +911,8 @@ def is_directive(seg: Segment, kind: str) -> bool:
         # nothing; the sentences around it still may
         low = " ".join(s for s in _SENTENCE_END.split(low)
                        if not (s.endswith("?") and s.split(" ", 1)[0] in tab.question_starts))
+    if _PROVISO.search(low):
+        return True  # "... is welcome as long as the PR names the tool": the proviso is asked
     if tab.waived.search(low):
         # "You do not need to add an entry" asks nothing: the modal inside a waiver is not
         # a request (the rest of the sentence may still be one).
@@ -998,6 +1000,10 @@ def _permits(doc: Any, i: int) -> bool:
     return True
 
 
+# What a permission asks in return ("... is welcome as long as the PR says which tool").
+_PROVISO = re.compile(r"\b(?:as long as|so long as|provided that|on condition that|on the condition that)\b")
+
+
 def waived_clauses(doc: Any) -> list[int]:
     """Per token of a matched segment, the clause index when that clause says the thing is
     not asked ("you do not need to sign a CLA", "signing off is optional"), else -1. A bare
@@ -1023,9 +1029,11 @@ def waived_clauses(doc: Any) -> list[int]:
             contrast_words |= {token.i, token.i + 1}
         clause_of.append(len(texts) - 1)
         texts[-1].append(token.text_with_ws.lower())  # "don't" is two tokens: keep the text
-    # A condition ("If there is no activity for 60 days, ...") states no waiver.
+    # A condition ("If there is no activity for 60 days, ...") states no waiver, nor does a
+    # permission with a proviso ("AI-written code is welcome as long as you say so": rules77).
     waived = {i for i, words in enumerate(texts)
-              if words[0].strip() not in CONDITIONAL and tab.waived.search("".join(words))}
+              if words[0].strip() not in CONDITIONAL and tab.waived.search(text := "".join(words))
+              and not _PROVISO.search(text)}
     # "Contributors MAY use AI tools, but MUST NOT submit code they do not understand": a
     # permission beside an obligation in one sentence waives nothing
     obliged = {sentence_of[clause_of[token.i]] for token in doc if token.lower_ in _OBLIGATIONS}

@@ -109,3 +109,12 @@ def test_a_preference_measure_asked_for_some_changes_is_a_results_rule() -> None
             "for main and for this branch below.\n-->\n\n## Summary\n")
     rules = _rules({".github/pull_request_template.md": text})
     assert "win rate" in rules["results_scoped"]["statement"], rules
+
+
+def test_a_permission_with_a_proviso_keeps_the_proviso_as_a_rule() -> None:
+    text = ("## Tools\n\nPatches drafted with AI tools are welcome as long as you mention the "
+            "tool in the PR description.\n")
+    assert "ai-policy" in {f["topic"] for f in _facts({"CONTRIBUTING.md": text})}
+    plain = ("## Tools\n\nPatches drafted with AI tools are welcome; you do not need to mention "
+             "the tool in the PR description.\n")
+    assert "ai-policy" not in {f["topic"] for f in _facts({"CONTRIBUTING.md": plain})}

@@ -1370,9 +1370,14 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
         for rule in tab.rules:
             if rule.id in hits_by_rule:
                 subject = set(rule.groups[0]).union(*(by_id[u].groups[0] for u in rule.unless if u in by_id))
-                hits_by_rule[rule.id] = [h for h in hits_by_rule[rule.id] if not any(
-                    position[id(h[0])] < start and segments[start].file == h[0].file
-                    and not words.isdisjoint(subject) for start, words in replaced_words.items())]
+                # per file, the last note that names the rule's subject: hits before it are retired
+                last: dict[str, int] = {}
+                for start, words in replaced_words.items():
+                    if not words.isdisjoint(subject):
+                        file = segments[start].file
+                        last[file] = max(last.get(file, -1), start)
+                hits_by_rule[rule.id] = [h for h in hits_by_rule[rule.id]
+                                         if position[id(h[0])] >= last.get(h[0].file, -1)]
     facts: list[dict[str, Any]] = []
     for rule in tab.rules:
         if rule.collect_codes and rule.id in hits_by_rule:

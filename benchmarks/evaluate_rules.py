@@ -46,9 +46,8 @@ GOAL = 0.85
 # Development sets not yet at the goal, with the count of facts stated they must keep (Q
 # reached it in rules69; V and W were developed on in rules73, which fixed their invented lines
 # first; W reached it in rules74, Traditional Chinese read; V reached it in rules75, 38/44; X
-# and Y, developed on in rules76, reached it there).
-# Z was developed on in rules77 (first scored 26/40, 5 invented), invented lines first.
-BELOW_GOAL_FLOOR: dict[str, int] = {"z": 26}
+# and Y, developed on in rules76, reached it there; Z, developed on in rules77, reached it there).
+BELOW_GOAL_FLOOR: dict[str, int] = {}
 
 
 def summary_lines(summary: dict[str, Any]) -> list[tuple[str, list[str]]]:

@@ -579,6 +579,35 @@ _SECTION_SKIP = re.compile(
     r")\s{0,3}[~*_]{0,2}[.!]", re.I)
 
 
+# A later note that replaces the rules above it where they disagree ("This paragraph replaces the
+# sections above wherever they disagree.", "The following supersedes the rules above."): the
+# rules above it that the note speaks of no longer hold; the note's own rules do (rules77).
+_REPLACES_ABOVE = re.compile(
+    r"\b(?:this|the following|these|the)\s(?:paragraph|section|note|update|notice|change|changes"
+    r"|rules|text)?\s?(?:below\s)?(?:replaces|supersedes|overrides|takes precedence over|replace"
+    r"|supersede|override|take precedence over)\s(?:the|all|any|every)?\s?(?:\w{1,20}\s){0,2}"
+    r"(?:above|earlier|before|previously)\b"
+    r"|\b(?:the|any|all)\s(?:rules|sections|guidelines|instructions)\s(?:above|earlier)\s(?:are|is)\s"
+    r"(?:replaced|superseded|overridden)\b", re.I)
+
+
+def replacing_notes(segments: list[Segment]) -> dict[int, int]:
+    """The segments of later notes that replace the rules above them ({segment index: index of
+    the note's first sentence}): the sentence that says so and those after it under the same
+    heading of the same file."""
+    notes: dict[int, int] = {}
+    start: int | None = None
+    for i, seg in enumerate(segments):
+        if start is not None and (seg.file != segments[start].file or seg.section != segments[start].section
+                                  or seg.kind == "heading"):
+            start = None
+        if start is None and seg.kind != "code" and _REPLACES_ABOVE.search(seg.matched[:2000]):
+            start = i
+        if start is not None:
+            notes[i] = start
+    return notes
+
+
 _LETTERS = re.compile(r"[^\W\d_]+")
 _URL = re.compile(r"\b(?:https?://|www\.)\S{1,2000}")  # "github.com/..." is not Portuguese "com"
 
@@ -882,10 +911,14 @@ def is_directive(seg: Segment, kind: str) -> bool:
         # nothing; the sentences around it still may
         low = " ".join(s for s in _SENTENCE_END.split(low)
                        if not (s.endswith("?") and s.split(" ", 1)[0] in tab.question_starts))
+    if _PROVISO.search(low):
+        return True  # "... is welcome as long as the PR names the tool": the proviso is asked
     if tab.waived.search(low):
         # "You do not need to add an entry" asks nothing: the modal inside a waiver is not
         # a request (the rest of the sentence may still be one).
-        low = tab.waived.sub(" ", low)
+        # a sentence's or clause's end after the waiver is kept ("The CLA is gone: sign off
+        # every commit" still asks its second clause, rules77)
+        low = tab.waived.sub(lambda m: f" {m.group(0)[-1]} " if m.group(0)[-1] in ".;:!?" else " ", low)
     if tab.modal.search(low):
         return True
     # Any sentence of the segment may be the request ("No benchmarks in tests/. Put them ...").
@@ -967,6 +1000,10 @@ def _permits(doc: Any, i: int) -> bool:
     return True
 
 
+# What a permission asks in return ("... is welcome as long as the PR says which tool").
+_PROVISO = re.compile(r"\b(?:as long as|so long as|provided that|on condition that|on the condition that)\b")
+
+
 def waived_clauses(doc: Any) -> list[int]:
     """Per token of a matched segment, the clause index when that clause says the thing is
     not asked ("you do not need to sign a CLA", "signing off is optional"), else -1. A bare
@@ -992,9 +1029,11 @@ def waived_clauses(doc: Any) -> list[int]:
             contrast_words |= {token.i, token.i + 1}
         clause_of.append(len(texts) - 1)
         texts[-1].append(token.text_with_ws.lower())  # "don't" is two tokens: keep the text
-    # A condition ("If there is no activity for 60 days, ...") states no waiver.
+    # A condition ("If there is no activity for 60 days, ...") states no waiver, nor does a
+    # permission with a proviso ("AI-written code is welcome as long as you say so": rules77).
     waived = {i for i, words in enumerate(texts)
-              if words[0].strip() not in CONDITIONAL and tab.waived.search("".join(words))}
+              if words[0].strip() not in CONDITIONAL and tab.waived.search(text := "".join(words))
+              and not _PROVISO.search(text)}
     # "Contributors MAY use AI tools, but MUST NOT submit code they do not understand": a
     # permission beside an obligation in one sentence waives nothing
     obliged = {sentence_of[clause_of[token.i]] for token in doc if token.lower_ in _OBLIGATIONS}
@@ -1018,6 +1057,15 @@ def waived_clauses(doc: Any) -> list[int]:
 
 
 _HEADING_REMARK = re.compile(r"\(([^()]{1,60})\)")
+
+
+def lead_waives(seg: Segment) -> bool:
+    """True when a list item's lead says what follows is not asked ("Things you do not need to
+    do:", "Some things she did not have to do:"): its items state no rule (rules77)."""
+    if not seg.intro or seg.kind not in ("item", "combined", "lead_item"):
+        return False
+    lead = _LAST_SENTENCE.split(seg.intro[-300:].lower())[-1].strip()
+    return lead.endswith(":") and table().waived.search(lead) is not None
 
 
 def heading_waives(section: str) -> bool:
@@ -1258,13 +1306,18 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
     # the rule in words the patterns lack ("each commit will carry a `Signed-off-by` line")
     named_in_prose: set[str] = set()
     docs = pipe.tokenizer.pipe(bounded_runs(match_form(unnamed_ai(s.matched))) for s in segments)
-    for seg, doc in zip(segments, docs, strict=True):
+    notes = replacing_notes(segments)
+    # per replacing note (by its first sentence's index), the words the note speaks of
+    replaced_words: dict[int, set[str]] = {}
+    for index, (seg, doc) in enumerate(zip(segments, docs, strict=True)):
         matches = tab.phrase_matcher(doc)
         if len(tab.token_matcher):
             matches += tab.token_matcher(doc)
         if not matches:
             continue
         found = {strings[m] for m, _, _ in matches}
+        if index in notes:
+            replaced_words.setdefault(notes[index], set()).update(found)
         waived: list[int] | None = None  # computed when a rule is about to fire
         # Only rules whose first group has a hit can fire: look those up instead of all.
         candidates = sorted({i for k in found for i in tab.by_first_key.get(k, ())})
@@ -1299,7 +1352,7 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 if vetoed and not _stated_apart_from_veto(rule, matches, doc, strings):
                     continue
                 if waived is None and not rule.permission:
-                    waived = ([0] * len(doc) if heading_waives(seg.section)
+                    waived = ([0] * len(doc) if heading_waives(seg.section) or lead_waives(seg)
                               else waived_clauses(doc) if tab.waived.search(low := doc.text.lower())
                               or tab.contrast.search(low) or _MAY.search(low) else [])
                 if waived and not rule.permission and _group_waived(rule, matches, waived, strings):
@@ -1308,6 +1361,23 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 filled = _fill(rule, seg, piece)
                 if filled is not None:
                     hits_by_rule.setdefault(rule.id, []).append((seg, *filled))
+    if replaced_words:
+        # A rule stated above a note that replaces it is not stated: its subject's words (the
+        # first group of the rule or of the rules that say it more strongly, its `unless`) are
+        # among the note's ("The CLA is gone" retires a CLA bot's rule too).
+        position = {id(seg): i for i, seg in enumerate(segments)}
+        by_id = {rule.id: rule for rule in tab.rules}
+        for rule in tab.rules:
+            if rule.id in hits_by_rule:
+                subject = set(rule.groups[0]).union(*(by_id[u].groups[0] for u in rule.unless if u in by_id))
+                # per file, the last note that names the rule's subject: hits before it are retired
+                last: dict[str, int] = {}
+                for start, words in replaced_words.items():
+                    if not words.isdisjoint(subject):
+                        file = segments[start].file
+                        last[file] = max(last.get(file, -1), start)
+                hits_by_rule[rule.id] = [h for h in hits_by_rule[rule.id]
+                                         if position[id(h[0])] >= last.get(h[0].file, -1)]
     facts: list[dict[str, Any]] = []
     for rule in tab.rules:
         if rule.collect_codes and rule.id in hits_by_rule:
@@ -1542,6 +1612,7 @@ def _structural(files: Mapping[str, str], kinds: dict[str, str]) -> list[dict[st
             pointer = structured.pointer_fact(text, path)
             if pointer:
                 facts.append(pointer)
+            facts += structured.policy_block_facts(text, path)
     if not any(k == "contributing" for k in kinds.values()):
         facts.append({"topic": "general", "rule": "no_contributing",
                       "statement": tab.texts["no_contributing"]["en"], "source": "",
@@ -1574,7 +1645,11 @@ def summarize_rules(files: Mapping[str, str], framework: str | None = None) -> d
     files = {p: files[p] for p in sorted(kinds, key=lambda p: (KIND_ORDER.get(kinds[p], 9), p))}
     tab = table()
     segments = _segments(files, kinds)
-    facts = _structural(files, kinds) + _match(segments, kinds)
+    matched = _match(segments, kinds)
+    stated_in_prose = {f["topic"] for f in matched}
+    # a policy block's setting is said when the prose does not state its topic (rules77)
+    facts = [f for f in _structural(files, kinds)
+             if not (f["rule"].startswith("policy_") and f["topic"] in stated_in_prose)] + matched
     if framework:
         for obs in observed_facts().get(framework, []):
             facts.append({

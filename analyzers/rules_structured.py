@@ -1,5 +1,6 @@
 """Facts read from the structure of contribution files rather than from their sentences:
-stale workflows, CODEOWNERS, branch rulesets, issue forms and the issue-template config.
+stale workflows, CODEOWNERS, branch rulesets, issue forms, the issue-template config and a
+guide's policy block.
 
 Pure functions used by analyzers/rules.py; each returns fact dicts
 `{"topic", "rule", "statement", "source", "evidence"}` in our own words.
@@ -382,3 +383,100 @@ def pointer_fact(text: str, source: str) -> dict[str, Any] | None:
     return _fact("general", "rules_elsewhere",
                  f"{doc} here is a pointer: the text lives in the repository "
                  f"{m.group(1)}/{m.group(2)}.", source)
+
+
+# --- a policy block inside a guide ---------------------------------------------------------------
+
+# A fenced YAML or TOML block of a guide that states the rules as settings ("review:
+# approvals: 2", "signoff: required", "required_checks: [...]") (rules77). A block is a policy
+# when at least two of its top-level keys are policy words: a training config's `model:` or
+# `trainer:` is not one.
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})\s{0,3}(ya?ml|toml)\s{0,3}$", re.I)
+_POLICY_KEYS = frozenset({"review", "reviews", "approvals", "required_approvals", "required_checks",
+                          "checks", "ci", "commits", "signoff", "sign_off", "dco", "cla", "placement",
+                          "layout", "stale", "changelog", "tests", "lint", "pull_requests", "policy"})
+_PLACEMENT_KEYS = frozenset({"placement", "layout", "locations", "directories", "where"})
+_YES = frozenset({"required", "true", "yes", "mandatory", "always"})
+_PATH_VALUE = re.compile(r"^[\w.<>-]{1,60}/(?:[\w.<>-]{1,60}/){0,6}$")
+
+
+def _policy_blocks(text: str) -> list[dict[str, Any]]:
+    """The fenced YAML / TOML blocks of a guide that parse to a mapping of policy keys."""
+    import tomllib
+
+    blocks: list[dict[str, Any]] = []
+    lines = text[:65_536].split("\n")
+    i = 0
+    while i < len(lines) and len(blocks) < 4:
+        m = _FENCE_OPEN.match(lines[i])
+        i += 1
+        if not m:
+            continue
+        fence, language, body = m.group(1), m.group(2).lower(), []
+        while i < len(lines) and not lines[i].strip().startswith(fence):
+            body.append(lines[i])
+            i += 1
+        i += 1
+        data: Any
+        if language == "toml":
+            try:
+                data = tomllib.loads("\n".join(body))
+            except (tomllib.TOMLDecodeError, RecursionError):
+                continue
+        else:
+            data = load_yaml("\n".join(body))
+        if isinstance(data, dict):
+            keys = {str(k).lower().replace("-", "_") for k in data}
+            if len(keys & _POLICY_KEYS) >= 2:
+                blocks.append(data)
+    return blocks
+
+
+def _walk(data: Any, path: tuple[str, ...] = (), depth: int = 0) -> list[tuple[tuple[str, ...], Any]]:
+    """(key path, value) of every setting of a block, keys lower case with "_" for "-"."""
+    if depth > 6:
+        return []
+    if isinstance(data, dict):
+        out: list[tuple[tuple[str, ...], Any]] = []
+        for key, value in list(data.items())[:200]:
+            out += _walk(value, (*path, str(key).lower().replace("-", "_")), depth + 1)
+        return out
+    if isinstance(data, list):
+        return [pair for item in data[:50] for pair in _walk(item, path, depth + 1)]
+    return [(path, data)]
+
+
+def policy_block_facts(text: str, source: str) -> list[dict[str, Any]]:
+    """Facts a guide's policy block states: the approvals a PR needs (and per path), the test
+    command of its required checks, where new code goes, a required sign-off. A setting that
+    waives ("cla: not_required", "title_format: none") states nothing."""
+    facts: list[dict[str, Any]] = []
+    for block in _policy_blocks(text):
+        settings = _walk(block)
+        approvals = next((v for p, v in settings if p and p[-1] in ("approvals", "required_approvals",
+                          "min_approvals", "approving_reviews") and isinstance(v, int)
+                          and not isinstance(v, bool) and 0 < v < 10), None)
+        by_path = [(p[-1], v) for p, v in settings if len(p) >= 2 and "approvals" in p[-2]
+                   and "path" in p[-2] and isinstance(v, int) and not isinstance(v, bool) and 0 < v < 10]
+        if approvals:
+            said = "an approving review" if approvals == 1 else f"{approvals} approving reviews"
+            statement = f"Every PR needs {said} before merging"
+            statement += "".join(f"; {n} for changes under `{path}`" for path, n in by_path[:4]
+                                 if _PATH_VALUE.match(path))
+            facts.append(_fact("review", "policy_approvals", statement + ".", source))
+        commands = [str(v) for p, v in settings if p and p[-1] in ("run", "command", "cmd")
+                    and isinstance(v, str) and "pytest" in v]
+        if commands:
+            facts.append(_fact("tests", "policy_tests",
+                               "Tests run with " + ", ".join(f"`{c[:120].replace('`', '')}`" for c in commands[:3]) + ".",
+                               source))
+        places = [str(v) for p, v in settings if any(k in _PLACEMENT_KEYS for k in p[:-1])
+                  and isinstance(v, str) and _PATH_VALUE.match(v) and not v.startswith(("tests/", "docs/"))]
+        if places:
+            facts.append(_fact("algorithms", "policy_placement",
+                               "The guide says where such code goes (paths named: "
+                               + ", ".join(f"`{v}`" for v in dict.fromkeys(places[:6])) + ").", source))
+        if any(p and p[-1] in ("signoff", "sign_off", "dco") and str(v).lower() in _YES for p, v in settings):
+            facts.append(_fact("sign-off", "policy_signoff",
+                               "Every commit must carry a DCO `Signed-off-by` line (`git commit -s`).", source))
+    return facts

@@ -99,6 +99,18 @@ CASES = {
     "approval-from-count": _fill("Pull requests that change a b c need approval from two of the x y owners; "
                                  "PRs that touch need need "),
     "vietnamese": _fill("Mỗi commit phải có dòng `Signed-off-by`; không cần ký CLA và hãy mở một issue trước. "),
+    # rules77: notes that replace the rules above, Italian, waiving leads, consequences, provisos,
+    # policy blocks
+    "replacing-notes": _fill("## A\nSign the CLA. Add an entry to the changelog.\n\nThis note replaces the "
+                             "rules above where they disagree. The CLA is gone: sign off every commit.\n"),
+    "italian": _fill("Ogni commit deve essere firmato; non serve firmare il CLA, né apri prima una issue. "),
+    "waiving-leads": _fill("Things she did not have to do:\n- The PR title did not matter.\n- Sign a CLA.\n"),
+    "consequences": _fill("Undocumented heads are not merged. A head is not reviewed until a maintainer "
+                          "agreed on its issue. Two approvals are needed. "),
+    "provisos": _fill("AI tools are welcome as long as you say so, provided that tests are optional. "),
+    "policy-blocks": _fill("```yaml\nreview:\n  approvals: 2\n  approvals_for_paths:\n    a/: 3\n"
+                           "signoff: required\nplacement:\n  x: a/b/\n```\n"),
+    "policy-block-open": "```toml\n[review]\napprovals = 2\n[commits]\n" + _fill("signoff = 1\n"),
 }
 
 

@@ -73,9 +73,9 @@ def test_a_rule_stated_for_everyone_too_is_everyones() -> None:
 
 def test_english_and_other_languages_are_not_glossed() -> None:
     assert gloss_latin("Every pull request needs the approval of two maintainers.") == ""
-    # Italian is not glossed; German is since rules76 (its own vocabulary: German, Portuguese
-    # and Vietnamese joined French and Spanish)
-    assert gloss_latin("Ogni commit deve essere firmato e i test della suite sono obbligatori.") == ""
+    # Swedish is not glossed; German is since rules76 (its own vocabulary: German, Portuguese
+    # and Vietnamese joined French and Spanish), Italian since rules77
+    assert gloss_latin("Varje commit ska signeras och alla tester ska passera.") == ""
     assert gloss_latin("Jeder Commit muss mit einer Signatur versehen werden und die Tests bestehen.") \
         == "every commit must with tests pass ."
     # a name in capitals stays ("LOSSES"), a word in capitals is glossed ("IA")

@@ -93,8 +93,8 @@ def test_a_summary_says_when_some_sentences_were_not_read() -> None:
     from analyzers.rules import format_rules_markdown
 
     note = ("Some sentences are in a language read here only in part (French, Spanish, German, "
-            "Portuguese and Vietnamese through a short glossary) or not at all: rules they state "
-            "may be missing.")  # rules69; rules76 added three glossed languages
+            "Italian, Portuguese and Vietnamese through a short glossary) or not at all: rules "
+            "they state may be missing.")  # rules69; rules76 and rules77 added glossed languages
     assert note in format_rules_markdown(summarize_rules({"CONTRIBUTING.md": SPANISH_DCO}))
     assert note not in format_rules_markdown(summarize_rules({"CONTRIBUTING.md": ENGLISH_EXAMPLE}))
 

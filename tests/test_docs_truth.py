@@ -965,3 +965,24 @@ def test_the_python_readme_asks_for_is_pyproject_s_and_the_image_s() -> None:
     assert required and f"Needs only Python {required.group(1)}+" in readme
     image = re.search(r"^FROM (\S+)", (ROOT / "Dockerfile").read_text(encoding="utf-8"), re.M)
     assert image and f"`Dockerfile`: {image.group(1)}," in readme
+
+
+def test_the_languages_rules_md_says_are_glossed_are_the_patterns_ones() -> None:
+    """docs/rules.md's Pieces table names every Latin-script language the rule patterns gloss
+    (`latin_languages`), and no other: Italian joined them (rules77) while the page said five."""
+    patterns = yaml.safe_load((ROOT / "analyzers" / "rules_patterns.yaml").read_text(encoding="utf-8"))
+    glossed = {name.capitalize() for name in patterns["latin_languages"]}
+    pieces = _section((ROOT / "docs" / "rules.md").read_text(encoding="utf-8"), "## Pieces")
+    said = re.search(r"`latin_languages`: ([^`]+?), each", pieces)
+    assert said, "docs/rules.md's Pieces table no longer lists `latin_languages`"
+    assert set(re.split(r",\s*", said.group(1))) == glossed
+
+
+def test_the_review_history_sources_site_md_names_are_the_store_s() -> None:
+    """docs/site.md's review history (under "Proposals") names each `source` a
+    review_transitions row can have, as bot.store.history records them."""
+    from bot.store.history import SOURCES
+
+    proposals = _section((ROOT / "docs" / "site.md").read_text(encoding="utf-8"), "## Proposals")
+    history = proposals[proposals.index("**Review history.**"):]
+    assert [source for source in SOURCES if f"`{source}`" not in history] == []

@@ -11,7 +11,9 @@ is a JobRun row (start, end, outcome, counts per step).
 Several replicas on PostgreSQL: the run holds `pg_try_advisory_lock(NIGHTLY_LOCK)` on its own
 connection for its whole length; a replica that does not get the lock records a `skipped`
 run and leaves, and so does one that gets it after another replica's run for the same
-scheduled time (its clock or loop a little late) finished. SQLite means one process; an asyncio lock stops overlapping runs there.
+scheduled time (its clock or loop a little late) finished. On SQLite an asyncio lock stops
+overlapping runs within a process and an exclusive `flock` on `<database>.nightly-lock` stops a
+second process on the same file (the system releases it when the process dies).
 
 A run missed while the service was down: APScheduler's misfire grace covers short pauses of
 a running process; at start, a one-off job compares the last cron fire time with the last
@@ -346,7 +348,7 @@ def _lock_sqlite_file(database_url: str) -> IO[bytes] | None | bool:
 
 
 class _Lock:
-    """The run-once lock: a PostgreSQL advisory lock, or a per-process asyncio lock.
+    """The run-once lock: a PostgreSQL advisory lock, or on SQLite an asyncio lock and a file lock.
 
     `holder` says what takes it ("the nightly run", "the first backfill"): while this
     process holds it, ctx.extras[LOCK_HOLDER] says what does, so a run that does not get it

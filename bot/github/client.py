@@ -370,12 +370,16 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
         on_unauthorized: Callable[[str | None], None] | None = None,
         holds: dict[object, float] | None = None,
         hold_key: object = None,
+        left: dict[tuple[object, str], tuple[int, float]] | None = None,
     ) -> None:
         super().__init__(session, requester, cache=cache, base_url=base_url)
         self._credentials = credentials
         # The client's shared "GitHub said wait until" per credentials (`_hold`, `_held`)
         self._holds = holds
         self._hold_key = hold_key
+        # The client's shared (credentials, resource) -> (requests left, reset) of GitHub's
+        # last answer (`_note_left`, `rate_left`)
+        self._rate_left = left
         self._policy = policy
         self._sleep = sleep
         self._rand = rand
@@ -529,6 +533,28 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
         key = (self._hold_key, headers.get("x-ratelimit-resource") or rate_limit_resource(path))
         self._holds[key] = max(until, self._holds.get(key, 0.0))
 
+    def _note_left(self, path: str, headers: Mapping[str, str]) -> None:
+        """GitHub's count of what these credentials have left of the resource of `path`
+        (`x-ratelimit-remaining` until `x-ratelimit-reset`), kept for `rate_left`."""
+        if self._rate_left is None:
+            return
+        try:
+            remaining = int(headers.get("x-ratelimit-remaining") or "")
+            reset = float(headers.get("x-ratelimit-reset") or "")
+        except ValueError:
+            return
+        resource = headers.get("x-ratelimit-resource") or rate_limit_resource(path)
+        self._rate_left[(self._hold_key, resource)] = (remaining, reset)
+
+    def rate_left(self, resource: str = "core") -> int | None:
+        """Requests these credentials had left of `resource` (core: REST, graphql, search)
+        in GitHub's last answer; None when none was seen, or its reset has passed (the
+        budget is whole again)."""
+        seen = (self._rate_left or {}).get((self._hold_key, resource))
+        if seen is None or seen[1] <= self._clock():
+            return None
+        return seen[0]
+
     def _hold(self, headers: Mapping[str, str]) -> None:
         """A secondary rate limit (or a 429) holds every request with these credentials
         until GitHub's time: it is the installation's (the app's, the token's), not the
@@ -589,6 +615,7 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
                 continue
             log.debug("GitHub %s %s -> %d", method, path, status)
             self._hold_primary(path, resp_headers)
+            self._note_left(path, resp_headers)
             reason = retry_reason(status, resp_headers, data)
             if reason is None and status == 200 and method == "POST" and path.endswith("/graphql"):
                 reason = graphql_rate_limit(data)
@@ -726,6 +753,9 @@ class GitHubClient:
         # credentials key (installation id, "app", "token", ...) -> when GitHub's secondary
         # rate limit on them ends (RetryingGitHubAPI._hold)
         self._holds: dict[object, float] = {}
+        # (credentials key, resource) -> (requests left, reset) as GitHub last said
+        # (RetryingGitHubAPI.rate_left)
+        self._left: dict[tuple[object, str], tuple[int, float]] = {}
         self.token_refreshes = 0  # counted for tests and /metrics
 
     # ------------------------------------------------------------------ plumbing
@@ -763,6 +793,7 @@ class GitHubClient:
             on_unauthorized=on_unauthorized,
             holds=self._holds,
             hold_key=cache_key,
+            left=self._left,
         )
 
     async def close(self) -> None:

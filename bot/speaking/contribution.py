@@ -90,6 +90,14 @@ _NOT_THE_PROJECTS = re.compile(
 # The key under which `partial` says the tree listing was cut (GitHub lists 100,000 entries /
 # 7 MB at most) or refused: package guides past it were not looked for.
 TREE_KEY = "**/CONTRIBUTING.md"
+# The nightly refresh's share of an installation's REST (core) budget: before each repository
+# it reads what GitHub last said is left (`rate_left`) and, below REST_RESERVE plus the most one
+# repository can ask (MAX_REPO_REQUESTS: docs/rules.md, Review fetch75), leaves that
+# installation's remaining repositories to the next night (their stored rules kept, counted
+# `deferred`). As the sync keeps RATE_LIMIT_RESERVE GraphQL points (bot/github/sync.py): the
+# reserve is what webhooks' comments, labels and reads need until the hourly reset.
+REST_RESERVE = 500
+MAX_REPO_REQUESTS = 501
 
 
 _REPO_NAME = re.compile(r"[A-Za-z0-9][\w.-]{0,99}/[\w.-]{1,100}")
@@ -588,14 +596,44 @@ async def refresh_all(ctx: AppContext) -> dict[str, int]:
     # refreshed: read from GitHub and stored; private: read, but not stored (the repository
     # is marked private, or was made private while its files were read); cached: nothing
     # read (GitHub failed, or no credentials) and what was stored before (or the checkout's
-    # snapshot) kept; failed: not even that. (All but failed counted as refreshed: a write
-    # refused and a fetch that failed read as a night's refresh.)
-    counts = {"refreshed": 0, "failed": 0, "private": 0, "cached": 0}
+    # snapshot) kept; deferred: not asked tonight, what was stored kept (the REST budget its
+    # installation keeps for webhooks, REST_RESERVE); failed: not even that. (All but failed
+    # counted as refreshed: a write refused and a fetch that failed read as a night's refresh.)
+    counts = {"refreshed": 0, "failed": 0, "private": 0, "cached": 0, "deferred": 0}
+    spent: set[int | None] = set()  # installations (None: GITHUB_TOKEN) left for tomorrow
     for repo in dict.fromkeys(canonical_repo(r) for r in repos):
         try:
+            if await _budget_spent(ctx, repo, spent):
+                counts["deferred"] += 1
+                continue
             _, outcome = await _rules_for_repo(ctx, repo, refresh=True, max_age=MAX_AGE)
             counts["cached" if outcome == "snapshot" else outcome] += 1
         except Exception as exc:  # noqa: BLE001 - one repository must not stop the others
             log.warning("contribution rules of %s failed: %s", repo, exc)
             counts["failed"] += 1
     return counts
+
+
+async def _budget_spent(ctx: AppContext, repo: str, spent: set[int | None]) -> bool:
+    """Whether `repo` is left to the next night: the REST budget of the credentials it is
+    read through (its installation's, or GITHUB_TOKEN's) is in `spent`, or what GitHub last
+    said is left of it is below REST_RESERVE + MAX_REPO_REQUESTS (then added to `spent`).
+    Anonymous reads are nobody's webhooks' budget: never left."""
+    if ctx.github is None:
+        return False
+    installation_id = await _installation_id(ctx, repo)
+    if not (installation_id is not None and ctx.settings.has_app_credentials):
+        if not ctx.settings.token:
+            return False
+        installation_id = None
+    if installation_id in spent:
+        return True
+    left = (await ctx.github.api(installation_id)).rate_left("core")
+    if left is None or left >= REST_RESERVE + MAX_REPO_REQUESTS:
+        return False
+    spent.add(installation_id)
+    log.warning("rules refresh: %s has %d REST requests left (reserve %d + %d for one "
+                "repository); its repositories from %s on keep their stored rules until the next night",
+                f"installation {installation_id}" if installation_id is not None else "GITHUB_TOKEN",
+                left, REST_RESERVE, MAX_REPO_REQUESTS, repo)
+    return True

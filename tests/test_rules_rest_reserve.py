@@ -94,3 +94,68 @@ async def test_rate_left_reads_githubs_last_count_until_its_reset(app_ctx, fake_
         assert api.rate_left("graphql") is None
         clock.advance(3601)
         assert api.rate_left("core") is None
+
+
+# Cheap nights: the tree listing asked with its last ETag (its body not kept); GitHub's 304 (free)
+# says the tree is the same, so are its package guides: taken from the stored row, not read.
+MONO = "acme/mono"
+GUIDE = "# Contributing to acme-rollout\n\nEvery commit must be signed off (`git commit -s`).\n"
+
+
+def _trees(fake, since: int) -> list:
+    return [c for c in fake.calls[since:] if c.path.startswith(f"/repos/{MONO}/git/trees/")]
+
+
+def _guide_reads(fake, since: int) -> list:
+    return [c for c in fake.calls[since:] if c.path.endswith("/contents/packages/a/CONTRIBUTING.md")]
+
+
+async def test_an_unchanged_tree_costs_a_304_and_keeps_its_guides(app_ctx, fake_github) -> None:
+    fake_github.set_file(MONO, "CONTRIBUTING.md", "# Contributing\n\nRun the tests.\n")
+    fake_github.set_file(MONO, "packages/a/CONTRIBUTING.md", GUIDE)
+    await install_app(app_ctx, fake_github, 91, "acme", [MONO])
+    await refresh_all(app_ctx)
+    first = await _stored(app_ctx, MONO)
+    assert first.files["packages/a/CONTRIBUTING.md"] == GUIDE
+
+    since = len(fake_github.calls)
+    assert (await refresh_all(app_ctx))["refreshed"] == 8
+    (tree,) = _trees(fake_github, since)
+    assert tree.status == 304 and tree.headers.get("If-None-Match")  # on main: 200, asked whole
+    assert _guide_reads(fake_github, since) == []
+    again = await _stored(app_ctx, MONO)
+    assert again.files == first.files and again.summary == first.summary
+
+    # a changed tree is listed whole and its guides read again
+    fake_github.set_file(MONO, "packages/b/CONTRIBUTING.md", GUIDE.replace("acme-rollout", "acme-b"))
+    since = len(fake_github.calls)
+    await refresh_all(app_ctx)
+    (tree,) = _trees(fake_github, since)
+    assert tree.status == 200
+    assert "packages/b/CONTRIBUTING.md" in (await _stored(app_ctx, MONO)).files
+
+
+async def test_a_failed_listing_or_no_stored_row_asks_the_tree_whole(app_ctx, fake_github) -> None:
+    """A stored fetch whose tree listing failed (its guides unknown), and no stored row (deleted
+    by `forget`), cannot take the guides from the row: the listing is asked without its ETag."""
+    fake_github.set_file(MONO, "CONTRIBUTING.md", "# Contributing\n\nRun the tests.\n")
+    fake_github.set_file(MONO, "packages/a/CONTRIBUTING.md", GUIDE)
+    await install_app(app_ctx, fake_github, 91, "acme", [MONO])
+    await refresh_all(app_ctx)  # the ETag of the listing is now kept
+    fake_github.fail_next("GET", rf"^/repos/{MONO}/git/trees/", 403, times=1)  # (not retried)
+    await refresh_all(app_ctx)
+    assert "**/CONTRIBUTING.md" in (await _stored(app_ctx, MONO)).summary["partial"]
+    since = len(fake_github.calls)
+    await refresh_all(app_ctx)
+    (tree,) = _trees(fake_github, since)
+    assert tree.status == 200 and not tree.headers.get("If-None-Match")
+    stored = await _stored(app_ctx, MONO)
+    assert stored.files["packages/a/CONTRIBUTING.md"] == GUIDE and "partial" not in stored.summary
+
+    async with app_ctx.sessionmaker() as session, session.begin():
+        await session.delete(await session.get(ContributionRules, stored.id))
+    since = len(fake_github.calls)
+    await refresh_all(app_ctx)
+    (tree,) = _trees(fake_github, since)
+    assert tree.status == 200 and not tree.headers.get("If-None-Match")
+    assert (await _stored(app_ctx, MONO)).files["packages/a/CONTRIBUTING.md"] == GUIDE

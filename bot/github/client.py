@@ -25,8 +25,8 @@
   (auth64), a spent primary one (`x-ratelimit-remaining: 0`) the requests to its resource
   (core, graphql, search) until `x-ratelimit-reset` (limits65).
 - ETag cache (gidgethub's `cache`) kept apart per installation, in one LRU bounded over all of
-  them (ETAG_CACHE_TOTAL): a 304 costs no rate limit. Recursive tree listings are not kept
-  (UNCACHED_URL: megabytes each).
+  them (ETAG_CACHE_TOTAL): a 304 costs no rate limit. Recursive tree listings are kept with
+  their ETag but not their body (UNCACHED_URL: megabytes each): a 304 answers UNCHANGED_LISTING.
 - Secrets never reach the logs: only method, path (without query) and status are logged.
 """
 
@@ -50,6 +50,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import gidgethub
 import gidgethub.aiohttp
+import gidgethub.sansio
 import jwt as pyjwt
 
 from bot.config import Settings, unescape_pem
@@ -65,10 +66,14 @@ JWT_REUSE_MARGIN = 2 * 60  # mint a new JWT when less than this is left
 TOKEN_REFRESH_MARGIN = 5 * 60  # refresh installation tokens this long before they expire
 ETAG_CACHE_SIZE = 2000  # an LRUCache's default bound
 ETAG_CACHE_TOTAL = 20_000  # entries across every installation (and the app, token, anonymous)
-# Answers never kept in the ETag cache: a recursive git tree listing is megabytes for a large
-# repository (up to 100,000 entries) and asked once a night per repository (the rules' package
-# guides): kept, a few hundred of them would hold gigabytes for a 304 a day.
+# Answers whose body is never kept in the ETag cache: a recursive git tree listing is megabytes
+# for a large repository (up to 100,000 entries) and asked once a night per repository (the
+# rules' package guides): kept, a few hundred of them would hold gigabytes for a 304 a day.
+# Their ETag is kept, with UNCHANGED_LISTING for the body: GitHub's 304 (free) to the next
+# conditional request comes back as that marker, the caller keeping what it took from the
+# listing before (`RetryingGitHubAPI.forget_answer` first when it kept nothing).
 UNCACHED_URL = re.compile(r"/git/trees/[^?]*\?(?:[^#]*&)?recursive=")
+UNCHANGED_LISTING: Any = object()
 # The repository -> installation mapping (`installation_for_repo`): kept this long, and for this
 # many repositories at most. A reinstall gives the installation a new id: a mapping dropped when
 # GitHub refuses it (`forget_installation`, `installation_for_repo(refresh=True)`) is read anew;
@@ -167,7 +172,8 @@ class _CacheView(MutableMapping[str, Any]):
 
     def __setitem__(self, key: str, value: Any) -> None:
         if UNCACHED_URL.search(key):
-            return
+            etag, last_modified, _, more = value
+            value = (etag, last_modified, UNCHANGED_LISTING, more)
         self._shared[(self._namespace, key)] = value
 
     def __delitem__(self, key: str) -> None:
@@ -545,6 +551,12 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
             return
         resource = headers.get("x-ratelimit-resource") or rate_limit_resource(path)
         self._rate_left[(self._hold_key, resource)] = (remaining, reset)
+
+    def forget_answer(self, url: str) -> None:
+        """The ETag cache's entry of `url` (a path of the API) dropped: the next request
+        asks GitHub for the whole answer."""
+        if self._cache is not None:
+            self._cache.pop(gidgethub.sansio.format_url(url, {}, base_url=self.base_url), None)
 
     def rate_left(self, resource: str = "core") -> int | None:
         """Requests these credentials had left of `resource` (core: REST, graphql, search)

@@ -2,8 +2,10 @@
 with a CONTRIBUTING.md and (every tenth) two package guides, refreshed by
 `bot.speaking.contribution.refresh_all` against the fake GitHub server over HTTP, on SQLite.
 Prints the requests made (all, per repository, tree listings), by kind, and the wall time.
+`--nights 2`: the next night too (304s, free on GitHub, counted apart: fetch78); `--budget N`:
+the installation has N REST requests left (the fake counts them down; fetch78's reserve).
 
-    PYTHONPATH=$PWD python benchmarks/rules_refresh_cost.py --repos 1000
+    PYTHONPATH=$PWD python benchmarks/rules_refresh_cost.py --repos 1000 --nights 2 --budget 5000
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 INSTALLATION = 77
 
 
-async def run(n_repos: int) -> None:
+async def run(n_repos: int, nights: int = 1, budget: int | None = None) -> None:
     from bot.config import Settings
     from bot.context import AppContext
     from bot.github.client import GitHubClient
@@ -55,26 +57,38 @@ async def run(n_repos: int) -> None:
                 session.add(Installation(id=INSTALLATION, account="acme"))
                 await session.flush()
                 session.add_all(Repository(full_name=r, installation_id=INSTALLATION) for r in repos)
-            started = time.monotonic()
-            counts = await refresh_all(ctx)
-            took = time.monotonic() - started
+            if budget is not None:
+                fake.core_left[INSTALLATION] = budget
+            results = []
+            for _ in range(nights):
+                since = len(fake.calls)
+                started = time.monotonic()
+                counts = await refresh_all(ctx)
+                results.append((since, len(fake.calls), counts, time.monotonic() - started))
         finally:
             await ctx.github.close()
             ctx.github = None
             await ctx.close()
             await fake.close()
-    calls = [c for c in fake.calls if c.path.startswith("/repos/acme/")]
-    kinds = collections.Counter(
-        "tree" if "/git/trees/" in c.path else "contents" if "/contents" in c.path else "other"
-        for c in calls)
-    print(f"{n_repos} installed repositories: {counts}; {len(calls)} requests to them "
-          f"({len(calls) / n_repos:.1f} each: {dict(kinds)}), {took:.1f} s, one at a time")
+    for night, (since, until, counts, took) in enumerate(results, 1):
+        calls = [c for c in fake.calls[since:until] if c.path.startswith("/repos/acme/")]
+        kinds = collections.Counter(
+            ("tree" if "/git/trees/" in c.path else "contents" if "/contents" in c.path else "other")
+            + (" 304" if c.status == 304 else "") for c in calls)
+        spent = sum(1 for c in calls if c.status != 304)
+        print(f"night {night}: {n_repos} installed repositories: {counts}; {len(calls)} requests "
+              f"to them ({len(calls) / n_repos:.1f} each, {spent} counted by GitHub: "
+              f"{dict(kinds)}), {took:.1f} s, one at a time"
+              + (f"; {fake.core_left[INSTALLATION]} left" if budget is not None else ""))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repos", type=int, default=1000)
-    asyncio.run(run(parser.parse_args().repos))
+    parser.add_argument("--nights", type=int, default=1)
+    parser.add_argument("--budget", type=int, default=None)
+    args = parser.parse_args()
+    asyncio.run(run(args.repos, args.nights, args.budget))
 
 
 if __name__ == "__main__":

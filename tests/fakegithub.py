@@ -187,6 +187,10 @@ class FakeGitHub:
         self.comments: dict[int, dict[str, Any]] = {}
         self.files: dict[tuple[str, str], str | bytes] = {}
         self.tree_entry_limit = 100_000  # entries of a git tree listing; past it, truncated
+        # installation id (None: a plain token or anonymous) -> the REST (core) requests it has
+        # left: its answers say so (`x-ratelimit-remaining`, `x-ratelimit-resource: core`),
+        # counted down by each answer but a 304 (GitHub's count). Absent: 4999, never counted.
+        self.core_left: dict[int | None, int] = {}
         self.deliveries: list[dict[str, Any]] = []
         self.redeliveries: list[int] = []
         self.reactions: dict[tuple[str, Any], list[dict[str, Any]]] = {}
@@ -483,6 +487,11 @@ class FakeGitHub:
         call.installation_id, call.jwt_claims = auth.installation_id, auth.claims
         response = await self._respond(request, path, body, auth)
         call.status = response.status
+        if auth.installation_id in self.core_left and not path.endswith("/graphql") and not APP_ROUTE.match(path):
+            if response.status != 304:
+                self.core_left[auth.installation_id] = max(0, self.core_left[auth.installation_id] - 1)
+            response.headers["x-ratelimit-remaining"] = str(self.core_left[auth.installation_id])
+            response.headers["x-ratelimit-resource"] = "core"
         return response
 
     async def _respond(

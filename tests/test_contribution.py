@@ -160,7 +160,7 @@ async def test_refresh_all_covers_frameworks_and_installed_repositories(app_ctx,
         session.add(Repository(full_name=REPO, installation_id=91))
     counts = await refresh_all(app_ctx)
     # seven frameworks + the installed one
-    assert counts == {"refreshed": 8, "failed": 0, "private": 0, "cached": 0}
+    assert counts == {"refreshed": 8, "failed": 0, "private": 0, "cached": 0, "deferred": 0}
     async with app_ctx.sessionmaker() as session:
         repos = set(await session.scalars(select(ContributionRules.repo)))
     assert REPO in repos and "huggingface/trl" in repos

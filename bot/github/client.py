@@ -25,8 +25,8 @@
   (auth64), a spent primary one (`x-ratelimit-remaining: 0`) the requests to its resource
   (core, graphql, search) until `x-ratelimit-reset` (limits65).
 - ETag cache (gidgethub's `cache`) kept apart per installation, in one LRU bounded over all of
-  them (ETAG_CACHE_TOTAL): a 304 costs no rate limit. Recursive tree listings are not kept
-  (UNCACHED_URL: megabytes each).
+  them (ETAG_CACHE_TOTAL): a 304 costs no rate limit. Recursive tree listings are kept with
+  their ETag but not their body (UNCACHED_URL: megabytes each): a 304 answers UNCHANGED_LISTING.
 - Secrets never reach the logs: only method, path (without query) and status are logged.
 """
 
@@ -50,6 +50,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import gidgethub
 import gidgethub.aiohttp
+import gidgethub.sansio
 import jwt as pyjwt
 
 from bot.config import Settings, unescape_pem
@@ -65,10 +66,14 @@ JWT_REUSE_MARGIN = 2 * 60  # mint a new JWT when less than this is left
 TOKEN_REFRESH_MARGIN = 5 * 60  # refresh installation tokens this long before they expire
 ETAG_CACHE_SIZE = 2000  # an LRUCache's default bound
 ETAG_CACHE_TOTAL = 20_000  # entries across every installation (and the app, token, anonymous)
-# Answers never kept in the ETag cache: a recursive git tree listing is megabytes for a large
-# repository (up to 100,000 entries) and asked once a night per repository (the rules' package
-# guides): kept, a few hundred of them would hold gigabytes for a 304 a day.
+# Answers whose body is never kept in the ETag cache: a recursive git tree listing is megabytes
+# for a large repository (up to 100,000 entries) and asked once a night per repository (the
+# rules' package guides): kept, a few hundred of them would hold gigabytes for a 304 a day.
+# Their ETag is kept, with UNCHANGED_LISTING for the body: GitHub's 304 (free) to the next
+# conditional request comes back as that marker, the caller keeping what it took from the
+# listing before (`RetryingGitHubAPI.forget_answer` first when it kept nothing).
 UNCACHED_URL = re.compile(r"/git/trees/[^?]*\?(?:[^#]*&)?recursive=")
+UNCHANGED_LISTING: Any = object()
 # The repository -> installation mapping (`installation_for_repo`): kept this long, and for this
 # many repositories at most. A reinstall gives the installation a new id: a mapping dropped when
 # GitHub refuses it (`forget_installation`, `installation_for_repo(refresh=True)`) is read anew;
@@ -167,7 +172,8 @@ class _CacheView(MutableMapping[str, Any]):
 
     def __setitem__(self, key: str, value: Any) -> None:
         if UNCACHED_URL.search(key):
-            return
+            etag, last_modified, _, more = value
+            value = (etag, last_modified, UNCHANGED_LISTING, more)
         self._shared[(self._namespace, key)] = value
 
     def __delitem__(self, key: str) -> None:
@@ -370,12 +376,16 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
         on_unauthorized: Callable[[str | None], None] | None = None,
         holds: dict[object, float] | None = None,
         hold_key: object = None,
+        left: dict[tuple[object, str], tuple[int, float]] | None = None,
     ) -> None:
         super().__init__(session, requester, cache=cache, base_url=base_url)
         self._credentials = credentials
         # The client's shared "GitHub said wait until" per credentials (`_hold`, `_held`)
         self._holds = holds
         self._hold_key = hold_key
+        # The client's shared (credentials, resource) -> (requests left, reset) of GitHub's
+        # last answer (`_note_left`, `rate_left`)
+        self._rate_left = left
         self._policy = policy
         self._sleep = sleep
         self._rand = rand
@@ -529,6 +539,34 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
         key = (self._hold_key, headers.get("x-ratelimit-resource") or rate_limit_resource(path))
         self._holds[key] = max(until, self._holds.get(key, 0.0))
 
+    def _note_left(self, path: str, headers: Mapping[str, str]) -> None:
+        """GitHub's count of what these credentials have left of the resource of `path`
+        (`x-ratelimit-remaining` until `x-ratelimit-reset`), kept for `rate_left`."""
+        if self._rate_left is None:
+            return
+        try:
+            remaining = int(headers.get("x-ratelimit-remaining") or "")
+            reset = float(headers.get("x-ratelimit-reset") or "")
+        except ValueError:
+            return
+        resource = headers.get("x-ratelimit-resource") or rate_limit_resource(path)
+        self._rate_left[(self._hold_key, resource)] = (remaining, reset)
+
+    def forget_answer(self, url: str) -> None:
+        """The ETag cache's entry of `url` (a path of the API) dropped: the next request
+        asks GitHub for the whole answer."""
+        if self._cache is not None:
+            self._cache.pop(gidgethub.sansio.format_url(url, {}, base_url=self.base_url), None)
+
+    def rate_left(self, resource: str = "core") -> int | None:
+        """Requests these credentials had left of `resource` (core: REST, graphql, search)
+        in GitHub's last answer; None when none was seen, or its reset has passed (the
+        budget is whole again)."""
+        seen = (self._rate_left or {}).get((self._hold_key, resource))
+        if seen is None or seen[1] <= self._clock():
+            return None
+        return seen[0]
+
     def _hold(self, headers: Mapping[str, str]) -> None:
         """A secondary rate limit (or a 429) holds every request with these credentials
         until GitHub's time: it is the installation's (the app's, the token's), not the
@@ -589,6 +627,7 @@ class RetryingGitHubAPI(gidgethub.aiohttp.GitHubAPI):
                 continue
             log.debug("GitHub %s %s -> %d", method, path, status)
             self._hold_primary(path, resp_headers)
+            self._note_left(path, resp_headers)
             reason = retry_reason(status, resp_headers, data)
             if reason is None and status == 200 and method == "POST" and path.endswith("/graphql"):
                 reason = graphql_rate_limit(data)
@@ -726,6 +765,9 @@ class GitHubClient:
         # credentials key (installation id, "app", "token", ...) -> when GitHub's secondary
         # rate limit on them ends (RetryingGitHubAPI._hold)
         self._holds: dict[object, float] = {}
+        # (credentials key, resource) -> (requests left, reset) as GitHub last said
+        # (RetryingGitHubAPI.rate_left)
+        self._left: dict[tuple[object, str], tuple[int, float]] = {}
         self.token_refreshes = 0  # counted for tests and /metrics
 
     # ------------------------------------------------------------------ plumbing
@@ -763,6 +805,7 @@ class GitHubClient:
             on_unauthorized=on_unauthorized,
             holds=self._holds,
             hold_key=cache_key,
+            left=self._left,
         )
 
     async def close(self) -> None:

@@ -26,6 +26,7 @@ from bot.analysis import on_analysis_thread
 from bot.config import PROJECT_ROOT
 from bot.context import AppContext
 from bot.files import decoded_text
+from bot.github.client import UNCHANGED_LISTING
 from bot.store.installations import silenced_installations
 from bot.store.models import ContributionRules, Repository
 from bot.store.privacy import lock_repositories
@@ -90,7 +91,18 @@ _NOT_THE_PROJECTS = re.compile(
 # The key under which `partial` says the tree listing was cut (GitHub lists 100,000 entries /
 # 7 MB at most) or refused: package guides past it were not looked for.
 TREE_KEY = "**/CONTRIBUTING.md"
+# The nightly refresh's share of an installation's REST (core) budget: before each repository
+# it reads what GitHub last said is left (`rate_left`) and, below REST_RESERVE plus the most one
+# repository can ask (MAX_REPO_REQUESTS: docs/rules.md, Review fetch75), leaves that
+# installation's remaining repositories to the next night (their stored rules kept, counted
+# `deferred`). As the sync keeps RATE_LIMIT_RESERVE GraphQL points (bot/github/sync.py): the
+# reserve is what webhooks' comments, labels and reads need until the hourly reset.
+REST_RESERVE = 500
+MAX_REPO_REQUESTS = 501
 
+
+# (files, partial notes) of a stored fetch: ContributionRules.files, its summary's `partial`
+StoredFiles = tuple[dict[str, str], dict[str, str]]
 
 _REPO_NAME = re.compile(r"[A-Za-z0-9][\w.-]{0,99}/[\w.-]{1,100}")
 
@@ -164,8 +176,8 @@ class _Fetcher:
         return decoded_text(blob)
 
 
-async def fetch_rule_files(api: Any, repo: str,
-                           partial: dict[str, str] | None = None) -> dict[str, str]:
+async def fetch_rule_files(api: Any, repo: str, partial: dict[str, str] | None = None,
+                           stored: StoredFiles | None = None) -> dict[str, str]:
     """{path: text} of the contribution files of `repo` (contents API); the files read only
     in part, or not at all for their size, go into `partial` (path -> "cut" or "unread").
 
@@ -175,7 +187,9 @@ async def fetch_rule_files(api: Any, repo: str,
     (MAX_LINKED_PAGES), then the guides of its packages (`packages/<name>/CONTRIBUTING.md`:
     one tree listing, MAX_PACKAGE_GUIDES; a failure there is noted in `partial`, not raised).
     Folders are listed first, so absent files cost no request: a typical repository needs 4
-    listings plus one request per file; docs/rules.md gives the maximum."""
+    listings plus one request per file; docs/rules.md gives the maximum. `stored`: the files
+    and partial notes of the last fetch, whose package guides are kept when the tree has not
+    changed."""
     fetch = _Fetcher(api)
     files = await _read_repo(fetch, repo, "", kinds=None)
     # where each guide whose links are followed lives: (repository, key prefix)
@@ -213,7 +227,7 @@ async def fetch_rule_files(api: Any, repo: str,
         text = await fetch.text(source_repo, target, key)
         if text is not None:
             files[key] = text
-    files.update(await _package_guides(fetch, repo, known={*files, *fetch.partial}))
+    files.update(await _package_guides(fetch, repo, known={*files, *fetch.partial}, stored=stored))
     if partial is not None:
         partial.update(fetch.partial)
     return files
@@ -297,14 +311,22 @@ def package_guide_paths(tree: list[Any]) -> list[str]:
     return sorted((path for _, path in by_folder.values()), key=lambda p: (p.count("/"), p))
 
 
-async def _package_guides(fetch: _Fetcher, repo: str, known: set[str]) -> dict[str, str]:
+async def _package_guides(fetch: _Fetcher, repo: str, known: set[str],
+                          stored: StoredFiles | None = None) -> dict[str, str]:
     """{path: text} of `repo`'s package guides (package_guide_paths; those in `known`, read
     already as a CONTRIBUTING's pages, skipped), MAX_PACKAGE_GUIDES at most: one tree request
     plus one per guide. They add to the repository's own files, so a failure here degrades to
-    what was read, said in `fetch.partial`, instead of failing the summary."""
+    what was read, said in `fetch.partial`, instead of failing the summary.
+
+    `stored`: the files and partial notes of the last complete fetch. GitHub answering the tree listing 304 (its
+    ETag kept, UNCHANGED_LISTING: free, a cheap night) says the tree is the same, so its
+    guides are too: taken from there, not read again. Without `stored` the listing is asked
+    whole."""
     url = tree_url(repo)
     if url is None:
         return {}
+    if stored is None:
+        fetch.api.forget_answer(url)
     fetch.calls += 1
     try:
         listing = await fetch.api.getitem(url)
@@ -315,6 +337,16 @@ async def _package_guides(fetch: _Fetcher, repo: str, known: set[str]) -> dict[s
             log.warning("file tree of %s not listed (%s); no package guides read", repo, exc)
             fetch.partial[TREE_KEY] = "unlisted"
         return {}
+    if listing is UNCHANGED_LISTING:
+        files, notes = stored or ({}, {})
+        blobs = [{"type": "blob", "path": path} for path in [*files, *notes]]
+        guides = {}
+        for path in [p for p in package_guide_paths(blobs) if p not in known][:MAX_PACKAGE_GUIDES]:
+            if path in notes:
+                fetch.partial[path] = notes[path]  # read in part ("cut") or not at all ("unread")
+            if path in files:
+                guides[path] = files[path]
+        return guides
     if not isinstance(listing, dict):
         return {}
     if listing.get("truncated"):
@@ -556,7 +588,7 @@ async def _rules_for_repo(ctx: AppContext, repo: str, *, refresh: bool,
     try:
         api = await ctx.github.api(await _installation_id(ctx, repo))
         partial: dict[str, str] = {}
-        files = await fetch_rule_files(api, repo, partial)
+        files = await fetch_rule_files(api, repo, partial, stored=_complete_files(row))
     except (GitHubException, OSError, aiohttp.ClientError) as exc:
         # (a dropped connection is an aiohttp.ClientError, not an OSError)
         if row is not None:
@@ -568,6 +600,18 @@ async def _rules_for_repo(ctx: AppContext, repo: str, *, refresh: bool,
     note_partial(summary, partial)
     stored = await store_rules(ctx, repo, files, summary)
     return summary, "refreshed" if stored else "private"
+
+
+def _complete_files(row: ContributionRules | None) -> StoredFiles | None:
+    """The stored files and partial notes of `row`, whose package guides may be kept on an
+    unchanged tree: None when there is no row, or its tree listing or a guide failed (both
+    asked again)."""
+    if row is None:
+        return None
+    partial = dict((row.summary or {}).get("partial") or {})
+    if TREE_KEY in partial or "failed" in partial.values():
+        return None
+    return dict(row.files or {}), partial
 
 
 async def refresh_all(ctx: AppContext) -> dict[str, int]:
@@ -588,14 +632,44 @@ async def refresh_all(ctx: AppContext) -> dict[str, int]:
     # refreshed: read from GitHub and stored; private: read, but not stored (the repository
     # is marked private, or was made private while its files were read); cached: nothing
     # read (GitHub failed, or no credentials) and what was stored before (or the checkout's
-    # snapshot) kept; failed: not even that. (All but failed counted as refreshed: a write
-    # refused and a fetch that failed read as a night's refresh.)
-    counts = {"refreshed": 0, "failed": 0, "private": 0, "cached": 0}
+    # snapshot) kept; deferred: not asked tonight, what was stored kept (the REST budget its
+    # installation keeps for webhooks, REST_RESERVE); failed: not even that. (All but failed
+    # counted as refreshed: a write refused and a fetch that failed read as a night's refresh.)
+    counts = {"refreshed": 0, "failed": 0, "private": 0, "cached": 0, "deferred": 0}
+    spent: set[int | None] = set()  # installations (None: GITHUB_TOKEN) left for tomorrow
     for repo in dict.fromkeys(canonical_repo(r) for r in repos):
         try:
+            if await _budget_spent(ctx, repo, spent):
+                counts["deferred"] += 1
+                continue
             _, outcome = await _rules_for_repo(ctx, repo, refresh=True, max_age=MAX_AGE)
             counts["cached" if outcome == "snapshot" else outcome] += 1
         except Exception as exc:  # noqa: BLE001 - one repository must not stop the others
             log.warning("contribution rules of %s failed: %s", repo, exc)
             counts["failed"] += 1
     return counts
+
+
+async def _budget_spent(ctx: AppContext, repo: str, spent: set[int | None]) -> bool:
+    """Whether `repo` is left to the next night: the REST budget of the credentials it is
+    read through (its installation's, or GITHUB_TOKEN's) is in `spent`, or what GitHub last
+    said is left of it is below REST_RESERVE + MAX_REPO_REQUESTS (then added to `spent`).
+    Anonymous reads are nobody's webhooks' budget: never left."""
+    if ctx.github is None:
+        return False
+    installation_id = await _installation_id(ctx, repo)
+    if not (installation_id is not None and ctx.settings.has_app_credentials):
+        if not ctx.settings.token:
+            return False
+        installation_id = None
+    if installation_id in spent:
+        return True
+    left = (await ctx.github.api(installation_id)).rate_left("core")
+    if left is None or left >= REST_RESERVE + MAX_REPO_REQUESTS:
+        return False
+    spent.add(installation_id)
+    log.warning("rules refresh: %s has %d REST requests left (reserve %d + %d for one "
+                "repository); its repositories from %s on keep their stored rules until the next night",
+                f"installation {installation_id}" if installation_id is not None else "GITHUB_TOKEN",
+                left, REST_RESERVE, MAX_REPO_REQUESTS, repo)
+    return True

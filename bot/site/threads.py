@@ -30,14 +30,14 @@ from bot.context import app_context
 from bot.site import data
 from bot.site.pages import not_found, render
 from bot.store.history import SOURCE_LABELS, thread_history
-
-# The thread page's "Review history": its latest changes (a proposal reopened and closed 200
-# times listed 200; left78); the earlier ones are counted and in /api/threads.
-HISTORY_SHOWN = 20
 from bot.store.models import Action, Analysis, Deletion, Repository
 from bot.store.threads import thread_grave
 from bot.store.types import format_datetime, parse_thread_number
 from bot.store.verdicts import thread_verdict, verdict_dict
+
+# The thread page's "Review history": its latest changes (a proposal reopened and closed 200
+# times listed 200; left78); the earlier ones are counted and in /api/threads.
+HISTORY_SHOWN = 20
 
 ACTION_KINDS = {"failure_comment": "Failure comment", "rule_summary": "Contribution-rule summary",
                 "command": "Reply to a command", "report": "Nightly report", "label": "Label",

@@ -62,9 +62,10 @@ async def test_thread_api_shape(client: TestClient, ctx: AppContext) -> None:
     data = await resp.json()
     # the analyzer's own analysis; the finding the tracker shows and a person's verdict (none)
     # and its review history (history75: none for a thread stored with no proposal's state)
-    assert set(data) == {"thread", "analysis", "failure", "verdict", "review_history"}
+    assert set(data) == {"thread", "analysis", "failure", "verdict", "review_history",
+                         "review_history_total"}  # (left78: the history is paged)
     assert data["verdict"] is None and data["failure"]["set_by"] is None
-    assert data["review_history"] == []
+    assert data["review_history"] == [] and data["review_history_total"] == 0
     thread = data["thread"]
     assert thread["id"] == "Org/Repo#7" and thread["kind"] == "issue"
     assert thread["title"] == "Entropy <b>drops</b>"  # JSON, not HTML: stored text as is

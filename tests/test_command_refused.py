@@ -97,3 +97,42 @@ async def test_resume_from_the_threads_author_says_it_is_a_maintainers(
     assert len(note_replies(fake_github, 63)) == 1
     async with app_ctx.sessionmaker() as s:
         assert (await s.scalar(select(Thread).where(Thread.number == 63))).muted
+
+
+async def test_a_strangers_help_gets_the_help_once_saying_what_they_may_use(
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
+    """left78: `/rltracker help` (or a bare `/rltracker`) from someone who may not give
+    commands on the thread got user77's refusal ("nothing was done"): help is harmless and is
+    how a stranger learns what they may do. Now the commands, with a line saying none is
+    theirs on this thread and which they may use on a thread they open; once per person a
+    thread (its own slot: a refusal before it does not take its place), within the thread's
+    reply cap. Failed on main (the refusal note)."""
+    await install(app_ctx, fake_github)
+    author = comment_payload(shared_dir, 65, 1, "")["issue"]["user"]["login"]
+    await open_issue(app_ctx, fake_github, 65, user=author)
+    row = await deliver(app_ctx, "issue_comment", _by(shared_dir, 65, 930101, "/rltracker help", "mallory"))
+    assert row.status == "done", row.last_error
+    [note] = note_replies(fake_github, 65)
+    assert "- `recheck`: " in note["body"], note["body"]
+    assert "nothing was done" not in note["body"]
+    assert "none of these commands are yours to use on this thread" in note["body"], note["body"]
+    assert "On a thread you open you can use all of them but `resume`" in note["body"]
+    assert "mallory" not in note["body"]
+    # Asked again (a bare /rltracker, another comment): once per person a thread.
+    await deliver(app_ctx, "issue_comment", _by(shared_dir, 65, 930102, "/rltracker", "mallory"))
+    assert len(note_replies(fake_github, 65)) == 1
+    # Their command after it: the refusal is its own note, once.
+    await deliver(app_ctx, "issue_comment", _by(shared_dir, 65, 930103, "/rltracker stop", "mallory"))
+    await deliver(app_ctx, "issue_comment", _by(shared_dir, 65, 930104, "/rltracker help", "mallory"))
+    notes = note_replies(fake_github, 65)
+    assert len(notes) == 2 and "nothing was done" in notes[1]["body"]
+    # A member with read access only gets the help too; the thread's author the plain help.
+    fake_github.set_permission(VERL, "rita", "read")
+    await deliver(app_ctx, "issue_comment", _by(shared_dir, 65, 930105, "/rltracker help", "rita", "MEMBER"))
+    notes = note_replies(fake_github, 65)
+    assert len(notes) == 3 and "none of these commands are yours" in notes[2]["body"]
+    await deliver(app_ctx, "issue_comment", _by(shared_dir, 65, 930106, "/rltracker help", author))
+    notes = note_replies(fake_github, 65)
+    assert len(notes) == 4 and "yours to use" not in notes[3]["body"]
+    # No skip: the help was answered (the refused stop is the one skip).
+    assert await _skips(app_ctx, 65) == ["not_allowed:930103"]

@@ -208,7 +208,7 @@ def test_preview_command_says_what_the_window_left_out(db_url: str, monkeypatch:
     assert err == ""
     assert out.endswith("0 of 0 issues would get a comment.\n\n1 stored issue of verl-project/verl "
                         "was opened before the last 30 days, the newest 201 days ago: beyond the "
-                        "longest window (--days 90).\n"), out
+                        "longest window (90 days).\n"), out
     asyncio.run(_stored(db_url, (4, FAILURE, 40.5), (5, NOT_FAILURE, 60.5)))
     assert main(["preview", VERL, "--days", "7"]) == 0
     out, err = capsys.readouterr()
@@ -298,3 +298,29 @@ def test_preview_command_days_bounds(db_url: str, monkeypatch: Any, capsys: Any,
     err = capsys.readouterr().err
     assert err.startswith("rltracker preview: argument --days: ") and err.count("\n") == 1, err
     assert "expected a whole number from 1 to 90" in err, err
+
+
+async def test_the_preview_page_says_what_its_window_left_out(ctx: Any) -> None:
+    """left78: the page's window holding no issue said "Dry run over the 0 issues ... 0
+    comments" and nothing of the stored issues older than it, which `rltracker preview` says
+    (left76). Now the page says the same sentence, and links the `days` that includes the
+    newest of them (or says none does). Failed on main."""
+    await store(ctx, 7, FAILURE, title="older", days_ago=40.5)
+    await store(ctx, 8, NOT_FAILURE, title="oldest", days_ago=60.5)
+    async with TestClient(TestServer(_preview_app(ctx))) as client:
+        html = await (await client.get(f"/repos/{VERL}/preview?days=7")).text()
+        assert ("2 stored issues of verl-project/verl were opened before the last 7 days, the "
+                "newest 41 days ago: ") in html, html
+        assert '<a href="/repos/verl-project/verl/preview?days=41">the last 41 days</a> include it.' in html
+        widened = await (await client.get(f"/repos/{VERL}/preview?days=41")).text()
+        assert "older" in widened and "opened before the last" not in widened
+        one_day = await (await client.get(f"/repos/{VERL}/preview?days=1")).text()
+        assert "opened in the last 1 day " in one_day and "last 1 days" not in one_day
+    async with ctx.sessionmaker() as s:
+        for t in await s.scalars(select(Thread)):
+            t.created_at = datetime.now(UTC) - timedelta(days=200.5)
+        await s.commit()
+    async with TestClient(TestServer(_preview_app(ctx))) as client:
+        html = await (await client.get(f"/repos/{VERL}/preview")).text()
+    assert ("2 stored issues of verl-project/verl were opened before the last 30 days, the "
+            "newest 201 days ago: beyond the longest window (90 days).") in html, html

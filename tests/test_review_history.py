@@ -359,3 +359,41 @@ async def test_a_thread_joined_into_its_other_copy_brings_its_history(ctx: Any) 
     async with ctx.sessionmaker() as session:
         assert set(await session.scalars(select(ReviewTransition.thread_id))) == {kept}
     assert await history(ctx) == [(None, "closed_other", "backfill")]
+
+
+async def test_a_long_history_is_bounded_on_the_page_and_paged_in_the_api(ctx: Any) -> None:
+    """left78: a proposal reopened and closed 200 times listed all 200 changes on the thread
+    page and in /api/threads' `review_history`, however many there are. Now the page shows
+    the latest 20 and says how many earlier ones there are (with the API's address of them);
+    the API gives the latest `limit` (100 by default, at most 2,000, read by `api_paging`),
+    `offset` skipping the newest, oldest first within the page, and `review_history_total`.
+    Failed on main (200 items on the page and in the API)."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from bot.app import create_app
+
+    thread_id = await older_analysis(ctx, 51, "declined", history_row=False)
+    states = ["open_replied", "declined"]
+    async with ctx.sessionmaker() as session, session.begin():
+        session.add_all(ReviewTransition(
+            thread_id=thread_id, from_state=None if i == 0 else states[(i - 1) % 2],
+            to_state=states[i % 2], observed_at=T0 + timedelta(hours=i),
+            analyzer_version=f"v{i}", source="webhook") for i in range(200))
+    path = "huggingface/trl/51"
+    async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
+        html = await (await client.get(f"/threads/{path}")).text()
+        default = await (await client.get(f"/api/threads/{path}")).json()
+        whole = await (await client.get(f"/api/threads/{path}?limit=5000")).json()
+        page = await (await client.get(f"/api/threads/{path}?limit=10&offset=5")).json()
+        past = await (await client.get(f"/api/threads/{path}?offset=200")).json()
+        bad = await client.get(f"/api/threads/{path}?limit=0")
+        assert bad.status == 400
+    timeline = html.split('<ol id="review-history"', 1)[1].split("</ol>", 1)[0]
+    assert timeline.count("<li>") == 20
+    assert "180 earlier changes not shown" in html, html
+    assert f'href="/api/threads/{path}?limit=2000"' in html
+    assert [h["analyzer_version"] for h in default["review_history"]] == [f"v{i}" for i in range(100, 200)]
+    assert default["review_history_total"] == whole["review_history_total"] == 200
+    assert len(whole["review_history"]) == 200 and whole["review_history"][0]["from_state"] is None
+    assert [h["analyzer_version"] for h in page["review_history"]] == [f"v{i}" for i in range(185, 195)]
+    assert past["review_history"] == [] and past["review_history_total"] == 200

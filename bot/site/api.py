@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 HEALTH_TIMEOUT = 5.0
 REPO_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}")
 API_PREFIX = "/api/"
+# /api/threads' `review_history`: the latest 100 transitions by default, at most 2,000 a page
+HISTORY_LIMIT, HISTORY_MAX = 100, 2000
 PAST_EVERY_ROW = 10 ** 9  # an offset read as past every row (parse_count reads nine digits)
 
 
@@ -398,6 +400,12 @@ async def api_thread(request: web.Request) -> web.Response:
     number = parse_thread_number(request.match_info["number"])
     if number is None:
         return _json_error(404, "no such thread")
+    # `review_history` is the one list a thread's answer grows without end (a proposal
+    # reopened and closed again and again): its latest `limit`, `offset` skipping the newest.
+    paging = api_paging(request.query, default_limit=HISTORY_LIMIT, max_limit=HISTORY_MAX)
+    if isinstance(paging, str):
+        return _json_error(400, paging)
+    limit, offset = paging
     async with ctx.sessionmaker() as session:
         thread = await find_thread(session, f"{owner}/{name}", number)
         if thread is None:
@@ -405,7 +413,8 @@ async def api_thread(request: web.Request) -> web.Response:
         record = thread_record(thread, await load_comments(session, thread))
         row = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
         verdict = await thread_verdict(session, thread.id)
-        history = await thread_history(session, thread.id)
+        history, history_total = await thread_history(session, thread.id, limit=limit,
+                                                      offset=offset)
     # `analysis` is the analyzer's own finding; `failure` the one the tracker shows (a
     # person's verdict where there is one: bot.store.verdicts.shown_failure), `verdict` theirs.
     shown = shown_failure(row.is_failure_report if row else None,
@@ -413,7 +422,7 @@ async def api_thread(request: web.Request) -> web.Response:
     return web.json_response({
         "thread": record, "analysis": row.result if row is not None else None,
         "failure": shown, "verdict": verdict_dict(verdict) if verdict is not None else None,
-        "review_history": history})
+        "review_history": history, "review_history_total": history_total})
 
 
 async def api_actions(request: web.Request) -> web.Response:

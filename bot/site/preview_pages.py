@@ -13,7 +13,9 @@ from bot.speaking.preview import (
     MAX_DAYS,
     any_thread_stored,
     compute_preview,
+    days_text,
     install_problems,
+    older_issues,
 )
 from bot.store.types import parse_count
 
@@ -42,7 +44,10 @@ async def _preview_page(request: web.Request) -> web.Response:
                             text=f"no thread of {repo} is stored, so there is nothing to preview")
     preview = await compute_preview(ctx, repo, days)
     # What the installation's preview could not read from GitHub: said, not taken for silence.
-    preview = {**preview, "install_problems": await install_problems(ctx, repo)}
+    preview = {**preview, "install_problems": await install_problems(ctx, repo),
+               "days_text": days_text(days), "older": None, "older_reach": None}
+    if preview["total"] == 0:  # what the window left out, as `rltracker preview` says it
+        preview["older"], preview["older_reach"] = await older_issues(ctx, preview["repo"], days)
     return web.Response(text=render_html(preview), content_type="text/html", headers=headers)
 
 

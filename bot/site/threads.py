@@ -35,6 +35,10 @@ from bot.store.threads import thread_grave
 from bot.store.types import format_datetime, parse_thread_number
 from bot.store.verdicts import thread_verdict, verdict_dict
 
+# The thread page's "Review history": its latest changes (a proposal reopened and closed 200
+# times listed 200; left78); the earlier ones are counted and in /api/threads.
+HISTORY_SHOWN = 20
+
 ACTION_KINDS = {"failure_comment": "Failure comment", "rule_summary": "Contribution-rule summary",
                 "command": "Reply to a command", "report": "Nightly report", "label": "Label",
                 "config": "Repository config"}
@@ -102,7 +106,7 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
 
     suspended = installed is not None and installed in await silenced_installations(session)
     verdict = await thread_verdict(session, thread.id)
-    history = await thread_history(session, thread.id)
+    history, history_total = await thread_history(session, thread.id, limit=HISTORY_SHOWN)
     framework = framework_id(thread.repo)
     result: dict[str, Any] = (analysis.result if analysis is not None else None) or {}
     failure = result.get("failure") or {}
@@ -150,6 +154,7 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
         # the proposal's review states as the store saw them change, oldest first
         "review_history": [{**h, "source_label": SOURCE_LABELS.get(h["source"], h["source"])}
                            for h in history],
+        "review_history_earlier": history_total - len(history),  # not shown: /api/threads
         "actions": [{
             "kind": a.kind, "kind_label": ACTION_KINDS.get(a.kind, a.kind.replace("_", " ")),
             "status": a.status, "status_label": ACTION_STATUSES.get(a.status, a.status),

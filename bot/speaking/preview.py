@@ -475,21 +475,28 @@ def days_text(days: int) -> str:
     return f"{days} day" if days == 1 else f"{days} days"
 
 
-def window_hint(repo: str, days: int, older: int, newest: Any) -> str:
-    """What the command says under "0 of 0 issues": the stored issues the window left out
-    and the --days that reaches the newest of them (or that none does)."""
+def window_hint(repo: str, days: int, older: int, newest: Any) -> tuple[str, int | None]:
+    """What the command and the page say under "0 of 0 issues": the stored issues the window
+    left out, the newest's age (a sentence each says its way to widen after), and the days
+    that reach the newest of them: None when there is none older, or it is beyond MAX_DAYS
+    (then the sentence says so, and is whole)."""
     from math import ceil
 
     if older == 0:
-        return f"No issue of {repo} is stored (only pull requests or discussions)."
+        return f"No issue of {repo} is stored (only pull requests or discussions).", None
     issues = "1 stored issue" if older == 1 else f"{older} stored issues"
     opened = "was" if older == 1 else "were"
     reach = ceil((utcnow() - newest).total_seconds() / 86400)  # days back to the newest one
+    sentence = (f"{issues} of {repo} {opened} opened before the last {days_text(days)}, the "
+                f"newest {days_text(reach)} ago")
     if reach > MAX_DAYS:
-        return (f"{issues} of {repo} {opened} opened before the last {days_text(days)}, the "
-                f"newest {days_text(reach)} ago: beyond the longest window (--days {MAX_DAYS}).")
-    return (f"{issues} of {repo} {opened} opened before the last {days_text(days)}, the newest "
-            f"{days_text(reach)} ago: rltracker preview {repo} --days {reach} includes it.")
+        return f"{sentence}: beyond the longest window ({days_text(MAX_DAYS)}).", None
+    return sentence, reach
+
+
+async def older_issues(ctx: Any, repo: str, days: int) -> tuple[str, int | None]:
+    """`window_hint` of `repo`'s stored issues opened before the last `days` days."""
+    return window_hint(repo, days, *await issues_before_window(ctx, repo, days))
 
 
 async def any_thread_stored(ctx: Any, repo: str) -> bool:
@@ -533,8 +540,9 @@ def preview_command(args: argparse.Namespace) -> int:
                           "for /api/actions", file=sys.stderr)
             hint = None
             if preview["total"] == 0:  # "0 of 0" alone reads as "nothing stored"
-                hint = window_hint(preview["repo"], args.days,
-                                   *await issues_before_window(ctx, preview["repo"], args.days))
+                hint, reach = await older_issues(ctx, preview["repo"], args.days)
+                if reach is not None:
+                    hint += f": rltracker preview {preview['repo']} --days {reach} includes it."
         finally:
             await ctx.close()
         print(render_markdown(preview), end="")

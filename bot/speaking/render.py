@@ -675,7 +675,8 @@ _CONFIG_ERROR_SHOWN = re.compile(r"[^A-Za-z0-9 _.,:;()'\"=/+?-]")
 
 
 def command_note(problem: str, lang: str, done: str | None = None,
-                 command: str | None = None, config_error: str | None = None) -> str:
+                 command: str | None = None, config_error: str | None = None,
+                 stranger: bool = False) -> str:
     """The reply to a command the app could not do as written: `unknown` (no such command),
     `unknown_kind` (`command`, `kind` or `methods`, with a kind the catalog lacks), `no_kind`
     (`methods` with no kind named, on a thread of none), `help`
@@ -683,7 +684,9 @@ def command_note(problem: str, lang: str, done: str | None = None,
     commands: only `done` was done), `edited` (an edit changed a command done already),
     `not_allowed` / `not_maintainer` (not the person's to give) or `config_invalid` (a
     recheck read a settings file it cannot use: `config_error`, the file's problem, shown
-    in a fenced block with anything but plain characters blanked). Built from fixed words and catalog keys only: what the
+    in a fenced block with anything but plain characters blanked). `stranger`: the `help`
+    of someone who may give no command on the thread says so, and what they may use on a
+    thread of their own. Built from fixed words and catalog keys only: what the
     person typed is never repeated (no mention to ping, no Markdown or HTML to inject)."""
     cat = _catalog()
     return render(
@@ -698,5 +701,6 @@ def command_note(problem: str, lang: str, done: str | None = None,
             "done": code_span(f"/rltracker {done}") if done else "",
             "command": command or "",
             "config_error": _CONFIG_ERROR_SHOWN.sub(" ", config_error or "")[:400],
+            "stranger": stranger,
         },
     )

@@ -21,7 +21,7 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from sqlalchemy import String, and_, bindparam, case, exists, insert, null, or_, select
+from sqlalchemy import String, and_, bindparam, case, exists, func, insert, null, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.store.models import Analysis, ReviewTransition, Thread
@@ -97,15 +97,21 @@ async def record_transitions(session: AsyncSession, states: list[NewState], *, s
     await session.execute(_statement(compare), params)
 
 
-async def thread_history(session: AsyncSession, thread_id: int) -> list[dict[str, Any]]:
-    """A thread's transitions, oldest first: from, to, when (ISO 8601), analyzer version,
-    source."""
-    rows = await session.scalars(
+async def thread_history(session: AsyncSession, thread_id: int, *, limit: int, offset: int = 0
+                         ) -> tuple[list[dict[str, Any]], int]:
+    """A thread's latest `limit` transitions after skipping the `offset` newest, listed oldest
+    first (from, to, when in ISO 8601, analyzer version, source), and how many it has in all:
+    a proposal reopened and closed without end is read a page at a time (left78)."""
+    total = await session.scalar(select(func.count()).select_from(ReviewTransition)
+                                 .where(ReviewTransition.thread_id == thread_id)) or 0
+    rows = list(await session.scalars(
         select(ReviewTransition).where(ReviewTransition.thread_id == thread_id)
-        .order_by(ReviewTransition.observed_at, ReviewTransition.id))
+        .order_by(ReviewTransition.observed_at.desc(), ReviewTransition.id.desc())
+        .limit(limit).offset(min(offset, total))))
     return [{"from_state": r.from_state, "to_state": r.to_state,
              "observed_at": format_datetime(r.observed_at),
-             "analyzer_version": r.analyzer_version, "source": r.source} for r in rows]
+             "analyzer_version": r.analyzer_version, "source": r.source}
+            for r in reversed(rows)], int(total)
 
 
 async def reread_since(session: AsyncSession, since: datetime | None, until: datetime

@@ -460,6 +460,10 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         if await may_write():
             association = "COLLABORATOR"  # (asked below again: answered from `asked`)
     if not is_author and association not in MAINTAINERS:
+        if word in HELP_WORDS:  # (left78: help is how a stranger learns what they may do)
+            return await _help_stranger(ctx, data, repo=repo, number=number,
+                                        installation_id=installation_id, login=login, ref=ref,
+                                        in_thread=in_thread)
         await record_skip(ctx, repo, number, "command", f"not_allowed:{ref}",
                           "only the thread's author or a maintainer may use /rltracker commands",
                           command=word[:20])
@@ -523,6 +527,10 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         # comment to the reporter, a verdict can undo a maintainer's not-a-failure and becomes
         # a training label, a recheck lifts the rules that keep the app quiet where people
         # are on it. Only with write access.
+        if word in HELP_WORDS:
+            return await _help_stranger(ctx, data, repo=repo, number=number,
+                                        installation_id=installation_id, login=login, ref=ref,
+                                        in_thread=in_thread)
         await record_skip(ctx, repo, number, "command", f"not_maintainer:{ref}",
                           "only the thread's author or a maintainer of the repository may use "
                           "/rltracker commands on it (a member of the organisation or a "
@@ -687,6 +695,20 @@ async def _do_command(
     return word
 
 
+async def _help_stranger(
+    ctx: Any, data: dict[str, Any], *, repo: str, number: int, installation_id: int | None,
+    login: str | None, ref: str, in_thread: str | None,
+) -> str:
+    """`/rltracker help` from someone who may give no command on the thread: the commands,
+    saying none is theirs here and which are on a thread they open (left78: they got the
+    refusal, "nothing was done", for asking what they may do). Once per person a thread, in
+    its own slot (`{repo}#{n}:command:help:{login}:note`: a refusal before it does not
+    answer the question); within the thread's reply cap; nothing recorded as refused."""
+    await _say_refused(ctx, data, repo=repo, number=number, installation_id=installation_id,
+                       login=login, ref=ref, problem="help", in_thread=in_thread)
+    return "help"
+
+
 async def _say_refused(
     ctx: Any, data: dict[str, Any], *, repo: str, number: int, installation_id: int | None,
     login: str | None, ref: str, problem: str, in_thread: str | None,
@@ -702,10 +724,11 @@ async def _say_refused(
         return
     who = login.lower() if login else ref  # (a payload naming nobody: once for that comment)
     dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
+    slot = "help" if problem == "help" else "refused"  # (`help`: _help_stranger's)
     await _note(ctx, repo, number, installation_id, problem,
-                f"{repo}#{number}:command:refused:{who}",
+                f"{repo}#{number}:command:{slot}:{who}",
                 (data.get("discussion") or {}).get("node_id"), dry_run, ref,
-                delivery_id=delivery_of(data), in_thread=in_thread)
+                delivery_id=delivery_of(data), in_thread=in_thread, stranger=True)
 
 
 async def _note_details(ctx: Any, key: str, **values: Any) -> None:
@@ -732,7 +755,7 @@ async def _note(
     ctx: Any, repo: str, number: int, installation_id: int | None, problem: str, key: str,
     discussion_id: str | None, dry_run: bool, ref: str, done: str | None = None,
     delivery_id: str | None = None, command: str | None = None, in_thread: str | None = None,
-    config_error: str | None = None,
+    config_error: str | None = None, stranger: bool = False,
 ) -> str:
     """The one reply to a command comment the app could not do as written (`unknown`,
     `unknown_kind` of `command`, `help`: the commands listed, `more`: several commands,
@@ -748,7 +771,7 @@ async def _note(
         lang = detect_language(thread.title, thread.body) if thread else "en"
     body = command_note(problem, lang, done=done if done in COMMANDS else None,
                         command=command if command in COMMANDS else None,
-                        config_error=config_error)
+                        config_error=config_error, stranger=stranger)
     return await _post_answer(ctx, repo, number, installation_id, body, f"{key}:note",
                               discussion_id, dry_run, f"<!-- rltracker:note-to:{ref} -->",
                               {"note": problem}, delivery_id, ref, in_thread=in_thread)

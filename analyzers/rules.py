@@ -1143,8 +1143,9 @@ def _fill(rule: Rule, seg: Segment, piece: int | None = None) -> tuple[str, dict
                     value[1:2].islower() or value[:2] == "A ")):  # "A new algorithm" mid-sentence
                 value = value[0].lower() + value[1:]
             values[name] = value
+    listed_text = _blank_retired_names(seg.matched[:2000]) if rule.extract_all else ""
     for name, pattern in rule.extract_all:
-        found = list(dict.fromkeys(x.replace("`", "") for x in pattern.findall(seg.matched[:2000])))
+        found = list(dict.fromkeys(x.replace("`", "") for x in pattern.findall(listed_text)))
         if found:
             values[name] = ", ".join(f"`{x}`" for x in found[:10])
             values[f"_all_{name}"] = "\n".join(found)
@@ -1169,6 +1170,47 @@ def _fill(rule: Rule, seg: Segment, piece: int | None = None) -> tuple[str, dict
                 values["_conditional"] = f"{statement.rstrip('.')}, in the cases the guide names."
             return statement, values
     return None
+
+
+# Names a sentence says were replaced or dropped are not listed as today's ("flake8 and black are
+# replaced by ruff", "We replaced black with ruff format", "ruff, instead of flake8", "isort was
+# dropped"): the names before a passive "replaced / dropped / removed / retired / deprecated /
+# no longer used", and those after "replace(d) X with", "switched / moved / migrated from",
+# "instead of", "in place of", "no longer use", "stopped using" (rules78). "replaced by X" names
+# the new tool. Bounded runs of names: linear on long texts.
+_NAME_RUN = r"`?[\w.+-]{1,40}`?(?:(?:\s{0,3},\s{0,3}|\s{1,3}(?:and|or|&)\s{1,3}|\s{0,3},\s{0,3}(?:and|or)\s{1,3}" \
+    r")`?[\w.+-]{1,40}`?){0,5}"
+_NAME_SEPARATOR = re.compile(r"\s{0,3},\s{0,3}(?:(?:and|or)\s{1,3})?|\s{1,3}(?:and|or|&)\s{1,3}", re.I)
+_RETIRED_NAMES = re.compile(
+    r"(?<![\w`])(?P<before>" + _NAME_RUN + r")(?:\s{1,3}(?:are|is|were|was|have\s{1,3}been|has\s{1,3}been"
+    r"|got|get)\s{1,3}(?:now\s{1,3}|both\s{1,3}|all\s{1,3})?(?:replaced|superseded|dropped|removed|retired"
+    r"|deprecated|gone|no\s{1,3}longer\s{1,3}(?:used|needed|run|required))\b"
+    r"|,?\s{1,3}(?:replaced|superseded)\s{1,3}by\b)"
+    r"|\b(?:replaced|replaces|replace|swapped|swap)\s{1,3}(?!by\b|with\b)(?P<swapped>" + _NAME_RUN + r")"
+    r"|\b(?:(?:switched|switching|moved|moving|migrated|migrating|moved\s{1,3}away)\s{1,3}from"
+    r"|instead\s{1,3}of|in\s{1,3}place\s{1,3}of|no\s{1,3}longer\s{1,3}uses?|stopped\s{1,3}using)"
+    r"\s{1,3}(?P<after>" + _NAME_RUN + r")", re.I)
+
+
+def _blank_retired_names(text: str) -> str:
+    """The text with the names it says were replaced or dropped blanked (same length)."""
+    def blank(m: re.Match[str]) -> str:
+        name = next(g for g in ("before", "swapped", "after") if m.group(g) is not None)
+        start, end = m.span(name)
+        whole = m.group()
+        return whole[:start - m.start()] + " " * (end - start) + whole[end - m.start():]
+    return _RETIRED_NAMES.sub(blank, text)
+
+
+def retired_names(segments: list[Segment]) -> dict[str, set[str]]:
+    """Per file, the names (lower case, no backticks) its sentences say were replaced or dropped."""
+    names: dict[str, set[str]] = {}
+    for seg in segments:
+        for m in _RETIRED_NAMES.finditer(seg.matched[:2000]):
+            run = next(g for g in m.groups() if g is not None)
+            names.setdefault(seg.file, set()).update(
+                n for n in (x.strip("`. ").lower() for x in _NAME_SEPARATOR.split(run)) if n)
+    return names
 
 
 # A condition a rule is stated under: "if" / "when" / "whenever" / "unless" and its clause, to
@@ -1378,6 +1420,21 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                         last[file] = max(last.get(file, -1), start)
                 hits_by_rule[rule.id] = [h for h in hits_by_rule[rule.id]
                                          if position[id(h[0])] >= last.get(h[0].file, -1)]
+    listing = [rule for rule in tab.rules if rule.extract_all and rule.id in hits_by_rule]
+    if listing:
+        # A name a file says was replaced or dropped is not listed from its other sentences
+        # either ("We used pylint for years" above "pylint has been replaced by ruff").
+        retired = retired_names(segments)
+        for rule in listing:
+            for seg, _, values in hits_by_rule[rule.id]:
+                gone = retired.get(seg.file)
+                for name, _ in rule.extract_all:
+                    if gone and f"_all_{name}" in values:
+                        kept_names = [x for x in values[f"_all_{name}"].split("\n") if x.lower() not in gone]
+                        values[f"_all_{name}"] = "\n".join(kept_names)
+                        if not kept_names:
+                            values.pop(f"_all_{name}")
+                            values.pop(name, None)
     facts: list[dict[str, Any]] = []
     for rule in tab.rules:
         if rule.collect_codes and rule.id in hits_by_rule:

@@ -564,6 +564,47 @@ def retired_heading(heading: str) -> bool:
                 or any(gloss.retired_remarks.search(remark) for remark in _HEADING_REMARK.findall(heading)))
 
 
+# A paragraph or list item led by a bold label ("**Deprecated:** ...", "> __Legacy:__ ...",
+# "- **Old process (before v2):** ..."): the label is read as a heading of that paragraph only.
+_BOLD_LABEL = re.compile(r"^ {0,3}(?:>\s{0,3})?(?:(?:[-*+]|\d{1,3}[.)])\s{1,4})?(\*\*|__)([^*_\n]{1,80}?)"
+                         r"\s{0,2}[:.]?\s{0,2}\1\s{0,2}[:.]?")
+_LIST_START = re.compile(r"^ {0,3}(?:>\s{0,3})?(?:[-*+]|\d{1,3}[.)])\s")
+
+
+def retired_label(label: str) -> bool:
+    """Whether a bold label says its paragraph no longer applies: a retired heading's words, or
+    only a retired remark ("Deprecated", "Legacy", "Obsolete", with a parenthesised aside)."""
+    label = label.strip().lower()
+    bare = _HEADING_REMARK.sub(" ", label).strip()
+    return retired_heading(label) or bool(bare and _latin_gloss().retired_remarks.fullmatch(bare))
+
+
+def drop_retired_paragraphs(text: str) -> str:
+    """The text without the paragraphs and list items led by a retired bold label (rules78:
+    "**Deprecated:** Sign the CLA ..." under no heading of its own is the old rule, as a
+    retired heading's section is). One pass over the lines; fenced blocks are kept."""
+    lines = text[:MAX_CHARS].split("\n")
+    fenced = dropping = False
+    opens = True  # whether the line opens a paragraph (after a blank line or a heading)
+    for i, line in enumerate(lines):
+        if _FENCE_LINE.match(line):
+            fenced = not fenced
+            dropping = False
+        if fenced:
+            continue
+        if not line.strip() or _ATX_HEADING.match(line):
+            dropping, opens = False, True
+            continue
+        starts, opens = opens or bool(_LIST_START.match(line)), False
+        if starts and (m := _BOLD_LABEL.match(line)) and retired_label(m.group(2)):
+            dropping = True
+        elif dropping and _LIST_START.match(line):
+            dropping = False  # the next item of the list is not the labelled one
+        if dropping:
+            lines[i] = ""
+    return "\n".join(lines) + text[MAX_CHARS:]
+
+
 # A sentence that tells contributors a section is not for them ("Contributors can skip it.",
 # "You can skip this section."): said as a whole sentence, not under a condition ("If you only
 # change docs, you can skip this section" keeps the section's rules for everyone else).
@@ -776,6 +817,7 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
         for key in ("name", "about"):
             if isinstance(meta.get(key), str):
                 out += markdown_segments(meta[key], path)
+        body = drop_retired_paragraphs(body)
         start = len(out)
         out += markdown_segments(body, path)
         # (headings only: one pass over the lines, cheaper than searching the whole text)

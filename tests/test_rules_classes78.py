@@ -3,8 +3,7 @@ Every text here is a short one written for these tests (none copied from the wri
 
 from __future__ import annotations
 
-from analyzers.rules import summarize_rules
-from tests.test_rules_answers import _facts
+from tests.test_rules_answers import _facts, _rules
 
 
 def _lint_tools_line(files: dict[str, str]) -> str:
@@ -38,3 +37,30 @@ def test_tools_in_use_are_still_named() -> None:
             "the types. The old CI job was removed.\n")
     line = _lint_tools_line({"CONTRIBUTING.md": text})
     assert all(tool in line for tool in ("black", "ruff", "mypy")), line
+
+
+# --- a paragraph led by a retired bold label states nothing ---------------------------------------
+
+
+def test_a_paragraph_under_a_retired_bold_label_states_nothing() -> None:
+    text = ("# Contributing to vole\n\n## Pull requests\n\nEvery change needs a test; run "
+            "`pytest` before you push.\n\n**Legacy:** Until version 3 we asked contributors to "
+            "sign a Contributor License Agreement and to add a line to the changelog for "
+            "every change.\n\n- **Deprecated (kept for reference):** sign off each commit "
+            "with `git commit -s`.\n- Link the issue your PR fixes.\n")
+    rules = _rules({"CONTRIBUTING.md": text})
+    topics = {f["topic"] for f in _facts({"CONTRIBUTING.md": text})}
+    assert "cla_required" not in rules, rules
+    assert not [r for r in rules if r.startswith("changelog")], rules
+    assert "sign-off" not in topics, rules
+    assert "tests" in topics  # the paragraph before the label is today's rule
+
+
+def test_a_bold_label_that_retires_nothing_keeps_its_paragraph() -> None:
+    text = ("# Contributing\n\n**Important:** sign our Contributor License Agreement before "
+            "your first pull request.\n\n**Deprecation policy:** a public function is "
+            "deprecated for one minor release before it is removed; add a changelog entry "
+            "when you deprecate one.\n")
+    rules = _rules({"CONTRIBUTING.md": text})
+    assert "cla_required" in rules, rules
+    assert [r for r in rules if r.startswith("changelog")], rules

@@ -713,6 +713,29 @@ def has_unread_prose(segments: list[Segment]) -> bool:
     return any(s.kind != "code" and s.word_by_word and unread_language(s.text) for s in segments)
 
 
+# A yes/no question that opens a terse rule as its condition ("Touched `x/`? Numbers in the PR.",
+# "Found a bug? Open an issue.", "Over 200 lines? Ask first."): read as "If you touched `x/`,
+# numbers in the PR." A question word or an auxiliary opens a question asked (a FAQ's "Do I need
+# to sign a CLA? No."), which is not a condition; one question and one answer only (rules78).
+_QUESTION_CONDITION = re.compile(r"(?P<question>[^?\s][^?]{2,100})\?\s{1,3}(?P<rest>[^?\s][^?]{2,300})")
+_ASKED = re.compile(
+    r"(?:how|what|why|where|when|who|whom|whose|which|do|does|did|is|are|was|were|am|can|could|should"
+    r"|shall|will|would|may|might|must|have|has|had|need|q|question|faq|any)\b", re.I)
+_PAST_VERB = re.compile(r"[a-z]{2,20}ed|found|made|wrote|broke|built|hit|got|ran|brought|bought|took|saw|sent|chose", re.I)
+
+
+def restate_question(text: str) -> str:
+    """The text as "If you <question>, <rest>" when a yes/no question opens it as a condition,
+    else ""."""
+    m = _QUESTION_CONDITION.fullmatch(text.strip()[:420])
+    if m is None or _ASKED.match(m.group("question")):
+        return ""
+    question, rest = m.group("question"), m.group("rest")
+    first = question.split(None, 1)[0]
+    subject = "If you " if _PAST_VERB.fullmatch(first) else "If "
+    return f"{subject}{first[0].lower()}{question[1:]}, {rest[0].lower()}{rest[1:]}"
+
+
 def _gloss_segment(seg: Segment, latin: bool = False) -> None:
     """Chinese, Japanese and Korean segments (and with `latin`, French and Spanish ones) are
     matched on their English gloss (their evidence stays as written); such a heading or list
@@ -721,6 +744,8 @@ def _gloss_segment(seg: Segment, latin: bool = False) -> None:
         return gloss_zh(text) or (gloss_latin(text) if latin else "")
 
     seg.gloss = gloss(seg.text)
+    if not seg.gloss and seg.kind in ("item", "sentence") and (restated := restate_question(seg.text)):
+        seg.gloss, seg.restated = restated, True
     if section := gloss(seg.section):
         seg.section = f"{seg.section} {section}"
     if intro := gloss(seg.intro):
@@ -945,6 +970,8 @@ def is_directive(seg: Segment, kind: str) -> bool:
     if _NUMBERED_RULE.match(seg.section) and seg.kind in ("sentence", "item") \
             and not _RATIONALE.match(seg.text):
         return True  # a sentence under "## Rule 3: Test what you add" spells the rule out
+    if seg.kind == "item" and seg.restated and len(seg.text) <= MAX_TERSE_RULE:
+        return True  # "Touched `x/`? Numbers in the PR.": a condition and what it asks (rules78)
     if seg.kind == "item" and len(seg.text) <= MAX_TERSE_RULE and _TERSE_RULE.search(_PARENTHESES.sub(" ", seg.text)):
         return True  # "PR title = squash commit: ...", "New envs → `pkg/envs/`": a terse rule
     low = seg.matched[:600].lower()
@@ -1200,8 +1227,8 @@ def _fill(rule: Rule, seg: Segment, piece: int | None = None) -> tuple[str, dict
             statement = _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
             if statement[:1].islower():  # a value from mid-sentence opens it ("public classes")
                 statement = statement[0].upper() + statement[1:]
-            if rule.keep_condition and seg.kind != "combined" and not seg.gloss:
-                condition = stated_condition(seg.text, table().waived, piece)
+            if rule.keep_condition and seg.kind != "combined" and (not seg.gloss or seg.restated):
+                condition = stated_condition(seg.matched, table().waived, piece)
                 if condition is not None:
                     values["_conditional"] = (
                         f"{statement.rstrip('.')}, {condition}." if condition else "")

@@ -64,3 +64,21 @@ def test_a_bold_label_that_retires_nothing_keeps_its_paragraph() -> None:
     rules = _rules({"CONTRIBUTING.md": text})
     assert "cla_required" in rules, rules
     assert [r for r in rules if r.startswith("changelog")], rules
+
+
+# --- a yes/no question that opens a terse rule is its condition ----------------------------------
+
+
+def test_a_question_opening_a_terse_rule_is_its_condition() -> None:
+    text = ("# Contributing\n\n- Changed `marten/sampler/` or `marten/buffer/`? Before/after "
+            "timings from `scripts/perf.py` in the PR.\n- `pytest` green.\n")
+    rules = _rules({"CONTRIBUTING.md": text})
+    assert "results_conditional" in rules, rules
+    statement = rules["results_conditional"]["statement"]
+    assert "marten/sampler/" in statement and "scripts/perf.py" in statement, statement
+
+
+def test_a_question_asked_is_no_condition() -> None:
+    text = ("# Contributing\n\n## FAQ\n\n- Do I need before/after timings from `marten-perf` "
+            "when I change the sampler? No.\n")
+    assert "results_conditional" not in _rules({"CONTRIBUTING.md": text})

@@ -1271,6 +1271,28 @@ def _blank_retired_names(text: str) -> str:
     return _RETIRED_NAMES.sub(blank, text)
 
 
+# A clause that calls a step optional ("Building the site with `make docs` is optional, though
+# handy"): the commands it names are no request (rules78).
+_OPTIONAL_CLAUSE = re.compile(r"\b(?:is|are)\s{1,3}(?:entirely\s{1,3}|completely\s{1,3}|totally\s{1,3})?optional\b"
+                              r"|\bnot\s{1,3}(?:required|necessary|mandatory|needed)\b", re.I)
+_CLAUSE_BREAK = re.compile(r"[.;!?]\s|[;:]")
+
+
+def optional_commands(segments: list[Segment]) -> dict[str, set[str]]:
+    """Per file, the commands (code spans, spaces collapsed) a clause of its prose calls optional."""
+    found: dict[str, set[str]] = {}
+    for seg in segments:
+        if seg.kind == "code" or not seg.codes or seg.gloss:
+            continue
+        for clause in _CLAUSE_BREAK.split(seg.text[:2000]):
+            if _OPTIONAL_CLAUSE.search(clause):
+                commands = {" ".join(c.replace("`", "").split()) for c in seg.codes}
+                # a command, not a flag ("the `--forked` flag is not necessary")
+                found.setdefault(seg.file, set()).update(
+                    c for c in commands if " " in c and c[0].isalnum() and c in clause)
+    return found
+
+
 def retired_names(segments: list[Segment]) -> dict[str, set[str]]:
     """Per file, the names (lower case, no backticks) its sentences say were replaced or dropped."""
     names: dict[str, set[str]] = {}
@@ -1489,6 +1511,13 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                         last[file] = max(last.get(file, -1), start)
                 hits_by_rule[rule.id] = [h for h in hits_by_rule[rule.id]
                                          if position[id(h[0])] >= last.get(h[0].file, -1)]
+    optional = optional_commands(segments)
+    if optional:
+        # A command listed in a code block ("make docs   # build the docs locally") that the
+        # file's prose calls optional asks nothing (rules78: a menu of targets said as a rule)
+        for rule_id, hits in hits_by_rule.items():
+            hits_by_rule[rule_id] = [h for h in hits if h[0].kind != "code" or not any(
+                " ".join(h[0].text.split()).startswith(command) for command in optional.get(h[0].file, ()))]
     listing = [rule for rule in tab.rules if rule.extract_all and rule.id in hits_by_rule]
     if listing:
         # A name a file says was replaced or dropped is not listed from its other sentences

@@ -82,3 +82,21 @@ def test_a_question_asked_is_no_condition() -> None:
     text = ("# Contributing\n\n## FAQ\n\n- Do I need before/after timings from `marten-perf` "
             "when I change the sampler? No.\n")
     assert "results_conditional" not in _rules({"CONTRIBUTING.md": text})
+
+
+# --- a command the prose calls optional is no request from a code block listing it ------------
+
+
+def test_a_listed_command_the_guide_calls_optional_asks_nothing() -> None:
+    text = ("# Contributing to newt\n\n## Commands\n\n```\nmake test        # unit tests\n"
+            "make docs        # build the docs as HTML\n```\n\n## Pull requests\n\n"
+            "Run `make test` before you push. Building the pages with `make docs` is not "
+            "required; it helps when you edit them.\n")
+    rules = _rules({"CONTRIBUTING.md": text})
+    assert "docs_build" not in rules, rules
+
+
+def test_a_listed_command_no_one_calls_optional_keeps_its_rule() -> None:
+    text = ("# Contributing to newt\n\n## Commands\n\n```\nmake test        # unit tests\n"
+            "make docs        # build the docs as HTML\n```\n\nThe `--strict` flag is optional.\n")
+    assert "docs_build" in _rules({"CONTRIBUTING.md": text})

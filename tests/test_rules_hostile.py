@@ -119,6 +119,8 @@ CASES = {
                             "  continued\n**Note:** keep it.\n\n"),
     "question-conditions": _fill("- Touched `a/b/`? Before/after numbers from `x-bench` in the PR.\n"
                                  "- Found a bug? Open an issue first.\n- Over 200 lines? ? ?\n"),
+    "optional-commands": "```\n" + _fill("make docs  # build the docs\n", SIZE // 2) + "```\n"
+                         + _fill("Building with `make docs` is optional; `make a b` is not required. "),
 }
 
 

@@ -564,6 +564,47 @@ def retired_heading(heading: str) -> bool:
                 or any(gloss.retired_remarks.search(remark) for remark in _HEADING_REMARK.findall(heading)))
 
 
+# A paragraph or list item led by a bold label ("**Deprecated:** ...", "> __Legacy:__ ...",
+# "- **Old process (before v2):** ..."): the label is read as a heading of that paragraph only.
+_BOLD_LABEL = re.compile(r"^ {0,3}(?:>\s{0,3})?(?:(?:[-*+]|\d{1,3}[.)])\s{1,4})?(\*\*|__)([^*_\n]{1,80}?)"
+                         r"\s{0,2}[:.]?\s{0,2}\1\s{0,2}[:.]?")
+_LIST_START = re.compile(r"^ {0,3}(?:>\s{0,3})?(?:[-*+]|\d{1,3}[.)])\s")
+
+
+def retired_label(label: str) -> bool:
+    """Whether a bold label says its paragraph no longer applies: a retired heading's words, or
+    only a retired remark ("Deprecated", "Legacy", "Obsolete", with a parenthesised aside)."""
+    label = label.strip().lower()
+    bare = _HEADING_REMARK.sub(" ", label).strip()
+    return retired_heading(label) or bool(bare and _latin_gloss().retired_remarks.fullmatch(bare))
+
+
+def drop_retired_paragraphs(text: str) -> str:
+    """The text without the paragraphs and list items led by a retired bold label (rules78:
+    "**Deprecated:** Sign the CLA ..." under no heading of its own is the old rule, as a
+    retired heading's section is). One pass over the lines; fenced blocks are kept."""
+    lines = text[:MAX_CHARS].split("\n")
+    fenced = dropping = False
+    opens = True  # whether the line opens a paragraph (after a blank line or a heading)
+    for i, line in enumerate(lines):
+        if _FENCE_LINE.match(line):
+            fenced = not fenced
+            dropping = False
+        if fenced:
+            continue
+        if not line.strip() or _ATX_HEADING.match(line):
+            dropping, opens = False, True
+            continue
+        starts, opens = opens or bool(_LIST_START.match(line)), False
+        if starts and (m := _BOLD_LABEL.match(line)) and retired_label(m.group(2)):
+            dropping = True
+        elif dropping and _LIST_START.match(line):
+            dropping = False  # the next item of the list is not the labelled one
+        if dropping:
+            lines[i] = ""
+    return "\n".join(lines) + text[MAX_CHARS:]
+
+
 # A sentence that tells contributors a section is not for them ("Contributors can skip it.",
 # "You can skip this section."): said as a whole sentence, not under a condition ("If you only
 # change docs, you can skip this section" keeps the section's rules for everyone else).
@@ -672,6 +713,29 @@ def has_unread_prose(segments: list[Segment]) -> bool:
     return any(s.kind != "code" and s.word_by_word and unread_language(s.text) for s in segments)
 
 
+# A yes/no question that opens a terse rule as its condition ("Touched `x/`? Numbers in the PR.",
+# "Found a bug? Open an issue.", "Over 200 lines? Ask first."): read as "If you touched `x/`,
+# numbers in the PR." A question word or an auxiliary opens a question asked (a FAQ's "Do I need
+# to sign a CLA? No."), which is not a condition; one question and one answer only (rules78).
+_QUESTION_CONDITION = re.compile(r"(?P<question>[^?\s][^?]{2,100})\?\s{1,3}(?P<rest>[^?\s][^?]{2,300})")
+_ASKED = re.compile(
+    r"(?:how|what|why|where|when|who|whom|whose|which|do|does|did|is|are|was|were|am|can|could|should"
+    r"|shall|will|would|may|might|must|have|has|had|need|q|question|faq|any)\b", re.I)
+_PAST_VERB = re.compile(r"[a-z]{2,20}ed|found|made|wrote|broke|built|hit|got|ran|brought|bought|took|saw|sent|chose", re.I)
+
+
+def restate_question(text: str) -> str:
+    """The text as "If you <question>, <rest>" when a yes/no question opens it as a condition,
+    else ""."""
+    m = _QUESTION_CONDITION.fullmatch(text.strip()[:420])
+    if m is None or _ASKED.match(m.group("question")):
+        return ""
+    question, rest = m.group("question"), m.group("rest")
+    first = question.split(None, 1)[0]
+    subject = "If you " if _PAST_VERB.fullmatch(first) else "If "
+    return f"{subject}{first[0].lower()}{question[1:]}, {rest[0].lower()}{rest[1:]}"
+
+
 def _gloss_segment(seg: Segment, latin: bool = False) -> None:
     """Chinese, Japanese and Korean segments (and with `latin`, French and Spanish ones) are
     matched on their English gloss (their evidence stays as written); such a heading or list
@@ -680,6 +744,8 @@ def _gloss_segment(seg: Segment, latin: bool = False) -> None:
         return gloss_zh(text) or (gloss_latin(text) if latin else "")
 
     seg.gloss = gloss(seg.text)
+    if not seg.gloss and seg.kind in ("item", "sentence") and (restated := restate_question(seg.text)):
+        seg.gloss, seg.restated = restated, True
     if section := gloss(seg.section):
         seg.section = f"{seg.section} {section}"
     if intro := gloss(seg.intro):
@@ -776,6 +842,7 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
         for key in ("name", "about"):
             if isinstance(meta.get(key), str):
                 out += markdown_segments(meta[key], path)
+        body = drop_retired_paragraphs(body)
         start = len(out)
         out += markdown_segments(body, path)
         # (headings only: one pass over the lines, cheaper than searching the whole text)
@@ -903,6 +970,8 @@ def is_directive(seg: Segment, kind: str) -> bool:
     if _NUMBERED_RULE.match(seg.section) and seg.kind in ("sentence", "item") \
             and not _RATIONALE.match(seg.text):
         return True  # a sentence under "## Rule 3: Test what you add" spells the rule out
+    if seg.kind == "item" and seg.restated and len(seg.text) <= MAX_TERSE_RULE:
+        return True  # "Touched `x/`? Numbers in the PR.": a condition and what it asks (rules78)
     if seg.kind == "item" and len(seg.text) <= MAX_TERSE_RULE and _TERSE_RULE.search(_PARENTHESES.sub(" ", seg.text)):
         return True  # "PR title = squash commit: ...", "New envs → `pkg/envs/`": a terse rule
     low = seg.matched[:600].lower()
@@ -1143,8 +1212,9 @@ def _fill(rule: Rule, seg: Segment, piece: int | None = None) -> tuple[str, dict
                     value[1:2].islower() or value[:2] == "A ")):  # "A new algorithm" mid-sentence
                 value = value[0].lower() + value[1:]
             values[name] = value
+    listed_text = _blank_retired_names(seg.matched[:2000]) if rule.extract_all else ""
     for name, pattern in rule.extract_all:
-        found = list(dict.fromkeys(x.replace("`", "") for x in pattern.findall(seg.matched[:2000])))
+        found = list(dict.fromkeys(x.replace("`", "") for x in pattern.findall(listed_text)))
         if found:
             values[name] = ", ".join(f"`{x}`" for x in found[:10])
             values[f"_all_{name}"] = "\n".join(found)
@@ -1157,8 +1227,8 @@ def _fill(rule: Rule, seg: Segment, piece: int | None = None) -> tuple[str, dict
             statement = _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
             if statement[:1].islower():  # a value from mid-sentence opens it ("public classes")
                 statement = statement[0].upper() + statement[1:]
-            if rule.keep_condition and seg.kind != "combined" and not seg.gloss:
-                condition = stated_condition(seg.text, table().waived, piece)
+            if rule.keep_condition and seg.kind != "combined" and (not seg.gloss or seg.restated):
+                condition = stated_condition(seg.matched, table().waived, piece)
                 if condition is not None:
                     values["_conditional"] = (
                         f"{statement.rstrip('.')}, {condition}." if condition else "")
@@ -1169,6 +1239,69 @@ def _fill(rule: Rule, seg: Segment, piece: int | None = None) -> tuple[str, dict
                 values["_conditional"] = f"{statement.rstrip('.')}, in the cases the guide names."
             return statement, values
     return None
+
+
+# Names a sentence says were replaced or dropped are not listed as today's ("flake8 and black are
+# replaced by ruff", "We replaced black with ruff format", "ruff, instead of flake8", "isort was
+# dropped"): the names before a passive "replaced / dropped / removed / retired / deprecated /
+# no longer used", and those after "replace(d) X with", "switched / moved / migrated from",
+# "instead of", "in place of", "no longer use", "stopped using" (rules78). "replaced by X" names
+# the new tool. Bounded runs of names: linear on long texts.
+_NAME_RUN = r"`?[\w.+-]{1,40}`?(?:(?:\s{0,3},\s{0,3}|\s{1,3}(?:and|or|&)\s{1,3}|\s{0,3},\s{0,3}(?:and|or)\s{1,3}" \
+    r")`?[\w.+-]{1,40}`?){0,5}"
+_NAME_SEPARATOR = re.compile(r"\s{0,3},\s{0,3}(?:(?:and|or)\s{1,3})?|\s{1,3}(?:and|or|&)\s{1,3}", re.I)
+_RETIRED_NAMES = re.compile(
+    r"(?<![\w`])(?P<before>" + _NAME_RUN + r")(?:\s{1,3}(?:are|is|were|was|have\s{1,3}been|has\s{1,3}been"
+    r"|got|get)\s{1,3}(?:now\s{1,3}|both\s{1,3}|all\s{1,3})?(?:replaced|superseded|dropped|removed|retired"
+    r"|deprecated|gone|no\s{1,3}longer\s{1,3}(?:used|needed|run|required))\b"
+    r"|,?\s{1,3}(?:replaced|superseded)\s{1,3}by\b)"
+    r"|\b(?:replaced|replaces|replace|swapped|swap)\s{1,3}(?!by\b|with\b)(?P<swapped>" + _NAME_RUN + r")"
+    r"|\b(?:(?:switched|switching|moved|moving|migrated|migrating|moved\s{1,3}away)\s{1,3}from"
+    r"|instead\s{1,3}of|in\s{1,3}place\s{1,3}of|no\s{1,3}longer\s{1,3}uses?|stopped\s{1,3}using)"
+    r"\s{1,3}(?P<after>" + _NAME_RUN + r")", re.I)
+
+
+def _blank_retired_names(text: str) -> str:
+    """The text with the names it says were replaced or dropped blanked (same length)."""
+    def blank(m: re.Match[str]) -> str:
+        name = next(g for g in ("before", "swapped", "after") if m.group(g) is not None)
+        start, end = m.span(name)
+        whole = m.group()
+        return whole[:start - m.start()] + " " * (end - start) + whole[end - m.start():]
+    return _RETIRED_NAMES.sub(blank, text)
+
+
+# A clause that calls a step optional ("Building the site with `make docs` is optional, though
+# handy"): the commands it names are no request (rules78).
+_OPTIONAL_CLAUSE = re.compile(r"\b(?:is|are)\s{1,3}(?:entirely\s{1,3}|completely\s{1,3}|totally\s{1,3})?optional\b"
+                              r"|\bnot\s{1,3}(?:required|necessary|mandatory|needed)\b", re.I)
+_CLAUSE_BREAK = re.compile(r"[.;!?]\s|[;:]")
+
+
+def optional_commands(segments: list[Segment]) -> dict[str, set[str]]:
+    """Per file, the commands (code spans, spaces collapsed) a clause of its prose calls optional."""
+    found: dict[str, set[str]] = {}
+    for seg in segments:
+        if seg.kind == "code" or not seg.codes or seg.gloss:
+            continue
+        for clause in _CLAUSE_BREAK.split(seg.text[:2000]):
+            if _OPTIONAL_CLAUSE.search(clause):
+                commands = {" ".join(c.replace("`", "").split()) for c in seg.codes}
+                # a command, not a flag ("the `--forked` flag is not necessary")
+                found.setdefault(seg.file, set()).update(
+                    c for c in commands if " " in c and c[0].isalnum() and c in clause)
+    return found
+
+
+def retired_names(segments: list[Segment]) -> dict[str, set[str]]:
+    """Per file, the names (lower case, no backticks) its sentences say were replaced or dropped."""
+    names: dict[str, set[str]] = {}
+    for seg in segments:
+        for m in _RETIRED_NAMES.finditer(seg.matched[:2000]):
+            run = next(g for g in m.groups() if g is not None)
+            names.setdefault(seg.file, set()).update(
+                n for n in (x.strip("`. ").lower() for x in _NAME_SEPARATOR.split(run)) if n)
+    return names
 
 
 # A condition a rule is stated under: "if" / "when" / "whenever" / "unless" and its clause, to
@@ -1378,6 +1511,28 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                         last[file] = max(last.get(file, -1), start)
                 hits_by_rule[rule.id] = [h for h in hits_by_rule[rule.id]
                                          if position[id(h[0])] >= last.get(h[0].file, -1)]
+    optional = optional_commands(segments)
+    if optional:
+        # A command listed in a code block ("make docs   # build the docs locally") that the
+        # file's prose calls optional asks nothing (rules78: a menu of targets said as a rule)
+        for rule_id, hits in hits_by_rule.items():
+            hits_by_rule[rule_id] = [h for h in hits if h[0].kind != "code" or not any(
+                " ".join(h[0].text.split()).startswith(command) for command in optional.get(h[0].file, ()))]
+    listing = [rule for rule in tab.rules if rule.extract_all and rule.id in hits_by_rule]
+    if listing:
+        # A name a file says was replaced or dropped is not listed from its other sentences
+        # either ("We used pylint for years" above "pylint has been replaced by ruff").
+        retired = retired_names(segments)
+        for rule in listing:
+            for seg, _, values in hits_by_rule[rule.id]:
+                gone = retired.get(seg.file)
+                for name, _ in rule.extract_all:
+                    if gone and f"_all_{name}" in values:
+                        kept_names = [x for x in values[f"_all_{name}"].split("\n") if x.lower() not in gone]
+                        values[f"_all_{name}"] = "\n".join(kept_names)
+                        if not kept_names:
+                            values.pop(f"_all_{name}")
+                            values.pop(name, None)
     facts: list[dict[str, Any]] = []
     for rule in tab.rules:
         if rule.collect_codes and rule.id in hits_by_rule:

@@ -76,6 +76,9 @@ class Segment:
     # in a file looked at for French / Spanish / other languages (analyzers.rules
     # .files_read_word_by_word): computed once per summary
     word_by_word: bool = False
+    # the gloss restates an English text ("Touched `x/`? Numbers in the PR." as "If you touched
+    # `x/`, numbers in the PR."): its condition is read from the gloss (rules78)
+    restated: bool = False
 
     @property
     def matched(self) -> str:

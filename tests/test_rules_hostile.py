@@ -111,6 +111,16 @@ CASES = {
     "policy-blocks": _fill("```yaml\nreview:\n  approvals: 2\n  approvals_for_paths:\n    a/: 3\n"
                            "signoff: required\nplacement:\n  x: a/b/\n```\n"),
     "policy-block-open": "```toml\n[review]\napprovals = 2\n[commits]\n" + _fill("signoff = 1\n"),
+    # rules78: names said to be replaced, retired bold labels, questions as conditions
+    "replaced-names": _fill("ruff, black and flake8, isort or mypy are replaced by ruff; we replaced a, b with "
+                            "c instead of d, e and f; switched from black to ruff. "),
+    "replaced-one-sentence": _fill("black, " * 20 + "flake8 "),
+    "retired-labels": _fill("**Deprecated:** Sign the CLA.\n- **Legacy (v1):** add a changelog entry\n"
+                            "  continued\n**Note:** keep it.\n\n"),
+    "question-conditions": _fill("- Touched `a/b/`? Before/after numbers from `x-bench` in the PR.\n"
+                                 "- Found a bug? Open an issue first.\n- Over 200 lines? ? ?\n"),
+    "optional-commands": "```\n" + _fill("make docs  # build the docs\n", SIZE // 2) + "```\n"
+                         + _fill("Building with `make docs` is optional; `make a b` is not required. "),
 }
 
 

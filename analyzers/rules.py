@@ -654,10 +654,11 @@ _URL = re.compile(r"\b(?:https?://|www\.)\S{1,2000}")  # "github.com/..." is not
 
 
 def unread_language(text: str) -> bool:
-    """Whether a sentence is in a language the extractor does not read: not English and not
-    glossed (Chinese, Japanese and Korean are read through their gloss). French, Spanish or
-    German prose (more of their function words than English ones, at least two), or letters
-    mostly outside the Latin script (Cyrillic, Arabic, ...)."""
+    """Whether a sentence is in a language the extractor reads only in part or not at all:
+    prose in a Latin-script language read through a short gloss (`latin_languages`: French,
+    Spanish, German, Portuguese, Vietnamese, Italian; more of their function words than
+    English ones, at least two), or letters mostly outside the Latin script (Cyrillic, Arabic,
+    ...). Chinese, Japanese and Korean are read through their gloss and do not count."""
     from analyzers.nlp import has_cjk
 
     low = _URL.sub(" ", text[:4096].lower())

@@ -21,9 +21,13 @@ from bot.store.types import parse_count
 
 
 def render_html(preview: dict[str, Any]) -> str:
+    """The page of a computed preview; what only the page adds (the window in words, what it
+    left out) has its defaults here, so every caller renders the same page."""
     from bot.templating import html_env
 
-    return html_env().get_template("preview/preview.html").render(**preview)
+    return html_env().get_template("preview/preview.html").render(
+        **{"days_text": days_text(preview["days"]), "older": None, "older_reach": None,
+           "install_problems": [], **preview})
 
 
 async def _preview_page(request: web.Request) -> web.Response:
@@ -44,8 +48,7 @@ async def _preview_page(request: web.Request) -> web.Response:
                             text=f"no thread of {repo} is stored, so there is nothing to preview")
     preview = await compute_preview(ctx, repo, days)
     # What the installation's preview could not read from GitHub: said, not taken for silence.
-    preview = {**preview, "install_problems": await install_problems(ctx, repo),
-               "days_text": days_text(days), "older": None, "older_reach": None}
+    preview = {**preview, "install_problems": await install_problems(ctx, repo)}
     if preview["total"] == 0:  # what the window left out, as `rltracker preview` says it
         preview["older"], preview["older_reach"] = await older_issues(ctx, preview["repo"], days)
     return web.Response(text=render_html(preview), content_type="text/html", headers=headers)

@@ -805,6 +805,9 @@ def scoped_sections(text: str) -> tuple[set[str], set[str]]:
 _PACKAGE_GUIDE = re.compile(
     r"^(?:packages|libs?|crates|plugins|extensions|integrations|apps|modules|components)"
     r"/[^/]{1,100}/contributing[^/]{0,40}$", re.I)
+_PACKAGE_FOLDER = re.compile(
+    r"^(?:packages|libs?|crates|plugins|extensions|integrations|apps|modules|components)"
+    r"/[^/]{1,100}/(?=.)", re.I)
 
 
 def part_files(kinds: Mapping[str, str]) -> dict[str, tuple[str, str]]:
@@ -820,6 +823,9 @@ def part_files(kinds: Mapping[str, str]) -> dict[str, tuple[str, str]]:
              for p in folder} if len(folder) > 1 else {}
     parts.update({p: ("package_scoped", p.rsplit("/", 1)[0] + "/") for p, k in kinds.items()
                   if k == "contributing" and _PACKAGE_GUIDE.match(p)})
+    # a page inside a package's folder (one its guide links to, fetch79) is the package's too
+    parts.update({p: ("package_scoped", m.group(0)) for p, k in kinds.items()
+                  if k == "doc" and (m := _PACKAGE_FOLDER.match(p))})
     return parts
 
 
@@ -1552,14 +1558,24 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
             hits_by_rule[rule.id] = [h for h in hits_by_rule[rule.id]
                                      if all(n in h[2] for n in needed)]
     fired = {rule_id for rule_id, hits in hits_by_rule.items() if hits}
+    packages = {p for p, (key, _) in parts.items() if key == "package_scoped"}
     for rule in tab.rules:
         hits = hits_by_rule.get(rule.id)
+        # Made redundant by a rule that only package guides state, a rule is silent in those
+        # guides alone: another package's guide, or the repository's, stating it in the weaker
+        # words is still cited, and said of its package or of every PR (fetch79).
+        stronger_in = {seg.file for u in rule.unless if u in fired for seg, _, _ in hits_by_rule[u]}
+        if hits and stronger_in and stronger_in <= packages:
+            hits = [h for h in hits if h[0].file not in stronger_in]
+            fired_elsewhere = False
+        else:
+            fired_elsewhere = bool(stronger_in)
         # A rule made redundant by another (`unless`) is silent, and its files are not cited
         # for the other's statement: a PR template that only asks for tests was cited for
         # "without good tests a PR is not merged" (rules64). Citing fewer files never states
         # a rule a file does not contain; the weaker readings such files gave were often not
         # rules at all (docs/rules.md, review rules64).
-        if not hits or any(u in fired for u in rule.unless):
+        if not hits or fired_elsewhere:
             continue
         if rule.absence and (rule.id in named_in_prose or has_unread_prose(segments)):
             # "No sign-off rule is stated" is said of every file, from an example (a code
@@ -1633,17 +1649,17 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 statement = (hits[0][2]["_conditional"] if len(said) == 1
                              else f"{statement.rstrip('.')}, in the cases the guide names.")
                 zh = None
+        unscoped = (statement, zh)
+        said_of: list[str] = []
         if scoped:
-            scope = wording().texts["scoped"]
+            scope_key = "scoped"
             said_by = {parts[f][0] for f in sources if f in parts}
             if all(seg.file in parts for seg, _, _ in hits) and len(said_by) == 1:
                 # asked by named PR templates or a package's guide: said of their pull requests
-                names = ", ".join(f"“{parts[f][1]}”" for f in sources)
-                scope = {key: text.replace("{names}", names)
-                         for key, text in wording().texts[said_by.pop()].items()}
-            statement = f"{statement.rstrip('.')} {scope['en']}."
-            zh = f"{zh.rstrip('。')}{scope['zh']}。" if zh else None
-        facts.append({
+                scope_key = said_by.pop()
+                said_of = list(dict.fromkeys(parts[f][1] for f in sources))
+            statement, zh = _scoped_statement(statement, zh, scope_key, said_of)
+        fact = {
             "topic": rule.topic,
             "rule": rule.id,
             "statement": statement,
@@ -1653,8 +1669,62 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
             "sources": sources,
             "evidence": _evidence(hits[0][0]),
             "observed": False,
-        })
+        }
+        if scoped and said_of and scope_key == "package_scoped":
+            fact["packages"] = said_of
+            fact["_unscoped"] = unscoped
+        facts.append(fact)
     return _merge_same_statements(facts)
+
+
+def _scoped_statement(statement: str, zh: str | None, key: str,
+                      names: list[str]) -> tuple[str, str | None]:
+    """A statement (English, Chinese) said of some pull requests only: texts[key], naming
+    `names` (the PR templates, the packages) where it has `{names}`."""
+    quoted = ", ".join(f"“{name}”" for name in names)
+    scope = {lang: text.replace("{names}", quoted) for lang, text in wording().texts[key].items()}
+    return f"{statement.rstrip('.')} {scope['en']}.", (f"{zh.rstrip('。')}{scope['zh']}。" if zh else None)
+
+
+def said_of_packages(facts: list[dict[str, Any]], kinds: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Facts that only package guides state, said of those packages: `packages` names them
+    (their folders) and the statement says so. A setting only package guides state (a
+    policy block's) is theirs too, not every PR's; the same statement from several packages'
+    guides, whichever rule read it, is ONE fact naming and citing each package (fetch79:
+    it was said of one package, or twice, or of every PR). One the repository's own files
+    state for every PR covers them: the packages' copies are not said again."""
+    parts = part_files(kinds)
+    names = {p: name for p, (key, name) in parts.items() if key == "package_scoped"}
+    for fact in facts:
+        sources = [s for s in fact.get("sources") or [] if s]
+        if ("packages" not in fact and not fact.get("observed") and sources
+                and all(s in names for s in sources)):
+            fact["packages"] = list(dict.fromkeys(names[s] for s in sources))
+            fact["_unscoped"] = (fact["statement"], fact.get("statement_zh"))
+    everyones = {(f["topic"], f["statement"]) for f in facts if "packages" not in f}
+    kept: list[dict[str, Any]] = []
+    merged: dict[tuple[str, str], dict[str, Any]] = {}
+    for fact in facts:
+        unscoped = fact.pop("_unscoped", None)
+        if unscoped is None:
+            kept.append(fact)
+            continue
+        key = (fact["topic"], unscoped[0])
+        if key in everyones:
+            continue
+        first = merged.get(key)
+        if first is None:
+            merged[key] = fact
+            fact["_unscoped"] = unscoped
+            kept.append(fact)
+        else:
+            first["packages"] = list(dict.fromkeys(first["packages"] + fact["packages"]))
+            first["sources"] = list(dict.fromkeys(first["sources"] + fact["sources"]))
+    for fact in merged.values():
+        statement, zh = fact.pop("_unscoped")
+        fact["statement"], fact["statement_zh"] = _scoped_statement(
+            statement, zh, "package_scoped", fact["packages"])
+    return kept
 
 
 def _near(rule: Rule, matches: list[tuple[int, int, int]], doc: Any, strings: Any) -> bool:
@@ -1804,8 +1874,9 @@ def summarize_rules(files: Mapping[str, str], framework: str | None = None) -> d
     matched = _match(segments, kinds)
     stated_in_prose = {f["topic"] for f in matched}
     # a policy block's setting is said when the prose does not state its topic (rules77)
-    facts = [f for f in _structural(files, kinds)
-             if not (f["rule"].startswith("policy_") and f["topic"] in stated_in_prose)] + matched
+    facts = said_of_packages(
+        [f for f in _structural(files, kinds)
+         if not (f["rule"].startswith("policy_") and f["topic"] in stated_in_prose)] + matched, kinds)
     if framework:
         for obs in observed_facts().get(framework, []):
             facts.append({

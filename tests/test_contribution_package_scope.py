@@ -14,6 +14,7 @@ from bot.speaking.contribution import (
     format_rules_markdown,
     rules_for_repo,
 )
+from tests.fakegithub import install_app
 
 REPO = "acme/mono"
 ROOT_GUIDE = "# Contributing\n\nThanks for helping. Each package has its own guide.\n"
@@ -140,3 +141,21 @@ async def test_a_docs_site_copy_counts_among_the_top_guides_pages(app_ctx, fake_
     files = await fetch_rule_files(await app_ctx.github.api(None), "acme/mono")
     assert "docs/source/contributing.rst" in files
     assert len(fake_github.requests("GET", r"/contents/docs/source/contributing\.rst$")) == 1
+
+
+async def test_an_unchanged_tree_keeps_the_pages_and_the_docs_copy_unread(app_ctx, fake_github) -> None:
+    """GitHub's 304 to the tree listing: the package guides, their pages and the docs site's
+    copy are the stored ones, none read again; the summary is the same."""
+    fake_github.set_file(REPO, "CONTRIBUTING.md", ROOT_GUIDE)
+    fake_github.set_file(REPO, "packages/alpha/CONTRIBUTING.md", "# alpha\n\n[testing](docs/testing.md)\n")
+    fake_github.set_file(REPO, "packages/alpha/docs/testing.md", SIGNOFF_LINE.format(name="alpha"))
+    fake_github.set_file(REPO, "docs/source/contributing.rst", "Contributing\n============\n")
+    await install_app(app_ctx, fake_github, 91, "acme", [REPO])
+    first = await rules_for_repo(app_ctx, REPO, refresh=True)
+    assert {"packages/alpha/docs/testing.md", "docs/source/contributing.rst"} <= set(first["files"])
+    since = len(fake_github.calls)
+    again = await rules_for_repo(app_ctx, REPO, refresh=True)
+    assert [c.status for c in fake_github.calls[since:] if "/git/trees/" in c.path] == [304]
+    assert not [c for c in fake_github.calls[since:]
+                if c.path.endswith(("/packages/alpha/docs/testing.md", "/docs/source/contributing.rst"))]
+    assert again["files"] == first["files"] and again["facts"] == first["facts"]

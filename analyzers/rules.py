@@ -1567,15 +1567,15 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
         stronger_in = {seg.file for u in rule.unless if u in fired for seg, _, _ in hits_by_rule[u]}
         if hits and stronger_in and stronger_in <= packages:
             hits = [h for h in hits if h[0].file not in stronger_in]
-            fired_elsewhere = False
+            redundant = False
         else:
-            fired_elsewhere = bool(stronger_in)
+            redundant = bool(stronger_in)
         # A rule made redundant by another (`unless`) is silent, and its files are not cited
         # for the other's statement: a PR template that only asks for tests was cited for
         # "without good tests a PR is not merged" (rules64). Citing fewer files never states
         # a rule a file does not contain; the weaker readings such files gave were often not
         # rules at all (docs/rules.md, review rules64).
-        if not hits or fired_elsewhere:
+        if not hits or redundant:
             continue
         if rule.absence and (rule.id in named_in_prose or has_unread_prose(segments)):
             # "No sign-off rule is stated" is said of every file, from an example (a code

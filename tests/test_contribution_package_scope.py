@@ -159,3 +159,24 @@ async def test_an_unchanged_tree_keeps_the_pages_and_the_docs_copy_unread(app_ct
     assert not [c for c in fake_github.calls[since:]
                 if c.path.endswith(("/packages/alpha/docs/testing.md", "/docs/source/contributing.rst"))]
     assert again["files"] == first["files"] and again["facts"] == first["facts"]
+
+
+def test_rules_of_a_checkout_say_which_packages(tmp_path, capsys) -> None:
+    """`rltracker rules PATH [--json]` on a monorepo's checkout says the settings its package
+    guides state of those packages (failed before: said twice, as every PR's)."""
+    import json
+
+    from bot.cli import main
+
+    (tmp_path / "CONTRIBUTING.md").write_text(ROOT_GUIDE, encoding="utf-8")
+    for name in ("alpha", "beta"):
+        (tmp_path / "packages" / name).mkdir(parents=True)
+        (tmp_path / "packages" / name / "CONTRIBUTING.md").write_text(POLICY.format(name=name),
+                                                                      encoding="utf-8")
+    assert main(["rules", str(tmp_path), "--json"]) == 0
+    facts = json.loads(capsys.readouterr().out)["facts"]
+    assert [f["packages"] for f in facts if f["rule"] == "policy_approvals"] == [
+        ["packages/alpha/", "packages/beta/"]]
+    assert main(["rules", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("approving reviews") == 1 and "“packages/beta/”" in out

@@ -38,6 +38,9 @@ from bot.store.verdicts import thread_verdict, verdict_dict
 # The thread page's "Review history": its latest changes (a proposal reopened and closed 200
 # times listed 200; left78); the earlier ones are counted and in /api/threads.
 HISTORY_SHOWN = 20
+# "What the app did": its latest actions (a thread answered thousands of times listed them
+# all; bounds79); the earlier ones are counted and in /api/actions, which lists them oldest first.
+ACTIONS_SHOWN = 20
 
 ACTION_KINDS = {"failure_comment": "Failure comment", "rule_summary": "Contribution-rule summary",
                 "command": "Reply to a command", "report": "Nightly report", "label": "Label",
@@ -96,10 +99,12 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
         return None
     cat = data.catalog()
     analysis = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
-    actions = list(await session.scalars(
-        select(Action).where(func.lower(Action.repo) == thread.repo.lower(),
-                             Action.number == thread.number)
-        .order_by(Action.created_at, Action.id)))
+    of_thread = (func.lower(Action.repo) == thread.repo.lower(), Action.number == thread.number)
+    actions_total = await session.scalar(select(func.count()).select_from(Action)
+                                         .where(*of_thread)) or 0
+    actions = list(reversed(list(await session.scalars(
+        select(Action).where(*of_thread)
+        .order_by(Action.created_at.desc(), Action.id.desc()).limit(ACTIONS_SHOWN)))))
     installed = await session.scalar(
         select(Repository.installation_id).where(func.lower(Repository.full_name) == thread.repo.lower()))
     from bot.store.installations import silenced_installations
@@ -161,6 +166,7 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
             "body": a.body, "reason": a.reason, "language": a.language,
             "created_at": format_datetime(a.created_at),
         } for a in actions],
+        "actions_earlier": actions_total - len(actions),  # not shown: /api/actions
         "installed": installed is not None,
         "suspended": suspended,  # the installation is suspended: the app cannot act there
         "verdict": None if verdict is None else {

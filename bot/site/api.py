@@ -392,6 +392,20 @@ def next_link(request: web.Request, kind: str, position: Position | None) -> dic
     return {"Link": f'<{request.rel_url.with_query(query)}>; rel="next"'}
 
 
+async def _thread_not_found(session: Any, repo: str, number: int) -> web.Response:
+    """The 404 of a thread not stored; one that left GitHub (the page's 410) says so, with its
+    address on GitHub and when the tracker noticed: the contract's status, the page's news."""
+    from bot.site.threads import gone_from_github
+
+    gone = await gone_from_github(session, repo, number)
+    if gone is None:
+        return _json_error(404, "no such thread")
+    return web.json_response({
+        "error": f"no such thread: {gone['repo']}#{number} left GitHub (deleted, or transferred "
+                 "to another repository, where its address on GitHub leads)",
+        "gone": {"url": gone["url"], "noticed_at": gone["noticed_at"]}}, status=404)
+
+
 async def api_thread(request: web.Request) -> web.Response:
     from bot.site.data import find_thread
     from bot.store.history import thread_history
@@ -418,7 +432,7 @@ async def api_thread(request: web.Request) -> web.Response:
     async with ctx.sessionmaker() as session:
         thread = await find_thread(session, f"{owner}/{name}", number)
         if thread is None:
-            return _json_error(404, "no such thread")
+            return await _thread_not_found(session, f"{owner}/{name}", number)
         comments = await load_comments(session, thread, limit=comments_limit,
                                        offset=comments_offset)
         comments_total = await count_comments(session, thread)

@@ -215,8 +215,21 @@ async def thread_page(request: web.Request) -> web.Response:
         # A link from a report or an old list: it was here, and left GitHub's place.
         return render("thread_gone.html", status=410, g=gone)
     if found is None:
-        return not_found("thread")
+        return not_found("thread", missing=not_stored(repo, number))
     return render("thread.html", d=found, comment_html=comment_html)
+
+
+def not_stored(repo: str, number: int) -> dict[str, Any] | None:
+    """A thread of a repository the catalog tracks that is not stored (a link pasted from
+    GitHub, newer than the last sync): its name as the catalog spells it and GitHub's address
+    (`issues/N`, which GitHub forwards for a pull request). None for another name: no link is
+    built from a name only typed into the address."""
+    framework = data.catalog().framework_for_repo(repo)
+    name = next((n for n in (framework.repos if framework is not None else [])
+                 if n.lower() == repo.lower()), None)
+    if name is None:
+        return None
+    return {"repo": name, "number": number, "url": data.thread_url(name, number, "issue")}
 
 
 def setup(app: web.Application) -> None:

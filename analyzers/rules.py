@@ -67,12 +67,14 @@ KIND_ORDER = {"contributing": 0, "pr_template": 1, "governance": 2, "issue_templ
               "issue_config": 3, "discussion_template": 4, "doc": 5, "agents": 6}
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _MENTION = re.compile(r"@(?=[\w-])")
-_MARKUP = re.compile(r"[<>\[\]`*_|#\\]")
+# (an underscore inside a name is kept: "kd_baseline" is no emphasis in CommonMark, and
+# "kd baseline" named nothing the file names, rules79)
+_MARKUP = re.compile(r"[<>\[\]`*|#\\]|(?<!\w)_|_(?!\w)")
 
 
 def plain(text: str) -> str:
     """A short phrase taken from a file (a table cell, a bold lead, an extracted value) made
-    inert for Markdown and HTML: markup characters dropped."""
+    inert for Markdown and HTML: markup characters dropped, but a name's inner underscore."""
     return " ".join(_MARKUP.sub(" ", text).split())[:120]
 
 
@@ -1229,7 +1231,7 @@ def _fill(rule: Rule, seg: Segment, piece: int | None = None) -> tuple[str, dict
             if statement[:1].islower():  # a value from mid-sentence opens it ("public classes")
                 statement = statement[0].upper() + statement[1:]
             if rule.keep_condition and seg.kind != "combined" and (not seg.gloss or seg.restated):
-                condition = stated_condition(seg.matched, table().waived, piece)
+                condition = stated_condition(seg.matched, table().waived, piece, seg.section)
                 if condition is not None:
                     values["_conditional"] = (
                         f"{statement.rstrip('.')}, {condition}." if condition else "")
@@ -1354,11 +1356,30 @@ _PIECES = re.compile(r"(?<=\S)[.!?;]\s+(?=\S)")
 _SENTENCE_BREAK = re.compile(r"(?<=\S)[.!?]\s+(?=\S)")
 
 
-def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = None) -> str | None:
+# A heading that names the changes its section is about ("Changes to the sampler", "Changing
+# the loss", "New schedulers", "Adding a new environment"): a request under it with no condition
+# of its own is asked of those changes (rules79: "## Changes to training behaviour ... Paste the
+# mean reward" was said of every PR). Not a question ("New here?") nor a heading for newcomers.
+_CHANGE_HEADING = re.compile(
+    r"(?:changes?\s(?:to|in|of)|changing|modifying|touching)\s[^?/()]{3,60}"
+    r"|(?:adding\s(?:an?\s)?)?new\s(?!(?:contributors?|here|to|comers?|features?))[^?/()]{3,60}")
+
+
+def heading_condition(section: str) -> str:
+    """"for changes to the sampler" from a section whose own heading names a kind of change,
+    else "" (a heading above it does not: "Changes / Style" is the style's)."""
+    heading = " ".join(_CONDITION_MARKUP.sub(" ", section.rsplit(" / ", 1)[-1]).split()).lower()
+    if not _CHANGE_HEADING.fullmatch(heading) or _THIS_PROJECT.search(heading):
+        return ""
+    return f"when {heading}" if heading.startswith("adding") else f"for {heading}"
+
+
+def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = None,
+                     section: str = "") -> str | None:
     """The condition a request is stated under ("if you change the public API"), as our short
     plain text, looked for in the sentence or "; " part `piece` of `text` (the one holding the
-    rule's words); "" when it has none; None when that part is not known. "We do not ask for
-    X, unless Y" asks X if Y."""
+    rule's words), else in the heading of its `section` (heading_condition); "" when it has
+    none; None when that part is not known. "We do not ask for X, unless Y" asks X if Y."""
     pieces = _PIECES.split(text.rstrip(".!?; "))
     if piece is None and len(pieces) > 1 or piece is not None and piece >= len(pieces):
         return None
@@ -1387,7 +1408,7 @@ def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = Non
         if _THIS_PROJECT.search(clause):
             return ""  # "PRs that change this package": the file's own scope, no narrower one
         return f"for {clause}" if len(clause) <= MAX_CONDITION else "in the cases the guide names"
-    return ""
+    return heading_condition(section) if section else ""
 
 
 def _fill_zh(template: str | None, values: dict[str, str]) -> str | None:

@@ -1,0 +1,38 @@
+"""rules79: classes of misses left in the developed sets, read in general form. Every text here
+is a short one written for these tests (none copied from the written sets)."""
+
+from __future__ import annotations
+
+from tests.test_rules_answers import _facts
+
+
+def _results_lines(files: dict[str, str]) -> list[str]:
+    return [f["statement"] for f in _facts(files) if f["topic"] == "results"]
+
+
+# --- a results request scoped only by its section heading ----------------------------------------
+
+
+def test_a_baseline_named_only_as_an_identifier_is_the_comparison_under_its_heading() -> None:
+    text = ("# Contributing to wren\n\n## Tests\n\nRun `pytest` before you push.\n\n"
+            "## New schedulers\n\n- Put the scheduler in `wren/sched/`.\n"
+            "- In the PR, give the validation loss on `toy-lm` next to the loss of the "
+            "`cosine_baseline` schedule, with the same seed.\n")
+    lines = _results_lines({"CONTRIBUTING.md": text})
+    assert any("cosine_baseline" in line and "for new schedulers" in line for line in lines), lines
+
+
+def test_a_results_request_under_a_changes_heading_keeps_that_heading_as_its_condition() -> None:
+    text = ("# Contributing to finch\n\n## Tests\n\nRun `pytest` before you push.\n\n"
+            "## Changes to the replay buffer\n\nThe smoke run takes ten minutes on a laptop. "
+            "Post the mean return after 50 episodes in the PR; it must stay within 3% of `main`.\n")
+    lines = _results_lines({"CONTRIBUTING.md": text})
+    assert "Share evaluation results in the PR (mean return), for changes to the replay buffer." in lines
+    assert "Results must stay within 3% of main, for changes to the replay buffer." in lines
+
+
+def test_a_results_request_under_a_plain_heading_is_asked_of_every_pr() -> None:
+    text = ("# Contributing to finch\n\n## Pull requests\n\n"
+            "Post the mean return after 50 episodes in the PR.\n")
+    lines = _results_lines({"CONTRIBUTING.md": text})
+    assert lines and not any("for " in line.split("PR", 1)[-1] for line in lines), lines

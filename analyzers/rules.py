@@ -1235,6 +1235,10 @@ def _fill(rule: Rule, seg: Segment, piece: int | None = None) -> tuple[str, dict
                 if condition is not None:
                     values["_conditional"] = (
                         f"{statement.rstrip('.')}, {condition}." if condition else "")
+            elif rule.keep_condition and seg.kind == "combined" and (condition := heading_condition(seg.section)):
+                # a list joined to its lead tells nothing of which item has a condition, but
+                # the heading above it names the changes the whole list is about (rules79)
+                values["_conditional"] = f"{statement.rstrip('.')}, {condition}."
             elif rule.keep_condition and seg.kind != "combined" and GLOSSED_CONDITION.search(seg.gloss):
                 # a glossed sentence's condition is in the file's word order, not English: the
                 # rule is said as conditional without quoting it (a sentence without one tells

@@ -36,3 +36,21 @@ def test_a_results_request_under_a_plain_heading_is_asked_of_every_pr() -> None:
             "Post the mean return after 50 episodes in the PR.\n")
     lines = _results_lines({"CONTRIBUTING.md": text})
     assert lines and not any("for " in line.split("PR", 1)[-1] for line in lines), lines
+
+
+# --- a file a list of requests commits, and where it goes ----------------------------------------
+
+
+def test_the_path_a_contribution_commits_a_file_as_is_where_it_goes() -> None:
+    text = ("# Contributing to tern\n\n## Changes to the optimiser\n\nFor those pull requests:\n\n"
+            "1. Save the exact settings you used as `runs/<date>_<name>/settings.toml`.\n"
+            "2. Run two seeds of your branch and of `main`.\n")
+    lines = [f["statement"] for f in _facts({"CONTRIBUTING.md": text}) if f["topic"] == "algorithms"]
+    assert lines == ["The guide says where such files go (paths named: `runs/<date>_<name>/settings.toml`), "
+                     "for changes to the optimiser."], lines
+
+
+def test_commit_messages_written_as_a_path_name_no_place() -> None:
+    text = ("# Contributing\n\n## Commits\n\nCommit messages are written as `area/sub: summary`; "
+            "keep them short.\n")
+    assert not [f for f in _facts({"CONTRIBUTING.md": text}) if f["topic"] == "algorithms"]

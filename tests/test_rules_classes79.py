@@ -54,3 +54,24 @@ def test_commit_messages_written_as_a_path_name_no_place() -> None:
     text = ("# Contributing\n\n## Commits\n\nCommit messages are written as `area/sub: summary`; "
             "keep them short.\n")
     assert not [f for f in _facts({"CONTRIBUTING.md": text}) if f["topic"] == "algorithms"]
+
+
+# --- the size from which an issue comes first -----------------------------------------------------
+
+
+def test_an_issue_first_from_a_size_keeps_that_size() -> None:
+    items = ("# Contributing to plover\n\n- Keep each PR to one topic.\n"
+             "- More than 400 changed lines? Open an issue first and wait for a maintainer's approval.\n"
+             "- `pytest` green.\n")
+    lines = [f["statement"] for f in _facts({"CONTRIBUTING.md": items}) if f["topic"] == "issue-first"]
+    assert ("Changes of more than 400 changed lines need an issue first, and a maintainer's approval, "
+            "before the PR.") in lines, lines
+    prose = "# Contributing\n\nPull requests over 1000 lines of code need an issue agreed first.\n"
+    lines = [f["statement"] for f in _facts({"CONTRIBUTING.md": prose}) if f["topic"] == "issue-first"]
+    assert "Changes of over 1000 lines of code need an issue first, before the PR." in lines, lines
+
+
+def test_lines_without_a_size_name_no_size() -> None:
+    text = "# Contributing\n\nOpen an issue first; keep lines under 100 characters.\n"
+    lines = [f["statement"] for f in _facts({"CONTRIBUTING.md": text}) if f["topic"] == "issue-first"]
+    assert lines and not any("Changes " in line for line in lines), lines

@@ -825,6 +825,13 @@ def part_files(kinds: Mapping[str, str]) -> dict[str, tuple[str, str]]:
     return parts
 
 
+# A rule whose object points back at what the sentence before it told ("needs that table",
+# "requires those numbers", "must include the same plots").
+_POINTS_BACK = re.compile(
+    r"\b(?:needs?|requires?|must\s(?:include|have|come\swith|carry))\s(?:that|those|these|the\ssame)\s"
+    r"(?:tables?|numbers|results|comparisons?|reports?|figures|plots?|curves?|scores?)\b", re.I)
+
+
 def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
     out: list[Segment] = []
     parts = part_files(kinds)
@@ -865,6 +872,15 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
                 closed[seg.file] = seg.section
             if closed.get(seg.file) == seg.section:
                 seg.section = ""  # "---" then "Not a rule, just a note: ..."
+    for i in range(1, len(out)):
+        seg, before = out[i], out[i - 1]
+        if (seg.kind == before.kind == "sentence" and seg.file == before.file
+                and seg.section == before.section and _POINTS_BACK.search(seg.text[:600])):
+            # "Any change to a head needs that table." after a story's "She put the accuracy
+            # ... in the PR description.": the rule asks what the sentence before it tells
+            # (rules79: a benchmark rule told only as a story was not read)
+            out[i] = Segment(f"{seg.text.rstrip('.')}: {before.text}", seg.file, "sentence",
+                             seg.section, codes=[*seg.codes, *before.codes], scoped=seg.scoped)
     # French and Spanish are looked for only in files with a letter English does not write or
     # mostly foreign function words (as has_unread_prose): English guides are not read word by word.
     latin = files_read_word_by_word(out)

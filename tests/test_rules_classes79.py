@@ -75,3 +75,22 @@ def test_lines_without_a_size_name_no_size() -> None:
     text = "# Contributing\n\nOpen an issue first; keep lines under 100 characters.\n"
     lines = [f["statement"] for f in _facts({"CONTRIBUTING.md": text}) if f["topic"] == "issue-first"]
     assert lines and not any("Changes " in line for line in lines), lines
+
+
+# --- a rule that points back at what a story told -------------------------------------------------
+
+
+def test_a_rule_pointing_back_at_a_story_asks_what_the_story_told() -> None:
+    text = ("# How a change lands in heron\n\n## Day 2\n\nTom ran the eval suite on main and on "
+            "his branch and put the top-1 accuracy for both in the PR description. Any change "
+            "to a tokenizer or a sampler needs that table.\n")
+    lines = _results_lines({"CONTRIBUTING.md": text})
+    assert any("any change to a tokenizer or a sampler" in line and "top-1 accuracy" in line
+               for line in lines), lines
+
+
+def test_a_story_alone_asks_nothing() -> None:
+    text = ("# How a change lands in heron\n\n## Day 2\n\nTom ran the eval suite on main and on "
+            "his branch and put the top-1 accuracy for both in the PR description. The reviewers "
+            "liked that table.\n")
+    assert not _results_lines({"CONTRIBUTING.md": text})

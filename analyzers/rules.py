@@ -1364,7 +1364,9 @@ _SCOPE_CONDITION = re.compile(
     r"|\b((?:anything|everything|changes|code|files)\s(?:under|to)\s(?:the\s)?`?(?:[\w.-]{1,40}/){1,6}`?"
     r"(?:\s(?:or|and)\s`?(?:[\w.-]{1,40}/){1,6}`?)?)"
     # or as the folder that is the sentence's subject: "`pkg/core/` needs 2 approvals" (rules76)
-    r"|^[-*\s]{0,4}(`?(?:[\w.-]{1,40}/){1,6}`?)(?=\s(?:needs?|requires?|gets?)\b)",
+    r"|^[-*\s]{0,4}(`?(?:[\w.-]{1,40}/){1,6}`?)(?=\s(?:needs?|requires?|gets?)\b)"
+    # or as the new thing it opens with: "For a new speech model, include ..." (rules79)
+    r"|^[-*\s]{0,4}for\s((?:a|an|any|each|every)\snew\s[\w -]{3,60}?)(?=,)",
     re.I)
 # A scope that names the file's own project ("pull requests that change this package"): every
 # PR the file speaks to (a package guide's scope is said from its path, part_files) (rules76).
@@ -1423,7 +1425,8 @@ def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = Non
         return f"{word} {clause}"
     if m := _SCOPE_CONDITION.search(text[:600]):
         # "The exception is a PR that touches `pkg/io/`: there, include ...": said of those PRs
-        clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1) or m.group(2) or f"changes under {m.group(3)}").split())
+        clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1) or m.group(2) or (
+            f"changes under {m.group(3)}" if m.group(3) else m.group(4))).split())
         clause = clause if clause[:2].isupper() else clause[0].lower() + clause[1:]  # "PRs that ..."
         if _THIS_PROJECT.search(clause):
             return ""  # "PRs that change this package": the file's own scope, no narrower one

@@ -94,3 +94,15 @@ def test_a_story_alone_asks_nothing() -> None:
             "his branch and put the top-1 accuracy for both in the PR description. The reviewers "
             "liked that table.\n")
     assert not _results_lines({"CONTRIBUTING.md": text})
+
+
+# --- "For a new X, ..." and the numbers results stand next to ------------------------------------
+
+
+def test_results_next_to_reported_numbers_for_a_new_thing() -> None:
+    text = ("# Contributing\n\n## Pull requests\n\n- Run `pytest` before you push.\n"
+            "- For a new vision backbone, include top-1 accuracy on the val split next to the "
+            "numbers reported by the paper's authors.\n")
+    lines = _results_lines({"CONTRIBUTING.md": text})
+    assert ("Compare the results with the numbers reported by the paper's authors, "
+            "for a new vision backbone.") in lines, lines

@@ -106,3 +106,11 @@ def test_results_next_to_reported_numbers_for_a_new_thing() -> None:
     lines = _results_lines({"CONTRIBUTING.md": text})
     assert ("Compare the results with the numbers reported by the paper's authors, "
             "for a new vision backbone.") in lines, lines
+
+
+def test_a_size_said_is_the_issue_first_rule_and_other_lines_are_no_size() -> None:
+    text = "# Contributing\n\n- Over 300 changed lines? Open an issue first.\n"
+    lines = [f["statement"] for f in _facts({"CONTRIBUTING.md": text}) if f["topic"] == "issue-first"]
+    assert lines == ["Changes of over 300 changed lines need an issue first, before the PR."], lines
+    logs = "# Contributing\n\nIn an issue, paste logs over 500 lines as a file attachment.\n"
+    assert not any("Changes of" in f["statement"] for f in _facts({"CONTRIBUTING.md": logs}))

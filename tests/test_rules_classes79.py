@@ -114,3 +114,12 @@ def test_a_size_said_is_the_issue_first_rule_and_other_lines_are_no_size() -> No
     assert lines == ["Changes of over 300 changed lines need an issue first, before the PR."], lines
     logs = "# Contributing\n\nIn an issue, paste logs over 500 lines as a file attachment.\n"
     assert not any("Changes of" in f["statement"] for f in _facts({"CONTRIBUTING.md": logs}))
+
+
+def test_an_issue_forms_text_asks_results_from_an_open_model() -> None:
+    form = ("name: New environment\ndescription: Propose an environment\nbody:\n"
+            "  - type: markdown\n    attributes:\n      value: |\n"
+            "        Accepted environments must ship reference returns for at least one open model.\n"
+            "  - type: input\n    attributes:\n      label: Environment name\n")
+    lines = _results_lines({".github/ISSUE_TEMPLATE/new_env.yml": form})
+    assert "Results should come from at least one open model, so others can check them." in lines, lines

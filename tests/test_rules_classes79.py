@@ -123,3 +123,12 @@ def test_an_issue_forms_text_asks_results_from_an_open_model() -> None:
             "  - type: input\n    attributes:\n      label: Environment name\n")
     lines = _results_lines({".github/ISSUE_TEMPLATE/new_env.yml": form})
     assert "Results should come from at least one open model, so others can check them." in lines, lines
+
+
+def test_what_is_not_merged_undocumented_is_said_not_every_change() -> None:
+    text = "# Contributing\n\n## Docs\n\nEach new sampler gets a page. Undocumented samplers are not merged.\n"
+    docs = [f["statement"] for f in _facts({"CONTRIBUTING.md": text}) if f["topic"] == "docs"]
+    assert "Samplers without documentation are not merged." in docs, docs
+    every = "# Contributing\n\nPull requests without documentation will not be merged.\n"
+    docs = [f["statement"] for f in _facts({"CONTRIBUTING.md": every}) if f["topic"] == "docs"]
+    assert "A change without its documentation is not merged." in docs, docs

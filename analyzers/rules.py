@@ -67,12 +67,14 @@ KIND_ORDER = {"contributing": 0, "pr_template": 1, "governance": 2, "issue_templ
               "issue_config": 3, "discussion_template": 4, "doc": 5, "agents": 6}
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _MENTION = re.compile(r"@(?=[\w-])")
-_MARKUP = re.compile(r"[<>\[\]`*_|#\\]")
+# (an underscore inside a name is kept: "kd_baseline" is no emphasis in CommonMark, and
+# "kd baseline" named nothing the file names, rules79)
+_MARKUP = re.compile(r"[<>\[\]`*|#\\]|(?<!\w)_|_(?!\w)")
 
 
 def plain(text: str) -> str:
     """A short phrase taken from a file (a table cell, a bold lead, an extracted value) made
-    inert for Markdown and HTML: markup characters dropped."""
+    inert for Markdown and HTML: markup characters dropped, but a name's inner underscore."""
     return " ".join(_MARKUP.sub(" ", text).split())[:120]
 
 
@@ -829,6 +831,13 @@ def part_files(kinds: Mapping[str, str]) -> dict[str, tuple[str, str]]:
     return parts
 
 
+# A rule whose object points back at what the sentence before it told ("needs that table",
+# "requires those numbers", "must include the same plots").
+_POINTS_BACK = re.compile(
+    r"\b(?:needs?|requires?|must\s(?:include|have|come\swith|carry))\s(?:that|those|these|the\ssame)\s"
+    r"(?:tables?|numbers|results|comparisons?|reports?|figures|plots?|curves?|scores?)\b", re.I)
+
+
 def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
     out: list[Segment] = []
     parts = part_files(kinds)
@@ -869,6 +878,15 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
                 closed[seg.file] = seg.section
             if closed.get(seg.file) == seg.section:
                 seg.section = ""  # "---" then "Not a rule, just a note: ..."
+    for i in range(1, len(out)):
+        seg, before = out[i], out[i - 1]
+        if (seg.kind == before.kind == "sentence" and seg.file == before.file
+                and seg.section == before.section and _POINTS_BACK.search(seg.text[:600])):
+            # "Any change to a head needs that table." after a story's "She put the accuracy
+            # ... in the PR description.": the rule asks what the sentence before it tells
+            # (rules79: a benchmark rule told only as a story was not read)
+            out[i] = Segment(f"{seg.text.rstrip('.')}: {before.text}", seg.file, "sentence",
+                             seg.section, codes=[*seg.codes, *before.codes], scoped=seg.scoped)
     # French and Spanish are looked for only in files with a letter English does not write or
     # mostly foreign function words (as has_unread_prose): English guides are not read word by word.
     latin = files_read_word_by_word(out)
@@ -1235,10 +1253,14 @@ def _fill(rule: Rule, seg: Segment, piece: int | None = None) -> tuple[str, dict
             if statement[:1].islower():  # a value from mid-sentence opens it ("public classes")
                 statement = statement[0].upper() + statement[1:]
             if rule.keep_condition and seg.kind != "combined" and (not seg.gloss or seg.restated):
-                condition = stated_condition(seg.matched, table().waived, piece)
+                condition = stated_condition(seg.matched, table().waived, piece, seg.section)
                 if condition is not None:
                     values["_conditional"] = (
                         f"{statement.rstrip('.')}, {condition}." if condition else "")
+            elif rule.keep_condition and seg.kind == "combined" and (condition := heading_condition(seg.section)):
+                # a list joined to its lead tells nothing of which item has a condition, but
+                # the heading above it names the changes the whole list is about (rules79)
+                values["_conditional"] = f"{statement.rstrip('.')}, {condition}."
             elif rule.keep_condition and seg.kind != "combined" and GLOSSED_CONDITION.search(seg.gloss):
                 # a glossed sentence's condition is in the file's word order, not English: the
                 # rule is said as conditional without quoting it (a sentence without one tells
@@ -1348,7 +1370,9 @@ _SCOPE_CONDITION = re.compile(
     r"|\b((?:anything|everything|changes|code|files)\s(?:under|to)\s(?:the\s)?`?(?:[\w.-]{1,40}/){1,6}`?"
     r"(?:\s(?:or|and)\s`?(?:[\w.-]{1,40}/){1,6}`?)?)"
     # or as the folder that is the sentence's subject: "`pkg/core/` needs 2 approvals" (rules76)
-    r"|^[-*\s]{0,4}(`?(?:[\w.-]{1,40}/){1,6}`?)(?=\s(?:needs?|requires?|gets?)\b)",
+    r"|^[-*\s]{0,4}(`?(?:[\w.-]{1,40}/){1,6}`?)(?=\s(?:needs?|requires?|gets?)\b)"
+    # or as the new thing it opens with: "For a new speech model, include ..." (rules79)
+    r"|^[-*\s]{0,4}for\s((?:a|an|any|each|every)\snew\s[\w -]{3,60}?)(?=,)",
     re.I)
 # A scope that names the file's own project ("pull requests that change this package"): every
 # PR the file speaks to (a package guide's scope is said from its path, part_files) (rules76).
@@ -1360,11 +1384,30 @@ _PIECES = re.compile(r"(?<=\S)[.!?;]\s+(?=\S)")
 _SENTENCE_BREAK = re.compile(r"(?<=\S)[.!?]\s+(?=\S)")
 
 
-def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = None) -> str | None:
+# A heading that names the changes its section is about ("Changes to the sampler", "Changing
+# the loss", "New schedulers", "Adding a new environment"): a request under it with no condition
+# of its own is asked of those changes (rules79: "## Changes to training behaviour ... Paste the
+# mean reward" was said of every PR). Not a question ("New here?") nor a heading for newcomers.
+_CHANGE_HEADING = re.compile(
+    r"(?:changes?\s(?:to|in|of)|changing|modifying|touching)\s[^?/()]{3,60}"
+    r"|(?:adding\s(?:an?\s)?)?new\s(?!(?:contributors?|here|to|comers?|features?))[^?/()]{3,60}")
+
+
+def heading_condition(section: str) -> str:
+    """"for changes to the sampler" from a section whose own heading names a kind of change,
+    else "" (a heading above it does not: "Changes / Style" is the style's)."""
+    heading = " ".join(_CONDITION_MARKUP.sub(" ", section.rsplit(" / ", 1)[-1]).split()).lower()
+    if not _CHANGE_HEADING.fullmatch(heading) or _THIS_PROJECT.search(heading):
+        return ""
+    return f"when {heading}" if heading.startswith("adding") else f"for {heading}"
+
+
+def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = None,
+                     section: str = "") -> str | None:
     """The condition a request is stated under ("if you change the public API"), as our short
     plain text, looked for in the sentence or "; " part `piece` of `text` (the one holding the
-    rule's words); "" when it has none; None when that part is not known. "We do not ask for
-    X, unless Y" asks X if Y."""
+    rule's words), else in the heading of its `section` (heading_condition); "" when it has
+    none; None when that part is not known. "We do not ask for X, unless Y" asks X if Y."""
     pieces = _PIECES.split(text.rstrip(".!?; "))
     if piece is None and len(pieces) > 1 or piece is not None and piece >= len(pieces):
         return None
@@ -1388,12 +1431,13 @@ def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = Non
         return f"{word} {clause}"
     if m := _SCOPE_CONDITION.search(text[:600]):
         # "The exception is a PR that touches `pkg/io/`: there, include ...": said of those PRs
-        clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1) or m.group(2) or f"changes under {m.group(3)}").split())
+        clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1) or m.group(2) or (
+            f"changes under {m.group(3)}" if m.group(3) else m.group(4))).split())
         clause = clause if clause[:2].isupper() else clause[0].lower() + clause[1:]  # "PRs that ..."
         if _THIS_PROJECT.search(clause):
             return ""  # "PRs that change this package": the file's own scope, no narrower one
         return f"for {clause}" if len(clause) <= MAX_CONDITION else "in the cases the guide names"
-    return ""
+    return heading_condition(section) if section else ""
 
 
 def _fill_zh(template: str | None, values: dict[str, str]) -> str | None:

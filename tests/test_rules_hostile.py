@@ -121,6 +121,16 @@ CASES = {
                                  "- Found a bug? Open an issue first.\n- Over 200 lines? ? ?\n"),
     "optional-commands": "```\n" + _fill("make docs  # build the docs\n", SIZE // 2) + "```\n"
                          + _fill("Building with `make docs` is optional; `make a b` is not required. "),
+    # rules79: change headings, identifiers named as baselines, committed paths, sizes, sentences
+    # pointing back
+    "change-headings": _fill("## Changes to the " + "loss and the " * 8 + "sampler\n\nPost the mean return "
+                             "in the PR; it must stay within 3% of `main`. Compare it with `a_baseline`.\n"),
+    "long-change-heading": "## Changes to " + _fill("a ", SIZE // 2) + "\n\n" + _fill("Post the mean reward in the PR. "),
+    "committed-paths": _fill("For those PRs:\n\n1. Commit the config you ran as `a/<b>_<c>/d.yaml`.\n"
+                             "2. Save it as a/b/.\n"),
+    "issue-sizes": _fill("- Over ~200 changed lines? Open an issue first and get a maintainer's OK. "
+                         "More than 99 lines of code need an issue. "),
+    "points-back": _fill("She put the accuracy in the PR description. Any change to a head needs that table. "),
 }
 
 

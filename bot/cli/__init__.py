@@ -573,7 +573,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     reconfigure = getattr(sys.stdout, "reconfigure", None)
     if reconfigure is not None:
         reconfigure(errors="backslashreplace")
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # argparse says a subcommand's unknown flag as the top parser's ("rltracker:
+        # unrecognized arguments: --jsn (see `rltracker --help`)"), whose help lists no flag of
+        # the subcommand: said as the subcommand's, pointing at its help (user79).
+        parser.prog = f"{parser.prog} {command_name(args)}"
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     module_name, _, func_name = COMMANDS[args.command].partition(":")
     stdout = sys.stdout
     if not isinstance(stdout, _ClosedStream):

@@ -31,6 +31,24 @@ __all__ = ["verl_world"]  # the fixture, used below
 BROKEN = "failure-comments: false\nmin_confidence: 7\n\"<b>x</b>\": 1\n"
 
 
+async def test_the_problem_line_names_every_setting_that_still_holds(
+        app_ctx: Any, fake_github: Any) -> None:
+    """An invalid file's lower daily_budget holds (ConfigError's opt-outs), and the preview
+    applied it, while the line said only failure_comments, rule_summaries and dry_run held
+    ("the defaults apply (except ...)"): the budget shown beside it contradicted it. Failed
+    on main."""
+    from bot.speaking.preview import compute_preview
+    from bot.speaking.repo_config import get_repo_config
+
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", "daily_budget: 1\nbogus: 2\n")
+    config = await get_repo_config(app_ctx, VERL, INST, refresh=True)
+    assert config.source == "invalid" and config.daily_budget == 1
+    preview = await compute_preview(app_ctx, VERL)
+    assert preview["budget"] == 1
+    assert "a lower daily_budget or a higher min_confidence" in preview["config_problem"]
+
+
 async def _get(ctx: Any, path: str) -> tuple[int, str]:
     from bot.app import create_app
 

@@ -103,7 +103,11 @@ async def test_the_night_reads_the_settings_file_and_shows_its_problem(
     [listed] = json.loads(body)
     assert "min_confidence must be a number from 0 to 1" in listed["settings_problem"]
 
-    # Said on no issue: the night posts nothing on the repository.
+    # Said on no issue: the night posts nothing on the repository; a second night reading
+    # the same file records no second skip.
+    await nightly_job(app_ctx, steps=[("settings", step_settings)])
+    async with app_ctx.sessionmaker() as session:
+        assert len(list(await session.scalars(select(Action).where(Action.kind == "config")))) == 1
     assert writes(fake_github) == []
 
     # Fixed, the next night's read clears it everywhere.

@@ -91,3 +91,18 @@ async def test_every_export_column_is_inert_in_a_spreadsheet(ctx: Any) -> None:
     assert raw.isascii()  # every character past ASCII escaped: no byte a sniffer reads as markup
     threads = json.loads(raw)["threads"]
     assert {t["title"] for t in threads} >= {f"@SUM(1) {RLO}"}  # the text as stored
+
+
+def test_a_repository_name_the_app_quotes_in_a_comment_holds_no_direction_control() -> None:
+    """The rule summary's earlier proposals name each thread's `owner/repo#N` (a code span)
+    and, outside the catalog's frameworks, its repository (escaped text): neither isolates,
+    and an override in a stored name reversed the rest of the comment's line on GitHub (on
+    main it went out as it was)."""
+    from bot.speaking.render import rule_summary_reply
+
+    body = rule_summary_reply(
+        rules_markdown=None, framework_id="verl", lang="en", public_url="https://t.example",
+        earlier=[{"repo": f"some{RLO}org/fork", "number": 3, "framework": None,
+                  "state": "open_no_reply"}])
+    assert RLO not in body
+    assert "[`someorg/fork#3`](https://t.example/threads/some%E2%80%AEorg/fork/3)" in body

@@ -436,12 +436,13 @@ def render_markdown(data: dict[str, Any], public_url: str = "", cap: int | None 
     `public_url`, not to github.com: a link to an issue of another repository, in a comment,
     puts a "mentioned this" event into that thread, and the report names dozens a night.
     `cap`: the items each list keeps (the rest counted, the whole report linked)."""
-    from bot.speaking.render import md_text
+    from bot.speaking.render import code_span, md_text
     from bot.templating import markdown_env
 
     return markdown_env().get_template("reports/report.md.j2").render(
         data=data, titles=CHANGE_TITLES, kinds=CHANGE_KINDS, states=STATES,
-        public_url=public_url.rstrip("/"), cap=cap, md_text=md_text, **_names())
+        public_url=public_url.rstrip("/"), cap=cap, md_text=md_text, code_span=code_span,
+        **_names())
 
 
 def markdown_to_post(markdown: str, data: dict[str, Any], public_url: str = "") -> str:

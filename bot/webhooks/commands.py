@@ -922,10 +922,8 @@ async def _own_thread_reply(ctx: Any, installation_id: int | None, reply_id: str
     thread = node.get("replyTo") or node
     if not thread.get("id"):
         return None, None
-    for node in ((thread.get("replies") or {}).get("nodes")) or []:
-        if node and node.get("viewerDidAuthor") and marker in (node.get("body") or ""):
-            return str(thread["id"]), node
-    return str(thread["id"]), None
+    return str(thread["id"]), _app_node_with(((thread.get("replies") or {}).get("nodes")) or [],
+                                             marker)
 
 
 async def _own_discussion_comment(ctx: Any, installation_id: int | None, discussion_id: str,
@@ -933,6 +931,12 @@ async def _own_discussion_comment(ctx: Any, installation_id: int | None, discuss
     result = await ctx.github.graphql(LATEST_DISCUSSION_COMMENTS, installation_id=installation_id,
                                       id=discussion_id)
     nodes = ((((result or {}).get("node") or {}).get("comments") or {}).get("nodes")) or []
+    return _app_node_with(nodes, marker)
+
+
+def _app_node_with(nodes: list[dict[str, Any] | None], marker: str) -> dict[str, Any] | None:
+    """The first of these discussion comments (GraphQL nodes) the app wrote (`viewerDidAuthor`)
+    whose body carries `marker`."""
     for node in nodes:
         if node and node.get("viewerDidAuthor") and marker in (node.get("body") or ""):
             return node

@@ -1342,7 +1342,15 @@ _SCOPE_CONDITION = re.compile(
     r"|\b((?:anything|everything|changes|code|files)\s(?:under|to)\s(?:the\s)?`?(?:[\w.-]{1,40}/){1,6}`?"
     r"(?:\s(?:or|and)\s`?(?:[\w.-]{1,40}/){1,6}`?)?)"
     # or as the folder that is the sentence's subject: "`pkg/core/` needs 2 approvals" (rules76)
-    r"|^[-*\s]{0,4}(`?(?:[\w.-]{1,40}/){1,6}`?)(?=\s(?:needs?|requires?|gets?)\b)",
+    r"|^[-*\s]{0,4}(`?(?:[\w.-]{1,40}/){1,6}`?)(?=\s(?:needs?|requires?|gets?)\b)"
+    # or as the changes a sentence opens with: "For changes to the kernels or the scheduler,
+    # include ...", "For GPU kernel changes, paste ..." (to the comma before the request: a
+    # list's commas are followed by an article or "or"; "For all changes" is every PR) (rules80)
+    r"|^[-*\s]{0,4}for\s((?:changes|prs|pull\srequests)\s(?:to|in|under|of)\s[^;:()!?\n]{2,120}?"
+    r"|(?!(?:all|any|every|most|other|more|such|these|those|your|our|their|the|small|trivial|minor"
+    r"|performance|perf|speed)\s)"  # ("For performance changes" is what a speed rule says already)
+    r"(?:[\w/.-]{2,30}\s){1,3}(?:changes|prs|pull\srequests))"
+    r"(?=,\s(?!(?:the|a|an|or|and|its|their)\s)|\s{0,2}[;:])",
     re.I)
 # A scope that names the file's own project ("pull requests that change this package"): every
 # PR the file speaks to (a package guide's scope is said from its path, part_files) (rules76).
@@ -1382,7 +1390,8 @@ def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = Non
         return f"{word} {clause}"
     if m := _SCOPE_CONDITION.search(text[:600]):
         # "The exception is a PR that touches `pkg/io/`: there, include ...": said of those PRs
-        clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1) or m.group(2) or f"changes under {m.group(3)}").split())
+        clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1) or m.group(2) or m.group(4)
+                                                or f"changes under {m.group(3)}").split())
         clause = clause if clause[:2].isupper() else clause[0].lower() + clause[1:]  # "PRs that ..."
         if _THIS_PROJECT.search(clause):
             return ""  # "PRs that change this package": the file's own scope, no narrower one

@@ -1331,13 +1331,14 @@ MAX_CONDITION = 80
 # "新增 X 的 PR" (PRs that add X) is "in some cases PRs" (analyzers.rules.gloss_zh).
 GLOSSED_CONDITION = re.compile(r"\b(?:if|in some cases)\b")
 # A condition said as the PRs it is about: "a PR that touches `pkg/io/`", "pull requests which
-# change the sampler" (to the next punctuation; the plural without an article since rules76).
+# change the sampler" (to the next punctuation; the plural without an article since rules76;
+# "PRs that add an environment need two approvals", rules80).
 # Or as the folder the rule holds under: "changes under / to `pkg/io/` need two approvals", "two
 # approvals for anything under `pkg/core/` or `pkg/net/`" (one or two folders, ending in "/": "add
 # your changes to `CHANGES.md`" names a file to write to, not the changes a rule is about).
 _SCOPE_CONDITION = re.compile(
     r"\b((?:(?:a|any)\s(?:pr|pull\srequest|change)|prs|pull\srequests)\s(?:that|which)\s"
-    r"(?:touch(?:es)?|changes?|modif(?:y|ies)|alters?)\s[^,;:()!?\n]{3,120}?)"
+    r"(?:touch(?:es)?|changes?|modif(?:y|ies)|alters?|adds?|introduces?|removes?)\s[^,;:()!?\n]{3,120}?)"
     r"(?=\s(?:must|should|need|needs|require|requires|get|gets)\b|\s*(?:[,;:()!?]|\.(?:\s|$)|$))"
     r"|\b((?:anything|everything|changes|code|files)\s(?:under|to)\s(?:the\s)?`?(?:[\w.-]{1,40}/){1,6}`?"
     r"(?:\s(?:or|and)\s`?(?:[\w.-]{1,40}/){1,6}`?)?)"

@@ -67,12 +67,14 @@ KIND_ORDER = {"contributing": 0, "pr_template": 1, "governance": 2, "issue_templ
               "issue_config": 3, "discussion_template": 4, "doc": 5, "agents": 6}
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _MENTION = re.compile(r"@(?=[\w-])")
-_MARKUP = re.compile(r"[<>\[\]`*_|#\\]")
+# (an underscore inside a name is kept: "kd_baseline" is no emphasis in CommonMark, and
+# "kd baseline" named nothing the file names, rules79)
+_MARKUP = re.compile(r"[<>\[\]`*|#\\]|(?<!\w)_|_(?!\w)")
 
 
 def plain(text: str) -> str:
     """A short phrase taken from a file (a table cell, a bold lead, an extracted value) made
-    inert for Markdown and HTML: markup characters dropped."""
+    inert for Markdown and HTML: markup characters dropped, but a name's inner underscore."""
     return " ".join(_MARKUP.sub(" ", text).split())[:120]
 
 
@@ -805,6 +807,9 @@ def scoped_sections(text: str) -> tuple[set[str], set[str]]:
 _PACKAGE_GUIDE = re.compile(
     r"^(?:packages|libs?|crates|plugins|extensions|integrations|apps|modules|components)"
     r"/[^/]{1,100}/contributing[^/]{0,40}$", re.I)
+_PACKAGE_FOLDER = re.compile(
+    r"^(?:packages|libs?|crates|plugins|extensions|integrations|apps|modules|components)"
+    r"/[^/]{1,100}/(?=.)", re.I)
 
 
 def part_files(kinds: Mapping[str, str]) -> dict[str, tuple[str, str]]:
@@ -820,7 +825,17 @@ def part_files(kinds: Mapping[str, str]) -> dict[str, tuple[str, str]]:
              for p in folder} if len(folder) > 1 else {}
     parts.update({p: ("package_scoped", p.rsplit("/", 1)[0] + "/") for p, k in kinds.items()
                   if k == "contributing" and _PACKAGE_GUIDE.match(p)})
+    # a page inside a package's folder (one its guide links to, fetch79) is the package's too
+    parts.update({p: ("package_scoped", m.group(0)) for p, k in kinds.items()
+                  if k == "doc" and (m := _PACKAGE_FOLDER.match(p))})
     return parts
+
+
+# A rule whose object points back at what the sentence before it told ("needs that table",
+# "requires those numbers", "must include the same plots").
+_POINTS_BACK = re.compile(
+    r"\b(?:needs?|requires?|must\s(?:include|have|come\swith|carry))\s(?:that|those|these|the\ssame)\s"
+    r"(?:tables?|numbers|results|comparisons?|reports?|figures|plots?|curves?|scores?)\b", re.I)
 
 
 def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
@@ -863,6 +878,15 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
                 closed[seg.file] = seg.section
             if closed.get(seg.file) == seg.section:
                 seg.section = ""  # "---" then "Not a rule, just a note: ..."
+    for i in range(1, len(out)):
+        seg, before = out[i], out[i - 1]
+        if (seg.kind == before.kind == "sentence" and seg.file == before.file
+                and seg.section == before.section and _POINTS_BACK.search(seg.text[:600])):
+            # "Any change to a head needs that table." after a story's "She put the accuracy
+            # ... in the PR description.": the rule asks what the sentence before it tells
+            # (rules79: a benchmark rule told only as a story was not read)
+            out[i] = Segment(f"{seg.text.rstrip('.')}: {before.text}", seg.file, "sentence",
+                             seg.section, codes=[*seg.codes, *before.codes], scoped=seg.scoped)
     # French and Spanish are looked for only in files with a letter English does not write or
     # mostly foreign function words (as has_unread_prose): English guides are not read word by word.
     latin = files_read_word_by_word(out)
@@ -1229,10 +1253,14 @@ def _fill(rule: Rule, seg: Segment, piece: int | None = None) -> tuple[str, dict
             if statement[:1].islower():  # a value from mid-sentence opens it ("public classes")
                 statement = statement[0].upper() + statement[1:]
             if rule.keep_condition and seg.kind != "combined" and (not seg.gloss or seg.restated):
-                condition = stated_condition(seg.matched, table().waived, piece)
+                condition = stated_condition(seg.matched, table().waived, piece, seg.section)
                 if condition is not None:
                     values["_conditional"] = (
                         f"{statement.rstrip('.')}, {condition}." if condition else "")
+            elif rule.keep_condition and seg.kind == "combined" and (condition := heading_condition(seg.section)):
+                # a list joined to its lead tells nothing of which item has a condition, but
+                # the heading above it names the changes the whole list is about (rules79)
+                values["_conditional"] = f"{statement.rstrip('.')}, {condition}."
             elif rule.keep_condition and seg.kind != "combined" and GLOSSED_CONDITION.search(seg.gloss):
                 # a glossed sentence's condition is in the file's word order, not English: the
                 # rule is said as conditional without quoting it (a sentence without one tells
@@ -1344,6 +1372,8 @@ _SCOPE_CONDITION = re.compile(
     r"(?:\s(?:or|and)\s`?(?:[\w.-]{1,40}/){1,6}`?)?)"
     # or as the folder that is the sentence's subject: "`pkg/core/` needs 2 approvals" (rules76)
     r"|^[-*\s]{0,4}(`?(?:[\w.-]{1,40}/){1,6}`?)(?=\s(?:needs?|requires?|gets?)\b)"
+    # or as the new thing it opens with: "For a new speech model, include ..." (rules79)
+    r"|^[-*\s]{0,4}for\s((?:a|an|any|each|every)\snew\s[\w -]{3,60}?)(?=,)"
     # or as the changes a sentence opens with: "For changes to the kernels or the scheduler,
     # include ...", "For GPU kernel changes, paste ..." (to the comma before the request: a
     # list's commas are followed by an article or "or"; "For all changes" is every PR) (rules80)
@@ -1363,11 +1393,30 @@ _PIECES = re.compile(r"(?<=\S)[.!?;]\s+(?=\S)")
 _SENTENCE_BREAK = re.compile(r"(?<=\S)[.!?]\s+(?=\S)")
 
 
-def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = None) -> str | None:
+# A heading that names the changes its section is about ("Changes to the sampler", "Changing
+# the loss", "New schedulers", "Adding a new environment"): a request under it with no condition
+# of its own is asked of those changes (rules79: "## Changes to training behaviour ... Paste the
+# mean reward" was said of every PR). Not a question ("New here?") nor a heading for newcomers.
+_CHANGE_HEADING = re.compile(
+    r"(?:changes?\s(?:to|in|of)|changing|modifying|touching)\s[^?/()]{3,60}"
+    r"|(?:adding\s(?:an?\s)?)?new\s(?!(?:contributors?|here|to|comers?|features?))[^?/()]{3,60}")
+
+
+def heading_condition(section: str) -> str:
+    """"for changes to the sampler" from a section whose own heading names a kind of change,
+    else "" (a heading above it does not: "Changes / Style" is the style's)."""
+    heading = " ".join(_CONDITION_MARKUP.sub(" ", section.rsplit(" / ", 1)[-1]).split()).lower()
+    if not _CHANGE_HEADING.fullmatch(heading) or _THIS_PROJECT.search(heading):
+        return ""
+    return f"when {heading}" if heading.startswith("adding") else f"for {heading}"
+
+
+def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = None,
+                     section: str = "") -> str | None:
     """The condition a request is stated under ("if you change the public API"), as our short
     plain text, looked for in the sentence or "; " part `piece` of `text` (the one holding the
-    rule's words); "" when it has none; None when that part is not known. "We do not ask for
-    X, unless Y" asks X if Y."""
+    rule's words), else in the heading of its `section` (heading_condition); "" when it has
+    none; None when that part is not known. "We do not ask for X, unless Y" asks X if Y."""
     pieces = _PIECES.split(text.rstrip(".!?; "))
     if piece is None and len(pieces) > 1 or piece is not None and piece >= len(pieces):
         return None
@@ -1391,13 +1440,13 @@ def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = Non
         return f"{word} {clause}"
     if m := _SCOPE_CONDITION.search(text[:600]):
         # "The exception is a PR that touches `pkg/io/`: there, include ...": said of those PRs
-        clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1) or m.group(2) or m.group(4)
-                                                or f"changes under {m.group(3)}").split())
+        clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1) or m.group(2) or (
+            f"changes under {m.group(3)}" if m.group(3) else m.group(4) or m.group(5))).split())
         clause = clause if clause[:2].isupper() else clause[0].lower() + clause[1:]  # "PRs that ..."
         if _THIS_PROJECT.search(clause):
             return ""  # "PRs that change this package": the file's own scope, no narrower one
         return f"for {clause}" if len(clause) <= MAX_CONDITION else "in the cases the guide names"
-    return ""
+    return heading_condition(section) if section else ""
 
 
 def _fill_zh(template: str | None, values: dict[str, str]) -> str | None:
@@ -1562,14 +1611,24 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
             hits_by_rule[rule.id] = [h for h in hits_by_rule[rule.id]
                                      if all(n in h[2] for n in needed)]
     fired = {rule_id for rule_id, hits in hits_by_rule.items() if hits}
+    packages = {p for p, (key, _) in parts.items() if key == "package_scoped"}
     for rule in tab.rules:
         hits = hits_by_rule.get(rule.id)
+        # Made redundant by a rule that only package guides state, a rule is silent in those
+        # guides alone: another package's guide, or the repository's, stating it in the weaker
+        # words is still cited, and said of its package or of every PR (fetch79).
+        stronger_in = {seg.file for u in rule.unless if u in fired for seg, _, _ in hits_by_rule[u]}
+        if hits and stronger_in and stronger_in <= packages:
+            hits = [h for h in hits if h[0].file not in stronger_in]
+            redundant = False
+        else:
+            redundant = bool(stronger_in)
         # A rule made redundant by another (`unless`) is silent, and its files are not cited
         # for the other's statement: a PR template that only asks for tests was cited for
         # "without good tests a PR is not merged" (rules64). Citing fewer files never states
         # a rule a file does not contain; the weaker readings such files gave were often not
         # rules at all (docs/rules.md, review rules64).
-        if not hits or any(u in fired for u in rule.unless):
+        if not hits or redundant:
             continue
         if rule.absence and (rule.id in named_in_prose or has_unread_prose(segments)):
             # "No sign-off rule is stated" is said of every file, from an example (a code
@@ -1643,17 +1702,17 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 statement = (hits[0][2]["_conditional"] if len(said) == 1
                              else f"{statement.rstrip('.')}, in the cases the guide names.")
                 zh = None
+        unscoped = (statement, zh)
+        said_of: list[str] = []
         if scoped:
-            scope = wording().texts["scoped"]
+            scope_key = "scoped"
             said_by = {parts[f][0] for f in sources if f in parts}
             if all(seg.file in parts for seg, _, _ in hits) and len(said_by) == 1:
                 # asked by named PR templates or a package's guide: said of their pull requests
-                names = ", ".join(f"“{parts[f][1]}”" for f in sources)
-                scope = {key: text.replace("{names}", names)
-                         for key, text in wording().texts[said_by.pop()].items()}
-            statement = f"{statement.rstrip('.')} {scope['en']}."
-            zh = f"{zh.rstrip('。')}{scope['zh']}。" if zh else None
-        facts.append({
+                scope_key = said_by.pop()
+                said_of = list(dict.fromkeys(parts[f][1] for f in sources))
+            statement, zh = _scoped_statement(statement, zh, scope_key, said_of)
+        fact = {
             "topic": rule.topic,
             "rule": rule.id,
             "statement": statement,
@@ -1663,8 +1722,62 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
             "sources": sources,
             "evidence": _evidence(hits[0][0]),
             "observed": False,
-        })
+        }
+        if scoped and said_of and scope_key == "package_scoped":
+            fact["packages"] = said_of
+            fact["_unscoped"] = unscoped
+        facts.append(fact)
     return _merge_same_statements(facts)
+
+
+def _scoped_statement(statement: str, zh: str | None, key: str,
+                      names: list[str]) -> tuple[str, str | None]:
+    """A statement (English, Chinese) said of some pull requests only: texts[key], naming
+    `names` (the PR templates, the packages) where it has `{names}`."""
+    quoted = ", ".join(f"“{name}”" for name in names)
+    scope = {lang: text.replace("{names}", quoted) for lang, text in wording().texts[key].items()}
+    return f"{statement.rstrip('.')} {scope['en']}.", (f"{zh.rstrip('。')}{scope['zh']}。" if zh else None)
+
+
+def said_of_packages(facts: list[dict[str, Any]], kinds: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Facts that only package guides state, said of those packages: `packages` names them
+    (their folders) and the statement says so. A setting only package guides state (a
+    policy block's) is theirs too, not every PR's; the same statement from several packages'
+    guides, whichever rule read it, is ONE fact naming and citing each package (fetch79:
+    it was said of one package, or twice, or of every PR). One the repository's own files
+    state for every PR covers them: the packages' copies are not said again."""
+    parts = part_files(kinds)
+    names = {p: name for p, (key, name) in parts.items() if key == "package_scoped"}
+    for fact in facts:
+        sources = [s for s in fact.get("sources") or [] if s]
+        if ("packages" not in fact and not fact.get("observed") and sources
+                and all(s in names for s in sources)):
+            fact["packages"] = list(dict.fromkeys(names[s] for s in sources))
+            fact["_unscoped"] = (fact["statement"], fact.get("statement_zh"))
+    everyones = {(f["topic"], f["statement"]) for f in facts if "packages" not in f}
+    kept: list[dict[str, Any]] = []
+    merged: dict[tuple[str, str], dict[str, Any]] = {}
+    for fact in facts:
+        unscoped = fact.pop("_unscoped", None)
+        if unscoped is None:
+            kept.append(fact)
+            continue
+        key = (fact["topic"], unscoped[0])
+        if key in everyones:
+            continue
+        first = merged.get(key)
+        if first is None:
+            merged[key] = fact
+            fact["_unscoped"] = unscoped
+            kept.append(fact)
+        else:
+            first["packages"] = list(dict.fromkeys(first["packages"] + fact["packages"]))
+            first["sources"] = list(dict.fromkeys(first["sources"] + fact["sources"]))
+    for fact in merged.values():
+        statement, zh = fact.pop("_unscoped")
+        fact["statement"], fact["statement_zh"] = _scoped_statement(
+            statement, zh, "package_scoped", fact["packages"])
+    return kept
 
 
 def _near(rule: Rule, matches: list[tuple[int, int, int]], doc: Any, strings: Any) -> bool:
@@ -1814,8 +1927,9 @@ def summarize_rules(files: Mapping[str, str], framework: str | None = None) -> d
     matched = _match(segments, kinds)
     stated_in_prose = {f["topic"] for f in matched}
     # a policy block's setting is said when the prose does not state its topic (rules77)
-    facts = [f for f in _structural(files, kinds)
-             if not (f["rule"].startswith("policy_") and f["topic"] in stated_in_prose)] + matched
+    facts = said_of_packages(
+        [f for f in _structural(files, kinds)
+         if not (f["rule"].startswith("policy_") and f["topic"] in stated_in_prose)] + matched, kinds)
     if framework:
         for obs in observed_facts().get(framework, []):
             facts.append({

@@ -4,8 +4,12 @@ with a CONTRIBUTING.md and (every tenth) two package guides, refreshed by
 Prints the requests made (all, per repository, tree listings), by kind, and the wall time.
 `--nights 2`: the next night too (304s, free on GitHub, counted apart: fetch78); `--budget N`:
 the installation has N REST requests left (the fake counts them down; fetch78's reserve).
+`--layout bounds` (fetch79): each repository fills the bounds of what the tree listing finds: a
+CONTRIBUTING linking 10 pages, a docs site's copy of it, 8 package guides each linking 10 pages
+of its package (MAX_LINKED_PAGES, MAX_PACKAGE_GUIDES and the package pages' MAX_LINKED_PAGES).
 
     PYTHONPATH=$PWD python benchmarks/rules_refresh_cost.py --repos 1000 --nights 2 --budget 5000
+    PYTHONPATH=$PWD python benchmarks/rules_refresh_cost.py --repos 50 --layout bounds
 """
 
 from __future__ import annotations
@@ -24,7 +28,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 INSTALLATION = 77
 
 
-async def run(n_repos: int, nights: int = 1, budget: int | None = None) -> None:
+def _fill_bounds(fake: object, repo: str) -> None:
+    """A repository at the tree listing's bounds (fetch79): more of each than is read."""
+    set_file = fake.set_file  # type: ignore[attr-defined]
+    links = "".join(f"- [page {n}](docs/p{n}.md)\n" for n in range(10))
+    set_file(repo, "CONTRIBUTING.md", f"# Contributing\n\nAdd a test for each change.\n\n{links}")
+    for n in range(10):
+        set_file(repo, f"docs/p{n}.md", f"# Page {n}\n\nRun the linter.\n")
+    set_file(repo, "docs/source/contributing.rst", "Contributing\n============\n\nAdd a test.\n")
+    for package in range(8):
+        set_file(repo, f"packages/p{package}/CONTRIBUTING.md", f"# p{package}\n\n{links}")
+        for n in range(10):
+            set_file(repo, f"packages/p{package}/docs/p{n}.md", f"# Page {n}\n\nSign off.\n")
+
+
+async def run(n_repos: int, nights: int = 1, budget: int | None = None,
+              layout: str = "typical") -> None:
     from bot.config import Settings
     from bot.context import AppContext
     from bot.github.client import GitHubClient
@@ -40,6 +59,9 @@ async def run(n_repos: int, nights: int = 1, budget: int | None = None) -> None:
     fake.app_id, fake.public_key = "4242", public
     fake.add_installation(INSTALLATION, "acme", repos=repos)
     for i, repo in enumerate(repos):
+        if layout == "bounds":
+            _fill_bounds(fake, repo)
+            continue
         fake.set_file(repo, "CONTRIBUTING.md", "# Contributing\n\nAdd a test for each change.\n")
         if i % 10 == 0:
             for package in ("packages/a", "packages/b"):
@@ -87,8 +109,9 @@ def main() -> None:
     parser.add_argument("--repos", type=int, default=1000)
     parser.add_argument("--nights", type=int, default=1)
     parser.add_argument("--budget", type=int, default=None)
+    parser.add_argument("--layout", choices=("typical", "bounds"), default="typical")
     args = parser.parse_args()
-    asyncio.run(run(args.repos, args.nights, args.budget))
+    asyncio.run(run(args.repos, args.nights, args.budget, args.layout))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/site_scale.py [--small 300] [--large 20000]
         [--requests 5] [--database-url postgresql+asyncpg://.../postgres] [--lists-only]
+        [--long-thread 5000]
 
 Builds each store through the project's own store code (`insert_new` for threads and comments,
 `store_analysis_if` for the analyses, `set_verdict`, `bury`, `build_report` + `store_report`,
@@ -11,6 +12,10 @@ the median milliseconds of R requests at the small and the large size, and the r
 large/small. Then, for the lists that page by cursor (scale65), a page deep in each read by
 `offset` (the baseline, measured in the same run) and after its cursor. Figures only:
 tests/test_site_queries.py holds the assertions (on counts).
+
+`--long-thread N` (bounds79) measures only one thread of N comments and N actions in a store
+of `--small` threads: its page and its /api/threads answer (default and whole), bytes and
+median milliseconds.
 
 `--database-url` (a PostgreSQL admin URL): each store is a database created there (ANALYZEd
 once built, as autovacuum keeps a live one) and dropped after; without it, SQLite files in a
@@ -409,7 +414,66 @@ async def run_size(admin_url: str | None, n: int, n_requests: int, folder: str,
             await ctx.close()
 
 
+LONG_THREAD = ("someone/long-thread", 1)
+
+
+async def add_long_thread(ctx: Any, n: int) -> str:
+    """One thread with `n` comments and `n` actions (the app answered it `n` times)."""
+    from bot.store.models import Action, Comment
+    from bot.store.threads import insert_new, upsert_thread
+
+    repo, number = LONG_THREAD
+    async with ctx.sessionmaker() as session, session.begin():
+        thread = await upsert_thread(session, {
+            "repo": repo, "number": number, "kind": "issue", "title": "A long thread",
+            "body": "b", "author": "alice", "state": "open", "complete": True,
+            "created_at": NOW - timedelta(days=30)})
+        for start in range(0, n, 5000):
+            await insert_new(session, Comment, [
+                {"thread_id": thread.id, "kind": "comment", "github_id": 10 ** 9 + i,
+                 "author": f"user{i % 50}", "author_association": "NONE", "author_is_bot": False,
+                 "body": f"Same here after step {i}: entropy drops to 0.1.",
+                 "created_at": NOW - timedelta(days=30) + timedelta(minutes=i)}
+                for i in range(start, min(n, start + 5000))])
+        session.add_all(Action(repo=repo, number=number, kind="command", status="posted",
+                               body=f"**Done** ({i}).", created_at=NOW + timedelta(seconds=i),
+                               updated_at=NOW) for i in range(n))
+    return f"{repo}/{number}"
+
+
+async def long_thread(admin_url: str | None, n_threads: int, n: int, n_requests: int) -> None:
+    """The page and the JSON of one thread of `n` comments and `n` actions: status, bytes,
+    median ms (the whole comments as `?comments_limit=` a page can hold at most)."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from bot.app import create_app
+    from bot.config import Settings
+    from bot.context import AppContext
+
+    with tempfile.TemporaryDirectory() as folder:
+        async with store_at(admin_url, folder) as url:
+            ctx = AppContext.create(Settings.from_env({}, database_url=url, dry_run=True))
+            try:
+                await build_store(ctx, n_threads)
+                path = await add_long_thread(ctx, n)
+                backend = "PostgreSQL" if admin_url else "SQLite"
+                print(f"{backend}: one thread of {n} comments and {n} actions in a store of "
+                      f"{n_threads}, median of {n_requests} requests")
+                print(f"{'route':52} {'status':>6} {'KiB':>8} {'ms':>8}")
+                async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
+                    for route in (f"/threads/{path}", f"/api/threads/{path}",
+                                  f"/api/threads/{path}?comments_limit={n}"):
+                        ms, body = await _median_ms(client, route, n_requests)
+                        status = (await client.get(route)).status
+                        print(f"{route:52} {status:>6} {len(body) / 1024:8.0f} {ms:8.1f}")
+            finally:
+                await ctx.close()
+
+
 async def main_async(args: argparse.Namespace) -> None:
+    if args.long_thread:
+        await long_thread(args.database_url, args.small, args.long_thread, args.requests)
+        return
     with tempfile.TemporaryDirectory() as folder:
         small, small_seek, small_html = await run_size(args.database_url, args.small,
                                                        args.requests, folder, args.lists_only)
@@ -449,6 +513,8 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=5)
     parser.add_argument("--lists-only", action="store_true",
                         help="only the lists paged by offset and by cursor (the last two tables)")
+    parser.add_argument("--long-thread", type=int, default=0, metavar="N",
+                        help="only one thread of N comments and N actions: its page and JSON")
     parser.add_argument("--database-url", default=None,
                         help="a PostgreSQL admin URL (postgresql+asyncpg://...); default SQLite")
     asyncio.run(main_async(parser.parse_args()))

@@ -63,7 +63,9 @@ async def test_thread_api_shape(client: TestClient, ctx: AppContext) -> None:
     # the analyzer's own analysis; the finding the tracker shows and a person's verdict (none)
     # and its review history (history75: none for a thread stored with no proposal's state)
     assert set(data) == {"thread", "analysis", "failure", "verdict", "review_history",
-                         "review_history_total"}  # (left78: the history is paged)
+                         "review_history_total", "comments_total"}
+    # (left78: the history is paged; bounds79: the comments too)
+    assert data["comments_total"] == 2
     assert data["verdict"] is None and data["failure"]["set_by"] is None
     assert data["review_history"] == [] and data["review_history_total"] == 0
     thread = data["thread"]

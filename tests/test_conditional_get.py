@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient
+from sqlalchemy import select
 
 from bot.store.models import Report
 from tests.test_feeds import T0, add, client_for, seed
@@ -195,3 +196,51 @@ async def test_a_304_sends_no_body_on_the_wire(client: TestClient) -> None:
     head, _, rest = raw.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 304 ") and rest == b""
     assert b"transfer-encoding" not in head.lower()
+
+
+# bounds79: every GET route's validator, and what each write must move. The JSON API and the
+# pages carry an ETag of their bytes (so a tag cannot outlive a change of what is served);
+# only the exports, streamed, carry none (docs/site.md, "Review bounds79", says why no cheap
+# correct one exists for them).
+CHANGED_BY_A_WRITE = ["/api/threads/huggingface/trl/14", "/threads/huggingface/trl/14",
+                      "/api/actions?repo=huggingface/trl&number=14", "/api/stats",
+                      "/api/failures/entropy_collapse", "/api/proposals"]
+
+
+@pytest.mark.parametrize("path", CHANGED_BY_A_WRITE)
+async def test_a_write_after_the_first_get_changes_the_etag(client: TestClient, ctx: Any,
+                                                            path: str) -> None:
+    """A 304 never hides a change: the tag of the first GET, sent back after a comment, an
+    action, a verdict and a new proposal were stored, is answered in full with another tag."""
+    from bot.store.models import Action, Thread
+    from bot.store.threads import upsert_comment
+    from bot.store.verdicts import set_verdict
+
+    first = await client.get(path)
+    tag = first.headers["ETag"]
+    await _304(client, path, **{"If-None-Match": tag})
+    async with ctx.sessionmaker() as session, session.begin():
+        thread = await session.scalar(select(Thread).where(Thread.number == 14))
+        assert thread is not None
+        await upsert_comment(session, thread, {"github_id": 9014, "kind": "comment",
+                                               "author": "bob", "body": "same here",
+                                               "created_at": "2026-01-20T00:00:00Z"})
+        session.add(Action(repo="huggingface/trl", number=14, kind="failure_comment",
+                           status="dry_run", body="would post"))
+        await set_verdict(session, thread, is_failure_report=True, category="kl_growth",
+                          login="maintainer", role="maintainer", comment_id=1, given_at=T0)
+    await add(ctx, "huggingface/trl", 17, "Support DAPO", days=8, proposal=True)
+    changed = await client.get(path, headers={"If-None-Match": tag})
+    assert changed.status == 200 and changed.headers["ETag"] != tag, path
+
+
+@pytest.mark.parametrize("path", ["/api/export.json", "/api/export.csv",
+                                  "/api/export.csv?limit=2"])
+async def test_an_export_has_no_validator_to_keep(client: TestClient, path: str) -> None:
+    """The exports carry no ETag or Last-Modified, so no condition can keep a stale one: a
+    tag or a date sent is answered in full."""
+    first = await client.get(path)
+    assert "ETag" not in first.headers and "Last-Modified" not in first.headers
+    again = await client.get(path, headers={"If-None-Match": '"x"',
+                                            "If-Modified-Since": http_date(T0, usegmt=True)})
+    assert again.status == 200 and await again.read()

@@ -749,6 +749,9 @@ def _query_parameters_read() -> set[str]:
         holder = rf"(?:\brequest\.query|\b(?:{'|'.join(sorted(aliases))}))"
         names |= set(re.findall(rf"{holder}(?:\.get\(|\[)\s*\"(\w+)\"", text))
         names |= set(re.findall(rf"\"(\w+)\" in {holder}\b", text))
+        # a second list of one answer paged by `api_paging(..., prefix="comments_")` (bounds79)
+        names |= {f"{prefix}{name}" for prefix in re.findall(r"\bprefix=\"(\w+)\"", text)
+                  for name in ("limit", "offset")}
     return names
 
 

@@ -149,8 +149,9 @@ def test_work_that_must_reproduce_a_published_result_is_a_results_rule() -> None
 def test_a_consequence_in_the_present_tense_asks_what_it_names() -> None:
     md = ("## New plugins\n\nDoes it add a plugin? Plugins without a page in the user guide "
           "are not merged.\n")
+    # (said of the changes its heading names since rules79)
     assert _rules({".github/pull_request_template.md": md})["docs_entry"]["statement"] == (
-        "Add or update the documentation with the change.")
+        "Add or update the documentation with the change, for new plugins.")
     # "If yes:" answers the template's question: no condition of its own to repeat
     assert stated_condition("If yes: is it registered with the loader", table().waived, 0) == (
         "in the cases the guide names")

@@ -130,6 +130,16 @@ CASES = {
                                "It is accepted when two maintainers approve it.\n"),
     "naming-and-undiscussed": _fill("`snake_case` for functions, `PascalCase` for types; we do not accept "
                                     "changes to the core API without a discussion in an issue. "),
+    # rules79: change headings, identifiers named as baselines, committed paths, sizes, sentences
+    # pointing back
+    "change-headings": _fill("## Changes to the " + "loss and the " * 8 + "sampler\n\nPost the mean return "
+                             "in the PR; it must stay within 3% of `main`. Compare it with `a_baseline`.\n"),
+    "long-change-heading": "## Changes to " + _fill("a ", SIZE // 2) + "\n\n" + _fill("Post the mean reward in the PR. "),
+    "committed-paths": _fill("For those PRs:\n\n1. Commit the config you ran as `a/<b>_<c>/d.yaml`.\n"
+                             "2. Save it as a/b/.\n"),
+    "issue-sizes": _fill("- Over ~200 changed lines? Open an issue first and get a maintainer's OK. "
+                         "More than 99 lines of code need an issue. "),
+    "points-back": _fill("She put the accuracy in the PR description. Any change to a head needs that table. "),
 }
 
 

@@ -31,6 +31,9 @@ REPO_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}")
 API_PREFIX = "/api/"
 # /api/threads' `review_history`: the latest 100 transitions by default, at most 2,000 a page
 HISTORY_LIMIT, HISTORY_MAX = 100, 2000
+# and its thread's comments, in time order: the first 500 by default, at most 2,000 a page
+# (`comments_limit`, `comments_offset`; a thread with thousands gave them all: bounds79)
+COMMENTS_LIMIT, COMMENTS_MAX = 500, 2000
 PAST_EVERY_ROW = 10 ** 9  # an offset read as past every row (parse_count reads nine digits)
 
 
@@ -309,26 +312,27 @@ async def metrics_view(request: web.Request) -> web.Response:
                         headers={"X-Content-Type-Options": "nosniff"})
 
 
-def api_paging(query: Mapping[str, str], *, default_limit: int, max_limit: int
-               ) -> tuple[int, int] | str:
+def api_paging(query: Mapping[str, str], *, default_limit: int, max_limit: int,
+               prefix: str = "") -> tuple[int, int] | str:
     """(limit, offset) of an /api/ list's query string, or the message of its 400. Every /api/
     list pages alike: `offset` is a whole number from 0 (0 when absent), `limit` a whole
     number from 1 (`default_limit` when absent); a limit above `max_limit` gets `max_limit`
     rows (the list's X-Total-Count header says how many there are in all), an offset of ten
-    digits or more an empty page, as any offset past the last row."""
-    typed = (query.get("limit") or "").strip()
+    digits or more an empty page, as any offset past the last row. `prefix` names the
+    parameters of a second list in one answer (`comments_limit`, `comments_offset`)."""
+    typed = (query.get(f"{prefix}limit") or "").strip()
     limit = parse_count(typed, default_limit)
     if limit is None and typed.isascii() and typed.isdigit() and typed.strip("0"):
         # ten digits or more: above the cap as well (was a 400); 0000000005 is 5
         digits = typed.lstrip("0")
         limit = int(digits) if len(digits) < 10 else max_limit
-    typed_offset = (query.get("offset") or "").strip()
+    typed_offset = (query.get(f"{prefix}offset") or "").strip()
     offset = parse_count(typed_offset, 0)
     if offset is None and typed_offset.isascii() and typed_offset.isdigit():
         offset = PAST_EVERY_ROW  # ten digits or more: past every row, an empty page
     if not limit or offset is None:
-        return (f"limit must be a whole number from 1 (at most {max_limit:,} rows are "
-                "returned), offset one from 0")
+        return (f"{prefix}limit must be a whole number from 1 (at most {max_limit:,} rows are "
+                f"returned), {prefix}offset one from 0")
     return min(limit, max_limit), offset
 
 
@@ -388,11 +392,25 @@ def next_link(request: web.Request, kind: str, position: Position | None) -> dic
     return {"Link": f'<{request.rel_url.with_query(query)}>; rel="next"'}
 
 
+async def _thread_not_found(session: Any, repo: str, number: int) -> web.Response:
+    """The 404 of a thread not stored; one that left GitHub (the page's 410) says so, with its
+    address on GitHub and when the tracker noticed: the contract's status, the page's news."""
+    from bot.site.threads import gone_from_github
+
+    gone = await gone_from_github(session, repo, number)
+    if gone is None:
+        return _json_error(404, "no such thread")
+    return web.json_response({
+        "error": f"no such thread: {gone['repo']}#{number} left GitHub (deleted, or transferred "
+                 "to another repository, where its address on GitHub leads)",
+        "gone": {"url": gone["url"], "noticed_at": gone["noticed_at"]}}, status=404)
+
+
 async def api_thread(request: web.Request) -> web.Response:
     from bot.site.data import find_thread
     from bot.store.history import thread_history
     from bot.store.models import Analysis
-    from bot.store.threads import load_comments, thread_record
+    from bot.store.threads import count_comments, load_comments, thread_record
     from bot.store.verdicts import shown_failure, thread_verdict, verdict_dict
 
     ctx = request.app[CTX]
@@ -406,11 +424,21 @@ async def api_thread(request: web.Request) -> web.Response:
     if isinstance(paging, str):
         return _json_error(400, paging)
     limit, offset = paging
+    comments_paging = api_paging(request.query, default_limit=COMMENTS_LIMIT,
+                                 max_limit=COMMENTS_MAX, prefix="comments_")
+    if isinstance(comments_paging, str):
+        return _json_error(400, comments_paging)
+    comments_limit, comments_offset = comments_paging
     async with ctx.sessionmaker() as session:
         thread = await find_thread(session, f"{owner}/{name}", number)
         if thread is None:
-            return _json_error(404, "no such thread")
-        record = thread_record(thread, await load_comments(session, thread))
+            return await _thread_not_found(session, f"{owner}/{name}", number)
+        comments = await load_comments(session, thread, limit=comments_limit,
+                                       offset=comments_offset)
+        comments_total = await count_comments(session, thread)
+        record = thread_record(thread, comments)
+        if len(comments) < comments_total:
+            record["complete"] = False  # the contract's "only part of the thread is known"
         row = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
         verdict = await thread_verdict(session, thread.id)
         history, history_total = await thread_history(session, thread.id, limit=limit,
@@ -422,7 +450,8 @@ async def api_thread(request: web.Request) -> web.Response:
     return web.json_response({
         "thread": record, "analysis": row.result if row is not None else None,
         "failure": shown, "verdict": verdict_dict(verdict) if verdict is not None else None,
-        "review_history": history, "review_history_total": history_total})
+        "review_history": history, "review_history_total": history_total,
+        "comments_total": comments_total})
 
 
 async def api_actions(request: web.Request) -> web.Response:

@@ -14,7 +14,9 @@ every answer of the app in one middleware, `conditional_get`:
   a list (a verdict, a re-analysis) does not move its newest date;
 - /healthz and /metrics are `no-store`: a kept answer would report a state that is gone;
 - streamed answers (the exports, written as they are read) carry no validator: `no-cache`,
-  and `Accept-Ranges: none` (a Range is answered with the whole export, 200).
+  and `Accept-Ranges: none` (a Range is answered with the whole export, 200). Their headers
+  go before the first row is read, and the store has no change marker every write moves
+  (docs/site.md, "Review bounds79"), so no tag could be both cheap and never stale.
 
 The app compresses nothing (no `Content-Encoding`), so no answer varies by Accept-Encoding; a
 proxy that compresses adds its own Vary and weakens the tag (nginx, Caddy do).

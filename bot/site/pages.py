@@ -79,8 +79,10 @@ def render(template: str, status: int = 200, **context: Any) -> web.Response:
                         headers=HEADERS)
 
 
-def not_found(what: str) -> web.Response:
-    return render("not_found.html", status=404, what=what)
+def not_found(what: str, missing: Mapping[str, Any] | None = None) -> web.Response:
+    """The site's 404 page, "No such `what`"; `missing` a thread of a tracked repository that
+    is not stored, with its address on GitHub (`bot.site.threads.not_stored`)."""
+    return render("not_found.html", status=404, what=what, missing=missing)
 
 
 def json_response(value: Any, status: int = 200) -> web.Response:

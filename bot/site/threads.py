@@ -38,6 +38,9 @@ from bot.store.verdicts import thread_verdict, verdict_dict
 # The thread page's "Review history": its latest changes (a proposal reopened and closed 200
 # times listed 200; left78); the earlier ones are counted and in /api/threads.
 HISTORY_SHOWN = 20
+# "What the app did": its latest actions (a thread answered thousands of times listed them
+# all; bounds79); the earlier ones are counted and in /api/actions, which lists them oldest first.
+ACTIONS_SHOWN = 20
 
 ACTION_KINDS = {"failure_comment": "Failure comment", "rule_summary": "Contribution-rule summary",
                 "command": "Reply to a command", "report": "Nightly report", "label": "Label",
@@ -96,10 +99,12 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
         return None
     cat = data.catalog()
     analysis = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
-    actions = list(await session.scalars(
-        select(Action).where(func.lower(Action.repo) == thread.repo.lower(),
-                             Action.number == thread.number)
-        .order_by(Action.created_at, Action.id)))
+    of_thread = (func.lower(Action.repo) == thread.repo.lower(), Action.number == thread.number)
+    actions_total = await session.scalar(select(func.count()).select_from(Action)
+                                         .where(*of_thread)) or 0
+    actions = list(reversed(list(await session.scalars(
+        select(Action).where(*of_thread)
+        .order_by(Action.created_at.desc(), Action.id.desc()).limit(ACTIONS_SHOWN)))))
     installed = await session.scalar(
         select(Repository.installation_id).where(func.lower(Repository.full_name) == thread.repo.lower()))
     from bot.store.installations import silenced_installations
@@ -161,6 +166,7 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
             "body": a.body, "reason": a.reason, "language": a.language,
             "created_at": format_datetime(a.created_at),
         } for a in actions],
+        "actions_earlier": actions_total - len(actions),  # not shown: /api/actions
         "installed": installed is not None,
         "suspended": suspended,  # the installation is suspended: the app cannot act there
         "verdict": None if verdict is None else {
@@ -209,8 +215,21 @@ async def thread_page(request: web.Request) -> web.Response:
         # A link from a report or an old list: it was here, and left GitHub's place.
         return render("thread_gone.html", status=410, g=gone)
     if found is None:
-        return not_found("thread")
+        return not_found("thread", missing=not_stored(repo, number))
     return render("thread.html", d=found, comment_html=comment_html)
+
+
+def not_stored(repo: str, number: int) -> dict[str, Any] | None:
+    """A thread of a repository the catalog tracks that is not stored (a link pasted from
+    GitHub, newer than the last sync): its name as the catalog spells it and GitHub's address
+    (`issues/N`, which GitHub forwards for a pull request). None for another name: no link is
+    built from a name only typed into the address."""
+    framework = data.catalog().framework_for_repo(repo)
+    name = next((n for n in (framework.repos if framework is not None else [])
+                 if n.lower() == repo.lower()), None)
+    if name is None:
+        return None
+    return {"repo": name, "number": number, "url": data.thread_url(name, number, "issue")}
 
 
 def setup(app: web.Application) -> None:

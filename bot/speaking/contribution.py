@@ -81,6 +81,10 @@ _NOT_A_GUIDE = re.compile(r"^(?:license|licence|copying|notice|changelog|changes
 MAX_PACKAGE_GUIDES = 6
 MAX_GUIDE_DEPTH = 3  # folders above the file: `a/b/c/CONTRIBUTING.md` is read, one deeper is not
 REPO_GUIDE_FOLDERS = ("", "docs")
+# A CONTRIBUTING under a docs site's folder (`docs/source/contributing.rst`, `doc/contributing.md`)
+# is the documentation's copy of the repository's guide, no package: read as a page of the top
+# guide (within its MAX_LINKED_PAGES), its rules the repository's (fetch79).
+DOCS_SITE_FOLDERS = frozenset({"docs", "doc", "documentation", "website"})
 # Folders whose CONTRIBUTING is another project's (vendored code, installed dependencies), build
 # output (a docs site, a wheel's tree) or test data; hidden folders (`.venv`, `.tox`) and
 # template folders (`{{cookiecutter.name}}`) neither.
@@ -98,7 +102,7 @@ TREE_KEY = "**/CONTRIBUTING.md"
 # `deferred`). As the sync keeps RATE_LIMIT_RESERVE GraphQL points (bot/github/sync.py): the
 # reserve is what webhooks' comments, labels and reads need until the hourly reset.
 REST_RESERVE = 500
-MAX_REPO_REQUESTS = 501
+MAX_REPO_REQUESTS = 509
 
 
 # (files, partial notes) of a stored fetch: ContributionRules.files, its summary's `partial`
@@ -215,19 +219,13 @@ async def fetch_rule_files(api: Any, repo: str, partial: dict[str, str] | None =
                 files[key] = linked
     # A CONTRIBUTING that is a table of contents: its pages, one level deep.
     # (The repository's and the organisation's: a followed pointer's file is not walked on.)
-    pages: dict[str, tuple[str, str]] = {}
-    for key, (source_repo, prefix) in origins.items():
-        if file_kind(key) != "contributing":
-            continue
-        for target in linked_pages(files[key], source_repo, key[len(prefix):]):
-            page = prefix + target
-            if page not in files and page not in fetch.partial:
-                pages.setdefault(page, (source_repo, target))
+    pages = _linked_from(origins, files, known={*files, *fetch.partial})
     for key, (source_repo, target) in list(pages.items())[:MAX_LINKED_PAGES]:
         text = await fetch.text(source_repo, target, key)
         if text is not None:
             files[key] = text
-    files.update(await _package_guides(fetch, repo, known={*files, *fetch.partial}, stored=stored))
+    files.update(await _package_guides(fetch, repo, known={*files, *fetch.partial}, stored=stored,
+                                       pages_left=MAX_LINKED_PAGES - min(len(pages), MAX_LINKED_PAGES)))
     if partial is not None:
         partial.update(fetch.partial)
     return files
@@ -288,11 +286,34 @@ async def _read_repo(fetch: _Fetcher, repo: str, prefix: str,
     return files
 
 
+def _linked_from(guides: dict[str, tuple[str, str]], files: dict[str, str],
+                 known: set[str]) -> dict[str, tuple[str, str]]:
+    """{key: (repository, path)} of the pages the CONTRIBUTING files among `guides` ({key:
+    (its repository, the prefix of its key)}) link to, in order, each once, none of `known`."""
+    pages: dict[str, tuple[str, str]] = {}
+    for key, (source_repo, prefix) in guides.items():
+        if file_kind(key) != "contributing":
+            continue
+        for target in linked_pages(files[key], source_repo, key[len(prefix):]):
+            page = prefix + target
+            if page not in known:
+                pages.setdefault(page, (source_repo, target))
+    return pages
+
+
+def docs_site_guide(path: str) -> bool:
+    """Whether a CONTRIBUTING below the root is a docs site's copy of the repository's guide
+    (`docs/source/contributing.rst`), not a package's."""
+    return path.split("/", 1)[0].lower() in DOCS_SITE_FOLDERS
+
+
 def package_guide_paths(tree: list[Any]) -> list[str]:
-    """The package guides to read from a git tree listing: one CONTRIBUTING per folder (the
-    first spelling of CONTRIBUTING_NAMES), at most MAX_GUIDE_DEPTH folders deep, not in the
+    """The guides below the root to read from a git tree listing: one CONTRIBUTING per folder
+    (the first spelling of CONTRIBUTING_NAMES), at most MAX_GUIDE_DEPTH folders deep, not in the
     repository's own guide folders nor in another project's, build or test-data folders;
-    shallowest first, then by path (deterministic), all of them (the caller bounds)."""
+    shallowest first, then by path (deterministic), all of them (the caller bounds). Those
+    under a docs site's folder (docs_site_guide) are the top guide's pages, the others
+    packages' guides."""
     by_folder: dict[str, tuple[int, str]] = {}
     for entry in tree:
         if not isinstance(entry, dict) or entry.get("type") != "blob":
@@ -312,16 +333,18 @@ def package_guide_paths(tree: list[Any]) -> list[str]:
 
 
 async def _package_guides(fetch: _Fetcher, repo: str, known: set[str],
-                          stored: StoredFiles | None = None) -> dict[str, str]:
-    """{path: text} of `repo`'s package guides (package_guide_paths; those in `known`, read
-    already as a CONTRIBUTING's pages, skipped), MAX_PACKAGE_GUIDES at most: one tree request
-    plus one per guide. They add to the repository's own files, so a failure here degrades to
-    what was read, said in `fetch.partial`, instead of failing the summary.
+                          stored: StoredFiles | None = None, pages_left: int = 0) -> dict[str, str]:
+    """{path: text} of the guides below `repo`'s root (package_guide_paths; those in `known`,
+    read already, skipped): a docs site's copy of the guide as a page of the top guide (within
+    the `pages_left` of its MAX_LINKED_PAGES), MAX_PACKAGE_GUIDES packages' guides, then the
+    pages those link to in the repository (MAX_LINKED_PAGES, one level, as the top guide's):
+    one tree request plus one per file. They add to the repository's own files, so a failure
+    here degrades to what was read, said in `fetch.partial`, instead of failing the summary.
 
-    `stored`: the files and partial notes of the last complete fetch. GitHub answering the tree listing 304 (its
-    ETag kept, UNCHANGED_LISTING: free, a cheap night) says the tree is the same, so its
-    guides are too: taken from there, not read again. Without `stored` the listing is asked
-    whole."""
+    `stored`: the files and partial notes of the last complete fetch. GitHub answering the tree
+    listing 304 (its ETag kept, UNCHANGED_LISTING: free, a cheap night) says the tree is the
+    same, so its guides and their pages are too: taken from there, not read again. Without
+    `stored` the listing is asked whole."""
     url = tree_url(repo)
     if url is None:
         return {}
@@ -338,31 +361,46 @@ async def _package_guides(fetch: _Fetcher, repo: str, known: set[str],
             fetch.partial[TREE_KEY] = "unlisted"
         return {}
     if listing is UNCHANGED_LISTING:
-        files, notes = stored or ({}, {})
-        blobs = [{"type": "blob", "path": path} for path in [*files, *notes]]
-        guides = {}
-        for path in [p for p in package_guide_paths(blobs) if p not in known][:MAX_PACKAGE_GUIDES]:
+        stored_files, notes = stored or ({}, {})
+        entries: list[Any] = [{"type": "blob", "path": path} for path in [*stored_files, *notes]]
+
+        async def read(path: str) -> str | None:
             if path in notes:
                 fetch.partial[path] = notes[path]  # read in part ("cut") or not at all ("unread")
-            if path in files:
-                guides[path] = files[path]
-        return guides
-    if not isinstance(listing, dict):
-        return {}
-    if listing.get("truncated"):
-        fetch.partial[TREE_KEY] = "unlisted"  # the entries served are still read
-    paths = [p for p in package_guide_paths(listing.get("tree") or []) if p not in known]
-    guides: dict[str, str] = {}
-    for path in paths[:MAX_PACKAGE_GUIDES]:
-        try:
-            text = await fetch.text(repo, path)
-        except (GitHubException, OSError, aiohttp.ClientError) as exc:
-            log.warning("package guide %s of %s not read (%s)", path, repo, exc)
-            fetch.partial[path] = "failed"
-            continue
-        if text is not None:
-            guides[path] = text
-    return guides
+            return stored_files.get(path)
+    else:
+        if not isinstance(listing, dict):
+            return {}
+        if listing.get("truncated"):
+            fetch.partial[TREE_KEY] = "unlisted"  # the entries served are still read
+        entries = listing.get("tree") or []
+
+        async def read(path: str) -> str | None:
+            try:
+                return await fetch.text(repo, path)
+            except (GitHubException, OSError, aiohttp.ClientError) as exc:
+                log.warning("%s of %s not read (%s)", path, repo, exc)
+                fetch.partial[path] = "failed"
+                return None
+
+    found: dict[str, str] = {}
+
+    async def read_each(paths: list[str]) -> dict[str, str]:
+        read_now: dict[str, str] = {}
+        for path in paths:
+            text = await read(path)
+            if text is not None:
+                read_now[path] = text
+        found.update(read_now)
+        return read_now
+
+    paths = [p for p in package_guide_paths(entries) if p not in known]
+    await read_each([p for p in paths if docs_site_guide(p)][:max(pages_left, 0)])
+    guides = await read_each([p for p in paths if not docs_site_guide(p)][:MAX_PACKAGE_GUIDES])
+    pages = _linked_from({path: (repo, "") for path in guides}, guides,
+                         known={*known, *found, *fetch.partial})
+    await read_each(list(pages)[:MAX_LINKED_PAGES])
+    return found
 
 
 def linked_pages(text: str, repo: str, path: str) -> list[str]:

@@ -258,8 +258,17 @@ async def delete_comment(session: AsyncSession, kind: str, github_id: int) -> bo
     return bool(result.rowcount)
 
 
-async def load_comments(session: AsyncSession, thread: Thread) -> list[Comment]:
-    return list(await session.scalars(_COMMENTS_OF, {"thread_id": thread.id}))
+async def load_comments(session: AsyncSession, thread: Thread, *, limit: int | None = None,
+                        offset: int = 0) -> list[Comment]:
+    """A thread's comments in time order; `limit` of them after `offset` when given (the
+    JSON API pages a long thread's)."""
+    query = _COMMENTS_OF if limit is None else _COMMENTS_OF.limit(limit).offset(offset)
+    return list(await session.scalars(query, {"thread_id": thread.id}))
+
+
+async def count_comments(session: AsyncSession, thread: Thread) -> int:
+    return int(await session.scalar(select(func.count()).select_from(Comment)
+                                    .where(Comment.thread_id == thread.id)) or 0)
 
 
 _COMMENTS_OF_THREADS = (

@@ -10,7 +10,7 @@ Chinese input methods type it, and the full-width letters their full-width mode 
 read as NFKC; characters GitHub does not show ignored), read in the first 64 KiB, and shown
 by GitHub as the writer's own line (security75: the finder agrees with the rendered comment).
 What GitHub shows as code (a fenced block, a line indented four columns, a `<pre>` (to
-`</pre>`), a `<textarea>` block, the rest of the paragraph after an unclosed `<code>`, a code
+`</pre>`), the rest of the paragraph after an unclosed `<code>`, a code
 span running across a paragraph's lines, as a hard-wrapped "type `` ` `` and a new line
 starting `/rltracker stop`"), hides (an HTML comment) or folds away (`<details>`), and what
 quotes someone else (a `>` quote and the lines going on from its text, a `<blockquote>`, or
@@ -18,7 +18,12 @@ everything below an e-mail reply's header: `On ... wrote:`, `在 ... 写道：` 
 naming an address, and `-----Original Message-----`; Outlook does not quote the original with
 `>`) is no command: "to silence it, write ```/rltracker stop```" asks for nothing. A bare
 `<pre>`, `<details>` or `<blockquote>` in prose holds the rest of the comment as one at the
-start of a line does (the browser keeps what follows inside the element).
+start of a line does (the browser keeps what follows inside the element). A `<textarea>`
+starting a block is raw HTML up to the line holding `</textarea>` (`_opens_textarea`), shown
+run into one line of text: no line of it is a line of its own.
+A line holding a direction control that reorders what is shown (an embedding, an override or
+an isolate, typed or as a numeric character reference) is no command (security79): the reader
+may see its words in another order than the app reads them, or no command at all.
 Lines end where GitHub ends them (LF, CR, CRLF; not at U+2028 or a form feed, which it shows
 inside a line). Every rule is a scan of each line with string methods, linear on 64 KiB (a
 paragraph's backtick runs are paired with one pointer per run length).
@@ -26,6 +31,7 @@ paragraph's backtick runs are paired with one pointer per run length).
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 
@@ -38,16 +44,23 @@ _MAX_BODY = 65536  # characters read for a command
 # is read, and before a body is looked at for the word at all.
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad\u200e\u200f\u061c"
                                     "\u2061\u2062\u2063\u2064\u034f\u180e"))
+# Unicode's explicit direction controls: embeddings (LRE, RLE), overrides (LRO, RLO), their end
+# (PDF), isolates (LRI, RLI, FSI) and theirs (PDI). A line holding one may show its words in
+# another order (an override reverses them: "/rltracker kind \u202espalloc_yportne" shows
+# "kind entropy_collapse") or not as a command. The marks above (LRM, RLM, ALM) are letters of
+# no width: they move the neutral characters beside them (a leading RLM shows
+# "rltracker stop/"), never the order of the command's words, and an RTL keyboard types them.
+_DIRECTION_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 _SLASHES = ("/", "\uff0f")  # `／`: a full-width slash
 # Trailing punctuation people put after a command word or a kind ("/rltracker stop.").
 _TRAILING = ".,;:!?。，；：！？、"
 _LINE_END = re.compile(r"\r\n|\r|\n")  # CommonMark's line endings (no quantifier: linear)
 # HTML blocks whose lines GitHub shows folded (`<details>`), quoted (`<blockquote>`: a
 # maintainer quoting a reporter's `/rltracker kind ...` gave the verdict as theirs) or as code
-# (`<pre>`; a `<textarea>`, whose tags GitHub's tag filter prints as text, frames what it holds
-# as a sample): no command inside, as in a `>` quote or a fence. `<code>` is not one of them
-# (`_code_depth`): it shows as code only up to the end of its paragraph.
-_HIDING_TAGS = ("details", "blockquote", "pre", "textarea")
+# (`<pre>`): no command inside, as in a `>` quote or a fence. `<code>` is not one of them
+# (`_code_depth`): it shows as code only up to the end of its paragraph; nor `<textarea>`
+# (`_opens_textarea`).
+_HIDING_TAGS = ("details", "blockquote", "pre")
 # `<code ...>` or `</code>` (one tag name, one character after it: linear)
 _CODE_TAG = re.compile(r"</?code(?=[\s>/]|$)")
 
@@ -222,6 +235,32 @@ def _starts_html_block(text: str) -> bool:
     return end > 0 and text.endswith(">") and text.count("<") == 1
 
 
+def _opens_textarea(line: str) -> bool:
+    """Whether `line`, where a block may start, starts a `<textarea>` HTML block: CommonMark
+    0.30's (and cmark-gfm's) type 1, after up to three spaces `<textarea` and a space, a tab,
+    `>` or the end of the line, any case. Like `<pre>`, it holds the lines after it, blank ones
+    too, up to the first line that holds `</textarea>` anywhere (in a code span or an HTML
+    comment too: the block is raw text, and its end is found by that string alone), and can
+    interrupt a paragraph. Unlike `<pre>`, GitHub's tag filter prints its tags as text, and
+    its lines are raw HTML with no line breaks of their own: a command there shows run into
+    the line before it ("<textarea> x /rltracker stop </textarea>"). A `<textarea>` elsewhere
+    (in prose, after another tag, indented four columns) is printed as text and holds
+    nothing (security79, checked with cmark-gfm and GFM's tagfilter)."""
+    if _indent(line) > 3:
+        return False
+    text = line.lstrip(" \t").lower()
+    return text.startswith("<textarea") and text[9:10] in ("", " ", "\t", ">")
+
+
+def _direction_reordered(line: str) -> bool:
+    """Whether `line` holds an explicit direction control (`_DIRECTION_CONTROLS`), typed or
+    written as a numeric character reference (`&#x202E;`, which GitHub shows as the control
+    outside code spans)."""
+    if not _DIRECTION_CONTROLS.isdisjoint(line):
+        return True
+    return "&#" in line and not _DIRECTION_CONTROLS.isdisjoint(html.unescape(line))
+
+
 def _quote_text(text: str) -> bool:
     """Whether a `>` quote line (stripped) holds paragraph text, which the next lines go on
     as its lazy continuation (shown inside the quote) until a blank line or another block."""
@@ -284,6 +323,8 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
     html_block = False  # the paragraph is an HTML block (`_starts_html_block`): a list item
     # or quote marker inside it is its raw text, no new block
     quoted = False  # the paragraph is a `>` quote's: a line going on from it is quoted (lazy)
+    textarea = False  # in a `<textarea>` block (`_opens_textarea`), blank lines and all
+    reordering = -1  # the last line index holding a direction control (`_direction_reordered`)
     for n, raw in enumerate(_lines((body or "")[:_MAX_BODY])):
         if not raw or raw.isspace():
             spanned |= _in_spans(paragraph)  # a blank line ends a paragraph
@@ -295,7 +336,16 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
             if closing and closing[0] == fence[0] and closing[1] >= fence[1] and not closing[2].strip():
                 fence = None
             continue
-        hidden = in_comment or any(hiding.values())
+        # a `<textarea>` block: opened where a block may start (not inside another HTML
+        # block, a comment or a hiding element), closed by the first line holding its end tag
+        if not (textarea or in_comment or any(hiding.values()) or (paragraph and html_block)):
+            textarea = _opens_textarea(line)
+            opened_textarea = textarea
+        else:
+            opened_textarea = False
+        hidden = in_comment or any(hiding.values()) or textarea
+        if textarea and "</textarea>" in line.lower():
+            textarea = False
         # HTML comments: open and close along the line, outside its code spans
         scanned = _outside_code_spans(line) if "`" in line else line
         shown: list[str] = []  # the parts of `scanned` outside HTML comments
@@ -316,15 +366,13 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
         # spans ("fold logs in `<details>`") and HTML comments: at the start of a line (an HTML
         # block) or in prose ("write it in <pre> tags"), the browser keeps the rest of the
         # comment inside the element (security75: the HTML standard's tree building; a
-        # `<details>` without a summary folds it away). A `<textarea>` opens only at the start
-        # of a line: in prose its tag is shown as the text it is. Closed where the block's text
+        # `<details>` without a summary folds it away). Closed where the block's text
         # ends ("ValueError: nan</pre>"): the lines after it are GitHub's Markdown (review66).
         visible = "".join(shown).lower() if "<" in line else ""
-        starts_with_tag = line.lstrip().startswith("<")
         for tag in _HIDING_TAGS if visible else ():
-            opened = _tags_opened(visible, tag) if starts_with_tag or tag != "textarea" else 0
-            hiding[tag] = max(0, hiding[tag] + opened - _tags_opened(visible, tag, "</"))
-        if hidden:
+            hiding[tag] = max(0, hiding[tag] + _tags_opened(visible, tag)
+                              - _tags_opened(visible, tag, "</"))
+        if hidden or opened_textarea:
             spanned |= _in_spans(paragraph)
             paragraph, code_depth, quoted = [], 0, False
             continue
@@ -348,6 +396,13 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
         paragraph.append((n, line))
         # in a `<code>` opened above: code; going on from a `>` quote's text: quoted
         words = _words(line) if not (code_depth or quoted) else None
+        if _direction_reordered(raw):
+            reordering = n
+        # a direction control on the line, or on an earlier line of an HTML block (raw HTML:
+        # its lines run into one, and a control goes on over them; a paragraph's line breaks
+        # are GitHub's <br>, which ends it), reorders what the line shows
+        if words is not None and (reordering == n or (html_block and paragraph[0][0] <= reordering)):
+            words = None
         if words is not None:
             found.append((n, words))
         code_depth = _code_depth(visible, code_depth) if visible else code_depth

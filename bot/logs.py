@@ -39,8 +39,12 @@ MAX_EXPIRING = 10_000
 _ARGUMENT_VALUE = re.compile(r"(query argument \$\d+(?: in element #\d+ of executemany\(\) sequence)?): .*")
 # JSON escapes U+0000-U+001F; with ensure_ascii=False the rest is written as it came. These
 # also end a line (U+0085, U+2028, U+2029 for splitlines and many viewers) or drive a terminal
-# (DEL, the C1 controls: U+009B is CSI), so they are written as backslash-u escapes too.
-_UNSAFE = {c: f"\\u{c:04x}" for c in [*range(0x7F, 0xA0), 0x2028, 0x2029]}
+# (DEL, the C1 controls: U+009B is CSI), so they are written as backslash-u escapes too; and
+# so are the direction embeddings, overrides and isolates (security79: a title's RLO turned
+# the rest of its line around in a viewer that lays out bidirectional text, the fields after
+# it read backwards: "status": "failed" as "deliaf" ...).
+_UNSAFE = {c: f"\\u{c:04x}" for c in [*range(0x7F, 0xA0), 0x2028, 0x2029,
+                                       *range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
 
 
 def register_secret(value: str | None, *, expires_in: float | None = None) -> None:

@@ -4,7 +4,8 @@ The job (cron `settings.nightly_cron`, default 03:00 UTC) runs, each step on its
 failing step does not stop the others: GraphQL sync, re-analysis of threads whose analysis is
 missing or from an older analyzer version (one thread at a time, stored only over the version
 it read; a thread that fails is recorded and the rest go on: step_reanalyse), recovery of missed deliveries, reception of the
-app's comments, contribution rules refresh, optional arXiv listings, the study (bot.site.study) and the report
+app's comments, the installed repositories' settings files read again (one the app cannot use
+is then on /repos/ and in the report: it gets no push events), contribution rules refresh, optional arXiv listings, the study (bot.site.study) and the report
 (which says when the night's sync failed). Each run
 is a JobRun row (start, end, outcome, counts per step).
 
@@ -262,6 +263,13 @@ async def step_reception(ctx: Any) -> Any:
     return (await refresh_reception(ctx)).as_dict()
 
 
+async def step_settings(ctx: Any) -> Any:
+    from bot.speaking.contribution import REST_RESERVE
+    from bot.speaking.repo_config import refresh_installed
+
+    return await refresh_installed(ctx, REST_RESERVE)
+
+
 async def step_rules(ctx: Any) -> Any:
     if ctx.github is None:
         return "skipped: no GitHub client"
@@ -314,6 +322,8 @@ STEPS: list[tuple[str, Step]] = [
     ("reanalyse", step_reanalyse),
     ("recovery", step_recovery),
     ("reception", step_reception),
+    # before the rules refresh, which spends an installation's REST budget down to its reserve
+    ("settings", step_settings),
     ("rules", step_rules),
     ("papers", step_papers),
     ("study", step_study),  # after sync and re-analysis; before the report, which lists its new landings
@@ -506,6 +516,13 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
         if rules_failed:
             problems.append(f"the contribution rules of {rules_failed} repository(ies) could "
                             "not be refreshed (see the log)")
+        # Repositories whose settings file could not be read tonight (GitHub failed): what
+        # was read before stays on their rows (bot.speaking.repo_config.refresh_installed).
+        settings = counts.get("settings")
+        settings_failed = int(settings.get("failed") or 0) if isinstance(settings, dict) else 0
+        if settings_failed:
+            problems.append(f"the settings files of {settings_failed} repository(ies) could not "
+                            "be read (see the log)")
         # Deliveries the inbox never got whose redelivery GitHub refused (the POST failed):
         # the night said "ok"; they are asked again the next nights while GitHub keeps them.
         recovery = counts.get("recovery")
@@ -529,6 +546,7 @@ async def nightly_job(ctx: Any, *, steps: list[tuple[str, Step]] | None = None,
             problems.append(f"the re-analysis of {total} thread(s) failed: {shown}")
         outcome = ("failed" if errors else "partial" if (refused or unposted or unanalysed
                                                          or unsynced or rules_failed
+                                                         or settings_failed
                                                          or unrecovered or unlisted)
                    else "ok")
         await record_job_run(ctx, JOB_NAME, run_id, finished_at=utcnow(), outcome=outcome, counts=_jsonable(counts),

@@ -6,7 +6,7 @@ import unicodedata
 from functools import cache
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from bot.config import TEMPLATES_DIR
 
@@ -50,6 +50,16 @@ def without_direction_controls(text: object) -> str:
     labels) with the direction controls that text held taken out: one of them would reorder
     the sentence's words after it, and no markup can isolate a part of a plain string."""
     return "" if text is None else str(text).translate(_DIRECTION_CONTROLS)
+
+
+def isolated(text: object) -> Markup:
+    """A name from GitHub among a page's own words (a login, a repository, an `owner/repo#N`
+    key): escaped, and in a <bdi> when it is not ASCII. GitHub allows only ASCII letters,
+    digits and `-_.` in these, which reorder nothing; one holding more (a stored or imported
+    record) may hold a direction control that reorders the sentence or table row after it,
+    and is isolated as a title is (security79)."""
+    shown = "" if text is None else str(text)
+    return escape(shown) if shown.isascii() else Markup("<bdi>%s</bdi>") % shown
 
 
 def plain_title(text: object) -> str:
@@ -137,6 +147,7 @@ def html_env() -> jinja2.Environment:
     env.filters["plain_title"] = plain_title
     env.filters["without_direction_controls"] = without_direction_controls
     env.filters["without_controls"] = without_controls
+    env.filters["isolated"] = isolated
     return env
 
 

@@ -153,24 +153,61 @@ async def test_replay_sends_signed_deliveries(ctx: AppContext, shared_dir: Path,
         out = capsys.readouterr().out
         assert code == 0, out
         assert "summary: 202: 4" in out
-        # --event overrides the folder name; a wrong secret is refused and reported
+        # --event overrides the folder name (an event the app handles: user79); a wrong
+        # secret is refused and reported
         code = await asyncio.to_thread(
             main, ["replay", str(root / "ping" / "ping.json"), "--url", url, "--secret", "nope",
-                   "--event", "custom"])
+                   "--event", "installation_target"])
         out = capsys.readouterr().out
         assert code == 1 and "summary: 401: 1" in out
         code = await asyncio.to_thread(
             main, ["replay", str(root / "ping" / "ping.json"), "--url", url,
-                   "--secret", "test-secret", "--event", "custom"])
+                   "--secret", "test-secret", "--event", "installation_target"])
         assert code == 0
     async with ctx.sessionmaker() as s:
         rows = list(await s.scalars(select(Delivery).order_by(Delivery.id)))
-    assert [r.event for r in rows] == ["ping", "ping", "ping", "issues", "custom"]
+    assert [r.event for r in rows] == ["ping", "ping", "ping", "issues", "installation_target"]
     assert rows[3].action == "opened"
 
 
 
 EXAMPLE_ISSUES = Path(__file__).resolve().parent.parent / "examples" / "issues"
+
+
+async def test_replay_refuses_an_event_the_app_does_not_handle(
+        ctx: AppContext, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The event is `--event`, else the file's folder name: a payload saved to a folder of
+    another name (`~/Downloads/x.json`: event "Downloads") or `--event issue` for `issues`
+    was answered 202, stored and done with nothing done, exit 0: it read as replayed
+    (user79; failed on main: exit 0, the deliveries stored). Now exit 2, one line saying
+    what to do, nothing sent."""
+    saved = tmp_path / "Downloads"
+    saved.mkdir()
+    (saved / "x.json").write_bytes((EXAMPLE_ISSUES / "opened.failure-en.json").read_bytes())
+    async with TestClient(TestServer(create_app(ctx, worker=False))) as client:
+        url = str(client.make_url("/webhook"))
+        code = await asyncio.to_thread(main, ["replay", str(EXAMPLE_ISSUES), str(saved), "--url",
+                                              url, "--secret", "test-secret"])
+        out, err = capsys.readouterr()
+        assert code == 2 and out == "", out
+        [line] = err.splitlines()
+        assert line.startswith(f"rltracker replay: {saved / 'x.json'}: its folder's name "
+                               "'Downloads' is taken for the event"), line
+        assert "give --event (one of " in line and line.endswith("nothing was sent")
+        code = await asyncio.to_thread(main, ["replay", str(saved / "x.json"), "--url", url,
+                                              "--secret", "test-secret", "--event", "issue"])
+        out, err = capsys.readouterr()
+        assert code == 2 and out == ""
+        [line] = err.splitlines()
+        assert line.startswith("rltracker replay: --event issue: not an event the app handles "
+                               "(did you mean issues? one of "), line
+        # given right, it is sent
+        code = await asyncio.to_thread(main, ["replay", str(saved / "x.json"), "--url", url,
+                                              "--secret", "test-secret", "--event", "issues"])
+        assert code == 0, capsys.readouterr()
+    async with ctx.sessionmaker() as s:
+        rows = list(await s.scalars(select(Delivery).order_by(Delivery.id)))
+    assert [r.event for r in rows] == ["issues"]  # the refused replays sent nothing
 
 
 async def test_replay_says_why_a_delivery_was_refused(ctx: AppContext, tmp_path: Path,

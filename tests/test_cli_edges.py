@@ -508,6 +508,20 @@ def test_a_missing_subcommand_names_the_ones_there_are(args: tuple[str, ...], ch
     assert f"required: {choices} " in line, line
 
 
+# ------------------------------------------------------------------ a subcommand's unknown flag
+@pytest.mark.parametrize("args", [("stats", "--jsn"), ("repos", "resume", "a/b", "--force"),
+                                  ("deliveries", "retry", "--everything")])
+def test_an_unknown_flag_is_said_as_the_subcommands(args: tuple[str, ...]) -> None:
+    """user79: `rltracker stats --jsn` said "rltracker: unrecognized arguments: --jsn (see
+    `rltracker --help`)": the top command's help, which lists none of stats' flags. Failed on
+    main; the line now names the subcommand and its help."""
+    *command, flag = args
+    name = " ".join(command[:2] if command[0] in ("repos", "deliveries") else command[:1])
+    line = one_line(text(rltracker(*args)), name, 2)
+    assert line == (f"rltracker {name}: unrecognized arguments: {flag} "
+                    f"(see `rltracker {name} --help`)"), line
+
+
 # ------------------------------------------------------------------ a subcommand's messages
 @pytest.mark.parametrize(("args", "prefix"), [
     (("repos", "resume", "nobody/nothing"), "rltracker repos resume: nobody/nothing is not a"),

@@ -700,6 +700,8 @@ def test_replay_to_a_url_nothing_listens_on_says_so_once(tmp_path: Path) -> None
     """`rltracker replay examples/` with `serve` not running printed one
     "error: ClientConnectorError" line per file (the README's demo sends nine) and never
     said what was wrong; it stops at the first with one line naming the URL."""
+    tmp_path = tmp_path / "ping"  # the folder names the event (one the app handles: user79)
+    tmp_path.mkdir()
     for name in ("a", "b", "c"):
         (tmp_path / f"{name}.json").write_text('{"zen": "z"}')
     result = rltracker("replay", str(tmp_path), "--url", "http://127.0.0.1:9/webhook",

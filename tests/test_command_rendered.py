@@ -22,6 +22,7 @@ tests/fakegithub.py over HTTP.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -98,31 +99,76 @@ def test_a_command_after_the_blank_line_that_ends_a_code_paragraph_is_read(
     assert "/rltracker" not in without_commands(body)
 
 
-_RENDER = MarkdownIt("commonmark", {"html": True})
+# GitHub renders a comment's line breaks as <br> (`breaks`), and its tag filter (GFM's
+# tagfilter extension) prints these tags as text: `<textarea>` holds nothing (security79).
+_RENDER = MarkdownIt("commonmark", {"html": True, "breaks": True})
+_TAGFILTER = re.compile(r"<(/?(?:title|textarea|style|xmp|iframe|noembed|noframes|script|plaintext))"
+                        r"(?=[\s/>])", re.IGNORECASE)
 _BLOCKS = {"p", "li", "div", "td", "th", "h1", "h2", "h3", "h4", "h5", "h6"}
+# elements that start a new line where they open and close (a <br> ends one)
+_LINE_BREAKING = _BLOCKS | {"br", "pre", "blockquote", "details", "summary", "ul", "ol", "hr",
+                            "table", "tr", "body", "html"}
+_DIRECTION_CONTROLS = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def github_html(body: str) -> str:
+    """`body` rendered as GitHub renders a comment: CommonMark (markdown-it, HTML on, line
+    breaks kept) with GFM's tag filter applied to its raw HTML."""
+    return _TAGFILTER.sub(r"&lt;\1", _RENDER.render(body))
+
+
+def shown_commands(body: str) -> list[bool]:
+    """For each `/rltracker` the rendered comment shows: whether a reader sees it as the
+    writer's own command line. It must start a line as the browser lays it out (after a
+    block's start or a <br>: raw HTML's line feeds are spaces, so a line of an HTML block runs
+    into the one before it), sit outside pre/blockquote/details and outside a code element
+    opened within its own block (a block nested in a code element gets its font, not its
+    box), and its line must hold no direction control (an embedding, override or isolate may
+    show the words in another order; a <br> or a block ends its reach: Chromium)."""
+    tree = html5lib.parseFragment(github_html(body), container="div", treebuilder="etree",
+                                  namespaceHTMLElements=False)
+    lines: list[list[tuple[str, bool]]] = [[]]  # each laid-out line: (text, hidden) pieces
+
+    def text(value: str | None, path: list[str]) -> None:
+        if value:
+            inline = path[max((i for i, tag in enumerate(path) if tag in _BLOCKS), default=0):]
+            hidden = bool({"pre", "blockquote", "details"} & set(path)) or "code" in inline
+            pieces = value.split("\n") if "pre" in path else [value]
+            for i, piece in enumerate(pieces):
+                if i:
+                    lines.append([])
+                lines[-1].append((piece, hidden))
+
+    def walk(element: Any, path: list[str]) -> None:
+        tag = element.tag if isinstance(element.tag, str) else ""
+        path = [*path, tag]
+        if tag in _LINE_BREAKING:
+            lines.append([])
+        text(element.text, path)
+        for child in element:
+            walk(child, path)
+            text(child.tail, path)
+        if tag in _LINE_BREAKING:
+            lines.append([])
+
+    walk(tree, [])
+    shown: list[bool] = []
+    for line in lines:
+        before = ""
+        reordered = any(_DIRECTION_CONTROLS & set(piece) for piece, _ in line)
+        for piece, hidden in line:
+            start = piece.find("/rltracker")
+            while start >= 0:
+                own = not (before + piece[:start]).strip(" \t\n\r\f")
+                shown.append(own and not hidden and not reordered)
+                start = piece.find("/rltracker", start + 1)
+            before += piece
+    return shown
 
 
 def _shown_as_the_writers_line(body: str) -> bool:
-    """Whether the rendered `/rltracker` text sits outside pre/blockquote/details and outside
-    a code element opened within its own block (a block nested in a code element gets its
-    font, not its box)."""
-    tree = html5lib.parseFragment(_RENDER.render(body), container="div", treebuilder="etree",
-                                  namespaceHTMLElements=False)
-    found: list[bool] = []
-
-    def walk(element: Any, ancestors: list[str]) -> None:
-        path = [*ancestors, element.tag if isinstance(element.tag, str) else ""]
-        texts = [(element.text, path)] + [(child.tail, path) for child in element]
-        for text, where in texts:
-            if text and "/rltracker" in text:
-                inline = where[max((i for i, tag in enumerate(where) if tag in _BLOCKS),
-                                   default=0):]
-                found.append(not {"pre", "blockquote", "details"} & set(where)
-                             and "code" not in inline)
-        for child in element:
-            walk(child, path)
-
-    walk(tree, [])
+    """`shown_commands` of a body showing `/rltracker` once."""
+    found = shown_commands(body)
     assert len(found) == 1, body
     return found[0]
 

@@ -103,6 +103,30 @@ async def test_a_delivery_failing_past_its_retries_is_shown_and_can_be_requeued(
         assert code == 2 and "give delivery ids or --all" in err
 
 
+async def test_retry_given_ids_and_all_requeues_nothing(
+        ctx: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`deliveries retry dlv-1 --all`: the ids were dropped without a word and every failed
+    delivery re-queued, exit 0 (user79; failed on main), when the operator may have meant
+    the one whose cause they fixed. Refused, exit 2, nothing re-queued."""
+    from sqlalchemy import select
+
+    from bot.store.models import Delivery
+
+    async with ctx.sessionmaker() as session:
+        session.add_all([Delivery(delivery_id=f"dlv-{n}", event="issues", action="opened",
+                                  payload="{}", status="failed", attempts=5, last_error="boom")
+                         for n in (1, 2)])
+        await session.commit()
+    monkeypatch.setenv("DATABASE_URL", ctx.settings.database_url)
+    code, out, err = await _cli(capsys, "deliveries", "retry", "dlv-1", "--all")
+    assert code == 2 and out == ""
+    assert err == ("rltracker deliveries retry: give delivery ids or --all, not both (--all "
+                   "re-queues every failed delivery and attempts every waiting one); nothing "
+                   "was re-queued\n"), err
+    async with ctx.sessionmaker() as session:
+        assert set(await session.scalars(select(Delivery.status))) == {"failed"}
+
+
 @pytest.mark.parametrize("limit,wait", [("secondary", 120), ("primary", 1800)])
 async def test_a_rate_limited_delivery_waits_as_long_as_github_asks(
         app_ctx: Any, fake_github: Any, shared_dir: Path, limit: str, wait: int) -> None:

@@ -624,6 +624,17 @@ def test_understanding_ai_code_closing_for_no_response_and_review_after_ci() -> 
     assert "review_after_ci" not in _rules({"CONTRIBUTING.md": wait})
 
 
+def test_lint_errors_that_stop_a_review_are_no_ci_rule() -> None:
+    # Set AC's one invented line (integrator, 5 December): no CI is named, so none is stated.
+    lint = "Run the hooks before pushing; pull requests with lint errors are not reviewed.\n"
+    by_rule = _rules({"CONTRIBUTING.md": lint})
+    assert "review_after_ci" not in by_rule
+    assert by_rule["review_after_lint"]["statement"] == "A PR with lint errors is not reviewed."
+    both = "A PR whose CI pipeline is red, or that has lint errors, is not reviewed.\n"
+    assert "review_after_ci" in _rules({"CONTRIBUTING.md": both})
+    assert "review_after_lint" not in _rules({"CONTRIBUTING.md": both})
+
+
 def _evaluate_rules_module() -> Any:
     spec = importlib.util.spec_from_file_location(
         "evaluate_rules", ROOT / "benchmarks" / "evaluate_rules.py")

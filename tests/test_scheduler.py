@@ -51,7 +51,8 @@ async def test_nightly_job_runs_every_step_and_records_it(nctx: AppContext) -> N
     [run] = await runs(nctx)
     assert run.outcome in ("ok", "failed") and run.finished_at and run.finished_at >= run.started_at
     counts = run.counts
-    assert set(counts) == {"sync", "reanalyse", "recovery", "reception", "rules", "papers", "study", "report"}
+    assert set(counts) == {"sync", "reanalyse", "recovery", "reception", "settings", "rules", "papers",
+                           "study", "report"}
     assert counts["sync"]["threads"] == len(nctx.extras["data"].all_threads())
     assert counts["reanalyse"]["reanalysed"] == 2  # sync analysed what it stored itself
     assert counts["report"]["date"] == datetime.now(UTC).date().isoformat()

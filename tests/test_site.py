@@ -198,7 +198,7 @@ async def test_framework_page_rules_proposals_methods_and_reception(client) -> N
         "repo": "huggingface/trl", "framework": "trl", "comments_posted": 4, "thumbs_up": 2,
         "thumbs_down": 3, "hidden_or_deleted": 2, "paused": True, "suspended": False,
         "paused_reason": "2 of the last 10 comments were hidden.", "resumed_by": None, "resumed_at": None,
-        "threads_stored": True,
+        "threads_stored": True, "settings_problem": None,
     }]
     assert data["proposal_counts"] == {"declined": 1}
     assert any(m["id"] == "clip-higher" for m in data["methods_present"])

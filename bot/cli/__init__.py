@@ -336,13 +336,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("replay", help="send payload files as signed deliveries",
                        epilog="exit status: 0 every answer was 2xx; 1 some answer was not (or a "
                               "file failed to send: each is listed), or nothing listens at "
-                              "--url; 2 no secret, no payload file found, or a file that "
-                              "cannot be read (nothing sent).")
+                              "--url; 2 no secret, no payload file found, a file that "
+                              "cannot be read, or an event the app does not handle (nothing "
+                              "sent).")
     p.add_argument("paths", nargs="+", metavar="FILE_OR_DIR", help="payload files or folders of them")
     p.add_argument("--url", required=True, type=_http_url,
                    help="where to send them: the app's webhook, e.g. http://localhost:8000/webhook")
     p.add_argument("--secret", default=None, help="default: $GITHUB_WEBHOOK_SECRET")
-    p.add_argument("--event", default=None, help="default: the folder name of each file")
+    p.add_argument("--event", default=None,
+                   help="default: the folder name of each file (an event the app handles, "
+                        "e.g. issues, issue_comment; anything else is refused, nothing sent)")
     p.add_argument("--fresh", action="store_true",
                    help="move all timestamps forward together so the newest is now")
 
@@ -570,7 +573,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     reconfigure = getattr(sys.stdout, "reconfigure", None)
     if reconfigure is not None:
         reconfigure(errors="backslashreplace")
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # argparse says a subcommand's unknown flag as the top parser's ("rltracker:
+        # unrecognized arguments: --jsn (see `rltracker --help`)"), whose help lists no flag of
+        # the subcommand: said as the subcommand's, pointing at its help (user79).
+        parser.prog = f"{parser.prog} {command_name(args)}"
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     module_name, _, func_name = COMMANDS[args.command].partition(":")
     stdout = sys.stdout
     if not isinstance(stdout, _ClosedStream):

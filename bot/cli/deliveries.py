@@ -193,6 +193,11 @@ def deliveries_command(args: Any) -> int:
         if not args.all and not args.ids:
             print("rltracker deliveries retry: give delivery ids or --all", file=sys.stderr)
             return 2
+        if args.all and args.ids:  # which was meant is not known: --all re-queued them all (user79)
+            print("rltracker deliveries retry: give delivery ids or --all, not both (--all "
+                  "re-queues every failed delivery and attempts every waiting one); nothing "
+                  "was re-queued", file=sys.stderr)
+            return 2
         wanted = None if args.all else list(dict.fromkeys(args.ids))
         done = await retry_deliveries(engine, wanted)
         emptied = await emptied_deliveries(engine, wanted)

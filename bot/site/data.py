@@ -369,6 +369,7 @@ async def reception(session: AsyncSession, repos: list[str] | None = None) -> li
     # bot.speaking.reception.hidden_by_people): not the app's own minimising on a request, not
     # a maintainer tidying a thread (resolved, outdated, duplicate). Only the few comments
     # hidden or deleted at all are read.
+    from bot.speaking.preview import CONFIG_PROBLEM
     from bot.speaking.reception import hidden_by_people
 
     candidates = await session.scalars(
@@ -396,6 +397,9 @@ async def reception(session: AsyncSession, repos: list[str] | None = None) -> li
             "resumed_by": r.resumed_by,
             "resumed_at": format_datetime(r.resumed_at),
             "threads_stored": r.full_name in with_threads,
+            # its .github/rltracker.yml could not be used (read by the nightly `settings`
+            # step, a recheck or a comment: the app gets no push events), and why
+            "settings_problem": f"{CONFIG_PROBLEM}: {r.config_error}" if r.config_error else None,
         })
     return out
 

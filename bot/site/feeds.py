@@ -42,7 +42,7 @@ from bot.context import app_context
 from bot.site import data, pages
 from bot.store.models import Analysis, Thread
 from bot.store.types import format_datetime, parse_datetime
-from bot.templating import html_env
+from bot.templating import html_env, without_direction_controls
 
 FEED_ROWS = 50  # entries in a feed
 ATOM = "application/atom+xml"
@@ -118,8 +118,11 @@ def _thread_entry(base: str, row: dict[str, Any], updated: str, summary: str,
 
 
 def _where(row: dict[str, Any]) -> str:
+    """`owner/repo#N` in an entry's plain-text summary, without direction controls (a name
+    GitHub allows holds none; a stored or imported one could, and would reorder the summary's
+    words after it: no markup isolates it in text)."""
     kind = "" if row["kind"] == "issue" else f" ({row['kind'].replace('_', ' ')})"
-    return f"{row['repo']}#{row['number']}{kind}"
+    return f"{without_direction_controls(row['repo'])}#{row['number']}{kind}"
 
 
 # --- the feeds -------------------------------------------------------------------------------

@@ -133,6 +133,15 @@ async def collect_state(ctx: Any, now: datetime) -> tuple[dict[str, dict[str, An
                       select(Repository).where(Repository.comments_paused.is_(True),
                                                Repository.private.is_(False))
                       .order_by(Repository.full_name))]
+        # Installed repositories whose settings file the app cannot use, as the nightly
+        # `settings` step (or a recheck, a comment) last read it: the app gets no push events,
+        # so the report is where its operator hears of it (user79).
+        settings = [{"repo": r.full_name, "error": r.config_error}
+                    for r in await session.scalars(
+                        select(Repository).where(Repository.config_error.is_not(None),
+                                                 Repository.installation_id.is_not(None),
+                                                 Repository.private.is_(False))
+                        .order_by(Repository.full_name))]
     for thread, analysis, verdict in rows:
         framework = framework_id(thread.repo)
         if framework is None:
@@ -173,6 +182,7 @@ async def collect_state(ctx: Any, now: datetime) -> tuple[dict[str, dict[str, An
             extra["waits_for_reply"][key] = first_reply - thread.created_at
         extra["titles"][key] = thread.title or ""
     extra["paused"] = paused
+    extra["settings"] = settings
     extra["agreement"] = agreed
     return snapshot, extra
 
@@ -400,7 +410,7 @@ async def build_report(ctx: Any, day: date | None = None, *,
     return {
         "date": day.isoformat(), "previous": prev_date, "baseline": prev_snapshot is None,
         "generated_at": format_datetime(now), "frameworks": per_fw, "paused": extra["paused"],
-        "resumed": resumed, "sync": sync,
+        "settings": extra["settings"], "resumed": resumed, "sync": sync,
         "totals": {kind: len(items) for kind, items in changes.items()},
         "failures_window": {"from": format_datetime(opened_from), "to": format_datetime(opened_to)},
         "new_landings": len(new_landings),
@@ -426,12 +436,13 @@ def render_markdown(data: dict[str, Any], public_url: str = "", cap: int | None 
     `public_url`, not to github.com: a link to an issue of another repository, in a comment,
     puts a "mentioned this" event into that thread, and the report names dozens a night.
     `cap`: the items each list keeps (the rest counted, the whole report linked)."""
-    from bot.speaking.render import md_text
+    from bot.speaking.render import code_span, md_text
     from bot.templating import markdown_env
 
     return markdown_env().get_template("reports/report.md.j2").render(
         data=data, titles=CHANGE_TITLES, kinds=CHANGE_KINDS, states=STATES,
-        public_url=public_url.rstrip("/"), cap=cap, md_text=md_text, **_names())
+        public_url=public_url.rstrip("/"), cap=cap, md_text=md_text, code_span=code_span,
+        **_names())
 
 
 def markdown_to_post(markdown: str, data: dict[str, Any], public_url: str = "") -> str:

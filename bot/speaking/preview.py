@@ -508,8 +508,10 @@ async def any_thread_stored(ctx: Any, repo: str) -> bool:
 
 
 # How the page and the command say the repository's file could not be used (then its error).
-CONFIG_PROBLEM = (".github/rltracker.yml could not be used, so the defaults apply (except a "
-                  "failure_comments: false, rule_summaries: false or dry_run: true it states)")
+# (what holds of such a file: ConfigError's opt-outs; user79: the budget and bar were left out)
+CONFIG_PROBLEM = (".github/rltracker.yml could not be used, so the defaults apply (except what "
+                  "it turns off: a failure_comments: false, rule_summaries: false or dry_run: "
+                  "true, a lower daily_budget or a higher min_confidence it states)")
 MAX_DAYS = 90  # the longest window the page and the command preview
 
 

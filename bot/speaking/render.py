@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from analyzers.accounts import is_bot_login
-from bot.templating import markdown_env
+from bot.templating import markdown_env, without_direction_controls
 
 FAILURE_MARKER = "<!-- rltracker:failure-comment -->"
 RULES_MARKER = "<!-- rltracker:rule-summary -->"
@@ -34,8 +34,10 @@ _SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.+\- ]{1,40}$")
 
 
 def code_span(text: str) -> str:
-    """`text` as an inline code span, whatever backticks it holds."""
-    text = " ".join(str(text).split())
+    """`text` as an inline code span, whatever backticks it holds, without direction controls
+    (a code span isolates nothing: an override in an `owner/repo#N` the comment quotes would
+    reverse the comment's words after it on GitHub; security79)."""
+    text = " ".join(without_direction_controls(text).split())
     longest = run = 0
     for ch in text:
         run = run + 1 if ch == "`" else 0
@@ -46,8 +48,9 @@ def code_span(text: str) -> str:
 
 
 def md_text(text: str) -> str:
-    """Plain catalog text as inert Markdown: specials escaped, mentions/references in code."""
-    text = " ".join(str(text).split())
+    """Plain catalog text (or a repository's name) as inert Markdown: specials escaped,
+    mentions/references in code, direction controls dropped (as `code_span`)."""
+    text = " ".join(without_direction_controls(text).split())
     out: list[str] = []
     pos = 0
     for m in _REF.finditer(text):

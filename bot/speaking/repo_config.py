@@ -580,6 +580,45 @@ async def config_now(ctx: Any, sit: Any, config: RepoConfig) -> RepoConfig:
     return await get_repo_config(ctx, sit.repo, sit.installation_id, refresh=True)
 
 
+async def refresh_installed(ctx: Any, reserve: int) -> dict[str, int] | str:
+    """Nightly (the scheduler's `settings` step): every installed repository's settings file
+    read again onto its row. The app gets no push events, so a file it cannot use was said
+    only when someone ran `/rltracker recheck` or the app was about to comment there; read
+    each night, its problem is on the repositories' page (/repos/) and in the night's report
+    until it is fixed, and `get_repo_config` records its `config` skip once per problem. Two
+    contents requests a repository, through its installation's token; an installation whose
+    REST budget is below `reserve` (the one the rules refresh keeps for webhooks,
+    contribution.REST_RESERVE, above this module) is left to the next night (`deferred`), one
+    suspended or uninstalled is not asked (its token is refused)."""
+    if ctx.github is None or not ctx.settings.has_app_credentials:
+        return "skipped: no app credentials (a repository's settings are read with its installation's token)"
+    from bot.store.installations import silenced_installations
+
+    async with ctx.sessionmaker() as session:
+        silenced = await silenced_installations(session)
+        installed = (await session.execute(
+            select(Repository.full_name, Repository.installation_id)
+            .where(Repository.installation_id.is_not(None), Repository.private.is_not(True))
+            .order_by(Repository.full_name))).all()
+    counts = {"read": 0, "invalid": 0, "failed": 0, "deferred": 0}
+    for repo, installation_id in installed:
+        if installation_id in silenced:
+            continue
+        left = (await ctx.github.api(installation_id)).rate_left("core")
+        if left is not None and left < reserve:
+            counts["deferred"] += 1
+            continue
+        try:
+            config = await get_repo_config(ctx, repo, installation_id, refresh=True)
+        except Exception as exc:  # noqa: BLE001 - one repository must not stop the others
+            log.warning("nightly: the settings file of %s could not be read: %s", repo, exc)
+            counts["failed"] += 1
+            continue
+        counts["read"] += 1
+        counts["invalid"] += config.source == "invalid"
+    return counts
+
+
 def effective_dry_run(ctx: Any, config: RepoConfig) -> bool:
     return bool(ctx.settings.dry_run or config.dry_run)
 
@@ -592,5 +631,6 @@ __all__ = [
     "effective_dry_run",
     "get_repo_config",
     "parse_config_text",
+    "refresh_installed",
     "validate_config",
 ]

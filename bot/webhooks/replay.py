@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import difflib
 import hashlib
 import hmac
 import json
@@ -107,7 +108,8 @@ async def replay(paths: list[str], url: str, secret: str, event: str | None = No
 
     results: list[tuple[Path, int | str, str]] = []
     files = list(payload_files(paths))
-    bodies = [path.read_bytes() for path in files]
+    bodies = [path.read_bytes() for path in files]  # (a file that cannot be read: said first)
+    _check_events(files, event)
     if fresh:
         bodies = freshened(bodies)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
@@ -130,6 +132,31 @@ async def replay(paths: list[str], url: str, secret: str, event: str | None = No
             except (aiohttp.ClientError, TimeoutError) as exc:  # this one failed: go on
                 results.append((path, f"error: {type(exc).__name__}", ""))
     return results
+
+
+def _check_events(files: list[Path], event: str | None) -> None:
+    """Every file's event (`--event`, else its folder's name) is one the app handles, else
+    SettingError before anything is sent: the app stores any event with a 202 and does
+    nothing with one it has no handler for, so a file in a folder not named after its event
+    (`~/Downloads/x.json`: "Downloads") or a misspelt `--event issue` read as replayed."""
+    from bot.config import SettingError, UserError
+    from bot.webhooks.routers import handled_events
+
+    known = handled_events()
+    choices = ", ".join(sorted(known))
+    if event is not None:
+        if event not in known:
+            close = difflib.get_close_matches(event, sorted(known), n=1)
+            meant = f"did you mean {close[0]}? " if close else ""
+            raise SettingError("--event", event, f"not an event the app handles ({meant}one "
+                               f"of {choices}); nothing was sent")
+        return
+    for path in files:
+        if path.parent.name not in known:
+            raise UserError(f"{path}: its folder's name {path.parent.name!r} is taken for "
+                            f"the event, and the app handles no such event: give --event (one "
+                            f"of {choices}) or put the file in a folder named after its event, "
+                            "as examples/ is laid out; nothing was sent", exit_code=2)
 
 
 def _refusal(status: int, answer: bytes) -> str:

@@ -13,6 +13,15 @@ from bot.webhooks import commands, events, installations, privacy
 router = Router(events.router, installations.router, commands.router, privacy.router)
 
 
+def handled_events() -> frozenset[str]:
+    """The events a handler is registered for, and `ping` (GitHub's first delivery to a new
+    hook: stored and answered, nothing to do). Any other event is stored and done with
+    nothing done: `rltracker replay` refuses to send one (a folder's name taken for the
+    event, `--event issue` for `issues`). gidgethub's Router keeps its routes in these two
+    dicts and lists them nowhere else."""
+    return frozenset((*router._shallow_routes, *router._deep_routes, "ping"))
+
+
 @dataclass(frozen=True)
 class BatchHandling:
     """How the worker handles several deliveries together: `handle(events, ctx)` takes a run

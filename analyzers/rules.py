@@ -1401,11 +1401,14 @@ _CHANGE_HEADING = re.compile(
     r"(?:changes?\s(?:to|in|of)|changing|modifying|touching)\s[^?/()]{3,60}"
     r"|(?:adding\s(?:an?\s)?)?new\s(?!(?:contributors?|here|to|comers?|features?))[^?/()]{3,60}")
 
+_HEADING_GLOSS = re.compile(r"\([^()]{0,80}\)")
+
 
 def heading_condition(section: str) -> str:
     """"for changes to the sampler" from a section whose own heading names a kind of change,
     else "" (a heading above it does not: "Changes / Style" is the style's)."""
-    heading = " ".join(_CONDITION_MARKUP.sub(" ", section.rsplit(" / ", 1)[-1]).split()).lower()
+    # (a parenthetical is a gloss of the heading: "Adding a new trainer (new algorithm)", rules80)
+    heading = " ".join(_CONDITION_MARKUP.sub(" ", _HEADING_GLOSS.sub(" ", section.rsplit(" / ", 1)[-1])).split()).lower()
     if not _CHANGE_HEADING.fullmatch(heading) or _THIS_PROJECT.search(heading):
         return ""
     return f"when {heading}" if heading.startswith("adding") else f"for {heading}"

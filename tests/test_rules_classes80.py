@@ -112,3 +112,11 @@ def test_evaluation_results_asked_of_some_changes_are_evaluation_results() -> No
             "and after your change and paste the table in the PR.\n")
     lines = _statements({"CONTRIBUTING.md": text}, "results")
     assert [s for s in lines if "evaluation results" in s and "decoding code" in s], lines
+
+
+def test_a_change_heading_with_a_parenthetical_still_scopes_its_requests() -> None:
+    text = ("# Contributing\n\n## Style\n\nRun `make lint`.\n\n## Adding a new scheduler (a new "
+            "policy)\n\n1. Implement it in `x/sched/<name>.py`.\n2. Show that it works: include in "
+            "the PR training curves from a run of the example script.\n")
+    lines = _statements({"CONTRIBUTING.md": text}, "results")
+    assert lines and all("new scheduler" in s for s in lines), lines

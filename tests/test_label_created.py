@@ -50,3 +50,35 @@ async def test_a_label_the_maintainers_made_is_left_as_they_made_it(
     assert fake_github.repo_label(VERL, "rl: entropy") == {
         "name": "RL: Entropy", "color": "b60205", "description": "ours"}
     assert not fake_github.requests("POST", rf"/repos/{VERL}/labels$")
+
+
+async def test_a_decision_reads_the_label_it_adds_once_and_repeats_are_conditional(
+        app_ctx: Any, fake_github: Any) -> None:
+    """tidy79: the request count of the label a decision adds, from the fake's recorded calls.
+    A decision adds one label at most, and reads it once (`GET /repos/{o}/{r}/labels/{name}`)
+    before adding it; a later decision reads it again, conditionally (If-None-Match: GitHub's
+    304, which its primary rate limit does not count), so a label a maintainer deleted since
+    is made again with its colour rather than created grey by the add. Passed on main too:
+    the count it pins is main's (docs/github.md, Review tidy79)."""
+    await install(app_ctx, fake_github)
+    fake_github.set_file(VERL, ".github/rltracker.yml", CONFIG + "daily_budget: 10\n")
+    label_reads = rf"/repos/{VERL}/labels/"
+
+    async def decide(number: int) -> list[Any]:
+        """The label reads of one decision on a new issue."""
+        payload = await open_issue(app_ctx, fake_github, number)
+        before = len(fake_github.calls)
+        await act(app_ctx, VERL, number, trigger="issues.opened", payload=payload, analysis=FAILURE)
+        assert {"name": "rl: entropy"} in fake_github.issue(VERL, number)["labels"]
+        return [c for c in fake_github.calls[before:]
+                if c.method == "GET" and c.path.startswith(label_reads)]
+
+    assert [c.status for c in await decide(74)] == [404]  # then made, with its colour
+    assert [c.status for c in await decide(75)] == [200]
+    third = await decide(76)
+    assert [c.status for c in third] == [304] and "If-None-Match" in third[0].headers
+    assert len(fake_github.requests("POST", rf"/repos/{VERL}/labels$")) == 1
+    # Deleted by a maintainer since: the next decision's read finds it gone and makes it again.
+    fake_github.repo_labels[VERL.lower()].clear()
+    assert [c.status for c in await decide(77)] == [404]
+    assert fake_github.repo_label(VERL, "rl: entropy")["color"] == "5319e7"

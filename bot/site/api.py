@@ -395,7 +395,7 @@ def next_link(request: web.Request, kind: str, position: Position | None) -> dic
 async def _thread_not_found(session: Any, repo: str, number: int) -> web.Response:
     """The 404 of a thread not stored; one that left GitHub (the page's 410) says so, with its
     address on GitHub and when the tracker noticed: the contract's status, the page's news."""
-    from bot.site.threads import gone_from_github
+    from bot.site.data import gone_from_github
 
     gone = await gone_from_github(session, repo, number)
     if gone is None:

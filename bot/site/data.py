@@ -24,7 +24,16 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from analyzers.catalog import framework_id
 from bot.analysis import on_analysis_thread
 from bot.speaking.contribution import snapshot_rules
-from bot.store.models import Action, Analysis, ContributionRules, Repository, Thread, Verdict
+from bot.store.models import (
+    Action,
+    Analysis,
+    ContributionRules,
+    Deletion,
+    Repository,
+    Thread,
+    Verdict,
+)
+from bot.store.threads import thread_grave
 from bot.store.types import Position, beyond, format_datetime
 from bot.store.verdicts import shown_columns, shown_failure
 
@@ -544,3 +553,31 @@ async def framework_data(session: AsyncSession, name: str) -> dict[str, Any] | N
         ],
         "reception": [r for r in installed if r["framework"] == name],
     }
+
+
+async def gone_from_github(session: AsyncSession, repo: str, number: int) -> dict[str, Any] | None:
+    """Where `repo`#`number` (under the name asked for or another name of its framework's
+    repository) was deleted on GitHub or transferred away, as the Deletion rows note it: the
+    name, the number, the family, when the tracker learnt it and GitHub's address (which
+    forwards a transferred thread). None when nothing was noted, or when the repository is
+    marked private (nothing is said of one)."""
+    framework = catalog().framework_for_repo(repo)
+    names = [repo, *(n for n in (framework.repos if framework is not None else [])
+                     if n.lower() != repo.lower())]
+    keys = {thread_grave(name, number, family): (name, family)
+            for name in names for family in ("issue", "discussion")}
+    rows = {key: when for key, when in (await session.execute(
+        select(Deletion.key, Deletion.deleted_at).where(Deletion.key.in_(sorted(keys))))).all()}
+    found = next((key for key in keys if key in rows), None)
+    if found is None:
+        return None
+    name, family = keys[found]
+    private = await session.scalar(select(Repository.private).where(
+        func.lower(Repository.full_name) == name.lower()))
+    if private:
+        return None
+    if framework is not None:  # the catalog's spelling of the name
+        name = next((n for n in framework.repos if n.lower() == name.lower()), name)
+    return {"repo": name, "number": number, "discussion": family == "discussion",
+            "noticed_at": format_datetime(rows[found]),
+            "url": thread_url(name, number, family)}

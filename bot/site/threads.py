@@ -30,8 +30,7 @@ from bot.context import app_context
 from bot.site import data
 from bot.site.pages import not_found, render
 from bot.store.history import SOURCE_LABELS, thread_history
-from bot.store.models import Action, Analysis, Deletion, Repository
-from bot.store.threads import thread_grave
+from bot.store.models import Action, Analysis, Repository
 from bot.store.types import format_datetime, parse_thread_number
 from bot.store.verdicts import thread_verdict, verdict_dict
 
@@ -175,34 +174,6 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
     }
 
 
-async def gone_from_github(session: AsyncSession, repo: str, number: int) -> dict[str, Any] | None:
-    """Where `repo`#`number` (under the name asked for or another name of its framework's
-    repository) was deleted on GitHub or transferred away, as the Deletion rows note it: the
-    name, the number, the family, when the tracker learnt it and GitHub's address (which
-    forwards a transferred thread). None when nothing was noted, or when the repository is
-    marked private (nothing is said of one)."""
-    framework = data.catalog().framework_for_repo(repo)
-    names = [repo, *(n for n in (framework.repos if framework is not None else [])
-                     if n.lower() != repo.lower())]
-    keys = {thread_grave(name, number, family): (name, family)
-            for name in names for family in ("issue", "discussion")}
-    rows = {key: when for key, when in (await session.execute(
-        select(Deletion.key, Deletion.deleted_at).where(Deletion.key.in_(sorted(keys))))).all()}
-    found = next((key for key in keys if key in rows), None)
-    if found is None:
-        return None
-    name, family = keys[found]
-    private = await session.scalar(select(Repository.private).where(
-        func.lower(Repository.full_name) == name.lower()))
-    if private:
-        return None
-    if framework is not None:  # the catalog's spelling of the name
-        name = next((n for n in framework.repos if n.lower() == name.lower()), name)
-    return {"repo": name, "number": number, "discussion": family == "discussion",
-            "noticed_at": format_datetime(rows[found]),
-            "url": data.thread_url(name, number, family)}
-
-
 async def thread_page(request: web.Request) -> web.Response:
     repo = f"{request.match_info['owner']}/{request.match_info['repo']}"
     number = parse_thread_number(request.match_info["number"])
@@ -210,7 +181,7 @@ async def thread_page(request: web.Request) -> web.Response:
         return not_found("thread")
     async with app_context(request).sessionmaker() as session:
         found = await thread_page_data(session, repo, number)
-        gone = await gone_from_github(session, repo, number) if found is None else None
+        gone = await data.gone_from_github(session, repo, number) if found is None else None
     if gone is not None:
         # A link from a report or an old list: it was here, and left GitHub's place.
         return render("thread_gone.html", status=410, g=gone)

@@ -270,6 +270,16 @@ async def record_text(ctx: Any, action_id: int, body: str) -> None:
         await session.commit()
 
 
+async def fail(ctx: Any, action_id: int, error: BaseException, *,
+               lease: datetime | None = None) -> None:
+    """A post that failed and was not refused for good (a 5xx, a rate limit, a lost
+    connection): recorded `failed` with the error as its reason (the failure stays
+    visible) and its once-only slot given back (`dedupe_key` cleared), so that the worker's
+    retry can post; with `lease`, only while it is still this run's claim."""
+    await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,
+                 reason=f"{type(error).__name__}: {error}"[:500])
+
+
 async def release(ctx: Any, action_id: int, *, lease: datetime | None = None) -> None:
     """Give the slot up (the claim's row deleted); with `lease`, only while it is still this
     run's claim."""

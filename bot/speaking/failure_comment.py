@@ -15,6 +15,7 @@ from bot.speaking.claims import (
     budget_now,
     claim_within_budget,
     delivery_of,
+    fail,
     finish,
     locked_action,
     release,
@@ -351,8 +352,7 @@ async def _failure_comment(
                                  checked="live", github=str(exc)[:200])
             return "skipped:" + refused[0]
         # Give the slot back so the worker's retry can post; the failure stays visible.
-        await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,
-                     reason=f"{type(exc).__name__}: {exc}"[:500])
+        await fail(ctx, action_id, exc, lease=lease)
         raise
     label = config.labels.get(composed.category)
     if label and not _has_label(issue, label):  # else a person's already: nothing to add

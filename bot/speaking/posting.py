@@ -12,6 +12,7 @@ from typing import Any
 from analyzers.accounts import is_bot_login
 from bot.speaking.claims import (
     claim_lease,
+    fail,
     finish,
     record_text,
     release,
@@ -483,8 +484,7 @@ async def reply_once(
             # Nothing was posted, and nothing will be: the slot given back
             await release(ctx, action_id, lease=lease)
             return "skipped:" + refused[0]
-        await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,
-                     reason=f"{type(exc).__name__}: {exc}"[:500])
+        await fail(ctx, action_id, exc, lease=lease)
         raise
     if posted.get("edited_on_github"):
         # Ours, edited by a person since an earlier attempt posted it: left as it is (and

@@ -18,6 +18,7 @@ from bot.speaking.claims import (
     budget_now,
     claim_within_budget,
     delivery_of,
+    fail,
     finish,
     locked_action,
     release,
@@ -351,8 +352,7 @@ async def rule_summary(
                                  delivery_id=delivery_of(payload), checked="live",
                                  github=str(exc)[:200])
             return "skipped:" + refused[0]
-        await finish(ctx, action_id, lease=lease, status="failed", dedupe_key=None,
-                     reason=f"{type(exc).__name__}: {exc}"[:500])
+        await fail(ctx, action_id, exc, lease=lease)
         raise
     await _edited_while_posting(ctx, sit, analysis, config)
     return "posted"

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import gidgethub
@@ -450,6 +451,9 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
             asked.append(await _may_write(ctx, repo, installation_id, str(login)))
         return asked[0]
 
+    refuse = partial(_refuse, ctx, data, repo=repo, number=number, installation_id=installation_id,
+                     login=login, ref=ref, in_thread=in_thread, word=word)
+
     if (association in UNLABELLED_ASSOCIATIONS and login is not None
             and (not is_author or word == "resume")):
         # GitHub calls an organisation member whose membership is private CONTRIBUTOR or NONE
@@ -460,16 +464,8 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         if await may_write():
             association = "COLLABORATOR"  # (asked below again: answered from `asked`)
     if not is_author and association not in MAINTAINERS:
-        if word in HELP_WORDS:  # (left78: help is how a stranger learns what they may do)
-            return await _help_stranger(ctx, data, repo=repo, number=number,
-                                        installation_id=installation_id, login=login, ref=ref,
-                                        in_thread=in_thread)
-        await record_skip(ctx, repo, number, "command", f"not_allowed:{ref}",
-                          "only the thread's author or a maintainer may use /rltracker commands",
-                          command=word[:20])
-        await _say_refused(ctx, data, repo=repo, number=number, installation_id=installation_id,
-                           login=login, ref=ref, problem="not_allowed", in_thread=in_thread)
-        return "not_allowed"
+        return await refuse("not_allowed",
+                            "only the thread's author or a maintainer may use /rltracker commands")
     problem: str | None = None
     if word in HELP_WORDS:
         problem = "help"  # the commands listed: no mistake to correct
@@ -495,12 +491,8 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
                           "knows", command=word, asked=" ".join(args)[:40])
         problem = "unknown_kind"
     if word == "resume" and association not in MAINTAINERS:
-        await record_skip(ctx, repo, number, "command", f"not_maintainer:{ref}",
-                          "only a maintainer of the repository may resume the app's comments "
-                          "there", command=word)
-        await _say_refused(ctx, data, repo=repo, number=number, installation_id=installation_id,
-                           login=login, ref=ref, problem="not_maintainer", in_thread=in_thread)
-        return "not_allowed"
+        return await refuse("not_maintainer", "only a maintainer of the repository may resume "
+                            "the app's comments there")
     verdict = parse_verdict(word, args) if word in VERDICT_COMMANDS else None
     if word in VERDICT_COMMANDS and verdict is None:
         from analyzers.catalog import load_catalog
@@ -514,31 +506,19 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     if installation_id is not None and await _silenced(ctx, repo, int(installation_id)):
         return "not_installed"  # suspended, uninstalled or removed since it was written
     if word == "resume" and association in ASKED_ASSOCIATIONS and not await may_write():
-        await record_skip(ctx, repo, number, "command", f"not_maintainer:{ref}",
-                          "only a maintainer of the repository may resume the app's comments "
-                          "there (a member of the organisation or a collaborator without write "
-                          "access to the repository is none)", command=word)
-        await _say_refused(ctx, data, repo=repo, number=number, installation_id=installation_id,
-                           login=login, ref=ref, problem="not_maintainer", in_thread=in_thread)
-        return "not_allowed"
+        return await refuse("not_maintainer", "only a maintainer of the repository may resume "
+                            "the app's comments there (a member of the organisation or a "
+                            "collaborator without write access to the repository is none)")
     if (word != "resume" and not is_author and association in ASKED_ASSOCIATIONS
             and not await may_write()):
         # On a thread not their own a command speaks as a maintainer: `stop` hides the app's
         # comment to the reporter, a verdict can undo a maintainer's not-a-failure and becomes
         # a training label, a recheck lifts the rules that keep the app quiet where people
         # are on it. Only with write access.
-        if word in HELP_WORDS:
-            return await _help_stranger(ctx, data, repo=repo, number=number,
-                                        installation_id=installation_id, login=login, ref=ref,
-                                        in_thread=in_thread)
-        await record_skip(ctx, repo, number, "command", f"not_maintainer:{ref}",
-                          "only the thread's author or a maintainer of the repository may use "
-                          "/rltracker commands on it (a member of the organisation or a "
-                          "collaborator without write access to the repository is none)",
-                          command=word[:20])
-        await _say_refused(ctx, data, repo=repo, number=number, installation_id=installation_id,
-                           login=login, ref=ref, problem="not_allowed", in_thread=in_thread)
-        return "not_allowed"
+        return await refuse("not_maintainer", "only the thread's author or a maintainer of the "
+                            "repository may use /rltracker commands on it (a member of the "
+                            "organisation or a collaborator without write access to the "
+                            "repository is none)", problem="not_allowed")
     # "dry_run: true" in the repository's config holds for commands as for comments.
     dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
     if problem is not None:
@@ -695,40 +675,37 @@ async def _do_command(
     return word
 
 
-async def _help_stranger(
-    ctx: Any, data: dict[str, Any], *, repo: str, number: int, installation_id: int | None,
-    login: str | None, ref: str, in_thread: str | None,
+async def _refuse(
+    ctx: Any, data: dict[str, Any], code: str, reason: str, *, repo: str, number: int,
+    installation_id: int | None, login: str | None, ref: str, in_thread: str | None, word: str,
+    problem: str | None = None,
 ) -> str:
-    """`/rltracker help` from someone who may give no command on the thread: the commands,
-    saying none is theirs here and which are on a thread they open (left78: they got the
-    refusal, "nothing was done", for asking what they may do). Once per person a thread, in
-    its own slot (`{repo}#{n}:command:help:{login}:note`: a refusal before it does not
-    answer the question); within the thread's reply cap; nothing recorded as refused."""
-    await _say_refused(ctx, data, repo=repo, number=number, installation_id=installation_id,
-                       login=login, ref=ref, problem="help", in_thread=in_thread)
-    return "help"
-
-
-async def _say_refused(
-    ctx: Any, data: dict[str, Any], *, repo: str, number: int, installation_id: int | None,
-    login: str | None, ref: str, problem: str, in_thread: str | None,
-) -> None:
-    """Tell the person their command was not done because it is not theirs to give
-    (`not_allowed`: on a thread not their own, without write access; `not_maintainer`:
-    `resume`). Until user77 they got nothing: a skip only the operator sees, and a person
-    trying `/rltracker stop` could not tell a refusal from a broken app. Once per person a
-    thread (the slot `{repo}#{n}:command:refused:{login}:note`): their further commands there,
-    and redeliveries, get no second note; within the thread's REPLIES_PER_HOUR as any note.
-    Not through a suspended or removed installation."""
-    if installation_id is not None and await _silenced(ctx, repo, int(installation_id)):
-        return
-    who = login.lower() if login else ref  # (a payload naming nobody: once for that comment)
-    dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
-    slot = "help" if problem == "help" else "refused"  # (`help`: _help_stranger's)
-    await _note(ctx, repo, number, installation_id, problem,
-                f"{repo}#{number}:command:{slot}:{who}",
-                (data.get("discussion") or {}).get("node_id"), dry_run, ref,
-                delivery_id=delivery_of(data), in_thread=in_thread, stranger=True)
+    """A command that is not the person's to give (`not_allowed`: on a thread not their own,
+    without write access; `not_maintainer`: `resume`): the skip `{code}:{ref}` says why, and
+    the person is told (`problem`, the note's; `code` by default). Until user77 they got
+    nothing: a skip only the operator sees, and a person trying `/rltracker stop` could not
+    tell a refusal from a broken app. `/rltracker help` (HELP_WORDS) is not refused: the
+    commands, saying none is theirs here and which are on a thread they open (left78: they
+    got the refusal, "nothing was done", for asking what they may do), and nothing recorded.
+    Each is said once per person a thread, in its own slot (`{repo}#{n}:command:refused:
+    {login}:note`, `...:command:help:{login}:note`: a refusal before help does not answer the
+    question): their further commands there, and redeliveries, get no second note; within
+    the thread's REPLIES_PER_HOUR as any note; not through a suspended or removed
+    installation. Returns `help` or `not_allowed`."""
+    if word in HELP_WORDS:
+        slot, problem = "help", "help"
+    else:
+        await record_skip(ctx, repo, number, "command", f"{code}:{ref}", reason,
+                          command=word[:20])
+        slot, problem = "refused", problem or code
+    if installation_id is None or not await _silenced(ctx, repo, int(installation_id)):
+        who = login.lower() if login else ref  # (a payload naming nobody: once for that comment)
+        dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
+        await _note(ctx, repo, number, installation_id, problem,
+                    f"{repo}#{number}:command:{slot}:{who}",
+                    (data.get("discussion") or {}).get("node_id"), dry_run, ref,
+                    delivery_id=delivery_of(data), in_thread=in_thread, stranger=True)
+    return "help" if slot == "help" else "not_allowed"
 
 
 async def _note_details(ctx: Any, key: str, **values: Any) -> None:
@@ -945,10 +922,8 @@ async def _own_thread_reply(ctx: Any, installation_id: int | None, reply_id: str
     thread = node.get("replyTo") or node
     if not thread.get("id"):
         return None, None
-    for node in ((thread.get("replies") or {}).get("nodes")) or []:
-        if node and node.get("viewerDidAuthor") and marker in (node.get("body") or ""):
-            return str(thread["id"]), node
-    return str(thread["id"]), None
+    return str(thread["id"]), _app_node_with(((thread.get("replies") or {}).get("nodes")) or [],
+                                             marker)
 
 
 async def _own_discussion_comment(ctx: Any, installation_id: int | None, discussion_id: str,
@@ -956,6 +931,12 @@ async def _own_discussion_comment(ctx: Any, installation_id: int | None, discuss
     result = await ctx.github.graphql(LATEST_DISCUSSION_COMMENTS, installation_id=installation_id,
                                       id=discussion_id)
     nodes = ((((result or {}).get("node") or {}).get("comments") or {}).get("nodes")) or []
+    return _app_node_with(nodes, marker)
+
+
+def _app_node_with(nodes: list[dict[str, Any] | None], marker: str) -> dict[str, Any] | None:
+    """The first of these discussion comments (GraphQL nodes) the app wrote (`viewerDidAuthor`)
+    whose body carries `marker`."""
     for node in nodes:
         if node and node.get("viewerDidAuthor") and marker in (node.get("body") or ""):
             return node

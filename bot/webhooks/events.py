@@ -171,17 +171,23 @@ async def _store_thread(
     """`edited`: an `edited` delivery's `changes.*.from` (`_edit_froms`); `named`: the label
     or assignee a delivery adds or removes (normalize._named); `view`: the record is a
     comment delivery's view of its thread."""
-    key = (str(record["repo"]).lower(), int(record["number"]))
-    if looked is not None and key in looked.threads:
-        existing = looked.threads[key]
-    else:
-        existing = await get_thread(session, record["repo"], record["number"])
+    existing = await _stored_thread(session, record, looked)
     thread = await _write_thread(session, dict(record), existing, opened=opened,
                                  flush=looked is None, edited=edited or {}, named=named,
                                  view=view)
     if looked is not None:
-        looked.threads[key] = thread
+        looked.threads[_thread_key(record)] = thread
     return thread
+
+
+async def _stored_thread(session: AsyncSession, record: Mapping[str, Any],
+                         looked: LookedUp | None) -> Thread | None:
+    """The stored thread of `record`: the batch's (`looked`) when the batch looked it up,
+    else read from the store."""
+    key = _thread_key(record)
+    if looked is not None and key in looked.threads:
+        return looked.threads[key]
+    return await get_thread(session, record["repo"], record["number"])
 
 
 async def _write_thread(session: AsyncSession, record: dict[str, Any], existing: Thread | None,
@@ -590,7 +596,7 @@ async def _insert_new(session: AsyncSession, changes: list[Change], looked: Look
         if change.thread is None or _buried_thread(change, looked.graves):
             continue
         record = change.thread
-        key = (str(record["repo"]).lower(), int(record["number"]))
+        key = _thread_key(record)
         if key in looked.threads and looked.threads[key] is None and key not in threads:
             threads[key] = {"repo": record["repo"], "number": int(record["number"]),
                             "kind": record["kind"],
@@ -634,11 +640,7 @@ async def _with_discussion_label(session: AsyncSession, change: Change,
     if noted is None:
         return change.thread
     action, name = noted
-    key = (str(change.thread["repo"]).lower(), int(change.thread["number"]))
-    if looked is not None and key in looked.threads:
-        stored = looked.threads[key]
-    else:
-        stored = await get_thread(session, change.thread["repo"], change.thread["number"])
+    stored = await _stored_thread(session, change.thread, looked)
     labels = [str(x) for x in (stored.labels or [])] if stored is not None else []
     if action == "labeled" and name not in labels:
         labels.append(name)
@@ -757,11 +759,7 @@ async def _converted(session: AsyncSession, change: Change, found: dict[str, dat
     grave = _issue_grave(record)
     if grave in found:
         return True
-    key = _thread_key(record)
-    if looked is not None and key in looked.threads:
-        stored = looked.threads[key]
-    else:
-        stored = await get_thread(session, record["repo"], record["number"])
+    stored = await _stored_thread(session, record, looked)
     was_issue = stored is not None and stored.kind == "issue"
     if not (change.extras.get("converted") or was_issue):
         return False

@@ -371,22 +371,12 @@ async def _public_again(ctx: Any, iid: int, listed: list[Mapping[str, Any]]) -> 
             Repository.private.is_(True), func.lower(Repository.full_name).in_(sorted(public)))))
     if not marked:
         return set()
-    import gidgethub
-
-    from bot.github.client import rate_limit_wait
-    from bot.store.privacy import listed_private
+    from bot.webhooks.privacy import private_on_github
 
     gh = await github.api(iid)
     out: set[str] = set()
     for name in sorted(marked)[:VERIFY_LIMIT]:
-        owner, _, repo = str(public[name]["full_name"]).partition("/")
-        try:
-            data = await gh.getitem("/repos/{owner}/{repo}", {"owner": owner, "repo": repo})
-        except gidgethub.BadRequest as exc:
-            if rate_limit_wait(exc) is not None or int(exc.status_code) in (408, 409, 429):
-                raise
-            continue
-        if isinstance(data, Mapping) and not listed_private(data):
+        if await private_on_github(gh, str(public[name]["full_name"])) is False:
             out.add(name)
     return out
 

@@ -119,15 +119,23 @@ async def _private_now(ctx: Any, payload: Mapping[str, Any], name: str) -> bool 
     github = getattr(ctx, "github", None)
     if github is None:
         return None
+    inst = payload.get("installation")
+    iid = inst.get("id") if isinstance(inst, Mapping) else None
+    gh = await github.api(iid if isinstance(iid, int) and not isinstance(iid, bool) else None)
+    return await private_on_github(gh, name)
+
+
+async def private_on_github(gh: Any, name: str) -> bool | None:
+    """Whether GitHub calls the repository `owner/name` private now (GET /repos/{owner}/{repo}
+    through `gh`, an API of `bot.github.client`); None when the answer is not the repository
+    (not found, refused: a private repository to an anonymous asker, an installation gone).
+    A 5xx, a rate limit, a 408, 409 or 429 raises: the delivery is retried."""
     import gidgethub
 
     from bot.github.client import rate_limit_wait
 
-    inst = payload.get("installation")
-    iid = inst.get("id") if isinstance(inst, Mapping) else None
     owner, _, repo = name.partition("/")
     try:
-        gh = await github.api(iid if isinstance(iid, int) and not isinstance(iid, bool) else None)
         data = await gh.getitem("/repos/{owner}/{repo}", {"owner": owner, "repo": repo})
     except gidgethub.BadRequest as exc:
         if rate_limit_wait(exc) is not None or int(exc.status_code) in (408, 409, 429):

@@ -1359,20 +1359,29 @@ MAX_CONDITION = 80
 # "新增 X 的 PR" (PRs that add X) is "in some cases PRs" (analyzers.rules.gloss_zh).
 GLOSSED_CONDITION = re.compile(r"\b(?:if|in some cases)\b")
 # A condition said as the PRs it is about: "a PR that touches `pkg/io/`", "pull requests which
-# change the sampler" (to the next punctuation; the plural without an article since rules76).
+# change the sampler" (to the next punctuation; the plural without an article since rules76;
+# "PRs that add an environment need two approvals", rules80).
 # Or as the folder the rule holds under: "changes under / to `pkg/io/` need two approvals", "two
 # approvals for anything under `pkg/core/` or `pkg/net/`" (one or two folders, ending in "/": "add
 # your changes to `CHANGES.md`" names a file to write to, not the changes a rule is about).
 _SCOPE_CONDITION = re.compile(
     r"\b((?:(?:a|any)\s(?:pr|pull\srequest|change)|prs|pull\srequests)\s(?:that|which)\s"
-    r"(?:touch(?:es)?|changes?|modif(?:y|ies)|alters?)\s[^,;:()!?\n]{3,120}?)"
+    r"(?:touch(?:es)?|changes?|modif(?:y|ies)|alters?|adds?|introduces?|removes?)\s[^,;:()!?\n]{3,120}?)"
     r"(?=\s(?:must|should|need|needs|require|requires|get|gets)\b|\s*(?:[,;:()!?]|\.(?:\s|$)|$))"
     r"|\b((?:anything|everything|changes|code|files)\s(?:under|to)\s(?:the\s)?`?(?:[\w.-]{1,40}/){1,6}`?"
     r"(?:\s(?:or|and)\s`?(?:[\w.-]{1,40}/){1,6}`?)?)"
     # or as the folder that is the sentence's subject: "`pkg/core/` needs 2 approvals" (rules76)
     r"|^[-*\s]{0,4}(`?(?:[\w.-]{1,40}/){1,6}`?)(?=\s(?:needs?|requires?|gets?)\b)"
     # or as the new thing it opens with: "For a new speech model, include ..." (rules79)
-    r"|^[-*\s]{0,4}for\s((?:a|an|any|each|every)\snew\s[\w -]{3,60}?)(?=,)",
+    r"|^[-*\s]{0,4}for\s((?:a|an|any|each|every)\snew\s[\w -]{3,60}?)(?=,)"
+    # or as the changes a sentence opens with: "For changes to the kernels or the scheduler,
+    # include ...", "For GPU kernel changes, paste ..." (to the comma before the request: a
+    # list's commas are followed by an article or "or"; "For all changes" is every PR) (rules80)
+    r"|^[-*\s]{0,4}for\s((?:changes|prs|pull\srequests)\s(?:to|in|under|of)\s[^;:()!?\n]{2,120}?"
+    r"|(?!(?:all|any|every|most|other|more|such|these|those|your|our|their|the|small|trivial|minor"
+    r"|performance|perf|speed)\s)"  # ("For performance changes" is what a speed rule says already)
+    r"(?:[\w/.-]{2,30}\s){1,3}(?:changes|prs|pull\srequests))"
+    r"(?=,\s(?!(?:the|a|an|or|and|its|their)\s)|\s{0,2}[;:])",
     re.I)
 # A scope that names the file's own project ("pull requests that change this package"): every
 # PR the file speaks to (a package guide's scope is said from its path, part_files) (rules76).
@@ -1392,11 +1401,14 @@ _CHANGE_HEADING = re.compile(
     r"(?:changes?\s(?:to|in|of)|changing|modifying|touching)\s[^?/()]{3,60}"
     r"|(?:adding\s(?:an?\s)?)?new\s(?!(?:contributors?|here|to|comers?|features?))[^?/()]{3,60}")
 
+_HEADING_GLOSS = re.compile(r"\([^()]{0,80}\)")
+
 
 def heading_condition(section: str) -> str:
     """"for changes to the sampler" from a section whose own heading names a kind of change,
     else "" (a heading above it does not: "Changes / Style" is the style's)."""
-    heading = " ".join(_CONDITION_MARKUP.sub(" ", section.rsplit(" / ", 1)[-1]).split()).lower()
+    # (a parenthetical is a gloss of the heading: "Adding a new trainer (new algorithm)", rules80)
+    heading = " ".join(_CONDITION_MARKUP.sub(" ", _HEADING_GLOSS.sub(" ", section.rsplit(" / ", 1)[-1])).split()).lower()
     if not _CHANGE_HEADING.fullmatch(heading) or _THIS_PROJECT.search(heading):
         return ""
     return f"when {heading}" if heading.startswith("adding") else f"for {heading}"
@@ -1432,7 +1444,7 @@ def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = Non
     if m := _SCOPE_CONDITION.search(text[:600]):
         # "The exception is a PR that touches `pkg/io/`: there, include ...": said of those PRs
         clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1) or m.group(2) or (
-            f"changes under {m.group(3)}" if m.group(3) else m.group(4))).split())
+            f"changes under {m.group(3)}" if m.group(3) else m.group(4) or m.group(5))).split())
         clause = clause if clause[:2].isupper() else clause[0].lower() + clause[1:]  # "PRs that ..."
         if _THIS_PROJECT.search(clause):
             return ""  # "PRs that change this package": the file's own scope, no narrower one

@@ -41,12 +41,13 @@ WRITTEN_SETS = sorted(path for path in RULES_WRITTEN.iterdir() if (path / "expec
 # other set is held out: scored, never tuned on (its misses are left for the next round).
 DEVELOPED_ON = frozenset({"rules-dev", "a", "b", "c", "d", "e", "f", "h", "i", "k", "l", "m",
                           "n", "o", "q", "r", "s", "t", "u", "v", "w",
-                          "x", "y", "z"})
+                          "x", "y", "z", "aa", "ab"})
 GOAL = 0.85
 # Development sets not yet at the goal, with the count of facts stated they must keep (Q
 # reached it in rules69; V and W were developed on in rules73, which fixed their invented lines
 # first; W reached it in rules74, Traditional Chinese read; V reached it in rules75, 38/44; X
-# and Y, developed on in rules76, reached it there; Z, developed on in rules77, reached it there).
+# and Y, developed on in rules76, reached it there; Z, developed on in rules77, reached it there;
+# AA and AB, developed on in rules80, were at it from their first score).
 BELOW_GOAL_FLOOR: dict[str, int] = {}
 
 

@@ -121,6 +121,15 @@ CASES = {
                                  "- Found a bug? Open an issue first.\n- Over 200 lines? ? ?\n"),
     "optional-commands": "```\n" + _fill("make docs  # build the docs\n", SIZE // 2) + "```\n"
                          + _fill("Building with `make docs` is optional; `make a b` is not required. "),
+    # rules80: sentences opened by the changes they are about, proposals by acronym, naming
+    # conventions, changes not accepted without an issue
+    "for-changes-to": _fill("For changes to a, the b, or the c, include benchmark numbers before and after; "
+                            "for GPU kernel changes, paste them. PRs that add x need two approvals. "),
+    "for-changes-one-sentence": "For changes to " + _fill("a, the b ") + ", include benchmark numbers.",
+    "proposal-acronyms": _fill("## X Proposals (XEPs)\nChanges need a XEP before any code is reviewed. "
+                               "It is accepted when two maintainers approve it.\n"),
+    "naming-and-undiscussed": _fill("`snake_case` for functions, `PascalCase` for types; we do not accept "
+                                    "changes to the core API without a discussion in an issue. "),
     # rules79: change headings, identifiers named as baselines, committed paths, sizes, sentences
     # pointing back
     "change-headings": _fill("## Changes to the " + "loss and the " * 8 + "sampler\n\nPost the mean return "

@@ -662,3 +662,16 @@ def test_written_corpora_invent_nothing_and_the_developed_ones_reach_the_goal() 
                 assert stated >= floor, folder.name
             else:
                 assert stated >= evaluate_rules.GOAL * expected, folder.name
+
+
+def test_a_merge_a_pass_and_a_check_in_different_bullets_are_no_ci_rule() -> None:
+    # Set AE's one invented line at first sight (integrator, 5 December).
+    bullets = ("## Contributing\n\nFixes are welcome. To work on the code:\n\n```bash\npip install -e .\n```\n\n"
+               "- Before your first pull request can be merged, sign the CLA; a bot comments with the link.\n"
+               "- `make lint` must pass.\n"
+               "- `pytest tests/` must pass. A test for a new loss checks that the loss goes down.\n")
+    by_rule = _rules({"CONTRIBUTING.md": bullets})
+    assert not {"ci_must_pass", "ci_must_pass_merge_first"} & set(by_rule)
+    one = "Before a pull request can be merged, it has to pass CI.\n"
+    assert "ci_must_pass_merge_first" in _rules({"CONTRIBUTING.md": one})
+

@@ -344,6 +344,22 @@ def test_nightly_steps_documented_in_order() -> None:
     assert [n for n in shown if n in names] == names
 
 
+def test_the_nightly_steps_readme_s_map_and_study_md_name_are_the_scheduler_s() -> None:
+    """README's architecture map (`scheduler.py   the nightly job: ...`) and docs/study.md's
+    row of the `study` step name the nightly steps in the scheduler's order (the `settings`
+    step, user79, was in neither)."""
+    from bot.scheduler import STEPS
+
+    said = {"reanalyse": "re-analysis"}
+    names = [said.get(name, name) for name, _ in STEPS]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    line = re.search(r"scheduler\.py\s+the nightly job: ([^\n]+)", readme)
+    assert line and [word.strip() for word in line.group(1).split(",")] == names
+    study = " ".join((ROOT / "docs" / "study.md").read_text(encoding="utf-8").split())
+    before = re.search(r"step `study` \| after ([^|]*?), before the report", study)
+    assert before and re.split(r", | and ", before.group(1)) == names[:names.index("study")]
+
+
 # ------------------------------------------------------------------ docs65: fresh eyes
 # A value for each placeholder the documents' command lines use, so that each line can be
 # given to the parser as a person would type it. A new placeholder fails the test below

@@ -905,6 +905,17 @@ def test_page_sizes_and_limits_the_documents_quote_are_the_code_s() -> None:
 
     assert f"one per nightly report, newest first, at most {FEED_ROWS}" in site
     assert f"the {FEED_ROWS} most recently changed first" in site
+    # a thread's bounds (left78, bounds79): the page's latest changes and actions, the
+    # JSON's review history and comments pages
+    from bot.site import api, threads
+
+    assert f"the latest {threads.HISTORY_SHOWN} changes of its stored review state" in site
+    assert f"The thread page shows the latest {threads.HISTORY_SHOWN} and says" in site
+    assert f"its latest {threads.ACTIONS_SHOWN} Action rows" in site
+    assert f"The thread page shows a thread's latest {threads.ACTIONS_SHOWN} actions" in site
+    assert f"its latest `limit` changes ({api.HISTORY_LIMIT} by default, at most {api.HISTORY_MAX:,};" in site
+    comments = f"`comments_limit` ({api.COMMENTS_LIMIT} by default, at most {api.COMMENTS_MAX:,})"
+    assert comments in site and comments in readme
 
 
 def test_every_variable_the_documents_name_is_read() -> None:

@@ -1016,3 +1016,47 @@ def test_the_review_history_sources_site_md_names_are_the_store_s() -> None:
     proposals = _section((ROOT / "docs" / "site.md").read_text(encoding="utf-8"), "## Proposals")
     history = proposals[proposals.index("**Review history.**"):]
     assert [source for source in SOURCES if f"`{source}`" not in history] == []
+
+
+def _letters(spans: str) -> set[str]:
+    """"A-I, K-Z and AA-AD" -> {"A", ..., "I", "K", ..., "AD"} (one- or two-letter set names)."""
+    def index(name: str) -> int:
+        return sum((ord(c) - 64) * 26 ** i for i, c in enumerate(reversed(name)))
+
+    def name(n: int) -> str:
+        return chr(64 + n) if n <= 26 else chr(64 + (n - 1) // 26) + chr(65 + (n - 1) % 26)
+
+    found: set[str] = set()
+    for first, last in re.findall(r"\b([A-Z]{1,2})(?:-([A-Z]{1,2}))?\b", spans):
+        found |= {name(n) for n in range(index(first), index(last or first) + 1)}
+    return found
+
+
+def test_the_reading_bounds_and_sets_rules_md_states_are_the_code_s() -> None:
+    """docs/rules.md's Pieces and Production: the written rule sets there are, the workflows
+    read, and each bound of one repository's read, against `bot.speaking.contribution`
+    (fetch79 moved MAX_REPO_REQUESTS, shared the linked pages between package guides and
+    named the docs sites' folders; sets AA to AD came after "sets A-I and K-Z")."""
+    from bot.speaking import contribution as c
+
+    text = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
+    pieces = " ".join(_section(text, "## Pieces").split())
+    sets = re.search(r"fictional projects' contribution files \(sets ([A-Z ,and-]+)\)", pieces)
+    folders = {p.name.upper() for p in (ROOT / "benchmarks" / "rules_written").iterdir() if p.is_dir()}
+    assert sets and _letters(sets.group(1)) == folders, sets
+    production = " ".join(_section(text, "## Production").split())
+    workflows = re.search(r"the workflows whose names mention ([^.]+?)\.", production)
+    assert workflows and set(re.split(r", | or ", workflows.group(1))) == set(
+        c.WORKFLOW_NAMES.pattern.replace("-?", "-").split("|"))
+    docs_sites = re.search(r"under a docs site's folder \(([^:]+):", production)
+    assert docs_sites and set(re.findall(r"`(\w+)/`", docs_sites.group(1))) == c.DOCS_SITE_FOLDERS
+    for said in (f"{c.MAX_FOLDER_FILES} files of each folder",
+                 f"up to {c.MAX_LINKED_PAGES} Markdown / reStructuredText / text pages",
+                 f"at most {c.MAX_GUIDE_DEPTH} deep below the root",
+                 f"{c.MAX_PACKAGE_GUIDES} folders at most",
+                 f"with up to {c.MAX_LINKED_PAGES} pages they link to, for all of them together",
+                 f"(at most {c.MAX_REPO_REQUESTS}:",
+                 f"cached for {c.MAX_AGE.total_seconds() / 3600:.0f} hours"):
+        assert said in production, said
+    safety = " ".join(_section(text, "## Safety").split())
+    assert f"A file over {c.MAX_FILE_BYTES // 1024} KiB is read to its first" in safety

@@ -1060,3 +1060,23 @@ def test_the_reading_bounds_and_sets_rules_md_states_are_the_code_s() -> None:
         assert said in production, said
     safety = " ".join(_section(text, "## Safety").split())
     assert f"A file over {c.MAX_FILE_BYTES // 1024} KiB is read to its first" in safety
+
+
+# docs/rules.md's reference sections (the rest of the page is its reviews, which name code
+# as it was)
+RULES_REFERENCE = ("## Pieces", "## How a fact is found", "## Adding a rule", "## Safety",
+                   "## Ground truth and tests", "## Production")
+
+
+def test_the_rule_ids_and_functions_rules_md_names_exist() -> None:
+    """Each `snake_case` name docs/rules.md's reference sections quote (a rule id as
+    `issue_first_size`, a pattern key as `latin_languages`, a function as `heading_condition`)
+    is a word of analyzers/ (code and pattern tables), bot/ or tests/: a rule renamed or
+    merged away leaves no name behind."""
+    text = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
+    quoted = {name for heading in RULES_REFERENCE
+              for name in re.findall(r"`([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`", _section(text, heading))}
+    sources = [*(ROOT / "analyzers").glob("*.py"), *(ROOT / "analyzers").glob("*.yaml"),
+               *(ROOT / "bot").rglob("*.py"), *(ROOT / "tests").glob("*.py")]
+    words = {word for path in sources for word in re.findall(r"\w+", path.read_text(encoding="utf-8"))}
+    assert len(quoted) > 20 and not sorted(quoted - words), sorted(quoted - words)

@@ -1080,3 +1080,14 @@ def test_the_rule_ids_and_functions_rules_md_names_exist() -> None:
                *(ROOT / "bot").rglob("*.py"), *(ROOT / "tests").glob("*.py")]
     words = {word for path in sources for word in re.findall(r"\w+", path.read_text(encoding="utf-8"))}
     assert len(quoted) > 20 and not sorted(quoted - words), sorted(quoted - words)
+
+
+def test_the_rest_reserve_github_md_states_is_the_code_s() -> None:
+    """docs/github.md's rate-limit table: what the nightly rules refresh keeps back for
+    webhooks and one repository's worst case (fetch78, fetch79 moved it to 509)."""
+    from bot.speaking.contribution import MAX_REPO_REQUESTS, REST_RESERVE
+
+    limits = " ".join(_section((ROOT / "docs" / "github.md").read_text(encoding="utf-8"),
+                               "## Rate limits").split())
+    assert f"Keep `REST_RESERVE` ({REST_RESERVE})" in limits
+    assert f"`MAX_REPO_REQUESTS` ({MAX_REPO_REQUESTS}, one repository's worst case" in limits

@@ -1091,3 +1091,19 @@ def test_the_rest_reserve_github_md_states_is_the_code_s() -> None:
                                "## Rate limits").split())
     assert f"Keep `REST_RESERVE` ({REST_RESERVE})" in limits
     assert f"`MAX_REPO_REQUESTS` ({MAX_REPO_REQUESTS}, one repository's worst case" in limits
+
+
+def test_the_unknown_flag_line_readme_quotes_is_printed_as_quoted(tmp_path: Path) -> None:
+    """README, "When something is wrong": a flag the command does not take is said as that
+    command's, pointing at its help (user79: argparse said it as the top command's). The
+    quoted line, its `...` filled with a flag no command takes, is what the command prints."""
+    from tests.test_cli import run_cli
+
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    quoted = re.search(r"\(\"(rltracker (\w+): unrecognized arguments: \.\.\. \(see `rltracker \2 --help`\))\"\)",
+                       readme)
+    assert quoted, "README no longer quotes the unknown-flag line"
+    result = run_cli(quoted.group(2), "--no-such-flag",
+                     env={"DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/none.db"})
+    expected = quoted.group(1).replace("...", "--no-such-flag")
+    assert (result.returncode, result.stderr.strip().splitlines()[-1]) == (2, expected)

@@ -344,6 +344,22 @@ def test_nightly_steps_documented_in_order() -> None:
     assert [n for n in shown if n in names] == names
 
 
+def test_the_nightly_steps_readme_s_map_and_study_md_name_are_the_scheduler_s() -> None:
+    """README's architecture map (`scheduler.py   the nightly job: ...`) and docs/study.md's
+    row of the `study` step name the nightly steps in the scheduler's order (the `settings`
+    step, user79, was in neither)."""
+    from bot.scheduler import STEPS
+
+    said = {"reanalyse": "re-analysis"}
+    names = [said.get(name, name) for name, _ in STEPS]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    line = re.search(r"scheduler\.py\s+the nightly job: ([^\n]+)", readme)
+    assert line and [word.strip() for word in line.group(1).split(",")] == names
+    study = " ".join((ROOT / "docs" / "study.md").read_text(encoding="utf-8").split())
+    before = re.search(r"step `study` \| after ([^|]*?), before the report", study)
+    assert before and re.split(r", | and ", before.group(1)) == names[:names.index("study")]
+
+
 # ------------------------------------------------------------------ docs65: fresh eyes
 # A value for each placeholder the documents' command lines use, so that each line can be
 # given to the parser as a person would type it. A new placeholder fails the test below
@@ -889,6 +905,17 @@ def test_page_sizes_and_limits_the_documents_quote_are_the_code_s() -> None:
 
     assert f"one per nightly report, newest first, at most {FEED_ROWS}" in site
     assert f"the {FEED_ROWS} most recently changed first" in site
+    # a thread's bounds (left78, bounds79): the page's latest changes and actions, the
+    # JSON's review history and comments pages
+    from bot.site import api, threads
+
+    assert f"the latest {threads.HISTORY_SHOWN} changes of its stored review state" in site
+    assert f"The thread page shows the latest {threads.HISTORY_SHOWN} and says" in site
+    assert f"its latest {threads.ACTIONS_SHOWN} Action rows" in site
+    assert f"The thread page shows a thread's latest {threads.ACTIONS_SHOWN} actions" in site
+    assert f"its latest `limit` changes ({api.HISTORY_LIMIT} by default, at most {api.HISTORY_MAX:,};" in site
+    comments = f"`comments_limit` ({api.COMMENTS_LIMIT} by default, at most {api.COMMENTS_MAX:,})"
+    assert comments in site and comments in readme
 
 
 def test_every_variable_the_documents_name_is_read() -> None:
@@ -989,3 +1016,94 @@ def test_the_review_history_sources_site_md_names_are_the_store_s() -> None:
     proposals = _section((ROOT / "docs" / "site.md").read_text(encoding="utf-8"), "## Proposals")
     history = proposals[proposals.index("**Review history.**"):]
     assert [source for source in SOURCES if f"`{source}`" not in history] == []
+
+
+def _letters(spans: str) -> set[str]:
+    """"A-I, K-Z and AA-AD" -> {"A", ..., "I", "K", ..., "AD"} (one- or two-letter set names)."""
+    def index(name: str) -> int:
+        return sum((ord(c) - 64) * 26 ** i for i, c in enumerate(reversed(name)))
+
+    def name(n: int) -> str:
+        return chr(64 + n) if n <= 26 else chr(64 + (n - 1) // 26) + chr(65 + (n - 1) % 26)
+
+    found: set[str] = set()
+    for first, last in re.findall(r"\b([A-Z]{1,2})(?:-([A-Z]{1,2}))?\b", spans):
+        found |= {name(n) for n in range(index(first), index(last or first) + 1)}
+    return found
+
+
+def test_the_reading_bounds_and_sets_rules_md_states_are_the_code_s() -> None:
+    """docs/rules.md's Pieces and Production: the written rule sets there are, the workflows
+    read, and each bound of one repository's read, against `bot.speaking.contribution`
+    (fetch79 moved MAX_REPO_REQUESTS, shared the linked pages between package guides and
+    named the docs sites' folders; sets AA to AD came after "sets A-I and K-Z")."""
+    from bot.speaking import contribution as c
+
+    text = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
+    pieces = " ".join(_section(text, "## Pieces").split())
+    sets = re.search(r"fictional projects' contribution files \(sets ([A-Z ,and-]+)\)", pieces)
+    folders = {p.name.upper() for p in (ROOT / "benchmarks" / "rules_written").iterdir() if p.is_dir()}
+    assert sets and _letters(sets.group(1)) == folders, sets
+    production = " ".join(_section(text, "## Production").split())
+    workflows = re.search(r"the workflows whose names mention ([^.]+?)\.", production)
+    assert workflows and set(re.split(r", | or ", workflows.group(1))) == set(
+        c.WORKFLOW_NAMES.pattern.replace("-?", "-").split("|"))
+    docs_sites = re.search(r"under a docs site's folder \(([^:]+):", production)
+    assert docs_sites and set(re.findall(r"`(\w+)/`", docs_sites.group(1))) == c.DOCS_SITE_FOLDERS
+    for said in (f"{c.MAX_FOLDER_FILES} files of each folder",
+                 f"up to {c.MAX_LINKED_PAGES} Markdown / reStructuredText / text pages",
+                 f"at most {c.MAX_GUIDE_DEPTH} deep below the root",
+                 f"{c.MAX_PACKAGE_GUIDES} folders at most",
+                 f"with up to {c.MAX_LINKED_PAGES} pages they link to, for all of them together",
+                 f"(at most {c.MAX_REPO_REQUESTS}:",
+                 f"cached for {c.MAX_AGE.total_seconds() / 3600:.0f} hours"):
+        assert said in production, said
+    safety = " ".join(_section(text, "## Safety").split())
+    assert f"A file over {c.MAX_FILE_BYTES // 1024} KiB is read to its first" in safety
+
+
+# docs/rules.md's reference sections (the rest of the page is its reviews, which name code
+# as it was)
+RULES_REFERENCE = ("## Pieces", "## How a fact is found", "## Adding a rule", "## Safety",
+                   "## Ground truth and tests", "## Production")
+
+
+def test_the_rule_ids_and_functions_rules_md_names_exist() -> None:
+    """Each `snake_case` name docs/rules.md's reference sections quote (a rule id as
+    `issue_first_size`, a pattern key as `latin_languages`, a function as `heading_condition`)
+    is a word of analyzers/ (code and pattern tables), bot/ or tests/: a rule renamed or
+    merged away leaves no name behind."""
+    text = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
+    quoted = {name for heading in RULES_REFERENCE
+              for name in re.findall(r"`([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`", _section(text, heading))}
+    sources = [*(ROOT / "analyzers").glob("*.py"), *(ROOT / "analyzers").glob("*.yaml"),
+               *(ROOT / "bot").rglob("*.py"), *(ROOT / "tests").glob("*.py")]
+    words = {word for path in sources for word in re.findall(r"\w+", path.read_text(encoding="utf-8"))}
+    assert len(quoted) > 20 and not sorted(quoted - words), sorted(quoted - words)
+
+
+def test_the_rest_reserve_github_md_states_is_the_code_s() -> None:
+    """docs/github.md's rate-limit table: what the nightly rules refresh keeps back for
+    webhooks and one repository's worst case (fetch78, fetch79 moved it to 509)."""
+    from bot.speaking.contribution import MAX_REPO_REQUESTS, REST_RESERVE
+
+    limits = " ".join(_section((ROOT / "docs" / "github.md").read_text(encoding="utf-8"),
+                               "## Rate limits").split())
+    assert f"Keep `REST_RESERVE` ({REST_RESERVE})" in limits
+    assert f"`MAX_REPO_REQUESTS` ({MAX_REPO_REQUESTS}, one repository's worst case" in limits
+
+
+def test_the_unknown_flag_line_readme_quotes_is_printed_as_quoted(tmp_path: Path) -> None:
+    """README, "When something is wrong": a flag the command does not take is said as that
+    command's, pointing at its help (user79: argparse said it as the top command's). The
+    quoted line, its `...` filled with a flag no command takes, is what the command prints."""
+    from tests.test_cli import run_cli
+
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    quoted = re.search(r"\(\"(rltracker (\w+): unrecognized arguments: \.\.\. \(see `rltracker \2 --help`\))\"\)",
+                       readme)
+    assert quoted, "README no longer quotes the unknown-flag line"
+    result = run_cli(quoted.group(2), "--no-such-flag",
+                     env={"DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/none.db"})
+    expected = quoted.group(1).replace("...", "--no-such-flag")
+    assert (result.returncode, result.stderr.strip().splitlines()[-1]) == (2, expected)

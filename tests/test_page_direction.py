@@ -82,24 +82,29 @@ async def test_names_in_the_nightly_report_page_are_isolated(ctx: Any) -> None:
     bare <code> (which isolates nothing): an override in one reversed the rest of its line.
     Names that are ASCII, as GitHub's are, stay as they were."""
     from bot.site.report import render_html, run_report
-    from bot.store.models import Report, Repository
+    from bot.store.models import Installation, Report, Repository
     from bot.store.types import utcnow
     from tests.test_report import DAY1, DAY2, night_one
 
     await night_one(ctx)
     await run_report(ctx, DAY1)
     async with ctx.sessionmaker() as session, session.begin():
+        session.add(Installation(id=97, account="settings-owner"))
         session.add_all([
             Repository(full_name=ODD_REPO, comments_paused=False, resumed_by=f"@ma{RLO}ya",
                        resumed_at=utcnow()),
             Repository(full_name=f"open{RLO}rlhf/x", comments_paused=True,
-                       paused_reason="2 of the app's last 2 comments were hidden")])
+                       paused_reason="2 of the app's last 2 comments were hidden"),
+            # a settings file the app cannot use (user79's list, in the page and the post)
+            Repository(full_name=f"sett{RLO}ings/y", installation_id=97, private=False,
+                       config_error="daily_budget must be a whole number")])
     await run_report(ctx, DAY2)
     async with ctx.sessionmaker() as session:
         row = await session.scalar(select(Report).where(Report.date == DAY2.isoformat()))
     assert row is not None
     parser = _Isolation()
     parser.feed(render_html(row.data))
-    assert len(parser.runs) >= 2 and all(isolated for _, isolated in parser.runs), parser.runs
+    assert len(parser.runs) >= 3 and all(isolated for _, isolated in parser.runs), parser.runs
     # the Markdown the report posts on GitHub: its code spans isolate nothing
     assert RLO not in row.markdown and "huggingface/trl-fork" in row.markdown
+    assert "`settings/y`: its `.github/rltracker.yml` could not be used" in row.markdown

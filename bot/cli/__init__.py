@@ -432,7 +432,8 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog="exit status: 0 listed or re-queued; 1 an id given to retry is "
                               "neither failed nor waiting, or is a private repository's whose "
                               "payload was not kept (named; the others are re-queued), or "
-                              "the database failed; 2 retry without ids or --all.")
+                              "the database failed; 2 retry without ids or --all, or with both "
+                              "(nothing re-queued).")
     p.add_argument("--json", action="store_true", help="the list as one JSON object")
     p.add_argument("--limit", type=_limit, default=50, metavar="N", help="list at most N (default 50)")
     deliveries_sub = p.add_subparsers(dest="deliveries_command")

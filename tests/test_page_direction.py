@@ -39,7 +39,9 @@ async def _override_in_every_field(ctx: Any) -> None:
         thread.answer_chosen_by = f"car{RLO}ol"
         session.add(Verdict(thread_id=thread.id, category="entropy_collapse", is_failure_report=True,
                             login=f"mall{RLO}ory", role="maintainer"))
-        session.add(Repository(full_name=ODD_REPO, installation_id=5, resumed_by=f"dav{RLO}e"))
+        # a settings file's problem quotes the file (a key holding an override, docs80's find)
+        session.add(Repository(full_name=ODD_REPO, installation_id=5, resumed_by=f"dav{RLO}e",
+                               config_error=f"unknown setting 'dai{RLO}ly'"))
         odd = await upsert_thread(session, {"repo": ODD_REPO, "number": 1, "kind": "issue",
                                             "title": "KL grows", "state": "open",
                                             "author": f"er{RLO}in"})
@@ -97,7 +99,7 @@ async def test_names_in_the_nightly_report_page_are_isolated(ctx: Any) -> None:
                        paused_reason="2 of the app's last 2 comments were hidden"),
             # a settings file the app cannot use (user79's list, in the page and the post)
             Repository(full_name=f"sett{RLO}ings/y", installation_id=97, private=False,
-                       config_error="daily_budget must be a whole number")])
+                       config_error=f"dai{RLO}ly_budget must be a whole number")])
     await run_report(ctx, DAY2)
     async with ctx.sessionmaker() as session:
         row = await session.scalar(select(Report).where(Report.date == DAY2.isoformat()))

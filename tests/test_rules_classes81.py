@@ -3,12 +3,7 @@ one written for these tests (none copied from the written set)."""
 
 from __future__ import annotations
 
-from tests.test_rules_answers import _facts
-
-
-def _statements(files: dict[str, str], topic: str) -> list[str]:
-    return [f["statement"] for f in _facts(files) if f["topic"] == topic]
-
+from tests.test_rules_classes80 import _statements
 
 # --- wrong lines first ----------------------------------------------------------------------------
 

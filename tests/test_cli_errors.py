@@ -1045,6 +1045,26 @@ def test_papers_fetch_of_an_empty_category_is_a_usage_error(migrated_db: str) ->
         one_line(result, "papers fetch", 2, "--category")
 
 
+def test_papers_fetch_of_a_category_arxiv_does_not_have_is_a_usage_error(migrated_db: str) -> None:
+    """`--category banana` (any word) was accepted and sent to arXiv, which answers an unknown
+    category with no papers: the fetch "succeeded" with nothing. Only arXiv's categories are
+    taken, named in one line with where to find them, exit 2 (left80)."""
+    api = f"http://127.0.0.1:{free_port()}/api/query"  # nothing listens there
+    for category in ("banana", "cs.XX", "cs", "hep-th.LG", "physics", "cs.LG.x"):
+        result = rltracker("papers", "fetch", "--category", category,
+                           env={"DATABASE_URL": migrated_db, "RLTRACKER_ARXIV_API_URL": api})
+        one_line(result, "papers fetch", 2, "--category", category, "arxiv.org")
+
+
+def test_arxiv_categories_are_taken_in_their_own_spelling() -> None:
+    from bot.cli import _category
+
+    assert [_category(c) for c in ("cs.LG", "cs.lg", " stat.ML ", "hep-th", "physics.comp-ph",
+                                   "cond-mat.stat-mech", "q-bio.QM", "eess.SY", "math.OC")] == [
+        "cs.LG", "cs.LG", "stat.ML", "hep-th", "physics.comp-ph", "cond-mat.stat-mech",
+        "q-bio.QM", "eess.SY", "math.OC"]
+
+
 # ----------------------------------------------------------------- warnings of a command
 async def test_a_commands_warning_quoting_github_is_printed_on_one_escaped_line(
         migrated_db: str, fake_github: FakeGitHub) -> None:

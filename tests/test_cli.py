@@ -11,8 +11,8 @@ import json
 import os
 import re
 import shutil
-import sqlite3
 import signal
+import sqlite3
 import subprocess
 from pathlib import Path
 

@@ -620,6 +620,21 @@ def test_rules_takes_a_framework_in_any_case(tmp_path: Path, shared_dir: Path) -
              "unknown framework or folder: verlx", "nemo-rl")
 
 
+def test_rules_reads_no_cache_from_an_empty_sqlite_file_and_leaves_it_empty(
+        tmp_path: Path, shared_dir: Path) -> None:
+    """`rules` reads the database's cache when there is one, and an absent file is no cache;
+    a 0-byte file was opened, said to be "behind the migrations" (exit 1) and given SQLite's
+    header. It holds no cache either: the summary comes from the snapshot, the file stays
+    empty (left80)."""
+    db = tmp_path / "empty.db"
+    db.touch()
+    env = {"DATABASE_URL": f"sqlite+aiosqlite:///{db}", "GITHUB_API_URL": "http://127.0.0.1:9"}
+    result = rltracker("rules", "verl", "--json", env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert '"source": "snapshot"' in result.stdout
+    assert db.stat().st_size == 0 and [p.name for p in tmp_path.iterdir()] == ["empty.db"]
+
+
 @pytest.mark.parametrize("command", [["sync", "--repo"], ["preview"]])
 def test_a_repository_that_is_not_owner_name_is_refused(command: list[str], migrated_db: str) -> None:
     """`rltracker sync --repo notarepo` stored a Repository row and three sync cursors named

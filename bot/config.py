@@ -241,9 +241,17 @@ def check_database_url(url: str, *, may_be_absent: bool = False) -> None:
 def require_database(env: Mapping[str, str]) -> None:
     """SettingError when DATABASE_URL names a SQLite file that does not exist (in a folder that
     does: a missing folder is check_database_url's), before anything opens it (SQLite would
-    create it empty). For the commands that read the database; `migrate` creates it."""
+    create it empty). For the commands that read the database; `migrate` creates it.
+    A file of 0 bytes (`touch`, a copy cut short, a volume mounted empty) is said to be empty:
+    it was called "at no revision", and opening it wrote SQLite's header and WAL files into it
+    before the refusal (left80)."""
     raw = env.get("DATABASE_URL") or None
     path = sqlite_path(raw or DEFAULT_DATABASE_URL)
+    if path is not None and path.is_file() and path.stat().st_size == 0:
+        raise SettingError("DATABASE_URL", redact_url(raw) if raw else None,
+                           f"{os.path.abspath(path)} is an empty file (0 bytes), not a tracker "
+                           "database (nothing was written to it); `rltracker migrate` makes it "
+                           "one, or set DATABASE_URL to the database")
     if path is None or path.exists() or not path.parent.is_dir():
         return
     raise SettingError("DATABASE_URL", redact_url(raw) if raw else None,

@@ -617,7 +617,7 @@ def test_a_line_nested_too_deeply_gets_an_error_record_and_the_rest_is_analysed(
     out = tmp_path / "out.jsonl"
     assert main(["analyze", str(src), "-o", str(out)]) == 1
     rows = read_jsonl(out)
-    assert rows[0] == {"id": None, "line": 1, "error": rows[0]["error"]}
+    assert rows[0] == {"id": "o/r#1", "line": 1, "error": rows[0]["error"]}  # its opening id, left80
     assert "line 1: " in rows[0]["error"] and "nested" in rows[0]["error"]
     assert rows[1]["id"] == "o/r#2" and "error" not in rows[1]
     assert "line 1: " in capsys.readouterr().err
@@ -840,3 +840,50 @@ def test_a_pool_paper_is_read_as_papers_import_reads_it(
     assert main(["analyze", "--no-cache", "--papers", str(bad), str(src), "-o", str(out)]) == 2
     err = capsys.readouterr().err
     assert "line 1: arxiv_id is not an arXiv identifier: '2999.00001'" in err, err
+
+
+def test_a_time_that_is_not_iso_8601_gets_an_error_record_naming_the_key(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The contract's created_at and closed_at are ISO 8601 (a bare date allowed): "yesterday"
+    was accepted and analysed as a time not known. It is refused with an error naming the key,
+    and the other lines are still analysed (left80)."""
+    bad = [dict(GOOD_1, created_at="yesterday"),
+           dict(GOOD_1, closed_at="5 Dec 2025"),
+           dict(GOOD_1, comments=[{"author": "a", "created_at": "2025-01-02", "body": "x"},
+                                  {"author": "b", "created_at": "last week", "body": "y"}])]
+    good = dict(GOOD_2, created_at="2025-01-02T03:04:05Z", closed_at="2025-01-03",
+                comments=[{"author": "a", "created_at": "2025-01-02T04:00:00+02:00", "body": "x"}])
+    src = write_lines(tmp_path / "in.jsonl", [json.dumps(b) for b in bad] + [json.dumps(good)])
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", str(src), "-o", str(out)]) == 1
+    rows = read_jsonl(out)
+    assert [r.get("error") for r in rows] == [
+        'line 1: created_at must be an ISO 8601 time or date, got "yesterday"',
+        'line 2: closed_at must be an ISO 8601 time or date, got "5 Dec 2025"',
+        'line 3: comment 2: created_at must be an ISO 8601 time or date, got "last week"',
+        None,
+    ]
+    assert [r["id"] for r in rows] == ["o/r#1"] * 3 + ["o/r#2"]
+    assert "line 1: created_at" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("line", "rid"), [
+    ('{"id": "o/r#7", "repo": "o/r", "number": 7, "kind": "issue", "title": "t", "body', "o/r#7"),
+    ('  { "id" : "o\\/r#\\u0038", "repo": ', "o/r#8"),
+    ('{"id": "o/r#9"', "o/r#9"),
+    ('{"id": "o/r#9', None),  # the id itself cut short: not readable
+    ('{"id": 9, "repo": ', None),  # not a string
+    ('{"repo": "o/r", "id": "o/r#10", ', None),  # not the first key: a value could hold '"id"'
+    ('{"title": "\\"id\\": \\"o/r#11\\"", ', None),
+    ('{"id": "\\ud83d", ', "\ufffd"),  # a lone surrogate, read as the records' are
+])
+def test_a_broken_line_keeps_the_id_of_its_well_formed_start(
+        tmp_path: Path, line: str, rid: str | None) -> None:
+    """A line whose JSON breaks after a well-formed `{"id": "..."` start got `id: null`; the id
+    it opens with is read (only as the first key, a JSON string) and kept (left80)."""
+    src = write_lines(tmp_path / "in.jsonl", [line, json.dumps(GOOD_2)])
+    out = tmp_path / "out.jsonl"
+    assert main(["analyze", str(src), "-o", str(out)]) == 1
+    rows = read_jsonl(out)
+    assert rows[0]["id"] == rid and rows[0]["error"].startswith("line 1: not valid JSON")
+    assert rows[1]["id"] == "o/r#2" and "error" not in rows[1]

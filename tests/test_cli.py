@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -54,8 +55,11 @@ def test_serve_refuses_without_webhook_secret(tmp_path: Path, sqlite_template: P
 
 
 def test_serve_refuses_database_behind_migrations(tmp_path: Path) -> None:
-    db = tmp_path / "empty.db"
-    db.touch()  # a file nothing migrated (a missing one is refused before: the next test)
+    db = tmp_path / "unmigrated.db"
+    # a SQLite database nothing migrated (a missing one is refused before: the next test; an
+    # empty file too: test_an_empty_sqlite_file_is_said_to_be_empty_and_left_as_it_is)
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute("CREATE TABLE notes (text TEXT)")
     result = run_cli("serve", "--port", str(free_port()),
                      env={"DATABASE_URL": f"sqlite+aiosqlite:///{db}",
                           "GITHUB_WEBHOOK_SECRET": "s3cret-value"})
@@ -305,3 +309,27 @@ def test_readme_links_and_quick_start() -> None:
     for target in re.findall(r"\]\((docs/[^)]+)\)", text):
         assert (ROOT / target).is_file(), target
     assert "PyGithub" in text
+
+
+@pytest.mark.parametrize("command", [["stats"], ["serve", "--dev", "--no-scheduler"]])
+def test_an_empty_sqlite_file_is_said_to_be_empty_and_left_as_it_is(
+        tmp_path: Path, command: list[str]) -> None:
+    """A 0-byte file at DATABASE_URL (`touch rltracker.db`, a copy cut short, a volume mounted
+    empty) was called "behind the migrations (it is at no revision)", and the check (which
+    writes nothing, by its word) wrote SQLite's header into it: 4 KiB after a refusal. It is
+    said to be an empty file, with what makes it a database (`rltracker migrate`), and stays
+    0 bytes, nothing made beside it (left80)."""
+    db = tmp_path / "empty.db"
+    db.touch()
+    extra = ["--port", str(free_port())] if command[0] == "serve" else []
+    result = run_cli(*command, *extra, env={"DATABASE_URL": f"sqlite+aiosqlite:///{db}"})
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert f"{db} is an empty file" in lines[0] and "rltracker migrate" in lines[0]
+    assert "no revision" not in lines[0]
+    assert db.stat().st_size == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["empty.db"]  # no -wal, -shm
+    migrated = run_cli("migrate", env={"DATABASE_URL": f"sqlite+aiosqlite:///{db}"})
+    assert migrated.returncode == 0, migrated.stderr  # what the line says to do works

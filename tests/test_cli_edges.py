@@ -47,7 +47,7 @@ def test_a_number_too_long_to_read_is_a_bad_line_not_a_crash(tmp_path: Path) -> 
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
     rows = read_jsonl(out)
-    assert [r.get("id") for r in rows] == ["o/r#1", None, "o/r#2", "o/r#2"]
+    assert [r.get("id") for r in rows] == ["o/r#1", "o/r#9", "o/r#2", "o/r#2"]  # its opening id (left80)
     assert rows[1]["line"] == 2 and rows[1]["error"].startswith("line 2: ")
     assert "digits" in rows[1]["error"] and "error" not in rows[2] and "error" not in rows[3]
     assert result.stderr.splitlines() == [f"rltracker analyze: {rows[1]['error']}"]
@@ -56,7 +56,7 @@ def test_a_number_too_long_to_read_is_a_bad_line_not_a_crash(tmp_path: Path) -> 
     pool.write_text('{"title": "A paper"}\n{"title": "B", "n": ' + huge + "}\n", encoding="utf-8")
     result = text(rltracker("analyze", "--papers", str(pool), str(src), "-o", str(out)))
     one_line(result, "analyze", 2, f"{pool} line 2", "digits")
-    assert [r.get("id") for r in read_jsonl(out)] == ["o/r#1", None, "o/r#2", "o/r#2"]  # kept
+    assert [r.get("id") for r in read_jsonl(out)] == ["o/r#1", "o/r#9", "o/r#2", "o/r#2"]  # kept
 
 
 # ------------------------------------------------------------------ what the commands write

@@ -5,10 +5,12 @@ real process; the timeouts are hang guards, not speed assertions."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import os
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -277,16 +279,22 @@ def test_a_url_with_an_unclosed_bracket_is_one_line_naming_it(migrated_db: str) 
 
 
 def test_sqlite_database_not_migrated(tmp_path: Path) -> None:
-    (tmp_path / "empty.db").touch()
-    result = rltracker("stats", env={"DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/empty.db"})
+    # a SQLite database nothing migrated (a 0-byte file is said to be empty: the next tests)
+    with contextlib.closing(sqlite3.connect(tmp_path / "unmigrated.db")) as conn:
+        conn.execute("CREATE TABLE notes (text TEXT)")
+    result = rltracker("stats", env={"DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/unmigrated.db"})
     one_line(result, "stats", 1, "DATABASE_URL", "rltracker migrate")
 
 
-@pytest.mark.parametrize("command", [
+# Commands that read (or need) the database.
+_DATABASE_COMMANDS = [
     ["stats"], ["stats", "--json"], ["deliveries"], ["deliveries", "--json"],
     ["deliveries", "retry", "--all"], ["verdicts", "export"], ["verdicts", "wanted"], ["study"],
     ["study", "--json"], ["report"], ["repos", "resume", "o/r"], ["preview", "o/r"],
-    ["papers", "import", "-"], ["sync"]])
+    ["papers", "import", "-"], ["sync"]]
+
+
+@pytest.mark.parametrize("command", _DATABASE_COMMANDS)
 def test_a_missing_sqlite_database_is_said_to_be_missing_and_not_created(
         command: list[str], tmp_path: Path) -> None:
     """A command that reads (or needs) the database, with DATABASE_URL naming a SQLite file
@@ -299,6 +307,21 @@ def test_a_missing_sqlite_database_is_said_to_be_missing_and_not_created(
                                       "GITHUB_API_URL": "http://127.0.0.1:9"})
     one_line(result, prog(command), 2, "DATABASE_URL", f"{db} does not exist", "rltracker migrate")
     assert list(tmp_path.iterdir()) == []  # not the file, nor its -wal or -shm
+
+
+@pytest.mark.parametrize("command", _DATABASE_COMMANDS)
+def test_an_empty_sqlite_file_is_said_to_be_empty_and_not_written(
+        command: list[str], tmp_path: Path) -> None:
+    """A 0-byte file at DATABASE_URL was said to be "at no revision" and the revision check
+    wrote SQLite's header (and -wal, -shm files) into it. It is said to be an empty file, with
+    `rltracker migrate` to make it a database, and stays as it was (left80)."""
+    db = tmp_path / "empty.db"
+    db.touch()
+    result = rltracker(*command, env={"DATABASE_URL": f"sqlite:///{db}", "GITHUB_TOKEN": "t",
+                                      "GITHUB_API_URL": "http://127.0.0.1:9"})
+    one_line(result, prog(command), 2, "DATABASE_URL", f"{db} is an empty file",
+             "rltracker migrate")
+    assert db.stat().st_size == 0 and [p.name for p in tmp_path.iterdir()] == ["empty.db"]
 
 
 @pytest.mark.postgres
@@ -595,6 +618,21 @@ def test_rules_takes_a_framework_in_any_case(tmp_path: Path, shared_dir: Path) -
         assert f'"repo": "{repo}"' in result.stdout
     one_line(rltracker("rules", "verlx", env=env, cwd=tmp_path), "rules", 2,
              "unknown framework or folder: verlx", "nemo-rl")
+
+
+def test_rules_reads_no_cache_from_an_empty_sqlite_file_and_leaves_it_empty(
+        tmp_path: Path, shared_dir: Path) -> None:
+    """`rules` reads the database's cache when there is one, and an absent file is no cache;
+    a 0-byte file was opened, said to be "behind the migrations" (exit 1) and given SQLite's
+    header. It holds no cache either: the summary comes from the snapshot, the file stays
+    empty (left80)."""
+    db = tmp_path / "empty.db"
+    db.touch()
+    env = {"DATABASE_URL": f"sqlite+aiosqlite:///{db}", "GITHUB_API_URL": "http://127.0.0.1:9"}
+    result = rltracker("rules", "verl", "--json", env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert '"source": "snapshot"' in result.stdout
+    assert db.stat().st_size == 0 and [p.name for p in tmp_path.iterdir()] == ["empty.db"]
 
 
 @pytest.mark.parametrize("command", [["sync", "--repo"], ["preview"]])
@@ -1043,6 +1081,26 @@ def test_papers_fetch_of_an_empty_category_is_a_usage_error(migrated_db: str) ->
         result = rltracker("papers", "fetch", "--category", category,
                            env={"DATABASE_URL": migrated_db, "RLTRACKER_ARXIV_API_URL": api})
         one_line(result, "papers fetch", 2, "--category")
+
+
+def test_papers_fetch_of_a_category_arxiv_does_not_have_is_a_usage_error(migrated_db: str) -> None:
+    """`--category banana` (any word) was accepted and sent to arXiv, which answers an unknown
+    category with no papers: the fetch "succeeded" with nothing. Only arXiv's categories are
+    taken, named in one line with where to find them, exit 2 (left80)."""
+    api = f"http://127.0.0.1:{free_port()}/api/query"  # nothing listens there
+    for category in ("banana", "cs.XX", "cs", "hep-th.LG", "physics", "cs.LG.x"):
+        result = rltracker("papers", "fetch", "--category", category,
+                           env={"DATABASE_URL": migrated_db, "RLTRACKER_ARXIV_API_URL": api})
+        one_line(result, "papers fetch", 2, "--category", category, "arxiv.org")
+
+
+def test_arxiv_categories_are_taken_in_their_own_spelling() -> None:
+    from bot.cli import _category
+
+    assert [_category(c) for c in ("cs.LG", "cs.lg", " stat.ML ", "hep-th", "physics.comp-ph",
+                                   "cond-mat.stat-mech", "q-bio.QM", "eess.SY", "math.OC")] == [
+        "cs.LG", "cs.LG", "stat.ML", "hep-th", "physics.comp-ph", "cond-mat.stat-mech",
+        "q-bio.QM", "eess.SY", "math.OC"]
 
 
 # ----------------------------------------------------------------- warnings of a command

@@ -136,3 +136,37 @@ async def test_a_strangers_help_gets_the_help_once_saying_what_they_may_use(
     assert len(notes) == 4 and "yours to use" not in notes[3]["body"]
     # No skip: the help was answered (the refused stop is the one skip).
     assert await _skips(app_ctx, 65) == ["not_allowed:930103"]
+
+
+async def test_an_opening_post_command_edited_in_by_someone_not_allowed_is_answered_once(
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
+    """`/rltracker ignore` edited into the opening post by someone GitHub says has no write
+    access (its delivery handled after that person's write access was taken away, or an
+    account GitHub lets edit that lacks it) was recorded as a skip `not_maintainer` and nobody was
+    told, while the same command in a comment gets the one refusal note a person a thread.
+    Now the same: skip `not_allowed`, one note in the same slot as a comment's refusal, so a
+    comment command by the same person after it gets no second note (left80). Failed on main:
+    no note."""
+    from tests.test_opening_commands import edited
+
+    await install(app_ctx, fake_github)
+    payload = await open_issue(app_ctx, fake_github, 63)
+    fake_github.set_permission(VERL, "tria", "triage")
+    for word in ("ignore", "stop"):
+        data = edited(payload, body=f"{payload['issue']['body']}\n/rltracker {word}",
+                      sender="tria").data
+        row = await deliver(app_ctx, "issues", data)
+        assert row.status == "done", row.last_error
+    [note] = note_replies(fake_github, 63)
+    assert "Only the author of this thread or a maintainer" in note["body"], note["body"]
+    assert "tria" not in note["body"]
+    await deliver(app_ctx, "issue_comment", _by(shared_dir, 63, 930031, "/rltracker stop", "tria"))
+    assert len(note_replies(fake_github, 63)) == 1
+    async with app_ctx.sessionmaker() as s:
+        commands = list(await s.scalars(select(Action).where(
+            Action.number == 63, Action.kind == "command").order_by(Action.id)))
+    assert [a.details.get("code") for a in commands if a.status == "skipped"] == [
+        "not_allowed:opening:ignore", "not_allowed:opening:stop", "not_allowed:930031"]
+    assert [a.status for a in commands if a.status != "skipped"] == ["posted"]  # the note
+    async with app_ctx.sessionmaker() as s:
+        assert not (await s.scalar(select(Thread).where(Thread.number == 63))).muted

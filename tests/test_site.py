@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -595,3 +596,25 @@ async def test_a_filter_given_twice_is_not_read_as_its_first_value(client) -> No
     await _json(client, "/api/proposals?paper=gspo&paper=cispo", status=400)
     rows = await _json(client, "/api/proposals?framework=verl&framework=VERL")
     assert sorted(p["number"] for p in rows) == [101, 102]
+
+
+
+async def test_the_icon_is_tiny_and_no_browser_visit_asks_for_the_404_page(client) -> None:
+    """Every browser visit asked for /favicon.ico and got the site's whole "Not found" page
+    (3 KiB of HTML, status 404, logged as a miss). Pages name their icon inline (a data: SVG
+    the CSP's img-src allows: no request), and /favicon.ico, which browsers and feed readers
+    still ask for, is that same small SVG, cached for a day (left80)."""
+    from urllib.parse import unquote
+
+    page = await _text(client, "/")
+    icon = re.search(r'<link rel="icon" type="image/svg\+xml" href="data:image/svg\+xml,([^"]+)">',
+                     page)
+    assert icon is not None
+    inline = unquote(icon.group(1).replace("&#39;", "'").replace("&amp;", "&"))
+    assert "data:" in (await client.get("/")).headers["Content-Security-Policy"]  # img-src
+    for method in ("GET", "HEAD"):
+        resp = await client.request(method, "/favicon.ico")
+        assert (resp.status, resp.content_type) == (200, "image/svg+xml"), method
+        assert "max-age=86400" in resp.headers["Cache-Control"]
+    served = await (await client.get("/favicon.ico")).text()
+    assert served == inline and served.startswith("<svg") and len(served.encode()) < 512

@@ -110,3 +110,20 @@ async def test_an_incomplete_thread_stays_incomplete_on_a_whole_page(
         await session.execute(Thread.__table__.update().values(complete=False))
     data = await (await client.get(f"/api/threads/{REPO}/{NUMBER}")).json()
     assert data["comments_total"] == 2 and data["thread"]["complete"] is False
+
+
+async def test_the_earlier_actions_counted_are_those_the_link_lists(
+        ctx: Any, client: TestClient) -> None:
+    """An action in progress (`pending`: a claim being posted, or one a crash left for its
+    lease) was counted among the "N earlier actions not shown", while /api/actions, the link
+    given for them, does not list it: the page said 26 and the link gave 25. The count is of
+    what the link lists (left80)."""
+    await long_thread(ctx, comments=0, actions=45)
+    async with ctx.sessionmaker() as session, session.begin():
+        session.add(Action(repo=REPO, number=NUMBER, kind="command", status="pending",
+                           body="claimed", created_at=T0 - timedelta(minutes=1)))
+    html = await (await client.get(f"/threads/{REPO}/{NUMBER}")).text()
+    listed = await (await client.get(f"/api/actions?repo={REPO}&number={NUMBER}&limit=5000")).json()
+    shown = html.count('<section class="action"')
+    assert (shown, len(listed)) == (20, 45)
+    assert "25 earlier actions not shown" in html, html

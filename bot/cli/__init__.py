@@ -205,17 +205,53 @@ def _host(text: str) -> str:
                                      "0.0.0.0, ::1) or a host name")
 
 
-# An arXiv category: an archive (cs, hep-th, q-bio) and its subject class (LG, comp-ph).
-_CATEGORY = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*(?:\.[A-Za-z]+(?:-[A-Za-z]+)*)?")
+# arXiv's categories (https://arxiv.org/category_taxonomy): each archive with its subject
+# classes; an archive with none (hep-th) is a category by itself. `--category banana` (any
+# word the old pattern took) was sent to arXiv, which answers an unknown category with no
+# papers: the fetch "succeeded" with nothing (left80).
+_ARXIV_CATEGORIES: dict[str, tuple[str, ...]] = {
+    "astro-ph": ("CO", "EP", "GA", "HE", "IM", "SR"),
+    "cond-mat": ("dis-nn", "mes-hall", "mtrl-sci", "other", "quant-gas", "soft", "stat-mech",
+                 "str-el", "supr-con"),
+    "cs": ("AI", "AR", "CC", "CE", "CG", "CL", "CR", "CV", "CY", "DB", "DC", "DL", "DM", "DS",
+           "ET", "FL", "GL", "GR", "GT", "HC", "IR", "IT", "LG", "LO", "MA", "MM", "MS", "NA",
+           "NE", "NI", "OH", "OS", "PF", "PL", "RO", "SC", "SD", "SE", "SI", "SY"),
+    "econ": ("EM", "GN", "TH"),
+    "eess": ("AS", "IV", "SP", "SY"),
+    "gr-qc": (), "hep-ex": (), "hep-lat": (), "hep-ph": (), "hep-th": (),
+    "math": ("AC", "AG", "AP", "AT", "CA", "CO", "CT", "CV", "DG", "DS", "FA", "GM", "GN",
+             "GR", "GT", "HO", "IT", "KT", "LO", "MG", "MP", "NA", "NT", "OA", "OC", "PR", "QA",
+             "RA", "RT", "SG", "SP", "ST"),
+    "math-ph": (),
+    "nlin": ("AO", "CD", "CG", "PS", "SI"),
+    "nucl-ex": (), "nucl-th": (),
+    "physics": ("acc-ph", "ao-ph", "app-ph", "atm-clus", "atom-ph", "bio-ph", "chem-ph",
+                "class-ph", "comp-ph", "data-an", "ed-ph", "flu-dyn", "gen-ph", "geo-ph",
+                "hist-ph", "ins-det", "med-ph", "optics", "plasm-ph", "pop-ph", "soc-ph",
+                "space-ph"),
+    "q-bio": ("BM", "CB", "GN", "MN", "NC", "OT", "PE", "QM", "SC", "TO"),
+    "q-fin": ("CP", "EC", "GN", "MF", "PM", "PR", "RM", "ST", "TR"),
+    "quant-ph": (),
+    "stat": ("AP", "CO", "ME", "ML", "OT", "TH"),
+}
+# Each category in arXiv's spelling, by its lower-case form (`cs.lg` is taken as cs.LG).
+_CATEGORY_SPELLING = {
+    name.lower(): name
+    for archive, classes in _ARXIV_CATEGORIES.items()
+    for name in ((f"{archive}.{c}" for c in classes) if classes else (archive,))
+}
 
 
 def _category(text: str) -> str:
-    """papers fetch --category: an empty one (an unset variable) was sent to arXiv as `cat:`
-    and counted the stored papers of every category for where to start; one with spaces
-    (`cs.LG OR all`) changed the query (left64)."""
-    if not _CATEGORY.fullmatch(text.strip()):
-        raise argparse.ArgumentTypeError(f"{text!r}: expected an arXiv category, e.g. cs.LG")
-    return text.strip()
+    """papers fetch --category, in arXiv's spelling: an empty one (an unset variable) was sent
+    to arXiv as `cat:` and counted the stored papers of every category for where to start; one
+    with spaces (`cs.LG OR all`) changed the query (left64); an unknown one fetched nothing."""
+    spelled = _CATEGORY_SPELLING.get(text.strip().lower())
+    if spelled is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: not an arXiv category (e.g. cs.LG, cs.CL, stat.ML, hep-th; the list: "
+            "https://arxiv.org/category_taxonomy)")
+    return spelled
 
 
 def _http_url(text: str) -> str:

@@ -19,8 +19,10 @@ stderr and runs in one process (spawned workers would each load everything again
 Bad input lines: a line that is not JSON (or JSON Python cannot read: nested too deeply, an
 integer of more than 4,300 digits), not a JSON object, or an object that is not a
 contract thread (a required key missing, a key of the wrong type, a rule across keys broken:
-`merged` on an issue or discussion, comments out of time order: `thread_problem`), gets an
-error record in its place, `{"id": <id if readable, else null>, "line": N, "error": "line N: ..."}`, and the
+`merged` on an issue or discussion, comments out of time order, a created_at or closed_at
+that is no ISO 8601 time or date: `thread_problem`), gets an
+error record in its place, `{"id": <id if readable, else null>, "line": N, "error": "line N: ..."}`
+(a line that is no JSON keeps the id it opens with, `{"id": "..."`, as its first key), and the
 same message on stderr; every other line is still analysed, so nothing is lost and output
 line K still answers input record K. A record ends at a line feed (a lone carriage return
 is JSON whitespace), from a file as from stdin; blank lines are not records and are skipped.
@@ -294,24 +296,37 @@ def _keys_problem(record: dict[str, Any],
 def thread_problem(record: dict[str, Any]) -> str | None:
     """What makes a decoded JSON object not a contract `thread` (the first problem, naming
     the key, and the comment by its 1-based position), or None when it is one."""
-    problem = _keys_problem(record, _THREAD_KEYS, "", null_is_unknown=True)
+    problem = (_keys_problem(record, _THREAD_KEYS, "", null_is_unknown=True)
+               or _times_problem(record, ("created_at", "closed_at"), ""))
     if problem is not None:
         return problem
     for position, comment in enumerate(record["comments"], 1):
         if not isinstance(comment, dict):
             return f"comment {position} must be an object, got {_json_type(comment)}"
-        problem = _keys_problem(comment, _COMMENT_KEYS, f"comment {position}: ",
-                                null_is_unknown=True)
+        where = f"comment {position}: "
+        problem = (_keys_problem(comment, _COMMENT_KEYS, where, null_is_unknown=True)
+                   or _times_problem(comment, ("created_at",), where))
         if problem is not None:
             return problem
     return _rules_problem(record)
+
+
+def _times_problem(record: dict[str, Any], keys: tuple[str, ...], where: str) -> str | None:
+    """The first of `keys` holding a string that is no ISO 8601 time or date (the contract's
+    type: "yesterday" was accepted and read as a time not known, left80)."""
+    for key in keys:
+        text = record.get(key)
+        if isinstance(text, str) and _instant(text) is None:
+            return f"{where}{key} must be an ISO 8601 time or date, got {_json_type(text)}"
+    return None
 
 
 # The contract's rules across keys: `merged` only for pull requests, comments in time order.
 # A record breaking one was analysed as if it were right (an issue's review state read from a
 # state it cannot have, replies in an order that never happened). Not checked: that `id`
 # reads `repo#number` (the project's own written sets use ids of their own, and the contract
-# calls unknown keys ignored rather than the id a key), nor times that are not ISO 8601.
+# calls unknown keys ignored rather than the id a key). Times that are not ISO 8601 are
+# refused before (_times_problem).
 _BARE_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
@@ -389,6 +404,25 @@ def _decoded(raw: str) -> Any:
     return value
 
 
+# A broken line's id, when the line opens with it well formed: `{"id": "..."` as the first key.
+# Only there: a '"id":' further on could be inside a string value (a title quoting JSON),
+# which only a full parse tells. The match is anchored and linear, and the string is read by
+# the JSON decoder itself (escapes, surrogates as the records' are).
+_OPENING_ID = re.compile(r'[ \t\r\n]*\{[ \t\r\n]*"id"[ \t\r\n]*:[ \t\r\n]*(?=")')
+
+
+def _opening_id(raw: str) -> str | None:
+    """The id a line that is no valid JSON opens with (`{"id": "o/r#1", ...`), else None."""
+    opening = _OPENING_ID.match(raw)
+    if opening is None:
+        return None
+    try:
+        rid, _ = json.JSONDecoder().raw_decode(raw, opening.end())
+    except ValueError:  # the id itself cut short or broken
+        return None
+    return _without_surrogates(rid) if isinstance(rid, str) else None
+
+
 def _analyze_line(number: int, raw: str, pool: Any) -> tuple[str, str | None]:
     """(output line, error message or None) of input line `number`, a non-blank line."""
     from analyzers.analyze import analyze_thread
@@ -401,6 +435,7 @@ def _analyze_line(number: int, raw: str, pool: Any) -> tuple[str, str | None]:
         record = _decoded(raw)
     except BadJsonLine as exc:
         problem = str(exc)
+        record = {"id": _opening_id(raw)}
     if problem is None and not isinstance(record, dict):
         problem = f"a thread record must be a JSON object, got {type(record).__name__}"
     if problem is None:

@@ -93,8 +93,10 @@ def summary_for(target: str, settings: Settings | None = None,
     settings = settings or Settings.from_env(database_may_be_absent=True)
     repo = frameworks[target]
     # An absent SQLite file means no cache: do not create an empty database just to look.
+    # Nor does a 0-byte one (`touch`): opening it wrote SQLite's header, and the revision
+    # check called it "behind the migrations" (left80).
     db_file = sqlite_path(settings.database_url)
-    no_db = db_file is not None and not db_file.is_file()
+    no_db = db_file is not None and (not db_file.is_file() or db_file.stat().st_size == 0)
     cached = None if no_db else asyncio.run(_from_database(settings, repo))
     if cached is not None:
         cached["source"] = "database"

@@ -454,6 +454,15 @@ async def api_thread(request: web.Request) -> web.Response:
         "comments_total": comments_total})
 
 
+def listed_action() -> Any:
+    """The condition of an action /api/actions lists (and the thread page counts among its
+    earlier actions, left80): not `pending`, a claim being posted (or one a crash left for
+    its lease), not yet something the app did, and not a status the contract lists."""
+    from bot.store.models import Action
+
+    return Action.status != "pending"
+
+
 async def api_actions(request: web.Request) -> web.Response:
     """What the app posted or would have posted, and why it stayed quiet: oldest first,
     `limit` (1,000 by default, at most 5,000) after `offset` or after the `after` cursor of
@@ -462,9 +471,7 @@ async def api_actions(request: web.Request) -> web.Response:
     from bot.store.types import format_datetime
 
     ctx = request.app[CTX]
-    # A `pending` row is a claim being posted (or one a crash left for its lease): not yet
-    # something the app did, and not a status the contract lists.
-    conditions = [Action.status != "pending"]
+    conditions = [listed_action()]
     repo = (request.query.get("repo") or "").strip()
     if repo and not REPO_NAME.fullmatch(repo):
         return _json_error(400, "repo must be OWNER/NAME, as on GitHub (huggingface/trl)")

@@ -28,7 +28,7 @@ from bot.site import data
 from bot.site.api import API_PREFIX, api_cursor, api_paging, encode_cursor, next_link, read_cursor
 from bot.site.progress import backfill_progress, tracking_state
 from bot.store.types import Position, canonical_id, parse_count
-from bot.templating import html_env
+from bot.templating import FAVICON_SVG, html_env
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
@@ -577,6 +577,12 @@ async def _page_not_found(request: web.Request, handler: Handler) -> web.StreamR
         return response
 
 
+async def favicon(request: web.Request) -> web.Response:
+    """The site's icon (bot.templating.FAVICON_SVG), for whoever asks /favicon.ico."""
+    return web.Response(text=FAVICON_SVG, content_type="image/svg+xml",
+                        headers={"Cache-Control": "public, max-age=86400"})
+
+
 def setup(app: web.Application) -> None:
     """Adds the tracker pages and their JSON routes to the app, HEADERS to every answer, and
     the site's "Not found" page to a path no route has."""
@@ -584,6 +590,7 @@ def setup(app: web.Application) -> None:
     app.middlewares.append(_page_not_found)
     routes: list[tuple[str, Handler]] = [
         ("/", index),
+        ("/favicon.ico", favicon),
         ("/methods/{id}", method_page),
         ("/failures/{key}", failure_page),
         ("/frameworks/{name}", framework_page),

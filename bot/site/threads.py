@@ -28,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from analyzers.catalog import framework_id
 from bot.context import app_context
 from bot.site import data
+from bot.site.api import listed_action
 from bot.site.pages import not_found, render
 from bot.store.history import SOURCE_LABELS, thread_history
 from bot.store.models import Action, Analysis, Repository
@@ -99,8 +100,10 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
     cat = data.catalog()
     analysis = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
     of_thread = (func.lower(Action.repo) == thread.repo.lower(), Action.number == thread.number)
-    actions_total = await session.scalar(select(func.count()).select_from(Action)
-                                         .where(*of_thread)) or 0
+    # what the page's link, /api/actions, lists: an action in progress was counted among
+    # the earlier ones not shown, and the link did not give it (left80)
+    actions_listed = await session.scalar(select(func.count()).select_from(Action)
+                                          .where(*of_thread, listed_action())) or 0
     actions = list(reversed(list(await session.scalars(
         select(Action).where(*of_thread)
         .order_by(Action.created_at.desc(), Action.id.desc()).limit(ACTIONS_SHOWN)))))
@@ -165,7 +168,8 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
             "body": a.body, "reason": a.reason, "language": a.language,
             "created_at": format_datetime(a.created_at),
         } for a in actions],
-        "actions_earlier": actions_total - len(actions),  # not shown: /api/actions
+        # not shown, and listed by /api/actions (an action in progress is shown, never listed)
+        "actions_earlier": actions_listed - sum(a.status != "pending" for a in actions),
         "installed": installed is not None,
         "suspended": suspended,  # the installation is suspended: the app cannot act there
         "verdict": None if verdict is None else {

@@ -1000,10 +1000,16 @@ async def handle_opening_command(event: sansio.Event, ctx: Any) -> str:
         return "not_installed"
     if not is_author and (login is None
                           or not await _may_write(ctx, repo, installation_id, str(login))):
-        await record_skip(ctx, repo, number, "command", f"not_maintainer:{ref}",
-                          "only the thread's author or a maintainer of the repository may "
-                          "silence the app on it", command=word)
-        return "not_allowed"
+        # Refused as the same command in a comment is (left80: a skip `not_maintainer` only,
+        # nobody told): the skip `not_allowed`, and one note a person a thread, in the slot a
+        # comment's refusal uses. GitHub lets only the author and people with write access
+        # edit an opening post, so this is an editor whose access went before the delivery
+        # was handled, or one GitHub lets edit without it.
+        return await _refuse(ctx, data, "not_allowed",
+                             "only the thread's author or a maintainer of the repository may "
+                             "silence the app on it", repo=repo, number=number,
+                             installation_id=installation_id, login=login, ref=ref,
+                             in_thread=None, word=word)
     dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
     return await _do_command(event, ctx, repo=repo, number=number, installation_id=installation_id,
                              word=word, args=[], key=key, discussion_id=None, dry_run=dry_run,

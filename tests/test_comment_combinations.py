@@ -26,7 +26,7 @@ from markdown_it import MarkdownIt
 
 from analyzers.catalog import framework_id, load_catalog
 from analyzers.setup_config import parse_setup
-from bot.speaking.render import compose_failure_comment, visible_lines
+from bot.speaking.render import compose_failure_comment, short_name, visible_lines
 
 PUBLIC = "https://tracker.example"
 CAT = load_catalog()
@@ -185,39 +185,81 @@ def test_a_repository_built_on_a_framework_is_no_framework() -> None:
                                    public_url=PUBLIC) is None
 
 
-def _shared_catalog() -> dict | None:
-    path = Path(__file__).resolve().parents[2] / "shared" / "data" / "catalog.json"
-    if not path.is_file():
-        path = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "catalog.json"
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
-def test_every_option_a_comment_shows_is_the_shared_catalogs(shared_dir) -> None:
-    """Each option a failure comment suggests is in ../shared/data/catalog.json for that
-    method and framework, with the same name, setting and file, and a status that says it is
-    there; each "only in other frameworks" list is the shared catalog's."""
+def _shared_facts(shared_dir: Path) -> tuple[dict[str, dict], dict[str, dict]]:
+    """The shared catalog's methods and frameworks, by id."""
     shared = json.loads((shared_dir / "data" / "catalog.json").read_text())
-    facts = {m["id"]: m for m in shared["methods"]}
+    return ({m["id"]: m for m in shared["methods"]}, {f["id"]: f for f in shared["frameworks"]})
 
-    def present(mid: str) -> set[str]:
-        return {fw for fw, v in (facts[mid].get("frameworks") or {}).items()
-                if any(not str(x.get("status", "")).startswith(("not found", "related"))
-                       for x in v.get("verification") or [])}
 
+def _shared_rows(facts: dict[str, dict], mid: str, framework: str) -> list[dict]:
+    """The shared verification rows of an option that exists in `framework` at its snapshot."""
+    rows = ((facts[mid].get("frameworks") or {}).get(framework) or {}).get("verification") or []
+    return [r for r in rows if not str(r.get("status", "")).startswith(("not found", "related"))]
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _after_link(tokens: list) -> str:
+    """The text of a bullet after its method link, as a reader sees it (escapes gone, code
+    spans as their text), without the caution."""
+    closed = next(i for i, t in enumerate(tokens) if t.type == "link_close")
+    text = "".join(t.content for t in tokens[closed + 1:] if t.type in ("text", "code_inline"))
+    text = re.split(r" — (?:caution|注意)[:：]", text)[0]
+    return _words(re.sub(r"^[:：]\s*", "", text))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_option_a_comment_shows_is_the_shared_catalogs(shared_dir, lang: str) -> None:
+    """Each fact a failure comment states, read from the rendered Markdown and checked against
+    ../shared/data/catalog.json directly (not the project's catalog), for every framework x
+    kind x pasted config (review comment80): a suggested method addresses the kind in the
+    shared `failures`; its setting, remark and version note included, reads as the shared
+    `set_by` of one of this framework's options, word for word; "Why this suggestion" names
+    that option, its file and the framework's verified snapshot; each "only in other
+    frameworks" method is absent here and names exactly the frameworks that have it."""
+    facts, frameworks = _shared_facts(shared_dir)
+
+    def having(mid: str) -> set[str]:
+        return {frameworks[f]["name"] for f in frameworks if _shared_rows(facts, mid, f)}
+
+    name_of = {short_name(m["name"]): mid for mid, m in facts.items()}
     checked = 0
     for framework in FRAMEWORKS:
+        snapshot = frameworks[framework]["verified_snapshot"]["commit"]
         for kind in KINDS:
             for config in CONFIGS:
-                _, c = _render(kind, framework, "en", config)
+                _, c = _render(kind, framework, lang, config)
                 if c is None:
                     continue
+                where = (framework, kind, lang, config)
+                items = {_method_of(i): i for i in _items(c.body)}
                 for mid in c.suggested:
-                    shown = [o for o in CAT.methods[mid].options[framework] if not o.is_builtin]
-                    rows = facts[mid]["frameworks"][framework]["verification"]
-                    assert any(o.name == r["option"] and o.set_by == r["set_by"] and o.file == r["file"]
-                               for o in shown for r in rows), (framework, kind, mid)
-                    assert kind in facts[mid]["failures"], (framework, kind, mid)
+                    assert kind in facts[mid]["failures"], (where, mid)
+                    rows = _shared_rows(facts, mid, framework)
+                    shown = _after_link(items[mid])
+                    row = next((r for r in rows if _words(r["set_by"]) == shown), None)
+                    assert row is not None, (where, mid, shown, [r["set_by"] for r in rows])
                     checked += 1
+                details = MD.parse(c.body.split("<details>", 1)[1])
+                why = {}
+                for tok in details:
+                    if tok.type != "inline":
+                        continue
+                    text = "".join(t.content for t in tok.children
+                                   if t.type in ("text", "code_inline"))
+                    m = re.fullmatch(r"(.+?)[:：]\s*(?:option |选项 )(.+?)(?: in |，位于 )(.+?)"
+                                     r"(?:, verified at commit |，核实于提交 )([0-9a-f]+)", text)
+                    if m:
+                        why[name_of[m.group(1)]] = m.groups()[1:]
+                assert set(why) == set(c.suggested), (where, why)
+                for mid, (option, file, commit) in why.items():
+                    assert any(r["option"] == option and r["file"].startswith(file)
+                               for r in _shared_rows(facts, mid, framework)), (where, mid, option)
+                    assert snapshot.startswith(commit), (where, mid, commit)
                 for mid in c.elsewhere:
-                    assert framework not in present(mid), (framework, mid)
+                    assert not _shared_rows(facts, mid, framework), (where, mid)
+                    named = re.search(re.escape(f"/methods/{mid})") + r" ?[(（]([^)）]+)[)）]", c.body)
+                    assert named and set(named.group(1).split(", ")) == having(mid), (where, mid)
     assert checked

@@ -117,6 +117,20 @@ def test_reply_variants(lang: str) -> None:
     check_markdown(withdrawn_comment(lang, PUBLIC))
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("framework", [*FRAMEWORKS, None])
+def test_the_methods_reply_names_every_method_for_the_kind(framework: str | None, lang: str) -> None:
+    """`/rltracker methods <kind>` is the list the failure comment sends readers to "to list
+    them all": every catalog method for the kind that some framework has is named, here or
+    elsewhere, in a repository of the seven or not (review comment80: without a framework the
+    reply cut the list at six, dropping VESPO for rollout_training_mismatch without a word)."""
+    for kind in CAT.failures:
+        body = methods_reply(kind, framework, lang, PUBLIC)
+        named = set(re.findall(re.escape(PUBLIC) + r"/methods/([\w-]+)\)", body))
+        want = {m.id for m in CAT.methods_for_failure(kind) if m.options}
+        assert named == want, (framework, kind, sorted(want - named))
+
+
 def test_markdown_helpers() -> None:
     assert code_span("a`b") == "``a`b``"
     assert code_span("`x`") == "`` `x` ``"

@@ -547,9 +547,10 @@ def methods_reply(failure_key: str, framework_id: str | None, lang: str, public_
             "kind_title": md_text((kind.title_zh if lang == "zh" else kind.title) if kind else failure_key),
             "kind_url": f"{public_url}/failures/{failure_key}",
             "framework": md_text(framework.name) if framework else None,
-            "here": rows_here[:8],
+            # all of them, uncut: the failure comment sends readers here "to list them all"
+            "here": rows_here,
             "builtin": rows_builtin,
-            "elsewhere": rows_elsewhere[:6],
+            "elsewhere": rows_elsewhere,
             "kinds": [code_span(k) for k in cat.failures],
         },
     )

@@ -175,3 +175,32 @@ def test_a_setting_already_on_is_named_by_the_catalogs_key_not_the_reporters_pat
     assert words not in c.body and "y" * 40 not in c.body
     already = next(x for x in c.body.splitlines() if "Already set" in x)
     assert "`actor_rollout_ref.actor.clip_ratio_high` = `0.28`" in already
+
+
+
+def experimental_mark(framework: str, lang: str) -> str:
+    name = CAT.frameworks[framework].name
+    return f"（{name} 中为实验性功能）" if lang == "zh" else f" (experimental in {name})"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_an_experimental_option_is_said_to_be_experimental(framework: str, lang: str) -> None:
+    """A setting whose option the catalog (the shared status "found (experimental ...)") marks
+    experimental says so, in the failure comment and the methods reply; no other setting does
+    (review comment80: TRL's k3 and truncation penalty exist only in trl.experimental's PPO,
+    and read as GRPO options without the word)."""
+    mark = experimental_mark(framework, lang)
+    marked = 0
+    for kind in KINDS:
+        c = comment(kind, framework, lang)
+        reply = _method_lines(methods_reply(kind, framework, lang, PUBLIC))
+        for mid, line in [*(_method_lines(c.body).items() if c else []), *reply.items()]:
+            mine = [o for o in CAT.methods[mid].options.get(framework, []) if not o.is_builtin]
+            if not mine:
+                continue
+            experimental = all(o.experimental for o in mine)
+            assert (mark in line) == experimental, (kind, mid, lang, line)
+            marked += experimental
+    if framework == "trl":
+        assert marked, "TRL has experimental options the comments show"

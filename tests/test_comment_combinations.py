@@ -216,7 +216,8 @@ def test_every_option_a_comment_shows_is_the_shared_catalogs(shared_dir, lang: s
     ../shared/data/catalog.json directly (not the project's catalog), for every framework x
     kind x pasted config (review comment80): a suggested method addresses the kind in the
     shared `failures`; its setting, remark and version note included, reads as the shared
-    `set_by` of one of this framework's options, word for word; "Why this suggestion" names
+    `set_by` of one of this framework's options, word for word, and says "experimental" when
+    that option's shared status does; "Why this suggestion" names
     that option, its file and the framework's verified snapshot; each "only in other
     frameworks" method is absent here and names exactly the frameworks that have it."""
     facts, frameworks = _shared_facts(shared_dir)
@@ -228,6 +229,8 @@ def test_every_option_a_comment_shows_is_the_shared_catalogs(shared_dir, lang: s
     checked = 0
     for framework in FRAMEWORKS:
         snapshot = frameworks[framework]["verified_snapshot"]["commit"]
+        name = frameworks[framework]["name"]
+        mark = f"（{name} 中为实验性功能）" if lang == "zh" else f" (experimental in {name})"
         for kind in KINDS:
             for config in CONFIGS:
                 _, c = _render(kind, framework, lang, config)
@@ -239,8 +242,11 @@ def test_every_option_a_comment_shows_is_the_shared_catalogs(shared_dir, lang: s
                     assert kind in facts[mid]["failures"], (where, mid)
                     rows = _shared_rows(facts, mid, framework)
                     shown = _after_link(items[mid])
+                    said_experimental = shown.endswith(mark)
+                    shown = shown.removesuffix(mark)
                     row = next((r for r in rows if _words(r["set_by"]) == shown), None)
                     assert row is not None, (where, mid, shown, [r["set_by"] for r in rows])
+                    assert said_experimental == ("experimental" in row["status"]), (where, mid)
                     checked += 1
                 details = MD.parse(c.body.split("<details>", 1)[1])
                 why = {}

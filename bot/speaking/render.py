@@ -285,6 +285,7 @@ class Suggestion:
     option_name: str
     commit: str | None
     file: str
+    experimental: bool = False  # the option's status says experimental: the comment says so
 
 
 @dataclass
@@ -438,6 +439,7 @@ def compose_failure_comment(
                     method_id=method.id, name=md_text(short_name(method.name)), url=url,
                     setting=setting_md(option.set_by), caution=_pick_caution(method, framework),
                     option_name=option.name, commit=option.commit, file=option.file,
+                    experimental=option.experimental,
                 )
             )
         elif not method.options.get(framework_id) and method.options:
@@ -532,7 +534,8 @@ def methods_reply(failure_key: str, framework_id: str | None, lang: str, public_
         option = _suggestable(method, framework.id) if framework else None
         if option is not None:
             rows_here.append({"name": md_text(short_name(method.name)), "url": url,
-                              "setting": setting_md(option.set_by), "default": option.on_by_default})
+                              "setting": setting_md(option.set_by), "default": option.on_by_default,
+                              "experimental": option.experimental})
         elif framework is not None and method.has(framework.id):
             # always on in this framework: nothing to turn on, but not "only in other frameworks"
             rows_builtin.append({"name": md_text(short_name(method.name)), "url": url})

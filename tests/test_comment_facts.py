@@ -11,7 +11,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from analyzers.catalog import load_catalog
-from bot.speaking.render import compose_failure_comment, methods_reply
+from bot.speaking.render import compose_failure_comment, methods_reply, short_name
 
 PUBLIC = "https://tracker.example"
 CAT = load_catalog()
@@ -204,3 +204,46 @@ def test_an_experimental_option_is_said_to_be_experimental(framework: str, lang:
             marked += experimental
     if framework == "trl":
         assert marked, "TRL has experimental options the comments show"
+
+
+CAUTION_MARK = {"en": " — caution: ", "zh": " — 注意："}
+
+
+def _option_words(options: list) -> set[str]:
+    """The names and keys an option is spelled by in catalog text."""
+    return {w for o in options for w in (o.name, *o.keys) if w}
+
+
+def _names_a_word(text: str, words: set[str]) -> bool:
+    return any(re.search(rf"(?<![\w-]){re.escape(w)}(?!\w)", text) for w in words)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_caution_about_one_option_is_not_shown_as_advice_on_another(framework: str,
+                                                                      lang: str) -> None:
+    """A caution next to a setting concerns that setting: one that names another of this
+    framework's options for the method (and not the one shown) reads as advice against the
+    value shown (review comment80: verl's `max_off_policy_threshold=8` came with "Verl advises
+    staleness_threshold under 1", the fully async trainer's option)."""
+    wrong = []
+    for kind in KINDS:
+        c = comment(kind, framework, lang)
+        for mid, line in (_method_lines(c.body).items() if c else []):
+            if CAUTION_MARK[lang] not in line:
+                continue
+            caution = plain(line.split(CAUTION_MARK[lang], 1)[1])
+            options = CAT.methods[mid].options.get(framework, [])
+            # the option "Why this suggestion" names for this method
+            why = [w for w in c.body.splitlines() if w.startswith(f"- {short_name(CAT.methods[mid].name)}")]
+            shown = [o for o in options if any(f"`{o.name}`" in w for w in why)]
+            assert len(shown) == 1, (kind, mid, why)
+            shown_words = _option_words(shown)
+            others = _option_words([o for o in options if o not in shown]) - shown_words
+            if _names_a_word(caution, others) and not _names_a_word(caution, shown_words):
+                wrong.append((kind, mid, caution))
+    assert not wrong, wrong
+    if framework == "verl":
+        c = comment("stale_rollout_data", "verl", lang)
+        assert c is not None
+        assert "max_off_policy_threshold=8" in plain(_method_lines(c.body)["staleness-bound"])

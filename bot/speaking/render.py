@@ -300,30 +300,55 @@ class FailureComment:
     details: dict[str, Any] = field(default_factory=dict)
 
 
+def _spelled(words: set[str], flags: int = 0) -> re.Pattern[str]:
+    """Any of `words` as a word of catalog text: "ROLL's", "verl-project", "staleness_threshold"
+    in "async_training.staleness_threshold", never inside another word ("rollout" is not ROLL,
+    "overlong" is not verl)."""
+    alternatives = sorted(words, key=len, reverse=True)
+    return re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, alternatives)) + r")(?!\w)", flags)
+
+
 def _named(framework: Any) -> re.Pattern[str]:
-    """A framework's id or name as a word in catalog text: "ROLL's", "verl-project", never
-    inside another word ("rollout" and "controller" are not ROLL, "overlong" is not verl)."""
-    names = sorted({framework.id, framework.name}, key=len, reverse=True)
-    return re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, names)) + r")(?!\w)",
-                      re.IGNORECASE)
+    """A framework's id or name as a word in catalog text, in any case ("Verl advises")."""
+    return _spelled({framework.id, framework.name}, re.IGNORECASE)
 
 
-def _pick_caution(method: Any, framework: Any) -> str | None:
+def _pick_caution(method: Any, framework: Any, option: Any) -> str | None:
+    """The caution shown next to `option`'s setting: about this framework (the clause naming
+    it), else one naming no other framework. A text that names another of this framework's
+    options for the method, and not `option`, is about that option, not advice on the value
+    shown (verl's `max_off_policy_threshold=8` beside "Verl advises staleness_threshold under
+    1", the fully async trainer's option): it is passed over."""
     cautions = list(method.cautions or [])
     if not cautions:
         return None
+    shown = {w for w in (option.name, *option.keys) if w}
+    other_words = {w for o in method.options.get(framework.id, []) if o is not option
+                   for w in (o.name, *o.keys) if w} - shown
+    other = _spelled(other_words) if other_words else None
+    mine = _spelled(shown) if shown else None
+
+    def about_another_option(text: str) -> bool:
+        return bool(other and other.search(text) and not (mine and mine.search(text)))
+
     here = _named(framework)
-    for caution in cautions:
-        if here.search(caution.text):
-            # the clause that speaks about this framework, not a neighbour's remark before it
-            for clause in _clauses(caution.text):
-                if here.search(clause):
-                    return md_text(first_sentence(clause))
-            return md_text(first_sentence(caution.text))
-    # Cautions about another framework's quirk do not help this reporter.
     others = [_named(fw) for fid, fw in _catalog().frameworks.items() if fid != framework.id]
     for caution in cautions:
-        if not any(other.search(caution.text) for other in others):
+        if here.search(caution.text):
+            clauses = [c for c in _clauses(caution.text) if not about_another_option(c)]
+            # the clause that speaks about this framework, not a neighbour's remark before it
+            for clause in clauses:
+                if here.search(clause):
+                    return md_text(first_sentence(clause))
+            if not about_another_option(caution.text):
+                return md_text(first_sentence(caution.text))
+            # this framework's clause is about another option: the caution's general clause
+            for clause in clauses:
+                if not any(p.search(clause) for p in (here, *others)):
+                    return md_text(first_sentence(clause))
+    # Cautions about another framework's quirk do not help this reporter.
+    for caution in cautions:
+        if not any(p.search(caution.text) for p in others) and not about_another_option(caution.text):
             return md_text(first_sentence(caution.text))
     return None
 
@@ -437,7 +462,7 @@ def compose_failure_comment(
             suggestions.append(
                 Suggestion(
                     method_id=method.id, name=md_text(short_name(method.name)), url=url,
-                    setting=setting_md(option.set_by), caution=_pick_caution(method, framework),
+                    setting=setting_md(option.set_by), caution=_pick_caution(method, framework, option),
                     option_name=option.name, commit=option.commit, file=option.file,
                     experimental=option.experimental,
                 )

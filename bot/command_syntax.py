@@ -175,14 +175,79 @@ def _starts_block(line: str) -> bool:
     text = line.strip(" \t")
     if text[:1] == ">" or _heading(text) or (text and text.strip(text[0]) == "" and text[0] in "=-*_"):
         return True
-    marker = len(text) - len(text.lstrip("0123456789"))
-    if 0 < marker <= 9 and text[marker:marker + 1] in (".", ")"):
-        marker += 1
+    return _item_marker(text) > 0
+
+
+def _item_marker(text: str) -> int:
+    """The length of the list item marker `text` starts with (`-`, `*`, `+`, `1.` or `1)`,
+    at most nine digits, then a space, a tab or the end of the line), else 0."""
+    digits = len(text) - len(text.lstrip("0123456789"))
+    if 0 < digits <= 9 and text[digits:digits + 1] in (".", ")"):
+        width = digits + 1
     elif text[:1] in ("-", "*", "+"):
-        marker = 1
+        width = 1
     else:
-        return False
-    return text[marker:marker + 1] in ("", " ", "\t")
+        return 0
+    return width if text[width:width + 1] in ("", " ", "\t") else 0
+
+
+def _thematic_break_span(line: str) -> tuple[int, int]:
+    """(first, last): the text of `line` from an index p with first <= p <= last is a
+    thematic break (three or more of one of `-`, `*`, `_`, spaces between: `- - -` is one, not
+    three list items); one pass from the line's end."""
+    first, mark, marks, last = len(line), "", 0, -1
+    while first > 0 and line[first - 1] in " \t-*_":
+        char = line[first - 1]
+        if char not in " \t":
+            if mark and char != mark:
+                break
+            mark, marks = char, marks + 1
+            if marks == 3:
+                last = first - 1
+        first -= 1
+    return first, last
+
+
+def _in_list_items(line: str, items: list[int], in_paragraph: bool, may_start: bool) -> str:
+    """`line` as seen inside the list items it belongs to: `items` (the content columns of
+    the open list items, outermost first) loses those the line is not indented into (unless
+    it goes on a paragraph lazily: `in_paragraph` and no block starts) and gains those its
+    list markers open (`may_start`: not inside an HTML block, a comment or a hiding
+    element); returned is the line's text after its markers, indented by its columns past
+    the innermost item's (at most four). Only the `<textarea>` rule reads it (left81): a
+    list item's lines are indented to its content column, and an HTML block in the item ends
+    with it. Linear: each marker of the line is read once, each item popped once."""
+    indent = _indent(line)
+    left = False  # the line left a list item: no paragraph of its container to interrupt
+    if items and indent < items[-1]:
+        if in_paragraph and not _starts_block(line) and _fence(line) is None \
+                and not _opens_textarea(line):
+            return line  # a lazy line of the item's paragraph
+        while items and indent < items[-1]:
+            items.pop()
+        left = True
+    base = items[-1] if items else 0
+    column, pos = indent, len(line) - len(line.lstrip(" \t"))
+    first, last = _thematic_break_span(line) if may_start else (0, len(line))
+    # (an index along the line and bounded slices: linear however many markers it holds)
+    while may_start and column - base <= 3 and not first <= pos <= last:
+        width = _item_marker(line[pos:pos + 11])
+        # a list's first item interrupting a paragraph starts at 1 and holds something
+        if not width or (in_paragraph and not left and column == indent and (
+                not line[pos + width:].strip()
+                or width > 1 and int(line[pos:pos + width - 1]) != 1)):
+            break
+        end = pos + width
+        while end < len(line) and line[end] in " \t":
+            end += 1
+        spaces = _indent(line[pos + width:end] + ".")
+        if end == len(line) or spaces > 4:  # empty, or indented code: content one column on
+            items.append(column + width + 1)
+            return " " * min(max(spaces - 1, 0), 4) + line[end:]
+        base = column + width + spaces
+        items.append(base)
+        column, pos = base, end
+    return " " * min(column - base, 4) + line[pos:]
 
 
 def _tags_opened(lowered: str, tag: str, start: str = "<") -> int:
@@ -245,7 +310,9 @@ def _opens_textarea(line: str) -> bool:
     its lines are raw HTML with no line breaks of their own: a command there shows run into
     the line before it ("<textarea> x /rltracker stop </textarea>"). A `<textarea>` elsewhere
     (in prose, after another tag, indented four columns) is printed as text and holds
-    nothing (security79, checked with cmark-gfm and GFM's tagfilter)."""
+    nothing (security79, checked with cmark-gfm and GFM's tagfilter). In a list item its
+    columns are counted from the item's content (`_in_list_items`), and the item's end ends
+    it (left81)."""
     if _indent(line) > 3:
         return False
     text = line.lstrip(" \t").lower()
@@ -323,7 +390,9 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
     html_block = False  # the paragraph is an HTML block (`_starts_html_block`): a list item
     # or quote marker inside it is its raw text, no new block
     quoted = False  # the paragraph is a `>` quote's: a line going on from it is quoted (lazy)
-    textarea = False  # in a `<textarea>` block (`_opens_textarea`), blank lines and all
+    textarea: int | None = None  # in a `<textarea>` block (`_opens_textarea`), blank lines
+    # and all: the content column of the list item holding it (0: none), whose end ends it
+    items: list[int] = []  # the content columns of the open list items (`_in_list_items`)
     reordering = -1  # the last line index holding a direction control (`_direction_reordered`)
     for n, raw in enumerate(_lines((body or "")[:_MAX_BODY])):
         if not raw or raw.isspace():
@@ -338,14 +407,18 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
             continue
         # a `<textarea>` block: opened where a block may start (not inside another HTML
         # block, a comment or a hiding element), closed by the first line holding its end tag
-        if not (textarea or in_comment or any(hiding.values()) or (paragraph and html_block)):
-            textarea = _opens_textarea(line)
-            opened_textarea = textarea
-        else:
-            opened_textarea = False
-        hidden = in_comment or any(hiding.values()) or textarea
-        if textarea and "</textarea>" in line.lower():
-            textarea = False
+        # or by the end of the list item holding it (a line indented less: no lazy line)
+        if textarea is not None and _indent(line) < textarea:
+            textarea = None
+        opened_textarea = False
+        if textarea is None:
+            may_start = not (in_comment or any(hiding.values()) or (paragraph and html_block))
+            content = _in_list_items(line, items, bool(paragraph) and not html_block, may_start)
+            if may_start and _opens_textarea(content):
+                textarea, opened_textarea = (items[-1] if items else 0), True
+        hidden = in_comment or any(hiding.values()) or textarea is not None
+        if textarea is not None and "</textarea>" in line.lower():
+            textarea = None
         # HTML comments: open and close along the line, outside its code spans
         scanned = _outside_code_spans(line) if "`" in line else line
         shown: list[str] = []  # the parts of `scanned` outside HTML comments

@@ -115,7 +115,10 @@ def test_a_large_settings_file_that_does_not_parse_is_read_in_linear_work(unit: 
                                   "<code>\n- a\n",
                                   # security79: direction controls, references, textarea ends
                                   "/rltracker stop \u202e\n", "<div>\n\u2066\n/rltracker x\n",
-                                  "/rltracker &#x202e;&#", "<textarea>\n</textarea>\n"])
+                                  "/rltracker &#x202e;&#", "<textarea>\n</textarea>\n",
+                                  # left81: list items around a textarea, nested on a line
+                                  "- ", "1. ", "- <textarea>\n  x\n", " - a\n",
+                                  "- * ", "-\t"])
 def test_command_lines_of_a_64_kib_comment_are_read_in_linear_work(unit: str) -> None:
     body = _fill(unit)
     assert_linear_work(lambda text: (parse_commands(text), without_commands(text)), body)

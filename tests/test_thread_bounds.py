@@ -127,3 +127,28 @@ async def test_the_earlier_actions_counted_are_those_the_link_lists(
     shown = html.count('<section class="action"')
     assert (shown, len(listed)) == (20, 45)
     assert "25 earlier actions not shown" in html, html
+
+
+async def test_the_earlier_actions_of_a_renamed_repository_are_counted_as_the_link_lists(
+        ctx: Any, client: TestClient) -> None:
+    """/api/actions?repo=X lists the actions stored under every name of X's framework
+    repository (a renamed one), but the thread page showed and counted only those stored
+    under the thread's own name: 30 actions under the former name volcengine/verl and 30
+    under verl-project/verl were "10 earlier actions not shown" while the link gave 60
+    (failed on main, left81). Both read one condition."""
+    async with ctx.sessionmaker() as session, session.begin():
+        await upsert_thread(session, {
+            "repo": "verl-project/verl", "number": NUMBER, "kind": "issue", "title": "Renamed",
+            "body": "b", "author": "alice", "state": "open", "complete": True,
+            "created_at": "2026-01-01T00:00:00Z"})
+        session.add_all(Action(repo=name, number=NUMBER, kind="command", status="posted",
+                               body=f"reply {i}", created_at=T0 + timedelta(minutes=i))
+                        for i, name in enumerate(["volcengine/verl"] * 30
+                                                 + ["verl-project/verl"] * 30))
+    html = await (await client.get(f"/threads/verl-project/verl/{NUMBER}")).text()
+    listed = await (await client.get(
+        f"/api/actions?repo=verl-project/verl&number={NUMBER}&limit=5000")).json()
+    assert len(listed) == 60
+    assert html.count('<section class="action"') == 20
+    assert "40 earlier actions not shown" in html, html
+    assert "reply 40" in html and "reply 59" in html and "reply 39<" not in html

@@ -78,7 +78,8 @@ def summary_for(target: str, settings: Settings | None = None,
     if target not in frameworks and path.is_dir():
         fid = path.resolve().name if path.resolve().name in frameworks else None
         partial: dict[str, str] = {}
-        summary = note_partial(summarize_rules(load_folder(path, partial), framework=fid), partial)
+        files = load_folder(path, partial, frameworks[fid] if fid else None)
+        summary = note_partial(summarize_rules(files, framework=fid), partial)
         summary["source"] = "folder"
         return summary
     if target not in frameworks and path.is_file():

@@ -463,6 +463,17 @@ def listed_action() -> Any:
     return Action.status != "pending"
 
 
+def actions_of_repo(repo: str) -> Any:
+    """The condition of an action stored under `repo` or under any other name of its
+    framework's repository (a renamed one), as the thread routes find a thread: what
+    /api/actions?repo= lists and the thread page shows and counts (left81)."""
+    from bot.store.models import Action
+
+    framework = load_catalog().framework_for_repo(repo)
+    names = {repo.lower(), *(n.lower() for n in (framework.repos if framework else []))}
+    return func.lower(Action.repo).in_(names)
+
+
 async def api_actions(request: web.Request) -> web.Response:
     """What the app posted or would have posted, and why it stayed quiet: oldest first,
     `limit` (1,000 by default, at most 5,000) after `offset` or after the `after` cursor of
@@ -476,10 +487,7 @@ async def api_actions(request: web.Request) -> web.Response:
     if repo and not REPO_NAME.fullmatch(repo):
         return _json_error(400, "repo must be OWNER/NAME, as on GitHub (huggingface/trl)")
     if repo:
-        # every name of its framework's repository, as the thread routes find a thread
-        framework = load_catalog().framework_for_repo(repo)
-        names = {repo.lower(), *(n.lower() for n in (framework.repos if framework else []))}
-        conditions.append(func.lower(Action.repo).in_(names))
+        conditions.append(actions_of_repo(repo))
     number = request.query.get("number")
     if number:
         if parse_thread_number(number) is None:

@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from analyzers.catalog import framework_id
 from bot.context import app_context
 from bot.site import data
-from bot.site.api import listed_action
+from bot.site.api import actions_of_repo, listed_action
 from bot.site.pages import not_found, render
 from bot.store.history import SOURCE_LABELS, thread_history
 from bot.store.models import Action, Analysis, Repository
@@ -99,9 +99,11 @@ async def thread_page_data(session: AsyncSession, repo: str, number: int) -> dic
         return None
     cat = data.catalog()
     analysis = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
-    of_thread = (func.lower(Action.repo) == thread.repo.lower(), Action.number == thread.number)
-    # what the page's link, /api/actions, lists: an action in progress was counted among
-    # the earlier ones not shown, and the link did not give it (left80)
+    # under every name of its repository, as the page's link, /api/actions?repo=, lists them:
+    # the page counted only those under the thread's own name (left81)
+    of_thread = (actions_of_repo(thread.repo), Action.number == thread.number)
+    # what the page's link lists: an action in progress was counted among the earlier ones
+    # not shown, and the link did not give it (left80)
     actions_listed = await session.scalar(select(func.count()).select_from(Action)
                                           .where(*of_thread, listed_action())) or 0
     actions = list(reversed(list(await session.scalars(

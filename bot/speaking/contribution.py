@@ -494,11 +494,15 @@ def _source_map(folder: Path) -> dict[str, str]:
     return {copy: path for copy, path in pairs if copy and path and counts[path] == 1}
 
 
-def load_folder(folder: Path, partial: dict[str, str] | None = None) -> dict[str, str]:
+def load_folder(folder: Path, partial: dict[str, str] | None = None,
+                repo: str | None = None) -> dict[str, str]:
     """{repository path: text} of the contribution files in `folder`; those over
-    MAX_FILE_BYTES are read to there (at a line end) and named in `partial` ("cut")."""
+    MAX_FILE_BYTES are read to there (at a line end) and named in `partial` ("cut"). A
+    checkout (not a snapshot, whose pages are copied already) adds the pages its guides link
+    to (checkout_pages); `repo`, its GitHub name when known, lets its absolute links count."""
     mapping = _source_map(folder)
     snapshot = bool(mapping) or any("__" in p.name for p in folder.iterdir())
+    root = folder.resolve()
     files: dict[str, str] = {}
     for path in sorted(folder.rglob("*")):
         rel_parts = path.relative_to(folder).parts
@@ -509,15 +513,67 @@ def load_folder(folder: Path, partial: dict[str, str] | None = None) -> dict[str
         kind = file_kind(repo_path)
         if not snapshot and kind in ("doc", "yaml") and path.name.lower() not in EXTRA_NAMES:
             continue  # a checkout: only contribution files, not every document
-        with path.open("rb") as handle:
-            blob = handle.read(MAX_FILE_BYTES + 1)
-        if len(blob) > MAX_FILE_BYTES:
-            blob = blob[:MAX_FILE_BYTES]
-            blob = blob[: blob.rfind(b"\n") + 1] or blob
-            if partial is not None:
-                partial[repo_path] = "cut"
-        files[repo_path] = decoded_text(blob)
+        if not snapshot and _inside(root, rel) is None:
+            continue  # a symlink out of the checkout
+        files[repo_path] = _read_capped(path, repo_path, partial)
+    if not snapshot:
+        files.update(checkout_pages(root, files, partial, repo or LOCAL_REPO))
     return files
+
+
+# The name a checkout's links are resolved under when its GitHub name is not known: only its
+# relative and root-relative links then count.
+LOCAL_REPO = "local/checkout"
+
+
+def _read_capped(path: Path, repo_path: str, partial: dict[str, str] | None) -> str:
+    """The text of `path`, to MAX_FILE_BYTES (cut at a line end, noted in `partial`)."""
+    with path.open("rb") as handle:
+        blob = handle.read(MAX_FILE_BYTES + 1)
+    if len(blob) > MAX_FILE_BYTES:
+        blob = blob[:MAX_FILE_BYTES]
+        blob = blob[: blob.rfind(b"\n") + 1] or blob
+        if partial is not None:
+            partial[repo_path] = "cut"
+    return decoded_text(blob)
+
+
+def _inside(root: Path, repo_path: str) -> Path | None:
+    """The regular file `repo_path` names in the checkout `root` (resolved), symlinks
+    followed, or None when it is absent, not a file, in SKIP_DIRS or resolves outside `root`."""
+    parts = repo_path.split("/")
+    if SKIP_DIRS.intersection(parts) or any(p in ("", ".", "..") for p in parts):
+        return None
+    try:
+        resolved = root.joinpath(*parts).resolve(strict=True)
+    except (OSError, RuntimeError):  # absent, or a symlink loop
+        return None
+    return resolved if resolved.is_relative_to(root) and resolved.is_file() else None
+
+
+def checkout_pages(root: Path, files: dict[str, str], partial: dict[str, str] | None,
+                   repo: str) -> dict[str, str]:
+    """{path: text} of the pages a checkout's guides link to, as fetch_rule_files follows
+    them on GitHub (one level, each once, by the same filter, `_linked_from`): the top
+    guide's (the first CONTRIBUTING of FILES' places), MAX_LINKED_PAGES; then those of
+    MAX_PACKAGE_GUIDES package guides (package_guide_paths), MAX_LINKED_PAGES more. Only
+    files inside `root` are read (`_inside`): a `..` past the root is no page, nor a symlink
+    out (left81). A docs site's copy of the guide is read with the checkout's files already."""
+    by_lower = {path.lower(): path for path in files}
+    top_places = [p.rpartition("/")[0] for p in FILES if file_kind(p) == "contributing"]
+    top = next((by_lower[f"{folder}/{name}".lstrip("/")] for folder in top_places
+                for name in CONTRIBUTING_NAMES if f"{folder}/{name}".lstrip("/") in by_lower), None)
+    packages = [p for p in package_guide_paths([{"type": "blob", "path": p} for p in files])
+                if not docs_site_guide(p)][:MAX_PACKAGE_GUIDES]
+    found: dict[str, str] = {}
+    for guides in ([top] if top else [], packages):
+        pages = _linked_from({guide: (repo, "") for guide in guides}, files,
+                             known={*files, *found, *(partial or {})})
+        for page in list(pages)[:MAX_LINKED_PAGES]:
+            path = _inside(root, page)
+            if path is not None:
+                found[page] = _read_capped(path, page, partial)
+    return found
 
 
 async def _installation_id(ctx: AppContext, repo: str) -> int | None:

@@ -92,6 +92,15 @@ def _indent(line: str) -> int:
     return cols
 
 
+def _dedent(line: str, columns: int) -> str:
+    """`line` with `columns` of its leading indentation taken off (a tab counted to the next
+    multiple of four): a line of a list item as seen from the item's content column."""
+    if not columns:
+        return line
+    indent = _indent(line)
+    return " " * max(indent - columns, 0) + line.lstrip(" \t")
+
+
 def _fence(line: str) -> tuple[str, int, str] | None:
     """(character, length, rest) of a code fence line (``` or ~~~, indented up to three
     columns), else None."""
@@ -381,6 +390,8 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
     """(line index, words) of each command line in `body`, in order."""
     found: list[tuple[int, list[str]]] = []
     fence: tuple[str, int] | None = None
+    fence_item = 0  # the content column of the list item holding the fence (0: none), whose
+    # end ends it (fence81)
     in_comment = False
     hiding = dict.fromkeys(_HIDING_TAGS, 0)  # open blocks of each tag (a stray `</details>`
     # in a quote closes no `<blockquote>`)
@@ -400,8 +411,10 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
             paragraph, code_depth, html_block, quoted = [], 0, False, False
             continue  # changes no state (a fence, a comment, <details> go on across it)
         line = raw.translate(_INVISIBLE)
+        if fence is not None and _indent(line) < fence_item:
+            fence = None  # the item ends, and its fence with it (no lazy line): read the line
         if fence is not None:
-            closing = _fence(line)
+            closing = _fence(_dedent(line, fence_item))
             if closing and closing[0] == fence[0] and closing[1] >= fence[1] and not closing[2].strip():
                 fence = None
             continue
@@ -411,6 +424,7 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
         if textarea is not None and _indent(line) < textarea:
             textarea = None
         opened_textarea = False
+        content = line  # the line past its list markers, indented from the innermost item
         if textarea is None:
             may_start = not (in_comment or any(hiding.values()) or (paragraph and html_block))
             content = _in_list_items(line, items, bool(paragraph) and not html_block, may_start)
@@ -449,11 +463,11 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
             spanned |= _in_spans(paragraph)
             paragraph, code_depth, quoted = [], 0, False
             continue
-        opening = _fence(line)
+        opening = _fence(content)  # after the line's list markers or indented into an item
         if opening is not None:
             spanned |= _in_spans(paragraph)
             paragraph, code_depth, quoted = [], 0, False
-            fence = opening[:2]
+            fence, fence_item = opening[:2], (items[-1] if items else 0)
             continue
         text = line.strip()
         if _email_header(text):

@@ -118,7 +118,10 @@ def test_a_large_settings_file_that_does_not_parse_is_read_in_linear_work(unit: 
                                   "/rltracker &#x202e;&#", "<textarea>\n</textarea>\n",
                                   # left81: list items around a textarea, nested on a line
                                   "- ", "1. ", "- <textarea>\n  x\n", " - a\n",
-                                  "- * ", "-\t"])
+                                  "- * ", "-\t",
+                                  # fence81: fences in list items, closed or ended by the item
+                                  "- ```\n  /rltracker x\n", "1. ~~~\n   x\n   ~~~\n",
+                                  "- - ```\n", "- ```\n/rltracker x\n", "  ```\n"])
 def test_command_lines_of_a_64_kib_comment_are_read_in_linear_work(unit: str) -> None:
     body = _fill(unit)
     assert_linear_work(lambda text: (parse_commands(text), without_commands(text)), body)

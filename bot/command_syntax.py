@@ -404,11 +404,16 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
     textarea: int | None = None  # in a `<textarea>` block (`_opens_textarea`), blank lines
     # and all: the content column of the list item holding it (0: none), whose end ends it
     items: list[int] = []  # the content columns of the open list items (`_in_list_items`)
+    empty_item = False  # the last line opened a list item holding nothing yet: CommonMark
+    # ends it at a blank line (an item starts with at most one), and no line goes on it lazily
     reordering = -1  # the last line index holding a direction control (`_direction_reordered`)
     for n, raw in enumerate(_lines((body or "")[:_MAX_BODY])):
         if not raw or raw.isspace():
             spanned |= _in_spans(paragraph)  # a blank line ends a paragraph
             paragraph, code_depth, html_block, quoted = [], 0, False, False
+            if empty_item:
+                items.pop()
+                empty_item = False
             continue  # changes no state (a fence, a comment, <details> go on across it)
         line = raw.translate(_INVISIBLE)
         if fence is not None and _indent(line) < fence_item:
@@ -424,10 +429,13 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
         if textarea is not None and _indent(line) < textarea:
             textarea = None
         opened_textarea = False
+        after_empty_item, empty_item = empty_item, False
         content = line  # the line past its list markers, indented from the innermost item
         if textarea is None:
             may_start = not (in_comment or any(hiding.values()) or (paragraph and html_block))
-            content = _in_list_items(line, items, bool(paragraph) and not html_block, may_start)
+            content = _in_list_items(line, items, bool(paragraph) and not (
+                html_block or after_empty_item), may_start)
+            empty_item = bool(items) and not content.strip()  # the line was list markers alone
             if may_start and _opens_textarea(content):
                 textarea, opened_textarea = (items[-1] if items else 0), True
         hidden = in_comment or any(hiding.values()) or textarea is not None

@@ -9,7 +9,8 @@ A command is a line of its own that starts with `/rltracker` (any case; a full-w
 Chinese input methods type it, and the full-width letters their full-width mode types with it,
 read as NFKC; characters GitHub does not show ignored), read in the first 64 KiB, and shown
 by GitHub as the writer's own line (security75: the finder agrees with the rendered comment).
-What GitHub shows as code (a fenced block, a line indented four columns, a `<pre>` (to
+What GitHub shows as code (a fenced block, in a list item too up to the item's end
+(fence81), a line indented four columns, a `<pre>` (to
 `</pre>`), the rest of the paragraph after an unclosed `<code>`, a code
 span running across a paragraph's lines, as a hard-wrapped "type `` ` `` and a new line
 starting `/rltracker stop`"), hides (an HTML comment) or folds away (`<details>`), and what
@@ -223,9 +224,9 @@ def _in_list_items(line: str, items: list[int], in_paragraph: bool, may_start: b
     it goes on a paragraph lazily: `in_paragraph` and no block starts) and gains those its
     list markers open (`may_start`: not inside an HTML block, a comment or a hiding
     element); returned is the line's text after its markers, indented by its columns past
-    the innermost item's (at most four). Only the `<textarea>` rule reads it (left81): a
-    list item's lines are indented to its content column, and an HTML block in the item ends
-    with it. Linear: each marker of the line is read once, each item popped once."""
+    the innermost item's (at most four). The `<textarea>` rule (left81) and the fence rule
+    (fence81) read it: a list item's lines are indented to its content column, and an HTML
+    block or a fenced code block in the item ends with it. Linear: each marker of the line is read once, each item popped once."""
     indent = _indent(line)
     left = False  # the line left a list item: no paragraph of its container to interrupt
     if items and indent < items[-1]:

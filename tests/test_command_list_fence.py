@@ -38,6 +38,8 @@ HIDDEN = [
     "- a\n   ```\n  /rltracker stop",  # one column past the item's content
     "-\n  ```\n  /rltracker stop",  # an item starting empty
     "- ```\n  x\n    /rltracker stop\n  ```",  # deeper in the fence
+    "- \n\n   ```\n/rltracker stop",  # an empty item ends at a blank line: a fence of its own
+    "1. \nx\n   ```\n/rltracker stop",  # an empty item takes no lazy line: the same
 ]
 
 # Shown as the writer's line.

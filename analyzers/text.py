@@ -12,6 +12,15 @@ from __future__ import annotations
 import functools
 import re
 
+# Unicode's explicit direction controls: embeddings (LRE, RLE), overrides (LRO, RLO), their end
+# (PDF), isolates (LRI, RLI, FSI) and theirs (PDI). Each may show the text after it in another
+# order; one set for the command finder, the logs and the pages (bot.command_syntax,
+# bot.logs, bot.templating).
+DIRECTION_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+# The direction marks (LRM, RLM, ALM): letters of no width that move only the neutral
+# characters beside them, never the order of words.
+DIRECTION_MARKS = "\u200e\u200f\u061c"
+
 # Headings that issue and PR templates of these repositories (and GitHub's defaults) put in
 # every post. Compared after lower-casing and dropping punctuation, emoji and surrounding
 # space; only these headings are removed, other headings keep their text.

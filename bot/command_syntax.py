@@ -36,6 +36,8 @@ import html
 import re
 import unicodedata
 
+from analyzers.text import DIRECTION_CONTROLS
+
 PREFIX = "/rltracker"
 _MAX_BODY = 65536  # characters read for a command
 # Invisible characters a paste or an editor leaves around a command (zero-width space, joiners,
@@ -51,7 +53,7 @@ _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad\u200e\
 # "kind entropy_collapse") or not as a command. The marks above (LRM, RLM, ALM) are letters of
 # no width: they move the neutral characters beside them (a leading RLM shows
 # "rltracker stop/"), never the order of the command's words, and an RTL keyboard types them.
-_DIRECTION_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_DIRECTION_CONTROLS = frozenset(DIRECTION_CONTROLS)
 _SLASHES = ("/", "\uff0f")  # `／`: a full-width slash
 # Trailing punctuation people put after a command word or a kind ("/rltracker stop.").
 _TRAILING = ".,;:!?。，；：！？、"

@@ -17,6 +17,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from analyzers.text import DIRECTION_CONTROLS
+
 DELIVERY_LOGGER = "rltracker.delivery"
 
 # Attributes every LogRecord has; anything else on a record came from `extra=`.
@@ -44,7 +46,7 @@ _ARGUMENT_VALUE = re.compile(r"(query argument \$\d+(?: in element #\d+ of execu
 # the rest of its line around in a viewer that lays out bidirectional text, the fields after
 # it read backwards: "status": "failed" as "deliaf" ...).
 _UNSAFE = {c: f"\\u{c:04x}" for c in [*range(0x7F, 0xA0), 0x2028, 0x2029,
-                                       *range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
+                                       *map(ord, DIRECTION_CONTROLS)]}
 
 
 def register_secret(value: str | None, *, expires_in: float | None = None) -> None:

@@ -9,6 +9,7 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup, escape
 
+from analyzers.text import DIRECTION_CONTROLS, DIRECTION_MARKS
 from bot.config import TEMPLATES_DIR
 
 # Characters that draw nothing although Unicode calls them letters or symbols (Hangul fillers,
@@ -42,8 +43,7 @@ def shown_title(text: object, empty: str = "(no title)") -> str:
 
 
 # Unicode's direction controls: marks, embeddings, overrides and isolates with their ends.
-_DIRECTION_CONTROLS = dict.fromkeys(map(ord, "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
-                                              "\u2066\u2067\u2068\u2069"))
+_DIRECTION_CONTROLS = dict.fromkeys(map(ord, DIRECTION_MARKS + DIRECTION_CONTROLS))
 
 
 def without_direction_controls(text: object) -> str:

@@ -177,6 +177,19 @@ class Catalog:
         fw = self.framework_for_repo(full_name)
         return fw.repo if fw else full_name
 
+    def names_of(self, full_name: str) -> list[str]:
+        """`full_name`, then every other name its framework's repository has had (a renamed
+        one, as the catalog spells it; compared without case): the names a thread, an action
+        or a deletion of that repository may be stored under. Only `full_name` for another."""
+        fw = self.framework_for_repo(full_name)
+        return [full_name, *(n for n in (fw.repos if fw else []) if n.lower() != full_name.lower())]
+
+    def listed_name(self, full_name: str) -> str | None:
+        """`full_name` as the catalog spells it (a current or former name of a tracked
+        repository, typed in any case), else None."""
+        fw = self.framework_for_repo(full_name)
+        return next((n for n in (fw.repos if fw else []) if n.lower() == full_name.lower()), None)
+
     def methods_for_failure(self, key: str) -> list[Method]:
         return [m for m in self.methods.values() if key in m.failures]
 

@@ -469,9 +469,7 @@ def actions_of_repo(repo: str) -> Any:
     /api/actions?repo= lists and the thread page shows and counts (left81)."""
     from bot.store.models import Action
 
-    framework = load_catalog().framework_for_repo(repo)
-    names = {repo.lower(), *(n.lower() for n in (framework.repos if framework else []))}
-    return func.lower(Action.repo).in_(names)
+    return func.lower(Action.repo).in_({n.lower() for n in load_catalog().names_of(repo)})
 
 
 async def api_actions(request: web.Request) -> web.Response:

@@ -138,12 +138,10 @@ async def find_thread(session: AsyncSession, repo: str, number: int) -> Thread |
     from bot.store.threads import get_thread
 
     thread = await get_thread(session, repo, number)
-    framework = catalog().framework_for_repo(repo)
-    for name in (framework.repos if framework is not None else []):
+    for name in catalog().names_of(repo)[1:]:
         if thread is not None:
             break
-        if name.lower() != repo.lower():
-            thread = await get_thread(session, name, number)
+        thread = await get_thread(session, name, number)
     if thread is None:
         thread = await session.scalar(select(Thread).where(
             Thread.first_repo == repo, Thread.first_number == number).order_by(Thread.id).limit(1))
@@ -561,9 +559,7 @@ async def gone_from_github(session: AsyncSession, repo: str, number: int) -> dic
     name, the number, the family, when the tracker learnt it and GitHub's address (which
     forwards a transferred thread). None when nothing was noted, or when the repository is
     marked private (nothing is said of one)."""
-    framework = catalog().framework_for_repo(repo)
-    names = [repo, *(n for n in (framework.repos if framework is not None else [])
-                     if n.lower() != repo.lower())]
+    names = catalog().names_of(repo)
     keys = {thread_grave(name, number, family): (name, family)
             for name in names for family in ("issue", "discussion")}
     rows = {key: when for key, when in (await session.execute(
@@ -576,8 +572,7 @@ async def gone_from_github(session: AsyncSession, repo: str, number: int) -> dic
         func.lower(Repository.full_name) == name.lower()))
     if private:
         return None
-    if framework is not None:  # the catalog's spelling of the name
-        name = next((n for n in framework.repos if n.lower() == name.lower()), name)
+    name = catalog().listed_name(name) or name  # the catalog's spelling of the name
     return {"repo": name, "number": number, "discussion": family == "discussion",
             "noticed_at": format_datetime(rows[found]),
             "url": thread_url(name, number, family)}

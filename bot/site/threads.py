@@ -201,9 +201,7 @@ def not_stored(repo: str, number: int) -> dict[str, Any] | None:
     GitHub, newer than the last sync): its name as the catalog spells it and GitHub's address
     (`issues/N`, which GitHub forwards for a pull request). None for another name: no link is
     built from a name only typed into the address."""
-    framework = data.catalog().framework_for_repo(repo)
-    name = next((n for n in (framework.repos if framework is not None else [])
-                 if n.lower() == repo.lower()), None)
+    name = data.catalog().listed_name(repo)
     if name is None:
         return None
     return {"repo": name, "number": number, "url": data.thread_url(name, number, "issue")}

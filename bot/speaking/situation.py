@@ -227,8 +227,7 @@ def full_issue_ref(repo: str, number: int) -> re.Pattern[str]:
     `owner/repo-x`), nor a pull request's URL or another number."""
     from analyzers.catalog import load_catalog
 
-    framework = load_catalog().framework_for_repo(repo)
-    names = sorted({repo.lower(), *(r.lower() for r in (framework.repos if framework else []))})
+    names = sorted({n.lower() for n in load_catalog().names_of(repo)})
     alternatives = "|".join(re.escape(n) for n in names)
     return re.compile(rf"(?:(?<![\w./-])|(?<=github\.com/))(?:{alternatives})(?:#|/issues/){number}(?!\d)",
                       re.IGNORECASE)

@@ -37,8 +37,10 @@ async def test_a_sub_projects_guide_outside_packages_is_said_of_its_folder(app_c
     assert [f["packages"] for f in said] == [["frontend/", "sdk/python/"]]
     assert said[0]["sources"] == ["frontend/CONTRIBUTING.md", "sdk/python/CONTRIBUTING.md"]
     md = format_rules_markdown(summary)
-    line = next(x for x in md.splitlines() if "signed off" in x)
+    line = next(x for x in md.splitlines() if "Signed-off-by" in x)
     assert "“frontend/”, “sdk/python/”" in line
+    zh = next(x for x in format_rules_markdown(summary, lang="zh").splitlines() if "Signed-off-by" in x)
+    assert "“frontend/”, “sdk/python/” 的改动，见各自的贡献指南" in zh
     # stored as read
     assert (await rules_for_repo(app_ctx, REPO))["facts"] == summary["facts"]
 
@@ -108,8 +110,6 @@ async def test_a_rule_several_folders_state_says_guides_in_the_plural(app_ctx, f
     md = format_rules_markdown(summary)
     line = next(x for x in md.splitlines() if "approving reviews" in x)
     assert "(for changes to “packages/alpha/”, “packages/beta/”, as their guides say)" in line
-    zh = next(x for x in format_rules_markdown(summary, lang="zh").splitlines() if "approving reviews" in x)
-    assert "各自的贡献指南" in zh
     # one package: the singular, as before
     fake_github.set_file("acme/one", "packages/alpha/CONTRIBUTING.md", POLICY.format(name="alpha"))
     one = format_rules_markdown(await rules_for_repo(app_ctx, "acme/one"))

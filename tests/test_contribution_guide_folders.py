@@ -160,3 +160,19 @@ async def test_second_level_pages_share_the_bound_and_stay_in_the_repository(app
                      *[f"docs/contributing/p{n}.md" for n in range(MAX_LINKED_PAGES - 2)]]
     assert not fake_github.requests("GET", r"/contents/docs/install\.md$")
     assert not fake_github.requests("GET", r"/repos/acme/other/")
+
+
+def test_a_page_is_a_sub_projects_only_inside_a_folder_whose_guide_was_read() -> None:
+    """A folder is a sub-project by its own guide, not by its name: the top guide's page under
+    `packages/x/` (no guide there) states the repository's rule (main scoped any page under
+    `packages/<name>/` to it); under `tools/cli/`, whose guide is read, the page is its."""
+    from analyzers.rules import summarize_rules
+
+    page = "# Testing\n\nAll commits must be signed off with `git commit -s`.\n"
+    files = {"CONTRIBUTING.md": "# Contributing\n\nSee [testing](packages/x/docs/testing.md).\n",
+             "packages/x/docs/testing.md": page}
+    said = _facts(summarize_rules(files), "signoff")
+    assert [f.get("packages") for f in said] == [None]
+    files = {"CONTRIBUTING.md": ROOT_GUIDE, "tools/cli/CONTRIBUTING.md": "# CLI\n\n[t](docs/testing.md)\n",
+             "tools/cli/docs/testing.md": page}
+    assert [f["packages"] for f in _facts(summarize_rules(files), "signoff")] == [["tools/cli/"]]

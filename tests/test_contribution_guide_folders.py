@@ -14,16 +14,10 @@ from bot.speaking.contribution import (
     format_rules_markdown,
     rules_for_repo,
 )
+from tests.test_contribution_package_scope import POLICY, REPO, _facts
 
-REPO = "acme/mono"
 ROOT_GUIDE = "# Contributing\n\nThanks for helping. Each part of the repository has its own guide.\n"
 SIGNOFF = "# Contributing to {name}\n\nAll commits must be signed off with `git commit -s`.\n"
-POLICY = ("# Contributing to {name}\n\n```yaml\nreview:\n  approvals: 2\ntests:\n  run: pytest -q\n"
-          "commits:\n  style: conventional\n```\n")
-
-
-def _facts(summary: dict, rule_prefix: str) -> list[dict]:
-    return [f for f in summary["facts"] if f["rule"].startswith(rule_prefix)]
 
 
 async def test_a_sub_projects_guide_outside_packages_is_said_of_its_folder(app_ctx, fake_github) -> None:

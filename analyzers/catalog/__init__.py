@@ -260,14 +260,22 @@ def clauses_zh(text: str) -> list[str]:
 # possessive "'s" taken off; a run is a fact when it holds a digit, `_ = / < > | ( #`, a dot
 # inside it, starts with "-" (a flag), or has a capital past its first letter (TRL, KL,
 # IcePop, GRPOConfig); hyphenated words are judged by their parts ("IS-weight" keeps IS,
-# "NeMo-RL" NeMo and RL, "low-probability" nothing).
+# "NeMo-RL" NeMo and RL, "low-probability" nothing); a lone "=" ("0 = synchronous") and
+# short words joined by a slash ("and/or") are prose, a lone ">=" a fact.
 _ASCII_RUN = re.compile(r"[!-~]+")
 _EDGE = ".,;:()'\"!?[]`*"
 _FACT_MARK = re.compile(r"[\d_=/<>|(#]|\w\.\w|^-")
 _CAPITAL_INSIDE = re.compile(r"^.+[A-Z]")
 
 
+_SLASHED_WORDS = re.compile(r"^[a-z]{1,3}(?:/[a-z]{1,3})+$")
+
+
 def _fact_parts(token: str) -> list[str]:
+    if not any(ch.isalnum() for ch in token):
+        return [token] if "<" in token or ">" in token else []  # ">= 0" is a fact, "a = b" prose
+    if _SLASHED_WORDS.match(token):
+        return []  # "and/or"
     if _FACT_MARK.search(token):
         return [token]
     if "-" in token.strip("-"):

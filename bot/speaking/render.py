@@ -365,7 +365,14 @@ def setting_md_in(option: Any, lang: str) -> str:
     if lang != "zh" or not option.set_by_zh:
         return setting_md(option.set_by)
     pieces = " ".join(option.set_by_zh.split()).split("`")
-    return "".join(code_span(piece) if i % 2 else md_text(piece) for i, piece in enumerate(pieces))
+    return "".join(code_span(piece) if i % 2 else _words_md(piece) for i, piece in enumerate(pieces))
+
+
+def _words_md(words: str) -> str:
+    """`md_text`, keeping the space that parts the words from a code span beside them."""
+    if not words.strip():
+        return words
+    return (" " if words[0] == " " else "") + md_text(words) + (" " if words[-1] == " " else "")
 
 
 def _frameworks_having(method: Any, lang: str = "en") -> str:

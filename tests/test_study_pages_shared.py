@@ -234,6 +234,11 @@ async def test_every_figure_the_study_pages_show_is_the_shared_datas(
     reached = sorted(mid for mid, m in methods.items() if m["landings"])
     assert f"<p>{len(methods)} catalog methods first public in 2025 or later;" in page
     assert sorted(m["method"] for m in api["methods"] if m["frameworks"]) == reached
+    headline = re.search(r'<p id="headline">(.*?)</p>', page, re.S)
+    assert headline is not None
+    assert (f"Live, from the catalog now: {len(reached)} of the {len(methods)} catalog methods "
+            "first public in 2025 or later reached") in text(headline.group(1)).replace(" ,", ",")
+    assert f"The catalog holds {len(shared['methods'])} methods" in text(headline.group(1))
 
     # The landings table: one row per (method, framework), each cell the shared data's.
     shown = rows(table(page, "landings-table"))
@@ -287,7 +292,7 @@ async def test_every_figure_the_study_pages_show_is_the_shared_datas(
     assert detected[1][4].startswith(f"{O}#77 ( on GitHub ), {O}#78")
 
     # Every set page lists exactly what its number counts.
-    expected_sets: dict[str, list[str]] = {}
+    expected_sets: dict[str, list[str]] = {"reached": reached}
     for fid, f in frameworks.items():
         expected_sets[f"landed.{fid}"] = f["landed"]
         expected_sets[f"first.{fid}"] = f["first"]
@@ -305,13 +310,19 @@ async def test_every_figure_the_study_pages_show_is_the_shared_datas(
     for name, members in expected_sets.items():
         set_page = await (await client.get(f"/study/sets/{name}")).text()
         attribute = "data-method" if name.split(".")[0] in (
-            "landed", "first", "dated", "detected") else "data-key"
+            "landed", "first", "dated", "detected", "reached") else "data-key"
         # (the renamed repository's thread is listed once, under either of its names)
         listed = [a[attribute].replace(f"{OLD_V}#", f"{V}#")
                   for a, _ in rows(set_page, attribute)] if members else []
         assert sorted(listed) == members, name
         assert f"</code>: {len(members)}." in set_page, name
-        if attribute == "data-method" and name != f"detected.{name.split('.')[1]}":
+        if name == "reached":  # each method's first landing anywhere
+            for attrs, (_, _, when, days) in rows(set_page, attribute):
+                firsts = [x for x in methods[attrs["data-method"]]["landings"].values() if x["first"]]
+                assert when == firsts[0]["date"].isoformat(), attrs
+                assert days == (f"{firsts[0]['days']} code before the paper"
+                                if firsts[0]["days"] < 0 else str(firsts[0]["days"])), attrs
+        elif attribute == "data-method" and not name.startswith("detected."):
             fid = name.split(".")[1]
             for attrs, (_, framework, when, days) in rows(set_page, attribute):
                 x = methods[attrs["data-method"]]["landings"][fid]

@@ -400,7 +400,11 @@ async def _study(request: web.Request) -> tuple[dict[str, Any], dict[str, dict[s
 
 async def study_page(request: web.Request) -> web.Response:
     study, _ = await _study(request)
-    cat = data.catalog()
+    return study_html(study, data.catalog())
+
+
+def study_html(study: dict[str, Any], cat: Any) -> web.Response:
+    """/study for a computed study and the catalog it was computed from."""
     frameworks = list(cat.frameworks)
     # A number's link is named by what it counts (its text alone read "2, 0, 17" to a screen reader).
     return render("study.html", s=study, chart=timeline(study, frameworks),

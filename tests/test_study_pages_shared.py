@@ -347,6 +347,23 @@ async def test_every_figure_the_study_pages_show_is_the_shared_datas(
             row = has.split(f'<a href="/methods/{mid}">')[1].split("</tr>")[0]
             assert ("not counted as" in row) == related_only, (f["id"], mid)
 
+    # Every proposal by its review state, on the framework pages and the report's chart table.
+    states = ("open_no_reply", "open_replied", "merged", "declined", "redirected", "lapsed",
+              "closed_by_author", "closed_other")
+    labels = {"open_no_reply": "open, no reply", "open_replied": "open, replied",
+              "merged": "merged", "declined": "declined", "redirected": "redirected",
+              "lapsed": "lapsed (stale / inactive)"}
+    by_state: dict[str, dict[str, int]] = {f["id"]: dict.fromkeys(states, 0)
+                                           for f in shared["frameworks"]}
+    for repo, _, _, _, review, *_ in THREADS:
+        by_state[{V: "verl", OLD_V: "verl", O: "openrlhf", T: "trl"}[repo]][review] += 1
+    for fid, counts in by_state.items():
+        fw_page = await (await client.get(f"/frameworks/{fid}")).text()
+        tags = re.findall(r'class="tag"[^>]*>([^<]*)</', fw_page.split("<h2>Proposals by state</h2>")[1]
+                          .split("<h3>")[0])
+        assert tags == [f"{labels[k]}: {n}" for k, n in counts.items() if n] or (
+            not any(counts.values()) and tags == []), (fid, tags)
+
     # One nightly report: its page and its Markdown give the landing and the states so.
     from bot.site.report import build_report, render_markdown, store_report
 
@@ -361,5 +378,10 @@ async def test_every_figure_the_study_pages_show_is_the_shared_datas(
     assert f"merged 2025-11-30, {days} d after" in text(report_page)
     assert "- Proposals: 7 (open, no reply: 2; open, replied: 2; declined: 1; redirected: 1; " \
            "lapsed (stale / inactive): 1)." in markdown
+    chart_rows = {a["data-framework"]: c for a, c in rows(report_page, "data-framework")}
+    for fid, counts in by_state.items():
+        assert chart_rows[fid][0] == names[fid]
+        assert chart_rows[fid][1:10] == [*(str(counts[k]) for k in states),
+                                              str(sum(counts.values()))], fid
     assert "- Proposals: 1 (declined: 1)." in markdown
     assert "- Proposals: 2 (merged: 2)." in markdown

@@ -95,3 +95,16 @@ async def test_the_detected_table_and_the_timeline_say_what_they_hold(
     assert "proposing a catalog method" in intro and "linking" not in intro, intro
     landings = _text(page.split('<h2 id="landings">')[1].split("<svg")[0])
     assert "one mark per dated landing" in landings, landings
+
+
+async def test_an_empty_first_anywhere_set_says_what_would_fill_it(client: TestClient) -> None:
+    """NeMo-RL carries 12 study methods, none of them first: its empty `first` set said a
+    method appears "when the catalog records it in NeMo-RL", which the catalog already does."""
+    api = await (await client.get("/api/study")).json()
+    empty = [fid for fid, fw in api["frameworks"].items() if fw["methods"] and not fw["first_anywhere"]]
+    assert empty, "no framework with landings and none first in this catalog"
+    page = await (await client.get(f"/study/sets/first.{empty[0]}")).text()
+    said = _text(re.search(r'<p class="muted" id="set-empty">(.*?)</p>', page, re.S).group(1))
+    name = api["frameworks"][empty[0]]["name"]
+    assert (f"a study method appears here when {name} is the first framework the catalog records "
+            "it in (or shares that first day)") in said, said

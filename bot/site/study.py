@@ -447,9 +447,13 @@ def _empty_text(name: str, frameworks: dict[str, Any]) -> str:
     parts = name.split(".")
     fw = frameworks[parts[1]].name if len(parts) > 1 and parts[1] in frameworks else "this framework"
     if parts[0] in ("landed", "first", "dated", "reached"):
-        where = fw if len(parts) > 1 else "a framework"
+        when = {"first": f"{fw} is the first framework the catalog records it in (or shares "
+                         "that first day)",
+                "dated": f"the catalog records it in {fw} with the day of its first commit",
+                "reached": "the catalog records it in a framework"}.get(
+                    parts[0], f"the catalog records it in {fw}")
         return ("None: this set is counted from the catalog's verified landings (no stored "
-                f"thread changes it); a study method appears here when the catalog records it in {where}.")
+                f"thread changes it); a study method appears here when {when}.")
     if parts[0] == "detected":
         # (any catalog method, as the rule says: detected landings are not only study methods')
         return (f"None: a merged method pull request of {fw} that proposes a catalog method the "

@@ -116,3 +116,21 @@ def test_the_live_figure_counts_methods_with_a_landing(page: str) -> None:
     assert headline is not None
     assert ("Live, from the catalog now: 4 of the 5 catalog methods first public in 2025 or "
             "later reached at least one framework") in _text(headline.group(1))
+
+
+def test_a_detected_landing_of_a_method_with_no_date_says_so(catalog: Catalog) -> None:
+    """A merged pull request of verl proposing `undated` (no first public date) is a detected
+    landing with no days; its row said "(first public before 2025: not on the timeline)"."""
+    from analyzers.study import StudyThread
+
+    merged = StudyThread(repo="verl-project/verl", number=7, kind="pull_request", state="merged",
+                         is_proposal=True, review_state="merged", methods=("undated",),
+                         closed_at="2025-07-01T00:00:00Z")
+    study = {**compute_study(catalog, [merged]), "computed_at": "2026-12-05T03:00:00Z",
+             "recorded_at": None, "how_to_fill": None}
+    [landing] = [x for x in study["landings"] if x["detected"]]
+    assert (landing["days"], landing["in_study"]) == (None, False)
+    landing.update(pull_request_url=None, pull_request_page=None)  # (what build_study adds)
+    body = study_html(study, catalog).text or ""
+    row = _row(body, "detected-table", 'data-method="undated" data-framework="verl"')
+    assert "no first public date" in row and "before 2025" not in row, row

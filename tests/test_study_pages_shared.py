@@ -7,7 +7,10 @@ the framework pages and one nightly report (its page and its Markdown) are read 
 gets them, and each figure they show is compared with the figure computed here, from the
 shared file alone (the landings: dates, days, first anywhere, medians, the frameworks each
 method reached) and from the thread list below (proposals per review state, review records per
-concern). Nothing of `analyzers.study` is used to compute what is expected.
+concern). No figure expected is computed by `analyzers.study` (the landings' dates are read
+from the shared first commits by tests/test_study_live.py's reader, which picks the study
+methods with `analyzers.study.public_date`; the page's first public dates are checked here
+with a reader of this file's own).
 """
 
 from __future__ import annotations
@@ -24,14 +27,11 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-V, OLD_V, O, T = "verl-project/verl", "volcengine/verl", "OpenRLHF/OpenRLHF", "huggingface/trl"
+from tests.test_study_live import _shared_landings
+
+V, OLD_V, ORLHF, T = "verl-project/verl", "volcengine/verl", "OpenRLHF/OpenRLHF", "huggingface/trl"
 
 # --- the expected figures, from the shared file alone --------------------------------------
-
-_SHA_DATE_FIRST = re.compile(r"^\s*[0-9a-f]{7,40} (\d{4}-\d{2}-\d{2})\b")
-# a note naming the commit that brought the method first under another option name
-_FIRST_UNDER_OTHER_NAME = re.compile(r"\(first [^():]* option [^():]*: [0-9a-f]{7,40} "
-                                     r"(\d{4}-\d{2}-\d{2})\)")
 
 
 def _first_public(text: str | None) -> date | None:
@@ -46,25 +46,15 @@ def _first_public(text: str | None) -> date | None:
 def expected_landings(shared: dict[str, Any]) -> dict[str, Any]:
     """Per study method (first public 2025 or later): its first public day and, per framework
     where an option is found (not one the shared data calls related), the landing day (None:
-    undated), days, and whether it is the method's earliest dated landing."""
+    undated; read from the shared first commits as tests/test_study_live.py reads them),
+    days, and whether it is the method's earliest dated landing."""
+    landed = _shared_landings(shared)
     out: dict[str, Any] = {}
     for m in shared["methods"]:
         start = _first_public(m.get("first_public"))
         if start is None or start.year < 2025:
             continue
-        where: dict[str, date | None] = {}
-        for fw, entry in m["frameworks"].items():
-            found = [x for x in entry["verification"]
-                     if x["status"].startswith("found") and "related" not in x["status"]]
-            if not found:
-                continue
-            days = []
-            for x in found:
-                text = x.get("first_commit_with_string") or ""
-                for match in (_SHA_DATE_FIRST.match(text), _FIRST_UNDER_OTHER_NAME.search(text)):
-                    if match:
-                        days.append(date.fromisoformat(match.group(1)))
-            where[fw] = min(days) if days else None
+        where = {fw: when for (mid, fw), when in landed.items() if mid == m["id"]}
         earliest = min((d for d in where.values() if d is not None), default=None)
         out[m["id"]] = {
             "name": m["name"], "first_public": m["first_public"], "start": start,
@@ -111,9 +101,9 @@ THREADS: list[tuple[Any, ...]] = [
      "Add SomePO trainer", "2025-12-04T10:00:00Z"),
     # two merged pull requests adding CISPO in OpenRLHF, which the catalog does not list there:
     # the landing is the earlier merge, one second before midnight UTC
-    (O, 77, "pull_request", "merged", "merged", ["cispo"], True, [], "Add CISPO loss",
+    (ORLHF, 77, "pull_request", "merged", "merged", ["cispo"], True, [], "Add CISPO loss",
      "2025-11-30T23:59:59Z"),
-    (O, 78, "pull_request", "merged", "merged", ["cispo"], False, ["tests_or_docs"],
+    (ORLHF, 78, "pull_request", "merged", "merged", ["cispo"], False, ["tests_or_docs"],
      "Add CISPO loss (again)", "2025-12-01T00:00:00Z"),
 ]
 CONCERNS = ("design_or_interface", "tests_or_docs", "maintenance_burden", "evidence",
@@ -126,7 +116,7 @@ def _key(repo: str, number: int) -> str:
 
 def expected_threads() -> dict[str, Any]:
     """Per framework the proposals' buckets, and the review records, from THREADS."""
-    framework = {V: "verl", OLD_V: "verl", O: "openrlhf", T: "trl"}
+    framework = {V: "verl", OLD_V: "verl", ORLHF: "openrlhf", T: "trl"}
     carried = {"clip-higher", "cispo"}  # (cispo is carried by six frameworks)
     buckets: dict[str, dict[str, list[str]]] = {}
     groups: dict[str, dict[str, list[str]]] = {
@@ -289,7 +279,7 @@ async def test_every_figure_the_study_pages_show_is_the_shared_datas(
     [detected] = rows(table(page, "detected-table"))
     assert detected[1][:4] == ["CISPO", "OpenRLHF", "2025-11-30",
                                str((date(2025, 11, 30) - cispo_start).days)]
-    assert detected[1][4].startswith(f"{O}#77 ( on GitHub ), {O}#78")
+    assert detected[1][4].startswith(f"{ORLHF}#77 ( on GitHub ), {ORLHF}#78")
 
     # Every set page lists exactly what its number counts.
     expected_sets: dict[str, list[str]] = {"reached": reached}
@@ -356,7 +346,7 @@ async def test_every_figure_the_study_pages_show_is_the_shared_datas(
     by_state: dict[str, dict[str, int]] = {f["id"]: dict.fromkeys(states, 0)
                                            for f in shared["frameworks"]}
     for repo, _, _, _, review, *_ in THREADS:
-        by_state[{V: "verl", OLD_V: "verl", O: "openrlhf", T: "trl"}[repo]][review] += 1
+        by_state[{V: "verl", OLD_V: "verl", ORLHF: "openrlhf", T: "trl"}[repo]][review] += 1
     for fid, counts in by_state.items():
         fw_page = await (await client.get(f"/frameworks/{fid}")).text()
         tags = re.findall(r'class="tag"[^>]*>([^<]*)</', fw_page.split("<h2>Proposals by state</h2>")[1]
@@ -373,7 +363,7 @@ async def test_every_figure_the_study_pages_show_is_the_shared_datas(
     markdown = await (await client.get(f"/reports/{day}.md")).text()
     report_page = await (await client.get(f"/reports/{day}")).text()
     days = (date(2025, 11, 30) - cispo_start).days
-    assert (f"CISPO in [`{O}#77`](/threads/{O}/77), merged 2025-11-30, {days} d after the "
+    assert (f"CISPO in [`{ORLHF}#77`](/threads/{ORLHF}/77), merged 2025-11-30, {days} d after the "
             "method's first public version.") in markdown
     assert f"merged 2025-11-30, {days} d after" in text(report_page)
     assert "- Proposals: 7 (open, no reply: 2; open, replied: 2; declined: 1; redirected: 1; " \

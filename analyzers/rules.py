@@ -1094,6 +1094,15 @@ def _permits(doc: Any, i: int) -> bool:
     return True
 
 
+# A wish of the contributor's as a clause of its own or a sentence's last words ("If you want,
+# you can add a test", "open an issue first if you like"): the sentence asks nothing. "If you
+# want to add a trainer, ..." is a condition and is not one (rules82).
+_BARE_WISH = re.compile(r"\b(?:if|when|whenever)\s(?:you|you'd|you\swould)\s(?:want|like|wish|prefer"
+                        r"|feel\slike\sit|care)(?:\sto)?$")
+_WISH_WORDS = re.compile(r"\b(?:if|when|whenever)\s(?:you|you'd|you\swould)\s(?:want|like|wish|prefer"
+                         r"|feel|care)\b")
+
+
 # What a permission asks in return ("... is welcome as long as the PR says which tool").
 _PROVISO = re.compile(r"\b(?:as long as|so long as|provided that|on condition that|on the condition that)\b")
 
@@ -1136,7 +1145,9 @@ def waived_clauses(doc: Any) -> list[int]:
     whole: set[int] = set()  # sentences waived as a whole
     for i, words in enumerate(texts):
         text = _EDGE_PUNCTUATION.sub("", "".join(words))
-        if is_bare_waiver(text):
+        if _BARE_WISH.search(text):
+            whole.add(sentence_of[i])  # its own sentence only: the wish is in it
+        elif is_bare_waiver(text):
             whole.add(sentence_of[i])
             if sentence_of.count(sentence_of[i]) == 1:
                 # "Post the numbers. Not needed." (alone in its sentence: about the one before);
@@ -1550,7 +1561,8 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                 if waived is None and not rule.permission:
                     waived = ([0] * len(doc) if heading_waives(seg.section) or lead_waives(seg)
                               else waived_clauses(doc) if tab.waived.search(low := doc.text.lower())
-                              or tab.contrast.search(low) or _MAY.search(low) else [])
+                              or tab.contrast.search(low) or _MAY.search(low)
+                              or _WISH_WORDS.search(low) else [])
                 if waived and not rule.permission and _group_waived(rule, matches, waived, strings):
                     continue
                 piece = _piece_of_hit(rule, matches, doc, strings) if rule.keep_condition else None

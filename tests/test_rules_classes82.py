@@ -1,0 +1,81 @@
+"""rules82: shapes of real ML projects' guides that could make the extractor state a rule the
+files do not contain, hunted before a blind set meets them. Every text here is a short one
+written for these tests (none copied from any project or written set)."""
+
+from __future__ import annotations
+
+from tests.test_rules_classes80 import _facts, _statements
+
+CONTRIBUTING = "CONTRIBUTING.md"
+TEMPLATE = ".github/PULL_REQUEST_TEMPLATE.md"
+
+
+def _topics(files: dict[str, str]) -> set[str]:
+    return {f["topic"] for f in _facts(files) if not f.get("observed")}
+
+
+# --- plans: what a project means to ask one day is not asked today --------------------------------
+
+
+def test_a_planned_requirement_is_no_rule() -> None:
+    text = ("# Contributing\n\nWe plan to require DCO sign-off on every commit from next year. "
+            "In the future we will ask contributors to sign a CLA. We are planning to make "
+            "changelog entries mandatory.\n\nPlease add tests for new features.\n")
+    assert not _statements({CONTRIBUTING: text}, "sign-off")
+    assert not _statements({CONTRIBUTING: text}, "docs")
+    assert _statements({CONTRIBUTING: text}, "tests")  # today's rule still said
+
+
+# --- wishes: "if you want, you can ..." asks nothing ----------------------------------------------
+
+
+def test_what_a_contributor_may_do_if_they_like_is_no_rule() -> None:
+    text = ("# Contributing\n\nIf you want, you can add a unit test for your change. You may also "
+            "open an issue first if you like.\n")
+    assert not _statements({CONTRIBUTING: text}, "tests")
+    assert not _statements({CONTRIBUTING: text}, "issue-first")
+
+
+def test_a_wish_ending_its_sentence_leaves_the_sentence_before_it() -> None:
+    text = "# Contributing\n\nAdd unit tests for new code. Open an issue first if you like.\n"
+    assert _statements({CONTRIBUTING: text}, "tests")
+    assert not _statements({CONTRIBUTING: text}, "issue-first")
+
+
+def test_a_condition_about_what_you_want_to_change_is_still_a_condition() -> None:
+    text = "# Contributing\n\nIf you want to add a new trainer, open an issue first.\n"
+    assert _statements({CONTRIBUTING: text}, "issue-first")
+
+
+# --- other projects' rules ------------------------------------------------------------------------
+
+
+def test_a_rule_other_projects_have_is_not_this_projects() -> None:
+    text = ("# Contributing\n\nOther projects such as big training frameworks require every commit "
+            "to be signed off; we do not.\n")
+    assert "sign-off" not in _topics({CONTRIBUTING: text})
+
+
+# --- steps addressed to the people who merge or release -------------------------------------------
+
+
+def test_release_managers_and_maintainers_steps_are_no_contributor_rule() -> None:
+    text = ("# Contributing\n\nOpen a PR against `main`.\n\n## Releasing\n\nRelease managers must tag "
+            "the release and update CHANGELOG.md before publishing to PyPI.\n")
+    assert not _statements({CONTRIBUTING: text}, "docs")
+
+
+def test_a_release_managers_step_under_any_heading_is_no_contributor_rule() -> None:
+    text = ("# Contributing\n\n## Versioning\n\nWe follow semantic versioning. The release manager "
+            "must update CHANGELOG.md and tag the release.\n")
+    assert not _statements({CONTRIBUTING: text}, "docs")
+
+
+# --- a guide's own history ------------------------------------------------------------------------
+
+
+def test_a_guides_revision_history_states_no_rule() -> None:
+    text = ("# Contributing\n\nOpen a PR.\n\n## Changes to this guide\n\n- 2024-03: dropped the "
+            "requirement to sign the CLA.\n- 2023-11: every PR now needs a changelog entry.\n")
+    topics = _topics({CONTRIBUTING: text})
+    assert "sign-off" not in topics and "docs" not in topics, topics

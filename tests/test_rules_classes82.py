@@ -79,3 +79,50 @@ def test_a_guides_revision_history_states_no_rule() -> None:
             "requirement to sign the CLA.\n- 2023-11: every PR now needs a changelog entry.\n")
     topics = _topics({CONTRIBUTING: text})
     assert "sign-off" not in topics and "docs" not in topics, topics
+
+
+# --- rules told in the past, switched off or deprecated -------------------------------------------
+
+
+def test_a_requirement_the_project_used_to_have_is_no_rule() -> None:
+    text = ("# Contributing\n\nWe used to require a CLA, but we no longer do. Contributors previously "
+            "had to add a changelog entry.\n")
+    topics = _topics({CONTRIBUTING: text})
+    assert "sign-off" not in topics and "docs" not in topics, topics
+
+
+def test_a_bot_that_is_switched_off_asks_nothing() -> None:
+    text = "# Contributing\n\nThe CLA bot is currently disabled while the foundation moves.\n"
+    assert "sign-off" not in _topics({CONTRIBUTING: text})
+
+
+# --- CI read from what a PR needs -----------------------------------------------------------------
+
+
+def test_what_every_pr_needs_is_not_what_ci_runs() -> None:
+    text = "# Contributing\n\nEvery PR that fixes a bug must include tests.\n"
+    assert not _statements({CONTRIBUTING: text}, "ci")
+    text = ("# Contributing\n\nEvery PR that changes behaviour must include tests:\n\n- unit tests "
+            "next to the code\n- run `pytest tests/` before pushing\n")
+    assert not _statements({CONTRIBUTING: text}, "ci")
+    text = "# Contributing\n\nThe slow suite runs nightly (not on every PR) and checks the tests.\n"
+    assert not [s for s in _statements({CONTRIBUTING: text}, "ci") if "every PR" in s]
+
+
+def test_tests_ci_runs_for_every_pr_are_still_said() -> None:
+    text = "# Contributing\n\nCI runs the unit tests for every PR, so keep them fast.\n"
+    assert [s for s in _statements({CONTRIBUTING: text}, "ci") if "every PR" in s]
+
+
+# --- examples of what not to write ----------------------------------------------------------------
+
+
+def test_a_quoted_example_of_what_to_avoid_states_no_rule() -> None:
+    text = ("# Contributing\n\n## PR descriptions\n\nSay what changed. An example of a description "
+            "to avoid:\n\n> All PRs must include a changelog entry and sign the CLA.\n\n"
+            "It says nothing about the change.\n")
+    topics = _topics({CONTRIBUTING: text})
+    assert "sign-off" not in topics and "docs" not in topics, topics
+    text = ("# Contributing\n\n## Commit messages\n\nDon't write commit messages like this:\n\n"
+            "```\nfix stuff, added tests, signed the CLA\n```\n")
+    assert "sign-off" not in _topics({CONTRIBUTING: text})

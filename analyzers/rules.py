@@ -619,6 +619,10 @@ _SECTION_SKIP = re.compile(
     r"|(?:these|the following|this section[’']?s?)\s(?:rules\s|guidelines\s|instructions\s|steps\s"
     r"|requirements\s)?(?:no longer apply|no longer applies|(?:is|are) no longer (?:in effect|valid|required|used)"
     r"|(?:is|are) (?:deprecated|obsolete|outdated))"
+    # or that it is for who merges ("The rest of this section is for maintainers.") (rules82)
+    r"|(?:this|the rest of this|the following)\s(?:section|part|page|chapter)\s(?:is|are)\s(?:only\s)?"
+    r"(?:for|meant for|intended for|addressed to)\s(?:the\s)?(?:maintainers|committers|release managers"
+    r"|reviewers|the core team)"
     r")\s{0,3}[~*_]{0,2}[.!]", re.I)
 
 
@@ -1053,6 +1057,10 @@ CLAUSE_BREAKS = frozenset({".", ";", ":", "!", "?", ",", "but", "however", "alth
 CONDITIONAL = frozenset({"if", "when", "whenever", "once", "unless"})
 
 
+# The letters around the first "." of "e.g." and "i.e.".
+_E_G = frozenset({("e", "g"), ("i", "e")})
+
+
 # Where a sentence ends inside a segment (a bare "Not needed." waives the sentence before it).
 SENTENCE_BREAKS = frozenset({".", ";", "!", "?"})
 
@@ -1103,6 +1111,13 @@ _WISH_WORDS = re.compile(r"\b(?:if|when|whenever)\s(?:you|you'd|you\swould)\s(?:
                          r"|feel|care)\b")
 
 
+# A clause whose subject is other projects ("Many repositories, e.g. X, require a CLA; we ...",
+# "Other frameworks ask for ..."): what follows it to the end of its sentence is their rule, not
+# this project's; "Like many projects, we require ..." (a comparison) is no such subject (rules82).
+_OTHERS_SUBJECT = re.compile(r"^(?:the\s)?(?:many|most|some|other|several)\s(?:other\s)?"
+                             r"(?:projects|repositories|repos|frameworks|libraries|codebases)\b")
+
+
 # What a permission asks in return ("... is welcome as long as the PR says which tool").
 _PROVISO = re.compile(r"\b(?:as long as|so long as|provided that|on condition that|on the condition that)\b")
 
@@ -1126,7 +1141,9 @@ def waived_clauses(doc: Any) -> list[int]:
         contrast = pair in tab.contrasts
         if (token.lower_ in CLAUSE_BREAKS or contrast) and texts[-1]:
             texts.append([])
-            sentence_of.append(sentence_of[-1] + (token.lower_ in SENTENCE_BREAKS))
+            # "e.g." / "i.e." end no sentence (the text is matched with "." spaced out) (rules82)
+            sentence_of.append(sentence_of[-1] + (token.lower_ in SENTENCE_BREAKS and not (
+                pair is not None and token.i > 0 and (doc[token.i - 1].lower_, pair[1][:1]) in _E_G)))
         if contrast:
             contrasted.add(len(texts) - 1)
             contrast_words |= {token.i, token.i + 1}
@@ -1156,6 +1173,8 @@ def waived_clauses(doc: Any) -> list[int]:
         elif words[0].strip() in CONDITIONAL and tab.waived.match(text):
             whole.add(sentence_of[i])
     waived |= {i for i, sentence in enumerate(sentence_of) if sentence in whole}
+    others = [i for i, words in enumerate(texts) if _OTHERS_SUBJECT.match("".join(words).strip())]
+    waived |= {i for first in others for i in range(first, len(texts)) if sentence_of[i] == sentence_of[first]}
     waived |= contrasted
     return [c if c in waived and (c not in contrasted or i not in contrast_words) else -1
             for i, c in enumerate(clause_of)]

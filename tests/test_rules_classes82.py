@@ -126,3 +126,41 @@ def test_a_quoted_example_of_what_to_avoid_states_no_rule() -> None:
     text = ("# Contributing\n\n## Commit messages\n\nDon't write commit messages like this:\n\n"
             "```\nfix stuff, added tests, signed the CLA\n```\n")
     assert "sign-off" not in _topics({CONTRIBUTING: text})
+
+
+# --- what others do, what was removed, what might happen one day ---------------------------------
+
+
+def test_what_some_contributors_like_to_do_is_no_rule() -> None:
+    text = "# Contributing\n\nSome contributors like to open an issue first to discuss the design.\n"
+    assert not _statements({CONTRIBUTING: text}, "issue-first")
+
+
+def test_a_bot_that_was_removed_closes_nothing() -> None:
+    text = ("# Contributing\n\nThe stale bot was removed in 2024; issues stay open until someone "
+            "closes them.\n")
+    assert "stale" not in _topics({CONTRIBUTING: text})
+
+
+def test_a_rule_other_repositories_have_is_not_this_ones_to_the_end_of_its_sentence() -> None:
+    text = ("# Contributing\n\nMany repositories, e.g. large frameworks, require a CLA; we only ask "
+            "for a DCO sign-off.\n")
+    lines = _statements({CONTRIBUTING: text}, "sign-off")
+    # (the DCO line went with it: its "require" was the other repositories' word)
+    assert not [s for s in lines if "CLA" in s], lines
+
+
+def test_like_many_projects_we_require_is_still_a_rule() -> None:
+    text = "# Contributing\n\nLike many projects, we require a signed CLA before merging.\n"
+    assert [s for s in _statements({CONTRIBUTING: text}, "sign-off") if "CLA" in s]
+
+
+def test_what_would_happen_if_the_project_ever_adopted_a_rule_is_no_rule() -> None:
+    text = "# Contributing\n\nIf we ever adopt a CLA, a bot will ask you to sign it.\n"
+    assert "sign-off" not in _topics({CONTRIBUTING: text})
+
+
+def test_the_rest_of_a_section_for_maintainers_asks_nothing_of_contributors() -> None:
+    text = ("# Contributing\n\nOpen a PR.\n\n## Merging\n\nThe rest of this section is for maintainers. "
+            "Label the PR, squash-merge it and add it to the changelog.\n")
+    assert not _statements({CONTRIBUTING: text}, "docs")

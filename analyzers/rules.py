@@ -1383,6 +1383,10 @@ _NOT_A_CONDITION_AFTER = frozenset({
 # "when you open a PR": every PR, no condition
 _EVERY_PR = re.compile(r"(?:you\s)?(?:open|submit|send|create|make|file)(?:ing)?\s(?:a|the|your)\s"
                        r"(?:new\s)?(?:pr|pull\srequest)s?", re.I)
+# "When reviewing, check that the PR has a changelog entry": the reviewer's time, no condition of
+# the PR's; what is checked is asked of every PR (rules82)
+_REVIEWING = re.compile(r"(?:(?:you|a\smaintainer|maintainers|a\sreviewer|reviewers)\s(?:are\s)?"
+                        r"review(?:s|ing)?|reviewing)\b", re.I)
 MAX_CONDITION = 80
 # What a gloss (Chinese, Japanese, Korean, French, Spanish) reads as a condition: "如果" /
 # "Si vous ..." / "Cuando ..." are "in some cases", Japanese "場合" is "if", and a Chinese
@@ -1461,7 +1465,7 @@ def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = Non
         # markup dropped as plain() does, but a name's inner "_" kept ("pkg_name/")
         clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(2)).split())
         word = m.group(1).lower()
-        if _EVERY_PR.fullmatch(clause):
+        if _EVERY_PR.fullmatch(clause) or _REVIEWING.match(clause):
             return ""
         if clause.lower() in ("yes", "no", "not"):
             # "If yes: ..." answers a template's question: the condition is the question's

@@ -164,3 +164,27 @@ def test_the_rest_of_a_section_for_maintainers_asks_nothing_of_contributors() ->
     text = ("# Contributing\n\nOpen a PR.\n\n## Merging\n\nThe rest of this section is for maintainers. "
             "Label the PR, squash-merge it and add it to the changelog.\n")
     assert not _statements({CONTRIBUTING: text}, "docs")
+
+
+# --- extras, and what reviewers do ----------------------------------------------------------------
+
+
+def test_items_under_a_lead_of_extras_are_no_rules() -> None:
+    text = ("# Contributing\n\nBonus points if you also:\n\n- add a tutorial notebook\n"
+            "- update the changelog\n")
+    assert not _statements({CONTRIBUTING: text}, "docs")
+    text = "# Contributing\n\nIf you have the time:\n\n- add a docs page for the new option\n"
+    assert not _statements({CONTRIBUTING: text}, "docs")
+
+
+def test_what_a_reviewer_checks_is_said_of_every_pr_not_of_reviewing() -> None:
+    text = ("# Reviewing\n\nWhen reviewing, check that the PR has tests and a changelog entry, and "
+            "that the CLA check is green.\n")
+    lines = _statements({CONTRIBUTING: text}, "docs")
+    assert lines and not [s for s in lines if "review" in s], lines
+
+
+def test_a_condition_on_the_state_of_review_is_kept() -> None:
+    text = "# Contributing\n\nWhen review comments arrive, add a changelog entry for the final version.\n"
+    lines = _statements({CONTRIBUTING: text}, "docs")
+    assert lines and all("review comments" in s for s in lines), lines

@@ -1192,6 +1192,23 @@ def lead_waives(seg: Segment) -> bool:
     return lead.endswith(":") and table().waived.search(lead) is not None
 
 
+# The whole box, or with a short remark ("N/A (docs only)"): "No new warnings" is a box to tick.
+_NO_BOX = re.compile(r"(?:n/?a|none|no|not applicable|not needed|not required|does not apply"
+                     r"|doesn[’']t apply|no changes? needed|nothing to add)(?:\s{0,3}[(:—–-][^\n]{0,60})?", re.I)
+
+
+def chosen_boxes(segments: list[Segment]) -> set[int]:
+    """The checkbox items (ids) of a list that also offers a "not needed" / "N/A" box ("## Changelog"
+    / "- [ ] Not needed" / "- [ ] Added to CHANGELOG.md"): one box of them is ticked, a choice, so
+    none of them is a rule (rules82). A list is the boxes of one file, section and indent."""
+    lists: dict[tuple[str, str, int], list[Segment]] = {}
+    for seg in segments:
+        if seg.kind == "item" and seg.checkbox:
+            lists.setdefault((seg.file, seg.section, seg.indent), []).append(seg)
+    return {id(box) for boxes in lists.values()
+            if any(_NO_BOX.fullmatch(_EDGE_PUNCTUATION.sub("", b.text[:120])) for b in boxes) for box in boxes}
+
+
 def heading_waives(section: str) -> bool:
     """True when a heading is marked as not asked ("## Performance impact (optional)"): what
     is requested under it is not a rule."""
@@ -1537,6 +1554,7 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
     named_in_prose: set[str] = set()
     docs = pipe.tokenizer.pipe(bounded_runs(match_form(unnamed_ai(s.matched))) for s in segments)
     notes = replacing_notes(segments)
+    choices = chosen_boxes(segments)
     # per replacing note (by its first sentence's index), the words the note speaks of
     replaced_words: dict[int, set[str]] = {}
     for index, (seg, doc) in enumerate(zip(segments, docs, strict=True)):
@@ -1583,6 +1601,7 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                     continue
                 if waived is None and not rule.permission:
                     waived = ([0] * len(doc) if heading_waives(seg.section) or lead_waives(seg)
+                              or id(seg) in choices
                               else waived_clauses(doc) if tab.waived.search(low := doc.text.lower())
                               or tab.contrast.search(low) or _MAY.search(low)
                               or _WISH_WORDS.search(low) else [])

@@ -188,3 +188,19 @@ def test_a_condition_on_the_state_of_review_is_kept() -> None:
     text = "# Contributing\n\nWhen review comments arrive, add a changelog entry for the final version.\n"
     lines = _statements({CONTRIBUTING: text}, "docs")
     assert lines and all("review comments" in s for s in lines), lines
+
+
+# --- checkboxes that are choices ------------------------------------------------------------------
+
+
+def test_boxes_beside_a_not_needed_box_are_choices_not_rules() -> None:
+    text = ("## Description\n\n<!-- What does this PR change? -->\n\n## Changelog\n\n"
+            "- [ ] Not needed\n- [ ] Added an entry to CHANGELOG.md\n\n## Checklist\n\n"
+            "- [ ] I added tests\n")
+    assert not _statements({TEMPLATE: text}, "docs")
+    assert _statements({TEMPLATE: text}, "tests")  # a checklist without such a box is asked
+
+
+def test_a_box_that_says_no_to_something_else_is_no_choice() -> None:
+    text = "## Checklist\n\n- [ ] No new warnings\n- [ ] I added tests\n"
+    assert _statements({TEMPLATE: text}, "tests")

@@ -147,6 +147,8 @@ CASES = {
     "other-projects": _fill("Many repositories, e.g. big ones, i.e. most, require a CLA, tests, docs; we do not. "),
     "wishes-and-plans": _fill("If you want, you can add a test. Open an issue if you like. We plan to require "
                               "a CLA. If we ever adopt a DCO, sign off. "),
+    "choices-extras-reviewing": _fill("- [ ] N/A (docs)\n- [ ] Added to CHANGELOG.md\nBonus points if you also:\n"
+                                      "- add docs\nWhen reviewing, check the changelog entry.\n"),
     "maintainers-rest": _fill("## Merging\n\nThe rest of this section is for maintainers. Add it to the "
                               "changelog.\n\n"),
 }

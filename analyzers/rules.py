@@ -111,6 +111,9 @@ class Rule:
     lower: tuple[str, ...] = ()  # extracted values said mid-statement (first letter lowered)
     keep_condition: bool = False  # a rule the file states under a condition ("if you change
     # the public API, add an entry ...") is stated with it, not as asked of every PR
+    conditional: str = ""  # with keep_condition: the statement said under a condition, its
+    # `{condition}` filled ("Open an issue first, for a new X"), when the statement itself names
+    # the cases ("... new features or larger changes ...") the condition replaces
     absence: bool = False  # the statement says a rule is NOT stated ("No sign-off rule is
     # stated; ..."): never made when a file has sentences the patterns cannot read
     permission: bool = False  # the statement says what is allowed ("Anyone in the community
@@ -229,6 +232,7 @@ def table() -> Table:
             bare_paths=bool(raw.get("bare_paths", False)),
             lower=tuple(raw.get("lower", [])),
             keep_condition=bool(raw.get("keep_condition", False)),
+            conditional=str(raw.get("conditional", "")),
             absence=bool(raw.get("absence", False)),
             permission=bool(raw.get("permission", False)),
             weak_first=tuple(key_for(e) for e in raw.get("weak_first", [])),
@@ -1303,7 +1307,8 @@ def _fill(rule: Rule, seg: Segment, piece: int | None = None) -> tuple[str, dict
                 condition = stated_condition(seg.matched, table().waived, piece, seg.section)
                 if condition is not None:
                     values["_conditional"] = (
-                        f"{statement.rstrip('.')}, {condition}." if condition else "")
+                        rule.conditional.replace("{condition}", condition) if condition and rule.conditional
+                        else f"{statement.rstrip('.')}, {condition}." if condition else "")
             elif rule.keep_condition and seg.kind == "combined" and (condition := heading_condition(seg.section)):
                 # a list joined to its lead tells nothing of which item has a condition, but
                 # the heading above it names the changes the whole list is about (rules79)
@@ -1424,7 +1429,7 @@ _SCOPE_CONDITION = re.compile(
     # or as the folder that is the sentence's subject: "`pkg/core/` needs 2 approvals" (rules76)
     r"|^[-*\s]{0,4}(`?(?:[\w.-]{1,40}/){1,6}`?)(?=\s(?:needs?|requires?|gets?)\b)"
     # or as the new thing it opens with: "For a new speech model, include ..." (rules79)
-    r"|^[-*\s]{0,4}for\s((?:a|an|any|each|every)\snew\s[\w -]{3,60}?)(?=,)"
+    r"|^[-*\s]{0,4}for\s((?:a|an|any|each|every)\snew\s[\w -]{3,80}?)(?=,)"
     # or as the changes a sentence opens with: "For changes to the kernels or the scheduler,
     # include ...", "For GPU kernel changes, paste ..." (to the comma before the request: a
     # list's commas are followed by an article or "or"; "For all changes" is every PR) (rules80)

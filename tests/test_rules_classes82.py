@@ -204,3 +204,22 @@ def test_boxes_beside_a_not_needed_box_are_choices_not_rules() -> None:
 def test_a_box_that_says_no_to_something_else_is_no_choice() -> None:
     text = "## Checklist\n\n- [ ] No new warnings\n- [ ] I added tests\n"
     assert _statements({TEMPLATE: text}, "tests")
+
+
+# --- left classes of the developed sets -----------------------------------------------------------
+
+
+def test_an_issue_asked_for_some_changes_is_said_of_those_changes() -> None:
+    # (V hollyhock's shape, in other words: the general line named every new feature)
+    text = ("# Contributing\n\nBug fixes can go straight to a PR. For a new quantisation scheme or any "
+            "change to the public `Quantizer` interface, open an issue first and wait for a "
+            "maintainer's go-ahead.\n")
+    lines = _statements({CONTRIBUTING: text}, "issue-first")
+    assert lines and all("quantisation scheme" in s for s in lines), lines
+    assert not [s for s in lines if "new features or larger changes" in s], lines
+
+
+def test_an_issue_asked_of_every_change_keeps_the_general_line() -> None:
+    text = "# Contributing\n\nPlease open an issue first before you start working on a PR.\n"
+    assert _statements({CONTRIBUTING: text}, "issue-first") == [
+        "Open an issue to discuss new features or larger changes before writing code."]

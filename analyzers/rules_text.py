@@ -528,6 +528,14 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
                 dont_columns = {k for k, c in enumerate(cells[:MAX_YES_CELLS + 1])
                                 if _DONT_HEADER.match(c)}
             if dont_columns:
+                # a cell that forbids a thing "without" a step asks that step before it ("Add a
+                # dependency without asking in an issue first"): read as the sentence it means,
+                # "Don't ..."; the column's other cells stay unread (rules82)
+                for k in dont_columns:
+                    if in_table and k < len(cells) and _FORBIDDEN_WITHOUT.search(cells[k]):
+                        forbidden, forbidden_codes = inline(cells[k])
+                        segments.append(Segment(f"Don't {forbidden[:1].lower()}{forbidden[1:]}", file,
+                                                "sentence", section, forbidden_codes))
                 cells = [c for k, c in enumerate(cells) if k not in dont_columns]
             plains = [inline(c) for c in cells]
             row_text = " — ".join(p for p, _ in plains if p)
@@ -589,6 +597,10 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
 # no prohibition form, so its cells are not read (their words would state the opposite
 # rule: "Force-push after review has started" is no review rule) (rules73).
 _DONT_HEADER = re.compile(r"^[^\w]{0,8}(?:don[’']?t|do not|avoid|never|not ok|bad|wrong)\b[^\w]{0,8}$", re.I)
+
+
+# A forbidden thing's missing step ("... without asking in an issue first").
+_FORBIDDEN_WITHOUT = re.compile(r"\swithout\s(?:first\s)?(?:asking|discussing|opening|an?\s)", re.I)
 
 
 # A cell that answers its column with yes ("| Bug fix | ... | yes, under Fixed |").

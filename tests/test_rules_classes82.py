@@ -223,3 +223,15 @@ def test_an_issue_asked_of_every_change_keeps_the_general_line() -> None:
     text = "# Contributing\n\nPlease open an issue first before you start working on a PR.\n"
     assert _statements({CONTRIBUTING: text}, "issue-first") == [
         "Open an issue to discuss new features or larger changes before writing code."]
+
+
+def test_what_a_dont_column_forbids_without_an_issue_is_asked_with_one() -> None:
+    # (D halcyon's shape, in other words)
+    text = ("# Contributing\n\n| ✅ Do | ❌ Don't |\n|---|---|\n| Keep PRs small | Bump a pinned "
+            "library without asking in an issue first |\n| Write tests | Force-push after review |\n")
+    lines = _statements({CONTRIBUTING: text}, "issue-first")
+    assert lines == ["Ask in an issue first before you bump a pinned library."], lines
+    assert "review" not in _topics({CONTRIBUTING: text})  # the column's other cells stay unread
+    text = "# Contributing\n\nNever rename a public function without opening an issue first.\n"
+    assert _statements({CONTRIBUTING: text}, "issue-first") == [
+        "Ask in an issue first before you rename a public function."]

@@ -149,6 +149,8 @@ CASES = {
                               "a CLA. If we ever adopt a DCO, sign off. "),
     "choices-extras-reviewing": _fill("- [ ] N/A (docs)\n- [ ] Added to CHANGELOG.md\nBonus points if you also:\n"
                                       "- add docs\nWhen reviewing, check the changelog entry.\n"),
+    "dont-without": _fill("| Do | Don't |\n|---|---|\n| a | Add a b c without asking in an issue first |\n"
+                          "Never rename x " + "y " * 30 + "without opening an issue first. "),
     "maintainers-rest": _fill("## Merging\n\nThe rest of this section is for maintainers. Add it to the "
                               "changelog.\n\n"),
 }

@@ -112,6 +112,9 @@ class Rule:
     lower: tuple[str, ...] = ()  # extracted values said mid-statement (first letter lowered)
     keep_condition: bool = False  # a rule the file states under a condition ("if you change
     # the public API, add an entry ...") is stated with it, not as asked of every PR
+    conditional: str = ""  # with keep_condition: the statement said under a condition, its
+    # `{condition}` filled ("Open an issue first, for a new X"), when the statement itself names
+    # the cases ("... new features or larger changes ...") the condition replaces
     absence: bool = False  # the statement says a rule is NOT stated ("No sign-off rule is
     # stated; ..."): never made when a file has sentences the patterns cannot read
     permission: bool = False  # the statement says what is allowed ("Anyone in the community
@@ -230,6 +233,7 @@ def table() -> Table:
             bare_paths=bool(raw.get("bare_paths", False)),
             lower=tuple(raw.get("lower", [])),
             keep_condition=bool(raw.get("keep_condition", False)),
+            conditional=str(raw.get("conditional", "")),
             absence=bool(raw.get("absence", False)),
             permission=bool(raw.get("permission", False)),
             weak_first=tuple(key_for(e) for e in raw.get("weak_first", [])),
@@ -620,6 +624,10 @@ _SECTION_SKIP = re.compile(
     r"|(?:these|the following|this section[’']?s?)\s(?:rules\s|guidelines\s|instructions\s|steps\s"
     r"|requirements\s)?(?:no longer apply|no longer applies|(?:is|are) no longer (?:in effect|valid|required|used)"
     r"|(?:is|are) (?:deprecated|obsolete|outdated))"
+    # or that it is for who merges ("The rest of this section is for maintainers.") (rules82)
+    r"|(?:this|the rest of this|the following)\s(?:section|part|page|chapter)\s(?:is|are)\s(?:only\s)?"
+    r"(?:for|meant for|intended for|addressed to)\s(?:the\s)?(?:maintainers|committers|release managers"
+    r"|reviewers|the core team)"
     r")\s{0,3}[~*_]{0,2}[.!]", re.I)
 
 
@@ -1047,6 +1055,10 @@ CLAUSE_BREAKS = frozenset({".", ";", ":", "!", "?", ",", "but", "however", "alth
 CONDITIONAL = frozenset({"if", "when", "whenever", "once", "unless"})
 
 
+# The letters around the first "." of "e.g." and "i.e.".
+_E_G = frozenset({("e", "g"), ("i", "e")})
+
+
 # Where a sentence ends inside a segment (a bare "Not needed." waives the sentence before it).
 SENTENCE_BREAKS = frozenset({".", ";", "!", "?"})
 
@@ -1088,6 +1100,22 @@ def _permits(doc: Any, i: int) -> bool:
     return True
 
 
+# A wish of the contributor's as a clause of its own or a sentence's last words ("If you want,
+# you can add a test", "open an issue first if you like"): the sentence asks nothing. "If you
+# want to add a trainer, ..." is a condition and is not one (rules82).
+_BARE_WISH = re.compile(r"\b(?:if|when|whenever)\s(?:you|you'd|you\swould)\s(?:want|like|wish|prefer"
+                        r"|feel\slike\sit|care)(?:\sto)?$")
+_WISH_WORDS = re.compile(r"\b(?:if|when|whenever)\s(?:you|you'd|you\swould)\s(?:want|like|wish|prefer"
+                         r"|feel|care)\b")
+
+
+# A clause whose subject is other projects ("Many repositories, e.g. X, require a CLA; we ...",
+# "Other frameworks ask for ..."): what follows it to the end of its sentence is their rule, not
+# this project's; "Like many projects, we require ..." (a comparison) is no such subject (rules82).
+_OTHERS_SUBJECT = re.compile(r"^(?:the\s)?(?:many|most|some|other|several)\s(?:other\s)?"
+                             r"(?:projects|repositories|repos|frameworks|libraries|codebases)\b")
+
+
 # What a permission asks in return ("... is welcome as long as the PR says which tool").
 _PROVISO = re.compile(r"\b(?:as long as|so long as|provided that|on condition that|on the condition that)\b")
 
@@ -1111,7 +1139,9 @@ def waived_clauses(doc: Any) -> list[int]:
         contrast = pair in tab.contrasts
         if (token.lower_ in CLAUSE_BREAKS or contrast) and texts[-1]:
             texts.append([])
-            sentence_of.append(sentence_of[-1] + (token.lower_ in SENTENCE_BREAKS))
+            # "e.g." / "i.e." end no sentence (the text is matched with "." spaced out) (rules82)
+            sentence_of.append(sentence_of[-1] + (token.lower_ in SENTENCE_BREAKS and not (
+                pair is not None and token.i > 0 and (doc[token.i - 1].lower_, pair[1][:1]) in _E_G)))
         if contrast:
             contrasted.add(len(texts) - 1)
             contrast_words |= {token.i, token.i + 1}
@@ -1130,7 +1160,9 @@ def waived_clauses(doc: Any) -> list[int]:
     whole: set[int] = set()  # sentences waived as a whole
     for i, words in enumerate(texts):
         text = _EDGE_PUNCTUATION.sub("", "".join(words))
-        if is_bare_waiver(text):
+        if _BARE_WISH.search(text):
+            whole.add(sentence_of[i])  # its own sentence only: the wish is in it
+        elif is_bare_waiver(text):
             whole.add(sentence_of[i])
             if sentence_of.count(sentence_of[i]) == 1:
                 # "Post the numbers. Not needed." (alone in its sentence: about the one before);
@@ -1139,6 +1171,8 @@ def waived_clauses(doc: Any) -> list[int]:
         elif words[0].strip() in CONDITIONAL and tab.waived.match(text):
             whole.add(sentence_of[i])
     waived |= {i for i, sentence in enumerate(sentence_of) if sentence in whole}
+    others = [i for i, words in enumerate(texts) if _OTHERS_SUBJECT.match("".join(words).strip())]
+    waived |= {i for first in others for i in range(first, len(texts)) if sentence_of[i] == sentence_of[first]}
     waived |= contrasted
     return [c if c in waived and (c not in contrasted or i not in contrast_words) else -1
             for i, c in enumerate(clause_of)]
@@ -1154,6 +1188,23 @@ def lead_waives(seg: Segment) -> bool:
         return False
     lead = _LAST_SENTENCE.split(seg.intro[-300:].lower())[-1].strip()
     return lead.endswith(":") and table().waived.search(lead) is not None
+
+
+# The whole box, or with a short remark ("N/A (docs only)"): "No new warnings" is a box to tick.
+_NO_BOX = re.compile(r"(?:n/?a|none|no|not applicable|not needed|not required|does not apply"
+                     r"|doesn[’']t apply|no changes? needed|nothing to add)(?:\s{0,3}[(:—–-][^\n]{0,60})?", re.I)
+
+
+def chosen_boxes(segments: list[Segment]) -> set[int]:
+    """The checkbox items (ids) of a list that also offers a "not needed" / "N/A" box ("## Changelog"
+    / "- [ ] Not needed" / "- [ ] Added to CHANGELOG.md"): one box of them is ticked, a choice, so
+    none of them is a rule (rules82). A list is the boxes of one file, section and indent."""
+    lists: dict[tuple[str, str, int], list[Segment]] = {}
+    for seg in segments:
+        if seg.kind == "item" and seg.checkbox:
+            lists.setdefault((seg.file, seg.section, seg.indent), []).append(seg)
+    return {id(box) for boxes in lists.values()
+            if any(_NO_BOX.fullmatch(_EDGE_PUNCTUATION.sub("", b.text[:120])) for b in boxes) for box in boxes}
 
 
 def heading_waives(section: str) -> bool:
@@ -1250,7 +1301,8 @@ def _fill(rule: Rule, seg: Segment, piece: int | None = None) -> tuple[str, dict
                 condition = stated_condition(seg.matched, table().waived, piece, seg.section)
                 if condition is not None:
                     values["_conditional"] = (
-                        f"{statement.rstrip('.')}, {condition}." if condition else "")
+                        rule.conditional.replace("{condition}", condition) if condition and rule.conditional
+                        else f"{statement.rstrip('.')}, {condition}." if condition else "")
             elif rule.keep_condition and seg.kind == "combined" and (condition := heading_condition(seg.section)):
                 # a list joined to its lead tells nothing of which item has a condition, but
                 # the heading above it names the changes the whole list is about (rules79)
@@ -1347,6 +1399,10 @@ _NOT_A_CONDITION_AFTER = frozenset({
 # "when you open a PR": every PR, no condition
 _EVERY_PR = re.compile(r"(?:you\s)?(?:open|submit|send|create|make|file)(?:ing)?\s(?:a|the|your)\s"
                        r"(?:new\s)?(?:pr|pull\srequest)s?", re.I)
+# "When reviewing, check that the PR has a changelog entry": the reviewer's time, no condition of
+# the PR's; what is checked is asked of every PR (rules82)
+_REVIEWING = re.compile(r"(?:(?:you|a\smaintainer|maintainers|a\sreviewer|reviewers)\s(?:are\s)?"
+                        r"review(?:s|ing)?|reviewing)\b", re.I)
 MAX_CONDITION = 80
 # What a gloss (Chinese, Japanese, Korean, French, Spanish) reads as a condition: "如果" /
 # "Si vous ..." / "Cuando ..." are "in some cases", Japanese "場合" is "if", and a Chinese
@@ -1367,7 +1423,7 @@ _SCOPE_CONDITION = re.compile(
     # or as the folder that is the sentence's subject: "`pkg/core/` needs 2 approvals" (rules76)
     r"|^[-*\s]{0,4}(`?(?:[\w.-]{1,40}/){1,6}`?)(?=\s(?:needs?|requires?|gets?)\b)"
     # or as the new thing it opens with: "For a new speech model, include ..." (rules79)
-    r"|^[-*\s]{0,4}for\s((?:a|an|any|each|every)\snew\s[\w -]{3,60}?)(?=,)"
+    r"|^[-*\s]{0,4}for\s((?:a|an|any|each|every)\snew\s[\w -]{3,80}?)(?=,)"
     # or as the changes a sentence opens with: "For changes to the kernels or the scheduler,
     # include ...", "For GPU kernel changes, paste ..." (to the comma before the request: a
     # list's commas are followed by an article or "or"; "For all changes" is every PR) (rules80)
@@ -1425,7 +1481,7 @@ def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = Non
         # markup dropped as plain() does, but a name's inner "_" kept ("pkg_name/")
         clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(2)).split())
         word = m.group(1).lower()
-        if _EVERY_PR.fullmatch(clause):
+        if _EVERY_PR.fullmatch(clause) or _REVIEWING.match(clause):
             return ""
         if clause.lower() in ("yes", "no", "not"):
             # "If yes: ..." answers a template's question: the condition is the question's
@@ -1497,6 +1553,7 @@ def _match(segments: list[Segment], kinds: dict[str, str], files: Mapping[str, s
     named_in_prose: set[str] = set()
     docs = pipe.tokenizer.pipe(bounded_runs(match_form(unnamed_ai(s.matched))) for s in segments)
     notes = replacing_notes(segments)
+    choices = chosen_boxes(segments)
     # per replacing note (by its first sentence's index), the words the note speaks of
     replaced_words: dict[int, set[str]] = {}
     for index, (seg, doc) in enumerate(zip(segments, docs, strict=True)):
@@ -1543,8 +1600,10 @@ def _match(segments: list[Segment], kinds: dict[str, str], files: Mapping[str, s
                     continue
                 if waived is None and not rule.permission:
                     waived = ([0] * len(doc) if heading_waives(seg.section) or lead_waives(seg)
+                              or id(seg) in choices
                               else waived_clauses(doc) if tab.waived.search(low := doc.text.lower())
-                              or tab.contrast.search(low) or _MAY.search(low) else [])
+                              or tab.contrast.search(low) or _MAY.search(low)
+                              or _WISH_WORDS.search(low) else [])
                 if waived and not rule.permission and _group_waived(rule, matches, waived, strings):
                     continue
                 piece = _piece_of_hit(rule, matches, doc, strings) if rule.keep_condition else None

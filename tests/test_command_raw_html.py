@@ -1,0 +1,87 @@
+"""commands82: a command in raw HTML, and the block structure GitHub reads.
+
+An HTML block's lines are raw HTML: GitHub keeps their line feeds, and the browser lays them out
+as spaces, so a line runs into the text before it unless a block element (`<div>`, `<p>`,
+`<br>`, `<li>`, `<td>`, ...) starts or ends between them: `<div>`, `x`, `/rltracker stop` shows
+"x /rltracker stop" (fence81's and left81's first left shape). A list marker, a heading or a fence
+in a type 6/7 block (`<div>`, `<span>` alone) is raw text up to the blank line that ends it. A tag
+GitHub's tag filter prints as text (`<script>`, `<style>`, `<textarea>`, `</script>`) is text on
+its line, and `<script>`/`<style>` start a block of type 1 as `<textarea>` does, up to the line
+holding `</script>`, `</style>`, `</textarea>` or `</pre>`. In a tight list item, a paragraph
+straight after such a block runs into its last line (no `<p>`). Characters GitHub does not show
+(a zero-width space) are text to CommonMark: `\\u200b```` ` closes no fence.
+
+The other way, GitHub shows these as the writer's line, and the finder missed them: a `>` line
+that opens an HTML block or a fence takes no lazy line (`> <div>` then `/rltracker stop`), and
+a `<div>` inside a `<textarea>` (printed as text, its content is HTML) starts a line.
+
+Each body is checked against the rendering (tests/test_command_rendered.py's `shown_commands`:
+markdown-it with line breaks and GFM's tag filter, built by html5lib); each also agreed with
+cmark-gfm's rendering (compared by hand, not in the suite)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bot.command_syntax import parse_command, without_commands
+from tests.test_command_rendered import shown_commands
+
+# Not the writer's own line: run into the text before it, or code (each read on main).
+HIDDEN = [
+    "<div>\nx\n/rltracker stop\n</div>",
+    "<span>\nx\n/rltracker stop",
+    "<div>\n<b>x</b>\n/rltracker stop",
+    "<div>\nx &nbsp;\n/rltracker stop",
+    "- <div>x\n  /rltracker stop",
+    "<div>\n- a\n/rltracker stop",  # a list marker in the block is its raw text
+    "<div>\n# a\n/rltracker stop",
+    "<div>\n* a\n- ```\n/rltracker stop",  # fence81's left shape
+    "x\n<div>\ny\n/rltracker stop",  # a block tag interrupts a paragraph
+    "</script>\n/rltracker stop",  # printed as text by the tag filter
+    "<div>\n<script>\n/rltracker stop",
+    "<script>\n/rltracker stop\n</script>",
+    "<style>\n\n/rltracker stop\n</style>",
+    "- <textarea>\n  x\n  </textarea>\n  /rltracker stop",  # tight: run into `</textarea>`
+    "```\n\u200b```\n/rltracker stop\n```",  # no closing fence: still code
+]
+
+# The writer's own line (each missed on main).
+SHOWN = [
+    ("> <div>\n/rltracker stop", ("stop", [])),  # an HTML block takes no lazy line
+    ("> - ```\n/rltracker stop", ("stop", [])),
+    ("> <textarea>\n/rltracker stop", ("stop", [])),
+    ("> - <textarea>\nx\n/rltracker stop", ("stop", [])),  # left81's left shape
+    ("<textarea>\n<div>\n/rltracker stop\n</textarea>", ("stop", [])),
+    ("\u200b> quoted\n/rltracker stop", ("stop", [])),  # a paragraph, not a quote
+]
+
+# Agreed on main; kept so the rendering sees both sides of the rule.
+AGREED = [
+    ("<div>\n/rltracker stop\n</div>", ("stop", [])),
+    ("<div>\nx<br>\n/rltracker stop", ("stop", [])),
+    ("<div>\n<p>x</p>\n/rltracker stop", ("stop", [])),
+    ("<div>\nx\n\n/rltracker stop", ("stop", [])),
+    ("<div>\n<!-- note -->\n/rltracker stop", ("stop", [])),
+    ("<table>\n<tr><td>\n/rltracker stop\n</td></tr></table>", ("stop", [])),
+    ("- <textarea>\n  x\n  </textarea>\n\n  /rltracker stop", ("stop", [])),
+    ("<textarea>\nx\n</textarea>\n/rltracker stop", ("stop", [])),  # a paragraph of its own
+    ("<span>x</span>\n/rltracker stop", ("stop", [])),
+    ("<div>\n```\n/rltracker stop\n```", None),
+    ("\u200b/rltracker stop", ("stop", [])),
+    ("<script>\nx\n</style>\n/rltracker stop", ("stop", [])),  # any type 1 end tag ends it
+]
+
+
+@pytest.mark.parametrize(("body", "parsed"), [*((b, None) for b in HIDDEN), *SHOWN, *AGREED])
+def test_a_command_is_read_where_github_shows_it_as_a_line_of_its_own(body: str, parsed: Any) -> None:
+    """The finder's command, what the analyzers read (a hidden line stays in), and whether
+    the rendered comment shows the line as the writer's command, agree."""
+    assert parse_command(body) == parsed, body
+    if parsed is None:
+        assert without_commands(body) == body
+    else:
+        assert "/rltracker" not in without_commands(body)
+    if "\u200b/" not in body:  # the rendering sees the zero-width space as text before it
+        assert shown_commands(body) == [parsed is not None], body

@@ -233,8 +233,8 @@ def _in_list_items(line: str, items: list[int], in_paragraph: bool, may_start: b
     left = False  # the line left a list item: no paragraph of its container to interrupt
     if items and indent < items[-1]:
         if in_paragraph and not _starts_block(line) and _fence(line) is None \
-                and not _opens_textarea(line):
-            return line  # a lazy line of the item's paragraph
+                and not _opens_raw_text(line) and _starts_html_block(line.strip()) != 6:
+            return line  # a lazy line of the item's paragraph (a block interrupting it is none)
         while items and indent < items[-1]:
             items.pop()
         left = True
@@ -297,38 +297,98 @@ _BLOCK_TAGS = frozenset(
     "option p param section source summary table tbody td tfoot th thead title tr track ul".split())
 
 
-def _starts_html_block(text: str) -> bool:
-    """Whether a line (stripped) starting a paragraph starts a GFM HTML block that a blank
-    line ends: condition 6 (a block tag, anything after it) or 7 (one complete tag alone on
-    the line; `<code>` so, while `<code>x` is inline HTML of a paragraph)."""
+def _starts_html_block(text: str) -> int:
+    """Which GFM HTML block that a blank line ends a line (stripped) starts: 6 (condition 6:
+    a block tag, anything after it; it may interrupt a paragraph), 7 (condition 7: one complete
+    tag alone on the line, `<code>` so, while `<code>x` is inline HTML of a paragraph; it
+    interrupts none), else 0."""
     if not text.startswith("<"):
-        return False
+        return 0
     name = text[2:] if text.startswith("</") else text[1:]
     end = 0
     while end < len(name) and (name[end].isascii() and name[end].isalnum()):
         end += 1
     if name[:end].lower() in _BLOCK_TAGS:
-        return True
-    return end > 0 and text.endswith(">") and text.count("<") == 1
+        return 6
+    return 7 if end > 0 and name[0].isalpha() and text.endswith(">") and text.count("<") == 1 else 0
 
 
-def _opens_textarea(line: str) -> bool:
-    """Whether `line`, where a block may start, starts a `<textarea>` HTML block: CommonMark
-    0.30's (and cmark-gfm's) type 1, after up to three spaces `<textarea` and a space, a tab,
-    `>` or the end of the line, any case. Like `<pre>`, it holds the lines after it, blank ones
-    too, up to the first line that holds `</textarea>` anywhere (in a code span or an HTML
-    comment too: the block is raw text, and its end is found by that string alone), and can
-    interrupt a paragraph. Unlike `<pre>`, GitHub's tag filter prints its tags as text, and
-    its lines are raw HTML with no line breaks of their own: a command there shows run into
-    the line before it ("<textarea> x /rltracker stop </textarea>"). A `<textarea>` elsewhere
-    (in prose, after another tag, indented four columns) is printed as text and holds
-    nothing (security79, checked with cmark-gfm and GFM's tagfilter). In a list item its
-    columns are counted from the item's content (`_in_list_items`), and the item's end ends
-    it (left81)."""
+# CommonMark's HTML block of type 1: these tags open it where a block may start, and the first
+# line holding one of the end tags (whichever opened it) ends it, blank lines and all
+_RAW_TEXT_TAGS = ("textarea", "script", "style", "pre")
+_RAW_TEXT_ENDS = ("</textarea>", "</script>", "</style>", "</pre>")
+# GFM's tag filter prints these tags, opening or closing, as text (`&lt;script>`)
+_FILTERED_TAGS = frozenset(
+    "title textarea style xmp iframe noembed noframes script plaintext".split())
+# Elements the browser lays out as blocks (and `<br>`), among those GitHub's sanitizer keeps: raw
+# HTML text after one starts a line of its own (`<section>`, which GitHub strips, does not; nor
+# `<td>` or `<tr>` outside a `<table>`, which the browser drops)
+_LINE_BREAKING_TAGS = frozenset(
+    "blockquote br dd details div dl dt figcaption figure h1 h2 h3 h4 h5 h6 hr li ol p pre "
+    "summary table ul".split())
+_VOID_TAGS = ("br", "hr")  # no end tag: `</br>` is a `<br>`, `</p>` an empty paragraph
+
+
+def _opens_raw_text(line: str) -> bool:
+    """Whether `line`, where a block may start, starts an HTML block of type 1 (CommonMark
+    0.30, cmark-gfm): after up to three spaces `<textarea`, `<script`, `<style` or `<pre`, then
+    a space, a tab, `>` or the end of the line, any case. It holds the lines after it, blank ones
+    too, up to the first line that holds one of `_RAW_TEXT_ENDS` anywhere (in a code span or
+    an HTML comment too: the block is raw text, and its end is found by that string alone), and
+    can interrupt a paragraph. Its lines are raw HTML (`_runs_on`); GitHub's tag filter prints
+    the `<textarea>`, `<script>` and `<style>` tags as text, so a command there shows run into
+    the line before it ("<textarea> x /rltracker stop </textarea>"); `<pre>` hides its lines as
+    code (`_HIDING_TAGS`). A `<textarea>` elsewhere (in prose, after another tag, indented four
+    columns) is printed as text and holds nothing (security79, checked with cmark-gfm and GFM's
+    tagfilter). In a list item its columns are counted from the item's content
+    (`_in_list_items`), and the item's end ends it (left81)."""
     if _indent(line) > 3:
         return False
     text = line.lstrip(" \t").lower()
-    return text.startswith("<textarea") and text[9:10] in ("", " ", "\t", ">")
+    return any(text.startswith("<" + tag) and text[len(tag) + 1:len(tag) + 2] in ("", " ", "\t", ">")
+               for tag in _RAW_TEXT_TAGS)
+
+
+def _runs_on(raw_html: str, pending: bool, open_blocks: dict[str, int]) -> bool:
+    """Whether the browser's current line holds text after the raw HTML `raw_html` (a line of
+    an HTML block, outside its comments, without the characters GitHub does not show),
+    `pending` saying whether it held text before it. The block's line feeds are spaces to the
+    browser: a line runs into the text before it unless a block element starts or ends between
+    them (`_LINE_BREAKING_TAGS`, `<br>`; an end tag only of an element open, counted in
+    `open_blocks` across the comment: the browser drops a stray `</div>`). Text, a literal `<`
+    and a tag the tag filter prints (`_FILTERED_TAGS`) are text; other tags (`<b>`, `<span>`)
+    are not. One pass along the line: linear."""
+    pos, end = 0, len(raw_html)
+    while pos < end:
+        lt = raw_html.find("<", pos)
+        stop = end if lt < 0 else lt
+        if raw_html[pos:stop].strip(" \t\r\f"):
+            pending = True
+        if lt < 0:
+            break
+        closing = raw_html[lt + 1:lt + 2] == "/"
+        start = lt + 1 + closing
+        if not (raw_html[start:start + 1].isascii() and raw_html[start:start + 1].isalpha()):
+            pending, pos = True, lt + 1  # a literal `<`
+            continue
+        name_end = start
+        while name_end < end and raw_html[name_end] not in " \t\f/>":
+            name_end += 1
+        name = raw_html[start:name_end].lower()
+        if name in _FILTERED_TAGS:
+            pending = True
+        elif name in _LINE_BREAKING_TAGS:
+            if not closing and name not in _VOID_TAGS:
+                open_blocks[name] = open_blocks.get(name, 0) + 1
+                pending = False
+            elif not closing or name in _VOID_TAGS or name == "p":
+                pending = False
+            elif open_blocks.get(name, 0):
+                open_blocks[name] -= 1
+                pending = False
+        close = raw_html.find(">", name_end)
+        pos = end if close < 0 else close + 1
+    return pending
 
 
 def _direction_reordered(line: str) -> bool:
@@ -346,10 +406,20 @@ def _quote_text(text: str) -> bool:
     pos = 0  # past the `>` markers, each with its optional space (an index: linear)
     while text[pos:pos + 1] == ">":
         pos += 2 if text[pos + 1:pos + 2] in (" ", "\t") else 1
+    while True:  # past the markers of list items in the quote, each with one space
+        skip = pos
+        while skip < len(text) and text[skip] in " \t" and skip - pos < 4:
+            skip += 1
+        width = _item_marker(text[skip:skip + 11]) if skip - pos <= 3 else 0
+        if not width:
+            break
+        pos = skip + width + (text[skip + width:skip + width + 1] in (" ", "\t"))
     text = text[pos:]
     rest = text.strip()
-    if not rest or _indent(text) >= 4 or _fence(text) is not None or _heading(rest):
-        return False  # no paragraph text: an empty `>`, indented code, a fence, a heading
+    if not rest or _indent(text) >= 4 or _fence(text) is not None or _heading(rest) \
+            or _opens_raw_text(text) or _starts_html_block(rest):
+        return False  # no paragraph text: an empty `>` or item, indented code, a fence, a
+        # heading, an HTML block (which takes no lazy line: `> <div>` then a line of its own)
     marks = rest.replace(" ", "").replace("\t", "")
     return not (len(marks) >= 3 and marks[0] in "-*_" and not marks.strip(marks[0]))  # a rule
 
@@ -400,25 +470,42 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
     # in a quote closes no `<blockquote>`)
     paragraph: list[tuple[int, str]] = []  # the text lines since the last block break
     spanned: set[int] = set()  # command lines inside a code span across lines
-    code_depth = 0  # `<code>` elements open in the paragraph (`_code_depth`)
-    html_block = False  # the paragraph is an HTML block (`_starts_html_block`): a list item
-    # or quote marker inside it is its raw text, no new block
+    code_depth = 0  # `<code>` elements open in the paragraph or HTML block (`_code_depth`)
+    # An open HTML block, its lines raw HTML (a list item or quote marker, a heading or a fence
+    # in it is its text, `_runs_on` lays them out): of type 6 or 7 (`_starts_html_block`), to
+    # the next blank line, or of type 1 (`_opens_raw_text`), to a line holding its end tag,
+    # blank lines and all; each the content column of the list item holding it (0: none), whose
+    # end ends it (left81: no lazy line)
+    html_block: int | None = None
+    raw_text: int | None = None
+    block_start = 0  # the line index the open HTML block started on
+    pending = False  # the browser's line holds text from the HTML block's lines (`_runs_on`)
+    open_blocks: dict[str, int] = {}  # block elements opened in raw HTML, by tag (`_runs_on`)
+    runs_into: int | None = None  # a type 1 block ended on the line before, with text on its
+    # last line, in a list item (this content column): a tight item wraps no `<p>` around the
+    # paragraph after it, whose first line runs into that text
     quoted = False  # the paragraph is a `>` quote's: a line going on from it is quoted (lazy)
-    textarea: int | None = None  # in a `<textarea>` block (`_opens_textarea`), blank lines
-    # and all: the content column of the list item holding it (0: none), whose end ends it
     items: list[int] = []  # the content columns of the open list items (`_in_list_items`)
     empty_item = False  # the last line opened a list item holding nothing yet: CommonMark
     # ends it at a blank line (an item starts with at most one), and no line goes on it lazily
     reordering = -1  # the last line index holding a direction control (`_direction_reordered`)
-    for n, raw in enumerate(_lines((body or "")[:_MAX_BODY])):
-        if not raw or raw.isspace():
+    text_of_body = (body or "")[:_MAX_BODY]
+    # cmark-gfm skips a byte-order mark starting the comment (no line break: indexes kept)
+    text_of_body = text_of_body[1:] if text_of_body.startswith("\ufeff") else text_of_body
+    # The structure is read on the line as CommonMark reads it (a zero-width space before
+    # ```` ``` ```` makes it text, no fence), the command's words on what the reader sees.
+    for n, line in enumerate(_lines(text_of_body)):
+        run_in, runs_into = runs_into, None
+        if not line or line.isspace():
             spanned |= _in_spans(paragraph)  # a blank line ends a paragraph
-            paragraph, code_depth, html_block, quoted = [], 0, False, False
+            paragraph, code_depth, quoted, html_block = [], 0, False, None
+            if raw_text is None:
+                pending = False
             if empty_item:
                 items.pop()
                 empty_item = False
-            continue  # changes no state (a fence, a comment, <details> go on across it)
-        line = raw.translate(_INVISIBLE)
+            continue  # changes no other state (a fence, a comment, <details> go on across it)
+        seen = line.translate(_INVISIBLE)
         if fence is not None and _indent(line) < fence_item:
             fence = None  # the item ends, and its fence with it (no lazy line): read the line
         if fence is not None:
@@ -426,26 +513,33 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
             if closing and closing[0] == fence[0] and closing[1] >= fence[1] and not closing[2].strip():
                 fence = None
             continue
-        # a `<textarea>` block: opened where a block may start (not inside another HTML
-        # block, a comment or a hiding element), closed by the first line holding its end tag
-        # or by the end of the list item holding it (a line indented less: no lazy line)
-        if textarea is not None and _indent(line) < textarea:
-            textarea = None
-        opened_textarea = False
+        if raw_text is not None and _indent(line) < raw_text \
+                or html_block is not None and _indent(line) < html_block:
+            raw_text = html_block = None  # the item ends, and its HTML block with it
+            pending, code_depth = False, 0
+        opened = False
         after_empty_item, empty_item = empty_item, False
         content = line  # the line past its list markers, indented from the innermost item
-        if textarea is None:
-            may_start = not (in_comment or any(hiding.values()) or (paragraph and html_block))
-            content = _in_list_items(line, items, bool(paragraph) and not (
-                html_block or after_empty_item), may_start)
+        if raw_text is None and html_block is None:
+            may_start = not (in_comment or any(hiding.values()))
+            content = _in_list_items(line, items, bool(paragraph) and not after_empty_item,
+                                     may_start)
             empty_item = bool(items) and not content.strip()  # the line was list markers alone
-            if may_start and _opens_textarea(content):
-                textarea, opened_textarea = (items[-1] if items else 0), True
-        hidden = in_comment or any(hiding.values()) or textarea is not None
-        if textarea is not None and "</textarea>" in line.lower():
-            textarea = None
-        # HTML comments: open and close along the line, outside its code spans
-        scanned = _outside_code_spans(line) if "`" in line else line
+            opened_here = items[-1] if items else 0
+            if may_start and _opens_raw_text(content):
+                raw_text, opened = opened_here, True
+            elif may_start and _indent(content) <= 3 and (
+                    kind := _starts_html_block(content.strip())) and (
+                    kind == 6 or not paragraph or _starts_block(line)):  # 7 interrupts nothing
+                html_block, opened = opened_here, True
+            if opened:
+                spanned |= _in_spans(paragraph)
+                paragraph, code_depth, quoted, pending, block_start = [], 0, False, False, n
+        hidden = in_comment or any(hiding.values())
+        raw = raw_text is not None or html_block is not None
+        # HTML comments: open and close along the line, outside its code spans (raw HTML has
+        # none)
+        scanned = _outside_code_spans(line) if "`" in line and not raw else line
         shown: list[str] = []  # the parts of `scanned` outside HTML comments
         pos = 0
         while True:
@@ -470,7 +564,27 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
         for tag in _HIDING_TAGS if visible else ():
             hiding[tag] = max(0, hiding[tag] + _tags_opened(visible, tag)
                               - _tags_opened(visible, tag, "</"))
-        if hidden or opened_textarea:
+        if _direction_reordered(line):
+            reordering = n
+        text = line.strip()
+        if raw:
+            if not hidden and _email_header(text):
+                break
+            # a line of its own where the browser starts one: after a block element, not run
+            # into the text before it; a direction control on it or earlier in the block (raw
+            # HTML: a control goes on over its run-in lines) reorders it
+            if not (hidden or opened or pending or code_depth or reordering >= block_start):
+                words = _words(seen)
+                if words is not None:
+                    found.append((n, words))
+            pending = _runs_on("".join(shown).translate(_INVISIBLE), pending, open_blocks)
+            code_depth = _code_depth(visible, code_depth) if visible else code_depth
+            if raw_text is not None and any(end in line.lower() for end in _RAW_TEXT_ENDS):
+                raw_text, code_depth = None, 0
+                runs_into = items[-1] if items and pending else None
+                pending = False
+            continue
+        if hidden:
             spanned |= _in_spans(paragraph)
             paragraph, code_depth, quoted = [], 0, False
             continue
@@ -480,26 +594,27 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
             paragraph, code_depth, quoted = [], 0, False
             fence, fence_item = opening[:2], (items[-1] if items else 0)
             continue
-        text = line.strip()
         if _email_header(text):
             break
         if _indent(line) >= 4:  # an indented code block
             continue
-        if _starts_block(line) and not (html_block and code_depth):
+        # a paragraph starting in the tight list item whose type 1 block ended on the line
+        # before runs into that block's last line
+        ran_in = run_in is not None and not paragraph and _indent(line) >= run_in
+        if _starts_block(line):
+            spanned |= _in_spans(paragraph)
+            paragraph, code_depth, ran_in = [], 0, False
+            quoted = text.startswith(">") and _quote_text(text)
+        paragraph.append((n, line))
+        if text.startswith(">") and not quoted:  # no paragraph text in the quote to go on
             spanned |= _in_spans(paragraph)
             paragraph, code_depth = [], 0
-            quoted = text.startswith(">") and _quote_text(text)
-        if not paragraph:
-            html_block = _starts_html_block(text)
-        paragraph.append((n, line))
+            continue
         # in a `<code>` opened above: code; going on from a `>` quote's text: quoted
-        words = _words(line) if not (code_depth or quoted) else None
-        if _direction_reordered(raw):
-            reordering = n
-        # a direction control on the line, or on an earlier line of an HTML block (raw HTML:
-        # its lines run into one, and a control goes on over them; a paragraph's line breaks
-        # are GitHub's <br>, which ends it), reorders what the line shows
-        if words is not None and (reordering == n or (html_block and paragraph[0][0] <= reordering)):
+        words = _words(seen) if not (code_depth or quoted or ran_in) else None
+        # a direction control on the line reorders what it shows (a paragraph's line breaks
+        # are GitHub's <br>, which ends a control's reach)
+        if words is not None and reordering == n:
             words = None
         if words is not None:
             found.append((n, words))

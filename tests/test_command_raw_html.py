@@ -33,6 +33,7 @@ HIDDEN = [
     "<div>\nx\n/rltracker stop\n</div>",
     "<span>\nx\n/rltracker stop",
     "<div>\n<b>x</b>\n/rltracker stop",
+    "<code>\nx</code>\n/rltracker stop",  # read by security71's test: the code closed, not a line
     "<div>\nx &nbsp;\n/rltracker stop",
     "- <div>x\n  /rltracker stop",
     "<div>\n- a\n/rltracker stop",  # a list marker in the block is its raw text

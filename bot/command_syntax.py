@@ -190,6 +190,16 @@ def _starts_block(line: str) -> bool:
     return _item_marker(text) > 0
 
 
+def _ends_paragraph(text: str, lines: int) -> bool:
+    """Whether a line (stripped), the `lines`th of its paragraph, ends it: a thematic break
+    (three or more of one of `-`, `*`, `_`, spaces between) or the underline of a setext
+    heading (`=` or `-` only, under a paragraph line)."""
+    marks = text.replace(" ", "").replace("\t", "")
+    if len(marks) >= 3 and marks[0] in "-*_" and not marks.strip(marks[0]):
+        return True
+    return lines > 1 and bool(text) and (not text.strip("=") or not text.strip("-"))
+
+
 def _item_marker(text: str) -> int:
     """The length of the list item marker `text` starts with (`-`, `*`, `+`, `1.` or `1)`,
     at most nine digits, then a space, a tab or the end of the line), else 0."""
@@ -233,8 +243,10 @@ def _in_list_items(line: str, items: list[int], in_paragraph: bool, may_start: b
     left = False  # the line left a list item: no paragraph of its container to interrupt
     if items and indent < items[-1]:
         if in_paragraph and not _starts_block(line) and _fence(line) is None \
-                and not _opens_raw_text(line) and _starts_html_block(line.strip()) != 6:
-            return line  # a lazy line of the item's paragraph (a block interrupting it is none)
+                and not _opens_raw_text(line) and not _starts_html_block(line.strip()):
+            return line  # a lazy line of the item's paragraph (an HTML block's start is none,
+            # as cmark-gfm and markdown-it read it, although one of type 7 interrupts no
+            # paragraph of its own container)
         while items and indent < items[-1]:
             items.pop()
         left = True
@@ -310,7 +322,7 @@ def _starts_html_block(text: str) -> int:
         end += 1
     if name[:end].lower() in _BLOCK_TAGS:
         return 6
-    return 7 if end > 0 and name[0].isalpha() and text.endswith(">") and text.count("<") == 1 else 0
+    return 7 if end > 0 and name[0].isalpha() and text.find(">") == len(text) - 1 else 0
 
 
 # CommonMark's HTML block of type 1: these tags open it where a block may start, and the first
@@ -489,6 +501,7 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
     empty_item = False  # the last line opened a list item holding nothing yet: CommonMark
     # ends it at a blank line (an item starts with at most one), and no line goes on it lazily
     reordering = -1  # the last line index holding a direction control (`_direction_reordered`)
+    last_raw = False  # the last line was raw HTML (a blank line after it keeps `pending`)
     text_of_body = (body or "")[:_MAX_BODY]
     # cmark-gfm skips a byte-order mark starting the comment (no line break: indexes kept)
     text_of_body = text_of_body[1:] if text_of_body.startswith("\ufeff") else text_of_body
@@ -499,12 +512,12 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
         if not line or line.isspace():
             spanned |= _in_spans(paragraph)  # a blank line ends a paragraph
             paragraph, code_depth, quoted, html_block = [], 0, False, None
-            if raw_text is None:
-                pending = False
+            pending = pending and last_raw  # (a list with a blank line wraps its text in <p>)
             if empty_item:
                 items.pop()
                 empty_item = False
-            continue  # changes no other state (a fence, a comment, <details> go on across it)
+            continue  # changes no other state (a fence, a comment, <details> go on across it;
+            # raw HTML text before it is still on the browser's line for raw HTML after it)
         seen = line.translate(_INVISIBLE)
         if fence is not None and _indent(line) < fence_item:
             fence = None  # the item ends, and its fence with it (no lazy line): read the line
@@ -520,7 +533,11 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
         opened = False
         after_empty_item, empty_item = empty_item, False
         content = line  # the line past its list markers, indented from the innermost item
+        last_raw = False
         if raw_text is None and html_block is None:
+            # the paragraph's container ends here: a `>` quote's (its lazy line would be none)
+            # or a list item's the line is indented short of
+            closes_container = quoted or bool(items) and _indent(line) < items[-1]
             may_start = not (in_comment or any(hiding.values()))
             content = _in_list_items(line, items, bool(paragraph) and not after_empty_item,
                                      may_start)
@@ -530,16 +547,23 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
                 raw_text, opened = opened_here, True
             elif may_start and _indent(content) <= 3 and (
                     kind := _starts_html_block(content.strip())) and (
-                    kind == 6 or not paragraph or _starts_block(line)):  # 7 interrupts nothing
+                    kind == 6 or not paragraph or _starts_block(line) or closes_container):
+                # (type 7 interrupts no paragraph of its own container)
                 html_block, opened = opened_here, True
             if opened:
                 spanned |= _in_spans(paragraph)
-                paragraph, code_depth, quoted, pending, block_start = [], 0, False, False, n
+                # (a `<code>` left open in the paragraph it interrupts goes on into it)
+                paragraph, quoted, block_start = [], False, n
+                if content.lstrip(" \t") != line.lstrip(" \t") or closes_container:
+                    pending = False  # in a list item it opens, or after the container closes
         hidden = in_comment or any(hiding.values())
         raw = raw_text is not None or html_block is not None
+        if not (raw or in_comment or paragraph) and _indent(content) >= 4:
+            pending = False  # an indented code block: its tags and comments are its text
+            continue
         # HTML comments: open and close along the line, outside its code spans (raw HTML has
         # none)
-        scanned = _outside_code_spans(line) if "`" in line and not raw else line
+        scanned = content if raw else _outside_code_spans(line) if "`" in line else line
         shown: list[str] = []  # the parts of `scanned` outside HTML comments
         pos = 0
         while True:
@@ -568,6 +592,7 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
             reordering = n
         text = line.strip()
         if raw:
+            last_raw = True
             if not hidden and _email_header(text):
                 break
             # a line of its own where the browser starts one: after a block element, not run
@@ -582,8 +607,8 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
             if raw_text is not None and any(end in line.lower() for end in _RAW_TEXT_ENDS):
                 raw_text, code_depth = None, 0
                 runs_into = items[-1] if items and pending else None
-                pending = False
             continue
+        pending = False  # a Markdown block (a paragraph, a heading, code) is a block of its own
         if hidden:
             spanned |= _in_spans(paragraph)
             paragraph, code_depth, quoted = [], 0, False
@@ -596,19 +621,17 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
             continue
         if _email_header(text):
             break
-        if _indent(line) >= 4:  # an indented code block
-            continue
         # a paragraph starting in the tight list item whose type 1 block ended on the line
         # before runs into that block's last line
         ran_in = run_in is not None and not paragraph and _indent(line) >= run_in
         if _starts_block(line):
             spanned |= _in_spans(paragraph)
             paragraph, code_depth, ran_in = [], 0, False
-            quoted = text.startswith(">") and _quote_text(text)
+            quoted = content.lstrip(" \t").startswith(">") and _quote_text(content.strip())
         paragraph.append((n, line))
-        if text.startswith(">") and not quoted:  # no paragraph text in the quote to go on
-            spanned |= _in_spans(paragraph)
-            paragraph, code_depth = [], 0
+        if not content.strip() or content.lstrip(" \t").startswith(">") and not quoted:
+            spanned |= _in_spans(paragraph)  # no paragraph text (an empty list item, a quote
+            paragraph, code_depth = [], 0  # with none) for the next line to go on
             continue
         # in a `<code>` opened above: code; going on from a `>` quote's text: quoted
         words = _words(seen) if not (code_depth or quoted or ran_in) else None
@@ -619,7 +642,9 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
         if words is not None:
             found.append((n, words))
         code_depth = _code_depth(visible, code_depth) if visible else code_depth
-        if _heading(text):  # a heading ends on its line
+        pending = bool(items)  # a tight list item's text is no paragraph of its own (<p>): raw
+        # HTML after it runs into it (a loose list's blank line ends that)
+        if _heading(text) or _indent(content) <= 3 and _ends_paragraph(text, len(paragraph)):  # a heading ends on its line
             spanned |= _in_spans(paragraph)
             paragraph, code_depth, quoted = [], 0, False
     spanned |= _in_spans(paragraph)

@@ -243,7 +243,8 @@ def _in_list_items(line: str, items: list[int], in_paragraph: bool, may_start: b
     left = False  # the line left a list item: no paragraph of its container to interrupt
     if items and indent < items[-1]:
         if in_paragraph and not _starts_block(line) and _fence(line) is None \
-                and not _opens_raw_text(line) and not _starts_html_block(line.strip()):
+                and not _opens_raw_text(line) and not _starts_html_block(line.strip()) \
+                and not _declaration_end(line):
             return line  # a lazy line of the item's paragraph (an HTML block's start is none,
             # as cmark-gfm and markdown-it read it, although one of type 7 interrupts no
             # paragraph of its own container)
@@ -341,6 +342,25 @@ _LINE_BREAKING_TAGS = frozenset(
 _VOID_TAGS = ("br", "hr")  # no end tag: `</br>` is a `<br>`, `</p>` an empty paragraph
 
 
+# CommonMark's HTML blocks of types 3, 4 and 5 (a processing instruction `<?`, a declaration
+# `<!DOCTYPE`, a `<![CDATA[` section), each to the first line holding its end: the browser reads
+# each as a comment (a bogus one), shown as nothing, and what follows it on its lines runs into
+# one line: no line of the block is a line of its own
+_DECLARATION_ENDS = (("<![CDATA[", "]]>"), ("<?", "?>"), ("<!", ">"))
+
+
+def _declaration_end(line: str) -> str:
+    """The end of the HTML block of type 3, 4 or 5 that `line` (where a block may start)
+    starts (`_DECLARATION_ENDS`: `<!` then an ASCII letter for a declaration), else ""."""
+    if _indent(line) > 3:
+        return ""
+    text = line.lstrip(" \t")
+    for start, end in _DECLARATION_ENDS:
+        if text.startswith(start) and (start != "<!" or text[2:3].isascii() and text[2:3].isalpha()):
+            return end
+    return ""
+
+
 def _opens_raw_text(line: str) -> bool:
     """Whether `line`, where a block may start, starts an HTML block of type 1 (CommonMark
     0.30, cmark-gfm): after up to three spaces `<textarea`, `<script`, `<style` or `<pre`, then
@@ -429,7 +449,7 @@ def _quote_text(text: str) -> bool:
     text = text[pos:]
     rest = text.strip()
     if not rest or _indent(text) >= 4 or _fence(text) is not None or _heading(rest) \
-            or _opens_raw_text(text) or _starts_html_block(rest):
+            or _opens_raw_text(text) or _starts_html_block(rest) or _declaration_end(text):
         return False  # no paragraph text: an empty `>` or item, indented code, a fence, a
         # heading, an HTML block (which takes no lazy line: `> <div>` then a line of its own)
     marks = rest.replace(" ", "").replace("\t", "")
@@ -490,6 +510,7 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
     # end ends it (left81: no lazy line)
     html_block: int | None = None
     raw_text: int | None = None
+    raw_ends = _RAW_TEXT_ENDS  # what ends the type 1 block (a declaration's end: hidden)
     block_start = 0  # the line index the open HTML block started on
     pending = False  # the browser's line holds text from the HTML block's lines (`_runs_on`)
     open_blocks: dict[str, int] = {}  # block elements opened in raw HTML, by tag (`_runs_on`)
@@ -544,7 +565,9 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
             empty_item = bool(items) and not content.strip()  # the line was list markers alone
             opened_here = items[-1] if items else 0
             if may_start and _opens_raw_text(content):
-                raw_text, opened = opened_here, True
+                raw_text, raw_ends, opened = opened_here, _RAW_TEXT_ENDS, True
+            elif may_start and (declaration := _declaration_end(content)):
+                raw_text, raw_ends, opened = opened_here, (declaration,), True
             elif may_start and _indent(content) <= 3 and (
                     kind := _starts_html_block(content.strip())) and (
                     kind == 6 or not paragraph or _starts_block(line) or closes_container):
@@ -598,13 +621,15 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
             # a line of its own where the browser starts one: after a block element, not run
             # into the text before it; a direction control on it or earlier in the block (raw
             # HTML: a control goes on over its run-in lines) reorders it
-            if not (hidden or opened or pending or code_depth or reordering >= block_start):
+            declared = raw_text is not None and raw_ends is not _RAW_TEXT_ENDS
+            if not (hidden or declared or opened or pending or code_depth
+                    or reordering >= block_start):
                 words = _words(seen)
                 if words is not None:
                     found.append((n, words))
             pending = _runs_on("".join(shown).translate(_INVISIBLE), pending, open_blocks)
             code_depth = _code_depth(visible, code_depth) if visible else code_depth
-            if raw_text is not None and any(end in line.lower() for end in _RAW_TEXT_ENDS):
+            if raw_text is not None and any(end in line.lower() for end in raw_ends):
                 raw_text, code_depth = None, 0
                 runs_into = items[-1] if items and pending else None
             continue

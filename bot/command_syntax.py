@@ -179,13 +179,14 @@ def _heading(text: str) -> bool:
 def _starts_block(line: str) -> bool:
     """A line that starts a block of its own or in a new container, after up to three
     spaces: a heading, a list item (`-`, `*`, `+`, `1.`, `1)` and a space), a `>` quote, a
-    setext underline or a thematic break. A code span of the paragraph before it does not go
-    on into it. (A command line, starting with a slash, starts no block: it goes on the
-    paragraph before it.)"""
+    `-` setext underline or a thematic break. A code span of the paragraph before it does not
+    go on into it. (A command line, starting with a slash, starts no block: it goes on the
+    paragraph before it. A `===` line is no block: a paragraph's underline, `_ends_paragraph`,
+    or text, a lazy line of a quote's or item's paragraph too.)"""
     if _indent(line) > 3:
         return False
     text = line.strip(" \t")
-    if text[:1] == ">" or _heading(text) or (text and text.strip(text[0]) == "" and text[0] in "=-*_"):
+    if text[:1] == ">" or _heading(text) or (text and text.strip(text[0]) == "" and text[0] in "-*_"):
         return True
     return _item_marker(text) > 0
 
@@ -335,23 +336,25 @@ _FILTERED_TAGS = frozenset(
     "title textarea style xmp iframe noembed noframes script plaintext".split())
 # Elements the browser lays out as blocks (and `<br>`), among those GitHub's sanitizer keeps: raw
 # HTML text after one starts a line of its own (`<section>`, which GitHub strips, does not; nor
-# `<td>` or `<tr>` outside a `<table>`, which the browser drops)
+# `<td>` or `<tr>` outside a `<table>`, which the browser drops; nor `<table>`, whose text
+# outside a cell the browser moves before it, into the line there)
 _LINE_BREAKING_TAGS = frozenset(
     "blockquote br dd details div dl dt figcaption figure h1 h2 h3 h4 h5 h6 hr li ol p pre "
-    "summary table ul".split())
+    "summary ul".split())
 _VOID_TAGS = ("br", "hr")  # no end tag: `</br>` is a `<br>`, `</p>` an empty paragraph
 
 
-# CommonMark's HTML blocks of types 3, 4 and 5 (a processing instruction `<?`, a declaration
-# `<!DOCTYPE`, a `<![CDATA[` section), each to the first line holding its end: the browser reads
-# each as a comment (a bogus one), shown as nothing, and what follows it on its lines runs into
-# one line: no line of the block is a line of its own
-_DECLARATION_ENDS = (("<![CDATA[", "]]>"), ("<?", "?>"), ("<!", ">"))
+# CommonMark's HTML blocks of types 2 to 5 (a comment `<!--`, a processing instruction `<?`, a
+# declaration `<!DOCTYPE`, a `<![CDATA[` section), each to the first line holding its end: the
+# browser reads the start of types 3 to 5 as a comment (a bogus one) up to the first `>`, shown
+# as nothing, and the rest of the block as raw HTML
+_DECLARATION_ENDS = (("<!--", "-->"), ("<![CDATA[", "]]>"), ("<?", "?>"), ("<!", ">"))
 
 
 def _declaration_end(line: str) -> str:
-    """The end of the HTML block of type 3, 4 or 5 that `line` (where a block may start)
-    starts (`_DECLARATION_ENDS`: `<!` then an ASCII letter for a declaration), else ""."""
+    """The end of the HTML block of type 2 (a comment), 3, 4 or 5 that `line` (where a block
+    may start) starts (`_DECLARATION_ENDS`: `<!` then an ASCII letter for a declaration), else
+    "". Like type 1 it may interrupt a paragraph, and its lines are raw HTML."""
     if _indent(line) > 3:
         return ""
     text = line.lstrip(" \t")
@@ -510,7 +513,8 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
     # end ends it (left81: no lazy line)
     html_block: int | None = None
     raw_text: int | None = None
-    raw_ends = _RAW_TEXT_ENDS  # what ends the type 1 block (a declaration's end: hidden)
+    raw_ends = _RAW_TEXT_ENDS  # what ends the type 1 block, or the declaration's (3 to 5)
+    bogus = False  # in a declaration's start, up to its first `>` (the browser's bogus comment)
     block_start = 0  # the line index the open HTML block started on
     pending = False  # the browser's line holds text from the HTML block's lines (`_runs_on`)
     open_blocks: dict[str, int] = {}  # block elements opened in raw HTML, by tag (`_runs_on`)
@@ -551,7 +555,7 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
                 or html_block is not None and _indent(line) < html_block:
             raw_text = html_block = None  # the item ends, and its HTML block with it
             pending, code_depth = False, 0
-        opened = False
+        opened = new_block = False
         after_empty_item, empty_item = empty_item, False
         content = line  # the line past its list markers, indented from the innermost item
         last_raw = False
@@ -563,14 +567,18 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
             content = _in_list_items(line, items, bool(paragraph) and not after_empty_item,
                                      may_start)
             empty_item = bool(items) and not content.strip()  # the line was list markers alone
+            # a block starts on the line: after its list markers, or in its item's columns
+            new_block = _starts_block(content) or content.lstrip(" \t") != line.lstrip(" \t")
             opened_here = items[-1] if items else 0
             if may_start and _opens_raw_text(content):
                 raw_text, raw_ends, opened = opened_here, _RAW_TEXT_ENDS, True
             elif may_start and (declaration := _declaration_end(content)):
+                # (an HTML comment, type 2, is hidden as comments are: `in_comment`)
                 raw_text, raw_ends, opened = opened_here, (declaration,), True
+                bogus = declaration != "-->"
             elif may_start and _indent(content) <= 3 and (
                     kind := _starts_html_block(content.strip())) and (
-                    kind == 6 or not paragraph or _starts_block(line) or closes_container):
+                    kind == 6 or not paragraph or new_block or closes_container):
                 # (type 7 interrupts no paragraph of its own container)
                 html_block, opened = opened_here, True
             if opened:
@@ -621,16 +629,19 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
             # a line of its own where the browser starts one: after a block element, not run
             # into the text before it; a direction control on it or earlier in the block (raw
             # HTML: a control goes on over its run-in lines) reorders it
-            declared = raw_text is not None and raw_ends is not _RAW_TEXT_ENDS
-            if not (hidden or declared or opened or pending or code_depth
+            if not (hidden or bogus or opened or pending or code_depth
                     or reordering >= block_start):
                 words = _words(seen)
                 if words is not None:
                     found.append((n, words))
-            pending = _runs_on("".join(shown).translate(_INVISIBLE), pending, open_blocks)
+            laid_out = "".join(shown).translate(_INVISIBLE)
+            if bogus:  # nothing shown up to the first `>`
+                close = laid_out.find(">", laid_out.find("<") + 1 if opened else 0)
+                bogus, laid_out = close < 0, laid_out[close + 1:] if close >= 0 else ""
+            pending = _runs_on(laid_out, pending, open_blocks)
             code_depth = _code_depth(visible, code_depth) if visible else code_depth
             if raw_text is not None and any(end in line.lower() for end in raw_ends):
-                raw_text, code_depth = None, 0
+                raw_text, code_depth, bogus = None, 0, False
                 runs_into = items[-1] if items and pending else None
             continue
         pending = False  # a Markdown block (a paragraph, a heading, code) is a block of its own
@@ -649,7 +660,8 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
         # a paragraph starting in the tight list item whose type 1 block ended on the line
         # before runs into that block's last line
         ran_in = run_in is not None and not paragraph and _indent(line) >= run_in
-        if _starts_block(line):
+        lazy = quoted or bool(items) and _indent(line) < items[-1]  # (no setext underline)
+        if new_block:
             spanned |= _in_spans(paragraph)
             paragraph, code_depth, ran_in = [], 0, False
             quoted = content.lstrip(" \t").startswith(">") and _quote_text(content.strip())
@@ -669,7 +681,7 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
         code_depth = _code_depth(visible, code_depth) if visible else code_depth
         pending = bool(items)  # a tight list item's text is no paragraph of its own (<p>): raw
         # HTML after it runs into it (a loose list's blank line ends that)
-        if _heading(text) or _indent(content) <= 3 and _ends_paragraph(text, len(paragraph)):  # a heading ends on its line
+        if _heading(text) or _indent(content) <= 3 and not lazy and _ends_paragraph(text, len(paragraph)):  # a heading ends on its line
             spanned |= _in_spans(paragraph)
             paragraph, code_depth, quoted = [], 0, False
     spanned |= _in_spans(paragraph)

@@ -54,6 +54,9 @@ HIDDEN = [
     "<?php\n/rltracker stop\n?>",  # types 3, 4 and 5: a (bogus) comment to the browser
     "<!DOCTYPE x\n/rltracker stop\n>",
     "<![CDATA[\n/rltracker stop\n]]>",
+    "> x\n===\n/rltracker stop",  # no underline on a lazy line: the quote's text goes on
+    "- a\n  x\n  - > x\n/rltracker stop",  # a nested item's quote, read in its columns
+    "x\n<!-- c -->\n</textarea>\n/rltracker stop",  # a comment (type 2) interrupts x
 ]
 
 # The writer's own line (each missed on main).
@@ -91,6 +94,8 @@ AGREED = [
     ("<div>\nx</div>\n/rltracker stop", ("stop", [])),  # after the block element's end
     ("<!DOCTYPE html>\n/rltracker stop", ("stop", [])),  # the declaration ends on its line
     ("<span>-->\n/rltracker stop", ("stop", [])),  # no type 7 block: text after the tag
+    ("x\n===\n/rltracker stop", ("stop", [])),  # a setext heading ends on its underline
+    ("<?x>\n/rltracker stop\n?>", ("stop", [])),  # the bogus comment ends at the first `>`
 ]
 
 

@@ -201,6 +201,27 @@ def _ends_paragraph(text: str, lines: int) -> bool:
     return lines > 1 and bool(text) and (not text.strip("=") or not text.strip("-"))
 
 
+def _table_cells(text: str) -> int:
+    """The number of cells of a GFM table row (stripped): its `|` not escaped, a leading and
+    a trailing one aside, split it."""
+    text = text.removeprefix("|")
+    if text.endswith("|") and not text.endswith("\\|"):
+        text = text[:-1]
+    return text.count("|") - text.count("\\|") + 1
+
+
+def _delimiter_cells(text: str) -> int:
+    """The number of cells of a GFM table's delimiter row (stripped: `|---|:--:|`, a `|` in
+    it, each cell hyphens with a colon at either end), else 0."""
+    if "|" not in text:
+        return 0
+    cells = text.removeprefix("|").removesuffix("|").split("|")
+    if all(cell.strip(" \t").removeprefix(":").removesuffix(":").strip("-") == ""
+           and "-" in cell for cell in cells):
+        return len(cells)
+    return 0
+
+
 def _item_marker(text: str) -> int:
     """The length of the list item marker `text` starts with (`-`, `*`, `+`, `1.` or `1)`,
     at most nine digits, then a space, a tab or the end of the line), else 0."""
@@ -527,6 +548,9 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
     # ends it at a blank line (an item starts with at most one), and no line goes on it lazily
     reordering = -1  # the last line index holding a direction control (`_direction_reordered`)
     last_raw = False  # the last line was raw HTML (a blank line after it keeps `pending`)
+    table: int | None = None  # in a GFM table's rows (its cells no lines of their own): the
+    # content column of the list item holding it (0: none), whose end ends it
+    header = ""  # the paragraph's last line past its list markers: a table's header row?
     text_of_body = (body or "")[:_MAX_BODY]
     # cmark-gfm skips a byte-order mark starting the comment (no line break: indexes kept)
     text_of_body = text_of_body[1:] if text_of_body.startswith("\ufeff") else text_of_body
@@ -536,7 +560,7 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
         run_in, runs_into = runs_into, None
         if not line or line.isspace():
             spanned |= _in_spans(paragraph)  # a blank line ends a paragraph
-            paragraph, code_depth, quoted, html_block = [], 0, False, None
+            paragraph, code_depth, quoted, html_block, table = [], 0, False, None, None
             pending = pending and last_raw  # (a list with a blank line wraps its text in <p>)
             if empty_item:
                 items.pop()
@@ -582,6 +606,7 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
                 # (type 7 interrupts no paragraph of its own container)
                 html_block, opened = opened_here, True
             if opened:
+                table = None
                 spanned |= _in_spans(paragraph)
                 # (a `<code>` left open in the paragraph it interrupts goes on into it)
                 paragraph, quoted, block_start = [], False, n
@@ -590,8 +615,8 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
         hidden = in_comment or any(hiding.values())
         raw = raw_text is not None or html_block is not None
         if not (raw or in_comment or paragraph) and _indent(content) >= 4:
-            pending = False  # an indented code block: its tags and comments are its text
-            continue
+            pending, table = False, None  # an indented code block: its tags and comments are
+            continue  # its text
         # HTML comments: open and close along the line, outside its code spans (raw HTML has
         # none)
         scanned = content if raw else _outside_code_spans(line) if "`" in line else line
@@ -653,10 +678,14 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
         if opening is not None:
             spanned |= _in_spans(paragraph)
             paragraph, code_depth, quoted = [], 0, False
-            fence, fence_item = opening[:2], (items[-1] if items else 0)
+            fence, fence_item, table = opening[:2], (items[-1] if items else 0), None
             continue
         if _email_header(text):
             break
+        if table is not None and (new_block or _indent(line) < table):
+            table = None  # a block of its own, or the item's end, ends the table
+        if table is not None:
+            continue  # a row: its text is a table cell, no line of its own
         # a paragraph starting in the tight list item whose type 1 block ended on the line
         # before runs into that block's last line
         ran_in = run_in is not None and not paragraph and _indent(line) >= run_in
@@ -665,7 +694,17 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
             spanned |= _in_spans(paragraph)
             paragraph, code_depth, ran_in = [], 0, False
             quoted = content.lstrip(" \t").startswith(">") and _quote_text(content.strip())
+        elif paragraph and not lazy and _delimiter_cells(text) == _table_cells(header.strip()) > 0:
+            # a delimiter row under a row of as many cells: a GFM table (cmark-gfm's
+            # extension), its header the paragraph's last line, rows the lines after it
+            if found and found[-1][0] == paragraph[-1][0]:
+                found.pop()  # a header cell, no line of its own
+            spanned |= _in_spans(paragraph[:-1])
+            paragraph, code_depth, quoted = [], 0, False
+            table = items[-1] if items else 0
+            continue
         paragraph.append((n, line))
+        header = content
         if not content.strip() or content.lstrip(" \t").startswith(">") and not quoted:
             spanned |= _in_spans(paragraph)  # no paragraph text (an empty list item, a quote
             paragraph, code_depth = [], 0  # with none) for the next line to go on

@@ -119,3 +119,37 @@ def test_a_tag_alone_after_a_quote_ends_it_as_cmark_gfm_reads_it() -> None:
     the tag as the quote's lazy line (the two renderers differ here: the finder follows
     GitHub's; compared by hand with cmark-gfm 2025.10.22, not in the suite)."""
     assert parse_command("> x\n<span>\n/rltracker stop") == ("stop", [])
+
+
+# GFM tables (cmark-gfm's extension; markdown-it's CommonMark preset has none, so the rendering
+# above cannot judge them): a delimiter row under a row of as many cells makes that row the
+# header and the lines after it rows, up to a blank line or another block. A command there is a
+# table cell, no line of its own: as `| /rltracker stop |` was not read, neither is a header
+# or a row written without pipes (each read on main). Compared by hand with cmark-gfm 2025.10.22.
+IN_A_TABLE = [
+    "/rltracker stop | x\n---|---",
+    "a | b\n---|---\n/rltracker stop",  # a row: any line after the table's
+    "x\na | b\n---|---\n/rltracker stop",
+    "| a |\n|---|\n/rltracker stop",
+    "| a | b |\n|:-:|--:|\n| x | y |\n/rltracker stop",
+    "- a | b\n  --|--\n  /rltracker stop",  # a table in a list item
+]
+NOT_A_TABLE = [
+    "a | b\n---|---\nc | d\n\n/rltracker stop",  # a blank line ends it
+    "a | b\n--|--\n- x\n/rltracker stop",  # so does a list
+    "a | b | c\n--|--\n/rltracker stop",  # three cells over two: a paragraph
+    "/rltracker stop\n---|---",
+    "a | b\n---\n/rltracker stop",  # a setext heading
+    "- a | b\n  --|--\n/rltracker stop",  # the item ends, and its table
+]
+
+
+@pytest.mark.parametrize("body", IN_A_TABLE)
+def test_a_command_in_a_table_cell_is_none(body: str) -> None:
+    assert parse_command(body) is None, body
+    assert without_commands(body) == body
+
+
+@pytest.mark.parametrize("body", NOT_A_TABLE)
+def test_a_command_after_or_beside_no_table_is_read(body: str) -> None:
+    assert parse_command(body) == ("stop", []), body

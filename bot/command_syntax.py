@@ -19,9 +19,14 @@ everything below an e-mail reply's header: `On ... wrote:`, `在 ... 写道：` 
 naming an address, and `-----Original Message-----`; Outlook does not quote the original with
 `>`) is no command: "to silence it, write ```/rltracker stop```" asks for nothing. A bare
 `<pre>`, `<details>` or `<blockquote>` in prose holds the rest of the comment as one at the
-start of a line does (the browser keeps what follows inside the element). A `<textarea>`
-starting a block is raw HTML up to the line holding `</textarea>` (`_opens_textarea`), shown
-run into one line of text: no line of it is a line of its own.
+start of a line does (the browser keeps what follows inside the element). An HTML block's
+lines (`<div>` or a tag alone on a line up to a blank line; a `<textarea>`, `<script>`,
+`<style>` up to its end tag; a comment or a `<?`/`<!DOCTYPE` declaration up to its end) are raw
+HTML, laid out as the browser does (`_runs_on`, commands82): a line runs into the text before
+it unless a block element (`<div>`, `<p>`, `<br>`, `<li>`, ...) opens or closes between them,
+and a tag GitHub's tag filter prints (`<textarea>`) is text: "<div>", "x", "/rltracker stop"
+shows "x /rltracker stop", no line of its own. A command in a GFM table (a header cell, or a
+row written without pipes) is a cell, no line either.
 A line holding a direction control that reorders what is shown (an embedding, an override or
 an isolate, typed or as a numeric character reference) is no command (security79): the reader
 may see its words in another order than the app reads them, or no command at all.
@@ -62,7 +67,7 @@ _LINE_END = re.compile(r"\r\n|\r|\n")  # CommonMark's line endings (no quantifie
 # maintainer quoting a reporter's `/rltracker kind ...` gave the verdict as theirs) or as code
 # (`<pre>`): no command inside, as in a `>` quote or a fence. `<code>` is not one of them
 # (`_code_depth`): it shows as code only up to the end of its paragraph; nor `<textarea>`
-# (`_opens_textarea`).
+# (`_opens_raw_text`: printed as text, its lines run into one).
 _HIDING_TAGS = ("details", "blockquote", "pre")
 # `<code ...>` or `</code>` (one tag name, one character after it: linear)
 _CODE_TAG = re.compile(r"</?code(?=[\s>/]|$)")
@@ -258,9 +263,10 @@ def _in_list_items(line: str, items: list[int], in_paragraph: bool, may_start: b
     it goes on a paragraph lazily: `in_paragraph` and no block starts) and gains those its
     list markers open (`may_start`: not inside an HTML block, a comment or a hiding
     element); returned is the line's text after its markers, indented by its columns past
-    the innermost item's (at most four). The `<textarea>` rule (left81) and the fence rule
-    (fence81) read it: a list item's lines are indented to its content column, and an HTML
-    block or a fenced code block in the item ends with it. Linear: each marker of the line is read once, each item popped once."""
+    the innermost item's (at most four). The HTML block rules (left81, commands82), the fence
+    rule (fence81), block starts and tables read it: a list item's lines are indented to its
+    content column, and an HTML block, a fenced code block or a table in the item ends with it.
+    Linear: each marker of the line is read once, each item popped once."""
     indent = _indent(line)
     left = False  # the line left a list item: no paragraph of its container to interrupt
     if items and indent < items[-1]:
@@ -405,7 +411,8 @@ def _opens_raw_text(line: str) -> bool:
                for tag in _RAW_TEXT_TAGS)
 
 
-def _runs_on(raw_html: str, pending: bool, open_blocks: dict[str, int]) -> bool:
+def _runs_on(raw_html: str, pending: bool, open_blocks: dict[str, int],
+             bogus: bool) -> tuple[bool, bool]:
     """Whether the browser's current line holds text after the raw HTML `raw_html` (a line of
     an HTML block, outside its comments, without the characters GitHub does not show),
     `pending` saying whether it held text before it. The block's line feeds are spaces to the
@@ -413,8 +420,15 @@ def _runs_on(raw_html: str, pending: bool, open_blocks: dict[str, int]) -> bool:
     them (`_LINE_BREAKING_TAGS`, `<br>`; an end tag only of an element open, counted in
     `open_blocks` across the comment: the browser drops a stray `</div>`). Text, a literal `<`
     and a tag the tag filter prints (`_FILTERED_TAGS`) are text; other tags (`<b>`, `<span>`)
-    are not. One pass along the line: linear."""
+    and declarations (`<!DOCTYPE html>`, `<?php ...>`: a bogus comment to the browser, up to
+    the first `>`, on a later line too: `bogus`, in one when the line starts, and returned
+    with `pending`) are not. One pass along the line: linear."""
     pos, end = 0, len(raw_html)
+    if bogus:
+        close = raw_html.find(">")
+        if close < 0:
+            return pending, True
+        pos = close + 1
     while pos < end:
         lt = raw_html.find("<", pos)
         stop = end if lt < 0 else lt
@@ -422,6 +436,12 @@ def _runs_on(raw_html: str, pending: bool, open_blocks: dict[str, int]) -> bool:
             pending = True
         if lt < 0:
             break
+        if raw_html[lt + 1:lt + 2] in ("!", "?"):  # a declaration or a processing instruction:
+            close = raw_html.find(">", lt)  # a (bogus) comment to the browser, shown as nothing
+            if close < 0:
+                return pending, True
+            pos = close + 1
+            continue
         closing = raw_html[lt + 1:lt + 2] == "/"
         start = lt + 1 + closing
         if not (raw_html[start:start + 1].isascii() and raw_html[start:start + 1].isalpha()):
@@ -444,7 +464,7 @@ def _runs_on(raw_html: str, pending: bool, open_blocks: dict[str, int]) -> bool:
                 pending = False
         close = raw_html.find(">", name_end)
         pos = end if close < 0 else close + 1
-    return pending
+    return pending, False
 
 
 def _direction_reordered(line: str) -> bool:
@@ -535,7 +555,7 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
     html_block: int | None = None
     raw_text: int | None = None
     raw_ends = _RAW_TEXT_ENDS  # what ends the type 1 block, or the declaration's (3 to 5)
-    bogus = False  # in a declaration's start, up to its first `>` (the browser's bogus comment)
+    bogus = False  # in raw HTML's declaration, up to its first `>` (a bogus comment: `_runs_on`)
     block_start = 0  # the line index the open HTML block started on
     pending = False  # the browser's line holds text from the HTML block's lines (`_runs_on`)
     open_blocks: dict[str, int] = {}  # block elements opened in raw HTML, by tag (`_runs_on`)
@@ -597,9 +617,9 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
             if may_start and _opens_raw_text(content):
                 raw_text, raw_ends, opened = opened_here, _RAW_TEXT_ENDS, True
             elif may_start and (declaration := _declaration_end(content)):
-                # (an HTML comment, type 2, is hidden as comments are: `in_comment`)
+                # (its start a bogus comment, `_runs_on`; an HTML comment's, type 2, hidden as
+                # comments are: `in_comment`)
                 raw_text, raw_ends, opened = opened_here, (declaration,), True
-                bogus = declaration != "-->"
             elif may_start and _indent(content) <= 3 and (
                     kind := _starts_html_block(content.strip())) and (
                     kind == 6 or not paragraph or new_block or closes_container):
@@ -659,17 +679,15 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
                 words = _words(seen)
                 if words is not None:
                     found.append((n, words))
-            laid_out = "".join(shown).translate(_INVISIBLE)
-            if bogus:  # nothing shown up to the first `>`
-                close = laid_out.find(">", laid_out.find("<") + 1 if opened else 0)
-                bogus, laid_out = close < 0, laid_out[close + 1:] if close >= 0 else ""
-            pending = _runs_on(laid_out, pending, open_blocks)
+            pending, bogus = _runs_on("".join(shown).translate(_INVISIBLE), pending, open_blocks,
+                                      bogus)
             code_depth = _code_depth(visible, code_depth) if visible else code_depth
             if raw_text is not None and any(end in line.lower() for end in raw_ends):
                 raw_text, code_depth, bogus = None, 0, False
                 runs_into = items[-1] if items and pending else None
             continue
-        pending = False  # a Markdown block (a paragraph, a heading, code) is a block of its own
+        pending = bogus = False  # a Markdown block (a paragraph, a heading, code) is a block
+        # of its own (and its tag's `>` ends a bogus comment left open)
         if hidden:
             spanned |= _in_spans(paragraph)
             paragraph, code_depth, quoted = [], 0, False
@@ -720,7 +738,8 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
         code_depth = _code_depth(visible, code_depth) if visible else code_depth
         pending = bool(items)  # a tight list item's text is no paragraph of its own (<p>): raw
         # HTML after it runs into it (a loose list's blank line ends that)
-        if _heading(text) or _indent(content) <= 3 and not lazy and _ends_paragraph(text, len(paragraph)):  # a heading ends on its line
+        if _indent(content) <= 3 and (_heading(text) or not lazy and _ends_paragraph(
+                text, len(paragraph))):  # a heading ends on its line
             spanned |= _in_spans(paragraph)
             paragraph, code_depth, quoted = [], 0, False
     spanned |= _in_spans(paragraph)

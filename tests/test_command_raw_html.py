@@ -57,6 +57,7 @@ HIDDEN = [
     "> x\n===\n/rltracker stop",  # no underline on a lazy line: the quote's text goes on
     "- a\n  x\n  - > x\n/rltracker stop",  # a nested item's quote, read in its columns
     "x\n<!-- c -->\n</textarea>\n/rltracker stop",  # a comment (type 2) interrupts x
+    "<div>\n<?php\n   /rltracker stop",  # a bogus comment in raw HTML, to the first `>`
 ]
 
 # The writer's own line (each missed on main).
@@ -96,6 +97,9 @@ AGREED = [
     ("<span>-->\n/rltracker stop", ("stop", [])),  # no type 7 block: text after the tag
     ("x\n===\n/rltracker stop", ("stop", [])),  # a setext heading ends on its underline
     ("<?x>\n/rltracker stop\n?>", ("stop", [])),  # the bogus comment ends at the first `>`
+    ("<span>\n<!DOCTYPE html>\n/rltracker stop", ("stop", [])),  # shown as nothing
+    ("<div>\n<?php echo 1 ?>\n/rltracker stop", ("stop", [])),
+    ("> x\n    # h\n/rltracker stop", None),  # indented: the quote's lazy text, no heading
 ]
 
 

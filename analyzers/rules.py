@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from analyzers import rules_structured as structured
+from analyzers.guide_places import sub_project_guides, sub_project_of
 from analyzers.rules_text import (
     MAX_CHARS,
     Segment,
@@ -802,32 +803,25 @@ def scoped_sections(text: str) -> tuple[set[str], set[str]]:
     return scoped, dropped - kept
 
 
-# Folders of a monorepo whose subfolders are packages: a contribution guide inside one
-# (`packages/<name>/CONTRIBUTING.md`) is that package's guide.
-_PACKAGE_GUIDE = re.compile(
-    r"^(?:packages|libs?|crates|plugins|extensions|integrations|apps|modules|components)"
-    r"/[^/]{1,100}/contributing[^/]{0,40}$", re.I)
-_PACKAGE_FOLDER = re.compile(
-    r"^(?:packages|libs?|crates|plugins|extensions|integrations|apps|modules|components)"
-    r"/[^/]{1,100}/(?=.)", re.I)
-
-
-def part_files(kinds: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+def part_files(kinds: Mapping[str, str], files: Mapping[str, str]) -> dict[str, tuple[str, str]]:
     """Files that ask their rules of some pull requests only ({path: (wording key, name)}), so
     a rule only they state is said as theirs, not of every PR (rules75):
     - a PR template of a `PULL_REQUEST_TEMPLATE/` folder holding several: each is chosen for
       one kind of pull request ("new_trainer.md"), named by its file name in words;
-    - a package's own guide in a monorepo (`packages/<name>/CONTRIBUTING.md`): its rules are
-      the package's, named by its folder."""
+    - a sub-project's own guide (`packages/<name>/CONTRIBUTING.md`, `sdk/python/CONTRIBUTING.md`:
+      the folders the fetch reads one from, analyzers/guide_places.py), and the pages inside its
+      folder: their rules are the sub-project's, named by its folder (fetch82)."""
     folder = [p for p, k in kinds.items() if k == "pr_template"
               and p.lower().rsplit("/", 2)[-2:-1] == ["pull_request_template"]]
     parts = {p: ("template_scoped", re.sub(r"[\s_-]+", " ", p.rsplit("/", 1)[-1].rsplit(".", 1)[0]).strip())
              for p in folder} if len(folder) > 1 else {}
-    parts.update({p: ("package_scoped", p.rsplit("/", 1)[0] + "/") for p, k in kinds.items()
-                  if k == "contributing" and _PACKAGE_GUIDE.match(p)})
+    guides = sub_project_guides({p: files[p] for p in kinds})
+    parts.update({p: ("package_scoped", folder) for p, folder in guides.items()})
     # a page inside a package's folder (one its guide links to, fetch79) is the package's too
-    parts.update({p: ("package_scoped", m.group(0)) for p, k in kinds.items()
-                  if k == "doc" and (m := _PACKAGE_FOLDER.match(p))})
+    folders = frozenset(guides.values())
+    parts.update({p: ("package_scoped", folder) for p, k in kinds.items()
+                  if k in ("doc", "contributing") and p not in guides
+                  and (folder := sub_project_of(p, folders))})
     return parts
 
 
@@ -840,7 +834,7 @@ _POINTS_BACK = re.compile(
 
 def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
     out: list[Segment] = []
-    parts = part_files(kinds)
+    parts = part_files(kinds, files)
     for path, text in files.items():
         kind = kinds[path]
         if kind in ("workflow", "codeowners", "ruleset"):
@@ -1491,9 +1485,9 @@ def unnamed_ai(text: str) -> str:
     return _CHUNK.sub(blank, text)
 
 
-def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any]]:
+def _match(segments: list[Segment], kinds: dict[str, str], files: Mapping[str, str]) -> list[dict[str, Any]]:
     tab = table()
-    parts = part_files(kinds)
+    parts = part_files(kinds, files)
     directive: dict[int, bool] = {}  # per segment, computed when a directive rule asks
     pipe = _nlp()
     strings = pipe.vocab.strings
@@ -1738,18 +1732,21 @@ def _scoped_statement(statement: str, zh: str | None, key: str,
     """A statement (English, Chinese) said of some pull requests only: texts[key], naming
     `names` (the PR templates, the packages) where it has `{names}`."""
     quoted = ", ".join(f"“{name}”" for name in names)
+    if key == "package_scoped" and len(names) > 1:
+        key = "packages_scoped"  # several packages, each by its own guide (fetch82)
     scope = {lang: text.replace("{names}", quoted) for lang, text in wording().texts[key].items()}
     return f"{statement.rstrip('.')} {scope['en']}.", (f"{zh.rstrip('。')}{scope['zh']}。" if zh else None)
 
 
-def said_of_packages(facts: list[dict[str, Any]], kinds: Mapping[str, str]) -> list[dict[str, Any]]:
+def said_of_packages(facts: list[dict[str, Any]], kinds: Mapping[str, str],
+                     files: Mapping[str, str]) -> list[dict[str, Any]]:
     """Facts that only package guides state, said of those packages: `packages` names them
     (their folders) and the statement says so. A setting only package guides state (a
     policy block's) is theirs too, not every PR's; the same statement from several packages'
     guides, whichever rule read it, is ONE fact naming and citing each package (fetch79:
     it was said of one package, or twice, or of every PR). One the repository's own files
     state for every PR covers them: the packages' copies are not said again."""
-    parts = part_files(kinds)
+    parts = part_files(kinds, files)
     names = {p: name for p, (key, name) in parts.items() if key == "package_scoped"}
     for fact in facts:
         sources = [s for s in fact.get("sources") or [] if s]
@@ -1927,12 +1924,12 @@ def summarize_rules(files: Mapping[str, str], framework: str | None = None) -> d
     files = {p: files[p] for p in sorted(kinds, key=lambda p: (KIND_ORDER.get(kinds[p], 9), p))}
     tab = table()
     segments = _segments(files, kinds)
-    matched = _match(segments, kinds)
+    matched = _match(segments, kinds, files)
     stated_in_prose = {f["topic"] for f in matched}
     # a policy block's setting is said when the prose does not state its topic (rules77)
     facts = said_of_packages(
         [f for f in _structural(files, kinds)
-         if not (f["rule"].startswith("policy_") and f["topic"] in stated_in_prose)] + matched, kinds)
+         if not (f["rule"].startswith("policy_") and f["topic"] in stated_in_prose)] + matched, kinds, files)
     if framework:
         for obs in observed_facts().get(framework, []):
             facts.append({

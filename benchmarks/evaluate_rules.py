@@ -41,7 +41,7 @@ WRITTEN_SETS = sorted(path for path in RULES_WRITTEN.iterdir() if (path / "expec
 # other set is held out: scored, never tuned on (its misses are left for the next round).
 DEVELOPED_ON = frozenset({"rules-dev", "a", "b", "c", "d", "e", "f", "h", "i", "k", "l", "m",
                           "n", "o", "q", "r", "s", "t", "u", "v", "w",
-                          "x", "y", "z", "aa", "ab", "ad"})
+                          "x", "y", "z", "aa", "ab", "ad", "af", "ah"})
 GOAL = 0.85
 # Development sets not yet at the goal, with the count of facts stated they must keep (Q
 # reached it in rules69; V and W were developed on in rules73, which fixed their invented lines

@@ -741,7 +741,7 @@ def _command_lines(body: str | None) -> list[tuple[int, list[str]]]:
         if _indent(content) <= 3 and (_heading(text) or not lazy and _ends_paragraph(
                 text, len(paragraph))):  # a heading ends on its line
             spanned |= _in_spans(paragraph)
-            paragraph, code_depth, quoted = [], 0, False
+            paragraph, code_depth, quoted, pending = [], 0, False, False  # (a block element)
     spanned |= _in_spans(paragraph)
     return [(n, words) for n, words in found if n not in spanned]
 

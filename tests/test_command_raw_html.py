@@ -100,6 +100,7 @@ AGREED = [
     ("<span>\n<!DOCTYPE html>\n/rltracker stop", ("stop", [])),  # shown as nothing
     ("<div>\n<?php echo 1 ?>\n/rltracker stop", ("stop", [])),
     ("> x\n    # h\n/rltracker stop", None),  # indented: the quote's lazy text, no heading
+    ("- # h\n  <span>\n  /rltracker stop", ("stop", [])),  # a heading is a block: a new line
 ]
 
 

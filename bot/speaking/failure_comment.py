@@ -47,7 +47,7 @@ from bot.speaking.quiet import (
     quiet_reason,
     unlabelled_replies,
 )
-from bot.speaking.records import record_skip
+from bot.speaking.records import record_skip, skip_key
 from bot.speaking.render import (
     FAILURE_MARKER,
     FailureComment,
@@ -99,6 +99,11 @@ def _is_confident_failure(analysis: dict[str, Any], config: RepoConfig) -> tuple
 
 
 UNKNOWN_FRAMEWORK = ("unknown_framework", "the repository is not one of the tracked frameworks")
+# The issue's opening found the app's installation suspended (or uninstalled): recorded then
+# (bot.speaking.decide), and an edit after the unsuspend posts nothing (a report from its start,
+# not one edited into a report).
+SUSPENDED = ("suspended", "the app's installation here was suspended (or uninstalled) when "
+             "the issue was opened: nothing is said on it")
 
 
 def failure_reason(sit: Situation, analysis: dict[str, Any],
@@ -219,6 +224,8 @@ async def _failure_comment(
                               "edited into a report by someone other than its author")
             return "skipped:edited_by_other"
         opened_labels = await labels_at_opening(ctx, repo, number)
+        if await _opened_while_suspended(ctx, repo, number):
+            return "skipped:" + SUSPENDED[0]  # (recorded at the opening)
         if await _replied_as_proposal(ctx, repo, number):
             # One thing said on a thread: the proposal's rule summary is there already.
             await record_skip(ctx, repo, number, "failure_comment", "rule_summary",
@@ -498,6 +505,13 @@ async def labels_at_opening(ctx: Any, repo: str, number: int) -> set[str]:
             Action.status == "skipped"))
         return {str(label) for details in rows
                 for label in ((details or {}).get("opened_labels") or [])}
+
+
+async def _opened_while_suspended(ctx: Any, repo: str, number: int) -> bool:
+    """Whether the issue's opening decision found the app's installation suspended."""
+    async with ctx.sessionmaker() as session:
+        return await session.scalar(select(Action.id).where(Action.dedupe_key == skip_key(
+            repo, number, "failure_comment", SUSPENDED[0]))) is not None
 
 
 async def _replied_as_proposal(ctx: Any, repo: str, number: int) -> bool:

@@ -23,9 +23,9 @@ INSTALLATION = 11
 
 
 async def _stored(db_url: str) -> list[dict[str, Any]]:
-    """Four installed repositories (one paused, one whose installation is suspended, one whose
-    settings file cannot be used, one as it should be), one not installed, one private; what
-    /api/repos gives for them."""
+    """Five installed repositories (one paused, one whose installation is suspended, one whose
+    settings file cannot be used, one of no framework, one as it should be), one not
+    installed, one private; what /api/repos gives for them."""
     from bot.config import Settings
     from bot.context import AppContext
     from bot.site.data import reception
@@ -47,6 +47,8 @@ async def _stored(db_url: str) -> list[dict[str, Any]]:
                 Repository(full_name="verl-project/verl-recipe", installation_id=INSTALLATION,
                            config_error="unknown key: \x1b[31mfailure_coments\u202e"),
                 Repository(full_name="verl-project/docs", installation_id=INSTALLATION),
+                Repository(full_name="THUDM/slime", framework="slime",
+                           installation_id=INSTALLATION),
                 Repository(full_name="OpenRLHF/OpenRLHF", framework="openrlhf"),
                 Repository(full_name="verl-project/secret", installation_id=INSTALLATION,
                            private=True),
@@ -77,8 +79,11 @@ def test_repos_alone_lists_the_installed_repositories_and_their_state(db_url: st
     # a settings file's words are the repository's: no escape sequence, no direction override
     assert "\x1b" not in result.stdout and "\u202e" not in result.stdout
     assert "failure_coments" in rows["verl-project/verl-recipe"]
-    assert "commenting" in rows["verl-project/docs"]
-    assert lines[-1].startswith("4 repositories"), lines
+    assert rows["THUDM/slime"].split("\t")[2] == "commenting"
+    # a repository of the installation that is no framework of the catalog: commands only
+    assert "not one of the tracked frameworks" in rows["verl-project/docs"]
+    assert "commenting" not in rows["verl-project/docs"]
+    assert lines[-1].startswith("5 repositories, 1 paused"), lines
     # --json: what GET /api/repos answers, as it is
     as_json = text(rltracker("repos", "--json", env=env))
     assert as_json.returncode == 0, as_json.stderr

@@ -76,6 +76,9 @@ def _state(repo: dict[str, Any]) -> str:
         states.append(f"paused: {repo['paused_reason'] or 'no reason recorded'}")
     if repo["settings_problem"]:
         states.append(repo["settings_problem"])
+    if repo["framework"] is None:  # (UNKNOWN_FRAMEWORK: bot.speaking.failure_comment)
+        states.append("not one of the tracked frameworks: no failure comment or rule summary, "
+                      "commands only")
     return "; ".join(states) or "commenting"
 
 

@@ -71,3 +71,26 @@ async def test_an_issue_opened_while_suspended_gets_no_comment_at_its_edit(
     fake_github.add_issue(VERL, 92, TITLE, BODY, "alice", created_at=iso(datetime.now(UTC)))
     await deliver(app_ctx, "issues", issue_event(fake_github, 92, "opened"))
     assert len(_posted(fake_github, 92)) == 1
+
+
+async def test_a_command_while_suspended_is_recorded_as_not_done(
+        app_ctx: Any, fake_github: Any, shared_dir: Any) -> None:
+    """A `/rltracker` command through a suspended installation: nothing can be said on
+    GitHub, and nothing was recorded either (the delivery `done`, /api/actions silent). Now
+    the skip `not_installed:{comment id}` says why; nothing is asked of GitHub or posted.
+    Failed on main (no record)."""
+    from tests.test_app_comment_author import comment_payload
+
+    await install(app_ctx, fake_github)
+    author = comment_payload(shared_dir, 93, 1, "")["issue"]["user"]["login"]
+    fake_github.add_issue(VERL, 93, TITLE, BODY, author, created_at=iso(datetime.now(UTC)))
+    await _suspended(app_ctx, True)
+    before = len(fake_github.calls)
+    row = await deliver(app_ctx, "issue_comment",
+                        comment_payload(shared_dir, 93, 940001, "/rltracker recheck"))
+    assert row.status == "done", row.last_error
+    async with app_ctx.sessionmaker() as session:
+        codes = [a.details.get("code") for a in await session.scalars(
+            select(Action).where(Action.number == 93, Action.kind == "command"))]
+    assert codes == ["not_installed:940001"]
+    assert not [c for c in fake_github.calls[before:] if c.method != "GET"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-ANALYZER_VERSION = "2026.12.05-53"
+ANALYZER_VERSION = "2026.12.05-54"
 
 
 def version_key(version: str) -> list[tuple[int, int | str]]:

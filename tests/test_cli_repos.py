@@ -129,3 +129,14 @@ def test_repos_prints_a_repository_name_without_its_control_characters(db_url: s
     # --json keeps the name as it is (as /api/repos does)
     as_json = text(rltracker("repos", "--json", env={"DATABASE_URL": db_url}))
     assert json.loads(as_json.stdout)[0]["repo"] == hostile
+
+
+def test_repos_help_names_the_exit_status_a_bad_setting_gets(tmp_path: Any) -> None:
+    """`rltracker repos` with a DATABASE_URL naming no database (a bad setting) exits 2 with a
+    line saying so, as every command does; its --help said exit 2 was "not OWNER/REPO" only,
+    which `repos` alone never reads. Failed before reread82."""
+    url = f"sqlite+aiosqlite:///{tmp_path}/none.db"
+    result = text(rltracker("repos", env={"DATABASE_URL": url}))
+    assert result.returncode == 2 and "does not exist" in result.stderr, result
+    help_text = " ".join(text(rltracker("repos", "--help")).stdout.split())
+    assert "2 not OWNER/REPO, or a bad setting" in help_text, help_text

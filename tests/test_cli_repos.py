@@ -96,3 +96,47 @@ def test_repos_on_an_empty_database_says_there_is_none(db_url: str) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == ("0 repositories: the app is installed in no public "
                                      "repository this service has stored")
+
+
+def test_repos_prints_a_repository_name_without_its_control_characters(db_url: str) -> None:
+    """A repository's name as a webhook delivered it is stored unchecked; `rltracker repos`
+    printed it raw (the settings problem went through `printable`, the name and the resume
+    hint did not): an escape sequence or a direction override reached the operator's terminal.
+    Failed before reread82: '\\x1b' and '\\u202e' in the output."""
+    from bot.config import Settings
+    from bot.context import AppContext
+    from bot.store.models import Installation, Repository
+
+    hostile = "evil\x1b]0;owned\x07/re\u202epo"
+
+    async def store() -> None:
+        ctx = AppContext.create(Settings.from_env({}, database_url=db_url))
+        try:
+            async with ctx.sessionmaker() as session, session.begin():
+                session.add(Installation(id=INSTALLATION, account="evil"))
+                await session.flush()
+                session.add(Repository(full_name=hostile, framework="verl",
+                                       installation_id=INSTALLATION, comments_paused=True))
+        finally:
+            await ctx.close()
+
+    asyncio.run(store())
+    result = text(rltracker("repos", env={"DATABASE_URL": db_url}))
+    assert result.returncode == 0, result.stderr
+    assert "\x1b" not in result.stdout and "\u202e" not in result.stdout
+    assert "\x07" not in result.stdout
+    assert "evil ]0;owned /re po" in result.stdout  # each control character a space
+    # --json keeps the name as it is (as /api/repos does)
+    as_json = text(rltracker("repos", "--json", env={"DATABASE_URL": db_url}))
+    assert json.loads(as_json.stdout)[0]["repo"] == hostile
+
+
+def test_repos_help_names_the_exit_status_a_bad_setting_gets(tmp_path: Any) -> None:
+    """`rltracker repos` with a DATABASE_URL naming no database (a bad setting) exits 2 with a
+    line saying so, as every command does; its --help said exit 2 was "not OWNER/REPO" only,
+    which `repos` alone never reads. Failed before reread82."""
+    url = f"sqlite+aiosqlite:///{tmp_path}/none.db"
+    result = text(rltracker("repos", env={"DATABASE_URL": url}))
+    assert result.returncode == 2 and "does not exist" in result.stderr, result
+    help_text = " ".join(text(rltracker("repos", "--help")).stdout.split())
+    assert "2 not OWNER/REPO, or a bad setting" in help_text, help_text

@@ -1107,3 +1107,24 @@ def test_the_unknown_flag_line_readme_quotes_is_printed_as_quoted(tmp_path: Path
                      env={"DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/none.db"})
     expected = quoted.group(1).replace("...", "--no-such-flag")
     assert (result.returncode, result.stderr.strip().splitlines()[-1]) == (2, expected)
+
+
+def test_the_catalog_counts_and_published_figures_the_docs_state_are_the_code_s() -> None:
+    """docs/catalog.md states how many options have a Chinese setting (`set_by_zh`, "107
+    today"), docs/study.md how many methods the catalog holds ("holds 35 methods") and the
+    published study's headline (`analyzers.study.PUBLISHED`): each is a number that drifts as
+    the catalog grows, so each is read back from the code (reread82)."""
+    from analyzers.catalog import load_catalog
+    from analyzers.study import PUBLISHED
+
+    cat = load_catalog()
+    with_zh = sum(1 for m in cat.methods.values() for opts in m.options.values() for o in opts
+                  if o.set_by_zh)
+    catalog_md = " ".join((ROOT / "docs" / "catalog.md").read_text().split())
+    assert f"has words besides its code spans ({with_zh} today)" in catalog_md
+    study_md = " ".join((ROOT / "docs" / "study.md").read_text().split())
+    assert f"the catalog holds {len(cat.methods)} methods, so the two" in study_md
+    assert (f"paper of {PUBLISHED['date']} followed {PUBLISHED['papers']:,} papers, "
+            f"{PUBLISHED['reached']} of which reached") in study_md
+    assert (f'"published": {{"date": "{PUBLISHED["date"]}", "papers": {PUBLISHED["papers"]}, '
+            f'"reached": {PUBLISHED["reached"]}}}') in study_md

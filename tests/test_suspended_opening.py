@@ -94,3 +94,27 @@ async def test_a_command_while_suspended_is_recorded_as_not_done(
             select(Action).where(Action.number == 93, Action.kind == "command"))]
     assert codes == ["not_installed:940001"]
     assert not [c for c in fake_github.calls[before:] if c.method != "GET"]
+
+
+async def test_a_question_opened_while_suspended_and_edited_into_a_report_gets_its_comment(
+        app_ctx: Any, fake_github: Any) -> None:
+    """The `suspended` skip stands for "it was a report from its start" (docs/comments.md):
+    an issue opened while suspended as a question, which the app would not have answered
+    then either, and edited by its author into a report after the unsuspend is an issue
+    edited into a report like any other, and gets the comment. Failed before reread82: the
+    skip was recorded whatever the opening was, so the edit posted nothing."""
+    from tests.test_speaking_when import QUESTION
+
+    await install(app_ctx, fake_github)
+    await _suspended(app_ctx, True)
+    opened = datetime.now(UTC) - timedelta(minutes=30)
+    fake_github.add_issue(VERL, 93, "Question", QUESTION, "alice", created_at=iso(opened))
+    row = await deliver(app_ctx, "issues", issue_event(fake_github, 93, "opened"))
+    assert row.status == "done", row.last_error
+    await _suspended(app_ctx, False)
+    issue = fake_github.issue(VERL, 93)
+    before = {"body": {"from": issue["body"]}, "title": {"from": issue["title"]}}
+    issue.update(title=TITLE, body=BODY, updated_at=iso(opened + timedelta(minutes=5)))
+    row = await deliver(app_ctx, "issues", issue_event(fake_github, 93, "edited", **before))
+    assert row.status == "done", row.last_error
+    assert len(_posted(fake_github, 93)) == 1

@@ -504,7 +504,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "received.",
                        epilog="exit status: 0 listed, resumed, or not paused (said on stderr); "
                               "1 the repository is not stored, or the database failed; 2 not "
-                              "OWNER/REPO.")
+                              "OWNER/REPO, or a bad setting.")
     p.add_argument("--json", action="store_true", help="the list as GET /api/repos gives it")
     repos_sub = p.add_subparsers(dest="repos_command")
     pr = repos_sub.add_parser("resume", help="lift the pause of the app's comments in a "

@@ -49,7 +49,8 @@ def _list_repos(*, as_json: bool) -> int:
         print(json.dumps(repos, ensure_ascii=False))
         return 0
     for repo in repos:
-        print("\t".join([repo["repo"], repo["framework"] or "-", printable(_state(repo)),
+        # (the name too is as a webhook delivered it, stored unchecked: printable)
+        print("\t".join([printable(repo["repo"]), repo["framework"] or "-", printable(_state(repo)),
                          f"{repo['comments_posted']} comments posted, {repo['thumbs_up']} thumbs up, "
                          f"{repo['thumbs_down']} down, {repo['hidden_or_deleted']} hidden or "
                          "deleted by people"]))
@@ -57,7 +58,7 @@ def _list_repos(*, as_json: bool) -> int:
         print("0 repositories: the app is installed in no public repository this service has "
               "stored")
         return 0
-    paused = [r["repo"] for r in repos if r["paused"]]
+    paused = [printable(r["repo"]) for r in repos if r["paused"]]
     print(f"{len(repos)} {'repository' if len(repos) == 1 else 'repositories'}, "
           f"{len(paused)} paused"
           + (f"; lift a pause with `rltracker repos resume {paused[0]}`" if paused else "")

@@ -15,10 +15,10 @@ from typing import Any
 
 from bot.speaking.claims import STALE_PENDING, delivery_of, held_by_an_earlier_attempt
 from bot.speaking.failure_comment import (
-    SUSPENDED,
     add_pending_label,
     failure_comment,
     freeze_if_maintainer_replied,
+    record_opened_while_suspended,
     update_failure_comment,
     with_verdict,
 )
@@ -32,7 +32,6 @@ from bot.speaking.quiet import (
     REOPEN_TRIGGERS,
     SUMMARY_EDIT_TRIGGERS,
 )
-from bot.speaking.records import record_skip
 from bot.speaking.repo_config import effective_dry_run, get_repo_config
 from bot.speaking.rule_summary import rule_summary, update_rule_summary
 from bot.speaking.situation import Prefetched, load_situation
@@ -66,8 +65,7 @@ async def act(
             sit.record.get("kind") == "issue"):
         # Opened while its owner had the app suspended: said why on /api/actions, and an
         # edit after the unsuspend does not make it a new report (`failure_comment`).
-        await record_skip(ctx, sit.repo, number, "failure_comment", *SUSPENDED)
-        return {"failure_comment": "skipped:" + SUSPENDED[0]}
+        return {"failure_comment": await record_opened_while_suspended(ctx, sit, analysis)}
     if sit is None or sit.installation_id is None:
         return {}  # not installed: the app only tracks, it never speaks there
     outcome: dict[str, str] = {}

@@ -507,11 +507,24 @@ async def labels_at_opening(ctx: Any, repo: str, number: int) -> set[str]:
                 for label in ((details or {}).get("opened_labels") or [])}
 
 
+async def record_opened_while_suspended(ctx: Any, sit: Situation, analysis: dict[str, Any]) -> str:
+    """The issue's opening found the app's installation suspended: the skip `suspended`,
+    with whether the opening was a failure report (`report`: the analyzer's finding; no
+    command is handled while suspended, so no person's verdict yet). Only such an issue is passed over at its edits after the unsuspend
+    (`_opened_while_suspended`); a question edited into a report then is answered as any
+    issue edited into a report is (reread82)."""
+    report = bool(_failure_of(analysis).get("is_failure_report"))
+    await record_skip(ctx, sit.repo, sit.number, "failure_comment", *SUSPENDED, report=report)
+    return "skipped:" + SUSPENDED[0]
+
+
 async def _opened_while_suspended(ctx: Any, repo: str, number: int) -> bool:
-    """Whether the issue's opening decision found the app's installation suspended."""
+    """Whether the issue's opening decision found the app's installation suspended and the
+    issue a failure report (a skip recorded before `report` was kept counts as one)."""
     async with ctx.sessionmaker() as session:
-        return await session.scalar(select(Action.id).where(Action.dedupe_key == skip_key(
-            repo, number, "failure_comment", SUSPENDED[0]))) is not None
+        details = await session.scalar(select(Action.details).where(Action.dedupe_key == skip_key(
+            repo, number, "failure_comment", SUSPENDED[0])))
+    return details is not None and (details or {}).get("report", True) is not False
 
 
 async def _replied_as_proposal(ctx: Any, repo: str, number: int) -> bool:

@@ -140,6 +140,12 @@ CASES = {
     "issue-sizes": _fill("- Over ~200 changed lines? Open an issue first and get a maintainer's OK. "
                          "More than 99 lines of code need an issue. "),
     "points-back": _fill("She put the accuracy in the PR description. Any change to a head needs that table. "),
+    # rules83: rules told as the past, each one of a kind needing a test, runtimes' outputs
+    "told-as-past": _fill("We used to run a stale bot that closed inactive PRs after 60 days. X required "
+                          "a CLA until version 0.6; until 2023 we asked for a sign-off. "),
+    "past-one-sentence": "until 2023 " + _fill("required a needed until v1 ") + ".",
+    "every-kind-tests": _fill("Every converter needs a test in `tests/a/test_<b>.py` that compares the "
+                              "runtime's output. Search existing issues in a feature request first. "),
 }
 
 

@@ -146,3 +146,23 @@ def test_scores_before_and_after_for_changes_that_could_alter_them() -> None:
             "numbers must include the scores of the two baseline models before and after.\n")
     lines = _statements({"CONTRIBUTING.md": text}, "results")
     assert [s for s in lines if "before and after" in s], lines
+
+
+def test_a_folder_tree_under_a_where_heading_says_where_code_goes() -> None:
+    text = ("# Contributing\n\n## Where new solvers go\n\n```\nsolvers/<family>/\n"
+            "    solver_<name>.py   # the solver\n    __init__.py\n```\n")
+    lines = _statements({"CONTRIBUTING.md": text}, "algorithms")
+    assert [s for s in lines if "`solvers/<family>/`" in s], lines
+
+
+def test_ci_that_must_pass_before_merge_after_a_parenthesised_list() -> None:
+    text = ("# Development\n\n## Merging\n\n- CI (style, unit tests and the docs build) must pass "
+            "before merge.\n")
+    assert "CI checks must pass before a PR is merged." in _statements({"docs/dev.md": text}, "ci")
+
+
+def test_an_evaluation_on_a_public_benchmark_asked_of_a_new_method() -> None:
+    text = ("# Contributing\n\n## New samplers\n\nFor a new sampler, include in the PR an "
+            "evaluation on at least one public benchmark, with the model and the settings.\n")
+    lines = _statements({"CONTRIBUTING.md": text}, "results")
+    assert [s for s in lines if "public benchmark" in s], lines

@@ -166,3 +166,18 @@ def test_an_evaluation_on_a_public_benchmark_asked_of_a_new_method() -> None:
             "evaluation on at least one public benchmark, with the model and the settings.\n")
     lines = _statements({"CONTRIBUTING.md": text}, "results")
     assert [s for s in lines if "public benchmark" in s], lines
+
+
+def test_a_rate_reported_in_the_pr_is_a_results_request() -> None:
+    text = ("# Contributing\n\n## Results you must report\n\nIn the PR description, report the "
+            "success rate on one of the bundled tasks, averaged over 3 seeds.\n")
+    lines = _statements({"CONTRIBUTING.md": text}, "results")
+    assert [s for s in lines if "success rate" in s and "3 seeds" in s], lines
+
+
+def test_a_benchmark_rerun_for_its_success_rate_is_no_speed_request() -> None:
+    text = ("# Contributing\n\nIf your change alters the default settings of a policy, re-run its "
+            "benchmark and report the before/after success rate.\n")
+    lines = _statements({"CONTRIBUTING.md": text}, "results")
+    assert not [s for s in lines if "speed" in s], lines
+    assert [s for s in lines if "success rate" in s], lines

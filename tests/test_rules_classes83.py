@@ -181,3 +181,12 @@ def test_a_benchmark_rerun_for_its_success_rate_is_no_speed_request() -> None:
     lines = _statements({"CONTRIBUTING.md": text}, "results")
     assert not [s for s in lines if "speed" in s], lines
     assert [s for s in lines if "success rate" in s], lines
+
+
+def test_a_question_in_parentheses_does_not_end_the_sentence() -> None:
+    # "two reviews: a technical review (does it run?) by a maintainer, and ... Both must approve"
+    text = ("# Contributing\n\n## Review\n\nEvery new chapter gets two reviews: a technical review "
+            "(does the code run and is it right?) by a maintainer, and a language review (is it "
+            "clear?) by an editor. Both must approve before merging.\n")
+    lines = _statements({"CONTRIBUTING.md": text}, "review")
+    assert [s for s in lines if "two approving reviews" in s], lines

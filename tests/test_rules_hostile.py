@@ -146,6 +146,9 @@ CASES = {
     "past-one-sentence": "until 2023 " + _fill("required a needed until v1 ") + ".",
     "every-kind-tests": _fill("Every converter needs a test in `tests/a/test_<b>.py` that compares the "
                               "runtime's output. Search existing issues in a feature request first. "),
+    "parenthesised-questions": _fill("Two reviews (is it right?) by a maintainer (is it clear?) by an "
+                                     "editor. ( a. b. c. Both must approve. "),
+    "unclosed-parentheses": _fill("( an open parenthesis. "),
 }
 
 
